@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every Debian package Hexir needs. Idempotent: when everything is present it
+# changes nothing and makes no network request.
+set -euo pipefail
+
+PACKAGES=(
+  bazel-bootstrap
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 lld-22
+  catch2 libcli11-dev flatbuffers-compiler libflatbuffers-dev
+  python3-numpy lua5.4
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages present"
+else
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# CUDA headers are optional at build time: the CUDA driver dlopens libcuda.so.1 and
+# carries its own declarations of the driver API, so nothing here requires the toolkit.
+if [ ! -x /usr/local/cuda/bin/ptxas ]; then
+  echo "setup: note: no CUDA toolkit at /usr/local/cuda; --target=cuda will be unavailable"
+fi
