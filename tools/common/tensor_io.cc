@@ -1,0 +1,419 @@
+#include "tools/common/tensor_io.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "hal/element_type.h"
+
+namespace hexir::tools {
+namespace {
+
+using hal::ElementTypeByteSize;
+using hal::ElementTypeFromName;
+using hal::ElementTypeName;
+
+bool IsFloatType(int32_t t) { return t == 1 || t == 2 || t == 3 || t == 4; }
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// Splits "2x3xf32" into dims {2,3} and type f32; "f32" into {} and f32.
+Status ParseType(std::string_view text, std::vector<int64_t>* dims, int32_t* type) {
+  dims->clear();
+  while (true) {
+    size_t x = text.find('x');
+    std::string_view part = text.substr(0, x);
+    if (x == std::string_view::npos) {
+      *type = ElementTypeFromName(part);
+      if (*type == 0) {
+        return InvalidArgument("unknown element type '", part,
+                               "' (expected f32, f64, f16, bf16, i8, i16, i32, i64 or i1)");
+      }
+      return Status::Ok();
+    }
+    int64_t d = 0;
+    auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), d);
+    if (ec != std::errc() || p != part.data() + part.size() || d < 0) {
+      return InvalidArgument("bad dimension '", part, "' in type '", text, "'");
+    }
+    dims->push_back(d);
+    text.remove_prefix(x + 1);
+  }
+}
+
+Status ParseNumber(std::string_view tok, int32_t type, double* f, int64_t* i) {
+  std::string s(tok);
+  char* end = nullptr;
+  errno = 0;
+  if (IsFloatType(type)) {
+    *f = std::strtod(s.c_str(), &end);
+  } else if (s == "true" || s == "false") {
+    *i = s == "true";
+    return Status::Ok();
+  } else {
+    *i = std::strtoll(s.c_str(), &end, 10);
+  }
+  if (end == s.c_str() || *end != '\0' || errno == ERANGE) {
+    return InvalidArgument("'", tok, "' is not a valid ", ElementTypeName(type), " value");
+  }
+  if (type == 20 && *i != 0 && *i != 1) return InvalidArgument("'", tok, "' is not a valid i1 value (0 or 1)");
+  return Status::Ok();
+}
+
+void StoreElement(HostTensor& t, int64_t index, double f, int64_t i) {
+  uint8_t* p = t.bytes.data() + index * ElementTypeByteSize(t.element_type);
+  switch (t.element_type) {
+    case 1: { float v = static_cast<float>(f); std::memcpy(p, &v, 4); break; }
+    case 2: { uint16_t v = FloatToHalf(static_cast<float>(f)); std::memcpy(p, &v, 2); break; }
+    case 3: { uint16_t v = FloatToBF16(static_cast<float>(f)); std::memcpy(p, &v, 2); break; }
+    case 4: std::memcpy(p, &f, 8); break;
+    case 16: case 20: { int8_t v = static_cast<int8_t>(i); std::memcpy(p, &v, 1); break; }
+    case 17: { int16_t v = static_cast<int16_t>(i); std::memcpy(p, &v, 2); break; }
+    case 18: { int32_t v = static_cast<int32_t>(i); std::memcpy(p, &v, 4); break; }
+    case 19: std::memcpy(p, &i, 8); break;
+  }
+}
+
+bool FitsIntType(int64_t v, int32_t type) {
+  switch (type) {
+    case 16: return v >= INT8_MIN && v <= INT8_MAX;
+    case 17: return v >= INT16_MIN && v <= INT16_MAX;
+    case 18: return v >= INT32_MIN && v <= INT32_MAX;
+    default: return true;
+  }
+}
+
+std::string FormatFloat(double v, int32_t type) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::to_chars_result r = type == 4 ? std::to_chars(buf, buf + sizeof(buf), v)
+                                     : std::to_chars(buf, buf + sizeof(buf), static_cast<float>(v));
+  return std::string(buf, r.ptr);
+}
+
+}  // namespace
+
+int64_t HostTensor::element_count() const {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+uint16_t FloatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000;
+  uint32_t mant = x & 0x7fffff;
+  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff);
+  if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00 | (mant ? 0x200 : 0));
+  int32_t e = exp - 127 + 15;
+  if (e >= 0x1f) return static_cast<uint16_t>(sign | 0x7c00);
+  if (e <= 0) {
+    if (e < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000;
+    uint32_t shift = static_cast<uint32_t>(14 - e);
+    uint32_t half = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1);
+    uint32_t mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1))) ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = (static_cast<uint32_t>(e) << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) ++half;  // may carry into the exponent: correct
+  return static_cast<uint16_t>(sign | half);
+}
+
+float HalfToFloat(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ff;
+  uint32_t x;
+  if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else {
+      float v = std::ldexp(static_cast<float>(mant), -24);
+      return sign ? -v : v;
+    }
+  } else if (exp == 0x1f) {
+    x = sign | 0x7f800000 | (mant << 13);
+  } else {
+    x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+uint16_t FloatToBF16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((x >> 16) | 0x40);
+  x += 0x7fff + ((x >> 16) & 1);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+float BF16ToFloat(uint16_t h) {
+  uint32_t x = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+double ElementAsDouble(const HostTensor& t, int64_t i) {
+  const uint8_t* p = t.bytes.data() + i * ElementTypeByteSize(t.element_type);
+  switch (t.element_type) {
+    case 1: { float v; std::memcpy(&v, p, 4); return v; }
+    case 2: { uint16_t v; std::memcpy(&v, p, 2); return HalfToFloat(v); }
+    case 3: { uint16_t v; std::memcpy(&v, p, 2); return BF16ToFloat(v); }
+    case 4: { double v; std::memcpy(&v, p, 8); return v; }
+    case 16: case 20: return static_cast<int8_t>(*p);
+    case 17: { int16_t v; std::memcpy(&v, p, 2); return v; }
+    case 18: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case 19: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+  }
+  return 0;
+}
+
+StatusOr<HostValue> ParseValue(std::string_view spec_in) {
+  std::string_view spec = Trim(spec_in);
+  HostValue value;
+  if (!spec.empty() && spec.front() == '@') {
+    HEXIR_ASSIGN_OR_RETURN(value.tensor, ReadNpy(std::string(spec.substr(1))));
+    return value;
+  }
+  size_t eq = spec.find('=');
+  if (eq == std::string_view::npos) {
+    return InvalidArgument("input '", spec, "': expected TYPE=VALUES (e.g. 2x3xf32=1 2 3 4 5 6, f32=0.5) or @file.npy");
+  }
+  std::vector<int64_t> dims;
+  int32_t type = 0;
+  Status st = ParseType(Trim(spec.substr(0, eq)), &dims, &type);
+  if (!st.ok()) return std::move(st).WithContext(StrCat("input '", spec, "'"));
+
+  std::vector<std::string_view> tokens;
+  std::string_view rest = spec.substr(eq + 1);
+  while (true) {
+    rest = Trim(rest);
+    if (rest.empty()) break;
+    size_t sp = 0;
+    while (sp < rest.size() && !std::isspace(static_cast<unsigned char>(rest[sp])) && rest[sp] != ',') ++sp;
+    tokens.push_back(rest.substr(0, sp));
+    rest.remove_prefix(sp);
+    if (!rest.empty() && rest.front() == ',') rest.remove_prefix(1);
+  }
+
+  if (dims.empty()) {  // scalar
+    if (tokens.size() != 1) {
+      return InvalidArgument("input '", spec, "': a scalar takes exactly one value, got ", tokens.size());
+    }
+    double f = 0;
+    int64_t i = 0;
+    st = ParseNumber(tokens[0], type, &f, &i);
+    if (!st.ok()) return std::move(st).WithContext(StrCat("input '", spec, "'"));
+    value.scalar_type = type;
+    if (IsFloatType(type)) {
+      value.kind = HostValue::Kind::kFloat;
+      value.f = f;
+    } else {
+      if (!FitsIntType(i, type)) return InvalidArgument("input '", spec, "': ", i, " does not fit in ", ElementTypeName(type));
+      value.kind = HostValue::Kind::kInt;
+      value.i = i;
+    }
+    return value;
+  }
+
+  HostTensor& t = value.tensor;
+  t.element_type = type;
+  t.dims = dims;
+  int64_t count = 1;
+  for (int64_t d : dims) {
+    if (d != 0 && count > (int64_t{1} << 40) / d) return InvalidArgument("input '", spec, "': tensor is too large");
+    count *= d;
+  }
+  if (tokens.size() != 1 && static_cast<int64_t>(tokens.size()) != count) {
+    return InvalidArgument("input '", Trim(spec.substr(0, eq)), "': expected ", count,
+                           " values (or one to fill the tensor), got ", tokens.size());
+  }
+  t.bytes.assign(static_cast<size_t>(count * ElementTypeByteSize(type)), 0);
+  std::string type_text(Trim(spec.substr(0, eq)));
+  double f = 0;
+  int64_t i = 0;
+  for (int64_t k = 0; k < count; ++k) {
+    if (k == 0 || tokens.size() != 1) {  // a single token is parsed once and fills the tensor
+      std::string_view tok = tokens[tokens.size() == 1 ? 0 : static_cast<size_t>(k)];
+      st = ParseNumber(tok, type, &f, &i);
+      if (!st.ok()) return std::move(st).WithContext(StrCat("input '", type_text, "' value ", k));
+      if (!IsFloatType(type) && !FitsIntType(i, type)) {
+        return InvalidArgument("input '", type_text, "' value ", k, ": ", i, " does not fit in ", ElementTypeName(type));
+      }
+    }
+    StoreElement(t, k, f, i);
+  }
+  return value;
+}
+
+std::string DescribeType(const HostValue& value) {
+  if (value.kind != HostValue::Kind::kTensor) return std::string(ElementTypeName(value.scalar_type));
+  std::string s;
+  for (int64_t d : value.tensor.dims) s += std::to_string(d) + "x";
+  return s + std::string(ElementTypeName(value.tensor.element_type));
+}
+
+std::string FormatValue(const HostValue& value) {
+  std::string s = DescribeType(value) + "=";
+  if (value.kind == HostValue::Kind::kInt) return s + std::to_string(value.i);
+  if (value.kind == HostValue::Kind::kFloat) return s + FormatFloat(value.f, value.scalar_type);
+  const HostTensor& t = value.tensor;
+  int64_t n = t.element_count();
+  for (int64_t k = 0; k < n; ++k) {
+    if (k) s += ' ';
+    double v = ElementAsDouble(t, k);
+    if (IsFloatType(t.element_type)) {
+      s += FormatFloat(v, t.element_type);
+    } else {
+      s += std::to_string(static_cast<int64_t>(v));
+    }
+  }
+  return s;
+}
+
+// ---- .npy (format versions 1.0 / 2.0 / 3.0, C order, little-endian) -------------------
+
+namespace {
+
+const char* NpyDescr(int32_t type) {
+  switch (type) {
+    case 1: return "<f4";
+    case 2: return "<f2";
+    case 4: return "<f8";
+    case 16: return "|i1";
+    case 17: return "<i2";
+    case 18: return "<i4";
+    case 19: return "<i8";
+    case 20: return "|b1";
+    default: return nullptr;  // bf16 has no NumPy dtype
+  }
+}
+
+int32_t NpyType(std::string_view d) {
+  if (d == "<f4") return 1;
+  if (d == "<f2") return 2;
+  if (d == "<f8") return 4;
+  if (d == "|i1" || d == "<i1") return 16;
+  if (d == "<i2") return 17;
+  if (d == "<i4") return 18;
+  if (d == "<i8") return 19;
+  if (d == "|b1") return 20;
+  return 0;
+}
+
+// Value of `key` in the header dict, e.g. 'descr': '<f4' -> "<f4".
+std::string_view DictValue(std::string_view header, std::string_view key) {
+  std::string quoted = "'" + std::string(key) + "'";
+  size_t k = header.find(quoted);
+  if (k == std::string_view::npos) return {};
+  size_t colon = header.find(':', k + quoted.size());
+  if (colon == std::string_view::npos) return {};
+  std::string_view v = Trim(header.substr(colon + 1));
+  if (!v.empty() && (v.front() == '\'' || v.front() == '"')) {
+    size_t end = v.find(v.front(), 1);
+    return end == std::string_view::npos ? std::string_view() : v.substr(1, end - 1);
+  }
+  if (!v.empty() && v.front() == '(') {
+    size_t end = v.find(')');
+    return end == std::string_view::npos ? std::string_view() : v.substr(0, end + 1);
+  }
+  size_t end = v.find_first_of(",}");
+  return Trim(v.substr(0, end));
+}
+
+}  // namespace
+
+StatusOr<HostTensor> ReadNpy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot open '", path, "': ", std::strerror(errno));
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (data.size() < 10 || data.compare(0, 6, "\x93NUMPY") != 0) {
+    return InvalidArgument("'", path, "' is not a .npy file (bad magic)");
+  }
+  uint8_t major = static_cast<uint8_t>(data[6]);
+  size_t header_len = 0, header_start = 0;
+  if (major == 1) {
+    header_len = static_cast<uint8_t>(data[8]) | (static_cast<uint8_t>(data[9]) << 8);
+    header_start = 10;
+  } else if (major == 2 || major == 3) {
+    if (data.size() < 12) return DataLoss("'", path, "': truncated .npy header");
+    header_len = 0;
+    for (int b = 0; b < 4; ++b) header_len |= static_cast<size_t>(static_cast<uint8_t>(data[8 + b])) << (8 * b);
+    header_start = 12;
+  } else {
+    return InvalidArgument("'", path, "': unsupported .npy version ", int(major));
+  }
+  if (header_len > data.size() - header_start) return DataLoss("'", path, "': truncated .npy header");
+  std::string_view header(data.data() + header_start, header_len);
+  std::string_view descr = DictValue(header, "descr");
+  std::string_view order = DictValue(header, "fortran_order");
+  std::string_view shape = DictValue(header, "shape");
+  HostTensor t;
+  t.element_type = NpyType(descr);
+  if (t.element_type == 0) return InvalidArgument("'", path, "': unsupported dtype '", descr, "'");
+  if (order != "False") return InvalidArgument("'", path, "': Fortran-order arrays are not supported");
+  if (shape.size() < 2 || shape.front() != '(') return InvalidArgument("'", path, "': bad shape in header");
+  std::string_view dims = shape.substr(1, shape.size() - 2);
+  int64_t count = 1;
+  while (!Trim(dims).empty()) {
+    dims = Trim(dims);
+    size_t comma = dims.find(',');
+    std::string_view tok = Trim(dims.substr(0, comma));
+    int64_t d = 0;
+    auto [p, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), d);
+    if (ec != std::errc() || p != tok.data() + tok.size() || d < 0 || (d && count > (int64_t{1} << 40) / d)) {
+      return InvalidArgument("'", path, "': bad dimension '", tok, "'");
+    }
+    t.dims.push_back(d);
+    count *= d;
+    if (comma == std::string_view::npos) break;
+    dims.remove_prefix(comma + 1);
+  }
+  size_t payload = header_start + header_len;
+  size_t want = static_cast<size_t>(count * ElementTypeByteSize(t.element_type));
+  if (data.size() - payload != want) {
+    return DataLoss("'", path, "': expected ", want, " data bytes for shape ", shape, ", found ", data.size() - payload);
+  }
+  t.bytes.assign(data.begin() + static_cast<std::ptrdiff_t>(payload), data.end());
+  return t;
+}
+
+Status WriteNpy(const std::string& path, const HostTensor& t) {
+  const char* descr = NpyDescr(t.element_type);
+  if (!descr) return Unimplemented("cannot save ", ElementTypeName(t.element_type), " to .npy (no NumPy dtype)");
+  std::string shape = "(";
+  for (size_t i = 0; i < t.dims.size(); ++i) shape += std::to_string(t.dims[i]) + (t.dims.size() == 1 ? "," : i + 1 < t.dims.size() ? ", " : "");
+  shape += ")";
+  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return NotFound("cannot write '", path, "': ", std::strerror(errno));
+  out.write("\x93NUMPY\x01\x00", 8);
+  char len[2] = {static_cast<char>(header.size() & 0xff), static_cast<char>(header.size() >> 8)};
+  out.write(len, 2);
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+  out.close();
+  if (!out) return DataLoss("failed writing '", path, "'");
+  return Status::Ok();
+}
+
+}  // namespace hexir::tools
