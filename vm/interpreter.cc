@@ -1,0 +1,554 @@
+#include "vm/interpreter.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "vm/isa.h"
+
+namespace hexir::vm {
+namespace {
+
+inline double AsF64(int64_t bits) {
+  double d;
+  std::memcpy(&d, &bits, sizeof(d));
+  return d;
+}
+inline int64_t Bits(double d) {
+  int64_t bits;
+  std::memcpy(&bits, &d, sizeof(d));
+  return bits;
+}
+inline int64_t Wrap(uint64_t u) { return static_cast<int64_t>(u); }
+
+int64_t SaturatingF64ToI64(double d) {
+  if (std::isnan(d)) return 0;
+  if (d >= 9223372036854775808.0) return std::numeric_limits<int64_t>::max();
+  if (d < -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(d);
+}
+
+// Block-argument copy `p` (count, then (source, destination) entries): all sources are read
+// before any destination is written. The one-pair case needs no scratch.
+inline void ParallelCopy(const uint32_t* p, int64_t* v, Ref<RefObject>* r, int64_t* sv,
+                         Ref<RefObject>* sr) {
+  uint32_t n = p[0];
+  if (n == 0) return;
+  const uint32_t* e = p + 1;
+  if (n == 1) {
+    uint32_t s = e[0], d = e[1];
+    if (s & kRefBit) {
+      if (s & kMoveBit) {
+        r[d & kIndexMask] = std::move(r[s & kIndexMask]);
+      } else {
+        r[d & kIndexMask] = r[s & kIndexMask];
+      }
+    } else {
+      v[d] = v[s];
+    }
+    return;
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t s = e[2 * i];
+    if (s & kRefBit) {
+      if (s & kMoveBit) {
+        sr[i] = std::move(r[s & kIndexMask]);
+      } else {
+        sr[i] = r[s & kIndexMask];
+      }
+    } else {
+      sv[i] = v[s];
+    }
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t d = e[2 * i + 1];
+    if (d & kRefBit) {
+      r[d & kIndexMask] = std::move(sr[i]);
+    } else {
+      v[d] = sv[i];
+    }
+  }
+}
+
+// Reads list entry `e` of the frame (v, r) into a Variant: refs moved with MOVE, else retained.
+inline void ReadEntry(uint32_t e, int64_t* v, Ref<RefObject>* r, Variant* out) {
+  if (e & kRefBit) {
+    if (e & kMoveBit) {
+      out->ref = std::move(r[e & kIndexMask]);
+    } else {
+      out->ref = r[e & kIndexMask];
+    }
+  } else {
+    out->bits = v[e];
+  }
+}
+
+template <typename T>
+void GrowTo(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(std::max(n, v.size() * 2));
+}
+
+}  // namespace
+
+Status Interpreter::Invoke(LinkedModule& linked, uint32_t ordinal, Span<Variant> args,
+                           std::vector<Variant>* results, uint64_t fuel, ContextStats* stats) {
+  const Module& module = *linked.module;
+  const FunctionInfo& fn = module.functions()[ordinal];
+  if (args.size() != fn.kinds.args.size()) {
+    return InvalidArgument("function '", fn.name, "' (signature '", fn.signature, "') takes ",
+                           fn.kinds.args.size(), " arguments, got ", args.size());
+  }
+  GrowTo(values_, std::max<size_t>(fn.value_register_count, 256));
+  GrowTo(refs_, std::max<size_t>(fn.ref_register_count, 256));
+  std::fill(values_.begin(), values_.begin() + fn.value_register_count, 0);
+  size_t vi = 0, ri = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (fn.kinds.args[i] == 'r') {
+      refs_[ri++] = args[i].ref;
+    } else {
+      values_[vi++] = args[i].bits;
+    }
+  }
+  GrowTo(copy_values_, module.max_copy_pairs());
+  GrowTo(copy_refs_, module.max_copy_pairs());
+  GrowTo(import_args_, module.max_import_args());
+  GrowTo(import_results_, module.max_import_results());
+  frames_.clear();
+  if (frames_.capacity() < 64) frames_.reserve(64);
+  results->clear();
+  results->resize(fn.kinds.results.size());
+  Status status = Run(linked, ordinal, results, fuel, stats);
+  if (!status.ok()) {
+    Unwind();
+    results->clear();
+  }
+  return status;
+}
+
+void Interpreter::Unwind() {
+  for (Ref<RefObject>& r : refs_) r.reset();
+  for (Variant& a : import_args_) a.ref.reset();
+  for (Variant& a : import_results_) a.ref.reset();
+  for (Ref<RefObject>& r : copy_refs_) r.reset();
+  frames_.clear();
+}
+
+Status Interpreter::Run(LinkedModule& linked, uint32_t ordinal, std::vector<Variant>* results,
+                        uint64_t fuel, ContextStats* stats) {
+  const Module& module = *linked.module;
+  const FunctionInfo* const fns = module.functions().data();
+  const LinkedImport* const imports = linked.imports.data();
+  int64_t* const value_globals = linked.value_globals.data();
+  Ref<RefObject>* const ref_globals = linked.ref_globals.data();
+  int64_t* const copy_values = copy_values_.data();
+  Ref<RefObject>* const copy_refs = copy_refs_.data();
+  const uint64_t fuel_limit = fuel ? fuel : std::numeric_limits<uint64_t>::max();
+
+  uint32_t current = ordinal;
+  const FunctionInfo* fn = &fns[ordinal];
+  const uint32_t* code = fn->code;
+  const uint32_t* ip = code;
+  size_t value_base = 0, ref_base = 0;
+  int64_t* v = values_.data();
+  Ref<RefObject>* r = refs_.data();
+  uint64_t executed = 0, internal_calls = 0, import_calls = 0;
+  Status trap;
+
+  // One label per isa.def opcode: a missing handler is a compile error.
+  void* dispatch[256];
+  for (void*& d : dispatch) d = &&op_undefined;
+#define HEXIR_OP(code, Name, mnemonic, operands, meaning) dispatch[code] = &&op_##Name;
+#include "vm/isa.def"
+#undef HEXIR_OP
+
+#define NEXT()                                \
+  do {                                        \
+    ++executed;                               \
+    goto* dispatch[*ip & kOpcodeMask];        \
+  } while (0)
+#define VA v[ip[1]]
+#define VB v[ip[2]]
+#define VC v[ip[3]]
+#define RIDX(i) (ip[i] & kIndexMask)
+#define TRAP(status) \
+  do {               \
+    trap = (status); \
+    goto trapped;    \
+  } while (0)
+#define FUEL_CHECK() \
+  if (__builtin_expect(executed >= fuel_limit, 0)) goto out_of_fuel
+#define BINARY(Name, expr) \
+  op_##Name : {            \
+    int64_t b = VB, c = VC; \
+    VA = (expr);           \
+    ip += 4;               \
+    NEXT();                \
+  }
+#define BINARY_F64(Name, expr)                 \
+  op_##Name : {                                \
+    double b = AsF64(VB), c = AsF64(VC);       \
+    VA = (expr);                               \
+    ip += 4;                                   \
+    NEXT();                                    \
+  }
+
+  NEXT();
+
+op_undefined:
+  // Unreachable for verified bytecode; kept so a bug cannot jump to a wild address.
+  TRAP(Internal("undefined opcode ", *ip, " reached the interpreter"));
+
+op_Nop:
+  ip += 1;
+  NEXT();
+op_ConstI64:
+op_ConstF64:
+  VA = Wrap(uint64_t{ip[2]} | uint64_t{ip[3]} << 32);
+  ip += 4;
+  NEXT();
+op_Mov:
+  VA = VB;
+  ip += 3;
+  NEXT();
+op_MovRef: {
+  uint32_t b = ip[2];
+  if (b & kMoveBit) {
+    r[RIDX(1)] = std::move(r[b & kIndexMask]);
+  } else {
+    r[RIDX(1)] = r[b & kIndexMask];
+  }
+  ip += 3;
+  NEXT();
+}
+op_Release: {
+  uint32_t n = ip[1];
+  for (uint32_t i = 0; i < n; ++i) r[ip[2 + i] & kIndexMask].reset();
+  ip += 2 + n;
+  NEXT();
+}
+
+  BINARY(AddI64, Wrap(uint64_t(b) + uint64_t(c)))
+  BINARY(SubI64, Wrap(uint64_t(b) - uint64_t(c)))
+  BINARY(MulI64, Wrap(uint64_t(b) * uint64_t(c)))
+op_DivSI64: {
+  int64_t b = VB, c = VC;
+  if (c == 0) TRAP(InvalidArgument("integer division by zero"));
+  VA = c == -1 ? Wrap(0 - uint64_t(b)) : b / c;  // INT64_MIN / -1 wraps
+  ip += 4;
+  NEXT();
+}
+op_RemSI64: {
+  int64_t b = VB, c = VC;
+  if (c == 0) TRAP(InvalidArgument("integer remainder by zero"));
+  VA = c == -1 ? 0 : b % c;
+  ip += 4;
+  NEXT();
+}
+op_DivUI64: {
+  uint64_t b = VB, c = VC;
+  if (c == 0) TRAP(InvalidArgument("integer division by zero"));
+  VA = Wrap(b / c);
+  ip += 4;
+  NEXT();
+}
+op_RemUI64: {
+  uint64_t b = VB, c = VC;
+  if (c == 0) TRAP(InvalidArgument("integer remainder by zero"));
+  VA = Wrap(b % c);
+  ip += 4;
+  NEXT();
+}
+  BINARY(AndI64, b & c)
+  BINARY(OrI64, b | c)
+  BINARY(XorI64, b ^ c)
+  BINARY(ShlI64, Wrap(uint64_t(b) << (c & 63)))
+  BINARY(ShrSI64, b >> (c & 63))
+  BINARY(ShrUI64, Wrap(uint64_t(b) >> (c & 63)))
+op_AddImmI64:
+  VA = Wrap(uint64_t(VB) + uint64_t(int64_t(int32_t(ip[3]))));
+  ip += 4;
+  NEXT();
+  BINARY(MinSI64, b < c ? b : c)
+  BINARY(MaxSI64, b > c ? b : c)
+  BINARY(CmpEqI64, b == c)
+  BINARY(CmpNeI64, b != c)
+  BINARY(CmpLtSI64, b < c)
+  BINARY(CmpLeSI64, b <= c)
+  BINARY(CmpLtUI64, uint64_t(b) < uint64_t(c))
+  BINARY(CmpLeUI64, uint64_t(b) <= uint64_t(c))
+op_SelectI64:
+  VA = VB != 0 ? VC : v[ip[4]];
+  ip += 5;
+  NEXT();
+op_SelectRef: {
+  uint32_t c = ip[3], d = ip[4];
+  Ref<RefObject> chosen = VB != 0 ? r[c & kIndexMask] : r[d & kIndexMask];
+  // MOVE marks a last use: the register is cleared whether or not it was chosen.
+  if (c & kMoveBit) r[c & kIndexMask].reset();
+  if (d & kMoveBit) r[d & kIndexMask].reset();
+  r[RIDX(1)] = std::move(chosen);
+  ip += 5;
+  NEXT();
+}
+
+  BINARY_F64(AddF64, Bits(b + c))
+  BINARY_F64(SubF64, Bits(b - c))
+  BINARY_F64(MulF64, Bits(b * c))
+  BINARY_F64(DivF64, Bits(b / c))
+op_NegF64:
+  VA = Bits(-AsF64(VB));
+  ip += 3;
+  NEXT();
+  BINARY_F64(CmpEqF64, b == c)
+  BINARY_F64(CmpLtF64, b < c)
+  BINARY_F64(CmpLeF64, b <= c)
+
+op_CastSI64F64:
+  VA = Bits(static_cast<double>(VB));
+  ip += 3;
+  NEXT();
+op_CastF64SI64:
+  VA = SaturatingF64ToI64(AsF64(VB));
+  ip += 3;
+  NEXT();
+op_TruncF64F32: {
+  float f = static_cast<float>(AsF64(VB));
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  VA = bits;
+  ip += 3;
+  NEXT();
+}
+op_ExtF32F64: {
+  uint32_t bits = static_cast<uint32_t>(VB);
+  float f;
+  std::memcpy(&f, &bits, 4);
+  VA = Bits(static_cast<double>(f));
+  ip += 3;
+  NEXT();
+}
+op_TruncI64I32:
+  VA = static_cast<int32_t>(static_cast<uint32_t>(VB));
+  ip += 3;
+  NEXT();
+
+op_Br:
+  FUEL_CHECK();
+  ParallelCopy(ip + 2, v, r, copy_values, copy_refs);
+  ip = code + ip[1];
+  NEXT();
+op_CondBr: {
+  FUEL_CHECK();
+  const uint32_t* p1 = ip + 3;
+  if (VA != 0) {
+    ParallelCopy(p1, v, r, copy_values, copy_refs);
+    ip = code + ip[2];
+  } else {
+    const uint32_t* t2 = p1 + 1 + 2 * p1[0];
+    ParallelCopy(t2 + 1, v, r, copy_values, copy_refs);
+    ip = code + t2[0];
+  }
+  NEXT();
+}
+op_Switch: {
+  FUEL_CHECK();
+  uint64_t index = static_cast<uint64_t>(VA);
+  const uint32_t* def = ip + 3;
+  const uint32_t* table = def + 1 + 2 * def[0];
+  if (index < table[0]) {
+    const uint32_t* c = table + 1;  // (T, P) cases
+    for (uint64_t k = 0; k < index; ++k) c += 2 + 2 * c[1];
+    ParallelCopy(c + 1, v, r, copy_values, copy_refs);
+    ip = code + c[0];
+  } else {
+    ParallelCopy(def, v, r, copy_values, copy_refs);
+    ip = code + ip[2];
+  }
+  NEXT();
+}
+op_Call: {
+  FUEL_CHECK();
+  if (frames_.size() >= kMaxCallDepth) {
+    TRAP(ResourceExhausted("call stack overflow (", kMaxCallDepth, " nested calls)"));
+  }
+  uint32_t callee_ordinal = ip[1];
+  const FunctionInfo* callee = &fns[callee_ordinal];
+  size_t new_value_base = value_base + fn->value_register_count;
+  size_t new_ref_base = ref_base + fn->ref_register_count;
+  if (new_value_base + callee->value_register_count > values_.size()) {
+    GrowTo(values_, new_value_base + callee->value_register_count);
+    v = values_.data() + value_base;
+  }
+  if (new_ref_base + callee->ref_register_count > refs_.size()) {
+    GrowTo(refs_, new_ref_base + callee->ref_register_count);
+    r = refs_.data() + ref_base;
+  }
+  int64_t* nv = values_.data() + new_value_base;
+  Ref<RefObject>* nr = refs_.data() + new_ref_base;
+  const uint32_t* args = ip + 2;
+  uint32_t n = args[0], vi = 0, ri = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t e = args[1 + i];
+    if (e & kRefBit) {
+      if (e & kMoveBit) {
+        nr[ri++] = std::move(r[e & kIndexMask]);
+      } else {
+        nr[ri++] = r[e & kIndexMask];
+      }
+    } else {
+      nv[vi++] = v[e];
+    }
+  }
+  std::memset(nv + vi, 0, (callee->value_register_count - vi) * sizeof(int64_t));
+  frames_.push_back(Frame{current, args + 1 + n, value_base, ref_base});
+  current = callee_ordinal;
+  fn = callee;
+  code = ip = callee->code;
+  value_base = new_value_base;
+  ref_base = new_ref_base;
+  v = nv;
+  r = nr;
+  ++internal_calls;
+  NEXT();
+}
+op_Return: {
+  const uint32_t* list = ip + 1;
+  uint32_t n = list[0];
+  if (frames_.empty()) {
+    Variant* out = results->data();
+    for (uint32_t i = 0; i < n; ++i) ReadEntry(list[1 + i], v, r, &out[i]);
+    for (uint32_t i = 0; i < fn->ref_register_count; ++i) r[i].reset();
+    goto done;
+  }
+  Frame frame = frames_.back();
+  frames_.pop_back();
+  int64_t* cv = values_.data() + frame.value_base;
+  Ref<RefObject>* cr = refs_.data() + frame.ref_base;
+  const uint32_t* dst = frame.return_ip;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t s = list[1 + i], d = dst[1 + i];
+    if (s & kRefBit) {
+      if (s & kMoveBit) {
+        cr[d & kIndexMask] = std::move(r[s & kIndexMask]);
+      } else {
+        cr[d & kIndexMask] = r[s & kIndexMask];
+      }
+    } else {
+      cv[d] = v[s];
+    }
+  }
+  for (uint32_t i = 0; i < fn->ref_register_count; ++i) r[i].reset();
+  current = frame.function;
+  fn = &fns[current];
+  code = fn->code;
+  ip = dst + 1 + n;
+  value_base = frame.value_base;
+  ref_base = frame.ref_base;
+  v = cv;
+  r = cr;
+  NEXT();
+}
+op_CallImport: {
+  uint32_t m = ip[1];
+  const ImportInfo& info = module.imports()[m];
+  const uint32_t* args = ip + 2;
+  uint32_t n = args[0];
+  Variant* a = import_args_.data();
+  for (uint32_t i = 0; i < n; ++i) ReadEntry(args[1 + i], v, r, &a[i]);
+  const uint32_t* res = args + 1 + n;
+  uint32_t k = res[0];
+  Variant* out = import_results_.data();
+  for (uint32_t i = 0; i < k; ++i) {
+    out[i].bits = 0;
+    out[i].ref.reset();
+  }
+  NativeCall call;
+  call.caller = &module;
+  call.import_name = info.name;
+  call.signature = info.signature;
+  call.args = Span<Variant>(a, n);
+  call.results = Span<Variant>(out, k);
+  Status status = imports[m].function->call(*imports[m].state, call);
+  for (uint32_t i = 0; i < n; ++i) a[i].ref.reset();
+  ++import_calls;
+  if (!status.ok()) TRAP(std::move(status).WithContext(info.name));
+  for (uint32_t i = 0; i < k; ++i) {
+    uint32_t e = res[1 + i];
+    if (e & kRefBit) {
+      r[e & kIndexMask] = std::move(out[i].ref);
+    } else {
+      v[e] = out[i].bits;
+    }
+  }
+  ip = res + 1 + k;
+  NEXT();
+}
+op_Fail: {
+  int64_t code_value = VA;
+  StatusCode sc = code_value >= 1 && code_value <= static_cast<int64_t>(StatusCode::kInternal)
+                      ? static_cast<StatusCode>(code_value)
+                      : StatusCode::kAborted;
+  TRAP(Status(sc, std::string(module.strings()[ip[2]])));
+}
+
+op_Rodata:
+  r[RIDX(1)] = linked.rodata[ip[2]];
+  ip += 3;
+  NEXT();
+op_GlobalLoadI64:
+  VA = value_globals[ip[2]];
+  ip += 3;
+  NEXT();
+op_GlobalStoreI64:
+  value_globals[ip[2]] = VA;
+  ip += 3;
+  NEXT();
+op_GlobalLoadRef:
+  r[RIDX(1)] = ref_globals[ip[2]];
+  ip += 3;
+  NEXT();
+op_GlobalStoreRef: {
+  uint32_t a = ip[1];
+  if (a & kMoveBit) {
+    ref_globals[ip[2]] = std::move(r[a & kIndexMask]);
+  } else {
+    ref_globals[ip[2]] = r[a & kIndexMask];
+  }
+  ip += 3;
+  NEXT();
+}
+op_RefIsNull: {
+  uint32_t b = ip[2];
+  VA = !r[b & kIndexMask];
+  if (b & kMoveBit) r[b & kIndexMask].reset();
+  ip += 3;
+  NEXT();
+}
+
+#undef NEXT
+#undef VA
+#undef VB
+#undef VC
+#undef RIDX
+#undef TRAP
+#undef FUEL_CHECK
+#undef BINARY
+#undef BINARY_F64
+
+out_of_fuel:
+  trap = ResourceExhausted("out of fuel (limit ", fuel, " instructions)");
+trapped:
+  stats->instructions += executed;
+  stats->internal_calls += internal_calls;
+  stats->import_calls += import_calls;
+  return Status(trap.code(), StrCat("function '", fn->name, "' @", ip - code, ": ",
+                                    trap.message()));
+done:
+  stats->instructions += executed;
+  stats->internal_calls += internal_calls;
+  stats->import_calls += import_calls;
+  return Status::Ok();
+}
+
+}  // namespace hexir::vm

@@ -1,0 +1,53 @@
+// C++ view of the ISA table (vm/isa.def): the opcode enum and per-opcode operand strings.
+//
+// Header-only and dependency-free so that the compiler's encoder may use it too. Everything
+// here is generated from isa.def by X-macros; nothing is written twice.
+#pragma once
+
+#include <cstdint>
+
+namespace hexir::vm {
+
+enum class Op : uint8_t {
+#define HEXIR_OP(code, Name, mnemonic, operands, meaning) Name = code,
+#include "vm/isa.def"
+#undef HEXIR_OP
+};
+
+// Bits of an R operand and of an L / P list entry (see isa.def).
+inline constexpr uint32_t kRefBit = 1u << 31;
+inline constexpr uint32_t kMoveBit = 1u << 30;
+inline constexpr uint32_t kIndexMask = (1u << 30) - 1;
+// Word 0 of an instruction: the opcode in bits 7..0; bits 31..8 must be zero.
+inline constexpr uint32_t kOpcodeMask = 0xFF;
+
+struct OpInfo {
+  const char* mnemonic = nullptr;  // null: the opcode is not defined
+  const char* operands = "";       // operand kinds, e.g. "VVV" (see isa.def)
+  const char* meaning = "";
+};
+
+namespace isa_detail {
+struct OpTable {
+  OpInfo ops[256];
+  constexpr OpTable() : ops() {
+#define HEXIR_OP(code, Name, mnemonic, operands, meaning) ops[code] = OpInfo{mnemonic, operands, meaning};
+#include "vm/isa.def"
+#undef HEXIR_OP
+  }
+};
+inline constexpr OpTable kOpTable{};
+}  // namespace isa_detail
+
+// Operand kinds and names of `opcode`; mnemonic is null for an undefined opcode.
+inline constexpr const OpInfo& GetOpInfo(uint32_t opcode) {
+  return isa_detail::kOpTable.ops[opcode & kOpcodeMask];
+}
+
+// True for the instructions that end a block: the last instruction of every function.
+inline constexpr bool IsTerminator(Op op) {
+  return op == Op::Br || op == Op::CondBr || op == Op::Switch || op == Op::Return ||
+         op == Op::Fail;
+}
+
+}  // namespace hexir::vm

@@ -1,0 +1,321 @@
+#include "vm/module.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_set>
+
+#include "vm/module_generated.h"
+#include "vm/verifier.h"
+
+namespace hexir::vm {
+namespace {
+
+std::atomic<uint64_t> next_instance_id{1};
+
+uint32_t ReadU32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+std::string_view View(const flatbuffers::String* s) {
+  return s ? std::string_view(s->c_str(), s->size()) : std::string_view();
+}
+
+AttrList Attrs(const flatbuffers::Vector<flatbuffers::Offset<format::Attr>>* attrs) {
+  AttrList out;
+  if (!attrs) return out;
+  for (const format::Attr* a : *attrs) out.emplace_back(View(a->key()), View(a->value()));
+  return out;
+}
+
+// True when [offset, offset + length) lies inside [0, size); no overflow.
+bool InRange(uint64_t offset, uint64_t length, uint64_t size) {
+  return offset <= size && length <= size - offset;
+}
+
+}  // namespace
+
+bool ParseSignature(std::string_view text, Signature* out) {
+  size_t sep = text.find('_');
+  if (sep == std::string_view::npos || text.find('_', sep + 1) != std::string_view::npos) {
+    return false;
+  }
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (i != sep && c != 'i' && c != 'f' && c != 'r') return false;
+  }
+  out->args = text.substr(0, sep);
+  out->results = text.substr(sep + 1);
+  return true;
+}
+
+Module::~Module() {
+  if (!data_) return;
+  if (mapped_) {
+    munmap(const_cast<uint8_t*>(data_), size_);
+  } else {
+    std::free(const_cast<uint8_t*>(data_));
+  }
+}
+
+StatusOr<Ref<Module>> Module::LoadFromMemory(const void* data, size_t size) {
+  Ref<Module> module = Ref<Module>::Adopt(new Module());
+  // aligned_alloc needs a size that is a multiple of the alignment (and non-zero).
+  size_t alloc = (size + kSegmentAlignment - 1) / kSegmentAlignment * kSegmentAlignment;
+  if (alloc == 0) alloc = kSegmentAlignment;
+  auto* copy = static_cast<uint8_t*>(std::aligned_alloc(kSegmentAlignment, alloc));
+  if (!copy) return ResourceExhausted("module: cannot allocate ", size, " bytes");
+  if (size) std::memcpy(copy, data, size);
+  module->data_ = copy;
+  module->size_ = size;
+  return Load(std::move(module));
+}
+
+StatusOr<Ref<Module>> Module::LoadFromFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ENOENT) return NotFound("module file '", path, "' does not exist");
+    return InvalidArgument("module file '", path, "' cannot be opened: ", std::strerror(err));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return InvalidArgument("module file '", path, "' is not a readable regular file");
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  Ref<Module> module = Ref<Module>::Adopt(new Module());
+  if (size > 0) {
+    void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      int err = errno;
+      close(fd);
+      return InvalidArgument("module file '", path, "' cannot be mapped: ", std::strerror(err));
+    }
+    module->data_ = static_cast<const uint8_t*>(p);
+    module->size_ = size;
+    module->mapped_ = true;
+  }
+  close(fd);
+  auto loaded = Load(std::move(module));
+  if (!loaded.ok()) {
+    return std::move(loaded).status().WithContext(StrCat("module file '", path, "'"));
+  }
+  return loaded;
+}
+
+StatusOr<Ref<Module>> Module::Load(Ref<Module> module) {
+  HEXIR_RETURN_IF_ERROR(module->Parse());
+  HEXIR_RETURN_IF_ERROR(VerifyModule(*module));
+  module->instance_id_ = next_instance_id.fetch_add(1, std::memory_order_relaxed);
+  return module;
+}
+
+// Header, FlatBuffer and every table-level invariant; bytecode is left to VerifyModule.
+Status Module::Parse() {
+  if (size_ < kModuleHeaderSize) {
+    return DataLoss("module is ", size_, " bytes, shorter than the ", kModuleHeaderSize,
+                    "-byte header");
+  }
+  if (std::memcmp(data_, kModuleMagic, sizeof(kModuleMagic)) != 0) {
+    return DataLoss("not a .vmfb module (bad magic at offset 0)");
+  }
+  version_ = ReadU32(data_ + 8);
+  uint32_t major = version_ >> 16, minor = version_ & 0xFFFF;
+  if (major != kModuleVersionMajor || minor > kModuleVersionMinor) {
+    return InvalidArgument("module format version ", major, ".", minor,
+                           " is not supported by this reader (", kModuleVersionMajor, ".",
+                           kModuleVersionMinor, ")");
+  }
+  uint64_t fb_size = ReadU32(data_ + 12);
+  if (fb_size > size_ - kModuleHeaderSize) {
+    return DataLoss("module header (offset 12) gives a FlatBuffer of ", fb_size,
+                    " bytes but only ", size_ - kModuleHeaderSize, " follow the header");
+  }
+  const uint8_t* fb = data_ + kModuleHeaderSize;
+  flatbuffers::Verifier verifier(fb, fb_size);
+  if (!format::VerifyModuleBuffer(verifier)) {
+    return DataLoss("module FlatBuffer (offset 16, ", fb_size, " bytes) is malformed");
+  }
+  def_ = format::GetModule(fb);
+  if (def_->version() != version_) {
+    return DataLoss("module version field ", def_->version(), " differs from the header's ",
+                    version_);
+  }
+  name_ = View(def_->name());
+  attrs_ = Attrs(def_->attrs());
+  const uint64_t segments_begin = kModuleHeaderSize + fb_size;
+
+  // Segments: 64-byte aligned, after the FlatBuffer, inside the file.
+  std::vector<Span<const uint8_t>> segments;
+  if (def_->segments()) {
+    for (uint32_t i = 0; i < def_->segments()->size(); ++i) {
+      const format::SegmentRef* s = def_->segments()->Get(i);
+      if (s->offset() % kSegmentAlignment != 0) {
+        return InvalidArgument("segment ", i, ": offset ", s->offset(),
+                               " is not a multiple of ", kSegmentAlignment);
+      }
+      if (s->offset() < segments_begin || !InRange(s->offset(), s->length(), size_)) {
+        return InvalidArgument("segment ", i, ": bytes [", s->offset(), ", +", s->length(),
+                               ") are outside the segment area [", segments_begin, ", ", size_,
+                               ") of the file");
+      }
+      segments.emplace_back(data_ + s->offset(), static_cast<size_t>(s->length()));
+    }
+  }
+  if (def_->rodata()) {
+    for (uint32_t i = 0; i < def_->rodata()->size(); ++i) {
+      uint32_t seg = def_->rodata()->Get(i);
+      if (seg >= segments.size()) {
+        return InvalidArgument("rodata ", i, ": segment ordinal ", seg, " out of range (",
+                               segments.size(), " segments)");
+      }
+      rodata_.push_back(segments[seg]);
+    }
+  }
+  if (def_->executables()) {
+    for (uint32_t i = 0; i < def_->executables()->size(); ++i) {
+      const format::ExecutableDef* e = def_->executables()->Get(i);
+      if (!e->format()) return InvalidArgument("executable ", i, ": missing format");
+      if (e->segment() >= segments.size()) {
+        return InvalidArgument("executable ", i, ": segment ordinal ", e->segment(),
+                               " out of range (", segments.size(), " segments)");
+      }
+    }
+  }
+  if (def_->strings()) {
+    for (const flatbuffers::String* s : *def_->strings()) strings_.push_back(View(s));
+  }
+
+  // Functions: signatures, register counts, bytecode ranges.
+  const uint64_t bytecode_size = def_->bytecode() ? def_->bytecode()->size() : 0;
+  if (def_->functions()) {
+    for (uint32_t i = 0; i < def_->functions()->size(); ++i) {
+      const format::FunctionDef* f = def_->functions()->Get(i);
+      FunctionInfo info;
+      info.name = View(f->name());
+      std::string label = info.name.empty() ? StrCat("#", i) : StrCat("'", info.name, "'");
+      info.signature = View(f->signature());
+      if (!ParseSignature(info.signature, &info.kinds)) {
+        return InvalidArgument("function ", label, ": malformed signature '", info.signature,
+                               "'");
+      }
+      info.value_register_count = f->value_register_count();
+      info.ref_register_count = f->ref_register_count();
+      if (info.value_register_count > kMaxRegistersPerBank ||
+          info.ref_register_count > kMaxRegistersPerBank) {
+        return InvalidArgument("function ", label, ": register counts ",
+                               info.value_register_count, "/", info.ref_register_count,
+                               " exceed the limit ", kMaxRegistersPerBank);
+      }
+      size_t value_args = 0, ref_args = 0;
+      for (char c : info.kinds.args) (c == 'r' ? ref_args : value_args)++;
+      if (value_args > info.value_register_count || ref_args > info.ref_register_count) {
+        return InvalidArgument("function ", label, ": signature '", info.signature,
+                               "' needs more argument registers than the function has");
+      }
+      if (f->bytecode_length() == 0 ||
+          !InRange(f->bytecode_offset(), f->bytecode_length(), bytecode_size)) {
+        return InvalidArgument("function ", label, ": bytecode words [", f->bytecode_offset(),
+                               ", +", f->bytecode_length(), ") empty or outside the ",
+                               bytecode_size, "-word bytecode");
+      }
+      info.code = def_->bytecode()->data() + f->bytecode_offset();
+      info.code_length = f->bytecode_length();
+      info.attrs = Attrs(f->attrs());
+      functions_.push_back(std::move(info));
+    }
+  }
+  if (def_->imports()) {
+    for (uint32_t i = 0; i < def_->imports()->size(); ++i) {
+      const format::ImportDef* im = def_->imports()->Get(i);
+      ImportInfo info;
+      info.module = View(im->module_());
+      info.name = View(im->name());
+      info.signature = View(im->signature());
+      if (info.name.empty()) return InvalidArgument("import ", i, ": missing name");
+      if (!ParseSignature(info.signature, &info.kinds)) {
+        return InvalidArgument("import ", i, " '", info.name, "': malformed signature '",
+                               info.signature, "'");
+      }
+      max_import_args_ = std::max<uint32_t>(max_import_args_, info.kinds.args.size());
+      max_import_results_ = std::max<uint32_t>(max_import_results_, info.kinds.results.size());
+      imports_.push_back(info);
+    }
+  }
+  std::unordered_set<std::string_view> export_names;
+  if (def_->exports()) {
+    for (uint32_t i = 0; i < def_->exports()->size(); ++i) {
+      const format::ExportDef* e = def_->exports()->Get(i);
+      ExportInfo info{View(e->name()), e->function()};
+      if (info.name.empty()) return InvalidArgument("export ", i, ": missing name");
+      if (info.function >= functions_.size()) {
+        return InvalidArgument("export '", info.name, "': function ordinal ", info.function,
+                               " out of range (", functions_.size(), " functions)");
+      }
+      if (!export_names.insert(info.name).second) {
+        return InvalidArgument("export '", info.name, "' is defined twice");
+      }
+      exports_.push_back(info);
+    }
+  }
+  value_global_count_ = def_->value_global_count();
+  ref_global_count_ = def_->ref_global_count();
+  if (value_global_count_ > kMaxGlobalsPerBank || ref_global_count_ > kMaxGlobalsPerBank) {
+    return InvalidArgument("global counts ", value_global_count_, "/", ref_global_count_,
+                           " exceed the limit ", kMaxGlobalsPerBank);
+  }
+  initializer_ = def_->initializer();
+  if (initializer_ != -1) {
+    if (initializer_ < 0 || static_cast<size_t>(initializer_) >= functions_.size()) {
+      return InvalidArgument("initializer: function ordinal ", initializer_, " out of range (",
+                             functions_.size(), " functions)");
+    }
+    if (functions_[initializer_].signature != "_") {
+      return InvalidArgument("initializer '", functions_[initializer_].name,
+                             "': signature must be \"_\", got '",
+                             functions_[initializer_].signature, "'");
+    }
+  }
+  return Status::Ok();
+}
+
+int64_t Module::FindExport(std::string_view name) const {
+  for (const ExportInfo& e : exports_) {
+    if (e.name == name) return e.function;
+  }
+  return -1;
+}
+
+size_t Module::executable_count() const {
+  return def_->executables() ? def_->executables()->size() : 0;
+}
+
+StatusOr<ExecutableView> Module::executable(size_t ordinal) const {
+  if (ordinal >= executable_count()) {
+    return OutOfRange("module '", name_, "': executable ordinal ", ordinal, " out of range (",
+                      executable_count(), " executables)");
+  }
+  const format::ExecutableDef* e = def_->executables()->Get(ordinal);
+  const format::SegmentRef* s = def_->segments()->Get(e->segment());
+  ExecutableView view;
+  view.format = View(e->format());
+  view.data = data_ + s->offset();
+  view.size = static_cast<size_t>(s->length());
+  if (e->entry_points()) {
+    for (const flatbuffers::String* ep : *e->entry_points()) view.entry_points.push_back(View(ep));
+  }
+  view.attrs = Attrs(e->attrs());
+  return view;
+}
+
+}  // namespace hexir::vm
