@@ -1,0 +1,53 @@
+// Assembles a .vmfb file (vm/module.fbs) from already-encoded parts: the 16-byte header,
+// the FlatBuffer, then each segment (rodata first, then executable binaries) at a 64-byte
+// aligned file offset. MLIR-free so it can be unit tested directly.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace hexir::compiler::bytecode {
+
+constexpr uint32_t kFormatVersion = (1u << 16) | 0u;  // major 1, minor 0
+constexpr uint64_t kSegmentAlignment = 64;
+
+using Attrs = std::vector<std::pair<std::string, std::string>>;
+
+struct FunctionData {
+  std::string name;
+  std::string signature;  // "args_results" over {i, f, r}
+  uint32_t value_register_count = 0;
+  uint32_t ref_register_count = 0;
+  std::vector<uint32_t> code;
+  Attrs attrs;
+  bool exported = true;
+};
+
+struct ImportData {
+  std::string module;     // "hal"
+  std::string name;       // "hal.device.default"
+  std::string signature;  // exact, no '*'
+};
+
+struct ExecutableData {
+  std::string format;  // "cpu-elf-x86_64"
+  std::vector<uint8_t> binary;
+  std::vector<std::string> entry_points;
+  Attrs attrs;
+};
+
+struct ModuleData {
+  std::string name;
+  std::vector<ImportData> imports;
+  std::vector<FunctionData> functions;
+  std::vector<std::string> strings;
+  std::vector<std::vector<uint8_t>> rodata;  // by rodata ordinal
+  std::vector<ExecutableData> executables;
+};
+
+// The complete file contents.
+std::vector<uint8_t> SerializeModule(const ModuleData& module);
+
+}  // namespace hexir::compiler::bytecode

@@ -1,0 +1,34 @@
+#include "dialects/hexir/IR/HexirOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+#include "dialects/hexir/IR/HexirOpsDialect.cpp.inc"
+
+namespace hexir {
+
+void HexirDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/hexir/IR/HexirOps.cpp.inc"
+      >();
+}
+
+mlir::LogicalResult DispatchRegionOp::verify() {
+  auto yield = llvm::dyn_cast<YieldOp>(getBody().front().getTerminator());
+  if (!yield) return emitOpError("body must end with hexir.yield");
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yielded types do not match the result types");
+  return mlir::success();
+}
+
+mlir::ModuleOp ExecutableOp::getInnerModule() {
+  for (mlir::Operation& op : getBody().front())
+    if (auto module = llvm::dyn_cast<mlir::ModuleOp>(op)) return module;
+  return nullptr;
+}
+
+}  // namespace hexir
+
+#define GET_OP_CLASSES
+#include "dialects/hexir/IR/HexirOps.cpp.inc"

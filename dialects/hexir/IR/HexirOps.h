@@ -1,0 +1,16 @@
+// The `hexir` dialect (dispatch regions, executables, dispatches). See HexirOps.td.
+#pragma once
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "dialects/hexir/IR/HexirOpsDialect.h.inc"
+
+#define GET_OP_CLASSES
+#include "dialects/hexir/IR/HexirOps.h.inc"

@@ -1,0 +1,60 @@
+#ifndef HEXIR_OPS_TD
+#define HEXIR_OPS_TD
+
+include "dialects/hexir/IR/HexirBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+
+def Hexir_DispatchRegionOp : Hexir_Op<"dispatch_region", [
+    SingleBlock, RecursiveMemoryEffects]> {
+  let summary = "A region of tensor computation that becomes one kernel launch";
+  let description = [{
+    The body computes the results from values defined above (its captures). It is
+    terminated by `hexir.yield`. `hexir-outline-dispatch-regions` turns each region into
+    a `hexir.executable` and a `hexir.dispatch`.
+  }];
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "(`->` `(` type($results)^ `)`)? $body attr-dict";
+  let hasVerifier = 1;
+}
+
+def Hexir_YieldOp : Hexir_Op<"yield", [Pure, Terminator, ReturnLike,
+    HasParent<"DispatchRegionOp">]> {
+  let summary = "Yields the results of a dispatch region";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+def Hexir_ExecutableOp : Hexir_Op<"executable", [Symbol, IsolatedFromAbove,
+    SingleBlock, NoTerminator]> {
+  let summary = "A kernel and its compiled forms";
+  let description = [{
+    Holds one `builtin.module` with one public kernel `func.func` named like the
+    executable. Codegen lowers that module in place; serialization attaches
+    `hexir.format` (string), `hexir.binary` (string of bytes), `hexir.entry` (string)
+    and `hexir.workgroup_count` (array of 3 i64).
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let extraClassDeclaration = [{
+    /// The module inside the body, or null.
+    ::mlir::ModuleOp getInnerModule();
+  }];
+}
+
+def Hexir_DispatchOp : Hexir_Op<"dispatch", []> {
+  let summary = "Runs an executable's kernel on tensors";
+  let description = [{
+    Operands are the kernel's inputs (tensors, then scalars as they appear); results are
+    freshly allocated tensors the kernel writes.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$executable, Variadic<AnyType>:$args);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat =
+      "$executable `(` $args `)` attr-dict `:` functional-type($args, $results)";
+}
+
+#endif  // HEXIR_OPS_TD

@@ -1,0 +1,24 @@
+// The `hexir_vm` dialect: VM instructions (vm/isa.def) on SSA values. Value registers carry
+// i64 / f64, ref registers carry !hexir_vm.ref. See VMOps.td.
+#pragma once
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "dialects/vm/IR/VMOpsDialect.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialects/vm/IR/VMOpsTypes.h.inc"
+
+#define GET_OP_CLASSES
+#include "dialects/vm/IR/VMOps.h.inc"
+
+namespace hexir::vmir {
+// 'i', 'f' or 'r' for a VM-level type; 0 for anything else.
+char SignatureChar(mlir::Type type);
+}  // namespace hexir::vmir

@@ -1,0 +1,107 @@
+// All Hexir compiler passes, grouped by stage. Implementations: passes/<stage>/<Name>.cpp
+// (compiler/targets/cpu for the CPU serializer).
+#ifndef HEXIR_PASSES_TD
+#define HEXIR_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+//===-- input ---------------------------------------------------------------------------===//
+
+def VerifyInput : Pass<"hexir-verify-input", "mlir::ModuleOp"> {
+  let summary = "Rejects ops, types and dynamic shapes the target cannot compile";
+  let description = [{
+    Every op must come from func/linalg/tensor/arith/math with static tensor shapes of
+    f32/i32/i64 (scalars: f32/f64/i32/i64/index). Anything else gets an error at its
+    location naming the unsupported thing and the target.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"", "target name for messages">,
+  ];
+}
+
+//===-- dispatch ------------------------------------------------------------------------===//
+
+def FormDispatchRegions : Pass<"hexir-form-dispatch-regions", "mlir::ModuleOp"> {
+  let summary = "Wraps each linalg op (plus cloned producers, fused consumers) in hexir.dispatch_region";
+  let description = [{
+    Roots are linalg ops other than a `linalg.fill` whose users are all linalg ops.
+    Into each region go: clones of `tensor.empty`, `linalg.fill` (of an empty) and scalar
+    `arith.constant` feeding the root, and, when `fuse-elementwise` is set, elementwise
+    `linalg.generic` consumers that are the only user of the region's result.
+  }];
+  let options = [
+    Option<"fuseElementwise", "fuse-elementwise", "bool", /*default=*/"true",
+           "fuse elementwise consumers into their producer's region">,
+  ];
+  let dependentDialects = ["::hexir::HexirDialect"];
+}
+
+def OutlineDispatchRegions : Pass<"hexir-outline-dispatch-regions", "mlir::ModuleOp"> {
+  let summary = "Turns each dispatch region into a hexir.executable and a hexir.dispatch";
+  let description = [{
+    The kernel `func.func` takes (tensor captures..., one output tensor per result...,
+    scalar captures...) and returns its results; the root op of each result writes into
+    its output argument (tensor.empty inits are replaced by it, other inits copied).
+  }];
+  let dependentDialects = ["::hexir::HexirDialect", "mlir::linalg::LinalgDialect"];
+}
+
+def DeduplicateExecutables : Pass<"hexir-deduplicate-executables", "mlir::ModuleOp"> {
+  let summary = "Merges structurally identical executables";
+}
+
+//===-- codegen (CPU) -------------------------------------------------------------------===//
+
+def CPUDistributeWorkgroups : Pass<"hexir-cpu-distribute-workgroups", "mlir::ModuleOp"> {
+  let summary = "Splits each kernel's outermost parallel loop over workgroups";
+  let description = [{
+    Tiles the kernel's result op along loop 0 (when parallel) with tile T =
+    ceil(N0 / min(N0, max-workgroups)), fusing producers, and restricts the tile loop to
+    [id * T, min(N0, id * T + T)) where id is a new trailing `index` argument (the
+    workgroup id). Records `hexir.workgroup_count` on the executable.
+  }];
+  let options = [
+    Option<"maxWorkgroups", "max-workgroups", "int64_t", /*default=*/"64",
+           "upper bound on workgroups per dispatch">,
+  ];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
+                           "mlir::tensor::TensorDialect", "mlir::affine::AffineDialect"];
+}
+
+def CPULowerExecutables : Pass<"hexir-cpu-lower-executables", "mlir::ModuleOp"> {
+  let summary = "Bufferizes kernels, lowers them to the LLVM dialect, adds the ABI entry";
+  let description = [{
+    Runs bufferization and the LLVM lowering pipeline on each executable's module, then
+    renames the kernel `<name>_impl` (internal) and adds `<name>`:
+    `i32 (ptr dispatch_state, ptr workgroup_state)` per hal/drivers/cpu/dispatch_abi.h.
+    Memref argument i reads binding_ptrs[i]; scalar argument k reads push_constants
+    (one word for f32/i32, two for i64/index); the last argument is workgroup_id[0].
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::memref::MemRefDialect",
+                           "mlir::bufferization::BufferizationDialect",
+                           "mlir::scf::SCFDialect", "mlir::cf::ControlFlowDialect"];
+}
+
+def CPUSerializeExecutables : Pass<"hexir-cpu-serialize-executables", "mlir::ModuleOp"> {
+  let summary = "Compiles each lowered executable to an ELF shared object";
+  let description = [{
+    Translates to LLVM IR, optimizes (O3), emits a PIC object for the host triple and
+    links it with ld.lld -shared. Attaches `hexir.format`, `hexir.entry` and
+    `hexir.binary`, and empties the executable's body.
+  }];
+  let options = [
+    Option<"cpu", "cpu", "std::string", /*default=*/"\"host\"",
+           "target CPU: 'host' (host CPU + features) or an LLVM CPU name">,
+    Option<"lld", "lld", "std::string", /*default=*/"\"/usr/lib/llvm-22/bin/ld.lld\"",
+           "path of ld.lld">,
+  ];
+}
+
+//===-- vm ------------------------------------------------------------------------------===//
+
+def ConvertToVM : Pass<"hexir-convert-to-vm", "mlir::ModuleOp"> {
+  let summary = "Lowers host functions (dispatches on tensors) to hexir_vm HAL calls";
+  let dependentDialects = ["::hexir::vmir::VMDialect"];
+}
+
+#endif  // HEXIR_PASSES_TD

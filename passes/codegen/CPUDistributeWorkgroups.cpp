@@ -1,0 +1,103 @@
+// Distributes a kernel over workgroups by tiling loop 0 of its result op (fusing its
+// producers into the tile loop) and restricting that loop to one tile per workgroup.
+// Static shapes make the workgroup count a compile-time constant.
+#include "dialects/hexir/IR/HexirOps.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Interfaces/TilingInterface.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "passes/Passes.h"
+
+namespace hexir {
+#define GEN_PASS_DEF_CPUDISTRIBUTEWORKGROUPS
+#include "passes/Passes.h.inc"
+
+namespace {
+using namespace mlir;
+
+class CPUDistributeWorkgroups
+    : public impl::CPUDistributeWorkgroupsBase<CPUDistributeWorkgroups> {
+ public:
+  using CPUDistributeWorkgroupsBase::CPUDistributeWorkgroupsBase;
+
+  void runOnOperation() override {
+    for (auto exe : getOperation().getOps<ExecutableOp>()) {
+      ModuleOp inner = exe.getInnerModule();
+      auto kernel = inner ? inner.lookupSymbol<func::FuncOp>(exe.getSymName()) : nullptr;
+      if (!kernel) {
+        exe.emitError("executable has no kernel named like it");
+        return signalPassFailure();
+      }
+      FailureOr<int64_t> count = distribute(kernel);
+      if (failed(count)) return signalPassFailure();
+      exe->setAttr("hexir.workgroup_count",
+                   DenseI64ArrayAttr::get(&getContext(), {*count, 1, 1}));
+    }
+  }
+
+ private:
+  // Returns the workgroup count along x.
+  FailureOr<int64_t> distribute(func::FuncOp kernel) {
+    MLIRContext* ctx = kernel.getContext();
+    Block& entry = kernel.getBody().front();
+    Value id = entry.addArgument(IndexType::get(ctx), kernel.getLoc());
+    SmallVector<Type> inputs(kernel.getArgumentTypes());
+    inputs.push_back(id.getType());
+    kernel.setFunctionType(FunctionType::get(ctx, inputs, kernel.getResultTypes()));
+
+    auto ret = cast<func::ReturnOp>(entry.getTerminator());
+    if (ret.getNumOperands() != 1) return 1;
+    auto root = dyn_cast_or_null<TilingInterface>(ret.getOperand(0).getDefiningOp());
+    if (!root) return 1;
+    SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();
+    if (iterators.empty() || iterators[0] != utils::IteratorType::parallel) return 1;
+    OpBuilder b(root);
+    SmallVector<Range> domain = root.getIterationDomain(b);
+    std::optional<int64_t> n0 = getConstantIntValue(domain[0].size);
+    std::optional<int64_t> lb0 = getConstantIntValue(domain[0].offset);
+    if (!n0 || !lb0 || *lb0 != 0 || *n0 <= 1) return 1;
+    int64_t wanted = std::max<int64_t>(1, std::min<int64_t>(*n0, maxWorkgroups));
+    int64_t tile = (*n0 + wanted - 1) / wanted;
+    int64_t count = (*n0 + tile - 1) / tile;
+    if (count == 1) return 1;
+
+    SmallVector<OpFoldResult> sizes(iterators.size(), b.getIndexAttr(0));
+    sizes[0] = b.getIndexAttr(tile);
+    scf::SCFTilingOptions tiling;
+    tiling.setTileSizes(sizes);
+    tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
+    scf::SCFTileAndFuseOptions options;
+    options.setTilingOptions(tiling);
+    IRRewriter rewriter(ctx);
+    rewriter.setInsertionPoint(root);
+    FailureOr<scf::SCFTileAndFuseResult> tiled =
+        scf::tileConsumerAndFuseProducersUsingSCF(rewriter, root, options);
+    if (failed(tiled) || tiled->loops.size() != 1)
+      return root->emitError("failed to distribute over workgroups");
+    for (OpResult r : root->getResults()) rewriter.replaceAllUsesWith(r, tiled->replacements[r]);
+
+    // One tile per workgroup: [id * tile, min(n0, id * tile + tile)).
+    auto loop = cast<scf::ForOp>(tiled->loops[0].getOperation());
+    b.setInsertionPoint(loop);
+    Location loc = loop.getLoc();
+    Value tileV = arith::ConstantIndexOp::create(b, loc, tile);
+    Value n0V = arith::ConstantIndexOp::create(b, loc, *n0);
+    Value lb = arith::MulIOp::create(b, loc, id, tileV);
+    Value ub = arith::MinSIOp::create(b, loc, arith::AddIOp::create(b, loc, lb, tileV), n0V);
+    loop.setLowerBound(lb);
+    loop.setUpperBound(ub);
+
+    // The untiled ops and their slices are dead now; the greedy driver erases them.
+    (void)applyPatternsGreedily(kernel, FrozenRewritePatternSet(RewritePatternSet(ctx)));
+    return count;
+  }
+};
+
+}  // namespace
+}  // namespace hexir

@@ -1,0 +1,156 @@
+// Lowers each executable's kernel module from tensors to the LLVM dialect and adds the
+// CPU dispatch ABI entry (hal/drivers/cpu/dispatch_abi.h) that unpacks bindings, push
+// constants and the workgroup id into the kernel's arguments.
+#include <cstddef>
+
+#include "dialects/hexir/IR/HexirOps.h"
+#include "hal/drivers/cpu/dispatch_abi.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "passes/Passes.h"
+
+namespace hexir {
+#define GEN_PASS_DEF_CPULOWEREXECUTABLES
+#include "passes/Passes.h.inc"
+
+namespace {
+using namespace mlir;
+
+constexpr const char* kBufferizePipeline =
+    "builtin.module(canonicalize,cse,one-shot-bufferize{bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map},"
+    "canonicalize,cse)";
+constexpr const char* kLLVMPipeline =
+    "builtin.module(buffer-deallocation-pipeline,convert-linalg-to-loops,lower-affine,"
+    "convert-scf-to-cf,expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
+    "convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,convert-func-to-llvm,"
+    "convert-cf-to-llvm,convert-arith-to-llvm,reconcile-unrealized-casts,canonicalize)";
+
+class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecutables> {
+ public:
+  void getDependentDialects(DialectRegistry& registry) const override {
+    CPULowerExecutablesBase::getDependentDialects(registry);
+    for (const char* text : {kBufferizePipeline, kLLVMPipeline})
+      if (FailureOr<OpPassManager> pm = parsePassPipeline(text); succeeded(pm))
+        pm->getDependentDialects(registry);
+  }
+
+  void runOnOperation() override {
+    for (auto exe : getOperation().getOps<ExecutableOp>())
+      if (failed(lower(exe))) return signalPassFailure();
+  }
+
+ private:
+  // Results that are (casts of) arguments carry nothing: the caller owns those buffers.
+  // (drop-equivalent-buffer-results leaves public functions alone.)
+  static void dropArgumentResults(func::FuncOp kernel) {
+    auto ret = cast<func::ReturnOp>(kernel.getBody().front().getTerminator());
+    for (Value v : ret.getOperands()) {
+      while (auto cast = v.getDefiningOp<memref::CastOp>()) v = cast.getSource();
+      if (!isa<BlockArgument>(v)) return;
+    }
+    ret->setOperands({});
+    kernel.setFunctionType(FunctionType::get(kernel.getContext(), kernel.getArgumentTypes(), {}));
+  }
+
+  LogicalResult lower(ExecutableOp exe) {
+    ModuleOp inner = exe.getInnerModule();
+    if (!inner) return exe.emitError("executable has no module");
+    FailureOr<OpPassManager> bufferize = parsePassPipeline(kBufferizePipeline);
+    FailureOr<OpPassManager> toLLVM = parsePassPipeline(kLLVMPipeline);
+    if (failed(bufferize) || failed(toLLVM)) return exe.emitError("bad internal pipeline");
+    if (failed(runPipeline(*bufferize, inner))) return failure();
+
+    auto kernel = inner.lookupSymbol<func::FuncOp>(exe.getSymName());
+    if (!kernel) return exe.emitError("kernel disappeared during bufferization");
+    dropArgumentResults(kernel);
+    if (kernel.getNumResults() != 0)
+      return kernel.emitError("kernel results were not bufferized in place into outputs");
+    SmallVector<Type> signature(kernel.getArgumentTypes());
+    for (Type t : signature) {
+      auto memref = dyn_cast<MemRefType>(t);
+      if (memref && !(memref.hasStaticShape() && memref.getLayout().isIdentity()))
+        return kernel.emitError("kernel argument ") << t << " is not a static identity memref";
+    }
+    if (failed(runPipeline(*toLLVM, inner))) return failure();
+    return buildEntry(exe, inner, signature);
+  }
+
+  // i32 entry(const dispatch_state*, const workgroup_state*): memref argument i is
+  // binding i, scalars come from push constants in order, the last index is the
+  // workgroup id along x.
+  LogicalResult buildEntry(ExecutableOp exe, ModuleOp inner, ArrayRef<Type> signature) {
+    MLIRContext* ctx = &getContext();
+    auto impl = inner.lookupSymbol<LLVM::LLVMFuncOp>(exe.getSymName());
+    if (!impl) return exe.emitError("lowered kernel not found");
+    std::string implName = (exe.getSymName() + "_impl").str();
+    impl.setSymName(implName);
+    impl.setLinkage(LLVM::Linkage::Internal);
+
+    OpBuilder b(ctx);
+    b.setInsertionPointToEnd(inner.getBody());
+    Location loc = exe.getLoc();
+    auto ptr = LLVM::LLVMPointerType::get(ctx);
+    Type i8 = b.getI8Type(), i32 = b.getI32Type(), i64 = b.getI64Type();
+    auto entry = LLVM::LLVMFuncOp::create(b, loc, exe.getSymName(),
+                                          LLVM::LLVMFunctionType::get(i32, {ptr, ptr}));
+    Block* block = entry.addEntryBlock(b);
+    b.setInsertionPointToStart(block);
+    Value dispatch = block->getArgument(0), workgroup = block->getArgument(1);
+    auto constant = [&](Type t, int64_t v) -> Value {
+      return LLVM::ConstantOp::create(b, loc, t, b.getIntegerAttr(t, v));
+    };
+    auto loadField = [&](Value base, Type type, int64_t offset) -> Value {
+      Value addr = LLVM::GEPOp::create(b, loc, ptr, i8, base, ArrayRef<LLVM::GEPArg>{offset});
+      return LLVM::LoadOp::create(b, loc, type, addr);
+    };
+    Value bindings = loadField(dispatch, ptr, offsetof(hexir_cpu_dispatch_state_t, binding_ptrs));
+    Value pushConstants =
+        loadField(dispatch, ptr, offsetof(hexir_cpu_dispatch_state_t, push_constants));
+    int64_t binding = 0, word = 0;
+    auto pushWord = [&]() -> Value {
+      return loadField(pushConstants, i32, 4 * word++);
+    };
+    SmallVector<Value> args;
+    for (auto [index, type] : llvm::enumerate(signature)) {
+      if (auto memref = dyn_cast<MemRefType>(type)) {
+        Value data = loadField(bindings, ptr, 8 * binding++);
+        args.append({data, data, constant(i64, 0)});
+        for (int64_t d : memref.getShape()) args.push_back(constant(i64, d));
+        int64_t stride = 1;
+        SmallVector<Value> strides;
+        for (int64_t d : llvm::reverse(memref.getShape())) {
+          strides.push_back(constant(i64, stride));
+          stride *= d;
+        }
+        args.append(strides.rbegin(), strides.rend());
+      } else if (index + 1 == signature.size() && type.isIndex()) {
+        Value id = loadField(workgroup, i32, offsetof(hexir_cpu_workgroup_state_t, workgroup_id));
+        args.push_back(LLVM::ZExtOp::create(b, loc, i64, id));
+      } else if (type.isF32()) {
+        args.push_back(LLVM::BitcastOp::create(b, loc, b.getF32Type(), pushWord()));
+      } else if (type.isInteger(32)) {
+        args.push_back(pushWord());
+      } else if (type.isInteger(64) || type.isIndex()) {
+        Value lo = LLVM::ZExtOp::create(b, loc, i64, pushWord());
+        Value hi = LLVM::ZExtOp::create(b, loc, i64, pushWord());
+        hi = LLVM::ShlOp::create(b, loc, hi, constant(i64, 32));
+        args.push_back(LLVM::OrOp::create(b, loc, lo, hi));
+      } else {
+        return exe.emitError("unsupported kernel argument type ") << type << " for target 'cpu'";
+      }
+    }
+    LLVM::CallOp::create(b, loc, impl, args);
+    LLVM::ReturnOp::create(b, loc, ValueRange{constant(i32, 0)});
+    return success();
+  }
+};
+
+}  // namespace
+}  // namespace hexir

@@ -1,0 +1,139 @@
+// Forms one hexir.dispatch_region per root linalg op. Producers that are cheap to
+// recompute (tensor.empty, linalg.fill of an empty, scalar constants) are cloned into the
+// region so that, e.g., a matmul's zero-init is part of the matmul kernel.
+#include "dialects/hexir/IR/HexirOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "passes/Passes.h"
+
+namespace hexir {
+#define GEN_PASS_DEF_FORMDISPATCHREGIONS
+#include "passes/Passes.h.inc"
+
+namespace {
+using namespace mlir;
+
+bool isScalarConstant(Operation* op) {
+  auto c = dyn_cast_or_null<arith::ConstantOp>(op);
+  return c && c.getType().isIntOrIndexOrFloat();
+}
+
+// A fill is cloned into its consumers (never its own dispatch) when only linalg ops use it.
+bool isClonableFill(Operation* op) {
+  auto fill = dyn_cast_or_null<linalg::FillOp>(op);
+  if (!fill) return false;
+  for (Operation* user : fill->getUsers())
+    if (!isa<linalg::LinalgOp>(user) || isa<linalg::FillOp>(user)) return false;
+  return true;
+}
+
+bool isClonable(Operation* op) {
+  return op && (isa<tensor::EmptyOp>(op) || isScalarConstant(op) || isClonableFill(op));
+}
+
+// Elementwise: all loops parallel, every map a projected permutation, identity outputs.
+bool isElementwise(linalg::GenericOp op) {
+  if (op.getNumReductionLoops() != 0) return false;
+  for (AffineMap map : op.getIndexingMapsArray())
+    if (!map.isProjectedPermutation()) return false;
+  for (OpOperand& init : op.getDpsInitsMutable())
+    if (!op.getMatchingIndexingMap(&init).isIdentity()) return false;
+  return true;
+}
+
+class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchRegions> {
+ public:
+  using FormDispatchRegionsBase::FormDispatchRegionsBase;
+
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal()) continue;
+      SmallVector<Operation*> roots;
+      for (Operation& op : func.getBody().front())
+        if (isa<linalg::LinalgOp>(op) && !isClonableFill(&op)) roots.push_back(&op);
+      for (Operation* root : roots)
+        if (!fusedAway.contains(root)) formRegion(root);
+      // Host copies of cloned producers are dead now.
+      IRRewriter rewriter(&getContext());
+      (void)eraseUnreachableBlocks(rewriter, func->getRegions());
+      for (Operation& op : llvm::make_early_inc_range(llvm::reverse(func.getBody().front())))
+        if (isOpTriviallyDead(&op)) op.erase();
+    }
+  }
+
+ private:
+  llvm::SmallPtrSet<Operation*, 8> fusedAway;  // roots erased by consumer fusion
+
+  // Clones `value`'s producer chain into the region if clonable; returns the value to use.
+  Value cloneProducers(OpBuilder& b, Value value, IRMapping& map) {
+    Operation* def = value.getDefiningOp();
+    if (!isClonable(def)) return value;
+    if (isa<tensor::EmptyOp>(def)) {
+      // One clone per use, so each becomes its own destination later.
+      return b.clone(*def)->getResult(cast<OpResult>(value).getResultNumber());
+    }
+    if (Value mapped = map.lookupOrNull(value)) return mapped;
+    IRMapping local;
+    for (Value operand : def->getOperands()) local.map(operand, cloneProducers(b, operand, map));
+    Operation* clone = b.clone(*def, local);
+    for (auto [from, to] : llvm::zip(def->getResults(), clone->getResults())) map.map(from, to);
+    return map.lookup(value);
+  }
+
+  void formRegion(Operation* root) {
+    OpBuilder b(root);
+    auto region = DispatchRegionOp::create(b, root->getLoc(), root->getResultTypes());
+    Block* body = new Block();
+    region.getBody().push_back(body);
+    b.setInsertionPointToStart(body);
+    IRMapping map;
+    Operation* last = cloneInto(b, root, map);
+    root->replaceAllUsesWith(region.getResults());
+    root->erase();
+
+    // Fuse single-user elementwise consumers: the region then yields the consumer.
+    while (fuseElementwise && region->getNumResults() == 1 && region->hasOneUse()) {
+      auto consumer = dyn_cast<linalg::GenericOp>(*region->getUsers().begin());
+      if (!consumer || !isElementwise(consumer) || consumer->getNumResults() != 1 ||
+          consumer->getBlock() != region->getBlock())
+        break;
+      DominanceInfo dom;
+      bool available = true;
+      for (Value operand : consumer->getOperands())
+        if (operand != region.getResult(0) && !isClonable(operand.getDefiningOp()) &&
+            !dom.properlyDominates(operand, region))
+          available = false;
+      if (!available) break;
+      map.map(region.getResult(0), last->getResult(0));
+      b.setInsertionPointToEnd(body);
+      last = cloneInto(b, consumer, map);
+      // Rebuild the region op with the consumer's result types and move the body over.
+      OpBuilder outer(region);
+      auto fused = DispatchRegionOp::create(outer, region.getLoc(), consumer->getResultTypes());
+      fused.getBody().takeBody(region.getBody());
+      consumer->replaceAllUsesWith(fused.getResults());
+      fusedAway.insert(consumer);
+      consumer->erase();
+      region->erase();
+      region = fused;
+      body = &region.getBody().front();
+    }
+    b.setInsertionPointToEnd(body);
+    YieldOp::create(b, region.getLoc(), last->getResults());
+  }
+
+  Operation* cloneInto(OpBuilder& b, Operation* op, IRMapping& map) {
+    IRMapping local = map;
+    for (Value operand : op->getOperands())
+      if (!map.contains(operand)) local.map(operand, cloneProducers(b, operand, map));
+    return b.clone(*op, local);
+  }
+};
+
+}  // namespace
+}  // namespace hexir

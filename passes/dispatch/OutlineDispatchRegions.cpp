@@ -1,0 +1,125 @@
+// Outlines each hexir.dispatch_region into a hexir.executable holding the kernel
+// func.func, and replaces the region by a hexir.dispatch. Kernel signature:
+//   (tensor captures..., one output tensor per result..., scalar captures...) -> results
+// and every result is computed in place in its output argument, so that bufferization
+// turns the kernel into one that writes its output buffers.
+#include "dialects/hexir/IR/HexirOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "passes/Passes.h"
+
+namespace hexir {
+#define GEN_PASS_DEF_OUTLINEDISPATCHREGIONS
+#include "passes/Passes.h.inc"
+
+namespace {
+using namespace mlir;
+
+// Makes `result` be computed in `out`: an empty init becomes `out`, a fill of an empty
+// fills `out`, any other init is first copied into `out`.
+void writeInto(OpBuilder& b, func::ReturnOp ret, unsigned index, Value out) {
+  Value result = ret.getOperand(index);
+  auto dps = dyn_cast_or_null<DestinationStyleOpInterface>(result.getDefiningOp());
+  if (!dps) {
+    b.setInsertionPoint(ret);
+    auto copy = linalg::CopyOp::create(b, ret.getLoc(), ValueRange{result}, ValueRange{out});
+    ret.setOperand(index, copy->getResult(0));
+    return;
+  }
+  OpOperand* init = dps.getTiedOpOperand(cast<OpResult>(result));
+  Operation* initDef = init->get().getDefiningOp();
+  if (isa_and_nonnull<tensor::EmptyOp>(initDef) && init->get().hasOneUse()) {
+    init->set(out);
+    initDef->erase();
+    return;
+  }
+  if (auto fill = dyn_cast_or_null<linalg::FillOp>(initDef);
+      fill && init->get().hasOneUse() && fill.getOutputs()[0].hasOneUse() &&
+      isa_and_nonnull<tensor::EmptyOp>(fill.getOutputs()[0].getDefiningOp())) {
+    Operation* empty = fill.getOutputs()[0].getDefiningOp();
+    fill.getDpsInitsMutable()[0].set(out);
+    empty->erase();
+    return;
+  }
+  b.setInsertionPoint(dps);
+  auto copy = linalg::CopyOp::create(b, dps.getLoc(), ValueRange{init->get()}, ValueRange{out});
+  init->set(copy->getResult(0));
+}
+
+class OutlineDispatchRegions
+    : public impl::OutlineDispatchRegionsBase<OutlineDispatchRegions> {
+ public:
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
+      SmallVector<DispatchRegionOp> regions;
+      func.walk([&](DispatchRegionOp r) { regions.push_back(r); });
+      int counter = 0;
+      for (DispatchRegionOp region : regions) {
+        std::string name = (func.getName() + "_dispatch_" + llvm::Twine(counter++)).str();
+        outline(symbols, func, region, name);
+      }
+    }
+  }
+
+ private:
+  void outline(SymbolTable& symbols, func::FuncOp func, DispatchRegionOp region,
+               StringRef name) {
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(region.getBody(), captured);
+    SmallVector<Value> tensors, scalars;
+    for (Value v : captured) (isa<RankedTensorType>(v.getType()) ? tensors : scalars).push_back(v);
+
+    SmallVector<Type> argTypes;
+    for (Value v : tensors) argTypes.push_back(v.getType());
+    for (Type t : region.getResultTypes()) argTypes.push_back(t);
+    for (Value v : scalars) argTypes.push_back(v.getType());
+
+    OpBuilder b(func);
+    Location loc = region.getLoc();
+    auto exe = ExecutableOp::create(b, loc, name);
+    exe.getBody().push_back(new Block());
+    b.setInsertionPointToStart(&exe.getBody().front());
+    auto inner = ModuleOp::create(b, loc);
+    b.setInsertionPointToStart(inner.getBody());
+    auto kernel = func::FuncOp::create(
+        b, loc, name, b.getFunctionType(argTypes, region.getResultTypes()));
+    Block* entry = kernel.addEntryBlock();
+
+    IRMapping map;
+    unsigned numTensors = tensors.size(), numResults = region.getNumResults();
+    for (auto [i, v] : llvm::enumerate(tensors)) map.map(v, entry->getArgument(i));
+    for (auto [i, v] : llvm::enumerate(scalars))
+      map.map(v, entry->getArgument(numTensors + numResults + i));
+    b.setInsertionPointToStart(entry);
+    for (Operation& op : region.getBody().front()) {
+      if (auto yield = dyn_cast<YieldOp>(op)) {
+        SmallVector<Value> values;
+        for (Value v : yield.getValues()) values.push_back(map.lookupOrDefault(v));
+        func::ReturnOp::create(b, yield.getLoc(), values);
+      } else {
+        b.clone(op, map);
+      }
+    }
+    auto ret = cast<func::ReturnOp>(entry->getTerminator());
+    for (unsigned i = 0; i < numResults; ++i)
+      writeInto(b, ret, i, entry->getArgument(numTensors + i));
+    symbols.insert(exe);  // renames on collision
+    kernel.setSymName(exe.getSymName());
+
+    SmallVector<Value> operands(tensors.begin(), tensors.end());
+    operands.append(scalars.begin(), scalars.end());
+    b.setInsertionPoint(region);
+    auto dispatch = DispatchOp::create(b, loc, region.getResultTypes(),
+                                       FlatSymbolRefAttr::get(exe.getSymNameAttr()), operands);
+    region->replaceAllUsesWith(dispatch.getResults());
+    region->erase();
+  }
+};
+
+}  // namespace
+}  // namespace hexir

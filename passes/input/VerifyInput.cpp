@@ -1,0 +1,79 @@
+// Rejects input the skeleton cannot compile, with an error at the offending op, before
+// any transformation runs (so errors point at the user's IR, not at generated IR).
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "passes/Passes.h"
+
+namespace hexir {
+#define GEN_PASS_DEF_VERIFYINPUT
+#include "passes/Passes.h.inc"
+
+namespace {
+using namespace mlir;
+
+bool isSupportedElement(Type t) {
+  return t.isF32() || t.isInteger(32) || t.isInteger(64);
+}
+
+bool isSupportedScalar(Type t) {
+  return t.isF32() || t.isF64() || t.isInteger(32) || t.isInteger(64) || t.isIndex() ||
+         t.isInteger(1);
+}
+
+class VerifyInput : public impl::VerifyInputBase<VerifyInput> {
+ public:
+  using VerifyInputBase::VerifyInputBase;
+
+  void runOnOperation() override {
+    bool ok = true;
+    getOperation().walk([&](Operation* op) {
+      if (!succeeded(check(op))) ok = false;
+    });
+    if (!ok) signalPassFailure();
+  }
+
+ private:
+  LogicalResult check(Operation* op) {
+    if (isa<ModuleOp>(op)) return success();
+    StringRef dialect = op->getDialect() ? op->getDialect()->getNamespace() : "";
+    bool inKernel = op->getParentOfType<linalg::LinalgOp>() != nullptr;
+    bool known = isa<func::FuncOp, func::ReturnOp>(op) || dialect == "linalg" ||
+                 dialect == "arith" || (dialect == "math" && inKernel) ||
+                 isa<tensor::EmptyOp>(op);
+    if (!known)
+      return op->emitError() << "unsupported op '" << op->getName() << "' for target '"
+                             << target << "'";
+    if (auto func = dyn_cast<func::FuncOp>(op)) {
+      if (func.isExternal())
+        return op->emitError() << "unsupported external function for target '" << target << "'";
+      for (Type t : func.getFunctionType().getInputs())
+        if (failed(checkType(op, t, /*allowScalar=*/true))) return failure();
+      for (Type t : func.getFunctionType().getResults())
+        if (failed(checkType(op, t, /*allowScalar=*/false))) return failure();
+      return success();
+    }
+    for (Type t : op->getResultTypes())
+      if (failed(checkType(op, t, /*allowScalar=*/true))) return failure();
+    return success();
+  }
+
+  LogicalResult checkType(Operation* op, Type t, bool allowScalar) {
+    if (auto tensor = dyn_cast<RankedTensorType>(t)) {
+      if (!tensor.hasStaticShape())
+        return op->emitError() << "unsupported dynamic shape " << t << " for target '"
+                               << target << "'";
+      if (!isSupportedElement(tensor.getElementType()))
+        return op->emitError() << "unsupported element type " << tensor.getElementType()
+                               << " for target '" << target << "'";
+      return success();
+    }
+    if (allowScalar && isSupportedScalar(t)) return success();
+    return op->emitError() << "unsupported type " << t << " for target '" << target << "'";
+  }
+};
+
+}  // namespace
+}  // namespace hexir

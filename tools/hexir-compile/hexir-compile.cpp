@@ -1,0 +1,81 @@
+// hexir-compile INPUT.mlir --target=cpu -o OUT.vmfb
+// Parses MLIR (func/linalg/tensor/arith/math, static shapes), runs the Hexir pipeline and
+// writes a .vmfb module. Errors are MLIR diagnostics on stderr and a non-zero exit code.
+#include <cstdio>
+
+#include "compiler/Pipeline.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> input(cl::Positional, cl::desc("<input .mlir>"), cl::init("-"));
+static cl::opt<std::string> output("o", cl::desc("output .vmfb path"), cl::init("-"));
+static cl::opt<std::string> target("target", cl::desc("target: cpu"), cl::init("cpu"));
+static cl::opt<std::string> cpu("cpu", cl::desc("LLVM CPU name for kernels, or 'host'"),
+                                cl::init("host"));
+static cl::opt<int64_t> maxWorkgroups("max-workgroups", cl::desc("workgroups per dispatch"),
+                                      cl::init(64));
+static cl::opt<bool> noFusion("no-fusion", cl::desc("one dispatch per linalg op"),
+                              cl::init(false));
+static cl::opt<bool> emitMLIR("emit-vm-mlir",
+                              cl::desc("print the VM-form IR instead of writing bytecode "
+                                       "(kernel binaries replaced by their size)"),
+                              cl::init(false));
+
+int main(int argc, char** argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv, "Hexir compiler: MLIR -> .vmfb\n");
+
+  mlir::DialectRegistry registry;
+  hexir::compiler::RegisterDialects(registry);
+  hexir::compiler::RegisterPasses();
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  std::string error;
+  auto file = mlir::openInputFile(input, &error);
+  if (!file) {
+    llvm::errs() << "hexir-compile: " << error << "\n";
+    return 1;
+  }
+  llvm::SourceMgr sources;
+  sources.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  mlir::SourceMgrDiagnosticHandler diagnostics(sources, &context);
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceFile<mlir::ModuleOp>(sources, &context);
+  if (!module) return 1;
+
+  hexir::compiler::CompileOptions options;
+  options.target = target;
+  options.cpu = cpu;
+  options.max_workgroups = maxWorkgroups;
+  options.fuse_elementwise = !noFusion;
+  std::vector<uint8_t> bytes;
+  if (mlir::failed(hexir::compiler::CompileModule(*module, options, &bytes))) return 1;
+
+  auto out = mlir::openOutputFile(output, &error);
+  if (!out) {
+    llvm::errs() << "hexir-compile: " << error << "\n";
+    return 1;
+  }
+  if (emitMLIR) {
+    module->walk([](mlir::Operation* op) {
+      if (auto binary = op->getAttrOfType<mlir::StringAttr>("hexir.binary")) {
+        op->setAttr("hexir.binary_size",
+                    mlir::IntegerAttr::get(mlir::IntegerType::get(op->getContext(), 64),
+                                           binary.size()));
+        op->removeAttr("hexir.binary");
+      }
+    });
+    module->print(out->os());
+  } else {
+    out->os().write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+  out->keep();
+  return 0;
+}
