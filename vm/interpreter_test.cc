@@ -29,7 +29,7 @@ class Counter final : public RefObject {
 
 Status Sum(NativeModuleState&, NativeCall& call) {
   int64_t sum = 0;
-  for (const Variant& a : call.args) sum += a.bits;
+  for (const Variant& a : call.args) sum = int64_t(uint64_t(sum) + uint64_t(a.bits));
   call.results[0].bits = sum;
   return Status::Ok();
 }

@@ -42,6 +42,14 @@ bool InRange(uint64_t offset, uint64_t length, uint64_t size) {
   return offset <= size && length <= size - offset;
 }
 
+// The FlatBuffers verifier checks the alignment of a vector's length, not of its struct
+// elements, so a corrupt file can leave a SegmentRef 4-byte aligned: read it bytewise.
+void ReadSegment(const format::SegmentRef* s, uint64_t* offset, uint64_t* length) {
+  const auto* p = reinterpret_cast<const uint8_t*>(s);
+  std::memcpy(offset, p, 8);
+  std::memcpy(length, p + 8, 8);
+}
+
 }  // namespace
 
 bool ParseSignature(std::string_view text, Signature* out) {
@@ -156,20 +164,21 @@ Status Module::Parse() {
   const uint64_t segments_begin = kModuleHeaderSize + fb_size;
 
   // Segments: 64-byte aligned, after the FlatBuffer, inside the file.
-  std::vector<Span<const uint8_t>> segments;
+  std::vector<Span<const uint8_t>>& segments = segments_;
   if (def_->segments()) {
     for (uint32_t i = 0; i < def_->segments()->size(); ++i) {
-      const format::SegmentRef* s = def_->segments()->Get(i);
-      if (s->offset() % kSegmentAlignment != 0) {
-        return InvalidArgument("segment ", i, ": offset ", s->offset(),
-                               " is not a multiple of ", kSegmentAlignment);
+      uint64_t offset, length;
+      ReadSegment(def_->segments()->Get(i), &offset, &length);
+      if (offset % kSegmentAlignment != 0) {
+        return InvalidArgument("segment ", i, ": offset ", offset, " is not a multiple of ",
+                               kSegmentAlignment);
       }
-      if (s->offset() < segments_begin || !InRange(s->offset(), s->length(), size_)) {
-        return InvalidArgument("segment ", i, ": bytes [", s->offset(), ", +", s->length(),
+      if (offset < segments_begin || !InRange(offset, length, size_)) {
+        return InvalidArgument("segment ", i, ": bytes [", offset, ", +", length,
                                ") are outside the segment area [", segments_begin, ", ", size_,
                                ") of the file");
       }
-      segments.emplace_back(data_ + s->offset(), static_cast<size_t>(s->length()));
+      segments.emplace_back(data_ + offset, static_cast<size_t>(length));
     }
   }
   if (def_->rodata()) {
@@ -306,11 +315,11 @@ StatusOr<ExecutableView> Module::executable(size_t ordinal) const {
                       executable_count(), " executables)");
   }
   const format::ExecutableDef* e = def_->executables()->Get(ordinal);
-  const format::SegmentRef* s = def_->segments()->Get(e->segment());
+  Span<const uint8_t> segment = segments_[e->segment()];
   ExecutableView view;
   view.format = View(e->format());
-  view.data = data_ + s->offset();
-  view.size = static_cast<size_t>(s->length());
+  view.data = segment.data();
+  view.size = segment.size();
   if (e->entry_points()) {
     for (const flatbuffers::String* ep : *e->entry_points()) view.entry_points.push_back(View(ep));
   }

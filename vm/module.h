@@ -133,6 +133,7 @@ class Module final : public RefObject, public CallerModule {
   std::vector<ImportInfo> imports_;
   std::vector<ExportInfo> exports_;
   std::vector<std::string_view> strings_;
+  std::vector<Span<const uint8_t>> segments_;
   std::vector<Span<const uint8_t>> rodata_;
   uint32_t value_global_count_ = 0;
   uint32_t ref_global_count_ = 0;

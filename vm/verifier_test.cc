@@ -73,7 +73,7 @@ class SumModule final : public NativeModule {
     return std::make_unique<NativeModuleState>();
   }
   static Status Sum(NativeModuleState&, NativeCall& call) {
-    call.results[0].bits = call.args[0].bits + call.args[1].bits;
+    call.results[0].bits = int64_t(uint64_t(call.args[0].bits) + uint64_t(call.args[1].bits));
     return Status::Ok();
   }
 };
