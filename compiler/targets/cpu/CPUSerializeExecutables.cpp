@@ -90,7 +90,10 @@ class CPUSerializeExecutables
       pm.run(*module);
     }
     std::string errorMessage;
-    llvm::StringRef args[] = {lld, "-shared", "--no-undefined-version", "-o", soPath, objPath};
+    // Kernels may call libm (expf, ...): record it as a dependency when it is present.
+    llvm::SmallVector<llvm::StringRef> args = {lld, "-shared", "-o", soPath, objPath};
+    const char* libm = "/lib/x86_64-linux-gnu/libm.so.6";
+    if (llvm::sys::fs::exists(libm)) args.append({"--as-needed", libm});
     int rc = llvm::sys::ExecuteAndWait(lld, args, std::nullopt, {}, 0, 0, &errorMessage);
     if (rc != 0)
       return exe.emitError("linking with ") << lld << " failed (exit " << rc << ") " << errorMessage;

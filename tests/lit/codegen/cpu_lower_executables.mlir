@@ -1,0 +1,33 @@
+// RUN: hexir-opt %s --hexir-cpu-lower-executables | FileCheck %s
+
+// The kernel becomes an internal `_impl` taking memref descriptors; the ABI entry loads
+// binding_ptrs (offset 32) and push_constants (offset 16) from the dispatch state and
+// workgroup_id[0] from the workgroup state.
+// CHECK-LABEL: hexir.executable @k
+// CHECK:         llvm.func internal @k_impl(
+// CHECK:         llvm.func @k(%[[D:.+]]: !llvm.ptr, %[[W:.+]]: !llvm.ptr) -> i32
+// CHECK:           %[[BP:.+]] = llvm.getelementptr %[[D]][32] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:           %[[B:.+]] = llvm.load %[[BP]] : !llvm.ptr -> !llvm.ptr
+// CHECK:           %[[PP:.+]] = llvm.getelementptr %[[D]][16] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:           %[[P:.+]] = llvm.load %[[PP]] : !llvm.ptr -> !llvm.ptr
+// CHECK:           llvm.getelementptr %[[B]][0] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:           llvm.getelementptr %[[B]][8] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:           %[[PC:.+]] = llvm.getelementptr %[[P]][0] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:           %[[BITS:.+]] = llvm.load %[[PC]] : !llvm.ptr -> i32
+// CHECK:           llvm.bitcast %[[BITS]] : i32 to f32
+// CHECK:           %[[IDP:.+]] = llvm.getelementptr %[[W]][0] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:           llvm.load %[[IDP]] : !llvm.ptr -> i32
+// CHECK:           llvm.call @k_impl(
+// CHECK:           llvm.return %{{.+}} : i32
+hexir.executable @k attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @k(%a: tensor<4xf32>, %o: tensor<4xf32>, %s: f32, %id: index) -> tensor<4xf32> {
+      %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%a : tensor<4xf32>) outs(%o : tensor<4xf32>) {
+      ^bb0(%x: f32, %y: f32):
+        %z = arith.mulf %x, %s : f32
+        linalg.yield %z : f32
+      } -> tensor<4xf32>
+      return %r : tensor<4xf32>
+    }
+  }
+}

@@ -1,0 +1,49 @@
+// RUN: hexir-opt %s -split-input-file --hexir-form-dispatch-regions | FileCheck %s
+// RUN: hexir-opt %s -split-input-file --hexir-form-dispatch-regions=fuse-elementwise=false | FileCheck %s --check-prefix=NOFUSE
+
+// The fill and its empty are cloned into the matmul's region; the bias+relu generic is
+// fused into the same region.
+// CHECK-LABEL: func.func @matmul_bias_relu
+// CHECK:         %[[R:.+]] = hexir.dispatch_region -> (tensor<4x16xf32>) {
+// CHECK:           arith.constant 0.0
+// CHECK:           tensor.empty
+// CHECK:           linalg.fill
+// CHECK:           %[[M:.+]] = linalg.matmul
+// CHECK:           %[[G:.+]] = linalg.generic {{.*}} ins(%[[M]]
+// CHECK:           hexir.yield %[[G]]
+// CHECK-NOT:     hexir.dispatch_region
+// CHECK:         return %[[R]]
+// NOFUSE-LABEL: func.func @matmul_bias_relu
+// NOFUSE-COUNT-2: hexir.dispatch_region
+#map = affine_map<(i, j) -> (i, j)>
+#bcast = affine_map<(i, j) -> (j)>
+func.func @matmul_bias_relu(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %bias: tensor<16xf32>) -> tensor<4x16xf32> {
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%f : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %r = linalg.generic {indexing_maps = [#map, #bcast, #map], iterator_types = ["parallel", "parallel"]} ins(%m, %bias : tensor<4x16xf32>, tensor<16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    %c0 = arith.constant 0.0 : f32
+    %t = arith.maximumf %s, %c0 : f32
+    linalg.yield %t : f32
+  } -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
+
+// -----
+
+// Two named ops: one region each (named consumers are not fused).
+// CHECK-LABEL: func.func @two_adds
+// CHECK:         %[[A:.+]] = hexir.dispatch_region
+// CHECK:           linalg.add
+// CHECK:         %[[B:.+]] = hexir.dispatch_region
+// CHECK:           linalg.add ins(%[[A]]
+// CHECK:         return %[[B]]
+func.func @two_adds(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
+  %e = tensor.empty() : tensor<8xf32>
+  %0 = linalg.add ins(%a, %b : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) -> tensor<8xf32>
+  %1 = linalg.add ins(%0, %b : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) -> tensor<8xf32>
+  return %1 : tensor<8xf32>
+}

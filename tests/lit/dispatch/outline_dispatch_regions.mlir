@@ -1,0 +1,36 @@
+// RUN: hexir-opt %s -split-input-file --hexir-outline-dispatch-regions | FileCheck %s
+
+// Kernel signature: (tensor captures, outputs, scalar captures); the empty init becomes
+// the output argument; the host calls hexir.dispatch.
+// CHECK-LABEL: hexir.executable @main_dispatch_0
+// CHECK:         func.func @main_dispatch_0(%[[A:[a-z0-9]+]]: tensor<8xf32>, %[[OUT:[a-z0-9]+]]: tensor<8xf32>, %[[S:[a-z0-9]+]]: f32) -> tensor<8xf32>
+// CHECK:           %[[F:.+]] = linalg.fill ins(%[[S]] : f32) outs(%[[OUT]] : tensor<8xf32>)
+// CHECK:           %[[R:.+]] = linalg.add ins(%[[A]], %[[A]] : {{.*}}) outs(%[[F]] : tensor<8xf32>)
+// CHECK:           return %[[R]]
+// CHECK-LABEL: func.func @main(
+// CHECK:         %[[D:.+]] = hexir.dispatch @main_dispatch_0(%arg0, %arg1) : (tensor<8xf32>, f32) -> tensor<8xf32>
+// CHECK:         return %[[D]]
+func.func @main(%a: tensor<8xf32>, %s: f32) -> tensor<8xf32> {
+  %0 = hexir.dispatch_region -> (tensor<8xf32>) {
+    %e = tensor.empty() : tensor<8xf32>
+    %f = linalg.fill ins(%s : f32) outs(%e : tensor<8xf32>) -> tensor<8xf32>
+    %r = linalg.add ins(%a, %a : tensor<8xf32>, tensor<8xf32>) outs(%f : tensor<8xf32>) -> tensor<8xf32>
+    hexir.yield %r : tensor<8xf32>
+  }
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+// An init that is not an empty tensor is copied into the output first.
+// CHECK-LABEL: func.func @acc_dispatch_0(
+// CHECK-SAME:      %[[A:[a-z0-9]+]]: tensor<2x2xf32>, %[[C:[a-z0-9]+]]: tensor<2x2xf32>, %[[OUT:[a-z0-9]+]]: tensor<2x2xf32>
+// CHECK:         %[[COPY:.+]] = linalg.copy ins(%[[C]] : tensor<2x2xf32>) outs(%[[OUT]] : tensor<2x2xf32>)
+// CHECK:         linalg.matmul ins(%[[A]], %[[A]] : {{.*}}) outs(%[[COPY]] : tensor<2x2xf32>)
+func.func @acc(%a: tensor<2x2xf32>, %c: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  %0 = hexir.dispatch_region -> (tensor<2x2xf32>) {
+    %m = linalg.matmul ins(%a, %a : tensor<2x2xf32>, tensor<2x2xf32>) outs(%c : tensor<2x2xf32>) -> tensor<2x2xf32>
+    hexir.yield %m : tensor<2x2xf32>
+  }
+  return %0 : tensor<2x2xf32>
+}

@@ -1,0 +1,19 @@
+# Lit configuration for Hexir compiler tests. Tool paths come from the environment
+# (set by run_lit.sh under Bazel): HEXIR_OPT, HEXIR_COMPILE, FILECHECK.
+import os
+import lit.formats
+
+config.name = "Hexir"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.environ.get("LIT_EXEC_ROOT", os.path.join(config.test_source_root, "Output"))
+config.excludes = ["lit.cfg.py", "BUILD.bazel", "run_lit.sh", "Output"]
+
+def tool(env, default):
+    return os.path.abspath(os.environ.get(env, default))
+
+config.substitutions.append(("hexir-opt", tool("HEXIR_OPT", "bazel-bin/tools/hexir-opt/hexir-opt")))
+config.substitutions.append(("hexir-compile", tool("HEXIR_COMPILE", "bazel-bin/tools/hexir-compile/hexir-compile")))
+config.substitutions.append(("FileCheck", os.environ.get("FILECHECK", "/usr/lib/llvm-22/bin/FileCheck")))
+config.substitutions.append(("not", os.environ.get("NOT", "/usr/lib/llvm-22/bin/not")))
