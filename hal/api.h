@@ -1,0 +1,36 @@
+// The HAL's public API: include this one header.
+//
+//   HEXIR_ASSIGN_OR_RETURN(auto device, hal::CreateDevice("cpu", {}));
+//   HEXIR_ASSIGN_OR_RETURN(auto view, hal::BufferViewFromHost(*device, f32, dims, data, n));
+//   ... record a CommandBuffer once, QueueExecute it many times, Semaphore::Wait ...
+//   hal::BufferViewToHost(*device, *view, &bytes);
+//
+// See hal/README.md for ownership and threading; each part header states its own contract.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "hal/buffer.h"
+#include "hal/buffer_view.h"
+#include "hal/command_buffer.h"
+#include "hal/device.h"
+#include "hal/element_type.h"
+#include "hal/executable.h"
+#include "hal/host_io.h"
+#include "hal/semaphore.h"
+#include "hal/stats.h"
+
+namespace hexir::hal {
+
+// Creates a device from a uri: "cpu"; "cuda" or "cuda:N" (device ordinal N).
+// Errors: NotFound for an unknown driver (the message lists the known ones), Unavailable when
+// the driver exists but cannot run here, InvalidArgument for a malformed uri.
+StatusOr<vm::Ref<Device>> CreateDevice(std::string_view uri, const DeviceOptions& options = {});
+
+// The driver names CreateDevice knows ("cpu", "cuda"), whether or not they can run here.
+std::vector<std::string> KnownDrivers();
+
+}  // namespace hexir::hal

@@ -1,0 +1,23 @@
+#include "hal/buffer.h"
+
+namespace hexir::hal {
+
+Buffer::Buffer(uint64_t byte_size, uint32_t memory_types,
+               std::shared_ptr<DeviceCounters> counters)
+    : byte_size_(byte_size), memory_types_(memory_types), counters_(std::move(counters)) {
+  if (counters_) {
+    DeviceCounters::Add(counters_->buffers_allocated);
+    DeviceCounters::Add(counters_->buffer_bytes_allocated, byte_size_);
+    DeviceCounters::Add(counters_->buffers_live);
+    DeviceCounters::Add(counters_->buffer_bytes_live, byte_size_);
+  }
+}
+
+Buffer::~Buffer() {
+  if (counters_) {
+    DeviceCounters::Sub(counters_->buffers_live);
+    DeviceCounters::Sub(counters_->buffer_bytes_live, byte_size_);
+  }
+}
+
+}  // namespace hexir::hal

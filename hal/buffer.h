@@ -1,0 +1,44 @@
+// hal.buffer: a byte range of device memory allocated by a Device.
+//
+// Drivers subclass Buffer (CPU: 64-byte aligned host memory). A host-visible buffer exposes
+// host_data(); a device-only buffer returns nullptr there and is reached through
+// Device::ReadBuffer/WriteBuffer or queue copies.
+//
+// Ownership: refcounted (vm::Ref<Buffer>). A buffer does not retain its device; it keeps the
+// device's counters alive to report its own release. Thread-safety: the object is immutable;
+// concurrent access to its bytes is the caller's business (queues order their own accesses).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "hal/stats.h"
+#include "vm/ref.h"
+
+namespace hexir::hal {
+
+// Bit flags for Device::AllocateBuffer.
+enum MemoryTypeBits : uint32_t {
+  kMemoryDeviceLocal = 1u << 0,  // fast for the device (CPU: host memory)
+  kMemoryHostVisible = 1u << 1,  // the host can map it: host_data() is non-null
+};
+
+class Buffer : public vm::RefObject {
+  HEXIR_REF_TYPE(Buffer, "hal.buffer")
+ public:
+  uint64_t byte_size() const { return byte_size_; }
+  uint32_t memory_types() const { return memory_types_; }
+  // Host pointer to byte 0 when host-visible, else nullptr.
+  virtual uint8_t* host_data() const = 0;
+
+ protected:
+  Buffer(uint64_t byte_size, uint32_t memory_types, std::shared_ptr<DeviceCounters> counters);
+  ~Buffer() override;
+
+ private:
+  uint64_t byte_size_;
+  uint32_t memory_types_;
+  std::shared_ptr<DeviceCounters> counters_;
+};
+
+}  // namespace hexir::hal

@@ -1,0 +1,108 @@
+#include "hal/command_buffer.h"
+
+namespace hexir::hal {
+
+StatusOr<uint64_t> ResolveRange(const BufferRef& ref, std::string_view what) {
+  if (!ref.buffer) return InvalidArgument(what, ": buffer is null");
+  uint64_t size = ref.buffer->byte_size();
+  if (ref.offset > size) {
+    return OutOfRange(what, ": offset ", ref.offset, " is past the end of a ", size,
+                      "-byte buffer");
+  }
+  uint64_t length = ref.length == kWholeBuffer ? size - ref.offset : ref.length;
+  if (length > size - ref.offset) {
+    return OutOfRange(what, ": range [", ref.offset, ", ", ref.offset + length,
+                      ") exceeds the buffer size ", size);
+  }
+  return length;
+}
+
+CommandBuffer::CommandBuffer(std::shared_ptr<DeviceCounters> counters)
+    : counters_(std::move(counters)) {}
+
+Status CommandBuffer::CheckRecording(const char* command) const {
+  if (finalized_) {
+    return FailedPrecondition("command buffer ", command,
+                              ": the command buffer is finalized; record a new one");
+  }
+  return Status::Ok();
+}
+
+Status CommandBuffer::Dispatch(vm::Ref<Executable> executable, uint32_t entry,
+                               std::array<uint32_t, 3> workgroup_count,
+                               std::vector<BufferRef> bindings,
+                               std::vector<uint32_t> push_constants) {
+  HEXIR_RETURN_IF_ERROR(CheckRecording("dispatch"));
+  if (!executable) return InvalidArgument("dispatch: executable is null");
+  if (entry >= executable->entry_count()) {
+    return OutOfRange("dispatch: entry ordinal ", entry, " is out of range; the executable has ",
+                      executable->entry_count(), " entry point(s): ", executable->EntryList());
+  }
+  const std::string& name = executable->entry_name(entry);
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    BufferRef& b = bindings[i];
+    std::string what = StrCat("dispatch of '", name, "': binding ", i);
+    if (b.offset % kBindingAlignment != 0) {
+      return InvalidArgument(what, ": offset ", b.offset, " is not a multiple of ",
+                             kBindingAlignment);
+    }
+    if (b.is_slot()) {
+      if (b.slot >= binding_table_size_) binding_table_size_ = b.slot + 1;
+      continue;
+    }
+    HEXIR_ASSIGN_OR_RETURN(b.length, ResolveRange(b, what));
+  }
+  DispatchCommand cmd;
+  cmd.executable = std::move(executable);
+  cmd.entry = entry;
+  cmd.workgroup_count = workgroup_count;
+  cmd.bindings = std::move(bindings);
+  cmd.push_constants = std::move(push_constants);
+  commands_.emplace_back(std::move(cmd));
+  return Status::Ok();
+}
+
+Status CommandBuffer::Barrier() {
+  HEXIR_RETURN_IF_ERROR(CheckRecording("barrier"));
+  commands_.emplace_back(BarrierCommand{});
+  return Status::Ok();
+}
+
+Status CommandBuffer::CopyBuffer(vm::Ref<Buffer> source, uint64_t source_offset,
+                                 vm::Ref<Buffer> target, uint64_t target_offset,
+                                 uint64_t length) {
+  HEXIR_RETURN_IF_ERROR(CheckRecording("copy_buffer"));
+  HEXIR_ASSIGN_OR_RETURN(uint64_t n, ResolveRange(BufferRef::Range(source, source_offset, length),
+                                                  "copy_buffer source"));
+  HEXIR_RETURN_IF_ERROR(
+      ResolveRange(BufferRef::Range(target, target_offset, n), "copy_buffer target").status());
+  commands_.emplace_back(
+      CopyCommand{std::move(source), source_offset, std::move(target), target_offset, n});
+  return Status::Ok();
+}
+
+Status CommandBuffer::FillBuffer(vm::Ref<Buffer> target, uint64_t offset, uint64_t length,
+                                 uint32_t pattern, uint32_t pattern_size) {
+  HEXIR_RETURN_IF_ERROR(CheckRecording("fill_buffer"));
+  if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4) {
+    return InvalidArgument("fill_buffer: pattern size ", pattern_size, " is not 1, 2 or 4");
+  }
+  HEXIR_ASSIGN_OR_RETURN(uint64_t resolved,
+                         ResolveRange(BufferRef::Range(target, offset, length), "fill_buffer"));
+  if (offset % pattern_size != 0 || resolved % pattern_size != 0) {
+    return InvalidArgument("fill_buffer: offset ", offset, " and length ", resolved,
+                           " must be multiples of the pattern size ", pattern_size);
+  }
+  commands_.emplace_back(FillCommand{std::move(target), offset, resolved, pattern, pattern_size});
+  return Status::Ok();
+}
+
+Status CommandBuffer::Finalize() {
+  HEXIR_RETURN_IF_ERROR(CheckRecording("finalize"));
+  HEXIR_RETURN_IF_ERROR(OnFinalize());
+  finalized_ = true;
+  if (counters_) DeviceCounters::Add(counters_->command_buffers_recorded);
+  return Status::Ok();
+}
+
+}  // namespace hexir::hal

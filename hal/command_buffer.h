@@ -1,0 +1,123 @@
+// hal.command_buffer: a list of device commands recorded once and submitted many times.
+//
+// Lifecycle: recording -> Finalize() -> executable. Recording calls after Finalize fail with
+// FailedPrecondition; QueueExecute of a command buffer that is not finalized fails too. A
+// finalized command buffer is immutable and may be submitted any number of times, also
+// concurrently (no re-recording: Device stats count one recording per Finalize).
+//
+// Per-submission differences reach a recorded command buffer through a *binding table*: a
+// dispatch binding may name a slot (BufferRef::Slot(i)) instead of a buffer; each QueueExecute
+// supplies the table, so one recording runs on new inputs without re-recording.
+//
+// Validation happens at record time (entry ordinals, byte ranges, fill patterns, alignment),
+// so execution only checks what it cannot know earlier (binding-table entries).
+//
+// Ownership: refcounted; retains every buffer and executable it references.
+// Thread-safety: recording is single-threaded (one recorder); after Finalize, thread-safe.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "base/status.h"
+#include "hal/buffer.h"
+#include "hal/executable.h"
+#include "hal/stats.h"
+#include "vm/ref.h"
+
+namespace hexir::hal {
+
+inline constexpr uint64_t kWholeBuffer = ~uint64_t{0};
+
+// Bindings' byte offsets must be multiples of this (the CPU dispatch ABI promises kernels
+// 64-byte aligned binding pointers).
+inline constexpr uint64_t kBindingAlignment = 64;
+
+// A byte range of a buffer, or a slot of the submission's binding table (is_slot()).
+struct BufferRef {
+  static constexpr uint32_t kNoSlot = ~uint32_t{0};
+  vm::Ref<Buffer> buffer;          // must be non-null unless is_slot()
+  uint64_t offset = 0;             // a multiple of kBindingAlignment in dispatch bindings
+  uint64_t length = kWholeBuffer;  // kWholeBuffer: to the end of the buffer
+  uint32_t slot = kNoSlot;
+
+  bool is_slot() const { return slot != kNoSlot; }
+  static BufferRef Whole(vm::Ref<Buffer> b) { return {std::move(b), 0, kWholeBuffer, kNoSlot}; }
+  static BufferRef Range(vm::Ref<Buffer> b, uint64_t offset, uint64_t length) {
+    return {std::move(b), offset, length, kNoSlot};
+  }
+  static BufferRef Slot(uint32_t slot) { return {nullptr, 0, kWholeBuffer, slot}; }
+};
+
+// Checks `ref` (a direct buffer range) and returns its concrete length. `what` prefixes errors.
+StatusOr<uint64_t> ResolveRange(const BufferRef& ref, std::string_view what);
+
+struct DispatchCommand {
+  vm::Ref<Executable> executable;
+  uint32_t entry = 0;
+  std::array<uint32_t, 3> workgroup_count = {1, 1, 1};
+  std::vector<BufferRef> bindings;  // lengths resolved at record time for direct buffers
+  std::vector<uint32_t> push_constants;
+};
+struct BarrierCommand {};
+struct CopyCommand {
+  vm::Ref<Buffer> source;
+  uint64_t source_offset = 0;
+  vm::Ref<Buffer> target;
+  uint64_t target_offset = 0;
+  uint64_t length = 0;
+};
+struct FillCommand {
+  vm::Ref<Buffer> target;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  uint32_t pattern = 0;       // low pattern_size bytes are repeated
+  uint32_t pattern_size = 1;  // 1, 2 or 4; offset and length are multiples of it
+};
+using Command = std::variant<DispatchCommand, BarrierCommand, CopyCommand, FillCommand>;
+
+class CommandBuffer : public vm::RefObject {
+  HEXIR_REF_TYPE(CommandBuffer, "hal.command_buffer")
+ public:
+  explicit CommandBuffer(std::shared_ptr<DeviceCounters> counters);
+
+  // Records a dispatch of entry `entry` of `executable` over workgroup_count[0]*[1]*[2]
+  // workgroups. Errors: null executable, entry out of range (names the entry list), a null
+  // or out-of-range or misaligned binding, not recording.
+  Status Dispatch(vm::Ref<Executable> executable, uint32_t entry,
+                  std::array<uint32_t, 3> workgroup_count, std::vector<BufferRef> bindings,
+                  std::vector<uint32_t> push_constants = {});
+  // Every earlier command completes before any later one starts.
+  Status Barrier();
+  // Copies `length` bytes; ranges must lie inside both buffers (overlap is allowed).
+  Status CopyBuffer(vm::Ref<Buffer> source, uint64_t source_offset, vm::Ref<Buffer> target,
+                    uint64_t target_offset, uint64_t length);
+  // Fills [offset, offset+length) with the low `pattern_size` bytes of `pattern`.
+  Status FillBuffer(vm::Ref<Buffer> target, uint64_t offset, uint64_t length, uint32_t pattern,
+                    uint32_t pattern_size);
+  // Ends recording. A second Finalize fails.
+  Status Finalize();
+
+  bool is_finalized() const { return finalized_; }
+  const std::vector<Command>& commands() const { return commands_; }
+  // 1 + the highest binding-table slot any dispatch uses (0 when none).
+  uint32_t binding_table_size() const { return binding_table_size_; }
+
+ protected:
+  // Drivers hook here to build their native form (e.g. a CUDA graph) once.
+  virtual Status OnFinalize() { return Status::Ok(); }
+
+ private:
+  Status CheckRecording(const char* command) const;
+
+  std::shared_ptr<DeviceCounters> counters_;
+  std::vector<Command> commands_;
+  uint32_t binding_table_size_ = 0;
+  bool finalized_ = false;
+};
+
+}  // namespace hexir::hal

@@ -1,0 +1,37 @@
+// The CTS on the CPU driver (default options: a queue thread and hardware_concurrency workers),
+// plus an inline single-threaded variant.
+#include "hal/cts/cts.h"
+#include "hal/drivers/cpu/testing/test_kernels.h"
+
+namespace {
+
+hexir::hal::cts::DriverConfig CpuConfig() {
+  return {"cpu",
+          [](const hexir::hal::DeviceOptions& o) { return hexir::hal::CreateDevice("cpu", o); },
+          [](std::vector<std::string_view> e) {
+            return hexir::hal::cpu::testing::TestKernelView(std::move(e));
+          }};
+}
+
+// Inline mode executes at submission, so a submission cannot wait for a later host signal:
+// the ordering and timeout cases (which do exactly that) are registered for the queued device.
+hexir::hal::cts::DriverConfig CpuInlineConfig() {
+  auto c = CpuConfig();
+  c.name = "cpu-inline";
+  c.create_device = [](const hexir::hal::DeviceOptions&) {
+    hexir::hal::DeviceOptions o;
+    o.cpu_inline = true;
+    o.cpu_worker_count = 1;
+    return hexir::hal::CreateDevice("cpu", o);
+  };
+  return c;
+}
+
+}  // namespace
+
+HEXIR_HAL_CTS_REGISTER("cpu", CpuConfig)
+
+HEXIR_HAL_CTS_CASE_("cpu-inline", CpuInlineConfig, "buffers", BuffersCase)
+HEXIR_HAL_CTS_CASE_("cpu-inline", CpuInlineConfig, "copy_fill", CopyFillCase)
+HEXIR_HAL_CTS_CASE_("cpu-inline", CpuInlineConfig, "dispatch", DispatchCase)
+HEXIR_HAL_CTS_CASE_("cpu-inline", CpuInlineConfig, "replay", ReplayCase)

@@ -1,0 +1,62 @@
+// The HAL conformance test suite: written once against hal/api.h, registered per driver.
+//
+//   // hal/cts/<driver>_cts_test.cc
+//   hexir::hal::cts::DriverConfig MyDriver() { return {"mydriver", create_device, kernels}; }
+//   HEXIR_HAL_CTS_REGISTER("mydriver", MyDriver)
+//
+// Each case opens a fresh device through the config. When the driver reports Unavailable,
+// the case prints one line "HEXIR_SKIPPED: cts/<driver>/<case>: <reason>" and makes no
+// assertion (Catch2 v2 has no skip): a skip is never a pass, count the marker instead.
+//
+// Kernels: the config provides an executable exporting the CTS kernels (semantics in
+// hal/drivers/cpu/test_kernels.c and cts/README.md): add_f32, affine_i32, fail_at.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "hal/api.h"
+
+namespace hexir::hal::cts {
+
+struct DriverConfig {
+  std::string name;
+  // Creates a device with the given options (Unavailable -> the case is skipped).
+  std::function<StatusOr<vm::Ref<Device>>(const DeviceOptions&)> create_device;
+  // The CTS kernels in this driver's executable format, with the given entry points.
+  std::function<vm::ExecutableView(std::vector<std::string_view> entry_points)> kernels;
+};
+
+using CaseFn = void (*)(const DriverConfig& config, Device& device);
+
+// Runs one case: opens a device, or prints the skip marker and returns.
+void RunCase(const DriverConfig& config, const char* case_name, CaseFn fn);
+
+void BuffersCase(const DriverConfig& config, Device& device);
+void CopyFillCase(const DriverConfig& config, Device& device);
+void DispatchCase(const DriverConfig& config, Device& device);
+void ReplayCase(const DriverConfig& config, Device& device);
+void SemaphoreOrderingCase(const DriverConfig& config, Device& device);
+void TimeoutCase(const DriverConfig& config, Device& device);
+void MisuseCase(const DriverConfig& config, Device& device);
+
+}  // namespace hexir::hal::cts
+
+#define HEXIR_HAL_CTS_CASE_(driver, config_fn, case_name, fn)                           \
+  TEST_CASE("cts/" driver "/" case_name) {                                            \
+    ::hexir::hal::cts::RunCase(config_fn(), case_name, &::hexir::hal::cts::fn);        \
+  }
+
+// Registers every CTS case for one driver; `config_fn` returns its DriverConfig.
+#define HEXIR_HAL_CTS_REGISTER(driver, config_fn)                                     \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "buffers", BuffersCase)                      \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "copy_fill", CopyFillCase)                   \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "dispatch", DispatchCase)                    \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "replay", ReplayCase)                        \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "semaphore_ordering", SemaphoreOrderingCase) \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "timeouts", TimeoutCase)                     \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "misuse", MisuseCase)

@@ -1,0 +1,90 @@
+// hal.device: one device of one driver, and the factory for everything that lives on it.
+//
+// A device owns one in-order queue: QueueExecute submissions run in submission order, each
+// after its wait semaphores reach their values; on completion the signal semaphores are
+// advanced, or failed with the error if the submission failed. A failed submission without
+// signal semaphores is reported by the next WaitIdle instead. Submissions are asynchronous
+// unless the device runs in inline mode.
+//
+// Ownership: refcounted. Objects a device creates (buffers, executables, command buffers,
+// semaphores) do not retain it and may outlive it; queued submissions retain what they use.
+// Destroying a device drains its queue; submissions still blocked on a semaphore then fail
+// with Aborted.
+// Thread-safety: every Device method is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "hal/buffer.h"
+#include "hal/command_buffer.h"
+#include "hal/executable.h"
+#include "hal/semaphore.h"
+#include "hal/stats.h"
+#include "vm/native_module.h"
+#include "vm/ref.h"
+
+namespace hexir::hal {
+
+// Options for CreateDevice; each driver reads the fields named after it.
+struct DeviceOptions {
+  // CPU: threads that execute dispatch workgroups. -1 = std::thread::hardware_concurrency();
+  // 0 or 1 = the thread executing the submission runs every workgroup itself.
+  int32_t cpu_worker_count = -1;
+  // CPU inline mode: QueueExecute executes on the calling thread and returns when done
+  // (errors are returned directly and also fail the signal semaphores). No queue thread.
+  bool cpu_inline = false;
+};
+
+class Device : public vm::RefObject {
+  HEXIR_REF_TYPE(Device, "hal.device")
+ public:
+  // The uri the device was created with ("cpu").
+  virtual std::string_view uri() const = 0;
+
+  // A new zero-filled buffer of `byte_size` bytes (MemoryTypeBits flags). 0 bytes is allowed.
+  virtual StatusOr<vm::Ref<Buffer>> AllocateBuffer(
+      uint64_t byte_size, uint32_t memory_types = kMemoryDeviceLocal | kMemoryHostVisible) = 0;
+
+  // Loads an executable once (format checked; every entry point resolved, a missing one named).
+  virtual StatusOr<vm::Ref<Executable>> CreateExecutable(const vm::ExecutableView& view) = 0;
+
+  virtual StatusOr<vm::Ref<CommandBuffer>> CreateCommandBuffer();
+  virtual StatusOr<vm::Ref<Semaphore>> CreateSemaphore(uint64_t initial_value);
+
+  // Submits a finalized command buffer: runs after every wait (semaphore >= value), then
+  // signals every signal. `binding_table` fills the command buffer's slot bindings (it must
+  // have at least binding_table_size() direct-buffer entries). Returns errors it can detect
+  // at submission (null or unfinalized command buffer, bad binding table, foreign executable);
+  // execution errors fail the signal semaphores.
+  virtual Status QueueExecute(const std::vector<SemaphoreValue>& waits,
+                              const vm::Ref<CommandBuffer>& command_buffer,
+                              const std::vector<SemaphoreValue>& signals,
+                              const std::vector<BufferRef>& binding_table = {}) = 0;
+
+  // Blocks until every submission so far has completed, or returns DeadlineExceeded. Returns
+  // (and clears) the first error since the previous WaitIdle of a failed submission that had
+  // no signal semaphores (errors of the others are delivered through their semaphores).
+  virtual Status WaitIdle(Timeout timeout = kInfiniteTimeout) = 0;
+
+  // Synchronous host <-> buffer copies. They do not wait for queued work: order them with
+  // semaphores or WaitIdle. Ranges are checked.
+  virtual Status WriteBuffer(Buffer& buffer, uint64_t offset, const void* data,
+                             uint64_t size) = 0;
+  virtual Status ReadBuffer(const Buffer& buffer, uint64_t offset, void* data,
+                            uint64_t size) = 0;
+
+  DeviceStats stats() const { return counters_->Snapshot(); }
+  const std::shared_ptr<DeviceCounters>& counters() const { return counters_; }
+
+ protected:
+  Device() : counters_(std::make_shared<DeviceCounters>()) {}
+
+ private:
+  std::shared_ptr<DeviceCounters> counters_;
+};
+
+}  // namespace hexir::hal

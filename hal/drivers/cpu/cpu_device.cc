@@ -1,0 +1,355 @@
+#include "hal/drivers/cpu/cpu_device.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "hal/drivers/cpu/cpu_executable.h"
+#include "hal/drivers/cpu/dispatch_abi.h"
+#include "hal/drivers/cpu/worker_pool.h"
+
+namespace hexir::hal::cpu {
+namespace {
+
+class CpuBuffer final : public Buffer {
+ public:
+  CpuBuffer(uint64_t size, uint32_t types, std::shared_ptr<DeviceCounters> counters, uint8_t* data)
+      : Buffer(size, types, std::move(counters)), data_(data) {}
+  ~CpuBuffer() override { std::free(data_); }
+  uint8_t* host_data() const override { return data_; }
+
+ private:
+  uint8_t* data_;
+};
+
+struct Submission {
+  std::vector<SemaphoreValue> waits;
+  vm::Ref<CommandBuffer> command_buffer;
+  std::vector<SemaphoreValue> signals;
+  std::vector<BufferRef> binding_table;
+};
+
+class CpuDevice final : public Device {
+ public:
+  explicit CpuDevice(const DeviceOptions& options)
+      : inline_(options.cpu_inline),
+        pool_(options.cpu_worker_count < 0
+                  ? static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()))
+                  : options.cpu_worker_count) {
+    if (!inline_) queue_thread_ = std::thread([this] { QueueMain(); });
+  }
+
+  ~CpuDevice() override {
+    if (!inline_) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        stopping_ = true;
+      }
+      queue_cv_.notify_all();
+      queue_thread_.join();
+    }
+  }
+
+  std::string_view uri() const override { return "cpu"; }
+
+  StatusOr<vm::Ref<Buffer>> AllocateBuffer(uint64_t byte_size, uint32_t memory_types) override {
+    // CPU memory is both device-local and host-visible whatever was asked for.
+    constexpr uint64_t kAlign = 64;
+    if (byte_size > (uint64_t{1} << 46)) {
+      return ResourceExhausted("cpu driver: cannot allocate ", byte_size, " bytes");
+    }
+    uint64_t rounded = std::max<uint64_t>(kAlign, (byte_size + kAlign - 1) / kAlign * kAlign);
+    void* data = std::aligned_alloc(kAlign, rounded);
+    if (data == nullptr) {
+      return ResourceExhausted("cpu driver: out of host memory allocating ", byte_size, " bytes");
+    }
+    std::memset(data, 0, rounded);
+    return vm::Ref<Buffer>::Adopt(new CpuBuffer(byte_size,
+                                                memory_types | kMemoryDeviceLocal | kMemoryHostVisible,
+                                                counters(), static_cast<uint8_t*>(data)));
+  }
+
+  StatusOr<vm::Ref<Executable>> CreateExecutable(const vm::ExecutableView& view) override {
+    HEXIR_ASSIGN_OR_RETURN(vm::Ref<Executable> exe, CpuExecutable::Load(view));
+    DeviceCounters::Add(counters()->executables_loaded);
+    return exe;
+  }
+
+  Status QueueExecute(const std::vector<SemaphoreValue>& waits,
+                      const vm::Ref<CommandBuffer>& command_buffer,
+                      const std::vector<SemaphoreValue>& signals,
+                      const std::vector<BufferRef>& binding_table) override;
+  Status WaitIdle(Timeout timeout) override;
+
+  Status WriteBuffer(Buffer& buffer, uint64_t offset, const void* data, uint64_t size) override {
+    HEXIR_RETURN_IF_ERROR(ResolveRange(BufferRef::Range(vm::Ref<Buffer>::Retain(&buffer), offset, size),
+                                       "write_buffer")
+                              .status());
+    if (size) std::memcpy(buffer.host_data() + offset, data, size);
+    return Status::Ok();
+  }
+
+  Status ReadBuffer(const Buffer& buffer, uint64_t offset, void* data, uint64_t size) override {
+    HEXIR_RETURN_IF_ERROR(
+        ResolveRange(BufferRef::Range(vm::Ref<Buffer>::Retain(const_cast<Buffer*>(&buffer)),
+                                      offset, size),
+                     "read_buffer")
+            .status());
+    if (size) std::memcpy(data, buffer.host_data() + offset, size);
+    return Status::Ok();
+  }
+
+ private:
+  Status Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
+                  std::vector<BufferRef>* resolved_table) const;
+  Status Execute(const CommandBuffer& cb, const std::vector<BufferRef>& table);
+  Status ExecuteDispatch(const DispatchCommand& cmd, const std::vector<BufferRef>& table);
+  // Signals (or fails) the submission's semaphores; `keep_error` keeps a failure of a
+  // submission without signals for WaitIdle.
+  // Returns the submission's final status (a failed Signal counts).
+  Status Complete(Submission& s, Status status, bool keep_error);
+  Status AwaitWaits(const std::vector<SemaphoreValue>& waits);
+  void QueueMain();
+
+  const bool inline_;
+  WorkerPool pool_;
+
+  std::mutex inline_mu_;  // inline mode: one submission at a time, in call order
+  std::mutex mu_;
+  std::condition_variable queue_cv_;
+  std::condition_variable idle_cv_;
+  std::deque<Submission> queue_;
+  bool busy_ = false;
+  bool stopping_ = false;
+  Status first_error_;
+  std::thread queue_thread_;
+};
+
+Status CpuDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
+                           std::vector<BufferRef>* resolved) const {
+  if (!cb) return InvalidArgument("queue execute: command buffer is null");
+  if (!cb->is_finalized()) {
+    return FailedPrecondition(
+        "queue execute: the command buffer is still recording; finalize it before submitting");
+  }
+  if (table.size() < cb->binding_table_size()) {
+    return InvalidArgument("queue execute: the command buffer uses ", cb->binding_table_size(),
+                           " binding table slot(s) but ", table.size(), " were supplied");
+  }
+  resolved->clear();
+  for (size_t i = 0; i < table.size(); ++i) {
+    BufferRef r = table[i];
+    std::string what = StrCat("queue execute: binding table slot ", i);
+    if (r.is_slot()) return InvalidArgument(what, ": must name a buffer, not another slot");
+    if (r.offset % kBindingAlignment != 0) {
+      return InvalidArgument(what, ": offset ", r.offset, " is not a multiple of ",
+                             kBindingAlignment);
+    }
+    HEXIR_ASSIGN_OR_RETURN(r.length, ResolveRange(r, what));
+    resolved->push_back(std::move(r));
+  }
+  for (const Command& c : cb->commands()) {
+    if (auto* d = std::get_if<DispatchCommand>(&c)) {
+      if (d->executable->driver() != kCpuDriverName) {
+        return InvalidArgument("queue execute: dispatch of '", d->executable->entry_name(d->entry),
+                               "' uses an executable of driver '", d->executable->driver(),
+                               "' on a cpu device");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<BufferRef>& table) {
+  const auto& exe = static_cast<const CpuExecutable&>(*cmd.executable);
+  hexir_cpu_entry_fn_t fn = exe.entry(cmd.entry);
+  std::vector<void*> ptrs(cmd.bindings.size());
+  std::vector<uint64_t> lengths(cmd.bindings.size());
+  for (size_t i = 0; i < cmd.bindings.size(); ++i) {
+    const BufferRef& b =
+        cmd.bindings[i].is_slot() ? table[cmd.bindings[i].slot] : cmd.bindings[i];
+    ptrs[i] = b.buffer->host_data() + b.offset;
+    lengths[i] = b.length;
+  }
+  hexir_cpu_dispatch_state_t state = {};
+  for (int i = 0; i < 3; ++i) state.workgroup_count[i] = cmd.workgroup_count[i];
+  state.push_constant_count = static_cast<uint32_t>(cmd.push_constants.size());
+  state.push_constants = cmd.push_constants.data();
+  state.binding_count = static_cast<uint32_t>(ptrs.size());
+  state.binding_ptrs = ptrs.data();
+  state.binding_lengths = lengths.data();
+
+  const uint64_t nx = cmd.workgroup_count[0], ny = cmd.workgroup_count[1];
+  const uint64_t total = nx * ny * cmd.workgroup_count[2];
+  std::mutex error_mu;
+  Status error;
+  pool_.ParallelFor(total, [&](uint64_t i, uint32_t thread_index) {
+    hexir_cpu_workgroup_state_t wg;
+    wg.workgroup_id[0] = static_cast<uint32_t>(i % nx);
+    wg.workgroup_id[1] = static_cast<uint32_t>((i / nx) % ny);
+    wg.workgroup_id[2] = static_cast<uint32_t>(i / (nx * ny));
+    wg.thread_index = thread_index;
+    int rc = fn(&state, &wg);
+    if (rc == 0) return true;
+    std::lock_guard<std::mutex> lock(error_mu);
+    if (error.ok()) {
+      error = Aborted("dispatch of entry '", exe.entry_name(cmd.entry), "' failed: workgroup (",
+                      wg.workgroup_id[0], ", ", wg.workgroup_id[1], ", ", wg.workgroup_id[2],
+                      ") returned ", rc);
+    }
+    return false;
+  });
+  DeviceCounters::Add(counters()->dispatches_executed);
+  return error;
+}
+
+Status CpuDevice::Execute(const CommandBuffer& cb, const std::vector<BufferRef>& table) {
+  // Commands run one after another on this thread, so every command is already ordered after
+  // the previous one and barriers need no work.
+  for (const Command& c : cb.commands()) {
+    if (auto* d = std::get_if<DispatchCommand>(&c)) {
+      HEXIR_RETURN_IF_ERROR(ExecuteDispatch(*d, table));
+    } else if (auto* cp = std::get_if<CopyCommand>(&c)) {
+      std::memmove(cp->target->host_data() + cp->target_offset,
+                   cp->source->host_data() + cp->source_offset, cp->length);
+    } else if (auto* f = std::get_if<FillCommand>(&c)) {
+      uint8_t* p = f->target->host_data() + f->offset;
+      if (f->pattern_size == 1) {
+        std::memset(p, static_cast<int>(f->pattern & 0xff), f->length);
+      } else {
+        for (uint64_t o = 0; o < f->length; o += f->pattern_size) {
+          std::memcpy(p + o, &f->pattern, f->pattern_size);  // little-endian low bytes
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status CpuDevice::Complete(Submission& s, Status status, bool keep_error) {
+  if (status.ok()) {
+    for (SemaphoreValue& sv : s.signals) {
+      Status st = sv.semaphore->Signal(sv.value);
+      if (!st.ok()) {
+        sv.semaphore->Fail(st);
+        if (status.ok()) status = std::move(st);
+      }
+    }
+  } else {
+    for (SemaphoreValue& sv : s.signals) sv.semaphore->Fail(status);
+  }
+  // With signal semaphores the error reaches whoever waits on them; reporting it again from
+  // WaitIdle would hand a stale error to a later, unrelated host read.
+  if (keep_error && !status.ok() && s.signals.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (first_error_.ok()) first_error_ = status;
+  }
+  return status;
+}
+
+Status CpuDevice::QueueExecute(const std::vector<SemaphoreValue>& waits,
+                               const vm::Ref<CommandBuffer>& command_buffer,
+                               const std::vector<SemaphoreValue>& signals,
+                               const std::vector<BufferRef>& binding_table) {
+  Submission s;
+  HEXIR_RETURN_IF_ERROR(Validate(command_buffer, binding_table, &s.binding_table));
+  for (size_t i = 0; i < waits.size(); ++i) {
+    if (!waits[i].semaphore) return InvalidArgument("queue execute: wait semaphore ", i, " is null");
+  }
+  for (size_t i = 0; i < signals.size(); ++i) {
+    if (!signals[i].semaphore) return InvalidArgument("queue execute: signal semaphore ", i, " is null");
+  }
+  s.waits = waits;
+  s.command_buffer = command_buffer;
+  s.signals = signals;
+  DeviceCounters::Add(counters()->queue_submissions);
+
+  if (inline_) {
+    std::lock_guard<std::mutex> lock(inline_mu_);
+    Status status;
+    for (const SemaphoreValue& w : s.waits) {
+      auto value = w.semaphore->Query();
+      if (!value.ok()) {
+        status = value.status();
+      } else if (*value < w.value) {
+        status = FailedPrecondition("queue execute (inline device): wait semaphore is at ", *value,
+                                    ", needs ", w.value,
+                                    "; an inline device executes at submission, so the wait "
+                                    "must already be satisfied");
+      }
+      if (!status.ok()) break;
+    }
+    if (status.ok()) status = Execute(*s.command_buffer, s.binding_table);
+    return Complete(s, std::move(status), /*keep_error=*/false);
+  }
+
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(s));
+  }
+  queue_cv_.notify_one();
+  return Status::Ok();
+}
+
+Status CpuDevice::AwaitWaits(const std::vector<SemaphoreValue>& waits) {
+  for (const SemaphoreValue& w : waits) {
+    while (true) {
+      // Bounded waits so that a device being destroyed is noticed.
+      Status st = w.semaphore->WaitInternal(w.value, std::chrono::milliseconds(20));
+      if (st.ok()) break;
+      if (st.code() != StatusCode::kDeadlineExceeded) return st;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) {
+        return Aborted("queue execute: the device was destroyed while a submission waited for "
+                       "a semaphore to reach ", w.value);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+void CpuDevice::QueueMain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping and drained
+    Submission s = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    Status status = AwaitWaits(s.waits);
+    if (status.ok()) status = Execute(*s.command_buffer, s.binding_table);
+    Complete(s, std::move(status), /*keep_error=*/true).IgnoreError();
+    s = Submission();  // release refs before reporting idle
+    lock.lock();
+    busy_ = false;
+    if (queue_.empty()) idle_cv_.notify_all();
+  }
+}
+
+Status CpuDevice::WaitIdle(Timeout timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto idle = [&] { return queue_.empty() && !busy_; };
+  if (timeout >= std::chrono::hours(24 * 365)) {
+    idle_cv_.wait(lock, idle);
+  } else if (!idle_cv_.wait_for(lock, timeout, idle)) {
+    return DeadlineExceeded("device wait idle timed out with ", queue_.size() + (busy_ ? 1 : 0),
+                            " submission(s) pending");
+  }
+  Status error = std::move(first_error_);
+  first_error_ = Status::Ok();
+  return error;
+}
+
+}  // namespace
+
+StatusOr<vm::Ref<Device>> CreateCpuDevice(const DeviceOptions& options) {
+  return vm::Ref<Device>::Adopt(new CpuDevice(options));
+}
+
+}  // namespace hexir::hal::cpu

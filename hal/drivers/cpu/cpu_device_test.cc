@@ -1,0 +1,266 @@
+#include <dirent.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "hal/api.h"
+#include "hal/drivers/cpu/testing/test_kernels.h"
+
+namespace hexir::hal {
+namespace {
+
+using cpu::testing::TestKernelBytes;
+using cpu::testing::TestKernelView;
+
+vm::Ref<Device> Cpu(int32_t workers, bool inl = false) {
+  DeviceOptions o;
+  o.cpu_worker_count = workers;
+  o.cpu_inline = inl;
+  auto d = CreateDevice("cpu", o);
+  REQUIRE(d.ok());
+  return *d;
+}
+
+vm::Ref<Executable> Load(Device& dev, std::vector<std::string_view> entries) {
+  REQUIRE(!TestKernelBytes().empty());
+  auto exe = dev.CreateExecutable(TestKernelView(std::move(entries)));
+  REQUIRE(exe.ok());
+  return *exe;
+}
+
+vm::Ref<Buffer> Buf(Device& d, uint64_t n) {
+  auto b = d.AllocateBuffer(n);
+  REQUIRE(b.ok());
+  return *b;
+}
+
+int OpenFdCount() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  while (readdir(d)) ++n;
+  closedir(d);
+  return n;
+}
+
+TEST_CASE("cpu executable: entry points resolve; the memfd is released with it") {
+  auto dev = Cpu(1);
+  int fds = OpenFdCount();
+  uint64_t loaded = dev->stats().executables_loaded;
+  {
+    auto exe = Load(*dev, {"add_f32", "fail_at"});
+    REQUIRE(exe->entry_count() == 2);
+    REQUIRE(exe->entry_name(1) == "fail_at");
+    REQUIRE(exe->format() == "cpu-elf-x86_64");
+    REQUIRE(exe->driver() == "cpu");
+    REQUIRE(std::string(exe->type_name()) == "hal.executable");
+    REQUIRE(dev->stats().executables_loaded == loaded + 1);
+  }
+  REQUIRE(OpenFdCount() == fds);
+}
+
+TEST_CASE("cpu executable: load errors name the problem") {
+  auto dev = Cpu(1);
+  auto missing = dev->CreateExecutable(TestKernelView({"add_f32", "no_such_kernel"}));
+  REQUIRE(missing.status().code() == StatusCode::kNotFound);
+  REQUIRE(missing.status().message() ==
+          "cpu driver: entry point 'no_such_kernel' (ordinal 1) is not exported by the executable");
+
+  vm::ExecutableView wrong = TestKernelView({"add_f32"});
+  wrong.format = "cuda-cubin-sm_90";
+  REQUIRE(dev->CreateExecutable(wrong).status().message() ==
+          "cpu driver: executable format 'cuda-cubin-sm_90' is not supported (expected 'cpu-elf-x86_64')");
+
+  const uint8_t junk[16] = {'n', 'o', 't', ' ', 'e', 'l', 'f'};
+  vm::ExecutableView bad = TestKernelView({"add_f32"});
+  bad.data = junk;
+  bad.size = sizeof(junk);
+  REQUIRE(dev->CreateExecutable(bad).status().message() ==
+          "cpu driver: executable data (16 bytes) is not an ELF shared object");
+
+  std::vector<uint8_t> truncated(TestKernelBytes().begin(), TestKernelBytes().begin() + 200);
+  vm::ExecutableView cut = TestKernelView({"add_f32"});
+  cut.data = truncated.data();
+  cut.size = truncated.size();
+  auto t = dev->CreateExecutable(cut);
+  REQUIRE(t.status().code() == StatusCode::kInvalidArgument);
+  REQUIRE(t.status().message().rfind("cpu driver: dlopen of the executable failed: ", 0) == 0);
+}
+
+// Runs add_f32 over n elements with tile 16 and a 2D grid and checks against a plain loop.
+void CheckAdd(Device& dev, uint32_t n) {
+  auto exe = Load(dev, {"add_f32"});
+  auto a = Buf(dev, n * 4), b = Buf(dev, n * 4), out = Buf(dev, n * 4);
+  std::vector<float> ha(n), hb(n), expect(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    ha[i] = 0.5f * i - 3;
+    hb[i] = 1.0f / (i + 1);
+    expect[i] = ha[i] + hb[i];
+  }
+  REQUIRE(dev.WriteBuffer(*a, 0, ha.data(), n * 4).ok());
+  REQUIRE(dev.WriteBuffer(*b, 0, hb.data(), n * 4).ok());
+  const uint32_t tile = 16;
+  uint32_t groups = (n + tile - 1) / tile;
+  uint32_t gx = 4, gy = (groups + gx - 1) / gx;  // a 2D grid; the tail groups do nothing
+  auto cb = *dev.CreateCommandBuffer();
+  REQUIRE(cb->Dispatch(exe, 0, {gx, gy, 1},
+                       {BufferRef::Whole(a), BufferRef::Whole(b), BufferRef::Whole(out)},
+                       {n, tile})
+              .ok());
+  REQUIRE(cb->Finalize().ok());
+  auto sem = *dev.CreateSemaphore(0);
+  REQUIRE(dev.QueueExecute({}, cb, {{sem, 1}}).ok());
+  REQUIRE(sem->Wait(1).ok());
+  std::vector<float> got(n);
+  REQUIRE(dev.ReadBuffer(*out, 0, got.data(), n * 4).ok());
+  REQUIRE(got == expect);
+}
+
+TEST_CASE("cpu dispatch: elementwise add matches a plain loop for 1, 2, 4 workers and inline") {
+  for (int32_t workers : {0, 1, 2, 4}) {
+    for (bool inl : {false, true}) {
+      INFO("workers " << workers << " inline " << inl);
+      auto dev = Cpu(workers, inl);
+      CheckAdd(*dev, 1000);
+      CheckAdd(*dev, 1);
+      REQUIRE(dev->stats().dispatches_executed == 2);
+    }
+  }
+}
+
+TEST_CASE("cpu dispatch: workgroup ids cover a 3D grid; push constants arrive in order") {
+  auto dev = Cpu(3);
+  auto exe = Load(*dev, {"affine_i32"});
+  const uint32_t n = 2 * 3 * 5;
+  auto x = Buf(*dev, n * 4);
+  std::vector<int32_t> hx(n);
+  for (uint32_t i = 0; i < n; ++i) hx[i] = static_cast<int32_t>(i);
+  REQUIRE(dev->WriteBuffer(*x, 0, hx.data(), n * 4).ok());
+  auto cb = *dev->CreateCommandBuffer();
+  REQUIRE(cb->Dispatch(exe, 0, {2, 3, 5}, {BufferRef::Whole(x)}, {n, 3, static_cast<uint32_t>(-4)}).ok());
+  REQUIRE(cb->Finalize().ok());
+  REQUIRE(dev->QueueExecute({}, cb, {}).ok());
+  REQUIRE(dev->WaitIdle().ok());
+  std::vector<int32_t> got(n);
+  REQUIRE(dev->ReadBuffer(*x, 0, got.data(), n * 4).ok());
+  for (uint32_t i = 0; i < n; ++i) REQUIRE(got[i] == static_cast<int32_t>(i) * 3 - 4);
+}
+
+TEST_CASE("cpu dispatch: thread indices stay below the worker count, several workers used") {
+  auto dev = Cpu(4);
+  auto exe = Load(*dev, {"record_thread"});
+  const uint32_t groups = 4096;
+  auto out = Buf(*dev, groups * 4);
+  auto cb = *dev->CreateCommandBuffer();
+  REQUIRE(cb->Dispatch(exe, 0, {groups, 1, 1}, {BufferRef::Whole(out)}).ok());
+  REQUIRE(cb->Finalize().ok());
+  REQUIRE(dev->QueueExecute({}, cb, {}).ok());
+  REQUIRE(dev->WaitIdle().ok());
+  std::vector<uint32_t> got(groups);
+  REQUIRE(dev->ReadBuffer(*out, 0, got.data(), groups * 4).ok());
+  for (uint32_t t : got) {
+    REQUIRE(t >= 1);
+    REQUIRE(t <= 4);
+  }
+}
+
+TEST_CASE("cpu dispatch: a failing kernel fails the signal semaphore naming the entry") {
+  for (bool inl : {false, true}) {
+    auto dev = Cpu(2, inl);
+    auto exe = Load(*dev, {"add_f32", "fail_at"});
+    auto cb = *dev->CreateCommandBuffer();
+    REQUIRE(cb->Dispatch(exe, 1, {8, 1, 1}, {}, {5}).ok());
+    REQUIRE(cb->Finalize().ok());
+    auto sem = *dev->CreateSemaphore(0);
+    Status submit = dev->QueueExecute({}, cb, {{sem, 1}});
+    const std::string expect = "dispatch of entry 'fail_at' failed: workgroup (5, 0, 0) returned 7";
+    if (inl) {
+      REQUIRE(submit.message() == expect);
+    } else {
+      REQUIRE(submit.ok());
+    }
+    Status w = sem->Wait(1);
+    REQUIRE(w.code() == StatusCode::kAborted);
+    REQUIRE(w.message() == expect);
+    REQUIRE(dev->WaitIdle().ok());  // delivered through `sem` only
+    // Without signal semaphores the error is kept for WaitIdle (queued) or returned (inline).
+    Status again = dev->QueueExecute({}, cb, {});
+    Status idle = dev->WaitIdle();
+    REQUIRE((inl ? again : idle).message() == expect);
+    REQUIRE((inl ? idle : again).ok());
+  }
+}
+
+TEST_CASE("cpu dispatch: entry ordinal and binding errors at record time") {
+  auto dev = Cpu(1);
+  auto exe = Load(*dev, {"add_f32", "fail_at"});
+  auto buf = Buf(*dev, 256);
+  auto cb = *dev->CreateCommandBuffer();
+  Status s = cb->Dispatch(exe, 2, {1, 1, 1}, {});
+  REQUIRE(s.code() == StatusCode::kOutOfRange);
+  REQUIRE(s.message() ==
+          "dispatch: entry ordinal 2 is out of range; the executable has 2 entry point(s): add_f32, fail_at");
+  s = cb->Dispatch(exe, 0, {1, 1, 1}, {BufferRef::Whole(buf), BufferRef::Range(buf, 128, 256)});
+  REQUIRE(s.message() == "dispatch of 'add_f32': binding 1: range [128, 384) exceeds the buffer size 256");
+  s = cb->Dispatch(exe, 0, {1, 1, 1}, {BufferRef::Range(buf, 4, 8)});
+  REQUIRE(s.message() == "dispatch of 'add_f32': binding 0: offset 4 is not a multiple of 64");
+  s = cb->Dispatch(exe, 0, {1, 1, 1}, {BufferRef::Whole(nullptr)});
+  REQUIRE(s.message() == "dispatch of 'add_f32': binding 0: buffer is null");
+}
+
+TEST_CASE("cpu dispatch: offset bindings and binding-table replay without re-recording") {
+  auto dev = Cpu(2);
+  auto exe = Load(*dev, {"add_f32", "count_misaligned"});
+  const uint32_t n = 16;
+  // One buffer holds a at offset 0 and b at offset 64 (suballocation).
+  auto ab = Buf(*dev, 128);
+  auto cb = *dev->CreateCommandBuffer();
+  REQUIRE(cb->Dispatch(exe, 0, {1, 1, 1},
+                       {BufferRef::Range(ab, 0, n * 4), BufferRef::Range(ab, 64, n * 4),
+                        BufferRef::Slot(0)},
+                       {n, n})
+              .ok());
+  REQUIRE(cb->Dispatch(exe, 1, {1, 1, 1}, {BufferRef::Slot(1), BufferRef::Range(ab, 64, 4)}).ok());
+  REQUIRE(cb->Finalize().ok());
+  REQUIRE(cb->binding_table_size() == 2);
+  float ha[n], hb[n];
+  for (uint32_t i = 0; i < n; ++i) { ha[i] = i; hb[i] = 100 * i; }
+  REQUIRE(dev->WriteBuffer(*ab, 0, ha, 64).ok());
+  REQUIRE(dev->WriteBuffer(*ab, 64, hb, 64).ok());
+
+  Status s = dev->QueueExecute({}, cb, {}, {BufferRef::Whole(Buf(*dev, 64))});
+  REQUIRE(s.message() == "queue execute: the command buffer uses 2 binding table slot(s) but 1 were supplied");
+  s = dev->QueueExecute({}, cb, {}, {BufferRef::Whole(nullptr), BufferRef::Whole(nullptr)});
+  REQUIRE(s.message() == "queue execute: binding table slot 0: buffer is null");
+
+  DeviceStats before = dev->stats();
+  for (int round = 0; round < 3; ++round) {
+    auto out = Buf(*dev, 128);
+    auto flag = Buf(*dev, 4);
+    REQUIRE(dev->QueueExecute({}, cb, {}, {BufferRef::Range(out, 64, 64), BufferRef::Whole(flag)}).ok());
+    REQUIRE(dev->WaitIdle().ok());
+    float got[n];
+    REQUIRE(dev->ReadBuffer(*out, 64, got, 64).ok());
+    for (uint32_t i = 0; i < n; ++i) REQUIRE(got[i] == ha[i] + hb[i]);
+    uint32_t misaligned = 99;
+    REQUIRE(dev->ReadBuffer(*flag, 0, &misaligned, 4).ok());
+    REQUIRE(misaligned == 0);
+  }
+  REQUIRE(dev->stats().command_buffers_recorded == before.command_buffers_recorded);
+  REQUIRE(dev->stats().dispatches_executed == before.dispatches_executed + 6);
+}
+
+TEST_CASE("cpu executable: the same bytes load twice as independent executables") {
+  auto dev = Cpu(1);
+  auto e1 = Load(*dev, {"add_f32"});
+  auto e2 = Load(*dev, {"add_f32"});
+  auto out = Buf(*dev, 64);
+  e1.reset();  // unloading one must not break the other
+  auto cb = *dev->CreateCommandBuffer();
+  REQUIRE(cb->Dispatch(e2, 0, {1, 1, 1}, {BufferRef::Whole(out), BufferRef::Whole(out), BufferRef::Whole(out)}, {4, 4}).ok());
+  REQUIRE(cb->Finalize().ok());
+  REQUIRE(dev->QueueExecute({}, cb, {}).ok());
+  REQUIRE(dev->WaitIdle().ok());
+}
+
+}  // namespace
+}  // namespace hexir::hal

@@ -1,0 +1,68 @@
+// Kernels for the CPU driver's tests, written against dispatch_abi.h like generated code.
+#include <stdint.h>
+
+#include "hal/drivers/cpu/dispatch_abi.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static uint64_t linear_id(const hexir_cpu_dispatch_state_t* d,
+                          const hexir_cpu_workgroup_state_t* w) {
+  return ((uint64_t)w->workgroup_id[2] * d->workgroup_count[1] + w->workgroup_id[1]) *
+             d->workgroup_count[0] + w->workgroup_id[0];
+}
+
+// out[i] = a[i] + b[i] (f32). Bindings: a, b, out. Push constants: n, tile.
+// Workgroup (linear id g) covers [g*tile, min(n, (g+1)*tile)).
+EXPORT int add_f32(const hexir_cpu_dispatch_state_t* d, const hexir_cpu_workgroup_state_t* w) {
+  if (d->binding_count != 3 || d->push_constant_count != 2) return 1;
+  const float* a = (const float*)d->binding_ptrs[0];
+  const float* b = (const float*)d->binding_ptrs[1];
+  float* out = (float*)d->binding_ptrs[2];
+  uint64_t n = d->push_constants[0], tile = d->push_constants[1];
+  if (d->binding_lengths[0] < n * 4 || d->binding_lengths[1] < n * 4 ||
+      d->binding_lengths[2] < n * 4) {
+    return 2;
+  }
+  uint64_t begin = linear_id(d, w) * tile;
+  uint64_t end = begin + tile < n ? begin + tile : n;
+  for (uint64_t i = begin; i < end; ++i) out[i] = a[i] + b[i];
+  return 0;
+}
+
+// x[i] = x[i] * k + c (i32, in place). Bindings: x. Push constants: n, k, c. One element per
+// workgroup along x.
+EXPORT int affine_i32(const hexir_cpu_dispatch_state_t* d, const hexir_cpu_workgroup_state_t* w) {
+  int32_t* x = (int32_t*)d->binding_ptrs[0];
+  uint64_t i = linear_id(d, w);
+  if (i < d->push_constants[0]) {
+    x[i] = x[i] * (int32_t)d->push_constants[1] + (int32_t)d->push_constants[2];
+  }
+  return 0;
+}
+
+// out[linear id] = thread_index + 1 (u32): shows which worker ran each workgroup.
+EXPORT int record_thread(const hexir_cpu_dispatch_state_t* d,
+                         const hexir_cpu_workgroup_state_t* w) {
+  uint32_t* out = (uint32_t*)d->binding_ptrs[0];
+  uint64_t i = linear_id(d, w);
+  if ((i + 1) * 4 > d->binding_lengths[0]) return 3;
+  out[i] = w->thread_index + 1;
+  return 0;
+}
+
+// Returns 7 in the workgroup whose x id equals push constant 0, else 0.
+EXPORT int fail_at(const hexir_cpu_dispatch_state_t* d, const hexir_cpu_workgroup_state_t* w) {
+  return w->workgroup_id[0] == d->push_constants[0] ? 7 : 0;
+}
+
+// Binding 0 word 0 = how many binding pointers are not 64-byte aligned (the ABI promises 0).
+EXPORT int count_misaligned(const hexir_cpu_dispatch_state_t* d,
+                            const hexir_cpu_workgroup_state_t* w) {
+  (void)w;
+  uint32_t bad = 0;
+  for (uint32_t i = 0; i < d->binding_count; ++i) {
+    if ((uintptr_t)d->binding_ptrs[i] % 64 != 0) ++bad;
+  }
+  *(uint32_t*)d->binding_ptrs[0] = bad;
+  return 0;
+}

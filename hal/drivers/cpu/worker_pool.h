@@ -1,0 +1,56 @@
+// A fixed pool of threads that runs one parallel loop at a time (the CPU driver's workgroups).
+//
+// WorkerPool(n) starts n-1 threads; the thread calling ParallelFor joins in as thread index 0,
+// so thread indices are in [0, max(n,1)). n <= 1 starts no thread: ParallelFor runs inline.
+//
+// Thread-safety: ParallelFor may be called from any thread; concurrent calls are serialized.
+// The destructor must not run concurrently with ParallelFor.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace hexir::hal::cpu {
+
+class WorkerPool {
+ public:
+  explicit WorkerPool(int32_t thread_count);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  uint32_t thread_count() const { return static_cast<uint32_t>(threads_.size()) + 1; }
+
+  // Calls body(i, thread_index) for every i in [0, count), spread over the threads, and
+  // returns when all calls finished. A body returning false stops the loop early (indices not
+  // yet started are skipped).
+  void ParallelFor(uint64_t count, const std::function<bool(uint64_t, uint32_t)>& body);
+
+ private:
+  struct Job {
+    const std::function<bool(uint64_t, uint32_t)>* body = nullptr;
+    uint64_t count = 0;
+    uint64_t chunk = 1;
+    std::atomic<uint64_t> next{0};
+    std::atomic<bool> stop{false};
+  };
+  static void RunJob(Job& job, uint32_t thread_index);
+  void WorkerMain(uint32_t thread_index);
+
+  std::mutex call_mu_;  // serializes ParallelFor
+  std::mutex mu_;
+  std::condition_variable start_cv_;
+  std::condition_variable done_cv_;
+  Job* job_ = nullptr;
+  uint64_t generation_ = 0;
+  uint32_t active_ = 0;
+  bool shutdown_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace hexir::hal::cpu

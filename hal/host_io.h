@@ -1,0 +1,26 @@
+// Host helpers for tools and embedders: tensors in and out of device buffers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "base/span.h"
+#include "base/status.h"
+#include "hal/buffer_view.h"
+#include "hal/device.h"
+
+namespace hexir::hal {
+
+// Allocates a device buffer, copies `data` into it and wraps it in a view. byte_size must equal
+// product(dims) * element size (the error names both numbers and the shape).
+StatusOr<vm::Ref<BufferView>> BufferViewFromHost(Device& device, int32_t element_type,
+                                                 Span<const int64_t> dims, const void* data,
+                                                 size_t byte_size);
+
+// Waits until the device's queue is idle (pending work may write the view), then copies the
+// view's view.byte_size() bytes into *out. Execution errors of submissions that signal
+// semaphores are reported through those semaphores (the VM waits on them), not here.
+Status BufferViewToHost(Device& device, const BufferView& view, std::vector<uint8_t>* out);
+
+}  // namespace hexir::hal

@@ -1,0 +1,330 @@
+#include "hal/module/hal_module.h"
+
+#include <array>
+#include <string>
+
+#include "hal/buffer_view.h"
+#include "hal/command_buffer.h"
+#include "hal/element_type.h"
+#include "hal/semaphore.h"
+#include "vm/byte_buffer.h"
+
+namespace hexir::hal {
+namespace {
+
+using vm::NativeCall;
+
+// ---- argument access: every error names the import and the argument index -------------------
+
+Status ArgError(const NativeCall& c, size_t i, std::string_view what) {
+  return InvalidArgument(c.import_name, ": argument ", i, ": ", what);
+}
+
+Status CheckCounts(const NativeCall& c, size_t min_args, size_t results) {
+  if (c.args.size() < min_args) {
+    return InvalidArgument(c.import_name, ": expected at least ", min_args, " arguments, got ",
+                           c.args.size());
+  }
+  if (c.results.size() < results) {
+    return InvalidArgument(c.import_name, ": expected room for ", results, " result(s), got ",
+                           c.results.size());
+  }
+  return Status::Ok();
+}
+
+// The ref argument i as a T; null is an error unless allow_null (then returns nullptr).
+template <typename T>
+StatusOr<T*> RefArg(const NativeCall& c, size_t i, bool allow_null = false) {
+  vm::RefObject* o = c.args[i].ref.get();
+  if (o == nullptr) {
+    if (allow_null) return static_cast<T*>(nullptr);
+    return ArgError(c, i, StrCat("expected ", T::StaticTypeName(), ", got null"));
+  }
+  T* t = vm::RefCast<T>(o);
+  if (t == nullptr) return ArgError(c, i, StrCat("expected ", T::StaticTypeName(), ", got ", o->type_name()));
+  return t;
+}
+
+int64_t IntArg(const NativeCall& c, size_t i) { return c.args[i].bits; }
+
+Status NonNegative(const NativeCall& c, size_t i, const char* what) {
+  if (IntArg(c, i) < 0) return ArgError(c, i, StrCat(what, " must be >= 0, got ", IntArg(c, i)));
+  return Status::Ok();
+}
+
+// The argument kinds of the call's exact signature ("" when the caller did not pass one).
+std::string_view ArgKinds(const NativeCall& c) {
+  return c.signature.substr(0, c.signature.find('_'));
+}
+
+template <typename T>
+void SetRef(NativeCall& c, vm::Ref<T> ref) { c.results[0].ref = std::move(ref); }
+
+Device& DeviceOf(vm::NativeModuleState& s) { return static_cast<HalModuleState&>(s).device(); }
+
+// ---- the imports, in hal_imports.def order ---------------------------------------------------
+
+#define HAL_IMPORT(Id, name, sig, meaning) Status Id(HalModuleState& s, NativeCall& c);
+#include "hal/module/hal_imports.def"
+#undef HAL_IMPORT
+
+// Device arguments must be the context's device: executables and buffers it hands out are
+// cached per context for that device.
+Status CheckDevice(HalModuleState& s, const NativeCall& c, size_t i) {
+  HEXIR_ASSIGN_OR_RETURN(Device * d, RefArg<Device>(c, i));
+  if (d != &s.device()) return ArgError(c, i, "is not this context's device");
+  return Status::Ok();
+}
+
+Status DeviceDefault(HalModuleState& s, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 0, 1));
+  SetRef(c, s.device_ref());
+  return Status::Ok();
+}
+
+Status ExecutableLookup(HalModuleState& s, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 1));
+  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  if (c.caller == nullptr) return FailedPrecondition(c.import_name, ": no calling module");
+  HEXIR_ASSIGN_OR_RETURN(vm::Ref<Executable> exe, s.LookupExecutable(*c.caller, IntArg(c, 1)));
+  SetRef(c, std::move(exe));
+  return Status::Ok();
+}
+
+Status AllocatorAllocate(HalModuleState& s, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 1));
+  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 1, "byte size"));
+  HEXIR_ASSIGN_OR_RETURN(vm::Ref<Buffer> b,
+                         s.device().AllocateBuffer(static_cast<uint64_t>(IntArg(c, 1)),
+                                                   kMemoryDeviceLocal));
+  SetRef(c, std::move(b));
+  return Status::Ok();
+}
+
+Status AllocatorAllocateInitialized(HalModuleState& s, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 1));
+  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  HEXIR_ASSIGN_OR_RETURN(vm::ByteBuffer * bytes, RefArg<vm::ByteBuffer>(c, 1));
+  HEXIR_ASSIGN_OR_RETURN(vm::Ref<Buffer> b,
+                         s.device().AllocateBuffer(bytes->size(), kMemoryDeviceLocal));
+  if (bytes->size()) {
+    HEXIR_RETURN_IF_ERROR(s.device().WriteBuffer(*b, 0, bytes->data(), bytes->size()));
+  }
+  SetRef(c, std::move(b));
+  return Status::Ok();
+}
+
+Status BufferViewCreate(HalModuleState&, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 1));
+  HEXIR_ASSIGN_OR_RETURN(Buffer * buffer, RefArg<Buffer>(c, 0));
+  std::vector<int64_t> dims;
+  for (size_t i = 2; i < c.args.size(); ++i) dims.push_back(IntArg(c, i));
+  int64_t type = IntArg(c, 1);
+  auto view = BufferView::Create(vm::Ref<Buffer>::Retain(buffer), static_cast<int32_t>(type),
+                                 std::move(dims));
+  if (!view.ok()) return std::move(view).status().WithContext(c.import_name);
+  SetRef(c, std::move(view).value());
+  return Status::Ok();
+}
+
+Status BufferViewAssert(HalModuleState&, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 3, 0));
+  HEXIR_ASSIGN_OR_RETURN(BufferView * view, RefArg<BufferView>(c, 0));
+  int64_t input = IntArg(c, 1);
+  int64_t type = IntArg(c, 2);
+  std::vector<int64_t> expected(c.args.size() - 3);
+  for (size_t i = 3; i < c.args.size(); ++i) expected[i - 3] = IntArg(c, i);
+  std::string want = FormatShape(expected, type);
+  std::string got = view->ShapeString();
+  if (expected.size() != view->rank()) {
+    return InvalidArgument("input ", input, ": expected rank ", expected.size(), " (", want,
+                           "), got rank ", view->rank(), " (", got, ")");
+  }
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (expected[i] != -1 && expected[i] != view->dim(i)) {
+      return InvalidArgument("input ", input, ": expected ", want, ", got ", got);
+    }
+  }
+  if (type != view->element_type()) {
+    std::string_view want_type = ElementTypeName(type);
+    return InvalidArgument("input ", input, ": expected element type ",
+                           want_type.empty() ? StrCat("type<", type, ">") : std::string(want_type),
+                           ", got ", ElementTypeName(view->element_type()));
+  }
+  return Status::Ok();
+}
+
+Status BufferViewBuffer(HalModuleState&, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 1));
+  HEXIR_ASSIGN_OR_RETURN(BufferView * view, RefArg<BufferView>(c, 0));
+  SetRef(c, view->buffer_ref());
+  return Status::Ok();
+}
+
+Status BufferViewDim(HalModuleState&, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 1));
+  HEXIR_ASSIGN_OR_RETURN(BufferView * view, RefArg<BufferView>(c, 0));
+  int64_t index = IntArg(c, 1);
+  if (index < 0 || static_cast<size_t>(index) >= view->rank()) {
+    return OutOfRange(c.import_name, ": dim index ", index, " is out of range for ",
+                      view->ShapeString(), " (rank ", view->rank(), ")");
+  }
+  c.results[0].bits = view->dim(static_cast<size_t>(index));
+  return Status::Ok();
+}
+
+Status CommandBufferCreate(HalModuleState& s, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 1));
+  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  HEXIR_ASSIGN_OR_RETURN(vm::Ref<CommandBuffer> cb, s.device().CreateCommandBuffer());
+  SetRef(c, std::move(cb));
+  return Status::Ok();
+}
+
+Status CommandBufferDispatch(HalModuleState&, NativeCall& c) {
+  constexpr size_t kFixed = 7;  // cb, executable, entry, wg x, wg y, wg z, binding count
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, kFixed, 0));
+  HEXIR_ASSIGN_OR_RETURN(CommandBuffer * cb, RefArg<CommandBuffer>(c, 0));
+  HEXIR_ASSIGN_OR_RETURN(Executable * exe, RefArg<Executable>(c, 1));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 2, "entry ordinal"));
+  std::array<uint32_t, 3> workgroups;
+  for (size_t i = 0; i < 3; ++i) {
+    int64_t n = IntArg(c, 3 + i);
+    if (n < 0 || n > int64_t{UINT32_MAX}) {
+      return ArgError(c, 3 + i, StrCat("workgroup count ", n, " is outside [0, 2^32)"));
+    }
+    workgroups[i] = static_cast<uint32_t>(n);
+  }
+  int64_t binding_count = IntArg(c, 6);
+  if (binding_count < 0 || static_cast<uint64_t>(binding_count) > c.args.size() - kFixed) {
+    return ArgError(c, 6, StrCat("binding count ", binding_count, " does not fit the ",
+                                 c.args.size() - kFixed, " trailing argument(s)"));
+  }
+  std::string_view kinds = ArgKinds(c);
+  bool check_kinds = kinds.size() == c.args.size();
+  std::vector<BufferRef> bindings;
+  for (size_t i = kFixed; i < kFixed + binding_count; ++i) {
+    HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, i));
+    bindings.push_back(BufferRef::Whole(vm::Ref<Buffer>::Retain(b)));
+  }
+  std::vector<uint32_t> push_constants;
+  for (size_t i = kFixed + binding_count; i < c.args.size(); ++i) {
+    if (check_kinds && kinds[i] != 'i') {
+      return ArgError(c, i, StrCat("push constants must be 'i' values, got '", kinds[i], "'"));
+    }
+    push_constants.push_back(static_cast<uint32_t>(IntArg(c, i)));
+  }
+  Status st = cb->Dispatch(vm::Ref<Executable>::Retain(exe), static_cast<uint32_t>(IntArg(c, 2)),
+                           workgroups, std::move(bindings), std::move(push_constants));
+  return std::move(st).WithContext(c.import_name);
+}
+
+Status CommandBufferBarrier(HalModuleState&, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 0));
+  HEXIR_ASSIGN_OR_RETURN(CommandBuffer * cb, RefArg<CommandBuffer>(c, 0));
+  return cb->Barrier().WithContext(c.import_name);
+}
+
+Status CommandBufferFinalize(HalModuleState&, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 0));
+  HEXIR_ASSIGN_OR_RETURN(CommandBuffer * cb, RefArg<CommandBuffer>(c, 0));
+  return cb->Finalize().WithContext(c.import_name);
+}
+
+Status SemaphoreCreate(HalModuleState& s, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 1));
+  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 1, "initial value"));
+  HEXIR_ASSIGN_OR_RETURN(vm::Ref<Semaphore> sem,
+                         s.device().CreateSemaphore(static_cast<uint64_t>(IntArg(c, 1))));
+  SetRef(c, std::move(sem));
+  return Status::Ok();
+}
+
+Status QueueExecute(HalModuleState& s, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 6, 0));
+  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  HEXIR_ASSIGN_OR_RETURN(CommandBuffer * cb, RefArg<CommandBuffer>(c, 1));
+  HEXIR_ASSIGN_OR_RETURN(Semaphore * wait, RefArg<Semaphore>(c, 2, /*allow_null=*/true));
+  HEXIR_ASSIGN_OR_RETURN(Semaphore * signal, RefArg<Semaphore>(c, 4));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 3, "wait value"));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 5, "signal value"));
+  std::vector<SemaphoreValue> waits, signals;
+  if (wait) {
+    waits.push_back({vm::Ref<Semaphore>::Retain(wait), static_cast<uint64_t>(IntArg(c, 3))});
+  }
+  signals.push_back({vm::Ref<Semaphore>::Retain(signal), static_cast<uint64_t>(IntArg(c, 5))});
+  return s.device()
+      .QueueExecute(waits, vm::Ref<CommandBuffer>::Retain(cb), signals)
+      .WithContext(c.import_name);
+}
+
+Status SemaphoreWait(HalModuleState&, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 0));
+  HEXIR_ASSIGN_OR_RETURN(Semaphore * sem, RefArg<Semaphore>(c, 0));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 1, "value"));
+  // A failure here is the error of the device work that should have signalled: pass it on
+  // unchanged so that the message names the failing dispatch.
+  return sem->Wait(static_cast<uint64_t>(IntArg(c, 1)));
+}
+
+// ---- the table --------------------------------------------------------------------------------
+
+template <Status (*F)(HalModuleState&, NativeCall&)>
+Status Thunk(vm::NativeModuleState& state, NativeCall& call) {
+  return F(static_cast<HalModuleState&>(state), call);
+}
+
+const vm::NativeFunction kFunctions[] = {
+#define HAL_IMPORT(Id, name, sig, meaning) {name, sig, &Thunk<&Id>},
+#include "hal/module/hal_imports.def"
+#undef HAL_IMPORT
+};
+
+class HalModule final : public vm::NativeModule {
+ public:
+  explicit HalModule(vm::Ref<Device> device) : device_(std::move(device)) {}
+  std::string_view name() const override { return "hal"; }
+  Span<const vm::NativeFunction> functions() const override {
+    return Span<const vm::NativeFunction>(kFunctions, sizeof(kFunctions) / sizeof(kFunctions[0]));
+  }
+  StatusOr<std::unique_ptr<vm::NativeModuleState>> CreateState(vm::Context&) override {
+    return std::unique_ptr<vm::NativeModuleState>(new HalModuleState(device_));
+  }
+
+ private:
+  vm::Ref<Device> device_;
+};
+
+}  // namespace
+
+StatusOr<vm::Ref<Executable>> HalModuleState::LookupExecutable(const vm::CallerModule& caller,
+                                                                int64_t ordinal) {
+  auto key = std::make_pair(caller.instance_id(), ordinal);
+  auto it = executables_.find(key);
+  if (it != executables_.end()) return it->second;
+  if (ordinal < 0 || static_cast<size_t>(ordinal) >= caller.executable_count()) {
+    return OutOfRange("hal.executable.lookup: executable ordinal ", ordinal,
+                      " is out of range; module '", caller.name(), "' has ",
+                      caller.executable_count(), " executable(s)");
+  }
+  auto view = caller.executable(static_cast<size_t>(ordinal));
+  if (!view.ok()) {
+    return std::move(view).status().WithContext(
+        StrCat("hal.executable.lookup: module '", caller.name(), "' executable ", ordinal));
+  }
+  auto exe = device_->CreateExecutable(*view);
+  if (!exe.ok()) {
+    return std::move(exe).status().WithContext(
+        StrCat("hal.executable.lookup: module '", caller.name(), "' executable ", ordinal));
+  }
+  executables_.emplace(key, *exe);
+  return std::move(exe).value();
+}
+
+std::shared_ptr<vm::NativeModule> CreateHalModule(vm::Ref<Device> device) {
+  return std::make_shared<HalModule>(std::move(device));
+}
+
+}  // namespace hexir::hal

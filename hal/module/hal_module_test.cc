@@ -1,0 +1,307 @@
+#include "hal/module/hal_module.h"
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <set>
+
+#include "hal/api.h"
+#include "hal/drivers/cpu/testing/test_kernels.h"
+#include "vm/api.h"
+#include "vm/byte_buffer.h"
+
+namespace hexir::hal {
+namespace {
+
+using cpu::testing::TestKernelView;
+
+constexpr int64_t kF32 = static_cast<int64_t>(ElementType::kF32);
+constexpr int64_t kI32 = static_cast<int64_t>(ElementType::kI32);
+
+// The HAL module never touches its Context; this one only has to exist.
+class NullContext final : public vm::Context {
+ public:
+  Status RegisterNativeModule(std::shared_ptr<vm::NativeModule>) override { return Unimplemented("x"); }
+  Status LoadModule(const vm::Module&) override { return Unimplemented("x"); }
+  StatusOr<vm::Function> LookupFunction(std::string_view) const override { return Unimplemented("x"); }
+  Status Invoke(const vm::Function&, Span<vm::Variant>, std::vector<vm::Variant>*) override {
+    return Unimplemented("x");
+  }
+  void SetFuel(uint64_t) override {}
+  const vm::ContextStats& stats() const override { return stats_; }
+  vm::NativeModuleState* native_state(std::string_view) override { return nullptr; }
+
+ private:
+  vm::ContextStats stats_;
+};
+
+// A calling module with test_kernels.so as executable 0 (entries add_f32, fail_at) and a
+// second executable whose entry does not exist.
+class FakeCaller final : public vm::CallerModule {
+ public:
+  explicit FakeCaller(uint64_t id) : id_(id) {}
+  std::string_view name() const override { return "fake"; }
+  uint64_t instance_id() const override { return id_; }
+  size_t executable_count() const override { return 2; }
+  StatusOr<vm::ExecutableView> executable(size_t ordinal) const override {
+    if (ordinal == 0) return TestKernelView({"add_f32", "fail_at"});
+    return TestKernelView({"missing_entry"});
+  }
+
+ private:
+  uint64_t id_;
+};
+
+struct Harness {
+  vm::Ref<Device> device;
+  std::shared_ptr<vm::NativeModule> module;
+  std::unique_ptr<vm::NativeModuleState> state;
+  FakeCaller caller{1};
+
+  explicit Harness(bool inl = false) {
+    DeviceOptions o;
+    o.cpu_inline = inl;
+    o.cpu_worker_count = 2;
+    device = *CreateDevice("cpu", o);
+    module = CreateHalModule(device);
+    NullContext ctx;
+    auto s = module->CreateState(ctx);
+    REQUIRE(s.ok());
+    state = std::move(s).value();
+  }
+
+  const vm::NativeFunction& Find(std::string_view name) {
+    for (const auto& f : module->functions()) {
+      if (f.name == name) return f;
+    }
+    FAIL("no function " << name);
+    return module->functions()[0];
+  }
+
+  // Calls `name` with `args`; `sig` is the exact signature (results sized from it).
+  Status Call(std::string_view name, std::string_view sig, std::vector<vm::Variant> args,
+              std::vector<vm::Variant>* results = nullptr, const vm::CallerModule* from = nullptr) {
+    const vm::NativeFunction& f = Find(name);
+    std::vector<vm::Variant> local;
+    if (!results) results = &local;
+    size_t us = sig.find('_');
+    results->assign(us == std::string_view::npos ? 0 : sig.size() - us - 1, vm::Variant{});
+    vm::NativeCall call;
+    call.caller = from ? from : &caller;
+    call.import_name = name;
+    call.signature = sig;
+    call.args = Span<vm::Variant>(args.data(), args.size());
+    call.results = Span<vm::Variant>(results->data(), results->size());
+    return f.call(*state, call);
+  }
+
+  vm::Ref<vm::RefObject> CallRef(std::string_view name, std::string_view sig,
+                                 std::vector<vm::Variant> args) {
+    std::vector<vm::Variant> r;
+    Status s = Call(name, sig, std::move(args), &r);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    REQUIRE(r.size() == 1);
+    return r[0].ref;
+  }
+};
+
+vm::Variant R(vm::Ref<vm::RefObject> r) { return vm::Variant{0, std::move(r)}; }
+vm::Variant I(int64_t v) { return vm::Variant{v, nullptr}; }
+
+TEST_CASE("hal module: exports every hal_imports.def function with its pattern") {
+  Harness h;
+  REQUIRE(h.module->name() == "hal");
+  std::vector<std::pair<std::string, std::string>> expected = {
+#define HAL_IMPORT(Id, name, sig, meaning) {name, sig},
+#include "hal/module/hal_imports.def"
+#undef HAL_IMPORT
+  };
+  REQUIRE(expected.size() == 15);
+  REQUIRE(h.module->functions().size() == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    REQUIRE(h.module->functions()[i].name == expected[i].first);
+    REQUIRE(h.module->functions()[i].signature == expected[i].second);
+    REQUIRE(h.module->functions()[i].call != nullptr);
+  }
+  REQUIRE(std::string(h.Find("hal.command_buffer.dispatch").signature) == "rriiiii*");
+}
+
+TEST_CASE("hal module: an add dispatch end to end through the import functions") {
+  for (bool inl : {false, true}) {
+    Harness h(inl);
+    auto dev = h.CallRef("hal.device.default", "_r", {});
+    REQUIRE(dev.get() == h.device.get());
+
+    const float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {10, 20, 30, 40, 50, 60};
+    auto rodata = vm::MakeRef<vm::ByteBuffer>(reinterpret_cast<const uint8_t*>(a), sizeof(a), nullptr);
+    auto buf_a = h.CallRef("hal.allocator.allocate_initialized", "rr_r", {R(dev), R(rodata)});
+    auto view_a = h.CallRef("hal.buffer_view.create", "riii_r", {R(buf_a), I(kF32), I(2), I(3)});
+    REQUIRE(h.Call("hal.buffer_view.assert", "riiii", {R(view_a), I(0), I(kF32), I(2), I(3)}).ok());
+    auto view_b = BufferViewFromHost(*h.device, kF32, std::vector<int64_t>{2, 3}, b, sizeof(b));
+    REQUIRE(view_b.ok());
+    auto buf_b = h.CallRef("hal.buffer_view.buffer", "r_r", {R(*view_b)});
+    std::vector<vm::Variant> dim;
+    REQUIRE(h.Call("hal.buffer_view.dim", "ri_i", {R(view_a), I(1)}, &dim).ok());
+    REQUIRE(dim[0].bits == 3);
+    auto out = h.CallRef("hal.allocator.allocate", "ri_r", {R(dev), I(24)});
+
+    auto exe = h.CallRef("hal.executable.lookup", "ri_r", {R(dev), I(0)});
+    auto exe_again = h.CallRef("hal.executable.lookup", "ri_r", {R(dev), I(0)});
+    REQUIRE(exe.get() == exe_again.get());
+    REQUIRE(h.device->stats().executables_loaded == 1);
+
+    auto cb = h.CallRef("hal.command_buffer.create", "r_r", {R(dev)});
+    REQUIRE(h.Call("hal.command_buffer.dispatch", "rriiiiirrrii",
+                   {R(cb), R(exe), I(0), I(1), I(1), I(1), I(3), R(buf_a), R(buf_b), R(out),
+                    I(6), I(8)})
+                .ok());
+    REQUIRE(h.Call("hal.command_buffer.barrier", "r", {R(cb)}).ok());
+    REQUIRE(h.Call("hal.command_buffer.finalize", "r", {R(cb)}).ok());
+    auto sem = h.CallRef("hal.semaphore.create", "ri_r", {R(dev), I(0)});
+    for (int64_t round = 1; round <= 3; ++round) {
+      vm::Variant wait = round == 1 ? R(nullptr) : R(sem);
+      REQUIRE(h.Call("hal.device.queue.execute", "rrriri",
+                     {R(dev), R(cb), wait, I(round - 1), R(sem), I(round)})
+                  .ok());
+    }
+    REQUIRE(h.Call("hal.semaphore.wait", "ri", {R(sem), I(3)}).ok());
+    float got[6];
+    REQUIRE(h.device->ReadBuffer(*vm::RefCast<Buffer>(out.get()), 0, got, 24).ok());
+    for (int i = 0; i < 6; ++i) REQUIRE(got[i] == a[i] + b[i]);
+    DeviceStats st = h.device->stats();
+    REQUIRE(st.command_buffers_recorded == 1);
+    REQUIRE(st.queue_submissions == 3);
+    REQUIRE(st.dispatches_executed == 3);
+  }
+}
+
+TEST_CASE("hal module: buffer_view.assert messages") {
+  Harness h;
+  auto buf = *h.device->AllocateBuffer(64);
+  auto view = *BufferView::Create(buf, kF32, {2, 4});
+  auto check = [&](std::vector<vm::Variant> args) {
+    return h.Call("hal.buffer_view.assert", "rii*", std::move(args));
+  };
+  REQUIRE(check({R(view), I(0), I(kF32), I(2), I(4)}).ok());
+  REQUIRE(check({R(view), I(0), I(kF32), I(-1), I(4)}).ok());
+  REQUIRE(check({R(view), I(0), I(kF32), I(-1), I(-1)}).ok());
+  Status s = check({R(view), I(0), I(kF32), I(2), I(3)});
+  REQUIRE(s.code() == StatusCode::kInvalidArgument);
+  REQUIRE(s.message() == "input 0: expected 2x3xf32, got 2x4xf32");
+  s = check({R(view), I(1), I(kI32), I(2), I(4)});
+  REQUIRE(s.message() == "input 1: expected element type i32, got f32");
+  s = check({R(view), I(2), I(kF32), I(-1), I(4), I(1)});
+  REQUIRE(s.message() == "input 2: expected rank 3 (?x4x1xf32), got rank 2 (2x4xf32)");
+  s = check({R(view), I(0), I(kI32), I(3), I(4)});
+  REQUIRE(s.message() == "input 0: expected 3x4xi32, got 2x4xf32");
+  s = check({R(buf), I(0), I(kF32)});
+  REQUIRE(s.message() == "hal.buffer_view.assert: argument 0: expected hal.buffer_view, got hal.buffer");
+}
+
+TEST_CASE("hal module: ref arguments are type-checked, naming import and index") {
+  Harness h;
+  auto dev = vm::Ref<vm::RefObject>(h.device);
+  auto buf = *h.device->AllocateBuffer(64);
+  Status s = h.Call("hal.buffer_view.dim", "ri_i", {R(nullptr), I(0)});
+  REQUIRE(s.code() == StatusCode::kInvalidArgument);
+  REQUIRE(s.message() == "hal.buffer_view.dim: argument 0: expected hal.buffer_view, got null");
+  s = h.Call("hal.command_buffer.create", "r_r", {R(buf)});
+  REQUIRE(s.message() == "hal.command_buffer.create: argument 0: expected hal.device, got hal.buffer");
+  s = h.Call("hal.allocator.allocate_initialized", "rr_r", {R(dev), R(buf)});
+  REQUIRE(s.message() == "hal.allocator.allocate_initialized: argument 1: expected vm.buffer, got hal.buffer");
+  auto cb = h.CallRef("hal.command_buffer.create", "r_r", {R(dev)});
+  s = h.Call("hal.device.queue.execute", "rrriri", {R(dev), R(cb), R(buf), I(0), R(nullptr), I(1)});
+  REQUIRE(s.message() == "hal.device.queue.execute: argument 2: expected hal.semaphore, got hal.buffer");
+  s = h.Call("hal.device.queue.execute", "rrriri", {R(dev), R(cb), R(nullptr), I(0), R(nullptr), I(1)});
+  REQUIRE(s.message() == "hal.device.queue.execute: argument 4: expected hal.semaphore, got null");
+  auto sem = h.CallRef("hal.semaphore.create", "ri_r", {R(dev), I(0)});
+  s = h.Call("hal.device.queue.execute", "rrriri", {R(dev), R(cb), R(nullptr), I(0), R(sem), I(1)});
+  REQUIRE(s.code() == StatusCode::kFailedPrecondition);
+  REQUIRE(s.message() == "hal.device.queue.execute: queue execute: the command buffer is still "
+                         "recording; finalize it before submitting");
+  s = h.Call("hal.semaphore.wait", "ri", {R(cb), I(1)});
+  REQUIRE(s.message() == "hal.semaphore.wait: argument 0: expected hal.semaphore, got hal.command_buffer");
+  s = h.Call("hal.allocator.allocate", "ri_r", {R(dev), I(-5)});
+  REQUIRE(s.message() == "hal.allocator.allocate: argument 1: byte size must be >= 0, got -5");
+  s = h.Call("hal.buffer_view.dim", "ri_i", {R(*BufferView::Create(buf, kF32, {2, 2})), I(2)});
+  REQUIRE(s.code() == StatusCode::kOutOfRange);
+  REQUIRE(s.message() == "hal.buffer_view.dim: dim index 2 is out of range for 2x2xf32 (rank 2)");
+  s = h.Call("hal.buffer_view.create", "riii_r", {R(buf), I(kF32), I(4), I(5)});
+  REQUIRE(s.message() == "hal.buffer_view.create: buffer view 4x5xf32 needs 80 bytes but the buffer holds 64");
+  auto other = *CreateDevice("cpu", {});
+  s = h.Call("hal.allocator.allocate", "ri_r", {R(other), I(4)});
+  REQUIRE(s.message() == "hal.allocator.allocate: argument 0: is not this context's device");
+}
+
+TEST_CASE("hal module: dispatch argument errors") {
+  Harness h;
+  auto dev = vm::Ref<vm::RefObject>(h.device);
+  auto buf = *h.device->AllocateBuffer(64);
+  auto exe = h.CallRef("hal.executable.lookup", "ri_r", {R(dev), I(0)});
+  auto cb = h.CallRef("hal.command_buffer.create", "r_r", {R(dev)});
+  Status s = h.Call("hal.command_buffer.dispatch", "rriiiiir",
+                    {R(cb), R(exe), I(0), I(1), I(1), I(1), I(2), R(buf)});
+  REQUIRE(s.message() == "hal.command_buffer.dispatch: argument 6: binding count 2 does not fit the 1 trailing argument(s)");
+  s = h.Call("hal.command_buffer.dispatch", "rriiiiii",
+             {R(cb), R(exe), I(0), I(1), I(1), I(1), I(1), I(7)});
+  REQUIRE(s.message() == "hal.command_buffer.dispatch: argument 7: expected hal.buffer, got null");
+  s = h.Call("hal.command_buffer.dispatch", "rriiiiiri",
+             {R(cb), R(exe), I(5), I(1), I(1), I(1), I(1), R(buf), I(3)});
+  REQUIRE(s.code() == StatusCode::kOutOfRange);
+  REQUIRE(s.message() == "hal.command_buffer.dispatch: dispatch: entry ordinal 5 is out of range; "
+                         "the executable has 2 entry point(s): add_f32, fail_at");
+  s = h.Call("hal.command_buffer.dispatch", "rriiiiiir",
+             {R(cb), R(exe), I(0), I(1), I(1), I(1), I(0), I(3), R(buf)});
+  REQUIRE(s.message() == "hal.command_buffer.dispatch: argument 8: push constants must be 'i' values, got 'r'");
+  s = h.Call("hal.command_buffer.dispatch", "rriiiii",
+             {R(cb), R(exe), I(0), I(-1), I(1), I(1), I(0)});
+  REQUIRE(s.message() == "hal.command_buffer.dispatch: argument 3: workgroup count -1 is outside [0, 2^32)");
+}
+
+TEST_CASE("hal module: executables are cached per (module instance, ordinal) per context") {
+  Harness h;
+  auto dev = vm::Ref<vm::RefObject>(h.device);
+  FakeCaller other(2);
+  std::vector<vm::Variant> r1, r2, r3;
+  REQUIRE(h.Call("hal.executable.lookup", "ri_r", {R(dev), I(0)}, &r1).ok());
+  REQUIRE(h.Call("hal.executable.lookup", "ri_r", {R(dev), I(0)}, &r2).ok());
+  REQUIRE(h.Call("hal.executable.lookup", "ri_r", {R(dev), I(0)}, &r3, &other).ok());
+  REQUIRE(r1[0].ref.get() == r2[0].ref.get());
+  REQUIRE(r1[0].ref.get() != r3[0].ref.get());
+  REQUIRE(h.device->stats().executables_loaded == 2);
+  REQUIRE(static_cast<HalModuleState&>(*h.state).cached_executable_count() == 2);
+
+  // A second context has its own cache.
+  NullContext ctx;
+  auto state2 = h.module->CreateState(ctx);
+  REQUIRE(state2.ok());
+  REQUIRE(static_cast<HalModuleState&>(**state2).LookupExecutable(h.caller, 0).ok());
+  REQUIRE(h.device->stats().executables_loaded == 3);
+
+  Status s = h.Call("hal.executable.lookup", "ri_r", {R(dev), I(2)});
+  REQUIRE(s.code() == StatusCode::kOutOfRange);
+  REQUIRE(s.message() == "hal.executable.lookup: executable ordinal 2 is out of range; module 'fake' has 2 executable(s)");
+  s = h.Call("hal.executable.lookup", "ri_r", {R(dev), I(1)});
+  REQUIRE(s.code() == StatusCode::kNotFound);
+  REQUIRE(s.message() == "hal.executable.lookup: module 'fake' executable 1: cpu driver: entry point "
+                         "'missing_entry' (ordinal 0) is not exported by the executable");
+}
+
+TEST_CASE("hal module: a failing dispatch surfaces at semaphore.wait naming the entry") {
+  Harness h;
+  auto dev = vm::Ref<vm::RefObject>(h.device);
+  auto exe = h.CallRef("hal.executable.lookup", "ri_r", {R(dev), I(0)});
+  auto cb = h.CallRef("hal.command_buffer.create", "r_r", {R(dev)});
+  REQUIRE(h.Call("hal.command_buffer.dispatch", "rriiiiii",
+                 {R(cb), R(exe), I(1), I(4), I(1), I(1), I(0), I(2)})
+              .ok());
+  REQUIRE(h.Call("hal.command_buffer.finalize", "r", {R(cb)}).ok());
+  auto sem = h.CallRef("hal.semaphore.create", "ri_r", {R(dev), I(0)});
+  REQUIRE(h.Call("hal.device.queue.execute", "rrriri", {R(dev), R(cb), R(nullptr), I(0), R(sem), I(1)}).ok());
+  Status s = h.Call("hal.semaphore.wait", "ri", {R(sem), I(1)});
+  REQUIRE(s.code() == StatusCode::kAborted);
+  REQUIRE(s.message() == "dispatch of entry 'fail_at' failed: workgroup (2, 0, 0) returned 7");
+}
+
+}  // namespace
+}  // namespace hexir::hal

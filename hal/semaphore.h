@@ -1,0 +1,67 @@
+// hal.semaphore: a timeline semaphore, a monotonically increasing uint64 shared by the host and
+// device queues. Queue submissions wait for values and signal values; the host waits only
+// where it reads a result.
+//
+// Failure: Fail(status) puts the semaphore in a sticky failed state; every current and future
+// Wait/Query returns that status (this is how a failed dispatch reaches the host and how it
+// propagates to submissions that wait on the semaphore).
+//
+// Thread-safety: every method is thread-safe. Ownership: refcounted (vm::Ref<Semaphore>);
+// it does not retain the device that created it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "base/status.h"
+#include "hal/stats.h"
+#include "vm/ref.h"
+
+namespace hexir::hal {
+
+// How long a wait may block; kInfiniteTimeout never times out.
+using Timeout = std::chrono::nanoseconds;
+inline constexpr Timeout kInfiniteTimeout = Timeout::max();
+
+class Semaphore final : public vm::RefObject {
+  HEXIR_REF_TYPE(Semaphore, "hal.semaphore")
+ public:
+  // `counters` (may be null) receives host-wait counts for device statistics.
+  Semaphore(uint64_t initial_value, std::shared_ptr<DeviceCounters> counters);
+
+  // The current value, or the failure status.
+  StatusOr<uint64_t> Query() const;
+
+  // Advances the value to `value` (must be greater than the current value) and wakes waiters.
+  // Signalling a failed semaphore returns its failure.
+  Status Signal(uint64_t value);
+
+  // Enters the failed state (first failure wins); wakes all waiters. `status` must be an error.
+  void Fail(Status status);
+
+  // Blocks the calling thread until the value is >= `value`. Returns DeadlineExceeded when
+  // `timeout` passes first (a zero timeout polls), or the failure status if the semaphore
+  // fails. Counts as a host wait in the device statistics.
+  Status Wait(uint64_t value, Timeout timeout = kInfiniteTimeout);
+
+  // Like Wait, but not counted as a host wait (used by device queue threads).
+  Status WaitInternal(uint64_t value, Timeout timeout);
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t value_;
+  Status failure_;
+  std::shared_ptr<DeviceCounters> counters_;
+};
+
+// A (semaphore, value) pair in a queue wait or signal list.
+struct SemaphoreValue {
+  vm::Ref<Semaphore> semaphore;
+  uint64_t value = 0;
+};
+
+}  // namespace hexir::hal

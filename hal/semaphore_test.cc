@@ -1,0 +1,194 @@
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "hal/api.h"
+
+namespace hexir::hal {
+namespace {
+
+using namespace std::chrono_literals;
+
+vm::Ref<Device> Cpu(bool inl = false) {
+  DeviceOptions o;
+  o.cpu_inline = inl;
+  auto d = CreateDevice("cpu", o);
+  REQUIRE(d.ok());
+  return *d;
+}
+
+vm::Ref<Semaphore> Sem(Device& d, uint64_t v) {
+  auto s = d.CreateSemaphore(v);
+  REQUIRE(s.ok());
+  return *s;
+}
+
+uint64_t Value(Semaphore& s) {
+  auto v = s.Query();
+  REQUIRE(v.ok());
+  return *v;
+}
+
+TEST_CASE("semaphore: signal moves forward only") {
+  auto dev = Cpu();
+  auto s = Sem(*dev, 3);
+  REQUIRE(Value(*s) == 3);
+  REQUIRE(s->Signal(5).ok());
+  REQUIRE(Value(*s) == 5);
+  Status back = s->Signal(5);
+  REQUIRE(back.code() == StatusCode::kInvalidArgument);
+  REQUIRE(back.message() ==
+          "semaphore signal: value 5 is not greater than the current value 5 (timelines only move forward)");
+}
+
+TEST_CASE("semaphore: waits time out with DeadlineExceeded and count as host waits") {
+  auto dev = Cpu();
+  auto s = Sem(*dev, 0);
+  uint64_t waits = dev->stats().host_waits;
+  REQUIRE(s->Wait(0, 0ns).ok());
+  Status poll = s->Wait(1, 0ns);
+  REQUIRE(poll.code() == StatusCode::kDeadlineExceeded);
+  auto t0 = std::chrono::steady_clock::now();
+  Status timed = s->Wait(2, 30ms);
+  REQUIRE(timed.code() == StatusCode::kDeadlineExceeded);
+  REQUIRE(std::chrono::steady_clock::now() - t0 >= 30ms);
+  REQUIRE(timed.message() == "semaphore wait for value 2 timed out after 30000 us (current value 0)");
+  REQUIRE(dev->stats().host_waits == waits + 3);
+}
+
+TEST_CASE("semaphore: a waiter wakes when another thread signals") {
+  auto dev = Cpu();
+  auto s = Sem(*dev, 0);
+  std::thread t([&] {
+    std::this_thread::sleep_for(20ms);
+    REQUIRE(s->Signal(1).ok());
+    std::this_thread::sleep_for(20ms);
+    REQUIRE(s->Signal(7).ok());
+  });
+  REQUIRE(s->Wait(5, 10s).ok());
+  REQUIRE(Value(*s) == 7);
+  t.join();
+}
+
+TEST_CASE("semaphore: failure reaches every waiter and sticks") {
+  auto dev = Cpu();
+  auto s = Sem(*dev, 0);
+  std::thread t([&] {
+    std::this_thread::sleep_for(20ms);
+    s->Fail(Aborted("kernel exploded"));
+  });
+  Status w = s->Wait(1, 10s);
+  t.join();
+  REQUIRE(w.code() == StatusCode::kAborted);
+  REQUIRE(w.message() == "kernel exploded");
+  REQUIRE(s->Query().status().message() == "kernel exploded");
+  REQUIRE(s->Signal(2).code() == StatusCode::kAborted);
+  s->Fail(Internal("second failure is ignored"));
+  REQUIRE(s->Wait(0, 0ns).message() == "kernel exploded");
+}
+
+// A command buffer that fills `buf` (4 bytes) with `value`.
+vm::Ref<CommandBuffer> FillCb(Device& dev, vm::Ref<Buffer> buf, uint32_t value) {
+  auto cb = dev.CreateCommandBuffer();
+  REQUIRE(cb.ok());
+  REQUIRE((*cb)->FillBuffer(buf, 0, 4, value, 4).ok());
+  REQUIRE((*cb)->Finalize().ok());
+  return *cb;
+}
+
+uint32_t Word(Buffer& b) {
+  uint32_t v;
+  std::memcpy(&v, b.host_data(), 4);
+  return v;
+}
+
+TEST_CASE("queue: submissions wait for their semaphores and run in submission order") {
+  auto dev = Cpu();
+  auto buf = *dev->AllocateBuffer(4);
+  auto gate = Sem(*dev, 0);
+  auto done = Sem(*dev, 0);
+  auto first = FillCb(*dev, buf, 11);
+  auto second = FillCb(*dev, buf, 22);
+  REQUIRE(dev->QueueExecute({{gate, 1}}, first, {{done, 1}}).ok());
+  // No waits, but it is behind `first` in the queue.
+  REQUIRE(dev->QueueExecute({}, second, {{done, 2}}).ok());
+  REQUIRE(done->Wait(1, 50ms).code() == StatusCode::kDeadlineExceeded);
+  REQUIRE(Word(*buf) == 0);
+  REQUIRE(gate->Signal(1).ok());
+  REQUIRE(done->Wait(2, 10s).ok());
+  REQUIRE(Word(*buf) == 22);  // second ran after first
+  REQUIRE(dev->WaitIdle().ok());
+}
+
+TEST_CASE("queue: a failed wait semaphore propagates to the signal semaphores") {
+  auto dev = Cpu();
+  auto buf = *dev->AllocateBuffer(4);
+  auto gate = Sem(*dev, 0);
+  auto done = Sem(*dev, 0);
+  REQUIRE(dev->QueueExecute({{gate, 1}}, FillCb(*dev, buf, 5), {{done, 1}}).ok());
+  gate->Fail(Aborted("upstream failed"));
+  Status w = done->Wait(1, 10s);
+  REQUIRE(w.code() == StatusCode::kAborted);
+  REQUIRE(w.message() == "upstream failed");
+  REQUIRE(Word(*buf) == 0);  // never executed
+  REQUIRE(dev->WaitIdle().ok());  // delivered through `done`, not again here
+}
+
+TEST_CASE("queue: a failed submission without signal semaphores is reported by WaitIdle once") {
+  auto dev = Cpu();
+  auto buf = *dev->AllocateBuffer(4);
+  auto gate = Sem(*dev, 0);
+  REQUIRE(dev->QueueExecute({{gate, 1}}, FillCb(*dev, buf, 5), {}).ok());
+  gate->Fail(Aborted("upstream failed"));
+  Status idle = dev->WaitIdle();
+  REQUIRE(idle.code() == StatusCode::kAborted);
+  REQUIRE(idle.message() == "upstream failed");
+  REQUIRE(dev->WaitIdle().ok());
+}
+
+TEST_CASE("queue: WaitIdle times out while a submission is blocked") {
+  auto dev = Cpu();
+  auto buf = *dev->AllocateBuffer(4);
+  auto gate = Sem(*dev, 0);
+  REQUIRE(dev->QueueExecute({{gate, 1}}, FillCb(*dev, buf, 5), {}).ok());
+  Status idle = dev->WaitIdle(20ms);
+  REQUIRE(idle.code() == StatusCode::kDeadlineExceeded);
+  REQUIRE(idle.message() == "device wait idle timed out with 1 submission(s) pending");
+  REQUIRE(gate->Signal(1).ok());
+  REQUIRE(dev->WaitIdle().ok());
+  REQUIRE(Word(*buf) == 5);
+}
+
+TEST_CASE("queue: destroying a device aborts a submission blocked on a semaphore") {
+  auto gate_holder = vm::Ref<Semaphore>();
+  auto done_holder = vm::Ref<Semaphore>();
+  {
+    auto dev = Cpu();
+    auto buf = *dev->AllocateBuffer(4);
+    gate_holder = Sem(*dev, 0);
+    done_holder = Sem(*dev, 0);
+    REQUIRE(dev->QueueExecute({{gate_holder, 1}}, FillCb(*dev, buf, 5), {{done_holder, 1}}).ok());
+  }
+  Status w = done_holder->Wait(1, 10s);
+  REQUIRE(w.code() == StatusCode::kAborted);
+  REQUIRE(w.message().find("device was destroyed") != std::string::npos);
+}
+
+TEST_CASE("queue (inline): executes at submission; unsatisfied waits are an error") {
+  auto dev = Cpu(/*inline=*/true);
+  auto buf = *dev->AllocateBuffer(4);
+  auto gate = Sem(*dev, 0);
+  auto done = Sem(*dev, 0);
+  REQUIRE(dev->QueueExecute({}, FillCb(*dev, buf, 9), {{done, 1}}).ok());
+  REQUIRE(Word(*buf) == 9);
+  REQUIRE(Value(*done) == 1);
+  Status s = dev->QueueExecute({{gate, 1}}, FillCb(*dev, buf, 10), {{done, 2}});
+  REQUIRE(s.code() == StatusCode::kFailedPrecondition);
+  REQUIRE(s.message().find("wait semaphore is at 0, needs 1") != std::string::npos);
+  REQUIRE(done->Wait(2, 0ns).code() == StatusCode::kFailedPrecondition);  // failed, not pending
+  REQUIRE(Word(*buf) == 9);
+}
+
+}  // namespace
+}  // namespace hexir::hal
