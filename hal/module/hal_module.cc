@@ -142,7 +142,9 @@ Status BufferViewAssert(HalModuleState&, NativeCall& c) {
                            "), got rank ", view->rank(), " (", got, ")");
   }
   for (size_t i = 0; i < expected.size(); ++i) {
-    if (expected[i] != -1 && expected[i] != view->dim(i)) {
+    // -1 is the contract's dynamic marker; any negative value is treated the same so that a
+    // raw MLIR kDynamic (INT64_MIN) also means "any".
+    if (expected[i] >= 0 && expected[i] != view->dim(i)) {
       return InvalidArgument("input ", input, ": expected ", want, ", got ", got);
     }
   }

@@ -185,6 +185,7 @@ TEST_CASE("hal module: buffer_view.assert messages") {
   REQUIRE(check({R(view), I(0), I(kF32), I(2), I(4)}).ok());
   REQUIRE(check({R(view), I(0), I(kF32), I(-1), I(4)}).ok());
   REQUIRE(check({R(view), I(0), I(kF32), I(-1), I(-1)}).ok());
+  REQUIRE(check({R(view), I(0), I(kF32), I(INT64_MIN), I(4)}).ok());  // MLIR's kDynamic
   Status s = check({R(view), I(0), I(kF32), I(2), I(3)});
   REQUIRE(s.code() == StatusCode::kInvalidArgument);
   REQUIRE(s.message() == "input 0: expected 2x3xf32, got 2x4xf32");
