@@ -39,6 +39,12 @@ Status CommandBuffer::Dispatch(vm::Ref<Executable> executable, uint32_t entry,
                       executable->entry_count(), " entry point(s): ", executable->EntryList());
   }
   const std::string& name = executable->entry_name(entry);
+  // Keeps the linear workgroup index (x + X*(y + Y*z)) far from uint64 overflow.
+  uint64_t groups = uint64_t{workgroup_count[0]} * workgroup_count[1];
+  if (groups > (uint64_t{1} << 40) || groups * workgroup_count[2] > (uint64_t{1} << 40)) {
+    return InvalidArgument("dispatch of '", name, "': workgroup count ", workgroup_count[0], "x",
+                           workgroup_count[1], "x", workgroup_count[2], " exceeds 2^40 workgroups");
+  }
   for (size_t i = 0; i < bindings.size(); ++i) {
     BufferRef& b = bindings[i];
     std::string what = StrCat("dispatch of '", name, "': binding ", i);

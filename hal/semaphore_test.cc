@@ -152,7 +152,9 @@ TEST_CASE("queue: WaitIdle times out while a submission is blocked") {
   auto buf = *dev->AllocateBuffer(4);
   auto gate = Sem(*dev, 0);
   REQUIRE(dev->QueueExecute({{gate, 1}}, FillCb(*dev, buf, 5), {}).ok());
+  uint64_t waits = dev->stats().host_waits;
   Status idle = dev->WaitIdle(20ms);
+  REQUIRE(dev->stats().host_waits == waits + 1);
   REQUIRE(idle.code() == StatusCode::kDeadlineExceeded);
   REQUIRE(idle.message() == "device wait idle timed out with 1 submission(s) pending");
   REQUIRE(gate->Signal(1).ok());

@@ -21,7 +21,7 @@ struct DeviceStats {
   uint64_t command_buffers_recorded = 0;  // command buffers finalized
   uint64_t dispatches_executed = 0;    // dispatch commands executed (not workgroups)
   uint64_t queue_submissions = 0;      // QueueExecute calls accepted
-  uint64_t host_waits = 0;             // Semaphore::Wait calls from the host (incl. zero-timeout)
+  uint64_t host_waits = 0;             // host Semaphore::Wait and Device::WaitIdle calls (incl. polls)
 };
 
 struct DeviceCounters {

@@ -333,6 +333,7 @@ void CpuDevice::QueueMain() {
 }
 
 Status CpuDevice::WaitIdle(Timeout timeout) {
+  DeviceCounters::Add(counters()->host_waits);
   std::unique_lock<std::mutex> lock(mu_);
   auto idle = [&] { return queue_.empty() && !busy_; };
   if (timeout >= std::chrono::hours(24 * 365)) {

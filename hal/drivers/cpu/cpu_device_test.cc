@@ -205,6 +205,9 @@ TEST_CASE("cpu dispatch: entry ordinal and binding errors at record time") {
   REQUIRE(s.message() == "dispatch of 'add_f32': binding 0: offset 4 is not a multiple of 64");
   s = cb->Dispatch(exe, 0, {1, 1, 1}, {BufferRef::Whole(nullptr)});
   REQUIRE(s.message() == "dispatch of 'add_f32': binding 0: buffer is null");
+  s = cb->Dispatch(exe, 1, {UINT32_MAX, UINT32_MAX, 2}, {});
+  REQUIRE(s.message() == "dispatch of 'fail_at': workgroup count 4294967295x4294967295x2 exceeds 2^40 workgroups");
+  REQUIRE(cb->commands().empty());
 }
 
 TEST_CASE("cpu dispatch: offset bindings and binding-table replay without re-recording") {
