@@ -121,6 +121,9 @@ Status BufferViewCreate(HalModuleState&, NativeCall& c) {
   std::vector<int64_t> dims;
   for (size_t i = 2; i < c.args.size(); ++i) dims.push_back(IntArg(c, i));
   int64_t type = IntArg(c, 1);
+  if (ElementTypeByteSize(type) == 0) {
+    return ArgError(c, 1, StrCat("unknown element type code ", type));
+  }
   auto view = BufferView::Create(vm::Ref<Buffer>::Retain(buffer), static_cast<int32_t>(type),
                                  std::move(dims));
   if (!view.ok()) return std::move(view).status().WithContext(c.import_name);

@@ -227,6 +227,8 @@ TEST_CASE("hal module: ref arguments are type-checked, naming import and index")
   s = h.Call("hal.buffer_view.dim", "ri_i", {R(*BufferView::Create(buf, kF32, {2, 2})), I(2)});
   REQUIRE(s.code() == StatusCode::kOutOfRange);
   REQUIRE(s.message() == "hal.buffer_view.dim: dim index 2 is out of range for 2x2xf32 (rank 2)");
+  s = h.Call("hal.buffer_view.create", "rii_r", {R(buf), I((int64_t{1} << 32) + 1), I(4)});
+  REQUIRE(s.message() == "hal.buffer_view.create: argument 1: unknown element type code 4294967297");
   s = h.Call("hal.buffer_view.create", "riii_r", {R(buf), I(kF32), I(4), I(5)});
   REQUIRE(s.message() == "hal.buffer_view.create: buffer view 4x5xf32 needs 80 bytes but the buffer holds 64");
   auto other = *CreateDevice("cpu", {});
