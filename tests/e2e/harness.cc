@@ -1,0 +1,116 @@
+#include "tests/e2e/harness.h"
+
+#include <catch2/catch.hpp>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+
+#include "hal/element_type.h"
+
+namespace hexir::e2e {
+
+CommandResult RunCommand(const std::string& command) {
+  CommandResult r;
+  std::string full = command + " 2>&1";
+  FILE* p = popen(full.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.output.append(buf, n);
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+std::string TempFile(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/" + name;
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  REQUIRE(out.good());
+}
+
+std::string HexirRun() { return "tools/hexir-run/hexir-run"; }
+std::string HexirCompile() { return "tools/hexir-compile/hexir-compile"; }
+
+std::string CompileOrDie(const std::string& mlir_source, const std::string& name,
+                         const std::string& target) {
+  std::string src = TempFile(name + ".mlir");
+  std::string out = TempFile(name + "." + target + ".vmfb");
+  WriteFile(src, mlir_source);
+  CommandResult r = RunCommand(HexirCompile() + " " + src + " --target=" + target + " -o " + out);
+  INFO("hexir-compile output:\n" << r.output);
+  REQUIRE(r.exit_code == 0);
+  return out;
+}
+
+std::vector<tools::HostTensor> RunOrDie(const std::string& module, const std::string& function,
+                                        const std::vector<tools::HostTensor>& inputs,
+                                        int result_count, const std::string& device,
+                                        const std::string& extra_flags) {
+  static int counter = 0;
+  std::string cmd = HexirRun() + " --module=" + module + " --device=" + device +
+                    " --function=" + function + " " + extra_flags;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string path = TempFile("in" + std::to_string(counter) + "_" + std::to_string(i) + ".npy");
+    REQUIRE(tools::WriteNpy(path, inputs[i]).ok());
+    cmd += " --input=@" + path;
+  }
+  std::vector<std::string> outs;
+  for (int i = 0; i < result_count; ++i) {
+    outs.push_back(TempFile("out" + std::to_string(counter) + "_" + std::to_string(i) + ".npy"));
+    cmd += " --output=@" + outs.back();
+  }
+  ++counter;
+  CommandResult r = RunCommand(cmd);
+  INFO("command: " << cmd << "\noutput:\n" << r.output);
+  REQUIRE(r.exit_code == 0);
+  std::vector<tools::HostTensor> results;
+  for (const std::string& path : outs) {
+    auto t = tools::ReadNpy(path);
+    REQUIRE(t.ok());
+    results.push_back(std::move(*t));
+  }
+  return results;
+}
+
+tools::HostTensor ZerosF32(std::vector<int64_t> dims) {
+  tools::HostTensor t;
+  t.element_type = static_cast<int32_t>(hal::ElementType::kF32);
+  t.dims = std::move(dims);
+  t.bytes.assign(static_cast<size_t>(t.element_count() * 4), 0);
+  return t;
+}
+
+tools::HostTensor RandomF32(std::vector<int64_t> dims, unsigned seed, float lo, float hi) {
+  tools::HostTensor t = ZerosF32(std::move(dims));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  float* p = F32(t);
+  for (int64_t i = 0; i < t.element_count(); ++i) p[i] = dist(rng);
+  return t;
+}
+
+float* F32(tools::HostTensor& t) { return reinterpret_cast<float*>(t.bytes.data()); }
+const float* F32(const tools::HostTensor& t) { return reinterpret_cast<const float*>(t.bytes.data()); }
+
+void RequireClose(const tools::HostTensor& actual, const tools::HostTensor& expected, double rtol,
+                  double atol) {
+  REQUIRE(actual.element_type == expected.element_type);
+  REQUIRE(actual.dims == expected.dims);
+  for (int64_t i = 0; i < expected.element_count(); ++i) {
+    double a = tools::ElementAsDouble(actual, i), e = tools::ElementAsDouble(expected, i);
+    if (!(std::fabs(a - e) <= atol + rtol * std::fabs(e))) {
+      FAIL("element " << i << ": got " << a << ", expected " << e);
+    }
+  }
+}
+
+}  // namespace hexir::e2e

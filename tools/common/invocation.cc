@@ -1,0 +1,152 @@
+#include "tools/common/invocation.h"
+
+#include <cstring>
+
+#include "hal/element_type.h"
+#include "hal/module/hal_module.h"
+
+namespace hexir::tools {
+namespace {
+
+std::string ListTypes(const std::vector<AbiType>& types) {
+  std::string s;
+  for (size_t i = 0; i < types.size(); ++i) s += (i ? ", " : "") + types[i].text;
+  return s;
+}
+
+StatusOr<AbiType> ParseAbiType(const std::string& text) {
+  AbiType t;
+  t.text = text;
+  std::string body = text;
+  if (body.rfind("tensor<", 0) == 0 && body.back() == '>') {
+    t.is_tensor = true;
+    body = body.substr(7, body.size() - 8);
+    size_t x;
+    while ((x = body.find('x')) != std::string::npos) {
+      std::string d = body.substr(0, x);
+      if (d == "?") {
+        t.dims.push_back(-1);
+      } else {
+        char* end = nullptr;
+        long long v = std::strtoll(d.c_str(), &end, 10);
+        if (d.empty() || *end) return InvalidArgument("bad dimension '", d, "' in reflected type '", text, "'");
+        t.dims.push_back(v);
+      }
+      body = body.substr(x + 1);
+    }
+  }
+  t.element_type = body == "index" ? static_cast<int32_t>(hal::ElementType::kI64)
+                                   : hal::ElementTypeFromName(body);
+  if (t.element_type == 0) return Unimplemented("reflected type '", text, "' is not supported by this tool");
+  return t;
+}
+
+}  // namespace
+
+StatusOr<std::vector<AbiType>> ParseAbiTypes(const std::string& text) {
+  std::vector<AbiType> types;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t semi = text.find(';', start);
+    if (semi == std::string::npos) semi = text.size();
+    HEXIR_ASSIGN_OR_RETURN(AbiType t, ParseAbiType(text.substr(start, semi - start)));
+    types.push_back(std::move(t));
+    start = semi + 1;
+  }
+  return types;
+}
+
+StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& module_path,
+                                                 const InvocationOptions& options) {
+  std::unique_ptr<Session> s(new Session());
+  HEXIR_ASSIGN_OR_RETURN(s->module_, vm::Module::LoadFromFile(module_path));
+  hal::DeviceOptions device_options;
+  if (options.cpu_threads >= 0) {
+    device_options.cpu_worker_count = options.cpu_threads;
+    device_options.cpu_inline = options.cpu_threads == 0;
+  }
+  HEXIR_ASSIGN_OR_RETURN(s->device_, hal::CreateDevice(options.device_uri, device_options));
+  s->context_ = vm::Context::Create();
+  HEXIR_RETURN_IF_ERROR(s->context_->RegisterNativeModule(hal::CreateHalModule(s->device_)));
+  Status st = s->context_->LoadModule(*s->module_);
+  if (!st.ok()) return std::move(st).WithContext(StrCat("module '", module_path, "'"));
+  return s;
+}
+
+StatusOr<vm::Function> Session::LookupFunction(const std::string& name) const {
+  return context_->LookupFunction(name);
+}
+
+Status Session::Call(const vm::Function& fn, const std::vector<HostValue>& inputs,
+                     std::vector<HostValue>* results) {
+  size_t us = fn.signature.find('_');
+  std::string arg_kinds = fn.signature.substr(0, us);
+  std::string result_kinds = us == std::string::npos ? "" : fn.signature.substr(us + 1);
+  HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> arg_types, ParseAbiTypes(std::string(fn.attr("abi.args"))));
+  HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> result_types, ParseAbiTypes(std::string(fn.attr("abi.results"))));
+  if (inputs.size() != arg_kinds.size()) {
+    return InvalidArgument("function '", fn.name, "' expects ", arg_kinds.size(), " inputs",
+                           arg_types.empty() ? "" : " (" + ListTypes(arg_types) + ")", ", got ",
+                           inputs.size());
+  }
+  std::vector<vm::Variant> args(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const HostValue& in = inputs[i];
+    const char kind = arg_kinds[i];
+    std::string expected = i < arg_types.size() ? arg_types[i].text : std::string(1, kind);
+    if (kind == 'r') {
+      if (in.kind != HostValue::Kind::kTensor) {
+        return InvalidArgument("input ", i, ": expected ", expected, ", got scalar ", DescribeType(in));
+      }
+      HEXIR_ASSIGN_OR_RETURN(
+          auto view, hal::BufferViewFromHost(*device_, in.tensor.element_type,
+                                             Span<const int64_t>(in.tensor.dims.data(), in.tensor.dims.size()),
+                                             in.tensor.bytes.data(), in.tensor.bytes.size()));
+      args[i].ref = std::move(view);
+    } else if (in.kind == HostValue::Kind::kTensor) {
+      return InvalidArgument("input ", i, ": expected scalar ", expected, ", got tensor ", DescribeType(in));
+    } else if (kind == 'i') {
+      if (in.kind != HostValue::Kind::kInt) {
+        return InvalidArgument("input ", i, ": expected ", expected, ", got ", DescribeType(in));
+      }
+      args[i].bits = in.i;
+    } else {  // 'f': f64 bits
+      if (in.kind != HostValue::Kind::kFloat) {
+        return InvalidArgument("input ", i, ": expected ", expected, ", got ", DescribeType(in));
+      }
+      std::memcpy(&args[i].bits, &in.f, 8);
+    }
+    if (i < arg_types.size() && !arg_types[i].is_tensor && arg_types[i].element_type != in.scalar_type) {
+      return InvalidArgument("input ", i, ": expected ", expected, ", got ", DescribeType(in));
+    }
+  }
+  std::vector<vm::Variant> outs;
+  HEXIR_RETURN_IF_ERROR(context_->Invoke(fn, Span<vm::Variant>(args.data(), args.size()), &outs));
+  results->clear();
+  for (size_t i = 0; i < outs.size() && i < result_kinds.size(); ++i) {
+    HostValue v;
+    char kind = result_kinds[i];
+    if (kind == 'r') {
+      auto* view = vm::RefCast<hal::BufferView>(outs[i].ref.get());
+      if (!view) return Internal("result ", i, " of '", fn.name, "' is not a buffer view");
+      v.kind = HostValue::Kind::kTensor;
+      v.tensor.element_type = view->element_type();
+      v.tensor.dims = view->dims();
+      HEXIR_RETURN_IF_ERROR(hal::BufferViewToHost(*device_, *view, &v.tensor.bytes));
+    } else if (kind == 'i') {
+      v.kind = HostValue::Kind::kInt;
+      v.i = outs[i].bits;
+      v.scalar_type = i < result_types.size() ? result_types[i].element_type
+                                              : static_cast<int32_t>(hal::ElementType::kI64);
+    } else {
+      v.kind = HostValue::Kind::kFloat;
+      std::memcpy(&v.f, &outs[i].bits, 8);
+      v.scalar_type = i < result_types.size() ? result_types[i].element_type
+                                              : static_cast<int32_t>(hal::ElementType::kF64);
+    }
+    results->push_back(std::move(v));
+  }
+  return Status::Ok();
+}
+
+}  // namespace hexir::tools

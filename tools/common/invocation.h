@@ -1,0 +1,56 @@
+// A loaded module bound to a device, callable with host values: what hexir-run, hexir-bench
+// and the end-to-end tests share.
+//
+// Ownership: a Session owns its device, VM context and module; results are host copies.
+// Not thread-safe (one call at a time), like the VM context under it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "hal/api.h"
+#include "tools/common/tensor_io.h"
+#include "vm/api.h"
+#include "vm/module.h"
+
+namespace hexir::tools {
+
+struct InvocationOptions {
+  std::string device_uri = "cpu";
+  int cpu_threads = -1;  // -1: driver default; 0: inline (caller's thread)
+};
+
+// One parsed entry of a function's "abi.args"/"abi.results" reflection attribute.
+struct AbiType {
+  bool is_tensor = false;
+  int32_t element_type = 0;   // hal element type code (also for scalars; index -> i64)
+  std::vector<int64_t> dims;  // -1 for a dynamic dimension
+  std::string text;           // as written, e.g. "tensor<2x?xf32>"
+};
+
+// Parses "tensor<2x?xf32>;f32" (the compiler's reflection syntax); empty text -> empty list.
+StatusOr<std::vector<AbiType>> ParseAbiTypes(const std::string& text);
+
+class Session {
+ public:
+  static StatusOr<std::unique_ptr<Session>> Open(const std::string& module_path,
+                                                  const InvocationOptions& options);
+
+  StatusOr<vm::Function> LookupFunction(const std::string& name) const;
+  // Converts inputs to VM arguments (uploading tensors), invokes, downloads results.
+  Status Call(const vm::Function& fn, const std::vector<HostValue>& inputs,
+              std::vector<HostValue>* results);
+
+  hal::Device& device() { return *device_; }
+  vm::Context& context() { return *context_; }
+
+ private:
+  Session() = default;
+  vm::Ref<vm::Module> module_;
+  vm::Ref<hal::Device> device_;
+  std::unique_ptr<vm::Context> context_;
+};
+
+}  // namespace hexir::tools

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Turns a `bazel test` log plus the test logs into per-test-case counts.
+
+Usage: summarize_tests.py BAZEL_OUTPUT_LOG TESTLOGS_DIR
+Prints a table of targets, the names of skipped cases with reasons, and last the line
+"N passed, N failed, N skipped". Exits 1 when anything failed.
+"""
+import os
+import re
+import sys
+
+STATUS_RE = re.compile(r"^(//\S+)\s+(?:\(cached\)\s+)?(PASSED|FAILED|TIMEOUT|FLAKY|NO STATUS|FAILED TO BUILD|SKIPPED|INCOMPLETE)\b")
+CATCH_ALL_PASSED = re.compile(r"All tests passed \((\d+) assertions? in (\d+) test cases?\)")
+CATCH_CASES = re.compile(r"test cases:\s+(\d+)\s+\|\s+(?:(\d+) passed)?\s*\|?\s*(?:(\d+) failed)?")
+LIT_RE = re.compile(r"^\s*(Passed|Failed|Unsupported|Unresolved|Timed Out|Expectedly Failed|Unexpectedly Passed)\s*:\s*(\d+)", re.M)
+SKIP_RE = re.compile(r"HEXIR_SKIPPED:\s*(.*)")
+
+
+def log_path(testlogs, target):
+    pkg, _, name = target[2:].partition(":")
+    return os.path.join(testlogs, pkg, name, "test.log")
+
+
+def count(target, status, testlogs):
+    """Returns (passed, failed, skipped, skip_reasons)."""
+    text = ""
+    path = log_path(testlogs, target)
+    if testlogs and os.path.exists(path):
+        with open(path, errors="replace") as f:
+            text = f.read()
+    skips = SKIP_RE.findall(text)
+    ok = status in ("PASSED", "FLAKY")
+    lit = dict((k, int(v)) for k, v in LIT_RE.findall(text))
+    if lit:
+        passed = lit.get("Passed", 0) + lit.get("Expectedly Failed", 0)
+        failed = sum(lit.get(k, 0) for k in ("Failed", "Unresolved", "Timed Out", "Unexpectedly Passed"))
+        skipped = lit.get("Unsupported", 0)
+        if not ok and failed == 0:
+            failed = 1
+        return passed, failed, skipped, skips
+    m = CATCH_ALL_PASSED.search(text)
+    if m and ok:
+        cases = int(m.group(2))
+        return max(cases - len(skips), 0), 0, len(skips), skips
+    m = CATCH_CASES.search(text)
+    if m:
+        passed = int(m.group(2) or 0)
+        failed = int(m.group(3) or 0)
+        if not ok and failed == 0:
+            failed = 1
+        return max(passed - len(skips), 0), failed, len(skips), skips
+    if skips and ok:
+        return 0, 0, len(skips), skips
+    return (1, 0, 0, skips) if ok else (0, 1, 0, skips)
+
+
+def main():
+    bazel_log, testlogs = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else ""
+    with open(bazel_log, errors="replace") as f:
+        lines = f.read().splitlines()
+    totals = [0, 0, 0]
+    seen = False
+    skipped_notes = []
+    print("\n==== per-target results ====")
+    for line in lines:
+        m = STATUS_RE.match(line)
+        if not m:
+            continue
+        seen = True
+        target, status = m.group(1), m.group(2)
+        p, f, s, reasons = count(target, status, testlogs)
+        totals[0] += p
+        totals[1] += f
+        totals[2] += s
+        print(f"{target:60s} {status:16s} passed {p:4d}  failed {f:3d}  skipped {s:3d}")
+        for r in reasons:
+            skipped_notes.append(f"{target}: {r}")
+    if any("FAILED: Build did NOT complete" in l or l.startswith("ERROR:") for l in lines) and totals[1] == 0:
+        totals[1] += 1  # a build error that left no failed target still fails the run
+        print("build errors (see above) count as one failure")
+    if not seen:
+        totals[1] += 1
+        print("no test results found in the bazel output")
+    if skipped_notes:
+        print("\n==== SKIPPED (not passed) ====")
+        for n in skipped_notes:
+            print("  " + n)
+    print(f"\n{totals[0]} passed, {totals[1]} failed, {totals[2]} skipped")
+    return 1 if totals[1] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
