@@ -100,7 +100,9 @@ class ContextImpl final : public Context {
   Status Invoke(const Function& fn, Span<Variant> args, std::vector<Variant>* results) override {
     std::vector<Variant> ignored;
     if (!results) results = &ignored;
-    for (auto& linked : modules_) {
+    // Newest first, like LookupFunction: a module linked twice runs its latest instance.
+    for (auto it = modules_.rbegin(); it != modules_.rend(); ++it) {
+      LinkedModule* linked = it->get();
       if (linked->module.get() != fn.module) continue;
       if (fn.ordinal >= fn.module->functions().size()) {
         return OutOfRange("function ordinal ", fn.ordinal, " out of range");

@@ -3,8 +3,10 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <random>
 
 #include "vm/api.h"
+#include "vm/disassembler.h"
 #include "vm/module.h"
 #include "vm/testing/builder.h"
 
@@ -78,6 +80,25 @@ class SumModule final : public NativeModule {
   }
 };
 
+// Whatever loads must also disassemble, link and run without crashing (bounded by fuel).
+void RunSafely(const Module& module) {
+  for (uint32_t i = 0; i < module.functions().size(); ++i) {
+    CHECK(!DisassembleFunction(module, i).empty());
+  }
+  auto context = Context::Create();
+  REQUIRE(context->RegisterNativeModule(std::make_shared<SumModule>()).ok());
+  context->SetFuel(10000);
+  if (!context->LoadModule(module).ok()) return;
+  for (const ExportInfo& e : module.exports()) {
+    auto fn = context->LookupFunction(e.name);
+    if (!fn.ok()) continue;
+    const FunctionInfo& info = module.functions()[e.function];
+    std::vector<Variant> args(info.kinds.args.size()), results;
+    for (Variant& a : args) a.bits = 3;
+    context->Invoke(*fn, args, &results).IgnoreError();
+  }
+}
+
 TEST_CASE("the sample module loads and runs") {
   ModuleBuilder mb;
   BuildSample(mb);
@@ -125,24 +146,36 @@ TEST_CASE("every single-bit flip either fails to load or loads and runs safely")
         continue;
       }
       ++loaded;
-      // Whatever loads must also link and run without crashing (bounded by fuel).
-      auto context = Context::Create();
-      REQUIRE(context->RegisterNativeModule(std::make_shared<SumModule>()).ok());
-      context->SetFuel(10000);
-      if (!context->LoadModule(**module).ok()) continue;
-      for (const ExportInfo& e : (*module)->exports()) {
-        auto fn = context->LookupFunction(e.name);
-        if (!fn.ok()) continue;
-        const FunctionInfo& info = (*module)->functions()[e.function];
-        std::vector<Variant> args(info.kinds.args.size()), results;
-        for (Variant& a : args) a.bits = 3;
-        context->Invoke(*fn, args, &results).IgnoreError();
-      }
+      RunSafely(**module);
     }
   }
   WARN("bit flips: " << loaded << " of " << bytes.size() * 8 << " variants still load");
   CHECK(loaded > 0);  // flips in names and padding keep a valid module
 }
+
+TEST_CASE("random multi-byte corruption never crashes the loader or the interpreter") {
+  ModuleBuilder mb;
+  BuildSample(mb);
+  auto bytes = Bytes(mb);
+  std::mt19937 rng(1234);
+  size_t loaded = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::vector<uint8_t> corrupt = bytes;
+    int edits = 1 + rng() % 6;
+    for (int e = 0; e < edits; ++e) {
+      size_t at = rng() % corrupt.size();
+      // Small values and opcodes hit valid-looking operands more often than uniform bytes.
+      uint8_t choices[] = {uint8_t(rng()), uint8_t(rng() % 8), 0x50, 0x53, 0x55, 0xFF, 0};
+      corrupt[at] = choices[rng() % 7];
+    }
+    auto module = Module::LoadFromMemory(corrupt.data(), corrupt.size());
+    if (!module.ok()) continue;
+    ++loaded;
+    RunSafely(**module);
+  }
+  WARN("random corruption: " << loaded << " of 3000 variants still load");
+}
+
 
 // Builds a module with a function made by `body`, loads it, returns the status.
 Status LoadWith(const std::function<void(ModuleBuilder&, FunctionBuilder&)>& body,
