@@ -9,6 +9,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/TilingInterface.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -94,7 +95,10 @@ class CPUDistributeWorkgroups
     loop.setUpperBound(ub);
 
     // The untiled ops and their slices are dead now; the greedy driver erases them.
-    (void)applyPatternsGreedily(kernel, FrozenRewritePatternSet(RewritePatternSet(ctx)));
+    // extract_slice(tensor.empty) -> a tile-sized tensor.empty, so temporaries are per tile.
+    RewritePatternSet patterns(ctx);
+    tensor::populateFoldTensorEmptyPatterns(patterns);
+    (void)applyPatternsGreedily(kernel, std::move(patterns));
     return count;
   }
 };

@@ -1,4 +1,4 @@
-// RUN: hexir-opt %s --hexir-cpu-lower-executables | FileCheck %s
+// RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables | FileCheck %s
 
 // The kernel becomes an internal `_impl` taking memref descriptors; the ABI entry loads
 // binding_ptrs (offset 32) and push_constants (offset 16) from the dispatch state and
@@ -28,6 +28,20 @@ hexir.executable @k attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
         linalg.yield %z : f32
       } -> tensor<4xf32>
       return %r : tensor<4xf32>
+    }
+  }
+}
+
+// -----
+
+// Each memref's aligned pointer is noalias (second pointer of each descriptor).
+// CHECK-LABEL: hexir.executable @mm
+// CHECK:         llvm.func internal @mm_impl(%{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr {llvm.noalias}, {{.*}}, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr {llvm.noalias}, {{.*}}, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr {llvm.noalias},
+hexir.executable @mm attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @mm(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %o: tensor<4x16xf32>, %id: index) -> tensor<4x16xf32> {
+      %m = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%o : tensor<4x16xf32>) -> tensor<4x16xf32>
+      return %m : tensor<4x16xf32>
     }
   }
 }
