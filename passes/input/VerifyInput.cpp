@@ -14,11 +14,16 @@ namespace hexir {
 namespace {
 using namespace mlir;
 
+// Element types with a hal/element_type.h code.
 bool isSupportedElement(Type t) {
-  return t.isF32() || t.isInteger(32) || t.isInteger(64);
+  return t.isF32() || t.isF16() || t.isBF16() || t.isF64() || t.isInteger(8) ||
+         t.isInteger(16) || t.isInteger(32) || t.isInteger(64) || t.isInteger(1);
 }
 
-bool isSupportedScalar(Type t) {
+bool isSupportedScalar(Type t) { return isSupportedElement(t) || t.isIndex(); }
+
+// Scalars a host function can take: those with a VM value kind.
+bool isSupportedHostScalar(Type t) {
   return t.isF32() || t.isF64() || t.isInteger(32) || t.isInteger(64) || t.isIndex() ||
          t.isInteger(1);
 }
@@ -38,19 +43,27 @@ class VerifyInput : public impl::VerifyInputBase<VerifyInput> {
  private:
   LogicalResult check(Operation* op) {
     if (isa<ModuleOp>(op)) return success();
+    // Ops of a named linalg op's implicit body have no location: blame the linalg op.
+    while (isa<UnknownLoc>(op->getLoc()) && op->getParentOp() &&
+           !isa<func::FuncOp>(op->getParentOp()))
+      op = op->getParentOp();
     StringRef dialect = op->getDialect() ? op->getDialect()->getNamespace() : "";
     bool inKernel = op->getParentOfType<linalg::LinalgOp>() != nullptr;
     bool known = isa<func::FuncOp, func::ReturnOp>(op) || dialect == "linalg" ||
                  dialect == "arith" || (dialect == "math" && inKernel) ||
-                 isa<tensor::EmptyOp>(op);
+                 isa<tensor::EmptyOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op);
     if (!known)
       return op->emitError() << "unsupported op '" << op->getName() << "' for target '"
                              << target << "'";
     if (auto func = dyn_cast<func::FuncOp>(op)) {
       if (func.isExternal())
         return op->emitError() << "unsupported external function for target '" << target << "'";
-      for (Type t : func.getFunctionType().getInputs())
+      for (Type t : func.getFunctionType().getInputs()) {
+        if (!isa<TensorType>(t) && !isSupportedHostScalar(t))
+          return op->emitError() << "unsupported argument type " << t << " for target '"
+                                 << target << "'";
         if (failed(checkType(op, t, /*allowScalar=*/true))) return failure();
+      }
       for (Type t : func.getFunctionType().getResults())
         if (failed(checkType(op, t, /*allowScalar=*/false))) return failure();
       return success();

@@ -8,6 +8,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "passes/Passes.h"
 
 namespace hexir {
@@ -75,6 +76,8 @@ class HostLowering {
           llvm::TypeSwitch<Operation*, LogicalResult>(&op)
               .Case<arith::ConstantOp>([&](auto c) { return lowerConstant(c); })
               .Case<DispatchOp>([&](auto d) { return lowerDispatch(d); })
+              .Case<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(
+                  [&](auto r) { return lowerReshape(r); })
               .Case<func::ReturnOp>([&](auto r) { return lowerReturn(r); })
               .Default([&](Operation* o) {
                 return o->emitError() << "unsupported op '" << o->getName()
@@ -127,6 +130,15 @@ class HostLowering {
     if (!dense) return c.emitError("unsupported constant encoding for target 'cpu' (need dense<...>)");
     Value data = vmir::RodataOp::create(b, loc, ref, dense);
     buffers[c.getResult()] = call("hal.allocator.allocate_initialized", {device, data}, {ref})[0];
+    return success();
+  }
+
+  // Static reshapes of row-major buffers reuse the bytes: the result aliases the source
+  // buffer (buffers are never written after the dispatch that produces them).
+  LogicalResult lowerReshape(Operation* op) {
+    Value buffer = buffers.lookup(op->getOperand(0));
+    if (!buffer) return op->emitError("reshaped tensor has no buffer");
+    buffers[op->getResult(0)] = buffer;
     return success();
   }
 
