@@ -79,8 +79,8 @@ class CPUDistributeWorkgroups
     rewriter.setInsertionPoint(root);
     FailureOr<scf::SCFTileAndFuseResult> tiled =
         scf::tileConsumerAndFuseProducersUsingSCF(rewriter, root, options);
-    if (failed(tiled) || tiled->loops.size() != 1)
-      return root->emitError("failed to distribute over workgroups");
+    if (failed(tiled)) return 1;  // not tileable: one workgroup runs the whole kernel
+    if (tiled->loops.size() != 1) return root->emitError("failed to distribute over workgroups");
     for (OpResult r : root->getResults()) rewriter.replaceAllUsesWith(r, tiled->replacements[r]);
 
     // One tile per workgroup: [id * tile, min(n0, id * tile + tile)).
