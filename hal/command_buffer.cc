@@ -28,25 +28,23 @@ Status CommandBuffer::CheckRecording(const char* command) const {
   return Status::Ok();
 }
 
-Status CommandBuffer::Dispatch(vm::Ref<Executable> executable, uint32_t entry,
-                               std::array<uint32_t, 3> workgroup_count,
-                               std::vector<BufferRef> bindings,
-                               std::vector<uint32_t> push_constants) {
-  HEXIR_RETURN_IF_ERROR(CheckRecording("dispatch"));
-  if (!executable) return InvalidArgument("dispatch: executable is null");
-  if (entry >= executable->entry_count()) {
-    return OutOfRange("dispatch: entry ordinal ", entry, " is out of range; the executable has ",
-                      executable->entry_count(), " entry point(s): ", executable->EntryList());
+// Checks and records one dispatch; `indirect` commands carry their count reference.
+Status CommandBuffer::RecordDispatch(DispatchCommand cmd) {
+  HEXIR_RETURN_IF_ERROR(CheckRecording(cmd.indirect ? "dispatch_indirect" : "dispatch"));
+  if (!cmd.executable) return InvalidArgument("dispatch: executable is null");
+  if (cmd.entry >= cmd.executable->entry_count()) {
+    return OutOfRange("dispatch: entry ordinal ", cmd.entry,
+                      " is out of range; the executable has ", cmd.executable->entry_count(),
+                      " entry point(s): ", cmd.executable->EntryList());
   }
-  const std::string& name = executable->entry_name(entry);
-  // Keeps the linear workgroup index (x + X*(y + Y*z)) far from uint64 overflow.
-  uint64_t groups = uint64_t{workgroup_count[0]} * workgroup_count[1];
-  if (groups > (uint64_t{1} << 40) || groups * workgroup_count[2] > (uint64_t{1} << 40)) {
-    return InvalidArgument("dispatch of '", name, "': workgroup count ", workgroup_count[0], "x",
-                           workgroup_count[1], "x", workgroup_count[2], " exceeds 2^40 workgroups");
+  const std::string& name = cmd.executable->entry_name(cmd.entry);
+  const auto& wg = cmd.workgroup_count;
+  if (!WorkgroupCountFits(wg)) {
+    return InvalidArgument("dispatch of '", name, "': workgroup count ", wg[0], "x", wg[1], "x",
+                           wg[2], " exceeds 2^40 workgroups");
   }
-  for (size_t i = 0; i < bindings.size(); ++i) {
-    BufferRef& b = bindings[i];
+  for (size_t i = 0; i < cmd.bindings.size(); ++i) {
+    BufferRef& b = cmd.bindings[i];
     std::string what = StrCat("dispatch of '", name, "': binding ", i);
     if (b.offset % kBindingAlignment != 0) {
       return InvalidArgument(what, ": offset ", b.offset, " is not a multiple of ",
@@ -58,14 +56,55 @@ Status CommandBuffer::Dispatch(vm::Ref<Executable> executable, uint32_t entry,
     }
     HEXIR_ASSIGN_OR_RETURN(b.length, ResolveRange(b, what));
   }
+  if (cmd.indirect) {
+    BufferRef& r = cmd.workgroup_count_ref;
+    std::string what = StrCat("dispatch_indirect of '", name, "': workgroup count buffer");
+    if (r.offset % kIndirectParamsAlignment != 0) {
+      return InvalidArgument(what, ": offset ", r.offset, " is not a multiple of ",
+                             kIndirectParamsAlignment);
+    }
+    r.length = kIndirectParamsSize;
+    if (r.is_slot()) {
+      if (r.slot >= binding_table_size_) binding_table_size_ = r.slot + 1;
+    } else {
+      HEXIR_RETURN_IF_ERROR(ResolveRange(r, what).status());
+    }
+  }
+  commands_.emplace_back(std::move(cmd));
+  return Status::Ok();
+}
+
+bool WorkgroupCountFits(const std::array<uint32_t, 3>& wg) {
+  // Keeps the linear workgroup index (x + X*(y + Y*z)) far from uint64 overflow.
+  uint64_t groups = uint64_t{wg[0]} * wg[1];
+  return groups <= (uint64_t{1} << 40) && groups * wg[2] <= (uint64_t{1} << 40);
+}
+
+Status CommandBuffer::Dispatch(vm::Ref<Executable> executable, uint32_t entry,
+                               std::array<uint32_t, 3> workgroup_count,
+                               std::vector<BufferRef> bindings,
+                               std::vector<uint32_t> push_constants) {
   DispatchCommand cmd;
   cmd.executable = std::move(executable);
   cmd.entry = entry;
   cmd.workgroup_count = workgroup_count;
   cmd.bindings = std::move(bindings);
   cmd.push_constants = std::move(push_constants);
-  commands_.emplace_back(std::move(cmd));
-  return Status::Ok();
+  return RecordDispatch(std::move(cmd));
+}
+
+Status CommandBuffer::DispatchIndirect(vm::Ref<Executable> executable, uint32_t entry,
+                                       BufferRef workgroup_count, std::vector<BufferRef> bindings,
+                                       std::vector<uint32_t> push_constants) {
+  DispatchCommand cmd;
+  cmd.executable = std::move(executable);
+  cmd.entry = entry;
+  cmd.workgroup_count = {0, 0, 0};
+  cmd.bindings = std::move(bindings);
+  cmd.push_constants = std::move(push_constants);
+  cmd.indirect = true;
+  cmd.workgroup_count_ref = std::move(workgroup_count);
+  return RecordDispatch(std::move(cmd));
 }
 
 Status CommandBuffer::Barrier() {

@@ -56,12 +56,27 @@ struct BufferRef {
 // Checks `ref` (a direct buffer range) and returns its concrete length. `what` prefixes errors.
 StatusOr<uint64_t> ResolveRange(const BufferRef& ref, std::string_view what);
 
+// False when x*y*z exceeds 2^40 workgroups (the limit every dispatch obeys).
+bool WorkgroupCountFits(const std::array<uint32_t, 3>& workgroup_count);
+
+// Indirect dispatches read their workgroup count at execution time from 3 little-endian
+// uint32 (x, y, z) at a 4-byte aligned offset of a buffer (or binding-table slot).
+inline constexpr uint64_t kIndirectParamsSize = 12;
+inline constexpr uint64_t kIndirectParamsAlignment = 4;
+
 struct DispatchCommand {
   vm::Ref<Executable> executable;
   uint32_t entry = 0;
+  // Static count; for an indirect dispatch this is {0, 0, 0} and unused.
   std::array<uint32_t, 3> workgroup_count = {1, 1, 1};
   std::vector<BufferRef> bindings;  // lengths resolved at record time for direct buffers
   std::vector<uint32_t> push_constants;
+  // Indirect: the workgroup count comes from `workgroup_count_ref` (a direct range of exactly
+  // kIndirectParamsSize bytes, or a slot whose table entry is offset by
+  // workgroup_count_ref.offset) when the command executes. Drivers that do not support
+  // indirect dispatch must reject such commands at submission.
+  bool indirect = false;
+  BufferRef workgroup_count_ref;
 };
 struct BarrierCommand {};
 struct CopyCommand {
@@ -91,6 +106,14 @@ class CommandBuffer : public vm::RefObject {
   Status Dispatch(vm::Ref<Executable> executable, uint32_t entry,
                   std::array<uint32_t, 3> workgroup_count, std::vector<BufferRef> bindings,
                   std::vector<uint32_t> push_constants = {});
+  // Records a dispatch whose workgroup count (3 x uint32: x, y, z) is read when it executes
+  // from `workgroup_count` (a buffer range; or a slot, whose `offset` is added to the table
+  // entry's offset). The offset must be 4-byte aligned; the 12 bytes must lie in the buffer
+  // (checked at record time for direct buffers, at execution for slots). Counts above 2^40
+  // workgroups in total fail the dispatch at execution.
+  Status DispatchIndirect(vm::Ref<Executable> executable, uint32_t entry, BufferRef workgroup_count,
+                          std::vector<BufferRef> bindings,
+                          std::vector<uint32_t> push_constants = {});
   // Every earlier command completes before any later one starts.
   Status Barrier();
   // Copies `length` bytes; ranges must lie inside both buffers (overlap is allowed).
@@ -113,6 +136,7 @@ class CommandBuffer : public vm::RefObject {
 
  private:
   Status CheckRecording(const char* command) const;
+  Status RecordDispatch(DispatchCommand cmd);
 
   std::shared_ptr<DeviceCounters> counters_;
   std::vector<Command> commands_;

@@ -65,6 +65,34 @@ class Device : public vm::RefObject {
                               const std::vector<SemaphoreValue>& signals,
                               const std::vector<BufferRef>& binding_table = {}) = 0;
 
+  // ---- stream-ordered queue operations --------------------------------------------------------
+  // Each is a queue submission like QueueExecute: it runs in queue order after `waits` and
+  // signals `signals` when done (failures fail the signals). Arguments are checked at the call.
+  // The defaults record a one-command (or empty) command buffer, not counted in
+  // stats().command_buffers_recorded, and submit it with QueueExecute; drivers may override.
+
+  // A buffer of `byte_size` bytes whose contents may be used by work ordered after `signals`
+  // (CPU: the memory exists at return; it comes from the device pool when one is enabled).
+  virtual StatusOr<vm::Ref<Buffer>> QueueAlloca(const std::vector<SemaphoreValue>& waits,
+                                                const std::vector<SemaphoreValue>& signals,
+                                                uint64_t byte_size,
+                                                uint32_t memory_types = kMemoryDeviceLocal);
+  // Releases the queue's hold of `buffer` after `waits`: the memory returns to the pool once
+  // the submission completes and no other reference remains. Using the buffer in work not
+  // ordered before `signals` is the caller's error.
+  virtual Status QueueDealloca(const std::vector<SemaphoreValue>& waits,
+                               const std::vector<SemaphoreValue>& signals,
+                               vm::Ref<Buffer> buffer);
+  // CommandBuffer::FillBuffer / CopyBuffer as queue operations (same checks and errors).
+  virtual Status QueueFill(const std::vector<SemaphoreValue>& waits,
+                           const std::vector<SemaphoreValue>& signals, vm::Ref<Buffer> target,
+                           uint64_t offset, uint64_t length, uint32_t pattern,
+                           uint32_t pattern_size);
+  virtual Status QueueCopy(const std::vector<SemaphoreValue>& waits,
+                           const std::vector<SemaphoreValue>& signals, vm::Ref<Buffer> source,
+                           uint64_t source_offset, vm::Ref<Buffer> target,
+                           uint64_t target_offset, uint64_t length);
+
   // Blocks until every submission so far has completed, or returns DeadlineExceeded. Returns
   // (and clears) the first error since the previous WaitIdle of a failed submission that had
   // no signal semaphores (errors of the others are delivered through their semaphores).

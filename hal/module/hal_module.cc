@@ -1,5 +1,6 @@
 #include "hal/module/hal_module.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -187,7 +188,53 @@ Status CommandBufferCreate(HalModuleState& s, NativeCall& c) {
   return Status::Ok();
 }
 
-Status CommandBufferDispatch(HalModuleState&, NativeCall& c) {
+// How a dispatch import names its bindings (and, for indirect ones, its workgroup count).
+enum class BindingKind { kBuffers, kSlots };
+
+Status ParseSlot(const NativeCall& c, size_t i, uint32_t* slot) {
+  int64_t v = IntArg(c, i);
+  if (v < 0 || v >= int64_t{BufferRef::kNoSlot}) {
+    return ArgError(c, i, StrCat("binding table slot ", v, " is outside [0, 2^32-1)"));
+  }
+  *slot = static_cast<uint32_t>(v);
+  return Status::Ok();
+}
+
+// Parses "binding count N, N bindings, push constants" starting at argument `count_index`.
+Status ParseBindings(const NativeCall& c, size_t count_index, BindingKind kind,
+                     std::vector<BufferRef>* bindings, std::vector<uint32_t>* push_constants) {
+  const size_t first = count_index + 1;
+  int64_t binding_count = IntArg(c, count_index);
+  if (binding_count < 0 || static_cast<uint64_t>(binding_count) > c.args.size() - first) {
+    return ArgError(c, count_index, StrCat("binding count ", binding_count, " does not fit the ",
+                                           c.args.size() - first, " trailing argument(s)"));
+  }
+  std::string_view kinds = ArgKinds(c);
+  bool check_kinds = kinds.size() == c.args.size();
+  bindings->reserve(binding_count);
+  for (size_t i = first; i < first + binding_count; ++i) {
+    if (kind == BindingKind::kBuffers) {
+      HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, i));
+      bindings->push_back(BufferRef::Whole(vm::Ref<Buffer>::Retain(b)));
+    } else {
+      if (check_kinds && kinds[i] != 'i') {
+        return ArgError(c, i, StrCat("binding table slots must be 'i' values, got '", kinds[i], "'"));
+      }
+      uint32_t slot;
+      HEXIR_RETURN_IF_ERROR(ParseSlot(c, i, &slot));
+      bindings->push_back(BufferRef::Slot(slot));
+    }
+  }
+  for (size_t i = first + binding_count; i < c.args.size(); ++i) {
+    if (check_kinds && kinds[i] != 'i') {
+      return ArgError(c, i, StrCat("push constants must be 'i' values, got '", kinds[i], "'"));
+    }
+    push_constants->push_back(static_cast<uint32_t>(IntArg(c, i)));
+  }
+  return Status::Ok();
+}
+
+Status DispatchStatic(NativeCall& c, BindingKind kind) {
   constexpr size_t kFixed = 7;  // cb, executable, entry, wg x, wg y, wg z, binding count
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, kFixed, 0));
   HEXIR_ASSIGN_OR_RETURN(CommandBuffer * cb, RefArg<CommandBuffer>(c, 0));
@@ -201,28 +248,43 @@ Status CommandBufferDispatch(HalModuleState&, NativeCall& c) {
     }
     workgroups[i] = static_cast<uint32_t>(n);
   }
-  int64_t binding_count = IntArg(c, 6);
-  if (binding_count < 0 || static_cast<uint64_t>(binding_count) > c.args.size() - kFixed) {
-    return ArgError(c, 6, StrCat("binding count ", binding_count, " does not fit the ",
-                                 c.args.size() - kFixed, " trailing argument(s)"));
-  }
-  std::string_view kinds = ArgKinds(c);
-  bool check_kinds = kinds.size() == c.args.size();
   std::vector<BufferRef> bindings;
-  for (size_t i = kFixed; i < kFixed + binding_count; ++i) {
-    HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, i));
-    bindings.push_back(BufferRef::Whole(vm::Ref<Buffer>::Retain(b)));
-  }
   std::vector<uint32_t> push_constants;
-  for (size_t i = kFixed + binding_count; i < c.args.size(); ++i) {
-    if (check_kinds && kinds[i] != 'i') {
-      return ArgError(c, i, StrCat("push constants must be 'i' values, got '", kinds[i], "'"));
-    }
-    push_constants.push_back(static_cast<uint32_t>(IntArg(c, i)));
-  }
+  HEXIR_RETURN_IF_ERROR(ParseBindings(c, 6, kind, &bindings, &push_constants));
   Status st = cb->Dispatch(vm::Ref<Executable>::Retain(exe), static_cast<uint32_t>(IntArg(c, 2)),
                            workgroups, std::move(bindings), std::move(push_constants));
   return std::move(st).WithContext(c.import_name);
+}
+
+Status DispatchIndirect(NativeCall& c, BindingKind kind) {
+  constexpr size_t kFixed = 6;  // cb, executable, entry, count buffer|slot, offset, binding count
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, kFixed, 0));
+  HEXIR_ASSIGN_OR_RETURN(CommandBuffer * cb, RefArg<CommandBuffer>(c, 0));
+  HEXIR_ASSIGN_OR_RETURN(Executable * exe, RefArg<Executable>(c, 1));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 2, "entry ordinal"));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 4, "workgroup count byte offset"));
+  BufferRef count;
+  if (kind == BindingKind::kBuffers) {
+    HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, 3));
+    count = BufferRef::Range(vm::Ref<Buffer>::Retain(b), static_cast<uint64_t>(IntArg(c, 4)),
+                             kIndirectParamsSize);
+  } else {
+    uint32_t slot;
+    HEXIR_RETURN_IF_ERROR(ParseSlot(c, 3, &slot));
+    count = BufferRef::Slot(slot);
+    count.offset = static_cast<uint64_t>(IntArg(c, 4));
+  }
+  std::vector<BufferRef> bindings;
+  std::vector<uint32_t> push_constants;
+  HEXIR_RETURN_IF_ERROR(ParseBindings(c, 5, kind, &bindings, &push_constants));
+  Status st = cb->DispatchIndirect(vm::Ref<Executable>::Retain(exe),
+                                   static_cast<uint32_t>(IntArg(c, 2)), std::move(count),
+                                   std::move(bindings), std::move(push_constants));
+  return std::move(st).WithContext(c.import_name);
+}
+
+Status CommandBufferDispatch(HalModuleState&, NativeCall& c) {
+  return DispatchStatic(c, BindingKind::kBuffers);
 }
 
 Status CommandBufferBarrier(HalModuleState&, NativeCall& c) {
@@ -247,21 +309,36 @@ Status SemaphoreCreate(HalModuleState& s, NativeCall& c) {
   return Status::Ok();
 }
 
+// Parses "wait sem or null, wait value, signal sem or null, signal value" at `first`.
+Status ParseWaitSignal(const NativeCall& c, size_t first, std::vector<SemaphoreValue>* waits,
+                       std::vector<SemaphoreValue>* signals) {
+  HEXIR_ASSIGN_OR_RETURN(Semaphore * wait, RefArg<Semaphore>(c, first, /*allow_null=*/true));
+  HEXIR_ASSIGN_OR_RETURN(Semaphore * signal, RefArg<Semaphore>(c, first + 2, /*allow_null=*/true));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, first + 1, "wait value"));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, first + 3, "signal value"));
+  if (wait) {
+    waits->push_back({vm::Ref<Semaphore>::Retain(wait), static_cast<uint64_t>(IntArg(c, first + 1))});
+  }
+  if (signal) {
+    signals->push_back(
+        {vm::Ref<Semaphore>::Retain(signal), static_cast<uint64_t>(IntArg(c, first + 3))});
+  }
+  return Status::Ok();
+}
+
 Status QueueExecute(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 6, 0));
   HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
   HEXIR_ASSIGN_OR_RETURN(CommandBuffer * cb, RefArg<CommandBuffer>(c, 1));
-  HEXIR_ASSIGN_OR_RETURN(Semaphore * wait, RefArg<Semaphore>(c, 2, /*allow_null=*/true));
-  HEXIR_ASSIGN_OR_RETURN(Semaphore * signal, RefArg<Semaphore>(c, 4));
-  HEXIR_RETURN_IF_ERROR(NonNegative(c, 3, "wait value"));
-  HEXIR_RETURN_IF_ERROR(NonNegative(c, 5, "signal value"));
   std::vector<SemaphoreValue> waits, signals;
-  if (wait) {
-    waits.push_back({vm::Ref<Semaphore>::Retain(wait), static_cast<uint64_t>(IntArg(c, 3))});
+  HEXIR_RETURN_IF_ERROR(ParseWaitSignal(c, 2, &waits, &signals));
+  std::vector<BufferRef> table;
+  for (size_t i = 6; i < c.args.size(); ++i) {
+    HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, i));
+    table.push_back(BufferRef::Whole(vm::Ref<Buffer>::Retain(b)));
   }
-  signals.push_back({vm::Ref<Semaphore>::Retain(signal), static_cast<uint64_t>(IntArg(c, 5))});
   return s.device()
-      .QueueExecute(waits, vm::Ref<CommandBuffer>::Retain(cb), signals)
+      .QueueExecute(waits, vm::Ref<CommandBuffer>::Retain(cb), signals, table)
       .WithContext(c.import_name);
 }
 
@@ -272,6 +349,166 @@ Status SemaphoreWait(HalModuleState&, NativeCall& c) {
   // A failure here is the error of the device work that should have signalled: pass it on
   // unchanged so that the message names the failing dispatch.
   return sem->Wait(static_cast<uint64_t>(IntArg(c, 1)));
+}
+
+Status BufferLength(HalModuleState&, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 1));
+  HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, 0));
+  c.results[0].bits = static_cast<int64_t>(b->byte_size());
+  return Status::Ok();
+}
+
+Status AllocatorAllocateHost(HalModuleState& s, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 1));
+  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 1, "byte size"));
+  HEXIR_ASSIGN_OR_RETURN(vm::Ref<Buffer> b,
+                         s.device().AllocateBuffer(static_cast<uint64_t>(IntArg(c, 1)),
+                                                   kMemoryHostVisible));
+  SetRef(c, std::move(b));
+  return Status::Ok();
+}
+
+Status BufferViewRank(HalModuleState&, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 1));
+  HEXIR_ASSIGN_OR_RETURN(BufferView * view, RefArg<BufferView>(c, 0));
+  c.results[0].bits = static_cast<int64_t>(view->rank());
+  return Status::Ok();
+}
+
+Status BufferViewElementType(HalModuleState&, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 1));
+  HEXIR_ASSIGN_OR_RETURN(BufferView * view, RefArg<BufferView>(c, 0));
+  c.results[0].bits = view->element_type();
+  return Status::Ok();
+}
+
+Status CommandBufferDispatchSlots(HalModuleState&, NativeCall& c) {
+  return DispatchStatic(c, BindingKind::kSlots);
+}
+
+Status CommandBufferDispatchIndirect(HalModuleState&, NativeCall& c) {
+  return DispatchIndirect(c, BindingKind::kBuffers);
+}
+
+Status CommandBufferDispatchIndirectSlots(HalModuleState&, NativeCall& c) {
+  return DispatchIndirect(c, BindingKind::kSlots);
+}
+
+Status CommandBufferCopy(HalModuleState&, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 6, 0));
+  HEXIR_ASSIGN_OR_RETURN(CommandBuffer * cb, RefArg<CommandBuffer>(c, 0));
+  HEXIR_ASSIGN_OR_RETURN(Buffer * src, RefArg<Buffer>(c, 1));
+  HEXIR_ASSIGN_OR_RETURN(Buffer * dst, RefArg<Buffer>(c, 3));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 2, "source offset"));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 4, "target offset"));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 5, "length"));
+  return cb
+      ->CopyBuffer(vm::Ref<Buffer>::Retain(src), static_cast<uint64_t>(IntArg(c, 2)),
+                   vm::Ref<Buffer>::Retain(dst), static_cast<uint64_t>(IntArg(c, 4)),
+                   static_cast<uint64_t>(IntArg(c, 5)))
+      .WithContext(c.import_name);
+}
+
+Status CommandBufferFill(HalModuleState&, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 6, 0));
+  HEXIR_ASSIGN_OR_RETURN(CommandBuffer * cb, RefArg<CommandBuffer>(c, 0));
+  HEXIR_ASSIGN_OR_RETURN(Buffer * dst, RefArg<Buffer>(c, 1));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 2, "offset"));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 3, "length"));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 5, "pattern size"));
+  return cb
+      ->FillBuffer(vm::Ref<Buffer>::Retain(dst), static_cast<uint64_t>(IntArg(c, 2)),
+                   static_cast<uint64_t>(IntArg(c, 3)), static_cast<uint32_t>(IntArg(c, 4)),
+                   static_cast<uint32_t>(std::min<int64_t>(IntArg(c, 5), 1 << 30)))
+      .WithContext(c.import_name);
+}
+
+Status QueueExecuteBound(HalModuleState& s, NativeCall& c) { return QueueExecute(s, c); }
+
+Status QueueAlloca(HalModuleState& s, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 6, 1));
+  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  std::vector<SemaphoreValue> waits, signals;
+  HEXIR_RETURN_IF_ERROR(ParseWaitSignal(c, 1, &waits, &signals));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 5, "byte size"));
+  auto b = s.device().QueueAlloca(waits, signals, static_cast<uint64_t>(IntArg(c, 5)));
+  if (!b.ok()) return std::move(b).status().WithContext(c.import_name);
+  SetRef(c, std::move(b).value());
+  return Status::Ok();
+}
+
+Status QueueDealloca(HalModuleState& s, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 6, 0));
+  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  std::vector<SemaphoreValue> waits, signals;
+  HEXIR_RETURN_IF_ERROR(ParseWaitSignal(c, 1, &waits, &signals));
+  HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, 5));
+  return s.device()
+      .QueueDealloca(waits, signals, vm::Ref<Buffer>::Retain(b))
+      .WithContext(c.import_name);
+}
+
+Status QueueFill(HalModuleState& s, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 10, 0));
+  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  std::vector<SemaphoreValue> waits, signals;
+  HEXIR_RETURN_IF_ERROR(ParseWaitSignal(c, 1, &waits, &signals));
+  HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, 5));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 6, "offset"));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 7, "length"));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 9, "pattern size"));
+  return s.device()
+      .QueueFill(waits, signals, vm::Ref<Buffer>::Retain(b), static_cast<uint64_t>(IntArg(c, 6)),
+                 static_cast<uint64_t>(IntArg(c, 7)), static_cast<uint32_t>(IntArg(c, 8)),
+                 static_cast<uint32_t>(std::min<int64_t>(IntArg(c, 9), 1 << 30)))
+      .WithContext(c.import_name);
+}
+
+Status QueueCopy(HalModuleState& s, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 10, 0));
+  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  std::vector<SemaphoreValue> waits, signals;
+  HEXIR_RETURN_IF_ERROR(ParseWaitSignal(c, 1, &waits, &signals));
+  HEXIR_ASSIGN_OR_RETURN(Buffer * src, RefArg<Buffer>(c, 5));
+  HEXIR_ASSIGN_OR_RETURN(Buffer * dst, RefArg<Buffer>(c, 7));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 6, "source offset"));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 8, "target offset"));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 9, "length"));
+  return s.device()
+      .QueueCopy(waits, signals, vm::Ref<Buffer>::Retain(src), static_cast<uint64_t>(IntArg(c, 6)),
+                 vm::Ref<Buffer>::Retain(dst), static_cast<uint64_t>(IntArg(c, 8)),
+                 static_cast<uint64_t>(IntArg(c, 9)))
+      .WithContext(c.import_name);
+}
+
+Status SemaphoreQuery(HalModuleState&, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 1));
+  HEXIR_ASSIGN_OR_RETURN(Semaphore * sem, RefArg<Semaphore>(c, 0));
+  HEXIR_ASSIGN_OR_RETURN(uint64_t v, sem->Query());
+  c.results[0].bits = static_cast<int64_t>(v);
+  return Status::Ok();
+}
+
+Status SemaphoreWaitTimeout(HalModuleState&, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 3, 1));
+  HEXIR_ASSIGN_OR_RETURN(Semaphore * sem, RefArg<Semaphore>(c, 0));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 1, "value"));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 2, "timeout"));
+  Status st = sem->Wait(static_cast<uint64_t>(IntArg(c, 1)), Timeout(IntArg(c, 2)));
+  if (st.code() == StatusCode::kDeadlineExceeded) {
+    c.results[0].bits = 0;
+    return Status::Ok();
+  }
+  HEXIR_RETURN_IF_ERROR(std::move(st));
+  c.results[0].bits = 1;
+  return Status::Ok();
+}
+
+Status DeviceWaitIdle(HalModuleState& s, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 0));
+  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  return s.device().WaitIdle();
 }
 
 // ---- the table --------------------------------------------------------------------------------

@@ -116,7 +116,7 @@ TEST_CASE("hal module: exports every hal_imports.def function with its pattern")
 #include "hal/module/hal_imports.def"
 #undef HAL_IMPORT
   };
-  REQUIRE(expected.size() == 15);
+  REQUIRE(expected.size() == 32);
   REQUIRE(h.module->functions().size() == expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     REQUIRE(h.module->functions()[i].name == expected[i].first);
@@ -213,8 +213,8 @@ TEST_CASE("hal module: ref arguments are type-checked, naming import and index")
   auto cb = h.CallRef("hal.command_buffer.create", "r_r", {R(dev)});
   s = h.Call("hal.device.queue.execute", "rrriri", {R(dev), R(cb), R(buf), I(0), R(nullptr), I(1)});
   REQUIRE(s.message() == "hal.device.queue.execute: argument 2: expected hal.semaphore, got hal.buffer");
-  s = h.Call("hal.device.queue.execute", "rrriri", {R(dev), R(cb), R(nullptr), I(0), R(nullptr), I(1)});
-  REQUIRE(s.message() == "hal.device.queue.execute: argument 4: expected hal.semaphore, got null");
+  s = h.Call("hal.device.queue.execute", "rrriri", {R(dev), R(cb), R(nullptr), I(0), R(dev), I(1)});
+  REQUIRE(s.message() == "hal.device.queue.execute: argument 4: expected hal.semaphore, got hal.device");
   auto sem = h.CallRef("hal.semaphore.create", "ri_r", {R(dev), I(0)});
   s = h.Call("hal.device.queue.execute", "rrriri", {R(dev), R(cb), R(nullptr), I(0), R(sem), I(1)});
   REQUIRE(s.code() == StatusCode::kFailedPrecondition);
@@ -304,6 +304,145 @@ TEST_CASE("hal module: a failing dispatch surfaces at semaphore.wait naming the 
   Status s = h.Call("hal.semaphore.wait", "ri", {R(sem), I(1)});
   REQUIRE(s.code() == StatusCode::kAborted);
   REQUIRE(s.message() == "dispatch of entry 'fail_at' failed: workgroup (2, 0, 0) returned 7");
+}
+
+TEST_CASE("hal module: dispatch_slots recorded once, execute_bound with new tables") {
+  for (bool inl : {false, true}) {
+    Harness h(inl);
+    auto dev = vm::Ref<vm::RefObject>(h.device);
+    auto exe = h.CallRef("hal.executable.lookup", "ri_r", {R(dev), I(0)});
+    auto cb = h.CallRef("hal.command_buffer.create", "r_r", {R(dev)});
+    // out(slot 2) = a(slot 0) + b(slot 1), n = 4 elements in one workgroup.
+    REQUIRE(h.Call("hal.command_buffer.dispatch_slots", "rriiiiiiiiii",
+                   {R(cb), R(exe), I(0), I(1), I(1), I(1), I(3), I(0), I(1), I(2), I(4), I(4)})
+                .ok());
+    REQUIRE(h.Call("hal.command_buffer.finalize", "r", {R(cb)}).ok());
+    auto sem = h.CallRef("hal.semaphore.create", "ri_r", {R(dev), I(0)});
+    std::vector<vm::Ref<vm::RefObject>> outs;
+    for (int round = 1; round <= 3; ++round) {
+      float a[4], b[4];
+      for (int i = 0; i < 4; ++i) a[i] = float(round * 10 + i), b[i] = float(i * round);
+      auto ba = *h.device->AllocateBuffer(16);
+      auto bb = *h.device->AllocateBuffer(16);
+      REQUIRE(h.device->WriteBuffer(*ba, 0, a, 16).ok());
+      REQUIRE(h.device->WriteBuffer(*bb, 0, b, 16).ok());
+      std::vector<vm::Variant> r;
+      REQUIRE(h.Call("hal.buffer.length", "r_i", {R(ba)}, &r).ok());
+      REQUIRE(r[0].bits == 16);
+      auto out = *h.device->AllocateBuffer(16);
+      outs.push_back(out);
+      REQUIRE(h.Call("hal.device.queue.execute_bound", "rrririrrr",
+                     {R(dev), R(cb), round == 1 ? R(nullptr) : R(sem), I(round - 1), R(sem),
+                      I(round), R(ba), R(bb), R(out)})
+                  .ok());
+      std::vector<vm::Variant> ok;
+      REQUIRE(h.Call("hal.semaphore.wait_timeout", "rii_i", {R(sem), I(round), I(int64_t{5} * 1000000000)}, &ok).ok());
+      REQUIRE(ok[0].bits == 1);
+      float got[4];
+      REQUIRE(h.device->ReadBuffer(*vm::RefCast<Buffer>(out.get()), 0, got, 16).ok());
+      for (int i = 0; i < 4; ++i) REQUIRE(got[i] == a[i] + b[i]);
+    }
+    REQUIRE(h.device->stats().command_buffers_recorded == 1);
+    // A table too small for the recording is rejected at submission.
+    auto one = *h.device->AllocateBuffer(16);
+    Status s = h.Call("hal.device.queue.execute_bound", "rrririr",
+                      {R(dev), R(cb), R(nullptr), I(0), R(sem), I(9), R(one)});
+    REQUIRE(s.message() == "hal.device.queue.execute_bound: queue execute: the command buffer uses 3 "
+                           "binding table slot(s) but 1 were supplied");
+    s = h.Call("hal.command_buffer.dispatch_slots", "rriiiiiir",
+               {R(cb), R(exe), I(0), I(1), I(1), I(1), I(1), I(-2), R(one)});
+    REQUIRE(s.message() == "hal.command_buffer.dispatch_slots: argument 7: binding table slot -2 is "
+                           "outside [0, 2^32-1)");
+  }
+}
+
+TEST_CASE("hal module: indirect dispatch reads the workgroup count at execution") {
+  Harness h;
+  auto dev = vm::Ref<vm::RefObject>(h.device);
+  auto exe = h.CallRef("hal.executable.lookup", "ri_r", {R(dev), I(0)});
+  const float a[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  auto ba = *h.device->AllocateBuffer(32), bb = *h.device->AllocateBuffer(32);
+  auto out = *h.device->AllocateBuffer(32);
+  REQUIRE(h.device->WriteBuffer(*ba, 0, a, 32).ok());
+  REQUIRE(h.device->WriteBuffer(*bb, 0, a, 32).ok());
+  auto counts = *h.device->AllocateBuffer(64);
+  auto cb = h.CallRef("hal.command_buffer.create", "r_r", {R(dev)});
+  // Tile 2: 3 workgroups cover elements [0, 6); the count lives at byte 16 and is written
+  // after recording, by a queue fill ordered before the execute.
+  REQUIRE(h.Call("hal.command_buffer.dispatch_indirect", "rririirrrii",
+                 {R(cb), R(exe), I(0), R(counts), I(16), I(3), R(ba), R(bb), R(out), I(8), I(2)})
+              .ok());
+  REQUIRE(h.Call("hal.command_buffer.finalize", "r", {R(cb)}).ok());
+  auto sem = h.CallRef("hal.semaphore.create", "ri_r", {R(dev), I(0)});
+  REQUIRE(h.Call("hal.device.queue.fill", "rriririiii",
+                 {R(dev), R(nullptr), I(0), R(sem), I(1), R(counts), I(16), I(4), I(3), I(4)}).ok());
+  REQUIRE(h.Call("hal.device.queue.fill", "rriririiii",
+                 {R(dev), R(sem), I(1), R(sem), I(2), R(counts), I(20), I(8), I(1), I(4)}).ok());
+  REQUIRE(h.Call("hal.device.queue.execute", "rrriri", {R(dev), R(cb), R(sem), I(2), R(sem), I(3)}).ok());
+  REQUIRE(h.Call("hal.semaphore.wait", "ri", {R(sem), I(3)}).ok());
+  float got[8];
+  REQUIRE(h.device->ReadBuffer(*out, 0, got, 32).ok());
+  for (int i = 0; i < 8; ++i) REQUIRE(got[i] == (i < 6 ? 2 * a[i] : 0.0f));
+  std::vector<vm::Variant> q;
+  REQUIRE(h.Call("hal.semaphore.query", "r_i", {R(sem)}, &q).ok());
+  REQUIRE(q[0].bits == 3);
+  Status s = h.Call("hal.command_buffer.dispatch_indirect", "rririi",
+                    {R(h.CallRef("hal.command_buffer.create", "r_r", {R(dev)})), R(exe), I(0),
+                     R(counts), I(6), I(0)});
+  REQUIRE(s.message() == "hal.command_buffer.dispatch_indirect: dispatch_indirect of 'add_f32': "
+                         "workgroup count buffer: offset 6 is not a multiple of 4");
+}
+
+TEST_CASE("hal module: queue alloca/copy/dealloca, command buffer copy/fill, rank-0 views") {
+  Harness h;
+  auto dev = vm::Ref<vm::RefObject>(h.device);
+  auto sem = h.CallRef("hal.semaphore.create", "ri_r", {R(dev), I(0)});
+  std::vector<vm::Variant> r;
+  REQUIRE(h.Call("hal.device.queue.alloca", "rririi_r",
+                 {R(dev), R(nullptr), I(0), R(sem), I(1), I(256)}, &r).ok());
+  auto buf = r[0].ref;
+  REQUIRE(vm::RefCast<Buffer>(buf.get())->byte_size() == 256);
+  auto host = h.CallRef("hal.allocator.allocate_host", "ri_r", {R(dev), I(256)});
+  REQUIRE(vm::RefCast<Buffer>(host.get())->host_data() != nullptr);
+  REQUIRE(h.Call("hal.device.queue.fill", "rriririiii",
+                 {R(dev), R(sem), I(1), R(sem), I(2), R(buf), I(0), I(256), I(0xAB), I(1)}).ok());
+  REQUIRE(h.Call("hal.device.queue.copy", "rririririi",
+                 {R(dev), R(sem), I(2), R(sem), I(3), R(buf), I(8), R(host), I(0), I(16)}).ok());
+  REQUIRE(h.Call("hal.device.queue.dealloca", "rririr",
+                 {R(dev), R(sem), I(3), R(nullptr), I(0), R(buf)}).ok());
+  REQUIRE(h.Call("hal.device.wait_idle", "r", {R(dev)}).ok());
+  uint8_t got[32];
+  REQUIRE(h.device->ReadBuffer(*vm::RefCast<Buffer>(host.get()), 0, got, 32).ok());
+  for (int i = 0; i < 32; ++i) REQUIRE(got[i] == (i < 16 ? 0xAB : 0));
+
+  auto cb = h.CallRef("hal.command_buffer.create", "r_r", {R(dev)});
+  REQUIRE(h.Call("hal.command_buffer.fill", "rriiii", {R(cb), R(host), I(0), I(8), I(0x01020304), I(4)}).ok());
+  REQUIRE(h.Call("hal.command_buffer.copy", "rririi", {R(cb), R(host), I(0), R(host), I(64), I(8)}).ok());
+  Status s = h.Call("hal.command_buffer.copy", "rririi", {R(cb), R(host), I(0), R(host), I(250), I(8)});
+  REQUIRE(s.code() == StatusCode::kOutOfRange);
+  REQUIRE(s.message() == "hal.command_buffer.copy: copy_buffer target: range [250, 258) exceeds the buffer size 256");
+  s = h.Call("hal.device.queue.copy", "rririririi",
+             {R(dev), R(nullptr), I(0), R(nullptr), I(0), R(host), I(0), R(host), I(0), I(300)});
+  REQUIRE(s.message() == "hal.device.queue.copy: queue copy: copy_buffer source: range [0, 300) exceeds the buffer size 256");
+  REQUIRE(h.Call("hal.command_buffer.finalize", "r", {R(cb)}).ok());
+  REQUIRE(h.Call("hal.device.queue.execute", "rrriri", {R(dev), R(cb), R(nullptr), I(0), R(nullptr), I(0)}).ok());
+  REQUIRE(h.Call("hal.device.wait_idle", "r", {R(dev)}).ok());
+  uint32_t words[2];
+  REQUIRE(h.device->ReadBuffer(*vm::RefCast<Buffer>(host.get()), 64, words, 8).ok());
+  REQUIRE(words[0] == 0x01020304u);
+  REQUIRE(words[1] == 0x01020304u);
+
+  auto scalar = h.CallRef("hal.buffer_view.create", "ri_r", {R(host), I(kF32)});
+  REQUIRE(h.Call("hal.buffer_view.rank", "r_i", {R(scalar)}, &r).ok());
+  REQUIRE(r[0].bits == 0);
+  REQUIRE(h.Call("hal.buffer_view.element_type", "r_i", {R(scalar)}, &r).ok());
+  REQUIRE(r[0].bits == kF32);
+
+  // A timeout reports 0 instead of failing.
+  REQUIRE(h.Call("hal.semaphore.wait_timeout", "rii_i", {R(sem), I(100), I(1000000)}, &r).ok());
+  REQUIRE(r[0].bits == 0);
+  // The internal command buffers of queue operations are not counted as recordings.
+  REQUIRE(h.device->stats().command_buffers_recorded == 1);
 }
 
 }  // namespace

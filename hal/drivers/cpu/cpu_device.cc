@@ -1,6 +1,7 @@
 #include "hal/drivers/cpu/cpu_device.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -165,6 +166,33 @@ Status CpuDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<B
   return Status::Ok();
 }
 
+// The workgroup count of an indirect dispatch, read now (its producer ran earlier in queue order).
+StatusOr<std::array<uint32_t, 3>> ReadIndirectCount(const DispatchCommand& cmd,
+                                                    const std::vector<BufferRef>& table) {
+  const BufferRef& r = cmd.workgroup_count_ref;
+  const uint8_t* p;
+  if (r.is_slot()) {
+    const BufferRef& t = table[r.slot];
+    if (r.offset > t.length || t.length - r.offset < kIndirectParamsSize) {
+      return OutOfRange("dispatch_indirect of '", cmd.executable->entry_name(cmd.entry),
+                        "': workgroup count at offset ", r.offset, " of binding table slot ",
+                        r.slot, " needs ", kIndirectParamsSize, " bytes but the slot holds ",
+                        t.length);
+    }
+    p = t.buffer->host_data() + t.offset + r.offset;
+  } else {
+    p = r.buffer->host_data() + r.offset;
+  }
+  std::array<uint32_t, 3> count;
+  std::memcpy(count.data(), p, sizeof(count));
+  if (!WorkgroupCountFits(count)) {
+    return InvalidArgument("dispatch_indirect of '", cmd.executable->entry_name(cmd.entry),
+                           "': workgroup count ", count[0], "x", count[1], "x", count[2],
+                           " read from the buffer exceeds 2^40 workgroups");
+  }
+  return count;
+}
+
 Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<BufferRef>& table) {
   const auto& exe = static_cast<const CpuExecutable&>(*cmd.executable);
   hexir_cpu_entry_fn_t fn = exe.entry(cmd.entry);
@@ -184,8 +212,17 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
   state.binding_ptrs = ptrs.data();
   state.binding_lengths = lengths.data();
 
-  const uint64_t nx = cmd.workgroup_count[0], ny = cmd.workgroup_count[1];
-  const uint64_t total = nx * ny * cmd.workgroup_count[2];
+  std::array<uint32_t, 3> count = cmd.workgroup_count;
+  if (cmd.indirect) {
+    HEXIR_ASSIGN_OR_RETURN(count, ReadIndirectCount(cmd, table));
+    for (int i = 0; i < 3; ++i) state.workgroup_count[i] = count[i];
+  }
+  const uint64_t nx = count[0], ny = count[1];
+  const uint64_t total = nx * ny * count[2];
+  if (total == 0) {
+    DeviceCounters::Add(counters()->dispatches_executed);
+    return Status::Ok();
+  }
   std::mutex error_mu;
   Status error;
   pool_.ParallelFor(total, [&](uint64_t i, uint32_t thread_index) {
