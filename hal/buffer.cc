@@ -9,7 +9,8 @@ Buffer::Buffer(uint64_t byte_size, uint32_t memory_types,
     DeviceCounters::Add(counters_->buffers_allocated);
     DeviceCounters::Add(counters_->buffer_bytes_allocated, byte_size_);
     DeviceCounters::Add(counters_->buffers_live);
-    DeviceCounters::Add(counters_->buffer_bytes_live, byte_size_);
+    uint64_t live = counters_->buffer_bytes_live.fetch_add(byte_size_, std::memory_order_relaxed);
+    DeviceCounters::Max(counters_->buffer_bytes_peak, live + byte_size_);
   }
 }
 

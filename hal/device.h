@@ -37,6 +37,9 @@ struct DeviceOptions {
   // CPU inline mode: QueueExecute executes on the calling thread and returns when done
   // (errors are returned directly and also fail the signal semaphores). No queue thread.
   bool cpu_inline = false;
+  // Buffer pool (drivers that pool): freed buffers' memory is kept for reuse by later
+  // allocations of the same size class, up to this many bytes; 0 disables pooling.
+  uint64_t pool_max_cached_bytes = uint64_t{1} << 30;
 };
 
 class Device : public vm::RefObject {
@@ -46,6 +49,9 @@ class Device : public vm::RefObject {
   virtual std::string_view uri() const = 0;
 
   // A new zero-filled buffer of `byte_size` bytes (MemoryTypeBits flags). 0 bytes is allowed.
+  // kMemoryHostVisible buffers are mapped for their whole life: host_data() is the mapping
+  // (coherent; order host accesses with queue work through semaphores). Drivers may pool
+  // memory (stats().pool_*); a pooled buffer is still zero-filled.
   virtual StatusOr<vm::Ref<Buffer>> AllocateBuffer(
       uint64_t byte_size, uint32_t memory_types = kMemoryDeviceLocal | kMemoryHostVisible) = 0;
 

@@ -22,6 +22,10 @@ struct DeviceStats {
   uint64_t dispatches_executed = 0;    // dispatch commands executed (not workgroups)
   uint64_t queue_submissions = 0;      // QueueExecute calls accepted
   uint64_t host_waits = 0;             // host Semaphore::Wait and Device::WaitIdle calls (incl. polls)
+  uint64_t buffer_bytes_peak = 0;      // highest buffer_bytes_live ever reached
+  uint64_t pool_hits = 0;              // allocations served by a cached (previously freed) block
+  uint64_t pool_misses = 0;            // pooled allocations that had to get new memory
+  uint64_t pool_bytes_cached = 0;      // bytes of freed blocks the pool holds for reuse now
 };
 
 struct DeviceCounters {
@@ -34,12 +38,21 @@ struct DeviceCounters {
   std::atomic<uint64_t> dispatches_executed{0};
   std::atomic<uint64_t> queue_submissions{0};
   std::atomic<uint64_t> host_waits{0};
+  std::atomic<uint64_t> buffer_bytes_peak{0};
+  std::atomic<uint64_t> pool_hits{0};
+  std::atomic<uint64_t> pool_misses{0};
+  std::atomic<uint64_t> pool_bytes_cached{0};
 
   static void Add(std::atomic<uint64_t>& c, uint64_t n = 1) {
     c.fetch_add(n, std::memory_order_relaxed);
   }
   static void Sub(std::atomic<uint64_t>& c, uint64_t n = 1) {
     c.fetch_sub(n, std::memory_order_relaxed);
+  }
+  static void Max(std::atomic<uint64_t>& c, uint64_t v) {
+    uint64_t cur = c.load(std::memory_order_relaxed);
+    while (cur < v && !c.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+    }
   }
   DeviceStats Snapshot() const {
     auto g = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
@@ -53,6 +66,10 @@ struct DeviceCounters {
     s.dispatches_executed = g(dispatches_executed);
     s.queue_submissions = g(queue_submissions);
     s.host_waits = g(host_waits);
+    s.buffer_bytes_peak = g(buffer_bytes_peak);
+    s.pool_hits = g(pool_hits);
+    s.pool_misses = g(pool_misses);
+    s.pool_bytes_cached = g(pool_bytes_cached);
     return s;
   }
 };

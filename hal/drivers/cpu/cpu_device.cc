@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "hal/allocator.h"
 #include "hal/drivers/cpu/cpu_executable.h"
 #include "hal/drivers/cpu/dispatch_abi.h"
 #include "hal/drivers/cpu/worker_pool.h"
@@ -17,15 +18,18 @@
 namespace hexir::hal::cpu {
 namespace {
 
+// Memory comes from the device's BlockPool (shared, so buffers may outlive the device).
 class CpuBuffer final : public Buffer {
  public:
-  CpuBuffer(uint64_t size, uint32_t types, std::shared_ptr<DeviceCounters> counters, uint8_t* data)
-      : Buffer(size, types, std::move(counters)), data_(data) {}
-  ~CpuBuffer() override { std::free(data_); }
-  uint8_t* host_data() const override { return data_; }
+  CpuBuffer(uint64_t size, uint32_t types, std::shared_ptr<DeviceCounters> counters,
+            std::shared_ptr<BlockPool> pool, BlockPool::Block block)
+      : Buffer(size, types, std::move(counters)), pool_(std::move(pool)), block_(block) {}
+  ~CpuBuffer() override { pool_->Release(block_); }
+  uint8_t* host_data() const override { return static_cast<uint8_t*>(block_.ptr); }
 
  private:
-  uint8_t* data_;
+  std::shared_ptr<BlockPool> pool_;
+  BlockPool::Block block_;
 };
 
 struct Submission {
@@ -41,7 +45,11 @@ class CpuDevice final : public Device {
       : inline_(options.cpu_inline),
         pool_(options.cpu_worker_count < 0
                   ? static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()))
-                  : options.cpu_worker_count) {
+                  : options.cpu_worker_count),
+        memory_(std::make_shared<BlockPool>(
+            [](uint64_t n) { return std::aligned_alloc(kBufferAlignment, n); },
+            [](void* p, uint64_t) { std::free(p); }, options.pool_max_cached_bytes,
+            counters())) {
     if (!inline_) queue_thread_ = std::thread([this] { QueueMain(); });
   }
 
@@ -60,19 +68,16 @@ class CpuDevice final : public Device {
 
   StatusOr<vm::Ref<Buffer>> AllocateBuffer(uint64_t byte_size, uint32_t memory_types) override {
     // CPU memory is both device-local and host-visible whatever was asked for.
-    constexpr uint64_t kAlign = 64;
     if (byte_size > (uint64_t{1} << 46)) {
       return ResourceExhausted("cpu driver: cannot allocate ", byte_size, " bytes");
     }
-    uint64_t rounded = std::max<uint64_t>(kAlign, (byte_size + kAlign - 1) / kAlign * kAlign);
-    void* data = std::aligned_alloc(kAlign, rounded);
-    if (data == nullptr) {
-      return ResourceExhausted("cpu driver: out of host memory allocating ", byte_size, " bytes");
-    }
-    std::memset(data, 0, rounded);
+    auto block = memory_->Acquire(byte_size);
+    if (!block.ok()) return std::move(block).status().WithContext("cpu driver");
+    // Zero the whole block, padding included: kernels may read a full vector past the end.
+    std::memset(block->ptr, 0, block->capacity);
     return vm::Ref<Buffer>::Adopt(new CpuBuffer(byte_size,
                                                 memory_types | kMemoryDeviceLocal | kMemoryHostVisible,
-                                                counters(), static_cast<uint8_t*>(data)));
+                                                counters(), memory_, *block));
   }
 
   StatusOr<vm::Ref<Executable>> CreateExecutable(const vm::ExecutableView& view) override {
@@ -117,8 +122,13 @@ class CpuDevice final : public Device {
   Status AwaitWaits(const std::vector<SemaphoreValue>& waits);
   void QueueMain();
 
+  static constexpr uint64_t kBufferAlignment = 64;
+
   const bool inline_;
   WorkerPool pool_;
+  std::shared_ptr<BlockPool> memory_;
+  std::vector<void*> scratch_ptrs_;        // bindings beyond the inline ones (executing thread)
+  std::vector<uint64_t> scratch_lengths_;
 
   std::mutex inline_mu_;  // inline mode: one submission at a time, in call order
   std::mutex mu_;
@@ -193,34 +203,66 @@ StatusOr<std::array<uint32_t, 3>> ReadIndirectCount(const DispatchCommand& cmd,
   return count;
 }
 
+Status WorkgroupError(const CpuExecutable& exe, uint32_t entry, const uint32_t id[3], int rc) {
+  return Aborted("dispatch of entry '", exe.entry_name(entry), "' failed: workgroup (", id[0], ", ",
+                 id[1], ", ", id[2], ") returned ", rc);
+}
+
+// The replay hot path: no heap allocation for up to kInlineBindings bindings, no lock per
+// workgroup (the error mutex is taken only by a failing workgroup), and no worker-pool round
+// trip when one thread runs everything.
 Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<BufferRef>& table) {
   const auto& exe = static_cast<const CpuExecutable&>(*cmd.executable);
   hexir_cpu_entry_fn_t fn = exe.entry(cmd.entry);
-  std::vector<void*> ptrs(cmd.bindings.size());
-  std::vector<uint64_t> lengths(cmd.bindings.size());
-  for (size_t i = 0; i < cmd.bindings.size(); ++i) {
+  constexpr size_t kInlineBindings = 32;
+  void* inline_ptrs[kInlineBindings];
+  uint64_t inline_lengths[kInlineBindings];
+  const size_t binding_count = cmd.bindings.size();
+  void** ptrs = inline_ptrs;
+  uint64_t* lengths = inline_lengths;
+  if (binding_count > kInlineBindings) {
+    // Only the executing thread (queue thread, or the inline caller under inline_mu_) gets
+    // here, so one scratch area per device suffices.
+    scratch_ptrs_.resize(binding_count);
+    scratch_lengths_.resize(binding_count);
+    ptrs = scratch_ptrs_.data();
+    lengths = scratch_lengths_.data();
+  }
+  for (size_t i = 0; i < binding_count; ++i) {
     const BufferRef& b =
         cmd.bindings[i].is_slot() ? table[cmd.bindings[i].slot] : cmd.bindings[i];
     ptrs[i] = b.buffer->host_data() + b.offset;
     lengths[i] = b.length;
   }
-  hexir_cpu_dispatch_state_t state = {};
-  for (int i = 0; i < 3; ++i) state.workgroup_count[i] = cmd.workgroup_count[i];
-  state.push_constant_count = static_cast<uint32_t>(cmd.push_constants.size());
-  state.push_constants = cmd.push_constants.data();
-  state.binding_count = static_cast<uint32_t>(ptrs.size());
-  state.binding_ptrs = ptrs.data();
-  state.binding_lengths = lengths.data();
-
   std::array<uint32_t, 3> count = cmd.workgroup_count;
   if (cmd.indirect) {
     HEXIR_ASSIGN_OR_RETURN(count, ReadIndirectCount(cmd, table));
-    for (int i = 0; i < 3; ++i) state.workgroup_count[i] = count[i];
   }
-  const uint64_t nx = count[0], ny = count[1];
-  const uint64_t total = nx * ny * count[2];
-  if (total == 0) {
-    DeviceCounters::Add(counters()->dispatches_executed);
+  hexir_cpu_dispatch_state_t state = {};
+  for (int i = 0; i < 3; ++i) state.workgroup_count[i] = count[i];
+  state.push_constant_count = static_cast<uint32_t>(cmd.push_constants.size());
+  state.push_constants = cmd.push_constants.data();
+  state.binding_count = static_cast<uint32_t>(binding_count);
+  state.binding_ptrs = ptrs;
+  state.binding_lengths = lengths;
+  DeviceCounters::Add(counters()->dispatches_executed);
+
+  const uint64_t nx = count[0], ny = count[1], nz = count[2];
+  const uint64_t total = nx * ny * nz;
+  if (total == 0) return Status::Ok();
+  if (total == 1 || pool_.thread_count() == 1) {
+    hexir_cpu_workgroup_state_t wg = {};
+    for (uint32_t z = 0; z < nz; ++z) {
+      for (uint32_t y = 0; y < ny; ++y) {
+        for (uint32_t x = 0; x < nx; ++x) {
+          wg.workgroup_id[0] = x;
+          wg.workgroup_id[1] = y;
+          wg.workgroup_id[2] = z;
+          int rc = fn(&state, &wg);
+          if (rc != 0) return WorkgroupError(exe, cmd.entry, wg.workgroup_id, rc);
+        }
+      }
+    }
     return Status::Ok();
   }
   std::mutex error_mu;
@@ -234,14 +276,9 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
     int rc = fn(&state, &wg);
     if (rc == 0) return true;
     std::lock_guard<std::mutex> lock(error_mu);
-    if (error.ok()) {
-      error = Aborted("dispatch of entry '", exe.entry_name(cmd.entry), "' failed: workgroup (",
-                      wg.workgroup_id[0], ", ", wg.workgroup_id[1], ", ", wg.workgroup_id[2],
-                      ") returned ", rc);
-    }
+    if (error.ok()) error = WorkgroupError(exe, cmd.entry, wg.workgroup_id, rc);
     return false;
   });
-  DeviceCounters::Add(counters()->dispatches_executed);
   return error;
 }
 
