@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <string>
 
 #include "hal/buffer_view.h"
@@ -509,6 +510,82 @@ Status DeviceWaitIdle(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 0));
   HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
   return s.device().WaitIdle();
+}
+
+// ---- issue 6: kernel parameter buffers and host reads of device-computed scalars ------------
+
+Status BufferStoreI64(HalModuleState& s, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 0));
+  HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, 0));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 1, "byte offset"));
+  std::string_view kinds = ArgKinds(c);
+  std::vector<uint8_t> bytes;
+  for (size_t i = 2; i < c.args.size(); ++i) {
+    if (i < kinds.size() && kinds[i] != 'i') return ArgError(c, i, "values must be i");
+    uint64_t v = static_cast<uint64_t>(IntArg(c, i));
+    for (int k = 0; k < 8; ++k) bytes.push_back(static_cast<uint8_t>(v >> (8 * k)));
+  }
+  if (bytes.empty()) return Status::Ok();
+  return s.device()
+      .WriteBuffer(*b, static_cast<uint64_t>(IntArg(c, 1)), bytes.data(), bytes.size())
+      .WithContext(c.import_name);
+}
+
+// Waits for the device (errors of earlier submissions surface here), then reads one element.
+Status ReadElement(HalModuleState& s, NativeCall& c, bool want_float, uint8_t raw[8],
+                   int64_t* type) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 4, 1));
+  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, 1));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 2, "byte offset"));
+  *type = IntArg(c, 3);
+  bool is_float = *type == static_cast<int64_t>(ElementType::kF32) ||
+                  *type == static_cast<int64_t>(ElementType::kF64);
+  bool is_int = *type == static_cast<int64_t>(ElementType::kI8) ||
+                *type == static_cast<int64_t>(ElementType::kI16) ||
+                *type == static_cast<int64_t>(ElementType::kI32) ||
+                *type == static_cast<int64_t>(ElementType::kI64) ||
+                *type == static_cast<int64_t>(ElementType::kI1);
+  if (want_float ? !is_float : !is_int) {
+    return ArgError(c, 3, StrCat("unsupported element type ", *type, " for ", c.import_name));
+  }
+  HEXIR_RETURN_IF_ERROR(s.device().WaitIdle());
+  return s.device()
+      .ReadBuffer(*b, static_cast<uint64_t>(IntArg(c, 2)), raw,
+                  static_cast<uint64_t>(ElementTypeByteSize(*type)))
+      .WithContext(c.import_name);
+}
+
+Status DeviceReadI64(HalModuleState& s, NativeCall& c) {
+  uint8_t raw[8] = {};
+  int64_t type = 0;
+  HEXIR_RETURN_IF_ERROR(ReadElement(s, c, false, raw, &type));
+  int64_t v = 0;
+  switch (static_cast<ElementType>(type)) {
+    case ElementType::kI8: v = static_cast<int8_t>(raw[0]); break;
+    case ElementType::kI1: v = raw[0] != 0; break;
+    case ElementType::kI16: { int16_t x; std::memcpy(&x, raw, 2); v = x; break; }
+    case ElementType::kI32: { int32_t x; std::memcpy(&x, raw, 4); v = x; break; }
+    default: std::memcpy(&v, raw, 8); break;
+  }
+  c.results[0].bits = v;
+  return Status::Ok();
+}
+
+Status DeviceReadF64(HalModuleState& s, NativeCall& c) {
+  uint8_t raw[8] = {};
+  int64_t type = 0;
+  HEXIR_RETURN_IF_ERROR(ReadElement(s, c, true, raw, &type));
+  double d;
+  if (type == static_cast<int64_t>(ElementType::kF32)) {
+    float f;
+    std::memcpy(&f, raw, 4);
+    d = f;
+  } else {
+    std::memcpy(&d, raw, 8);
+  }
+  std::memcpy(&c.results[0].bits, &d, 8);
+  return Status::Ok();
 }
 
 // ---- the table --------------------------------------------------------------------------------

@@ -116,7 +116,7 @@ TEST_CASE("hal module: exports every hal_imports.def function with its pattern")
 #include "hal/module/hal_imports.def"
 #undef HAL_IMPORT
   };
-  REQUIRE(expected.size() == 32);
+  REQUIRE(expected.size() == 35);
   REQUIRE(h.module->functions().size() == expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     REQUIRE(h.module->functions()[i].name == expected[i].first);
@@ -443,6 +443,41 @@ TEST_CASE("hal module: queue alloca/copy/dealloca, command buffer copy/fill, ran
   REQUIRE(r[0].bits == 0);
   // The internal command buffers of queue operations are not counted as recordings.
   REQUIRE(h.device->stats().command_buffers_recorded == 1);
+}
+
+TEST_CASE("hal module: store_i64 writes parameters, read_i64/read_f64 wait and read one element") {
+  Harness h;
+  auto dev = vm::Ref<vm::RefObject>(h.device);
+  auto host = h.CallRef("hal.allocator.allocate_host", "ri_r", {R(dev), I(32)});
+  REQUIRE(h.Call("hal.buffer.store_i64", "riii", {R(host), I(8), I(-2), I(0x0102030405060708)}).ok());
+  int64_t words[3];
+  REQUIRE(h.device->ReadBuffer(*vm::RefCast<Buffer>(host.get()), 0, words, 24).ok());
+  REQUIRE(words[0] == 0);
+  REQUIRE(words[1] == -2);
+  REQUIRE(words[2] == 0x0102030405060708);
+  Status s = h.Call("hal.buffer.store_i64", "rii", {R(host), I(30), I(1)});
+  REQUIRE_FALSE(s.ok());
+  REQUIRE(s.message().find("hal.buffer.store_i64") == 0);
+
+  // Queued work fills the buffer; the read waits for it (one host wait), then reads.
+  auto sem = h.CallRef("hal.semaphore.create", "ri_r", {R(dev), I(0)});
+  REQUIRE(h.Call("hal.device.queue.fill", "rriririiii",
+                 {R(dev), R(nullptr), I(0), R(nullptr), I(0), R(host), I(0), I(8), I(0xFFFFFFFE), I(4)}).ok());
+  uint64_t waits = h.device->stats().host_waits;
+  std::vector<vm::Variant> r;
+  REQUIRE(h.Call("hal.device.read_i64", "rrii_i", {R(dev), R(host), I(4), I(kI32)}, &r).ok());
+  REQUIRE(r[0].bits == -2);
+  REQUIRE(h.device->stats().host_waits == waits + 1);
+  float f = 2.5f;
+  REQUIRE(h.device->WriteBuffer(*vm::RefCast<Buffer>(host.get()), 16, &f, 4).ok());
+  REQUIRE(h.Call("hal.device.read_f64", "rrii_f", {R(dev), R(host), I(16), I(kF32)}, &r).ok());
+  double d;
+  std::memcpy(&d, &r[0].bits, 8);
+  REQUIRE(d == 2.5);
+  s = h.Call("hal.device.read_f64", "rrii_f", {R(dev), R(host), I(0), I(kI32)}, &r);
+  REQUIRE(s.message() == "hal.device.read_f64: argument 3: unsupported element type 18 for hal.device.read_f64");
+  s = h.Call("hal.device.read_i64", "rrii_i", {R(dev), R(host), I(30), I(kI32)}, &r);
+  REQUIRE_FALSE(s.ok());
 }
 
 }  // namespace
