@@ -17,6 +17,33 @@ StatusOr<uint64_t> ResolveRange(const BufferRef& ref, std::string_view what) {
   return length;
 }
 
+Status ResolveBindingTable(const CommandBuffer* cb, const std::vector<BufferRef>& table,
+                           std::vector<BufferRef>* resolved) {
+  if (!cb) return InvalidArgument("queue execute: command buffer is null");
+  if (!cb->is_finalized()) {
+    return FailedPrecondition(
+        "queue execute: the command buffer is still recording; finalize it before submitting");
+  }
+  if (table.size() < cb->binding_table_size()) {
+    return InvalidArgument("queue execute: the command buffer uses ", cb->binding_table_size(),
+                           " binding table slot(s) but ", table.size(), " were supplied");
+  }
+  resolved->clear();
+  resolved->reserve(table.size());
+  for (size_t i = 0; i < table.size(); ++i) {
+    BufferRef r = table[i];
+    std::string what = StrCat("queue execute: binding table slot ", i);
+    if (r.is_slot()) return InvalidArgument(what, ": must name a buffer, not another slot");
+    if (r.offset % kBindingAlignment != 0) {
+      return InvalidArgument(what, ": offset ", r.offset, " is not a multiple of ",
+                             kBindingAlignment);
+    }
+    HEXIR_ASSIGN_OR_RETURN(r.length, ResolveRange(r, what));
+    resolved->push_back(std::move(r));
+  }
+  return Status::Ok();
+}
+
 CommandBuffer::CommandBuffer(std::shared_ptr<DeviceCounters> counters)
     : counters_(std::move(counters)) {}
 

@@ -31,6 +31,8 @@
 
 namespace hexir::hal {
 
+class CommandBuffer;
+
 inline constexpr uint64_t kWholeBuffer = ~uint64_t{0};
 
 // Bindings' byte offsets must be multiples of this (the CPU dispatch ABI promises kernels
@@ -55,6 +57,13 @@ struct BufferRef {
 
 // Checks `ref` (a direct buffer range) and returns its concrete length. `what` prefixes errors.
 StatusOr<uint64_t> ResolveRange(const BufferRef& ref, std::string_view what);
+
+// Submission-time checks every driver shares: `cb` is non-null and finalized, `table` has at
+// least binding_table_size() entries, each a direct buffer range with a kBindingAlignment
+// offset. Fills *resolved with the table, lengths made concrete. Errors start with
+// "queue execute: " and name the slot.
+Status ResolveBindingTable(const CommandBuffer* cb, const std::vector<BufferRef>& table,
+                           std::vector<BufferRef>* resolved);
 
 // False when x*y*z exceeds 2^40 workgroups (the limit every dispatch obeys).
 bool WorkgroupCountFits(const std::array<uint32_t, 3>& workgroup_count);

@@ -20,16 +20,21 @@ TEST_CASE("registry: cpu creates a device, with any worker count and inline") {
   }
 }
 
-TEST_CASE("registry: cuda is registered but unavailable") {
-  auto d = CreateDevice("cuda", {});
-  REQUIRE(d.status().code() == StatusCode::kUnavailable);
-  REQUIRE(d.status().message() == "cuda:0: the CUDA driver is not built yet");
-  auto d1 = CreateDevice("cuda:1", {});
-  REQUIRE(d1.status().code() == StatusCode::kUnavailable);
-  REQUIRE(d1.status().message() == "cuda:1: the CUDA driver is not built yet");
+TEST_CASE("registry: cuda uris reach the cuda driver") {
+  // Whether a GPU is present is the CUDA driver's business (its own tests cover it); here only
+  // the routing: cuda and cuda:N reach it (ok, or Unavailable naming cuda), bad ordinals do not.
+  for (const char* uri : {"cuda", "cuda:1"}) {
+    auto d = CreateDevice(uri, {});
+    if (!d.ok()) {
+      INFO(d.status().ToString());
+      REQUIRE(d.status().code() == StatusCode::kUnavailable);
+      REQUIRE(d.status().message().find("cuda") != std::string::npos);
+    }
+  }
   auto bad = CreateDevice("cuda:x", {});
   REQUIRE(bad.status().code() == StatusCode::kInvalidArgument);
   REQUIRE(bad.status().message() == "device uri 'cuda:x': expected cuda:<ordinal>, e.g. cuda:0");
+  REQUIRE(CreateDevice("cuda:-1", {}).status().code() == StatusCode::kInvalidArgument);
   REQUIRE(CreateDevice("cpu:0", {}).status().code() == StatusCode::kInvalidArgument);
 }
 

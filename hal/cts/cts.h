@@ -8,11 +8,16 @@
 // the case prints one line "HEXIR_SKIPPED: cts/<driver>/<case>: <reason>" and makes no
 // assertion (Catch2 v2 has no skip): a skip is never a pass, count the marker instead.
 //
-// Kernels: the config provides an executable exporting the CTS kernels (semantics in
-// hal/drivers/cpu/test_kernels.c and cts/README.md): add_f32, affine_i32, fail_at.
+// Kernels: the config's *test executable provider* (`kernels`) returns an executable in the
+// driver's own format exporting the CTS kernels, with the semantics in hal/cts/README.md
+// (CPU: hal/drivers/cpu/test_kernels.c): add_f32, affine_i32, fail_at.
+//
+// Features: a driver that lacks a feature lists the case in `unsupported` with a reason; the
+// case then prints "HEXIR_SKIPPED: cts/<driver>/<case>: <reason>" instead of running.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +34,8 @@ struct DriverConfig {
   std::function<StatusOr<vm::Ref<Device>>(const DeviceOptions&)> create_device;
   // The CTS kernels in this driver's executable format, with the given entry points.
   std::function<vm::ExecutableView(std::vector<std::string_view> entry_points)> kernels;
+  // Case name ("indirect_dispatch") -> why this driver cannot run it.
+  std::map<std::string, std::string> unsupported;
 };
 
 using CaseFn = void (*)(const DriverConfig& config, Device& device);
@@ -43,6 +50,12 @@ void ReplayCase(const DriverConfig& config, Device& device);
 void SemaphoreOrderingCase(const DriverConfig& config, Device& device);
 void TimeoutCase(const DriverConfig& config, Device& device);
 void MisuseCase(const DriverConfig& config, Device& device);
+void MappingCase(const DriverConfig& config, Device& device);
+void ViewsCase(const DriverConfig& config, Device& device);
+void IndirectDispatchCase(const DriverConfig& config, Device& device);
+void QueueOpsCase(const DriverConfig& config, Device& device);
+void PoolCase(const DriverConfig& config, Device& device);
+void CrossQueueOrderingCase(const DriverConfig& config, Device& device);
 
 }  // namespace hexir::hal::cts
 
@@ -59,4 +72,10 @@ void MisuseCase(const DriverConfig& config, Device& device);
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "replay", ReplayCase)                        \
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "semaphore_ordering", SemaphoreOrderingCase) \
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "timeouts", TimeoutCase)                     \
-  HEXIR_HAL_CTS_CASE_(driver, config_fn, "misuse", MisuseCase)
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "misuse", MisuseCase)                       \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "mapping", MappingCase)                     \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "views", ViewsCase)                         \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "indirect_dispatch", IndirectDispatchCase)  \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "queue_ops", QueueOpsCase)                  \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "pool", PoolCase)                           \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "cross_queue_ordering", CrossQueueOrderingCase)

@@ -143,27 +143,7 @@ class CpuDevice final : public Device {
 
 Status CpuDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
                            std::vector<BufferRef>* resolved) const {
-  if (!cb) return InvalidArgument("queue execute: command buffer is null");
-  if (!cb->is_finalized()) {
-    return FailedPrecondition(
-        "queue execute: the command buffer is still recording; finalize it before submitting");
-  }
-  if (table.size() < cb->binding_table_size()) {
-    return InvalidArgument("queue execute: the command buffer uses ", cb->binding_table_size(),
-                           " binding table slot(s) but ", table.size(), " were supplied");
-  }
-  resolved->clear();
-  for (size_t i = 0; i < table.size(); ++i) {
-    BufferRef r = table[i];
-    std::string what = StrCat("queue execute: binding table slot ", i);
-    if (r.is_slot()) return InvalidArgument(what, ": must name a buffer, not another slot");
-    if (r.offset % kBindingAlignment != 0) {
-      return InvalidArgument(what, ": offset ", r.offset, " is not a multiple of ",
-                             kBindingAlignment);
-    }
-    HEXIR_ASSIGN_OR_RETURN(r.length, ResolveRange(r, what));
-    resolved->push_back(std::move(r));
-  }
+  HEXIR_RETURN_IF_ERROR(ResolveBindingTable(cb.get(), table, resolved));
   for (const Command& c : cb->commands()) {
     if (auto* d = std::get_if<DispatchCommand>(&c)) {
       if (d->executable->driver() != kCpuDriverName) {
