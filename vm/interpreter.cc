@@ -1,11 +1,18 @@
 #include "vm/interpreter.h"
 
+// Keep one indirect jump per handler (GCC otherwise merges the handlers' identical dispatch
+// tails into one shared jump, which predicts far worse).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-crossjumping")
+#endif
+
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <utility>
 
 #include "vm/isa.h"
+#include "vm/list.h"
 
 namespace hexir::vm {
 namespace {
@@ -31,10 +38,9 @@ int64_t SaturatingF64ToI64(double d) {
 
 // Block-argument copy `p` (count, then (source, destination) entries): all sources are read
 // before any destination is written. The one-pair case needs no scratch.
-inline void ParallelCopy(const uint32_t* p, int64_t* v, Ref<RefObject>* r, int64_t* sv,
-                         Ref<RefObject>* sr) {
+__attribute__((noinline)) void CopyPairs(const uint32_t* p, int64_t* v, Ref<RefObject>* r,
+                                          int64_t* sv, Ref<RefObject>* sr) {
   uint32_t n = p[0];
-  if (n == 0) return;
   const uint32_t* e = p + 1;
   if (n == 1) {
     uint32_t s = e[0], d = e[1];
@@ -71,6 +77,12 @@ inline void ParallelCopy(const uint32_t* p, int64_t* v, Ref<RefObject>* r, int64
   }
 }
 
+// The common empty copy (a loop back-edge without block arguments) stays inline.
+inline void ParallelCopy(const uint32_t* p, int64_t* v, Ref<RefObject>* r, int64_t* sv,
+                         Ref<RefObject>* sr) {
+  if (p[0] != 0) CopyPairs(p, v, r, sv, sr);
+}
+
 // Reads list entry `e` of the frame (v, r) into a Variant: refs moved with MOVE, else retained.
 inline void ReadEntry(uint32_t e, int64_t* v, Ref<RefObject>* r, Variant* out) {
   if (e & kRefBit) {
@@ -82,6 +94,23 @@ inline void ReadEntry(uint32_t e, int64_t* v, Ref<RefObject>* r, Variant* out) {
   } else {
     out->bits = v[e];
   }
+}
+
+// The R operand of a list op that is not a usable list (cold path).
+Status NotAList(const RefObject* o) {
+  if (!o) return InvalidArgument("null ref where a vm.list is required");
+  return InvalidArgument("expected vm.list, got ", o->type_name());
+}
+Status WrongKind(const List& list, List::Kind wanted) {
+  return InvalidArgument("list holds ", List::KindName(list.kind()), " elements, not ",
+                         List::KindName(wanted));
+}
+// Prefixes a trap raised by the instruction at `ip` with its mnemonic.
+Status OpError(const uint32_t* ip, const Status& s) {
+  return Status(s.code(), StrCat(GetOpInfo(*ip).mnemonic, ": ", s.message()));
+}
+inline List* AsList(RefObject* o) {
+  return o && o->type_id() == List::StaticTypeId() ? static_cast<List*>(o) : nullptr;
 }
 
 template <typename T>
@@ -357,13 +386,56 @@ op_Switch: {
   const uint32_t* def = ip + 3;
   const uint32_t* table = def + 1 + 2 * def[0];
   if (index < table[0]) {
-    const uint32_t* c = table + 1;  // (T, P) cases
-    for (uint64_t k = 0; k < index; ++k) c += 2 + 2 * c[1];
+    // The verifier decoded the offsets of the (T, P) cases: no walk over earlier cases.
+    const uint32_t* c =
+        code + fn->switch_cases[fn->switch_index[ip - code] + static_cast<uint32_t>(index)];
     ParallelCopy(c + 1, v, r, copy_values, copy_refs);
     ip = code + c[0];
   } else {
     ParallelCopy(def, v, r, copy_values, copy_refs);
     ip = code + ip[2];
+  }
+  NEXT();
+}
+
+#define BR_IF(Name, cond)                                 \
+  op_##Name : {                                           \
+    int64_t a = VA, b = VB;                               \
+    if (cond) {                                           \
+      FUEL_CHECK();                                       \
+      ParallelCopy(ip + 4, v, r, copy_values, copy_refs); \
+      ip = code + ip[3];                                  \
+    } else {                                              \
+      ip += 5 + 2 * ip[4];                                \
+    }                                                     \
+    NEXT();                                               \
+  }
+  BR_IF(BrEqI64, a == b)
+  BR_IF(BrNeI64, a != b)
+  BR_IF(BrLtSI64, a < b)
+  BR_IF(BrLeSI64, a <= b)
+  BR_IF(BrLtUI64, uint64_t(a) < uint64_t(b))
+  BR_IF(BrLeUI64, uint64_t(a) <= uint64_t(b))
+#undef BR_IF
+op_BrNz:
+  if (VA != 0) {
+    FUEL_CHECK();
+    ParallelCopy(ip + 3, v, r, copy_values, copy_refs);
+    ip = code + ip[2];
+  } else {
+    ip += 4 + 2 * ip[3];
+  }
+  NEXT();
+op_ForI64: {
+  int64_t next;
+  bool overflow = __builtin_add_overflow(VA, VB, &next);
+  VA = next;
+  if (__builtin_expect(!overflow && next < VC, 1)) {
+    FUEL_CHECK();
+    ParallelCopy(ip + 5, v, r, copy_values, copy_refs);
+    ip = code + ip[4];
+  } else {
+    ip += 6 + 2 * ip[5];
   }
   NEXT();
 }
@@ -400,7 +472,8 @@ op_Call: {
       nv[vi++] = v[e];
     }
   }
-  std::memset(nv + vi, 0, (callee->value_register_count - vi) * sizeof(int64_t));
+  // Registers past the arguments start at 0 (a short loop: memset's call costs more).
+  for (uint32_t i = vi; i < callee->value_register_count; ++i) nv[i] = 0;
   frames_.push_back(Frame{current, args + 1 + n, value_base, ref_base});
   current = callee_ordinal;
   fn = callee;
@@ -525,6 +598,108 @@ op_RefIsNull: {
   ip += 3;
   NEXT();
 }
+
+// ---- lists: every index, size and kind is data, checked here (cold paths trap) ----
+#define LIST_AT(i, name)                                   \
+  List* name = AsList(r[RIDX(i)].get());                   \
+  if (__builtin_expect(!name, 0)) TRAP(OpError(ip, NotAList(r[RIDX(i)].get())))
+#define RELEASE_IF_MOVED(i) \
+  if (ip[i] & kMoveBit) r[RIDX(i)].reset()
+op_ListAlloc: {
+  Ref<List> list = MakeRef<List>(static_cast<List::Kind>(ip[3]));
+  Status s = list->Reserve(VB);
+  if (!s.ok()) TRAP(OpError(ip, s));
+  r[RIDX(1)] = std::move(list);
+  ip += 4;
+  NEXT();
+}
+op_ListSize: {
+  LIST_AT(2, list);
+  VA = list->size();
+  RELEASE_IF_MOVED(2);
+  ip += 3;
+  NEXT();
+}
+op_ListReserve: {
+  LIST_AT(1, list);
+  Status s = list->Reserve(VB);
+  if (!s.ok()) TRAP(OpError(ip, s));
+  RELEASE_IF_MOVED(1);
+  ip += 3;
+  NEXT();
+}
+op_ListResize: {
+  LIST_AT(1, list);
+  Status s = list->Resize(VB);
+  if (!s.ok()) TRAP(OpError(ip, s));
+  RELEASE_IF_MOVED(1);
+  ip += 3;
+  NEXT();
+}
+#define LIST_GET_VALUE(Name, KIND)                                          \
+  op_##Name : {                                                             \
+    LIST_AT(2, list);                                                       \
+    if (list->kind() != KIND) TRAP(OpError(ip, WrongKind(*list, KIND)));    \
+    int64_t index = VC;                                                     \
+    Status s = list->CheckIndex(index);                                     \
+    if (!s.ok()) TRAP(OpError(ip, s));                                      \
+    VA = list->value(index);                                                \
+    RELEASE_IF_MOVED(2);                                                    \
+    ip += 4;                                                                \
+    NEXT();                                                                 \
+  }
+#define LIST_SET_VALUE(Name, KIND)                                          \
+  op_##Name : {                                                             \
+    LIST_AT(1, list);                                                       \
+    if (list->kind() != KIND) TRAP(OpError(ip, WrongKind(*list, KIND)));    \
+    int64_t index = VB;                                                     \
+    Status s = list->CheckIndex(index);                                     \
+    if (!s.ok()) TRAP(OpError(ip, s));                                      \
+    list->set_value(index, VC);                                             \
+    RELEASE_IF_MOVED(1);                                                    \
+    ip += 4;                                                                \
+    NEXT();                                                                 \
+  }
+  LIST_GET_VALUE(ListGetI64, List::Kind::kI64)
+  LIST_SET_VALUE(ListSetI64, List::Kind::kI64)
+  LIST_GET_VALUE(ListGetF64, List::Kind::kF64)
+  LIST_SET_VALUE(ListSetF64, List::Kind::kF64)
+#undef LIST_GET_VALUE
+#undef LIST_SET_VALUE
+op_ListGetRef: {
+  LIST_AT(2, list);
+  if (list->kind() != List::Kind::kRef) TRAP(OpError(ip, WrongKind(*list, List::Kind::kRef)));
+  int64_t index = VC;
+  Status s = list->CheckIndex(index);
+  if (!s.ok()) TRAP(OpError(ip, s));
+  Ref<RefObject> element = list->ref(index);
+  RELEASE_IF_MOVED(2);  // may free the list: `element` is already retained
+  r[RIDX(1)] = std::move(element);
+  ip += 4;
+  NEXT();
+}
+op_ListSetRef: {
+  LIST_AT(1, list);
+  if (list->kind() != List::Kind::kRef) TRAP(OpError(ip, WrongKind(*list, List::Kind::kRef)));
+  int64_t index = VB;
+  Status s = list->CheckIndex(index);
+  if (!s.ok()) TRAP(OpError(ip, s));
+  uint32_t c = ip[3];
+  if (list->WouldCycle(r[c & kIndexMask].get())) {
+    TRAP(OpError(ip, InvalidArgument("storing list R", c & kIndexMask, " into list R", RIDX(1),
+                                     " would create a reference cycle")));
+  }
+  if (c & kMoveBit) {
+    list->set_ref(index, std::move(r[c & kIndexMask]));
+  } else {
+    list->set_ref(index, r[c & kIndexMask]);
+  }
+  RELEASE_IF_MOVED(1);
+  ip += 4;
+  NEXT();
+}
+#undef LIST_AT
+#undef RELEASE_IF_MOVED
 
 #undef NEXT
 #undef VA

@@ -58,6 +58,11 @@ struct FunctionInfo {
   const uint32_t* code = nullptr;  // bytecode_length words, verified
   uint32_t code_length = 0;
   AttrList attrs;
+  // Decoded `switch` tables, filled by the verifier: for the switch at word offset o,
+  // switch_cases[switch_index[o] + k] is the word offset of case k's (T, P) entry.
+  // switch_index has code_length entries when the function has a switch, else none.
+  std::vector<uint32_t> switch_index;
+  std::vector<uint32_t> switch_cases;
 };
 
 struct ImportInfo {

@@ -6,15 +6,22 @@
 #include <vector>
 
 #include "vm/isa.h"
+#include "vm/list.h"
 #include "vm/module.h"
 
 namespace hexir::vm {
 namespace {
 
+// Ops whose first R operand is written (so it must not carry MOVE).
+bool WritesFirstRef(Op op) {
+  return op == Op::MovRef || op == Op::SelectRef || op == Op::Rodata ||
+         op == Op::GlobalLoadRef || op == Op::ListAlloc || op == Op::ListGetRef;
+}
+
 class FunctionVerifier {
  public:
-  FunctionVerifier(const Module& module, uint32_t ordinal)
-      : module_(module), fn_(module.functions()[ordinal]), ordinal_(ordinal) {}
+  FunctionVerifier(Module& module, FunctionInfo& fn, uint32_t ordinal)
+      : module_(module), fn_(fn), ordinal_(ordinal) {}
 
   Status Run();
   uint32_t max_copy_pairs() const { return max_copy_pairs_; }
@@ -104,7 +111,7 @@ class FunctionVerifier {
   }
 
   const Module& module_;
-  const FunctionInfo& fn_;
+  FunctionInfo& fn_;
   uint32_t ordinal_;
   uint32_t pos_ = 0;    // next word to read
   uint32_t insn_ = 0;   // start of the current instruction
@@ -141,8 +148,7 @@ Status FunctionVerifier::Run() {
           HEXIR_RETURN_IF_ERROR(Need(1));
           uint32_t w = fn_.code[pos_++];
           if (w & kRefBit) return Error("ref operand 0x", std::hex, w, " has bit 31 set");
-          bool written = r_index++ == 0 && (op == Op::MovRef || op == Op::SelectRef ||
-                                            op == Op::Rodata || op == Op::GlobalLoadRef);
+          bool written = r_index++ == 0 && WritesFirstRef(op);
           if (written && (w & kMoveBit)) return Error("MOVE on a written ref register");
           HEXIR_RETURN_IF_ERROR(CheckRef(w & kIndexMask, "operand"));
           break;
@@ -153,6 +159,9 @@ Status FunctionVerifier::Run() {
           break;
         case 'J':
           HEXIR_RETURN_IF_ERROR(Need(1));
+          if (op == Op::ListAlloc && fn_.code[pos_] > static_cast<uint32_t>(List::Kind::kRef)) {
+            return Error("element kind ", fn_.code[pos_], " is not 0 (i64), 1 (f64) or 2 (ref)");
+          }
           pos_ += 1;
           break;
         case 'T':
@@ -195,7 +204,11 @@ Status FunctionVerifier::Run() {
         case 'W': {
           HEXIR_RETURN_IF_ERROR(Need(1));
           uint32_t n = fn_.code[pos_++];
+          // Decode the table once: the interpreter indexes cases instead of walking them.
+          if (fn_.switch_index.empty()) fn_.switch_index.assign(fn_.code_length, 0);
+          fn_.switch_index[insn_] = static_cast<uint32_t>(fn_.switch_cases.size());
           for (uint32_t i = 0; i < n; ++i) {
+            fn_.switch_cases.push_back(pos_);
             HEXIR_RETURN_IF_ERROR(Target());
             HEXIR_RETURN_IF_ERROR(Copy());
           }
@@ -252,7 +265,7 @@ Status FunctionVerifier::Run() {
 Status VerifyModule(Module& module) {
   uint32_t max_copy = 0;
   for (uint32_t i = 0; i < module.functions().size(); ++i) {
-    FunctionVerifier verifier(module, i);
+    FunctionVerifier verifier(module, module.functions_[i], i);
     HEXIR_RETURN_IF_ERROR(verifier.Run());
     max_copy = std::max(max_copy, verifier.max_copy_pairs());
   }
