@@ -1,6 +1,7 @@
 #include "tests/e2e/harness.h"
 
 #include <catch2/catch.hpp>
+#include <dlfcn.h>
 #include <sys/wait.h>
 
 #include <cmath>
@@ -35,6 +36,27 @@ void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
   REQUIRE(out.good());
+}
+
+bool CudaAvailable() {
+  static const bool available = [] {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return false;
+    using InitFn = int (*)(unsigned);
+    using CountFn = int (*)(int*);
+    auto init = reinterpret_cast<InitFn>(dlsym(lib, "cuInit"));
+    auto count = reinterpret_cast<CountFn>(dlsym(lib, "cuDeviceGetCount"));
+    int n = 0;
+    return init && count && init(0) == 0 && count(&n) == 0 && n > 0;
+  }();
+  return available;
+}
+
+bool CudaOrSkip(const std::string& what) {
+  if (CudaAvailable()) return true;
+  std::printf("HEXIR_SKIPPED: %s: no CUDA device on this machine (libcuda.so.1 absent or no GPU)\n",
+              what.c_str());
+  return false;
 }
 
 std::string HexirRun() { return "tools/hexir-run/hexir-run"; }

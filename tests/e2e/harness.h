@@ -32,6 +32,20 @@ std::vector<tools::HostTensor> RunOrDie(const std::string& module, const std::st
                                         int result_count, const std::string& device = "cpu",
                                         const std::string& extra_flags = "");
 
+// True when a CUDA device can be used here (libcuda.so.1 loads and reports a device).
+bool CudaAvailable();
+// For a test that needs a GPU: returns true when one is present; otherwise prints
+// "HEXIR_SKIPPED: <what>: <reason>" (counted as skipped by tools/test.sh) and returns false.
+bool CudaOrSkip(const std::string& what);
+
+// Defines one test case per device: "NAME [cpu]" runs BODY("cpu"); "NAME [cuda]" compiles for
+// --target=cuda and runs on the GPU, or reports itself skipped where there is none.
+#define HEXIR_E2E_TEST_ON_DEVICES(NAME, BODY)                              \
+  TEST_CASE(NAME " [cpu]") { BODY("cpu"); }                                \
+  TEST_CASE(NAME " [cuda]") {                                              \
+    if (::hexir::e2e::CudaOrSkip(NAME " [cuda]")) BODY("cuda");            \
+  }
+
 std::string HexirRun();      // path to the hexir-run binary
 std::string HexirCompile();  // path to the hexir-compile binary
 

@@ -1,4 +1,5 @@
-// End-to-end on the CPU: hexir-compile a model, hexir-run it, compare with C++ loops.
+// End-to-end on every device: hexir-compile a model for the device's target, hexir-run it,
+// compare with C++ loops. Each case runs as "[cpu]" and "[cuda]" (skipped without a GPU).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -32,15 +33,21 @@ func.func @main(%a: tensor<13x37xf32>, %b: tensor<37x21xf32>) -> tensor<13x21xf3
 }
 )mlir";
 
-TEST_CASE("matmul with odd sizes matches a reference loop") {
-  std::string module = CompileOrDie(kMatmul, "matmul");
+void MatmulOddSizes(const std::string& device) {
+  std::string module = CompileOrDie(kMatmul, "matmul", device);
   HostTensor a = RandomF32({13, 37}, 1), b = RandomF32({37, 21}, 2);
-  for (const char* threads : {"--cpu-threads=0", "--cpu-threads=1", "--cpu-threads=3"}) {
-    INFO(threads);
-    auto out = RunOrDie(module, "main", {a, b}, 1, "cpu", threads);
+  if (device == "cpu") {
+    for (const char* threads : {"--cpu-threads=0", "--cpu-threads=1", "--cpu-threads=3"}) {
+      INFO(threads);
+      auto out = RunOrDie(module, "main", {a, b}, 1, device, threads);
+      RequireClose(out[0], RefMatmul(a, b), 1e-4, 1e-5);
+    }
+  } else {
+    auto out = RunOrDie(module, "main", {a, b}, 1, device);
     RequireClose(out[0], RefMatmul(a, b), 1e-4, 1e-5);
   }
 }
+HEXIR_E2E_TEST_ON_DEVICES("matmul with odd sizes matches a reference loop", MatmulOddSizes)
 
 const char* kMatmulBiasRelu = R"mlir(
 func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %bias: tensor<16xf32>) -> tensor<4x16xf32> {
@@ -59,8 +66,8 @@ func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %bias: tensor<16xf32>
 }
 )mlir";
 
-TEST_CASE("matmul + bias + relu matches a reference loop") {
-  std::string module = CompileOrDie(kMatmulBiasRelu, "mbr");
+void MatmulBiasRelu(const std::string& device) {
+  std::string module = CompileOrDie(kMatmulBiasRelu, "mbr", device);
   HostTensor a = RandomF32({4, 8}, 3), b = RandomF32({8, 16}, 4), bias = RandomF32({16}, 5);
   HostTensor expected = RefMatmul(a, b);
   for (int64_t i = 0; i < 4; ++i)
@@ -68,9 +75,10 @@ TEST_CASE("matmul + bias + relu matches a reference loop") {
       float& v = F32(expected)[i * 16 + j];
       v = std::max(v + F32(bias)[j], 0.0f);
     }
-  auto out = RunOrDie(module, "main", {a, b, bias}, 1);
+  auto out = RunOrDie(module, "main", {a, b, bias}, 1, device);
   RequireClose(out[0], expected, 1e-5, 1e-6);
 }
+HEXIR_E2E_TEST_ON_DEVICES("matmul + bias + relu matches a reference loop", MatmulBiasRelu)
 
 const char* kElementwiseChain = R"mlir(
 #id = affine_map<(i, j) -> (i, j)>
@@ -90,18 +98,19 @@ func.func @chain(%a: tensor<3x100xf32>, %b: tensor<3x100xf32>) -> (tensor<3x100x
 }
 )mlir";
 
-TEST_CASE("an elementwise chain with math functions and two results") {
-  std::string module = CompileOrDie(kElementwiseChain, "chain");
+void ElementwiseChain(const std::string& device) {
+  std::string module = CompileOrDie(kElementwiseChain, "chain", device);
   HostTensor a = RandomF32({3, 100}, 6, -2, 2), b = RandomF32({3, 100}, 7, -2, 2);
   HostTensor r = ZerosF32({3, 100}), mul = ZerosF32({3, 100});
   for (int64_t i = 0; i < 300; ++i) {
     F32(mul)[i] = F32(a)[i] * F32(b)[i];
     F32(r)[i] = (std::exp(F32(mul)[i]) - std::tanh(F32(a)[i])) * 0.5f;
   }
-  auto out = RunOrDie(module, "chain", {a, b}, 2);
+  auto out = RunOrDie(module, "chain", {a, b}, 2, device);
   RequireClose(out[0], r, 1e-5, 1e-6);
   RequireClose(out[1], mul, 0, 0);
 }
+HEXIR_E2E_TEST_ON_DEVICES("an elementwise chain with math functions and two results", ElementwiseChain)
 
 const char* kReduceTranspose = R"mlir(
 func.func @main(%a: tensor<6x50xf32>, %w: tensor<5x6xf32>) -> (tensor<6xf32>, tensor<50x6xf32>, tensor<5x50xf32>) {
@@ -122,8 +131,8 @@ func.func @main(%a: tensor<6x50xf32>, %w: tensor<5x6xf32>) -> (tensor<6xf32>, te
 }
 )mlir";
 
-TEST_CASE("a row reduction, a transpose and a second use of the same input") {
-  std::string module = CompileOrDie(kReduceTranspose, "reduce");
+void ReduceTranspose(const std::string& device) {
+  std::string module = CompileOrDie(kReduceTranspose, "reduce", device);
   HostTensor a = RandomF32({6, 50}, 8), w = RandomF32({5, 6}, 9);
   HostTensor sum = ZerosF32({6}), t = ZerosF32({50, 6});
   for (int64_t i = 0; i < 6; ++i)
@@ -131,11 +140,12 @@ TEST_CASE("a row reduction, a transpose and a second use of the same input") {
       F32(sum)[i] += F32(a)[i * 50 + j];
       F32(t)[j * 6 + i] = F32(a)[i * 50 + j];
     }
-  auto out = RunOrDie(module, "main", {a, w}, 3);
+  auto out = RunOrDie(module, "main", {a, w}, 3, device);
   RequireClose(out[0], sum, 1e-5, 1e-5);
   RequireClose(out[1], t, 0, 0);
   RequireClose(out[2], RefMatmul(w, a), 1e-5, 1e-5);
 }
+HEXIR_E2E_TEST_ON_DEVICES("a row reduction, a transpose and a second use of the same input", ReduceTranspose)
 
 const char* kConstantsAndChain = R"mlir(
 func.func @main(%x: tensor<2x3xf32>) -> tensor<2x2xf32> {
@@ -149,9 +159,9 @@ func.func @main(%x: tensor<2x3xf32>) -> tensor<2x2xf32> {
 }
 )mlir";
 
-TEST_CASE("constant weights and chained dispatches through the printed-result path") {
-  std::string module = CompileOrDie(kConstantsAndChain, "const");
-  CommandResult r = RunCommand(HexirRun() + " --module=" + module +
+void ConstantsAndPrintedResult(const std::string& device) {
+  std::string module = CompileOrDie(kConstantsAndChain, "const", device);
+  CommandResult r = RunCommand(HexirRun() + " --module=" + module + " --device=" + device +
                                " --function=main '--input=2x3xf32=1 2 3 4 5 6'");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -171,6 +181,7 @@ TEST_CASE("constant weights and chained dispatches through the printed-result pa
   }
   REQUIRE(r.output == expected + "\n");
 }
+HEXIR_E2E_TEST_ON_DEVICES("constant weights and chained dispatches through the printed-result path", ConstantsAndPrintedResult)
 
 }  // namespace
 }  // namespace hexir::e2e
