@@ -110,6 +110,8 @@ TEST_CASE("cpu device: buffers come from the pool; stats track live, peak and hi
   for (int i = 0; i < 2500; ++i) REQUIRE(c->host_data()[i] == 0);
   REQUIRE(reinterpret_cast<uintptr_t>(c->host_data()) % 64 == 0);
   REQUIRE(dev->stats().buffer_bytes_peak == 8000);
+  dev->TrimPool();
+  REQUIRE(dev->stats().pool_bytes_cached == 0);
 
   // Pooling off: nothing is cached.
   o.pool_max_cached_bytes = 0;

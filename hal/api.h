@@ -33,4 +33,9 @@ StatusOr<vm::Ref<Device>> CreateDevice(std::string_view uri, const DeviceOptions
 // The driver names CreateDevice knows ("cpu", "cuda"), whether or not they can run here.
 std::vector<std::string> KnownDrivers();
 
+// The uris of the devices that can be created now, in driver order: "cpu", then "cuda:0",
+// "cuda:1", ... for each GPU the CUDA driver can open (probed by creating the device; up to
+// 16 per driver). Drivers that are unavailable contribute nothing. Thread-safe.
+std::vector<std::string> EnumerateDevices();
+
 }  // namespace hexir::hal

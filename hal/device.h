@@ -111,6 +111,10 @@ class Device : public vm::RefObject {
   virtual Status ReadBuffer(const Buffer& buffer, uint64_t offset, void* data,
                             uint64_t size) = 0;
 
+  // Returns cached pool memory to the system (no effect on live buffers; stats().
+  // pool_bytes_cached drops to 0). Default: nothing to trim.
+  virtual void TrimPool() {}
+
   DeviceStats stats() const { return counters_->Snapshot(); }
   const std::shared_ptr<DeviceCounters>& counters() const { return counters_; }
 

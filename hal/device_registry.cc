@@ -32,4 +32,18 @@ StatusOr<vm::Ref<Device>> CreateDevice(std::string_view uri, const DeviceOptions
   return NotFound("no HAL driver for device uri '", uri, "' (known drivers: ", known, ")");
 }
 
+std::vector<std::string> EnumerateDevices() {
+  std::vector<std::string> uris;
+  DeviceOptions probe;
+  probe.cpu_worker_count = 0;
+  probe.cpu_inline = true;
+  if (CreateDevice("cpu", probe).ok()) uris.push_back("cpu");
+  for (int i = 0; i < 16; ++i) {
+    std::string uri = StrCat("cuda:", i);
+    if (!CreateDevice(uri, probe).ok()) break;
+    uris.push_back(std::move(uri));
+  }
+  return uris;
+}
+
 }  // namespace hexir::hal

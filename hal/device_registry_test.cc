@@ -38,6 +38,16 @@ TEST_CASE("registry: cuda uris reach the cuda driver") {
   REQUIRE(CreateDevice("cpu:0", {}).status().code() == StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("registry: enumeration lists cpu first, then openable cuda devices") {
+  std::vector<std::string> uris = EnumerateDevices();
+  REQUIRE(!uris.empty());
+  REQUIRE(uris[0] == "cpu");
+  for (size_t i = 1; i < uris.size(); ++i) {
+    REQUIRE(uris[i] == "cuda:" + std::to_string(i - 1));
+    REQUIRE(CreateDevice(uris[i], {}).ok());
+  }
+}
+
 TEST_CASE("registry: unknown uri lists the known drivers") {
   auto d = CreateDevice("tpu", {});
   REQUIRE(d.status().code() == StatusCode::kNotFound);

@@ -1,5 +1,8 @@
 #include "hal/semaphore.h"
 
+#include <algorithm>
+#include <vector>
+
 namespace hexir::hal {
 
 Semaphore::Semaphore(uint64_t initial_value, std::shared_ptr<DeviceCounters> counters)
@@ -53,6 +56,52 @@ Status Semaphore::WaitInternal(uint64_t value, Timeout timeout) {
   }
   if (!failure_.ok()) return failure_;
   return Status::Ok();
+}
+
+Status WaitSemaphores(const std::vector<SemaphoreValue>& list, WaitMode mode, Timeout timeout) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (!list[i].semaphore) return InvalidArgument("wait semaphores: semaphore ", i, " is null");
+  }
+  if (list.empty()) return Status::Ok();
+  if (list[0].semaphore->counters_) DeviceCounters::Add(list[0].semaphore->counters_->host_waits);
+  using Clock = std::chrono::steady_clock;
+  const bool infinite = timeout >= std::chrono::hours(24 * 365);
+  const Clock::time_point deadline = infinite ? Clock::time_point::max() : Clock::now() + timeout;
+  auto remaining = [&]() -> Timeout {
+    if (infinite) return kInfiniteTimeout;
+    return std::max(Timeout::zero(), std::chrono::duration_cast<Timeout>(deadline - Clock::now()));
+  };
+  if (mode == WaitMode::kAll || list.size() == 1) {
+    // Each wait gets what is left of the one deadline.
+    for (const SemaphoreValue& sv : list) {
+      HEXIR_RETURN_IF_ERROR(sv.semaphore->WaitInternal(sv.value, remaining()));
+    }
+    return Status::Ok();
+  }
+  // kAny over several semaphores: semaphores have no shared condition variable, so poll them
+  // and block on the first in short slices (the latency of noticing another one).
+  constexpr Timeout kSlice = std::chrono::microseconds(500);
+  while (true) {
+    Status failure;
+    const SemaphoreValue* pending = nullptr;  // one that may still be reached
+    for (const SemaphoreValue& sv : list) {
+      auto v = sv.semaphore->Query();
+      if (!v.ok()) {
+        if (failure.ok()) failure = v.status();
+      } else if (*v >= sv.value) {
+        return Status::Ok();
+      } else if (!pending) {
+        pending = &sv;
+      }
+    }
+    if (!pending) return failure;
+    Timeout left = remaining();
+    if (left == Timeout::zero()) {
+      return DeadlineExceeded("wait for any of ", list.size(), " semaphores timed out");
+    }
+    Status st = pending->semaphore->WaitInternal(pending->value, std::min(left, kSlice));
+    if (st.ok()) return st;
+  }
 }
 
 }  // namespace hexir::hal

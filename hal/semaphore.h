@@ -15,12 +15,16 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "base/status.h"
 #include "hal/stats.h"
 #include "vm/ref.h"
 
 namespace hexir::hal {
+
+struct SemaphoreValue;
+enum class WaitMode;
 
 // How long a wait may block; kInfiniteTimeout never times out.
 using Timeout = std::chrono::nanoseconds;
@@ -51,6 +55,8 @@ class Semaphore final : public vm::RefObject {
   Status WaitInternal(uint64_t value, Timeout timeout);
 
  private:
+  friend Status WaitSemaphores(const std::vector<SemaphoreValue>&, WaitMode, Timeout);
+
   mutable std::mutex mu_;
   std::condition_variable cv_;
   uint64_t value_;
@@ -63,5 +69,15 @@ struct SemaphoreValue {
   vm::Ref<Semaphore> semaphore;
   uint64_t value = 0;
 };
+
+enum class WaitMode { kAll, kAny };
+
+// Host wait on a list: kAll returns when every semaphore reached its value, kAny when at
+// least one did (an empty list is reached at once). Returns DeadlineExceeded when `timeout`
+// passes first (zero polls), the failure of a failed semaphore it waits for (kAll: any of
+// them; kAny: only if no other one is reached), InvalidArgument for a null semaphore. Counts
+// one host wait (on the first semaphore's device statistics). Thread-safe.
+Status WaitSemaphores(const std::vector<SemaphoreValue>& list, WaitMode mode,
+                      Timeout timeout = kInfiniteTimeout);
 
 }  // namespace hexir::hal

@@ -192,5 +192,38 @@ TEST_CASE("queue (inline): executes at submission; unsatisfied waits are an erro
   REQUIRE(Word(*buf) == 9);
 }
 
+TEST_CASE("WaitSemaphores: all / any, deadlines, failures") {
+  auto a = vm::MakeRef<Semaphore>(0, nullptr), b = vm::MakeRef<Semaphore>(0, nullptr);
+  REQUIRE(WaitSemaphores({}, WaitMode::kAll, 0ns).ok());
+  REQUIRE(WaitSemaphores({{a, 1}, {b, 1}}, WaitMode::kAny, 0ns).code() == StatusCode::kDeadlineExceeded);
+  REQUIRE(b->Signal(1).ok());
+  REQUIRE(WaitSemaphores({{a, 1}, {b, 1}}, WaitMode::kAny, 0ns).ok());
+  auto t0 = std::chrono::steady_clock::now();
+  Status all = WaitSemaphores({{a, 1}, {b, 1}}, WaitMode::kAll, 30ms);
+  REQUIRE(all.code() == StatusCode::kDeadlineExceeded);
+  auto took = std::chrono::steady_clock::now() - t0;
+  REQUIRE(took >= 30ms);
+  REQUIRE(took < 5s);
+  // Released from another thread while waiting (any: the second one of the list).
+  auto c = vm::MakeRef<Semaphore>(0, nullptr);
+  std::thread t([&] {
+    std::this_thread::sleep_for(20ms);
+    REQUIRE(c->Signal(3).ok());
+  });
+  REQUIRE(WaitSemaphores({{a, 1}, {c, 2}}, WaitMode::kAny, 10s).ok());
+  t.join();
+  REQUIRE(a->Signal(1).ok());
+  REQUIRE(WaitSemaphores({{a, 1}, {b, 1}, {c, 3}}, WaitMode::kAll, 10s).ok());
+  // A failed semaphore: kAll fails; kAny fails only when nothing else can be reached.
+  auto f = vm::MakeRef<Semaphore>(0, nullptr);
+  f->Fail(Aborted("device lost"));
+  REQUIRE(WaitSemaphores({{a, 1}, {f, 1}}, WaitMode::kAll).message() == "device lost");
+  REQUIRE(WaitSemaphores({{f, 1}, {a, 1}}, WaitMode::kAny).ok());
+  REQUIRE(WaitSemaphores({{f, 1}, {a, 9}}, WaitMode::kAny, 10ms).code() == StatusCode::kDeadlineExceeded);
+  REQUIRE(WaitSemaphores({{f, 1}}, WaitMode::kAny).message() == "device lost");
+  REQUIRE(WaitSemaphores({{a, 1}, {nullptr, 1}}, WaitMode::kAll).message() ==
+          "wait semaphores: semaphore 1 is null");
+}
+
 }  // namespace
 }  // namespace hexir::hal

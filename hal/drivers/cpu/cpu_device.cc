@@ -80,6 +80,8 @@ class CpuDevice final : public Device {
                                                 counters(), memory_, *block));
   }
 
+  void TrimPool() override { memory_->Trim(); }
+
   StatusOr<vm::Ref<Executable>> CreateExecutable(const vm::ExecutableView& view) override {
     HEXIR_ASSIGN_OR_RETURN(vm::Ref<Executable> exe, CpuExecutable::Load(view));
     DeviceCounters::Add(counters()->executables_loaded);

@@ -66,3 +66,14 @@ EXPORT int count_misaligned(const hexir_cpu_dispatch_state_t* d,
   *(uint32_t*)d->binding_ptrs[0] = bad;
   return 0;
 }
+
+// Word 0 of binding i := i + 1 + push constant 0, for every binding (tests many bindings).
+EXPORT int stamp_bindings(const hexir_cpu_dispatch_state_t* d,
+                          const hexir_cpu_workgroup_state_t* w) {
+  if (w->workgroup_id[0] != 0) return 0;
+  for (uint32_t i = 0; i < d->binding_count; ++i) {
+    if (d->binding_lengths[i] < 4) return 4;
+    *(uint32_t*)d->binding_ptrs[i] = i + 1 + d->push_constants[0];
+  }
+  return 0;
+}
