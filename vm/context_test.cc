@@ -1,7 +1,12 @@
 // Context API details, the disassembler and the test builder's own error reporting.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
 #include "vm/api.h"
+#include "vm/byte_buffer.h"
 #include "vm/disassembler.h"
 #include "vm/module.h"
 #include "vm/testing/builder.h"
@@ -142,8 +147,8 @@ TEST_CASE("the disassembler prints every operand kind") {
         "f(i_) v=4 r=3:\n"
         "  @0: const.f64 v1, 1.5\n"
         "  @4: add.imm.i64 v2, v0, -3\n"
-        "  @8: call.import 'test.make'#0, (v0), -> (r0)\n"
-        "  @14: call 'g'#0, (v0, r0!), -> (r1)\n"
+        "  @8: call.import 'test.make'#0, (v0) -> (r0)\n"
+        "  @14: call 'g'#0, (v0, r0!) -> (r1)\n"
         "  @21: rodata r2, rodata#0\n"
         "  @24: global.store.ref r2!, global.r#0\n"
         "  @27: switch v0, @38, [], {0: @38 [v0 -> v3], 1: @41 []}\n"
@@ -178,6 +183,55 @@ TEST_CASE("the builder reports misuse instead of writing a bad module") {
     mb.AddFunction("f", "_").Op(Op::Return);
     CHECK(error(mb) == "builder: function 'f' last instruction lacks operands 'L'");
   }
+}
+
+TEST_CASE("LoadFromFile maps the file: rodata and executables are used in place") {
+  ModuleBuilder mb("mapped");
+  std::vector<uint8_t> table(1000), kernel(300);
+  for (size_t i = 0; i < table.size(); ++i) table[i] = uint8_t(i * 13);
+  for (size_t i = 0; i < kernel.size(); ++i) kernel[i] = uint8_t(255 - i);
+  uint32_t d = mb.AddRodata(table);
+  mb.AddExecutable("test-format", kernel, {"k0", "k1"});
+  auto& f = mb.AddFunction("f", "_r");
+  f.Op(Op::Rodata).R(0).D(d);
+  f.Op(Op::Return).L({Move(0)});
+  mb.AddExport("f", f.ordinal());
+  auto bytes = mb.Build();
+  REQUIRE(bytes.ok());
+  const char* dir = std::getenv("TEST_TMPDIR");
+  std::string path = std::string(dir ? dir : "/tmp") + "/mapped.vmfb";
+  FILE* out = std::fopen(path.c_str(), "wb");
+  REQUIRE(out);
+  REQUIRE(std::fwrite(bytes->data(), 1, bytes->size(), out) == bytes->size());
+  std::fclose(out);
+
+  auto module = Module::LoadFromFile(path);
+  INFO(module.status().ToString());
+  REQUIRE(module.ok());
+  Span<const uint8_t> file = (*module)->bytes();
+  CHECK(reinterpret_cast<uintptr_t>(file.data()) % 4096 == 0);  // an mmap, not a copy
+  Span<const uint8_t> ro = (*module)->rodata(0);
+  CHECK(ro.data() >= file.data());
+  CHECK(ro.data() + ro.size() <= file.data() + file.size());
+  CHECK(reinterpret_cast<uintptr_t>(ro.data()) % kSegmentAlignment == 0);
+  CHECK(std::memcmp(ro.data(), table.data(), table.size()) == 0);
+  auto exe = (*module)->executable(0);
+  REQUIRE(exe.ok());
+  CHECK(exe->data >= file.data());
+  CHECK(exe->size == kernel.size());
+  CHECK(reinterpret_cast<uintptr_t>(exe->data) % kSegmentAlignment == 0);
+  CHECK(std::memcmp(exe->data, kernel.data(), kernel.size()) == 0);
+
+  // The rodata op's vm.buffer points at the same mapped bytes.
+  auto context = Context::Create();
+  REQUIRE(context->LoadModule(**module).ok());
+  auto fn = context->LookupFunction("f");
+  REQUIRE(fn.ok());
+  std::vector<Variant> results;
+  REQUIRE(context->Invoke(*fn, {}, &results).ok());
+  auto* buffer = RefCast<ByteBuffer>(results[0].ref.get());
+  REQUIRE(buffer);
+  CHECK(buffer->data() == ro.data());
 }
 
 }  // namespace

@@ -39,7 +39,9 @@ std::string DisassembleInstruction(const Module& module, uint32_t function, uint
   uint32_t pos = 1;
   int list_index = 0;
   for (const char* k = info.operands; *k; ++k) {
-    os << (k == info.operands ? " " : ", ");
+    // The result list of call / call.import reads "(args) -> (results)".
+    bool results_list = *k == 'L' && list_index == 1;
+    os << (k == info.operands || results_list ? " " : ", ");
     switch (*k) {
       case 'V':
         os << 'v' << w[pos++];

@@ -2,8 +2,9 @@
 // tests and error reports).
 //
 //   @0: const.i64 v1, 0
-//   @4: cond_br v0, @10 [], @22 [r0! -> r1]
-//   @10: call 'twice' (v0) -> (v2)
+//   @4: cond_br v0, @10, [], @22, [r0! -> r1]
+//   @10: call 'twice'#1, (v0) -> (v2)
+//   @16: for.i64 v2, v4, v3, @10, []
 //
 // Registers print as v<N> / r<N>; a trailing '!' marks MOVE. Stateless and thread-safe.
 #pragma once

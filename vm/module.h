@@ -30,7 +30,8 @@ struct Module;
 // File header (see vm/module.fbs).
 inline constexpr char kModuleMagic[8] = {'H', 'X', 'I', 'R', 'V', 'M', 'F', 'B'};
 inline constexpr uint32_t kModuleVersionMajor = 1;
-inline constexpr uint32_t kModuleVersionMinor = 0;
+// 1.1 added the list ops and the fused branch / loop ops of isa.def (no table changes).
+inline constexpr uint32_t kModuleVersionMinor = 1;
 inline constexpr uint32_t kModuleVersion = kModuleVersionMajor << 16 | kModuleVersionMinor;
 inline constexpr size_t kModuleHeaderSize = 16;
 inline constexpr size_t kSegmentAlignment = 64;

@@ -383,11 +383,20 @@ TEST_CASE("module-level verification: header, segments, exports, initializer") {
   v2.SetVersion(2 << 16);
   v2.AddFunction("f", "_").Op(Op::Return).L({});
   ExpectError(LoadStatus(Bytes(v2)),
-              "module format version 2.0 is not supported by this reader (1.0)");
-  ModuleBuilder v11;
-  v11.SetVersion(1 << 16 | 1);
-  v11.AddFunction("f", "_").Op(Op::Return).L({});
-  CHECK(!LoadStatus(Bytes(v11)).ok());
+              "module format version 2.0 is not supported by this reader (1.1)");
+  // Compatibility rule: same major, minor <= the reader's. 1.0 (no list / fused ops) and
+  // 1.1 load; 1.2 does not.
+  for (uint32_t minor : {0u, 1u}) {
+    ModuleBuilder ok;
+    ok.SetVersion(1 << 16 | minor);
+    ok.AddFunction("f", "_").Op(Op::Return).L({});
+    CHECK(LoadStatus(Bytes(ok)).ok());
+  }
+  ModuleBuilder v12;
+  v12.SetVersion(1 << 16 | 2);
+  v12.AddFunction("f", "_").Op(Op::Return).L({});
+  ExpectError(LoadStatus(Bytes(v12)),
+              "module format version 1.2 is not supported by this reader (1.1)");
 
   ModuleBuilder exports;
   exports.AddFunction("f", "_").Op(Op::Return).L({});

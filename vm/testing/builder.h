@@ -135,7 +135,7 @@ class ModuleBuilder {
   };
 
   std::string name_;
-  uint32_t version_ = 1u << 16;  // format 1.0 (vm/module.fbs)
+  uint32_t version_ = 1u << 16 | 1;  // format 1.1 (vm/module.h)
   std::vector<std::unique_ptr<FunctionBuilder>> functions_;
   std::vector<Import> imports_;
   std::vector<std::pair<std::string, uint32_t>> exports_;
