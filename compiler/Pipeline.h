@@ -13,10 +13,13 @@
 namespace hexir::compiler {
 
 struct CompileOptions {
-  std::string target = "cpu";       // only "cpu" so far
+  std::string target = "cpu";       // "cpu" or "cuda"
   std::string cpu = "host";         // LLVM CPU name, or "host" (host CPU + features)
   int64_t max_workgroups = 64;      // per dispatch, along x
   bool fuse_elementwise = true;     // fuse elementwise consumers into producers' dispatches
+  std::string cuda_chip = "sm_90";  // --target=cuda: SM for nvvm + ptxas -arch
+  std::string cuda_features = "+ptx80";
+  std::string cuda_format = "cubin";  // "cubin" (cubin + PTX) or "ptx" (PTX only)
 };
 
 // Upstream dialects, extensions and LLVM IR translations, plus hexir and hexir_vm.

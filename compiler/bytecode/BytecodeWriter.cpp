@@ -56,6 +56,18 @@ class ModuleWriter {
     e.format = format.str();
     e.binary.assign(binary.getValue().begin(), binary.getValue().end());
     e.entry_points.push_back(entry.str());
+    // Target metadata: `hexir.attrs` strings are copied; each `hexir.rodata_attrs` blob
+    // is stored as rodata and its key maps to the rodata ordinal (e.g. CUDA's PTX).
+    if (auto attrs = exe->getAttrOfType<DictionaryAttr>("hexir.attrs"))
+      for (NamedAttribute a : attrs)
+        if (auto s = dyn_cast<StringAttr>(a.getValue()))
+          e.attrs.emplace_back(a.getName().str(), s.str());
+    if (auto blobs = exe->getAttrOfType<DictionaryAttr>("hexir.rodata_attrs"))
+      for (NamedAttribute a : blobs)
+        if (auto s = dyn_cast<StringAttr>(a.getValue())) {
+          data.rodata.emplace_back(s.getValue().begin(), s.getValue().end());
+          e.attrs.emplace_back(a.getName().str(), std::to_string(data.rodata.size() - 1));
+        }
     data.executables.push_back(std::move(e));
     return success();
   }

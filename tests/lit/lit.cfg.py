@@ -17,3 +17,8 @@ config.substitutions.append(("hexir-opt", tool("HEXIR_OPT", "bazel-bin/tools/hex
 config.substitutions.append(("hexir-compile", tool("HEXIR_COMPILE", "bazel-bin/tools/hexir-compile/hexir-compile")))
 config.substitutions.append(("FileCheck", os.environ.get("FILECHECK", "/usr/lib/llvm-22/bin/FileCheck")))
 config.substitutions.append(("not", os.environ.get("NOT", "/usr/lib/llvm-22/bin/not")))
+
+# CUDA code generation tests need the toolkit's ptxas (CUDA_HOME, else /usr/local/cuda).
+_cuda_home = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+if os.access(os.path.join(_cuda_home, "bin", "ptxas"), os.X_OK):
+    config.available_features.add("cuda-toolkit")

@@ -16,13 +16,18 @@ namespace cl = llvm::cl;
 
 static cl::opt<std::string> input(cl::Positional, cl::desc("<input .mlir>"), cl::init("-"));
 static cl::opt<std::string> output("o", cl::desc("output .vmfb path"), cl::init("-"));
-static cl::opt<std::string> target("target", cl::desc("target: cpu"), cl::init("cpu"));
+static cl::opt<std::string> target("target", cl::desc("target: cpu or cuda"), cl::init("cpu"));
 static cl::opt<std::string> cpu("cpu", cl::desc("LLVM CPU name for kernels, or 'host'"),
                                 cl::init("host"));
 static cl::opt<int64_t> maxWorkgroups("max-workgroups", cl::desc("workgroups per dispatch"),
                                       cl::init(64));
 static cl::opt<bool> noFusion("no-fusion", cl::desc("one dispatch per linalg op"),
                               cl::init(false));
+static cl::opt<std::string> cudaChip("cuda-chip", cl::desc("--target=cuda: SM (default sm_90)"),
+                                     cl::init("sm_90"));
+static cl::opt<std::string> cudaFormat("cuda-format",
+                                       cl::desc("--target=cuda: cubin (cubin + PTX) or ptx"),
+                                       cl::init("cubin"));
 static cl::opt<bool> emitMLIR("emit-vm-mlir",
                               cl::desc("print the VM-form IR instead of writing bytecode "
                                        "(kernel binaries replaced by their size)"),
@@ -55,6 +60,8 @@ int main(int argc, char** argv) {
   options.cpu = cpu;
   options.max_workgroups = maxWorkgroups;
   options.fuse_elementwise = !noFusion;
+  options.cuda_chip = cudaChip;
+  options.cuda_format = cudaFormat;
   std::vector<uint8_t> bytes;
   if (mlir::failed(hexir::compiler::CompileModule(*module, options, &bytes))) return 1;
 

@@ -1,0 +1,153 @@
+// Serializes each lowered CUDA executable: the gpu.module goes through MLIR's NVVM target
+// (gpu-module-to-binary, format=isa) to PTX, with libdevice linked when the kernel calls
+// __nv_* math functions; the PTX is then assembled by the toolkit's ptxas into a cubin in
+// a subprocess on temporary files deleted afterwards. ptxas is run here rather than by
+// MLIR so that a missing toolkit gives one clear error naming the path that was tried.
+#include <cstdlib>
+
+#include "dialects/hexir/IR/HexirOps.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "passes/codegen/CUDAPasses.h"
+
+namespace hexir {
+#define GEN_PASS_DEF_CUDASERIALIZEEXECUTABLES
+#include "passes/codegen/CUDAPasses.h.inc"
+
+namespace {
+using namespace mlir;
+
+class CUDASerializeExecutables
+    : public impl::CUDASerializeExecutablesBase<CUDASerializeExecutables> {
+ public:
+  using CUDASerializeExecutablesBase::CUDASerializeExecutablesBase;
+
+  void runOnOperation() override {
+    if (format != "cubin" && format != "ptx") {
+      getOperation().emitError("unknown CUDA format '") << format << "' (expected cubin or ptx)";
+      return signalPassFailure();
+    }
+    root = toolkitRoot();
+    for (auto exe : getOperation().getOps<ExecutableOp>())
+      if (failed(serialize(exe))) return signalPassFailure();
+  }
+
+ private:
+  std::string toolkitRoot() const {
+    if (!toolkit.empty()) return toolkit;
+    if (const char* home = std::getenv("CUDA_HOME"); home && *home) return home;
+    return "/usr/local/cuda";
+  }
+
+  static bool callsLibdevice(gpu::GPUModuleOp module) {
+    for (auto f : module.getOps<LLVM::LLVMFuncOp>())
+      if (f.isExternal() && f.getSymName().starts_with("__nv_")) return true;
+    return false;
+  }
+
+  FailureOr<std::string> toPTX(ExecutableOp exe, ModuleOp inner, gpu::GPUModuleOp module) {
+    std::string options = "format=isa toolkit=" + root;
+    if (callsLibdevice(module)) {
+      llvm::SmallString<256> libdevice(root);
+      llvm::sys::path::append(libdevice, "nvvm", "libdevice", "libdevice.10.bc");
+      if (!llvm::sys::fs::exists(libdevice))
+        return exe.emitError("CUDA libdevice not found at ")
+               << libdevice << " (needed for math functions; set CUDA_HOME to the toolkit)";
+      options += " l=" + libdevice.str().str();
+    }
+    FailureOr<OpPassManager> pm =
+        parsePassPipeline("builtin.module(gpu-module-to-binary{" + options + "})");
+    if (failed(pm)) return exe.emitError("bad internal pipeline");
+    if (failed(runPipeline(*pm, inner))) return exe.emitError("PTX generation failed");
+    auto binary = inner.lookupSymbol<gpu::BinaryOp>(exe.getSymName());
+    if (!binary || binary.getObjects().size() != 1)
+      return exe.emitError("PTX generation produced no gpu.binary");
+    auto object = cast<gpu::ObjectAttr>(binary.getObjects()[0]);
+    return object.getObject().getValue().str();
+  }
+
+  FailureOr<std::string> toCubin(ExecutableOp exe, StringRef ptx) {
+    llvm::SmallString<256> ptxas(root);
+    llvm::sys::path::append(ptxas, "bin", "ptxas");
+    if (!llvm::sys::fs::can_execute(ptxas))
+      return exe.emitError("CUDA toolkit not found: no ptxas at ")
+             << ptxas << " (set CUDA_HOME to the toolkit, or use --cuda-format=ptx)";
+    llvm::SmallString<128> ptxPath, cubinPath, logPath;
+    int ptxFd;
+    if (llvm::sys::fs::createTemporaryFile("hexir-kernel", "ptx", ptxFd, ptxPath) ||
+        llvm::sys::fs::createTemporaryFile("hexir-kernel", "cubin", cubinPath) ||
+        llvm::sys::fs::createTemporaryFile("hexir-ptxas", "log", logPath))
+      return exe.emitError("cannot create temporary files");
+    llvm::scope_exit cleanup([&] {
+      llvm::sys::fs::remove(ptxPath);
+      llvm::sys::fs::remove(cubinPath);
+      llvm::sys::fs::remove(logPath);
+    });
+    {
+      llvm::raw_fd_ostream os(ptxFd, /*shouldClose=*/true);
+      os << ptx.rtrim('\0');
+    }
+    std::string arch = "-arch=" + chip;
+    llvm::SmallVector<StringRef> args = {ptxas, arch, "-O3", ptxPath, "-o", cubinPath};
+    std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logPath), StringRef(logPath)};
+    std::string errorMessage;
+    int rc = llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects, 0, 0, &errorMessage);
+    if (rc != 0) {
+      std::string log;
+      if (auto buffer = llvm::MemoryBuffer::getFile(logPath)) log = (*buffer)->getBuffer().str();
+      return exe.emitError("ptxas failed (exit ") << rc << ") " << errorMessage << ": " << log;
+    }
+    auto buffer = llvm::MemoryBuffer::getFile(cubinPath);
+    if (!buffer) return exe.emitError("cannot read the cubin written by ptxas");
+    return (*buffer)->getBuffer().str();
+  }
+
+  LogicalResult serialize(ExecutableOp exe) {
+    ModuleOp inner = exe.getInnerModule();
+    if (!inner) return exe.emitError("executable has no module to serialize");
+    auto module = inner.lookupSymbol<gpu::GPUModuleOp>(exe.getSymName());
+    if (!module) return exe.emitError("executable has no gpu.module (run hexir-cuda-lower-executables)");
+    auto block = exe->getAttrOfType<DenseI64ArrayAttr>("hexir.cuda.block_size");
+    if (!block || block.size() != 3) return exe.emitError("executable has no hexir.cuda.block_size");
+    FailureOr<std::string> ptx = toPTX(exe, inner, module);
+    if (failed(ptx)) return failure();
+    // ptxas and the driver's JIT read NUL-terminated text.
+    std::string ptxText = *ptx;
+    if (ptxText.empty() || ptxText.back() != '\0') ptxText.push_back('\0');
+
+    OpBuilder b(exe);
+    std::string entry = exe.getSymName().str();
+    std::string blockText = std::to_string(block[0]) + "," + std::to_string(block[1]) + "," +
+                            std::to_string(block[2]);
+    exe->setAttr("hexir.attrs",
+                 b.getDictionaryAttr({b.getNamedAttr("cuda.block_size." + entry,
+                                                     b.getStringAttr(blockText))}));
+    if (format == "ptx") {
+      exe->setAttr("hexir.format", b.getStringAttr("cuda-ptx"));
+      exe->setAttr("hexir.binary", b.getStringAttr(ptxText));
+    } else {
+      FailureOr<std::string> cubin = toCubin(exe, ptxText);
+      if (failed(cubin)) return failure();
+      exe->setAttr("hexir.format", b.getStringAttr("cuda-cubin-" + chip));
+      exe->setAttr("hexir.binary", b.getStringAttr(*cubin));
+      exe->setAttr("hexir.rodata_attrs",
+                   b.getDictionaryAttr({b.getNamedAttr("cuda.ptx_segment", b.getStringAttr(ptxText))}));
+    }
+    exe->setAttr("hexir.entry", b.getStringAttr(entry));
+    exe->removeAttr("hexir.cuda.block_size");
+    inner.erase();
+    return success();
+  }
+
+  std::string root;
+};
+
+}  // namespace
+}  // namespace hexir

@@ -1,0 +1,178 @@
+// Maps a kernel's parallel iteration space onto CUDA threads: every parallel loop of the
+// result op is tiled by 1 (producers fused, reductions kept whole inside the thread) and
+// each tile loop is pinned to the calling thread's point. The thread's point comes from
+// delinearizing its global id over the loops in the order of the output's dimensions, so
+// neighbouring threads write neighbouring elements (coalesced stores; coalesced loads for
+// every operand indexed like the output). Work is done on a clone so that a kernel which
+// does not tile cleanly falls back to one thread untouched.
+#include "dialects/hexir/IR/HexirOps.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Interfaces/TilingInterface.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "passes/codegen/CUDAPasses.h"
+
+namespace hexir {
+#define GEN_PASS_DEF_CUDADISTRIBUTETHREADS
+#include "passes/codegen/CUDAPasses.h.inc"
+
+namespace {
+using namespace mlir;
+
+// Index arithmetic on i32 (cheap on the GPU; P < 2^31 is checked): gid = bid * B + tid.
+Value globalThreadId(OpBuilder& b, Location loc, int64_t blockSize) {
+  Type i32 = b.getI32Type();
+  auto toI32 = [&](Value v) { return arith::IndexCastUIOp::create(b, loc, i32, v).getResult(); };
+  Value tid = toI32(gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
+  Value bid = toI32(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x));
+  Value bs = arith::ConstantIntOp::create(b, loc, i32, blockSize);
+  return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, bid, bs), tid);
+}
+
+class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistributeThreads> {
+ public:
+  using CUDADistributeThreadsBase::CUDADistributeThreadsBase;
+
+  void runOnOperation() override {
+    MLIRContext* ctx = &getContext();
+    for (auto exe : getOperation().getOps<ExecutableOp>()) {
+      ModuleOp inner = exe.getInnerModule();
+      auto kernel = inner ? inner.lookupSymbol<func::FuncOp>(exe.getSymName()) : nullptr;
+      if (!kernel) {
+        exe.emitError("executable has no kernel named like it");
+        return signalPassFailure();
+      }
+      int64_t points = 1;
+      func::FuncOp distributed = distribute(kernel, points);
+      if (distributed) {
+        kernel.erase();
+        distributed.setSymName(exe.getSymName());
+      } else {
+        points = 1;
+      }
+      kernel = inner.lookupSymbol<func::FuncOp>(exe.getSymName());
+      int64_t block = blockFor(points);
+      int64_t grid = (points + block - 1) / block;
+      kernel->setAttr("hexir.cuda.thread_count", IntegerAttr::get(IndexType::get(ctx), points));
+      kernel->setAttr("hexir.cuda.block_size", IntegerAttr::get(IndexType::get(ctx), block));
+      exe->setAttr("hexir.workgroup_count", DenseI64ArrayAttr::get(ctx, {grid, 1, 1}));
+      exe->setAttr("hexir.cuda.block_size", DenseI64ArrayAttr::get(ctx, {block, 1, 1}));
+    }
+  }
+
+ private:
+  int64_t blockFor(int64_t points) const {
+    return std::max<int64_t>(1, std::min<int64_t>(blockSize, points));
+  }
+
+  // Returns a distributed clone of `kernel` (inserted next to it) and its point count, or
+  // null when the kernel is to run on one thread.
+  func::FuncOp distribute(func::FuncOp original, int64_t& points) {
+    auto ret = cast<func::ReturnOp>(original.getBody().front().getTerminator());
+    if (ret.getNumOperands() != 1) return nullptr;
+    auto originalRoot = dyn_cast_or_null<TilingInterface>(ret.getOperand(0).getDefiningOp());
+    if (!originalRoot) return nullptr;
+
+    OpBuilder cloner(original);
+    auto kernel = cast<func::FuncOp>(cloner.clone(*original));
+    kernel.setSymName((original.getSymName() + "_distributed").str());
+    auto fail = [&]() -> func::FuncOp {
+      kernel.erase();
+      return nullptr;
+    };
+    MLIRContext* ctx = kernel.getContext();
+    auto root = cast<TilingInterface>(
+        cast<func::ReturnOp>(kernel.getBody().front().getTerminator()).getOperand(0).getDefiningOp());
+
+    SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();
+    OpBuilder b(root);
+    SmallVector<Range> domain = root.getIterationDomain(b);
+    SmallVector<int64_t> parallel, extents(iterators.size(), 0);
+    points = 1;
+    for (auto [d, it] : llvm::enumerate(iterators)) {
+      std::optional<int64_t> n = getConstantIntValue(domain[d].size);
+      std::optional<int64_t> lb = getConstantIntValue(domain[d].offset);
+      if (!n || !lb || *lb != 0) return fail();
+      extents[d] = *n;
+      if (it != utils::IteratorType::parallel) continue;
+      parallel.push_back(d);
+      points *= *n;
+    }
+    if (parallel.empty() || points <= 1 || points >= (int64_t(1) << 31)) return fail();
+
+    // Delinearization order: the loops indexing the output's dimensions, outermost first,
+    // so the output's contiguous dimension varies fastest across threads.
+    SmallVector<int64_t> order;
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(root.getOperation());
+        linalgOp && linalgOp.getNumDpsInits() == 1) {
+      AffineMap out = linalgOp.getMatchingIndexingMap(linalgOp.getDpsInitOperand(0));
+      for (AffineExpr e : out.getResults())
+        if (auto dim = dyn_cast<AffineDimExpr>(e);
+            dim && iterators[dim.getPosition()] == utils::IteratorType::parallel &&
+            !llvm::is_contained(order, (int64_t)dim.getPosition()))
+          order.push_back(dim.getPosition());
+    }
+    for (int64_t d : parallel)
+      if (!llvm::is_contained(order, d)) order.insert(order.begin(), d);
+
+    SmallVector<OpFoldResult> sizes(iterators.size(), b.getIndexAttr(0));
+    for (int64_t d : parallel) sizes[d] = b.getIndexAttr(1);
+    scf::SCFTilingOptions tiling;
+    tiling.setTileSizes(sizes);
+    tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
+    scf::SCFTileAndFuseOptions options;
+    options.setTilingOptions(tiling);
+    IRRewriter rewriter(ctx);
+    rewriter.setInsertionPoint(root);
+    FailureOr<scf::SCFTileAndFuseResult> tiled =
+        scf::tileConsumerAndFuseProducersUsingSCF(rewriter, root, options);
+    if (failed(tiled) || tiled->loops.size() != parallel.size()) return fail();
+    for (OpResult r : root->getResults()) rewriter.replaceAllUsesWith(r, tiled->replacements[r]);
+
+    // The thread's point: coordinate of loop order[k] from gid (i32 div/rem by constants).
+    Location loc = kernel.getLoc();
+    b.setInsertionPointToStart(&kernel.getBody().front());
+    Value rest = globalThreadId(b, loc, blockFor(points));
+    DenseMap<int64_t, Value> coordinate;
+    for (int64_t d : llvm::reverse(order)) {
+      Value n = arith::ConstantIntOp::create(b, loc, b.getI32Type(), extents[d]);
+      Value c = d == order.front() ? rest : arith::RemUIOp::create(b, loc, rest, n).getResult();
+      coordinate[d] = arith::IndexCastUIOp::create(b, loc, b.getIndexType(), c);
+      if (d != order.front()) rest = arith::DivUIOp::create(b, loc, rest, n);
+    }
+    // tiled->loops are the tiled (parallel) loops in loop order, outermost first.
+    for (auto [k, loopLike] : llvm::enumerate(tiled->loops)) {
+      auto loop = dyn_cast<scf::ForOp>(loopLike.getOperation());
+      if (!loop) return fail();
+      Value c = coordinate[parallel[k]];
+      b.setInsertionPoint(loop);
+      Value one = arith::ConstantIndexOp::create(b, loc, 1);
+      loop.setLowerBound(c);
+      loop.setUpperBound(arith::AddIOp::create(b, loc, c, one));
+      loop.setStep(one);
+    }
+
+    // Dead untiled ops go; extract_slice(tensor.empty) becomes a point-sized temporary.
+    RewritePatternSet patterns(ctx);
+    tensor::populateFoldTensorEmptyPatterns(patterns);
+    (void)applyPatternsGreedily(kernel, std::move(patterns));
+
+    // Every op that computes must now sit inside the thread's loops: anything left at the
+    // top level would run in every thread over whole tensors (and race on outputs).
+    for (Operation& op : kernel.getBody().front())
+      if (isa<TilingInterface, DestinationStyleOpInterface>(op) && !isa<scf::ForOp>(op))
+        return fail();
+    return kernel;
+  }
+};
+
+}  // namespace
+}  // namespace hexir

@@ -1,0 +1,234 @@
+// Lowers each executable's (distributed) tensor kernel to the NVVM/LLVM dialects inside a
+// gpu.module and adds the CUDA dispatch ABI v1 entry: an nvvm.kernel taking one pointer
+// per binding then one i32 per push-constant word, which builds the static memref
+// descriptors and calls the lowered body (inlined by LLVM: internal, single caller).
+#include "dialects/hexir/IR/HexirOps.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "passes/codegen/CUDAPasses.h"
+
+namespace hexir {
+#define GEN_PASS_DEF_CUDALOWEREXECUTABLES
+#include "passes/codegen/CUDAPasses.h.inc"
+
+namespace {
+using namespace mlir;
+
+constexpr const char* kBufferizePipeline =
+    "builtin.module(canonicalize,cse,one-shot-bufferize{bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map},canonicalize,cse)";
+constexpr const char* kLoopsPipeline =
+    "builtin.module(convert-linalg-to-loops,lower-affine,canonicalize,cse,convert-scf-to-cf,"
+    "expand-strided-metadata,lower-affine)";
+constexpr const char* kNVVMPipeline =
+    "builtin.module(gpu.module(convert-gpu-to-nvvm,reconcile-unrealized-casts,canonicalize,cse))";
+
+class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExecutables> {
+ public:
+  using CUDALowerExecutablesBase::CUDALowerExecutablesBase;
+
+  void getDependentDialects(DialectRegistry& registry) const override {
+    CUDALowerExecutablesBase::getDependentDialects(registry);
+    for (const char* text : {kBufferizePipeline, kLoopsPipeline, kNVVMPipeline})
+      if (FailureOr<OpPassManager> pm = parsePassPipeline(text); succeeded(pm))
+        pm->getDependentDialects(registry);
+  }
+
+  void runOnOperation() override {
+    for (auto exe : getOperation().getOps<ExecutableOp>())
+      if (failed(lower(exe))) return signalPassFailure();
+  }
+
+ private:
+  // Results that are (casts of) arguments carry nothing: the caller owns those buffers.
+  static void dropArgumentResults(func::FuncOp kernel) {
+    auto ret = cast<func::ReturnOp>(kernel.getBody().front().getTerminator());
+    for (Value v : ret.getOperands()) {
+      while (auto cast = v.getDefiningOp<memref::CastOp>()) v = cast.getSource();
+      if (!isa<BlockArgument>(v)) return;
+    }
+    ret->setOperands({});
+    kernel.setFunctionType(FunctionType::get(kernel.getContext(), kernel.getArgumentTypes(), {}));
+  }
+
+  // Temporaries are per thread (distribution made them point-sized): device-side malloc
+  // would be slow and unsupported by the driver, so they live on the thread's stack.
+  static LogicalResult allocationsToStack(func::FuncOp kernel) {
+    SmallVector<memref::AllocOp> allocs;
+    kernel.walk([&](memref::AllocOp a) { allocs.push_back(a); });
+    for (memref::AllocOp a : allocs) {
+      if (!a.getType().hasStaticShape())
+        return a.emitError("dynamic allocation in a CUDA kernel is not supported");
+      OpBuilder b(a);
+      auto stack = memref::AllocaOp::create(b, a.getLoc(), a.getType(), ValueRange{},
+                                            a.getAlignmentAttr());
+      a.replaceAllUsesWith(stack.getResult());
+      a.erase();
+    }
+    SmallVector<memref::DeallocOp> deallocs;
+    kernel.walk([&](memref::DeallocOp d) { deallocs.push_back(d); });
+    for (memref::DeallocOp d : deallocs) d.erase();
+    return success();
+  }
+
+  // Threads past the last point (the grid rounds up to whole blocks) do nothing.
+  static void guardThreads(func::FuncOp kernel, int64_t points, int64_t block) {
+    Block& body = kernel.getBody().front();
+    Operation* ret = body.getTerminator();
+    OpBuilder b(kernel.getContext());
+    b.setInsertionPointToStart(&body);
+    Location loc = kernel.getLoc();
+    Type i32 = b.getI32Type();
+    Value tid = arith::IndexCastUIOp::create(b, loc, i32, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
+    Value bid = arith::IndexCastUIOp::create(b, loc, i32, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x));
+    Value gid = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, bid, arith::ConstantIntOp::create(b, loc, i32, block)),
+        tid);
+    Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, gid,
+                                          arith::ConstantIntOp::create(b, loc, i32, points));
+    auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
+    Block* then = guard.thenBlock();
+    Operation* firstMoved = guard->getNextNode();
+    while (firstMoved != ret) {
+      Operation* next = firstMoved->getNextNode();
+      firstMoved->moveBefore(then->getTerminator());
+      firstMoved = next;
+    }
+  }
+
+  LogicalResult lower(ExecutableOp exe) {
+    MLIRContext* ctx = &getContext();
+    ModuleOp inner = exe.getInnerModule();
+    if (!inner) return exe.emitError("executable has no module");
+    auto kernel = inner.lookupSymbol<func::FuncOp>(exe.getSymName());
+    if (!kernel) return exe.emitError("executable has no kernel named like it");
+    auto pointsAttr = kernel->getAttrOfType<IntegerAttr>("hexir.cuda.thread_count");
+    auto blockAttr = kernel->getAttrOfType<IntegerAttr>("hexir.cuda.block_size");
+    if (!pointsAttr || !blockAttr)
+      return kernel.emitError("kernel was not distributed (run hexir-cuda-distribute-threads)");
+    int64_t points = pointsAttr.getInt(), block = blockAttr.getInt();
+
+    FailureOr<OpPassManager> bufferize = parsePassPipeline(kBufferizePipeline);
+    FailureOr<OpPassManager> loops = parsePassPipeline(kLoopsPipeline);
+    FailureOr<OpPassManager> nvvm = parsePassPipeline(kNVVMPipeline);
+    if (failed(bufferize) || failed(loops) || failed(nvvm))
+      return exe.emitError("bad internal pipeline");
+    if (failed(runPipeline(*bufferize, inner))) return failure();
+    kernel = inner.lookupSymbol<func::FuncOp>(exe.getSymName());
+    if (!kernel) return exe.emitError("kernel disappeared during bufferization");
+    dropArgumentResults(kernel);
+    if (kernel.getNumResults() != 0)
+      return kernel.emitError("kernel results were not bufferized in place into outputs");
+    SmallVector<Type> signature(kernel.getArgumentTypes());
+    for (Type t : signature) {
+      auto memref = dyn_cast<MemRefType>(t);
+      if (memref && !(memref.hasStaticShape() && memref.getLayout().isIdentity()))
+        return kernel.emitError("kernel argument ") << t << " is not a static identity memref";
+    }
+    if (failed(allocationsToStack(kernel))) return failure();
+    guardThreads(kernel, points, block);
+    if (failed(runPipeline(*loops, inner))) return failure();
+
+    // The kernel body moves into a gpu.module carrying the NVVM target.
+    OpBuilder b(ctx);
+    b.setInsertionPointToEnd(inner.getBody());
+    auto target = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda", chip,
+                                            features);
+    auto gpuModule = gpu::GPUModuleOp::create(b, exe.getLoc(), exe.getSymName(),
+                                              b.getArrayAttr({target}));
+    kernel->moveBefore(gpuModule.getBody(), gpuModule.getBody()->end());
+    kernel->removeAttr("hexir.cuda.thread_count");
+    kernel->removeAttr("hexir.cuda.block_size");
+    if (failed(runPipeline(*nvvm, inner))) return failure();
+    return buildEntry(exe, gpuModule, signature, block);
+  }
+
+  // extern "C" __global__ void <name>(void* binding0, ..., uint32_t push0, ...).
+  LogicalResult buildEntry(ExecutableOp exe, gpu::GPUModuleOp gpuModule, ArrayRef<Type> signature,
+                           int64_t block) {
+    MLIRContext* ctx = &getContext();
+    auto impl = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(exe.getSymName());
+    if (!impl) return exe.emitError("lowered kernel not found");
+    // convert-func-to-llvm may add a C-interface wrapper; the ABI entry replaces it.
+    for (auto f : llvm::to_vector(gpuModule.getOps<LLVM::LLVMFuncOp>()))
+      if (f.getSymName().starts_with("_mlir_ciface_")) f.erase();
+    impl->removeAttr("llvm.emit_c_interface");
+    impl.setSymName((exe.getSymName() + "_impl").str());
+    impl.setLinkage(LLVM::Linkage::Internal);
+    // Outputs are fresh allocations, so no binding aliases a buffer the kernel writes.
+    for (unsigned arg = 0, i = 0; i < signature.size(); ++i) {
+      if (auto memref = dyn_cast<MemRefType>(signature[i])) {
+        impl.setArgAttr(arg + 1, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(ctx));
+        arg += 3 + 2 * memref.getRank();
+      } else {
+        arg += 1;
+      }
+    }
+
+    int64_t bindingCount = 0, wordCount = 0;
+    for (Type t : signature) {
+      if (isa<MemRefType>(t)) ++bindingCount;
+      else if (t.isF32() || t.isInteger(32)) wordCount += 1;
+      else if (t.isInteger(64) || t.isIndex()) wordCount += 2;
+      else return exe.emitError("unsupported kernel argument type ") << t << " for target 'cuda'";
+    }
+    auto ptr = LLVM::LLVMPointerType::get(ctx);
+    OpBuilder b(ctx);
+    Type i32 = b.getI32Type(), i64 = b.getI64Type();
+    SmallVector<Type> params(bindingCount, ptr);
+    params.append(wordCount, i32);
+    b.setInsertionPointToEnd(gpuModule.getBody());
+    Location loc = exe.getLoc();
+    auto entry = LLVM::LLVMFuncOp::create(b, loc, exe.getSymName(),
+                                          LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params));
+    entry->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
+    entry->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
+                   b.getDenseI32ArrayAttr({(int32_t)block, 1, 1}));
+    for (int64_t i = 0; i < bindingCount; ++i)
+      entry.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(ctx));
+    Block* body = entry.addEntryBlock(b);
+    b.setInsertionPointToStart(body);
+    auto constant = [&](int64_t v) -> Value {
+      return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
+    };
+    int64_t binding = 0, word = bindingCount;
+    SmallVector<Value> args;
+    for (Type type : signature) {
+      if (auto memref = dyn_cast<MemRefType>(type)) {
+        Value data = body->getArgument(binding++);
+        args.append({data, data, constant(0)});
+        for (int64_t d : memref.getShape()) args.push_back(constant(d));
+        int64_t stride = 1;
+        SmallVector<Value> strides;
+        for (int64_t d : llvm::reverse(memref.getShape())) {
+          strides.push_back(constant(stride));
+          stride *= d;
+        }
+        args.append(strides.rbegin(), strides.rend());
+      } else if (type.isF32()) {
+        args.push_back(LLVM::BitcastOp::create(b, loc, b.getF32Type(), body->getArgument(word++)));
+      } else if (type.isInteger(32)) {
+        args.push_back(body->getArgument(word++));
+      } else {  // i64 / index: low word first
+        Value lo = LLVM::ZExtOp::create(b, loc, i64, body->getArgument(word++));
+        Value hi = LLVM::ZExtOp::create(b, loc, i64, body->getArgument(word++));
+        hi = LLVM::ShlOp::create(b, loc, hi, constant(32));
+        args.push_back(LLVM::OrOp::create(b, loc, lo, hi));
+      }
+    }
+    LLVM::CallOp::create(b, loc, impl, args);
+    LLVM::ReturnOp::create(b, loc, ValueRange{});
+    return success();
+  }
+};
+
+}  // namespace
+}  // namespace hexir

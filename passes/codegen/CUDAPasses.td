@@ -1,0 +1,70 @@
+// Hexir CUDA code generation passes (kept apart from Passes.td so the CUDA backend can
+// evolve without touching the shared pass list). Implementations:
+// passes/codegen/CUDA*.cpp and compiler/targets/cuda/CUDASerializeExecutables.cpp.
+#ifndef HEXIR_CUDA_PASSES_TD
+#define HEXIR_CUDA_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def CUDADistributeThreads : Pass<"hexir-cuda-distribute-threads", "mlir::ModuleOp"> {
+  let summary = "Maps each kernel's parallel iteration space onto CUDA threads, one point per thread";
+  let description = [{
+    For a kernel whose single result comes from a tileable op with static parallel loops,
+    tiles every parallel loop by 1 (reductions stay whole, producers are fused into the
+    tile) and sets each tile loop to the point of the calling thread: the global linear id
+    `gid = block_id.x * B + thread_id.x` is delinearized over the parallel loops ordered
+    like the output's dimensions, so consecutive threads write consecutive elements of the
+    output's contiguous dimension. Records `hexir.workgroup_count = [ceil(P / B), 1, 1]`
+    and `hexir.cuda.block_size = [B, 1, 1]` on the executable (P = number of points,
+    B = min(block-size, P)) and `hexir.cuda.thread_count = P` on the kernel (threads with
+    gid >= P do nothing). Anything else runs on one thread (P = 1).
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256", "threads per block">,
+  ];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
+                           "mlir::tensor::TensorDialect", "mlir::affine::AffineDialect",
+                           "mlir::gpu::GPUDialect"];
+}
+
+def CUDALowerExecutables : Pass<"hexir-cuda-lower-executables", "mlir::ModuleOp"> {
+  let summary = "Bufferizes kernels, lowers them to NVVM inside a gpu.module, adds the ABI kernel";
+  let description = [{
+    Per executable: bufferize, turn static allocations into stack allocations, guard the
+    body with `gid < hexir.cuda.thread_count`, lower linalg to loops, move the kernel into
+    `gpu.module @<name> [#nvvm.target<chip, features, O=3>]` and run convert-gpu-to-nvvm.
+    The lowered kernel becomes `<name>_impl` (internal); the entry `<name>` is an
+    `nvvm.kernel` taking (ptr per binding, i32 per push-constant word) that builds static
+    memref descriptors and calls it (CUDA dispatch ABI v1, see compiler/README.md).
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"", "target SM">,
+    Option<"features", "features", "std::string", /*default=*/"\"+ptx80\"", "PTX features">,
+  ];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect",
+                           "mlir::gpu::GPUDialect", "mlir::memref::MemRefDialect",
+                           "mlir::bufferization::BufferizationDialect",
+                           "mlir::scf::SCFDialect", "mlir::cf::ControlFlowDialect"];
+}
+
+def CUDASerializeExecutables : Pass<"hexir-cuda-serialize-executables", "mlir::ModuleOp"> {
+  let summary = "Translates each lowered executable to PTX and assembles a cubin with ptxas";
+  let description = [{
+    Runs gpu-module-to-binary{format=isa} (libdevice linked when the kernel calls __nv_*
+    functions) to get PTX, then `ptxas -arch=<chip>` to get a cubin. Attaches
+    `hexir.format` ("cuda-cubin-<chip>", or "cuda-ptx" with format=ptx), `hexir.entry`,
+    `hexir.binary`, `hexir.attrs` ({"cuda.block_size.<entry>" = "X,Y,Z"}) and
+    `hexir.rodata_attrs` ({"cuda.ptx_segment" = PTX text}: the bytecode writer stores the
+    text as rodata and writes its ordinal), and empties the executable's body.
+    The toolkit is `toolkit`, else $CUDA_HOME, else /usr/local/cuda.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"", "target SM (ptxas -arch)">,
+    Option<"format", "format", "std::string", /*default=*/"\"cubin\"",
+           "cubin (cubin + PTX embedded) or ptx (PTX only, no ptxas needed)">,
+    Option<"toolkit", "toolkit", "std::string", /*default=*/"\"\"",
+           "CUDA toolkit root (default: $CUDA_HOME, else /usr/local/cuda)">,
+  ];
+}
+
+#endif  // HEXIR_CUDA_PASSES_TD

@@ -1,0 +1,158 @@
+// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads | FileCheck %s
+
+// Elementwise 1000x300: 300000 points, blocks of 256, grid ceil(300000/256) = 1172.
+// gid = bid * 256 + tid (i32); the output's contiguous dim (loop 1) is gid % 300 so
+// neighbouring threads touch neighbouring elements; loop 0 is gid / 300.
+// CHECK-LABEL: hexir.executable @ew
+// CHECK-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 1172, 1, 1>
+// CHECK:         func.func @ew(%{{.+}}: tensor<1000x300xf32>, %[[OUT:.+]]: tensor<1000x300xf32>)
+// CHECK-SAME:      hexir.cuda.block_size = 256 : index, hexir.cuda.thread_count = 300000 : index
+// CHECK-DAG:     %[[C256:.+]] = arith.constant 256 : i32
+// CHECK-DAG:     %[[C300:.+]] = arith.constant 300 : i32
+// CHECK:         %[[TID:.+]] = gpu.thread_id x
+// CHECK:         %[[TID32:.+]] = arith.index_castui %[[TID]] : index to i32
+// CHECK:         %[[BID:.+]] = gpu.block_id x
+// CHECK:         %[[BID32:.+]] = arith.index_castui %[[BID]] : index to i32
+// CHECK:         %[[BASE:.+]] = arith.muli %[[BID32]], %[[C256]] : i32
+// CHECK:         %[[GID:.+]] = arith.addi %[[BASE]], %[[TID32]] : i32
+// CHECK:         %[[J32:.+]] = arith.remui %[[GID]], %[[C300]] : i32
+// CHECK:         %[[J:.+]] = arith.index_castui %[[J32]] : i32 to index
+// CHECK:         %[[I32:.+]] = arith.divui %[[GID]], %[[C300]] : i32
+// CHECK:         %[[I:.+]] = arith.index_castui %[[I32]] : i32 to index
+// CHECK:         %[[I1:.+]] = arith.addi %[[I]], %{{.+}} : index
+// CHECK:         scf.for %[[II:.+]] = %[[I]] to %[[I1]] step %{{.+}} iter_args(%{{.+}} = %[[OUT]])
+// CHECK:           %[[J1:.+]] = arith.addi %[[J]], %{{.+}} : index
+// CHECK:           scf.for %[[JJ:.+]] = %[[J]] to %[[J1]]
+// CHECK:             tensor.extract_slice %{{.+}}[%[[II]], %[[JJ]]] [1, 1] [1, 1]
+// CHECK:             linalg.generic
+// CHECK:             math.exp
+// CHECK:             tensor.insert_slice
+hexir.executable @ew {
+  builtin.module {
+    func.func @ew(%a: tensor<1000x300xf32>, %o: tensor<1000x300xf32>) -> tensor<1000x300xf32> {
+      %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<1000x300xf32>) outs(%o : tensor<1000x300xf32>) {
+      ^bb0(%x: f32, %y: f32):
+        %z = math.exp %x : f32
+        linalg.yield %z : f32
+      } -> tensor<1000x300xf32>
+      return %r : tensor<1000x300xf32>
+    }
+  }
+}
+
+// -----
+
+// Matmul + bias + relu (one fused dispatch): one thread per output element (i, j), j
+// fastest; the fill and the matmul are fused into the thread's point (k loop kept whole)
+// on a point-sized temporary. 12 points: one block of 12.
+// CHECK-LABEL: hexir.executable @mbr
+// CHECK-SAME:    hexir.cuda.block_size = array<i64: 12, 1, 1>
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 1, 1, 1>
+// CHECK:         %[[C12:.+]] = arith.constant 12 : i32
+// CHECK:         arith.muli %{{.+}}, %[[C12]] : i32
+// CHECK:         arith.remui %{{.+}}, %{{.+}} : i32
+// CHECK:         scf.for
+// CHECK:           scf.for
+// CHECK:             tensor.extract_slice %{{.+}}[%{{.+}}, 0] [1, 5] [1, 1] : tensor<3x5xf32> to tensor<1x5xf32>
+// CHECK:             tensor.extract_slice %{{.+}}[0, %{{.+}}] [5, 1] [1, 1] : tensor<5x4xf32> to tensor<5x1xf32>
+// CHECK:             tensor.empty() : tensor<1x1xf32>
+// CHECK:             linalg.fill
+// CHECK:             linalg.matmul {{.*}}tensor<1x5xf32>, tensor<5x1xf32>
+// CHECK:             linalg.generic
+// CHECK:             arith.maximumf
+// CHECK:             tensor.insert_slice
+hexir.executable @mbr {
+  builtin.module {
+    func.func @mbr(%a: tensor<3x5xf32>, %b: tensor<5x4xf32>, %bias: tensor<4xf32>, %o: tensor<3x4xf32>) -> tensor<3x4xf32> {
+      %z = arith.constant 0.0 : f32
+      %e = tensor.empty() : tensor<3x4xf32>
+      %f = linalg.fill ins(%z : f32) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
+      %m = linalg.matmul ins(%a, %b : tensor<3x5xf32>, tensor<5x4xf32>) outs(%f : tensor<3x4xf32>) -> tensor<3x4xf32>
+      %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%m, %bias : tensor<3x4xf32>, tensor<4xf32>) outs(%o : tensor<3x4xf32>) {
+      ^bb0(%x: f32, %y: f32, %u: f32):
+        %s = arith.addf %x, %y : f32
+        %t = arith.maximumf %s, %z : f32
+        linalg.yield %t : f32
+      } -> tensor<3x4xf32>
+      return %r : tensor<3x4xf32>
+    }
+  }
+}
+
+// -----
+
+// Column sums of 64x40: the reduction (loop 0) stays inside the thread; threads map to
+// the parallel loop 1 (the output's only dim): 40 points, the fill fused per point.
+// CHECK-LABEL: hexir.executable @colsum
+// CHECK-SAME:    hexir.cuda.block_size = array<i64: 40, 1, 1>
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 1, 1, 1>
+// CHECK:         scf.for
+// CHECK-NOT:     scf.for
+// CHECK:           tensor.extract_slice %{{.+}}[0, %{{.+}}] [64, 1] [1, 1] : tensor<64x40xf32> to tensor<64x1xf32>
+// CHECK:           linalg.fill
+// CHECK:           linalg.generic {{.*}}iterator_types = ["reduction", "parallel"]
+hexir.executable @colsum {
+  builtin.module {
+    func.func @colsum(%a: tensor<64x40xf32>, %o: tensor<40xf32>) -> tensor<40xf32> {
+      %z = arith.constant 0.0 : f32
+      %f = linalg.fill ins(%z : f32) outs(%o : tensor<40xf32>) -> tensor<40xf32>
+      %s = linalg.generic {indexing_maps = [affine_map<(k, j) -> (k, j)>, affine_map<(k, j) -> (j)>], iterator_types = ["reduction", "parallel"]} ins(%a : tensor<64x40xf32>) outs(%f : tensor<40xf32>) {
+      ^bb0(%x: f32, %acc: f32):
+        %y = arith.addf %x, %acc : f32
+        linalg.yield %y : f32
+      } -> tensor<40xf32>
+      return %s : tensor<40xf32>
+    }
+  }
+}
+
+// -----
+
+// Transposing output map (j, i): the delinearization follows the output's dims, so the
+// output's contiguous dim (loop 0 here) is the fastest: gid % 7 is loop 0.
+// CHECK-LABEL: hexir.executable @tr
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 1, 1, 1>
+// CHECK:         %[[C7:.+]] = arith.constant 7 : i32
+// CHECK:         %[[GID:.+]] = arith.addi
+// CHECK:         %[[R:.+]] = arith.remui %[[GID]], %[[C7]] : i32
+// CHECK:         %[[D0:.+]] = arith.index_castui %[[R]] : i32 to index
+// CHECK:         %[[Q:.+]] = arith.divui %[[GID]], %[[C7]] : i32
+// CHECK:         %[[D1:.+]] = arith.index_castui %[[Q]] : i32 to index
+// CHECK:         scf.for %{{.+}} = %[[D0]] to
+// CHECK:           scf.for %{{.+}} = %[[D1]] to
+hexir.executable @tr {
+  builtin.module {
+    func.func @tr(%a: tensor<7x9xf32>, %o: tensor<9x7xf32>) -> tensor<9x7xf32> {
+      %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j, i)>], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<7x9xf32>) outs(%o : tensor<9x7xf32>) {
+      ^bb0(%x: f32, %y: f32):
+        linalg.yield %x : f32
+      } -> tensor<9x7xf32>
+      return %r : tensor<9x7xf32>
+    }
+  }
+}
+
+// -----
+
+// A full reduction has no parallel loop: one thread runs the kernel unchanged.
+// CHECK-LABEL: hexir.executable @full
+// CHECK-SAME:    hexir.cuda.block_size = array<i64: 1, 1, 1>
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 1, 1, 1>
+// CHECK:         func.func @full
+// CHECK-SAME:      hexir.cuda.thread_count = 1 : index
+// CHECK-NOT:     gpu.thread_id
+// CHECK-NOT:     scf.for
+// CHECK:         linalg.generic
+hexir.executable @full {
+  builtin.module {
+    func.func @full(%a: tensor<16xf32>, %o: tensor<f32>) -> tensor<f32> {
+      %s = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>], iterator_types = ["reduction"]} ins(%a : tensor<16xf32>) outs(%o : tensor<f32>) {
+      ^bb0(%x: f32, %acc: f32):
+        %y = arith.addf %x, %acc : f32
+        linalg.yield %y : f32
+      } -> tensor<f32>
+      return %s : tensor<f32>
+    }
+  }
+}

@@ -1,0 +1,135 @@
+// REQUIRES: cuda-toolkit
+// RUN: hexir-compile %s --target=cuda -o %t.vmfb
+// RUN: python3 %S/dump_vmfb_executables.py %t.vmfb | FileCheck %s
+// RUN: hexir-compile %s --target=cuda --cuda-format=ptx -o %t.ptx.vmfb
+// RUN: python3 %S/dump_vmfb_executables.py %t.ptx.vmfb | FileCheck %s --check-prefix=PTX
+// RUN: hexir-compile %s --target=cuda --emit-vm-mlir -o - | FileCheck %s --check-prefix=VM
+// RUN: env CUDA_HOME=%t.missing not hexir-compile %s --target=cuda -o %t.bad.vmfb 2>&1 | FileCheck %s --check-prefix=NOKIT
+// RUN: env CUDA_HOME=%t.missing not hexir-compile %s --target=cuda --cuda-format=ptx -o %t.bad.vmfb 2>&1 | FileCheck %s --check-prefix=NOLIBDEVICE
+
+// Each executable: a cubin (ELF, e_machine 190 = EM_CUDA) for sm_90, its block size, and
+// its PTX as a rodata segment named by cuda.ptx_segment. The PTX entry takes one .u64
+// per binding (operands then results) and one .u32 per push-constant word.
+
+// matmul + bias + relu: one fused dispatch, one thread per output element (4x16 = 64).
+// CHECK-LABEL: executable 0 format=cuda-cubin-sm_90 entry_points=mbr_dispatch_0
+// CHECK-NEXT:    binary: ELF e_machine=190 size>0=True
+// CHECK-NEXT:    attr cuda.block_size.mbr_dispatch_0 = 64,1,1
+// CHECK-NEXT:    attr cuda.ptx_segment = [[PTX0:[0-9]+]]
+// CHECK:         .target sm_90
+// CHECK:         .visible .entry mbr_dispatch_0(
+// CHECK-NEXT:      .param .u64 {{.*}}mbr_dispatch_0_param_0,
+// CHECK-NEXT:      .param .u64 {{.*}}mbr_dispatch_0_param_1,
+// CHECK-NEXT:      .param .u64 {{.*}}mbr_dispatch_0_param_2,
+// CHECK-NEXT:      .param .u64 {{.*}}mbr_dispatch_0_param_3
+// CHECK-NEXT:    )
+// CHECK-NEXT:    .maxntid 64, 1, 1
+// CHECK:         %tid.x
+// CHECK:         %ctaid.x
+// CHECK:         ld.global
+// CHECK:         max{{.*}}.f32
+// CHECK:         st.global
+
+// exp/tanh chain over 3x100 = 300 elements: 2 blocks of 256; libdevice inlined (no calls).
+// CHECK-LABEL: executable 1 format=cuda-cubin-sm_90 entry_points=chain_dispatch_0
+// CHECK-NEXT:    binary: ELF e_machine=190
+// CHECK-NEXT:    attr cuda.block_size.chain_dispatch_0 = 256,1,1
+// CHECK-NEXT:    attr cuda.ptx_segment = [[PTX1:[0-9]+]]
+// CHECK-NOT:     executable
+// CHECK:         .target sm_90
+// CHECK:         .visible .entry chain_dispatch_0(
+// CHECK-NEXT:      .param .u64 {{.*}}_param_0,
+// CHECK-NEXT:      .param .u64 {{.*}}_param_1
+// CHECK-NEXT:    )
+// CHECK-NOT:     call
+// CHECK:         ex2.approx
+
+// Row sums 6x50 -> 6: the reduction stays inside each of 6 threads.
+// CHECK-LABEL: executable 2 format=cuda-cubin-sm_90 entry_points=rowsum_dispatch_0
+// CHECK-NEXT:    binary: ELF e_machine=190
+// CHECK-NEXT:    attr cuda.block_size.rowsum_dispatch_0 = 6,1,1
+
+// Transpose 6x50 -> 50x6: 300 threads, writes coalesced.
+// CHECK-LABEL: executable 3 format=cuda-cubin-sm_90 entry_points=transpose_dispatch_0
+// CHECK-NEXT:    binary: ELF e_machine=190
+// CHECK-NEXT:    attr cuda.block_size.transpose_dispatch_0 = 256,1,1
+
+// A host f32 scalar becomes one push-constant word: a .u32 parameter after the bindings.
+// CHECK-LABEL: executable 4 format=cuda-cubin-sm_90 entry_points=scale_dispatch_0
+// CHECK-NEXT:    binary: ELF e_machine=190
+// CHECK-NEXT:    attr cuda.block_size.scale_dispatch_0 = 8,1,1
+// CHECK-NEXT:    attr cuda.ptx_segment =
+// CHECK:         .visible .entry scale_dispatch_0(
+// CHECK-NEXT:      .param .u64 {{.*}}scale_dispatch_0_param_0,
+// CHECK-NEXT:      .param .u64 {{.*}}scale_dispatch_0_param_1,
+// CHECK-NEXT:      .param .u32 scale_dispatch_0_param_2
+// CHECK-NEXT:    )
+
+// --cuda-format=ptx: the PTX is the binary itself, no cubin, no extra segment.
+// PTX:       executable 0 format=cuda-ptx entry_points=mbr_dispatch_0
+// PTX-NEXT:    binary: //
+// PTX-NEXT:    attr cuda.block_size.mbr_dispatch_0 = 64,1,1
+// PTX-NOT:     cuda.ptx_segment
+
+// The host program is the CPU one; the grid the codegen chose is the dispatch's
+// workgroup count (300 points / 256 = 2 blocks for the chain).
+// VM-LABEL: func.func @chain
+// VM:         %[[X:.+]] = hexir_vm.const.i64 2
+// VM:         "hal.command_buffer.dispatch{{[_a-z]*}}"(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[X]],
+// VM-LABEL: func.func @rowsum
+
+// NOKIT: error: CUDA toolkit not found: no ptxas at {{.*}}.missing/bin/ptxas (set CUDA_HOME to the toolkit, or use --cuda-format=ptx)
+// NOLIBDEVICE: error: CUDA libdevice not found at {{.*}}.missing/nvvm/libdevice/libdevice.10.bc
+
+func.func @mbr(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %bias: tensor<16xf32>) -> tensor<4x16xf32> {
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%f : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i,j)->(i,j)>, affine_map<(i,j)->(j)>, affine_map<(i,j)->(i,j)>], iterator_types = ["parallel","parallel"]} ins(%m, %bias : tensor<4x16xf32>, tensor<16xf32>) outs(%e : tensor<4x16xf32>) {
+    ^bb0(%x: f32, %y: f32, %o: f32):
+      %s = arith.addf %x, %y : f32
+      %t = arith.maximumf %s, %z : f32
+      linalg.yield %t : f32
+  } -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
+
+func.func @chain(%a: tensor<3x100xf32>) -> tensor<3x100xf32> {
+  %e = tensor.empty() : tensor<3x100xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i,j)->(i,j)>, affine_map<(i,j)->(i,j)>], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<3x100xf32>) outs(%e : tensor<3x100xf32>) {
+    ^bb0(%x: f32, %o: f32):
+      %ex = math.exp %x : f32
+      %t = math.tanh %ex : f32
+      linalg.yield %t : f32
+  } -> tensor<3x100xf32>
+  return %r : tensor<3x100xf32>
+}
+
+func.func @rowsum(%a: tensor<6x50xf32>) -> tensor<6xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<6xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<6xf32>) -> tensor<6xf32>
+  %sum = linalg.generic {indexing_maps = [affine_map<(i,j)->(i,j)>, affine_map<(i,j)->(i)>], iterator_types = ["parallel","reduction"]} ins(%a : tensor<6x50xf32>) outs(%f : tensor<6xf32>) {
+    ^bb0(%x: f32, %acc: f32):
+      %s = arith.addf %x, %acc : f32
+      linalg.yield %s : f32
+  } -> tensor<6xf32>
+  return %sum : tensor<6xf32>
+}
+
+func.func @transpose(%a: tensor<6x50xf32>) -> tensor<50x6xf32> {
+  %e = tensor.empty() : tensor<50x6xf32>
+  %t = linalg.transpose ins(%a : tensor<6x50xf32>) outs(%e : tensor<50x6xf32>) permutation = [1, 0]
+  return %t : tensor<50x6xf32>
+}
+
+func.func @scale(%a: tensor<8xf32>, %s: f32) -> tensor<8xf32> {
+  %e = tensor.empty() : tensor<8xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i)->(i)>, affine_map<(i)->(i)>], iterator_types = ["parallel"]} ins(%a : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+    ^bb0(%x: f32, %o: f32):
+      %y = arith.mulf %x, %s : f32
+      linalg.yield %y : f32
+  } -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}
