@@ -3,9 +3,14 @@
 #include "compiler/bytecode/BytecodeWriter.h"
 #include "dialects/hexir/IR/HexirOps.h"
 #include "dialects/vm/IR/VMOps.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/TosaToLinalg/TosaToLinalg.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Transforms/Passes.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "passes/Passes.h"
 #include "passes/codegen/CUDAPasses.h"
@@ -25,40 +30,121 @@ void RegisterPasses() {
   hexir::registerHexirCUDAPasses();
 }
 
-mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions& options) {
-  if (options.target != "cpu" && options.target != "cuda") return mlir::failure();
-  pm.addPass(hexir::createVerifyInput(VerifyInputOptions{options.target}));
-  pm.addPass(hexir::createFormDispatchRegions(
-      FormDispatchRegionsOptions{options.fuse_elementwise}));
-  pm.addPass(hexir::createOutlineDispatchRegions());
-  pm.addPass(hexir::createDeduplicateExecutables());
-  if (options.target == "cuda") {  // same host program; only the executables differ
-    pm.addPass(hexir::createCUDADistributeThreads());
-    pm.addPass(hexir::createCUDALowerExecutables(
-        CUDALowerExecutablesOptions{options.cuda_chip, options.cuda_features}));
-    pm.addPass(hexir::createCUDASerializeExecutables(
-        CUDASerializeExecutablesOptions{options.cuda_chip, options.cuda_format, ""}));
-    pm.addPass(hexir::createConvertToVM());
-    return mlir::success();
-  }
+namespace {
+
+// ---- targets: kernel codegen + serialization, one entry per --target value ----------------
+void AddCPUCodegen(mlir::OpPassManager& pm, const CompileOptions& options) {
   pm.addPass(hexir::createCPUDistributeWorkgroups(
       CPUDistributeWorkgroupsOptions{options.max_workgroups}));
   pm.addPass(hexir::createCPULowerExecutables());
   CPUSerializeExecutablesOptions serialize;
   serialize.cpu = options.cpu;
   pm.addPass(hexir::createCPUSerializeExecutables(serialize));
+}
+
+// Same host program as the CPU; kernels become PTX + cubin (passes/codegen/CUDA*.cpp).
+void AddCUDACodegen(mlir::OpPassManager& pm, const CompileOptions& options) {
+  pm.addPass(hexir::createCUDADistributeThreads());
+  pm.addPass(hexir::createCUDALowerExecutables(
+      CUDALowerExecutablesOptions{options.cuda_chip, options.cuda_features}));
+  pm.addPass(hexir::createCUDASerializeExecutables(
+      CUDASerializeExecutablesOptions{options.cuda_chip, options.cuda_format, ""}));
+}
+
+struct Target {
+  const char* name;
+  void (*addCodegen)(mlir::OpPassManager&, const CompileOptions&);
+};
+
+// To add a target: one row here (its codegen passes live in their own files).
+constexpr Target kTargets[] = {
+    {"cpu", &AddCPUCodegen},
+    {"cuda", &AddCUDACodegen},
+};
+
+const Target* FindTarget(const std::string& name) {
+  for (const Target& t : kTargets)
+    if (name == t.name) return &t;
+  return nullptr;
+}
+
+std::string TargetNames() {
+  std::string s;
+  for (const Target& t : kTargets) s += (s.empty() ? "" : ", ") + std::string(t.name);
+  return s;
+}
+
+bool HasTosa(mlir::ModuleOp module) {
+  bool found = false;
+  module.walk([&](mlir::Operation* op) {
+    if (op->getDialect() && op->getDialect()->getNamespace() == "tosa") {
+      found = true;
+      return mlir::WalkResult::interrupt();
+    }
+    return mlir::WalkResult::advance();
+  });
+  return found;
+}
+
+}  // namespace
+
+mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions& options) {
+  const Target* target = FindTarget(options.target);
+  if (!target) return mlir::failure();
+  pm.addPass(hexir::createVerifyInput(VerifyInputOptions{options.target}));
+  pm.addPass(hexir::createFormDispatchRegions(
+      FormDispatchRegionsOptions{options.fuse_elementwise}));
+  pm.addPass(hexir::createOutlineDispatchRegions());
+  pm.addPass(hexir::createDeduplicateExecutables());
+  target->addCodegen(pm, options);
+  // Host functions: structured control flow becomes blocks and branches.
+  pm.addPass(mlir::createSCFToControlFlowPass());
   pm.addPass(hexir::createConvertToVM());
+  pm.addPass(mlir::createCSEPass());  // repeated VM constants
   return mlir::success();
+}
+
+void BuildInputPipeline(mlir::OpPassManager& pm) {
+  mlir::tosa::addTosaToLinalgPasses(pm, mlir::TosaToLinalgOptions());
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::createCanonicalizerPass());
 }
 
 mlir::LogicalResult CompileModule(mlir::ModuleOp module, const CompileOptions& options,
                                   std::vector<uint8_t>* out) {
-  mlir::PassManager pm(module.getContext(), mlir::ModuleOp::getOperationName());
+  mlir::MLIRContext* ctx = module.getContext();
+  bool dumping = options.dump_all || !options.dump_after.empty();
+  if (dumping) ctx->disableMultithreading();
+  bool dumpMatched = false;
+  auto configure = [&](mlir::PassManager& pm) {
+    if (!dumping) return;
+    pm.enableIRPrinting(
+        [](mlir::Pass*, mlir::Operation*) { return false; },
+        [&](mlir::Pass* pass, mlir::Operation*) {
+          bool match = options.dump_all || pass->getArgument() == options.dump_after;
+          dumpMatched |= match;
+          return match;
+        },
+        /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false,
+        /*printAfterOnlyOnFailure=*/false, *options.dump_stream);
+  };
+
+  if (HasTosa(module)) {
+    mlir::PassManager input(ctx, mlir::ModuleOp::getOperationName());
+    configure(input);
+    BuildInputPipeline(input);
+    if (mlir::failed(input.run(module))) return mlir::failure();
+  }
+  mlir::PassManager pm(ctx, mlir::ModuleOp::getOperationName());
   if (mlir::failed(BuildPipeline(pm, options))) {
     return module.emitError() << "unsupported target '" << options.target
-                              << "' (supported: cpu, cuda)";
+                              << "' (supported: " << TargetNames() << ")";
   }
+  configure(pm);
   if (mlir::failed(pm.run(module))) return mlir::failure();
+  if (!options.dump_after.empty() && !dumpMatched) {
+    return module.emitError() << "--dump-after: no pass named '" << options.dump_after
+                              << "' ran in the pipeline";
+  }
   return WriteBytecodeModule(module, out);
 }
 

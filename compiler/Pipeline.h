@@ -9,6 +9,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace hexir::compiler {
 
@@ -20,6 +21,11 @@ struct CompileOptions {
   std::string cuda_chip = "sm_90";  // --target=cuda: SM for nvvm + ptxas -arch
   std::string cuda_features = "+ptx80";
   std::string cuda_format = "cubin";  // "cubin" (cubin + PTX) or "ptx" (PTX only)
+  // IR dumps (to *dump_stream, default stderr): after every pass, or after the pass whose
+  // argument (e.g. "hexir-form-dispatch-regions") is dump_after.
+  bool dump_all = false;
+  std::string dump_after;
+  llvm::raw_ostream* dump_stream = &llvm::errs();
 };
 
 // Upstream dialects, extensions and LLVM IR translations, plus hexir and hexir_vm.
@@ -27,8 +33,13 @@ void RegisterDialects(mlir::DialectRegistry& registry);
 // Upstream passes (pipelines are built from their names) and all hexir passes.
 void RegisterPasses();
 
-// input -> dispatch -> codegen (per target) -> serialize -> VM, in that order.
+// input -> dispatch -> codegen (per target) -> serialize -> VM, in that order. Fails for an
+// unknown target.
 mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions& options);
+
+// TOSA input -> linalg (MLIR's tosa-to-linalg pipelines); CompileModule runs it first when
+// the module holds any tosa op.
+void BuildInputPipeline(mlir::OpPassManager& pm);
 
 // Runs the pipeline on `module` (which it rewrites) and writes the .vmfb bytes to `out`.
 // Errors are reported as diagnostics on the module's context.

@@ -1,8 +1,12 @@
 // Serializes a module in VM form (func.func bodies of hexir_vm ops, serialized
-// hexir.executable ops) into .vmfb bytes. Registers are assigned here: a linear scan over
-// each function's single block that reuses a register after its value's last use; a ref
-// operand's last use carries MOVE, and refs defined but never used are released at once,
-// so no ref outlives its last use and nothing is held after `return`.
+// hexir.executable ops) into .vmfb bytes. Registers are assigned here: liveness over the
+// CFG, then a linear scan over the blocks in order that reuses a register once its value's
+// live range (hull) has ended. A ref operand's last use carries MOVE when the value is not
+// live out of its block; refs defined but never used are released at once; refs that die
+// on a CFG edge are released at the start of the successor. So no ref outlives its last use
+// and nothing is held after `return`. Module attributes `hexir_vm.value_globals` /
+// `hexir_vm.ref_globals` give the global counts; a function with `hexir_vm.initializer`
+// becomes the module initializer.
 #pragma once
 
 #include <cstdint>

@@ -43,6 +43,18 @@ constexpr std::string_view Mnemonic(Opcode op) {
   return "";
 }
 
+// The opcode named `mnemonic` ("add.i64"); false if there is none.
+inline bool OpcodeForMnemonic(std::string_view mnemonic, Opcode* out) {
+#define HEXIR_OP(code, Name, mnem, operands, meaning) \
+  if (mnemonic == mnem) {                               \
+    *out = Opcode::Name;                                \
+    return true;                                        \
+  }
+#include "vm/isa.def"
+#undef HEXIR_OP
+  return false;
+}
+
 constexpr uint32_t kRefMove = 1u << 30;  // R operand / L entry: move instead of retain
 constexpr uint32_t kListRef = 1u << 31;  // L entry: ref register
 
@@ -76,6 +88,26 @@ class Encoder {
   void J(uint32_t v) { Kind('J'); words_.push_back(v); }
   void M(uint32_t ordinal) { Kind('M'); words_.push_back(ordinal); }
   void D(uint32_t ordinal) { Kind('D'); words_.push_back(ordinal); }
+  void F(uint32_t ordinal) { Kind('F'); words_.push_back(ordinal); }
+  void G(uint32_t ordinal) { Kind('G'); words_.push_back(ordinal); }
+  void S(uint32_t ordinal) { Kind('S'); words_.push_back(ordinal); }
+  // A branch target; returns the word position to patch with the block's offset later.
+  size_t T(uint32_t offset) {
+    Kind('T');
+    words_.push_back(offset);
+    return words_.size() - 1;
+  }
+  void Patch(size_t at, uint32_t value) { words_[at] = value; }
+  size_t size() const { return words_.size(); }
+  // Block-argument parallel copy: (source, destination) pairs of the same bank.
+  void P(const std::vector<std::pair<ListEntry, ListEntry>>& pairs) {
+    Kind('P');
+    words_.push_back(static_cast<uint32_t>(pairs.size()));
+    for (const auto& [src, dst] : pairs) {
+      words_.push_back(src.Encode());
+      words_.push_back(dst.Encode());
+    }
+  }
   void L(const std::vector<ListEntry>& list) {
     Kind('L');
     words_.push_back(static_cast<uint32_t>(list.size()));

@@ -63,7 +63,8 @@ void BuildFlatBuffer(flatbuffers::FlatBufferBuilder& fbb, const ModuleData& m,
                                fbb.CreateVector(functions), fbb.CreateVector(bytecode),
                                fbb.CreateVector(strings), fbb.CreateVector(rodata),
                                fbb.CreateVectorOfStructs(segments),
-                               fbb.CreateVector(executables), 0, 0, -1);
+                               fbb.CreateVector(executables), m.value_global_count,
+                               m.ref_global_count, m.initializer);
   fb::FinishModuleBuffer(fbb, root);
 }
 

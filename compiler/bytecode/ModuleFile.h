@@ -45,6 +45,9 @@ struct ModuleData {
   std::vector<std::string> strings;
   std::vector<std::vector<uint8_t>> rodata;  // by rodata ordinal
   std::vector<ExecutableData> executables;
+  uint32_t value_global_count = 0;
+  uint32_t ref_global_count = 0;
+  int32_t initializer = -1;  // function ordinal run once at context load ("_"), or -1
 };
 
 // The complete file contents.

@@ -116,8 +116,8 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     SmallVector<Type> signature(kernel.getArgumentTypes());
     for (Type t : signature) {
       auto memref = dyn_cast<MemRefType>(t);
-      if (memref && !(memref.hasStaticShape() && memref.getLayout().isIdentity()))
-        return kernel.emitError("kernel argument ") << t << " is not a static identity memref";
+      if (memref && !memref.getLayout().isIdentity())
+        return kernel.emitError("kernel argument ") << t << " is not an identity-layout memref";
     }
     if (failed(interchangeReductions(kernel))) return failure();
     if (failed(runPipeline(*toLLVM, inner))) return failure();
@@ -125,8 +125,10 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
   }
 
   // i32 entry(const dispatch_state*, const workgroup_state*): memref argument i is
-  // binding i, scalars come from push constants in order, the last index is the
-  // workgroup id along x.
+  // binding i; the trailing index is the workgroup id along x. Everything that varies per
+  // call (dynamic dims of the memrefs in argument order, then scalars in order) comes from
+  // one i64 word each of a parameter buffer bound after the memrefs, so a recorded command
+  // buffer replays unchanged when they change (no push constants).
   LogicalResult buildEntry(ExecutableOp exe, ModuleOp inner, ArrayRef<Type> signature) {
     MLIRContext* ctx = &getContext();
     auto impl = inner.lookupSymbol<LLVM::LLVMFuncOp>(exe.getSymName());
@@ -137,10 +139,12 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     // Bindings never overlap a buffer the kernel writes (outputs are fresh allocations),
     // so the aligned pointer of each memref is noalias: it lets LLVM vectorize without
     // runtime overlap checks.
+    int64_t memrefCount = 0;
     for (unsigned arg = 0, i = 0; i < signature.size(); ++i) {
       if (auto memref = dyn_cast<MemRefType>(signature[i])) {
         impl.setArgAttr(arg + 1, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(ctx));
         arg += 3 + 2 * memref.getRank();
+        ++memrefCount;
       } else {
         arg += 1;
       }
@@ -160,41 +164,44 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
       return LLVM::ConstantOp::create(b, loc, t, b.getIntegerAttr(t, v));
     };
     auto loadField = [&](Value base, Type type, int64_t offset) -> Value {
-      Value addr = LLVM::GEPOp::create(b, loc, ptr, i8, base, ArrayRef<LLVM::GEPArg>{offset});
+      Value addr = LLVM::GEPOp::create(b, loc, ptr, i8, base,
+                                       ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(offset)});
       return LLVM::LoadOp::create(b, loc, type, addr);
     };
     Value bindings = loadField(dispatch, ptr, offsetof(hexir_cpu_dispatch_state_t, binding_ptrs));
-    Value pushConstants =
-        loadField(dispatch, ptr, offsetof(hexir_cpu_dispatch_state_t, push_constants));
+    Value params;  // loaded on first use: kernels without parameters have no such binding
     int64_t binding = 0, word = 0;
-    auto pushWord = [&]() -> Value {
-      return loadField(pushConstants, i32, 4 * word++);
+    auto param = [&]() -> Value {
+      if (!params) params = loadField(bindings, ptr, 8 * memrefCount);
+      return loadField(params, i64, 8 * word++);
     };
     SmallVector<Value> args;
     for (auto [index, type] : llvm::enumerate(signature)) {
       if (auto memref = dyn_cast<MemRefType>(type)) {
         Value data = loadField(bindings, ptr, 8 * binding++);
         args.append({data, data, constant(i64, 0)});
-        for (int64_t d : memref.getShape()) args.push_back(constant(i64, d));
-        int64_t stride = 1;
+        SmallVector<Value> sizes;
+        for (int64_t d : memref.getShape())
+          sizes.push_back(ShapedType::isDynamic(d) ? param() : constant(i64, d));
+        args.append(sizes);
+        Value stride = constant(i64, 1);
         SmallVector<Value> strides;
-        for (int64_t d : llvm::reverse(memref.getShape())) {
-          strides.push_back(constant(i64, stride));
-          stride *= d;
+        for (Value size : llvm::reverse(sizes)) {
+          strides.push_back(stride);
+          stride = LLVM::MulOp::create(b, loc, stride, size);
         }
         args.append(strides.rbegin(), strides.rend());
       } else if (index + 1 == signature.size() && type.isIndex()) {
         Value id = loadField(workgroup, i32, offsetof(hexir_cpu_workgroup_state_t, workgroup_id));
         args.push_back(LLVM::ZExtOp::create(b, loc, i64, id));
       } else if (type.isF32()) {
-        args.push_back(LLVM::BitcastOp::create(b, loc, b.getF32Type(), pushWord()));
-      } else if (type.isInteger(32)) {
-        args.push_back(pushWord());
+        Value low = LLVM::TruncOp::create(b, loc, i32, param());
+        args.push_back(LLVM::BitcastOp::create(b, loc, b.getF32Type(), low));
       } else if (type.isInteger(64) || type.isIndex()) {
-        Value lo = LLVM::ZExtOp::create(b, loc, i64, pushWord());
-        Value hi = LLVM::ZExtOp::create(b, loc, i64, pushWord());
-        hi = LLVM::ShlOp::create(b, loc, hi, constant(i64, 32));
-        args.push_back(LLVM::OrOp::create(b, loc, lo, hi));
+        args.push_back(param());
+      } else if (type.isInteger(32) || type.isInteger(16) || type.isInteger(8) ||
+                 type.isInteger(1)) {
+        args.push_back(LLVM::TruncOp::create(b, loc, type, param()));
       } else {
         return exe.emitError("unsupported kernel argument type ") << type << " for target 'cpu'";
       }

@@ -53,16 +53,24 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal()) continue;
+      // Roots anywhere in the function (also inside scf bodies), not inside other linalg ops.
       SmallVector<Operation*> roots;
-      for (Operation& op : func.getBody().front())
-        if (isa<linalg::LinalgOp>(op) && !isClonableFill(&op)) roots.push_back(&op);
+      func.walk([&](Operation* op) {
+        if (isa<linalg::LinalgOp>(op) && !isClonableFill(op) &&
+            !op->getParentOfType<linalg::LinalgOp>())
+          roots.push_back(op);
+      });
       for (Operation* root : roots)
         if (!fusedAway.contains(root)) formRegion(root);
       // Host copies of cloned producers are dead now.
       IRRewriter rewriter(&getContext());
       (void)eraseUnreachableBlocks(rewriter, func->getRegions());
-      for (Operation& op : llvm::make_early_inc_range(llvm::reverse(func.getBody().front())))
-        if (isOpTriviallyDead(&op)) op.erase();
+      SmallVector<Operation*> all;
+      func.walk<WalkOrder::PreOrder>([&](Operation* op) {
+        if (!op->getParentOfType<DispatchRegionOp>() && !isa<DispatchRegionOp>(op)) all.push_back(op);
+      });
+      for (Operation* op : llvm::reverse(all))
+        if (isOpTriviallyDead(op)) op->erase();
     }
   }
 

@@ -4,6 +4,7 @@
 // and every result is computed in place in its output argument, so that bufferization
 // turns the kernel into one that writes its output buffers.
 #include "dialects/hexir/IR/HexirOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -49,6 +50,28 @@ void writeInto(OpBuilder& b, func::ReturnOp ret, unsigned index, Value out) {
   init->set(copy->getResult(0));
 }
 
+// The host value of dimension `dim` of `tensor` (a value inside `region`), created before
+// the region: a capture's dim is a tensor.dim on the host; an empty's size is its operand
+// (which must come from above); a destination-style result has its init's shape.
+FailureOr<Value> hostDim(OpBuilder& hostBuilder, DispatchRegionOp region, Value tensor,
+                         int64_t dim) {
+  auto inside = [&](Value v) { return region.getBody().isAncestor(v.getParentRegion()); };
+  if (!inside(tensor)) {
+    return tensor::DimOp::create(hostBuilder, region.getLoc(), tensor, dim).getResult();
+  }
+  Operation* def = tensor.getDefiningOp();
+  if (auto empty = dyn_cast_or_null<tensor::EmptyOp>(def)) {
+    Value size = empty.getDynamicSize(dim);
+    if (!inside(size)) return size;
+    if (auto c = size.getDefiningOp<arith::ConstantOp>())
+      return hostBuilder.clone(*c)->getResult(0);
+    return failure();
+  }
+  if (auto dps = dyn_cast_or_null<DestinationStyleOpInterface>(def))
+    return hostDim(hostBuilder, region, dps.getTiedOpOperand(cast<OpResult>(tensor))->get(), dim);
+  return failure();
+}
+
 class OutlineDispatchRegions
     : public impl::OutlineDispatchRegionsBase<OutlineDispatchRegions> {
  public:
@@ -61,14 +84,32 @@ class OutlineDispatchRegions
       int counter = 0;
       for (DispatchRegionOp region : regions) {
         std::string name = (func.getName() + "_dispatch_" + llvm::Twine(counter++)).str();
-        outline(symbols, func, region, name);
+        if (failed(outline(symbols, func, region, name))) return signalPassFailure();
       }
     }
   }
 
  private:
-  void outline(SymbolTable& symbols, func::FuncOp func, DispatchRegionOp region,
-               StringRef name) {
+  LogicalResult outline(SymbolTable& symbols, func::FuncOp func, DispatchRegionOp region,
+                        StringRef name) {
+    // Dynamic result sizes, computed on the host before the dispatch.
+    SmallVector<Value> resultDims;
+    {
+      OpBuilder host(region);
+      auto yield = cast<YieldOp>(region.getBody().front().getTerminator());
+      for (auto [i, v] : llvm::enumerate(yield.getValues())) {
+        auto shaped = dyn_cast<RankedTensorType>(v.getType());
+        if (!shaped) continue;
+        for (int64_t d = 0; d < shaped.getRank(); ++d) {
+          if (!shaped.isDynamicDim(d)) continue;
+          FailureOr<Value> size = hostDim(host, region, v, d);
+          if (failed(size))
+            return region.emitError() << "cannot compute dynamic dimension " << d
+                                      << " of dispatch result " << i << " for target 'cpu'";
+          resultDims.push_back(*size);
+        }
+      }
+    }
     llvm::SetVector<Value> captured;
     getUsedValuesDefinedAbove(region.getBody(), captured);
     SmallVector<Value> tensors, scalars;
@@ -115,9 +156,11 @@ class OutlineDispatchRegions
     operands.append(scalars.begin(), scalars.end());
     b.setInsertionPoint(region);
     auto dispatch = DispatchOp::create(b, loc, region.getResultTypes(),
-                                       FlatSymbolRefAttr::get(exe.getSymNameAttr()), operands);
+                                       FlatSymbolRefAttr::get(exe.getSymNameAttr()), operands,
+                                       resultDims);
     region->replaceAllUsesWith(dispatch.getResults());
     region->erase();
+    return success();
   }
 };
 

@@ -1,9 +1,10 @@
-// Rejects input the skeleton cannot compile, with an error at the offending op, before
+// Rejects input the compiler cannot compile, with an error at the offending op, before
 // any transformation runs (so errors point at the user's IR, not at generated IR).
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "passes/Passes.h"
 
@@ -49,12 +50,27 @@ class VerifyInput : public impl::VerifyInputBase<VerifyInput> {
       op = op->getParentOp();
     StringRef dialect = op->getDialect() ? op->getDialect()->getNamespace() : "";
     bool inKernel = op->getParentOfType<linalg::LinalgOp>() != nullptr;
-    bool known = isa<func::FuncOp, func::ReturnOp>(op) || dialect == "linalg" ||
+    bool known = isa<func::FuncOp, func::ReturnOp, func::CallOp>(op) || dialect == "linalg" ||
                  dialect == "arith" || (dialect == "math" && inKernel) ||
-                 isa<tensor::EmptyOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op);
+                 isa<scf::ForOp, scf::WhileOp, scf::IfOp, scf::YieldOp, scf::ConditionOp>(op) ||
+                 isa<tensor::EmptyOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+                     tensor::DimOp, tensor::ExtractOp>(op);
     if (!known)
       return op->emitError() << "unsupported op '" << op->getName() << "' for target '"
                              << target << "'";
+    // Host arithmetic is scalar; tensor math belongs in linalg ops.
+    if (dialect == "arith" && !inKernel && !isa<arith::ConstantOp>(op))
+      for (Type t : op->getOperandTypes())
+        if (isa<TensorType>(t))
+          return op->emitError() << "unsupported op '" << op->getName()
+                                 << "' on tensors outside linalg for target '" << target << "'";
+    if (isa<tensor::ExtractOp>(op) && !inKernel) {
+      Type e = cast<TensorType>(op->getOperand(0).getType()).getElementType();
+      if (!(e.isF32() || e.isF64() || e.isInteger(8) || e.isInteger(16) || e.isInteger(32) ||
+            e.isInteger(64) || e.isInteger(1)))
+        return op->emitError() << "unsupported element type " << e
+                               << " for a host read (tensor.extract) for target '" << target << "'";
+    }
     if (auto func = dyn_cast<func::FuncOp>(op)) {
       if (func.isExternal())
         return op->emitError() << "unsupported external function for target '" << target << "'";
@@ -75,9 +91,6 @@ class VerifyInput : public impl::VerifyInputBase<VerifyInput> {
 
   LogicalResult checkType(Operation* op, Type t, bool allowScalar) {
     if (auto tensor = dyn_cast<RankedTensorType>(t)) {
-      if (!tensor.hasStaticShape())
-        return op->emitError() << "unsupported dynamic shape " << t << " for target '"
-                               << target << "'";
       if (!isSupportedElement(tensor.getElementType()))
         return op->emitError() << "unsupported element type " << tensor.getElementType()
                                << " for target '" << target << "'";

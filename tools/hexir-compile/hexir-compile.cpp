@@ -1,5 +1,5 @@
 // hexir-compile INPUT.mlir --target=cpu -o OUT.vmfb
-// Parses MLIR (func/linalg/tensor/arith/math, static shapes), runs the Hexir pipeline and
+// Parses MLIR (func/scf/linalg/tensor/arith/math/tosa, dynamic shapes), runs the Hexir pipeline and
 // writes a .vmfb module. Errors are MLIR diagnostics on stderr and a non-zero exit code.
 #include <cstdio>
 
@@ -28,6 +28,12 @@ static cl::opt<std::string> cudaChip("cuda-chip", cl::desc("--target=cuda: SM (d
 static cl::opt<std::string> cudaFormat("cuda-format",
                                        cl::desc("--target=cuda: cubin (cubin + PTX) or ptx"),
                                        cl::init("cubin"));
+static cl::opt<std::string> dumpAfter("dump-after",
+                                      cl::desc("print the IR (stderr) after the pass with this "
+                                               "argument, e.g. hexir-form-dispatch-regions"),
+                                      cl::init(""));
+static cl::opt<bool> dumpAll("dump-all", cl::desc("print the IR (stderr) after every pass"),
+                             cl::init(false));
 static cl::opt<bool> emitMLIR("emit-vm-mlir",
                               cl::desc("print the VM-form IR instead of writing bytecode "
                                        "(kernel binaries replaced by their size)"),
@@ -60,6 +66,8 @@ int main(int argc, char** argv) {
   options.cpu = cpu;
   options.max_workgroups = maxWorkgroups;
   options.fuse_elementwise = !noFusion;
+  options.dump_after = dumpAfter;
+  options.dump_all = dumpAll;
   options.cuda_chip = cudaChip;
   options.cuda_format = cudaFormat;
   std::vector<uint8_t> bytes;

@@ -28,6 +28,16 @@ mlir::ModuleOp ExecutableOp::getInnerModule() {
   return nullptr;
 }
 
+mlir::LogicalResult DispatchOp::verify() {
+  int64_t dynamic = 0;
+  for (mlir::Type t : getResultTypes())
+    if (auto shaped = llvm::dyn_cast<mlir::ShapedType>(t)) dynamic += shaped.getNumDynamicDims();
+  if (dynamic != static_cast<int64_t>(getResultDims().size()))
+    return emitOpError("expected ") << dynamic << " result dims (one per dynamic result "
+                                    << "dimension), got " << getResultDims().size();
+  return mlir::success();
+}
+
 }  // namespace hexir
 
 #define GET_OP_CLASSES

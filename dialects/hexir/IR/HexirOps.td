@@ -45,16 +45,27 @@ def Hexir_ExecutableOp : Hexir_Op<"executable", [Symbol, IsolatedFromAbove,
   }];
 }
 
-def Hexir_DispatchOp : Hexir_Op<"dispatch", []> {
+def Hexir_DispatchOp : Hexir_Op<"dispatch", [AttrSizedOperandSegments]> {
   let summary = "Runs an executable's kernel on tensors";
   let description = [{
     Operands are the kernel's inputs (tensors, then scalars as they appear); results are
-    freshly allocated tensors the kernel writes.
+    freshly allocated tensors the kernel writes. `result_dims` are the dynamic dimensions
+    of the results, in result order (host `index` values), so the host can size them.
   }];
-  let arguments = (ins FlatSymbolRefAttr:$executable, Variadic<AnyType>:$args);
+  let arguments = (ins FlatSymbolRefAttr:$executable, Variadic<AnyType>:$args,
+                       Variadic<Index>:$resultDims);
   let results = (outs Variadic<AnyType>:$results);
-  let assemblyFormat =
-      "$executable `(` $args `)` attr-dict `:` functional-type($args, $results)";
+  let assemblyFormat = [{
+    $executable `(` $args `)` (`dims` `(` $resultDims^ `)`)? attr-dict `:`
+    functional-type($args, $results)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::TypeRange":$results, "::mlir::FlatSymbolRefAttr":$executable,
+                   "::mlir::ValueRange":$args), [{
+      build($_builder, $_state, results, executable, args, ::mlir::ValueRange{});
+    }]>
+  ];
+  let hasVerifier = 1;
 }
 
 #endif  // HEXIR_OPS_TD

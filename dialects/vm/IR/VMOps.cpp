@@ -38,6 +38,36 @@ mlir::LogicalResult CallImportOp::verify() {
   return mlir::success();
 }
 
+std::string_view InstOperandKinds(llvm::StringRef mnemonic) {
+#define HEXIR_OP(code, Name, mnem, operands, meaning) \
+  if (mnemonic == mnem) return operands;
+#include "vm/isa.def"
+#undef HEXIR_OP
+  return {};
+}
+
+mlir::LogicalResult InstOp::verify() {
+  std::string_view kinds = InstOperandKinds(getMnemonic());
+  if (kinds.empty() || kinds.find_first_not_of('V') != std::string_view::npos)
+    return emitOpError("'") << getMnemonic() << "' is not a value-register-only instruction";
+  if (getNumResults() > 1 || getNumResults() + getNumOperands() != kinds.size())
+    return emitOpError("'") << getMnemonic() << "' takes " << kinds.size()
+                            << " registers (results first)";
+  return mlir::success();
+}
+
+mlir::SuccessorOperands BrOp::getSuccessorOperands(unsigned) {
+  return mlir::SuccessorOperands(getDestOperandsMutable());
+}
+mlir::Block* BrOp::getSuccessorForOperands(llvm::ArrayRef<mlir::Attribute>) { return getDest(); }
+
+mlir::SuccessorOperands CondBrOp::getSuccessorOperands(unsigned index) {
+  return mlir::SuccessorOperands(index == 0 ? getTrueOperandsMutable() : getFalseOperandsMutable());
+}
+mlir::Block* CondBrOp::getSuccessorForOperands(llvm::ArrayRef<mlir::Attribute>) {
+  return nullptr;
+}
+
 }  // namespace hexir::vmir
 
 #define GET_OP_CLASSES

@@ -21,4 +21,7 @@
 namespace hexir::vmir {
 // 'i', 'f' or 'r' for a VM-level type; 0 for anything else.
 char SignatureChar(mlir::Type type);
+// The operand-kind string of the vm/isa.def instruction `mnemonic` ("VVV" for add.i64),
+// empty if there is none.
+std::string_view InstOperandKinds(llvm::StringRef mnemonic);
 }  // namespace hexir::vmir

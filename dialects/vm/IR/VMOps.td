@@ -61,4 +61,84 @@ def VM_ReturnOp : VM_Op<"return", [Pure, Terminator, ReturnLike]> {
   let assemblyFormat = "($operands^ `:` type($operands))? attr-dict";
 }
 
+
+def VM_InstOp : VM_Op<"inst", [Pure]> {
+  let summary = "any value-register-only instruction of vm/isa.def, named by its mnemonic";
+  let description = [{
+    For instructions whose operand string is all `V` (results first): `add.i64`,
+    `cmp.lt.s.i64`, `select.i64`, `cast.si64.f64`, ... The writer looks the mnemonic up
+    in the ISA table; the verifier checks that it exists and that the counts match.
+  }];
+  let arguments = (ins StrAttr:$mnemonic, Variadic<AnyTypeOf<[I64, F64]>>:$operands);
+  let results = (outs Variadic<AnyTypeOf<[I64, F64]>>:$results);
+  let assemblyFormat = "$mnemonic `(` $operands `)` attr-dict `:` functional-type($operands, $results)";
+  let hasVerifier = 1;
+}
+
+def VM_GlobalLoadRefOp : VM_Op<"global.load.ref", []> {
+  let summary = "global.load.ref: R[a] = ref global G (retained)";
+  let arguments = (ins I64Attr:$global);
+  let results = (outs VM_RefType:$result);
+  let assemblyFormat = "$global attr-dict";
+}
+
+def VM_GlobalStoreRefOp : VM_Op<"global.store.ref", []> {
+  let summary = "global.store.ref: ref global G = R[a]";
+  let arguments = (ins VM_RefType:$value, I64Attr:$global);
+  let assemblyFormat = "$value `,` $global attr-dict";
+}
+
+def VM_GlobalLoadI64Op : VM_Op<"global.load.i64", []> {
+  let summary = "global.load.i64: V[a] = value global G";
+  let arguments = (ins I64Attr:$global);
+  let results = (outs I64:$result);
+  let assemblyFormat = "$global attr-dict";
+}
+
+def VM_GlobalStoreI64Op : VM_Op<"global.store.i64", []> {
+  let summary = "global.store.i64: value global G = V[a]";
+  let arguments = (ins I64:$value, I64Attr:$global);
+  let assemblyFormat = "$value `,` $global attr-dict";
+}
+
+def VM_RefIsNullOp : VM_Op<"ref.is_null", [Pure]> {
+  let summary = "ref.is_null: V[a] = R[b] is null";
+  let arguments = (ins VM_RefType:$operand);
+  let results = (outs I64:$result);
+  let assemblyFormat = "$operand attr-dict";
+}
+
+def VM_CallOp : VM_Op<"call", []> {
+  let summary = "call: calls an internal function of this module";
+  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<AnyType>:$args);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = "$callee `(` $args `)` attr-dict `:` functional-type($args, $results)";
+}
+
+def VM_BrOp : VM_Op<"br", [Pure, Terminator,
+    DeclareOpInterfaceMethods<BranchOpInterface, ["getSuccessorForOperands"]>]> {
+  let summary = "br: copies the block arguments, jumps";
+  let arguments = (ins Variadic<AnyType>:$destOperands);
+  let successors = (successor AnySuccessor:$dest);
+  let assemblyFormat = "$dest (`(` $destOperands^ `:` type($destOperands) `)`)? attr-dict";
+}
+
+def VM_CondBrOp : VM_Op<"cond_br", [Pure, Terminator, AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<BranchOpInterface, ["getSuccessorForOperands"]>]> {
+  let summary = "cond_br: V[a] != 0 ? true destination : false destination";
+  let arguments = (ins I64:$condition, Variadic<AnyType>:$trueOperands,
+                       Variadic<AnyType>:$falseOperands);
+  let successors = (successor AnySuccessor:$trueDest, AnySuccessor:$falseDest);
+  let assemblyFormat = [{
+    $condition `,` $trueDest (`(` $trueOperands^ `:` type($trueOperands) `)`)? `,`
+    $falseDest (`(` $falseOperands^ `:` type($falseOperands) `)`)? attr-dict
+  }];
+}
+
+def VM_FailOp : VM_Op<"fail", [Terminator]> {
+  let summary = "fail: aborts the invocation with status code V[a] and a message";
+  let arguments = (ins I64:$code, StrAttr:$message);
+  let assemblyFormat = "$code `,` $message attr-dict";
+}
+
 #endif  // HEXIR_VM_OPS_TD

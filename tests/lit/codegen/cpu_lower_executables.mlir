@@ -1,19 +1,21 @@
 // RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables | FileCheck %s
 
 // The kernel becomes an internal `_impl` taking memref descriptors; the ABI entry loads
-// binding_ptrs (offset 32) and push_constants (offset 16) from the dispatch state and
-// workgroup_id[0] from the workgroup state.
+// binding_ptrs (offset 32) from the dispatch state and workgroup_id[0] from the workgroup
+// state. Scalars come from the parameter buffer bound after the memrefs (binding 2 here),
+// one i64 word each (an f32 is the low 32 bits), not from push constants.
 // CHECK-LABEL: hexir.executable @k
 // CHECK:         llvm.func internal @k_impl(
 // CHECK:         llvm.func @k(%[[D:.+]]: !llvm.ptr, %[[W:.+]]: !llvm.ptr) -> i32
 // CHECK:           %[[BP:.+]] = llvm.getelementptr %[[D]][32] : (!llvm.ptr) -> !llvm.ptr, i8
 // CHECK:           %[[B:.+]] = llvm.load %[[BP]] : !llvm.ptr -> !llvm.ptr
-// CHECK:           %[[PP:.+]] = llvm.getelementptr %[[D]][16] : (!llvm.ptr) -> !llvm.ptr, i8
-// CHECK:           %[[P:.+]] = llvm.load %[[PP]] : !llvm.ptr -> !llvm.ptr
 // CHECK:           llvm.getelementptr %[[B]][0] : (!llvm.ptr) -> !llvm.ptr, i8
 // CHECK:           llvm.getelementptr %[[B]][8] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:           %[[PP:.+]] = llvm.getelementptr %[[B]][16] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:           %[[P:.+]] = llvm.load %[[PP]] : !llvm.ptr -> !llvm.ptr
 // CHECK:           %[[PC:.+]] = llvm.getelementptr %[[P]][0] : (!llvm.ptr) -> !llvm.ptr, i8
-// CHECK:           %[[BITS:.+]] = llvm.load %[[PC]] : !llvm.ptr -> i32
+// CHECK:           %[[WORD:.+]] = llvm.load %[[PC]] : !llvm.ptr -> i64
+// CHECK:           %[[BITS:.+]] = llvm.trunc %[[WORD]] : i64 to i32
 // CHECK:           llvm.bitcast %[[BITS]] : i32 to f32
 // CHECK:           %[[IDP:.+]] = llvm.getelementptr %[[W]][0] : (!llvm.ptr) -> !llvm.ptr, i8
 // CHECK:           llvm.load %[[IDP]] : !llvm.ptr -> i32
@@ -42,6 +44,33 @@ hexir.executable @mm attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
     func.func @mm(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %o: tensor<4x16xf32>, %id: index) -> tensor<4x16xf32> {
       %m = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%o : tensor<4x16xf32>) -> tensor<4x16xf32>
       return %m : tensor<4x16xf32>
+    }
+  }
+}
+
+// -----
+
+// Dynamic dims come from the parameter buffer bound after the memrefs (binding 2), one i64
+// word per dynamic dim in argument order; strides are computed at run time.
+// CHECK-LABEL: hexir.executable @dyn
+// CHECK:         llvm.func @dyn(%[[D:.+]]: !llvm.ptr, %{{.+}}: !llvm.ptr) -> i32
+// CHECK:           %[[BP:.+]] = llvm.getelementptr %[[D]][32]
+// CHECK:           %[[B:.+]] = llvm.load %[[BP]] : !llvm.ptr -> !llvm.ptr
+// CHECK:           %[[PP:.+]] = llvm.getelementptr %[[B]][16] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:           %[[P:.+]] = llvm.load %[[PP]] : !llvm.ptr -> !llvm.ptr
+// CHECK:           llvm.getelementptr %[[P]][0] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:           llvm.getelementptr %[[B]][8] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:           llvm.getelementptr %[[P]][8] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:           llvm.call @dyn_impl(
+hexir.executable @dyn attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @dyn(%a: tensor<?xf32>, %o: tensor<?xf32>, %id: index) -> tensor<?xf32> {
+      %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%a : tensor<?xf32>) outs(%o : tensor<?xf32>) {
+      ^bb0(%x: f32, %y: f32):
+        %z = arith.negf %x : f32
+        linalg.yield %z : f32
+      } -> tensor<?xf32>
+      return %r : tensor<?xf32>
     }
   }
 }

@@ -1,6 +1,6 @@
 // RUN: hexir-compile %s --target=cpu --emit-vm-mlir -o - | FileCheck %s
 // RUN: hexir-compile %s --target=cpu -o %t.vmfb && head -c 8 %t.vmfb | FileCheck %s --check-prefix=MAGIC
-// RUN: not hexir-compile %s --target=cuda -o %t2.vmfb 2>&1 | FileCheck %s --check-prefix=TARGET
+// RUN: not hexir-compile %s --target=tpu -o %t2.vmfb 2>&1 | FileCheck %s --check-prefix=TARGET
 
 // The whole pipeline on matmul + bias + relu: one fused, serialized executable whose
 // four bindings are (a, b, bias, result).
@@ -10,11 +10,13 @@
 // CHECK-SAME:    hexir.workgroup_count = array<i64: 4, 1, 1>
 // CHECK-LABEL: func.func @main(
 // CHECK-COUNT-3: hal.buffer_view.assert
-// CHECK:       hexir_vm.call.import "hal.command_buffer.dispatch"({{.*}}) : (!hexir_vm.ref, !hexir_vm.ref, i64, i64, i64, i64, i64, !hexir_vm.ref, !hexir_vm.ref, !hexir_vm.ref, !hexir_vm.ref) -> ()
+// CHECK:       hexir_vm.call.import "hal.command_buffer.dispatch_slots"({{.*}}) : (!hexir_vm.ref, !hexir_vm.ref, i64, i64, i64, i64, i64, i64, i64, i64, i64) -> ()
 // CHECK-NOT:   hal.command_buffer.dispatch
+// CHECK:       hal.device.queue.execute_bound
+// CHECK-NOT:   hal.semaphore.wait
 // CHECK:       hexir_vm.return
 // MAGIC: HXIRVMFB
-// TARGET: unsupported target 'cuda' (supported: cpu)
+// TARGET: unsupported target 'tpu' (supported: cpu, cuda)
 #map = affine_map<(i, j) -> (i, j)>
 #bcast = affine_map<(i, j) -> (j)>
 func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %bias: tensor<16xf32>) -> tensor<4x16xf32> {

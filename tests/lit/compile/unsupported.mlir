@@ -1,11 +1,12 @@
 // RUN: not hexir-compile %s --target=cpu -o %t.vmfb 2>&1 | FileCheck %s
 
 // The error points at the user's op and names the target; the exit code is non-zero.
-// CHECK: unsupported.mlir:[[@LINE+3]]:8: error: unsupported op 'scf.for' for target 'cpu'
-func.func @loop(%a: tensor<4xf32>, %n: index) -> tensor<4xf32> {
+// CHECK: unsupported.mlir:[[@LINE+3]]:8: error: unsupported op 'tensor.pad' for target 'cpu'
+func.func @pad(%a: tensor<4xf32>, %v: f32) -> tensor<6xf32> {
   %c0 = arith.constant 0 : index
-  %r = scf.for %i = %c0 to %n step %n iter_args(%x = %a) -> tensor<4xf32> {
-    scf.yield %x : tensor<4xf32>
-  }
-  return %r : tensor<4xf32>
+  %r = tensor.pad %a low[1] high[1] {
+  ^bb0(%i: index):
+    tensor.yield %v : f32
+  } : tensor<4xf32> to tensor<6xf32>
+  return %r : tensor<6xf32>
 }

@@ -1,8 +1,34 @@
 // RUN: hexir-opt %s -split-input-file -verify-diagnostics --hexir-verify-input
 
-func.func @dynamic(%a: tensor<?x4xf32>) -> tensor<4xf32> { // expected-error {{unsupported dynamic shape 'tensor<?x4xf32>' for target 'cpu'}}
-  %e = tensor.empty() : tensor<4xf32>
-  return %e : tensor<4xf32>
+func.func @host_tensor_arith(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{unsupported op 'arith.addf' on tensors outside linalg for target 'cpu'}}
+  %r = arith.addf %a, %a : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @host_read(%a: tensor<?xf16>) -> tensor<?xf16> {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{unsupported element type 'f16' for a host read (tensor.extract) for target 'cpu'}}
+  %x = tensor.extract %a[%c0] : tensor<?xf16>
+  return %a : tensor<?xf16>
+}
+
+// -----
+
+// Dynamic shapes, scf and calls are accepted.
+func.func @accepted(%a: tensor<?x4xf32>, %n: index) -> tensor<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%x = %a) -> tensor<?x4xf32> {
+    %y = func.call @id(%x) : (tensor<?x4xf32>) -> tensor<?x4xf32>
+    scf.yield %y : tensor<?x4xf32>
+  }
+  return %r : tensor<?x4xf32>
+}
+func.func private @id(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  return %a : tensor<?x4xf32>
 }
 
 // -----

@@ -1,35 +1,39 @@
 // RUN: hexir-opt %s -split-input-file --hexir-convert-to-vm | FileCheck %s
 
-// Arguments are asserted (index, element type f32 = 1, dims) and unwrapped; results are
-// allocated (byte size); bindings are inputs then outputs; one command buffer with a
-// barrier between the dependent dispatches; submit with a null wait semaphore, wait,
-// return views.
+// Consecutive dispatches form one segment: its command buffer is recorded once into ref
+// global 0 (on the first call: ref.is_null -> record block) with binding-table slots only,
+// and every call replays it with execute_bound and this call's buffers. Scalars travel in
+// a host parameter buffer written per call; the intermediate %0 is queue-allocated and
+// queue-deallocated after the submission; nothing waits.
+// CHECK-LABEL: module attributes {hexir_vm.ref_globals = 1 : i64}
 // CHECK-LABEL: func.func @main(
 // CHECK-SAME:    %[[A:[a-z0-9]+]]: !hexir_vm.ref, %[[S:[a-z0-9]+]]: f64) -> !hexir_vm.ref
 // CHECK-SAME:    hexir_vm.abi_args = "tensor<2x3xf32>;f32"
-// CHECK-SAME:    hexir_vm.abi_results = "tensor<2x3xf32>"
 // CHECK:         %[[DEV:.+]] = hexir_vm.call.import "hal.device.default"()
-// CHECK:         %[[I0:.+]] = hexir_vm.const.i64 0
-// CHECK:         %[[F32:.+]] = hexir_vm.const.i64 1
-// CHECK:         %[[D0:.+]] = hexir_vm.const.i64 2
-// CHECK:         %[[D1:.+]] = hexir_vm.const.i64 3
-// CHECK:         hexir_vm.call.import "hal.buffer_view.assert"(%[[A]], %[[I0]], %[[F32]], %[[D0]], %[[D1]])
+// CHECK:         hexir_vm.call.import "hal.buffer_view.assert"(%[[A]],
 // CHECK:         %[[BUF:.+]] = hexir_vm.call.import "hal.buffer_view.buffer"(%[[A]])
-// CHECK:         %[[EXE:.+]] = hexir_vm.call.import "hal.executable.lookup"(%[[DEV]], %{{.+}})
-// CHECK:         %[[BITS:.+]] = hexir_vm.trunc.f64.f32 %[[S]]
-// CHECK:         %[[SIZE:.+]] = hexir_vm.const.i64 24
-// CHECK:         %[[OUT0:.+]] = hexir_vm.call.import "hal.allocator.allocate"(%[[DEV]], %[[SIZE]])
+// CHECK:         %[[T:.+]] = hexir_vm.call.import "hal.device.queue.alloca"(%[[DEV]], {{.*}}) : (!hexir_vm.ref, !hexir_vm.ref, i64, !hexir_vm.ref, i64, i64) -> !hexir_vm.ref
+// CHECK:         %[[BITS:.+]] = hexir_vm.inst "trunc.f64.f32"(%[[S]])
+// CHECK:         %[[P:.+]] = hexir_vm.call.import "hal.allocator.allocate_host"
+// CHECK:         hexir_vm.call.import "hal.buffer.store_i64"(%[[P]], %{{.+}}, %[[BITS]])
+// CHECK:         %[[OUT:.+]] = hexir_vm.call.import "hal.allocator.allocate"(%[[DEV]]
+// CHECK:         %[[CACHED:.+]] = hexir_vm.global.load.ref 0
+// CHECK:         %[[NULL:.+]] = hexir_vm.ref.is_null %[[CACHED]]
+// CHECK:         hexir_vm.cond_br %[[NULL]], ^[[RECORD:.+]], ^[[REPLAY:.+]](%[[CACHED]] : !hexir_vm.ref)
+// CHECK:       ^[[RECORD]]:
 // CHECK:         %[[CB:.+]] = hexir_vm.call.import "hal.command_buffer.create"(%[[DEV]])
-// CHECK:         hexir_vm.call.import "hal.command_buffer.dispatch"(%[[CB]], %[[EXE]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[BUF]], %[[OUT0]], %[[BITS]])
-// CHECK:         %[[OUT1:.+]] = hexir_vm.call.import "hal.allocator.allocate"
+// CHECK:         %[[EXE:.+]] = hexir_vm.call.import "hal.executable.lookup"(%[[DEV]]
+// CHECK:         hexir_vm.call.import "hal.command_buffer.dispatch_slots"(%[[CB]], %[[EXE]],
 // CHECK:         hexir_vm.call.import "hal.command_buffer.barrier"(%[[CB]])
-// CHECK:         hexir_vm.call.import "hal.command_buffer.dispatch"(%[[CB]], %[[EXE]], {{.*}}, %[[OUT0]], %[[OUT1]], %{{.+}})
+// CHECK:         hexir_vm.call.import "hal.command_buffer.dispatch_slots"(%[[CB]], %[[EXE]],
 // CHECK:         hexir_vm.call.import "hal.command_buffer.finalize"(%[[CB]])
-// CHECK:         %[[SEM:.+]] = hexir_vm.call.import "hal.semaphore.create"
-// CHECK:         %[[NULL:.+]] = hexir_vm.null
-// CHECK:         hexir_vm.call.import "hal.device.queue.execute"(%[[DEV]], %[[CB]], %[[NULL]], %{{.+}}, %[[SEM]], %{{.+}})
-// CHECK:         hexir_vm.call.import "hal.semaphore.wait"(%[[SEM]], %{{.+}})
-// CHECK:         %[[VIEW:.+]] = hexir_vm.call.import "hal.buffer_view.create"(%[[OUT1]], {{.*}}) : (!hexir_vm.ref, i64, i64, i64) -> !hexir_vm.ref
+// CHECK:         hexir_vm.global.store.ref %[[CB]], 0
+// CHECK:         hexir_vm.br ^[[REPLAY]](%[[CB]] : !hexir_vm.ref)
+// CHECK:       ^[[REPLAY]](%[[RCB:.+]]: !hexir_vm.ref):
+// CHECK:         hexir_vm.call.import "hal.device.queue.execute_bound"(%[[DEV]], %[[RCB]], {{.*}}, %[[BUF]], %[[T]], %[[P]], %[[OUT]]
+// CHECK:         hexir_vm.call.import "hal.device.queue.dealloca"(%[[DEV]], {{.*}}, %[[T]])
+// CHECK-NOT:     hal.semaphore
+// CHECK:         %[[VIEW:.+]] = hexir_vm.call.import "hal.buffer_view.create"(%[[OUT]],
 // CHECK:         hexir_vm.return %[[VIEW]]
 hexir.executable @k attributes {hexir.workgroup_count = array<i64: 2, 1, 1>} {
 }
@@ -41,12 +45,85 @@ func.func @main(%a: tensor<2x3xf32>, %s: f32) -> tensor<2x3xf32> {
 
 // -----
 
-// Constant tensors become rodata copied into a device buffer.
+// Constant tensors are uploaded once by the module initializer into ref globals.
 // CHECK-LABEL: func.func @constant
+// CHECK:         %[[G:.+]] = hexir_vm.global.load.ref 0
+// CHECK:         hexir_vm.call.import "hal.buffer_view.create"(%[[G]],
+// CHECK-LABEL: func.func private @__hexir_init() attributes {hexir_vm.initializer}
 // CHECK:         %[[RO:.+]] = hexir_vm.rodata dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
-// CHECK:         hexir_vm.call.import "hal.allocator.allocate_initialized"(%{{.+}}, %[[RO]])
-// CHECK:         hexir_vm.call.import "hal.buffer_view.create"
+// CHECK:         %[[B:.+]] = hexir_vm.call.import "hal.allocator.allocate_initialized"(%{{.+}}, %[[RO]])
+// CHECK:         hexir_vm.global.store.ref %[[B]], 0
 func.func @constant() -> tensor<2xf32> {
   %c = arith.constant dense<[1.0, 2.0]> : tensor<2xf32>
   return %c : tensor<2xf32>
+}
+
+// -----
+
+// Dynamic dims live in registers: read once from the argument view, multiplied into byte
+// sizes, passed to the kernel in its parameter buffer (operand dims, then result dims) and
+// used for the result view. The recording does not depend on them.
+// CHECK-LABEL: func.func @dynamic(
+// CHECK-SAME:    %[[A:[a-z0-9]+]]: !hexir_vm.ref
+// CHECK:         %[[NEG:.+]] = hexir_vm.const.i64 -1
+// CHECK:         hexir_vm.call.import "hal.buffer_view.assert"(%[[A]], %{{.+}}, %{{.+}}, %[[NEG]], %{{.+}})
+// CHECK:         %[[D0:.+]] = hexir_vm.call.import "hal.buffer_view.dim"(%[[A]], %{{.+}}) : (!hexir_vm.ref, i64) -> i64
+// CHECK:         %[[ROW:.+]] = hexir_vm.inst "mul.i64"(%[[D0]], %{{.+}})
+// CHECK:         hexir_vm.call.import "hal.allocator.allocate"(%{{.+}}, %[[ROW]])
+// CHECK:         hexir_vm.call.import "hal.buffer.store_i64"(%{{.+}}, %{{.+}}, %[[D0]], %[[D0]])
+// CHECK:         hexir_vm.call.import "hal.device.queue.execute_bound"
+// CHECK:         hexir_vm.call.import "hal.buffer_view.create"(%{{.+}}, %{{.+}}, %[[D0]], %{{.+}})
+hexir.executable @k attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+}
+func.func @dynamic(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %d = tensor.dim %a, %c0 : tensor<?x4xf32>
+  %0 = hexir.dispatch @k(%a) dims(%d) : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+// Control flow: tensors cross edges as (buffer, dynamic dims); a device value read by the
+// host is one hal.device.read_f64 (which waits); host scalar arithmetic is VM arithmetic;
+// each block's dispatches are their own memoized segment.
+// CHECK-LABEL: func.func @loop(
+// CHECK:         hexir_vm.br ^[[HEAD:bb[0-9]+]](%{{.+}}, %{{.+}} : !hexir_vm.ref, i64)
+// CHECK:       ^[[HEAD]](%[[BUF:.+]]: !hexir_vm.ref, %[[N:.+]]: i64):
+// CHECK:         hexir_vm.global.load.ref 0
+// CHECK:         hexir_vm.call.import "hal.device.queue.execute_bound"
+// CHECK:         %[[X:.+]] = hexir_vm.call.import "hal.device.read_f64"
+// CHECK:         %[[LT:.+]] = hexir_vm.inst "cmp.lt.f64"(%[[X]], %{{.+}}) : (f64, f64) -> i64
+// CHECK:         hexir_vm.cond_br %[[LT]], ^[[HEAD]](%{{.+}}, %{{.+}} : !hexir_vm.ref, i64), ^{{.+}}
+hexir.executable @step attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+}
+func.func @loop(%a: tensor<?xf32>, %limit: f32) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %d = tensor.dim %a, %c0 : tensor<?xf32>
+  cf.br ^head(%a : tensor<?xf32>)
+^head(%x: tensor<?xf32>):
+  %n = tensor.dim %x, %c0 : tensor<?xf32>
+  %y = hexir.dispatch @step(%x) dims(%n) : (tensor<?xf32>) -> tensor<?xf32>
+  %v = tensor.extract %y[%c0] : tensor<?xf32>
+  %lt = arith.cmpf olt, %v, %limit : f32
+  cf.cond_br %lt, ^head(%y : tensor<?xf32>), ^exit
+^exit:
+  return %y : tensor<?xf32>
+}
+
+// -----
+
+// func.call: one VM call to one function; tensors pass as views.
+// CHECK-LABEL: func.func @caller(
+// CHECK:         %[[V:.+]] = hexir_vm.call.import "hal.buffer_view.create"
+// CHECK:         %[[R:.+]] = hexir_vm.call @callee(%[[V]]) : (!hexir_vm.ref) -> !hexir_vm.ref
+// CHECK:         hexir_vm.call.import "hal.buffer_view.buffer"(%[[R]])
+// CHECK-LABEL: func.func private @callee(
+func.func @caller(%a: index) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %r = func.call @callee(%e) : (tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+func.func private @callee(%a: tensor<4xf32>) -> tensor<4xf32> {
+  return %a : tensor<4xf32>
 }
