@@ -1,0 +1,166 @@
+// The C API against a module built with vm/testing/builder (no compiler): handles, values,
+// buffer views, error codes and messages, and handle lifetimes.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime/hexir_runtime.h"
+#include "vm/testing/builder.h"
+
+namespace {
+
+using hexir::vm::Op;
+using hexir::vm::testing::ModuleBuilder;
+using hexir::vm::testing::R;
+using hexir::vm::testing::V;
+
+std::vector<uint8_t> TestModule() {
+  ModuleBuilder mb("capi");
+  uint32_t dim = mb.AddImport("hal.buffer_view.dim", "ri_i");
+  uint32_t msg = mb.AddString("kaboom");
+  // main(view, axis) -> (dim(view, axis), view, 2.5)
+  auto& f = mb.AddFunction("main", "ri_irf");
+  f.AddAttr("abi.args", "tensor<?x?xf32>;i64");
+  f.Op(Op::CallImport).M(dim).L({R(0), V(0)}).L({V(1)});
+  f.Op(Op::ConstF64).V(2).KF(2.5);
+  f.Op(Op::Return).L({V(1), R(0), V(2)});
+  mb.AddExport("main", f.ordinal());
+  auto& boom = mb.AddFunction("boom", "_");
+  boom.Op(Op::ConstI64).V(0).K(10);
+  boom.Op(Op::Fail).V(0).S(msg);
+  mb.AddExport("boom", boom.ordinal());
+  auto bytes = mb.Build();
+  REQUIRE(bytes.ok());
+  return *bytes;
+}
+
+std::string LastError() { return hexir_last_error(); }
+
+TEST_CASE("C API: load from memory, call with a buffer view, read every result kind") {
+  hexir_instance_t* instance = nullptr;
+  REQUIRE(hexir_instance_create(&instance) == HEXIR_OK);
+  hexir_device_t* device = nullptr;
+  REQUIRE(hexir_device_create(instance, "cpu:inline", &device) == HEXIR_OK);
+  hexir_context_t* context = nullptr;
+  REQUIRE(hexir_context_create(instance, device, &context) == HEXIR_OK);
+  std::vector<uint8_t> bytes = TestModule();
+  hexir_module_t* module = nullptr;
+  REQUIRE(hexir_module_load_memory(instance, bytes.data(), bytes.size(), &module) == HEXIR_OK);
+  CHECK(std::string(hexir_module_name(module)) == "capi");
+  REQUIRE(hexir_context_load_module(context, module) == HEXIR_OK);
+  hexir_module_release(module);  // the context keeps its own reference
+
+  hexir_function_t* fn = nullptr;
+  REQUIRE(hexir_context_lookup_function(context, "main", &fn) == HEXIR_OK);
+  CHECK(std::string(hexir_function_signature(fn)) == "ri_irf");
+  CHECK(std::string(hexir_function_attr(fn, "abi.args")) == "tensor<?x?xf32>;i64");
+  CHECK(hexir_function_attr(fn, "abi.nothing") == nullptr);
+
+  const float data[6] = {1, 2, 3, 4, 5, 6};
+  const int64_t dims[2] = {2, 3};
+  hexir_buffer_view_t* view = nullptr;
+  REQUIRE(hexir_buffer_view_from_host(device, HEXIR_ELEMENT_F32, dims, 2, data, sizeof(data),
+                                      &view) == HEXIR_OK);
+  hexir_values_t* args = nullptr;
+  hexir_values_t* results = nullptr;
+  REQUIRE(hexir_values_create(&args) == HEXIR_OK);
+  REQUIRE(hexir_values_create(&results) == HEXIR_OK);
+
+  // Wrong kinds are refused before the VM runs.
+  REQUIRE(hexir_values_push_i64(args, 1) == HEXIR_OK);
+  REQUIRE(hexir_values_push_i64(args, 1) == HEXIR_OK);
+  CHECK(hexir_function_call(context, fn, args, results) == HEXIR_INVALID_ARGUMENT);
+  CHECK(LastError() ==
+        "function 'main' argument 0: signature 'ri_irf' wants 'r', got 'i'");
+  hexir_values_clear(args);
+  REQUIRE(hexir_values_push_buffer_view(args, view) == HEXIR_OK);
+  CHECK(hexir_function_call(context, fn, args, results) == HEXIR_INVALID_ARGUMENT);
+  CHECK(LastError().find("takes 2 arguments, got 1") != std::string::npos);
+  REQUIRE(hexir_values_push_i64(args, 1) == HEXIR_OK);
+
+  REQUIRE(hexir_function_call(context, fn, args, results) == HEXIR_OK);
+  REQUIRE(hexir_values_size(results) == 3);
+  hexir_value_kind_t kind;
+  REQUIRE(hexir_values_kind(results, 1, &kind) == HEXIR_OK);
+  CHECK(kind == HEXIR_VALUE_REF);
+  int64_t d = 0;
+  REQUIRE(hexir_values_get_i64(results, 0, &d) == HEXIR_OK);
+  CHECK(d == 3);
+  double f = 0;
+  REQUIRE(hexir_values_get_f64(results, 2, &f) == HEXIR_OK);
+  CHECK(f == 2.5);
+  CHECK(hexir_values_get_i64(results, 1, &d) == HEXIR_INVALID_ARGUMENT);
+  CHECK(LastError() == "value 1 is 'r', not 'i'");
+  CHECK(hexir_values_get_f64(results, 3, &f) == HEXIR_OUT_OF_RANGE);
+  CHECK(LastError() == "value index 3 out of range (size 3)");
+
+  hexir_buffer_view_t* out = nullptr;
+  REQUIRE(hexir_values_get_buffer_view(results, 1, &out) == HEXIR_OK);
+  CHECK(hexir_buffer_view_element_type(out) == HEXIR_ELEMENT_F32);
+  CHECK(hexir_buffer_view_rank(out) == 2);
+  CHECK(hexir_buffer_view_dim(out, 1) == 3);
+  CHECK(hexir_buffer_view_dim(out, 2) == -1);
+  CHECK(hexir_buffer_view_byte_size(out) == sizeof(data));
+  float back[6] = {};
+  CHECK(hexir_buffer_view_to_host(device, out, back, 8) == HEXIR_OUT_OF_RANGE);
+  CHECK(LastError() ==
+        "buffer view 2x3xf32 has 24 bytes; the destination holds 8");
+  REQUIRE(hexir_buffer_view_to_host(device, out, back, sizeof(back)) == HEXIR_OK);
+  CHECK(std::memcmp(back, data, sizeof(data)) == 0);
+
+  // Releasing the caller's handles leaves the results' own references intact.
+  hexir_buffer_view_release(view);
+  hexir_buffer_view_release(out);
+  hexir_device_release(device);  // the context retains the device
+  REQUIRE(hexir_function_call(context, fn, results, results) == HEXIR_INVALID_ARGUMENT);
+
+  hexir_function_t* boom = nullptr;
+  REQUIRE(hexir_context_lookup_function(context, "boom", &boom) == HEXIR_OK);
+  hexir_values_clear(args);
+  CHECK(hexir_function_call(context, boom, args, results) == HEXIR_ABORTED);
+  CHECK(LastError() == "function 'boom' @4: kaboom");
+
+  hexir_function_t* missing = nullptr;
+  CHECK(hexir_context_lookup_function(context, "nope", &missing) == HEXIR_NOT_FOUND);
+  CHECK(missing == nullptr);
+  CHECK(LastError() == "function 'nope' is not exported by any loaded module");
+
+  hexir_function_release(boom);
+  hexir_function_release(fn);
+  hexir_values_release(args);
+  hexir_values_release(results);
+  hexir_context_release(context);
+  hexir_instance_release(instance);
+}
+
+TEST_CASE("C API: creation and load errors return codes with messages") {
+  hexir_instance_t* instance = nullptr;
+  REQUIRE(hexir_instance_create(&instance) == HEXIR_OK);
+  hexir_device_t* device = nullptr;
+  CHECK(hexir_device_create(instance, "tpu", &device) == HEXIR_NOT_FOUND);
+  CHECK(LastError().find("no HAL driver for device uri 'tpu'") != std::string::npos);
+  CHECK(device == nullptr);
+  hexir_module_t* module = nullptr;
+  CHECK(hexir_module_load_file(instance, "/nonexistent/m.vmfb", &module) == HEXIR_NOT_FOUND);
+  CHECK(LastError() == "module file '/nonexistent/m.vmfb' does not exist");
+  const char junk[] = "not a module at all";
+  CHECK(hexir_module_load_memory(instance, junk, sizeof(junk), &module) == HEXIR_DATA_LOSS);
+  CHECK(LastError() == "not a .vmfb module (bad magic at offset 0)");
+  CHECK(module == nullptr);
+  CHECK(hexir_module_load_memory(instance, nullptr, 0, nullptr) == HEXIR_INVALID_ARGUMENT);
+  CHECK(std::string(hexir_status_name(HEXIR_UNAVAILABLE)) == "unavailable");
+
+  REQUIRE(hexir_device_create(instance, "cpu", &device) == HEXIR_OK);
+  const int64_t dims[1] = {4};
+  const float data[3] = {1, 2, 3};
+  hexir_buffer_view_t* view = nullptr;
+  CHECK(hexir_buffer_view_from_host(device, HEXIR_ELEMENT_F32, dims, 1, data, sizeof(data),
+                                    &view) == HEXIR_INVALID_ARGUMENT);
+  CHECK(LastError().find("4xf32") != std::string::npos);
+  hexir_device_release(device);
+  hexir_instance_release(instance);
+}
+
+}  // namespace

@@ -1,0 +1,338 @@
+// The C API of runtime/hexir_runtime.h over the C++ API (vm/api.h, hal/api.h).
+//
+// Each C handle is a small heap wrapper around a refcounted C++ object (Ref<T>), so handing a
+// view out twice gives two handles that each own one count; releasing one never invalidates
+// the other. Errors are kept per thread for hexir_last_error().
+#include "runtime/hexir_runtime.h"
+
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hal/api.h"
+#include "hal/module/hal_module.h"
+#include "vm/api.h"
+#include "vm/module.h"
+
+using hexir::Status;
+using hexir::StatusCode;
+
+struct hexir_instance {
+  int unused = 0;  // room for driver options; no state is needed yet
+};
+struct hexir_device {
+  hexir::vm::Ref<hexir::hal::Device> device;
+};
+struct hexir_module {
+  hexir::vm::Ref<hexir::vm::Module> module;
+  std::string name;
+};
+struct hexir_context {
+  hexir::vm::Ref<hexir::hal::Device> device;
+  std::unique_ptr<hexir::vm::Context> context;
+};
+struct hexir_function {
+  hexir::vm::Function function;
+  hexir::vm::Ref<hexir::vm::Module> module;  // keeps function.module valid
+};
+struct hexir_buffer_view {
+  hexir::vm::Ref<hexir::hal::BufferView> view;
+};
+struct hexir_values {
+  std::vector<char> kinds;  // 'i', 'f', 'r'
+  std::vector<hexir::vm::Variant> values;
+};
+
+namespace {
+
+static_assert(HEXIR_INTERNAL == static_cast<int>(StatusCode::kInternal), "status codes");
+static_assert(HEXIR_ELEMENT_F32 == static_cast<int>(hexir::hal::ElementType::kF32), "f32");
+static_assert(HEXIR_ELEMENT_F64 == static_cast<int>(hexir::hal::ElementType::kF64), "f64");
+static_assert(HEXIR_ELEMENT_I64 == static_cast<int>(hexir::hal::ElementType::kI64), "i64");
+static_assert(HEXIR_ELEMENT_I1 == static_cast<int>(hexir::hal::ElementType::kI1), "i1");
+
+thread_local std::string last_error;
+
+hexir_status_t Fail(const Status& status) {
+  last_error = std::string(status.message());  // the code is the return value
+  return static_cast<hexir_status_t>(status.code());
+}
+template <typename... Args>
+hexir_status_t Fail(StatusCode code, const Args&... args) {
+  return Fail(Status(code, hexir::StrCat(args...)));
+}
+#define HEXIR_C_REQUIRE(cond, what) \
+  if (!(cond)) return Fail(StatusCode::kInvalidArgument, __func__, ": ", what)
+
+}  // namespace
+
+extern "C" {
+
+const char* hexir_last_error(void) { return last_error.c_str(); }
+
+const char* hexir_status_name(hexir_status_t status) {
+  if (status < HEXIR_OK || status > HEXIR_INTERNAL) return "unknown";
+  return hexir::StatusCodeName(static_cast<StatusCode>(status));
+}
+
+hexir_status_t hexir_instance_create(hexir_instance_t** out_instance) {
+  HEXIR_C_REQUIRE(out_instance, "null out_instance");
+  *out_instance = new hexir_instance();
+  return HEXIR_OK;
+}
+void hexir_instance_release(hexir_instance_t* instance) { delete instance; }
+
+hexir_status_t hexir_device_create(hexir_instance_t* instance, const char* uri,
+                                   hexir_device_t** out_device) {
+  HEXIR_C_REQUIRE(instance && uri && out_device, "null argument");
+  std::string_view text(uri);
+  hexir::hal::DeviceOptions options;
+  if (text == "cpu:inline") {
+    text = "cpu";
+    options.cpu_inline = true;
+    options.cpu_worker_count = 0;
+  }
+  auto device = hexir::hal::CreateDevice(text, options);
+  if (!device.ok()) return Fail(device.status());
+  *out_device = new hexir_device{std::move(*device)};
+  return HEXIR_OK;
+}
+void hexir_device_release(hexir_device_t* device) { delete device; }
+
+static hexir_status_t WrapModule(hexir::StatusOr<hexir::vm::Ref<hexir::vm::Module>> loaded,
+                                 hexir_module_t** out_module) {
+  if (!loaded.ok()) return Fail(loaded.status());
+  auto* m = new hexir_module{std::move(*loaded), {}};
+  m->name = std::string(m->module->name());
+  *out_module = m;
+  return HEXIR_OK;
+}
+
+hexir_status_t hexir_module_load_file(hexir_instance_t* instance, const char* path,
+                                      hexir_module_t** out_module) {
+  HEXIR_C_REQUIRE(instance && path && out_module, "null argument");
+  return WrapModule(hexir::vm::Module::LoadFromFile(path), out_module);
+}
+hexir_status_t hexir_module_load_memory(hexir_instance_t* instance, const void* data,
+                                        size_t size, hexir_module_t** out_module) {
+  HEXIR_C_REQUIRE(instance && (data || size == 0) && out_module, "null argument");
+  return WrapModule(hexir::vm::Module::LoadFromMemory(data, size), out_module);
+}
+const char* hexir_module_name(const hexir_module_t* module) {
+  return module ? module->name.c_str() : "";
+}
+void hexir_module_release(hexir_module_t* module) { delete module; }
+
+hexir_status_t hexir_context_create(hexir_instance_t* instance, hexir_device_t* device,
+                                    hexir_context_t** out_context) {
+  HEXIR_C_REQUIRE(instance && device && out_context, "null argument");
+  auto c = std::make_unique<hexir_context>();
+  c->device = device->device;
+  c->context = hexir::vm::Context::Create();
+  Status s = c->context->RegisterNativeModule(hexir::hal::CreateHalModule(c->device));
+  if (!s.ok()) return Fail(s);
+  *out_context = c.release();
+  return HEXIR_OK;
+}
+hexir_status_t hexir_context_load_module(hexir_context_t* context, hexir_module_t* module) {
+  HEXIR_C_REQUIRE(context && module, "null argument");
+  Status s = context->context->LoadModule(*module->module);
+  if (!s.ok()) return Fail(s);
+  return HEXIR_OK;
+}
+void hexir_context_release(hexir_context_t* context) { delete context; }
+
+hexir_status_t hexir_context_lookup_function(hexir_context_t* context, const char* name,
+                                             hexir_function_t** out_function) {
+  HEXIR_C_REQUIRE(context && name && out_function, "null argument");
+  auto fn = context->context->LookupFunction(name);
+  if (!fn.ok()) return Fail(fn.status());
+  auto* f = new hexir_function{std::move(*fn), {}};
+  f->module = hexir::vm::Ref<hexir::vm::Module>::Retain(
+      const_cast<hexir::vm::Module*>(f->function.module));
+  *out_function = f;
+  return HEXIR_OK;
+}
+const char* hexir_function_signature(const hexir_function_t* function) {
+  return function ? function->function.signature.c_str() : "";
+}
+const char* hexir_function_attr(const hexir_function_t* function, const char* key) {
+  if (!function || !key) return nullptr;
+  for (const auto& [k, v] : function->function.attrs) {
+    if (k == key) return v.c_str();
+  }
+  return nullptr;
+}
+void hexir_function_release(hexir_function_t* function) { delete function; }
+
+hexir_status_t hexir_function_call(hexir_context_t* context, hexir_function_t* function,
+                                   const hexir_values_t* args, hexir_values_t* results) {
+  HEXIR_C_REQUIRE(context && function && args && results, "null argument");
+  const std::string& sig = function->function.signature;
+  size_t us = sig.find('_');
+  std::string_view arg_kinds = std::string_view(sig).substr(0, us);
+  std::string_view result_kinds =
+      us == std::string::npos ? std::string_view() : std::string_view(sig).substr(us + 1);
+  if (args->kinds.size() != arg_kinds.size()) {
+    return Fail(StatusCode::kInvalidArgument, "function '", function->function.name,
+                "' (signature '", sig, "') takes ", arg_kinds.size(), " arguments, got ",
+                args->kinds.size());
+  }
+  for (size_t i = 0; i < arg_kinds.size(); ++i) {
+    if (args->kinds[i] != arg_kinds[i]) {
+      return Fail(StatusCode::kInvalidArgument, "function '", function->function.name,
+                  "' argument ", i, ": signature '", sig, "' wants '", arg_kinds[i],
+                  "', got '", args->kinds[i], "'");
+    }
+  }
+  // Invoke retains refs and never consumes args: a copy keeps `args` const for the caller.
+  std::vector<hexir::vm::Variant> in = args->values;
+  std::vector<hexir::vm::Variant> out;
+  Status s = context->context->Invoke(function->function,
+                                      hexir::Span<hexir::vm::Variant>(in.data(), in.size()), &out);
+  if (!s.ok()) return Fail(s);
+  results->kinds.assign(result_kinds.begin(), result_kinds.end());
+  results->values = std::move(out);
+  results->values.resize(results->kinds.size());
+  return HEXIR_OK;
+}
+
+hexir_status_t hexir_values_create(hexir_values_t** out_values) {
+  HEXIR_C_REQUIRE(out_values, "null out_values");
+  *out_values = new hexir_values();
+  return HEXIR_OK;
+}
+void hexir_values_release(hexir_values_t* values) { delete values; }
+void hexir_values_clear(hexir_values_t* values) {
+  if (!values) return;
+  values->kinds.clear();
+  values->values.clear();
+}
+size_t hexir_values_size(const hexir_values_t* values) {
+  return values ? values->kinds.size() : 0;
+}
+
+static hexir_status_t Push(hexir_values_t* values, char kind, int64_t bits,
+                           hexir::vm::Ref<hexir::vm::RefObject> ref) {
+  values->kinds.push_back(kind);
+  hexir::vm::Variant v;
+  v.bits = bits;
+  v.ref = std::move(ref);
+  values->values.push_back(std::move(v));
+  return HEXIR_OK;
+}
+hexir_status_t hexir_values_push_i64(hexir_values_t* values, int64_t value) {
+  HEXIR_C_REQUIRE(values, "null values");
+  return Push(values, 'i', value, nullptr);
+}
+hexir_status_t hexir_values_push_f64(hexir_values_t* values, double value) {
+  HEXIR_C_REQUIRE(values, "null values");
+  int64_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return Push(values, 'f', bits, nullptr);
+}
+hexir_status_t hexir_values_push_buffer_view(hexir_values_t* values,
+                                             hexir_buffer_view_t* view) {
+  HEXIR_C_REQUIRE(values && view, "null argument");
+  return Push(values, 'r', 0, view->view);
+}
+
+// Entry `index` of kind `kind`, or an error naming the index and both kinds.
+static hexir_status_t Entry(const hexir_values_t* values, size_t index, char kind,
+                            const hexir::vm::Variant** out) {
+  if (!values) return Fail(StatusCode::kInvalidArgument, "null values");
+  if (index >= values->kinds.size()) {
+    return Fail(StatusCode::kOutOfRange, "value index ", index, " out of range (size ",
+                values->kinds.size(), ")");
+  }
+  if (kind && values->kinds[index] != kind) {
+    return Fail(StatusCode::kInvalidArgument, "value ", index, " is '", values->kinds[index],
+                "', not '", kind, "'");
+  }
+  *out = &values->values[index];
+  return HEXIR_OK;
+}
+
+hexir_status_t hexir_values_kind(const hexir_values_t* values, size_t index,
+                                 hexir_value_kind_t* out_kind) {
+  const hexir::vm::Variant* v;
+  if (hexir_status_t s = Entry(values, index, 0, &v)) return s;
+  HEXIR_C_REQUIRE(out_kind, "null out_kind");
+  *out_kind = static_cast<hexir_value_kind_t>(values->kinds[index]);
+  return HEXIR_OK;
+}
+hexir_status_t hexir_values_get_i64(const hexir_values_t* values, size_t index,
+                                    int64_t* out_value) {
+  const hexir::vm::Variant* v;
+  if (hexir_status_t s = Entry(values, index, 'i', &v)) return s;
+  HEXIR_C_REQUIRE(out_value, "null out_value");
+  *out_value = v->bits;
+  return HEXIR_OK;
+}
+hexir_status_t hexir_values_get_f64(const hexir_values_t* values, size_t index,
+                                    double* out_value) {
+  const hexir::vm::Variant* v;
+  if (hexir_status_t s = Entry(values, index, 'f', &v)) return s;
+  HEXIR_C_REQUIRE(out_value, "null out_value");
+  std::memcpy(out_value, &v->bits, sizeof(double));
+  return HEXIR_OK;
+}
+hexir_status_t hexir_values_get_buffer_view(const hexir_values_t* values, size_t index,
+                                            hexir_buffer_view_t** out_view) {
+  const hexir::vm::Variant* v;
+  if (hexir_status_t s = Entry(values, index, 'r', &v)) return s;
+  HEXIR_C_REQUIRE(out_view, "null out_view");
+  auto* view = hexir::vm::RefCast<hexir::hal::BufferView>(v->ref.get());
+  if (!view) {
+    return Fail(StatusCode::kInvalidArgument, "value ", index, " is ",
+                v->ref ? v->ref->type_name() : "null", ", not a hal.buffer_view");
+  }
+  *out_view = new hexir_buffer_view{hexir::vm::Ref<hexir::hal::BufferView>::Retain(view)};
+  return HEXIR_OK;
+}
+
+hexir_status_t hexir_buffer_view_from_host(hexir_device_t* device,
+                                           hexir_element_type_t element_type,
+                                           const int64_t* dims, size_t rank, const void* data,
+                                           size_t byte_size, hexir_buffer_view_t** out_view) {
+  HEXIR_C_REQUIRE(device && (dims || rank == 0) && (data || byte_size == 0) && out_view,
+                  "null argument");
+  auto view = hexir::hal::BufferViewFromHost(*device->device, element_type,
+                                             hexir::Span<const int64_t>(dims, rank), data,
+                                             byte_size);
+  if (!view.ok()) return Fail(view.status());
+  *out_view = new hexir_buffer_view{std::move(*view)};
+  return HEXIR_OK;
+}
+hexir_status_t hexir_buffer_view_to_host(hexir_device_t* device, hexir_buffer_view_t* view,
+                                         void* data, size_t capacity) {
+  HEXIR_C_REQUIRE(device && view && (data || capacity == 0), "null argument");
+  if (capacity < view->view->byte_size()) {
+    return Fail(StatusCode::kOutOfRange, "buffer view ", view->view->ShapeString(), " has ",
+                view->view->byte_size(), " bytes; the destination holds ", capacity);
+  }
+  std::vector<uint8_t> bytes;
+  Status s = hexir::hal::BufferViewToHost(*device->device, *view->view, &bytes);
+  if (!s.ok()) return Fail(s);
+  if (!bytes.empty()) std::memcpy(data, bytes.data(), bytes.size());
+  return HEXIR_OK;
+}
+hexir_element_type_t hexir_buffer_view_element_type(const hexir_buffer_view_t* view) {
+  return static_cast<hexir_element_type_t>(view ? view->view->element_type() : 0);
+}
+size_t hexir_buffer_view_rank(const hexir_buffer_view_t* view) {
+  return view ? view->view->rank() : 0;
+}
+int64_t hexir_buffer_view_dim(const hexir_buffer_view_t* view, size_t axis) {
+  if (!view || axis >= view->view->rank()) return -1;
+  return view->view->dim(axis);
+}
+size_t hexir_buffer_view_byte_size(const hexir_buffer_view_t* view) {
+  return view ? static_cast<size_t>(view->view->byte_size()) : 0;
+}
+void hexir_buffer_view_release(hexir_buffer_view_t* view) { delete view; }
+
+}  // extern "C"
