@@ -57,9 +57,9 @@ vm::Ref<Executable> LoadKernels(Device& d) {
 }
 
 // Returns seconds per dispatch.
-double DispatchCost(bool inline_mode) {
+double DispatchCost(bool inline_mode, int32_t workers = 1, uint32_t workgroups = 1) {
   DeviceOptions o;
-  o.cpu_worker_count = 1;
+  o.cpu_worker_count = workers;
   o.cpu_inline = inline_mode;
   auto dev = Unwrap(cpu::CreateCpuDevice(o), "CreateDevice");
   auto exe = LoadKernels(*dev);
@@ -67,7 +67,7 @@ double DispatchCost(bool inline_mode) {
   constexpr int kDispatches = 1000;
   auto cb = Unwrap(dev->CreateCommandBuffer(), "CreateCommandBuffer");
   for (int i = 0; i < kDispatches; ++i) {
-    CHECK_OK(cb->Dispatch(exe, 0, {1, 1, 1}, {BufferRef::Slot(0), BufferRef::Slot(1)},
+    CHECK_OK(cb->Dispatch(exe, 0, {workgroups, 1, 1}, {BufferRef::Slot(0), BufferRef::Slot(1)},
                           {64, static_cast<uint32_t>(i)}));
   }
   CHECK_OK(cb->Finalize());
@@ -145,6 +145,9 @@ int Main() {
   std::printf("(a) replayed command buffer, 1000 empty dispatches, 1 worker thread:\n");
   std::printf("    queued device: %.3f us/dispatch   inline device: %.3f us/dispatch   (goal <= 2 us)\n",
               queued * 1e6, inl * 1e6);
+  const int32_t workers = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  std::printf("(c) same, 16 workgroups per dispatch, %d workers (pool hand-off per dispatch): %.3f us/dispatch\n",
+              workers, DispatchCost(false, workers, 16) * 1e6);
   const double gib = double(uint64_t{256} << 20) * 2 / double(1 << 30);  // bytes read + written
   const int32_t hw = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   std::printf("(b) y = 2x + 1 over 256 MiB f32 vs memcpy of 256 MiB (same run, best of 5):\n");

@@ -3,6 +3,15 @@
 #include <algorithm>
 
 namespace hexir::hal::cpu {
+namespace {
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
 
 WorkerPool::WorkerPool(int32_t thread_count) {
   for (int32_t i = 1; i < thread_count; ++i) {
@@ -13,7 +22,7 @@ WorkerPool::WorkerPool(int32_t thread_count) {
 WorkerPool::~WorkerPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    shutdown_ = true;
+    shutdown_.store(true);
   }
   start_cv_.notify_all();
   for (auto& t : threads_) t.join();
@@ -34,17 +43,34 @@ void WorkerPool::RunJob(Job& job, uint32_t thread_index) {
 }
 
 void WorkerPool::WorkerMain(uint32_t thread_index) {
-  uint64_t seen = 0;
-  std::unique_lock<std::mutex> lock(mu_);
+  uint64_t seen = 0;  // generation bits of the last loop this worker joined or skipped
+  auto joinable = [&](uint64_t s) {
+    return (s & kOpen) && (s & ~kJoinedMask & ~kOpen) != seen;
+  };
   while (true) {
-    start_cv_.wait(lock, [&] { return shutdown_ || generation_ != seen; });
-    if (shutdown_) return;
-    seen = generation_;
-    Job* job = job_;
-    lock.unlock();
-    RunJob(*job, thread_index);
-    lock.lock();
-    if (--active_ == 0) done_cv_.notify_all();
+    uint64_t s = state_.load(std::memory_order_acquire);
+    for (int i = 0; i < kSpinIterations && !joinable(s) && !shutdown_.load(std::memory_order_relaxed); ++i) {
+      CpuRelax();
+      s = state_.load(std::memory_order_acquire);
+    }
+    if (!joinable(s)) {
+      // state_ is published under mu_, so this check-then-sleep cannot miss a loop.
+      std::unique_lock<std::mutex> lock(mu_);
+      start_cv_.wait(lock, [&] {
+        s = state_.load(std::memory_order_acquire);
+        return shutdown_.load(std::memory_order_relaxed) || joinable(s);
+      });
+    }
+    if (shutdown_.load(std::memory_order_acquire)) return;
+    // Join only the open loop of generation s: the CAS fails if it closed meanwhile.
+    if (!state_.compare_exchange_strong(s, s + 1, std::memory_order_acq_rel)) continue;
+    seen = s & ~kJoinedMask & ~kOpen;
+    RunJob(job_, thread_index);
+    uint64_t after = state_.fetch_sub(1, std::memory_order_acq_rel) - 1;
+    if ((after & kJoinedMask) == 0 && !(after & kOpen)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_cv_.notify_all();
+    }
   }
 }
 
@@ -52,26 +78,33 @@ void WorkerPool::ParallelFor(uint64_t count,
                              const std::function<bool(uint64_t, uint32_t)>& body) {
   if (count == 0) return;
   std::lock_guard<std::mutex> call_lock(call_mu_);
-  Job job;
-  job.body = &body;
-  job.count = count;
+  job_.body = &body;
+  job_.count = count;
   // Small chunks balance uneven workgroups; several per thread keeps the atomic cheap.
-  job.chunk = std::max<uint64_t>(1, count / (uint64_t{thread_count()} * 8));
+  job_.chunk = std::max<uint64_t>(1, count / (uint64_t{thread_count()} * 8));
+  job_.next.store(0, std::memory_order_relaxed);
+  job_.stop.store(false, std::memory_order_relaxed);
   if (threads_.empty() || count == 1) {
-    RunJob(job, 0);
+    RunJob(job_, 0);
     return;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    job_ = &job;
-    active_ = static_cast<uint32_t>(threads_.size());
-    ++generation_;
+    uint64_t generation = (state_.load(std::memory_order_relaxed) & ~kJoinedMask & ~kOpen) +
+                          kGenerationUnit;
+    state_.store(generation | kOpen, std::memory_order_release);
   }
   start_cv_.notify_all();
-  RunJob(job, 0);
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return active_ == 0; });
-  job_ = nullptr;
+  RunJob(job_, 0);
+  // No index is left to claim: close the loop to latecomers, then wait for those that joined.
+  uint64_t s = state_.fetch_and(~kOpen, std::memory_order_acq_rel) & ~kOpen;
+  auto done = [&] { return (state_.load(std::memory_order_acquire) & kJoinedMask) == 0; };
+  if ((s & kJoinedMask) == 0) return;
+  for (int i = 0; i < kSpinIterations && !done(); ++i) CpuRelax();
+  if (!done()) {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, done);
+  }
 }
 
 }  // namespace hexir::hal::cpu

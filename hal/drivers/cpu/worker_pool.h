@@ -3,6 +3,12 @@
 // WorkerPool(n) starts n-1 threads; the thread calling ParallelFor joins in as thread index 0,
 // so thread indices are in [0, max(n,1)). n <= 1 starts no thread: ParallelFor runs inline.
 //
+// Hand-off: ParallelFor publishes the loop and runs it itself; workers that arrive while the
+// loop is open claim indices too. When the caller runs out of indices it closes the loop and
+// waits only for workers that joined it, never for workers that have not woken up yet (so a
+// descheduled worker on a busy machine costs nothing). Idle workers spin briefly before
+// sleeping on a condition variable, so back-to-back loops avoid futex round trips.
+//
 // Thread-safety: ParallelFor may be called from any thread; concurrent calls are serialized.
 // The destructor must not run concurrently with ParallelFor.
 #pragma once
@@ -39,17 +45,22 @@ class WorkerPool {
     std::atomic<uint64_t> next{0};
     std::atomic<bool> stop{false};
   };
+  // state_ packs: generation (bits 33..63) | open flag (bit 32) | joined workers (bits 0..31).
+  static constexpr uint64_t kOpen = uint64_t{1} << 32;
+  static constexpr uint64_t kGenerationUnit = uint64_t{1} << 33;
+  static constexpr uint64_t kJoinedMask = kOpen - 1;
+  static constexpr int kSpinIterations = 2000;
+
   static void RunJob(Job& job, uint32_t thread_index);
   void WorkerMain(uint32_t thread_index);
 
   std::mutex call_mu_;  // serializes ParallelFor
-  std::mutex mu_;
+  std::mutex mu_;       // sleeping: state_ is published and shutdown_ set under it
   std::condition_variable start_cv_;
   std::condition_variable done_cv_;
-  Job* job_ = nullptr;
-  uint64_t generation_ = 0;
-  uint32_t active_ = 0;
-  bool shutdown_ = false;
+  Job job_;  // the current loop; reused only after every joined worker left it
+  std::atomic<uint64_t> state_{0};
+  std::atomic<bool> shutdown_{false};
   std::vector<std::thread> threads_;
 };
 

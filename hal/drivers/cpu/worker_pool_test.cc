@@ -1,7 +1,9 @@
 #include "hal/drivers/cpu/worker_pool.h"
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <set>
+#include <thread>
 
 namespace hexir::hal::cpu {
 namespace {
@@ -34,6 +36,22 @@ TEST_CASE("worker pool: a body returning false stops the loop") {
   });
   REQUIRE(ran.load() < 1000000);
   REQUIRE(ran.load() >= 11);
+}
+
+TEST_CASE("worker pool: many back-to-back small loops (spin/sleep hand-off) lose no index") {
+  for (int32_t threads : {2, 4}) {
+    WorkerPool pool(threads);
+    for (int round = 0; round < 20000; ++round) {
+      const uint64_t count = 1 + round % 9;
+      std::atomic<uint64_t> sum{0};
+      pool.ParallelFor(count, [&](uint64_t i, uint32_t) {
+        sum.fetch_add(i + 1);
+        return true;
+      });
+      REQUIRE(sum.load() == count * (count + 1) / 2);
+      if (round % 5000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // workers sleep
+    }
+  }
 }
 
 }  // namespace
