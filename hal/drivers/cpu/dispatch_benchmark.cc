@@ -5,6 +5,7 @@
 // (a) Host cost per dispatch of a replayed command buffer: 1000 single-workgroup dispatches
 //     of an empty kernel (2 binding-table slots, 2 push constants), recorded once, submitted
 //     many times; one worker thread. Goal <= 2 us per dispatch.
+// (c) As (a) with 16 workgroups per dispatch on every hardware thread: the worker-pool hand-off.
 // (b) Elementwise f32 kernel (y = 2x + 1) over 256 MiB: achieved bandwidth as a ratio of
 //     memcpy of the same bytes in the same run. Goal >= 0.8. The kernels are hand-written C
 //     built with -O3 -march=native (benchmark_kernels.c): they stand in for the compiler's
