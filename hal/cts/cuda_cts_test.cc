@@ -1,19 +1,26 @@
-// The CTS on the CUDA driver. Until that driver exists (or on a machine without a GPU),
-// CreateDevice returns Unavailable and every case prints "HEXIR_SKIPPED: ..." instead of passing.
+// The CTS on the CUDA driver, with the nvcc-built test kernels (hal/drivers/cuda/testing) as a
+// cubin. On a machine without a GPU, or when nvcc was missing at build time, every case prints
+// "HEXIR_SKIPPED: ..." and makes no assertion.
 #include "hal/cts/cts.h"
+#include "hal/drivers/cuda/testing/test_kernels.h"
 
 namespace {
 
 hexir::hal::cts::DriverConfig CudaConfig() {
   return {"cuda",
-          [](const hexir::hal::DeviceOptions& o) { return hexir::hal::CreateDevice("cuda", o); },
+          [](const hexir::hal::DeviceOptions& o)
+              -> hexir::StatusOr<hexir::vm::Ref<hexir::hal::Device>> {
+            auto device = hexir::hal::CreateDevice("cuda", o);
+            std::string missing = hexir::hal::cuda::testing::KernelsMissingReason();
+            if (device.ok() && !missing.empty()) return hexir::Unavailable(missing);
+            return device;
+          },
           [](std::vector<std::string_view> e) {
-            // Filled in with the CTS kernels as a cubin when the CUDA driver lands.
-            hexir::vm::ExecutableView v;
-            v.format = "cuda-cubin-sm_90";
-            v.entry_points = std::move(e);
-            return v;
-          }};
+            return hexir::hal::cuda::testing::CubinView(std::move(e));
+          },
+          {{"pool",
+            "the CUDA driver pools through CUDA's stream-ordered memory pool "
+            "(cuMemAllocAsync), which reports no per-size-class hits"}}};
 }
 
 }  // namespace

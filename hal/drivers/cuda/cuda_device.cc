@@ -1,10 +1,615 @@
 #include "hal/drivers/cuda/cuda_device.h"
 
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "hal/drivers/cuda/cuda_executable.h"
+
 namespace hexir::hal::cuda {
 
+CudaShared::~CudaShared() {
+  if (context == nullptr || stream == nullptr || !MakeCurrent().ok()) return;
+  api->cuStreamSynchronize(stream);
+  api->cuStreamDestroy(stream);
+}
+
+Status CudaShared::MakeCurrent() const {
+  HEXIR_CUDA_RETURN_IF_ERROR(*api, api->cuCtxSetCurrent(context), "cuCtxSetCurrent(cuda:",
+                             ordinal, ")");
+  return Status::Ok();
+}
+
+CudaBuffer::~CudaBuffer() {
+  if (!shared_->MakeCurrent().ok()) return;
+  if (host_) {
+    shared_->api->cuMemFreeHost(host_);
+  } else if (ptr_) {
+    shared_->api->cuMemFreeAsync(ptr_, shared_->stream);  // after all queued uses
+  }
+}
+
+namespace {
+
+constexpr uint64_t kStagingBytes = 16ull << 20;
+
+// The primary context of each GPU, retained once per process (see cuda_shared.h).
+StatusOr<CUcontext> PrimaryContext(const CudaApi& api, CUdevice device, int ordinal,
+                                   CUmemoryPool* pool) {
+  static std::mutex mu;
+  static std::unordered_map<int, std::pair<CUcontext, CUmemoryPool>> contexts;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = contexts.find(ordinal);
+  if (it != contexts.end()) {
+    *pool = it->second.second;
+    return it->second.first;
+  }
+  CUcontext ctx = nullptr;
+  HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuDevicePrimaryCtxRetain(&ctx, device),
+                             "cuDevicePrimaryCtxRetain(cuda:", ordinal, ")");
+  HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuCtxSetCurrent(ctx), "cuCtxSetCurrent(cuda:", ordinal, ")");
+  HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuDeviceGetDefaultMemPool(pool, device),
+                             "cuDeviceGetDefaultMemPool(cuda:", ordinal, ")");
+  // Keep freed blocks in the pool: steady-state allocation then never reaches the OS.
+  cuuint64_t threshold = std::numeric_limits<cuuint64_t>::max();
+  HEXIR_CUDA_RETURN_IF_ERROR(
+      api, api.cuMemPoolSetAttribute(*pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold),
+      "cuMemPoolSetAttribute(release threshold)");
+  contexts[ordinal] = {ctx, *pool};
+  return ctx;
+}
+
+struct Submission {
+  std::vector<SemaphoreValue> waits;
+  vm::Ref<CudaCommandBuffer> command_buffer;
+  std::vector<SemaphoreValue> signals;
+  std::vector<BufferRef> binding_table;
+  CUevent event = nullptr;
+};
+
+class CudaDevice final : public Device {
+ public:
+  CudaDevice(std::shared_ptr<CudaShared> shared, std::string uri)
+      : shared_(std::move(shared)), api_(*shared_->api), uri_(std::move(uri)) {
+    completion_thread_ = std::thread([this] { CompletionMain(); });
+    deferred_thread_ = std::thread([this] { DeferredMain(); });
+  }
+
+  ~CudaDevice() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    deferred_cv_.notify_all();
+    completion_cv_.notify_all();
+    deferred_thread_.join();
+    completion_thread_.join();
+    if (shared_->MakeCurrent().ok()) {
+      for (CUevent e : event_pool_) api_.cuEventDestroy(e);
+      if (staging_) api_.cuMemFreeHost(staging_);
+      if (staging_event_) api_.cuEventDestroy(staging_event_);
+    }
+  }
+
+  std::string_view uri() const override { return uri_; }
+  const std::shared_ptr<CudaShared>& shared() const { return shared_; }
+  uint64_t transfer_syncs() const {
+    return shared_->counters.transfer_synchronizations.load(std::memory_order_relaxed);
+  }
+
+  StatusOr<vm::Ref<Buffer>> AllocateBuffer(uint64_t byte_size, uint32_t memory_types) override;
+  StatusOr<vm::Ref<Executable>> CreateExecutable(const vm::ExecutableView& view) override {
+    HEXIR_ASSIGN_OR_RETURN(vm::Ref<Executable> exe, CudaExecutable::Load(shared_, view));
+    DeviceCounters::Add(counters()->executables_loaded);
+    return exe;
+  }
+  StatusOr<vm::Ref<CommandBuffer>> CreateCommandBuffer() override {
+    return CreateCommandBufferOfMode(DefaultCommandBufferMode());
+  }
+  StatusOr<vm::Ref<CommandBuffer>> CreateCommandBufferOfMode(CommandBufferMode mode) {
+    return vm::Ref<CommandBuffer>::Adopt(new CudaCommandBuffer(counters(), shared_, mode));
+  }
+
+  Status QueueExecute(const std::vector<SemaphoreValue>& waits,
+                      const vm::Ref<CommandBuffer>& command_buffer,
+                      const std::vector<SemaphoreValue>& signals,
+                      const std::vector<BufferRef>& binding_table) override;
+  Status WaitIdle(Timeout timeout) override;
+  Status WriteBuffer(Buffer& buffer, uint64_t offset, const void* data, uint64_t size) override;
+  Status ReadBuffer(const Buffer& buffer, uint64_t offset, void* data, uint64_t size) override;
+
+ private:
+  Status Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
+                  Submission* s) const;
+  // mu_ held. True when every wait is reached or will be by work already on the stream.
+  StatusOr<vm::Ref<CudaCommandBuffer>> AdoptForeign(const CommandBuffer& cb) const;
+  bool WaitsSatisfiedLocked(const std::vector<SemaphoreValue>& waits) const;
+  // mu_ held. Puts the submission on the stream (or fails it).
+  void EnqueueLocked(Submission s);
+  // mu_ held. Signals or fails the submission's semaphores; keeps a signal-less failure.
+  void CompleteLocked(Submission& s, Status status);
+  bool IdleLocked() const { return deferred_.empty() && inflight_.empty() && busy_ == 0; }
+  StatusOr<CUevent> TakeEventLocked();
+  Status EnsureStagingLocked();
+  void CompletionMain();
+  void DeferredMain();
+
+  std::shared_ptr<CudaShared> shared_;
+  const CudaApi& api_;
+  std::string uri_;
+
+  mutable std::mutex mu_;
+  std::condition_variable completion_cv_, deferred_cv_, idle_cv_;
+  std::deque<Submission> deferred_;  // blocked on a host-side semaphore value, in order
+  std::deque<Submission> inflight_;  // on the stream, in order, each with its event
+  // Highest value each semaphore gets from work already on the stream, until signalled.
+  std::unordered_map<const Semaphore*, uint64_t> pending_signals_;
+  std::vector<CUevent> event_pool_;
+  int busy_ = 0;  // submissions popped by a thread and not yet completed
+  bool stopping_ = false;
+  Status first_error_;
+  Status lost_;  // a failed event wait: the context is unusable, later submissions fail
+  std::thread completion_thread_, deferred_thread_;
+
+  std::mutex staging_mu_;
+  void* staging_ = nullptr;
+  CUevent staging_event_ = nullptr;
+};
+
+StatusOr<vm::Ref<Buffer>> CudaDevice::AllocateBuffer(uint64_t byte_size, uint32_t memory_types) {
+  HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
+  // Device-local wins when both are asked for: CUDA buffers are device memory reached through
+  // staging; only a host-visible-only request gets pinned, mapped host memory.
+  bool host = (memory_types & kMemoryHostVisible) && !(memory_types & kMemoryDeviceLocal);
+  CUdeviceptr ptr = 0;
+  void* host_ptr = nullptr;
+  if (byte_size > 0 && host) {
+    HEXIR_CUDA_RETURN_IF_ERROR(
+        api_,
+        api_.cuMemHostAlloc(&host_ptr, byte_size,
+                            CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
+        "cuMemHostAlloc(", byte_size, " bytes)");
+    std::memset(host_ptr, 0, byte_size);
+    CUresult r = api_.cuMemHostGetDevicePointer(&ptr, host_ptr, 0);
+    if (r != CUDA_SUCCESS) {
+      api_.cuMemFreeHost(host_ptr);
+      return CudaStatus(api_, r, "cuMemHostGetDevicePointer");
+    }
+  } else if (byte_size > 0) {
+    HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuMemAllocAsync(&ptr, byte_size, shared_->stream),
+                               "cuMemAllocAsync(", byte_size, " bytes) on ", uri_);
+    CUresult r = api_.cuMemsetD8Async(ptr, 0, byte_size, shared_->stream);
+    if (r != CUDA_SUCCESS) {
+      api_.cuMemFreeAsync(ptr, shared_->stream);
+      return CudaStatus(api_, r, StrCat("cuMemsetD8Async(", byte_size, " bytes, zero fill)"));
+    }
+  }
+  uint32_t types = host ? kMemoryHostVisible : kMemoryDeviceLocal;
+  return vm::Ref<Buffer>::Adopt(
+      new CudaBuffer(byte_size, types, counters(), shared_, ptr, host_ptr));
+}
+
+Status CudaDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
+                            Submission* s) const {
+  if (!cb) return InvalidArgument("queue execute: command buffer is null");
+  if (!cb->is_finalized()) {
+    return FailedPrecondition(
+        "queue execute: the command buffer is still recording; finalize it before submitting");
+  }
+  vm::Ref<CudaCommandBuffer> ccb;
+  if (auto* own = dynamic_cast<CudaCommandBuffer*>(cb.get())) {
+    if (own->shared()->context != shared_->context) {
+      return InvalidArgument("queue execute: the command buffer was recorded for another GPU (",
+                             own->shared()->ordinal, "), not ", uri_);
+    }
+    ccb = vm::Ref<CudaCommandBuffer>::Retain(own);
+  } else {
+    // A generic command buffer (the HAL's queue operations record those): re-record it once as
+    // a stream command buffer, the one-shot form.
+    HEXIR_ASSIGN_OR_RETURN(ccb, AdoptForeign(*cb));
+  }
+  if (table.size() < cb->binding_table_size()) {
+    return InvalidArgument("queue execute: the command buffer uses ", cb->binding_table_size(),
+                           " binding table slot(s) but ", table.size(), " were supplied");
+  }
+  s->binding_table.clear();
+  for (size_t i = 0; i < table.size(); ++i) {
+    BufferRef r = table[i];
+    std::string what = StrCat("queue execute: binding table slot ", i);
+    if (r.is_slot()) return InvalidArgument(what, ": must name a buffer, not another slot");
+    if (r.offset % kBindingAlignment != 0) {
+      return InvalidArgument(what, ": offset ", r.offset, " is not a multiple of ",
+                             kBindingAlignment);
+    }
+    HEXIR_ASSIGN_OR_RETURN(r.length, ResolveRange(r, what));
+    if (!AsCudaBuffer(r.buffer.get())) return InvalidArgument(what, ": not a CUDA buffer");
+    s->binding_table.push_back(std::move(r));
+  }
+  s->command_buffer = std::move(ccb);
+  return Status::Ok();
+}
+
+StatusOr<vm::Ref<CudaCommandBuffer>> CudaDevice::AdoptForeign(const CommandBuffer& cb) const {
+  // No counters: this is not a program recording.
+  auto own = vm::Ref<CudaCommandBuffer>::Adopt(
+      new CudaCommandBuffer(nullptr, shared_, CommandBufferMode::kStream));
+  for (const Command& c : cb.commands()) {
+    if (auto* d = std::get_if<DispatchCommand>(&c)) {
+      if (d->indirect) {
+        HEXIR_RETURN_IF_ERROR(own->DispatchIndirect(d->executable, d->entry,
+                                                    d->workgroup_count_ref, d->bindings,
+                                                    d->push_constants));
+      } else {
+        HEXIR_RETURN_IF_ERROR(own->Dispatch(d->executable, d->entry, d->workgroup_count,
+                                            d->bindings, d->push_constants));
+      }
+    } else if (std::holds_alternative<BarrierCommand>(c)) {
+      HEXIR_RETURN_IF_ERROR(own->Barrier());
+    } else if (auto* cp = std::get_if<CopyCommand>(&c)) {
+      HEXIR_RETURN_IF_ERROR(own->CopyBuffer(cp->source, cp->source_offset, cp->target,
+                                            cp->target_offset, cp->length));
+    } else if (auto* f = std::get_if<FillCommand>(&c)) {
+      HEXIR_RETURN_IF_ERROR(
+          own->FillBuffer(f->target, f->offset, f->length, f->pattern, f->pattern_size));
+    }
+  }
+  HEXIR_RETURN_IF_ERROR(own->Finalize().WithContext("queue execute"));
+  return own;
+}
+
+bool CudaDevice::WaitsSatisfiedLocked(const std::vector<SemaphoreValue>& waits) const {
+  for (const SemaphoreValue& w : waits) {
+    auto v = w.semaphore->Query();
+    if (!v.ok() || *v >= w.value) continue;  // a failed wait fails the submission at enqueue
+    auto it = pending_signals_.find(w.semaphore.get());
+    if (it != pending_signals_.end() && it->second >= w.value) continue;  // stream order
+    return false;
+  }
+  return true;
+}
+
+StatusOr<CUevent> CudaDevice::TakeEventLocked() {
+  if (!event_pool_.empty()) {
+    CUevent e = event_pool_.back();
+    event_pool_.pop_back();
+    return e;
+  }
+  CUevent e = nullptr;
+  HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING),
+                             "cuEventCreate");
+  return e;
+}
+
+void CudaDevice::EnqueueLocked(Submission s) {
+  Status status = lost_;
+  for (const SemaphoreValue& w : s.waits) {
+    if (!status.ok()) break;
+    status = w.semaphore->Query().status();
+  }
+  if (status.ok()) status = shared_->MakeCurrent();
+  if (status.ok()) status = s.command_buffer->Enqueue(s.binding_table, shared_->stream);
+  if (status.ok()) {
+    auto event = TakeEventLocked();
+    status = event.status();
+    if (status.ok()) {
+      s.event = *event;
+      CUresult r = api_.cuEventRecord(s.event, shared_->stream);
+      if (r != CUDA_SUCCESS) {
+        event_pool_.push_back(s.event);
+        status = CudaStatus(api_, r, "cuEventRecord(submission completion)");
+      }
+    }
+  }
+  if (!status.ok()) {
+    CompleteLocked(s, std::move(status));
+    return;
+  }
+  for (const SemaphoreValue& sv : s.signals) {
+    uint64_t& v = pending_signals_[sv.semaphore.get()];
+    v = std::max(v, sv.value);
+  }
+  DeviceCounters::Add(counters()->dispatches_executed, s.command_buffer->dispatch_count());
+  inflight_.push_back(std::move(s));
+  completion_cv_.notify_one();
+}
+
+void CudaDevice::CompleteLocked(Submission& s, Status status) {
+  if (status.ok()) {
+    for (SemaphoreValue& sv : s.signals) {
+      Status st = sv.semaphore->Signal(sv.value);
+      if (!st.ok()) {
+        sv.semaphore->Fail(st);
+        if (status.ok()) status = std::move(st);
+      }
+    }
+  } else {
+    for (SemaphoreValue& sv : s.signals) sv.semaphore->Fail(status);
+  }
+  for (SemaphoreValue& sv : s.signals) {
+    auto it = pending_signals_.find(sv.semaphore.get());
+    if (it != pending_signals_.end() && it->second <= sv.value) pending_signals_.erase(it);
+  }
+  // With signal semaphores the error reaches whoever waits on them (not WaitIdle too).
+  if (!status.ok() && s.signals.empty() && first_error_.ok()) first_error_ = status;
+}
+
+Status CudaDevice::QueueExecute(const std::vector<SemaphoreValue>& waits,
+                                const vm::Ref<CommandBuffer>& command_buffer,
+                                const std::vector<SemaphoreValue>& signals,
+                                const std::vector<BufferRef>& binding_table) {
+  Submission s;
+  HEXIR_RETURN_IF_ERROR(Validate(command_buffer, binding_table, &s));
+  for (size_t i = 0; i < waits.size(); ++i) {
+    if (!waits[i].semaphore) return InvalidArgument("queue execute: wait semaphore ", i, " is null");
+  }
+  for (size_t i = 0; i < signals.size(); ++i) {
+    if (!signals[i].semaphore) {
+      return InvalidArgument("queue execute: signal semaphore ", i, " is null");
+    }
+  }
+  s.waits = waits;
+  s.signals = signals;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!lost_.ok()) return lost_;
+  DeviceCounters::Add(counters()->queue_submissions);
+  if (!deferred_.empty() || !WaitsSatisfiedLocked(s.waits)) {
+    deferred_.push_back(std::move(s));
+    deferred_cv_.notify_one();
+    return Status::Ok();
+  }
+  EnqueueLocked(std::move(s));
+  return Status::Ok();
+}
+
+// Waits for each submission's event in order (cuEventSynchronize: the host-side wait of the
+// CUDA timeline), then checks kernel status words and signals the timeline semaphores.
+void CudaDevice::CompletionMain() {
+  Status current = shared_->MakeCurrent();
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    completion_cv_.wait(
+        lock, [&] { return (stopping_ && deferred_.empty()) || !inflight_.empty(); });
+    if (inflight_.empty()) return;  // stopping and drained
+    CUevent event = inflight_.front().event;
+    CudaCommandBuffer* cb = inflight_.front().command_buffer.get();
+    lock.unlock();
+    Status status = current;
+    if (status.ok()) {
+      CUresult r = api_.cuEventSynchronize(event);
+      status = r == CUDA_SUCCESS
+                   ? cb->CheckKernelStatus()
+                   : CudaStatus(api_, r, StrCat("cuEventSynchronize (", uri_, " submission)"));
+      if (r != CUDA_SUCCESS) status = Status(StatusCode::kAborted, status.message());
+      if (r != CUDA_SUCCESS) {
+        std::lock_guard<std::mutex> l(mu_);
+        if (lost_.ok()) {
+          lost_ = Aborted(uri_, " is lost after a failed submission: ", status.message());
+        }
+      }
+    }
+    lock.lock();
+    Submission s = std::move(inflight_.front());
+    inflight_.pop_front();
+    event_pool_.push_back(s.event);
+    ++busy_;
+    CompleteLocked(s, std::move(status));
+    lock.unlock();
+    s = Submission();  // releases buffers (cuMemFreeAsync) and command buffers off the lock
+    lock.lock();
+    --busy_;
+    if (IdleLocked()) idle_cv_.notify_all();
+  }
+}
+
+// Holds back submissions whose waits no queued GPU work satisfies (host-signalled semaphores)
+// and everything submitted after them, then enqueues them in order.
+void CudaDevice::DeferredMain() {
+  (void)shared_->MakeCurrent();
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    deferred_cv_.wait(lock, [&] { return stopping_ || !deferred_.empty(); });
+    if (deferred_.empty()) return;
+    std::vector<SemaphoreValue> waits = deferred_.front().waits;
+    Status status;
+    for (const SemaphoreValue& w : waits) {
+      while (status.ok() && !WaitsSatisfiedLocked({w})) {
+        if (stopping_) {
+          status = Aborted("queue execute: the device was destroyed while a submission waited "
+                           "for a semaphore to reach ", w.value);
+          break;
+        }
+        lock.unlock();
+        Status st = w.semaphore->WaitInternal(w.value, std::chrono::milliseconds(20));
+        lock.lock();
+        if (!st.ok() && st.code() != StatusCode::kDeadlineExceeded) status = st;
+      }
+    }
+    Submission s = std::move(deferred_.front());
+    deferred_.pop_front();
+    if (status.ok()) {
+      EnqueueLocked(std::move(s));
+    } else {
+      CompleteLocked(s, std::move(status));
+    }
+    if (IdleLocked()) idle_cv_.notify_all();
+    completion_cv_.notify_one();
+  }
+}
+
+Status CudaDevice::WaitIdle(Timeout timeout) {
+  DeviceCounters::Add(counters()->host_waits);
+  std::unique_lock<std::mutex> lock(mu_);
+  auto idle = [&] { return IdleLocked(); };
+  if (timeout >= std::chrono::hours(24 * 365)) {
+    idle_cv_.wait(lock, idle);
+  } else if (!idle_cv_.wait_for(lock, timeout, idle)) {
+    return DeadlineExceeded("device wait idle (", uri_, ") timed out with ",
+                            deferred_.size() + inflight_.size() + busy_,
+                            " submission(s) pending");
+  }
+  Status error = std::move(first_error_);
+  first_error_ = Status::Ok();
+  return error;
+}
+
+Status CudaDevice::EnsureStagingLocked() {
+  if (staging_) return Status::Ok();
+  HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuMemHostAlloc(&staging_, kStagingBytes, 0),
+                             "cuMemHostAlloc(", kStagingBytes, " bytes, transfer staging)");
+  CUresult r = api_.cuEventCreate(&staging_event_, CU_EVENT_DISABLE_TIMING);
+  if (r != CUDA_SUCCESS) {
+    api_.cuMemFreeHost(staging_);
+    staging_ = nullptr;
+    return CudaStatus(api_, r, "cuEventCreate(staging)");
+  }
+  return Status::Ok();
+}
+
+// Device memory goes through the pinned staging buffer in chunks, on the device stream (so a
+// transfer is ordered after work already on the GPU, never after submissions still held back
+// for a semaphore), one event wait per chunk.
+Status CudaDevice::WriteBuffer(Buffer& buffer, uint64_t offset, const void* data,
+                               uint64_t size) {
+  HEXIR_RETURN_IF_ERROR(
+      ResolveRange(BufferRef::Range(vm::Ref<Buffer>::Retain(&buffer), offset, size),
+                   "write_buffer")
+          .status());
+  const CudaBuffer* b = AsCudaBuffer(&buffer);
+  if (b == nullptr) return InvalidArgument("write_buffer: not a CUDA buffer");
+  if (size == 0) return Status::Ok();
+  if (b->host_data()) {
+    std::memcpy(b->host_data() + offset, data, size);
+    return Status::Ok();
+  }
+  HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
+  std::lock_guard<std::mutex> lock(staging_mu_);
+  HEXIR_RETURN_IF_ERROR(EnsureStagingLocked());
+  shared_->counters.transfer_synchronizations.fetch_add(1, std::memory_order_relaxed);
+  for (uint64_t done = 0; done < size;) {
+    uint64_t n = std::min(kStagingBytes, size - done);
+    std::memcpy(staging_, static_cast<const uint8_t*>(data) + done, n);
+    HEXIR_CUDA_RETURN_IF_ERROR(
+        api_, api_.cuMemcpyHtoDAsync(b->device_ptr() + offset + done, staging_, n,
+                                     shared_->stream),
+        "cuMemcpyHtoDAsync(", n, " bytes)");
+    HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventRecord(staging_event_, shared_->stream),
+                               "cuEventRecord(staging)");
+    HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventSynchronize(staging_event_),
+                               "cuEventSynchronize(write_buffer of ", n, " bytes)");
+    done += n;
+  }
+  return Status::Ok();
+}
+
+Status CudaDevice::ReadBuffer(const Buffer& buffer, uint64_t offset, void* data, uint64_t size) {
+  HEXIR_RETURN_IF_ERROR(
+      ResolveRange(BufferRef::Range(vm::Ref<Buffer>::Retain(const_cast<Buffer*>(&buffer)),
+                                    offset, size),
+                   "read_buffer")
+          .status());
+  const CudaBuffer* b = AsCudaBuffer(&buffer);
+  if (b == nullptr) return InvalidArgument("read_buffer: not a CUDA buffer");
+  if (size == 0) return Status::Ok();
+  if (b->host_data()) {
+    std::memcpy(data, b->host_data() + offset, size);
+    return Status::Ok();
+  }
+  HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
+  std::lock_guard<std::mutex> lock(staging_mu_);
+  HEXIR_RETURN_IF_ERROR(EnsureStagingLocked());
+  shared_->counters.transfer_synchronizations.fetch_add(1, std::memory_order_relaxed);
+  for (uint64_t done = 0; done < size;) {
+    uint64_t n = std::min(kStagingBytes, size - done);
+    HEXIR_CUDA_RETURN_IF_ERROR(
+        api_, api_.cuMemcpyDtoHAsync(staging_, b->device_ptr() + offset + done, n,
+                                     shared_->stream),
+        "cuMemcpyDtoHAsync(", n, " bytes)");
+    HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventRecord(staging_event_, shared_->stream),
+                               "cuEventRecord(staging)");
+    HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventSynchronize(staging_event_),
+                               "cuEventSynchronize(read_buffer of ", n, " bytes)");
+    std::memcpy(static_cast<uint8_t*>(data) + done, staging_, n);
+    done += n;
+  }
+  return Status::Ok();
+}
+
+const CudaDevice* AsCudaDevice(const Device& device) {
+  return dynamic_cast<const CudaDevice*>(&device);
+}
+
+}  // namespace
+
+CommandBufferMode DefaultCommandBufferMode() {
+  static const CommandBufferMode mode = [] {
+    const char* env = std::getenv("HEXIR_CUDA_COMMAND_BUFFERS");
+    return env && std::string_view(env) == "stream" ? CommandBufferMode::kStream
+                                                    : CommandBufferMode::kGraph;
+  }();
+  return mode;
+}
+
+StatusOr<vm::Ref<CommandBuffer>> CreateCommandBuffer(Device& device, CommandBufferMode mode) {
+  auto* d = const_cast<CudaDevice*>(AsCudaDevice(device));
+  if (d == nullptr) return InvalidArgument("cuda command buffer: '", device.uri(), "' is not a CUDA device");
+  return d->CreateCommandBufferOfMode(mode);
+}
+
+StatusOr<CudaStats> GetCudaStats(const Device& device) {
+  const CudaDevice* d = AsCudaDevice(device);
+  if (d == nullptr) return InvalidArgument("cuda stats: '", device.uri(), "' is not a CUDA device");
+  const CudaCounters& c = d->shared()->counters;
+  auto g = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  CudaStats s;
+  s.module_loads = g(c.module_loads);
+  s.graph_instantiations = g(c.graph_instantiations);
+  s.graph_launches = g(c.graph_launches);
+  s.kernel_node_updates = g(c.kernel_node_updates);
+  s.stream_launches = g(c.stream_launches);
+  s.host_synchronizations = device.stats().host_waits + g(c.transfer_synchronizations);
+  return s;
+}
+
+StatusOr<GraphInfo> DescribeGraph(const CommandBuffer& command_buffer) {
+  auto* cb = dynamic_cast<const CudaCommandBuffer*>(&command_buffer);
+  if (cb == nullptr) return InvalidArgument("describe graph: not a CUDA command buffer");
+  return cb->Describe();
+}
+
 StatusOr<vm::Ref<Device>> CreateCudaDevice(int ordinal, const DeviceOptions& options) {
-  (void)options;
-  return Unavailable("cuda:", ordinal, ": the CUDA driver is not built yet");
+  (void)options;  // no CUDA options yet
+  HEXIR_ASSIGN_OR_RETURN(const CudaApi* api, LoadCudaApi());
+  int count = 0;
+  CUresult r = api->cuDeviceGetCount(&count);
+  if (r != CUDA_SUCCESS || count == 0) {
+    return Unavailable("cuda driver: no CUDA GPU is visible",
+                       r != CUDA_SUCCESS ? StrCat(" (cuDeviceGetCount: ", CudaErrorText(*api, r), ")")
+                                         : std::string());
+  }
+  if (ordinal < 0 || ordinal >= count) {
+    return InvalidArgument("device uri 'cuda:", ordinal, "': ordinal ", ordinal,
+                           " is out of range; this machine has ", count, " CUDA device(s) (cuda:0",
+                           count > 1 ? StrCat("..cuda:", count - 1) : std::string(), ")");
+  }
+  auto shared = std::make_shared<CudaShared>();
+  shared->api = api;
+  shared->ordinal = ordinal;
+  HEXIR_CUDA_RETURN_IF_ERROR(*api, api->cuDeviceGet(&shared->device, ordinal), "cuDeviceGet(",
+                             ordinal, ")");
+  HEXIR_ASSIGN_OR_RETURN(shared->context,
+                         PrimaryContext(*api, shared->device, ordinal, &shared->pool));
+  HEXIR_RETURN_IF_ERROR(shared->MakeCurrent());
+  CUstream stream = nullptr;
+  HEXIR_CUDA_RETURN_IF_ERROR(*api, api->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
+                             "cuStreamCreate(cuda:", ordinal, ")");
+  shared->stream = stream;
+  return vm::Ref<Device>::Adopt(new CudaDevice(std::move(shared), StrCat("cuda:", ordinal)));
 }
 
 }  // namespace hexir::hal::cuda

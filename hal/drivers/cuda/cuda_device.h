@@ -1,13 +1,53 @@
-// The CUDA driver's entry point. Not built yet: CreateCudaDevice always returns Unavailable.
-// The next issue implements it (dlopen of libcuda.so.1, cubin executables, CUDA graphs for
-// command buffers).
+// The CUDA driver: CreateDevice("cuda") / ("cuda:N") lands here (see README.md).
+//
+// libcuda.so.1 is dlopened at run time; without it (or without a GPU) CreateCudaDevice returns
+// Unavailable with the reason. A device owns one non-blocking CUDA stream (its in-order queue)
+// on the GPU's primary context, the GPU's default stream-ordered memory pool, a pinned staging
+// buffer for host transfers, and two host threads: one that waits for CUDA events and then
+// signals semaphores / releases submissions, one that holds back submissions waiting for a
+// semaphore no queued GPU work will signal.
+//
+// Beyond the HAL API this header gives CUDA-only counters, command-buffer modes and a graph
+// description for tests, tools and the benchmark.
+// Thread-safety: every function is thread-safe.
 #pragma once
 
+#include <cstdint>
+
 #include "base/status.h"
+#include "hal/command_buffer.h"
 #include "hal/device.h"
+#include "hal/drivers/cuda/cuda_command_buffer.h"
 
 namespace hexir::hal::cuda {
 
+// Unavailable: no libcuda.so.1 / cuInit failed / no GPU. InvalidArgument: ordinal out of range
+// (the message names the device count).
 StatusOr<vm::Ref<Device>> CreateCudaDevice(int ordinal, const DeviceOptions& options);
+
+// What Device::CreateCommandBuffer returns on CUDA: kGraph, unless the environment variable
+// HEXIR_CUDA_COMMAND_BUFFERS=stream (read once per process) selects kStream. The library, the
+// HAL module and the tools all go through CreateCommandBuffer, so they share this default.
+CommandBufferMode DefaultCommandBufferMode();
+
+// A command buffer of an explicit mode (kStream: direct launches, for one-shot work).
+StatusOr<vm::Ref<CommandBuffer>> CreateCommandBuffer(Device& device, CommandBufferMode mode);
+
+// CUDA-only counters of one device (cumulative since creation).
+struct CudaStats {
+  uint64_t module_loads = 0;          // cuModuleLoadData calls (a PTX fallback counts as a 2nd)
+  uint64_t graph_instantiations = 0;  // cuGraphInstantiate calls
+  uint64_t graph_launches = 0;        // cuGraphLaunch calls
+  uint64_t kernel_node_updates = 0;   // cuGraphExecKernelNodeSetParams calls
+  uint64_t stream_launches = 0;       // cuLaunchKernel calls (stream command buffers)
+  // Times a host call blocked on the GPU: Semaphore::Wait and WaitIdle (DeviceStats::host_waits)
+  // plus ReadBuffer/WriteBuffer of device memory (each waits for its staging copy).
+  uint64_t host_synchronizations = 0;
+};
+// InvalidArgument when `device` is not a CUDA device.
+StatusOr<CudaStats> GetCudaStats(const Device& device);
+
+// Node/edge counts of a finalized graph-mode CUDA command buffer.
+StatusOr<GraphInfo> DescribeGraph(const CommandBuffer& command_buffer);
 
 }  // namespace hexir::hal::cuda

@@ -1,0 +1,438 @@
+#include "hal/drivers/cuda/cuda_command_buffer.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace hexir::hal::cuda {
+namespace {
+
+CUdeviceptr DevicePtr(const Buffer& b) {
+  const CudaBuffer* cb = AsCudaBuffer(&b);
+  return cb ? cb->device_ptr() : 0;
+}
+
+CUDA_MEMCPY3D Copy1D(CUdeviceptr dst, CUdeviceptr src, uint64_t n) {
+  CUDA_MEMCPY3D p;
+  std::memset(&p, 0, sizeof(p));
+  p.srcMemoryType = CU_MEMORYTYPE_UNIFIED;  // UVA: pool memory and mapped pinned memory alike
+  p.srcDevice = src;
+  p.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+  p.dstDevice = dst;
+  p.WidthInBytes = n;
+  p.Height = 1;
+  p.Depth = 1;
+  return p;
+}
+
+Status CheckGrid(const std::string& name, const std::array<uint32_t, 3>& wg) {
+  if (wg[0] > 0x7fffffffu || wg[1] > 65535 || wg[2] > 65535) {
+    return InvalidArgument("cuda command buffer: dispatch of '", name, "': workgroup count ",
+                           wg[0], "x", wg[1], "x", wg[2],
+                           " exceeds the CUDA grid limit (2^31-1)x65535x65535");
+  }
+  return Status::Ok();
+}
+
+// CUDA dispatch ABI v1: B 8-byte pointers, P 4-byte push constants, then optionally one
+// 8-byte status pointer. Sizes make the optional parameter unambiguous.
+Status CheckAbi(const std::string& name, const CudaEntry& e, size_t bindings, size_t pushes) {
+  if (e.param_count < 0) return Status::Ok();  // the driver cannot tell
+  size_t declared = static_cast<size_t>(e.param_count);
+  bool ok = declared == bindings + pushes || declared == bindings + pushes + 1;
+  for (size_t i = 0; ok && i < declared && i < e.param_sizes.size(); ++i) {
+    uint32_t want = i < bindings ? 8 : i < bindings + pushes ? 4 : 8;
+    ok = e.param_sizes[i] == want;
+  }
+  if (ok) return Status::Ok();
+  std::string sizes;
+  for (uint32_t s : e.param_sizes) sizes += (sizes.empty() ? "" : ",") + std::to_string(s);
+  return InvalidArgument("cuda command buffer: dispatch of '", name, "' passes ", bindings,
+                         " binding(s) + ", pushes, " push constant(s) but the kernel declares ",
+                         declared, " parameter(s) of sizes [", sizes,
+                         "] (CUDA dispatch ABI v1: 8-byte binding pointers, 4-byte push "
+                         "constants, optional 8-byte uint32_t* status)");
+}
+
+}  // namespace
+
+CudaCommandBuffer::CudaCommandBuffer(std::shared_ptr<DeviceCounters> counters,
+                                     std::shared_ptr<CudaShared> shared, CommandBufferMode mode)
+    : CommandBuffer(std::move(counters)), shared_(std::move(shared)), mode_(mode) {}
+
+CudaCommandBuffer::~CudaCommandBuffer() {
+  if (!shared_->MakeCurrent().ok()) return;
+  const CudaApi& api = *shared_->api;
+  if (exec_) api.cuGraphExecDestroy(exec_);
+  if (graph_) api.cuGraphDestroy(graph_);
+  if (scratch_) api.cuMemFree(scratch_);
+  if (status_host_) api.cuMemFreeHost(const_cast<uint32_t*>(status_host_));
+  if (count_host_) api.cuMemFreeHost(count_host_);
+}
+
+Status CudaCommandBuffer::OnFinalize() {
+  HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
+  HEXIR_RETURN_IF_ERROR(BuildOps());
+  if (mode_ == CommandBufferMode::kGraph && !has_indirect_) HEXIR_RETURN_IF_ERROR(BuildGraph());
+  return Status::Ok();
+}
+
+// Resolves everything that does not depend on the binding table once: functions, launch
+// shapes, direct pointers, parameter layout; checks the dispatch ABI against the kernels.
+Status CudaCommandBuffer::BuildOps() {
+  const CudaApi& api = *shared_->api;
+  uint64_t scratch_size = 0;
+  for (const Command& c : commands()) {
+    if (std::holds_alternative<BarrierCommand>(c)) {
+      ops_.push_back({Op::kBarrier, 0});
+    } else if (auto* d = std::get_if<DispatchCommand>(&c)) {
+      const std::string& name = d->executable->entry_name(d->entry);
+      if (d->executable->driver() != kCudaDriverName) {
+        return InvalidArgument("cuda command buffer: dispatch of '", name,
+                               "' uses an executable of driver '", d->executable->driver(), "'");
+      }
+      const auto& exe = static_cast<const CudaExecutable&>(*d->executable);
+      if (exe.shared()->context != shared_->context) {
+        return InvalidArgument("cuda command buffer: dispatch of '", name,
+                               "' uses an executable loaded on another GPU");
+      }
+      const auto& wg = d->workgroup_count;
+      if (!d->indirect) {
+        if (wg[0] == 0 || wg[1] == 0 || wg[2] == 0) continue;  // no workgroups: nothing runs
+        HEXIR_RETURN_IF_ERROR(CheckGrid(name, wg));
+      }
+      KernelOp k;
+      if (d->indirect) {
+        has_indirect_ = true;
+        k.indirect = true;
+        const BufferRef& r = d->workgroup_count_ref;
+        if (r.is_slot()) {
+          k.count_slot = static_cast<int32_t>(r.slot);
+          k.count_offset = r.offset;
+        } else {
+          if (!AsCudaBuffer(r.buffer.get())) {
+            return InvalidArgument("cuda command buffer: dispatch of '", name,
+                                   "': the workgroup count buffer is not a CUDA buffer");
+          }
+          k.count_ptr = DevicePtr(*r.buffer) + r.offset;
+        }
+      }
+      k.command = d;
+      k.entry = &exe.entry(d->entry);
+      HEXIR_RETURN_IF_ERROR(CheckAbi(name, *k.entry, d->bindings.size(), d->push_constants.size()));
+      size_t declared_base = d->bindings.size() + d->push_constants.size();
+      int32_t declared = k.entry->param_count;
+      for (const BufferRef& b : d->bindings) {
+        if (b.is_slot()) {
+          k.slot_of.push_back(static_cast<int32_t>(b.slot));
+          k.values.push_back(0);
+          k.uses_slots = true;
+        } else {
+          if (!AsCudaBuffer(b.buffer.get())) {
+            return InvalidArgument("cuda command buffer: dispatch of '", name,
+                                   "': a binding is not a CUDA buffer");
+          }
+          k.slot_of.push_back(-1);
+          k.values.push_back(DevicePtr(*b.buffer) + b.offset);
+        }
+      }
+      for (uint32_t v : d->push_constants) k.values.push_back(v);
+      if (declared >= 0 && static_cast<size_t>(declared) == declared_base + 1) {
+        k.status_index = static_cast<int32_t>(status_count_++);
+        k.values.push_back(0);  // patched below once the status words exist
+      }
+      ops_.push_back({Op::kKernel, kernels_.size()});
+      kernels_.push_back(std::move(k));
+    } else if (auto* cp = std::get_if<CopyCommand>(&c)) {
+      if (cp->length == 0) continue;
+      if (!AsCudaBuffer(cp->source.get()) || !AsCudaBuffer(cp->target.get())) {
+        return InvalidArgument("cuda command buffer: copy_buffer between non-CUDA buffers");
+      }
+      CopyOp op{DevicePtr(*cp->source) + cp->source_offset,
+                DevicePtr(*cp->target) + cp->target_offset, cp->length, false};
+      // memcpy nodes do not allow overlap; the HAL's copy is a memmove.
+      op.via_scratch = op.src < op.dst + op.length && op.dst < op.src + op.length;
+      if (op.via_scratch) scratch_size = std::max(scratch_size, op.length);
+      ops_.push_back({Op::kCopy, copies_.size()});
+      copies_.push_back(op);
+    } else if (auto* f = std::get_if<FillCommand>(&c)) {
+      if (f->length == 0) continue;
+      if (!AsCudaBuffer(f->target.get())) {
+        return InvalidArgument("cuda command buffer: fill_buffer of a non-CUDA buffer");
+      }
+      uint32_t mask = f->pattern_size == 4 ? ~0u : (1u << (8 * f->pattern_size)) - 1;
+      ops_.push_back({Op::kFill, fills_.size()});
+      fills_.push_back({DevicePtr(*f->target) + f->offset, f->length, f->pattern & mask,
+                        f->pattern_size});
+    }
+  }
+  if (has_indirect_) {
+    void* host = nullptr;
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuMemHostAlloc(&host, 64, 0),
+                               "cuMemHostAlloc(indirect count readback)");
+    count_host_ = static_cast<uint32_t*>(host);
+  }
+  if (scratch_size) {
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuMemAlloc(&scratch_, scratch_size),
+                               "cuMemAlloc(", scratch_size, " bytes, copy overlap scratch)");
+  }
+  if (status_count_) {
+    void* host = nullptr;
+    HEXIR_CUDA_RETURN_IF_ERROR(
+        api, api.cuMemHostAlloc(&host, status_count_ * 4,
+                                CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
+        "cuMemHostAlloc(", status_count_ * 4, " bytes, kernel status words)");
+    std::memset(host, 0, status_count_ * 4);
+    status_host_ = static_cast<volatile uint32_t*>(host);
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuMemHostGetDevicePointer(&status_device_, host, 0),
+                               "cuMemHostGetDevicePointer(kernel status words)");
+  }
+  for (KernelOp& k : kernels_) {
+    if (k.status_index >= 0) k.values.back() = status_device_ + 4ull * k.status_index;
+    k.params.resize(k.values.size());
+    for (size_t i = 0; i < k.values.size(); ++i) k.params[i] = &k.values[i];
+  }
+  return Status::Ok();
+}
+
+CUDA_KERNEL_NODE_PARAMS CudaCommandBuffer::NodeParams(KernelOp& k) const {
+  CUDA_KERNEL_NODE_PARAMS p;
+  std::memset(&p, 0, sizeof(p));
+  p.func = k.entry->function;
+  p.gridDimX = k.command->workgroup_count[0];
+  p.gridDimY = k.command->workgroup_count[1];
+  p.gridDimZ = k.command->workgroup_count[2];
+  p.blockDimX = k.entry->block_size[0];
+  p.blockDimY = k.entry->block_size[1];
+  p.blockDimZ = k.entry->block_size[2];
+  p.kernelParams = k.params.data();
+  return p;
+}
+
+// Barriers become edges: every node depends on the nodes of the previous barrier segment;
+// nodes between two barriers get no edges among themselves and may run concurrently. A
+// segment of several nodes is joined through one empty node, so a barrier between N and M
+// nodes costs N + M edges rather than N * M.
+Status CudaCommandBuffer::BuildGraph() {
+  const CudaApi& api = *shared_->api;
+  HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphCreate(&graph_, 0), "cuGraphCreate");
+  std::vector<CUgraphNode> deps, segment;
+  for (const Op& op : ops_) {
+    CUgraphNode node = nullptr;
+    switch (op.kind) {
+      case Op::kBarrier:
+        if (segment.size() > 1) {
+          HEXIR_CUDA_RETURN_IF_ERROR(
+              api, api.cuGraphAddEmptyNode(&node, graph_, segment.data(), segment.size()),
+              "cuGraphAddEmptyNode(barrier)");
+          deps = {node};
+        } else if (segment.size() == 1) {
+          deps = segment;
+        }
+        segment.clear();
+        continue;
+      case Op::kKernel: {
+        KernelOp& k = kernels_[op.index];
+        CUDA_KERNEL_NODE_PARAMS p = NodeParams(k);
+        HEXIR_CUDA_RETURN_IF_ERROR(
+            api, api.cuGraphAddKernelNode(&node, graph_, deps.data(), deps.size(), &p),
+            "cuGraphAddKernelNode('", k.command->executable->entry_name(k.command->entry), "')");
+        k.node = node;
+        break;
+      }
+      case Op::kCopy: {
+        const CopyOp& c = copies_[op.index];
+        if (c.via_scratch) {
+          CUgraphNode first = nullptr;
+          CUDA_MEMCPY3D a = Copy1D(scratch_, c.src, c.length);
+          HEXIR_CUDA_RETURN_IF_ERROR(api,
+                                     api.cuGraphAddMemcpyNode(&first, graph_, deps.data(),
+                                                              deps.size(), &a, shared_->context),
+                                     "cuGraphAddMemcpyNode(", c.length, " bytes to scratch)");
+          CUDA_MEMCPY3D b = Copy1D(c.dst, scratch_, c.length);
+          HEXIR_CUDA_RETURN_IF_ERROR(
+              api, api.cuGraphAddMemcpyNode(&node, graph_, &first, 1, &b, shared_->context),
+              "cuGraphAddMemcpyNode(", c.length, " bytes from scratch)");
+        } else {
+          CUDA_MEMCPY3D a = Copy1D(c.dst, c.src, c.length);
+          HEXIR_CUDA_RETURN_IF_ERROR(api,
+                                     api.cuGraphAddMemcpyNode(&node, graph_, deps.data(),
+                                                              deps.size(), &a, shared_->context),
+                                     "cuGraphAddMemcpyNode(", c.length, " bytes)");
+        }
+        break;
+      }
+      case Op::kFill: {
+        const FillOp& f = fills_[op.index];
+        CUDA_MEMSET_NODE_PARAMS p;
+        std::memset(&p, 0, sizeof(p));
+        p.dst = f.dst;
+        p.value = f.pattern;
+        p.elementSize = f.pattern_size;
+        p.width = f.length / f.pattern_size;
+        p.height = 1;
+        HEXIR_CUDA_RETURN_IF_ERROR(api,
+                                   api.cuGraphAddMemsetNode(&node, graph_, deps.data(),
+                                                            deps.size(), &p, shared_->context),
+                                   "cuGraphAddMemsetNode(", f.length, " bytes)");
+        break;
+      }
+    }
+    segment.push_back(node);
+    has_nodes_ = true;
+  }
+  return Status::Ok();
+}
+
+bool CudaCommandBuffer::ResolveSlots(KernelOp& k, const std::vector<BufferRef>& table) const {
+  bool changed = false;
+  for (size_t i = 0; i < k.slot_of.size(); ++i) {
+    if (k.slot_of[i] < 0) continue;
+    const BufferRef& r = table[k.slot_of[i]];
+    uint64_t v = DevicePtr(*r.buffer) + r.offset;
+    if (k.values[i] != v) {
+      k.values[i] = v;
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+Status CudaCommandBuffer::Enqueue(const std::vector<BufferRef>& table, CUstream stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (mode_ == CommandBufferMode::kStream || has_indirect_) return EnqueueStream(table, stream);
+  if (!has_nodes_) return Status::Ok();  // nothing to run (CUDA graphs may not be empty)
+  const CudaApi& api = *shared_->api;
+  CudaCounters& counters = shared_->counters;
+  if (exec_ == nullptr) {
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphInstantiate(&exec_, graph_, 0),
+                               "cuGraphInstantiate(", kernels_.size(), " kernel nodes)");
+    counters.graph_instantiations.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Steady state: the same buffers in every slot, so no kernel node needs looking at.
+  bool slots_changed = last_table_.size() != table.size();
+  last_table_.resize(table.size());
+  for (size_t i = 0; i < table.size(); ++i) {
+    CUdeviceptr p = DevicePtr(*table[i].buffer) + table[i].offset;
+    if (last_table_[i] != p) {
+      last_table_[i] = p;
+      slots_changed = true;
+    }
+  }
+  for (KernelOp& k : kernels_) {
+    if (!slots_changed) break;
+    if (!k.uses_slots || !ResolveSlots(k, table)) continue;
+    CUDA_KERNEL_NODE_PARAMS p = NodeParams(k);
+    HEXIR_CUDA_RETURN_IF_ERROR(
+        api, api.cuGraphExecKernelNodeSetParams(exec_, k.node, &p),
+        "cuGraphExecKernelNodeSetParams('", k.command->executable->entry_name(k.command->entry),
+        "')");
+    counters.kernel_node_updates.fetch_add(1, std::memory_order_relaxed);
+  }
+  HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphLaunch(exec_, stream), "cuGraphLaunch");
+  counters.graph_launches.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+// One stream serializes everything, so barriers need no work here.
+Status CudaCommandBuffer::EnqueueStream(const std::vector<BufferRef>& table, CUstream stream) {
+  const CudaApi& api = *shared_->api;
+  for (const Op& op : ops_) {
+    if (op.kind == Op::kKernel) {
+      KernelOp& k = kernels_[op.index];
+      if (k.uses_slots) ResolveSlots(k, table);
+      std::array<uint32_t, 3> wg = k.command->workgroup_count;
+      if (k.indirect) {
+        const std::string& name = k.command->executable->entry_name(k.command->entry);
+        CUdeviceptr src = k.count_ptr;
+        if (k.count_slot >= 0) {
+          const BufferRef& r = table[k.count_slot];
+          if (r.length < k.count_offset + kIndirectParamsSize) {
+            return OutOfRange("dispatch_indirect of '", name, "': the workgroup count at byte ",
+                              k.count_offset, " of binding table slot ", k.count_slot,
+                              " lies outside its ", r.length, "-byte range");
+          }
+          src = DevicePtr(*r.buffer) + r.offset + k.count_offset;
+        }
+        HEXIR_CUDA_RETURN_IF_ERROR(
+            api, api.cuMemcpyDtoHAsync(count_host_, src, kIndirectParamsSize, stream),
+            "cuMemcpyDtoHAsync(indirect count of '", name, "')");
+        HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuStreamSynchronize(stream),
+                                   "cuStreamSynchronize(indirect count of '", name, "')");
+        shared_->counters.transfer_synchronizations.fetch_add(1, std::memory_order_relaxed);
+        wg = {count_host_[0], count_host_[1], count_host_[2]};
+        if (!WorkgroupCountFits(wg)) {
+          return InvalidArgument("dispatch of '", name, "': workgroup count ", wg[0], "x", wg[1],
+                                 "x", wg[2], " read from the buffer exceeds 2^40 workgroups");
+        }
+        if (wg[0] == 0 || wg[1] == 0 || wg[2] == 0) continue;
+        HEXIR_RETURN_IF_ERROR(CheckGrid(name, wg));
+      }
+      const auto& bs = k.entry->block_size;
+      HEXIR_CUDA_RETURN_IF_ERROR(
+          api,
+          api.cuLaunchKernel(k.entry->function, wg[0], wg[1], wg[2], bs[0], bs[1], bs[2], 0,
+                             stream, k.params.data(), nullptr),
+          "cuLaunchKernel('", k.command->executable->entry_name(k.command->entry), "', grid ",
+          wg[0], "x", wg[1], "x", wg[2], ")");
+      shared_->counters.stream_launches.fetch_add(1, std::memory_order_relaxed);
+    } else if (op.kind == Op::kCopy) {
+      const CopyOp& c = copies_[op.index];
+      if (c.via_scratch) {
+        HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuMemcpyAsync(scratch_, c.src, c.length, stream),
+                                   "cuMemcpyAsync(", c.length, " bytes to scratch)");
+        HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuMemcpyAsync(c.dst, scratch_, c.length, stream),
+                                   "cuMemcpyAsync(", c.length, " bytes from scratch)");
+      } else {
+        HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuMemcpyAsync(c.dst, c.src, c.length, stream),
+                                   "cuMemcpyAsync(", c.length, " bytes)");
+      }
+    } else if (op.kind == Op::kFill) {
+      const FillOp& f = fills_[op.index];
+      CUresult r = f.pattern_size == 1
+                       ? api.cuMemsetD8Async(f.dst, static_cast<unsigned char>(f.pattern),
+                                             f.length, stream)
+                   : f.pattern_size == 2
+                       ? api.cuMemsetD16Async(f.dst, static_cast<unsigned short>(f.pattern),
+                                              f.length / 2, stream)
+                       : api.cuMemsetD32Async(f.dst, f.pattern, f.length / 4, stream);
+      HEXIR_CUDA_RETURN_IF_ERROR(api, r, "cuMemsetD", 8 * f.pattern_size, "Async(", f.length,
+                                 " bytes)");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CudaCommandBuffer::CheckKernelStatus() {
+  if (status_count_ == 0) return Status::Ok();
+  std::lock_guard<std::mutex> lock(mu_);
+  Status first;
+  for (const KernelOp& k : kernels_) {
+    if (k.status_index < 0) continue;
+    uint32_t code = status_host_[k.status_index];
+    if (code == 0) continue;
+    status_host_[k.status_index] = 0;
+    if (first.ok()) {
+      first = Aborted("dispatch of entry '", k.command->executable->entry_name(k.command->entry),
+                      "' failed: a workgroup reported status ", code);
+    }
+  }
+  return first;
+}
+
+StatusOr<GraphInfo> CudaCommandBuffer::Describe() const {
+  if (mode_ != CommandBufferMode::kGraph || !is_finalized()) {
+    return FailedPrecondition("describe graph: not a finalized graph-mode command buffer");
+  }
+  HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
+  const CudaApi& api = *shared_->api;
+  GraphInfo info;
+  HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphGetNodes(graph_, nullptr, &info.nodes),
+                             "cuGraphGetNodes");
+  HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphGetEdges(graph_, nullptr, nullptr, nullptr,
+                                                      &info.edges),
+                             "cuGraphGetEdges");
+  info.instantiated = exec_ != nullptr;
+  return info;
+}
+
+}  // namespace hexir::hal::cuda

@@ -1,0 +1,65 @@
+// CUDA executables: one CUmodule per Executable object, loaded once with cuModuleLoadData, every
+// entry's CUfunction, block size and parameter count looked up once at load.
+//
+// Accepted ExecutableView forms (README.md, "Executables"):
+//   format "cuda-cubin-sm_<N>" (the compiler's default is sm_90): data = a cubin (ELF);
+//     optional attr "cuda.ptx" = PTX text, JIT-compiled by the driver only when the cubin does
+//     not load (a GPU of another architecture).
+//   format "cuda-ptx": data = PTX text (NUL terminator optional).
+//   attrs "cuda.block_size.<entry>" = "X,Y,Z" (threads per block; default 256,1,1).
+//
+// Ownership: refcounted; owns the CUmodule (unloaded on destruction, on the device's context).
+// Immutable after creation: thread-safe.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "hal/drivers/cuda/cuda_shared.h"
+#include "hal/executable.h"
+#include "vm/native_module.h"
+
+namespace hexir::hal::cuda {
+
+inline constexpr const char kCubinFormat[] = "cuda-cubin-sm_90";  // the default target
+inline constexpr const char kCubinFormatPrefix[] = "cuda-cubin-sm_";  // any chip is accepted
+inline constexpr const char kPtxFormat[] = "cuda-ptx";
+inline constexpr const char kPtxAttr[] = "cuda.ptx";
+inline constexpr const char kBlockSizeAttrPrefix[] = "cuda.block_size.";
+
+struct CudaEntry {
+  CUfunction function = nullptr;
+  std::array<uint32_t, 3> block_size = {256, 1, 1};
+  // Declared kernel parameters (cuFuncGetParamInfo), or -1 when the driver cannot tell.
+  int32_t param_count = -1;
+  std::vector<uint32_t> param_sizes;  // bytes of each declared parameter (when known)
+};
+
+class CudaExecutable final : public Executable {
+ public:
+  // Errors: unknown format, empty data, a malformed block size attr, load failure (CUDA error
+  // name; both the cubin and the PTX error when the fallback also fails), a missing entry.
+  static StatusOr<vm::Ref<Executable>> Load(std::shared_ptr<CudaShared> shared,
+                                            const vm::ExecutableView& view);
+
+  const CudaEntry& entry(size_t ordinal) const { return entries_[ordinal]; }
+  // True when the module was JIT-compiled from PTX.
+  bool from_ptx() const { return from_ptx_; }
+  const std::shared_ptr<CudaShared>& shared() const { return shared_; }
+
+ private:
+  CudaExecutable(std::string format, std::vector<std::string> names,
+                 std::shared_ptr<CudaShared> shared, CUmodule module,
+                 std::vector<CudaEntry> entries, bool from_ptx);
+  ~CudaExecutable() override;
+
+  std::shared_ptr<CudaShared> shared_;
+  CUmodule module_;
+  std::vector<CudaEntry> entries_;
+  bool from_ptx_;
+};
+
+}  // namespace hexir::hal::cuda
