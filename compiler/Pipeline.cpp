@@ -106,7 +106,8 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
 
 void BuildInputPipeline(mlir::OpPassManager& pm) {
   mlir::tosa::addTosaToLinalgPasses(pm, mlir::TosaToLinalgOptions());
-  pm.addNestedPass<mlir::func::FuncOp>(mlir::createCanonicalizerPass());
+  // Constants, reshapes and slices the linalg pipelines leave to these two.
+  (void)mlir::parsePassPipeline("func.func(tosa-to-arith, tosa-to-tensor, canonicalize)", pm);
 }
 
 mlir::LogicalResult CompileModule(mlir::ModuleOp module, const CompileOptions& options,

@@ -4,6 +4,10 @@
 // host waits only where it reads results.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
 #include "hal/element_type.h"
 #include "tests/e2e/harness.h"
 #include "tools/common/invocation.h"
@@ -18,6 +22,14 @@ HostValue Tensor(HostTensor t) {
   HostValue v;
   v.kind = HostValue::Kind::kTensor;
   v.tensor = std::move(t);
+  return v;
+}
+
+HostValue I64Scalar(int64_t x) {
+  HostValue v;
+  v.kind = HostValue::Kind::kInt;
+  v.scalar_type = static_cast<int32_t>(hal::ElementType::kI64);
+  v.i = x;
   return v;
 }
 
@@ -113,6 +125,306 @@ TEST_CASE("a second call records no command buffer, loads no executable, waits o
     // The function itself never waits: the one host wait is the result download.
     CHECK(after.host_waits - before.host_waits == 1);
   }
+}
+
+// ---- dynamic shapes ------------------------------------------------------------------------
+
+const char* kSoftmax = R"mlir(
+#id = affine_map<(i) -> (i)>
+#sc = affine_map<(i) -> ()>
+func.func @softmax(%x: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?xf32>
+  %ninf = arith.constant -3.0e38 : f32
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %m0 = linalg.fill ins(%ninf : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %m = linalg.generic {indexing_maps = [#id, #sc], iterator_types = ["reduction"]} ins(%x : tensor<?xf32>) outs(%m0 : tensor<f32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.maximumf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %e1 = tensor.empty(%n) : tensor<?xf32>
+  %ex = linalg.generic {indexing_maps = [#id, #sc, #id], iterator_types = ["parallel"]} ins(%x, %m : tensor<?xf32>, tensor<f32>) outs(%e1 : tensor<?xf32>) {
+  ^bb0(%a: f32, %mm: f32, %o: f32):
+    %d = arith.subf %a, %mm : f32
+    %e = math.exp %d : f32
+    linalg.yield %e : f32
+  } -> tensor<?xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [#id, #sc], iterator_types = ["reduction"]} ins(%ex : tensor<?xf32>) outs(%s0 : tensor<f32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %e2 = tensor.empty(%n) : tensor<?xf32>
+  %y = linalg.generic {indexing_maps = [#id, #sc, #id], iterator_types = ["parallel"]} ins(%ex, %s : tensor<?xf32>, tensor<f32>) outs(%e2 : tensor<?xf32>) {
+  ^bb0(%a: f32, %t: f32, %o: f32):
+    %q = arith.divf %a, %t : f32
+    linalg.yield %q : f32
+  } -> tensor<?xf32>
+  return %y : tensor<?xf32>
+}
+)mlir";
+
+TEST_CASE("dynamic-length softmax: 64 lengths, one recording") {
+  std::string module = CompileOrDie(kSoftmax, "softmax");
+  auto session = OpenOrDie(module);
+  hal::DeviceStats start = session->device().stats();
+  for (int64_t n = 1; n <= 64; ++n) {
+    int64_t len = n * 7 - 3 * (n % 5);  // 64 different lengths, not sorted
+    HostTensor x = RandomF32({len}, static_cast<unsigned>(n), -4, 4);
+    auto results = CallOrDie(*session, "softmax", {Tensor(x)});
+    REQUIRE(results.size() == 1);
+    HostTensor expected = ZerosF32({len});
+    double mx = -1e300, sum = 0;
+    for (int64_t i = 0; i < len; ++i) mx = std::max(mx, double(F32(x)[i]));
+    for (int64_t i = 0; i < len; ++i) sum += std::exp(double(F32(x)[i]) - mx);
+    for (int64_t i = 0; i < len; ++i) F32(expected)[i] = float(std::exp(F32(x)[i] - mx) / sum);
+    INFO("length " << len);
+    RequireClose(results[0].tensor, expected, 1e-5, 1e-6);
+  }
+  hal::DeviceStats end = session->device().stats();
+  // One segment: recorded on the first call, replayed for the 63 other lengths.
+  CHECK(end.command_buffers_recorded - start.command_buffers_recorded == 1);
+  CHECK(end.executables_loaded - start.executables_loaded <= 4);
+}
+
+const char* kDynamicMatmul = R"mlir(
+func.func @mm(%a: tensor<?x8xf32>, %b: tensor<8x16xf32>) -> tensor<?x16xf32> {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %a, %c0 : tensor<?x8xf32>
+  %e = tensor.empty(%m) : tensor<?x16xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x16xf32>) -> tensor<?x16xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<?x8xf32>, tensor<8x16xf32>) outs(%f : tensor<?x16xf32>) -> tensor<?x16xf32>
+  return %r : tensor<?x16xf32>
+}
+)mlir";
+
+TEST_CASE("matmul with a dynamic M") {
+  std::string module = CompileOrDie(kDynamicMatmul, "dynamic_matmul");
+  auto session = OpenOrDie(module);
+  for (int64_t m : {1, 5, 17, 64, 3}) {
+    HostTensor a = RandomF32({m, 8}, static_cast<unsigned>(m)), b = RandomF32({8, 16}, 99);
+    auto results = CallOrDie(*session, "mm", {Tensor(a), Tensor(b)});
+    HostTensor expected = ZerosF32({m, 16});
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < 16; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < 8; ++k) acc += double(F32(a)[i * 8 + k]) * F32(b)[k * 16 + j];
+        F32(expected)[i * 16 + j] = float(acc);
+      }
+    INFO("M = " << m);
+    RequireClose(results[0].tensor, expected, 1e-5, 1e-5);
+  }
+  CHECK(session->device().stats().command_buffers_recorded == 1);
+}
+
+// ---- control flow ---------------------------------------------------------------------------
+
+const char* kWhile = R"mlir(
+#id = affine_map<(i) -> (i)>
+#sc = affine_map<(i) -> ()>
+func.func @grow(%x: tensor<4xf32>, %limit: f32) -> tensor<4xf32> {
+  %r = scf.while (%a = %x) : (tensor<4xf32>) -> tensor<4xf32> {
+    %zero = arith.constant 0.0 : f32
+    %e0 = tensor.empty() : tensor<f32>
+    %s0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+    %s = linalg.generic {indexing_maps = [#id, #sc], iterator_types = ["reduction"]} ins(%a : tensor<4xf32>) outs(%s0 : tensor<f32>) {
+    ^bb0(%v: f32, %acc: f32):
+      %t = arith.addf %v, %acc : f32
+      linalg.yield %t : f32
+    } -> tensor<f32>
+    %v = tensor.extract %s[] : tensor<f32>
+    %c = arith.cmpf olt, %v, %limit : f32
+    scf.condition(%c) %a : tensor<4xf32>
+  } do {
+  ^bb0(%b: tensor<4xf32>):
+    %e = tensor.empty() : tensor<4xf32>
+    %d = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%b : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      %w = arith.addf %v, %v : f32
+      linalg.yield %w : f32
+    } -> tensor<4xf32>
+    scf.yield %d : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+)mlir";
+
+TEST_CASE("a while loop stops on a device-computed condition, one wait per test") {
+  std::string module = CompileOrDie(kWhile, "while");
+  auto session = OpenOrDie(module);
+  for (float limit : {5.0f, 100.0f, 1000.0f}) {
+    HostTensor x = RandomF32({4}, 7, 0.5f, 1.5f);
+    hal::DeviceStats before = session->device().stats();
+    auto results = CallOrDie(*session, "grow", {Tensor(x), F32Scalar(limit)});
+    hal::DeviceStats after = session->device().stats();
+    HostTensor expected = x;
+    int iterations = 0;
+    for (;;) {
+      float sum = 0;
+      for (int i = 0; i < 4; ++i) sum += F32(expected)[i];
+      if (!(sum < limit)) break;
+      for (int i = 0; i < 4; ++i) F32(expected)[i] *= 2;
+      ++iterations;
+    }
+    INFO("limit " << limit << ", iterations " << iterations);
+    RequireClose(results[0].tensor, expected);
+    // One wait per condition test (iterations + 1) plus the result download.
+    CHECK(after.host_waits - before.host_waits == static_cast<uint64_t>(iterations + 2));
+  }
+  // The condition segment and the body segment: each recorded once.
+  CHECK(session->device().stats().command_buffers_recorded == 2);
+}
+
+std::string EightCalls() {
+  std::ostringstream s;
+  s << "#map = affine_map<(i, j) -> (i, j)>\n";
+  s << "func.func @net(%x: tensor<4x16xf32>";
+  for (int i = 0; i < 8; ++i) s << ", %w" << i << ": tensor<16x16xf32>";
+  s << ") -> tensor<4x16xf32> {\n";
+  std::string prev = "%x";
+  for (int i = 0; i < 8; ++i) {
+    s << "  %h" << i << " = func.call @layer(" << prev << ", %w" << i
+      << ") : (tensor<4x16xf32>, tensor<16x16xf32>) -> tensor<4x16xf32>\n";
+    prev = "%h" + std::to_string(i);
+  }
+  s << "  return " << prev << R"mlir( : tensor<4x16xf32>
+}
+func.func private @layer(%x: tensor<4x16xf32>, %w: tensor<16x16xf32>) -> tensor<4x16xf32> {
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %m = linalg.matmul ins(%x, %w : tensor<4x16xf32>, tensor<16x16xf32>) outs(%f : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %r = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%m : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = math.tanh %a : f32
+    linalg.yield %t : f32
+  } -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
+)mlir";
+  return s.str();
+}
+
+TEST_CASE("a function called 8 times: one bytecode function, one executable, one recording") {
+  std::string source = EightCalls();
+  std::string module = CompileOrDie(source, "eight_calls");
+  std::string mlir = TempFile("eight_calls.vm.mlir");
+  CommandResult vm = RunCommand(HexirCompile() + " " + TempFile("eight_calls.mlir") +
+                                " --target=cpu --emit-vm-mlir -o " + mlir);
+  REQUIRE(vm.exit_code == 0);
+  std::ifstream in(mlir);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count("hexir.executable @") == 1);
+  CHECK(count("func.func private @layer(") == 1);
+  CHECK(count("hexir_vm.call @layer(") == 8);
+
+  auto session = OpenOrDie(module);
+  HostTensor x = RandomF32({4, 16}, 1);
+  std::vector<HostValue> inputs = {Tensor(x)};
+  std::vector<HostTensor> w;
+  for (int i = 0; i < 8; ++i) {
+    w.push_back(RandomF32({16, 16}, 100 + i, -0.3f, 0.3f));
+    inputs.push_back(Tensor(w.back()));
+  }
+  auto results = CallOrDie(*session, "net", inputs);
+  HostTensor h = x;
+  for (int l = 0; l < 8; ++l) {
+    HostTensor next = ZerosF32({4, 16});
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 16; ++j) {
+        double acc = 0;
+        for (int k = 0; k < 16; ++k) acc += double(F32(h)[i * 16 + k]) * F32(w[l])[k * 16 + j];
+        F32(next)[i * 16 + j] = float(std::tanh(acc));
+      }
+    h = next;
+  }
+  RequireClose(results[0].tensor, h, 1e-4, 1e-5);
+  hal::DeviceStats stats = session->device().stats();
+  CHECK(stats.command_buffers_recorded == 1);  // the layer's segment, replayed 8 times
+  CHECK(stats.executables_loaded == 1);
+}
+
+// ---- lifetimes ------------------------------------------------------------------------------
+
+const char* kCountLoop = R"mlir(
+#id = affine_map<(i) -> (i)>
+func.func @count(%x: tensor<4xf32>, %n64: i64) -> tensor<4xf32> {
+  %n = arith.index_cast %n64 : i64 to index
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x) -> tensor<4xf32> {
+    %e = tensor.empty() : tensor<4xf32>
+    %d = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%a : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      %one = arith.constant 1.0 : f32
+      %w = arith.addf %v, %one : f32
+      linalg.yield %w : f32
+    } -> tensor<4xf32>
+    scf.yield %d : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+)mlir";
+
+TEST_CASE("a loop of 10^5 iterations that allocates per iteration runs in constant memory") {
+  std::string module = CompileOrDie(kCountLoop, "count_loop");
+  // Inline queue: each submission completes before the next iteration, so the peak measures
+  // what the program keeps alive, not how far the host runs ahead of the device.
+  auto session = OpenOrDie(module, /*cpu_threads=*/0);
+  HostTensor x = RandomF32({4}, 3);
+  auto run = [&](int64_t n) {
+    auto results = CallOrDie(*session, "count", {Tensor(x), I64Scalar(n)});
+    HostTensor expected = x;
+    for (int i = 0; i < 4; ++i) F32(expected)[i] = F32(x)[i] + float(n);
+    RequireClose(results[0].tensor, expected, 1e-6, 1e-3);
+  };
+  run(10);
+  hal::DeviceStats small = session->device().stats();
+  run(100000);
+  hal::DeviceStats big = session->device().stats();
+  CHECK(big.buffers_allocated - small.buffers_allocated >= 100000);
+  // Every iteration's buffer dies at its last use: the peak does not grow with the count.
+  CHECK(big.buffer_bytes_peak == small.buffer_bytes_peak);
+  CHECK(big.buffers_live == small.buffers_live);
+  CHECK(big.command_buffers_recorded == small.command_buffers_recorded);
+}
+
+// ---- TOSA input -----------------------------------------------------------------------------
+
+const char* kTosa = R"mlir(
+func.func @model(%x: tensor<2x4xf32>, %b: tensor<1x4xf32>) -> tensor<2x4xf32> {
+  %w = "tosa.const"() {values = dense<[[1.0, -1.0, 0.5, 2.0]]> : tensor<1x4xf32>} : () -> tensor<1x4xf32>
+  %shift = "tosa.const"() {values = dense<0> : tensor<1xi8>} : () -> tensor<1xi8>
+  %m = tosa.mul %x, %w, %shift : (tensor<2x4xf32>, tensor<1x4xf32>, tensor<1xi8>) -> tensor<2x4xf32>
+  %a = tosa.add %m, %b : (tensor<2x4xf32>, tensor<1x4xf32>) -> tensor<2x4xf32>
+  %r = tosa.clamp %a {min_val = 0.0 : f32, max_val = 3.0 : f32} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %t = tosa.tanh %r : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %t : tensor<2x4xf32>
+}
+)mlir";
+
+TEST_CASE("a small TOSA model through MLIR's tosa-to-linalg pipelines") {
+  std::string module = CompileOrDie(kTosa, "tosa");
+  auto session = OpenOrDie(module);
+  HostTensor x = RandomF32({2, 4}, 5, -3, 3), b = RandomF32({1, 4}, 6);
+  auto results = CallOrDie(*session, "model", {Tensor(x), Tensor(b)});
+  const float w[4] = {1.0f, -1.0f, 0.5f, 2.0f};
+  HostTensor expected = ZerosF32({2, 4});
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j) {
+      float a = F32(x)[i * 4 + j] * w[j] + F32(b)[j];
+      F32(expected)[i * 4 + j] = std::tanh(std::min(std::max(a, 0.0f), 3.0f));
+    }
+  RequireClose(results[0].tensor, expected, 1e-5, 1e-6);
 }
 
 }  // namespace
