@@ -59,8 +59,9 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
         points = 1;
       }
       kernel = inner.lookupSymbol<func::FuncOp>(exe.getSymName());
-      int64_t block = blockFor(points);
-      int64_t grid = (points + block - 1) / block;
+      // Dynamic extents (points < 0): a fixed grid of full blocks strides over the points.
+      int64_t block = points < 0 ? blockSize : blockFor(points);
+      int64_t grid = points < 0 ? dynamicGrid : (points + block - 1) / block;
       kernel->setAttr("hexir.cuda.thread_count", IntegerAttr::get(IndexType::get(ctx), points));
       kernel->setAttr("hexir.cuda.block_size", IntegerAttr::get(IndexType::get(ctx), block));
       exe->setAttr("hexir.workgroup_count", DenseI64ArrayAttr::get(ctx, {grid, 1, 1}));
@@ -96,17 +97,26 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     OpBuilder b(root);
     SmallVector<Range> domain = root.getIterationDomain(b);
     SmallVector<int64_t> parallel, extents(iterators.size(), 0);
+    SmallVector<Value> sizes(iterators.size());  // as index values (dynamic path)
+    bool dynamic = false;
     points = 1;
     for (auto [d, it] : llvm::enumerate(iterators)) {
       std::optional<int64_t> n = getConstantIntValue(domain[d].size);
       std::optional<int64_t> lb = getConstantIntValue(domain[d].offset);
-      if (!n || !lb || *lb != 0) return fail();
-      extents[d] = *n;
+      if (!lb || *lb != 0) return fail();
+      sizes[d] = getValueOrCreateConstantIndexOp(b, kernel.getLoc(), domain[d].size);
       if (it != utils::IteratorType::parallel) continue;
       parallel.push_back(d);
+      if (!n) {
+        dynamic = true;
+        continue;
+      }
+      extents[d] = *n;
       points *= *n;
     }
-    if (parallel.empty() || points <= 1 || points >= (int64_t(1) << 31)) return fail();
+    if (dynamic) points = -1;
+    if (parallel.empty() || (!dynamic && (points <= 1 || points >= (int64_t(1) << 31))))
+      return fail();
 
     // Delinearization order: the loops indexing the output's dimensions, outermost first,
     // so the output's contiguous dimension varies fastest across threads.
@@ -123,10 +133,10 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     for (int64_t d : parallel)
       if (!llvm::is_contained(order, d)) order.insert(order.begin(), d);
 
-    SmallVector<OpFoldResult> sizes(iterators.size(), b.getIndexAttr(0));
-    for (int64_t d : parallel) sizes[d] = b.getIndexAttr(1);
+    SmallVector<OpFoldResult> tileSizes(iterators.size(), b.getIndexAttr(0));
+    for (int64_t d : parallel) tileSizes[d] = b.getIndexAttr(1);
     scf::SCFTilingOptions tiling;
-    tiling.setTileSizes(sizes);
+    tiling.setTileSizes(tileSizes);
     tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
     scf::SCFTileAndFuseOptions options;
     options.setTilingOptions(tiling);
@@ -137,16 +147,20 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     if (failed(tiled) || tiled->loops.size() != parallel.size()) return fail();
     for (OpResult r : root->getResults()) rewriter.replaceAllUsesWith(r, tiled->replacements[r]);
 
-    // The thread's point: coordinate of loop order[k] from gid (i32 div/rem by constants).
     Location loc = kernel.getLoc();
+    DenseMap<int64_t, Value> coordinate;
+    if (dynamic) {
+      if (failed(strideOverPoints(tiled->loops.front().getOperation(), order, sizes, coordinate))) return fail();
+    } else {
+    // The thread's point: coordinate of loop order[k] from gid (i32 div/rem by constants).
     b.setInsertionPointToStart(&kernel.getBody().front());
     Value rest = globalThreadId(b, loc, blockFor(points));
-    DenseMap<int64_t, Value> coordinate;
     for (int64_t d : llvm::reverse(order)) {
       Value n = arith::ConstantIntOp::create(b, loc, b.getI32Type(), extents[d]);
       Value c = d == order.front() ? rest : arith::RemUIOp::create(b, loc, rest, n).getResult();
       coordinate[d] = arith::IndexCastUIOp::create(b, loc, b.getIndexType(), c);
       if (d != order.front()) rest = arith::DivUIOp::create(b, loc, rest, n);
+    }
     }
     // tiled->loops are the tiled (parallel) loops in loop order, outermost first.
     for (auto [k, loopLike] : llvm::enumerate(tiled->loops)) {
@@ -171,6 +185,44 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       if (isa<TilingInterface, DestinationStyleOpInterface>(op) && !isa<scf::ForOp>(op))
         return fail();
     return kernel;
+  }
+
+  // Dynamic extents: wraps the thread's loop nest in
+  //   scf.for %p = gid to P step grid * block iter_args(output)
+  // and derives the point's coordinates from %p (index div/rem by the runtime extents).
+  LogicalResult strideOverPoints(Operation* outermost, ArrayRef<int64_t> order,
+                                 ArrayRef<Value> sizes, DenseMap<int64_t, Value>& coordinate) {
+    auto outer0 = dyn_cast<scf::ForOp>(outermost);
+    if (!outer0 || outer0.getInitArgs().size() != 1) return failure();
+    Location loc = outer0.getLoc();
+    OpBuilder b(outer0);
+    Value gid = arith::IndexCastUIOp::create(b, loc, b.getIndexType(),
+                                             globalThreadId(b, loc, blockSize));
+    Value total = arith::ConstantIndexOp::create(b, loc, 1);
+    for (int64_t d : order) total = arith::MulIOp::create(b, loc, total, sizes[d]);
+    Value stride = arith::ConstantIndexOp::create(b, loc, dynamicGrid * blockSize);
+    auto strideLoop = scf::ForOp::create(
+        b, loc, gid, total, stride, ValueRange{outer0.getInitArgs()[0]},
+        [](OpBuilder& nb, Location l, Value, ValueRange iterArgs) {
+          scf::YieldOp::create(nb, l, iterArgs);
+        });
+    outer0.getResult(0).replaceAllUsesWith(strideLoop.getResult(0));
+    Operation* yield = strideLoop.getBody()->getTerminator();
+    outer0->moveBefore(yield);
+    outer0.getInitArgsMutable()[0].assign(strideLoop.getRegionIterArgs()[0]);
+    yield->setOperand(0, outer0.getResult(0));
+
+    b.setInsertionPoint(outer0);
+    Value rest = strideLoop.getInductionVar();
+    for (int64_t d : llvm::reverse(order)) {
+      if (d == order.front()) {
+        coordinate[d] = rest;
+        break;
+      }
+      coordinate[d] = arith::RemUIOp::create(b, loc, rest, sizes[d]);
+      rest = arith::DivUIOp::create(b, loc, rest, sizes[d]);
+    }
+    return success();
   }
 };
 

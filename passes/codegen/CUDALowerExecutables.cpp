@@ -130,11 +130,11 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     SmallVector<Type> signature(kernel.getArgumentTypes());
     for (Type t : signature) {
       auto memref = dyn_cast<MemRefType>(t);
-      if (memref && !(memref.hasStaticShape() && memref.getLayout().isIdentity()))
-        return kernel.emitError("kernel argument ") << t << " is not a static identity memref";
+      if (memref && !memref.getLayout().isIdentity())
+        return kernel.emitError("kernel argument ") << t << " is not an identity-layout memref";
     }
     if (failed(allocationsToStack(kernel))) return failure();
-    guardThreads(kernel, points, block);
+    if (points >= 0) guardThreads(kernel, points, block);  // < 0: a grid-stride loop bounds it
     if (failed(runPipeline(*loops, inner))) return failure();
 
     // The kernel body moves into a gpu.module carrying the NVVM target.
@@ -151,7 +151,12 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     return buildEntry(exe, gpuModule, signature, block);
   }
 
-  // extern "C" __global__ void <name>(void* binding0, ..., uint32_t push0, ...).
+  // extern "C" __global__ void <name>(void* binding0, ..., [void* params]): memref argument
+  // i is binding i; everything that varies per call (dynamic dims of the memrefs in argument
+  // order, then scalars in order) is one i64 word each of a parameter buffer bound after
+  // the memrefs, present only when there is such a value. Same layout as the CPU ABI
+  // (passes/codegen/CPULowerExecutables.cpp), so the host program is target-independent.
+  // No push constants are used (ABI v1 would append them as uint32_t after the bindings).
   LogicalResult buildEntry(ExecutableOp exe, gpu::GPUModuleOp gpuModule, ArrayRef<Type> signature,
                            int64_t block) {
     MLIRContext* ctx = &getContext();
@@ -164,27 +169,24 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     impl.setSymName((exe.getSymName() + "_impl").str());
     impl.setLinkage(LLVM::Linkage::Internal);
     // Outputs are fresh allocations, so no binding aliases a buffer the kernel writes.
+    int64_t memrefCount = 0;
+    bool hasParams = false;
     for (unsigned arg = 0, i = 0; i < signature.size(); ++i) {
       if (auto memref = dyn_cast<MemRefType>(signature[i])) {
         impl.setArgAttr(arg + 1, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(ctx));
         arg += 3 + 2 * memref.getRank();
+        ++memrefCount;
+        hasParams |= !memref.hasStaticShape();
       } else {
         arg += 1;
+        hasParams = true;
       }
     }
 
-    int64_t bindingCount = 0, wordCount = 0;
-    for (Type t : signature) {
-      if (isa<MemRefType>(t)) ++bindingCount;
-      else if (t.isF32() || t.isInteger(32)) wordCount += 1;
-      else if (t.isInteger(64) || t.isIndex()) wordCount += 2;
-      else return exe.emitError("unsupported kernel argument type ") << t << " for target 'cuda'";
-    }
     auto ptr = LLVM::LLVMPointerType::get(ctx);
     OpBuilder b(ctx);
     Type i32 = b.getI32Type(), i64 = b.getI64Type();
-    SmallVector<Type> params(bindingCount, ptr);
-    params.append(wordCount, i32);
+    SmallVector<Type> params(memrefCount + (hasParams ? 1 : 0), ptr);
     b.setInsertionPointToEnd(gpuModule.getBody());
     Location loc = exe.getLoc();
     auto entry = LLVM::LLVMFuncOp::create(b, loc, exe.getSymName(),
@@ -192,36 +194,45 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     entry->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
     entry->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
                    b.getDenseI32ArrayAttr({(int32_t)block, 1, 1}));
-    for (int64_t i = 0; i < bindingCount; ++i)
+    for (unsigned i = 0; i < params.size(); ++i)
       entry.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(ctx));
     Block* body = entry.addEntryBlock(b);
     b.setInsertionPointToStart(body);
     auto constant = [&](int64_t v) -> Value {
       return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
     };
-    int64_t binding = 0, word = bindingCount;
+    int64_t binding = 0, word = 0;
+    auto param = [&]() -> Value {
+      Value base = body->getArgument(memrefCount);
+      Value addr = LLVM::GEPOp::create(b, loc, ptr, i64, base, ArrayRef<LLVM::GEPArg>{(int32_t)word++});
+      return LLVM::LoadOp::create(b, loc, i64, addr, /*alignment=*/8);
+    };
     SmallVector<Value> args;
     for (Type type : signature) {
       if (auto memref = dyn_cast<MemRefType>(type)) {
         Value data = body->getArgument(binding++);
         args.append({data, data, constant(0)});
-        for (int64_t d : memref.getShape()) args.push_back(constant(d));
-        int64_t stride = 1;
+        SmallVector<Value> sizes;
+        for (int64_t d : memref.getShape())
+          sizes.push_back(ShapedType::isDynamic(d) ? param() : constant(d));
+        args.append(sizes);
+        Value stride = constant(1);
         SmallVector<Value> strides;
-        for (int64_t d : llvm::reverse(memref.getShape())) {
-          strides.push_back(constant(stride));
-          stride *= d;
+        for (Value size : llvm::reverse(sizes)) {
+          strides.push_back(stride);
+          stride = LLVM::MulOp::create(b, loc, stride, size);
         }
         args.append(strides.rbegin(), strides.rend());
-      } else if (type.isF32()) {
-        args.push_back(LLVM::BitcastOp::create(b, loc, b.getF32Type(), body->getArgument(word++)));
-      } else if (type.isInteger(32)) {
-        args.push_back(body->getArgument(word++));
-      } else {  // i64 / index: low word first
-        Value lo = LLVM::ZExtOp::create(b, loc, i64, body->getArgument(word++));
-        Value hi = LLVM::ZExtOp::create(b, loc, i64, body->getArgument(word++));
-        hi = LLVM::ShlOp::create(b, loc, hi, constant(32));
-        args.push_back(LLVM::OrOp::create(b, loc, lo, hi));
+      } else if (type.isF32()) {  // its bits in the low 32 of the word
+        Value low = LLVM::TruncOp::create(b, loc, i32, param());
+        args.push_back(LLVM::BitcastOp::create(b, loc, b.getF32Type(), low));
+      } else if (type.isInteger(64) || type.isIndex()) {
+        args.push_back(param());
+      } else if (type.isInteger(32) || type.isInteger(16) || type.isInteger(8) ||
+                 type.isInteger(1)) {
+        args.push_back(LLVM::TruncOp::create(b, loc, type, param()));
+      } else {
+        return exe.emitError("unsupported kernel argument type ") << type << " for target 'cuda'";
       }
     }
     LLVM::CallOp::create(b, loc, impl, args);

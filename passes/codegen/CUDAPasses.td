@@ -17,10 +17,15 @@ def CUDADistributeThreads : Pass<"hexir-cuda-distribute-threads", "mlir::ModuleO
     output's contiguous dimension. Records `hexir.workgroup_count = [ceil(P / B), 1, 1]`
     and `hexir.cuda.block_size = [B, 1, 1]` on the executable (P = number of points,
     B = min(block-size, P)) and `hexir.cuda.thread_count = P` on the kernel (threads with
-    gid >= P do nothing). Anything else runs on one thread (P = 1).
+    gid >= P do nothing). With dynamic extents the grid is fixed (`dynamic-grid` blocks of
+    `block-size`; the host program's workgroup counts are static) and each thread strides
+    over the points (`for p = gid; p < P; p += grid * B`), `hexir.cuda.thread_count = -1`.
+    Anything else runs on one thread (P = 1).
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256", "threads per block">,
+    Option<"dynamicGrid", "dynamic-grid", "int64_t", /*default=*/"1056",
+           "blocks launched for kernels with dynamic extents (grid-stride loop)">,
   ];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
                            "mlir::tensor::TensorDialect", "mlir::affine::AffineDialect",
@@ -34,8 +39,10 @@ def CUDALowerExecutables : Pass<"hexir-cuda-lower-executables", "mlir::ModuleOp"
     body with `gid < hexir.cuda.thread_count`, lower linalg to loops, move the kernel into
     `gpu.module @<name> [#nvvm.target<chip, features, O=3>]` and run convert-gpu-to-nvvm.
     The lowered kernel becomes `<name>_impl` (internal); the entry `<name>` is an
-    `nvvm.kernel` taking (ptr per binding, i32 per push-constant word) that builds static
-    memref descriptors and calls it (CUDA dispatch ABI v1, see compiler/README.md).
+    `nvvm.kernel` taking one pointer per memref argument (binding) and, when the kernel has
+    dynamic dims or scalars, one more pointer: the parameter buffer of i64 words (dynamic
+    dims of the memrefs in order, then scalars; f32 as its low 32 bits), exactly like the
+    CPU ABI. It builds the memref descriptors and calls the body (CUDA dispatch ABI v1).
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"", "target SM">,
@@ -53,7 +60,8 @@ def CUDASerializeExecutables : Pass<"hexir-cuda-serialize-executables", "mlir::M
     Runs gpu-module-to-binary{format=isa} (libdevice linked when the kernel calls __nv_*
     functions) to get PTX, then `ptxas -arch=<chip>` to get a cubin. Attaches
     `hexir.format` ("cuda-cubin-<chip>", or "cuda-ptx" with format=ptx), `hexir.entry`,
-    `hexir.binary`, `hexir.attrs` ({"cuda.block_size.<entry>" = "X,Y,Z"}) and
+    `hexir.binary`, `hexir.attrs` ({"cuda.block_size.<entry>" = "X,Y,Z", "cuda.ptx" = PTX
+    text, the driver's JIT fallback}) and
     `hexir.rodata_attrs` ({"cuda.ptx_segment" = PTX text}: the bytecode writer stores the
     text as rodata and writes its ordinal), and empties the executable's body.
     The toolkit is `toolkit`, else $CUDA_HOME, else /usr/local/cuda.

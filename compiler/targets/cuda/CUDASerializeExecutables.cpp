@@ -126,9 +126,13 @@ class CUDASerializeExecutables
     std::string entry = exe.getSymName().str();
     std::string blockText = std::to_string(block[0]) + "," + std::to_string(block[1]) + "," +
                             std::to_string(block[2]);
-    exe->setAttr("hexir.attrs",
-                 b.getDictionaryAttr({b.getNamedAttr("cuda.block_size." + entry,
-                                                     b.getStringAttr(blockText))}));
+    SmallVector<NamedAttribute> attrs = {
+        b.getNamedAttr("cuda.block_size." + entry, b.getStringAttr(blockText))};
+    // The CUDA driver (hal/drivers/cuda/cuda_executable.h) JIT-loads the "cuda.ptx" attr
+    // when the cubin does not load; its ExecutableView has no access to rodata, so the
+    // PTX is inline there as well as in the cuda.ptx_segment rodata segment.
+    if (format != "ptx") attrs.push_back(b.getNamedAttr("cuda.ptx", b.getStringAttr(StringRef(*ptx).rtrim('\0'))));
+    exe->setAttr("hexir.attrs", b.getDictionaryAttr(attrs));
     if (format == "ptx") {
       exe->setAttr("hexir.format", b.getStringAttr("cuda-ptx"));
       exe->setAttr("hexir.binary", b.getStringAttr(ptxText));

@@ -156,3 +156,37 @@ hexir.executable @full {
     }
   }
 }
+
+// -----
+
+// Dynamic extents: a fixed grid (1056 blocks of 256) strides over the ? x 4 points:
+// for p = gid; p < dim0 * 4; p += 1056 * 256, with j = p % 4 and i = p / 4.
+// CHECK-LABEL: hexir.executable @dyn
+// CHECK-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 1056, 1, 1>
+// CHECK:         func.func @dyn(%[[A:.+]]: tensor<?x4xf32>, %[[OUT:.+]]: tensor<?x4xf32>)
+// CHECK-SAME:      hexir.cuda.thread_count = -1 : index
+// CHECK-DAG:     %[[STRIDE:.+]] = arith.constant 270336 : index
+// CHECK-DAG:     %[[C4:.+]] = arith.constant 4 : index
+// CHECK-DAG:     %[[DIM:.+]] = tensor.dim %[[A]], %{{.+}} : tensor<?x4xf32>
+// CHECK:         %[[GID32:.+]] = arith.addi %{{.+}}, %{{.+}} : i32
+// CHECK:         %[[GID:.+]] = arith.index_castui %[[GID32]] : i32 to index
+// CHECK:         %[[P:.+]] = arith.muli %[[DIM]], %[[C4]] : index
+// CHECK:         scf.for %[[I:.+]] = %[[GID]] to %[[P]] step %[[STRIDE]] iter_args(%{{.+}} = %[[OUT]])
+// CHECK:           %[[J:.+]] = arith.remui %[[I]], %[[C4]] : index
+// CHECK:           %[[R:.+]] = arith.divui %[[I]], %[[C4]] : index
+// CHECK:           scf.for %{{.+}} = %[[R]] to
+// CHECK:             scf.for %{{.+}} = %[[J]] to
+// CHECK:               linalg.generic
+hexir.executable @dyn {
+  builtin.module {
+    func.func @dyn(%a: tensor<?x4xf32>, %o: tensor<?x4xf32>) -> tensor<?x4xf32> {
+      %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<?x4xf32>) outs(%o : tensor<?x4xf32>) {
+      ^bb0(%x: f32, %y: f32):
+        %z = math.exp %x : f32
+        linalg.yield %z : f32
+      } -> tensor<?x4xf32>
+      return %r : tensor<?x4xf32>
+    }
+  }
+}

@@ -20,19 +20,20 @@
 // CHECK:           llvm.call @__nv_expf
 // CHECK:           llvm.store
 // CHECK-NOT:       llvm.call @malloc
-// The ABI v1 entry: bindings as pointers, then one i32 per push-constant word
-// (s: 1 word, n: 2 words, low first); static descriptors (offset 0, sizes, strides).
-// CHECK:         llvm.func @k(%[[A:.+]]: !llvm.ptr {llvm.noalias}, %[[O:.+]]: !llvm.ptr {llvm.noalias}, %[[W0:.+]]: i32, %[[W1:.+]]: i32, %[[W2:.+]]: i32)
+// The ABI v1 entry: one pointer per binding, then the parameter buffer (present because
+// of the scalars): i64 words in kernel-argument order, s (f32 bits, low 32) then n.
+// Static descriptors: offset 0, sizes, row-major strides.
+// CHECK:         llvm.func @k(%[[A:.+]]: !llvm.ptr {llvm.noalias}, %[[O:.+]]: !llvm.ptr {llvm.noalias}, %[[P:.+]]: !llvm.ptr {llvm.noalias})
 // CHECK-SAME:      attributes {nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>}
-// CHECK-DAG:       %[[S:.+]] = llvm.bitcast %[[W0]] : i32 to f32
-// CHECK-DAG:       %[[LO:.+]] = llvm.zext %[[W1]] : i32 to i64
-// CHECK-DAG:       %[[HI:.+]] = llvm.zext %[[W2]] : i32 to i64
-// CHECK-DAG:       %[[HIS:.+]] = llvm.shl %[[HI]], %{{.+}} : i64
-// CHECK-DAG:       %[[N:.+]] = llvm.or %[[LO]], %[[HIS]] : i64
 // CHECK-DAG:       %[[Z:.+]] = llvm.mlir.constant(0 : i64) : i64
 // CHECK-DAG:       %[[D0:.+]] = llvm.mlir.constant(2 : i64) : i64
 // CHECK-DAG:       %[[D1:.+]] = llvm.mlir.constant(200 : i64) : i64
-// CHECK-DAG:       %[[ONE:.+]] = llvm.mlir.constant(1 : i64) : i64
+// CHECK-DAG:       %[[P0:.+]] = llvm.getelementptr %[[P]][0] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-DAG:       %[[W0:.+]] = llvm.load %[[P0]] {alignment = 8 : i64} : !llvm.ptr -> i64
+// CHECK-DAG:       %[[LOW:.+]] = llvm.trunc %[[W0]] : i64 to i32
+// CHECK-DAG:       %[[S:.+]] = llvm.bitcast %[[LOW]] : i32 to f32
+// CHECK-DAG:       %[[P1:.+]] = llvm.getelementptr %[[P]][1] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-DAG:       %[[N:.+]] = llvm.load %[[P1]] {alignment = 8 : i64} : !llvm.ptr -> i64
 // CHECK:           llvm.call @k_impl(%[[A]], %[[A]], %[[Z]], %[[D0]], %[[D1]], %{{.+}}, %{{.+}}, %[[O]], %[[O]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[S]], %[[N]])
 // CHECK-NEXT:      llvm.return
 hexir.executable @k {

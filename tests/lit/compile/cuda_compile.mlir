@@ -8,14 +8,17 @@
 // RUN: env CUDA_HOME=%t.missing not hexir-compile %s --target=cuda --cuda-format=ptx -o %t.bad.vmfb 2>&1 | FileCheck %s --check-prefix=NOLIBDEVICE
 
 // Each executable: a cubin (ELF, e_machine 190 = EM_CUDA) for sm_90, its block size, and
-// its PTX as a rodata segment named by cuda.ptx_segment. The PTX entry takes one .u64
-// per binding (operands then results) and one .u32 per push-constant word.
+// its PTX twice: inline as the driver's JIT fallback attr cuda.ptx, and as a rodata
+// segment named by cuda.ptx_segment. The PTX entry takes one .u64
+// per binding (operands, results, then the parameter buffer when there are scalars).
 
 // matmul + bias + relu: one fused dispatch, one thread per output element (4x16 = 64).
 // CHECK-LABEL: executable 0 format=cuda-cubin-sm_90 entry_points=mbr_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190 size>0=True
 // CHECK-NEXT:    attr cuda.block_size.mbr_dispatch_0 = 64,1,1
+// CHECK-NEXT:    attr cuda.ptx = <text, {{[0-9]+}} lines>
 // CHECK-NEXT:    attr cuda.ptx_segment = [[PTX0:[0-9]+]]
+// CHECK-NEXT:    cuda.ptx equals the cuda.ptx_segment text: True
 // CHECK:         .target sm_90
 // CHECK:         .visible .entry mbr_dispatch_0(
 // CHECK-NEXT:      .param .u64 {{.*}}mbr_dispatch_0_param_0,
@@ -34,6 +37,7 @@
 // CHECK-LABEL: executable 1 format=cuda-cubin-sm_90 entry_points=chain_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190
 // CHECK-NEXT:    attr cuda.block_size.chain_dispatch_0 = 256,1,1
+// CHECK-NEXT:    attr cuda.ptx = <text
 // CHECK-NEXT:    attr cuda.ptx_segment = [[PTX1:[0-9]+]]
 // CHECK-NOT:     executable
 // CHECK:         .target sm_90
@@ -54,22 +58,23 @@
 // CHECK-NEXT:    binary: ELF e_machine=190
 // CHECK-NEXT:    attr cuda.block_size.transpose_dispatch_0 = 256,1,1
 
-// A host f32 scalar becomes one push-constant word: a .u32 parameter after the bindings.
+// A host f32 scalar travels in the parameter buffer: one more .u64 pointer parameter.
 // CHECK-LABEL: executable 4 format=cuda-cubin-sm_90 entry_points=scale_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190
 // CHECK-NEXT:    attr cuda.block_size.scale_dispatch_0 = 8,1,1
+// CHECK-NEXT:    attr cuda.ptx = <text
 // CHECK-NEXT:    attr cuda.ptx_segment =
 // CHECK:         .visible .entry scale_dispatch_0(
 // CHECK-NEXT:      .param .u64 {{.*}}scale_dispatch_0_param_0,
 // CHECK-NEXT:      .param .u64 {{.*}}scale_dispatch_0_param_1,
-// CHECK-NEXT:      .param .u32 scale_dispatch_0_param_2
+// CHECK-NEXT:      .param .u64 {{.*}}scale_dispatch_0_param_2
 // CHECK-NEXT:    )
 
 // --cuda-format=ptx: the PTX is the binary itself, no cubin, no extra segment.
 // PTX:       executable 0 format=cuda-ptx entry_points=mbr_dispatch_0
 // PTX-NEXT:    binary: //
 // PTX-NEXT:    attr cuda.block_size.mbr_dispatch_0 = 64,1,1
-// PTX-NOT:     cuda.ptx_segment
+// PTX-NOT:     cuda.ptx
 
 // The host program is the CPU one; the grid the codegen chose is the dispatch's
 // workgroup count (300 points / 256 = 2 blocks for the chain).

@@ -3,7 +3,8 @@
 
 For each executable: format, entry points, attrs, and its binary: "ELF e_machine=N" for an
 ELF file (190 = EM_CUDA), else the first line. An attr naming a rodata ordinal
-(cuda.ptx_segment) is followed by that segment's text, so PTX can be checked directly.
+(cuda.ptx_segment) is followed by that segment's text, so PTX can be checked directly;
+multi-line attr values (cuda.ptx) are summarized.
 A tiny FlatBuffers reader; no dependencies.
 """
 import struct
@@ -81,14 +82,21 @@ def main(path):
             print("  binary: ELF e_machine=%d size>0=%s" % (struct.unpack_from("<H", binary, 18)[0], len(binary) > 0))
         else:
             print("  binary: " + binary.split(b"\n", 1)[0].decode(errors="replace"))
+        attrs = {}
         for attr in exe.tables(3):
             key, value = attr.string(0), attr.string(1)
-            print("  attr %s = %s" % (key, value))
-            if key == "cuda.ptx_segment":
-                text = segment(rodata[int(value)]).rstrip(b"\0").decode()
-                print("  ptx:")
-                for line in text.splitlines():
-                    print("    " + line)
+            attrs[key] = value
+            if "\n" in value:
+                print("  attr %s = <text, %d lines>" % (key, value.count("\n")))
+            else:
+                print("  attr %s = %s" % (key, value))
+        if "cuda.ptx_segment" in attrs:
+            text = segment(rodata[int(attrs["cuda.ptx_segment"])]).rstrip(b"\0").decode()
+            if "cuda.ptx" in attrs:
+                print("  cuda.ptx equals the cuda.ptx_segment text: %s" % (attrs["cuda.ptx"] == text))
+            print("  ptx:")
+            for line in text.splitlines():
+                print("    " + line)
 
 
 if __name__ == "__main__":
