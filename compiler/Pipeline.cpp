@@ -96,6 +96,9 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
       FormDispatchRegionsOptions{options.fuse_elementwise}));
   pm.addPass(hexir::createOutlineDispatchRegions());
   pm.addPass(hexir::createDeduplicateExecutables());
+  // Host functions: work that does not depend on a loop (shape arithmetic, dispatches on
+  // loop-invariant tensors such as weight layout changes) moves out of it.
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::createLoopInvariantCodeMotionPass());
   target->addCodegen(pm, options);
   // Host functions: structured control flow becomes blocks and branches.
   pm.addPass(mlir::createSCFToControlFlowPass());

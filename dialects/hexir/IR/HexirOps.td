@@ -45,12 +45,14 @@ def Hexir_ExecutableOp : Hexir_Op<"executable", [Symbol, IsolatedFromAbove,
   }];
 }
 
-def Hexir_DispatchOp : Hexir_Op<"dispatch", [AttrSizedOperandSegments]> {
+def Hexir_DispatchOp : Hexir_Op<"dispatch", [AttrSizedOperandSegments, Pure]> {
   let summary = "Runs an executable's kernel on tensors";
   let description = [{
     Operands are the kernel's inputs (tensors, then scalars as they appear); results are
     freshly allocated tensors the kernel writes. `result_dims` are the dynamic dimensions
     of the results, in result order (host `index` values), so the host can size them.
+    Pure: a kernel is a function of its operands that writes only its fresh results, so
+    identical dispatches may be merged (CSE) and loop-invariant ones hoisted (LICM).
   }];
   let arguments = (ins FlatSymbolRefAttr:$executable, Variadic<AnyType>:$args,
                        Variadic<Index>:$resultDims);

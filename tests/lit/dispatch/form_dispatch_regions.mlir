@@ -47,3 +47,26 @@ func.func @two_adds(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
   %1 = linalg.add ins(%0, %b : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) -> tensor<8xf32>
   return %1 : tensor<8xf32>
 }
+
+// -----
+
+// Roots inside structured control flow get their region where they are.
+// CHECK-LABEL: func.func @in_loop
+// CHECK:         scf.for
+// CHECK:           hexir.dispatch_region -> (tensor<4xf32>)
+// CHECK:             linalg.generic
+// CHECK:           scf.yield
+func.func @in_loop(%x: tensor<4xf32>, %n: index) -> tensor<4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x) -> tensor<4xf32> {
+    %e = tensor.empty() : tensor<4xf32>
+    %d = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%a : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      %w = arith.addf %v, %v : f32
+      linalg.yield %w : f32
+    } -> tensor<4xf32>
+    scf.yield %d : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}

@@ -34,3 +34,27 @@ func.func @acc(%a: tensor<2x2xf32>, %c: tensor<2x2xf32>) -> tensor<2x2xf32> {
   }
   return %0 : tensor<2x2xf32>
 }
+
+// -----
+
+// A dynamic result's size is computed on the host before the dispatch (here the size of
+// the empty init, a host value) and carried by `dims(...)`; the kernel keeps `?` types.
+// CHECK-LABEL: func.func @dynamic(
+// CHECK-SAME:    %[[X:.+]]: tensor<?xf32>
+// CHECK:         %[[N:.+]] = tensor.dim %[[X]]
+// CHECK:         hexir.dispatch @dynamic_dispatch_0(%[[X]], %[[N]]) dims(%[[N]]) : (tensor<?xf32>, index) -> tensor<?xf32>
+func.func @dynamic(%x: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?xf32>
+  %r = hexir.dispatch_region -> (tensor<?xf32>) {
+    %e = tensor.empty(%n) : tensor<?xf32>
+    %d = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%x : tensor<?xf32>) outs(%e : tensor<?xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      %w = arith.negf %v : f32
+      linalg.yield %w : f32
+    } -> tensor<?xf32>
+    hexir.yield %d : tensor<?xf32>
+  }
+  return %r : tensor<?xf32>
+}
+
