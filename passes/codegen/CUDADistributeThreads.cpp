@@ -114,9 +114,10 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       extents[d] = *n;
       points *= *n;
     }
+    // Past 2^31 points the i32 id arithmetic would overflow: stride like dynamic extents.
+    if (!dynamic && points >= (int64_t(1) << 31)) dynamic = true;
     if (dynamic) points = -1;
-    if (parallel.empty() || (!dynamic && (points <= 1 || points >= (int64_t(1) << 31))))
-      return fail();
+    if (parallel.empty() || (!dynamic && points <= 1)) return fail();
 
     // Delinearization order: the loops indexing the output's dimensions, outermost first,
     // so the output's contiguous dimension varies fastest across threads.

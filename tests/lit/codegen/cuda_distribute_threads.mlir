@@ -190,3 +190,23 @@ hexir.executable @dyn {
     }
   }
 }
+
+// -----
+
+// 2^31 points would overflow the i32 thread arithmetic: the grid-stride form is used.
+// CHECK-LABEL: hexir.executable @huge
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 1056, 1, 1>
+// CHECK:         hexir.cuda.thread_count = -1 : index
+// CHECK:         %[[P:.+]] = arith.constant 2147483648 : index
+// CHECK:         scf.for %{{.+}} = %{{.+}} to %[[P]] step
+hexir.executable @huge {
+  builtin.module {
+    func.func @huge(%a: tensor<2147483648xi8>, %o: tensor<2147483648xi8>) -> tensor<2147483648xi8> {
+      %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%a : tensor<2147483648xi8>) outs(%o : tensor<2147483648xi8>) {
+      ^bb0(%x: i8, %y: i8):
+        linalg.yield %x : i8
+      } -> tensor<2147483648xi8>
+      return %r : tensor<2147483648xi8>
+    }
+  }
+}
