@@ -4,6 +4,7 @@
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -62,14 +63,32 @@ class CPUDistributeWorkgroups
     SmallVector<Range> domain = root.getIterationDomain(b);
     std::optional<int64_t> n0 = getConstantIntValue(domain[0].size);
     std::optional<int64_t> lb0 = getConstantIntValue(domain[0].offset);
-    if (!n0 || !lb0 || *lb0 != 0 || *n0 <= 1) return 1;
-    int64_t wanted = std::max<int64_t>(1, std::min<int64_t>(*n0, maxWorkgroups));
-    int64_t tile = (*n0 + wanted - 1) / wanted;
-    int64_t count = (*n0 + tile - 1) / tile;
-    if (count == 1) return 1;
+    if (!lb0 || *lb0 != 0) return 1;
+    Location rootLoc = root->getLoc();
+    int64_t count;
+    Value tileV, n0V;
+    if (n0) {
+      if (*n0 <= 1) return 1;
+      int64_t wanted = std::max<int64_t>(1, std::min<int64_t>(*n0, maxWorkgroups));
+      int64_t tile = (*n0 + wanted - 1) / wanted;
+      count = (*n0 + tile - 1) / tile;
+      if (count == 1) return 1;
+      tileV = arith::ConstantIndexOp::create(b, rootLoc, tile);
+      n0V = arith::ConstantIndexOp::create(b, rootLoc, *n0);
+    } else {
+      // Dynamic extent: a fixed grid of maxWorkgroups that bounds itself at run time, so
+      // the workgroup count (and a recorded command buffer) does not depend on the size:
+      // tile = max(1, ceil(n0 / count)); workgroups past the end get an empty range.
+      if (maxWorkgroups <= 1) return 1;
+      count = maxWorkgroups;
+      n0V = getValueOrCreateConstantIndexOp(b, rootLoc, domain[0].size);
+      Value countV = arith::ConstantIndexOp::create(b, rootLoc, count);
+      Value ceil = arith::CeilDivSIOp::create(b, rootLoc, n0V, countV);
+      tileV = arith::MaxSIOp::create(b, rootLoc, ceil, arith::ConstantIndexOp::create(b, rootLoc, 1));
+    }
 
     SmallVector<OpFoldResult> sizes(iterators.size(), b.getIndexAttr(0));
-    sizes[0] = b.getIndexAttr(tile);
+    sizes[0] = n0 ? OpFoldResult(b.getIndexAttr(*getConstantIntValue(tileV))) : OpFoldResult(tileV);
     scf::SCFTilingOptions tiling;
     tiling.setTileSizes(sizes);
     tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
@@ -87,8 +106,6 @@ class CPUDistributeWorkgroups
     auto loop = cast<scf::ForOp>(tiled->loops[0].getOperation());
     b.setInsertionPoint(loop);
     Location loc = loop.getLoc();
-    Value tileV = arith::ConstantIndexOp::create(b, loc, tile);
-    Value n0V = arith::ConstantIndexOp::create(b, loc, *n0);
     Value lb = arith::MulIOp::create(b, loc, id, tileV);
     Value ub = arith::MinSIOp::create(b, loc, arith::AddIOp::create(b, loc, lb, tileV), n0V);
     loop.setLowerBound(lb);

@@ -45,3 +45,31 @@ hexir.executable @r {
     }
   }
 }
+
+// -----
+
+// A dynamic extent: a fixed grid of max-workgroups (3) that bounds itself: the tile is
+// max(1, ceil(n / 3)) computed in the kernel, and each workgroup runs
+// [id * tile, min(n, id * tile + tile)), empty past the end.
+// CHECK-LABEL: hexir.executable @dyn
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 3, 1, 1>
+// CHECK:         func.func @dyn(%[[A:[a-z0-9]+]]: tensor<?xf32>, %[[OUT:[a-z0-9]+]]: tensor<?xf32>, %[[ID:[a-z0-9]+]]: index)
+// CHECK:         %[[N:.+]] = tensor.dim
+// CHECK:         %[[CEIL:.+]] = arith.ceildivsi %[[N]], %{{.+}}
+// CHECK:         %[[TILE:.+]] = arith.maxsi %[[CEIL]], %{{.+}}
+// CHECK:         %[[LB:.+]] = arith.muli %[[ID]], %[[TILE]]
+// CHECK:         %[[END:.+]] = arith.addi %[[LB]], %[[TILE]]
+// CHECK:         %[[UB:.+]] = arith.minsi %[[END]], %[[N]]
+// CHECK:         scf.for %{{.+}} = %[[LB]] to %[[UB]] step %[[TILE]]
+hexir.executable @dyn {
+  builtin.module {
+    func.func @dyn(%a: tensor<?xf32>, %o: tensor<?xf32>) -> tensor<?xf32> {
+      %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%a : tensor<?xf32>) outs(%o : tensor<?xf32>) {
+      ^bb0(%x: f32, %y: f32):
+        %z = arith.negf %x : f32
+        linalg.yield %z : f32
+      } -> tensor<?xf32>
+      return %r : tensor<?xf32>
+    }
+  }
+}
