@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "hal/api.h"
+#include "hal/drivers/cpu/testing/test_kernels.h"
 
 namespace hexir::hal {
 namespace {
@@ -108,6 +109,43 @@ TEST_CASE("command buffer: misuse is reported") {
   auto cb2 = NewCb(*dev);
   REQUIRE(cb2->Dispatch(nullptr, 0, {1, 1, 1}, {}).message() == "dispatch: executable is null");
   REQUIRE(dev->stats().command_buffers_recorded == 1);
+}
+
+TEST_CASE("command buffer: indirect dispatch recording") {
+  auto dev = Cpu();
+  auto exe = *dev->CreateExecutable(cpu::testing::TestKernelView({"add_f32"}));
+  auto counts = Buf(*dev, 64);
+  auto cb = NewCb(*dev);
+  BufferRef slot = BufferRef::Slot(4);
+  slot.offset = 8;
+  REQUIRE(cb->DispatchIndirect(exe, 0, slot, {BufferRef::Slot(1)}, {7}).ok());
+  REQUIRE(cb->binding_table_size() == 5);  // the count slot counts too
+  REQUIRE(cb->DispatchIndirect(exe, 0, BufferRef::Range(counts, 52, 99), {}).ok());
+  REQUIRE(cb->commands().size() == 2);
+  const auto& d0 = std::get<DispatchCommand>(cb->commands()[0]);
+  REQUIRE(d0.indirect);
+  REQUIRE(d0.workgroup_count == std::array<uint32_t, 3>{0, 0, 0});
+  REQUIRE(d0.workgroup_count_ref.slot == 4);
+  REQUIRE(d0.workgroup_count_ref.offset == 8);
+  REQUIRE(d0.push_constants == std::vector<uint32_t>{7});
+  // The recorded range is exactly the 12 count bytes, whatever length was passed.
+  REQUIRE(std::get<DispatchCommand>(cb->commands()[1]).workgroup_count_ref.length == kIndirectParamsSize);
+  Status s = cb->DispatchIndirect(exe, 1, BufferRef::Range(counts, 0, 12), {});
+  REQUIRE(s.code() == StatusCode::kOutOfRange);
+  s = cb->DispatchIndirect(exe, 0, BufferRef::Range(counts, 56, 12), {});
+  REQUIRE(s.message() == "dispatch_indirect of 'add_f32': workgroup count buffer: range [56, 68) exceeds the buffer size 64");
+  s = cb->DispatchIndirect(exe, 0, BufferRef(), {});
+  REQUIRE(s.message() == "dispatch_indirect of 'add_f32': workgroup count buffer: buffer is null");
+  REQUIRE(cb->commands().size() == 2);  // failed calls record nothing
+  REQUIRE(cb->Finalize().ok());
+  s = cb->DispatchIndirect(exe, 0, slot, {});
+  REQUIRE(s.message() == "command buffer dispatch_indirect: the command buffer is finalized; record a new one");
+  // Direct dispatch counts above 2^40 workgroups are refused at record time.
+  auto cb2 = NewCb(*dev);
+  s = cb2->Dispatch(exe, 0, {1u << 20, 1u << 20, 2}, {});
+  REQUIRE(s.message() == "dispatch of 'add_f32': workgroup count 1048576x1048576x2 exceeds 2^40 workgroups");
+  REQUIRE(WorkgroupCountFits({1u << 20, 1u << 20, 1}));
+  REQUIRE(!WorkgroupCountFits({UINT32_MAX, UINT32_MAX, 0}));  // x*y alone is too many
 }
 
 }  // namespace

@@ -304,6 +304,17 @@ TEST_CASE("hal module: a failing dispatch surfaces at semaphore.wait naming the 
   Status s = h.Call("hal.semaphore.wait", "ri", {R(sem), I(1)});
   REQUIRE(s.code() == StatusCode::kAborted);
   REQUIRE(s.message() == "dispatch of entry 'fail_at' failed: workgroup (2, 0, 0) returned 7");
+  std::vector<vm::Variant> r;
+  s = h.Call("hal.semaphore.query", "r_i", {R(sem)}, &r);
+  REQUIRE(s.code() == StatusCode::kAborted);
+  s = h.Call("hal.semaphore.wait_timeout", "rii_i", {R(sem), I(1), I(0)}, &r);
+  REQUIRE(s.code() == StatusCode::kAborted);  // a failure is not a timeout
+  // Without a signal semaphore the failure is reported once by wait_idle.
+  REQUIRE(h.Call("hal.device.queue.execute", "rrriri", {R(dev), R(cb), R(nullptr), I(0), R(nullptr), I(0)}).ok());
+  s = h.Call("hal.device.wait_idle", "r", {R(dev)});
+  REQUIRE(s.code() == StatusCode::kAborted);
+  REQUIRE(s.message() == "dispatch of entry 'fail_at' failed: workgroup (2, 0, 0) returned 7");
+  REQUIRE(h.Call("hal.device.wait_idle", "r", {R(dev)}).ok());
 }
 
 TEST_CASE("hal module: dispatch_slots recorded once, execute_bound with new tables") {
