@@ -221,6 +221,15 @@ Status CudaDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<
   s->binding_table.clear();
   for (size_t i = 0; i < table.size(); ++i) {
     BufferRef r = table[i];
+    // Fast path (every submission): a well-formed entry needs no message built.
+    if (!r.is_slot() && r.buffer && r.offset % kBindingAlignment == 0 &&
+        r.offset <= r.buffer->byte_size() &&
+        (r.length == kWholeBuffer || r.length <= r.buffer->byte_size() - r.offset) &&
+        AsCudaBuffer(r.buffer.get())) {
+      if (r.length == kWholeBuffer) r.length = r.buffer->byte_size() - r.offset;
+      s->binding_table.push_back(std::move(r));
+      continue;
+    }
     std::string what = StrCat("queue execute: binding table slot ", i);
     if (r.is_slot()) return InvalidArgument(what, ": must name a buffer, not another slot");
     if (r.offset % kBindingAlignment != 0) {
@@ -582,8 +591,7 @@ StatusOr<GraphInfo> DescribeGraph(const CommandBuffer& command_buffer) {
   return cb->Describe();
 }
 
-StatusOr<vm::Ref<Device>> CreateCudaDevice(int ordinal, const DeviceOptions& options) {
-  (void)options;  // no CUDA options yet
+StatusOr<int> DeviceCount() {
   HEXIR_ASSIGN_OR_RETURN(const CudaApi* api, LoadCudaApi());
   int count = 0;
   CUresult r = api->cuDeviceGetCount(&count);
@@ -592,6 +600,13 @@ StatusOr<vm::Ref<Device>> CreateCudaDevice(int ordinal, const DeviceOptions& opt
                        r != CUDA_SUCCESS ? StrCat(" (cuDeviceGetCount: ", CudaErrorText(*api, r), ")")
                                          : std::string());
   }
+  return count;
+}
+
+StatusOr<vm::Ref<Device>> CreateCudaDevice(int ordinal, const DeviceOptions& options) {
+  (void)options;  // no CUDA options yet
+  HEXIR_ASSIGN_OR_RETURN(int count, DeviceCount());
+  const CudaApi* api = *LoadCudaApi();
   if (ordinal < 0 || ordinal >= count) {
     return InvalidArgument("device uri 'cuda:", ordinal, "': ordinal ", ordinal,
                            " is out of range; this machine has ", count, " CUDA device(s) (cuda:0",

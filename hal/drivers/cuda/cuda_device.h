@@ -25,6 +25,10 @@ namespace hexir::hal::cuda {
 // (the message names the device count).
 StatusOr<vm::Ref<Device>> CreateCudaDevice(int ordinal, const DeviceOptions& options);
 
+// How many CUDA GPUs this process can see (without creating devices): Unavailable as for
+// CreateCudaDevice when there is no driver or no GPU.
+StatusOr<int> DeviceCount();
+
 // What Device::CreateCommandBuffer returns on CUDA: kGraph, unless the environment variable
 // HEXIR_CUDA_COMMAND_BUFFERS=stream (read once per process) selects kStream. The library, the
 // HAL module and the tools all go through CreateCommandBuffer, so they share this default.

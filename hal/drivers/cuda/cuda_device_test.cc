@@ -92,6 +92,9 @@ TEST_CASE("cuda/device_selection") {
   if (!dev) return;
   Device& d = **dev;
   REQUIRE(d.uri() == "cuda:0");
+  auto count = DeviceCount();
+  REQUIRE(count.ok());
+  REQUIRE(*count >= 1);
   auto zero = CreateDevice("cuda:0");
   REQUIRE(zero.ok());
   auto far = CreateDevice("cuda:1000");
@@ -455,6 +458,46 @@ TEST_CASE("cuda/host_visible_buffers") {
   for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint32_t>(i * 2654435761u);
   Upload(d, *big, v);
   REQUIRE(Download<uint32_t>(d, *big, n) == v);
+}
+
+}  // namespace
+}  // namespace hexir::hal::cuda
+
+namespace hexir::hal::cuda {
+namespace {
+
+TEST_CASE("cuda/device_destruction") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  vm::Ref<Buffer> survivor;
+  vm::Ref<Semaphore> gate, done, ran;
+  vm::Ref<Executable> exe;
+  {
+    vm::Ref<Device> d = *dev;
+    dev.reset();
+    exe = Load(*d, CubinView({"spin_us"}));
+    survivor = Alloc(*d, 64);
+    gate = *d->CreateSemaphore(0);
+    done = *d->CreateSemaphore(0);
+    ran = *d->CreateSemaphore(0);
+    auto cb = *d->CreateCommandBuffer();
+    REQUIRE(cb->Dispatch(exe, 0, {1, 1, 1}, {BufferRef::Whole(survivor)}, {50000}).ok());
+    REQUIRE(cb->Finalize().ok());
+    REQUIRE(d->QueueExecute({}, cb, {{ran, 1}}).ok());          // on the GPU: drained
+    REQUIRE(d->QueueExecute({{gate, 1}}, cb, {{done, 1}}).ok());  // blocked: aborted
+  }  // the device is destroyed here; objects it made outlive it
+  REQUIRE(ran->Wait(1, 0ns).ok());
+  Status s = done->Wait(1, 0ns);
+  INFO(s.ToString());
+  REQUIRE(s.code() == StatusCode::kAborted);
+  REQUIRE(s.message().find("destroyed") != std::string::npos);
+  REQUIRE(survivor->byte_size() == 64);
+  survivor = vm::Ref<Buffer>();  // freed on the shared stream after the device is gone
+  exe = vm::Ref<Executable>();
+  auto again = CreateDevice("cuda");  // the GPU is still usable
+  REQUIRE(again.ok());
+  auto b = (*again)->AllocateBuffer(16);
+  REQUIRE(b.ok());
 }
 
 }  // namespace

@@ -213,6 +213,24 @@ int Main(int argc, char** argv) {
     auto t0 = Clock::now();
     for (int i = 0; i < calls; ++i) call();
     double hexir_call = Us(Clock::now() - t0) / calls;
+    // The same, but the host spins on Semaphore::Query instead of sleeping in Wait: what a
+    // spin-then-sleep Wait would give.
+    auto poll_call = [&] {
+      Check(d.QueueExecute({}, one, {{sem, ++value}}, table), "submit");
+      while (*sem->Query() < value) {
+      }
+      uint32_t v;
+      Check(d.ReadBuffer(**counter, 0, &v, 4), "read");
+    };
+    for (int i = 0; i < 20; ++i) poll_call();
+    t0 = Clock::now();
+    for (int i = 0; i < calls; ++i) poll_call();
+    double hexir_poll_call = Us(Clock::now() - t0) / calls;
+    // Submit only (no wait, no read) of the 1-dispatch graph: host cost per submission.
+    t0 = Clock::now();
+    for (int i = 0; i < calls; ++i) Check(d.QueueExecute({}, one, {{sem, ++value}}, table), "submit");
+    double hexir_submit = Us(Clock::now() - t0) / calls;
+    Check(sem->Wait(value), "wait");
     CUgraph g1;
     CU(api.cuGraphCreate(&g1, 0));
     CUDA_KERNEL_NODE_PARAMS p = {};
@@ -236,10 +254,20 @@ int Main(int argc, char** argv) {
     t0 = Clock::now();
     for (int i = 0; i < calls; ++i) raw_call();
     double raw_call_us = Us(Clock::now() - t0) / calls;
+    CU(api.cuStreamSynchronize(stream));
+    t0 = Clock::now();
+    for (int i = 0; i < calls; ++i) CU(api.cuGraphLaunch(e1, stream));
+    double raw_submit = Us(Clock::now() - t0) / calls;
+    CU(api.cuStreamSynchronize(stream));
     std::printf("== one small call (1-dispatch graph + wait + 4-byte read), %d calls ==\n", calls);
     std::printf("  hexir HAL %.2f us/call   raw (launch + copy + stream sync) %.2f us/call   "
                 "ratio %.2f\n",
                 hexir_call, raw_call_us, hexir_call / raw_call_us);
+    std::printf("  hexir HAL, host polling Query instead of Wait: %.2f us/call (ratio %.2f)\n",
+                hexir_poll_call, hexir_poll_call / raw_call_us);
+    std::printf("  submit only (1-node graph): hexir QueueExecute %.2f us, raw cuGraphLaunch "
+                "%.2f us\n",
+                hexir_submit, raw_submit);
     CU(api.cuGraphExecDestroy(e1));
     CU(api.cuGraphDestroy(g1));
     CU(api.cuMemFreeHost(pinned));
