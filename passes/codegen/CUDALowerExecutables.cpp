@@ -194,8 +194,12 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     entry->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
     entry->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
                    b.getDenseI32ArrayAttr({(int32_t)block, 1, 1}));
-    for (unsigned i = 0; i < params.size(); ++i)
+    // Binding pointers are 64-byte aligned (hal/drivers/cuda/README.md); 16 is what the
+    // load/store vectorizer needs for 128-bit accesses.
+    for (unsigned i = 0; i < params.size(); ++i) {
       entry.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(ctx));
+      entry.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(), b.getI64IntegerAttr(16));
+    }
     Block* body = entry.addEntryBlock(b);
     b.setInsertionPointToStart(body);
     auto constant = [&](int64_t v) -> Value {

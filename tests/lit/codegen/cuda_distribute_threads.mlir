@@ -1,30 +1,35 @@
 // RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads | FileCheck %s
 
-// Elementwise 1000x300: 300000 points, blocks of 256, grid ceil(300000/256) = 1172.
-// gid = bid * 256 + tid (i32); the output's contiguous dim (loop 1) is gid % 300 so
-// neighbouring threads touch neighbouring elements; loop 0 is gid / 300.
+// Elementwise 1000x300 (300000 elements, inner dim % 4 == 0): each thread takes 4
+// consecutive elements of a row (LLVM makes them one 16-byte access), 75000 threads in
+// blocks of 256, grid ceil(75000/256) = 293. gid = bid * 256 + tid (i32); the output's
+// contiguous dim (loop 1) is (gid % 75) * 4 so neighbouring threads touch neighbouring
+// 16-byte chunks; loop 0 is gid / 75.
 // CHECK-LABEL: hexir.executable @ew
 // CHECK-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
-// CHECK-SAME:    hexir.workgroup_count = array<i64: 1172, 1, 1>
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 293, 1, 1>
 // CHECK:         func.func @ew(%{{.+}}: tensor<1000x300xf32>, %[[OUT:.+]]: tensor<1000x300xf32>)
-// CHECK-SAME:      hexir.cuda.block_size = 256 : index, hexir.cuda.thread_count = 300000 : index
+// CHECK-SAME:      hexir.cuda.block_size = 256 : index, hexir.cuda.thread_count = 75000 : index
+// CHECK-DAG:     %[[STEP4:.+]] = arith.constant 4 : index
+// CHECK-DAG:     %[[C4:.+]] = arith.constant 4 : i32
 // CHECK-DAG:     %[[C256:.+]] = arith.constant 256 : i32
-// CHECK-DAG:     %[[C300:.+]] = arith.constant 300 : i32
+// CHECK-DAG:     %[[C75:.+]] = arith.constant 75 : i32
 // CHECK:         %[[TID:.+]] = gpu.thread_id x
 // CHECK:         %[[TID32:.+]] = arith.index_castui %[[TID]] : index to i32
 // CHECK:         %[[BID:.+]] = gpu.block_id x
 // CHECK:         %[[BID32:.+]] = arith.index_castui %[[BID]] : index to i32
 // CHECK:         %[[BASE:.+]] = arith.muli %[[BID32]], %[[C256]] : i32
 // CHECK:         %[[GID:.+]] = arith.addi %[[BASE]], %[[TID32]] : i32
-// CHECK:         %[[J32:.+]] = arith.remui %[[GID]], %[[C300]] : i32
+// CHECK:         %[[Q32:.+]] = arith.remui %[[GID]], %[[C75]] : i32
+// CHECK:         %[[J32:.+]] = arith.muli %[[Q32]], %[[C4]] : i32
 // CHECK:         %[[J:.+]] = arith.index_castui %[[J32]] : i32 to index
-// CHECK:         %[[I32:.+]] = arith.divui %[[GID]], %[[C300]] : i32
+// CHECK:         %[[I32:.+]] = arith.divui %[[GID]], %[[C75]] : i32
 // CHECK:         %[[I:.+]] = arith.index_castui %[[I32]] : i32 to index
 // CHECK:         %[[I1:.+]] = arith.addi %[[I]], %{{.+}} : index
 // CHECK:         scf.for %[[II:.+]] = %[[I]] to %[[I1]] step %{{.+}} iter_args(%{{.+}} = %[[OUT]])
-// CHECK:           %[[J1:.+]] = arith.addi %[[J]], %{{.+}} : index
-// CHECK:           scf.for %[[JJ:.+]] = %[[J]] to %[[J1]]
-// CHECK:             tensor.extract_slice %{{.+}}[%[[II]], %[[JJ]]] [1, 1] [1, 1]
+// CHECK:           %[[J1:.+]] = arith.addi %[[J]], %[[STEP4]] : index
+// CHECK:           scf.for %[[JJ:.+]] = %[[J]] to %[[J1]] step %[[STEP4]]
+// CHECK:             tensor.extract_slice %{{.+}}[%[[II]], %[[JJ]]] [1, 4] [1, 1]
 // CHECK:             linalg.generic
 // CHECK:             math.exp
 // CHECK:             tensor.insert_slice

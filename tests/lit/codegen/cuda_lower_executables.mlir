@@ -23,7 +23,7 @@
 // The ABI v1 entry: one pointer per binding, then the parameter buffer (present because
 // of the scalars): i64 words in kernel-argument order, s (f32 bits, low 32) then n.
 // Static descriptors: offset 0, sizes, row-major strides.
-// CHECK:         llvm.func @k(%[[A:.+]]: !llvm.ptr {llvm.noalias}, %[[O:.+]]: !llvm.ptr {llvm.noalias}, %[[P:.+]]: !llvm.ptr {llvm.noalias})
+// CHECK:         llvm.func @k(%[[A:.+]]: !llvm.ptr {llvm.align = 16 : i64, llvm.noalias}, %[[O:.+]]: !llvm.ptr {llvm.align = 16 : i64, llvm.noalias}, %[[P:.+]]: !llvm.ptr {llvm.align = 16 : i64, llvm.noalias})
 // CHECK-SAME:      attributes {nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>}
 // CHECK-DAG:       %[[Z:.+]] = llvm.mlir.constant(0 : i64) : i64
 // CHECK-DAG:       %[[D0:.+]] = llvm.mlir.constant(2 : i64) : i64

@@ -70,6 +70,14 @@
 // CHECK-NEXT:      .param .u64 {{.*}}scale_dispatch_0_param_2
 // CHECK-NEXT:    )
 
+// A large elementwise add: 4 elements per thread (16384 threads), 16-byte loads/stores.
+// CHECK-LABEL: executable 5 format=cuda-cubin-sm_90 entry_points=wide_dispatch_0
+// CHECK-NEXT:    binary: ELF e_machine=190
+// CHECK-NEXT:    attr cuda.block_size.wide_dispatch_0 = 256,1,1
+// CHECK:         ld.global.nc.v4.b32
+// CHECK:         ld.global.nc.v4.b32
+// CHECK:         st.global.v4.b32
+
 // --cuda-format=ptx: the PTX is the binary itself, no cubin, no extra segment.
 // PTX:       executable 0 format=cuda-ptx entry_points=mbr_dispatch_0
 // PTX-NEXT:    binary: //
@@ -137,4 +145,14 @@ func.func @scale(%a: tensor<8xf32>, %s: f32) -> tensor<8xf32> {
       linalg.yield %y : f32
   } -> tensor<8xf32>
   return %r : tensor<8xf32>
+}
+
+func.func @wide(%a: tensor<64x1024xf32>, %b: tensor<64x1024xf32>) -> tensor<64x1024xf32> {
+  %e = tensor.empty() : tensor<64x1024xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i,j)->(i,j)>, affine_map<(i,j)->(i,j)>, affine_map<(i,j)->(i,j)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : tensor<64x1024xf32>, tensor<64x1024xf32>) outs(%e : tensor<64x1024xf32>) {
+    ^bb0(%x: f32, %y: f32, %o: f32):
+      %s = arith.addf %x, %y : f32
+      linalg.yield %s : f32
+  } -> tensor<64x1024xf32>
+  return %r : tensor<64x1024xf32>
 }
