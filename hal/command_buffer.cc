@@ -32,6 +32,16 @@ Status ResolveBindingTable(const CommandBuffer* cb, const std::vector<BufferRef>
   resolved->reserve(table.size());
   for (size_t i = 0; i < table.size(); ++i) {
     BufferRef r = table[i];
+    // Fast path (every submission of a replayed command buffer): no message is built.
+    if (!r.is_slot() && r.buffer && r.offset % kBindingAlignment == 0 &&
+        r.offset <= r.buffer->byte_size()) {
+      uint64_t rest = r.buffer->byte_size() - r.offset;
+      if (r.length == kWholeBuffer || r.length <= rest) {
+        if (r.length == kWholeBuffer) r.length = rest;
+        resolved->push_back(std::move(r));
+        continue;
+      }
+    }
     std::string what = StrCat("queue execute: binding table slot ", i);
     if (r.is_slot()) return InvalidArgument(what, ": must name a buffer, not another slot");
     if (r.offset % kBindingAlignment != 0) {

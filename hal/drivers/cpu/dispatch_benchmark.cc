@@ -5,7 +5,8 @@
 // (a) Host cost per dispatch of a replayed command buffer: 1000 single-workgroup dispatches
 //     of an empty kernel (2 binding-table slots, 2 push constants), recorded once, submitted
 //     many times; one worker thread. Goal <= 2 us per dispatch.
-// (c) As (a) with 16 workgroups per dispatch on every hardware thread: the worker-pool hand-off.
+// (d) As (a) with 16 workgroups per dispatch on every hardware thread: the worker-pool hand-off.
+// (c) Host round trip of one call (submit + wait), queued and inline.
 // (b) Elementwise f32 kernel (y = 2x + 1) over 256 MiB: achieved bandwidth as a ratio of
 //     memcpy of the same bytes in the same run. Goal >= 0.8. The kernels are hand-written C
 //     built with -O3 -march=native (benchmark_kernels.c): they stand in for the compiler's
@@ -93,6 +94,33 @@ double DispatchCost(bool inline_mode, int32_t workers = 1, uint32_t workgroups =
   return best;
 }
 
+// Host round trip of one call: submit a 1-dispatch command buffer with a binding table, wait.
+double RoundTrip(bool inline_mode) {
+  DeviceOptions o;
+  o.cpu_worker_count = 1;
+  o.cpu_inline = inline_mode;
+  auto dev = Unwrap(cpu::CreateCpuDevice(o), "CreateDevice");
+  auto exe = LoadKernels(*dev);
+  auto a = Unwrap(dev->AllocateBuffer(256), "alloc");
+  auto cb = Unwrap(dev->CreateCommandBuffer(), "CreateCommandBuffer");
+  CHECK_OK(cb->Dispatch(exe, 0, {1, 1, 1}, {BufferRef::Slot(0)}, {}));
+  CHECK_OK(cb->Finalize());
+  auto sem = Unwrap(dev->CreateSemaphore(0), "CreateSemaphore");
+  uint64_t value = 0;
+  const std::vector<BufferRef> table = {BufferRef::Whole(a)};
+  double best = 1e9;
+  for (int rep = 0; rep < 5; ++rep) {
+    constexpr int kCalls = 2000;
+    auto t0 = Clock::now();
+    for (int i = 0; i < kCalls; ++i) {
+      CHECK_OK(dev->QueueExecute({}, cb, {{sem, ++value}}, table));
+      CHECK_OK(sem->Wait(value));
+    }
+    best = std::min(best, Seconds(Clock::now() - t0) / kCalls);
+  }
+  return best;
+}
+
 struct Bandwidth {
   double memcpy_s, kernel_s;
 };
@@ -146,9 +174,6 @@ int Main() {
   std::printf("(a) replayed command buffer, 1000 empty dispatches, 1 worker thread:\n");
   std::printf("    queued device: %.3f us/dispatch   inline device: %.3f us/dispatch   (goal <= 2 us)\n",
               queued * 1e6, inl * 1e6);
-  const int32_t workers = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
-  std::printf("(c) same, 16 workgroups per dispatch, %d workers (pool hand-off per dispatch): %.3f us/dispatch\n",
-              workers, DispatchCost(false, workers, 16) * 1e6);
   const double gib = double(uint64_t{256} << 20) * 2 / double(1 << 30);  // bytes read + written
   const int32_t hw = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   std::printf("(b) y = 2x + 1 over 256 MiB f32 vs memcpy of 256 MiB (same run, best of 5):\n");
@@ -161,6 +186,11 @@ int Main() {
     }
     if (hw == 1) break;
   }
+  std::printf("(c) one call = submit a 1-dispatch command buffer + host wait: queued %.2f us, inline %.2f us\n",
+              RoundTrip(false) * 1e6, RoundTrip(true) * 1e6);
+  const int32_t workers = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  std::printf("(d) same as (a) with 16 workgroups per dispatch, %d workers (pool hand-off per dispatch): %.3f us/dispatch\n",
+              workers, DispatchCost(false, workers, 16) * 1e6);
   return 0;
 }
 
