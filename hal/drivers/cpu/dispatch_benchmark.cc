@@ -1,16 +1,17 @@
 // CPU driver benchmarks (not tests; numbers for the closing note).
 //
-//   bazel run -c opt //hal/drivers/cpu:dispatch_benchmark   (plain `bazel run` is -O2 too)
+//   bazel run //hal/drivers/cpu:dispatch_benchmark   (.bazelrc builds everything -O2)
 //
 // (a) Host cost per dispatch of a replayed command buffer: 1000 single-workgroup dispatches
 //     of an empty kernel (2 binding-table slots, 2 push constants), recorded once, submitted
 //     many times; one worker thread. Goal <= 2 us per dispatch.
-// (d) As (a) with 16 workgroups per dispatch on every hardware thread: the worker-pool hand-off.
-// (c) Host round trip of one call (submit + wait), queued and inline.
 // (b) Elementwise f32 kernel (y = 2x + 1) over 256 MiB: achieved bandwidth as a ratio of
 //     memcpy of the same bytes in the same run. Goal >= 0.8. The kernels are hand-written C
 //     built with -O3 -march=native (benchmark_kernels.c): they stand in for the compiler's
 //     vectorized codegen, which does not exist yet.
+// (c) Host round trip of one call (submit + wait), queued and inline.
+// (d) As (a) with 16 workgroups per dispatch on every hardware thread: the worker-pool hand-off.
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
