@@ -206,5 +206,20 @@ TEST_CASE("verifier: fused branches are not terminators; targets and lengths are
         "function 'f' @0: br.nz: operand value register 7 out of range (2 registers)");
 }
 
+TEST_CASE("deep recursion of wide frames traps before exhausting memory") {
+  ModuleBuilder mb;
+  auto& f = mb.AddFunction("deep", "_");
+  f.Op(Op::Call).F(0).L({}).L({});
+  f.Op(Op::Return).L({});
+  f.SetRegisterCounts(65536, 0);
+  mb.AddExport("deep", f.ordinal());
+  Harness h(mb);
+  auto r = h.Call("deep");
+  REQUIRE(!r.ok());
+  CHECK(r.status().code() == StatusCode::kResourceExhausted);
+  CHECK(r.status().message() ==
+        "function 'deep' @0: register stack exhausted (16777216 registers per bank)");
+}
+
 }  // namespace
 }  // namespace hexir::vm

@@ -205,6 +205,14 @@ Status Interpreter::Run(LinkedModule& linked, uint32_t ordinal, std::vector<Vari
     trap = (status); \
     goto trapped;    \
   } while (0)
+// Runs a Status-returning call; a failure traps with the op's mnemonic. The Status lives in
+// its own scope: no object with a destructor may be live across the indirect `goto` of NEXT
+// (clang rejects it; see the handlers below, which scope such objects the same way).
+#define TRY_OP(expr)                                \
+  do {                                              \
+    Status try_status_ = (expr);                    \
+    if (!try_status_.ok()) TRAP(OpError(ip, try_status_)); \
+  } while (0)
 #define FUEL_CHECK() \
   if (__builtin_expect(executed >= fuel_limit, 0)) goto out_of_fuel
 #define BINARY(Name, expr) \
@@ -312,11 +320,13 @@ op_SelectI64:
   NEXT();
 op_SelectRef: {
   uint32_t c = ip[3], d = ip[4];
-  Ref<RefObject> chosen = VB != 0 ? r[c & kIndexMask] : r[d & kIndexMask];
-  // MOVE marks a last use: the register is cleared whether or not it was chosen.
-  if (c & kMoveBit) r[c & kIndexMask].reset();
-  if (d & kMoveBit) r[d & kIndexMask].reset();
-  r[RIDX(1)] = std::move(chosen);
+  {
+    Ref<RefObject> chosen = VB != 0 ? r[c & kIndexMask] : r[d & kIndexMask];
+    // MOVE marks a last use: the register is cleared whether or not it was chosen.
+    if (c & kMoveBit) r[c & kIndexMask].reset();
+    if (d & kMoveBit) r[d & kIndexMask].reset();
+    r[RIDX(1)] = std::move(chosen);
+  }
   ip += 5;
   NEXT();
 }
@@ -448,6 +458,11 @@ op_Call: {
   const FunctionInfo* callee = &fns[callee_ordinal];
   size_t new_value_base = value_base + fn->value_register_count;
   size_t new_ref_base = ref_base + fn->ref_register_count;
+  if (new_value_base + callee->value_register_count > kMaxRegisterStack ||
+      new_ref_base + callee->ref_register_count > kMaxRegisterStack) {
+    TRAP(ResourceExhausted("register stack exhausted (", kMaxRegisterStack,
+                           " registers per bank)"));
+  }
   if (new_value_base + callee->value_register_count > values_.size()) {
     GrowTo(values_, new_value_base + callee->value_register_count);
     v = values_.data() + value_base;
@@ -542,10 +557,12 @@ op_CallImport: {
   call.signature = info.signature;
   call.args = Span<Variant>(a, n);
   call.results = Span<Variant>(out, k);
-  Status status = imports[m].function->call(*imports[m].state, call);
-  for (uint32_t i = 0; i < n; ++i) a[i].ref.reset();
-  ++import_calls;
-  if (!status.ok()) TRAP(std::move(status).WithContext(info.name));
+  {
+    Status status = imports[m].function->call(*imports[m].state, call);
+    for (uint32_t i = 0; i < n; ++i) a[i].ref.reset();
+    ++import_calls;
+    if (!status.ok()) TRAP(std::move(status).WithContext(info.name));
+  }
   for (uint32_t i = 0; i < k; ++i) {
     uint32_t e = res[1 + i];
     if (e & kRefBit) {
@@ -606,10 +623,11 @@ op_RefIsNull: {
 #define RELEASE_IF_MOVED(i) \
   if (ip[i] & kMoveBit) r[RIDX(i)].reset()
 op_ListAlloc: {
-  Ref<List> list = MakeRef<List>(static_cast<List::Kind>(ip[3]));
-  Status s = list->Reserve(VB);
-  if (!s.ok()) TRAP(OpError(ip, s));
-  r[RIDX(1)] = std::move(list);
+  {
+    Ref<List> list = MakeRef<List>(static_cast<List::Kind>(ip[3]));
+    TRY_OP(list->Reserve(VB));
+    r[RIDX(1)] = std::move(list);
+  }
   ip += 4;
   NEXT();
 }
@@ -622,16 +640,14 @@ op_ListSize: {
 }
 op_ListReserve: {
   LIST_AT(1, list);
-  Status s = list->Reserve(VB);
-  if (!s.ok()) TRAP(OpError(ip, s));
+  TRY_OP(list->Reserve(VB));
   RELEASE_IF_MOVED(1);
   ip += 3;
   NEXT();
 }
 op_ListResize: {
   LIST_AT(1, list);
-  Status s = list->Resize(VB);
-  if (!s.ok()) TRAP(OpError(ip, s));
+  TRY_OP(list->Resize(VB));
   RELEASE_IF_MOVED(1);
   ip += 3;
   NEXT();
@@ -641,8 +657,7 @@ op_ListResize: {
     LIST_AT(2, list);                                                       \
     if (list->kind() != KIND) TRAP(OpError(ip, WrongKind(*list, KIND)));    \
     int64_t index = VC;                                                     \
-    Status s = list->CheckIndex(index);                                     \
-    if (!s.ok()) TRAP(OpError(ip, s));                                      \
+    TRY_OP(list->CheckIndex(index));                                        \
     VA = list->value(index);                                                \
     RELEASE_IF_MOVED(2);                                                    \
     ip += 4;                                                                \
@@ -653,8 +668,7 @@ op_ListResize: {
     LIST_AT(1, list);                                                       \
     if (list->kind() != KIND) TRAP(OpError(ip, WrongKind(*list, KIND)));    \
     int64_t index = VB;                                                     \
-    Status s = list->CheckIndex(index);                                     \
-    if (!s.ok()) TRAP(OpError(ip, s));                                      \
+    TRY_OP(list->CheckIndex(index));                                        \
     list->set_value(index, VC);                                             \
     RELEASE_IF_MOVED(1);                                                    \
     ip += 4;                                                                \
@@ -670,11 +684,12 @@ op_ListGetRef: {
   LIST_AT(2, list);
   if (list->kind() != List::Kind::kRef) TRAP(OpError(ip, WrongKind(*list, List::Kind::kRef)));
   int64_t index = VC;
-  Status s = list->CheckIndex(index);
-  if (!s.ok()) TRAP(OpError(ip, s));
-  Ref<RefObject> element = list->ref(index);
-  RELEASE_IF_MOVED(2);  // may free the list: `element` is already retained
-  r[RIDX(1)] = std::move(element);
+  TRY_OP(list->CheckIndex(index));
+  {
+    Ref<RefObject> element = list->ref(index);
+    RELEASE_IF_MOVED(2);  // may free the list: `element` is already retained
+    r[RIDX(1)] = std::move(element);
+  }
   ip += 4;
   NEXT();
 }
@@ -682,8 +697,7 @@ op_ListSetRef: {
   LIST_AT(1, list);
   if (list->kind() != List::Kind::kRef) TRAP(OpError(ip, WrongKind(*list, List::Kind::kRef)));
   int64_t index = VB;
-  Status s = list->CheckIndex(index);
-  if (!s.ok()) TRAP(OpError(ip, s));
+  TRY_OP(list->CheckIndex(index));
   uint32_t c = ip[3];
   if (list->WouldCycle(r[c & kIndexMask].get())) {
     TRAP(OpError(ip, InvalidArgument("storing list R", c & kIndexMask, " into list R", RIDX(1),
@@ -708,6 +722,7 @@ op_ListSetRef: {
 #undef RIDX
 #undef TRAP
 #undef FUEL_CHECK
+#undef TRY_OP
 #undef BINARY
 #undef BINARY_F64
 

@@ -34,6 +34,9 @@ struct LinkedModule {
 
 // Deepest call nesting one invocation may reach before trapping with kResourceExhausted.
 inline constexpr size_t kMaxCallDepth = 1u << 20;
+// Most registers (per bank) the frames of one invocation may hold together; a call past it
+// traps with kResourceExhausted (keeps deep recursion of wide frames from exhausting memory).
+inline constexpr size_t kMaxRegisterStack = 1u << 24;
 
 class Interpreter {
  public:
