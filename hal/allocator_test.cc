@@ -110,6 +110,21 @@ TEST_CASE("cpu device: buffers come from the pool; stats track live, peak and hi
   for (int i = 0; i < 2500; ++i) REQUIRE(c->host_data()[i] == 0);
   REQUIRE(reinterpret_cast<uintptr_t>(c->host_data()) % 64 == 0);
   REQUIRE(dev->stats().buffer_bytes_peak == 8000);
+  {
+    // Stream-ordered allocations reuse pooled memory too (contents undefined: not checked).
+    void* p = nullptr;
+    { auto t = *dev->AllocateBuffer(100000); p = t->host_data(); }
+    uint64_t hits = dev->stats().pool_hits;
+    auto sem = *dev->CreateSemaphore(0);
+    auto q = dev->QueueAlloca({}, {{sem, 1}}, 70000);
+    REQUIRE(q.ok());
+    REQUIRE((*q)->host_data() == p);
+    REQUIRE(dev->stats().pool_hits == hits + 1);
+    REQUIRE(sem->Wait(1).ok());
+    REQUIRE(dev->QueueAlloca({{nullptr, 0}}, {}, 4).status().message() == "queue alloca: wait semaphore 0 is null");
+    REQUIRE(dev->QueueAlloca({}, {{sem, 2}, {nullptr, 0}}, 4).status().message() ==
+            "queue alloca: signal semaphore 1 is null");
+  }
   dev->TrimPool();
   REQUIRE(dev->stats().pool_bytes_cached == 0);
 

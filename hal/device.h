@@ -79,6 +79,8 @@ class Device : public vm::RefObject {
 
   // A buffer of `byte_size` bytes whose contents may be used by work ordered after `signals`
   // (CPU: the memory exists at return; it comes from the device pool when one is enabled).
+  // Its contents are UNDEFINED (not zero-filled, unlike AllocateBuffer): transient buffers
+  // are written before they are read, and zeroing would cost a pass over the memory.
   virtual StatusOr<vm::Ref<Buffer>> QueueAlloca(const std::vector<SemaphoreValue>& waits,
                                                 const std::vector<SemaphoreValue>& signals,
                                                 uint64_t byte_size,

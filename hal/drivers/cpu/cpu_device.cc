@@ -67,6 +67,28 @@ class CpuDevice final : public Device {
   std::string_view uri() const override { return "cpu"; }
 
   StatusOr<vm::Ref<Buffer>> AllocateBuffer(uint64_t byte_size, uint32_t memory_types) override {
+    return Allocate(byte_size, memory_types, /*zero=*/true);
+  }
+
+  // Like the default (an empty submission orders the signals), but without zero-filling.
+  StatusOr<vm::Ref<Buffer>> QueueAlloca(const std::vector<SemaphoreValue>& waits,
+                                        const std::vector<SemaphoreValue>& signals,
+                                        uint64_t byte_size, uint32_t memory_types) override {
+    for (size_t i = 0; i < waits.size() + signals.size(); ++i) {
+      bool is_wait = i < waits.size();
+      if (!(is_wait ? waits[i] : signals[i - waits.size()]).semaphore) {
+        return InvalidArgument("queue alloca: ", is_wait ? "wait" : "signal", " semaphore ",
+                               is_wait ? i : i - waits.size(), " is null");
+      }
+    }
+    HEXIR_ASSIGN_OR_RETURN(vm::Ref<Buffer> buffer, Allocate(byte_size, memory_types, /*zero=*/false));
+    auto cb = vm::MakeRef<CommandBuffer>(nullptr);  // internal: not a program recording
+    HEXIR_RETURN_IF_ERROR(cb->Finalize());
+    HEXIR_RETURN_IF_ERROR(QueueExecute(waits, cb, signals, {}).WithContext("queue alloca"));
+    return buffer;
+  }
+
+  StatusOr<vm::Ref<Buffer>> Allocate(uint64_t byte_size, uint32_t memory_types, bool zero) {
     // CPU memory is both device-local and host-visible whatever was asked for.
     if (byte_size > (uint64_t{1} << 46)) {
       return ResourceExhausted("cpu driver: cannot allocate ", byte_size, " bytes");
@@ -74,7 +96,7 @@ class CpuDevice final : public Device {
     auto block = memory_->Acquire(byte_size);
     if (!block.ok()) return std::move(block).status().WithContext("cpu driver");
     // Zero the whole block, padding included: kernels may read a full vector past the end.
-    std::memset(block->ptr, 0, block->capacity);
+    if (zero) std::memset(block->ptr, 0, block->capacity);
     return vm::Ref<Buffer>::Adopt(new CpuBuffer(byte_size,
                                                 memory_types | kMemoryDeviceLocal | kMemoryHostVisible,
                                                 counters(), memory_, *block));
