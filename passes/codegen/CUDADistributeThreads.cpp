@@ -140,8 +140,13 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     // Elementwise kernels with enough points give each thread `kVector` consecutive elements
     // of the contiguous dimension: LLVM's load/store vectorizer then emits 16-byte accesses
     // (bindings are 16-byte aligned, see CUDALowerExecutables).
+    // Contractions (matmul) get a 1 x kVector strip of outputs per thread the same way:
+    // each A element loaded is used kVector times and B rows are read 16 bytes at a time.
     int64_t fastest = order.back(), vector = 1;
-    if (!dynamic && parallel.size() == iterators.size() && extents[fastest] % kVector == 0 &&
+    auto linalgRoot = dyn_cast<linalg::LinalgOp>(root.getOperation());
+    bool stripped = parallel.size() == iterators.size() ||
+                    (linalgRoot && linalg::isaContractionOpInterface(linalgRoot));
+    if (!dynamic && stripped && extents[fastest] % kVector == 0 &&
         points >= kVector * kMinVectorThreads) {
       vector = kVector;
       extents[fastest] /= kVector;

@@ -9,6 +9,8 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Pass/PassManager.h"
@@ -79,6 +81,46 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     return success();
   }
 
+  // A thread computing a 1 x 4 strip of a matmul should walk k once for the strip, not once
+  // per output: loops (parallel..., reductions..., last parallel) when the last parallel loop
+  // is the output's contiguous dim. LLVM then keeps the strip in registers and reads B's row
+  // segment as one 16-byte load. (Other ops keep their order: one point has extent 1 there.)
+  static LogicalResult reductionsOutside(func::FuncOp kernel) {
+    SmallVector<linalg::LinalgOp> ops;
+    kernel.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+    IRRewriter rewriter(kernel.getContext());
+    for (linalg::LinalgOp op : ops) {
+      SmallVector<utils::IteratorType> it = op.getIteratorTypesArray();
+      if (op.getNumDpsInits() != 1 || it.size() < 2 || it.back() != utils::IteratorType::reduction)
+        continue;
+      int64_t last = -1;
+      for (int64_t i = it.size() - 1; i >= 0 && last < 0; --i)
+        if (it[i] == utils::IteratorType::parallel) last = i;
+      AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+      if (last < 0 || out.getNumResults() == 0 ||
+          out.getResults().back() != rewriter.getAffineDimExpr(last))
+        continue;
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      if (ranges[last] == 1) continue;  // nothing to gain for a single point
+      SmallVector<unsigned> order;
+      for (int64_t i = 0; i < (int64_t)it.size(); ++i)
+        if (it[i] == utils::IteratorType::parallel && i != last) order.push_back(i);
+      for (int64_t i = 0; i < (int64_t)it.size(); ++i)
+        if (it[i] == utils::IteratorType::reduction) order.push_back(i);
+      order.push_back(last);
+      rewriter.setInsertionPoint(op);
+      auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+      if (!generic) {
+        FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, op);
+        if (failed(g)) continue;
+        generic = *g;
+      }
+      if (failed(linalg::interchangeGenericOp(rewriter, generic, order)))
+        return generic.emitError("loop interchange failed");
+    }
+    return success();
+  }
+
   // Threads past the last point (the grid rounds up to whole blocks) do nothing.
   static void guardThreads(func::FuncOp kernel, int64_t points, int64_t block) {
     Block& body = kernel.getBody().front();
@@ -134,6 +176,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
         return kernel.emitError("kernel argument ") << t << " is not an identity-layout memref";
     }
     if (failed(allocationsToStack(kernel))) return failure();
+    if (failed(reductionsOutside(kernel))) return failure();
     if (points >= 0) guardThreads(kernel, points, block);  // < 0: a grid-stride loop bounds it
     if (failed(runPipeline(*loops, inner))) return failure();
 

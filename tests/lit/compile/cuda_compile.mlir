@@ -78,6 +78,18 @@
 // CHECK:         ld.global.nc.v4.b32
 // CHECK:         st.global.v4.b32
 
+// A 256x128 @ 128x512 matmul: a 1x4 output strip per thread (32768 threads), k loop
+// outside the strip: 4 accumulators in registers, B's row segment as one 16-byte load.
+// CHECK-LABEL: executable 6 format=cuda-cubin-sm_90 entry_points=mm_dispatch_0
+// CHECK-NEXT:    binary: ELF e_machine=190
+// CHECK-NEXT:    attr cuda.block_size.mm_dispatch_0 = 256,1,1
+// CHECK:         setp.gt.u32 {{.*}}, 32767;
+// CHECK:       $L__BB0_2:
+// CHECK:         ld.global.nc.v4.b32
+// CHECK:         mul.rn.f32
+// CHECK:         add.rn.f32
+// CHECK:         bra
+
 // --cuda-format=ptx: the PTX is the binary itself, no cubin, no extra segment.
 // PTX:       executable 0 format=cuda-ptx entry_points=mbr_dispatch_0
 // PTX-NEXT:    binary: //
@@ -155,4 +167,12 @@ func.func @wide(%a: tensor<64x1024xf32>, %b: tensor<64x1024xf32>) -> tensor<64x1
       linalg.yield %s : f32
   } -> tensor<64x1024xf32>
   return %r : tensor<64x1024xf32>
+}
+
+func.func @mm(%a: tensor<256x128xf32>, %b: tensor<128x512xf32>) -> tensor<256x512xf32> {
+  %e = tensor.empty() : tensor<256x512xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<256x512xf32>) -> tensor<256x512xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<256x128xf32>, tensor<128x512xf32>) outs(%f : tensor<256x512xf32>) -> tensor<256x512xf32>
+  return %m : tensor<256x512xf32>
 }
