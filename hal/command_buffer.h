@@ -17,6 +17,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -139,6 +140,16 @@ class CommandBuffer : public vm::RefObject {
   // 1 + the highest binding-table slot any dispatch uses (0 when none).
   uint32_t binding_table_size() const { return binding_table_size_; }
 
+  // Drivers' submission-time checks of a finalized command buffer's own contents (not the
+  // binding table) give the same answer every time: a driver may remember that `device`
+  // accepted it and skip them on later submissions. Thread-safe.
+  bool IsValidatedFor(const void* device) const {
+    return validated_for_.load(std::memory_order_acquire) == device;
+  }
+  void MarkValidatedFor(const void* device) const {
+    validated_for_.store(device, std::memory_order_release);
+  }
+
  protected:
   // Drivers hook here to build their native form (e.g. a CUDA graph) once.
   virtual Status OnFinalize() { return Status::Ok(); }
@@ -151,6 +162,7 @@ class CommandBuffer : public vm::RefObject {
   std::vector<Command> commands_;
   uint32_t binding_table_size_ = 0;
   bool finalized_ = false;
+  mutable std::atomic<const void*> validated_for_{nullptr};
 };
 
 }  // namespace hexir::hal

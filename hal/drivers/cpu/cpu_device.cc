@@ -120,6 +120,7 @@ class CpuDevice final : public Device {
     HEXIR_RETURN_IF_ERROR(ResolveRange(BufferRef::Range(vm::Ref<Buffer>::Retain(&buffer), offset, size),
                                        "write_buffer")
                               .status());
+    if (!buffer.host_data()) return InvalidArgument("write_buffer: ", kForeignBuffer);
     if (size) std::memcpy(buffer.host_data() + offset, data, size);
     return Status::Ok();
   }
@@ -130,6 +131,7 @@ class CpuDevice final : public Device {
                                       offset, size),
                      "read_buffer")
             .status());
+    if (!buffer.host_data()) return InvalidArgument("read_buffer: ", kForeignBuffer);
     if (size) std::memcpy(data, buffer.host_data() + offset, size);
     return Status::Ok();
   }
@@ -147,6 +149,8 @@ class CpuDevice final : public Device {
   void QueueMain();
 
   static constexpr uint64_t kBufferAlignment = 64;
+  static constexpr const char* kForeignBuffer =
+      "the buffer is not host memory (allocated by another driver?)";
 
   const bool inline_;
   WorkerPool pool_;
@@ -168,15 +172,37 @@ class CpuDevice final : public Device {
 Status CpuDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
                            std::vector<BufferRef>* resolved) const {
   HEXIR_RETURN_IF_ERROR(ResolveBindingTable(cb.get(), table, resolved));
-  for (const Command& c : cb->commands()) {
+  for (size_t i = 0; i < resolved->size(); ++i) {
+    if ((*resolved)[i].buffer->host_data() == nullptr) {
+      return InvalidArgument("queue execute: binding table slot ", i,
+                             ": the buffer is not host memory (allocated by another driver?)");
+    }
+  }
+  if (cb->IsValidatedFor(this)) return Status::Ok();
+  auto host = [](const vm::Ref<Buffer>& b) { return !b || b->host_data() != nullptr; };
+  const auto& commands = cb->commands();
+  for (size_t i = 0; i < commands.size(); ++i) {
+    const Command& c = commands[i];
+    bool foreign_memory = false;
     if (auto* d = std::get_if<DispatchCommand>(&c)) {
       if (d->executable->driver() != kCpuDriverName) {
         return InvalidArgument("queue execute: dispatch of '", d->executable->entry_name(d->entry),
                                "' uses an executable of driver '", d->executable->driver(),
                                "' on a cpu device");
       }
+      for (const BufferRef& b : d->bindings) foreign_memory |= !host(b.buffer);
+      foreign_memory |= !host(d->workgroup_count_ref.buffer);
+    } else if (auto* cp = std::get_if<CopyCommand>(&c)) {
+      foreign_memory = !host(cp->source) || !host(cp->target);
+    } else if (auto* f = std::get_if<FillCommand>(&c)) {
+      foreign_memory = !host(f->target);
+    }
+    if (foreign_memory) {
+      return InvalidArgument("queue execute: command ", i,
+                             " uses a buffer that is not host memory (allocated by another driver?)");
     }
   }
+  cb->MarkValidatedFor(this);
   return Status::Ok();
 }
 

@@ -336,3 +336,47 @@ TEST_CASE("cpu dispatch: indirect counts from a slot at an offset, checked at ex
 
 }  // namespace
 }  // namespace hexir::hal
+
+namespace hexir::hal {
+namespace {
+
+// A buffer of some other driver: no host memory.
+class ForeignBuffer final : public Buffer {
+ public:
+  explicit ForeignBuffer(uint64_t n) : Buffer(n, kMemoryDeviceLocal, nullptr) {}
+  uint8_t* host_data() const override { return nullptr; }
+};
+
+TEST_CASE("cpu device: buffers of another driver are refused, never dereferenced") {
+  auto dev = Cpu(1);
+  auto exe = Load(*dev, {"stamp_bindings"});
+  auto foreign = vm::Ref<Buffer>::Adopt(new ForeignBuffer(64));
+  auto mine = Buf(*dev, 64);
+  uint8_t bytes[4] = {};
+  REQUIRE(dev->WriteBuffer(*foreign, 0, bytes, 4).message() ==
+          "write_buffer: the buffer is not host memory (allocated by another driver?)");
+  REQUIRE(dev->ReadBuffer(*foreign, 0, bytes, 4).code() == StatusCode::kInvalidArgument);
+
+  auto cb = *dev->CreateCommandBuffer();
+  REQUIRE(cb->Dispatch(exe, 0, {1, 1, 1}, {BufferRef::Slot(0)}, {0}).ok());
+  REQUIRE(cb->Finalize().ok());
+  Status s = dev->QueueExecute({}, cb, {}, {BufferRef::Whole(foreign)});
+  REQUIRE(s.message() ==
+          "queue execute: binding table slot 0: the buffer is not host memory (allocated by another driver?)");
+  REQUIRE(dev->QueueExecute({}, cb, {}, {BufferRef::Whole(mine)}).ok());  // validated once, cached
+  REQUIRE(dev->QueueExecute({}, cb, {}, {BufferRef::Whole(mine)}).ok());
+
+  auto cb2 = *dev->CreateCommandBuffer();
+  REQUIRE(cb2->FillBuffer(mine, 0, 4, 1, 4).ok());
+  REQUIRE(cb2->CopyBuffer(foreign, 0, mine, 0, 4).ok());
+  REQUIRE(cb2->Finalize().ok());
+  s = dev->QueueExecute({}, cb2, {});
+  REQUIRE(s.message() ==
+          "queue execute: command 1 uses a buffer that is not host memory (allocated by another driver?)");
+  s = dev->QueueExecute({}, cb2, {});  // a refused command buffer is never marked validated
+  REQUIRE(s.code() == StatusCode::kInvalidArgument);
+  REQUIRE(dev->WaitIdle().ok());
+}
+
+}  // namespace
+}  // namespace hexir::hal
