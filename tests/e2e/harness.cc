@@ -52,11 +52,10 @@ bool CudaAvailable() {
   return available;
 }
 
-bool CudaOrSkip(const std::string& what) {
-  if (CudaAvailable()) return true;
-  std::printf("HEXIR_SKIPPED: %s: no CUDA device on this machine (libcuda.so.1 absent or no GPU)\n",
-              what.c_str());
-  return false;
+void RequireDevice(const std::string& device) {
+  if (device == "cuda" && !CudaAvailable()) {
+    throw DeviceUnavailable{"no CUDA device on this machine (libcuda.so.1 absent or no GPU)"};
+  }
 }
 
 std::string HexirRun() { return "tools/hexir-run/hexir-run"; }
@@ -64,12 +63,19 @@ std::string HexirCompile() { return "tools/hexir-compile/hexir-compile"; }
 
 std::string CompileOrDie(const std::string& mlir_source, const std::string& name,
                          const std::string& target) {
+  std::string file = name + "." + target + ".vmfb";
+  if (const char* dir = std::getenv("HEXIR_PRECOMPILED_DIR")) {
+    return std::string(dir) + "/" + file;
+  }
   std::string src = TempFile(name + ".mlir");
-  std::string out = TempFile(name + "." + target + ".vmfb");
+  std::string out = TempFile(file);
   WriteFile(src, mlir_source);
   CommandResult r = RunCommand(HexirCompile() + " " + src + " --target=" + target + " -o " + out);
   INFO("hexir-compile output:\n" << r.output);
   REQUIRE(r.exit_code == 0);
+  if (const char* dir = std::getenv("HEXIR_SAVE_MODULES_DIR")) {
+    REQUIRE(RunCommand("cp " + out + " " + dir + "/" + file).exit_code == 0);
+  }
   return out;
 }
 
@@ -77,6 +83,7 @@ std::vector<tools::HostTensor> RunOrDie(const std::string& module, const std::st
                                         const std::vector<tools::HostTensor>& inputs,
                                         int result_count, const std::string& device,
                                         const std::string& extra_flags) {
+  RequireDevice(device);
   static int counter = 0;
   std::string cmd = HexirRun() + " --module=" + module + " --device=" + device +
                     " --function=" + function + " " + extra_flags;

@@ -2,6 +2,7 @@
 // results with plain C++ reference loops.
 #pragma once
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -34,17 +35,31 @@ std::vector<tools::HostTensor> RunOrDie(const std::string& module, const std::st
 
 // True when a CUDA device can be used here (libcuda.so.1 loads and reports a device).
 bool CudaAvailable();
-// For a test that needs a GPU: returns true when one is present; otherwise prints
-// "HEXIR_SKIPPED: <what>: <reason>" (counted as skipped by tools/test.sh) and returns false.
-bool CudaOrSkip(const std::string& what);
 
-// Defines one test case per device: "NAME [cpu]" runs BODY("cpu"); "NAME [cuda]" compiles for
-// --target=cuda and runs on the GPU, or reports itself skipped where there is none.
-#define HEXIR_E2E_TEST_ON_DEVICES(NAME, BODY)                              \
-  TEST_CASE(NAME " [cpu]") { BODY("cpu"); }                                \
-  TEST_CASE(NAME " [cuda]") {                                              \
-    if (::hexir::e2e::CudaOrSkip(NAME " [cuda]")) BODY("cuda");            \
+// Thrown by RequireDevice when the device is absent; HEXIR_E2E_TEST_ON_DEVICES turns it into
+// a printed "HEXIR_SKIPPED: <case>: <reason>" line, which tools/test.sh counts as skipped.
+struct DeviceUnavailable {
+  std::string reason;
+};
+// Throws DeviceUnavailable unless `device` ("cpu", "cuda") can run here.
+void RequireDevice(const std::string& device);
+
+// Defines one test case per device: "NAME [cpu]" runs BODY("cpu"); "NAME [cuda]" runs
+// BODY("cuda"), which compiles for --target=cuda everywhere (exercising code generation) and
+// runs on the GPU, or reports itself skipped at its first run where there is none.
+#define HEXIR_E2E_TEST_ON_DEVICES(NAME, BODY)                                    \
+  TEST_CASE(NAME " [cpu]") { BODY("cpu"); }                                      \
+  TEST_CASE(NAME " [cuda]") {                                                    \
+    try {                                                                        \
+      BODY("cuda");                                                              \
+    } catch (const ::hexir::e2e::DeviceUnavailable& e) {                         \
+      std::printf("HEXIR_SKIPPED: %s: %s\n", NAME " [cuda]", e.reason.c_str());  \
+    }                                                                            \
   }
+
+// Modules: CompileOrDie writes each module as <name>.<target>.vmfb; with HEXIR_SAVE_MODULES_DIR
+// set it also copies it there, and with HEXIR_PRECOMPILED_DIR set it takes the module from
+// there instead of running hexir-compile (for machines without LLVM, such as the GPU machine).
 
 std::string HexirRun();      // path to the hexir-run binary
 std::string HexirCompile();  // path to the hexir-compile binary

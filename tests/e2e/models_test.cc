@@ -161,6 +161,7 @@ func.func @main(%x: tensor<2x3xf32>) -> tensor<2x2xf32> {
 
 void ConstantsAndPrintedResult(const std::string& device) {
   std::string module = CompileOrDie(kConstantsAndChain, "const", device);
+  RequireDevice(device);
   CommandResult r = RunCommand(HexirRun() + " --module=" + module + " --device=" + device +
                                " --function=main '--input=2x3xf32=1 2 3 4 5 6'");
   INFO(r.output);
