@@ -70,7 +70,9 @@ std::string CompileOrDie(const std::string& mlir_source, const std::string& name
   std::string src = TempFile(name + ".mlir");
   std::string out = TempFile(file);
   WriteFile(src, mlir_source);
-  CommandResult r = RunCommand(HexirCompile() + " " + src + " --target=" + target + " -o " + out);
+  const char* extra = std::getenv("HEXIR_COMPILE_FLAGS");  // e.g. --cpu=x86-64-v3 for another host
+  CommandResult r = RunCommand(HexirCompile() + " " + src + " --target=" + target + " -o " + out +
+                               (extra ? std::string(" ") + extra : ""));
   INFO("hexir-compile output:\n" << r.output);
   REQUIRE(r.exit_code == 0);
   if (const char* dir = std::getenv("HEXIR_SAVE_MODULES_DIR")) {

@@ -60,6 +60,8 @@ void RequireDevice(const std::string& device);
 // Modules: CompileOrDie writes each module as <name>.<target>.vmfb; with HEXIR_SAVE_MODULES_DIR
 // set it also copies it there, and with HEXIR_PRECOMPILED_DIR set it takes the module from
 // there instead of running hexir-compile (for machines without LLVM, such as the GPU machine).
+// HEXIR_COMPILE_FLAGS adds flags to every hexir-compile (e.g. --cpu=x86-64-v3 for modules that
+// will run on another machine's CPU).
 
 std::string HexirRun();      // path to the hexir-run binary
 std::string HexirCompile();  // path to the hexir-compile binary

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Prepares a self-contained bundle for the GPU machine, which has no Bazel, LLVM or MLIR:
+# builds the GPU-relevant test and benchmark binaries here, copies each with its runfiles
+# (symlinks resolved) into .out/gpu/, and precompiles the end-to-end modules for --target=cuda
+# by running the e2e tests here with HEXIR_SAVE_MODULES_DIR. Then run, on the GPU machine:
+#   bash tools/gpu/run.sh          (with .out carried)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+TESTS=(
+  //hal/drivers/cuda:cuda_device_test
+  //hal/cts:cuda_cts_test
+  //tests/e2e:models_test
+  //tests/e2e:compiled_calls_test
+)
+# Binaries as "package name".
+BINARIES=(
+  "hal/drivers/cuda replay_benchmark"
+  "tools/hexir-run hexir-run"
+)
+bazel build "${TESTS[@]}" //hal/drivers/cuda:replay_benchmark //tools/hexir-run
+rm -rf .out/gpu && mkdir -p .out/gpu/modules .out/gpu/bin
+for t in "${TESTS[@]}"; do
+  pkg=${t#//}; pkg=${pkg%%:*}; name=${t##*:}
+  mkdir -p ".out/gpu/tests/$name"
+  cp -rL "bazel-bin/$pkg/$name.runfiles/hexir/." ".out/gpu/tests/$name/"
+  # The compiler needs LLVM, which the GPU machine lacks: modules come precompiled.
+  rm -f ".out/gpu/tests/$name/tools/hexir-compile/hexir-compile"
+done
+for b in "${BINARIES[@]}"; do
+  read -r pkg name <<<"$b"
+  cp -L "bazel-bin/$pkg/$name" .out/gpu/bin/
+done
+export HEXIR_SAVE_MODULES_DIR="$PWD/.out/gpu/modules"
+export HEXIR_COMPILE_FLAGS="--cpu=x86-64-v3"  # CPU kernels must run on the GPU machine's host too
+for t in //tests/e2e:models_test //tests/e2e:compiled_calls_test; do
+  name=${t##*:}
+  (cd "bazel-bin/tests/e2e/$name.runfiles/hexir" && TEST_TMPDIR=$(mktemp -d) "./tests/e2e/$name" >/dev/null) \
+    || { echo "pack: $name failed here; fix it before a GPU run"; exit 1; }
+done
+du -sh .out/gpu
+echo "pack: ready; on the GPU machine run: bash tools/gpu/run.sh"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine over the bundle tools/gpu/pack.sh made: every GPU test, then the
+# benchmarks. Writes logs into $OUT (when set) and prints a summary line per test binary.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/hexir-gpu-out}
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+export HEXIR_PRECOMPILED_DIR="$PWD/.out/gpu/modules"
+status=0
+for dir in .out/gpu/tests/*/; do
+  name=$(basename "$dir")
+  bin=$(find "$dir" -type f -name "$name" | head -1)
+  rel=${bin#$dir}
+  (cd "$dir" && TEST_TMPDIR=$(mktemp -d) "./$rel") > "$OUT/$name.log" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] || status=1
+  echo "$name: exit $rc: $(grep -E 'All tests passed|test cases:' "$OUT/$name.log" | tail -1)," \
+       "$(grep -c HEXIR_SKIPPED "$OUT/$name.log") skipped"
+done
+.out/gpu/bin/replay_benchmark > "$OUT/replay_benchmark.log" 2>&1 || status=1
+cat "$OUT/replay_benchmark.log"
+exit $status
