@@ -62,6 +62,28 @@ void BuildSample(ModuleBuilder& mb) {
   f.Op(Op::Release).L({R(0)});
   f.Op(Op::Return).L({V(1), Move(1)});
   mb.AddExport("main", f.ordinal());
+
+  // Format 1.1 ops: lists, fused branches, for.i64 (so corruption tests reach them too).
+  auto& g = mb.AddFunction("lists", "i_ri");
+  Label loop = g.NewLabel(), done = g.NewLabel();
+  g.Op(Op::ConstI64).V(1).K(0);
+  g.Op(Op::ConstI64).V(2).K(1);
+  g.Op(Op::ListAlloc).R(0).V(0).J(2);
+  g.Op(Op::ListResize).R(0).V(0);
+  g.Op(Op::ListAlloc).R(1).V(0).J(0);
+  g.Op(Op::ListResize).R(1).V(0);
+  g.Op(Op::BrLeSI64).V(0).V(1).T(done).P({});
+  g.Bind(loop);
+  g.Op(Op::ListSetI64).R(1).V(1).V(1);
+  g.Op(Op::ListGetI64).V(3).R(1).V(1);
+  g.Op(Op::ListSetRef).R(0).V(1).R(1);
+  g.Op(Op::BrNz).V(3).T(loop).P({}).Op(Op::Nop);
+  g.Op(Op::ForI64).V(1).V(2).V(0).T(loop).P({});
+  g.Bind(done);
+  g.Op(Op::ListGetRef).R(2).R(0, true).V(2);
+  g.Op(Op::ListSize).V(4).R(1, true);
+  g.Op(Op::Return).L({Move(2), V(4)});
+  mb.AddExport("lists", g.ordinal());
 }
 
 class SumModule final : public NativeModule {

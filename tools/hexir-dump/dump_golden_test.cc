@@ -1,8 +1,8 @@
 // Golden tests of hexir-dump: a module built with vm/testing/builder (no compiler involved)
 // is written to a file, dumped by the real binary, and compared byte for byte with
-// testdata/sample.golden. To regenerate after an intended change:
-//   HEXIR_UPDATE_GOLDEN=$PWD/tools/hexir-dump/testdata/sample.golden \
-//     bazel-bin/tools/hexir-dump/dump_golden_test   (run from the workspace root)
+// testdata/sample.golden. To regenerate after an intended change, from the test's runfiles
+// directory (bazel-bin/tools/hexir-dump/dump_golden_test.runfiles/hexir):
+//   HEXIR_UPDATE_GOLDEN=/path/to/tools/hexir-dump/testdata/sample.golden ../../dump_golden_test
 #include <catch2/catch.hpp>
 
 #include <cstdio>
