@@ -19,6 +19,7 @@
 #include "mlir/Interfaces/TilingInterface.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "passes/codegen/CUDAPasses.h"
+#include "passes/codegen/CUDAWarpReduce.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_CUDADISTRIBUTETHREADS
@@ -53,19 +54,24 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
         exe.emitError("executable has no kernel named like it");
         return signalPassFailure();
       }
-      int64_t points = 1;
-      func::FuncOp distributed = distribute(kernel, points);
+      int64_t points = 1, lanes = 1;
+      func::FuncOp distributed = distribute(kernel, points, lanes);
       if (distributed) {
         kernel.erase();
         distributed.setSymName(exe.getSymName());
       } else {
         points = 1;
+        lanes = 1;
       }
       kernel = inner.lookupSymbol<func::FuncOp>(exe.getSymName());
       // Dynamic extents (points < 0): a fixed grid of full blocks strides over the points.
-      int64_t block = points < 0 ? blockSize : blockFor(points);
-      int64_t grid = points < 0 ? dynamicGrid : (points + block - 1) / block;
-      kernel->setAttr("hexir.cuda.thread_count", IntegerAttr::get(IndexType::get(ctx), points));
+      // Warp reductions: `lanes` (32) threads per point; blocks hold whole warps.
+      int64_t threads = points < 0 ? points : points * lanes;
+      int64_t block = points < 0 ? blockSize : blockFor(threads);
+      int64_t grid = points < 0 ? dynamicGrid : (threads + block - 1) / block;
+      if (lanes > 1)
+        kernel->setAttr("hexir.cuda.lanes", IntegerAttr::get(IndexType::get(ctx), lanes));
+      kernel->setAttr("hexir.cuda.thread_count", IntegerAttr::get(IndexType::get(ctx), threads));
       kernel->setAttr("hexir.cuda.block_size", IntegerAttr::get(IndexType::get(ctx), block));
       exe->setAttr("hexir.workgroup_count", DenseI64ArrayAttr::get(ctx, {grid, 1, 1}));
       exe->setAttr("hexir.cuda.block_size", DenseI64ArrayAttr::get(ctx, {block, 1, 1}));
@@ -79,7 +85,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
 
   // Returns a distributed clone of `kernel` (inserted next to it) and its point count, or
   // null when the kernel is to run on one thread.
-  func::FuncOp distribute(func::FuncOp original, int64_t& points) {
+  func::FuncOp distribute(func::FuncOp original, int64_t& points, int64_t& lanes) {
     auto ret = cast<func::ReturnOp>(original.getBody().front().getTerminator());
     if (ret.getNumOperands() != 1) return nullptr;
     auto originalRoot = dyn_cast_or_null<TilingInterface>(ret.getOperand(0).getDefiningOp());
@@ -120,7 +126,14 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     // Past 2^31 points the i32 id arithmetic would overflow: stride like dynamic extents.
     if (!dynamic && points >= (int64_t(1) << 31)) dynamic = true;
     if (dynamic) points = -1;
-    if (parallel.empty() || (!dynamic && points <= 1)) return fail();
+    // A reduction with a long (or dynamic) reduced extent: one warp per point; the lanes
+    // split the reduced extent and combine with shuffles (CUDALowerExecutables).
+    auto linalgRoot = dyn_cast<linalg::LinalgOp>(root.getOperation());
+    if (warpReductions && !dynamic && linalgRoot && cuda::WantsWarpReduction(linalgRoot)) {
+      lanes = cuda::kWarpSize;
+      if (parallel.empty()) return kernel;  // one point: the whole kernel, one warp
+    }
+    if (parallel.empty() || (!dynamic && points <= 1 && lanes == 1)) return fail();
 
     // Delinearization order: the loops indexing the output's dimensions, outermost first,
     // so the output's contiguous dimension varies fastest across threads.
@@ -143,10 +156,9 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     // Contractions (matmul) get a 1 x kVector strip of outputs per thread the same way:
     // each A element loaded is used kVector times and B rows are read 16 bytes at a time.
     int64_t fastest = order.back(), vector = 1;
-    auto linalgRoot = dyn_cast<linalg::LinalgOp>(root.getOperation());
     bool stripped = parallel.size() == iterators.size() ||
                     (linalgRoot && linalg::isaContractionOpInterface(linalgRoot));
-    if (!dynamic && stripped && extents[fastest] % kVector == 0 &&
+    if (!dynamic && lanes == 1 && stripped && extents[fastest] % kVector == 0 &&
         points >= kVector * kMinVectorThreads) {
       vector = kVector;
       extents[fastest] /= kVector;
@@ -173,7 +185,10 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     } else {
     // The thread's point: coordinate of loop order[k] from gid (i32 div/rem by constants).
     b.setInsertionPointToStart(&kernel.getBody().front());
-    Value rest = globalThreadId(b, loc, blockFor(points));
+    Value rest = globalThreadId(b, loc, blockFor(points * lanes));
+    if (lanes > 1)  // the warp's point
+      rest = arith::DivUIOp::create(
+          b, loc, rest, arith::ConstantIntOp::create(b, loc, b.getI32Type(), lanes));
     for (int64_t d : llvm::reverse(order)) {
       Value n = arith::ConstantIntOp::create(b, loc, b.getI32Type(), extents[d]);
       Value c = d == order.front() ? rest : arith::RemUIOp::create(b, loc, rest, n).getResult();

@@ -16,6 +16,10 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/codegen/CUDAPasses.h"
+#include "passes/codegen/CUDAWarpReduce.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_CUDALOWEREXECUTABLES
@@ -78,6 +82,100 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     SmallVector<memref::DeallocOp> deallocs;
     kernel.walk([&](memref::DeallocOp d) { deallocs.push_back(d); });
     for (memref::DeallocOp d : deallocs) d.erase();
+    return success();
+  }
+
+  // One warp per output (hexir.cuda.lanes = 32): the reduction op, now on the warp's point
+  // (parallel extents 1), becomes
+  //   partial = identity; for k = lane; k < K; k += 32: partial = body(inputs[k], partial)
+  //   butterfly: partial = combine(partial, shfl.xor(partial, 16, 8, 4, 2, 1))
+  //   lane 0: out = combine(out, partial)
+  // Whole warps pass the thread guard together (thread_count and blocks are multiples of
+  // 32), so the full-mask shuffles see all 32 lanes; the shuffles also order every lane's
+  // earlier init store before lane 0 reads `out`.
+  static LogicalResult warpReduce(func::FuncOp kernel) {
+    linalg::LinalgOp op;
+    kernel.walk([&](linalg::LinalgOp candidate) {
+      if (candidate.getNumReductionLoops() == 1) op = candidate;
+    });
+    Operation* combiner = op ? cuda::WarpReducibleCombiner(op) : nullptr;
+    if (!combiner)
+      return kernel.emitError("internal: warp-reduction kernel without a reducible op");
+    if (!op.hasPureBufferSemantics()) return op.emitError("internal: reduction not bufferized");
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    SmallVector<Range> ranges = op.createLoopRanges(b, loc);
+    SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    int64_t reduced = -1;
+    for (auto [d, it] : llvm::enumerate(iterators)) {
+      if (it == utils::IteratorType::reduction) {
+        reduced = d;
+      } else if (getConstantIntValue(ranges[d].size) != 1) {
+        return op.emitError("internal: warp reduction over more than one point");
+      }
+    }
+    Value lane = arith::RemUIOp::create(
+        b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
+        arith::ConstantIndexOp::create(b, loc, cuda::kWarpSize));
+    auto identity = arith::ConstantOp::create(b, loc, *arith::getNeutralElement(combiner));
+    Block* body = op.getBlock();
+    BlockArgument acc = body->getArgument(op.getNumDpsInputs());
+    auto load = [&](OpBuilder& nb, OpOperand* operand, ArrayRef<Value> dims) -> Value {
+      AffineMap map = op.getMatchingIndexingMap(operand);
+      SmallVector<Value> indices;
+      for (unsigned r = 0; r < map.getNumResults(); ++r)
+        indices.push_back(affine::AffineApplyOp::create(nb, loc, map.getSubMap({r}), dims));
+      return memref::LoadOp::create(nb, loc, operand->get(), indices);
+    };
+    auto combine = [&](OpBuilder& nb, Value accValue, Value other) -> Value {
+      IRMapping m;
+      Value otherOperand = combiner->getOperand(0) == acc ? combiner->getOperand(1)
+                                                          : combiner->getOperand(0);
+      m.map(acc, accValue);
+      m.map(otherOperand, other);
+      return nb.clone(*combiner, m)->getResult(0);
+    };
+    Value step = arith::ConstantIndexOp::create(b, loc, cuda::kWarpSize);
+    auto strided = scf::ForOp::create(
+        b, loc, lane, getValueOrCreateConstantIndexOp(b, loc, ranges[reduced].size), step,
+        ValueRange{identity.getResult()},
+        [&](OpBuilder& nb, Location l, Value k, ValueRange iterArgs) {
+          SmallVector<Value> dims(iterators.size(), zero);
+          dims[reduced] = k;
+          IRMapping m;
+          for (OpOperand* in : op.getDpsInputOperands())
+            m.map(body->getArgument(in->getOperandNumber()), load(nb, in, dims));
+          m.map(acc, iterArgs[0]);
+          for (Operation& inner : body->without_terminator()) {
+            if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+              m.map(index.getResult(), dims[index.getDim()]);
+              continue;
+            }
+            nb.clone(inner, m);
+          }
+          scf::YieldOp::create(nb, l, m.lookupOrDefault(body->getTerminator()->getOperand(0)));
+        });
+    Value partial = strided.getResult(0);
+    for (int32_t offset = cuda::kWarpSize / 2; offset > 0; offset /= 2) {
+      Value other = gpu::ShuffleOp::create(b, loc, partial, offset, cuda::kWarpSize,
+                                           gpu::ShuffleMode::XOR)
+                        .getResult(0);
+      partial = combine(b, partial, other);
+    }
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero);
+    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+    OpBuilder tb = OpBuilder::atBlockTerminator(ifFirst.thenBlock());
+    SmallVector<Value> dims(iterators.size(), zero);
+    OpOperand* out = op.getDpsInitOperand(0);
+    Value old = load(tb, out, dims);
+    Value result = combine(tb, old, partial);
+    AffineMap outMap = op.getMatchingIndexingMap(out);
+    SmallVector<Value> indices;
+    for (unsigned r = 0; r < outMap.getNumResults(); ++r)
+      indices.push_back(affine::AffineApplyOp::create(tb, loc, outMap.getSubMap({r}), dims));
+    memref::StoreOp::create(tb, loc, result, out->get(), indices);
+    op->erase();
     return success();
   }
 
@@ -176,6 +274,10 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
         return kernel.emitError("kernel argument ") << t << " is not an identity-layout memref";
     }
     if (failed(allocationsToStack(kernel))) return failure();
+    if (kernel->hasAttr("hexir.cuda.lanes")) {
+      if (failed(warpReduce(kernel))) return failure();
+      kernel->removeAttr("hexir.cuda.lanes");
+    }
     if (failed(reductionsOutside(kernel))) return failure();
     if (points >= 0) guardThreads(kernel, points, block);  // < 0: a grid-stride loop bounds it
     if (failed(runPipeline(*loops, inner))) return failure();

@@ -215,3 +215,58 @@ hexir.executable @huge {
     }
   }
 }
+
+// -----
+
+// Sum of squares over rows of 64x1000 (reduced dim contiguous, extent >= 128): one warp
+// per row: 64 points x 32 lanes = 2048 threads; the point is gid / 32.
+// CHECK-LABEL: hexir.executable @rows
+// CHECK-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 8, 1, 1>
+// CHECK:         func.func @rows
+// CHECK-SAME:      hexir.cuda.lanes = 32 : index, hexir.cuda.thread_count = 2048 : index
+// CHECK-DAG:     %[[C32:.+]] = arith.constant 32 : i32
+// CHECK:         %[[GID:.+]] = arith.addi %{{.+}}, %{{.+}} : i32
+// CHECK:         %[[ROW32:.+]] = arith.divui %[[GID]], %[[C32]] : i32
+// CHECK:         %[[ROW:.+]] = arith.index_castui %[[ROW32]] : i32 to index
+// CHECK:         scf.for %{{.+}} = %[[ROW]] to
+// CHECK:           tensor.extract_slice %{{.+}} [1, 1000] [1, 1] : tensor<64x1000xf32> to tensor<1x1000xf32>
+// CHECK:           linalg.fill
+// CHECK:           linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+hexir.executable @rows {
+  builtin.module {
+    func.func @rows(%a: tensor<64x1000xf32>, %o: tensor<64xf32>) -> tensor<64xf32> {
+      %z = arith.constant 0.0 : f32
+      %f = linalg.fill ins(%z : f32) outs(%o : tensor<64xf32>) -> tensor<64xf32>
+      %s = linalg.generic {indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (i)>], iterator_types = ["parallel", "reduction"]} ins(%a : tensor<64x1000xf32>) outs(%f : tensor<64xf32>) {
+      ^bb0(%x: f32, %acc: f32):
+        %m = arith.mulf %x, %x : f32
+        %y = arith.addf %m, %acc : f32
+        linalg.yield %y : f32
+      } -> tensor<64xf32>
+      return %s : tensor<64xf32>
+    }
+  }
+}
+
+// -----
+
+// A full max over a dynamic length: one point, one warp (block 32, grid 1), no tiling.
+// CHECK-LABEL: hexir.executable @dynmax
+// CHECK-SAME:    hexir.cuda.block_size = array<i64: 32, 1, 1>
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 1, 1, 1>
+// CHECK:         hexir.cuda.lanes = 32 : index, hexir.cuda.thread_count = 32 : index
+// CHECK-NOT:     scf.for
+// CHECK:         linalg.generic
+hexir.executable @dynmax {
+  builtin.module {
+    func.func @dynmax(%a: tensor<?xf32>, %o: tensor<f32>) -> tensor<f32> {
+      %s = linalg.generic {indexing_maps = [affine_map<(k) -> (k)>, affine_map<(k) -> ()>], iterator_types = ["reduction"]} ins(%a : tensor<?xf32>) outs(%o : tensor<f32>) {
+      ^bb0(%x: f32, %acc: f32):
+        %y = arith.maximumf %x, %acc : f32
+        linalg.yield %y : f32
+      } -> tensor<f32>
+      return %s : tensor<f32>
+    }
+  }
+}

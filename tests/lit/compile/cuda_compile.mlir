@@ -90,6 +90,16 @@
 // CHECK:         add.rn.f32
 // CHECK:         bra
 
+// Row sums of squares, 64x1000: one warp per row (2048 threads): lanes stride the row,
+// then a five-step shuffle butterfly; lane 0 stores.
+// CHECK-LABEL: executable 7 format=cuda-cubin-sm_90 entry_points=sumsq_dispatch_0
+// CHECK-NEXT:    binary: ELF e_machine=190
+// CHECK-NEXT:    attr cuda.block_size.sumsq_dispatch_0 = 256,1,1
+// CHECK:         setp.gt.u32 {{.*}}, 2047;
+// CHECK-COUNT-5: shfl.sync.bfly.b32
+// CHECK-NOT:     shfl.sync
+// CHECK:         st.global.b32
+
 // --cuda-format=ptx: the PTX is the binary itself, no cubin, no extra segment.
 // PTX:       executable 0 format=cuda-ptx entry_points=mbr_dispatch_0
 // PTX-NEXT:    binary: //
@@ -175,4 +185,17 @@ func.func @mm(%a: tensor<256x128xf32>, %b: tensor<128x512xf32>) -> tensor<256x51
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<256x512xf32>) -> tensor<256x512xf32>
   %m = linalg.matmul ins(%a, %b : tensor<256x128xf32>, tensor<128x512xf32>) outs(%f : tensor<256x512xf32>) -> tensor<256x512xf32>
   return %m : tensor<256x512xf32>
+}
+
+func.func @sumsq(%a: tensor<64x1000xf32>) -> tensor<64xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<64xf32>) -> tensor<64xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(i,k)->(i,k)>, affine_map<(i,k)->(i)>], iterator_types = ["parallel","reduction"]} ins(%a : tensor<64x1000xf32>) outs(%f : tensor<64xf32>) {
+    ^bb0(%x: f32, %acc: f32):
+      %m = arith.mulf %x, %x : f32
+      %y = arith.addf %m, %acc : f32
+      linalg.yield %y : f32
+  } -> tensor<64xf32>
+  return %s : tensor<64xf32>
 }
