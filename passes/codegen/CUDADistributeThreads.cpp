@@ -129,7 +129,10 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     // A reduction with a long (or dynamic) reduced extent: one warp per point; the lanes
     // split the reduced extent and combine with shuffles (CUDALowerExecutables).
     auto linalgRoot = dyn_cast<linalg::LinalgOp>(root.getOperation());
-    if (warpReductions && !dynamic && linalgRoot && cuda::WantsWarpReduction(linalgRoot)) {
+    int64_t reductionOps = 0;  // the root must be the only one (lowering finds it by that)
+    kernel.walk([&](linalg::LinalgOp op) { reductionOps += op.getNumReductionLoops() > 0; });
+    if (warpReductions && !dynamic && linalgRoot && reductionOps == 1 &&
+        cuda::WantsWarpReduction(linalgRoot)) {
       lanes = cuda::kWarpSize;
       if (parallel.empty()) return kernel;  // one point: the whole kernel, one warp
     }

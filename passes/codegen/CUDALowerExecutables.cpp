@@ -95,10 +95,13 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
   // earlier init store before lane 0 reads `out`.
   static LogicalResult warpReduce(func::FuncOp kernel) {
     linalg::LinalgOp op;
+    int64_t candidates = 0;
     kernel.walk([&](linalg::LinalgOp candidate) {
-      if (candidate.getNumReductionLoops() == 1) op = candidate;
+      if (candidate.getNumReductionLoops() == 0) return;
+      op = candidate;
+      ++candidates;
     });
-    Operation* combiner = op ? cuda::WarpReducibleCombiner(op) : nullptr;
+    Operation* combiner = op && candidates == 1 ? cuda::WarpReducibleCombiner(op) : nullptr;
     if (!combiner)
       return kernel.emitError("internal: warp-reduction kernel without a reducible op");
     if (!op.hasPureBufferSemantics()) return op.emitError("internal: reduction not bufferized");
