@@ -343,16 +343,37 @@ class HostLowering {
   }
 
   // Row-major reshapes reuse the bytes: the result aliases the source buffer (buffers are
-  // never written after the dispatch that produces them).
+  // never written after the dispatch that produces them). Result dims: a collapsed dim is
+  // the product of its group; an expanded dim is static or its `output_shape` value.
   LogicalResult lowerReshape(Operation* op) {
     auto it = tensors.find(op->getOperand(0));
     if (it == tensors.end()) return op->emitError("reshaped tensor has no buffer");
     auto t = cast<RankedTensorType>(op->getResult(0).getType());
-    if (!t.hasStaticShape())
-      return op->emitError("unsupported dynamic reshape on the host for target 'cpu'");
     HostTensor h;
     h.buffer = it->second.buffer;
-    for (int64_t d : t.getShape()) h.dims.push_back(i64(d));
+    SmallVector<Value> source = it->second.dims;
+    if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+      for (auto [i, group] : llvm::enumerate(collapse.getReassociationIndices())) {
+        if (!t.isDynamicDim(i)) {
+          h.dims.push_back(i64(t.getDimSize(i)));
+          continue;
+        }
+        Value size = source[group[0]];
+        for (int64_t d : ArrayRef<int64_t>(group).drop_front()) size = instI("mul.i64", {size, source[d]});
+        h.dims.push_back(size);
+      }
+    } else {
+      auto expand = cast<tensor::ExpandShapeOp>(op);
+      for (auto [i, size] : llvm::enumerate(expand.getMixedOutputShape())) {
+        if (!t.isDynamicDim(i)) {
+          h.dims.push_back(i64(t.getDimSize(i)));
+          continue;
+        }
+        Value v = scalars.lookup(dyn_cast<Value>(size));
+        if (!v) return op->emitError("reshape size has no host value");
+        h.dims.push_back(v);
+      }
+    }
     tensors[op->getResult(0)] = h;
     return success();
   }

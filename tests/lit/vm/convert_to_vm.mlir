@@ -127,3 +127,21 @@ func.func @caller(%a: index) -> tensor<4xf32> {
 func.func private @callee(%a: tensor<4xf32>) -> tensor<4xf32> {
   return %a : tensor<4xf32>
 }
+
+// -----
+
+// Host reshapes alias the buffer; dynamic dims: a collapsed group's product, an expanded
+// dim's output_shape value.
+// CHECK-LABEL: func.func @reshape(
+// CHECK-SAME:    %[[A:[a-z0-9]+]]: !hexir_vm.ref, %[[H:[a-z0-9]+]]: i64
+// CHECK:         %[[BUF:.+]] = hexir_vm.call.import "hal.buffer_view.buffer"(%[[A]])
+// CHECK:         %[[D0:.+]] = hexir_vm.call.import "hal.buffer_view.dim"(%[[A]]
+// CHECK:         %[[D1:.+]] = hexir_vm.call.import "hal.buffer_view.dim"(%[[A]]
+// CHECK:         %[[N:.+]] = hexir_vm.inst "mul.i64"(%[[D0]], %[[D1]])
+// CHECK:         hexir_vm.call.import "hal.buffer_view.create"(%[[BUF]], %{{.+}}, %[[N]]) : (!hexir_vm.ref, i64, i64) -> !hexir_vm.ref
+// CHECK:         hexir_vm.call.import "hal.buffer_view.create"(%[[BUF]], %{{.+}}, %[[H]], %{{.+}}) : (!hexir_vm.ref, i64, i64, i64) -> !hexir_vm.ref
+func.func @reshape(%a: tensor<?x?xf32>, %h: index) -> (tensor<?xf32>, tensor<?x4xf32>) {
+  %flat = tensor.collapse_shape %a [[0, 1]] : tensor<?x?xf32> into tensor<?xf32>
+  %two = tensor.expand_shape %flat [[0, 1]] output_shape [%h, 4] : tensor<?xf32> into tensor<?x4xf32>
+  return %flat, %two : tensor<?xf32>, tensor<?x4xf32>
+}

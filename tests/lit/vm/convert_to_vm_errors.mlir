@@ -9,14 +9,6 @@ func.func @insert(%t: tensor<4xf32>, %v: f32) -> tensor<4xf32> {
 
 // -----
 
-func.func @dyn_reshape(%t: tensor<?x4xf32>) -> tensor<?xf32> {
-  // expected-error @+1 {{unsupported dynamic reshape on the host for target 'cpu'}}
-  %r = tensor.collapse_shape %t [[0, 1]] : tensor<?x4xf32> into tensor<?xf32>
-  return %r : tensor<?xf32>
-}
-
-// -----
-
 func.func @vector_arg(%v: vector<4xf32>) { // expected-error {{unsupported argument type 'vector<4xf32>' for target 'cpu'}}
   return
 }
