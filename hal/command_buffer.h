@@ -151,6 +151,8 @@ class CommandBuffer : public vm::RefObject {
   }
 
  protected:
+  // The owning device's counters (and profiler hook); may be null for internal buffers.
+  const std::shared_ptr<DeviceCounters>& device_counters() const { return counters_; }
   // Drivers hook here to build their native form (e.g. a CUDA graph) once.
   virtual Status OnFinalize() { return Status::Ok(); }
 

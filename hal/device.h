@@ -22,6 +22,7 @@
 #include "hal/buffer.h"
 #include "hal/command_buffer.h"
 #include "hal/executable.h"
+#include "hal/profiling.h"
 #include "hal/semaphore.h"
 #include "hal/stats.h"
 #include "vm/native_module.h"
@@ -118,6 +119,13 @@ class Device : public vm::RefObject {
   virtual void TrimPool() {}
 
   DeviceStats stats() const { return counters_->Snapshot(); }
+
+  // Installs (or, with nullptr, removes) a dispatch profiler (hal/profiling.h). Affects
+  // submissions made after the call; the caller keeps `profiler` alive while installed.
+  void SetProfiler(Profiler* profiler) {
+    counters_->profiler.store(profiler, std::memory_order_release);
+  }
+  Profiler* profiler() const { return counters_->profiler.load(std::memory_order_relaxed); }
   const std::shared_ptr<DeviceCounters>& counters() const { return counters_; }
 
  protected:

@@ -6,7 +6,7 @@
 namespace hexir::hal {
 
 Semaphore::Semaphore(uint64_t initial_value, std::shared_ptr<DeviceCounters> counters)
-    : value_(initial_value), counters_(std::move(counters)) {}
+    : spin_value_(initial_value), value_(initial_value), counters_(std::move(counters)) {}
 
 StatusOr<uint64_t> Semaphore::Query() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -24,6 +24,7 @@ Status Semaphore::Signal(uint64_t value) {
                              " (timelines only move forward)");
     }
     value_ = value;
+    spin_value_.store(value, std::memory_order_release);
   }
   cv_.notify_all();
   return Status::Ok();
@@ -34,6 +35,7 @@ void Semaphore::Fail(Status status) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (failure_.ok()) failure_ = std::move(status);
+    spin_failed_.store(true, std::memory_order_release);
   }
   cv_.notify_all();
 }
@@ -43,7 +45,30 @@ Status Semaphore::Wait(uint64_t value, Timeout timeout) {
   return WaitInternal(value, timeout);
 }
 
+namespace {
+// A small call's result often lands a few microseconds after the host starts waiting; a
+// condition-variable sleep would add a wake-up (several us) to it. Bounded so that a long wait
+// costs at most this much CPU before sleeping.
+constexpr int64_t kSpinNs = 8000;
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+}  // namespace
+
 Status Semaphore::WaitInternal(uint64_t value, Timeout timeout) {
+  if (timeout > Timeout::zero() && spin_value_.load(std::memory_order_acquire) < value &&
+      !spin_failed_.load(std::memory_order_acquire)) {
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point end =
+        Clock::now() + std::min<Timeout>(timeout, std::chrono::nanoseconds(kSpinNs));
+    do {
+      for (int i = 0; i < 32; ++i) CpuRelax();
+    } while (spin_value_.load(std::memory_order_acquire) < value &&
+             !spin_failed_.load(std::memory_order_acquire) && Clock::now() < end);
+  }
   std::unique_lock<std::mutex> lock(mu_);
   auto ready = [&] { return !failure_.ok() || value_ >= value; };
   // Durations near max() overflow now()+timeout inside wait_for: treat them as infinite.

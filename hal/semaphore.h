@@ -10,6 +10,7 @@
 // it does not retain the device that created it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -57,6 +58,9 @@ class Semaphore final : public vm::RefObject {
  private:
   friend Status WaitSemaphores(const std::vector<SemaphoreValue>&, WaitMode, Timeout);
 
+  // Polled without the lock by the bounded spin at the start of a wait; written under mu_.
+  std::atomic<uint64_t> spin_value_;
+  std::atomic<bool> spin_failed_{false};
   mutable std::mutex mu_;
   std::condition_variable cv_;
   uint64_t value_;

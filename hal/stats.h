@@ -11,6 +11,8 @@
 
 namespace hexir::hal {
 
+class Profiler;  // hal/profiling.h
+
 // A plain snapshot (see Device::stats()).
 struct DeviceStats {
   uint64_t buffers_allocated = 0;      // total buffers ever allocated
@@ -42,6 +44,9 @@ struct DeviceCounters {
   std::atomic<uint64_t> pool_hits{0};
   std::atomic<uint64_t> pool_misses{0};
   std::atomic<uint64_t> pool_bytes_cached{0};
+  // Not a counter: the device's optional dispatch profiler (Device::SetProfiler), kept here
+  // because every object of the device shares this struct.
+  std::atomic<Profiler*> profiler{nullptr};
 
   static void Add(std::atomic<uint64_t>& c, uint64_t n = 1) {
     c.fetch_add(n, std::memory_order_relaxed);

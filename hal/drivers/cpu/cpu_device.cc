@@ -115,6 +115,10 @@ class CpuDevice final : public Device {
                       const std::vector<SemaphoreValue>& signals,
                       const std::vector<BufferRef>& binding_table) override;
   Status WaitIdle(Timeout timeout) override;
+  Status Submit(const std::vector<SemaphoreValue>& waits,
+                const vm::Ref<CommandBuffer>& command_buffer,
+                const std::vector<SemaphoreValue>& signals,
+                const std::vector<BufferRef>& binding_table);
 
   Status WriteBuffer(Buffer& buffer, uint64_t offset, const void* data, uint64_t size) override {
     HEXIR_RETURN_IF_ERROR(ResolveRange(BufferRef::Range(vm::Ref<Buffer>::Retain(&buffer), offset, size),
@@ -317,7 +321,21 @@ Status CpuDevice::Execute(const CommandBuffer& cb, const std::vector<BufferRef>&
   // the previous one and barriers need no work.
   for (const Command& c : cb.commands()) {
     if (auto* d = std::get_if<DispatchCommand>(&c)) {
-      HEXIR_RETURN_IF_ERROR(ExecuteDispatch(*d, table));
+      // Tracing hook: one relaxed load per dispatch when no profiler is installed.
+      Profiler* profiler = counters()->profiler.load(std::memory_order_relaxed);
+      if (!profiler) {
+        HEXIR_RETURN_IF_ERROR(ExecuteDispatch(*d, table));
+        continue;
+      }
+      DispatchTiming t;
+      t.executable = d->executable.get();
+      t.entry = d->entry;
+      t.workgroup_count = d->workgroup_count;
+      t.begin_ns = ProfileClockNs();
+      Status st = ExecuteDispatch(*d, table);
+      t.end_ns = ProfileClockNs();
+      profiler->OnDispatch(t);
+      HEXIR_RETURN_IF_ERROR(st);
     } else if (auto* cp = std::get_if<CopyCommand>(&c)) {
       std::memmove(cp->target->host_data() + cp->target_offset,
                    cp->source->host_data() + cp->source_offset, cp->length);
@@ -360,6 +378,18 @@ Status CpuDevice::QueueExecute(const std::vector<SemaphoreValue>& waits,
                                const vm::Ref<CommandBuffer>& command_buffer,
                                const std::vector<SemaphoreValue>& signals,
                                const std::vector<BufferRef>& binding_table) {
+  Profiler* profiler = counters()->profiler.load(std::memory_order_relaxed);
+  if (!profiler) return Submit(waits, command_buffer, signals, binding_table);
+  int64_t begin = ProfileClockNs();
+  Status st = Submit(waits, command_buffer, signals, binding_table);
+  profiler->OnHostSpan("queue_execute", begin, ProfileClockNs());
+  return st;
+}
+
+Status CpuDevice::Submit(const std::vector<SemaphoreValue>& waits,
+                         const vm::Ref<CommandBuffer>& command_buffer,
+                         const std::vector<SemaphoreValue>& signals,
+                         const std::vector<BufferRef>& binding_table) {
   Submission s;
   HEXIR_RETURN_IF_ERROR(Validate(command_buffer, binding_table, &s.binding_table));
   for (size_t i = 0; i < waits.size(); ++i) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "hal/profiling.h"
+
 namespace hexir::hal::cuda {
 namespace {
 
@@ -67,6 +69,7 @@ CudaCommandBuffer::~CudaCommandBuffer() {
   if (scratch_) api.cuMemFree(scratch_);
   if (status_host_) api.cuMemFreeHost(const_cast<uint32_t*>(status_host_));
   if (count_host_) api.cuMemFreeHost(count_host_);
+  for (CUevent e : profile_events_) api.cuEventDestroy(e);
 }
 
 Status CudaCommandBuffer::OnFinalize() {
@@ -299,6 +302,10 @@ bool CudaCommandBuffer::ResolveSlots(KernelOp& k, const std::vector<BufferRef>& 
 
 Status CudaCommandBuffer::Enqueue(const std::vector<BufferRef>& table, CUstream stream) {
   std::lock_guard<std::mutex> lock(mu_);
+  const auto& dc = device_counters();
+  Profiler* profiler =
+      dc ? dc->profiler.load(std::memory_order_relaxed) : nullptr;
+  if (profiler) return EnqueueProfiled(table, stream, profiler);
   if (mode_ == CommandBufferMode::kStream || has_indirect_) return EnqueueStream(table, stream);
   if (!has_nodes_) return Status::Ok();  // nothing to run (CUDA graphs may not be empty)
   const CudaApi& api = *shared_->api;
@@ -334,7 +341,50 @@ Status CudaCommandBuffer::Enqueue(const std::vector<BufferRef>& table, CUstream 
 }
 
 // One stream serializes everything, so barriers need no work here.
-Status CudaCommandBuffer::EnqueueStream(const std::vector<BufferRef>& table, CUstream stream) {
+// Profiling mode (hal/profiling.h): stream launches with an event pair around each kernel;
+// the submitting thread waits for a closing event and maps every event onto the host clock
+// through it (elapsed time from the event to the closing event, subtracted from the host time
+// at which the closing event was seen complete).
+Status CudaCommandBuffer::EnqueueProfiled(const std::vector<BufferRef>& table, CUstream stream,
+                                          Profiler* profiler) {
+  const CudaApi& api = *shared_->api;
+  const size_t needed = 2 * kernels_.size() + 1;
+  while (profile_events_.size() < needed) {
+    CUevent e = nullptr;
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuEventCreate(&e, CU_EVENT_DEFAULT),
+                               "cuEventCreate(profiling)");
+    profile_events_.push_back(e);
+  }
+  profiled_kernels_.clear();
+  HEXIR_RETURN_IF_ERROR(EnqueueStream(table, stream, /*profiling=*/true));
+  CUevent closing = profile_events_[2 * kernels_.size()];
+  HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuEventRecord(closing, stream), "cuEventRecord(profiling)");
+  HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuEventSynchronize(closing),
+                             "cuEventSynchronize(profiling)");
+  const int64_t closing_ns = ProfileClockNs();
+  for (size_t i = 0; i < profiled_kernels_.size(); ++i) {
+    const KernelOp& k = kernels_[profiled_kernels_[i].first];
+    float to_end_begin = 0, to_end_end = 0;
+    HEXIR_CUDA_RETURN_IF_ERROR(
+        api, api.cuEventElapsedTime(&to_end_begin, profile_events_[2 * i], closing),
+        "cuEventElapsedTime(profiling)");
+    HEXIR_CUDA_RETURN_IF_ERROR(
+        api, api.cuEventElapsedTime(&to_end_end, profile_events_[2 * i + 1], closing),
+        "cuEventElapsedTime(profiling)");
+    DispatchTiming t;
+    t.executable = k.command->executable.get();
+    t.entry = k.command->entry;
+    t.workgroup_count = profiled_kernels_[i].second;
+    t.begin_ns = closing_ns - static_cast<int64_t>(double(to_end_begin) * 1e6);
+    t.end_ns = closing_ns - static_cast<int64_t>(double(to_end_end) * 1e6);
+    t.device_events = true;
+    profiler->OnDispatch(t);
+  }
+  return Status::Ok();
+}
+
+Status CudaCommandBuffer::EnqueueStream(const std::vector<BufferRef>& table, CUstream stream,
+                                        bool profiling) {
   const CudaApi& api = *shared_->api;
   for (const Op& op : ops_) {
     if (op.kind == Op::kKernel) {
@@ -368,6 +418,11 @@ Status CudaCommandBuffer::EnqueueStream(const std::vector<BufferRef>& table, CUs
         HEXIR_RETURN_IF_ERROR(CheckGrid(name, wg));
       }
       const auto& bs = k.entry->block_size;
+      const size_t profiled = profiled_kernels_.size();
+      if (profiling) {
+        HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuEventRecord(profile_events_[2 * profiled], stream),
+                                   "cuEventRecord(profiling)");
+      }
       HEXIR_CUDA_RETURN_IF_ERROR(
           api,
           api.cuLaunchKernel(k.entry->function, wg[0], wg[1], wg[2], bs[0], bs[1], bs[2], 0,
@@ -375,6 +430,12 @@ Status CudaCommandBuffer::EnqueueStream(const std::vector<BufferRef>& table, CUs
           "cuLaunchKernel('", k.command->executable->entry_name(k.command->entry), "', grid ",
           wg[0], "x", wg[1], "x", wg[2], ")");
       shared_->counters.stream_launches.fetch_add(1, std::memory_order_relaxed);
+      if (profiling) {
+        HEXIR_CUDA_RETURN_IF_ERROR(api,
+                                   api.cuEventRecord(profile_events_[2 * profiled + 1], stream),
+                                   "cuEventRecord(profiling)");
+        profiled_kernels_.emplace_back(op.index, wg);
+      }
     } else if (op.kind == Op::kCopy) {
       const CopyOp& c = copies_[op.index];
       if (c.via_scratch) {

@@ -15,10 +15,12 @@
 
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
 #include "hal/command_buffer.h"
+#include "hal/profiling.h"
 #include "hal/drivers/cuda/cuda_executable.h"
 #include "hal/drivers/cuda/cuda_shared.h"
 
@@ -96,7 +98,10 @@ class CudaCommandBuffer final : public CommandBuffer {
   CUDA_KERNEL_NODE_PARAMS NodeParams(KernelOp& k) const;
   // Fills k.values' binding entries for `table`; true when any changed.
   bool ResolveSlots(KernelOp& k, const std::vector<BufferRef>& table) const;
-  Status EnqueueStream(const std::vector<BufferRef>& table, CUstream stream);
+  Status EnqueueStream(const std::vector<BufferRef>& table, CUstream stream,
+                       bool profiling = false);
+  Status EnqueueProfiled(const std::vector<BufferRef>& table, CUstream stream,
+                         Profiler* profiler);
 
   std::shared_ptr<CudaShared> shared_;
   const CommandBufferMode mode_;
@@ -110,6 +115,10 @@ class CudaCommandBuffer final : public CommandBuffer {
   volatile uint32_t* status_host_ = nullptr;
   CUdeviceptr status_device_ = 0;
   uint32_t status_count_ = 0;
+
+  // Profiling mode: event pairs (2 per kernel + 1 closing), kernels launched this submission.
+  std::vector<CUevent> profile_events_;
+  std::vector<std::pair<size_t, std::array<uint32_t, 3>>> profiled_kernels_;
 
   std::mutex mu_;
   bool has_nodes_ = false;

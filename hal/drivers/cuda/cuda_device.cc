@@ -120,6 +120,10 @@ class CudaDevice final : public Device {
                       const vm::Ref<CommandBuffer>& command_buffer,
                       const std::vector<SemaphoreValue>& signals,
                       const std::vector<BufferRef>& binding_table) override;
+  Status Submit(const std::vector<SemaphoreValue>& waits,
+                const vm::Ref<CommandBuffer>& command_buffer,
+                const std::vector<SemaphoreValue>& signals,
+                const std::vector<BufferRef>& binding_table);
   Status WaitIdle(Timeout timeout) override;
   Status WriteBuffer(Buffer& buffer, uint64_t offset, const void* data, uint64_t size) override;
   Status ReadBuffer(const Buffer& buffer, uint64_t offset, void* data, uint64_t size) override;
@@ -352,6 +356,18 @@ Status CudaDevice::QueueExecute(const std::vector<SemaphoreValue>& waits,
                                 const vm::Ref<CommandBuffer>& command_buffer,
                                 const std::vector<SemaphoreValue>& signals,
                                 const std::vector<BufferRef>& binding_table) {
+  Profiler* profiler = counters()->profiler.load(std::memory_order_relaxed);
+  if (!profiler) return Submit(waits, command_buffer, signals, binding_table);
+  int64_t begin = ProfileClockNs();
+  Status st = Submit(waits, command_buffer, signals, binding_table);
+  profiler->OnHostSpan("queue_execute", begin, ProfileClockNs());
+  return st;
+}
+
+Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
+                          const vm::Ref<CommandBuffer>& command_buffer,
+                          const std::vector<SemaphoreValue>& signals,
+                          const std::vector<BufferRef>& binding_table) {
   Submission s;
   HEXIR_RETURN_IF_ERROR(Validate(command_buffer, binding_table, &s));
   for (size_t i = 0; i < waits.size(); ++i) {

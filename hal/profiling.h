@@ -1,0 +1,52 @@
+// Dispatch profiling: an optional observer a device reports per-dispatch timings to.
+//
+// Off by default and zero-cost when off: drivers load one relaxed atomic pointer per dispatch
+// (Device::profiler()) and do nothing else. With a profiler installed:
+//   - CPU: each dispatch is timed on the executing thread (steady clock around the workgroup
+//     loop), reported when it ends; each QueueExecute call is reported as a host span.
+//   - CUDA: command buffers run as stream launches (not graph replays) with an event before
+//     and after every kernel; the submitting thread waits for the submission's last event and
+//     reports each dispatch's event interval mapped onto the host steady clock. This
+//     serializes submissions: profile separately from wall-time measurements.
+// Timestamps: nanoseconds of std::chrono::steady_clock (ProfileClockNs()).
+//
+// Ownership: the device does not own the profiler; the caller keeps it alive until it is
+// uninstalled (SetProfiler(nullptr)) and the device is idle.
+// Thread-safety: callbacks arrive on driver threads (queue thread, submitting thread), one
+// at a time per device; implementations synchronize what they share with other threads.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+
+namespace hexir::hal {
+
+class Executable;
+
+inline int64_t ProfileClockNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+struct DispatchTiming {
+  const Executable* executable = nullptr;  // valid during the callback only
+  uint32_t entry = 0;
+  std::array<uint32_t, 3> workgroup_count = {0, 0, 0};
+  int64_t begin_ns = 0;  // device execution interval on the host steady clock
+  int64_t end_ns = 0;
+  bool device_events = false;  // true: measured with device events (CUDA), false: host clock
+};
+
+class Profiler {
+ public:
+  virtual ~Profiler() = default;
+  virtual void OnDispatch(const DispatchTiming& timing) = 0;
+  // A host call into the driver (e.g. "queue_execute") from begin_ns to end_ns.
+  virtual void OnHostSpan(const char* name, int64_t begin_ns, int64_t end_ns) {
+    (void)name, (void)begin_ns, (void)end_ns;
+  }
+};
+
+}  // namespace hexir::hal
