@@ -32,6 +32,17 @@ bool isClonableFill(Operation* op) {
   return true;
 }
 
+bool isElementwise(linalg::GenericOp op);
+
+// An elementwise generic whose only user is another linalg op of its block is computed
+// inside that consumer's dispatch (producer fusion), never as a dispatch of its own.
+bool isFusableProducer(Operation* op) {
+  auto g = dyn_cast_or_null<linalg::GenericOp>(op);
+  if (!g || g->getNumResults() != 1 || !g->hasOneUse() || !isElementwise(g)) return false;
+  Operation* user = *g->getUsers().begin();
+  return isa<linalg::LinalgOp>(user) && user->getBlock() == g->getBlock();
+}
+
 bool isClonable(Operation* op) {
   return op && (isa<tensor::EmptyOp>(op) || isScalarConstant(op) || isClonableFill(op));
 }
@@ -57,6 +68,7 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
       SmallVector<Operation*> roots;
       func.walk([&](Operation* op) {
         if (isa<linalg::LinalgOp>(op) && !isClonableFill(op) &&
+            !(fuseElementwise && isFusableProducer(op)) &&
             !op->getParentOfType<linalg::LinalgOp>())
           roots.push_back(op);
       });
@@ -80,6 +92,12 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
   // Clones `value`'s producer chain into the region if clonable; returns the value to use.
   Value cloneProducers(OpBuilder& b, Value value, IRMapping& map) {
     Operation* def = value.getDefiningOp();
+    if (fuseElementwise && isFusableProducer(def)) {
+      if (Value mapped = map.lookupOrNull(value)) return mapped;
+      Operation* clone = cloneInto(b, def, map);
+      map.map(value, clone->getResult(0));
+      return clone->getResult(0);
+    }
     if (!isClonable(def)) return value;
     if (isa<tensor::EmptyOp>(def)) {
       // One clone per use, so each becomes its own destination later.

@@ -325,6 +325,52 @@ TEST_CASE("scf.if on host scalar arithmetic picks a branch; each branch records 
   CHECK(session->device().stats().command_buffers_recorded == 2);
 }
 
+const char* kScaledMatmul = R"mlir(
+#map = affine_map<(i, j) -> (i, j)>
+func.func @smm(%a: tensor<?x8xf32>, %b: tensor<8x16xf32>, %s: f32) -> tensor<?x16xf32> {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %a, %c0 : tensor<?x8xf32>
+  %ea = tensor.empty(%m) : tensor<?x8xf32>
+  %scaled = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<?x8xf32>) outs(%ea : tensor<?x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.mulf %x, %s : f32
+    linalg.yield %y : f32
+  } -> tensor<?x8xf32>
+  %e = tensor.empty(%m) : tensor<?x16xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x16xf32>) -> tensor<?x16xf32>
+  %r = linalg.matmul ins(%scaled, %b : tensor<?x8xf32>, tensor<8x16xf32>) outs(%f : tensor<?x16xf32>) -> tensor<?x16xf32>
+  %e2 = tensor.empty(%m) : tensor<?x16xf32>
+  %t = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%r : tensor<?x16xf32>) outs(%e2 : tensor<?x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = math.tanh %x : f32
+    linalg.yield %y : f32
+  } -> tensor<?x16xf32>
+  return %t : tensor<?x16xf32>
+}
+)mlir";
+
+TEST_CASE("elementwise producer and consumer fuse with their matmul: one dispatch per call") {
+  std::string module = CompileOrDie(kScaledMatmul, "scaled_matmul");
+  auto session = OpenOrDie(module);
+  for (int64_t m : {3, 20}) {
+    HostTensor a = RandomF32({m, 8}, 5), b = RandomF32({8, 16}, 6);
+    hal::DeviceStats before = session->device().stats();
+    auto results = CallOrDie(*session, "smm", {Tensor(a), Tensor(b), F32Scalar(0.75)});
+    hal::DeviceStats after = session->device().stats();
+    CHECK(after.dispatches_executed - before.dispatches_executed == 1);
+    HostTensor expected = ZerosF32({m, 16});
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < 16; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < 8; ++k)
+          acc += double(F32(a)[i * 8 + k] * 0.75f) * F32(b)[k * 16 + j];
+        F32(expected)[i * 16 + j] = float(std::tanh(acc));
+      }
+    RequireClose(results[0].tensor, expected, 1e-5, 1e-5);
+  }
+}
+
 std::string EightCalls() {
   std::ostringstream s;
   s << "#map = affine_map<(i, j) -> (i, j)>\n";

@@ -70,3 +70,29 @@ func.func @in_loop(%x: tensor<4xf32>, %n: index) -> tensor<4xf32> {
   }
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// Producer fusion: an elementwise generic used only by a linalg op is computed inside that
+// op's dispatch (matmul of a scaled input = one region); with fusion off it is its own.
+// CHECK-LABEL: func.func @producer
+// CHECK:         hexir.dispatch_region -> (tensor<4x4xf32>)
+// CHECK:           linalg.generic
+// CHECK:           arith.mulf
+// CHECK:           linalg.matmul
+// CHECK:           hexir.yield
+// CHECK-NOT:     hexir.dispatch_region
+// NOFUSE-LABEL: func.func @producer
+// NOFUSE-COUNT-2: hexir.dispatch_region
+func.func @producer(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>, %s: f32) -> tensor<4x4xf32> {
+  %e = tensor.empty() : tensor<4x4xf32>
+  %scaled = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.mulf %x, %s : f32
+    linalg.yield %y : f32
+  } -> tensor<4x4xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %m = linalg.matmul ins(%scaled, %b : tensor<4x4xf32>, tensor<4x4xf32>) outs(%f : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %m : tensor<4x4xf32>
+}
