@@ -14,6 +14,7 @@
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "passes/Passes.h"
 #include "passes/codegen/CUDAPasses.h"
+#include "passes/dispatch/costs/CostPasses.h"
 
 namespace hexir::compiler {
 
@@ -28,6 +29,7 @@ void RegisterPasses() {
   mlir::registerAllPasses();
   hexir::registerHexirPasses();
   hexir::registerHexirCUDAPasses();
+  hexir::registerHexirCostPasses();
 }
 
 namespace {
@@ -99,7 +101,9 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   // Host functions: work that does not depend on a loop (shape arithmetic, dispatches on
   // loop-invariant tensors such as weight layout changes) moves out of it.
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createLoopInvariantCodeMotionPass());
+  pm.addPass(hexir::createAnnotateDispatchCosts());  // hexir-bench metadata (passes/dispatch/costs)
   target->addCodegen(pm, options);
+  pm.addPass(hexir::createAttachDispatchCosts());
   // Host functions: structured control flow becomes blocks and branches.
   pm.addPass(mlir::createSCFToControlFlowPass());
   pm.addPass(hexir::createConvertToVM());
