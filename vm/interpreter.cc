@@ -143,8 +143,8 @@ Status Interpreter::Invoke(LinkedModule& linked, uint32_t ordinal, Span<Variant>
   GrowTo(copy_refs_, module.max_copy_pairs());
   GrowTo(import_args_, module.max_import_args());
   GrowTo(import_results_, module.max_import_results());
-  frames_.clear();
-  if (frames_.capacity() < 64) frames_.reserve(64);
+  // Run keeps the call depth in a local and uses frames_ as sized storage (grown by doubling).
+  if (frames_.size() < 64) frames_.resize(64);
   results->clear();
   results->resize(fn.kinds.results.size());
   Status status = Run(linked, ordinal, results, fuel, stats);
@@ -160,7 +160,6 @@ void Interpreter::Unwind() {
   for (Variant& a : import_args_) a.ref.reset();
   for (Variant& a : import_results_) a.ref.reset();
   for (Ref<RefObject>& r : copy_refs_) r.reset();
-  frames_.clear();
 }
 
 Status Interpreter::Run(LinkedModule& linked, uint32_t ordinal, std::vector<Variant>* results,
@@ -182,6 +181,8 @@ Status Interpreter::Run(LinkedModule& linked, uint32_t ordinal, std::vector<Vari
   int64_t* v = values_.data();
   Ref<RefObject>* r = refs_.data();
   uint64_t executed = 0, internal_calls = 0, import_calls = 0;
+  Frame* frames = frames_.data();  // frames[0 .. depth): the callers of the current function
+  size_t depth = 0, frame_capacity = frames_.size();
   Status trap;
 
   // One label per isa.def opcode: a missing handler is a compile error.
@@ -451,8 +452,14 @@ op_ForI64: {
 }
 op_Call: {
   FUEL_CHECK();
-  if (frames_.size() >= kMaxCallDepth) {
-    TRAP(ResourceExhausted("call stack overflow (", kMaxCallDepth, " nested calls)"));
+  if (__builtin_expect(depth == frame_capacity, 0)) {
+    // Capacities are powers of two from 64, so this trips exactly at kMaxCallDepth.
+    if (depth >= kMaxCallDepth) {
+      TRAP(ResourceExhausted("call stack overflow (", kMaxCallDepth, " nested calls)"));
+    }
+    frames_.resize(frame_capacity * 2);
+    frames = frames_.data();
+    frame_capacity = frames_.size();
   }
   uint32_t callee_ordinal = ip[1];
   const FunctionInfo* callee = &fns[callee_ordinal];
@@ -489,7 +496,7 @@ op_Call: {
   }
   // Registers past the arguments start at 0 (a short loop: memset's call costs more).
   for (uint32_t i = vi; i < callee->value_register_count; ++i) nv[i] = 0;
-  frames_.push_back(Frame{current, args + 1 + n, value_base, ref_base});
+  frames[depth++] = Frame{current, args + 1 + n, value_base, ref_base};
   current = callee_ordinal;
   fn = callee;
   code = ip = callee->code;
@@ -503,14 +510,13 @@ op_Call: {
 op_Return: {
   const uint32_t* list = ip + 1;
   uint32_t n = list[0];
-  if (frames_.empty()) {
+  if (depth == 0) {
     Variant* out = results->data();
     for (uint32_t i = 0; i < n; ++i) ReadEntry(list[1 + i], v, r, &out[i]);
     for (uint32_t i = 0; i < fn->ref_register_count; ++i) r[i].reset();
     goto done;
   }
-  Frame frame = frames_.back();
-  frames_.pop_back();
+  const Frame frame = frames[--depth];
   int64_t* cv = values_.data() + frame.value_base;
   Ref<RefObject>* cr = refs_.data() + frame.ref_base;
   const uint32_t* dst = frame.return_ip;
