@@ -7,7 +7,8 @@ PACKAGES=(
   bazel-bootstrap
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 lld-22
   catch2 libcli11-dev flatbuffers-compiler libflatbuffers-dev
-  python3-numpy lua5.4
+  lua5.4 libclang-rt-22-dev
+  libopenblas-dev
 )
 
 missing=()
