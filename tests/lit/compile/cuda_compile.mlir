@@ -15,7 +15,7 @@
 // matmul + bias + relu: one fused dispatch, one thread per output element (4x16 = 64).
 // CHECK-LABEL: executable 0 format=cuda-cubin-sm_90 entry_points=mbr_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190 size>0=True
-// CHECK-NEXT:    attr cuda.block_size.mbr_dispatch_0 = 64,1,1
+// CHECK:         attr cuda.block_size.mbr_dispatch_0 = 64,1,1
 // CHECK-NEXT:    attr cuda.ptx = <text, {{[0-9]+}} lines>
 // CHECK-NEXT:    attr cuda.ptx_segment = [[PTX0:[0-9]+]]
 // CHECK-NEXT:    cuda.ptx equals the cuda.ptx_segment text: True
@@ -36,7 +36,7 @@
 // exp/tanh chain over 3x100 = 300 elements: 2 blocks of 256; libdevice inlined (no calls).
 // CHECK-LABEL: executable 1 format=cuda-cubin-sm_90 entry_points=chain_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190
-// CHECK-NEXT:    attr cuda.block_size.chain_dispatch_0 = 256,1,1
+// CHECK:         attr cuda.block_size.chain_dispatch_0 = 256,1,1
 // CHECK-NEXT:    attr cuda.ptx = <text
 // CHECK-NEXT:    attr cuda.ptx_segment = [[PTX1:[0-9]+]]
 // CHECK-NOT:     executable
@@ -51,17 +51,17 @@
 // Row sums 6x50 -> 6: the reduction stays inside each of 6 threads.
 // CHECK-LABEL: executable 2 format=cuda-cubin-sm_90 entry_points=rowsum_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190
-// CHECK-NEXT:    attr cuda.block_size.rowsum_dispatch_0 = 6,1,1
+// CHECK:         attr cuda.block_size.rowsum_dispatch_0 = 6,1,1
 
 // Transpose 6x50 -> 50x6: 300 threads, writes coalesced.
 // CHECK-LABEL: executable 3 format=cuda-cubin-sm_90 entry_points=transpose_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190
-// CHECK-NEXT:    attr cuda.block_size.transpose_dispatch_0 = 256,1,1
+// CHECK:         attr cuda.block_size.transpose_dispatch_0 = 256,1,1
 
 // A host f32 scalar travels in the parameter buffer: one more .u64 pointer parameter.
 // CHECK-LABEL: executable 4 format=cuda-cubin-sm_90 entry_points=scale_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190
-// CHECK-NEXT:    attr cuda.block_size.scale_dispatch_0 = 8,1,1
+// CHECK:         attr cuda.block_size.scale_dispatch_0 = 8,1,1
 // CHECK-NEXT:    attr cuda.ptx = <text
 // CHECK-NEXT:    attr cuda.ptx_segment =
 // CHECK:         .visible .entry scale_dispatch_0(
@@ -73,7 +73,7 @@
 // A large elementwise add: 4 elements per thread (16384 threads), 16-byte loads/stores.
 // CHECK-LABEL: executable 5 format=cuda-cubin-sm_90 entry_points=wide_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190
-// CHECK-NEXT:    attr cuda.block_size.wide_dispatch_0 = 256,1,1
+// CHECK:         attr cuda.block_size.wide_dispatch_0 = 256,1,1
 // CHECK:         ld.global.nc.v4.b32
 // CHECK:         ld.global.nc.v4.b32
 // CHECK:         st.global.v4.b32
@@ -82,7 +82,7 @@
 // outside the strip: 4 accumulators in registers, B's row segment as one 16-byte load.
 // CHECK-LABEL: executable 6 format=cuda-cubin-sm_90 entry_points=mm_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190
-// CHECK-NEXT:    attr cuda.block_size.mm_dispatch_0 = 256,1,1
+// CHECK:         attr cuda.block_size.mm_dispatch_0 = 256,1,1
 // CHECK:         setp.gt.u32 {{.*}}, 32767;
 // CHECK:       $L__BB0_2:
 // CHECK:         ld.global.nc.v4.b32
@@ -94,7 +94,7 @@
 // then a five-step shuffle butterfly; lane 0 stores.
 // CHECK-LABEL: executable 7 format=cuda-cubin-sm_90 entry_points=sumsq_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190
-// CHECK-NEXT:    attr cuda.block_size.sumsq_dispatch_0 = 256,1,1
+// CHECK:         attr cuda.block_size.sumsq_dispatch_0 = 256,1,1
 // CHECK:         setp.gt.u32 {{.*}}, 2047;
 // CHECK-COUNT-5: shfl.sync.bfly.b32
 // CHECK-NOT:     shfl.sync
@@ -103,7 +103,7 @@
 // --cuda-format=ptx: the PTX is the binary itself, no cubin, no extra segment.
 // PTX:       executable 0 format=cuda-ptx entry_points=mbr_dispatch_0
 // PTX-NEXT:    binary: //
-// PTX-NEXT:    attr cuda.block_size.mbr_dispatch_0 = 64,1,1
+// PTX:         attr cuda.block_size.mbr_dispatch_0 = 64,1,1
 // PTX-NOT:     cuda.ptx
 
 // The host program is the CPU one; the grid the codegen chose is the dispatch's
