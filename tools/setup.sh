@@ -9,6 +9,7 @@ PACKAGES=(
   catch2 libcli11-dev flatbuffers-compiler libflatbuffers-dev
   lua5.4 libclang-rt-22-dev
   libopenblas-dev
+  python3-torch
 )
 
 missing=()

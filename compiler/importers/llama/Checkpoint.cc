@@ -1,0 +1,107 @@
+#include "compiler/importers/llama/Checkpoint.h"
+
+#include <cstring>
+
+namespace hexir::compiler::llama {
+namespace {
+
+const char* const kFields[7] = {"dim", "hidden_dim", "n_layers", "n_heads",
+                                "n_kv_heads", "vocab_size", "seq_len"};
+
+// File order of the arrays (differs from the argument order: llama2.c stores each weight
+// kind for all layers together).
+struct Walker {
+  const LlamaConfig& c;
+  int64_t offset = kHeaderBytes;
+  WeightTensor Take(std::string name, std::vector<int64_t> dims) {
+    WeightTensor w{std::move(name), std::move(dims), offset};
+    offset += w.byte_size();
+    return w;
+  }
+};
+
+}  // namespace
+
+int64_t WeightTensor::byte_size() const {
+  int64_t n = 4;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+StatusOr<LlamaConfig> ParseLlamaHeader(const uint8_t* data, size_t file_size) {
+  if (file_size < kHeaderBytes)
+    return InvalidArgument("llama2.c checkpoint: file has ", file_size,
+                           " bytes, shorter than the 28-byte header");
+  int32_t h[7];
+  std::memcpy(h, data, sizeof(h));
+  for (int i = 0; i < 7; ++i) {
+    if (h[i] == 0 || (h[i] < 0 && i != 5))
+      return InvalidArgument("llama2.c checkpoint: header field '", kFields[i], "' at offset ",
+                             i * 4, " is ", h[i], " (must be positive)");
+  }
+  LlamaConfig c;
+  c.dim = h[0];
+  c.hidden_dim = h[1];
+  c.n_layers = h[2];
+  c.n_heads = h[3];
+  c.n_kv_heads = h[4];
+  c.shared_classifier = h[5] > 0;
+  c.vocab_size = h[5] > 0 ? h[5] : -int64_t(h[5]);
+  c.seq_len = h[6];
+  if (c.dim % c.n_heads)
+    return InvalidArgument("llama2.c checkpoint: dim (offset 0) = ", c.dim,
+                           " is not divisible by n_heads (offset 12) = ", c.n_heads);
+  if (c.n_heads % c.n_kv_heads)
+    return InvalidArgument("llama2.c checkpoint: n_heads (offset 12) = ", c.n_heads,
+                           " is not divisible by n_kv_heads (offset 16) = ", c.n_kv_heads);
+  if (c.head_size() % 2)
+    return InvalidArgument("llama2.c checkpoint: head size dim/n_heads = ", c.head_size(),
+                           " is odd; rotary embeddings need pairs");
+  int64_t need = LlamaFileBytes(c);
+  if (int64_t(file_size) < need) {
+    // Name the first array that does not fit.
+    std::string what = "the arrays";
+    for (const WeightTensor& w : LlamaWeights(c))
+      if (w.offset + w.byte_size() > int64_t(file_size)) {
+        what = "'" + w.name + "' (offset " + std::to_string(w.offset) + ", " +
+               std::to_string(w.byte_size()) + " bytes)";
+        break;
+      }
+    return InvalidArgument("llama2.c checkpoint: file has ", file_size, " bytes but the header (dim ",
+                           c.dim, ", hidden_dim ", c.hidden_dim, ", n_layers ", c.n_layers,
+                           ", n_kv_heads ", c.n_kv_heads, ", vocab_size ", h[5], ", seq_len ",
+                           c.seq_len, ") implies ", need, "; ", what, " does not fit");
+  }
+  return c;
+}
+
+int64_t LlamaFileBytes(const LlamaConfig& c) {
+  int64_t L = c.n_layers, D = c.dim, F = c.hidden_dim, KV = c.kv_dim(), V = c.vocab_size;
+  int64_t floats = V * D + L * (D + D * D + 2 * KV * D + D * D + D + 3 * F * D) + D +
+                   c.seq_len * c.head_size() + (c.shared_classifier ? 0 : V * D);
+  return kHeaderBytes + 4 * floats;
+}
+
+std::vector<WeightTensor> LlamaWeights(const LlamaConfig& c) {
+  int64_t L = c.n_layers, D = c.dim, F = c.hidden_dim, KV = c.kv_dim(), V = c.vocab_size;
+  Walker w{c};
+  WeightTensor emb = w.Take("token_embedding", {V, D});
+  // kinds[k][l]: file order is kind-major.
+  const struct { const char* name; std::vector<int64_t> dims; } kinds[9] = {
+      {"rms_att", {D}},   {"wq", {D, D}},      {"wk", {KV, D}}, {"wv", {KV, D}}, {"wo", {D, D}},
+      {"rms_ffn", {D}},   {"w1", {F, D}},      {"w2", {D, F}},  {"w3", {F, D}}};
+  std::vector<std::vector<WeightTensor>> per_layer(L);
+  for (const auto& k : kinds)
+    for (int64_t l = 0; l < L; ++l)
+      per_layer[l].push_back(w.Take("layer" + std::to_string(l) + "." + k.name, k.dims));
+  WeightTensor rms_final = w.Take("rms_final", {D});
+  w.offset += 4 * c.seq_len * c.head_size();  // two unused rotary tables
+  std::vector<WeightTensor> out = {emb};
+  for (auto& layer : per_layer)
+    for (auto& t : layer) out.push_back(std::move(t));
+  out.push_back(rms_final);
+  if (!c.shared_classifier) out.push_back(w.Take("classifier", {V, D}));
+  return out;
+}
+
+}  // namespace hexir::compiler::llama

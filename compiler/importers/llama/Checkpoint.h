@@ -1,0 +1,58 @@
+// llama2.c checkpoints: header parsing, size validation and the table of weight tensors.
+//
+// Layout (see ../shared/models/README.md): seven little-endian int32 (dim, hidden_dim,
+// n_layers, n_heads, n_kv_heads, vocab_size, seq_len; vocab_size < 0 means the classifier is
+// stored separately at the end), then float32 arrays, each weight matrix [out][in].
+//
+// The weight table lists the tensors in the order the generated entry function takes them
+// (LlamaWeights), each with its byte offset in the file, so a runtime can create device
+// tensors straight from a memory-mapped file. MLIR-free; no state; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace hexir::compiler::llama {
+
+struct LlamaConfig {
+  int64_t dim = 0;
+  int64_t hidden_dim = 0;
+  int64_t n_layers = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t vocab_size = 0;  // always positive here
+  int64_t seq_len = 0;
+  bool shared_classifier = true;  // header vocab_size > 0
+
+  int64_t head_size() const { return dim / n_heads; }
+  int64_t kv_dim() const { return n_kv_heads * head_size(); }
+};
+
+inline constexpr size_t kHeaderBytes = 7 * 4;
+
+struct WeightTensor {
+  std::string name;            // "token_embedding", "layer3.wq", "rms_final", "classifier"
+  std::vector<int64_t> dims;   // row-major f32
+  int64_t offset = 0;          // byte offset in the checkpoint file
+  int64_t byte_size() const;
+};
+
+// Parses and validates the header against the file length `file_size`: every field positive,
+// dim divisible by n_heads, n_heads divisible by n_kv_heads, head_size even, and the file at
+// least as long as the arrays the header implies. Errors name the field and its file offset.
+StatusOr<LlamaConfig> ParseLlamaHeader(const uint8_t* data, size_t file_size);
+
+// The entry function's weight arguments, in order: token_embedding[vocab][dim]; per layer
+// l = 0..L-1: layer<l>.rms_att[dim], .wq[dim][dim], .wk[kv_dim][dim], .wv[kv_dim][dim],
+// .wo[dim][dim], .rms_ffn[dim], .w1[hidden][dim], .w2[dim][hidden], .w3[hidden][dim];
+// rms_final[dim]; classifier[vocab][dim] only when the classifier is not shared.
+std::vector<WeightTensor> LlamaWeights(const LlamaConfig& config);
+
+// Bytes of the file the header implies (header + every array, rotary tables included).
+int64_t LlamaFileBytes(const LlamaConfig& config);
+
+}  // namespace hexir::compiler::llama

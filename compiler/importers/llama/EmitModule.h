@@ -1,0 +1,31 @@
+// Emits the Hexir program (MLIR text in func/scf/linalg/tensor/arith/math) for a llama2.c
+// model. MLIR-free (text only); thread-safe.
+//
+// Program structure (every shape static except the prompt and the id list):
+//   func.func @generate(%prompt: tensor<?xi64>, %max_new: i64, <weights...>) -> tensor<?xi64>
+//     weights: LlamaWeights(config) order (Checkpoint.h). Result: max_new ids, generated in
+//     order, the rest -1. The decode loop is one scf.while: each iteration feeds the token at
+//     `pos` (prompt tokens first, one per iteration, then the previous argmax) through the
+//     layers and picks the argmax on the device; it stops after the prompt once max_new
+//     tokens were produced, a token 1 (BOS) or 2 (EOS) was produced, or pos reached the cache
+//     length.
+//   func.func private @layer(%x, %pos, %k_cache, %v_cache, 9 layer weights) -> (x', k', v')
+//     one transformer layer, called once per layer (L calls in the loop body, one function).
+//   KV cache: per layer one K and one V tensor<cache_len x kv_dim x f32>, zero-filled in
+//   @generate and carried through the loop (2 * L tensors = [L][cache_len][kv_dim]).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "compiler/importers/llama/Checkpoint.h"
+
+namespace hexir::compiler::llama {
+
+struct EmitOptions {
+  int64_t cache_len = 0;  // KV-cache positions (prompt + generated); 0: the header's seq_len
+};
+
+std::string EmitLlamaModule(const LlamaConfig& config, const EmitOptions& options = {});
+
+}  // namespace hexir::compiler::llama

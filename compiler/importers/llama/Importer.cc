@@ -1,0 +1,22 @@
+#include "compiler/importers/llama/Importer.h"
+
+#include <fstream>
+
+namespace hexir::compiler::llama {
+
+StatusOr<std::string> ImportLlama2cFile(const std::string& path, const EmitOptions& options) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return NotFound("cannot open llama2.c checkpoint '", path, "'");
+  size_t size = static_cast<size_t>(in.tellg());
+  uint8_t header[kHeaderBytes] = {};
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(header), std::min(size, kHeaderBytes));
+  StatusOr<LlamaConfig> config = ParseLlamaHeader(header, size);
+  if (!config.ok()) return std::move(config).status().WithContext(StrCat("'", path, "'"));
+  if (options.cache_len < 0 || options.cache_len > config->seq_len)
+    return InvalidArgument("'", path, "': cache length ", options.cache_len,
+                           " is outside 1..seq_len (", config->seq_len, ")");
+  return EmitLlamaModule(*config, options);
+}
+
+}  // namespace hexir::compiler::llama

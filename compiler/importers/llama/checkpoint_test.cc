@@ -1,0 +1,109 @@
+// Header parsing, size validation, the weight table (order and offsets recomputed here from
+// the README's layout) and the emitted program's structure.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <vector>
+
+#include "compiler/importers/llama/Checkpoint.h"
+#include "compiler/importers/llama/EmitModule.h"
+
+namespace hexir::compiler::llama {
+namespace {
+
+std::vector<uint8_t> Header(std::vector<int32_t> h, size_t total) {
+  std::vector<uint8_t> b(std::max(total, size_t(28)));
+  std::memcpy(b.data(), h.data(), 28);
+  b.resize(total);
+  return b;
+}
+
+// dim 8, hidden 12, 3 layers, 4 heads, 2 kv heads (head 2, kv_dim 4), vocab 10, seq 6.
+size_t Floats(bool shared) {
+  size_t D = 8, F = 12, L = 3, KV = 4, V = 10, S = 6, HS = 2;
+  return V * D + L * (D + D * D + 2 * KV * D + D * D + D + 3 * F * D) + D + S * HS + (shared ? 0 : V * D);
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST_CASE("a valid header: config and weight table in argument order with file offsets") {
+  for (bool shared : {true, false}) {
+    size_t bytes = 28 + 4 * Floats(shared);
+    auto b = Header({8, 12, 3, 4, 2, shared ? 10 : -10, 6}, bytes);
+    auto c = ParseLlamaHeader(b.data(), b.size());
+    REQUIRE(c.ok());
+    CHECK(c->dim == 8);
+    CHECK(c->kv_dim() == 4);
+    CHECK(c->vocab_size == 10);
+    CHECK(c->shared_classifier == shared);
+    CHECK(LlamaFileBytes(*c) == int64_t(bytes));
+    auto w = LlamaWeights(*c);
+    REQUIRE(w.size() == (shared ? 29u : 30u));
+    CHECK(w[0].name == "token_embedding");
+    CHECK(w[0].offset == 28);
+    // Kind-major in the file: all rms_att, then all wq, ...
+    CHECK(w[1].name == "layer0.rms_att");
+    CHECK(w[1].offset == 28 + 4 * 80);
+    CHECK(w[10].name == "layer1.rms_att");
+    CHECK(w[10].offset == 28 + 4 * (80 + 8));
+    CHECK(w[2].name == "layer0.wq");
+    CHECK(w[2].offset == 28 + 4 * (80 + 3 * 8));
+    CHECK(w[3].dims == std::vector<int64_t>{4, 8});   // wk [kv_dim][dim]
+    CHECK(w[7].name == "layer0.w1");
+    CHECK(w[8].dims == std::vector<int64_t>{8, 12});  // w2 [dim][hidden]
+    CHECK(w[28].name == "rms_final");
+    CHECK(w[28].offset == int64_t(28 + 4 * (Floats(true) - 8 - 12)));
+    if (!shared) {
+      CHECK(w[29].name == "classifier");
+      CHECK(w[29].offset + w[29].byte_size() == int64_t(bytes));
+    }
+  }
+}
+
+TEST_CASE("header errors name the field, its offset, or the array that does not fit") {
+  auto short_file = Header({8, 12, 3, 4, 2, 10, 6}, 20);
+  auto s = ParseLlamaHeader(short_file.data(), short_file.size());
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(s.status().message(), Catch::Contains("shorter than the 28-byte header"));
+
+  auto zero = Header({8, 12, 0, 4, 2, 10, 6}, 10000);
+  auto z = ParseLlamaHeader(zero.data(), zero.size());
+  REQUIRE_FALSE(z.ok());
+  CHECK_THAT(z.status().message(), Catch::Contains("'n_layers' at offset 8 is 0"));
+
+  auto odd = Header({8, 12, 3, 3, 1, 10, 6}, 10000);
+  CHECK_THAT(ParseLlamaHeader(odd.data(), odd.size()).status().message(),
+             Catch::Contains("not divisible by n_heads"));
+  auto gqa = Header({8, 12, 3, 4, 3, 10, 6}, 10000);
+  CHECK_THAT(ParseLlamaHeader(gqa.data(), gqa.size()).status().message(),
+             Catch::Contains("not divisible by n_kv_heads"));
+
+  // Everything but the separate classifier's last float.
+  size_t bytes = 28 + 4 * Floats(false) - 4;
+  auto cut = Header({8, 12, 3, 4, 2, -10, 6}, bytes);
+  auto t = ParseLlamaHeader(cut.data(), cut.size());
+  REQUIRE_FALSE(t.ok());
+  CHECK_THAT(t.status().message(), Catch::Contains("'classifier' (offset"));
+  CHECK_THAT(t.status().message(), Catch::Contains("does not fit"));
+}
+
+TEST_CASE("the emitted program: one layer function called once per layer, one decode loop") {
+  auto b = Header({8, 12, 3, 4, 2, -10, 6}, 28 + 4 * Floats(false));
+  auto c = ParseLlamaHeader(b.data(), b.size());
+  REQUIRE(c.ok());
+  std::string text = EmitLlamaModule(*c, EmitOptions{5});
+  CHECK(Count(text, "func.func private @layer(") == 1);
+  CHECK(Count(text, "func.call @layer(") == 3);
+  CHECK(Count(text, "scf.while") == 1);
+  CHECK(Count(text, "func.func @generate(%prompt: tensor<?xi64>, %max_new: i64") == 1);
+  CHECK(Count(text, "%w_29: tensor<10x8xf32>") == 1);  // the separate classifier
+  CHECK(Count(text, "tensor<5x4xf32>") > 0);           // KV cache: 5 positions x kv_dim 4
+  CHECK(Count(text, "%cache_len = arith.constant 5 : i64") == 1);
+}
+
+}  // namespace
+}  // namespace hexir::compiler::llama

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Small random llama2.c checkpoints (written by reference.py): shared and separate
+# classifiers, head ratios 4/2, 4/4, 4/1, 8/2; Hexir's greedy ids must equal the PyTorch
+# reference's for 80 steps (or up to an early BOS/EOS stop, which both must take).
+# Also the error paths: a truncated checkpoint, a module that does not fit the checkpoint.
+source tests/llm/common.sh
+if [ "$TORCH" != 1 ]; then
+  echo "HEXIR_SKIPPED: random checkpoints: /usr/bin/python3 has no torch (Debian python3-torch)"
+  exit 0
+fi
+stopped=0
+for cfg in "4 2 -50 1" "4 4 -50 2" "4 1 50 3" "8 2 -64 4" "2 1 40 5"; do
+  set -- $cfg
+  name="h$1_kv$2_v$3_s$4"
+  ckpt=$TMP/$name.bin
+  /usr/bin/python3 "$REFERENCE" --write-random "$ckpt" --dim 32 --hidden 48 --layers 2 \
+    --heads "$1" --kv-heads "$2" --vocab "$3" --seq-len 96 --seed "$4" || { fail "write $name"; continue; }
+  build_module "$ckpt" "$name" || continue
+  got=$("$GENERATE" --module="$TMP/$name.vmfb" --device="$DEVICE" --parameters="$ckpt" --max-tokens=80)
+  want=$(/usr/bin/python3 "$REFERENCE" "$ckpt" --steps 80)
+  n=$(($(echo "$want" | wc -w) - 1))
+  if [ "$got" == "$want" ]; then pass "$name: $n ids equal the reference's"; else
+    fail "$name"; echo " hexir:     $got"; echo " reference: $want"; fi
+  [ "$n" -lt 80 ] && stopped=$((stopped + 1))
+done
+[ "$stopped" -ge 1 ] && pass "$stopped case(s) stopped early on BOS/EOS" || fail "no case exercised the early stop"
+
+# A cache shorter than the generation bounds it.
+build_module "$TMP/h4_kv2_v-50_s1.bin" short --cache-len=10 || true
+got=$("$GENERATE" --module="$TMP/short.vmfb" --device="$DEVICE" --parameters="$TMP/h4_kv2_v-50_s1.bin" --max-tokens=80)
+[ "$(echo "$got" | wc -w)" -eq 11 ] && pass "--cache-len=10 bounds generation to 10 ids" || fail "cache-len 10: '$got'"
+
+# Errors name what is wrong.
+head -c 5000 "$TMP/h4_kv2_v-50_s1.bin" > "$TMP/truncated.bin"
+err=$("$IMPORT" "$TMP/truncated.bin" -o "$TMP/t.mlir" 2>&1) && fail "truncated checkpoint accepted"
+echo "$err" | grep -q "file has 5000 bytes but the header" && echo "$err" | grep -q "does not fit" \
+  && pass "truncated checkpoint: $err" || fail "truncated checkpoint message: $err"
+err=$("$GENERATE" --module="$TMP/h4_kv4_v-50_s2.vmfb" --parameters="$TMP/h4_kv2_v-50_s1.bin" --max-tokens=3 2>&1) \
+  && fail "mismatched module accepted"
+echo "$err" | grep -q "layer0.wk" && pass "mismatched module: $err" || fail "mismatched module message: $err"
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }

@@ -1,0 +1,202 @@
+// hexir-generate: greedy text generation with a module made by
+// `hexir-import CKPT.bin -o llm.mlir && hexir-compile llm.mlir -o llm.vmfb`.
+//
+//   hexir-generate --module=llm.vmfb --device=cpu|cuda --parameters=CKPT.bin
+//                  [--tokenizer=TOK.bin] [--prompt=TEXT] --max-tokens=N
+// prints `ids: 403 407 ...` (generated ids; BOS excluded; the stopping token included) and,
+// with a tokenizer, the decoded text on the next line.
+//
+// The checkpoint is memory-mapped; each weight tensor is uploaded once from the mapped bytes
+// at its offset (compiler/importers/llama/Checkpoint.h gives the order and offsets), and the
+// same device buffers are passed on every call of @generate (--repeat calls it again).
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "compiler/importers/llama/Checkpoint.h"
+#include "hal/api.h"
+#include "hal/element_type.h"
+#include "tools/common/invocation.h"
+#include "tools/hexir-generate/tokenizer.h"
+
+namespace hexir::tools {
+namespace {
+
+namespace llama = compiler::llama;
+
+struct Flags {
+  std::string module, device = "cpu", parameters, tokenizer, prompt;
+  int64_t max_tokens = -1;
+  int cpu_threads = -1;
+  int repeat = 1;
+  bool timing = false;
+  bool verbose = false;
+};
+
+// A read-only mapping of the checkpoint, unmapped on destruction.
+class MappedFile {
+ public:
+  ~MappedFile() {
+    if (data_) munmap(data_, size_);
+  }
+  Status Open(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) return NotFound("cannot open parameters '", path, "': ", std::strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size == 0) {
+      ::close(fd);
+      return InvalidArgument("parameters '", path, "' is empty or unreadable");
+    }
+    size_ = static_cast<size_t>(st.st_size);
+    void* p = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (p == MAP_FAILED) return Internal("cannot mmap '", path, "': ", std::strerror(errno));
+    data_ = static_cast<uint8_t*>(p);
+    return Status::Ok();
+  }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+Status Run(const Flags& f) {
+  MappedFile file;
+  HEXIR_RETURN_IF_ERROR(file.Open(f.parameters));
+  StatusOr<llama::LlamaConfig> config = llama::ParseLlamaHeader(file.data(), file.size());
+  if (!config.ok()) return std::move(config).status().WithContext(StrCat("'", f.parameters, "'"));
+  std::vector<llama::WeightTensor> weights = llama::LlamaWeights(*config);
+
+  std::vector<int64_t> prompt = {1};  // BOS
+  std::unique_ptr<Tokenizer> tokenizer;
+  if (!f.tokenizer.empty()) {
+    HEXIR_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::Load(f.tokenizer, config->vocab_size));
+    tokenizer = std::make_unique<Tokenizer>(std::move(t));
+  }
+  if (!f.prompt.empty()) {
+    if (!tokenizer) return InvalidArgument("--prompt needs --tokenizer to encode the text");
+    for (int64_t id : tokenizer->Encode(f.prompt)) prompt.push_back(id);
+  }
+
+  if (f.verbose) {
+    std::string line = "hexir-generate: prompt ids:";
+    for (int64_t id : prompt) line += " " + std::to_string(id);
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+
+  InvocationOptions options;
+  options.device_uri = f.device;
+  options.cpu_threads = f.cpu_threads;
+  HEXIR_ASSIGN_OR_RETURN(auto session, Session::Open(f.module, options));
+  HEXIR_ASSIGN_OR_RETURN(vm::Function fn, session->LookupFunction("generate"));
+  HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> args, ParseAbiTypes(std::string(fn.attr("abi.args"))));
+  if (args.size() != 2 + weights.size())
+    return InvalidArgument("module '", f.module, "': @generate takes ", args.size(),
+                           " arguments but checkpoint '", f.parameters, "' has ", weights.size(),
+                           " weight tensors (expected ", 2 + weights.size(),
+                           "); import the module from this checkpoint");
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const AbiType& a = args[2 + i];
+    if (a.dims != weights[i].dims)
+      return InvalidArgument("module '", f.module, "': argument ", 2 + i, " is ", a.text,
+                             " but checkpoint tensor '", weights[i].name, "' (offset ",
+                             weights[i].offset, ") is ",
+                             hal::FormatShape(Span<const int64_t>(weights[i].dims.data(), weights[i].dims.size()),
+                                              static_cast<int64_t>(hal::ElementType::kF32)));
+  }
+
+  hal::Device& device = session->device();
+  // Upload once; the refs are reused by every call.
+  std::vector<vm::Ref<vm::RefObject>> weight_views;
+  for (const llama::WeightTensor& w : weights) {
+    HEXIR_ASSIGN_OR_RETURN(
+        auto view, hal::BufferViewFromHost(device, static_cast<int32_t>(hal::ElementType::kF32),
+                                           Span<const int64_t>(w.dims.data(), w.dims.size()),
+                                           file.data() + w.offset, size_t(w.byte_size())));
+    weight_views.push_back(std::move(view));
+  }
+  int64_t prompt_len = int64_t(prompt.size());
+  HEXIR_ASSIGN_OR_RETURN(
+      auto prompt_view,
+      hal::BufferViewFromHost(device, static_cast<int32_t>(hal::ElementType::kI64),
+                              Span<const int64_t>(&prompt_len, 1), prompt.data(), prompt.size() * 8));
+
+  std::vector<int64_t> ids;
+  double best_seconds = 1e30;
+  for (int call = 0; call < std::max(1, f.repeat); ++call) {
+    std::vector<vm::Variant> in(2 + weights.size());
+    in[0].ref = prompt_view;
+    in[1].bits = f.max_tokens;
+    for (size_t i = 0; i < weights.size(); ++i) in[2 + i].ref = weight_views[i];
+    std::vector<vm::Variant> out;
+    auto start = std::chrono::steady_clock::now();
+    HEXIR_RETURN_IF_ERROR(session->context().Invoke(fn, Span<vm::Variant>(in.data(), in.size()), &out));
+    auto* view = out.empty() ? nullptr : vm::RefCast<hal::BufferView>(out[0].ref.get());
+    if (!view) return Internal("@generate returned no id tensor");
+    std::vector<uint8_t> bytes;
+    HEXIR_RETURN_IF_ERROR(hal::BufferViewToHost(device, *view, &bytes));
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best_seconds = std::min(best_seconds, seconds);
+    ids.clear();
+    for (size_t i = 0; i + 8 <= bytes.size(); i += 8) {
+      int64_t id;
+      std::memcpy(&id, &bytes[i], 8);
+      if (id < 0) break;
+      ids.push_back(id);
+    }
+  }
+
+  std::string line = "ids:";
+  for (int64_t id : ids) line += " " + std::to_string(id);
+  std::printf("%s\n", line.c_str());
+  if (tokenizer) {
+    std::string text;
+    int64_t prev = prompt.back();
+    for (int64_t id : ids) {
+      text += tokenizer->Decode(prev, id);
+      prev = id;
+    }
+    std::printf("%s\n", text.c_str());
+  }
+  if (f.timing) {
+    std::fprintf(stderr, "hexir-generate: %lld prompt + %zu generated tokens in %.3f ms (fastest of %d): %.1f tokens/s\n",
+                 static_cast<long long>(prompt_len), ids.size(), best_seconds * 1e3,
+                 std::max(1, f.repeat), double(ids.size()) / best_seconds);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+}  // namespace hexir::tools
+
+int main(int argc, char** argv) {
+  hexir::tools::Flags f;
+  CLI::App app{"hexir-generate: greedy decoding with a module imported from a llama2.c checkpoint"};
+  app.add_option("--module", f.module, "compiled module (.vmfb) from hexir-import + hexir-compile")->required();
+  app.add_option("--device", f.device, "cpu (default), cuda, cuda:N");
+  app.add_option("--parameters", f.parameters, "the llama2.c checkpoint the module was imported from")->required();
+  app.add_option("--tokenizer", f.tokenizer, "llama2.c tokenizer (.bin): decode the ids, encode --prompt");
+  app.add_option("--prompt", f.prompt, "text to continue (needs --tokenizer); default: BOS only");
+  app.add_option("--max-tokens", f.max_tokens, "maximum generated tokens")->required()->check(CLI::NonNegativeNumber);
+  app.add_option("--cpu-threads", f.cpu_threads, "CPU driver worker threads (0: inline)");
+  app.add_option("--repeat", f.repeat, "call @generate N times with the same uploaded weights");
+  app.add_flag("--timing", f.timing, "print the fastest call's time and tokens/s to stderr");
+  app.add_flag("--verbose", f.verbose, "print the prompt's token ids (BOS first) to stderr");
+  CLI11_PARSE(app, argc, argv);
+  hexir::Status st = hexir::tools::Run(f);
+  if (!st.ok()) {
+    std::fprintf(stderr, "hexir-generate: error: %s\n", st.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
