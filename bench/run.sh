@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The Hexir benchmark suite: instantiates the .mlir.in templates at the chosen sizes, compiles
+# them and runs hexir-bench on each. See bench/README.md.
+#
+#   bash bench/run.sh [--device=cpu|cuda] [--size=small|full] [--out=DIR] [--iterations=N]
+#                     [--compile-only | --run-only] [--only=NAME,...]
+# Binaries: $HEXIR_BIN/{hexir-compile,hexir-bench} (default: bazel-bin/tools/<tool>/<tool>).
+# A case that does not compile is reported as NOT COMPILED with the compiler's first error,
+# and the suite goes on.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+device=cpu size=""; out=""; iterations=""; mode=all; only=""
+for a in "$@"; do
+  case "$a" in
+    --device=*) device="${a#*=}" ;;
+    --size=*) size="${a#*=}" ;;
+    --out=*) out="${a#*=}" ;;
+    --iterations=*) iterations="${a#*=}" ;;
+    --compile-only) mode=compile ;;
+    --run-only) mode=run ;;
+    --only=*) only="${a#*=}" ;;
+    *) echo "run.sh: unknown argument '$a'" >&2; exit 2 ;;
+  esac
+done
+target="${device%%:*}"
+[ -n "$size" ] || { [ "$target" = cuda ] && size=full || size=small; }
+[ -n "$out" ] || out="/tmp/hexir-bench-$target-$size"
+[ -n "$iterations" ] || { [ "$size" = full ] && iterations=20 || iterations=5; }
+mkdir -p "$out"
+compile_bin="${HEXIR_BIN:+$HEXIR_BIN/hexir-compile}"; compile_bin="${compile_bin:-bazel-bin/tools/hexir-compile/hexir-compile}"
+bench_bin="${HEXIR_BIN:+$HEXIR_BIN/hexir-bench}"; bench_bin="${bench_bin:-bazel-bin/tools/hexir-bench/hexir-bench}"
+
+# name | template | substitutions | inputs
+if [ "$size" = full ]; then
+  CASES=(
+    "gemm_bf16_8192|gemm|M=8192 N=8192 K=8192 T=bf16 ACC=f32|8192x8192xbf16=0.01;8192x8192xbf16=0.01"
+    "gemm_f32_4096|gemm|M=4096 N=4096 K=4096 T=f32 ACC=f32|4096x4096xf32=0.01;4096x4096xf32=0.01"
+    "gemv_bf16_4096x4096|gemm|M=1 N=4096 K=4096 T=bf16 ACC=f32|1x4096xbf16=0.01;4096x4096xbf16=0.01"
+    "gemv_bf16_4096x14336|gemm|M=1 N=14336 K=4096 T=bf16 ACC=f32|1x4096xbf16=0.01;4096x14336xbf16=0.01"
+    "elementwise_64M|elementwise|N=67108864|67108864xf32=0.5"
+    "softmax_4096x4096|softmax|R=4096 C=4096|4096x4096xf32=0.5"
+    "decode_ffn_bf16_4096x14336|decode_ffn|D=4096 F=14336 T=bf16|1x4096xf32=0.5;4096x14336xbf16=0.01;4096x14336xbf16=0.01;14336x4096xbf16=0.01"
+  )
+else
+  CASES=(
+    "gemm_bf16_512|gemm|M=512 N=512 K=512 T=bf16 ACC=f32|512x512xbf16=0.01;512x512xbf16=0.01"
+    "gemm_f32_512|gemm|M=512 N=512 K=512 T=f32 ACC=f32|512x512xf32=0.01;512x512xf32=0.01"
+    "gemm_f32_1024|gemm|M=1024 N=1024 K=1024 T=f32 ACC=f32|1024x1024xf32=0.01;1024x1024xf32=0.01"
+    "gemv_bf16_4096x4096|gemm|M=1 N=4096 K=4096 T=bf16 ACC=f32|1x4096xbf16=0.01;4096x4096xbf16=0.01"
+    "gemv_bf16_4096x14336|gemm|M=1 N=14336 K=4096 T=bf16 ACC=f32|1x4096xbf16=0.01;4096x14336xbf16=0.01"
+    "gemv_f32_4096x4096|gemm|M=1 N=4096 K=4096 T=f32 ACC=f32|1x4096xf32=0.01;4096x4096xf32=0.01"
+    "elementwise_4M|elementwise|N=4194304|4194304xf32=0.5"
+    "softmax_1024x1024|softmax|R=1024 C=1024|1024x1024xf32=0.5"
+    "decode_ffn_bf16_2048x5632|decode_ffn|D=2048 F=5632 T=bf16|1x2048xf32=0.5;2048x5632xbf16=0.01;2048x5632xbf16=0.01;5632x2048xbf16=0.01"
+  )
+fi
+
+summary="$out/SUMMARY.txt"
+: > "$summary"
+echo "hexir bench suite: device=$device size=$size iterations=$iterations out=$out" | tee -a "$summary"
+for c in "${CASES[@]}"; do
+  IFS='|' read -r name template subs inputs <<< "$c"
+  if [ -n "$only" ] && [[ ",$only," != *",$name,"* ]]; then continue; fi
+  mlir="$out/$name.mlir" vmfb="$out/$name.$target.vmfb"
+  if [ "$mode" != run ]; then
+    sed_args=()
+    for kv in $subs; do sed_args+=(-e "s/@${kv%%=*}@/${kv#*=}/g"); done
+    sed "${sed_args[@]}" "bench/$template.mlir.in" > "$mlir"
+    if ! "$compile_bin" "$mlir" --target="$target" -o "$vmfb" 2> "$out/$name.compile.log"; then
+      echo "$name: NOT COMPILED for $target: $(grep -m1 -i error "$out/$name.compile.log" || head -c 300 "$out/$name.compile.log")" | tee -a "$summary"
+      rm -f "$vmfb"
+      continue
+    fi
+  fi
+  [ "$mode" = compile ] && { echo "$name: compiled $vmfb" | tee -a "$summary"; continue; }
+  if [ ! -f "$vmfb" ]; then echo "$name: no module $vmfb (not compiled)" | tee -a "$summary"; continue; fi
+  input_args=()
+  IFS=';' read -ra ins <<< "$inputs"
+  for i in "${ins[@]}"; do input_args+=("--input=$i"); done
+  if "$bench_bin" --module="$vmfb" --device="$device" --iterations="$iterations" "${input_args[@]}" \
+       --trace="$out/$name.trace.json" --roofline="$out/$name.roofline.svg" > "$out/$name.txt" 2>&1; then
+    busy=$(grep -m1 "device busy per call" "$out/$name.txt" | sed 's/.*device busy per call: //')
+    wall=$(grep -m1 "wall (invoke" "$out/$name.txt" | sed 's/.*: //')
+    ratio=$(grep -o "Hexir/baseline = [0-9.]*x[^)]*)\?" "$out/$name.txt" | head -3 | tr '\n' ' ')
+    best=$(awk '/^  [a-z_0-9]+ +[0-9]+ /{print $9" GB/s "$10" GFLOP/s roof "$12"%"; exit}' "$out/$name.txt")
+    echo "$name: wall $wall, device busy $busy, first dispatch: $best ${ratio:+| $ratio}" | tee -a "$summary"
+  else
+    echo "$name: hexir-bench FAILED: $(tail -n 2 "$out/$name.txt")" | tee -a "$summary"
+  fi
+done
+echo "reports: $out/<case>.txt, traces: <case>.trace.json, rooflines: <case>.roofline.svg" | tee -a "$summary"
