@@ -225,5 +225,36 @@ TEST_CASE("WaitSemaphores: all / any, deadlines, failures") {
           "wait semaphores: semaphore 1 is null");
 }
 
+TEST_CASE("semaphore wait: the spin before sleeping is bounded and sees signals and failures") {
+  auto dev = Cpu();
+  // A timeout shorter than the spin still times out, after about the timeout.
+  auto s = Sem(*dev, 0);
+  auto t0 = std::chrono::steady_clock::now();
+  Status st = s->Wait(1, 2us);
+  REQUIRE(st.code() == StatusCode::kDeadlineExceeded);
+  REQUIRE(std::chrono::steady_clock::now() - t0 < 5ms);
+  // A signal landing during the spin (another thread, a few microseconds later) is seen.
+  for (int i = 0; i < 20; ++i) {
+    auto sem = Sem(*dev, 0);
+    std::thread t([&] { REQUIRE(sem->Signal(1).ok()); });
+    REQUIRE(sem->Wait(1, 1s).ok());
+    t.join();
+  }
+  // Signals long after the spin wake the sleeping waiter; failures end the spin too.
+  auto late = Sem(*dev, 0);
+  std::thread t([&] {
+    std::this_thread::sleep_for(20ms);
+    REQUIRE(late->Signal(3).ok());
+  });
+  REQUIRE(late->Wait(2, 5s).ok());
+  t.join();
+  auto failing = Sem(*dev, 0);
+  std::thread f([&] { failing->Fail(Aborted("boom in the spin test")); });
+  Status failed = failing->Wait(1, 5s);
+  f.join();
+  REQUIRE(failed.code() == StatusCode::kAborted);
+  REQUIRE(failed.message().find("boom in the spin test") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace hexir::hal

@@ -205,6 +205,13 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
     }
   }
   r.device_busy_s = busy / o.iterations;
+  // Overhead inside the same calls (robust to load changing between phases).
+  std::vector<double> busy_of(o.iterations, 0.0), overheads;
+  for (const DispatchEvent& e : r.dispatch_events)
+    if (e.call >= 0 && e.call < o.iterations) busy_of[e.call] += (e.end_ns - e.begin_ns) * 1e-9;
+  for (int i = 0; i < o.iterations && i < static_cast<int>(pwalls.size()); ++i)
+    overheads.push_back(pwalls[i] - busy_of[i]);
+  r.profiled_overhead_s = Median(overheads);
 
   // 4. peaks and baselines (after the timed calls: OpenBLAS's threads keep spinning for a
   // while after a call and would share the cores with the calls being measured).

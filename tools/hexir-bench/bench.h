@@ -65,6 +65,7 @@ struct BenchReport {
   double wall_s = 0, host_s = 0;  // steady state, median per call
   double device_busy_s = 0;       // sum of dispatch times per call (profiled)
   double profiled_wall_s = 0;     // median wall of profiled calls
+  double profiled_overhead_s = 0; // median over profiled calls of (wall - its dispatch time)
   CallCounters steady;
   std::vector<DispatchRow> rows;  // in first-seen order
   int dispatches_per_call = 0;
