@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Small random llama2.c checkpoints (written by reference.py): shared and separate
 # classifiers, head ratios 4/2, 4/4, 4/1, 8/2; Hexir's greedy ids must equal the PyTorch
-# reference's for 80 steps (or up to an early BOS/EOS stop, which both must take).
+# reference's for 80 steps (or up to an early BOS/EOS stop, which both must take), from BOS
+# and after a 9-token prompt (one-pass prefill).
 # Also the error paths: a truncated checkpoint, a module that does not fit the checkpoint.
 source tests/llm/common.sh
 if [ "$TORCH" != 1 ]; then
@@ -22,6 +23,12 @@ for cfg in "4 2 -50 1" "4 4 -50 2" "4 1 50 3" "8 2 -64 4" "2 1 40 5"; do
   if [ "$got" == "$want" ]; then pass "$name: $n ids equal the reference's"; else
     fail "$name"; echo " hexir:     $got"; echo " reference: $want"; fi
   [ "$n" -lt 80 ] && stopped=$((stopped + 1))
+  # A 9-token prompt: one-pass prefill (M = 9), then decode.
+  prompt="1,$(($4 + 3)),7,11,$(($4 * 2 + 5)),13,0,17,19"
+  got=$("$GENERATE" --module="$TMP/$name.vmfb" --device="$DEVICE" --parameters="$ckpt" --prompt-ids="$prompt" --max-tokens=40)
+  want=$(/usr/bin/python3 "$REFERENCE" "$ckpt" --steps 40 --prompt-ids "$prompt")
+  [ "$got" == "$want" ] && pass "$name, prompt $prompt: $(($(echo "$want" | wc -w) - 1)) ids equal the reference's" \
+    || { fail "$name prompt $prompt"; echo " hexir:     $got"; echo " reference: $want"; }
 done
 [ "$stopped" -ge 1 ] && pass "$stopped case(s) stopped early on BOS/EOS" || fail "no case exercised the early stop"
 
@@ -29,6 +36,12 @@ done
 build_module "$TMP/h4_kv2_v-50_s1.bin" short --cache-len=10 || true
 got=$("$GENERATE" --module="$TMP/short.vmfb" --device="$DEVICE" --parameters="$TMP/h4_kv2_v-50_s1.bin" --max-tokens=80)
 [ "$(echo "$got" | wc -w)" -eq 11 ] && pass "--cache-len=10 bounds generation to 10 ids" || fail "cache-len 10: '$got'"
+
+# A prompt longer than the cache is refused.
+err=$("$GENERATE" --module="$TMP/short.vmfb" --parameters="$TMP/h4_kv2_v-50_s1.bin" --prompt-ids=1,2,3,4,5,6,7,8,9,10,11 --max-tokens=3 2>&1) \
+  && fail "prompt longer than the cache accepted"
+echo "$err" | grep -q "the prompt has 11 tokens but module .* has a KV cache of 10 positions" \
+  && pass "long prompt: $err" || fail "long prompt message: $err"
 
 # Errors name what is wrong.
 head -c 5000 "$TMP/h4_kv2_v-50_s1.bin" > "$TMP/truncated.bin"

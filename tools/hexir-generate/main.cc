@@ -17,6 +17,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -33,7 +34,7 @@ namespace {
 namespace llama = compiler::llama;
 
 struct Flags {
-  std::string module, device = "cpu", parameters, tokenizer, prompt;
+  std::string module, device = "cpu", parameters, tokenizer, prompt, prompt_ids;
   int64_t max_tokens = -1;
   int cpu_threads = -1;
   int repeat = 1;
@@ -85,8 +86,28 @@ Status Run(const Flags& f) {
   }
   if (!f.prompt.empty()) {
     if (!tokenizer) return InvalidArgument("--prompt needs --tokenizer to encode the text");
+    if (!f.prompt_ids.empty()) return InvalidArgument("give --prompt or --prompt-ids, not both");
     for (int64_t id : tokenizer->Encode(f.prompt)) prompt.push_back(id);
   }
+  if (!f.prompt_ids.empty()) {
+    prompt.clear();
+    std::string item;
+    for (size_t i = 0; i <= f.prompt_ids.size(); ++i) {
+      if (i < f.prompt_ids.size() && f.prompt_ids[i] != ',') {
+        item += f.prompt_ids[i];
+        continue;
+      }
+      char* end = nullptr;
+      long long id = std::strtoll(item.c_str(), &end, 10);
+      if (item.empty() || *end) return InvalidArgument("--prompt-ids: '", item, "' is not a token id");
+      prompt.push_back(id);
+      item.clear();
+    }
+  }
+  for (size_t i = 0; i < prompt.size(); ++i)
+    if (prompt[i] < 0 || prompt[i] >= config->vocab_size)
+      return InvalidArgument("prompt token ", i, " is ", prompt[i], ", outside the vocabulary 0..",
+                             config->vocab_size - 1);
 
   if (f.verbose) {
     std::string line = "hexir-generate: prompt ids:";
@@ -113,6 +134,20 @@ Status Run(const Flags& f) {
                              weights[i].offset, ") is ",
                              hal::FormatShape(Span<const int64_t>(weights[i].dims.data(), weights[i].dims.size()),
                                               static_cast<int64_t>(hal::ElementType::kF32)));
+  }
+
+  // The module's KV cache must hold the prompt (prefill writes every prompt position).
+  if (auto cache_fn = session->LookupFunction("cache_len"); cache_fn.ok()) {
+    std::vector<HostValue> r;
+    HEXIR_RETURN_IF_ERROR(session->Call(*cache_fn, {}, &r));
+    int64_t cache_len = r.size() == 1 && r[0].tensor.bytes.size() == 8
+                            ? *reinterpret_cast<const int64_t*>(r[0].tensor.bytes.data())
+                            : -1;
+    if (int64_t(prompt.size()) > cache_len)
+      return InvalidArgument("the prompt has ", prompt.size(), " tokens but module '", f.module,
+                             "' has a KV cache of ", cache_len,
+                             " positions (hexir-import --cache-len, at most the header's seq_len ",
+                             config->seq_len, ")");
   }
 
   hal::Device& device = session->device();
@@ -187,6 +222,7 @@ int main(int argc, char** argv) {
   app.add_option("--parameters", f.parameters, "the llama2.c checkpoint the module was imported from")->required();
   app.add_option("--tokenizer", f.tokenizer, "llama2.c tokenizer (.bin): decode the ids, encode --prompt");
   app.add_option("--prompt", f.prompt, "text to continue (needs --tokenizer); default: BOS only");
+  app.add_option("--prompt-ids", f.prompt_ids, "prompt as comma-separated token ids (BOS not added)");
   app.add_option("--max-tokens", f.max_tokens, "maximum generated tokens")->required()->check(CLI::NonNegativeNumber);
   app.add_option("--cpu-threads", f.cpu_threads, "CPU driver worker threads (0: inline)");
   app.add_option("--repeat", f.repeat, "call @generate N times with the same uploaded weights");

@@ -94,6 +94,7 @@ class ModuleWriter {
         << (c_.shared_classifier ? "shared" : "separate") << " classifier, KV cache " << S_
         << " positions.\n";
     EmitLayer();
+    EmitPrefillLayer();
     EmitGenerate();
     return os_.str();
   }
@@ -306,6 +307,254 @@ class ModuleWriter {
     return buf;
   }
 
+  // ---- prefill: M prompt rows at positions 0..M-1 in one pass (%m64 = M, host i64) ----
+
+  std::string RowsRmsNorm(const std::string& x, const std::string& w) {
+    std::string t = T({-1, D_}), rt = T({-1});
+    std::string zero = e_.Filled(rt, "0.0", "f32", "%m");
+    std::string ss = e_.Generic({"(m, d) -> (m, d)", "(m, d) -> (m)"}, {"parallel", "reduction"},
+                                {{x, t}}, {zero, rt}, {"f32", "f32"}, [&](auto a) {
+                                  std::string q = e_.Fresh(), s = e_.Fresh();
+                                  return L(q + " = arith.mulf " + a[0] + ", " + a[0] + " : f32") +
+                                         L(s + " = arith.addf " + a[1] + ", " + q + " : f32") +
+                                         L("linalg.yield " + s + " : f32");
+                                });
+    std::string e = e_.Filled(t, "", "f32", "%m");
+    return e_.Generic({"(m, d) -> (m, d)", "(m, d) -> (m)", "(m, d) -> (d)", "(m, d) -> (m, d)"},
+                      {"parallel", "parallel"}, {{x, t}, {ss, rt}, {w, T({D_})}}, {e, t},
+                      {"f32", "f32", "f32", "f32"}, [&](auto a) {
+                        std::string n = e_.Fresh(), ms = e_.Fresh(), eps = e_.Fresh(),
+                                    r = e_.Fresh(), sq = e_.Fresh(), one = e_.Fresh(),
+                                    inv = e_.Fresh(), xs = e_.Fresh(), y = e_.Fresh();
+                        return L(n + " = arith.constant " + std::to_string(D_) + ".0 : f32") +
+                               L(ms + " = arith.divf " + a[1] + ", " + n + " : f32") +
+                               L(eps + " = arith.constant 1.0e-05 : f32") +
+                               L(r + " = arith.addf " + ms + ", " + eps + " : f32") +
+                               L(sq + " = math.sqrt " + r + " : f32") +
+                               L(one + " = arith.constant 1.0 : f32") +
+                               L(inv + " = arith.divf " + one + ", " + sq + " : f32") +
+                               L(xs + " = arith.mulf " + inv + ", " + a[0] + " : f32") +
+                               L(y + " = arith.mulf " + a[2] + ", " + xs + " : f32") +
+                               L("linalg.yield " + y + " : f32");
+                      });
+  }
+
+  // y[m, n] = sum_k x[m, k] * W[n, k]  (W is [out][in]).
+  std::string RowsMatMul(const std::string& w, const std::string& x, int64_t n, int64_t k) {
+    std::string ot = T({-1, n});
+    std::string zero = e_.Filled(ot, "0.0", "f32", "%m");
+    return e_.Generic({"(m, n, k) -> (m, k)", "(m, n, k) -> (n, k)", "(m, n, k) -> (m, n)"},
+                      {"parallel", "parallel", "reduction"}, {{x, T({-1, k})}, {w, T({n, k})}},
+                      {zero, ot}, {"f32", "f32", "f32"}, [&](auto a) {
+                        std::string p = e_.Fresh(), s = e_.Fresh();
+                        return L(p + " = arith.mulf " + a[0] + ", " + a[1] + " : f32") +
+                               L(s + " = arith.addf " + a[2] + ", " + p + " : f32") +
+                               L("linalg.yield " + s + " : f32");
+                      });
+  }
+
+  std::string RowsBinary(const std::string& a, const std::string& b, int64_t n, const std::string& op) {
+    std::string t = T({-1, n});
+    std::string e = e_.Filled(t, "", "f32", "%m");
+    return e_.Generic({"(m, i) -> (m, i)", "(m, i) -> (m, i)", "(m, i) -> (m, i)"},
+                      {"parallel", "parallel"}, {{a, t}, {b, t}}, {e, t}, {"f32", "f32", "f32"},
+                      [&](auto x) {
+                        std::string r = e_.Fresh();
+                        return L(r + " = " + op + " " + x[0] + ", " + x[1] + " : f32") +
+                               L("linalg.yield " + r + " : f32");
+                      });
+  }
+
+  // Rotary embedding of row m at position m.
+  std::string RowsRope(const std::string& v, int64_t n) {
+    std::string t = T({-1, n});
+    std::string e = e_.Filled(t, "", "f32", "%m");
+    return e_.Generic({"(m, i) -> (m, i)", "(m, i) -> (m, i)"}, {"parallel", "parallel"}, {{v, t}},
+                      {e, t}, {"f32", "f32"}, [&](auto a) {
+                        auto f = [&]() { return e_.Fresh(); };
+                        std::string row = f(), rowi = f(), i = f(), c0 = f(), c1 = f(), c2 = f(),
+                                    chd = f(), hdim = f(), par = f(), hev = f(), hevi = f(),
+                                    hevf = f(), hdf = f(), ratio = f(), base = f(), pw = f(),
+                                    one = f(), freq = f(), posf = f(), val = f(), cs = f(),
+                                    sn = f(), pi = f(), p = f(), even = f(), t1 = f(), t2 = f(),
+                                    ev = f(), od = f(), r = f();
+                        return L(row + " = linalg.index 0 : index") +
+                               L(rowi + " = arith.index_cast " + row + " : index to i64") +
+                               L(i + " = linalg.index 1 : index") +
+                               L(c0 + " = arith.constant 0 : index") +
+                               L(c1 + " = arith.constant 1 : index") +
+                               L(c2 + " = arith.constant 2 : index") +
+                               L(chd + " = arith.constant " + std::to_string(HD_) + " : index") +
+                               L(hdim + " = arith.remui " + i + ", " + chd + " : index") +
+                               L(par + " = arith.remui " + i + ", " + c2 + " : index") +
+                               L(hev + " = arith.subi " + hdim + ", " + par + " : index") +
+                               L(hevi + " = arith.index_cast " + hev + " : index to i64") +
+                               L(hevf + " = arith.sitofp " + hevi + " : i64 to f32") +
+                               L(hdf + " = arith.constant " + std::to_string(HD_) + ".0 : f32") +
+                               L(ratio + " = arith.divf " + hevf + ", " + hdf + " : f32") +
+                               L(base + " = arith.constant 10000.0 : f32") +
+                               L(pw + " = math.powf " + base + ", " + ratio + " : f32") +
+                               L(one + " = arith.constant 1.0 : f32") +
+                               L(freq + " = arith.divf " + one + ", " + pw + " : f32") +
+                               L(posf + " = arith.sitofp " + rowi + " : i64 to f32") +
+                               L(val + " = arith.mulf " + posf + ", " + freq + " : f32") +
+                               L(cs + " = math.cos " + val + " : f32") +
+                               L(sn + " = math.sin " + val + " : f32") +
+                               L(pi + " = arith.xori " + i + ", " + c1 + " : index") +
+                               L(p + " = tensor.extract " + v + "[" + row + ", " + pi + "] : " + t) +
+                               L(even + " = arith.cmpi eq, " + par + ", " + c0 + " : index") +
+                               L(t1 + " = arith.mulf " + a[0] + ", " + cs + " : f32") +
+                               L(t2 + " = arith.mulf " + p + ", " + sn + " : f32") +
+                               L(ev + " = arith.subf " + t1 + ", " + t2 + " : f32") +
+                               L(od + " = arith.addf " + t2 + ", " + t1 + " : f32") +
+                               L(r + " = arith.select " + even + ", " + ev + ", " + od + " : f32") +
+                               L("linalg.yield " + r + " : f32");
+                      });
+  }
+
+  // cache'[s, j] = s < M ? rows[s, j] : cache[s, j]
+  std::string RowsCacheUpdate(const std::string& cache, const std::string& rows) {
+    std::string t = T({S_, KV_});
+    std::string e = e_.Filled(t, "", "f32");
+    return e_.Generic({"(s, j) -> (s, j)", "(s, j) -> (s, j)"}, {"parallel", "parallel"},
+                      {{cache, t}}, {e, t}, {"f32", "f32"}, [&](auto a) {
+                        auto f = [&]() { return e_.Fresh(); };
+                        std::string s = f(), j = f(), si = f(), in = f(), one = f(), last = f(),
+                                    ci = f(), c = f(), v = f(), r = f();
+                        return L(s + " = linalg.index 0 : index") + L(j + " = linalg.index 1 : index") +
+                               L(si + " = arith.index_cast " + s + " : index to i64") +
+                               L(in + " = arith.cmpi slt, " + si + ", %m64 : i64") +
+                               L(one + " = arith.constant 1 : i64") +
+                               L(last + " = arith.subi %m64, " + one + " : i64") +
+                               L(ci + " = arith.minsi " + si + ", " + last + " : i64") +
+                               L(c + " = arith.index_cast " + ci + " : i64 to index") +
+                               L(v + " = tensor.extract " + rows + "[" + c + ", " + j + "] : " + T({-1, KV_})) +
+                               L(r + " = arith.select " + in + ", " + v + ", " + a[0] + " : f32") +
+                               L("linalg.yield " + r + " : f32");
+                      });
+  }
+
+  std::string RowsAttention(const std::string& q, const std::string& kc, const std::string& vc) {
+    std::string q4t = T({-1, KVH_, G_, HD_}), c3t = T({S_, KVH_, HD_}), st = T({-1, KVH_, G_, S_}),
+                mt = T({-1, KVH_, G_});
+    std::string q4 = e_.Fresh("q"), k3 = e_.Fresh("k"), v3 = e_.Fresh("vv");
+    os_ << "    " << q4 << " = tensor.expand_shape " << q << " [[0], [1, 2, 3]] output_shape [%m, "
+        << KVH_ << ", " << G_ << ", " << HD_ << "] : " << T({-1, D_}) << " into " << q4t << "\n";
+    for (auto [dst, src] : {std::pair{k3, kc}, std::pair{v3, vc}})
+      os_ << "    " << dst << " = tensor.expand_shape " << src << " [[0], [1, 2]] output_shape ["
+          << S_ << ", " << KVH_ << ", " << HD_ << "] : " << T({S_, KV_}) << " into " << c3t << "\n";
+    auto scaled = [&](const std::string& x, std::string* text) {
+      std::string c = e_.Fresh(), r = e_.Fresh();
+      *text += L(c + " = arith.constant " + FloatLit(std::sqrt(float(HD_))) + " : f32") +
+               L(r + " = arith.divf " + x + ", " + c + " : f32");
+      return r;
+    };
+    auto valid = [&](std::string* text) {  // s <= m
+      std::string m = e_.Fresh(), s = e_.Fresh(), v = e_.Fresh();
+      *text += L(m + " = linalg.index 0 : index") + L(s + " = linalg.index 3 : index") +
+               L(v + " = arith.cmpi ule, " + s + ", " + m + " : index");
+      return v;
+    };
+    std::string z = e_.Filled(st, "0.0", "f32", "%m");
+    std::string sc = e_.Generic(
+        {"(m, a, g, s, d) -> (m, a, g, d)", "(m, a, g, s, d) -> (s, a, d)", "(m, a, g, s, d) -> (m, a, g, s)"},
+        {"parallel", "parallel", "parallel", "parallel", "reduction"}, {{q4, q4t}, {k3, c3t}}, {z, st},
+        {"f32", "f32", "f32"}, [&](auto a) {
+          std::string p = e_.Fresh(), r = e_.Fresh();
+          return L(p + " = arith.mulf " + a[0] + ", " + a[1] + " : f32") +
+                 L(r + " = arith.addf " + a[2] + ", " + p + " : f32") + L("linalg.yield " + r + " : f32");
+        });
+    std::string m0 = e_.Filled(mt, "-3.0e+38", "f32", "%m");
+    const std::vector<std::string> red = {"parallel", "parallel", "parallel", "reduction"};
+    const std::vector<std::string> par = {"parallel", "parallel", "parallel", "parallel"};
+    const std::string id4 = "(m, a, g, s) -> (m, a, g, s)", row = "(m, a, g, s) -> (m, a, g)";
+    std::string mx = e_.Generic({id4, row}, red, {{sc, st}}, {m0, mt}, {"f32", "f32"}, [&](auto a) {
+      std::string text;
+      std::string v = valid(&text), x = scaled(a[0], &text);
+      std::string m = e_.Fresh(), r = e_.Fresh();
+      return text + L(m + " = arith.maximumf " + a[1] + ", " + x + " : f32") +
+             L(r + " = arith.select " + v + ", " + m + ", " + a[1] + " : f32") +
+             L("linalg.yield " + r + " : f32");
+    });
+    std::string ee = e_.Filled(st, "", "f32", "%m");
+    std::string ex = e_.Generic({id4, row, id4}, par, {{sc, st}, {mx, mt}}, {ee, st},
+                                {"f32", "f32", "f32"}, [&](auto a) {
+                                  std::string text;
+                                  std::string v = valid(&text), x = scaled(a[0], &text);
+                                  std::string d = e_.Fresh(), e = e_.Fresh(), z = e_.Fresh(),
+                                              r = e_.Fresh();
+                                  return text + L(d + " = arith.subf " + x + ", " + a[1] + " : f32") +
+                                         L(e + " = math.exp " + d + " : f32") +
+                                         L(z + " = arith.constant 0.0 : f32") +
+                                         L(r + " = arith.select " + v + ", " + e + ", " + z + " : f32") +
+                                         L("linalg.yield " + r + " : f32");
+                                });
+    std::string s0 = e_.Filled(mt, "0.0", "f32", "%m");
+    std::string sm = e_.Generic({id4, row}, red, {{ex, st}}, {s0, mt}, {"f32", "f32"}, [&](auto a) {
+      std::string r = e_.Fresh();
+      return L(r + " = arith.addf " + a[1] + ", " + a[0] + " : f32") + L("linalg.yield " + r + " : f32");
+    });
+    std::string pe = e_.Filled(st, "", "f32", "%m");
+    std::string p = e_.Generic({id4, row, id4}, par, {{ex, st}, {sm, mt}}, {pe, st},
+                               {"f32", "f32", "f32"}, [&](auto a) {
+                                 std::string r = e_.Fresh();
+                                 return L(r + " = arith.divf " + a[0] + ", " + a[1] + " : f32") +
+                                        L("linalg.yield " + r + " : f32");
+                               });
+    std::string oz = e_.Filled(q4t, "0.0", "f32", "%m");
+    std::string o4 = e_.Generic(
+        {"(m, a, g, d, s) -> (m, a, g, s)", "(m, a, g, d, s) -> (s, a, d)", "(m, a, g, d, s) -> (m, a, g, d)"},
+        {"parallel", "parallel", "parallel", "parallel", "reduction"}, {{p, st}, {v3, c3t}}, {oz, q4t},
+        {"f32", "f32", "f32"}, [&](auto a) {
+          std::string q = e_.Fresh(), r = e_.Fresh();
+          return L(q + " = arith.mulf " + a[0] + ", " + a[1] + " : f32") +
+                 L(r + " = arith.addf " + a[2] + ", " + q + " : f32") + L("linalg.yield " + r + " : f32");
+        });
+    std::string att = e_.Fresh("att");
+    os_ << "    " << att << " = tensor.collapse_shape " << o4 << " [[0], [1, 2, 3]] : " << q4t
+        << " into " << T({-1, D_}) << "\n";
+    return att;
+  }
+
+  void EmitPrefillLayer() {
+    std::string ct = T({S_, KV_}), xt = T({-1, D_});
+    os_ << "func.func private @prefill_layer(%x: " << xt << ", %kc: " << ct << ", %vc: " << ct
+        << ", %rms_att: " << T({D_}) << ", %wq: " << T({D_, D_}) << ", %wk: " << T({KV_, D_})
+        << ", %wv: " << T({KV_, D_}) << ", %wo: " << T({D_, D_}) << ", %rms_ffn: " << T({D_})
+        << ", %w1: " << T({F_, D_}) << ", %w2: " << T({D_, F_}) << ", %w3: " << T({F_, D_})
+        << ") -> (" << xt << ", " << ct << ", " << ct << ") {\n"
+        << "    %c0 = arith.constant 0 : index\n"
+        << "    %m = tensor.dim %x, %c0 : " << xt << "\n"
+        << "    %m64 = arith.index_cast %m : index to i64\n";
+    std::string xn = RowsRmsNorm("%x", "%rms_att");
+    std::string q = RowsRope(RowsMatMul("%wq", xn, D_, D_), D_);
+    std::string k = RowsRope(RowsMatMul("%wk", xn, KV_, D_), KV_);
+    std::string v = RowsMatMul("%wv", xn, KV_, D_);
+    std::string kc = RowsCacheUpdate("%kc", k), vc = RowsCacheUpdate("%vc", v);
+    std::string att = RowsAttention(q, kc, vc);
+    std::string x2 = RowsBinary("%x", RowsMatMul("%wo", att, D_, D_), D_, "arith.addf");
+    std::string xn2 = RowsRmsNorm(x2, "%rms_ffn");
+    std::string h1 = RowsMatMul("%w1", xn2, F_, D_), h3 = RowsMatMul("%w3", xn2, F_, D_);
+    std::string ft = T({-1, F_});
+    std::string ge = e_.Filled(ft, "", "f32", "%m");
+    std::string g = e_.Generic({"(m, i) -> (m, i)", "(m, i) -> (m, i)", "(m, i) -> (m, i)"},
+                               {"parallel", "parallel"}, {{h1, ft}, {h3, ft}}, {ge, ft},
+                               {"f32", "f32", "f32"}, [&](auto a) { return SwiGluBody(a); });
+    std::string x3 = RowsBinary(x2, RowsMatMul("%w2", g, D_, F_), D_, "arith.addf");
+    os_ << "    return " << x3 << ", " << kc << ", " << vc << " : " << xt << ", " << ct << ", " << ct
+        << "\n}\n\n";
+  }
+
+  std::string SwiGluBody(const std::vector<std::string>& a) {
+    auto f = [&]() { return e_.Fresh(); };
+    std::string n = f(), ex = f(), one = f(), d = f(), sg = f(), s = f(), r = f();
+    return L(n + " = arith.negf " + a[0] + " : f32") + L(ex + " = math.exp " + n + " : f32") +
+           L(one + " = arith.constant 1.0 : f32") + L(d + " = arith.addf " + one + ", " + ex + " : f32") +
+           L(sg + " = arith.divf " + one + ", " + d + " : f32") +
+           L(s + " = arith.mulf " + a[0] + ", " + sg + " : f32") +
+           L(r + " = arith.mulf " + s + ", " + a[1] + " : f32") + L("linalg.yield " + r + " : f32");
+  }
+
   void EmitLayer() {
     std::string ct = T({S_, KV_});
     os_ << "func.func private @layer(%x: " << T({D_}) << ", %pos: i64, %kc: " << ct
@@ -343,10 +592,58 @@ class ModuleWriter {
         << ct << "\n}\n\n";
   }
 
+  // Final RMSNorm, classifier and the greedy argmax of one [D] vector -> tensor<i64>.
+  std::string Argmax(const std::string& x, const std::vector<std::string>& names) {
+    size_t rms_final = 1 + 9 * c_.n_layers;
+    std::string xf = RmsNorm(x, names[rms_final]);
+    std::string cls = c_.shared_classifier ? names[0] : names[rms_final + 1];
+    std::string logits = MatVec(cls, xf, V_, D_);
+    // The maximum, then the first index holding it (torch.argmax's tie rule).
+    std::string vt = T({V_});
+    std::string m0 = e_.Filled("tensor<f32>", "-3.0e+38", "f32");
+    std::string mx = e_.Generic({"(v) -> (v)", "(v) -> ()"}, {"reduction"}, {{logits, vt}},
+                                {m0, "tensor<f32>"}, {"f32", "f32"}, [&](auto a) {
+                                  std::string r = e_.Fresh();
+                                  return L(r + " = arith.maximumf " + a[1] + ", " + a[0] + " : f32") +
+                                         L("linalg.yield " + r + " : f32");
+                                });
+    std::string i0 = e_.Filled("tensor<i64>", std::to_string(V_), "i64");
+    return e_.Generic({"(v) -> (v)", "(v) -> ()", "(v) -> ()"}, {"reduction"},
+                      {{logits, vt}, {mx, "tensor<f32>"}}, {i0, "tensor<i64>"}, {"f32", "f32", "i64"},
+                      [&](auto a) {
+                        auto f = [&]() { return e_.Fresh(); };
+                        std::string v = f(), vi = f(), eq = f(), mn = f(), r = f();
+                        return L(v + " = linalg.index 0 : index") +
+                               L(vi + " = arith.index_cast " + v + " : index to i64") +
+                               L(eq + " = arith.cmpf oeq, " + a[0] + ", " + a[1] + " : f32") +
+                               L(mn + " = arith.minsi " + a[2] + ", " + vi + " : i64") +
+                               L(r + " = arith.select " + eq + ", " + mn + ", " + a[2] + " : i64") +
+                               L("linalg.yield " + r + " : i64");
+                      });
+  }
+
+  // ids'[i] = i == widx ? am : ids[i]
+  std::string UpdateIds(const std::string& ids, const std::string& am, const std::string& widx) {
+    std::string idt = "tensor<?xi64>";
+    std::string e = e_.Filled(idt, "", "i64", "%n_ids");
+    return e_.Generic({"(i) -> (i)", "(i) -> ()", "(i) -> (i)"}, {"parallel"},
+                      {{ids, idt}, {am, "tensor<i64>"}}, {e, idt}, {"i64", "i64", "i64"}, [&](auto a) {
+                        std::string i = e_.Fresh(), ii = e_.Fresh(), eq = e_.Fresh(), r = e_.Fresh();
+                        return L(i + " = linalg.index 0 : index") +
+                               L(ii + " = arith.index_cast " + i + " : index to i64") +
+                               L(eq + " = arith.cmpi eq, " + ii + ", " + widx + " : i64") +
+                               L(r + " = arith.select " + eq + ", " + a[1] + ", " + a[0] + " : i64") +
+                               L("linalg.yield " + r + " : i64");
+                      });
+  }
+
   void EmitGenerate() {
-    static const char* kLayerWeights[9] = {"rms_att", "wq", "wk", "wv", "wo",
-                                           "rms_ffn", "w1", "w2", "w3"};
     std::vector<WeightTensor> weights = LlamaWeights(c_);
+    os_ << "// The KV-cache length, for runtimes to check prompts against.\n"
+        << "func.func @cache_len() -> tensor<1xi64> {\n";
+    std::string cl = e_.Filled("tensor<1xi64>", std::to_string(S_), "i64");
+    os_ << "    return " << cl << " : tensor<1xi64>\n}\n\n";
+
     os_ << "func.func @generate(%prompt: tensor<?xi64>, %max_new: i64";
     std::vector<std::string> names;
     for (size_t i = 0; i < weights.size(); ++i) {
@@ -357,43 +654,88 @@ class ModuleWriter {
     os_ << ") -> tensor<?xi64> {\n";
     std::string ct = T({S_, KV_});
     int64_t nl = c_.n_layers;
+    auto layer_types = [&](int64_t l) {
+      std::string s;
+      for (int k = 0; k < 9; ++k) s += ", " + T(weights[1 + 9 * l + k].dims);
+      return s;
+    };
+    auto layer_args = [&](int64_t l) {
+      std::string s;
+      for (int k = 0; k < 9; ++k) s += ", " + names[1 + 9 * l + k];
+      return s;
+    };
     os_ << "    %c0 = arith.constant 0 : index\n"
         << "    %n_prompt = tensor.dim %prompt, %c0 : tensor<?xi64>\n"
         << "    %n_prompt64 = arith.index_cast %n_prompt : index to i64\n"
         << "    %n_ids = arith.index_cast %max_new : i64 to index\n"
         << "    %zero64 = arith.constant 0 : i64\n"
-        << "    %tok0 = tensor.extract %prompt[%c0] : tensor<?xi64>\n";
-    std::string ids0 = e_.Filled("tensor<?xi64>", "-1", "i64", "%n_ids");
+        << "    %one64 = arith.constant 1 : i64\n";
     std::vector<std::string> caches;
     for (int64_t i = 0; i < 2 * nl; ++i) caches.push_back(e_.Filled(ct, "0.0", "f32"));
+
+    // Prefill: every prompt token in one pass (M = prompt length) through @prefill_layer.
+    std::string pt = T({-1, D_});
+    std::string pe = e_.Filled(pt, "", "f32", "%n_prompt");
+    std::string x = e_.Generic({"(m, d) -> (m, d)"}, {"parallel", "parallel"}, {}, {pe, pt}, {"f32"},
+                               [&](auto) {
+                                 auto f = [&]() { return e_.Fresh(); };
+                                 std::string m = f(), d = f(), t = f(), ti = f(), v = f();
+                                 return L(m + " = linalg.index 0 : index") +
+                                        L(d + " = linalg.index 1 : index") +
+                                        L(t + " = tensor.extract %prompt[" + m + "] : tensor<?xi64>") +
+                                        L(ti + " = arith.index_cast " + t + " : i64 to index") +
+                                        L(v + " = tensor.extract " + names[0] + "[" + ti + ", " + d +
+                                          "] : " + T({V_, D_})) +
+                                        L("linalg.yield " + v + " : f32");
+                               });
+    for (int64_t l = 0; l < nl; ++l) {
+      std::string r = e_.Fresh("prefill");
+      os_ << "    " << r << ":3 = func.call @prefill_layer(" << x << ", " << caches[2 * l] << ", "
+          << caches[2 * l + 1] << layer_args(l) << ") : (" << pt << ", " << ct << ", " << ct
+          << layer_types(l) << ") -> (" << pt << ", " << ct << ", " << ct << ")\n";
+      x = r + "#0";
+      caches[2 * l] = r + "#1";
+      caches[2 * l + 1] = r + "#2";
+    }
+    os_ << "    %c1_idx = arith.constant 1 : index\n"
+        << "    %last_row = arith.subi %n_prompt, %c1_idx : index\n";
+    std::string xt = T({D_});
+    std::string le = e_.Filled(xt, "", "f32");
+    std::string xl = e_.Generic({"(d) -> (d)"}, {"parallel"}, {}, {le, xt}, {"f32"}, [&](auto) {
+      std::string d = e_.Fresh(), v = e_.Fresh();
+      return L(d + " = linalg.index 0 : index") +
+             L(v + " = tensor.extract " + x + "[%last_row, " + d + "] : " + pt) +
+             L("linalg.yield " + v + " : f32");
+    });
+    std::string am0 = Argmax(xl, names);
+    os_ << "    %first = tensor.extract " << am0 << "[] : tensor<i64>\n"
+        << "    %n0 = arith.minsi %one64, %max_new : i64\n";
+    std::string ids0 = e_.Filled("tensor<?xi64>", "-1", "i64", "%n_ids");
+    std::string ids1 = UpdateIds(ids0, am0, "%zero64");
+
+    // Decode: one token per iteration (M = 1) through @layer.
     std::string types = "i64, i64, i64, tensor<?xi64>";
     for (int64_t i = 0; i < 2 * nl; ++i) types += ", " + ct;
-    int results = 4 + 2 * nl;
-    os_ << "    %r:" << results << " = scf.while (%pos = %zero64, %tok = %tok0, %n = %zero64, %ids = "
-        << ids0;
+    os_ << "    %r:" << 4 + 2 * nl << " = scf.while (%pos = %n_prompt64, %tok = %first, %n = %n0, %ids = "
+        << ids1;
     for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %cache" << i << " = " << caches[i];
     os_ << ") : (" << types << ") -> (" << types << ") {\n"
-        << "    %in_prompt = arith.cmpi slt, %pos, %n_prompt64 : i64\n"
         << "    %below = arith.cmpi slt, %n, %max_new : i64\n"
-        << "    %one64 = arith.constant 1 : i64\n"
         << "    %two64 = arith.constant 2 : i64\n"
         << "    %not_bos = arith.cmpi ne, %tok, %one64 : i64\n"
         << "    %not_eos = arith.cmpi ne, %tok, %two64 : i64\n"
         << "    %live0 = arith.andi %below, %not_bos : i1\n"
         << "    %live = arith.andi %live0, %not_eos : i1\n"
-        << "    %go = arith.ori %in_prompt, %live : i1\n"
         << "    %cache_len = arith.constant " << S_ << " : i64\n"
         << "    %room = arith.cmpi slt, %pos, %cache_len : i64\n"
-        << "    %cond = arith.andi %go, %room : i1\n"
+        << "    %cond = arith.andi %live, %room : i1\n"
         << "    scf.condition(%cond) %pos, %tok, %n, %ids";
     for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %cache" << i;
     os_ << " : " << types << "\n  } do {\n  ^bb0(%bpos: i64, %btok: i64, %bn: i64, %bids: tensor<?xi64>";
     for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %bc" << i << ": " << ct;
     os_ << "):\n";
-    // Token embedding row (a gather inside the kernel).
-    std::string xt = T({D_});
     std::string xe = e_.Filled(xt, "", "f32");
-    std::string x = e_.Generic({"(d) -> (d)"}, {"parallel"}, {}, {xe, xt}, {"f32"}, [&](auto) {
+    std::string xd = e_.Generic({"(d) -> (d)"}, {"parallel"}, {}, {xe, xt}, {"f32"}, [&](auto) {
       std::string d = e_.Fresh(), t = e_.Fresh(), v = e_.Fresh();
       return L(d + " = linalg.index 0 : index") + L(t + " = arith.index_cast %btok : i64 to index") +
              L(v + " = tensor.extract " + names[0] + "[" + t + ", " + d + "] : " + T({V_, D_})) +
@@ -402,70 +744,19 @@ class ModuleWriter {
     std::vector<std::string> new_caches;
     for (int64_t l = 0; l < nl; ++l) {
       std::string r = e_.Fresh("layer");
-      os_ << "    " << r << ":3 = func.call @layer(" << x << ", %bpos, %bc" << 2 * l << ", %bc"
-          << 2 * l + 1;
-      for (int k = 0; k < 9; ++k) os_ << ", " << names[1 + 9 * l + k];
-      os_ << ") : (" << xt << ", i64, " << ct << ", " << ct;
-      for (int k = 0; k < 9; ++k) os_ << ", " << T(weights[1 + 9 * l + k].dims);
-      os_ << ") -> (" << xt << ", " << ct << ", " << ct << ")\n";
-      (void)kLayerWeights;
-      x = r + "#0";
+      os_ << "    " << r << ":3 = func.call @layer(" << xd << ", %bpos, %bc" << 2 * l << ", %bc"
+          << 2 * l + 1 << layer_args(l) << ") : (" << xt << ", i64, " << ct << ", " << ct
+          << layer_types(l) << ") -> (" << xt << ", " << ct << ", " << ct << ")\n";
+      xd = r + "#0";
       new_caches.push_back(r + "#1");
       new_caches.push_back(r + "#2");
     }
-    size_t rms_final = 1 + 9 * nl;
-    std::string xf = RmsNorm(x, names[rms_final]);
-    std::string cls = c_.shared_classifier ? names[0] : names[rms_final + 1];
-    std::string logits = MatVec(cls, xf, V_, D_);
-    // Greedy argmax on the device: the maximum, then the first index holding it.
-    std::string vt = T({V_});
-    std::string m0 = e_.Filled("tensor<f32>", "-3.0e+38", "f32");
-    std::string mx = e_.Generic({"(v) -> (v)", "(v) -> ()"}, {"reduction"}, {{logits, vt}},
-                                {m0, "tensor<f32>"}, {"f32", "f32"}, [&](auto a) {
-                                  std::string r = e_.Fresh();
-                                  return L(r + " = arith.maximumf " + a[1] + ", " + a[0] + " : f32") +
-                                         L("linalg.yield " + r + " : f32");
-                                });
-    std::string i0 = e_.Filled("tensor<i64>", std::to_string(V_), "i64");
-    std::string am = e_.Generic({"(v) -> (v)", "(v) -> ()", "(v) -> ()"}, {"reduction"},
-                                {{logits, vt}, {mx, "tensor<f32>"}}, {i0, "tensor<i64>"},
-                                {"f32", "f32", "i64"}, [&](auto a) {
-                                  auto f = [&]() { return e_.Fresh(); };
-                                  std::string v = f(), vi = f(), eq = f(), mn = f(), r = f();
-                                  return L(v + " = linalg.index 0 : index") +
-                                         L(vi + " = arith.index_cast " + v + " : index to i64") +
-                                         L(eq + " = arith.cmpf oeq, " + a[0] + ", " + a[1] + " : f32") +
-                                         L(mn + " = arith.minsi " + a[2] + ", " + vi + " : i64") +
-                                         L(r + " = arith.select " + eq + ", " + mn + ", " + a[2] + " : i64") +
-                                         L("linalg.yield " + r + " : i64");
-                                });
-    os_ << "    %next = tensor.extract " << am << "[] : tensor<i64>\n"
-        << "    %one = arith.constant 1 : i64\n"
-        << "    %pos1 = arith.addi %bpos, %one : i64\n"
-        << "    %gen = arith.cmpi sge, %pos1, %n_prompt64 : i64\n"
-        << "    %minus1 = arith.constant -1 : i64\n"
-        << "    %widx = arith.select %gen, %bn, %minus1 : i64\n"
-        << "    %n1 = arith.addi %bn, %one : i64\n"
-        << "    %nn = arith.select %gen, %n1, %bn : i64\n"
-        << "    %last = arith.subi %n_prompt64, %one : i64\n"
-        << "    %pidx64 = arith.minsi %pos1, %last : i64\n"
-        << "    %pidx = arith.index_cast %pidx64 : i64 to index\n"
-        << "    %ptok = tensor.extract %prompt[%pidx] : tensor<?xi64>\n"
-        << "    %ntok = arith.select %gen, %next, %ptok : i64\n";
-    std::string idt = "tensor<?xi64>";
-    std::string ide = e_.Filled(idt, "", "i64", "%n_ids");
-    std::string ids = e_.Generic({"(i) -> (i)", "(i) -> ()", "(i) -> (i)"}, {"parallel"},
-                                 {{"%bids", idt}, {am, "tensor<i64>"}}, {ide, idt},
-                                 {"i64", "i64", "i64"}, [&](auto a) {
-                                   std::string i = e_.Fresh(), ii = e_.Fresh(), eq = e_.Fresh(),
-                                               r = e_.Fresh();
-                                   return L(i + " = linalg.index 0 : index") +
-                                          L(ii + " = arith.index_cast " + i + " : index to i64") +
-                                          L(eq + " = arith.cmpi eq, " + ii + ", %widx : i64") +
-                                          L(r + " = arith.select " + eq + ", " + a[1] + ", " + a[0] + " : i64") +
-                                          L("linalg.yield " + r + " : i64");
-                                 });
-    os_ << "    scf.yield %pos1, %ntok, %nn, " << ids;
+    std::string am = Argmax(xd, names);
+    os_ << "    %next = tensor.extract " << am << "[] : tensor<i64>\n";
+    std::string ids = UpdateIds("%bids", am, "%bn");
+    os_ << "    %pos1 = arith.addi %bpos, %one64 : i64\n"
+        << "    %n1 = arith.addi %bn, %one64 : i64\n"
+        << "    scf.yield %pos1, %next, %n1, " << ids;
     for (auto& c : new_caches) os_ << ", " << c;
     os_ << " : " << types << "\n  }\n    return %r#3 : tensor<?xi64>\n}\n";
   }

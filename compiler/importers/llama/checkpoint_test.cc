@@ -98,6 +98,9 @@ TEST_CASE("the emitted program: one layer function called once per layer, one de
   std::string text = EmitLlamaModule(*c, EmitOptions{5});
   CHECK(Count(text, "func.func private @layer(") == 1);
   CHECK(Count(text, "func.call @layer(") == 3);
+  CHECK(Count(text, "func.func private @prefill_layer(%x: tensor<?x8xf32>") == 1);
+  CHECK(Count(text, "func.call @prefill_layer(") == 3);
+  CHECK(Count(text, "func.func @cache_len() -> tensor<1xi64>") == 1);
   CHECK(Count(text, "scf.while") == 1);
   CHECK(Count(text, "func.func @generate(%prompt: tensor<?xi64>, %max_new: i64") == 1);
   CHECK(Count(text, "%w_29: tensor<10x8xf32>") == 1);  // the separate classifier
