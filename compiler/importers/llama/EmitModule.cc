@@ -221,80 +221,92 @@ class ModuleWriter {
     return v;
   }
 
+  // Decode attention over the n = pos + 1 filled positions only (a dynamic extent): the
+  // cached K/V rows are gathered in the kernels (tensor.extract), so the work grows with the
+  // position, not with the cache length.
   std::string Attention(const std::string& q, const std::string& kc, const std::string& vc) {
-    std::string q3t = T({KVH_, G_, HD_}), c3t = T({S_, KVH_, HD_}), st = T({KVH_, G_, S_}),
-                mt = T({KVH_, G_});
-    std::string q3 = e_.Fresh("q"), k3 = e_.Fresh("k"), v3 = e_.Fresh("vv");
+    std::string q3t = T({KVH_, G_, HD_}), st = T({KVH_, G_, -1}), mt = T({KVH_, G_}),
+                ct = T({S_, KV_});
+    std::string q3 = e_.Fresh("q");
     os_ << "    " << q3 << " = tensor.expand_shape " << q << " [[0, 1, 2]] output_shape ["
         << KVH_ << ", " << G_ << ", " << HD_ << "] : " << T({D_}) << " into " << q3t << "\n";
-    for (auto [dst, src] : {std::pair{k3, kc}, std::pair{v3, vc}})
-      os_ << "    " << dst << " = tensor.expand_shape " << src << " [[0], [1, 2]] output_shape ["
-          << S_ << ", " << KVH_ << ", " << HD_ << "] : " << T({S_, KV_}) << " into " << c3t << "\n";
-    // Raw dot products q . k for every cached position.
-    std::string z = e_.Filled(st, "0.0", "f32");
-    std::string sc = e_.Generic(
-        {"(a, g, s, d) -> (a, g, d)", "(a, g, s, d) -> (s, a, d)", "(a, g, s, d) -> (a, g, s)"},
-        {"parallel", "parallel", "parallel", "reduction"}, {{q3, q3t}, {k3, c3t}}, {z, st},
-        {"f32", "f32", "f32"}, [&](auto a) {
-          std::string m = e_.Fresh(), r = e_.Fresh();
-          return L(m + " = arith.mulf " + a[0] + ", " + a[1] + " : f32") +
-                 L(r + " = arith.addf " + a[2] + ", " + m + " : f32") + L("linalg.yield " + r + " : f32");
-        });
+    os_ << "    %one_i = arith.constant 1 : i64\n"
+        << "    %n64 = arith.addi %pos, %one_i : i64\n"
+        << "    %n = arith.index_cast %n64 : i64 to index\n";
+    // cache[s, a * head_size + d] inside a body whose loop dims are named a and d.
+    auto gather = [&](const std::string& cache, int a_dim, int d_dim, int s_dim, std::string* text) {
+      auto f = [&]() { return e_.Fresh(); };
+      std::string a = f(), d = f(), s = f(), hd = f(), ah = f(), col = f(), v = f();
+      *text += L(a + " = linalg.index " + std::to_string(a_dim) + " : index") +
+               L(d + " = linalg.index " + std::to_string(d_dim) + " : index") +
+               L(s + " = linalg.index " + std::to_string(s_dim) + " : index") +
+               L(hd + " = arith.constant " + std::to_string(HD_) + " : index") +
+               L(ah + " = arith.muli " + a + ", " + hd + " : index") +
+               L(col + " = arith.addi " + ah + ", " + d + " : index") +
+               L(v + " = tensor.extract " + cache + "[" + s + ", " + col + "] : " + ct);
+      return v;
+    };
+    std::string z = e_.Filled(st, "0.0", "f32", "%n");
+    std::string sc = e_.Generic({"(a, g, s, d) -> (a, g, d)", "(a, g, s, d) -> (a, g, s)"},
+                                {"parallel", "parallel", "parallel", "reduction"}, {{q3, q3t}}, {z, st},
+                                {"f32", "f32"}, [&](auto a) {
+                                  std::string text;
+                                  std::string k = gather(kc, 0, 3, 2, &text);
+                                  std::string m = e_.Fresh(), r = e_.Fresh();
+                                  return text + L(m + " = arith.mulf " + a[0] + ", " + k + " : f32") +
+                                         L(r + " = arith.addf " + a[1] + ", " + m + " : f32") +
+                                         L("linalg.yield " + r + " : f32");
+                                });
     auto scaled = [&](const std::string& x, std::string* text) {
       std::string c = e_.Fresh(), r = e_.Fresh();
       *text += L(c + " = arith.constant " + FloatLit(std::sqrt(float(HD_))) + " : f32") +
                L(r + " = arith.divf " + x + ", " + c + " : f32");
       return r;
     };
+    const std::string id3 = "(a, g, s) -> (a, g, s)", row = "(a, g, s) -> (a, g)";
+    const std::vector<std::string> red = {"parallel", "parallel", "reduction"},
+                                   par = {"parallel", "parallel", "parallel"};
     std::string m0 = e_.Filled(mt, "-3.0e+38", "f32");
-    std::string mx = e_.Generic({"(a, g, s) -> (a, g, s)", "(a, g, s) -> (a, g)"},
-                                {"parallel", "parallel", "reduction"}, {{sc, st}}, {m0, mt},
+    std::string mx = e_.Generic({id3, row}, red, {{sc, st}}, {m0, mt}, {"f32", "f32"}, [&](auto a) {
+      std::string text;
+      std::string x = scaled(a[0], &text);
+      std::string m = e_.Fresh();
+      return text + L(m + " = arith.maximumf " + a[1] + ", " + x + " : f32") +
+             L("linalg.yield " + m + " : f32");
+    });
+    std::string ee = e_.Filled(st, "", "f32", "%n");
+    std::string ex = e_.Generic({id3, row, id3}, par, {{sc, st}, {mx, mt}}, {ee, st},
+                                {"f32", "f32", "f32"}, [&](auto a) {
+                                  std::string text;
+                                  std::string x = scaled(a[0], &text);
+                                  std::string d = e_.Fresh(), e = e_.Fresh();
+                                  return text + L(d + " = arith.subf " + x + ", " + a[1] + " : f32") +
+                                         L(e + " = math.exp " + d + " : f32") +
+                                         L("linalg.yield " + e + " : f32");
+                                });
+    std::string s0 = e_.Filled(mt, "0.0", "f32");
+    std::string sm = e_.Generic({id3, row}, red, {{ex, st}}, {s0, mt}, {"f32", "f32"}, [&](auto a) {
+      std::string r = e_.Fresh();
+      return L(r + " = arith.addf " + a[1] + ", " + a[0] + " : f32") + L("linalg.yield " + r + " : f32");
+    });
+    std::string pe = e_.Filled(st, "", "f32", "%n");
+    std::string p = e_.Generic({id3, row, id3}, par, {{ex, st}, {sm, mt}}, {pe, st},
+                               {"f32", "f32", "f32"}, [&](auto a) {
+                                 std::string r = e_.Fresh();
+                                 return L(r + " = arith.divf " + a[0] + ", " + a[1] + " : f32") +
+                                        L("linalg.yield " + r + " : f32");
+                               });
+    std::string oz = e_.Filled(q3t, "0.0", "f32");
+    std::string o3 = e_.Generic({"(a, g, d, s) -> (a, g, s)", "(a, g, d, s) -> (a, g, d)"},
+                                {"parallel", "parallel", "parallel", "reduction"}, {{p, st}}, {oz, q3t},
                                 {"f32", "f32"}, [&](auto a) {
                                   std::string text;
-                                  std::string v = Valid(2, &text), x = scaled(a[0], &text);
+                                  std::string v = gather(vc, 0, 2, 3, &text);
                                   std::string m = e_.Fresh(), r = e_.Fresh();
-                                  return text + L(m + " = arith.maximumf " + a[1] + ", " + x + " : f32") +
-                                         L(r + " = arith.select " + v + ", " + m + ", " + a[1] + " : f32") +
+                                  return text + L(m + " = arith.mulf " + a[0] + ", " + v + " : f32") +
+                                         L(r + " = arith.addf " + a[1] + ", " + m + " : f32") +
                                          L("linalg.yield " + r + " : f32");
                                 });
-    std::string ee = e_.Filled(st, "", "f32");
-    std::string ex = e_.Generic(
-        {"(a, g, s) -> (a, g, s)", "(a, g, s) -> (a, g)", "(a, g, s) -> (a, g, s)"},
-        {"parallel", "parallel", "parallel"}, {{sc, st}, {mx, mt}}, {ee, st}, {"f32", "f32", "f32"},
-        [&](auto a) {
-          std::string text;
-          std::string v = Valid(2, &text), x = scaled(a[0], &text);
-          std::string d = e_.Fresh(), ex = e_.Fresh(), z = e_.Fresh(), r = e_.Fresh();
-          return text + L(d + " = arith.subf " + x + ", " + a[1] + " : f32") +
-                 L(ex + " = math.exp " + d + " : f32") + L(z + " = arith.constant 0.0 : f32") +
-                 L(r + " = arith.select " + v + ", " + ex + ", " + z + " : f32") +
-                 L("linalg.yield " + r + " : f32");
-        });
-    std::string s0 = e_.Filled(mt, "0.0", "f32");
-    std::string sm = e_.Generic({"(a, g, s) -> (a, g, s)", "(a, g, s) -> (a, g)"},
-                                {"parallel", "parallel", "reduction"}, {{ex, st}}, {s0, mt},
-                                {"f32", "f32"}, [&](auto a) {
-                                  std::string r = e_.Fresh();
-                                  return L(r + " = arith.addf " + a[1] + ", " + a[0] + " : f32") +
-                                         L("linalg.yield " + r + " : f32");
-                                });
-    std::string pe = e_.Filled(st, "", "f32");
-    std::string p = e_.Generic(
-        {"(a, g, s) -> (a, g, s)", "(a, g, s) -> (a, g)", "(a, g, s) -> (a, g, s)"},
-        {"parallel", "parallel", "parallel"}, {{ex, st}, {sm, mt}}, {pe, st}, {"f32", "f32", "f32"},
-        [&](auto a) {
-          std::string r = e_.Fresh();
-          return L(r + " = arith.divf " + a[0] + ", " + a[1] + " : f32") + L("linalg.yield " + r + " : f32");
-        });
-    std::string oz = e_.Filled(q3t, "0.0", "f32");
-    std::string o3 = e_.Generic(
-        {"(a, g, d, s) -> (a, g, s)", "(a, g, d, s) -> (s, a, d)", "(a, g, d, s) -> (a, g, d)"},
-        {"parallel", "parallel", "parallel", "reduction"}, {{p, st}, {v3, c3t}}, {oz, q3t},
-        {"f32", "f32", "f32"}, [&](auto a) {
-          std::string m = e_.Fresh(), r = e_.Fresh();
-          return L(m + " = arith.mulf " + a[0] + ", " + a[1] + " : f32") +
-                 L(r + " = arith.addf " + a[2] + ", " + m + " : f32") + L("linalg.yield " + r + " : f32");
-        });
     std::string att = e_.Fresh("att");
     os_ << "    " << att << " = tensor.collapse_shape " << o3 << " [[0, 1, 2]] : " << q3t << " into "
         << T({D_}) << "\n";
@@ -622,19 +634,28 @@ class ModuleWriter {
                       });
   }
 
-  // ids'[i] = i == widx ? am : ids[i]
+  // ids'[i] = i == widx ? am : ids[i]; without `ids` (the first id): i == widx ? am : -1.
+  // (Not a -1 fill as an input: that fill would be cloned into the kernel as a temporary
+  // of dynamic size, which the CUDA target does not allocate.)
   std::string UpdateIds(const std::string& ids, const std::string& am, const std::string& widx) {
     std::string idt = "tensor<?xi64>";
     std::string e = e_.Filled(idt, "", "i64", "%n_ids");
-    return e_.Generic({"(i) -> (i)", "(i) -> ()", "(i) -> (i)"}, {"parallel"},
-                      {{ids, idt}, {am, "tensor<i64>"}}, {e, idt}, {"i64", "i64", "i64"}, [&](auto a) {
-                        std::string i = e_.Fresh(), ii = e_.Fresh(), eq = e_.Fresh(), r = e_.Fresh();
-                        return L(i + " = linalg.index 0 : index") +
-                               L(ii + " = arith.index_cast " + i + " : index to i64") +
-                               L(eq + " = arith.cmpi eq, " + ii + ", " + widx + " : i64") +
-                               L(r + " = arith.select " + eq + ", " + a[1] + ", " + a[0] + " : i64") +
-                               L("linalg.yield " + r + " : i64");
-                      });
+    std::vector<std::string> maps = {"(i) -> (i)", "(i) -> ()", "(i) -> (i)"};
+    std::vector<Operand> ins = {{ids, idt}, {am, "tensor<i64>"}};
+    std::vector<std::string> elems = {"i64", "i64", "i64"};
+    if (ids.empty()) {
+      maps.erase(maps.begin());
+      ins.erase(ins.begin());
+      elems.pop_back();
+    }
+    return e_.Generic(maps, {"parallel"}, ins, {e, idt}, elems, [&](auto a) {
+      std::string i = e_.Fresh(), ii = e_.Fresh(), eq = e_.Fresh(), old = e_.Fresh(), r = e_.Fresh();
+      std::string prev = ids.empty() ? old : a[0], id = ids.empty() ? a[0] : a[1];
+      return L(i + " = linalg.index 0 : index") + L(ii + " = arith.index_cast " + i + " : index to i64") +
+             (ids.empty() ? L(old + " = arith.constant -1 : i64") : "") +
+             L(eq + " = arith.cmpi eq, " + ii + ", " + widx + " : i64") +
+             L(r + " = arith.select " + eq + ", " + id + ", " + prev + " : i64") + L("linalg.yield " + r + " : i64");
+    });
   }
 
   void EmitGenerate() {
@@ -710,8 +731,7 @@ class ModuleWriter {
     std::string am0 = Argmax(xl, names);
     os_ << "    %first = tensor.extract " << am0 << "[] : tensor<i64>\n"
         << "    %n0 = arith.minsi %one64, %max_new : i64\n";
-    std::string ids0 = e_.Filled("tensor<?xi64>", "-1", "i64", "%n_ids");
-    std::string ids1 = UpdateIds(ids0, am0, "%zero64");
+    std::string ids1 = UpdateIds("", am0, "%zero64");
 
     // Decode: one token per iteration (M = 1) through @layer.
     std::string types = "i64, i64, i64, tensor<?xi64>";
