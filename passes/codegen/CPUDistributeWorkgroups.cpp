@@ -8,13 +8,11 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/TilingInterface.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "passes/Passes.h"
+#include "passes/codegen/KernelLoweringUtils.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_CPUDISTRIBUTEWORKGROUPS
@@ -89,18 +87,11 @@ class CPUDistributeWorkgroups
 
     SmallVector<OpFoldResult> sizes(iterators.size(), b.getIndexAttr(0));
     sizes[0] = n0 ? OpFoldResult(b.getIndexAttr(*getConstantIntValue(tileV))) : OpFoldResult(tileV);
-    scf::SCFTilingOptions tiling;
-    tiling.setTileSizes(sizes);
-    tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
-    scf::SCFTileAndFuseOptions options;
-    options.setTilingOptions(tiling);
     IRRewriter rewriter(ctx);
-    rewriter.setInsertionPoint(root);
     FailureOr<scf::SCFTileAndFuseResult> tiled =
-        scf::tileConsumerAndFuseProducersUsingSCF(rewriter, root, options);
+        codegen::TileRootAndFuseProducers(rewriter, root, sizes);
     if (failed(tiled)) return 1;  // not tileable: one workgroup runs the whole kernel
     if (tiled->loops.size() != 1) return root->emitError("failed to distribute over workgroups");
-    for (OpResult r : root->getResults()) rewriter.replaceAllUsesWith(r, tiled->replacements[r]);
 
     // One tile per workgroup: [id * tile, min(n0, id * tile + tile)).
     auto loop = cast<scf::ForOp>(tiled->loops[0].getOperation());
@@ -111,11 +102,7 @@ class CPUDistributeWorkgroups
     loop.setLowerBound(lb);
     loop.setUpperBound(ub);
 
-    // The untiled ops and their slices are dead now; the greedy driver erases them.
-    // extract_slice(tensor.empty) -> a tile-sized tensor.empty, so temporaries are per tile.
-    RewritePatternSet patterns(ctx);
-    tensor::populateFoldTensorEmptyPatterns(patterns);
-    (void)applyPatternsGreedily(kernel, std::move(patterns));
+    codegen::CleanUpTiledKernel(kernel);
     return count;
   }
 };

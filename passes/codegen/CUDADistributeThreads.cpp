@@ -12,14 +12,12 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/TilingInterface.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/codegen/CUDAWarpReduce.h"
+#include "passes/codegen/KernelLoweringUtils.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_CUDADISTRIBUTETHREADS
@@ -169,17 +167,10 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     }
     SmallVector<OpFoldResult> tileSizes(iterators.size(), b.getIndexAttr(0));
     for (int64_t d : parallel) tileSizes[d] = b.getIndexAttr(d == fastest ? vector : 1);
-    scf::SCFTilingOptions tiling;
-    tiling.setTileSizes(tileSizes);
-    tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
-    scf::SCFTileAndFuseOptions options;
-    options.setTilingOptions(tiling);
     IRRewriter rewriter(ctx);
-    rewriter.setInsertionPoint(root);
     FailureOr<scf::SCFTileAndFuseResult> tiled =
-        scf::tileConsumerAndFuseProducersUsingSCF(rewriter, root, options);
+        codegen::TileRootAndFuseProducers(rewriter, root, tileSizes);
     if (failed(tiled) || tiled->loops.size() != parallel.size()) return fail();
-    for (OpResult r : root->getResults()) rewriter.replaceAllUsesWith(r, tiled->replacements[r]);
 
     Location loc = kernel.getLoc();
     DenseMap<int64_t, Value> coordinate;
@@ -215,9 +206,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     }
 
     // Dead untiled ops go; extract_slice(tensor.empty) becomes a point-sized temporary.
-    RewritePatternSet patterns(ctx);
-    tensor::populateFoldTensorEmptyPatterns(patterns);
-    (void)applyPatternsGreedily(kernel, std::move(patterns));
+    codegen::CleanUpTiledKernel(kernel);
 
     // Every op that computes must now sit inside the thread's loops: anything left at the
     // top level would run in every thread over whole tensors (and race on outputs).
