@@ -10,6 +10,7 @@ PACKAGES=(
   lua5.4 libclang-rt-22-dev
   libopenblas-dev
   python3-torch
+  libonnx-dev libprotobuf-dev libonnx-testdata  # ONNX importer (hexir-import) and its node tests
 )
 
 missing=()

@@ -1,0 +1,275 @@
+#include "compiler/importers/onnx/Builder.h"
+
+#include <climits>
+#include <cmath>
+#include <cstring>
+
+namespace hexir::importers::onnx {
+
+int ElementBytes(const std::string& et) {
+  if (et == "f64" || et == "i64") return 8;
+  if (et == "f32" || et == "i32") return 4;
+  if (et == "f16" || et == "bf16" || et == "i16") return 2;
+  return 1;
+}
+
+bool IsFloatType(const std::string& et) { return et[0] == 'f' || et == "bf16"; }
+
+std::string Builder::Fresh() { return "%v" + std::to_string(next_++); }
+
+void Builder::Line(const std::string& text) { out_ << "    " << text << "\n"; }
+
+std::string Builder::TensorType(const Shape& shape, const std::string& et) {
+  std::string s = "tensor<";
+  for (const Dim& d : shape) s += (d.dynamic() ? std::string("?") : std::to_string(d.v)) + "x";
+  return s + et + ">";
+}
+
+std::string Builder::FloatBits(double value, const std::string& et) {
+  char buf[32];
+  if (et == "f64") {
+    uint64_t bits;
+    std::memcpy(&bits, &value, 8);
+    std::snprintf(buf, sizeof buf, "0x%016llX", static_cast<unsigned long long>(bits));
+    return buf;
+  }
+  float f = static_cast<float>(value);
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if (et == "f16" || et == "bf16") {
+    // Rounded through f32; bf16 keeps the high half, f16 is converted by hand.
+    if (et == "bf16") {
+      std::snprintf(buf, sizeof buf, "0x%04X", (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
+      return buf;
+    }
+    uint32_t sign = (bits >> 16) & 0x8000;
+    int exp = static_cast<int>((bits >> 23) & 0xFF) - 127 + 15;
+    uint32_t mant = bits & 0x7FFFFF;
+    uint16_t h;
+    if (((bits >> 23) & 0xFF) == 0xFF) h = sign | 0x7C00 | (mant ? 0x200 : 0);
+    else if (exp >= 31) h = sign | 0x7C00;
+    else if (exp <= 0) h = sign;
+    else h = sign | (exp << 10) | (mant >> 13);
+    std::snprintf(buf, sizeof buf, "0x%04X", h);
+    return buf;
+  }
+  std::snprintf(buf, sizeof buf, "0x%08X", bits);
+  return buf;
+}
+
+std::string Builder::IndexConst(int64_t v) {
+  if (body_depth_ > 0) {
+    std::string n = Fresh();
+    Line(n + " = arith.constant " + std::to_string(v) + " : index");
+    return n;
+  }
+  auto it = index_consts_.find(v);
+  if (it != index_consts_.end()) return it->second;
+  std::string n = Fresh();
+  Line(n + " = arith.constant " + std::to_string(v) + " : index");
+  index_consts_[v] = n;
+  return n;
+}
+
+std::string Builder::ScalarConst(const std::string& et, double v) {
+  std::string n = Fresh();
+  if (IsFloatType(et)) {
+    Line(n + " = arith.constant " + FloatBits(v, et) + " : " + et);
+  } else if (et == "i1") {
+    Line(n + " = arith.constant " + std::string(v != 0 ? "true" : "false"));
+  } else {
+    // Saturate: doubles at or beyond +-2^63 do not convert to int64_t.
+    int64_t i = v >= 9.2233720368547758e18 ? INT64_MAX
+                : v <= -9.2233720368547758e18 ? INT64_MIN
+                                              : static_cast<int64_t>(v);
+    Line(n + " = arith.constant " + std::to_string(i) + " : " + et);
+  }
+  return n;
+}
+
+std::string Builder::DimValue(const Dim& d) { return d.dynamic() ? d.ssa : IndexConst(d.v); }
+
+Dim Builder::DimOf(const Val& v, int64_t i) { return v.shape.at(i); }
+
+static Dim HostIndexOp(Builder& b, const char* op, const Dim& x, const Dim& y) {
+  std::string n = b.Fresh();
+  b.Line(n + " = arith." + op + " " + b.DimValue(x) + ", " + b.DimValue(y) + " : index");
+  return Dim::Dynamic(n);
+}
+
+Dim Builder::Add(const Dim& a, const Dim& b) {
+  if (!a.dynamic() && !b.dynamic()) return Dim::Static(a.v + b.v);
+  if (!b.dynamic() && b.v == 0) return a;
+  if (!a.dynamic() && a.v == 0) return b;
+  return HostIndexOp(*this, "addi", a, b);
+}
+Dim Builder::Sub(const Dim& a, const Dim& b) {
+  if (!a.dynamic() && !b.dynamic()) return Dim::Static(a.v - b.v);
+  if (!b.dynamic() && b.v == 0) return a;
+  return HostIndexOp(*this, "subi", a, b);
+}
+Dim Builder::Mul(const Dim& a, const Dim& b) {
+  if (!a.dynamic() && !b.dynamic()) return Dim::Static(a.v * b.v);
+  if (!b.dynamic() && b.v == 1) return a;
+  if (!a.dynamic() && a.v == 1) return b;
+  return HostIndexOp(*this, "muli", a, b);
+}
+Dim Builder::FloorDiv(const Dim& a, const Dim& b) {
+  if (!a.dynamic() && !b.dynamic()) {
+    if (b.v == 0) throw ImportError("division by zero in a shape computation");
+    int64_t q = a.v / b.v;
+    if ((a.v % b.v != 0) && ((a.v < 0) != (b.v < 0))) --q;
+    return Dim::Static(q);
+  }
+  if (!b.dynamic() && b.v == 1) return a;
+  return HostIndexOp(*this, "divsi", a, b);  // shape values are non-negative
+}
+Dim Builder::Min(const Dim& a, const Dim& b) {
+  if (!a.dynamic() && !b.dynamic()) return Dim::Static(std::min(a.v, b.v));
+  return HostIndexOp(*this, "minsi", a, b);
+}
+Dim Builder::Max(const Dim& a, const Dim& b) {
+  if (!a.dynamic() && !b.dynamic()) return Dim::Static(std::max(a.v, b.v));
+  return HostIndexOp(*this, "maxsi", a, b);
+}
+Dim Builder::Product(const Shape& s, size_t begin, size_t end) {
+  Dim p = Dim::Static(1);
+  for (size_t i = begin; i < end; ++i) p = Mul(p, s[i]);
+  return p;
+}
+
+std::string Builder::DimAsFloat(const Dim& d, const std::string& et) {
+  if (!d.dynamic()) return ScalarConst(et, static_cast<double>(d.v));
+  std::string i = Fresh(), f = Fresh();
+  Line(i + " = arith.index_cast " + d.ssa + " : index to i64");
+  Line(f + " = arith.sitofp " + i + " : i64 to " + et);
+  return f;
+}
+
+std::string Builder::Empty(const Shape& shape, const std::string& et) {
+  std::string args;
+  for (const Dim& d : shape)
+    if (d.dynamic()) args += (args.empty() ? "" : ", ") + d.ssa;
+  std::string n = Fresh();
+  Line(n + " = tensor.empty(" + args + ") : " + TensorType(shape, et));
+  return n;
+}
+
+std::string Builder::Filled(const Shape& shape, const std::string& et, double value) {
+  std::string e = Empty(shape, et);
+  std::string c = ScalarConst(et, value);
+  std::string n = Fresh();
+  std::string t = TensorType(shape, et);
+  Line(n + " = linalg.fill ins(" + c + " : " + et + ") outs(" + e + " : " + t + ") -> " + t);
+  return n;
+}
+
+std::string Builder::Map(int loops, const std::vector<std::string>& results) {
+  std::string s = "affine_map<(";
+  for (int i = 0; i < loops; ++i) s += (i ? ", d" : "d") + std::to_string(i);
+  s += ") -> (";
+  for (size_t i = 0; i < results.size(); ++i) s += (i ? ", " : "") + results[i];
+  return s + ")>";
+}
+
+std::string Builder::IdentityMap(int loops, int first) {
+  std::vector<std::string> r;
+  for (int i = first; i < loops; ++i) r.push_back("d" + std::to_string(i));
+  return Map(loops, r);
+}
+
+std::string Builder::Generic(const std::vector<const Val*>& ins,
+                             const std::vector<std::string>& in_maps, const std::string& out_map,
+                             const Shape& out_shape, const std::string& out_et, int loops,
+                             const std::vector<std::string>& iterators, const std::string& init,
+                             const BodyFn& body) {
+  for (const Dim& d : out_shape)  // nothing to compute (and hexir-compile rejects empty loops)
+    if (!d.dynamic() && d.v == 0) return Empty(out_shape, out_et);
+  std::string out_init = init.empty() ? Empty(out_shape, out_et) : init;
+  std::string out_type = TensorType(out_shape, out_et);
+  std::string maps, iters, in_names, in_types;
+  for (const std::string& m : in_maps) maps += m + ", ";
+  maps += out_map;
+  for (int i = 0; i < loops; ++i) iters += (i ? ", \"" : "\"") + iterators[i] + "\"";
+  for (size_t i = 0; i < ins.size(); ++i) {
+    in_names += (i ? ", " : "") + ins[i]->name;
+    in_types += (i ? ", " : "") + TensorType(*ins[i]);
+  }
+  std::string n = Fresh();
+  std::string head = n + " = linalg.generic {indexing_maps = [" + maps + "], iterator_types = [" +
+                     iters + "]} ";
+  if (!ins.empty()) head += "ins(" + in_names + " : " + in_types + ") ";
+  head += "outs(" + out_init + " : " + out_type + ") {";
+  Line(head);
+  std::vector<std::string> args;
+  std::string bb = "^bb0(";
+  for (size_t i = 0; i <= ins.size(); ++i) {
+    std::string a = Fresh();
+    args.push_back(a);
+    bb += (i ? ", " : "") + a + ": " + (i < ins.size() ? ins[i]->et : out_et);
+  }
+  Line(bb + "):");
+  ++body_depth_;
+  std::string y = body(args);
+  --body_depth_;
+  Line("  linalg.yield " + y + " : " + out_et);
+  Line("} -> " + out_type);
+  return n;
+}
+
+std::string Builder::Bin(const std::string& fop, const std::string& iop, const std::string& a,
+                         const std::string& b, const std::string& et) {
+  const std::string& op = IsFloatType(et) ? fop : iop;
+  if (op.empty()) throw ImportError("operation not defined for element type " + et);
+  std::string n = Fresh();
+  Line(n + " = " + op + " " + a + ", " + b + " : " + et);
+  return n;
+}
+
+std::string Builder::Op1(const std::string& op, const std::string& a, const std::string& et) {
+  std::string n = Fresh();
+  Line(n + " = " + op + " " + a + " : " + et);
+  return n;
+}
+
+std::string Builder::Cmp(const std::string& fpred, const std::string& ipred, const std::string& a,
+                         const std::string& b, const std::string& et) {
+  std::string n = Fresh();
+  if (IsFloatType(et)) Line(n + " = arith.cmpf " + fpred + ", " + a + ", " + b + " : " + et);
+  else Line(n + " = arith.cmpi " + ipred + ", " + a + ", " + b + " : " + et);
+  return n;
+}
+
+std::string Builder::Select(const std::string& c, const std::string& a, const std::string& b,
+                            const std::string& et) {
+  std::string n = Fresh();
+  Line(n + " = arith.select " + c + ", " + a + ", " + b + " : " + et);
+  return n;
+}
+
+std::string Builder::Convert(const std::string& v, const std::string& from, const std::string& to) {
+  if (from == to) return v;
+  std::string n = Fresh();
+  bool ff = IsFloatType(from), tf = IsFloatType(to);
+  if (to == "i1") {
+    std::string z = ScalarConst(from, 0);
+    return Cmp("une", "ne", v, z, from);
+  }
+  if (ff && tf) {
+    Line(n + " = arith." + std::string(ElementBytes(to) > ElementBytes(from) ? "extf " : "truncf ") +
+         v + " : " + from + " to " + to);
+  } else if (ff) {
+    Line(n + " = arith.fptosi " + v + " : " + from + " to " + to);
+  } else if (tf) {
+    Line(n + " = arith." + std::string(from == "i1" ? "uitofp " : "sitofp ") + v + " : " + from +
+         " to " + to);
+  } else {
+    const char* op = ElementBytes(to) > ElementBytes(from) || (from == "i1" && to != "i1")
+                         ? (from == "i1" ? "extui " : "extsi ")
+                         : "trunci ";
+    Line(n + " = arith." + op + v + " : " + from + " to " + to);
+  }
+  return n;
+}
+
+}  // namespace hexir::importers::onnx

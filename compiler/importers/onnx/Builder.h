@@ -1,0 +1,112 @@
+// MLIR text builder used by the ONNX importer: SSA naming, tensor values with static or
+// dynamic dims, host index arithmetic for dynamic dims, and a linalg.generic emitter.
+// Everything is emitted into the single entry block of one func.func, so any value defined
+// earlier dominates later uses (index constants are cached on that basis).
+// Errors are thrown as ImportError and caught at the importer's API boundary.
+// Not thread-safe; one Builder per imported function.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace hexir::importers::onnx {
+
+struct ImportError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// One dimension or index quantity: static (ssa empty, v may be negative in arithmetic) or
+// dynamic (ssa names an `index` value; v is -1).
+struct Dim {
+  int64_t v = 0;
+  std::string ssa;
+  static Dim Static(int64_t v) { return Dim{v, ""}; }
+  static Dim Dynamic(std::string ssa) { return Dim{-1, std::move(ssa)}; }
+  bool dynamic() const { return !ssa.empty(); }
+};
+using Shape = std::vector<Dim>;
+
+// A tensor value. `name` is its SSA name, or empty while it exists only as known contents
+// (`ints`, a shape computation folded at import time) and has not been materialized.
+struct Val {
+  std::string name;
+  std::string et;  // MLIR element type: f32 f64 f16 bf16 i1 i8 i16 i32 i64
+  Shape shape;
+  bool has_ints = false;      // integer contents known (static or symbolic), row-major
+  std::vector<Dim> ints;
+  bool has_floats = false;    // float contents known (constants of <= 4096 elements)
+  std::vector<double> floats;
+  std::string raw;            // little-endian bytes of a constant (re-emit with another shape)
+  bool IsFloat() const { return et[0] == 'f' || et == "bf16"; }
+  int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+};
+
+// Body callback of a generic: gets the block argument names (inputs then outputs) and
+// returns the SSA name of the yielded value(s) (comma-separated for several outputs).
+using BodyFn = std::function<std::string(const std::vector<std::string>& args)>;
+
+class Builder {
+ public:
+  std::string Fresh();                          // "%vN"
+  void Line(const std::string& text);           // one op, indented
+  std::string Text() const { return out_.str(); }
+
+  static std::string TensorType(const Shape& shape, const std::string& et);
+  static std::string TensorType(const Val& v) { return TensorType(v.shape, v.et); }
+  static std::string FloatBits(double value, const std::string& et);  // "0x3F800000"
+
+  // Scalars.
+  std::string IndexConst(int64_t v);                       // cached, entry block only
+  std::string ScalarConst(const std::string& et, double v);  // emitted where called
+  std::string DimValue(const Dim& d);                      // index SSA of a dim
+  Dim DimOf(const Val& v, int64_t i);                      // v.shape[i]
+  // Dim arithmetic (folds when static, host arith on index otherwise).
+  Dim Add(const Dim& a, const Dim& b);
+  Dim Sub(const Dim& a, const Dim& b);
+  Dim Mul(const Dim& a, const Dim& b);
+  Dim FloorDiv(const Dim& a, const Dim& b);  // non-negative operands
+  Dim Min(const Dim& a, const Dim& b);
+  Dim Max(const Dim& a, const Dim& b);
+  Dim Product(const Shape& s, size_t begin, size_t end);
+  // f32/f64 host scalar holding a dim's value (for means over dynamic extents).
+  std::string DimAsFloat(const Dim& d, const std::string& et);
+
+  // Tensors.
+  std::string Empty(const Shape& shape, const std::string& et);
+  std::string Filled(const Shape& shape, const std::string& et, double value);
+  // linalg.generic with one result. `init` empty -> tensor.empty of out shape.
+  std::string Generic(const std::vector<const Val*>& ins, const std::vector<std::string>& in_maps,
+                      const std::string& out_map, const Shape& out_shape,
+                      const std::string& out_et, int loops,
+                      const std::vector<std::string>& iterators, const std::string& init,
+                      const BodyFn& body);
+
+  // Body helpers (typed by element type).
+  std::string Bin(const std::string& fop, const std::string& iop, const std::string& a,
+                  const std::string& b, const std::string& et);
+  std::string Op1(const std::string& op, const std::string& a, const std::string& et);
+  std::string Cmp(const std::string& fpred, const std::string& ipred, const std::string& a,
+                  const std::string& b, const std::string& et);  // -> i1
+  std::string Select(const std::string& c, const std::string& a, const std::string& b,
+                     const std::string& et);
+  std::string Convert(const std::string& v, const std::string& from, const std::string& to);
+
+  static std::string Map(int loops, const std::vector<std::string>& results);
+  static std::string IdentityMap(int loops, int first = 0);
+
+ private:
+  std::ostringstream out_;
+  int next_ = 0;
+  std::map<int64_t, std::string> index_consts_;
+  int body_depth_ = 0;  // > 0 while emitting a generic body: constants are not cached
+};
+
+int ElementBytes(const std::string& et);
+bool IsFloatType(const std::string& et);
+
+}  // namespace hexir::importers::onnx

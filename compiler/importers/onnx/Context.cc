@@ -1,0 +1,636 @@
+#include "compiler/importers/onnx/Context.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace hexir::importers::onnx {
+
+void Context::Fail(const std::string& what) const {
+  std::string where = node ? "node '" + (node->name().empty() ? node->output(0) : node->name()) +
+                                 "' (op " + node->op_type() + "): "
+                           : "";
+  throw ImportError(where + what);
+}
+
+bool Context::HasIn(int i) const { return i < node->input_size() && !node->input(i).empty(); }
+
+Val& Context::In(int i) {
+  if (!HasIn(i)) Fail("missing input " + std::to_string(i));
+  auto it = values.find(node->input(i));
+  if (it == values.end()) Fail("input '" + node->input(i) + "' is not defined");
+  return it->second;
+}
+
+void Context::SetOut(int i, Val v) {
+  if (i < node->output_size() && !node->output(i).empty()) values[node->output(i)] = std::move(v);
+}
+
+static const ::onnx::AttributeProto* FindAttr(const ::onnx::NodeProto* n, const std::string& name) {
+  for (const auto& a : n->attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+bool Context::HasAttr(const std::string& name) const { return FindAttr(node, name) != nullptr; }
+int64_t Context::AttrI(const std::string& name, int64_t def) const {
+  auto* a = FindAttr(node, name);
+  return a ? a->i() : def;
+}
+float Context::AttrF(const std::string& name, float def) const {
+  auto* a = FindAttr(node, name);
+  return a ? a->f() : def;
+}
+std::string Context::AttrS(const std::string& name, const std::string& def) const {
+  auto* a = FindAttr(node, name);
+  return a ? a->s() : def;
+}
+std::vector<int64_t> Context::AttrInts(const std::string& name) const {
+  auto* a = FindAttr(node, name);
+  if (!a) return {};
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+const ::onnx::TensorProto* Context::AttrT(const std::string& name) const {
+  auto* a = FindAttr(node, name);
+  return a && a->has_t() ? &a->t() : nullptr;
+}
+
+std::string Context::ElementType(int t) {
+  switch (t) {
+    case ::onnx::TensorProto::FLOAT: return "f32";
+    case ::onnx::TensorProto::DOUBLE: return "f64";
+    case ::onnx::TensorProto::FLOAT16: return "f16";
+    case ::onnx::TensorProto::BFLOAT16: return "bf16";
+    case ::onnx::TensorProto::INT8: return "i8";
+    case ::onnx::TensorProto::INT16: return "i16";
+    case ::onnx::TensorProto::INT32: return "i32";
+    case ::onnx::TensorProto::INT64: return "i64";
+    case ::onnx::TensorProto::BOOL: return "i1";
+    default: return "";
+  }
+}
+
+static double LoadElement(const std::string& raw, const std::string& et, int64_t i) {
+  const char* p = raw.data() + i * ElementBytes(et);
+  if (et == "f32") { float f; std::memcpy(&f, p, 4); return f; }
+  if (et == "f64") { double d; std::memcpy(&d, p, 8); return d; }
+  if (et == "i64") { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+  if (et == "i32") { int32_t v; std::memcpy(&v, p, 4); return v; }
+  if (et == "i16") { int16_t v; std::memcpy(&v, p, 2); return v; }
+  if (et == "i8") return static_cast<int8_t>(*p);
+  if (et == "i1") return *p != 0;
+  return 0;  // f16/bf16 contents are not folded
+}
+
+Val Context::FromTensorProto(const ::onnx::TensorProto& t) {
+  Val v;
+  v.et = ElementType(t.data_type());
+  if (v.et.empty())
+    Fail("tensor '" + t.name() + "': unsupported element type " + std::to_string(t.data_type()));
+  if (t.data_location() == ::onnx::TensorProto::EXTERNAL)
+    Fail("tensor '" + t.name() + "': external data is not supported");
+  int64_t n = 1;
+  for (int64_t d : t.dims()) {
+    v.shape.push_back(Dim::Static(d));
+    n *= d;
+  }
+  int eb = ElementBytes(v.et);
+  std::string raw;
+  if (t.has_raw_data()) {
+    raw = t.raw_data();
+  } else {
+    raw.resize(n * eb);
+    char* p = raw.data();
+    auto put = [&](int64_t i, const void* src) { std::memcpy(p + i * eb, src, eb); };
+    if (v.et == "f32" && t.float_data_size() == n) {
+      for (int64_t i = 0; i < n; ++i) { float f = t.float_data(i); put(i, &f); }
+    } else if (v.et == "f64" && t.double_data_size() == n) {
+      for (int64_t i = 0; i < n; ++i) { double d = t.double_data(i); put(i, &d); }
+    } else if (v.et == "i64" && t.int64_data_size() == n) {
+      for (int64_t i = 0; i < n; ++i) { int64_t x = t.int64_data(i); put(i, &x); }
+    } else if (t.int32_data_size() == n) {  // i32 i16 i8 bool f16 bf16
+      for (int64_t i = 0; i < n; ++i) {
+        int32_t x = t.int32_data(i);
+        put(i, &x);  // little-endian: the low bytes
+      }
+    } else {
+      Fail("tensor '" + t.name() + "': data does not match its " + std::to_string(n) + " elements");
+    }
+  }
+  if (static_cast<int64_t>(raw.size()) != n * eb)
+    Fail("tensor '" + t.name() + "': raw data has " + std::to_string(raw.size()) + " bytes, expected " +
+         std::to_string(n * eb));
+  if (n <= 4096) {
+    if (v.IsFloat()) {
+      if (v.et == "f32" || v.et == "f64") {
+        v.has_floats = true;
+        for (int64_t i = 0; i < n; ++i) v.floats.push_back(LoadElement(raw, v.et, i));
+      }
+    } else {
+      v.has_ints = true;
+      for (int64_t i = 0; i < n; ++i)
+        v.ints.push_back(Dim::Static(static_cast<int64_t>(LoadElement(raw, v.et, i))));
+    }
+  }
+  v.raw = std::move(raw);
+  if (v.raw.empty() && n > 0) v.raw.assign(n * eb, '\0');
+  return v;
+}
+
+static std::string Hex(const std::string& raw) {
+  static const char* digits = "0123456789ABCDEF";
+  std::string s = "0x";
+  s.reserve(2 + raw.size() * 2);
+  for (unsigned char c : raw) {
+    s += digits[c >> 4];
+    s += digits[c & 15];
+  }
+  return s;
+}
+
+const std::string& Context::Mat(Val& v) {
+  if (!v.name.empty()) return v.name;
+  int64_t n = 1;
+  for (const Dim& d : v.shape) n *= d.dynamic() ? 1 : d.v;
+  std::string type = Builder::TensorType(v);
+  bool static_ints = v.has_ints;
+  for (const Dim& d : v.ints) static_ints = static_ints && !d.dynamic();
+  if (n == 0) {
+    v.name = b.Empty(v.shape, v.et);
+  } else if (v.raw.empty() && v.has_ints && !static_ints) {
+    // Symbolic shape values: element i is a host index; build the tensor from them.
+    std::vector<std::string> elems;
+    for (const Dim& d : v.ints) {
+      std::string e = b.Fresh();
+      b.Line(e + " = arith.index_cast " + b.DimValue(d) + " : index to " + v.et);
+      elems.push_back(e);
+    }
+    int loops = static_cast<int>(v.rank());
+    v.name = b.Generic({}, {}, Builder::IdentityMap(loops), v.shape, v.et, loops,
+                       std::vector<std::string>(loops, "parallel"), "",
+                       [&](const std::vector<std::string>&) {
+                         std::string lin = b.IndexConst(0);
+                         if (loops == 1) {
+                           lin = b.Fresh();
+                           b.Line(lin + " = linalg.index 0 : index");
+                         }
+                         std::string r = elems[0];
+                         for (size_t i = 1; i < elems.size(); ++i) {
+                           std::string k = b.IndexConst(static_cast<int64_t>(i));
+                           std::string c = b.Fresh();
+                           b.Line(c + " = arith.cmpi eq, " + lin + ", " + k + " : index");
+                           r = b.Select(c, elems[i], r, v.et);
+                         }
+                         return r;
+                       });
+  } else {
+    if (v.raw.empty()) {  // known contents without bytes (folded results)
+      v.raw.resize(n * ElementBytes(v.et));
+      for (int64_t i = 0; i < n; ++i) {
+        char* p = v.raw.data() + i * ElementBytes(v.et);
+        if (v.has_ints) {
+          int64_t x = v.ints[i].v;
+          std::memcpy(p, &x, ElementBytes(v.et));
+        } else if (v.has_floats && v.et == "f32") {
+          float f = static_cast<float>(v.floats[i]);
+          std::memcpy(p, &f, 4);
+        } else if (v.has_floats && v.et == "f64") {
+          std::memcpy(p, &v.floats[i], 8);
+        }
+      }
+    }
+    std::string lit;
+    if (v.et == "i1") {
+      lit = "[";
+      for (int64_t i = 0; i < n; ++i) lit += std::string(i ? ", " : "") + (v.raw[i] ? "true" : "false");
+      lit += "]";
+      if (v.rank() == 0) lit = v.raw[0] ? "true" : "false";
+      // Nested brackets are required for rank > 1: use a splat-free reshape of a 1-D constant.
+      if (v.rank() > 1) {
+        Val flat = v;
+        flat.name.clear();
+        flat.shape = {Dim::Static(n)};
+        std::string f = b.Fresh();
+        b.Line(f + " = arith.constant dense<" + lit + "> : " + Builder::TensorType(flat));
+        flat.name = f;
+        v.name = ReshapeTo(flat, v.shape).name;
+        return v.name;
+      }
+    } else {
+      lit = "\"" + Hex(v.raw) + "\"";
+    }
+    v.name = b.Fresh();
+    b.Line(v.name + " = arith.constant dense<" + lit + "> : " + type);
+  }
+  return v.name;
+}
+
+std::vector<int64_t> Context::ConstInts(Val& v, const char* what) {
+  if (!v.has_ints) Fail(std::string(what) + " must be a constant (initializer or Constant)");
+  std::vector<int64_t> r;
+  for (const Dim& d : v.ints) {
+    if (d.dynamic()) Fail(std::string(what) + " depends on a dynamic dimension");
+    r.push_back(d.v);
+  }
+  return r;
+}
+
+std::vector<double> Context::ConstFloats(Val& v, const char* what) {
+  if (v.has_floats) return v.floats;
+  if (v.has_ints) {
+    std::vector<double> r;
+    for (int64_t x : ConstInts(v, what)) r.push_back(static_cast<double>(x));
+    return r;
+  }
+  Fail(std::string(what) + " must be a constant");
+}
+
+int64_t Context::NormAxis(int64_t axis, int64_t rank) const {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+    Fail("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+Shape Context::BroadcastShapes(Builder& b, const std::vector<const Val*>& vs) {
+  int64_t rank = 0;
+  for (const Val* v : vs) rank = std::max(rank, v->rank());
+  Shape out(rank, Dim::Static(1));
+  for (const Val* v : vs) {
+    int64_t off = rank - v->rank();
+    for (int64_t i = 0; i < v->rank(); ++i) {
+      const Dim& d = v->shape[i];
+      Dim& o = out[off + i];
+      if (!d.dynamic() && d.v == 1) continue;
+      if (!o.dynamic() && o.v == 1) { o = d; continue; }
+      if (!o.dynamic() && !d.dynamic() && o.v != d.v)
+        throw ImportError("shapes cannot be broadcast: " + std::to_string(o.v) + " vs " +
+                          std::to_string(d.v));
+      if (o.dynamic() && !d.dynamic()) o = d;  // prefer the static extent
+    }
+  }
+  return out;
+}
+
+std::string Context::BroadcastMap(const Val& v, const Shape& out) {
+  int64_t off = static_cast<int64_t>(out.size()) - v.rank();
+  std::vector<std::string> r;
+  for (int64_t i = 0; i < v.rank(); ++i) {
+    const Dim& d = v.shape[i];
+    const Dim& o = out[off + i];
+    bool unit = !d.dynamic() && d.v == 1 && !(!o.dynamic() && o.v == 1);
+    r.push_back(unit ? "0" : "d" + std::to_string(off + i));
+  }
+  return Builder::Map(static_cast<int>(out.size()), r);
+}
+
+Val Context::Elementwise(std::vector<Val*> ins, const std::string& out_et, const BodyFn& body) {
+  std::vector<const Val*> cins(ins.begin(), ins.end());
+  Shape out = BroadcastShapes(b, cins);
+  std::vector<std::string> maps;
+  for (Val* v : ins) {
+    Mat(*v);
+    maps.push_back(BroadcastMap(*v, out));
+  }
+  int loops = static_cast<int>(out.size());
+  Val r;
+  r.et = out_et;
+  r.shape = out;
+  r.name = b.Generic(cins, maps, Builder::IdentityMap(loops), out, out_et, loops,
+                     std::vector<std::string>(loops, "parallel"), "", body);
+  return r;
+}
+
+Val Context::Reduce(Val& x, std::vector<int64_t> axes, bool keepdims, const std::string& kind) {
+  int64_t rank = x.rank();
+  if (axes.empty())
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  std::vector<bool> red(rank, false);
+  for (int64_t a : axes) red[NormAxis(a, rank)] = true;
+  Shape out;
+  std::vector<std::string> out_map, iters;
+  for (int64_t i = 0; i < rank; ++i) {
+    iters.push_back(red[i] ? "reduction" : "parallel");
+    if (!red[i]) {
+      out.push_back(x.shape[i]);
+      out_map.push_back("d" + std::to_string(i));
+    }
+  }
+  const std::string et = x.et;
+  bool fl = x.IsFloat();
+  double init = 0;
+  if (kind == "max") init = fl ? -INFINITY : static_cast<double>(INT64_MIN);
+  if (kind == "min") init = fl ? INFINITY : static_cast<double>(INT64_MAX);
+  if (kind == "prod") init = 1;
+  if (!fl && (kind == "max" || kind == "min")) {
+    int bits = ElementBytes(et) * 8;
+    init = kind == "max" ? -std::ldexp(1.0, bits - 1) : std::ldexp(1.0, bits - 1) - 1;
+  }
+  // Host scalars used in bodies are defined before the producing generic: hexir-compile's
+  // elementwise fusion moves a consumer into its producer's region.
+  Dim count = Dim::Static(1);
+  for (int64_t i = 0; i < rank; ++i)
+    if (red[i]) count = b.Mul(count, x.shape[i]);
+  std::string cf = kind == "mean" && count.dynamic() ? b.DimAsFloat(count, et) : "";
+  Mat(x);
+  std::string filled = b.Filled(out, et, init);
+  int loops = static_cast<int>(rank);
+  Val r;
+  r.et = et;
+  r.shape = out;
+  r.name = b.Generic({&x}, {Builder::IdentityMap(loops)}, Builder::Map(loops, out_map), out, et,
+                     loops, iters, filled, [&](const std::vector<std::string>& a) {
+                       std::string v = a[0];
+                       if (kind == "sumsquare" || kind == "l2") v = b.Bin("arith.mulf", "arith.muli", v, v, et);
+                       if (kind == "l1") v = b.Op1(fl ? "math.absf" : "math.absi", v, et);
+                       if (kind == "max") return b.Bin("arith.maximumf", "arith.maxsi", a[1], v, et);
+                       if (kind == "min") return b.Bin("arith.minimumf", "arith.minsi", a[1], v, et);
+                       if (kind == "prod") return b.Bin("arith.mulf", "arith.muli", a[1], v, et);
+                       if (kind == "logsumexp") v = b.Op1("math.exp", v, et);
+                       return b.Bin("arith.addf", "arith.addi", a[1], v, et);
+                     });
+  if (kind == "mean") {
+    if (!fl) Fail("ReduceMean on integers is not supported");
+    r = Elementwise({&r}, et, [&](const std::vector<std::string>& a) {
+      std::string n = cf.empty() ? b.ScalarConst(et, static_cast<double>(count.v)) : cf;
+      return b.Bin("arith.divf", "", a[0], n, et);
+    });
+  } else if (kind == "logsum" || kind == "logsumexp" || kind == "l2") {
+    r = Elementwise({&r}, et, [&](const std::vector<std::string>& a) {
+      return b.Op1(kind == "l2" ? "math.sqrt" : "math.log", a[0], et);
+    });
+  }
+  if (keepdims) {
+    Shape kept;
+    for (int64_t i = 0; i < rank; ++i) kept.push_back(red[i] ? Dim::Static(1) : x.shape[i]);
+    r = ReshapeTo(r, kept);
+  }
+  return r;
+}
+
+// True when a and b are the same extent (equal static values or the same SSA value).
+static bool SameDim(const Dim& a, const Dim& b) {
+  return a.dynamic() == b.dynamic() && (a.dynamic() ? a.ssa == b.ssa : a.v == b.v);
+}
+
+Val Context::ReshapeTo(Val& x, const Shape& target) {
+  Val r;
+  r.et = x.et;
+  r.shape = target;
+  bool xs = true, ts = true;
+  int64_t xn = 1, tn = 1;
+  for (const Dim& d : x.shape) { xs = xs && !d.dynamic(); xn *= d.dynamic() ? 1 : d.v; }
+  for (const Dim& d : target) { ts = ts && !d.dynamic(); tn *= d.dynamic() ? 1 : d.v; }
+  if (xs && ts && xn != tn)
+    Fail("cannot reshape " + std::to_string(xn) + " elements into " + std::to_string(tn));
+  if (x.name.empty() && (!x.raw.empty() || x.has_ints || x.has_floats)) {
+    bool static_ints = true;
+    for (const Dim& d : x.ints) static_ints = static_ints && !d.dynamic();
+    if (ts && (static_ints || !x.has_ints)) {  // constants: same bytes, new shape
+      r.raw = x.raw;
+      r.has_ints = x.has_ints;
+      r.ints = x.ints;
+      r.has_floats = x.has_floats;
+      r.floats = x.floats;
+      return r;
+    }
+    if (x.has_ints) {
+      r.has_ints = true;
+      r.ints = x.ints;
+      return r;
+    }
+  }
+  Mat(x);
+  if (xs && ts) {
+    bool same = x.rank() == static_cast<int64_t>(target.size());
+    for (size_t i = 0; same && i < target.size(); ++i) same = x.shape[i].v == target[i].v;
+    if (same) return x;
+    std::string flat = x.name, flat_type = Builder::TensorType({Dim::Static(xn)}, x.et);
+    if (x.rank() == 0) {
+      flat = b.Fresh();
+      b.Line(flat + " = tensor.expand_shape " + x.name + " [] output_shape [1] : " +
+             Builder::TensorType(x) + " into " + flat_type);
+    } else if (x.rank() > 1) {
+      std::string re;
+      for (int64_t i = 0; i < x.rank(); ++i) re += (i ? ", " : "") + std::to_string(i);
+      flat = b.Fresh();
+      b.Line(flat + " = tensor.collapse_shape " + x.name + " [[" + re + "]] : " +
+             Builder::TensorType(x) + " into " + flat_type);
+    }
+    if (target.size() == 1) {
+      r.name = flat;
+    } else if (target.empty()) {
+      r.name = b.Fresh();
+      b.Line(r.name + " = tensor.collapse_shape " + flat + " [] : " + flat_type + " into " +
+             Builder::TensorType(r));
+    } else {
+      std::string re, os;
+      for (size_t i = 0; i < target.size(); ++i) {
+        re += (i ? ", " : "") + std::to_string(i);
+        os += (i ? ", " : "") + std::to_string(target[i].v);
+      }
+      r.name = b.Fresh();
+      b.Line(r.name + " = tensor.expand_shape " + flat + " [[" + re + "]] output_shape [" + os +
+             "] : " + flat_type + " into " + Builder::TensorType(r));
+    }
+    return r;
+  }
+  // Dynamic: when only unit dims are inserted or removed, a copy with projected maps.
+  std::vector<int64_t> xs_non1, ts_non1;
+  for (int64_t i = 0; i < x.rank(); ++i)
+    if (x.shape[i].dynamic() || x.shape[i].v != 1) xs_non1.push_back(i);
+  for (size_t i = 0; i < target.size(); ++i)
+    if (target[i].dynamic() || target[i].v != 1) ts_non1.push_back(i);
+  bool unit_only = xs_non1.size() == ts_non1.size();
+  for (size_t i = 0; unit_only && i < xs_non1.size(); ++i)
+    unit_only = SameDim(x.shape[xs_non1[i]], target[ts_non1[i]]);
+  int loops = static_cast<int>(target.size());
+  if (unit_only) {
+    std::vector<std::string> in_map(x.rank(), "0");
+    for (size_t i = 0; i < xs_non1.size(); ++i) in_map[xs_non1[i]] = "d" + std::to_string(ts_non1[i]);
+    r.name = b.Generic({&x}, {Builder::Map(loops, in_map)}, Builder::IdentityMap(loops), target,
+                       x.et, loops, std::vector<std::string>(loops, "parallel"), "",
+                       [](const std::vector<std::string>& a) { return a[0]; });
+    return r;
+  }
+  // General dynamic reshape: linearize the output index, delinearize into the input's.
+  std::vector<std::string> xdims, tdims;
+  for (const Dim& d : x.shape) xdims.push_back(b.DimValue(d));
+  for (const Dim& d : target) tdims.push_back(b.DimValue(d));
+  r.name = b.Generic({}, {}, Builder::IdentityMap(loops), target, x.et, loops,
+                     std::vector<std::string>(loops, "parallel"), "",
+                     [&](const std::vector<std::string>&) {
+                       std::string lin = b.IndexConst(0);
+                       for (int i = 0; i < loops; ++i) {
+                         std::string idx = b.Fresh();
+                         b.Line(idx + " = linalg.index " + std::to_string(i) + " : index");
+                         std::string m = b.Fresh();
+                         b.Line(m + " = arith.muli " + lin + ", " + tdims[i] + " : index");
+                         lin = b.Fresh();
+                         b.Line(lin + " = arith.addi " + m + ", " + idx + " : index");
+                       }
+                       std::vector<std::string> src(x.rank());
+                       for (int64_t j = x.rank() - 1; j >= 0; --j) {
+                         src[j] = b.Fresh();
+                         b.Line(src[j] + " = arith.remui " + lin + ", " + xdims[j] + " : index");
+                         std::string q = b.Fresh();
+                         b.Line(q + " = arith.divui " + lin + ", " + xdims[j] + " : index");
+                         lin = q;
+                       }
+                       std::string e = b.Fresh(), list;
+                       for (size_t j = 0; j < src.size(); ++j) list += (j ? ", " : "") + src[j];
+                       b.Line(e + " = tensor.extract " + x.name + "[" + list + "] : " +
+                              Builder::TensorType(x));
+                       return e;
+                     });
+  return r;
+}
+
+Val Context::Pad(Val& x, const std::vector<Dim>& begin, const std::vector<Dim>& end,
+                 const std::string& mode, double value) {
+  bool any = false;
+  for (size_t i = 0; i < begin.size(); ++i)
+    any = any || begin[i].dynamic() || begin[i].v != 0 || end[i].dynamic() || end[i].v != 0;
+  if (!any) return x;
+  Mat(x);
+  Shape out;
+  for (int64_t i = 0; i < x.rank(); ++i) out.push_back(b.Add(b.Add(x.shape[i], begin[i]), end[i]));
+  std::vector<std::string> dims;
+  for (const Dim& d : x.shape) dims.push_back(b.DimValue(d));
+  std::vector<std::string> pb;
+  for (const Dim& d : begin) pb.push_back(b.DimValue(d));
+  int loops = static_cast<int>(x.rank());
+  Val r;
+  r.et = x.et;
+  r.shape = out;
+  r.name = b.Generic(
+      {}, {}, Builder::IdentityMap(loops), out, x.et, loops,
+      std::vector<std::string>(loops, "parallel"), "", [&](const std::vector<std::string>&) {
+        std::string zero = b.IndexConst(0), one = b.IndexConst(1);
+        std::string valid;
+        std::vector<std::string> src;
+        for (int i = 0; i < loops; ++i) {
+          std::string idx = b.Fresh();
+          b.Line(idx + " = linalg.index " + std::to_string(i) + " : index");
+          if (!begin[i].dynamic() && begin[i].v == 0 && !end[i].dynamic() && end[i].v == 0) {
+            src.push_back(idx);
+            continue;
+          }
+          std::string s = b.Fresh();
+          b.Line(s + " = arith.subi " + idx + ", " + pb[i] + " : index");
+          std::string last = b.Fresh();
+          b.Line(last + " = arith.subi " + dims[i] + ", " + one + " : index");
+          if (mode == "reflect") {  // -s below 0, 2*last - s above last
+            std::string neg = b.Fresh(), lt = b.Fresh(), s1 = b.Fresh(), two = b.Fresh(),
+                        hi = b.Fresh(), gt = b.Fresh(), s2 = b.Fresh();
+            b.Line(neg + " = arith.subi " + zero + ", " + s + " : index");
+            b.Line(lt + " = arith.cmpi slt, " + s + ", " + zero + " : index");
+            b.Line(s1 + " = arith.select " + lt + ", " + neg + ", " + s + " : index");
+            b.Line(two + " = arith.addi " + last + ", " + last + " : index");
+            b.Line(hi + " = arith.subi " + two + ", " + s1 + " : index");
+            b.Line(gt + " = arith.cmpi sgt, " + s1 + ", " + last + " : index");
+            b.Line(s2 + " = arith.select " + gt + ", " + hi + ", " + s1 + " : index");
+            s = s2;
+          }
+          std::string lo = b.Fresh(), c = b.Fresh();
+          b.Line(lo + " = arith.maxsi " + s + ", " + zero + " : index");
+          b.Line(c + " = arith.minsi " + lo + ", " + last + " : index");
+          src.push_back(c);
+          if (mode == "constant") {
+            std::string ok1 = b.Fresh(), ok2 = b.Fresh(), ok = b.Fresh();
+            b.Line(ok1 + " = arith.cmpi sge, " + s + ", " + zero + " : index");
+            b.Line(ok2 + " = arith.cmpi slt, " + s + ", " + dims[i] + " : index");
+            b.Line(ok + " = arith.andi " + ok1 + ", " + ok2 + " : i1");
+            if (valid.empty()) {
+              valid = ok;
+            } else {
+              std::string v2 = b.Fresh();
+              b.Line(v2 + " = arith.andi " + valid + ", " + ok + " : i1");
+              valid = v2;
+            }
+          }
+        }
+        std::string e = b.Fresh(), list;
+        for (size_t j = 0; j < src.size(); ++j) list += (j ? ", " : "") + src[j];
+        b.Line(e + " = tensor.extract " + x.name + "[" + list + "] : " + Builder::TensorType(x));
+        if (valid.empty()) return e;
+        std::string pv = b.ScalarConst(x.et, value);
+        return b.Select(valid, e, pv, x.et);
+      });
+  return r;
+}
+
+Val Context::Transpose(Val& x, const std::vector<int64_t>& perm) {
+  int loops = static_cast<int>(x.rank());
+  std::vector<std::string> in_map(loops);
+  Shape out(loops);
+  for (int i = 0; i < loops; ++i) {
+    in_map[perm[i]] = "d" + std::to_string(i);
+    out[i] = x.shape[perm[i]];
+  }
+  Mat(x);
+  Val r;
+  r.et = x.et;
+  r.shape = out;
+  r.name = b.Generic({&x}, {Builder::Map(loops, in_map)}, Builder::IdentityMap(loops), out, x.et,
+                     loops, std::vector<std::string>(loops, "parallel"), "",
+                     [](const std::vector<std::string>& a) { return a[0]; });
+  return r;
+}
+
+Val Context::MatMul(Val& a0, Val& b0) {
+  Val a = a0, bm = b0;
+  bool squeeze_m = false, squeeze_n = false;
+  if (a.rank() == 1) { a = ReshapeTo(a0, {Dim::Static(1), a0.shape[0]}); squeeze_m = true; }
+  if (bm.rank() == 1) { bm = ReshapeTo(b0, {b0.shape[0], Dim::Static(1)}); squeeze_n = true; }
+  Mat(a);
+  Mat(bm);
+  Val ab = a, bb = bm;  // batch parts for broadcasting
+  ab.shape.resize(a.rank() - 2);
+  bb.shape.resize(bm.rank() - 2);
+  Shape batch = BroadcastShapes(b, {&ab, &bb});
+  int nb = static_cast<int>(batch.size());
+  int loops = nb + 3;
+  auto bmap = [&](const Val& v, const Val& part, const std::string& r0, const std::string& r1) {
+    std::string m = BroadcastMap(part, batch);
+    std::vector<std::string> res;
+    int64_t off = nb - part.rank();
+    for (int64_t i = 0; i < part.rank(); ++i) {
+      bool unit = !part.shape[i].dynamic() && part.shape[i].v == 1 &&
+                  !(!batch[off + i].dynamic() && batch[off + i].v == 1);
+      res.push_back(unit ? "0" : "d" + std::to_string(off + i));
+    }
+    res.push_back(r0);
+    res.push_back(r1);
+    (void)v;
+    (void)m;
+    return Builder::Map(loops, res);
+  };
+  std::string dm = "d" + std::to_string(nb), dn = "d" + std::to_string(nb + 1),
+              dk = "d" + std::to_string(nb + 2);
+  Shape out = batch;
+  out.push_back(a.shape[a.rank() - 2]);
+  out.push_back(bm.shape[bm.rank() - 1]);
+  std::vector<std::string> out_map;
+  for (int i = 0; i < nb + 2; ++i) out_map.push_back("d" + std::to_string(i));
+  std::vector<std::string> iters(nb + 2, "parallel");
+  iters.push_back("reduction");
+  std::string et = a.et;
+  std::string init = b.Filled(out, et, 0);
+  Val r;
+  r.et = et;
+  r.shape = out;
+  r.name = b.Generic({&a, &bm}, {bmap(a, ab, dm, dk), bmap(bm, bb, dk, dn)},
+                     Builder::Map(loops, out_map), out, et, loops, iters, init,
+                     [&](const std::vector<std::string>& x) {
+                       std::string p = b.Bin("arith.mulf", "arith.muli", x[0], x[1], et);
+                       return b.Bin("arith.addf", "arith.addi", x[2], p, et);
+                     });
+  if (squeeze_m || squeeze_n) {
+    Shape s = batch;
+    if (!squeeze_m) s.push_back(out[nb]);
+    if (!squeeze_n) s.push_back(out[nb + 1]);
+    r = ReshapeTo(r, s);
+  }
+  return r;
+}
+
+}  // namespace hexir::importers::onnx

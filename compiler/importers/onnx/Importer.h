@@ -1,0 +1,38 @@
+// ONNX -> MLIR importer: turns an ONNX ModelProto (Debian libonnx-dev, ONNX 1.12) into MLIR
+// text that hexir-compile accepts (func, linalg named/generic, tensor, arith, math).
+//
+// Contract of the produced module:
+//  - one public `func.func @<entry>` (default "main") whose arguments are the graph inputs in
+//    order (inputs that are also initializers are excluded), whose results are the graph
+//    outputs in order; dynamic input dims (dim_param or missing dim_value) are `?`.
+//  - initializers and Constant nodes become `arith.constant dense<"0x...">` (hex bytes).
+//  - shape computations (Shape, Gather, Slice, Concat, Unsqueeze, Cast, arith on shapes) are
+//    folded at import time; dynamic dims become host `index` arithmetic.
+// Errors (unsupported op, attribute, type, malformed model) come back as a Status whose
+// message names the op type and node name. Stateless and thread-compatible.
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+
+namespace onnx {
+class ModelProto;
+}
+
+namespace hexir::importers::onnx {
+
+struct ImportOptions {
+  std::string entry_name = "main";  // name of the generated func.func
+};
+
+// Imports a model file (.onnx protobuf).
+StatusOr<std::string> ImportOnnxFile(const std::string& path, const ImportOptions& options = {});
+// Imports a parsed model. The returned text is a complete `module { ... }`.
+StatusOr<std::string> ImportOnnxModel(const ::onnx::ModelProto& model,
+                                      const ImportOptions& options = {});
+// Same, returning only the func.func (for putting many models into one module).
+StatusOr<std::string> ImportOnnxFunction(const ::onnx::ModelProto& model,
+                                         const ImportOptions& options = {});
+
+}  // namespace hexir::importers::onnx

@@ -1,0 +1,268 @@
+// ONNX importer unit tests: models built here as ModelProtos, checked on the generated IR, on
+// the error messages, and end to end through the real tools against C++ reference loops.
+#include <onnx/onnx_pb.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "compiler/importers/onnx/Importer.h"
+
+namespace {
+
+namespace ox = hexir::importers::onnx;
+
+struct Graph {
+  ::onnx::ModelProto model;
+  ::onnx::GraphProto* g;
+  Graph() {
+    model.set_ir_version(8);
+    auto* op = model.add_opset_import();
+    op->set_domain("");
+    op->set_version(13);
+    g = model.mutable_graph();
+    g->set_name("test");
+  }
+  // dims: -1 = dynamic ("N")
+  void Input(const std::string& name, std::vector<int64_t> dims, int type = ::onnx::TensorProto::FLOAT) {
+    Value(g->add_input(), name, dims, type);
+  }
+  void Output(const std::string& name, std::vector<int64_t> dims, int type = ::onnx::TensorProto::FLOAT) {
+    Value(g->add_output(), name, dims, type);
+  }
+  static void Value(::onnx::ValueInfoProto* v, const std::string& name, std::vector<int64_t> dims, int type) {
+    v->set_name(name);
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(type);
+    for (int64_t d : dims) {
+      auto* dim = tt->mutable_shape()->add_dim();
+      if (d < 0) dim->set_dim_param("N");
+      else dim->set_dim_value(d);
+    }
+  }
+  void InitF(const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(::onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    for (float v : values) t->add_float_data(v);
+  }
+  void InitI(const std::string& name, std::vector<int64_t> values) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(::onnx::TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values) t->add_int64_data(v);
+  }
+  ::onnx::NodeProto* Node(const std::string& op, std::vector<std::string> ins,
+                          std::vector<std::string> outs, const std::string& name = "") {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (auto& i : ins) n->add_input(i);
+    for (auto& o : outs) n->add_output(o);
+    return n;
+  }
+  static void AttrI(::onnx::NodeProto* n, const std::string& name, int64_t v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+};
+
+std::string Sh(const std::string& cmd, int* code) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int st = pclose(p);
+  *code = WEXITSTATUS(st);
+  return out;
+}
+
+std::string Tmp(const std::string& name) {
+  const char* d = std::getenv("TEST_TMPDIR");
+  return std::string(d ? d : "/tmp") + "/" + name;
+}
+
+void Save(const ::onnx::ModelProto& m, const std::string& path) {
+  std::ofstream f(path, std::ios::binary);
+  REQUIRE(m.SerializeToOstream(&f));
+}
+
+std::vector<float> ParseFloats(const std::string& line) {  // "2x3xf32=1 2 3 ..."
+  std::vector<float> v;
+  std::istringstream s(line.substr(line.find('=') + 1));
+  float x;
+  while (s >> x) v.push_back(x);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("unsupported op names the op type and the node") {
+  Graph m;
+  m.Input("x", {2, 3});
+  m.Output("y", {2, 3});
+  m.Node("Relu", {"x"}, {"r"}, "first");
+  m.Node("FancyOp", {"r"}, {"y"}, "my_node");
+  auto r = ox::ImportOnnxModel(m.model);
+  REQUIRE(!r.ok());
+  CHECK(r.status().message().find("'FancyOp'") != std::string::npos);
+  CHECK(r.status().message().find("my_node") != std::string::npos);
+
+  // The tool: one clear line, exit status 1.
+  std::string path = Tmp("fancy.onnx");
+  Save(m.model, path);
+  int code = 0;
+  std::string out = Sh("tools/hexir-import/hexir-import " + path + " -o " + Tmp("fancy.mlir"), &code);
+  CHECK(code == 1);
+  CHECK(out.find("hexir-import: error:") == 0);
+  CHECK(out.find("unsupported op type 'FancyOp'") != std::string::npos);
+  CHECK(std::count(out.begin(), out.end(), '\n') == 1);
+}
+
+TEST_CASE("bad files and kinds are errors, not crashes") {
+  int code = 0;
+  std::string junk = Tmp("junk.onnx");
+  std::ofstream(junk) << "this is not a protobuf \xff\xff\xff";
+  std::string out = Sh("tools/hexir-import/hexir-import " + junk, &code);
+  CHECK(code == 1);
+  CHECK(out.find("not an ONNX model") != std::string::npos);
+  out = Sh("tools/hexir-import/hexir-import " + Tmp("missing.onnx"), &code);
+  CHECK(code == 1);
+  CHECK(out.find("cannot open") != std::string::npos);
+  out = Sh("tools/hexir-import/hexir-import model.xyz", &code);
+  CHECK(code == 1);
+  CHECK(out.find("cannot tell the kind") != std::string::npos);
+
+  Graph m;  // Reshape with a runtime shape operand
+  m.Input("x", {2, 3});
+  m.Input("s", {2}, ::onnx::TensorProto::INT64);
+  m.Output("y", {3, 2});
+  m.Node("Reshape", {"x", "s"}, {"y"}, "rs");
+  auto r = ox::ImportOnnxModel(m.model);
+  REQUIRE(!r.ok());
+  CHECK(r.status().message() == "node 'rs' (op Reshape): the shape must be a constant or computed from shapes");
+}
+
+TEST_CASE("entry signature: graph inputs in order, initializers excluded, dynamic dims kept") {
+  Graph m;
+  m.Input("x", {-1, 4});
+  m.Input("w", {4, 3});  // also an initializer: a weight, not an argument
+  m.InitF("w", {4, 3}, std::vector<float>(12, 0.5f));
+  m.Input("z", {-1, 3});
+  m.Output("y", {-1, 3});
+  m.Node("MatMul", {"x", "w"}, {"xw"});
+  m.Node("Add", {"xw", "z"}, {"y"});
+  auto r = ox::ImportOnnxModel(m.model);
+  REQUIRE(r.ok());
+  CHECK(r->find("func.func @main(%arg0: tensor<?x4xf32>, %arg1: tensor<?x3xf32>) -> (tensor<?x3xf32>)") !=
+        std::string::npos);
+  CHECK(r->find("arith.constant dense<\"0x0000003F") != std::string::npos);  // 0.5f, hex
+}
+
+TEST_CASE("shape computations fold: Shape/Gather/Unsqueeze/Concat/Reshape on a dynamic batch") {
+  Graph m;
+  m.Input("x", {-1, 2, 3});
+  m.Output("y", {-1, 6});
+  m.InitI("zero", {0});
+  m.InitI("minus1", {-1});
+  m.Node("Shape", {"x"}, {"shape"});
+  auto* gather = m.Node("Gather", {"shape", "zero_scalar"}, {"n"});
+  (void)gather;
+  auto* c = m.g->add_initializer();  // 0-D index 0
+  c->set_name("zero_scalar");
+  c->set_data_type(::onnx::TensorProto::INT64);
+  c->add_int64_data(0);
+  m.Node("Unsqueeze", {"n", "zero"}, {"n1"});
+  auto* cat = m.Node("Concat", {"n1", "minus1"}, {"target"});
+  Graph::AttrI(cat, "axis", 0);
+  m.Node("Reshape", {"x", "target"}, {"r"});
+  m.Node("Relu", {"r"}, {"y"});
+  auto r = ox::ImportOnnxModel(m.model);
+  REQUIRE(r.ok());
+  CHECK(r->find("-> (tensor<?x6xf32>)") != std::string::npos);
+  CHECK(r->find("tensor<2xi64>") == std::string::npos);  // no shape tensor materialized
+
+  // End to end with two batch sizes through one module.
+  std::string src = Tmp("fold.mlir"), mod = Tmp("fold.vmfb");
+  std::ofstream(src) << *r;
+  int code = 0;
+  std::string out = Sh("tools/hexir-compile/hexir-compile " + src + " --target=cpu -o " + mod, &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  out = Sh("tools/hexir-run/hexir-run --module=" + mod +
+               " '--input=2x2x3xf32=1 -2 3 -4 5 -6 7 -8 9 -10 11 -12'",
+           &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(out.find("2x6xf32=") == 0);
+  CHECK(ParseFloats(out) == std::vector<float>{1, 0, 3, 0, 5, 0, 7, 0, 9, 0, 11, 0});
+  out = Sh("tools/hexir-run/hexir-run --module=" + mod + " '--input=1x2x3xf32=-1 2 -3 4 -5 6'", &code);
+  REQUIRE(code == 0);
+  CHECK(ParseFloats(out) == std::vector<float>{0, 2, 0, 4, 0, 6});
+}
+
+TEST_CASE("grouped, padded, strided Conv + bias matches a reference loop") {
+  // x: 1x4x5x5, w: 4x2x3x3 (group 2), pads 1, stride 2 -> 1x4x3x3.
+  Graph m;
+  m.Input("x", {1, 4, 5, 5});
+  m.Output("y", {1, 4, 3, 3});
+  std::vector<float> w(4 * 2 * 9), bias = {0.5f, -1, 2, 0};
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(0.37f * i);
+  m.InitF("w", {4, 2, 3, 3}, w);
+  m.InitF("b", {4}, bias);
+  auto* n = m.Node("Conv", {"x", "w", "b"}, {"y"}, "conv");
+  Graph::AttrI(n, "group", 2);
+  for (const char* name : {"pads", "strides"}) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::INTS);
+    int64_t v = std::string(name) == "pads" ? 1 : 2;
+    for (int i = 0; i < (v == 1 ? 4 : 2); ++i) a->add_ints(v);
+  }
+  auto r = ox::ImportOnnxModel(m.model);
+  REQUIRE(r.ok());
+  std::vector<float> x(100);
+  std::string spec = "--input=1x4x5x5xf32=";
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = std::cos(0.11f * i);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g ", x[i]);
+    spec += buf;
+  }
+  std::vector<float> ref(36);
+  for (int f = 0; f < 4; ++f)
+    for (int oh = 0; oh < 3; ++oh)
+      for (int ow = 0; ow < 3; ++ow) {
+        double acc = bias[f];
+        for (int c = 0; c < 2; ++c)
+          for (int kh = 0; kh < 3; ++kh)
+            for (int kw = 0; kw < 3; ++kw) {
+              int ih = oh * 2 + kh - 1, iw = ow * 2 + kw - 1, ic = (f / 2) * 2 + c;
+              if (ih < 0 || ih >= 5 || iw < 0 || iw >= 5) continue;
+              acc += x[(ic * 5 + ih) * 5 + iw] * w[((f * 2 + c) * 3 + kh) * 3 + kw];
+            }
+        ref[(f * 3 + oh) * 3 + ow] = static_cast<float>(acc);
+      }
+  std::string src = Tmp("conv.mlir"), mod = Tmp("conv.vmfb");
+  std::ofstream(src) << *r;
+  int code = 0;
+  std::string out = Sh("tools/hexir-compile/hexir-compile " + src + " --target=cpu -o " + mod, &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  out = Sh("tools/hexir-run/hexir-run --module=" + mod + " '" + spec + "'", &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  std::vector<float> got = ParseFloats(out);
+  REQUIRE(got.size() == ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) CHECK(got[i] == Approx(ref[i]).epsilon(1e-5).margin(1e-5));
+}

@@ -1,0 +1,352 @@
+// ONNX backend node conformance runner (Debian libonnx-testdata).
+//
+// For every test directory (model.onnx + test_data_set_0/{input,output}_*.pb): import the
+// model in-process as function `t<i>`, compile the imported functions in batches into one
+// module per batch with hexir-compile (a failing batch is retried one model at a time),
+// run each with hexir-run on the .pb inputs, compare with the .pb outputs
+// (|a - e| <= atol + rtol * |e|, NaN == NaN, same shape and element type).
+// Prints one table row per test and the summary line
+//   ONNX node tests: N passed, M failed (unsupported: <op types>)
+// With --expected=FILE (one test name per line, '#' comments) the exit status is 1 only
+// when a listed test does not pass; --write-passing=FILE records the passing tests.
+#include <onnx/onnx_pb.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <dirent.h>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#include "compiler/importers/onnx/Context.h"
+#include "compiler/importers/onnx/Importer.h"
+#include "tools/common/tensor_io.h"
+
+namespace {
+
+namespace ox = hexir::importers::onnx;
+using hexir::tools::HostTensor;
+
+struct Test {
+  std::string name, dir;
+  std::string function;       // t<i>
+  std::string mlir;           // imported function text
+  std::vector<std::string> inputs;   // .npy paths
+  std::vector<HostTensor> expected;
+  std::string status = "pass";  // pass | unsupported | import | compile | run | mismatch
+  std::string detail;
+  std::string module;
+};
+
+struct Cmd {
+  int code;
+  std::string out;
+};
+
+Cmd Run(const std::string& cmd) {
+  Cmd r{-1, ""};
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int st = pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::vector<std::string> ListDir(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') names.push_back(e->d_name);
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+int32_t HalType(const std::string& et) {
+  static const std::map<std::string, int32_t> m = {{"f32", 1}, {"f16", 2}, {"bf16", 3}, {"f64", 4},
+                                                   {"i8", 16}, {"i16", 17}, {"i32", 18}, {"i64", 19},
+                                                   {"i1", 20}};
+  auto it = m.find(et);
+  return it == m.end() ? 0 : it->second;
+}
+
+bool LoadTensor(const std::string& path, HostTensor* out, std::string* err) {
+  std::ifstream in(path, std::ios::binary);
+  ::onnx::TensorProto t;
+  if (!in || !t.ParseFromIstream(&in)) {
+    *err = "cannot parse " + path;
+    return false;
+  }
+  try {
+    ox::Context c;
+    ox::Val v = c.FromTensorProto(t);
+    out->element_type = HalType(v.et);
+    out->dims.clear();
+    for (const ox::Dim& d : v.shape) out->dims.push_back(d.v);
+    out->bytes.assign(v.raw.begin(), v.raw.end());
+  } catch (const std::exception& e) {
+    *err = e.what();
+    return false;
+  }
+  return true;
+}
+
+std::string Compare(const HostTensor& a, const HostTensor& e, double rtol, double atol) {
+  if (a.element_type != e.element_type) return "element type differs";
+  if (a.dims != e.dims) return "shape differs";
+  for (int64_t i = 0; i < e.element_count(); ++i) {
+    double x = hexir::tools::ElementAsDouble(a, i), y = hexir::tools::ElementAsDouble(e, i);
+    if (std::isnan(x) && std::isnan(y)) continue;
+    if (std::isinf(y) && x == y) continue;
+    if (!(std::fabs(x - y) <= atol + rtol * std::fabs(y))) {
+      std::ostringstream s;
+      s << "element " << i << ": got " << x << ", expected " << y;
+      return s.str();
+    }
+  }
+  return "";
+}
+
+std::string UnsupportedOp(const std::string& message) {
+  // Importer messages look like "node 'n' (op Foo): ...".
+  size_t p = message.find("(op ");
+  if (p == std::string::npos) return "";
+  size_t e = message.find(')', p);
+  return message.substr(p + 4, e - p - 4);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string data = "/usr/share/libonnx-testdata/data/node";
+  std::string compile = "tools/hexir-compile/hexir-compile", run = "tools/hexir-run/hexir-run";
+  std::string work = "/tmp/hexir-onnx-node", expected_file, write_passing, filter;
+  size_t batch = 40;
+  bool quiet = false;
+  CLI::App app{"ONNX node conformance runner"};
+  app.add_option("--data", data, "folder of node test folders");
+  app.add_option("--hexir-compile", compile);
+  app.add_option("--hexir-run", run);
+  app.add_option("--work", work, "scratch folder");
+  app.add_option("--expected", expected_file, "tests that must pass");
+  app.add_option("--write-passing", write_passing, "write the passing tests here");
+  app.add_option("--filter", filter, "only tests whose name contains this");
+  app.add_option("--batch", batch, "models per compiled module");
+  app.add_flag("--quiet", quiet, "print failing rows only");
+  CLI11_PARSE(app, argc, argv);
+  if (!Exists(data)) {
+    std::printf("HEXIR_SKIPPED: no ONNX node test data at %s (install libonnx-testdata)\n", data.c_str());
+    return 0;
+  }
+  Run("rm -rf " + work + " && mkdir -p " + work);
+
+  std::vector<Test> tests;
+  for (const std::string& name : ListDir(data)) {
+    if (!filter.empty() && name.find(filter) == std::string::npos) continue;
+    std::string dir = data + "/" + name;
+    if (!Exists(dir + "/model.onnx") || !Exists(dir + "/test_data_set_0")) continue;
+    Test t;
+    t.name = name;
+    t.dir = dir;
+    t.function = "t" + std::to_string(tests.size());
+    tests.push_back(t);
+  }
+
+  // Import and load data.
+  std::map<std::string, int> unsupported_ops;  // op types the importer does not lower
+  std::map<std::string, int> limited_ops;      // lowered, but not this attribute/type/operand
+  for (Test& t : tests) {
+    std::ifstream in(t.dir + "/model.onnx", std::ios::binary);
+    ::onnx::ModelProto model;
+    if (!model.ParseFromIstream(&in)) {
+      t.status = "import";
+      t.detail = "cannot parse model.onnx";
+      continue;
+    }
+    ox::ImportOptions opts;
+    opts.entry_name = t.function;
+    auto text = ox::ImportOnnxFunction(model, opts);
+    std::set<int> folded;  // graph inputs turned into initializers
+    if (!text.ok() && (text.status().message().find("must be a constant") != std::string::npos ||
+                       text.status().message().find("computed from shapes") != std::string::npos)) {
+      // Hexir needs shape operands (Reshape shapes, pads, axes...) at compile time: retry with
+      // the test's integer inputs folded into the model as initializers.
+      ::onnx::ModelProto folded_model = model;
+      for (int i = 0; i < model.graph().input_size(); ++i) {
+        const auto& in = model.graph().input(i);
+        int et = in.type().tensor_type().elem_type();
+        std::string pb = t.dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb";
+        if ((et != ::onnx::TensorProto::INT64 && et != ::onnx::TensorProto::INT32) || !Exists(pb))
+          continue;
+        std::ifstream f(pb, std::ios::binary);
+        ::onnx::TensorProto tp;
+        if (!tp.ParseFromIstream(&f)) continue;
+        tp.set_name(in.name());
+        *folded_model.mutable_graph()->add_initializer() = tp;
+        folded.insert(i);
+      }
+      if (!folded.empty()) {
+        auto retry = ox::ImportOnnxFunction(folded_model, opts);
+        if (retry.ok() || UnsupportedOp(retry.status().message()) != UnsupportedOp(text.status().message()) ||
+            retry.status().message() != text.status().message())
+          text = std::move(retry);
+      }
+    }
+    if (!text.ok()) {
+      t.status = "unsupported";
+      t.detail = text.status().message();
+      std::string op = UnsupportedOp(t.detail);
+      if (!op.empty())
+        (t.detail.find("unsupported op type") != std::string::npos ? unsupported_ops : limited_ops)[op]++;
+      continue;
+    }
+    t.mlir = *text;
+    std::string set = t.dir + "/test_data_set_0";
+    std::string err;
+    for (int i = 0; Exists(set + "/input_" + std::to_string(i) + ".pb"); ++i) {
+      if (folded.count(i)) continue;
+      HostTensor h;
+      if (!LoadTensor(set + "/input_" + std::to_string(i) + ".pb", &h, &err) || h.element_type == 0) {
+        t.status = "unsupported";
+        t.detail = "input data: " + err;
+        break;
+      }
+      std::string path = work + "/" + t.function + "_in" + std::to_string(i) + ".npy";
+      if (!hexir::tools::WriteNpy(path, h).ok()) {
+        t.status = "run";
+        t.detail = "cannot write " + path;
+      }
+      t.inputs.push_back(path);
+    }
+    for (int i = 0; t.status == "pass" && Exists(set + "/output_" + std::to_string(i) + ".pb"); ++i) {
+      HostTensor h;
+      if (!LoadTensor(set + "/output_" + std::to_string(i) + ".pb", &h, &err) || h.element_type == 0) {
+        t.status = "unsupported";
+        t.detail = "output data: " + err;
+        break;
+      }
+      t.expected.push_back(h);
+    }
+  }
+
+  // Compile in batches; a failing batch is compiled one model at a time.
+  std::vector<Test*> ready;
+  for (Test& t : tests)
+    if (t.status == "pass") ready.push_back(&t);
+  auto compile_group = [&](const std::vector<Test*>& group, const std::string& stem) {
+    std::string src = work + "/" + stem + ".mlir", out = work + "/" + stem + ".vmfb";
+    std::ofstream f(src);
+    f << "module {\n";
+    for (Test* t : group) f << t->mlir;
+    f << "}\n";
+    f.close();
+    Cmd r = Run(compile + " " + src + " --target=cpu -o " + out);
+    if (r.code != 0) return r.out;
+    for (Test* t : group) t->module = out;
+    return std::string();
+  };
+  for (size_t i = 0; i < ready.size(); i += batch) {
+    std::vector<Test*> group(ready.begin() + i, ready.begin() + std::min(ready.size(), i + batch));
+    if (compile_group(group, "batch" + std::to_string(i)).empty()) continue;
+    for (Test* t : group) {
+      std::string err = compile_group({t}, t->function);
+      if (!err.empty()) {
+        t->status = "compile";
+        size_t p = err.find("error:");
+        t->detail = err.substr(p == std::string::npos ? 0 : p, 300);
+      }
+    }
+  }
+
+  // Run and compare.
+  for (Test* t : ready) {
+    if (t->status != "pass") continue;
+    std::string cmd = run + " --module=" + t->module + " --device=cpu --cpu-threads=0 --function=" + t->function;
+    for (const std::string& in : t->inputs) cmd += " --input=@" + in;
+    std::vector<std::string> outs;
+    for (size_t j = 0; j < t->expected.size(); ++j) {
+      outs.push_back(work + "/" + t->function + "_out" + std::to_string(j) + ".npy");
+      cmd += " --output=@" + outs.back();
+    }
+    Cmd r = Run(cmd);
+    if (r.code != 0) {
+      t->status = "run";
+      t->detail = r.out.substr(0, 300);
+      continue;
+    }
+    for (size_t j = 0; j < outs.size(); ++j) {
+      auto got = hexir::tools::ReadNpy(outs[j]);
+      std::string diff = got.ok() ? Compare(*got, t->expected[j], 1e-3, 1e-5) : got.status().ToString();
+      if (!diff.empty()) {
+        t->status = "mismatch";
+        t->detail = "output " + std::to_string(j) + ": " + diff;
+        break;
+      }
+    }
+  }
+
+  // Report.
+  std::set<std::string> expected;
+  if (!expected_file.empty()) {
+    std::ifstream in(expected_file);
+    if (!in) {
+      std::printf("error: cannot read %s\n", expected_file.c_str());
+      return 1;
+    }
+    std::string line;
+    while (std::getline(in, line))
+      if (!line.empty() && line[0] != '#') expected.insert(line);
+  }
+  int passed = 0, failed = 0;
+  std::vector<std::string> regressions;
+  std::map<std::string, int> by_status;
+  std::printf("%-60s %-11s %s\n", "test", "status", "detail");
+  for (const Test& t : tests) {
+    bool ok = t.status == "pass";
+    ok ? ++passed : ++failed;
+    by_status[t.status]++;
+    if (!ok && expected.count(t.name)) regressions.push_back(t.name);
+    if (quiet && ok) continue;
+    std::string detail = t.detail;
+    std::replace(detail.begin(), detail.end(), '\n', ' ');
+    std::printf("%-60s %-11s %s\n", t.name.c_str(), t.status.c_str(), detail.substr(0, 160).c_str());
+  }
+  if (!write_passing.empty()) {
+    std::ofstream out(write_passing);
+    out << "# ONNX node tests (libonnx-testdata 1.12) that pass; tests/onnx/README.md explains.\n";
+    for (const Test& t : tests)
+      if (t.status == "pass") out << t.name << "\n";
+  }
+  std::printf("\nby status:");
+  for (const auto& [s, n] : by_status) std::printf(" %s=%d", s.c_str(), n);
+  std::string ops;
+  for (const auto& [op, n] : unsupported_ops) ops += (ops.empty() ? "" : ", ") + op;
+  std::string limited;
+  for (const auto& [op, n] : limited_ops) limited += (limited.empty() ? "" : ", ") + op;
+  std::printf("\nops failing on an unsupported attribute, element type or runtime operand: %s",
+              limited.c_str());
+  std::printf("\nONNX node tests: %d passed, %d failed (unsupported: %s)\n", passed, failed, ops.c_str());
+  for (const std::string& r : regressions) std::printf("REGRESSION: %s no longer passes\n", r.c_str());
+  for (const std::string& name : expected)
+    if (std::none_of(tests.begin(), tests.end(), [&](const Test& t) { return t.name == name; }))
+      std::printf("REGRESSION: %s is listed as passing but was not found\n", name.c_str());
+  bool missing = std::any_of(expected.begin(), expected.end(), [&](const std::string& n) {
+    return std::none_of(tests.begin(), tests.end(), [&](const Test& t) { return t.name == n; });
+  });
+  return regressions.empty() && (!missing || !filter.empty()) ? 0 : 1;
+}
