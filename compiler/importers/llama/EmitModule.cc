@@ -196,18 +196,21 @@ class ModuleWriter {
                       });
   }
 
-  // cache'[s, j] = s == pos ? row[j] : cache[s, j]
+  // cache'[s, j] = s == pos ? row[j] : cache[s, j]. The row is read with tensor.extract, not
+  // as a broadcast input: as an input, its producer (matvec, rope) would be fused into this
+  // [S][kv_dim] kernel and recomputed per tile.
   std::string CacheUpdate(const std::string& cache, const std::string& row) {
     std::string t = T({S_, KV_});
     std::string e = e_.Filled(t, "", "f32");
-    return e_.Generic({"(s, j) -> (s, j)", "(s, j) -> (j)", "(s, j) -> (s, j)"},
-                      {"parallel", "parallel"}, {{cache, t}, {row, T({KV_})}}, {e, t},
-                      {"f32", "f32", "f32"}, [&](auto a) {
-                        std::string s = e_.Fresh(), p = e_.Fresh(), eq = e_.Fresh(), r = e_.Fresh();
-                        return L(s + " = linalg.index 0 : index") +
+    return e_.Generic({"(s, j) -> (s, j)", "(s, j) -> (s, j)"}, {"parallel", "parallel"},
+                      {{cache, t}}, {e, t}, {"f32", "f32"}, [&](auto a) {
+                        std::string s = e_.Fresh(), j = e_.Fresh(), p = e_.Fresh(), eq = e_.Fresh(),
+                                    v = e_.Fresh(), r = e_.Fresh();
+                        return L(s + " = linalg.index 0 : index") + L(j + " = linalg.index 1 : index") +
                                L(p + " = arith.index_cast %pos : i64 to index") +
                                L(eq + " = arith.cmpi eq, " + s + ", " + p + " : index") +
-                               L(r + " = arith.select " + eq + ", " + a[1] + ", " + a[0] + " : f32") +
+                               L(v + " = tensor.extract " + row + "[" + j + "] : " + T({KV_})) +
+                               L(r + " = arith.select " + eq + ", " + v + ", " + a[0] + " : f32") +
                                L("linalg.yield " + r + " : f32");
                       });
   }
