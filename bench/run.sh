@@ -56,6 +56,13 @@ else
   )
 fi
 
+# The decode case: a llama2.c checkpoint imported by hexir-import (weights are arguments,
+# filled with a constant by --fill-inputs: the token stream is meaningless, the work per
+# token is the model's). @generate from one BOS token for $DECODE_TOKENS tokens.
+ckpt="${HEXIR_BENCH_CHECKPOINT:-${HEXIR_SHARED_DIR:-$(cd .. && pwd)/shared}/models/stories260K.bin}"
+DECODE_TOKENS="${DECODE_TOKENS:-64}"
+import_bin="${HEXIR_BIN:+$HEXIR_BIN/hexir-import}"; import_bin="${import_bin:-bazel-bin/tools/hexir-import/hexir-import}"
+
 summary="$out/SUMMARY.txt"
 : > "$summary"
 echo "hexir bench suite: device=$device size=$size iterations=$iterations out=$out" | tee -a "$summary"
@@ -89,4 +96,29 @@ for c in "${CASES[@]}"; do
     echo "$name: hexir-bench FAILED: $(tail -n 2 "$out/$name.txt")" | tee -a "$summary"
   fi
 done
+decode_case() {
+  local name=decode_stories260K vmfb="$out/decode_stories260K.$target.vmfb"
+  if [ -n "$only" ] && [[ ",$only," != *",$name,"* ]]; then return; fi
+  if [ "$mode" != run ]; then
+    if [ ! -f "$ckpt" ]; then echo "$name: NOT COMPILED: no checkpoint $ckpt" | tee -a "$summary"; return; fi
+    if ! { "$import_bin" "$ckpt" --cache-len=256 -o "$out/$name.mlir" &&
+           "$compile_bin" "$out/$name.mlir" --target="$target" -o "$vmfb"; } 2> "$out/$name.compile.log"; then
+      echo "$name: NOT COMPILED for $target: $(grep -m1 -i error "$out/$name.compile.log")" | tee -a "$summary"
+      return
+    fi
+    [ "$mode" = compile ] && { echo "$name: compiled $vmfb" | tee -a "$summary"; return; }
+  fi
+  [ -f "$vmfb" ] || { echo "$name: no module $vmfb (not compiled)" | tee -a "$summary"; return; }
+  if "$bench_bin" --module="$vmfb" --device="$device" --function=generate --iterations="$iterations" \
+       --input=1xi64=1 --input=i64="$DECODE_TOKENS" --fill-inputs=0.01 \
+       --trace="$out/$name.trace.json" --roofline="$out/$name.roofline.svg" > "$out/$name.txt" 2>&1; then
+    wall=$(grep -m1 "wall (invoke" "$out/$name.txt" | sed 's/.*: //')
+    busy=$(grep -m1 "device busy per call" "$out/$name.txt" | sed 's/.*: //')
+    calls=$(grep -m1 "per steady call" "$out/$name.txt" | sed 's/.*per steady call: //' | cut -c1-160)
+    echo "$name ($DECODE_TOKENS tokens/call): wall $wall, device busy $busy, $calls" | tee -a "$summary"
+  else
+    echo "$name: hexir-bench FAILED: $(tail -n 2 "$out/$name.txt")" | tee -a "$summary"
+  fi
+}
+decode_case
 echo "reports: $out/<case>.txt, traces: <case>.trace.json, rooflines: <case>.roofline.svg" | tee -a "$summary"

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "hal/api.h"
+#include "hal/element_type.h"
 #include "hal/drivers/cuda/cuda_device.h"
 #include "tools/common/invocation.h"
 #include "tools/hexir-bench/baselines.h"
@@ -62,9 +63,26 @@ CallCounters Delta(const Snapshot& a, const Snapshot& b, double calls) {
 
 // Arguments as VM values: tensors uploaded once (the call measures the program, not uploads).
 StatusOr<std::vector<vm::Variant>> MakeArgs(hal::Device& device, const vm::Function& fn,
-                                            const std::vector<std::string>& specs) {
+                                            std::vector<std::string> specs,
+                                            const std::string& fill) {
   size_t us = fn.signature.find('_');
   std::string kinds = fn.signature.substr(0, us);
+  if (!fill.empty() && specs.size() < kinds.size()) {
+    // The arguments not given: constant tensors of the reflected static types.
+    HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> types, ParseAbiTypes(std::string(fn.attr("abi.args"))));
+    for (size_t i = specs.size(); i < kinds.size(); ++i) {
+      if (i >= types.size()) return InvalidArgument("--fill-inputs: function '", fn.name, "' reflects no type for argument ", i);
+      const AbiType& t = types[i];
+      for (int64_t d : t.dims) {
+        if (d < 0) return InvalidArgument("--fill-inputs: argument ", i, " of '", fn.name, "' has a dynamic shape (", t.text, "); give it with --input");
+      }
+      std::string elem(hal::ElementTypeName(t.element_type));
+      std::string spec;
+      for (int64_t d : t.dims) spec += std::to_string(d) + "x";
+      bool integer = elem[0] == 'i';
+      specs.push_back(spec + elem + "=" + (integer ? std::to_string(std::atoll(fill.c_str())) : fill));
+    }
+  }
   if (specs.size() != kinds.size()) {
     return InvalidArgument("function '", fn.name, "' takes ", kinds.size(), " arguments (",
                            fn.attr("abi.args"), "), got ", specs.size(), " --input");
@@ -128,7 +146,7 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   if (costs.empty()) r.notes.push_back("the module carries no cost metadata (compiled before hexir-annotate-dispatch-costs?)");
   HEXIR_ASSIGN_OR_RETURN(vm::Function fn, session->LookupFunction(o.function));
   hal::Device& device = session->device();
-  HEXIR_ASSIGN_OR_RETURN(std::vector<vm::Variant> args, MakeArgs(device, fn, o.inputs));
+  HEXIR_ASSIGN_OR_RETURN(std::vector<vm::Variant> args, MakeArgs(device, fn, o.inputs, o.fill_inputs));
 
   // One call: invoke (host issues the program) + wait idle (device drains).
   auto call = [&](double* host_s, double* wall_s, Collector* trace, int index) -> Status {

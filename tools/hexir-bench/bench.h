@@ -27,6 +27,9 @@ struct BenchOptions {
   std::string device = "cpu";
   std::string function = "main";
   std::vector<std::string> inputs;  // hexir-run --input syntax
+  // Non-empty: arguments after the given inputs are constant tensors/scalars of their
+  // reflected (static) types filled with this value (e.g. model weights).
+  std::string fill_inputs;
   int iterations = 20;
   int cpu_threads = -1;
   double peak_gbps = 0;    // 0: measure

@@ -220,6 +220,16 @@ TEST_CASE("errors name the problem") {
   REQUIRE(r.status().message().find("/nonexistent.vmfb") != std::string::npos);
 }
 
+TEST_CASE("--fill-inputs makes the missing arguments from the reflected types") {
+  BenchOptions o = GemmOptions();
+  o.inputs = {"512x512xf32=0.01"};
+  o.fill_inputs = "0.02";
+  o.iterations = 2;
+  auto r = RunBench(o);
+  REQUIRE(r.ok());
+  REQUIRE(r->dispatches_per_call == 1);
+}
+
 TEST_CASE("cost metadata: matmul shape parsing") {
   auto s = ParseMatmul("M=1,N=14336,K=4096,B=1,lhs=bf16,rhs=bf16,out=f32");
   REQUIRE(s.ok());

@@ -62,10 +62,16 @@ class CpuBaseline final : public Baseline {
     const int64_t m = s.m, n = s.n, k = s.k;
     std::vector<float> a(m * k, 0.5f), b(k * n, 0.25f), c(m * n, 0.f);
     bool gemv = m == 1 && sgemv_;
+    bool matvec = !gemv && n == 1 && sgemv_;
     if (gemv) *note += std::string(note->empty() ? "" : ", ") + "sgemv (M=1)";
+    if (matvec) *note += std::string(note->empty() ? "" : ", ") + "sgemv (N=1)";
     auto once = [&] {
       for (int64_t i = 0; i < s.batch; ++i) {
-        if (gemv) {
+        if (matvec) {
+          // y(Mx1) = A(MxK) x(Kx1).
+          sgemv_(kRowMajor, kNoTrans, int(m), int(k), 1.f, a.data(), int(k), b.data(), 1, 0.f,
+                 c.data(), 1);
+        } else if (gemv) {
           // y(1xN) = x(1xK) B(KxN)  <=>  y = B^T x.
           sgemv_(kRowMajor, kTrans, int(k), int(n), 1.f, b.data(), int(n), a.data(), 1, 0.f,
                  c.data(), 1);
