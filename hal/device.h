@@ -38,6 +38,12 @@ struct DeviceOptions {
   // CPU inline mode: QueueExecute executes on the calling thread and returns when done
   // (errors are returned directly and also fail the signal semaphores). No queue thread.
   bool cpu_inline = false;
+  // Back-pressure (CPU queued mode, CUDA): QueueExecute blocks while this many submissions
+  // are queued or executing, so a host loop cannot run more than this far ahead of the
+  // device (nor keep more than this many submissions' buffers alive). Lifted while the queue
+  // waits for a semaphore: the submitting thread may be the one that will signal it.
+  // 0 = no cap.
+  uint32_t queue_max_in_flight = 64;
   // Buffer pool (drivers that pool): freed buffers' memory is kept for reuse by later
   // allocations of the same size class, up to this many bytes; 0 disables pooling.
   uint64_t pool_max_cached_bytes = uint64_t{1} << 30;

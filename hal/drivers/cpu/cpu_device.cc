@@ -43,6 +43,7 @@ class CpuDevice final : public Device {
  public:
   explicit CpuDevice(const DeviceOptions& options)
       : inline_(options.cpu_inline),
+        max_in_flight_(options.queue_max_in_flight),
         pool_(options.cpu_worker_count < 0
                   ? static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()))
                   : options.cpu_worker_count),
@@ -60,6 +61,7 @@ class CpuDevice final : public Device {
         stopping_ = true;
       }
       queue_cv_.notify_all();
+      space_cv_.notify_all();
       queue_thread_.join();
     }
   }
@@ -157,6 +159,7 @@ class CpuDevice final : public Device {
       "the buffer is not host memory (allocated by another driver?)";
 
   const bool inline_;
+  const uint32_t max_in_flight_;  // 0: unbounded
   WorkerPool pool_;
   std::shared_ptr<BlockPool> memory_;
   std::vector<void*> scratch_ptrs_;        // bindings beyond the inline ones (executing thread)
@@ -166,8 +169,10 @@ class CpuDevice final : public Device {
   std::mutex mu_;
   std::condition_variable queue_cv_;
   std::condition_variable idle_cv_;
+  std::condition_variable space_cv_;  // back-pressure: a submission left, or the queue stalled
   std::deque<Submission> queue_;
   bool busy_ = false;
+  bool stalled_ = false;  // the executing submission waits for an unsignalled semaphore
   bool stopping_ = false;
   Status first_error_;
   std::thread queue_thread_;
@@ -423,7 +428,14 @@ Status CpuDevice::Submit(const std::vector<SemaphoreValue>& waits,
   }
 
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (max_in_flight_ != 0) {
+      // Back-pressure, lifted while the queue waits on a semaphore: blocking then could
+      // deadlock a host that submits before it signals.
+      space_cv_.wait(lock, [&] {
+        return queue_.size() + (busy_ ? 1 : 0) < max_in_flight_ || stalled_ || stopping_;
+      });
+    }
     queue_.push_back(std::move(s));
   }
   queue_cv_.notify_one();
@@ -432,6 +444,13 @@ Status CpuDevice::Submit(const std::vector<SemaphoreValue>& waits,
 
 Status CpuDevice::AwaitWaits(const std::vector<SemaphoreValue>& waits) {
   for (const SemaphoreValue& w : waits) {
+    auto reached = w.semaphore->Query();
+    if (reached.ok() && *reached >= w.value) continue;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stalled_ = true;
+    }
+    space_cv_.notify_all();
     while (true) {
       // Bounded waits so that a device being destroyed is noticed.
       Status st = w.semaphore->WaitInternal(w.value, std::chrono::milliseconds(20));
@@ -462,6 +481,8 @@ void CpuDevice::QueueMain() {
     s = Submission();  // release refs before reporting idle
     lock.lock();
     busy_ = false;
+    stalled_ = false;
+    space_cv_.notify_one();
     if (queue_.empty()) idle_cv_.notify_all();
   }
 }

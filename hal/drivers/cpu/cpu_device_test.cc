@@ -1,7 +1,10 @@
 #include <dirent.h>
 
 #include <catch2/catch.hpp>
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "hal/api.h"
 #include "hal/drivers/cpu/testing/test_kernels.h"
@@ -375,6 +378,89 @@ TEST_CASE("cpu device: buffers of another driver are refused, never dereferenced
           "queue execute: command 1 uses a buffer that is not host memory (allocated by another driver?)");
   s = dev->QueueExecute({}, cb2, {});  // a refused command buffer is never marked validated
   REQUIRE(s.code() == StatusCode::kInvalidArgument);
+  REQUIRE(dev->WaitIdle().ok());
+}
+
+}  // namespace
+}  // namespace hexir::hal
+
+namespace hexir::hal {
+namespace {
+
+// ---- back-pressure ---------------------------------------------------------------------------
+
+vm::Ref<Device> Queued(uint32_t max_in_flight) {
+  DeviceOptions o;
+  o.cpu_worker_count = 1;
+  o.queue_max_in_flight = max_in_flight;
+  auto d = CreateDevice("cpu", o);
+  REQUIRE(d.ok());
+  return *d;
+}
+
+// The host submits `count` submissions, each filling a fresh 1 MiB buffer 8 times with a
+// 4-byte pattern (device work ~50x the host's), and drops its references at once: each
+// buffer lives exactly as long as its submission is pending. Returns the peak live bytes.
+uint64_t PeakWhileRunningAhead(Device& dev, int count) {
+  constexpr uint64_t kSize = 1 << 20;
+  vm::Ref<Buffer> last;
+  for (int i = 0; i < count; ++i) {
+    auto buf = Buf(dev, kSize);
+    auto cb = *dev.CreateCommandBuffer();
+    for (uint32_t k = 0; k < 8; ++k) REQUIRE(cb->FillBuffer(buf, 0, kSize, 1000 * i + k, 4).ok());
+    REQUIRE(cb->Finalize().ok());
+    REQUIRE(dev.QueueExecute({}, cb, {}).ok());
+    if (i + 1 == count) last = buf;
+  }
+  REQUIRE(dev.WaitIdle().ok());
+  uint32_t word = 0;
+  REQUIRE(dev.ReadBuffer(*last, kSize - 4, &word, 4).ok());
+  CHECK(word == uint32_t(1000 * (count - 1) + 7));  // every fill ran, in order
+  CHECK(dev.stats().buffers_live == 1);              // `last`; the others died with their work
+  return dev.stats().buffer_bytes_peak;
+}
+
+TEST_CASE("cpu queue: at most queue_max_in_flight submissions pending; their buffers bounded") {
+  constexpr uint64_t kMiB = 1 << 20;
+  auto bounded = Queued(4);
+  uint64_t peak = PeakWhileRunningAhead(*bounded, 40);
+  INFO("peak " << peak / kMiB << " MiB");
+  // 4 submissions in flight + the buffer the host is filling in a command.
+  CHECK(peak <= 5 * kMiB);
+  CHECK(bounded->stats().queue_submissions == 40);
+  CHECK(bounded->stats().host_waits == 1);  // blocking for room is not a host wait
+
+  // Control: without the cap the same host loop runs ahead and keeps far more alive, so the
+  // check above measures the cap, not the machine's speed.
+  auto unbounded = Queued(0);
+  uint64_t free_peak = PeakWhileRunningAhead(*unbounded, 40);
+  INFO("uncapped peak " << free_peak / kMiB << " MiB");
+  CHECK(free_peak > 8 * kMiB);
+}
+
+TEST_CASE("cpu queue: the cap is lifted while the queue waits on a semaphore the host signals") {
+  auto dev = Queued(2);
+  auto gate = *dev->CreateSemaphore(0);
+  auto done = *dev->CreateSemaphore(0);
+  std::atomic<bool> submitted{false};
+  // Ten submissions wait for `gate`; the host signals it only after submitting all of them.
+  // A cap that held here would deadlock: the watchdog below opens the gate and fails.
+  std::thread host([&] {
+    for (uint64_t i = 1; i <= 10; ++i) {
+      auto cb = *dev->CreateCommandBuffer();
+      if (!cb->Finalize().ok()) return;
+      if (!dev->QueueExecute({{gate, 1}}, cb, {{done, i}}).ok()) return;
+    }
+    submitted = true;
+  });
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!submitted && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  bool ran_ahead = submitted;
+  REQUIRE(gate->Signal(1).ok());
+  host.join();
+  CHECK(ran_ahead);
+  REQUIRE(done->Wait(10).ok());
   REQUIRE(dev->WaitIdle().ok());
 }
 

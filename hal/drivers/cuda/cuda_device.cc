@@ -75,8 +75,9 @@ struct Submission {
 
 class CudaDevice final : public Device {
  public:
-  CudaDevice(std::shared_ptr<CudaShared> shared, std::string uri)
-      : shared_(std::move(shared)), api_(*shared_->api), uri_(std::move(uri)) {
+  CudaDevice(std::shared_ptr<CudaShared> shared, std::string uri, uint32_t max_in_flight)
+      : shared_(std::move(shared)), api_(*shared_->api), uri_(std::move(uri)),
+        max_in_flight_(max_in_flight) {
     completion_thread_ = std::thread([this] { CompletionMain(); });
     deferred_thread_ = std::thread([this] { DeferredMain(); });
   }
@@ -88,6 +89,7 @@ class CudaDevice final : public Device {
     }
     deferred_cv_.notify_all();
     completion_cv_.notify_all();
+    space_cv_.notify_all();
     deferred_thread_.join();
     completion_thread_.join();
     if (shared_->MakeCurrent().ok()) {
@@ -147,9 +149,11 @@ class CudaDevice final : public Device {
   std::shared_ptr<CudaShared> shared_;
   const CudaApi& api_;
   std::string uri_;
+  const uint32_t max_in_flight_;  // DeviceOptions::queue_max_in_flight (0: no cap)
 
   mutable std::mutex mu_;
   std::condition_variable completion_cv_, deferred_cv_, idle_cv_;
+  std::condition_variable space_cv_;  // back-pressure: a submission completed or was deferred
   std::deque<Submission> deferred_;  // blocked on a host-side semaphore value, in order
   std::deque<Submission> inflight_;  // on the stream, in order, each with its event
   // Highest value each semaphore gets from work already on the stream, until signalled.
@@ -380,12 +384,21 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
   }
   s.waits = waits;
   s.signals = signals;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (max_in_flight_ != 0) {
+    // Back-pressure, lifted while submissions are held back for a semaphore: the blocked
+    // host thread could be the one that will signal it.
+    space_cv_.wait(lock, [&] {
+      return inflight_.size() < max_in_flight_ || !deferred_.empty() || stopping_ ||
+             !lost_.ok();
+    });
+  }
   if (!lost_.ok()) return lost_;
   DeviceCounters::Add(counters()->queue_submissions);
   if (!deferred_.empty() || !WaitsSatisfiedLocked(s.waits)) {
     deferred_.push_back(std::move(s));
     deferred_cv_.notify_one();
+    space_cv_.notify_all();
     return Status::Ok();
   }
   EnqueueLocked(std::move(s));
@@ -421,6 +434,7 @@ void CudaDevice::CompletionMain() {
     lock.lock();
     Submission s = std::move(inflight_.front());
     inflight_.pop_front();
+    space_cv_.notify_one();
     event_pool_.push_back(s.event);
     ++busy_;
     CompleteLocked(s, std::move(status));
@@ -620,7 +634,6 @@ StatusOr<int> DeviceCount() {
 }
 
 StatusOr<vm::Ref<Device>> CreateCudaDevice(int ordinal, const DeviceOptions& options) {
-  (void)options;  // no CUDA options yet
   HEXIR_ASSIGN_OR_RETURN(int count, DeviceCount());
   const CudaApi* api = *LoadCudaApi();
   if (ordinal < 0 || ordinal >= count) {
@@ -640,7 +653,8 @@ StatusOr<vm::Ref<Device>> CreateCudaDevice(int ordinal, const DeviceOptions& opt
   HEXIR_CUDA_RETURN_IF_ERROR(*api, api->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
                              "cuStreamCreate(cuda:", ordinal, ")");
   shared->stream = stream;
-  return vm::Ref<Device>::Adopt(new CudaDevice(std::move(shared), StrCat("cuda:", ordinal)));
+  return vm::Ref<Device>::Adopt(new CudaDevice(std::move(shared), StrCat("cuda:", ordinal),
+                                               options.queue_max_in_flight));
 }
 
 }  // namespace hexir::hal::cuda
