@@ -59,5 +59,6 @@ class Context {
 bool LowerElementwise(Context& c);
 bool LowerNN(Context& c);
 bool LowerShape(Context& c);
+bool LowerExtra(Context& c);
 
 }  // namespace hexir::importers::onnx

@@ -56,7 +56,7 @@ std::string BuildFunction(const ::onnx::ModelProto& model, const ImportOptions& 
     c.node = &n;
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       c.Fail("unsupported op domain '" + n.domain() + "'");
-    if (!LowerShape(c) && !LowerElementwise(c) && !LowerNN(c))
+    if (!LowerShape(c) && !LowerElementwise(c) && !LowerNN(c) && !LowerExtra(c))
       c.Fail("unsupported op type '" + n.op_type() + "'");
     for (const auto& out : n.output())
       if (!out.empty() && !c.values.count(out)) c.Fail("output '" + out + "' is not supported");

@@ -34,6 +34,12 @@ Window Geometry(Context& c, const Val& x, const std::vector<int64_t>& kernel, bo
   if (w.dilations.empty()) w.dilations.assign(w.s, 1);
   std::vector<int64_t> pads = c.AttrInts("pads");
   if (pads.empty()) pads.assign(2 * w.s, 0);
+  if (static_cast<int>(w.strides.size()) != w.s || static_cast<int>(w.dilations.size()) != w.s ||
+      static_cast<int>(pads.size()) != 2 * w.s || x.rank() != w.s + 2)
+    c.Fail("strides/dilations/pads do not match " + std::to_string(w.s) + " spatial dims");
+  for (int i = 0; i < w.s; ++i)
+    if (w.strides[i] < 1 || w.dilations[i] < 1 || kernel[i] < 1)
+      c.Fail("strides, dilations and kernel sizes must be positive");
   std::string auto_pad = c.AttrS("auto_pad", "NOTSET");
   for (int i = 0; i < w.s; ++i) {
     Dim in = x.shape[2 + i];
@@ -92,7 +98,11 @@ void LowerConv(Context& c) {
   }
   int64_t group = c.AttrI("group", 1);
   if (wt.shape[0].dynamic() || wt.shape[1].dynamic()) c.Fail("dynamic weight shape");
-  int64_t F = wt.shape[0].v, Cg = wt.shape[1].v, Fg = F / group;
+  int64_t F = wt.shape[0].v, Cg = wt.shape[1].v;
+  if (group < 1 || F % group != 0 || (!x.shape[1].dynamic() && x.shape[1].v != Cg * group))
+    c.Fail("weights " + std::to_string(F) + "x" + std::to_string(Cg) + " do not fit group " +
+           std::to_string(group) + " and the input channels");
+  int64_t Fg = F / group;
   Window w = Geometry(c, x, kernel, false);
   Val xp = PadSpatial(c, x, w, 0.0);
   c.Mat(xp);
@@ -141,6 +151,7 @@ void LowerConv(Context& c) {
 void LowerPool(Context& c, bool max) {
   Builder& b = c.b;
   Val& x = c.In(0);
+  if (!x.IsFloat()) c.Fail("element type " + x.et + " is not supported");
   std::vector<int64_t> kernel = c.AttrInts("kernel_shape");
   int s = static_cast<int>(kernel.size());
   if (s == 0 || x.rank() != s + 2) c.Fail("kernel_shape does not match the input rank");
@@ -280,6 +291,10 @@ Val PerChannel(Context& c, Val& v, int64_t rank) {
 bool LowerNN(Context& c) {
   const std::string& op = c.node->op_type();
   Builder& b = c.b;
+  if (op == "MatMul" || op == "Gemm") {
+    if (c.In(0).rank() == 0 || c.In(1).rank() == 0) c.Fail("operands must have rank >= 1");
+    if (c.In(0).et != c.In(1).et) c.Fail("operands have different element types");
+  }
   if (op == "MatMul") {
     c.SetOut(0, c.MatMul(c.In(0), c.In(1)));
     return true;

@@ -2,6 +2,7 @@
 // import time, so Shape -> Gather/Slice -> Concat -> Reshape chains become host index math.
 // Ops whose source positions are not affine (Concat, Gather, Pad) read with tensor.extract
 // inside the generic body.
+#include <algorithm>
 #include <climits>
 #include <cmath>
 
@@ -364,6 +365,10 @@ bool LowerShape(Context& c) {
       for (int i = 0; i < n; ++i)
         sizes.push_back(std::min(each, x.shape[axis].v - each * i));
     }
+    int64_t total = 0;
+    for (int64_t s : sizes) total += s;
+    if (static_cast<int>(sizes.size()) != n || total != x.shape[axis].v)
+      c.Fail("split sizes do not match the outputs and the dimension");
     int64_t offset = 0;
     for (int i = 0; i < n; ++i) {
       Shape out = x.shape;
@@ -422,6 +427,10 @@ bool LowerShape(Context& c) {
     std::vector<int64_t> perm = c.AttrInts("perm");
     if (perm.empty())
       for (int64_t i = x.rank() - 1; i >= 0; --i) perm.push_back(i);
+    std::vector<int64_t> sorted = perm;
+    std::sort(sorted.begin(), sorted.end());
+    for (int64_t i = 0; i < static_cast<int64_t>(sorted.size()); ++i)
+      if (sorted[i] != i || static_cast<int64_t>(sorted.size()) != x.rank()) c.Fail("perm is not a permutation");
     c.SetOut(0, c.Transpose(x, perm));
   } else if (op == "Concat") {
     LowerConcat(c);
@@ -463,6 +472,7 @@ bool LowerShape(Context& c) {
   } else if (op == "Tile") {
     Val& x = c.In(0);
     std::vector<int64_t> reps = c.ConstInts(c.In(1), "repeats");
+    if (static_cast<int64_t>(reps.size()) != x.rank()) c.Fail("repeats must have one entry per dim");
     Shape out;
     std::vector<std::string> m;
     for (int64_t i = 0; i < x.rank(); ++i) {

@@ -1,0 +1,306 @@
+// Less common ONNX ops built from the shared helpers: GatherElements, DepthToSpace,
+// SpaceToDepth, Trilu, CumSum, Hardmax, MeanVarianceNormalization.
+#include <climits>
+
+#include "compiler/importers/onnx/Context.h"
+
+namespace hexir::importers::onnx {
+namespace {
+
+using Args = std::vector<std::string>;
+
+std::vector<std::string> Indices(Builder& b, int loops) {
+  std::vector<std::string> idx;
+  for (int i = 0; i < loops; ++i) {
+    idx.push_back(b.Fresh());
+    b.Line(idx.back() + " = linalg.index " + std::to_string(i) + " : index");
+  }
+  return idx;
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s;
+}
+
+Shape StaticShape(Context& c, const Val& x) {
+  for (const Dim& d : x.shape)
+    if (d.dynamic()) c.Fail("dynamic dimensions are not supported by this op");
+  return x.shape;
+}
+
+}  // namespace
+
+bool LowerExtra(Context& c) {
+  const std::string& op = c.node->op_type();
+  Builder& b = c.b;
+  if (op == "GatherElements") {
+    Val& data = c.In(0);
+    Val& ind = c.In(1);
+    int64_t axis = c.NormAxis(c.AttrI("axis", 0), data.rank());
+    if (ind.rank() != data.rank()) c.Fail("indices must have the rank of data");
+    c.Mat(data);
+    c.Mat(ind);
+    int loops = static_cast<int>(ind.rank());
+    std::string dim = b.DimValue(data.shape[axis]), it = ind.et;
+    Val r;
+    r.et = data.et;
+    r.shape = ind.shape;
+    r.name = b.Generic({&ind}, {Builder::IdentityMap(loops)}, Builder::IdentityMap(loops), ind.shape,
+                       data.et, loops, std::vector<std::string>(loops, "parallel"), "",
+                       [&](const Args& a) {
+                         std::vector<std::string> idx = Indices(b, loops);
+                         std::string iv = b.Fresh(), neg = b.Fresh(), w = b.Fresh(), s = b.Fresh();
+                         b.Line(iv + " = arith.index_cast " + a[0] + " : " + it + " to index");
+                         b.Line(neg + " = arith.cmpi slt, " + iv + ", " + b.IndexConst(0) + " : index");
+                         b.Line(w + " = arith.addi " + iv + ", " + dim + " : index");
+                         b.Line(s + " = arith.select " + neg + ", " + w + ", " + iv + " : index");
+                         idx[axis] = s;
+                         std::string e = b.Fresh();
+                         b.Line(e + " = tensor.extract " + data.name + "[" + Join(idx) + "] : " +
+                                Builder::TensorType(data));
+                         return e;
+                       });
+    c.SetOut(0, r);
+    return true;
+  }
+  if (op == "DepthToSpace" || op == "SpaceToDepth") {
+    Val& x = c.In(0);
+    Shape s = StaticShape(c, x);
+    if (x.rank() != 4) c.Fail("expected a 4-D input");
+    int64_t bs = c.AttrI("blocksize", 0);
+    if (bs < 1) c.Fail("blocksize must be positive");
+    int64_t n = s[0].v, ch = s[1].v, h = s[2].v, w = s[3].v;
+    auto S = [](std::vector<int64_t> v) {
+      Shape r;
+      for (int64_t d : v) r.push_back(Dim::Static(d));
+      return r;
+    };
+    Val r;
+    if (op == "DepthToSpace") {
+      if (ch % (bs * bs)) c.Fail("channels not divisible by blocksize^2");
+      int64_t oc = ch / (bs * bs);
+      bool crd = c.AttrS("mode", "DCR") == "CRD";
+      Val t = c.ReshapeTo(x, crd ? S({n, oc, bs, bs, h, w}) : S({n, bs, bs, oc, h, w}));
+      Val p = c.Transpose(t, crd ? std::vector<int64_t>{0, 1, 4, 2, 5, 3}
+                                 : std::vector<int64_t>{0, 3, 4, 1, 5, 2});
+      r = c.ReshapeTo(p, S({n, oc, h * bs, w * bs}));
+    } else {
+      if (h % bs || w % bs) c.Fail("spatial dims not divisible by blocksize");
+      Val t = c.ReshapeTo(x, S({n, ch, h / bs, bs, w / bs, bs}));
+      Val p = c.Transpose(t, {0, 3, 5, 1, 2, 4});
+      r = c.ReshapeTo(p, S({n, ch * bs * bs, h / bs, w / bs}));
+    }
+    c.SetOut(0, r);
+    return true;
+  }
+  if (op == "Trilu") {
+    Val& x = c.In(0);
+    if (x.rank() < 2) c.Fail("expected rank >= 2");
+    int64_t k = c.HasIn(1) ? c.ConstInts(c.In(1), "k")[0] : 0;
+    bool upper = c.AttrI("upper", 1) != 0;
+    std::string et = x.et;
+    int loops = static_cast<int>(x.rank());
+    c.SetOut(0, c.Elementwise({&x}, et, [&](const Args& a) {
+      std::string i = b.Fresh(), j = b.Fresh(), ii = b.Fresh(), jj = b.Fresh(), d = b.Fresh();
+      b.Line(i + " = linalg.index " + std::to_string(loops - 2) + " : index");
+      b.Line(j + " = linalg.index " + std::to_string(loops - 1) + " : index");
+      b.Line(ii + " = arith.index_cast " + i + " : index to i64");
+      b.Line(jj + " = arith.index_cast " + j + " : index to i64");
+      b.Line(d + " = arith.subi " + jj + ", " + ii + " : i64");  // keep when j - i >= k (upper)
+      std::string kk = b.ScalarConst("i64", static_cast<double>(k));
+      std::string keep = b.Cmp("", upper ? "sge" : "sle", d, kk, "i64");
+      return b.Select(keep, a[0], b.ScalarConst(et, 0), et);
+    }));
+    return true;
+  }
+  if (op == "CumSum") {
+    Val& x = c.In(0);
+    int64_t axis = c.NormAxis(c.ConstInts(c.In(1), "axis")[0], x.rank());
+    bool excl = c.AttrI("exclusive", 0) != 0, rev = c.AttrI("reverse", 0) != 0;
+    c.Mat(x);
+    // out[.., i, ..] = sum over k of x[.., k, ..] where k <= i (or the exclusive/reverse forms):
+    // loops = output dims + one reduction loop k over the axis.
+    int loops = static_cast<int>(x.rank()) + 1;
+    std::vector<std::string> xm, om;
+    for (int i = 0; i + 1 < loops; ++i) {
+      xm.push_back(i == axis ? "d" + std::to_string(loops - 1) : "d" + std::to_string(i));
+      om.push_back("d" + std::to_string(i));
+    }
+    std::string et = x.et;
+    std::vector<std::string> iters(loops - 1, "parallel");
+    iters.push_back("reduction");
+    std::string init = b.Filled(x.shape, et, 0);
+    Val r;
+    r.et = et;
+    r.shape = x.shape;
+    r.name = b.Generic({&x}, {Builder::Map(loops, xm)}, Builder::Map(loops, om), x.shape, et, loops,
+                       iters, init, [&](const Args& a) {
+                         std::string i = b.Fresh(), k = b.Fresh();
+                         b.Line(i + " = linalg.index " + std::to_string(axis) + " : index");
+                         b.Line(k + " = linalg.index " + std::to_string(loops - 1) + " : index");
+                         std::string pred = rev ? (excl ? "sgt" : "sge") : (excl ? "slt" : "sle");
+                         std::string in = b.Fresh();
+                         b.Line(in + " = arith.cmpi " + pred + ", " + k + ", " + i + " : index");
+                         std::string v = b.Select(in, a[0], b.ScalarConst(et, 0), et);
+                         return b.Bin("arith.addf", "arith.addi", a[1], v, et);
+                       });
+    c.SetOut(0, r);
+    return true;
+  }
+  if (op == "Hardmax") {
+    Val& x = c.In(0);
+    int64_t axis = c.NormAxis(c.AttrI("axis", -1), x.rank());
+    if (c.opset < 13) c.Fail("opset < 13 (coerced 2-D) Hardmax is not supported");
+    std::string et = x.et;
+    Val mx = c.Reduce(x, {axis}, true, "max");
+    Val idx = c.Elementwise({&x, &mx}, "i64", [&](const Args& a) {
+      std::string eq = b.Cmp("oeq", "eq", a[0], a[1], et);
+      std::string i = b.Fresh(), i64 = b.Fresh();
+      b.Line(i + " = linalg.index " + std::to_string(axis) + " : index");
+      b.Line(i64 + " = arith.index_cast " + i + " : index to i64");
+      return b.Select(eq, i64, b.ScalarConst("i64", INT64_MAX), "i64");
+    });
+    Val first = c.Reduce(idx, {axis}, true, "min");
+    c.SetOut(0, c.Elementwise({&x, &first}, et, [&](const Args& a) {
+      std::string i = b.Fresh(), i64 = b.Fresh();
+      b.Line(i + " = linalg.index " + std::to_string(axis) + " : index");
+      b.Line(i64 + " = arith.index_cast " + i + " : index to i64");
+      std::string eq = b.Cmp("", "eq", i64, a[1], "i64");
+      return b.Select(eq, b.ScalarConst(et, 1), b.ScalarConst(et, 0), et);
+    }));
+    return true;
+  }
+  if (op == "MeanVarianceNormalization") {
+    Val& x = c.In(0);
+    std::vector<int64_t> axes = c.AttrInts("axes");
+    if (axes.empty()) axes = {0, 2, 3};
+    std::string et = x.et;
+    Val mean = c.Reduce(x, axes, true, "mean");
+    Val cen = c.Elementwise({&x, &mean}, et, [&](const Args& a) {
+      return b.Bin("arith.subf", "", a[0], a[1], et);
+    });
+    Val sq = c.Elementwise({&cen}, et, [&](const Args& a) {
+      return b.Bin("arith.mulf", "", a[0], a[0], et);
+    });
+    Val var = c.Reduce(sq, axes, true, "mean");
+    c.SetOut(0, c.Elementwise({&cen, &var}, et, [&](const Args& a) {
+      std::string d = b.Op1("math.sqrt", a[1], et);
+      d = b.Bin("arith.addf", "", d, b.ScalarConst(et, 1e-9), et);
+      return b.Bin("arith.divf", "", a[0], d, et);
+    }));
+    return true;
+  }
+  if (op == "CastLike") {
+    Val& x = c.In(0);
+    std::string from = x.et, to = c.In(1).et;
+    c.SetOut(0, c.Elementwise({&x}, to, [&](const Args& a) { return b.Convert(a[0], from, to); }));
+    return true;
+  }
+  if (op == "EyeLike") {
+    Val& x = c.In(0);
+    if (x.rank() != 2) c.Fail("expected a 2-D input");
+    std::string et = c.HasAttr("dtype") ? Context::ElementType(static_cast<int>(c.AttrI("dtype", 1))) : x.et;
+    if (et.empty()) c.Fail("unsupported dtype");
+    int64_t k = c.AttrI("k", 0);
+    Val r;
+    r.et = et;
+    r.shape = x.shape;
+    r.name = b.Generic({}, {}, Builder::IdentityMap(2), x.shape, et, 2, {"parallel", "parallel"}, "",
+                       [&](const Args&) {
+                         std::vector<std::string> idx = Indices(b, 2);
+                         std::string s = b.Fresh(), eq = b.Fresh();
+                         b.Line(s + " = arith.addi " + idx[0] + ", " + b.IndexConst(k) + " : index");
+                         b.Line(eq + " = arith.cmpi eq, " + s + ", " + idx[1] + " : index");
+                         return b.Select(eq, b.ScalarConst(et, 1), b.ScalarConst(et, 0), et);
+                       });
+    c.SetOut(0, r);
+    return true;
+  }
+  if (op == "OneHot") {
+    Val& ind = c.In(0);
+    std::vector<int64_t> depth;
+    for (double d : c.ConstFloats(c.In(1), "depth")) depth.push_back(static_cast<int64_t>(d));
+    if (depth.size() != 1 || depth[0] < 1) c.Fail("depth must be one positive value");
+    Val& values = c.In(2);  // [off, on]
+    int64_t rank = ind.rank() + 1;
+    int64_t axis = c.NormAxis(c.AttrI("axis", -1), rank);
+    Shape out = ind.shape;
+    out.insert(out.begin() + axis, Dim::Static(depth.at(0)));
+    c.Mat(ind);
+    c.Mat(values);
+    int loops = static_cast<int>(rank);
+    std::vector<std::string> im;
+    for (int i = 0; i < loops; ++i)
+      if (i != axis) im.push_back("d" + std::to_string(i));
+    std::string et = values.et, it = ind.et;
+    Val r;
+    r.et = et;
+    r.shape = out;
+    r.name = b.Generic({&ind}, {Builder::Map(loops, im)}, Builder::IdentityMap(loops), out, et, loops,
+                       std::vector<std::string>(loops, "parallel"), "", [&](const Args& a) {
+                         std::string j = b.Fresh(), iv = b.Fresh(), neg = b.Fresh(), w = b.Fresh(),
+                                     s = b.Fresh(), eq = b.Fresh();
+                         b.Line(j + " = linalg.index " + std::to_string(axis) + " : index");
+                         b.Line(iv + " = arith.index_cast " + (IsFloatType(it) ? b.Convert(a[0], it, "i64") : a[0]) +
+                                " : " + (IsFloatType(it) ? std::string("i64") : it) + " to index");
+                         b.Line(neg + " = arith.cmpi slt, " + iv + ", " + b.IndexConst(0) + " : index");
+                         b.Line(w + " = arith.addi " + iv + ", " + b.IndexConst(depth[0]) + " : index");
+                         b.Line(s + " = arith.select " + neg + ", " + w + ", " + iv + " : index");
+                         b.Line(eq + " = arith.cmpi eq, " + s + ", " + j + " : index");
+                         std::string off = b.Fresh(), on = b.Fresh();
+                         b.Line(off + " = tensor.extract " + values.name + "[" + b.IndexConst(0) + "] : " +
+                                Builder::TensorType(values));
+                         b.Line(on + " = tensor.extract " + values.name + "[" + b.IndexConst(1) + "] : " +
+                                Builder::TensorType(values));
+                         return b.Select(eq, on, off, et);
+                       });
+    c.SetOut(0, r);
+    return true;
+  }
+  if (op == "LRN") {
+    Val& x = c.In(0);
+    int64_t size = c.AttrI("size", 1);
+    double alpha = c.AttrF("alpha", 1e-4f), beta = c.AttrF("beta", 0.75f), bias = c.AttrF("bias", 1.0f);
+    if (x.rank() < 3 || size < 1) c.Fail("expected N x C x ... input and size >= 1");
+    std::string et = x.et;
+    Val sq = c.Elementwise({&x}, et, [&](const Args& a) { return b.Bin("arith.mulf", "", a[0], a[0], et); });
+    std::vector<Dim> pb(x.rank(), Dim::Static(0)), pe = pb;
+    pb[1] = Dim::Static((size - 1) / 2);
+    pe[1] = Dim::Static(size - 1 - (size - 1) / 2);
+    Val padded = c.Pad(sq, pb, pe, "constant", 0.0);
+    c.Mat(padded);
+    Val win;
+    win.et = et;
+    win.shape = {Dim::Static(size)};
+    win.name = b.Empty(win.shape, et);
+    int rank = static_cast<int>(x.rank());
+    int loops = rank + 1;
+    std::vector<std::string> pm, om;
+    for (int i = 0; i < rank; ++i) {
+      pm.push_back(i == 1 ? "d1 + d" + std::to_string(rank) : "d" + std::to_string(i));
+      om.push_back("d" + std::to_string(i));
+    }
+    std::vector<std::string> iters(rank, "parallel");
+    iters.push_back("reduction");
+    std::string init = b.Filled(x.shape, et, 0);
+    Val sum;
+    sum.et = et;
+    sum.shape = x.shape;
+    sum.name = b.Generic({&padded, &win}, {Builder::Map(loops, pm), Builder::Map(loops, {"d" + std::to_string(rank)})},
+                         Builder::Map(loops, om), x.shape, et, loops, iters, init,
+                         [&](const Args& a) { return b.Bin("arith.addf", "", a[2], a[0], et); });
+    c.SetOut(0, c.Elementwise({&x, &sum}, et, [&](const Args& a) {
+      std::string s = b.Bin("arith.mulf", "", a[1], b.ScalarConst(et, alpha / size), et);
+      s = b.Bin("arith.addf", "", s, b.ScalarConst(et, bias), et);
+      std::string p = b.Fresh();
+      b.Line(p + " = math.powf " + s + ", " + b.ScalarConst(et, beta) + " : " + et);
+      return b.Bin("arith.divf", "", a[0], p, et);
+    }));
+    return true;
+  }
+  return false;
+}
+
+}  // namespace hexir::importers::onnx
