@@ -17,9 +17,28 @@ TORCH=0
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
-# import + compile CKPT into $TMP/NAME.vmfb; extra import flags after NAME.
+# Random-checkpoint configurations: heads, kv heads, vocab (negative: separate classifier), seed.
+RANDOM_CONFIGS=("4 2 -50 1" "4 4 -50 2" "4 1 50 3" "8 2 -64 4" "2 1 40 5")
+# write_random OUT.bin HEADS KV_HEADS VOCAB SEED (dim 32, hidden 48, 2 layers, seq_len 96)
+write_random() {
+  /usr/bin/python3 "$REFERENCE" --write-random "$1" --dim 32 --hidden 48 --layers 2 \
+    --heads "$2" --kv-heads "$3" --vocab "$4" --seq-len 96 --seed "$5"
+}
+# import + compile CKPT into $TMP/NAME.vmfb; extra import flags after NAME. A module depends
+# only on the checkpoint's header. HEXIR_PRECOMPILED_DIR: take llm_NAME.TARGET.vmfb from there
+# instead (machines without LLVM; see precompile.sh); HEXIR_SAVE_MODULES_DIR: also save it
+# there; HEXIR_COMPILE_FLAGS: extra hexir-compile flags.
 build_module() {
   local ckpt=$1 name=$2; shift 2
+  local saved=${HEXIR_PRECOMPILED_DIR:-}/llm_$name.$TARGET.vmfb
+  if [ -n "${HEXIR_PRECOMPILED_DIR:-}" ] && [ -f "$saved" ]; then
+    cp "$saved" "$TMP/$name.vmfb"
+    echo "note: module $name precompiled: $saved"
+    return 0
+  fi
   "$IMPORT" "$ckpt" -o "$TMP/$name.mlir" "$@" || { fail "hexir-import $ckpt"; return 1; }
-  "$COMPILE" "$TMP/$name.mlir" --target="$TARGET" -o "$TMP/$name.vmfb" || { fail "hexir-compile $name"; return 1; }
+  # shellcheck disable=SC2086
+  "$COMPILE" "$TMP/$name.mlir" --target="$TARGET" ${HEXIR_COMPILE_FLAGS:-} -o "$TMP/$name.vmfb" \
+    || { fail "hexir-compile $name"; return 1; }
+  if [ -n "${HEXIR_SAVE_MODULES_DIR:-}" ]; then cp "$TMP/$name.vmfb" "$HEXIR_SAVE_MODULES_DIR/llm_$name.$TARGET.vmfb"; fi
 }

@@ -10,12 +10,11 @@ if [ "$TORCH" != 1 ]; then
   exit 0
 fi
 stopped=0
-for cfg in "4 2 -50 1" "4 4 -50 2" "4 1 50 3" "8 2 -64 4" "2 1 40 5"; do
+for cfg in "${RANDOM_CONFIGS[@]}"; do
   set -- $cfg
   name="h$1_kv$2_v$3_s$4"
   ckpt=$TMP/$name.bin
-  /usr/bin/python3 "$REFERENCE" --write-random "$ckpt" --dim 32 --hidden 48 --layers 2 \
-    --heads "$1" --kv-heads "$2" --vocab "$3" --seq-len 96 --seed "$4" || { fail "write $name"; continue; }
+  write_random "$ckpt" "$@" || { fail "write $name"; continue; }
   build_module "$ckpt" "$name" || continue
   got=$("$GENERATE" --module="$TMP/$name.vmfb" --device="$DEVICE" --parameters="$ckpt" --max-tokens=80)
   want=$(/usr/bin/python3 "$REFERENCE" "$ckpt" --steps 80)
@@ -45,9 +44,17 @@ echo "$err" | grep -q "the prompt has 11 tokens but module .* has a KV cache of 
 
 # Errors name what is wrong.
 head -c 5000 "$TMP/h4_kv2_v-50_s1.bin" > "$TMP/truncated.bin"
-err=$("$IMPORT" "$TMP/truncated.bin" -o "$TMP/t.mlir" 2>&1) && fail "truncated checkpoint accepted"
-echo "$err" | grep -q "file has 5000 bytes but the header" && echo "$err" | grep -q "does not fit" \
-  && pass "truncated checkpoint: $err" || fail "truncated checkpoint message: $err"
+if [ -x "$IMPORT" ]; then
+  err=$("$IMPORT" "$TMP/truncated.bin" -o "$TMP/t.mlir" 2>&1) && fail "truncated checkpoint accepted"
+  echo "$err" | grep -q "file has 5000 bytes but the header" && echo "$err" | grep -q "does not fit" \
+    && pass "truncated checkpoint: $err" || fail "truncated checkpoint message: $err"
+else
+  echo "note: no hexir-import here; truncated-checkpoint import check not run"
+fi
+err=$("$GENERATE" --module="$TMP/short.vmfb" --parameters="$TMP/truncated.bin" --max-tokens=3 2>&1) \
+  && fail "hexir-generate accepted a truncated checkpoint"
+echo "$err" | grep -q "does not fit" && pass "hexir-generate, truncated checkpoint: $err" \
+  || fail "hexir-generate truncated checkpoint message: $err"
 err=$("$GENERATE" --module="$TMP/h4_kv4_v-50_s2.vmfb" --parameters="$TMP/h4_kv2_v-50_s1.bin" --max-tokens=3 2>&1) \
   && fail "mismatched module accepted"
 echo "$err" | grep -q "layer0.wk" && pass "mismatched module: $err" || fail "mismatched module message: $err"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Compiles every module the LLM tests use into OUTDIR as llm_NAME.TARGET.vmfb, for running
+# the tests where hexir-compile cannot run (the GPU machine has no LLVM):
+#   bash tests/llm/precompile.sh OUTDIR [TARGET=cuda]        (here, after bazel build)
+#   HEXIR_PRECOMPILED_DIR=OUTDIR HEXIR_LLM_DEVICE=cuda bash tests/llm/stories260k_test.sh
+#   (run the tests from a runfiles-like root: tools/hexir-generate/hexir-generate and
+#    tests/llm/ at their paths; random_checkpoints_test.sh also needs /usr/bin/python3 torch)
+# Modules depend only on checkpoint headers, so the random checkpoints regenerated there fit.
+# HEXIR_COMPILE_FLAGS (e.g. --cpu=x86-64-v3) is passed to hexir-compile.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+OUT=$(mkdir -p "$1" && cd "$1" && pwd)
+bazel build --jobs=2 //tools/hexir-import //tools/hexir-compile >/dev/null 2>&1
+export HEXIR_LLM_DEVICE=${2:-cuda} HEXIR_SAVE_MODULES_DIR=$OUT
+unset HEXIR_PRECOMPILED_DIR
+source tests/llm/common.sh
+IMPORT=bazel-bin/tools/hexir-import/hexir-import
+COMPILE=bazel-bin/tools/hexir-compile/hexir-compile
+build_module "$SHARED/models/stories260K.bin" stories
+for cfg in "${RANDOM_CONFIGS[@]}"; do
+  set -- $cfg
+  name="h$1_kv$2_v$3_s$4"
+  write_random "$TMP/$name.bin" "$@"
+  build_module "$TMP/$name.bin" "$name"
+done
+build_module "$TMP/h4_kv2_v-50_s1.bin" short --cache-len=10
+ls "$OUT"
+[ "$failures" -eq 0 ]
