@@ -193,6 +193,16 @@ bool LowerElementwise(Context& c) {
   auto u = UnaryOps().find(op);
   if (u != UnaryOps().end()) {
     Val& x = c.In(0);
+    if ((op == "Neg" || op == "Abs") && x.has_ints && x.name.empty()) {  // shape arithmetic
+      Val r = x;
+      r.raw.clear();
+      for (Dim& d : r.ints) {
+        if (d.dynamic()) c.Fail("Neg/Abs of a dynamic dimension");
+        d.v = op == "Neg" ? -d.v : std::abs(d.v);
+      }
+      c.SetOut(0, r);
+      return true;
+    }
     std::string et = x.et;
     if (op == "Not" ? et != "i1" : (!x.IsFloat() && op != "Relu" && op != "Neg" && op != "Abs" && op != "Sign"))
       c.Fail("element type " + et + " is not supported");

@@ -451,7 +451,18 @@ bool LowerShape(Context& c) {
     Val r;
     r.et = et;
     r.shape = s.ints;
-    r.name = b.Filled(r.shape, et, value);
+    int64_t n = 1;
+    bool known = !IsFloatType(et);
+    for (const Dim& d : s.ints) {
+      known = known && !d.dynamic();
+      n *= d.dynamic() ? 1 : d.v;
+    }
+    if (known && n <= 4096) {  // integer fills may feed shape computations: keep contents
+      r.has_ints = true;
+      r.ints.assign(n, Dim::Static(static_cast<int64_t>(value)));
+    } else {
+      r.name = b.Filled(r.shape, et, value);
+    }
     c.SetOut(0, r);
   } else if (op == "Expand") {
     Val& x = c.In(0);
