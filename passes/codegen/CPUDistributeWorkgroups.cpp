@@ -28,12 +28,8 @@ class CPUDistributeWorkgroups
 
   void runOnOperation() override {
     for (auto exe : getOperation().getOps<ExecutableOp>()) {
-      ModuleOp inner = exe.getInnerModule();
-      auto kernel = inner ? inner.lookupSymbol<func::FuncOp>(exe.getSymName()) : nullptr;
-      if (!kernel) {
-        exe.emitError("executable has no kernel named like it");
-        return signalPassFailure();
-      }
+      func::FuncOp kernel = codegen::LookupKernel(exe);
+      if (!kernel) return signalPassFailure();
       FailureOr<int64_t> count = distribute(kernel);
       if (failed(count)) return signalPassFailure();
       exe->setAttr("hexir.workgroup_count",

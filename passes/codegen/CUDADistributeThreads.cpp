@@ -46,12 +46,9 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
   void runOnOperation() override {
     MLIRContext* ctx = &getContext();
     for (auto exe : getOperation().getOps<ExecutableOp>()) {
+      func::FuncOp kernel = codegen::LookupKernel(exe);
+      if (!kernel) return signalPassFailure();
       ModuleOp inner = exe.getInnerModule();
-      auto kernel = inner ? inner.lookupSymbol<func::FuncOp>(exe.getSymName()) : nullptr;
-      if (!kernel) {
-        exe.emitError("executable has no kernel named like it");
-        return signalPassFailure();
-      }
       int64_t points = 1, lanes = 1;
       func::FuncOp distributed = distribute(kernel, points, lanes);
       if (distributed) {

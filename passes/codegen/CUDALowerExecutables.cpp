@@ -17,6 +17,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/codegen/CUDAWarpReduce.h"
+#include "passes/codegen/KernelLoweringUtils.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -28,9 +29,7 @@ namespace hexir {
 namespace {
 using namespace mlir;
 
-constexpr const char* kBufferizePipeline =
-    "builtin.module(canonicalize,cse,one-shot-bufferize{bufferize-function-boundaries "
-    "function-boundary-type-conversion=identity-layout-map},canonicalize,cse)";
+using codegen::kBufferizePipeline;
 constexpr const char* kLoopsPipeline =
     "builtin.module(convert-linalg-to-loops,lower-affine,canonicalize,cse,convert-scf-to-cf,"
     "expand-strided-metadata,lower-affine)";
@@ -43,9 +42,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
 
   void getDependentDialects(DialectRegistry& registry) const override {
     CUDALowerExecutablesBase::getDependentDialects(registry);
-    for (const char* text : {kBufferizePipeline, kLoopsPipeline, kNVVMPipeline})
-      if (FailureOr<OpPassManager> pm = parsePassPipeline(text); succeeded(pm))
-        pm->getDependentDialects(registry);
+    codegen::AddPipelineDialects(registry, {kBufferizePipeline, kLoopsPipeline, kNVVMPipeline});
   }
 
   void runOnOperation() override {
@@ -54,17 +51,6 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
   }
 
  private:
-  // Results that are (casts of) arguments carry nothing: the caller owns those buffers.
-  static void dropArgumentResults(func::FuncOp kernel) {
-    auto ret = cast<func::ReturnOp>(kernel.getBody().front().getTerminator());
-    for (Value v : ret.getOperands()) {
-      while (auto cast = v.getDefiningOp<memref::CastOp>()) v = cast.getSource();
-      if (!isa<BlockArgument>(v)) return;
-    }
-    ret->setOperands({});
-    kernel.setFunctionType(FunctionType::get(kernel.getContext(), kernel.getArgumentTypes(), {}));
-  }
-
   // Temporaries are per thread (distribution made them point-sized): device-side malloc
   // would be slow and unsupported by the driver, so they live on the thread's stack.
   static LogicalResult allocationsToStack(func::FuncOp kernel) {
@@ -183,43 +169,13 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
   }
 
   // A thread computing a 1 x 4 strip of a matmul should walk k once for the strip, not once
-  // per output: loops (parallel..., reductions..., last parallel) when the last parallel loop
-  // is the output's contiguous dim. LLVM then keeps the strip in registers and reads B's row
-  // segment as one 16-byte load. (Other ops keep their order: one point has extent 1 there.)
+  // per output: LLVM then keeps the strip in registers and reads B's row segment as one
+  // 16-byte load. (Other ops keep their order: one point has extent 1 there.)
   static LogicalResult reductionsOutside(func::FuncOp kernel) {
-    SmallVector<linalg::LinalgOp> ops;
-    kernel.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
-    IRRewriter rewriter(kernel.getContext());
-    for (linalg::LinalgOp op : ops) {
-      SmallVector<utils::IteratorType> it = op.getIteratorTypesArray();
-      if (op.getNumDpsInits() != 1 || it.size() < 2 || it.back() != utils::IteratorType::reduction)
-        continue;
-      int64_t last = -1;
-      for (int64_t i = it.size() - 1; i >= 0 && last < 0; --i)
-        if (it[i] == utils::IteratorType::parallel) last = i;
-      AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-      if (last < 0 || out.getNumResults() == 0 ||
-          out.getResults().back() != rewriter.getAffineDimExpr(last))
-        continue;
-      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-      if (ranges[last] == 1) continue;  // nothing to gain for a single point
-      SmallVector<unsigned> order;
-      for (int64_t i = 0; i < (int64_t)it.size(); ++i)
-        if (it[i] == utils::IteratorType::parallel && i != last) order.push_back(i);
-      for (int64_t i = 0; i < (int64_t)it.size(); ++i)
-        if (it[i] == utils::IteratorType::reduction) order.push_back(i);
-      order.push_back(last);
-      rewriter.setInsertionPoint(op);
-      auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
-      if (!generic) {
-        FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, op);
-        if (failed(g)) continue;
-        generic = *g;
-      }
-      if (failed(linalg::interchangeGenericOp(rewriter, generic, order)))
-        return generic.emitError("loop interchange failed");
-    }
-    return success();
+    return codegen::MoveReductionsOutsideLastParallel(
+        kernel, [](linalg::LinalgOp op, int64_t last) {
+          return op.getNumDpsInits() == 1 && op.getStaticLoopRanges()[last] != 1;
+        });
   }
 
   // Threads past the last point (the grid rounds up to whole blocks) do nothing.
@@ -265,17 +221,10 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     if (failed(bufferize) || failed(loops) || failed(nvvm))
       return exe.emitError("bad internal pipeline");
     if (failed(runPipeline(*bufferize, inner))) return failure();
-    kernel = inner.lookupSymbol<func::FuncOp>(exe.getSymName());
-    if (!kernel) return exe.emitError("kernel disappeared during bufferization");
-    dropArgumentResults(kernel);
-    if (kernel.getNumResults() != 0)
-      return kernel.emitError("kernel results were not bufferized in place into outputs");
+    FailureOr<func::FuncOp> bufferized = codegen::FinishBufferizedKernel(exe);
+    if (failed(bufferized)) return failure();
+    kernel = *bufferized;
     SmallVector<Type> signature(kernel.getArgumentTypes());
-    for (Type t : signature) {
-      auto memref = dyn_cast<MemRefType>(t);
-      if (memref && !memref.getLayout().isIdentity())
-        return kernel.emitError("kernel argument ") << t << " is not an identity-layout memref";
-    }
     if (failed(allocationsToStack(kernel))) return failure();
     if (kernel->hasAttr("hexir.cuda.lanes")) {
       if (failed(warpReduce(kernel))) return failure();
@@ -314,26 +263,12 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     for (auto f : llvm::to_vector(gpuModule.getOps<LLVM::LLVMFuncOp>()))
       if (f.getSymName().starts_with("_mlir_ciface_")) f.erase();
     impl->removeAttr("llvm.emit_c_interface");
-    impl.setSymName((exe.getSymName() + "_impl").str());
-    impl.setLinkage(LLVM::Linkage::Internal);
-    // Outputs are fresh allocations, so no binding aliases a buffer the kernel writes.
-    int64_t memrefCount = 0;
     bool hasParams = false;
-    for (unsigned arg = 0, i = 0; i < signature.size(); ++i) {
-      if (auto memref = dyn_cast<MemRefType>(signature[i])) {
-        impl.setArgAttr(arg + 1, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(ctx));
-        arg += 3 + 2 * memref.getRank();
-        ++memrefCount;
-        hasParams |= !memref.hasStaticShape();
-      } else {
-        arg += 1;
-        hasParams = true;
-      }
-    }
+    int64_t memrefCount = codegen::PrepareLoweredKernel(impl, signature, &hasParams);
 
     auto ptr = LLVM::LLVMPointerType::get(ctx);
     OpBuilder b(ctx);
-    Type i32 = b.getI32Type(), i64 = b.getI64Type();
+    Type i64 = b.getI64Type();
     SmallVector<Type> params(memrefCount + (hasParams ? 1 : 0), ptr);
     b.setInsertionPointToEnd(gpuModule.getBody());
     Location loc = exe.getLoc();
@@ -350,9 +285,6 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     }
     Block* body = entry.addEntryBlock(b);
     b.setInsertionPointToStart(body);
-    auto constant = [&](int64_t v) -> Value {
-      return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
-    };
     int64_t binding = 0, word = 0;
     auto param = [&]() -> Value {
       Value base = body->getArgument(memrefCount);
@@ -360,33 +292,10 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       return LLVM::LoadOp::create(b, loc, i64, addr, /*alignment=*/8);
     };
     SmallVector<Value> args;
-    for (Type type : signature) {
-      if (auto memref = dyn_cast<MemRefType>(type)) {
-        Value data = body->getArgument(binding++);
-        args.append({data, data, constant(0)});
-        SmallVector<Value> sizes;
-        for (int64_t d : memref.getShape())
-          sizes.push_back(ShapedType::isDynamic(d) ? param() : constant(d));
-        args.append(sizes);
-        Value stride = constant(1);
-        SmallVector<Value> strides;
-        for (Value size : llvm::reverse(sizes)) {
-          strides.push_back(stride);
-          stride = LLVM::MulOp::create(b, loc, stride, size);
-        }
-        args.append(strides.rbegin(), strides.rend());
-      } else if (type.isF32()) {  // its bits in the low 32 of the word
-        Value low = LLVM::TruncOp::create(b, loc, i32, param());
-        args.push_back(LLVM::BitcastOp::create(b, loc, b.getF32Type(), low));
-      } else if (type.isInteger(64) || type.isIndex()) {
-        args.push_back(param());
-      } else if (type.isInteger(32) || type.isInteger(16) || type.isInteger(8) ||
-                 type.isInteger(1)) {
-        args.push_back(LLVM::TruncOp::create(b, loc, type, param()));
-      } else {
-        return exe.emitError("unsupported kernel argument type ") << type << " for target 'cuda'";
-      }
-    }
+    if (failed(codegen::AppendKernelArguments(
+            b, loc, exe, "cuda", signature, [&] { return body->getArgument(binding++); }, param,
+            args)))
+      return failure();
     LLVM::CallOp::create(b, loc, impl, args);
     LLVM::ReturnOp::create(b, loc, ValueRange{});
     return success();

@@ -1,12 +1,29 @@
 #include "passes/codegen/KernelLoweringUtils.h"
 
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace hexir::codegen {
 using namespace mlir;
+
+func::FuncOp LookupKernel(ExecutableOp exe) {
+  ModuleOp inner = exe.getInnerModule();
+  auto kernel = inner ? inner.lookupSymbol<func::FuncOp>(exe.getSymName()) : nullptr;
+  if (!kernel) exe.emitError("executable has no kernel named like it");
+  return kernel;
+}
+
+void AddPipelineDialects(DialectRegistry& registry, std::initializer_list<const char*> pipelines) {
+  for (const char* text : pipelines)
+    if (FailureOr<OpPassManager> pm = parsePassPipeline(text); succeeded(pm))
+      pm->getDependentDialects(registry);
+}
 
 FailureOr<scf::SCFTileAndFuseResult> TileRootAndFuseProducers(RewriterBase& rewriter,
                                                               TilingInterface root,
@@ -35,6 +52,127 @@ void CleanUpTiledKernel(func::FuncOp kernel) {
   tensor::DimOp::getCanonicalizationPatterns(patterns, ctx);
   memref::populateResolveRankedShapedTypeResultDimsPatterns(patterns);
   (void)applyPatternsGreedily(kernel, std::move(patterns));
+}
+
+FailureOr<func::FuncOp> FinishBufferizedKernel(ExecutableOp exe) {
+  ModuleOp inner = exe.getInnerModule();
+  auto kernel = inner ? inner.lookupSymbol<func::FuncOp>(exe.getSymName()) : nullptr;
+  if (!kernel) return exe.emitError("kernel disappeared during bufferization");
+  // drop-equivalent-buffer-results leaves public functions alone, hence this.
+  auto ret = cast<func::ReturnOp>(kernel.getBody().front().getTerminator());
+  bool allArguments = true;
+  for (Value v : ret.getOperands()) {
+    while (auto cast = v.getDefiningOp<memref::CastOp>()) v = cast.getSource();
+    allArguments &= isa<BlockArgument>(v);
+  }
+  if (allArguments) {
+    ret->setOperands({});
+    kernel.setFunctionType(FunctionType::get(kernel.getContext(), kernel.getArgumentTypes(), {}));
+  }
+  if (kernel.getNumResults() != 0)
+    return kernel.emitError("kernel results were not bufferized in place into outputs");
+  for (Type t : kernel.getArgumentTypes()) {
+    auto memref = dyn_cast<MemRefType>(t);
+    if (memref && !memref.getLayout().isIdentity())
+      return kernel.emitError("kernel argument ") << t << " is not an identity-layout memref";
+  }
+  return kernel;
+}
+
+LogicalResult MoveReductionsOutsideLastParallel(
+    func::FuncOp kernel, function_ref<bool(linalg::LinalgOp, int64_t)> wanted) {
+  SmallVector<linalg::LinalgOp> ops;
+  kernel.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+  IRRewriter rewriter(kernel.getContext());
+  for (linalg::LinalgOp op : ops) {
+    SmallVector<utils::IteratorType> it = op.getIteratorTypesArray();
+    if (it.size() < 2 || it.back() != utils::IteratorType::reduction) continue;
+    int64_t last = -1;
+    for (int64_t i = it.size() - 1; i >= 0 && last < 0; --i)
+      if (it[i] == utils::IteratorType::parallel) last = i;
+    if (last < 0) continue;
+    AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+    if (out.getNumResults() == 0 || out.getResults().back() != rewriter.getAffineDimExpr(last))
+      continue;
+    if (!wanted(op, last)) continue;
+    SmallVector<unsigned> order;
+    for (int64_t i = 0; i < (int64_t)it.size(); ++i)
+      if (it[i] == utils::IteratorType::parallel && i != last) order.push_back(i);
+    for (int64_t i = 0; i < (int64_t)it.size(); ++i)
+      if (it[i] == utils::IteratorType::reduction) order.push_back(i);
+    order.push_back(last);
+    rewriter.setInsertionPoint(op);
+    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+    if (!generic) {
+      FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, op);
+      if (failed(g)) continue;
+      generic = *g;
+    }
+    if (failed(linalg::interchangeGenericOp(rewriter, generic, order)))
+      return generic.emitError("loop interchange failed");
+  }
+  return success();
+}
+
+int64_t PrepareLoweredKernel(LLVM::LLVMFuncOp impl, ArrayRef<Type> signature, bool* hasParams) {
+  MLIRContext* ctx = impl.getContext();
+  impl.setSymName((impl.getSymName() + "_impl").str());
+  impl.setLinkage(LLVM::Linkage::Internal);
+  int64_t memrefCount = 0;
+  bool params = false;
+  // A memref argument expands to (allocated, aligned, offset, sizes..., strides...).
+  for (unsigned arg = 0, i = 0; i < signature.size(); ++i) {
+    if (auto memref = dyn_cast<MemRefType>(signature[i])) {
+      impl.setArgAttr(arg + 1, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(ctx));
+      arg += 3 + 2 * memref.getRank();
+      ++memrefCount;
+      params |= !memref.hasStaticShape();
+    } else {
+      arg += 1;
+      params = true;
+    }
+  }
+  if (hasParams) *hasParams = params;
+  return memrefCount;
+}
+
+LogicalResult AppendKernelArguments(OpBuilder& b, Location loc, ExecutableOp exe,
+                                    StringRef target, ArrayRef<Type> signature,
+                                    function_ref<Value()> binding, function_ref<Value()> param,
+                                    SmallVectorImpl<Value>& args) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  auto constant = [&](int64_t v) -> Value {
+    return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
+  };
+  for (Type type : signature) {
+    if (auto memref = dyn_cast<MemRefType>(type)) {
+      Value data = binding();
+      args.append({data, data, constant(0)});
+      SmallVector<Value> sizes;
+      for (int64_t d : memref.getShape())
+        sizes.push_back(ShapedType::isDynamic(d) ? param() : constant(d));
+      args.append(sizes);
+      Value stride = constant(1);
+      SmallVector<Value> strides;
+      for (Value size : llvm::reverse(sizes)) {
+        strides.push_back(stride);
+        stride = LLVM::MulOp::create(b, loc, stride, size);
+      }
+      args.append(strides.rbegin(), strides.rend());
+    } else if (type.isF32()) {  // its bits in the low 32 of the word
+      Value low = LLVM::TruncOp::create(b, loc, i32, param());
+      args.push_back(LLVM::BitcastOp::create(b, loc, b.getF32Type(), low));
+    } else if (type.isInteger(64) || type.isIndex()) {
+      args.push_back(param());
+    } else if (type.isInteger(32) || type.isInteger(16) || type.isInteger(8) ||
+               type.isInteger(1)) {
+      args.push_back(LLVM::TruncOp::create(b, loc, type, param()));
+    } else {
+      return exe.emitError("unsupported kernel argument type ")
+             << type << " for target '" << target << "'";
+    }
+  }
+  return success();
 }
 
 }  // namespace hexir::codegen
