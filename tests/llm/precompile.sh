@@ -24,5 +24,6 @@ for cfg in "${RANDOM_CONFIGS[@]}"; do
   build_module "$TMP/$name.bin" "$name"
 done
 build_module "$TMP/h4_kv2_v-50_s1.bin" short --cache-len=10
+for name in h4_kv2_v-50_s1 h4_kv1_v50_s3; do build_module "$TMP/$name.bin" "${name}_f16" --weights=f16; done
 ls "$OUT"
 [ "$failures" -eq 0 ]

@@ -2,7 +2,7 @@
 # Small random llama2.c checkpoints (written by reference.py): shared and separate
 # classifiers, head ratios 4/2, 4/4, 4/1, 8/2; Hexir's greedy ids must equal the PyTorch
 # reference's for 80 steps (or up to an early BOS/EOS stop, which both must take), from BOS
-# and after a 9-token prompt (one-pass prefill).
+# and after a 9-token prompt (one-pass prefill); two of them also with f16 weights.
 # Also the error paths: a truncated checkpoint, a module that does not fit the checkpoint.
 source tests/llm/common.sh
 if [ "$TORCH" != 1 ]; then
@@ -29,6 +29,16 @@ for cfg in "${RANDOM_CONFIGS[@]}"; do
   [ "$got" == "$want" ] && pass "$name, prompt $prompt: $(($(echo "$want" | wc -w) - 1)) ids equal the reference's" \
     || { fail "$name prompt $prompt"; echo " hexir:     $got"; echo " reference: $want"; }
 done
+# f16 weights (hexir-import --weights=f16; hexir-generate converts at upload) against the
+# reference with every weight rounded to f16.
+for name in h4_kv2_v-50_s1 h4_kv1_v50_s3; do
+  build_module "$TMP/$name.bin" "${name}_f16" --weights=f16 || continue
+  got=$("$GENERATE" --module="$TMP/${name}_f16.vmfb" --device="$DEVICE" --parameters="$TMP/$name.bin" --prompt-ids=1,5,9 --max-tokens=60)
+  want=$(/usr/bin/python3 "$REFERENCE" "$TMP/$name.bin" --steps 60 --f16-weights --prompt-ids 1,5,9)
+  [ "$got" == "$want" ] && pass "$name, f16 weights: $(($(echo "$want" | wc -w) - 1)) ids equal the reference's" \
+    || { fail "$name f16"; echo " hexir:     $got"; echo " reference: $want"; }
+done
+
 [ "$stopped" -ge 1 ] && pass "$stopped case(s) stopped early on BOS/EOS" || fail "no case exercised the early stop"
 
 # A cache shorter than the generation bounds it.

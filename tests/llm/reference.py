@@ -151,6 +151,8 @@ def main():
     ap.add_argument("--bench", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--write-random")
+    ap.add_argument("--f16-weights", action="store_true",
+                    help="round every weight to float16 (computing in float32), like hexir-import --weights=f16")
     for name in ("dim", "hidden", "layers", "heads", "kv-heads", "vocab", "seq-len", "seed"):
         ap.add_argument("--" + name, type=int, default=0)
     args = ap.parse_args()
@@ -159,6 +161,8 @@ def main():
         write_random(args)
         return
     cfg, w = load(args.checkpoint)
+    if args.f16_weights:
+        w = {k: v.half().float() for k, v in w.items()}
     prompt = [int(t) for t in args.prompt_ids.split(",")]
     with torch.no_grad():
         start = time.perf_counter()

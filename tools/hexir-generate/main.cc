@@ -7,8 +7,9 @@
 // with a tokenizer, the decoded text on the next line.
 //
 // The checkpoint is memory-mapped; each weight tensor is uploaded once from the mapped bytes
-// at its offset (compiler/importers/llama/Checkpoint.h gives the order and offsets), and the
-// same device buffers are passed on every call of @generate (--repeat calls it again).
+// at its offset (compiler/importers/llama/Checkpoint.h gives the order and offsets; a module
+// imported with --weights=f16 gets f16 copies converted once), and the same device buffers
+// are passed on every call of @generate (--repeat calls it again).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -126,14 +127,23 @@ Status Run(const Flags& f) {
                            " arguments but checkpoint '", f.parameters, "' has ", weights.size(),
                            " weight tensors (expected ", 2 + weights.size(),
                            "); import the module from this checkpoint");
+  // Weights are f32 in the file; a module imported with --weights=f16 takes f16 (converted
+  // here once, before the upload).
+  const int32_t kF32 = static_cast<int32_t>(hal::ElementType::kF32);
+  const int32_t kF16 = static_cast<int32_t>(hal::ElementType::kF16);
+  const int32_t weight_type = args.size() > 2 ? args[2].element_type : kF32;
   for (size_t i = 0; i < weights.size(); ++i) {
     const AbiType& a = args[2 + i];
-    if (a.dims != weights[i].dims)
+    if (a.dims != weights[i].dims || a.element_type != weight_type ||
+        (weight_type != kF32 && weight_type != kF16))
       return InvalidArgument("module '", f.module, "': argument ", 2 + i, " is ", a.text,
                              " but checkpoint tensor '", weights[i].name, "' (offset ",
                              weights[i].offset, ") is ",
                              hal::FormatShape(Span<const int64_t>(weights[i].dims.data(), weights[i].dims.size()),
-                                              static_cast<int64_t>(hal::ElementType::kF32)));
+                                              static_cast<int64_t>(hal::ElementType::kF32)),
+                             a.element_type != weight_type || (weight_type != kF32 && weight_type != kF16)
+                                 ? " (the module must take f32 or f16 weights, all of one type)"
+                                 : "");
   }
 
   // The module's KV cache must hold the prompt (prefill writes every prompt position).
@@ -153,11 +163,23 @@ Status Run(const Flags& f) {
   hal::Device& device = session->device();
   // Upload once; the refs are reused by every call.
   std::vector<vm::Ref<vm::RefObject>> weight_views;
+  std::vector<uint16_t> half;
   for (const llama::WeightTensor& w : weights) {
+    const void* data = file.data() + w.offset;
+    size_t bytes = size_t(w.byte_size());
+    if (weight_type == kF16) {
+      half.resize(bytes / 4);
+      for (size_t i = 0; i < half.size(); ++i) {
+        float v;
+        std::memcpy(&v, file.data() + w.offset + 4 * i, 4);
+        half[i] = FloatToHalf(v);
+      }
+      data = half.data();
+      bytes = half.size() * 2;
+    }
     HEXIR_ASSIGN_OR_RETURN(
-        auto view, hal::BufferViewFromHost(device, static_cast<int32_t>(hal::ElementType::kF32),
-                                           Span<const int64_t>(w.dims.data(), w.dims.size()),
-                                           file.data() + w.offset, size_t(w.byte_size())));
+        auto view, hal::BufferViewFromHost(device, weight_type,
+                                           Span<const int64_t>(w.dims.data(), w.dims.size()), data, bytes));
     weight_views.push_back(std::move(view));
   }
   int64_t prompt_len = int64_t(prompt.size());

@@ -17,6 +17,7 @@ struct Options {
   std::string entry = "main";
   std::string format;         // empty: by file name suffix
   long long cache_len = 0;    // llama2c: KV-cache positions (0: the header's seq_len)
+  std::string weights = "f32";  // llama2c: weight element type (f32 or f16)
 };
 
 hexir::StatusOr<std::string> ImportOnnx(const Options& o) {
@@ -28,6 +29,7 @@ hexir::StatusOr<std::string> ImportOnnx(const Options& o) {
 hexir::StatusOr<std::string> ImportLlama2c(const Options& o) {
   hexir::compiler::llama::EmitOptions options;
   options.cache_len = o.cache_len;
+  options.weight_type = o.weights;
   return hexir::compiler::llama::ImportLlama2cFile(o.input, options);
 }
 
@@ -57,6 +59,7 @@ int main(int argc, char** argv) {
   app.add_option("--entry", o.entry, "name of the generated entry function");
   app.add_option("--format", o.format, "input kind, overriding the file name (onnx, llama2c)");
   app.add_option("--cache-len", o.cache_len, "llama2c: KV-cache positions (default: seq_len)");
+  app.add_option("--weights", o.weights, "llama2c: weight element type, f32 (default) or f16");
   CLI11_PARSE(app, argc, argv);
 
   const Importer* importer = nullptr;

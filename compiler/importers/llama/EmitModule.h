@@ -24,6 +24,9 @@ namespace hexir::compiler::llama {
 
 struct EmitOptions {
   int64_t cache_len = 0;  // KV-cache positions (prompt + generated); 0: the header's seq_len
+  // Element type of the weight arguments: "f32" (the checkpoint's) or "f16" (the runtime
+  // converts at upload; kernels widen each weight to f32 and accumulate in f32).
+  std::string weight_type = "f32";
 };
 
 std::string EmitLlamaModule(const LlamaConfig& config, const EmitOptions& options = {});
