@@ -148,6 +148,140 @@ void LowerConv(Context& c) {
   c.SetOut(0, r);
 }
 
+// ConvTranspose: y[n, f, o] = sum over (c, k) of x[n, g*Cg + c, (o + pad - k*d) / s] * W[g*Cg + c, f', k]
+// where the division is exact and in range (f = g*Fg + f'). A window operand (tensor.empty of
+// Cg x kernel) gives linalg the c and k loop ranges; x is read with tensor.extract.
+void LowerConvTranspose(Context& c) {
+  Builder& b = c.b;
+  Val& x = c.In(0);
+  Val& wt = c.In(1);
+  if (!x.IsFloat()) c.Fail("element type " + x.et + " is not supported");
+  int s = static_cast<int>(x.rank()) - 2;
+  if (s < 1 || wt.rank() != x.rank()) c.Fail("expected N x C x spatial input and matching weights");
+  for (const Dim& d : wt.shape)
+    if (d.dynamic()) c.Fail("dynamic weight shape");
+  int64_t group = c.AttrI("group", 1);
+  int64_t C = wt.shape[0].v, Fg = wt.shape[1].v;
+  if (group < 1 || C % group) c.Fail("weights do not fit the group count");
+  int64_t Cg = C / group, F = Fg * group;
+  std::vector<int64_t> kernel, strides = c.AttrInts("strides"), dil = c.AttrInts("dilations"),
+                               pads = c.AttrInts("pads"), outpad = c.AttrInts("output_padding"),
+                               outshape = c.AttrInts("output_shape");
+  for (int i = 0; i < s; ++i) kernel.push_back(wt.shape[2 + i].v);
+  if (strides.empty()) strides.assign(s, 1);
+  if (dil.empty()) dil.assign(s, 1);
+  if (pads.empty()) pads.assign(2 * s, 0);
+  if (outpad.empty()) outpad.assign(s, 0);
+  if (static_cast<int>(strides.size()) != s || static_cast<int>(dil.size()) != s ||
+      static_cast<int>(pads.size()) != 2 * s || static_cast<int>(outpad.size()) != s)
+    c.Fail("strides/dilations/pads/output_padding do not match the spatial dims");
+  std::string auto_pad = c.AttrS("auto_pad", "NOTSET");
+  Shape out = {x.shape[0], Dim::Static(F)};
+  for (int i = 0; i < s; ++i) {
+    int64_t span = (kernel[i] - 1) * dil[i] + 1;
+    const Dim& in = x.shape[2 + i];
+    if (!outshape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      if (in.dynamic()) c.Fail("output_shape / auto_pad SAME on a dynamic dimension");
+      int64_t o = !outshape.empty() ? outshape[outshape.size() - s + i] : in.v * strides[i];
+      int64_t total = strides[i] * (in.v - 1) + outpad[i] + span - o;
+      bool upper = auto_pad == "SAME_UPPER";
+      pads[i] = total < 0 ? 0 : upper ? total / 2 : total - total / 2;  // < 0: extend the end
+      pads[s + i] = total - pads[i];
+    } else if (auto_pad == "VALID") {
+      pads[i] = pads[s + i] = 0;
+    }
+    out.push_back(b.Add(b.Mul(b.Sub(in, Dim::Static(1)), Dim::Static(strides[i])),
+                        Dim::Static(outpad[i] + span - pads[i] - pads[s + i])));
+  }
+  c.Mat(x);
+  c.Mat(wt);
+  Val win;
+  win.et = x.et;
+  win.shape.push_back(Dim::Static(Cg));
+  for (int64_t k : kernel) win.shape.push_back(Dim::Static(k));
+  win.name = b.Empty(win.shape, x.et);
+  std::vector<std::string> in_dims;
+  for (int i = 0; i < s; ++i) in_dims.push_back(b.DimValue(x.shape[2 + i]));
+  int loops = 3 + 2 * s, dc = 2 + s;
+  std::vector<std::string> wm, km = {D(dc)}, om = {D(0), D(1)};
+  wm.push_back(group == 1 ? D(dc) : "(" + D(1) + " floordiv " + std::to_string(Fg) + ") * " +
+                                        std::to_string(Cg) + " + " + D(dc));
+  wm.push_back(group == 1 ? D(1) : D(1) + " mod " + std::to_string(Fg));
+  for (int i = 0; i < s; ++i) {
+    wm.push_back(D(3 + s + i));
+    km.push_back(D(3 + s + i));
+    om.push_back(D(2 + i));
+  }
+  std::string et = x.et;
+  std::string init;
+  if (c.HasIn(2)) {
+    Val& bias = c.In(2);
+    c.Mat(bias);
+    int ol = 2 + s;
+    init = b.Generic({&bias}, {Builder::Map(ol, {D(1)})}, Builder::IdentityMap(ol), out, et, ol,
+                     std::vector<std::string>(ol, "parallel"), "", [](const Args& a) { return a[0]; });
+  } else {
+    init = b.Filled(out, et, 0);
+  }
+  std::vector<std::string> iters(2 + s, "parallel");
+  iters.resize(loops, "reduction");
+  Val r;
+  r.et = et;
+  r.shape = out;
+  r.name = b.Generic(
+      {&wt, &win}, {Builder::Map(loops, wm), Builder::Map(loops, km)}, Builder::Map(loops, om), out,
+      et, loops, iters, init, [&](const Args& a) {
+        std::vector<std::string> idx;
+        for (int i = 0; i < loops; ++i) {
+          idx.push_back(b.Fresh());
+          b.Line(idx.back() + " = linalg.index " + std::to_string(i) + " : index");
+        }
+        std::string zero = b.IndexConst(0), valid;
+        auto all = [&](const std::string& cond) {
+          if (valid.empty()) {
+            valid = cond;
+          } else {
+            std::string v = b.Fresh();
+            b.Line(v + " = arith.andi " + valid + ", " + cond + " : i1");
+            valid = v;
+          }
+        };
+        std::vector<std::string> src = {idx[0]};
+        std::string g = b.Fresh(), gc = b.Fresh(), ch = b.Fresh();
+        b.Line(g + " = arith.divui " + idx[1] + ", " + b.IndexConst(Fg) + " : index");
+        b.Line(gc + " = arith.muli " + g + ", " + b.IndexConst(Cg) + " : index");
+        b.Line(ch + " = arith.addi " + gc + ", " + idx[dc] + " : index");
+        src.push_back(ch);
+        for (int i = 0; i < s; ++i) {
+          std::string kd = b.Fresh(), t0 = b.Fresh(), t = b.Fresh(), rem = b.Fresh(), q = b.Fresh();
+          b.Line(kd + " = arith.muli " + idx[3 + s + i] + ", " + b.IndexConst(dil[i]) + " : index");
+          b.Line(t0 + " = arith.addi " + idx[2 + i] + ", " + b.IndexConst(pads[i]) + " : index");
+          b.Line(t + " = arith.subi " + t0 + ", " + kd + " : index");
+          b.Line(rem + " = arith.remsi " + t + ", " + b.IndexConst(strides[i]) + " : index");
+          b.Line(q + " = arith.divsi " + t + ", " + b.IndexConst(strides[i]) + " : index");
+          std::string ge = b.Fresh(), ex = b.Fresh(), lt = b.Fresh();
+          b.Line(ge + " = arith.cmpi sge, " + t + ", " + zero + " : index");
+          b.Line(ex + " = arith.cmpi eq, " + rem + ", " + zero + " : index");
+          b.Line(lt + " = arith.cmpi slt, " + q + ", " + in_dims[i] + " : index");
+          all(ge);
+          all(ex);
+          all(lt);
+          std::string last = b.Fresh(), lo = b.Fresh(), cl = b.Fresh();
+          b.Line(last + " = arith.subi " + in_dims[i] + ", " + b.IndexConst(1) + " : index");
+          b.Line(lo + " = arith.maxsi " + q + ", " + zero + " : index");
+          b.Line(cl + " = arith.minsi " + lo + ", " + last + " : index");
+          src.push_back(cl);
+        }
+        std::string list, e = b.Fresh();
+        for (size_t j = 0; j < src.size(); ++j) list += (j ? ", " : "") + src[j];
+        b.Line(e + " = tensor.extract " + x.name + "[" + list + "] : " + Builder::TensorType(x));
+        std::string p = b.Bin("arith.mulf", "", e, a[0], et);
+        std::string v = b.Select(valid, p, b.ScalarConst(et, 0), et);
+        return b.Bin("arith.addf", "", a[2], v, et);
+      });
+  c.SetOut(0, r);
+}
+
 void LowerPool(Context& c, bool max) {
   Builder& b = c.b;
   Val& x = c.In(0);
@@ -323,6 +457,10 @@ bool LowerNN(Context& c) {
   }
   if (op == "Conv") {
     LowerConv(c);
+    return true;
+  }
+  if (op == "ConvTranspose") {
+    LowerConvTranspose(c);
     return true;
   }
   if (op == "MaxPool" || op == "AveragePool") {
