@@ -11,21 +11,28 @@ TESTS=(
   //hal/cts:cuda_cts_test
   //tests/e2e:models_test
   //tests/e2e:compiled_calls_test
+  //tools/hexir-bench:cuda_bench_test
+  //tests/llm:stories260k_test
+  //tests/llm:random_checkpoints_test
 )
 # Binaries as "package name".
 BINARIES=(
   "hal/drivers/cuda replay_benchmark"
   "tools/hexir-run hexir-run"
+  "tools/hexir-bench hexir-bench"
 )
-bazel build "${TESTS[@]}" //hal/drivers/cuda:replay_benchmark //tools/hexir-run
+bazel build "${TESTS[@]}" //hal/drivers/cuda:replay_benchmark //tools/hexir-run //tools/hexir-bench
 rm -rf .out/gpu && mkdir -p .out/gpu/modules .out/gpu/bin
 for t in "${TESTS[@]}"; do
   pkg=${t#//}; pkg=${pkg%%:*}; name=${t##*:}
   mkdir -p ".out/gpu/tests/$name"
   cp -rL "bazel-bin/$pkg/$name.runfiles/hexir/." ".out/gpu/tests/$name/"
   # The compiler needs LLVM, which the GPU machine lacks: modules come precompiled.
-  rm -f ".out/gpu/tests/$name/tools/hexir-compile/hexir-compile"
+  rm -f ".out/gpu/tests/$name/tools/hexir-compile/hexir-compile" ".out/gpu/tests/$name/tools/hexir-import/hexir-import"
 done
+# The shared model files do not travel with the working tree: carry a copy (never committed).
+shared="${HEXIR_SHARED_DIR:-$(cd .. && pwd)/shared}"
+mkdir -p .out/gpu/shared/models && cp "$shared"/models/*.bin .out/gpu/shared/models/
 for b in "${BINARIES[@]}"; do
   read -r pkg name <<<"$b"
   cp -L "bazel-bin/$pkg/$name" .out/gpu/bin/
@@ -37,5 +44,6 @@ for t in //tests/e2e:models_test //tests/e2e:compiled_calls_test; do
   (cd "bazel-bin/tests/e2e/$name.runfiles/hexir" && TEST_TMPDIR=$(mktemp -d) "./tests/e2e/$name" >/dev/null) \
     || { echo "pack: $name failed here; fix it before a GPU run"; exit 1; }
 done
+HEXIR_SHARED_DIR="$shared" bash tests/llm/precompile.sh .out/gpu/modules cuda >/dev/null
 du -sh .out/gpu
 echo "pack: ready; on the GPU machine run: bash tools/gpu/run.sh"

@@ -7,6 +7,8 @@ OUT=${OUT:-/tmp/hexir-gpu-out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 export HEXIR_PRECOMPILED_DIR="$PWD/.out/gpu/modules"
+export HEXIR_SHARED_DIR="$PWD/.out/gpu/shared"
+export HEXIR_LLM_DEVICE=cuda
 status=0
 for dir in .out/gpu/tests/*/; do
   name=$(basename "$dir")
@@ -18,6 +20,7 @@ for dir in .out/gpu/tests/*/; do
   echo "$name: exit $rc: $(grep -E 'All tests passed|test cases:' "$OUT/$name.log" | tail -1)," \
        "$(grep -c HEXIR_SKIPPED "$OUT/$name.log") skipped"
 done
-.out/gpu/bin/replay_benchmark > "$OUT/replay_benchmark.log" 2>&1 || status=1
+# The benchmark finds its test kernels under the working directory, as in cuda_device_test's runfiles.
+(cd .out/gpu/tests/cuda_device_test && ../../bin/replay_benchmark) > "$OUT/replay_benchmark.log" 2>&1 || status=1
 cat "$OUT/replay_benchmark.log"
 exit $status
