@@ -1,6 +1,7 @@
 // Less common ONNX ops built from the shared helpers: GatherElements, DepthToSpace,
 // SpaceToDepth, Trilu, CumSum, Hardmax, MeanVarianceNormalization.
 #include <climits>
+#include <cmath>
 
 #include "compiler/importers/onnx/Context.h"
 
@@ -298,6 +299,139 @@ bool LowerExtra(Context& c) {
       b.Line(p + " = math.powf " + s + ", " + b.ScalarConst(et, beta) + " : " + et);
       return b.Bin("arith.divf", "", a[0], p, et);
     }));
+    return true;
+  }
+  if (op == "Resize" || op == "Upsample") {
+    Val& x = c.In(0);
+    int64_t rank = x.rank();
+    std::vector<double> scales;
+    std::vector<int64_t> sizes;
+    std::string mode = c.AttrS("mode", "nearest");
+    std::string ctm = c.AttrS("coordinate_transformation_mode", op == "Upsample" || c.opset < 11 ? "asymmetric" : "half_pixel");
+    std::string nearest = c.AttrS("nearest_mode", op == "Upsample" || c.opset < 11 ? "floor" : "round_prefer_floor");
+    if (op == "Upsample" || c.opset < 11) {
+      scales = op == "Upsample" && c.opset < 9 ? std::vector<double>() : c.ConstFloats(c.In(1), "scales");
+      if (scales.empty())
+        for (const auto& a : c.node->attribute())
+          if (a.name() == "scales") scales.assign(a.floats().begin(), a.floats().end());
+    } else {
+      if (c.HasIn(2) && !c.In(2).shape.empty() && !(c.In(2).shape[0].v == 0))
+        scales = c.ConstFloats(c.In(2), "scales");
+      if (c.HasIn(3)) sizes = c.ConstInts(c.In(3), "sizes");
+    }
+    if (mode == "bilinear") mode = "linear";
+    if (mode != "nearest" && mode != "linear") c.Fail("mode '" + mode + "' is not supported");
+    if (ctm == "tf_crop_and_resize") c.Fail("coordinate_transformation_mode tf_crop_and_resize is not supported");
+    if (c.HasAttr("axes")) c.Fail("the axes attribute is not supported");
+    if (scales.empty() && sizes.empty()) c.Fail("needs scales or sizes");
+    Shape out;
+    std::vector<double> sc(rank, 1.0);
+    for (int64_t i = 0; i < rank; ++i) {
+      const Dim& d = x.shape[i];
+      bool same = sizes.empty() ? scales.at(i) == 1.0 : (!d.dynamic() && sizes.at(i) == d.v);
+      if (same) {
+        out.push_back(d);
+        continue;
+      }
+      if (d.dynamic()) c.Fail("resizing a dynamic dimension is not supported");
+      if (!sizes.empty()) {
+        out.push_back(Dim::Static(sizes[i]));
+        sc[i] = static_cast<double>(sizes[i]) / d.v;
+      } else {
+        out.push_back(Dim::Static(static_cast<int64_t>(std::floor(d.v * scales[i]))));
+        sc[i] = scales[i];
+      }
+    }
+    c.Mat(x);
+    std::string et = x.et;
+    if (mode == "linear" && !x.IsFloat()) c.Fail("linear mode on integers is not supported");
+    int loops = static_cast<int>(rank);
+    Val r;
+    r.et = et;
+    r.shape = out;
+    r.name = b.Generic({}, {}, Builder::IdentityMap(loops), out, et, loops,
+                       std::vector<std::string>(loops, "parallel"), "", [&](const Args&) {
+      std::vector<std::string> idx = Indices(b, loops);
+      // Per resized dim: source coordinate (f32), then nearest index or (i0, i1, weight).
+      std::vector<std::string> i0(idx), i1(idx), wgt(loops);
+      for (int i = 0; i < loops; ++i) {
+        if (out[i].dynamic() || x.shape[i].dynamic() || (out[i].v == x.shape[i].v && sc[i] == 1.0)) continue;
+        int64_t in = x.shape[i].v;
+        double on = sizes.empty() ? in * sc[i] : static_cast<double>(out[i].v);  // the spec's length_resized
+        std::string xi = b.Fresh(), xf = b.Fresh();
+        b.Line(xi + " = arith.index_cast " + idx[i] + " : index to i64");
+        b.Line(xf + " = arith.sitofp " + xi + " : i64 to f32");
+        std::string s = b.ScalarConst("f32", sc[i]), half = b.ScalarConst("f32", 0.5), src;
+        if (ctm == "asymmetric") {
+          src = b.Bin("arith.divf", "", xf, s, "f32");
+        } else if (ctm == "align_corners") {
+          src = on <= 1 ? b.ScalarConst("f32", 0)
+                        : b.Bin("arith.mulf", "", xf, b.ScalarConst("f32", static_cast<double>(in - 1) / (on - 1)), "f32");
+        } else if (ctm == "tf_half_pixel_for_nn") {
+          src = b.Bin("arith.divf", "", b.Bin("arith.addf", "", xf, half, "f32"), s, "f32");
+        } else if (ctm == "half_pixel" || ctm == "pytorch_half_pixel") {
+          src = b.Bin("arith.subf", "", b.Bin("arith.divf", "", b.Bin("arith.addf", "", xf, half, "f32"), s, "f32"), half, "f32");
+          if (ctm == "pytorch_half_pixel" && on <= 1) src = b.ScalarConst("f32", 0);
+        } else {
+          c.Fail("coordinate_transformation_mode '" + ctm + "' is not supported");
+        }
+        std::string lo = b.ScalarConst("f32", 0), hi = b.ScalarConst("f32", static_cast<double>(in - 1));
+        auto to_index = [&](const std::string& f) {
+          std::string cl = b.Bin("arith.minimumf", "", b.Bin("arith.maximumf", "", f, lo, "f32"), hi, "f32");
+          std::string i64 = b.Fresh(), ix = b.Fresh();
+          b.Line(i64 + " = arith.fptosi " + cl + " : f32 to i64");
+          b.Line(ix + " = arith.index_cast " + i64 + " : i64 to index");
+          return ix;
+        };
+        if (mode == "nearest") {
+          std::string n;
+          if (nearest == "floor") n = b.Op1("math.floor", src, "f32");
+          else if (nearest == "ceil") n = b.Op1("math.ceil", src, "f32");
+          else {  // round half toward floor / ceil
+            std::string fl = b.Op1("math.floor", src, "f32");
+            std::string fr = b.Bin("arith.subf", "", src, fl, "f32");
+            std::string up = b.Cmp(nearest == "round_prefer_ceil" ? "oge" : "ogt", "", fr, half, "f32");
+            n = b.Select(up, b.Bin("arith.addf", "", fl, b.ScalarConst("f32", 1), "f32"), fl, "f32");
+          }
+          i0[i] = to_index(n);
+        } else {
+          std::string cl = b.Bin("arith.minimumf", "", b.Bin("arith.maximumf", "", src, lo, "f32"), hi, "f32");
+          std::string fl = b.Op1("math.floor", cl, "f32");
+          wgt[i] = b.Bin("arith.subf", "", cl, fl, "f32");
+          i0[i] = to_index(fl);
+          i1[i] = to_index(b.Bin("arith.addf", "", fl, b.ScalarConst("f32", 1), "f32"));
+        }
+      }
+      auto read = [&](const std::vector<std::string>& at) {
+        std::string e = b.Fresh();
+        b.Line(e + " = tensor.extract " + x.name + "[" + Join(at) + "] : " + Builder::TensorType(x));
+        return b.Convert(e, et, et);
+      };
+      if (mode == "nearest") return read(i0);
+      // Multilinear: fold the resized dims one at a time over 2^k corners.
+      std::vector<int> dims;
+      for (int i = 0; i < loops; ++i)
+        if (!wgt[i].empty()) dims.push_back(i);
+      std::vector<std::string> vals;
+      for (int m = 0; m < (1 << dims.size()); ++m) {
+        std::vector<std::string> at = i0;
+        for (size_t j = 0; j < dims.size(); ++j)
+          if (m >> j & 1) at[dims[j]] = i1[dims[j]];
+        std::string v = read(at);
+        vals.push_back(et == "f32" ? v : b.Convert(v, et, "f32"));
+      }
+      for (size_t j = 0; j < dims.size(); ++j) {
+        std::vector<std::string> next;
+        for (size_t m = 0; m < vals.size(); m += 2) {
+          std::string w = wgt[dims[j]];
+          std::string d = b.Bin("arith.subf", "", vals[m + 1], vals[m], "f32");
+          next.push_back(b.Bin("arith.addf", "", vals[m], b.Bin("arith.mulf", "", d, w, "f32"), "f32"));
+        }
+        vals = next;
+      }
+      return et == "f32" ? vals[0] : b.Convert(vals[0], "f32", et);
+    });
+    c.SetOut(0, r);
     return true;
   }
   return false;
