@@ -1,6 +1,6 @@
 # Shared setup for the LLM tests (sourced). Runs from the Bazel runfiles root, where the
 # tools sit at their package paths. Sets IMPORT COMPILE GENERATE REFERENCE SHARED TMP
-# TORCH (1 when Debian's /usr/bin/python3 has torch) and DEVICE/TARGET (HEXIR_LLM_DEVICE,
+# PYTHON (HEXIR_TORCH_PYTHON, default Debian's /usr/bin/python3), TORCH (1 when it has torch) and DEVICE/TARGET (HEXIR_LLM_DEVICE,
 # default cpu).
 set -uo pipefail
 IMPORT=tools/hexir-import/hexir-import
@@ -12,8 +12,9 @@ SHARED=${HEXIR_SHARED_DIR:-$(cd "$here/../../.." && pwd)/shared}
 TMP=${TEST_TMPDIR:-$(mktemp -d)}
 DEVICE=${HEXIR_LLM_DEVICE:-cpu}
 TARGET=${DEVICE%%:*}
+PYTHON=${HEXIR_TORCH_PYTHON:-/usr/bin/python3}
 TORCH=0
-/usr/bin/python3 -c "import torch" 2>/dev/null && TORCH=1
+"$PYTHON" -c "import torch" 2>/dev/null && TORCH=1
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
@@ -21,7 +22,7 @@ pass() { echo "ok: $*"; }
 RANDOM_CONFIGS=("4 2 -50 1" "4 4 -50 2" "4 1 50 3" "8 2 -64 4" "2 1 40 5")
 # write_random OUT.bin HEADS KV_HEADS VOCAB SEED (dim 32, hidden 48, 2 layers, seq_len 96)
 write_random() {
-  /usr/bin/python3 "$REFERENCE" --write-random "$1" --dim 32 --hidden 48 --layers 2 \
+  "$PYTHON" "$REFERENCE" --write-random "$1" --dim 32 --hidden 48 --layers 2 \
     --heads "$2" --kv-heads "$3" --vocab "$4" --seq-len 96 --seed "$5"
 }
 # import + compile CKPT into $TMP/NAME.vmfb; extra import flags after NAME. A module depends

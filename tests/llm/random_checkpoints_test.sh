@@ -6,7 +6,7 @@
 # Also the error paths: a truncated checkpoint, a module that does not fit the checkpoint.
 source tests/llm/common.sh
 if [ "$TORCH" != 1 ]; then
-  echo "HEXIR_SKIPPED: random checkpoints: /usr/bin/python3 has no torch (Debian python3-torch)"
+  echo "HEXIR_SKIPPED: random checkpoints: $PYTHON has no torch (Debian python3-torch)"
   exit 0
 fi
 stopped=0
@@ -17,7 +17,7 @@ for cfg in "${RANDOM_CONFIGS[@]}"; do
   write_random "$ckpt" "$@" || { fail "write $name"; continue; }
   build_module "$ckpt" "$name" || continue
   got=$("$GENERATE" --module="$TMP/$name.vmfb" --device="$DEVICE" --parameters="$ckpt" --max-tokens=80)
-  want=$(/usr/bin/python3 "$REFERENCE" "$ckpt" --steps 80)
+  want=$("$PYTHON" "$REFERENCE" "$ckpt" --steps 80)
   n=$(($(echo "$want" | wc -w) - 1))
   if [ "$got" == "$want" ]; then pass "$name: $n ids equal the reference's"; else
     fail "$name"; echo " hexir:     $got"; echo " reference: $want"; fi
@@ -25,7 +25,7 @@ for cfg in "${RANDOM_CONFIGS[@]}"; do
   # A 9-token prompt: one-pass prefill (M = 9), then decode.
   prompt="1,$(($4 + 3)),7,11,$(($4 * 2 + 5)),13,0,17,19"
   got=$("$GENERATE" --module="$TMP/$name.vmfb" --device="$DEVICE" --parameters="$ckpt" --prompt-ids="$prompt" --max-tokens=40)
-  want=$(/usr/bin/python3 "$REFERENCE" "$ckpt" --steps 40 --prompt-ids "$prompt")
+  want=$("$PYTHON" "$REFERENCE" "$ckpt" --steps 40 --prompt-ids "$prompt")
   [ "$got" == "$want" ] && pass "$name, prompt $prompt: $(($(echo "$want" | wc -w) - 1)) ids equal the reference's" \
     || { fail "$name prompt $prompt"; echo " hexir:     $got"; echo " reference: $want"; }
 done
@@ -34,7 +34,7 @@ done
 for name in h4_kv2_v-50_s1 h4_kv1_v50_s3; do
   build_module "$TMP/$name.bin" "${name}_f16" --weights=f16 || continue
   got=$("$GENERATE" --module="$TMP/${name}_f16.vmfb" --device="$DEVICE" --parameters="$TMP/$name.bin" --prompt-ids=1,5,9 --max-tokens=60)
-  want=$(/usr/bin/python3 "$REFERENCE" "$TMP/$name.bin" --steps 60 --f16-weights --prompt-ids 1,5,9)
+  want=$("$PYTHON" "$REFERENCE" "$TMP/$name.bin" --steps 60 --f16-weights --prompt-ids 1,5,9)
   [ "$got" == "$want" ] && pass "$name, f16 weights: $(($(echo "$want" | wc -w) - 1)) ids equal the reference's" \
     || { fail "$name f16"; echo " hexir:     $got"; echo " reference: $want"; }
 done

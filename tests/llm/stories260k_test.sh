@@ -40,16 +40,16 @@ five=$("$GENERATE" --module="$TMP/stories.vmfb" --device="$DEVICE" --parameters=
 [ "$five" == "$(echo "$golden" | cut -d' ' -f1-6)" ] && pass "--max-tokens=5" || fail "--max-tokens=5: '$five'"
 
 if [ "$TORCH" == 1 ]; then
-  fresh=$(/usr/bin/python3 "$REFERENCE" "$CKPT" --steps 100)
+  fresh=$("$PYTHON" "$REFERENCE" "$CKPT" --steps 100)
   [ "$fresh" == "$golden" ] && pass "reference rerun equals the checked-in ids" || fail "reference rerun: '$fresh'"
   # A prompt: prefill then decode, against the reference fed the same prompt ids.
   out=$("$GENERATE" --module="$TMP/stories.vmfb" --device="$DEVICE" --parameters="$CKPT" --tokenizer="$TOK" \
         --prompt="Lily and Ben went to the park" --max-tokens=60 --verbose 2>"$TMP/prompt.err")
   pids=$(sed -n 's/^hexir-generate: prompt ids: //p' "$TMP/prompt.err" | tr ' ' ',')
-  ref=$(/usr/bin/python3 "$REFERENCE" "$CKPT" --steps 60 --prompt-ids "$pids")
+  ref=$("$PYTHON" "$REFERENCE" "$CKPT" --steps 60 --prompt-ids "$pids")
   [ "$(echo "$out" | sed -n 1p)" == "$ref" ] && pass "prompt ($pids): 60 ids equal the reference's" \
     || fail "prompt: hexir '$(echo "$out" | sed -n 1p)' reference '$ref'"
 else
-  echo "note: /usr/bin/python3 has no torch; compared with the checked-in reference ids only"
+  echo "note: $PYTHON has no torch; compared with the checked-in reference ids only"
 fi
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
