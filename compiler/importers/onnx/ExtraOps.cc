@@ -434,6 +434,47 @@ bool LowerExtra(Context& c) {
     c.SetOut(0, r);
     return true;
   }
+  if (op == "GatherND") {
+    Val& data = c.In(0);
+    Val& ind = c.In(1);
+    int64_t bd = c.AttrI("batch_dims", 0), ri = ind.rank();
+    if (ri < 1 || ind.shape[ri - 1].dynamic()) c.Fail("the last indices dim must be static");
+    int64_t q = ind.shape[ri - 1].v;
+    if (bd < 0 || bd + q > data.rank() || bd >= ri) c.Fail("indices do not fit the data rank");
+    Shape out(ind.shape.begin(), ind.shape.end() - 1);
+    out.insert(out.end(), data.shape.begin() + bd + q, data.shape.end());
+    c.Mat(data);
+    c.Mat(ind);
+    std::vector<std::string> dims;
+    for (const Dim& d : data.shape) dims.push_back(b.DimValue(d));
+    int loops = static_cast<int>(out.size());
+    std::string it = ind.et;
+    Val r;
+    r.et = data.et;
+    r.shape = out;
+    r.name = b.Generic({}, {}, Builder::IdentityMap(loops), out, data.et, loops,
+                       std::vector<std::string>(loops, "parallel"), "", [&](const Args&) {
+      std::vector<std::string> idx = Indices(b, loops);
+      std::vector<std::string> at(idx.begin(), idx.begin() + bd);  // batch dims
+      for (int64_t j = 0; j < q; ++j) {
+        std::vector<std::string> ii(idx.begin(), idx.begin() + (ri - 1));
+        ii.push_back(b.IndexConst(j));
+        std::string e = b.Fresh(), iv = b.Fresh(), neg = b.Fresh(), w = b.Fresh(), s = b.Fresh();
+        b.Line(e + " = tensor.extract " + ind.name + "[" + Join(ii) + "] : " + Builder::TensorType(ind));
+        b.Line(iv + " = arith.index_cast " + e + " : " + it + " to index");
+        b.Line(neg + " = arith.cmpi slt, " + iv + ", " + b.IndexConst(0) + " : index");
+        b.Line(w + " = arith.addi " + iv + ", " + dims[bd + j] + " : index");
+        b.Line(s + " = arith.select " + neg + ", " + w + ", " + iv + " : index");
+        at.push_back(s);
+      }
+      for (int64_t j = ri - 1; j < loops; ++j) at.push_back(idx[j]);
+      std::string e = b.Fresh();
+      b.Line(e + " = tensor.extract " + data.name + "[" + Join(at) + "] : " + Builder::TensorType(data));
+      return e;
+    });
+    c.SetOut(0, r);
+    return true;
+  }
   return false;
 }
 
