@@ -64,6 +64,7 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal()) continue;
+      foldEmptyIterationSpaces(func);
       // Roots anywhere in the function (also inside scf bodies), not inside other linalg ops.
       SmallVector<Operation*> roots;
       func.walk([&](Operation* op) {
@@ -88,6 +89,26 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
 
  private:
   llvm::SmallPtrSet<Operation*, 8> fusedAway;  // roots erased by consumer fusion
+
+  // A linalg op with a static 0 loop extent never runs its body: its results are its inits
+  // (e.g. a K=0 matmul is its fill; an op over a 0xN tensor is its empty). Replacing it here
+  // keeps zero-extent loops out of kernel tiling, which does not support them.
+  void foldEmptyIterationSpaces(func::FuncOp func) {
+    SmallVector<linalg::LinalgOp> empty;
+    func.walk([&](linalg::LinalgOp op) {
+      if (!op.hasPureTensorSemantics() || op->getParentOfType<linalg::LinalgOp>()) return;
+      for (int64_t extent : op.getStaticLoopRanges())
+        if (extent == 0) {
+          empty.push_back(op);
+          return;
+        }
+    });
+    for (linalg::LinalgOp op : empty) {
+      SmallVector<Value> inits(op.getDpsInits());
+      op->replaceAllUsesWith(inits);
+      op->erase();
+    }
+  }
 
   // Clones `value`'s producer chain into the region if clonable; returns the value to use.
   Value cloneProducers(OpBuilder& b, Value value, IRMapping& map) {
@@ -131,10 +152,9 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
       DominanceInfo dom;
       bool available = true;
       for (Value operand : consumer->getOperands())
-        if (operand != region.getResult(0) && !isClonable(operand.getDefiningOp()) &&
-            !dom.properlyDominates(operand, region))
+        if (operand != region.getResult(0) && !availableAt(operand, region, dom))
           available = false;
-      if (!available) break;
+      if (!available || !capturesAvailableAt(consumer, region, dom)) break;
       map.map(region.getResult(0), last->getResult(0));
       b.setInsertionPointToEnd(body);
       last = cloneInto(b, consumer, map);
@@ -151,6 +171,37 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
     }
     b.setInsertionPointToEnd(body);
     YieldOp::create(b, region.getLoc(), last->getResults());
+  }
+
+  // True when `value` can be used inside a region placed at `region`: it is defined before
+  // it, or its producer is cloned into the region (cloneProducers) and everything that
+  // producer needs is available in turn. Values defined after the region (e.g. a host scalar
+  // read after the root) make the consumer unfusable.
+  bool availableAt(Value value, Operation* region, DominanceInfo& dom) {
+    if (dom.properlyDominates(value, region)) return true;
+    Operation* def = value.getDefiningOp();
+    if (isScalarConstant(def)) return true;  // hoisted by capturesAvailableAt's caller rule
+    bool clonable = isClonable(def) || (fuseElementwise && isFusableProducer(def));
+    if (!clonable) return false;
+    for (Value operand : def->getOperands())
+      if (!availableAt(operand, region, dom)) return false;
+    return capturesAvailableAt(def, region, dom);
+  }
+
+  // Values an op's body uses from above (cloning keeps referring to them): each must dominate
+  // `region`; a scalar constant defined later is moved before it (constants are pure).
+  bool capturesAvailableAt(Operation* op, Operation* region, DominanceInfo& dom) {
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(op->getRegions(), captured);
+    SmallVector<Operation*> constantsToHoist;
+    for (Value v : captured) {
+      if (dom.properlyDominates(v, region)) continue;
+      Operation* def = v.getDefiningOp();
+      if (!isScalarConstant(def)) return false;
+      constantsToHoist.push_back(def);
+    }
+    for (Operation* c : constantsToHoist) c->moveBefore(region);
+    return true;
   }
 
   Operation* cloneInto(OpBuilder& b, Operation* op, IRMapping& map) {

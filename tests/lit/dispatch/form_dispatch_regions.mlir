@@ -96,3 +96,83 @@ func.func @producer(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>, %s: f32) -> tensor
   %m = linalg.matmul ins(%scaled, %b : tensor<4x4xf32>, tensor<4x4xf32>) outs(%f : tensor<4x4xf32>) -> tensor<4x4xf32>
   return %m : tensor<4x4xf32>
 }
+
+// -----
+
+// A consumer whose body uses a host scalar computed after the root (here from a
+// tensor.extract) is not fused into the root's region: its own region follows the scalar.
+// A scalar constant defined after the root is hoisted, so that consumer still fuses.
+// CHECK-LABEL: func.func @consumer_uses_later_scalar
+// CHECK:         %[[R:.+]] = hexir.dispatch_region
+// CHECK:           linalg.matmul
+// CHECK-NOT:       linalg.generic
+// CHECK:           hexir.yield
+// CHECK:         %[[V:.+]] = tensor.extract
+// CHECK:         %[[W:.+]] = arith.mulf %[[V]], %[[V]]
+// CHECK:         hexir.dispatch_region
+// CHECK:           linalg.generic {{.*}} ins(%[[R]]
+// CHECK:             arith.addf %{{.+}}, %[[W]]
+// CHECK-LABEL: func.func @consumer_uses_later_constant
+// CHECK:         arith.constant 2.0
+// CHECK:         hexir.dispatch_region
+// CHECK:           linalg.matmul
+// CHECK:           linalg.generic
+// CHECK-NOT:     hexir.dispatch_region
+#map = affine_map<(i, j) -> (i, j)>
+func.func @consumer_uses_later_scalar(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>, %s: tensor<1xf32>) -> tensor<2x4xf32> {
+  %z = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %e = tensor.empty() : tensor<2x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<2x3xf32>, tensor<3x4xf32>) outs(%f : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %v = tensor.extract %s[%c0] : tensor<1xf32>
+  %w = arith.mulf %v, %v : f32
+  %r = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%m : tensor<2x4xf32>) outs(%e : tensor<2x4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %t = arith.addf %x, %w : f32
+    linalg.yield %t : f32
+  } -> tensor<2x4xf32>
+  return %r : tensor<2x4xf32>
+}
+func.func @consumer_uses_later_constant(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<2x3xf32>, tensor<3x4xf32>) outs(%f : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %two = arith.constant 2.0 : f32
+  %r = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%m : tensor<2x4xf32>) outs(%e : tensor<2x4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %t = arith.mulf %x, %two : f32
+    linalg.yield %t : f32
+  } -> tensor<2x4xf32>
+  return %r : tensor<2x4xf32>
+}
+
+// -----
+
+// Static 0 extents: the op never runs its body, so its result is its init. A K=0 matmul
+// becomes its fill (one fill dispatch); an op over a 0x5 tensor becomes its empty.
+// CHECK-LABEL: func.func @zero_reduction
+// CHECK:         %[[R:.+]] = hexir.dispatch_region
+// CHECK:           linalg.fill
+// CHECK-NOT:       linalg.matmul
+// CHECK:         return %[[R]]
+// CHECK-LABEL: func.func @zero_rows
+// CHECK-NOT:     hexir.dispatch_region
+// CHECK:         %[[E:.+]] = tensor.empty() : tensor<0x5xf32>
+// CHECK-NOT:     hexir.dispatch_region
+// CHECK:         return %[[E]]
+func.func @zero_reduction(%a: tensor<2x0xf32>, %b: tensor<0x4xf32>) -> tensor<2x4xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<2x0xf32>, tensor<0x4xf32>) outs(%f : tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %m : tensor<2x4xf32>
+}
+func.func @zero_rows(%a: tensor<0x4xf32>, %b: tensor<4x5xf32>) -> tensor<0x5xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<0x5xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<0x5xf32>) -> tensor<0x5xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<0x4xf32>, tensor<4x5xf32>) outs(%f : tensor<0x5xf32>) -> tensor<0x5xf32>
+  return %m : tensor<0x5xf32>
+}
