@@ -45,5 +45,12 @@ for t in //tests/e2e:models_test //tests/e2e:compiled_calls_test; do
     || { echo "pack: $name failed here; fix it before a GPU run"; exit 1; }
 done
 HEXIR_SHARED_DIR="$shared" bash tests/llm/precompile.sh .out/gpu/modules cuda >/dev/null
+
+# ---- LLM decode benchmark (tests/llm/gpu_decode_bench.sh; run.sh runs it last) ----
+# hexir-generate plus the two CUDA modules (stories260K f32, random768 f16) into .out/gpu/llm-bench.
+bazel build --jobs=2 //tools/hexir-generate
+cp -L bazel-bin/tools/hexir-generate/hexir-generate .out/gpu/bin/
+HEXIR_SHARED_DIR="$shared" bash tests/llm/gpu_decode_bench.sh --pack .out/gpu/llm-bench
+
 du -sh .out/gpu
 echo "pack: ready; on the GPU machine run: bash tools/gpu/run.sh"

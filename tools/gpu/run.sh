@@ -25,4 +25,13 @@ done
 # The benchmark finds its test kernels under the working directory, as in cuda_device_test's runfiles.
 (cd .out/gpu/tests/cuda_device_test && ../../bin/replay_benchmark) > "$OUT/replay_benchmark.log" 2>&1 || status=1
 cat "$OUT/replay_benchmark.log"
+
+# ---- LLM decode benchmark (tests/llm/gpu_decode_bench.sh; modules from pack.sh) ----
+# Hexir vs PyTorch eager / CUDA-graph ms per token, stories260K f32 and random768 f16 (< 3 min).
+if [ -n "${HEXIR_TORCH_PYTHON:-}" ]; then
+  bash tests/llm/gpu_decode_bench.sh > "$OUT/llm_decode_bench.log" 2>&1 || status=1
+  cat "$OUT/llm_decode_bench.log"
+else
+  echo "llm decode benchmark: skipped (python3 on PATH has no torch)"
+fi
 exit $status
