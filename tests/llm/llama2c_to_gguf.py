@@ -1,9 +1,12 @@
 #!/usr/bin/python3
-"""Converts a llama2.c checkpoint + tokenizer to GGUF (v3, all tensors f32) for llama.cpp.
+"""Converts a llama2.c checkpoint + tokenizer to GGUF (v3) for llama.cpp and Hexir's GGUF import.
 
-  llama2c_to_gguf.py CKPT.bin TOK.bin OUT.gguf
+  llama2c_to_gguf.py CKPT.bin TOK.bin|- OUT.gguf [--f16]
 
-Only for the benchmark (tests/llm/benchmark.sh): llama.cpp via npm node-llama-cpp. llama2.c
+All tensors f32; --f16 stores the 2-D weights (embedding, projections, classifier) as f16
+(round to nearest even, numpy) and keeps the 1-D norms f32, llama.cpp's own f16 convention.
+TOK '-' writes no tokenizer metadata (random test checkpoints have no tokenizer). Used by the
+benchmark (tests/llm/benchmark.sh: llama.cpp via npm node-llama-cpp) and gguf_test.sh. llama2.c
 weights are in Meta's interleaved rotary layout, which is llama.cpp's "llama" rope type, so
 q/k are copied unpermuted. Tokens: ' ' becomes U+2581, the BOS/EOS pieces become <s>/</s>,
 <0xXX> pieces are byte tokens.
@@ -48,7 +51,9 @@ def kv_array(key, etype, values):
 
 
 def main():
-    ckpt, tok, out_path = sys.argv[1:4]
+    args = [a for a in sys.argv[1:] if a != "--f16"]
+    f16 = "--f16" in sys.argv[1:]
+    ckpt, tok, out_path = args[0:3]
     data = open(ckpt, "rb").read()
     dim, hidden, L, H, KVH, vocab, seq = struct.unpack("<7i", data[:28])
     shared = vocab > 0
@@ -75,7 +80,7 @@ def main():
     take(seq * hs)
     cls = None if shared else take(V, dim)
 
-    tb = open(tok, "rb").read()
+    tb = open(tok, "rb").read() if tok != "-" else b""
     o = 4
     tokens, scores, types = [], [], []
     while o < len(tb):
@@ -105,10 +110,10 @@ def main():
     if cls is not None:
         tensors.append(("output.weight", cls))
 
-    meta = b"".join([
+    entries = [
         kv("general.architecture", STRING, "llama"),
         kv("general.name", STRING, "stories"),
-        kv("general.file_type", UINT32, 0),
+        kv("general.file_type", UINT32, 1 if f16 else 0),
         kv("llama.context_length", UINT32, seq),
         kv("llama.embedding_length", UINT32, dim),
         kv("llama.block_count", UINT32, L),
@@ -118,6 +123,9 @@ def main():
         kv("llama.attention.head_count_kv", UINT32, KVH),
         kv("llama.attention.layer_norm_rms_epsilon", FLOAT32, 1e-5),
         kv("llama.rope.freq_base", FLOAT32, 10000.0),
+    ]
+    if tokens:
+        entries += [
         kv("tokenizer.ggml.model", STRING, "llama"),
         kv_array("tokenizer.ggml.tokens", STRING, tokens),
         kv_array("tokenizer.ggml.scores", FLOAT32, scores),
@@ -126,16 +134,18 @@ def main():
         kv("tokenizer.ggml.eos_token_id", UINT32, 2),
         kv("tokenizer.ggml.unknown_token_id", UINT32, 0),
         gguf_string("tokenizer.ggml.add_bos_token") + struct.pack("<IB", 7, 1),  # bool
-    ])
-    n_kv = 20
+        ]
+    meta = b"".join(entries)
+    n_kv = len(entries)
     infos = b""
     offset = 0
     blobs = []
     for name, t in tensors:
-        t = np.ascontiguousarray(t, dtype=np.float32)
+        half = f16 and t.ndim == 2
+        t = np.ascontiguousarray(t, dtype=np.float16 if half else np.float32)
         ne = list(reversed(t.shape))
         infos += gguf_string(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
-        infos += struct.pack("<IQ", 0, offset)
+        infos += struct.pack("<IQ", 1 if half else 0, offset)
         blob = t.tobytes()
         pad = (-len(blob)) % 32
         blobs.append(blob + b"\0" * pad)

@@ -25,5 +25,12 @@ for cfg in "${RANDOM_CONFIGS[@]}"; do
 done
 build_module "$TMP/h4_kv2_v-50_s1.bin" short --cache-len=10
 for name in h4_kv2_v-50_s1 h4_kv1_v50_s3; do build_module "$TMP/$name.bin" "${name}_f16" --weights=f16; done
+# gguf_test.sh: modules imported from the GGUF conversions (same text as the .bin's).
+/usr/bin/python3 tests/llm/llama2c_to_gguf.py "$SHARED/models/stories260K.bin" "$SHARED/models/tok512.bin" "$TMP/stories.gguf"
+build_module "$TMP/stories.gguf" gguf_stories
+build_module "$TMP/stories.gguf" gguf_stories_f16 --weights=f16
+/usr/bin/python3 tests/llm/llama2c_to_gguf.py "$TMP/h4_kv2_v-50_s1.bin" - "$TMP/h4_kv2_v-50_s1.gguf"
+build_module "$TMP/h4_kv2_v-50_s1.gguf" gguf_h4_kv2_v-50_s1
+build_module "$TMP/h4_kv2_v-50_s1.gguf" gguf_h4_kv2_v-50_s1_f16 --weights=f16
 ls "$OUT"
 [ "$failures" -eq 0 ]

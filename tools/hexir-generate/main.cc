@@ -1,15 +1,17 @@
 // hexir-generate: greedy text generation with a module made by
-// `hexir-import CKPT.bin -o llm.mlir && hexir-compile llm.mlir -o llm.vmfb`.
+// `hexir-import CKPT.bin|MODEL.gguf -o llm.mlir && hexir-compile llm.mlir -o llm.vmfb`.
 //
-//   hexir-generate --module=llm.vmfb --device=cpu|cuda --parameters=CKPT.bin
+//   hexir-generate --module=llm.vmfb --device=cpu|cuda --parameters=CKPT.bin|MODEL.gguf
 //                  [--tokenizer=TOK.bin] [--prompt=TEXT] --max-tokens=N
 // prints `ids: 403 407 ...` (generated ids; BOS excluded; the stopping token included) and,
 // with a tokenizer, the decoded text on the next line.
 //
-// The checkpoint is memory-mapped; each weight tensor is uploaded once from the mapped bytes
-// at its offset (compiler/importers/llama/Checkpoint.h gives the order and offsets; a module
-// imported with --weights=f16 gets f16 copies converted once), and the same device buffers
-// are passed on every call of @generate (--repeat calls it again).
+// The checkpoint (llama2.c, or GGUF when it starts with the GGUF magic) is memory-mapped;
+// each weight tensor is uploaded once from the mapped bytes at its offset
+// (compiler/importers/llama/Checkpoint.h / GgufLlama.h give the order, offsets and stored
+// types; a tensor stored in another type than the module takes, f32 or f16, is converted
+// once), and the same device buffers are passed on every call of @generate (--repeat calls
+// it again).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "compiler/importers/llama/Checkpoint.h"
+#include "compiler/importers/llama/GgufLlama.h"
 #include "hal/api.h"
 #include "hal/element_type.h"
 #include "tools/common/invocation.h"
@@ -75,9 +78,18 @@ class MappedFile {
 Status Run(const Flags& f) {
   MappedFile file;
   HEXIR_RETURN_IF_ERROR(file.Open(f.parameters));
-  StatusOr<llama::LlamaConfig> config = llama::ParseLlamaHeader(file.data(), file.size());
-  if (!config.ok()) return std::move(config).status().WithContext(StrCat("'", f.parameters, "'"));
-  std::vector<llama::WeightTensor> weights = llama::LlamaWeights(*config);
+  StatusOr<llama::LlamaConfig> config = InvalidArgument("unparsed");
+  std::vector<llama::WeightTensor> weights;
+  if (llama::IsGguf(file.data(), file.size())) {
+    StatusOr<llama::GgufLlama> model = llama::ParseGgufLlama(file.data(), file.size());
+    if (!model.ok()) return std::move(model).status().WithContext(StrCat("'", f.parameters, "'"));
+    config = model->config;
+    weights = std::move(model->weights);
+  } else {
+    config = llama::ParseLlamaHeader(file.data(), file.size());
+    if (!config.ok()) return std::move(config).status().WithContext(StrCat("'", f.parameters, "'"));
+    weights = llama::LlamaWeights(*config);
+  }
 
   std::vector<int64_t> prompt = {1};  // BOS
   std::unique_ptr<Tokenizer> tokenizer;
@@ -127,8 +139,9 @@ Status Run(const Flags& f) {
                            " arguments but checkpoint '", f.parameters, "' has ", weights.size(),
                            " weight tensors (expected ", 2 + weights.size(),
                            "); import the module from this checkpoint");
-  // Weights are f32 in the file; a module imported with --weights=f16 takes f16 (converted
-  // here once, before the upload).
+  // Weights are f32 (llama2.c) or f32/f16 (GGUF) in the file; a module imported with
+  // --weights=f16 takes f16, otherwise f32: a tensor stored in the other type is converted
+  // here once, before the upload.
   const int32_t kF32 = static_cast<int32_t>(hal::ElementType::kF32);
   const int32_t kF16 = static_cast<int32_t>(hal::ElementType::kF16);
   const int32_t weight_type = args.size() > 2 ? args[2].element_type : kF32;
@@ -140,7 +153,7 @@ Status Run(const Flags& f) {
                              " but checkpoint tensor '", weights[i].name, "' (offset ",
                              weights[i].offset, ") is ",
                              hal::FormatShape(Span<const int64_t>(weights[i].dims.data(), weights[i].dims.size()),
-                                              static_cast<int64_t>(hal::ElementType::kF32)),
+                                              weights[i].type == llama::StoredType::kF16 ? kF16 : kF32),
                              a.element_type != weight_type || (weight_type != kF32 && weight_type != kF16)
                                  ? " (the module must take f32 or f16 weights, all of one type)"
                                  : "");
@@ -164,10 +177,12 @@ Status Run(const Flags& f) {
   // Upload once; the refs are reused by every call.
   std::vector<vm::Ref<vm::RefObject>> weight_views;
   std::vector<uint16_t> half;
+  std::vector<float> single;
   for (const llama::WeightTensor& w : weights) {
     const void* data = file.data() + w.offset;
     size_t bytes = size_t(w.byte_size());
-    if (weight_type == kF16) {
+    const bool stored_f16 = w.type == llama::StoredType::kF16;
+    if (weight_type == kF16 && !stored_f16) {
       half.resize(bytes / 4);
       for (size_t i = 0; i < half.size(); ++i) {
         float v;
@@ -176,6 +191,15 @@ Status Run(const Flags& f) {
       }
       data = half.data();
       bytes = half.size() * 2;
+    } else if (weight_type == kF32 && stored_f16) {
+      single.resize(bytes / 2);
+      for (size_t i = 0; i < single.size(); ++i) {
+        uint16_t h;
+        std::memcpy(&h, file.data() + w.offset + 2 * i, 2);
+        single[i] = HalfToFloat(h);
+      }
+      data = single.data();
+      bytes = single.size() * 4;
     }
     HEXIR_ASSIGN_OR_RETURN(
         auto view, hal::BufferViewFromHost(device, weight_type,
@@ -238,10 +262,10 @@ Status Run(const Flags& f) {
 
 int main(int argc, char** argv) {
   hexir::tools::Flags f;
-  CLI::App app{"hexir-generate: greedy decoding with a module imported from a llama2.c checkpoint"};
+  CLI::App app{"hexir-generate: greedy decoding with a module imported from a llama2.c or GGUF checkpoint"};
   app.add_option("--module", f.module, "compiled module (.vmfb) from hexir-import + hexir-compile")->required();
   app.add_option("--device", f.device, "cpu (default), cuda, cuda:N");
-  app.add_option("--parameters", f.parameters, "the llama2.c checkpoint the module was imported from")->required();
+  app.add_option("--parameters", f.parameters, "the llama2.c (.bin) or GGUF (.gguf) checkpoint the module was imported from")->required();
   app.add_option("--tokenizer", f.tokenizer, "llama2.c tokenizer (.bin): decode the ids, encode --prompt");
   app.add_option("--prompt", f.prompt, "text to continue (needs --tokenizer); default: BOS only");
   app.add_option("--prompt-ids", f.prompt_ids, "prompt as comma-separated token ids (BOS not added)");

@@ -1,11 +1,13 @@
 // hexir-import: converts a model file into MLIR that hexir-compile accepts.
 // Dispatches on the input kind (by file name); each kind is one row of kImporters.
 //   hexir-import model.onnx -o model.mlir [--entry=main]
+//   hexir-import CKPT.bin|MODEL.gguf -o llm.mlir [--cache-len=N] [--weights=f32|f16]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 
+#include "compiler/importers/llama/GgufLlama.h"
 #include "compiler/importers/llama/Importer.h"
 #include "compiler/importers/onnx/Importer.h"
 
@@ -16,8 +18,8 @@ struct Options {
   std::string output = "-";
   std::string entry = "main";
   std::string format;         // empty: by file name suffix
-  long long cache_len = 0;    // llama2c: KV-cache positions (0: the header's seq_len)
-  std::string weights = "f32";  // llama2c: weight element type (f32 or f16)
+  long long cache_len = 0;    // llama2c/gguf: KV-cache positions (0: the header's seq_len)
+  std::string weights = "f32";  // llama2c/gguf: weight element type (f32 or f16)
 };
 
 hexir::StatusOr<std::string> ImportOnnx(const Options& o) {
@@ -33,6 +35,13 @@ hexir::StatusOr<std::string> ImportLlama2c(const Options& o) {
   return hexir::compiler::llama::ImportLlama2cFile(o.input, options);
 }
 
+hexir::StatusOr<std::string> ImportGguf(const Options& o) {
+  hexir::compiler::llama::EmitOptions options;
+  options.cache_len = o.cache_len;
+  options.weight_type = o.weights;
+  return hexir::compiler::llama::ImportGgufFile(o.input, options);
+}
+
 struct Importer {
   const char* kind;    // shown in errors and --help
   const char* suffix;  // file name suffix that selects it
@@ -43,6 +52,7 @@ struct Importer {
 const Importer kImporters[] = {
     {"onnx", ".onnx", ImportOnnx},
     {"llama2c", ".bin", ImportLlama2c},
+    {"gguf", ".gguf", ImportGguf},
 };
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
@@ -53,20 +63,20 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"hexir-import: model file -> MLIR for hexir-compile (kinds: .onnx, .bin = llama2.c)"};
-  app.add_option("input", o.input, "model file (.onnx, llama2.c .bin)")->required();
+  CLI::App app{"hexir-import: model file -> MLIR for hexir-compile (kinds: .onnx, .bin = llama2.c, .gguf)"};
+  app.add_option("input", o.input, "model file (.onnx, llama2.c .bin, GGUF .gguf)")->required();
   app.add_option("-o,--output", o.output, "output .mlir file ('-' = stdout)");
   app.add_option("--entry", o.entry, "name of the generated entry function");
-  app.add_option("--format", o.format, "input kind, overriding the file name (onnx, llama2c)");
-  app.add_option("--cache-len", o.cache_len, "llama2c: KV-cache positions (default: seq_len)");
-  app.add_option("--weights", o.weights, "llama2c: weight element type, f32 (default) or f16");
+  app.add_option("--format", o.format, "input kind, overriding the file name (onnx, llama2c, gguf)");
+  app.add_option("--cache-len", o.cache_len, "llama2c/gguf: KV-cache positions (default: seq_len / llama.context_length)");
+  app.add_option("--weights", o.weights, "llama2c/gguf: weight argument element type, f32 (default) or f16");
   CLI11_PARSE(app, argc, argv);
 
   const Importer* importer = nullptr;
   for (const Importer& i : kImporters)
     if (o.format.empty() ? EndsWith(o.input, i.suffix) : o.format == i.kind) importer = &i;
   if (!importer) {
-    std::fprintf(stderr, "hexir-import: error: cannot tell the kind of '%s' (supported: .onnx, .bin; or pass --format)\n",
+    std::fprintf(stderr, "hexir-import: error: cannot tell the kind of '%s' (supported: .onnx, .bin, .gguf; or pass --format)\n",
                  o.input.c_str());
     return 1;
   }

@@ -27,6 +27,9 @@ struct LlamaConfig {
   int64_t vocab_size = 0;  // always positive here
   int64_t seq_len = 0;
   bool shared_classifier = true;  // header vocab_size > 0
+  // Not in the llama2.c header (which implies these values); GGUF metadata sets them.
+  float rms_eps = 1e-5f;        // RMSNorm epsilon
+  float rope_theta = 10000.0f;  // rotary base: freq_i = theta^(-2i/head_size)
 
   int64_t head_size() const { return dim / n_heads; }
   int64_t kv_dim() const { return n_kv_heads * head_size(); }
@@ -34,11 +37,15 @@ struct LlamaConfig {
 
 inline constexpr size_t kHeaderBytes = 7 * 4;
 
+// Element type of a weight tensor as stored in the file (llama2.c: always f32; GGUF: f32/f16).
+enum class StoredType { kF32, kF16 };
+
 struct WeightTensor {
   std::string name;            // "token_embedding", "layer3.wq", "rms_final", "classifier"
-  std::vector<int64_t> dims;   // row-major f32
+  std::vector<int64_t> dims;   // row-major
   int64_t offset = 0;          // byte offset in the checkpoint file
-  int64_t byte_size() const;
+  StoredType type = StoredType::kF32;
+  int64_t byte_size() const;   // elements * (4 or 2)
 };
 
 // Parses and validates the header against the file length `file_size`: every field positive,
