@@ -14,6 +14,7 @@ TESTS=(
   //tools/hexir-bench:cuda_bench_test
   //tests/llm:stories260k_test
   //tests/llm:random_checkpoints_test
+  //tests/llm:gguf_test
 )
 # Binaries as "package name".
 BINARIES=(
