@@ -50,6 +50,30 @@ void writeInto(OpBuilder& b, func::ReturnOp ret, unsigned index, Value out) {
   init->set(copy->getResult(0));
 }
 
+// Replaces identity copies (a generic whose body yields its one input unchanged, identity
+// maps, same type; e.g. ONNX Identity fused after a broadcast) by their input *before*
+// writeInto: the canonicalizer erases them later anyway, which would leave the result
+// computed in the producer's temporary instead of the output argument (not in place).
+void foldIdentityGenerics(func::FuncOp kernel) {
+  SmallVector<linalg::GenericOp> identities;
+  kernel.walk([&](linalg::GenericOp g) {
+    if (!g.hasPureTensorSemantics() || g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
+        g->getNumResults() != 1 || g.getNumReductionLoops() != 0)
+      return;
+    for (AffineMap map : g.getIndexingMapsArray())
+      if (!map.isIdentity()) return;
+    auto yield = cast<linalg::YieldOp>(g.getBody()->getTerminator());
+    if (yield.getNumOperands() != 1 || yield.getOperand(0) != g.getBody()->getArgument(0)) return;
+    Value input = g.getDpsInputOperand(0)->get();
+    if (input.getType() != g->getResult(0).getType()) return;
+    identities.push_back(g);
+  });
+  for (linalg::GenericOp g : identities) {
+    g->getResult(0).replaceAllUsesWith(g.getDpsInputOperand(0)->get());
+    g->erase();
+  }
+}
+
 // The host value of dimension `dim` of `tensor` (a value inside `region`), created before
 // the region: a capture's dim is a tensor.dim on the host; an empty's size is its operand
 // (which must come from above); a destination-style result has its init's shape.
@@ -146,6 +170,7 @@ class OutlineDispatchRegions
         b.clone(op, map);
       }
     }
+    foldIdentityGenerics(kernel);
     auto ret = cast<func::ReturnOp>(entry->getTerminator());
     for (unsigned i = 0; i < numResults; ++i)
       writeInto(b, ret, i, entry->getArgument(numTensors + i));

@@ -80,5 +80,38 @@ void LateScalarConsumer(const std::string& device) {
 }
 HEXIR_E2E_TEST_ON_DEVICES("consumer using a scalar defined after its producer", LateScalarConsumer)
 
+// A row-broadcast division (map (i, j) -> (i, 0)) followed by an identity copy in one
+// single-workgroup dispatch (the tail of ONNX layer_normalization_*_expanded): the result
+// must be written in place into the dispatch output.
+const char* kIdentityTail = R"mlir(
+#map = affine_map<(d0, d1) -> (d0, d1)>
+#b = affine_map<(d0, d1) -> (d0, 0)>
+func.func @main(%a: tensor<1x12xf32>, %s: tensor<1x1xf32>) -> tensor<1x12xf32> {
+  %e = tensor.empty() : tensor<1x12xf32>
+  %d = linalg.generic {indexing_maps = [#map, #b, #map], iterator_types = ["parallel", "parallel"]} ins(%a, %s : tensor<1x12xf32>, tensor<1x1xf32>) outs(%e : tensor<1x12xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %t = arith.divf %x, %y : f32
+    linalg.yield %t : f32
+  } -> tensor<1x12xf32>
+  %e2 = tensor.empty() : tensor<1x12xf32>
+  %c = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%d : tensor<1x12xf32>) outs(%e2 : tensor<1x12xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    linalg.yield %x : f32
+  } -> tensor<1x12xf32>
+  return %c : tensor<1x12xf32>
+}
+)mlir";
+
+void IdentityTail(const std::string& device) {
+  std::string module = CompileOrDie(kIdentityTail, "identity_tail", device);
+  RequireDevice(device);
+  HostTensor a = RandomF32({1, 12}, 1), s = RandomF32({1, 1}, 2, 0.5f, 2.0f);
+  std::vector<HostTensor> out = RunOrDie(module, "main", {a, s}, 1, device);
+  HostTensor expected = ZerosF32({1, 12});
+  for (int j = 0; j < 12; ++j) F32(expected)[j] = F32(a)[j] / F32(s)[0];
+  RequireClose(out[0], expected);
+}
+HEXIR_E2E_TEST_ON_DEVICES("broadcast division then identity copy in one dispatch", IdentityTail)
+
 }  // namespace
 }  // namespace hexir::e2e

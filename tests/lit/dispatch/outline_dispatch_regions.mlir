@@ -58,3 +58,33 @@ func.func @dynamic(%x: tensor<?xf32>) -> tensor<?xf32> {
   return %r : tensor<?xf32>
 }
 
+
+// -----
+
+// An identity copy after the root (ONNX Identity) is folded before the outputs are chosen:
+// the broadcast division writes the output argument directly (the canonicalizer would
+// otherwise erase the copy later and leave the result in a temporary).
+// CHECK-LABEL: func.func @identity_tail_dispatch_0(
+// CHECK-SAME:      %[[A:[a-z0-9]+]]: tensor<1x12xf32>, %[[S:[a-z0-9]+]]: tensor<1x1xf32>, %[[OUT:[a-z0-9]+]]: tensor<1x12xf32>
+// CHECK:         %[[R:.+]] = linalg.generic {{.*}} ins(%[[A]], %[[S]] : {{.*}}) outs(%[[OUT]] : tensor<1x12xf32>)
+// CHECK-NOT:     linalg.generic
+// CHECK:         return %[[R]]
+#map = affine_map<(d0, d1) -> (d0, d1)>
+#b = affine_map<(d0, d1) -> (d0, 0)>
+func.func @identity_tail(%a: tensor<1x12xf32>, %s: tensor<1x1xf32>) -> tensor<1x12xf32> {
+  %0 = hexir.dispatch_region -> (tensor<1x12xf32>) {
+    %e = tensor.empty() : tensor<1x12xf32>
+    %d = linalg.generic {indexing_maps = [#map, #b, #map], iterator_types = ["parallel", "parallel"]} ins(%a, %s : tensor<1x12xf32>, tensor<1x1xf32>) outs(%e : tensor<1x12xf32>) {
+    ^bb0(%x: f32, %y: f32, %o: f32):
+      %t = arith.divf %x, %y : f32
+      linalg.yield %t : f32
+    } -> tensor<1x12xf32>
+    %e2 = tensor.empty() : tensor<1x12xf32>
+    %c = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%d : tensor<1x12xf32>) outs(%e2 : tensor<1x12xf32>) {
+    ^bb0(%x: f32, %o: f32):
+      linalg.yield %x : f32
+    } -> tensor<1x12xf32>
+    hexir.yield %c : tensor<1x12xf32>
+  }
+  return %0 : tensor<1x12xf32>
+}
