@@ -653,11 +653,8 @@ class HostLowering {
             .Case([&](arith::ShRUIOp) { return binary("shr.u.i64"); })
             .Case([&](arith::MinSIOp) { return binary("min.s.i64"); })
             .Case([&](arith::MaxSIOp) { return binary("max.s.i64"); })
-            .Case([&](arith::CeilDivSIOp) {
-              // ceil(a / b) for b > 0: (a + b - 1) / b
-              Value num = instI("sub.i64", {instI("add.i64", {in[0], in[1]}), i64(1)});
-              return instI("div.s.i64", {num, in[1]});
-            })
+            .Case([&](arith::FloorDivSIOp) { return roundedDivSI(in[0], in[1], /*ceil=*/false); })
+            .Case([&](arith::CeilDivSIOp) { return roundedDivSI(in[0], in[1], /*ceil=*/true); })
             .Case([&](arith::AddFOp) { return binaryF("add.f64"); })
             .Case([&](arith::SubFOp) { return binaryF("sub.f64"); })
             .Case([&](arith::MulFOp) { return binaryF("mul.f64"); })
@@ -690,6 +687,20 @@ class HostLowering {
       result = instI("and.i64", {result, i64(1)});
     scalars[op->getResult(0)] = result;
     return success();
+  }
+
+  // Floor / ceil signed division from the VM's truncating div and rem (any signs): the
+  // truncated quotient q is off by one exactly when the remainder r is nonzero and
+  // floor: r and b have different signs (q - 1); ceil: r and b have the same sign (q + 1).
+  Value roundedDivSI(Value a, Value d, bool ceil) {
+    Value q = instI("div.s.i64", {a, d});
+    Value r = instI("rem.s.i64", {a, d});
+    Value inexact = instI("cmp.ne.i64", {r, i64(0)});
+    Value signsDiffer = instI("xor.i64", {instI("cmp.lt.s.i64", {r, i64(0)}),
+                                          instI("cmp.lt.s.i64", {d, i64(0)})});
+    if (ceil) signsDiffer = instI("xor.i64", {signsDiffer, i64(1)});
+    Value adjust = instI("and.i64", {inexact, signsDiffer});
+    return instI(ceil ? "add.i64" : "sub.i64", {q, adjust});
   }
 
   Value lowerCmpI(arith::CmpIPredicate p, Value l, Value r) {

@@ -2,6 +2,9 @@
 // module for the device's target, runs it and compares with C++ loops.
 #include <catch2/catch.hpp>
 
+#include <cstring>
+
+#include "hal/element_type.h"
 #include "tests/e2e/harness.h"
 
 namespace hexir::e2e {
@@ -112,6 +115,63 @@ void IdentityTail(const std::string& device) {
   RequireClose(out[0], expected);
 }
 HEXIR_E2E_TEST_ON_DEVICES("broadcast division then identity copy in one dispatch", IdentityTail)
+
+HostTensor I64Tensor(const std::vector<int64_t>& values) {
+  HostTensor t;
+  t.element_type = static_cast<int32_t>(hal::ElementType::kI64);
+  t.dims = {static_cast<int64_t>(values.size())};
+  t.bytes.resize(values.size() * sizeof(int64_t));
+  std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
+  return t;
+}
+
+int64_t I64At(const HostTensor& t, int64_t i) {
+  int64_t v;
+  std::memcpy(&v, t.bytes.data() + i * sizeof(int64_t), sizeof(v));
+  return v;
+}
+
+// Host floor/ceil division and remainder of i64 and index values read from a tensor.
+const char* kHostDivision = R"mlir(
+func.func @main(%ab: tensor<2xi64>) -> (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %a = tensor.extract %ab[%c0] : tensor<2xi64>
+  %b = tensor.extract %ab[%c1] : tensor<2xi64>
+  %q = arith.floordivsi %a, %b : i64
+  %c = arith.ceildivsi %a, %b : i64
+  %r = arith.remsi %a, %b : i64
+  %ia = arith.index_cast %a : i64 to index
+  %ib = arith.index_cast %b : i64 to index
+  %qi = arith.floordivsi %ia, %ib : index
+  %qq = arith.index_cast %qi : index to i64
+  %e = tensor.empty() : tensor<1xi64>
+  %t0 = linalg.fill ins(%q : i64) outs(%e : tensor<1xi64>) -> tensor<1xi64>
+  %t1 = linalg.fill ins(%c : i64) outs(%e : tensor<1xi64>) -> tensor<1xi64>
+  %t2 = linalg.fill ins(%r : i64) outs(%e : tensor<1xi64>) -> tensor<1xi64>
+  %t3 = linalg.fill ins(%qq : i64) outs(%e : tensor<1xi64>) -> tensor<1xi64>
+  return %t0, %t1, %t2, %t3 : tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>
+}
+)mlir";
+
+void HostDivision(const std::string& device) {
+  std::string module = CompileOrDie(kHostDivision, "host_division", device);
+  RequireDevice(device);
+  const int64_t pairs[][2] = {{7, 2}, {-7, 2}, {7, -2}, {-7, -2}, {6, 3}, {-6, 3}, {0, 5}, {-1, 7}};
+  for (const auto& p : pairs) {
+    int64_t a = p[0], b = p[1];
+    int64_t q = a / b, r = a % b;
+    int64_t floor = (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+    int64_t ceil = (r != 0 && ((r < 0) == (b < 0))) ? q + 1 : q;
+    std::vector<HostTensor> out = RunOrDie(module, "main", {I64Tensor({a, b})}, 4, device);
+    INFO(a << " / " << b);
+    CHECK(I64At(out[0], 0) == floor);
+    CHECK(I64At(out[1], 0) == ceil);
+    CHECK(I64At(out[2], 0) == r);
+    CHECK(I64At(out[3], 0) == floor);
+  }
+}
+HEXIR_E2E_TEST_ON_DEVICES("host floordivsi, ceildivsi, remsi", HostDivision)
 
 }  // namespace
 }  // namespace hexir::e2e

@@ -145,3 +145,29 @@ func.func @reshape(%a: tensor<?x?xf32>, %h: index) -> (tensor<?xf32>, tensor<?x4
   %two = tensor.expand_shape %flat [[0, 1]] output_shape [%h, 4] : tensor<?xf32> into tensor<?x4xf32>
   return %flat, %two : tensor<?xf32>, tensor<?x4xf32>
 }
+
+// -----
+
+// Host floor / ceil signed division: the truncating quotient adjusted by one when the
+// remainder is nonzero and its sign differs from (floor) / matches (ceil) the divisor's.
+// CHECK-LABEL: func.func @floor_ceil_div
+// CHECK:         %[[Q:.+]] = hexir_vm.inst "div.s.i64"(%arg0, %arg1)
+// CHECK:         %[[R:.+]] = hexir_vm.inst "rem.s.i64"(%arg0, %arg1)
+// CHECK:         %[[NZ:.+]] = hexir_vm.inst "cmp.ne.i64"(%[[R]],
+// CHECK:         %[[RN:.+]] = hexir_vm.inst "cmp.lt.s.i64"(%[[R]],
+// CHECK:         %[[BN:.+]] = hexir_vm.inst "cmp.lt.s.i64"(%arg1,
+// CHECK:         %[[X:.+]] = hexir_vm.inst "xor.i64"(%[[RN]], %[[BN]])
+// CHECK:         %[[ADJ:.+]] = hexir_vm.inst "and.i64"(%[[NZ]], %[[X]])
+// CHECK:         %[[FLOOR:.+]] = hexir_vm.inst "sub.i64"(%[[Q]], %[[ADJ]])
+// CHECK:         "div.s.i64"
+// CHECK:         "xor.i64"
+// CHECK:         %[[ONE:.+]] = hexir_vm.const.i64 1
+// CHECK:         %[[SAME:.+]] = hexir_vm.inst "xor.i64"(%{{.+}}, %[[ONE]])
+// CHECK:         %[[ADJ2:.+]] = hexir_vm.inst "and.i64"(%{{.+}}, %[[SAME]])
+// CHECK:         %[[CEIL:.+]] = hexir_vm.inst "add.i64"(%{{.+}}, %[[ADJ2]])
+// CHECK:         hexir_vm.return %[[FLOOR]], %[[CEIL]]
+func.func @floor_ceil_div(%a: i64, %b: i64) -> (i64, i64) {
+  %q = arith.floordivsi %a, %b : i64
+  %c = arith.ceildivsi %a, %b : i64
+  return %q, %c : i64, i64
+}
