@@ -80,8 +80,13 @@ class VerifyInput : public impl::VerifyInputBase<VerifyInput> {
                                  << target << "'";
         if (failed(checkType(op, t, /*allowScalar=*/true))) return failure();
       }
-      for (Type t : func.getFunctionType().getResults())
-        if (failed(checkType(op, t, /*allowScalar=*/false))) return failure();
+      // Scalar results travel in VM value registers like scalar arguments.
+      for (Type t : func.getFunctionType().getResults()) {
+        if (!isa<TensorType>(t) && !isSupportedHostScalar(t))
+          return op->emitError() << "unsupported result type " << t << " for target '"
+                                 << target << "'";
+        if (failed(checkType(op, t, /*allowScalar=*/true))) return failure();
+      }
       return success();
     }
     for (Type t : op->getResultTypes())

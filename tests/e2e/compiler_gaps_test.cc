@@ -173,5 +173,35 @@ void HostDivision(const std::string& device) {
 }
 HEXIR_E2E_TEST_ON_DEVICES("host floordivsi, ceildivsi, remsi", HostDivision)
 
+// Scalar results (i64 from an internal call, f32, index) next to a tensor result; hexir-run
+// prints them from the abi.results reflection.
+const char* kScalarResults = R"mlir(
+func.func private @scale(%a: i64, %k: i64) -> i64 {
+  %r = arith.muli %a, %k : i64
+  return %r : i64
+}
+func.func @main(%a: i64, %x: f32, %t: tensor<3xf32>) -> (i64, f32, tensor<3xf32>, index) {
+  %c = arith.constant 3 : i64
+  %r = func.call @scale(%a, %c) : (i64, i64) -> i64
+  %y = arith.mulf %x, %x : f32
+  %c0 = arith.constant 0 : index
+  %d = tensor.dim %t, %c0 : tensor<3xf32>
+  return %r, %y, %t, %d : i64, f32, tensor<3xf32>, index
+}
+)mlir";
+
+void ScalarResults(const std::string& device) {
+  std::string module = CompileOrDie(kScalarResults, "scalar_results", device);
+  RequireDevice(device);
+  CommandResult r = RunCommand(HexirRun() + " --module=" + module + " --device=" + device +
+                               " --function=main --input=i64=-5 --input=f32=1.5 "
+                               "'--input=3xf32=1 2 3' 2>&1");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  // -5 * 3, 1.5 * 1.5, the tensor unchanged, its dim.
+  CHECK(r.output == "i64=-15\nf32=2.25\n3xf32=1 2 3\ni64=3\n");
+}
+HEXIR_E2E_TEST_ON_DEVICES("scalar function results", ScalarResults)
+
 }  // namespace
 }  // namespace hexir::e2e

@@ -47,6 +47,15 @@ func.func @element(%a: tensor<4xcomplex<f32>>) -> tensor<4xcomplex<f32>> { // ex
 
 // -----
 
-func.func @host_math(%a: f32) -> f32 { // expected-error {{unsupported type 'f32' for target 'cpu'}}
-  return %a : f32
+// Scalar results are supported when they have a VM value kind (i64/i32/i1/index, f32/f64).
+func.func @scalar_results(%a: f32, %n: index) -> (f32, index, i64) {
+  %i = arith.index_cast %n : index to i64
+  return %a, %n, %i : f32, index, i64
+}
+
+// -----
+
+func.func @host_i8_result(%a: i64) -> i8 { // expected-error {{unsupported result type 'i8' for target 'cpu'}}
+  %v = arith.trunci %a : i64 to i8
+  return %v : i8
 }
