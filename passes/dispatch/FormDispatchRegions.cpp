@@ -23,13 +23,54 @@ bool isScalarConstant(Operation* op) {
   return c && c.getType().isIntOrIndexOrFloat();
 }
 
-// A fill is cloned into its consumers (never its own dispatch) when only linalg ops use it.
+// A fill is cloned into its consumers (never its own dispatch) when linalg ops use it only
+// as their init. A fill read as an input would become a temporary of its full (maybe
+// dynamic) size inside the kernel (a dynamic allocation, unsupported in CUDA kernels):
+// generic consumers read its scalar instead (foldFillInputs); others get a fill dispatch.
 bool isClonableFill(Operation* op) {
   auto fill = dyn_cast_or_null<linalg::FillOp>(op);
   if (!fill) return false;
-  for (Operation* user : fill->getUsers())
-    if (!isa<linalg::LinalgOp>(user) || isa<linalg::FillOp>(user)) return false;
+  for (OpOperand& use : fill->getResult(0).getUses()) {
+    auto user = dyn_cast<linalg::LinalgOp>(use.getOwner());
+    if (!user || isa<linalg::FillOp>(user) || !user.isDpsInit(&use)) return false;
+  }
   return true;
+}
+
+// Rewrites `generic` so that inputs produced by a linalg.fill are replaced by the fill's
+// scalar in the body (the operand and its map are dropped).
+void foldFillInputs(linalg::GenericOp generic) {
+  SmallVector<unsigned> folded;
+  for (OpOperand* input : generic.getDpsInputOperands()) {
+    auto fill = input->get().getDefiningOp<linalg::FillOp>();
+    if (!fill) continue;
+    Value scalar = fill.getInputs()[0];
+    BlockArgument arg = generic.getMatchingBlockArgument(input);
+    if (scalar.getType() != arg.getType()) continue;
+    arg.replaceAllUsesWith(scalar);
+    folded.push_back(input->getOperandNumber());
+  }
+  if (folded.empty()) return;
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  llvm::BitVector erase(generic.getBody()->getNumArguments());
+  for (OpOperand& operand : generic->getOpOperands()) {
+    unsigned i = operand.getOperandNumber();
+    if (llvm::is_contained(folded, i)) {
+      erase.set(i);
+      continue;
+    }
+    if (generic.isDpsInput(&operand)) inputs.push_back(operand.get());
+    maps.push_back(generic.getMatchingIndexingMap(&operand));
+  }
+  OpBuilder b(generic);
+  auto replacement = linalg::GenericOp::create(
+      b, generic.getLoc(), generic->getResultTypes(), inputs, generic.getDpsInits(), maps,
+      generic.getIteratorTypesArray());
+  replacement.getRegion().takeBody(generic.getRegion());
+  replacement.getBody()->eraseArguments(erase);
+  generic->replaceAllUsesWith(replacement->getResults());
+  generic->erase();
 }
 
 bool isElementwise(linalg::GenericOp op);
@@ -65,6 +106,12 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal()) continue;
       foldEmptyIterationSpaces(func);
+      SmallVector<linalg::GenericOp> generics;
+      func.walk([&](linalg::GenericOp g) {
+        if (g.hasPureTensorSemantics() && !g->getParentOfType<linalg::LinalgOp>())
+          generics.push_back(g);
+      });
+      for (linalg::GenericOp g : generics) foldFillInputs(g);
       // Roots anywhere in the function (also inside scf bodies), not inside other linalg ops.
       SmallVector<Operation*> roots;
       func.walk([&](Operation* op) {

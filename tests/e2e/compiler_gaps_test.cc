@@ -203,5 +203,51 @@ void ScalarResults(const std::string& device) {
 }
 HEXIR_E2E_TEST_ON_DEVICES("scalar function results", ScalarResults)
 
+// Dynamically sized fills read as inputs (of an elementwise generic and of a matmul): the
+// CUDA kernels must not allocate them (compiled for --target=cuda even without a GPU).
+const char* kFillInputs = R"mlir(
+#map = affine_map<(i, j) -> (i, j)>
+func.func @main(%a: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %a, %c0 : tensor<?x?xf32>
+  %k = tensor.dim %a, %c1 : tensor<?x?xf32>
+  %two = arith.constant 2.0 : f32
+  %z = arith.constant 0.0 : f32
+  %ea = tensor.empty(%m, %k) : tensor<?x?xf32>
+  %fa = linalg.fill ins(%two : f32) outs(%ea : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %scaled = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%a, %fa : tensor<?x?xf32>, tensor<?x?xf32>) outs(%ea : tensor<?x?xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %t = arith.mulf %x, %y : f32
+    linalg.yield %t : f32
+  } -> tensor<?x?xf32>
+  %eb = tensor.empty(%k) : tensor<?x4xf32>
+  %b = linalg.fill ins(%two : f32) outs(%eb : tensor<?x4xf32>) -> tensor<?x4xf32>
+  %e = tensor.empty(%m) : tensor<?x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x4xf32>) -> tensor<?x4xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<?x?xf32>, tensor<?x4xf32>) outs(%f : tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %scaled, %r : tensor<?x?xf32>, tensor<?x4xf32>
+}
+)mlir";
+
+void FillInputs(const std::string& device) {
+  std::string module = CompileOrDie(kFillInputs, "fill_inputs", device);
+  RequireDevice(device);
+  HostTensor a = RandomF32({5, 7}, 4);
+  std::vector<HostTensor> out = RunOrDie(module, "main", {a}, 2, device);
+  HostTensor scaled = ZerosF32({5, 7}), matmul = ZerosF32({5, 4});
+  for (int i = 0; i < 5; ++i) {
+    float row = 0;
+    for (int p = 0; p < 7; ++p) {
+      F32(scaled)[i * 7 + p] = 2.0f * F32(a)[i * 7 + p];
+      row += F32(a)[i * 7 + p] * 2.0f;
+    }
+    for (int j = 0; j < 4; ++j) F32(matmul)[i * 4 + j] = row;
+  }
+  RequireClose(out[0], scaled);
+  RequireClose(out[1], matmul);
+}
+HEXIR_E2E_TEST_ON_DEVICES("dynamic fills read as kernel inputs", FillInputs)
+
 }  // namespace
 }  // namespace hexir::e2e

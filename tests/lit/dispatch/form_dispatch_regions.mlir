@@ -176,3 +176,52 @@ func.func @zero_rows(%a: tensor<0x4xf32>, %b: tensor<4x5xf32>) -> tensor<0x5xf32
   %m = linalg.matmul ins(%a, %b : tensor<0x4xf32>, tensor<4x5xf32>) outs(%f : tensor<0x5xf32>) -> tensor<0x5xf32>
   return %m : tensor<0x5xf32>
 }
+
+// -----
+
+// A fill read as an input is never cloned as a (dynamically sized) kernel temporary: a
+// generic consumer reads its scalar instead (operand dropped); a named consumer reads the
+// output of a fill dispatch of its own.
+// CHECK-LABEL: func.func @fill_as_generic_input
+// CHECK-SAME:      (%[[A:.+]]: tensor<?xf32>)
+// CHECK:         %[[TWO:.+]] = arith.constant 2.0
+// CHECK:         hexir.dispatch_region
+// CHECK-NOT:       linalg.fill
+// CHECK:           linalg.generic {{.*}} ins(%[[A]] : tensor<?xf32>)
+// CHECK:             arith.mulf %{{.+}}, %[[TWO]]
+// CHECK-NOT:     hexir.dispatch_region
+// CHECK-LABEL: func.func @fill_as_matmul_input
+// CHECK:         %[[B:.+]] = hexir.dispatch_region
+// CHECK:           linalg.fill
+// CHECK:           hexir.yield
+// CHECK:         hexir.dispatch_region
+// CHECK:           linalg.fill
+// CHECK:           linalg.matmul ins(%{{.+}}, %[[B]] :
+#map = affine_map<(i) -> (i)>
+func.func @fill_as_generic_input(%a: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %a, %c0 : tensor<?xf32>
+  %two = arith.constant 2.0 : f32
+  %e = tensor.empty(%n) : tensor<?xf32>
+  %f = linalg.fill ins(%two : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %r = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]} ins(%a, %f : tensor<?xf32>, tensor<?xf32>) outs(%e : tensor<?xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %t = arith.mulf %x, %y : f32
+    linalg.yield %t : f32
+  } -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+func.func @fill_as_matmul_input(%a: tensor<?x?xf32>) -> tensor<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %a, %c0 : tensor<?x?xf32>
+  %k = tensor.dim %a, %c1 : tensor<?x?xf32>
+  %two = arith.constant 2.0 : f32
+  %z = arith.constant 0.0 : f32
+  %eb = tensor.empty(%k) : tensor<?x4xf32>
+  %b = linalg.fill ins(%two : f32) outs(%eb : tensor<?x4xf32>) -> tensor<?x4xf32>
+  %e = tensor.empty(%m) : tensor<?x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x4xf32>) -> tensor<?x4xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<?x?xf32>, tensor<?x4xf32>) outs(%f : tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %r : tensor<?x4xf32>
+}
