@@ -19,7 +19,12 @@ cp runtime/hexir_runtime.h "$prefix/include/"
 cp runtime/libhexir_runtime.so "$prefix/lib/"
 # Only the prefix and the example source: no workspace include path.
 cp runtime/examples/embed_example.c "$tmp/build/"
-(cd "$tmp/build" && cc -std=c99 -Wall -Wextra -Werror -pedantic -I"$prefix/include" \
+# A sanitizer build of the library (bazel test --config=asan|ubsan) needs its runtime in the
+# program too: build the example with the same sanitizer.
+sanitize=""
+ldd runtime/libhexir_runtime.so | grep -q libasan && sanitize="$sanitize -fsanitize=address"
+ldd runtime/libhexir_runtime.so | grep -q libubsan && sanitize="$sanitize -fsanitize=undefined"
+(cd "$tmp/build" && cc -std=c99 -Wall -Wextra -Werror -pedantic $sanitize -I"$prefix/include" \
    embed_example.c -L"$prefix/lib" -lhexir_runtime -Wl,-rpath,"$prefix/lib" -o embed_example)
 out=$("$tmp/build/embed_example" "$tmp/add.vmfb" cpu:inline)
 echo "$out"
