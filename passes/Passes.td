@@ -33,7 +33,8 @@ def FormDispatchRegions : Pass<"hexir-form-dispatch-regions", "mlir::ModuleOp"> 
     Option<"fuseElementwise", "fuse-elementwise", "bool", /*default=*/"true",
            "fuse elementwise consumers into their producer's region">,
   ];
-  let dependentDialects = ["::hexir::HexirDialect"];
+  let dependentDialects = ["::hexir::HexirDialect", "mlir::arith::ArithDialect",
+                           "mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
 }
 
 def OutlineDispatchRegions : Pass<"hexir-outline-dispatch-regions", "mlir::ModuleOp"> {

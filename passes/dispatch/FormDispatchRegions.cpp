@@ -10,6 +10,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "passes/Passes.h"
+#include "passes/dispatch/LowerTensorOps.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_FORMDISPATCHREGIONS
@@ -105,6 +106,7 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal()) continue;
+      LowerHostTensorOps(func);
       foldEmptyIterationSpaces(func);
       SmallVector<linalg::GenericOp> generics;
       func.walk([&](linalg::GenericOp g) {

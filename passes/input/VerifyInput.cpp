@@ -7,6 +7,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "passes/Passes.h"
+#include "passes/dispatch/LowerTensorOps.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_VERIFYINPUT
@@ -54,7 +55,9 @@ class VerifyInput : public impl::VerifyInputBase<VerifyInput> {
                  dialect == "arith" || (dialect == "math" && inKernel) ||
                  isa<scf::ForOp, scf::WhileOp, scf::IfOp, scf::YieldOp, scf::ConditionOp>(op) ||
                  isa<tensor::EmptyOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp,
-                     tensor::DimOp, tensor::ExtractOp>(op);
+                     tensor::DimOp, tensor::ExtractOp>(op) ||
+                 (!inKernel && IsLowerableHostTensorOp(op)) ||
+                 (isa<tensor::YieldOp>(op) && isa<tensor::PadOp>(op->getParentOp()));
     if (!known)
       return op->emitError() << "unsupported op '" << op->getName() << "' for target '"
                              << target << "'";

@@ -249,5 +249,89 @@ void FillInputs(const std::string& device) {
 }
 HEXIR_E2E_TEST_ON_DEVICES("dynamic fills read as kernel inputs", FillInputs)
 
+// Host tensor.extract_slice (static and dynamic offsets/sizes), insert_slice, pad (constant)
+// and from_elements; insert_slice into a tensor carried through a loop (a KV-cache update).
+const char* kSlices = R"mlir(
+func.func @slices(%a: tensor<4x6xf32>, %off: index, %u: tensor<2x3xf32>, %x: f32, %y: f32) -> (tensor<2x3xf32>, tensor<4x6xf32>, tensor<6x7xf32>, tensor<2x2xf32>, tensor<?x3xf32>) {
+  %s = tensor.extract_slice %a[1, %off] [2, 3] [1, 1] : tensor<4x6xf32> to tensor<2x3xf32>
+  %i = tensor.insert_slice %u into %a[%off, 2] [2, 3] [1, 1] : tensor<2x3xf32> into tensor<4x6xf32>
+  %z = arith.constant 9.0 : f32
+  %p = tensor.pad %a low[1, 0] high[1, 1] {
+  ^bb0(%p0: index, %p1: index):
+    tensor.yield %z : f32
+  } : tensor<4x6xf32> to tensor<6x7xf32>
+  %f = tensor.from_elements %x, %y, %y, %x : tensor<2x2xf32>
+  %c2 = arith.constant 2 : index
+  %d = tensor.extract_slice %a[%c2, 0] [%off, 3] [1, 1] : tensor<4x6xf32> to tensor<?x3xf32>
+  return %s, %i, %p, %f, %d : tensor<2x3xf32>, tensor<4x6xf32>, tensor<6x7xf32>, tensor<2x2xf32>, tensor<?x3xf32>
+}
+func.func @cache(%cache: tensor<4x3xf32>, %rows: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %r = scf.for %t = %c0 to %c4 step %c1 iter_args(%acc = %cache) -> (tensor<4x3xf32>) {
+    %row = tensor.extract_slice %rows[%t, 0] [1, 3] [1, 1] : tensor<4x3xf32> to tensor<1x3xf32>
+    %next = tensor.insert_slice %row into %acc[%t, 0] [1, 3] [1, 1] : tensor<1x3xf32> into tensor<4x3xf32>
+    scf.yield %next : tensor<4x3xf32>
+  }
+  return %r : tensor<4x3xf32>
+}
+)mlir";
+
+void Slices(const std::string& device) {
+  std::string module = CompileOrDie(kSlices, "slices", device);
+  RequireDevice(device);
+  HostTensor a = RandomF32({4, 6}, 5), u = RandomF32({2, 3}, 6);
+  const int64_t off = 1;
+  const float x = 7, y = 8;
+  CommandResult r;
+  // Scalars go through hexir-run flags; tensors through .npy files (RunOrDie's extra flags
+  // are placed before its inputs, so the scalar inputs keep their positions 1, 3 and 4).
+  std::string a_path = TempFile("slices_a.npy"), u_path = TempFile("slices_u.npy");
+  REQUIRE(tools::WriteNpy(a_path, a).ok());
+  REQUIRE(tools::WriteNpy(u_path, u).ok());
+  std::vector<std::string> outs;
+  std::string cmd = HexirRun() + " --module=" + module + " --device=" + device +
+                    " --function=slices --input=@" + a_path + " --input=i64=1 --input=@" +
+                    u_path + " --input=f32=7 --input=f32=8";
+  for (int i = 0; i < 5; ++i) {
+    outs.push_back(TempFile("slices_out" + std::to_string(i) + ".npy"));
+    cmd += " --output=@" + outs.back();
+  }
+  r = RunCommand(cmd + " 2>&1");
+  INFO(cmd << "\n" << r.output);
+  REQUIRE(r.exit_code == 0);
+  std::vector<HostTensor> got;
+  for (const std::string& path : outs) {
+    auto t = tools::ReadNpy(path);
+    REQUIRE(t.ok());
+    got.push_back(*t);
+  }
+  auto A = [&](int64_t i, int64_t j) { return F32(a)[i * 6 + j]; };
+  HostTensor s = ZerosF32({2, 3}), ins = a, pad = ZerosF32({6, 7}), fe = ZerosF32({2, 2}),
+             dyn = ZerosF32({off, 3});
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j) {
+      F32(s)[i * 3 + j] = A(1 + i, off + j);
+      F32(ins)[(off + i) * 6 + 2 + j] = F32(u)[i * 3 + j];
+    }
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 7; ++j)
+      F32(pad)[i * 7 + j] = (i >= 1 && i < 5 && j < 6) ? A(i - 1, j) : 9.0f;
+  F32(fe)[0] = x, F32(fe)[1] = y, F32(fe)[2] = y, F32(fe)[3] = x;
+  for (int i = 0; i < off; ++i)
+    for (int j = 0; j < 3; ++j) F32(dyn)[i * 3 + j] = A(2 + i, j);
+  RequireClose(got[0], s);
+  RequireClose(got[1], ins);
+  RequireClose(got[2], pad);
+  RequireClose(got[3], fe);
+  RequireClose(got[4], dyn);
+
+  HostTensor cache = RandomF32({4, 3}, 7), rows = RandomF32({4, 3}, 8);
+  std::vector<HostTensor> filled = RunOrDie(module, "cache", {cache, rows}, 1, device);
+  RequireClose(filled[0], rows);
+}
+HEXIR_E2E_TEST_ON_DEVICES("host slices, pad and from_elements", Slices)
+
 }  // namespace
 }  // namespace hexir::e2e

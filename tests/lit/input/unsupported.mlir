@@ -33,10 +33,10 @@ func.func private @id(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
 
 // -----
 
-func.func @op(%a: tensor<4xf32>) -> tensor<2xf32> {
-  // expected-error @+1 {{unsupported op 'tensor.extract_slice' for target 'cpu'}}
-  %r = tensor.extract_slice %a[1] [2] [1] : tensor<4xf32> to tensor<2xf32>
-  return %r : tensor<2xf32>
+func.func @op(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{unsupported op 'tensor.concat' for target 'cpu'}}
+  %r = tensor.concat dim(0) %a : (tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
 }
 
 // -----
@@ -58,4 +58,11 @@ func.func @scalar_results(%a: f32, %n: index) -> (f32, index, i64) {
 func.func @host_i8_result(%a: i64) -> i8 { // expected-error {{unsupported result type 'i8' for target 'cpu'}}
   %v = arith.trunci %a : i64 to i8
   return %v : i8
+}
+
+// -----
+
+func.func @strided_slice(%a: tensor<8xf32>) -> tensor<4xf32> {
+  %s = tensor.extract_slice %a[0] [4] [2] : tensor<8xf32> to tensor<4xf32> // expected-error {{unsupported op 'tensor.extract_slice' for target 'cpu'}}
+  return %s : tensor<4xf32>
 }

@@ -1,0 +1,20 @@
+// Host tensor ops without a runtime form of their own, rewritten (before dispatch formation)
+// into linalg.generic ops that read their sources with tensor.extract in the body:
+//   tensor.extract_slice (unit strides, maybe rank-reducing), tensor.insert_slice (unit
+//   strides, same rank; the result is a new tensor: the destination is copied), tensor.pad
+//   (constant padding value), tensor.from_elements.
+// Offsets, sizes and scalars may be dynamic host values: they become kernel scalars.
+#pragma once
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace hexir {
+
+// Rewrites the supported ops of `func` (outside linalg bodies) in place; ops of an
+// unsupported form (non-unit strides, non-constant padding) are left for the caller to reject.
+void LowerHostTensorOps(mlir::func::FuncOp func);
+
+// True when `op` is one of the ops above in a form LowerHostTensorOps rewrites.
+bool IsLowerableHostTensorOp(mlir::Operation* op);
+
+}  // namespace hexir
