@@ -164,6 +164,12 @@ LogicalResult lowerFromElements(tensor::FromElementsOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   SmallVector<Value> elements(op.getElements());
+  if (elements.empty()) {  // a 0-element tensor: nothing to compute
+    Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+    op.replaceAllUsesWith(empty);
+    op->erase();
+    return success();
+  }
   SmallVector<int64_t> strides(type.getRank(), 1);
   for (int64_t d = type.getRank() - 2; d >= 0; --d) strides[d] = strides[d + 1] * type.getDimSize(d + 1);
   Value r = buildGeneric(

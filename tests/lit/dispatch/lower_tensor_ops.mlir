@@ -35,3 +35,13 @@ func.func @slices(%a: tensor<4x6xf32>, %off: index, %u: tensor<2x3xf32>, %x: f32
   %f = tensor.from_elements %x, %y, %y, %x : tensor<2x2xf32>
   return %s, %i, %p, %f : tensor<2x3xf32>, tensor<4x6xf32>, tensor<6x7xf32>, tensor<2x2xf32>
 }
+
+// A 0-element from_elements is an empty tensor (no dispatch).
+// CHECK-LABEL: func.func @no_elements
+// CHECK-NOT:     hexir.dispatch_region
+// CHECK:         %[[E:.+]] = tensor.empty() : tensor<0xf32>
+// CHECK:         return %[[E]]
+func.func @no_elements() -> tensor<0xf32> {
+  %f = tensor.from_elements : tensor<0xf32>
+  return %f : tensor<0xf32>
+}
