@@ -63,14 +63,28 @@ LogicalResult lowerExtractSlice(tensor::ExtractSliceOp op) {
     if (!dropped.test(d)) resultSizes.push_back(s);
   RankedTensorType type = op.getType();
   Value source = op.getSource();
+  // Dynamic offsets/sizes are not verified: clamp coordinates into the source so that a bad
+  // offset reads wrong values instead of memory outside the buffer.
+  bool dynamic = !op.getOffsets().empty() || !op.getSizes().empty();
+  SmallVector<Value> lastIndex;
+  if (dynamic)
+    for (int64_t d = 0; d < op.getSourceType().getRank(); ++d) {
+      Value dim = getValueOrCreateConstantIndexOp(b, loc, tensor::getMixedSize(b, loc, source, d));
+      lastIndex.push_back(arith::SubIOp::create(b, loc, dim, arith::ConstantIndexOp::create(b, loc, 1)));
+    }
   Value r = buildGeneric(
       b, loc, type, dynamicSizes(b, loc, type, resultSizes), {}, {},
       [&](OpBuilder& nb, Location nl, ValueRange idx, ValueRange) {
         SmallVector<Value> at;
         unsigned k = 0;
-        for (unsigned d = 0; d < offsets.size(); ++d)
-          at.push_back(dropped.test(d) ? offsets[d]
-                                       : arith::AddIOp::create(nb, nl, idx[k++], offsets[d]));
+        Value zero = arith::ConstantIndexOp::create(nb, nl, 0);
+        for (unsigned d = 0; d < offsets.size(); ++d) {
+          Value c = dropped.test(d) ? offsets[d]
+                                    : arith::AddIOp::create(nb, nl, idx[k++], offsets[d]);
+          if (dynamic)
+            c = arith::MaxSIOp::create(nb, nl, arith::MinSIOp::create(nb, nl, c, lastIndex[d]), zero);
+          at.push_back(c);
+        }
         return tensor::ExtractOp::create(nb, nl, source, at).getResult();
       });
   op.replaceAllUsesWith(r);

@@ -2,14 +2,17 @@
 
 // Host extract_slice / insert_slice / pad / from_elements become generics over their
 // results that read the source with tensor.extract at coordinates computed from
-// linalg.index (offsets are host values captured by the region).
+// linalg.index (offsets are host values captured by the region; coordinates from dynamic
+// offsets are clamped into the source, so a bad offset never reads outside the buffer).
 // CHECK-LABEL: func.func @slices
 // CHECK-SAME:      (%[[A:.+]]: tensor<4x6xf32>, %[[OFF:.+]]: index, %[[U:.+]]: tensor<2x3xf32>
 // CHECK:         hexir.dispatch_region -> (tensor<2x3xf32>)
 // CHECK:           linalg.generic
 // CHECK:             %[[I1:.+]] = linalg.index 1
 // CHECK:             %[[C:.+]] = arith.addi %[[I1]], %[[OFF]]
-// CHECK:             tensor.extract %[[A]][%{{.+}}, %[[C]]]
+// CHECK:             %[[MIN:.+]] = arith.minsi %[[C]], %{{.+}}
+// CHECK:             %[[CL:.+]] = arith.maxsi %[[MIN]], %{{.+}}
+// CHECK:             tensor.extract %[[A]][%{{.+}}, %[[CL]]]
 // CHECK:         hexir.dispatch_region -> (tensor<4x6xf32>)
 // CHECK:           linalg.generic {{.*}} ins(%[[A]] : tensor<4x6xf32>)
 // CHECK:             arith.cmpi sge
