@@ -37,6 +37,12 @@ StatusOr<vm::Ref<Buffer>> Device::QueueAlloca(const std::vector<SemaphoreValue>&
   return buffer;
 }
 
+Status Device::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
+                                          uint64_t size) {
+  HEXIR_RETURN_IF_ERROR(WaitIdle());
+  return ReadBuffer(buffer, offset, data, size);
+}
+
 Status Device::QueueDealloca(const std::vector<SemaphoreValue>& waits,
                              const std::vector<SemaphoreValue>& signals, vm::Ref<Buffer> buffer) {
   if (!buffer) return InvalidArgument("queue dealloca: buffer is null");

@@ -120,6 +120,14 @@ class Device : public vm::RefObject {
   virtual Status ReadBuffer(const Buffer& buffer, uint64_t offset, void* data,
                             uint64_t size) = 0;
 
+  // Reads a result: waits for every submission made before the call (as WaitIdle with no
+  // timeout, returning and clearing its error) and copies `size` bytes of `buffer` at `offset`
+  // into `data` (ranges checked). On an error `data` is unspecified. Default: WaitIdle, then
+  // ReadBuffer. Drivers may fold the wait into the copy (CUDA: the copy is queued behind the
+  // pending work, then one host synchronization covers both).
+  virtual Status ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
+                                            uint64_t size);
+
   // Returns cached pool memory to the system (no effect on live buffers; stats().
   // pool_bytes_cached drops to 0). Default: nothing to trim.
   virtual void TrimPool() {}

@@ -18,10 +18,9 @@ StatusOr<vm::Ref<BufferView>> BufferViewFromHost(Device& device, int32_t element
 }
 
 Status BufferViewToHost(Device& device, const BufferView& view, std::vector<uint8_t>* out) {
-  HEXIR_RETURN_IF_ERROR(device.WaitIdle());
   out->resize(view.byte_size());
-  if (out->empty()) return Status::Ok();
-  return device.ReadBuffer(view.buffer(), 0, out->data(), out->size());
+  // One call, so a driver can cover the wait and the copy with a single host synchronization.
+  return device.ReadBufferAfterPendingWork(view.buffer(), 0, out->data(), out->size());
 }
 
 }  // namespace hexir::hal

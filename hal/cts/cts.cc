@@ -232,6 +232,14 @@ void TimeoutCase(const DriverConfig&, Device& d) {
   REQUIRE(done->Wait(1, 30s).ok());
   REQUIRE(d.WaitIdle(30s).ok());
   REQUIRE(Download<uint32_t>(d, *buf, 1)[0] == 3);
+  // A read after pending work needs neither a semaphore nor WaitIdle: it follows the fill.
+  auto cb2 = NewCb(d);
+  REQUIRE(cb2->FillBuffer(buf, 0, 4, 11, 4).ok());
+  REQUIRE(cb2->Finalize().ok());
+  REQUIRE(d.QueueExecute({}, cb2, {}).ok());
+  uint32_t word = 0;
+  REQUIRE(d.ReadBufferAfterPendingWork(*buf, 0, &word, 4).ok());
+  REQUIRE(word == 11);
 }
 
 void MisuseCase(const DriverConfig& c, Device& d) {
@@ -256,6 +264,13 @@ void MisuseCase(const DriverConfig& c, Device& d) {
   Status idle = d.WaitIdle(30s);
   REQUIRE((submit.ok() ? idle : submit).code() == StatusCode::kAborted);
   REQUIRE(d.WaitIdle(30s).ok());
+  // ReadBufferAfterPendingWork reports (and clears) such a failure the same way.
+  submit = d.QueueExecute({}, cb, {});
+  uint32_t word = 7;
+  Status read = d.ReadBufferAfterPendingWork(*buf, 0, &word, 4);
+  REQUIRE((submit.ok() ? read : submit).code() == StatusCode::kAborted);
+  REQUIRE(d.ReadBufferAfterPendingWork(*buf, 0, &word, 4).ok());
+  REQUIRE(d.ReadBufferAfterPendingWork(*buf, 62, &word, 4).code() == StatusCode::kOutOfRange);
   auto missing = d.CreateExecutable(c.kernels({"not_a_kernel"}));
   REQUIRE(missing.status().code() == StatusCode::kNotFound);
   REQUIRE(missing.status().message().find("not_a_kernel") != std::string::npos);

@@ -549,10 +549,9 @@ Status ReadElement(HalModuleState& s, NativeCall& c, bool want_float, uint8_t ra
   if (want_float ? !is_float : !is_int) {
     return ArgError(c, 3, StrCat("unsupported element type ", *type, " for ", c.import_name));
   }
-  HEXIR_RETURN_IF_ERROR(s.device().WaitIdle());
   return s.device()
-      .ReadBuffer(*b, static_cast<uint64_t>(IntArg(c, 2)), raw,
-                  static_cast<uint64_t>(ElementTypeByteSize(*type)))
+      .ReadBufferAfterPendingWork(*b, static_cast<uint64_t>(IntArg(c, 2)), raw,
+                                  static_cast<uint64_t>(ElementTypeByteSize(*type)))
       .WithContext(c.import_name);
 }
 

@@ -129,6 +129,8 @@ class CudaDevice final : public Device {
   Status WaitIdle(Timeout timeout) override;
   Status WriteBuffer(Buffer& buffer, uint64_t offset, const void* data, uint64_t size) override;
   Status ReadBuffer(const Buffer& buffer, uint64_t offset, void* data, uint64_t size) override;
+  Status ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
+                                    uint64_t size) override;
 
  private:
   Status Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
@@ -476,7 +478,8 @@ void CudaDevice::DeferredMain() {
     } else {
       CompleteLocked(s, std::move(status));
     }
-    if (IdleLocked()) idle_cv_.notify_all();
+    // Also wakes ReadBufferAfterPendingWork, which waits for deferred_ to drain (not idle).
+    idle_cv_.notify_all();
     completion_cv_.notify_one();
   }
 }
@@ -575,6 +578,82 @@ Status CudaDevice::ReadBuffer(const Buffer& buffer, uint64_t offset, void* data,
                                "cuEventSynchronize(read_buffer of ", n, " bytes)");
     std::memcpy(static_cast<uint8_t*>(data) + done, staging_, n);
     done += n;
+  }
+  return Status::Ok();
+}
+
+// One host synchronization for "wait for the pending work, then read": held-back submissions
+// are first let onto the stream (a host-side wait for their semaphores, no GPU wait), the first
+// chunk's copy is queued behind everything on the stream, and a single event wait covers both
+// the work and the copy. The completion thread then finds those events already reached; waiting
+// for it (a condition variable, not the GPU) reports earlier errors exactly as WaitIdle does.
+Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
+                                              uint64_t size) {
+  HEXIR_RETURN_IF_ERROR(
+      ResolveRange(BufferRef::Range(vm::Ref<Buffer>::Retain(const_cast<Buffer*>(&buffer)),
+                                    offset, size),
+                   "read_buffer")
+          .status());
+  const CudaBuffer* b = AsCudaBuffer(&buffer);
+  if (b == nullptr) return InvalidArgument("read_buffer: not a CUDA buffer");
+  if (size == 0 || b->host_data()) {
+    // Nothing to stage: the wait is the only synchronization.
+    HEXIR_RETURN_IF_ERROR(WaitIdle(kInfiniteTimeout));
+    if (size) std::memcpy(data, b->host_data() + offset, size);
+    return Status::Ok();
+  }
+  HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
+  DeviceCounters::Add(counters()->host_waits);
+  std::lock_guard<std::mutex> staging_lock(staging_mu_);
+  HEXIR_RETURN_IF_ERROR(EnsureStagingLocked());
+  uint64_t first = std::min(kStagingBytes, size);
+  Status copy;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_cv_.wait(lock, [&] { return deferred_.empty() || !lost_.ok(); });
+    // Under mu_: no submission can slip onto the stream between the pending work and the copy.
+    CUresult r = CUDA_SUCCESS;
+    if (!lost_.ok()) {
+      copy = lost_;  // still wait below, so a kept submission error is reported first
+    } else if ((r = api_.cuMemcpyDtoHAsync(staging_, b->device_ptr() + offset, first,
+                                           shared_->stream)) != CUDA_SUCCESS) {
+      copy = CudaStatus(api_, r, StrCat("cuMemcpyDtoHAsync(", first, " bytes)"));
+    } else if ((r = api_.cuEventRecord(staging_event_, shared_->stream)) != CUDA_SUCCESS) {
+      copy = CudaStatus(api_, r, "cuEventRecord(staging)");
+    }
+  }
+  if (copy.ok()) {
+    CUresult r = api_.cuEventSynchronize(staging_event_);
+    if (r != CUDA_SUCCESS) {
+      copy = CudaStatus(api_, r, StrCat("cuEventSynchronize(read_buffer of ", first, " bytes)"));
+    }
+  }
+  Status error;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_cv_.wait(lock, [&] { return IdleLocked(); });
+    error = std::move(first_error_);
+    first_error_ = Status::Ok();
+  }
+  HEXIR_RETURN_IF_ERROR(error);
+  HEXIR_RETURN_IF_ERROR(copy);
+  std::memcpy(data, staging_, first);
+  if (first < size) {
+    // Larger than the staging buffer: the rest as ReadBuffer does (one wait per further chunk).
+    shared_->counters.transfer_synchronizations.fetch_add(1, std::memory_order_relaxed);
+    for (uint64_t done = first; done < size;) {
+      uint64_t n = std::min(kStagingBytes, size - done);
+      HEXIR_CUDA_RETURN_IF_ERROR(
+          api_, api_.cuMemcpyDtoHAsync(staging_, b->device_ptr() + offset + done, n,
+                                       shared_->stream),
+          "cuMemcpyDtoHAsync(", n, " bytes)");
+      HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventRecord(staging_event_, shared_->stream),
+                                 "cuEventRecord(staging)");
+      HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventSynchronize(staging_event_),
+                                 "cuEventSynchronize(read_buffer of ", n, " bytes)");
+      std::memcpy(static_cast<uint8_t*>(data) + done, staging_, n);
+      done += n;
+    }
   }
   return Status::Ok();
 }

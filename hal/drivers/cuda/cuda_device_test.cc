@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <thread>
 
 #include "hal/api.h"
 #include "hal/drivers/cuda/cuda_device.h"
@@ -164,7 +165,7 @@ TEST_CASE("cuda/graph_replay_updates_nodes_without_reinstantiation") {
   REQUIRE(DescribeGraph(*cb)->instantiated);
 }
 
-TEST_CASE("cuda/second_call_costs_one_launch_one_wait") {
+TEST_CASE("cuda/second_call_costs_one_launch_one_synchronization") {
   auto dev = OpenOrSkip();
   if (!dev) return;
   Device& d = **dev;
@@ -175,12 +176,18 @@ TEST_CASE("cuda/second_call_costs_one_launch_one_wait") {
               .ok());
   REQUIRE(cb->Finalize().ok());
   auto a = Alloc(d, 256), b = Alloc(d, 256), out = Alloc(d, 256);
+  Upload(d, *a, std::vector<float>(64, 1.5f));
+  Upload(d, *b, std::vector<float>(64, 2.0f));
   std::vector<BufferRef> table = {BufferRef::Whole(a), BufferRef::Whole(b), BufferRef::Whole(out)};
-  auto call = [&] {  // what one call of a compiled program does: submit, wait, read
+  auto call = [&] {  // what one call of a compiled program does: submit, read the result
     auto sem = *d.CreateSemaphore(0);
     REQUIRE(d.QueueExecute({}, cb, {{sem, 1}}, table).ok());
-    REQUIRE(sem->Wait(1, 30s).ok());
-    Download<float>(d, *out, 64);
+    std::vector<float> v(64, -1.0f);
+    Status st = d.ReadBufferAfterPendingWork(*out, 0, v.data(), v.size() * sizeof(float));
+    INFO(st.ToString());
+    REQUIRE(st.ok());
+    REQUIRE(*sem->Query() == 1);  // the read covered the submission
+    REQUIRE(v == std::vector<float>(64, 3.5f));
   };
   call();
   CudaStats before = Stats(d);
@@ -200,7 +207,43 @@ TEST_CASE("cuda/second_call_costs_one_launch_one_wait") {
   REQUIRE(after.graph_launches == before.graph_launches + 1);
   REQUIRE(after.kernel_node_updates == before.kernel_node_updates);
   REQUIRE(d.stats().host_waits == waits + 1);
-  REQUIRE(after.host_synchronizations == before.host_synchronizations + 2);
+  REQUIRE(after.host_synchronizations == before.host_synchronizations + 1);
+}
+
+TEST_CASE("cuda/read_after_pending_work_flushes_held_back_submissions") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  auto exe = Load(d, CubinView({"spin_us"}));
+  auto out = Alloc(d, 64);
+  auto spin = *d.CreateCommandBuffer();
+  REQUIRE(spin->Dispatch(exe, 0, {1, 1, 1}, {BufferRef::Whole(out)}, {100000}).ok());  // 100 ms
+  REQUIRE(spin->Finalize().ok());
+  auto fill = *d.CreateCommandBuffer();
+  REQUIRE(fill->FillBuffer(out, 0, 4, 9, 4).ok());
+  REQUIRE(fill->Finalize().ok());
+  auto gate = *d.CreateSemaphore(0);
+  auto done = *d.CreateSemaphore(0);
+  REQUIRE(d.QueueExecute({}, spin, {}).ok());
+  // Held back on the host until `gate` is signalled: the read must come after it.
+  REQUIRE(d.QueueExecute({{gate, 1}}, fill, {{done, 1}}).ok());
+  auto t0 = std::chrono::steady_clock::now();
+  Status signalled;  // Catch2 assertions stay on the test thread
+  std::thread signaller([&] {
+    std::this_thread::sleep_for(150ms);
+    signalled = gate->Signal(1);
+  });
+  uint32_t v = 0;
+  Status st = d.ReadBufferAfterPendingWork(*out, 0, &v, sizeof(v));
+  signaller.join();
+  REQUIRE(signalled.ok());
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+  REQUIRE(std::chrono::steady_clock::now() - t0 >= 140ms);
+  REQUIRE(v == 9);
+  REQUIRE(*done->Query() == 1);
+  // Range errors are reported before any waiting.
+  REQUIRE(d.ReadBufferAfterPendingWork(*out, 60, &v, 8).code() == StatusCode::kOutOfRange);
 }
 
 TEST_CASE("cuda/independent_dispatches_run_concurrently") {
