@@ -26,6 +26,12 @@ done
 (cd .out/gpu/tests/cuda_device_test && ../../bin/replay_benchmark) > "$OUT/replay_benchmark.log" 2>&1 || status=1
 cat "$OUT/replay_benchmark.log"
 
+# ---- bench/ suite (hexir-bench per case: per-dispatch times, roofline, cuBLAS ratios) ----
+HEXIR_BIN=.out/gpu/bin timeout 300 bash bench/run.sh --device=cuda --run-only --iterations=5 \
+  --out=.out/gpu/bench > "$OUT/bench_suite.log" 2>&1 || status=1
+cp .out/gpu/bench/SUMMARY.txt "$OUT/bench_summary.txt" 2>/dev/null
+cat .out/gpu/bench/SUMMARY.txt 2>/dev/null || tail -20 "$OUT/bench_suite.log"
+
 # ---- LLM decode benchmark (tests/llm/gpu_decode_bench.sh; modules from pack.sh) ----
 # Hexir vs PyTorch eager / CUDA-graph ms per token, stories260K f32 and random768 f16 (< 3 min).
 if [ -n "${HEXIR_TORCH_PYTHON:-}" ]; then
