@@ -47,7 +47,7 @@ got=$("$GENERATE" --module="$TMP/short.vmfb" --device="$DEVICE" --parameters="$T
 [ "$(echo "$got" | wc -w)" -eq 11 ] && pass "--cache-len=10 bounds generation to 10 ids" || fail "cache-len 10: '$got'"
 
 # A prompt longer than the cache is refused.
-err=$("$GENERATE" --module="$TMP/short.vmfb" --parameters="$TMP/h4_kv2_v-50_s1.bin" --prompt-ids=1,2,3,4,5,6,7,8,9,10,11 --max-tokens=3 2>&1) \
+err=$("$GENERATE" --module="$TMP/short.vmfb" --device="$DEVICE" --parameters="$TMP/h4_kv2_v-50_s1.bin" --prompt-ids=1,2,3,4,5,6,7,8,9,10,11 --max-tokens=3 2>&1) \
   && fail "prompt longer than the cache accepted"
 echo "$err" | grep -q "the prompt has 11 tokens but module .* has a KV cache of 10 positions" \
   && pass "long prompt: $err" || fail "long prompt message: $err"
