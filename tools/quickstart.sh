@@ -11,3 +11,4 @@ set -x
 bazel-bin/tools/hexir-compile/hexir-compile examples/mlp.mlir --target=cpu -o "$out/mlp.vmfb"
 bazel-bin/tools/hexir-run/hexir-run --module="$out/mlp.vmfb" --device=cpu --function=main \
   --input="2x4xf32=1 2 3 4 -1 0.5 2 -3"
+set +x
