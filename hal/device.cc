@@ -2,6 +2,18 @@
 
 namespace hexir::hal {
 
+Status Device::QueueExecute(const std::vector<SemaphoreValue>& waits,
+                            const vm::Ref<CommandBuffer>& command_buffer,
+                            const std::vector<SemaphoreValue>& signals,
+                            const std::vector<BufferRef>& binding_table) {
+  Profiler* profiler = counters()->profiler.load(std::memory_order_relaxed);
+  if (!profiler) return Submit(waits, command_buffer, signals, binding_table);
+  int64_t begin = ProfileClockNs();
+  Status st = Submit(waits, command_buffer, signals, binding_table);
+  profiler->OnHostSpan("queue_execute", begin, ProfileClockNs());
+  return st;
+}
+
 StatusOr<vm::Ref<CommandBuffer>> Device::CreateCommandBuffer() {
   return vm::MakeRef<CommandBuffer>(counters_);
 }

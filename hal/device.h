@@ -72,11 +72,12 @@ class Device : public vm::RefObject {
   // signals every signal. `binding_table` fills the command buffer's slot bindings (it must
   // have at least binding_table_size() direct-buffer entries). Returns errors it can detect
   // at submission (null or unfinalized command buffer, bad binding table, foreign executable);
-  // execution errors fail the signal semaphores.
-  virtual Status QueueExecute(const std::vector<SemaphoreValue>& waits,
-                              const vm::Ref<CommandBuffer>& command_buffer,
-                              const std::vector<SemaphoreValue>& signals,
-                              const std::vector<BufferRef>& binding_table = {}) = 0;
+  // execution errors fail the signal semaphores. Drivers implement Submit; this wrapper
+  // reports the host time of the submission to the device's profiler when one is set.
+  Status QueueExecute(const std::vector<SemaphoreValue>& waits,
+                      const vm::Ref<CommandBuffer>& command_buffer,
+                      const std::vector<SemaphoreValue>& signals,
+                      const std::vector<BufferRef>& binding_table = {});
 
   // ---- stream-ordered queue operations --------------------------------------------------------
   // Each is a queue submission like QueueExecute: it runs in queue order after `waits` and
@@ -144,6 +145,12 @@ class Device : public vm::RefObject {
 
  protected:
   Device() : counters_(std::make_shared<DeviceCounters>()) {}
+
+  // The driver's part of QueueExecute (same contract).
+  virtual Status Submit(const std::vector<SemaphoreValue>& waits,
+                        const vm::Ref<CommandBuffer>& command_buffer,
+                        const std::vector<SemaphoreValue>& signals,
+                        const std::vector<BufferRef>& binding_table) = 0;
 
  private:
   std::shared_ptr<DeviceCounters> counters_;

@@ -112,15 +112,11 @@ class CpuDevice final : public Device {
     return exe;
   }
 
-  Status QueueExecute(const std::vector<SemaphoreValue>& waits,
-                      const vm::Ref<CommandBuffer>& command_buffer,
-                      const std::vector<SemaphoreValue>& signals,
-                      const std::vector<BufferRef>& binding_table) override;
   Status WaitIdle(Timeout timeout) override;
   Status Submit(const std::vector<SemaphoreValue>& waits,
                 const vm::Ref<CommandBuffer>& command_buffer,
                 const std::vector<SemaphoreValue>& signals,
-                const std::vector<BufferRef>& binding_table);
+                const std::vector<BufferRef>& binding_table) override;
 
   Status WriteBuffer(Buffer& buffer, uint64_t offset, const void* data, uint64_t size) override {
     HEXIR_RETURN_IF_ERROR(ResolveRange(BufferRef::Range(vm::Ref<Buffer>::Retain(&buffer), offset, size),
@@ -377,18 +373,6 @@ Status CpuDevice::Complete(Submission& s, Status status, bool keep_error) {
     if (first_error_.ok()) first_error_ = status;
   }
   return status;
-}
-
-Status CpuDevice::QueueExecute(const std::vector<SemaphoreValue>& waits,
-                               const vm::Ref<CommandBuffer>& command_buffer,
-                               const std::vector<SemaphoreValue>& signals,
-                               const std::vector<BufferRef>& binding_table) {
-  Profiler* profiler = counters()->profiler.load(std::memory_order_relaxed);
-  if (!profiler) return Submit(waits, command_buffer, signals, binding_table);
-  int64_t begin = ProfileClockNs();
-  Status st = Submit(waits, command_buffer, signals, binding_table);
-  profiler->OnHostSpan("queue_execute", begin, ProfileClockNs());
-  return st;
 }
 
 Status CpuDevice::Submit(const std::vector<SemaphoreValue>& waits,

@@ -118,14 +118,10 @@ class CudaDevice final : public Device {
     return vm::Ref<CommandBuffer>::Adopt(new CudaCommandBuffer(counters(), shared_, mode));
   }
 
-  Status QueueExecute(const std::vector<SemaphoreValue>& waits,
-                      const vm::Ref<CommandBuffer>& command_buffer,
-                      const std::vector<SemaphoreValue>& signals,
-                      const std::vector<BufferRef>& binding_table) override;
   Status Submit(const std::vector<SemaphoreValue>& waits,
                 const vm::Ref<CommandBuffer>& command_buffer,
                 const std::vector<SemaphoreValue>& signals,
-                const std::vector<BufferRef>& binding_table);
+                const std::vector<BufferRef>& binding_table) override;
   Status WaitIdle(Timeout timeout) override;
   Status WriteBuffer(Buffer& buffer, uint64_t offset, const void* data, uint64_t size) override;
   Status ReadBuffer(const Buffer& buffer, uint64_t offset, void* data, uint64_t size) override;
@@ -356,18 +352,6 @@ void CudaDevice::CompleteLocked(Submission& s, Status status) {
   }
   // With signal semaphores the error reaches whoever waits on them (not WaitIdle too).
   if (!status.ok() && s.signals.empty() && first_error_.ok()) first_error_ = status;
-}
-
-Status CudaDevice::QueueExecute(const std::vector<SemaphoreValue>& waits,
-                                const vm::Ref<CommandBuffer>& command_buffer,
-                                const std::vector<SemaphoreValue>& signals,
-                                const std::vector<BufferRef>& binding_table) {
-  Profiler* profiler = counters()->profiler.load(std::memory_order_relaxed);
-  if (!profiler) return Submit(waits, command_buffer, signals, binding_table);
-  int64_t begin = ProfileClockNs();
-  Status st = Submit(waits, command_buffer, signals, binding_table);
-  profiler->OnHostSpan("queue_execute", begin, ProfileClockNs());
-  return st;
 }
 
 Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
