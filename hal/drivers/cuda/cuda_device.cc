@@ -141,6 +141,9 @@ class CudaDevice final : public Device {
   bool IdleLocked() const { return deferred_.empty() && inflight_.empty() && busy_ == 0; }
   StatusOr<CUevent> TakeEventLocked();
   Status EnsureStagingLocked();
+  // Requires staging_mu_.
+  Status ReadStagedLocked(const CudaBuffer& b, uint64_t offset, void* data, uint64_t done,
+                          uint64_t size);
   void CompletionMain();
   void DeferredMain();
 
@@ -549,11 +552,17 @@ Status CudaDevice::ReadBuffer(const Buffer& buffer, uint64_t offset, void* data,
   HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
   std::lock_guard<std::mutex> lock(staging_mu_);
   HEXIR_RETURN_IF_ERROR(EnsureStagingLocked());
+  return ReadStagedLocked(*b, offset, data, 0, size);
+}
+
+// Bytes [done, size) of the read, one staging-buffer chunk (and one synchronization) at a time.
+Status CudaDevice::ReadStagedLocked(const CudaBuffer& b, uint64_t offset, void* data,
+                                    uint64_t done, uint64_t size) {
   shared_->counters.transfer_synchronizations.fetch_add(1, std::memory_order_relaxed);
-  for (uint64_t done = 0; done < size;) {
+  while (done < size) {
     uint64_t n = std::min(kStagingBytes, size - done);
     HEXIR_CUDA_RETURN_IF_ERROR(
-        api_, api_.cuMemcpyDtoHAsync(staging_, b->device_ptr() + offset + done, n,
+        api_, api_.cuMemcpyDtoHAsync(staging_, b.device_ptr() + offset + done, n,
                                      shared_->stream),
         "cuMemcpyDtoHAsync(", n, " bytes)");
     HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventRecord(staging_event_, shared_->stream),
@@ -622,23 +631,8 @@ Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t off
   HEXIR_RETURN_IF_ERROR(error);
   HEXIR_RETURN_IF_ERROR(copy);
   std::memcpy(data, staging_, first);
-  if (first < size) {
-    // Larger than the staging buffer: the rest as ReadBuffer does (one wait per further chunk).
-    shared_->counters.transfer_synchronizations.fetch_add(1, std::memory_order_relaxed);
-    for (uint64_t done = first; done < size;) {
-      uint64_t n = std::min(kStagingBytes, size - done);
-      HEXIR_CUDA_RETURN_IF_ERROR(
-          api_, api_.cuMemcpyDtoHAsync(staging_, b->device_ptr() + offset + done, n,
-                                       shared_->stream),
-          "cuMemcpyDtoHAsync(", n, " bytes)");
-      HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventRecord(staging_event_, shared_->stream),
-                                 "cuEventRecord(staging)");
-      HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventSynchronize(staging_event_),
-                                 "cuEventSynchronize(read_buffer of ", n, " bytes)");
-      std::memcpy(static_cast<uint8_t*>(data) + done, staging_, n);
-      done += n;
-    }
-  }
+  // Larger than the staging buffer: the rest as ReadBuffer does (one wait per further chunk).
+  if (first < size) return ReadStagedLocked(*b, offset, data, first, size);
   return Status::Ok();
 }
 
