@@ -140,23 +140,23 @@ class ModuleWriter {
     std::string e = e_.Filled(t, "", "f32");
     return e_.Generic({"(i) -> (i)", "(i) -> ()", "(i) -> (i)", "(i) -> (i)"}, {"parallel"},
                       {{x, t}, {ss, "tensor<f32>"}, {w, W({D_})}}, {e, t}, {"f32", "f32", WT_, "f32"},
-                      [&](auto a) {
-                        std::string n = e_.Fresh(), ms = e_.Fresh(), eps = e_.Fresh(),
-                                    r = e_.Fresh(), sq = e_.Fresh(), one = e_.Fresh(),
-                                    inv = e_.Fresh(), xs = e_.Fresh(), y = e_.Fresh();
-                        std::string ext;
-                        std::string wf = Ext(a[2], &ext);
-                        return ext + L(n + " = arith.constant " + std::to_string(D_) + ".0 : f32") +
-                               L(ms + " = arith.divf " + a[1] + ", " + n + " : f32") +
-                               L(eps + " = arith.constant " + eps_ + " : f32") +
-                               L(r + " = arith.addf " + ms + ", " + eps + " : f32") +
-                               L(sq + " = math.sqrt " + r + " : f32") +
-                               L(one + " = arith.constant 1.0 : f32") +
-                               L(inv + " = arith.divf " + one + ", " + sq + " : f32") +
-                               L(xs + " = arith.mulf " + inv + ", " + a[0] + " : f32") +
-                               L(y + " = arith.mulf " + wf + ", " + xs + " : f32") +
-                               L("linalg.yield " + y + " : f32");
-                      });
+                      [&](const std::vector<std::string>& a) { return RmsScaleBody(a); });
+  }
+
+  // Body of the RMSNorm scaling generic: (x, sum of squares, weight) -> w * x / sqrt(ss/D + eps).
+  std::string RmsScaleBody(const std::vector<std::string>& a) {
+    std::string n = e_.Fresh(), ms = e_.Fresh(), eps = e_.Fresh(), r = e_.Fresh(), sq = e_.Fresh(),
+                one = e_.Fresh(), inv = e_.Fresh(), xs = e_.Fresh(), y = e_.Fresh();
+    std::string ext;
+    std::string wf = Ext(a[2], &ext);
+    return ext + L(n + " = arith.constant " + std::to_string(D_) + ".0 : f32") +
+           L(ms + " = arith.divf " + a[1] + ", " + n + " : f32") +
+           L(eps + " = arith.constant " + eps_ + " : f32") +
+           L(r + " = arith.addf " + ms + ", " + eps + " : f32") + L(sq + " = math.sqrt " + r + " : f32") +
+           L(one + " = arith.constant 1.0 : f32") +
+           L(inv + " = arith.divf " + one + ", " + sq + " : f32") +
+           L(xs + " = arith.mulf " + inv + ", " + a[0] + " : f32") +
+           L(y + " = arith.mulf " + wf + ", " + xs + " : f32") + L("linalg.yield " + y + " : f32");
   }
 
   std::string MatVec(const std::string& w, const std::string& x, int64_t m, int64_t n) {
@@ -374,23 +374,7 @@ class ModuleWriter {
     std::string e = e_.Filled(t, "", "f32", "%m");
     return e_.Generic({"(m, d) -> (m, d)", "(m, d) -> (m)", "(m, d) -> (d)", "(m, d) -> (m, d)"},
                       {"parallel", "parallel"}, {{x, t}, {ss, rt}, {w, W({D_})}}, {e, t},
-                      {"f32", "f32", WT_, "f32"}, [&](auto a) {
-                        std::string n = e_.Fresh(), ms = e_.Fresh(), eps = e_.Fresh(),
-                                    r = e_.Fresh(), sq = e_.Fresh(), one = e_.Fresh(),
-                                    inv = e_.Fresh(), xs = e_.Fresh(), y = e_.Fresh();
-                        std::string ext;
-                        std::string wf = Ext(a[2], &ext);
-                        return ext + L(n + " = arith.constant " + std::to_string(D_) + ".0 : f32") +
-                               L(ms + " = arith.divf " + a[1] + ", " + n + " : f32") +
-                               L(eps + " = arith.constant " + eps_ + " : f32") +
-                               L(r + " = arith.addf " + ms + ", " + eps + " : f32") +
-                               L(sq + " = math.sqrt " + r + " : f32") +
-                               L(one + " = arith.constant 1.0 : f32") +
-                               L(inv + " = arith.divf " + one + ", " + sq + " : f32") +
-                               L(xs + " = arith.mulf " + inv + ", " + a[0] + " : f32") +
-                               L(y + " = arith.mulf " + wf + ", " + xs + " : f32") +
-                               L("linalg.yield " + y + " : f32");
-                      });
+                      {"f32", "f32", WT_, "f32"}, [&](const std::vector<std::string>& a) { return RmsScaleBody(a); });
   }
 
   // y[m, n] = sum_k x[m, k] * W[n, k]  (W is [out][in]).
