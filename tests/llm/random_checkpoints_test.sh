@@ -3,6 +3,8 @@
 # classifiers, head ratios 4/2, 4/4, 4/1, 8/2; Hexir's greedy ids must equal the PyTorch
 # reference's for 80 steps (or up to an early BOS/EOS stop, which both must take), from BOS
 # and after a 9-token prompt (one-pass prefill); two of them also with f16 weights.
+# Each checkpoint's module checks the stop flag every 1, 3, 8, 5 or 2 decode steps
+# (hexir-import --decode-chunk): stops inside a chunk must give the same ids.
 # Also the error paths: a truncated checkpoint, a module that does not fit the checkpoint.
 source tests/llm/common.sh
 if [ "$TORCH" != 1 ]; then
@@ -10,16 +12,19 @@ if [ "$TORCH" != 1 ]; then
   exit 0
 fi
 stopped=0
+chunks=(1 3 8 5 2)
+k=0
 for cfg in "${RANDOM_CONFIGS[@]}"; do
   set -- $cfg
   name="h$1_kv$2_v$3_s$4"
   ckpt=$TMP/$name.bin
   write_random "$ckpt" "$@" || { fail "write $name"; continue; }
-  build_module "$ckpt" "$name" || continue
+  chunk=${chunks[$((k++ % ${#chunks[@]}))]}
+  build_module "$ckpt" "$name" --decode-chunk="$chunk" || continue
   got=$("$GENERATE" --module="$TMP/$name.vmfb" --device="$DEVICE" --parameters="$ckpt" --max-tokens=80)
   want=$("$PYTHON" "$REFERENCE" "$ckpt" --steps 80)
   n=$(($(echo "$want" | wc -w) - 1))
-  if [ "$got" == "$want" ]; then pass "$name: $n ids equal the reference's"; else
+  if [ "$got" == "$want" ]; then pass "$name (decode chunk $chunk): $n ids equal the reference's"; else
     fail "$name"; echo " hexir:     $got"; echo " reference: $want"; fi
   [ "$n" -lt 80 ] && stopped=$((stopped + 1))
   # A 9-token prompt: one-pass prefill (M = 9), then decode.

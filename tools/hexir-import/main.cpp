@@ -20,6 +20,7 @@ struct Options {
   std::string format;         // empty: by file name suffix
   long long cache_len = 0;    // llama2c/gguf: KV-cache positions (0: the header's seq_len)
   std::string weights = "f32";  // llama2c/gguf: weight element type (f32 or f16)
+  long long decode_chunk = 8;   // llama2c/gguf: decode steps per host check of the stop flag
 };
 
 hexir::StatusOr<std::string> ImportOnnx(const Options& o) {
@@ -32,6 +33,7 @@ hexir::StatusOr<std::string> ImportLlama2c(const Options& o) {
   hexir::compiler::llama::EmitOptions options;
   options.cache_len = o.cache_len;
   options.weight_type = o.weights;
+  options.decode_chunk = o.decode_chunk;
   return hexir::compiler::llama::ImportLlama2cFile(o.input, options);
 }
 
@@ -39,6 +41,7 @@ hexir::StatusOr<std::string> ImportGguf(const Options& o) {
   hexir::compiler::llama::EmitOptions options;
   options.cache_len = o.cache_len;
   options.weight_type = o.weights;
+  options.decode_chunk = o.decode_chunk;
   return hexir::compiler::llama::ImportGgufFile(o.input, options);
 }
 
@@ -70,6 +73,8 @@ int main(int argc, char** argv) {
   app.add_option("--format", o.format, "input kind, overriding the file name (onnx, llama2c, gguf)");
   app.add_option("--cache-len", o.cache_len, "llama2c/gguf: KV-cache positions (default: seq_len / llama.context_length)");
   app.add_option("--weights", o.weights, "llama2c/gguf: weight argument element type, f32 (default) or f16");
+  app.add_option("--decode-chunk", o.decode_chunk,
+                 "llama2c/gguf: decode steps per host check of the stop flag (default 8; 1 = check every token)");
   CLI11_PARSE(app, argc, argv);
 
   const Importer* importer = nullptr;

@@ -27,6 +27,10 @@ struct EmitOptions {
   // Element type of the weight arguments: "f32" (the checkpoint's) or "f16" (the runtime
   // converts at upload; kernels widen each weight to f32 and accumulate in f32).
   std::string weight_type = "f32";
+  // Decode steps run per host check of the stop flag (>= 1). The host reads one flag per
+  // chunk (one wait); steps after a stop token inside a chunk compute but write no id, so
+  // the ids do not depend on it.
+  int64_t decode_chunk = 8;
 };
 
 std::string EmitLlamaModule(const LlamaConfig& config, const EmitOptions& options = {});

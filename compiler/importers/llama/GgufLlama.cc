@@ -163,6 +163,8 @@ StatusOr<std::string> ImportGgufFile(const std::string& path, const EmitOptions&
                            c.seq_len, ")");
   if (options.weight_type != "f32" && options.weight_type != "f16")
     return InvalidArgument("weight type '", options.weight_type, "' is not f32 or f16");
+  if (options.decode_chunk < 1 || options.decode_chunk > 4096)
+    return InvalidArgument("decode chunk ", options.decode_chunk, " is outside 1..4096");
   return EmitLlamaModule(c, options);
 }
 

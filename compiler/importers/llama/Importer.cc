@@ -16,6 +16,8 @@ StatusOr<std::string> ImportLlama2cFile(const std::string& path, const EmitOptio
   if (options.cache_len < 0 || options.cache_len > config->seq_len)
     return InvalidArgument("'", path, "': cache length ", options.cache_len,
                            " is outside 1..seq_len (", config->seq_len, ")");
+  if (options.decode_chunk < 1 || options.decode_chunk > 4096)
+    return InvalidArgument("decode chunk ", options.decode_chunk, " is outside 1..4096");
   if (options.weight_type != "f32" && options.weight_type != "f16")
     return InvalidArgument("weight type '", options.weight_type, "' is not f32 or f16");
   return EmitLlamaModule(*config, options);

@@ -91,13 +91,22 @@ TEST_CASE("header errors name the field, its offset, or the array that does not 
   CHECK_THAT(t.status().message(), Catch::Contains("does not fit"));
 }
 
-TEST_CASE("the emitted program: one layer function called once per layer, one decode loop") {
+TEST_CASE("the emitted program: prefill layer calls, a chunked decode loop with inline layers") {
   auto b = Header({8, 12, 3, 4, 2, -10, 6}, 28 + 4 * Floats(false));
   auto c = ParseLlamaHeader(b.data(), b.size());
   REQUIRE(c.ok());
-  std::string text = EmitLlamaModule(*c, EmitOptions{5});
-  CHECK(Count(text, "func.func private @layer(") == 1);
-  CHECK(Count(text, "func.call @layer(") == 3);
+  EmitOptions options{5};
+  options.decode_chunk = 3;
+  std::string text = EmitLlamaModule(*c, options);
+  // Decode layers are inline (one recorded segment per step): no layer function.
+  CHECK(Count(text, "func.call @layer(") == 0);
+  CHECK(Count(text, "%chunk = arith.constant 3 : i64") == 1);
+  CHECK(Count(text, "scf.for %j = ") == 1);
+  // One host read of the stop flag per chunk (+ one after prefill), none per step.
+  CHECK(Count(text, "tensor.extract %f#1[%c0] : tensor<1xi64>") == 1);
+  CHECK(Count(text, "%stop0_h = tensor.extract") == 1);
+  // 3 layers inline: 3 rotary bodies for q and 3 for k at the step position.
+  CHECK(Count(text, "arith.sitofp %spos : i64 to f32") == 6);
   CHECK(Count(text, "func.func private @prefill_layer(%x: tensor<?x8xf32>") == 1);
   CHECK(Count(text, "func.call @prefill_layer(") == 3);
   CHECK(Count(text, "func.func @cache_len() -> tensor<1xi64>") == 1);

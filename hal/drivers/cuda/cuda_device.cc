@@ -18,6 +18,26 @@ CudaShared::~CudaShared() {
   if (context == nullptr || stream == nullptr || !MakeCurrent().ok()) return;
   api->cuStreamSynchronize(stream);
   api->cuStreamDestroy(stream);
+  for (auto& [bytes, blocks] : host_pool.free_blocks)
+    for (void* block : blocks) api->cuMemFreeHost(block);
+}
+
+void* PinnedHostPool::Take(uint64_t class_bytes) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = free_blocks.find(class_bytes);
+  if (it == free_blocks.end() || it->second.empty()) return nullptr;
+  void* block = it->second.back();
+  it->second.pop_back();
+  cached_bytes -= class_bytes;
+  return block;
+}
+
+bool PinnedHostPool::Give(void* block, uint64_t class_bytes) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (cached_bytes + class_bytes > max_cached_bytes) return false;
+  free_blocks[class_bytes].push_back(block);
+  cached_bytes += class_bytes;
+  return true;
 }
 
 Status CudaShared::MakeCurrent() const {
@@ -29,7 +49,8 @@ Status CudaShared::MakeCurrent() const {
 CudaBuffer::~CudaBuffer() {
   if (!shared_->MakeCurrent().ok()) return;
   if (host_) {
-    shared_->api->cuMemFreeHost(host_);
+    if (host_class_bytes_ == 0 || !shared_->host_pool.Give(host_, host_class_bytes_))
+      shared_->api->cuMemFreeHost(host_);
   } else if (ptr_) {
     shared_->api->cuMemFreeAsync(ptr_, shared_->stream);  // after all queued uses
   }
@@ -106,6 +127,12 @@ class CudaDevice final : public Device {
   }
 
   StatusOr<vm::Ref<Buffer>> AllocateBuffer(uint64_t byte_size, uint32_t memory_types) override;
+  StatusOr<vm::Ref<Buffer>> QueueAlloca(const std::vector<SemaphoreValue>& waits,
+                                        const std::vector<SemaphoreValue>& signals,
+                                        uint64_t byte_size, uint32_t memory_types) override;
+  Status QueueDealloca(const std::vector<SemaphoreValue>& waits,
+                       const std::vector<SemaphoreValue>& signals,
+                       vm::Ref<Buffer> buffer) override;
   StatusOr<vm::Ref<Executable>> CreateExecutable(const vm::ExecutableView& view) override {
     HEXIR_ASSIGN_OR_RETURN(vm::Ref<Executable> exe, CudaExecutable::Load(shared_, view));
     DeviceCounters::Add(counters()->executables_loaded);
@@ -178,16 +205,22 @@ StatusOr<vm::Ref<Buffer>> CudaDevice::AllocateBuffer(uint64_t byte_size, uint32_
   bool host = (memory_types & kMemoryHostVisible) && !(memory_types & kMemoryDeviceLocal);
   CUdeviceptr ptr = 0;
   void* host_ptr = nullptr;
+  uint64_t class_bytes = 0;
   if (byte_size > 0 && host) {
-    HEXIR_CUDA_RETURN_IF_ERROR(
-        api_,
-        api_.cuMemHostAlloc(&host_ptr, byte_size,
-                            CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
-        "cuMemHostAlloc(", byte_size, " bytes)");
+    class_bytes = PinnedHostPool::ClassBytes(byte_size);
+    host_ptr = shared_->host_pool.Take(class_bytes);
+    DeviceCounters::Add(host_ptr ? counters()->pool_hits : counters()->pool_misses);
+    if (host_ptr == nullptr) {
+      HEXIR_CUDA_RETURN_IF_ERROR(
+          api_,
+          api_.cuMemHostAlloc(&host_ptr, class_bytes,
+                              CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
+          "cuMemHostAlloc(", class_bytes, " bytes)");
+    }
     std::memset(host_ptr, 0, byte_size);
     CUresult r = api_.cuMemHostGetDevicePointer(&ptr, host_ptr, 0);
     if (r != CUDA_SUCCESS) {
-      api_.cuMemFreeHost(host_ptr);
+      if (!shared_->host_pool.Give(host_ptr, class_bytes)) api_.cuMemFreeHost(host_ptr);
       return CudaStatus(api_, r, "cuMemHostGetDevicePointer");
     }
   } else if (byte_size > 0) {
@@ -201,7 +234,44 @@ StatusOr<vm::Ref<Buffer>> CudaDevice::AllocateBuffer(uint64_t byte_size, uint32_
   }
   uint32_t types = host ? kMemoryHostVisible : kMemoryDeviceLocal;
   return vm::Ref<Buffer>::Adopt(
-      new CudaBuffer(byte_size, types, counters(), shared_, ptr, host_ptr));
+      new CudaBuffer(byte_size, types, counters(), shared_, ptr, host_ptr, class_bytes));
+}
+
+// Without semaphores, queue alloca/dealloca need no submission (no event, no completion-thread
+// round trip): cuMemAllocAsync on the device stream makes memory that every later submission
+// may use, and releasing the last reference frees it with cuMemFreeAsync, ordered after every
+// use already on the stream. Submissions still queued or held back keep their own references,
+// so the free cannot overtake them. With semaphores: the generic submission path.
+StatusOr<vm::Ref<Buffer>> CudaDevice::QueueAlloca(const std::vector<SemaphoreValue>& waits,
+                                                  const std::vector<SemaphoreValue>& signals,
+                                                  uint64_t byte_size, uint32_t memory_types) {
+  bool device_local = (memory_types & kMemoryDeviceLocal) || !(memory_types & kMemoryHostVisible);
+  if (!waits.empty() || !signals.empty() || !device_local)
+    return Device::QueueAlloca(waits, signals, byte_size, memory_types);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!lost_.ok()) return lost_;
+  }
+  HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
+  CUdeviceptr ptr = 0;
+  if (byte_size > 0) {
+    HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuMemAllocAsync(&ptr, byte_size, shared_->stream),
+                               "queue alloca: cuMemAllocAsync(", byte_size, " bytes) on ", uri_);
+  }
+  return vm::Ref<Buffer>::Adopt(
+      new CudaBuffer(byte_size, kMemoryDeviceLocal, counters(), shared_, ptr, nullptr));
+}
+
+Status CudaDevice::QueueDealloca(const std::vector<SemaphoreValue>& waits,
+                                 const std::vector<SemaphoreValue>& signals,
+                                 vm::Ref<Buffer> buffer) {
+  if (!waits.empty() || !signals.empty())
+    return Device::QueueDealloca(waits, signals, std::move(buffer));
+  if (!buffer) return InvalidArgument("queue dealloca: buffer is null");
+  if (!AsCudaBuffer(buffer.get()))
+    return InvalidArgument("queue dealloca: the buffer was not allocated by a CUDA device");
+  buffer.reset();  // the queue's hold ends here (see above)
+  return Status::Ok();
 }
 
 Status CudaDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
@@ -700,6 +770,7 @@ StatusOr<vm::Ref<Device>> CreateCudaDevice(int ordinal, const DeviceOptions& opt
   }
   auto shared = std::make_shared<CudaShared>();
   shared->api = api;
+  shared->host_pool.max_cached_bytes = std::min<uint64_t>(options.pool_max_cached_bytes, 64ull << 20);
   shared->ordinal = ordinal;
   HEXIR_CUDA_RETURN_IF_ERROR(*api, api->cuDeviceGet(&shared->device, ordinal), "cuDeviceGet(",
                              ordinal, ")");

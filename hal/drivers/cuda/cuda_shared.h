@@ -12,6 +12,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 
 #include "hal/buffer.h"
 #include "hal/drivers/cuda/cuda_api.h"
@@ -30,6 +33,28 @@ struct CudaCounters {
   std::atomic<uint64_t> transfer_synchronizations{0};
 };
 
+// Pinned, device-mapped host blocks (cuMemHostAlloc) kept for reuse: pinning and unpinning
+// cost tens of microseconds each, and compiled programs allocate a small host-visible
+// parameter buffer per dispatch per call. Blocks come in power-of-two classes (>= 256 bytes);
+// a freed buffer's block returns here (its last reference is dropped only after every
+// submission using it completed) until `max_cached_bytes` are cached.
+struct PinnedHostPool {
+  std::mutex mu;
+  std::unordered_map<uint64_t, std::vector<void*>> free_blocks;  // class bytes -> blocks
+  uint64_t cached_bytes = 0;
+  uint64_t max_cached_bytes = 64ull << 20;
+
+  static uint64_t ClassBytes(uint64_t size) {
+    uint64_t c = 256;
+    while (c < size) c <<= 1;
+    return c;
+  }
+  // A cached block of `class_bytes`, or null.
+  void* Take(uint64_t class_bytes);
+  // Keeps the block, or returns false when the cache is full (the caller frees it).
+  bool Give(void* block, uint64_t class_bytes);
+};
+
 struct CudaShared {
   const CudaApi* api = nullptr;
   int ordinal = 0;
@@ -38,6 +63,7 @@ struct CudaShared {
   CUstream stream = nullptr;    // the device's one in-order queue (non-blocking stream)
   CUmemoryPool pool = nullptr;  // the GPU's default pool (cuMemAllocAsync); keeps freed memory
   CudaCounters counters;
+  PinnedHostPool host_pool;
 
   ~CudaShared();
   // Makes the device's context current on the calling thread (cheap; needed per thread).
@@ -49,12 +75,16 @@ struct CudaShared {
 // memory (cuMemHostAlloc), host_data() non-null and device_ptr() its device address.
 class CudaBuffer final : public Buffer {
  public:
+  // `host_class_bytes`: for host-visible buffers, the pool class of the pinned block (the
+  // block returns to shared->host_pool when the buffer dies).
   CudaBuffer(uint64_t size, uint32_t types, std::shared_ptr<DeviceCounters> counters,
-             std::shared_ptr<CudaShared> shared, CUdeviceptr ptr, void* host)
+             std::shared_ptr<CudaShared> shared, CUdeviceptr ptr, void* host,
+             uint64_t host_class_bytes = 0)
       : Buffer(size, types, std::move(counters)),
         shared_(std::move(shared)),
         ptr_(ptr),
-        host_(host) {}
+        host_(host),
+        host_class_bytes_(host_class_bytes) {}
   ~CudaBuffer() override;
 
   uint8_t* host_data() const override { return static_cast<uint8_t*>(host_); }
@@ -65,6 +95,7 @@ class CudaBuffer final : public Buffer {
   std::shared_ptr<CudaShared> shared_;
   CUdeviceptr ptr_;
   void* host_;
+  uint64_t host_class_bytes_;
 };
 
 // The buffer's CUDA pointer, or null when `buffer` is not a CudaBuffer.
