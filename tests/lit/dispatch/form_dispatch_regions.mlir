@@ -225,3 +225,46 @@ func.func @fill_as_matmul_input(%a: tensor<?x?xf32>) -> tensor<?x4xf32> {
   %r = linalg.matmul ins(%a, %b : tensor<?x?xf32>, tensor<?x4xf32>) outs(%f : tensor<?x4xf32>) -> tensor<?x4xf32>
   return %r : tensor<?x4xf32>
 }
+
+// -----
+
+// A reduction's broadcasting consumer (RMSNorm: every element scaled by the sum of squares)
+// is not fused into the reduction's dispatch: kernels are tiled over the consumer's points,
+// so each point would recompute the whole sum. Here the scaling becomes a producer of the
+// matvec instead (elementwise, cheap to recompute), and the residual add, which reads the
+// matvec's result once per element, is still fused.
+// CHECK-LABEL: func.func @rms_scale_not_fused
+// CHECK:         hexir.dispatch_region -> (tensor<f32>)
+// CHECK:           iterator_types = ["reduction"]
+// CHECK-NOT:       arith.divf
+// CHECK:           hexir.yield
+// CHECK:         hexir.dispatch_region -> (tensor<64xf32>)
+// CHECK:           arith.divf
+// CHECK:           linalg.matvec
+// CHECK:           arith.addf
+// CHECK:           hexir.yield
+func.func @rms_scale_not_fused(%x: tensor<64xf32>, %w: tensor<64x64xf32>) -> tensor<64xf32> {
+  %z = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %f0 = linalg.fill ins(%z : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %ss = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>], iterator_types = ["reduction"]} ins(%x : tensor<64xf32>) outs(%f0 : tensor<f32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %m = arith.mulf %a, %a : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %e1 = tensor.empty() : tensor<64xf32>
+  %n = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%x, %ss : tensor<64xf32>, tensor<f32>) outs(%e1 : tensor<64xf32>) {
+  ^bb0(%a: f32, %s: f32, %o: f32):
+    %d = arith.divf %a, %s : f32
+    linalg.yield %d : f32
+  } -> tensor<64xf32>
+  %f1 = linalg.fill ins(%z : f32) outs(%e1 : tensor<64xf32>) -> tensor<64xf32>
+  %mv = linalg.matvec ins(%w, %n : tensor<64x64xf32>, tensor<64xf32>) outs(%f1 : tensor<64xf32>) -> tensor<64xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%mv, %x : tensor<64xf32>, tensor<64xf32>) outs(%e1 : tensor<64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %t = arith.addf %a, %b : f32
+    linalg.yield %t : f32
+  } -> tensor<64xf32>
+  return %r : tensor<64xf32>
+}
