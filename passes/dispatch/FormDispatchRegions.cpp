@@ -82,7 +82,23 @@ bool isFusableProducer(Operation* op) {
   auto g = dyn_cast_or_null<linalg::GenericOp>(op);
   if (!g || g->getNumResults() != 1 || !g->hasOneUse() || !isElementwise(g)) return false;
   Operation* user = *g->getUsers().begin();
-  return isa<linalg::LinalgOp>(user) && user->getBlock() == g->getBlock();
+  auto consumer = dyn_cast<linalg::LinalgOp>(user);
+  if (!consumer || user->getBlock() != g->getBlock()) return false;
+  // Inside a reducing consumer, each point needs the producer's whole slice along the reduced
+  // dims; when such a dim is dynamic that slice is a dynamically sized kernel temporary, which
+  // the CUDA target does not allocate (e.g. softmax's normalisation feeding attention's P*V).
+  auto type = cast<RankedTensorType>(g->getResult(0).getType());
+  SmallVector<utils::IteratorType> iterators = consumer.getIteratorTypesArray();
+  for (OpOperand& use : user->getOpOperands()) {
+    if (use.get() != g->getResult(0)) continue;
+    AffineMap map = consumer.getMatchingIndexingMap(&use);
+    for (auto [i, e] : llvm::enumerate(map.getResults())) {
+      auto d = dyn_cast<AffineDimExpr>(e);
+      if (d && iterators[d.getPosition()] == utils::IteratorType::reduction && type.isDynamicDim(i))
+        return false;
+    }
+  }
+  return true;
 }
 
 bool isClonable(Operation* op) {

@@ -1,5 +1,6 @@
 #include "compiler/importers/llama/EmitModule.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -624,27 +625,67 @@ class ModuleWriter {
     std::string xf = RmsNorm(x, names[rms_final]);
     std::string cls = c_.shared_classifier ? names[0] : names[rms_final + 1];
     std::string logits = MatVec(cls, xf, V_, D_);
-    // The maximum, then the first index holding it (torch.argmax's tie rule).
-    std::string vt = T({V_});
-    std::string m0 = e_.Filled("tensor<f32>", "-3.0e+38", "f32");
-    std::string mx = e_.Generic({"(v) -> (v)", "(v) -> ()"}, {"reduction"}, {{logits, vt}},
-                                {m0, "tensor<f32>"}, {"f32", "f32"}, [&](auto a) {
-                                  std::string r = e_.Fresh();
-                                  return L(r + " = arith.maximumf " + a[1] + ", " + a[0] + " : f32") +
-                                         L("linalg.yield " + r + " : f32");
-                                });
-    std::string i0 = e_.Filled("tensor<i64>", std::to_string(V_), "i64");
-    return e_.Generic({"(v) -> (v)", "(v) -> ()", "(v) -> ()"}, {"reduction"},
-                      {{logits, vt}, {mx, "tensor<f32>"}}, {i0, "tensor<i64>"}, {"f32", "f32", "i64"},
-                      [&](auto a) {
-                        auto f = [&]() { return e_.Fresh(); };
-                        std::string v = f(), vi = f(), eq = f(), mn = f(), r = f();
-                        return L(v + " = linalg.index 0 : index") +
-                               L(vi + " = arith.index_cast " + v + " : index to i64") +
-                               L(eq + " = arith.cmpf oeq, " + a[0] + ", " + a[1] + " : f32") +
-                               L(mn + " = arith.minsi " + a[2] + ", " + vi + " : i64") +
-                               L(r + " = arith.select " + eq + ", " + mn + ", " + a[2] + " : i64") +
-                               L("linalg.yield " + r + " : i64");
+    return ArgmaxOf(logits);
+  }
+
+  // The first index of the maximum of logits [V] (torch.argmax's tie rule) -> tensor<i64>.
+  // Each element becomes one i64 key, (order-preserving f32 bits << 32) | (2^32 - 1 - v), so
+  // that the maximum key holds the maximum value and, among equal values, the smallest v.
+  // Keys are max-reduced in two stages over logits viewed as [R][C] (C the largest divisor
+  // of V up to 256): R row maxima (R parallel points), then their maximum, then decoded. The
+  // reduction so has parallelism on any device instead of one thread walking the vocabulary.
+  std::string ArgmaxOf(const std::string& logits) {
+    int64_t C = 1;
+    for (int64_t c = std::min<int64_t>(V_, 256); c >= 1; --c)
+      if (V_ % c == 0) {
+        C = c;
+        break;
+      }
+    const int64_t R = V_ / C;
+    const std::string kMin = "-9223372036854775808";
+    std::string vt = T({V_}), rt = T({R}, "i64"), lt = T({R, C});
+    std::string l2 = e_.Fresh("logits");
+    os_ << "    " << l2 << " = tensor.expand_shape " << logits << " [[0, 1]] output_shape [" << R << ", "
+        << C << "] : " << vt << " into " << lt << "\n";
+    std::string k0 = e_.Filled(rt, kMin, "i64");
+    std::string chunks = e_.Generic({"(r, c) -> (r, c)", "(r, c) -> (r)"}, {"parallel", "reduction"},
+                                    {{l2, lt}}, {k0, rt}, {"f32", "i64"}, [&](auto a) {
+      auto f = [&]() { return e_.Fresh(); };
+      std::string r = f(), c = f(), cc = f(), base = f(), v = f(), bits = f(), zero = f(), neg = f(),
+                  mask = f(), flip = f(), ord = f(), ord64 = f(), sh = f(), hi = f(), vi = f(),
+                  top = f(), lo = f(), key = f(), m = f();
+      return L(r + " = linalg.index 0 : index") + L(c + " = linalg.index 1 : index") +
+             L(cc + " = arith.constant " + std::to_string(C) + " : index") +
+             L(base + " = arith.muli " + r + ", " + cc + " : index") +
+             L(v + " = arith.addi " + base + ", " + c + " : index") +
+             L(bits + " = arith.bitcast " + a[0] + " : f32 to i32") +
+             L(zero + " = arith.constant 0 : i32") +
+             L(neg + " = arith.cmpi slt, " + bits + ", " + zero + " : i32") +
+             L(mask + " = arith.constant 2147483647 : i32") +
+             L(flip + " = arith.xori " + bits + ", " + mask + " : i32") +
+             L(ord + " = arith.select " + neg + ", " + flip + ", " + bits + " : i32") +
+             L(ord64 + " = arith.extsi " + ord + " : i32 to i64") +
+             L(sh + " = arith.constant 32 : i64") + L(hi + " = arith.shli " + ord64 + ", " + sh + " : i64") +
+             L(vi + " = arith.index_cast " + v + " : index to i64") +
+             L(top + " = arith.constant 4294967295 : i64") + L(lo + " = arith.subi " + top + ", " + vi + " : i64") +
+             L(key + " = arith.ori " + hi + ", " + lo + " : i64") +
+             L(m + " = arith.maxsi " + a[1] + ", " + key + " : i64") + L("linalg.yield " + m + " : i64");
+    });
+    std::string m0 = e_.Filled("tensor<i64>", kMin, "i64");
+    std::string best = e_.Generic({"(r) -> (r)", "(r) -> ()"}, {"reduction"}, {{chunks, rt}}, {m0, "tensor<i64>"},
+                                  {"i64", "i64"}, [&](auto a) {
+                                    std::string m = e_.Fresh();
+                                    return L(m + " = arith.maxsi " + a[1] + ", " + a[0] + " : i64") +
+                                           L("linalg.yield " + m + " : i64");
+                                  });
+    std::string de = e_.Filled("tensor<i64>", "", "i64");
+    return e_.Generic({"() -> ()", "() -> ()"}, {}, {{best, "tensor<i64>"}}, {de, "tensor<i64>"},
+                      {"i64", "i64"}, [&](auto a) {
+                        std::string top = e_.Fresh(), lo = e_.Fresh(), v = e_.Fresh();
+                        return L(top + " = arith.constant 4294967295 : i64") +
+                               L(lo + " = arith.andi " + a[0] + ", " + top + " : i64") +
+                               L(v + " = arith.subi " + top + ", " + lo + " : i64") +
+                               L("linalg.yield " + v + " : i64");
                       });
   }
 
