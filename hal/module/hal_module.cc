@@ -439,6 +439,25 @@ Status QueueAlloca(HalModuleState& s, NativeCall& c) {
   return Status::Ok();
 }
 
+Status DeviceTransient(HalModuleState& s, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 3, 1));
+  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  HEXIR_ASSIGN_OR_RETURN(Buffer * held, RefArg<Buffer>(c, 1, /*allow_null=*/true));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 2, "byte size"));
+  uint64_t size = static_cast<uint64_t>(IntArg(c, 2));
+  if (held != nullptr && held->byte_size() >= size) {
+    SetRef(c, vm::Ref<Buffer>::Retain(held));
+    return Status::Ok();
+  }
+  // Grow geometrically: a dynamic size that creeps up (a decode position) reallocates
+  // O(log n) times, and each reallocation changes the recorded binding once.
+  if (held != nullptr) size = std::max(size, 2 * held->byte_size());
+  auto b = s.device().QueueAlloca({}, {}, size);
+  if (!b.ok()) return std::move(b).status().WithContext(c.import_name);
+  SetRef(c, std::move(b).value());
+  return Status::Ok();
+}
+
 Status QueueDealloca(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 6, 0));
   HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));

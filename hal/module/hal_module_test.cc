@@ -116,7 +116,7 @@ TEST_CASE("hal module: exports every hal_imports.def function with its pattern")
 #include "hal/module/hal_imports.def"
 #undef HAL_IMPORT
   };
-  REQUIRE(expected.size() == 35);
+  REQUIRE(expected.size() == 36);
   REQUIRE(h.module->functions().size() == expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     REQUIRE(h.module->functions()[i].name == expected[i].first);
@@ -402,6 +402,30 @@ TEST_CASE("hal module: indirect dispatch reads the workgroup count at execution"
                      R(counts), I(6), I(0)});
   REQUIRE(s.message() == "hal.command_buffer.dispatch_indirect: dispatch_indirect of 'add_f32': "
                          "workgroup count buffer: offset 6 is not a multiple of 4");
+}
+
+TEST_CASE("hal module: device.transient reuses a large enough buffer and grows geometrically") {
+  Harness h;
+  auto dev = vm::Ref<vm::RefObject>(h.device);
+  std::vector<vm::Variant> r;
+  REQUIRE(h.Call("hal.device.transient", "rri_r", {R(dev), R(nullptr), I(100)}, &r).ok());
+  auto first = r[0].ref;
+  REQUIRE(vm::RefCast<Buffer>(first.get())->byte_size() == 100);
+  // Smaller or equal: the same buffer (no allocation, a recorded binding stays valid).
+  REQUIRE(h.Call("hal.device.transient", "rri_r", {R(dev), R(first), I(64)}, &r).ok());
+  CHECK(r[0].ref.get() == first.get());
+  REQUIRE(h.Call("hal.device.transient", "rri_r", {R(dev), R(first), I(100)}, &r).ok());
+  CHECK(r[0].ref.get() == first.get());
+  // Larger: a new buffer of at least twice the old size.
+  REQUIRE(h.Call("hal.device.transient", "rri_r", {R(dev), R(first), I(101)}, &r).ok());
+  CHECK(r[0].ref.get() != first.get());
+  CHECK(vm::RefCast<Buffer>(r[0].ref.get())->byte_size() == 200);
+  REQUIRE(h.Call("hal.device.transient", "rri_r", {R(dev), R(first), I(1000)}, &r).ok());
+  CHECK(vm::RefCast<Buffer>(r[0].ref.get())->byte_size() == 1000);
+  Status s = h.Call("hal.device.transient", "rri_r", {R(dev), R(nullptr), I(-1)}, &r);
+  CHECK(s.message().find("byte size must be >= 0, got -1") != std::string::npos);
+  s = h.Call("hal.device.transient", "rri_r", {R(dev), R(dev), I(8)}, &r);
+  CHECK(s.message().find("expected hal.buffer, got hal.device") != std::string::npos);
 }
 
 TEST_CASE("hal module: queue alloca/copy/dealloca, command buffer copy/fill, rank-0 views") {

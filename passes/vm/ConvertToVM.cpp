@@ -11,8 +11,10 @@
 //   and workgroup counts are static (kernels with dynamic extents bound themselves).
 // - The device queue is in order, so no semaphores are needed between segments, calls and
 //   loop iterations; the host waits only where it reads a value (`hal.device.read_*`, or the
-//   caller reading a result view). Transient buffers are queue-allocated before their
-//   segment and queue-deallocated right after it.
+//   caller reading a result view). Transient buffers (used only inside their segment) live
+//   in ref globals, grown by `hal.device.transient` when a dynamic size exceeds them, and
+//   are reused by every execution: a replayed segment allocates nothing and its recorded
+//   bindings stay put (no CUDA graph node updates).
 // - Tensors are (buffer ref, dims as i64 registers); dims of dynamic dimensions are read
 //   from argument views once and then flow through registers.
 #include "dialects/hexir/IR/HexirOps.h"
@@ -462,10 +464,12 @@ class HostLowering {
       }
       Value bytes = byteSize(t, h.dims);
       if (isTransient(result, segment)) {
-        Value none = null();
-        h.buffer = call("hal.device.queue.alloca", {device, none, i64(0), none, i64(0), bytes},
-                        {ref})[0];
-        transients.push_back(h.buffer);
+        // Kept in a ref global and reused by every execution of the segment (the queue is in
+        // order): no allocation per execution, and the recorded binding does not change.
+        int64_t global = state.refGlobals++;
+        Value held = vmir::GlobalLoadRefOp::create(b, loc, ref, b.getI64IntegerAttr(global));
+        h.buffer = call("hal.device.transient", {device, held, bytes}, {ref})[0];
+        vmir::GlobalStoreRefOp::create(b, loc, h.buffer, b.getI64IntegerAttr(global));
       } else {
         h.buffer = call("hal.allocator.allocate", {device, bytes}, {ref})[0];
       }
@@ -541,10 +545,7 @@ class HostLowering {
     SmallVector<Value> args = {device, cbArg, none, i64(0), none, i64(0)};
     args.append(slots);
     call("hal.device.queue.execute_bound", args, {});
-    for (Value t : transients)
-      call("hal.device.queue.dealloca", {device, none, i64(0), none, i64(0), t}, {});
     pending.clear();
-    transients.clear();
     segmentParams.clear();
   }
 
@@ -747,7 +748,6 @@ class HostLowering {
   SmallVector<Value> pendingStaticDims;
   DenseMap<Operation*, int64_t> segmentOf;
   SmallVector<PendingDispatch> pending;
-  SmallVector<Value> transients;
   SmallVector<std::pair<SmallVector<Value>, Value>> segmentParams;
 };
 

@@ -1,23 +1,26 @@
 // RUN: hexir-opt %s -split-input-file --hexir-convert-to-vm | FileCheck %s
 
 // Consecutive dispatches form one segment: its command buffer is recorded once into ref
-// global 0 (on the first call: ref.is_null -> record block) with binding-table slots only,
+// global 1 (on the first call: ref.is_null -> record block) with binding-table slots only,
 // and every call replays it with execute_bound and this call's buffers. Scalars travel in
-// a host parameter buffer written per call; the intermediate %0 is queue-allocated and
-// queue-deallocated after the submission; nothing waits.
-// CHECK-LABEL: module attributes {hexir_vm.ref_globals = 1 : i64}
+// a host parameter buffer written per call; the intermediate %0 is a transient kept in ref
+// global 0 and reused by every call (hal.device.transient grows it when too small); nothing
+// waits and nothing is deallocated.
+// CHECK-LABEL: module attributes {hexir_vm.ref_globals = 2 : i64}
 // CHECK-LABEL: func.func @main(
 // CHECK-SAME:    %[[A:[a-z0-9]+]]: !hexir_vm.ref, %[[S:[a-z0-9]+]]: f64) -> !hexir_vm.ref
 // CHECK-SAME:    hexir_vm.abi_args = "tensor<2x3xf32>;f32"
 // CHECK:         %[[DEV:.+]] = hexir_vm.call.import "hal.device.default"()
 // CHECK:         hexir_vm.call.import "hal.buffer_view.assert"(%[[A]],
 // CHECK:         %[[BUF:.+]] = hexir_vm.call.import "hal.buffer_view.buffer"(%[[A]])
-// CHECK:         %[[T:.+]] = hexir_vm.call.import "hal.device.queue.alloca"(%[[DEV]], {{.*}}) : (!hexir_vm.ref, !hexir_vm.ref, i64, !hexir_vm.ref, i64, i64) -> !hexir_vm.ref
+// CHECK:         %[[HELD:.+]] = hexir_vm.global.load.ref 0
+// CHECK:         %[[T:.+]] = hexir_vm.call.import "hal.device.transient"(%[[DEV]], %[[HELD]], %{{.+}}) : (!hexir_vm.ref, !hexir_vm.ref, i64) -> !hexir_vm.ref
+// CHECK:         hexir_vm.global.store.ref %[[T]], 0
 // CHECK:         %[[BITS:.+]] = hexir_vm.inst "trunc.f64.f32"(%[[S]])
 // CHECK:         %[[P:.+]] = hexir_vm.call.import "hal.allocator.allocate_host"
 // CHECK:         hexir_vm.call.import "hal.buffer.store_i64"(%[[P]], %{{.+}}, %[[BITS]])
 // CHECK:         %[[OUT:.+]] = hexir_vm.call.import "hal.allocator.allocate"(%[[DEV]]
-// CHECK:         %[[CACHED:.+]] = hexir_vm.global.load.ref 0
+// CHECK:         %[[CACHED:.+]] = hexir_vm.global.load.ref 1
 // CHECK:         %[[NULL:.+]] = hexir_vm.ref.is_null %[[CACHED]]
 // CHECK:         hexir_vm.cond_br %[[NULL]], ^[[RECORD:.+]], ^[[REPLAY:.+]](%[[CACHED]] : !hexir_vm.ref)
 // CHECK:       ^[[RECORD]]:
@@ -27,12 +30,12 @@
 // CHECK:         hexir_vm.call.import "hal.command_buffer.barrier"(%[[CB]])
 // CHECK:         hexir_vm.call.import "hal.command_buffer.dispatch_slots"(%[[CB]], %[[EXE]],
 // CHECK:         hexir_vm.call.import "hal.command_buffer.finalize"(%[[CB]])
-// CHECK:         hexir_vm.global.store.ref %[[CB]], 0
+// CHECK:         hexir_vm.global.store.ref %[[CB]], 1
 // CHECK:         hexir_vm.br ^[[REPLAY]](%[[CB]] : !hexir_vm.ref)
 // CHECK:       ^[[REPLAY]](%[[RCB:.+]]: !hexir_vm.ref):
 // CHECK:         hexir_vm.call.import "hal.device.queue.execute_bound"(%[[DEV]], %[[RCB]], {{.*}}, %[[BUF]], %[[T]], %[[P]], %[[OUT]]
-// CHECK:         hexir_vm.call.import "hal.device.queue.dealloca"(%[[DEV]], {{.*}}, %[[T]])
 // CHECK-NOT:     hal.semaphore
+// CHECK-NOT:     hal.device.queue.dealloca
 // CHECK:         %[[VIEW:.+]] = hexir_vm.call.import "hal.buffer_view.create"(%[[OUT]],
 // CHECK:         hexir_vm.return %[[VIEW]]
 hexir.executable @k attributes {hexir.workgroup_count = array<i64: 2, 1, 1>} {
