@@ -21,6 +21,12 @@ namespace hexir::hal {
 enum MemoryTypeBits : uint32_t {
   kMemoryDeviceLocal = 1u << 0,  // fast for the device (CPU: host memory)
   kMemoryHostVisible = 1u << 1,  // the host can map it: host_data() is non-null
+  // With kMemoryHostVisible: a small buffer of dispatch parameters. Dispatches only read it,
+  // and a submission reads its contents as of the submission (the host writes it before
+  // submitting and never after). Drivers may copy it into device memory in queue order at
+  // submission (CUDA: a device-side shadow per binding slot of a recorded graph, so kernels
+  // read device memory and the recorded node never changes); others use it in place.
+  kMemoryUniform = 1u << 2,
 };
 
 class Buffer : public vm::RefObject {

@@ -439,6 +439,17 @@ Status QueueAlloca(HalModuleState& s, NativeCall& c) {
   return Status::Ok();
 }
 
+Status AllocatorAllocateUniform(HalModuleState& s, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 1));
+  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 1, "byte size"));
+  HEXIR_ASSIGN_OR_RETURN(vm::Ref<Buffer> b,
+                         s.device().AllocateBuffer(static_cast<uint64_t>(IntArg(c, 1)),
+                                                   kMemoryHostVisible | kMemoryUniform));
+  SetRef(c, std::move(b));
+  return Status::Ok();
+}
+
 Status DeviceTransient(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 3, 1));
   HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));

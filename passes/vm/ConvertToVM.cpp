@@ -487,7 +487,7 @@ class HostLowering {
       for (auto& [values, existing] : segmentParams)
         if (values == params) buffer = existing;
       if (!buffer) {
-        buffer = call("hal.allocator.allocate_host",
+        buffer = call("hal.allocator.allocate_uniform",
                       {device, i64(8 * static_cast<int64_t>(params.size()))}, {ref})[0];
         SmallVector<Value> args = {buffer, i64(0)};
         args.append(params);

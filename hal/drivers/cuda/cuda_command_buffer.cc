@@ -70,6 +70,9 @@ CudaCommandBuffer::~CudaCommandBuffer() {
   if (status_host_) api.cuMemFreeHost(const_cast<uint32_t*>(status_host_));
   if (count_host_) api.cuMemFreeHost(count_host_);
   for (CUevent e : profile_events_) api.cuEventDestroy(e);
+  // Graph launches that read them are ordered before these frees on the device stream.
+  for (const Shadow& sh : shadows_)
+    if (sh.ptr) api.cuMemFreeAsync(sh.ptr, shared_->stream);
 }
 
 Status CudaCommandBuffer::OnFinalize() {
@@ -300,6 +303,53 @@ bool CudaCommandBuffer::ResolveSlots(KernelOp& k, const std::vector<BufferRef>& 
   return changed;
 }
 
+bool CudaCommandBuffer::ResolveSlotPointers(KernelOp& k,
+                                            const std::vector<CUdeviceptr>& pointers) const {
+  bool changed = false;
+  for (size_t i = 0; i < k.slot_of.size(); ++i) {
+    if (k.slot_of[i] < 0) continue;
+    uint64_t v = pointers[k.slot_of[i]];
+    if (k.values[i] != v) {
+      k.values[i] = v;
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+// A uniform slot's shadow is reused by every launch: the copy for launch N+1 is queued after
+// launch N on the same stream. Host memory stays valid until the copy ran because the
+// submission retains its binding table until it completes.
+Status CudaCommandBuffer::StageUniforms(const std::vector<BufferRef>& table, CUstream stream,
+                                        std::vector<CUdeviceptr>* pointers) {
+  constexpr uint64_t kMaxUniformBytes = 64 * 1024;
+  const CudaApi& api = *shared_->api;
+  if (shadows_.size() < table.size()) shadows_.resize(table.size());
+  pointers->resize(table.size());
+  for (size_t i = 0; i < table.size(); ++i) {
+    const BufferRef& r = table[i];
+    const Buffer& b = *r.buffer;
+    (*pointers)[i] = DevicePtr(b) + r.offset;
+    if (!(b.memory_types() & kMemoryUniform) || b.host_data() == nullptr || r.length == 0 ||
+        r.length > kMaxUniformBytes)
+      continue;
+    Shadow& sh = shadows_[i];
+    if (sh.capacity < r.length) {
+      if (sh.ptr) api.cuMemFreeAsync(sh.ptr, stream);
+      sh = Shadow();
+      uint64_t capacity = std::max<uint64_t>(r.length, 256);
+      HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuMemAllocAsync(&sh.ptr, capacity, stream),
+                                 "cuMemAllocAsync(", capacity, " bytes, uniform slot ", i, ")");
+      sh.capacity = capacity;
+    }
+    HEXIR_CUDA_RETURN_IF_ERROR(
+        api, api.cuMemcpyHtoDAsync(sh.ptr, b.host_data() + r.offset, r.length, stream),
+        "cuMemcpyHtoDAsync(", r.length, " bytes, uniform slot ", i, ")");
+    (*pointers)[i] = sh.ptr;
+  }
+  return Status::Ok();
+}
+
 Status CudaCommandBuffer::Enqueue(const std::vector<BufferRef>& table, CUstream stream) {
   std::lock_guard<std::mutex> lock(mu_);
   const auto& dc = device_counters();
@@ -315,19 +365,15 @@ Status CudaCommandBuffer::Enqueue(const std::vector<BufferRef>& table, CUstream 
                                "cuGraphInstantiate(", kernels_.size(), " kernel nodes)");
     counters.graph_instantiations.fetch_add(1, std::memory_order_relaxed);
   }
-  // Steady state: the same buffers in every slot, so no kernel node needs looking at.
-  bool slots_changed = last_table_.size() != table.size();
-  last_table_.resize(table.size());
-  for (size_t i = 0; i < table.size(); ++i) {
-    CUdeviceptr p = DevicePtr(*table[i].buffer) + table[i].offset;
-    if (last_table_[i] != p) {
-      last_table_[i] = p;
-      slots_changed = true;
-    }
-  }
+  // Steady state: the same buffers in every slot (uniform slots: their shadows), so no kernel
+  // node needs looking at.
+  std::vector<CUdeviceptr> pointers;
+  HEXIR_RETURN_IF_ERROR(StageUniforms(table, stream, &pointers));
+  bool slots_changed = last_table_ != pointers;
+  if (slots_changed) last_table_ = pointers;
   for (KernelOp& k : kernels_) {
     if (!slots_changed) break;
-    if (!k.uses_slots || !ResolveSlots(k, table)) continue;
+    if (!k.uses_slots || !ResolveSlotPointers(k, pointers)) continue;
     CUDA_KERNEL_NODE_PARAMS p = NodeParams(k);
     HEXIR_CUDA_RETURN_IF_ERROR(
         api, api.cuGraphExecKernelNodeSetParams(exec_, k.node, &p),

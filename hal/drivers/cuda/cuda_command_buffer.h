@@ -98,6 +98,8 @@ class CudaCommandBuffer final : public CommandBuffer {
   CUDA_KERNEL_NODE_PARAMS NodeParams(KernelOp& k) const;
   // Fills k.values' binding entries for `table`; true when any changed.
   bool ResolveSlots(KernelOp& k, const std::vector<BufferRef>& table) const;
+  // The same from per-slot device pointers.
+  bool ResolveSlotPointers(KernelOp& k, const std::vector<CUdeviceptr>& pointers) const;
   Status EnqueueStream(const std::vector<BufferRef>& table, CUstream stream,
                        bool profiling = false);
   Status EnqueueProfiled(const std::vector<BufferRef>& table, CUstream stream,
@@ -120,8 +122,20 @@ class CudaCommandBuffer final : public CommandBuffer {
   std::vector<CUevent> profile_events_;
   std::vector<std::pair<size_t, std::array<uint32_t, 3>>> profiled_kernels_;
 
+  // Graph mode: uniform slots (kMemoryUniform buffers) are copied into a device-side shadow
+  // per slot before each launch and the graph binds the shadow, whose address never changes.
+  struct Shadow {
+    CUdeviceptr ptr = 0;
+    uint64_t capacity = 0;
+  };
+  // Copies the uniform entries of `table` into their shadows (stream order); fills
+  // `pointers` with every slot's device pointer (shadows for uniform slots).
+  Status StageUniforms(const std::vector<BufferRef>& table, CUstream stream,
+                       std::vector<CUdeviceptr>* pointers);
+
   std::mutex mu_;
   bool has_nodes_ = false;
+  std::vector<Shadow> shadows_;          // per slot
   std::vector<CUdeviceptr> last_table_;  // slot pointers of the last graph launch
   CUgraph graph_ = nullptr;
   CUgraphExec exec_ = nullptr;

@@ -232,7 +232,7 @@ StatusOr<vm::Ref<Buffer>> CudaDevice::AllocateBuffer(uint64_t byte_size, uint32_
       return CudaStatus(api_, r, StrCat("cuMemsetD8Async(", byte_size, " bytes, zero fill)"));
     }
   }
-  uint32_t types = host ? kMemoryHostVisible : kMemoryDeviceLocal;
+  uint32_t types = host ? kMemoryHostVisible | (memory_types & kMemoryUniform) : kMemoryDeviceLocal;
   return vm::Ref<Buffer>::Adopt(
       new CudaBuffer(byte_size, types, counters(), shared_, ptr, host_ptr, class_bytes));
 }

@@ -165,6 +165,62 @@ TEST_CASE("cuda/graph_replay_updates_nodes_without_reinstantiation") {
   REQUIRE(DescribeGraph(*cb)->instantiated);
 }
 
+TEST_CASE("cuda/uniform_slots_are_staged_into_a_shadow_and_need_no_node_update") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  auto exe = Load(d, CubinView({"add_f32"}));
+  const uint32_t n = 64;
+  auto cb = *d.CreateCommandBuffer();
+  REQUIRE(cb->Dispatch(exe, 0, {1, 1, 1},
+                       {BufferRef::Slot(0), BufferRef::Slot(1), BufferRef::Slot(2)}, {n, 64})
+              .ok());
+  REQUIRE(cb->Finalize().ok());
+  auto a = Alloc(d, n * 4), out = Alloc(d, n * 4);
+  Upload(d, *a, std::vector<float>(n, 1.0f));
+  CudaStats s0 = Stats(d);
+  // Every call brings a new uniform buffer (as compiled programs do with their parameters),
+  // written by the host before the submission; a later call's host write must not reach an
+  // earlier submission, and the graph node keeps pointing at the slot's shadow.
+  std::vector<vm::Ref<Buffer>> keep;
+  for (int call = 0; call < 5; ++call) {
+    auto u = d.AllocateBuffer(n * 4, kMemoryHostVisible | kMemoryUniform);
+    REQUIRE(u.ok());
+    REQUIRE(((*u)->memory_types() & kMemoryUniform) != 0);
+    std::vector<float> v(n, float(10 * call));
+    std::memcpy((*u)->host_data(), v.data(), n * 4);
+    auto sem = *d.CreateSemaphore(0);
+    REQUIRE(d.QueueExecute({}, cb, {{sem, 1}},
+                           {BufferRef::Whole(a), BufferRef::Whole(*u), BufferRef::Whole(out)})
+                .ok());
+    std::vector<float> got(n, -1.0f);
+    REQUIRE(d.ReadBufferAfterPendingWork(*out, 0, got.data(), n * 4).ok());
+    REQUIRE(got == std::vector<float>(n, 1.0f + 10 * call));
+    keep.push_back(*u);
+  }
+  CudaStats s1 = Stats(d);
+  CHECK(s1.kernel_node_updates == s0.kernel_node_updates + 1);  // the first launch only
+  CHECK(s1.graph_launches == s0.graph_launches + 5);
+  // Queued back to back without reads: each launch sees its own uniform contents.
+  std::vector<vm::Ref<Buffer>> outs;
+  for (int call = 0; call < 4; ++call) {
+    auto u = *d.AllocateBuffer(n * 4, kMemoryHostVisible | kMemoryUniform);
+    std::vector<float> v(n, float(call));
+    std::memcpy(u->host_data(), v.data(), n * 4);
+    auto o = Alloc(d, n * 4);
+    auto cb2 = *d.CreateCommandBuffer();
+    REQUIRE(cb2->CopyBuffer(out, 0, o, 0, n * 4).ok());
+    REQUIRE(cb2->Finalize().ok());
+    REQUIRE(d.QueueExecute({}, cb, {}, {BufferRef::Whole(a), BufferRef::Whole(u), BufferRef::Whole(out)}).ok());
+    REQUIRE(d.QueueExecute({}, cb2, {}, {}).ok());
+    outs.push_back(o);
+  }
+  REQUIRE(d.WaitIdle().ok());
+  for (int call = 0; call < 4; ++call)
+    CHECK(Download<float>(d, *outs[call], n) == std::vector<float>(n, 1.0f + call));
+  CHECK(Stats(d).kernel_node_updates == s1.kernel_node_updates);
+}
+
 TEST_CASE("cuda/second_call_costs_one_launch_one_synchronization") {
   auto dev = OpenOrSkip();
   if (!dev) return;

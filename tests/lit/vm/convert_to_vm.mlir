@@ -17,7 +17,7 @@
 // CHECK:         %[[T:.+]] = hexir_vm.call.import "hal.device.transient"(%[[DEV]], %[[HELD]], %{{.+}}) : (!hexir_vm.ref, !hexir_vm.ref, i64) -> !hexir_vm.ref
 // CHECK:         hexir_vm.global.store.ref %[[T]], 0
 // CHECK:         %[[BITS:.+]] = hexir_vm.inst "trunc.f64.f32"(%[[S]])
-// CHECK:         %[[P:.+]] = hexir_vm.call.import "hal.allocator.allocate_host"
+// CHECK:         %[[P:.+]] = hexir_vm.call.import "hal.allocator.allocate_uniform"
 // CHECK:         hexir_vm.call.import "hal.buffer.store_i64"(%[[P]], %{{.+}}, %[[BITS]])
 // CHECK:         %[[OUT:.+]] = hexir_vm.call.import "hal.allocator.allocate"(%[[DEV]]
 // CHECK:         %[[CACHED:.+]] = hexir_vm.global.load.ref 1
