@@ -94,8 +94,10 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   const Target* target = FindTarget(options.target);
   if (!target) return mlir::failure();
   pm.addPass(hexir::createVerifyInput(VerifyInputOptions{options.target}));
-  pm.addPass(hexir::createFormDispatchRegions(
-      FormDispatchRegionsOptions{options.fuse_elementwise}));
+  // CUDA computes a reduction of >= 128 elements per point with a warp per point, which
+  // cannot apply a fused consumer (passes/codegen/CUDAWarpReduce.h): keep those apart.
+  pm.addPass(hexir::createFormDispatchRegions(FormDispatchRegionsOptions{
+      options.fuse_elementwise, options.target == "cuda" ? int64_t{128} : int64_t{0}}));
   pm.addPass(hexir::createOutlineDispatchRegions());
   pm.addPass(hexir::createDeduplicateExecutables());
   // Host functions: work that does not depend on a loop (shape arithmetic, dispatches on

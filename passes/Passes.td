@@ -32,6 +32,10 @@ def FormDispatchRegions : Pass<"hexir-form-dispatch-regions", "mlir::ModuleOp"> 
   let options = [
     Option<"fuseElementwise", "fuse-elementwise", "bool", /*default=*/"true",
            "fuse elementwise consumers into their producer's region">,
+    Option<"unfusedReductionExtent", "unfused-reduction-extent", "int64_t", /*default=*/"0",
+           "when > 0, no consumer joins a region whose root reduces at least this many "
+           "elements per point (targets that give such a reduction a warp per point and "
+           "cannot apply a consumer there); 0 = no limit">,
   ];
   let dependentDialects = ["::hexir::HexirDialect", "mlir::arith::ArithDialect",
                            "mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];

@@ -2,6 +2,7 @@
 // recompute (tensor.empty, linalg.fill of an empty, scalar constants) are cloned into the
 // region so that, e.g., a matmul's zero-init is part of the matmul kernel.
 #include "dialects/hexir/IR/HexirOps.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -76,6 +77,9 @@ void foldFillInputs(linalg::GenericOp generic) {
 
 bool isElementwise(linalg::GenericOp op);
 
+// Most times a fused elementwise producer's element may be recomputed (see isFusableProducer).
+constexpr int64_t kMaxProducerRecompute = 16;
+
 // An elementwise generic whose only user is another linalg op of its block is computed
 // inside that consumer's dispatch (producer fusion), never as a dispatch of its own.
 bool isFusableProducer(Operation* op) {
@@ -84,6 +88,24 @@ bool isFusableProducer(Operation* op) {
   Operation* user = *g->getUsers().begin();
   auto consumer = dyn_cast<linalg::LinalgOp>(user);
   if (!consumer || user->getBlock() != g->getBlock()) return false;
+  // A fused producer is recomputed for every consumer point that reads its element: fine for
+  // a few (a bias broadcast over 16 columns), not for a normalized vector read by every row
+  // of a 32000-row matvec (measured 60x slower than computing it once on the H200).
+  SmallVector<int64_t> ranges = consumer.getStaticLoopRanges();
+  for (OpOperand& use : user->getOpOperands()) {
+    // An init is read once per output element, before the reduction starts.
+    if (use.get() != g->getResult(0) || consumer.isDpsInit(&use)) continue;
+    llvm::SmallBitVector used(ranges.size());
+    for (AffineExpr e : consumer.getMatchingIndexingMap(&use).getResults())
+      if (auto d = dyn_cast<AffineDimExpr>(e)) used.set(d.getPosition());
+    int64_t recompute = 1;
+    for (size_t d = 0; d < ranges.size(); ++d) {
+      if (used.test(d)) continue;
+      if (ShapedType::isDynamic(ranges[d])) return false;
+      recompute *= ranges[d];
+    }
+    if (recompute > kMaxProducerRecompute) return false;
+  }
   // Inside a reducing consumer, each point needs the producer's whole slice along the reduced
   // dims; when such a dim is dynamic that slice is a dynamically sized kernel temporary, which
   // the CUDA target does not allocate (e.g. softmax's normalisation feeding attention's P*V).
@@ -205,6 +227,7 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
     b.setInsertionPointToStart(body);
     IRMapping map;
     Operation* last = cloneInto(b, root, map);
+    Operation* root0 = last;
     root->replaceAllUsesWith(region.getResults());
     root->erase();
 
@@ -215,6 +238,7 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
           consumer->getBlock() != region->getBlock())
         break;
       if (regionReduces(body) && broadcastsResult(consumer, region.getResult(0))) break;
+      if (unfusedReductionExtent > 0 && longestReduction(root0) >= unfusedReductionExtent) break;
       DominanceInfo dom;
       bool available = true;
       for (Value operand : consumer->getOperands())
@@ -248,6 +272,18 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
     for (Operation& op : *body)
       if (auto l = dyn_cast<linalg::LinalgOp>(op); l && l.getNumReductionLoops() > 0) return true;
     return false;
+  }
+  // The largest static reduced extent of `op` (a dynamic one counts as unbounded).
+  static int64_t longestReduction(Operation* op) {
+    auto l = dyn_cast<linalg::LinalgOp>(op);
+    if (!l) return 0;
+    int64_t longest = 0;
+    SmallVector<utils::IteratorType> iterators = l.getIteratorTypesArray();
+    SmallVector<int64_t> ranges = l.getStaticLoopRanges();
+    for (auto [it, n] : llvm::zip(iterators, ranges))
+      if (it == utils::IteratorType::reduction)
+        longest = std::max(longest, ShapedType::isDynamic(n) ? INT64_MAX : n);
+    return longest;
   }
   static bool broadcastsResult(linalg::GenericOp consumer, Value result) {
     for (OpOperand& use : consumer->getOpOperands())

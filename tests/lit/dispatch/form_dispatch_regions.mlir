@@ -1,5 +1,6 @@
 // RUN: hexir-opt %s -split-input-file --hexir-form-dispatch-regions | FileCheck %s
 // RUN: hexir-opt %s -split-input-file --hexir-form-dispatch-regions=fuse-elementwise=false | FileCheck %s --check-prefix=NOFUSE
+// RUN: hexir-opt %s -split-input-file --hexir-form-dispatch-regions=unfused-reduction-extent=128 | FileCheck %s --check-prefix=WARP
 
 // The fill and its empty are cloned into the matmul's region; the bias+relu generic is
 // fused into the same region.
@@ -267,4 +268,43 @@ func.func @rms_scale_not_fused(%x: tensor<64xf32>, %w: tensor<64x64xf32>) -> ten
     linalg.yield %t : f32
   } -> tensor<64xf32>
   return %r : tensor<64xf32>
+}
+
+// -----
+
+// An elementwise producer read by every row of a 256-row matvec would be recomputed 256
+// times: it stays a dispatch of its own. The residual add joins the matvec's region, except
+// for targets that give reductions of >= 128 elements a warp per point (WARP).
+// CHECK-LABEL: func.func @producer_recompute_bound
+// CHECK:         hexir.dispatch_region -> (tensor<256xf32>)
+// CHECK:           arith.mulf
+// CHECK-NOT:       linalg.matvec
+// CHECK:           hexir.yield
+// CHECK:         hexir.dispatch_region -> (tensor<256xf32>)
+// CHECK:           linalg.matvec
+// CHECK:           arith.addf
+// WARP-LABEL:  func.func @producer_recompute_bound
+// WARP:          hexir.dispatch_region
+// WARP:          hexir.dispatch_region
+// WARP:            linalg.matvec
+// WARP-NOT:        arith.addf
+// WARP:            hexir.yield
+// WARP:          hexir.dispatch_region
+// WARP:            arith.addf
+func.func @producer_recompute_bound(%x: tensor<256xf32>, %w: tensor<256x256xf32>) -> tensor<256xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<256xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%x : tensor<256xf32>) outs(%e : tensor<256xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %a : f32
+    linalg.yield %m : f32
+  } -> tensor<256xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<256xf32>) -> tensor<256xf32>
+  %mv = linalg.matvec ins(%w, %s : tensor<256x256xf32>, tensor<256xf32>) outs(%f : tensor<256xf32>) -> tensor<256xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%mv, %x : tensor<256xf32>, tensor<256xf32>) outs(%e : tensor<256xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %t = arith.addf %a, %b : f32
+    linalg.yield %t : f32
+  } -> tensor<256xf32>
+  return %r : tensor<256xf32>
 }
