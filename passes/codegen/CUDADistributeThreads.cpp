@@ -38,6 +38,7 @@ Value globalThreadId(OpBuilder& b, Location loc, int64_t blockSize) {
 
 constexpr int64_t kVector = 4;             // elements per thread, elementwise kernels
 constexpr int64_t kMinVectorThreads = 1024;  // only when at least this many threads remain
+constexpr int64_t kWarpsPerBlock = 2;        // warp-reduction kernels
 
 class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistributeThreads> {
  public:
@@ -50,7 +51,9 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       if (!kernel) return signalPassFailure();
       ModuleOp inner = exe.getInnerModule();
       int64_t points = 1, lanes = 1;
-      func::FuncOp distributed = distribute(kernel, points, lanes);
+      func::FuncOp distributed = distribute(kernel, points, lanes, warpReductions);
+      if (!distributed && lanes > 1)  // a warp per point did not fit: one thread per point
+        distributed = distribute(kernel, points, lanes = 1, /*allowLanes=*/false);
       if (distributed) {
         kernel.erase();
         distributed.setSymName(exe.getSymName());
@@ -62,7 +65,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       // Dynamic extents (points < 0): a fixed grid of full blocks strides over the points.
       // Warp reductions: `lanes` (32) threads per point; blocks hold whole warps.
       int64_t threads = points < 0 ? points : points * lanes;
-      int64_t block = points < 0 ? blockSize : blockFor(threads);
+      int64_t block = points < 0 ? blockSize : blockFor(points, lanes);
       int64_t grid = points < 0 ? dynamicGrid : (threads + block - 1) / block;
       if (lanes > 1)
         kernel->setAttr("hexir.cuda.lanes", IntegerAttr::get(IndexType::get(ctx), lanes));
@@ -74,13 +77,20 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
   }
 
  private:
-  int64_t blockFor(int64_t points) const {
-    return std::max<int64_t>(1, std::min<int64_t>(blockSize, points));
+  // Threads per block for `points` static points of `lanes` threads each. Warp reductions
+  // use blocks of kWarpsPerBlock warps: a few hundred rows still spread over every SM (768
+  // rows in blocks of 8 warps would fill only 96 of the H200's 132).
+  int64_t blockFor(int64_t points, int64_t lanes = 1) const {
+    int64_t threads = points * lanes;
+    int64_t limit = lanes > 1 ? kWarpsPerBlock * lanes : blockSize;  // whole warps
+    return std::max<int64_t>(1, std::min<int64_t>(limit, threads));
   }
 
   // Returns a distributed clone of `kernel` (inserted next to it) and its point count, or
-  // null when the kernel is to run on one thread.
-  func::FuncOp distribute(func::FuncOp original, int64_t& points, int64_t& lanes) {
+  // null when the kernel is to run on one thread. `lanes` is set to 32 when a warp per
+  // point was tried (allowLanes), also when that attempt fails.
+  func::FuncOp distribute(func::FuncOp original, int64_t& points, int64_t& lanes,
+                          bool allowLanes) {
     auto ret = cast<func::ReturnOp>(original.getBody().front().getTerminator());
     if (ret.getNumOperands() != 1) return nullptr;
     auto originalRoot = dyn_cast_or_null<TilingInterface>(ret.getOperand(0).getDefiningOp());
@@ -118,19 +128,34 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       extents[d] = *n;
       points *= *n;
     }
-    // Past 2^31 points the i32 id arithmetic would overflow: stride like dynamic extents.
-    if (!dynamic && points >= (int64_t(1) << 31)) dynamic = true;
-    if (dynamic) points = -1;
     // A reduction with a long (or dynamic) reduced extent: one warp per point; the lanes
-    // split the reduced extent and combine with shuffles (CUDALowerExecutables).
+    // split the reduced extent and combine with shuffles (CUDALowerExecutables). The
+    // reduction is the root, or the root is elementwise (all loops parallel) and consumes
+    // it (matvec + residual add, RMSNorm's scaling): tiling the root per point fuses the
+    // reduction in with all its parallel extents 1, checked below; a reduction whose
+    // result is read whole (rank 0) stays outside the point loops and every warp computes
+    // it. The lowering finds the reduction as the kernel's only op with reduction loops.
     auto linalgRoot = dyn_cast<linalg::LinalgOp>(root.getOperation());
-    int64_t reductionOps = 0;  // the root must be the only one (lowering finds it by that)
-    kernel.walk([&](linalg::LinalgOp op) { reductionOps += op.getNumReductionLoops() > 0; });
-    if (warpReductions && !dynamic && linalgRoot && reductionOps == 1 &&
-        cuda::WantsWarpReduction(linalgRoot)) {
+    linalg::LinalgOp reduction;
+    int64_t reductionOps = 0;
+    kernel.walk([&](linalg::LinalgOp op) {
+      if (op.getNumReductionLoops() == 0) return;
+      reduction = op;
+      ++reductionOps;
+    });
+    bool elementwiseRoot = linalgRoot && linalgRoot.getNumLoops() == linalgRoot.getNumParallelLoops();
+    // With dynamic extents, warps stride over the points like threads do (blocks of whole
+    // warps).
+    if (allowLanes && linalgRoot && reductionOps == 1 &&
+        (reduction == linalgRoot || elementwiseRoot) && cuda::WantsWarpReduction(reduction) &&
+        (!dynamic || blockSize % cuda::kWarpSize == 0)) {
       lanes = cuda::kWarpSize;
       if (parallel.empty()) return kernel;  // one point: the whole kernel, one warp
     }
+    // Past 2^31 threads the i32 id arithmetic would overflow: stride like dynamic extents.
+    if (!dynamic && points * lanes >= (int64_t(1) << 31)) dynamic = true;
+    if (dynamic) points = -1;
+    if (dynamic && blockSize % lanes != 0) return fail();
     if (parallel.empty() || (!dynamic && points <= 1 && lanes == 1)) return fail();
 
     // Delinearization order: the loops indexing the output's dimensions, outermost first,
@@ -172,11 +197,13 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     Location loc = kernel.getLoc();
     DenseMap<int64_t, Value> coordinate;
     if (dynamic) {
-      if (failed(strideOverPoints(tiled->loops.front().getOperation(), order, sizes, coordinate))) return fail();
+      if (failed(strideOverPoints(tiled->loops.front().getOperation(), order, sizes, lanes,
+                                  coordinate)))
+        return fail();
     } else {
     // The thread's point: coordinate of loop order[k] from gid (i32 div/rem by constants).
     b.setInsertionPointToStart(&kernel.getBody().front());
-    Value rest = globalThreadId(b, loc, blockFor(points * lanes));
+    Value rest = globalThreadId(b, loc, blockFor(points, lanes));
     if (lanes > 1)  // the warp's point
       rest = arith::DivUIOp::create(
           b, loc, rest, arith::ConstantIntOp::create(b, loc, b.getI32Type(), lanes));
@@ -206,27 +233,62 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     codegen::CleanUpTiledKernel(kernel);
 
     // Every op that computes must now sit inside the thread's loops: anything left at the
-    // top level would run in every thread over whole tensors (and race on outputs).
+    // top level would run in every thread over whole tensors (and race on outputs). With a
+    // warp per point, a whole reduction into a fresh temporary may stay (see above).
     for (Operation& op : kernel.getBody().front())
-      if (isa<TilingInterface, DestinationStyleOpInterface>(op) && !isa<scf::ForOp>(op))
+      if (isa<TilingInterface, DestinationStyleOpInterface>(op) && !isa<scf::ForOp>(op) &&
+          !(lanes > 1 && isWholeReductionIntoTemporary(&op)))
         return fail();
+    if (lanes > 1 && !reductionPerPoint(kernel)) return fail();
     return kernel;
   }
 
+  // A reduction (or the fill of its init) computing a fresh rank-0 temporary.
+  static bool isWholeReductionIntoTemporary(Operation* op) {
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+    if (!linalgOp || linalgOp.getNumDpsInits() != 1 || linalgOp.getNumParallelLoops() != 0)
+      return false;
+    auto init = linalgOp.getDpsInitOperand(0)->get();
+    if (cast<ShapedType>(init.getType()).getRank() != 0) return false;
+    if (auto fill = init.getDefiningOp<linalg::FillOp>())
+      init = fill.getDpsInitOperand(0)->get();
+    return init.getDefiningOp<tensor::EmptyOp>() != nullptr;
+  }
+
+  // After tiling: the kernel's only reduction computes one point (every parallel extent is
+  // a static 1), as the warp lowering requires.
+  static bool reductionPerPoint(func::FuncOp kernel) {
+    bool ok = false;
+    int64_t count = 0;
+    kernel.walk([&](linalg::LinalgOp op) {
+      if (op.getNumReductionLoops() == 0) return;
+      ++count;
+      ok = true;
+      for (auto [range, it] : llvm::zip(op.getStaticLoopRanges(), op.getIteratorTypesArray()))
+        if (it == utils::IteratorType::parallel && range != 1) ok = false;
+    });
+    return count == 1 && ok;
+  }
+
   // Dynamic extents: wraps the thread's loop nest in
-  //   scf.for %p = gid to P step grid * block iter_args(output)
-  // and derives the point's coordinates from %p (index div/rem by the runtime extents).
+  //   scf.for %p = gid / lanes to P step grid * block / lanes iter_args(output)
+  // and derives the point's coordinates from %p (index div/rem by the runtime extents). The
+  // lanes of a warp share %p, so they run the loop together (the shuffles need that).
   LogicalResult strideOverPoints(Operation* outermost, ArrayRef<int64_t> order,
-                                 ArrayRef<Value> sizes, DenseMap<int64_t, Value>& coordinate) {
+                                 ArrayRef<Value> sizes, int64_t lanes,
+                                 DenseMap<int64_t, Value>& coordinate) {
     auto outer0 = dyn_cast<scf::ForOp>(outermost);
     if (!outer0 || outer0.getInitArgs().size() != 1) return failure();
     Location loc = outer0.getLoc();
     OpBuilder b(outer0);
-    Value gid = arith::IndexCastUIOp::create(b, loc, b.getIndexType(),
-                                             globalThreadId(b, loc, blockSize));
+    Value gid = globalThreadId(b, loc, blockSize);
+    if (lanes > 1)
+      gid = arith::DivUIOp::create(b, loc, gid,
+                                   arith::ConstantIntOp::create(b, loc, b.getI32Type(), lanes));
+    gid = arith::IndexCastUIOp::create(b, loc, b.getIndexType(), gid);
     Value total = arith::ConstantIndexOp::create(b, loc, 1);
     for (int64_t d : order) total = arith::MulIOp::create(b, loc, total, sizes[d]);
-    Value stride = arith::ConstantIndexOp::create(b, loc, dynamicGrid * blockSize);
+    Value stride = arith::ConstantIndexOp::create(b, loc, dynamicGrid * blockSize / lanes);
     auto strideLoop = scf::ForOp::create(
         b, loc, gid, total, stride, ValueRange{outer0.getInitArgs()[0]},
         [](OpBuilder& nb, Location l, Value, ValueRange iterArgs) {

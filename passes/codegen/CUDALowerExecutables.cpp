@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/codegen/CUDAPasses.h"
@@ -33,6 +34,11 @@ using codegen::kBufferizePipeline;
 constexpr const char* kLoopsPipeline =
     "builtin.module(convert-linalg-to-loops,lower-affine,canonicalize,cse,convert-scf-to-cf,"
     "expand-strided-metadata,lower-affine)";
+// Warp reductions: bytes per lane per load (one 128-bit access), at most this many elements
+// per lane and step, and independent steps (accumulators) in flight per lane.
+constexpr int64_t kVectorBytes = 16;
+constexpr int64_t kMaxVectorWidth = 8;
+constexpr int64_t kUnroll = 4;
 constexpr const char* kNVVMPipeline =
     "builtin.module(gpu.module(convert-gpu-to-nvvm,reconcile-unrealized-casts,canonicalize,cse))";
 
@@ -43,6 +49,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
   void getDependentDialects(DialectRegistry& registry) const override {
     CUDALowerExecutablesBase::getDependentDialects(registry);
     codegen::AddPipelineDialects(registry, {kBufferizePipeline, kLoopsPipeline, kNVVMPipeline});
+    registry.insert<vector::VectorDialect>();  // warp reductions' vector loads
   }
 
   void runOnOperation() override {
@@ -73,9 +80,22 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
 
   // One warp per output (hexir.cuda.lanes = 32): the reduction op, now on the warp's point
   // (parallel extents 1), becomes
-  //   partial = identity; for k = lane; k < K; k += 32: partial = body(inputs[k], partial)
+  //   acc[u] = identity (u < U)
+  //   for s = 0; s < Ks; s += 32 V U:           // U steps in flight, one accumulator each
+  //     for u: x = inputs[s + 32 V u + lane V .. + V]; acc[u] = body(x[V-1], ... body(x[0], acc[u]))
+  //   for s = Ks; s < Kc; s += 32 V: likewise into acc[0] (static K: < U steps, unrolled
+  //                                      into acc[0], acc[1], ...)
+  //   for k = Kc + lane; k < K; k += 32: acc[0] = body(inputs[k], acc[0])   // tail
+  //   partial = combine(acc[0], acc[1], ...)
   //   butterfly: partial = combine(partial, shfl.xor(partial, 16, 8, 4, 2, 1))
-  //   lane 0: out = combine(out, partial)
+  //   lane 0: out = combine(out, partial); then whatever follows the reduction (a fused
+  //   elementwise consumer) in the warp's point
+  // (Kc = K rounded down to 32 V, Ks to 32 V U). Each lane reads V contiguous elements
+  // per step: an input whose rows are provably aligned to V elements (rowsAligned) with
+  // one vector load (16 bytes for the narrowest type), others with V scalar loads. The
+  // loop steps do not depend on the lane, so static trip counts stay static for LLVM.
+  // Each lane combines its elements in a different order than a sequential loop, as
+  // before; the combiners are associative and commutative.
   // Whole warps pass the thread guard together (thread_count and blocks are multiples of
   // 32), so the full-mask shuffles see all 32 lanes; the shuffles also order every lane's
   // earlier init store before lane 0 reads `out`.
@@ -107,15 +127,18 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     Value lane = arith::RemUIOp::create(
         b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
         arith::ConstantIndexOp::create(b, loc, cuda::kWarpSize));
-    auto identity = arith::ConstantOp::create(b, loc, *arith::getNeutralElement(combiner));
+    TypedAttr neutral = *arith::getNeutralElement(combiner);
     Block* body = op.getBlock();
     BlockArgument acc = body->getArgument(op.getNumDpsInputs());
-    auto load = [&](OpBuilder& nb, OpOperand* operand, ArrayRef<Value> dims) -> Value {
-      AffineMap map = op.getMatchingIndexingMap(operand);
+    auto indicesAt = [&](OpBuilder& nb, AffineMap map, ArrayRef<Value> dims) {
       SmallVector<Value> indices;
       for (unsigned r = 0; r < map.getNumResults(); ++r)
         indices.push_back(affine::AffineApplyOp::create(nb, loc, map.getSubMap({r}), dims));
-      return memref::LoadOp::create(nb, loc, operand->get(), indices);
+      return indices;
+    };
+    auto load = [&](OpBuilder& nb, OpOperand* operand, ArrayRef<Value> dims) -> Value {
+      return memref::LoadOp::create(nb, loc, operand->get(),
+                                    indicesAt(nb, op.getMatchingIndexingMap(operand), dims));
     };
     auto combine = [&](OpBuilder& nb, Value accValue, Value other) -> Value {
       IRMapping m;
@@ -125,27 +148,135 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       m.map(otherOperand, other);
       return nb.clone(*combiner, m)->getResult(0);
     };
-    Value step = arith::ConstantIndexOp::create(b, loc, cuda::kWarpSize);
-    auto strided = scf::ForOp::create(
-        b, loc, lane, getValueOrCreateConstantIndexOp(b, loc, ranges[reduced].size), step,
-        ValueRange{identity.getResult()},
-        [&](OpBuilder& nb, Location l, Value k, ValueRange iterArgs) {
-          SmallVector<Value> dims(iterators.size(), zero);
-          dims[reduced] = k;
-          IRMapping m;
-          for (OpOperand* in : op.getDpsInputOperands())
-            m.map(body->getArgument(in->getOperandNumber()), load(nb, in, dims));
-          m.map(acc, iterArgs[0]);
-          for (Operation& inner : body->without_terminator()) {
-            if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
-              m.map(index.getResult(), dims[index.getDim()]);
-              continue;
-            }
-            nb.clone(inner, m);
+
+    // Vector width V: 16 bytes of the narrowest input read along k, halved until some such
+    // input's rows are aligned to it (1: scalar loads only).
+    SmallVector<OpOperand*> inputs = op.getDpsInputOperands();
+    SmallVector<bool> alongK;
+    int64_t narrowest = 0;
+    for (OpOperand* in : inputs) {
+      alongK.push_back(op.getMatchingIndexingMap(in).isFunctionOfDim(reduced));
+      int64_t bits = getElementTypeOrSelf(in->get().getType()).getIntOrFloatBitWidth();
+      if (alongK.back() && bits % 8 == 0)
+        narrowest = narrowest ? std::min(narrowest, bits / 8) : bits / 8;
+    }
+    int64_t width = narrowest ? std::min<int64_t>(kMaxVectorWidth, kVectorBytes / narrowest) : 1;
+    SmallVector<bool> vectorized(inputs.size(), false);
+    for (; width > 1; width /= 2) {
+      bool any = false;
+      for (auto [i, in] : llvm::enumerate(inputs))
+        any |= vectorized[i] = alongK[i] && rowsAligned(in->get(), width);
+      if (any) break;
+    }
+
+    // Loads of one step (`w` elements from k on), then its `w` body applications.
+    using Loaded = SmallVector<SmallVector<Value>>;  // [input][element]
+    auto loadStep = [&](OpBuilder& nb, Value k, int64_t w) -> Loaded {
+      Loaded loaded(inputs.size());
+      SmallVector<Value> dims(iterators.size(), zero);
+      dims[reduced] = k;
+      for (auto [i, in] : llvm::enumerate(inputs)) {
+        Type element = getElementTypeOrSelf(in->get().getType());
+        if (!alongK[i]) {
+          loaded[i].assign(w, load(nb, in, dims));
+        } else if (w > 1 && vectorized[i]) {
+          int64_t bytes = std::min<int64_t>(kVectorBytes, w * element.getIntOrFloatBitWidth() / 8);
+          Value v = vector::LoadOp::create(
+              nb, loc, VectorType::get({w}, element), in->get(),
+              indicesAt(nb, op.getMatchingIndexingMap(in), dims), /*nontemporal=*/false,
+              llvm::MaybeAlign(bytes));
+          for (int64_t j = 0; j < w; ++j)
+            loaded[i].push_back(vector::ExtractOp::create(nb, loc, v, j));
+        } else {
+          for (int64_t j = 0; j < w; ++j) {
+            dims[reduced] = arith::AddIOp::create(nb, loc, k, arith::ConstantIndexOp::create(nb, loc, j));
+            loaded[i].push_back(load(nb, in, dims));
           }
-          scf::YieldOp::create(nb, l, m.lookupOrDefault(body->getTerminator()->getOperand(0)));
+          dims[reduced] = k;
+        }
+      }
+      return loaded;
+    };
+    auto computeStep = [&](OpBuilder& nb, Value k, const Loaded& loaded, int64_t w,
+                           Value accValue) -> Value {
+      for (int64_t j = 0; j < w; ++j) {
+        IRMapping m;
+        for (auto [i, in] : llvm::enumerate(inputs))
+          m.map(body->getArgument(in->getOperandNumber()), loaded[i][j]);
+        m.map(acc, accValue);
+        for (Operation& inner : body->without_terminator()) {
+          if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+            Value at = zero;
+            if ((int64_t)index.getDim() == reduced)
+              at = j == 0 ? k
+                          : arith::AddIOp::create(nb, loc, k, arith::ConstantIndexOp::create(nb, loc, j))
+                                .getResult();
+            m.map(index.getResult(), at);
+            continue;
+          }
+          nb.clone(inner, m);
+        }
+        accValue = m.lookupOrDefault(body->getTerminator()->getOperand(0));
+      }
+      return accValue;
+    };
+
+    Value extent = getValueOrCreateConstantIndexOp(b, loc, ranges[reduced].size);
+    auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+    auto roundDown = [&](int64_t multiple) -> Value {
+      Value rem = b.createOrFold<arith::RemUIOp>(loc, extent, index(multiple));
+      return b.createOrFold<arith::SubIOp>(loc, extent, rem);
+    };
+    int64_t chunk = cuda::kWarpSize * width, super = chunk * kUnroll;
+    Value laneOffset = b.createOrFold<arith::MulIOp>(loc, lane, index(width));
+    Value superEnd = roundDown(super), chunkEnd = roundDown(chunk);
+    SmallVector<Value> identities;
+    for (int64_t u = 0; u < kUnroll; ++u)
+      identities.push_back(arith::ConstantOp::create(b, loc, neutral));
+    auto unrolled = scf::ForOp::create(
+        b, loc, zero, superEnd, index(super), identities,
+        [&](OpBuilder& nb, Location l, Value s, ValueRange accs) {
+          SmallVector<Value> ks;
+          SmallVector<Loaded> loaded;
+          for (int64_t u = 0; u < kUnroll; ++u) {
+            Value base = arith::AddIOp::create(nb, l, s, arith::ConstantIndexOp::create(nb, l, u * chunk));
+            ks.push_back(arith::AddIOp::create(nb, l, base, laneOffset));
+            loaded.push_back(loadStep(nb, ks.back(), width));
+          }
+          SmallVector<Value> next;
+          for (int64_t u = 0; u < kUnroll; ++u)
+            next.push_back(computeStep(nb, ks[u], loaded[u], width, accs[u]));
+          scf::YieldOp::create(nb, l, next);
         });
-    Value partial = strided.getResult(0);
+    auto single = [&](Value from, Value to, Value offset, int64_t stepSize, int64_t w, Value init) {
+      return scf::ForOp::create(
+                 b, loc, from, to, index(stepSize), ValueRange{init},
+                 [&](OpBuilder& nb, Location l, Value s, ValueRange accs) {
+                   Value k = arith::AddIOp::create(nb, l, s, offset);
+                   Loaded loaded = loadStep(nb, k, w);
+                   scf::YieldOp::create(nb, l, computeStep(nb, k, loaded, w, accs[0]));
+                 })
+          .getResult(0);
+    };
+    SmallVector<Value> accs(unrolled.getResults());
+    std::optional<int64_t> from = getConstantIntValue(superEnd), to = getConstantIntValue(chunkEnd);
+    if (from && to) {  // static: the (< U) remaining steps unrolled here, loads first
+      SmallVector<Value> ks;
+      SmallVector<Loaded> loaded;
+      for (int64_t s = *from; s < *to; s += chunk) {
+        ks.push_back(arith::AddIOp::create(b, loc, index(s), laneOffset));
+        loaded.push_back(loadStep(b, ks.back(), width));
+      }
+      for (auto [u, k] : llvm::enumerate(ks)) accs[u] = computeStep(b, k, loaded[u], width, accs[u]);
+    } else {
+      accs[0] = single(superEnd, chunkEnd, laneOffset, chunk, width, accs[0]);
+    }
+    // The tail's bound is on the lane's own k (the steps above end within Kc for every lane).
+    Value tailStart = arith::AddIOp::create(b, loc, chunkEnd, lane);
+    accs[0] = single(tailStart, extent, zero, cuda::kWarpSize, 1, accs[0]);
+    Value partial = accs[0];
+    for (int64_t u = 1; u < kUnroll; ++u) partial = combine(b, partial, accs[u]);
+
     for (int32_t offset = cuda::kWarpSize / 2; offset > 0; offset /= 2) {
       Value other = gpu::ShuffleOp::create(b, loc, partial, offset, cuda::kWarpSize,
                                            gpu::ShuffleMode::XOR)
@@ -157,15 +288,50 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     OpBuilder tb = OpBuilder::atBlockTerminator(ifFirst.thenBlock());
     SmallVector<Value> dims(iterators.size(), zero);
     OpOperand* out = op.getDpsInitOperand(0);
-    Value old = load(tb, out, dims);
-    Value result = combine(tb, old, partial);
-    AffineMap outMap = op.getMatchingIndexingMap(out);
-    SmallVector<Value> indices;
-    for (unsigned r = 0; r < outMap.getNumResults(); ++r)
-      indices.push_back(affine::AffineApplyOp::create(tb, loc, outMap.getSubMap({r}), dims));
-    memref::StoreOp::create(tb, loc, result, out->get(), indices);
+    Value result = combine(tb, load(tb, out, dims), partial);
+    memref::StoreOp::create(tb, loc, result, out->get(),
+                            indicesAt(tb, op.getMatchingIndexingMap(out), dims));
     op->erase();
+    onFirstLane(ifFirst);
     return success();
+  }
+
+  // What follows the reduction in its block (a fused consumer of the warp's point) runs in
+  // lane 0 only, when nothing after the block's terminator needs its values.
+  static void onFirstLane(scf::IfOp ifFirst) {
+    Block* block = ifFirst->getBlock();
+    SmallVector<Operation*> tail;
+    for (Operation* o = ifFirst->getNextNode(); o && o != block->getTerminator(); o = o->getNextNode())
+      tail.push_back(o);
+    llvm::SmallPtrSet<Operation*, 16> inTail(tail.begin(), tail.end());
+    for (Operation* o : tail)
+      for (Operation* user : o->getUsers())
+        if (!inTail.contains(block->findAncestorOpInBlock(*user))) return;
+    for (Operation* o : tail) o->moveBefore(ifFirst.thenBlock()->getTerminator());
+  }
+
+  // Whether every address of `m`'s elements [..., k] with k a multiple of `width` is aligned
+  // to `width` elements: unit innermost stride, every other stride a static multiple of
+  // `width`, and an offset that is a multiple of `width`: a kernel argument (offset 0; its
+  // base is a binding, 16-byte aligned, see buildEntry) or a subview of such a memref whose
+  // innermost offset is a static multiple of `width`.
+  static bool rowsAligned(Value m, int64_t width) {
+    auto type = dyn_cast<MemRefType>(m.getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (!type || type.getRank() == 0 || failed(type.getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1)
+      return false;
+    for (int64_t s : ArrayRef<int64_t>(strides).drop_back())
+      if (ShapedType::isDynamic(s) || s % width != 0) return false;
+    if (auto arg = dyn_cast<BlockArgument>(m))
+      return offset == 0 && isa<func::FuncOp>(arg.getOwner()->getParentOp());
+    if (auto cast = m.getDefiningOp<memref::CastOp>()) return rowsAligned(cast.getSource(), width);
+    auto sub = m.getDefiningOp<memref::SubViewOp>();
+    if (!sub || sub.getSourceType().getRank() != type.getRank()) return false;
+    int64_t innerOffset = sub.getStaticOffsets().back();
+    return !ShapedType::isDynamic(innerOffset) && innerOffset % width == 0 &&
+           sub.getStaticStrides().back() == 1 && rowsAligned(sub.getSource(), width);
   }
 
   // A thread computing a 1 x 4 strip of a matmul should walk k once for the strip, not once

@@ -1,6 +1,7 @@
 // Which reductions the CUDA backend computes with one warp per output element (shared by
 // CUDADistributeThreads, which maps 32 lanes to each point, and CUDALowerExecutables, which
-// rewrites the op into lane-strided partials + a shuffle butterfly).
+// rewrites the op into lane-strided partials + a shuffle butterfly; 64-bit values are
+// shuffled as two 32-bit halves by convert-gpu-to-nvvm).
 #pragma once
 
 #include <optional>
@@ -13,25 +14,44 @@
 namespace hexir::cuda {
 
 inline constexpr int64_t kWarpSize = 32;
-// Static reduction extents below this stay in one thread (a warp would idle).
-inline constexpr int64_t kMinWarpReduction = 128;
+// Static reduction extents below this stay in one thread (a warp would idle; 64 = 2 elements
+// per lane, an attention head dimension).
+inline constexpr int64_t kMinWarpReduction = 64;
 
 // The op combining the accumulator in `op`'s body when `op` is a linalg op with one init of
-// f32/i32, exactly one reduction loop, and a body `yield combine(f(inputs), acc)` whose
-// combiner is an associative, commutative arith op with a neutral element (addf, mulf,
-// maximumf, minimumf, addi, muli, andi, ori, xori, max/min). Null otherwise.
+// f32/f64/i32/i64, exactly one reduction loop, and a body of one of the forms
+//   yield combine(f(inputs), acc)
+//   yield select(c(inputs), combine(f(inputs), acc), acc)     (argmax: the first index
+//                                                              holding the maximum)
+// whose combiner is an associative, commutative arith op with a neutral element e (addf,
+// mulf, maximumf, minimumf, addi, muli, andi, ori, xori, max/min). The second form is
+// combine(select(c, f, e), acc), since combine(e, acc) = acc; so in both forms the body
+// folds one contribution per element into acc, and partial results of any split of the
+// reduced extent (each started from e) combine with the combiner alone. Null otherwise.
 inline mlir::Operation* WarpReducibleCombiner(mlir::linalg::LinalgOp op) {
   using namespace mlir;
   if (op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1) return nullptr;
   Type element = getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType());
-  if (!element.isF32() && !element.isInteger(32)) return nullptr;
+  if (!element.isF32() && !element.isF64() && !element.isInteger(32) && !element.isInteger(64))
+    return nullptr;
   for (OpOperand* in : op.getDpsInputOperands())
     if (!isa<ShapedType>(in->get().getType())) return nullptr;
   Block* body = op.getBlock();
-  SmallVector<Operation*> combiners;
   BlockArgument acc = body->getArgument(op.getNumDpsInputs());
-  if (!matchReduction({acc}, 0, combiners) || combiners.size() != 1) return nullptr;
-  Operation* combiner = combiners.front();
+  Value yielded = body->getTerminator()->getOperand(0);
+  Operation* combiner = nullptr;
+  if (auto select = yielded.getDefiningOp<arith::SelectOp>();
+      select && select.getFalseValue() == acc && acc.hasNUses(2)) {
+    // acc's only other use is the combiner, whose only use is the select: neither c nor
+    // f depends on acc.
+    combiner = select.getTrueValue().getDefiningOp();
+    if (!combiner || combiner->getBlock() != body || !combiner->hasOneUse()) return nullptr;
+  } else {
+    SmallVector<Operation*> combiners;
+    if (!matchReduction({acc}, 0, combiners) || combiners.size() != 1) return nullptr;
+    combiner = combiners.front();
+    if (!acc.hasOneUse() || yielded != combiner->getResult(0)) return nullptr;
+  }
   if (combiner->getNumOperands() != 2 || combiner->getNumResults() != 1) return nullptr;
   if (!isa<arith::AddFOp, arith::MulFOp, arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
            arith::MinNumFOp, arith::AddIOp, arith::MulIOp, arith::AndIOp, arith::OrIOp,
@@ -39,9 +59,8 @@ inline mlir::Operation* WarpReducibleCombiner(mlir::linalg::LinalgOp op) {
           combiner))
     return nullptr;
   if (!arith::getNeutralElement(combiner)) return nullptr;
-  if (combiner->getOperand(0) != acc && combiner->getOperand(1) != acc) return nullptr;
-  if (!acc.hasOneUse()) return nullptr;
-  if (body->getTerminator()->getOperand(0) != combiner->getResult(0)) return nullptr;
+  // Exactly one operand is acc (combine(acc, acc) is not a reduction of the inputs).
+  if ((combiner->getOperand(0) == acc) == (combiner->getOperand(1) == acc)) return nullptr;
   return combiner;
 }
 

@@ -219,14 +219,16 @@ hexir.executable @huge {
 // -----
 
 // Sum of squares over rows of 64x1000 (reduced dim contiguous, extent >= 128): one warp
-// per row: 64 points x 32 lanes = 2048 threads; the point is gid / 32.
+// per row: 64 points x 32 lanes = 2048 threads in blocks of 2 warps; the point is gid / 32.
 // CHECK-LABEL: hexir.executable @rows
-// CHECK-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
-// CHECK-SAME:    hexir.workgroup_count = array<i64: 8, 1, 1>
+// CHECK-SAME:    hexir.cuda.block_size = array<i64: 64, 1, 1>
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 32, 1, 1>
 // CHECK:         func.func @rows
 // CHECK-SAME:      hexir.cuda.lanes = 32 : index, hexir.cuda.thread_count = 2048 : index
 // CHECK-DAG:     %[[C32:.+]] = arith.constant 32 : i32
-// CHECK:         %[[GID:.+]] = arith.addi %{{.+}}, %{{.+}} : i32
+// CHECK-DAG:     %[[C64:.+]] = arith.constant 64 : i32
+// CHECK:         %[[BASE:.+]] = arith.muli %{{.+}}, %[[C64]] : i32
+// CHECK:         %[[GID:.+]] = arith.addi %[[BASE]], %{{.+}} : i32
 // CHECK:         %[[ROW32:.+]] = arith.divui %[[GID]], %[[C32]] : i32
 // CHECK:         %[[ROW:.+]] = arith.index_castui %[[ROW32]] : i32 to index
 // CHECK:         scf.for %{{.+}} = %[[ROW]] to

@@ -90,12 +90,13 @@
 // CHECK:         add.rn.f32
 // CHECK:         bra
 
-// Row sums of squares, 64x1000: one warp per row (2048 threads): lanes stride the row,
-// then a five-step shuffle butterfly; lane 0 stores.
+// Row sums of squares, 64x1000: one warp per row (2048 threads, blocks of 2 warps): lanes
+// read the row 16 bytes at a time, then a five-step shuffle butterfly; lane 0 stores.
 // CHECK-LABEL: executable 7 format=cuda-cubin-sm_90 entry_points=sumsq_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190
-// CHECK:         attr cuda.block_size.sumsq_dispatch_0 = 256,1,1
+// CHECK:         attr cuda.block_size.sumsq_dispatch_0 = 64,1,1
 // CHECK:         setp.gt.u32 {{.*}}, 2047;
+// CHECK:         ld.global.nc.v4.b32
 // CHECK-COUNT-5: shfl.sync.bfly.b32
 // CHECK-NOT:     shfl.sync
 // CHECK:         st.global.b32
