@@ -230,3 +230,45 @@ func.func @scores(%cache: tensor<256x768xf32>, %q: tensor<12x1x64xf32>) -> tenso
   } -> tensor<12x1x256xf32>
   return %s : tensor<12x1x256xf32>
 }
+
+// The final RMSNorm then the classifier: the scaling generic is fused into the matvec's body
+// (passes/codegen/CUDADistributeThreads.cpp, fuseProducersIntoReduction).
+func.func @norm_matvec(%x: tensor<768xf32>, %g: tensor<768xf16>, %w: tensor<1000x768xf16>) -> tensor<1000xf32> {
+  %zero = arith.constant 0.0 : f32
+  %n = arith.constant 768.0 : f32
+  %eps = arith.constant 1.0e-5 : f32
+  %one = arith.constant 1.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %ss = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>], iterator_types = ["reduction"]}
+      ins(%x : tensor<768xf32>) outs(%z0 : tensor<f32>) {
+    ^bb0(%a: f32, %acc: f32):
+      %m = arith.mulf %a, %a : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+  } -> tensor<f32>
+  %e1 = tensor.empty() : tensor<768xf32>
+  %xn = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%x, %ss, %g : tensor<768xf32>, tensor<f32>, tensor<768xf16>) outs(%e1 : tensor<768xf32>) {
+    ^bb0(%a: f32, %s: f32, %gg: f16, %c: f32):
+      %ms = arith.divf %s, %n : f32
+      %r = arith.addf %ms, %eps : f32
+      %q = math.sqrt %r : f32
+      %inv = arith.divf %one, %q : f32
+      %gf = arith.extf %gg : f16 to f32
+      %t = arith.mulf %inv, %a : f32
+      %u = arith.mulf %gf, %t : f32
+      linalg.yield %u : f32
+  } -> tensor<768xf32>
+  %e2 = tensor.empty() : tensor<1000xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1000xf32>) -> tensor<1000xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (k)>, affine_map<(i, k) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%w, %xn : tensor<1000x768xf16>, tensor<768xf32>) outs(%z2 : tensor<1000xf32>) {
+    ^bb0(%a: f16, %b: f32, %acc: f32):
+      %af = arith.extf %a : f16 to f32
+      %p = arith.mulf %af, %b : f32
+      %s = arith.addf %acc, %p : f32
+      linalg.yield %s : f32
+  } -> tensor<1000xf32>
+  return %y : tensor<1000xf32>
+}

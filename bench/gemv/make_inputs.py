@@ -41,6 +41,7 @@ checks = {
     "softmax_num": [arr("s300", (12, 1, 300), "f4", -20, 20)],
     "softmax_num ": [arr("s77", (12, 1, 77), "f4", -20, 20)],
     "scores": [arr("cache", (256, 768), "f4"), arr("q", (12, 1, 64), "f4")],
+    "norm_matvec": [arr("xnm", (768,), "f4"), arr("gnm", (768,), "f2", 0.5, 1.5), arr("wnm", (1000, 768), "f2")],
 }
 shape, _, vals = npy.read(os.path.join(out, "ties.npy"))
 npy.write(os.path.join(out, "ties.npy"), shape, "f4", [float(v) for v in vals])

@@ -3,14 +3,17 @@
 // each tile loop is pinned to the calling thread's point. The thread's point comes from
 // delinearizing its global id over the loops in the order of the output's dimensions, so
 // neighbouring threads write neighbouring elements (coalesced stores; coalesced loads for
-// every operand indexed like the output). Work is done on a clone so that a kernel which
-// does not tile cleanly falls back to one thread untouched.
+// every operand indexed like the output). Kernels whose only reduction is long (a matvec
+// row, a softmax row, RMSNorm's sum of squares) get a warp of 32 threads per point instead
+// (CUDAWarpReduce.h). Work is done on a clone so that a kernel which does not tile cleanly
+// falls back (warp per point without producer fusion, thread per point, one thread).
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -51,9 +54,12 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       if (!kernel) return signalPassFailure();
       ModuleOp inner = exe.getInnerModule();
       int64_t points = 1, lanes = 1;
-      func::FuncOp distributed = distribute(kernel, points, lanes, warpReductions);
+      func::FuncOp distributed =
+          distribute(kernel, points, lanes, warpReductions, /*fuseProducers=*/true);
+      if (!distributed && lanes > 1)  // a warp per point without producer fusion
+        distributed = distribute(kernel, points, lanes = 1, warpReductions, false);
       if (!distributed && lanes > 1)  // a warp per point did not fit: one thread per point
-        distributed = distribute(kernel, points, lanes = 1, /*allowLanes=*/false);
+        distributed = distribute(kernel, points, lanes = 1, /*allowLanes=*/false, false);
       if (distributed) {
         kernel.erase();
         distributed.setSymName(exe.getSymName());
@@ -88,9 +94,10 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
 
   // Returns a distributed clone of `kernel` (inserted next to it) and its point count, or
   // null when the kernel is to run on one thread. `lanes` is set to 32 when a warp per
-  // point was tried (allowLanes), also when that attempt fails.
+  // point was tried (allowLanes), also when that attempt fails. `fuseProducers`: see
+  // fuseProducersIntoReduction.
   func::FuncOp distribute(func::FuncOp original, int64_t& points, int64_t& lanes,
-                          bool allowLanes) {
+                          bool allowLanes, bool fuseProducers) {
     auto ret = cast<func::ReturnOp>(original.getBody().front().getTerminator());
     if (ret.getNumOperands() != 1) return nullptr;
     auto originalRoot = dyn_cast_or_null<TilingInterface>(ret.getOperand(0).getDefiningOp());
@@ -104,8 +111,10 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       return nullptr;
     };
     MLIRContext* ctx = kernel.getContext();
-    auto root = cast<TilingInterface>(
+    bool fused = allowLanes && fuseProducers && fuseProducersIntoReduction(kernel);
+    auto root = dyn_cast_or_null<TilingInterface>(
         cast<func::ReturnOp>(kernel.getBody().front().getTerminator()).getOperand(0).getDefiningOp());
+    if (!root) return fail();
 
     SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();
     OpBuilder b(root);
@@ -151,6 +160,9 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
         (!dynamic || blockSize % cuda::kWarpSize == 0)) {
       lanes = cuda::kWarpSize;
       if (parallel.empty()) return kernel;  // one point: the whole kernel, one warp
+    } else if (fused) {
+      lanes = cuda::kWarpSize;  // the fusion cost the warp reduction: retry without it
+      return fail();
     }
     // Past 2^31 threads the i32 id arithmetic would overflow: stride like dynamic extents.
     if (!dynamic && points * lanes >= (int64_t(1) << 31)) dynamic = true;
@@ -241,6 +253,49 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
         return fail();
     if (lanes > 1 && !reductionPerPoint(kernel)) return fail();
     return kernel;
+  }
+
+  // Elementwise producers of the kernel's only reduction (a generic) whose sole user it is
+  // (the final RMSNorm's scaling before the classifier matvec) are fused into its body
+  // (linalg elementwise fusion): each lane then computes only the producer elements it
+  // reads, in registers. Tiled and fused per point instead, every lane of every warp would
+  // compute the whole producer into a stack temporary (32 x rows x K evaluations). If the
+  // fused op is no warp reduction (a producer reads along k in another layout), the caller
+  // retries without fusion.
+  static bool fuseProducersIntoReduction(func::FuncOp kernel) {
+    linalg::GenericOp reduction;
+    int64_t count = 0;
+    kernel.walk([&](linalg::LinalgOp op) {
+      if (op.getNumReductionLoops() == 0) return;
+      reduction = dyn_cast<linalg::GenericOp>(op.getOperation());
+      ++count;
+    });
+    if (count != 1 || !reduction) return false;
+    IRRewriter rewriter(kernel.getContext());
+    bool any = false;
+    for (bool fused = true; fused; any |= fused) {
+      fused = false;
+      for (OpOperand* in : reduction.getDpsInputOperands()) {
+        auto producer = in->get().getDefiningOp<linalg::GenericOp>();
+        if (!producer || producer->getNumResults() != 1 || !producer->hasOneUse() ||
+            !linalg::areElementwiseOpsFusable(in))
+          continue;
+        rewriter.setInsertionPoint(reduction);
+        FailureOr<linalg::ElementwiseOpFusionResult> result =
+            linalg::fuseElementwiseOps(rewriter, in);
+        if (failed(result)) continue;
+        for (auto [from, to] : result->replacements)
+          rewriter.replaceUsesWithIf(from, to, [&](OpOperand& use) {
+            return use.getOwner() != producer.getOperation();
+          });
+        rewriter.eraseOp(reduction);
+        if (producer->use_empty()) rewriter.eraseOp(producer);
+        reduction = cast<linalg::GenericOp>(result->fusedOp);
+        fused = true;
+        break;
+      }
+    }
+    return any;
   }
 
   // A reduction (or the fill of its init) computing a fresh rank-0 temporary.

@@ -242,3 +242,83 @@ hexir.executable @k63 {
     }
   }
 }
+
+// -----
+
+// The classifier after the final RMSNorm: the scaling generic's only user is the matvec,
+// so it is fused into the matvec's body (one generic, inputs W row, x, the rank-0 sum of
+// squares, the norm weight): each lane scales only the x elements it reads. (Tiled per
+// point instead, every lane would compute all of x into a stack temporary.)
+// CHECK-LABEL: hexir.executable @classifier
+// CHECK:         hexir.cuda.lanes = 32 : index, hexir.cuda.thread_count = 1024000 : index
+// CHECK-NOT:     linalg.generic
+// CHECK:         scf.for
+// CHECK-NOT:       tensor.empty
+// CHECK:           linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK-SAME:        ins(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : tensor<1x768xf16>, tensor<768xf32>, tensor<f32>, tensor<768xf16>)
+// CHECK:             math.sqrt
+// CHECK:             arith.addf %{{.+}}, %{{.+}} : f32
+// CHECK-NEXT:        linalg.yield
+// CHECK-NOT:     linalg.generic
+hexir.executable @classifier {
+  builtin.module {
+    func.func @classifier(%x: tensor<768xf32>, %ss: tensor<f32>, %g: tensor<768xf16>, %w: tensor<32000x768xf16>, %o: tensor<32000xf32>) -> tensor<32000xf32> {
+      %zero = arith.constant 0.0 : f32
+      %n = arith.constant 768.0 : f32
+      %e = tensor.empty() : tensor<768xf32>
+      %xn = linalg.generic {indexing_maps = [affine_map<(k) -> (k)>, affine_map<(k) -> ()>, affine_map<(k) -> (k)>, affine_map<(k) -> (k)>], iterator_types = ["parallel"]} ins(%x, %ss, %g : tensor<768xf32>, tensor<f32>, tensor<768xf16>) outs(%e : tensor<768xf32>) {
+      ^bb0(%a: f32, %s: f32, %gg: f16, %c: f32):
+        %m = arith.divf %s, %n : f32
+        %r = math.sqrt %m : f32
+        %gf = arith.extf %gg : f16 to f32
+        %t = arith.divf %a, %r : f32
+        %u = arith.mulf %gf, %t : f32
+        linalg.yield %u : f32
+      } -> tensor<768xf32>
+      %z = linalg.fill ins(%zero : f32) outs(%o : tensor<32000xf32>) -> tensor<32000xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (k)>, affine_map<(i, k) -> (i)>], iterator_types = ["parallel", "reduction"]} ins(%w, %xn : tensor<32000x768xf16>, tensor<768xf32>) outs(%z : tensor<32000xf32>) {
+      ^bb0(%a: f16, %b: f32, %acc: f32):
+        %af = arith.extf %a : f16 to f32
+        %p = arith.mulf %af, %b : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<32000xf32>
+      return %y : tensor<32000xf32>
+    }
+  }
+}
+
+// -----
+
+// Fusing this producer would read Wt along k with a stride (k is its outer dimension), so
+// the fused op would not be a warp reduction: the producer is not fused (it is tiled per
+// point as before) and the warp reduction stays.
+// CHECK-LABEL: hexir.executable @transposed_producer
+// CHECK:         hexir.cuda.lanes = 32 : index, hexir.cuda.thread_count = 4096 : index
+// CHECK:         scf.for
+// CHECK:           linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK-SAME:        ins(%{{.+}} : tensor<256x1xf32>)
+// CHECK:           linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK-SAME:        ins(%{{.+}}, %{{.+}} : tensor<1x256xf32>, tensor<256xf32>)
+hexir.executable @transposed_producer {
+  builtin.module {
+    func.func @transposed_producer(%wt: tensor<256x128xf32>, %x: tensor<256xf32>, %o: tensor<128xf32>) -> tensor<128xf32> {
+      %zero = arith.constant 0.0 : f32
+      %two = arith.constant 2.0 : f32
+      %e = tensor.empty() : tensor<128x256xf32>
+      %w = linalg.generic {indexing_maps = [affine_map<(i, k) -> (k, i)>, affine_map<(i, k) -> (i, k)>], iterator_types = ["parallel", "parallel"]} ins(%wt : tensor<256x128xf32>) outs(%e : tensor<128x256xf32>) {
+      ^bb0(%a: f32, %c: f32):
+        %m = arith.mulf %a, %two : f32
+        linalg.yield %m : f32
+      } -> tensor<128x256xf32>
+      %z = linalg.fill ins(%zero : f32) outs(%o : tensor<128xf32>) -> tensor<128xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (k)>, affine_map<(i, k) -> (i)>], iterator_types = ["parallel", "reduction"]} ins(%w, %x : tensor<128x256xf32>, tensor<256xf32>) outs(%z : tensor<128xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<128xf32>
+      return %y : tensor<128xf32>
+    }
+  }
+}
