@@ -20,17 +20,21 @@ def CUDADistributeThreads : Pass<"hexir-cuda-distribute-threads", "mlir::ModuleO
     gid >= P do nothing). With dynamic extents the grid is fixed (`dynamic-grid` blocks of
     `block-size`; the host program's workgroup counts are static) and each thread strides
     over the points (`for p = gid; p < P; p += grid * B`), `hexir.cuda.thread_count = -1`.
-    Reductions whose reduced extent is dynamic or >= 128 with an associative arith combiner
-    and an f32/i32 result get one warp per point (`hexir.cuda.lanes = 32`, thread_count =
-    32 * P; rewritten by hexir-cuda-lower-executables). Anything else runs on one thread
-    (P = 1).
+    Reductions whose reduced extent is dynamic or >= 64 (kMinWarpReduction) with an
+    associative arith combiner (also `select(c, combine(acc, v), acc)` bodies such as an
+    argmax, and 32/64-bit int/float accumulators) get one warp per point
+    (`hexir.cuda.lanes = 32`, thread_count = 32 * P, blocks of 2 warps; with dynamic
+    extents the warps stride over the points), also when the reduction has an elementwise
+    consumer (lane 0 applies it) or a rank-0 result read whole by its consumer (RMSNorm);
+    rewritten by hexir-cuda-lower-executables (16-byte vector loads, 4 steps in flight).
+    Anything else runs on one thread (P = 1).
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256", "threads per block">,
     Option<"dynamicGrid", "dynamic-grid", "int64_t", /*default=*/"1056",
            "blocks launched for kernels with dynamic extents (grid-stride loop)">,
     Option<"warpReductions", "warp-reductions", "bool", /*default=*/"true",
-           "one warp (32 lanes + shuffles) per output of long f32/i32 reductions">,
+           "one warp (32 lanes + shuffles) per output of long reductions">,
   ];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
                            "mlir::tensor::TensorDialect", "mlir::affine::AffineDialect",
