@@ -93,15 +93,19 @@ Status ExecutableLookup(HalModuleState& s, NativeCall& c) {
   return Status::Ok();
 }
 
-Status AllocatorAllocate(HalModuleState& s, NativeCall& c) {
+// (device, byte size) -> a new buffer of `types` (the allocator.allocate* imports).
+Status AllocateOfTypes(HalModuleState& s, NativeCall& c, uint32_t types) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 1));
   HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 1, "byte size"));
   HEXIR_ASSIGN_OR_RETURN(vm::Ref<Buffer> b,
-                         s.device().AllocateBuffer(static_cast<uint64_t>(IntArg(c, 1)),
-                                                   kMemoryDeviceLocal));
+                         s.device().AllocateBuffer(static_cast<uint64_t>(IntArg(c, 1)), types));
   SetRef(c, std::move(b));
   return Status::Ok();
+}
+
+Status AllocatorAllocate(HalModuleState& s, NativeCall& c) {
+  return AllocateOfTypes(s, c, kMemoryDeviceLocal);
 }
 
 Status AllocatorAllocateInitialized(HalModuleState& s, NativeCall& c) {
@@ -360,14 +364,7 @@ Status BufferLength(HalModuleState&, NativeCall& c) {
 }
 
 Status AllocatorAllocateHost(HalModuleState& s, NativeCall& c) {
-  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 1));
-  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
-  HEXIR_RETURN_IF_ERROR(NonNegative(c, 1, "byte size"));
-  HEXIR_ASSIGN_OR_RETURN(vm::Ref<Buffer> b,
-                         s.device().AllocateBuffer(static_cast<uint64_t>(IntArg(c, 1)),
-                                                   kMemoryHostVisible));
-  SetRef(c, std::move(b));
-  return Status::Ok();
+  return AllocateOfTypes(s, c, kMemoryHostVisible);
 }
 
 Status BufferViewRank(HalModuleState&, NativeCall& c) {
@@ -440,14 +437,7 @@ Status QueueAlloca(HalModuleState& s, NativeCall& c) {
 }
 
 Status AllocatorAllocateUniform(HalModuleState& s, NativeCall& c) {
-  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 1));
-  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
-  HEXIR_RETURN_IF_ERROR(NonNegative(c, 1, "byte size"));
-  HEXIR_ASSIGN_OR_RETURN(vm::Ref<Buffer> b,
-                         s.device().AllocateBuffer(static_cast<uint64_t>(IntArg(c, 1)),
-                                                   kMemoryHostVisible | kMemoryUniform));
-  SetRef(c, std::move(b));
-  return Status::Ok();
+  return AllocateOfTypes(s, c, kMemoryHostVisible | kMemoryUniform);
 }
 
 Status DeviceTransient(HalModuleState& s, NativeCall& c) {
