@@ -61,13 +61,17 @@ def CPUDistributeWorkgroups : Pass<"hexir-cpu-distribute-workgroups", "mlir::Mod
   let summary = "Splits each kernel's outermost parallel loop over workgroups";
   let description = [{
     Tiles the kernel's result op along loop 0 (when parallel) with tile T =
-    ceil(N0 / min(N0, max-workgroups)), fusing producers, and restricts the tile loop to
-    [id * T, min(N0, id * T + T)) where id is a new trailing `index` argument (the
-    workgroup id). Records `hexir.workgroup_count` on the executable.
+    ceil(N0 / min(N0, max-workgroups, W / min-work-per-workgroup)) (W = the product of the
+    root's static loop extents: a workgroup gets at least that much work, so tiny kernels
+    run as one), fusing producers, and restricts the tile loop to [id * T, min(N0, id * T +
+    T)) where id is a new trailing `index` argument (the workgroup id). Records
+    `hexir.workgroup_count` on the executable.
   }];
   let options = [
     Option<"maxWorkgroups", "max-workgroups", "int64_t", /*default=*/"64",
            "upper bound on workgroups per dispatch">,
+    Option<"minWorkPerWorkgroup", "min-work-per-workgroup", "int64_t", /*default=*/"32768",
+           "static kernels: fewest loop iterations (all loops of the result op) per workgroup">,
   ];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
                            "mlir::tensor::TensorDialect", "mlir::affine::AffineDialect"];

@@ -63,7 +63,15 @@ class CPUDistributeWorkgroups
     Value tileV, n0V;
     if (n0) {
       if (*n0 <= 1) return 1;
-      int64_t wanted = std::max<int64_t>(1, std::min<int64_t>(*n0, maxWorkgroups));
+      // Enough work per workgroup to pay for handing it to a worker (~a microsecond): the
+      // product of the root's static extents bounds the count (a 64x64 matvec runs as one).
+      int64_t work = 1;
+      for (const Range& r : domain) {
+        std::optional<int64_t> n = getConstantIntValue(r.size);
+        work = n ? std::min<int64_t>(work * std::max<int64_t>(*n, 1), int64_t{1} << 40) : int64_t{1} << 40;
+      }
+      int64_t byWork = std::max<int64_t>(1, work / std::max<int64_t>(1, minWorkPerWorkgroup));
+      int64_t wanted = std::max<int64_t>(1, std::min({*n0, int64_t(maxWorkgroups), byWork}));
       int64_t tile = (*n0 + wanted - 1) / wanted;
       count = (*n0 + tile - 1) / tile;
       if (count == 1) return 1;

@@ -60,10 +60,23 @@ FailureOr<func::FuncOp> FinishBufferizedKernel(ExecutableOp exe) {
   if (!kernel) return exe.emitError("kernel disappeared during bufferization");
   // drop-equivalent-buffer-results leaves public functions alone, hence this.
   auto ret = cast<func::ReturnOp>(kernel.getBody().front().getTerminator());
+  // Kernel arguments are (tensor captures..., one output per result..., scalars...): result i
+  // belongs in memref argument (#memrefs - #results + i).
+  SmallVector<BlockArgument> memrefArgs;
+  for (BlockArgument a : kernel.getArguments())
+    if (isa<MemRefType>(a.getType())) memrefArgs.push_back(a);
   bool allArguments = true;
-  for (Value v : ret.getOperands()) {
+  for (auto [i, operand] : llvm::enumerate(ret.getOperands())) {
+    Value v = operand;
     while (auto cast = v.getDefiningOp<memref::CastOp>()) v = cast.getSource();
-    allArguments &= isa<BlockArgument>(v);
+    auto arg = dyn_cast<BlockArgument>(v);
+    allArguments &= bool(arg);
+    int64_t out = int64_t(memrefArgs.size()) - int64_t(ret.getNumOperands()) + int64_t(i);
+    if (!arg || out < 0 || arg == memrefArgs[out]) continue;
+    // The result folded to an input (e.g. x / 1.0 canonicalized to x): copy it into the
+    // output, which nothing else writes.
+    OpBuilder b(ret);
+    linalg::CopyOp::create(b, ret.getLoc(), ValueRange{v}, ValueRange{memrefArgs[out]});
   }
   if (allArguments) {
     ret->setOperands({});

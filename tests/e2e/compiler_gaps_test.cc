@@ -116,6 +116,31 @@ void IdentityTail(const std::string& device) {
 }
 HEXIR_E2E_TEST_ON_DEVICES("broadcast division then identity copy in one dispatch", IdentityTail)
 
+// A kernel whose body folds to its input (x / 1.0, ONNX Mean of one input) on a tensor too
+// small to split over workgroups: the input must still be copied into the output buffer.
+const char* kFoldsToInput = R"mlir(
+#map = affine_map<(d0) -> (d0)>
+func.func @main(%a: tensor<3xf32>) -> tensor<3xf32> {
+  %e = tensor.empty() : tensor<3xf32>
+  %r = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]} ins(%a : tensor<3xf32>) outs(%e : tensor<3xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %one = arith.constant 1.0 : f32
+    %t = arith.divf %x, %one : f32
+    linalg.yield %t : f32
+  } -> tensor<3xf32>
+  return %r : tensor<3xf32>
+}
+)mlir";
+
+void FoldsToInput(const std::string& device) {
+  std::string module = CompileOrDie(kFoldsToInput, "folds_to_input", device);
+  RequireDevice(device);
+  HostTensor a = RandomF32({3}, 3);
+  std::vector<HostTensor> out = RunOrDie(module, "main", {a}, 1, device);
+  RequireClose(out[0], a);
+}
+HEXIR_E2E_TEST_ON_DEVICES("a kernel that folds to its input still writes its output", FoldsToInput)
+
 HostTensor I64Tensor(const std::vector<int64_t>& values) {
   HostTensor t;
   t.element_type = static_cast<int32_t>(hal::ElementType::kI64);

@@ -1,7 +1,12 @@
-// RUN: hexir-opt %s -split-input-file --hexir-cpu-distribute-workgroups=max-workgroups=3 | FileCheck %s
+// RUN: hexir-opt %s -split-input-file --hexir-cpu-distribute-workgroups="max-workgroups=3 min-work-per-workgroup=1" | FileCheck %s
+// RUN: hexir-opt %s -split-input-file --hexir-cpu-distribute-workgroups="max-workgroups=3 min-work-per-workgroup=240" | FileCheck %s --check-prefix=MINWORK
 
 // 10 rows over at most 3 workgroups: tiles of 4 rows, 3 workgroups; the fill is fused
-// into the tile loop, which runs [id * 4, min(10, id * 4 + 4)).
+// into the tile loop, which runs [id * 4, min(10, id * 4 + 4)). With at least 240 of the
+// matmul's 10*6*8 = 480 iterations per workgroup (MINWORK): 2 workgroups of 5 rows.
+// MINWORK-LABEL: hexir.executable @k
+// MINWORK-SAME:    hexir.workgroup_count = array<i64: 2, 1, 1>
+// MINWORK:         arith.constant 5 : index
 // CHECK-LABEL: hexir.executable @k
 // CHECK-SAME:    hexir.workgroup_count = array<i64: 3, 1, 1>
 // CHECK:         func.func @k(%{{.+}}: tensor<10x8xf32>, %{{.+}}: tensor<8x6xf32>, %[[OUT:[a-z0-9]+]]: tensor<10x6xf32>, %[[ID:[a-z0-9]+]]: index)

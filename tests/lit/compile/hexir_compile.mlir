@@ -3,11 +3,12 @@
 // RUN: not hexir-compile %s --target=tpu -o %t2.vmfb 2>&1 | FileCheck %s --check-prefix=TARGET
 
 // The whole pipeline on matmul + bias + relu: one fused, serialized executable whose
-// four bindings are (a, b, bias, result).
+// four bindings are (a, b, bias, result); 4*16*8 iterations are too few to split over
+// workgroups (--min-work-per-workgroup), so one workgroup runs it.
 // CHECK:       hexir.executable @main_dispatch_0
 // CHECK-SAME:    hexir.entry = "main_dispatch_0"
 // CHECK-SAME:    hexir.format = "cpu-elf-x86_64"
-// CHECK-SAME:    hexir.workgroup_count = array<i64: 4, 1, 1>
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 1, 1, 1>
 // CHECK-LABEL: func.func @main(
 // CHECK-COUNT-3: hal.buffer_view.assert
 // CHECK:       hexir_vm.call.import "hal.command_buffer.dispatch_slots"({{.*}}) : (!hexir_vm.ref, !hexir_vm.ref, i64, i64, i64, i64, i64, i64, i64, i64, i64) -> ()
