@@ -496,7 +496,7 @@ op_Call: {
   }
   // Registers past the arguments start at 0 (a short loop: memset's call costs more).
   for (uint32_t i = vi; i < callee->value_register_count; ++i) nv[i] = 0;
-  frames[depth++] = Frame{current, args + 1 + n, value_base, ref_base};
+  frames[depth++] = Frame{current, ip, args + 1 + n, value_base, ref_base};
   current = callee_ordinal;
   fn = callee;
   code = ip = callee->code;
@@ -738,8 +738,19 @@ trapped:
   stats->instructions += executed;
   stats->internal_calls += internal_calls;
   stats->import_calls += import_calls;
-  return Status(trap.code(), StrCat("function '", fn->name, "' @", ip - code, ": ",
-                                    trap.message()));
+  {
+    // The callers, innermost first (at most kShownCallers of them).
+    constexpr size_t kShownCallers = 8;
+    std::string callers;
+    for (size_t k = depth, shown = 0; k > 0 && shown < kShownCallers; --k, ++shown) {
+      const Frame& f = frames[k - 1];
+      callers += StrCat(shown ? ", " : "; called from ", "'", fns[f.function].name, "' @",
+                        f.call_ip - fns[f.function].code);
+    }
+    if (depth > kShownCallers) callers += StrCat(" and ", depth - kShownCallers, " more");
+    return Status(trap.code(), StrCat("function '", fn->name, "' @", ip - code, ": ",
+                                      trap.message(), callers));
+  }
 done:
   stats->instructions += executed;
   stats->internal_calls += internal_calls;

@@ -50,6 +50,7 @@ class Interpreter {
  private:
   struct Frame {
     uint32_t function;
+    const uint32_t* call_ip;    // the caller's call instruction (trap call stacks)
     const uint32_t* return_ip;  // the caller's call-result list
     size_t value_base;
     size_t ref_base;

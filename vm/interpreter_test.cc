@@ -541,7 +541,9 @@ TEST_CASE("a trap releases every ref held by the frames") {
   auto r = h.Call("outer", {RefArg(obj)});
   REQUIRE(!r.ok());
   CHECK(r.status().code() == StatusCode::kInvalidArgument);
-  CHECK(r.status().message() == "function 'inner' @7: integer division by zero");
+  // The trap names the failing instruction, then its callers (each call instruction).
+  CHECK(r.status().message() ==
+        "function 'inner' @7: integer division by zero; called from 'outer' @3");
   CHECK(obj->ref_count() == 1);
 }
 
