@@ -49,7 +49,7 @@ class CPUDistributeWorkgroups
 
     auto ret = cast<func::ReturnOp>(entry.getTerminator());
     if (ret.getNumOperands() != 1) return 1;
-    auto root = dyn_cast_or_null<TilingInterface>(ret.getOperand(0).getDefiningOp());
+    TilingInterface root = codegen::KernelRoot(kernel);
     if (!root) return 1;
     SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();
     if (iterators.empty() || iterators[0] != utils::IteratorType::parallel) return 1;

@@ -100,7 +100,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
                           bool allowLanes, bool fuseProducers) {
     auto ret = cast<func::ReturnOp>(original.getBody().front().getTerminator());
     if (ret.getNumOperands() != 1) return nullptr;
-    auto originalRoot = dyn_cast_or_null<TilingInterface>(ret.getOperand(0).getDefiningOp());
+    TilingInterface originalRoot = codegen::KernelRoot(original);
     if (!originalRoot) return nullptr;
 
     OpBuilder cloner(original);
@@ -112,8 +112,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     };
     MLIRContext* ctx = kernel.getContext();
     bool fused = allowLanes && fuseProducers && fuseProducersIntoReduction(kernel);
-    auto root = dyn_cast_or_null<TilingInterface>(
-        cast<func::ReturnOp>(kernel.getBody().front().getTerminator()).getOperand(0).getDefiningOp());
+    TilingInterface root = codegen::KernelRoot(kernel);
     if (!root) return fail();
 
     SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();

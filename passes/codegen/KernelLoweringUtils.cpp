@@ -41,6 +41,29 @@ FailureOr<scf::SCFTileAndFuseResult> TileRootAndFuseProducers(RewriterBase& rewr
   return tiled;
 }
 
+TilingInterface KernelRoot(func::FuncOp kernel) {
+  auto ret = cast<func::ReturnOp>(kernel.getBody().front().getTerminator());
+  if (ret.getNumOperands() != 1) return nullptr;
+  Operation* def = ret.getOperand(0).getDefiningOp();
+  auto insert = dyn_cast_or_null<tensor::InsertSliceOp>(def);
+  if (!insert || !isa<BlockArgument>(insert.getDest()))
+    return dyn_cast_or_null<TilingInterface>(def);
+  // Already expanded: insert_slice(copy(x, extract_slice(out)), out).
+  if (auto copy = insert.getSource().getDefiningOp<linalg::CopyOp>())
+    if (auto slot = copy.getOutputs()[0].getDefiningOp<tensor::ExtractSliceOp>();
+        slot && slot.getSource() == insert.getDest())
+      return cast<TilingInterface>(copy.getOperation());
+  OpBuilder b(insert);
+  Location loc = insert.getLoc();
+  auto slot = tensor::ExtractSliceOp::create(b, loc, insert.getSourceType(), insert.getDest(),
+                                             insert.getMixedOffsets(), insert.getMixedSizes(),
+                                             insert.getMixedStrides());
+  auto copy = linalg::CopyOp::create(b, loc, ValueRange{insert.getSource()},
+                                     ValueRange{slot.getResult()});
+  insert.getSourceMutable().assign(copy->getResult(0));
+  return cast<TilingInterface>(copy.getOperation());
+}
+
 void CleanUpTiledKernel(func::FuncOp kernel) {
   MLIRContext* ctx = kernel.getContext();
   RewritePatternSet patterns(ctx);

@@ -25,6 +25,13 @@ mlir::func::FuncOp LookupKernel(ExecutableOp exe);
 void AddPipelineDialects(mlir::DialectRegistry& registry,
                          std::initializer_list<const char*> pipelines);
 
+// The op a kernel is distributed over: the producer of the returned value, or, for an
+// in-place update (the kernel returns `tensor.insert_slice %x into %out[...]` with %out its
+// output argument, passes/dispatch/InPlaceUpdates.h), a linalg.copy of %x into the slice of
+// %out that replaces the direct insert (created here on first call), so that the update is
+// tiled over the slice and writes only it. Null when the kernel has no such op.
+mlir::TilingInterface KernelRoot(mlir::func::FuncOp kernel);
+
 // Tiles `root` into scf.for loops with `tileSizes` (0: that loop is not tiled), fusing every
 // producer of its operands into the tile loops, and replaces root's uses with the tiled
 // results. Failure: the op does not tile (the IR is unchanged).

@@ -11,6 +11,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "passes/Passes.h"
+#include "passes/dispatch/InPlaceUpdates.h"
 #include "passes/dispatch/LowerTensorOps.h"
 
 namespace hexir {
@@ -159,6 +160,7 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
             !(fuseElementwise && isFusableProducer(op)) &&
             !op->getParentOfType<linalg::LinalgOp>())
           roots.push_back(op);
+        if (isa<tensor::InsertSliceOp>(op) && op->hasAttr(kInPlaceAttr)) roots.push_back(op);
       });
       for (Operation* root : roots)
         if (!fusedAway.contains(root)) formRegion(root);
@@ -226,6 +228,15 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
     region.getBody().push_back(body);
     b.setInsertionPointToStart(body);
     IRMapping map;
+    if (root->hasAttr(kInPlaceAttr)) {
+      // An in-place update stays alone with its destination captured (never a clone of its
+      // producer): the outliner ties the result to that capture.
+      Operation* last = b.clone(*root, map);
+      root->replaceAllUsesWith(region.getResults());
+      root->erase();
+      YieldOp::create(b, region.getLoc(), last->getResults());
+      return;
+    }
     Operation* last = cloneInto(b, root, map);
     Operation* root0 = last;
     root->replaceAllUsesWith(region.getResults());

@@ -2,6 +2,7 @@
 // source coordinates from linalg.index and reads them with tensor.extract, so the kernels are
 // ordinary parallel loops (tiled, distributed, fused like any other generic).
 #include "passes/dispatch/LowerTensorOps.h"
+#include "passes/dispatch/InPlaceUpdates.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -224,6 +225,14 @@ void LowerHostTensorOps(func::FuncOp func) {
     if (isa<tensor::ExtractSliceOp, tensor::InsertSliceOp, tensor::PadOp, tensor::FromElementsOp>(op) &&
         !op->getParentOfType<linalg::LinalgOp>())
       ops.push_back(op);
+  });
+  // In-place updates stay insert_slice ops (their own dispatches, result tied to the
+  // destination); decided in program order so that a chain of updates sees earlier marks.
+  llvm::erase_if(ops, [](Operation* op) {
+    auto insert = dyn_cast<tensor::InsertSliceOp>(op);
+    if (!insert || !CanInsertInPlace(insert)) return false;
+    insert->setAttr(kInPlaceAttr, UnitAttr::get(op->getContext()));
+    return true;
   });
   for (Operation* op : ops) {
     (void)llvm::TypeSwitch<Operation*, LogicalResult>(op)

@@ -11,6 +11,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "passes/Passes.h"
+#include "passes/dispatch/InPlaceUpdates.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_OUTLINEDISPATCHREGIONS
@@ -172,8 +173,22 @@ class OutlineDispatchRegions
     }
     foldIdentityGenerics(kernel);
     auto ret = cast<func::ReturnOp>(entry->getTerminator());
-    for (unsigned i = 0; i < numResults; ++i)
+    // In-place updates (passes/dispatch/InPlaceUpdates.h): the result is the destination
+    // capture's buffer, so the kernel updates its output argument, which the host binds to
+    // that same buffer; the capture itself goes unused in the kernel.
+    SmallVector<int64_t> tied(numResults, -1);
+    for (unsigned i = 0; i < numResults; ++i) {
+      auto insert = ret.getOperand(i).getDefiningOp<tensor::InsertSliceOp>();
+      if (insert && insert->hasAttr(kInPlaceAttr)) {
+        auto dest = dyn_cast<BlockArgument>(insert.getDest());
+        if (dest && dest.getOwner() == entry && dest.getArgNumber() < numTensors) {
+          tied[i] = dest.getArgNumber();
+          insert.getDestMutable().assign(entry->getArgument(numTensors + i));
+          continue;
+        }
+      }
       writeInto(b, ret, i, entry->getArgument(numTensors + i));
+    }
     symbols.insert(exe);  // renames on collision
     kernel.setSymName(exe.getSymName());
 
@@ -183,6 +198,8 @@ class OutlineDispatchRegions
     auto dispatch = DispatchOp::create(b, loc, region.getResultTypes(),
                                        FlatSymbolRefAttr::get(exe.getSymNameAttr()), operands,
                                        resultDims);
+    if (llvm::any_of(tied, [](int64_t t) { return t >= 0; }))
+      dispatch->setAttr(kTiedOperandsAttr, b.getDenseI64ArrayAttr(tied));
     region->replaceAllUsesWith(dispatch.getResults());
     region->erase();
     return success();

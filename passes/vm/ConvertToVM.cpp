@@ -26,6 +26,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "passes/Passes.h"
+#include "passes/dispatch/InPlaceUpdates.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_CONVERTTOVM
@@ -279,8 +280,20 @@ class HostLowering {
       if (!d || d->getBlock() != v.getParentBlock() || segmentOf.lookup(d) != segment ||
           !llvm::is_contained(d.getArgs(), v))
         return false;
+      // Updated in place: the buffer lives on as the tied result.
+      int64_t result = tiedResultOf(d, use.getOperandNumber());
+      if (result >= 0 && !isTransient(d->getResult(result), segment)) return false;
     }
     return true;
+  }
+
+  // The result of `d` written into operand `operand`'s buffer (hexir.tied_operands), or -1.
+  static int64_t tiedResultOf(DispatchOp d, unsigned operand) {
+    auto tied = d->getAttrOfType<DenseI64ArrayAttr>(kTiedOperandsAttr);
+    if (!tied) return -1;
+    for (auto [i, t] : llvm::enumerate(tied.asArrayRef()))
+      if (t == int64_t(operand)) return i;
+    return -1;
   }
 
   LogicalResult lowerOp(Operation& op) {
@@ -449,8 +462,23 @@ class HostLowering {
     }
     unsigned nextDim = 0;
     int64_t segment = segmentOf.lookup(d);
-    for (Value result : d.getResults()) {
+    auto tied = d->getAttrOfType<DenseI64ArrayAttr>(kTiedOperandsAttr);
+    for (auto [ri, result] : llvm::enumerate(d.getResults())) {
       auto t = cast<RankedTensorType>(result.getType());
+      if (tied && tied[ri] >= 0) {
+        // Written in place into the operand's buffer: same buffer, same dims; bound twice
+        // (operand and output), which the segment's slot list turns into one slot.
+        HostTensor h = tensors.lookup(d.getArgs()[tied[ri]]);
+        if (!h.buffer) return d.emitError("in-place update of a tensor without a buffer");
+        for (int64_t dim : t.getShape())
+          if (ShapedType::isDynamic(dim)) ++nextDim;
+        h.view = Value();
+        tensors[result] = h;
+        p.bindings.push_back(h.buffer);
+        for (auto [i, dim] : llvm::enumerate(t.getShape()))
+          if (ShapedType::isDynamic(dim)) params.push_back(h.dims[i]);
+        continue;
+      }
       HostTensor h;
       for (int64_t dim : t.getShape()) {
         if (!ShapedType::isDynamic(dim)) {

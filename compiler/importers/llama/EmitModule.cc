@@ -235,23 +235,17 @@ class ModuleWriter {
                       });
   }
 
-  // cache'[s, j] = s == pos ? row[j] : cache[s, j]. The row is read with tensor.extract, not
-  // as a broadcast input: as an input, its producer (matvec, rope) would be fused into this
-  // [S][kv_dim] kernel and recomputed per tile.
-  std::string CacheUpdate(const std::string& cache, const std::string& row) {
-    std::string t = T({S_, KV_});
-    std::string e = e_.Filled(t, "", "f32");
-    return e_.Generic({"(s, j) -> (s, j)", "(s, j) -> (s, j)"}, {"parallel", "parallel"},
-                      {{cache, t}}, {e, t}, {"f32", "f32"}, [&](auto a) {
-                        std::string s = e_.Fresh(), j = e_.Fresh(), p = e_.Fresh(), eq = e_.Fresh(),
-                                    v = e_.Fresh(), r = e_.Fresh();
-                        return L(s + " = linalg.index 0 : index") + L(j + " = linalg.index 1 : index") +
-                               L(p + " = arith.index_cast " + pos_ + " : i64 to index") +
-                               L(eq + " = arith.cmpi eq, " + s + ", " + p + " : index") +
-                               L(v + " = tensor.extract " + row + "[" + j + "] : " + T({KV_})) +
-                               L(r + " = arith.select " + eq + ", " + v + ", " + a[0] + " : f32") +
-                               L("linalg.yield " + r + " : f32");
-                      });
+  // cache' = cache with row `pos` replaced by `row`: a tensor.insert_slice, which the compiler
+  // lowers as an in-place update of the cache's buffer (one row written per step, not a copy
+  // of the cache; passes/dispatch/InPlaceUpdates.h) since the decode loop owns the caches.
+  std::string CacheRowInsert(const std::string& cache, const std::string& row) {
+    std::string r2 = e_.Fresh("row"), p = e_.Fresh("p"), r = e_.Fresh("cache");
+    os_ << "    " << r2 << " = tensor.expand_shape " << row << " [[0, 1]] output_shape [1, " << KV_
+        << "] : " << T({KV_}) << " into " << T({1, KV_}) << "\n"
+        << "    " << p << " = arith.index_cast " << pos_ << " : i64 to index\n"
+        << "    " << r << " = tensor.insert_slice " << r2 << " into " << cache << "[" << p
+        << ", 0] [1, " << KV_ << "] [1, 1] : " << T({1, KV_}) << " into " << T({S_, KV_}) << "\n";
+    return r;
   }
 
   // Position-validity test (s <= pos) on loop dimension `dim` inside a body.
@@ -606,7 +600,7 @@ class ModuleWriter {
     std::string q = Rope(MatVec(w[1], xn, D_, D_), D_);
     std::string k = Rope(MatVec(w[2], xn, KV_, D_), KV_);
     std::string v = MatVec(w[3], xn, KV_, D_);
-    std::string kc = CacheUpdate(kc0, k), vc = CacheUpdate(vc0, v);
+    std::string kc = CacheRowInsert(kc0, k), vc = CacheRowInsert(vc0, v);
     std::string att = Attention(q, kc, vc);
     std::string x2 = Binary(x, MatVec(w[4], att, D_, D_), D_, "arith.addf");
     std::string xn2 = RmsNorm(x2, w[5]);
