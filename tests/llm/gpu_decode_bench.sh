@@ -19,7 +19,7 @@
 #     the seeded random768 checkpoint in a temporary folder; PyTorch from HEXIR_TORCH_PYTHON
 #     (default python3 on PATH). (tools/gpu/run.sh runs this.)
 # Hexir's time: the fastest of 3 @generate calls (--timing: KV cache zero-fill, the BOS
-# prefill, the decode loop reading one id per step, the ids' download) divided by the ids it
+# prefill, the decode loop reading its stop flag once per 8 steps, the ids' download) divided by the ids it
 # generated; PyTorch decodes exactly that many tokens (fastest of 3 after a warm-up). Prints a
 # table; "ids" says whether the first 20 greedy ids of Hexir and PyTorch agree (f16 random768:
 # informational, its f16 activations in PyTorch may diverge from Hexir's f32 ones).
