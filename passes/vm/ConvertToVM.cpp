@@ -499,7 +499,11 @@ class HostLowering {
         h.buffer = call("hal.device.transient", {device, held, bytes}, {ref})[0];
         vmir::GlobalStoreRefOp::create(b, loc, h.buffer, b.getI64IntegerAttr(global));
       } else {
-        h.buffer = call("hal.allocator.allocate", {device, bytes}, {ref})[0];
+        // Kernels write every element of their results: no zero fill (a pass over the
+        // memory on the CPU, a memset node on CUDA), stream-ordered, no submission.
+        Value none = null();
+        h.buffer = call("hal.device.queue.alloca", {device, none, i64(0), none, i64(0), bytes},
+                        {ref})[0];
       }
       tensors[result] = h;
       p.bindings.push_back(h.buffer);

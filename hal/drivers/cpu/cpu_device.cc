@@ -84,10 +84,22 @@ class CpuDevice final : public Device {
       }
     }
     HEXIR_ASSIGN_OR_RETURN(vm::Ref<Buffer> buffer, Allocate(byte_size, memory_types, /*zero=*/false));
+    if (waits.empty() && signals.empty()) return buffer;  // nothing to order: no submission
     auto cb = vm::MakeRef<CommandBuffer>(nullptr);  // internal: not a program recording
     HEXIR_RETURN_IF_ERROR(cb->Finalize());
     HEXIR_RETURN_IF_ERROR(QueueExecute(waits, cb, signals, {}).WithContext("queue alloca"));
     return buffer;
+  }
+
+  // Without semaphores nothing waits for the release: dropping the reference is enough
+  // (queued submissions that use the buffer hold their own until they complete).
+  Status QueueDealloca(const std::vector<SemaphoreValue>& waits,
+                       const std::vector<SemaphoreValue>& signals,
+                       vm::Ref<Buffer> buffer) override {
+    if (!waits.empty() || !signals.empty())
+      return Device::QueueDealloca(waits, signals, std::move(buffer));
+    if (!buffer) return InvalidArgument("queue dealloca: buffer is null");
+    return Status::Ok();
   }
 
   StatusOr<vm::Ref<Buffer>> Allocate(uint64_t byte_size, uint32_t memory_types, bool zero) {

@@ -2,7 +2,7 @@
 
 // A host reshape reuses the producer's buffer; i8 tensors use element type 16.
 // CHECK-LABEL: func.func @reshape(
-// CHECK:         %[[BUF:.+]] = hexir_vm.call.import "hal.allocator.allocate"
+// CHECK:         %[[BUF:.+]] = hexir_vm.call.import "hal.device.queue.alloca"
 // CHECK:         hal.command_buffer.dispatch
 // CHECK:         hexir_vm.call.import "hal.buffer_view.create"(%[[BUF]], {{.*}}) : (!hexir_vm.ref, i64, i64, i64) -> !hexir_vm.ref
 func.func @reshape(%a: tensor<6xf32>) -> tensor<2x3xf32> {

@@ -19,7 +19,7 @@
 // CHECK:         %[[BITS:.+]] = hexir_vm.inst "trunc.f64.f32"(%[[S]])
 // CHECK:         %[[P:.+]] = hexir_vm.call.import "hal.allocator.allocate_uniform"
 // CHECK:         hexir_vm.call.import "hal.buffer.store_i64"(%[[P]], %{{.+}}, %[[BITS]])
-// CHECK:         %[[OUT:.+]] = hexir_vm.call.import "hal.allocator.allocate"(%[[DEV]]
+// CHECK:         %[[OUT:.+]] = hexir_vm.call.import "hal.device.queue.alloca"(%[[DEV]]
 // CHECK:         %[[CACHED:.+]] = hexir_vm.global.load.ref 1
 // CHECK:         %[[NULL:.+]] = hexir_vm.ref.is_null %[[CACHED]]
 // CHECK:         hexir_vm.cond_br %[[NULL]], ^[[RECORD:.+]], ^[[REPLAY:.+]](%[[CACHED]] : !hexir_vm.ref)
@@ -72,7 +72,7 @@ func.func @constant() -> tensor<2xf32> {
 // CHECK:         hexir_vm.call.import "hal.buffer_view.assert"(%[[A]], %{{.+}}, %{{.+}}, %[[NEG]], %{{.+}})
 // CHECK:         %[[D0:.+]] = hexir_vm.call.import "hal.buffer_view.dim"(%[[A]], %{{.+}}) : (!hexir_vm.ref, i64) -> i64
 // CHECK:         %[[ROW:.+]] = hexir_vm.inst "mul.i64"(%[[D0]], %{{.+}})
-// CHECK:         hexir_vm.call.import "hal.allocator.allocate"(%{{.+}}, %[[ROW]])
+// CHECK:         hexir_vm.call.import "hal.device.queue.alloca"(%{{.+}}, %[[ROW]])
 // CHECK:         hexir_vm.call.import "hal.buffer.store_i64"(%{{.+}}, %{{.+}}, %[[D0]], %[[D0]])
 // CHECK:         hexir_vm.call.import "hal.device.queue.execute_bound"
 // CHECK:         hexir_vm.call.import "hal.buffer_view.create"(%{{.+}}, %{{.+}}, %[[D0]], %{{.+}})
