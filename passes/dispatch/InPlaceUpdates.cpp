@@ -7,18 +7,11 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/SymbolTable.h"
+#include "passes/dispatch/LowerTensorOps.h"
 
 namespace hexir {
 namespace {
 using namespace mlir;
-
-bool unitStrides(ArrayRef<OpFoldResult> strides) {
-  for (OpFoldResult s : strides) {
-    std::optional<int64_t> c = getConstantIntValue(s);
-    if (!c || *c != 1) return false;
-  }
-  return true;
-}
 
 class Ownership {
  public:
@@ -107,9 +100,7 @@ class Ownership {
 }  // namespace
 
 bool CanInsertInPlace(tensor::InsertSliceOp op) {
-  if (!unitStrides(op.getMixedStrides()) ||
-      op.getSourceType().getRank() != op.getDestType().getRank())
-    return false;
+  if (!IsLowerableHostTensorOp(op)) return false;  // unit strides, same rank
   return Ownership().ownedAt(op.getDest(), op);
 }
 
