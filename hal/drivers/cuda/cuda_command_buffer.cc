@@ -289,20 +289,6 @@ Status CudaCommandBuffer::BuildGraph() {
   return Status::Ok();
 }
 
-bool CudaCommandBuffer::ResolveSlots(KernelOp& k, const std::vector<BufferRef>& table) const {
-  bool changed = false;
-  for (size_t i = 0; i < k.slot_of.size(); ++i) {
-    if (k.slot_of[i] < 0) continue;
-    const BufferRef& r = table[k.slot_of[i]];
-    uint64_t v = DevicePtr(*r.buffer) + r.offset;
-    if (k.values[i] != v) {
-      k.values[i] = v;
-      changed = true;
-    }
-  }
-  return changed;
-}
-
 bool CudaCommandBuffer::ResolveSlotPointers(KernelOp& k,
                                             const std::vector<CUdeviceptr>& pointers) const {
   bool changed = false;
@@ -432,10 +418,14 @@ Status CudaCommandBuffer::EnqueueProfiled(const std::vector<BufferRef>& table, C
 Status CudaCommandBuffer::EnqueueStream(const std::vector<BufferRef>& table, CUstream stream,
                                         bool profiling) {
   const CudaApi& api = *shared_->api;
+  // Uniform slots read from their device shadows here too, so stream mode (and the profiled
+  // launches hexir-bench times) run the kernels exactly as a graph launch does.
+  std::vector<CUdeviceptr> pointers;
+  HEXIR_RETURN_IF_ERROR(StageUniforms(table, stream, &pointers));
   for (const Op& op : ops_) {
     if (op.kind == Op::kKernel) {
       KernelOp& k = kernels_[op.index];
-      if (k.uses_slots) ResolveSlots(k, table);
+      if (k.uses_slots) ResolveSlotPointers(k, pointers);
       std::array<uint32_t, 3> wg = k.command->workgroup_count;
       if (k.indirect) {
         const std::string& name = k.command->executable->entry_name(k.command->entry);

@@ -96,9 +96,7 @@ class CudaCommandBuffer final : public CommandBuffer {
   Status BuildOps();
   Status BuildGraph();
   CUDA_KERNEL_NODE_PARAMS NodeParams(KernelOp& k) const;
-  // Fills k.values' binding entries for `table`; true when any changed.
-  bool ResolveSlots(KernelOp& k, const std::vector<BufferRef>& table) const;
-  // The same from per-slot device pointers.
+  // Fills k.values' binding entries from per-slot device pointers; true when any changed.
   bool ResolveSlotPointers(KernelOp& k, const std::vector<CUdeviceptr>& pointers) const;
   Status EnqueueStream(const std::vector<BufferRef>& table, CUstream stream,
                        bool profiling = false);
@@ -122,8 +120,9 @@ class CudaCommandBuffer final : public CommandBuffer {
   std::vector<CUevent> profile_events_;
   std::vector<std::pair<size_t, std::array<uint32_t, 3>>> profiled_kernels_;
 
-  // Graph mode: uniform slots (kMemoryUniform buffers) are copied into a device-side shadow
-  // per slot before each launch and the graph binds the shadow, whose address never changes.
+  // Uniform slots (kMemoryUniform buffers) are copied into a device-side shadow per slot
+  // before each launch (graph or stream) and the kernels bind the shadow, whose address
+  // never changes.
   struct Shadow {
     CUdeviceptr ptr = 0;
     uint64_t capacity = 0;

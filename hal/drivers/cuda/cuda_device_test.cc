@@ -219,6 +219,21 @@ TEST_CASE("cuda/uniform_slots_are_staged_into_a_shadow_and_need_no_node_update")
   for (int call = 0; call < 4; ++call)
     CHECK(Download<float>(d, *outs[call], n) == std::vector<float>(n, 1.0f + call));
   CHECK(Stats(d).kernel_node_updates == s1.kernel_node_updates);
+  // Stream mode (one-shot work, profiling) stages uniform slots the same way.
+  auto scb = *CreateCommandBuffer(d, CommandBufferMode::kStream);
+  REQUIRE(scb->Dispatch(exe, 0, {1, 1, 1},
+                        {BufferRef::Slot(0), BufferRef::Slot(1), BufferRef::Slot(2)}, {n, 64})
+              .ok());
+  REQUIRE(scb->Finalize().ok());
+  for (int call = 0; call < 2; ++call) {
+    auto u = *d.AllocateBuffer(n * 4, kMemoryHostVisible | kMemoryUniform);
+    std::vector<float> v(n, float(100 + call));
+    std::memcpy(u->host_data(), v.data(), n * 4);
+    REQUIRE(d.QueueExecute({}, scb, {}, {BufferRef::Whole(a), BufferRef::Whole(u), BufferRef::Whole(out)}).ok());
+    std::vector<float> got(n, -1.0f);
+    REQUIRE(d.ReadBufferAfterPendingWork(*out, 0, got.data(), n * 4).ok());
+    CHECK(got == std::vector<float>(n, 101.0f + call));
+  }
 }
 
 TEST_CASE("cuda/second_call_costs_one_launch_one_synchronization") {
