@@ -63,6 +63,9 @@ if [ -x "$IMPORT" ]; then
   err=$("$IMPORT" "$TMP/truncated.bin" -o "$TMP/t.mlir" 2>&1) && fail "truncated checkpoint accepted"
   echo "$err" | grep -q "file has 5000 bytes but the header" && echo "$err" | grep -q "does not fit" \
     && pass "truncated checkpoint: $err" || fail "truncated checkpoint message: $err"
+  err=$("$IMPORT" "$TMP/h4_kv2_v-50_s1.bin" --decode-chunk=0 -o "$TMP/t.mlir" 2>&1) && fail "decode chunk 0 accepted"
+  echo "$err" | grep -q "decode chunk 0 is outside 1..4096" && pass "decode chunk 0: $err" \
+    || fail "decode chunk 0 message: $err"
 else
   echo "note: no hexir-import here; truncated-checkpoint import check not run"
 fi
