@@ -15,6 +15,7 @@
 
 #include "hal/api.h"
 #include "hal/drivers/cuda/cuda_device.h"
+#include "hal/drivers/cuda/cuda_shared.h"
 #include "hal/drivers/cuda/testing/test_kernels.h"
 
 namespace hexir::hal::cuda {
@@ -106,6 +107,29 @@ TEST_CASE("cuda/device_selection") {
   auto cpu = CreateDevice("cpu");
   REQUIRE(cpu.ok());
   REQUIRE(GetCudaStats(**cpu).status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("cuda/pinned_host_pool_classes_and_cap (no GPU needed)") {
+  // Pure bookkeeping: fake block addresses, nothing is allocated or freed.
+  CHECK(PinnedHostPool::ClassBytes(1) == 256);
+  CHECK(PinnedHostPool::ClassBytes(256) == 256);
+  CHECK(PinnedHostPool::ClassBytes(257) == 512);
+  CHECK(PinnedHostPool::ClassBytes(5000) == 8192);
+  PinnedHostPool pool;
+  pool.max_cached_bytes = 1024;
+  int blocks[3];
+  CHECK(pool.Take(256) == nullptr);
+  CHECK(pool.Give(&blocks[0], 512));
+  CHECK(pool.Give(&blocks[1], 512));
+  CHECK_FALSE(pool.Give(&blocks[2], 256));  // over the cap: the caller frees it
+  CHECK(pool.cached_bytes == 1024);
+  CHECK(pool.Take(256) == nullptr);  // another class
+  void* got = pool.Take(512);
+  CHECK((got == &blocks[0] || got == &blocks[1]));
+  CHECK(pool.cached_bytes == 512);
+  CHECK(pool.Take(512) != nullptr);
+  CHECK(pool.Take(512) == nullptr);
+  CHECK(pool.cached_bytes == 0);
 }
 
 TEST_CASE("cuda/graph_replay_updates_nodes_without_reinstantiation") {
