@@ -50,14 +50,8 @@ class Ownership {
     }
     if (auto insert = dyn_cast<tensor::InsertSliceOp>(def))
       return !insert->hasAttr(kInPlaceAttr) || ownedAt(insert.getDest(), insert);
-    if (auto f = dyn_cast<scf::ForOp>(def)) {
-      auto yield = cast<scf::YieldOp>(f.getBody()->getTerminator());
-      return ownedAt(f.getInitArgs()[i], f) && ownedAt(yield.getOperand(i), yield);
-    }
-    if (auto w = dyn_cast<scf::WhileOp>(def)) {
-      scf::ConditionOp cond = w.getConditionOp();
-      return ownedAt(cond.getArgs()[i], cond);
-    }
+    if (auto f = dyn_cast<scf::ForOp>(def)) return ownedThroughFor(f, i);
+    if (auto w = dyn_cast<scf::WhileOp>(def)) return ownedThroughCondition(w, i);
     if (auto ifOp = dyn_cast<scf::IfOp>(def)) {
       for (Region* r : {&ifOp.getThenRegion(), &ifOp.getElseRegion()}) {
         if (r->empty()) return false;
@@ -78,20 +72,25 @@ class Ownership {
   bool freshArgument(BlockArgument arg) {
     Operation* parent = arg.getOwner()->getParentOp();
     unsigned n = arg.getArgNumber();
-    if (auto f = dyn_cast<scf::ForOp>(parent)) {
-      if (n == 0) return false;  // the induction variable
-      auto yield = cast<scf::YieldOp>(f.getBody()->getTerminator());
-      return ownedAt(f.getInitArgs()[n - 1], f) && ownedAt(yield.getOperand(n - 1), yield);
-    }
+    if (auto f = dyn_cast<scf::ForOp>(parent))
+      return n > 0 && ownedThroughFor(f, n - 1);  // argument 0 is the induction variable
     if (auto w = dyn_cast<scf::WhileOp>(parent)) {
-      if (arg.getOwner() == &w.getBefore().front()) {
-        auto yield = cast<scf::YieldOp>(w.getAfter().front().getTerminator());
-        return ownedAt(w.getInits()[n], w) && ownedAt(yield.getOperand(n), yield);
-      }
-      scf::ConditionOp cond = w.getConditionOp();
-      return ownedAt(cond.getArgs()[n], cond);
+      if (arg.getOwner() != &w.getBefore().front()) return ownedThroughCondition(w, n);
+      auto yield = cast<scf::YieldOp>(w.getAfter().front().getTerminator());
+      return ownedAt(w.getInits()[n], w) && ownedAt(yield.getOperand(n), yield);
     }
     return false;  // function arguments and anything else
+  }
+
+  // Iteration value i of a for loop (its iter_arg and its result): the init or a yield.
+  bool ownedThroughFor(scf::ForOp f, unsigned i) {
+    auto yield = cast<scf::YieldOp>(f.getBody()->getTerminator());
+    return ownedAt(f.getInitArgs()[i], f) && ownedAt(yield.getOperand(i), yield);
+  }
+  // Value i a while loop's condition forwards (to the after region and to the results).
+  bool ownedThroughCondition(scf::WhileOp w, unsigned i) {
+    scf::ConditionOp cond = w.getConditionOp();
+    return ownedAt(cond.getArgs()[i], cond);
   }
 
   llvm::SmallPtrSet<const void*, 16> visiting;

@@ -191,48 +191,56 @@ class ModuleWriter {
                       });
   }
 
-  // Rotary embedding on interleaved pairs (2i, 2i+1) at position %pos.
+  // Rotary embedding on interleaved pairs (2i, 2i+1) at position pos_.
   std::string Rope(const std::string& v, int64_t n) {
     std::string t = T({n});
     std::string e = e_.Filled(t, "", "f32");
     return e_.Generic({"(i) -> (i)", "(i) -> (i)"}, {"parallel"}, {{v, t}}, {e, t}, {"f32", "f32"},
                       [&](auto a) {
-                        auto f = [&]() { return e_.Fresh(); };
-                        std::string i = f(), c0 = f(), c1 = f(), c2 = f(), chd = f(), hdim = f(),
-                                    par = f(), hev = f(), hevi = f(), hevf = f(), hdf = f(),
-                                    ratio = f(), base = f(), pw = f(), one = f(), freq = f(),
-                                    posf = f(), val = f(), cs = f(), sn = f(), pi = f(), p = f(),
-                                    even = f(), t1 = f(), t2 = f(), ev = f(), od = f(), r = f();
+                        std::string i = e_.Fresh();
                         return L(i + " = linalg.index 0 : index") +
-                               L(c0 + " = arith.constant 0 : index") +
-                               L(c1 + " = arith.constant 1 : index") +
-                               L(c2 + " = arith.constant 2 : index") +
-                               L(chd + " = arith.constant " + std::to_string(HD_) + " : index") +
-                               L(hdim + " = arith.remui " + i + ", " + chd + " : index") +
-                               L(par + " = arith.remui " + i + ", " + c2 + " : index") +
-                               L(hev + " = arith.subi " + hdim + ", " + par + " : index") +
-                               L(hevi + " = arith.index_cast " + hev + " : index to i64") +
-                               L(hevf + " = arith.sitofp " + hevi + " : i64 to f32") +
-                               L(hdf + " = arith.constant " + std::to_string(HD_) + ".0 : f32") +
-                               L(ratio + " = arith.divf " + hevf + ", " + hdf + " : f32") +
-                               L(base + " = arith.constant " + theta_ + " : f32") +
-                               L(pw + " = math.powf " + base + ", " + ratio + " : f32") +
-                               L(one + " = arith.constant 1.0 : f32") +
-                               L(freq + " = arith.divf " + one + ", " + pw + " : f32") +
-                               L(posf + " = arith.sitofp " + pos_ + " : i64 to f32") +
-                               L(val + " = arith.mulf " + posf + ", " + freq + " : f32") +
-                               L(cs + " = math.cos " + val + " : f32") +
-                               L(sn + " = math.sin " + val + " : f32") +
-                               L(pi + " = arith.xori " + i + ", " + c1 + " : index") +
-                               L(p + " = tensor.extract " + v + "[" + pi + "] : " + t) +
-                               L(even + " = arith.cmpi eq, " + par + ", " + c0 + " : index") +
-                               L(t1 + " = arith.mulf " + a[0] + ", " + cs + " : f32") +
-                               L(t2 + " = arith.mulf " + p + ", " + sn + " : f32") +
-                               L(ev + " = arith.subf " + t1 + ", " + t2 + " : f32") +
-                               L(od + " = arith.addf " + t2 + ", " + t1 + " : f32") +
-                               L(r + " = arith.select " + even + ", " + ev + ", " + od + " : f32") +
-                               L("linalg.yield " + r + " : f32");
+                               RopeBody(a[0], i, pos_, [&](const std::string& pi) {
+                                 return v + "[" + pi + "] : " + t;
+                               });
                       });
+  }
+
+  // The body of a rotary generic: element `x` at pair index `i` (index) of a vector `v` at
+  // position `pos` (i64), whose partner element is `tensor.extract` of partner(pi) (the
+  // "v[...] : type" text for partner index pi); ends with linalg.yield.
+  std::string RopeBody(const std::string& x, const std::string& i, const std::string& pos,
+                       const std::function<std::string(const std::string&)>& partner) {
+    auto f = [&]() { return e_.Fresh(); };
+    std::string c0 = f(), c1 = f(), c2 = f(), chd = f(), hdim = f(), par = f(), hev = f(),
+                hevi = f(), hevf = f(), hdf = f(), ratio = f(), base = f(), pw = f(), one = f(),
+                freq = f(), posf = f(), val = f(), cs = f(), sn = f(), pi = f(), p = f(),
+                even = f(), t1 = f(), t2 = f(), ev = f(), od = f(), r = f();
+    return L(c0 + " = arith.constant 0 : index") + L(c1 + " = arith.constant 1 : index") +
+           L(c2 + " = arith.constant 2 : index") +
+           L(chd + " = arith.constant " + std::to_string(HD_) + " : index") +
+           L(hdim + " = arith.remui " + i + ", " + chd + " : index") +
+           L(par + " = arith.remui " + i + ", " + c2 + " : index") +
+           L(hev + " = arith.subi " + hdim + ", " + par + " : index") +
+           L(hevi + " = arith.index_cast " + hev + " : index to i64") +
+           L(hevf + " = arith.sitofp " + hevi + " : i64 to f32") +
+           L(hdf + " = arith.constant " + std::to_string(HD_) + ".0 : f32") +
+           L(ratio + " = arith.divf " + hevf + ", " + hdf + " : f32") +
+           L(base + " = arith.constant " + theta_ + " : f32") +
+           L(pw + " = math.powf " + base + ", " + ratio + " : f32") +
+           L(one + " = arith.constant 1.0 : f32") +
+           L(freq + " = arith.divf " + one + ", " + pw + " : f32") +
+           L(posf + " = arith.sitofp " + pos + " : i64 to f32") +
+           L(val + " = arith.mulf " + posf + ", " + freq + " : f32") +
+           L(cs + " = math.cos " + val + " : f32") + L(sn + " = math.sin " + val + " : f32") +
+           L(pi + " = arith.xori " + i + ", " + c1 + " : index") +
+           L(p + " = tensor.extract " + partner(pi)) +
+           L(even + " = arith.cmpi eq, " + par + ", " + c0 + " : index") +
+           L(t1 + " = arith.mulf " + x + ", " + cs + " : f32") +
+           L(t2 + " = arith.mulf " + p + ", " + sn + " : f32") +
+           L(ev + " = arith.subf " + t1 + ", " + t2 + " : f32") +
+           L(od + " = arith.addf " + t2 + ", " + t1 + " : f32") +
+           L(r + " = arith.select " + even + ", " + ev + ", " + od + " : f32") +
+           L("linalg.yield " + r + " : f32");
   }
 
   // cache' = cache with row `pos` replaced by `row`: a tensor.insert_slice, which the compiler
@@ -408,44 +416,13 @@ class ModuleWriter {
     std::string e = e_.Filled(t, "", "f32", "%m");
     return e_.Generic({"(m, i) -> (m, i)", "(m, i) -> (m, i)"}, {"parallel", "parallel"}, {{v, t}},
                       {e, t}, {"f32", "f32"}, [&](auto a) {
-                        auto f = [&]() { return e_.Fresh(); };
-                        std::string row = f(), rowi = f(), i = f(), c0 = f(), c1 = f(), c2 = f(),
-                                    chd = f(), hdim = f(), par = f(), hev = f(), hevi = f(),
-                                    hevf = f(), hdf = f(), ratio = f(), base = f(), pw = f(),
-                                    one = f(), freq = f(), posf = f(), val = f(), cs = f(),
-                                    sn = f(), pi = f(), p = f(), even = f(), t1 = f(), t2 = f(),
-                                    ev = f(), od = f(), r = f();
+                        std::string row = e_.Fresh(), rowi = e_.Fresh(), i = e_.Fresh();
                         return L(row + " = linalg.index 0 : index") +
                                L(rowi + " = arith.index_cast " + row + " : index to i64") +
                                L(i + " = linalg.index 1 : index") +
-                               L(c0 + " = arith.constant 0 : index") +
-                               L(c1 + " = arith.constant 1 : index") +
-                               L(c2 + " = arith.constant 2 : index") +
-                               L(chd + " = arith.constant " + std::to_string(HD_) + " : index") +
-                               L(hdim + " = arith.remui " + i + ", " + chd + " : index") +
-                               L(par + " = arith.remui " + i + ", " + c2 + " : index") +
-                               L(hev + " = arith.subi " + hdim + ", " + par + " : index") +
-                               L(hevi + " = arith.index_cast " + hev + " : index to i64") +
-                               L(hevf + " = arith.sitofp " + hevi + " : i64 to f32") +
-                               L(hdf + " = arith.constant " + std::to_string(HD_) + ".0 : f32") +
-                               L(ratio + " = arith.divf " + hevf + ", " + hdf + " : f32") +
-                               L(base + " = arith.constant " + theta_ + " : f32") +
-                               L(pw + " = math.powf " + base + ", " + ratio + " : f32") +
-                               L(one + " = arith.constant 1.0 : f32") +
-                               L(freq + " = arith.divf " + one + ", " + pw + " : f32") +
-                               L(posf + " = arith.sitofp " + rowi + " : i64 to f32") +
-                               L(val + " = arith.mulf " + posf + ", " + freq + " : f32") +
-                               L(cs + " = math.cos " + val + " : f32") +
-                               L(sn + " = math.sin " + val + " : f32") +
-                               L(pi + " = arith.xori " + i + ", " + c1 + " : index") +
-                               L(p + " = tensor.extract " + v + "[" + row + ", " + pi + "] : " + t) +
-                               L(even + " = arith.cmpi eq, " + par + ", " + c0 + " : index") +
-                               L(t1 + " = arith.mulf " + a[0] + ", " + cs + " : f32") +
-                               L(t2 + " = arith.mulf " + p + ", " + sn + " : f32") +
-                               L(ev + " = arith.subf " + t1 + ", " + t2 + " : f32") +
-                               L(od + " = arith.addf " + t2 + ", " + t1 + " : f32") +
-                               L(r + " = arith.select " + even + ", " + ev + ", " + od + " : f32") +
-                               L("linalg.yield " + r + " : f32");
+                               RopeBody(a[0], i, rowi, [&](const std::string& pi) {
+                                 return v + "[" + row + ", " + pi + "] : " + t;
+                               });
                       });
   }
 
