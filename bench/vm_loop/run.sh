@@ -3,8 +3,9 @@
 # compiled by hexir-compile and run by hexir-run on the CPU, and the same loop in lua5.4.
 #   bash bench/vm_loop/run.sh [N=30000000]
 # Binaries come from $HEXIR_BIN (a folder holding hexir-compile and hexir-run) or bazel-bin;
-# $LUA names the interpreter (default lua5.4); $BASELINE_MODULE adds a module compiled
-# elsewhere (e.g. by an older hexir-compile) to the same comparison. Each figure is the best
+# $LUA names the interpreter (default lua5.4); $MODULE takes sum_mod.mlir already compiled
+# (where there is no hexir-compile, e.g. the GPU machine); $BASELINE_MODULE adds a module
+# compiled elsewhere (e.g. by an older hexir-compile) to the same comparison. Each figure is the best
 # of $REPEATS (default 5) runs: whole-process wall and CPU (user + sys) seconds, and the loop
 # alone (the process at N minus the process at N = 0: startup, module load, device creation).
 # Ratios are hexir / Lua (below 1: hexir is faster). The results must agree (exit 1 if not).
@@ -17,15 +18,17 @@ LUA=${LUA:-lua5.4}
 bin() {
   if [ -n "${HEXIR_BIN:-}" ]; then echo "$HEXIR_BIN/$1"; else echo "bazel-bin/tools/$1/$1"; fi
 }
-for t in hexir-compile hexir-run; do
+tools=(hexir-run); [ -n "${MODULE:-}" ] || tools+=(hexir-compile)
+for t in "${tools[@]}"; do
   [ -x "$(bin $t)" ] || { echo "vm_loop: $(bin $t) is missing (bazel build //tools/$t)" >&2; exit 1; }
 done
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-"$(bin hexir-compile)" bench/vm_loop/sum_mod.mlir --target=cpu -o "$tmp/sum_mod.vmfb"
+module=${MODULE:-$tmp/sum_mod.vmfb}
+[ -n "${MODULE:-}" ] || "$(bin hexir-compile)" bench/vm_loop/sum_mod.mlir --target=cpu -o "$module"
 
 calc() { awk "BEGIN { printf \"%.3f\", $1 }"; }
 calc_true() { awk "BEGIN { exit !($1) }"; }
-ratio() { awk "BEGIN { printf \"%.2f\", $1 / $2 }"; }
+ratio() { awk "BEGIN { if ($2 > 0) printf \"%.2f\", $1 / $2; else printf \"n/a\" }"; }
 
 # best_of COMMAND...: runs COMMAND $REPEATS times; prints "wall cpu result" (the best
 # wall and the best CPU seconds, and the command's last output line).
@@ -56,7 +59,7 @@ measure() {  # measure NAME RUNNER [MODULE]
   loop_cpu[$name]=$(calc "${cpu[$name]} - $c0")
 }
 names=(hexir)
-measure hexir hexir "$tmp/sum_mod.vmfb"
+measure hexir hexir "$module"
 if [ -n "${BASELINE_MODULE:-}" ]; then names+=(baseline); measure baseline hexir "$BASELINE_MODULE"; fi
 have_lua=1
 if command -v "$LUA" > /dev/null; then
