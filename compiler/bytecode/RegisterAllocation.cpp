@@ -113,24 +113,36 @@ RegisterAssignment::RegisterAssignment(Region& region, const Liveness& live) {
   };
   for (BlockArgument a : region.front().getArguments())
     assign(a, (isRef(a) ? refCount : valueCount)++);
-  for (Value v : order) {
-    if (regs.count(v)) continue;
-    auto& bank = held[isRef(v)];
-    ArrayRef<Segment> range = ranges[v];
-    std::optional<uint32_t> chosen;
+  // A partner's register that `v` fits in, if any.
+  auto partnerRegister = [&](Value v) -> std::optional<uint32_t> {
     for (Value partner : partners.lookup(v)) {
       auto it = regs.find(partner);
-      if (it != regs.end() && isRef(partner) == isRef(v) && fits(bank[it->second], range)) {
-        chosen = it->second;
-        break;
-      }
+      if (it != regs.end() && isRef(partner) == isRef(v) &&
+          fits(held[isRef(v)][it->second], ranges[v]))
+        return it->second;
     }
+    return std::nullopt;
+  };
+  auto allocate = [&](Value v, std::optional<uint32_t> chosen) {
+    auto& bank = held[isRef(v)];
     for (uint32_t reg = 0; !chosen && reg < bank.size(); ++reg)
-      if (fits(bank[reg], range)) chosen = reg;
+      if (fits(bank[reg], ranges[v])) chosen = reg;
     uint32_t& count = isRef(v) ? refCount : valueCount;
     if (!chosen) chosen = count;
     assign(v, *chosen);
     count = std::max<uint32_t>(count, *chosen + 1);
+  };
+  for (Value v : order) {
+    if (regs.count(v)) continue;
+    // A block's arguments: those that can join a partner first, so that the others' first
+    // fit does not take the register a sibling wants.
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      for (BlockArgument a : arg.getOwner()->getArguments())
+        if (!regs.count(a))
+          if (std::optional<uint32_t> reg = partnerRegister(a)) allocate(a, reg);
+      if (regs.count(v)) continue;
+    }
+    allocate(v, partnerRegister(v));
   }
 }
 

@@ -9,8 +9,9 @@
 // before it writes. Values are assigned in definition order, each to the first register
 // whose segments it does not overlap, except that a branch operand and the block argument it
 // flows into (either way round) first try each other's register: where the live ranges
-// allow, the edge's parallel copy is then empty (coalescing). Entry arguments take
-// V0.. / R0.. in order.
+// allow, the edge's parallel copy is then empty (coalescing). A block's arguments that can
+// join a partner are placed before their siblings take registers by first fit. Entry
+// arguments take V0.. / R0.. in order.
 #pragma once
 
 #include <cstdint>
