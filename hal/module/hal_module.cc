@@ -561,11 +561,7 @@ Status ReadElement(HalModuleState& s, NativeCall& c, bool want_float, uint8_t ra
   *type = IntArg(c, 3);
   bool is_float = *type == static_cast<int64_t>(ElementType::kF32) ||
                   *type == static_cast<int64_t>(ElementType::kF64);
-  bool is_int = *type == static_cast<int64_t>(ElementType::kI8) ||
-                *type == static_cast<int64_t>(ElementType::kI16) ||
-                *type == static_cast<int64_t>(ElementType::kI32) ||
-                *type == static_cast<int64_t>(ElementType::kI64) ||
-                *type == static_cast<int64_t>(ElementType::kI1);
+  bool is_int = ElementTypeByteSize(*type) != 0 && !ElementTypeIsFloat(*type);
   if (want_float ? !is_float : !is_int) {
     return ArgError(c, 3, StrCat("unsupported element type ", *type, " for ", c.import_name));
   }

@@ -25,6 +25,7 @@
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "passes/ElementTypeCode.h"
 #include "passes/Passes.h"
 #include "passes/dispatch/InPlaceUpdates.h"
 
@@ -43,8 +44,6 @@ std::string typeString(Type t) {
   t.print(os);
   return s;
 }
-
-int64_t elementTypeCode(Type t) { return hal::ElementTypeFromName(typeString(t)); }
 
 std::string joinTypes(TypeRange types) {
   std::string s;
@@ -416,7 +415,7 @@ class HostLowering {
     Value offset = instI("mul.i64", {linear, i64(elementSize(t))});
     Type et = t.getElementType();
     bool isFloat = et.isF32() || et.isF64();
-    if (!isFloat && !et.isInteger())
+    if (!isHostReadableElement(et))
       return e.emitError() << "unsupported element type " << et
                            << " for a host read (tensor.extract) for target 'cpu'";
     scalars[e] = call(isFloat ? "hal.device.read_f64" : "hal.device.read_i64",
