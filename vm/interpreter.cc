@@ -188,7 +188,7 @@ Status Interpreter::Run(LinkedModule& linked, uint32_t ordinal, std::vector<Vari
   // One label per isa.def opcode: a missing handler is a compile error.
   void* dispatch[256];
   for (void*& d : dispatch) d = &&op_undefined;
-#define HEXIR_OP(code, Name, mnemonic, operands, meaning) dispatch[code] = &&op_##Name;
+#define HEXIR_OP(code, Name, mnemonic, operands, access, terminator, meaning) dispatch[code] = &&op_##Name;
 #include "vm/isa.def"
 #undef HEXIR_OP
 
