@@ -62,9 +62,7 @@ std::string_view ArgKinds(const NativeCall& c) {
 template <typename T>
 void SetRef(NativeCall& c, vm::Ref<T> ref) { c.results[0].ref = std::move(ref); }
 
-Device& DeviceOf(vm::NativeModuleState& s) { return static_cast<HalModuleState&>(s).device(); }
-
-// ---- the imports, in hal_imports.def order ---------------------------------------------------
+// ---- the imports (declared from hal_imports.def) ------------------------------------------
 
 #define HAL_IMPORT(Id, name, sig, meaning) Status Id(HalModuleState& s, NativeCall& c);
 #include "hal/module/hal_imports.def"
