@@ -129,4 +129,19 @@ Status WaitSemaphores(const std::vector<SemaphoreValue>& list, WaitMode mode, Ti
   }
 }
 
+Status SignalOrFail(const std::vector<SemaphoreValue>& signals, Status status) {
+  if (!status.ok()) {
+    for (const SemaphoreValue& sv : signals) sv.semaphore->Fail(status);
+    return status;
+  }
+  for (const SemaphoreValue& sv : signals) {
+    Status st = sv.semaphore->Signal(sv.value);
+    if (!st.ok()) {
+      sv.semaphore->Fail(st);
+      if (status.ok()) status = std::move(st);
+    }
+  }
+  return status;
+}
+
 }  // namespace hexir::hal

@@ -84,4 +84,9 @@ enum class WaitMode { kAll, kAny };
 Status WaitSemaphores(const std::vector<SemaphoreValue>& list, WaitMode mode,
                       Timeout timeout = kInfiniteTimeout);
 
+// The end of a submission, for every driver: when `status` is ok, signals each semaphore of
+// `signals` to its value (one that cannot be signalled is failed with the reason, and the
+// first such reason is returned); otherwise fails them all with `status` and returns it.
+Status SignalOrFail(const std::vector<SemaphoreValue>& signals, Status status);
+
 }  // namespace hexir::hal

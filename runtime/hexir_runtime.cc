@@ -49,10 +49,12 @@ struct hexir_values {
 namespace {
 
 static_assert(HEXIR_INTERNAL == static_cast<int>(StatusCode::kInternal), "status codes");
-static_assert(HEXIR_ELEMENT_F32 == static_cast<int>(hexir::hal::ElementType::kF32), "f32");
-static_assert(HEXIR_ELEMENT_F64 == static_cast<int>(hexir::hal::ElementType::kF64), "f64");
-static_assert(HEXIR_ELEMENT_I64 == static_cast<int>(hexir::hal::ElementType::kI64), "i64");
-static_assert(HEXIR_ELEMENT_I1 == static_cast<int>(hexir::hal::ElementType::kI1), "i1");
+// The C enum repeats hal/element_types.def (the header stays C89 and self-contained): every
+// row must have its HEXIR_ELEMENT_<Name> with the same code.
+#define HEXIR_ELEMENT_TYPE(Name, code, spelling, bytes, is_float) \
+  static_assert(HEXIR_ELEMENT_##Name == code, "hexir_runtime.h: HEXIR_ELEMENT_" #Name " differs from hal/element_types.def");
+#include "hal/element_types.def"
+#undef HEXIR_ELEMENT_TYPE
 
 thread_local std::string last_error;
 

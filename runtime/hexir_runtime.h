@@ -43,7 +43,7 @@ typedef enum hexir_status_e {
   HEXIR_INTERNAL = 11
 } hexir_status_t;
 
-/* Element types of buffer views (same codes as hal/element_type.h). */
+/* Element types of buffer views (the codes of hal/element_types.def; hexir_runtime.cc checks each). */
 typedef enum hexir_element_type_e {
   HEXIR_ELEMENT_F32 = 1,
   HEXIR_ELEMENT_F16 = 2,

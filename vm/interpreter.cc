@@ -45,11 +45,7 @@ __attribute__((noinline)) void CopyPairs(const uint32_t* p, int64_t* v, Ref<RefO
   if (n == 1) {
     uint32_t s = e[0], d = e[1];
     if (s & kRefBit) {
-      if (s & kMoveBit) {
-        r[d & kIndexMask] = std::move(r[s & kIndexMask]);
-      } else {
-        r[d & kIndexMask] = r[s & kIndexMask];
-      }
+      r[d & kIndexMask] = RetainOrMove(s & kMoveBit, r[s & kIndexMask]);
     } else {
       v[d] = v[s];
     }
@@ -58,11 +54,7 @@ __attribute__((noinline)) void CopyPairs(const uint32_t* p, int64_t* v, Ref<RefO
   for (uint32_t i = 0; i < n; ++i) {
     uint32_t s = e[2 * i];
     if (s & kRefBit) {
-      if (s & kMoveBit) {
-        sr[i] = std::move(r[s & kIndexMask]);
-      } else {
-        sr[i] = r[s & kIndexMask];
-      }
+      sr[i] = RetainOrMove(s & kMoveBit, r[s & kIndexMask]);
     } else {
       sv[i] = v[s];
     }
@@ -86,11 +78,7 @@ inline void ParallelCopy(const uint32_t* p, int64_t* v, Ref<RefObject>* r, int64
 // Reads list entry `e` of the frame (v, r) into a Variant: refs moved with MOVE, else retained.
 inline void ReadEntry(uint32_t e, int64_t* v, Ref<RefObject>* r, Variant* out) {
   if (e & kRefBit) {
-    if (e & kMoveBit) {
-      out->ref = std::move(r[e & kIndexMask]);
-    } else {
-      out->ref = r[e & kIndexMask];
-    }
+    out->ref = RetainOrMove(e & kMoveBit, r[e & kIndexMask]);
   } else {
     out->bits = v[e];
   }
@@ -188,7 +176,7 @@ Status Interpreter::Run(LinkedModule& linked, uint32_t ordinal, std::vector<Vari
   // One label per isa.def opcode: a missing handler is a compile error.
   void* dispatch[256];
   for (void*& d : dispatch) d = &&op_undefined;
-#define HEXIR_OP(code, Name, mnemonic, operands, meaning) dispatch[code] = &&op_##Name;
+#define HEXIR_OP(code, Name, mnemonic, operands, access, terminator, meaning) dispatch[code] = &&op_##Name;
 #include "vm/isa.def"
 #undef HEXIR_OP
 
@@ -251,11 +239,7 @@ op_Mov:
   NEXT();
 op_MovRef: {
   uint32_t b = ip[2];
-  if (b & kMoveBit) {
-    r[RIDX(1)] = std::move(r[b & kIndexMask]);
-  } else {
-    r[RIDX(1)] = r[b & kIndexMask];
-  }
+  r[RIDX(1)] = RetainOrMove(b & kMoveBit, r[b & kIndexMask]);
   ip += 3;
   NEXT();
 }
@@ -485,11 +469,7 @@ op_Call: {
   for (uint32_t i = 0; i < n; ++i) {
     uint32_t e = args[1 + i];
     if (e & kRefBit) {
-      if (e & kMoveBit) {
-        nr[ri++] = std::move(r[e & kIndexMask]);
-      } else {
-        nr[ri++] = r[e & kIndexMask];
-      }
+      nr[ri++] = RetainOrMove(e & kMoveBit, r[e & kIndexMask]);
     } else {
       nv[vi++] = v[e];
     }
@@ -523,11 +503,7 @@ op_Return: {
   for (uint32_t i = 0; i < n; ++i) {
     uint32_t s = list[1 + i], d = dst[1 + i];
     if (s & kRefBit) {
-      if (s & kMoveBit) {
-        cr[d & kIndexMask] = std::move(r[s & kIndexMask]);
-      } else {
-        cr[d & kIndexMask] = r[s & kIndexMask];
-      }
+      cr[d & kIndexMask] = RetainOrMove(s & kMoveBit, r[s & kIndexMask]);
     } else {
       cv[d] = v[s];
     }
@@ -606,11 +582,7 @@ op_GlobalLoadRef:
   NEXT();
 op_GlobalStoreRef: {
   uint32_t a = ip[1];
-  if (a & kMoveBit) {
-    ref_globals[ip[2]] = std::move(r[a & kIndexMask]);
-  } else {
-    ref_globals[ip[2]] = r[a & kIndexMask];
-  }
+  ref_globals[ip[2]] = RetainOrMove(a & kMoveBit, r[a & kIndexMask]);
   ip += 3;
   NEXT();
 }
@@ -709,11 +681,7 @@ op_ListSetRef: {
     TRAP(OpError(ip, InvalidArgument("storing list R", c & kIndexMask, " into list R", RIDX(1),
                                      " would create a reference cycle")));
   }
-  if (c & kMoveBit) {
-    list->set_ref(index, std::move(r[c & kIndexMask]));
-  } else {
-    list->set_ref(index, r[c & kIndexMask]);
-  }
+  list->set_ref(index, RetainOrMove(c & kMoveBit, r[c & kIndexMask]));
   RELEASE_IF_MOVED(1);
   ip += 4;
   NEXT();

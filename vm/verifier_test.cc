@@ -309,6 +309,12 @@ TEST_CASE("verification of lists, copies and signatures") {
               }),
               "function 'f' @0: mov.ref: MOVE on a written ref register");
   ExpectError(LoadWith([](ModuleBuilder&, FunctionBuilder& f) {
+                f.SetRegisterCounts(1, 2);
+                f.Op(Op::ListGetRef).R(0, true).R(1).V(0);
+                f.Op(Op::Return).L({});
+              }),
+              "function 'f' @0: list.get.ref: MOVE on a written ref register");
+  ExpectError(LoadWith([](ModuleBuilder&, FunctionBuilder& f) {
                 f.SetRegisterCounts(1, 1);
                 f.Op(Op::Br).Word(0).Word(1).Word(0).Word(kRefBit | 0);
               }),

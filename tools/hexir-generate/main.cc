@@ -153,7 +153,7 @@ Status Run(const Flags& f) {
                              " but checkpoint tensor '", weights[i].name, "' (offset ",
                              weights[i].offset, ") is ",
                              hal::FormatShape(Span<const int64_t>(weights[i].dims.data(), weights[i].dims.size()),
-                                              weights[i].type == llama::StoredType::kF16 ? kF16 : kF32),
+                                              static_cast<int32_t>(weights[i].type)),
                              a.element_type != weight_type || (weight_type != kF32 && weight_type != kF16)
                                  ? " (the module must take f32 or f16 weights, all of one type)"
                                  : "");
@@ -181,7 +181,7 @@ Status Run(const Flags& f) {
   for (const llama::WeightTensor& w : weights) {
     const void* data = file.data() + w.offset;
     size_t bytes = size_t(w.byte_size());
-    const bool stored_f16 = w.type == llama::StoredType::kF16;
+    const bool stored_f16 = w.type == hal::ElementType::kF16;
     if (weight_type == kF16 && !stored_f16) {
       half.resize(bytes / 4);
       for (size_t i = 0; i < half.size(); ++i) {

@@ -115,8 +115,7 @@ FunctionBuilder& FunctionBuilder::L(const std::vector<Reg>& list) {
   return *this;
 }
 
-FunctionBuilder& FunctionBuilder::P(const Copies& copies) {
-  Expect('P');
+void FunctionBuilder::AppendCopies(const Copies& copies) {
   words_.push_back(static_cast<uint32_t>(copies.size()));
   for (auto [src, dst] : copies) {
     UseEntry(src);
@@ -124,6 +123,11 @@ FunctionBuilder& FunctionBuilder::P(const Copies& copies) {
     words_.push_back(src.word);
     words_.push_back(dst.word);
   }
+}
+
+FunctionBuilder& FunctionBuilder::P(const Copies& copies) {
+  Expect('P');
+  AppendCopies(copies);
   return *this;
 }
 
@@ -133,13 +137,7 @@ FunctionBuilder& FunctionBuilder::W(const std::vector<std::pair<Label, Copies>>&
   for (const auto& [label, copies] : cases) {
     fixups_.emplace_back(offset(), label.id);
     words_.push_back(0);
-    words_.push_back(static_cast<uint32_t>(copies.size()));
-    for (auto [src, dst] : copies) {
-      UseEntry(src);
-      UseEntry(dst);
-      words_.push_back(src.word);
-      words_.push_back(dst.word);
-    }
+    AppendCopies(copies);
   }
   return *this;
 }

@@ -84,6 +84,7 @@ class FunctionBuilder {
   void UseValue(uint32_t index);
   void UseRef(uint32_t index);
   void UseEntry(Reg reg);
+  void AppendCopies(const Copies& copies);  // the count, then the pairs (P, and each W case)
 
   uint32_t ordinal_;
   std::string name_, signature_;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "hal/element_type.h"
 
 namespace hexir::compiler::llama {
 
@@ -37,15 +38,12 @@ struct LlamaConfig {
 
 inline constexpr size_t kHeaderBytes = 7 * 4;
 
-// Element type of a weight tensor as stored in the file (llama2.c: always f32; GGUF: f32/f16).
-enum class StoredType { kF32, kF16 };
-
 struct WeightTensor {
   std::string name;            // "token_embedding", "layer3.wq", "rms_final", "classifier"
   std::vector<int64_t> dims;   // row-major
   int64_t offset = 0;          // byte offset in the checkpoint file
-  StoredType type = StoredType::kF32;
-  int64_t byte_size() const;   // elements * (4 or 2)
+  hal::ElementType type = hal::ElementType::kF32;  // as stored: llama2.c f32; GGUF f32 or f16
+  int64_t byte_size() const;   // elements * the type's byte size
 };
 
 // Parses and validates the header against the file length `file_size`: every field positive,

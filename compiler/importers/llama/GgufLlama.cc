@@ -125,7 +125,7 @@ StatusOr<GgufLlama> GgufLlamaModel(const GgufFile& f) {
       for (uint64_t d : want) expected += (expected.empty() ? "" : ", ") + std::to_string(d);
       return InvalidArgument(what, " has ne [", got, "], expected [", expected, "] from the metadata");
     }
-    w.type = t->type == kGgmlF16 ? StoredType::kF16 : StoredType::kF32;
+    w.type = t->type == kGgmlF16 ? hal::ElementType::kF16 : hal::ElementType::kF32;
     w.offset = t->file_offset;
     used.insert(gguf_name);
   }

@@ -196,7 +196,7 @@ TEST_CASE("llama mapping: config, LlamaWeights order, GGUF offsets and types") {
       CHECK(m->weights[i].name == ref[i].name);
       CHECK(m->weights[i].dims == ref[i].dims);
       CHECK(m->weights[i].offset == offsets[i]);
-      CHECK((m->weights[i].type == StoredType::kF16) == (w.tensors[i].type == kGgmlF16));
+      CHECK((m->weights[i].type == hal::ElementType::kF16) == (w.tensors[i].type == kGgmlF16));
     }
     CHECK(m->weights[0].byte_size() == 2 * 80);
     CHECK(m->weights[2].name == "layer0.wq");

@@ -367,17 +367,7 @@ Status CpuDevice::Execute(const CommandBuffer& cb, const std::vector<BufferRef>&
 }
 
 Status CpuDevice::Complete(Submission& s, Status status, bool keep_error) {
-  if (status.ok()) {
-    for (SemaphoreValue& sv : s.signals) {
-      Status st = sv.semaphore->Signal(sv.value);
-      if (!st.ok()) {
-        sv.semaphore->Fail(st);
-        if (status.ok()) status = std::move(st);
-      }
-    }
-  } else {
-    for (SemaphoreValue& sv : s.signals) sv.semaphore->Fail(status);
-  }
+  status = SignalOrFail(s.signals, std::move(status));
   // With signal semaphores the error reaches whoever waits on them; reporting it again from
   // WaitIdle would hand a stale error to a later, unrelated host read.
   if (keep_error && !status.ok() && s.signals.empty()) {

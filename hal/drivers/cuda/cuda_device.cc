@@ -276,10 +276,10 @@ Status CudaDevice::QueueDealloca(const std::vector<SemaphoreValue>& waits,
 
 Status CudaDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
                             Submission* s) const {
-  if (!cb) return InvalidArgument("queue execute: command buffer is null");
-  if (!cb->is_finalized()) {
-    return FailedPrecondition(
-        "queue execute: the command buffer is still recording; finalize it before submitting");
+  HEXIR_RETURN_IF_ERROR(ResolveBindingTable(cb.get(), table, &s->binding_table));
+  for (size_t i = 0; i < s->binding_table.size(); ++i) {
+    if (!AsCudaBuffer(s->binding_table[i].buffer.get()))
+      return InvalidArgument("queue execute: binding table slot ", i, ": not a CUDA buffer");
   }
   vm::Ref<CudaCommandBuffer> ccb;
   if (auto* own = dynamic_cast<CudaCommandBuffer*>(cb.get())) {
@@ -292,32 +292,6 @@ Status CudaDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<
     // A generic command buffer (the HAL's queue operations record those): re-record it once as
     // a stream command buffer, the one-shot form.
     HEXIR_ASSIGN_OR_RETURN(ccb, AdoptForeign(*cb));
-  }
-  if (table.size() < cb->binding_table_size()) {
-    return InvalidArgument("queue execute: the command buffer uses ", cb->binding_table_size(),
-                           " binding table slot(s) but ", table.size(), " were supplied");
-  }
-  s->binding_table.clear();
-  for (size_t i = 0; i < table.size(); ++i) {
-    BufferRef r = table[i];
-    // Fast path (every submission): a well-formed entry needs no message built.
-    if (!r.is_slot() && r.buffer && r.offset % kBindingAlignment == 0 &&
-        r.offset <= r.buffer->byte_size() &&
-        (r.length == kWholeBuffer || r.length <= r.buffer->byte_size() - r.offset) &&
-        AsCudaBuffer(r.buffer.get())) {
-      if (r.length == kWholeBuffer) r.length = r.buffer->byte_size() - r.offset;
-      s->binding_table.push_back(std::move(r));
-      continue;
-    }
-    std::string what = StrCat("queue execute: binding table slot ", i);
-    if (r.is_slot()) return InvalidArgument(what, ": must name a buffer, not another slot");
-    if (r.offset % kBindingAlignment != 0) {
-      return InvalidArgument(what, ": offset ", r.offset, " is not a multiple of ",
-                             kBindingAlignment);
-    }
-    HEXIR_ASSIGN_OR_RETURN(r.length, ResolveRange(r, what));
-    if (!AsCudaBuffer(r.buffer.get())) return InvalidArgument(what, ": not a CUDA buffer");
-    s->binding_table.push_back(std::move(r));
   }
   s->command_buffer = std::move(ccb);
   return Status::Ok();
@@ -408,17 +382,7 @@ void CudaDevice::EnqueueLocked(Submission s) {
 }
 
 void CudaDevice::CompleteLocked(Submission& s, Status status) {
-  if (status.ok()) {
-    for (SemaphoreValue& sv : s.signals) {
-      Status st = sv.semaphore->Signal(sv.value);
-      if (!st.ok()) {
-        sv.semaphore->Fail(st);
-        if (status.ok()) status = std::move(st);
-      }
-    }
-  } else {
-    for (SemaphoreValue& sv : s.signals) sv.semaphore->Fail(status);
-  }
+  status = SignalOrFail(s.signals, std::move(status));
   for (SemaphoreValue& sv : s.signals) {
     auto it = pending_signals_.find(sv.semaphore.get());
     if (it != pending_signals_.end() && it->second <= sv.value) pending_signals_.erase(it);
