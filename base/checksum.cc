@@ -36,20 +36,20 @@ inline uint64_t MergeRound(uint64_t acc, uint64_t lane) {
 }  // namespace
 
 uint64_t Checksum64(const void* data, size_t size) {
+  // Offsets, not pointer comparisons: `data` may be null when size is 0.
   const auto* p = static_cast<const uint8_t*>(data);
-  const uint8_t* const end = p + size;
+  size_t at = 0;
   uint64_t h;
   if (size >= 32) {
     // Four independent lanes keep four multiplies in flight per 32-byte stripe.
     uint64_t v1 = kPrime1 + kPrime2, v2 = kPrime2, v3 = 0, v4 = 0 - kPrime1;
-    const uint8_t* const last_stripe = end - 32;
     do {
-      v1 = Round(v1, Load64(p));
-      v2 = Round(v2, Load64(p + 8));
-      v3 = Round(v3, Load64(p + 16));
-      v4 = Round(v4, Load64(p + 24));
-      p += 32;
-    } while (p <= last_stripe);
+      v1 = Round(v1, Load64(p + at));
+      v2 = Round(v2, Load64(p + at + 8));
+      v3 = Round(v3, Load64(p + at + 16));
+      v4 = Round(v4, Load64(p + at + 24));
+      at += 32;
+    } while (at + 32 <= size);
     h = RotateLeft(v1, 1) + RotateLeft(v2, 7) + RotateLeft(v3, 12) + RotateLeft(v4, 18);
     h = MergeRound(h, v1);
     h = MergeRound(h, v2);
@@ -59,12 +59,12 @@ uint64_t Checksum64(const void* data, size_t size) {
     h = kPrime5;
   }
   h += static_cast<uint64_t>(size);
-  for (; p + 8 <= end; p += 8) h = RotateLeft(h ^ Round(0, Load64(p)), 27) * kPrime1 + kPrime4;
-  if (p + 4 <= end) {
-    h = RotateLeft(h ^ (uint64_t{Load32(p)} * kPrime1), 23) * kPrime2 + kPrime3;
-    p += 4;
+  for (; at + 8 <= size; at += 8) h = RotateLeft(h ^ Round(0, Load64(p + at)), 27) * kPrime1 + kPrime4;
+  if (at + 4 <= size) {
+    h = RotateLeft(h ^ (uint64_t{Load32(p + at)} * kPrime1), 23) * kPrime2 + kPrime3;
+    at += 4;
   }
-  for (; p < end; ++p) h = RotateLeft(h ^ (uint64_t{*p} * kPrime5), 11) * kPrime1;
+  for (; at < size; ++at) h = RotateLeft(h ^ (uint64_t{p[at]} * kPrime5), 11) * kPrime1;
   // Avalanche: every input bit affects every output bit.
   h ^= h >> 33;
   h *= kPrime2;
