@@ -30,10 +30,15 @@
 
 namespace hexir::hal {
 
+// The most CPU worker threads CreateDevice accepts (a larger count is refused up front
+// rather than failing thread creation half way).
+inline constexpr int32_t kMaxCpuWorkers = 1024;
+
 // Options for CreateDevice; each driver reads the fields named after it.
 struct DeviceOptions {
   // CPU: threads that execute dispatch workgroups. -1 = std::thread::hardware_concurrency();
   // 0 or 1 = the thread executing the submission runs every workgroup itself.
+  // At most kMaxCpuWorkers.
   int32_t cpu_worker_count = -1;
   // CPU inline mode: QueueExecute executes on the calling thread and returns when done
   // (errors are returned directly and also fail the signal semaphores). No queue thread.

@@ -1,5 +1,7 @@
 #include "compiler/bytecode/BytecodeWriter.h"
 
+#include <unistd.h>
+
 #include <map>
 
 #include "llvm/ADT/SetVector.h"
@@ -79,6 +81,12 @@ class ModuleWriter {
     return it->second;
   }
 
+  static uint64_t maxRodataBytes() {
+    long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || pageSize <= 0) return UINT64_MAX;
+    return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize) / 2;
+  }
+
   FailureOr<uint32_t> rodataOrdinal(vmir::RodataOp op) {
     auto dense = dyn_cast<DenseElementsAttr>(op.getData());
     if (!dense) return op.emitError("rodata needs a dense elements attribute");
@@ -86,9 +94,19 @@ class ModuleWriter {
     unsigned bits = element.getIntOrFloatBitWidth();
     if (bits % 8 != 0) return op.emitError("unsupported rodata element type ") << element;
     ArrayRef<char> raw = dense.getRawData();
+    // A splat is expanded here: refuse one that could not be held in memory (the writer
+    // keeps the bytes and the file image) before allocating anything.
+    uint64_t count = dense.isSplat() ? static_cast<uint64_t>(dense.getNumElements()) : 1;
+    uint64_t total = 0;
+    if (__builtin_mul_overflow(count, static_cast<uint64_t>(raw.size()), &total) ||
+        total > maxRodataBytes())
+      return op.emitError("rodata constant ")
+             << dense.getType() << " needs " << count << " x " << raw.size()
+             << " bytes, more than the " << maxRodataBytes()
+             << " bytes (half of this machine's memory) a module can hold";
     std::vector<uint8_t> bytes;
-    int64_t count = dense.isSplat() ? dense.getNumElements() : 1;
-    for (int64_t i = 0; i < count; ++i) bytes.insert(bytes.end(), raw.begin(), raw.end());
+    bytes.reserve(static_cast<size_t>(total));
+    for (uint64_t i = 0; i < count; ++i) bytes.insert(bytes.end(), raw.begin(), raw.end());
     data.rodata.push_back(std::move(bytes));
     return static_cast<uint32_t>(data.rodata.size() - 1);
   }

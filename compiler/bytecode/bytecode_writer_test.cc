@@ -12,6 +12,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "vm/module_generated.h"
+#include "vm/module_header.h"
 
 namespace hexir::compiler {
 namespace {
@@ -35,9 +36,9 @@ Written Write(const char* text) {
   REQUIRE(mlir::succeeded(WriteBytecodeModule(*module, &w.file)));
   uint32_t size;
   std::memcpy(&size, w.file.data() + 12, 4);
-  flatbuffers::Verifier verifier(w.file.data() + 16, size);
+  flatbuffers::Verifier verifier(w.file.data() + vm::kModuleHeaderSize, size);
   REQUIRE(vm::format::VerifyModuleBuffer(verifier));
-  w.module = vm::format::GetModule(w.file.data() + 16);
+  w.module = vm::format::GetModule(w.file.data() + vm::kModuleHeaderSize);
   return w;
 }
 

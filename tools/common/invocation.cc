@@ -58,6 +58,10 @@ StatusOr<std::vector<AbiType>> ParseAbiTypes(const std::string& text) {
 
 StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& module_path,
                                                  const InvocationOptions& options) {
+  if (options.cpu_threads < -1 || options.cpu_threads > hal::kMaxCpuWorkers) {
+    return InvalidArgument("--cpu-threads=", options.cpu_threads, ": expected 0..",
+                           hal::kMaxCpuWorkers, " worker threads (0: inline)");
+  }
   std::unique_ptr<Session> s(new Session());
   HEXIR_ASSIGN_OR_RETURN(s->module_, vm::Module::LoadFromFile(module_path));
   hal::DeviceOptions device_options;

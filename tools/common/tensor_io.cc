@@ -1,5 +1,9 @@
 #include "tools/common/tensor_io.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -111,6 +115,48 @@ std::string FormatFloat(double v, int32_t type) {
   std::to_chars_result r = type == Code(ElementType::kF64) ? std::to_chars(buf, buf + sizeof(buf), v)
                                      : std::to_chars(buf, buf + sizeof(buf), static_cast<float>(v));
   return std::string(buf, r.ptr);
+}
+
+// Refuses a host buffer larger than this machine's memory before trying to allocate it.
+Status CheckHostAllocation(const std::string& what, uint64_t bytes) {
+  long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return Status::Ok();
+  uint64_t memory = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
+  if (bytes > memory) {
+    return ResourceExhausted(what, ": needs ", bytes, " bytes, more than this machine's ",
+                             memory, " bytes of memory");
+  }
+  return Status::Ok();
+}
+
+// The whole of a regular file (a directory or a device is refused by name).
+StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NotFound("cannot open '", path, "': ", std::strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return InvalidArgument("'", path, "' is not a regular file (a directory or a device?)");
+  }
+  Status fits = CheckHostAllocation(StrCat("'", path, "'"), static_cast<uint64_t>(st.st_size));
+  if (!fits.ok()) {
+    ::close(fd);
+    return fits;
+  }
+  std::string data(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::read(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : 0;
+      ::close(fd);
+      return DataLoss("cannot read '", path, "': ", err ? std::strerror(err) : "the file shrank");
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return data;
 }
 
 }  // namespace
@@ -258,8 +304,10 @@ StatusOr<HostValue> ParseValue(std::string_view spec_in) {
     return InvalidArgument("input '", Trim(spec.substr(0, eq)), "': expected ", count,
                            " values (or one to fill the tensor), got ", tokens.size());
   }
-  t.bytes.assign(static_cast<size_t>(count * ElementTypeByteSize(type)), 0);
   std::string type_text(Trim(spec.substr(0, eq)));
+  HEXIR_RETURN_IF_ERROR(CheckHostAllocation(StrCat("input '", type_text, "'"),
+                                            static_cast<uint64_t>(count) * ElementTypeByteSize(type)));
+  t.bytes.assign(static_cast<size_t>(count * ElementTypeByteSize(type)), 0);
   double f = 0;
   int64_t i = 0;
   for (int64_t k = 0; k < count; ++k) {
@@ -354,9 +402,7 @@ std::string_view DictValue(std::string_view header, std::string_view key) {
 }  // namespace
 
 StatusOr<HostTensor> ReadNpy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("cannot open '", path, "': ", std::strerror(errno));
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  HEXIR_ASSIGN_OR_RETURN(std::string data, ReadWholeFile(path));
   if (data.size() < 10 || data.compare(0, 6, "\x93NUMPY") != 0) {
     return InvalidArgument("'", path, "' is not a .npy file (bad magic)");
   }

@@ -30,6 +30,7 @@
 #include "hal/api.h"
 #include "hal/element_type.h"
 #include "tools/common/invocation.h"
+#include "tools/common/tool_main.h"
 #include "tools/hexir-generate/tokenizer.h"
 
 namespace hexir::tools {
@@ -159,7 +160,10 @@ Status Run(const Flags& f) {
                                  : "");
   }
 
-  // The module's KV cache must hold the prompt (prefill writes every prompt position).
+  // The module's KV cache must hold the prompt (prefill writes every prompt position), and
+  // bounds the output: @generate sizes its id tensor by max_new, so a larger request would
+  // only cost memory. It is clamped to the cache length (the output is unchanged).
+  int64_t max_tokens = f.max_tokens;
   if (auto cache_fn = session->LookupFunction("cache_len"); cache_fn.ok()) {
     std::vector<HostValue> r;
     HEXIR_RETURN_IF_ERROR(session->Call(*cache_fn, {}, &r));
@@ -171,6 +175,13 @@ Status Run(const Flags& f) {
                              "' has a KV cache of ", cache_len,
                              " positions (hexir-import --cache-len, at most the header's seq_len ",
                              config->seq_len, ")");
+    if (max_tokens > cache_len) {
+      if (f.verbose) {
+        std::fprintf(stderr, "hexir-generate: --max-tokens=%lld clamped to the cache length %lld\n",
+                     static_cast<long long>(max_tokens), static_cast<long long>(cache_len));
+      }
+      max_tokens = cache_len;
+    }
   }
 
   hal::Device& device = session->device();
@@ -217,7 +228,7 @@ Status Run(const Flags& f) {
   for (int call = 0; call < std::max(1, f.repeat); ++call) {
     std::vector<vm::Variant> in(2 + weights.size());
     in[0].ref = prompt_view;
-    in[1].bits = f.max_tokens;
+    in[1].bits = max_tokens;
     for (size_t i = 0; i < weights.size(); ++i) in[2 + i].ref = weight_views[i];
     std::vector<vm::Variant> out;
     auto start = std::chrono::steady_clock::now();
@@ -274,11 +285,6 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", f.repeat, "call @generate N times with the same uploaded weights");
   app.add_flag("--timing", f.timing, "print the fastest call's time and tokens/s to stderr");
   app.add_flag("--verbose", f.verbose, "print the prompt's token ids (BOS first) to stderr");
-  CLI11_PARSE(app, argc, argv);
-  hexir::Status st = hexir::tools::Run(f);
-  if (!st.ok()) {
-    std::fprintf(stderr, "hexir-generate: error: %s\n", st.ToString().c_str());
-    return 1;
-  }
-  return 0;
+  if (int exit = hexir::tools::ParseFlags("hexir-generate", app, argc, argv); exit >= 0) return exit;
+  return hexir::tools::RunTool("hexir-generate", [&] { return hexir::tools::Run(f); });
 }

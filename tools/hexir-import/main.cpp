@@ -3,13 +3,14 @@
 //   hexir-import model.onnx -o model.mlir [--entry=main]
 //   hexir-import CKPT.bin|MODEL.gguf -o llm.mlir [--cache-len=N] [--weights=f32|f16]
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
-#include <iostream>
+#include <cstring>
 
 #include "compiler/importers/llama/GgufLlama.h"
 #include "compiler/importers/llama/Importer.h"
 #include "compiler/importers/onnx/Importer.h"
+#include "tools/common/tool_main.h"
 
 namespace {
 
@@ -62,6 +63,28 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+hexir::Status Run(const Options& o) {
+  const Importer* importer = nullptr;
+  for (const Importer& i : kImporters)
+    if (o.format.empty() ? EndsWith(o.input, i.suffix) : o.format == i.kind) importer = &i;
+  if (!importer) {
+    return hexir::InvalidArgument("cannot tell the kind of '", o.input,
+                                  "' (supported: .onnx, .bin, .gguf; or pass --format)");
+  }
+  HEXIR_ASSIGN_OR_RETURN(std::string text, importer->run(o));
+  if (o.output == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return hexir::Status::Ok();  // RunTool reports a failed write to standard output
+  }
+  std::FILE* out = std::fopen(o.output.c_str(), "wb");
+  if (!out) return hexir::NotFound("cannot write '", o.output, "': ", std::strerror(errno));
+  size_t written = std::fwrite(text.data(), 1, text.size(), out);
+  int err = written == text.size() ? 0 : errno;
+  if (std::fclose(out) != 0 && err == 0) err = errno ? errno : EIO;
+  if (err != 0) return hexir::DataLoss("cannot write '", o.output, "': ", std::strerror(err));
+  return hexir::Status::Ok();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -75,30 +98,6 @@ int main(int argc, char** argv) {
   app.add_option("--weights", o.weights, "llama2c/gguf: weight argument element type, f32 (default) or f16");
   app.add_option("--decode-chunk", o.decode_chunk,
                  "llama2c/gguf: decode steps per host check of the stop flag (default 8; 1 = check every token)");
-  CLI11_PARSE(app, argc, argv);
-
-  const Importer* importer = nullptr;
-  for (const Importer& i : kImporters)
-    if (o.format.empty() ? EndsWith(o.input, i.suffix) : o.format == i.kind) importer = &i;
-  if (!importer) {
-    std::fprintf(stderr, "hexir-import: error: cannot tell the kind of '%s' (supported: .onnx, .bin, .gguf; or pass --format)\n",
-                 o.input.c_str());
-    return 1;
-  }
-  hexir::StatusOr<std::string> text = importer->run(o);
-  if (!text.ok()) {
-    std::fprintf(stderr, "hexir-import: error: %s\n", text.status().ToString().c_str());
-    return 1;
-  }
-  if (o.output == "-") {
-    std::cout << *text;
-    return 0;
-  }
-  std::ofstream out(o.output, std::ios::binary);
-  out << *text;
-  if (!out) {
-    std::fprintf(stderr, "hexir-import: error: cannot write '%s'\n", o.output.c_str());
-    return 1;
-  }
-  return 0;
+  if (int exit = hexir::tools::ParseFlags("hexir-import", app, argc, argv); exit >= 0) return exit;
+  return hexir::tools::RunTool("hexir-import", [&] { return Run(o); });
 }

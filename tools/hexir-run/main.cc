@@ -10,6 +10,7 @@
 #include "base/status.h"
 #include "tools/common/tensor_io.h"
 #include "tools/common/invocation.h"
+#include "tools/common/tool_main.h"
 
 namespace hexir::tools {
 namespace {
@@ -78,15 +79,6 @@ int main(int argc, char** argv) {
                  "Worker threads of the CPU driver (default: all hardware threads; 0 = inline)");
   app.add_option("--repeat", flags.repeat, "Call the function this many times (results of the last)")
       ->check(CLI::PositiveNumber);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  hexir::Status status = hexir::tools::Run(flags);
-  if (!status.ok()) {
-    std::fprintf(stderr, "hexir-run: error: %s\n", status.ToString().c_str());
-    return 1;
-  }
-  return 0;
+  if (int exit = hexir::tools::ParseFlags("hexir-run", app, argc, argv); exit >= 0) return exit;
+  return hexir::tools::RunTool("hexir-run", [&] { return hexir::tools::Run(flags); });
 }

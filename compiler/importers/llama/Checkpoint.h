@@ -47,8 +47,9 @@ struct WeightTensor {
 };
 
 // Parses and validates the header against the file length `file_size`: every field positive,
-// dim divisible by n_heads, n_heads divisible by n_kv_heads, head_size even, and the file at
-// least as long as the arrays the header implies. Errors name the field and its file offset.
+// dim divisible by n_heads, n_heads divisible by n_kv_heads, head_size even, the implied size
+// within 64 bits (overflow-checked), and the file at least as long as the arrays the header
+// implies. Errors name the field and its file offset.
 StatusOr<LlamaConfig> ParseLlamaHeader(const uint8_t* data, size_t file_size);
 
 // The entry function's weight arguments, in order: token_embedding[vocab][dim]; per layer
@@ -57,7 +58,8 @@ StatusOr<LlamaConfig> ParseLlamaHeader(const uint8_t* data, size_t file_size);
 // rms_final[dim]; classifier[vocab][dim] only when the classifier is not shared.
 std::vector<WeightTensor> LlamaWeights(const LlamaConfig& config);
 
-// Bytes of the file the header implies (header + every array, rotary tables included).
+// Bytes of the file the header implies (header + every array, rotary tables included), or -1
+// when that size does not fit in 64 bits (a corrupt header; ParseLlamaHeader refuses it).
 int64_t LlamaFileBytes(const LlamaConfig& config);
 
 }  // namespace hexir::compiler::llama

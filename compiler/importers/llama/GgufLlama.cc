@@ -95,6 +95,20 @@ StatusOr<GgufLlama> GgufLlamaModel(const GgufFile& f) {
   }
   c.shared_classifier = f.FindTensor("output.weight") == nullptr;
 
+  // Counts from the metadata are checked against what the file holds before anything is
+  // sized by them: each block has 9 weight tensors in the file, so a block count the tensor
+  // count cannot cover is refused here (a 1 MB file claiming 10^6 blocks fails without
+  // allocating); smaller mismatches get the missing tensor's name below.
+  if (9 * uint64_t(c.n_layers) > f.tensors.size()) {
+    const GgufValue* blocks = f.Find("llama.block_count");
+    return InvalidArgument("GGUF: metadata 'llama.block_count' at offset ", blocks->offset, " is ",
+                           c.n_layers, ", which needs at least ", 9 * uint64_t(c.n_layers),
+                           " weight tensors, but the file has ", f.tensors.size());
+  }
+  if (LlamaFileBytes(c) < 0)
+    return InvalidArgument("GGUF: the metadata (embedding_length ", c.dim, ", feed_forward_length ",
+                           c.hidden_dim, ", block_count ", c.n_layers, ", vocab ", c.vocab_size,
+                           ", context_length ", c.seq_len, ") implies more than 2^63 bytes of weights");
   // The llama2.c weight table gives order, names and shapes; only the offsets/types differ.
   std::vector<WeightTensor> table = LlamaWeights(c);
   std::set<std::string> used;

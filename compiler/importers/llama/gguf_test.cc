@@ -1,4 +1,7 @@
 // GGUF reader + llama mapping, on GGUF bytes built in memory by a small writer below.
+#include <sys/resource.h>
+
+#include <chrono>
 #include <catch2/catch.hpp>
 #include <cstring>
 
@@ -357,6 +360,55 @@ TEST_CASE("llama mapping errors name the key or tensor") {
   Writer vocab = TinyLlama();
   vocab.tensors[0].ne = {8, 11};
   CHECK_THAT(Error(vocab.Build()), Catch::Contains("'token_embd.weight'") && Catch::Contains("expected [8, 10]"));
+}
+
+// A TinyLlama whose llama.block_count says `blocks`, padded to `file_bytes`.
+std::string ClaimingBlocks(uint32_t blocks, size_t file_bytes) {
+  Writer w = TinyLlama();
+  w.kvs.erase(w.kvs.begin() + 3);  // block_count
+  w.U32("llama.block_count", blocks);
+  std::string s = w.Build();
+  s.resize(std::max(s.size(), file_bytes), '\0');
+  return s;
+}
+
+long MaxRssKiB() {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+TEST_CASE("a block count the file cannot hold fails fast, naming llama.block_count, without allocating") {
+  for (uint32_t blocks : {1000000u, 0x7fffffffu}) {
+    INFO("blocks " << blocks);
+    std::string file = ClaimingBlocks(blocks, 1 << 20);
+    long before = MaxRssKiB();
+    auto start = std::chrono::steady_clock::now();
+    std::string error = Error(file);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK_THAT(error, Catch::Contains("metadata 'llama.block_count' at offset"));
+    CHECK_THAT(error, Catch::Contains(StrCat("is ", blocks, ", which needs at least ", 9 * uint64_t(blocks),
+                                             " weight tensors, but the file has 20")));
+    CHECK(seconds < 1.0);
+    CHECK(MaxRssKiB() - before < 64 * 1024);  // no table of millions of tensors was built
+  }
+}
+
+TEST_CASE("metadata counts larger than the file are refused before anything is allocated") {
+  Writer w = TinyLlama();
+  std::string file = w.Build();
+  // The tensor count (offset 8) and metadata count (offset 16) claim 2^40 entries.
+  std::string tensors = file, kvs = file;
+  uint64_t huge = uint64_t{1} << 40;
+  std::memcpy(&tensors[8], &huge, 8);
+  std::memcpy(&kvs[16], &huge, 8);
+  CHECK_THAT(Parse(tensors).status().message(), Catch::Contains("tensor count 1099511627776 at offset 8 cannot fit"));
+  CHECK_THAT(Parse(kvs).status().message(), Catch::Contains("metadata count 1099511627776 at offset 16 cannot fit"));
+  // An array length claiming more elements than bytes left.
+  Writer arr = TinyLlama();
+  arr.Kv("x.big", GgufValueType::kArray,
+         Writer::Raw<uint32_t>(uint32_t(GgufValueType::kUint8)) + Writer::Raw<uint64_t>(uint64_t{1} << 50));
+  CHECK_THAT(Parse(arr.Build()).status().message(), Catch::Contains("array of 1125899906842624"));
 }
 
 }  // namespace
