@@ -30,8 +30,9 @@ struct Module;
 // File header (see vm/module.fbs).
 inline constexpr char kModuleMagic[8] = {'H', 'X', 'I', 'R', 'V', 'M', 'F', 'B'};
 inline constexpr uint32_t kModuleVersionMajor = 1;
-// 1.1 added the list ops and the fused branch / loop ops of isa.def (no table changes).
-inline constexpr uint32_t kModuleVersionMinor = 1;
+// 1.1 added the list ops and the fused branch / loop ops of isa.def (no table changes);
+// 1.2 added `assert` (no table changes).
+inline constexpr uint32_t kModuleVersionMinor = 2;
 inline constexpr uint32_t kModuleVersion = kModuleVersionMajor << 16 | kModuleVersionMinor;
 inline constexpr size_t kModuleHeaderSize = 16;
 inline constexpr size_t kSegmentAlignment = 64;

@@ -323,6 +323,12 @@ TEST_CASE("verification of lists, copies and signatures") {
                 f.Op(Op::Return).L({});
               }, "i_"),
               "function 'f' @0: release: entry 0 is a value register; release takes refs only");
+  ExpectError(LoadWith([](ModuleBuilder& mb, FunctionBuilder& f) {
+                f.SetRegisterCounts(1, 1);
+                f.Op(Op::Assert).V(0).S(mb.AddString("{}")).L({R(0)});
+                f.Op(Op::Return).L({});
+              }, "i_"),
+              "function 'f' @0: assert: entry 0 is a ref register; assert formats values only");
   ExpectError(LoadWith([](ModuleBuilder&, FunctionBuilder& f) {
                 f.Op(Op::Return).L({V(0)});
               }, "i_r"),
@@ -405,20 +411,20 @@ TEST_CASE("module-level verification: header, segments, exports, initializer") {
   v2.SetVersion(2 << 16);
   v2.AddFunction("f", "_").Op(Op::Return).L({});
   ExpectError(LoadStatus(Bytes(v2)),
-              "module format version 2.0 is not supported by this reader (1.1)");
-  // Compatibility rule: same major, minor <= the reader's. 1.0 (no list / fused ops) and
-  // 1.1 load; 1.2 does not.
-  for (uint32_t minor : {0u, 1u}) {
+              "module format version 2.0 is not supported by this reader (1.2)");
+  // Compatibility rule: same major, minor <= the reader's. 1.0 (no list / fused ops), 1.1
+  // (no assert) and 1.2 load; 1.3 does not.
+  for (uint32_t minor : {0u, 1u, 2u}) {
     ModuleBuilder ok;
     ok.SetVersion(1 << 16 | minor);
     ok.AddFunction("f", "_").Op(Op::Return).L({});
     CHECK(LoadStatus(Bytes(ok)).ok());
   }
-  ModuleBuilder v12;
-  v12.SetVersion(1 << 16 | 2);
-  v12.AddFunction("f", "_").Op(Op::Return).L({});
-  ExpectError(LoadStatus(Bytes(v12)),
-              "module format version 1.2 is not supported by this reader (1.1)");
+  ModuleBuilder v13;
+  v13.SetVersion(1 << 16 | 3);
+  v13.AddFunction("f", "_").Op(Op::Return).L({});
+  ExpectError(LoadStatus(Bytes(v13)),
+              "module format version 1.3 is not supported by this reader (1.2)");
 
   ModuleBuilder exports;
   exports.AddFunction("f", "_").Op(Op::Return).L({});
