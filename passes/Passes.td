@@ -24,6 +24,24 @@ def VerifyInput : Pass<"hexir-verify-input", "mlir::ModuleOp"> {
   ];
 }
 
+def InsertShapeChecks : Pass<"hexir-insert-shape-checks", "mlir::ModuleOp"> {
+  let summary = "Checks on the host every dim equality and allocation size the program assumes";
+  let description = [{
+    Before each host op, a `hexir.check` (lowered to one VM `assert`) for every assumption
+    that is not proven at compile time, naming the op, both values and the operands:
+    - linalg ops: operand dims tied to one loop by bare-dim indexing-map results (ins and
+      outs, matmul K, generic maps) equal the first such dim (the loop bound);
+    - `tensor.cast` to a static dim: the source's dim;
+    - `tensor.expand_shape`: dynamic output sizes multiply to their source dim;
+    - dynamic `tensor.empty`: the byte size fits in 2^63-1 (each size checked unsigned, so a
+      negative one fails too).
+    Dims are read through DPS producers and `tensor.empty` sizes (no new uses of linalg
+    results); a dim compared with itself or two constants get no check.
+  }];
+  let dependentDialects = ["::hexir::HexirDialect", "mlir::arith::ArithDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 //===-- dispatch ------------------------------------------------------------------------===//
 
 def FormDispatchRegions : Pass<"hexir-form-dispatch-regions", "mlir::ModuleOp"> {

@@ -94,6 +94,23 @@ Status WrongKind(const List& list, List::Kind wanted) {
                          List::KindName(wanted));
 }
 // Prefixes a trap raised by the instruction at `ip` with its mnemonic.
+// The message of a false `assert`: each "{}" of `format` becomes the next value of the
+// register list at `list` (signed decimal); placeholders past the list's end stay as written.
+__attribute__((noinline)) Status AssertFailure(std::string_view format, const uint32_t* list,
+                                               const int64_t* v) {
+  std::string message;
+  uint32_t next = 0, count = list[0];
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format[i] == '{' && i + 1 < format.size() && format[i + 1] == '}' && next < count) {
+      message += std::to_string(v[list[1 + next++]]);
+      ++i;
+      continue;
+    }
+    message += format[i];
+  }
+  return InvalidArgument(message);
+}
+
 Status OpError(const uint32_t* ip, const Status& s) {
   return Status(s.code(), StrCat(GetOpInfo(*ip).mnemonic, ": ", s.message()));
 }
@@ -556,6 +573,10 @@ op_CallImport: {
   ip = res + 1 + k;
   NEXT();
 }
+op_Assert:
+  if (VA == 0) TRAP(AssertFailure(module.strings()[ip[2]], ip + 3, v));
+  ip += 4 + ip[3];
+  NEXT();
 op_Fail: {
   int64_t code_value = VA;
   StatusCode sc = code_value >= 1 && code_value <= static_cast<int64_t>(StatusCode::kInternal)

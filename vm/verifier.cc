@@ -219,6 +219,14 @@ Status FunctionVerifier::Run() {
         }
         break;
       }
+      case Op::Assert: {
+        for (uint32_t i = 0; i < fn_.code[lists[0]]; ++i) {
+          if (fn_.code[lists[0] + 1 + i] & kRefBit) {
+            return Error("entry ", i, " is a ref register; assert formats values only");
+          }
+        }
+        break;
+      }
       case Op::Return:
         HEXIR_RETURN_IF_ERROR(MatchList(lists[0], fn_.kinds.results, "result", fn_.signature));
         break;

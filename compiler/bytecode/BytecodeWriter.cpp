@@ -395,6 +395,12 @@ class ModuleWriter {
       enc.F(ordinal->second);
       enc.L(operands);
       enc.L(results);
+    } else if (auto check = dyn_cast<vmir::AssertOp>(op)) {
+      enc.op(Opcode::Assert);
+      enc.V(operands[0].index);
+      data.strings.push_back(check.getMessage().str());
+      enc.S(static_cast<uint32_t>(data.strings.size() - 1));
+      enc.L(std::vector<ListEntry>(operands.begin() + 1, operands.end()));  // value registers
     } else if (auto fail = dyn_cast<vmir::FailOp>(op)) {
       enc.op(Opcode::Fail);
       enc.V(operands[0].index);

@@ -18,6 +18,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/Passes.h"
+#include "passes/codegen/KernelChecks.h"
 #include "passes/codegen/KernelLoweringUtils.h"
 
 namespace hexir {
@@ -53,6 +54,14 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     FailureOr<OpPassManager> bufferize = parsePassPipeline(kBufferizePipeline);
     FailureOr<OpPassManager> toLLVM = parsePassPipeline(kLLVMPipeline);
     if (failed(bufferize) || failed(toLLVM)) return exe.emitError("bad internal pipeline");
+    // Data-dependent indices and integer divisors are checked; a failure is reported
+    // through the entry's return code (hal/drivers/cpu/dispatch_abi.h).
+    func::FuncOp tensorKernel = codegen::LookupKernel(exe);
+    if (!tensorKernel) return failure();
+    Value workgroupId;
+    if (tensorKernel.getNumArguments() && tensorKernel.getArgumentTypes().back().isIndex())
+      workgroupId = tensorKernel.getArguments().back();
+    codegen::InsertKernelChecks(tensorKernel, /*report=*/true, workgroupId);
     if (failed(runPipeline(*bufferize, inner))) return failure();
     FailureOr<func::FuncOp> kernel = codegen::FinishBufferizedKernel(exe);
     if (failed(kernel)) return failure();
@@ -83,6 +92,7 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     if (!impl) return exe.emitError("lowered kernel not found");
     // noalias bindings let LLVM vectorize without runtime overlap checks.
     int64_t memrefCount = codegen::PrepareLoweredKernel(impl, signature);
+    bool reportsErrors = codegen::LowerKernelErrorCalls(inner, impl);
 
     OpBuilder b(ctx);
     b.setInsertionPointToEnd(inner.getBody());
@@ -120,8 +130,28 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
       Value id = loadField(workgroup, i32, offsetof(hexir_cpu_workgroup_state_t, workgroup_id));
       args.push_back(LLVM::ZExtOp::create(b, loc, i64, id));
     }
+    if (!reportsErrors) {
+      LLVM::CallOp::create(b, loc, impl, args);
+      LLVM::ReturnOp::create(b, loc, ValueRange{constant(i32, 0)});
+      return success();
+    }
+    // A kernel with checks: a {code, a, b} record on the stack (SROA'd once the kernel is
+    // inlined); the code is returned and the values go to workgroup->error.
+    auto recordType = LLVM::LLVMArrayType::get(i64, 3);
+    Value record = LLVM::AllocaOp::create(b, loc, ptr, recordType, constant(i64, 1));
+    LLVM::StoreOp::create(b, loc, constant(i64, 0), record);
+    args.push_back(record);
     LLVM::CallOp::create(b, loc, impl, args);
-    LLVM::ReturnOp::create(b, loc, ValueRange{constant(i32, 0)});
+    Value error = loadField(workgroup, ptr, offsetof(hexir_cpu_workgroup_state_t, error));
+    for (int64_t i = 1; i <= 2; ++i) {
+      Value value = loadField(record, i64, 8 * i);
+      Value at = LLVM::GEPOp::create(b, loc, ptr, i8, error,
+                                     ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(
+                                         offsetof(hexir_cpu_kernel_error_t, values) + 8 * (i - 1))});
+      LLVM::StoreOp::create(b, loc, value, at);
+    }
+    Value code = LLVM::LoadOp::create(b, loc, i64, record);
+    LLVM::ReturnOp::create(b, loc, ValueRange{LLVM::TruncOp::create(b, loc, i32, code)});
     return success();
   }
 };

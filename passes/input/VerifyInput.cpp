@@ -53,7 +53,7 @@ class VerifyInput : public impl::VerifyInputBase<VerifyInput> {
                  dialect == "arith" || (dialect == "math" && inKernel) ||
                  isa<scf::ForOp, scf::WhileOp, scf::IfOp, scf::YieldOp, scf::ConditionOp>(op) ||
                  isa<tensor::EmptyOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp,
-                     tensor::DimOp, tensor::ExtractOp>(op) ||
+                     tensor::DimOp, tensor::ExtractOp, tensor::CastOp>(op) ||
                  (!inKernel && IsLowerableHostTensorOp(op)) ||
                  (isa<tensor::YieldOp>(op) && isa<tensor::PadOp>(op->getParentOp()));
     if (!known)

@@ -247,8 +247,8 @@ class HostLowering {
 
   // Ops that may sit inside a segment without ending it.
   static bool keepsSegmentOpen(Operation& op) {
-    return isa<DispatchOp, tensor::DimOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp,
-               tensor::EmptyOp>(op) ||
+    return isa<DispatchOp, CheckOp, tensor::DimOp, tensor::ExpandShapeOp,
+               tensor::CollapseShapeOp, tensor::CastOp, tensor::EmptyOp>(op) ||
            (op.getDialect() && op.getDialect()->getNamespace() == "arith");
   }
 
@@ -298,6 +298,8 @@ class HostLowering {
         .Case<arith::ConstantOp>([&](auto c) { return lowerConstant(c); })
         .Case<DispatchOp>([&](auto d) { return lowerDispatch(d); })
         .Case<tensor::ExpandShapeOp, tensor::CollapseShapeOp>([&](auto r) { return lowerReshape(r); })
+        .Case<tensor::CastOp>([&](auto c) { return lowerCast(c); })
+        .Case<CheckOp>([&](auto c) { return lowerCheck(c); })
         .Case<tensor::EmptyOp>([&](auto e) { return lowerEmpty(e); })
         .Case<tensor::DimOp>([&](auto d) { return lowerDim(d); })
         .Case<tensor::ExtractOp>([&](auto e) { return lowerExtract(e); })
@@ -385,6 +387,35 @@ class HostLowering {
       }
     }
     tensors[op->getResult(0)] = h;
+    return success();
+  }
+
+  // A cast aliases its source; its static dims are constants (a check that they hold at run
+  // time is materialized before it by hexir-insert-shape-checks).
+  LogicalResult lowerCast(tensor::CastOp c) {
+    auto it = tensors.find(c.getSource());
+    if (it == tensors.end()) return c.emitError("cast tensor has no buffer");
+    auto t = cast<RankedTensorType>(c.getType());
+    HostTensor h;
+    h.buffer = it->second.buffer;
+    for (auto [i, d] : llvm::enumerate(t.getShape()))
+      h.dims.push_back(ShapedType::isDynamic(d) ? it->second.dims[i] : i64(d));
+    tensors[c] = h;
+    return success();
+  }
+
+  // A check is one `assert`: it runs on the host before the segment holding the dispatches
+  // it guards is submitted (checks keep the segment open).
+  LogicalResult lowerCheck(CheckOp c) {
+    Value condition = scalars.lookup(c.getCondition());
+    if (!condition) return c.emitError("check condition has no host value");
+    SmallVector<Value> values;
+    for (Value v : c.getValues()) {
+      Value s = scalars.lookup(v);
+      if (!s) return c.emitError("check value has no host value");
+      values.push_back(s);
+    }
+    vmir::AssertOp::create(b, loc, condition, c.getMessageAttr(), values);
     return success();
   }
 
