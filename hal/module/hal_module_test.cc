@@ -23,9 +23,11 @@ class NullContext final : public vm::Context {
   Status RegisterNativeModule(std::shared_ptr<vm::NativeModule>) override { return Unimplemented("x"); }
   Status LoadModule(const vm::Module&) override { return Unimplemented("x"); }
   StatusOr<vm::Function> LookupFunction(std::string_view) const override { return Unimplemented("x"); }
-  Status Invoke(const vm::Function&, Span<vm::Variant>, std::vector<vm::Variant>*) override {
+  Status Invoke(const vm::Function&, Span<vm::Variant>, std::vector<vm::Variant>*,
+                const vm::InvokeOptions&) override {
     return Unimplemented("x");
   }
+  void Cancel() override {}
   void SetFuel(uint64_t) override {}
   const vm::ContextStats& stats() const override { return stats_; }
   vm::NativeModuleState* native_state(std::string_view) override { return nullptr; }
