@@ -187,10 +187,10 @@ Status Interpreter::Run(LinkedModule& linked, uint32_t ordinal, std::vector<Vari
   Ref<RefObject>* const copy_refs = copy_refs_.data();
   const uint64_t fuel_limit = fuel ? fuel : std::numeric_limits<uint64_t>::max();
   // Checkpoints (taken branches, calls) compare `executed` with next_check only; past it they
-  // check the fuel and the interrupt. Without an interrupt next_check is the fuel limit.
+  // check the fuel and the interrupt. Without an interrupt next_check is the fuel limit; with
+  // one, the first checkpoint checks (a deadline already passed stops the first loop).
   const bool interruptible = interrupt.can_fire();
-  uint64_t next_check =
-      interruptible ? 0 : fuel_limit;  // the first checkpoint checks
+  uint64_t next_check = interruptible ? 0 : fuel_limit;
 
   uint32_t current = ordinal;
   const FunctionInfo* fn = &fns[ordinal];
@@ -568,7 +568,7 @@ op_Return: {
 }
 op_CallImport: {
   // An import may take long (a synchronous dispatch): none starts after the interrupt fired.
-  if (__builtin_expect(interruptible, 0) && Interrupted(interrupt, &trap)) goto trapped;
+  if (interruptible && Interrupted(interrupt, &trap)) goto trapped;
   uint32_t m = ip[1];
   const ImportInfo& info = module.imports()[m];
   const uint32_t* args = ip + 2;
