@@ -89,7 +89,7 @@ TEST_CASE("a deadline stops an infinite loop with the function, offset and call 
   CHECK(h.CallI("sum", {I(100000)}) == 5000050000LL);
 }
 
-TEST_CASE("a deadline stops unbounded recursion before the call stack limit") {
+TEST_CASE("unbounded recursion under a deadline ends with a trap naming the function") {
   ModuleBuilder mb;
   AddFunctions(mb);
   Harness h(mb);
