@@ -56,6 +56,7 @@ static_assert(HEXIR_INTERNAL == static_cast<int>(StatusCode::kInternal), "status
   static_assert(HEXIR_ELEMENT_##Name == code, "hexir_runtime.h: HEXIR_ELEMENT_" #Name " differs from hal/element_types.def");
 #include "hal/element_types.def"
 #undef HEXIR_ELEMENT_TYPE
+static_assert(HEXIR_NO_DEADLINE == hexir::Interrupt::kNoDeadline, "no deadline");
 
 thread_local std::string last_error;
 
@@ -208,6 +209,23 @@ void hexir_function_release(hexir_function_t* function) { delete function; }
 
 hexir_status_t hexir_function_call(hexir_context_t* context, hexir_function_t* function,
                                    const hexir_values_t* args, hexir_values_t* results) {
+  return hexir_function_call_with_deadline(context, function, args, results, HEXIR_NO_DEADLINE);
+}
+
+int64_t hexir_clock_now_ns(void) { return hexir::Interrupt::NowNs(); }
+
+hexir_status_t hexir_context_cancel(hexir_context_t* context) {
+  HEXIR_C_GUARD_BEGIN
+  HEXIR_C_REQUIRE(context, "null context");
+  context->context->Cancel();
+  return HEXIR_OK;
+  HEXIR_C_GUARD_END
+}
+
+hexir_status_t hexir_function_call_with_deadline(hexir_context_t* context,
+                                                 hexir_function_t* function,
+                                                 const hexir_values_t* args,
+                                                 hexir_values_t* results, int64_t deadline_ns) {
   HEXIR_C_GUARD_BEGIN
   HEXIR_C_REQUIRE(context && function && args && results, "null argument");
   const std::string& sig = function->function.signature;
@@ -230,8 +248,10 @@ hexir_status_t hexir_function_call(hexir_context_t* context, hexir_function_t* f
   // Invoke retains refs and never consumes args: a copy keeps `args` const for the caller.
   std::vector<hexir::vm::Variant> in = args->values;
   std::vector<hexir::vm::Variant> out;
-  Status s = context->context->Invoke(function->function,
-                                      hexir::Span<hexir::vm::Variant>(in.data(), in.size()), &out);
+  hexir::vm::InvokeOptions options;
+  options.deadline_ns = deadline_ns;
+  Status s = context->context->Invoke(
+      function->function, hexir::Span<hexir::vm::Variant>(in.data(), in.size()), &out, options);
   if (!s.ok()) return Fail(s);
   results->kinds.assign(result_kinds.begin(), result_kinds.end());
   results->values = std::move(out);

@@ -360,7 +360,7 @@ Status SemaphoreWait(HalModuleState&, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 1, "value"));
   // A failure here is the error of the device work that should have signalled: pass it on
   // unchanged so that the message names the failing dispatch.
-  return sem->Wait(static_cast<uint64_t>(IntArg(c, 1)));
+  return sem->Wait(static_cast<uint64_t>(IntArg(c, 1)), kInfiniteTimeout, *c.interrupt);
 }
 
 Status BufferLength(HalModuleState&, NativeCall& c) {
@@ -515,8 +515,9 @@ Status SemaphoreWaitTimeout(HalModuleState&, NativeCall& c) {
   HEXIR_ASSIGN_OR_RETURN(Semaphore * sem, RefArg<Semaphore>(c, 0));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 1, "value"));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 2, "timeout"));
-  Status st = sem->Wait(static_cast<uint64_t>(IntArg(c, 1)), Timeout(IntArg(c, 2)));
-  if (st.code() == StatusCode::kDeadlineExceeded) {
+  Status st = sem->Wait(static_cast<uint64_t>(IntArg(c, 1)), Timeout(IntArg(c, 2)), *c.interrupt);
+  // The program's own timeout is a result; the call's deadline (checked again) is an error.
+  if (st.code() == StatusCode::kDeadlineExceeded && c.interrupt->Check().ok()) {
     c.results[0].bits = 0;
     return Status::Ok();
   }
@@ -528,7 +529,7 @@ Status SemaphoreWaitTimeout(HalModuleState&, NativeCall& c) {
 Status DeviceWaitIdle(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 0));
   HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
-  return s.device().WaitIdle();
+  return s.device().WaitIdle(*c.interrupt);
 }
 
 // ---- issue 6: kernel parameter buffers and host reads of device-computed scalars ------------
@@ -566,7 +567,7 @@ Status ReadElement(HalModuleState& s, NativeCall& c, bool want_float, uint8_t ra
   }
   return s.device()
       .ReadBufferAfterPendingWork(*b, static_cast<uint64_t>(IntArg(c, 2)), raw,
-                                  static_cast<uint64_t>(ElementTypeByteSize(*type)))
+                                  static_cast<uint64_t>(ElementTypeByteSize(*type)), *c.interrupt)
       .WithContext(c.import_name);
 }
 

@@ -12,6 +12,7 @@ TESTS=(
   //tests/e2e:models_test
   //tests/e2e:compiled_calls_test
   //tests/e2e:compiler_gaps_test
+  //tests/e2e:deadline_test
   //tools/hexir-bench:cuda_bench_test
   //tests/llm:stories260k_test
   //tests/llm:random_checkpoints_test
@@ -41,7 +42,8 @@ for b in "${BINARIES[@]}"; do
 done
 export HEXIR_SAVE_MODULES_DIR="$PWD/.out/gpu/modules"
 export HEXIR_COMPILE_FLAGS="--cpu=x86-64-v3"  # CPU kernels must run on the GPU machine's host too
-for t in //tests/e2e:models_test //tests/e2e:compiled_calls_test //tests/e2e:compiler_gaps_test; do
+for t in //tests/e2e:models_test //tests/e2e:compiled_calls_test //tests/e2e:compiler_gaps_test \
+         //tests/e2e:deadline_test; do
   name=${t##*:}
   (cd "bazel-bin/tests/e2e/$name.runfiles/hexir" && TEST_TMPDIR=$(mktemp -d) "./tests/e2e/$name" >/dev/null) \
     || { echo "pack: $name failed here; fix it before a GPU run"; exit 1; }

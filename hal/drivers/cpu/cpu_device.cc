@@ -124,7 +124,7 @@ class CpuDevice final : public Device {
     return exe;
   }
 
-  Status WaitIdle(Timeout timeout) override;
+  Status AwaitIdle(Timeout timeout) override;
   Status Submit(const std::vector<SemaphoreValue>& waits,
                 const vm::Ref<CommandBuffer>& command_buffer,
                 const std::vector<SemaphoreValue>& signals,
@@ -491,8 +491,7 @@ void CpuDevice::QueueMain() {
   }
 }
 
-Status CpuDevice::WaitIdle(Timeout timeout) {
-  DeviceCounters::Add(counters()->host_waits);
+Status CpuDevice::AwaitIdle(Timeout timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   auto idle = [&] { return queue_.empty() && !busy_; };
   if (timeout >= std::chrono::hours(24 * 365)) {

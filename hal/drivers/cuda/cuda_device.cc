@@ -149,11 +149,11 @@ class CudaDevice final : public Device {
                 const vm::Ref<CommandBuffer>& command_buffer,
                 const std::vector<SemaphoreValue>& signals,
                 const std::vector<BufferRef>& binding_table) override;
-  Status WaitIdle(Timeout timeout) override;
+  Status AwaitIdle(Timeout timeout) override;
   Status WriteBuffer(Buffer& buffer, uint64_t offset, const void* data, uint64_t size) override;
   Status ReadBuffer(const Buffer& buffer, uint64_t offset, void* data, uint64_t size) override;
   Status ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
-                                    uint64_t size) override;
+                                    uint64_t size, const Interrupt& interrupt) override;
 
  private:
   Status Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
@@ -167,6 +167,10 @@ class CudaDevice final : public Device {
   void CompleteLocked(Submission& s, Status status);
   bool IdleLocked() const { return deferred_.empty() && inflight_.empty() && busy_ == 0; }
   StatusOr<CUevent> TakeEventLocked();
+  // cuEventSynchronize into *result, or, with an interrupt that can fire, cuEventQuery polls
+  // (yielding in between, the interrupt checked every 64 polls) until the event is reached
+  // or the interrupt fires (its status is returned; the event stays pending).
+  Status SynchronizeEvent(CUevent event, const Interrupt& interrupt, CUresult* result) const;
   Status EnsureStagingLocked();
   // Requires staging_mu_.
   Status ReadStagedLocked(const CudaBuffer& b, uint64_t offset, void* data, uint64_t done,
@@ -505,8 +509,7 @@ void CudaDevice::DeferredMain() {
   }
 }
 
-Status CudaDevice::WaitIdle(Timeout timeout) {
-  DeviceCounters::Add(counters()->host_waits);
+Status CudaDevice::AwaitIdle(Timeout timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   auto idle = [&] { return IdleLocked(); };
   if (timeout >= std::chrono::hours(24 * 365)) {
@@ -609,13 +612,49 @@ Status CudaDevice::ReadStagedLocked(const CudaBuffer& b, uint64_t offset, void* 
   return Status::Ok();
 }
 
+Status CudaDevice::SynchronizeEvent(CUevent event, const Interrupt& interrupt,
+                                    CUresult* result) const {
+  if (!interrupt.can_fire()) {
+    *result = api_.cuEventSynchronize(event);
+    return Status::Ok();
+  }
+  for (uint32_t polls = 0;; ++polls) {
+    CUresult r = api_.cuEventQuery(event);
+    if (r != CUDA_ERROR_NOT_READY) {
+      *result = r;
+      return Status::Ok();
+    }
+    if ((polls & 63) == 63) HEXIR_RETURN_IF_ERROR(interrupt.Check());
+    std::this_thread::yield();
+  }
+}
+
+namespace {
+// cv.wait(lock, ready), stopping with the interrupt's status when it fires first.
+template <typename Ready>
+Status WaitUnlessInterrupted(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                             const Interrupt& interrupt, Ready ready) {
+  if (!interrupt.can_fire()) {
+    cv.wait(lock, ready);
+    return Status::Ok();
+  }
+  while (!ready()) {
+    HEXIR_RETURN_IF_ERROR(interrupt.Check());
+    cv.wait_for(lock, interrupt.NextWaitSlice(), ready);
+  }
+  return Status::Ok();
+}
+}  // namespace
+
 // One host synchronization for "wait for the pending work, then read": held-back submissions
 // are first let onto the stream (a host-side wait for their semaphores, no GPU wait), the first
 // chunk's copy is queued behind everything on the stream, and a single event wait covers both
 // the work and the copy. The completion thread then finds those events already reached; waiting
 // for it (a condition variable, not the GPU) reports earlier errors exactly as WaitIdle does.
+// An interrupt that fires leaves everything queued (the copy too): the next read's copy is
+// ordered after it on the stream and waits for its own event, so the device stays usable.
 Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
-                                              uint64_t size) {
+                                              uint64_t size, const Interrupt& interrupt) {
   HEXIR_RETURN_IF_ERROR(
       ResolveRange(BufferRef::Range(vm::Ref<Buffer>::Retain(const_cast<Buffer*>(&buffer)),
                                     offset, size),
@@ -625,7 +664,7 @@ Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t off
   if (b == nullptr) return InvalidArgument("read_buffer: not a CUDA buffer");
   if (size == 0 || b->host_data()) {
     // Nothing to stage: the wait is the only synchronization.
-    HEXIR_RETURN_IF_ERROR(WaitIdle(kInfiniteTimeout));
+    HEXIR_RETURN_IF_ERROR(WaitIdle(interrupt));
     if (size) std::memcpy(data, b->host_data() + offset, size);
     return Status::Ok();
   }
@@ -637,7 +676,8 @@ Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t off
   Status copy;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    idle_cv_.wait(lock, [&] { return deferred_.empty() || !lost_.ok(); });
+    HEXIR_RETURN_IF_ERROR(WaitUnlessInterrupted(
+        idle_cv_, lock, interrupt, [&] { return deferred_.empty() || !lost_.ok(); }));
     // Under mu_: no submission can slip onto the stream between the pending work and the copy.
     CUresult r = CUDA_SUCCESS;
     if (!lost_.ok()) {
@@ -650,7 +690,8 @@ Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t off
     }
   }
   if (copy.ok()) {
-    CUresult r = api_.cuEventSynchronize(staging_event_);
+    CUresult r = CUDA_SUCCESS;
+    HEXIR_RETURN_IF_ERROR(SynchronizeEvent(staging_event_, interrupt, &r));
     if (r != CUDA_SUCCESS) {
       copy = CudaStatus(api_, r, StrCat("cuEventSynchronize(read_buffer of ", first, " bytes)"));
     }
@@ -658,7 +699,8 @@ Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t off
   Status error;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    idle_cv_.wait(lock, [&] { return IdleLocked(); });
+    HEXIR_RETURN_IF_ERROR(
+        WaitUnlessInterrupted(idle_cv_, lock, interrupt, [&] { return IdleLocked(); }));
     error = std::move(first_error_);
     first_error_ = Status::Ok();
   }
