@@ -136,12 +136,21 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
       return success();
     }
     // A kernel with checks: a {code, a, b} record on the stack (SROA'd once the kernel is
-    // inlined); the code is returned and the values go to workgroup->error.
+    // inlined); a nonzero code is returned with its values copied to workgroup->error (only
+    // then: a driver older than that field never sees a write through it).
     auto recordType = LLVM::LLVMArrayType::get(i64, 3);
     Value record = LLVM::AllocaOp::create(b, loc, ptr, recordType, constant(i64, 1));
     LLVM::StoreOp::create(b, loc, constant(i64, 0), record);
     args.push_back(record);
     LLVM::CallOp::create(b, loc, impl, args);
+    Value code = LLVM::LoadOp::create(b, loc, i64, record);
+    Value failed = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, code, constant(i64, 0));
+    Block* ok = entry.addBlock();
+    Block* fail = entry.addBlock();
+    LLVM::CondBrOp::create(b, loc, failed, fail, ok);
+    b.setInsertionPointToStart(ok);
+    LLVM::ReturnOp::create(b, loc, ValueRange{constant(i32, 0)});
+    b.setInsertionPointToStart(fail);
     Value error = loadField(workgroup, ptr, offsetof(hexir_cpu_workgroup_state_t, error));
     for (int64_t i = 1; i <= 2; ++i) {
       Value value = loadField(record, i64, 8 * i);
@@ -150,7 +159,6 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
                                          offsetof(hexir_cpu_kernel_error_t, values) + 8 * (i - 1))});
       LLVM::StoreOp::create(b, loc, value, at);
     }
-    Value code = LLVM::LoadOp::create(b, loc, i64, record);
     LLVM::ReturnOp::create(b, loc, ValueRange{LLVM::TruncOp::create(b, loc, i32, code)});
     return success();
   }

@@ -3,8 +3,8 @@
 // A gather: the index read from data is compared unsigned with the table's extent (10);
 // out of range, the kernel stores {code 1, index, extent} into the record the entry passes
 // as the impl's last argument, and reads element 0 instead. The entry zeroes the record's
-// code, copies the two values to workgroup->error (offset 16 of the workgroup state) and
-// returns the code.
+// code and returns 0 or, when it is set, the code after copying the two values to
+// workgroup->error (offset 16 of the workgroup state).
 // CHECK-LABEL: hexir.executable @gather
 // CHECK:         llvm.func internal @gather_impl({{.+}}, %[[REC:.+]]: !llvm.ptr)
 // CHECK:           %[[BAD:.+]] = llvm.icmp "uge" %[[I:.+]], %[[TEN:.+]] : i64
@@ -22,9 +22,14 @@
 // CHECK:           %[[R:.+]] = llvm.alloca %{{.+}} x !llvm.array<3 x i64>
 // CHECK:           llvm.store %{{.+}}, %[[R]] : i64, !llvm.ptr
 // CHECK:           llvm.call @gather_impl({{.+}}, %[[R]])
+// CHECK:           %[[CODE:.+]] = llvm.load %[[R]] : !llvm.ptr -> i64
+// CHECK:           %[[FAILED:.+]] = llvm.icmp "ne" %[[CODE]]
+// CHECK:           llvm.cond_br %[[FAILED]], ^[[FAIL:.+]], ^[[OK:[a-z0-9]+]]
+// CHECK:         ^[[OK]]:
+// CHECK:           llvm.return %{{.+}} : i32
+// CHECK:         ^[[FAIL]]:
 // CHECK:           %[[EP:.+]] = llvm.getelementptr %[[W]][16]
 // CHECK:           %[[E:.+]] = llvm.load %[[EP]] : !llvm.ptr -> !llvm.ptr
-// CHECK:           %[[CODE:.+]] = llvm.load %[[R]] : !llvm.ptr -> i64
 // CHECK:           %[[RC:.+]] = llvm.trunc %[[CODE]] : i64 to i32
 // CHECK:           llvm.return %[[RC]] : i32
 hexir.executable @gather attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
