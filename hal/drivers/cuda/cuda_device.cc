@@ -169,8 +169,8 @@ class CudaDevice final : public Device {
   bool IdleLocked() const { return deferred_.empty() && inflight_.empty() && busy_ == 0; }
   StatusOr<CUevent> TakeEventLocked();
   // cuEventSynchronize into *result, or, with an interrupt that can fire, cuEventQuery polls
-  // (yielding in between, the interrupt checked every 64 polls) until the event is reached
-  // or the interrupt fires (its status is returned; the event stays pending).
+  // (spinning 50 us, then yielding; the interrupt checked every 64 polls) until the event is
+  // reached or the interrupt fires (its status is returned; the event stays pending).
   Status SynchronizeEvent(CUevent event, const Interrupt& interrupt, CUresult* result) const;
   Status EnsureStagingLocked();
   // Requires staging_mu_.
@@ -664,6 +664,9 @@ Status CudaDevice::SynchronizeEvent(CUevent event, const Interrupt& interrupt,
     *result = api_.cuEventSynchronize(event);
     return Status::Ok();
   }
+  // Spin first, like cuEventSynchronize's default scheduling, so that a short wait (a decode
+  // step's read) sees the event as soon as it is reached; yield the core after 50 us.
+  const int64_t spin_until = Interrupt::NowNs() + 50'000;
   for (uint32_t polls = 0;; ++polls) {
     CUresult r = api_.cuEventQuery(event);
     if (r != CUDA_ERROR_NOT_READY) {
@@ -671,7 +674,7 @@ Status CudaDevice::SynchronizeEvent(CUevent event, const Interrupt& interrupt,
       return Status::Ok();
     }
     if ((polls & 63) == 63) HEXIR_RETURN_IF_ERROR(interrupt.Check());
-    std::this_thread::yield();
+    if (Interrupt::NowNs() >= spin_until) std::this_thread::yield();
   }
 }
 
