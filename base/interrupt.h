@@ -54,6 +54,13 @@ class Interrupt {
   bool can_fire() const { return deadline_ns_ != kNoDeadline || cancelled_ != nullptr; }
   int64_t deadline_ns() const { return deadline_ns_; }
 
+  // True once the flag is set or the deadline has passed: Check()'s test without building a
+  // Status (the per-import test of the interpreter).
+  bool Fired() const {
+    return (cancelled_ && cancelled_->load(std::memory_order_relaxed)) ||
+           (deadline_ns_ != kNoDeadline && NowNs() >= deadline_ns_);
+  }
+
   // Ok while neither the flag nor the deadline has fired (cancellation wins when both have).
   Status Check() const {
     if (cancelled_ && cancelled_->load(std::memory_order_relaxed)) return Cancelled();

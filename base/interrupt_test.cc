@@ -12,6 +12,7 @@ using std::chrono::milliseconds;
 TEST_CASE("an interrupt without deadline or flag never fires and waits without slicing") {
   Interrupt none;
   REQUIRE_FALSE(none.can_fire());
+  REQUIRE_FALSE(none.Fired());
   REQUIRE(none.Check().ok());
   int calls = 0;
   Status st = WaitInterruptibly(none, [&](std::chrono::nanoseconds slice) {
@@ -38,8 +39,12 @@ TEST_CASE("a set flag cancels, and cancellation wins over an expired deadline") 
   std::atomic<bool> flag{false};
   int64_t now = Interrupt::NowNs();
   Interrupt interrupt(now - 1, &flag, now - 1'500'000'000);
+  REQUIRE(interrupt.Fired());
   REQUIRE(interrupt.Check().message() == "deadline exceeded after 1.500 s");
+  Interrupt flag_only(Interrupt::kNoDeadline, &flag, now);
+  REQUIRE_FALSE(flag_only.Fired());
   flag = true;
+  REQUIRE(flag_only.Fired());
   Status st = interrupt.Check();
   REQUIRE(st.code() == StatusCode::kAborted);
   REQUIRE(st.message() == "call cancelled");

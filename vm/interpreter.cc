@@ -561,7 +561,9 @@ op_Return: {
 }
 op_CallImport: {
   // An import may take long (a synchronous dispatch): none starts after the interrupt fired.
-  if (interruptible && Interrupted(interrupt, &trap)) goto trapped;
+  if (interruptible && __builtin_expect(interrupt.Fired(), 0) && Interrupted(interrupt, &trap)) {
+    goto trapped;
+  }
   uint32_t m = ip[1];
   const ImportInfo& info = module.imports()[m];
   const uint32_t* args = ip + 2;

@@ -115,6 +115,7 @@ class CudaDevice final : public Device {
     completion_thread_.join();
     if (shared_->MakeCurrent().ok()) {
       for (CUevent e : event_pool_) api_.cuEventDestroy(e);
+      if (staging_copy_pending_) api_.cuEventSynchronize(staging_event_);
       if (staging_) api_.cuMemFreeHost(staging_);
       if (staging_event_) api_.cuEventDestroy(staging_event_);
     }
@@ -168,8 +169,8 @@ class CudaDevice final : public Device {
   bool IdleLocked() const { return deferred_.empty() && inflight_.empty() && busy_ == 0; }
   StatusOr<CUevent> TakeEventLocked();
   // cuEventSynchronize into *result, or, with an interrupt that can fire, cuEventQuery polls
-  // (yielding in between, the interrupt checked every 64 polls) until the event is reached
-  // or the interrupt fires (its status is returned; the event stays pending).
+  // (spinning 50 us, then yielding; the interrupt checked every 64 polls) until the event is
+  // reached or the interrupt fires (its status is returned; the event stays pending).
   Status SynchronizeEvent(CUevent event, const Interrupt& interrupt, CUresult* result) const;
   Status EnsureStagingLocked();
   // Requires staging_mu_.
@@ -200,6 +201,9 @@ class CudaDevice final : public Device {
   std::mutex staging_mu_;
   void* staging_ = nullptr;
   CUevent staging_event_ = nullptr;
+  // An interrupted read left its copy into staging_ on the stream (staging_event_ follows
+  // it): the host must not write staging_ before that event is reached. Under staging_mu_.
+  bool staging_copy_pending_ = false;
 };
 
 StatusOr<vm::Ref<Buffer>> CudaDevice::AllocateBuffer(uint64_t byte_size, uint32_t memory_types) {
@@ -557,6 +561,11 @@ Status CudaDevice::WriteBuffer(Buffer& buffer, uint64_t offset, const void* data
   std::lock_guard<std::mutex> lock(staging_mu_);
   HEXIR_RETURN_IF_ERROR(EnsureStagingLocked());
   shared_->counters.transfer_synchronizations.fetch_add(1, std::memory_order_relaxed);
+  if (staging_copy_pending_) {
+    HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventSynchronize(staging_event_),
+                               "cuEventSynchronize(an interrupted read's staging copy)");
+    staging_copy_pending_ = false;
+  }
   for (uint64_t done = 0; done < size;) {
     uint64_t n = std::min(kStagingBytes, size - done);
     std::memcpy(staging_, static_cast<const uint8_t*>(data) + done, n);
@@ -606,6 +615,7 @@ Status CudaDevice::ReadStagedLocked(const CudaBuffer& b, uint64_t offset, void* 
                                "cuEventRecord(staging)");
     HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventSynchronize(staging_event_),
                                "cuEventSynchronize(read_buffer of ", n, " bytes)");
+    staging_copy_pending_ = false;  // stream order: every earlier copy is done too
     std::memcpy(static_cast<uint8_t*>(data) + done, staging_, n);
     done += n;
   }
@@ -618,6 +628,9 @@ Status CudaDevice::SynchronizeEvent(CUevent event, const Interrupt& interrupt,
     *result = api_.cuEventSynchronize(event);
     return Status::Ok();
   }
+  // Spin first, like cuEventSynchronize's default scheduling, so that a short wait (a decode
+  // step's read) sees the event as soon as it is reached; yield the core after 50 us.
+  const int64_t spin_until = Interrupt::NowNs() + 50'000;
   for (uint32_t polls = 0;; ++polls) {
     CUresult r = api_.cuEventQuery(event);
     if (r != CUDA_ERROR_NOT_READY) {
@@ -625,7 +638,7 @@ Status CudaDevice::SynchronizeEvent(CUevent event, const Interrupt& interrupt,
       return Status::Ok();
     }
     if ((polls & 63) == 63) HEXIR_RETURN_IF_ERROR(interrupt.Check());
-    std::this_thread::yield();
+    if (Interrupt::NowNs() >= spin_until) std::this_thread::yield();
   }
 }
 
@@ -691,7 +704,9 @@ Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t off
   }
   if (copy.ok()) {
     CUresult r = CUDA_SUCCESS;
-    HEXIR_RETURN_IF_ERROR(SynchronizeEvent(staging_event_, interrupt, &r));
+    Status interrupted = SynchronizeEvent(staging_event_, interrupt, &r);
+    staging_copy_pending_ = !interrupted.ok();
+    HEXIR_RETURN_IF_ERROR(std::move(interrupted));
     if (r != CUDA_SUCCESS) {
       copy = CudaStatus(api_, r, StrCat("cuEventSynchronize(read_buffer of ", first, " bytes)"));
     }
