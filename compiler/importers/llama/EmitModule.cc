@@ -475,29 +475,25 @@ class ModuleWriter {
                L(v + " = tensor.extract " + cache + "[" + s + ", " + col + "] : " + ct);
       return v;
     };
+    // Body: acc + in * cache[s, a * head_size + d] (loop a is dim 0).
+    auto gathered_dot = [&](const std::string& cache, int d_dim, int s_dim) {
+      return [&, cache, d_dim, s_dim](const std::vector<std::string>& a) {
+        std::string text;
+        std::string c = gather(cache, 0, d_dim, s_dim, &text);
+        std::string m = e_.Fresh(), r = e_.Fresh();
+        return text + L(m + " = arith.mulf " + a[0] + ", " + c + " : f32") +
+               L(r + " = arith.addf " + a[1] + ", " + m + " : f32") + L("linalg.yield " + r + " : f32");
+      };
+    };
     std::string z = e_.Filled(st, "0.0", "f32", n);
     std::string sc = e_.Generic({"(a, g, s, d) -> (a, g, d)", "(a, g, s, d) -> (a, g, s)"},
                                 {"parallel", "parallel", "parallel", "reduction"}, {{q3, q3t}}, {z, st},
-                                {"f32", "f32"}, [&](auto a) {
-                                  std::string text;
-                                  std::string k = gather(kc, 0, 3, 2, &text);
-                                  std::string m = e_.Fresh(), r = e_.Fresh();
-                                  return text + L(m + " = arith.mulf " + a[0] + ", " + k + " : f32") +
-                                         L(r + " = arith.addf " + a[1] + ", " + m + " : f32") +
-                                         L("linalg.yield " + r + " : f32");
-                                });
+                                {"f32", "f32"}, gathered_dot(kc, 3, 2));
     std::string p = Softmax(kOneRow, sc, st, mt, n);
     std::string oz = e_.Filled(q3t, "0.0", "f32");
     std::string o3 = e_.Generic({"(a, g, d, s) -> (a, g, s)", "(a, g, d, s) -> (a, g, d)"},
                                 {"parallel", "parallel", "parallel", "reduction"}, {{p, st}}, {oz, q3t},
-                                {"f32", "f32"}, [&](auto a) {
-                                  std::string text;
-                                  std::string v = gather(vc, 0, 2, 3, &text);
-                                  std::string m = e_.Fresh(), r = e_.Fresh();
-                                  return text + L(m + " = arith.mulf " + a[0] + ", " + v + " : f32") +
-                                         L(r + " = arith.addf " + a[1] + ", " + m + " : f32") +
-                                         L("linalg.yield " + r + " : f32");
-                                });
+                                {"f32", "f32"}, gathered_dot(vc, 2, 3));
     std::string att = e_.Fresh("att");
     os_ << "    " << att << " = tensor.collapse_shape " << o3 << " [[0, 1, 2]] : " << q3t << " into "
         << T({D_}) << "\n";
