@@ -37,9 +37,40 @@ std::string T(const std::vector<int64_t>& dims, const std::string& elem = "f32")
   return s + elem + ">";
 }
 
+// An SSA value and its type.
 struct Operand {
   std::string name;
   std::string type;
+};
+
+// The rows a layer body runs on: decode one token (at the position the caller sets, pos_;
+// values are [n] vectors), or the M prompt rows (values [M][n], M dynamic).
+struct Rows {
+  bool prompt;
+};
+constexpr Rows kOneRow{false};
+constexpr Rows kPromptRows{true};
+
+// One layer's weights, named as in LlamaWeights ("layerN.<field>").
+struct LayerWeights {
+  Operand rms_att, wq, wk, wv, wo, rms_ffn, w1, w2, w3;
+};
+
+// The per-layer weight fields in LlamaWeights order (the argument order of @prefill_layer).
+struct LayerField {
+  const char* name;
+  Operand LayerWeights::*member;
+};
+constexpr LayerField kLayerFields[] = {
+    {"rms_att", &LayerWeights::rms_att}, {"wq", &LayerWeights::wq},   {"wk", &LayerWeights::wk},
+    {"wv", &LayerWeights::wv},           {"wo", &LayerWeights::wo},   {"rms_ffn", &LayerWeights::rms_ffn},
+    {"w1", &LayerWeights::w1},           {"w2", &LayerWeights::w2},   {"w3", &LayerWeights::w3}};
+
+// Every weight argument of @generate by role; `classifier` is the embedding when shared.
+struct ModelWeights {
+  Operand token_embedding;
+  std::vector<LayerWeights> layers;
+  Operand rms_final, classifier;
 };
 
 class Emitter {
@@ -111,13 +142,35 @@ class ModuleWriter {
         << ", kv heads " << KVH_ << ", vocab " << V_ << ", "
         << (c_.shared_classifier ? "shared" : "separate") << " classifier, KV cache " << S_
         << " positions.\n";
-    EmitPrefillLayer();
-    EmitGenerate();
+    std::vector<WeightTensor> tensors = LlamaWeights(c_);
+    ModelWeights weights = NameWeights(tensors);
+    EmitPrefillLayer(weights.layers[0]);
+    EmitGenerate(tensors, weights);
     return os_.str();
   }
 
  private:
   std::string L(const std::string& s) { return "      " + s + "\n"; }
+
+  // @generate's weight arguments (%w_<i>, LlamaWeights order) by role.
+  ModelWeights NameWeights(const std::vector<WeightTensor>& tensors) {
+    ModelWeights m;
+    m.layers.resize(c_.n_layers);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const std::string& name = tensors[i].name;
+      Operand arg{"%w_" + std::to_string(i), W(tensors[i].dims)};
+      if (name == "token_embedding") m.token_embedding = arg;
+      if (name == "rms_final") m.rms_final = arg;
+      if (name == "classifier") m.classifier = arg;
+      size_t dot = name.find('.');
+      if (name.compare(0, 5, "layer") != 0 || dot == std::string::npos) continue;
+      LayerWeights& layer = m.layers[std::strtoll(name.c_str() + 5, nullptr, 10)];
+      for (const LayerField& f : kLayerFields)
+        if (name.compare(dot + 1, std::string::npos, f.name) == 0) layer.*f.member = arg;
+    }
+    if (c_.shared_classifier) m.classifier = m.token_embedding;
+    return m;
+  }
 
   // A weight tensor type.
   std::string W(const std::vector<int64_t>& dims) { return T(dims, WT_); }
@@ -129,20 +182,46 @@ class ModuleWriter {
     return r;
   }
 
-  std::string RmsNorm(const std::string& x, const std::string& w) {
-    std::string t = T({D_});
-    std::string zero = e_.Filled("tensor<f32>", "0.0", "f32");
-    std::string ss = e_.Generic({"(i) -> (i)", "(i) -> ()"}, {"reduction"}, {{x, t}},
-                                {zero, "tensor<f32>"}, {"f32", "f32"}, [&](auto a) {
+  // ---- one layer body for both row counts ----
+  // Rows: decode runs one row (the token at pos_) on [n] vectors; prefill runs the M prompt
+  // rows (M = %m, dynamic; row m at position m) on [M][n] values. The helpers below add the
+  // row dim (a leading `?` in types, a leading parallel loop `m` in generics) for prompts.
+
+  // The type of a [rows x dims] f32 value.
+  static std::string RT(const Rows& r, std::vector<int64_t> dims) {
+    if (r.prompt) dims.insert(dims.begin(), -1);
+    return T(dims);
+  }
+  // The dynamic sizes of a [rows x static dims] tensor.empty.
+  static std::string RDyn(const Rows& r) { return r.prompt ? "%m" : ""; }
+  // affine_map `(dims) -> (results)`; for prompts the row loop m leads the dims and, when
+  // `row`, the results.
+  static std::string RMap(const Rows& r, const std::string& dims, const std::string& results,
+                          bool row = true) {
+    if (!r.prompt) return "(" + dims + ") -> (" + results + ")";
+    std::string res = !row ? results : results.empty() ? "m" : "m, " + results;
+    return "(m, " + dims + ") -> (" + res + ")";
+  }
+  static std::vector<std::string> RIters(const Rows& r, std::vector<std::string> iters) {
+    if (r.prompt) iters.insert(iters.begin(), "parallel");
+    return iters;
+  }
+
+  // w * x / sqrt(mean(x^2) + eps) per row.
+  std::string RmsNorm(const Rows& rows, const std::string& x, const std::string& w) {
+    std::string t = RT(rows, {D_}), st = RT(rows, {});
+    std::string zero = e_.Filled(st, "0.0", "f32", RDyn(rows));
+    std::string ss = e_.Generic({RMap(rows, "d", "d"), RMap(rows, "d", "")}, RIters(rows, {"reduction"}),
+                                {{x, t}}, {zero, st}, {"f32", "f32"}, [&](auto a) {
                                   std::string m = e_.Fresh(), s = e_.Fresh();
                                   return L(m + " = arith.mulf " + a[0] + ", " + a[0] + " : f32") +
                                          L(s + " = arith.addf " + a[1] + ", " + m + " : f32") +
                                          L("linalg.yield " + s + " : f32");
                                 });
-    std::string e = e_.Filled(t, "", "f32");
-    return e_.Generic({"(i) -> (i)", "(i) -> ()", "(i) -> (i)", "(i) -> (i)"}, {"parallel"},
-                      {{x, t}, {ss, "tensor<f32>"}, {w, W({D_})}}, {e, t}, {"f32", "f32", WT_, "f32"},
-                      [&](const std::vector<std::string>& a) { return RmsScaleBody(a); });
+    std::string e = e_.Filled(t, "", "f32", RDyn(rows));
+    return e_.Generic({RMap(rows, "d", "d"), RMap(rows, "d", ""), RMap(rows, "d", "d", false), RMap(rows, "d", "d")},
+                      RIters(rows, {"parallel"}), {{x, t}, {ss, st}, {w, W({D_})}}, {e, t},
+                      {"f32", "f32", WT_, "f32"}, [&](const std::vector<std::string>& a) { return RmsScaleBody(a); });
   }
 
   // Body of the RMSNorm scaling generic: (x, sum of squares, weight) -> w * x / sqrt(ss/D + eps).
@@ -161,46 +240,64 @@ class ModuleWriter {
            L(y + " = arith.mulf " + wf + ", " + xs + " : f32") + L("linalg.yield " + y + " : f32");
   }
 
-  std::string MatVec(const std::string& w, const std::string& x, int64_t m, int64_t n) {
-    std::string zero = e_.Filled(T({m}), "0.0", "f32");
-    if (WT_ != "f32")  // mixed precision: the same sum, each weight widened
-      return e_.Generic({"(i, k) -> (i, k)", "(i, k) -> (k)", "(i, k) -> (i)"}, {"parallel", "reduction"},
-                        {{w, W({m, n})}, {x, T({n})}}, {zero, T({m})}, {WT_, "f32", "f32"}, [&](auto a) {
-                          std::string text;
-                          std::string wf = Ext(a[0], &text);
-                          std::string p = e_.Fresh(), s = e_.Fresh();
-                          return text + L(p + " = arith.mulf " + wf + ", " + a[1] + " : f32") +
-                                 L(s + " = arith.addf " + a[2] + ", " + p + " : f32") +
-                                 L("linalg.yield " + s + " : f32");
-                        });
-    std::string r = e_.Fresh("mv");
-    os_ << "    " << r << " = linalg.matvec ins(" << w << ", " << x << " : " << T({m, n}) << ", "
-        << T({n}) << ") outs(" << zero << " : " << T({m}) << ") -> " << T({m}) << "\n";
-    return r;
-  }
-
-  // Elementwise binary op on two [n] vectors.
-  std::string Binary(const std::string& a, const std::string& b, int64_t n, const std::string& op) {
-    std::string t = T({n});
-    std::string e = e_.Filled(t, "", "f32");
-    return e_.Generic({"(i) -> (i)", "(i) -> (i)", "(i) -> (i)"}, {"parallel"}, {{a, t}, {b, t}},
-                      {e, t}, {"f32", "f32", "f32"}, [&](auto x) {
-                        std::string r = e_.Fresh();
-                        return L(r + " = " + op + " " + x[0] + ", " + x[1] + " : f32") +
-                               L("linalg.yield " + r + " : f32");
+  // y[.., n] = sum_k x[.., k] * W[n, k] (W is [out][in]). One f32 row is a linalg.matvec.
+  std::string MatMul(const Rows& rows, const std::string& w, const std::string& x, int64_t n, int64_t k) {
+    std::string ot = RT(rows, {n});
+    std::string zero = e_.Filled(ot, "0.0", "f32", RDyn(rows));
+    if (!rows.prompt && WT_ == "f32") {
+      std::string r = e_.Fresh("mv");
+      os_ << "    " << r << " = linalg.matvec ins(" << w << ", " << x << " : " << W({n, k}) << ", "
+          << RT(rows, {k}) << ") outs(" << zero << " : " << ot << ") -> " << ot << "\n";
+      return r;
+    }
+    return e_.Generic({RMap(rows, "n, k", "k"), RMap(rows, "n, k", "n, k", false), RMap(rows, "n, k", "n")},
+                      RIters(rows, {"parallel", "reduction"}), {{x, RT(rows, {k})}, {w, W({n, k})}},
+                      {zero, ot}, {"f32", WT_, "f32"}, [&](auto a) {
+                        std::string text;
+                        std::string wf = Ext(a[1], &text);
+                        std::string p = e_.Fresh(), s = e_.Fresh();
+                        return text + L(p + " = arith.mulf " + a[0] + ", " + wf + " : f32") +
+                               L(s + " = arith.addf " + a[2] + ", " + p + " : f32") +
+                               L("linalg.yield " + s + " : f32");
                       });
   }
 
-  // Rotary embedding on interleaved pairs (2i, 2i+1) at position pos_.
-  std::string Rope(const std::string& v, int64_t n) {
-    std::string t = T({n});
-    std::string e = e_.Filled(t, "", "f32");
-    return e_.Generic({"(i) -> (i)", "(i) -> (i)"}, {"parallel"}, {{v, t}}, {e, t}, {"f32", "f32"},
-                      [&](auto a) {
-                        std::string i = e_.Fresh();
-                        return L(i + " = linalg.index 0 : index") +
-                               RopeBody(a[0], i, pos_, [&](const std::string& pi) {
-                                 return v + "[" + pi + "] : " + t;
+  // An elementwise generic of two [rows x n] values; `body` gets (a, b) and yields.
+  std::string Elementwise2(const Rows& rows, const std::string& a, const std::string& b, int64_t n,
+                           const std::function<std::string(const std::vector<std::string>&)>& body) {
+    std::string t = RT(rows, {n});
+    std::string e = e_.Filled(t, "", "f32", RDyn(rows));
+    return e_.Generic({RMap(rows, "i", "i"), RMap(rows, "i", "i"), RMap(rows, "i", "i")},
+                      RIters(rows, {"parallel"}), {{a, t}, {b, t}}, {e, t}, {"f32", "f32", "f32"}, body);
+  }
+
+  std::string Add(const Rows& rows, const std::string& a, const std::string& b, int64_t n) {
+    return Elementwise2(rows, a, b, n, [&](const std::vector<std::string>& x) {
+      std::string r = e_.Fresh();
+      return L(r + " = arith.addf " + x[0] + ", " + x[1] + " : f32") + L("linalg.yield " + r + " : f32");
+    });
+  }
+
+  // Rotary embedding on interleaved pairs (2i, 2i+1): decode at position pos_, prompt row m
+  // at position m.
+  std::string Rope(const Rows& rows, const std::string& v, int64_t n) {
+    std::string t = RT(rows, {n});
+    std::string e = e_.Filled(t, "", "f32", RDyn(rows));
+    return e_.Generic({RMap(rows, "i", "i"), RMap(rows, "i", "i")}, RIters(rows, {"parallel"}), {{v, t}},
+                      {e, t}, {"f32", "f32"}, [&](auto a) {
+                        if (!rows.prompt) {
+                          std::string i = e_.Fresh();
+                          return L(i + " = linalg.index 0 : index") +
+                                 RopeBody(a[0], i, pos_, [&](const std::string& pi) {
+                                   return v + "[" + pi + "] : " + t;
+                                 });
+                        }
+                        std::string row = e_.Fresh(), rowi = e_.Fresh(), i = e_.Fresh();
+                        return L(row + " = linalg.index 0 : index") +
+                               L(rowi + " = arith.index_cast " + row + " : index to i64") +
+                               L(i + " = linalg.index 1 : index") +
+                               RopeBody(a[0], i, rowi, [&](const std::string& pi) {
+                                 return v + "[" + row + ", " + pi + "] : " + t;
                                });
                       });
   }
@@ -243,10 +340,15 @@ class ModuleWriter {
            L("linalg.yield " + r + " : f32");
   }
 
+  // The K or V cache with this layer's rows written: decode row pos_, prompt rows 0..M-1.
+  std::string WriteCache(const Rows& rows, const std::string& cache, const std::string& new_rows) {
+    return rows.prompt ? PromptCacheWrite(cache, new_rows) : DecodeCacheWrite(cache, new_rows);
+  }
+
   // cache' = cache with row `pos` replaced by `row`: a tensor.insert_slice, which the compiler
   // lowers as an in-place update of the cache's buffer (one row written per step, not a copy
   // of the cache; passes/dispatch/InPlaceUpdates.h) since the decode loop owns the caches.
-  std::string CacheRowInsert(const std::string& cache, const std::string& row) {
+  std::string DecodeCacheWrite(const std::string& cache, const std::string& row) {
     std::string r2 = e_.Fresh("row"), p = e_.Fresh("p"), r = e_.Fresh("cache");
     os_ << "    " << r2 << " = tensor.expand_shape " << row << " [[0, 1]] output_shape [1, " << KV_
         << "] : " << T({KV_}) << " into " << T({1, KV_}) << "\n"
@@ -256,19 +358,101 @@ class ModuleWriter {
     return r;
   }
 
-  // Position-validity test (s <= pos) on loop dimension `dim` inside a body.
-  std::string Valid(int dim, std::string* text) {
-    std::string s = e_.Fresh(), p = e_.Fresh(), v = e_.Fresh();
-    *text += L(s + " = linalg.index " + std::to_string(dim) + " : index") +
-             L(p + " = arith.index_cast " + pos_ + " : i64 to index") +
-             L(v + " = arith.cmpi ule, " + s + ", " + p + " : index");
+  // cache'[s, j] = s < M ? rows[s, j] : cache[s, j]
+  std::string PromptCacheWrite(const std::string& cache, const std::string& rows) {
+    std::string t = T({S_, KV_});
+    std::string e = e_.Filled(t, "", "f32");
+    return e_.Generic({"(s, j) -> (s, j)", "(s, j) -> (s, j)"}, {"parallel", "parallel"},
+                      {{cache, t}}, {e, t}, {"f32", "f32"}, [&](auto a) {
+                        auto f = [&]() { return e_.Fresh(); };
+                        std::string s = f(), j = f(), si = f(), in = f(), one = f(), last = f(),
+                                    ci = f(), c = f(), v = f(), r = f();
+                        return L(s + " = linalg.index 0 : index") + L(j + " = linalg.index 1 : index") +
+                               L(si + " = arith.index_cast " + s + " : index to i64") +
+                               L(in + " = arith.cmpi slt, " + si + ", %m64 : i64") +
+                               L(one + " = arith.constant 1 : i64") +
+                               L(last + " = arith.subi %m64, " + one + " : i64") +
+                               L(ci + " = arith.minsi " + si + ", " + last + " : i64") +
+                               L(c + " = arith.index_cast " + ci + " : i64 to index") +
+                               L(v + " = tensor.extract " + rows + "[" + c + ", " + j + "] : " + T({-1, KV_})) +
+                               L(r + " = arith.select " + in + ", " + v + ", " + a[0] + " : f32") +
+                               L("linalg.yield " + r + " : f32");
+                      });
+  }
+
+  std::string Attention(const Rows& rows, const std::string& q, const std::string& kc, const std::string& vc) {
+    return rows.prompt ? PromptAttention(q, kc, vc) : DecodeAttention(q, kc, vc);
+  }
+
+  // x / sqrt(head_size), appended to *text.
+  std::string Scaled(const std::string& x, std::string* text) {
+    std::string c = e_.Fresh(), r = e_.Fresh();
+    *text += L(c + " = arith.constant " + FloatLit(std::sqrt(float(HD_))) + " : f32") +
+             L(r + " = arith.divf " + x + ", " + c + " : f32");
+    return r;
+  }
+
+  // The causal test s <= m of a prompt's score loops (m, a, g, s), appended to *text.
+  std::string Causal(std::string* text) {
+    std::string m = e_.Fresh(), s = e_.Fresh(), v = e_.Fresh();
+    *text += L(m + " = linalg.index 0 : index") + L(s + " = linalg.index 3 : index") +
+             L(v + " = arith.cmpi ule, " + s + ", " + m + " : index");
     return v;
+  }
+
+  // softmax(scores / sqrt(head_size)) over the last dim s of `sc` ([rows x] kv_heads x group x
+  // s, type st, `st_dyn` its dynamic sizes): max, exp(x - max), sum, divide (llama2.c's
+  // order). Prompt rows are causal: positions s > m are out of the max and count 0 in the sum.
+  std::string Softmax(const Rows& rows, const std::string& sc, const std::string& st,
+                      const std::string& mt, const std::string& st_dyn) {
+    const std::string id = RMap(rows, "a, g, s", "a, g, s"), row = RMap(rows, "a, g, s", "a, g");
+    const std::vector<std::string> red = RIters(rows, {"parallel", "parallel", "reduction"}),
+                                   par = RIters(rows, {"parallel", "parallel", "parallel"});
+    std::string m0 = e_.Filled(mt, "-3.0e+38", "f32", RDyn(rows));
+    std::string mx = e_.Generic({id, row}, red, {{sc, st}}, {m0, mt}, {"f32", "f32"}, [&](auto a) {
+      std::string text;
+      std::string v = rows.prompt ? Causal(&text) : "";
+      std::string x = Scaled(a[0], &text);
+      std::string m = e_.Fresh();
+      text += L(m + " = arith.maximumf " + a[1] + ", " + x + " : f32");
+      if (!rows.prompt) return text + L("linalg.yield " + m + " : f32");
+      std::string r = e_.Fresh();
+      return text + L(r + " = arith.select " + v + ", " + m + ", " + a[1] + " : f32") +
+             L("linalg.yield " + r + " : f32");
+    });
+    std::string ee = e_.Filled(st, "", "f32", st_dyn);
+    std::string ex = e_.Generic({id, row, id}, par, {{sc, st}, {mx, mt}}, {ee, st},
+                                {"f32", "f32", "f32"}, [&](auto a) {
+                                  std::string text;
+                                  std::string v = rows.prompt ? Causal(&text) : "";
+                                  std::string x = Scaled(a[0], &text);
+                                  std::string d = e_.Fresh(), e = e_.Fresh();
+                                  text += L(d + " = arith.subf " + x + ", " + a[1] + " : f32") +
+                                          L(e + " = math.exp " + d + " : f32");
+                                  if (!rows.prompt) return text + L("linalg.yield " + e + " : f32");
+                                  std::string z = e_.Fresh(), r = e_.Fresh();
+                                  return text + L(z + " = arith.constant 0.0 : f32") +
+                                         L(r + " = arith.select " + v + ", " + e + ", " + z + " : f32") +
+                                         L("linalg.yield " + r + " : f32");
+                                });
+    std::string s0 = e_.Filled(mt, "0.0", "f32", RDyn(rows));
+    std::string sm = e_.Generic({id, row}, red, {{ex, st}}, {s0, mt}, {"f32", "f32"}, [&](auto a) {
+      std::string r = e_.Fresh();
+      return L(r + " = arith.addf " + a[1] + ", " + a[0] + " : f32") + L("linalg.yield " + r + " : f32");
+    });
+    std::string pe = e_.Filled(st, "", "f32", st_dyn);
+    return e_.Generic({id, row, id}, par, {{ex, st}, {sm, mt}}, {pe, st}, {"f32", "f32", "f32"},
+                      [&](auto a) {
+                        std::string r = e_.Fresh();
+                        return L(r + " = arith.divf " + a[0] + ", " + a[1] + " : f32") +
+                               L("linalg.yield " + r + " : f32");
+                      });
   }
 
   // Decode attention over the n = pos + 1 filled positions only (a dynamic extent): the
   // cached K/V rows are gathered in the kernels (tensor.extract), so the work grows with the
   // position, not with the cache length.
-  std::string Attention(const std::string& q, const std::string& kc, const std::string& vc) {
+  std::string DecodeAttention(const std::string& q, const std::string& kc, const std::string& vc) {
     std::string q3t = T({KVH_, G_, HD_}), st = T({KVH_, G_, -1}), mt = T({KVH_, G_}),
                 ct = T({S_, KV_});
     std::string q3 = e_.Fresh("q");
@@ -291,164 +475,33 @@ class ModuleWriter {
                L(v + " = tensor.extract " + cache + "[" + s + ", " + col + "] : " + ct);
       return v;
     };
+    // Body: acc + in * cache[s, a * head_size + d] (loop a is dim 0).
+    auto gathered_dot = [&](const std::string& cache, int d_dim, int s_dim) {
+      return [&, cache, d_dim, s_dim](const std::vector<std::string>& a) {
+        std::string text;
+        std::string c = gather(cache, 0, d_dim, s_dim, &text);
+        std::string m = e_.Fresh(), r = e_.Fresh();
+        return text + L(m + " = arith.mulf " + a[0] + ", " + c + " : f32") +
+               L(r + " = arith.addf " + a[1] + ", " + m + " : f32") + L("linalg.yield " + r + " : f32");
+      };
+    };
     std::string z = e_.Filled(st, "0.0", "f32", n);
     std::string sc = e_.Generic({"(a, g, s, d) -> (a, g, d)", "(a, g, s, d) -> (a, g, s)"},
                                 {"parallel", "parallel", "parallel", "reduction"}, {{q3, q3t}}, {z, st},
-                                {"f32", "f32"}, [&](auto a) {
-                                  std::string text;
-                                  std::string k = gather(kc, 0, 3, 2, &text);
-                                  std::string m = e_.Fresh(), r = e_.Fresh();
-                                  return text + L(m + " = arith.mulf " + a[0] + ", " + k + " : f32") +
-                                         L(r + " = arith.addf " + a[1] + ", " + m + " : f32") +
-                                         L("linalg.yield " + r + " : f32");
-                                });
-    auto scaled = [&](const std::string& x, std::string* text) {
-      std::string c = e_.Fresh(), r = e_.Fresh();
-      *text += L(c + " = arith.constant " + FloatLit(std::sqrt(float(HD_))) + " : f32") +
-               L(r + " = arith.divf " + x + ", " + c + " : f32");
-      return r;
-    };
-    const std::string id3 = "(a, g, s) -> (a, g, s)", row = "(a, g, s) -> (a, g)";
-    const std::vector<std::string> red = {"parallel", "parallel", "reduction"},
-                                   par = {"parallel", "parallel", "parallel"};
-    std::string m0 = e_.Filled(mt, "-3.0e+38", "f32");
-    std::string mx = e_.Generic({id3, row}, red, {{sc, st}}, {m0, mt}, {"f32", "f32"}, [&](auto a) {
-      std::string text;
-      std::string x = scaled(a[0], &text);
-      std::string m = e_.Fresh();
-      return text + L(m + " = arith.maximumf " + a[1] + ", " + x + " : f32") +
-             L("linalg.yield " + m + " : f32");
-    });
-    std::string ee = e_.Filled(st, "", "f32", n);
-    std::string ex = e_.Generic({id3, row, id3}, par, {{sc, st}, {mx, mt}}, {ee, st},
-                                {"f32", "f32", "f32"}, [&](auto a) {
-                                  std::string text;
-                                  std::string x = scaled(a[0], &text);
-                                  std::string d = e_.Fresh(), e = e_.Fresh();
-                                  return text + L(d + " = arith.subf " + x + ", " + a[1] + " : f32") +
-                                         L(e + " = math.exp " + d + " : f32") +
-                                         L("linalg.yield " + e + " : f32");
-                                });
-    std::string s0 = e_.Filled(mt, "0.0", "f32");
-    std::string sm = e_.Generic({id3, row}, red, {{ex, st}}, {s0, mt}, {"f32", "f32"}, [&](auto a) {
-      std::string r = e_.Fresh();
-      return L(r + " = arith.addf " + a[1] + ", " + a[0] + " : f32") + L("linalg.yield " + r + " : f32");
-    });
-    std::string pe = e_.Filled(st, "", "f32", n);
-    std::string p = e_.Generic({id3, row, id3}, par, {{ex, st}, {sm, mt}}, {pe, st},
-                               {"f32", "f32", "f32"}, [&](auto a) {
-                                 std::string r = e_.Fresh();
-                                 return L(r + " = arith.divf " + a[0] + ", " + a[1] + " : f32") +
-                                        L("linalg.yield " + r + " : f32");
-                               });
+                                {"f32", "f32"}, gathered_dot(kc, 3, 2));
+    std::string p = Softmax(kOneRow, sc, st, mt, n);
     std::string oz = e_.Filled(q3t, "0.0", "f32");
     std::string o3 = e_.Generic({"(a, g, d, s) -> (a, g, s)", "(a, g, d, s) -> (a, g, d)"},
                                 {"parallel", "parallel", "parallel", "reduction"}, {{p, st}}, {oz, q3t},
-                                {"f32", "f32"}, [&](auto a) {
-                                  std::string text;
-                                  std::string v = gather(vc, 0, 2, 3, &text);
-                                  std::string m = e_.Fresh(), r = e_.Fresh();
-                                  return text + L(m + " = arith.mulf " + a[0] + ", " + v + " : f32") +
-                                         L(r + " = arith.addf " + a[1] + ", " + m + " : f32") +
-                                         L("linalg.yield " + r + " : f32");
-                                });
+                                {"f32", "f32"}, gathered_dot(vc, 2, 3));
     std::string att = e_.Fresh("att");
     os_ << "    " << att << " = tensor.collapse_shape " << o3 << " [[0, 1, 2]] : " << q3t << " into "
         << T({D_}) << "\n";
     return att;
   }
 
-  static std::string FloatLit(float f) {
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "%.9e", double(f));
-    return buf;
-  }
-
-  // ---- prefill: M prompt rows at positions 0..M-1 in one pass (%m64 = M, host i64) ----
-
-  std::string RowsRmsNorm(const std::string& x, const std::string& w) {
-    std::string t = T({-1, D_}), rt = T({-1});
-    std::string zero = e_.Filled(rt, "0.0", "f32", "%m");
-    std::string ss = e_.Generic({"(m, d) -> (m, d)", "(m, d) -> (m)"}, {"parallel", "reduction"},
-                                {{x, t}}, {zero, rt}, {"f32", "f32"}, [&](auto a) {
-                                  std::string q = e_.Fresh(), s = e_.Fresh();
-                                  return L(q + " = arith.mulf " + a[0] + ", " + a[0] + " : f32") +
-                                         L(s + " = arith.addf " + a[1] + ", " + q + " : f32") +
-                                         L("linalg.yield " + s + " : f32");
-                                });
-    std::string e = e_.Filled(t, "", "f32", "%m");
-    return e_.Generic({"(m, d) -> (m, d)", "(m, d) -> (m)", "(m, d) -> (d)", "(m, d) -> (m, d)"},
-                      {"parallel", "parallel"}, {{x, t}, {ss, rt}, {w, W({D_})}}, {e, t},
-                      {"f32", "f32", WT_, "f32"}, [&](const std::vector<std::string>& a) { return RmsScaleBody(a); });
-  }
-
-  // y[m, n] = sum_k x[m, k] * W[n, k]  (W is [out][in]).
-  std::string RowsMatMul(const std::string& w, const std::string& x, int64_t n, int64_t k) {
-    std::string ot = T({-1, n});
-    std::string zero = e_.Filled(ot, "0.0", "f32", "%m");
-    return e_.Generic({"(m, n, k) -> (m, k)", "(m, n, k) -> (n, k)", "(m, n, k) -> (m, n)"},
-                      {"parallel", "parallel", "reduction"}, {{x, T({-1, k})}, {w, W({n, k})}},
-                      {zero, ot}, {"f32", WT_, "f32"}, [&](auto a) {
-                        std::string text;
-                        std::string wf = Ext(a[1], &text);
-                        std::string p = e_.Fresh(), s = e_.Fresh();
-                        return text + L(p + " = arith.mulf " + a[0] + ", " + wf + " : f32") +
-                               L(s + " = arith.addf " + a[2] + ", " + p + " : f32") +
-                               L("linalg.yield " + s + " : f32");
-                      });
-  }
-
-  std::string RowsBinary(const std::string& a, const std::string& b, int64_t n, const std::string& op) {
-    std::string t = T({-1, n});
-    std::string e = e_.Filled(t, "", "f32", "%m");
-    return e_.Generic({"(m, i) -> (m, i)", "(m, i) -> (m, i)", "(m, i) -> (m, i)"},
-                      {"parallel", "parallel"}, {{a, t}, {b, t}}, {e, t}, {"f32", "f32", "f32"},
-                      [&](auto x) {
-                        std::string r = e_.Fresh();
-                        return L(r + " = " + op + " " + x[0] + ", " + x[1] + " : f32") +
-                               L("linalg.yield " + r + " : f32");
-                      });
-  }
-
-  // Rotary embedding of row m at position m.
-  std::string RowsRope(const std::string& v, int64_t n) {
-    std::string t = T({-1, n});
-    std::string e = e_.Filled(t, "", "f32", "%m");
-    return e_.Generic({"(m, i) -> (m, i)", "(m, i) -> (m, i)"}, {"parallel", "parallel"}, {{v, t}},
-                      {e, t}, {"f32", "f32"}, [&](auto a) {
-                        std::string row = e_.Fresh(), rowi = e_.Fresh(), i = e_.Fresh();
-                        return L(row + " = linalg.index 0 : index") +
-                               L(rowi + " = arith.index_cast " + row + " : index to i64") +
-                               L(i + " = linalg.index 1 : index") +
-                               RopeBody(a[0], i, rowi, [&](const std::string& pi) {
-                                 return v + "[" + row + ", " + pi + "] : " + t;
-                               });
-                      });
-  }
-
-  // cache'[s, j] = s < M ? rows[s, j] : cache[s, j]
-  std::string RowsCacheUpdate(const std::string& cache, const std::string& rows) {
-    std::string t = T({S_, KV_});
-    std::string e = e_.Filled(t, "", "f32");
-    return e_.Generic({"(s, j) -> (s, j)", "(s, j) -> (s, j)"}, {"parallel", "parallel"},
-                      {{cache, t}}, {e, t}, {"f32", "f32"}, [&](auto a) {
-                        auto f = [&]() { return e_.Fresh(); };
-                        std::string s = f(), j = f(), si = f(), in = f(), one = f(), last = f(),
-                                    ci = f(), c = f(), v = f(), r = f();
-                        return L(s + " = linalg.index 0 : index") + L(j + " = linalg.index 1 : index") +
-                               L(si + " = arith.index_cast " + s + " : index to i64") +
-                               L(in + " = arith.cmpi slt, " + si + ", %m64 : i64") +
-                               L(one + " = arith.constant 1 : i64") +
-                               L(last + " = arith.subi %m64, " + one + " : i64") +
-                               L(ci + " = arith.minsi " + si + ", " + last + " : i64") +
-                               L(c + " = arith.index_cast " + ci + " : i64 to index") +
-                               L(v + " = tensor.extract " + rows + "[" + c + ", " + j + "] : " + T({-1, KV_})) +
-                               L(r + " = arith.select " + in + ", " + v + ", " + a[0] + " : f32") +
-                               L("linalg.yield " + r + " : f32");
-                      });
-  }
-
-  std::string RowsAttention(const std::string& q, const std::string& kc, const std::string& vc) {
+  // Prompt attention: every row m over all S cache positions, causal (s <= m).
+  std::string PromptAttention(const std::string& q, const std::string& kc, const std::string& vc) {
     std::string q4t = T({-1, KVH_, G_, HD_}), c3t = T({S_, KVH_, HD_}), st = T({-1, KVH_, G_, S_}),
                 mt = T({-1, KVH_, G_});
     std::string q4 = e_.Fresh("q"), k3 = e_.Fresh("k"), v3 = e_.Fresh("vv");
@@ -457,18 +510,6 @@ class ModuleWriter {
     for (auto [dst, src] : {std::pair{k3, kc}, std::pair{v3, vc}})
       os_ << "    " << dst << " = tensor.expand_shape " << src << " [[0], [1, 2]] output_shape ["
           << S_ << ", " << KVH_ << ", " << HD_ << "] : " << T({S_, KV_}) << " into " << c3t << "\n";
-    auto scaled = [&](const std::string& x, std::string* text) {
-      std::string c = e_.Fresh(), r = e_.Fresh();
-      *text += L(c + " = arith.constant " + FloatLit(std::sqrt(float(HD_))) + " : f32") +
-               L(r + " = arith.divf " + x + ", " + c + " : f32");
-      return r;
-    };
-    auto valid = [&](std::string* text) {  // s <= m
-      std::string m = e_.Fresh(), s = e_.Fresh(), v = e_.Fresh();
-      *text += L(m + " = linalg.index 0 : index") + L(s + " = linalg.index 3 : index") +
-               L(v + " = arith.cmpi ule, " + s + ", " + m + " : index");
-      return v;
-    };
     std::string z = e_.Filled(st, "0.0", "f32", "%m");
     std::string sc = e_.Generic(
         {"(m, a, g, s, d) -> (m, a, g, d)", "(m, a, g, s, d) -> (s, a, d)", "(m, a, g, s, d) -> (m, a, g, s)"},
@@ -478,43 +519,7 @@ class ModuleWriter {
           return L(p + " = arith.mulf " + a[0] + ", " + a[1] + " : f32") +
                  L(r + " = arith.addf " + a[2] + ", " + p + " : f32") + L("linalg.yield " + r + " : f32");
         });
-    std::string m0 = e_.Filled(mt, "-3.0e+38", "f32", "%m");
-    const std::vector<std::string> red = {"parallel", "parallel", "parallel", "reduction"};
-    const std::vector<std::string> par = {"parallel", "parallel", "parallel", "parallel"};
-    const std::string id4 = "(m, a, g, s) -> (m, a, g, s)", row = "(m, a, g, s) -> (m, a, g)";
-    std::string mx = e_.Generic({id4, row}, red, {{sc, st}}, {m0, mt}, {"f32", "f32"}, [&](auto a) {
-      std::string text;
-      std::string v = valid(&text), x = scaled(a[0], &text);
-      std::string m = e_.Fresh(), r = e_.Fresh();
-      return text + L(m + " = arith.maximumf " + a[1] + ", " + x + " : f32") +
-             L(r + " = arith.select " + v + ", " + m + ", " + a[1] + " : f32") +
-             L("linalg.yield " + r + " : f32");
-    });
-    std::string ee = e_.Filled(st, "", "f32", "%m");
-    std::string ex = e_.Generic({id4, row, id4}, par, {{sc, st}, {mx, mt}}, {ee, st},
-                                {"f32", "f32", "f32"}, [&](auto a) {
-                                  std::string text;
-                                  std::string v = valid(&text), x = scaled(a[0], &text);
-                                  std::string d = e_.Fresh(), e = e_.Fresh(), z = e_.Fresh(),
-                                              r = e_.Fresh();
-                                  return text + L(d + " = arith.subf " + x + ", " + a[1] + " : f32") +
-                                         L(e + " = math.exp " + d + " : f32") +
-                                         L(z + " = arith.constant 0.0 : f32") +
-                                         L(r + " = arith.select " + v + ", " + e + ", " + z + " : f32") +
-                                         L("linalg.yield " + r + " : f32");
-                                });
-    std::string s0 = e_.Filled(mt, "0.0", "f32", "%m");
-    std::string sm = e_.Generic({id4, row}, red, {{ex, st}}, {s0, mt}, {"f32", "f32"}, [&](auto a) {
-      std::string r = e_.Fresh();
-      return L(r + " = arith.addf " + a[1] + ", " + a[0] + " : f32") + L("linalg.yield " + r + " : f32");
-    });
-    std::string pe = e_.Filled(st, "", "f32", "%m");
-    std::string p = e_.Generic({id4, row, id4}, par, {{ex, st}, {sm, mt}}, {pe, st},
-                               {"f32", "f32", "f32"}, [&](auto a) {
-                                 std::string r = e_.Fresh();
-                                 return L(r + " = arith.divf " + a[0] + ", " + a[1] + " : f32") +
-                                        L("linalg.yield " + r + " : f32");
-                               });
+    std::string p = Softmax(kPromptRows, sc, st, mt, "%m");
     std::string oz = e_.Filled(q4t, "0.0", "f32", "%m");
     std::string o4 = e_.Generic(
         {"(m, a, g, d, s) -> (m, a, g, s)", "(m, a, g, d, s) -> (s, a, d)", "(m, a, g, d, s) -> (m, a, g, d)"},
@@ -530,33 +535,10 @@ class ModuleWriter {
     return att;
   }
 
-  void EmitPrefillLayer() {
-    std::string ct = T({S_, KV_}), xt = T({-1, D_});
-    os_ << "func.func private @prefill_layer(%x: " << xt << ", %kc: " << ct << ", %vc: " << ct
-        << ", %rms_att: " << W({D_}) << ", %wq: " << W({D_, D_}) << ", %wk: " << W({KV_, D_})
-        << ", %wv: " << W({KV_, D_}) << ", %wo: " << W({D_, D_}) << ", %rms_ffn: " << W({D_})
-        << ", %w1: " << W({F_, D_}) << ", %w2: " << W({D_, F_}) << ", %w3: " << W({F_, D_})
-        << ") -> (" << xt << ", " << ct << ", " << ct << ") {\n"
-        << "    %c0 = arith.constant 0 : index\n"
-        << "    %m = tensor.dim %x, %c0 : " << xt << "\n"
-        << "    %m64 = arith.index_cast %m : index to i64\n";
-    std::string xn = RowsRmsNorm("%x", "%rms_att");
-    std::string q = RowsRope(RowsMatMul("%wq", xn, D_, D_), D_);
-    std::string k = RowsRope(RowsMatMul("%wk", xn, KV_, D_), KV_);
-    std::string v = RowsMatMul("%wv", xn, KV_, D_);
-    std::string kc = RowsCacheUpdate("%kc", k), vc = RowsCacheUpdate("%vc", v);
-    std::string att = RowsAttention(q, kc, vc);
-    std::string x2 = RowsBinary("%x", RowsMatMul("%wo", att, D_, D_), D_, "arith.addf");
-    std::string xn2 = RowsRmsNorm(x2, "%rms_ffn");
-    std::string h1 = RowsMatMul("%w1", xn2, F_, D_), h3 = RowsMatMul("%w3", xn2, F_, D_);
-    std::string ft = T({-1, F_});
-    std::string ge = e_.Filled(ft, "", "f32", "%m");
-    std::string g = e_.Generic({"(m, i) -> (m, i)", "(m, i) -> (m, i)", "(m, i) -> (m, i)"},
-                               {"parallel", "parallel"}, {{h1, ft}, {h3, ft}}, {ge, ft},
-                               {"f32", "f32", "f32"}, [&](auto a) { return SwiGluBody(a); });
-    std::string x3 = RowsBinary(x2, RowsMatMul("%w2", g, D_, F_), D_, "arith.addf");
-    os_ << "    return " << x3 << ", " << kc << ", " << vc << " : " << xt << ", " << ct << ", " << ct
-        << "\n}\n\n";
+  static std::string FloatLit(float f) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.9e", double(f));
+    return buf;
   }
 
   std::string SwiGluBody(const std::vector<std::string>& a) {
@@ -569,33 +551,46 @@ class ModuleWriter {
            L(r + " = arith.mulf " + s + ", " + a[1] + " : f32") + L("linalg.yield " + r + " : f32");
   }
 
-  // One decode layer at position pos_ on the [D] vector x; w: rms_att, wq, wk, wv, wo,
-  // rms_ffn, w1, w2, w3. Returns {x', k cache', v cache'}.
-  std::array<std::string, 3> LayerBody(const std::string& x, const std::string& kc0,
-                                       const std::string& vc0, const std::vector<std::string>& w) {
-    std::string xn = RmsNorm(x, w[0]);
-    std::string q = Rope(MatVec(w[1], xn, D_, D_), D_);
-    std::string k = Rope(MatVec(w[2], xn, KV_, D_), KV_);
-    std::string v = MatVec(w[3], xn, KV_, D_);
-    std::string kc = CacheRowInsert(kc0, k), vc = CacheRowInsert(vc0, v);
-    std::string att = Attention(q, kc, vc);
-    std::string x2 = Binary(x, MatVec(w[4], att, D_, D_), D_, "arith.addf");
-    std::string xn2 = RmsNorm(x2, w[5]);
-    std::string h1 = MatVec(w[6], xn2, F_, D_), h3 = MatVec(w[8], xn2, F_, D_);
-    std::string ft = T({F_});
-    std::string ge = e_.Filled(ft, "", "f32");
-    std::string g = e_.Generic({"(i) -> (i)", "(i) -> (i)", "(i) -> (i)"}, {"parallel"},
-                               {{h1, ft}, {h3, ft}}, {ge, ft}, {"f32", "f32", "f32"},
-                               [&](auto a) { return SwiGluBody(a); });
-    return {Binary(x2, MatVec(w[7], g, D_, F_), D_, "arith.addf"), kc, vc};
+  // One transformer layer on `rows` of x with this layer's caches and weights (llama2.c's
+  // order): RMSNorm, q/k/v, rotary q and k, the K/V rows into the caches, attention, wo +
+  // residual, RMSNorm, SwiGLU (w2(silu(w1 x) * w3 x)) + residual. Returns {x', k', v'}.
+  std::array<std::string, 3> Layer(const Rows& rows, const std::string& x, const std::string& kc0,
+                                   const std::string& vc0, const LayerWeights& w) {
+    std::string xn = RmsNorm(rows, x, w.rms_att.name);
+    std::string q = Rope(rows, MatMul(rows, w.wq.name, xn, D_, D_), D_);
+    std::string k = Rope(rows, MatMul(rows, w.wk.name, xn, KV_, D_), KV_);
+    std::string v = MatMul(rows, w.wv.name, xn, KV_, D_);
+    std::string kc = WriteCache(rows, kc0, k), vc = WriteCache(rows, vc0, v);
+    std::string att = Attention(rows, q, kc, vc);
+    std::string x2 = Add(rows, x, MatMul(rows, w.wo.name, att, D_, D_), D_);
+    std::string xn2 = RmsNorm(rows, x2, w.rms_ffn.name);
+    std::string h1 = MatMul(rows, w.w1.name, xn2, F_, D_), h3 = MatMul(rows, w.w3.name, xn2, F_, D_);
+    std::string g = Elementwise2(rows, h1, h3, F_, [&](const std::vector<std::string>& a) { return SwiGluBody(a); });
+    return {Add(rows, x2, MatMul(rows, w.w2.name, g, D_, F_), D_), kc, vc};
+  }
+
+  // @prefill_layer: Layer over the M prompt rows, one function called once per layer.
+  void EmitPrefillLayer(const LayerWeights& types) {
+    LayerWeights params;
+    std::string ct = T({S_, KV_}), xt = T({-1, D_});
+    os_ << "func.func private @prefill_layer(%x: " << xt << ", %kc: " << ct << ", %vc: " << ct;
+    for (const LayerField& f : kLayerFields) {
+      params.*f.member = {std::string("%") + f.name, (types.*f.member).type};
+      os_ << ", " << (params.*f.member).name << ": " << (params.*f.member).type;
+    }
+    os_ << ") -> (" << xt << ", " << ct << ", " << ct << ") {\n"
+        << "    %c0 = arith.constant 0 : index\n"
+        << "    %m = tensor.dim %x, %c0 : " << xt << "\n"
+        << "    %m64 = arith.index_cast %m : index to i64\n";
+    auto [x, kc, vc] = Layer(kPromptRows, "%x", "%kc", "%vc", params);
+    os_ << "    return " << x << ", " << kc << ", " << vc << " : " << xt << ", " << ct << ", " << ct
+        << "\n}\n\n";
   }
 
   // Final RMSNorm, classifier and the greedy argmax of one [D] vector -> tensor<i64>.
-  std::string Argmax(const std::string& x, const std::vector<std::string>& names) {
-    size_t rms_final = 1 + 9 * c_.n_layers;
-    std::string xf = RmsNorm(x, names[rms_final]);
-    std::string cls = c_.shared_classifier ? names[0] : names[rms_final + 1];
-    std::string logits = MatVec(cls, xf, V_, D_);
+  std::string Argmax(const std::string& x, const ModelWeights& w) {
+    std::string xf = RmsNorm(kOneRow, x, w.rms_final.name);
+    std::string logits = MatMul(kOneRow, w.classifier.name, xf, V_, D_);
     return ArgmaxOf(logits);
   }
 
@@ -723,31 +718,26 @@ class ModuleWriter {
     });
   }
 
-  void EmitGenerate() {
-    std::vector<WeightTensor> weights = LlamaWeights(c_);
+  void EmitGenerate(const std::vector<WeightTensor>& tensors, const ModelWeights& w) {
     os_ << "// The KV-cache length, for runtimes to check prompts against.\n"
         << "func.func @cache_len() -> tensor<1xi64> {\n";
     std::string cl = e_.Filled("tensor<1xi64>", std::to_string(S_), "i64");
     os_ << "    return " << cl << " : tensor<1xi64>\n}\n\n";
 
     os_ << "func.func @generate(%prompt: tensor<?xi64>, %max_new: i64";
-    std::vector<std::string> names;
-    for (size_t i = 0; i < weights.size(); ++i) {
-      std::string n = "%w_" + std::to_string(i);
-      names.push_back(n);
-      os_ << ", " << n << ": " << W(weights[i].dims);
-    }
+    for (size_t i = 0; i < tensors.size(); ++i)
+      os_ << ", %w_" << std::to_string(i) << ": " << W(tensors[i].dims);
     os_ << ") -> tensor<?xi64> {\n";
     std::string ct = T({S_, KV_});
     int64_t nl = c_.n_layers;
-    auto layer_types = [&](int64_t l) {
-      std::string s;
-      for (int k = 0; k < 9; ++k) s += ", " + W(weights[1 + 9 * l + k].dims);
-      return s;
-    };
     auto layer_args = [&](int64_t l) {
       std::string s;
-      for (int k = 0; k < 9; ++k) s += ", " + names[1 + 9 * l + k];
+      for (const LayerField& f : kLayerFields) s += ", " + (w.layers[l].*f.member).name;
+      return s;
+    };
+    auto layer_types = [&](int64_t l) {
+      std::string s;
+      for (const LayerField& f : kLayerFields) s += ", " + (w.layers[l].*f.member).type;
       return s;
     };
     os_ << "    %c0 = arith.constant 0 : index\n"
@@ -771,8 +761,8 @@ class ModuleWriter {
                                         L(d + " = linalg.index 1 : index") +
                                         L(t + " = tensor.extract %prompt[" + m + "] : tensor<?xi64>") +
                                         L(ti + " = arith.index_cast " + t + " : i64 to index") +
-                                        L(v + " = tensor.extract " + names[0] + "[" + ti + ", " + d +
-                                          "] : " + W({V_, D_})) +
+                                        L(v + " = tensor.extract " + w.token_embedding.name + "[" + ti +
+                                          ", " + d + "] : " + w.token_embedding.type) +
                                         ext + L("linalg.yield " + vf + " : f32");
                                });
     for (int64_t l = 0; l < nl; ++l) {
@@ -794,7 +784,7 @@ class ModuleWriter {
              L(v + " = tensor.extract " + x + "[%last_row, " + d + "] : " + pt) +
              L("linalg.yield " + v + " : f32");
     });
-    std::string am0 = Argmax(xl, names);
+    std::string am0 = Argmax(xl, w);
     std::string ids1 = UpdateIds("", am0, "%zero64", "");
     std::string stop0 = StopFlag("", am0);
     os_ << "    %stop0_h = tensor.extract " << stop0 << "[%c0] : tensor<1xi64>\n"
@@ -845,20 +835,21 @@ class ModuleWriter {
       std::string vf = Ext(v, &ext);
       return L(d + " = linalg.index 0 : index") + L(t + " = tensor.extract %t[] : tensor<i64>") +
              L(ti + " = arith.index_cast " + t + " : i64 to index") +
-             L(v + " = tensor.extract " + names[0] + "[" + ti + ", " + d + "] : " + W({V_, D_})) +
+             L(v + " = tensor.extract " + w.token_embedding.name + "[" + ti + ", " + d + "] : " +
+               w.token_embedding.type) +
              ext + L("linalg.yield " + vf + " : f32");
     });
     pos_ = "%spos";
     std::vector<std::string> new_caches;
     for (int64_t l = 0; l < nl; ++l) {
-      std::vector<std::string> w(names.begin() + 1 + 9 * l, names.begin() + 1 + 9 * (l + 1));
-      auto out = LayerBody(xd, "%fc" + std::to_string(2 * l), "%fc" + std::to_string(2 * l + 1), w);
+      auto out = Layer(kOneRow, xd, "%fc" + std::to_string(2 * l), "%fc" + std::to_string(2 * l + 1),
+                       w.layers[l]);
       xd = out[0];
       new_caches.push_back(out[1]);
       new_caches.push_back(out[2]);
     }
     pos_ = "%pos";
-    std::string am = Argmax(xd, names);
+    std::string am = Argmax(xd, w);
     std::string ids = UpdateIds("%id", am, "%sn", "%st");
     std::string stop = StopFlag("%st", am);
     os_ << "    scf.yield " << am << ", " << stop << ", " << ids;
