@@ -30,6 +30,10 @@ struct LlamaConfig {
   // Not in the llama2.c header (which implies these values); GGUF metadata sets them.
   float rms_eps = 1e-5f;        // RMSNorm epsilon
   float rope_theta = 10000.0f;  // rotary base: freq_i = theta^(-2i/head_size)
+  // Token ids that end generation (the program stops after emitting either); llama2.c's
+  // are fixed, GGUF's tokenizer.ggml.bos_token_id / eos_token_id set them.
+  int64_t bos_id = 1;
+  int64_t eos_id = 2;
 
   int64_t head_size() const { return dim / n_heads; }
   int64_t kv_dim() const { return n_kv_heads * head_size(); }

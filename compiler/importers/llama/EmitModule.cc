@@ -698,7 +698,7 @@ class ModuleWriter {
     });
   }
 
-  // stop'[0] = stop[0] | (am == 1) | (am == 2) as 0/1 (without `stop`: from am alone).
+  // stop'[0] = stop[0] | (am == bos) | (am == eos) as 0/1 (without `stop`: from am alone).
   std::string StopFlag(const std::string& stop, const std::string& am) {
     std::string ft = "tensor<1xi64>";
     std::string e = e_.Filled(ft, "", "i64");
@@ -713,7 +713,8 @@ class ModuleWriter {
       auto f = [&]() { return e_.Fresh(); };
       std::string one = f(), two = f(), b = f(), eos = f(), hit = f(), hi = f(), r = f();
       std::string tok = stop.empty() ? a[0] : a[1];
-      std::string text = L(one + " = arith.constant 1 : i64") + L(two + " = arith.constant 2 : i64") +
+      std::string text = L(one + " = arith.constant " + std::to_string(c_.bos_id) + " : i64") +
+                         L(two + " = arith.constant " + std::to_string(c_.eos_id) + " : i64") +
                          L(b + " = arith.cmpi eq, " + tok + ", " + one + " : i64") +
                          L(eos + " = arith.cmpi eq, " + tok + ", " + two + " : i64") +
                          L(hit + " = arith.ori " + b + ", " + eos + " : i1") +
