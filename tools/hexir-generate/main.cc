@@ -31,6 +31,7 @@
 #include "hal/element_type.h"
 #include "tools/common/invocation.h"
 #include "tools/hexir-generate/tokenizer.h"
+#include "tools/hexir-generate/vocabulary.h"
 
 namespace hexir::tools {
 namespace {
@@ -44,6 +45,7 @@ struct Flags {
   int repeat = 1;
   bool timing = false;
   bool verbose = false;
+  bool tokenize_only = false;
 };
 
 // A read-only mapping of the checkpoint, unmapped on destruction.
@@ -80,27 +82,41 @@ Status Run(const Flags& f) {
   HEXIR_RETURN_IF_ERROR(file.Open(f.parameters));
   StatusOr<llama::LlamaConfig> config = InvalidArgument("unparsed");
   std::vector<llama::WeightTensor> weights;
+  std::unique_ptr<Vocabulary> vocabulary;  // the GGUF's own tokenizer, when it has one
   if (llama::IsGguf(file.data(), file.size())) {
-    StatusOr<llama::GgufLlama> model = llama::ParseGgufLlama(file.data(), file.size());
+    StatusOr<llama::GgufFile> gguf = llama::ParseGguf(file.data(), file.size());
+    if (!gguf.ok()) return std::move(gguf).status().WithContext(StrCat("'", f.parameters, "'"));
+    StatusOr<llama::GgufLlama> model = llama::GgufLlamaModel(*gguf);
     if (!model.ok()) return std::move(model).status().WithContext(StrCat("'", f.parameters, "'"));
     config = model->config;
     weights = std::move(model->weights);
+    if (gguf->Find("tokenizer.ggml.model") && f.tokenizer.empty()) {
+      StatusOr<Vocabulary> v = Vocabulary::FromGguf(*gguf);
+      if (!v.ok()) return std::move(v).status().WithContext(StrCat("'", f.parameters, "'"));
+      vocabulary = std::make_unique<Vocabulary>(std::move(*v));
+    }
   } else {
     config = llama::ParseLlamaHeader(file.data(), file.size());
     if (!config.ok()) return std::move(config).status().WithContext(StrCat("'", f.parameters, "'"));
     weights = llama::LlamaWeights(*config);
   }
 
-  std::vector<int64_t> prompt = {1};  // BOS
+  std::vector<int64_t> prompt = {config->bos_id};
   std::unique_ptr<Tokenizer> tokenizer;
   if (!f.tokenizer.empty()) {
     HEXIR_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::Load(f.tokenizer, config->vocab_size));
     tokenizer = std::make_unique<Tokenizer>(std::move(t));
   }
   if (!f.prompt.empty()) {
-    if (!tokenizer) return InvalidArgument("--prompt needs --tokenizer to encode the text");
+    if (!tokenizer && !vocabulary)
+      return InvalidArgument("--prompt needs a tokenizer: --tokenizer, or a GGUF with tokenizer.ggml.* metadata");
     if (!f.prompt_ids.empty()) return InvalidArgument("give --prompt or --prompt-ids, not both");
-    for (int64_t id : tokenizer->Encode(f.prompt)) prompt.push_back(id);
+    if (vocabulary) {
+      prompt = vocabulary->Encode(f.prompt, /*add_bos=*/true);  // BOS when the file says so
+      if (prompt.empty()) prompt = {config->bos_id};
+    } else {
+      for (int64_t id : tokenizer->Encode(f.prompt)) prompt.push_back(id);
+    }
   }
   if (!f.prompt_ids.empty()) {
     prompt.clear();
@@ -121,6 +137,15 @@ Status Run(const Flags& f) {
     if (prompt[i] < 0 || prompt[i] >= config->vocab_size)
       return InvalidArgument("prompt token ", i, " is ", prompt[i], ", outside the vocabulary 0..",
                              config->vocab_size - 1);
+
+  if (f.tokenize_only) {  // llama-tokenize's job: the prompt's ids and llama_detokenize of them
+    std::string line = "ids:";
+    for (int64_t id : prompt) line += " " + std::to_string(id);
+    std::printf("%s\n", line.c_str());
+    if (vocabulary) std::printf("%s\n", vocabulary->Decode(prompt).c_str());
+    return Status::Ok();
+  }
+  if (f.module.empty()) return InvalidArgument("--module is required (unless --tokenize-only)");
 
   if (f.verbose) {
     std::string line = "hexir-generate: prompt ids:";
@@ -240,7 +265,11 @@ Status Run(const Flags& f) {
   std::string line = "ids:";
   for (int64_t id : ids) line += " " + std::to_string(id);
   std::printf("%s\n", line.c_str());
-  if (tokenizer) {
+  if (vocabulary) {
+    // llama.cpp drops the first piece's leading space when the text starts there (BOS only).
+    bool from_bos = prompt.size() == 1 && prompt[0] == config->bos_id;
+    std::printf("%s\n", vocabulary->Decode(ids, from_bos).c_str());
+  } else if (tokenizer) {
     std::string text;
     int64_t prev = prompt.back();
     for (int64_t id : ids) {
@@ -263,17 +292,20 @@ Status Run(const Flags& f) {
 int main(int argc, char** argv) {
   hexir::tools::Flags f;
   CLI::App app{"hexir-generate: greedy decoding with a module imported from a llama2.c or GGUF checkpoint"};
-  app.add_option("--module", f.module, "compiled module (.vmfb) from hexir-import + hexir-compile")->required();
+  app.add_option("--module", f.module, "compiled module (.vmfb) from hexir-import + hexir-compile (required)");
   app.add_option("--device", f.device, "cpu (default), cuda, cuda:N");
   app.add_option("--parameters", f.parameters, "the llama2.c (.bin) or GGUF (.gguf) checkpoint the module was imported from")->required();
-  app.add_option("--tokenizer", f.tokenizer, "llama2.c tokenizer (.bin): decode the ids, encode --prompt");
-  app.add_option("--prompt", f.prompt, "text to continue (needs --tokenizer); default: BOS only");
+  app.add_option("--tokenizer", f.tokenizer,
+                 "llama2.c tokenizer (.bin): decode the ids, encode --prompt (default for GGUF: the file's own)");
+  app.add_option("--prompt", f.prompt, "text to continue (needs a tokenizer); default: BOS only");
   app.add_option("--prompt-ids", f.prompt_ids, "prompt as comma-separated token ids (BOS not added)");
   app.add_option("--max-tokens", f.max_tokens, "maximum generated tokens")->required()->check(CLI::NonNegativeNumber);
   app.add_option("--cpu-threads", f.cpu_threads, "CPU driver worker threads (0: inline)");
   app.add_option("--repeat", f.repeat, "call @generate N times with the same uploaded weights");
   app.add_flag("--timing", f.timing, "print the fastest call's time and tokens/s to stderr");
   app.add_flag("--verbose", f.verbose, "print the prompt's token ids (BOS first) to stderr");
+  app.add_flag("--tokenize-only", f.tokenize_only,
+               "print the prompt's ids and their decoded text, and exit (no --module needed)");
   CLI11_PARSE(app, argc, argv);
   hexir::Status st = hexir::tools::Run(f);
   if (!st.ok()) {

@@ -106,7 +106,7 @@ StatusOr<Vocabulary> Vocabulary::FromGguf(const GgufFile& f) {
     v.tokens_.push_back(tokens->array[i].s);
     v.scores_.push_back(scores ? float(scores->array[i].f) : 0.0f);
     v.types_.push_back(types ? int32_t(types->array[i].i) : kNormal);
-    v.ids_.emplace(v.tokens_.back(), int64_t(i));  // the first of equal texts wins, as in llama.cpp
+    v.ids_[v.tokens_.back()] = int64_t(i);  // the last of equal texts wins, as in llama.cpp
     if (v.types_.back() == kUserDefined && !v.tokens_.back().empty()) v.user_defined_.push_back(int64_t(i));
   }
   std::stable_sort(v.user_defined_.begin(), v.user_defined_.end(),

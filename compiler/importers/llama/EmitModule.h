@@ -7,7 +7,7 @@
 //     order, the rest -1. The decode loop is one scf.while: each iteration feeds the token at
 //     `pos` (prompt tokens first, one per iteration, then the previous argmax) through the
 //     layers and picks the argmax on the device; it stops after the prompt once max_new
-//     tokens were produced, a token 1 (BOS) or 2 (EOS) was produced, or pos reached the cache
+//     tokens were produced, a BOS or EOS token (config.bos_id / eos_id) was produced, or pos reached the cache
 //     length.
 //   func.func private @layer(%x, %pos, %k_cache, %v_cache, 9 layer weights) -> (x', k', v')
 //     one transformer layer, called once per layer (L calls in the loop body, one function).
