@@ -22,11 +22,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "compiler/importers/llama/Checkpoint.h"
 #include "compiler/importers/llama/GgufLlama.h"
+#include "compiler/importers/llama/HfLlama.h"
 #include "hal/api.h"
 #include "hal/element_type.h"
 #include "tools/common/invocation.h"
@@ -77,13 +80,47 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+int32_t StoredElementType(llama::StoredType t) {
+  switch (t) {
+    case llama::StoredType::kF16: return static_cast<int32_t>(hal::ElementType::kF16);
+    case llama::StoredType::kBF16: return static_cast<int32_t>(hal::ElementType::kBF16);
+    case llama::StoredType::kF32: break;
+  }
+  return static_cast<int32_t>(hal::ElementType::kF32);
+}
+
+// Hugging Face stores each head's q/k rows as [first elements of the rotary pairs; second
+// elements] (rotate-half); the program rotates interleaved pairs (2i, 2i+1). Row h*hd + 2i + j
+// of the result is row h*hd + j*hd/2 + i of the stored matrix.
+void PermuteRotateHalfRows(const llama::WeightTensor& w, std::vector<float>* values) {
+  const int64_t rows = w.dims[0], cols = w.dims.size() > 1 ? w.dims[1] : 1;
+  const int64_t hd = rows / w.rotate_half_heads;
+  std::vector<float> out(values->size());
+  for (int64_t h = 0; h < w.rotate_half_heads; ++h)
+    for (int64_t i = 0; i < hd / 2; ++i)
+      for (int64_t j = 0; j < 2; ++j)
+        std::memcpy(&out[size_t((h * hd + 2 * i + j) * cols)], &(*values)[size_t((h * hd + j * hd / 2 + i) * cols)],
+                    size_t(cols) * sizeof(float));
+  values->swap(out);
+}
+
 Status Run(const Flags& f) {
-  MappedFile file;
-  HEXIR_RETURN_IF_ERROR(file.Open(f.parameters));
+  MappedFile file;  // the checkpoint (a GGUF or llama2.c file), unmapped for a folder
   StatusOr<llama::LlamaConfig> config = InvalidArgument("unparsed");
   std::vector<llama::WeightTensor> weights;
-  std::unique_ptr<Vocabulary> vocabulary;  // the GGUF's own tokenizer, when it has one
-  if (llama::IsGguf(file.data(), file.size())) {
+  std::unique_ptr<Vocabulary> vocabulary;  // the file's own tokenizer, when it has one
+  const bool folder = llama::IsDirectory(f.parameters);
+  if (!folder) HEXIR_RETURN_IF_ERROR(file.Open(f.parameters));
+  if (folder) {  // Hugging Face: config.json + safetensors (+ tokenizer.json)
+    HEXIR_ASSIGN_OR_RETURN(llama::HfLlama model, llama::LoadHfLlama(f.parameters));
+    config = model.config;
+    weights = std::move(model.weights);
+    if (!model.tokenizer_json.empty() && f.tokenizer.empty()) {
+      HEXIR_ASSIGN_OR_RETURN(Vocabulary v, Vocabulary::FromHfTokenizerJson(model.tokenizer_json, model.config.bos_id,
+                                                                             model.config.eos_id));
+      vocabulary = std::make_unique<Vocabulary>(std::move(v));
+    }
+  } else if (llama::IsGguf(file.data(), file.size())) {
     StatusOr<llama::GgufFile> gguf = llama::ParseGguf(file.data(), file.size());
     if (!gguf.ok()) return std::move(gguf).status().WithContext(StrCat("'", f.parameters, "'"));
     StatusOr<llama::GgufLlama> model = llama::GgufLlamaModel(*gguf);
@@ -178,7 +215,7 @@ Status Run(const Flags& f) {
                              " but checkpoint tensor '", weights[i].name, "' (offset ",
                              weights[i].offset, ") is ",
                              hal::FormatShape(Span<const int64_t>(weights[i].dims.data(), weights[i].dims.size()),
-                                              weights[i].type == llama::StoredType::kF16 ? kF16 : kF32),
+                                              StoredElementType(weights[i].type)),
                              a.element_type != weight_type || (weight_type != kF32 && weight_type != kF16)
                                  ? " (the module must take f32 or f16 weights, all of one type)"
                                  : "");
@@ -199,36 +236,62 @@ Status Run(const Flags& f) {
   }
 
   hal::Device& device = session->device();
-  // Upload once; the refs are reused by every call.
+  // Upload once; the refs are reused by every call. A tensor already in the module's type
+  // and layout goes from the mapping as is; others are converted once here (f16/bf16 -> f32
+  // exact, f32/bf16 -> f16 round to nearest even) and Hugging Face q/k rows are permuted from
+  // rotate-half to interleaved pairs.
+  std::map<std::string, std::unique_ptr<MappedFile>> shards;  // safetensors files by path
   std::vector<vm::Ref<vm::RefObject>> weight_views;
+  std::vector<float> values;
   std::vector<uint16_t> half;
-  std::vector<float> single;
   for (const llama::WeightTensor& w : weights) {
-    const void* data = file.data() + w.offset;
+    const MappedFile* src = &file;
+    if (!w.file.empty()) {
+      auto& shard = shards[w.file];
+      if (!shard) {
+        shard = std::make_unique<MappedFile>();
+        HEXIR_RETURN_IF_ERROR(shard->Open(w.file));
+      }
+      src = shard.get();
+    }
     size_t bytes = size_t(w.byte_size());
-    const bool stored_f16 = w.type == llama::StoredType::kF16;
-    if (weight_type == kF16 && !stored_f16) {
-      half.resize(bytes / 4);
-      for (size_t i = 0; i < half.size(); ++i) {
-        float v;
-        std::memcpy(&v, file.data() + w.offset + 4 * i, 4);
-        half[i] = FloatToHalf(v);
+    if (w.offset < 0 || size_t(w.offset) > src->size() || bytes > src->size() - size_t(w.offset))
+      return InvalidArgument("tensor '", w.name, "' at offset ", w.offset, " (", bytes, " bytes) runs past the end of '",
+                             w.file.empty() ? f.parameters : w.file, "'");
+    const uint8_t* data = src->data() + w.offset;
+    const int32_t stored = StoredElementType(w.type);
+    const void* upload = data;
+    if (stored != weight_type || w.rotate_half_heads > 0) {
+      const size_t n = bytes / (w.type == llama::StoredType::kF32 ? 4 : 2);
+      values.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        if (w.type == llama::StoredType::kF32) {
+          std::memcpy(&values[i], data + 4 * i, 4);
+        } else {
+          uint16_t h;
+          std::memcpy(&h, data + 2 * i, 2);
+          if (w.type == llama::StoredType::kF16) {
+            values[i] = HalfToFloat(h);
+          } else {  // bf16: the high half of an f32
+            uint32_t bits = uint32_t(h) << 16;
+            std::memcpy(&values[i], &bits, 4);
+          }
+        }
       }
-      data = half.data();
-      bytes = half.size() * 2;
-    } else if (weight_type == kF32 && stored_f16) {
-      single.resize(bytes / 2);
-      for (size_t i = 0; i < single.size(); ++i) {
-        uint16_t h;
-        std::memcpy(&h, file.data() + w.offset + 2 * i, 2);
-        single[i] = HalfToFloat(h);
+      if (w.rotate_half_heads > 0) PermuteRotateHalfRows(w, &values);
+      if (weight_type == kF16) {
+        half.resize(n);
+        for (size_t i = 0; i < n; ++i) half[i] = FloatToHalf(values[i]);
+        upload = half.data();
+        bytes = n * 2;
+      } else {
+        upload = values.data();
+        bytes = n * 4;
       }
-      data = single.data();
-      bytes = single.size() * 4;
     }
     HEXIR_ASSIGN_OR_RETURN(
         auto view, hal::BufferViewFromHost(device, weight_type,
-                                           Span<const int64_t>(w.dims.data(), w.dims.size()), data, bytes));
+                                           Span<const int64_t>(w.dims.data(), w.dims.size()), upload, bytes));
     weight_views.push_back(std::move(view));
   }
   int64_t prompt_len = int64_t(prompt.size());

@@ -38,6 +38,13 @@ class Vocabulary {
 
   // Errors name the key (and array index) that is missing or malformed.
   static StatusOr<Vocabulary> FromGguf(const compiler::llama::GgufFile& file);
+  // A Hugging Face tokenizer.json (hf_tokenizer.cc) whose model is "BPE", mapped onto the two
+  // models above: a "ByteLevel" pre-tokenizer (GPT-2's regex, no prefix space) is "gpt2";
+  // byte_fallback with spaces replaced by U+2581 (Llama 2's files) is "llama", each token's
+  // score the negated rank of the merge that forms it. added_tokens: "special" ones are
+  // control tokens, the others user-defined; BOS is added when the post-processor's template
+  // starts with a special token. `bos`/`eos`: config.json's ids.
+  static StatusOr<Vocabulary> FromHfTokenizerJson(const std::string& path, int64_t bos, int64_t eos);
 
   // Token ids of `text`; with `add_bos` and the vocabulary's add_bos, BOS first.
   std::vector<int64_t> Encode(std::string_view text, bool add_bos) const;

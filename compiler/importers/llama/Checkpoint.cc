@@ -23,7 +23,7 @@ struct Walker {
 }  // namespace
 
 int64_t WeightTensor::byte_size() const {
-  int64_t n = type == StoredType::kF16 ? 2 : 4;
+  int64_t n = type == StoredType::kF32 ? 4 : 2;
   for (int64_t d : dims) n *= d;
   return n;
 }
