@@ -3,6 +3,8 @@
 #include "tools/hexir-generate/vocabulary.h"
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <fstream>
 
 #include "tools/hexir-generate/gpt2_pretokenizer.h"
 
@@ -179,6 +181,66 @@ TEST_CASE("malformed tokenizer metadata is a named error") {
   Metadata merge = BpeVocabulary();
   merge.Array<std::string>("tokenizer.ggml.merges", GgufValueType::kString, {"l l", "Hello"});
   CHECK_THAT(error(merge), Catch::Contains("'tokenizer.ggml.merges'[1]") && Catch::Contains("'Hello'"));
+}
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+// Llama 2's tokenizer.json shape: BPE with byte_fallback, spaces normalized to U+2581.
+const char* kLlamaTokenizerJson = R"({
+  "added_tokens": [{"id": 0, "content": "<unk>", "special": true}, {"id": 1, "content": "<s>", "special": true},
+                   {"id": 2, "content": "</s>", "special": true}],
+  "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"},
+                 {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]},
+  "pre_tokenizer": null,
+  "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                     {"Sequence": {"id": "A", "type_id": 0}}]},
+  "model": {"type": "BPE", "byte_fallback": true,
+            "vocab": {"<unk>": 0, "<s>": 1, "</s>": 2, "<0x0A>": 3, "▁": 4, "a": 5, "b": 6, "▁a": 7, "ab": 8},
+            "merges": ["▁ a", "a b"]}})";
+
+TEST_CASE("a Llama-style tokenizer.json encodes by merge rank with byte fallback and BOS from its template") {
+  StatusOr<Vocabulary> v = Vocabulary::FromHfTokenizerJson(WriteTemp("llama_tokenizer.json", kLlamaTokenizerJson), 1, 2);
+  REQUIRE(v.ok());
+  CHECK(v->model() == Vocabulary::Model::kLlama);
+  CHECK(v->add_bos());
+  CHECK(v->Encode("ab", true) == Ids{1, 7, 6});  // "▁ a" (rank 0) before "a b" (rank 1)
+  CHECK(v->Encode("a\n", false) == Ids{7, 3});  // \n has no token: <0x0A>
+  CHECK(v->Decode({1, 7, 6, 3, 2}) == " ab\n");
+  CHECK(v->Decode({7, 6}) == "ab");
+}
+
+TEST_CASE("a byte-level tokenizer.json is the gpt2 model; other tokenizers are named errors") {
+  std::string bpe = R"({"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+    "added_tokens": [{"id": 3, "content": "<|endoftext|>", "special": true}],
+    "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": [["a", "b"]]}})";
+  StatusOr<Vocabulary> v = Vocabulary::FromHfTokenizerJson(WriteTemp("bpe_tokenizer.json", bpe), 3, 3);
+  REQUIRE(v.ok());
+  CHECK(v->model() == Vocabulary::Model::kGpt2);
+  CHECK(!v->add_bos());
+  CHECK(v->Encode("abba", true) == Ids{2, 1, 0});
+  CHECK(v->Decode({2, 3}) == "ab");
+
+  auto error = [](const std::string& name, const std::string& text, int64_t bos = 0) {
+    StatusOr<Vocabulary> r = Vocabulary::FromHfTokenizerJson(WriteTemp(name, text), bos, bos);
+    REQUIRE(!r.ok());
+    return r.status().ToString();
+  };
+  CHECK_THAT(error("wp.json", R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}})"),
+             Catch::Contains("wp.json") && Catch::Contains("\"model\".\"type\" must be \"BPE\""));
+  CHECK_THAT(error("prefix.json", R"({"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": true},
+             "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})"), Catch::Contains("add_prefix_space false"));
+  CHECK_THAT(error("ids.json", R"({"pre_tokenizer": {"type": "ByteLevel"},
+             "model": {"type": "BPE", "vocab": {"a": 0, "b": 0}, "merges": []}})"),
+             Catch::Contains("\"model\".\"vocab\"[\"b\"] must be a distinct id below 2"));
+  CHECK_THAT(error("bos.json", R"({"pre_tokenizer": {"type": "ByteLevel"},
+             "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})", 5),
+             Catch::Contains("BOS 5 / EOS 5 from config.json are not ids of its 1 tokens"));
+  CHECK_THAT(error("bad.json", "{\"model\": "), Catch::Contains("bad.json") && Catch::Contains("JSON: expected"));
 }
 
 }  // namespace
