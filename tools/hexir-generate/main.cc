@@ -146,7 +146,8 @@ Status Run(const Flags& f) {
   }
   if (!f.prompt.empty()) {
     if (!tokenizer && !vocabulary)
-      return InvalidArgument("--prompt needs a tokenizer: --tokenizer, or a GGUF with tokenizer.ggml.* metadata");
+      return InvalidArgument("--prompt needs a tokenizer: --tokenizer, or a GGUF with tokenizer.ggml.* metadata, or a "
+                             "Hugging Face folder with tokenizer.json");
     if (!f.prompt_ids.empty()) return InvalidArgument("give --prompt or --prompt-ids, not both");
     if (vocabulary) {
       prompt = vocabulary->Encode(f.prompt, /*add_bos=*/true);  // BOS when the file says so
