@@ -17,6 +17,8 @@ TESTS=(
   //tests/llm:stories260k_test
   //tests/llm:random_checkpoints_test
   //tests/llm:gguf_test
+  //tests/llm:gguf_tokenizer_test
+  //tests/llm:hf_test
 )
 # Binaries as "package name".
 BINARIES=(

@@ -22,16 +22,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "compiler/importers/llama/Checkpoint.h"
 #include "compiler/importers/llama/GgufLlama.h"
+#include "compiler/importers/llama/HfLlama.h"
 #include "hal/api.h"
 #include "hal/element_type.h"
 #include "tools/common/invocation.h"
 #include "tools/common/tool_main.h"
 #include "tools/hexir-generate/tokenizer.h"
+#include "tools/hexir-generate/vocabulary.h"
 
 namespace hexir::tools {
 namespace {
@@ -45,6 +49,7 @@ struct Flags {
   int repeat = 1;
   bool timing = false;
   bool verbose = false;
+  bool tokenize_only = false;
 };
 
 // A read-only mapping of the checkpoint, unmapped on destruction.
@@ -76,32 +81,81 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+int32_t StoredElementType(hal::ElementType t) {
+  switch (t) {
+    case hal::ElementType::kF16: return static_cast<int32_t>(hal::ElementType::kF16);
+    case hal::ElementType::kBF16: return static_cast<int32_t>(hal::ElementType::kBF16);
+    case hal::ElementType::kF32: break;
+  }
+  return static_cast<int32_t>(hal::ElementType::kF32);
+}
+
+// Hugging Face stores each head's q/k rows as [first elements of the rotary pairs; second
+// elements] (rotate-half); the program rotates interleaved pairs (2i, 2i+1). Row h*hd + 2i + j
+// of the result is row h*hd + j*hd/2 + i of the stored matrix.
+void PermuteRotateHalfRows(const llama::WeightTensor& w, std::vector<float>* values) {
+  const int64_t rows = w.dims[0], cols = w.dims.size() > 1 ? w.dims[1] : 1;
+  const int64_t hd = rows / w.rotate_half_heads;
+  std::vector<float> out(values->size());
+  for (int64_t h = 0; h < w.rotate_half_heads; ++h)
+    for (int64_t i = 0; i < hd / 2; ++i)
+      for (int64_t j = 0; j < 2; ++j)
+        std::memcpy(&out[size_t((h * hd + 2 * i + j) * cols)], &(*values)[size_t((h * hd + j * hd / 2 + i) * cols)],
+                    size_t(cols) * sizeof(float));
+  values->swap(out);
+}
+
 Status Run(const Flags& f) {
-  MappedFile file;
-  HEXIR_RETURN_IF_ERROR(file.Open(f.parameters));
+  MappedFile file;  // the checkpoint (a GGUF or llama2.c file), unmapped for a folder
   StatusOr<llama::LlamaConfig> config = InvalidArgument("unparsed");
   std::vector<llama::WeightTensor> weights;
-  if (llama::IsGguf(file.data(), file.size())) {
-    StatusOr<llama::GgufLlama> model = llama::ParseGgufLlama(file.data(), file.size());
+  std::unique_ptr<Vocabulary> vocabulary;  // the file's own tokenizer, when it has one
+  const bool folder = llama::IsDirectory(f.parameters);
+  if (!folder) HEXIR_RETURN_IF_ERROR(file.Open(f.parameters));
+  if (folder) {  // Hugging Face: config.json + safetensors (+ tokenizer.json)
+    HEXIR_ASSIGN_OR_RETURN(llama::HfLlama model, llama::LoadHfLlama(f.parameters));
+    config = model.config;
+    weights = std::move(model.weights);
+    if (!model.tokenizer_json.empty() && f.tokenizer.empty()) {
+      HEXIR_ASSIGN_OR_RETURN(Vocabulary v, Vocabulary::FromHfTokenizerJson(model.tokenizer_json, model.config.bos_id,
+                                                                             model.config.eos_id));
+      vocabulary = std::make_unique<Vocabulary>(std::move(v));
+    }
+  } else if (llama::IsGguf(file.data(), file.size())) {
+    StatusOr<llama::GgufFile> gguf = llama::ParseGguf(file.data(), file.size());
+    if (!gguf.ok()) return std::move(gguf).status().WithContext(StrCat("'", f.parameters, "'"));
+    StatusOr<llama::GgufLlama> model = llama::GgufLlamaModel(*gguf);
     if (!model.ok()) return std::move(model).status().WithContext(StrCat("'", f.parameters, "'"));
     config = model->config;
     weights = std::move(model->weights);
+    if (gguf->Find("tokenizer.ggml.model") && f.tokenizer.empty()) {
+      StatusOr<Vocabulary> v = Vocabulary::FromGguf(*gguf);
+      if (!v.ok()) return std::move(v).status().WithContext(StrCat("'", f.parameters, "'"));
+      vocabulary = std::make_unique<Vocabulary>(std::move(*v));
+    }
   } else {
     config = llama::ParseLlamaHeader(file.data(), file.size());
     if (!config.ok()) return std::move(config).status().WithContext(StrCat("'", f.parameters, "'"));
     weights = llama::LlamaWeights(*config);
   }
 
-  std::vector<int64_t> prompt = {1};  // BOS
+  std::vector<int64_t> prompt = {config->bos_id};
   std::unique_ptr<Tokenizer> tokenizer;
   if (!f.tokenizer.empty()) {
     HEXIR_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::Load(f.tokenizer, config->vocab_size));
     tokenizer = std::make_unique<Tokenizer>(std::move(t));
   }
   if (!f.prompt.empty()) {
-    if (!tokenizer) return InvalidArgument("--prompt needs --tokenizer to encode the text");
+    if (!tokenizer && !vocabulary)
+      return InvalidArgument("--prompt needs a tokenizer: --tokenizer, or a GGUF with tokenizer.ggml.* metadata, or a "
+                             "Hugging Face folder with tokenizer.json");
     if (!f.prompt_ids.empty()) return InvalidArgument("give --prompt or --prompt-ids, not both");
-    for (int64_t id : tokenizer->Encode(f.prompt)) prompt.push_back(id);
+    if (vocabulary) {
+      prompt = vocabulary->Encode(f.prompt, /*add_bos=*/true);  // BOS when the file says so
+      if (prompt.empty()) prompt = {config->bos_id};
+    } else {
+      for (int64_t id : tokenizer->Encode(f.prompt)) prompt.push_back(id);
+    }
   }
   if (!f.prompt_ids.empty()) {
     prompt.clear();
@@ -122,6 +176,15 @@ Status Run(const Flags& f) {
     if (prompt[i] < 0 || prompt[i] >= config->vocab_size)
       return InvalidArgument("prompt token ", i, " is ", prompt[i], ", outside the vocabulary 0..",
                              config->vocab_size - 1);
+
+  if (f.tokenize_only) {  // llama-tokenize's job: the prompt's ids and llama_detokenize of them
+    std::string line = "ids:";
+    for (int64_t id : prompt) line += " " + std::to_string(id);
+    std::printf("%s\n", line.c_str());
+    if (vocabulary) std::printf("%s\n", vocabulary->Decode(prompt).c_str());
+    return Status::Ok();
+  }
+  if (f.module.empty()) return InvalidArgument("--module is required (unless --tokenize-only)");
 
   if (f.verbose) {
     std::string line = "hexir-generate: prompt ids:";
@@ -154,7 +217,7 @@ Status Run(const Flags& f) {
                              " but checkpoint tensor '", weights[i].name, "' (offset ",
                              weights[i].offset, ") is ",
                              hal::FormatShape(Span<const int64_t>(weights[i].dims.data(), weights[i].dims.size()),
-                                              static_cast<int32_t>(weights[i].type)),
+                                              StoredElementType(weights[i].type)),
                              a.element_type != weight_type || (weight_type != kF32 && weight_type != kF16)
                                  ? " (the module must take f32 or f16 weights, all of one type)"
                                  : "");
@@ -185,36 +248,62 @@ Status Run(const Flags& f) {
   }
 
   hal::Device& device = session->device();
-  // Upload once; the refs are reused by every call.
+  // Upload once; the refs are reused by every call. A tensor already in the module's type
+  // and layout goes from the mapping as is; others are converted once here (f16/bf16 -> f32
+  // exact, f32/bf16 -> f16 round to nearest even) and Hugging Face q/k rows are permuted from
+  // rotate-half to interleaved pairs.
+  std::map<std::string, std::unique_ptr<MappedFile>> shards;  // safetensors files by path
   std::vector<vm::Ref<vm::RefObject>> weight_views;
+  std::vector<float> values;
   std::vector<uint16_t> half;
-  std::vector<float> single;
   for (const llama::WeightTensor& w : weights) {
-    const void* data = file.data() + w.offset;
+    const MappedFile* src = &file;
+    if (!w.file.empty()) {
+      auto& shard = shards[w.file];
+      if (!shard) {
+        shard = std::make_unique<MappedFile>();
+        HEXIR_RETURN_IF_ERROR(shard->Open(w.file));
+      }
+      src = shard.get();
+    }
     size_t bytes = size_t(w.byte_size());
-    const bool stored_f16 = w.type == hal::ElementType::kF16;
-    if (weight_type == kF16 && !stored_f16) {
-      half.resize(bytes / 4);
-      for (size_t i = 0; i < half.size(); ++i) {
-        float v;
-        std::memcpy(&v, file.data() + w.offset + 4 * i, 4);
-        half[i] = FloatToHalf(v);
+    if (w.offset < 0 || size_t(w.offset) > src->size() || bytes > src->size() - size_t(w.offset))
+      return InvalidArgument("tensor '", w.name, "' at offset ", w.offset, " (", bytes, " bytes) runs past the end of '",
+                             w.file.empty() ? f.parameters : w.file, "'");
+    const uint8_t* data = src->data() + w.offset;
+    const int32_t stored = StoredElementType(w.type);
+    const void* upload = data;
+    if (stored != weight_type || w.rotate_half_heads > 0) {
+      const size_t n = bytes / (w.type == hal::ElementType::kF32 ? 4 : 2);
+      values.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        if (w.type == hal::ElementType::kF32) {
+          std::memcpy(&values[i], data + 4 * i, 4);
+        } else {
+          uint16_t h;
+          std::memcpy(&h, data + 2 * i, 2);
+          if (w.type == hal::ElementType::kF16) {
+            values[i] = HalfToFloat(h);
+          } else {  // bf16: the high half of an f32
+            uint32_t bits = uint32_t(h) << 16;
+            std::memcpy(&values[i], &bits, 4);
+          }
+        }
       }
-      data = half.data();
-      bytes = half.size() * 2;
-    } else if (weight_type == kF32 && stored_f16) {
-      single.resize(bytes / 2);
-      for (size_t i = 0; i < single.size(); ++i) {
-        uint16_t h;
-        std::memcpy(&h, file.data() + w.offset + 2 * i, 2);
-        single[i] = HalfToFloat(h);
+      if (w.rotate_half_heads > 0) PermuteRotateHalfRows(w, &values);
+      if (weight_type == kF16) {
+        half.resize(n);
+        for (size_t i = 0; i < n; ++i) half[i] = FloatToHalf(values[i]);
+        upload = half.data();
+        bytes = n * 2;
+      } else {
+        upload = values.data();
+        bytes = n * 4;
       }
-      data = single.data();
-      bytes = single.size() * 4;
     }
     HEXIR_ASSIGN_OR_RETURN(
         auto view, hal::BufferViewFromHost(device, weight_type,
-                                           Span<const int64_t>(w.dims.data(), w.dims.size()), data, bytes));
+                                           Span<const int64_t>(w.dims.data(), w.dims.size()), upload, bytes));
     weight_views.push_back(std::move(view));
   }
   int64_t prompt_len = int64_t(prompt.size());
@@ -251,7 +340,11 @@ Status Run(const Flags& f) {
   std::string line = "ids:";
   for (int64_t id : ids) line += " " + std::to_string(id);
   std::printf("%s\n", line.c_str());
-  if (tokenizer) {
+  if (vocabulary) {
+    // llama.cpp drops the first piece's leading space when the text starts there (BOS only).
+    bool from_bos = prompt.size() == 1 && prompt[0] == config->bos_id;
+    std::printf("%s\n", vocabulary->Decode(ids, from_bos).c_str());
+  } else if (tokenizer) {
     std::string text;
     int64_t prev = prompt.back();
     for (int64_t id : ids) {
@@ -274,17 +367,20 @@ Status Run(const Flags& f) {
 int main(int argc, char** argv) {
   hexir::tools::Flags f;
   CLI::App app{"hexir-generate: greedy decoding with a module imported from a llama2.c or GGUF checkpoint"};
-  app.add_option("--module", f.module, "compiled module (.vmfb) from hexir-import + hexir-compile")->required();
+  app.add_option("--module", f.module, "compiled module (.vmfb) from hexir-import + hexir-compile (required)");
   app.add_option("--device", f.device, "cpu (default), cuda, cuda:N");
   app.add_option("--parameters", f.parameters, "the llama2.c (.bin) or GGUF (.gguf) checkpoint the module was imported from")->required();
-  app.add_option("--tokenizer", f.tokenizer, "llama2.c tokenizer (.bin): decode the ids, encode --prompt");
-  app.add_option("--prompt", f.prompt, "text to continue (needs --tokenizer); default: BOS only");
+  app.add_option("--tokenizer", f.tokenizer,
+                 "llama2.c tokenizer (.bin): decode the ids, encode --prompt (default for GGUF: the file's own)");
+  app.add_option("--prompt", f.prompt, "text to continue (needs a tokenizer); default: BOS only");
   app.add_option("--prompt-ids", f.prompt_ids, "prompt as comma-separated token ids (BOS not added)");
   app.add_option("--max-tokens", f.max_tokens, "maximum generated tokens")->required()->check(CLI::NonNegativeNumber);
   app.add_option("--cpu-threads", f.cpu_threads, "CPU driver worker threads (0: inline)");
   app.add_option("--repeat", f.repeat, "call @generate N times with the same uploaded weights");
   app.add_flag("--timing", f.timing, "print the fastest call's time and tokens/s to stderr");
   app.add_flag("--verbose", f.verbose, "print the prompt's token ids (BOS first) to stderr");
+  app.add_flag("--tokenize-only", f.tokenize_only,
+               "print the prompt's ids and their decoded text, and exit (no --module needed)");
   if (int exit = hexir::tools::ParseFlags("hexir-generate", app, argc, argv); exit >= 0) return exit;
   return hexir::tools::RunTool("hexir-generate", [&] { return hexir::tools::Run(f); });
 }

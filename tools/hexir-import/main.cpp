@@ -1,13 +1,14 @@
 // hexir-import: converts a model file into MLIR that hexir-compile accepts.
 // Dispatches on the input kind (by file name); each kind is one row of kImporters.
 //   hexir-import model.onnx -o model.mlir [--entry=main]
-//   hexir-import CKPT.bin|MODEL.gguf -o llm.mlir [--cache-len=N] [--weights=f32|f16]
+//   hexir-import CKPT.bin|MODEL.gguf|HF_DIR -o llm.mlir [--cache-len=N] [--weights=f32|f16]
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
 #include "compiler/importers/llama/GgufLlama.h"
+#include "compiler/importers/llama/HfLlama.h"
 #include "compiler/importers/llama/Importer.h"
 #include "compiler/importers/onnx/Importer.h"
 #include "tools/common/tool_main.h"
@@ -38,6 +39,14 @@ hexir::StatusOr<std::string> ImportLlama2c(const Options& o) {
   return hexir::compiler::llama::ImportLlama2cFile(o.input, options);
 }
 
+hexir::StatusOr<std::string> ImportHf(const Options& o) {
+  hexir::compiler::llama::EmitOptions options;
+  options.cache_len = o.cache_len;
+  options.weight_type = o.weights;
+  options.decode_chunk = o.decode_chunk;
+  return hexir::compiler::llama::ImportHfFolder(o.input, options);
+}
+
 hexir::StatusOr<std::string> ImportGguf(const Options& o) {
   hexir::compiler::llama::EmitOptions options;
   options.cache_len = o.cache_len;
@@ -48,7 +57,7 @@ hexir::StatusOr<std::string> ImportGguf(const Options& o) {
 
 struct Importer {
   const char* kind;    // shown in errors and --help
-  const char* suffix;  // file name suffix that selects it
+  const char* suffix;  // file name suffix that selects it (null: a directory selects it)
   hexir::StatusOr<std::string> (*run)(const Options&);
 };
 
@@ -57,6 +66,7 @@ const Importer kImporters[] = {
     {"onnx", ".onnx", ImportOnnx},
     {"llama2c", ".bin", ImportLlama2c},
     {"gguf", ".gguf", ImportGguf},
+    {"hf", nullptr, ImportHf},  // a Hugging Face folder: config.json + safetensors
 };
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
@@ -66,10 +76,12 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 hexir::Status Run(const Options& o) {
   const Importer* importer = nullptr;
   for (const Importer& i : kImporters)
-    if (o.format.empty() ? EndsWith(o.input, i.suffix) : o.format == i.kind) importer = &i;
+    if (o.format.empty() ? (i.suffix ? EndsWith(o.input, i.suffix) : hexir::compiler::llama::IsDirectory(o.input))
+                         : o.format == i.kind)
+      importer = &i;
   if (!importer) {
     return hexir::InvalidArgument("cannot tell the kind of '", o.input,
-                                  "' (supported: .onnx, .bin, .gguf; or pass --format)");
+                                  "' (supported: .onnx, .bin, .gguf, a folder; or pass --format)");
   }
   HEXIR_ASSIGN_OR_RETURN(std::string text, importer->run(o));
   if (o.output == "-") {
@@ -89,11 +101,11 @@ hexir::Status Run(const Options& o) {
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"hexir-import: model file -> MLIR for hexir-compile (kinds: .onnx, .bin = llama2.c, .gguf)"};
-  app.add_option("input", o.input, "model file (.onnx, llama2.c .bin, GGUF .gguf)")->required();
+  CLI::App app{"hexir-import: model file -> MLIR for hexir-compile (kinds: .onnx, .bin = llama2.c, .gguf, a Hugging Face folder)"};
+  app.add_option("input", o.input, "model file (.onnx, llama2.c .bin, GGUF .gguf) or Hugging Face folder")->required();
   app.add_option("-o,--output", o.output, "output .mlir file ('-' = stdout)");
   app.add_option("--entry", o.entry, "name of the generated entry function");
-  app.add_option("--format", o.format, "input kind, overriding the file name (onnx, llama2c, gguf)");
+  app.add_option("--format", o.format, "input kind, overriding the file name (onnx, llama2c, gguf, hf)");
   app.add_option("--cache-len", o.cache_len, "llama2c/gguf: KV-cache positions (default: seq_len / llama.context_length)");
   app.add_option("--weights", o.weights, "llama2c/gguf: weight argument element type, f32 (default) or f16");
   app.add_option("--decode-chunk", o.decode_chunk,

@@ -31,6 +31,11 @@ struct LlamaConfig {
   // Not in the llama2.c header (which implies these values); GGUF metadata sets them.
   float rms_eps = 1e-5f;        // RMSNorm epsilon
   float rope_theta = 10000.0f;  // rotary base: freq_i = theta^(-2i/head_size)
+  float rope_scale = 1.0f;      // linear rope scaling: angles are pos * freq_i / rope_scale
+  // Token ids that end generation (the program stops after emitting either); llama2.c's
+  // are fixed, GGUF's tokenizer.ggml.bos_token_id / eos_token_id set them.
+  int64_t bos_id = 1;
+  int64_t eos_id = 2;
 
   int64_t head_size() const { return dim / n_heads; }
   int64_t kv_dim() const { return n_kv_heads * head_size(); }
@@ -42,7 +47,14 @@ struct WeightTensor {
   std::string name;            // "token_embedding", "layer3.wq", "rms_final", "classifier"
   std::vector<int64_t> dims;   // row-major
   int64_t offset = 0;          // byte offset in the checkpoint file
-  hal::ElementType type = hal::ElementType::kF32;  // as stored: llama2.c f32; GGUF f32 or f16
+  hal::ElementType type = hal::ElementType::kF32;  // as stored
+  // The file holding the tensor when a checkpoint has several (sharded safetensors); empty:
+  // the checkpoint file itself.
+  std::string file;
+  // > 0: the rows are in Hugging Face's rotate-half order for this many heads (per head, the
+  // first half of the rows holds the pairs' first elements, the second half the second);
+  // a runtime permutes them into the interleaved pairs the program rotates.
+  int64_t rotate_half_heads = 0;
   int64_t byte_size() const;   // elements * the type's byte size
 };
 

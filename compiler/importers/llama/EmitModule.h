@@ -6,8 +6,8 @@
 //     weights: LlamaWeights(config) order (Checkpoint.h). Result: max_new ids, generated in
 //     order, the rest -1. The prompt runs in one pass (@prefill_layer per layer, M rows);
 //     then a chunked decode loop (scf.while of scf.for steps) runs the layers inline on one
-//     row, picks the argmax on the device, and stops after max_new ids, a token 1 (BOS) or
-//     2 (EOS), or at the cache length.
+//     row, picks the argmax on the device, and stops after max_new ids, a BOS or EOS token (config.bos_id /
+//     eos_id), or at the cache length.
 //   func.func private @prefill_layer(%x: [M][D], %kc, %vc, 9 layer weights) -> (x', k', v')
 //   func.func @cache_len() -> tensor<1xi64>
 //   One layer emitter serves both: it is parameterised by the rows it runs on (one decode

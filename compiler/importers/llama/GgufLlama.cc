@@ -72,14 +72,6 @@ StatusOr<GgufLlama> GgufLlamaModel(const GgufFile& f) {
   if (const GgufValue* sl = f.Find("llama.rope.scale_linear"); sl && !(sl->is_float() && sl->f == 1.0))
     return InvalidArgument("GGUF: metadata 'llama.rope.scale_linear' at offset ", sl->offset,
                            ": rope scaling is not supported");
-  const struct { const char* key; int64_t id; } kStops[] = {{"tokenizer.ggml.bos_token_id", 1},
-                                                           {"tokenizer.ggml.eos_token_id", 2}};
-  for (const auto& s : kStops)
-    if (const GgufValue* v = f.Find(s.key); v && (!v->is_integer() || v->i != s.id))
-      return InvalidArgument("GGUF: metadata '", s.key, "' at offset ", v->offset, " is ",
-                             v->is_integer() ? std::to_string(v->i) : GgufValueTypeName(v->type),
-                             "; the generated program stops at ids 1 (BOS) and 2 (EOS), so it must be ", s.id);
-
   const GgufTensorInfo* emb = f.FindTensor("token_embd.weight");
   if (!emb) return InvalidArgument("GGUF: tensor 'token_embd.weight' is missing");
   if (const GgufValue* tokens = f.Find("tokenizer.ggml.tokens")) {
@@ -94,6 +86,18 @@ StatusOr<GgufLlama> GgufLlamaModel(const GgufFile& f) {
     c.vocab_size = int64_t(emb->ne[1]);
   }
   c.shared_classifier = f.FindTensor("output.weight") == nullptr;
+  // The program stops at the file's BOS/EOS ids (llama.cpp's defaults for a "llama"
+  // vocabulary are 1 and 2; a "gpt2" vocabulary names its own).
+  const struct { const char* key; int64_t* id; } kStops[] = {{"tokenizer.ggml.bos_token_id", &c.bos_id},
+                                                            {"tokenizer.ggml.eos_token_id", &c.eos_id}};
+  for (const auto& s : kStops)
+    if (const GgufValue* v = f.Find(s.key)) {
+      if (!v->is_integer() || v->i < 0 || v->i >= c.vocab_size)
+        return InvalidArgument("GGUF: metadata '", s.key, "' at offset ", v->offset, " is ",
+                               v->is_integer() ? std::to_string(v->i) : GgufValueTypeName(v->type),
+                               "; it must be a token id in 0..", c.vocab_size - 1);
+      *s.id = v->i;
+    }
 
   // Counts from the metadata are checked against what the file holds before anything is
   // sized by them: each block has 9 weight tensors in the file, so a block count the tensor

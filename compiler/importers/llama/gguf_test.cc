@@ -231,6 +231,24 @@ TEST_CASE("metadata eps/theta reach the program; defaults keep the llama2.c text
   CHECK(text.find("1.0e-05") == std::string::npos);
 }
 
+TEST_CASE("the program stops at the file's BOS and EOS ids, not fixed 1 and 2") {
+  Writer w = TinyLlama();
+  w.kvs.erase(w.kvs.end() - 2, w.kvs.end());
+  w.U32("tokenizer.ggml.bos_token_id", 8);
+  w.U32("tokenizer.ggml.eos_token_id", 9);
+  StatusOr<GgufLlama> m = Map(w.Build());
+  REQUIRE(m.ok());
+  CHECK(m->config.bos_id == 8);
+  CHECK(m->config.eos_id == 9);
+  std::string text = EmitLlamaModule(m->config);
+  CHECK(text.find("arith.constant 8 : i64") != std::string::npos);
+  CHECK(text.find("arith.constant 9 : i64") != std::string::npos);
+  LlamaConfig fixed = m->config;
+  fixed.bos_id = 1;
+  fixed.eos_id = 2;
+  CHECK(EmitLlamaModule(fixed) != text);
+}
+
 TEST_CASE("every truncation of a valid file is a named error, never a crash") {
   std::string bytes = TinyLlama(true).Build();
   REQUIRE(Map(bytes).ok());
@@ -345,8 +363,9 @@ TEST_CASE("llama mapping errors name the key or tensor") {
   CHECK_THAT(Error(rope.Build()), Catch::Contains("'llama.rope.dimension_count'") && Catch::Contains("whole head (4)"));
   Writer eos = TinyLlama();
   eos.kvs.pop_back();
-  eos.U32("tokenizer.ggml.eos_token_id", 7);
-  CHECK_THAT(Error(eos.Build()), Catch::Contains("'tokenizer.ggml.eos_token_id'") && Catch::Contains("must be 2"));
+  eos.U32("tokenizer.ggml.eos_token_id", 10);
+  CHECK_THAT(Error(eos.Build()), Catch::Contains("'tokenizer.ggml.eos_token_id'") &&
+                                     Catch::Contains("is 10; it must be a token id in 0..9"));
   Writer missing = TinyLlama();
   missing.tensors.erase(missing.tensors.begin() + 5);
   CHECK_THAT(Error(missing.Build()), Catch::Contains("tensor 'blk.0.attn_output.weight' is missing"));
