@@ -30,11 +30,13 @@ namespace {
 using namespace mlir;
 
 using codegen::kBufferizePipeline;
-// bf16 arithmetic runs in f32 (arith-emulate-unsupported-floats) and its conversions become
+// bf16 arithmetic and math run in f32 (arith-emulate-unsupported-floats,
+// math-extend-to-supported-types; f16 stays: LLVM handles it) and the conversions become
 // integer code (ExpandBFloat16 between the two pipelines): LLVM would otherwise call
 // compiler-rt's __truncsfbf2, which the kernel's shared object cannot resolve.
 constexpr const char* kLoopsPipeline =
     "builtin.module(buffer-deallocation-pipeline,convert-linalg-to-loops,lower-affine,"
+    "math-extend-to-supported-types{extra-types=f16 target-type=f32},"
     "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32})";
 constexpr const char* kLLVMPipeline =
     "builtin.module(convert-scf-to-cf,expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"

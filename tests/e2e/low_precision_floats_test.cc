@@ -141,7 +141,7 @@ TEST_CASE("the references round ties to even, overflow to inf and keep NaN") {
 }
 
 // @round: f32 -> low-precision (arith.truncf); @add: low-precision + low-precision;
-// @widen: low-precision -> f32 (arith.extf). TYPE is bf16 or f16.
+// @exp: math.exp on low-precision; @widen: low-precision -> f32 (arith.extf). TYPE is bf16 or f16.
 std::string ElementwiseModule(const std::string& type) {
   std::string m = R"mlir(
 #map = affine_map<(i) -> (i)>
@@ -168,6 +168,19 @@ func.func @add(%x: tensor<?xi16>, %y: tensor<?xi16>) -> tensor<?xi16> {
     %s = arith.addf %fa, %fb : TYPE
     %r = arith.bitcast %s : TYPE to i16
     linalg.yield %r : i16
+  } -> tensor<?xi16>
+  return %r : tensor<?xi16>
+}
+func.func @exp(%x: tensor<?xi16>) -> tensor<?xi16> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?xi16>
+  %e = tensor.empty(%n) : tensor<?xi16>
+  %r = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]} ins(%x : tensor<?xi16>) outs(%e : tensor<?xi16>) {
+  ^bb0(%a: i16, %o: i16):
+    %h = arith.bitcast %a : i16 to TYPE
+    %x2 = math.exp %h : TYPE
+    %b = arith.bitcast %x2 : TYPE to i16
+    linalg.yield %b : i16
   } -> tensor<?xi16>
   return %r : tensor<?xi16>
 }
@@ -223,6 +236,16 @@ std::string CheckElementwise(const Format& format, const std::string& device,
       }
     std::vector<HostTensor> out = RunOrDie(module, "add", {BitsTensor(x), BitsTensor(y)}, 1, device);
     RequireSameBits(Bits(out[0]), expected, format.is_nan, sums);
+  }
+  SECTION("math.exp is the f32 exp rounded once") {
+    std::vector<uint16_t> expected;
+    std::vector<float> widened;
+    for (uint16_t a : expected_rounded) {
+      widened.push_back(format.widen(a));
+      expected.push_back(format.round(std::exp(format.widen(a))));
+    }
+    std::vector<HostTensor> out = RunOrDie(module, "exp", {BitsTensor(expected_rounded)}, 1, device);
+    RequireSameBits(Bits(out[0]), expected, format.is_nan, widened);
   }
   SECTION("extf is exact, subnormals and infinities included") {
     std::vector<HostTensor> out = RunOrDie(module, "widen", {BitsTensor(expected_rounded)}, 1, device);
