@@ -5,6 +5,7 @@
 
 #include "dialects/hexir/IR/HexirOps.h"
 #include "hal/drivers/cpu/dispatch_abi.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -29,9 +30,16 @@ namespace {
 using namespace mlir;
 
 using codegen::kBufferizePipeline;
-constexpr const char* kLLVMPipeline =
+// bf16 arithmetic and math run in f32 (arith-emulate-unsupported-floats,
+// math-extend-to-supported-types; f16 stays: LLVM handles it) and the conversions become
+// integer code (ExpandBFloat16 between the two pipelines): LLVM would otherwise call
+// compiler-rt's __truncsfbf2, which the kernel's shared object cannot resolve.
+constexpr const char* kLoopsPipeline =
     "builtin.module(buffer-deallocation-pipeline,convert-linalg-to-loops,lower-affine,"
-    "convert-scf-to-cf,expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
+    "math-extend-to-supported-types{extra-types=f16 target-type=f32},"
+    "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32})";
+constexpr const char* kLLVMPipeline =
+    "builtin.module(convert-scf-to-cf,expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
     "convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,convert-func-to-llvm,"
     "convert-cf-to-llvm,convert-arith-to-llvm,reconcile-unrealized-casts,canonicalize)";
 
@@ -39,7 +47,7 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
  public:
   void getDependentDialects(DialectRegistry& registry) const override {
     CPULowerExecutablesBase::getDependentDialects(registry);
-    codegen::AddPipelineDialects(registry, {kBufferizePipeline, kLLVMPipeline});
+    codegen::AddPipelineDialects(registry, {kBufferizePipeline, kLoopsPipeline, kLLVMPipeline});
   }
 
   void runOnOperation() override {
@@ -52,8 +60,9 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     ModuleOp inner = exe.getInnerModule();
     if (!inner) return exe.emitError("executable has no module");
     FailureOr<OpPassManager> bufferize = parsePassPipeline(kBufferizePipeline);
+    FailureOr<OpPassManager> toLoops = parsePassPipeline(kLoopsPipeline);
     FailureOr<OpPassManager> toLLVM = parsePassPipeline(kLLVMPipeline);
-    if (failed(bufferize) || failed(toLLVM)) return exe.emitError("bad internal pipeline");
+    if (failed(bufferize) || failed(toLoops) || failed(toLLVM)) return exe.emitError("bad internal pipeline");
     // Data-dependent indices and integer divisors are checked; a failure is reported
     // through the entry's return code (hal/drivers/cpu/dispatch_abi.h).
     func::FuncOp tensorKernel = codegen::LookupKernel(exe);
@@ -76,6 +85,13 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
       RewritePatternSet patterns(&getContext());
       populatePolynomialApproximateTanhPattern(patterns);
       if (failed(applyPatternsGreedily(*kernel, std::move(patterns)))) return failure();
+    }
+    if (failed(runPipeline(*toLoops, inner))) return failure();
+    // Only the bf16 patterns of arith-expand: its others would rewrite maximumf & co.
+    {
+      RewritePatternSet patterns(&getContext());
+      arith::populateExpandBFloat16Patterns(patterns);
+      if (failed(applyPatternsGreedily(inner, std::move(patterns)))) return failure();
     }
     if (failed(runPipeline(*toLLVM, inner))) return failure();
     return buildEntry(exe, inner, signature);
