@@ -119,7 +119,7 @@ void Gather(const std::string& device) {
                 "3xf32=2 9 0\n");
   RequireFailure(Run(m, device, std::string("--function=gather ") + kTable +
                                     " '--input=3xi64=2 1000000000 3'"),
-                 device, "out_of_range: kernel 'gather_dispatch_0': index 1000000000 out of range [0, 10)",
+                 device, "out_of_range: result 0 of function 'gather': kernel 'gather_dispatch_0': index 1000000000 out of range [0, 10)",
                  "3xf32=2 0 3\n");
   RequireFailure(Run(m, device, std::string("--function=gather ") + kTable + " '--input=2xi64=-7 1'"),
                  device, "kernel 'gather_dispatch_0': index -7 out of range [0, 10)", "2xf32=0 1\n");
@@ -159,7 +159,7 @@ void Division(const std::string& device) {
   RequireOutput(Run(m, device, "--function=divide '--input=3xi32=7 -8 9' '--input=3xi32=2 3 -4'"),
                 "3xi32=3 -2 -2\n");
   RequireFailure(Run(m, device, "--function=divide '--input=3xi32=7 -8 9' '--input=3xi32=2 0 4'"),
-                 device, "invalid_argument: kernel 'divide_dispatch_0': integer division by zero (-8 / 0)",
+                 device, "invalid_argument: result 0 of function 'divide': kernel 'divide_dispatch_0': integer division by zero (-8 / 0)",
                  "3xi32=3 -8 2\n");
   RequireFailure(Run(m, device, "--function=divide --input=1xi32=-2147483648 --input=1xi32=-1"),
                  device, "kernel 'divide_dispatch_0': integer division overflow (-2147483648 / -1)",

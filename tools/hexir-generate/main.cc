@@ -81,15 +81,6 @@ class MappedFile {
   size_t size_ = 0;
 };
 
-int32_t StoredElementType(hal::ElementType t) {
-  switch (t) {
-    case hal::ElementType::kF16: return static_cast<int32_t>(hal::ElementType::kF16);
-    case hal::ElementType::kBF16: return static_cast<int32_t>(hal::ElementType::kBF16);
-    case hal::ElementType::kF32: break;
-  }
-  return static_cast<int32_t>(hal::ElementType::kF32);
-}
-
 // Hugging Face stores each head's q/k rows as [first elements of the rotary pairs; second
 // elements] (rotate-half); the program rotates interleaved pairs (2i, 2i+1). Row h*hd + 2i + j
 // of the result is row h*hd + j*hd/2 + i of the stored matrix.
@@ -217,7 +208,7 @@ Status Run(const Flags& f) {
                              " but checkpoint tensor '", weights[i].name, "' (offset ",
                              weights[i].offset, ") is ",
                              hal::FormatShape(Span<const int64_t>(weights[i].dims.data(), weights[i].dims.size()),
-                                              StoredElementType(weights[i].type)),
+                                              static_cast<int32_t>(weights[i].type)),
                              a.element_type != weight_type || (weight_type != kF32 && weight_type != kF16)
                                  ? " (the module must take f32 or f16 weights, all of one type)"
                                  : "");
@@ -271,7 +262,7 @@ Status Run(const Flags& f) {
       return InvalidArgument("tensor '", w.name, "' at offset ", w.offset, " (", bytes, " bytes) runs past the end of '",
                              w.file.empty() ? f.parameters : w.file, "'");
     const uint8_t* data = src->data() + w.offset;
-    const int32_t stored = StoredElementType(w.type);
+    const int32_t stored = static_cast<int32_t>(w.type);
     const void* upload = data;
     if (stored != weight_type || w.rotate_half_heads > 0) {
       const size_t n = bytes / (w.type == hal::ElementType::kF32 ? 4 : 2);
