@@ -83,7 +83,7 @@ TEST_CASE("every tool answers an unknown flag with exit 1, naming it; --help sti
   RequireError(RunCommand(kImport + " --no-such-flag x.onnx 2>&1"), "hexir-import", {"--no-such-flag"});
   RequireError(RunCommand(kGenerate + " --module=m --parameters=p --max-tokens=1e8 2>&1"), "hexir-generate",
                {"--max-tokens"});
-  RequireError(RunCommand(kGenerate + " --max-tokens=5 2>&1"), "hexir-generate", {"--module is required"});
+  RequireError(RunCommand(kGenerate + " --max-tokens=5 2>&1"), "hexir-generate", {"--parameters is required"});
   CHECK(RunCommand(HexirRun() + " --help").exit_code == 0);
   CHECK(RunCommand(kGenerate + " --help").exit_code == 0);
 }
