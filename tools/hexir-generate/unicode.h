@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/utf8.h"
+
 namespace hexir::tools {
 
 enum class UnicodeClass : uint8_t { kUnassigned, kLetter, kNumber, kOther };
@@ -21,7 +23,7 @@ bool IsWhitespace(uint32_t cp);  // the White_Space property (\s in the pre-toke
 size_t Utf8SequenceLength(uint8_t lead);
 // Code points of `text`; a malformed sequence becomes U+FFFD and consumes one byte.
 std::vector<uint32_t> DecodeUtf8(std::string_view text);
-void AppendUtf8(uint32_t cp, std::string* out);
+using ::hexir::AppendUtf8;  // base/utf8.h
 
 // GPT-2's map: printable Latin-1 bytes (33-126, 161-172, 174-255) map to themselves, the
 // other 68 bytes to 256, 257, ... in byte order.

@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "base/utf8.h"
+
 namespace hexir::compiler::llama {
 namespace {
 
@@ -145,23 +147,6 @@ class Parser {
     }
   }
 
-  static void AppendUtf8(uint32_t cp, std::string* out) {
-    if (cp < 0x80) {
-      out->push_back(char(cp));
-    } else if (cp < 0x800) {
-      out->push_back(char(0xC0 | (cp >> 6)));
-      out->push_back(char(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out->push_back(char(0xE0 | (cp >> 12)));
-      out->push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(char(0x80 | (cp & 0x3F)));
-    } else {
-      out->push_back(char(0xF0 | (cp >> 18)));
-      out->push_back(char(0x80 | ((cp >> 12) & 0x3F)));
-      out->push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(char(0x80 | (cp & 0x3F)));
-    }
-  }
 
   Status Array(JsonValue* v, int depth) {
     v->kind = JsonValue::Kind::kArray;
