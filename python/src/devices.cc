@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "python/src/errors.h"
+#include "python/src/tensor.h"
 
 namespace py = pybind11;
 
@@ -65,6 +66,21 @@ void BindDevices(py::module_& m) {
       .def_property_readonly("uri", [](const DeviceHandle& d) { return std::string(d.device->uri()); })
       .def("stats", [](const DeviceHandle& d) { return StatsDict(d.device->stats()); },
            "The device's counters (hal/stats.h) as a dict: buffers_live, dispatches_executed, ...")
+      .def("wait_idle", [](const DeviceHandle& d) {
+             Status status;
+             {
+               py::gil_scoped_release unlocked;
+               status = d.device->WaitIdle();
+             }
+             RaiseIfError(status);
+           }, "Waits (GIL released) until the device has finished all submitted work.")
+      .def("put", [](const DeviceHandle& d, py::handle value) {
+             if (IsDlpackProducer(value) && !py::isinstance<py::array>(value))
+               return Tensor{ViewFromDlpack(*d.device, value), d.device};
+             return Tensor{ViewFromArray(*d.device, py::module_::import("numpy").attr("asarray")(value)), d.device};
+           }, py::arg("value"),
+           "A tensor on this device from a NumPy array, a DLPack producer or anything numpy.asarray "
+           "takes (zero copy for host memory on the CPU).")
       .def("trim_pool", [](const DeviceHandle& d) { d.device->TrimPool(); },
            "Returns the buffer pool's cached memory to the system.")
       .def("__repr__", [](const DeviceHandle& d) { return StrCat("hexir.Device('", d.device->uri(), "')"); });

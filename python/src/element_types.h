@@ -12,21 +12,22 @@ namespace hexir::python {
 struct ElementTypeInfo {
   int32_t code;                 // hal::ElementType
   std::string_view numpy_name;  // numpy.dtype(name); "bfloat16" has no NumPy dtype
+  char numpy_kind;              // numpy.dtype.kind with itemsize bits / 8; 0: none
   uint8_t dlpack_code;          // DLDataTypeCode
   uint8_t bits;
 };
 
 // Sorted by hal code. i1 travels through DLPack as uint8 (DLPack 0.6 has no bool code).
 inline constexpr ElementTypeInfo kElementTypes[] = {
-    {1, "float32", kDLFloat, 32},
-    {2, "float16", kDLFloat, 16},
-    {3, "bfloat16", kDLBfloat, 16},
-    {4, "float64", kDLFloat, 64},
-    {16, "int8", kDLInt, 8},
-    {17, "int16", kDLInt, 16},
-    {18, "int32", kDLInt, 32},
-    {19, "int64", kDLInt, 64},
-    {20, "bool", kDLUInt, 8},
+    {1, "float32", 'f', kDLFloat, 32},
+    {2, "float16", 'f', kDLFloat, 16},
+    {3, "bfloat16", 0, kDLBfloat, 16},
+    {4, "float64", 'f', kDLFloat, 64},
+    {16, "int8", 'i', kDLInt, 8},
+    {17, "int16", 'i', kDLInt, 16},
+    {18, "int32", 'i', kDLInt, 32},
+    {19, "int64", 'i', kDLInt, 64},
+    {20, "bool", 'b', kDLUInt, 8},
 };
 
 // nullptr when unknown.
@@ -35,9 +36,9 @@ inline const ElementTypeInfo* FindByCode(int32_t code) {
     if (t.code == code) return &t;
   return nullptr;
 }
-inline const ElementTypeInfo* FindByNumpyName(std::string_view name) {
+inline const ElementTypeInfo* FindByNumpyKind(char kind, int64_t itemsize) {
   for (const ElementTypeInfo& t : kElementTypes)
-    if (t.numpy_name == name) return &t;
+    if (kind && t.numpy_kind == kind && t.bits == itemsize * 8) return &t;
   return nullptr;
 }
 inline const ElementTypeInfo* FindByDlpack(DLDataType type) {

@@ -135,11 +135,12 @@ bool IsDlpackProducer(py::handle object) {
 }
 
 vm::Ref<hal::BufferView> ViewFromArray(hal::Device& device, py::array array) {
-  std::string name = py::str(array.dtype().attr("name"));
-  const ElementTypeInfo* info = FindByNumpyName(name);
-  if (!info || array.dtype().attr("byteorder").cast<std::string>() == ">") {
-    RaiseIfError(InvalidArgument("NumPy dtype '", name, "' has no Hexir element type (supported: "
-                                 "float32 float16 float64 int8 int16 int32 int64 bool)"));
+  py::dtype dtype = array.dtype();
+  const ElementTypeInfo* info = FindByNumpyKind(dtype.kind(), dtype.itemsize());
+  if (!info || py::detail::array_descriptor_proxy(dtype.ptr())->byteorder == '>') {
+    RaiseIfError(InvalidArgument("NumPy dtype '", py::str(dtype).cast<std::string>(),
+                                 "' has no Hexir element type (supported: float32 float16 float64 "
+                                 "int8 int16 int32 int64 bool, native byte order)"));
   }
   if (!(array.flags() & py::array::c_style) || !IsAligned(array.data(), array.itemsize()))
     array = py::array::ensure(py::module_::import("numpy").attr("ascontiguousarray")(array));
