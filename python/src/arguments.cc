@@ -39,7 +39,7 @@ vm::Ref<hal::BufferView> ViewOfTensor(const Tensor& t, hal::Device& device) {
 
 vm::Ref<hal::BufferView> ViewOfValue(const FunctionAbi& abi, size_t i, hal::Device& device,
                                      py::handle value) {
-  if (py::isinstance<Tensor>(value)) return ViewOfTensor(value.cast<const Tensor&>(), device);
+  if (const Tensor* t = AsTensor(value)) return ViewOfTensor(*t, device);
   if (py::isinstance<py::array>(value)) return ViewFromArray(device, py::reinterpret_borrow<py::array>(value));
   if (IsDlpackProducer(value)) return ViewFromDlpack(device, value);
   // Scalars and nested lists: NumPy in the reflected element type.
@@ -123,6 +123,10 @@ std::vector<vm::Variant> ConvertArguments(const FunctionAbi& abi, hal::Device& d
 
 py::object ConvertResults(const FunctionAbi& abi, const vm::Ref<hal::Device>& device,
                           std::vector<vm::Variant>& results) {
+  if (results.size() == 1 && abi.result_kinds == "r") {  // the common case: no tuple
+    if (auto* view = vm::RefCast<hal::BufferView>(results[0].ref.get()))
+      return WrapTensor(Tensor{vm::Ref<hal::BufferView>::Retain(view), device});
+  }
   py::tuple out(results.size());
   for (size_t i = 0; i < results.size(); ++i) {
     const char kind = i < abi.result_kinds.size() ? abi.result_kinds[i] : 'r';
@@ -139,7 +143,7 @@ py::object ConvertResults(const FunctionAbi& abi, const vm::Ref<hal::Device>& de
                                    results[i].ref ? results[i].ref->type_name() : "null ref",
                                    ", which Python cannot receive yet"));
       }
-      out[i] = py::cast(Tensor{vm::Ref<hal::BufferView>::Retain(view), device});
+      out[i] = WrapTensor(Tensor{vm::Ref<hal::BufferView>::Retain(view), device});
     }
   }
   if (out.size() == 0) return py::none();

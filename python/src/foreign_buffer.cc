@@ -28,6 +28,7 @@ struct Deferred {
   std::mutex mu;
   std::vector<std::pair<void*, ReleaseOwner>> items;
   std::atomic<bool> scheduled{false};
+  std::atomic<bool> any{false};  // items is not empty (a lock-free check per call)
 };
 
 // Never destroyed: buffers can die during interpreter shutdown.
@@ -59,6 +60,7 @@ void ReleaseUnderGil(void* owner, ReleaseOwner release) {
   {
     std::lock_guard<std::mutex> lock(d.mu);
     d.items.emplace_back(owner, release);
+    d.any.store(true, std::memory_order_release);
   }
   if (!d.scheduled.exchange(true) && Py_AddPendingCall(RunDeferredFromPendingCall, nullptr) != 0)
     d.scheduled.store(false);  // the pending-call queue is full: the next call drains instead
@@ -66,11 +68,12 @@ void ReleaseUnderGil(void* owner, ReleaseOwner release) {
 
 void RunDeferredReleases() {
   Deferred& d = deferred();
+  if (!d.any.load(std::memory_order_acquire)) return;
   std::vector<std::pair<void*, ReleaseOwner>> items;
   {
     std::lock_guard<std::mutex> lock(d.mu);
-    if (d.items.empty()) return;
     items.swap(d.items);
+    d.any.store(false, std::memory_order_relaxed);
   }
   for (auto& [owner, release] : items) release(owner);
 }

@@ -126,9 +126,24 @@ vm::Ref<hal::BufferView> Upload(hal::Device& device, int32_t code, const std::ve
   return ValueOrRaise(std::move(view));
 }
 
+// Set once by BindTensor: pybind11's record of hexir.Tensor.
+const py::detail::type_info* tensor_type_info = nullptr;
+
 bool IsAligned(const void* p, size_t n) { return n == 0 || reinterpret_cast<uintptr_t>(p) % n == 0; }
 
 }  // namespace
+
+const Tensor* AsTensor(py::handle object) {
+  if (Py_TYPE(object.ptr()) != tensor_type_info->type) return nullptr;  // hexir.Tensor is final
+  auto* instance = reinterpret_cast<py::detail::instance*>(object.ptr());
+  return static_cast<const Tensor*>(instance->get_value_and_holder(tensor_type_info).value_ptr());
+}
+
+py::object WrapTensor(Tensor tensor) {
+  auto* owned = new Tensor(std::move(tensor));
+  return py::reinterpret_steal<py::object>(py::detail::type_caster_generic::cast(
+      owned, py::return_value_policy::take_ownership, py::handle(), tensor_type_info, nullptr, nullptr));
+}
 
 bool IsDlpackProducer(py::handle object) {
   return py::hasattr(object, "__dlpack__") || PyCapsule_IsValid(object.ptr(), kCapsuleName);
@@ -204,7 +219,7 @@ vm::Ref<hal::BufferView> ViewFromDlpack(hal::Device& device, py::handle producer
 }
 
 void BindTensor(py::module_& m) {
-  py::class_<Tensor>(m, "Tensor",
+  py::class_<Tensor>(m, "Tensor", py::is_final(),
                      "A tensor on a device (a function's result). It stays on the device until "
                      "read: numpy(), numpy.from_dlpack(t), torch.from_dlpack(t).")
       .def_property_readonly("shape", [](const Tensor& t) {
@@ -234,6 +249,7 @@ void BindTensor(py::module_& m) {
       .def("__repr__", [](const Tensor& t) {
         return StrCat("hexir.Tensor(", t.view->ShapeString(), ", device='", t.device->uri(), "')");
       });
+  tensor_type_info = py::detail::get_type_info(typeid(Tensor));
 
   m.def("from_dlpack", [](py::handle producer) {
         vm::Ref<hal::Device> device = ValueOrRaise(GetDevice("cpu"));

@@ -32,6 +32,12 @@ vm::Ref<hal::BufferView> ViewFromDlpack(hal::Device& device, pybind11::handle pr
 // True for objects ViewFromDlpack accepts.
 bool IsDlpackProducer(pybind11::handle object);
 
+// The Tensor inside a hexir.Tensor object, or nullptr for any other object. Cheaper than
+// py::isinstance + cast (no type-map lookups): arguments are checked on every call.
+const Tensor* AsTensor(pybind11::handle object);
+// A new hexir.Tensor object owning `tensor` (the per-call result path).
+pybind11::object WrapTensor(Tensor tensor);
+
 // hexir.Tensor and hexir.from_dlpack.
 void BindTensor(pybind11::module_& m);
 
