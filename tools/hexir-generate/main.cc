@@ -6,17 +6,11 @@
 // prints `ids: 403 407 ...` (generated ids; BOS excluded; the stopping token included) and,
 // with a tokenizer, the decoded text on the next line.
 //
-// The checkpoint (llama2.c, or GGUF when it starts with the GGUF magic) is memory-mapped;
-// each weight tensor is uploaded once from the mapped bytes at its offset
-// (compiler/importers/llama/Checkpoint.h / GgufLlama.h give the order, offsets and stored
-// types; a tensor stored in another type than the module takes, f32 or f16, is converted
-// once), and the same device buffers are passed on every call of @generate (--repeat calls
-// it again).
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+// The checkpoint (llama2.c, or GGUF when it starts with the GGUF magic) is memory-mapped and
+// each weight tensor uploaded once (tools/common/llama_parameters.h: the order, offsets and
+// stored types come from compiler/importers/llama; a tensor stored in another type than the
+// module takes, f32 or f16, is converted once), and the same device buffers are passed on
+// every call of @generate (--repeat calls it again).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -26,10 +20,10 @@
 #include <vector>
 
 #include "compiler/importers/llama/Checkpoint.h"
-#include "compiler/importers/llama/GgufLlama.h"
 #include "hal/api.h"
 #include "hal/element_type.h"
 #include "tools/common/invocation.h"
+#include "tools/common/llama_parameters.h"
 #include "tools/hexir-generate/tokenizer.h"
 
 namespace hexir::tools {
@@ -46,50 +40,9 @@ struct Flags {
   bool verbose = false;
 };
 
-// A read-only mapping of the checkpoint, unmapped on destruction.
-class MappedFile {
- public:
-  ~MappedFile() {
-    if (data_) munmap(data_, size_);
-  }
-  Status Open(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY);
-    if (fd < 0) return NotFound("cannot open parameters '", path, "': ", std::strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_size == 0) {
-      ::close(fd);
-      return InvalidArgument("parameters '", path, "' is empty or unreadable");
-    }
-    size_ = static_cast<size_t>(st.st_size);
-    void* p = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    ::close(fd);
-    if (p == MAP_FAILED) return Internal("cannot mmap '", path, "': ", std::strerror(errno));
-    data_ = static_cast<uint8_t*>(p);
-    return Status::Ok();
-  }
-  const uint8_t* data() const { return data_; }
-  size_t size() const { return size_; }
-
- private:
-  uint8_t* data_ = nullptr;
-  size_t size_ = 0;
-};
-
 Status Run(const Flags& f) {
-  MappedFile file;
-  HEXIR_RETURN_IF_ERROR(file.Open(f.parameters));
-  StatusOr<llama::LlamaConfig> config = InvalidArgument("unparsed");
-  std::vector<llama::WeightTensor> weights;
-  if (llama::IsGguf(file.data(), file.size())) {
-    StatusOr<llama::GgufLlama> model = llama::ParseGgufLlama(file.data(), file.size());
-    if (!model.ok()) return std::move(model).status().WithContext(StrCat("'", f.parameters, "'"));
-    config = model->config;
-    weights = std::move(model->weights);
-  } else {
-    config = llama::ParseLlamaHeader(file.data(), file.size());
-    if (!config.ok()) return std::move(config).status().WithContext(StrCat("'", f.parameters, "'"));
-    weights = llama::LlamaWeights(*config);
-  }
+  HEXIR_ASSIGN_OR_RETURN(auto parameters, LlamaParameters::Open(f.parameters));
+  const llama::LlamaConfig* config = &parameters->config();
 
   std::vector<int64_t> prompt = {1};  // BOS
   std::unique_ptr<Tokenizer> tokenizer;
@@ -134,30 +87,7 @@ Status Run(const Flags& f) {
   HEXIR_ASSIGN_OR_RETURN(auto session, Session::Open(f.module, options));
   HEXIR_ASSIGN_OR_RETURN(vm::Function fn, session->LookupFunction("generate"));
   HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> args, ParseAbiTypes(std::string(fn.attr("abi.args"))));
-  if (args.size() != 2 + weights.size())
-    return InvalidArgument("module '", f.module, "': @generate takes ", args.size(),
-                           " arguments but checkpoint '", f.parameters, "' has ", weights.size(),
-                           " weight tensors (expected ", 2 + weights.size(),
-                           "); import the module from this checkpoint");
-  // Weights are f32 (llama2.c) or f32/f16 (GGUF) in the file; a module imported with
-  // --weights=f16 takes f16, otherwise f32: a tensor stored in the other type is converted
-  // here once, before the upload.
-  const int32_t kF32 = static_cast<int32_t>(hal::ElementType::kF32);
-  const int32_t kF16 = static_cast<int32_t>(hal::ElementType::kF16);
-  const int32_t weight_type = args.size() > 2 ? args[2].element_type : kF32;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    const AbiType& a = args[2 + i];
-    if (a.dims != weights[i].dims || a.element_type != weight_type ||
-        (weight_type != kF32 && weight_type != kF16))
-      return InvalidArgument("module '", f.module, "': argument ", 2 + i, " is ", a.text,
-                             " but checkpoint tensor '", weights[i].name, "' (offset ",
-                             weights[i].offset, ") is ",
-                             hal::FormatShape(Span<const int64_t>(weights[i].dims.data(), weights[i].dims.size()),
-                                              weights[i].type == llama::StoredType::kF16 ? kF16 : kF32),
-                             a.element_type != weight_type || (weight_type != kF32 && weight_type != kF16)
-                                 ? " (the module must take f32 or f16 weights, all of one type)"
-                                 : "");
-  }
+  HEXIR_ASSIGN_OR_RETURN(const int32_t weight_type, parameters->CheckArguments(args, 2, StrCat("module '", f.module, "': @generate")));
 
   // The module's KV cache must hold the prompt (prefill writes every prompt position).
   if (auto cache_fn = session->LookupFunction("cache_len"); cache_fn.ok()) {
@@ -175,37 +105,8 @@ Status Run(const Flags& f) {
 
   hal::Device& device = session->device();
   // Upload once; the refs are reused by every call.
-  std::vector<vm::Ref<vm::RefObject>> weight_views;
-  std::vector<uint16_t> half;
-  std::vector<float> single;
-  for (const llama::WeightTensor& w : weights) {
-    const void* data = file.data() + w.offset;
-    size_t bytes = size_t(w.byte_size());
-    const bool stored_f16 = w.type == llama::StoredType::kF16;
-    if (weight_type == kF16 && !stored_f16) {
-      half.resize(bytes / 4);
-      for (size_t i = 0; i < half.size(); ++i) {
-        float v;
-        std::memcpy(&v, file.data() + w.offset + 4 * i, 4);
-        half[i] = FloatToHalf(v);
-      }
-      data = half.data();
-      bytes = half.size() * 2;
-    } else if (weight_type == kF32 && stored_f16) {
-      single.resize(bytes / 2);
-      for (size_t i = 0; i < single.size(); ++i) {
-        uint16_t h;
-        std::memcpy(&h, file.data() + w.offset + 2 * i, 2);
-        single[i] = HalfToFloat(h);
-      }
-      data = single.data();
-      bytes = single.size() * 4;
-    }
-    HEXIR_ASSIGN_OR_RETURN(
-        auto view, hal::BufferViewFromHost(device, weight_type,
-                                           Span<const int64_t>(w.dims.data(), w.dims.size()), data, bytes));
-    weight_views.push_back(std::move(view));
-  }
+  HEXIR_ASSIGN_OR_RETURN(std::vector<vm::Ref<hal::BufferView>> weight_views,
+                         parameters->Upload(device, weight_type));
   int64_t prompt_len = int64_t(prompt.size());
   HEXIR_ASSIGN_OR_RETURN(
       auto prompt_view,
@@ -215,10 +116,10 @@ Status Run(const Flags& f) {
   std::vector<int64_t> ids;
   double best_seconds = 1e30;
   for (int call = 0; call < std::max(1, f.repeat); ++call) {
-    std::vector<vm::Variant> in(2 + weights.size());
+    std::vector<vm::Variant> in(2 + weight_views.size());
     in[0].ref = prompt_view;
     in[1].bits = f.max_tokens;
-    for (size_t i = 0; i < weights.size(); ++i) in[2 + i].ref = weight_views[i];
+    for (size_t i = 0; i < weight_views.size(); ++i) in[2 + i].ref = weight_views[i];
     std::vector<vm::Variant> out;
     auto start = std::chrono::steady_clock::now();
     HEXIR_RETURN_IF_ERROR(session->context().Invoke(fn, Span<vm::Variant>(in.data(), in.size()), &out));
