@@ -17,6 +17,7 @@ from hexir._runtime import (  # noqa: F401  (the public runtime API)
     Function,
     Future,
     Module,
+    Parameters,
     Tensor,
     device,
     devices,
@@ -25,8 +26,8 @@ from hexir._runtime import (  # noqa: F401  (the public runtime API)
 )
 
 __all__ = [
-    "CompileError", "Device", "Error", "Function", "Future", "Module", "Tensor", "compile",
-    "device", "devices", "from_dlpack", "import_model", "load",
+    "CompileError", "Device", "Error", "Function", "Future", "Module", "Parameters", "Tensor",
+    "compile", "device", "devices", "from_dlpack", "generate", "import_model", "load",
 ]
 
 
@@ -92,3 +93,36 @@ def import_model(path, **options):
         exc.code = error[0]
         raise exc
     return text
+
+
+def generate(module, parameters, prompt_ids=(1,), max_tokens=64):
+    """Greedy decoding with a module imported from a llama2.c or GGUF checkpoint (import_model,
+    then compile) and that checkpoint's Parameters: returns an iterator over the generated token
+    ids (the prompt excluded, the stopping token included), as hexir-generate prints them.
+
+    prompt_ids starts with BOS (1). The whole decode loop runs inside the module's @generate, in
+    one asynchronous call: the iterator yields the ids once that call has finished (it does not
+    stream tokens while the loop runs)."""
+    import numpy as np
+    prompt = np.asarray(prompt_ids, dtype=np.int64).reshape(-1)
+    vocab = parameters.config["vocab_size"]
+    for i, token in enumerate(prompt.tolist()):
+        if not 0 <= token < vocab:
+            error = Error(f"prompt token {i} is {token}, outside the vocabulary 0..{vocab - 1}")
+            error.code = "invalid_argument"
+            raise error
+    if "cache_len" in module.functions:
+        cache_len = int(module.cache_len().numpy()[0])
+        if len(prompt) > cache_len:
+            error = Error(f"the prompt has {len(prompt)} tokens but module '{module.name}' has a KV cache "
+                          f"of {cache_len} positions (import_model(..., cache_len=N))")
+            error.code = "invalid_argument"
+            raise error
+    future = module["generate"].async_(prompt, int(max_tokens), parameters)
+
+    def ids():
+        for token in future.result().numpy().tolist():
+            if token < 0:
+                return
+            yield token
+    return ids()

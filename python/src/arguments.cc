@@ -7,7 +7,9 @@
 #include "python/src/devices.h"
 #include "python/src/element_types.h"
 #include "python/src/errors.h"
+#include "python/src/parameters.h"
 #include "python/src/tensor.h"
+#include "vm/module.h"
 
 namespace py = pybind11;
 
@@ -90,13 +92,36 @@ StatusOr<FunctionAbi> DescribeFunction(vm::Function function) {
 }
 
 std::vector<vm::Variant> ConvertArguments(const FunctionAbi& abi, hal::Device& device, py::args args) {
-  if (args.size() != abi.arg_kinds.size()) {
+  // A hexir.Parameters as the last argument fills every remaining argument.
+  Parameters* parameters = args.size() > 0 ? AsParameters(args[args.size() - 1]) : nullptr;
+  if (parameters && args.size() <= abi.arg_kinds.size()) {
+    const size_t first = args.size() - 1;
+    std::vector<vm::Ref<hal::BufferView>> views = BindParameters(
+        *parameters, device, abi.args, first,
+        StrCat("module '", abi.function.module->name(), "': @", abi.function.name));
+    py::tuple leading(first);
+    for (size_t i = 0; i < first; ++i) leading[i] = args[i];
+    std::vector<vm::Variant> out = ConvertArguments(abi, device, py::reinterpret_borrow<py::args>(leading), first);
+    out.resize(abi.arg_kinds.size());
+    for (size_t i = 0; i < views.size(); ++i) out[first + i].ref = std::move(views[i]);
+    return out;
+  }
+  return ConvertArguments(abi, device, args, abi.arg_kinds.size());
+}
+
+std::vector<vm::Variant> ConvertArguments(const FunctionAbi& abi, hal::Device& device, py::args args,
+                                          size_t expected) {
+  if (args.size() != expected) {
     RaiseIfError(InvalidArgument("function '", abi.function.name, "' expects ", abi.arg_kinds.size(),
                                  " inputs (", abi.Describe(), "), got ", args.size()));
   }
   std::vector<vm::Variant> out(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     py::handle value = args[i];
+    if (AsParameters(value)) {
+      RaiseIfError(InvalidArgument("function '", abi.function.name, "' input ", i,
+                                   ": a hexir.Parameters must be the last argument"));
+    }
     switch (abi.arg_kinds[i]) {
       case 'r':
         out[i].ref = ViewOfValue(abi, i, device, value);

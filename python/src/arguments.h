@@ -32,9 +32,13 @@ struct FunctionAbi {
 StatusOr<FunctionAbi> DescribeFunction(vm::Function function);
 
 // Converts `args` (with the GIL held) to VM arguments on `device`; raises hexir.Error naming
-// the input for a wrong count or kind.
+// the input for a wrong count or kind. A hexir.Parameters as the last argument supplies every
+// remaining argument (parameters.h).
 std::vector<vm::Variant> ConvertArguments(const FunctionAbi& abi, hal::Device& device,
                                           pybind11::args args);
+// The same for the first `expected` arguments only (args.size() must equal it).
+std::vector<vm::Variant> ConvertArguments(const FunctionAbi& abi, hal::Device& device,
+                                          pybind11::args args, size_t expected);
 
 // Converts results: None for none, the value for one, a tuple for several.
 pybind11::object ConvertResults(const FunctionAbi& abi, const vm::Ref<hal::Device>& device,

@@ -5,6 +5,7 @@
 #include "python/src/devices.h"
 #include "python/src/errors.h"
 #include "python/src/module.h"
+#include "python/src/parameters.h"
 #include "python/src/tensor.h"
 
 PYBIND11_MODULE(_runtime, m) {
@@ -13,4 +14,5 @@ PYBIND11_MODULE(_runtime, m) {
   hexir::python::BindDevices(m);
   hexir::python::BindTensor(m);
   hexir::python::BindModule(m);
+  hexir::python::BindParametersType(m);
 }
