@@ -26,8 +26,8 @@ enum class StatusCode {
   kUnavailable,         // a driver or device is not present on this machine
   kDataLoss,            // a file or module is truncated or corrupt
   kUnimplemented,       // a valid request this build does not support
-  kDeadlineExceeded,    // a wait timed out
-  kAborted,             // a program called `fail`
+  kDeadlineExceeded,    // a wait timed out, or a call passed its deadline
+  kAborted,             // a program called `fail`, or a call was cancelled
   kInternal,            // a bug in Hexir itself
 };
 

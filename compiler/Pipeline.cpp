@@ -94,6 +94,9 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   const Target* target = FindTarget(options.target);
   if (!target) return mlir::failure();
   pm.addPass(hexir::createVerifyInput(VerifyInputOptions{options.target}));
+  // Dim equalities and allocation sizes the program assumes, checked on the host (one VM
+  // `assert` each) before any dispatch that relies on them.
+  pm.addPass(hexir::createInsertShapeChecks());
   // Both targets apply consumers inside reductions (CUDA: lane 0 of the point's warp), so no
   // target sets unfused-reduction-extent (measured on the H200: fusing is 1.5-4% faster).
   pm.addPass(hexir::createFormDispatchRegions(

@@ -49,9 +49,19 @@ StatusOr<vm::Ref<Buffer>> Device::QueueAlloca(const std::vector<SemaphoreValue>&
   return buffer;
 }
 
+Status Device::WaitIdle(Timeout timeout) {
+  DeviceCounters::Add(counters_->host_waits);
+  return AwaitIdle(timeout);
+}
+
+Status Device::WaitIdle(const Interrupt& interrupt) {
+  DeviceCounters::Add(counters_->host_waits);
+  return WaitInterruptibly(interrupt, [&](Timeout slice) { return AwaitIdle(slice); });
+}
+
 Status Device::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
-                                          uint64_t size) {
-  HEXIR_RETURN_IF_ERROR(WaitIdle());
+                                          uint64_t size, const Interrupt& interrupt) {
+  HEXIR_RETURN_IF_ERROR(WaitIdle(interrupt));
   return ReadBuffer(buffer, offset, data, size);
 }
 

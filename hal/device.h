@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/interrupt.h"
 #include "base/status.h"
 #include "hal/buffer.h"
 #include "hal/command_buffer.h"
@@ -30,10 +31,15 @@
 
 namespace hexir::hal {
 
+// The most CPU worker threads CreateDevice accepts (a larger count is refused up front
+// rather than failing thread creation half way).
+inline constexpr int32_t kMaxCpuWorkers = 1024;
+
 // Options for CreateDevice; each driver reads the fields named after it.
 struct DeviceOptions {
   // CPU: threads that execute dispatch workgroups. -1 = std::thread::hardware_concurrency();
   // 0 or 1 = the thread executing the submission runs every workgroup itself.
+  // At most kMaxCpuWorkers.
   int32_t cpu_worker_count = -1;
   // CPU inline mode: QueueExecute executes on the calling thread and returns when done
   // (errors are returned directly and also fail the signal semaphores). No queue thread.
@@ -112,7 +118,11 @@ class Device : public vm::RefObject {
   // Blocks until every submission so far has completed, or returns DeadlineExceeded. Returns
   // (and clears) the first error since the previous WaitIdle of a failed submission that had
   // no signal semaphores (errors of the others are delivered through their semaphores).
-  virtual Status WaitIdle(Timeout timeout = kInfiniteTimeout) = 0;
+  Status WaitIdle(Timeout timeout = kInfiniteTimeout);
+  // The same, also stopping when `interrupt` fires (its status; sliced like Semaphore::Wait).
+  // The submissions stay queued: they complete later, and a later WaitIdle still waits for
+  // them and reports their errors.
+  Status WaitIdle(const Interrupt& interrupt);
 
   // Synchronous host <-> buffer copies. They do not wait for queued work: order them with
   // semaphores or WaitIdle. Ranges are checked.
@@ -121,13 +131,15 @@ class Device : public vm::RefObject {
   virtual Status ReadBuffer(const Buffer& buffer, uint64_t offset, void* data,
                             uint64_t size) = 0;
 
-  // Reads a result: waits for every submission made before the call (as WaitIdle with no
-  // timeout, returning and clearing its error) and copies `size` bytes of `buffer` at `offset`
-  // into `data` (ranges checked). On an error `data` is unspecified. Default: WaitIdle, then
+  // Reads a result: waits for every submission made before the call (as WaitIdle(interrupt),
+  // returning and clearing its error) and copies `size` bytes of `buffer` at `offset` into
+  // `data` (ranges checked). On an error `data` is unspecified; when `interrupt` fires first
+  // its status is returned and the pending work stays queued. Default: WaitIdle, then
   // ReadBuffer. Drivers may fold the wait into the copy (CUDA: the copy is queued behind the
   // pending work, then one host synchronization covers both).
   virtual Status ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
-                                            uint64_t size);
+                                            uint64_t size,
+                                            const Interrupt& interrupt = kNoInterrupt);
 
   // Returns cached pool memory to the system (no effect on live buffers; stats().
   // pool_bytes_cached drops to 0). Default: nothing to trim.
@@ -145,6 +157,9 @@ class Device : public vm::RefObject {
 
  protected:
   Device() : counters_(std::make_shared<DeviceCounters>()) {}
+
+  // The driver's part of WaitIdle (same contract; the wrapper counts the host wait).
+  virtual Status AwaitIdle(Timeout timeout) = 0;
 
   // The driver's part of QueueExecute (same contract).
   virtual Status Submit(const std::vector<SemaphoreValue>& waits,

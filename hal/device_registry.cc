@@ -15,6 +15,10 @@ StatusOr<vm::Ref<Device>> CreateDevice(std::string_view uri, const DeviceOptions
   bool has_suffix = driver.size() < uri.size();
   if (driver == "cpu") {
     if (has_suffix) return InvalidArgument("device uri '", uri, "': the cpu driver takes no ordinal");
+    if (options.cpu_worker_count < -1 || options.cpu_worker_count > kMaxCpuWorkers) {
+      return InvalidArgument("cpu device: worker thread count ", options.cpu_worker_count,
+                             " is outside -1..", kMaxCpuWorkers);
+    }
     return cpu::CreateCpuDevice(options);
   }
   if (driver == "cuda") {

@@ -1,5 +1,6 @@
 // Element types of buffer views, shared by the runtime and the compiler (header-only).
-// The numeric codes are part of the bytecode ABI (they appear as immediates): never renumber.
+// Everything here is generated from hal/element_types.def; the numeric codes are part of the
+// bytecode ABI (they appear as immediates): never renumber.
 #pragma once
 
 #include <cstdint>
@@ -8,52 +9,57 @@
 namespace hexir::hal {
 
 enum class ElementType : int32_t {
-  kF32 = 1,
-  kF16 = 2,
-  kBF16 = 3,
-  kF64 = 4,
-  kI8 = 16,
-  kI16 = 17,
-  kI32 = 18,
-  kI64 = 19,
-  kI1 = 20,  // stored as one byte, 0 or 1
+#define HEXIR_ELEMENT_TYPE(Name, code, spelling, bytes, is_float) k##Name = code,
+#include "hal/element_types.def"
+#undef HEXIR_ELEMENT_TYPE
+};
+
+// Every code of the table, in table order.
+inline constexpr int32_t kElementTypeCodes[] = {
+#define HEXIR_ELEMENT_TYPE(Name, code, spelling, bytes, is_float) code,
+#include "hal/element_types.def"
+#undef HEXIR_ELEMENT_TYPE
 };
 
 // Size in bytes of one element; 0 for an unknown code.
 constexpr int64_t ElementTypeByteSize(int64_t code) {
   switch (code) {
-    case 1: return 4;
-    case 2: return 2;
-    case 3: return 2;
-    case 4: return 8;
-    case 16: return 1;
-    case 17: return 2;
-    case 18: return 4;
-    case 19: return 8;
-    case 20: return 1;
+#define HEXIR_ELEMENT_TYPE(Name, c, spelling, bytes, is_float) \
+  case c:                                                      \
+    return bytes;
+#include "hal/element_types.def"
+#undef HEXIR_ELEMENT_TYPE
     default: return 0;
+  }
+}
+
+// True for the floating-point types (f32, f16, bf16, f64); false for integers and unknown codes.
+constexpr bool ElementTypeIsFloat(int64_t code) {
+  switch (code) {
+#define HEXIR_ELEMENT_TYPE(Name, c, spelling, bytes, is_float) \
+  case c:                                                      \
+    return is_float;
+#include "hal/element_types.def"
+#undef HEXIR_ELEMENT_TYPE
+    default: return false;
   }
 }
 
 // MLIR spelling ("f32", "bf16", "i1"); "" for an unknown code.
 constexpr std::string_view ElementTypeName(int64_t code) {
   switch (code) {
-    case 1: return "f32";
-    case 2: return "f16";
-    case 3: return "bf16";
-    case 4: return "f64";
-    case 16: return "i8";
-    case 17: return "i16";
-    case 18: return "i32";
-    case 19: return "i64";
-    case 20: return "i1";
+#define HEXIR_ELEMENT_TYPE(Name, c, spelling, bytes, is_float) \
+  case c:                                                      \
+    return spelling;
+#include "hal/element_types.def"
+#undef HEXIR_ELEMENT_TYPE
     default: return "";
   }
 }
 
 // Inverse of ElementTypeName; 0 when the name is unknown.
 constexpr int32_t ElementTypeFromName(std::string_view name) {
-  for (int32_t code : {1, 2, 3, 4, 16, 17, 18, 19, 20}) {
+  for (int32_t code : kElementTypeCodes) {
     if (ElementTypeName(code) == name) return code;
   }
   return 0;

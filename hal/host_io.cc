@@ -17,10 +17,12 @@ StatusOr<vm::Ref<BufferView>> BufferViewFromHost(Device& device, int32_t element
                             std::vector<int64_t>(dims.begin(), dims.end()));
 }
 
-Status BufferViewToHost(Device& device, const BufferView& view, std::vector<uint8_t>* out) {
+Status BufferViewToHost(Device& device, const BufferView& view, std::vector<uint8_t>* out,
+                        const Interrupt& interrupt) {
   out->resize(view.byte_size());
   // One call, so a driver can cover the wait and the copy with a single host synchronization.
-  return device.ReadBufferAfterPendingWork(view.buffer(), 0, out->data(), out->size());
+  return device.ReadBufferAfterPendingWork(view.buffer(), 0, out->data(), out->size(),
+                                           interrupt);
 }
 
 }  // namespace hexir::hal

@@ -21,7 +21,9 @@ StatusOr<vm::Ref<BufferView>> BufferViewFromHost(Device& device, int32_t element
 // Waits until the device's queue is idle (pending work may write the view), then copies the
 // view's view.byte_size() bytes into *out (Device::ReadBufferAfterPendingWork: one host
 // synchronization on CUDA). Execution errors of submissions that signal
-// semaphores are reported through those semaphores (the VM waits on them), not here.
-Status BufferViewToHost(Device& device, const BufferView& view, std::vector<uint8_t>* out);
+// semaphores are reported through those semaphores (the VM waits on them), not here. When
+// `interrupt` fires first, its status is returned (the pending work stays queued).
+Status BufferViewToHost(Device& device, const BufferView& view, std::vector<uint8_t>* out,
+                        const Interrupt& interrupt = kNoInterrupt);
 
 }  // namespace hexir::hal

@@ -45,6 +45,33 @@ Status Semaphore::Wait(uint64_t value, Timeout timeout) {
   return WaitInternal(value, timeout);
 }
 
+Status Semaphore::Wait(uint64_t value, Timeout timeout, const Interrupt& interrupt) {
+  if (!interrupt.can_fire()) return Wait(value, timeout);
+  if (counters_) DeviceCounters::Add(counters_->host_waits);
+  const bool infinite = timeout >= std::chrono::hours(24 * 365);
+  const int64_t until = infinite ? Interrupt::kNoDeadline : Interrupt::NowNs() + timeout.count();
+  while (true) {
+    HEXIR_RETURN_IF_ERROR(interrupt.Check());
+    Timeout slice = interrupt.NextWaitSlice();
+    if (!infinite) slice = std::min(slice, Timeout(std::max<int64_t>(0, until - Interrupt::NowNs())));
+    Status st = WaitInternal(value, slice);
+    if (st.code() != StatusCode::kDeadlineExceeded) return st;
+    if (!infinite && Interrupt::NowNs() >= until) {
+      // Both may have passed: the call's own deadline is the one to report.
+      HEXIR_RETURN_IF_ERROR(interrupt.Check());
+      std::lock_guard<std::mutex> lock(mu_);
+      return TimedOut(value, timeout);
+    }
+  }
+}
+
+// Called with mu_ held.
+Status Semaphore::TimedOut(uint64_t value, Timeout timeout) const {
+  return DeadlineExceeded("semaphore wait for value ", value, " timed out after ",
+                          std::chrono::duration_cast<std::chrono::microseconds>(timeout).count(),
+                          " us (current value ", value_, ")");
+}
+
 namespace {
 // A small call's result often lands a few microseconds after the host starts waiting; a
 // condition-variable sleep would add a wake-up (several us) to it. Bounded so that a long wait
@@ -75,9 +102,7 @@ Status Semaphore::WaitInternal(uint64_t value, Timeout timeout) {
   if (timeout >= std::chrono::hours(24 * 365)) {
     cv_.wait(lock, ready);
   } else if (!cv_.wait_for(lock, timeout, ready)) {
-    return DeadlineExceeded("semaphore wait for value ", value, " timed out after ",
-                            std::chrono::duration_cast<std::chrono::microseconds>(timeout).count(),
-                            " us (current value ", value_, ")");
+    return TimedOut(value, timeout);
   }
   if (!failure_.ok()) return failure_;
   return Status::Ok();
@@ -127,6 +152,21 @@ Status WaitSemaphores(const std::vector<SemaphoreValue>& list, WaitMode mode, Ti
     Status st = pending->semaphore->WaitInternal(pending->value, std::min(left, kSlice));
     if (st.ok()) return st;
   }
+}
+
+Status SignalOrFail(const std::vector<SemaphoreValue>& signals, Status status) {
+  if (!status.ok()) {
+    for (const SemaphoreValue& sv : signals) sv.semaphore->Fail(status);
+    return status;
+  }
+  for (const SemaphoreValue& sv : signals) {
+    Status st = sv.semaphore->Signal(sv.value);
+    if (!st.ok()) {
+      sv.semaphore->Fail(st);
+      if (status.ok()) status = std::move(st);
+    }
+  }
+  return status;
 }
 
 }  // namespace hexir::hal

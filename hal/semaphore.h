@@ -18,6 +18,7 @@
 #include <mutex>
 #include <vector>
 
+#include "base/interrupt.h"
 #include "base/status.h"
 #include "hal/stats.h"
 #include "vm/ref.h"
@@ -51,12 +52,17 @@ class Semaphore final : public vm::RefObject {
   // `timeout` passes first (a zero timeout polls), or the failure status if the semaphore
   // fails. Counts as a host wait in the device statistics.
   Status Wait(uint64_t value, Timeout timeout = kInfiniteTimeout);
+  // The same, also stopping when `interrupt` fires (its status: DeadlineExceeded "deadline
+  // exceeded after ...", or Aborted "call cancelled"); the sleep is sliced so that a cancel
+  // is seen within Interrupt::kWaitSliceNs. Counts one host wait.
+  Status Wait(uint64_t value, Timeout timeout, const Interrupt& interrupt);
 
   // Like Wait, but not counted as a host wait (used by device queue threads).
   Status WaitInternal(uint64_t value, Timeout timeout);
 
  private:
   friend Status WaitSemaphores(const std::vector<SemaphoreValue>&, WaitMode, Timeout);
+  Status TimedOut(uint64_t value, Timeout timeout) const;
 
   // Polled without the lock by the bounded spin at the start of a wait; written under mu_.
   std::atomic<uint64_t> spin_value_;
@@ -83,5 +89,10 @@ enum class WaitMode { kAll, kAny };
 // one host wait (on the first semaphore's device statistics). Thread-safe.
 Status WaitSemaphores(const std::vector<SemaphoreValue>& list, WaitMode mode,
                       Timeout timeout = kInfiniteTimeout);
+
+// The end of a submission, for every driver: when `status` is ok, signals each semaphore of
+// `signals` to its value (one that cannot be signalled is failed with the reason, and the
+// first such reason is returned); otherwise fails them all with `status` and returns it.
+Status SignalOrFail(const std::vector<SemaphoreValue>& signals, Status status);
 
 }  // namespace hexir::hal

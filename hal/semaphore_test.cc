@@ -103,6 +103,24 @@ uint32_t Word(Buffer& b) {
   return v;
 }
 
+TEST_CASE("SignalOrFail signals every semaphore, or fails them all with the submission's error") {
+  auto dev = Cpu();
+  auto a = Sem(*dev, 0), b = Sem(*dev, 7);
+  // b cannot go back to 2: it fails with that reason, which is returned; a is still signalled.
+  Status st = SignalOrFail({{a, 4}, {b, 2}}, Status::Ok());
+  REQUIRE(st.code() == StatusCode::kInvalidArgument);
+  REQUIRE(Value(*a) == 4);
+  REQUIRE(b->Query().status().message() == st.message());
+
+  auto c = Sem(*dev, 0), d = Sem(*dev, 0);
+  Status failed = SignalOrFail({{c, 1}, {d, 1}}, Internal("kernel 3 failed"));
+  REQUIRE(failed.message() == "kernel 3 failed");
+  for (Semaphore* s : {c.get(), d.get()}) {
+    REQUIRE(s->Query().status().code() == StatusCode::kInternal);
+    REQUIRE(s->Query().status().message() == "kernel 3 failed");
+  }
+}
+
 TEST_CASE("queue: submissions wait for their semaphores and run in submission order") {
   auto dev = Cpu();
   auto buf = *dev->AllocateBuffer(4);

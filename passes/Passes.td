@@ -10,13 +10,36 @@ include "mlir/Pass/PassBase.td"
 def VerifyInput : Pass<"hexir-verify-input", "mlir::ModuleOp"> {
   let summary = "Rejects ops, types and dynamic shapes the target cannot compile";
   let description = [{
-    Every op must come from func/linalg/tensor/arith/math with static tensor shapes of
-    f32/i32/i64 (scalars: f32/f64/i32/i64/index). Anything else gets an error at its
-    location naming the unsupported thing and the target.
+    Every op must come from func (incl. call), scf (for/while/if), linalg, tensor (empty,
+    dim, extract, expand_shape, collapse_shape, and the extract_slice, insert_slice, pad and
+    from_elements forms that LowerTensorOps rewrites),
+    or arith (math only inside linalg bodies; arith on tensors only inside them). Tensors
+    have an element type of hal/element_types.def and static or dynamic dims; host reads
+    (tensor.extract) are of integer, f32 or f64 elements; function arguments and results are
+    tensors or scalars with a VM value kind (f32/f64/i1/i32/i64/index). Anything else gets
+    an error at its location naming the unsupported thing and the target.
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"", "target name for messages">,
   ];
+}
+
+def InsertShapeChecks : Pass<"hexir-insert-shape-checks", "mlir::ModuleOp"> {
+  let summary = "Checks on the host every dim equality and allocation size the program assumes";
+  let description = [{
+    Before each host op, a `hexir.check` (lowered to one VM `assert`) for every assumption
+    that is not proven at compile time, naming the op, both values and the operands:
+    - linalg ops: operand dims tied to one loop by bare-dim indexing-map results (ins and
+      outs, matmul K, generic maps) equal the first such dim (the loop bound);
+    - `tensor.cast` to a static dim: the source's dim;
+    - `tensor.expand_shape`: dynamic output sizes multiply to their source dim;
+    - dynamic `tensor.empty`: the byte size fits in 2^63-1 (each size checked unsigned, so a
+      negative one fails too).
+    Dims are read through DPS producers and `tensor.empty` sizes (no new uses of linalg
+    results); a dim compared with itself or two constants get no check.
+  }];
+  let dependentDialects = ["::hexir::HexirDialect", "mlir::arith::ArithDialect",
+                           "mlir::tensor::TensorDialect"];
 }
 
 //===-- dispatch ------------------------------------------------------------------------===//

@@ -6,6 +6,7 @@
 #include "runtime/hexir_runtime.h"
 
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <new>
 #include <string>
@@ -49,10 +50,13 @@ struct hexir_values {
 namespace {
 
 static_assert(HEXIR_INTERNAL == static_cast<int>(StatusCode::kInternal), "status codes");
-static_assert(HEXIR_ELEMENT_F32 == static_cast<int>(hexir::hal::ElementType::kF32), "f32");
-static_assert(HEXIR_ELEMENT_F64 == static_cast<int>(hexir::hal::ElementType::kF64), "f64");
-static_assert(HEXIR_ELEMENT_I64 == static_cast<int>(hexir::hal::ElementType::kI64), "i64");
-static_assert(HEXIR_ELEMENT_I1 == static_cast<int>(hexir::hal::ElementType::kI1), "i1");
+// The C enum repeats hal/element_types.def (the header stays C89 and self-contained): every
+// row must have its HEXIR_ELEMENT_<Name> with the same code.
+#define HEXIR_ELEMENT_TYPE(Name, code, spelling, bytes, is_float) \
+  static_assert(HEXIR_ELEMENT_##Name == code, "hexir_runtime.h: HEXIR_ELEMENT_" #Name " differs from hal/element_types.def");
+#include "hal/element_types.def"
+#undef HEXIR_ELEMENT_TYPE
+static_assert(HEXIR_NO_DEADLINE == hexir::Interrupt::kNoDeadline, "no deadline");
 
 thread_local std::string last_error;
 
@@ -67,6 +71,27 @@ hexir_status_t Fail(StatusCode code, const Args&... args) {
 #define HEXIR_C_REQUIRE(cond, what) \
   if (!(cond)) return Fail(StatusCode::kInvalidArgument, __func__, ": ", what)
 
+// Last resort around every status-returning entry point: an exception escaping the C++ layers
+// (std::bad_alloc for a huge buffer, std::system_error when a thread cannot start) becomes a
+// status naming the function; it never unwinds into the C caller (which would terminate it).
+hexir_status_t FailFromException(const char* function) {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return Fail(StatusCode::kResourceExhausted, function, ": out of memory");
+  } catch (const std::exception& e) {
+    return Fail(StatusCode::kInternal, function, ": uncaught exception: ", e.what());
+  } catch (...) {
+    return Fail(StatusCode::kInternal, function, ": uncaught exception of unknown type");
+  }
+}
+#define HEXIR_C_GUARD_BEGIN try {
+#define HEXIR_C_GUARD_END \
+  }                       \
+  catch (...) {           \
+    return FailFromException(__func__); \
+  }
+
 }  // namespace
 
 extern "C" {
@@ -79,14 +104,17 @@ const char* hexir_status_name(hexir_status_t status) {
 }
 
 hexir_status_t hexir_instance_create(hexir_instance_t** out_instance) {
+  HEXIR_C_GUARD_BEGIN
   HEXIR_C_REQUIRE(out_instance, "null out_instance");
   *out_instance = new hexir_instance();
   return HEXIR_OK;
+  HEXIR_C_GUARD_END
 }
 void hexir_instance_release(hexir_instance_t* instance) { delete instance; }
 
 hexir_status_t hexir_device_create(hexir_instance_t* instance, const char* uri,
                                    hexir_device_t** out_device) {
+  HEXIR_C_GUARD_BEGIN
   HEXIR_C_REQUIRE(instance && uri && out_device, "null argument");
   std::string_view text(uri);
   hexir::hal::DeviceOptions options;
@@ -99,6 +127,7 @@ hexir_status_t hexir_device_create(hexir_instance_t* instance, const char* uri,
   if (!device.ok()) return Fail(device.status());
   *out_device = new hexir_device{std::move(*device)};
   return HEXIR_OK;
+  HEXIR_C_GUARD_END
 }
 void hexir_device_release(hexir_device_t* device) { delete device; }
 
@@ -113,13 +142,17 @@ static hexir_status_t WrapModule(hexir::StatusOr<hexir::vm::Ref<hexir::vm::Modul
 
 hexir_status_t hexir_module_load_file(hexir_instance_t* instance, const char* path,
                                       hexir_module_t** out_module) {
+  HEXIR_C_GUARD_BEGIN
   HEXIR_C_REQUIRE(instance && path && out_module, "null argument");
   return WrapModule(hexir::vm::Module::LoadFromFile(path), out_module);
+  HEXIR_C_GUARD_END
 }
 hexir_status_t hexir_module_load_memory(hexir_instance_t* instance, const void* data,
                                         size_t size, hexir_module_t** out_module) {
+  HEXIR_C_GUARD_BEGIN
   HEXIR_C_REQUIRE(instance && (data || size == 0) && out_module, "null argument");
   return WrapModule(hexir::vm::Module::LoadFromMemory(data, size), out_module);
+  HEXIR_C_GUARD_END
 }
 const char* hexir_module_name(const hexir_module_t* module) {
   return module ? module->name.c_str() : "";
@@ -128,6 +161,7 @@ void hexir_module_release(hexir_module_t* module) { delete module; }
 
 hexir_status_t hexir_context_create(hexir_instance_t* instance, hexir_device_t* device,
                                     hexir_context_t** out_context) {
+  HEXIR_C_GUARD_BEGIN
   HEXIR_C_REQUIRE(instance && device && out_context, "null argument");
   auto c = std::make_unique<hexir_context>();
   c->device = device->device;
@@ -136,17 +170,21 @@ hexir_status_t hexir_context_create(hexir_instance_t* instance, hexir_device_t* 
   if (!s.ok()) return Fail(s);
   *out_context = c.release();
   return HEXIR_OK;
+  HEXIR_C_GUARD_END
 }
 hexir_status_t hexir_context_load_module(hexir_context_t* context, hexir_module_t* module) {
+  HEXIR_C_GUARD_BEGIN
   HEXIR_C_REQUIRE(context && module, "null argument");
   Status s = context->context->LoadModule(*module->module);
   if (!s.ok()) return Fail(s);
   return HEXIR_OK;
+  HEXIR_C_GUARD_END
 }
 void hexir_context_release(hexir_context_t* context) { delete context; }
 
 hexir_status_t hexir_context_lookup_function(hexir_context_t* context, const char* name,
                                              hexir_function_t** out_function) {
+  HEXIR_C_GUARD_BEGIN
   HEXIR_C_REQUIRE(context && name && out_function, "null argument");
   auto fn = context->context->LookupFunction(name);
   if (!fn.ok()) return Fail(fn.status());
@@ -155,6 +193,7 @@ hexir_status_t hexir_context_lookup_function(hexir_context_t* context, const cha
       const_cast<hexir::vm::Module*>(f->function.module));
   *out_function = f;
   return HEXIR_OK;
+  HEXIR_C_GUARD_END
 }
 const char* hexir_function_signature(const hexir_function_t* function) {
   return function ? function->function.signature.c_str() : "";
@@ -170,6 +209,24 @@ void hexir_function_release(hexir_function_t* function) { delete function; }
 
 hexir_status_t hexir_function_call(hexir_context_t* context, hexir_function_t* function,
                                    const hexir_values_t* args, hexir_values_t* results) {
+  return hexir_function_call_with_deadline(context, function, args, results, HEXIR_NO_DEADLINE);
+}
+
+int64_t hexir_clock_now_ns(void) { return hexir::Interrupt::NowNs(); }
+
+hexir_status_t hexir_context_cancel(hexir_context_t* context) {
+  HEXIR_C_GUARD_BEGIN
+  HEXIR_C_REQUIRE(context, "null context");
+  context->context->Cancel();
+  return HEXIR_OK;
+  HEXIR_C_GUARD_END
+}
+
+hexir_status_t hexir_function_call_with_deadline(hexir_context_t* context,
+                                                 hexir_function_t* function,
+                                                 const hexir_values_t* args,
+                                                 hexir_values_t* results, int64_t deadline_ns) {
+  HEXIR_C_GUARD_BEGIN
   HEXIR_C_REQUIRE(context && function && args && results, "null argument");
   const std::string& sig = function->function.signature;
   size_t us = sig.find('_');
@@ -191,19 +248,24 @@ hexir_status_t hexir_function_call(hexir_context_t* context, hexir_function_t* f
   // Invoke retains refs and never consumes args: a copy keeps `args` const for the caller.
   std::vector<hexir::vm::Variant> in = args->values;
   std::vector<hexir::vm::Variant> out;
-  Status s = context->context->Invoke(function->function,
-                                      hexir::Span<hexir::vm::Variant>(in.data(), in.size()), &out);
+  hexir::vm::InvokeOptions options;
+  options.deadline_ns = deadline_ns;
+  Status s = context->context->Invoke(
+      function->function, hexir::Span<hexir::vm::Variant>(in.data(), in.size()), &out, options);
   if (!s.ok()) return Fail(s);
   results->kinds.assign(result_kinds.begin(), result_kinds.end());
   results->values = std::move(out);
   results->values.resize(results->kinds.size());
   return HEXIR_OK;
+  HEXIR_C_GUARD_END
 }
 
 hexir_status_t hexir_values_create(hexir_values_t** out_values) {
+  HEXIR_C_GUARD_BEGIN
   HEXIR_C_REQUIRE(out_values, "null out_values");
   *out_values = new hexir_values();
   return HEXIR_OK;
+  HEXIR_C_GUARD_END
 }
 void hexir_values_release(hexir_values_t* values) { delete values; }
 void hexir_values_clear(hexir_values_t* values) {
@@ -225,19 +287,25 @@ static hexir_status_t Push(hexir_values_t* values, char kind, int64_t bits,
   return HEXIR_OK;
 }
 hexir_status_t hexir_values_push_i64(hexir_values_t* values, int64_t value) {
+  HEXIR_C_GUARD_BEGIN
   HEXIR_C_REQUIRE(values, "null values");
   return Push(values, 'i', value, nullptr);
+  HEXIR_C_GUARD_END
 }
 hexir_status_t hexir_values_push_f64(hexir_values_t* values, double value) {
+  HEXIR_C_GUARD_BEGIN
   HEXIR_C_REQUIRE(values, "null values");
   int64_t bits;
   std::memcpy(&bits, &value, sizeof(bits));
   return Push(values, 'f', bits, nullptr);
+  HEXIR_C_GUARD_END
 }
 hexir_status_t hexir_values_push_buffer_view(hexir_values_t* values,
                                              hexir_buffer_view_t* view) {
+  HEXIR_C_GUARD_BEGIN
   HEXIR_C_REQUIRE(values && view, "null argument");
   return Push(values, 'r', 0, view->view);
+  HEXIR_C_GUARD_END
 }
 
 // Entry `index` of kind `kind`, or an error naming the index and both kinds.
@@ -258,30 +326,37 @@ static hexir_status_t Entry(const hexir_values_t* values, size_t index, char kin
 
 hexir_status_t hexir_values_kind(const hexir_values_t* values, size_t index,
                                  hexir_value_kind_t* out_kind) {
+  HEXIR_C_GUARD_BEGIN
   const hexir::vm::Variant* v;
   if (hexir_status_t s = Entry(values, index, 0, &v)) return s;
   HEXIR_C_REQUIRE(out_kind, "null out_kind");
   *out_kind = static_cast<hexir_value_kind_t>(values->kinds[index]);
   return HEXIR_OK;
+  HEXIR_C_GUARD_END
 }
 hexir_status_t hexir_values_get_i64(const hexir_values_t* values, size_t index,
                                     int64_t* out_value) {
+  HEXIR_C_GUARD_BEGIN
   const hexir::vm::Variant* v;
   if (hexir_status_t s = Entry(values, index, 'i', &v)) return s;
   HEXIR_C_REQUIRE(out_value, "null out_value");
   *out_value = v->bits;
   return HEXIR_OK;
+  HEXIR_C_GUARD_END
 }
 hexir_status_t hexir_values_get_f64(const hexir_values_t* values, size_t index,
                                     double* out_value) {
+  HEXIR_C_GUARD_BEGIN
   const hexir::vm::Variant* v;
   if (hexir_status_t s = Entry(values, index, 'f', &v)) return s;
   HEXIR_C_REQUIRE(out_value, "null out_value");
   std::memcpy(out_value, &v->bits, sizeof(double));
   return HEXIR_OK;
+  HEXIR_C_GUARD_END
 }
 hexir_status_t hexir_values_get_buffer_view(const hexir_values_t* values, size_t index,
                                             hexir_buffer_view_t** out_view) {
+  HEXIR_C_GUARD_BEGIN
   const hexir::vm::Variant* v;
   if (hexir_status_t s = Entry(values, index, 'r', &v)) return s;
   HEXIR_C_REQUIRE(out_view, "null out_view");
@@ -292,12 +367,14 @@ hexir_status_t hexir_values_get_buffer_view(const hexir_values_t* values, size_t
   }
   *out_view = new hexir_buffer_view{hexir::vm::Ref<hexir::hal::BufferView>::Retain(view)};
   return HEXIR_OK;
+  HEXIR_C_GUARD_END
 }
 
 hexir_status_t hexir_buffer_view_from_host(hexir_device_t* device,
                                            hexir_element_type_t element_type,
                                            const int64_t* dims, size_t rank, const void* data,
                                            size_t byte_size, hexir_buffer_view_t** out_view) {
+  HEXIR_C_GUARD_BEGIN
   HEXIR_C_REQUIRE(device && (dims || rank == 0) && (data || byte_size == 0) && out_view,
                   "null argument");
   auto view = hexir::hal::BufferViewFromHost(*device->device, element_type,
@@ -306,9 +383,11 @@ hexir_status_t hexir_buffer_view_from_host(hexir_device_t* device,
   if (!view.ok()) return Fail(view.status());
   *out_view = new hexir_buffer_view{std::move(*view)};
   return HEXIR_OK;
+  HEXIR_C_GUARD_END
 }
 hexir_status_t hexir_buffer_view_to_host(hexir_device_t* device, hexir_buffer_view_t* view,
                                          void* data, size_t capacity) {
+  HEXIR_C_GUARD_BEGIN
   HEXIR_C_REQUIRE(device && view && (data || capacity == 0), "null argument");
   if (capacity < view->view->byte_size()) {
     return Fail(StatusCode::kOutOfRange, "buffer view ", view->view->ShapeString(), " has ",
@@ -319,6 +398,7 @@ hexir_status_t hexir_buffer_view_to_host(hexir_device_t* device, hexir_buffer_vi
   if (!s.ok()) return Fail(s);
   if (!bytes.empty()) std::memcpy(data, bytes.data(), bytes.size());
   return HEXIR_OK;
+  HEXIR_C_GUARD_END
 }
 hexir_element_type_t hexir_buffer_view_element_type(const hexir_buffer_view_t* view) {
   return static_cast<hexir_element_type_t>(view ? view->view->element_type() : 0);

@@ -15,7 +15,9 @@
  * A function handle is valid for calls on the context it was looked up in.
  *
  * Thread-safety: instances, devices, modules and buffer views may be used from any thread.
- * A context (and the functions looked up in it) is used by one thread at a time.
+ * A context (and the functions looked up in it) is used by one thread at a time, with one
+ * exception: hexir_context_cancel may be called from any thread while another thread calls
+ * into the context (not concurrently with hexir_context_release).
  */
 #ifndef HEXIR_RUNTIME_H_
 #define HEXIR_RUNTIME_H_
@@ -43,7 +45,7 @@ typedef enum hexir_status_e {
   HEXIR_INTERNAL = 11
 } hexir_status_t;
 
-/* Element types of buffer views (same codes as hal/element_type.h). */
+/* Element types of buffer views (the codes of hal/element_types.def; hexir_runtime.cc checks each). */
 typedef enum hexir_element_type_e {
   HEXIR_ELEMENT_F32 = 1,
   HEXIR_ELEMENT_F16 = 2,
@@ -120,6 +122,26 @@ void hexir_function_release(hexir_function_t* function);
  * bytecode offset. */
 hexir_status_t hexir_function_call(hexir_context_t* context, hexir_function_t* function,
                                    const hexir_values_t* args, hexir_values_t* results);
+
+/* ---- deadlines and cancellation ------------------------------------------------------- */
+#define HEXIR_NO_DEADLINE INT64_MAX
+/* The clock deadlines are expressed on: CLOCK_MONOTONIC, in nanoseconds. */
+int64_t hexir_clock_now_ns(void);
+/* hexir_function_call with an absolute deadline (hexir_clock_now_ns() + 2000000000 for two
+ * seconds; HEXIR_NO_DEADLINE for none). Past it the call stops and returns
+ * HEXIR_DEADLINE_EXCEEDED, "function 'main' @12: deadline exceeded after 2.000 s" (plus the
+ * call stack), whether it was running bytecode or waiting for the device; `results` is then
+ * left untouched. Device work it submitted is abandoned (it finishes on the device); the
+ * context stays usable for the next call. A kernel that itself never ends cannot be
+ * interrupted (on CUDA it keeps the device busy). */
+hexir_status_t hexir_function_call_with_deadline(hexir_context_t* context,
+                                                 hexir_function_t* function,
+                                                 const hexir_values_t* args,
+                                                 hexir_values_t* results, int64_t deadline_ns);
+/* Thread-safe: stops the call running in `context` now (if any), which then returns
+ * HEXIR_ABORTED, "function 'main' @12: call cancelled", within a few milliseconds. A cancel
+ * while no call runs has no effect: every call starts uncancelled. */
+hexir_status_t hexir_context_cancel(hexir_context_t* context);
 
 /* ---- value lists (arguments and results) ---------------------------------------------- */
 hexir_status_t hexir_values_create(hexir_values_t** out_values);

@@ -1,4 +1,5 @@
 // The Context of vm/api.h: native-module registry, linked modules, one Interpreter.
+#include <atomic>
 #include <memory>
 #include <string>
 #include <utility>
@@ -97,7 +98,8 @@ class ContextImpl final : public Context {
     return NotFound("function '", name, "' is not exported by any loaded module");
   }
 
-  Status Invoke(const Function& fn, Span<Variant> args, std::vector<Variant>* results) override {
+  Status Invoke(const Function& fn, Span<Variant> args, std::vector<Variant>* results,
+                const InvokeOptions& options) override {
     std::vector<Variant> ignored;
     if (!results) results = &ignored;
     // Newest first, like LookupFunction: a module linked twice runs its latest instance.
@@ -107,10 +109,12 @@ class ContextImpl final : public Context {
       if (fn.ordinal >= fn.module->functions().size()) {
         return OutOfRange("function ordinal ", fn.ordinal, " out of range");
       }
-      return Run(*linked, fn.ordinal, args, results);
+      return Run(*linked, fn.ordinal, args, results, options.deadline_ns);
     }
     return FailedPrecondition("function '", fn.name, "' belongs to a module not loaded here");
   }
+
+  void Cancel() override { cancelled_.store(true, std::memory_order_relaxed); }
 
   void SetFuel(uint64_t instructions) override { fuel_ = instructions; }
   const ContextStats& stats() const override { return stats_; }
@@ -129,12 +133,16 @@ class ContextImpl final : public Context {
   };
 
   Status Run(LinkedModule& linked, uint32_t ordinal, Span<Variant> args,
-             std::vector<Variant>* results) {
+             std::vector<Variant>* results, int64_t deadline_ns = Interrupt::kNoDeadline) {
     // An import calling back into its own context would corrupt the running frames.
     if (running_) return FailedPrecondition("Context::Invoke is not reentrant");
     running_ = true;
     ++stats_.invocations;
-    Status status = interpreter_.Invoke(linked, ordinal, args, results, fuel_, &stats_);
+    // A cancel that arrived between invocations belongs to none of them.
+    cancelled_.store(false, std::memory_order_relaxed);
+    const Interrupt interrupt(deadline_ns, &cancelled_, Interrupt::NowNs());
+    Status status =
+        interpreter_.Invoke(linked, ordinal, args, results, fuel_, interrupt, &stats_);
     running_ = false;
     return status;
   }
@@ -147,6 +155,7 @@ class ContextImpl final : public Context {
   ContextStats stats_;
   uint64_t fuel_ = 0;
   bool running_ = false;
+  std::atomic<bool> cancelled_{false};  // set by Cancel() from any thread
 };
 
 }  // namespace

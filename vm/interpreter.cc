@@ -6,6 +6,7 @@
 #pragma GCC optimize("no-crossjumping")
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -45,11 +46,7 @@ __attribute__((noinline)) void CopyPairs(const uint32_t* p, int64_t* v, Ref<RefO
   if (n == 1) {
     uint32_t s = e[0], d = e[1];
     if (s & kRefBit) {
-      if (s & kMoveBit) {
-        r[d & kIndexMask] = std::move(r[s & kIndexMask]);
-      } else {
-        r[d & kIndexMask] = r[s & kIndexMask];
-      }
+      r[d & kIndexMask] = RetainOrMove(s & kMoveBit, r[s & kIndexMask]);
     } else {
       v[d] = v[s];
     }
@@ -58,11 +55,7 @@ __attribute__((noinline)) void CopyPairs(const uint32_t* p, int64_t* v, Ref<RefO
   for (uint32_t i = 0; i < n; ++i) {
     uint32_t s = e[2 * i];
     if (s & kRefBit) {
-      if (s & kMoveBit) {
-        sr[i] = std::move(r[s & kIndexMask]);
-      } else {
-        sr[i] = r[s & kIndexMask];
-      }
+      sr[i] = RetainOrMove(s & kMoveBit, r[s & kIndexMask]);
     } else {
       sv[i] = v[s];
     }
@@ -86,11 +79,7 @@ inline void ParallelCopy(const uint32_t* p, int64_t* v, Ref<RefObject>* r, int64
 // Reads list entry `e` of the frame (v, r) into a Variant: refs moved with MOVE, else retained.
 inline void ReadEntry(uint32_t e, int64_t* v, Ref<RefObject>* r, Variant* out) {
   if (e & kRefBit) {
-    if (e & kMoveBit) {
-      out->ref = std::move(r[e & kIndexMask]);
-    } else {
-      out->ref = r[e & kIndexMask];
-    }
+    out->ref = RetainOrMove(e & kMoveBit, r[e & kIndexMask]);
   } else {
     out->bits = v[e];
   }
@@ -106,11 +95,40 @@ Status WrongKind(const List& list, List::Kind wanted) {
                          List::KindName(wanted));
 }
 // Prefixes a trap raised by the instruction at `ip` with its mnemonic.
+// The message of a false `assert`: each "{}" of `format` becomes the next value of the
+// register list at `list` (signed decimal); placeholders past the list's end stay as written.
+__attribute__((noinline)) Status AssertFailure(std::string_view format, const uint32_t* list,
+                                               const int64_t* v) {
+  std::string message;
+  uint32_t next = 0, count = list[0];
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format[i] == '{' && i + 1 < format.size() && format[i + 1] == '}' && next < count) {
+      message += std::to_string(v[list[1 + next++]]);
+      ++i;
+      continue;
+    }
+    message += format[i];
+  }
+  return InvalidArgument(message);
+}
+
 Status OpError(const uint32_t* ip, const Status& s) {
   return Status(s.code(), StrCat(GetOpInfo(*ip).mnemonic, ": ", s.message()));
 }
 inline List* AsList(RefObject* o) {
   return o && o->type_id() == List::StaticTypeId() ? static_cast<List*>(o) : nullptr;
+}
+
+// Instructions between two interrupt checks at taken branches and calls: a clock read per
+// 8192 instructions (a few microseconds of bytecode) is far below the 2% budget.
+constexpr uint64_t kInterruptCheckInstructions = 8192;
+
+// The interrupt check of a checkpoint (cold: one in kInterruptCheckInstructions).
+__attribute__((noinline)) bool Interrupted(const Interrupt& interrupt, Status* trap) {
+  Status st = interrupt.Check();
+  if (st.ok()) return false;
+  *trap = std::move(st);
+  return true;
 }
 
 template <typename T>
@@ -121,7 +139,8 @@ void GrowTo(std::vector<T>& v, size_t n) {
 }  // namespace
 
 Status Interpreter::Invoke(LinkedModule& linked, uint32_t ordinal, Span<Variant> args,
-                           std::vector<Variant>* results, uint64_t fuel, ContextStats* stats) {
+                           std::vector<Variant>* results, uint64_t fuel,
+                           const Interrupt& interrupt, ContextStats* stats) {
   const Module& module = *linked.module;
   const FunctionInfo& fn = module.functions()[ordinal];
   if (args.size() != fn.kinds.args.size()) {
@@ -147,7 +166,7 @@ Status Interpreter::Invoke(LinkedModule& linked, uint32_t ordinal, Span<Variant>
   if (frames_.size() < 64) frames_.resize(64);
   results->clear();
   results->resize(fn.kinds.results.size());
-  Status status = Run(linked, ordinal, results, fuel, stats);
+  Status status = Run(linked, ordinal, results, fuel, interrupt, stats);
   if (!status.ok()) {
     Unwind();
     results->clear();
@@ -163,7 +182,7 @@ void Interpreter::Unwind() {
 }
 
 Status Interpreter::Run(LinkedModule& linked, uint32_t ordinal, std::vector<Variant>* results,
-                        uint64_t fuel, ContextStats* stats) {
+                        uint64_t fuel, const Interrupt& interrupt, ContextStats* stats) {
   const Module& module = *linked.module;
   const FunctionInfo* const fns = module.functions().data();
   const LinkedImport* const imports = linked.imports.data();
@@ -172,6 +191,11 @@ Status Interpreter::Run(LinkedModule& linked, uint32_t ordinal, std::vector<Vari
   int64_t* const copy_values = copy_values_.data();
   Ref<RefObject>* const copy_refs = copy_refs_.data();
   const uint64_t fuel_limit = fuel ? fuel : std::numeric_limits<uint64_t>::max();
+  // Checkpoints (taken branches, calls) compare `executed` with next_check only; past it they
+  // check the fuel and the interrupt. Without an interrupt next_check is the fuel limit; with
+  // one, the first checkpoint checks (a deadline already passed stops the first loop).
+  const bool interruptible = interrupt.can_fire();
+  uint64_t next_check = interruptible ? 0 : fuel_limit;
 
   uint32_t current = ordinal;
   const FunctionInfo* fn = &fns[ordinal];
@@ -188,7 +212,7 @@ Status Interpreter::Run(LinkedModule& linked, uint32_t ordinal, std::vector<Vari
   // One label per isa.def opcode: a missing handler is a compile error.
   void* dispatch[256];
   for (void*& d : dispatch) d = &&op_undefined;
-#define HEXIR_OP(code, Name, mnemonic, operands, meaning) dispatch[code] = &&op_##Name;
+#define HEXIR_OP(code, Name, mnemonic, operands, access, terminator, meaning) dispatch[code] = &&op_##Name;
 #include "vm/isa.def"
 #undef HEXIR_OP
 
@@ -214,8 +238,12 @@ Status Interpreter::Run(LinkedModule& linked, uint32_t ordinal, std::vector<Vari
     Status try_status_ = (expr);                    \
     if (!try_status_.ok()) TRAP(OpError(ip, try_status_)); \
   } while (0)
-#define FUEL_CHECK() \
-  if (__builtin_expect(executed >= fuel_limit, 0)) goto out_of_fuel
+#define FUEL_CHECK()                                                          \
+  if (__builtin_expect(executed >= next_check, 0)) {                          \
+    if (executed >= fuel_limit) goto out_of_fuel;                             \
+    if (Interrupted(interrupt, &trap)) goto trapped;                          \
+    next_check = std::min(fuel_limit, executed + kInterruptCheckInstructions); \
+  }
 #define BINARY(Name, expr) \
   op_##Name : {            \
     int64_t b = VB, c = VC; \
@@ -251,11 +279,7 @@ op_Mov:
   NEXT();
 op_MovRef: {
   uint32_t b = ip[2];
-  if (b & kMoveBit) {
-    r[RIDX(1)] = std::move(r[b & kIndexMask]);
-  } else {
-    r[RIDX(1)] = r[b & kIndexMask];
-  }
+  r[RIDX(1)] = RetainOrMove(b & kMoveBit, r[b & kIndexMask]);
   ip += 3;
   NEXT();
 }
@@ -485,11 +509,7 @@ op_Call: {
   for (uint32_t i = 0; i < n; ++i) {
     uint32_t e = args[1 + i];
     if (e & kRefBit) {
-      if (e & kMoveBit) {
-        nr[ri++] = std::move(r[e & kIndexMask]);
-      } else {
-        nr[ri++] = r[e & kIndexMask];
-      }
+      nr[ri++] = RetainOrMove(e & kMoveBit, r[e & kIndexMask]);
     } else {
       nv[vi++] = v[e];
     }
@@ -523,11 +543,7 @@ op_Return: {
   for (uint32_t i = 0; i < n; ++i) {
     uint32_t s = list[1 + i], d = dst[1 + i];
     if (s & kRefBit) {
-      if (s & kMoveBit) {
-        cr[d & kIndexMask] = std::move(r[s & kIndexMask]);
-      } else {
-        cr[d & kIndexMask] = r[s & kIndexMask];
-      }
+      cr[d & kIndexMask] = RetainOrMove(s & kMoveBit, r[s & kIndexMask]);
     } else {
       cv[d] = v[s];
     }
@@ -544,6 +560,10 @@ op_Return: {
   NEXT();
 }
 op_CallImport: {
+  // An import may take long (a synchronous dispatch): none starts after the interrupt fired.
+  if (interruptible && __builtin_expect(interrupt.Fired(), 0) && Interrupted(interrupt, &trap)) {
+    goto trapped;
+  }
   uint32_t m = ip[1];
   const ImportInfo& info = module.imports()[m];
   const uint32_t* args = ip + 2;
@@ -563,6 +583,7 @@ op_CallImport: {
   call.signature = info.signature;
   call.args = Span<Variant>(a, n);
   call.results = Span<Variant>(out, k);
+  call.interrupt = &interrupt;
   {
     Status status = imports[m].function->call(*imports[m].state, call);
     for (uint32_t i = 0; i < n; ++i) a[i].ref.reset();
@@ -580,6 +601,10 @@ op_CallImport: {
   ip = res + 1 + k;
   NEXT();
 }
+op_Assert:
+  if (VA == 0) TRAP(AssertFailure(module.strings()[ip[2]], ip + 3, v));
+  ip += 4 + ip[3];
+  NEXT();
 op_Fail: {
   int64_t code_value = VA;
   StatusCode sc = code_value >= 1 && code_value <= static_cast<int64_t>(StatusCode::kInternal)
@@ -606,11 +631,7 @@ op_GlobalLoadRef:
   NEXT();
 op_GlobalStoreRef: {
   uint32_t a = ip[1];
-  if (a & kMoveBit) {
-    ref_globals[ip[2]] = std::move(r[a & kIndexMask]);
-  } else {
-    ref_globals[ip[2]] = r[a & kIndexMask];
-  }
+  ref_globals[ip[2]] = RetainOrMove(a & kMoveBit, r[a & kIndexMask]);
   ip += 3;
   NEXT();
 }
@@ -709,11 +730,7 @@ op_ListSetRef: {
     TRAP(OpError(ip, InvalidArgument("storing list R", c & kIndexMask, " into list R", RIDX(1),
                                      " would create a reference cycle")));
   }
-  if (c & kMoveBit) {
-    list->set_ref(index, std::move(r[c & kIndexMask]));
-  } else {
-    list->set_ref(index, r[c & kIndexMask]);
-  }
+  list->set_ref(index, RetainOrMove(c & kMoveBit, r[c & kIndexMask]));
   RELEASE_IF_MOVED(1);
   ip += 4;
   NEXT();

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/interrupt.h"
 #include "base/span.h"
 #include "base/status.h"
 #include "vm/api.h"
@@ -43,9 +44,14 @@ class Interpreter {
   // Runs function `ordinal` of `linked`. `args` must match its signature (checked here);
   // refs are retained, not consumed. `results` is resized to the result count. `fuel` bounds
   // the executed instructions (0 = unbounded; checked at branches and calls, so it may be
-  // exceeded by at most one straight-line run). Counters are added to `stats`.
+  // exceeded by at most one straight-line run). `interrupt` is checked every
+  // kInterruptCheckInstructions at taken branches and calls, and before every import call;
+  // imports receive it (NativeCall::interrupt) for their host waits. When it fires the
+  // invocation traps with its status (DeadlineExceeded or Aborted). Counters are added to
+  // `stats`.
   Status Invoke(LinkedModule& linked, uint32_t ordinal, Span<Variant> args,
-                std::vector<Variant>* results, uint64_t fuel, ContextStats* stats);
+                std::vector<Variant>* results, uint64_t fuel, const Interrupt& interrupt,
+                ContextStats* stats);
 
  private:
   struct Frame {
@@ -57,7 +63,7 @@ class Interpreter {
   };
 
   Status Run(LinkedModule& linked, uint32_t ordinal, std::vector<Variant>* results,
-             uint64_t fuel, ContextStats* stats);
+             uint64_t fuel, const Interrupt& interrupt, ContextStats* stats);
   void Unwind();
 
   std::vector<int64_t> values_;

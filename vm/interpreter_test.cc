@@ -650,6 +650,26 @@ TEST_CASE("fail and division by zero trap with function and offset") {
   CHECK(h.CallI("main", {I(2)}) == 2);
 }
 
+TEST_CASE("assert falls through when its value is nonzero and traps with the values formatted") {
+  ModuleBuilder mb;
+  auto& f = mb.AddFunction("main", "ii_i");  // asserts a == b, naming both
+  f.Op(Op::CmpEqI64).V(2).V(0).V(1);
+  uint32_t assert_op = f.offset();
+  f.Op(Op::Assert).V(2).S(mb.AddString("linalg.add: dimension 0 of operand 1 is {}, expected {} ({})"))
+      .L({V(1), V(0)});
+  f.Op(Op::Return).L({V(0)});
+  mb.AddExport("main", f.ordinal());
+  Harness h(mb);
+  CHECK(h.CallI("main", {I(4), I(4)}) == 4);
+  auto failed = h.Call("main", {I(4), I(-2)});
+  REQUIRE(!failed.ok());
+  CHECK(failed.status().code() == StatusCode::kInvalidArgument);
+  // A placeholder past the end of the list stays as written.
+  CHECK(failed.status().message() ==
+        StrCat("function 'main' @", assert_op,
+               ": linalg.add: dimension 0 of operand 1 is -2, expected 4 ({})"));
+}
+
 TEST_CASE("Invoke checks argument count and lookup names") {
   ModuleBuilder mb;
   AddSumLoop(mb);

@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_set>
 
+#include "base/checksum.h"
 #include "vm/module_generated.h"
 #include "vm/verifier.h"
 
@@ -19,12 +21,6 @@ namespace hexir::vm {
 namespace {
 
 std::atomic<uint64_t> next_instance_id{1};
-
-uint32_t ReadU32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 std::string_view View(const flatbuffers::String* s) {
   return s ? std::string_view(s->c_str(), s->size()) : std::string_view();
@@ -44,10 +40,25 @@ bool InRange(uint64_t offset, uint64_t length, uint64_t size) {
 
 // The FlatBuffers verifier checks the alignment of a vector's length, not of its struct
 // elements, so a corrupt file can leave a SegmentRef 4-byte aligned: read it bytewise.
-void ReadSegment(const format::SegmentRef* s, uint64_t* offset, uint64_t* length) {
+void ReadSegment(const format::SegmentRef* s, uint64_t* offset, uint64_t* length,
+                 uint64_t* checksum) {
   const auto* p = reinterpret_cast<const uint8_t*>(s);
   std::memcpy(offset, p, 8);
   std::memcpy(length, p + 8, 8);
+  std::memcpy(checksum, p + 16, 8);
+}
+
+std::string Hex(uint64_t v) {
+  char text[19];
+  std::snprintf(text, sizeof(text), "0x%016llx", static_cast<unsigned long long>(v));
+  return text;
+}
+
+// "executable 2 ('main_dispatch_0'): checksum mismatch in <where> (stored .., computed ..)".
+Status ChecksumMismatch(std::string_view what, std::string_view where, uint64_t stored,
+                        uint64_t computed) {
+  return DataLoss(what, ": checksum mismatch in ", where, " (stored ", Hex(stored),
+                  ", computed ", Hex(computed), "): the module is corrupted");
 }
 
 }  // namespace
@@ -103,7 +114,9 @@ StatusOr<Ref<Module>> Module::LoadFromFile(const std::string& path) {
   size_t size = static_cast<size_t>(st.st_size);
   Ref<Module> module = Ref<Module>::Adopt(new Module());
   if (size > 0) {
-    void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    // MAP_POPULATE: the integrity check reads every byte anyway; mapping the pages in one
+    // call is ~4x faster than taking a fault per 4 KiB page (1 GiB: 0.9 s -> see README).
+    void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     if (p == MAP_FAILED) {
       int err = errno;
       close(fd);
@@ -130,29 +143,33 @@ StatusOr<Ref<Module>> Module::Load(Ref<Module> module) {
 
 // Header, FlatBuffer and every table-level invariant; bytecode is left to VerifyModule.
 Status Module::Parse() {
+  if (size_ >= sizeof(kModuleMagic) &&
+      std::memcmp(data_, kModuleMagic, sizeof(kModuleMagic)) != 0) {
+    return DataLoss("not a .vmfb module (bad magic at offset 0)");
+  }
   if (size_ < kModuleHeaderSize) {
     return DataLoss("module is ", size_, " bytes, shorter than the ", kModuleHeaderSize,
                     "-byte header");
   }
-  if (std::memcmp(data_, kModuleMagic, sizeof(kModuleMagic)) != 0) {
-    return DataLoss("not a .vmfb module (bad magic at offset 0)");
-  }
-  version_ = ReadU32(data_ + 8);
+  const ModuleHeader header = ReadModuleHeader(data_);
+  version_ = header.version;
   uint32_t major = version_ >> 16, minor = version_ & 0xFFFF;
   if (major != kModuleVersionMajor || minor > kModuleVersionMinor) {
     return InvalidArgument("module format version ", major, ".", minor,
                            " is not supported by this reader (", kModuleVersionMajor, ".",
-                           kModuleVersionMinor, ")");
+                           kModuleVersionMinor, "): recompile it");
   }
-  uint64_t fb_size = ReadU32(data_ + 12);
+  uint64_t fb_size = header.flatbuffer_size;
   if (fb_size > size_ - kModuleHeaderSize) {
-    return DataLoss("module header (offset 12) gives a FlatBuffer of ", fb_size,
-                    " bytes but only ", size_ - kModuleHeaderSize, " follow the header");
+    return DataLoss("module header (offset ", kHeaderFlatBufferSizeOffset,
+                    ") gives a FlatBuffer of ", fb_size, " bytes but only ",
+                    size_ - kModuleHeaderSize, " follow the header");
   }
   const uint8_t* fb = data_ + kModuleHeaderSize;
   flatbuffers::Verifier verifier(fb, fb_size);
   if (!format::VerifyModuleBuffer(verifier)) {
-    return DataLoss("module FlatBuffer (offset 16, ", fb_size, " bytes) is malformed");
+    return DataLoss("module FlatBuffer (offset ", kModuleHeaderSize, ", ", fb_size,
+                    " bytes) is malformed");
   }
   def_ = format::GetModule(fb);
   if (def_->version() != version_) {
@@ -165,10 +182,11 @@ Status Module::Parse() {
 
   // Segments: 64-byte aligned, after the FlatBuffer, inside the file.
   std::vector<Span<const uint8_t>>& segments = segments_;
+  std::vector<uint64_t> segment_checksums;
   if (def_->segments()) {
     for (uint32_t i = 0; i < def_->segments()->size(); ++i) {
-      uint64_t offset, length;
-      ReadSegment(def_->segments()->Get(i), &offset, &length);
+      uint64_t offset, length, checksum;
+      ReadSegment(def_->segments()->Get(i), &offset, &length, &checksum);
       if (offset % kSegmentAlignment != 0) {
         return InvalidArgument("segment ", i, ": offset ", offset, " is not a multiple of ",
                                kSegmentAlignment);
@@ -179,6 +197,7 @@ Status Module::Parse() {
                                ") of the file");
       }
       segments.emplace_back(data_ + offset, static_cast<size_t>(length));
+      segment_checksums.push_back(checksum);
     }
   }
   if (def_->rodata()) {
@@ -201,6 +220,7 @@ Status Module::Parse() {
       }
     }
   }
+  HEXIR_RETURN_IF_ERROR(CheckIntegrity(header.flatbuffer_checksum, segment_checksums));
   if (def_->strings()) {
     for (const flatbuffers::String* s : *def_->strings()) strings_.push_back(View(s));
   }
@@ -294,6 +314,63 @@ Status Module::Parse() {
                              "': signature must be \"_\", got '",
                              functions_[initializer_].signature, "'");
     }
+  }
+  return Status::Ok();
+}
+
+// Before anything in the module is used: the bytecode, then each segment by what it holds
+// (so a flipped byte is reported where it is), then the FlatBuffer as a whole (which also
+// covers the stored checksums and every table).
+Status Module::CheckIntegrity(uint64_t flatbuffer_checksum,
+                              const std::vector<uint64_t>& segment_checksums) const {
+  const uint8_t* bytecode = nullptr;
+  size_t bytecode_bytes = 0;
+  if (def_->bytecode()) {
+    bytecode = reinterpret_cast<const uint8_t*>(def_->bytecode()->data());
+    bytecode_bytes = size_t{def_->bytecode()->size()} * 4;
+  }
+  uint64_t computed = Checksum64(bytecode, bytecode_bytes);
+  if (computed != def_->bytecode_checksum()) {
+    return ChecksumMismatch("bytecode", StrCat(bytecode_bytes, " bytes of bytecode"),
+                            def_->bytecode_checksum(), computed);
+  }
+  // What each segment holds, for the error message; a segment nothing refers to is named by
+  // its ordinal.
+  std::vector<std::string> names(segments_.size());
+  if (def_->rodata()) {
+    for (uint32_t i = 0; i < def_->rodata()->size(); ++i) {
+      std::string& name = names[def_->rodata()->Get(i)];
+      if (name.empty()) name = StrCat("rodata ", i);
+    }
+  }
+  if (def_->executables()) {
+    for (uint32_t i = 0; i < def_->executables()->size(); ++i) {
+      const format::ExecutableDef* e = def_->executables()->Get(i);
+      std::string& name = names[e->segment()];
+      if (!name.empty()) continue;
+      name = StrCat("executable ", i);
+      if (e->entry_points() && e->entry_points()->size() > 0) {
+        name += StrCat(" ('", View(e->entry_points()->Get(0)), "')");
+      }
+    }
+  }
+  for (size_t i = 0; i < segments_.size(); ++i) {
+    computed = Checksum64(segments_[i].data(), segments_[i].size());
+    if (computed != segment_checksums[i]) {
+      std::string name = names[i].empty() ? StrCat("segment ", i) : names[i];
+      return ChecksumMismatch(name,
+                              StrCat("segment ", i, " (", segments_[i].size(),
+                                     " bytes at offset ", segments_[i].data() - data_, ")"),
+                              segment_checksums[i], computed);
+    }
+  }
+  const uint64_t fb_size = ReadModuleHeader(data_).flatbuffer_size;
+  computed = Checksum64(data_ + kModuleHeaderSize, fb_size);
+  if (computed != flatbuffer_checksum) {
+    return ChecksumMismatch("module metadata",
+                            StrCat("the FlatBuffer (", fb_size, " bytes at offset ",
+                                   kModuleHeaderSize, ")"),
+                            flatbuffer_checksum, computed);
   }
   return Status::Ok();
 }

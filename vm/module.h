@@ -1,8 +1,12 @@
 // A loaded, verified .vmfb module.
 //
-// Loading parses the 16-byte header, runs the FlatBuffers verifier and then the full structural
-// and bytecode verification of vm/verifier.h, exactly once. A Module that exists is valid: the
-// interpreter executes its bytecode without bounds checks.
+// Loading parses the 24-byte header, runs the FlatBuffers verifier, verifies the checksums of
+// the bytecode, of every segment and of the FlatBuffer (a mismatch is kDataLoss naming the
+// segment: "executable 2 ('main_dispatch_0'): checksum mismatch ..."), then the full structural
+// and bytecode verification of vm/verifier.h, exactly once. A Module that exists is valid and
+// intact: the interpreter executes its bytecode without bounds checks and the HAL may load its
+// executables (native code: load only modules you trust; checksums catch accidents, not
+// attackers).
 //
 // Ownership: the Module owns its bytes (an mmapped read-only file, or a 64-byte aligned heap
 // copy). Accessors return views into those bytes, valid while the Module lives. rodata
@@ -18,6 +22,7 @@
 
 #include "base/span.h"
 #include "base/status.h"
+#include "vm/module_header.h"
 #include "vm/native_module.h"
 #include "vm/ref.h"
 
@@ -26,15 +31,6 @@ namespace hexir::vm {
 namespace format {
 struct Module;
 }
-
-// File header (see vm/module.fbs).
-inline constexpr char kModuleMagic[8] = {'H', 'X', 'I', 'R', 'V', 'M', 'F', 'B'};
-inline constexpr uint32_t kModuleVersionMajor = 1;
-// 1.1 added the list ops and the fused branch / loop ops of isa.def (no table changes).
-inline constexpr uint32_t kModuleVersionMinor = 1;
-inline constexpr uint32_t kModuleVersion = kModuleVersionMajor << 16 | kModuleVersionMinor;
-inline constexpr size_t kModuleHeaderSize = 16;
-inline constexpr size_t kSegmentAlignment = 64;
 
 // Load-time limits that keep a hostile module from demanding unbounded memory.
 inline constexpr uint32_t kMaxRegistersPerBank = 1u << 16;  // per function, per bank
@@ -126,6 +122,8 @@ class Module final : public RefObject, public CallerModule {
   Module() = default;
   static StatusOr<Ref<Module>> Load(Ref<Module> module);
   Status Parse();
+  Status CheckIntegrity(uint64_t flatbuffer_checksum,
+                        const std::vector<uint64_t>& segment_checksums) const;
 
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;

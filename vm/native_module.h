@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/interrupt.h"
 #include "base/span.h"
 #include "base/status.h"
 #include "vm/ref.h"
@@ -58,6 +59,9 @@ struct NativeCall {
   std::string_view signature;    // the import's exact signature, e.g. "rriiiiirr_"
   Span<Variant> args;            // in signature order
   Span<Variant> results;         // sized by the signature; the callee fills them
+  // The invocation's deadline and cancellation: a native function that blocks (a host wait)
+  // honours it and returns its status when it fires. Never null.
+  const Interrupt* interrupt = &kNoInterrupt;
 };
 
 class NativeModuleState {

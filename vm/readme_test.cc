@@ -19,7 +19,9 @@ std::string Row(uint32_t code, const OpInfo& info) {
     meaning += *c;
   }
   std::string ops = *info.operands ? std::string("`") + info.operands + "`" : "-";
-  return std::string("| `") + hex + "` | `" + info.mnemonic + "` | " + ops + " | " + meaning + " |";
+  std::string access = *info.access ? std::string("`") + info.access + "`" : "-";
+  return std::string("| `") + hex + "` | `" + info.mnemonic + "` | " + ops + " | " + access + " | " +
+         (info.terminator ? "yes" : "") + " | " + meaning + " |";
 }
 
 TEST_CASE("README lists every opcode of isa.def exactly as the table says") {

@@ -85,6 +85,15 @@ class Ref {
   T* p_ = nullptr;
 };
 
+// `src` moved out (it becomes null: no refcount traffic) when `move`, else retained: the VM's
+// MOVE bit on a ref operand (isa.def) decides. `dst = RetainOrMove(move, src)` costs what
+// the hand-written branch costs (the result initializes Ref's by-value assignment directly).
+template <typename T>
+inline Ref<T> RetainOrMove(bool move, Ref<T>& src) {
+  if (move) return std::move(src);
+  return src;
+}
+
 template <typename T, typename... Args>
 Ref<T> MakeRef(Args&&... args) {
   return Ref<T>::Adopt(new T(std::forward<Args>(args)...));

@@ -12,12 +12,6 @@
 namespace hexir::vm {
 namespace {
 
-// Ops whose first R operand is written (so it must not carry MOVE).
-bool WritesFirstRef(Op op) {
-  return op == Op::MovRef || op == Op::SelectRef || op == Op::Rodata ||
-         op == Op::GlobalLoadRef || op == Op::ListAlloc || op == Op::ListGetRef;
-}
-
 class FunctionVerifier {
  public:
   FunctionVerifier(Module& module, FunctionInfo& fn, uint32_t ordinal)
@@ -136,7 +130,6 @@ Status FunctionVerifier::Run() {
     last = op;
     uint32_t lists[2] = {0, 0};
     int list_count = 0;
-    int r_index = 0;
     for (const char* k = info.operands; *k; ++k) {
       switch (*k) {
         case 'V': {
@@ -148,7 +141,7 @@ Status FunctionVerifier::Run() {
           HEXIR_RETURN_IF_ERROR(Need(1));
           uint32_t w = fn_.code[pos_++];
           if (w & kRefBit) return Error("ref operand 0x", std::hex, w, " has bit 31 set");
-          bool written = r_index++ == 0 && WritesFirstRef(op);
+          bool written = info.access[k - info.operands] == 'w';  // isa.def's access column
           if (written && (w & kMoveBit)) return Error("MOVE on a written ref register");
           HEXIR_RETURN_IF_ERROR(CheckRef(w & kIndexMask, "operand"));
           break;
@@ -193,8 +186,7 @@ Status FunctionVerifier::Run() {
           break;
         }
         case 'L': {
-          // The second list of call / call.import binds results: written registers.
-          bool written = list_count == 1 && (op == Op::Call || op == Op::CallImport);
+          bool written = info.access[k - info.operands] == 'w';  // call results
           HEXIR_RETURN_IF_ERROR(List(written, &lists[list_count++]));
           break;
         }
@@ -223,6 +215,14 @@ Status FunctionVerifier::Run() {
         for (uint32_t i = 0; i < fn_.code[lists[0]]; ++i) {
           if (!(fn_.code[lists[0] + 1 + i] & kRefBit)) {
             return Error("entry ", i, " is a value register; release takes refs only");
+          }
+        }
+        break;
+      }
+      case Op::Assert: {
+        for (uint32_t i = 0; i < fn_.code[lists[0]]; ++i) {
+          if (fn_.code[lists[0] + 1 + i] & kRefBit) {
+            return Error("entry ", i, " is a ref register; assert formats values only");
           }
         }
         break;

@@ -1,13 +1,16 @@
 #include "compiler/bytecode/BytecodeWriter.h"
 
+#include <unistd.h>
+
 #include <map>
-#include <set>
 
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
 
+#include "compiler/bytecode/BranchSelection.h"
 #include "compiler/bytecode/Encoder.h"
 #include "compiler/bytecode/ModuleFile.h"
+#include "compiler/bytecode/RegisterAllocation.h"
 #include "dialects/hexir/IR/HexirOps.h"
 #include "dialects/vm/IR/VMOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,105 +21,6 @@ using namespace mlir;
 using bytecode::Encoder;
 using bytecode::ListEntry;
 using bytecode::Opcode;
-
-// Liveness of one function's blocks (classic backward dataflow over the CFG).
-struct Liveness {
-  DenseMap<Block*, llvm::SetVector<Value>> liveIn, liveOut;
-
-  explicit Liveness(Region& region) {
-    DenseMap<Block*, llvm::SetVector<Value>> uses, defs;
-    for (Block& block : region) {
-      auto& d = defs[&block];
-      for (BlockArgument a : block.getArguments()) d.insert(a);
-      for (Operation& op : block) {
-        for (Value v : op.getOperands())
-          if (!d.contains(v)) uses[&block].insert(v);
-        for (Value r : op.getResults()) d.insert(r);
-      }
-    }
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (Block& block : llvm::reverse(region)) {
-        llvm::SetVector<Value> out;
-        for (Block* succ : block.getSuccessors()) out.insert(liveIn[succ].begin(), liveIn[succ].end());
-        llvm::SetVector<Value> in = uses[&block];
-        for (Value v : out)
-          if (!defs[&block].contains(v)) in.insert(v);
-        if (in.size() != liveIn[&block].size() || out.size() != liveOut[&block].size()) {
-          changed = true;
-          liveIn[&block] = std::move(in);
-          liveOut[&block] = std::move(out);
-        }
-      }
-    }
-  }
-};
-
-// Linear-scan register assignment over the blocks in region order. A value's interval is
-// the hull of every point where it is live (definition, uses, block boundaries where it is
-// live-in or live-out), so two values share a register only when their lives are disjoint.
-class RegisterAssignment {
- public:
-  RegisterAssignment(Region& region, const Liveness& live) {
-    DenseMap<Value, std::pair<unsigned, unsigned>> interval;
-    auto touch = [&](Value v, unsigned pos) {
-      auto [it, inserted] = interval.try_emplace(v, pos, pos);
-      if (!inserted) {
-        it->second.first = std::min(it->second.first, pos);
-        it->second.second = std::max(it->second.second, pos);
-      }
-    };
-    SmallVector<Value> order;  // by definition point
-    unsigned pos = 0;
-    for (Block& block : region) {
-      unsigned begin = pos++;
-      for (BlockArgument a : block.getArguments()) {
-        touch(a, begin);
-        order.push_back(a);
-      }
-      for (Value v : live.liveIn.lookup(&block)) touch(v, begin);
-      for (Operation& op : block) {
-        unsigned at = pos++;
-        for (Value v : op.getOperands()) touch(v, at);
-        for (Value r : op.getResults()) {
-          touch(r, at);
-          order.push_back(r);
-        }
-      }
-      for (Value v : live.liveOut.lookup(&block)) touch(v, pos);
-      ++pos;
-    }
-    llvm::stable_sort(order, [&](Value a, Value b) { return interval[a].first < interval[b].first; });
-    Block& entry = region.front();
-    // Arguments take V0.. / R0.. in order, before anything else.
-    for (BlockArgument a : entry.getArguments()) regs[a] = (isRef(a) ? refCount : valueCount)++;
-    std::multimap<unsigned, Value> active;  // by interval end
-    std::set<uint32_t> freeValues, freeRefs;
-    for (BlockArgument a : entry.getArguments()) active.emplace(interval[a].second, a);
-    for (Value v : order) {
-      if (regs.count(v)) continue;
-      unsigned start = interval[v].first;
-      while (!active.empty() && active.begin()->first < start) {
-        Value done = active.begin()->second;
-        (isRef(done) ? freeRefs : freeValues).insert(regs[done]);
-        active.erase(active.begin());
-      }
-      auto& pool = isRef(v) ? freeRefs : freeValues;
-      if (pool.empty()) {
-        regs[v] = (isRef(v) ? refCount : valueCount)++;
-      } else {
-        regs[v] = *pool.begin();
-        pool.erase(pool.begin());
-      }
-      active.emplace(interval[v].second, v);
-    }
-  }
-
-  static bool isRef(Value v) { return isa<vmir::RefType>(v.getType()); }
-
-  DenseMap<Value, uint32_t> regs;
-  uint32_t valueCount = 0, refCount = 0;
-};
 
 class ModuleWriter {
  public:
@@ -177,6 +81,12 @@ class ModuleWriter {
     return it->second;
   }
 
+  static uint64_t maxRodataBytes() {
+    long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || pageSize <= 0) return UINT64_MAX;
+    return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize) / 2;
+  }
+
   FailureOr<uint32_t> rodataOrdinal(vmir::RodataOp op) {
     auto dense = dyn_cast<DenseElementsAttr>(op.getData());
     if (!dense) return op.emitError("rodata needs a dense elements attribute");
@@ -184,9 +94,19 @@ class ModuleWriter {
     unsigned bits = element.getIntOrFloatBitWidth();
     if (bits % 8 != 0) return op.emitError("unsupported rodata element type ") << element;
     ArrayRef<char> raw = dense.getRawData();
+    // A splat is expanded here: refuse one that could not be held in memory (the writer
+    // keeps the bytes and the file image) before allocating anything.
+    uint64_t count = dense.isSplat() ? static_cast<uint64_t>(dense.getNumElements()) : 1;
+    uint64_t total = 0;
+    if (__builtin_mul_overflow(count, static_cast<uint64_t>(raw.size()), &total) ||
+        total > maxRodataBytes())
+      return op.emitError("rodata constant ")
+             << dense.getType() << " needs " << count << " x " << raw.size()
+             << " bytes, more than the " << maxRodataBytes()
+             << " bytes (half of this machine's memory) a module can hold";
     std::vector<uint8_t> bytes;
-    int64_t count = dense.isSplat() ? dense.getNumElements() : 1;
-    for (int64_t i = 0; i < count; ++i) bytes.insert(bytes.end(), raw.begin(), raw.end());
+    bytes.reserve(static_cast<size_t>(total));
+    for (uint64_t i = 0; i < count; ++i) bytes.insert(bytes.end(), raw.begin(), raw.end());
     data.rodata.push_back(std::move(bytes));
     return static_cast<uint32_t>(data.rodata.size() - 1);
   }
@@ -218,43 +138,20 @@ class ModuleWriter {
     auto isRef = RegisterAssignment::isRef;
     auto entryOf = [&](Value v, bool move) { return ListEntry{isRef(v), move, regs[v]}; };
 
+    DenseMap<Block*, std::vector<ListEntry>> entryReleases;
+    for (Block& block : region) entryReleases[&block] = releasesOnEntry(block, live, regs);
+
     Encoder enc;
     DenseMap<Block*, uint32_t> blockOffsets;
     std::vector<std::pair<size_t, Block*>> fixups;
+    auto target = [&](Block* block) { fixups.emplace_back(enc.T(0), block); };
     for (Block& block : region) {
       blockOffsets[&block] = static_cast<uint32_t>(enc.size());
-      const auto& liveOut = live.liveOut[&block];
-      // Refs that a predecessor kept alive for another successor (or unused arguments)
-      // die on entry here.
-      std::vector<ListEntry> dying;
-      llvm::SmallDenseSet<uint32_t> dyingRegs;
-      auto kill = [&](Value v) {
-        if (isRef(v) && dyingRegs.insert(regs[v]).second) dying.push_back(entryOf(v, false));
-      };
-      llvm::SmallDenseSet<uint32_t> argRegs;
-      for (BlockArgument a : block.getArguments())
-        if (isRef(a)) argRegs.insert(regs[a]);
-      for (Block* pred : block.getPredecessors()) {
-        for (Value v : live.liveOut[pred])
-          if (!live.liveIn[&block].contains(v) && !argRegs.contains(regs[v])) kill(v);
-        // A ref that dies at the predecessor's branch but is passed only on another edge.
-        Operation* term = pred->getTerminator();
-        auto branch = dyn_cast<BranchOpInterface>(term);
-        llvm::SmallDenseSet<Value> passedHere;
-        for (auto [i, succ] : llvm::enumerate(term->getSuccessors()))
-          if (succ == &block && branch)
-            for (Value v : branch.getSuccessorOperands(i).getForwardedOperands()) passedHere.insert(v);
-        for (Value v : term->getOperands())
-          if (isRef(v) && !live.liveOut[pred].contains(v) && !passedHere.contains(v) &&
-              !argRegs.contains(regs[v]))
-            kill(v);
-      }
-      for (BlockArgument a : block.getArguments())
-        if (a.use_empty() && !liveOut.contains(a)) kill(a);
-      if (!dying.empty()) {
+      if (!entryReleases[&block].empty()) {
         enc.op(Opcode::Release);
-        enc.L(dying);
+        enc.L(entryReleases[&block]);
       }
+      const auto& liveOut = live.liveOut[&block];
       // Last use of each value within this block (values live-out are never moved).
       DenseMap<Value, Operation*> lastUse;
       for (Operation& op : block)
@@ -262,7 +159,31 @@ class ModuleWriter {
       auto movable = [&](Value v, Operation* op) {
         return isRef(v) && lastUse.lookup(v) == op && !liveOut.contains(v);
       };
+      // Fused branches (BranchSelection.h); the instruction each folds in is not emitted.
+      std::optional<LoopLatch> latch;
+      std::optional<FusedCompare> fused;
+      bool counted = false;
+      if (auto br = dyn_cast<vmir::BrOp>(block.getTerminator())) {
+        latch = MatchLoopLatch(br);
+        // The rotated branch skips the header: only where the header releases nothing on
+        // entry and copies nothing into the body.
+        if (latch && (!entryReleases[latch->header].empty() ||
+                      !inPlace(cast<vmir::CondBrOp>(latch->header->getTerminator()).getTrueOperands(),
+                               latch->body, regs)))
+          latch.reset();
+        // for.i64 adds in place at the branch: %next in %i's register, %step still in its.
+        counted = latch && latch->increment &&
+                  regs[latch->increment->getResult(0)] == regs[latch->induction] &&
+                  (latch->increment->getNextNode() == br.getOperation() || liveOut.contains(latch->step) ||
+                   llvm::is_contained(br.getDestOperands(), latch->step));
+      } else if (auto br = dyn_cast<vmir::CondBrOp>(block.getTerminator())) {
+        fused = MatchFusedCompare(br);
+      }
+      Operation* folded = counted ? latch->increment.getOperation()
+                          : fused ? fused->compare.getOperation() : nullptr;
+      Block* fallthrough = block.getNextNode();
       for (Operation& op : block) {
+        if (&op == folded) continue;
         std::vector<ListEntry> operands;
         for (auto [j, v] : llvm::enumerate(op.getOperands())) {
           bool laterInOp = llvm::is_contained(op.getOperands().drop_front(j + 1), v);
@@ -271,18 +192,56 @@ class ModuleWriter {
         std::vector<ListEntry> results;
         for (Value r : op.getResults()) results.push_back(entryOf(r, false));
         if (auto br = dyn_cast<vmir::BrOp>(op)) {
+          auto p = copies(br.getDestOperands(), br.getDest(), &op, movable, regs);
+          if (latch) {
+            if (counted) {
+              enc.op(Opcode::ForI64);
+              enc.V(regs[latch->induction]);
+              enc.V(regs[latch->step]);
+            } else {
+              enc.op(latch->test.opcode);
+              enc.V(regs[latch->test.lhs]);
+            }
+            enc.V(regs[latch->test.rhs]);
+            target(latch->body);
+            enc.P(p);
+            if (p.empty() && fallthrough == br.getDest()) continue;
+          }
           enc.op(Opcode::Br);
-          fixups.emplace_back(enc.T(0), br.getDest());
-          enc.P(copies(br.getDestOperands(), br.getDest(), &op, movable, regs));
+          target(br.getDest());
+          enc.P(p);
           continue;
         }
         if (auto br = dyn_cast<vmir::CondBrOp>(op)) {
-          enc.op(Opcode::CondBr);
-          enc.V(regs[br.getCondition()]);
-          fixups.emplace_back(enc.T(0), br.getTrueDest());
-          enc.P(copies(br.getTrueOperands(), br.getTrueDest(), &op, movable, regs));
-          fixups.emplace_back(enc.T(0), br.getFalseDest());
-          enc.P(copies(br.getFalseOperands(), br.getFalseDest(), &op, movable, regs));
+          auto pTrue = copies(br.getTrueOperands(), br.getTrueDest(), &op, movable, regs);
+          auto pFalse = copies(br.getFalseOperands(), br.getFalseDest(), &op, movable, regs);
+          if (!fused) {
+            enc.op(Opcode::CondBr);
+            enc.V(regs[br.getCondition()]);
+            target(br.getTrueDest());
+            enc.P(pTrue);
+            target(br.getFalseDest());
+            enc.P(pFalse);
+            continue;
+          }
+          // Branch toward one destination and fall through (or `br`) to the other; the
+          // negated test when that lets the true destination be the fall-through.
+          FusedCompare test = *fused;
+          auto fallsThrough = [&](Block* dest, const auto& p) { return dest == fallthrough && p.empty(); };
+          if (!fallsThrough(br.getFalseDest(), pFalse) && fallsThrough(br.getTrueDest(), pTrue))
+            test = Negated(test);
+          Block* taken = test.toTrueDest ? br.getTrueDest() : br.getFalseDest();
+          Block* other = test.toTrueDest ? br.getFalseDest() : br.getTrueDest();
+          enc.op(test.opcode);
+          enc.V(regs[test.lhs]);
+          enc.V(regs[test.rhs]);
+          target(taken);
+          enc.P(test.toTrueDest ? pTrue : pFalse);
+          const auto& pOther = test.toTrueDest ? pFalse : pTrue;
+          if (fallsThrough(other, pOther)) continue;
+          enc.op(Opcode::Br);
+          target(other);
+          enc.P(pOther);
           continue;
         }
         if (failed(encode(&op, enc, operands, results))) return failure();
@@ -313,6 +272,47 @@ class ModuleWriter {
     return success();
   }
 
+  // Refs that die on entry to `block`: kept alive by a predecessor for another successor,
+  // passed by its branch only on another edge, or block arguments nothing uses.
+  static std::vector<ListEntry> releasesOnEntry(Block& block, const Liveness& live,
+                                                DenseMap<Value, uint32_t>& regs) {
+    auto isRef = RegisterAssignment::isRef;
+    const auto& liveIn = live.liveIn.lookup(&block);
+    std::vector<ListEntry> dying;
+    llvm::SmallDenseSet<uint32_t> dyingRegs;
+    auto kill = [&](Value v) {
+      if (isRef(v) && dyingRegs.insert(regs[v]).second) dying.push_back(ListEntry{true, false, regs[v]});
+    };
+    llvm::SmallDenseSet<uint32_t> argRegs;
+    for (BlockArgument a : block.getArguments())
+      if (isRef(a)) argRegs.insert(regs[a]);
+    for (Block* pred : block.getPredecessors()) {
+      const auto& predLiveOut = live.liveOut.lookup(pred);
+      for (Value v : predLiveOut)
+        if (!liveIn.contains(v) && !argRegs.contains(regs[v])) kill(v);
+      Operation* term = pred->getTerminator();
+      auto branch = dyn_cast<BranchOpInterface>(term);
+      llvm::SmallDenseSet<Value> passedHere;
+      for (auto [i, succ] : llvm::enumerate(term->getSuccessors()))
+        if (succ == &block && branch)
+          for (Value v : branch.getSuccessorOperands(i).getForwardedOperands()) passedHere.insert(v);
+      for (Value v : term->getOperands())
+        if (isRef(v) && !predLiveOut.contains(v) && !passedHere.contains(v) &&
+            !argRegs.contains(regs[v]))
+          kill(v);
+    }
+    for (BlockArgument a : block.getArguments())
+      if (a.use_empty() && !live.liveOut.lookup(&block).contains(a)) kill(a);
+    return dying;
+  }
+
+  // True when the copies of an edge into `dest` are all in place (nothing to emit).
+  static bool inPlace(OperandRange sources, Block* dest, DenseMap<Value, uint32_t>& regs) {
+    for (auto [j, v] : llvm::enumerate(sources))
+      if (regs[v] != regs[dest->getArgument(j)]) return false;
+    return true;
+  }
+
   // The parallel copy of a branch edge: MOVE on a ref's last occurrence when it dies here.
   template <typename Movable>
   static std::vector<std::pair<ListEntry, ListEntry>> copies(OperandRange sources, Block* dest,
@@ -323,7 +323,9 @@ class ModuleWriter {
       bool laterHere = llvm::is_contained(sources.drop_front(j + 1), v);
       bool ref = RegisterAssignment::isRef(v);
       Value dst = dest->getArgument(j);
-      if (regs[v] == regs[dst] && !laterHere) continue;  // already in place
+      // Already in place. A ref copied again later stays listed: its MOVE is on the last
+      // occurrence, which must not empty the register this pair leaves in place.
+      if (regs[v] == regs[dst] && (!ref || !laterHere)) continue;
       pairs.push_back({ListEntry{ref, movable(v, op) && !laterHere, regs[v]},
                        ListEntry{ref, false, regs[dst]}});
     }
@@ -393,6 +395,12 @@ class ModuleWriter {
       enc.F(ordinal->second);
       enc.L(operands);
       enc.L(results);
+    } else if (auto check = dyn_cast<vmir::AssertOp>(op)) {
+      enc.op(Opcode::Assert);
+      enc.V(operands[0].index);
+      data.strings.push_back(check.getMessage().str());
+      enc.S(static_cast<uint32_t>(data.strings.size() - 1));
+      enc.L(std::vector<ListEntry>(operands.begin() + 1, operands.end()));  // value registers
     } else if (auto fail = dyn_cast<vmir::FailOp>(op)) {
       enc.op(Opcode::Fail);
       enc.V(operands[0].index);

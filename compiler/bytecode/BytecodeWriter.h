@@ -1,7 +1,8 @@
 // Serializes a module in VM form (func.func bodies of hexir_vm ops, serialized
-// hexir.executable ops) into .vmfb bytes. Registers are assigned here: liveness over the
-// CFG, then a linear scan over the blocks in order that reuses a register once its value's
-// live range (hull) has ended. A ref operand's last use carries MOVE when the value is not
+// hexir.executable ops) into .vmfb bytes. Registers are assigned by RegisterAllocation.h
+// (live ranges per block, block arguments coalesced with their incoming values), branches
+// are fused by BranchSelection.h (br.<p>.i64, rotated loop latches, for.i64). A ref
+// operand's last use carries MOVE when the value is not
 // live out of its block; refs defined but never used are released at once; refs that die
 // on a CFG edge are released at the start of the successor. So no ref outlives its last use
 // and nothing is held after `return`. Module attributes `hexir_vm.value_globals` /

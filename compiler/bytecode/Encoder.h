@@ -1,5 +1,5 @@
-// Low-level bytecode encoding per vm/isa.def: opcodes and operand kinds come from the
-// HEXIR_OP table, never from hand-copied numbers. Header-only and MLIR-free so that unit
+// Low-level bytecode encoding per vm/isa.def: opcodes and operand kinds come from vm/isa.h,
+// never from hand-copied numbers. Header-only and MLIR-free so that unit
 // tests can encode and decode without the compiler.
 //
 // Contract: Encoder::op() starts an instruction and checks, operand by operand, that the
@@ -12,51 +12,29 @@
 #include <string_view>
 #include <vector>
 
+#include "vm/isa.h"
+
 namespace hexir::compiler::bytecode {
 
-enum class Opcode : uint8_t {
-#define HEXIR_OP(code, Name, mnemonic, operands, meaning) Name = code,
-#include "vm/isa.def"
-#undef HEXIR_OP
-};
+// The opcodes are vm/isa.h's: the encoder keeps no enum of its own.
+using Opcode = vm::Op;
 
-// The operand-kind string of an opcode ("VK" for const.i64), "" if unknown.
+// The operand-kind string of an opcode ("VK" for const.i64).
 constexpr std::string_view OperandKinds(Opcode op) {
-  switch (op) {
-#define HEXIR_OP(code, Name, mnemonic, operands, meaning) \
-  case Opcode::Name:                                      \
-    return operands;
-#include "vm/isa.def"
-#undef HEXIR_OP
-  }
-  return "";
+  return vm::GetOpInfo(static_cast<uint32_t>(op)).operands;
 }
 
 constexpr std::string_view Mnemonic(Opcode op) {
-  switch (op) {
-#define HEXIR_OP(code, Name, mnemonic, operands, meaning) \
-  case Opcode::Name:                                      \
-    return mnemonic;
-#include "vm/isa.def"
-#undef HEXIR_OP
-  }
-  return "";
+  return vm::GetOpInfo(static_cast<uint32_t>(op)).mnemonic;
 }
 
 // The opcode named `mnemonic` ("add.i64"); false if there is none.
 inline bool OpcodeForMnemonic(std::string_view mnemonic, Opcode* out) {
-#define HEXIR_OP(code, Name, mnem, operands, meaning) \
-  if (mnemonic == mnem) {                               \
-    *out = Opcode::Name;                                \
-    return true;                                        \
-  }
-#include "vm/isa.def"
-#undef HEXIR_OP
-  return false;
+  return vm::OpForMnemonic(mnemonic, out);
 }
 
-constexpr uint32_t kRefMove = 1u << 30;  // R operand / L entry: move instead of retain
-constexpr uint32_t kListRef = 1u << 31;  // L entry: ref register
+constexpr uint32_t kRefMove = vm::kMoveBit;  // R operand / L entry: move instead of retain
+constexpr uint32_t kListRef = vm::kRefBit;   // L entry: ref register
 
 // A register list entry (L operands).
 struct ListEntry {

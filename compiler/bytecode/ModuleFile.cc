@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "base/checksum.h"
 #include "vm/module_generated.h"
 
 namespace hexir::compiler::bytecode {
@@ -41,15 +42,17 @@ void BuildFlatBuffer(flatbuffers::FlatBufferBuilder& fbb, const ModuleData& m,
   std::vector<fb::SegmentRef> segments;
   std::vector<uint32_t> rodata;
   uint64_t offset = segments_start;
-  auto add_segment = [&](size_t length) {
-    segments.emplace_back(offset, length);
-    offset = AlignUp(offset + length);
+  // The probe build (segments_start == 0) only measures the size: skip hashing there.
+  auto add_segment = [&](const std::vector<uint8_t>& bytes) {
+    uint64_t checksum = segments_start ? Checksum64(bytes.data(), bytes.size()) : 0;
+    segments.emplace_back(offset, bytes.size(), checksum);
+    offset = AlignUp(offset + bytes.size());
     return static_cast<uint32_t>(segments.size() - 1);
   };
-  for (const auto& r : m.rodata) rodata.push_back(add_segment(r.size()));
+  for (const auto& r : m.rodata) rodata.push_back(add_segment(r));
   std::vector<flatbuffers::Offset<fb::ExecutableDef>> executables;
   for (const ExecutableData& e : m.executables) {
-    uint32_t segment = add_segment(e.binary.size());
+    uint32_t segment = add_segment(e.binary);
     std::vector<flatbuffers::Offset<flatbuffers::String>> entries;
     for (const auto& s : e.entry_points) entries.push_back(fbb.CreateString(s));
     executables.push_back(fb::CreateExecutableDef(fbb, fbb.CreateString(e.format), segment,
@@ -64,12 +67,9 @@ void BuildFlatBuffer(flatbuffers::FlatBufferBuilder& fbb, const ModuleData& m,
                                fbb.CreateVector(strings), fbb.CreateVector(rodata),
                                fbb.CreateVectorOfStructs(segments),
                                fbb.CreateVector(executables), m.value_global_count,
-                               m.ref_global_count, m.initializer);
+                               m.ref_global_count, m.initializer, /*attrs=*/0,
+                               Checksum64(bytecode.data(), bytecode.size() * 4));
   fb::FinishModuleBuffer(fbb, root);
-}
-
-void PutU32(std::vector<uint8_t>& out, size_t at, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out[at + i] = static_cast<uint8_t>(v >> (8 * i));
 }
 
 }  // namespace
@@ -77,17 +77,23 @@ void PutU32(std::vector<uint8_t>& out, size_t at, uint32_t v) {
 std::vector<uint8_t> SerializeModule(const ModuleData& module) {
   // Segment offsets are fixed-width struct fields, so the FlatBuffer's size does not
   // depend on them: build once to learn the size, then again with the real offsets.
+  // A checksum is always stored (ForceDefaults), so a zero checksum keeps its field and the
+  // FlatBuffer's size stays the same between the two builds.
   flatbuffers::FlatBufferBuilder probe;
+  probe.ForceDefaults(true);
   BuildFlatBuffer(probe, module, 0);
-  uint64_t segments_start = AlignUp(16 + probe.GetSize());
+  uint64_t segments_start = AlignUp(vm::kModuleHeaderSize + probe.GetSize());
   flatbuffers::FlatBufferBuilder fbb;
+  fbb.ForceDefaults(true);
   BuildFlatBuffer(fbb, module, segments_start);
 
-  std::vector<uint8_t> out(16 + fbb.GetSize());
-  std::memcpy(out.data(), "HXIRVMFB", 8);
-  PutU32(out, 8, kFormatVersion);
-  PutU32(out, 12, fbb.GetSize());
-  std::memcpy(out.data() + 16, fbb.GetBufferPointer(), fbb.GetSize());
+  std::vector<uint8_t> out(vm::kModuleHeaderSize + fbb.GetSize());
+  vm::ModuleHeader header;
+  header.version = kFormatVersion;
+  header.flatbuffer_size = fbb.GetSize();
+  header.flatbuffer_checksum = Checksum64(fbb.GetBufferPointer(), fbb.GetSize());
+  vm::WriteModuleHeader(header, out.data());
+  std::memcpy(out.data() + vm::kModuleHeaderSize, fbb.GetBufferPointer(), fbb.GetSize());
   auto append_segment = [&](const std::vector<uint8_t>& bytes) {
     out.resize(AlignUp(out.size()), 0);
     out.insert(out.end(), bytes.begin(), bytes.end());

@@ -1,6 +1,7 @@
-// Assembles a .vmfb file (vm/module.fbs) from already-encoded parts: the 16-byte header,
+// Assembles a .vmfb file (vm/module.fbs) from already-encoded parts: the 24-byte header,
 // the FlatBuffer, then each segment (rodata first, then executable binaries) at a 64-byte
-// aligned file offset. MLIR-free so it can be unit tested directly.
+// aligned file offset, with the checksums of the bytecode, of each segment and of the
+// FlatBuffer. MLIR-free so it can be unit tested directly.
 #pragma once
 
 #include <cstdint>
@@ -8,10 +9,12 @@
 #include <utility>
 #include <vector>
 
+#include "vm/module_header.h"
+
 namespace hexir::compiler::bytecode {
 
-constexpr uint32_t kFormatVersion = (1u << 16) | 0u;  // major 1, minor 0
-constexpr uint64_t kSegmentAlignment = 64;
+constexpr uint32_t kFormatVersion = vm::kModuleVersion;
+constexpr uint64_t kSegmentAlignment = vm::kSegmentAlignment;
 
 using Attrs = std::vector<std::pair<std::string, std::string>>;
 

@@ -6,6 +6,7 @@
 
 #include "compiler/bytecode/Encoder.h"
 #include "compiler/bytecode/ModuleFile.h"
+#include "base/checksum.h"
 #include "vm/module_generated.h"
 
 namespace hexir::compiler::bytecode {
@@ -135,17 +136,21 @@ TEST_CASE("module file: header, FlatBuffer and 64-byte aligned segments") {
   m.executables.push_back({"cpu-elf-x86_64", std::vector<uint8_t>(100, 0xAB), {"k"}, {}});
   std::vector<uint8_t> file = SerializeModule(m);
 
-  REQUIRE(file.size() > 16);
+  REQUIRE(file.size() > 24);
   CHECK(std::memcmp(file.data(), "HXIRVMFB", 8) == 0);
-  CHECK(ReadU32(file, 8) == 0x00010000u);
+  CHECK(ReadU32(file, 8) == 0x00020000u);
   uint32_t fb_size = ReadU32(file, 12);
-  REQUIRE(16 + fb_size <= file.size());
-  flatbuffers::Verifier verifier(file.data() + 16, fb_size);
+  REQUIRE(24 + fb_size <= file.size());
+  uint64_t fb_checksum;
+  std::memcpy(&fb_checksum, file.data() + 16, 8);
+  CHECK(fb_checksum == Checksum64(file.data() + 24, fb_size));
+  flatbuffers::Verifier verifier(file.data() + 24, fb_size);
   REQUIRE(vm::format::VerifyModuleBuffer(verifier));
-  CHECK(vm::format::ModuleBufferHasIdentifier(file.data() + 16));
+  CHECK(vm::format::ModuleBufferHasIdentifier(file.data() + 24));
 
-  const vm::format::Module* module = vm::format::GetModule(file.data() + 16);
-  CHECK(module->version() == 0x00010000u);
+  const vm::format::Module* module = vm::format::GetModule(file.data() + 24);
+  CHECK(module->version() == 0x00020000u);
+  CHECK(module->bytecode_checksum() == Checksum64(module->bytecode()->data(), 3 * 4));
   REQUIRE(module->imports()->size() == 1);
   CHECK(module->imports()->Get(0)->signature()->str() == "_r");
   REQUIRE(module->functions()->size() == 1);
@@ -166,8 +171,9 @@ TEST_CASE("module file: header, FlatBuffer and 64-byte aligned segments") {
   const auto* exe = module->segments()->Get(module->executables()->Get(0)->segment());
   for (const auto* s : {ro, exe}) {
     CHECK(s->offset() % 64 == 0);
-    CHECK(s->offset() >= 16 + fb_size);
+    CHECK(s->offset() >= 24 + fb_size);
     CHECK(s->offset() + s->length() <= file.size());
+    CHECK(s->checksum() == Checksum64(file.data() + s->offset(), s->length()));
   }
   CHECK(ro->length() == 3);
   CHECK(file[ro->offset() + 2] == 3);

@@ -12,6 +12,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "vm/module_generated.h"
+#include "vm/module_header.h"
 
 namespace hexir::compiler {
 namespace {
@@ -35,9 +36,9 @@ Written Write(const char* text) {
   REQUIRE(mlir::succeeded(WriteBytecodeModule(*module, &w.file)));
   uint32_t size;
   std::memcpy(&size, w.file.data() + 12, 4);
-  flatbuffers::Verifier verifier(w.file.data() + 16, size);
+  flatbuffers::Verifier verifier(w.file.data() + vm::kModuleHeaderSize, size);
   REQUIRE(vm::format::VerifyModuleBuffer(verifier));
-  w.module = vm::format::GetModule(w.file.data() + 16);
+  w.module = vm::format::GetModule(w.file.data() + vm::kModuleHeaderSize);
   return w;
 }
 
@@ -81,7 +82,7 @@ std::set<uint32_t> HeldAfterReturn(const Written& w, int* instructions) {
   return held;
 }
 
-// Explores every path of function `index` (both sides of each cond_br, loops until the
+// Explores every path of function `index` (both sides of each cond_br and fused branch, loops until the
 // (pc, held refs) state repeats) simulating ref occupancy; returns the union of the refs
 // still held at any `return` after its results moved out, and the number of returns seen.
 std::set<uint32_t> HeldAtAnyReturn(const Written& w, int index, int* returns) {
@@ -133,6 +134,14 @@ std::set<uint32_t> HeldAtAnyReturn(const Written& w, int index, int* returns) {
         work.push_back({t1, h1});
         work.push_back({t2, held});
         break;
+      }
+      if (op == Opcode::ForI64 || (op >= Opcode::BrEqI64 && op <= Opcode::BrNz)) {
+        pc += OperandKinds(op).find('T');  // the V operands
+        size_t target = code[pc++];
+        std::set<uint32_t> taken = held;
+        copy(pc, taken);  // P only when taken; otherwise fall through
+        work.push_back({target, taken});
+        continue;
       }
       if (op == Opcode::Return) {
         uint32_t n = code[pc++];
@@ -309,9 +318,10 @@ TEST_CASE("hexir_vm.inst encodes by mnemonic; unknown instructions are rejected"
   const auto* fn = w.module->functions()->Get(0);
   const uint32_t* code = w.module->bytecode()->data() + fn->bytecode_offset();
   CHECK(code[0] == static_cast<uint32_t>(Opcode::MulI64));
-  CHECK(code[1] == 2);  // result after the two arguments
+  CHECK(code[1] == 0);  // the result takes the register of an argument that dies here
   CHECK(code[2] == 0);
   CHECK(code[3] == 1);
+  CHECK(fn->value_register_count() == 2);
 
   mlir::MLIRContext context;
   context.loadDialect<mlir::func::FuncDialect, vmir::VMDialect>();

@@ -1,6 +1,8 @@
 #include "hal/cts/cts.h"
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 #include <cstdio>
 #include <cstring>
 
@@ -240,6 +242,54 @@ void TimeoutCase(const DriverConfig&, Device& d) {
   uint32_t word = 0;
   REQUIRE(d.ReadBufferAfterPendingWork(*buf, 0, &word, 4).ok());
   REQUIRE(word == 11);
+}
+
+void InterruptCase(const DriverConfig&, Device& d) {
+  constexpr int64_t kMs = 1'000'000;
+  auto sem = NewSem(d, 5);
+  // A semaphore that is never signalled: the deadline ends the wait, once counted.
+  uint64_t waits_before = d.stats().host_waits;
+  int64_t start = Interrupt::NowNs();
+  Status st = sem->Wait(6, kInfiniteTimeout, Interrupt(start + 50 * kMs, nullptr, start));
+  int64_t took = Interrupt::NowNs() - start;
+  REQUIRE(st.code() == StatusCode::kDeadlineExceeded);
+  REQUIRE(st.message() == "deadline exceeded after 0.050 s");
+  REQUIRE(took >= 50 * kMs);
+  REQUIRE(took < 5000 * kMs);
+  REQUIRE(d.stats().host_waits == waits_before + 1);
+  // A cancel from another thread ends it within a slice; a shorter own timeout still wins.
+  std::atomic<bool> cancelled{false};
+  Interrupt cancellable(Interrupt::kNoDeadline, &cancelled, Interrupt::NowNs());
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(30ms);
+    cancelled = true;
+  });
+  st = sem->Wait(6, kInfiniteTimeout, cancellable);
+  canceller.join();
+  REQUIRE(st.code() == StatusCode::kAborted);
+  REQUIRE(st.message() == "call cancelled");
+  cancelled = false;
+  st = sem->Wait(6, 20ms, cancellable);
+  REQUIRE(st.message() == "semaphore wait for value 6 timed out after 20000 us (current value 5)");
+  // Queued work blocked on `sem`: WaitIdle and a read after it stop at the deadline, the
+  // work stays queued, and the device completes it once released.
+  auto buf = Alloc(d, 4);
+  auto cb = NewCb(d);
+  REQUIRE(cb->FillBuffer(buf, 0, 4, 9, 4).ok());
+  REQUIRE(cb->Finalize().ok());
+  REQUIRE(d.QueueExecute({{sem, 6}}, cb, {}).ok());
+  start = Interrupt::NowNs();
+  st = d.WaitIdle(Interrupt(start + 40 * kMs, &cancelled, start));
+  REQUIRE(st.code() == StatusCode::kDeadlineExceeded);
+  REQUIRE(st.message() == "deadline exceeded after 0.040 s");
+  uint32_t word = 0;
+  start = Interrupt::NowNs();
+  st = d.ReadBufferAfterPendingWork(*buf, 0, &word, 4, Interrupt(start + 40 * kMs, nullptr, start));
+  REQUIRE(st.code() == StatusCode::kDeadlineExceeded);
+  REQUIRE(sem->Signal(6).ok());
+  REQUIRE(d.ReadBufferAfterPendingWork(*buf, 0, &word, 4, cancellable).ok());
+  REQUIRE(word == 9);
+  REQUIRE(d.WaitIdle(30s).ok());
 }
 
 void MisuseCase(const DriverConfig& c, Device& d) {

@@ -49,6 +49,7 @@ void DispatchCase(const DriverConfig& config, Device& device);
 void ReplayCase(const DriverConfig& config, Device& device);
 void SemaphoreOrderingCase(const DriverConfig& config, Device& device);
 void TimeoutCase(const DriverConfig& config, Device& device);
+void InterruptCase(const DriverConfig& config, Device& device);
 void MisuseCase(const DriverConfig& config, Device& device);
 void MappingCase(const DriverConfig& config, Device& device);
 void ViewsCase(const DriverConfig& config, Device& device);
@@ -72,6 +73,7 @@ void CrossQueueOrderingCase(const DriverConfig& config, Device& device);
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "replay", ReplayCase)                        \
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "semaphore_ordering", SemaphoreOrderingCase) \
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "timeouts", TimeoutCase)                     \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "interrupts", InterruptCase)                  \
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "misuse", MisuseCase)                       \
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "mapping", MappingCase)                     \
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "views", ViewsCase)                         \

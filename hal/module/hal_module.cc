@@ -62,9 +62,7 @@ std::string_view ArgKinds(const NativeCall& c) {
 template <typename T>
 void SetRef(NativeCall& c, vm::Ref<T> ref) { c.results[0].ref = std::move(ref); }
 
-Device& DeviceOf(vm::NativeModuleState& s) { return static_cast<HalModuleState&>(s).device(); }
-
-// ---- the imports, in hal_imports.def order ---------------------------------------------------
+// ---- the imports (declared from hal_imports.def) ------------------------------------------
 
 #define HAL_IMPORT(Id, name, sig, meaning) Status Id(HalModuleState& s, NativeCall& c);
 #include "hal/module/hal_imports.def"
@@ -331,6 +329,15 @@ Status ParseWaitSignal(const NativeCall& c, size_t first, std::vector<SemaphoreV
   return Status::Ok();
 }
 
+// The common head of the queue operations (device, wait pair, signal pair, then their own
+// arguments): checks the counts and the device, parses the pairs.
+Status ParseQueueOperation(HalModuleState& s, const NativeCall& c, size_t args, size_t results,
+                           std::vector<SemaphoreValue>* waits, std::vector<SemaphoreValue>* signals) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, args, results));
+  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  return ParseWaitSignal(c, 1, waits, signals);
+}
+
 Status QueueExecute(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 6, 0));
   HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
@@ -353,7 +360,7 @@ Status SemaphoreWait(HalModuleState&, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 1, "value"));
   // A failure here is the error of the device work that should have signalled: pass it on
   // unchanged so that the message names the failing dispatch.
-  return sem->Wait(static_cast<uint64_t>(IntArg(c, 1)));
+  return sem->Wait(static_cast<uint64_t>(IntArg(c, 1)), kInfiniteTimeout, *c.interrupt);
 }
 
 Status BufferLength(HalModuleState&, NativeCall& c) {
@@ -425,10 +432,8 @@ Status CommandBufferFill(HalModuleState&, NativeCall& c) {
 Status QueueExecuteBound(HalModuleState& s, NativeCall& c) { return QueueExecute(s, c); }
 
 Status QueueAlloca(HalModuleState& s, NativeCall& c) {
-  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 6, 1));
-  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
   std::vector<SemaphoreValue> waits, signals;
-  HEXIR_RETURN_IF_ERROR(ParseWaitSignal(c, 1, &waits, &signals));
+  HEXIR_RETURN_IF_ERROR(ParseQueueOperation(s, c, 6, 1, &waits, &signals));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 5, "byte size"));
   auto b = s.device().QueueAlloca(waits, signals, static_cast<uint64_t>(IntArg(c, 5)));
   if (!b.ok()) return std::move(b).status().WithContext(c.import_name);
@@ -460,10 +465,8 @@ Status DeviceTransient(HalModuleState& s, NativeCall& c) {
 }
 
 Status QueueDealloca(HalModuleState& s, NativeCall& c) {
-  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 6, 0));
-  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
   std::vector<SemaphoreValue> waits, signals;
-  HEXIR_RETURN_IF_ERROR(ParseWaitSignal(c, 1, &waits, &signals));
+  HEXIR_RETURN_IF_ERROR(ParseQueueOperation(s, c, 6, 0, &waits, &signals));
   HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, 5));
   return s.device()
       .QueueDealloca(waits, signals, vm::Ref<Buffer>::Retain(b))
@@ -471,10 +474,8 @@ Status QueueDealloca(HalModuleState& s, NativeCall& c) {
 }
 
 Status QueueFill(HalModuleState& s, NativeCall& c) {
-  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 10, 0));
-  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
   std::vector<SemaphoreValue> waits, signals;
-  HEXIR_RETURN_IF_ERROR(ParseWaitSignal(c, 1, &waits, &signals));
+  HEXIR_RETURN_IF_ERROR(ParseQueueOperation(s, c, 10, 0, &waits, &signals));
   HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, 5));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 6, "offset"));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 7, "length"));
@@ -487,10 +488,8 @@ Status QueueFill(HalModuleState& s, NativeCall& c) {
 }
 
 Status QueueCopy(HalModuleState& s, NativeCall& c) {
-  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 10, 0));
-  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
   std::vector<SemaphoreValue> waits, signals;
-  HEXIR_RETURN_IF_ERROR(ParseWaitSignal(c, 1, &waits, &signals));
+  HEXIR_RETURN_IF_ERROR(ParseQueueOperation(s, c, 10, 0, &waits, &signals));
   HEXIR_ASSIGN_OR_RETURN(Buffer * src, RefArg<Buffer>(c, 5));
   HEXIR_ASSIGN_OR_RETURN(Buffer * dst, RefArg<Buffer>(c, 7));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 6, "source offset"));
@@ -516,8 +515,9 @@ Status SemaphoreWaitTimeout(HalModuleState&, NativeCall& c) {
   HEXIR_ASSIGN_OR_RETURN(Semaphore * sem, RefArg<Semaphore>(c, 0));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 1, "value"));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 2, "timeout"));
-  Status st = sem->Wait(static_cast<uint64_t>(IntArg(c, 1)), Timeout(IntArg(c, 2)));
-  if (st.code() == StatusCode::kDeadlineExceeded) {
+  Status st = sem->Wait(static_cast<uint64_t>(IntArg(c, 1)), Timeout(IntArg(c, 2)), *c.interrupt);
+  // The program's own timeout is a result; the call's deadline (checked again) is an error.
+  if (st.code() == StatusCode::kDeadlineExceeded && c.interrupt->Check().ok()) {
     c.results[0].bits = 0;
     return Status::Ok();
   }
@@ -529,7 +529,7 @@ Status SemaphoreWaitTimeout(HalModuleState&, NativeCall& c) {
 Status DeviceWaitIdle(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 0));
   HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
-  return s.device().WaitIdle();
+  return s.device().WaitIdle(*c.interrupt);
 }
 
 // ---- issue 6: kernel parameter buffers and host reads of device-computed scalars ------------
@@ -561,17 +561,13 @@ Status ReadElement(HalModuleState& s, NativeCall& c, bool want_float, uint8_t ra
   *type = IntArg(c, 3);
   bool is_float = *type == static_cast<int64_t>(ElementType::kF32) ||
                   *type == static_cast<int64_t>(ElementType::kF64);
-  bool is_int = *type == static_cast<int64_t>(ElementType::kI8) ||
-                *type == static_cast<int64_t>(ElementType::kI16) ||
-                *type == static_cast<int64_t>(ElementType::kI32) ||
-                *type == static_cast<int64_t>(ElementType::kI64) ||
-                *type == static_cast<int64_t>(ElementType::kI1);
+  bool is_int = ElementTypeByteSize(*type) != 0 && !ElementTypeIsFloat(*type);
   if (want_float ? !is_float : !is_int) {
     return ArgError(c, 3, StrCat("unsupported element type ", *type, " for ", c.import_name));
   }
   return s.device()
       .ReadBufferAfterPendingWork(*b, static_cast<uint64_t>(IntArg(c, 2)), raw,
-                                  static_cast<uint64_t>(ElementTypeByteSize(*type)))
+                                  static_cast<uint64_t>(ElementTypeByteSize(*type)), *c.interrupt)
       .WithContext(c.import_name);
 }
 

@@ -1,8 +1,11 @@
 #include "hal/module/hal_module.h"
 
 #include <catch2/catch.hpp>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <set>
+#include <thread>
 
 #include "hal/api.h"
 #include "hal/drivers/cpu/testing/test_kernels.h"
@@ -16,6 +19,7 @@ using cpu::testing::TestKernelView;
 
 constexpr int64_t kF32 = static_cast<int64_t>(ElementType::kF32);
 constexpr int64_t kI32 = static_cast<int64_t>(ElementType::kI32);
+constexpr int64_t kI64 = static_cast<int64_t>(ElementType::kI64);
 
 // The HAL module never touches its Context; this one only has to exist.
 class NullContext final : public vm::Context {
@@ -23,9 +27,11 @@ class NullContext final : public vm::Context {
   Status RegisterNativeModule(std::shared_ptr<vm::NativeModule>) override { return Unimplemented("x"); }
   Status LoadModule(const vm::Module&) override { return Unimplemented("x"); }
   StatusOr<vm::Function> LookupFunction(std::string_view) const override { return Unimplemented("x"); }
-  Status Invoke(const vm::Function&, Span<vm::Variant>, std::vector<vm::Variant>*) override {
+  Status Invoke(const vm::Function&, Span<vm::Variant>, std::vector<vm::Variant>*,
+                const vm::InvokeOptions&) override {
     return Unimplemented("x");
   }
+  void Cancel() override {}
   void SetFuel(uint64_t) override {}
   const vm::ContextStats& stats() const override { return stats_; }
   vm::NativeModuleState* native_state(std::string_view) override { return nullptr; }
@@ -79,7 +85,8 @@ struct Harness {
 
   // Calls `name` with `args`; `sig` is the exact signature (results sized from it).
   Status Call(std::string_view name, std::string_view sig, std::vector<vm::Variant> args,
-              std::vector<vm::Variant>* results = nullptr, const vm::CallerModule* from = nullptr) {
+              std::vector<vm::Variant>* results = nullptr, const vm::CallerModule* from = nullptr,
+              const Interrupt& interrupt = kNoInterrupt) {
     const vm::NativeFunction& f = Find(name);
     std::vector<vm::Variant> local;
     if (!results) results = &local;
@@ -91,6 +98,7 @@ struct Harness {
     call.signature = sig;
     call.args = Span<vm::Variant>(args.data(), args.size());
     call.results = Span<vm::Variant>(results->data(), results->size());
+    call.interrupt = &interrupt;
     return f.call(*state, call);
   }
 
@@ -478,6 +486,46 @@ TEST_CASE("hal module: queue alloca/copy/dealloca, command buffer copy/fill, ran
   REQUIRE(r[0].bits == 0);
   // The internal command buffers of queue operations are not counted as recordings.
   REQUIRE(h.device->stats().command_buffers_recorded == 1);
+}
+
+TEST_CASE("hal module: host waits stop at the call's deadline or cancel; wait_timeout's own timeout is a result") {
+  constexpr int64_t kMs = 1'000'000;
+  Harness h;
+  auto dev = h.CallRef("hal.device.default", "_r", {});
+  auto sem = h.CallRef("hal.semaphore.create", "ri_r", {R(dev), I(0)});
+  auto after = [](int64_t ns) { return Interrupt(Interrupt::NowNs() + ns, nullptr, Interrupt::NowNs()); };
+  Status s = h.Call("hal.semaphore.wait", "ri", {R(sem), I(1)}, nullptr, nullptr, after(50 * kMs));
+  REQUIRE(s.code() == StatusCode::kDeadlineExceeded);
+  REQUIRE(s.message() == "deadline exceeded after 0.050 s");
+  std::vector<vm::Variant> r;
+  REQUIRE(h.Call("hal.semaphore.wait_timeout", "rii_i", {R(sem), I(1), I(10 * kMs)}, &r, nullptr,
+                 after(5000 * kMs)).ok());
+  REQUIRE(r[0].bits == 0);
+  s = h.Call("hal.semaphore.wait_timeout", "rii_i", {R(sem), I(1), I(5000 * kMs)}, &r, nullptr,
+             after(50 * kMs));
+  REQUIRE(s.message() == "deadline exceeded after 0.050 s");
+
+  // A fill queued behind `sem`: wait_idle and read_i64 stop on cancel / at the deadline, the
+  // fill stays queued and lands once `sem` is signalled.
+  auto buf = h.CallRef("hal.allocator.allocate", "ri_r", {R(dev), I(8)});
+  REQUIRE(h.Call("hal.device.queue.fill", "rriririiii",
+                 {R(dev), R(sem), I(1), R(nullptr), I(0), R(buf), I(0), I(8), I(7), I(1)}).ok());
+  std::atomic<bool> cancelled{false};
+  Interrupt cancellable(Interrupt::kNoDeadline, &cancelled, Interrupt::NowNs());
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    cancelled = true;
+  });
+  s = h.Call("hal.device.wait_idle", "r", {R(dev)}, nullptr, nullptr, cancellable);
+  canceller.join();
+  REQUIRE(s.code() == StatusCode::kAborted);
+  REQUIRE(s.message() == "call cancelled");
+  s = h.Call("hal.device.read_i64", "rrii_i", {R(dev), R(buf), I(0), I(kI64)}, &r, nullptr,
+             after(30 * kMs));
+  REQUIRE(s.message() == "hal.device.read_i64: deadline exceeded after 0.030 s");
+  REQUIRE(vm::RefCast<Semaphore>(sem.get())->Signal(1).ok());
+  REQUIRE(h.Call("hal.device.read_i64", "rrii_i", {R(dev), R(buf), I(0), I(kI64)}, &r).ok());
+  REQUIRE(r[0].bits == 0x0707070707070707);
 }
 
 TEST_CASE("hal module: store_i64 writes parameters, read_i64/read_f64 wait and read one element") {

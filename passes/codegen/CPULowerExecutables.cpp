@@ -5,6 +5,7 @@
 
 #include "dialects/hexir/IR/HexirOps.h"
 #include "hal/drivers/cpu/dispatch_abi.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,6 +19,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/Passes.h"
+#include "passes/codegen/KernelChecks.h"
 #include "passes/codegen/KernelLoweringUtils.h"
 
 namespace hexir {
@@ -28,9 +30,16 @@ namespace {
 using namespace mlir;
 
 using codegen::kBufferizePipeline;
-constexpr const char* kLLVMPipeline =
+// bf16 arithmetic and math run in f32 (arith-emulate-unsupported-floats,
+// math-extend-to-supported-types; f16 stays: LLVM handles it) and the conversions become
+// integer code (ExpandBFloat16 between the two pipelines): LLVM would otherwise call
+// compiler-rt's __truncsfbf2, which the kernel's shared object cannot resolve.
+constexpr const char* kLoopsPipeline =
     "builtin.module(buffer-deallocation-pipeline,convert-linalg-to-loops,lower-affine,"
-    "convert-scf-to-cf,expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
+    "math-extend-to-supported-types{extra-types=f16 target-type=f32},"
+    "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32})";
+constexpr const char* kLLVMPipeline =
+    "builtin.module(convert-scf-to-cf,expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
     "convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,convert-func-to-llvm,"
     "convert-cf-to-llvm,convert-arith-to-llvm,reconcile-unrealized-casts,canonicalize)";
 
@@ -38,7 +47,7 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
  public:
   void getDependentDialects(DialectRegistry& registry) const override {
     CPULowerExecutablesBase::getDependentDialects(registry);
-    codegen::AddPipelineDialects(registry, {kBufferizePipeline, kLLVMPipeline});
+    codegen::AddPipelineDialects(registry, {kBufferizePipeline, kLoopsPipeline, kLLVMPipeline});
   }
 
   void runOnOperation() override {
@@ -51,8 +60,17 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     ModuleOp inner = exe.getInnerModule();
     if (!inner) return exe.emitError("executable has no module");
     FailureOr<OpPassManager> bufferize = parsePassPipeline(kBufferizePipeline);
+    FailureOr<OpPassManager> toLoops = parsePassPipeline(kLoopsPipeline);
     FailureOr<OpPassManager> toLLVM = parsePassPipeline(kLLVMPipeline);
-    if (failed(bufferize) || failed(toLLVM)) return exe.emitError("bad internal pipeline");
+    if (failed(bufferize) || failed(toLoops) || failed(toLLVM)) return exe.emitError("bad internal pipeline");
+    // Data-dependent indices and integer divisors are checked; a failure is reported
+    // through the entry's return code (hal/drivers/cpu/dispatch_abi.h).
+    func::FuncOp tensorKernel = codegen::LookupKernel(exe);
+    if (!tensorKernel) return failure();
+    Value workgroupId;
+    if (tensorKernel.getNumArguments() && tensorKernel.getArgumentTypes().back().isIndex())
+      workgroupId = tensorKernel.getArguments().back();
+    codegen::InsertKernelChecks(tensorKernel, /*report=*/true, workgroupId);
     if (failed(runPipeline(*bufferize, inner))) return failure();
     FailureOr<func::FuncOp> kernel = codegen::FinishBufferizedKernel(exe);
     if (failed(kernel)) return failure();
@@ -67,6 +85,13 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
       RewritePatternSet patterns(&getContext());
       populatePolynomialApproximateTanhPattern(patterns);
       if (failed(applyPatternsGreedily(*kernel, std::move(patterns)))) return failure();
+    }
+    if (failed(runPipeline(*toLoops, inner))) return failure();
+    // Only the bf16 patterns of arith-expand: its others would rewrite maximumf & co.
+    {
+      RewritePatternSet patterns(&getContext());
+      arith::populateExpandBFloat16Patterns(patterns);
+      if (failed(applyPatternsGreedily(inner, std::move(patterns)))) return failure();
     }
     if (failed(runPipeline(*toLLVM, inner))) return failure();
     return buildEntry(exe, inner, signature);
@@ -83,6 +108,7 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     if (!impl) return exe.emitError("lowered kernel not found");
     // noalias bindings let LLVM vectorize without runtime overlap checks.
     int64_t memrefCount = codegen::PrepareLoweredKernel(impl, signature);
+    bool reportsErrors = codegen::LowerKernelErrorCalls(inner, impl);
 
     OpBuilder b(ctx);
     b.setInsertionPointToEnd(inner.getBody());
@@ -120,8 +146,36 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
       Value id = loadField(workgroup, i32, offsetof(hexir_cpu_workgroup_state_t, workgroup_id));
       args.push_back(LLVM::ZExtOp::create(b, loc, i64, id));
     }
+    if (!reportsErrors) {
+      LLVM::CallOp::create(b, loc, impl, args);
+      LLVM::ReturnOp::create(b, loc, ValueRange{constant(i32, 0)});
+      return success();
+    }
+    // A kernel with checks: a {code, a, b} record on the stack (SROA'd once the kernel is
+    // inlined); a nonzero code is returned with its values copied to workgroup->error (only
+    // then: a driver older than that field never sees a write through it).
+    auto recordType = LLVM::LLVMArrayType::get(i64, 3);
+    Value record = LLVM::AllocaOp::create(b, loc, ptr, recordType, constant(i64, 1));
+    LLVM::StoreOp::create(b, loc, constant(i64, 0), record);
+    args.push_back(record);
     LLVM::CallOp::create(b, loc, impl, args);
+    Value code = LLVM::LoadOp::create(b, loc, i64, record);
+    Value failed = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, code, constant(i64, 0));
+    Block* ok = entry.addBlock();
+    Block* fail = entry.addBlock();
+    LLVM::CondBrOp::create(b, loc, failed, fail, ok);
+    b.setInsertionPointToStart(ok);
     LLVM::ReturnOp::create(b, loc, ValueRange{constant(i32, 0)});
+    b.setInsertionPointToStart(fail);
+    Value error = loadField(workgroup, ptr, offsetof(hexir_cpu_workgroup_state_t, error));
+    for (int64_t i = 1; i <= 2; ++i) {
+      Value value = loadField(record, i64, 8 * i);
+      Value at = LLVM::GEPOp::create(b, loc, ptr, i8, error,
+                                     ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(
+                                         offsetof(hexir_cpu_kernel_error_t, values) + 8 * (i - 1))});
+      LLVM::StoreOp::create(b, loc, value, at);
+    }
+    LLVM::ReturnOp::create(b, loc, ValueRange{LLVM::TruncOp::create(b, loc, i32, code)});
     return success();
   }
 };

@@ -18,6 +18,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/codegen/CUDAWarpReduce.h"
+#include "passes/codegen/KernelChecks.h"
 #include "passes/codegen/KernelLoweringUtils.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -386,6 +387,9 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     FailureOr<OpPassManager> nvvm = parsePassPipeline(kNVVMPipeline);
     if (failed(bufferize) || failed(loops) || failed(nvvm))
       return exe.emitError("bad internal pipeline");
+    // Data-dependent indices and integer divisors are clamped (the documented CUDA rule of
+    // passes/README.md "Checks in kernels"): no illegal address, no fault.
+    codegen::InsertKernelChecks(kernel, /*report=*/false, /*workgroupId=*/Value());
     if (failed(runPipeline(*bufferize, inner))) return failure();
     FailureOr<func::FuncOp> bufferized = codegen::FinishBufferizedKernel(exe);
     if (failed(bufferized)) return failure();

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "passes/ElementTypeCode.h"
 #include "passes/Passes.h"
 #include "passes/dispatch/LowerTensorOps.h"
 
@@ -16,11 +17,8 @@ namespace hexir {
 namespace {
 using namespace mlir;
 
-// Element types with a hal/element_type.h code.
-bool isSupportedElement(Type t) {
-  return t.isF32() || t.isF16() || t.isBF16() || t.isF64() || t.isInteger(8) ||
-         t.isInteger(16) || t.isInteger(32) || t.isInteger(64) || t.isInteger(1);
-}
+// Element types with a hal/element_types.def code.
+bool isSupportedElement(Type t) { return elementTypeCode(t) != 0; }
 
 bool isSupportedScalar(Type t) { return isSupportedElement(t) || t.isIndex(); }
 
@@ -55,7 +53,7 @@ class VerifyInput : public impl::VerifyInputBase<VerifyInput> {
                  dialect == "arith" || (dialect == "math" && inKernel) ||
                  isa<scf::ForOp, scf::WhileOp, scf::IfOp, scf::YieldOp, scf::ConditionOp>(op) ||
                  isa<tensor::EmptyOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp,
-                     tensor::DimOp, tensor::ExtractOp>(op) ||
+                     tensor::DimOp, tensor::ExtractOp, tensor::CastOp>(op) ||
                  (!inKernel && IsLowerableHostTensorOp(op)) ||
                  (isa<tensor::YieldOp>(op) && isa<tensor::PadOp>(op->getParentOp()));
     if (!known)
@@ -69,8 +67,7 @@ class VerifyInput : public impl::VerifyInputBase<VerifyInput> {
                                  << "' on tensors outside linalg for target '" << target << "'";
     if (isa<tensor::ExtractOp>(op) && !inKernel) {
       Type e = cast<TensorType>(op->getOperand(0).getType()).getElementType();
-      if (!(e.isF32() || e.isF64() || e.isInteger(8) || e.isInteger(16) || e.isInteger(32) ||
-            e.isInteger(64) || e.isInteger(1)))
+      if (!isHostReadableElement(e))
         return op->emitError() << "unsupported element type " << e
                                << " for a host read (tensor.extract) for target '" << target << "'";
     }

@@ -25,8 +25,10 @@
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "passes/ElementTypeCode.h"
 #include "passes/Passes.h"
 #include "passes/dispatch/InPlaceUpdates.h"
+#include "passes/vm/HalImports.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_CONVERTTOVM
@@ -34,7 +36,6 @@ namespace hexir {
 
 namespace {
 using namespace mlir;
-using vmir::CallImportOp;
 using vmir::RefType;
 
 std::string typeString(Type t) {
@@ -43,8 +44,6 @@ std::string typeString(Type t) {
   t.print(os);
   return s;
 }
-
-int64_t elementTypeCode(Type t) { return hal::ElementTypeFromName(typeString(t)); }
 
 std::string joinTypes(TypeRange types) {
   std::string s;
@@ -126,10 +125,6 @@ class HostLowering {
   Value instI(StringRef mnemonic, ValueRange operands) {
     return inst(mnemonic, operands, b.getI64Type());
   }
-  SmallVector<Value> call(StringRef name, ValueRange args, TypeRange results) {
-    auto op = CallImportOp::create(b, loc, results, b.getStringAttr(name), args);
-    return SmallVector<Value>(op.getResults());
-  }
   Value null() { return vmir::NullRefOp::create(b, loc, ref); }
 
   int64_t elementSize(RankedTensorType t) {
@@ -201,7 +196,7 @@ class HostLowering {
     Block* entry = blocks[&region.front()];
     b.setInsertionPointToStart(entry);
     loc = func.getLoc();
-    device = call("hal.device.default", {}, {ref})[0];
+    device = hal_import::DeviceDefault(b, loc);
     for (auto [i, arg] : llvm::enumerate(region.front().getArguments())) {
       Value vmArg = entry->addArgument(vmType(arg.getType()), arg.getLoc());
       auto tensor = dyn_cast<RankedTensorType>(arg.getType());
@@ -231,29 +226,29 @@ class HostLowering {
     HostTensor h;
     h.view = check ? view : Value();
     if (check) {
-      SmallVector<Value> args = {view, i64(index), i64(elementTypeCode(tensor.getElementType()))};
-      for (int64_t d : tensor.getShape()) args.push_back(i64(ShapedType::isDynamic(d) ? -1 : d));
-      call("hal.buffer_view.assert", args, {});
+      Value argument = i64(index);
+      Value type = i64(elementTypeCode(tensor.getElementType()));
+      SmallVector<Value> dims;
+      for (int64_t d : tensor.getShape()) dims.push_back(i64(ShapedType::isDynamic(d) ? -1 : d));
+      hal_import::BufferViewAssert(b, loc, view, argument, type, dims);
     }
-    h.buffer = call("hal.buffer_view.buffer", {view}, {ref})[0];
+    h.buffer = hal_import::BufferViewBuffer(b, loc, view);
     for (auto [i, d] : llvm::enumerate(tensor.getShape()))
       h.dims.push_back(ShapedType::isDynamic(d)
-                           ? call("hal.buffer_view.dim", {view, i64(i)}, {b.getI64Type()})[0]
+                           ? hal_import::BufferViewDim(b, loc, view, i64(i))
                            : i64(d));
     return h;
   }
 
   Value exportView(const HostTensor& h, RankedTensorType t) {
     if (h.view) return h.view;
-    SmallVector<Value> args = {h.buffer, i64(elementTypeCode(t.getElementType()))};
-    args.append(h.dims.begin(), h.dims.end());
-    return call("hal.buffer_view.create", args, {ref})[0];
+    return hal_import::BufferViewCreate(b, loc, h.buffer, i64(elementTypeCode(t.getElementType())), h.dims);
   }
 
   // Ops that may sit inside a segment without ending it.
   static bool keepsSegmentOpen(Operation& op) {
-    return isa<DispatchOp, tensor::DimOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp,
-               tensor::EmptyOp>(op) ||
+    return isa<DispatchOp, CheckOp, tensor::DimOp, tensor::ExpandShapeOp,
+               tensor::CollapseShapeOp, tensor::CastOp, tensor::EmptyOp>(op) ||
            (op.getDialect() && op.getDialect()->getNamespace() == "arith");
   }
 
@@ -303,6 +298,8 @@ class HostLowering {
         .Case<arith::ConstantOp>([&](auto c) { return lowerConstant(c); })
         .Case<DispatchOp>([&](auto d) { return lowerDispatch(d); })
         .Case<tensor::ExpandShapeOp, tensor::CollapseShapeOp>([&](auto r) { return lowerReshape(r); })
+        .Case<tensor::CastOp>([&](auto c) { return lowerCast(c); })
+        .Case<CheckOp>([&](auto c) { return lowerCheck(c); })
         .Case<tensor::EmptyOp>([&](auto e) { return lowerEmpty(e); })
         .Case<tensor::DimOp>([&](auto d) { return lowerDim(d); })
         .Case<tensor::ExtractOp>([&](auto e) { return lowerExtract(e); })
@@ -352,7 +349,7 @@ class HostLowering {
     unsigned dyn = 0;
     for (int64_t d : t.getShape())
       h.dims.push_back(ShapedType::isDynamic(d) ? scalars.lookup(e.getDynamicSizes()[dyn++]) : i64(d));
-    h.buffer = call("hal.allocator.allocate", {device, byteSize(t, h.dims)}, {ref})[0];
+    h.buffer = hal_import::AllocatorAllocate(b, loc, device, byteSize(t, h.dims));
     tensors[e] = h;
     return success();
   }
@@ -393,6 +390,35 @@ class HostLowering {
     return success();
   }
 
+  // A cast aliases its source; its static dims are constants (a check that they hold at run
+  // time is materialized before it by hexir-insert-shape-checks).
+  LogicalResult lowerCast(tensor::CastOp c) {
+    auto it = tensors.find(c.getSource());
+    if (it == tensors.end()) return c.emitError("cast tensor has no buffer");
+    auto t = cast<RankedTensorType>(c.getType());
+    HostTensor h;
+    h.buffer = it->second.buffer;
+    for (auto [i, d] : llvm::enumerate(t.getShape()))
+      h.dims.push_back(ShapedType::isDynamic(d) ? it->second.dims[i] : i64(d));
+    tensors[c] = h;
+    return success();
+  }
+
+  // A check is one `assert`: it runs on the host before the segment holding the dispatches
+  // it guards is submitted (checks keep the segment open).
+  LogicalResult lowerCheck(CheckOp c) {
+    Value condition = scalars.lookup(c.getCondition());
+    if (!condition) return c.emitError("check condition has no host value");
+    SmallVector<Value> values;
+    for (Value v : c.getValues()) {
+      Value s = scalars.lookup(v);
+      if (!s) return c.emitError("check value has no host value");
+      values.push_back(s);
+    }
+    vmir::AssertOp::create(b, loc, condition, c.getMessageAttr(), values);
+    return success();
+  }
+
   LogicalResult lowerDim(tensor::DimOp d) {
     auto it = tensors.find(d.getSource());
     std::optional<int64_t> index = d.getConstantIndex();
@@ -416,12 +442,12 @@ class HostLowering {
     Value offset = instI("mul.i64", {linear, i64(elementSize(t))});
     Type et = t.getElementType();
     bool isFloat = et.isF32() || et.isF64();
-    if (!isFloat && !et.isInteger())
+    if (!isHostReadableElement(et))
       return e.emitError() << "unsupported element type " << et
                            << " for a host read (tensor.extract) for target 'cpu'";
-    scalars[e] = call(isFloat ? "hal.device.read_f64" : "hal.device.read_i64",
-                      {device, it->second.buffer, offset, i64(elementTypeCode(et))},
-                      TypeRange{isFloat ? Type(b.getF64Type()) : Type(b.getI64Type())})[0];
+    Value type = i64(elementTypeCode(et));
+    scalars[e] = isFloat ? hal_import::DeviceReadF64(b, loc, device, it->second.buffer, offset, type)
+                         : hal_import::DeviceReadI64(b, loc, device, it->second.buffer, offset, type);
     return success();
   }
 
@@ -496,14 +522,13 @@ class HostLowering {
         // order): no allocation per execution, and the recorded binding does not change.
         int64_t global = state.refGlobals++;
         Value held = vmir::GlobalLoadRefOp::create(b, loc, ref, b.getI64IntegerAttr(global));
-        h.buffer = call("hal.device.transient", {device, held, bytes}, {ref})[0];
+        h.buffer = hal_import::DeviceTransient(b, loc, device, held, bytes);
         vmir::GlobalStoreRefOp::create(b, loc, h.buffer, b.getI64IntegerAttr(global));
       } else {
         // Kernels write every element of their results: no zero fill (a pass over the
         // memory on the CPU, a memset node on CUDA), stream-ordered, no submission.
         Value none = null();
-        h.buffer = call("hal.device.queue.alloca", {device, none, i64(0), none, i64(0), bytes},
-                        {ref})[0];
+        h.buffer = hal_import::QueueAlloca(b, loc, device, none, i64(0), none, i64(0), bytes);
       }
       tensors[result] = h;
       p.bindings.push_back(h.buffer);
@@ -519,11 +544,9 @@ class HostLowering {
       for (auto& [values, existing] : segmentParams)
         if (values == params) buffer = existing;
       if (!buffer) {
-        buffer = call("hal.allocator.allocate_uniform",
-                      {device, i64(8 * static_cast<int64_t>(params.size()))}, {ref})[0];
-        SmallVector<Value> args = {buffer, i64(0)};
-        args.append(params);
-        call("hal.buffer.store_i64", args, {});
+        buffer = hal_import::AllocatorAllocateUniform(b, loc, device,
+                                                      i64(8 * static_cast<int64_t>(params.size())));
+        hal_import::BufferStoreI64(b, loc, buffer, i64(0), params);
         segmentParams.push_back({params, buffer});
       }
       p.bindings.push_back(buffer);
@@ -552,31 +575,30 @@ class HostLowering {
     vmir::CondBrOp::create(b, loc, isNull, ValueRange{}, ValueRange{cached}, record, replay);
 
     b.setInsertionPointToStart(record);
-    Value cb = call("hal.command_buffer.create", {device}, {ref})[0];
+    Value cb = hal_import::CommandBufferCreate(b, loc, device);
     llvm::StringMap<Value> executables;
     for (auto [i, p] : llvm::enumerate(pending)) {
       loc = p.op.getLoc();
       StringRef name = p.op.getExecutable();
       Value& exe = executables[name];
-      if (!exe) exe = call("hal.executable.lookup", {device, i64(state.executableOrdinals[name])}, {ref})[0];
-      if (i) call("hal.command_buffer.barrier", {cb}, {});
+      if (!exe) exe = hal_import::ExecutableLookup(b, loc, device, i64(state.executableOrdinals[name]));
+      if (i) hal_import::CommandBufferBarrier(b, loc, cb);
       auto exeOp = SymbolTable::lookupNearestSymbolFrom<ExecutableOp>(p.op, p.op.getExecutableAttr());
       auto count = exeOp->getAttrOfType<DenseI64ArrayAttr>("hexir.workgroup_count");
-      SmallVector<Value> args = {cb, exe, i64(0), i64(count[0]), i64(count[1]), i64(count[2]),
-                                 i64(p.bindings.size())};
-      for (Value v : p.bindings) args.push_back(i64(slotOf[v]));
-      call("hal.command_buffer.dispatch_slots", args, {});
+      Value entry = i64(0), x = i64(count[0]), y = i64(count[1]), z = i64(count[2]);
+      Value bindingCount = i64(p.bindings.size());
+      SmallVector<Value> slotOrdinals;
+      for (Value v : p.bindings) slotOrdinals.push_back(i64(slotOf[v]));
+      hal_import::CommandBufferDispatchSlots(b, loc, cb, exe, entry, x, y, z, bindingCount, slotOrdinals);
     }
-    call("hal.command_buffer.finalize", {cb}, {});
+    hal_import::CommandBufferFinalize(b, loc, cb);
     vmir::GlobalStoreRefOp::create(b, loc, cb, b.getI64IntegerAttr(global));
     vmir::BrOp::create(b, loc, ValueRange{cb}, replay);
 
     b.setInsertionPointToStart(replay);
     cur = replay;
     Value none = null();
-    SmallVector<Value> args = {device, cbArg, none, i64(0), none, i64(0)};
-    args.append(slots);
-    call("hal.device.queue.execute_bound", args, {});
+    hal_import::QueueExecuteBound(b, loc, device, cbArg, none, i64(0), none, i64(0), slots);
     pending.clear();
     segmentParams.clear();
   }
@@ -793,15 +815,10 @@ void buildInitializer(ModuleState& state) {
   init.setPrivate();
   init->setAttr("hexir_vm.initializer", b.getUnitAttr());
   b.setInsertionPointToStart(init.addEntryBlock());
-  Value device = CallImportOp::create(b, loc, TypeRange{ref}, b.getStringAttr("hal.device.default"),
-                                      ValueRange{})
-                     .getResult(0);
+  Value device = hal_import::DeviceDefault(b, loc);
   for (auto [dense, global] : state.constants) {
     Value data = vmir::RodataOp::create(b, loc, ref, dense);
-    Value buffer = CallImportOp::create(b, loc, TypeRange{ref},
-                                        b.getStringAttr("hal.allocator.allocate_initialized"),
-                                        ValueRange{device, data})
-                       .getResult(0);
+    Value buffer = hal_import::AllocatorAllocateInitialized(b, loc, device, data);
     vmir::GlobalStoreRefOp::create(b, loc, buffer, b.getI64IntegerAttr(global));
   }
   vmir::ReturnOp::create(b, loc, ValueRange{});

@@ -1,5 +1,5 @@
 # Lit configuration for Hexir compiler tests. Tool paths come from the environment
-# (set by run_lit.sh under Bazel): HEXIR_OPT, HEXIR_COMPILE, FILECHECK.
+# (set by run_lit.sh under Bazel): HEXIR_OPT, HEXIR_COMPILE, HEXIR_DUMP, FILECHECK.
 import os
 import lit.formats
 
@@ -15,6 +15,7 @@ def tool(env, default):
 
 config.substitutions.append(("hexir-opt", tool("HEXIR_OPT", "bazel-bin/tools/hexir-opt/hexir-opt")))
 config.substitutions.append(("hexir-compile", tool("HEXIR_COMPILE", "bazel-bin/tools/hexir-compile/hexir-compile")))
+config.substitutions.append(("hexir-dump", tool("HEXIR_DUMP", "bazel-bin/tools/hexir-dump/hexir-dump")))
 config.substitutions.append(("FileCheck", os.environ.get("FILECHECK", "/usr/lib/llvm-22/bin/FileCheck")))
 config.substitutions.append(("not", os.environ.get("NOT", "/usr/lib/llvm-22/bin/not")))
 

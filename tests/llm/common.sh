@@ -20,6 +20,16 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
 # Random-checkpoint configurations: heads, kv heads, vocab (negative: separate classifier), seed.
 RANDOM_CONFIGS=("4 2 -50 1" "4 4 -50 2" "4 1 50 3" "8 2 -64 4" "2 1 40 5")
+# Hugging Face folders of hf_test.sh (hf_llama.py write): "name|writer flags|import flags".
+HF_CONFIGS=(
+  "f32|--dtype f32 --heads 4 --kv-heads 2 --theta 500000 --seed 4|"
+  "bf16|--dtype bf16 --heads 4 --kv-heads 4 --tied --shards 3 --seed 2|"
+  "f16|--dtype f16 --heads 4 --kv-heads 1 --linear-scaling 4 --seed 3|"
+  "f16w|--dtype f16 --heads 4 --kv-heads 1 --linear-scaling 4 --seed 3|--weights=f16"
+)
+# A Python with numpy (the GGUF/HF writers need it): $PYTHON, else Debian's; empty if none.
+NPY=""
+for p in "$PYTHON" /usr/bin/python3 python3; do "$p" -c "import numpy" 2>/dev/null && { NPY=$p; break; }; done
 # write_random OUT.bin HEADS KV_HEADS VOCAB SEED (dim 32, hidden 48, 2 layers, seq_len 96)
 write_random() {
   "$PYTHON" "$REFERENCE" --write-random "$1" --dim 32 --hidden 48 --layers 2 \

@@ -32,5 +32,17 @@ build_module "$TMP/stories.gguf" gguf_stories_f16 --weights=f16
 /usr/bin/python3 tests/llm/llama2c_to_gguf.py "$TMP/h4_kv2_v-50_s1.bin" - "$TMP/h4_kv2_v-50_s1.gguf"
 build_module "$TMP/h4_kv2_v-50_s1.gguf" gguf_h4_kv2_v-50_s1
 build_module "$TMP/h4_kv2_v-50_s1.gguf" gguf_h4_kv2_v-50_s1_f16 --weights=f16
+# gguf_tokenizer_test.sh: stories260K as GGUF with its vocabulary, the random BPE-vocabulary llama.
+build_module "$TMP/stories.gguf" tok_stories
+"$NPY" tests/llm/write_bpe_gguf.py "$TMP/bpe.gguf"
+build_module "$TMP/bpe.gguf" tok_bpe
+# hf_test.sh: the Hugging Face folders.
+for spec in "${HF_CONFIGS[@]}"; do
+  IFS='|' read -r name flags import_flags <<<"$spec"
+  # shellcheck disable=SC2086
+  "$NPY" tests/llm/hf_llama.py write "$TMP/hf_$name" $flags
+  # shellcheck disable=SC2086
+  build_module "$TMP/hf_$name" "hf_$name" $import_flags
+done
 ls "$OUT"
 [ "$failures" -eq 0 ]

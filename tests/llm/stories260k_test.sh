@@ -39,6 +39,20 @@ esac
 five=$("$GENERATE" --module="$TMP/stories.vmfb" --device="$DEVICE" --parameters="$CKPT" --max-tokens=5)
 [ "$five" == "$(echo "$golden" | cut -d' ' -f1-6)" ] && pass "--max-tokens=5" || fail "--max-tokens=5: '$five'"
 
+# Hostile requests: --max-tokens far beyond the cache is clamped to it (same ids, no
+# per-token state beyond the cache); prompt ids outside the vocabulary are refused on the host.
+huge=$("$GENERATE" --module="$TMP/stories.vmfb" --device="$DEVICE" --parameters="$CKPT" \
+       --max-tokens=100000000 --verbose 2>"$TMP/huge.err") || fail "--max-tokens=100000000: exit $?"
+grep -q "clamped to the cache length 512" "$TMP/huge.err" && [ "$(echo "$huge" | cut -d' ' -f1-101)" == "$golden" ] \
+  && pass "--max-tokens=100000000 is clamped to the cache length (same ids)" \
+  || fail "--max-tokens=100000000: '$(head -c 200 <<<"$huge")' $(cat "$TMP/huge.err")"
+for id in 100000 1000 -7; do
+  err=$("$GENERATE" --module="$TMP/stories.vmfb" --device="$DEVICE" --parameters="$CKPT" --max-tokens=5 \
+        --prompt-ids=1,$id 2>&1); status=$?
+  [ "$status" == 1 ] && grep -q "prompt token 1 is $id, outside the vocabulary 0..511" <<<"$err" \
+    && pass "prompt id $id refused by name" || fail "prompt id $id: exit $status: $err"
+done
+
 if [ "$TORCH" == 1 ]; then
   fresh=$("$PYTHON" "$REFERENCE" "$CKPT" --steps 100)
   [ "$fresh" == "$golden" ] && pass "reference rerun equals the checked-in ids" || fail "reference rerun: '$fresh'"

@@ -129,6 +129,102 @@ TEST_CASE("unsupported op names the op type and the node") {
   CHECK(std::count(out.begin(), out.end(), '\n') == 1);
 }
 
+TEST_CASE("an unsupported op's error names the op type and the model's opset") {
+  Graph m;
+  m.Input("x", {2, 3});
+  m.Output("y", {2, 3});
+  m.Node("FancyOp", {"x"}, {"y"}, "my_node");
+  auto r = ox::ImportOnnxModel(m.model);
+  REQUIRE(!r.ok());
+  CHECK(r.status().message() ==
+        "node 'my_node' (op FancyOp): unsupported op type 'FancyOp' at opset 13");
+}
+
+TEST_CASE("an op lowered only at other opsets names the opsets it is lowered for") {
+  Graph m;
+  m.model.mutable_opset_import(0)->set_version(11);
+  m.Input("x", {2, 3});
+  m.Output("y", {2, 3});
+  m.Node("Hardmax", {"x"}, {"y"}, "hm");
+  auto r = ox::ImportOnnxModel(m.model);
+  REQUIRE(!r.ok());
+  CHECK(r.status().message() ==
+        "node 'hm' (op Hardmax): unsupported op type 'Hardmax' at opset 11 (lowered for opsets "
+        "13 and later)");
+}
+
+TEST_CASE("Clip reads its bounds from attributes before opset 11 and from inputs after") {
+  Graph old_clip;
+  old_clip.model.mutable_opset_import(0)->set_version(6);
+  old_clip.Input("x", {4});
+  old_clip.Output("y", {4});
+  auto* n = old_clip.Node("Clip", {"x"}, {"y"});
+  auto* lo = n->add_attribute();
+  lo->set_name("min");
+  lo->set_type(::onnx::AttributeProto::FLOAT);
+  lo->set_f(-0.5f);
+  auto old_text = ox::ImportOnnxModel(old_clip.model);
+  REQUIRE(old_text.ok());
+  CHECK(old_text->find("arith.maximumf") != std::string::npos);
+  CHECK(old_text->find("0xBF000000") != std::string::npos);  // -0.5f
+
+  Graph new_clip;
+  new_clip.Input("x", {4});
+  new_clip.Output("y", {4});
+  new_clip.InitF("lo", {}, {-0.5f});
+  new_clip.Node("Clip", {"x", "lo"}, {"y"});
+  auto new_text = ox::ImportOnnxModel(new_clip.model);
+  REQUIRE(new_text.ok());
+  CHECK(new_text->find("0xBF000000") != std::string::npos);
+  CHECK(new_text->find("arith.minimumf") == std::string::npos);  // no max bound given
+}
+
+TEST_CASE("an arith op an element type does not define is an error naming the node") {
+  Graph m;
+  m.Input("a", {3}, ::onnx::TensorProto::INT32);
+  m.Input("b", {3}, ::onnx::TensorProto::INT32);
+  m.Output("y", {3}, ::onnx::TensorProto::INT32);
+  m.Node("Mean", {"a", "b"}, {"y"}, "int_mean");
+  auto r = ox::ImportOnnxModel(m.model);
+  REQUIRE(!r.ok());
+  CHECK(r.status().message() ==
+        "node 'int_mean' (op Mean): operation not defined for element type i32");
+}
+
+TEST_CASE("malformed operands are named errors, not crashes") {
+  Graph slice;  // ends has one entry fewer than starts
+  slice.Input("x", {4, 4});
+  slice.Output("y", {2, 2});
+  slice.InitI("starts", {0, 0});
+  slice.InitI("ends", {2});
+  slice.Node("Slice", {"x", "starts", "ends"}, {"y"}, "bad_slice");
+  auto r = ox::ImportOnnxModel(slice.model);
+  REQUIRE(!r.ok());
+  CHECK(r.status().message() ==
+        "node 'bad_slice' (op Slice): starts, ends, axes and steps have different lengths");
+
+  Graph resize;  // scales for 2 of 4 dims
+  resize.Input("x", {1, 1, 2, 2});
+  resize.Output("y", {1, 1, 4, 4});
+  resize.InitF("scales", {2}, {2.0f, 2.0f});
+  resize.Node("Resize", {"x", "", "scales"}, {"y"}, "bad_resize");
+  auto rr = ox::ImportOnnxModel(resize.model);
+  REQUIRE(!rr.ok());
+  CHECK(rr.status().message() ==
+        "node 'bad_resize' (op Resize): scales / sizes must have one entry per dim");
+
+  Graph range;  // a zero step would never reach the limit
+  range.Input("x", {1});
+  range.Output("y", {1});
+  range.InitF("start", {}, {0.0f});
+  range.InitF("limit", {}, {4.0f});
+  range.InitF("delta", {}, {0.0f});
+  range.Node("Range", {"start", "limit", "delta"}, {"y"}, "bad_range");
+  auto rg = ox::ImportOnnxModel(range.model);
+  REQUIRE(!rg.ok());
+  CHECK(rg.status().message() == "node 'bad_range' (op Range): delta is 0");
+}
+
 TEST_CASE("bad files and kinds are errors, not crashes") {
   int code = 0;
   std::string junk = Tmp("junk.onnx");

@@ -92,17 +92,16 @@ bool LoadTensor(const std::string& path, HostTensor* out, std::string* err) {
     *err = "cannot parse " + path;
     return false;
   }
-  try {
-    ox::Context c;
-    ox::Val v = c.FromTensorProto(t);
-    out->element_type = HalType(v.et);
-    out->dims.clear();
-    for (const ox::Dim& d : v.shape) out->dims.push_back(d.v);
-    out->bytes.assign(v.raw.begin(), v.raw.end());
-  } catch (const std::exception& e) {
-    *err = e.what();
+  ox::Context c;
+  auto v = c.FromTensorProto(t);
+  if (!v.ok()) {
+    *err = v.status().message();
     return false;
   }
+  out->element_type = HalType(v->et);
+  out->dims.clear();
+  for (const ox::Dim& d : v->shape) out->dims.push_back(d.v);
+  out->bytes.assign(v->raw.begin(), v->raw.end());
   return true;
 }
 

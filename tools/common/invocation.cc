@@ -58,6 +58,10 @@ StatusOr<std::vector<AbiType>> ParseAbiTypes(const std::string& text) {
 
 StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& module_path,
                                                  const InvocationOptions& options) {
+  if (options.cpu_threads < -1 || options.cpu_threads > hal::kMaxCpuWorkers) {
+    return InvalidArgument("--cpu-threads=", options.cpu_threads, ": expected 0..",
+                           hal::kMaxCpuWorkers, " worker threads (0: inline)");
+  }
   std::unique_ptr<Session> s(new Session());
   HEXIR_ASSIGN_OR_RETURN(s->module_, vm::Module::LoadFromFile(module_path));
   hal::DeviceOptions device_options;
@@ -78,7 +82,7 @@ StatusOr<vm::Function> Session::LookupFunction(const std::string& name) const {
 }
 
 Status Session::Call(const vm::Function& fn, const std::vector<HostValue>& inputs,
-                     std::vector<HostValue>* results) {
+                     std::vector<HostValue>* results, const vm::InvokeOptions& options) {
   size_t us = fn.signature.find('_');
   std::string arg_kinds = fn.signature.substr(0, us);
   std::string result_kinds = us == std::string::npos ? "" : fn.signature.substr(us + 1);
@@ -121,7 +125,9 @@ Status Session::Call(const vm::Function& fn, const std::vector<HostValue>& input
     }
   }
   std::vector<vm::Variant> outs;
-  HEXIR_RETURN_IF_ERROR(context_->Invoke(fn, Span<vm::Variant>(args.data(), args.size()), &outs));
+  const Interrupt download_deadline(options.deadline_ns, nullptr, Interrupt::NowNs());
+  HEXIR_RETURN_IF_ERROR(
+      context_->Invoke(fn, Span<vm::Variant>(args.data(), args.size()), &outs, options));
   results->clear();
   for (size_t i = 0; i < outs.size() && i < result_kinds.size(); ++i) {
     HostValue v;
@@ -132,7 +138,9 @@ Status Session::Call(const vm::Function& fn, const std::vector<HostValue>& input
       v.kind = HostValue::Kind::kTensor;
       v.tensor.element_type = view->element_type();
       v.tensor.dims = view->dims();
-      HEXIR_RETURN_IF_ERROR(hal::BufferViewToHost(*device_, *view, &v.tensor.bytes));
+      HEXIR_RETURN_IF_ERROR(
+          hal::BufferViewToHost(*device_, *view, &v.tensor.bytes, download_deadline)
+              .WithContext(StrCat("result ", i, " of function '", fn.name, "'")));
     } else if (kind == 'i') {
       v.kind = HostValue::Kind::kInt;
       v.i = outs[i].bits;

@@ -39,9 +39,10 @@ class Session {
                                                   const InvocationOptions& options);
 
   StatusOr<vm::Function> LookupFunction(const std::string& name) const;
-  // Converts inputs to VM arguments (uploading tensors), invokes, downloads results.
+  // Converts inputs to VM arguments (uploading tensors), invokes, downloads results. The
+  // deadline of `options` bounds the call and the downloads of its results.
   Status Call(const vm::Function& fn, const std::vector<HostValue>& inputs,
-              std::vector<HostValue>* results);
+              std::vector<HostValue>* results, const vm::InvokeOptions& options = {});
 
   hal::Device& device() { return *device_; }
   vm::Context& context() { return *context_; }

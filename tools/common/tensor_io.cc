@@ -1,5 +1,9 @@
 #include "tools/common/tensor_io.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -12,11 +16,25 @@
 namespace hexir::tools {
 namespace {
 
+using hal::ElementType;
 using hal::ElementTypeByteSize;
 using hal::ElementTypeFromName;
 using hal::ElementTypeName;
 
-bool IsFloatType(int32_t t) { return t == 1 || t == 2 || t == 3 || t == 4; }
+bool IsFloatType(int32_t t) { return hal::ElementTypeIsFloat(t); }
+
+// "f32, f16, ... or i1": every element type of hal/element_types.def.
+std::string ElementTypeNames() {
+  std::string names;
+  for (int32_t code : hal::kElementTypeCodes) {
+    if (!names.empty()) names += code == hal::kElementTypeCodes[std::size(hal::kElementTypeCodes) - 1] ? " or " : ", ";
+    names += ElementTypeName(code);
+  }
+  return names;
+}
+
+// The switch label of element type `t` (a hal::ElementType enumerator).
+constexpr int32_t Code(ElementType t) { return static_cast<int32_t>(t); }
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -34,7 +52,7 @@ Status ParseType(std::string_view text, std::vector<int64_t>* dims, int32_t* typ
       *type = ElementTypeFromName(part);
       if (*type == 0) {
         return InvalidArgument("unknown element type '", part,
-                               "' (expected f32, f64, f16, bf16, i8, i16, i32, i64 or i1)");
+                               "' (expected ", ElementTypeNames(), ")");
       }
       return Status::Ok();
     }
@@ -63,29 +81,29 @@ Status ParseNumber(std::string_view tok, int32_t type, double* f, int64_t* i) {
   if (end == s.c_str() || *end != '\0' || errno == ERANGE) {
     return InvalidArgument("'", tok, "' is not a valid ", ElementTypeName(type), " value");
   }
-  if (type == 20 && *i != 0 && *i != 1) return InvalidArgument("'", tok, "' is not a valid i1 value (0 or 1)");
+  if (type == Code(ElementType::kI1) && *i != 0 && *i != 1) return InvalidArgument("'", tok, "' is not a valid i1 value (0 or 1)");
   return Status::Ok();
 }
 
 void StoreElement(HostTensor& t, int64_t index, double f, int64_t i) {
   uint8_t* p = t.bytes.data() + index * ElementTypeByteSize(t.element_type);
   switch (t.element_type) {
-    case 1: { float v = static_cast<float>(f); std::memcpy(p, &v, 4); break; }
-    case 2: { uint16_t v = FloatToHalf(static_cast<float>(f)); std::memcpy(p, &v, 2); break; }
-    case 3: { uint16_t v = FloatToBF16(static_cast<float>(f)); std::memcpy(p, &v, 2); break; }
-    case 4: std::memcpy(p, &f, 8); break;
-    case 16: case 20: { int8_t v = static_cast<int8_t>(i); std::memcpy(p, &v, 1); break; }
-    case 17: { int16_t v = static_cast<int16_t>(i); std::memcpy(p, &v, 2); break; }
-    case 18: { int32_t v = static_cast<int32_t>(i); std::memcpy(p, &v, 4); break; }
-    case 19: std::memcpy(p, &i, 8); break;
+    case Code(ElementType::kF32): { float v = static_cast<float>(f); std::memcpy(p, &v, 4); break; }
+    case Code(ElementType::kF16): { uint16_t v = FloatToHalf(static_cast<float>(f)); std::memcpy(p, &v, 2); break; }
+    case Code(ElementType::kBF16): { uint16_t v = FloatToBF16(static_cast<float>(f)); std::memcpy(p, &v, 2); break; }
+    case Code(ElementType::kF64): std::memcpy(p, &f, 8); break;
+    case Code(ElementType::kI8): case Code(ElementType::kI1): { int8_t v = static_cast<int8_t>(i); std::memcpy(p, &v, 1); break; }
+    case Code(ElementType::kI16): { int16_t v = static_cast<int16_t>(i); std::memcpy(p, &v, 2); break; }
+    case Code(ElementType::kI32): { int32_t v = static_cast<int32_t>(i); std::memcpy(p, &v, 4); break; }
+    case Code(ElementType::kI64): std::memcpy(p, &i, 8); break;
   }
 }
 
 bool FitsIntType(int64_t v, int32_t type) {
   switch (type) {
-    case 16: return v >= INT8_MIN && v <= INT8_MAX;
-    case 17: return v >= INT16_MIN && v <= INT16_MAX;
-    case 18: return v >= INT32_MIN && v <= INT32_MAX;
+    case Code(ElementType::kI8): return v >= INT8_MIN && v <= INT8_MAX;
+    case Code(ElementType::kI16): return v >= INT16_MIN && v <= INT16_MAX;
+    case Code(ElementType::kI32): return v >= INT32_MIN && v <= INT32_MAX;
     default: return true;
   }
 }
@@ -94,9 +112,51 @@ std::string FormatFloat(double v, int32_t type) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   char buf[64];
-  std::to_chars_result r = type == 4 ? std::to_chars(buf, buf + sizeof(buf), v)
+  std::to_chars_result r = type == Code(ElementType::kF64) ? std::to_chars(buf, buf + sizeof(buf), v)
                                      : std::to_chars(buf, buf + sizeof(buf), static_cast<float>(v));
   return std::string(buf, r.ptr);
+}
+
+// Refuses a host buffer larger than this machine's memory before trying to allocate it.
+Status CheckHostAllocation(const std::string& what, uint64_t bytes) {
+  long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return Status::Ok();
+  uint64_t memory = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
+  if (bytes > memory) {
+    return ResourceExhausted(what, ": needs ", bytes, " bytes, more than this machine's ",
+                             memory, " bytes of memory");
+  }
+  return Status::Ok();
+}
+
+// The whole of a regular file (a directory or a device is refused by name).
+StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NotFound("cannot open '", path, "': ", std::strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return InvalidArgument("'", path, "' is not a regular file (a directory or a device?)");
+  }
+  Status fits = CheckHostAllocation(StrCat("'", path, "'"), static_cast<uint64_t>(st.st_size));
+  if (!fits.ok()) {
+    ::close(fd);
+    return fits;
+  }
+  std::string data(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::read(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : 0;
+      ::close(fd);
+      return DataLoss("cannot read '", path, "': ", err ? std::strerror(err) : "the file shrank");
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return data;
 }
 
 }  // namespace
@@ -172,14 +232,14 @@ float BF16ToFloat(uint16_t h) {
 double ElementAsDouble(const HostTensor& t, int64_t i) {
   const uint8_t* p = t.bytes.data() + i * ElementTypeByteSize(t.element_type);
   switch (t.element_type) {
-    case 1: { float v; std::memcpy(&v, p, 4); return v; }
-    case 2: { uint16_t v; std::memcpy(&v, p, 2); return HalfToFloat(v); }
-    case 3: { uint16_t v; std::memcpy(&v, p, 2); return BF16ToFloat(v); }
-    case 4: { double v; std::memcpy(&v, p, 8); return v; }
-    case 16: case 20: return static_cast<int8_t>(*p);
-    case 17: { int16_t v; std::memcpy(&v, p, 2); return v; }
-    case 18: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    case 19: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+    case Code(ElementType::kF32): { float v; std::memcpy(&v, p, 4); return v; }
+    case Code(ElementType::kF16): { uint16_t v; std::memcpy(&v, p, 2); return HalfToFloat(v); }
+    case Code(ElementType::kBF16): { uint16_t v; std::memcpy(&v, p, 2); return BF16ToFloat(v); }
+    case Code(ElementType::kF64): { double v; std::memcpy(&v, p, 8); return v; }
+    case Code(ElementType::kI8): case Code(ElementType::kI1): return static_cast<int8_t>(*p);
+    case Code(ElementType::kI16): { int16_t v; std::memcpy(&v, p, 2); return v; }
+    case Code(ElementType::kI32): { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case Code(ElementType::kI64): { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
   }
   return 0;
 }
@@ -244,8 +304,10 @@ StatusOr<HostValue> ParseValue(std::string_view spec_in) {
     return InvalidArgument("input '", Trim(spec.substr(0, eq)), "': expected ", count,
                            " values (or one to fill the tensor), got ", tokens.size());
   }
-  t.bytes.assign(static_cast<size_t>(count * ElementTypeByteSize(type)), 0);
   std::string type_text(Trim(spec.substr(0, eq)));
+  HEXIR_RETURN_IF_ERROR(CheckHostAllocation(StrCat("input '", type_text, "'"),
+                                            static_cast<uint64_t>(count) * ElementTypeByteSize(type)));
+  t.bytes.assign(static_cast<size_t>(count * ElementTypeByteSize(type)), 0);
   double f = 0;
   int64_t i = 0;
   for (int64_t k = 0; k < count; ++k) {
@@ -293,27 +355,27 @@ namespace {
 
 const char* NpyDescr(int32_t type) {
   switch (type) {
-    case 1: return "<f4";
-    case 2: return "<f2";
-    case 4: return "<f8";
-    case 16: return "|i1";
-    case 17: return "<i2";
-    case 18: return "<i4";
-    case 19: return "<i8";
-    case 20: return "|b1";
+    case Code(ElementType::kF32): return "<f4";
+    case Code(ElementType::kF16): return "<f2";
+    case Code(ElementType::kF64): return "<f8";
+    case Code(ElementType::kI8): return "|i1";
+    case Code(ElementType::kI16): return "<i2";
+    case Code(ElementType::kI32): return "<i4";
+    case Code(ElementType::kI64): return "<i8";
+    case Code(ElementType::kI1): return "|b1";
     default: return nullptr;  // bf16 has no NumPy dtype
   }
 }
 
 int32_t NpyType(std::string_view d) {
-  if (d == "<f4") return 1;
-  if (d == "<f2") return 2;
-  if (d == "<f8") return 4;
-  if (d == "|i1" || d == "<i1") return 16;
-  if (d == "<i2") return 17;
-  if (d == "<i4") return 18;
-  if (d == "<i8") return 19;
-  if (d == "|b1") return 20;
+  if (d == "<f4") return Code(ElementType::kF32);
+  if (d == "<f2") return Code(ElementType::kF16);
+  if (d == "<f8") return Code(ElementType::kF64);
+  if (d == "|i1" || d == "<i1") return Code(ElementType::kI8);
+  if (d == "<i2") return Code(ElementType::kI16);
+  if (d == "<i4") return Code(ElementType::kI32);
+  if (d == "<i8") return Code(ElementType::kI64);
+  if (d == "|b1") return Code(ElementType::kI1);
   return 0;
 }
 
@@ -340,9 +402,7 @@ std::string_view DictValue(std::string_view header, std::string_view key) {
 }  // namespace
 
 StatusOr<HostTensor> ReadNpy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("cannot open '", path, "': ", std::strerror(errno));
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  HEXIR_ASSIGN_OR_RETURN(std::string data, ReadWholeFile(path));
   if (data.size() < 10 || data.compare(0, 6, "\x93NUMPY") != 0) {
     return InvalidArgument("'", path, "' is not a .npy file (bad magic)");
   }

@@ -3,7 +3,30 @@
 
 #include <cstdio>
 
+#include "tools/common/tool_main.h"
 #include "tools/hexir-bench/bench.h"
+
+namespace hexir::tools::bench {
+namespace {
+
+Status Run(const BenchOptions& o, const std::string& trace, const std::string& roofline) {
+  HEXIR_ASSIGN_OR_RETURN(BenchReport report, RunBench(o));
+  std::fputs(FormatReport(report).c_str(), stdout);
+  if (!trace.empty()) {
+    Status st = WriteTrace(report, trace);
+    if (!st.ok()) return std::move(st).WithContext("--trace");
+    std::printf("trace: %s (%zu dispatch events)\n", trace.c_str(), report.dispatch_events.size());
+  }
+  if (!roofline.empty()) {
+    Status st = WriteRoofline(report, roofline);
+    if (!st.ok()) return std::move(st).WithContext("--roofline");
+    std::printf("roofline: %s\n", roofline.c_str());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+}  // namespace hexir::tools::bench
 
 int main(int argc, char** argv) {
   hexir::tools::bench::BenchOptions o;
@@ -23,32 +46,7 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-baselines", o.baselines, "Skip the vendor GEMM baselines");
   app.add_option("--trace", trace, "Write a Chrome/Perfetto trace (JSON)");
   app.add_option("--roofline", roofline, "Write a roofline plot (SVG)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  auto report = hexir::tools::bench::RunBench(o);
-  if (!report.ok()) {
-    std::fprintf(stderr, "hexir-bench: error: %s\n", report.status().ToString().c_str());
-    return 1;
-  }
-  std::fputs(hexir::tools::bench::FormatReport(*report).c_str(), stdout);
-  if (!trace.empty()) {
-    hexir::Status st = hexir::tools::bench::WriteTrace(*report, trace);
-    if (!st.ok()) {
-      std::fprintf(stderr, "hexir-bench: error: --trace: %s\n", st.ToString().c_str());
-      return 1;
-    }
-    std::printf("trace: %s (%zu dispatch events)\n", trace.c_str(), report->dispatch_events.size());
-  }
-  if (!roofline.empty()) {
-    hexir::Status st = hexir::tools::bench::WriteRoofline(*report, roofline);
-    if (!st.ok()) {
-      std::fprintf(stderr, "hexir-bench: error: --roofline: %s\n", st.ToString().c_str());
-      return 1;
-    }
-    std::printf("roofline: %s\n", roofline.c_str());
-  }
-  return 0;
+  if (int exit = hexir::tools::ParseFlags("hexir-bench", app, argc, argv); exit >= 0) return exit;
+  return hexir::tools::RunTool("hexir-bench",
+                               [&] { return hexir::tools::bench::Run(o, trace, roofline); });
 }

@@ -1,9 +1,13 @@
 // hexir-compile INPUT.mlir --target=cpu -o OUT.vmfb
 // Parses MLIR (func/scf/linalg/tensor/arith/math/tosa, dynamic shapes), runs the Hexir pipeline and
 // writes a .vmfb module. Errors are MLIR diagnostics on stderr and a non-zero exit code.
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "compiler/Pipeline.h"
+#include "tools/common/tool_main.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -39,8 +43,19 @@ static cl::opt<bool> emitMLIR("emit-vm-mlir",
                                        "(kernel binaries replaced by their size)"),
                               cl::init(false));
 
+// LLVM reports an allocation failure through this handler (it is built without exceptions);
+// the default aborts. An input that asks for more memory than there is fails with exit 1.
+static void OnLlvmBadAlloc(void*, const char* reason, bool) {
+  std::fprintf(stderr, "hexir-compile: error: resource_exhausted: out of memory (%s): the input "
+                       "asks for more memory than this machine can give\n", reason);
+  std::fflush(stderr);
+  _exit(1);
+}
+
 int main(int argc, char** argv) {
   llvm::InitLLVM init(argc, argv);
+  hexir::tools::InstallLastResortHandler("hexir-compile");
+  llvm::install_bad_alloc_error_handler(OnLlvmBadAlloc);
   cl::ParseCommandLineOptions(argc, argv, "Hexir compiler: MLIR -> .vmfb\n");
 
   mlir::DialectRegistry registry;
@@ -90,6 +105,13 @@ int main(int argc, char** argv) {
     module->print(out->os());
   } else {
     out->os().write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+  out->os().flush();
+  if (out->os().has_error()) {
+    llvm::errs() << "hexir-compile: error: cannot write '" << output
+                 << "': " << out->os().error().message() << "\n";
+    out->os().clear_error();
+    return 1;
   }
   out->keep();
   return 0;

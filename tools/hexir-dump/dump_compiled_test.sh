@@ -15,7 +15,7 @@ expect() {  # expect REGEX: some line of the dump matches
   fi
 }
 expect '^module "'
-expect '^  format 1\.[0-9]+, [0-9]+ bytes$'
+expect '^  format 2\.[0-9]+, [0-9]+ bytes$'
 expect '^imports \([1-9][0-9]*\)$'
 expect '^  #[0-9]+ hal\.buffer_view\.assert : r'
 expect '^exports \(1\)$'
@@ -31,6 +31,18 @@ expect '^    entry 0: main_dispatch_0$'
 if [ "$fail" -ne 0 ]; then
   echo "--- dump ---"
   echo "$text"
+  exit 1
+fi
+# A flipped byte in the embedded shared object: refused, naming the executable, exit 1.
+exe_offset=$(sed -nE 's/^  #0 format "cpu-elf-x86_64" offset ([0-9]+) size.*/\1/p' <<<"$text")
+corrupt="${TEST_TMPDIR:-/tmp}/corrupt.vmfb"
+cp "$out" "$corrupt"
+python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(int(sys.argv[2])); b = f.read(1)
+f.seek(int(sys.argv[2])); f.write(bytes([b[0] ^ 0xFF]))' "$corrupt" $((exe_offset + 200))
+status=0
+err=$("$dump" "$corrupt" 2>&1 >/dev/null) || status=$?
+if [ "$status" -ne 1 ] || ! grep -q "executable 0 ('main_dispatch_0'): checksum mismatch" <<<"$err"; then
+  echo "FAIL: corrupted module: exit $status, stderr: $err"
   exit 1
 fi
 echo "ok: $(wc -l <<<"$text") lines checked"

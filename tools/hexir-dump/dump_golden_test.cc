@@ -151,7 +151,7 @@ TEST_CASE("hexir-dump output matches the golden file") {
   CHECK(brief == expected);
 }
 
-TEST_CASE("hexir-dump reports a module that fails to load and exits 1") {
+TEST_CASE("hexir-dump reports a module that fails to load or a bad flag and exits 1") {
   std::vector<uint8_t> bytes = SampleModule();
   bytes.resize(bytes.size() / 2);
   std::string path = TempPath("truncated.vmfb");
@@ -159,10 +159,14 @@ TEST_CASE("hexir-dump reports a module that fails to load and exits 1") {
   int status = -1;
   std::string out = Run("tools/hexir-dump/hexir-dump " + path + " 2>&1", &status);
   CHECK(status == 1);
-  CHECK(out.rfind("hexir-dump: ", 0) == 0);
+  CHECK(out.rfind("hexir-dump: error: ", 0) == 0);
   CHECK(out.find("module file '" + path + "'") != std::string::npos);
-  Run("tools/hexir-dump/hexir-dump 2>/dev/null", &status);
-  CHECK(status == 2);
+  out = Run("tools/hexir-dump/hexir-dump 2>&1", &status);
+  CHECK(status == 1);
+  CHECK(out.rfind("hexir-dump: error: invalid_argument: no module given; usage: ", 0) == 0);
+  out = Run("tools/hexir-dump/hexir-dump --bytes=lots " + path + " 2>&1", &status);
+  CHECK(status == 1);
+  CHECK(out.find("--bytes='lots': expected a byte count") != std::string::npos);
 }
 
 }  // namespace

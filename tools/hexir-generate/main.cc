@@ -6,25 +6,31 @@
 // prints `ids: 403 407 ...` (generated ids; BOS excluded; the stopping token included) and,
 // with a tokenizer, the decoded text on the next line.
 //
-// The checkpoint (llama2.c, or GGUF when it starts with the GGUF magic) is memory-mapped and
-// each weight tensor uploaded once (tools/common/llama_parameters.h: the order, offsets and
-// stored types come from compiler/importers/llama; a tensor stored in another type than the
-// module takes, f32 or f16, is converted once), and the same device buffers are passed on
-// every call of @generate (--repeat calls it again).
+// The checkpoint (llama2.c, or GGUF when it starts with the GGUF magic; a Hugging Face folder
+// maps its safetensors files) is memory-mapped and each weight tensor uploaded once
+// (tools/common/llama_parameters.h: the order, offsets, files and stored types come from
+// compiler/importers/llama; a tensor stored in another type than the module takes, f32 or
+// f16, is converted once, and Hugging Face q/k rows are permuted), and the same device buffers
+// are passed on every call of @generate (--repeat calls it again).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "compiler/importers/llama/Checkpoint.h"
+#include "compiler/importers/llama/Gguf.h"
 #include "hal/api.h"
 #include "hal/element_type.h"
 #include "tools/common/invocation.h"
 #include "tools/common/llama_parameters.h"
+#include "tools/common/tool_main.h"
 #include "tools/hexir-generate/tokenizer.h"
+#include "tools/hexir-generate/vocabulary.h"
 
 namespace hexir::tools {
 namespace {
@@ -38,22 +44,44 @@ struct Flags {
   int repeat = 1;
   bool timing = false;
   bool verbose = false;
+  bool tokenize_only = false;
 };
 
 Status Run(const Flags& f) {
   HEXIR_ASSIGN_OR_RETURN(auto parameters, LlamaParameters::Open(f.parameters));
   const llama::LlamaConfig* config = &parameters->config();
+  std::unique_ptr<Vocabulary> vocabulary;  // the file's own tokenizer, when it has one
+  if (f.tokenizer.empty() && !parameters->tokenizer_json().empty()) {  // Hugging Face tokenizer.json
+    HEXIR_ASSIGN_OR_RETURN(Vocabulary v, Vocabulary::FromHfTokenizerJson(parameters->tokenizer_json(),
+                                                                         config->bos_id, config->eos_id));
+    vocabulary = std::make_unique<Vocabulary>(std::move(v));
+  } else if (f.tokenizer.empty() && parameters->data() && llama::IsGguf(parameters->data(), parameters->size())) {
+    StatusOr<llama::GgufFile> gguf = llama::ParseGguf(parameters->data(), parameters->size());
+    if (!gguf.ok()) return std::move(gguf).status().WithContext(StrCat("'", f.parameters, "'"));
+    if (gguf->Find("tokenizer.ggml.model")) {
+      StatusOr<Vocabulary> v = Vocabulary::FromGguf(*gguf);
+      if (!v.ok()) return std::move(v).status().WithContext(StrCat("'", f.parameters, "'"));
+      vocabulary = std::make_unique<Vocabulary>(std::move(*v));
+    }
+  }
 
-  std::vector<int64_t> prompt = {1};  // BOS
+  std::vector<int64_t> prompt = {config->bos_id};
   std::unique_ptr<Tokenizer> tokenizer;
   if (!f.tokenizer.empty()) {
     HEXIR_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::Load(f.tokenizer, config->vocab_size));
     tokenizer = std::make_unique<Tokenizer>(std::move(t));
   }
   if (!f.prompt.empty()) {
-    if (!tokenizer) return InvalidArgument("--prompt needs --tokenizer to encode the text");
+    if (!tokenizer && !vocabulary)
+      return InvalidArgument("--prompt needs a tokenizer: --tokenizer, or a GGUF with tokenizer.ggml.* metadata, or a "
+                             "Hugging Face folder with tokenizer.json");
     if (!f.prompt_ids.empty()) return InvalidArgument("give --prompt or --prompt-ids, not both");
-    for (int64_t id : tokenizer->Encode(f.prompt)) prompt.push_back(id);
+    if (vocabulary) {
+      prompt = vocabulary->Encode(f.prompt, /*add_bos=*/true);  // BOS when the file says so
+      if (prompt.empty()) prompt = {config->bos_id};
+    } else {
+      for (int64_t id : tokenizer->Encode(f.prompt)) prompt.push_back(id);
+    }
   }
   if (!f.prompt_ids.empty()) {
     prompt.clear();
@@ -75,6 +103,15 @@ Status Run(const Flags& f) {
       return InvalidArgument("prompt token ", i, " is ", prompt[i], ", outside the vocabulary 0..",
                              config->vocab_size - 1);
 
+  if (f.tokenize_only) {  // llama-tokenize's job: the prompt's ids and llama_detokenize of them
+    std::string line = "ids:";
+    for (int64_t id : prompt) line += " " + std::to_string(id);
+    std::printf("%s\n", line.c_str());
+    if (vocabulary) std::printf("%s\n", vocabulary->Decode(prompt).c_str());
+    return Status::Ok();
+  }
+  if (f.module.empty()) return InvalidArgument("--module is required (unless --tokenize-only)");
+
   if (f.verbose) {
     std::string line = "hexir-generate: prompt ids:";
     for (int64_t id : prompt) line += " " + std::to_string(id);
@@ -87,9 +124,13 @@ Status Run(const Flags& f) {
   HEXIR_ASSIGN_OR_RETURN(auto session, Session::Open(f.module, options));
   HEXIR_ASSIGN_OR_RETURN(vm::Function fn, session->LookupFunction("generate"));
   HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> args, ParseAbiTypes(std::string(fn.attr("abi.args"))));
-  HEXIR_ASSIGN_OR_RETURN(const int32_t weight_type, parameters->CheckArguments(args, 2, StrCat("module '", f.module, "': @generate")));
+  HEXIR_ASSIGN_OR_RETURN(const int32_t weight_type,
+                         parameters->CheckArguments(args, 2, StrCat("module '", f.module, "': @generate")));
 
-  // The module's KV cache must hold the prompt (prefill writes every prompt position).
+  // The module's KV cache must hold the prompt (prefill writes every prompt position), and
+  // bounds the output: @generate sizes its id tensor by max_new, so a larger request would
+  // only cost memory. It is clamped to the cache length (the output is unchanged).
+  int64_t max_tokens = f.max_tokens;
   if (auto cache_fn = session->LookupFunction("cache_len"); cache_fn.ok()) {
     std::vector<HostValue> r;
     HEXIR_RETURN_IF_ERROR(session->Call(*cache_fn, {}, &r));
@@ -101,10 +142,19 @@ Status Run(const Flags& f) {
                              "' has a KV cache of ", cache_len,
                              " positions (hexir-import --cache-len, at most the header's seq_len ",
                              config->seq_len, ")");
+    if (max_tokens > cache_len) {
+      if (f.verbose) {
+        std::fprintf(stderr, "hexir-generate: --max-tokens=%lld clamped to the cache length %lld\n",
+                     static_cast<long long>(max_tokens), static_cast<long long>(cache_len));
+      }
+      max_tokens = cache_len;
+    }
   }
 
   hal::Device& device = session->device();
-  // Upload once; the refs are reused by every call.
+  // Upload once; the refs are reused by every call (tools/common/llama_parameters.h: a tensor
+  // already in the module's type and layout goes from the mapping as is; others are converted
+  // once, and Hugging Face q/k rows are permuted from rotate-half to interleaved pairs).
   HEXIR_ASSIGN_OR_RETURN(std::vector<vm::Ref<hal::BufferView>> weight_views,
                          parameters->Upload(device, weight_type));
   int64_t prompt_len = int64_t(prompt.size());
@@ -118,7 +168,7 @@ Status Run(const Flags& f) {
   for (int call = 0; call < std::max(1, f.repeat); ++call) {
     std::vector<vm::Variant> in(2 + weight_views.size());
     in[0].ref = prompt_view;
-    in[1].bits = f.max_tokens;
+    in[1].bits = max_tokens;
     for (size_t i = 0; i < weight_views.size(); ++i) in[2 + i].ref = weight_views[i];
     std::vector<vm::Variant> out;
     auto start = std::chrono::steady_clock::now();
@@ -141,7 +191,11 @@ Status Run(const Flags& f) {
   std::string line = "ids:";
   for (int64_t id : ids) line += " " + std::to_string(id);
   std::printf("%s\n", line.c_str());
-  if (tokenizer) {
+  if (vocabulary) {
+    // llama.cpp drops the first piece's leading space when the text starts there (BOS only).
+    bool from_bos = prompt.size() == 1 && prompt[0] == config->bos_id;
+    std::printf("%s\n", vocabulary->Decode(ids, from_bos).c_str());
+  } else if (tokenizer) {
     std::string text;
     int64_t prev = prompt.back();
     for (int64_t id : ids) {
@@ -164,22 +218,20 @@ Status Run(const Flags& f) {
 int main(int argc, char** argv) {
   hexir::tools::Flags f;
   CLI::App app{"hexir-generate: greedy decoding with a module imported from a llama2.c or GGUF checkpoint"};
-  app.add_option("--module", f.module, "compiled module (.vmfb) from hexir-import + hexir-compile")->required();
+  app.add_option("--module", f.module, "compiled module (.vmfb) from hexir-import + hexir-compile (required)");
   app.add_option("--device", f.device, "cpu (default), cuda, cuda:N");
   app.add_option("--parameters", f.parameters, "the llama2.c (.bin) or GGUF (.gguf) checkpoint the module was imported from")->required();
-  app.add_option("--tokenizer", f.tokenizer, "llama2.c tokenizer (.bin): decode the ids, encode --prompt");
-  app.add_option("--prompt", f.prompt, "text to continue (needs --tokenizer); default: BOS only");
+  app.add_option("--tokenizer", f.tokenizer,
+                 "llama2.c tokenizer (.bin): decode the ids, encode --prompt (default for GGUF: the file's own)");
+  app.add_option("--prompt", f.prompt, "text to continue (needs a tokenizer); default: BOS only");
   app.add_option("--prompt-ids", f.prompt_ids, "prompt as comma-separated token ids (BOS not added)");
   app.add_option("--max-tokens", f.max_tokens, "maximum generated tokens")->required()->check(CLI::NonNegativeNumber);
   app.add_option("--cpu-threads", f.cpu_threads, "CPU driver worker threads (0: inline)");
   app.add_option("--repeat", f.repeat, "call @generate N times with the same uploaded weights");
   app.add_flag("--timing", f.timing, "print the fastest call's time and tokens/s to stderr");
   app.add_flag("--verbose", f.verbose, "print the prompt's token ids (BOS first) to stderr");
-  CLI11_PARSE(app, argc, argv);
-  hexir::Status st = hexir::tools::Run(f);
-  if (!st.ok()) {
-    std::fprintf(stderr, "hexir-generate: error: %s\n", st.ToString().c_str());
-    return 1;
-  }
-  return 0;
+  app.add_flag("--tokenize-only", f.tokenize_only,
+               "print the prompt's ids and their decoded text, and exit (no --module needed)");
+  if (int exit = hexir::tools::ParseFlags("hexir-generate", app, argc, argv); exit >= 0) return exit;
+  return hexir::tools::RunTool("hexir-generate", [&] { return hexir::tools::Run(f); });
 }

@@ -7,9 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "base/interrupt.h"
 #include "base/status.h"
 #include "tools/common/tensor_io.h"
 #include "tools/common/invocation.h"
+#include "tools/common/tool_main.h"
 
 namespace hexir::tools {
 namespace {
@@ -22,6 +24,7 @@ struct Flags {
   std::vector<std::string> outputs;
   int cpu_threads = -1;
   int repeat = 1;
+  double timeout_seconds = 0;  // 0: none
 };
 
 Status Run(const Flags& flags) {
@@ -38,7 +41,9 @@ Status Run(const Flags& flags) {
   HEXIR_ASSIGN_OR_RETURN(vm::Function fn, session->LookupFunction(flags.function));
   std::vector<HostValue> results;
   for (int r = 0; r < flags.repeat; ++r) {
-    HEXIR_RETURN_IF_ERROR(session->Call(fn, inputs, &results));
+    vm::InvokeOptions call;
+    if (flags.timeout_seconds > 0) call.deadline_ns = Interrupt::DeadlineAfter(flags.timeout_seconds);
+    HEXIR_RETURN_IF_ERROR(session->Call(fn, inputs, &results, call));
   }
   if (!flags.outputs.empty() && flags.outputs.size() != results.size()) {
     return InvalidArgument("--output given ", flags.outputs.size(), " times but function '",
@@ -78,15 +83,10 @@ int main(int argc, char** argv) {
                  "Worker threads of the CPU driver (default: all hardware threads; 0 = inline)");
   app.add_option("--repeat", flags.repeat, "Call the function this many times (results of the last)")
       ->check(CLI::PositiveNumber);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  hexir::Status status = hexir::tools::Run(flags);
-  if (!status.ok()) {
-    std::fprintf(stderr, "hexir-run: error: %s\n", status.ToString().c_str());
-    return 1;
-  }
-  return 0;
+  app.add_option("--timeout", flags.timeout_seconds,
+                 "Seconds each call (with its result downloads) may take; past it the call "
+                 "stops with deadline_exceeded (default: no limit)")
+      ->check(CLI::Range(1e-3, 1e9));
+  if (int exit = hexir::tools::ParseFlags("hexir-run", app, argc, argv); exit >= 0) return exit;
+  return hexir::tools::RunTool("hexir-run", [&] { return hexir::tools::Run(flags); });
 }

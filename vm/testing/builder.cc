@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/checksum.h"
 #include "vm/module_generated.h"
+#include "vm/module_header.h"
 
 namespace hexir::vm::testing {
 
@@ -115,8 +117,7 @@ FunctionBuilder& FunctionBuilder::L(const std::vector<Reg>& list) {
   return *this;
 }
 
-FunctionBuilder& FunctionBuilder::P(const Copies& copies) {
-  Expect('P');
+void FunctionBuilder::AppendCopies(const Copies& copies) {
   words_.push_back(static_cast<uint32_t>(copies.size()));
   for (auto [src, dst] : copies) {
     UseEntry(src);
@@ -124,6 +125,11 @@ FunctionBuilder& FunctionBuilder::P(const Copies& copies) {
     words_.push_back(src.word);
     words_.push_back(dst.word);
   }
+}
+
+FunctionBuilder& FunctionBuilder::P(const Copies& copies) {
+  Expect('P');
+  AppendCopies(copies);
   return *this;
 }
 
@@ -133,13 +139,7 @@ FunctionBuilder& FunctionBuilder::W(const std::vector<std::pair<Label, Copies>>&
   for (const auto& [label, copies] : cases) {
     fixups_.emplace_back(offset(), label.id);
     words_.push_back(0);
-    words_.push_back(static_cast<uint32_t>(copies.size()));
-    for (auto [src, dst] : copies) {
-      UseEntry(src);
-      UseEntry(dst);
-      words_.push_back(src.word);
-      words_.push_back(dst.word);
-    }
+    AppendCopies(copies);
   }
   return *this;
 }
@@ -268,6 +268,7 @@ StatusOr<std::vector<uint8_t>> ModuleBuilder::Build() const {
   // pass with placeholder offsets sizes it and a second pass writes the real ones.
   std::vector<uint64_t> offsets(segments_.size(), 0);
   flatbuffers::FlatBufferBuilder fbb;
+  fbb.ForceDefaults(true);  // checksums keep their fields (ResealModule rewrites them)
   for (int pass = 0; pass < 2; ++pass) {
     fbb.Clear();
     std::vector<flatbuffers::Offset<format::ImportDef>> imports;
@@ -294,7 +295,8 @@ StatusOr<std::vector<uint8_t>> ModuleBuilder::Build() const {
     for (const std::string& s : strings_) strings.push_back(fbb.CreateString(s));
     std::vector<format::SegmentRef> segments;
     for (size_t i = 0; i < segments_.size(); ++i) {
-      segments.emplace_back(offsets[i], segments_[i].size());
+      segments.emplace_back(offsets[i], segments_[i].size(),
+                            Checksum64(segments_[i].data(), segments_[i].size()));
     }
     std::vector<flatbuffers::Offset<format::ExecutableDef>> executables;
     for (const Executable& e : executables_) {
@@ -312,19 +314,22 @@ StatusOr<std::vector<uint8_t>> ModuleBuilder::Build() const {
     }
     auto root = format::CreateModuleDirect(
         fbb, name_.c_str(), version_, &imports, &exports, &functions, &bytecode, &strings,
-        &rodata_, &segments, &executables, value_globals_, ref_globals_, initializer_, &attrs);
+        &rodata_, &segments, &executables, value_globals_, ref_globals_, initializer_, &attrs,
+        Checksum64(bytecode.data(), bytecode.size() * 4));
     format::FinishModuleBuffer(fbb, root);
-    uint64_t pos = Align64(16 + fbb.GetSize());
+    uint64_t pos = Align64(kModuleHeaderSize + fbb.GetSize());
     for (size_t i = 0; i < segments_.size(); ++i) {
       offsets[i] = pos;
       pos = Align64(pos + segments_[i].size());
     }
   }
 
-  std::vector<uint8_t> out(16);
-  std::memcpy(out.data(), "HXIRVMFB", 8);
-  uint32_t header[2] = {version_, static_cast<uint32_t>(fbb.GetSize())};
-  std::memcpy(out.data() + 8, header, 8);
+  std::vector<uint8_t> out(kModuleHeaderSize);
+  ModuleHeader header;
+  header.version = version_;
+  header.flatbuffer_size = static_cast<uint32_t>(fbb.GetSize());
+  header.flatbuffer_checksum = Checksum64(fbb.GetBufferPointer(), fbb.GetSize());
+  WriteModuleHeader(header, out.data());
   out.insert(out.end(), fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   for (size_t i = 0; i < segments_.size(); ++i) {
     out.resize(offsets[i], 0);
@@ -332,6 +337,38 @@ StatusOr<std::vector<uint8_t>> ModuleBuilder::Build() const {
   }
   out.resize(Align64(out.size()), 0);
   return out;
+}
+
+bool ResealModule(std::vector<uint8_t>& bytes) {
+  if (bytes.size() < kModuleHeaderSize) return false;
+  ModuleHeader header = ReadModuleHeader(bytes.data());
+  if (header.flatbuffer_size > bytes.size() - kModuleHeaderSize) return false;
+  uint8_t* fb = bytes.data() + kModuleHeaderSize;
+  flatbuffers::Verifier verifier(fb, header.flatbuffer_size);
+  if (!format::VerifyModuleBuffer(verifier)) return false;
+  const format::Module* def = format::GetModule(fb);
+  // format::Module derives privately from flatbuffers::Table, at the same address.
+  const uint8_t* field = reinterpret_cast<const flatbuffers::Table*>(def)->GetAddressOf(
+      format::Module::VT_BYTECODE_CHECKSUM);
+  if (!field) return false;
+  const uint8_t* code = def->bytecode() ? reinterpret_cast<const uint8_t*>(def->bytecode()->data())
+                                        : nullptr;
+  uint64_t sum = Checksum64(code, def->bytecode() ? size_t{def->bytecode()->size()} * 4 : 0);
+  std::memcpy(const_cast<uint8_t*>(field), &sum, 8);
+  if (def->segments()) {
+    for (uint32_t i = 0; i < def->segments()->size(); ++i) {
+      auto* ref = const_cast<uint8_t*>(reinterpret_cast<const uint8_t*>(def->segments()->Get(i)));
+      uint64_t offset, length;
+      std::memcpy(&offset, ref, 8);
+      std::memcpy(&length, ref + 8, 8);
+      if (offset > bytes.size() || length > bytes.size() - offset) continue;  // refused anyway
+      sum = Checksum64(bytes.data() + offset, length);
+      std::memcpy(ref + 16, &sum, 8);
+    }
+  }
+  header.flatbuffer_checksum = Checksum64(fb, header.flatbuffer_size);
+  WriteModuleHeader(header, bytes.data());
+  return true;
 }
 
 }  // namespace hexir::vm::testing

@@ -22,6 +22,7 @@
 
 #include "base/status.h"
 #include "vm/isa.h"
+#include "vm/module_header.h"
 
 namespace hexir::vm::testing {
 
@@ -84,6 +85,7 @@ class FunctionBuilder {
   void UseValue(uint32_t index);
   void UseRef(uint32_t index);
   void UseEntry(Reg reg);
+  void AppendCopies(const Copies& copies);  // the count, then the pairs (P, and each W case)
 
   uint32_t ordinal_;
   std::string name_, signature_;
@@ -135,7 +137,7 @@ class ModuleBuilder {
   };
 
   std::string name_;
-  uint32_t version_ = 1u << 16 | 1;  // format 1.1 (vm/module.h)
+  uint32_t version_ = kModuleVersion;  // vm/module_header.h
   std::vector<std::unique_ptr<FunctionBuilder>> functions_;
   std::vector<Import> imports_;
   std::vector<std::pair<std::string, uint32_t>> exports_;
@@ -151,5 +153,10 @@ class ModuleBuilder {
   ModuleBuilder(const ModuleBuilder&) = delete;
   ModuleBuilder& operator=(const ModuleBuilder&) = delete;
 };
+
+// Recomputes every checksum of a module edited after Build() (the bytecode's, each segment's,
+// the FlatBuffer's) so that tests and fuzzers reach the checks behind the integrity check.
+// False (bytes unchanged or partly resealed) when the header or FlatBuffer does not parse.
+bool ResealModule(std::vector<uint8_t>& bytes);
 
 }  // namespace hexir::vm::testing

@@ -20,10 +20,29 @@ struct Walker {
   }
 };
 
+// int64 arithmetic that remembers an overflow: a corrupt header's size products can exceed
+// 2^63 (every field is up to 2^31 - 1), and a wrapped product could pass the file-size check.
+struct Checked {
+  int64_t value = 0;
+  bool overflow = false;
+  Checked(int64_t v) : value(v) {}  // NOLINT: implicit from plain counts
+  Checked(int64_t v, bool o) : value(v), overflow(o) {}
+  friend Checked operator*(Checked a, Checked b) {
+    int64_t r;
+    bool o = __builtin_mul_overflow(a.value, b.value, &r);
+    return {r, a.overflow || b.overflow || o};
+  }
+  friend Checked operator+(Checked a, Checked b) {
+    int64_t r;
+    bool o = __builtin_add_overflow(a.value, b.value, &r);
+    return {r, a.overflow || b.overflow || o};
+  }
+};
+
 }  // namespace
 
 int64_t WeightTensor::byte_size() const {
-  int64_t n = type == StoredType::kF16 ? 2 : 4;
+  int64_t n = hal::ElementTypeByteSize(static_cast<int64_t>(type));
   for (int64_t d : dims) n *= d;
   return n;
 }
@@ -58,6 +77,12 @@ StatusOr<LlamaConfig> ParseLlamaHeader(const uint8_t* data, size_t file_size) {
     return InvalidArgument("llama2.c checkpoint: head size dim/n_heads = ", c.head_size(),
                            " is odd; rotary embeddings need pairs");
   int64_t need = LlamaFileBytes(c);
+  if (need < 0)
+    return InvalidArgument("llama2.c checkpoint: the header (dim ", c.dim, ", hidden_dim ",
+                           c.hidden_dim, ", n_layers ", c.n_layers, ", n_kv_heads ",
+                           c.n_kv_heads, ", vocab_size ", h[5], ", seq_len ", c.seq_len,
+                           ") implies more than 2^63 bytes of arrays (the size overflows 64 "
+                           "bits): the header is corrupt");
   if (int64_t(file_size) < need) {
     // Name the first array that does not fit.
     std::string what = "the arrays";
@@ -76,10 +101,11 @@ StatusOr<LlamaConfig> ParseLlamaHeader(const uint8_t* data, size_t file_size) {
 }
 
 int64_t LlamaFileBytes(const LlamaConfig& c) {
-  int64_t L = c.n_layers, D = c.dim, F = c.hidden_dim, KV = c.kv_dim(), V = c.vocab_size;
-  int64_t floats = V * D + L * (D + D * D + 2 * KV * D + D * D + D + 3 * F * D) + D +
-                   c.seq_len * c.head_size() + (c.shared_classifier ? 0 : V * D);
-  return kHeaderBytes + 4 * floats;
+  Checked L = c.n_layers, D = c.dim, F = c.hidden_dim, KV = c.kv_dim(), V = c.vocab_size;
+  Checked floats = V * D + L * (D + D * D + 2 * (KV * D) + D * D + D + 3 * (F * D)) + D +
+                   Checked(c.seq_len) * c.head_size() + (c.shared_classifier ? Checked(0) : V * D);
+  Checked bytes = Checked(kHeaderBytes) + 4 * floats;
+  return bytes.overflow ? -1 : bytes.value;
 }
 
 std::vector<WeightTensor> LlamaWeights(const LlamaConfig& c) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "hal/element_type.h"
 
 namespace hexir::compiler::llama {
 
@@ -30,6 +31,11 @@ struct LlamaConfig {
   // Not in the llama2.c header (which implies these values); GGUF metadata sets them.
   float rms_eps = 1e-5f;        // RMSNorm epsilon
   float rope_theta = 10000.0f;  // rotary base: freq_i = theta^(-2i/head_size)
+  float rope_scale = 1.0f;      // linear rope scaling: angles are pos * freq_i / rope_scale
+  // Token ids that end generation (the program stops after emitting either); llama2.c's
+  // are fixed, GGUF's tokenizer.ggml.bos_token_id / eos_token_id set them.
+  int64_t bos_id = 1;
+  int64_t eos_id = 2;
 
   int64_t head_size() const { return dim / n_heads; }
   int64_t kv_dim() const { return n_kv_heads * head_size(); }
@@ -37,20 +43,25 @@ struct LlamaConfig {
 
 inline constexpr size_t kHeaderBytes = 7 * 4;
 
-// Element type of a weight tensor as stored in the file (llama2.c: always f32; GGUF: f32/f16).
-enum class StoredType { kF32, kF16 };
-
 struct WeightTensor {
   std::string name;            // "token_embedding", "layer3.wq", "rms_final", "classifier"
   std::vector<int64_t> dims;   // row-major
   int64_t offset = 0;          // byte offset in the checkpoint file
-  StoredType type = StoredType::kF32;
-  int64_t byte_size() const;   // elements * (4 or 2)
+  hal::ElementType type = hal::ElementType::kF32;  // as stored
+  // The file holding the tensor when a checkpoint has several (sharded safetensors); empty:
+  // the checkpoint file itself.
+  std::string file;
+  // > 0: the rows are in Hugging Face's rotate-half order for this many heads (per head, the
+  // first half of the rows holds the pairs' first elements, the second half the second);
+  // a runtime permutes them into the interleaved pairs the program rotates.
+  int64_t rotate_half_heads = 0;
+  int64_t byte_size() const;   // elements * the type's byte size
 };
 
 // Parses and validates the header against the file length `file_size`: every field positive,
-// dim divisible by n_heads, n_heads divisible by n_kv_heads, head_size even, and the file at
-// least as long as the arrays the header implies. Errors name the field and its file offset.
+// dim divisible by n_heads, n_heads divisible by n_kv_heads, head_size even, the implied size
+// within 64 bits (overflow-checked), and the file at least as long as the arrays the header
+// implies. Errors name the field and its file offset.
 StatusOr<LlamaConfig> ParseLlamaHeader(const uint8_t* data, size_t file_size);
 
 // The entry function's weight arguments, in order: token_embedding[vocab][dim]; per layer
@@ -59,7 +70,8 @@ StatusOr<LlamaConfig> ParseLlamaHeader(const uint8_t* data, size_t file_size);
 // rms_final[dim]; classifier[vocab][dim] only when the classifier is not shared.
 std::vector<WeightTensor> LlamaWeights(const LlamaConfig& config);
 
-// Bytes of the file the header implies (header + every array, rotary tables included).
+// Bytes of the file the header implies (header + every array, rotary tables included), or -1
+// when that size does not fit in 64 bits (a corrupt header; ParseLlamaHeader refuses it).
 int64_t LlamaFileBytes(const LlamaConfig& config);
 
 }  // namespace hexir::compiler::llama

@@ -4,13 +4,15 @@
 // Program structure (every shape static except the prompt and the id list):
 //   func.func @generate(%prompt: tensor<?xi64>, %max_new: i64, <weights...>) -> tensor<?xi64>
 //     weights: LlamaWeights(config) order (Checkpoint.h). Result: max_new ids, generated in
-//     order, the rest -1. The decode loop is one scf.while: each iteration feeds the token at
-//     `pos` (prompt tokens first, one per iteration, then the previous argmax) through the
-//     layers and picks the argmax on the device; it stops after the prompt once max_new
-//     tokens were produced, a token 1 (BOS) or 2 (EOS) was produced, or pos reached the cache
-//     length.
-//   func.func private @layer(%x, %pos, %k_cache, %v_cache, 9 layer weights) -> (x', k', v')
-//     one transformer layer, called once per layer (L calls in the loop body, one function).
+//     order, the rest -1. The prompt runs in one pass (@prefill_layer per layer, M rows);
+//     then a chunked decode loop (scf.while of scf.for steps) runs the layers inline on one
+//     row, picks the argmax on the device, and stops after max_new ids, a BOS or EOS token (config.bos_id /
+//     eos_id), or at the cache length.
+//   func.func private @prefill_layer(%x: [M][D], %kc, %vc, 9 layer weights) -> (x', k', v')
+//   func.func @cache_len() -> tensor<1xi64>
+//   One layer emitter serves both: it is parameterised by the rows it runs on (one decode
+//   row at the loop's position, or the M prompt rows at positions 0..M-1); only the cache
+//   write and the attention's position range differ between the two.
 //   KV cache: per layer one K and one V tensor<cache_len x kv_dim x f32>, zero-filled in
 //   @generate and carried through the loop (2 * L tensors = [L][cache_len][kv_dim]).
 #pragma once

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 
+#include "hal/element_type.h"
+
 namespace hexir::compiler::llama {
 namespace {
 
@@ -113,20 +115,9 @@ Status ReadValue(Reader& r, GgufValueType type, const std::string& what, int dep
   return Status::Ok();
 }
 
-// Bytes per element for the plain ggml types; 0 for others (block-quantized or unknown).
-int64_t PlainTypeBytes(uint32_t t) {
-  switch (t) {
-    case 0: return 4;   // f32
-    case 1: return 2;   // f16
-    case 24: return 1;  // i8
-    case 25: return 2;  // i16
-    case 26: return 4;  // i32
-    case 27: return 8;  // i64
-    case 28: return 8;  // f64
-    case 30: return 2;  // bf16
-  }
-  return 0;
-}
+// Bytes per element for the plain ggml types (named like hal/element_types.def's rows); 0 for
+// others (block-quantized or unknown).
+int64_t PlainTypeBytes(uint32_t t) { return hal::ElementTypeByteSize(hal::ElementTypeFromName(GgmlTypeName(t))); }
 
 }  // namespace
 

@@ -72,14 +72,6 @@ StatusOr<GgufLlama> GgufLlamaModel(const GgufFile& f) {
   if (const GgufValue* sl = f.Find("llama.rope.scale_linear"); sl && !(sl->is_float() && sl->f == 1.0))
     return InvalidArgument("GGUF: metadata 'llama.rope.scale_linear' at offset ", sl->offset,
                            ": rope scaling is not supported");
-  const struct { const char* key; int64_t id; } kStops[] = {{"tokenizer.ggml.bos_token_id", 1},
-                                                           {"tokenizer.ggml.eos_token_id", 2}};
-  for (const auto& s : kStops)
-    if (const GgufValue* v = f.Find(s.key); v && (!v->is_integer() || v->i != s.id))
-      return InvalidArgument("GGUF: metadata '", s.key, "' at offset ", v->offset, " is ",
-                             v->is_integer() ? std::to_string(v->i) : GgufValueTypeName(v->type),
-                             "; the generated program stops at ids 1 (BOS) and 2 (EOS), so it must be ", s.id);
-
   const GgufTensorInfo* emb = f.FindTensor("token_embd.weight");
   if (!emb) return InvalidArgument("GGUF: tensor 'token_embd.weight' is missing");
   if (const GgufValue* tokens = f.Find("tokenizer.ggml.tokens")) {
@@ -94,7 +86,33 @@ StatusOr<GgufLlama> GgufLlamaModel(const GgufFile& f) {
     c.vocab_size = int64_t(emb->ne[1]);
   }
   c.shared_classifier = f.FindTensor("output.weight") == nullptr;
+  // The program stops at the file's BOS/EOS ids (llama.cpp's defaults for a "llama"
+  // vocabulary are 1 and 2; a "gpt2" vocabulary names its own).
+  const struct { const char* key; int64_t* id; } kStops[] = {{"tokenizer.ggml.bos_token_id", &c.bos_id},
+                                                            {"tokenizer.ggml.eos_token_id", &c.eos_id}};
+  for (const auto& s : kStops)
+    if (const GgufValue* v = f.Find(s.key)) {
+      if (!v->is_integer() || v->i < 0 || v->i >= c.vocab_size)
+        return InvalidArgument("GGUF: metadata '", s.key, "' at offset ", v->offset, " is ",
+                               v->is_integer() ? std::to_string(v->i) : GgufValueTypeName(v->type),
+                               "; it must be a token id in 0..", c.vocab_size - 1);
+      *s.id = v->i;
+    }
 
+  // Counts from the metadata are checked against what the file holds before anything is
+  // sized by them: each block has 9 weight tensors in the file, so a block count the tensor
+  // count cannot cover is refused here (a 1 MB file claiming 10^6 blocks fails without
+  // allocating); smaller mismatches get the missing tensor's name below.
+  if (9 * uint64_t(c.n_layers) > f.tensors.size()) {
+    const GgufValue* blocks = f.Find("llama.block_count");
+    return InvalidArgument("GGUF: metadata 'llama.block_count' at offset ", blocks->offset, " is ",
+                           c.n_layers, ", which needs at least ", 9 * uint64_t(c.n_layers),
+                           " weight tensors, but the file has ", f.tensors.size());
+  }
+  if (LlamaFileBytes(c) < 0)
+    return InvalidArgument("GGUF: the metadata (embedding_length ", c.dim, ", feed_forward_length ",
+                           c.hidden_dim, ", block_count ", c.n_layers, ", vocab ", c.vocab_size,
+                           ", context_length ", c.seq_len, ") implies more than 2^63 bytes of weights");
   // The llama2.c weight table gives order, names and shapes; only the offsets/types differ.
   std::vector<WeightTensor> table = LlamaWeights(c);
   std::set<std::string> used;
@@ -125,7 +143,7 @@ StatusOr<GgufLlama> GgufLlamaModel(const GgufFile& f) {
       for (uint64_t d : want) expected += (expected.empty() ? "" : ", ") + std::to_string(d);
       return InvalidArgument(what, " has ne [", got, "], expected [", expected, "] from the metadata");
     }
-    w.type = t->type == kGgmlF16 ? StoredType::kF16 : StoredType::kF32;
+    w.type = t->type == kGgmlF16 ? hal::ElementType::kF16 : hal::ElementType::kF32;
     w.offset = t->file_offset;
     used.insert(gguf_name);
   }

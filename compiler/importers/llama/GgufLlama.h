@@ -8,8 +8,9 @@
 // n_heads), llama.context_length (seq_len), llama.attention.layer_norm_rms_epsilon (default
 // 1e-5), llama.rope.freq_base (default 10000); the vocabulary size is the length of
 // tokenizer.ggml.tokens (else token_embd.weight's row count) and must match the embedding.
-// Refused with a named error: llama.rope.dimension_count != head size, rope scaling,
-// tokenizer.ggml.bos/eos_token_id other than 1/2 (the program stops at ids 1 and 2).
+// tokenizer.ggml.bos_token_id / eos_token_id (default 1 / 2) are the ids the program stops
+// at; they must lie in the vocabulary. Refused with a named error: llama.rope.dimension_count
+// != head size, rope scaling.
 //
 // Tensors (ggml ne is reversed: a row-major [out][in] matrix has ne = {in, out}):
 // token_embd.weight, blk.N.{attn_norm, attn_q, attn_k, attn_v, attn_output, ffn_norm,

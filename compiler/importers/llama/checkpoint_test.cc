@@ -91,6 +91,23 @@ TEST_CASE("header errors name the field, its offset, or the array that does not 
   CHECK_THAT(t.status().message(), Catch::Contains("does not fit"));
 }
 
+TEST_CASE("a header whose implied size overflows 64 bits is refused, naming the fields") {
+  // Every field is a valid int32; dim^2 * n_layers alone is about 2^91.
+  const int32_t big = 0x7fffffff;
+  auto huge = Header({1 << 30, big, big, 1, 1, big, big}, 4096);
+  CHECK(LlamaFileBytes(LlamaConfig{int64_t{1} << 30, big, big, 1, 1, big, big}) == -1);
+  auto h = ParseLlamaHeader(huge.data(), huge.size());
+  REQUIRE_FALSE(h.ok());
+  CHECK(h.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(h.status().message(), Catch::Contains("dim 1073741824, hidden_dim 2147483647, n_layers 2147483647"));
+  CHECK_THAT(h.status().message(), Catch::Contains("more than 2^63 bytes of arrays (the size overflows 64 bits)"));
+  // Sizes just inside 64 bits but far beyond the file: refused by the file-size check.
+  auto large = Header({1 << 14, 1 << 14, 1 << 10, 2, 2, 1 << 14, 1 << 10}, 4096);
+  auto l = ParseLlamaHeader(large.data(), large.size());
+  REQUIRE_FALSE(l.ok());
+  CHECK_THAT(l.status().message(), Catch::Contains("file has 4096 bytes but the header"));
+}
+
 TEST_CASE("the emitted program: prefill layer calls, a chunked decode loop with inline layers") {
   auto b = Header({8, 12, 3, 4, 2, -10, 6}, 28 + 4 * Floats(false));
   auto c = ParseLlamaHeader(b.data(), b.size());

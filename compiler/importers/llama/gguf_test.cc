@@ -1,4 +1,7 @@
 // GGUF reader + llama mapping, on GGUF bytes built in memory by a small writer below.
+#include <sys/resource.h>
+
+#include <chrono>
 #include <catch2/catch.hpp>
 #include <cstring>
 
@@ -196,7 +199,7 @@ TEST_CASE("llama mapping: config, LlamaWeights order, GGUF offsets and types") {
       CHECK(m->weights[i].name == ref[i].name);
       CHECK(m->weights[i].dims == ref[i].dims);
       CHECK(m->weights[i].offset == offsets[i]);
-      CHECK((m->weights[i].type == StoredType::kF16) == (w.tensors[i].type == kGgmlF16));
+      CHECK((m->weights[i].type == hal::ElementType::kF16) == (w.tensors[i].type == kGgmlF16));
     }
     CHECK(m->weights[0].byte_size() == 2 * 80);
     CHECK(m->weights[2].name == "layer0.wq");
@@ -226,6 +229,24 @@ TEST_CASE("metadata eps/theta reach the program; defaults keep the llama2.c text
   CHECK(text.find("arith.constant 1.0e-06 : f32") != std::string::npos);
   CHECK(text.find("arith.constant 5.0e+05 : f32") != std::string::npos);
   CHECK(text.find("1.0e-05") == std::string::npos);
+}
+
+TEST_CASE("the program stops at the file's BOS and EOS ids, not fixed 1 and 2") {
+  Writer w = TinyLlama();
+  w.kvs.erase(w.kvs.end() - 2, w.kvs.end());
+  w.U32("tokenizer.ggml.bos_token_id", 8);
+  w.U32("tokenizer.ggml.eos_token_id", 9);
+  StatusOr<GgufLlama> m = Map(w.Build());
+  REQUIRE(m.ok());
+  CHECK(m->config.bos_id == 8);
+  CHECK(m->config.eos_id == 9);
+  std::string text = EmitLlamaModule(m->config);
+  CHECK(text.find("arith.constant 8 : i64") != std::string::npos);
+  CHECK(text.find("arith.constant 9 : i64") != std::string::npos);
+  LlamaConfig fixed = m->config;
+  fixed.bos_id = 1;
+  fixed.eos_id = 2;
+  CHECK(EmitLlamaModule(fixed) != text);
 }
 
 TEST_CASE("every truncation of a valid file is a named error, never a crash") {
@@ -342,8 +363,9 @@ TEST_CASE("llama mapping errors name the key or tensor") {
   CHECK_THAT(Error(rope.Build()), Catch::Contains("'llama.rope.dimension_count'") && Catch::Contains("whole head (4)"));
   Writer eos = TinyLlama();
   eos.kvs.pop_back();
-  eos.U32("tokenizer.ggml.eos_token_id", 7);
-  CHECK_THAT(Error(eos.Build()), Catch::Contains("'tokenizer.ggml.eos_token_id'") && Catch::Contains("must be 2"));
+  eos.U32("tokenizer.ggml.eos_token_id", 10);
+  CHECK_THAT(Error(eos.Build()), Catch::Contains("'tokenizer.ggml.eos_token_id'") &&
+                                     Catch::Contains("is 10; it must be a token id in 0..9"));
   Writer missing = TinyLlama();
   missing.tensors.erase(missing.tensors.begin() + 5);
   CHECK_THAT(Error(missing.Build()), Catch::Contains("tensor 'blk.0.attn_output.weight' is missing"));
@@ -357,6 +379,55 @@ TEST_CASE("llama mapping errors name the key or tensor") {
   Writer vocab = TinyLlama();
   vocab.tensors[0].ne = {8, 11};
   CHECK_THAT(Error(vocab.Build()), Catch::Contains("'token_embd.weight'") && Catch::Contains("expected [8, 10]"));
+}
+
+// A TinyLlama whose llama.block_count says `blocks`, padded to `file_bytes`.
+std::string ClaimingBlocks(uint32_t blocks, size_t file_bytes) {
+  Writer w = TinyLlama();
+  w.kvs.erase(w.kvs.begin() + 3);  // block_count
+  w.U32("llama.block_count", blocks);
+  std::string s = w.Build();
+  s.resize(std::max(s.size(), file_bytes), '\0');
+  return s;
+}
+
+long MaxRssKiB() {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+TEST_CASE("a block count the file cannot hold fails fast, naming llama.block_count, without allocating") {
+  for (uint32_t blocks : {1000000u, 0x7fffffffu}) {
+    INFO("blocks " << blocks);
+    std::string file = ClaimingBlocks(blocks, 1 << 20);
+    long before = MaxRssKiB();
+    auto start = std::chrono::steady_clock::now();
+    std::string error = Error(file);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK_THAT(error, Catch::Contains("metadata 'llama.block_count' at offset"));
+    CHECK_THAT(error, Catch::Contains(StrCat("is ", blocks, ", which needs at least ", 9 * uint64_t(blocks),
+                                             " weight tensors, but the file has 20")));
+    CHECK(seconds < 1.0);
+    CHECK(MaxRssKiB() - before < 64 * 1024);  // no table of millions of tensors was built
+  }
+}
+
+TEST_CASE("metadata counts larger than the file are refused before anything is allocated") {
+  Writer w = TinyLlama();
+  std::string file = w.Build();
+  // The tensor count (offset 8) and metadata count (offset 16) claim 2^40 entries.
+  std::string tensors = file, kvs = file;
+  uint64_t huge = uint64_t{1} << 40;
+  std::memcpy(&tensors[8], &huge, 8);
+  std::memcpy(&kvs[16], &huge, 8);
+  CHECK_THAT(Parse(tensors).status().message(), Catch::Contains("tensor count 1099511627776 at offset 8 cannot fit"));
+  CHECK_THAT(Parse(kvs).status().message(), Catch::Contains("metadata count 1099511627776 at offset 16 cannot fit"));
+  // An array length claiming more elements than bytes left.
+  Writer arr = TinyLlama();
+  arr.Kv("x.big", GgufValueType::kArray,
+         Writer::Raw<uint32_t>(uint32_t(GgufValueType::kUint8)) + Writer::Raw<uint64_t>(uint64_t{1} << 50));
+  CHECK_THAT(Parse(arr.Build()).status().message(), Catch::Contains("array of 1125899906842624"));
 }
 
 }  // namespace

@@ -89,7 +89,6 @@ std::string Builder::ScalarConst(const std::string& et, double v) {
 
 std::string Builder::DimValue(const Dim& d) { return d.dynamic() ? d.ssa : IndexConst(d.v); }
 
-Dim Builder::DimOf(const Val& v, int64_t i) { return v.shape.at(i); }
 
 static Dim HostIndexOp(Builder& b, const char* op, const Dim& x, const Dim& y) {
   std::string n = b.Fresh();
@@ -116,7 +115,10 @@ Dim Builder::Mul(const Dim& a, const Dim& b) {
 }
 Dim Builder::FloorDiv(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) {
-    if (b.v == 0) throw ImportError("division by zero in a shape computation");
+    if (b.v == 0) {
+      RecordError("division by zero in a shape computation");
+      return Dim::Static(0);
+    }
     int64_t q = a.v / b.v;
     if ((a.v % b.v != 0) && ((a.v < 0) != (b.v < 0))) --q;
     return Dim::Static(q);
@@ -220,8 +222,11 @@ std::string Builder::Generic(const std::vector<const Val*>& ins,
 std::string Builder::Bin(const std::string& fop, const std::string& iop, const std::string& a,
                          const std::string& b, const std::string& et) {
   const std::string& op = IsFloatType(et) ? fop : iop;
-  if (op.empty()) throw ImportError("operation not defined for element type " + et);
   std::string n = Fresh();
+  if (op.empty()) {
+    RecordError("operation not defined for element type " + et);
+    return n;
+  }
   Line(n + " = " + op + " " + a + ", " + b + " : " + et);
   return n;
 }
@@ -270,6 +275,41 @@ std::string Builder::Convert(const std::string& v, const std::string& from, cons
     Line(n + " = arith." + op + v + " : " + from + " to " + to);
   }
   return n;
+}
+
+std::string Builder::IndexGeneric(const Shape& out_shape, const std::string& out_et,
+                                  const BodyFn& body) {
+  int loops = static_cast<int>(out_shape.size());
+  return Generic({}, {}, IdentityMap(loops), out_shape, out_et, loops,
+                 std::vector<std::string>(loops, "parallel"), "", body);
+}
+
+std::string Builder::AndI1(const std::string& acc, const std::string& cond) {
+  if (acc.empty()) return cond;
+  std::string v = Fresh();
+  Line(v + " = arith.andi " + acc + ", " + cond + " : i1");
+  return v;
+}
+
+std::vector<std::string> Builder::LoopIndices(int loops) {
+  std::vector<std::string> idx;
+  for (int i = 0; i < loops; ++i) {
+    idx.push_back(Fresh());
+    Line(idx.back() + " = linalg.index " + std::to_string(i) + " : index");
+  }
+  return idx;
+}
+
+std::string Builder::Join(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
+  return s;
+}
+
+std::string Builder::TakeError() {
+  std::string e = std::move(error_);
+  error_.clear();
+  return e;
 }
 
 }  // namespace hexir::importers::onnx

@@ -2,7 +2,9 @@
 // dynamic dims, host index arithmetic for dynamic dims, and a linalg.generic emitter.
 // Everything is emitted into the single entry block of one func.func, so any value defined
 // earlier dominates later uses (index constants are cached on that basis).
-// Errors are thrown as ImportError and caught at the importer's API boundary.
+// Builder calls never fail on the spot: an op that its element type does not define, or a
+// shape division by zero, records the first such error (Error()) and emits a placeholder;
+// the op table checks it after every node (OpTable.cc), so the text is never used.
 // Not thread-safe; one Builder per imported function.
 #pragma once
 
@@ -10,15 +12,10 @@
 #include <functional>
 #include <map>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace hexir::importers::onnx {
-
-struct ImportError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 // One dimension or index quantity: static (ssa empty, v may be negative in arithmetic) or
 // dynamic (ssa names an `index` value; v is -1).
@@ -64,7 +61,6 @@ class Builder {
   std::string IndexConst(int64_t v);                       // cached, entry block only
   std::string ScalarConst(const std::string& et, double v);  // emitted where called
   std::string DimValue(const Dim& d);                      // index SSA of a dim
-  Dim DimOf(const Val& v, int64_t i);                      // v.shape[i]
   // Dim arithmetic (folds when static, host arith on index otherwise).
   Dim Add(const Dim& a, const Dim& b);
   Dim Sub(const Dim& a, const Dim& b);
@@ -86,6 +82,10 @@ class Builder {
                       const std::vector<std::string>& iterators, const std::string& init,
                       const BodyFn& body);
 
+  // A generic without inputs over `out_shape` (identity output map, all loops parallel): the
+  // body computes each element from its linalg.index positions.
+  std::string IndexGeneric(const Shape& out_shape, const std::string& out_et, const BodyFn& body);
+
   // Body helpers (typed by element type).
   std::string Bin(const std::string& fop, const std::string& iop, const std::string& a,
                   const std::string& b, const std::string& et);
@@ -95,15 +95,28 @@ class Builder {
   std::string Select(const std::string& c, const std::string& a, const std::string& b,
                      const std::string& et);
   std::string Convert(const std::string& v, const std::string& from, const std::string& to);
+  // acc && cond on i1 (acc empty: cond itself, nothing emitted).
+  std::string AndI1(const std::string& acc, const std::string& cond);
+
+  // `%i = linalg.index k : index` for k in [0, loops), inside a generic body.
+  std::vector<std::string> LoopIndices(int loops);
+  static std::string Join(const std::vector<std::string>& names);  // "a, b, c"
 
   static std::string Map(int loops, const std::vector<std::string>& results);
   static std::string IdentityMap(int loops, int first = 0);
+
+  // The first error recorded since the last call (empty when none), and clears it.
+  std::string TakeError();
 
  private:
   std::ostringstream out_;
   int next_ = 0;
   std::map<int64_t, std::string> index_consts_;
   int body_depth_ = 0;  // > 0 while emitting a generic body: constants are not cached
+  std::string error_;   // first error since TakeError()
+  void RecordError(const std::string& what) {
+    if (error_.empty()) error_ = what;
+  }
 };
 
 int ElementBytes(const std::string& et);

@@ -5,24 +5,33 @@
 
 namespace hexir::importers::onnx {
 
-void Context::Fail(const std::string& what) const {
-  std::string where = node ? "node '" + (node->name().empty() ? node->output(0) : node->name()) +
-                                 "' (op " + node->op_type() + "): "
-                           : "";
-  throw ImportError(where + what);
+Status Context::Error(const std::string& what) const {
+  std::string where;
+  if (node) {
+    std::string name = node->name();
+    if (name.empty() && node->output_size() > 0) name = node->output(0);
+    where = "node '" + name + "' (op " + node->op_type() + "): ";
+  }
+  return InvalidArgument(where, what);
 }
 
 bool Context::HasIn(int i) const { return i < node->input_size() && !node->input(i).empty(); }
 
-Val& Context::In(int i) {
-  if (!HasIn(i)) Fail("missing input " + std::to_string(i));
+StatusOr<Context::ValRef> Context::In(int i) {
+  if (!HasIn(i)) return Error("missing input " + std::to_string(i));
   auto it = values.find(node->input(i));
-  if (it == values.end()) Fail("input '" + node->input(i) + "' is not defined");
-  return it->second;
+  if (it == values.end()) return Error("input '" + node->input(i) + "' is not defined");
+  return ValRef(it->second);
 }
 
 void Context::SetOut(int i, Val v) {
   if (i < node->output_size() && !node->output(i).empty()) values[node->output(i)] = std::move(v);
+}
+
+Status Context::SetOut(int i, StatusOr<Val> v) {
+  if (!v.ok()) return std::move(v).status();
+  SetOut(i, std::move(v).value());
+  return Status::Ok();
 }
 
 static const ::onnx::AttributeProto* FindAttr(const ::onnx::NodeProto* n, const std::string& name) {
@@ -48,6 +57,11 @@ std::vector<int64_t> Context::AttrInts(const std::string& name) const {
   auto* a = FindAttr(node, name);
   if (!a) return {};
   return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+std::vector<float> Context::AttrFloats(const std::string& name) const {
+  auto* a = FindAttr(node, name);
+  if (!a) return {};
+  return std::vector<float>(a->floats().begin(), a->floats().end());
 }
 const ::onnx::TensorProto* Context::AttrT(const std::string& name) const {
   auto* a = FindAttr(node, name);
@@ -81,13 +95,13 @@ static double LoadElement(const std::string& raw, const std::string& et, int64_t
   return 0;  // f16/bf16 contents are not folded
 }
 
-Val Context::FromTensorProto(const ::onnx::TensorProto& t) {
+StatusOr<Val> Context::FromTensorProto(const ::onnx::TensorProto& t) {
   Val v;
   v.et = ElementType(t.data_type());
   if (v.et.empty())
-    Fail("tensor '" + t.name() + "': unsupported element type " + std::to_string(t.data_type()));
+    return Error("tensor '" + t.name() + "': unsupported element type " + std::to_string(t.data_type()));
   if (t.data_location() == ::onnx::TensorProto::EXTERNAL)
-    Fail("tensor '" + t.name() + "': external data is not supported");
+    return Error("tensor '" + t.name() + "': external data is not supported");
   int64_t n = 1;
   for (int64_t d : t.dims()) {
     v.shape.push_back(Dim::Static(d));
@@ -113,11 +127,11 @@ Val Context::FromTensorProto(const ::onnx::TensorProto& t) {
         put(i, &x);  // little-endian: the low bytes
       }
     } else {
-      Fail("tensor '" + t.name() + "': data does not match its " + std::to_string(n) + " elements");
+      return Error("tensor '" + t.name() + "': data does not match its " + std::to_string(n) + " elements");
     }
   }
   if (static_cast<int64_t>(raw.size()) != n * eb)
-    Fail("tensor '" + t.name() + "': raw data has " + std::to_string(raw.size()) + " bytes, expected " +
+    return Error("tensor '" + t.name() + "': raw data has " + std::to_string(raw.size()) + " bytes, expected " +
          std::to_string(n * eb));
   if (n <= 4096) {
     if (v.IsFloat()) {
@@ -165,9 +179,7 @@ const std::string& Context::Mat(Val& v) {
       elems.push_back(e);
     }
     int loops = static_cast<int>(v.rank());
-    v.name = b.Generic({}, {}, Builder::IdentityMap(loops), v.shape, v.et, loops,
-                       std::vector<std::string>(loops, "parallel"), "",
-                       [&](const std::vector<std::string>&) {
+    v.name = b.IndexGeneric(v.shape, v.et, [&](const std::vector<std::string>&) {
                          std::string lin = b.IndexConst(0);
                          if (loops == 1) {
                            lin = b.Fresh();
@@ -212,7 +224,7 @@ const std::string& Context::Mat(Val& v) {
         std::string f = b.Fresh();
         b.Line(f + " = arith.constant dense<" + lit + "> : " + Builder::TensorType(flat));
         flat.name = f;
-        v.name = ReshapeTo(flat, v.shape).name;
+        v.name = ReshapeChecked(flat, v.shape).name;
         return v.name;
       }
     } else {
@@ -224,33 +236,32 @@ const std::string& Context::Mat(Val& v) {
   return v.name;
 }
 
-std::vector<int64_t> Context::ConstInts(Val& v, const char* what) {
-  if (!v.has_ints) Fail(std::string(what) + " must be a constant (initializer or Constant)");
+StatusOr<std::vector<int64_t>> Context::ConstInts(Val& v, const char* what) {
+  if (!v.has_ints) return Error(std::string(what) + " must be a constant (initializer or Constant)");
   std::vector<int64_t> r;
   for (const Dim& d : v.ints) {
-    if (d.dynamic()) Fail(std::string(what) + " depends on a dynamic dimension");
+    if (d.dynamic()) return Error(std::string(what) + " depends on a dynamic dimension");
     r.push_back(d.v);
   }
   return r;
 }
 
-std::vector<double> Context::ConstFloats(Val& v, const char* what) {
+StatusOr<std::vector<double>> Context::ConstFloats(Val& v, const char* what) {
   if (v.has_floats) return v.floats;
   if (v.has_ints) {
-    std::vector<double> r;
-    for (int64_t x : ConstInts(v, what)) r.push_back(static_cast<double>(x));
-    return r;
+    HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> ints, ConstInts(v, what));
+    return std::vector<double>(ints.begin(), ints.end());
   }
-  Fail(std::string(what) + " must be a constant");
+  return Error(std::string(what) + " must be a constant");
 }
 
-int64_t Context::NormAxis(int64_t axis, int64_t rank) const {
+StatusOr<int64_t> Context::NormAxis(int64_t axis, int64_t rank) const {
   if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
-    Fail("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+    return Error("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
   return axis < 0 ? axis + rank : axis;
 }
 
-Shape Context::BroadcastShapes(Builder& b, const std::vector<const Val*>& vs) {
+StatusOr<Shape> Context::BroadcastShapes(const std::vector<const Val*>& vs) const {
   int64_t rank = 0;
   for (const Val* v : vs) rank = std::max(rank, v->rank());
   Shape out(rank, Dim::Static(1));
@@ -262,8 +273,8 @@ Shape Context::BroadcastShapes(Builder& b, const std::vector<const Val*>& vs) {
       if (!d.dynamic() && d.v == 1) continue;
       if (!o.dynamic() && o.v == 1) { o = d; continue; }
       if (!o.dynamic() && !d.dynamic() && o.v != d.v)
-        throw ImportError("shapes cannot be broadcast: " + std::to_string(o.v) + " vs " +
-                          std::to_string(d.v));
+        return Error("shapes cannot be broadcast: " + std::to_string(o.v) + " vs " +
+                     std::to_string(d.v));
       if (o.dynamic() && !d.dynamic()) o = d;  // prefer the static extent
     }
   }
@@ -282,9 +293,10 @@ std::string Context::BroadcastMap(const Val& v, const Shape& out) {
   return Builder::Map(static_cast<int>(out.size()), r);
 }
 
-Val Context::Elementwise(std::vector<Val*> ins, const std::string& out_et, const BodyFn& body) {
+StatusOr<Val> Context::Elementwise(std::vector<Val*> ins, const std::string& out_et,
+                                   const BodyFn& body) {
   std::vector<const Val*> cins(ins.begin(), ins.end());
-  Shape out = BroadcastShapes(b, cins);
+  HEXIR_ASSIGN_OR_RETURN(Shape out, BroadcastShapes(cins));
   std::vector<std::string> maps;
   for (Val* v : ins) {
     Mat(*v);
@@ -299,12 +311,16 @@ Val Context::Elementwise(std::vector<Val*> ins, const std::string& out_et, const
   return r;
 }
 
-Val Context::Reduce(Val& x, std::vector<int64_t> axes, bool keepdims, const std::string& kind) {
+StatusOr<Val> Context::Reduce(Val& x, std::vector<int64_t> axes, bool keepdims,
+                              const std::string& kind) {
   int64_t rank = x.rank();
   if (axes.empty())
     for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
   std::vector<bool> red(rank, false);
-  for (int64_t a : axes) red[NormAxis(a, rank)] = true;
+  for (int64_t a : axes) {
+    HEXIR_ASSIGN_OR_RETURN(int64_t axis, NormAxis(a, rank));
+    red[axis] = true;
+  }
   Shape out;
   std::vector<std::string> out_map, iters;
   for (int64_t i = 0; i < rank; ++i) {
@@ -348,20 +364,20 @@ Val Context::Reduce(Val& x, std::vector<int64_t> axes, bool keepdims, const std:
                        return b.Bin("arith.addf", "arith.addi", a[1], v, et);
                      });
   if (kind == "mean") {
-    if (!fl) Fail("ReduceMean on integers is not supported");
-    r = Elementwise({&r}, et, [&](const std::vector<std::string>& a) {
+    if (!fl) return Error("ReduceMean on integers is not supported");
+    HEXIR_ASSIGN_OR_RETURN(r, Elementwise({&r}, et, [&](const std::vector<std::string>& a) {
       std::string n = cf.empty() ? b.ScalarConst(et, static_cast<double>(count.v)) : cf;
       return b.Bin("arith.divf", "", a[0], n, et);
-    });
+    }));
   } else if (kind == "logsum" || kind == "logsumexp" || kind == "l2") {
-    r = Elementwise({&r}, et, [&](const std::vector<std::string>& a) {
+    HEXIR_ASSIGN_OR_RETURN(r, Elementwise({&r}, et, [&](const std::vector<std::string>& a) {
       return b.Op1(kind == "l2" ? "math.sqrt" : "math.log", a[0], et);
-    });
+    }));
   }
   if (keepdims) {
     Shape kept;
     for (int64_t i = 0; i < rank; ++i) kept.push_back(red[i] ? Dim::Static(1) : x.shape[i]);
-    r = ReshapeTo(r, kept);
+    r = ReshapeChecked(r, kept);
   }
   return r;
 }
@@ -371,16 +387,31 @@ static bool SameDim(const Dim& a, const Dim& b) {
   return a.dynamic() == b.dynamic() && (a.dynamic() ? a.ssa == b.ssa : a.v == b.v);
 }
 
-Val Context::ReshapeTo(Val& x, const Shape& target) {
+// Element counts of a shape: (all static, product of the static extents).
+static std::pair<bool, int64_t> StaticCount(const Shape& shape) {
+  bool all_static = true;
+  int64_t n = 1;
+  for (const Dim& d : shape) {
+    all_static = all_static && !d.dynamic();
+    n *= d.dynamic() ? 1 : d.v;
+  }
+  return {all_static, n};
+}
+
+StatusOr<Val> Context::ReshapeTo(Val& x, const Shape& target) {
+  auto [xs, xn] = StaticCount(x.shape);
+  auto [ts, tn] = StaticCount(target);
+  if (xs && ts && xn != tn)
+    return Error("cannot reshape " + std::to_string(xn) + " elements into " + std::to_string(tn));
+  return ReshapeChecked(x, target);
+}
+
+Val Context::ReshapeChecked(Val& x, const Shape& target) {
   Val r;
   r.et = x.et;
   r.shape = target;
-  bool xs = true, ts = true;
-  int64_t xn = 1, tn = 1;
-  for (const Dim& d : x.shape) { xs = xs && !d.dynamic(); xn *= d.dynamic() ? 1 : d.v; }
-  for (const Dim& d : target) { ts = ts && !d.dynamic(); tn *= d.dynamic() ? 1 : d.v; }
-  if (xs && ts && xn != tn)
-    Fail("cannot reshape " + std::to_string(xn) + " elements into " + std::to_string(tn));
+  auto [xs, xn] = StaticCount(x.shape);
+  bool ts = StaticCount(target).first;
   if (x.name.empty() && (!x.raw.empty() || x.has_ints || x.has_floats)) {
     bool static_ints = true;
     for (const Dim& d : x.ints) static_ints = static_ints && !d.dynamic();
@@ -455,9 +486,7 @@ Val Context::ReshapeTo(Val& x, const Shape& target) {
   std::vector<std::string> xdims, tdims;
   for (const Dim& d : x.shape) xdims.push_back(b.DimValue(d));
   for (const Dim& d : target) tdims.push_back(b.DimValue(d));
-  r.name = b.Generic({}, {}, Builder::IdentityMap(loops), target, x.et, loops,
-                     std::vector<std::string>(loops, "parallel"), "",
-                     [&](const std::vector<std::string>&) {
+  r.name = b.IndexGeneric(target, x.et, [&](const std::vector<std::string>&) {
                        std::string lin = b.IndexConst(0);
                        for (int i = 0; i < loops; ++i) {
                          std::string idx = b.Fresh();
@@ -475,8 +504,7 @@ Val Context::ReshapeTo(Val& x, const Shape& target) {
                          b.Line(q + " = arith.divui " + lin + ", " + xdims[j] + " : index");
                          lin = q;
                        }
-                       std::string e = b.Fresh(), list;
-                       for (size_t j = 0; j < src.size(); ++j) list += (j ? ", " : "") + src[j];
+                       std::string e = b.Fresh(), list = Builder::Join(src);
                        b.Line(e + " = tensor.extract " + x.name + "[" + list + "] : " +
                               Builder::TensorType(x));
                        return e;
@@ -501,9 +529,7 @@ Val Context::Pad(Val& x, const std::vector<Dim>& begin, const std::vector<Dim>& 
   Val r;
   r.et = x.et;
   r.shape = out;
-  r.name = b.Generic(
-      {}, {}, Builder::IdentityMap(loops), out, x.et, loops,
-      std::vector<std::string>(loops, "parallel"), "", [&](const std::vector<std::string>&) {
+  r.name = b.IndexGeneric(out, x.et, [&](const std::vector<std::string>&) {
         std::string zero = b.IndexConst(0), one = b.IndexConst(1);
         std::string valid;
         std::vector<std::string> src;
@@ -539,17 +565,10 @@ Val Context::Pad(Val& x, const std::vector<Dim>& begin, const std::vector<Dim>& 
             b.Line(ok1 + " = arith.cmpi sge, " + s + ", " + zero + " : index");
             b.Line(ok2 + " = arith.cmpi slt, " + s + ", " + dims[i] + " : index");
             b.Line(ok + " = arith.andi " + ok1 + ", " + ok2 + " : i1");
-            if (valid.empty()) {
-              valid = ok;
-            } else {
-              std::string v2 = b.Fresh();
-              b.Line(v2 + " = arith.andi " + valid + ", " + ok + " : i1");
-              valid = v2;
-            }
+            valid = b.AndI1(valid, ok);
           }
         }
-        std::string e = b.Fresh(), list;
-        for (size_t j = 0; j < src.size(); ++j) list += (j ? ", " : "") + src[j];
+        std::string e = b.Fresh(), list = Builder::Join(src);
         b.Line(e + " = tensor.extract " + x.name + "[" + list + "] : " + Builder::TensorType(x));
         if (valid.empty()) return e;
         std::string pv = b.ScalarConst(x.et, value);
@@ -576,21 +595,21 @@ Val Context::Transpose(Val& x, const std::vector<int64_t>& perm) {
   return r;
 }
 
-Val Context::MatMul(Val& a0, Val& b0) {
+StatusOr<Val> Context::MatMul(Val& a0, Val& b0) {
   Val a = a0, bm = b0;
   bool squeeze_m = false, squeeze_n = false;
-  if (a.rank() == 1) { a = ReshapeTo(a0, {Dim::Static(1), a0.shape[0]}); squeeze_m = true; }
-  if (bm.rank() == 1) { bm = ReshapeTo(b0, {b0.shape[0], Dim::Static(1)}); squeeze_n = true; }
+  if (a.rank() == 1) { a = ReshapeChecked(a0, {Dim::Static(1), a0.shape[0]}); squeeze_m = true; }
+  if (bm.rank() == 1) { bm = ReshapeChecked(b0, {b0.shape[0], Dim::Static(1)}); squeeze_n = true; }
   Mat(a);
   Mat(bm);
   Val ab = a, bb = bm;  // batch parts for broadcasting
   ab.shape.resize(a.rank() - 2);
   bb.shape.resize(bm.rank() - 2);
-  Shape batch = BroadcastShapes(b, {&ab, &bb});
+  HEXIR_ASSIGN_OR_RETURN(Shape batch, BroadcastShapes({&ab, &bb}));
   int nb = static_cast<int>(batch.size());
   int loops = nb + 3;
-  auto bmap = [&](const Val& v, const Val& part, const std::string& r0, const std::string& r1) {
-    std::string m = BroadcastMap(part, batch);
+  // Batch dims broadcast (unit dims read at 0), then the two matrix dims.
+  auto bmap = [&](const Val& part, const std::string& r0, const std::string& r1) {
     std::vector<std::string> res;
     int64_t off = nb - part.rank();
     for (int64_t i = 0; i < part.rank(); ++i) {
@@ -600,8 +619,6 @@ Val Context::MatMul(Val& a0, Val& b0) {
     }
     res.push_back(r0);
     res.push_back(r1);
-    (void)v;
-    (void)m;
     return Builder::Map(loops, res);
   };
   std::string dm = "d" + std::to_string(nb), dn = "d" + std::to_string(nb + 1),
@@ -618,7 +635,7 @@ Val Context::MatMul(Val& a0, Val& b0) {
   Val r;
   r.et = et;
   r.shape = out;
-  r.name = b.Generic({&a, &bm}, {bmap(a, ab, dm, dk), bmap(bm, bb, dk, dn)},
+  r.name = b.Generic({&a, &bm}, {bmap(ab, dm, dk), bmap(bb, dk, dn)},
                      Builder::Map(loops, out_map), out, et, loops, iters, init,
                      [&](const std::vector<std::string>& x) {
                        std::string p = b.Bin("arith.mulf", "arith.muli", x[0], x[1], et);
@@ -628,9 +645,18 @@ Val Context::MatMul(Val& a0, Val& b0) {
     Shape s = batch;
     if (!squeeze_m) s.push_back(out[nb]);
     if (!squeeze_n) s.push_back(out[nb + 1]);
-    r = ReshapeTo(r, s);
+    r = ReshapeChecked(r, s);
   }
   return r;
+}
+
+Val KnownInts(const std::string& et, std::vector<Dim> ints, bool scalar) {
+  Val v;
+  v.et = et;
+  if (!scalar) v.shape = {Dim::Static(static_cast<int64_t>(ints.size()))};
+  v.has_ints = true;
+  v.ints = std::move(ints);
+  return v;
 }
 
 }  // namespace hexir::importers::onnx

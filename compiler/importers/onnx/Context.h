@@ -1,31 +1,42 @@
 // Internal state of one import: the value table (ONNX name -> Val), the node being lowered and
 // its attributes, and the shared lowering helpers (broadcasting, reductions, reshapes, pads)
-// that the op files (ElementwiseOps.cc, NNOps.cc, ShapeOps.cc) build on.
+// that the op files (one per ONNX operator category, see OpTable.cc) build on. Every fallible
+// call returns Status / StatusOr; nothing throws.
 #pragma once
 
 #include <onnx/onnx_pb.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "compiler/importers/onnx/Builder.h"
 
 namespace hexir::importers::onnx {
 
 class Context {
  public:
+  using ValRef = std::reference_wrapper<Val>;
+
   Builder b;
   std::map<std::string, Val> values;
   int64_t opset = 13;
   const ::onnx::NodeProto* node = nullptr;
 
-  // Node operands. In(i) throws when absent; HasIn is false for missing/empty names.
+  // An InvalidArgument whose message is `node '<name>' (op <Type>): <what>` (just `what`
+  // outside a node).
+  [[nodiscard]] Status Error(const std::string& what) const;
+
+  // Node operands. In(i) fails when input i is absent or not defined yet; HasIn is false for
+  // missing/empty names. `HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));` binds a reference.
   bool HasIn(int i) const;
-  Val& In(int i);
+  StatusOr<ValRef> In(int i);
   int NumIn() const { return node->input_size(); }
   void SetOut(int i, Val v);
-  [[noreturn]] void Fail(const std::string& what) const;
+  // Stores the value, or returns its error: `return c.SetOut(0, c.Elementwise(...));`.
+  [[nodiscard]] Status SetOut(int i, StatusOr<Val> v);
 
   // Attributes.
   bool HasAttr(const std::string& name) const;
@@ -33,32 +44,35 @@ class Context {
   float AttrF(const std::string& name, float def) const;
   std::string AttrS(const std::string& name, const std::string& def) const;
   std::vector<int64_t> AttrInts(const std::string& name) const;
+  std::vector<float> AttrFloats(const std::string& name) const;
   const ::onnx::TensorProto* AttrT(const std::string& name) const;
 
   // Values.
-  const std::string& Mat(Val& v);                      // SSA name, emitting constants
-  std::vector<int64_t> ConstInts(Val& v, const char* what);  // static integer contents
-  std::vector<double> ConstFloats(Val& v, const char* what);
-  Val FromTensorProto(const ::onnx::TensorProto& t);
+  const std::string& Mat(Val& v);  // SSA name, emitting constants
+  StatusOr<std::vector<int64_t>> ConstInts(Val& v, const char* what);  // static integer contents
+  StatusOr<std::vector<double>> ConstFloats(Val& v, const char* what);
+  StatusOr<Val> FromTensorProto(const ::onnx::TensorProto& t);
   static std::string ElementType(int onnx_type);  // "" when unsupported
 
   // Helpers.
-  static Shape BroadcastShapes(Builder& b, const std::vector<const Val*>& vs);
+  StatusOr<Shape> BroadcastShapes(const std::vector<const Val*>& vs) const;
   static std::string BroadcastMap(const Val& v, const Shape& out);
-  Val Elementwise(std::vector<Val*> ins, const std::string& out_et, const BodyFn& body);
-  Val Reduce(Val& x, std::vector<int64_t> axes, bool keepdims, const std::string& kind);
-  Val ReshapeTo(Val& x, const Shape& target);
+  StatusOr<Val> Elementwise(std::vector<Val*> ins, const std::string& out_et, const BodyFn& body);
+  StatusOr<Val> Reduce(Val& x, std::vector<int64_t> axes, bool keepdims, const std::string& kind);
+  StatusOr<Val> ReshapeTo(Val& x, const Shape& target);
   Val Pad(Val& x, const std::vector<Dim>& begin, const std::vector<Dim>& end,
           const std::string& mode, double value);
-  Val Transpose(Val& x, const std::vector<int64_t>& perm);
-  Val MatMul(Val& a, Val& bv);
-  int64_t NormAxis(int64_t axis, int64_t rank) const;
+  Val Transpose(Val& x, const std::vector<int64_t>& perm);  // perm: a valid permutation
+  StatusOr<Val> MatMul(Val& a, Val& bv);
+  StatusOr<int64_t> NormAxis(int64_t axis, int64_t rank) const;
+
+ private:
+  // ReshapeTo once the element counts are known to agree.
+  Val ReshapeChecked(Val& x, const Shape& target);
 };
 
-// Op tables: each returns true when it handled node->op_type().
-bool LowerElementwise(Context& c);
-bool LowerNN(Context& c);
-bool LowerShape(Context& c);
-bool LowerExtra(Context& c);
+// A value whose integer contents are known (shape computations): 1-D of ints.size()
+// elements, or 0-D when `scalar`.
+Val KnownInts(const std::string& et, std::vector<Dim> ints, bool scalar = false);
 
 }  // namespace hexir::importers::onnx

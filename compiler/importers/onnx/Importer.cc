@@ -4,11 +4,12 @@
 #include <set>
 
 #include "compiler/importers/onnx/Context.h"
+#include "compiler/importers/onnx/OpTable.h"
 
 namespace hexir::importers::onnx {
 namespace {
 
-std::string BuildFunction(const ::onnx::ModelProto& model, const ImportOptions& options) {
+StatusOr<std::string> BuildFunction(const ::onnx::ModelProto& model, const ImportOptions& options) {
   Context c;
   const ::onnx::GraphProto& g = model.graph();
   for (const auto& o : model.opset_import())
@@ -16,7 +17,7 @@ std::string BuildFunction(const ::onnx::ModelProto& model, const ImportOptions& 
   std::set<std::string> init_names;
   for (const auto& t : g.initializer()) {
     init_names.insert(t.name());
-    c.values[t.name()] = c.FromTensorProto(t);
+    HEXIR_ASSIGN_OR_RETURN(c.values[t.name()], c.FromTensorProto(t));
   }
   // Arguments: graph inputs that are not initializers, in order.
   std::string args;
@@ -25,14 +26,14 @@ std::string BuildFunction(const ::onnx::ModelProto& model, const ImportOptions& 
   for (const auto& in : g.input()) {
     if (init_names.count(in.name())) continue;
     if (!in.type().has_tensor_type())
-      throw ImportError("graph input '" + in.name() + "' is not a tensor");
+      return InvalidArgument("graph input '", in.name(), "' is not a tensor");
     const auto& tt = in.type().tensor_type();
     Val v;
     v.et = Context::ElementType(tt.elem_type());
     if (v.et.empty())
-      throw ImportError("graph input '" + in.name() + "': unsupported element type " +
-                        std::to_string(tt.elem_type()));
-    if (!tt.has_shape()) throw ImportError("graph input '" + in.name() + "' has no shape (rank)");
+      return InvalidArgument("graph input '", in.name(), "': unsupported element type ",
+                             tt.elem_type());
+    if (!tt.has_shape()) return InvalidArgument("graph input '", in.name(), "' has no shape (rank)");
     std::string type = "tensor<";
     for (const auto& d : tt.shape().dim()) {
       bool known = d.has_dim_value() && d.dim_value() >= 0;
@@ -55,17 +56,16 @@ std::string BuildFunction(const ::onnx::ModelProto& model, const ImportOptions& 
   for (const auto& n : g.node()) {
     c.node = &n;
     if (!n.domain().empty() && n.domain() != "ai.onnx")
-      c.Fail("unsupported op domain '" + n.domain() + "'");
-    if (!LowerShape(c) && !LowerElementwise(c) && !LowerNN(c) && !LowerExtra(c))
-      c.Fail("unsupported op type '" + n.op_type() + "'");
+      return c.Error("unsupported op domain '" + n.domain() + "'");
+    HEXIR_RETURN_IF_ERROR(LowerNode(c));
     for (const auto& out : n.output())
-      if (!out.empty() && !c.values.count(out)) c.Fail("output '" + out + "' is not supported");
+      if (!out.empty() && !c.values.count(out)) return c.Error("output '" + out + "' is not supported");
   }
   c.node = nullptr;
   std::string rets, ret_types;
   for (const auto& out : g.output()) {
     auto it = c.values.find(out.name());
-    if (it == c.values.end()) throw ImportError("graph output '" + out.name() + "' is never defined");
+    if (it == c.values.end()) return InvalidArgument("graph output '", out.name(), "' is never defined");
     c.Mat(it->second);
     rets += std::string(rets.empty() ? "" : ", ") + it->second.name;
     ret_types += std::string(ret_types.empty() ? "" : ", ") + Builder::TensorType(it->second);
@@ -80,13 +80,7 @@ std::string BuildFunction(const ::onnx::ModelProto& model, const ImportOptions& 
 
 StatusOr<std::string> ImportOnnxFunction(const ::onnx::ModelProto& model,
                                          const ImportOptions& options) {
-  try {
-    return BuildFunction(model, options);
-  } catch (const ImportError& e) {
-    return Status(StatusCode::kInvalidArgument, e.what());
-  } catch (const std::exception& e) {  // std::out_of_range etc. from malformed models
-    return Status(StatusCode::kInvalidArgument, std::string("malformed model: ") + e.what());
-  }
+  return BuildFunction(model, options);
 }
 
 StatusOr<std::string> ImportOnnxModel(const ::onnx::ModelProto& model, const ImportOptions& options) {

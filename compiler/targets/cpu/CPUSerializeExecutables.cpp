@@ -90,10 +90,13 @@ class CPUSerializeExecutables
       pm.run(*module);
     }
     std::string errorMessage;
-    // Kernels may call libm (expf, ...): record it as a dependency when it is present.
+    // Kernels may call libm (expf, ...) and, on CPUs without F16C, libgcc_s's f16
+    // conversions (__extendhfsf2, __truncsfhf2): record them as dependencies when present.
+    // bf16 conversions never reach LLVM (hexir-cpu-lower-executables expands them).
     llvm::SmallVector<llvm::StringRef> args = {lld, "-shared", "-o", soPath, objPath};
-    const char* libm = "/lib/x86_64-linux-gnu/libm.so.6";
-    if (llvm::sys::fs::exists(libm)) args.append({"--as-needed", libm});
+    for (const char* library :
+         {"/lib/x86_64-linux-gnu/libm.so.6", "/lib/x86_64-linux-gnu/libgcc_s.so.1"})
+      if (llvm::sys::fs::exists(library)) args.append({"--as-needed", library});
     int rc = llvm::sys::ExecuteAndWait(lld, args, std::nullopt, {}, 0, 0, &errorMessage);
     if (rc != 0)
       return exe.emitError("linking with ") << lld << " failed (exit " << rc << ") " << errorMessage;

@@ -70,4 +70,24 @@ def Hexir_DispatchOp : Hexir_Op<"dispatch", [AttrSizedOperandSegments, Pure]> {
   let hasVerifier = 1;
 }
 
+def Hexir_CheckOp : Hexir_Op<"check", []> {
+  let summary = "A host check the program relies on: traps with a message when it fails";
+  let description = [{
+    When `condition` is false at run time, the invocation fails (invalid_argument) with
+    `message`, each `{}` in it replaced by the next of `values` (signed decimal); the VM
+    prefixes the function name and offset. Materialized before dispatch formation by
+    `hexir-insert-shape-checks` (equal dims, sizes that fit in 64 bits) and lowered by
+    `hexir-convert-to-vm` to one `assert` instruction. It declares no memory effects
+    interface on purpose: it must not be erased as dead, nor moved.
+
+    ```mlir
+    hexir.check %eq, "linalg.add: dimension 0 of operand 1 is {}, expected {} (operand 0)"(%d1, %d0) : index, index
+    ```
+  }];
+  let arguments = (ins I1:$condition, StrAttr:$message, Variadic<AnySignlessIntegerOrIndex>:$values);
+  let assemblyFormat = [{
+    $condition `,` $message (`(` $values^ `)` `:` type($values))? attr-dict
+  }];
+}
+
 #endif  // HEXIR_OPS_TD

@@ -4,6 +4,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
+#include "vm/isa.h"
 
 #include "dialects/vm/IR/VMOpsDialect.cpp.inc"
 
@@ -39,11 +40,9 @@ mlir::LogicalResult CallImportOp::verify() {
 }
 
 std::string_view InstOperandKinds(llvm::StringRef mnemonic) {
-#define HEXIR_OP(code, Name, mnem, operands, meaning) \
-  if (mnemonic == mnem) return operands;
-#include "vm/isa.def"
-#undef HEXIR_OP
-  return {};
+  hexir::vm::Op op;
+  if (!hexir::vm::OpForMnemonic(std::string_view(mnemonic.data(), mnemonic.size()), &op)) return {};
+  return hexir::vm::GetOpInfo(static_cast<uint32_t>(op)).operands;
 }
 
 mlir::LogicalResult InstOp::verify() {

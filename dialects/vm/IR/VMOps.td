@@ -135,6 +135,16 @@ def VM_CondBrOp : VM_Op<"cond_br", [Pure, Terminator, AttrSizedOperandSegments,
   }];
 }
 
+def VM_AssertOp : VM_Op<"assert", []> {
+  let summary = "assert: traps (invalid_argument) when `condition` is 0, else falls through";
+  let description = [{
+    The trap's message is `message` with each `{}` replaced by the next of `values`
+    (signed decimal). No side effects are declared on purpose: the op must survive CSE/DCE.
+  }];
+  let arguments = (ins I64:$condition, StrAttr:$message, Variadic<I64>:$values);
+  let assemblyFormat = "$condition `,` $message (`(` $values^ `)`)? attr-dict";
+}
+
 def VM_FailOp : VM_Op<"fail", [Terminator]> {
   let summary = "fail: aborts the invocation with status code V[a] and a message";
   let arguments = (ins I64:$code, StrAttr:$message);

@@ -124,7 +124,7 @@ class CpuDevice final : public Device {
     return exe;
   }
 
-  Status WaitIdle(Timeout timeout) override;
+  Status AwaitIdle(Timeout timeout) override;
   Status Submit(const std::vector<SemaphoreValue>& waits,
                 const vm::Ref<CommandBuffer>& command_buffer,
                 const std::vector<SemaphoreValue>& signals,
@@ -250,9 +250,23 @@ StatusOr<std::array<uint32_t, 3>> ReadIndirectCount(const DispatchCommand& cmd,
   return count;
 }
 
-Status WorkgroupError(const CpuExecutable& exe, uint32_t entry, const uint32_t id[3], int rc) {
-  return Aborted("dispatch of entry '", exe.entry_name(entry), "' failed: workgroup (", id[0], ", ",
-                 id[1], ", ", id[2], ") returned ", rc);
+// A kernel's failure: the checks compiled into it (passes/codegen/KernelChecks.h) name the
+// bad value; any other code is reported as a number.
+Status WorkgroupError(const CpuExecutable& exe, uint32_t entry, const uint32_t id[3], int rc,
+                      const hexir_cpu_kernel_error_t& error) {
+  const std::string& name = exe.entry_name(entry);
+  const int64_t a = error.values[0], b = error.values[1];
+  switch (rc) {
+    case HEXIR_CPU_KERNEL_INDEX_OUT_OF_RANGE:
+      return OutOfRange("kernel '", name, "': index ", a, " out of range [0, ", b, ")");
+    case HEXIR_CPU_KERNEL_DIVISION_BY_ZERO:
+      return InvalidArgument("kernel '", name, "': integer division by zero (", a, " / ", b, ")");
+    case HEXIR_CPU_KERNEL_DIVISION_OVERFLOW:
+      return InvalidArgument("kernel '", name, "': integer division overflow (", a, " / ", b, ")");
+    default:
+      return Aborted("dispatch of entry '", name, "' failed: workgroup (", id[0], ", ", id[1],
+                     ", ", id[2], ") returned ", rc);
+  }
 }
 
 // The replay hot path: no heap allocation for up to kInlineBindings bindings, no lock per
@@ -298,7 +312,9 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
   const uint64_t total = nx * ny * nz;
   if (total == 0) return Status::Ok();
   if (total == 1 || pool_.thread_count() == 1) {
+    hexir_cpu_kernel_error_t kernel_error = {};
     hexir_cpu_workgroup_state_t wg = {};
+    wg.error = &kernel_error;
     for (uint32_t z = 0; z < nz; ++z) {
       for (uint32_t y = 0; y < ny; ++y) {
         for (uint32_t x = 0; x < nx; ++x) {
@@ -306,7 +322,7 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
           wg.workgroup_id[1] = y;
           wg.workgroup_id[2] = z;
           int rc = fn(&state, &wg);
-          if (rc != 0) return WorkgroupError(exe, cmd.entry, wg.workgroup_id, rc);
+          if (rc != 0) return WorkgroupError(exe, cmd.entry, wg.workgroup_id, rc, kernel_error);
         }
       }
     }
@@ -315,7 +331,9 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
   std::mutex error_mu;
   Status error;
   pool_.ParallelFor(total, [&](uint64_t i, uint32_t thread_index) {
+    hexir_cpu_kernel_error_t kernel_error = {};
     hexir_cpu_workgroup_state_t wg;
+    wg.error = &kernel_error;
     wg.workgroup_id[0] = static_cast<uint32_t>(i % nx);
     wg.workgroup_id[1] = static_cast<uint32_t>((i / nx) % ny);
     wg.workgroup_id[2] = static_cast<uint32_t>(i / (nx * ny));
@@ -323,7 +341,7 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
     int rc = fn(&state, &wg);
     if (rc == 0) return true;
     std::lock_guard<std::mutex> lock(error_mu);
-    if (error.ok()) error = WorkgroupError(exe, cmd.entry, wg.workgroup_id, rc);
+    if (error.ok()) error = WorkgroupError(exe, cmd.entry, wg.workgroup_id, rc, kernel_error);
     return false;
   });
   return error;
@@ -367,17 +385,7 @@ Status CpuDevice::Execute(const CommandBuffer& cb, const std::vector<BufferRef>&
 }
 
 Status CpuDevice::Complete(Submission& s, Status status, bool keep_error) {
-  if (status.ok()) {
-    for (SemaphoreValue& sv : s.signals) {
-      Status st = sv.semaphore->Signal(sv.value);
-      if (!st.ok()) {
-        sv.semaphore->Fail(st);
-        if (status.ok()) status = std::move(st);
-      }
-    }
-  } else {
-    for (SemaphoreValue& sv : s.signals) sv.semaphore->Fail(status);
-  }
+  status = SignalOrFail(s.signals, std::move(status));
   // With signal semaphores the error reaches whoever waits on them; reporting it again from
   // WaitIdle would hand a stale error to a later, unrelated host read.
   if (keep_error && !status.ok() && s.signals.empty()) {
@@ -483,8 +491,7 @@ void CpuDevice::QueueMain() {
   }
 }
 
-Status CpuDevice::WaitIdle(Timeout timeout) {
-  DeviceCounters::Add(counters()->host_waits);
+Status CpuDevice::AwaitIdle(Timeout timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   auto idle = [&] { return queue_.empty() && !busy_; };
   if (timeout >= std::chrono::hours(24 * 365)) {

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "hal/api.h"
+#include "hal/drivers/cpu/dispatch_abi.h"
 #include "hal/drivers/cpu/testing/test_kernels.h"
 
 namespace hexir::hal {
@@ -163,6 +164,35 @@ TEST_CASE("cpu dispatch: thread indices stay below the worker count, several wor
   for (uint32_t t : got) {
     REQUIRE(t >= 1);
     REQUIRE(t <= 4);
+  }
+}
+
+TEST_CASE("cpu dispatch: a kernel's check failure is named with the values it stored") {
+  struct Case {
+    uint32_t code;
+    StatusCode status;
+    std::string message;
+  };
+  const Case cases[] = {
+      {HEXIR_CPU_KERNEL_INDEX_OUT_OF_RANGE, StatusCode::kOutOfRange,
+       "kernel 'report_at': index 5 out of range [0, 10)"},
+      {HEXIR_CPU_KERNEL_DIVISION_BY_ZERO, StatusCode::kInvalidArgument,
+       "kernel 'report_at': integer division by zero (5 / 10)"},
+      {HEXIR_CPU_KERNEL_DIVISION_OVERFLOW, StatusCode::kInvalidArgument,
+       "kernel 'report_at': integer division overflow (5 / 10)"},
+      {9, StatusCode::kAborted, "dispatch of entry 'report_at' failed: workgroup (5, 0, 0) returned 9"},
+  };
+  for (int32_t threads : {1, 3}) {
+    for (const Case& c : cases) {
+      auto dev = Cpu(threads, /*inl=*/true);
+      auto exe = Load(*dev, {"report_at"});
+      auto cb = *dev->CreateCommandBuffer();
+      REQUIRE(cb->Dispatch(exe, 0, {8, 1, 1}, {}, {5, c.code}).ok());
+      REQUIRE(cb->Finalize().ok());
+      Status s = dev->QueueExecute({}, cb, {});
+      CHECK(s.code() == c.status);
+      CHECK(s.message() == c.message);
+    }
   }
 }
 

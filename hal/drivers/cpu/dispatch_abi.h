@@ -8,7 +8,11 @@
 //   int entry(const hexir_cpu_dispatch_state_t* dispatch,
 //             const hexir_cpu_workgroup_state_t* workgroup);
 //
-// returning 0 on success (non-zero aborts the dispatch with an error naming the entry).
+// returning 0 on success (non-zero aborts the dispatch with an error naming the entry). A
+// kernel that detects bad data returns one of the HEXIR_CPU_KERNEL_* codes below after
+// storing the two values its message names in *workgroup->error (the driver turns them into
+// e.g. "kernel 'main_dispatch_0': index 1000000000 out of range [0, 10)"); any other
+// non-zero code is reported as a number.
 // Binding i is the buffer passed as the i-th binding of the dispatch: binding_ptrs[i] points
 // at its first byte (64-byte aligned), binding_lengths[i] is its length in bytes. Push
 // constants are 32-bit words in the order the dispatch passed them. Kernels must not retain
@@ -33,9 +37,20 @@ typedef struct hexir_cpu_dispatch_state_t {
   const uint64_t* binding_lengths;
 } hexir_cpu_dispatch_state_t;
 
+// Failure codes a kernel returns, with the values it stores in hexir_cpu_kernel_error_t.
+#define HEXIR_CPU_KERNEL_INDEX_OUT_OF_RANGE 1  // values: the index, the extent
+#define HEXIR_CPU_KERNEL_DIVISION_BY_ZERO 2    // values: the dividend, the divisor (0)
+#define HEXIR_CPU_KERNEL_DIVISION_OVERFLOW 3   // values: the dividend (INT_MIN), the divisor (-1)
+
+typedef struct hexir_cpu_kernel_error_t {
+  int64_t values[2];
+} hexir_cpu_kernel_error_t;
+
 typedef struct hexir_cpu_workgroup_state_t {
   uint32_t workgroup_id[3];
   uint32_t thread_index;  // which worker runs this workgroup, in [0, worker count)
+  // Where a failing kernel stores its code's values (never null; one record per call).
+  hexir_cpu_kernel_error_t* error;
 } hexir_cpu_workgroup_state_t;
 
 typedef int (*hexir_cpu_entry_fn_t)(const hexir_cpu_dispatch_state_t* dispatch,

@@ -55,6 +55,15 @@ EXPORT int fail_at(const hexir_cpu_dispatch_state_t* d, const hexir_cpu_workgrou
   return w->workgroup_id[0] == d->push_constants[0] ? 7 : 0;
 }
 
+// Reports the ABI's code push constant 1 with values (x id, 10) from the workgroup whose x id
+// equals push constant 0 (a kernel whose compiled-in check failed), else 0.
+EXPORT int report_at(const hexir_cpu_dispatch_state_t* d, const hexir_cpu_workgroup_state_t* w) {
+  if (w->workgroup_id[0] != d->push_constants[0]) return 0;
+  w->error->values[0] = w->workgroup_id[0];
+  w->error->values[1] = 10;
+  return (int)d->push_constants[1];
+}
+
 // Binding 0 word 0 = how many binding pointers are not 64-byte aligned (the ABI promises 0).
 EXPORT int count_misaligned(const hexir_cpu_dispatch_state_t* d,
                             const hexir_cpu_workgroup_state_t* w) {

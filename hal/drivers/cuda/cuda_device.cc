@@ -115,6 +115,7 @@ class CudaDevice final : public Device {
     completion_thread_.join();
     if (shared_->MakeCurrent().ok()) {
       for (CUevent e : event_pool_) api_.cuEventDestroy(e);
+      if (staging_copy_pending_) api_.cuEventSynchronize(staging_event_);
       if (staging_) api_.cuMemFreeHost(staging_);
       if (staging_event_) api_.cuEventDestroy(staging_event_);
     }
@@ -149,11 +150,11 @@ class CudaDevice final : public Device {
                 const vm::Ref<CommandBuffer>& command_buffer,
                 const std::vector<SemaphoreValue>& signals,
                 const std::vector<BufferRef>& binding_table) override;
-  Status WaitIdle(Timeout timeout) override;
+  Status AwaitIdle(Timeout timeout) override;
   Status WriteBuffer(Buffer& buffer, uint64_t offset, const void* data, uint64_t size) override;
   Status ReadBuffer(const Buffer& buffer, uint64_t offset, void* data, uint64_t size) override;
   Status ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
-                                    uint64_t size) override;
+                                    uint64_t size, const Interrupt& interrupt) override;
 
  private:
   Status Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
@@ -167,6 +168,10 @@ class CudaDevice final : public Device {
   void CompleteLocked(Submission& s, Status status);
   bool IdleLocked() const { return deferred_.empty() && inflight_.empty() && busy_ == 0; }
   StatusOr<CUevent> TakeEventLocked();
+  // cuEventSynchronize into *result, or, with an interrupt that can fire, cuEventQuery polls
+  // (spinning 50 us, then yielding; the interrupt checked every 64 polls) until the event is
+  // reached or the interrupt fires (its status is returned; the event stays pending).
+  Status SynchronizeEvent(CUevent event, const Interrupt& interrupt, CUresult* result) const;
   Status EnsureStagingLocked();
   // Requires staging_mu_.
   Status ReadStagedLocked(const CudaBuffer& b, uint64_t offset, void* data, uint64_t done,
@@ -196,6 +201,9 @@ class CudaDevice final : public Device {
   std::mutex staging_mu_;
   void* staging_ = nullptr;
   CUevent staging_event_ = nullptr;
+  // An interrupted read left its copy into staging_ on the stream (staging_event_ follows
+  // it): the host must not write staging_ before that event is reached. Under staging_mu_.
+  bool staging_copy_pending_ = false;
 };
 
 StatusOr<vm::Ref<Buffer>> CudaDevice::AllocateBuffer(uint64_t byte_size, uint32_t memory_types) {
@@ -276,10 +284,10 @@ Status CudaDevice::QueueDealloca(const std::vector<SemaphoreValue>& waits,
 
 Status CudaDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
                             Submission* s) const {
-  if (!cb) return InvalidArgument("queue execute: command buffer is null");
-  if (!cb->is_finalized()) {
-    return FailedPrecondition(
-        "queue execute: the command buffer is still recording; finalize it before submitting");
+  HEXIR_RETURN_IF_ERROR(ResolveBindingTable(cb.get(), table, &s->binding_table));
+  for (size_t i = 0; i < s->binding_table.size(); ++i) {
+    if (!AsCudaBuffer(s->binding_table[i].buffer.get()))
+      return InvalidArgument("queue execute: binding table slot ", i, ": not a CUDA buffer");
   }
   vm::Ref<CudaCommandBuffer> ccb;
   if (auto* own = dynamic_cast<CudaCommandBuffer*>(cb.get())) {
@@ -292,32 +300,6 @@ Status CudaDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<
     // A generic command buffer (the HAL's queue operations record those): re-record it once as
     // a stream command buffer, the one-shot form.
     HEXIR_ASSIGN_OR_RETURN(ccb, AdoptForeign(*cb));
-  }
-  if (table.size() < cb->binding_table_size()) {
-    return InvalidArgument("queue execute: the command buffer uses ", cb->binding_table_size(),
-                           " binding table slot(s) but ", table.size(), " were supplied");
-  }
-  s->binding_table.clear();
-  for (size_t i = 0; i < table.size(); ++i) {
-    BufferRef r = table[i];
-    // Fast path (every submission): a well-formed entry needs no message built.
-    if (!r.is_slot() && r.buffer && r.offset % kBindingAlignment == 0 &&
-        r.offset <= r.buffer->byte_size() &&
-        (r.length == kWholeBuffer || r.length <= r.buffer->byte_size() - r.offset) &&
-        AsCudaBuffer(r.buffer.get())) {
-      if (r.length == kWholeBuffer) r.length = r.buffer->byte_size() - r.offset;
-      s->binding_table.push_back(std::move(r));
-      continue;
-    }
-    std::string what = StrCat("queue execute: binding table slot ", i);
-    if (r.is_slot()) return InvalidArgument(what, ": must name a buffer, not another slot");
-    if (r.offset % kBindingAlignment != 0) {
-      return InvalidArgument(what, ": offset ", r.offset, " is not a multiple of ",
-                             kBindingAlignment);
-    }
-    HEXIR_ASSIGN_OR_RETURN(r.length, ResolveRange(r, what));
-    if (!AsCudaBuffer(r.buffer.get())) return InvalidArgument(what, ": not a CUDA buffer");
-    s->binding_table.push_back(std::move(r));
   }
   s->command_buffer = std::move(ccb);
   return Status::Ok();
@@ -408,17 +390,7 @@ void CudaDevice::EnqueueLocked(Submission s) {
 }
 
 void CudaDevice::CompleteLocked(Submission& s, Status status) {
-  if (status.ok()) {
-    for (SemaphoreValue& sv : s.signals) {
-      Status st = sv.semaphore->Signal(sv.value);
-      if (!st.ok()) {
-        sv.semaphore->Fail(st);
-        if (status.ok()) status = std::move(st);
-      }
-    }
-  } else {
-    for (SemaphoreValue& sv : s.signals) sv.semaphore->Fail(status);
-  }
+  status = SignalOrFail(s.signals, std::move(status));
   for (SemaphoreValue& sv : s.signals) {
     auto it = pending_signals_.find(sv.semaphore.get());
     if (it != pending_signals_.end() && it->second <= sv.value) pending_signals_.erase(it);
@@ -541,8 +513,7 @@ void CudaDevice::DeferredMain() {
   }
 }
 
-Status CudaDevice::WaitIdle(Timeout timeout) {
-  DeviceCounters::Add(counters()->host_waits);
+Status CudaDevice::AwaitIdle(Timeout timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   auto idle = [&] { return IdleLocked(); };
   if (timeout >= std::chrono::hours(24 * 365)) {
@@ -590,6 +561,11 @@ Status CudaDevice::WriteBuffer(Buffer& buffer, uint64_t offset, const void* data
   std::lock_guard<std::mutex> lock(staging_mu_);
   HEXIR_RETURN_IF_ERROR(EnsureStagingLocked());
   shared_->counters.transfer_synchronizations.fetch_add(1, std::memory_order_relaxed);
+  if (staging_copy_pending_) {
+    HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventSynchronize(staging_event_),
+                               "cuEventSynchronize(an interrupted read's staging copy)");
+    staging_copy_pending_ = false;
+  }
   for (uint64_t done = 0; done < size;) {
     uint64_t n = std::min(kStagingBytes, size - done);
     std::memcpy(staging_, static_cast<const uint8_t*>(data) + done, n);
@@ -639,19 +615,59 @@ Status CudaDevice::ReadStagedLocked(const CudaBuffer& b, uint64_t offset, void* 
                                "cuEventRecord(staging)");
     HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventSynchronize(staging_event_),
                                "cuEventSynchronize(read_buffer of ", n, " bytes)");
+    staging_copy_pending_ = false;  // stream order: every earlier copy is done too
     std::memcpy(static_cast<uint8_t*>(data) + done, staging_, n);
     done += n;
   }
   return Status::Ok();
 }
 
+Status CudaDevice::SynchronizeEvent(CUevent event, const Interrupt& interrupt,
+                                    CUresult* result) const {
+  if (!interrupt.can_fire()) {
+    *result = api_.cuEventSynchronize(event);
+    return Status::Ok();
+  }
+  // Spin first, like cuEventSynchronize's default scheduling, so that a short wait (a decode
+  // step's read) sees the event as soon as it is reached; yield the core after 50 us.
+  const int64_t spin_until = Interrupt::NowNs() + 50'000;
+  for (uint32_t polls = 0;; ++polls) {
+    CUresult r = api_.cuEventQuery(event);
+    if (r != CUDA_ERROR_NOT_READY) {
+      *result = r;
+      return Status::Ok();
+    }
+    if ((polls & 63) == 63) HEXIR_RETURN_IF_ERROR(interrupt.Check());
+    if (Interrupt::NowNs() >= spin_until) std::this_thread::yield();
+  }
+}
+
+namespace {
+// cv.wait(lock, ready), stopping with the interrupt's status when it fires first.
+template <typename Ready>
+Status WaitUnlessInterrupted(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                             const Interrupt& interrupt, Ready ready) {
+  if (!interrupt.can_fire()) {
+    cv.wait(lock, ready);
+    return Status::Ok();
+  }
+  while (!ready()) {
+    HEXIR_RETURN_IF_ERROR(interrupt.Check());
+    cv.wait_for(lock, interrupt.NextWaitSlice(), ready);
+  }
+  return Status::Ok();
+}
+}  // namespace
+
 // One host synchronization for "wait for the pending work, then read": held-back submissions
 // are first let onto the stream (a host-side wait for their semaphores, no GPU wait), the first
 // chunk's copy is queued behind everything on the stream, and a single event wait covers both
 // the work and the copy. The completion thread then finds those events already reached; waiting
 // for it (a condition variable, not the GPU) reports earlier errors exactly as WaitIdle does.
+// An interrupt that fires leaves everything queued (the copy too): the next read's copy is
+// ordered after it on the stream and waits for its own event, so the device stays usable.
 Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
-                                              uint64_t size) {
+                                              uint64_t size, const Interrupt& interrupt) {
   HEXIR_RETURN_IF_ERROR(
       ResolveRange(BufferRef::Range(vm::Ref<Buffer>::Retain(const_cast<Buffer*>(&buffer)),
                                     offset, size),
@@ -661,7 +677,7 @@ Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t off
   if (b == nullptr) return InvalidArgument("read_buffer: not a CUDA buffer");
   if (size == 0 || b->host_data()) {
     // Nothing to stage: the wait is the only synchronization.
-    HEXIR_RETURN_IF_ERROR(WaitIdle(kInfiniteTimeout));
+    HEXIR_RETURN_IF_ERROR(WaitIdle(interrupt));
     if (size) std::memcpy(data, b->host_data() + offset, size);
     return Status::Ok();
   }
@@ -673,7 +689,8 @@ Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t off
   Status copy;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    idle_cv_.wait(lock, [&] { return deferred_.empty() || !lost_.ok(); });
+    HEXIR_RETURN_IF_ERROR(WaitUnlessInterrupted(
+        idle_cv_, lock, interrupt, [&] { return deferred_.empty() || !lost_.ok(); }));
     // Under mu_: no submission can slip onto the stream between the pending work and the copy.
     CUresult r = CUDA_SUCCESS;
     if (!lost_.ok()) {
@@ -686,7 +703,10 @@ Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t off
     }
   }
   if (copy.ok()) {
-    CUresult r = api_.cuEventSynchronize(staging_event_);
+    CUresult r = CUDA_SUCCESS;
+    Status interrupted = SynchronizeEvent(staging_event_, interrupt, &r);
+    staging_copy_pending_ = !interrupted.ok();
+    HEXIR_RETURN_IF_ERROR(std::move(interrupted));
     if (r != CUDA_SUCCESS) {
       copy = CudaStatus(api_, r, StrCat("cuEventSynchronize(read_buffer of ", first, " bytes)"));
     }
@@ -694,7 +714,8 @@ Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t off
   Status error;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    idle_cv_.wait(lock, [&] { return IdleLocked(); });
+    HEXIR_RETURN_IF_ERROR(
+        WaitUnlessInterrupted(idle_cv_, lock, interrupt, [&] { return IdleLocked(); }));
     error = std::move(first_error_);
     first_error_ = Status::Ok();
   }

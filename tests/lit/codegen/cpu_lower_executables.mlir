@@ -74,3 +74,32 @@ hexir.executable @dyn attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
     }
   }
 }
+
+// -----
+
+// bf16 arithmetic runs in f32 and the bf16 conversions are integer code: no fptrunc to bf16
+// is left for LLVM (it would call compiler-rt's __truncsfbf2, which the kernel cannot resolve).
+// The truncation rounds to nearest even (adds 0x7fff plus the kept lowest bit) and selects the
+// quiet NaN 0x7fc0 for NaN inputs.
+// CHECK-LABEL: hexir.executable @bf16_add
+// CHECK:         llvm.func internal @bf16_add_impl(
+// CHECK-NOT:       llvm.fp{{ext|trunc}}
+// CHECK:           llvm.mlir.constant(32767 : i32)
+// CHECK-NOT:       llvm.fp{{ext|trunc}}
+// CHECK:           %[[SUM:.+]] = llvm.fadd %{{.+}}, %{{.+}} : f32
+// CHECK:           %[[NAN:.+]] = llvm.fcmp "une" %[[SUM]], %[[SUM]] : f32
+// CHECK:           llvm.select %[[NAN]], %{{.+}}, %{{.+}} : i1, i16
+// CHECK-NOT:       llvm.fp{{ext|trunc}}
+// CHECK:         llvm.func @bf16_add(
+hexir.executable @bf16_add attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @bf16_add(%a: tensor<4xbf16>, %b: tensor<4xbf16>, %o: tensor<4xbf16>, %id: index) -> tensor<4xbf16> {
+      %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%a, %b : tensor<4xbf16>, tensor<4xbf16>) outs(%o : tensor<4xbf16>) {
+      ^bb0(%x: bf16, %y: bf16, %z: bf16):
+        %s = arith.addf %x, %y : bf16
+        linalg.yield %s : bf16
+      } -> tensor<4xbf16>
+      return %r : tensor<4xbf16>
+    }
+  }
+}

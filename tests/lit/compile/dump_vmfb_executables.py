@@ -64,10 +64,10 @@ class Table:
 def main(path):
     data = open(path, "rb").read()
     assert data[:8] == b"HXIRVMFB", "not a .vmfb"
-    fb = data[16:16 + struct.unpack_from("<I", data, 12)[0]]
+    fb = data[24:24 + struct.unpack_from("<I", data, 12)[0]]  # 24-byte header (vm/module_header.h)
     module = Table(fb, struct.unpack_from("<I", fb, 0)[0])
     seg_start, seg_n = module.vector(8)
-    segments = [struct.unpack_from("<QQ", fb, seg_start + 16 * i) for i in range(seg_n)]
+    segments = [struct.unpack_from("<QQ", fb, seg_start + 24 * i) for i in range(seg_n)]  # offset, length, checksum
     rod_start, rod_n = module.vector(7)
     rodata = [struct.unpack_from("<I", fb, rod_start + 4 * i)[0] for i in range(rod_n)]
 

@@ -174,3 +174,25 @@ func.func @floor_ceil_div(%a: i64, %b: i64) -> (i64, i64) {
   %c = arith.ceildivsi %a, %b : i64
   return %q, %c : i64, i64
 }
+
+// -----
+
+// A check is one `assert` on the host values (index compare -> cmp.eq.i64); a cast aliases
+// its source's buffer and returns a view with the cast's static dims.
+// CHECK-LABEL: func.func @check_and_cast
+// CHECK:         %[[BUF:.+]] = hexir_vm.call.import "hal.buffer_view.buffer"(%arg0)
+// CHECK:         %[[N:.+]] = hexir_vm.call.import "hal.buffer_view.dim"(%arg0,
+// CHECK:         %[[EIGHT:.+]] = hexir_vm.const.i64 8
+// CHECK:         %[[EQ:.+]] = hexir_vm.inst "cmp.eq.i64"(%[[N]], %[[EIGHT]])
+// CHECK:         hexir_vm.assert %[[EQ]], "tensor.cast: dimension 0 of the source is {}, expected {}"(%[[N]], %[[EIGHT]])
+// CHECK:         %[[VIEW:.+]] = hexir_vm.call.import "hal.buffer_view.create"(%[[BUF]], %{{.+}}, %{{.+}})
+// CHECK:         hexir_vm.return %[[VIEW]]
+func.func @check_and_cast(%a: tensor<?xf32>) -> tensor<8xf32> {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %n = tensor.dim %a, %c0 : tensor<?xf32>
+  %eq = arith.cmpi eq, %n, %c8 : index
+  hexir.check %eq, "tensor.cast: dimension 0 of the source is {}, expected {}"(%n, %c8) : index, index
+  %s = tensor.cast %a : tensor<?xf32> to tensor<8xf32>
+  return %s : tensor<8xf32>
+}

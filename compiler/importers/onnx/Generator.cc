@@ -1,0 +1,122 @@
+// ONNX generators (onnx/defs/generator): values made from attributes and shape values.
+// Constants and integer fills keep their contents known (they may feed shape computations);
+// Range needs constant operands and is folded.
+#include <algorithm>
+#include <cmath>
+
+#include "compiler/importers/onnx/Elementwise.h"
+#include "compiler/importers/onnx/Lowerings.h"
+
+namespace hexir::importers::onnx {
+
+Status LowerConstant(Context& c) {
+  if (const ::onnx::TensorProto* t = c.AttrT("value")) return c.SetOut(0, c.FromTensorProto(*t));
+  if (c.HasAttr("value_float") || c.HasAttr("value_floats")) {
+    Val v;
+    v.et = "f32";
+    v.has_floats = true;
+    if (c.HasAttr("value_float")) {
+      v.floats = {c.AttrF("value_float", 0)};
+    } else {
+      for (float f : c.AttrFloats("value_floats")) v.floats.push_back(f);
+      v.shape = {Dim::Static(static_cast<int64_t>(v.floats.size()))};
+    }
+    c.SetOut(0, v);
+    return Status::Ok();
+  }
+  if (c.HasAttr("value_int")) {
+    c.SetOut(0, KnownInts("i64", {Dim::Static(c.AttrI("value_int", 0))}, true));
+    return Status::Ok();
+  }
+  if (c.HasAttr("value_ints")) {
+    std::vector<Dim> d;
+    for (int64_t x : c.AttrInts("value_ints")) d.push_back(Dim::Static(x));
+    c.SetOut(0, KnownInts("i64", d));
+    return Status::Ok();
+  }
+  return c.Error("only tensor/float/int constants are supported");
+}
+
+// A tensor of the shape input 0 filled with the `value` attribute (default f32 0).
+Status LowerConstantOfShape(Context& c) {
+  HEXIR_ASSIGN_OR_RETURN(Val& s, c.In(0));
+  if (!s.has_ints) return c.Error("the shape must be a constant or computed from shapes");
+  std::string et = "f32";
+  double value = 0;
+  if (const ::onnx::TensorProto* t = c.AttrT("value")) {
+    HEXIR_ASSIGN_OR_RETURN(Val v, c.FromTensorProto(*t));
+    et = v.et;
+    value = v.has_floats && !v.floats.empty()  ? v.floats[0]
+            : v.has_ints && !v.ints.empty() ? static_cast<double>(v.ints[0].v)
+                                            : 0;
+  }
+  Val r;
+  r.et = et;
+  r.shape = s.ints;
+  int64_t n = 1;
+  bool known = !IsFloatType(et);
+  for (const Dim& d : s.ints) {
+    known = known && !d.dynamic();
+    n *= d.dynamic() ? 1 : d.v;
+  }
+  if (known && n <= 4096) {  // integer fills may feed shape computations: keep contents
+    r.has_ints = true;
+    r.ints.assign(n, Dim::Static(static_cast<int64_t>(value)));
+  } else {
+    r.name = c.b.Filled(r.shape, et, value);
+  }
+  c.SetOut(0, r);
+  return Status::Ok();
+}
+
+// 1 where column == row + k, 0 elsewhere, shaped like the 2-D input (dtype: attribute or its).
+Status LowerEyeLike(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  if (x.rank() != 2) return c.Error("expected a 2-D input");
+  std::string et = c.HasAttr("dtype") ? Context::ElementType(static_cast<int>(c.AttrI("dtype", 1))) : x.et;
+  if (et.empty()) return c.Error("unsupported dtype");
+  int64_t k = c.AttrI("k", 0);
+  Val r;
+  r.et = et;
+  r.shape = x.shape;
+  r.name = b.IndexGeneric(x.shape, et, [&](const Args&) {
+                       std::vector<std::string> idx = b.LoopIndices(2);
+                       std::string s = b.Fresh(), eq = b.Fresh();
+                       b.Line(s + " = arith.addi " + idx[0] + ", " + b.IndexConst(k) + " : index");
+                       b.Line(eq + " = arith.cmpi eq, " + s + ", " + idx[1] + " : index");
+                       return b.Select(eq, b.ScalarConst(et, 1), b.ScalarConst(et, 0), et);
+                     });
+  c.SetOut(0, r);
+  return Status::Ok();
+}
+
+// start, start + delta, ... below limit; operands must be constants.
+Status LowerRange(Context& c) {
+  std::vector<double> operand[3];
+  const char* names[3] = {"start", "limit", "delta"};
+  for (int i = 0; i < 3; ++i) {
+    HEXIR_ASSIGN_OR_RETURN(Val& v, c.In(i));
+    HEXIR_ASSIGN_OR_RETURN(operand[i], c.ConstFloats(v, names[i]));
+    if (operand[i].empty()) return c.Error(std::string(names[i]) + " is empty");
+  }
+  double start = operand[0][0], limit = operand[1][0], delta = operand[2][0];
+  if (delta == 0) return c.Error("delta is 0");
+  HEXIR_ASSIGN_OR_RETURN(Val& first, c.In(0));
+  std::string et = first.et;
+  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+  Val r;
+  r.et = et;
+  r.shape = {Dim::Static(n)};
+  if (IsFloatType(et)) {
+    r.has_floats = true;
+    for (int64_t i = 0; i < n; ++i) r.floats.push_back(start + i * delta);
+  } else {
+    r.has_ints = true;
+    for (int64_t i = 0; i < n; ++i) r.ints.push_back(Dim::Static(static_cast<int64_t>(start + i * delta)));
+  }
+  c.SetOut(0, r);
+  return Status::Ok();
+}
+
+}  // namespace hexir::importers::onnx

@@ -1,0 +1,24 @@
+// ONNX logical ops (onnx/defs/logical): boolean and/or/xor/not on i1, and comparisons
+// (cmpf ordered predicates on floats, signed cmpi on integers) with numpy broadcasting.
+#include "compiler/importers/onnx/Elementwise.h"
+#include "compiler/importers/onnx/Lowerings.h"
+
+namespace hexir::importers::onnx {
+
+Status LowerAnd(Context& c) { return LowerBinary(c, {"", "arith.andi"}); }
+Status LowerOr(Context& c) { return LowerBinary(c, {"", "arith.ori"}); }
+Status LowerXor(Context& c) { return LowerBinary(c, {"", "arith.xori"}); }
+
+Status LowerNot(Context& c) {
+  return LowerUnary(c, Operands::kBool, [](Builder& b, const std::string& x, const std::string& et) {
+    return b.Bin("", "arith.xori", x, b.ScalarConst("i1", 1), et);
+  });
+}
+
+Status LowerEqual(Context& c) { return LowerBinary(c, {"", "", "oeq", "eq"}); }
+Status LowerGreater(Context& c) { return LowerBinary(c, {"", "", "ogt", "sgt"}); }
+Status LowerGreaterOrEqual(Context& c) { return LowerBinary(c, {"", "", "oge", "sge"}); }
+Status LowerLess(Context& c) { return LowerBinary(c, {"", "", "olt", "slt"}); }
+Status LowerLessOrEqual(Context& c) { return LowerBinary(c, {"", "", "ole", "sle"}); }
+
+}  // namespace hexir::importers::onnx

@@ -1,0 +1,158 @@
+// One lowering function per ONNX op type (and opset range where the semantics changed), by
+// the file that defines it, named after ONNX's operator categories. OpTable.cc maps op types
+// to them. Each lowers Context::node into Context::values; errors go through Context::Error.
+#pragma once
+
+#include "base/status.h"
+#include "compiler/importers/onnx/Context.h"
+
+namespace hexir::importers::onnx {
+
+// Math.cc: elementwise arithmetic and unary math.
+Status LowerAbs(Context& c);
+Status LowerAcos(Context& c);
+Status LowerAcosh(Context& c);
+Status LowerAdd(Context& c);
+Status LowerAsin(Context& c);
+Status LowerAsinh(Context& c);
+Status LowerAtan(Context& c);
+Status LowerAtanh(Context& c);
+Status LowerCeil(Context& c);
+Status LowerClipWithAttributes(Context& c);  // opset < 11: min/max attributes
+Status LowerClip(Context& c);                // opset >= 11: min/max inputs
+Status LowerCos(Context& c);
+Status LowerCosh(Context& c);
+Status LowerDiv(Context& c);
+Status LowerErf(Context& c);
+Status LowerExp(Context& c);
+Status LowerFloor(Context& c);
+Status LowerLog(Context& c);
+Status LowerMax(Context& c);
+Status LowerMean(Context& c);
+Status LowerMin(Context& c);
+Status LowerMod(Context& c);
+Status LowerMul(Context& c);
+Status LowerNeg(Context& c);
+Status LowerPow(Context& c);
+Status LowerReciprocal(Context& c);
+Status LowerRound(Context& c);
+Status LowerSign(Context& c);
+Status LowerSin(Context& c);
+Status LowerSinh(Context& c);
+Status LowerSqrt(Context& c);
+Status LowerSub(Context& c);
+Status LowerSum(Context& c);
+Status LowerTan(Context& c);
+Status LowerTanh(Context& c);
+
+// MathActivation.cc: activations and the softmax family.
+Status LowerCelu(Context& c);
+Status LowerElu(Context& c);
+Status LowerHardmax(Context& c);
+Status LowerHardSigmoid(Context& c);
+Status LowerHardSwish(Context& c);
+Status LowerLeakyRelu(Context& c);
+Status LowerLogSoftmax(Context& c);
+Status LowerPRelu(Context& c);
+Status LowerRelu(Context& c);
+Status LowerSelu(Context& c);
+Status LowerSigmoid(Context& c);
+Status LowerSoftmax(Context& c);
+Status LowerSoftplus(Context& c);
+Status LowerSoftsign(Context& c);
+Status LowerThresholdedRelu(Context& c);
+
+// MathMatrix.cc: products and scans.
+Status LowerCumSum(Context& c);
+Status LowerGemm(Context& c);
+Status LowerMatMul(Context& c);
+
+// Logical.cc: boolean ops and comparisons.
+Status LowerAnd(Context& c);
+Status LowerEqual(Context& c);
+Status LowerGreater(Context& c);
+Status LowerGreaterOrEqual(Context& c);
+Status LowerLess(Context& c);
+Status LowerLessOrEqual(Context& c);
+Status LowerNot(Context& c);
+Status LowerOr(Context& c);
+Status LowerXor(Context& c);
+
+// NN.cc: the small nn ops.
+Status LowerDropout(Context& c);
+Status LowerFlatten(Context& c);
+Status LowerShrink(Context& c);
+
+// NNConv.cc: convolutions.
+Status LowerConv(Context& c);
+Status LowerConvTranspose(Context& c);
+
+// NNPool.cc: pooling.
+Status LowerAveragePool(Context& c);
+Status LowerGlobalAveragePool(Context& c);
+Status LowerGlobalMaxPool(Context& c);
+Status LowerMaxPool(Context& c);
+
+// NNNormalization.cc: normalizations.
+Status LowerBatchNormalization(Context& c);
+Status LowerInstanceNormalization(Context& c);
+Status LowerLayerNormalization(Context& c);
+Status LowerLRN(Context& c);
+Status LowerMeanVarianceNormalization(Context& c);
+
+// Reduction.cc: reductions and arg-reductions.
+Status LowerArgMax(Context& c);
+Status LowerArgMin(Context& c);
+Status LowerReduceL1(Context& c);
+Status LowerReduceL2(Context& c);
+Status LowerReduceLogSum(Context& c);
+Status LowerReduceLogSumExp(Context& c);
+Status LowerReduceMax(Context& c);
+Status LowerReduceMean(Context& c);
+Status LowerReduceMin(Context& c);
+Status LowerReduceProd(Context& c);
+Status LowerReduceSum(Context& c);
+Status LowerReduceSumSquare(Context& c);
+
+// Tensor.cc: casts, reshapes, permutations, broadcasts and selections.
+Status LowerCast(Context& c);
+Status LowerCastLike(Context& c);
+Status LowerDepthToSpace(Context& c);
+Status LowerExpand(Context& c);
+Status LowerIdentity(Context& c);
+Status LowerIsInf(Context& c);
+Status LowerIsNaN(Context& c);
+Status LowerReshape(Context& c);
+Status LowerShape(Context& c);
+Status LowerSize(Context& c);
+Status LowerSpaceToDepth(Context& c);
+Status LowerSqueeze(Context& c);
+Status LowerTile(Context& c);
+Status LowerTranspose(Context& c);
+Status LowerUnsqueeze(Context& c);
+Status LowerWhere(Context& c);
+
+// TensorIndexing.cc: ops that read their source at computed positions.
+Status LowerConcat(Context& c);
+Status LowerGather(Context& c);
+Status LowerGatherElements(Context& c);
+Status LowerGatherND(Context& c);
+Status LowerOneHot(Context& c);
+Status LowerPadWithAttributes(Context& c);  // opset < 11: pads/value attributes
+Status LowerPad(Context& c);                // opset >= 11: pads/value inputs
+Status LowerSliceWithAttributes(Context& c);  // opset < 10: starts/ends/axes attributes
+Status LowerSlice(Context& c);                // opset >= 10: inputs
+Status LowerSplit(Context& c);
+Status LowerTrilu(Context& c);
+
+// TensorResize.cc: Resize and Upsample.
+Status LowerResize(Context& c);
+Status LowerUpsample(Context& c);
+
+// Generator.cc: values made from attributes and shapes.
+Status LowerConstant(Context& c);
+Status LowerConstantOfShape(Context& c);
+Status LowerEyeLike(Context& c);
+Status LowerRange(Context& c);
+
+}  // namespace hexir::importers::onnx

@@ -1,0 +1,197 @@
+#include "compiler/importers/onnx/OpTable.h"
+
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+#include <string_view>
+
+#include "compiler/importers/onnx/Lowerings.h"
+
+namespace hexir::importers::onnx {
+namespace {
+
+constexpr int kLatest = kLatestOpset;
+
+// Sorted by op type, then by min_opset; rows of one op type do not overlap.
+constexpr OpLowering kOpTable[] = {
+    {"Abs", 1, kLatest, LowerAbs},
+    {"Acos", 7, kLatest, LowerAcos},
+    {"Acosh", 9, kLatest, LowerAcosh},
+    {"Add", 1, kLatest, LowerAdd},
+    {"And", 1, kLatest, LowerAnd},
+    {"ArgMax", 1, kLatest, LowerArgMax},
+    {"ArgMin", 1, kLatest, LowerArgMin},
+    {"Asin", 7, kLatest, LowerAsin},
+    {"Asinh", 9, kLatest, LowerAsinh},
+    {"Atan", 7, kLatest, LowerAtan},
+    {"Atanh", 9, kLatest, LowerAtanh},
+    {"AveragePool", 1, kLatest, LowerAveragePool},
+    {"BatchNormalization", 1, kLatest, LowerBatchNormalization},
+    {"Cast", 1, kLatest, LowerCast},
+    {"CastLike", 15, kLatest, LowerCastLike},
+    {"Ceil", 1, kLatest, LowerCeil},
+    {"Celu", 12, kLatest, LowerCelu},
+    {"Clip", 1, 10, LowerClipWithAttributes},
+    {"Clip", 11, kLatest, LowerClip},
+    {"Concat", 1, kLatest, LowerConcat},
+    {"Constant", 1, kLatest, LowerConstant},
+    {"ConstantOfShape", 9, kLatest, LowerConstantOfShape},
+    {"Conv", 1, kLatest, LowerConv},
+    {"ConvTranspose", 1, kLatest, LowerConvTranspose},
+    {"Cos", 7, kLatest, LowerCos},
+    {"Cosh", 9, kLatest, LowerCosh},
+    {"CumSum", 11, kLatest, LowerCumSum},
+    {"DepthToSpace", 1, kLatest, LowerDepthToSpace},
+    {"Div", 1, kLatest, LowerDiv},
+    {"Dropout", 1, kLatest, LowerDropout},
+    {"Elu", 1, kLatest, LowerElu},
+    {"Equal", 1, kLatest, LowerEqual},
+    {"Erf", 9, kLatest, LowerErf},
+    {"Exp", 1, kLatest, LowerExp},
+    {"Expand", 8, kLatest, LowerExpand},
+    {"EyeLike", 9, kLatest, LowerEyeLike},
+    {"Flatten", 1, kLatest, LowerFlatten},
+    {"Floor", 1, kLatest, LowerFloor},
+    {"Gather", 1, kLatest, LowerGather},
+    {"GatherElements", 11, kLatest, LowerGatherElements},
+    {"GatherND", 11, kLatest, LowerGatherND},
+    {"Gemm", 1, kLatest, LowerGemm},
+    {"GlobalAveragePool", 1, kLatest, LowerGlobalAveragePool},
+    {"GlobalMaxPool", 1, kLatest, LowerGlobalMaxPool},
+    {"Greater", 1, kLatest, LowerGreater},
+    {"GreaterOrEqual", 12, kLatest, LowerGreaterOrEqual},
+    {"HardSigmoid", 1, kLatest, LowerHardSigmoid},
+    {"HardSwish", 14, kLatest, LowerHardSwish},
+    {"Hardmax", 13, kLatest, LowerHardmax},  // before 13: coerced to 2-D (not lowered)
+    {"Identity", 1, kLatest, LowerIdentity},
+    {"InstanceNormalization", 1, kLatest, LowerInstanceNormalization},
+    {"IsInf", 10, kLatest, LowerIsInf},
+    {"IsNaN", 9, kLatest, LowerIsNaN},
+    {"LRN", 1, kLatest, LowerLRN},
+    {"LayerNormalization", 17, kLatest, LowerLayerNormalization},
+    {"LeakyRelu", 1, kLatest, LowerLeakyRelu},
+    {"Less", 1, kLatest, LowerLess},
+    {"LessOrEqual", 12, kLatest, LowerLessOrEqual},
+    {"Log", 1, kLatest, LowerLog},
+    {"LogSoftmax", 1, kLatest, LowerLogSoftmax},
+    {"MatMul", 1, kLatest, LowerMatMul},
+    {"Max", 1, kLatest, LowerMax},
+    {"MaxPool", 1, kLatest, LowerMaxPool},
+    {"Mean", 1, kLatest, LowerMean},
+    {"MeanVarianceNormalization", 9, kLatest, LowerMeanVarianceNormalization},
+    {"Min", 1, kLatest, LowerMin},
+    {"Mod", 10, kLatest, LowerMod},
+    {"Mul", 1, kLatest, LowerMul},
+    {"Neg", 1, kLatest, LowerNeg},
+    {"Not", 1, kLatest, LowerNot},
+    {"OneHot", 9, kLatest, LowerOneHot},
+    {"Or", 1, kLatest, LowerOr},
+    {"PRelu", 1, kLatest, LowerPRelu},
+    {"Pad", 1, 10, LowerPadWithAttributes},
+    {"Pad", 11, kLatest, LowerPad},
+    {"Pow", 1, kLatest, LowerPow},
+    {"Range", 11, kLatest, LowerRange},
+    {"Reciprocal", 1, kLatest, LowerReciprocal},
+    {"ReduceL1", 1, kLatest, LowerReduceL1},
+    {"ReduceL2", 1, kLatest, LowerReduceL2},
+    {"ReduceLogSum", 1, kLatest, LowerReduceLogSum},
+    {"ReduceLogSumExp", 1, kLatest, LowerReduceLogSumExp},
+    {"ReduceMax", 1, kLatest, LowerReduceMax},
+    {"ReduceMean", 1, kLatest, LowerReduceMean},
+    {"ReduceMin", 1, kLatest, LowerReduceMin},
+    {"ReduceProd", 1, kLatest, LowerReduceProd},
+    {"ReduceSum", 1, kLatest, LowerReduceSum},
+    {"ReduceSumSquare", 1, kLatest, LowerReduceSumSquare},
+    {"Relu", 1, kLatest, LowerRelu},
+    {"Reshape", 5, kLatest, LowerReshape},  // before 5: the shape was an attribute
+    {"Resize", 10, 17, LowerResize},        // 18 added antialias, axes, keep_aspect_ratio_policy
+    {"Round", 11, kLatest, LowerRound},
+    {"Selu", 1, kLatest, LowerSelu},
+    {"Shape", 1, kLatest, LowerShape},
+    {"Shrink", 9, kLatest, LowerShrink},
+    {"Sigmoid", 1, kLatest, LowerSigmoid},
+    {"Sign", 9, kLatest, LowerSign},
+    {"Sin", 7, kLatest, LowerSin},
+    {"Sinh", 9, kLatest, LowerSinh},
+    {"Size", 1, kLatest, LowerSize},
+    {"Slice", 1, 9, LowerSliceWithAttributes},
+    {"Slice", 10, kLatest, LowerSlice},
+    {"Softmax", 1, kLatest, LowerSoftmax},
+    {"Softplus", 1, kLatest, LowerSoftplus},
+    {"Softsign", 1, kLatest, LowerSoftsign},
+    {"SpaceToDepth", 1, kLatest, LowerSpaceToDepth},
+    {"Split", 1, kLatest, LowerSplit},
+    {"Sqrt", 1, kLatest, LowerSqrt},
+    {"Squeeze", 1, kLatest, LowerSqueeze},
+    {"Sub", 1, kLatest, LowerSub},
+    {"Sum", 1, kLatest, LowerSum},
+    {"Tan", 7, kLatest, LowerTan},
+    {"Tanh", 1, kLatest, LowerTanh},
+    {"ThresholdedRelu", 10, kLatest, LowerThresholdedRelu},
+    {"Tile", 6, kLatest, LowerTile},  // before 6: tiles and axis inputs
+    {"Transpose", 1, kLatest, LowerTranspose},
+    {"Trilu", 14, kLatest, LowerTrilu},
+    {"Unsqueeze", 1, kLatest, LowerUnsqueeze},
+    {"Upsample", 7, kLatest, LowerUpsample},
+    {"Where", 9, kLatest, LowerWhere},
+    {"Xor", 1, kLatest, LowerXor},
+};
+
+constexpr int Compare(const char* a, const char* b) {
+  while (*a && *a == *b) ++a, ++b;
+  return static_cast<unsigned char>(*a) - static_cast<unsigned char>(*b);
+}
+
+constexpr bool RowsInOrder() {
+  for (size_t i = 1; i < std::size(kOpTable); ++i) {
+    const OpLowering& prev = kOpTable[i - 1];
+    const OpLowering& row = kOpTable[i];
+    if (row.min_opset > row.max_opset) return false;
+    int order = Compare(prev.op_type, row.op_type);
+    if (order > 0 || (order == 0 && prev.max_opset >= row.min_opset)) return false;
+  }
+  return true;
+}
+static_assert(RowsInOrder(), "kOpTable rows must be sorted by op type, opset ranges disjoint");
+
+// "6-10", "11 and later".
+std::string Range(const OpLowering& row) {
+  if (row.max_opset == kLatest) return std::to_string(row.min_opset) + " and later";
+  return std::to_string(row.min_opset) + "-" + std::to_string(row.max_opset);
+}
+
+}  // namespace
+
+const OpLowering* FindLowering(const std::string& op_type, int64_t opset) {
+  auto [first, last] = std::equal_range(
+      std::begin(kOpTable), std::end(kOpTable), op_type,
+      [](const auto& a, const auto& b) {
+        auto key = [](const auto& x) -> std::string_view {
+          if constexpr (std::is_same_v<std::decay_t<decltype(x)>, OpLowering>) return x.op_type;
+          else return x;
+        };
+        return key(a) < key(b);
+      });
+  for (auto it = first; it != last; ++it)
+    if (opset >= it->min_opset && opset <= it->max_opset) return it;
+  return nullptr;
+}
+
+Status LowerNode(Context& c) {
+  const std::string& op_type = c.node->op_type();
+  const OpLowering* row = FindLowering(op_type, c.opset);
+  if (!row) {
+    std::string known;
+    for (const OpLowering& r : kOpTable)
+      if (op_type == r.op_type) known += std::string(known.empty() ? "" : ", ") + Range(r);
+    std::string what = "unsupported op type '" + op_type + "' at opset " + std::to_string(c.opset);
+    if (!known.empty()) what += " (lowered for opsets " + known + ")";
+    return c.Error(what);
+  }
+  HEXIR_RETURN_IF_ERROR(row->lower(c));
+  std::string builder_error = c.b.TakeError();
+  if (!builder_error.empty()) return c.Error(builder_error);
+  return Status::Ok();
+}
+
+}  // namespace hexir::importers::onnx

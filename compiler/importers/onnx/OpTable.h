@@ -1,0 +1,29 @@
+// The ONNX op table: one row per (op type, opset range) -> lowering function, sorted by op
+// type (a mis-sorted or duplicated row is a compile error). LowerNode looks the current node
+// up by its op type and the model's default-domain opset and runs its lowering.
+#pragma once
+
+#include <cstdint>
+
+#include "base/status.h"
+#include "compiler/importers/onnx/Context.h"
+
+namespace hexir::importers::onnx {
+
+inline constexpr int kLatestOpset = 1 << 30;  // max_opset of a row that no newer opset changed
+
+struct OpLowering {
+  const char* op_type;
+  int min_opset;  // the ONNX version the lowered semantics start at
+  int max_opset;  // the last version with these semantics (kLatestOpset: all later ones)
+  Status (*lower)(Context& c);
+};
+
+// The row for op_type at opset, or null when no row covers it.
+const OpLowering* FindLowering(const std::string& op_type, int64_t opset);
+
+// Lowers c.node. Errors name the node and its op type; an op type without a row at the
+// model's opset is "unsupported op type '<Type>' at opset <N>".
+Status LowerNode(Context& c);
+
+}  // namespace hexir::importers::onnx

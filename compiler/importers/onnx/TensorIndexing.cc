@@ -1,0 +1,481 @@
+// ONNX tensor ops that read their source at computed positions (onnx/defs/tensor): the output
+// is a generic over its own shape whose body reads the source with tensor.extract at clamped,
+// selected or gathered indices (an affine input map would make linalg infer the loop ranges
+// from the larger source). Known 1-D integer contents (shape values) fold at import time.
+#include <algorithm>
+#include <climits>
+
+#include "compiler/importers/onnx/Elementwise.h"
+#include "compiler/importers/onnx/Lowerings.h"
+
+namespace hexir::importers::onnx {
+namespace {
+
+// out[i] = x[start + i * step] per dim, read with tensor.extract (an affine input map would
+// make linalg infer the loop ranges from the larger input).
+Val StridedCopy(Context& c, Val& x, const Shape& out, const std::vector<int64_t>& start,
+                const std::vector<int64_t>& step) {
+  Builder& b = c.b;
+  c.Mat(x);
+  int loops = static_cast<int>(out.size());
+  Val r;
+  r.et = x.et;
+  r.shape = out;
+  r.name = b.IndexGeneric(out, x.et, [&](const Args&) {
+                       std::string list;
+                       for (int i = 0; i < loops; ++i) {
+                         std::string idx = b.Fresh();
+                         b.Line(idx + " = linalg.index " + std::to_string(i) + " : index");
+                         if (step[i] != 1) {
+                           std::string m = b.Fresh();
+                           b.Line(m + " = arith.muli " + idx + ", " + b.IndexConst(step[i]) + " : index");
+                           idx = m;
+                         }
+                         if (start[i] != 0) {
+                           std::string a = b.Fresh();
+                           b.Line(a + " = arith.addi " + idx + ", " + b.IndexConst(start[i]) + " : index");
+                           idx = a;
+                         }
+                         list += (i ? ", " : "") + idx;
+                       }
+                       std::string e = b.Fresh();
+                       b.Line(e + " = tensor.extract " + x.name + "[" + list + "] : " +
+                              Builder::TensorType(x));
+                       return e;
+                     });
+  return r;
+}
+
+// x[starts:ends:steps] on `axes` (default: the first starts.size() dims), clamped like numpy.
+Status SliceWith(Context& c, Val& x, std::vector<int64_t> starts, std::vector<int64_t> ends,
+                 std::vector<int64_t> axes, std::vector<int64_t> steps) {
+  Builder& b = c.b;
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    return c.Error("starts, ends, axes and steps have different lengths");
+  int64_t rank = x.rank();
+  std::vector<Dim> start(rank, Dim::Static(0)), size = x.shape;
+  std::vector<int64_t> step(rank, 1);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    HEXIR_ASSIGN_OR_RETURN(int64_t a, c.NormAxis(axes[k], rank));
+    int64_t st = starts[k], en = ends[k], sp = steps[k];
+    if (sp == 0) return c.Error("step 0");
+    step[a] = sp;
+    const Dim& d = x.shape[a];
+    if (d.dynamic()) {
+      if (sp != 1 || st < 0 || en < INT_MAX / 2) return c.Error("slicing a dynamic dimension needs start >= 0, step 1, end = max");
+      start[a] = Dim::Static(st);
+      size[a] = b.Max(b.Sub(d, Dim::Static(st)), Dim::Static(0));
+      continue;
+    }
+    int64_t n = d.v;
+    auto clampv = [](int64_t v, int64_t lo, int64_t hi) { return std::max(lo, std::min(v, hi)); };
+    if (st < 0) st += n;
+    if (en < 0) en += n;
+    if (sp > 0) {
+      st = clampv(st, 0, n);
+      en = clampv(en, 0, n);
+    } else {
+      st = clampv(st, 0, n - 1);
+      en = clampv(en, -1, n - 1);
+    }
+    int64_t cnt = sp > 0 ? (en - st + sp - 1) / sp : (st - en + (-sp) - 1) / (-sp);
+    start[a] = Dim::Static(st);
+    size[a] = Dim::Static(std::max<int64_t>(0, cnt));
+  }
+  if (x.has_ints && rank == 1 && x.name.empty() && !size[0].dynamic()) {
+    std::vector<Dim> d;
+    for (int64_t i = 0; i < size[0].v; ++i) d.push_back(x.ints[start[0].v + i * step[0]]);
+    c.SetOut(0, KnownInts(x.et, d));
+    return Status::Ok();
+  }
+  std::vector<int64_t> st;
+  for (const Dim& d : start) st.push_back(d.v);
+  c.SetOut(0, StridedCopy(c, x, size, st, step));
+  return Status::Ok();
+}
+
+// Constant operand `i` as integers; absent: empty.
+StatusOr<std::vector<int64_t>> OptionalInts(Context& c, int i, const char* what) {
+  if (!c.HasIn(i)) return std::vector<int64_t>();
+  HEXIR_ASSIGN_OR_RETURN(Val& v, c.In(i));
+  return c.ConstInts(v, what);
+}
+
+// Split sizes into x.shape[axis] slices (default: equal, the last one smaller).
+Status SplitWith(Context& c, Val& x, int64_t axis, std::vector<int64_t> sizes) {
+  int n = c.node->output_size();
+  if (x.shape[axis].dynamic()) return c.Error("splitting a dynamic dimension is not supported");
+  if (sizes.empty()) {
+    int64_t each = (x.shape[axis].v + n - 1) / n;
+    for (int i = 0; i < n; ++i)
+      sizes.push_back(std::min(each, x.shape[axis].v - each * i));
+  }
+  int64_t total = 0;
+  for (int64_t s : sizes) total += s;
+  if (static_cast<int>(sizes.size()) != n || total != x.shape[axis].v)
+    return c.Error("split sizes do not match the outputs and the dimension");
+  int64_t offset = 0;
+  for (int i = 0; i < n; ++i) {
+    Shape out = x.shape;
+    out[axis] = Dim::Static(sizes[i]);
+    std::vector<int64_t> st(x.rank(), 0), sp(x.rank(), 1);
+    st[axis] = offset;
+    c.SetOut(i, StridedCopy(c, x, out, st, sp));
+    offset += sizes[i];
+  }
+  return Status::Ok();
+}
+
+// Pads x by pads (begin[rank], end[rank]) in mode constant (with value), edge or reflect.
+Status PadWith(Context& c, Val& x, const std::vector<int64_t>& pads, double value) {
+  std::string mode = c.AttrS("mode", "constant");
+  if (mode != "constant" && mode != "edge" && mode != "reflect") return c.Error("mode " + mode);
+  int64_t r = x.rank();
+  if (static_cast<int64_t>(pads.size()) != 2 * r) return c.Error("pads must have 2 * rank entries");
+  std::vector<Dim> pb, pe;
+  for (int64_t i = 0; i < r; ++i) {
+    pb.push_back(Dim::Static(pads[i]));
+    pe.push_back(Dim::Static(pads[r + i]));
+  }
+  c.SetOut(0, c.Pad(x, pb, pe, mode, value));
+  return Status::Ok();
+}
+
+}  // namespace
+
+// Known 1-D contents concatenate at import time; otherwise each output position reads the
+// input whose [offset, offset + size) range holds it (clamped extracts, selected by position).
+Status LowerConcat(Context& c) {
+  Builder& b = c.b;
+  std::vector<Val*> all;
+  for (int i = 0; i < c.NumIn(); ++i) {
+    HEXIR_ASSIGN_OR_RETURN(Val& v, c.In(i));
+    all.push_back(&v);
+  }
+  if (all.empty()) return c.Error("needs at least one input");
+  int64_t rank = all[0]->rank();
+  HEXIR_ASSIGN_OR_RETURN(int64_t axis, c.NormAxis(c.AttrI("axis", 0), rank));
+  bool all_ints = rank == 1;
+  for (Val* v : all) all_ints = all_ints && v->has_ints;
+  if (all_ints) {
+    std::vector<Dim> d;
+    for (Val* v : all) d.insert(d.end(), v->ints.begin(), v->ints.end());
+    c.SetOut(0, KnownInts(all[0]->et, d));
+    return Status::Ok();
+  }
+  std::vector<Val*> ins;
+  for (Val* v : all) {
+    if (v->rank() != rank) return c.Error("inputs have different ranks");
+    bool empty = !v->shape[axis].dynamic() && v->shape[axis].v == 0;
+    if (!empty) ins.push_back(v);
+  }
+  if (ins.empty()) ins.push_back(all[0]);  // every input is empty along axis
+  if (ins.size() == 1) {
+    c.SetOut(0, *ins[0]);
+    return Status::Ok();
+  }
+  Shape out = ins[0]->shape;
+  std::vector<Dim> offsets = {Dim::Static(0)};
+  for (size_t i = 1; i < ins.size(); ++i) {
+    out[axis] = b.Add(out[axis], ins[i]->shape[axis]);
+    offsets.push_back(b.Add(offsets.back(), ins[i - 1]->shape[axis]));
+  }
+  std::vector<std::string> offs, sizes;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    c.Mat(*ins[i]);
+    offs.push_back(b.DimValue(offsets[i]));
+    sizes.push_back(b.DimValue(ins[i]->shape[axis]));
+  }
+  std::string et = ins[0]->et;
+  int loops = static_cast<int>(rank);
+  Val r;
+  r.et = et;
+  r.shape = out;
+  r.name = b.IndexGeneric(out, et, [&](const Args&) {
+                       std::vector<std::string> idx = b.LoopIndices(loops);
+                       std::string result;
+                       for (size_t k = 0; k < ins.size(); ++k) {
+                         std::string rel = b.Fresh(), last = b.Fresh(), lo = b.Fresh(), cl = b.Fresh();
+                         b.Line(rel + " = arith.subi " + idx[axis] + ", " + offs[k] + " : index");
+                         b.Line(last + " = arith.subi " + sizes[k] + ", " + b.IndexConst(1) + " : index");
+                         b.Line(lo + " = arith.maxsi " + rel + ", " + b.IndexConst(0) + " : index");
+                         b.Line(cl + " = arith.minsi " + lo + ", " + last + " : index");
+                         std::vector<std::string> src = idx;
+                         src[axis] = cl;
+                         std::string e = b.Fresh(), list = Builder::Join(src);
+                         b.Line(e + " = tensor.extract " + ins[k]->name + "[" + list + "] : " +
+                                Builder::TensorType(*ins[k]));
+                         if (result.empty()) {
+                           result = e;
+                         } else {
+                           std::string ge = b.Fresh();
+                           b.Line(ge + " = arith.cmpi sge, " + idx[axis] + ", " + offs[k] + " : index");
+                           result = b.Select(ge, e, result, et);
+                         }
+                       }
+                       return result;
+                     });
+  c.SetOut(0, r);
+  return Status::Ok();
+}
+
+Status LowerGather(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& data, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& ind, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(int64_t axis, c.NormAxis(c.AttrI("axis", 0), data.rank()));
+  if (data.has_ints && data.rank() == 1 && ind.has_ints && data.name.empty()) {
+    std::vector<Dim> d;
+    HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> indices, c.ConstInts(ind, "indices"));
+    for (int64_t i : indices) {
+      if (i < 0) i += static_cast<int64_t>(data.ints.size());
+      if (i < 0 || i >= static_cast<int64_t>(data.ints.size())) return c.Error("index out of range");
+      d.push_back(data.ints[i]);
+    }
+    Val r = KnownInts(data.et, d, ind.rank() == 0);
+    r.shape = ind.shape;
+    c.SetOut(0, r);
+    return Status::Ok();
+  }
+  c.Mat(data);
+  c.Mat(ind);
+  Shape out(data.shape.begin(), data.shape.begin() + axis);
+  out.insert(out.end(), ind.shape.begin(), ind.shape.end());
+  out.insert(out.end(), data.shape.begin() + axis + 1, data.shape.end());
+  int loops = static_cast<int>(out.size());
+  int64_t ir = ind.rank();
+  std::vector<std::string> im;
+  for (int64_t i = 0; i < ir; ++i) im.push_back("d" + std::to_string(axis + i));
+  std::string dim = b.DimValue(data.shape[axis]);
+  std::string et = data.et, it = ind.et;
+  Val r;
+  r.et = et;
+  r.shape = out;
+  r.name = b.Generic({&ind}, {Builder::Map(loops, im)}, Builder::IdentityMap(loops), out, et,
+                     loops, std::vector<std::string>(loops, "parallel"), "", [&](const Args& a) {
+                       std::string iv = b.Fresh();
+                       b.Line(iv + " = arith.index_cast " + a[0] + " : " + it + " to index");
+                       std::string neg = b.Fresh(), wrapped = b.Fresh(), sel = b.Fresh();
+                       b.Line(neg + " = arith.cmpi slt, " + iv + ", " + b.IndexConst(0) + " : index");
+                       b.Line(wrapped + " = arith.addi " + iv + ", " + dim + " : index");
+                       b.Line(sel + " = arith.select " + neg + ", " + wrapped + ", " + iv + " : index");
+                       std::vector<std::string> src;
+                       for (int64_t j = 0; j < data.rank(); ++j) {
+                         int64_t loop = j < axis ? j : j == axis ? -1 : j - 1 + ir;
+                         if (loop < 0) {
+                           src.push_back(sel);
+                           continue;
+                         }
+                         src.push_back(b.Fresh());
+                         b.Line(src.back() + " = linalg.index " + std::to_string(loop) + " : index");
+                       }
+                       std::string e = b.Fresh(), list = Builder::Join(src);
+                       b.Line(e + " = tensor.extract " + data.name + "[" + list + "] : " +
+                              Builder::TensorType(data));
+                       return e;
+                     });
+  c.SetOut(0, r);
+  return Status::Ok();
+}
+
+Status LowerSliceWithAttributes(Context& c) {
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  return SliceWith(c, x, c.AttrInts("starts"), c.AttrInts("ends"), c.AttrInts("axes"), {});
+}
+
+Status LowerSlice(Context& c) {
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& starts_in, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> starts, c.ConstInts(starts_in, "starts"));
+  HEXIR_ASSIGN_OR_RETURN(Val& ends_in, c.In(2));
+  HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> ends, c.ConstInts(ends_in, "ends"));
+  HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> axes, OptionalInts(c, 3, "axes"));
+  HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> steps, OptionalInts(c, 4, "steps"));
+  return SliceWith(c, x, starts, ends, axes, steps);
+}
+
+// Sizes: the `split` attribute, or input 1 from opset 13 on.
+Status LowerSplit(Context& c) {
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(int64_t axis, c.NormAxis(c.AttrI("axis", 0), x.rank()));
+  std::vector<int64_t> sizes = c.AttrInts("split");
+  if (c.opset >= 13 && c.HasIn(1)) {
+    HEXIR_ASSIGN_OR_RETURN(sizes, OptionalInts(c, 1, "split"));
+  }
+  return SplitWith(c, x, axis, sizes);
+}
+
+Status LowerPadWithAttributes(Context& c) {
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  return PadWith(c, x, c.AttrInts("pads"), c.AttrF("value", 0));
+}
+
+Status LowerPad(Context& c) {
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& pads_in, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> pads, c.ConstInts(pads_in, "pads"));
+  double value = 0;
+  if (c.HasIn(2)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& value_in, c.In(2));
+    HEXIR_ASSIGN_OR_RETURN(std::vector<double> v, c.ConstFloats(value_in, "constant_value"));
+    if (v.empty()) return c.Error("constant_value is empty");
+    value = v[0];
+  }
+  if (c.HasIn(3)) return c.Error("the axes input is not supported");
+  return PadWith(c, x, pads, value);
+}
+
+// out[i][j][k] = data[index[i][j][k]][j][k] along `axis` (negative indices wrap).
+Status LowerGatherElements(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& data, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& ind, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(int64_t axis, c.NormAxis(c.AttrI("axis", 0), data.rank()));
+  if (ind.rank() != data.rank()) return c.Error("indices must have the rank of data");
+  c.Mat(data);
+  c.Mat(ind);
+  int loops = static_cast<int>(ind.rank());
+  std::string dim = b.DimValue(data.shape[axis]), it = ind.et;
+  Val r;
+  r.et = data.et;
+  r.shape = ind.shape;
+  r.name = b.Generic({&ind}, {Builder::IdentityMap(loops)}, Builder::IdentityMap(loops), ind.shape,
+                     data.et, loops, std::vector<std::string>(loops, "parallel"), "",
+                     [&](const Args& a) {
+                       std::vector<std::string> idx = b.LoopIndices(loops);
+                       std::string iv = b.Fresh(), neg = b.Fresh(), w = b.Fresh(), s = b.Fresh();
+                       b.Line(iv + " = arith.index_cast " + a[0] + " : " + it + " to index");
+                       b.Line(neg + " = arith.cmpi slt, " + iv + ", " + b.IndexConst(0) + " : index");
+                       b.Line(w + " = arith.addi " + iv + ", " + dim + " : index");
+                       b.Line(s + " = arith.select " + neg + ", " + w + ", " + iv + " : index");
+                       idx[axis] = s;
+                       std::string e = b.Fresh();
+                       b.Line(e + " = tensor.extract " + data.name + "[" + Builder::Join(idx) + "] : " +
+                              Builder::TensorType(data));
+                       return e;
+                     });
+  c.SetOut(0, r);
+  return Status::Ok();
+}
+
+// out[b..., i...] = data[b..., index[b..., i..., 0..q-1], rest...] (batch_dims b).
+Status LowerGatherND(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& data, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& ind, c.In(1));
+  int64_t bd = c.AttrI("batch_dims", 0), ri = ind.rank();
+  if (ri < 1 || ind.shape[ri - 1].dynamic()) return c.Error("the last indices dim must be static");
+  int64_t q = ind.shape[ri - 1].v;
+  if (bd < 0 || bd + q > data.rank() || bd >= ri) return c.Error("indices do not fit the data rank");
+  Shape out(ind.shape.begin(), ind.shape.end() - 1);
+  out.insert(out.end(), data.shape.begin() + bd + q, data.shape.end());
+  c.Mat(data);
+  c.Mat(ind);
+  std::vector<std::string> dims;
+  for (const Dim& d : data.shape) dims.push_back(b.DimValue(d));
+  int loops = static_cast<int>(out.size());
+  std::string it = ind.et;
+  Val r;
+  r.et = data.et;
+  r.shape = out;
+  r.name = b.IndexGeneric(out, data.et, [&](const Args&) {
+    std::vector<std::string> idx = b.LoopIndices(loops);
+    std::vector<std::string> at(idx.begin(), idx.begin() + bd);  // batch dims
+    for (int64_t j = 0; j < q; ++j) {
+      std::vector<std::string> ii(idx.begin(), idx.begin() + (ri - 1));
+      ii.push_back(b.IndexConst(j));
+      std::string e = b.Fresh(), iv = b.Fresh(), neg = b.Fresh(), w = b.Fresh(), s = b.Fresh();
+      b.Line(e + " = tensor.extract " + ind.name + "[" + Builder::Join(ii) + "] : " + Builder::TensorType(ind));
+      b.Line(iv + " = arith.index_cast " + e + " : " + it + " to index");
+      b.Line(neg + " = arith.cmpi slt, " + iv + ", " + b.IndexConst(0) + " : index");
+      b.Line(w + " = arith.addi " + iv + ", " + dims[bd + j] + " : index");
+      b.Line(s + " = arith.select " + neg + ", " + w + ", " + iv + " : index");
+      at.push_back(s);
+    }
+    for (int64_t j = ri - 1; j < loops; ++j) at.push_back(idx[j]);
+    std::string e = b.Fresh();
+    b.Line(e + " = tensor.extract " + data.name + "[" + Builder::Join(at) + "] : " + Builder::TensorType(data));
+    return e;
+  });
+  c.SetOut(0, r);
+  return Status::Ok();
+}
+
+// values[1] where the (wrapped) index equals the position along `axis`, values[0] elsewhere.
+Status LowerOneHot(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& ind, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& depth_in, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(std::vector<double> depth_value, c.ConstFloats(depth_in, "depth"));
+  std::vector<int64_t> depth;
+  for (double d : depth_value) depth.push_back(static_cast<int64_t>(d));
+  if (depth.size() != 1 || depth[0] < 1) return c.Error("depth must be one positive value");
+  HEXIR_ASSIGN_OR_RETURN(Val& values, c.In(2));  // [off, on]
+  int64_t rank = ind.rank() + 1;
+  HEXIR_ASSIGN_OR_RETURN(int64_t axis, c.NormAxis(c.AttrI("axis", -1), rank));
+  Shape out = ind.shape;
+  out.insert(out.begin() + axis, Dim::Static(depth[0]));
+  c.Mat(ind);
+  c.Mat(values);
+  int loops = static_cast<int>(rank);
+  std::vector<std::string> im;
+  for (int i = 0; i < loops; ++i)
+    if (i != axis) im.push_back("d" + std::to_string(i));
+  std::string et = values.et, it = ind.et;
+  Val r;
+  r.et = et;
+  r.shape = out;
+  r.name = b.Generic({&ind}, {Builder::Map(loops, im)}, Builder::IdentityMap(loops), out, et, loops,
+                     std::vector<std::string>(loops, "parallel"), "", [&](const Args& a) {
+                       std::string j = b.Fresh(), iv = b.Fresh(), neg = b.Fresh(), w = b.Fresh(),
+                                   s = b.Fresh(), eq = b.Fresh();
+                       b.Line(j + " = linalg.index " + std::to_string(axis) + " : index");
+                       b.Line(iv + " = arith.index_cast " + (IsFloatType(it) ? b.Convert(a[0], it, "i64") : a[0]) +
+                              " : " + (IsFloatType(it) ? std::string("i64") : it) + " to index");
+                       b.Line(neg + " = arith.cmpi slt, " + iv + ", " + b.IndexConst(0) + " : index");
+                       b.Line(w + " = arith.addi " + iv + ", " + b.IndexConst(depth[0]) + " : index");
+                       b.Line(s + " = arith.select " + neg + ", " + w + ", " + iv + " : index");
+                       b.Line(eq + " = arith.cmpi eq, " + s + ", " + j + " : index");
+                       std::string off = b.Fresh(), on = b.Fresh();
+                       b.Line(off + " = tensor.extract " + values.name + "[" + b.IndexConst(0) + "] : " +
+                              Builder::TensorType(values));
+                       b.Line(on + " = tensor.extract " + values.name + "[" + b.IndexConst(1) + "] : " +
+                              Builder::TensorType(values));
+                       return b.Select(eq, on, off, et);
+                     });
+  c.SetOut(0, r);
+  return Status::Ok();
+}
+
+// Keeps x where j - i >= k (upper) or j - i <= k (lower) on the last two dims, 0 elsewhere.
+Status LowerTrilu(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  if (x.rank() < 2) return c.Error("expected rank >= 2");
+  int64_t k = 0;
+  if (c.HasIn(1)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& k_in, c.In(1));
+    HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> k_value, c.ConstInts(k_in, "k"));
+    if (k_value.empty()) return c.Error("k is empty");
+    k = k_value[0];
+  }
+  bool upper = c.AttrI("upper", 1) != 0;
+  std::string et = x.et;
+  int loops = static_cast<int>(x.rank());
+  return c.SetOut(0, c.Elementwise({&x}, et, [&](const Args& a) {
+    std::string i = b.Fresh(), j = b.Fresh(), ii = b.Fresh(), jj = b.Fresh(), d = b.Fresh();
+    b.Line(i + " = linalg.index " + std::to_string(loops - 2) + " : index");
+    b.Line(j + " = linalg.index " + std::to_string(loops - 1) + " : index");
+    b.Line(ii + " = arith.index_cast " + i + " : index to i64");
+    b.Line(jj + " = arith.index_cast " + j + " : index to i64");
+    b.Line(d + " = arith.subi " + jj + ", " + ii + " : i64");
+    std::string kk = b.ScalarConst("i64", static_cast<double>(k));
+    std::string keep = b.Cmp("", upper ? "sge" : "sle", d, kk, "i64");
+    return b.Select(keep, a[0], b.ScalarConst(et, 0), et);
+  }));
+}
+
+}  // namespace hexir::importers::onnx

@@ -1,0 +1,46 @@
+// The ONNX op table: rows are found by op type and opset, opset ranges split an op whose
+// semantics changed, and op types without a row are not found.
+#include "compiler/importers/onnx/OpTable.h"
+
+#include <catch2/catch.hpp>
+
+namespace ox = hexir::importers::onnx;
+
+TEST_CASE("an op type is found at every opset from its first version on") {
+  const ox::OpLowering* at1 = ox::FindLowering("Add", 1);
+  const ox::OpLowering* at21 = ox::FindLowering("Add", 21);
+  REQUIRE(at1 != nullptr);
+  CHECK(at1 == at21);
+  CHECK(std::string(at1->op_type) == "Add");
+  CHECK(ox::FindLowering("Celu", 11) == nullptr);  // Celu first appeared in opset 12
+  CHECK(ox::FindLowering("Celu", 12) != nullptr);
+}
+
+TEST_CASE("an op whose semantics changed has one row per opset range") {
+  const ox::OpLowering* clip10 = ox::FindLowering("Clip", 10);
+  const ox::OpLowering* clip11 = ox::FindLowering("Clip", 11);
+  REQUIRE(clip10 != nullptr);
+  REQUIRE(clip11 != nullptr);
+  CHECK(clip10 != clip11);
+  CHECK(clip10->max_opset == 10);
+  CHECK(clip11->min_opset == 11);
+  CHECK(ox::FindLowering("Slice", 9) != ox::FindLowering("Slice", 10));
+  CHECK(ox::FindLowering("Pad", 10) != ox::FindLowering("Pad", 11));
+}
+
+TEST_CASE("opsets outside every row of an op type find nothing") {
+  CHECK(ox::FindLowering("Resize", 17) != nullptr);
+  CHECK(ox::FindLowering("Resize", 18) == nullptr);  // antialias, axes: not lowered
+  CHECK(ox::FindLowering("Hardmax", 12) == nullptr);  // coerced 2-D form: not lowered
+  CHECK(ox::FindLowering("Reshape", 4) == nullptr);   // shape attribute: not lowered
+}
+
+TEST_CASE("op types without a row, and near misses of real ones, find nothing") {
+  CHECK(ox::FindLowering("FancyOp", 13) == nullptr);
+  CHECK(ox::FindLowering("", 13) == nullptr);
+  CHECK(ox::FindLowering("add", 13) == nullptr);
+  CHECK(ox::FindLowering("Ad", 13) == nullptr);
+  CHECK(ox::FindLowering("Xorr", 13) == nullptr);
+  CHECK(ox::FindLowering("Abs", 13) != nullptr);  // first row
+  CHECK(ox::FindLowering("Xor", 13) != nullptr);  // last row
+}

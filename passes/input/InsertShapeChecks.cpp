@@ -1,0 +1,206 @@
+// Materializes, as `hexir.check` ops in host code, every equality between dims that the
+// program assumes but the compiler cannot prove (one side dynamic), and that every dynamic
+// allocation size fits in 64 bits. Kernels trust their operands' sizes (a linalg.add reads
+// operand 1 with operand 0's extent), so a broken assumption would read or write past a
+// buffer; checked on the host before the dispatch, it is one `assert` instruction instead.
+//
+// Before:
+//   %r = linalg.add ins(%a, %b : tensor<?xf32>, tensor<?xf32>) outs(%e : tensor<?xf32>)
+// After:
+//   %d0 = tensor.dim %a, %c0
+//   %d1 = tensor.dim %b, %c0
+//   %eq = arith.cmpi eq, %d1, %d0 : index
+//   hexir.check %eq, "linalg.add: dimension 0 of operand 1 is {}, expected {} (dimension 0
+//                     of operand 0)"(%d1, %d0) : index, index
+//   ... (the same for the init %e, unless its size is %d0 itself)
+//   %r = linalg.add ...
+//
+// Dims are resolved through destination-style producers (a linalg result has its init's
+// dims) and tensor.empty sizes, so checks add no uses of linalg results (fusion is
+// unchanged) and equal sizes are recognised as the same SSA value (no check at all).
+#include "dialects/hexir/IR/HexirOps.h"
+#include "hal/element_type.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/Matchers.h"
+#include "passes/Passes.h"
+
+namespace hexir {
+#define GEN_PASS_DEF_INSERTSHAPECHECKS
+#include "passes/Passes.h.inc"
+
+namespace {
+using namespace mlir;
+
+std::string typeString(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return s;
+}
+
+// Dimension `dim` of host tensor `v` as an `index` at the builder's insertion point,
+// through DPS producers, casts and tensor.empty, reusing a dominating `tensor.dim` of the
+// same dim (so that two reads of one size compare as the same value).
+Value dimOf(OpBuilder& b, Location loc, DominanceInfo& dom, Value v, int64_t dim) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (!t.isDynamicDim(dim)) return arith::ConstantIndexOp::create(b, loc, t.getDimSize(dim));
+  if (auto empty = v.getDefiningOp<tensor::EmptyOp>()) return empty.getDynamicSize(dim);
+  if (auto cast = v.getDefiningOp<tensor::CastOp>())
+    if (cast.getSource().getType().isDynamicDim(dim))
+      return dimOf(b, loc, dom, cast.getSource(), dim);
+  if (auto dps = v.getDefiningOp<DestinationStyleOpInterface>())
+    if (dps.hasPureTensorSemantics())
+      return dimOf(b, loc, dom, dps.getTiedOpOperand(cast<OpResult>(v))->get(), dim);
+  Operation* at = &*b.getInsertionPoint();
+  for (Operation* user : v.getUsers())
+    if (auto d = dyn_cast<tensor::DimOp>(user))
+      if (d.getConstantIndex() == dim && d.getSource() == v && dom.properlyDominates(d.getOperation(), at))
+        return d;
+  return tensor::DimOp::create(b, loc, v, dim);
+}
+
+bool isConstant(Value v) { return matchPattern(v, m_Constant()); }
+
+// hexir.check (actual == expected) naming both; nothing when both are the same value or
+// both constants (the op's verifier already compared static sizes).
+void checkEqual(OpBuilder& b, Location loc, Value actual, Value expected, const Twine& what) {
+  if (actual == expected || (isConstant(actual) && isConstant(expected))) return;
+  Value eq = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, actual, expected);
+  CheckOp::create(b, loc, eq, b.getStringAttr(what), ValueRange{actual, expected});
+}
+
+// Every (operand, dim) whose indexing-map result is the bare loop dim d must have the extent
+// of the first such pair (the one the kernel's loop bound is taken from).
+void checkLinalgOp(OpBuilder& b, DominanceInfo& dom, linalg::LinalgOp op) {
+  if (!op.hasPureTensorSemantics()) return;
+  Location loc = op.getLoc();
+  std::string name = op->getName().getStringRef().str();
+  SmallVector<std::pair<OpOperand*, unsigned>> reference(op.getNumLoops(), {nullptr, 0});
+  SmallVector<Value> referenceSize(op.getNumLoops());
+  for (OpOperand& operand : op->getOpOperands()) {
+    if (!isa<RankedTensorType>(operand.get().getType())) continue;
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    for (auto [i, expr] : llvm::enumerate(map.getResults())) {
+      auto loopDim = dyn_cast<AffineDimExpr>(expr);
+      if (!loopDim) continue;
+      unsigned d = loopDim.getPosition();
+      Value size = dimOf(b, loc, dom, operand.get(), i);
+      if (!reference[d].first) {
+        reference[d] = {&operand, unsigned(i)};
+        referenceSize[d] = size;
+        continue;
+      }
+      checkEqual(b, loc, size, referenceSize[d],
+                 name + ": dimension " + Twine(i) + " of operand " +
+                     Twine(operand.getOperandNumber()) + " is {}, expected {} (dimension " +
+                     Twine(reference[d].second) + " of operand " +
+                     Twine(reference[d].first->getOperandNumber()) + ")");
+    }
+  }
+}
+
+// A cast to a static dim asserts the source has it.
+void checkCast(OpBuilder& b, DominanceInfo& dom, tensor::CastOp cast) {
+  auto source = dyn_cast<RankedTensorType>(cast.getSource().getType());
+  auto result = dyn_cast<RankedTensorType>(cast.getType());
+  if (!source || !result) return;
+  Location loc = cast.getLoc();
+  for (int64_t i = 0; i < result.getRank(); ++i) {
+    if (result.isDynamicDim(i) || !source.isDynamicDim(i)) continue;
+    checkEqual(b, loc, dimOf(b, loc, dom, cast.getSource(), i),
+               arith::ConstantIndexOp::create(b, loc, result.getDimSize(i)),
+               "tensor.cast: dimension " + Twine(i) + " of the source is {}, expected {}");
+  }
+}
+
+// An expansion's dynamic output sizes must multiply to their source dim.
+void checkExpand(OpBuilder& b, DominanceInfo& dom, tensor::ExpandShapeOp expand) {
+  Location loc = expand.getLoc();
+  auto result = expand.getResultType();
+  SmallVector<OpFoldResult> sizes = expand.getMixedOutputShape();
+  for (auto [i, group] : llvm::enumerate(expand.getReassociationIndices())) {
+    if (llvm::none_of(group, [&](int64_t d) { return result.isDynamicDim(d); })) continue;
+    Value product;
+    for (int64_t d : group) {
+      Value size = getValueOrCreateConstantIndexOp(b, loc, sizes[d]);
+      product = product ? arith::MulIOp::create(b, loc, product, size).getResult() : size;
+    }
+    checkEqual(b, loc, product, dimOf(b, loc, dom, expand.getSrc(), i),
+               "tensor.expand_shape: output dimensions " + Twine(group.front()) + ".." +
+                   Twine(group.back()) + " hold {} elements, expected {} (dimension " +
+                   Twine(i) + " of the source)");
+  }
+}
+
+// The byte size of a dynamic tensor.empty must fit in 63 bits (the VM multiplies in i64):
+// each dynamic size d, in order, must satisfy d <=u L / max(P, 1), where L = (2^63 - 1) /
+// (element bytes * static dims) and P is the product of the dynamic sizes before it (not
+// negative once the checks before passed, so max(P, 1) is a signed max). A negative size
+// fails too (it is huge unsigned).
+void checkEmptySize(OpBuilder& b, tensor::EmptyOp empty) {
+  RankedTensorType t = empty.getType();
+  if (t.getNumDynamicDims() == 0) return;
+  int64_t bytes = hal::ElementTypeByteSize(hal::ElementTypeFromName(typeString(t.getElementType())));
+  if (bytes <= 0) return;  // VerifyInput rejected the element type
+  uint64_t staticProduct = uint64_t(bytes);
+  for (int64_t d : t.getShape())
+    if (!ShapedType::isDynamic(d)) staticProduct *= uint64_t(d);
+  if (staticProduct == 0) return;  // zero elements whatever the dynamic sizes
+  Location loc = empty.getLoc();
+  Value limit = arith::ConstantIndexOp::create(b, loc, int64_t(INT64_MAX / staticProduct));
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value product;
+  unsigned dyn = 0;
+  for (auto [i, d] : llvm::enumerate(t.getShape())) {
+    if (!ShapedType::isDynamic(d)) continue;
+    Value size = empty.getDynamicSizes()[dyn++];
+    Value bound = product ? arith::DivUIOp::create(b, loc, limit,
+                                                   arith::MaxSIOp::create(b, loc, product, one))
+                                .getResult()
+                          : limit;
+    Value fits = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, size, bound);
+    CheckOp::create(b, loc, fits,
+                    b.getStringAttr("tensor.empty: dimension " + Twine(i) + " of " +
+                                    typeString(t) +
+                                    " is {}: the tensor would take more than 2^63-1 bytes "
+                                    "(or the size is negative)"),
+                    ValueRange{size});
+    product = product ? arith::MulIOp::create(b, loc, product, size).getResult() : size;
+  }
+}
+
+// Remembers the ops the checks create, so that the unused ones (a constant size that needed
+// no check) can be erased again.
+struct CreatedOps : OpBuilder::Listener {
+  void notifyOperationInserted(Operation* op, OpBuilder::InsertPoint) override { ops.push_back(op); }
+  SmallVector<Operation*> ops;
+};
+
+class InsertShapeChecks : public impl::InsertShapeChecksBase<InsertShapeChecks> {
+ public:
+  void runOnOperation() override {
+    CreatedOps created;
+    OpBuilder b(&getContext(), &created);
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      DominanceInfo dom(func);
+      func.walk([&](Operation* op) {
+        if (op->getParentOfType<linalg::LinalgOp>()) return;  // kernel bodies
+        b.setInsertionPoint(op);
+        if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) checkLinalgOp(b, dom, linalgOp);
+        else if (auto cast = dyn_cast<tensor::CastOp>(op)) checkCast(b, dom, cast);
+        else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) checkExpand(b, dom, expand);
+        else if (auto empty = dyn_cast<tensor::EmptyOp>(op)) checkEmptySize(b, empty);
+      });
+    }
+    for (Operation* op : llvm::reverse(created.ops))
+      if (!isa<CheckOp>(op) && op->use_empty()) op->erase();
+  }
+};
+
+}  // namespace
+}  // namespace hexir

@@ -1,0 +1,331 @@
+// Host loops compiled from scf.for / scf.while end to end (hexir-compile, then the runtime
+// through the embedding API): every loop shape the bytecode writer's fused branches and
+// coalesced block arguments touch (counted, nested, while, counting down, early exit, a bound
+// that changes, zero trips, refs carried) against C++ references, and the executed
+// instructions per iteration of the counted loop. Host bytecode is the same for every target,
+// so these run on the CPU only (compiled_calls_test runs the tensor loops on CUDA as well).
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "hal/element_type.h"
+#include "tests/e2e/harness.h"
+#include "tools/common/invocation.h"
+
+namespace hexir::e2e {
+namespace {
+
+using tools::HostTensor;
+using tools::HostValue;
+
+const char* kLoops = R"mlir(
+func.func @sum_mod(%n: i64) -> i64 {
+  %c0 = arith.constant 0 : i64
+  %c1 = arith.constant 1 : i64
+  %c7 = arith.constant 7 : i64
+  %c13 = arith.constant 13 : i64
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c0) -> (i64) : i64 {
+    %a = arith.muli %i, %c7 : i64
+    %b = arith.remsi %a, %c13 : i64
+    %t = arith.addi %s, %b : i64
+    scf.yield %t : i64
+  }
+  return %r : i64
+}
+
+// sum over i < n, j < m (index loops) of (i * m + j) % 11, plus a stepped zero-trip-capable
+// inner loop: j from i to m step 3 counts into c.
+func.func @nested(%n: i64, %m: i64) -> (i64, i64) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %z = arith.constant 0 : i64
+  %one = arith.constant 1 : i64
+  %c11 = arith.constant 11 : i64
+  %ni = arith.index_cast %n : i64 to index
+  %mi = arith.index_cast %m : i64 to index
+  %r:2 = scf.for %i = %c0 to %ni step %c1 iter_args(%s = %z, %c = %z) -> (i64, i64) {
+    %s2 = scf.for %j = %c0 to %mi step %c1 iter_args(%t = %s) -> (i64) {
+      %ii = arith.index_cast %i : index to i64
+      %jj = arith.index_cast %j : index to i64
+      %p = arith.muli %ii, %m : i64
+      %q = arith.addi %p, %jj : i64
+      %w = arith.remsi %q, %c11 : i64
+      %t2 = arith.addi %t, %w : i64
+      scf.yield %t2 : i64
+    }
+    %c2 = scf.for %j = %i to %mi step %c3 iter_args(%u = %c) -> (i64) {
+      %u2 = arith.addi %u, %one : i64
+      scf.yield %u2 : i64
+    }
+    scf.yield %s2, %c2 : i64, i64
+  }
+  return %r#0, %r#1 : i64, i64
+}
+
+// Collatz steps until x == 1 (a while loop on data).
+func.func @collatz(%x: i64) -> i64 {
+  %c0 = arith.constant 0 : i64
+  %c1 = arith.constant 1 : i64
+  %c2 = arith.constant 2 : i64
+  %c3 = arith.constant 3 : i64
+  %r:2 = scf.while (%v = %x, %k = %c0) : (i64, i64) -> (i64, i64) {
+    %more = arith.cmpi sgt, %v, %c1 : i64
+    scf.condition(%more) %v, %k : i64, i64
+  } do {
+  ^bb0(%v: i64, %k: i64):
+    %odd = arith.remsi %v, %c2 : i64
+    %isodd = arith.cmpi ne, %odd, %c0 : i64
+    %up = arith.muli %v, %c3 : i64
+    %up1 = arith.addi %up, %c1 : i64
+    %down = arith.divsi %v, %c2 : i64
+    %nv = arith.select %isodd, %up1, %down : i64
+    %nk = arith.addi %k, %c1 : i64
+    scf.yield %nv, %nk : i64, i64
+  }
+  return %r#1 : i64
+}
+
+// Counts down from hi while i > lo by `step` (> 0), summing i.
+func.func @countdown(%hi: i64, %lo: i64, %step: i64) -> i64 {
+  %c0 = arith.constant 0 : i64
+  %r:2 = scf.while (%i = %hi, %s = %c0) : (i64, i64) -> (i64, i64) {
+    %more = arith.cmpi sgt, %i, %lo : i64
+    scf.condition(%more) %i, %s : i64, i64
+  } do {
+  ^bb0(%i: i64, %s: i64):
+    %s2 = arith.addi %s, %i : i64
+    %i2 = arith.subi %i, %step : i64
+    scf.yield %i2, %s2 : i64, i64
+  }
+  return %r#1 : i64
+}
+
+// The first i < n with (i * i) % 97 == target, or n: a loop with an early exit.
+func.func @find(%n: i64, %target: i64) -> i64 {
+  %c0 = arith.constant 0 : i64
+  %c1 = arith.constant 1 : i64
+  %c97 = arith.constant 97 : i64
+  %r = scf.while (%i = %c0) : (i64) -> i64 {
+    %inrange = arith.cmpi slt, %i, %n : i64
+    %sq = arith.muli %i, %i : i64
+    %m = arith.remsi %sq, %c97 : i64
+    %miss = arith.cmpi ne, %m, %target : i64
+    %more = arith.andi %inrange, %miss : i1
+    scf.condition(%more) %i : i64
+  } do {
+  ^bb0(%i: i64):
+    %i2 = arith.addi %i, %c1 : i64
+    scf.yield %i2 : i64
+  }
+  return %r : i64
+}
+
+// i counts up while the bound counts down by 2: the bound changes every iteration.
+func.func @meet(%ub: i64) -> i64 {
+  %c0 = arith.constant 0 : i64
+  %c1 = arith.constant 1 : i64
+  %c2 = arith.constant 2 : i64
+  %r:3 = scf.while (%i = %c0, %b = %ub, %s = %c0) : (i64, i64, i64) -> (i64, i64, i64) {
+    %more = arith.cmpi slt, %i, %b : i64
+    scf.condition(%more) %i, %b, %s : i64, i64, i64
+  } do {
+  ^bb0(%i: i64, %b: i64, %s: i64):
+    %s2 = arith.addi %s, %b : i64
+    %i2 = arith.addi %i, %c1 : i64
+    %b2 = arith.subi %b, %c2 : i64
+    scf.yield %i2, %b2, %s2 : i64, i64, i64
+  }
+  %t = arith.muli %r#0, %c2 : i64
+  %u = arith.addi %t, %r#2 : i64
+  return %u : i64
+}
+
+// From lb to ub by a constant step of 3, counting iterations from a start value (zero trips
+// when lb >= ub).
+func.func @stepped(%lb: i64, %ub: i64, %start: i64) -> i64 {
+  %c3 = arith.constant 3 : i64
+  %c1 = arith.constant 1 : i64
+  %r = scf.for %i = %lb to %ub step %c3 iter_args(%s = %start) -> (i64) : i64 {
+    %t = arith.addi %s, %c1 : i64
+    scf.yield %t : i64
+  }
+  return %r : i64
+}
+
+// a, b = b + 1, a: two tensors carried and swapped every iteration (a parallel copy cycle of
+// refs), n times.
+#id = affine_map<(i) -> (i)>
+func.func @swap_add(%x: tensor<4xf32>, %y: tensor<4xf32>, %n: i64) -> (tensor<4xf32>, tensor<4xf32>) {
+  %c0 = arith.constant 0 : i64
+  %c1 = arith.constant 1 : i64
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x, %b = %y) -> (tensor<4xf32>, tensor<4xf32>) : i64 {
+    %e = tensor.empty() : tensor<4xf32>
+    %d = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%b : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      %one = arith.constant 1.0 : f32
+      %w = arith.addf %v, %one : f32
+      linalg.yield %w : f32
+    } -> tensor<4xf32>
+    scf.yield %d, %a : tensor<4xf32>, tensor<4xf32>
+  }
+  return %r#0, %r#1 : tensor<4xf32>, tensor<4xf32>
+}
+)mlir";
+
+HostValue I64(int64_t x) {
+  HostValue v;
+  v.kind = HostValue::Kind::kInt;
+  v.scalar_type = static_cast<int32_t>(hal::ElementType::kI64);
+  v.i = x;
+  return v;
+}
+
+HostValue Tensor(HostTensor t) {
+  HostValue v;
+  v.kind = HostValue::Kind::kTensor;
+  v.tensor = std::move(t);
+  return v;
+}
+
+// The loops module, compiled once and opened on the CPU.
+tools::Session& Loops() {
+  static std::unique_ptr<tools::Session> session = [] {
+    std::string module = CompileOrDie(kLoops, "loops");
+    tools::InvocationOptions options;
+    options.device_uri = "cpu";
+    options.cpu_threads = 0;
+    auto opened = tools::Session::Open(module, options);
+    INFO(opened.status().ToString());
+    REQUIRE(opened.ok());
+    return std::move(opened).value();
+  }();
+  return *session;
+}
+
+std::vector<HostValue> Call(const std::string& name, const std::vector<HostValue>& inputs,
+                            uint64_t* instructions = nullptr) {
+  tools::Session& s = Loops();
+  auto fn = s.LookupFunction(name);
+  REQUIRE(fn.ok());
+  uint64_t before = s.context().stats().instructions;
+  std::vector<HostValue> results;
+  Status st = s.Call(*fn, inputs, &results);
+  INFO(name << ": " << st.ToString());
+  REQUIRE(st.ok());
+  if (instructions) *instructions = s.context().stats().instructions - before;
+  return results;
+}
+
+int64_t CallI(const std::string& name, const std::vector<int64_t>& args, size_t result = 0) {
+  std::vector<HostValue> inputs;
+  for (int64_t a : args) inputs.push_back(I64(a));
+  std::vector<HostValue> results = Call(name, inputs);
+  REQUIRE(results.size() > result);
+  REQUIRE(results[result].kind == HostValue::Kind::kInt);
+  return results[result].i;
+}
+
+TEST_CASE("a counted scf.for of s += (i*7)%13 matches C++ in 4 instructions per iteration") {
+  auto reference = [](int64_t n) {
+    int64_t s = 0;
+    for (int64_t i = 0; i < n; ++i) s += (i * 7) % 13;
+    return s;
+  };
+  for (int64_t n : {-7, 0, 1, 2, 12, 13, 14, 1000, 123457}) CHECK(CallI("sum_mod", {n}) == reference(n));
+  uint64_t one = 0, many = 0;
+  Call("sum_mod", {I64(1)}, &one);
+  Call("sum_mod", {I64(10001)}, &many);
+  CHECK(many - one <= 4 * 10000);
+}
+
+TEST_CASE("nested scf.for loops over index, one with a step of 3 and a zero-trip start, match C++") {
+  for (int64_t n : {0, 1, 3, 17})
+    for (int64_t m : {0, 1, 2, 5, 9}) {
+      int64_t s = 0, c = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < m; ++j) s += (i * m + j) % 11;
+        for (int64_t j = i; j < m; j += 3) ++c;
+      }
+      INFO("n = " << n << ", m = " << m);
+      CHECK(CallI("nested", {n, m}, 0) == s);
+      CHECK(CallI("nested", {n, m}, 1) == c);
+    }
+}
+
+TEST_CASE("an scf.while on data (Collatz steps) matches C++") {
+  for (int64_t x : {1, 2, 3, 6, 7, 27, 97, 871}) {
+    int64_t k = 0;
+    for (int64_t v = x; v > 1; ++k) v = v % 2 ? 3 * v + 1 : v / 2;
+    INFO("x = " << x);
+    CHECK(CallI("collatz", {x}) == k);
+  }
+}
+
+TEST_CASE("a loop counting down by a negative step matches C++, zero trips included") {
+  const int64_t cases[][3] = {{10, 0, 1}, {10, 0, 3}, {10, -10, 7}, {0, 0, 1}, {-5, 0, 2}, {100, 1, 100}};
+  for (const auto& c : cases) {
+    int64_t s = 0;
+    for (int64_t i = c[0]; i > c[1]; i -= c[2]) s += i;
+    INFO("hi = " << c[0] << ", lo = " << c[1] << ", step = -" << c[2]);
+    CHECK(CallI("countdown", {c[0], c[1], c[2]}) == s);
+  }
+}
+
+TEST_CASE("a loop with an early exit stops at the first match and matches C++") {
+  for (int64_t target : {0, 1, 4, 50, 96, 1000})
+    for (int64_t n : {0, 5, 200}) {
+      int64_t i = 0;
+      while (i < n && (i * i) % 97 != target) ++i;
+      INFO("n = " << n << ", target = " << target);
+      CHECK(CallI("find", {n, target}) == i);
+    }
+}
+
+TEST_CASE("a loop whose bound changes every iteration matches C++") {
+  for (int64_t ub : {-3, 0, 1, 2, 3, 10, 101}) {
+    int64_t i = 0, b = ub, s = 0;
+    for (; i < b; ++i, b -= 2) s += b;
+    INFO("ub = " << ub);
+    CHECK(CallI("meet", {ub}) == 2 * i + s);
+  }
+}
+
+TEST_CASE("an scf.for with a constant step runs zero times when lb >= ub and matches C++") {
+  const int64_t cases[][2] = {{0, 10}, {0, 9}, {5, 5}, {7, 3}, {-10, 10}, {-4, -3}};
+  for (const auto& c : cases) {
+    int64_t s = 100;
+    for (int64_t i = c[0]; i < c[1]; i += 3) ++s;
+    INFO("lb = " << c[0] << ", ub = " << c[1]);
+    CHECK(CallI("stepped", {c[0], c[1], 100}) == s);
+  }
+}
+
+TEST_CASE("two tensors carried and swapped every iteration match C++ for every trip count") {
+  HostTensor x = RandomF32({4}, 11), y = RandomF32({4}, 12);
+  for (int64_t n : {0, 1, 2, 5}) {
+    std::vector<float> a(F32(x), F32(x) + 4), b(F32(y), F32(y) + 4);
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<float> next(4);
+      for (int k = 0; k < 4; ++k) next[k] = b[k] + 1.0f;
+      b = a;
+      a = next;
+    }
+    std::vector<HostValue> results = Call("swap_add", {Tensor(x), Tensor(y), I64(n)});
+    REQUIRE(results.size() == 2);
+    HostTensor ea = ZerosF32({4}), eb = ZerosF32({4});
+    for (int k = 0; k < 4; ++k) {
+      F32(ea)[k] = a[k];
+      F32(eb)[k] = b[k];
+    }
+    INFO("n = " << n);
+    RequireClose(results[0].tensor, ea, 0, 0);
+    RequireClose(results[1].tensor, eb, 0, 0);
+  }
+}
+
+}  // namespace
+}  // namespace hexir::e2e

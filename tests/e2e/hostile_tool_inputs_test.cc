@@ -1,0 +1,181 @@
+// Hostile inputs, family "tool flags and inputs": every tool answers a bad flag, an input that
+// asks for more memory than there is, a directory given as a file, an absurd thread count, a
+// corrupt checkpoint or a full stdout with exit 1 and a message naming the offending thing:
+// never an abort (134), a signal, or exit 0 with lost output.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "tests/e2e/harness.h"
+
+namespace hexir::e2e {
+namespace {
+
+const char* kAdd = R"mlir(
+func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %r = linalg.add ins(%a, %b : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+)mlir";
+
+const std::string& AddModule() {
+  static const std::string module = CompileOrDie(kAdd, "hostile_add");
+  return module;
+}
+
+const std::string kDump = "tools/hexir-dump/hexir-dump";
+const std::string kImport = "tools/hexir-import/hexir-import";
+const std::string kBench = "tools/hexir-bench/hexir-bench";
+const std::string kGenerate = "tools/hexir-generate/hexir-generate";
+
+// Exit 1 (not a signal, not 134), "TOOL: error:", and every needle in the output.
+void RequireError(const CommandResult& r, const std::string& tool,
+                  std::initializer_list<std::string> needles) {
+  INFO("output: " << r.output);
+  REQUIRE(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains(tool + ": error:"));
+  for (const std::string& needle : needles) CHECK_THAT(r.output, Catch::Contains(needle));
+}
+
+std::string EmptyDir() {
+  std::string dir = TempFile("a_directory");
+  mkdir(dir.c_str(), 0755);
+  return dir;
+}
+
+std::string Run(const std::string& args) {
+  return HexirRun() + " --module=" + AddModule() + " " + args + " 2>&1";
+}
+
+TEST_CASE("hexir-run: a 100000x100000xf32 input is refused naming the input and its size") {
+  RequireError(RunCommand(Run("--input=100000x100000xf32=1 --input=4xf32=1")), "hexir-run",
+               {"resource_exhausted", "input '100000x100000xf32'", "needs 40000000000 bytes"});
+}
+
+TEST_CASE("hexir-run: a directory given as an .npy input is refused naming the path") {
+  std::string dir = EmptyDir();
+  RequireError(RunCommand(Run("--input=@" + dir + " --input=4xf32=1")), "hexir-run",
+               {"--input #0", "'" + dir + "' is not a regular file"});
+  RequireError(RunCommand(Run("--input=@" + dir + "/missing.npy --input=4xf32=1")), "hexir-run",
+               {"cannot open '" + dir + "/missing.npy'"});
+}
+
+TEST_CASE("hexir-run and hexir-bench: 100000 CPU threads are refused up front") {
+  RequireError(RunCommand(Run("--cpu-threads=100000 --input=4xf32=1 --input=4xf32=2")), "hexir-run",
+               {"--cpu-threads=100000: expected 0..1024"});
+  RequireError(RunCommand(kBench + " --module=" + AddModule() +
+                          " --cpu-threads=100000 --input=4xf32=1 --input=4xf32=2 2>&1"),
+               "hexir-bench", {"--cpu-threads=100000"});
+}
+
+TEST_CASE("every tool answers an unknown flag with exit 1, naming it; --help still exits 0") {
+  RequireError(RunCommand(Run("--no-such-flag")), "hexir-run", {"--no-such-flag"});
+  RequireError(RunCommand(Run("--repeat=0 --input=4xf32=1 --input=4xf32=1")), "hexir-run", {"--repeat"});
+  RequireError(RunCommand(kBench + " --module=" + AddModule() + " --no-such-flag 2>&1"), "hexir-bench",
+               {"--no-such-flag"});
+  RequireError(RunCommand(kDump + " --no-such-flag " + AddModule() + " 2>&1"), "hexir-dump",
+               {"--no-such-flag"});
+  RequireError(RunCommand(kImport + " --no-such-flag x.onnx 2>&1"), "hexir-import", {"--no-such-flag"});
+  RequireError(RunCommand(kGenerate + " --module=m --parameters=p --max-tokens=1e8 2>&1"), "hexir-generate",
+               {"--max-tokens"});
+  RequireError(RunCommand(kGenerate + " --max-tokens=5 2>&1"), "hexir-generate", {"--parameters is required"});
+  CHECK(RunCommand(HexirRun() + " --help").exit_code == 0);
+  CHECK(RunCommand(kGenerate + " --help").exit_code == 0);
+}
+
+TEST_CASE("stdout on a full device is an error, not a silent exit 0") {
+  // { TOOL >/dev/full; } 2>&1: the tool's stdout is the full device, its stderr is captured.
+  RequireError(RunCommand("{ " + HexirRun() + " --module=" + AddModule() +
+                          " --input=4xf32=1 --input=4xf32=2 >/dev/full; } 2>&1"),
+               "hexir-run", {"cannot write standard output: No space left on device"});
+  RequireError(RunCommand("{ " + kDump + " " + AddModule() + " >/dev/full; } 2>&1"), "hexir-dump",
+               {"cannot write standard output"});
+  std::string source = TempFile("full_stdout.mlir");
+  WriteFile(source, kAdd);
+  CommandResult compile =
+      RunCommand("{ " + HexirCompile() + " " + source + " --target=cpu -o - >/dev/full; } 2>&1");
+  INFO(compile.output);
+  CHECK(compile.exit_code == 1);
+  CHECK_THAT(compile.output, Catch::Contains("hexir-compile: error: cannot write '-'"));
+}
+
+TEST_CASE("hexir-compile: a 40 GB splat constant is a named error, not an abort") {
+  std::string source = TempFile("splat40g.mlir");
+  WriteFile(source, R"mlir(
+func.func @main() -> tensor<100000x100000xf32> {
+  %c = arith.constant dense<1.0> : tensor<100000x100000xf32>
+  return %c : tensor<100000x100000xf32>
+}
+)mlir");
+  CommandResult r = RunCommand(HexirCompile() + " " + source + " --target=cpu -o " +
+                               TempFile("splat40g.vmfb") + " 2>&1");
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("tensor<100000x100000xf32>"));
+  CHECK_THAT(r.output, Catch::Contains("needs 10000000000 x 4 bytes"));
+}
+
+// A llama2.c header whose every field is a valid int32 but whose sizes overflow 64 bits.
+TEST_CASE("hexir-import: a llama2.c header whose size overflows 64 bits is refused by name") {
+  const int32_t big = 0x7fffffff;
+  int32_t header[7] = {1 << 30, big, big, 1, 1, big, big};
+  std::string bytes(reinterpret_cast<const char*>(header), sizeof(header));
+  bytes.resize(4096, '\0');
+  std::string path = TempFile("overflow.bin");
+  WriteFile(path, bytes);
+  RequireError(RunCommand(kImport + " " + path + " -o " + TempFile("overflow.mlir") + " 2>&1"),
+               "hexir-import", {"llama2.c checkpoint", "more than 2^63 bytes"});
+}
+
+// GGUF v3 with the llama keys, one token_embd tensor and a block count the file cannot hold.
+std::string GgufClaimingBlocks(uint32_t blocks) {
+  auto raw = [](auto v) { return std::string(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  auto str = [&](const std::string& s) { return raw(uint64_t(s.size())) + s; };
+  auto u32 = [&](const std::string& key, uint32_t v) { return str(key) + raw(uint32_t(4)) + raw(v); };
+  std::string kvs = str("general.architecture") + raw(uint32_t(8)) + str("llama");
+  kvs += u32("llama.embedding_length", 8) + u32("llama.feed_forward_length", 12) +
+         u32("llama.block_count", blocks) + u32("llama.attention.head_count", 2) +
+         u32("llama.context_length", 16);
+  std::string file = "GGUF" + raw(uint32_t(3)) + raw(uint64_t(1)) + raw(uint64_t(6)) + kvs;
+  file += str("token_embd.weight") + raw(uint32_t(2)) + raw(uint64_t(8)) + raw(uint64_t(10)) +
+          raw(uint32_t(0)) + raw(uint64_t(0));
+  file.resize(1 << 20, '\0');  // 1 MB
+  return file;
+}
+
+TEST_CASE("hexir-import: a 1 MB GGUF claiming 10^6 or 2^31-1 blocks fails fast by name") {
+  for (uint32_t blocks : {1000000u, 0x7fffffffu}) {
+    std::string path = TempFile("blocks.gguf");
+    WriteFile(path, GgufClaimingBlocks(blocks));
+    CommandResult r = RunCommand("/usr/bin/time -f 'maxrss %M KB' " + kImport + " " + path + " -o " +
+                                 TempFile("blocks.mlir") + " 2>&1");
+    RequireError(r, "hexir-import",
+                 {"'llama.block_count'", StrCat("is ", blocks, ", which needs at least ", 9 * uint64_t(blocks),
+                                                " weight tensors, but the file has 1")});
+    size_t at = r.output.find("maxrss ");
+    REQUIRE(at != std::string::npos);
+    CHECK(std::stol(r.output.substr(at + 7)) < 200 * 1024);  // KB: no per-block allocation
+  }
+}
+
+TEST_CASE("hexir-import: a directory or a full stdout is a named error") {
+  std::string dir = EmptyDir();
+  RequireError(RunCommand(kImport + " " + dir + "/x.bin -o - 2>&1"), "hexir-import", {"x.bin"});
+  int32_t header[7] = {8, 12, 1, 2, 2, 10, 6};
+  std::string bytes(reinterpret_cast<const char*>(header), sizeof(header));
+  bytes.resize(28 + 4 * 2000, '\0');
+  std::string ckpt = TempFile("tiny.bin");
+  WriteFile(ckpt, bytes);
+  RequireError(RunCommand("{ " + kImport + " " + ckpt + " -o - >/dev/full; } 2>&1"), "hexir-import",
+               {"cannot write standard output"});
+  RequireError(RunCommand(kImport + " " + ckpt + " -o " + dir + " 2>&1"), "hexir-import",
+               {"cannot write '" + dir + "'"});
+}
+
+}  // namespace
+}  // namespace hexir::e2e

@@ -1,0 +1,177 @@
+// Hostile data in kernels end to end (passes/codegen/KernelChecks.h): an index read from data
+// (a gather, an embedding lookup) outside its tensor and an integer division by zero (or
+// INT_MIN / -1) fail the call on the CPU with an error naming the kernel and the values
+// (exit 1, never a signal); on CUDA they follow the documented rule (the index reads element
+// 0, x / 0 = x, x % 0 = 0). In-range data gives the right numbers on both.
+#include <catch2/catch.hpp>
+
+#include "tests/e2e/harness.h"
+
+namespace hexir::e2e {
+namespace {
+
+const char* kKernels = R"mlir(
+#m1 = affine_map<(i) -> (i)>
+#row = affine_map<(i, j) -> (i)>
+#m2 = affine_map<(i, j) -> (i, j)>
+func.func @gather(%table: tensor<10xf32>, %idx: tensor<?xi64>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %idx, %c0 : tensor<?xi64>
+  %e = tensor.empty(%n) : tensor<?xf32>
+  %r = linalg.generic {indexing_maps = [#m1, #m1], iterator_types = ["parallel"]}
+      ins(%idx : tensor<?xi64>) outs(%e : tensor<?xf32>) {
+  ^bb0(%i: i64, %o: f32):
+    %ii = arith.index_cast %i : i64 to index
+    %v = tensor.extract %table[%ii] : tensor<10xf32>
+    linalg.yield %v : f32
+  } -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+// As hexir-import lowers ONNX Gather: a negative index counts from the end.
+func.func @onnx_gather(%table: tensor<10xf32>, %idx: tensor<?xi64>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %c10 = arith.constant 10 : index
+  %n = tensor.dim %idx, %c0 : tensor<?xi64>
+  %e = tensor.empty(%n) : tensor<?xf32>
+  %r = linalg.generic {indexing_maps = [#m1, #m1], iterator_types = ["parallel"]}
+      ins(%idx : tensor<?xi64>) outs(%e : tensor<?xf32>) {
+  ^bb0(%i: i64, %o: f32):
+    %ii = arith.index_cast %i : i64 to index
+    %neg = arith.cmpi slt, %ii, %c0 : index
+    %wrapped = arith.addi %ii, %c10 : index
+    %s = arith.select %neg, %wrapped, %ii : index
+    %v = tensor.extract %table[%s] : tensor<10xf32>
+    linalg.yield %v : f32
+  } -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+// A token embedding as the llama importer emits it: the token id lives in a device tensor.
+func.func @embed(%table: tensor<?x4xf32>, %token: tensor<1xi32>) -> tensor<1x4xf32> {
+  %e = tensor.empty() : tensor<1x4xf32>
+  %r = linalg.generic {indexing_maps = [#row, #m2], iterator_types = ["parallel", "parallel"]}
+      ins(%token : tensor<1xi32>) outs(%e : tensor<1x4xf32>) {
+  ^bb0(%t: i32, %o: f32):
+    %row = arith.index_cast %t : i32 to index
+    %col = linalg.index 1 : index
+    %v = tensor.extract %table[%row, %col] : tensor<?x4xf32>
+    linalg.yield %v : f32
+  } -> tensor<1x4xf32>
+  return %r : tensor<1x4xf32>
+}
+func.func @divide(%a: tensor<?xi32>, %b: tensor<?xi32>) -> tensor<?xi32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %a, %c0 : tensor<?xi32>
+  %e = tensor.empty(%n) : tensor<?xi32>
+  %q = linalg.generic {indexing_maps = [#m1, #m1, #m1], iterator_types = ["parallel"]}
+      ins(%a, %b : tensor<?xi32>, tensor<?xi32>) outs(%e : tensor<?xi32>) {
+  ^bb0(%x: i32, %y: i32, %o: i32):
+    %d = arith.divsi %x, %y : i32
+    linalg.yield %d : i32
+  } -> tensor<?xi32>
+  return %q : tensor<?xi32>
+}
+func.func @remainder(%a: tensor<?xi64>, %b: tensor<?xi64>) -> tensor<?xi64> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %a, %c0 : tensor<?xi64>
+  %e = tensor.empty(%n) : tensor<?xi64>
+  %q = linalg.generic {indexing_maps = [#m1, #m1, #m1], iterator_types = ["parallel"]}
+      ins(%a, %b : tensor<?xi64>, tensor<?xi64>) outs(%e : tensor<?xi64>) {
+  ^bb0(%x: i64, %y: i64, %o: i64):
+    %d = arith.remui %x, %y : i64
+    linalg.yield %d : i64
+  } -> tensor<?xi64>
+  return %q : tensor<?xi64>
+}
+)mlir";
+
+const char* kTable = "'--input=10xf32=0 1 2 3 4 5 6 7 8 9'";
+const char* kRows = "'--input=3x4xf32=1 2 3 4 5 6 7 8 9 10 11 12'";
+
+CommandResult Run(const std::string& module, const std::string& device, const std::string& args) {
+  return RunCommand(HexirRun() + " --module=" + module + " --device=" + device + " " + args);
+}
+
+void RequireOutput(const CommandResult& r, const std::string& expected) {
+  INFO("output: " << r.output);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.output == expected);
+}
+
+// CPU: exit 1 with `message`; CUDA: the documented clamped result `cuda_output`.
+void RequireFailure(const CommandResult& r, const std::string& device, const std::string& message,
+                    const std::string& cuda_output) {
+  if (device == "cuda") return RequireOutput(r, cuda_output);
+  INFO("output: " << r.output);
+  REQUIRE(r.exit_code == 1);
+  REQUIRE_THAT(r.output, Catch::Contains("hexir-run: error: "));
+  REQUIRE_THAT(r.output, Catch::Contains(message));
+}
+
+std::string KernelsModule(const std::string& device) {
+  std::string module = CompileOrDie(kKernels, "kernel_checks", device);
+  RequireDevice(device);
+  return module;
+}
+
+void Gather(const std::string& device) {
+  std::string m = KernelsModule(device);
+  RequireOutput(Run(m, device, std::string("--function=gather ") + kTable + " '--input=3xi64=2 9 0'"),
+                "3xf32=2 9 0\n");
+  RequireFailure(Run(m, device, std::string("--function=gather ") + kTable +
+                                    " '--input=3xi64=2 1000000000 3'"),
+                 device, "out_of_range: result 0 of function 'gather': kernel 'gather_dispatch_0': index 1000000000 out of range [0, 10)",
+                 "3xf32=2 0 3\n");
+  RequireFailure(Run(m, device, std::string("--function=gather ") + kTable + " '--input=2xi64=-7 1'"),
+                 device, "kernel 'gather_dispatch_0': index -7 out of range [0, 10)", "2xf32=0 1\n");
+}
+HEXIR_E2E_TEST_ON_DEVICES("a gather index outside its table fails the call naming index and extent",
+                          Gather)
+
+void OnnxGather(const std::string& device) {
+  std::string m = KernelsModule(device);
+  RequireOutput(Run(m, device, std::string("--function=onnx_gather ") + kTable +
+                                   " '--input=4xi64=-1 -10 0 9'"),
+                "4xf32=9 0 0 9\n");
+  // -11 is -1 after the wrap: still out of range.
+  RequireFailure(Run(m, device, std::string("--function=onnx_gather ") + kTable +
+                                    " '--input=2xi64=-11 10'"),
+                 device, "index -1 out of range [0, 10)", "2xf32=0 0\n");
+}
+HEXIR_E2E_TEST_ON_DEVICES("ONNX Gather counts negative indices from the end and refuses the rest",
+                          OnnxGather)
+
+void Embedding(const std::string& device) {
+  std::string m = KernelsModule(device);
+  RequireOutput(Run(m, device, std::string("--function=embed ") + kRows + " --input=1xi32=2"),
+                "1x4xf32=9 10 11 12\n");
+  RequireFailure(Run(m, device, std::string("--function=embed ") + kRows + " --input=1xi32=100000"),
+                 device, "kernel 'embed_dispatch_0': index 100000 out of range [0, 3)",
+                 "1x4xf32=1 2 3 4\n");
+  RequireFailure(Run(m, device, std::string("--function=embed ") + kRows + " --input=1xi32=-7"),
+                 device, "kernel 'embed_dispatch_0': index -7 out of range [0, 3)",
+                 "1x4xf32=1 2 3 4\n");
+}
+HEXIR_E2E_TEST_ON_DEVICES("an embedding lookup with a token id past the vocabulary fails the call",
+                          Embedding)
+
+void Division(const std::string& device) {
+  std::string m = KernelsModule(device);
+  RequireOutput(Run(m, device, "--function=divide '--input=3xi32=7 -8 9' '--input=3xi32=2 3 -4'"),
+                "3xi32=3 -2 -2\n");
+  RequireFailure(Run(m, device, "--function=divide '--input=3xi32=7 -8 9' '--input=3xi32=2 0 4'"),
+                 device, "invalid_argument: result 0 of function 'divide': kernel 'divide_dispatch_0': integer division by zero (-8 / 0)",
+                 "3xi32=3 -8 2\n");
+  RequireFailure(Run(m, device, "--function=divide --input=1xi32=-2147483648 --input=1xi32=-1"),
+                 device, "kernel 'divide_dispatch_0': integer division overflow (-2147483648 / -1)",
+                 "1xi32=-2147483648\n");
+  RequireOutput(Run(m, device, "--function=remainder '--input=2xi64=7 9' '--input=2xi64=4 5'"),
+                "2xi64=3 4\n");
+  RequireFailure(Run(m, device, "--function=remainder '--input=2xi64=7 9' '--input=2xi64=4 0'"),
+                 device, "kernel 'remainder_dispatch_0': integer division by zero (9 / 0)",
+                 "2xi64=3 0\n");
+}
+HEXIR_E2E_TEST_ON_DEVICES("integer division by zero in a kernel fails the call, never SIGFPE",
+                          Division)
+
+}  // namespace
+}  // namespace hexir::e2e

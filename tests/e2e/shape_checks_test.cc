@@ -1,0 +1,187 @@
+// Hostile shapes end to end: every dim equality a program assumes but cannot prove at compile
+// time, and every dynamic allocation size, is checked on the host before the dispatch
+// (passes/input/InsertShapeChecks.cpp). A broken one is a clean error naming the function,
+// the op and both values (exit 1), never a read or write past a buffer; correct shapes still
+// give the right numbers.
+#include <catch2/catch.hpp>
+
+#include "tests/e2e/harness.h"
+
+namespace hexir::e2e {
+namespace {
+
+const char* kShapes = R"mlir(
+#id = affine_map<(i, j) -> (i, j)>
+#tr = affine_map<(i, j) -> (j, i)>
+func.func @add(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %a, %c0 : tensor<?xf32>
+  %e = tensor.empty(%n) : tensor<?xf32>
+  %r = linalg.add ins(%a, %b : tensor<?xf32>, tensor<?xf32>) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+func.func @matmul(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %a, %c0 : tensor<?x?xf32>
+  %n = tensor.dim %b, %c1 : tensor<?x?xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty(%m, %n) : tensor<?x?xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<?x?xf32>, tensor<?x?xf32>) outs(%f : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+func.func @into(%a: tensor<?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> {
+  %r = linalg.exp ins(%a : tensor<?xf32>) outs(%out : tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+func.func @transpose_add(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %a, %c0 : tensor<?x?xf32>
+  %n = tensor.dim %a, %c1 : tensor<?x?xf32>
+  %e = tensor.empty(%m, %n) : tensor<?x?xf32>
+  %r = linalg.generic {indexing_maps = [#id, #tr, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %b : tensor<?x?xf32>, tensor<?x?xf32>) outs(%e : tensor<?x?xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+func.func @cast(%a: tensor<?xf32>) -> tensor<4xf32> {
+  %s = tensor.cast %a : tensor<?xf32> to tensor<4xf32>
+  %e = tensor.empty() : tensor<4xf32>
+  %r = linalg.exp ins(%s : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+func.func @fill(%n: i64) -> tensor<?xf32> {
+  %i = arith.index_cast %n : i64 to index
+  %e = tensor.empty(%i) : tensor<?xf32>
+  %one = arith.constant 1.0 : f32
+  %f = linalg.fill ins(%one : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  return %f : tensor<?xf32>
+}
+func.func @rows(%a: tensor<?xf32>, %h: i64) -> tensor<?x4xf32> {
+  %i = arith.index_cast %h : i64 to index
+  %x = tensor.expand_shape %a [[0, 1]] output_shape [%i, 4] : tensor<?xf32> into tensor<?x4xf32>
+  %e = tensor.empty(%i) : tensor<?x4xf32>
+  %r = linalg.exp ins(%x : tensor<?x4xf32>) outs(%e : tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %r : tensor<?x4xf32>
+}
+func.func @fixed(%a: tensor<?x3xf32>) -> tensor<?x3xf32> {
+  return %a : tensor<?x3xf32>
+}
+)mlir";
+
+CommandResult Run(const std::string& module, const std::string& device, const std::string& args) {
+  return RunCommand(HexirRun() + " --module=" + module + " --device=" + device + " " + args);
+}
+
+// Exit 1 (not a signal) with `message` in the output.
+void RequireError(const CommandResult& r, const std::string& message) {
+  INFO("output: " << r.output);
+  REQUIRE(r.exit_code == 1);
+  REQUIRE_THAT(r.output, Catch::Contains("hexir-run: error: invalid_argument:"));
+  REQUIRE_THAT(r.output, Catch::Contains(message));
+}
+
+void RequireOutput(const CommandResult& r, const std::string& expected) {
+  INFO("output: " << r.output);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.output == expected);
+}
+
+std::string ShapesModule(const std::string& device) {
+  std::string module = CompileOrDie(kShapes, "shape_checks", device);
+  RequireDevice(device);
+  return module;
+}
+
+void Elementwise(const std::string& device) {
+  std::string m = ShapesModule(device);
+  RequireOutput(Run(m, device, "--function=add '--input=4xf32=1 2 3 4' '--input=4xf32=10 20 30 40'"),
+                "4xf32=11 22 33 44\n");
+  RequireError(Run(m, device, "--function=add '--input=4xf32=1 2 3 4' '--input=2xf32=10 11'"),
+               "function 'add' @");
+  RequireError(Run(m, device, "--function=add '--input=4xf32=1 2 3 4' '--input=2xf32=10 11'"),
+               "linalg.add: dimension 0 of operand 1 is 2, expected 4 (dimension 0 of operand 0)");
+  RequireError(Run(m, device, "--function=add --input=100000xf32=1 --input=1xf32=1"),
+               "linalg.add: dimension 0 of operand 1 is 1, expected 100000 (dimension 0 of operand 0)");
+}
+HEXIR_E2E_TEST_ON_DEVICES("elementwise operands of different dynamic lengths are refused naming both",
+                          Elementwise)
+
+void MatmulK(const std::string& device) {
+  std::string m = ShapesModule(device);
+  RequireOutput(Run(m, device, "--function=matmul '--input=1x2xf32=1 2' '--input=2x1xf32=3 4'"),
+                "1x1xf32=11\n");
+  RequireError(Run(m, device, "--function=matmul --input=2x3xf32=1 --input=4x2xf32=1"),
+               "linalg.matmul: dimension 0 of operand 1 is 4, expected 3 (dimension 1 of operand 0)");
+}
+HEXIR_E2E_TEST_ON_DEVICES("a matmul whose K differs between its operands is refused", MatmulK)
+
+void OutsSmallerThanIns(const std::string& device) {
+  std::string m = ShapesModule(device);
+  RequireError(Run(m, device, "--function=into --input=8xf32=0 --input=2xf32=0"),
+               "linalg.exp: dimension 0 of operand 1 is 2, expected 8 (dimension 0 of operand 0)");
+  RequireOutput(Run(m, device, "--function=into --input=2xf32=0 --input=2xf32=5"), "2xf32=1 1\n");
+}
+HEXIR_E2E_TEST_ON_DEVICES("an init smaller than the inputs is refused before anything is written",
+                          OutsSmallerThanIns)
+
+void TiedMaps(const std::string& device) {
+  std::string m = ShapesModule(device);
+  RequireOutput(Run(m, device,
+                    "--function=transpose_add '--input=2x3xf32=1 2 3 4 5 6' "
+                    "'--input=3x2xf32=10 40 20 50 30 60'"),
+                "2x3xf32=11 22 33 44 55 66\n");
+  RequireError(Run(m, device, "--function=transpose_add --input=2x3xf32=1 --input=2x3xf32=1"),
+               "linalg.generic: dimension 0 of operand 1 is 2, expected 3 (dimension 1 of operand 0)");
+}
+HEXIR_E2E_TEST_ON_DEVICES("a generic's operands tied by its indexing maps must agree", TiedMaps)
+
+void Cast(const std::string& device) {
+  std::string m = ShapesModule(device);
+  RequireOutput(Run(m, device, "--function=cast --input=4xf32=0"), "4xf32=1 1 1 1\n");
+  RequireError(Run(m, device, "--function=cast --input=3xf32=0"),
+               "tensor.cast: dimension 0 of the source is 3, expected 4");
+}
+HEXIR_E2E_TEST_ON_DEVICES("tensor.cast to a static size checks the size", Cast)
+
+void Expand(const std::string& device) {
+  std::string m = ShapesModule(device);
+  RequireOutput(Run(m, device, "--function=rows --input=8xf32=0 --input=i64=2"),
+                "2x4xf32=1 1 1 1 1 1 1 1\n");
+  RequireError(Run(m, device, "--function=rows --input=8xf32=0 --input=i64=1000"),
+               "tensor.expand_shape: output dimensions 0..1 hold 4000 elements, expected 8");
+}
+HEXIR_E2E_TEST_ON_DEVICES("an expansion's sizes must multiply to the source's", Expand)
+
+void OverflowingSize(const std::string& device) {
+  std::string m = ShapesModule(device);
+  RequireOutput(Run(m, device, "--function=fill --input=i64=3"), "3xf32=1 1 1\n");
+  // 2^62 + 1 elements of 4 bytes: the byte size wraps to 4 in 64 bits.
+  RequireError(Run(m, device, "--function=fill --input=i64=4611686018427387905"),
+               "tensor.empty: dimension 0 of tensor<?xf32> is 4611686018427387905: the tensor "
+               "would take more than 2^63-1 bytes");
+  RequireError(Run(m, device, "--function=fill --input=i64=-1"),
+               "tensor.empty: dimension 0 of tensor<?xf32> is -1");
+}
+HEXIR_E2E_TEST_ON_DEVICES("a size whose bytes overflow 64 bits is refused, not allocated short",
+                          OverflowingSize)
+
+void Arguments(const std::string& device) {
+  std::string m = ShapesModule(device);
+  RequireOutput(Run(m, device, "--function=fixed --input=1x3xf32=2"), "1x3xf32=2 2 2\n");
+  CommandResult r = Run(m, device, "--function=fixed --input=2x4xf32=1");
+  INFO("output: " << r.output);
+  REQUIRE(r.exit_code == 1);
+  REQUIRE_THAT(r.output, Catch::Contains("input 0"));
+  REQUIRE_THAT(r.output, Catch::Contains("2x4xf32"));
+}
+HEXIR_E2E_TEST_ON_DEVICES("an argument against its signature's static dims is refused naming it",
+                          Arguments)
+
+}  // namespace
+}  // namespace hexir::e2e

@@ -1,0 +1,85 @@
+// SentencePiece-style encoding of an already escaped fragment (spaces are U+2581), as
+// llama.cpp's SPM tokenizer does it: the symbols start as UTF-8 code points; a queue holds
+// every adjacent pair whose concatenation is a token, by that token's score (ties: the
+// leftmost pair); the best pair still intact is merged and its new neighbours queued.
+// A final symbol that is not a token is split back into the pair that formed it, and a
+// single code point that is no token becomes one <0xNN> token per byte.
+#include <map>
+#include <queue>
+
+#include "tools/hexir-generate/unicode.h"
+#include "tools/hexir-generate/vocabulary.h"
+
+namespace hexir::tools {
+namespace {
+
+struct Symbol {
+  int prev, next;
+  size_t begin, length;  // bytes of the text; length 0 once merged into its left neighbour
+};
+
+struct Pair {
+  int left, right;
+  float score;
+  size_t length;  // bytes of the concatenation when queued (a stale pair no longer matches)
+  bool operator<(const Pair& o) const { return score < o.score || (score == o.score && left > o.left); }
+};
+
+}  // namespace
+
+void Vocabulary::EncodeSpm(std::string_view text, std::vector<int64_t>* out) const {
+  std::vector<Symbol> symbols;
+  for (size_t at = 0; at < text.size();) {
+    size_t n = std::min(Utf8SequenceLength(uint8_t(text[at])), text.size() - at);
+    int index = int(symbols.size());
+    symbols.push_back({index - 1, at + n == text.size() ? -1 : index + 1, at, n});
+    at += n;
+  }
+  std::priority_queue<Pair> queue;
+  std::map<std::string, std::pair<int, int>, std::less<>> formed_by;  // merged text -> its pair
+  auto consider = [&](int left, int right) {
+    if (left < 0 || right < 0) return;
+    std::string_view joined = text.substr(symbols[left].begin, symbols[left].length + symbols[right].length);
+    int64_t id = Find(joined);
+    if (id < 0) return;
+    queue.push({left, right, scores_[id], joined.size()});
+    formed_by[std::string(joined)] = {left, right};
+  };
+  for (int i = 1; i < int(symbols.size()); ++i) consider(i - 1, i);
+  while (!queue.empty()) {
+    Pair p = queue.top();
+    queue.pop();
+    Symbol& l = symbols[p.left];
+    Symbol& r = symbols[p.right];
+    if (l.length == 0 || r.length == 0 || l.length + r.length != p.length) continue;
+    l.length += r.length;
+    r.length = 0;
+    l.next = r.next;
+    if (r.next >= 0) symbols[r.next].prev = p.left;
+    consider(l.prev, p.left);
+    consider(p.left, l.next);
+  }
+
+  auto emit = [&](auto& self, const Symbol& s) -> void {
+    std::string_view piece = text.substr(s.begin, s.length);
+    if (int64_t id = Find(piece); id >= 0) {
+      out->push_back(id);
+      return;
+    }
+    if (auto it = formed_by.find(piece); it != formed_by.end()) {
+      self(self, symbols[it->second.first]);
+      self(self, symbols[it->second.second]);
+      return;
+    }
+    static const char kHex[] = "0123456789ABCDEF";
+    for (unsigned char byte : piece) {
+      const char name[7] = {'<', '0', 'x', kHex[byte >> 4], kHex[byte & 15], '>', 0};
+      int64_t id = Find(name);
+      if (id < 0) id = Find(std::string(1, char(byte)));
+      if (id >= 0) out->push_back(id);
+    }
+  };
+  for (int i = symbols.empty() ? -1 : 0; i != -1; i = symbols[i].next) emit(emit, symbols[i]);
+}
+
+}  // namespace hexir::tools
