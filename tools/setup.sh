@@ -11,6 +11,7 @@ PACKAGES=(
   libopenblas-dev
   python3-torch
   libonnx-dev libprotobuf-dev libonnx-testdata  # ONNX importer (hexir-import) and its node tests
+  pybind11-dev python3-dev python3-numpy python3-pytest libdlpack-dev  # python/ (import hexir)
 )
 
 missing=()

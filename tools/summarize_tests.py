@@ -14,6 +14,10 @@ CATCH_ALL_PASSED = re.compile(r"All tests passed \((\d+) assertions? in (\d+) te
 CATCH_CASES = re.compile(r"test cases:\s+(\d+)\s+\|\s+(?:(\d+) passed)?\s*\|?\s*(?:(\d+) failed)?")
 LIT_RE = re.compile(r"^\s*(Passed|Failed|Unsupported|Unresolved|Timed Out|Expectedly Failed|Unexpectedly Passed)\s*:\s*(\d+)", re.M)
 SKIP_RE = re.compile(r"HEXIR_SKIPPED:\s*(.*)")
+# pytest's last line, e.g. "===== 40 passed, 2 skipped in 12.3s =====", and its -rs lines.
+PYTEST_SUMMARY = re.compile(r"^=+ (.*?) in [\d.]+s(?: \([^)]*\))? =+$", re.M)
+PYTEST_COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)")
+PYTEST_SKIP = re.compile(r"^SKIPPED \[\d+\] (.*)$", re.M)
 
 
 def log_path(testlogs, target):
@@ -22,7 +26,8 @@ def log_path(testlogs, target):
 
 
 def count(target, status, testlogs):
-    """Returns (passed, failed, skipped, skip_reasons)."""
+    """Returns (passed, failed, skipped, skip_reasons). Lit, pytest and Catch2 logs count per
+    test case; any other target counts as one."""
     text = ""
     path = log_path(testlogs, target)
     if testlogs and os.path.exists(path):
@@ -38,6 +43,17 @@ def count(target, status, testlogs):
         if not ok and failed == 0:
             failed = 1
         return passed, failed, skipped, skips
+    summaries = PYTEST_SUMMARY.findall(text)
+    counts = PYTEST_COUNT.findall(summaries[-1]) if summaries else []
+    if counts:
+        n = {}
+        for value, key in counts:
+            n[key.rstrip("s") if key.startswith("error") else key] = int(value)
+        passed = n.get("passed", 0) + n.get("xfailed", 0)
+        failed = n.get("failed", 0) + n.get("error", 0) + n.get("xpassed", 0)
+        if not ok and failed == 0:
+            failed = 1
+        return passed, failed, n.get("skipped", 0), skips + PYTEST_SKIP.findall(text)
     m = CATCH_ALL_PASSED.search(text)
     if m and ok:
         cases = int(m.group(2))

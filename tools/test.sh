@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole test suite and ends with the line "N passed, N failed, N skipped".
-# Counts are per test case: Catch2 test cases, lit tests, and one per other test target.
+# Counts are per test case: Catch2 test cases, lit tests, pytest cases, and one per other test target.
 # A test case that prints "HEXIR_SKIPPED: <reason>" (e.g. a CUDA test on a machine without a
 # GPU) counts as skipped, never as passed. Exit status: 0 only when nothing failed.
 set -uo pipefail

@@ -6,17 +6,12 @@
 // prints `ids: 403 407 ...` (generated ids; BOS excluded; the stopping token included) and,
 // with a tokenizer, the decoded text on the next line.
 //
-// The checkpoint (llama2.c, or GGUF when it starts with the GGUF magic) is memory-mapped;
-// each weight tensor is uploaded once from the mapped bytes at its offset
-// (compiler/importers/llama/Checkpoint.h / GgufLlama.h give the order, offsets and stored
-// types; a tensor stored in another type than the module takes, f32 or f16, is converted
-// once), and the same device buffers are passed on every call of @generate (--repeat calls
-// it again).
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+// The checkpoint (llama2.c, or GGUF when it starts with the GGUF magic; a Hugging Face folder
+// maps its safetensors files) is memory-mapped and each weight tensor uploaded once
+// (tools/common/llama_parameters.h: the order, offsets, files and stored types come from
+// compiler/importers/llama; a tensor stored in another type than the module takes, f32 or
+// f16, is converted once, and Hugging Face q/k rows are permuted), and the same device buffers
+// are passed on every call of @generate (--repeat calls it again).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -28,11 +23,11 @@
 #include <vector>
 
 #include "compiler/importers/llama/Checkpoint.h"
-#include "compiler/importers/llama/GgufLlama.h"
-#include "compiler/importers/llama/HfLlama.h"
+#include "compiler/importers/llama/Gguf.h"
 #include "hal/api.h"
 #include "hal/element_type.h"
 #include "tools/common/invocation.h"
+#include "tools/common/llama_parameters.h"
 #include "tools/common/tool_main.h"
 #include "tools/hexir-generate/tokenizer.h"
 #include "tools/hexir-generate/vocabulary.h"
@@ -52,82 +47,22 @@ struct Flags {
   bool tokenize_only = false;
 };
 
-// A read-only mapping of the checkpoint, unmapped on destruction.
-class MappedFile {
- public:
-  ~MappedFile() {
-    if (data_) munmap(data_, size_);
-  }
-  Status Open(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY);
-    if (fd < 0) return NotFound("cannot open parameters '", path, "': ", std::strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_size == 0) {
-      ::close(fd);
-      return InvalidArgument("parameters '", path, "' is empty or unreadable");
-    }
-    size_ = static_cast<size_t>(st.st_size);
-    void* p = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    ::close(fd);
-    if (p == MAP_FAILED) return Internal("cannot mmap '", path, "': ", std::strerror(errno));
-    data_ = static_cast<uint8_t*>(p);
-    return Status::Ok();
-  }
-  const uint8_t* data() const { return data_; }
-  size_t size() const { return size_; }
-
- private:
-  uint8_t* data_ = nullptr;
-  size_t size_ = 0;
-};
-
-// Hugging Face stores each head's q/k rows as [first elements of the rotary pairs; second
-// elements] (rotate-half); the program rotates interleaved pairs (2i, 2i+1). Row h*hd + 2i + j
-// of the result is row h*hd + j*hd/2 + i of the stored matrix.
-void PermuteRotateHalfRows(const llama::WeightTensor& w, std::vector<float>* values) {
-  const int64_t rows = w.dims[0], cols = w.dims.size() > 1 ? w.dims[1] : 1;
-  const int64_t hd = rows / w.rotate_half_heads;
-  std::vector<float> out(values->size());
-  for (int64_t h = 0; h < w.rotate_half_heads; ++h)
-    for (int64_t i = 0; i < hd / 2; ++i)
-      for (int64_t j = 0; j < 2; ++j)
-        std::memcpy(&out[size_t((h * hd + 2 * i + j) * cols)], &(*values)[size_t((h * hd + j * hd / 2 + i) * cols)],
-                    size_t(cols) * sizeof(float));
-  values->swap(out);
-}
-
 Status Run(const Flags& f) {
-  MappedFile file;  // the checkpoint (a GGUF or llama2.c file), unmapped for a folder
-  StatusOr<llama::LlamaConfig> config = InvalidArgument("unparsed");
-  std::vector<llama::WeightTensor> weights;
+  HEXIR_ASSIGN_OR_RETURN(auto parameters, LlamaParameters::Open(f.parameters));
+  const llama::LlamaConfig* config = &parameters->config();
   std::unique_ptr<Vocabulary> vocabulary;  // the file's own tokenizer, when it has one
-  const bool folder = llama::IsDirectory(f.parameters);
-  if (!folder) HEXIR_RETURN_IF_ERROR(file.Open(f.parameters));
-  if (folder) {  // Hugging Face: config.json + safetensors (+ tokenizer.json)
-    HEXIR_ASSIGN_OR_RETURN(llama::HfLlama model, llama::LoadHfLlama(f.parameters));
-    config = model.config;
-    weights = std::move(model.weights);
-    if (!model.tokenizer_json.empty() && f.tokenizer.empty()) {
-      HEXIR_ASSIGN_OR_RETURN(Vocabulary v, Vocabulary::FromHfTokenizerJson(model.tokenizer_json, model.config.bos_id,
-                                                                             model.config.eos_id));
-      vocabulary = std::make_unique<Vocabulary>(std::move(v));
-    }
-  } else if (llama::IsGguf(file.data(), file.size())) {
-    StatusOr<llama::GgufFile> gguf = llama::ParseGguf(file.data(), file.size());
+  if (f.tokenizer.empty() && !parameters->tokenizer_json().empty()) {  // Hugging Face tokenizer.json
+    HEXIR_ASSIGN_OR_RETURN(Vocabulary v, Vocabulary::FromHfTokenizerJson(parameters->tokenizer_json(),
+                                                                         config->bos_id, config->eos_id));
+    vocabulary = std::make_unique<Vocabulary>(std::move(v));
+  } else if (f.tokenizer.empty() && parameters->data() && llama::IsGguf(parameters->data(), parameters->size())) {
+    StatusOr<llama::GgufFile> gguf = llama::ParseGguf(parameters->data(), parameters->size());
     if (!gguf.ok()) return std::move(gguf).status().WithContext(StrCat("'", f.parameters, "'"));
-    StatusOr<llama::GgufLlama> model = llama::GgufLlamaModel(*gguf);
-    if (!model.ok()) return std::move(model).status().WithContext(StrCat("'", f.parameters, "'"));
-    config = model->config;
-    weights = std::move(model->weights);
-    if (gguf->Find("tokenizer.ggml.model") && f.tokenizer.empty()) {
+    if (gguf->Find("tokenizer.ggml.model")) {
       StatusOr<Vocabulary> v = Vocabulary::FromGguf(*gguf);
       if (!v.ok()) return std::move(v).status().WithContext(StrCat("'", f.parameters, "'"));
       vocabulary = std::make_unique<Vocabulary>(std::move(*v));
     }
-  } else {
-    config = llama::ParseLlamaHeader(file.data(), file.size());
-    if (!config.ok()) return std::move(config).status().WithContext(StrCat("'", f.parameters, "'"));
-    weights = llama::LlamaWeights(*config);
   }
 
   std::vector<int64_t> prompt = {config->bos_id};
@@ -189,30 +124,8 @@ Status Run(const Flags& f) {
   HEXIR_ASSIGN_OR_RETURN(auto session, Session::Open(f.module, options));
   HEXIR_ASSIGN_OR_RETURN(vm::Function fn, session->LookupFunction("generate"));
   HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> args, ParseAbiTypes(std::string(fn.attr("abi.args"))));
-  if (args.size() != 2 + weights.size())
-    return InvalidArgument("module '", f.module, "': @generate takes ", args.size(),
-                           " arguments but checkpoint '", f.parameters, "' has ", weights.size(),
-                           " weight tensors (expected ", 2 + weights.size(),
-                           "); import the module from this checkpoint");
-  // Weights are f32 (llama2.c) or f32/f16 (GGUF) in the file; a module imported with
-  // --weights=f16 takes f16, otherwise f32: a tensor stored in the other type is converted
-  // here once, before the upload.
-  const int32_t kF32 = static_cast<int32_t>(hal::ElementType::kF32);
-  const int32_t kF16 = static_cast<int32_t>(hal::ElementType::kF16);
-  const int32_t weight_type = args.size() > 2 ? args[2].element_type : kF32;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    const AbiType& a = args[2 + i];
-    if (a.dims != weights[i].dims || a.element_type != weight_type ||
-        (weight_type != kF32 && weight_type != kF16))
-      return InvalidArgument("module '", f.module, "': argument ", 2 + i, " is ", a.text,
-                             " but checkpoint tensor '", weights[i].name, "' (offset ",
-                             weights[i].offset, ") is ",
-                             hal::FormatShape(Span<const int64_t>(weights[i].dims.data(), weights[i].dims.size()),
-                                              static_cast<int32_t>(weights[i].type)),
-                             a.element_type != weight_type || (weight_type != kF32 && weight_type != kF16)
-                                 ? " (the module must take f32 or f16 weights, all of one type)"
-                                 : "");
-  }
+  HEXIR_ASSIGN_OR_RETURN(const int32_t weight_type,
+                         parameters->CheckArguments(args, 2, StrCat("module '", f.module, "': @generate")));
 
   // The module's KV cache must hold the prompt (prefill writes every prompt position), and
   // bounds the output: @generate sizes its id tensor by max_new, so a larger request would
@@ -239,64 +152,11 @@ Status Run(const Flags& f) {
   }
 
   hal::Device& device = session->device();
-  // Upload once; the refs are reused by every call. A tensor already in the module's type
-  // and layout goes from the mapping as is; others are converted once here (f16/bf16 -> f32
-  // exact, f32/bf16 -> f16 round to nearest even) and Hugging Face q/k rows are permuted from
-  // rotate-half to interleaved pairs.
-  std::map<std::string, std::unique_ptr<MappedFile>> shards;  // safetensors files by path
-  std::vector<vm::Ref<vm::RefObject>> weight_views;
-  std::vector<float> values;
-  std::vector<uint16_t> half;
-  for (const llama::WeightTensor& w : weights) {
-    const MappedFile* src = &file;
-    if (!w.file.empty()) {
-      auto& shard = shards[w.file];
-      if (!shard) {
-        shard = std::make_unique<MappedFile>();
-        HEXIR_RETURN_IF_ERROR(shard->Open(w.file));
-      }
-      src = shard.get();
-    }
-    size_t bytes = size_t(w.byte_size());
-    if (w.offset < 0 || size_t(w.offset) > src->size() || bytes > src->size() - size_t(w.offset))
-      return InvalidArgument("tensor '", w.name, "' at offset ", w.offset, " (", bytes, " bytes) runs past the end of '",
-                             w.file.empty() ? f.parameters : w.file, "'");
-    const uint8_t* data = src->data() + w.offset;
-    const int32_t stored = static_cast<int32_t>(w.type);
-    const void* upload = data;
-    if (stored != weight_type || w.rotate_half_heads > 0) {
-      const size_t n = bytes / (w.type == hal::ElementType::kF32 ? 4 : 2);
-      values.resize(n);
-      for (size_t i = 0; i < n; ++i) {
-        if (w.type == hal::ElementType::kF32) {
-          std::memcpy(&values[i], data + 4 * i, 4);
-        } else {
-          uint16_t h;
-          std::memcpy(&h, data + 2 * i, 2);
-          if (w.type == hal::ElementType::kF16) {
-            values[i] = HalfToFloat(h);
-          } else {  // bf16: the high half of an f32
-            uint32_t bits = uint32_t(h) << 16;
-            std::memcpy(&values[i], &bits, 4);
-          }
-        }
-      }
-      if (w.rotate_half_heads > 0) PermuteRotateHalfRows(w, &values);
-      if (weight_type == kF16) {
-        half.resize(n);
-        for (size_t i = 0; i < n; ++i) half[i] = FloatToHalf(values[i]);
-        upload = half.data();
-        bytes = n * 2;
-      } else {
-        upload = values.data();
-        bytes = n * 4;
-      }
-    }
-    HEXIR_ASSIGN_OR_RETURN(
-        auto view, hal::BufferViewFromHost(device, weight_type,
-                                           Span<const int64_t>(w.dims.data(), w.dims.size()), upload, bytes));
-    weight_views.push_back(std::move(view));
-  }
+  // Upload once; the refs are reused by every call (tools/common/llama_parameters.h: a tensor
+  // already in the module's type and layout goes from the mapping as is; others are converted
+  // once, and Hugging Face q/k rows are permuted from rotate-half to interleaved pairs).
+  HEXIR_ASSIGN_OR_RETURN(std::vector<vm::Ref<hal::BufferView>> weight_views,
+                         parameters->Upload(device, weight_type));
   int64_t prompt_len = int64_t(prompt.size());
   HEXIR_ASSIGN_OR_RETURN(
       auto prompt_view,
@@ -306,10 +166,10 @@ Status Run(const Flags& f) {
   std::vector<int64_t> ids;
   double best_seconds = 1e30;
   for (int call = 0; call < std::max(1, f.repeat); ++call) {
-    std::vector<vm::Variant> in(2 + weights.size());
+    std::vector<vm::Variant> in(2 + weight_views.size());
     in[0].ref = prompt_view;
     in[1].bits = max_tokens;
-    for (size_t i = 0; i < weights.size(); ++i) in[2 + i].ref = weight_views[i];
+    for (size_t i = 0; i < weight_views.size(); ++i) in[2 + i].ref = weight_views[i];
     std::vector<vm::Variant> out;
     auto start = std::chrono::steady_clock::now();
     HEXIR_RETURN_IF_ERROR(session->context().Invoke(fn, Span<vm::Variant>(in.data(), in.size()), &out));

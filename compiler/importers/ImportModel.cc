@@ -1,0 +1,81 @@
+#include "compiler/importers/ImportModel.h"
+
+#include "compiler/importers/llama/GgufLlama.h"
+#include "compiler/importers/llama/HfLlama.h"
+#include "compiler/importers/llama/Importer.h"
+#include "compiler/importers/onnx/Importer.h"
+
+namespace hexir::compiler {
+namespace {
+
+StatusOr<std::string> ImportOnnx(const std::string& path, const ImportModelOptions& o) {
+  importers::onnx::ImportOptions options;
+  options.entry_name = o.entry;
+  return importers::onnx::ImportOnnxFile(path, options);
+}
+
+llama::EmitOptions LlamaOptions(const ImportModelOptions& o) {
+  llama::EmitOptions options;
+  options.cache_len = o.cache_len;
+  options.weight_type = o.weights;
+  options.decode_chunk = o.decode_chunk;
+  return options;
+}
+
+StatusOr<std::string> ImportLlama2c(const std::string& path, const ImportModelOptions& o) {
+  return llama::ImportLlama2cFile(path, LlamaOptions(o));
+}
+
+StatusOr<std::string> ImportGguf(const std::string& path, const ImportModelOptions& o) {
+  return llama::ImportGgufFile(path, LlamaOptions(o));
+}
+
+StatusOr<std::string> ImportHf(const std::string& path, const ImportModelOptions& o) {
+  return llama::ImportHfFolder(path, LlamaOptions(o));
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+struct Importer {
+  const char* kind;    // ImportModelOptions::format
+  const char* suffix;  // file name suffix that selects it (null: a directory selects it)
+  StatusOr<std::string> (*run)(const std::string&, const ImportModelOptions&);
+};
+
+const Importer kImporters[] = {
+    {"gguf", ".gguf", ImportGguf},
+    {"llama2c", ".bin", ImportLlama2c},
+    {"onnx", ".onnx", ImportOnnx},
+    {"hf", nullptr, ImportHf},  // a Hugging Face folder: config.json + safetensors
+};
+
+// How a row is shown: its suffix, or "a folder".
+const char* Selector(const Importer& i) { return i.suffix ? i.suffix : "a folder"; }
+
+bool Selects(const Importer& i, const std::string& path) {
+  return i.suffix ? EndsWith(path, i.suffix) : llama::IsDirectory(path);
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> ImportModelKinds() {
+  std::vector<std::pair<std::string, std::string>> kinds;
+  for (const Importer& i : kImporters) kinds.emplace_back(i.kind, Selector(i));
+  return kinds;
+}
+
+StatusOr<std::string> ImportModelFile(const std::string& path, const ImportModelOptions& options) {
+  for (const Importer& i : kImporters)
+    if (options.format.empty() ? Selects(i, path) : options.format == i.kind)
+      return i.run(path, options);
+  std::string kinds;
+  for (const Importer& i : kImporters) kinds += StrCat(kinds.empty() ? "" : ", ", i.kind, " (", Selector(i), ")");
+  if (!options.format.empty())
+    return InvalidArgument("unknown model format '", options.format, "' (supported: ", kinds, ")");
+  return InvalidArgument("cannot tell the kind of '", path, "' (supported: ", kinds,
+                         "; or give the format)");
+}
+
+}  // namespace hexir::compiler

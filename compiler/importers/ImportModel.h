@@ -1,0 +1,31 @@
+// One entry point for every model importer: picks the importer by the file's kind (its name
+// suffix, a directory for a Hugging Face folder, or an explicit format) and returns MLIR text
+// for hexir-compile. Used by hexir-import
+// and by the Python package (hexir.import_model).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace hexir::compiler {
+
+struct ImportModelOptions {
+  std::string format;           // "onnx", "llama2c", "gguf", "hf"; empty: by the file name's suffix (a folder: hf)
+  std::string entry = "main";   // onnx: name of the generated entry function
+  int64_t cache_len = 0;        // llama2c/gguf/hf: KV-cache positions (0: the checkpoint's)
+  std::string weights = "f32";  // llama2c/gguf/hf: weight argument element type (f32 or f16)
+  int64_t decode_chunk = 8;     // llama2c/gguf/hf: decode steps per host check of the stop flag
+};
+
+// The model kinds ("onnx", "llama2c", "gguf", "hf") with their file suffixes (".onnx", ...;
+// "a folder" for hf).
+std::vector<std::pair<std::string, std::string>> ImportModelKinds();
+
+// Imports `path`. Errors: InvalidArgument when the kind cannot be told (naming the path and
+// the supported kinds), else the importer's error naming the offending op, tensor or offset.
+StatusOr<std::string> ImportModelFile(const std::string& path, const ImportModelOptions& options);
+
+}  // namespace hexir::compiler

@@ -1,0 +1,179 @@
+#include "python/src/arguments.h"
+
+#include <pybind11/numpy.h>
+
+#include <cstring>
+
+#include "python/src/devices.h"
+#include "python/src/element_types.h"
+#include "python/src/errors.h"
+#include "python/src/parameters.h"
+#include "python/src/tensor.h"
+#include "vm/module.h"
+
+namespace py = pybind11;
+
+namespace hexir::python {
+namespace {
+
+std::string TypeText(const FunctionAbi& abi, size_t i) {
+  return i < abi.args.size() ? abi.args[i].text : std::string(1, abi.arg_kinds[i]);
+}
+
+std::string PythonTypeName(py::handle value) { return py::str(py::type::of(value).attr("__name__")); }
+
+// A tensor made on another device: the same memory when both use host memory (after the
+// producer's queue is idle), else a copy through the host.
+vm::Ref<hal::BufferView> ViewOfTensor(const Tensor& t, hal::Device& device) {
+  if (t.device.get() == &device) return t.view;
+  if (UsesHostMemory(device) && t.view->buffer().host_data()) {
+    Status idle;
+    {
+      py::gil_scoped_release unlocked;
+      idle = t.device->WaitIdle();
+    }
+    RaiseIfError(idle);
+    return t.view;
+  }
+  py::array host = py::module_::import("numpy").attr("asarray")(py::cast(t));
+  return ViewFromArray(device, host);
+}
+
+vm::Ref<hal::BufferView> ViewOfValue(const FunctionAbi& abi, size_t i, hal::Device& device,
+                                     py::handle value) {
+  if (const Tensor* t = AsTensor(value)) return ViewOfTensor(*t, device);
+  if (py::isinstance<py::array>(value)) return ViewFromArray(device, py::reinterpret_borrow<py::array>(value));
+  if (IsDlpackProducer(value)) return ViewFromDlpack(device, value);
+  // Scalars and nested lists: NumPy in the reflected element type.
+  py::object dtype = py::none();
+  if (i < abi.args.size()) {
+    if (const ElementTypeInfo* info = FindByCode(abi.args[i].element_type))
+      if (info->code != static_cast<int32_t>(hal::ElementType::kBF16)) dtype = py::str(std::string(info->numpy_name));
+  }
+  py::object array;
+  try {
+    array = py::module_::import("numpy").attr("asarray")(value, dtype);
+  } catch (py::error_already_set&) {
+    RaiseIfError(InvalidArgument("function '", abi.function.name, "' input ", i, ": expected ",
+                                 TypeText(abi, i), ", got ", PythonTypeName(value)));
+  }
+  return ViewFromArray(device, py::reinterpret_borrow<py::array>(array));
+}
+
+bool IsInteger(py::handle v) {
+  return PyLong_Check(v.ptr()) || (PyIndex_Check(v.ptr()) && !PyFloat_Check(v.ptr()));
+}
+
+}  // namespace
+
+std::string FunctionAbi::Describe() const {
+  auto list = [](const std::vector<tools::AbiType>& types, const std::string& kinds) {
+    std::string s;
+    for (size_t i = 0; i < kinds.size(); ++i)
+      s += (i ? ", " : "") + (i < types.size() ? types[i].text : std::string(1, kinds[i]));
+    return s;
+  };
+  return StrCat(function.name, "(", list(args, arg_kinds), ") -> (", list(results, result_kinds), ")");
+}
+
+StatusOr<FunctionAbi> DescribeFunction(vm::Function function) {
+  FunctionAbi abi;
+  size_t us = function.signature.find('_');
+  abi.arg_kinds = function.signature.substr(0, us);
+  abi.result_kinds = us == std::string::npos ? "" : function.signature.substr(us + 1);
+  auto args = tools::ParseAbiTypes(std::string(function.attr("abi.args")));
+  auto results = tools::ParseAbiTypes(std::string(function.attr("abi.results")));
+  if (!args.ok()) return std::move(args).status().WithContext(StrCat("function '", function.name, "'"));
+  if (!results.ok()) return std::move(results).status().WithContext(StrCat("function '", function.name, "'"));
+  abi.args = std::move(*args);
+  abi.results = std::move(*results);
+  abi.function = std::move(function);
+  return abi;
+}
+
+std::vector<vm::Variant> ConvertArguments(const FunctionAbi& abi, hal::Device& device, py::args args) {
+  // A hexir.Parameters as the last argument fills every remaining argument.
+  Parameters* parameters = args.size() > 0 ? AsParameters(args[args.size() - 1]) : nullptr;
+  if (parameters && args.size() <= abi.arg_kinds.size()) {
+    const size_t first = args.size() - 1;
+    std::vector<vm::Ref<hal::BufferView>> views = BindParameters(
+        *parameters, device, abi.args, first,
+        StrCat("module '", abi.function.module->name(), "': @", abi.function.name));
+    py::tuple leading(first);
+    for (size_t i = 0; i < first; ++i) leading[i] = args[i];
+    std::vector<vm::Variant> out = ConvertArguments(abi, device, py::reinterpret_borrow<py::args>(leading), first);
+    out.resize(abi.arg_kinds.size());
+    for (size_t i = 0; i < views.size(); ++i) out[first + i].ref = std::move(views[i]);
+    return out;
+  }
+  return ConvertArguments(abi, device, args, abi.arg_kinds.size());
+}
+
+std::vector<vm::Variant> ConvertArguments(const FunctionAbi& abi, hal::Device& device, py::args args,
+                                          size_t expected) {
+  if (args.size() != expected) {
+    RaiseIfError(InvalidArgument("function '", abi.function.name, "' expects ", abi.arg_kinds.size(),
+                                 " inputs (", abi.Describe(), "), got ", args.size()));
+  }
+  std::vector<vm::Variant> out(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    py::handle value = args[i];
+    if (AsParameters(value)) {
+      RaiseIfError(InvalidArgument("function '", abi.function.name, "' input ", i,
+                                   ": a hexir.Parameters must be the last argument"));
+    }
+    switch (abi.arg_kinds[i]) {
+      case 'r':
+        out[i].ref = ViewOfValue(abi, i, device, value);
+        break;
+      case 'i':
+        if (!IsInteger(value)) {
+          RaiseIfError(InvalidArgument("function '", abi.function.name, "' input ", i, ": expected ",
+                                       TypeText(abi, i), " (an int), got ", PythonTypeName(value)));
+        }
+        out[i].bits = value.cast<int64_t>();
+        break;
+      default: {  // 'f': the bits of an f64
+        if (!IsInteger(value) && !PyFloat_Check(value.ptr()) && !py::hasattr(value, "__float__")) {
+          RaiseIfError(InvalidArgument("function '", abi.function.name, "' input ", i, ": expected ",
+                                       TypeText(abi, i), " (a float), got ", PythonTypeName(value)));
+        }
+        double f = py::float_(py::reinterpret_borrow<py::object>(value));
+        std::memcpy(&out[i].bits, &f, 8);
+      }
+    }
+  }
+  return out;
+}
+
+py::object ConvertResults(const FunctionAbi& abi, const vm::Ref<hal::Device>& device,
+                          std::vector<vm::Variant>& results) {
+  if (results.size() == 1 && abi.result_kinds == "r") {  // the common case: no tuple
+    if (auto* view = vm::RefCast<hal::BufferView>(results[0].ref.get()))
+      return WrapTensor(Tensor{vm::Ref<hal::BufferView>::Retain(view), device});
+  }
+  py::tuple out(results.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    const char kind = i < abi.result_kinds.size() ? abi.result_kinds[i] : 'r';
+    if (kind == 'i') {
+      out[i] = py::int_(results[i].bits);
+    } else if (kind == 'f') {
+      double f;
+      std::memcpy(&f, &results[i].bits, 8);
+      out[i] = py::float_(f);
+    } else {
+      auto* view = vm::RefCast<hal::BufferView>(results[i].ref.get());
+      if (!view) {
+        RaiseIfError(Unimplemented("function '", abi.function.name, "' result ", i, " is a ",
+                                   results[i].ref ? results[i].ref->type_name() : "null ref",
+                                   ", which Python cannot receive yet"));
+      }
+      out[i] = WrapTensor(Tensor{vm::Ref<hal::BufferView>::Retain(view), device});
+    }
+  }
+  if (out.size() == 0) return py::none();
+  if (out.size() == 1) return out[0];
+  return std::move(out);
+}
+
+}  // namespace hexir::python

@@ -1,0 +1,64 @@
+"""hexir.Parameters and hexir.generate with stories260K (llama2.c) against the golden ids of
+an independent PyTorch reference (tests/llm/stories260K_greedy_ids.txt)."""
+import os
+
+import numpy as np
+import pytest
+
+import hexir
+
+SHARED = os.environ.get("HEXIR_SHARED_DIR", "/work/shared")
+CHECKPOINT = os.path.join(SHARED, "models", "stories260K.bin")
+GOLDEN = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "llm", "stories260K_greedy_ids.txt")
+
+
+@pytest.fixture(scope="module")
+def stories():
+    if not os.path.exists(CHECKPOINT):
+        pytest.skip(f"{CHECKPOINT} is absent")
+    module = hexir.load(hexir.compile(hexir.import_model(CHECKPOINT, cache_len=64)))
+    return module, hexir.Parameters(CHECKPOINT)
+
+
+def golden_ids():
+    with open(GOLDEN) as f:
+        return [int(t) for t in f.read().split()[1:]]
+
+
+def test_generate_yields_the_reference_greedy_ids(stories):
+    module, parameters = stories
+    ids = list(hexir.generate(module, parameters, max_tokens=30))
+    assert ids == golden_ids()[:30]
+
+
+def test_parameters_are_uploaded_once_and_shared_by_calls(stories):
+    module, parameters = stories
+    device = module.device
+    list(hexir.generate(module, parameters, max_tokens=4))
+    live = device.stats()["buffers_live"]
+    uploads = parameters.uploads
+    for _ in range(3):
+        t = module.generate(np.array([1], np.int64), 4, parameters)
+        assert t.numpy()[:4].tolist() == golden_ids()[:4]
+    assert parameters.uploads == uploads == 1
+    assert device.stats()["buffers_live"] <= live + 1  # the last result only
+    assert len(parameters) == len(parameters.names) and parameters.names[0] == "token_embedding"
+    assert parameters.config["vocab_size"] == 512
+
+
+def test_a_prompt_outside_the_vocabulary_or_the_cache_is_refused(stories):
+    module, parameters = stories
+    with pytest.raises(hexir.Error, match=r"prompt token 1 is 999, outside the vocabulary 0..511"):
+        hexir.generate(module, parameters, prompt_ids=[1, 999])
+    with pytest.raises(hexir.Error, match=r"the prompt has 65 tokens but module 'module' has a KV cache of 64"):
+        hexir.generate(module, parameters, prompt_ids=[1] * 65)
+
+
+def test_parameters_of_another_checkpoint_shape_name_the_tensor(stories, tmp_path):
+    module, _ = stories
+    with pytest.raises(hexir.Error, match="cannot open parameters"):
+        hexir.Parameters(tmp_path / "missing.bin")
+    from conftest import MLP, vmfb
+    mlp = hexir.load(vmfb(MLP))
+    with pytest.raises(hexir.Error, match=r"module 'module': @main takes 1 arguments but checkpoint '.*stories260K.bin' has \d+ weight tensors"):
+        mlp.main(stories[1])

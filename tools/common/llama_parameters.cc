@@ -1,0 +1,183 @@
+#include "tools/common/llama_parameters.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "compiler/importers/llama/Gguf.h"
+#include "compiler/importers/llama/GgufLlama.h"
+#include "compiler/importers/llama/HfLlama.h"
+#include "hal/element_type.h"
+#include "tools/common/tensor_io.h"
+
+namespace hexir::tools {
+
+namespace llama = compiler::llama;
+
+namespace {
+
+// Maps `path` read-only into (*data, *size).
+Status MapFile(const std::string& path, uint8_t** data, size_t* size) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return NotFound("cannot open parameters '", path, "': ", std::strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size == 0) {
+    ::close(fd);
+    return InvalidArgument("parameters '", path, "' is empty or unreadable");
+  }
+  *size = static_cast<size_t>(st.st_size);
+  void* p = mmap(nullptr, *size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) return Internal("cannot mmap '", path, "': ", std::strerror(errno));
+  *data = static_cast<uint8_t*>(p);
+  return Status::Ok();
+}
+
+// A safetensors shard mapped for the length of one Upload.
+struct Shard {
+  uint8_t* data = nullptr;
+  size_t size = 0;
+  ~Shard() {
+    if (data) munmap(data, size);
+  }
+};
+
+// Hugging Face stores each head's q/k rows as [first elements of the rotary pairs; second
+// elements] (rotate-half); the program rotates interleaved pairs (2i, 2i+1). Row h*hd + 2i + j
+// of the result is row h*hd + j*hd/2 + i of the stored matrix.
+void PermuteRotateHalfRows(const llama::WeightTensor& w, std::vector<float>* values) {
+  const int64_t rows = w.dims[0], cols = w.dims.size() > 1 ? w.dims[1] : 1;
+  const int64_t hd = rows / w.rotate_half_heads;
+  std::vector<float> out(values->size());
+  for (int64_t h = 0; h < w.rotate_half_heads; ++h)
+    for (int64_t i = 0; i < hd / 2; ++i)
+      for (int64_t j = 0; j < 2; ++j)
+        std::memcpy(&out[size_t((h * hd + 2 * i + j) * cols)], &(*values)[size_t((h * hd + j * hd / 2 + i) * cols)],
+                    size_t(cols) * sizeof(float));
+  values->swap(out);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<LlamaParameters>> LlamaParameters::Open(const std::string& path) {
+  std::unique_ptr<LlamaParameters> p(new LlamaParameters());
+  p->path_ = path;
+  if (llama::IsDirectory(path)) {  // Hugging Face: config.json + safetensors (+ tokenizer.json)
+    HEXIR_ASSIGN_OR_RETURN(llama::HfLlama model, llama::LoadHfLlama(path));
+    p->config_ = model.config;
+    p->weights_ = std::move(model.weights);
+    p->tokenizer_json_ = std::move(model.tokenizer_json);
+    return p;
+  }
+  HEXIR_RETURN_IF_ERROR(MapFile(path, &p->data_, &p->size_));
+  if (llama::IsGguf(p->data_, p->size_)) {
+    StatusOr<llama::GgufLlama> model = llama::ParseGgufLlama(p->data_, p->size_);
+    if (!model.ok()) return std::move(model).status().WithContext(StrCat("'", path, "'"));
+    p->config_ = model->config;
+    p->weights_ = std::move(model->weights);
+  } else {
+    StatusOr<llama::LlamaConfig> config = llama::ParseLlamaHeader(p->data_, p->size_);
+    if (!config.ok()) return std::move(config).status().WithContext(StrCat("'", path, "'"));
+    p->config_ = *config;
+    p->weights_ = llama::LlamaWeights(*config);
+  }
+  return p;
+}
+
+LlamaParameters::~LlamaParameters() {
+  if (data_) munmap(data_, size_);
+}
+
+StatusOr<int32_t> LlamaParameters::CheckArguments(const std::vector<AbiType>& args, size_t first,
+                                                  const std::string& function) const {
+  if (args.size() != first + weights_.size())
+    return InvalidArgument(function, " takes ", args.size(),
+                           " arguments but checkpoint '", path_, "' has ", weights_.size(),
+                           " weight tensors (expected ", first + weights_.size(),
+                           "); import the module from this checkpoint");
+  // Weights are f32 (llama2.c), f32/f16 (GGUF) or f32/f16/bf16 (safetensors) in the file; a
+  // module imported with --weights=f16 takes f16, otherwise f32.
+  const int32_t kF32 = static_cast<int32_t>(hal::ElementType::kF32);
+  const int32_t kF16 = static_cast<int32_t>(hal::ElementType::kF16);
+  const int32_t weight_type = args.size() > first ? args[first].element_type : kF32;
+  for (size_t i = 0; i < weights_.size(); ++i) {
+    const AbiType& a = args[first + i];
+    const llama::WeightTensor& w = weights_[i];
+    const bool bad_type = a.element_type != weight_type || (weight_type != kF32 && weight_type != kF16);
+    if (a.dims != w.dims || bad_type)
+      return InvalidArgument(function, ": argument ", first + i, " is ", a.text,
+                             " but checkpoint tensor '", w.name, "' (offset ", w.offset, ") is ",
+                             hal::FormatShape(Span<const int64_t>(w.dims.data(), w.dims.size()),
+                                              static_cast<int32_t>(w.type)),
+                             bad_type ? " (the module must take f32 or f16 weights, all of one type)" : "");
+  }
+  return weight_type;
+}
+
+StatusOr<std::vector<vm::Ref<hal::BufferView>>> LlamaParameters::Upload(hal::Device& device,
+                                                                        int32_t element_type) const {
+  const int32_t kF16 = static_cast<int32_t>(hal::ElementType::kF16);
+  std::map<std::string, std::unique_ptr<Shard>> shards;  // safetensors files by path
+  std::vector<vm::Ref<hal::BufferView>> views;
+  std::vector<float> values;
+  std::vector<uint16_t> half;
+  for (const llama::WeightTensor& w : weights_) {
+    const uint8_t* file_data = data_;
+    size_t file_size = size_;
+    if (!w.file.empty()) {
+      auto& shard = shards[w.file];
+      if (!shard) {
+        shard = std::make_unique<Shard>();
+        HEXIR_RETURN_IF_ERROR(MapFile(w.file, &shard->data, &shard->size));
+      }
+      file_data = shard->data;
+      file_size = shard->size;
+    }
+    size_t bytes = size_t(w.byte_size());
+    if (w.offset < 0 || size_t(w.offset) > file_size || bytes > file_size - size_t(w.offset))
+      return InvalidArgument("tensor '", w.name, "' at offset ", w.offset, " (", bytes, " bytes) runs past the end of '",
+                             w.file.empty() ? path_ : w.file, "'");
+    const uint8_t* stored = file_data + w.offset;
+    const void* data = stored;
+    if (static_cast<int32_t>(w.type) != element_type || w.rotate_half_heads > 0) {
+      const size_t n = bytes / (w.type == hal::ElementType::kF32 ? 4 : 2);
+      values.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        if (w.type == hal::ElementType::kF32) {
+          std::memcpy(&values[i], stored + 4 * i, 4);
+        } else {
+          uint16_t h;
+          std::memcpy(&h, stored + 2 * i, 2);
+          if (w.type == hal::ElementType::kF16) {
+            values[i] = HalfToFloat(h);
+          } else {  // bf16: the high half of an f32
+            uint32_t bits = uint32_t(h) << 16;
+            std::memcpy(&values[i], &bits, 4);
+          }
+        }
+      }
+      if (w.rotate_half_heads > 0) PermuteRotateHalfRows(w, &values);
+      if (element_type == kF16) {
+        half.resize(n);
+        for (size_t i = 0; i < n; ++i) half[i] = FloatToHalf(values[i]);
+        data = half.data();
+        bytes = n * 2;
+      } else {
+        data = values.data();
+        bytes = n * 4;
+      }
+    }
+    HEXIR_ASSIGN_OR_RETURN(
+        auto view, hal::BufferViewFromHost(device, element_type,
+                                           Span<const int64_t>(w.dims.data(), w.dims.size()), data, bytes));
+    views.push_back(std::move(view));
+  }
+  return views;
+}
+
+}  // namespace hexir::tools

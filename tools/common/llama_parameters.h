@@ -1,0 +1,65 @@
+// The weights of a llama2.c or GGUF checkpoint, or a Hugging Face folder (config.json +
+// safetensors), for the module hexir-import made from it: memory-mapped, in the order
+// @generate takes them after (prompt, max_tokens), and uploaded to a device once
+// (hexir-generate, the Python package's hexir.Parameters).
+//
+// Ownership: a LlamaParameters owns the read-only mapping of a checkpoint file (unmapped on
+// destruction); a folder's safetensors shards are mapped during Upload only. Uploaded views
+// are independent device buffers. Immutable after Open, so thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "compiler/importers/llama/Checkpoint.h"
+#include "hal/api.h"
+#include "tools/common/invocation.h"
+
+namespace hexir::tools {
+
+class LlamaParameters {
+ public:
+  // A directory is loaded as a Hugging Face folder (compiler/importers/llama/HfLlama.h);
+  // otherwise maps `path` and parses it as GGUF (by its magic) or as a llama2.c checkpoint.
+  // Errors name the path (missing, empty, malformed header with the field's offset).
+  static StatusOr<std::unique_ptr<LlamaParameters>> Open(const std::string& path);
+  ~LlamaParameters();
+
+  const std::string& path() const { return path_; }
+  // The mapped checkpoint file (GGUF or llama2.c); null and 0 for a Hugging Face folder.
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  // A Hugging Face folder's tokenizer.json text; empty when absent or not a folder.
+  const std::string& tokenizer_json() const { return tokenizer_json_; }
+  const compiler::llama::LlamaConfig& config() const { return config_; }
+  const std::vector<compiler::llama::WeightTensor>& weights() const { return weights_; }
+
+  // Checks that args[first..] of `function` (named in errors: "module 'm.vmfb': @generate")
+  // are exactly these weights (count, dims, one element type that is f32 or f16) and returns
+  // that type; errors also name the argument and the tensor.
+  StatusOr<int32_t> CheckArguments(const std::vector<AbiType>& args, size_t first,
+                                   const std::string& function) const;
+
+  // Uploads every weight as `element_type` (f32 or f16), in order. A tensor already in that
+  // type and layout goes from the mapping as is; others are converted once on the host
+  // (f16/bf16 -> f32 exact, f32/bf16 -> f16 round to nearest even) and Hugging Face q/k rows
+  // (rotate_half_heads) are permuted from rotate-half to interleaved pairs. A weight with a
+  // `file` is read from that file (sharded safetensors). Errors: a tensor whose offset and
+  // size run past the end of its file (naming the tensor and the file).
+  StatusOr<std::vector<vm::Ref<hal::BufferView>>> Upload(hal::Device& device,
+                                                         int32_t element_type) const;
+
+ private:
+  LlamaParameters() = default;
+  std::string path_;
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  compiler::llama::LlamaConfig config_;
+  std::vector<compiler::llama::WeightTensor> weights_;
+  std::string tokenizer_json_;
+};
+
+}  // namespace hexir::tools
