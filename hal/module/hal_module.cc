@@ -140,19 +140,23 @@ Status BufferViewAssert(HalModuleState&, NativeCall& c) {
   HEXIR_ASSIGN_OR_RETURN(BufferView * view, RefArg<BufferView>(c, 0));
   int64_t input = IntArg(c, 1);
   int64_t type = IntArg(c, 2);
-  std::vector<int64_t> expected(c.args.size() - 3);
-  for (size_t i = 3; i < c.args.size(); ++i) expected[i - 3] = IntArg(c, i);
-  std::string want = FormatShape(expected, type);
-  std::string got = view->ShapeString();
-  if (expected.size() != view->rank()) {
-    return InvalidArgument("input ", input, ": expected rank ", expected.size(), " (", want,
-                           "), got rank ", view->rank(), " (", got, ")");
+  const size_t rank = c.args.size() - 3;
+  // The shape strings are built only for the error: this runs on every call of every function.
+  auto want = [&] {
+    std::vector<int64_t> expected(rank);
+    for (size_t i = 0; i < rank; ++i) expected[i] = IntArg(c, 3 + i);
+    return FormatShape(expected, type);
+  };
+  if (rank != view->rank()) {
+    return InvalidArgument("input ", input, ": expected rank ", rank, " (", want(),
+                           "), got rank ", view->rank(), " (", view->ShapeString(), ")");
   }
-  for (size_t i = 0; i < expected.size(); ++i) {
+  for (size_t i = 0; i < rank; ++i) {
     // -1 is the contract's dynamic marker; any negative value is treated the same so that a
     // raw MLIR kDynamic (INT64_MIN) also means "any".
-    if (expected[i] >= 0 && expected[i] != view->dim(i)) {
-      return InvalidArgument("input ", input, ": expected ", want, ", got ", got);
+    const int64_t expected = IntArg(c, 3 + i);
+    if (expected >= 0 && expected != view->dim(i)) {
+      return InvalidArgument("input ", input, ": expected ", want(), ", got ", view->ShapeString());
     }
   }
   if (type != view->element_type()) {
