@@ -183,7 +183,12 @@ Status CommandBuffer::Finalize() {
   HEXIR_RETURN_IF_ERROR(CheckRecording("finalize"));
   HEXIR_RETURN_IF_ERROR(OnFinalize());
   finalized_ = true;
-  if (counters_) DeviceCounters::Add(counters_->command_buffers_recorded);
+  if (counters_) {
+    DeviceCounters::Add(counters_->command_buffers_recorded);
+    uint64_t barriers = 0;
+    for (const Command& c : commands_) barriers += std::holds_alternative<BarrierCommand>(c);
+    DeviceCounters::Add(counters_->barriers_recorded, barriers);
+  }
   return Status::Ok();
 }
 

@@ -88,6 +88,23 @@ TEST_CASE("command buffer: recorded once, submitted many times") {
   REQUIRE(dev->stats().command_buffers_recorded == 1);
 }
 
+TEST_CASE("command buffer: barriers are counted once, when the recording is finalized") {
+  auto dev = Cpu();
+  auto a = Buf(*dev, 64), b = Buf(*dev, 64);
+  auto cb = NewCb(*dev);
+  REQUIRE(cb->CopyBuffer(a, 0, b, 0, 4).ok());
+  REQUIRE(cb->Barrier().ok());
+  REQUIRE(cb->CopyBuffer(b, 0, a, 8, 4).ok());
+  REQUIRE(cb->Barrier().ok());
+  REQUIRE(cb->FillBuffer(b, 16, 4, 7, 4).ok());
+  REQUIRE(dev->stats().barriers_recorded == 0);
+  REQUIRE(cb->Finalize().ok());
+  REQUIRE(dev->stats().barriers_recorded == 2);
+  for (int i = 0; i < 3; ++i) REQUIRE(dev->QueueExecute({}, cb, {}).ok());
+  REQUIRE(dev->WaitIdle().ok());
+  REQUIRE(dev->stats().barriers_recorded == 2);
+}
+
 TEST_CASE("command buffer: misuse is reported") {
   auto dev = Cpu();
   auto a = Buf(*dev, 64);

@@ -24,19 +24,8 @@ DeviceCache& cache() {
 
 py::dict StatsDict(const hal::DeviceStats& s) {
   py::dict d;
-  d["buffers_allocated"] = s.buffers_allocated;
-  d["buffer_bytes_allocated"] = s.buffer_bytes_allocated;
-  d["buffers_live"] = s.buffers_live;
-  d["buffer_bytes_live"] = s.buffer_bytes_live;
-  d["buffer_bytes_peak"] = s.buffer_bytes_peak;
-  d["executables_loaded"] = s.executables_loaded;
-  d["command_buffers_recorded"] = s.command_buffers_recorded;
-  d["dispatches_executed"] = s.dispatches_executed;
-  d["queue_submissions"] = s.queue_submissions;
-  d["host_waits"] = s.host_waits;
-  d["pool_hits"] = s.pool_hits;
-  d["pool_misses"] = s.pool_misses;
-  d["pool_bytes_cached"] = s.pool_bytes_cached;
+#define HEXIR_DEVICE_STAT(name, meaning) d[#name] = s.name;
+#include "hal/device_stats.def"
   return d;
 }
 
