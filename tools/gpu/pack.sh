@@ -64,6 +64,8 @@ bash bench/run.sh --device=cuda --compile-only --out=.out/gpu/bench >/dev/null
 bazel build --jobs=2 //tools/hexir-generate
 cp -L bazel-bin/tools/hexir-generate/hexir-generate .out/gpu/bin/
 HEXIR_SHARED_DIR="$shared" bash tests/llm/gpu_decode_bench.sh --pack .out/gpu/llm-bench
+# ---- startup benchmark: TinyLlama-shaped f16, process start -> first token (run.sh) ----
+bash tests/llm/gpu_startup_bench.sh --pack .out/gpu/llm-bench
 
 du -sh .out/gpu
 echo "pack: ready; on the GPU machine run: bash tools/gpu/run.sh"

@@ -40,4 +40,7 @@ if [ -n "${HEXIR_TORCH_PYTHON:-}" ]; then
 else
   echo "llm decode benchmark: skipped (python3 on PATH has no torch)"
 fi
+# ---- startup: TinyLlama-shaped f16 from process start to the first token (tests/llm/gpu_startup_bench.sh) ----
+timeout 400 bash tests/llm/gpu_startup_bench.sh > "$OUT/startup_bench.log" 2>&1 || status=1
+cat "$OUT/startup_bench.log"
 exit $status
