@@ -785,11 +785,11 @@ Status WaitUnlessInterrupted(std::condition_variable& cv, std::unique_lock<std::
 
 // One host synchronization for "wait for the pending work, then read": held-back submissions
 // are first let onto the stream (a host-side wait for their semaphores, no GPU wait), the first
-// chunk's copy is queued behind everything on the stream, and a single event wait covers both
-// the work and the copy. The completion thread then finds those events already reached; waiting
-// for it (a condition variable, not the GPU) reports earlier errors exactly as WaitIdle does.
-// An interrupt that fires leaves everything queued (the copy too): the next read's copy is
-// ordered after it on the stream and waits for its own event, so the device stays usable.
+// chunk's copy is queued behind everything on the stream with the staging event as one more
+// in-order queue entry, and waiting for that entry to retire covers both the work and the copy
+// (retired on this thread when it lands within the spin), reporting earlier errors exactly as
+// WaitIdle does. An interrupt that fires leaves everything queued (the copy too): the
+// completion thread retires it later, and the next read's copy is ordered after it.
 Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
                                               uint64_t size, const Interrupt& interrupt) {
   HEXIR_RETURN_IF_ERROR(
