@@ -638,8 +638,10 @@ void CudaDevice::DeferredMain() {
     } else {
       CompleteLocked(s, std::move(status));
     }
-    // Also wakes ReadBufferAfterPendingWork, which waits for deferred_ to drain (not idle).
+    // Also wakes ReadBufferAfterPendingWork, which waits for deferred_ to drain (not idle),
+    // and a sleeping completion thread, which exits once a stopping device's deferred_ drains.
     idle_cv_.notify_all();
+    if (completion_sleeping_) completion_cv_.notify_one();
   }
 }
 
