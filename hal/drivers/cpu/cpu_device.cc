@@ -281,23 +281,31 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
     }
     return Status::Ok();
   }
-  std::mutex error_mu;
-  Status error;
-  pool_.ParallelFor(total, [&](uint64_t i, uint32_t thread_index) {
+  // The loop body captures one pointer, so std::function stores it without allocating.
+  struct Loop {
+    const hexir_cpu_dispatch_state_t* state;
+    hexir_cpu_entry_fn_t fn;
+    const CpuExecutable* exe;
+    uint32_t entry;
+    uint64_t nx, ny;
+    std::mutex error_mu;
+    Status error;
+  } loop{&state, fn, &exe, cmd.entry, nx, ny, {}, {}};
+  pool_.ParallelFor(total, [l = &loop](uint64_t i, uint32_t thread_index) {
     hexir_cpu_kernel_error_t kernel_error = {};
     hexir_cpu_workgroup_state_t wg;
     wg.error = &kernel_error;
-    wg.workgroup_id[0] = static_cast<uint32_t>(i % nx);
-    wg.workgroup_id[1] = static_cast<uint32_t>((i / nx) % ny);
-    wg.workgroup_id[2] = static_cast<uint32_t>(i / (nx * ny));
+    wg.workgroup_id[0] = static_cast<uint32_t>(i % l->nx);
+    wg.workgroup_id[1] = static_cast<uint32_t>((i / l->nx) % l->ny);
+    wg.workgroup_id[2] = static_cast<uint32_t>(i / (l->nx * l->ny));
     wg.thread_index = thread_index;
-    int rc = fn(&state, &wg);
+    int rc = l->fn(l->state, &wg);
     if (rc == 0) return true;
-    std::lock_guard<std::mutex> lock(error_mu);
-    if (error.ok()) error = WorkgroupError(exe, cmd.entry, wg.workgroup_id, rc, kernel_error);
+    std::lock_guard<std::mutex> lock(l->error_mu);
+    if (l->error.ok()) l->error = WorkgroupError(*l->exe, l->entry, wg.workgroup_id, rc, kernel_error);
     return false;
   });
-  return error;
+  return std::move(loop.error);
 }
 
 // Commands between two barriers form a wave. With one worker, or in inline mode, every
