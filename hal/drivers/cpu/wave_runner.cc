@@ -100,10 +100,10 @@ Status WaveRunner::Run(const Command* begin, const Command* end,
   return std::move(error_);
 }
 
-// The item whose index range holds `index`: the last one starting at or before it (items of
-// zero workgroups share their successor's start and are skipped by upper_bound).
+// The item whose index range holds `index`: the last one starting at or before it (an item of
+// zero workgroups starts where its successor does, so it is never the last such one).
 size_t WaveRunner::ItemOf(uint64_t index) const {
-  size_t lo = 0, hi = item_count_;
+  size_t lo = 0, hi = item_count_;  // invariant: items_[lo].first <= index < items_[hi].first
   while (hi - lo > 1) {
     size_t mid = (lo + hi) / 2;
     if (items_[mid].first <= index) {
@@ -112,7 +112,6 @@ size_t WaveRunner::ItemOf(uint64_t index) const {
       hi = mid;
     }
   }
-  while (lo + 1 < item_count_ && items_[lo + 1].first <= index) ++lo;
   return lo;
 }
 
