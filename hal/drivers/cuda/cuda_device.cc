@@ -460,10 +460,24 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
   if (max_in_flight_ != 0) {
     // Back-pressure, lifted while submissions are held back for a semaphore: the blocked
     // host thread could be the one that will signal it.
-    space_cv_.wait(lock, [&] {
+    auto room = [&] {
       return inflight_.size() < max_in_flight_ || !deferred_.empty() || stopping_ ||
              !lost_.ok();
-    });
+    };
+    if (!room()) {
+      // Full: first retire on this thread what the GPU already finished (a short spin, no
+      // hand-off), then sleep until the completion thread makes room.
+      (void)shared_->MakeCurrent();
+      const int64_t spin_until = Interrupt::NowNs() + kHostSpinNs;
+      while (!room() && Interrupt::NowNs() < spin_until) {
+        RetireReachedLocked(lock, enqueued_seq_);
+        if (room()) break;
+        lock.unlock();
+        CpuRelax();
+        lock.lock();
+      }
+      space_cv_.wait(lock, room);
+    }
   }
   if (!lost_.ok()) return lost_;
   DeviceCounters::Add(counters()->queue_submissions);
