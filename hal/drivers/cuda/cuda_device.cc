@@ -232,6 +232,9 @@ class CudaDevice final : public Device {
   bool watched_event_orphaned_ = false;
   // Highest value each semaphore gets from work already on the stream, until signalled.
   PendingSignals pending_signals_;
+  // The same for every accepted submission, held back or on the stream: a wait on one of
+  // these is implied by queue order (counted as elided at submission).
+  PendingSignals queue_signals_;
   std::vector<CUevent> event_pool_;
   int busy_ = 0;  // submissions popped by a thread and not yet released
   bool stopping_ = false;
@@ -436,7 +439,10 @@ void CudaDevice::PushInflightLocked(Submission s) {
 
 void CudaDevice::CompleteLocked(Submission& s, Status status) {
   status = SignalOrFail(s.signals, std::move(status));
-  for (SemaphoreValue& sv : s.signals) pending_signals_.Retire(sv.semaphore.get(), sv.value);
+  for (SemaphoreValue& sv : s.signals) {
+    pending_signals_.Retire(sv.semaphore.get(), sv.value);
+    queue_signals_.Retire(sv.semaphore.get(), sv.value);
+  }
   // With signal semaphores the error reaches whoever waits on them (not WaitIdle too).
   if (!status.ok() && s.signals.empty() && first_error_.ok()) first_error_ = status;
 }
@@ -483,11 +489,13 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
   DeviceCounters::Add(counters()->queue_submissions);
   bool hold = false;
   for (const SemaphoreValue& w : waits) {
-    QueueWait kind = ClassifyQueueWait(w, pending_signals_, *counters());
+    QueueWait kind = ClassifyQueueWait(w, queue_signals_, *counters());
     if (kind == QueueWait::kReached) continue;  // nothing to do for it, now or later
     s.waits.push_back(w);
     hold |= kind == QueueWait::kOrdered;
   }
+  for (const SemaphoreValue& sv : s.signals) queue_signals_.Add(sv.semaphore.get(), sv.value);
+  // A queue-ordered wait on a held-back producer is held back too: deferred_ is not empty.
   if (hold || !deferred_.empty()) {
     deferred_.push_back(std::move(s));
     deferred_cv_.notify_one();
