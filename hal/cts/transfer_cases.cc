@@ -95,6 +95,19 @@ void QueueTransfersCase(const DriverConfig& c, Device& d) {
   REQUIRE(after.transfers_queued == before.transfers_queued + 2 + 1 + kWrites + 1 + 1 + 2);
   REQUIRE(after.transfer_bytes_queued ==
           before.transfer_bytes_queued + 3 * n * 4 + 2 * kWrites * kChunk + 4);
+
+  // BufferViewFromHost sends a large tensor as one queue write and returns once it landed.
+  std::vector<int32_t> large(kQueuedUploadBytes / 4 + 1);
+  std::iota(large.begin(), large.end(), -7);
+  const int64_t dims[] = {int64_t(large.size())};
+  auto view = BufferViewFromHost(d, int32_t(ElementType::kI32), Span<const int64_t>(dims, 1),
+                                 large.data(), large.size() * 4);
+  RequireOk(view.status());
+  REQUIRE(d.stats().transfers_queued == after.transfers_queued + 1);
+  std::vector<uint8_t> large_back;
+  RequireOk(BufferViewToHost(d, **view, &large_back));
+  REQUIRE(large_back.size() == large.size() * 4);
+  REQUIRE(std::memcmp(large_back.data(), large.data(), large_back.size()) == 0);
 }
 
 void QueueTransferOrderingCase(const DriverConfig& c, Device& d) {
