@@ -13,7 +13,7 @@
 #include "compiler/importers/llama/GgufLlama.h"
 #include "compiler/importers/llama/HfLlama.h"
 #include "hal/element_type.h"
-#include "tools/common/tensor_io.h"
+#include "tools/common/bulk_convert.h"
 
 namespace hexir::tools {
 
@@ -197,33 +197,23 @@ StatusOr<LlamaParameters::PendingUpload> LlamaParameters::UploadAsync(hal::Devic
         Status landed = timeline->Wait(slot.in_flight);
         if (!landed.ok()) return std::move(landed).WithContext(StrCat("uploading tensor '", w.name, "'"));
       }
-      std::vector<float>& values = slot.values;
       const size_t n = bytes / (w.type == hal::ElementType::kF32 ? 4 : 2);
-      values.resize(n);
-      for (size_t i = 0; i < n; ++i) {
-        if (w.type == hal::ElementType::kF32) {
-          std::memcpy(&values[i], stored + 4 * i, 4);
-        } else {
-          uint16_t h;
-          std::memcpy(&h, stored + 2 * i, 2);
-          if (w.type == hal::ElementType::kF16) {
-            values[i] = HalfToFloat(h);
-          } else {  // bf16: the high half of an f32
-            uint32_t bits = uint32_t(h) << 16;
-            std::memcpy(&values[i], &bits, 4);
-          }
+      if (element_type == kF16 && w.type == hal::ElementType::kF32 && w.rotate_half_heads == 0) {
+        slot.half.resize(n);  // straight from the mapping: one pass over its pages
+        ConvertF32ToF16(stored, n, slot.half.data());
+      } else {
+        std::vector<float>& values = slot.values;
+        values.resize(n);
+        ConvertToF32(stored, n, w.type == hal::ElementType::kF32 ? 4 : 2,
+                     w.type == hal::ElementType::kBF16, values.data());
+        if (w.rotate_half_heads > 0) PermuteRotateHalfRows(w, &values);
+        if (element_type == kF16) {
+          slot.half.resize(n);
+          ConvertF32ToF16(reinterpret_cast<const uint8_t*>(values.data()), n, slot.half.data());
         }
       }
-      if (w.rotate_half_heads > 0) PermuteRotateHalfRows(w, &values);
-      if (element_type == kF16) {
-        slot.half.resize(n);
-        for (size_t i = 0; i < n; ++i) slot.half[i] = FloatToHalf(values[i]);
-        data = slot.half.data();
-        bytes = n * 2;
-      } else {
-        data = values.data();
-        bytes = n * 4;
-      }
+      data = element_type == kF16 ? static_cast<const void*>(slot.half.data()) : slot.values.data();
+      bytes = n * (element_type == kF16 ? 2 : 4);
       slot.in_flight = index + 1;
     }
     const Span<const int64_t> dims(w.dims.data(), w.dims.size());
@@ -231,7 +221,8 @@ StatusOr<LlamaParameters::PendingUpload> LlamaParameters::UploadAsync(hal::Devic
     if (expected != bytes)
       return InvalidArgument("tensor '", w.name, "' ", hal::FormatShape(dims, element_type), " needs ", expected,
                              " bytes, got ", bytes);
-    StatusOr<vm::Ref<hal::Buffer>> buffer = device.AllocateBuffer(bytes);
+    // Not zero-filled (the write covers every byte): QueueAlloca without semaphores.
+    StatusOr<vm::Ref<hal::Buffer>> buffer = device.QueueAlloca({}, {}, bytes);
     if (!buffer.ok()) return std::move(buffer).status().WithContext(StrCat("tensor '", w.name, "'"));
     HEXIR_RETURN_IF_ERROR(device.QueueWrite({}, {{timeline, index + 1}}, data, bytes, *buffer, 0)
                               .WithContext(StrCat("tensor '", w.name, "'")));
