@@ -1,5 +1,9 @@
 #include "hal/device.h"
 
+#include <cstring>
+
+#include "hal/queue_transfer.h"
+
 namespace hexir::hal {
 
 Status Device::QueueExecute(const std::vector<SemaphoreValue>& waits,
@@ -102,6 +106,56 @@ Status Device::QueueCopy(const std::vector<SemaphoreValue>& waits,
                             .WithContext("queue copy"));
   HEXIR_RETURN_IF_ERROR(cb->Finalize());
   return QueueExecute(waits, cb, signals).WithContext("queue copy");
+}
+
+// The defaults copy on the queue through a buffer over host memory: a borrowed range
+// (kUntilSignaled, reads), or a host-visible staging buffer filled at the call (kCopyAtCall).
+Status Device::QueueWrite(const std::vector<SemaphoreValue>& waits,
+                          const std::vector<SemaphoreValue>& signals, const void* host,
+                          uint64_t size, vm::Ref<Buffer> buffer, uint64_t offset,
+                          HostLifetime lifetime) {
+  HEXIR_RETURN_IF_ERROR(
+      CheckQueueTransfer("queue write", waits, signals, host, size, buffer.get(), offset));
+  const std::string range = TransferRangeText(*buffer, offset, size);
+  vm::Ref<CommandBuffer> cb = InternalCommandBuffer();
+  if (size != 0) {
+    vm::Ref<Buffer> source;
+    if (lifetime == HostLifetime::kCopyAtCall) {
+      HEXIR_ASSIGN_OR_RETURN(source, AllocateBuffer(size, kMemoryHostVisible));
+      if (!source->host_data())
+        return Internal("queue write of ", range, ": the staging buffer is not host-visible");
+      std::memcpy(source->host_data(), host, size);
+    } else {
+      source = BorrowHostMemory(const_cast<void*>(host), size);
+    }
+    HEXIR_RETURN_IF_ERROR(cb->CopyBuffer(std::move(source), 0, buffer, offset, size)
+                              .WithContext(StrCat("queue write of ", range)));
+  }
+  HEXIR_RETURN_IF_ERROR(cb->Finalize());
+  HEXIR_RETURN_IF_ERROR(
+      QueueExecute(waits, cb, signals).WithContext(StrCat("queue write of ", range)));
+  DeviceCounters::Add(counters_->transfers_queued);
+  DeviceCounters::Add(counters_->transfer_bytes_queued, size);
+  return Status::Ok();
+}
+
+Status Device::QueueRead(const std::vector<SemaphoreValue>& waits,
+                         const std::vector<SemaphoreValue>& signals, vm::Ref<Buffer> buffer,
+                         uint64_t offset, void* host, uint64_t size) {
+  HEXIR_RETURN_IF_ERROR(
+      CheckQueueTransfer("queue read", waits, signals, host, size, buffer.get(), offset));
+  const std::string range = TransferRangeText(*buffer, offset, size);
+  vm::Ref<CommandBuffer> cb = InternalCommandBuffer();
+  if (size != 0) {
+    HEXIR_RETURN_IF_ERROR(cb->CopyBuffer(buffer, offset, BorrowHostMemory(host, size), 0, size)
+                              .WithContext(StrCat("queue read of ", range)));
+  }
+  HEXIR_RETURN_IF_ERROR(cb->Finalize());
+  HEXIR_RETURN_IF_ERROR(
+      QueueExecute(waits, cb, signals).WithContext(StrCat("queue read of ", range)));
+  DeviceCounters::Add(counters_->transfers_queued);
+  DeviceCounters::Add(counters_->transfer_bytes_queued, size);
+  return Status::Ok();
 }
 
 }  // namespace hexir::hal

@@ -115,6 +115,29 @@ class Device : public vm::RefObject {
                            uint64_t source_offset, vm::Ref<Buffer> target,
                            uint64_t target_offset, uint64_t length);
 
+  // ---- queue transfers (host <-> device copies ordered like queue operations) ---------------
+  // Each runs in queue order after `waits`, returns at once, and signals `signals` when the
+  // bytes have arrived; a failure (range, null pointer, lost device) fails the signals with a
+  // message naming the buffer and the range, or is returned at the call when detectable then.
+  // Both count stats().transfers_queued / transfer_bytes_queued (and queue_submissions).
+  //
+  // Host memory: QueueRead's `host` must stay valid and untouched until its signals are
+  // reached. QueueWrite's `host` must stay valid until its signals are reached with
+  // HostLifetime::kUntilSignaled; with kCopyAtCall the bytes are copied into staging before
+  // the call returns, so the caller may reuse its memory at once (meant for small sources).
+  //
+  // Drivers: the defaults run on any driver whose queue copies reach host memory (CPU: a
+  // memcpy on the queue thread, through a buffer borrowing the host range; kCopyAtCall through
+  // a host-visible staging buffer). CUDA overrides both (a transfer stream, pinned staging).
+  enum class HostLifetime { kUntilSignaled, kCopyAtCall };
+  virtual Status QueueWrite(const std::vector<SemaphoreValue>& waits,
+                            const std::vector<SemaphoreValue>& signals, const void* host,
+                            uint64_t size, vm::Ref<Buffer> buffer, uint64_t offset,
+                            HostLifetime lifetime = HostLifetime::kUntilSignaled);
+  virtual Status QueueRead(const std::vector<SemaphoreValue>& waits,
+                           const std::vector<SemaphoreValue>& signals, vm::Ref<Buffer> buffer,
+                           uint64_t offset, void* host, uint64_t size);
+
   // Blocks until every submission so far has completed, or returns DeadlineExceeded. Returns
   // (and clears) the first error since the previous WaitIdle of a failed submission that had
   // no signal semaphores (errors of the others are delivered through their semaphores).

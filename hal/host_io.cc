@@ -12,7 +12,15 @@ StatusOr<vm::Ref<BufferView>> BufferViewFromHost(Device& device, int32_t element
   }
   if (byte_size != 0 && data == nullptr) return InvalidArgument("tensor data is null");
   HEXIR_ASSIGN_OR_RETURN(vm::Ref<Buffer> buffer, device.AllocateBuffer(byte_size));
-  if (byte_size) HEXIR_RETURN_IF_ERROR(device.WriteBuffer(*buffer, 0, data, byte_size));
+  if (byte_size >= kQueuedUploadBytes) {
+    // A queue write pipelines the host copy with the DMA (CUDA: staging ring on the transfer
+    // stream); one host wait for all of it.
+    HEXIR_ASSIGN_OR_RETURN(vm::Ref<Semaphore> done, device.CreateSemaphore(0));
+    HEXIR_RETURN_IF_ERROR(device.QueueWrite({}, {{done, 1}}, data, byte_size, buffer, 0));
+    HEXIR_RETURN_IF_ERROR(done->Wait(1));
+  } else if (byte_size) {
+    HEXIR_RETURN_IF_ERROR(device.WriteBuffer(*buffer, 0, data, byte_size));
+  }
   return BufferView::Create(std::move(buffer), element_type,
                             std::vector<int64_t>(dims.begin(), dims.end()));
 }

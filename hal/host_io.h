@@ -13,7 +13,10 @@
 namespace hexir::hal {
 
 // Allocates a device buffer, copies `data` into it and wraps it in a view. byte_size must equal
-// product(dims) * element size (the error names both numbers and the shape).
+// product(dims) * element size (the error names both numbers and the shape). Returns when the
+// bytes are on the device: up to kQueuedUploadBytes through Device::WriteBuffer, larger ones
+// as one Device::QueueWrite and one semaphore wait (counted in transfers_queued and host_waits).
+inline constexpr size_t kQueuedUploadBytes = size_t{4} << 20;
 StatusOr<vm::Ref<BufferView>> BufferViewFromHost(Device& device, int32_t element_type,
                                                  Span<const int64_t> dims, const void* data,
                                                  size_t byte_size);

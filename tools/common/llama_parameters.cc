@@ -13,7 +13,7 @@
 #include "compiler/importers/llama/GgufLlama.h"
 #include "compiler/importers/llama/HfLlama.h"
 #include "hal/element_type.h"
-#include "tools/common/tensor_io.h"
+#include "tools/common/bulk_convert.h"
 
 namespace hexir::tools {
 
@@ -119,18 +119,64 @@ StatusOr<int32_t> LlamaParameters::CheckArguments(const std::vector<AbiType>& ar
   return weight_type;
 }
 
-StatusOr<std::vector<vm::Ref<hal::BufferView>>> LlamaParameters::Upload(hal::Device& device,
-                                                                        int32_t element_type) const {
-  const int32_t kF16 = static_cast<int32_t>(hal::ElementType::kF16);
-  std::map<std::string, std::unique_ptr<Shard>> shards;  // safetensors files by path
-  std::vector<vm::Ref<hal::BufferView>> views;
+// A reusable host buffer for converted tensors; `in_flight` is the upload timeline value at
+// which its last write has landed.
+struct ConversionSlot {
   std::vector<float> values;
   std::vector<uint16_t> half;
-  for (const llama::WeightTensor& w : weights_) {
+  uint64_t in_flight = 0;
+};
+
+struct LlamaParameters::PendingUpload::State {
+  std::vector<vm::Ref<hal::BufferView>> views;
+  hal::SemaphoreValue ready;
+  std::map<std::string, std::unique_ptr<Shard>> shards;  // safetensors files by path
+  ConversionSlot slots[kConversionSlots];
+  bool waited = false;
+  Status status;
+};
+
+LlamaParameters::PendingUpload::PendingUpload() : state_(std::make_unique<State>()) {}
+LlamaParameters::PendingUpload::PendingUpload(PendingUpload&&) noexcept = default;
+LlamaParameters::PendingUpload& LlamaParameters::PendingUpload::operator=(PendingUpload&& other) noexcept {
+  if (this != &other) {
+    if (state_) Wait().IgnoreError();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+LlamaParameters::PendingUpload::~PendingUpload() {
+  if (state_) Wait().IgnoreError();  // the queued writes may still read the host memory
+}
+
+const std::vector<vm::Ref<hal::BufferView>>& LlamaParameters::PendingUpload::views() const {
+  return state_->views;
+}
+const hal::SemaphoreValue& LlamaParameters::PendingUpload::ready() const { return state_->ready; }
+
+Status LlamaParameters::PendingUpload::Wait() {
+  if (!state_->waited) {
+    state_->waited = true;
+    if (state_->ready.semaphore) state_->status = state_->ready.semaphore->Wait(state_->ready.value);
+    state_->shards.clear();
+    for (ConversionSlot& slot : state_->slots) slot = ConversionSlot();
+  }
+  return state_->status;
+}
+
+StatusOr<LlamaParameters::PendingUpload> LlamaParameters::UploadAsync(hal::Device& device,
+                                                                      int32_t element_type) const {
+  const int32_t kF16 = static_cast<int32_t>(hal::ElementType::kF16);
+  PendingUpload upload;
+  PendingUpload::State& state = *upload.state_;
+  HEXIR_ASSIGN_OR_RETURN(vm::Ref<hal::Semaphore> timeline, device.CreateSemaphore(0));
+  state.ready = {timeline, 0};
+  for (size_t index = 0; index < weights_.size(); ++index) {
+    const llama::WeightTensor& w = weights_[index];
     const uint8_t* file_data = data_;
     size_t file_size = size_;
     if (!w.file.empty()) {
-      auto& shard = shards[w.file];
+      auto& shard = state.shards[w.file];
       if (!shard) {
         shard = std::make_unique<Shard>();
         HEXIR_RETURN_IF_ERROR(MapFile(w.file, &shard->data, &shard->size));
@@ -145,39 +191,54 @@ StatusOr<std::vector<vm::Ref<hal::BufferView>>> LlamaParameters::Upload(hal::Dev
     const uint8_t* stored = file_data + w.offset;
     const void* data = stored;
     if (static_cast<int32_t>(w.type) != element_type || w.rotate_half_heads > 0) {
+      // The slot's previous tensor must have landed before its memory is overwritten.
+      ConversionSlot& slot = state.slots[index % kConversionSlots];
+      if (slot.in_flight > 0) {
+        Status landed = timeline->Wait(slot.in_flight);
+        if (!landed.ok()) return std::move(landed).WithContext(StrCat("uploading tensor '", w.name, "'"));
+      }
       const size_t n = bytes / (w.type == hal::ElementType::kF32 ? 4 : 2);
-      values.resize(n);
-      for (size_t i = 0; i < n; ++i) {
-        if (w.type == hal::ElementType::kF32) {
-          std::memcpy(&values[i], stored + 4 * i, 4);
-        } else {
-          uint16_t h;
-          std::memcpy(&h, stored + 2 * i, 2);
-          if (w.type == hal::ElementType::kF16) {
-            values[i] = HalfToFloat(h);
-          } else {  // bf16: the high half of an f32
-            uint32_t bits = uint32_t(h) << 16;
-            std::memcpy(&values[i], &bits, 4);
-          }
+      if (element_type == kF16 && w.type == hal::ElementType::kF32 && w.rotate_half_heads == 0) {
+        slot.half.resize(n);  // straight from the mapping: one pass over its pages
+        ConvertF32ToF16(stored, n, slot.half.data());
+      } else {
+        std::vector<float>& values = slot.values;
+        values.resize(n);
+        ConvertToF32(stored, n, w.type == hal::ElementType::kF32 ? 4 : 2,
+                     w.type == hal::ElementType::kBF16, values.data());
+        if (w.rotate_half_heads > 0) PermuteRotateHalfRows(w, &values);
+        if (element_type == kF16) {
+          slot.half.resize(n);
+          ConvertF32ToF16(reinterpret_cast<const uint8_t*>(values.data()), n, slot.half.data());
         }
       }
-      if (w.rotate_half_heads > 0) PermuteRotateHalfRows(w, &values);
-      if (element_type == kF16) {
-        half.resize(n);
-        for (size_t i = 0; i < n; ++i) half[i] = FloatToHalf(values[i]);
-        data = half.data();
-        bytes = n * 2;
-      } else {
-        data = values.data();
-        bytes = n * 4;
-      }
+      data = element_type == kF16 ? static_cast<const void*>(slot.half.data()) : slot.values.data();
+      bytes = n * (element_type == kF16 ? 2 : 4);
+      slot.in_flight = index + 1;
     }
-    HEXIR_ASSIGN_OR_RETURN(
-        auto view, hal::BufferViewFromHost(device, element_type,
-                                           Span<const int64_t>(w.dims.data(), w.dims.size()), data, bytes));
-    views.push_back(std::move(view));
+    const Span<const int64_t> dims(w.dims.data(), w.dims.size());
+    HEXIR_ASSIGN_OR_RETURN(uint64_t expected, hal::ComputeByteSize(dims, element_type));
+    if (expected != bytes)
+      return InvalidArgument("tensor '", w.name, "' ", hal::FormatShape(dims, element_type), " needs ", expected,
+                             " bytes, got ", bytes);
+    // Not zero-filled (the write covers every byte): QueueAlloca without semaphores.
+    StatusOr<vm::Ref<hal::Buffer>> buffer = device.QueueAlloca({}, {}, bytes);
+    if (!buffer.ok()) return std::move(buffer).status().WithContext(StrCat("tensor '", w.name, "'"));
+    HEXIR_RETURN_IF_ERROR(device.QueueWrite({}, {{timeline, index + 1}}, data, bytes, *buffer, 0)
+                              .WithContext(StrCat("tensor '", w.name, "'")));
+    state.ready.value = index + 1;
+    HEXIR_ASSIGN_OR_RETURN(auto view, hal::BufferView::Create(std::move(*buffer), element_type,
+                                                              std::vector<int64_t>(w.dims)));
+    state.views.push_back(std::move(view));
   }
-  return views;
+  return upload;
+}
+
+StatusOr<std::vector<vm::Ref<hal::BufferView>>> LlamaParameters::Upload(hal::Device& device,
+                                                                        int32_t element_type) const {
+  HEXIR_ASSIGN_OR_RETURN(PendingUpload upload, UploadAsync(device, element_type));
+  HEXIR_RETURN_IF_ERROR(upload.Wait());
+  return upload.views();
 }
 
 }  // namespace hexir::tools

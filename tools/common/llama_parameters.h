@@ -43,12 +43,44 @@ class LlamaParameters {
   StatusOr<int32_t> CheckArguments(const std::vector<AbiType>& args, size_t first,
                                    const std::string& function) const;
 
-  // Uploads every weight as `element_type` (f32 or f16), in order. A tensor already in that
-  // type and layout goes from the mapping as is; others are converted once on the host
-  // (f16/bf16 -> f32 exact, f32/bf16 -> f16 round to nearest even) and Hugging Face q/k rows
-  // (rotate_half_heads) are permuted from rotate-half to interleaved pairs. A weight with a
-  // `file` is read from that file (sharded safetensors). Errors: a tensor whose offset and
-  // size run past the end of its file (naming the tensor and the file).
+  // An upload in flight (UploadAsync). The views' buffers may be used by queue work ordered
+  // after `ready` (e.g. a QueueExecute that waits for it: every later submission of an
+  // in-order queue is then ordered too). Owns the host memory the queued writes read (the
+  // conversion ring and the shards' mappings) until `ready`: Wait() or the destructor waits
+  // for it first. Move-only.
+  class PendingUpload {
+   public:
+    PendingUpload();
+    PendingUpload(PendingUpload&&) noexcept;
+    PendingUpload& operator=(PendingUpload&&) noexcept;
+    ~PendingUpload();
+
+    const std::vector<vm::Ref<hal::BufferView>>& views() const;
+    const hal::SemaphoreValue& ready() const;
+    // One host wait for `ready` (the first failed write's error names its tensor's range),
+    // then frees the host memory. Idempotent.
+    Status Wait();
+
+   private:
+    friend class LlamaParameters;
+    struct State;
+    std::unique_ptr<State> state_;
+  };
+
+  // Issues every weight as a queue write (Device::QueueWrite), as `element_type` (f32 or
+  // f16), in argument order, which is layer order (embedding, layer 0's tensors, ...). A
+  // tensor already in that type and layout is written from the mapping as is (its pages are
+  // read once, by the copy); others are converted on the host (f16/bf16 -> f32 exact, f32/bf16
+  // -> f16 round to nearest even, Hugging Face q/k rows (rotate_half_heads) permuted from
+  // rotate-half to interleaved pairs) into one of kConversionSlots reused host buffers while
+  // the previous tensors are on the wire; a slot is reused after its write's signal (the only
+  // host waits). A weight with a `file` is read from that file (sharded safetensors).
+  // Errors: a tensor whose offset and size run past the end of its file (naming the tensor
+  // and the file), allocation and write errors (naming the tensor).
+  static constexpr int kConversionSlots = 3;
+  StatusOr<PendingUpload> UploadAsync(hal::Device& device, int32_t element_type) const;
+
+  // UploadAsync, then Wait: the views are ready on return.
   StatusOr<std::vector<vm::Ref<hal::BufferView>>> Upload(hal::Device& device,
                                                          int32_t element_type) const;
 

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "compiler/importers/llama/Checkpoint.h"
@@ -47,8 +48,16 @@ struct Flags {
   bool tokenize_only = false;
 };
 
+// --timing's startup breakdown: milliseconds since main() began, per stage.
+using Clock = std::chrono::steady_clock;
+Clock::time_point g_main_start;
+double MsSinceStart(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(t - g_main_start).count();
+}
+
 Status Run(const Flags& f) {
   HEXIR_ASSIGN_OR_RETURN(auto parameters, LlamaParameters::Open(f.parameters));
+  const Clock::time_point parameters_mapped = Clock::now();
   const llama::LlamaConfig* config = &parameters->config();
   std::unique_ptr<Vocabulary> vocabulary;  // the file's own tokenizer, when it has one
   if (f.tokenizer.empty() && !parameters->tokenizer_json().empty()) {  // Hugging Face tokenizer.json
@@ -121,7 +130,9 @@ Status Run(const Flags& f) {
   InvocationOptions options;
   options.device_uri = f.device;
   options.cpu_threads = f.cpu_threads;
+  const Clock::time_point module_load_begin = Clock::now();
   HEXIR_ASSIGN_OR_RETURN(auto session, Session::Open(f.module, options));
+  const Clock::time_point module_loaded = Clock::now();
   HEXIR_ASSIGN_OR_RETURN(vm::Function fn, session->LookupFunction("generate"));
   HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> args, ParseAbiTypes(std::string(fn.attr("abi.args"))));
   HEXIR_ASSIGN_OR_RETURN(const int32_t weight_type,
@@ -152,11 +163,36 @@ Status Run(const Flags& f) {
   }
 
   hal::Device& device = session->device();
-  // Upload once; the refs are reused by every call (tools/common/llama_parameters.h: a tensor
-  // already in the module's type and layout goes from the mapping as is; others are converted
-  // once, and Hugging Face q/k rows are permuted from rotate-half to interleaved pairs).
-  HEXIR_ASSIGN_OR_RETURN(std::vector<vm::Ref<hal::BufferView>> weight_views,
-                         parameters->Upload(device, weight_type));
+  // Upload once; the refs are reused by every call (tools/common/llama_parameters.h: queue
+  // writes in layer order; a tensor already in the module's type and layout goes from the
+  // mapping as is; others are converted while earlier ones are on the wire, and Hugging Face
+  // q/k rows are permuted from rotate-half to interleaved pairs).
+  const Clock::time_point upload_begin = Clock::now();
+  HEXIR_ASSIGN_OR_RETURN(LlamaParameters::PendingUpload upload,
+                         parameters->UploadAsync(device, weight_type));
+  const Clock::time_point upload_issued = Clock::now();
+  // No host wait: an empty submission waiting for the last write orders every later
+  // submission of the (in-order) queue, the first call's included, after the upload.
+  {
+    auto barrier = vm::MakeRef<hal::CommandBuffer>(nullptr);  // internal: not a recording
+    HEXIR_RETURN_IF_ERROR(barrier->Finalize());
+    HEXIR_RETURN_IF_ERROR(device.QueueExecute({upload.ready()}, barrier, {}));
+  }
+  // --timing only: a watcher thread notes when the upload landed (it does not delay anything).
+  Clock::time_point upload_landed{};
+  std::thread watcher;
+  if (f.timing) {
+    watcher = std::thread([&] {
+      if (upload.ready().semaphore->Wait(upload.ready().value).ok()) upload_landed = Clock::now();
+    });
+  }
+  struct Join {
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } join_watcher{watcher};
+  const std::vector<vm::Ref<hal::BufferView>>& weight_views = upload.views();
   int64_t prompt_len = int64_t(prompt.size());
   HEXIR_ASSIGN_OR_RETURN(
       auto prompt_view,
@@ -165,6 +201,7 @@ Status Run(const Flags& f) {
 
   std::vector<int64_t> ids;
   double best_seconds = 1e30;
+  Clock::time_point first_call_done{};
   for (int call = 0; call < std::max(1, f.repeat); ++call) {
     std::vector<vm::Variant> in(2 + weight_views.size());
     in[0].ref = prompt_view;
@@ -179,6 +216,7 @@ Status Run(const Flags& f) {
     HEXIR_RETURN_IF_ERROR(hal::BufferViewToHost(device, *view, &bytes));
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     best_seconds = std::min(best_seconds, seconds);
+    if (call == 0) first_call_done = Clock::now();
     ids.clear();
     for (size_t i = 0; i + 8 <= bytes.size(); i += 8) {
       int64_t id;
@@ -205,6 +243,24 @@ Status Run(const Flags& f) {
     std::printf("%s\n", text.c_str());
   }
   if (f.timing) {
+    if (watcher.joinable()) watcher.join();
+    uint64_t upload_bytes = 0;
+    for (const auto& v : weight_views) upload_bytes += v->byte_size();
+    const size_t n = std::max<size_t>(ids.size(), 1);
+    const double per_token_ms = best_seconds * 1e3 / double(n);
+    const double first_call_ms = MsSinceStart(first_call_done);
+    std::fprintf(stderr,
+                 "hexir-generate: startup (ms since main): parameters mapped %.1f, module loaded %.1f "
+                 "(load %.1f), upload issued %.1f (convert + issue %.1f: %zu tensors, %.1f MiB), upload "
+                 "complete %.1f, first call done %.1f (%zu tokens), first token ~%.1f (first call less "
+                 "%zu per-token times), per token %.3f ms\n",
+                 MsSinceStart(parameters_mapped), MsSinceStart(module_loaded),
+                 std::chrono::duration<double, std::milli>(module_loaded - module_load_begin).count(),
+                 MsSinceStart(upload_issued),
+                 std::chrono::duration<double, std::milli>(upload_issued - upload_begin).count(),
+                 weight_views.size(), double(upload_bytes) / (1 << 20),
+                 upload_landed == Clock::time_point{} ? -1.0 : MsSinceStart(upload_landed), first_call_ms,
+                 ids.size(), first_call_ms - double(n - 1) * per_token_ms, n - 1, per_token_ms);
     std::fprintf(stderr, "hexir-generate: %lld prompt + %zu generated tokens in %.3f ms (fastest of %d): %.1f tokens/s\n",
                  static_cast<long long>(prompt_len), ids.size(), best_seconds * 1e3,
                  std::max(1, f.repeat), double(ids.size()) / best_seconds);
@@ -216,6 +272,7 @@ Status Run(const Flags& f) {
 }  // namespace hexir::tools
 
 int main(int argc, char** argv) {
+  hexir::tools::g_main_start = hexir::tools::Clock::now();
   hexir::tools::Flags f;
   CLI::App app{"hexir-generate: greedy decoding with a module imported from a llama2.c or GGUF checkpoint"};
   app.add_option("--module", f.module, "compiled module (.vmfb) from hexir-import + hexir-compile (required)");
@@ -228,7 +285,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-tokens", f.max_tokens, "maximum generated tokens")->required()->check(CLI::NonNegativeNumber);
   app.add_option("--cpu-threads", f.cpu_threads, "CPU driver worker threads (0: inline)");
   app.add_option("--repeat", f.repeat, "call @generate N times with the same uploaded weights");
-  app.add_flag("--timing", f.timing, "print the fastest call's time and tokens/s to stderr");
+  app.add_flag("--timing", f.timing,
+               "print a startup breakdown and the fastest call's time and tokens/s to stderr");
   app.add_flag("--verbose", f.verbose, "print the prompt's token ids (BOS first) to stderr");
   app.add_flag("--tokenize-only", f.tokenize_only,
                "print the prompt's ids and their decoded text, and exit (no --module needed)");

@@ -13,6 +13,7 @@
 
 #include "hal/drivers/cuda/cuda_executable.h"
 #include "hal/queue_waits.h"
+#include "hal/drivers/cuda/cuda_transfer_queue.h"
 
 namespace hexir::hal::cuda {
 
@@ -117,12 +118,18 @@ class CudaDevice final : public Device {
  public:
   CudaDevice(std::shared_ptr<CudaShared> shared, std::string uri, uint32_t max_in_flight)
       : shared_(std::move(shared)), api_(*shared_->api), uri_(std::move(uri)),
-        max_in_flight_(max_in_flight) {
+        max_in_flight_(max_in_flight),
+        transfers_(std::make_unique<CudaTransferQueue>(
+            shared_, counters(), uri_,
+            [this](const std::vector<SemaphoreValue>& waits, CUevent event) {
+              return OrderAfterCompute(waits, event);
+            })) {
     completion_thread_ = std::thread([this] { CompletionMain(); });
     deferred_thread_ = std::thread([this] { DeferredMain(); });
   }
 
   ~CudaDevice() override {
+    transfers_.reset();  // drains the transfer stream first
     {
       std::lock_guard<std::mutex> lock(mu_);
       stopping_ = true;
@@ -174,6 +181,17 @@ class CudaDevice final : public Device {
   Status ReadBuffer(const Buffer& buffer, uint64_t offset, void* data, uint64_t size) override;
   Status ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
                                     uint64_t size, const Interrupt& interrupt) override;
+  // On the transfer stream (cuda_transfer_queue.h).
+  Status QueueWrite(const std::vector<SemaphoreValue>& waits,
+                    const std::vector<SemaphoreValue>& signals, const void* host, uint64_t size,
+                    vm::Ref<Buffer> buffer, uint64_t offset, HostLifetime lifetime) override {
+    return transfers_->Write(waits, signals, host, size, std::move(buffer), offset, lifetime);
+  }
+  Status QueueRead(const std::vector<SemaphoreValue>& waits,
+                   const std::vector<SemaphoreValue>& signals, vm::Ref<Buffer> buffer,
+                   uint64_t offset, void* host, uint64_t size) override {
+    return transfers_->Read(waits, signals, std::move(buffer), offset, host, size);
+  }
 
  private:
   Status Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
@@ -207,11 +225,15 @@ class CudaDevice final : public Device {
                           uint64_t size);
   void CompletionMain();
   void DeferredMain();
+  // The transfer queue's view of the compute stream (CudaTransferQueue::ComputeOrder).
+  StatusOr<TransferWaits> OrderAfterCompute(const std::vector<SemaphoreValue>& waits, CUevent event);
 
   std::shared_ptr<CudaShared> shared_;
   const CudaApi& api_;
   std::string uri_;
   const uint32_t max_in_flight_;  // DeviceOptions::queue_max_in_flight (0: no cap)
+  std::unique_ptr<CudaTransferQueue> transfers_;
+  uint64_t allocations_fenced_ = 0;  // buffers_allocated when a transfer last fenced (mu_)
 
   mutable std::mutex mu_;
   std::condition_variable completion_cv_, deferred_cv_;
@@ -382,6 +404,7 @@ bool CudaDevice::WaitsSatisfiedLocked(const std::vector<SemaphoreValue>& waits) 
     auto v = w.semaphore->Query();
     if (!v.ok() || *v >= w.value) continue;  // a failed wait fails the submission at enqueue
     if (pending_signals_.Covers(w.semaphore.get(), w.value)) continue;  // stream order
+    if (transfers_->WillSignal(w)) continue;  // ordered on the GPU at enqueue
     return false;
   }
   return true;
@@ -406,6 +429,7 @@ void CudaDevice::EnqueueLocked(Submission s) {
     status = w.semaphore->Query().status();
   }
   if (status.ok()) status = shared_->MakeCurrent();
+  if (status.ok()) status = transfers_->OrderStream(s.waits, shared_->stream);
   if (status.ok()) status = s.command_buffer->Enqueue(s.binding_table, shared_->stream);
   if (status.ok()) {
     auto event = TakeEventLocked();
@@ -668,6 +692,7 @@ void CudaDevice::DeferredMain() {
 }
 
 Status CudaDevice::AwaitIdle(Timeout timeout) {
+  HEXIR_RETURN_IF_ERROR(transfers_->AwaitIdle(timeout));
   (void)shared_->MakeCurrent();  // for cuEventQuery when this thread retires submissions
   std::unique_lock<std::mutex> lock(mu_);
   const bool infinite = timeout >= std::chrono::hours(24 * 365);
@@ -694,6 +719,29 @@ Status CudaDevice::AwaitIdle(Timeout timeout) {
   Status error = std::move(first_error_);
   first_error_ = Status::Ok();
   return error;
+}
+
+StatusOr<TransferWaits> CudaDevice::OrderAfterCompute(const std::vector<SemaphoreValue>& waits,
+                                                      CUevent event) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!lost_.ok()) return lost_;
+  bool on_compute_stream = false;
+  for (const SemaphoreValue& w : waits) {
+    auto v = w.semaphore->Query();
+    if (!v.ok() || *v >= w.value || transfers_->WillSignal(w)) continue;
+    if (!pending_signals_.Covers(w.semaphore.get(), w.value)) return TransferWaits::kHostPending;
+    on_compute_stream = true;
+  }
+  // Device memory is allocated and zero-filled on the compute stream: a transfer must not
+  // overtake that. Fence once per batch of allocations (any buffer counts) rather than
+  // tracking each buffer.
+  const uint64_t allocations = counters()->buffers_allocated.load(std::memory_order_relaxed);
+  if (!on_compute_stream && allocations == allocations_fenced_) return TransferWaits::kReady;
+  allocations_fenced_ = allocations;
+  HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
+  HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventRecord(event, shared_->stream),
+                             "cuEventRecord(compute stream -> transfer stream)");
+  return TransferWaits::kAfterComputeEvent;
 }
 
 Status CudaDevice::EnsureStagingLocked() {
@@ -823,6 +871,8 @@ Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t off
           .status());
   const CudaBuffer* b = AsCudaBuffer(&buffer);
   if (b == nullptr) return InvalidArgument("read_buffer: not a CUDA buffer");
+  HEXIR_RETURN_IF_ERROR(WaitInterruptibly(  // queue transfers are pending work too
+      interrupt, [&](Timeout slice) { return transfers_->AwaitIdle(slice); }));
   if (size == 0 || b->host_data()) {
     // Nothing to stage: the wait is the only synchronization.
     HEXIR_RETURN_IF_ERROR(WaitIdle(interrupt));

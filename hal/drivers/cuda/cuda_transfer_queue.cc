@@ -1,0 +1,447 @@
+#include "hal/drivers/cuda/cuda_transfer_queue.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "hal/profiling.h"
+#include "hal/queue_transfer.h"
+
+namespace hexir::hal::cuda {
+
+struct CudaTransferQueue::Op {
+  bool read = false;
+  std::vector<SemaphoreValue> waits, signals;
+  const uint8_t* source = nullptr;  // write: host bytes
+  uint8_t* target = nullptr;        // read: host bytes
+  std::vector<uint8_t> owned;       // a held-back kCopyAtCall write's copy of the source
+  bool copy_if_held = false;
+  vm::Ref<Buffer> buffer;           // kept alive until the op completes
+  CUdeviceptr device = 0;           // the range's first byte
+  uint64_t offset = 0, size = 0;
+  int64_t accepted_ns = 0;
+  Status status;  // the first chunk failure (completion thread)
+
+  std::string What() const {
+    return StrCat(read ? "queue read of " : "queue write of ",
+                  TransferRangeText(*buffer, offset, size));
+  }
+};
+
+CudaTransferQueue::CudaTransferQueue(std::shared_ptr<CudaShared> shared,
+                                     std::shared_ptr<DeviceCounters> counters, std::string uri,
+                                     ComputeOrder compute_order)
+    : shared_(std::move(shared)), api_(*shared_->api), counters_(std::move(counters)),
+      uri_(std::move(uri)), compute_order_(std::move(compute_order)) {
+  for (int i = kStagingBlocks - 1; i >= 0; --i) free_blocks_.push_back(i);
+  completion_thread_ = std::thread([this] { CompletionMain(); });
+  held_back_thread_ = std::thread([this] { HeldBackMain(); });
+}
+
+CudaTransferQueue::~CudaTransferQueue() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  held_back_thread_.join();   // fails what is still held back
+  completion_thread_.join();  // returns once every issued chunk completed
+  if (!shared_->MakeCurrent().ok()) return;
+  if (stream_) api_.cuStreamSynchronize(stream_);
+  for (CUevent e : events_) api_.cuEventDestroy(e);
+  if (staging_) api_.cuMemFreeHost(staging_);
+  if (stream_) api_.cuStreamDestroy(stream_);
+}
+
+Status CudaTransferQueue::Write(const std::vector<SemaphoreValue>& waits,
+                                const std::vector<SemaphoreValue>& signals, const void* host,
+                                uint64_t size, vm::Ref<Buffer> buffer, uint64_t offset,
+                                Device::HostLifetime lifetime) {
+  HEXIR_RETURN_IF_ERROR(
+      CheckQueueTransfer("queue write", waits, signals, host, size, buffer.get(), offset));
+  const CudaBuffer* b = AsCudaBuffer(buffer.get());
+  if (!b || b->shared()->context != shared_->context)
+    return InvalidArgument("queue write: the buffer was not allocated by ", uri_);
+  auto op = std::make_shared<Op>();
+  op->waits = waits;
+  op->signals = signals;
+  op->source = static_cast<const uint8_t*>(host);
+  op->device = b->device_ptr() + offset;
+  op->buffer = std::move(buffer);
+  op->offset = offset;
+  op->size = size;
+  op->copy_if_held = lifetime == Device::HostLifetime::kCopyAtCall;
+  return Accept(std::move(op));
+}
+
+Status CudaTransferQueue::Read(const std::vector<SemaphoreValue>& waits,
+                               const std::vector<SemaphoreValue>& signals, vm::Ref<Buffer> buffer,
+                               uint64_t offset, void* host, uint64_t size) {
+  HEXIR_RETURN_IF_ERROR(
+      CheckQueueTransfer("queue read", waits, signals, host, size, buffer.get(), offset));
+  const CudaBuffer* b = AsCudaBuffer(buffer.get());
+  if (!b || b->shared()->context != shared_->context)
+    return InvalidArgument("queue read: the buffer was not allocated by ", uri_);
+  auto op = std::make_shared<Op>();
+  op->read = true;
+  op->waits = waits;
+  op->signals = signals;
+  op->target = static_cast<uint8_t*>(host);
+  op->device = b->device_ptr() + offset;
+  op->buffer = std::move(buffer);
+  op->offset = offset;
+  op->size = size;
+  return Accept(std::move(op));
+}
+
+Status CudaTransferQueue::Accept(std::shared_ptr<Op> op) {
+  op->accepted_ns = ProfileClockNs();
+  HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
+  std::lock_guard<std::mutex> issue(issue_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!lost_.ok()) return lost_;
+    ++issuing_;
+  }
+  struct Issuing {
+    CudaTransferQueue* q;
+    ~Issuing() {
+      {
+        std::lock_guard<std::mutex> lock(q->mu_);
+        --q->issuing_;
+      }
+      q->cv_.notify_all();
+    }
+  } issuing{this};
+  DeviceCounters::Add(counters_->queue_submissions);
+  DeviceCounters::Add(counters_->transfers_queued);
+  DeviceCounters::Add(counters_->transfer_bytes_queued, op->size);
+  // A failed wait fails the transfer: its error reaches whoever waits on the signals.
+  for (const SemaphoreValue& w : op->waits) {
+    if (auto v = w.semaphore->Query(); !v.ok()) {
+      Finish(op, v.status());
+      return Status::Ok();
+    }
+  }
+  bool held;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    held = !held_back_.empty();  // later transfers stay behind held-back ones
+  }
+  CUevent compute_event = nullptr;
+  if (!held) {
+    StatusOr<CUevent> event = TakeEvent();
+    if (!event.ok()) {
+      Finish(op, event.status());
+      return event.status();
+    }
+    StatusOr<TransferWaits> order = compute_order_(op->waits, *event);
+    if (order.ok() && *order == TransferWaits::kAfterComputeEvent) {
+      compute_event = *event;
+    } else {
+      std::lock_guard<std::mutex> lock(mu_);
+      events_.push_back(*event);
+    }
+    if (!order.ok()) {
+      Finish(op, order.status());
+      return order.status();
+    }
+    held = *order == TransferWaits::kHostPending;
+  }
+  if (held) {
+    if (op->copy_if_held && op->size) {
+      op->owned.assign(op->source, op->source + op->size);
+      op->source = op->owned.data();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      held_back_.push_back(std::move(op));
+    }
+    cv_.notify_all();
+    return Status::Ok();
+  }
+  return IssueLocked(op, compute_event);
+}
+
+Status CudaTransferQueue::IssueLocked(const std::shared_ptr<Op>& op, CUevent compute_event) {
+  Status status = IssueChunksLocked(op, compute_event);
+  if (status.ok()) return status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (lost_.ok()) lost_ = Aborted(uri_, " is lost after a failed transfer: ", op->What(), ": ", status.message());
+  }
+  cv_.notify_all();
+  Finish(op, status);
+  return std::move(status).WithContext(op->What());
+}
+
+Status CudaTransferQueue::EnsureStreamLocked() {
+  if (!stream_) {
+    HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING),
+                               "cuStreamCreate(", uri_, " transfer stream)");
+  }
+  if (!staging_) {
+    void* p = nullptr;
+    HEXIR_CUDA_RETURN_IF_ERROR(
+        api_, api_.cuMemHostAlloc(&p, kStagingBlocks * kStagingBlockBytes, 0),
+        "cuMemHostAlloc(", kStagingBlocks * kStagingBlockBytes, " bytes, transfer staging)");
+    staging_ = static_cast<uint8_t*>(p);
+  }
+  return Status::Ok();
+}
+
+// Chunk by chunk: while the DMA of one block runs, the host fills the next.
+Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUevent compute_event) {
+  HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
+  HEXIR_RETURN_IF_ERROR(EnsureStreamLocked());
+  if (compute_event) {
+    // cuStreamWaitEvent captures the event's current work, so it can be reused at once.
+    CUresult r = api_.cuStreamWaitEvent(stream_, compute_event, 0);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      events_.push_back(compute_event);
+    }
+    HEXIR_CUDA_RETURN_IF_ERROR(api_, r, "cuStreamWaitEvent(compute stream -> transfer stream)");
+  }
+  uint64_t done = 0;
+  do {
+    Chunk c;
+    c.op = op;
+    c.done = done;
+    c.bytes = std::min(kStagingBlockBytes, op->size - done);
+    c.last = done + c.bytes == op->size;
+    auto release_block = [&] {
+      if (c.block < 0) return;
+      std::lock_guard<std::mutex> lock(mu_);
+      free_blocks_.push_back(c.block);
+    };
+    if (c.bytes > 0) {
+      HEXIR_ASSIGN_OR_RETURN(c.block, TakeBlock());
+      uint8_t* block = staging_ + uint64_t(c.block) * kStagingBlockBytes;
+      CUresult r;
+      if (op->read) {
+        r = api_.cuMemcpyDtoHAsync(block, op->device + done, c.bytes, stream_);
+      } else {
+        std::memcpy(block, op->source + done, c.bytes);
+        r = api_.cuMemcpyHtoDAsync(op->device + done, block, c.bytes, stream_);
+      }
+      if (r != CUDA_SUCCESS) {
+        release_block();
+        return CudaStatus(api_, r, StrCat(op->read ? "cuMemcpyDtoHAsync(" : "cuMemcpyHtoDAsync(",
+                                          c.bytes, " bytes)"));
+      }
+    }
+    StatusOr<CUevent> event = TakeEvent();
+    if (!event.ok()) {
+      release_block();
+      return event.status();
+    }
+    c.event = *event;
+    if (CUresult r = api_.cuEventRecord(c.event, stream_); r != CUDA_SUCCESS) {
+      release_block();
+      std::lock_guard<std::mutex> lock(mu_);
+      events_.push_back(c.event);
+      return CudaStatus(api_, r, "cuEventRecord(transfer chunk)");
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (c.last) {
+        for (const SemaphoreValue& sv : op->signals)
+          timepoints_[sv.semaphore.get()].push_back({sv.value, c.event});
+      }
+      inflight_.push_back(std::move(c));
+    }
+    cv_.notify_all();
+    done += std::min(kStagingBlockBytes, op->size - done);
+  } while (done < op->size);
+  return Status::Ok();
+}
+
+StatusOr<int> CudaTransferQueue::TakeBlock() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !free_blocks_.empty() || !lost_.ok(); });
+  if (!lost_.ok()) return lost_;
+  int block = free_blocks_.back();
+  free_blocks_.pop_back();
+  return block;
+}
+
+StatusOr<CUevent> CudaTransferQueue::TakeEvent() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!events_.empty()) {
+      CUevent e = events_.back();
+      events_.pop_back();
+      return e;
+    }
+  }
+  CUevent e = nullptr;
+  HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING),
+                             "cuEventCreate(transfer)");
+  return e;
+}
+
+void CudaTransferQueue::Finish(const std::shared_ptr<Op>& op, Status status) {
+  if (!status.ok()) status = Status(status.code(), StrCat(op->What(), ": ", status.message()));
+  const bool ok = SignalOrFail(op->signals, std::move(status)).ok();
+  if (Profiler* profiler = counters_->profiler.load(std::memory_order_relaxed); ok && profiler) {
+    profiler->OnHostSpan(op->read ? "transfer_d2h" : "transfer_h2d", op->accepted_ns,
+                         ProfileClockNs());
+  }
+}
+
+// Waits for each chunk's event in order, copies read chunks out of their block, frees the
+// block and, with an op's last chunk, signals its semaphores.
+void CudaTransferQueue::CompletionMain() {
+  const Status current = shared_->MakeCurrent();
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] {
+      return !inflight_.empty() || (stopping_ && held_back_.empty() && issuing_ == 0);
+    });
+    if (inflight_.empty()) return;  // stopping and drained
+    Chunk c = inflight_.front();
+    lock.unlock();
+    Status status = current;
+    if (status.ok()) {
+      if (CUresult r = api_.cuEventSynchronize(c.event); r != CUDA_SUCCESS)
+        status = Aborted(CudaStatus(api_, r, "cuEventSynchronize(transfer)").message());
+    }
+    if (status.ok() && c.op->read && c.bytes > 0) {
+      std::memcpy(c.op->target + c.done, staging_ + uint64_t(c.block) * kStagingBlockBytes, c.bytes);
+    }
+    lock.lock();
+    inflight_.pop_front();
+    if (c.block >= 0) free_blocks_.push_back(c.block);
+    if (!status.ok()) {
+      if (lost_.ok()) lost_ = Aborted(uri_, " is lost after a failed transfer: ", status.message());
+      if (c.op->status.ok()) c.op->status = status;
+    }
+    if (c.last) {
+      ++finishing_;
+      lock.unlock();
+      // Ordered on the GPU after its waits, the copy ran even if a producer failed (a kernel
+      // status word): its signals still carry that failure.
+      for (const SemaphoreValue& w : c.op->waits) {
+        if (c.op->status.ok()) c.op->status = w.semaphore->Query().status();
+      }
+      Finish(c.op, c.op->status);  // signalled before the timepoints go: never a gap
+      lock.lock();
+      for (const SemaphoreValue& sv : c.op->signals) {
+        auto it = timepoints_.find(sv.semaphore.get());
+        if (it == timepoints_.end()) continue;
+        auto& list = it->second;
+        list.erase(std::remove_if(list.begin(), list.end(),
+                                  [&](const Timepoint& t) { return t.event == c.event; }),
+                   list.end());
+        if (list.empty()) timepoints_.erase(it);
+      }
+      --finishing_;
+    }
+    events_.push_back(c.event);
+    c = Chunk();
+    cv_.notify_all();
+  }
+}
+
+// Holds back transfers whose waits nothing on the GPU will signal yet, in order: waits on the
+// host (20 ms slices, so a stopping queue is noticed) until the compute queue can order them.
+void CudaTransferQueue::HeldBackMain() {
+  (void)shared_->MakeCurrent();
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return stopping_ || !held_back_.empty(); });
+    if (held_back_.empty()) return;
+    std::shared_ptr<Op> op = held_back_.front();
+    lock.unlock();
+    Status status;
+    CUevent compute_event = nullptr;
+    while (true) {
+      for (const SemaphoreValue& w : op->waits) {
+        if (status.ok()) status = w.semaphore->Query().status();
+      }
+      if (!status.ok()) break;
+      StatusOr<CUevent> event = TakeEvent();
+      if (!event.ok()) {
+        status = event.status();
+        break;
+      }
+      StatusOr<TransferWaits> order = compute_order_(op->waits, *event);
+      if (order.ok() && *order == TransferWaits::kAfterComputeEvent) {
+        compute_event = *event;
+      } else {
+        std::lock_guard<std::mutex> l(mu_);
+        events_.push_back(*event);
+      }
+      if (!order.ok()) status = order.status();
+      if (!order.ok() || *order != TransferWaits::kHostPending) break;
+      for (const SemaphoreValue& w : op->waits) {
+        auto v = w.semaphore->Query();
+        if (v.ok() && *v < w.value) {
+          (void)w.semaphore->WaitInternal(w.value, std::chrono::milliseconds(20));
+          break;
+        }
+      }
+      std::lock_guard<std::mutex> l(mu_);
+      if (stopping_) {
+        status = Aborted(uri_, " was destroyed while the transfer waited for its semaphores");
+        break;
+      }
+    }
+    {
+      std::lock_guard<std::mutex> issue(issue_mu_);
+      if (status.ok()) {
+        IssueLocked(op, compute_event).IgnoreError();  // its failure reached the signals
+      } else {
+        Finish(op, status);
+      }
+      std::lock_guard<std::mutex> l(mu_);
+      held_back_.pop_front();  // only now: later transfers stayed behind it meanwhile
+    }
+    cv_.notify_all();
+    lock.lock();
+  }
+}
+
+bool CudaTransferQueue::WillSignal(const SemaphoreValue& wait) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = timepoints_.find(wait.semaphore.get());
+  if (it == timepoints_.end()) return false;
+  for (const Timepoint& t : it->second)
+    if (t.value >= wait.value) return true;
+  return false;
+}
+
+Status CudaTransferQueue::OrderStream(const std::vector<SemaphoreValue>& waits,
+                                      CUstream stream) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (timepoints_.empty()) return Status::Ok();
+  for (const SemaphoreValue& w : waits) {
+    auto it = timepoints_.find(w.semaphore.get());
+    if (it == timepoints_.end()) continue;
+    // The first (earliest issued) transfer that gets the semaphore far enough.
+    for (const Timepoint& t : it->second) {
+      if (t.value < w.value) continue;
+      HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuStreamWaitEvent(stream, t.event, 0),
+                                 "cuStreamWaitEvent(transfer stream -> ", uri_, " compute stream)");
+      break;
+    }
+  }
+  return Status::Ok();
+}
+
+Status CudaTransferQueue::AwaitIdle(Timeout timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto idle = [&] {
+    return inflight_.empty() && held_back_.empty() && issuing_ == 0 && finishing_ == 0;
+  };
+  if (timeout >= std::chrono::hours(24 * 365)) {
+    cv_.wait(lock, idle);
+  } else if (!cv_.wait_for(lock, timeout, idle)) {
+    return DeadlineExceeded("device wait idle (", uri_, ") timed out with ",
+                            inflight_.size() + held_back_.size(), " transfer chunk(s) pending");
+  }
+  return Status::Ok();
+}
+
+}  // namespace hexir::hal::cuda

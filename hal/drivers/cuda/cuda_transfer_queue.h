@@ -1,0 +1,127 @@
+// Internal to the CUDA driver: the device's queue transfers (Device::QueueWrite/QueueRead) on a
+// transfer stream of their own, so that uploads and downloads overlap the compute stream.
+//
+// Staging: a ring of kStagingBlocks pinned blocks of kStagingBlockBytes (allocated once, on
+// the first transfer, freed with the queue). A write copies each chunk host -> block on the
+// calling thread and queues cuMemcpyHtoDAsync on the transfer stream, so the DMA of chunk k
+// overlaps the host copy of chunk k+1; a read queues cuMemcpyDtoHAsync into a block and the
+// completion thread copies block -> host when the chunk's event is reached. A block is reused
+// only after its chunk's event was reached (and, for a read, copied out); never freed per copy.
+// A write's host memory is therefore fully read when the call returns, unless the write was
+// held back (below), which is why kCopyAtCall only copies for held-back writes.
+//
+// Ordering, always on the GPU: waits that work already on the compute stream will signal
+// become an event recorded there (by the device, under its lock) and cuStreamWaitEvent on the
+// transfer stream; the compute stream orders its submissions after issued transfers the same
+// way (OrderStream, from the device's enqueue). A semaphore signalled by a transfer is reached
+// when the transfer's last event is. Waits nothing queued on the GPU will signal (host
+// signals, work held back) hold the transfer, and every later one, back on a worker thread.
+//
+// Thread-safety: every method is thread-safe. Lock order: the device's lock, then this queue's.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "hal/device.h"
+#include "hal/drivers/cuda/cuda_shared.h"
+
+namespace hexir::hal::cuda {
+
+inline constexpr uint64_t kStagingBlockBytes = 8ull << 20;
+inline constexpr int kStagingBlocks = 8;
+
+// Where a transfer's waits stand, as the compute queue sees them.
+enum class TransferWaits {
+  kReady,              // reached, or signalled by a transfer already on the transfer stream
+  kAfterComputeEvent,  // some are signalled by compute work: the given event was recorded after it
+  kHostPending,        // some are signalled by nothing on the GPU yet
+};
+
+class CudaTransferQueue {
+ public:
+  // Answers for `waits` (none failed) without this queue's locks held; records `event` on the
+  // compute stream for kAfterComputeEvent. An error means the device is lost.
+  using ComputeOrder =
+      std::function<StatusOr<TransferWaits>(const std::vector<SemaphoreValue>& waits, CUevent event)>;
+
+  CudaTransferQueue(std::shared_ptr<CudaShared> shared, std::shared_ptr<DeviceCounters> counters,
+                    std::string uri, ComputeOrder compute_order);
+  // Issued transfers complete; held-back ones fail their signals with Aborted.
+  ~CudaTransferQueue();
+
+  Status Write(const std::vector<SemaphoreValue>& waits, const std::vector<SemaphoreValue>& signals,
+               const void* host, uint64_t size, vm::Ref<Buffer> buffer, uint64_t offset,
+               Device::HostLifetime lifetime);
+  Status Read(const std::vector<SemaphoreValue>& waits, const std::vector<SemaphoreValue>& signals,
+              vm::Ref<Buffer> buffer, uint64_t offset, void* host, uint64_t size);
+
+  // Compute-queue hooks (called with the device's lock held).
+  // True when a transfer already on the transfer stream signals wait.semaphore >= wait.value.
+  bool WillSignal(const SemaphoreValue& wait) const;
+  // Makes `stream` wait (cuStreamWaitEvent) for the issued transfers that signal `waits`.
+  Status OrderStream(const std::vector<SemaphoreValue>& waits, CUstream stream) const;
+
+  // Until every transfer accepted so far completed (DeadlineExceeded after `timeout`).
+  Status AwaitIdle(Timeout timeout);
+
+ private:
+  struct Op;
+  struct Chunk {
+    std::shared_ptr<Op> op;
+    int block = -1;
+    CUevent event = nullptr;
+    uint64_t done = 0, bytes = 0;  // the chunk's range within the op
+    bool last = false;             // the op's signals are reached with this chunk
+  };
+  struct Timepoint {
+    uint64_t value;
+    CUevent event;
+  };
+
+  Status Accept(std::shared_ptr<Op> op);
+  // issue_mu_ held. Puts the op on the transfer stream after `compute_event` (may be null);
+  // on an error fails the op's signals and returns the error.
+  Status IssueLocked(const std::shared_ptr<Op>& op, CUevent compute_event);
+  Status IssueChunksLocked(const std::shared_ptr<Op>& op, CUevent compute_event);
+  Status EnsureStreamLocked();  // issue_mu_ held
+  StatusOr<int> TakeBlock();
+  StatusOr<CUevent> TakeEvent();
+  void Finish(const std::shared_ptr<Op>& op, Status status);
+  void CompletionMain();
+  void HeldBackMain();
+
+  std::shared_ptr<CudaShared> shared_;
+  const CudaApi& api_;
+  std::shared_ptr<DeviceCounters> counters_;
+  std::string uri_;
+  ComputeOrder compute_order_;
+
+  std::mutex issue_mu_;  // one op at a time onto the stream, in acceptance order
+  CUstream stream_ = nullptr;   // created on first use (under issue_mu_)
+  uint8_t* staging_ = nullptr;  // kStagingBlocks * kStagingBlockBytes pinned bytes
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // chunks queued / completed, blocks freed, held-back ops, stop
+  std::vector<int> free_blocks_;
+  std::vector<CUevent> events_;
+  std::deque<Chunk> inflight_;               // on the stream, in order
+  std::deque<std::shared_ptr<Op>> held_back_;  // waiting for host-side signals, in order
+  std::unordered_map<const Semaphore*, std::vector<Timepoint>> timepoints_;
+  int issuing_ = 0;    // ops between acceptance and their last chunk (or failure)
+  int finishing_ = 0;  // ops whose signals the completion thread is signalling
+  Status lost_;
+  bool stopping_ = false;
+  std::thread completion_thread_, held_back_thread_;
+};
+
+}  // namespace hexir::hal::cuda
