@@ -129,7 +129,10 @@ class CudaDevice final : public Device {
   }
 
   ~CudaDevice() override {
-    transfers_.reset();  // drains the transfer stream first
+    // Transfers first (issued ones complete, held-back ones fail), but the queue object lives
+    // until the device's threads stopped: they consult it (WillSignal) while failing the
+    // submissions still held back.
+    transfers_->Shutdown();
     {
       std::lock_guard<std::mutex> lock(mu_);
       stopping_ = true;
@@ -145,6 +148,7 @@ class CudaDevice final : public Device {
       if (staging_) api_.cuMemFreeHost(staging_);
       if (staging_event_) api_.cuEventDestroy(staging_event_);
     }
+    transfers_.reset();
   }
 
   std::string_view uri() const override { return uri_; }

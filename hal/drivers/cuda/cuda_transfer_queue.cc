@@ -38,14 +38,18 @@ CudaTransferQueue::CudaTransferQueue(std::shared_ptr<CudaShared> shared,
   held_back_thread_ = std::thread([this] { HeldBackMain(); });
 }
 
-CudaTransferQueue::~CudaTransferQueue() {
+void CudaTransferQueue::Shutdown() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
-  held_back_thread_.join();   // fails what is still held back
-  completion_thread_.join();  // returns once every issued chunk completed
+  if (held_back_thread_.joinable()) held_back_thread_.join();    // fails what is still held back
+  if (completion_thread_.joinable()) completion_thread_.join();  // every issued chunk completed
+}
+
+CudaTransferQueue::~CudaTransferQueue() {
+  Shutdown();
   if (!shared_->MakeCurrent().ok()) return;
   if (stream_) api_.cuStreamSynchronize(stream_);
   for (CUevent e : events_) api_.cuEventDestroy(e);

@@ -56,7 +56,11 @@ class CudaTransferQueue {
 
   CudaTransferQueue(std::shared_ptr<CudaShared> shared, std::shared_ptr<DeviceCounters> counters,
                     std::string uri, ComputeOrder compute_order);
-  // Issued transfers complete; held-back ones fail their signals with Aborted.
+  // Issued transfers complete; held-back ones fail their signals with Aborted; the threads
+  // stop. Idempotent. After it the compute-queue hooks below still answer (nothing pending),
+  // so the owning device calls it first and destroys the queue after its own threads stopped.
+  void Shutdown();
+  // Shutdown(), then the stream, events and staging are released.
   ~CudaTransferQueue();
 
   Status Write(const std::vector<SemaphoreValue>& waits, const std::vector<SemaphoreValue>& signals,
