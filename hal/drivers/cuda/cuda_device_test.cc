@@ -17,6 +17,7 @@
 #include "hal/api.h"
 #include "hal/drivers/cuda/cuda_device.h"
 #include "hal/drivers/cuda/cuda_shared.h"
+#include "hal/drivers/cuda/testing/open_or_skip.h"
 #include "hal/drivers/cuda/testing/test_kernels.h"
 
 namespace hexir::hal::cuda {
@@ -25,25 +26,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing::CubinView;
 
-// The device, or nullopt after printing the skip marker for the current case.
-std::optional<vm::Ref<Device>> OpenOrSkip(const char* uri = "cuda") {
-  auto device = CreateDevice(uri);
-  std::string reason;
-  if (!device.ok() && device.status().code() == StatusCode::kUnavailable) {
-    reason = device.status().message();
-  } else if (device.ok() && !testing::KernelsMissingReason().empty()) {
-    reason = testing::KernelsMissingReason();
-  }
-  if (!reason.empty()) {
-    std::printf("HEXIR_SKIPPED: %s: %s\n",
-                Catch::getResultCapture().getCurrentTestName().c_str(), reason.c_str());
-    std::fflush(stdout);
-    return std::nullopt;
-  }
-  INFO(device.status().ToString());
-  REQUIRE(device.ok());
-  return *device;
-}
+using testing::OpenOrSkip;
 
 CudaStats Stats(Device& d) {
   auto s = GetCudaStats(d);

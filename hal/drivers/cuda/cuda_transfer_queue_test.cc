@@ -14,6 +14,7 @@
 #include "hal/api.h"
 #include "hal/drivers/cuda/cuda_device.h"
 #include "hal/drivers/cuda/cuda_transfer_queue.h"
+#include "hal/drivers/cuda/testing/open_or_skip.h"
 #include "hal/drivers/cuda/testing/test_kernels.h"
 
 namespace hexir::hal::cuda {
@@ -22,24 +23,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing::CubinView;
 
-std::optional<vm::Ref<Device>> OpenOrSkip() {
-  auto device = CreateDevice("cuda");
-  std::string reason;
-  if (!device.ok() && device.status().code() == StatusCode::kUnavailable) {
-    reason = device.status().message();
-  } else if (device.ok() && !testing::KernelsMissingReason().empty()) {
-    reason = testing::KernelsMissingReason();
-  }
-  if (!reason.empty()) {
-    std::printf("HEXIR_SKIPPED: %s: %s\n",
-                Catch::getResultCapture().getCurrentTestName().c_str(), reason.c_str());
-    std::fflush(stdout);
-    return std::nullopt;
-  }
-  INFO(device.status().ToString());
-  REQUIRE(device.ok());
-  return *device;
-}
+using testing::OpenOrSkip;
 
 void RequireOk(const Status& s) {
   INFO(s.ToString());
