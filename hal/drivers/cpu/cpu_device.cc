@@ -154,7 +154,9 @@ class CpuDevice final : public Device {
   Status Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
                   std::vector<BufferRef>* resolved_table) const;
   Status Execute(const CommandBuffer& cb, const std::vector<BufferRef>& table);
-  Status ExecuteDispatch(const DispatchCommand& cmd, const std::vector<BufferRef>& table);
+  // `executed_count` (optional) receives the workgroup count run (an indirect one as read).
+  Status ExecuteDispatch(const DispatchCommand& cmd, const std::vector<BufferRef>& table,
+                         std::array<uint32_t, 3>* executed_count = nullptr);
   // Signals (or fails) the submission's semaphores; `keep_error` keeps a failure of a
   // submission without signals for WaitIdle.
   // Returns the submission's final status (a failed Signal counts).
@@ -272,7 +274,8 @@ Status WorkgroupError(const CpuExecutable& exe, uint32_t entry, const uint32_t i
 // The replay hot path: no heap allocation for up to kInlineBindings bindings, no lock per
 // workgroup (the error mutex is taken only by a failing workgroup), and no worker-pool round
 // trip when one thread runs everything.
-Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<BufferRef>& table) {
+Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<BufferRef>& table,
+                                  std::array<uint32_t, 3>* executed_count) {
   const auto& exe = static_cast<const CpuExecutable&>(*cmd.executable);
   hexir_cpu_entry_fn_t fn = exe.entry(cmd.entry);
   constexpr size_t kInlineBindings = 32;
@@ -299,6 +302,7 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
   if (cmd.indirect) {
     HEXIR_ASSIGN_OR_RETURN(count, ReadIndirectCount(cmd, table));
   }
+  if (executed_count) *executed_count = count;
   hexir_cpu_dispatch_state_t state = {};
   for (int i = 0; i < 3; ++i) state.workgroup_count[i] = count[i];
   state.push_constant_count = static_cast<uint32_t>(cmd.push_constants.size());
@@ -361,9 +365,8 @@ Status CpuDevice::Execute(const CommandBuffer& cb, const std::vector<BufferRef>&
       DispatchTiming t;
       t.executable = d->executable.get();
       t.entry = d->entry;
-      t.workgroup_count = d->workgroup_count;
       t.begin_ns = ProfileClockNs();
-      Status st = ExecuteDispatch(*d, table);
+      Status st = ExecuteDispatch(*d, table, &t.workgroup_count);
       t.end_ns = ProfileClockNs();
       profiler->OnDispatch(t);
       HEXIR_RETURN_IF_ERROR(st);
