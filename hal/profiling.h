@@ -33,7 +33,7 @@ inline int64_t ProfileClockNs() {
 struct DispatchTiming {
   const Executable* executable = nullptr;  // valid during the callback only
   uint32_t entry = 0;
-  std::array<uint32_t, 3> workgroup_count = {0, 0, 0};
+  std::array<uint32_t, 3> workgroup_count = {0, 0, 0};  // indirect: the count read at execution
   int64_t begin_ns = 0;  // device execution interval on the host steady clock
   int64_t end_ns = 0;
   bool device_events = false;  // true: measured with device events (CUDA), false: host clock

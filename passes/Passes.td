@@ -88,13 +88,18 @@ def CPUDistributeWorkgroups : Pass<"hexir-cpu-distribute-workgroups", "mlir::Mod
     root's static loop extents: a workgroup gets at least that much work, so tiny kernels
     run as one), fusing producers, and restricts the tile loop to [id * T, min(N0, id * T +
     T)) where id is a new trailing `index` argument (the workgroup id). Records
-    `hexir.workgroup_count` on the executable.
+    `hexir.workgroup_count` on the executable. A dynamic N0: T = max(1, ceil(
+    min-work-per-workgroup / the other loops' static extents)) rows (a dynamic one counts as
+    large), grown in the kernel to ceil(N0 / max-workgroups) past max-workgroups * T rows;
+    when N0 is a parameter word the executable gets `hexir.workgroup_count_dynamic` instead
+    (the host computes ceil(N0 / tile) workgroups, passes/codegen/WorkgroupCount.h), else a
+    fixed count of max-workgroups.
   }];
   let options = [
     Option<"maxWorkgroups", "max-workgroups", "int64_t", /*default=*/"64",
            "upper bound on workgroups per dispatch">,
     Option<"minWorkPerWorkgroup", "min-work-per-workgroup", "int64_t", /*default=*/"32768",
-           "static kernels: fewest loop iterations (all loops of the result op) per workgroup">,
+           "fewest loop iterations (all loops of the result op) per workgroup">,
   ];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
                            "mlir::tensor::TensorDialect", "mlir::affine::AffineDialect"];

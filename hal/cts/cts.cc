@@ -488,6 +488,18 @@ void IndirectDispatchCase(const DriverConfig& c, Device& d) {
     expect_prefix(*o, groups);
   }
 
+  // 2b. The same recording with the count in a uniform buffer the host writes before each
+  //     submission (as a compiled program's parameter buffer): each replay runs its count.
+  for (uint32_t groups : {3u, 1u, 4u}) {
+    auto o = Alloc(d, n * 4);
+    auto u = d.AllocateBuffer(64, kMemoryHostVisible | kMemoryUniform);
+    REQUIRE(u.ok());
+    const uint32_t words[] = {9, 9, 9, 9, groups, 1, 1};
+    std::memcpy((*u)->host_data(), words, sizeof(words));
+    Submit(d, cb2, {BufferRef::Whole(a), BufferRef::Whole(b), BufferRef::Whole(o), BufferRef::Whole(*u)});
+    expect_prefix(*o, groups);
+  }
+
   // 3. A count that is written by a queue operation ordered before the execute.
   auto cnt = Alloc(d, 64);
   auto o = Alloc(d, n * 4);

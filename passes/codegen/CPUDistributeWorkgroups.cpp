@@ -1,6 +1,7 @@
 // Distributes a kernel over workgroups by tiling loop 0 of its result op (fusing its
 // producers into the tile loop) and restricting that loop to one tile per workgroup.
-// Static shapes make the workgroup count a compile-time constant.
+// Static shapes make the workgroup count a compile-time constant; a dynamic outer extent
+// gets a fixed tile and a count the host computes from the shape (WorkgroupCount.h).
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -13,6 +14,7 @@
 #include "mlir/Interfaces/TilingInterface.h"
 #include "passes/Passes.h"
 #include "passes/codegen/KernelLoweringUtils.h"
+#include "passes/codegen/WorkgroupCount.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_CPUDISTRIBUTEWORKGROUPS
@@ -30,18 +32,24 @@ class CPUDistributeWorkgroups
     for (auto exe : getOperation().getOps<ExecutableOp>()) {
       func::FuncOp kernel = codegen::LookupKernel(exe);
       if (!kernel) return signalPassFailure();
-      FailureOr<int64_t> count = distribute(kernel);
+      std::optional<codegen::DynamicWorkgroupCount> dynamic;
+      FailureOr<int64_t> count = distribute(kernel, dynamic);
       if (failed(count)) return signalPassFailure();
-      exe->setAttr("hexir.workgroup_count",
-                   DenseI64ArrayAttr::get(&getContext(), {*count, 1, 1}));
+      if (dynamic)
+        codegen::SetDynamicWorkgroupCount(exe, *dynamic);
+      else
+        exe->setAttr(codegen::kWorkgroupCountAttr,
+                     DenseI64ArrayAttr::get(&getContext(), {*count, 1, 1}));
     }
   }
 
  private:
-  // Returns the workgroup count along x.
-  FailureOr<int64_t> distribute(func::FuncOp kernel) {
+  // Returns the workgroup count along x, or sets `dynamic` when the host computes it.
+  FailureOr<int64_t> distribute(func::FuncOp kernel,
+                                std::optional<codegen::DynamicWorkgroupCount>& dynamic) {
     MLIRContext* ctx = kernel.getContext();
     Block& entry = kernel.getBody().front();
+    const unsigned abiArgs = entry.getNumArguments();
     Value id = entry.addArgument(IndexType::get(ctx), kernel.getLoc());
     SmallVector<Type> inputs(kernel.getArgumentTypes());
     inputs.push_back(id.getType());
@@ -78,15 +86,25 @@ class CPUDistributeWorkgroups
       tileV = arith::ConstantIndexOp::create(b, rootLoc, tile);
       n0V = arith::ConstantIndexOp::create(b, rootLoc, *n0);
     } else {
-      // Dynamic extent: a fixed grid of maxWorkgroups that bounds itself at run time, so
-      // the workgroup count (and a recorded command buffer) does not depend on the size:
-      // tile = max(1, ceil(n0 / count)); workgroups past the end get an empty range.
+      // Dynamic extent: a fixed tile of T rows, T * (the other loops' static extents) >=
+      // minWorkPerWorkgroup (a dynamic other extent counts as large: T = 1), grown to
+      // ceil(n0 / maxWorkgroups) past maxWorkgroups * T rows. The host computes
+      // ceil(n0 / tile) workgroups from the parameter word holding n0; if n0 is no
+      // parameter word, a fixed grid of maxWorkgroups (workgroups past the end do nothing).
       if (maxWorkgroups <= 1) return 1;
-      count = maxWorkgroups;
+      const int64_t limit = std::min<int64_t>(maxWorkgroups, 0x7fffffff);
+      int64_t inner = 1;
+      for (const Range& r : ArrayRef<Range>(domain).drop_front()) {
+        std::optional<int64_t> n = getConstantIntValue(r.size);
+        inner = n ? std::min<int64_t>(inner * std::max<int64_t>(*n, 1), int64_t{1} << 40)
+                  : int64_t{1} << 40;
+      }
+      int64_t tile = std::max<int64_t>(1, (minWorkPerWorkgroup + inner - 1) / inner);
       n0V = getValueOrCreateConstantIndexOp(b, rootLoc, domain[0].size);
-      Value countV = arith::ConstantIndexOp::create(b, rootLoc, count);
-      Value ceil = arith::CeilDivSIOp::create(b, rootLoc, n0V, countV);
-      tileV = arith::MaxSIOp::create(b, rootLoc, ceil, arith::ConstantIndexOp::create(b, rootLoc, 1));
+      tileV = codegen::BuildWorkgroupTile(b, rootLoc, n0V, tile, limit);
+      count = limit;
+      if (std::optional<int64_t> word = codegen::ParameterWordOf(kernel, n0V, abiArgs))
+        dynamic = codegen::DynamicWorkgroupCount{{*word}, 1, tile, limit};
     }
 
     SmallVector<OpFoldResult> sizes(iterators.size(), b.getIndexAttr(0));
@@ -94,7 +112,10 @@ class CPUDistributeWorkgroups
     IRRewriter rewriter(ctx);
     FailureOr<scf::SCFTileAndFuseResult> tiled =
         codegen::TileRootAndFuseProducers(rewriter, root, sizes);
-    if (failed(tiled)) return 1;  // not tileable: one workgroup runs the whole kernel
+    if (failed(tiled)) {  // not tileable: one workgroup runs the whole kernel
+      dynamic.reset();
+      return 1;
+    }
     if (tiled->loops.size() != 1) return root->emitError("failed to distribute over workgroups");
 
     // One tile per workgroup: [id * tile, min(n0, id * tile + tile)).

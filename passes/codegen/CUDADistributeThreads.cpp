@@ -21,6 +21,7 @@
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/codegen/CUDAWarpReduce.h"
 #include "passes/codegen/KernelLoweringUtils.h"
+#include "passes/codegen/WorkgroupCount.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_CUDADISTRIBUTETHREADS
@@ -68,16 +69,27 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
         lanes = 1;
       }
       kernel = inner.lookupSymbol<func::FuncOp>(exe.getSymName());
-      // Dynamic extents (points < 0): a fixed grid of full blocks strides over the points.
-      // Warp reductions: `lanes` (32) threads per point; blocks hold whole warps.
+      // Dynamic extents (points < 0): blocks of blockSize / lanes points stride over the P
+      // points; the host launches ceil(P / (blockSize / lanes)) of them, at most
+      // dynamicGrid (WorkgroupCount.h), or exactly dynamicGrid when P is not a product of
+      // parameter words. Warp reductions: `lanes` (32) threads per point; whole warps.
       int64_t threads = points < 0 ? points : points * lanes;
       int64_t block = points < 0 ? blockSize : blockFor(points, lanes);
       int64_t grid = points < 0 ? dynamicGrid : (threads + block - 1) / block;
+      codegen::DynamicWorkgroupCount fromShape{pointShape.extentWords, pointShape.extentFactor,
+                                               blockSize / lanes, dynamicGrid};
+      bool gridFromShape = points < 0 && pointShapeKnown && !fromShape.extentWords.empty();
+      if (points < 0 && pointShapeKnown && fromShape.extentWords.empty())
+        grid = codegen::EvaluateWorkgroupCount(fromShape.extentFactor, fromShape.tile,
+                                               fromShape.limit);
       if (lanes > 1)
         kernel->setAttr("hexir.cuda.lanes", IntegerAttr::get(IndexType::get(ctx), lanes));
       kernel->setAttr("hexir.cuda.thread_count", IntegerAttr::get(IndexType::get(ctx), threads));
       kernel->setAttr("hexir.cuda.block_size", IntegerAttr::get(IndexType::get(ctx), block));
-      exe->setAttr("hexir.workgroup_count", DenseI64ArrayAttr::get(ctx, {grid, 1, 1}));
+      if (gridFromShape)
+        codegen::SetDynamicWorkgroupCount(exe, fromShape);
+      else
+        exe->setAttr(codegen::kWorkgroupCountAttr, DenseI64ArrayAttr::get(ctx, {grid, 1, 1}));
       exe->setAttr("hexir.cuda.block_size", DenseI64ArrayAttr::get(ctx, {block, 1, 1}));
     }
   }
@@ -96,8 +108,12 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
   // null when the kernel is to run on one thread. `lanes` is set to 32 when a warp per
   // point was tried (allowLanes), also when that attempt fails. `fuseProducers`: see
   // fuseProducersIntoReduction.
+  // With dynamic extents, also sets pointShape (P = extentFactor * the parameter words
+  // extentWords) and pointShapeKnown (false when an extent is no parameter word).
   func::FuncOp distribute(func::FuncOp original, int64_t& points, int64_t& lanes,
                           bool allowLanes, bool fuseProducers) {
+    pointShape = codegen::DynamicWorkgroupCount();
+    pointShapeKnown = true;
     auto ret = cast<func::ReturnOp>(original.getBody().front().getTerminator());
     if (ret.getNumOperands() != 1) return nullptr;
     TilingInterface originalRoot = codegen::KernelRoot(original);
@@ -131,10 +147,15 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       parallel.push_back(d);
       if (!n) {
         dynamic = true;
+        std::optional<int64_t> word =
+            codegen::ParameterWordOf(kernel, sizes[d], kernel.getNumArguments());
+        if (word) pointShape.extentWords.push_back(*word);
+        pointShapeKnown &= word.has_value();
         continue;
       }
       extents[d] = *n;
       points *= *n;
+      pointShape.extentFactor = points;
     }
     // A reduction with a long (or dynamic) reduced extent: one warp per point; the lanes
     // split the reduced extent and combine with shuffles (CUDALowerExecutables). The
@@ -325,7 +346,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
   }
 
   // Dynamic extents: wraps the thread's loop nest in
-  //   scf.for %p = gid / lanes to P step grid * block / lanes iter_args(output)
+  //   scf.for %p = gid / lanes to P step gridDim.x * block / lanes iter_args(output)
   // and derives the point's coordinates from %p (index div/rem by the runtime extents). The
   // lanes of a warp share %p, so they run the loop together (the shuffles need that).
   LogicalResult strideOverPoints(Operation* outermost, ArrayRef<int64_t> order,
@@ -342,7 +363,10 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     gid = arith::IndexCastUIOp::create(b, loc, b.getIndexType(), gid);
     Value total = arith::ConstantIndexOp::create(b, loc, 1);
     for (int64_t d : order) total = arith::MulIOp::create(b, loc, total, sizes[d]);
-    Value stride = arith::ConstantIndexOp::create(b, loc, dynamicGrid * blockSize / lanes);
+    // The launched grid decides the stride: any count the host computes covers every point.
+    Value stride = arith::MulIOp::create(
+        b, loc, gpu::GridDimOp::create(b, loc, gpu::Dimension::x),
+        arith::ConstantIndexOp::create(b, loc, blockSize / lanes));
     auto strideLoop = scf::ForOp::create(
         b, loc, gid, total, stride, ValueRange{outer0.getInitArgs()[0]},
         [](OpBuilder& nb, Location l, Value, ValueRange iterArgs) {
@@ -366,6 +390,9 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     }
     return success();
   }
+
+  codegen::DynamicWorkgroupCount pointShape;  // of the last distribute() call
+  bool pointShapeKnown = true;
 };
 
 }  // namespace

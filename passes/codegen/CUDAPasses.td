@@ -17,9 +17,12 @@ def CUDADistributeThreads : Pass<"hexir-cuda-distribute-threads", "mlir::ModuleO
     output's contiguous dimension. Records `hexir.workgroup_count = [ceil(P / B), 1, 1]`
     and `hexir.cuda.block_size = [B, 1, 1]` on the executable (P = number of points,
     B = min(block-size, P)) and `hexir.cuda.thread_count = P` on the kernel (threads with
-    gid >= P do nothing). With dynamic extents the grid is fixed (`dynamic-grid` blocks of
-    `block-size`; the host program's workgroup counts are static) and each thread strides
-    over the points (`for p = gid; p < P; p += grid * B`), `hexir.cuda.thread_count = -1`.
+    gid >= P do nothing). With dynamic extents each thread strides over the points by the
+    launched grid (`for p = gid; p < P; p += gridDim.x * B`), `hexir.cuda.thread_count = -1`;
+    when P is a product of parameter words and constants the executable gets
+    `hexir.workgroup_count_dynamic` (tile B / lanes points per block, limit `dynamic-grid`:
+    the host launches max(1, ceil(P / max(B / lanes, ceil(P / dynamic-grid)))) blocks,
+    passes/codegen/WorkgroupCount.h), else a fixed grid of `dynamic-grid` blocks.
     Reductions whose reduced extent is dynamic or >= 64 (kMinWarpReduction) with an
     associative arith combiner (also `select(c, combine(acc, v), acc)` bodies such as an
     argmax, and 32/64-bit int/float accumulators) get one warp per point
@@ -32,7 +35,7 @@ def CUDADistributeThreads : Pass<"hexir-cuda-distribute-threads", "mlir::ModuleO
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256", "threads per block">,
     Option<"dynamicGrid", "dynamic-grid", "int64_t", /*default=*/"1056",
-           "blocks launched for kernels with dynamic extents (grid-stride loop)">,
+           "most blocks launched for kernels with dynamic extents (grid-stride loop)">,
     Option<"warpReductions", "warp-reductions", "bool", /*default=*/"true",
            "one warp (32 lanes + shuffles) per output of long reductions">,
   ];

@@ -190,9 +190,15 @@ bool LowerKernelErrorCalls(ModuleOp inner, LLVM::LLVMFuncOp impl) {
     Type i8 = b.getI8Type(), i64 = b.getI64Type();
     Value code = LLVM::ZExtOp::create(b, loc, i64, call.getOperand(0));
     Value words[3] = {code, call.getOperand(1), call.getOperand(2)};
+    // The first failure of the workgroup is kept (the record starts zeroed), so the error
+    // names the first bad element of its tile whatever the tile size.
+    Value previous = LLVM::LoadOp::create(b, loc, i64, record);
+    Value first = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, previous,
+                                       LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(0)));
     for (int i = 0; i < 3; ++i) {
       Value at = LLVM::GEPOp::create(b, loc, ptr, i8, record, ArrayRef<LLVM::GEPArg>{8 * i});
-      LLVM::StoreOp::create(b, loc, words[i], at);
+      Value kept = i == 0 ? previous : LLVM::LoadOp::create(b, loc, i64, at).getResult();
+      LLVM::StoreOp::create(b, loc, LLVM::SelectOp::create(b, loc, first, words[i], kept), at);
     }
     call.erase();
   }

@@ -8,7 +8,8 @@
 //   slots only, and replayed on every later execution with `execute_bound` and this call's
 //   buffers. Nothing a recording contains depends on a call: bindings are slots, dynamic
 //   dims and scalar operands travel in a per-dispatch parameter buffer written per call,
-//   and workgroup counts are static (kernels with dynamic extents bound themselves).
+//   and a workgroup count that depends on shapes is computed per call into that buffer too
+//   and read by an indirect dispatch (DispatchRecording.h).
 // - The device queue is in order, so no semaphores are needed between segments, calls and
 //   loop iterations; the host waits only where it reads a value (`hal.device.read_*`, or the
 //   caller reading a result view). Transient buffers (used only inside their segment) live
@@ -28,6 +29,7 @@
 #include "passes/ElementTypeCode.h"
 #include "passes/Passes.h"
 #include "passes/dispatch/InPlaceUpdates.h"
+#include "passes/vm/DispatchRecording.h"
 #include "passes/vm/HalImports.h"
 
 namespace hexir {
@@ -71,6 +73,7 @@ struct HostTensor {
 struct PendingDispatch {
   DispatchOp op;
   SmallVector<Value> bindings;  // buffers, params buffer last
+  std::optional<int64_t> countOffset;  // indirect: the count's byte offset in the params buffer
 };
 
 class HostLowering {
@@ -466,9 +469,7 @@ class HostLowering {
     StringRef name = d.getExecutable();
     if (!state.executableOrdinals.count(name)) return d.emitError("unknown executable ") << name;
     auto exe = SymbolTable::lookupNearestSymbolFrom<ExecutableOp>(d, d.getExecutableAttr());
-    auto count = exe ? exe->getAttrOfType<DenseI64ArrayAttr>("hexir.workgroup_count") : nullptr;
-    if (!count || count.size() != 3)
-      return d.emitError("executable has no hexir.workgroup_count (run codegen first)");
+    if (!exe) return d.emitError("unknown executable ") << name;
 
     PendingDispatch p;
     p.op = d;
@@ -538,6 +539,9 @@ class HostLowering {
       if (failed(word)) return failure();
       params.push_back(*word);
     }
+    FailureOr<std::optional<int64_t>> countOffset = workgroupCounts.Append(b, loc, d, exe, params);
+    if (failed(countOffset)) return failure();
+    p.countOffset = *countOffset;
     if (!params.empty()) {
       // Dispatches of one segment with the same parameters share one buffer.
       Value buffer;
@@ -584,12 +588,11 @@ class HostLowering {
       if (!exe) exe = hal_import::ExecutableLookup(b, loc, device, i64(state.executableOrdinals[name]));
       if (i) hal_import::CommandBufferBarrier(b, loc, cb);
       auto exeOp = SymbolTable::lookupNearestSymbolFrom<ExecutableOp>(p.op, p.op.getExecutableAttr());
-      auto count = exeOp->getAttrOfType<DenseI64ArrayAttr>("hexir.workgroup_count");
-      Value entry = i64(0), x = i64(count[0]), y = i64(count[1]), z = i64(count[2]);
-      Value bindingCount = i64(p.bindings.size());
-      SmallVector<Value> slotOrdinals;
-      for (Value v : p.bindings) slotOrdinals.push_back(i64(slotOf[v]));
-      hal_import::CommandBufferDispatchSlots(b, loc, cb, exe, entry, x, y, z, bindingCount, slotOrdinals);
+      SmallVector<int64_t> slotOrdinals;
+      for (Value v : p.bindings) slotOrdinals.push_back(slotOf[v]);
+      std::optional<vm_lowering::CountSlot> countSlot;
+      if (p.countOffset) countSlot = vm_lowering::CountSlot{slotOf[p.bindings.back()], *p.countOffset};
+      vm_lowering::RecordDispatch(b, loc, cb, exe, exeOp, slotOrdinals, countSlot);
     }
     hal_import::CommandBufferFinalize(b, loc, cb);
     vmir::GlobalStoreRefOp::create(b, loc, cb, b.getI64IntegerAttr(global));
@@ -601,6 +604,7 @@ class HostLowering {
     hal_import::QueueExecuteBound(b, loc, device, cbArg, none, i64(0), none, i64(0), slots);
     pending.clear();
     segmentParams.clear();
+    workgroupCounts.Clear();
   }
 
   // ---- calls and control flow -------------------------------------------------------------
@@ -803,6 +807,7 @@ class HostLowering {
   DenseMap<Operation*, int64_t> segmentOf;
   SmallVector<PendingDispatch> pending;
   SmallVector<std::pair<SmallVector<Value>, Value>> segmentParams;
+  vm_lowering::WorkgroupCounts workgroupCounts;
 };
 
 // The module initializer: uploads every constant once into its ref global.

@@ -34,7 +34,8 @@ def Hexir_ExecutableOp : Hexir_Op<"executable", [Symbol, IsolatedFromAbove,
     Holds one `builtin.module` with one public kernel `func.func` named like the
     executable. Codegen lowers that module in place; serialization attaches
     `hexir.format` (string), `hexir.binary` (string of bytes), `hexir.entry` (string)
-    and `hexir.workgroup_count` (array of 3 i64).
+    and `hexir.workgroup_count` (array of 3 i64), or, for a count computed per call from
+    the dispatch's shape, `hexir.workgroup_count_dynamic` (passes/codegen/WorkgroupCount.h).
   }];
   let arguments = (ins SymbolNameAttr:$sym_name);
   let regions = (region SizedRegion<1>:$body);

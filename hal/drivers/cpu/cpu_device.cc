@@ -159,7 +159,9 @@ class CpuDevice final : public Device {
                   std::vector<BufferRef>* resolved_table) const;
   Status Execute(const CommandBuffer& cb, const std::vector<BufferRef>& table);
   Status ExecuteCommand(const Command& c, const std::vector<BufferRef>& table);
-  Status ExecuteDispatch(const DispatchCommand& cmd, const std::vector<BufferRef>& table);
+  // `executed_count` (optional) receives the workgroup count run (an indirect one as read).
+  Status ExecuteDispatch(const DispatchCommand& cmd, const std::vector<BufferRef>& table,
+                         std::array<uint32_t, 3>* executed_count = nullptr);
   // Signals (or fails) the submission's semaphores; `keep_error` keeps a failure of a
   // submission without signals for WaitIdle.
   // Returns the submission's final status (a failed Signal counts).
@@ -233,7 +235,8 @@ Status CpuDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<B
 // The replay hot path: no heap allocation for up to kInlineBindings bindings, no lock per
 // workgroup (the error mutex is taken only by a failing workgroup), and no worker-pool round
 // trip when one thread runs everything.
-Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<BufferRef>& table) {
+Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<BufferRef>& table,
+                                  std::array<uint32_t, 3>* executed_count) {
   const auto& exe = static_cast<const CpuExecutable&>(*cmd.executable);
   hexir_cpu_entry_fn_t fn = exe.entry(cmd.entry);
   constexpr size_t kInlineBindings = 32;
@@ -252,6 +255,7 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
   }
   ResolveBindings(cmd, table, ptrs, lengths);
   HEXIR_ASSIGN_OR_RETURN(WorkgroupCount count, DispatchWorkgroupCount(cmd, table));
+  if (executed_count) *executed_count = {count[0], count[1], count[2]};
   hexir_cpu_dispatch_state_t state = {};
   for (int i = 0; i < 3; ++i) state.workgroup_count[i] = count[i];
   state.push_constant_count = static_cast<uint32_t>(cmd.push_constants.size());
@@ -343,7 +347,7 @@ Status CpuDevice::ExecuteCommand(const Command& c, const std::vector<BufferRef>&
     t.entry = d->entry;
     t.workgroup_count = d->workgroup_count;
     t.begin_ns = ProfileClockNs();
-    Status st = ExecuteDispatch(*d, table);
+    Status st = ExecuteDispatch(*d, table, &t.workgroup_count);
     t.end_ns = ProfileClockNs();
     profiler->OnDispatch(t);
     return st;

@@ -1,5 +1,6 @@
 // Dispatch profiling hooks of the CPU driver (hal/profiling.h).
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -75,6 +76,33 @@ TEST_CASE("cpu profiling: one timing per dispatch, in order, only while installe
       if (i) REQUIRE(rec.timings[i - 1].end_ns <= t.begin_ns);
     }
   }
+}
+
+TEST_CASE("cpu profiling: an indirect dispatch reports the count it read at execution") {
+  auto dev = *CreateDevice("cpu");
+  auto exe = dev->CreateExecutable(cpu::testing::TestKernelView({"add_f32"}));
+  REQUIRE(exe.ok());
+  const uint32_t n = 64;
+  auto a = *dev->AllocateBuffer(n * 4), b = *dev->AllocateBuffer(n * 4), c = *dev->AllocateBuffer(n * 4);
+  auto cb = *dev->CreateCommandBuffer();
+  REQUIRE(cb->DispatchIndirect(*exe, 0, BufferRef::Slot(0),
+                               {BufferRef::Whole(a), BufferRef::Whole(b), BufferRef::Whole(c)},
+                               {n, 16})
+              .ok());
+  REQUIRE(cb->Finalize().ok());
+  Recorder rec;
+  dev->SetProfiler(&rec);
+  for (uint32_t groups : {3u, 1u}) {
+    auto count = *dev->AllocateBuffer(64, kMemoryHostVisible | kMemoryUniform);
+    const uint32_t words[] = {groups, 1, 1};
+    std::memcpy(count->host_data(), words, sizeof(words));
+    REQUIRE(dev->QueueExecute({}, cb, {}, {BufferRef::Whole(count)}).ok());
+    REQUIRE(dev->WaitIdle().ok());
+  }
+  dev->SetProfiler(nullptr);
+  REQUIRE(rec.timings.size() == 2);
+  CHECK(rec.timings[0].workgroup_count == std::array<uint32_t, 3>{3, 1, 1});
+  CHECK(rec.timings[1].workgroup_count == std::array<uint32_t, 3>{1, 1, 1});
 }
 
 }  // namespace

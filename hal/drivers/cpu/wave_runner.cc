@@ -90,7 +90,9 @@ Status WaveRunner::Run(const Command* begin, const Command* end,
       DispatchTiming t;
       t.executable = item.executable;
       t.entry = item.dispatch->entry;
-      t.workgroup_count = item.dispatch->workgroup_count;
+      // The count it ran (an indirect dispatch's as read from its buffer).
+      t.workgroup_count = {item.state.workgroup_count[0], item.state.workgroup_count[1],
+                           item.state.workgroup_count[2]};
       t.begin_ns = item.begin_ns.load(std::memory_order_relaxed);
       t.end_ns = item.end_ns.load(std::memory_order_relaxed);
       if (t.begin_ns > t.end_ns) t.begin_ns = t.end_ns = wave_begin;  // ran no workgroup

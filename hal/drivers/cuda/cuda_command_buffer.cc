@@ -78,7 +78,7 @@ CudaCommandBuffer::~CudaCommandBuffer() {
 Status CudaCommandBuffer::OnFinalize() {
   HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
   HEXIR_RETURN_IF_ERROR(BuildOps());
-  if (mode_ == CommandBufferMode::kGraph && !has_indirect_) HEXIR_RETURN_IF_ERROR(BuildGraph());
+  if (mode_ == CommandBufferMode::kGraph && !indirect_on_device_) HEXIR_RETURN_IF_ERROR(BuildGraph());
   return Status::Ok();
 }
 
@@ -120,7 +120,11 @@ Status CudaCommandBuffer::BuildOps() {
                                    "': the workgroup count buffer is not a CUDA buffer");
           }
           k.count_ptr = DevicePtr(*r.buffer) + r.offset;
+          indirect_on_device_ |=
+              !(r.buffer->memory_types() & kMemoryUniform) || r.buffer->host_data() == nullptr;
         }
+      } else {
+        k.grid = k.exec_grid = wg;
       }
       k.command = d;
       k.entry = &exe.entry(d->entry);
@@ -204,9 +208,9 @@ CUDA_KERNEL_NODE_PARAMS CudaCommandBuffer::NodeParams(KernelOp& k) const {
   CUDA_KERNEL_NODE_PARAMS p;
   std::memset(&p, 0, sizeof(p));
   p.func = k.entry->function;
-  p.gridDimX = k.command->workgroup_count[0];
-  p.gridDimY = k.command->workgroup_count[1];
-  p.gridDimZ = k.command->workgroup_count[2];
+  p.gridDimX = k.grid[0];
+  p.gridDimY = k.grid[1];
+  p.gridDimZ = k.grid[2];
   p.blockDimX = k.entry->block_size[0];
   p.blockDimY = k.entry->block_size[1];
   p.blockDimZ = k.entry->block_size[2];
@@ -342,8 +346,22 @@ Status CudaCommandBuffer::Enqueue(const std::vector<BufferRef>& table, CUstream 
   Profiler* profiler =
       dc ? dc->profiler.load(std::memory_order_relaxed) : nullptr;
   if (profiler) return EnqueueProfiled(table, stream, profiler);
-  if (mode_ == CommandBufferMode::kStream || has_indirect_) return EnqueueStream(table, stream);
+  if (mode_ == CommandBufferMode::kStream || indirect_on_device_) {
+    return EnqueueStream(table, stream);
+  }
   if (!has_nodes_) return Status::Ok();  // nothing to run (CUDA graphs may not be empty)
+  // Indirect counts are read on the host now; a count only the device knows (a slot bound to
+  // non-uniform memory) or an empty grid (a kernel node cannot launch none) runs this
+  // submission as stream launches.
+  for (KernelOp& k : kernels_) {
+    if (!k.indirect) continue;
+    HEXIR_ASSIGN_OR_RETURN(std::optional<Grid> wg, HostCount(k, table));
+    if (!wg || (*wg)[0] == 0 || (*wg)[1] == 0 || (*wg)[2] == 0) {
+      return EnqueueStream(table, stream);
+    }
+    HEXIR_RETURN_IF_ERROR(CheckGrid(k.command->executable->entry_name(k.command->entry), *wg));
+    k.grid = *wg;
+  }
   const CudaApi& api = *shared_->api;
   CudaCounters& counters = shared_->counters;
   if (exec_ == nullptr) {
@@ -355,11 +373,14 @@ Status CudaCommandBuffer::Enqueue(const std::vector<BufferRef>& table, CUstream 
   // node needs looking at.
   std::vector<CUdeviceptr> pointers;
   HEXIR_RETURN_IF_ERROR(StageUniforms(table, stream, &pointers));
-  bool slots_changed = last_table_ != pointers;
+  bool slots_changed = last_table_ != pointers || exec_stale_;
   if (slots_changed) last_table_ = pointers;
   for (KernelOp& k : kernels_) {
-    if (!slots_changed) break;
-    if (!k.uses_slots || !ResolveSlotPointers(k, pointers)) continue;
+    if (!slots_changed && !has_indirect_) break;
+    bool update = slots_changed && k.uses_slots && ResolveSlotPointers(k, pointers);
+    update |= exec_stale_ || k.grid != k.exec_grid;
+    if (!update) continue;
+    k.exec_grid = k.grid;
     CUDA_KERNEL_NODE_PARAMS p = NodeParams(k);
     HEXIR_CUDA_RETURN_IF_ERROR(
         api, api.cuGraphExecKernelNodeSetParams(exec_, k.node, &p),
@@ -367,9 +388,37 @@ Status CudaCommandBuffer::Enqueue(const std::vector<BufferRef>& table, CUstream 
         "')");
     counters.kernel_node_updates.fetch_add(1, std::memory_order_relaxed);
   }
+  exec_stale_ = false;
   HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphLaunch(exec_, stream), "cuGraphLaunch");
   counters.graph_launches.fetch_add(1, std::memory_order_relaxed);
   return Status::Ok();
+}
+
+StatusOr<std::optional<CudaCommandBuffer::Grid>> CudaCommandBuffer::HostCount(
+    const KernelOp& k, const std::vector<BufferRef>& table) const {
+  const std::string& name = k.command->executable->entry_name(k.command->entry);
+  const Buffer* buffer = k.command->workgroup_count_ref.buffer.get();
+  uint64_t offset = k.command->workgroup_count_ref.offset;
+  if (k.count_slot >= 0) {
+    const BufferRef& r = table[k.count_slot];
+    if (r.length < k.count_offset + kIndirectParamsSize) {
+      return OutOfRange("dispatch_indirect of '", name, "': the workgroup count at byte ",
+                        k.count_offset, " of binding table slot ", k.count_slot,
+                        " lies outside its ", r.length, "-byte range");
+    }
+    buffer = r.buffer.get();
+    offset = r.offset + k.count_offset;
+  }
+  if (!(buffer->memory_types() & kMemoryUniform) || buffer->host_data() == nullptr) {
+    return std::optional<Grid>();
+  }
+  Grid wg;
+  std::memcpy(wg.data(), buffer->host_data() + offset, kIndirectParamsSize);
+  if (!WorkgroupCountFits(wg)) {
+    return InvalidArgument("dispatch of '", name, "': workgroup count ", wg[0], "x", wg[1], "x",
+                           wg[2], " read from the buffer exceeds 2^40 workgroups");
+  }
+  return std::optional<Grid>(wg);
 }
 
 // One stream serializes everything, so barriers need no work here.
@@ -418,6 +467,8 @@ Status CudaCommandBuffer::EnqueueProfiled(const std::vector<BufferRef>& table, C
 Status CudaCommandBuffer::EnqueueStream(const std::vector<BufferRef>& table, CUstream stream,
                                         bool profiling) {
   const CudaApi& api = *shared_->api;
+  // KernelOp::values now differ from what an instantiated graph's nodes hold.
+  exec_stale_ = true;
   // Uniform slots read from their device shadows here too, so stream mode (and the profiled
   // launches hexir-bench times) run the kernels exactly as a graph launch does.
   std::vector<CUdeviceptr> pointers;
@@ -427,7 +478,15 @@ Status CudaCommandBuffer::EnqueueStream(const std::vector<BufferRef>& table, CUs
       KernelOp& k = kernels_[op.index];
       if (k.uses_slots) ResolveSlotPointers(k, pointers);
       std::array<uint32_t, 3> wg = k.command->workgroup_count;
+      std::optional<Grid> host_count;
       if (k.indirect) {
+        HEXIR_ASSIGN_OR_RETURN(host_count, HostCount(k, table));
+      }
+      if (host_count) {
+        wg = *host_count;
+        if (wg[0] == 0 || wg[1] == 0 || wg[2] == 0) continue;
+        HEXIR_RETURN_IF_ERROR(CheckGrid(k.command->executable->entry_name(k.command->entry), wg));
+      } else if (k.indirect) {
         const std::string& name = k.command->executable->entry_name(k.command->entry);
         CUdeviceptr src = k.count_ptr;
         if (k.count_slot >= 0) {

@@ -6,15 +6,19 @@
 // Ownership: refcounted; owns its CUgraph / CUgraphExec, an overlap scratch buffer for
 // self-overlapping copies and the pinned kernel-status words. Retains (through its commands)
 // every buffer and executable it references.
-// Indirect dispatches: a command buffer containing one executes as a stream command buffer
-// whatever its mode, reading each count back to the host when the dispatch is reached (one
-// host synchronization per indirect dispatch).
+// Indirect dispatches: a count in a uniform buffer (kMemoryUniform: written by the host before
+// the submission, never by kernels, e.g. a compiled dispatch's parameter buffer) is read on
+// the host at submission; a graph then updates only the kernel nodes whose grid changed. Any
+// other count is known only to the device: that submission runs as stream launches, copying
+// each such count back when its dispatch is reached (one host synchronization each).
 // Thread-safety: recording is single-threaded; Enqueue/CheckKernelStatus are serialized by an
 // internal mutex (a command buffer may be submitted from several threads).
 #pragma once
 
+#include <array>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -45,7 +49,8 @@ class CudaCommandBuffer final : public CommandBuffer {
 
   // Enqueues one execution on `stream` with `table` (already validated, lengths resolved).
   // Graph mode: instantiates on first use, updates only the kernel nodes whose binding
-  // pointers changed since the last launch (cuGraphExecKernelNodeSetParams), launches.
+  // pointers or (indirect) grid changed since the last launch
+  // (cuGraphExecKernelNodeSetParams), launches.
   Status Enqueue(const std::vector<BufferRef>& table, CUstream stream);
 
   // After an execution completed: the first kernel-reported failure (status words written by
@@ -62,6 +67,7 @@ class CudaCommandBuffer final : public CommandBuffer {
   Status OnFinalize() override;
 
  private:
+  using Grid = std::array<uint32_t, 3>;
   struct KernelOp {
     const DispatchCommand* command = nullptr;
     const CudaEntry* entry = nullptr;
@@ -70,12 +76,14 @@ class CudaCommandBuffer final : public CommandBuffer {
     std::vector<int32_t> slot_of;  // per binding: table slot, or -1 for a direct buffer
     bool uses_slots = false;
     int32_t status_index = -1;
-    // Indirect: the count is read back at execution from count_ptr, or from table[count_slot]
-    // + count_offset.
+    // Indirect: the count is read from the command's direct range (count_ptr on the device),
+    // or from table[count_slot] + count_offset.
     bool indirect = false;
     CUdeviceptr count_ptr = 0;
     int32_t count_slot = -1;
     uint64_t count_offset = 0;
+    Grid grid = {1, 1, 1};       // of the next launch
+    Grid exec_grid = {1, 1, 1};  // graph mode: what the node launches
     CUgraphNode node = nullptr;
   };
   struct CopyOp {
@@ -100,6 +108,11 @@ class CudaCommandBuffer final : public CommandBuffer {
   bool ResolveSlotPointers(KernelOp& k, const std::vector<CUdeviceptr>& pointers) const;
   Status EnqueueStream(const std::vector<BufferRef>& table, CUstream stream,
                        bool profiling = false);
+  // An indirect kernel's count for this submission, when the host can read it now (a
+  // uniform buffer); nullopt when only the device knows it. Errors: the range is outside
+  // the slot, or the count exceeds 2^40 workgroups.
+  StatusOr<std::optional<Grid>> HostCount(const KernelOp& k,
+                                          const std::vector<BufferRef>& table) const;
   Status EnqueueProfiled(const std::vector<BufferRef>& table, CUstream stream,
                          Profiler* profiler);
 
@@ -109,7 +122,8 @@ class CudaCommandBuffer final : public CommandBuffer {
   std::vector<KernelOp> kernels_;
   std::vector<CopyOp> copies_;
   std::vector<FillOp> fills_;
-  bool has_indirect_ = false;  // executes as a stream command buffer (see README.md)
+  bool has_indirect_ = false;
+  bool indirect_on_device_ = false;  // a direct count in device memory: always stream launches
   uint32_t* count_host_ = nullptr;  // pinned, 12 bytes: indirect count readback
   CUdeviceptr scratch_ = 0;  // for copies whose source and target overlap
   volatile uint32_t* status_host_ = nullptr;
@@ -136,6 +150,9 @@ class CudaCommandBuffer final : public CommandBuffer {
   bool has_nodes_ = false;
   std::vector<Shadow> shadows_;          // per slot
   std::vector<CUdeviceptr> last_table_;  // slot pointers of the last graph launch
+  // A stream execution changed KernelOp::values after instantiation: the next graph launch
+  // updates every kernel node.
+  bool exec_stale_ = false;
   CUgraph graph_ = nullptr;
   CUgraphExec exec_ = nullptr;
 };

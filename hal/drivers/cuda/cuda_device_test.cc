@@ -244,6 +244,66 @@ TEST_CASE("cuda/uniform_slots_are_staged_into_a_shadow_and_need_no_node_update")
   }
 }
 
+TEST_CASE("cuda/indirect_counts_in_uniform_slots_update_graph_nodes_without_stream_launches") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  auto exe = Load(d, CubinView({"add_f32"}));
+  const uint32_t n = 128, tile = 32;
+  auto cb = *d.CreateCommandBuffer();
+  BufferRef count_slot = BufferRef::Slot(3);
+  count_slot.offset = 16;
+  REQUIRE(cb->DispatchIndirect(exe, 0, count_slot,
+                               {BufferRef::Slot(0), BufferRef::Slot(1), BufferRef::Slot(2)}, {n, tile})
+              .ok());
+  REQUIRE(cb->Finalize().ok());
+  REQUIRE(DescribeGraph(*cb)->nodes == 1);
+  auto a = Alloc(d, n * 4), b = Alloc(d, n * 4), out = Alloc(d, n * 4);
+  std::vector<float> ha(n), hb(n, 0.5f);
+  for (uint32_t i = 0; i < n; ++i) ha[i] = float(i);
+  Upload(d, *a, ha);
+  Upload(d, *b, hb);
+  // A new uniform count buffer per submission, like a compiled program's parameter buffer;
+  // counts only grow, so the output's prefix shows what the last launch covered.
+  auto run = [&](uint32_t groups, uint32_t memory_types) {
+    auto c = d.AllocateBuffer(64, memory_types);
+    REQUIRE(c.ok());
+    std::vector<uint32_t> words = {9, 9, 9, 9, groups, 1, 1};
+    if ((*c)->host_data()) {
+      std::memcpy((*c)->host_data(), words.data(), words.size() * 4);
+    } else {
+      Upload(d, **c, words);
+    }
+    Run(d, cb, {BufferRef::Whole(a), BufferRef::Whole(b), BufferRef::Whole(out), BufferRef::Whole(*c)});
+    auto got = Download<float>(d, *out, n);
+    for (uint32_t i = 0; i < n; ++i) {
+      INFO("element " << i << ", " << groups << " workgroups");
+      REQUIRE(got[i] == (i < groups * tile ? ha[i] + hb[i] : 0.0f));
+    }
+  };
+  const uint32_t uniform = kMemoryHostVisible | kMemoryUniform;
+  CudaStats s0 = Stats(d);
+  run(1, uniform);  // instantiation; the slot pointers: one update
+  run(1, uniform);  // same pointers (the uniform slot's shadow), same grid: none
+  run(2, uniform);  // new grid: one update
+  run(4, uniform);  // one update
+  CudaStats s1 = Stats(d);
+  CHECK(s1.graph_instantiations == s0.graph_instantiations + 1);
+  CHECK(s1.graph_launches == s0.graph_launches + 4);
+  CHECK(s1.kernel_node_updates == s0.kernel_node_updates + 3);
+  CHECK(s1.stream_launches == s0.stream_launches);
+  // A count in device memory is known only to the GPU: that submission runs as stream
+  // launches with one readback; the graph is then brought up to date again.
+  run(4, kMemoryDeviceLocal);
+  CudaStats s2 = Stats(d);
+  CHECK(s2.stream_launches == s1.stream_launches + 1);
+  CHECK(s2.graph_launches == s1.graph_launches);
+  run(4, uniform);
+  CudaStats s3 = Stats(d);
+  CHECK(s3.graph_launches == s2.graph_launches + 1);
+  CHECK(s3.graph_instantiations == s1.graph_instantiations);
+}
+
 TEST_CASE("cuda/second_call_costs_one_launch_one_synchronization") {
   auto dev = OpenOrSkip();
   if (!dev) return;

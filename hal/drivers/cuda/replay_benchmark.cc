@@ -9,11 +9,15 @@
 //     submitting calls and wall time per dispatch, and their ratios;
 //  1b. one small call (1-dispatch graph + wait + 4-byte read) vs raw launch + copy + stream
 //     sync, and submit-only vs raw cuGraphLaunch, as the two RATIO lines of issue 14;
+//  1c. a 1-dispatch graph with an indirect count from a binding-table slot: uniform (read on
+//     the host at submission) with the same or a changing count, and in device memory;
 //  2. an elementwise kernel (hand-written nvcc kernel scale_f32x4, not compiler output yet)
 //     dispatched through the HAL: achieved bandwidth as a ratio of cuMemcpyDtoD of the same bytes.
 // Without a GPU it prints "HEXIR_SKIPPED: replay_benchmark: <reason>" and exits 0.
+#include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -316,6 +320,59 @@ int Main(int argc, char** argv) {
     CU(api.cuGraphExecDestroy(e1));
     CU(api.cuGraphDestroy(g1));
     CU(api.cuMemFreeHost(pinned));
+  }
+
+  // ---- 1c. a 1-dispatch graph whose count comes from a uniform slot (a compiled dynamic
+  //      dispatch): the same count every call, a new count every call (one node update
+  //      each), and a count in device memory (stream launch + readback) --------------------
+  {
+    auto indirect = *d.CreateCommandBuffer();
+    Check(indirect->DispatchIndirect(*exe, 0, BufferRef::Slot(1), {BufferRef::Slot(0)}),
+          "dispatch_indirect");
+    Check(indirect->Finalize(), "finalize");
+    auto counts_in = [&](uint32_t x, uint32_t types) {
+      auto b = d.AllocateBuffer(64, types);
+      Check(b.status(), "alloc count");
+      const uint32_t words[] = {x, 1, 1};
+      if ((*b)->host_data()) {
+        std::memcpy((*b)->host_data(), words, sizeof(words));
+      } else {
+        Check(d.WriteBuffer(**b, 0, words, sizeof(words)), "write count");
+      }
+      return *b;
+    };
+    const uint32_t uniform = kMemoryHostVisible | kMemoryUniform;
+    vm::Ref<Buffer> count1 = counts_in(1, uniform), count2 = counts_in(2, uniform),
+                    on_device = counts_in(1, kMemoryDeviceLocal);
+    auto per_call = [&](auto pick) {
+      const int calls = 500;
+      for (int i = 0; i < 20; ++i) {
+        Check(d.QueueExecute({}, indirect, {{sem, ++value}}, {table[0], BufferRef::Whole(pick(i))}),
+              "submit");
+        Check(sem->Wait(value), "wait");
+      }
+      CudaStats before = *GetCudaStats(d);
+      auto t0 = Clock::now();
+      for (int i = 0; i < calls; ++i) {
+        Check(d.QueueExecute({}, indirect, {{sem, ++value}}, {table[0], BufferRef::Whole(pick(i))}),
+              "submit");
+        Check(sem->Wait(value), "wait");
+      }
+      double us = Us(Clock::now() - t0) / calls;
+      CudaStats after = *GetCudaStats(d);
+      return std::array<double, 3>{us, double(after.kernel_node_updates - before.kernel_node_updates) / calls,
+                                   double(after.stream_launches - before.stream_launches) / calls};
+    };
+    auto same = per_call([&](int) { return count1; });
+    auto changing = per_call([&](int i) { return i % 2 ? count2 : count1; });
+    auto device = per_call([&](int) { return on_device; });
+    std::printf("== indirect count from a slot, 1-dispatch graph, submit + wait ==\n");
+    std::printf("  uniform, same count:      %7.2f us/call (%.2f node updates, %.2f stream launches per call)\n",
+                same[0], same[1], same[2]);
+    std::printf("  uniform, count changes:   %7.2f us/call (%.2f node updates, %.2f stream launches per call)\n",
+                changing[0], changing[1], changing[2]);
+    std::printf("  device-local count:       %7.2f us/call (%.2f node updates, %.2f stream launches per call)\n",
+                device[0], device[1], device[2]);
   }
 
   // ---- 2. bandwidth ------------------------------------------------------------------------

@@ -53,15 +53,22 @@ hexir.executable @r {
 
 // -----
 
-// A dynamic extent: a fixed grid of max-workgroups (3) that bounds itself: the tile is
-// max(1, ceil(n / 3)) computed in the kernel, and each workgroup runs
-// [id * tile, min(n, id * tile + tile)), empty past the end.
+// A dynamic extent: tiles of T rows (min-work-per-workgroup / the other extents: 1 here,
+// 240 with MINWORK) grown to ceil(n / 3) past 3 * T rows; n is parameter word 0 (dim 0 of
+// %a), so the host launches ceil(n / tile) workgroups (hexir.workgroup_count_dynamic) and
+// each runs [id * tile, min(n, id * tile + tile)).
+// MINWORK-LABEL: hexir.executable @dyn
+// MINWORK-SAME:    hexir.workgroup_count_dynamic = {extent_factor = 1 : i64, extent_words = array<i64: 0>, limit = 3 : i64, tile = 240 : i64}
+// MINWORK:         arith.constant 240 : index
 // CHECK-LABEL: hexir.executable @dyn
-// CHECK-SAME:    hexir.workgroup_count = array<i64: 3, 1, 1>
+// CHECK-SAME:    hexir.workgroup_count_dynamic = {extent_factor = 1 : i64, extent_words = array<i64: 0>, limit = 3 : i64, tile = 1 : i64}
+// CHECK-NOT:     hexir.workgroup_count =
 // CHECK:         func.func @dyn(%[[A:[a-z0-9]+]]: tensor<?xf32>, %[[OUT:[a-z0-9]+]]: tensor<?xf32>, %[[ID:[a-z0-9]+]]: index)
+// CHECK-DAG:     %[[C1:.+]] = arith.constant 1 : index
+// CHECK-DAG:     %[[C3:.+]] = arith.constant 3 : index
 // CHECK:         %[[N:.+]] = tensor.dim
-// CHECK:         %[[CEIL:.+]] = arith.ceildivsi %[[N]], %{{.+}}
-// CHECK:         %[[TILE:.+]] = arith.maxsi %[[CEIL]], %{{.+}}
+// CHECK:         %[[CEIL:.+]] = arith.ceildivsi %[[N]], %[[C3]]
+// CHECK:         %[[TILE:.+]] = arith.maxsi %[[CEIL]], %[[C1]]
 // CHECK:         %[[LB:.+]] = arith.muli %[[ID]], %[[TILE]]
 // CHECK:         %[[END:.+]] = arith.addi %[[LB]], %[[TILE]]
 // CHECK:         %[[UB:.+]] = arith.minsi %[[END]], %[[N]]
@@ -75,6 +82,58 @@ hexir.executable @dyn {
         linalg.yield %z : f32
       } -> tensor<?xf32>
       return %r : tensor<?xf32>
+    }
+  }
+}
+
+// -----
+
+// The extent is a scalar argument (word 2: after the dynamic dims of %a and %o), reached
+// through tensor.empty(%m); the other loop's 16 columns give T = ceil(240 / 16) = 15 rows
+// with MINWORK.
+// MINWORK-LABEL: hexir.executable @scalar_extent
+// MINWORK-SAME:    hexir.workgroup_count_dynamic = {extent_factor = 1 : i64, extent_words = array<i64: 2>, limit = 3 : i64, tile = 15 : i64}
+hexir.executable @scalar_extent {
+  builtin.module {
+    func.func @scalar_extent(%a: tensor<?xf32>, %o: tensor<?x16xf32>, %m: index) -> tensor<?x16xf32> {
+      %e = tensor.empty(%m) : tensor<?x16xf32>
+      %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<?x16xf32>) {
+      ^bb0(%y: f32):
+        %i = linalg.index 0 : index
+        %ii = arith.index_cast %i : index to i64
+        %f = arith.sitofp %ii : i64 to f32
+        linalg.yield %f : f32
+      } -> tensor<?x16xf32>
+      return %r : tensor<?x16xf32>
+    }
+  }
+}
+
+// -----
+
+// An extent that is no parameter word (half of a dim): a fixed count of max-workgroups (3),
+// each workgroup taking max(1, ceil(n / 3)) rows.
+// CHECK-LABEL: hexir.executable @half
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 3, 1, 1>
+// CHECK-NOT:     hexir.workgroup_count_dynamic
+// CHECK:         arith.ceildivsi
+// CHECK:         scf.for
+hexir.executable @half {
+  builtin.module {
+    func.func @half(%a: tensor<?xf32>, %o: tensor<?xf32>) -> tensor<?xf32> {
+      %c0 = arith.constant 0 : index
+      %c2 = arith.constant 2 : index
+      %n = tensor.dim %a, %c0 : tensor<?xf32>
+      %h = arith.divui %n, %c2 : index
+      %s = tensor.extract_slice %a[0] [%h] [1] : tensor<?xf32> to tensor<?xf32>
+      %e = tensor.empty(%h) : tensor<?xf32>
+      %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%s : tensor<?xf32>) outs(%e : tensor<?xf32>) {
+      ^bb0(%x: f32, %y: f32):
+        %z = arith.negf %x : f32
+        linalg.yield %z : f32
+      } -> tensor<?xf32>
+      %w = tensor.insert_slice %r into %o[0] [%h] [1] : tensor<?xf32> into tensor<?xf32>
+      return %w : tensor<?xf32>
     }
   }
 }

@@ -164,19 +164,23 @@ hexir.executable @full {
 
 // -----
 
-// Dynamic extents: a fixed grid (1056 blocks of 256) strides over the ? x 4 points:
-// for p = gid; p < dim0 * 4; p += 1056 * 256, with j = p % 4 and i = p / 4.
+// Dynamic extents: P = dim0 * 4 points (dim0 is parameter word 0); the host launches
+// max(1, ceil(P / 256)) blocks of 256 (at most 1056: past that, tiles of ceil(P / 1056)),
+// and the threads stride over the points by the launched grid:
+// for p = gid; p < P; p += gridDim.x * 256, with j = p % 4 and i = p / 4.
 // CHECK-LABEL: hexir.executable @dyn
 // CHECK-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
-// CHECK-SAME:    hexir.workgroup_count = array<i64: 1056, 1, 1>
+// CHECK-SAME:    hexir.workgroup_count_dynamic = {extent_factor = 4 : i64, extent_words = array<i64: 0>, limit = 1056 : i64, tile = 256 : i64}
 // CHECK:         func.func @dyn(%[[A:.+]]: tensor<?x4xf32>, %[[OUT:.+]]: tensor<?x4xf32>)
 // CHECK-SAME:      hexir.cuda.thread_count = -1 : index
-// CHECK-DAG:     %[[STRIDE:.+]] = arith.constant 270336 : index
+// CHECK-DAG:     %[[C256:.+]] = arith.constant 256 : index
 // CHECK-DAG:     %[[C4:.+]] = arith.constant 4 : index
 // CHECK-DAG:     %[[DIM:.+]] = tensor.dim %[[A]], %{{.+}} : tensor<?x4xf32>
 // CHECK:         %[[GID32:.+]] = arith.addi %{{.+}}, %{{.+}} : i32
 // CHECK:         %[[GID:.+]] = arith.index_castui %[[GID32]] : i32 to index
 // CHECK:         %[[P:.+]] = arith.muli %[[DIM]], %[[C4]] : index
+// CHECK:         %[[GRID:.+]] = gpu.grid_dim x
+// CHECK:         %[[STRIDE:.+]] = arith.muli %[[GRID]], %[[C256]] : index
 // CHECK:         scf.for %[[I:.+]] = %[[GID]] to %[[P]] step %[[STRIDE]] iter_args(%{{.+}} = %[[OUT]])
 // CHECK:           %[[J:.+]] = arith.remui %[[I]], %[[C4]] : index
 // CHECK:           %[[R:.+]] = arith.divui %[[I]], %[[C4]] : index
@@ -198,7 +202,8 @@ hexir.executable @dyn {
 
 // -----
 
-// 2^31 points would overflow the i32 thread arithmetic: the grid-stride form is used.
+// 2^31 points would overflow the i32 thread arithmetic: the grid-stride form is used, with
+// a static count (tiles of ceil(2^31 / 1056) points: 1056 blocks).
 // CHECK-LABEL: hexir.executable @huge
 // CHECK-SAME:    hexir.workgroup_count = array<i64: 1056, 1, 1>
 // CHECK:         hexir.cuda.thread_count = -1 : index

@@ -171,15 +171,19 @@ hexir.executable @select_on_acc {
 // -----
 
 // Dynamic extents: attention's exp(s / 8 - rowmax) over 12 x 1 x ? points, the row max
-// fused in. Warps stride over the points: p = gid / 32, step 1056 blocks x 256 / 32.
+// fused in. Blocks of 8 warps, one point each; the host launches ceil(12 * ? / 8) blocks
+// (at most 1056), ? being parameter word 0; warps stride over the points: p = gid / 32,
+// step gridDim.x * 8.
 // CHECK-LABEL: hexir.executable @softmax_num
 // CHECK-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
-// CHECK-SAME:    hexir.workgroup_count = array<i64: 1056, 1, 1>
+// CHECK-SAME:    hexir.workgroup_count_dynamic = {extent_factor = 12 : i64, extent_words = array<i64: 0>, limit = 1056 : i64, tile = 8 : i64}
 // CHECK:         hexir.cuda.lanes = 32 : index, hexir.cuda.thread_count = -1 : index
-// CHECK-DAG:     %[[STRIDE:.+]] = arith.constant 8448 : index
+// CHECK-DAG:     %[[C8:.+]] = arith.constant 8 : index
 // CHECK-DAG:     %[[C32:.+]] = arith.constant 32 : i32
 // CHECK:         %[[WARP:.+]] = arith.divui %{{.+}}, %[[C32]] : i32
 // CHECK:         %[[P0:.+]] = arith.index_castui %[[WARP]] : i32 to index
+// CHECK:         %[[GRID:.+]] = gpu.grid_dim x
+// CHECK:         %[[STRIDE:.+]] = arith.muli %[[GRID]], %[[C8]] : index
 // CHECK:         scf.for %{{.+}} = %[[P0]] to %{{.+}} step %[[STRIDE]]
 // CHECK:           linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
 // CHECK-SAME:        ins(%{{.+}} : tensor<1x1x?xf32>) outs(%{{.+}} : tensor<1x1xf32>)

@@ -2,7 +2,8 @@
 
 // A gather: the index read from data is compared unsigned with the table's extent (10);
 // out of range, the kernel stores {code 1, index, extent} into the record the entry passes
-// as the impl's last argument, and reads element 0 instead. The entry zeroes the record's
+// as the impl's last argument unless the record already holds a failure (its code is not 0:
+// the first failure of the workgroup is named), and reads element 0 instead. The entry zeroes the record's
 // code and returns 0 or, when it is set, the code after copying the two values to
 // workgroup->error (offset 16 of the workgroup state).
 // CHECK-LABEL: hexir.executable @gather
@@ -10,10 +11,15 @@
 // CHECK:           %[[BAD:.+]] = llvm.icmp "uge" %[[I:.+]], %[[TEN:.+]] : i64
 // CHECK:           llvm.cond_br %[[BAD]], ^[[REPORT:.+]], ^
 // CHECK:         ^[[REPORT]]:
+// CHECK:           %[[OLD:.+]] = llvm.load %[[REC]] : !llvm.ptr -> i64
+// CHECK:           %[[FIRST:.+]] = llvm.icmp "eq" %[[OLD]], %{{.+}} : i64
 // CHECK:           %[[AT0:.+]] = llvm.getelementptr %[[REC]][0]
-// CHECK:           llvm.store %{{.+}}, %[[AT0]] : i64, !llvm.ptr
+// CHECK:           %[[C0:.+]] = llvm.select %[[FIRST]], %{{.+}}, %[[OLD]] : i1, i64
+// CHECK:           llvm.store %[[C0]], %[[AT0]] : i64, !llvm.ptr
 // CHECK:           %[[AT1:.+]] = llvm.getelementptr %[[REC]][8]
-// CHECK:           llvm.store %[[I]], %[[AT1]] : i64, !llvm.ptr
+// CHECK:           %[[KEPT1:.+]] = llvm.load %[[AT1]] : !llvm.ptr -> i64
+// CHECK:           %[[V1:.+]] = llvm.select %[[FIRST]], %[[I]], %[[KEPT1]] : i1, i64
+// CHECK:           llvm.store %[[V1]], %[[AT1]] : i64, !llvm.ptr
 // CHECK:           %[[AT2:.+]] = llvm.getelementptr %[[REC]][16]
 // CHECK:           llvm.store %{{.+}}, %[[AT2]] : i64, !llvm.ptr
 // CHECK:           llvm.select %[[BAD]], %{{.+}}, %[[I]] : i1, i64
