@@ -1,110 +1,21 @@
 // ONNX importer unit tests: models built here as ModelProtos, checked on the generated IR, on
 // the error messages, and end to end through the real tools against C++ reference loops.
-#include <onnx/onnx_pb.h>
-
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "compiler/importers/onnx/Importer.h"
+#include "tests/onnx/test_graph.h"
 
 namespace {
-
 namespace ox = hexir::importers::onnx;
-
-struct Graph {
-  ::onnx::ModelProto model;
-  ::onnx::GraphProto* g;
-  Graph() {
-    model.set_ir_version(8);
-    auto* op = model.add_opset_import();
-    op->set_domain("");
-    op->set_version(13);
-    g = model.mutable_graph();
-    g->set_name("test");
-  }
-  // dims: -1 = dynamic ("N")
-  void Input(const std::string& name, std::vector<int64_t> dims, int type = ::onnx::TensorProto::FLOAT) {
-    Value(g->add_input(), name, dims, type);
-  }
-  void Output(const std::string& name, std::vector<int64_t> dims, int type = ::onnx::TensorProto::FLOAT) {
-    Value(g->add_output(), name, dims, type);
-  }
-  static void Value(::onnx::ValueInfoProto* v, const std::string& name, std::vector<int64_t> dims, int type) {
-    v->set_name(name);
-    auto* tt = v->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(type);
-    for (int64_t d : dims) {
-      auto* dim = tt->mutable_shape()->add_dim();
-      if (d < 0) dim->set_dim_param("N");
-      else dim->set_dim_value(d);
-    }
-  }
-  void InitF(const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
-    auto* t = g->add_initializer();
-    t->set_name(name);
-    t->set_data_type(::onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) t->add_dims(d);
-    for (float v : values) t->add_float_data(v);
-  }
-  void InitI(const std::string& name, std::vector<int64_t> values) {
-    auto* t = g->add_initializer();
-    t->set_name(name);
-    t->set_data_type(::onnx::TensorProto::INT64);
-    t->add_dims(static_cast<int64_t>(values.size()));
-    for (int64_t v : values) t->add_int64_data(v);
-  }
-  ::onnx::NodeProto* Node(const std::string& op, std::vector<std::string> ins,
-                          std::vector<std::string> outs, const std::string& name = "") {
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->set_name(name);
-    for (auto& i : ins) n->add_input(i);
-    for (auto& o : outs) n->add_output(o);
-    return n;
-  }
-  static void AttrI(::onnx::NodeProto* n, const std::string& name, int64_t v) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(::onnx::AttributeProto::INT);
-    a->set_i(v);
-  }
-};
-
-std::string Sh(const std::string& cmd, int* code) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int st = pclose(p);
-  *code = WEXITSTATUS(st);
-  return out;
-}
-
-std::string Tmp(const std::string& name) {
-  const char* d = std::getenv("TEST_TMPDIR");
-  return std::string(d ? d : "/tmp") + "/" + name;
-}
-
-void Save(const ::onnx::ModelProto& m, const std::string& path) {
-  std::ofstream f(path, std::ios::binary);
-  REQUIRE(m.SerializeToOstream(&f));
-}
-
-std::vector<float> ParseFloats(const std::string& line) {  // "2x3xf32=1 2 3 ..."
-  std::vector<float> v;
-  std::istringstream s(line.substr(line.find('=') + 1));
-  float x;
-  while (s >> x) v.push_back(x);
-  return v;
-}
-
+using ox::testing::Graph;
+using ox::testing::ParseFloats;
+using ox::testing::Save;
+using ox::testing::Sh;
+using ox::testing::Tmp;
 }  // namespace
 
 TEST_CASE("unsupported op names the op type and the node") {

@@ -90,9 +90,12 @@ std::string Builder::ScalarConst(const std::string& et, double v) {
 std::string Builder::DimValue(const Dim& d) { return d.dynamic() ? d.ssa : IndexConst(d.v); }
 
 
-static Dim HostIndexOp(Builder& b, const char* op, const Dim& x, const Dim& y) {
+// `arith.<op>` on two index values; the result is non-negative when `keeps_sign` and both
+// operands are.
+static Dim HostIndexOp(Builder& b, const char* op, const Dim& x, const Dim& y, bool keeps_sign) {
   std::string n = b.Fresh();
   b.Line(n + " = arith." + op + " " + b.DimValue(x) + ", " + b.DimValue(y) + " : index");
+  if (keeps_sign && b.NonNegative(x) && b.NonNegative(y)) b.MarkNonNegative(n);
   return Dim::Dynamic(n);
 }
 
@@ -100,18 +103,20 @@ Dim Builder::Add(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) return Dim::Static(a.v + b.v);
   if (!b.dynamic() && b.v == 0) return a;
   if (!a.dynamic() && a.v == 0) return b;
-  return HostIndexOp(*this, "addi", a, b);
+  return HostIndexOp(*this, "addi", a, b, true);
 }
 Dim Builder::Sub(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) return Dim::Static(a.v - b.v);
   if (!b.dynamic() && b.v == 0) return a;
-  return HostIndexOp(*this, "subi", a, b);
+  if (a.dynamic() && b.dynamic() && a.ssa == b.ssa) return Dim::Static(0);
+  return HostIndexOp(*this, "subi", a, b, false);
 }
 Dim Builder::Mul(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) return Dim::Static(a.v * b.v);
+  if ((!a.dynamic() && a.v == 0) || (!b.dynamic() && b.v == 0)) return Dim::Static(0);
   if (!b.dynamic() && b.v == 1) return a;
   if (!a.dynamic() && a.v == 1) return b;
-  return HostIndexOp(*this, "muli", a, b);
+  return HostIndexOp(*this, "muli", a, b, true);
 }
 Dim Builder::FloorDiv(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) {
@@ -124,16 +129,85 @@ Dim Builder::FloorDiv(const Dim& a, const Dim& b) {
     return Dim::Static(q);
   }
   if (!b.dynamic() && b.v == 1) return a;
-  return HostIndexOp(*this, "divsi", a, b);  // shape values are non-negative
+  return HostIndexOp(*this, "divsi", a, b, true);  // shape values are non-negative
+}
+Dim Builder::TruncDiv(const Dim& a, const Dim& b) {
+  if (!a.dynamic() && !b.dynamic()) {
+    if (b.v == 0) {
+      RecordError("division by zero in a shape computation");
+      return Dim::Static(0);
+    }
+    return Dim::Static(a.v / b.v);
+  }
+  if (!b.dynamic() && b.v == 1) return a;
+  return HostIndexOp(*this, "divsi", a, b, true);
+}
+Dim Builder::Rem(const Dim& a, const Dim& b) {
+  if (!a.dynamic() && !b.dynamic()) {
+    if (b.v == 0) {
+      RecordError("division by zero in a shape computation");
+      return Dim::Static(0);
+    }
+    return Dim::Static(a.v % b.v);
+  }
+  if (!b.dynamic() && (b.v == 1 || b.v == -1)) return Dim::Static(0);
+  return HostIndexOp(*this, "remsi", a, b, true);
 }
 Dim Builder::Min(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) return Dim::Static(std::min(a.v, b.v));
-  return HostIndexOp(*this, "minsi", a, b);
+  if (a.dynamic() && b.dynamic() && a.ssa == b.ssa) return a;
+  return HostIndexOp(*this, "minsi", a, b, true);
 }
 Dim Builder::Max(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) return Dim::Static(std::max(a.v, b.v));
-  return HostIndexOp(*this, "maxsi", a, b);
+  if (a.dynamic() && b.dynamic() && a.ssa == b.ssa) return a;
+  std::string n = Fresh();
+  Line(n + " = arith.maxsi " + DimValue(a) + ", " + DimValue(b) + " : index");
+  if (NonNegative(a) || NonNegative(b)) MarkNonNegative(n);
+  return Dim::Dynamic(n);
 }
+
+Dim Builder::Compare(const std::string& pred, const Dim& a, const Dim& b) {
+  auto holds = [&](int order) {  // order: sign of a - b
+    if (pred == "eq") return order == 0;
+    if (pred == "ne") return order != 0;
+    if (pred == "slt") return order < 0;
+    if (pred == "sle") return order <= 0;
+    if (pred == "sgt") return order > 0;
+    return order >= 0;  // sge
+  };
+  if (!a.dynamic() && !b.dynamic()) return Dim::Static(holds(a.v < b.v ? -1 : a.v > b.v ? 1 : 0));
+  if (a.dynamic() && b.dynamic() && a.ssa == b.ssa) return Dim::Static(holds(0));
+  // A non-negative dim against a constant c <= 0: a > c when c < 0; a >= c always.
+  auto against_constant = [&](const Dim& dyn, int64_t c, bool dyn_first) -> int {
+    if (!NonNegative(dyn) || c > 0) return 2;
+    if (c < 0) return dyn_first ? 1 : -1;
+    // c == 0: only sge (dyn first) / sle (dyn second) and their negations are decided.
+    if (pred == "sge" || pred == "slt") return dyn_first ? 1 : 2;
+    if (pred == "sle" || pred == "sgt") return dyn_first ? 2 : -1;
+    return 2;
+  };
+  int order = a.dynamic() && !b.dynamic() ? against_constant(a, b.v, true)
+              : !a.dynamic() && b.dynamic() ? against_constant(b, a.v, false)
+                                            : 2;
+  if (order != 2) return Dim::Static(holds(order));
+  std::string c = Fresh(), n = Fresh();
+  Line(c + " = arith.cmpi " + pred + ", " + DimValue(a) + ", " + DimValue(b) + " : index");
+  Line(n + " = arith.select " + c + ", " + IndexConst(1) + ", " + IndexConst(0) + " : index");
+  MarkNonNegative(n);
+  return Dim::Dynamic(n);
+}
+
+Dim Builder::SelectDim(const Dim& cond, const Dim& a, const Dim& b) {
+  if (!cond.dynamic()) return cond.v != 0 ? a : b;
+  if (!a.dynamic() && !b.dynamic() && a.v == b.v) return a;
+  std::string c = Fresh(), n = Fresh();
+  Line(c + " = arith.cmpi ne, " + cond.ssa + ", " + IndexConst(0) + " : index");
+  Line(n + " = arith.select " + c + ", " + DimValue(a) + ", " + DimValue(b) + " : index");
+  if (NonNegative(a) && NonNegative(b)) MarkNonNegative(n);
+  return Dim::Dynamic(n);
+}
+
 Dim Builder::Product(const Shape& s, size_t begin, size_t end) {
   Dim p = Dim::Static(1);
   for (size_t i = begin; i < end; ++i) p = Mul(p, s[i]);

@@ -69,6 +69,15 @@ class Builder {
   Dim Min(const Dim& a, const Dim& b);
   Dim Max(const Dim& a, const Dim& b);
   Dim Product(const Shape& s, size_t begin, size_t end);
+  Dim Rem(const Dim& a, const Dim& b);  // remainder with the dividend's sign (C %)
+  Dim TruncDiv(const Dim& a, const Dim& b);  // quotient rounded toward zero (C /)
+  // 1 or 0 for `a pred b` (pred: eq ne slt sle sgt sge). Folds when both are static, when they
+  // are the same value, and when a non-negative dim meets a negative or zero constant.
+  Dim Compare(const std::string& pred, const Dim& a, const Dim& b);
+  Dim SelectDim(const Dim& cond, const Dim& a, const Dim& b);  // cond != 0 ? a : b
+  // Dynamic dims known to be >= 0 (tensor extents and arithmetic that keeps them so).
+  void MarkNonNegative(const std::string& ssa) { non_negative_[ssa] = true; }
+  bool NonNegative(const Dim& d) const { return d.dynamic() ? non_negative_.count(d.ssa) > 0 : d.v >= 0; }
   // f32/f64 host scalar holding a dim's value (for means over dynamic extents).
   std::string DimAsFloat(const Dim& d, const std::string& et);
 
@@ -112,6 +121,7 @@ class Builder {
   std::ostringstream out_;
   int next_ = 0;
   std::map<int64_t, std::string> index_consts_;
+  std::map<std::string, bool> non_negative_;
   int body_depth_ = 0;  // > 0 while emitting a generic body: constants are not cached
   std::string error_;   // first error since TakeError()
   void RecordError(const std::string& what) {

@@ -1,30 +1,6 @@
 #include "compiler/importers/onnx/Elementwise.h"
 
 namespace hexir::importers::onnx {
-namespace {
-
-// Folds in 0 op in 1 on known integer contents (Shape -> Gather -> Mul ...): true when done.
-StatusOr<bool> FoldKnownInts(Context& c, const BinaryArith& arith) {
-  if (!arith.fold || c.NumIn() != 2 || !c.HasIn(0) || !c.HasIn(1)) return false;
-  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
-  HEXIR_ASSIGN_OR_RETURN(Val& y, c.In(1));
-  if (!x.has_ints || !y.has_ints || x.IsFloat()) return false;
-  size_t n = std::max(x.ints.size(), y.ints.size());
-  if ((x.ints.size() != n && x.ints.size() != 1) || (y.ints.size() != n && y.ints.size() != 1))
-    return false;
-  Val r;
-  r.et = x.et;
-  r.shape = x.ints.size() >= y.ints.size() ? x.shape : y.shape;
-  r.has_ints = true;
-  for (size_t i = 0; i < n; ++i)
-    r.ints.push_back(arith.fold(c.b, x.ints[x.ints.size() == 1 ? 0 : i],
-                                y.ints[y.ints.size() == 1 ? 0 : i]));
-  c.SetOut(0, r);
-  return true;
-}
-
-}  // namespace
-
 Status LowerUnary(Context& c, Operands accepted, const UnaryBody& body) {
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
   std::string et = x.et;
@@ -42,8 +18,6 @@ Status LowerFloatUnary(Context& c, const char* op) {
 }
 
 Status LowerBinary(Context& c, const BinaryArith& arith) {
-  HEXIR_ASSIGN_OR_RETURN(bool folded, FoldKnownInts(c, arith));
-  if (folded) return Status::Ok();
   Builder& b = c.b;
   bool cmp = *arith.fpred != '\0';
   HEXIR_ASSIGN_OR_RETURN(Val& first, c.In(0));

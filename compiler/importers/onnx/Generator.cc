@@ -59,9 +59,14 @@ Status LowerConstantOfShape(Context& c) {
     known = known && !d.dynamic();
     n *= d.dynamic() ? 1 : d.v;
   }
-  if (known && n <= 4096) {  // integer fills may feed shape computations: keep contents
+  bool known_float = et == "f32" || et == "f64";
+  for (const Dim& d : s.ints) known_float = known_float && !d.dynamic();
+  if (known && n <= kMaxKnownElements) {  // integer fills may feed shape computations
     r.has_ints = true;
     r.ints.assign(n, Dim::Static(static_cast<int64_t>(value)));
+  } else if (known_float && n <= kMaxKnownElements) {
+    r.has_floats = true;
+    r.floats.assign(n, et == "f32" ? static_cast<float>(value) : value);
   } else {
     r.name = c.b.Filled(r.shape, et, value);
   }

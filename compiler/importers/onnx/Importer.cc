@@ -50,6 +50,7 @@ StatusOr<std::string> BuildFunction(const ::onnx::ModelProto& model, const Impor
       c.b.Line(d + " = tensor.dim " + v.name + ", " + c.b.IndexConst(static_cast<int64_t>(i)) +
                " : " + type);
       v.shape[i] = Dim::Dynamic(d);
+      c.b.MarkNonNegative(d);
     }
     c.values[in.name()] = v;
   }

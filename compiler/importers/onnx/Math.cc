@@ -1,6 +1,6 @@
 // ONNX math ops (onnx/defs/math): elementwise arithmetic with numpy broadcasting and unary
-// math, one linalg.generic each with an arith/math body. Add/Sub/Mul/Div on known integer
-// contents (shape computations) fold at import time instead.
+// math, one linalg.generic each with an arith/math body. Known operands (shape computations)
+// fold at import time instead (Folding.h).
 #include <cmath>
 #include <cstdlib>
 
@@ -9,20 +9,6 @@
 
 namespace hexir::importers::onnx {
 namespace {
-
-// Neg / Abs of known integer contents (shape arithmetic): true when folded.
-StatusOr<bool> FoldSignOp(Context& c, bool negate) {
-  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
-  if (!x.has_ints || !x.name.empty()) return false;
-  Val r = x;
-  r.raw.clear();
-  for (Dim& d : r.ints) {
-    if (d.dynamic()) return c.Error("Neg/Abs of a dynamic dimension");
-    d.v = negate ? -d.v : std::abs(d.v);
-  }
-  c.SetOut(0, r);
-  return true;
-}
 
 // Clip with known bounds (absent: unbounded).
 Status ClipToConstants(Context& c, Val& x, bool has_lo, double lo, bool has_hi, double hi) {
@@ -37,16 +23,12 @@ Status ClipToConstants(Context& c, Val& x, bool has_lo, double lo, bool has_hi, 
 }  // namespace
 
 Status LowerAbs(Context& c) {
-  HEXIR_ASSIGN_OR_RETURN(bool folded, FoldSignOp(c, /*negate=*/false));
-  if (folded) return Status::Ok();
   return LowerUnary(c, Operands::kFloatOrInteger, [](Builder& b, const std::string& x, const std::string& et) {
     return b.Op1(IsFloatType(et) ? "math.absf" : "math.absi", x, et);
   });
 }
 
 Status LowerNeg(Context& c) {
-  HEXIR_ASSIGN_OR_RETURN(bool folded, FoldSignOp(c, /*negate=*/true));
-  if (folded) return Status::Ok();
   return LowerUnary(c, Operands::kFloatOrInteger, [](Builder& b, const std::string& x, const std::string& et) {
     if (IsFloatType(et)) return b.Op1("arith.negf", x, et);
     return b.Bin("", "arith.subi", b.ScalarConst(et, 0), x, et);
@@ -88,26 +70,18 @@ Status LowerSign(Context& c) {
 }
 
 Status LowerAdd(Context& c) {
-  return LowerBinary(c, {"arith.addf", "arith.addi", "", "",
-                         [](Builder& b, const Dim& x, const Dim& y) { return b.Add(x, y); }});
+  return LowerBinary(c, {"arith.addf", "arith.addi"});
 }
 
 Status LowerSub(Context& c) {
-  return LowerBinary(c, {"arith.subf", "arith.subi", "", "",
-                         [](Builder& b, const Dim& x, const Dim& y) { return b.Sub(x, y); }});
+  return LowerBinary(c, {"arith.subf", "arith.subi"});
 }
 
 Status LowerMul(Context& c) {
-  return LowerBinary(c, {"arith.mulf", "arith.muli", "", "",
-                         [](Builder& b, const Dim& x, const Dim& y) { return b.Mul(x, y); }});
+  return LowerBinary(c, {"arith.mulf", "arith.muli"});
 }
 
-Status LowerDiv(Context& c) {
-  return LowerBinary(c, {"arith.divf", "arith.divsi", "", "", [](Builder& b, const Dim& x, const Dim& y) {
-                           if (!x.dynamic() && !y.dynamic() && y.v != 0) return Dim::Static(x.v / y.v);
-                           return b.FloorDiv(x, y);  // shape values are non-negative
-                         }});
-}
+Status LowerDiv(Context& c) { return LowerBinary(c, {"arith.divf", "arith.divsi"}); }
 
 Status LowerMax(Context& c) { return LowerBinary(c, {"arith.maximumf", "arith.maxsi"}); }
 Status LowerMin(Context& c) { return LowerBinary(c, {"arith.minimumf", "arith.minsi"}); }

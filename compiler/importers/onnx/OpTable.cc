@@ -5,6 +5,7 @@
 #include <iterator>
 #include <string_view>
 
+#include "compiler/importers/onnx/Folding.h"
 #include "compiler/importers/onnx/Lowerings.h"
 
 namespace hexir::importers::onnx {
@@ -188,7 +189,8 @@ Status LowerNode(Context& c) {
     if (!known.empty()) what += " (lowered for opsets " + known + ")";
     return c.Error(what);
   }
-  HEXIR_RETURN_IF_ERROR(row->lower(c));
+  HEXIR_ASSIGN_OR_RETURN(bool folded, FoldKnownNode(c));
+  if (!folded) HEXIR_RETURN_IF_ERROR(row->lower(c));
   std::string builder_error = c.b.TakeError();
   if (!builder_error.empty()) return c.Error(builder_error);
   return Status::Ok();
