@@ -66,7 +66,12 @@ struct Graph {
   }
   ::onnx::NodeProto* Node(const std::string& op, std::vector<std::string> ins,
                           std::vector<std::string> outs, const std::string& name = "") {
-    auto* n = g->add_node();
+    return AddNode(g, op, ins, outs, name);
+  }
+  static ::onnx::NodeProto* AddNode(::onnx::GraphProto* graph, const std::string& op,
+                                    std::vector<std::string> ins, std::vector<std::string> outs,
+                                    const std::string& name = "") {
+    auto* n = graph->add_node();
     n->set_op_type(op);
     n->set_name(name);
     for (auto& i : ins) n->add_input(i);
@@ -78,6 +83,14 @@ struct Graph {
     a->set_name(name);
     a->set_type(::onnx::AttributeProto::INT);
     a->set_i(v);
+  }
+  // A subgraph attribute (If's branches, Loop's and Scan's body), empty, named `name`.
+  static ::onnx::GraphProto* AttrGraph(::onnx::NodeProto* n, const std::string& name) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::GRAPH);
+    a->mutable_g()->set_name(name);
+    return a->mutable_g();
   }
   // A one-element int64 tensor attribute (ConstantOfShape's value).
   static void AttrTensorI(::onnx::NodeProto* n, const std::string& name, int64_t v) {
@@ -134,6 +147,13 @@ inline std::string CompileForCpu(const std::string& mlir, const std::string& nam
 // Runs `main` of a module on one input spec ("2x3xf32=1 2 ..."); hexir-run's output line.
 inline std::string RunMain(const std::string& module, const std::string& input, int* code) {
   return Sh("tools/hexir-run/hexir-run --module=" + module + " '--input=" + input + "'", code);
+}
+
+// Runs `main` on several input specs, in order.
+inline std::string RunMainWith(const std::string& module, const std::vector<std::string>& inputs, int* code) {
+  std::string cmd = "tools/hexir-run/hexir-run --module=" + module;
+  for (const std::string& in : inputs) cmd += " '--input=" + in + "'";
+  return Sh(cmd, code);
 }
 
 }  // namespace hexir::importers::onnx::testing

@@ -19,6 +19,13 @@ std::string Builder::Fresh() { return "%v" + std::to_string(next_++); }
 
 void Builder::Line(const std::string& text) { out_ << "    " << text << "\n"; }
 
+std::string Builder::TakeSince(size_t mark) {
+  std::string all = out_.str();
+  out_.str(all.substr(0, mark));
+  out_.seekp(0, std::ios_base::end);
+  return all.substr(mark);
+}
+
 std::string Builder::TensorType(const Shape& shape, const std::string& et) {
   std::string s = "tensor<";
   for (const Dim& d : shape) s += (d.dynamic() ? std::string("?") : std::to_string(d.v)) + "x";

@@ -52,6 +52,16 @@ class Builder {
   std::string Fresh();                          // "%vN"
   void Line(const std::string& text);           // one op, indented
   std::string Text() const { return out_.str(); }
+  // Text emitted from here on can be taken back out (a region body lowered before the header
+  // that needs its types): Mark() then TakeSince(mark) removes and returns it; Emit puts text
+  // back verbatim.
+  size_t Mark() const { return out_.str().size(); }
+  std::string TakeSince(size_t mark);
+  void Emit(const std::string& text) { out_ << text; }
+  // Between EnterRegion and ExitRegion (an scf region) index constants are not cached: a
+  // cached one would not dominate the code after the region.
+  void EnterRegion() { ++body_depth_; }
+  void ExitRegion() { --body_depth_; }
 
   static std::string TensorType(const Shape& shape, const std::string& et);
   static std::string TensorType(const Val& v) { return TensorType(v.shape, v.et); }

@@ -68,6 +68,11 @@ const ::onnx::TensorProto* Context::AttrT(const std::string& name) const {
   return a && a->has_t() ? &a->t() : nullptr;
 }
 
+const ::onnx::GraphProto* Context::AttrG(const std::string& name) const {
+  auto* a = FindAttr(node, name);
+  return a && a->has_g() ? &a->g() : nullptr;
+}
+
 std::string Context::ElementType(int t) {
   switch (t) {
     case ::onnx::TensorProto::FLOAT: return "f32";

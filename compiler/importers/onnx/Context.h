@@ -46,6 +46,7 @@ class Context {
   std::vector<int64_t> AttrInts(const std::string& name) const;
   std::vector<float> AttrFloats(const std::string& name) const;
   const ::onnx::TensorProto* AttrT(const std::string& name) const;
+  const ::onnx::GraphProto* AttrG(const std::string& name) const;  // If/Loop/Scan bodies
 
   // Values.
   const std::string& Mat(Val& v);  // SSA name, emitting constants

@@ -54,15 +54,7 @@ StatusOr<std::string> BuildFunction(const ::onnx::ModelProto& model, const Impor
     }
     c.values[in.name()] = v;
   }
-  for (const auto& n : g.node()) {
-    c.node = &n;
-    if (!n.domain().empty() && n.domain() != "ai.onnx")
-      return c.Error("unsupported op domain '" + n.domain() + "'");
-    HEXIR_RETURN_IF_ERROR(LowerNode(c));
-    for (const auto& out : n.output())
-      if (!out.empty() && !c.values.count(out)) return c.Error("output '" + out + "' is not supported");
-  }
-  c.node = nullptr;
+  HEXIR_RETURN_IF_ERROR(LowerGraphNodes(c, g));
   std::string rets, ret_types;
   for (const auto& out : g.output()) {
     auto it = c.values.find(out.name());

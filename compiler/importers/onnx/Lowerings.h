@@ -149,6 +149,11 @@ Status LowerTrilu(Context& c);
 Status LowerResize(Context& c);
 Status LowerUpsample(Context& c);
 
+// ControlFlow.cc: subgraph ops.
+Status LowerIf(Context& c);
+Status LowerLoop(Context& c);
+Status LowerScan(Context& c);  // opset >= 9 (no batch axis, no sequence_lens)
+
 // Generator.cc: values made from attributes and shapes.
 Status LowerConstant(Context& c);
 Status LowerConstantOfShape(Context& c);

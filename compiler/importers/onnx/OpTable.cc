@@ -65,6 +65,7 @@ constexpr OpLowering kOpTable[] = {
     {"HardSwish", 14, kLatest, LowerHardSwish},
     {"Hardmax", 13, kLatest, LowerHardmax},  // before 13: coerced to 2-D (not lowered)
     {"Identity", 1, kLatest, LowerIdentity},
+    {"If", 1, kLatest, LowerIf},
     {"InstanceNormalization", 1, kLatest, LowerInstanceNormalization},
     {"IsInf", 10, kLatest, LowerIsInf},
     {"IsNaN", 9, kLatest, LowerIsNaN},
@@ -75,6 +76,7 @@ constexpr OpLowering kOpTable[] = {
     {"LessOrEqual", 12, kLatest, LowerLessOrEqual},
     {"Log", 1, kLatest, LowerLog},
     {"LogSoftmax", 1, kLatest, LowerLogSoftmax},
+    {"Loop", 1, kLatest, LowerLoop},
     {"MatMul", 1, kLatest, LowerMatMul},
     {"Max", 1, kLatest, LowerMax},
     {"MaxPool", 1, kLatest, LowerMaxPool},
@@ -107,6 +109,7 @@ constexpr OpLowering kOpTable[] = {
     {"Reshape", 5, kLatest, LowerReshape},  // before 5: the shape was an attribute
     {"Resize", 10, 17, LowerResize},        // 18 added antialias, axes, keep_aspect_ratio_policy
     {"Round", 11, kLatest, LowerRound},
+    {"Scan", 9, kLatest, LowerScan},  // opset 8: batch axis and sequence_lens (not lowered)
     {"Selu", 1, kLatest, LowerSelu},
     {"Shape", 1, kLatest, LowerShape},
     {"Shrink", 9, kLatest, LowerShrink},
@@ -193,6 +196,19 @@ Status LowerNode(Context& c) {
   if (!folded) HEXIR_RETURN_IF_ERROR(row->lower(c));
   std::string builder_error = c.b.TakeError();
   if (!builder_error.empty()) return c.Error(builder_error);
+  return Status::Ok();
+}
+
+Status LowerGraphNodes(Context& c, const ::onnx::GraphProto& g) {
+  for (const auto& n : g.node()) {
+    c.node = &n;
+    if (!n.domain().empty() && n.domain() != "ai.onnx")
+      return c.Error("unsupported op domain '" + n.domain() + "'");
+    HEXIR_RETURN_IF_ERROR(LowerNode(c));
+    for (const auto& out : n.output())
+      if (!out.empty() && !c.values.count(out)) return c.Error("output '" + out + "' is not supported");
+  }
+  c.node = nullptr;
   return Status::Ok();
 }
 
