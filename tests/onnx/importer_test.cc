@@ -273,3 +273,47 @@ TEST_CASE("grouped, padded, strided Conv + bias matches a reference loop") {
   REQUIRE(got.size() == ref.size());
   for (size_t i = 0; i < ref.size(); ++i) CHECK(got[i] == Approx(ref[i]).epsilon(1e-5).margin(1e-5));
 }
+
+TEST_CASE("uint8 divides, compares, shifts and converts with unsigned semantics") {
+  // x = [200, 7] as uint8 (hexir-run reads and prints the same bytes as i8: -56 7).
+  Graph m;
+  m.Input("x", {2}, ::onnx::TensorProto::UINT8);
+  m.Output("half", {2}, ::onnx::TensorProto::UINT8);
+  m.Output("big", {2}, ::onnx::TensorProto::BOOL);
+  m.Output("as_float", {2});
+  m.Output("shifted", {2}, ::onnx::TensorProto::UINT8);
+  auto* two = m.g->add_initializer();
+  two->set_name("two");
+  two->set_data_type(::onnx::TensorProto::UINT8);
+  two->add_int32_data(2);
+  auto* hundred = m.g->add_initializer();
+  hundred->set_name("hundred");
+  hundred->set_data_type(::onnx::TensorProto::UINT8);
+  hundred->add_int32_data(100);
+  m.Node("Div", {"x", "two"}, {"half"});
+  m.Node("Greater", {"x", "hundred"}, {"big"});
+  auto* cast = m.Node("Cast", {"x"}, {"as_float"});
+  Graph::AttrI(cast, "to", ::onnx::TensorProto::FLOAT);
+  auto* shift = m.Node("BitShift", {"x", "two"}, {"shifted"});
+  auto* dir = shift->add_attribute();
+  dir->set_name("direction");
+  dir->set_type(::onnx::AttributeProto::STRING);
+  dir->set_s("RIGHT");
+  auto r = ox::ImportOnnxModel(m.model);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  CHECK(r->find("arith.divui") != std::string::npos);
+  CHECK(r->find("arith.cmpi ugt") != std::string::npos);
+  CHECK(r->find("arith.uitofp") != std::string::npos);
+  CHECK(r->find("arith.shrui") != std::string::npos);
+  std::string mod = ox::testing::CompileForCpu(*r, "uint8");
+  REQUIRE(!mod.empty());
+  int code = 0;
+  std::string out = ox::testing::RunMain(mod, "2xi8=-56 7", &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(out.find("2xi8=100 3") == 0);  // 200 / 2 = 100 (signed: -28)
+  CHECK(out.find("2xi1=1 0") != std::string::npos);
+  CHECK(out.find("2xf32=200 7") != std::string::npos);
+  CHECK(out.find("2xi8=50 1") != std::string::npos);  // 200 >> 2 = 50 (arithmetic: -14)
+}

@@ -333,7 +333,8 @@ std::string Builder::Select(const std::string& c, const std::string& a, const st
   return n;
 }
 
-std::string Builder::Convert(const std::string& v, const std::string& from, const std::string& to) {
+std::string Builder::Convert(const std::string& v, const std::string& from, const std::string& to,
+                             bool from_unsigned, bool to_unsigned) {
   if (from == to) return v;
   std::string n = Fresh();
   bool ff = IsFloatType(from), tf = IsFloatType(to);
@@ -345,13 +346,13 @@ std::string Builder::Convert(const std::string& v, const std::string& from, cons
     Line(n + " = arith." + std::string(ElementBytes(to) > ElementBytes(from) ? "extf " : "truncf ") +
          v + " : " + from + " to " + to);
   } else if (ff) {
-    Line(n + " = arith.fptosi " + v + " : " + from + " to " + to);
+    Line(n + " = arith." + std::string(to_unsigned ? "fptoui " : "fptosi ") + v + " : " + from + " to " + to);
   } else if (tf) {
-    Line(n + " = arith." + std::string(from == "i1" ? "uitofp " : "sitofp ") + v + " : " + from +
+    Line(n + " = arith." + std::string(from == "i1" || from_unsigned ? "uitofp " : "sitofp ") + v + " : " + from +
          " to " + to);
   } else {
     const char* op = ElementBytes(to) > ElementBytes(from) || (from == "i1" && to != "i1")
-                         ? (from == "i1" ? "extui " : "extsi ")
+                         ? (from == "i1" || from_unsigned ? "extui " : "extsi ")
                          : "trunci ";
     Line(n + " = arith." + op + v + " : " + from + " to " + to);
   }

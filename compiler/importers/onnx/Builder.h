@@ -39,6 +39,7 @@ struct Val {
   bool has_floats = false;    // float contents known (constants of <= 4096 elements)
   std::vector<double> floats;
   std::string raw;            // little-endian bytes of a constant (re-emit with another shape)
+  bool is_unsigned = false;   // uint8..uint64: a signless iN read with unsigned semantics
   bool IsFloat() const { return et[0] == 'f' || et == "bf16"; }
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
 };
@@ -113,7 +114,9 @@ class Builder {
                   const std::string& b, const std::string& et);  // -> i1
   std::string Select(const std::string& c, const std::string& a, const std::string& b,
                      const std::string& et);
-  std::string Convert(const std::string& v, const std::string& from, const std::string& to);
+  // Integers of an unsigned side extend with zeros and convert with uitofp / fptoui.
+  std::string Convert(const std::string& v, const std::string& from, const std::string& to,
+                      bool from_unsigned = false, bool to_unsigned = false);
   // acc && cond on i1 (acc empty: cond itself, nothing emitted).
   std::string AndI1(const std::string& acc, const std::string& cond);
 

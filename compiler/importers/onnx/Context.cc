@@ -84,12 +84,26 @@ std::string Context::ElementType(int t) {
     case ::onnx::TensorProto::INT32: return "i32";
     case ::onnx::TensorProto::INT64: return "i64";
     case ::onnx::TensorProto::BOOL: return "i1";
+    case ::onnx::TensorProto::UINT8: return "i8";
+    case ::onnx::TensorProto::UINT16: return "i16";
+    case ::onnx::TensorProto::UINT32: return "i32";
+    case ::onnx::TensorProto::UINT64: return "i64";
     default: return "";
   }
 }
 
-static double LoadElement(const std::string& raw, const std::string& et, int64_t i) {
+bool Context::IsUnsignedType(int t) {
+  return t == ::onnx::TensorProto::UINT8 || t == ::onnx::TensorProto::UINT16 ||
+         t == ::onnx::TensorProto::UINT32 || t == ::onnx::TensorProto::UINT64;
+}
+
+static double LoadElement(const std::string& raw, const std::string& et, int64_t i, bool is_unsigned) {
   const char* p = raw.data() + i * ElementBytes(et);
+  if (is_unsigned && et != "i64") {
+    uint32_t v = 0;
+    std::memcpy(&v, p, ElementBytes(et));
+    return v;
+  }
   if (et == "f32") { float f; std::memcpy(&f, p, 4); return f; }
   if (et == "f64") { double d; std::memcpy(&d, p, 8); return d; }
   if (et == "i64") { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
@@ -103,6 +117,7 @@ static double LoadElement(const std::string& raw, const std::string& et, int64_t
 StatusOr<Val> Context::FromTensorProto(const ::onnx::TensorProto& t) {
   Val v;
   v.et = ElementType(t.data_type());
+  v.is_unsigned = IsUnsignedType(t.data_type());
   if (v.et.empty())
     return Error("tensor '" + t.name() + "': unsupported element type " + std::to_string(t.data_type()));
   if (t.data_location() == ::onnx::TensorProto::EXTERNAL)
@@ -126,6 +141,8 @@ StatusOr<Val> Context::FromTensorProto(const ::onnx::TensorProto& t) {
       for (int64_t i = 0; i < n; ++i) { double d = t.double_data(i); put(i, &d); }
     } else if (v.et == "i64" && t.int64_data_size() == n) {
       for (int64_t i = 0; i < n; ++i) { int64_t x = t.int64_data(i); put(i, &x); }
+    } else if (t.uint64_data_size() == n) {  // uint32, uint64
+      for (int64_t i = 0; i < n; ++i) { uint64_t x = t.uint64_data(i); put(i, &x); }
     } else if (t.int32_data_size() == n) {  // i32 i16 i8 bool f16 bf16
       for (int64_t i = 0; i < n; ++i) {
         int32_t x = t.int32_data(i);
@@ -142,12 +159,12 @@ StatusOr<Val> Context::FromTensorProto(const ::onnx::TensorProto& t) {
     if (v.IsFloat()) {
       if (v.et == "f32" || v.et == "f64") {
         v.has_floats = true;
-        for (int64_t i = 0; i < n; ++i) v.floats.push_back(LoadElement(raw, v.et, i));
+        for (int64_t i = 0; i < n; ++i) v.floats.push_back(LoadElement(raw, v.et, i, false));
       }
     } else {
       v.has_ints = true;
       for (int64_t i = 0; i < n; ++i)
-        v.ints.push_back(Dim::Static(static_cast<int64_t>(LoadElement(raw, v.et, i))));
+        v.ints.push_back(Dim::Static(static_cast<int64_t>(LoadElement(raw, v.et, i, v.is_unsigned))));
     }
   }
   v.raw = std::move(raw);

@@ -53,7 +53,8 @@ class Context {
   StatusOr<std::vector<int64_t>> ConstInts(Val& v, const char* what);  // static integer contents
   StatusOr<std::vector<double>> ConstFloats(Val& v, const char* what);
   StatusOr<Val> FromTensorProto(const ::onnx::TensorProto& t);
-  static std::string ElementType(int onnx_type);  // "" when unsupported
+  static std::string ElementType(int onnx_type);  // "" when unsupported; uintN -> iN
+  static bool IsUnsignedType(int onnx_type);       // UINT8 UINT16 UINT32 UINT64
 
   // Helpers.
   StatusOr<Shape> BroadcastShapes(const std::vector<const Val*>& vs) const;

@@ -23,14 +23,17 @@ Status LowerBinary(Context& c, const BinaryArith& arith) {
   HEXIR_ASSIGN_OR_RETURN(Val& first, c.In(0));
   Val acc = first;
   std::string et = acc.et;
+  bool is_unsigned = first.is_unsigned;
+  const char* iop = is_unsigned && *arith.uiop ? arith.uiop : arith.iop;
+  const char* ipred = is_unsigned && *arith.upred ? arith.upred : arith.ipred;
   for (int i = 1; i < c.NumIn(); ++i) {
     HEXIR_ASSIGN_OR_RETURN(Val& y, c.In(i));
     if (y.et != et) return c.Error("operands have different element types " + et + " and " + y.et);
-    if (!cmp && *(IsFloatType(et) ? arith.fop : arith.iop) == '\0')
+    if (!cmp && *(IsFloatType(et) ? arith.fop : iop) == '\0')
       return c.Error("element type " + et + " is not supported");
     HEXIR_ASSIGN_OR_RETURN(acc, c.Elementwise({&acc, &y}, cmp ? "i1" : et, [&](const Args& a) {
-      if (cmp) return b.Cmp(arith.fpred, arith.ipred, a[0], a[1], et);
-      return b.Bin(arith.fop, arith.iop, a[0], a[1], et);
+      if (cmp) return b.Cmp(arith.fpred, ipred, a[0], a[1], et);
+      return b.Bin(arith.fop, iop, a[0], a[1], et);
     }));
   }
   c.SetOut(0, acc);

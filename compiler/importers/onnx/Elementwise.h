@@ -32,6 +32,8 @@ struct BinaryArith {
   const char* iop = "";
   const char* fpred = "";
   const char* ipred = "";
+  const char* uiop = "";   // unsigned integers, where it differs from iop
+  const char* upred = "";  // unsigned comparisons, where it differs from ipred
 };
 
 // in 0 op in 1 op in 2 ... (one generic per operand after the first); one operand: itself.

@@ -218,9 +218,10 @@ StatusOr<bool> Cast(Context& c, const std::vector<Scalar>& x, Scalar* out) {
   }
   if (out->i.dynamic()) return true;  // dims fit every integer type
   int64_t w = out->i.v;
-  if (to == "i8") w = static_cast<int8_t>(w);
-  if (to == "i16") w = static_cast<int16_t>(w);
-  if (to == "i32") w = static_cast<int32_t>(w);
+  bool to_unsigned = Context::IsUnsignedType(static_cast<int>(c.AttrI("to", 0)));
+  if (to == "i8") w = to_unsigned ? static_cast<int64_t>(static_cast<uint8_t>(w)) : static_cast<int8_t>(w);
+  if (to == "i16") w = to_unsigned ? static_cast<int64_t>(static_cast<uint16_t>(w)) : static_cast<int16_t>(w);
+  if (to == "i32") w = to_unsigned ? static_cast<int64_t>(static_cast<uint32_t>(w)) : static_cast<int32_t>(w);
   out->i = Dim::Static(w);
   return true;
 }
@@ -325,6 +326,9 @@ StatusOr<bool> FoldKnownNode(Context& c) {
       pos[i] = 0;
     }
   }
+  r.is_unsigned = c.node->op_type() == std::string("Cast")
+                     ? Context::IsUnsignedType(static_cast<int>(c.AttrI("to", 0)))
+                     : ins[0]->is_unsigned && ins[0]->et == et;
   c.SetOut(0, std::move(r));
   return true;
 }

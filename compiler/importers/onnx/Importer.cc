@@ -30,6 +30,7 @@ StatusOr<std::string> BuildFunction(const ::onnx::ModelProto& model, const Impor
     const auto& tt = in.type().tensor_type();
     Val v;
     v.et = Context::ElementType(tt.elem_type());
+    v.is_unsigned = Context::IsUnsignedType(tt.elem_type());
     if (v.et.empty())
       return InvalidArgument("graph input '", in.name(), "': unsupported element type ",
                              tt.elem_type());

@@ -17,6 +17,7 @@ Status LowerAsin(Context& c);
 Status LowerAsinh(Context& c);
 Status LowerAtan(Context& c);
 Status LowerAtanh(Context& c);
+Status LowerBitShift(Context& c);
 Status LowerCeil(Context& c);
 Status LowerClipWithAttributes(Context& c);  // opset < 11: min/max attributes
 Status LowerClip(Context& c);                // opset >= 11: min/max inputs

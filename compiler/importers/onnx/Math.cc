@@ -81,10 +81,10 @@ Status LowerMul(Context& c) {
   return LowerBinary(c, {"arith.mulf", "arith.muli"});
 }
 
-Status LowerDiv(Context& c) { return LowerBinary(c, {"arith.divf", "arith.divsi"}); }
+Status LowerDiv(Context& c) { return LowerBinary(c, {"arith.divf", "arith.divsi", "", "", "arith.divui"}); }
 
-Status LowerMax(Context& c) { return LowerBinary(c, {"arith.maximumf", "arith.maxsi"}); }
-Status LowerMin(Context& c) { return LowerBinary(c, {"arith.minimumf", "arith.minsi"}); }
+Status LowerMax(Context& c) { return LowerBinary(c, {"arith.maximumf", "arith.maxsi", "", "", "arith.maxui"}); }
+Status LowerMin(Context& c) { return LowerBinary(c, {"arith.minimumf", "arith.minsi", "", "", "arith.minui"}); }
 Status LowerSum(Context& c) { return LowerBinary(c, {"arith.addf", "arith.addi"}); }
 
 // Pow(x, 2) is x * x; integer or mixed-type Pow goes through f64.
@@ -97,10 +97,10 @@ Status LowerPow(Context& c) {
   if (y.et != et || !IsFloatType(et)) {
     std::string yt = y.et;
     return c.SetOut(0, c.Elementwise({&x, &y}, et, [&](const Args& a) {
-      std::string x64 = b.Convert(a[0], et, "f64"), y64 = b.Convert(a[1], yt, "f64");
+      std::string x64 = b.Convert(a[0], et, "f64", x.is_unsigned), y64 = b.Convert(a[1], yt, "f64", y.is_unsigned);
       std::string n = b.Fresh();
       b.Line(n + " = math.powf " + x64 + ", " + y64 + " : f64");
-      return b.Convert(n, "f64", et);
+      return b.Convert(n, "f64", et, false, x.is_unsigned);
     }));
   }
   if (y.has_floats && y.floats.size() == 1 && y.floats[0] == 2.0)
@@ -182,6 +182,10 @@ Status LowerMod(Context& c) {
   std::string et = x.et;
   bool fmod = c.AttrI("fmod", 0) != 0;
   if (IsFloatType(et) && !fmod) return c.Error("float Mod needs fmod=1");
+  if (x.is_unsigned)  // both signs agree: the remainder
+    return c.SetOut(0, c.Elementwise({&x, &y}, et, [&](const Args& a) {
+      return b.Bin("", "arith.remui", a[0], a[1], et);
+    }));
   return c.SetOut(0, c.Elementwise({&x, &y}, et, [&](const Args& a) {
     if (fmod) return b.Bin("arith.remf", "arith.remsi", a[0], a[1], et);
     std::string r = b.Bin("", "arith.remsi", a[0], a[1], et);
@@ -192,6 +196,18 @@ Status LowerMod(Context& c) {
     std::string fix = b.Bin("", "arith.andi", nz, diff, "i1");
     return b.Select(fix, b.Bin("", "arith.addi", r, a[1], et), r, et);
   }));
+}
+
+// Integers shifted by integers of the same type: shli / shrui (ONNX shifts unsigned types).
+Status LowerBitShift(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& y, c.In(1));
+  std::string et = x.et, dir = c.AttrS("direction", "");
+  if (IsFloatType(et) || et == "i1") return c.Error("element type " + et + " is not supported");
+  if (dir != "LEFT" && dir != "RIGHT") return c.Error("direction must be LEFT or RIGHT, not '" + dir + "'");
+  const char* op = dir == "LEFT" ? "arith.shli" : "arith.shrui";
+  return c.SetOut(0, c.Elementwise({&x, &y}, et, [&](const Args& a) { return b.Bin("", op, a[0], a[1], et); }));
 }
 
 }  // namespace hexir::importers::onnx

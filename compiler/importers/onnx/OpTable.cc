@@ -28,6 +28,7 @@ constexpr OpLowering kOpTable[] = {
     {"Atanh", 9, kLatest, LowerAtanh},
     {"AveragePool", 1, kLatest, LowerAveragePool},
     {"BatchNormalization", 1, kLatest, LowerBatchNormalization},
+    {"BitShift", 11, kLatest, LowerBitShift},
     {"Cast", 1, kLatest, LowerCast},
     {"CastLike", 15, kLatest, LowerCastLike},
     {"Ceil", 1, kLatest, LowerCeil},
@@ -164,6 +165,21 @@ std::string Range(const OpLowering& row) {
   return std::to_string(row.min_opset) + "-" + std::to_string(row.max_opset);
 }
 
+// Outputs of input 0's (unsigned) element type are unsigned too, except for ops that make
+// their output type themselves.
+void MarkUnsignedOutputs(Context& c) {
+  static const char* const kOwnTypes[] = {"ArgMax", "ArgMin", "Cast", "CastLike", "Shape", "Size"};
+  if (!c.HasIn(0)) return;
+  auto in = c.values.find(c.node->input(0));
+  if (in == c.values.end() || !in->second.is_unsigned) return;
+  for (const char* op : kOwnTypes)
+    if (c.node->op_type() == op) return;
+  for (const auto& name : c.node->output()) {
+    auto out = c.values.find(name);
+    if (out != c.values.end() && out->second.et == in->second.et) out->second.is_unsigned = true;
+  }
+}
+
 }  // namespace
 
 const OpLowering* FindLowering(const std::string& op_type, int64_t opset) {
@@ -194,6 +210,7 @@ Status LowerNode(Context& c) {
   }
   HEXIR_ASSIGN_OR_RETURN(bool folded, FoldKnownNode(c));
   if (!folded) HEXIR_RETURN_IF_ERROR(row->lower(c));
+  MarkUnsignedOutputs(c);
   std::string builder_error = c.b.TakeError();
   if (!builder_error.empty()) return c.Error(builder_error);
   return Status::Ok();

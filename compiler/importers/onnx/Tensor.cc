@@ -113,7 +113,13 @@ Status LowerCast(Context& c) {
   if (to.empty())
     return c.Error("cast to element type " + std::to_string(c.AttrI("to", 0)) + " is not supported");
   std::string from = x.et;
-  return c.SetOut(0, c.Elementwise({&x}, to, [&](const Args& a) { return b.Convert(a[0], from, to); }));
+  bool from_unsigned = x.is_unsigned, to_unsigned = Context::IsUnsignedType(static_cast<int>(c.AttrI("to", 1)));
+  HEXIR_ASSIGN_OR_RETURN(Val r, c.Elementwise({&x}, to, [&](const Args& a) {
+    return b.Convert(a[0], from, to, from_unsigned, to_unsigned);
+  }));
+  r.is_unsigned = to_unsigned;
+  c.SetOut(0, r);
+  return Status::Ok();
 }
 
 Status LowerCastLike(Context& c) {
@@ -121,7 +127,13 @@ Status LowerCastLike(Context& c) {
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
   HEXIR_ASSIGN_OR_RETURN(Val& like, c.In(1));
   std::string from = x.et, to = like.et;
-  return c.SetOut(0, c.Elementwise({&x}, to, [&](const Args& a) { return b.Convert(a[0], from, to); }));
+  bool from_unsigned = x.is_unsigned, to_unsigned = like.is_unsigned;
+  HEXIR_ASSIGN_OR_RETURN(Val r, c.Elementwise({&x}, to, [&](const Args& a) {
+    return b.Convert(a[0], from, to, from_unsigned, to_unsigned);
+  }));
+  r.is_unsigned = to_unsigned;
+  c.SetOut(0, r);
+  return Status::Ok();
 }
 
 Status LowerIdentity(Context& c) {
