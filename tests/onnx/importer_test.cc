@@ -317,3 +317,44 @@ TEST_CASE("uint8 divides, compares, shifts and converts with unsigned semantics"
   CHECK(out.find("2xf32=200 7") != std::string::npos);
   CHECK(out.find("2xi8=50 1") != std::string::npos);  // 200 >> 2 = 50 (arithmetic: -14)
 }
+
+TEST_CASE("Einsum computes a trace, an outer product and a transposed matmul") {
+  auto einsum = [](const std::string& equation, std::vector<std::vector<int64_t>> shapes,
+                   std::vector<int64_t> out_shape) {
+    Graph m;
+    std::vector<std::string> names;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      names.push_back("x" + std::to_string(i));
+      m.Input(names.back(), shapes[i]);
+    }
+    m.Output("y", out_shape);
+    auto* n = m.Node("Einsum", names, {"y"});
+    auto* a = n->add_attribute();
+    a->set_name("equation");
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s(equation);
+    auto r = ox::ImportOnnxModel(m.model);
+    INFO(equation << ": " << (r.ok() ? std::string() : r.status().message()));
+    REQUIRE(r.ok());
+    return *r;
+  };
+  int code = 0;
+  std::string trace = ox::testing::CompileForCpu(einsum("ii", {{3, 3}}, {}), "einsum_trace");
+  REQUIRE(!trace.empty());
+  std::string out = ox::testing::RunMain(trace, "3x3xf32=1 2 3 4 5 6 7 8 9", &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(ParseFloats(out) == std::vector<float>{15});
+  std::string outer = ox::testing::CompileForCpu(einsum("i, j -> ij", {{2}, {3}}, {2, 3}), "einsum_outer");
+  REQUIRE(!outer.empty());
+  out = ox::testing::RunMainWith(outer, {"2xf32=1 2", "3xf32=1 10 100"}, &code);
+  REQUIRE(code == 0);
+  CHECK(ParseFloats(out) == std::vector<float>{1, 10, 100, 2, 20, 200});
+  // (A^T B)[j,k] = sum_i A[i,j] B[i,k] with a batch ellipsis of 1.
+  std::string mm = ox::testing::CompileForCpu(einsum("...ij,...ik->...jk", {{1, 2, 2}, {1, 2, 2}}, {1, 2, 2}),
+                                              "einsum_matmul");
+  REQUIRE(!mm.empty());
+  out = ox::testing::RunMainWith(mm, {"1x2x2xf32=1 2 3 4", "1x2x2xf32=5 6 7 8"}, &code);
+  REQUIRE(code == 0);
+  CHECK(ParseFloats(out) == std::vector<float>{26, 30, 38, 44});
+}

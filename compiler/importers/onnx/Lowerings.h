@@ -64,6 +64,7 @@ Status LowerSoftsign(Context& c);
 Status LowerThresholdedRelu(Context& c);
 
 // MathMatrix.cc: products and scans.
+Status LowerEinsum(Context& c);
 Status LowerCumSum(Context& c);
 Status LowerGemm(Context& c);
 Status LowerMatMul(Context& c);

@@ -46,6 +46,7 @@ constexpr OpLowering kOpTable[] = {
     {"DepthToSpace", 1, kLatest, LowerDepthToSpace},
     {"Div", 1, kLatest, LowerDiv},
     {"Dropout", 1, kLatest, LowerDropout},
+    {"Einsum", 12, kLatest, LowerEinsum},
     {"Elu", 1, kLatest, LowerElu},
     {"Equal", 1, kLatest, LowerEqual},
     {"Erf", 9, kLatest, LowerErf},
