@@ -358,3 +358,33 @@ TEST_CASE("Einsum computes a trace, an outer product and a transposed matmul") {
   REQUIRE(code == 0);
   CHECK(ParseFloats(out) == std::vector<float>{26, 30, 38, 44});
 }
+
+TEST_CASE("ScatterElements adds duplicate and negative indices; an unknown reduction names itself") {
+  auto scatter = [](const std::string& reduction) {
+    Graph m;
+    m.Input("data", {4});
+    m.Input("upd", {3});
+    m.Output("y", {4});
+    m.InitI("idx", {1, -1, 1});  // position 1 twice, position 3 from the end
+    auto* n = m.Node("ScatterElements", {"data", "idx", "upd"}, {"y"}, "sc");
+    auto* a = n->add_attribute();
+    a->set_name("reduction");
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s(reduction);
+    m.model.mutable_opset_import(0)->set_version(16);
+    return ox::ImportOnnxModel(m.model);
+  };
+  auto r = scatter("add");
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  std::string mod = ox::testing::CompileForCpu(*r, "scatter_add");
+  REQUIRE(!mod.empty());
+  int code = 0;
+  std::string out = ox::testing::RunMainWith(mod, {"4xf32=1 2 3 4", "3xf32=10 20 30"}, &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(ParseFloats(out) == std::vector<float>{1, 42, 3, 24});
+  auto bad = scatter("median");
+  REQUIRE(!bad.ok());
+  CHECK(bad.status().message() == "node 'sc' (op ScatterElements): reduction 'median' is not supported");
+}

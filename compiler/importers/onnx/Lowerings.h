@@ -147,6 +147,11 @@ Status LowerSlice(Context& c);                // opset >= 10: inputs
 Status LowerSplit(Context& c);
 Status LowerTrilu(Context& c);
 
+// TensorScatter.cc: scatters.
+Status LowerScatter(Context& c);  // opsets 9-10 (ScatterElements without reduction)
+Status LowerScatterElements(Context& c);
+Status LowerScatterND(Context& c);
+
 // TensorResize.cc: Resize and Upsample.
 Status LowerResize(Context& c);
 Status LowerUpsample(Context& c);

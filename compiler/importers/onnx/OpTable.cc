@@ -112,6 +112,9 @@ constexpr OpLowering kOpTable[] = {
     {"Resize", 10, 17, LowerResize},        // 18 added antialias, axes, keep_aspect_ratio_policy
     {"Round", 11, kLatest, LowerRound},
     {"Scan", 9, kLatest, LowerScan},  // opset 8: batch axis and sequence_lens (not lowered)
+    {"Scatter", 9, 10, LowerScatter},  // deprecated in 11 for ScatterElements
+    {"ScatterElements", 11, kLatest, LowerScatterElements},
+    {"ScatterND", 11, kLatest, LowerScatterND},
     {"Selu", 1, kLatest, LowerSelu},
     {"Shape", 1, kLatest, LowerShape},
     {"Shrink", 9, kLatest, LowerShrink},
