@@ -388,3 +388,33 @@ TEST_CASE("ScatterElements adds duplicate and negative indices; an unknown reduc
   REQUIRE(!bad.ok());
   CHECK(bad.status().message() == "node 'sc' (op ScatterElements): reduction 'median' is not supported");
 }
+
+TEST_CASE("TopK keeps the lower index first among ties, largest and smallest") {
+  auto topk = [](int64_t k, bool largest) {
+    Graph m;
+    m.Input("x", {4});
+    m.Output("values", {k});
+    m.Output("indices", {k}, ::onnx::TensorProto::INT64);
+    m.InitI("k", {k});
+    auto* n = m.Node("TopK", {"x", "k"}, {"values", "indices"});
+    Graph::AttrI(n, "largest", largest);
+    auto r = ox::ImportOnnxModel(m.model);
+    INFO((r.ok() ? std::string() : r.status().message()));
+    REQUIRE(r.ok());
+    return ox::testing::CompileForCpu(*r, largest ? "topk_largest" : "topk_smallest");
+  };
+  int code = 0;
+  std::string largest = topk(2, true);
+  REQUIRE(!largest.empty());
+  std::string out = ox::testing::RunMain(largest, "4xf32=3 1 3 2", &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(out.find("2xf32=3 3") == 0);
+  CHECK(out.find("2xi64=0 2") != std::string::npos);
+  std::string smallest = topk(3, false);
+  REQUIRE(!smallest.empty());
+  out = ox::testing::RunMain(smallest, "4xf32=3 1 3 2", &code);
+  REQUIRE(code == 0);
+  CHECK(out.find("3xf32=1 2 3") == 0);
+  CHECK(out.find("3xi64=1 3 0") != std::string::npos);
+}

@@ -46,6 +46,10 @@ Status LowerSum(Context& c);
 Status LowerTan(Context& c);
 Status LowerTanh(Context& c);
 
+// MathTopK.cc: TopK.
+Status LowerTopKWithAttribute(Context& c);  // opsets 1-9: k is an attribute
+Status LowerTopK(Context& c);               // opset >= 10: k is input 1
+
 // MathActivation.cc: activations and the softmax family.
 Status LowerCelu(Context& c);
 Status LowerElu(Context& c);

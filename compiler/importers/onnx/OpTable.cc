@@ -138,6 +138,8 @@ constexpr OpLowering kOpTable[] = {
     {"Tanh", 1, kLatest, LowerTanh},
     {"ThresholdedRelu", 10, kLatest, LowerThresholdedRelu},
     {"Tile", 6, kLatest, LowerTile},  // before 6: tiles and axis inputs
+    {"TopK", 1, 9, LowerTopKWithAttribute},
+    {"TopK", 10, kLatest, LowerTopK},
     {"Transpose", 1, kLatest, LowerTranspose},
     {"Trilu", 14, kLatest, LowerTrilu},
     {"Unsqueeze", 1, kLatest, LowerUnsqueeze},
