@@ -418,3 +418,30 @@ TEST_CASE("TopK keeps the lower index first among ties, largest and smallest") {
   CHECK(out.find("3xf32=1 2 3") == 0);
   CHECK(out.find("3xi64=1 3 0") != std::string::npos);
 }
+
+TEST_CASE("a periodic Hann window is a constant; ReverseSequence reverses each batch's prefix") {
+  Graph w;
+  w.model.mutable_opset_import(0)->set_version(17);
+  w.InitScalarI("size", 4);
+  w.Output("y", {4});
+  w.Node("HannWindow", {"size"}, {"y"});
+  auto r = ox::ImportOnnxModel(w.model);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  CHECK(r->find("dense<\"0x000000000000003F0000803F0000003F\"> : tensor<4xf32>") != std::string::npos);  // 0 .5 1 .5
+
+  Graph m;  // time x batch = 3 x 2; lengths 3 and 1
+  m.Input("x", {3, 2});
+  m.Output("y", {3, 2});
+  m.InitI("lens", {3, 1});
+  m.Node("ReverseSequence", {"x", "lens"}, {"y"});
+  auto rs = ox::ImportOnnxModel(m.model);
+  REQUIRE(rs.ok());
+  std::string mod = ox::testing::CompileForCpu(*rs, "reverse_sequence");
+  REQUIRE(!mod.empty());
+  int code = 0;
+  std::string out = ox::testing::RunMain(mod, "3x2xf32=1 10 2 20 3 30", &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(ParseFloats(out) == std::vector<float>{3, 10, 2, 20, 1, 30});
+}

@@ -150,6 +150,7 @@ Status LowerSliceWithAttributes(Context& c);  // opset < 10: starts/ends/axes at
 Status LowerSlice(Context& c);                // opset >= 10: inputs
 Status LowerSplit(Context& c);
 Status LowerTrilu(Context& c);
+Status LowerReverseSequence(Context& c);
 
 // TensorScatter.cc: scatters.
 Status LowerScatter(Context& c);  // opsets 9-10 (ScatterElements without reduction)
@@ -166,6 +167,9 @@ Status LowerLoop(Context& c);
 Status LowerScan(Context& c);  // opset >= 9 (no batch axis, no sequence_lens)
 
 // Generator.cc: values made from attributes and shapes.
+Status LowerBlackmanWindow(Context& c);
+Status LowerHammingWindow(Context& c);
+Status LowerHannWindow(Context& c);
 Status LowerConstant(Context& c);
 Status LowerConstantOfShape(Context& c);
 Status LowerEyeLike(Context& c);

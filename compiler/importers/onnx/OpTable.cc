@@ -29,6 +29,7 @@ constexpr OpLowering kOpTable[] = {
     {"AveragePool", 1, kLatest, LowerAveragePool},
     {"BatchNormalization", 1, kLatest, LowerBatchNormalization},
     {"BitShift", 11, kLatest, LowerBitShift},
+    {"BlackmanWindow", 17, kLatest, LowerBlackmanWindow},
     {"Cast", 1, kLatest, LowerCast},
     {"CastLike", 15, kLatest, LowerCastLike},
     {"Ceil", 1, kLatest, LowerCeil},
@@ -63,6 +64,8 @@ constexpr OpLowering kOpTable[] = {
     {"GlobalMaxPool", 1, kLatest, LowerGlobalMaxPool},
     {"Greater", 1, kLatest, LowerGreater},
     {"GreaterOrEqual", 12, kLatest, LowerGreaterOrEqual},
+    {"HammingWindow", 17, kLatest, LowerHammingWindow},
+    {"HannWindow", 17, kLatest, LowerHannWindow},
     {"HardSigmoid", 1, kLatest, LowerHardSigmoid},
     {"HardSwish", 14, kLatest, LowerHardSwish},
     {"Hardmax", 13, kLatest, LowerHardmax},  // before 13: coerced to 2-D (not lowered)
@@ -110,6 +113,7 @@ constexpr OpLowering kOpTable[] = {
     {"Relu", 1, kLatest, LowerRelu},
     {"Reshape", 5, kLatest, LowerReshape},  // before 5: the shape was an attribute
     {"Resize", 10, 17, LowerResize},        // 18 added antialias, axes, keep_aspect_ratio_policy
+    {"ReverseSequence", 10, kLatest, LowerReverseSequence},
     {"Round", 11, kLatest, LowerRound},
     {"Scan", 9, kLatest, LowerScan},  // opset 8: batch axis and sequence_lens (not lowered)
     {"Scatter", 9, 10, LowerScatter},  // deprecated in 11 for ScatterElements

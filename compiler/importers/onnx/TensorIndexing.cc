@@ -519,4 +519,38 @@ Status LowerTrilu(Context& c) {
   }));
 }
 
+// out[p] = x[p with time = len - 1 - time] for time < len = sequence_lens[p[batch_axis]], else x[p].
+Status LowerReverseSequence(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& lens, c.In(1));
+  if (x.rank() < 2) return c.Error("input must have rank >= 2");
+  HEXIR_ASSIGN_OR_RETURN(int64_t batch_axis, c.NormAxis(c.AttrI("batch_axis", 1), x.rank()));
+  HEXIR_ASSIGN_OR_RETURN(int64_t time_axis, c.NormAxis(c.AttrI("time_axis", 0), x.rank()));
+  if (batch_axis == time_axis) return c.Error("batch_axis and time_axis must differ");
+  if (lens.rank() != 1) return c.Error("sequence_lens must be 1-D");
+  c.Mat(x);
+  c.Mat(lens);
+  int loops = static_cast<int>(x.rank());
+  Val r;
+  r.et = x.et;
+  r.shape = x.shape;
+  r.name = b.IndexGeneric(x.shape, x.et, [&](const Args&) {
+    std::vector<std::string> idx = b.LoopIndices(loops);
+    std::string len = b.Fresh(), n = b.Fresh(), inside = b.Fresh(), last = b.Fresh(), back = b.Fresh(), t = b.Fresh();
+    b.Line(len + " = tensor.extract " + lens.name + "[" + idx[batch_axis] + "] : " + Builder::TensorType(lens));
+    b.Line(n + " = arith.index_cast " + len + " : " + lens.et + " to index");
+    b.Line(inside + " = arith.cmpi slt, " + idx[time_axis] + ", " + n + " : index");
+    b.Line(last + " = arith.subi " + n + ", " + b.IndexConst(1) + " : index");
+    b.Line(back + " = arith.subi " + last + ", " + idx[time_axis] + " : index");
+    b.Line(t + " = arith.select " + inside + ", " + back + ", " + idx[time_axis] + " : index");
+    idx[time_axis] = t;
+    std::string e = b.Fresh();
+    b.Line(e + " = tensor.extract " + x.name + "[" + Builder::Join(idx) + "] : " + Builder::TensorType(x));
+    return e;
+  });
+  c.SetOut(0, r);
+  return Status::Ok();
+}
+
 }  // namespace hexir::importers::onnx
