@@ -1,110 +1,21 @@
 // ONNX importer unit tests: models built here as ModelProtos, checked on the generated IR, on
 // the error messages, and end to end through the real tools against C++ reference loops.
-#include <onnx/onnx_pb.h>
-
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "compiler/importers/onnx/Importer.h"
+#include "tests/onnx/test_graph.h"
 
 namespace {
-
 namespace ox = hexir::importers::onnx;
-
-struct Graph {
-  ::onnx::ModelProto model;
-  ::onnx::GraphProto* g;
-  Graph() {
-    model.set_ir_version(8);
-    auto* op = model.add_opset_import();
-    op->set_domain("");
-    op->set_version(13);
-    g = model.mutable_graph();
-    g->set_name("test");
-  }
-  // dims: -1 = dynamic ("N")
-  void Input(const std::string& name, std::vector<int64_t> dims, int type = ::onnx::TensorProto::FLOAT) {
-    Value(g->add_input(), name, dims, type);
-  }
-  void Output(const std::string& name, std::vector<int64_t> dims, int type = ::onnx::TensorProto::FLOAT) {
-    Value(g->add_output(), name, dims, type);
-  }
-  static void Value(::onnx::ValueInfoProto* v, const std::string& name, std::vector<int64_t> dims, int type) {
-    v->set_name(name);
-    auto* tt = v->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(type);
-    for (int64_t d : dims) {
-      auto* dim = tt->mutable_shape()->add_dim();
-      if (d < 0) dim->set_dim_param("N");
-      else dim->set_dim_value(d);
-    }
-  }
-  void InitF(const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
-    auto* t = g->add_initializer();
-    t->set_name(name);
-    t->set_data_type(::onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) t->add_dims(d);
-    for (float v : values) t->add_float_data(v);
-  }
-  void InitI(const std::string& name, std::vector<int64_t> values) {
-    auto* t = g->add_initializer();
-    t->set_name(name);
-    t->set_data_type(::onnx::TensorProto::INT64);
-    t->add_dims(static_cast<int64_t>(values.size()));
-    for (int64_t v : values) t->add_int64_data(v);
-  }
-  ::onnx::NodeProto* Node(const std::string& op, std::vector<std::string> ins,
-                          std::vector<std::string> outs, const std::string& name = "") {
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->set_name(name);
-    for (auto& i : ins) n->add_input(i);
-    for (auto& o : outs) n->add_output(o);
-    return n;
-  }
-  static void AttrI(::onnx::NodeProto* n, const std::string& name, int64_t v) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(::onnx::AttributeProto::INT);
-    a->set_i(v);
-  }
-};
-
-std::string Sh(const std::string& cmd, int* code) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int st = pclose(p);
-  *code = WEXITSTATUS(st);
-  return out;
-}
-
-std::string Tmp(const std::string& name) {
-  const char* d = std::getenv("TEST_TMPDIR");
-  return std::string(d ? d : "/tmp") + "/" + name;
-}
-
-void Save(const ::onnx::ModelProto& m, const std::string& path) {
-  std::ofstream f(path, std::ios::binary);
-  REQUIRE(m.SerializeToOstream(&f));
-}
-
-std::vector<float> ParseFloats(const std::string& line) {  // "2x3xf32=1 2 3 ..."
-  std::vector<float> v;
-  std::istringstream s(line.substr(line.find('=') + 1));
-  float x;
-  while (s >> x) v.push_back(x);
-  return v;
-}
-
+using ox::testing::Graph;
+using ox::testing::ParseFloats;
+using ox::testing::Save;
+using ox::testing::Sh;
+using ox::testing::Tmp;
 }  // namespace
 
 TEST_CASE("unsupported op names the op type and the node") {
@@ -361,4 +272,176 @@ TEST_CASE("grouped, padded, strided Conv + bias matches a reference loop") {
   std::vector<float> got = ParseFloats(out);
   REQUIRE(got.size() == ref.size());
   for (size_t i = 0; i < ref.size(); ++i) CHECK(got[i] == Approx(ref[i]).epsilon(1e-5).margin(1e-5));
+}
+
+TEST_CASE("uint8 divides, compares, shifts and converts with unsigned semantics") {
+  // x = [200, 7] as uint8 (hexir-run reads and prints the same bytes as i8: -56 7).
+  Graph m;
+  m.Input("x", {2}, ::onnx::TensorProto::UINT8);
+  m.Output("half", {2}, ::onnx::TensorProto::UINT8);
+  m.Output("big", {2}, ::onnx::TensorProto::BOOL);
+  m.Output("as_float", {2});
+  m.Output("shifted", {2}, ::onnx::TensorProto::UINT8);
+  auto* two = m.g->add_initializer();
+  two->set_name("two");
+  two->set_data_type(::onnx::TensorProto::UINT8);
+  two->add_int32_data(2);
+  auto* hundred = m.g->add_initializer();
+  hundred->set_name("hundred");
+  hundred->set_data_type(::onnx::TensorProto::UINT8);
+  hundred->add_int32_data(100);
+  m.Node("Div", {"x", "two"}, {"half"});
+  m.Node("Greater", {"x", "hundred"}, {"big"});
+  auto* cast = m.Node("Cast", {"x"}, {"as_float"});
+  Graph::AttrI(cast, "to", ::onnx::TensorProto::FLOAT);
+  auto* shift = m.Node("BitShift", {"x", "two"}, {"shifted"});
+  auto* dir = shift->add_attribute();
+  dir->set_name("direction");
+  dir->set_type(::onnx::AttributeProto::STRING);
+  dir->set_s("RIGHT");
+  auto r = ox::ImportOnnxModel(m.model);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  CHECK(r->find("arith.divui") != std::string::npos);
+  CHECK(r->find("arith.cmpi ugt") != std::string::npos);
+  CHECK(r->find("arith.uitofp") != std::string::npos);
+  CHECK(r->find("arith.shrui") != std::string::npos);
+  std::string mod = ox::testing::CompileForCpu(*r, "uint8");
+  REQUIRE(!mod.empty());
+  int code = 0;
+  std::string out = ox::testing::RunMain(mod, "2xi8=-56 7", &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(out.find("2xi8=100 3") == 0);  // 200 / 2 = 100 (signed: -28)
+  CHECK(out.find("2xi1=1 0") != std::string::npos);
+  CHECK(out.find("2xf32=200 7") != std::string::npos);
+  CHECK(out.find("2xi8=50 1") != std::string::npos);  // 200 >> 2 = 50 (arithmetic: -14)
+}
+
+TEST_CASE("Einsum computes a trace, an outer product and a transposed matmul") {
+  auto einsum = [](const std::string& equation, std::vector<std::vector<int64_t>> shapes,
+                   std::vector<int64_t> out_shape) {
+    Graph m;
+    std::vector<std::string> names;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      names.push_back("x" + std::to_string(i));
+      m.Input(names.back(), shapes[i]);
+    }
+    m.Output("y", out_shape);
+    auto* n = m.Node("Einsum", names, {"y"});
+    auto* a = n->add_attribute();
+    a->set_name("equation");
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s(equation);
+    auto r = ox::ImportOnnxModel(m.model);
+    INFO(equation << ": " << (r.ok() ? std::string() : r.status().message()));
+    REQUIRE(r.ok());
+    return *r;
+  };
+  int code = 0;
+  std::string trace = ox::testing::CompileForCpu(einsum("ii", {{3, 3}}, {}), "einsum_trace");
+  REQUIRE(!trace.empty());
+  std::string out = ox::testing::RunMain(trace, "3x3xf32=1 2 3 4 5 6 7 8 9", &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(ParseFloats(out) == std::vector<float>{15});
+  std::string outer = ox::testing::CompileForCpu(einsum("i, j -> ij", {{2}, {3}}, {2, 3}), "einsum_outer");
+  REQUIRE(!outer.empty());
+  out = ox::testing::RunMainWith(outer, {"2xf32=1 2", "3xf32=1 10 100"}, &code);
+  REQUIRE(code == 0);
+  CHECK(ParseFloats(out) == std::vector<float>{1, 10, 100, 2, 20, 200});
+  // (A^T B)[j,k] = sum_i A[i,j] B[i,k] with a batch ellipsis of 1.
+  std::string mm = ox::testing::CompileForCpu(einsum("...ij,...ik->...jk", {{1, 2, 2}, {1, 2, 2}}, {1, 2, 2}),
+                                              "einsum_matmul");
+  REQUIRE(!mm.empty());
+  out = ox::testing::RunMainWith(mm, {"1x2x2xf32=1 2 3 4", "1x2x2xf32=5 6 7 8"}, &code);
+  REQUIRE(code == 0);
+  CHECK(ParseFloats(out) == std::vector<float>{26, 30, 38, 44});
+}
+
+TEST_CASE("ScatterElements adds duplicate and negative indices; an unknown reduction names itself") {
+  auto scatter = [](const std::string& reduction) {
+    Graph m;
+    m.Input("data", {4});
+    m.Input("upd", {3});
+    m.Output("y", {4});
+    m.InitI("idx", {1, -1, 1});  // position 1 twice, position 3 from the end
+    auto* n = m.Node("ScatterElements", {"data", "idx", "upd"}, {"y"}, "sc");
+    auto* a = n->add_attribute();
+    a->set_name("reduction");
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s(reduction);
+    m.model.mutable_opset_import(0)->set_version(16);
+    return ox::ImportOnnxModel(m.model);
+  };
+  auto r = scatter("add");
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  std::string mod = ox::testing::CompileForCpu(*r, "scatter_add");
+  REQUIRE(!mod.empty());
+  int code = 0;
+  std::string out = ox::testing::RunMainWith(mod, {"4xf32=1 2 3 4", "3xf32=10 20 30"}, &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(ParseFloats(out) == std::vector<float>{1, 42, 3, 24});
+  auto bad = scatter("median");
+  REQUIRE(!bad.ok());
+  CHECK(bad.status().message() == "node 'sc' (op ScatterElements): reduction 'median' is not supported");
+}
+
+TEST_CASE("TopK keeps the lower index first among ties, largest and smallest") {
+  auto topk = [](int64_t k, bool largest) {
+    Graph m;
+    m.Input("x", {4});
+    m.Output("values", {k});
+    m.Output("indices", {k}, ::onnx::TensorProto::INT64);
+    m.InitI("k", {k});
+    auto* n = m.Node("TopK", {"x", "k"}, {"values", "indices"});
+    Graph::AttrI(n, "largest", largest);
+    auto r = ox::ImportOnnxModel(m.model);
+    INFO((r.ok() ? std::string() : r.status().message()));
+    REQUIRE(r.ok());
+    return ox::testing::CompileForCpu(*r, largest ? "topk_largest" : "topk_smallest");
+  };
+  int code = 0;
+  std::string largest = topk(2, true);
+  REQUIRE(!largest.empty());
+  std::string out = ox::testing::RunMain(largest, "4xf32=3 1 3 2", &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(out.find("2xf32=3 3") == 0);
+  CHECK(out.find("2xi64=0 2") != std::string::npos);
+  std::string smallest = topk(3, false);
+  REQUIRE(!smallest.empty());
+  out = ox::testing::RunMain(smallest, "4xf32=3 1 3 2", &code);
+  REQUIRE(code == 0);
+  CHECK(out.find("3xf32=1 2 3") == 0);
+  CHECK(out.find("3xi64=1 3 0") != std::string::npos);
+}
+
+TEST_CASE("a periodic Hann window is a constant; ReverseSequence reverses each batch's prefix") {
+  Graph w;
+  w.model.mutable_opset_import(0)->set_version(17);
+  w.InitScalarI("size", 4);
+  w.Output("y", {4});
+  w.Node("HannWindow", {"size"}, {"y"});
+  auto r = ox::ImportOnnxModel(w.model);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  CHECK(r->find("dense<\"0x000000000000003F0000803F0000003F\"> : tensor<4xf32>") != std::string::npos);  // 0 .5 1 .5
+
+  Graph m;  // time x batch = 3 x 2; lengths 3 and 1
+  m.Input("x", {3, 2});
+  m.Output("y", {3, 2});
+  m.InitI("lens", {3, 1});
+  m.Node("ReverseSequence", {"x", "lens"}, {"y"});
+  auto rs = ox::ImportOnnxModel(m.model);
+  REQUIRE(rs.ok());
+  std::string mod = ox::testing::CompileForCpu(*rs, "reverse_sequence");
+  REQUIRE(!mod.empty());
+  int code = 0;
+  std::string out = ox::testing::RunMain(mod, "3x2xf32=1 10 2 20 3 30", &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(ParseFloats(out) == std::vector<float>{3, 10, 2, 20, 1, 30});
 }

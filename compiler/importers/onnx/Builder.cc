@@ -19,6 +19,13 @@ std::string Builder::Fresh() { return "%v" + std::to_string(next_++); }
 
 void Builder::Line(const std::string& text) { out_ << "    " << text << "\n"; }
 
+std::string Builder::TakeSince(size_t mark) {
+  std::string all = out_.str();
+  out_.str(all.substr(0, mark));
+  out_.seekp(0, std::ios_base::end);
+  return all.substr(mark);
+}
+
 std::string Builder::TensorType(const Shape& shape, const std::string& et) {
   std::string s = "tensor<";
   for (const Dim& d : shape) s += (d.dynamic() ? std::string("?") : std::to_string(d.v)) + "x";
@@ -90,9 +97,12 @@ std::string Builder::ScalarConst(const std::string& et, double v) {
 std::string Builder::DimValue(const Dim& d) { return d.dynamic() ? d.ssa : IndexConst(d.v); }
 
 
-static Dim HostIndexOp(Builder& b, const char* op, const Dim& x, const Dim& y) {
+// `arith.<op>` on two index values; the result is non-negative when `keeps_sign` and both
+// operands are.
+static Dim HostIndexOp(Builder& b, const char* op, const Dim& x, const Dim& y, bool keeps_sign) {
   std::string n = b.Fresh();
   b.Line(n + " = arith." + op + " " + b.DimValue(x) + ", " + b.DimValue(y) + " : index");
+  if (keeps_sign && b.NonNegative(x) && b.NonNegative(y)) b.MarkNonNegative(n);
   return Dim::Dynamic(n);
 }
 
@@ -100,18 +110,20 @@ Dim Builder::Add(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) return Dim::Static(a.v + b.v);
   if (!b.dynamic() && b.v == 0) return a;
   if (!a.dynamic() && a.v == 0) return b;
-  return HostIndexOp(*this, "addi", a, b);
+  return HostIndexOp(*this, "addi", a, b, true);
 }
 Dim Builder::Sub(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) return Dim::Static(a.v - b.v);
   if (!b.dynamic() && b.v == 0) return a;
-  return HostIndexOp(*this, "subi", a, b);
+  if (a.dynamic() && b.dynamic() && a.ssa == b.ssa) return Dim::Static(0);
+  return HostIndexOp(*this, "subi", a, b, false);
 }
 Dim Builder::Mul(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) return Dim::Static(a.v * b.v);
+  if ((!a.dynamic() && a.v == 0) || (!b.dynamic() && b.v == 0)) return Dim::Static(0);
   if (!b.dynamic() && b.v == 1) return a;
   if (!a.dynamic() && a.v == 1) return b;
-  return HostIndexOp(*this, "muli", a, b);
+  return HostIndexOp(*this, "muli", a, b, true);
 }
 Dim Builder::FloorDiv(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) {
@@ -124,16 +136,85 @@ Dim Builder::FloorDiv(const Dim& a, const Dim& b) {
     return Dim::Static(q);
   }
   if (!b.dynamic() && b.v == 1) return a;
-  return HostIndexOp(*this, "divsi", a, b);  // shape values are non-negative
+  return HostIndexOp(*this, "divsi", a, b, true);  // shape values are non-negative
+}
+Dim Builder::TruncDiv(const Dim& a, const Dim& b) {
+  if (!a.dynamic() && !b.dynamic()) {
+    if (b.v == 0) {
+      RecordError("division by zero in a shape computation");
+      return Dim::Static(0);
+    }
+    return Dim::Static(a.v / b.v);
+  }
+  if (!b.dynamic() && b.v == 1) return a;
+  return HostIndexOp(*this, "divsi", a, b, true);
+}
+Dim Builder::Rem(const Dim& a, const Dim& b) {
+  if (!a.dynamic() && !b.dynamic()) {
+    if (b.v == 0) {
+      RecordError("division by zero in a shape computation");
+      return Dim::Static(0);
+    }
+    return Dim::Static(a.v % b.v);
+  }
+  if (!b.dynamic() && (b.v == 1 || b.v == -1)) return Dim::Static(0);
+  return HostIndexOp(*this, "remsi", a, b, true);
 }
 Dim Builder::Min(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) return Dim::Static(std::min(a.v, b.v));
-  return HostIndexOp(*this, "minsi", a, b);
+  if (a.dynamic() && b.dynamic() && a.ssa == b.ssa) return a;
+  return HostIndexOp(*this, "minsi", a, b, true);
 }
 Dim Builder::Max(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) return Dim::Static(std::max(a.v, b.v));
-  return HostIndexOp(*this, "maxsi", a, b);
+  if (a.dynamic() && b.dynamic() && a.ssa == b.ssa) return a;
+  std::string n = Fresh();
+  Line(n + " = arith.maxsi " + DimValue(a) + ", " + DimValue(b) + " : index");
+  if (NonNegative(a) || NonNegative(b)) MarkNonNegative(n);
+  return Dim::Dynamic(n);
 }
+
+Dim Builder::Compare(const std::string& pred, const Dim& a, const Dim& b) {
+  auto holds = [&](int order) {  // order: sign of a - b
+    if (pred == "eq") return order == 0;
+    if (pred == "ne") return order != 0;
+    if (pred == "slt") return order < 0;
+    if (pred == "sle") return order <= 0;
+    if (pred == "sgt") return order > 0;
+    return order >= 0;  // sge
+  };
+  if (!a.dynamic() && !b.dynamic()) return Dim::Static(holds(a.v < b.v ? -1 : a.v > b.v ? 1 : 0));
+  if (a.dynamic() && b.dynamic() && a.ssa == b.ssa) return Dim::Static(holds(0));
+  // A non-negative dim against a constant c <= 0: a > c when c < 0; a >= c always.
+  auto against_constant = [&](const Dim& dyn, int64_t c, bool dyn_first) -> int {
+    if (!NonNegative(dyn) || c > 0) return 2;
+    if (c < 0) return dyn_first ? 1 : -1;
+    // c == 0: only sge (dyn first) / sle (dyn second) and their negations are decided.
+    if (pred == "sge" || pred == "slt") return dyn_first ? 1 : 2;
+    if (pred == "sle" || pred == "sgt") return dyn_first ? 2 : -1;
+    return 2;
+  };
+  int order = a.dynamic() && !b.dynamic() ? against_constant(a, b.v, true)
+              : !a.dynamic() && b.dynamic() ? against_constant(b, a.v, false)
+                                            : 2;
+  if (order != 2) return Dim::Static(holds(order));
+  std::string c = Fresh(), n = Fresh();
+  Line(c + " = arith.cmpi " + pred + ", " + DimValue(a) + ", " + DimValue(b) + " : index");
+  Line(n + " = arith.select " + c + ", " + IndexConst(1) + ", " + IndexConst(0) + " : index");
+  MarkNonNegative(n);
+  return Dim::Dynamic(n);
+}
+
+Dim Builder::SelectDim(const Dim& cond, const Dim& a, const Dim& b) {
+  if (!cond.dynamic()) return cond.v != 0 ? a : b;
+  if (!a.dynamic() && !b.dynamic() && a.v == b.v) return a;
+  std::string c = Fresh(), n = Fresh();
+  Line(c + " = arith.cmpi ne, " + cond.ssa + ", " + IndexConst(0) + " : index");
+  Line(n + " = arith.select " + c + ", " + DimValue(a) + ", " + DimValue(b) + " : index");
+  if (NonNegative(a) && NonNegative(b)) MarkNonNegative(n);
+  return Dim::Dynamic(n);
+}
+
 Dim Builder::Product(const Shape& s, size_t begin, size_t end) {
   Dim p = Dim::Static(1);
   for (size_t i = begin; i < end; ++i) p = Mul(p, s[i]);
@@ -252,7 +333,8 @@ std::string Builder::Select(const std::string& c, const std::string& a, const st
   return n;
 }
 
-std::string Builder::Convert(const std::string& v, const std::string& from, const std::string& to) {
+std::string Builder::Convert(const std::string& v, const std::string& from, const std::string& to,
+                             bool from_unsigned, bool to_unsigned) {
   if (from == to) return v;
   std::string n = Fresh();
   bool ff = IsFloatType(from), tf = IsFloatType(to);
@@ -264,13 +346,13 @@ std::string Builder::Convert(const std::string& v, const std::string& from, cons
     Line(n + " = arith." + std::string(ElementBytes(to) > ElementBytes(from) ? "extf " : "truncf ") +
          v + " : " + from + " to " + to);
   } else if (ff) {
-    Line(n + " = arith.fptosi " + v + " : " + from + " to " + to);
+    Line(n + " = arith." + std::string(to_unsigned ? "fptoui " : "fptosi ") + v + " : " + from + " to " + to);
   } else if (tf) {
-    Line(n + " = arith." + std::string(from == "i1" ? "uitofp " : "sitofp ") + v + " : " + from +
+    Line(n + " = arith." + std::string(from == "i1" || from_unsigned ? "uitofp " : "sitofp ") + v + " : " + from +
          " to " + to);
   } else {
     const char* op = ElementBytes(to) > ElementBytes(from) || (from == "i1" && to != "i1")
-                         ? (from == "i1" ? "extui " : "extsi ")
+                         ? (from == "i1" || from_unsigned ? "extui " : "extsi ")
                          : "trunci ";
     Line(n + " = arith." + op + v + " : " + from + " to " + to);
   }

@@ -39,6 +39,7 @@ struct Val {
   bool has_floats = false;    // float contents known (constants of <= 4096 elements)
   std::vector<double> floats;
   std::string raw;            // little-endian bytes of a constant (re-emit with another shape)
+  bool is_unsigned = false;   // uint8..uint64: a signless iN read with unsigned semantics
   bool IsFloat() const { return et[0] == 'f' || et == "bf16"; }
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
 };
@@ -52,6 +53,16 @@ class Builder {
   std::string Fresh();                          // "%vN"
   void Line(const std::string& text);           // one op, indented
   std::string Text() const { return out_.str(); }
+  // Text emitted from here on can be taken back out (a region body lowered before the header
+  // that needs its types): Mark() then TakeSince(mark) removes and returns it; Emit puts text
+  // back verbatim.
+  size_t Mark() const { return out_.str().size(); }
+  std::string TakeSince(size_t mark);
+  void Emit(const std::string& text) { out_ << text; }
+  // Between EnterRegion and ExitRegion (an scf region) index constants are not cached: a
+  // cached one would not dominate the code after the region.
+  void EnterRegion() { ++body_depth_; }
+  void ExitRegion() { --body_depth_; }
 
   static std::string TensorType(const Shape& shape, const std::string& et);
   static std::string TensorType(const Val& v) { return TensorType(v.shape, v.et); }
@@ -69,6 +80,15 @@ class Builder {
   Dim Min(const Dim& a, const Dim& b);
   Dim Max(const Dim& a, const Dim& b);
   Dim Product(const Shape& s, size_t begin, size_t end);
+  Dim Rem(const Dim& a, const Dim& b);  // remainder with the dividend's sign (C %)
+  Dim TruncDiv(const Dim& a, const Dim& b);  // quotient rounded toward zero (C /)
+  // 1 or 0 for `a pred b` (pred: eq ne slt sle sgt sge). Folds when both are static, when they
+  // are the same value, and when a non-negative dim meets a negative or zero constant.
+  Dim Compare(const std::string& pred, const Dim& a, const Dim& b);
+  Dim SelectDim(const Dim& cond, const Dim& a, const Dim& b);  // cond != 0 ? a : b
+  // Dynamic dims known to be >= 0 (tensor extents and arithmetic that keeps them so).
+  void MarkNonNegative(const std::string& ssa) { non_negative_[ssa] = true; }
+  bool NonNegative(const Dim& d) const { return d.dynamic() ? non_negative_.count(d.ssa) > 0 : d.v >= 0; }
   // f32/f64 host scalar holding a dim's value (for means over dynamic extents).
   std::string DimAsFloat(const Dim& d, const std::string& et);
 
@@ -94,7 +114,9 @@ class Builder {
                   const std::string& b, const std::string& et);  // -> i1
   std::string Select(const std::string& c, const std::string& a, const std::string& b,
                      const std::string& et);
-  std::string Convert(const std::string& v, const std::string& from, const std::string& to);
+  // Integers of an unsigned side extend with zeros and convert with uitofp / fptoui.
+  std::string Convert(const std::string& v, const std::string& from, const std::string& to,
+                      bool from_unsigned = false, bool to_unsigned = false);
   // acc && cond on i1 (acc empty: cond itself, nothing emitted).
   std::string AndI1(const std::string& acc, const std::string& cond);
 
@@ -112,6 +134,7 @@ class Builder {
   std::ostringstream out_;
   int next_ = 0;
   std::map<int64_t, std::string> index_consts_;
+  std::map<std::string, bool> non_negative_;
   int body_depth_ = 0;  // > 0 while emitting a generic body: constants are not cached
   std::string error_;   // first error since TakeError()
   void RecordError(const std::string& what) {

@@ -68,6 +68,11 @@ const ::onnx::TensorProto* Context::AttrT(const std::string& name) const {
   return a && a->has_t() ? &a->t() : nullptr;
 }
 
+const ::onnx::GraphProto* Context::AttrG(const std::string& name) const {
+  auto* a = FindAttr(node, name);
+  return a && a->has_g() ? &a->g() : nullptr;
+}
+
 std::string Context::ElementType(int t) {
   switch (t) {
     case ::onnx::TensorProto::FLOAT: return "f32";
@@ -79,12 +84,26 @@ std::string Context::ElementType(int t) {
     case ::onnx::TensorProto::INT32: return "i32";
     case ::onnx::TensorProto::INT64: return "i64";
     case ::onnx::TensorProto::BOOL: return "i1";
+    case ::onnx::TensorProto::UINT8: return "i8";
+    case ::onnx::TensorProto::UINT16: return "i16";
+    case ::onnx::TensorProto::UINT32: return "i32";
+    case ::onnx::TensorProto::UINT64: return "i64";
     default: return "";
   }
 }
 
-static double LoadElement(const std::string& raw, const std::string& et, int64_t i) {
+bool Context::IsUnsignedType(int t) {
+  return t == ::onnx::TensorProto::UINT8 || t == ::onnx::TensorProto::UINT16 ||
+         t == ::onnx::TensorProto::UINT32 || t == ::onnx::TensorProto::UINT64;
+}
+
+static double LoadElement(const std::string& raw, const std::string& et, int64_t i, bool is_unsigned) {
   const char* p = raw.data() + i * ElementBytes(et);
+  if (is_unsigned && et != "i64") {
+    uint32_t v = 0;
+    std::memcpy(&v, p, ElementBytes(et));
+    return v;
+  }
   if (et == "f32") { float f; std::memcpy(&f, p, 4); return f; }
   if (et == "f64") { double d; std::memcpy(&d, p, 8); return d; }
   if (et == "i64") { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
@@ -98,6 +117,7 @@ static double LoadElement(const std::string& raw, const std::string& et, int64_t
 StatusOr<Val> Context::FromTensorProto(const ::onnx::TensorProto& t) {
   Val v;
   v.et = ElementType(t.data_type());
+  v.is_unsigned = IsUnsignedType(t.data_type());
   if (v.et.empty())
     return Error("tensor '" + t.name() + "': unsupported element type " + std::to_string(t.data_type()));
   if (t.data_location() == ::onnx::TensorProto::EXTERNAL)
@@ -121,6 +141,8 @@ StatusOr<Val> Context::FromTensorProto(const ::onnx::TensorProto& t) {
       for (int64_t i = 0; i < n; ++i) { double d = t.double_data(i); put(i, &d); }
     } else if (v.et == "i64" && t.int64_data_size() == n) {
       for (int64_t i = 0; i < n; ++i) { int64_t x = t.int64_data(i); put(i, &x); }
+    } else if (t.uint64_data_size() == n) {  // uint32, uint64
+      for (int64_t i = 0; i < n; ++i) { uint64_t x = t.uint64_data(i); put(i, &x); }
     } else if (t.int32_data_size() == n) {  // i32 i16 i8 bool f16 bf16
       for (int64_t i = 0; i < n; ++i) {
         int32_t x = t.int32_data(i);
@@ -137,12 +159,12 @@ StatusOr<Val> Context::FromTensorProto(const ::onnx::TensorProto& t) {
     if (v.IsFloat()) {
       if (v.et == "f32" || v.et == "f64") {
         v.has_floats = true;
-        for (int64_t i = 0; i < n; ++i) v.floats.push_back(LoadElement(raw, v.et, i));
+        for (int64_t i = 0; i < n; ++i) v.floats.push_back(LoadElement(raw, v.et, i, false));
       }
     } else {
       v.has_ints = true;
       for (int64_t i = 0; i < n; ++i)
-        v.ints.push_back(Dim::Static(static_cast<int64_t>(LoadElement(raw, v.et, i))));
+        v.ints.push_back(Dim::Static(static_cast<int64_t>(LoadElement(raw, v.et, i, v.is_unsigned))));
     }
   }
   v.raw = std::move(raw);
@@ -330,6 +352,8 @@ StatusOr<Val> Context::Reduce(Val& x, std::vector<int64_t> axes, bool keepdims,
       out_map.push_back("d" + std::to_string(i));
     }
   }
+  if (IsKnown(x) && (kind == "sum" || kind == "prod" || kind == "max" || kind == "min"))
+    return ReduceKnown(x, red, keepdims, kind);
   const std::string et = x.et;
   bool fl = x.IsFloat();
   double init = 0;
@@ -382,6 +406,58 @@ StatusOr<Val> Context::Reduce(Val& x, std::vector<int64_t> axes, bool keepdims,
   return r;
 }
 
+Val Context::ReduceKnown(const Val& x, const std::vector<bool>& reduced, bool keepdims,
+                         const std::string& kind) {
+  std::vector<int64_t> in = StaticExtents(x.shape), out;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!reduced[i] || keepdims) out.push_back(reduced[i] ? 1 : in[i]);
+  int64_t n_out = 1, n_in = 1;
+  for (int64_t e : out) n_out *= e;
+  for (int64_t e : in) n_in *= e;
+  std::vector<Dim> ints(n_out);
+  std::vector<double> floats(n_out);
+  std::vector<bool> started(n_out, false);
+  std::vector<int64_t> pos(in.size(), 0);
+  for (int64_t k = 0; k < n_in; ++k) {
+    int64_t o = 0;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (!reduced[i]) o = o * in[i] + pos[i];
+    if (!started[o]) {
+      started[o] = true;
+      if (x.has_ints) ints[o] = x.ints[k];
+      else floats[o] = x.floats[k];
+    } else if (x.has_ints) {
+      const Dim& v = x.ints[k];
+      ints[o] = kind == "sum" ? b.Add(ints[o], v) : kind == "prod" ? b.Mul(ints[o], v)
+                : kind == "max" ? b.Max(ints[o], v) : b.Min(ints[o], v);
+    } else {
+      double v = x.floats[k];
+      floats[o] = kind == "sum" ? floats[o] + v : kind == "prod" ? floats[o] * v
+                  : kind == "max" ? std::max(floats[o], v) : std::min(floats[o], v);
+    }
+    for (int64_t i = static_cast<int64_t>(in.size()) - 1; i >= 0; --i) {
+      if (++pos[i] < in[i]) break;
+      pos[i] = 0;
+    }
+  }
+  for (int64_t o = 0; o < n_out; ++o)  // reductions over nothing: the identity
+    if (!started[o]) {
+      ints[o] = Dim::Static(kind == "prod" ? 1 : 0);
+      floats[o] = kind == "prod" ? 1 : kind == "max" ? -INFINITY : kind == "min" ? INFINITY : 0;
+    }
+  Val r;
+  r.et = x.et;
+  for (int64_t e : out) r.shape.push_back(Dim::Static(e));
+  if (x.has_ints) {
+    r.has_ints = true;
+    r.ints = std::move(ints);
+  } else {
+    r.has_floats = true;
+    r.floats = std::move(floats);
+  }
+  return r;
+}
+
 // True when a and b are the same extent (equal static values or the same SSA value).
 static bool SameDim(const Dim& a, const Dim& b) {
   return a.dynamic() == b.dynamic() && (a.dynamic() ? a.ssa == b.ssa : a.v == b.v);
@@ -412,11 +488,11 @@ Val Context::ReshapeChecked(Val& x, const Shape& target) {
   r.shape = target;
   auto [xs, xn] = StaticCount(x.shape);
   bool ts = StaticCount(target).first;
-  if (x.name.empty() && (!x.raw.empty() || x.has_ints || x.has_floats)) {
+  if ((x.name.empty() && !x.raw.empty()) || x.has_ints || x.has_floats) {
     bool static_ints = true;
     for (const Dim& d : x.ints) static_ints = static_ints && !d.dynamic();
     if (ts && (static_ints || !x.has_ints)) {  // constants: same bytes, new shape
-      r.raw = x.raw;
+      r.raw = x.name.empty() ? x.raw : std::string();
       r.has_ints = x.has_ints;
       r.ints = x.ints;
       r.has_floats = x.has_floats;
@@ -578,6 +654,17 @@ Val Context::Pad(Val& x, const std::vector<Dim>& begin, const std::vector<Dim>& 
 }
 
 Val Context::Transpose(Val& x, const std::vector<int64_t>& perm) {
+  if (IsKnown(x)) {
+    std::vector<int64_t> in = StaticExtents(x.shape), out;
+    for (int64_t p : perm) out.push_back(in[p]);
+    return KnownPositions(x, out, [&](const std::vector<int64_t>& pos) {
+      std::vector<int64_t> src(in.size());
+      for (size_t i = 0; i < perm.size(); ++i) src[perm[i]] = pos[i];
+      int64_t flat = 0;
+      for (size_t i = 0; i < in.size(); ++i) flat = flat * in[i] + src[i];
+      return flat;
+    });
+  }
   int loops = static_cast<int>(x.rank());
   std::vector<std::string> in_map(loops);
   Shape out(loops);
@@ -646,6 +733,48 @@ StatusOr<Val> Context::MatMul(Val& a0, Val& b0) {
     if (!squeeze_m) s.push_back(out[nb]);
     if (!squeeze_n) s.push_back(out[nb + 1]);
     r = ReshapeChecked(r, s);
+  }
+  return r;
+}
+
+bool IsKnown(const Val& v) {
+  int64_t n = 1;
+  for (const Dim& d : v.shape) {
+    if (d.dynamic() || d.v < 0) return false;
+    n *= d.v;
+    if (n > kMaxKnownElements) return false;
+  }
+  if (v.has_ints) return static_cast<int64_t>(v.ints.size()) == n;
+  return v.has_floats && (v.et == "f32" || v.et == "f64") &&
+         static_cast<int64_t>(v.floats.size()) == n;
+}
+
+std::vector<int64_t> StaticExtents(const Shape& shape) {
+  std::vector<int64_t> r;
+  for (const Dim& d : shape) r.push_back(d.v);
+  return r;
+}
+
+Val KnownPositions(const Val& x, const std::vector<int64_t>& out,
+                   const std::function<int64_t(const std::vector<int64_t>& position)>& source) {
+  Val r;
+  r.et = x.et;
+  int64_t n = 1;
+  for (int64_t e : out) {
+    r.shape.push_back(Dim::Static(e));
+    n *= e;
+  }
+  r.has_ints = x.has_ints;
+  r.has_floats = x.has_floats;
+  std::vector<int64_t> pos(out.size(), 0);
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t from = source(pos);
+    if (x.has_ints) r.ints.push_back(x.ints[from]);
+    else r.floats.push_back(x.floats[from]);
+    for (int64_t i = static_cast<int64_t>(out.size()) - 1; i >= 0; --i) {
+      if (++pos[i] < out[i]) break;
+      pos[i] = 0;
+    }
   }
   return r;
 }

@@ -46,13 +46,15 @@ class Context {
   std::vector<int64_t> AttrInts(const std::string& name) const;
   std::vector<float> AttrFloats(const std::string& name) const;
   const ::onnx::TensorProto* AttrT(const std::string& name) const;
+  const ::onnx::GraphProto* AttrG(const std::string& name) const;  // If/Loop/Scan bodies
 
   // Values.
   const std::string& Mat(Val& v);  // SSA name, emitting constants
   StatusOr<std::vector<int64_t>> ConstInts(Val& v, const char* what);  // static integer contents
   StatusOr<std::vector<double>> ConstFloats(Val& v, const char* what);
   StatusOr<Val> FromTensorProto(const ::onnx::TensorProto& t);
-  static std::string ElementType(int onnx_type);  // "" when unsupported
+  static std::string ElementType(int onnx_type);  // "" when unsupported; uintN -> iN
+  static bool IsUnsignedType(int onnx_type);       // UINT8 UINT16 UINT32 UINT64
 
   // Helpers.
   StatusOr<Shape> BroadcastShapes(const std::vector<const Val*>& vs) const;
@@ -67,6 +69,9 @@ class Context {
   StatusOr<int64_t> NormAxis(int64_t axis, int64_t rank) const;
 
  private:
+  // Reduce of known contents (sum prod max min), folded at import time.
+  Val ReduceKnown(const Val& x, const std::vector<bool>& reduced, bool keepdims,
+                  const std::string& kind);
   // ReshapeTo once the element counts are known to agree.
   Val ReshapeChecked(Val& x, const Shape& target);
 };
@@ -74,5 +79,17 @@ class Context {
 // A value whose integer contents are known (shape computations): 1-D of ints.size()
 // elements, or 0-D when `scalar`.
 Val KnownInts(const std::string& et, std::vector<Dim> ints, bool scalar = false);
+
+// Values folded at import time: a static shape of at most kMaxKnownElements elements whose
+// contents are known, as `ints` (integers and i1, each static or a host index) or `floats`
+// (f32/f64, static).
+inline constexpr int64_t kMaxKnownElements = 4096;
+bool IsKnown(const Val& v);
+// The extents of a static shape (callers check IsKnown or the shape first).
+std::vector<int64_t> StaticExtents(const Shape& shape);
+// The known value of static shape `out` whose element at each position is x's element at
+// flat index source(position) (positions row-major; x known).
+Val KnownPositions(const Val& x, const std::vector<int64_t>& out,
+                   const std::function<int64_t(const std::vector<int64_t>& position)>& source);
 
 }  // namespace hexir::importers::onnx

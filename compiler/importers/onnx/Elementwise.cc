@@ -1,30 +1,6 @@
 #include "compiler/importers/onnx/Elementwise.h"
 
 namespace hexir::importers::onnx {
-namespace {
-
-// Folds in 0 op in 1 on known integer contents (Shape -> Gather -> Mul ...): true when done.
-StatusOr<bool> FoldKnownInts(Context& c, const BinaryArith& arith) {
-  if (!arith.fold || c.NumIn() != 2 || !c.HasIn(0) || !c.HasIn(1)) return false;
-  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
-  HEXIR_ASSIGN_OR_RETURN(Val& y, c.In(1));
-  if (!x.has_ints || !y.has_ints || x.IsFloat()) return false;
-  size_t n = std::max(x.ints.size(), y.ints.size());
-  if ((x.ints.size() != n && x.ints.size() != 1) || (y.ints.size() != n && y.ints.size() != 1))
-    return false;
-  Val r;
-  r.et = x.et;
-  r.shape = x.ints.size() >= y.ints.size() ? x.shape : y.shape;
-  r.has_ints = true;
-  for (size_t i = 0; i < n; ++i)
-    r.ints.push_back(arith.fold(c.b, x.ints[x.ints.size() == 1 ? 0 : i],
-                                y.ints[y.ints.size() == 1 ? 0 : i]));
-  c.SetOut(0, r);
-  return true;
-}
-
-}  // namespace
-
 Status LowerUnary(Context& c, Operands accepted, const UnaryBody& body) {
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
   std::string et = x.et;
@@ -42,21 +18,22 @@ Status LowerFloatUnary(Context& c, const char* op) {
 }
 
 Status LowerBinary(Context& c, const BinaryArith& arith) {
-  HEXIR_ASSIGN_OR_RETURN(bool folded, FoldKnownInts(c, arith));
-  if (folded) return Status::Ok();
   Builder& b = c.b;
   bool cmp = *arith.fpred != '\0';
   HEXIR_ASSIGN_OR_RETURN(Val& first, c.In(0));
   Val acc = first;
   std::string et = acc.et;
+  bool is_unsigned = first.is_unsigned;
+  const char* iop = is_unsigned && *arith.uiop ? arith.uiop : arith.iop;
+  const char* ipred = is_unsigned && *arith.upred ? arith.upred : arith.ipred;
   for (int i = 1; i < c.NumIn(); ++i) {
     HEXIR_ASSIGN_OR_RETURN(Val& y, c.In(i));
     if (y.et != et) return c.Error("operands have different element types " + et + " and " + y.et);
-    if (!cmp && *(IsFloatType(et) ? arith.fop : arith.iop) == '\0')
+    if (!cmp && *(IsFloatType(et) ? arith.fop : iop) == '\0')
       return c.Error("element type " + et + " is not supported");
     HEXIR_ASSIGN_OR_RETURN(acc, c.Elementwise({&acc, &y}, cmp ? "i1" : et, [&](const Args& a) {
-      if (cmp) return b.Cmp(arith.fpred, arith.ipred, a[0], a[1], et);
-      return b.Bin(arith.fop, arith.iop, a[0], a[1], et);
+      if (cmp) return b.Cmp(arith.fpred, ipred, a[0], a[1], et);
+      return b.Bin(arith.fop, iop, a[0], a[1], et);
     }));
   }
   c.SetOut(0, acc);

@@ -25,14 +25,15 @@ Status LowerUnary(Context& c, Operands accepted, const UnaryBody& body);
 Status LowerFloatUnary(Context& c, const char* op);
 
 // The arith spelling of a binary op: float / integer op names (empty: undefined for that kind),
-// or the cmpf / cmpi predicates of a comparison (result i1). `fold` (may be empty) folds the op
-// on known integer contents (shape arithmetic) instead of emitting it.
+// or the cmpf / cmpi predicates of a comparison (result i1). Known operands fold before the
+// lowering runs (Folding.h).
 struct BinaryArith {
   const char* fop = "";
   const char* iop = "";
   const char* fpred = "";
   const char* ipred = "";
-  std::function<Dim(Builder& b, const Dim& x, const Dim& y)> fold;
+  const char* uiop = "";   // unsigned integers, where it differs from iop
+  const char* upred = "";  // unsigned comparisons, where it differs from ipred
 };
 
 // in 0 op in 1 op in 2 ... (one generic per operand after the first); one operand: itself.

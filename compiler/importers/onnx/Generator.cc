@@ -1,6 +1,6 @@
 // ONNX generators (onnx/defs/generator): values made from attributes and shape values.
 // Constants and integer fills keep their contents known (they may feed shape computations);
-// Range needs constant operands and is folded.
+// Range needs constant operands and is folded; the cosine windows are computed at import.
 #include <algorithm>
 #include <cmath>
 
@@ -59,9 +59,14 @@ Status LowerConstantOfShape(Context& c) {
     known = known && !d.dynamic();
     n *= d.dynamic() ? 1 : d.v;
   }
-  if (known && n <= 4096) {  // integer fills may feed shape computations: keep contents
+  bool known_float = et == "f32" || et == "f64";
+  for (const Dim& d : s.ints) known_float = known_float && !d.dynamic();
+  if (known && n <= kMaxKnownElements) {  // integer fills may feed shape computations
     r.has_ints = true;
     r.ints.assign(n, Dim::Static(static_cast<int64_t>(value)));
+  } else if (known_float && n <= kMaxKnownElements) {
+    r.has_floats = true;
+    r.floats.assign(n, et == "f32" ? static_cast<float>(value) : value);
   } else {
     r.name = c.b.Filled(r.shape, et, value);
   }
@@ -118,5 +123,36 @@ Status LowerRange(Context& c) {
   c.SetOut(0, r);
   return Status::Ok();
 }
+
+namespace {
+
+// a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N) for n in [0, size), N = size (periodic) or
+// size - 1 (symmetric): the generalized cosine windows, computed at import time.
+Status CosineWindow(Context& c, double a0, double a1, double a2) {
+  HEXIR_ASSIGN_OR_RETURN(Val& size_in, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> size, c.ConstInts(size_in, "size"));
+  if (size.size() != 1 || size[0] < 0) return c.Error("size must be one non-negative value");
+  std::string et = Context::ElementType(static_cast<int>(c.AttrI("output_datatype", ::onnx::TensorProto::FLOAT)));
+  if (et != "f32" && et != "f64") return c.Error("output_datatype " + std::to_string(c.AttrI("output_datatype", 0)) + " is not supported");
+  int64_t n = size[0];
+  double period = c.AttrI("periodic", 1) ? n : n - 1;
+  Val r;
+  r.et = et;
+  r.shape = {Dim::Static(n)};
+  r.has_floats = true;
+  for (int64_t i = 0; i < n; ++i) {
+    double t = period > 0 ? 2 * M_PI * static_cast<double>(i) / period : 0;
+    double v = a0 - a1 * std::cos(t) + a2 * std::cos(2 * t);
+    r.floats.push_back(et == "f32" ? static_cast<float>(v) : v);
+  }
+  c.SetOut(0, r);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status LowerBlackmanWindow(Context& c) { return CosineWindow(c, 0.42, 0.5, 0.08); }
+Status LowerHammingWindow(Context& c) { return CosineWindow(c, 25.0 / 46, 21.0 / 46, 0); }
+Status LowerHannWindow(Context& c) { return CosineWindow(c, 0.5, 0.5, 0); }
 
 }  // namespace hexir::importers::onnx

@@ -30,6 +30,7 @@ StatusOr<std::string> BuildFunction(const ::onnx::ModelProto& model, const Impor
     const auto& tt = in.type().tensor_type();
     Val v;
     v.et = Context::ElementType(tt.elem_type());
+    v.is_unsigned = Context::IsUnsignedType(tt.elem_type());
     if (v.et.empty())
       return InvalidArgument("graph input '", in.name(), "': unsupported element type ",
                              tt.elem_type());
@@ -50,18 +51,11 @@ StatusOr<std::string> BuildFunction(const ::onnx::ModelProto& model, const Impor
       c.b.Line(d + " = tensor.dim " + v.name + ", " + c.b.IndexConst(static_cast<int64_t>(i)) +
                " : " + type);
       v.shape[i] = Dim::Dynamic(d);
+      c.b.MarkNonNegative(d);
     }
     c.values[in.name()] = v;
   }
-  for (const auto& n : g.node()) {
-    c.node = &n;
-    if (!n.domain().empty() && n.domain() != "ai.onnx")
-      return c.Error("unsupported op domain '" + n.domain() + "'");
-    HEXIR_RETURN_IF_ERROR(LowerNode(c));
-    for (const auto& out : n.output())
-      if (!out.empty() && !c.values.count(out)) return c.Error("output '" + out + "' is not supported");
-  }
-  c.node = nullptr;
+  HEXIR_RETURN_IF_ERROR(LowerGraphNodes(c, g));
   std::string rets, ret_types;
   for (const auto& out : g.output()) {
     auto it = c.values.find(out.name());

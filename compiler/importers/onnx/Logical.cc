@@ -1,5 +1,5 @@
 // ONNX logical ops (onnx/defs/logical): boolean and/or/xor/not on i1, and comparisons
-// (cmpf ordered predicates on floats, signed cmpi on integers) with numpy broadcasting.
+// (cmpf ordered predicates on floats, signed or unsigned cmpi on integers) with numpy broadcasting.
 #include "compiler/importers/onnx/Elementwise.h"
 #include "compiler/importers/onnx/Lowerings.h"
 
@@ -16,9 +16,9 @@ Status LowerNot(Context& c) {
 }
 
 Status LowerEqual(Context& c) { return LowerBinary(c, {"", "", "oeq", "eq"}); }
-Status LowerGreater(Context& c) { return LowerBinary(c, {"", "", "ogt", "sgt"}); }
-Status LowerGreaterOrEqual(Context& c) { return LowerBinary(c, {"", "", "oge", "sge"}); }
-Status LowerLess(Context& c) { return LowerBinary(c, {"", "", "olt", "slt"}); }
-Status LowerLessOrEqual(Context& c) { return LowerBinary(c, {"", "", "ole", "sle"}); }
+Status LowerGreater(Context& c) { return LowerBinary(c, {"", "", "ogt", "sgt", "", "ugt"}); }
+Status LowerGreaterOrEqual(Context& c) { return LowerBinary(c, {"", "", "oge", "sge", "", "uge"}); }
+Status LowerLess(Context& c) { return LowerBinary(c, {"", "", "olt", "slt", "", "ult"}); }
+Status LowerLessOrEqual(Context& c) { return LowerBinary(c, {"", "", "ole", "sle", "", "ule"}); }
 
 }  // namespace hexir::importers::onnx

@@ -17,6 +17,7 @@ Status LowerAsin(Context& c);
 Status LowerAsinh(Context& c);
 Status LowerAtan(Context& c);
 Status LowerAtanh(Context& c);
+Status LowerBitShift(Context& c);
 Status LowerCeil(Context& c);
 Status LowerClipWithAttributes(Context& c);  // opset < 11: min/max attributes
 Status LowerClip(Context& c);                // opset >= 11: min/max inputs
@@ -45,6 +46,10 @@ Status LowerSum(Context& c);
 Status LowerTan(Context& c);
 Status LowerTanh(Context& c);
 
+// MathTopK.cc: TopK.
+Status LowerTopKWithAttribute(Context& c);  // opsets 1-9: k is an attribute
+Status LowerTopK(Context& c);               // opset >= 10: k is input 1
+
 // MathActivation.cc: activations and the softmax family.
 Status LowerCelu(Context& c);
 Status LowerElu(Context& c);
@@ -63,6 +68,7 @@ Status LowerSoftsign(Context& c);
 Status LowerThresholdedRelu(Context& c);
 
 // MathMatrix.cc: products and scans.
+Status LowerEinsum(Context& c);
 Status LowerCumSum(Context& c);
 Status LowerGemm(Context& c);
 Status LowerMatMul(Context& c);
@@ -144,12 +150,26 @@ Status LowerSliceWithAttributes(Context& c);  // opset < 10: starts/ends/axes at
 Status LowerSlice(Context& c);                // opset >= 10: inputs
 Status LowerSplit(Context& c);
 Status LowerTrilu(Context& c);
+Status LowerReverseSequence(Context& c);
+
+// TensorScatter.cc: scatters.
+Status LowerScatter(Context& c);  // opsets 9-10 (ScatterElements without reduction)
+Status LowerScatterElements(Context& c);
+Status LowerScatterND(Context& c);
 
 // TensorResize.cc: Resize and Upsample.
 Status LowerResize(Context& c);
 Status LowerUpsample(Context& c);
 
+// ControlFlow.cc: subgraph ops.
+Status LowerIf(Context& c);
+Status LowerLoop(Context& c);
+Status LowerScan(Context& c);  // opset >= 9 (no batch axis, no sequence_lens)
+
 // Generator.cc: values made from attributes and shapes.
+Status LowerBlackmanWindow(Context& c);
+Status LowerHammingWindow(Context& c);
+Status LowerHannWindow(Context& c);
 Status LowerConstant(Context& c);
 Status LowerConstantOfShape(Context& c);
 Status LowerEyeLike(Context& c);

@@ -1,6 +1,6 @@
 // ONNX math ops (onnx/defs/math): elementwise arithmetic with numpy broadcasting and unary
-// math, one linalg.generic each with an arith/math body. Add/Sub/Mul/Div on known integer
-// contents (shape computations) fold at import time instead.
+// math, one linalg.generic each with an arith/math body. Known operands (shape computations)
+// fold at import time instead (Folding.h).
 #include <cmath>
 #include <cstdlib>
 
@@ -9,20 +9,6 @@
 
 namespace hexir::importers::onnx {
 namespace {
-
-// Neg / Abs of known integer contents (shape arithmetic): true when folded.
-StatusOr<bool> FoldSignOp(Context& c, bool negate) {
-  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
-  if (!x.has_ints || !x.name.empty()) return false;
-  Val r = x;
-  r.raw.clear();
-  for (Dim& d : r.ints) {
-    if (d.dynamic()) return c.Error("Neg/Abs of a dynamic dimension");
-    d.v = negate ? -d.v : std::abs(d.v);
-  }
-  c.SetOut(0, r);
-  return true;
-}
 
 // Clip with known bounds (absent: unbounded).
 Status ClipToConstants(Context& c, Val& x, bool has_lo, double lo, bool has_hi, double hi) {
@@ -37,16 +23,12 @@ Status ClipToConstants(Context& c, Val& x, bool has_lo, double lo, bool has_hi, 
 }  // namespace
 
 Status LowerAbs(Context& c) {
-  HEXIR_ASSIGN_OR_RETURN(bool folded, FoldSignOp(c, /*negate=*/false));
-  if (folded) return Status::Ok();
   return LowerUnary(c, Operands::kFloatOrInteger, [](Builder& b, const std::string& x, const std::string& et) {
     return b.Op1(IsFloatType(et) ? "math.absf" : "math.absi", x, et);
   });
 }
 
 Status LowerNeg(Context& c) {
-  HEXIR_ASSIGN_OR_RETURN(bool folded, FoldSignOp(c, /*negate=*/true));
-  if (folded) return Status::Ok();
   return LowerUnary(c, Operands::kFloatOrInteger, [](Builder& b, const std::string& x, const std::string& et) {
     if (IsFloatType(et)) return b.Op1("arith.negf", x, et);
     return b.Bin("", "arith.subi", b.ScalarConst(et, 0), x, et);
@@ -88,29 +70,21 @@ Status LowerSign(Context& c) {
 }
 
 Status LowerAdd(Context& c) {
-  return LowerBinary(c, {"arith.addf", "arith.addi", "", "",
-                         [](Builder& b, const Dim& x, const Dim& y) { return b.Add(x, y); }});
+  return LowerBinary(c, {"arith.addf", "arith.addi"});
 }
 
 Status LowerSub(Context& c) {
-  return LowerBinary(c, {"arith.subf", "arith.subi", "", "",
-                         [](Builder& b, const Dim& x, const Dim& y) { return b.Sub(x, y); }});
+  return LowerBinary(c, {"arith.subf", "arith.subi"});
 }
 
 Status LowerMul(Context& c) {
-  return LowerBinary(c, {"arith.mulf", "arith.muli", "", "",
-                         [](Builder& b, const Dim& x, const Dim& y) { return b.Mul(x, y); }});
+  return LowerBinary(c, {"arith.mulf", "arith.muli"});
 }
 
-Status LowerDiv(Context& c) {
-  return LowerBinary(c, {"arith.divf", "arith.divsi", "", "", [](Builder& b, const Dim& x, const Dim& y) {
-                           if (!x.dynamic() && !y.dynamic() && y.v != 0) return Dim::Static(x.v / y.v);
-                           return b.FloorDiv(x, y);  // shape values are non-negative
-                         }});
-}
+Status LowerDiv(Context& c) { return LowerBinary(c, {"arith.divf", "arith.divsi", "", "", "arith.divui"}); }
 
-Status LowerMax(Context& c) { return LowerBinary(c, {"arith.maximumf", "arith.maxsi"}); }
-Status LowerMin(Context& c) { return LowerBinary(c, {"arith.minimumf", "arith.minsi"}); }
+Status LowerMax(Context& c) { return LowerBinary(c, {"arith.maximumf", "arith.maxsi", "", "", "arith.maxui"}); }
+Status LowerMin(Context& c) { return LowerBinary(c, {"arith.minimumf", "arith.minsi", "", "", "arith.minui"}); }
 Status LowerSum(Context& c) { return LowerBinary(c, {"arith.addf", "arith.addi"}); }
 
 // Pow(x, 2) is x * x; integer or mixed-type Pow goes through f64.
@@ -123,10 +97,10 @@ Status LowerPow(Context& c) {
   if (y.et != et || !IsFloatType(et)) {
     std::string yt = y.et;
     return c.SetOut(0, c.Elementwise({&x, &y}, et, [&](const Args& a) {
-      std::string x64 = b.Convert(a[0], et, "f64"), y64 = b.Convert(a[1], yt, "f64");
+      std::string x64 = b.Convert(a[0], et, "f64", x.is_unsigned), y64 = b.Convert(a[1], yt, "f64", y.is_unsigned);
       std::string n = b.Fresh();
       b.Line(n + " = math.powf " + x64 + ", " + y64 + " : f64");
-      return b.Convert(n, "f64", et);
+      return b.Convert(n, "f64", et, false, x.is_unsigned);
     }));
   }
   if (y.has_floats && y.floats.size() == 1 && y.floats[0] == 2.0)
@@ -208,6 +182,10 @@ Status LowerMod(Context& c) {
   std::string et = x.et;
   bool fmod = c.AttrI("fmod", 0) != 0;
   if (IsFloatType(et) && !fmod) return c.Error("float Mod needs fmod=1");
+  if (x.is_unsigned)  // both signs agree: the remainder
+    return c.SetOut(0, c.Elementwise({&x, &y}, et, [&](const Args& a) {
+      return b.Bin("", "arith.remui", a[0], a[1], et);
+    }));
   return c.SetOut(0, c.Elementwise({&x, &y}, et, [&](const Args& a) {
     if (fmod) return b.Bin("arith.remf", "arith.remsi", a[0], a[1], et);
     std::string r = b.Bin("", "arith.remsi", a[0], a[1], et);
@@ -218,6 +196,18 @@ Status LowerMod(Context& c) {
     std::string fix = b.Bin("", "arith.andi", nz, diff, "i1");
     return b.Select(fix, b.Bin("", "arith.addi", r, a[1], et), r, et);
   }));
+}
+
+// Integers shifted by integers of the same type: shli / shrui (ONNX shifts unsigned types).
+Status LowerBitShift(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& y, c.In(1));
+  std::string et = x.et, dir = c.AttrS("direction", "");
+  if (IsFloatType(et) || et == "i1") return c.Error("element type " + et + " is not supported");
+  if (dir != "LEFT" && dir != "RIGHT") return c.Error("direction must be LEFT or RIGHT, not '" + dir + "'");
+  const char* op = dir == "LEFT" ? "arith.shli" : "arith.shrui";
+  return c.SetOut(0, c.Elementwise({&x, &y}, et, [&](const Args& a) { return b.Bin("", op, a[0], a[1], et); }));
 }
 
 }  // namespace hexir::importers::onnx

@@ -1,5 +1,9 @@
 // ONNX matrix products and scans (onnx/defs/math): MatMul and Gemm as a generic with a
-// reduction loop (batch broadcasting, 1-D operands), CumSum as a masked reduction.
+// reduction loop (batch broadcasting, 1-D operands), Einsum as one generic over its
+// subscripts, CumSum as a masked reduction.
+#include <cctype>
+#include <map>
+
 #include "compiler/importers/onnx/Elementwise.h"
 #include "compiler/importers/onnx/Lowerings.h"
 
@@ -85,6 +89,121 @@ Status LowerCumSum(Context& c) {
                        b.Line(in + " = arith.cmpi " + pred + ", " + k + ", " + i + " : index");
                        std::string v = b.Select(in, a[0], b.ScalarConst(et, 0), et);
                        return b.Bin("arith.addf", "arith.addi", a[1], v, et);
+                     });
+  c.SetOut(0, r);
+  return Status::Ok();
+}
+
+}  // namespace hexir::importers::onnx
+
+namespace hexir::importers::onnx {
+namespace {
+
+// An Einsum operand's subscripts with "..." spelled out as the trailing ones of `ellipsis`
+// (upper-case letters, numpy broadcasting aligns them from the right).
+StatusOr<std::string> ExpandEllipsis(Context& c, const std::string& term, int64_t rank, const std::string& ellipsis) {
+  size_t dots = term.find("...");
+  if (dots == std::string::npos) {
+    if (static_cast<int64_t>(term.size()) != rank)
+      return c.Error("subscripts '" + term + "' do not match an operand of rank " + std::to_string(rank));
+    return term;
+  }
+  int64_t extra = rank - static_cast<int64_t>(term.size() - 3);
+  if (extra < 0 || extra > static_cast<int64_t>(ellipsis.size()))
+    return c.Error("subscripts '" + term + "' do not match an operand of rank " + std::to_string(rank));
+  return term.substr(0, dots) + ellipsis.substr(ellipsis.size() - extra) + term.substr(dots + 3);
+}
+
+}  // namespace
+
+// One generic over every letter: the output's letters parallel (in output order), the others
+// reductions; the body multiplies the operands' elements into the accumulator. A letter
+// repeated within an operand reads its diagonal; an extent-1 dim broadcasts.
+Status LowerEinsum(Context& c) {
+  Builder& b = c.b;
+  std::string eq;
+  for (char ch : c.AttrS("equation", "")) if (ch != ' ') eq += ch;
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms(1);
+  for (char ch : lhs) {
+    if (ch == ',') terms.emplace_back();
+    else terms.back() += ch;
+  }
+  if (static_cast<int>(terms.size()) != c.NumIn())
+    return c.Error("equation '" + eq + "' names " + std::to_string(terms.size()) + " operands, got " + std::to_string(c.NumIn()));
+  std::vector<Val*> ins;
+  int64_t ellipsis_rank = 0;
+  for (int i = 0; i < c.NumIn(); ++i) {
+    HEXIR_ASSIGN_OR_RETURN(Val& v, c.In(i));
+    ins.push_back(&v);
+    if (terms[i].find("...") != std::string::npos)
+      ellipsis_rank = std::max(ellipsis_rank, v.rank() - static_cast<int64_t>(terms[i].size() - 3));
+  }
+  std::string ellipsis;
+  for (int64_t k = 0; k < ellipsis_rank; ++k) ellipsis += static_cast<char>('A' + k);
+  std::map<char, Dim> extent;
+  std::map<char, int> uses;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (ins[i]->et != ins[0]->et) return c.Error("operands have different element types");
+    HEXIR_ASSIGN_OR_RETURN(terms[i], ExpandEllipsis(c, terms[i], ins[i]->rank(), ellipsis));
+    for (size_t k = 0; k < terms[i].size(); ++k) {
+      char l = terms[i][k];
+      if (!std::isalpha(static_cast<unsigned char>(l))) return c.Error("equation '" + eq + "' has a bad subscript");
+      ++uses[l];
+      const Dim& d = ins[i]->shape[k];
+      auto it = extent.find(l);
+      if (it == extent.end() || (!it->second.dynamic() && it->second.v == 1)) extent[l] = d;
+      else if (!d.dynamic() && !it->second.dynamic() && d.v != 1 && d.v != it->second.v)
+        return c.Error("subscript '" + std::string(1, l) + "' has extents " + std::to_string(it->second.v) + " and " +
+                       std::to_string(d.v));
+    }
+  }
+  std::string out_letters;
+  if (arrow != std::string::npos) {
+    std::string rhs = eq.substr(arrow + 2);
+    bool dots = rhs.find("...") != std::string::npos;
+    int64_t rank = static_cast<int64_t>(rhs.size()) + (dots ? ellipsis_rank - 3 : 0);
+    HEXIR_ASSIGN_OR_RETURN(out_letters, ExpandEllipsis(c, rhs, rank, ellipsis));
+  } else {
+    out_letters = ellipsis;
+    for (const auto& [l, n] : uses)
+      if (n == 1 && std::islower(static_cast<unsigned char>(l))) out_letters += l;
+  }
+  std::string order = out_letters;
+  for (const auto& [l, n] : uses)
+    if (order.find(l) == std::string::npos) order += l;
+  int loops = static_cast<int>(order.size());
+  Shape out;
+  for (char l : out_letters) {
+    if (!extent.count(l)) return c.Error("output subscript '" + std::string(1, l) + "' is not an operand's");
+    out.push_back(extent[l]);
+  }
+  std::vector<std::string> maps, iters;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    std::vector<std::string> r;
+    for (size_t k = 0; k < terms[i].size(); ++k) {
+      const Dim& d = ins[i]->shape[k];
+      const Dim& e = extent[terms[i][k]];
+      bool broadcast = !d.dynamic() && d.v == 1 && !(!e.dynamic() && e.v == 1);
+      r.push_back(broadcast ? "0" : "d" + std::to_string(order.find(terms[i][k])));
+    }
+    maps.push_back(Builder::Map(loops, r));
+    c.Mat(*ins[i]);
+  }
+  for (int k = 0; k < loops; ++k) iters.push_back(k < static_cast<int>(out_letters.size()) ? "parallel" : "reduction");
+  std::string et = ins[0]->et;
+  std::string init = b.Filled(out, et, 0);
+  std::vector<const Val*> cins(ins.begin(), ins.end());
+  Val r;
+  r.et = et;
+  r.shape = out;
+  std::vector<std::string> out_map;
+  for (size_t k = 0; k < out_letters.size(); ++k) out_map.push_back("d" + std::to_string(k));
+  r.name = b.Generic(cins, maps, Builder::Map(loops, out_map), out, et, loops, iters, init, [&](const Args& a) {
+                       std::string p = a[0];
+                       for (size_t i = 1; i < ins.size(); ++i) p = b.Bin("arith.mulf", "arith.muli", p, a[i], et);
+                       return b.Bin("arith.addf", "arith.addi", a[ins.size()], p, et);
                      });
   c.SetOut(0, r);
   return Status::Ok();

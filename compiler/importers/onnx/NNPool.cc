@@ -13,14 +13,18 @@ namespace {
 Status LowerPool(Context& c, bool max) {
   Builder& b = c.b;
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
-  if (!x.IsFloat()) return c.Error("element type " + x.et + " is not supported");
+  bool integer_max = max && !x.IsFloat() && x.et != "i1";  // MaxPool of int8/uint8 (and wider)
+  if (!x.IsFloat() && !integer_max) return c.Error("element type " + x.et + " is not supported");
+  // The identity of max: -inf, or the type's smallest value (0 unsigned).
+  double lowest = !integer_max ? -INFINITY : x.is_unsigned ? 0 : -std::ldexp(1.0, ElementBytes(x.et) * 8 - 1);
+  const char* int_max = x.is_unsigned ? "arith.maxui" : "arith.maxsi";
   std::vector<int64_t> kernel = c.AttrInts("kernel_shape");
   int s = static_cast<int>(kernel.size());
   if (s == 0 || x.rank() != s + 2) return c.Error("kernel_shape does not match the input rank");
   if (c.node->output_size() > 1 && !c.node->output(1).empty()) return c.Error("the Indices output is not supported");
   std::string et = x.et;
   HEXIR_ASSIGN_OR_RETURN(Window w, WindowGeometry(c, x, kernel, c.AttrI("ceil_mode", 0) != 0));
-  Val xp = PadSpatial(c, x, w, max ? -INFINITY : 0.0);
+  Val xp = PadSpatial(c, x, w, max ? lowest : 0.0);
   c.Mat(xp);
   Val win;
   win.et = et;
@@ -38,13 +42,13 @@ Status LowerPool(Context& c, bool max) {
   out.insert(out.end(), w.out.begin(), w.out.end());
   std::vector<std::string> iters(2 + s, "parallel");
   iters.resize(loops, "reduction");
-  std::string init = b.Filled(out, et, max ? -INFINITY : 0.0);
+  std::string init = b.Filled(out, et, max ? lowest : 0.0);
   Val r;
   r.et = et;
   r.shape = out;
   r.name = b.Generic({&xp, &win}, {Builder::Map(loops, xm), Builder::Map(loops, km)},
                      Builder::Map(loops, om), out, et, loops, iters, init, [&](const Args& a) {
-                       return max ? b.Bin("arith.maximumf", "", a[2], a[0], et)
+                       return max ? b.Bin("arith.maximumf", int_max, a[2], a[0], et)
                                   : b.Bin("arith.addf", "", a[2], a[0], et);
                      });
   if (!max) {

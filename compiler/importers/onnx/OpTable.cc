@@ -5,6 +5,7 @@
 #include <iterator>
 #include <string_view>
 
+#include "compiler/importers/onnx/Folding.h"
 #include "compiler/importers/onnx/Lowerings.h"
 
 namespace hexir::importers::onnx {
@@ -27,6 +28,8 @@ constexpr OpLowering kOpTable[] = {
     {"Atanh", 9, kLatest, LowerAtanh},
     {"AveragePool", 1, kLatest, LowerAveragePool},
     {"BatchNormalization", 1, kLatest, LowerBatchNormalization},
+    {"BitShift", 11, kLatest, LowerBitShift},
+    {"BlackmanWindow", 17, kLatest, LowerBlackmanWindow},
     {"Cast", 1, kLatest, LowerCast},
     {"CastLike", 15, kLatest, LowerCastLike},
     {"Ceil", 1, kLatest, LowerCeil},
@@ -44,6 +47,7 @@ constexpr OpLowering kOpTable[] = {
     {"DepthToSpace", 1, kLatest, LowerDepthToSpace},
     {"Div", 1, kLatest, LowerDiv},
     {"Dropout", 1, kLatest, LowerDropout},
+    {"Einsum", 12, kLatest, LowerEinsum},
     {"Elu", 1, kLatest, LowerElu},
     {"Equal", 1, kLatest, LowerEqual},
     {"Erf", 9, kLatest, LowerErf},
@@ -60,10 +64,13 @@ constexpr OpLowering kOpTable[] = {
     {"GlobalMaxPool", 1, kLatest, LowerGlobalMaxPool},
     {"Greater", 1, kLatest, LowerGreater},
     {"GreaterOrEqual", 12, kLatest, LowerGreaterOrEqual},
+    {"HammingWindow", 17, kLatest, LowerHammingWindow},
+    {"HannWindow", 17, kLatest, LowerHannWindow},
     {"HardSigmoid", 1, kLatest, LowerHardSigmoid},
     {"HardSwish", 14, kLatest, LowerHardSwish},
     {"Hardmax", 13, kLatest, LowerHardmax},  // before 13: coerced to 2-D (not lowered)
     {"Identity", 1, kLatest, LowerIdentity},
+    {"If", 1, kLatest, LowerIf},
     {"InstanceNormalization", 1, kLatest, LowerInstanceNormalization},
     {"IsInf", 10, kLatest, LowerIsInf},
     {"IsNaN", 9, kLatest, LowerIsNaN},
@@ -74,6 +81,7 @@ constexpr OpLowering kOpTable[] = {
     {"LessOrEqual", 12, kLatest, LowerLessOrEqual},
     {"Log", 1, kLatest, LowerLog},
     {"LogSoftmax", 1, kLatest, LowerLogSoftmax},
+    {"Loop", 1, kLatest, LowerLoop},
     {"MatMul", 1, kLatest, LowerMatMul},
     {"Max", 1, kLatest, LowerMax},
     {"MaxPool", 1, kLatest, LowerMaxPool},
@@ -105,7 +113,12 @@ constexpr OpLowering kOpTable[] = {
     {"Relu", 1, kLatest, LowerRelu},
     {"Reshape", 5, kLatest, LowerReshape},  // before 5: the shape was an attribute
     {"Resize", 10, 17, LowerResize},        // 18 added antialias, axes, keep_aspect_ratio_policy
+    {"ReverseSequence", 10, kLatest, LowerReverseSequence},
     {"Round", 11, kLatest, LowerRound},
+    {"Scan", 9, kLatest, LowerScan},  // opset 8: batch axis and sequence_lens (not lowered)
+    {"Scatter", 9, 10, LowerScatter},  // deprecated in 11 for ScatterElements
+    {"ScatterElements", 11, kLatest, LowerScatterElements},
+    {"ScatterND", 11, kLatest, LowerScatterND},
     {"Selu", 1, kLatest, LowerSelu},
     {"Shape", 1, kLatest, LowerShape},
     {"Shrink", 9, kLatest, LowerShrink},
@@ -129,6 +142,8 @@ constexpr OpLowering kOpTable[] = {
     {"Tanh", 1, kLatest, LowerTanh},
     {"ThresholdedRelu", 10, kLatest, LowerThresholdedRelu},
     {"Tile", 6, kLatest, LowerTile},  // before 6: tiles and axis inputs
+    {"TopK", 1, 9, LowerTopKWithAttribute},
+    {"TopK", 10, kLatest, LowerTopK},
     {"Transpose", 1, kLatest, LowerTranspose},
     {"Trilu", 14, kLatest, LowerTrilu},
     {"Unsqueeze", 1, kLatest, LowerUnsqueeze},
@@ -160,6 +175,21 @@ std::string Range(const OpLowering& row) {
   return std::to_string(row.min_opset) + "-" + std::to_string(row.max_opset);
 }
 
+// Outputs of input 0's (unsigned) element type are unsigned too, except for ops that make
+// their output type themselves.
+void MarkUnsignedOutputs(Context& c) {
+  static const char* const kOwnTypes[] = {"ArgMax", "ArgMin", "Cast", "CastLike", "Shape", "Size"};
+  if (!c.HasIn(0)) return;
+  auto in = c.values.find(c.node->input(0));
+  if (in == c.values.end() || !in->second.is_unsigned) return;
+  for (const char* op : kOwnTypes)
+    if (c.node->op_type() == op) return;
+  for (const auto& name : c.node->output()) {
+    auto out = c.values.find(name);
+    if (out != c.values.end() && out->second.et == in->second.et) out->second.is_unsigned = true;
+  }
+}
+
 }  // namespace
 
 const OpLowering* FindLowering(const std::string& op_type, int64_t opset) {
@@ -188,9 +218,24 @@ Status LowerNode(Context& c) {
     if (!known.empty()) what += " (lowered for opsets " + known + ")";
     return c.Error(what);
   }
-  HEXIR_RETURN_IF_ERROR(row->lower(c));
+  HEXIR_ASSIGN_OR_RETURN(bool folded, FoldKnownNode(c));
+  if (!folded) HEXIR_RETURN_IF_ERROR(row->lower(c));
+  MarkUnsignedOutputs(c);
   std::string builder_error = c.b.TakeError();
   if (!builder_error.empty()) return c.Error(builder_error);
+  return Status::Ok();
+}
+
+Status LowerGraphNodes(Context& c, const ::onnx::GraphProto& g) {
+  for (const auto& n : g.node()) {
+    c.node = &n;
+    if (!n.domain().empty() && n.domain() != "ai.onnx")
+      return c.Error("unsupported op domain '" + n.domain() + "'");
+    HEXIR_RETURN_IF_ERROR(LowerNode(c));
+    for (const auto& out : n.output())
+      if (!out.empty() && !c.values.count(out)) return c.Error("output '" + out + "' is not supported");
+  }
+  c.node = nullptr;
   return Status::Ok();
 }
 

@@ -26,4 +26,8 @@ const OpLowering* FindLowering(const std::string& op_type, int64_t opset);
 // model's opset is "unsupported op type '<Type>' at opset <N>".
 Status LowerNode(Context& c);
 
+// Lowers the nodes of g in order (the main graph or a subgraph of If/Loop/Scan); every
+// output a node names must be defined after it. Leaves c.node null.
+Status LowerGraphNodes(Context& c, const ::onnx::GraphProto& g);
+
 }  // namespace hexir::importers::onnx

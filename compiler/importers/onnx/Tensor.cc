@@ -106,22 +106,20 @@ Val Copy(Context& c, Val& x, const std::string& in_map, const Shape& out) {
 
 }  // namespace
 
-// Known integer contents cast to another integer type stay folded.
 Status LowerCast(Context& c) {
   Builder& b = c.b;
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
   std::string to = Context::ElementType(static_cast<int>(c.AttrI("to", 1)));
   if (to.empty())
     return c.Error("cast to element type " + std::to_string(c.AttrI("to", 0)) + " is not supported");
-  if (x.has_ints && !IsFloatType(to) && to != "i1" && x.name.empty()) {
-    Val r = x;
-    r.et = to;
-    r.raw.clear();
-    c.SetOut(0, r);
-    return Status::Ok();
-  }
   std::string from = x.et;
-  return c.SetOut(0, c.Elementwise({&x}, to, [&](const Args& a) { return b.Convert(a[0], from, to); }));
+  bool from_unsigned = x.is_unsigned, to_unsigned = Context::IsUnsignedType(static_cast<int>(c.AttrI("to", 1)));
+  HEXIR_ASSIGN_OR_RETURN(Val r, c.Elementwise({&x}, to, [&](const Args& a) {
+    return b.Convert(a[0], from, to, from_unsigned, to_unsigned);
+  }));
+  r.is_unsigned = to_unsigned;
+  c.SetOut(0, r);
+  return Status::Ok();
 }
 
 Status LowerCastLike(Context& c) {
@@ -129,7 +127,13 @@ Status LowerCastLike(Context& c) {
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
   HEXIR_ASSIGN_OR_RETURN(Val& like, c.In(1));
   std::string from = x.et, to = like.et;
-  return c.SetOut(0, c.Elementwise({&x}, to, [&](const Args& a) { return b.Convert(a[0], from, to); }));
+  bool from_unsigned = x.is_unsigned, to_unsigned = like.is_unsigned;
+  HEXIR_ASSIGN_OR_RETURN(Val r, c.Elementwise({&x}, to, [&](const Args& a) {
+    return b.Convert(a[0], from, to, from_unsigned, to_unsigned);
+  }));
+  r.is_unsigned = to_unsigned;
+  c.SetOut(0, r);
+  return Status::Ok();
 }
 
 Status LowerIdentity(Context& c) {
@@ -222,6 +226,22 @@ Status LowerExpand(Context& c) {
   Val shape_only;
   shape_only.shape = s.ints;
   HEXIR_ASSIGN_OR_RETURN(Shape out, c.BroadcastShapes({&x, &shape_only}));
+  bool static_out = true;
+  int64_t count = 1;
+  for (const Dim& d : out) {
+    static_out = static_out && !d.dynamic();
+    count *= d.dynamic() ? 1 : d.v;
+  }
+  if (IsKnown(x) && static_out && count <= kMaxKnownElements) {
+    std::vector<int64_t> in = StaticExtents(x.shape);
+    size_t off = out.size() - in.size();
+    c.SetOut(0, KnownPositions(x, StaticExtents(out), [&](const std::vector<int64_t>& pos) {
+      int64_t flat = 0;
+      for (size_t i = 0; i < in.size(); ++i) flat = flat * in[i] + (in[i] == 1 ? 0 : pos[off + i]);
+      return flat;
+    }));
+    return Status::Ok();
+  }
   c.SetOut(0, Copy(c, x, Context::BroadcastMap(x, out), out));
   return Status::Ok();
 }
@@ -233,10 +253,21 @@ Status LowerTile(Context& c) {
   if (static_cast<int64_t>(reps.size()) != x.rank()) return c.Error("repeats must have one entry per dim");
   Shape out;
   std::vector<std::string> m;
+  int64_t count = 1;
   for (int64_t i = 0; i < x.rank(); ++i) {
     if (x.shape[i].dynamic()) return c.Error("tiling a dynamic dimension is not supported");
     out.push_back(Dim::Static(x.shape[i].v * reps[i]));
+    count *= out.back().v;
     m.push_back("d" + std::to_string(i) + " mod " + std::to_string(x.shape[i].v));
+  }
+  if (IsKnown(x) && count <= kMaxKnownElements) {
+    std::vector<int64_t> in = StaticExtents(x.shape);
+    c.SetOut(0, KnownPositions(x, StaticExtents(out), [&](const std::vector<int64_t>& pos) {
+      int64_t flat = 0;
+      for (size_t i = 0; i < in.size(); ++i) flat = flat * in[i] + pos[i] % in[i];
+      return flat;
+    }));
+    return Status::Ok();
   }
   c.SetOut(0, Copy(c, x, Builder::Map(static_cast<int>(out.size()), m), out));
   return Status::Ok();

@@ -85,14 +85,17 @@ Status SliceWith(Context& c, Val& x, std::vector<int64_t> starts, std::vector<in
     start[a] = Dim::Static(st);
     size[a] = Dim::Static(std::max<int64_t>(0, cnt));
   }
-  if (x.has_ints && rank == 1 && x.name.empty() && !size[0].dynamic()) {
-    std::vector<Dim> d;
-    for (int64_t i = 0; i < size[0].v; ++i) d.push_back(x.ints[start[0].v + i * step[0]]);
-    c.SetOut(0, KnownInts(x.et, d));
-    return Status::Ok();
-  }
   std::vector<int64_t> st;
   for (const Dim& d : start) st.push_back(d.v);
+  if (IsKnown(x)) {
+    std::vector<int64_t> in = StaticExtents(x.shape);
+    c.SetOut(0, KnownPositions(x, StaticExtents(size), [&](const std::vector<int64_t>& pos) {
+      int64_t flat = 0;
+      for (int64_t i = 0; i < rank; ++i) flat = flat * in[i] + st[i] + pos[i] * step[i];
+      return flat;
+    }));
+    return Status::Ok();
+  }
   c.SetOut(0, StridedCopy(c, x, size, st, step));
   return Status::Ok();
 }
@@ -159,11 +162,38 @@ Status LowerConcat(Context& c) {
   int64_t rank = all[0]->rank();
   HEXIR_ASSIGN_OR_RETURN(int64_t axis, c.NormAxis(c.AttrI("axis", 0), rank));
   bool all_ints = rank == 1;
-  for (Val* v : all) all_ints = all_ints && v->has_ints;
-  if (all_ints) {
+  for (Val* v : all) all_ints = all_ints && v->has_ints && v->rank() == 1;
+  if (all_ints) {  // shape vectors, possibly with dynamic dims
     std::vector<Dim> d;
     for (Val* v : all) d.insert(d.end(), v->ints.begin(), v->ints.end());
     c.SetOut(0, KnownInts(all[0]->et, d));
+    return Status::Ok();
+  }
+  bool all_known = true;
+  for (Val* v : all)
+    all_known = all_known && IsKnown(*v) && v->rank() == rank && v->has_ints == all[0]->has_ints;
+  if (all_known) {  // stacked along axis: position -> (input, its flat index)
+    std::vector<int64_t> out = StaticExtents(all[0]->shape);
+    out[axis] = 0;
+    for (Val* v : all) out[axis] += v->shape[axis].v;
+    Val joined = *all[0];
+    joined.ints.clear();
+    joined.floats.clear();
+    std::vector<int64_t> first_flat;  // where each input's elements start in `joined`
+    for (Val* v : all) {
+      first_flat.push_back(static_cast<int64_t>(joined.has_ints ? joined.ints.size() : joined.floats.size()));
+      joined.ints.insert(joined.ints.end(), v->ints.begin(), v->ints.end());
+      joined.floats.insert(joined.floats.end(), v->floats.begin(), v->floats.end());
+    }
+    c.SetOut(0, KnownPositions(joined, out, [&](const std::vector<int64_t>& pos) {
+      int64_t along = pos[axis];
+      size_t k = 0;
+      while (along >= all[k]->shape[axis].v) along -= all[k++]->shape[axis].v;
+      std::vector<int64_t> in = StaticExtents(all[k]->shape);
+      int64_t flat = 0;
+      for (int64_t i = 0; i < rank; ++i) flat = flat * in[i] + (i == axis ? along : pos[i]);
+      return first_flat[k] + flat;
+    }));
     return Status::Ok();
   }
   std::vector<Val*> ins;
@@ -227,17 +257,28 @@ Status LowerGather(Context& c) {
   HEXIR_ASSIGN_OR_RETURN(Val& data, c.In(0));
   HEXIR_ASSIGN_OR_RETURN(Val& ind, c.In(1));
   HEXIR_ASSIGN_OR_RETURN(int64_t axis, c.NormAxis(c.AttrI("axis", 0), data.rank()));
-  if (data.has_ints && data.rank() == 1 && ind.has_ints && data.name.empty()) {
-    std::vector<Dim> d;
+  bool static_indices = IsKnown(ind) && ind.has_ints;
+  for (const Dim& d : ind.ints) static_indices = static_indices && !d.dynamic();
+  if (IsKnown(data) && static_indices) {
     HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> indices, c.ConstInts(ind, "indices"));
-    for (int64_t i : indices) {
-      if (i < 0) i += static_cast<int64_t>(data.ints.size());
-      if (i < 0 || i >= static_cast<int64_t>(data.ints.size())) return c.Error("index out of range");
-      d.push_back(data.ints[i]);
+    if (data.shape[axis].dynamic()) return c.Error("gathering along a dynamic dimension of known contents");
+    std::vector<int64_t> in = StaticExtents(data.shape), out(in.begin(), in.begin() + axis);
+    int64_t n = in[axis];
+    for (int64_t& i : indices) {
+      if (i < 0) i += n;
+      if (i < 0 || i >= n) return c.Error("index " + std::to_string(i) + " out of range [0, " + std::to_string(n) + ")");
     }
-    Val r = KnownInts(data.et, d, ind.rank() == 0);
-    r.shape = ind.shape;
-    c.SetOut(0, r);
+    for (const Dim& d : ind.shape) out.push_back(d.v);
+    out.insert(out.end(), in.begin() + axis + 1, in.end());
+    int64_t ir = ind.rank();
+    c.SetOut(0, KnownPositions(data, out, [&](const std::vector<int64_t>& pos) {
+      int64_t k = 0;
+      for (int64_t i = 0; i < ir; ++i) k = k * ind.shape[i].v + pos[axis + i];
+      int64_t flat = 0;
+      for (int64_t i = 0; i < static_cast<int64_t>(in.size()); ++i)
+        flat = flat * in[i] + (i < axis ? pos[i] : i == axis ? indices[k] : pos[i + ir - 1]);
+      return flat;
+    }));
     return Status::Ok();
   }
   c.Mat(data);
@@ -476,6 +517,40 @@ Status LowerTrilu(Context& c) {
     std::string keep = b.Cmp("", upper ? "sge" : "sle", d, kk, "i64");
     return b.Select(keep, a[0], b.ScalarConst(et, 0), et);
   }));
+}
+
+// out[p] = x[p with time = len - 1 - time] for time < len = sequence_lens[p[batch_axis]], else x[p].
+Status LowerReverseSequence(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& lens, c.In(1));
+  if (x.rank() < 2) return c.Error("input must have rank >= 2");
+  HEXIR_ASSIGN_OR_RETURN(int64_t batch_axis, c.NormAxis(c.AttrI("batch_axis", 1), x.rank()));
+  HEXIR_ASSIGN_OR_RETURN(int64_t time_axis, c.NormAxis(c.AttrI("time_axis", 0), x.rank()));
+  if (batch_axis == time_axis) return c.Error("batch_axis and time_axis must differ");
+  if (lens.rank() != 1) return c.Error("sequence_lens must be 1-D");
+  c.Mat(x);
+  c.Mat(lens);
+  int loops = static_cast<int>(x.rank());
+  Val r;
+  r.et = x.et;
+  r.shape = x.shape;
+  r.name = b.IndexGeneric(x.shape, x.et, [&](const Args&) {
+    std::vector<std::string> idx = b.LoopIndices(loops);
+    std::string len = b.Fresh(), n = b.Fresh(), inside = b.Fresh(), last = b.Fresh(), back = b.Fresh(), t = b.Fresh();
+    b.Line(len + " = tensor.extract " + lens.name + "[" + idx[batch_axis] + "] : " + Builder::TensorType(lens));
+    b.Line(n + " = arith.index_cast " + len + " : " + lens.et + " to index");
+    b.Line(inside + " = arith.cmpi slt, " + idx[time_axis] + ", " + n + " : index");
+    b.Line(last + " = arith.subi " + n + ", " + b.IndexConst(1) + " : index");
+    b.Line(back + " = arith.subi " + last + ", " + idx[time_axis] + " : index");
+    b.Line(t + " = arith.select " + inside + ", " + back + ", " + idx[time_axis] + " : index");
+    idx[time_axis] = t;
+    std::string e = b.Fresh();
+    b.Line(e + " = tensor.extract " + x.name + "[" + Builder::Join(idx) + "] : " + Builder::TensorType(x));
+    return e;
+  });
+  c.SetOut(0, r);
+  return Status::Ok();
 }
 
 }  // namespace hexir::importers::onnx

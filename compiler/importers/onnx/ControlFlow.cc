@@ -1,0 +1,432 @@
+// ONNX control flow (onnx/defs/controlflow): If -> scf.if (a known condition inlines the
+// chosen branch), Loop -> scf.while (trip count and/or condition, loop-carried values, scan
+// outputs), Scan -> scf.for. Bodies are subgraphs lowered in place: they read outer-scope
+// values directly (those dominate the region); what a body defines or materializes stays in
+// its region (the value table is restored afterwards, index constants are not cached there).
+// A body is lowered before its op's header, whose result types it decides (Builder::Mark).
+//
+// Loop-carried values keep their type: a body that yields another shape for one is an error
+// naming it (dims read at run time, `?`, may change value). Scan outputs are stacked along a
+// new axis 0 (one generic per iteration writes row i); their element shapes must be static.
+#include <functional>
+
+#include "compiler/importers/onnx/Elementwise.h"
+#include "compiler/importers/onnx/Lowerings.h"
+#include "compiler/importers/onnx/OpTable.h"
+
+namespace hexir::importers::onnx {
+namespace {
+
+// g's outputs after binding its inputs to `args` and lowering its nodes (materialized when
+// `materialize`: they are yielded from a region).
+StatusOr<std::vector<Val>> LowerBody(Context& c, const ::onnx::GraphProto& g, const std::vector<Val>& args,
+                                     bool materialize) {
+  const ::onnx::NodeProto* node = c.node;
+  if (g.input_size() != static_cast<int>(args.size()))
+    return c.Error("body '" + g.name() + "' has " + std::to_string(g.input_size()) + " inputs, expected " +
+                   std::to_string(args.size()));
+  for (const auto& t : g.initializer()) {
+    HEXIR_ASSIGN_OR_RETURN(c.values[t.name()], c.FromTensorProto(t));
+  }
+  for (int i = 0; i < g.input_size(); ++i) c.values[g.input(i).name()] = args[i];
+  Status lowered = LowerGraphNodes(c, g);
+  c.node = node;
+  HEXIR_RETURN_IF_ERROR(lowered);
+  std::vector<Val> outs;
+  for (const auto& o : g.output()) {
+    auto it = c.values.find(o.name());
+    if (it == c.values.end()) return c.Error("body '" + g.name() + "' never defines its output '" + o.name() + "'");
+    if (materialize) c.Mat(it->second);
+    outs.push_back(it->second);
+  }
+  return outs;
+}
+
+// Runs `lower` as the body of a region: its text is taken out of the stream (returned in
+// *text), the value table is restored and index constants are not cached meanwhile.
+StatusOr<std::vector<Val>> CaptureRegion(Context& c, std::string* text,
+                                         const std::function<StatusOr<std::vector<Val>>()>& lower) {
+  std::map<std::string, Val> saved = c.values;
+  size_t mark = c.b.Mark();
+  c.b.EnterRegion();
+  StatusOr<std::vector<Val>> r = lower();
+  c.b.ExitRegion();
+  *text = c.b.TakeSince(mark);
+  c.values = std::move(saved);
+  return r;
+}
+
+// A tensor SSA value (block argument or op result) of `type`'s type; its dynamic dims are read
+// with tensor.dim where this is called.
+Val Typed(Context& c, const std::string& name, const Val& type) {
+  Val v;
+  v.name = name;
+  v.et = type.et;
+  v.shape = type.shape;
+  for (size_t i = 0; i < v.shape.size(); ++i) {
+    if (!v.shape[i].dynamic()) continue;
+    std::string d = c.b.Fresh();
+    c.b.Line(d + " = tensor.dim " + name + ", " + c.b.IndexConst(static_cast<int64_t>(i)) + " : " +
+             Builder::TensorType(type));
+    c.b.MarkNonNegative(d);
+    v.shape[i] = Dim::Dynamic(d);
+  }
+  return v;
+}
+
+// The one element of a 0-D or one-element tensor, read on the host.
+std::string ExtractScalar(Context& c, Val& t) {
+  c.Mat(t);
+  std::vector<std::string> idx(t.rank(), c.b.IndexConst(0));
+  std::string s = c.b.Fresh();
+  c.b.Line(s + " = tensor.extract " + t.name + "[" + Builder::Join(idx) + "] : " + Builder::TensorType(t));
+  return s;
+}
+
+// A 0-D tensor holding host scalar `s` of element type et.
+Val FromScalar(Context& c, const std::string& s, const std::string& et) {
+  Val v;
+  v.et = et;
+  v.name = c.b.Fresh();
+  c.b.Line(v.name + " = tensor.from_elements " + s + " : tensor<" + et + ">");
+  return v;
+}
+
+std::string TypeList(const std::vector<Val>& vs) {
+  std::vector<std::string> t;
+  for (const Val& v : vs) t.push_back(Builder::TensorType(v));
+  return Builder::Join(t);
+}
+std::string NameList(const std::vector<Val>& vs) {
+  std::vector<std::string> n;
+  for (const Val& v : vs) n.push_back(v.name);
+  return Builder::Join(n);
+}
+
+// Loop-carried values must come back with the type they went in with.
+Status CheckCarried(Context& c, const ::onnx::GraphProto& g, const std::vector<Val>& in,
+                    const std::vector<Val>& out, int first_out) {
+  for (size_t k = 0; k < in.size(); ++k) {
+    std::string a = Builder::TensorType(in[k]), b = Builder::TensorType(out[first_out + k]);
+    if (a != b)
+      return c.Error("loop-carried value '" + g.output(first_out + static_cast<int>(k)).name() + "' changes type from " +
+                     a + " to " + b);
+  }
+  return Status::Ok();
+}
+
+// Scan outputs stacked along a new axis 0: the accumulator type [count, element...].
+StatusOr<Val> StackType(Context& c, const ::onnx::GraphProto& g, int out_index, const Val& element,
+                        const Dim& count) {
+  for (const Dim& d : element.shape)
+    if (d.dynamic())
+      return c.Error("scan output '" + g.output(out_index).name() + "' has a dynamic shape (not supported)");
+  Val t;
+  t.et = element.et;
+  t.shape = {count};
+  t.shape.insert(t.shape.end(), element.shape.begin(), element.shape.end());
+  return t;
+}
+
+// acc with row `row` replaced by `element` (a generic over acc's shape; emitted in the body).
+std::string WriteRow(Context& c, const Val& acc, const Val& element, const std::string& row) {
+  Builder& b = c.b;
+  int loops = static_cast<int>(acc.rank());
+  return b.IndexGeneric(acc.shape, acc.et, [&](const Args&) {
+    std::vector<std::string> idx = b.LoopIndices(loops);
+    std::vector<std::string> rest(idx.begin() + 1, idx.end());
+    std::string here = b.Fresh(), mine = b.Fresh(), old = b.Fresh();
+    b.Line(here + " = arith.cmpi eq, " + idx[0] + ", " + row + " : index");
+    b.Line(mine + " = tensor.extract " + element.name + "[" + Builder::Join(rest) + "] : " +
+           Builder::TensorType(element));
+    b.Line(old + " = tensor.extract " + acc.name + "[" + Builder::Join(idx) + "] : " + Builder::TensorType(acc));
+    return b.Select(here, mine, old, acc.et);
+  });
+}
+
+// The first `count` rows of acc (a loop that may stop before its trip count).
+Val FirstRows(Context& c, const Val& acc, const Dim& count) {
+  Builder& b = c.b;
+  Shape out = acc.shape;
+  out[0] = count;
+  Val r;
+  r.et = acc.et;
+  r.shape = out;
+  int loops = static_cast<int>(out.size());
+  r.name = b.IndexGeneric(out, acc.et, [&](const Args&) {
+    std::vector<std::string> idx = b.LoopIndices(loops);
+    std::string e = b.Fresh();
+    b.Line(e + " = tensor.extract " + acc.name + "[" + Builder::Join(idx) + "] : " + Builder::TensorType(acc));
+    return e;
+  });
+  return r;
+}
+
+}  // namespace
+
+Status LowerIf(Context& c) {
+  HEXIR_ASSIGN_OR_RETURN(Val& cond, c.In(0));
+  const ::onnx::GraphProto* then_g = c.AttrG("then_branch");
+  const ::onnx::GraphProto* else_g = c.AttrG("else_branch");
+  if (!then_g || !else_g) return c.Error("then_branch and else_branch are required");
+  int n = c.node->output_size();
+  if (then_g->output_size() != n || else_g->output_size() != n)
+    return c.Error("each branch must yield " + std::to_string(n) + " outputs");
+  if (IsKnown(cond) && cond.has_ints && cond.ints.size() == 1 && !cond.ints[0].dynamic()) {
+    HEXIR_ASSIGN_OR_RETURN(std::vector<Val> outs,
+                           LowerBody(c, cond.ints[0].v ? *then_g : *else_g, {}, /*materialize=*/false));
+    for (int i = 0; i < n; ++i) c.SetOut(i, outs[i]);
+    return Status::Ok();
+  }
+  std::string flag = ExtractScalar(c, cond);
+  if (cond.et != "i1") return c.Error("the condition must be bool, not " + cond.et);
+  std::string then_text, else_text;
+  HEXIR_ASSIGN_OR_RETURN(std::vector<Val> then_outs, CaptureRegion(c, &then_text, [&] {
+                           return LowerBody(c, *then_g, {}, true);
+                         }));
+  HEXIR_ASSIGN_OR_RETURN(std::vector<Val> else_outs, CaptureRegion(c, &else_text, [&] {
+                           return LowerBody(c, *else_g, {}, true);
+                         }));
+  for (int i = 0; i < n; ++i)
+    if (Builder::TensorType(then_outs[i]) != Builder::TensorType(else_outs[i]))
+      return c.Error("branches yield different types for output " + std::to_string(i) + ": " +
+                     Builder::TensorType(then_outs[i]) + " and " + Builder::TensorType(else_outs[i]));
+  std::string types = TypeList(then_outs), r = c.b.Fresh();
+  c.b.Line(r + ":" + std::to_string(n) + " = scf.if " + flag + " -> (" + types + ") {");
+  c.b.Emit(then_text);
+  c.b.Line("  scf.yield " + NameList(then_outs) + " : " + types);
+  c.b.Line("} else {");
+  c.b.Emit(else_text);
+  c.b.Line("  scf.yield " + NameList(else_outs) + " : " + types);
+  c.b.Line("}");
+  for (int i = 0; i < n; ++i) c.SetOut(i, Typed(c, r + "#" + std::to_string(i), then_outs[i]));
+  return Status::Ok();
+}
+
+// Loop(M, cond, v...) with body (iteration, cond, v...) -> (cond, v..., scan...): runs while
+// iteration < M (when given) and cond (when given).
+Status LowerLoop(Context& c) {
+  Builder& b = c.b;
+  const ::onnx::GraphProto* g = c.AttrG("body");
+  if (!g) return c.Error("the body attribute is required");
+  int carried = c.NumIn() - 2;
+  if (carried < 0) return c.Error("expects at least the trip count and condition operands");
+  int scans = g->output_size() - 1 - carried;
+  if (scans < 0 || g->input_size() != 2 + carried || c.node->output_size() > carried + scans)
+    return c.Error("the body's inputs and outputs do not match the loop's operands");
+  // Trip count and first condition, outside the loop.
+  bool has_trips = c.HasIn(0), always_true = true;
+  Dim trips;
+  if (has_trips) {
+    HEXIR_ASSIGN_OR_RETURN(Val& m, c.In(0));
+    if (m.has_ints && m.ints.size() == 1) {
+      trips = m.ints[0];
+    } else {
+      std::string s = ExtractScalar(c, m), i = b.Fresh();
+      b.Line(i + " = arith.index_cast " + s + " : " + m.et + " to index");
+      trips = Dim::Dynamic(i);
+    }
+  } else if (scans > 0) {
+    return c.Error("scan outputs of a Loop without a trip count are not supported");
+  }
+  std::string cond0;
+  if (c.HasIn(1)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& cv, c.In(1));
+    if (cv.has_ints && cv.ints.size() == 1 && !cv.ints[0].dynamic()) {
+      always_true = cv.ints[0].v != 0;
+      cond0 = b.ScalarConst("i1", cv.ints[0].v);
+    } else {
+      always_true = false;
+      cond0 = ExtractScalar(c, cv);
+    }
+  } else {
+    cond0 = b.ScalarConst("i1", 1);
+  }
+  std::vector<Val> inits;
+  for (int k = 0; k < carried; ++k) {
+    HEXIR_ASSIGN_OR_RETURN(Val& v, c.In(2 + k));
+    c.Mat(v);
+    inits.push_back(v);
+  }
+  std::string trips_ssa = has_trips ? b.DimValue(trips) : "", zero = b.IndexConst(0);
+  // The body (the "after" region), lowered first: it decides the scan output types.
+  std::string iter = b.Fresh(), flag = b.Fresh(), body_text, cond_arg_name;
+  std::vector<std::string> carried_args, acc_args;
+  for (int k = 0; k < carried; ++k) carried_args.push_back(b.Fresh());
+  for (int s = 0; s < scans; ++s) acc_args.push_back(b.Fresh());
+  std::vector<Val> accs;
+  bool runs_all = false;
+  HEXIR_ASSIGN_OR_RETURN(std::vector<Val> outs, CaptureRegion(c, &body_text, [&]() -> StatusOr<std::vector<Val>> {
+    std::vector<Val> args;
+    std::string i64 = b.Fresh();
+    b.Line(i64 + " = arith.index_cast " + iter + " : index to i64");
+    args.push_back(FromScalar(c, i64, "i64"));
+    args.push_back(FromScalar(c, flag, "i1"));
+    cond_arg_name = args.back().name;
+    for (int k = 0; k < carried; ++k) args.push_back(Typed(c, carried_args[k], inits[k]));
+    HEXIR_ASSIGN_OR_RETURN(std::vector<Val> o, LowerBody(c, *g, args, true));
+    HEXIR_RETURN_IF_ERROR(CheckCarried(c, *g, inits, o, 1));
+    runs_all = always_true && o[0].name == cond_arg_name;  // the condition passes through
+    std::string next_flag = ExtractScalar(c, o[0]), next = b.Fresh();
+    b.Line(next + " = arith.addi " + iter + ", " + b.IndexConst(1) + " : index");
+    std::vector<std::string> yields = {next, next_flag}, types = {"index", "i1"};
+    for (int k = 0; k < carried; ++k) {
+      yields.push_back(o[1 + k].name);
+      types.push_back(Builder::TensorType(o[1 + k]));
+    }
+    for (int s = 0; s < scans; ++s) {
+      const Val& element = o[1 + carried + s];
+      HEXIR_ASSIGN_OR_RETURN(Val acc, StackType(c, *g, 1 + carried + s, element, trips));
+      accs.push_back(acc);
+      Val arg = acc;
+      arg.name = acc_args[s];
+      yields.push_back(WriteRow(c, arg, element, iter));
+      types.push_back(Builder::TensorType(acc));
+    }
+    b.Line("  scf.yield " + Builder::Join(yields) + " : " + Builder::Join(types));
+    return o;
+  }));
+  // Header, the "before" region (the continuation test), then the body.
+  std::vector<std::string> inits_list = {zero, cond0}, types = {"index", "i1"}, before_args = {b.Fresh(), b.Fresh()};
+  std::vector<std::string> after_args = {iter + ": index", flag + ": i1"};
+  for (int k = 0; k < carried; ++k) {
+    inits_list.push_back(inits[k].name);
+    types.push_back(Builder::TensorType(inits[k]));
+    after_args.push_back(carried_args[k] + ": " + types.back());
+  }
+  for (int s = 0; s < scans; ++s) {
+    inits_list.push_back(b.Empty(accs[s].shape, accs[s].et));
+    types.push_back(Builder::TensorType(accs[s]));
+    after_args.push_back(acc_args[s] + ": " + types.back());
+  }
+  for (size_t k = 2; k < inits_list.size(); ++k) before_args.push_back(b.Fresh());
+  std::vector<std::string> bindings;
+  for (size_t k = 0; k < inits_list.size(); ++k) bindings.push_back(before_args[k] + " = " + inits_list[k]);
+  std::string w = b.Fresh(), type_list = Builder::Join(types);
+  b.Line(w + ":" + std::to_string(types.size()) + " = scf.while (" + Builder::Join(bindings) + ") : (" +
+         type_list + ") -> (" + type_list + ") {");
+  std::string go = before_args[1];
+  if (has_trips) {
+    std::string below = b.Fresh();
+    go = b.Fresh();
+    b.Line(below + " = arith.cmpi slt, " + before_args[0] + ", " + trips_ssa + " : index");
+    b.Line(go + " = arith.andi " + below + ", " + before_args[1] + " : i1");
+  }
+  b.Line("  scf.condition(" + go + ") " + Builder::Join(before_args) + " : " + type_list);
+  b.Line("} do {");
+  b.Line("^bb0(" + Builder::Join(after_args) + "):");
+  b.Emit(body_text);
+  b.Line("}");
+  auto result = [&](size_t k) { return w + "#" + std::to_string(k); };
+  for (int k = 0; k < carried; ++k) c.SetOut(k, Typed(c, result(2 + k), inits[k]));
+  for (int s = 0; s < scans && carried + s < c.node->output_size(); ++s) {
+    Val acc = Typed(c, result(2 + carried + s), accs[s]);
+    c.SetOut(carried + s, runs_all ? acc : FirstRows(c, acc, Dim::Dynamic(result(0))));
+  }
+  (void)outs;
+  return Status::Ok();
+}
+
+// Scan (opset 9+): state values carried, scan inputs sliced along their axes (reversed by
+// scan_input_directions), scan outputs stacked along axis 0 (reversed by directions).
+Status LowerScan(Context& c) {
+  Builder& b = c.b;
+  const ::onnx::GraphProto* g = c.AttrG("body");
+  if (!g) return c.Error("the body attribute is required");
+  int64_t num_scans = c.AttrI("num_scan_inputs", 0);
+  int states = c.NumIn() - static_cast<int>(num_scans);
+  int scan_outs = g->output_size() - states;
+  if (num_scans < 1 || states < 0 || scan_outs < 0 || g->input_size() != c.NumIn())
+    return c.Error("the body's inputs and outputs do not match num_scan_inputs and the operands");
+  std::vector<int64_t> in_axes = c.AttrInts("scan_input_axes"), in_dirs = c.AttrInts("scan_input_directions"),
+                       out_axes = c.AttrInts("scan_output_axes"), out_dirs = c.AttrInts("scan_output_directions");
+  for (int64_t a : out_axes)
+    if (a != 0) return c.Error("scan_output_axes other than 0 are not supported");
+  std::vector<Val> inits, xs;
+  for (int k = 0; k < states; ++k) {
+    HEXIR_ASSIGN_OR_RETURN(Val& v, c.In(k));
+    c.Mat(v);
+    inits.push_back(v);
+  }
+  std::vector<int64_t> axes;
+  for (int64_t j = 0; j < num_scans; ++j) {
+    HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(states + static_cast<int>(j)));
+    c.Mat(x);
+    xs.push_back(x);
+    HEXIR_ASSIGN_OR_RETURN(int64_t axis, c.NormAxis(j < static_cast<int64_t>(in_axes.size()) ? in_axes[j] : 0, x.rank()));
+    axes.push_back(axis);
+  }
+  Dim length = xs[0].shape[axes[0]];
+  std::string length_ssa = b.DimValue(length), last = b.DimValue(b.Sub(length, Dim::Static(1)));
+  std::string zero = b.IndexConst(0), one = b.IndexConst(1);
+  std::string iv = b.Fresh(), body_text;
+  std::vector<std::string> state_args, acc_args;
+  for (int k = 0; k < states; ++k) state_args.push_back(b.Fresh());
+  for (int s = 0; s < scan_outs; ++s) acc_args.push_back(b.Fresh());
+  std::vector<Val> accs;
+  HEXIR_ASSIGN_OR_RETURN(std::vector<Val> outs, CaptureRegion(c, &body_text, [&]() -> StatusOr<std::vector<Val>> {
+    std::vector<Val> args;
+    for (int k = 0; k < states; ++k) args.push_back(Typed(c, state_args[k], inits[k]));
+    std::string reversed = b.Fresh();
+    b.Line(reversed + " = arith.subi " + last + ", " + iv + " : index");
+    for (int64_t j = 0; j < num_scans; ++j) {  // element j: x_j with `axis` fixed at the position
+      const Val& x = xs[j];
+      int64_t axis = axes[j];
+      std::string at = j < static_cast<int64_t>(in_dirs.size()) && in_dirs[j] ? reversed : iv;
+      Shape element = x.shape;
+      element.erase(element.begin() + axis);
+      int loops = static_cast<int>(element.size());
+      Val e;
+      e.et = x.et;
+      e.shape = element;
+      e.name = b.IndexGeneric(element, x.et, [&](const Args&) {
+        std::vector<std::string> idx = b.LoopIndices(loops);
+        idx.insert(idx.begin() + axis, at);
+        std::string v = b.Fresh();
+        b.Line(v + " = tensor.extract " + x.name + "[" + Builder::Join(idx) + "] : " + Builder::TensorType(x));
+        return v;
+      });
+      args.push_back(e);
+    }
+    HEXIR_ASSIGN_OR_RETURN(std::vector<Val> o, LowerBody(c, *g, args, true));
+    HEXIR_RETURN_IF_ERROR(CheckCarried(c, *g, inits, o, 0));
+    std::vector<std::string> yields, types;
+    for (int k = 0; k < states; ++k) {
+      yields.push_back(o[k].name);
+      types.push_back(Builder::TensorType(o[k]));
+    }
+    for (int s = 0; s < scan_outs; ++s) {
+      const Val& element = o[states + s];
+      HEXIR_ASSIGN_OR_RETURN(Val acc, StackType(c, *g, states + s, element, length));
+      accs.push_back(acc);
+      Val arg = acc;
+      arg.name = acc_args[s];
+      bool reverse = s < static_cast<int>(out_dirs.size()) && out_dirs[s];
+      yields.push_back(WriteRow(c, arg, element, reverse ? reversed : iv));
+      types.push_back(Builder::TensorType(acc));
+    }
+    b.Line("  scf.yield " + Builder::Join(yields) + " : " + Builder::Join(types));
+    return o;
+  }));
+  std::vector<std::string> bindings, types;
+  for (int k = 0; k < states; ++k) {
+    bindings.push_back(state_args[k] + " = " + inits[k].name);
+    types.push_back(Builder::TensorType(inits[k]));
+  }
+  for (int s = 0; s < scan_outs; ++s) {
+    bindings.push_back(acc_args[s] + " = " + b.Empty(accs[s].shape, accs[s].et));
+    types.push_back(Builder::TensorType(accs[s]));
+  }
+  std::string r = b.Fresh();
+  b.Line(r + ":" + std::to_string(types.size()) + " = scf.for " + iv + " = " + zero + " to " + length_ssa +
+         " step " + one + " iter_args(" + Builder::Join(bindings) + ") -> (" + Builder::Join(types) + ") {");
+  b.Emit(body_text);
+  b.Line("}");
+  for (int k = 0; k < states; ++k) c.SetOut(k, Typed(c, r + "#" + std::to_string(k), inits[k]));
+  for (int s = 0; s < scan_outs; ++s)
+    c.SetOut(states + s, Typed(c, r + "#" + std::to_string(states + s), accs[s]));
+  (void)outs;
+  return Status::Ok();
+}
+
+}  // namespace hexir::importers::onnx

@@ -1,0 +1,149 @@
+// ONNX scatters (onnx/defs/tensor): ScatterElements (and the older Scatter) and ScatterND as one
+// generic over (output positions, update positions): output dims parallel, update dims a
+// reduction whose body folds every update aimed at the output position into it (none: the
+// last one wins, as the reduction runs in order; add, mul, max, min). Starting from a copy of
+// data. O(output x updates) work: meant for the small index sets models scatter.
+#include "compiler/importers/onnx/Elementwise.h"
+#include "compiler/importers/onnx/Lowerings.h"
+
+namespace hexir::importers::onnx {
+namespace {
+
+// acc combined with an update u under `reduction`.
+StatusOr<std::string> Combine(Context& c, const std::string& reduction, const std::string& acc,
+                              const std::string& u, const std::string& et) {
+  Builder& b = c.b;
+  if (reduction == "none") return u;
+  if (reduction == "add") return b.Bin("arith.addf", "arith.addi", acc, u, et);
+  if (reduction == "mul") return b.Bin("arith.mulf", "arith.muli", acc, u, et);
+  if (reduction == "max") return b.Bin("arith.maximumf", "arith.maxsi", acc, u, et);
+  if (reduction == "min") return b.Bin("arith.minimumf", "arith.minsi", acc, u, et);
+  return c.Error("reduction '" + reduction + "' is not supported");
+}
+
+// An index value (of integer type it) as an index, negative ones counted from the end (n).
+std::string NormalizedIndex(Builder& b, const std::string& v, const std::string& it, const std::string& n) {
+  std::string iv = b.Fresh(), neg = b.Fresh(), w = b.Fresh(), s = b.Fresh();
+  b.Line(iv + " = arith.index_cast " + v + " : " + it + " to index");
+  b.Line(neg + " = arith.cmpi slt, " + iv + ", " + b.IndexConst(0) + " : index");
+  b.Line(w + " = arith.addi " + iv + ", " + n + " : index");
+  b.Line(s + " = arith.select " + neg + ", " + w + ", " + iv + " : index");
+  return s;
+}
+
+// A copy of data: the generic's init, which it updates.
+StatusOr<Val> CopyOf(Context& c, Val& data) {
+  return c.Elementwise({&data}, data.et, [](const Args& a) { return a[0]; });
+}
+
+Status ScatterElementsWith(Context& c, const std::string& reduction) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& data, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& ind, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val& upd, c.In(2));
+  int64_t r = data.rank();
+  HEXIR_ASSIGN_OR_RETURN(int64_t axis, c.NormAxis(c.AttrI("axis", 0), r));
+  if (ind.rank() != r || upd.rank() != r) return c.Error("data, indices and updates must have one rank");
+  if (upd.et != data.et) return c.Error("updates must have the element type of data");
+  HEXIR_ASSIGN_OR_RETURN(Val init, CopyOf(c, data));
+  c.Mat(ind);
+  c.Mat(upd);
+  std::string n = b.DimValue(data.shape[axis]), et = data.et, it = ind.et;
+  int loops = static_cast<int>(2 * r);
+  std::vector<std::string> out_map, upd_map, iters;
+  for (int64_t i = 0; i < r; ++i) {
+    out_map.push_back("d" + std::to_string(i));
+    upd_map.push_back("d" + std::to_string(r + i));
+  }
+  for (int64_t i = 0; i < loops; ++i) iters.push_back(i < r ? "parallel" : "reduction");
+  Status combine_error = Status::Ok();
+  Val out;
+  out.et = et;
+  out.shape = data.shape;
+  out.name = b.Generic({&ind, &upd}, {Builder::Map(loops, upd_map), Builder::Map(loops, upd_map)},
+                       Builder::Map(loops, out_map), data.shape, et, loops, iters, init.name,
+                       [&](const Args& a) {
+                         std::vector<std::string> idx = b.LoopIndices(loops);
+                         std::string hit = b.Fresh();
+                         b.Line(hit + " = arith.cmpi eq, " + NormalizedIndex(b, a[0], it, n) + ", " + idx[axis] +
+                                " : index");
+                         for (int64_t j = 0; j < r; ++j) {
+                           if (j == axis) continue;
+                           std::string same = b.Fresh();
+                           b.Line(same + " = arith.cmpi eq, " + idx[r + j] + ", " + idx[j] + " : index");
+                           hit = b.AndI1(hit, same);
+                         }
+                         auto v = Combine(c, reduction, a[2], a[1], et);
+                         if (!v.ok()) {
+                           combine_error = v.status();
+                           return a[2];
+                         }
+                         return b.Select(hit, *v, a[2], et);
+                       });
+  HEXIR_RETURN_IF_ERROR(combine_error);
+  c.SetOut(0, out);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status LowerScatter(Context& c) { return ScatterElementsWith(c, "none"); }
+
+Status LowerScatterElements(Context& c) { return ScatterElementsWith(c, c.AttrS("reduction", "none")); }
+
+// updates[q..., rest...] goes to data[indices[q..., 0..k-1], rest...].
+Status LowerScatterND(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& data, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& ind, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val& upd, c.In(2));
+  std::string reduction = c.AttrS("reduction", "none");
+  int64_t r = data.rank(), qr = ind.rank() - 1;
+  if (qr < 0 || ind.shape[qr].dynamic()) return c.Error("the last indices dim must be static");
+  int64_t k = ind.shape[qr].v;
+  if (k < 1 || k > r || upd.rank() != qr + r - k) return c.Error("indices and updates do not fit the data rank");
+  if (upd.et != data.et) return c.Error("updates must have the element type of data");
+  HEXIR_ASSIGN_OR_RETURN(Val init, CopyOf(c, data));
+  c.Mat(ind);
+  c.Mat(upd);
+  std::vector<std::string> dims;
+  for (const Dim& d : data.shape) dims.push_back(b.DimValue(d));
+  std::string et = data.et, it = ind.et;
+  int loops = static_cast<int>(r + qr);
+  // Loops: output positions (r), then index tuples q (qr, reductions); updates[q..., out[k:]...].
+  std::vector<std::string> out_map, upd_map, iters;
+  for (int64_t i = 0; i < r; ++i) out_map.push_back("d" + std::to_string(i));
+  for (int64_t i = 0; i < qr; ++i) upd_map.push_back("d" + std::to_string(r + i));
+  for (int64_t i = k; i < r; ++i) upd_map.push_back("d" + std::to_string(i));
+  for (int64_t i = 0; i < loops; ++i) iters.push_back(i < r ? "parallel" : "reduction");
+  Status combine_error = Status::Ok();
+  Val out;
+  out.et = et;
+  out.shape = data.shape;
+  out.name = b.Generic({&upd}, {Builder::Map(loops, upd_map)}, Builder::Map(loops, out_map), data.shape, et,
+                       loops, iters, init.name, [&](const Args& a) {
+                         std::vector<std::string> idx = b.LoopIndices(loops);
+                         std::string hit;
+                         for (int64_t m = 0; m < k; ++m) {
+                           std::vector<std::string> at(idx.begin() + r, idx.end());
+                           at.push_back(b.IndexConst(m));
+                           std::string v = b.Fresh(), same = b.Fresh();
+                           b.Line(v + " = tensor.extract " + ind.name + "[" + Builder::Join(at) + "] : " +
+                                  Builder::TensorType(ind));
+                           b.Line(same + " = arith.cmpi eq, " + NormalizedIndex(b, v, it, dims[m]) + ", " + idx[m] +
+                                  " : index");
+                           hit = b.AndI1(hit, same);
+                         }
+                         auto v = Combine(c, reduction, a[1], a[0], et);
+                         if (!v.ok()) {
+                           combine_error = v.status();
+                           return a[1];
+                         }
+                         return b.Select(hit, *v, a[1], et);
+                       });
+  HEXIR_RETURN_IF_ERROR(combine_error);
+  c.SetOut(0, out);
+  return Status::Ok();
+}
+
+}  // namespace hexir::importers::onnx

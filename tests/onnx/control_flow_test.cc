@@ -1,0 +1,264 @@
+// ONNX control flow (compiler/importers/onnx/ControlFlow.cc): If, Loop and Scan with bodies
+// that read outer-scope values, loop-carried values with a dynamic dim, scan outputs, an early
+// exit and an If nested in a Loop, run end to end against values worked out by hand.
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "compiler/importers/onnx/Importer.h"
+#include "tests/onnx/test_graph.h"
+
+namespace {
+
+namespace ox = hexir::importers::onnx;
+using ox::testing::CompileForCpu;
+using ox::testing::Graph;
+using ox::testing::ParseFloats;
+using ox::testing::RunMainWith;
+
+constexpr int kF32 = ::onnx::TensorProto::FLOAT;
+constexpr int kI64 = ::onnx::TensorProto::INT64;
+constexpr int kBool = ::onnx::TensorProto::BOOL;
+
+bool Has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+void InitBool(Graph& m, const std::string& name, bool v) {
+  auto* t = m.g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(kBool);
+  t->add_int32_data(v);
+}
+
+// A value of a subgraph's signature.
+void In(::onnx::GraphProto* g, const std::string& name, std::vector<int64_t> dims, int type) {
+  Graph::Value(g->add_input(), name, dims, type);
+}
+void Out(::onnx::GraphProto* g, const std::string& name, std::vector<int64_t> dims, int type) {
+  Graph::Value(g->add_output(), name, dims, type);
+}
+
+// If(cond) then x + w else x * w, both branches reading the graph input x and initializer w.
+Graph IfModel() {
+  Graph m;
+  m.Input("cond", {1}, kBool);
+  m.Input("x", {3});
+  m.Output("y", {3});
+  m.InitF("w", {3}, {1, 2, 3});
+  auto* n = m.Node("If", {"cond"}, {"y"}, "choose");
+  auto* then_g = Graph::AttrGraph(n, "then_branch");
+  Graph::AddNode(then_g, "Add", {"x", "w"}, {"sum"});
+  Out(then_g, "sum", {3}, kF32);
+  auto* else_g = Graph::AttrGraph(n, "else_branch");
+  Graph::AddNode(else_g, "Mul", {"x", "w"}, {"product"});
+  Out(else_g, "product", {3}, kF32);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("If with a run-time condition runs the branch it picks, reading outer values") {
+  Graph m = IfModel();
+  auto r = ox::ImportOnnxModel(m.model);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  CHECK(Has(*r, "scf.if"));
+  std::string mod = CompileForCpu(*r, "if_runtime");
+  REQUIRE(!mod.empty());
+  int code = 0;
+  std::string out = RunMainWith(mod, {"1xi1=1", "3xf32=1 1 1"}, &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(ParseFloats(out) == std::vector<float>{2, 3, 4});
+  out = RunMainWith(mod, {"1xi1=0", "3xf32=1 1 1"}, &code);
+  REQUIRE(code == 0);
+  CHECK(ParseFloats(out) == std::vector<float>{1, 2, 3});
+}
+
+TEST_CASE("If with a constant condition imports only the branch it picks") {
+  Graph m = IfModel();
+  m.g->mutable_input()->erase(m.g->mutable_input()->begin());  // cond becomes an initializer
+  InitBool(m, "cond", false);
+  auto r = ox::ImportOnnxModel(m.model);
+  REQUIRE(r.ok());
+  CHECK(!Has(*r, "scf.if"));
+  CHECK(Has(*r, "arith.mulf"));
+  CHECK(!Has(*r, "arith.addf"));
+}
+
+TEST_CASE("Loop carries a dynamic-length value and stacks a scan output over its trip count") {
+  // acc = x; 4 times: acc += x (x read from the outer scope); scan: the iteration number.
+  Graph m;
+  m.Input("x", {-1});
+  m.Output("acc_final", {-1});
+  m.Output("iterations", {4});
+  m.InitScalarI("trips", 4);
+  InitBool(m, "go", true);
+  auto* n = m.Node("Loop", {"trips", "go", "x"}, {"acc_final", "iterations"}, "repeat");
+  auto* body = Graph::AttrGraph(n, "body");
+  In(body, "i", {}, kI64);
+  In(body, "cond_in", {}, kBool);
+  In(body, "acc", {-1}, kF32);
+  Graph::AddNode(body, "Identity", {"cond_in"}, {"cond_out"});
+  Graph::AddNode(body, "Add", {"acc", "x"}, {"acc_out"});
+  auto* cast = Graph::AddNode(body, "Cast", {"i"}, {"i_float"});
+  Graph::AttrI(cast, "to", kF32);
+  Out(body, "cond_out", {}, kBool);
+  Out(body, "acc_out", {-1}, kF32);
+  Out(body, "i_float", {}, kF32);
+  auto r = ox::ImportOnnxModel(m.model);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  CHECK(Has(*r, "scf.while"));
+  CHECK(Has(*r, "-> (tensor<?xf32>, tensor<4xf32>)"));  // all 4 iterations always run
+  std::string mod = CompileForCpu(*r, "loop_carried");
+  REQUIRE(!mod.empty());
+  int code = 0;
+  std::string out = RunMainWith(mod, {"2xf32=1 -2"}, &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(out.find("2xf32=5 -10") == 0);
+  CHECK(out.find("4xf32=0 1 2 3") != std::string::npos);
+  out = RunMainWith(mod, {"3xf32=0.5 1 2"}, &code);
+  REQUIRE(code == 0);
+  CHECK(out.find("3xf32=2.5 5 10") == 0);
+}
+
+TEST_CASE("a Loop whose condition turns false stops early and keeps only the rows it ran") {
+  // At most 10 iterations; cond_out = i < 2, so iterations 0, 1 and 2 run.
+  Graph m;
+  m.Input("s", {1});
+  m.Output("s_final", {1});
+  m.Output("rows", {-1, 1});
+  m.InitScalarI("trips", 10);
+  InitBool(m, "go", true);
+  m.InitF("one", {1}, {1});
+  auto* n = m.Node("Loop", {"trips", "go", "s"}, {"s_final", "rows"}, "until");
+  auto* body = Graph::AttrGraph(n, "body");
+  In(body, "i", {}, kI64);
+  In(body, "cond_in", {}, kBool);
+  In(body, "s_in", {1}, kF32);
+  auto* two = Graph::AddNode(body, "Constant", {}, {"two"});
+  auto* a = two->add_attribute();
+  a->set_name("value_int");
+  a->set_type(::onnx::AttributeProto::INT);
+  a->set_i(2);
+  Graph::AddNode(body, "Less", {"i", "two"}, {"cond_out"});
+  Graph::AddNode(body, "Add", {"s_in", "one"}, {"s_out"});
+  auto* cast = Graph::AddNode(body, "Cast", {"i"}, {"i_float"});
+  Graph::AttrI(cast, "to", kF32);
+  auto* axes = Graph::AddNode(body, "Constant", {}, {"axes"});
+  auto* av = axes->add_attribute();
+  av->set_name("value_ints");
+  av->set_type(::onnx::AttributeProto::INTS);
+  av->add_ints(0);
+  Graph::AddNode(body, "Unsqueeze", {"i_float", "axes"}, {"row"});
+  Out(body, "cond_out", {}, kBool);
+  Out(body, "s_out", {1}, kF32);
+  Out(body, "row", {1}, kF32);
+  auto r = ox::ImportOnnxModel(m.model);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  CHECK(Has(*r, "-> (tensor<1xf32>, tensor<?x1xf32>)"));
+  std::string mod = CompileForCpu(*r, "loop_early_exit");
+  REQUIRE(!mod.empty());
+  int code = 0;
+  std::string out = RunMainWith(mod, {"1xf32=0.5"}, &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(out.find("1xf32=3.5") == 0);
+  CHECK(out.find("3x1xf32=0 1 2") != std::string::npos);
+}
+
+TEST_CASE("an If nested in a Loop body reads the loop's carried value from its outer scope") {
+  // acc starts at 0; each of 3 iterations: if i > 0 then acc + 1 else acc -> 2.
+  Graph m;
+  m.Input("acc0", {1});
+  m.Output("acc_final", {1});
+  m.InitScalarI("trips", 3);
+  m.InitScalarI("zero", 0);
+  m.InitF("one", {1}, {1});
+  auto* n = m.Node("Loop", {"trips", "", "acc0"}, {"acc_final"}, "outer");
+  auto* body = Graph::AttrGraph(n, "body");
+  In(body, "i", {}, kI64);
+  In(body, "cond_in", {}, kBool);
+  In(body, "acc", {1}, kF32);
+  Graph::AddNode(body, "Identity", {"cond_in"}, {"cond_out"});
+  Graph::AddNode(body, "Greater", {"i", "zero"}, {"later"});
+  auto* branch = Graph::AddNode(body, "If", {"later"}, {"acc_out"}, "inner");
+  auto* then_g = Graph::AttrGraph(branch, "then_branch");
+  Graph::AddNode(then_g, "Add", {"acc", "one"}, {"bumped"});
+  Out(then_g, "bumped", {1}, kF32);
+  auto* else_g = Graph::AttrGraph(branch, "else_branch");
+  Graph::AddNode(else_g, "Identity", {"acc"}, {"same"});
+  Out(else_g, "same", {1}, kF32);
+  Out(body, "cond_out", {}, kBool);
+  Out(body, "acc_out", {1}, kF32);
+  auto r = ox::ImportOnnxModel(m.model);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  CHECK(Has(*r, "scf.if"));
+  std::string mod = CompileForCpu(*r, "loop_nested_if");
+  REQUIRE(!mod.empty());
+  int code = 0;
+  std::string out = RunMainWith(mod, {"1xf32=0"}, &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(ParseFloats(out) == std::vector<float>{2});
+}
+
+TEST_CASE("Scan sums rows in reverse and stacks each partial sum scaled by an outer value") {
+  Graph m;
+  m.model.mutable_opset_import(0)->set_version(11);
+  m.Input("x", {3, 2});
+  m.Output("total", {2});
+  m.Output("partials", {3, 2});
+  m.InitF("start", {2}, {0, 0});
+  m.InitF("scale", {1}, {10});
+  auto* n = m.Node("Scan", {"start", "x"}, {"total", "partials"}, "scan");
+  Graph::AttrI(n, "num_scan_inputs", 1);
+  auto* dirs = n->add_attribute();
+  dirs->set_name("scan_input_directions");
+  dirs->set_type(::onnx::AttributeProto::INTS);
+  dirs->add_ints(1);
+  auto* body = Graph::AttrGraph(n, "body");
+  In(body, "sum_in", {2}, kF32);
+  In(body, "row", {2}, kF32);
+  Graph::AddNode(body, "Add", {"sum_in", "row"}, {"sum_out"});
+  Graph::AddNode(body, "Mul", {"sum_out", "scale"}, {"scaled"});
+  Out(body, "sum_out", {2}, kF32);
+  Out(body, "scaled", {2}, kF32);
+  auto r = ox::ImportOnnxModel(m.model);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  CHECK(Has(*r, "scf.for"));
+  std::string mod = CompileForCpu(*r, "scan_reverse");
+  REQUIRE(!mod.empty());
+  int code = 0;
+  std::string out = RunMainWith(mod, {"3x2xf32=1 2 3 4 5 6"}, &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(out.find("2xf32=9 12") == 0);
+  CHECK(out.find("3x2xf32=50 60 80 100 90 120") != std::string::npos);
+}
+
+TEST_CASE("a loop-carried value that changes shape is an error naming it") {
+  Graph m;
+  m.Input("v", {2});
+  m.Output("v_final", {4});
+  m.InitScalarI("trips", 2);
+  auto* n = m.Node("Loop", {"trips", "", "v"}, {"v_final"}, "grow");
+  auto* body = Graph::AttrGraph(n, "body");
+  In(body, "i", {}, kI64);
+  In(body, "cond_in", {}, kBool);
+  In(body, "v_in", {2}, kF32);
+  Graph::AddNode(body, "Identity", {"cond_in"}, {"cond_out"});
+  auto* cat = Graph::AddNode(body, "Concat", {"v_in", "v_in"}, {"v_out"});
+  Graph::AttrI(cat, "axis", 0);
+  Out(body, "cond_out", {}, kBool);
+  Out(body, "v_out", {4}, kF32);
+  auto r = ox::ImportOnnxModel(m.model);
+  REQUIRE(!r.ok());
+  CHECK(r.status().message() ==
+        "node 'grow' (op Loop): loop-carried value 'v_out' changes type from tensor<2xf32> to "
+        "tensor<4xf32>");
+}

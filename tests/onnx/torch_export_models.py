@@ -1,0 +1,80 @@
+"""Exports the small PyTorch models of torch_export_test.sh (random weights, fixed seed) and
+writes, per case, <case>.onnx, its inputs <case>.<run>.in.npy and PyTorch's outputs
+<case>.<run>.out.npy into OUTDIR, one line per run in OUTDIR/runs.txt: `case run static|dynamic`.
+
+The models hold what torch.onnx.export emits for shapes computed with Equal/Where/Mod on
+constants and on Shape outputs: a ViT class token expanded to the batch, a Swin window
+partition padded up to a multiple of the window size."""
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class VitBlock(nn.Module):
+    """Patch embedding, a class token expanded to the batch, one encoder layer, a head."""
+
+    def __init__(self):
+        super().__init__()
+        self.patch = nn.Conv2d(3, 8, 4, 4)
+        self.cls = nn.Parameter(torch.randn(1, 1, 8))
+        self.pos = nn.Parameter(torch.randn(1, 17, 8))
+        self.enc = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(8, 5)
+
+    def forward(self, x):
+        y = self.patch(x).flatten(2).transpose(1, 2)
+        c = self.cls.expand(x.shape[0], -1, -1)
+        y = torch.cat([c, y], 1) + self.pos
+        return self.head(self.enc(y)[:, 0])
+
+
+class SwinWindows(nn.Module):
+    """Pads H and W up to a multiple of the window (amounts from Mod), partitions windows."""
+
+    def __init__(self, window=4):
+        super().__init__()
+        self.window = window
+        self.proj = nn.Linear(6, 6)
+
+    def forward(self, x):  # B, H, W, C
+        b, h, w, c = x.shape
+        ws = self.window
+        x = F.pad(x, (0, 0, 0, (ws - w % ws) % ws, 0, (ws - h % ws) % ws))
+        _, ph, pw, _ = x.shape
+        x = x.view(b, ph // ws, ws, pw // ws, ws, c).permute(0, 1, 3, 2, 4, 5)
+        return self.proj(x.reshape(b, -1, ws * ws, c))
+
+
+def export(model, name, inputs, dynamic, out, runs):
+    torch.onnx.export(model, inputs[0], os.path.join(out, name + ".onnx"), opset_version=14,
+                      input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "n"}, "y": {0: "n"}} if dynamic else None)
+    for run, x in enumerate(inputs):
+        with torch.no_grad():
+            y = model(x)
+        np.save(os.path.join(out, "%s.%d.in.npy" % (name, run)), x.numpy())
+        np.save(os.path.join(out, "%s.%d.out.npy" % (name, run)), y.numpy())
+        runs.append("%s %d %s" % (name, run, "dynamic" if dynamic else "static"))
+
+
+def main(out):
+    torch.manual_seed(0)
+    runs = []
+    vit = VitBlock().eval()
+    swin = SwinWindows().eval()
+    export(vit, "vit_static", [torch.randn(2, 3, 16, 16)], False, out, runs)
+    export(vit, "vit_dynamic_batch", [torch.randn(2, 3, 16, 16), torch.randn(3, 3, 16, 16)], True,
+           out, runs)
+    export(swin, "swin_static", [torch.randn(2, 6, 7, 6)], False, out, runs)
+    export(swin, "swin_dynamic_batch", [torch.randn(1, 6, 7, 6), torch.randn(3, 6, 7, 6)], True,
+           out, runs)
+    with open(os.path.join(out, "runs.txt"), "w") as f:
+        f.write("\n".join(runs) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
