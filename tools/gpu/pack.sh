@@ -60,6 +60,7 @@ HEXIR_SHARED_DIR="$shared" bash tests/llm/precompile.sh .out/gpu/modules cuda >/
 
 # ---- bench/ suite at full size, compiled here, run there by run.sh ----
 bash bench/run.sh --device=cuda --compile-only --out=.out/gpu/bench >/dev/null
+bash bench/schedule_waves/run.sh --device=cuda --compile-only --out=.out/gpu/schedule_waves
 
 # ---- LLM decode benchmark (tests/llm/gpu_decode_bench.sh; run.sh runs it last) ----
 # hexir-generate plus the two CUDA modules (stories260K f32, random768 f16) into .out/gpu/llm-bench.
