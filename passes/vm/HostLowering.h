@@ -103,8 +103,9 @@ class HostLowering {
   LogicalResult lowerExecute(ExecuteOp e);
   FailureOr<Value> paramWord(DispatchOp d, Value v);
   LogicalResult lowerDispatch(DispatchOp d, const DenseSet<Value>& yieldedRoots);
-  void recordDispatch(Value cb, const PendingDispatch& p, const DenseMap<Value, int64_t>& slotOf,
-                      llvm::StringMap<Value>& executables);
+  Value lookupExecutable(const PendingDispatch& p, llvm::StringMap<Value>& executables);
+  void recordDispatch(Value cb, const PendingDispatch& p, Value exe,
+                      const DenseMap<Value, int64_t>& slotOf);
   void emitRegion(ExecuteOp e);
 
   // ---- calls and control flow (LowerControlFlow.cpp) ----

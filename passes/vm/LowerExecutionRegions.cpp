@@ -121,15 +121,20 @@ LogicalResult HostLowering::lowerDispatch(DispatchOp d, const DenseSet<Value>& y
   return success();
 }
 
-// Records one dispatch of a region into `cb` (executables looked up once per recording).
-void HostLowering::recordDispatch(Value cb, const PendingDispatch& p,
-                                  const DenseMap<Value, int64_t>& slotOf,
-                                  llvm::StringMap<Value>& executables) {
+// The executable of a dispatch, looked up once per recording.
+Value HostLowering::lookupExecutable(const PendingDispatch& p, llvm::StringMap<Value>& executables) {
   DispatchOp op = p.op;
   loc = op.getLoc();
-  StringRef name = op.getExecutable();
-  Value& exe = executables[name];
-  if (!exe) exe = hal_import::ExecutableLookup(b, loc, device, i64(state.executableOrdinals[name]));
+  Value& exe = executables[op.getExecutable()];
+  if (!exe) exe = hal_import::ExecutableLookup(b, loc, device, i64(state.executableOrdinals[op.getExecutable()]));
+  return exe;
+}
+
+// Records one dispatch of a region into `cb`.
+void HostLowering::recordDispatch(Value cb, const PendingDispatch& p, Value exe,
+                                  const DenseMap<Value, int64_t>& slotOf) {
+  DispatchOp op = p.op;
+  loc = op.getLoc();
   auto exeOp = SymbolTable::lookupNearestSymbolFrom<ExecutableOp>(op, op.getExecutableAttr());
   auto count = exeOp->getAttrOfType<DenseI64ArrayAttr>("hexir.workgroup_count");
   Value entry = i64(0), x = i64(count[0]), y = i64(count[1]), z = i64(count[2]);
@@ -180,8 +185,9 @@ void HostLowering::emitRegion(ExecuteOp e) {
   Value cb = hal_import::CommandBufferCreate(b, loc, device);
   llvm::StringMap<Value> executables;
   for (const PendingDispatch& p : pending) {
+    Value exe = lookupExecutable(p, executables);
     if (p.barrierBefore) hal_import::CommandBufferBarrier(b, loc, cb);
-    recordDispatch(cb, p, slotOf, executables);
+    recordDispatch(cb, p, exe, slotOf);
   }
   hal_import::CommandBufferFinalize(b, loc, cb);
   vmir::GlobalStoreRefOp::create(b, loc, cb, b.getI64IntegerAttr(global));
