@@ -60,3 +60,31 @@ func.func @semaphores(%x: tensor<4xf32>) -> tensor<4xf32> {
   }
   return %c : tensor<4xf32>
 }
+
+// -----
+
+// A result updated in place by a later dispatch of the region lives on in the yielded tied
+// result: it is not a transient (queue-allocated, bound once as operand and output), while a
+// result only read inside the region is.
+// CHECK-LABEL: func.func @tied_result_is_not_transient(
+// CHECK:         %[[X:.+]] = hexir_vm.call.import "hal.buffer_view.buffer"(%arg0)
+// CHECK:         %[[T:.+]] = hexir_vm.call.import "hal.device.transient"
+// CHECK-NOT:     hal.device.transient
+// CHECK:         %[[CACHE:.+]] = hexir_vm.call.import "hal.device.queue.alloca"
+// CHECK-NOT:     hal.device.queue.alloca
+// CHECK:         hexir_vm.call.import "hal.device.queue.execute_bound"(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[X]], %[[T]], %[[CACHE]])
+// CHECK:         hexir_vm.call.import "hal.buffer_view.create"(%[[CACHE]],
+hexir.executable @k attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+}
+hexir.executable @update attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+}
+func.func @tied_result_is_not_transient(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %r, %t = hexir.execute on(0, "compute") -> tensor<4xf32> {
+    %row = hexir.dispatch @k(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    %cache = hexir.dispatch @k(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    hexir.barrier
+    %new = hexir.dispatch @update(%cache, %row) {hexir.tied_operands = array<i64: 0>} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    hexir.yield %new : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
