@@ -599,4 +599,48 @@ void CrossQueueOrderingCase(const DriverConfig& c, Device& d) {
   REQUIRE(Download<uint32_t>(e, *bb, 1)[0] == 2);  // the fill did not run
 }
 
+void QueueWaitElisionCase(const DriverConfig& c, Device& d) {
+  // Each wait of a queue operation is counted once at submission: elided when its value is
+  // already reached or an earlier submission of this queue signals it, otherwise ordered.
+  auto buf = Alloc(d, 64);
+  auto reached = NewSem(d, 5), gate = NewSem(d, 0), host = NewSem(d, 0), chain = NewSem(d, 0);
+  DeviceStats s0 = d.stats();
+  REQUIRE(d.QueueFill({{reached, 5}}, {{chain, 1}}, buf, 0, 4, 1, 4).ok());       // reached
+  REQUIRE(chain->Wait(1, 30s).ok());
+  DeviceStats s1 = d.stats();
+  REQUIRE(s1.queue_waits_elided == s0.queue_waits_elided + 1);
+  REQUIRE(s1.queue_waits == s0.queue_waits);
+  REQUIRE(d.QueueFill({{gate, 1}}, {{chain, 2}}, buf, 4, 4, 2, 4).ok());          // ordered
+  REQUIRE(d.QueueFill({{chain, 2}}, {{chain, 3}}, buf, 8, 4, 3, 4).ok());         // queue order
+  REQUIRE(d.QueueFill({{chain, 3}, {host, 1}}, {{chain, 4}}, buf, 12, 4, 4, 4).ok());  // both
+  DeviceStats s2 = d.stats();
+  REQUIRE(s2.queue_waits == s1.queue_waits + 2);               // gate, host
+  REQUIRE(s2.queue_waits_elided == s1.queue_waits_elided + 2);  // chain 2, chain 3
+  REQUIRE(chain->Wait(2, 20ms).code() == StatusCode::kDeadlineExceeded);
+  REQUIRE(gate->Signal(1).ok());
+  REQUIRE(chain->Wait(3, 30s).ok());
+  REQUIRE(chain->Wait(4, 20ms).code() == StatusCode::kDeadlineExceeded);  // host still holds it
+  REQUIRE(host->Signal(1).ok());
+  REQUIRE(chain->Wait(4, 30s).ok());
+  REQUIRE(Download<uint32_t>(d, *buf, 4) == std::vector<uint32_t>{1, 2, 3, 4});
+  REQUIRE(d.stats().queue_waits == s2.queue_waits);  // counted at submission only
+
+  // A wait elided by queue order still sees its producer's failure: the dependent
+  // submission's signal fails with the producer's error.
+  auto exe = Kernels(c, d, {"fail_at"});
+  auto cb = NewCb(d);
+  REQUIRE(cb->Dispatch(exe, 0, {2, 1, 1}, {}, {1}).ok());
+  REQUIRE(cb->Finalize().ok());
+  auto gate2 = NewSem(d, 0), failed = NewSem(d, 0), after = NewSem(d, 0);
+  REQUIRE(d.QueueExecute({{gate2, 1}}, cb, {{failed, 1}}).ok());
+  DeviceStats s3 = d.stats();
+  REQUIRE(d.QueueFill({{failed, 1}}, {{after, 1}}, buf, 16, 4, 5, 4).ok());
+  REQUIRE(d.stats().queue_waits_elided == s3.queue_waits_elided + 1);
+  REQUIRE(gate2->Signal(1).ok());
+  Status w = after->Wait(1, 30s);
+  REQUIRE(w.code() == StatusCode::kAborted);
+  REQUIRE(w.message().find("'fail_at'") != std::string::npos);
+  REQUIRE(d.WaitIdle(30s).ok());
+}
+
 }  // namespace hexir::hal::cts

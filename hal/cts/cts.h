@@ -57,6 +57,7 @@ void IndirectDispatchCase(const DriverConfig& config, Device& device);
 void QueueOpsCase(const DriverConfig& config, Device& device);
 void PoolCase(const DriverConfig& config, Device& device);
 void CrossQueueOrderingCase(const DriverConfig& config, Device& device);
+void QueueWaitElisionCase(const DriverConfig& config, Device& device);
 
 }  // namespace hexir::hal::cts
 
@@ -80,4 +81,5 @@ void CrossQueueOrderingCase(const DriverConfig& config, Device& device);
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "indirect_dispatch", IndirectDispatchCase)  \
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "queue_ops", QueueOpsCase)                  \
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "pool", PoolCase)                           \
-  HEXIR_HAL_CTS_CASE_(driver, config_fn, "cross_queue_ordering", CrossQueueOrderingCase)
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "cross_queue_ordering", CrossQueueOrderingCase) \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "queue_wait_elision", QueueWaitElisionCase)

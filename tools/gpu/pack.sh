@@ -30,7 +30,8 @@ BINARIES=(
   "tools/hexir-run hexir-run"
   "tools/hexir-bench hexir-bench"
 )
-bazel build "${TESTS[@]}" //hal/drivers/cuda:replay_benchmark //tools/hexir-run //tools/hexir-bench
+bazel build "${TESTS[@]}" //hal/drivers/cuda:replay_benchmark //tools/hexir-run //tools/hexir-bench \
+  //bench/hal_waves:waves_benchmark
 rm -rf .out/gpu && mkdir -p .out/gpu/modules .out/gpu/bin
 for t in "${TESTS[@]}"; do
   pkg=${t#//}; pkg=${pkg%%:*}; name=${t##*:}
@@ -39,6 +40,9 @@ for t in "${TESTS[@]}"; do
   # The compiler needs LLVM, which the GPU machine lacks: modules come precompiled.
   rm -f ".out/gpu/tests/$name/tools/hexir-compile/hexir-compile" ".out/gpu/tests/$name/tools/hexir-import/hexir-import"
 done
+# The HAL waves benchmark runs from its runfiles (test kernels: .so and .cubin).
+mkdir -p .out/gpu/tests/waves_benchmark_runfiles
+cp -rL bazel-bin/bench/hal_waves/waves_benchmark.runfiles/hexir/. .out/gpu/tests/waves_benchmark_runfiles/
 # The shared model files do not travel with the working tree: carry a copy (never committed).
 shared="${HEXIR_SHARED_DIR:-$(cd .. && pwd)/shared}"
 mkdir -p .out/gpu/shared/models && cp "$shared"/models/*.bin .out/gpu/shared/models/
@@ -67,6 +71,8 @@ bash bench/schedule_waves/run.sh --device=cuda --compile-only --out=.out/gpu/sch
 bazel build --jobs=2 //tools/hexir-generate
 cp -L bazel-bin/tools/hexir-generate/hexir-generate .out/gpu/bin/
 HEXIR_SHARED_DIR="$shared" bash tests/llm/gpu_decode_bench.sh --pack .out/gpu/llm-bench
+# ---- startup benchmark: TinyLlama-shaped f16, process start -> first token (run.sh) ----
+bash tests/llm/gpu_startup_bench.sh --pack .out/gpu/llm-bench
 
 du -sh .out/gpu
 echo "pack: ready; on the GPU machine run: bash tools/gpu/run.sh"

@@ -14,6 +14,7 @@ python3 -c "import torch" 2>/dev/null && export HEXIR_TORCH_PYTHON=$(command -v 
 status=0
 for dir in .out/gpu/tests/*/; do
   name=$(basename "$dir")
+  [ "$name" != waves_benchmark_runfiles ] || continue
   bin=$(find "$dir" -type f -name "$name" | head -1)
   rel=${bin#$dir}
   (cd "$dir" && TEST_TMPDIR=$(mktemp -d) "./$rel") > "$OUT/$name.log" 2>&1
@@ -25,6 +26,9 @@ done
 # The benchmark finds its test kernels under the working directory, as in cuda_device_test's runfiles.
 (cd .out/gpu/tests/cuda_device_test && ../../bin/replay_benchmark) > "$OUT/replay_benchmark.log" 2>&1 || status=1
 cat "$OUT/replay_benchmark.log"
+# HAL-level concurrency waves: 8 chains x 8 dispatches, waves/serial per replay (bench/hal_waves).
+(cd .out/gpu/tests/waves_benchmark_runfiles && ./bench/hal_waves/waves_benchmark) > "$OUT/waves_benchmark.log" 2>&1 || status=1
+cat "$OUT/waves_benchmark.log"
 
 # ---- bench/ suite (hexir-bench per case: per-dispatch times, roofline, cuBLAS ratios) ----
 HEXIR_BIN=.out/gpu/bin timeout 300 bash bench/run.sh --device=cuda --run-only --iterations=5 \
@@ -44,4 +48,7 @@ if [ -n "${HEXIR_TORCH_PYTHON:-}" ]; then
 else
   echo "llm decode benchmark: skipped (python3 on PATH has no torch)"
 fi
+# ---- startup: TinyLlama-shaped f16 from process start to the first token (tests/llm/gpu_startup_bench.sh) ----
+timeout 400 bash tests/llm/gpu_startup_bench.sh > "$OUT/startup_bench.log" 2>&1 || status=1
+cat "$OUT/startup_bench.log"
 exit $status

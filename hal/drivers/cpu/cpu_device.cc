@@ -11,9 +11,12 @@
 #include <thread>
 
 #include "hal/allocator.h"
+#include "hal/drivers/cpu/cpu_dispatch.h"
 #include "hal/drivers/cpu/cpu_executable.h"
 #include "hal/drivers/cpu/dispatch_abi.h"
+#include "hal/drivers/cpu/wave_runner.h"
 #include "hal/drivers/cpu/worker_pool.h"
+#include "hal/queue_waits.h"
 
 namespace hexir::hal::cpu {
 namespace {
@@ -47,6 +50,7 @@ class CpuDevice final : public Device {
         pool_(options.cpu_worker_count < 0
                   ? static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()))
                   : options.cpu_worker_count),
+        waves_(pool_, counters()),
         memory_(std::make_shared<BlockPool>(
             [](uint64_t n) { return std::aligned_alloc(kBufferAlignment, n); },
             [](void* p, uint64_t) { std::free(p); }, options.pool_max_cached_bytes,
@@ -154,6 +158,7 @@ class CpuDevice final : public Device {
   Status Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
                   std::vector<BufferRef>* resolved_table) const;
   Status Execute(const CommandBuffer& cb, const std::vector<BufferRef>& table);
+  Status ExecuteCommand(const Command& c, const std::vector<BufferRef>& table);
   Status ExecuteDispatch(const DispatchCommand& cmd, const std::vector<BufferRef>& table);
   // Signals (or fails) the submission's semaphores; `keep_error` keeps a failure of a
   // submission without signals for WaitIdle.
@@ -169,6 +174,7 @@ class CpuDevice final : public Device {
   const bool inline_;
   const uint32_t max_in_flight_;  // 0: unbounded
   WorkerPool pool_;
+  WaveRunner waves_;  // the executing thread's (queue thread's) concurrent waves
   std::shared_ptr<BlockPool> memory_;
   std::vector<void*> scratch_ptrs_;        // bindings beyond the inline ones (executing thread)
   std::vector<uint64_t> scratch_lengths_;
@@ -179,6 +185,7 @@ class CpuDevice final : public Device {
   std::condition_variable idle_cv_;
   std::condition_variable space_cv_;  // back-pressure: a submission left, or the queue stalled
   std::deque<Submission> queue_;
+  PendingSignals pending_signals_;  // signals of queued submissions (wait elision)
   bool busy_ = false;
   bool stalled_ = false;  // the executing submission waits for an unsignalled semaphore
   bool stopping_ = false;
@@ -223,52 +230,6 @@ Status CpuDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<B
   return Status::Ok();
 }
 
-// The workgroup count of an indirect dispatch, read now (its producer ran earlier in queue order).
-StatusOr<std::array<uint32_t, 3>> ReadIndirectCount(const DispatchCommand& cmd,
-                                                    const std::vector<BufferRef>& table) {
-  const BufferRef& r = cmd.workgroup_count_ref;
-  const uint8_t* p;
-  if (r.is_slot()) {
-    const BufferRef& t = table[r.slot];
-    if (r.offset > t.length || t.length - r.offset < kIndirectParamsSize) {
-      return OutOfRange("dispatch_indirect of '", cmd.executable->entry_name(cmd.entry),
-                        "': workgroup count at offset ", r.offset, " of binding table slot ",
-                        r.slot, " needs ", kIndirectParamsSize, " bytes but the slot holds ",
-                        t.length);
-    }
-    p = t.buffer->host_data() + t.offset + r.offset;
-  } else {
-    p = r.buffer->host_data() + r.offset;
-  }
-  std::array<uint32_t, 3> count;
-  std::memcpy(count.data(), p, sizeof(count));
-  if (!WorkgroupCountFits(count)) {
-    return InvalidArgument("dispatch_indirect of '", cmd.executable->entry_name(cmd.entry),
-                           "': workgroup count ", count[0], "x", count[1], "x", count[2],
-                           " read from the buffer exceeds 2^40 workgroups");
-  }
-  return count;
-}
-
-// A kernel's failure: the checks compiled into it (passes/codegen/KernelChecks.h) name the
-// bad value; any other code is reported as a number.
-Status WorkgroupError(const CpuExecutable& exe, uint32_t entry, const uint32_t id[3], int rc,
-                      const hexir_cpu_kernel_error_t& error) {
-  const std::string& name = exe.entry_name(entry);
-  const int64_t a = error.values[0], b = error.values[1];
-  switch (rc) {
-    case HEXIR_CPU_KERNEL_INDEX_OUT_OF_RANGE:
-      return OutOfRange("kernel '", name, "': index ", a, " out of range [0, ", b, ")");
-    case HEXIR_CPU_KERNEL_DIVISION_BY_ZERO:
-      return InvalidArgument("kernel '", name, "': integer division by zero (", a, " / ", b, ")");
-    case HEXIR_CPU_KERNEL_DIVISION_OVERFLOW:
-      return InvalidArgument("kernel '", name, "': integer division overflow (", a, " / ", b, ")");
-    default:
-      return Aborted("dispatch of entry '", name, "' failed: workgroup (", id[0], ", ", id[1],
-                     ", ", id[2], ") returned ", rc);
-  }
-}
-
 // The replay hot path: no heap allocation for up to kInlineBindings bindings, no lock per
 // workgroup (the error mutex is taken only by a failing workgroup), and no worker-pool round
 // trip when one thread runs everything.
@@ -289,16 +250,8 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
     ptrs = scratch_ptrs_.data();
     lengths = scratch_lengths_.data();
   }
-  for (size_t i = 0; i < binding_count; ++i) {
-    const BufferRef& b =
-        cmd.bindings[i].is_slot() ? table[cmd.bindings[i].slot] : cmd.bindings[i];
-    ptrs[i] = b.buffer->host_data() + b.offset;
-    lengths[i] = b.length;
-  }
-  std::array<uint32_t, 3> count = cmd.workgroup_count;
-  if (cmd.indirect) {
-    HEXIR_ASSIGN_OR_RETURN(count, ReadIndirectCount(cmd, table));
-  }
+  ResolveBindings(cmd, table, ptrs, lengths);
+  HEXIR_ASSIGN_OR_RETURN(WorkgroupCount count, DispatchWorkgroupCount(cmd, table));
   hexir_cpu_dispatch_state_t state = {};
   for (int i = 0; i < 3; ++i) state.workgroup_count[i] = count[i];
   state.push_constant_count = static_cast<uint32_t>(cmd.push_constants.size());
@@ -328,59 +281,75 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
     }
     return Status::Ok();
   }
-  std::mutex error_mu;
-  Status error;
-  pool_.ParallelFor(total, [&](uint64_t i, uint32_t thread_index) {
+  // The loop body captures one pointer, so std::function stores it without allocating.
+  struct Loop {
+    const hexir_cpu_dispatch_state_t* state;
+    hexir_cpu_entry_fn_t fn;
+    const CpuExecutable* exe;
+    uint32_t entry;
+    uint64_t nx, ny;
+    std::mutex error_mu;
+    Status error;
+  } loop{&state, fn, &exe, cmd.entry, nx, ny, {}, {}};
+  pool_.ParallelFor(total, [l = &loop](uint64_t i, uint32_t thread_index) {
     hexir_cpu_kernel_error_t kernel_error = {};
     hexir_cpu_workgroup_state_t wg;
     wg.error = &kernel_error;
-    wg.workgroup_id[0] = static_cast<uint32_t>(i % nx);
-    wg.workgroup_id[1] = static_cast<uint32_t>((i / nx) % ny);
-    wg.workgroup_id[2] = static_cast<uint32_t>(i / (nx * ny));
+    wg.workgroup_id[0] = static_cast<uint32_t>(i % l->nx);
+    wg.workgroup_id[1] = static_cast<uint32_t>((i / l->nx) % l->ny);
+    wg.workgroup_id[2] = static_cast<uint32_t>(i / (l->nx * l->ny));
     wg.thread_index = thread_index;
-    int rc = fn(&state, &wg);
+    int rc = l->fn(l->state, &wg);
     if (rc == 0) return true;
-    std::lock_guard<std::mutex> lock(error_mu);
-    if (error.ok()) error = WorkgroupError(exe, cmd.entry, wg.workgroup_id, rc, kernel_error);
+    std::lock_guard<std::mutex> lock(l->error_mu);
+    if (l->error.ok()) l->error = WorkgroupError(*l->exe, l->entry, wg.workgroup_id, rc, kernel_error);
     return false;
   });
-  return error;
+  return std::move(loop.error);
 }
 
+// Commands between two barriers form a wave. With one worker, or in inline mode, every
+// command runs in turn on this thread (so every command is already ordered after the previous
+// one and barriers need no work); otherwise a wave of several commands runs concurrently
+// (wave_runner.h) and a single command as before (its workgroups spread over the pool).
 Status CpuDevice::Execute(const CommandBuffer& cb, const std::vector<BufferRef>& table) {
-  // Commands run one after another on this thread, so every command is already ordered after
-  // the previous one and barriers need no work.
-  for (const Command& c : cb.commands()) {
-    if (auto* d = std::get_if<DispatchCommand>(&c)) {
-      // Tracing hook: one relaxed load per dispatch when no profiler is installed.
-      Profiler* profiler = counters()->profiler.load(std::memory_order_relaxed);
-      if (!profiler) {
-        HEXIR_RETURN_IF_ERROR(ExecuteDispatch(*d, table));
-        continue;
-      }
-      DispatchTiming t;
-      t.executable = d->executable.get();
-      t.entry = d->entry;
-      t.workgroup_count = d->workgroup_count;
-      t.begin_ns = ProfileClockNs();
-      Status st = ExecuteDispatch(*d, table);
-      t.end_ns = ProfileClockNs();
-      profiler->OnDispatch(t);
-      HEXIR_RETURN_IF_ERROR(st);
-    } else if (auto* cp = std::get_if<CopyCommand>(&c)) {
-      std::memmove(cp->target->host_data() + cp->target_offset,
-                   cp->source->host_data() + cp->source_offset, cp->length);
-    } else if (auto* f = std::get_if<FillCommand>(&c)) {
-      uint8_t* p = f->target->host_data() + f->offset;
-      if (f->pattern_size == 1) {
-        std::memset(p, static_cast<int>(f->pattern & 0xff), f->length);
-      } else {
-        for (uint64_t o = 0; o < f->length; o += f->pattern_size) {
-          std::memcpy(p + o, &f->pattern, f->pattern_size);  // little-endian low bytes
-        }
-      }
+  const std::vector<Command>& commands = cb.commands();
+  const bool concurrent_waves = !inline_ && pool_.thread_count() > 1;
+  for (size_t i = 0; i < commands.size();) {
+    size_t end = i;
+    if (concurrent_waves) {
+      while (end < commands.size() && !std::holds_alternative<BarrierCommand>(commands[end])) ++end;
     }
+    if (end - i > 1) {
+      Profiler* profiler = counters()->profiler.load(std::memory_order_relaxed);
+      HEXIR_RETURN_IF_ERROR(
+          waves_.Run(commands.data() + i, commands.data() + end, table, profiler));
+      i = end;
+      continue;
+    }
+    HEXIR_RETURN_IF_ERROR(ExecuteCommand(commands[i], table));
+    i = std::max(end, i + 1);
   }
+  return Status::Ok();
+}
+
+Status CpuDevice::ExecuteCommand(const Command& c, const std::vector<BufferRef>& table) {
+  if (auto* d = std::get_if<DispatchCommand>(&c)) {
+    // Tracing hook: one relaxed load per dispatch when no profiler is installed.
+    Profiler* profiler = counters()->profiler.load(std::memory_order_relaxed);
+    if (!profiler) return ExecuteDispatch(*d, table);
+    DispatchTiming t;
+    t.executable = d->executable.get();
+    t.entry = d->entry;
+    t.workgroup_count = d->workgroup_count;
+    t.begin_ns = ProfileClockNs();
+    Status st = ExecuteDispatch(*d, table);
+    t.end_ns = ProfileClockNs();
+    profiler->OnDispatch(t);
+    return st;
+  }
+  if (auto* cp = std::get_if<CopyCommand>(&c)) ExecuteCopy(*cp);
+  if (auto* f = std::get_if<FillCommand>(&c)) ExecuteFill(*f);
   return Status::Ok();
 }
 
@@ -407,7 +376,6 @@ Status CpuDevice::Submit(const std::vector<SemaphoreValue>& waits,
   for (size_t i = 0; i < signals.size(); ++i) {
     if (!signals[i].semaphore) return InvalidArgument("queue execute: signal semaphore ", i, " is null");
   }
-  s.waits = waits;
   s.command_buffer = command_buffer;
   s.signals = signals;
   DeviceCounters::Add(counters()->queue_submissions);
@@ -415,7 +383,11 @@ Status CpuDevice::Submit(const std::vector<SemaphoreValue>& waits,
   if (inline_) {
     std::lock_guard<std::mutex> lock(inline_mu_);
     Status status;
-    for (const SemaphoreValue& w : s.waits) {
+    // Nothing is ever pending on an inline queue: a wait is reached, or the submission fails.
+    for (const SemaphoreValue& w : waits) {
+      (void)ClassifyQueueWait(w, PendingSignals(), *counters());
+    }
+    for (const SemaphoreValue& w : waits) {
       auto value = w.semaphore->Query();
       if (!value.ok()) {
         status = value.status();
@@ -440,6 +412,14 @@ Status CpuDevice::Submit(const std::vector<SemaphoreValue>& waits,
         return queue_.size() + (busy_ ? 1 : 0) < max_in_flight_ || stalled_ || stopping_;
       });
     }
+    // Reached waits are dropped; those implied by queue order stay (the queue thread's check
+    // of a reached value is one Query) so that a failed producer still fails this submission.
+    for (const SemaphoreValue& w : waits) {
+      if (ClassifyQueueWait(w, pending_signals_, *counters()) != QueueWait::kReached) {
+        s.waits.push_back(w);
+      }
+    }
+    for (const SemaphoreValue& sv : signals) pending_signals_.Add(sv.semaphore.get(), sv.value);
     queue_.push_back(std::move(s));
   }
   queue_cv_.notify_one();
@@ -482,7 +462,12 @@ void CpuDevice::QueueMain() {
     Status status = AwaitWaits(s.waits);
     if (status.ok()) status = Execute(*s.command_buffer, s.binding_table);
     Complete(s, std::move(status), /*keep_error=*/true).IgnoreError();
+    std::vector<SemaphoreValue> signalled = std::move(s.signals);
     s = Submission();  // release refs before reporting idle
+    lock.lock();
+    for (const SemaphoreValue& sv : signalled) pending_signals_.Retire(sv.semaphore.get(), sv.value);
+    lock.unlock();
+    signalled.clear();  // semaphore refs dropped off the lock
     lock.lock();
     busy_ = false;
     stalled_ = false;

@@ -1,5 +1,6 @@
 // Kernels for the CPU driver's tests, written against dispatch_abi.h like generated code.
 #include <stdint.h>
+#include <time.h>
 
 #include "hal/drivers/cpu/dispatch_abi.h"
 
@@ -85,4 +86,30 @@ EXPORT int stamp_bindings(const hexir_cpu_dispatch_state_t* d,
     *(uint32_t*)d->binding_ptrs[i] = i + 1 + d->push_constants[0];
   }
   return 0;
+}
+
+// A two-party rendezvous: sets word `me` (push constant 0) of binding 0, then spins until word
+// `other` (push constant 1) is set by another dispatch, for at most push constant 2
+// milliseconds. Returns 0 when the other one arrived, 11 on timeout: two dispatches of this
+// kernel only both succeed when they run at the same time, and a sequential run fails (never
+// hangs).
+EXPORT int rendezvous(const hexir_cpu_dispatch_state_t* d, const hexir_cpu_workgroup_state_t* w) {
+  (void)w;
+  if (d->binding_count != 1 || d->push_constant_count != 3) return 1;
+  uint32_t* flags = (uint32_t*)d->binding_ptrs[0];
+  uint32_t me = d->push_constants[0], other = d->push_constants[1];
+  if ((uint64_t)(me > other ? me : other) * 4 + 4 > d->binding_lengths[0]) return 2;
+  __atomic_store_n(&flags[me], 1u, __ATOMIC_RELEASE);
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  const int64_t limit_ns = (int64_t)d->push_constants[2] * 1000000;
+  for (uint64_t polls = 0;; ++polls) {
+    if (__atomic_load_n(&flags[other], __ATOMIC_ACQUIRE)) return 0;
+    if ((polls & 1023) == 0) {
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      int64_t elapsed = (int64_t)(now.tv_sec - start.tv_sec) * 1000000000 +
+                        (now.tv_nsec - start.tv_nsec);
+      if (elapsed > limit_ns) return 11;
+    }
+  }
 }

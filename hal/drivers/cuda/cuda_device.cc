@@ -1,6 +1,7 @@
 #include "hal/drivers/cuda/cuda_device.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <unordered_map>
 
 #include "hal/drivers/cuda/cuda_executable.h"
+#include "hal/queue_waits.h"
 
 namespace hexir::hal::cuda {
 
@@ -86,12 +88,29 @@ StatusOr<CUcontext> PrimaryContext(const CudaApi& api, CUdevice device, int ordi
   return ctx;
 }
 
+// Host-side bounded spins (see README "Queue and timeline semaphores"): a small call's work
+// is usually done a few microseconds after the host starts waiting, and a futex sleep plus
+// wake-up would cost more than that.
+constexpr int64_t kHostSpinNs = 10'000;        // a host wait polls cuEventQuery this long
+constexpr int64_t kCompletionSpinNs = 20'000;  // the completion thread polls its event
+constexpr int64_t kCompletionIdleSpinNs = 100'000;  // ... and waits this long for new work
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  for (int i = 0; i < 16; ++i) __builtin_ia32_pause();
+#endif
+}
+
 struct Submission {
+  // Waits kept after submission: held-back ones, and those implied by queue order (checked
+  // for a failed producer when the submission retires). Reached waits are dropped.
   std::vector<SemaphoreValue> waits;
-  vm::Ref<CudaCommandBuffer> command_buffer;
+  vm::Ref<CudaCommandBuffer> command_buffer;  // null: a staging copy of a read (see below)
   std::vector<SemaphoreValue> signals;
   std::vector<BufferRef> binding_table;
   CUevent event = nullptr;
+  bool pooled_event = true;  // false: the staging event, which stays with the device
+  uint64_t seq = 0;          // position on the stream (1, 2, ...), set when enqueued
 };
 
 class CudaDevice final : public Device {
@@ -159,19 +178,29 @@ class CudaDevice final : public Device {
  private:
   Status Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
                   Submission* s) const;
-  // mu_ held. True when every wait is reached or will be by work already on the stream.
   StatusOr<vm::Ref<CudaCommandBuffer>> AdoptForeign(const CommandBuffer& cb) const;
+  // mu_ held. True when every wait is reached or will be by work already on the stream.
   bool WaitsSatisfiedLocked(const std::vector<SemaphoreValue>& waits) const;
   // mu_ held. Puts the submission on the stream (or fails it).
   void EnqueueLocked(Submission s);
+  // mu_ held. Appends an enqueued submission (its event recorded) to inflight_.
+  void PushInflightLocked(Submission s);
   // mu_ held. Signals or fails the submission's semaphores; keeps a signal-less failure.
   void CompleteLocked(Submission& s, Status status);
+  // mu_ held (through `lock`). Retires inflight_'s front, whose event query or wait returned
+  // `r`: checks status words and the producers of queue-ordered waits, signals or fails, and
+  // releases the submission off the lock (the lock is dropped and retaken).
+  void RetireFrontLocked(std::unique_lock<std::mutex>& lock, CUresult r);
+  // mu_ held. Retires, in order, every submission up to `seq` whose event is reached
+  // (cuEventQuery); true when all up to `seq` are retired.
+  bool RetireReachedLocked(std::unique_lock<std::mutex>& lock, uint64_t seq);
+  // mu_ held. Waits until every submission up to `seq` is retired: first retiring them on
+  // this thread while their events come within kHostSpinNs, then blocking on retired_cv_
+  // (the completion thread retires them), sliced for `interrupt`.
+  Status AwaitRetiredLocked(std::unique_lock<std::mutex>& lock, uint64_t seq,
+                            const Interrupt& interrupt, Timeout timeout);
   bool IdleLocked() const { return deferred_.empty() && inflight_.empty() && busy_ == 0; }
   StatusOr<CUevent> TakeEventLocked();
-  // cuEventSynchronize into *result, or, with an interrupt that can fire, cuEventQuery polls
-  // (spinning 50 us, then yielding; the interrupt checked every 64 polls) until the event is
-  // reached or the interrupt fires (its status is returned; the event stays pending).
-  Status SynchronizeEvent(CUevent event, const Interrupt& interrupt, CUresult* result) const;
   Status EnsureStagingLocked();
   // Requires staging_mu_.
   Status ReadStagedLocked(const CudaBuffer& b, uint64_t offset, void* data, uint64_t done,
@@ -185,14 +214,29 @@ class CudaDevice final : public Device {
   const uint32_t max_in_flight_;  // DeviceOptions::queue_max_in_flight (0: no cap)
 
   mutable std::mutex mu_;
-  std::condition_variable completion_cv_, deferred_cv_, idle_cv_;
+  std::condition_variable completion_cv_, deferred_cv_;
+  // A submission retired, or the deferred queue drained: host waits (WaitIdle, reads).
+  std::condition_variable idle_cv_;
   std::condition_variable space_cv_;  // back-pressure: a submission completed or was deferred
   std::deque<Submission> deferred_;  // blocked on a host-side semaphore value, in order
   std::deque<Submission> inflight_;  // on the stream, in order, each with its event
+  // Mirrors inflight_.size(): the completion thread spins on it without the lock.
+  std::atomic<size_t> inflight_count_{0};
+  uint64_t enqueued_seq_ = 0;  // seq of the last submission put on the stream
+  uint64_t retired_seq_ = 0;   // seq of the last submission retired (signalled or failed)
+  // The completion thread sleeps on completion_cv_ (Submit notifies only then).
+  bool completion_sleeping_ = false;
+  // The completion thread is waiting for this submission's event without the lock; if a host
+  // wait retires it meanwhile, the event goes back to the pool only after that wait ends.
+  uint64_t completion_watching_seq_ = 0;
+  bool watched_event_orphaned_ = false;
   // Highest value each semaphore gets from work already on the stream, until signalled.
-  std::unordered_map<const Semaphore*, uint64_t> pending_signals_;
+  PendingSignals pending_signals_;
+  // The same for every accepted submission, held back or on the stream: a wait on one of
+  // these is implied by queue order (counted as elided at submission).
+  PendingSignals queue_signals_;
   std::vector<CUevent> event_pool_;
-  int busy_ = 0;  // submissions popped by a thread and not yet completed
+  int busy_ = 0;  // submissions popped by a thread and not yet released
   bool stopping_ = false;
   Status first_error_;
   Status lost_;  // a failed event wait: the context is unusable, later submissions fail
@@ -337,8 +381,7 @@ bool CudaDevice::WaitsSatisfiedLocked(const std::vector<SemaphoreValue>& waits) 
   for (const SemaphoreValue& w : waits) {
     auto v = w.semaphore->Query();
     if (!v.ok() || *v >= w.value) continue;  // a failed wait fails the submission at enqueue
-    auto it = pending_signals_.find(w.semaphore.get());
-    if (it != pending_signals_.end() && it->second >= w.value) continue;  // stream order
+    if (pending_signals_.Covers(w.semaphore.get(), w.value)) continue;  // stream order
     return false;
   }
   return true;
@@ -380,20 +423,25 @@ void CudaDevice::EnqueueLocked(Submission s) {
     CompleteLocked(s, std::move(status));
     return;
   }
-  for (const SemaphoreValue& sv : s.signals) {
-    uint64_t& v = pending_signals_[sv.semaphore.get()];
-    v = std::max(v, sv.value);
-  }
+  for (const SemaphoreValue& sv : s.signals) pending_signals_.Add(sv.semaphore.get(), sv.value);
   DeviceCounters::Add(counters()->dispatches_executed, s.command_buffer->dispatch_count());
+  PushInflightLocked(std::move(s));
+}
+
+void CudaDevice::PushInflightLocked(Submission s) {
+  s.seq = ++enqueued_seq_;
   inflight_.push_back(std::move(s));
-  completion_cv_.notify_one();
+  inflight_count_.store(inflight_.size(), std::memory_order_release);
+  // Usually the completion thread is still spinning for work (it spins a while after its
+  // last retirement), so the launch needs no futex wake; only a sleeping thread is woken.
+  if (completion_sleeping_) completion_cv_.notify_one();
 }
 
 void CudaDevice::CompleteLocked(Submission& s, Status status) {
   status = SignalOrFail(s.signals, std::move(status));
   for (SemaphoreValue& sv : s.signals) {
-    auto it = pending_signals_.find(sv.semaphore.get());
-    if (it != pending_signals_.end() && it->second <= sv.value) pending_signals_.erase(it);
+    pending_signals_.Retire(sv.semaphore.get(), sv.value);
+    queue_signals_.Retire(sv.semaphore.get(), sv.value);
   }
   // With signal semaphores the error reaches whoever waits on them (not WaitIdle too).
   if (!status.ok() && s.signals.empty() && first_error_.ok()) first_error_ = status;
@@ -413,67 +461,172 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
       return InvalidArgument("queue execute: signal semaphore ", i, " is null");
     }
   }
-  s.waits = waits;
   s.signals = signals;
   std::unique_lock<std::mutex> lock(mu_);
   if (max_in_flight_ != 0) {
     // Back-pressure, lifted while submissions are held back for a semaphore: the blocked
     // host thread could be the one that will signal it.
-    space_cv_.wait(lock, [&] {
+    auto room = [&] {
       return inflight_.size() < max_in_flight_ || !deferred_.empty() || stopping_ ||
              !lost_.ok();
-    });
+    };
+    if (!room()) {
+      // Full: first retire on this thread what the GPU already finished (a short spin, no
+      // hand-off), then sleep until the completion thread makes room.
+      (void)shared_->MakeCurrent();
+      const int64_t spin_until = Interrupt::NowNs() + kHostSpinNs;
+      while (!room() && Interrupt::NowNs() < spin_until) {
+        RetireReachedLocked(lock, enqueued_seq_);
+        if (room()) break;
+        lock.unlock();
+        CpuRelax();
+        lock.lock();
+      }
+      space_cv_.wait(lock, room);
+    }
   }
   if (!lost_.ok()) return lost_;
   DeviceCounters::Add(counters()->queue_submissions);
-  if (!deferred_.empty() || !WaitsSatisfiedLocked(s.waits)) {
+  bool hold = false;
+  for (const SemaphoreValue& w : waits) {
+    QueueWait kind = ClassifyQueueWait(w, queue_signals_, *counters());
+    if (kind == QueueWait::kReached) continue;  // nothing to do for it, now or later
+    s.waits.push_back(w);
+    hold |= kind == QueueWait::kOrdered;
+  }
+  for (const SemaphoreValue& sv : s.signals) queue_signals_.Add(sv.semaphore.get(), sv.value);
+  // A queue-ordered wait on a held-back producer is held back too: deferred_ is not empty.
+  if (hold || !deferred_.empty()) {
     deferred_.push_back(std::move(s));
     deferred_cv_.notify_one();
     space_cv_.notify_all();
     return Status::Ok();
   }
+  // The common case: launched on this thread, no other thread involved.
   EnqueueLocked(std::move(s));
   return Status::Ok();
 }
 
-// Waits for each submission's event in order (cuEventSynchronize: the host-side wait of the
-// CUDA timeline), then checks kernel status words and signals the timeline semaphores.
+void CudaDevice::RetireFrontLocked(std::unique_lock<std::mutex>& lock, CUresult r) {
+  Submission s = std::move(inflight_.front());
+  inflight_.pop_front();
+  inflight_count_.store(inflight_.size(), std::memory_order_release);
+  retired_seq_ = s.seq;
+  Status status;
+  if (r != CUDA_SUCCESS) {
+    status = Status(StatusCode::kAborted,
+                    CudaStatus(api_, r, StrCat("cuEventSynchronize (", uri_, " submission)"))
+                        .message());
+    if (lost_.ok()) lost_ = Aborted(uri_, " is lost after a failed submission: ", status.message());
+  } else if (s.command_buffer) {
+    status = s.command_buffer->CheckKernelStatus();
+  }
+  // Waits implied by queue order were not waited for: their producer ran just before this
+  // submission on the stream, and if it failed, this submission's results are not valid.
+  for (const SemaphoreValue& w : s.waits) {
+    if (!status.ok()) break;
+    status = w.semaphore->Query().status();
+  }
+  if (s.pooled_event) {
+    if (s.seq == completion_watching_seq_) {
+      watched_event_orphaned_ = true;  // the completion thread still waits on it
+    } else {
+      event_pool_.push_back(s.event);
+    }
+  }
+  CompleteLocked(s, std::move(status));
+  space_cv_.notify_one();
+  ++busy_;
+  lock.unlock();
+  s = Submission();  // releases buffers (cuMemFreeAsync) and command buffers off the lock
+  lock.lock();
+  --busy_;
+  idle_cv_.notify_all();
+}
+
+bool CudaDevice::RetireReachedLocked(std::unique_lock<std::mutex>& lock, uint64_t seq) {
+  while (!inflight_.empty() && inflight_.front().seq <= seq) {
+    CUresult r = api_.cuEventQuery(inflight_.front().event);
+    if (r == CUDA_ERROR_NOT_READY) return false;
+    RetireFrontLocked(lock, r);
+  }
+  return retired_seq_ >= seq;
+}
+
+Status CudaDevice::AwaitRetiredLocked(std::unique_lock<std::mutex>& lock, uint64_t seq,
+                                      const Interrupt& interrupt, Timeout timeout) {
+  const int64_t now = Interrupt::NowNs();
+  const bool infinite = timeout >= std::chrono::hours(24 * 365);
+  const int64_t until = infinite ? Interrupt::kNoDeadline : now + timeout.count();
+  // Whoever waits retires: while the events arrive within the spin, this thread signals the
+  // semaphores itself and no other thread has to wake up.
+  const int64_t spin_until = std::min(until, now + kHostSpinNs);
+  while (!RetireReachedLocked(lock, seq) && Interrupt::NowNs() < spin_until) {
+    lock.unlock();
+    CpuRelax();
+    lock.lock();
+  }
+  // Then block: the completion thread retires them (cuEventSynchronize) and notifies.
+  auto retired = [&] { return retired_seq_ >= seq; };
+  while (!retired()) {
+    HEXIR_RETURN_IF_ERROR(interrupt.Check());
+    int64_t left = infinite ? Interrupt::kNoDeadline : until - Interrupt::NowNs();
+    if (left <= 0) {
+      return DeadlineExceeded("submission ", seq, " of ", uri_, " not complete after ",
+                              timeout.count() / 1000, " us");
+    }
+    if (interrupt.can_fire()) left = std::min<int64_t>(left, interrupt.NextWaitSlice().count());
+    if (left == Interrupt::kNoDeadline) {
+      idle_cv_.wait(lock, retired);
+    } else {
+      idle_cv_.wait_for(lock, std::chrono::nanoseconds(left), retired);
+    }
+  }
+  return Status::Ok();
+}
+
+// Retires submissions in order: polls the front's event briefly (a small submission is done
+// within microseconds), then blocks in cuEventSynchronize. Host waits may retire submissions
+// first (AwaitRetiredLocked); the sequence numbers keep each retired exactly once. Between
+// submissions it spins a while before sleeping, so Submit rarely has to wake it.
 void CudaDevice::CompletionMain() {
-  Status current = shared_->MakeCurrent();
+  (void)shared_->MakeCurrent();
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    completion_cv_.wait(
-        lock, [&] { return (stopping_ && deferred_.empty()) || !inflight_.empty(); });
-    if (inflight_.empty()) return;  // stopping and drained
-    CUevent event = inflight_.front().event;
-    CudaCommandBuffer* cb = inflight_.front().command_buffer.get();
-    lock.unlock();
-    Status status = current;
-    if (status.ok()) {
-      CUresult r = api_.cuEventSynchronize(event);
-      status = r == CUDA_SUCCESS
-                   ? cb->CheckKernelStatus()
-                   : CudaStatus(api_, r, StrCat("cuEventSynchronize (", uri_, " submission)"));
-      if (r != CUDA_SUCCESS) status = Status(StatusCode::kAborted, status.message());
-      if (r != CUDA_SUCCESS) {
-        std::lock_guard<std::mutex> l(mu_);
-        if (lost_.ok()) {
-          lost_ = Aborted(uri_, " is lost after a failed submission: ", status.message());
-        }
+    if (inflight_.empty()) {
+      if (stopping_ && deferred_.empty()) return;  // stopping and drained
+      lock.unlock();
+      const int64_t until = Interrupt::NowNs() + kCompletionIdleSpinNs;
+      while (inflight_count_.load(std::memory_order_acquire) == 0 && Interrupt::NowNs() < until) {
+        CpuRelax();
       }
+      lock.lock();
+      if (!inflight_.empty() || (stopping_ && deferred_.empty())) continue;
+      completion_sleeping_ = true;
+      completion_cv_.wait(
+          lock, [&] { return (stopping_ && deferred_.empty()) || !inflight_.empty(); });
+      completion_sleeping_ = false;
+      continue;
     }
-    lock.lock();
-    Submission s = std::move(inflight_.front());
-    inflight_.pop_front();
-    space_cv_.notify_one();
-    event_pool_.push_back(s.event);
-    ++busy_;
-    CompleteLocked(s, std::move(status));
+    const uint64_t seq = inflight_.front().seq;
+    const CUevent event = inflight_.front().event;
+    completion_watching_seq_ = seq;
     lock.unlock();
-    s = Submission();  // releases buffers (cuMemFreeAsync) and command buffers off the lock
+    const int64_t spin_until = Interrupt::NowNs() + kCompletionSpinNs;
+    CUresult r;
+    while ((r = api_.cuEventQuery(event)) == CUDA_ERROR_NOT_READY &&
+           Interrupt::NowNs() < spin_until) {
+      CpuRelax();
+    }
+    if (r == CUDA_ERROR_NOT_READY) r = api_.cuEventSynchronize(event);
     lock.lock();
-    --busy_;
-    if (IdleLocked()) idle_cv_.notify_all();
+    completion_watching_seq_ = 0;
+    if (watched_event_orphaned_) {  // a host wait retired it meanwhile
+      watched_event_orphaned_ = false;
+      event_pool_.push_back(event);
+    } else if (!inflight_.empty() && inflight_.front().seq == seq) {
+      RetireFrontLocked(lock, r);
+    }
   }
 }
 
@@ -507,21 +660,36 @@ void CudaDevice::DeferredMain() {
     } else {
       CompleteLocked(s, std::move(status));
     }
-    // Also wakes ReadBufferAfterPendingWork, which waits for deferred_ to drain (not idle).
+    // Also wakes ReadBufferAfterPendingWork, which waits for deferred_ to drain (not idle),
+    // and a sleeping completion thread, which exits once a stopping device's deferred_ drains.
     idle_cv_.notify_all();
-    completion_cv_.notify_one();
+    if (completion_sleeping_) completion_cv_.notify_one();
   }
 }
 
 Status CudaDevice::AwaitIdle(Timeout timeout) {
+  (void)shared_->MakeCurrent();  // for cuEventQuery when this thread retires submissions
   std::unique_lock<std::mutex> lock(mu_);
-  auto idle = [&] { return IdleLocked(); };
-  if (timeout >= std::chrono::hours(24 * 365)) {
-    idle_cv_.wait(lock, idle);
-  } else if (!idle_cv_.wait_for(lock, timeout, idle)) {
-    return DeadlineExceeded("device wait idle (", uri_, ") timed out with ",
-                            deferred_.size() + inflight_.size() + busy_,
-                            " submission(s) pending");
+  const bool infinite = timeout >= std::chrono::hours(24 * 365);
+  const int64_t until = infinite ? Interrupt::kNoDeadline : Interrupt::NowNs() + timeout.count();
+  while (true) {
+    if (deferred_.empty() && !inflight_.empty()) RetireReachedLocked(lock, enqueued_seq_);
+    if (IdleLocked()) break;
+    int64_t left = infinite ? Interrupt::kNoDeadline : until - Interrupt::NowNs();
+    if (left <= 0) {
+      return DeadlineExceeded("device wait idle (", uri_, ") timed out with ",
+                              deferred_.size() + inflight_.size() + busy_,
+                              " submission(s) pending");
+    }
+    if (deferred_.empty() && !inflight_.empty()) {
+      Status st = AwaitRetiredLocked(lock, enqueued_seq_, kNoInterrupt,
+                                     infinite ? kInfiniteTimeout : Timeout(left));
+      if (!st.ok() && st.code() != StatusCode::kDeadlineExceeded) return st;
+    } else if (infinite) {
+      idle_cv_.wait(lock);
+    } else {
+      idle_cv_.wait_for(lock, std::chrono::nanoseconds(left));
+    }
   }
   Status error = std::move(first_error_);
   first_error_ = Status::Ok();
@@ -622,26 +790,6 @@ Status CudaDevice::ReadStagedLocked(const CudaBuffer& b, uint64_t offset, void* 
   return Status::Ok();
 }
 
-Status CudaDevice::SynchronizeEvent(CUevent event, const Interrupt& interrupt,
-                                    CUresult* result) const {
-  if (!interrupt.can_fire()) {
-    *result = api_.cuEventSynchronize(event);
-    return Status::Ok();
-  }
-  // Spin first, like cuEventSynchronize's default scheduling, so that a short wait (a decode
-  // step's read) sees the event as soon as it is reached; yield the core after 50 us.
-  const int64_t spin_until = Interrupt::NowNs() + 50'000;
-  for (uint32_t polls = 0;; ++polls) {
-    CUresult r = api_.cuEventQuery(event);
-    if (r != CUDA_ERROR_NOT_READY) {
-      *result = r;
-      return Status::Ok();
-    }
-    if ((polls & 63) == 63) HEXIR_RETURN_IF_ERROR(interrupt.Check());
-    if (Interrupt::NowNs() >= spin_until) std::this_thread::yield();
-  }
-}
-
 namespace {
 // cv.wait(lock, ready), stopping with the interrupt's status when it fires first.
 template <typename Ready>
@@ -661,11 +809,11 @@ Status WaitUnlessInterrupted(std::condition_variable& cv, std::unique_lock<std::
 
 // One host synchronization for "wait for the pending work, then read": held-back submissions
 // are first let onto the stream (a host-side wait for their semaphores, no GPU wait), the first
-// chunk's copy is queued behind everything on the stream, and a single event wait covers both
-// the work and the copy. The completion thread then finds those events already reached; waiting
-// for it (a condition variable, not the GPU) reports earlier errors exactly as WaitIdle does.
-// An interrupt that fires leaves everything queued (the copy too): the next read's copy is
-// ordered after it on the stream and waits for its own event, so the device stays usable.
+// chunk's copy is queued behind everything on the stream with the staging event as one more
+// in-order queue entry, and waiting for that entry to retire covers both the work and the copy
+// (retired on this thread when it lands within the spin), reporting earlier errors exactly as
+// WaitIdle does. An interrupt that fires leaves everything queued (the copy too): the
+// completion thread retires it later, and the next read's copy is ordered after it.
 Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
                                               uint64_t size, const Interrupt& interrupt) {
   HEXIR_RETURN_IF_ERROR(
@@ -687,11 +835,13 @@ Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t off
   HEXIR_RETURN_IF_ERROR(EnsureStagingLocked());
   uint64_t first = std::min(kStagingBytes, size);
   Status copy;
+  Status error;
   {
     std::unique_lock<std::mutex> lock(mu_);
     HEXIR_RETURN_IF_ERROR(WaitUnlessInterrupted(
         idle_cv_, lock, interrupt, [&] { return deferred_.empty() || !lost_.ok(); }));
-    // Under mu_: no submission can slip onto the stream between the pending work and the copy.
+    // Under mu_: no submission can slip onto the stream between the pending work and the
+    // copy. The copy retires like a submission (in order, after every earlier one).
     CUresult r = CUDA_SUCCESS;
     if (!lost_.ok()) {
       copy = lost_;  // still wait below, so a kept submission error is reported first
@@ -700,22 +850,19 @@ Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t off
       copy = CudaStatus(api_, r, StrCat("cuMemcpyDtoHAsync(", first, " bytes)"));
     } else if ((r = api_.cuEventRecord(staging_event_, shared_->stream)) != CUDA_SUCCESS) {
       copy = CudaStatus(api_, r, "cuEventRecord(staging)");
+    } else {
+      Submission staged;
+      staged.event = staging_event_;
+      staged.pooled_event = false;
+      PushInflightLocked(std::move(staged));
+      staging_copy_pending_ = true;
     }
-  }
-  if (copy.ok()) {
-    CUresult r = CUDA_SUCCESS;
-    Status interrupted = SynchronizeEvent(staging_event_, interrupt, &r);
-    staging_copy_pending_ = !interrupted.ok();
-    HEXIR_RETURN_IF_ERROR(std::move(interrupted));
-    if (r != CUDA_SUCCESS) {
-      copy = CudaStatus(api_, r, StrCat("cuEventSynchronize(read_buffer of ", first, " bytes)"));
-    }
-  }
-  Status error;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    HEXIR_RETURN_IF_ERROR(
-        WaitUnlessInterrupted(idle_cv_, lock, interrupt, [&] { return IdleLocked(); }));
+    // Interrupted: everything stays queued (the copy too); the completion thread retires it,
+    // and WriteBuffer / the destructor wait for the staging event before reusing staging_.
+    HEXIR_RETURN_IF_ERROR(AwaitRetiredLocked(lock, enqueued_seq_, interrupt, kInfiniteTimeout));
+    if (copy.ok()) staging_copy_pending_ = false;
+    // Released too (as WaitIdle would), so buffers freed by the work are gone on return.
+    HEXIR_RETURN_IF_ERROR(WaitUnlessInterrupted(idle_cv_, lock, interrupt, [&] { return busy_ == 0; }));
     error = std::move(first_error_);
     first_error_ = Status::Ok();
   }

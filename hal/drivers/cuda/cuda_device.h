@@ -3,9 +3,11 @@
 // libcuda.so.1 is dlopened at run time; without it (or without a GPU) CreateCudaDevice returns
 // Unavailable with the reason. A device owns one non-blocking CUDA stream (its in-order queue)
 // on the GPU's primary context, the GPU's default stream-ordered memory pool, a pinned staging
-// buffer for host transfers, and two host threads: one that waits for CUDA events and then
-// signals semaphores / releases submissions, one that holds back submissions waiting for a
-// semaphore no queued GPU work will signal.
+// buffer for host transfers, and two host threads: one that retires submissions in stream
+// order (waits for their CUDA events, then signals semaphores / releases them; host waits
+// retire reached submissions themselves first), one that holds back submissions waiting for a
+// semaphore no queued GPU work will signal. A submission whose waits are satisfied is launched
+// on the calling thread.
 //
 // Beyond the HAL API this header gives CUDA-only counters, command-buffer modes and a graph
 // description for tests, tools and the benchmark.

@@ -1,7 +1,8 @@
 // CUDA-specific behaviour beyond the conformance suite: device selection, graph replay with
 // in-place node updates (never re-instantiation), concurrency of independent dispatches,
 // barriers as edges, out of memory, stream command buffers, PTX fallback, asynchronous
-// submission, ABI checks, and the stats the compiler and tools assert on.
+// submission, retirement by whichever host wait or thread gets there first, interrupted reads,
+// ABI checks, and the stats the compiler and tools assert on.
 //
 // Without a GPU (or without the nvcc-built kernels) every case prints one
 // "HEXIR_SKIPPED: <case>: <reason>" line and makes no assertion.
@@ -521,6 +522,73 @@ TEST_CASE("cuda/queue_execute_is_asynchronous") {
   REQUIRE(sem2->Wait(1, 30s).ok());
   REQUIRE(*sem->Query() == 2);
   REQUIRE(Download<uint32_t>(d, *out, 1)[0] == 9);
+}
+
+TEST_CASE("cuda/small_calls_retire_in_order_whoever_waits") {
+  // Submissions are retired (semaphores signalled, errors kept) by the completion thread or
+  // by the host wait that gets there first; mixing both must signal every value in order and
+  // read every result. 300 calls of a 1-dispatch graph: x[0] += 1, alternating the three
+  // ways a host waits for a result.
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  auto exe = Load(d, CubinView({"tiny_inc"}));
+  auto counter = Alloc(d, 256);
+  auto cb = *d.CreateCommandBuffer();
+  REQUIRE(cb->Dispatch(exe, 0, {1, 1, 1}, {BufferRef::Slot(0)}).ok());
+  REQUIRE(cb->Finalize().ok());
+  auto sem = *d.CreateSemaphore(0);
+  std::vector<BufferRef> table = {BufferRef::Whole(counter)};
+  DeviceStats before = d.stats();
+  for (uint32_t call = 1; call <= 300; ++call) {
+    REQUIRE(d.QueueExecute({}, cb, {{sem, call}}, table).ok());
+    uint32_t v = 0;
+    if (call % 3 == 0) {
+      REQUIRE(sem->Wait(call, 30s).ok());
+      REQUIRE(d.ReadBuffer(*counter, 0, &v, 4).ok());
+    } else if (call % 3 == 1) {
+      REQUIRE(d.ReadBufferAfterPendingWork(*counter, 0, &v, 4).ok());
+      REQUIRE(*sem->Query() == call);
+    } else {
+      REQUIRE(d.WaitIdle(30s).ok());
+      REQUIRE(*sem->Query() == call);
+      REQUIRE(d.ReadBuffer(*counter, 0, &v, 4).ok());
+    }
+    REQUIRE(v == call);
+  }
+  // No call waited on a semaphore: nothing was ordered or elided.
+  REQUIRE(d.stats().queue_waits == before.queue_waits);
+  REQUIRE(d.stats().queue_submissions == before.queue_submissions + 300);
+}
+
+TEST_CASE("cuda/interrupted_read_of_running_work_leaves_it_queued") {
+  // The read's copy retires like a submission: a deadline ends the wait while a 200 ms kernel
+  // runs, the work and the copy complete later, and the staging buffer is not reused before.
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  auto exe = Load(d, CubinView({"spin_us"}));
+  auto out = Alloc(d, 64);
+  auto spin = *d.CreateCommandBuffer();
+  REQUIRE(spin->Dispatch(exe, 0, {1, 1, 1}, {BufferRef::Whole(out)}, {200000}).ok());
+  REQUIRE(spin->Finalize().ok());
+  auto done = *d.CreateSemaphore(0);
+  REQUIRE(d.QueueExecute({}, spin, {{done, 1}}).ok());
+  uint32_t v = 0;
+  int64_t start = Interrupt::NowNs();
+  Status st = d.ReadBufferAfterPendingWork(*out, 0, &v, 4,
+                                           Interrupt(start + 30'000'000, nullptr, start));
+  int64_t took = Interrupt::NowNs() - start;
+  REQUIRE(st.code() == StatusCode::kDeadlineExceeded);
+  REQUIRE(took < 150'000'000);
+  REQUIRE(*done->Query() == 0);
+  auto other = Alloc(d, 64);
+  Upload(d, *other, std::vector<uint32_t>{7});  // waits for the pending staging copy first
+  REQUIRE(d.ReadBufferAfterPendingWork(*out, 0, &v, 4).ok());
+  REQUIRE(v == 1);
+  REQUIRE(*done->Query() == 1);
+  REQUIRE(Download<uint32_t>(d, *other, 1)[0] == 7);
+  REQUIRE(d.WaitIdle(30s).ok());
 }
 
 TEST_CASE("cuda/dispatch_abi_checks") {

@@ -7,6 +7,8 @@
 //  1. a command buffer of `dispatches` tiny dependent dispatches replayed through the Hexir HAL
 //     vs the same kernels as a raw CUDA graph vs raw stream launches: host time spent in the
 //     submitting calls and wall time per dispatch, and their ratios;
+//  1b. one small call (1-dispatch graph + wait + 4-byte read) vs raw launch + copy + stream
+//     sync, and submit-only vs raw cuGraphLaunch, as the two RATIO lines of issue 14;
 //  2. an elementwise kernel (hand-written nvcc kernel scale_f32x4, not compiler output yet)
 //     dispatched through the HAL: achieved bandwidth as a ratio of cuMemcpyDtoD of the same bytes.
 // Without a GPU it prints "HEXIR_SKIPPED: replay_benchmark: <reason>" and exits 0.
@@ -226,6 +228,17 @@ int Main(int argc, char** argv) {
     t0 = Clock::now();
     for (int i = 0; i < calls; ++i) poll_call();
     double hexir_poll_call = Us(Clock::now() - t0) / calls;
+    // What a compiled program's call does (BufferViewToHost): submit, then one
+    // ReadBufferAfterPendingWork (the wait and the copy in one host synchronization).
+    auto read_call = [&] {
+      Check(d.QueueExecute({}, one, {{sem, ++value}}, table), "submit");
+      uint32_t v;
+      Check(d.ReadBufferAfterPendingWork(**counter, 0, &v, 4), "read after pending work");
+    };
+    for (int i = 0; i < 20; ++i) read_call();
+    t0 = Clock::now();
+    for (int i = 0; i < calls; ++i) read_call();
+    double hexir_read_call = Us(Clock::now() - t0) / calls;
     // Submit only (no wait, no read) of the 1-dispatch graph: host cost per submission.
     t0 = Clock::now();
     for (int i = 0; i < calls; ++i) Check(d.QueueExecute({}, one, {{sem, ++value}}, table), "submit");
@@ -265,9 +278,17 @@ int Main(int argc, char** argv) {
                 hexir_call, raw_call_us, hexir_call / raw_call_us);
     std::printf("  hexir HAL, host polling Query instead of Wait: %.2f us/call (ratio %.2f)\n",
                 hexir_poll_call, hexir_poll_call / raw_call_us);
+    std::printf("  hexir HAL, submit + ReadBufferAfterPendingWork (what a compiled call does): "
+                "%.2f us/call (ratio %.2f)\n",
+                hexir_read_call, hexir_read_call / raw_call_us);
     std::printf("  submit only (1-node graph): hexir QueueExecute %.2f us, raw cuGraphLaunch "
                 "%.2f us\n",
                 hexir_submit, raw_submit);
+    std::printf("  RATIO small call (submit + Semaphore::Wait + read) / raw = %.2f (goal <= 1.3);"
+                " with ReadBufferAfterPendingWork %.2f\n",
+                hexir_call / raw_call_us, hexir_read_call / raw_call_us);
+    std::printf("  RATIO submit only / raw cuGraphLaunch = %.2f (goal <= 2.0)\n",
+                hexir_submit / raw_submit);
     CU(api.cuGraphExecDestroy(e1));
     CU(api.cuGraphDestroy(g1));
     CU(api.cuMemFreeHost(pinned));
