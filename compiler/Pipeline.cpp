@@ -93,6 +93,7 @@ bool HasTosa(mlir::ModuleOp module) {
 mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions& options) {
   const Target* target = FindTarget(options.target);
   if (!target) return mlir::failure();
+  if (options.schedule != "waves" && options.schedule != "serial") return mlir::failure();
   pm.addPass(hexir::createVerifyInput(VerifyInputOptions{options.target}));
   // Dim equalities and allocation sizes the program assumes, checked on the host (one VM
   // `assert` each) before any dispatch that relies on them.
@@ -111,6 +112,10 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   pm.addPass(hexir::createAttachDispatchCosts());
   // Host functions: structured control flow becomes blocks and branches.
   pm.addPass(mlir::createSCFToControlFlowPass());
+  // Scheduling (passes/schedule): execution regions, waves and barriers, timepoint elision.
+  pm.addPass(hexir::createFormExecutionRegions());
+  pm.addPass(hexir::createScheduleConcurrency(ScheduleConcurrencyOptions{options.schedule}));
+  pm.addPass(hexir::createElideTimepoints());
   pm.addPass(hexir::createConvertToVM());
   pm.addPass(mlir::createCSEPass());  // repeated VM constants
   return mlir::success();
@@ -148,6 +153,9 @@ mlir::LogicalResult CompileModule(mlir::ModuleOp module, const CompileOptions& o
     if (mlir::failed(input.run(module))) return mlir::failure();
   }
   mlir::PassManager pm(ctx, mlir::ModuleOp::getOperationName());
+  if (options.schedule != "waves" && options.schedule != "serial")
+    return module.emitError() << "unsupported schedule '" << options.schedule
+                              << "' (supported: waves, serial)";
   if (mlir::failed(BuildPipeline(pm, options))) {
     return module.emitError() << "unsupported target '" << options.target
                               << "' (supported: " << TargetNames() << ")";

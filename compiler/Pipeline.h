@@ -21,6 +21,9 @@ struct CompileOptions {
   std::string cuda_chip = "sm_90";  // --target=cuda: SM for nvvm + ptxas -arch
   std::string cuda_features = "+ptx80";
   std::string cuda_format = "cubin";  // "cubin" (cubin + PTX) or "ptx" (PTX only)
+  // Order of each execution region's dispatches (hexir-schedule-concurrency): "waves"
+  // (barriers only between dependent waves) or "serial" (a barrier between every pair).
+  std::string schedule = "waves";
   // IR dumps (to *dump_stream, default stderr): after every pass, or after the pass whose
   // argument (e.g. "hexir-form-dispatch-regions") is dump_after.
   bool dump_all = false;
@@ -33,8 +36,8 @@ void RegisterDialects(mlir::DialectRegistry& registry);
 // Upstream passes (pipelines are built from their names) and all hexir passes.
 void RegisterPasses();
 
-// input -> dispatch -> codegen (per target) -> serialize -> VM, in that order. Fails for an
-// unknown target.
+// input -> dispatch -> codegen (per target) -> serialize -> schedule -> VM, in that order.
+// Fails for an unknown target or schedule.
 mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions& options);
 
 // TOSA input -> linalg (MLIR's tosa-to-linalg pipelines); CompileModule runs it first when

@@ -134,6 +134,47 @@ def CPUSerializeExecutables : Pass<"hexir-cpu-serialize-executables", "mlir::Mod
   ];
 }
 
+//===-- schedule ------------------------------------------------------------------------===//
+
+def FormExecutionRegions : Pass<"hexir-form-execution-regions", "mlir::ModuleOp"> {
+  let summary = "Wraps each maximal run of a block's dispatches in one hexir.execute";
+  let description = [{
+    A run is a sequence of dispatches, host reshapes of their results and host-value ops
+    (checks, dims, arith, empties); anything else ends it. The dispatches (and reshapes of
+    their results) move into a `hexir.execute` on device 0, queue "compute", placed after
+    the run; host-value ops stay before it (a `tensor.dim` of a region value is resolved to
+    the host value that sized it; a host op still reading one closes the region). Results
+    are the values used after the region; the rest are transients. Awaits: the timepoints
+    of the regions producing what it reads, and of earlier regions reading a buffer it
+    updates in place.
+  }];
+  let dependentDialects = ["::hexir::HexirDialect", "mlir::arith::ArithDialect"];
+}
+
+def ScheduleConcurrency : Pass<"hexir-schedule-concurrency", "mlir::ModuleOp"> {
+  let summary = "Orders each execution region's dispatches in waves and puts barriers between waves";
+  let description = [{
+    Dependences from buffers (SSA def-use through aliases and in-place results; an in-place
+    update also after every earlier reader of its buffer). `waves`: a dispatch's wave is one
+    more than the latest wave it depends on, a dispatch off the critical path is deferred to
+    its latest wave when a larger critical dispatch starts in its earliest one (cost =
+    result element count), larger dispatches first within a wave, one `hexir.barrier`
+    between consecutive waves. `serial`: body order, a barrier between every pair.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"waves\"", "waves | serial">,
+  ];
+}
+
+def ElideTimepoints : Pass<"hexir-elide-timepoints", "mlir::ModuleOp"> {
+  let summary = "Removes awaits implied by queue order or by another await";
+  let description = [{
+    An await of a region on the same device and queue that dominates the awaiting region is
+    implied by queue order; an await of a region that another awaited region already
+    (transitively) follows is implied by that await. Both are removed.
+  }];
+}
+
 //===-- vm ------------------------------------------------------------------------------===//
 
 def ConvertToVM : Pass<"hexir-convert-to-vm", "mlir::ModuleOp"> {

@@ -69,7 +69,7 @@ def _read_source(source_or_path):
 def compile(source_or_path, targets=("cpu",), **flags):  # noqa: A001 (the issue's name)
     """Compiles MLIR (text, or a path to a .mlir file) into .vmfb bytes, with the pipeline of
     hexir-compile. targets: one of "cpu", "cuda". flags: cpu, max_workgroups, fusion,
-    cuda_chip, cuda_format, cuda_features. Raises CompileError carrying the diagnostics."""
+    schedule ("waves" or "serial"), cuda_chip, cuda_format, cuda_features. Raises CompileError carrying the diagnostics."""
     if isinstance(targets, str):
         targets = [targets]
     targets = list(targets)

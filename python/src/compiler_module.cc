@@ -67,6 +67,7 @@ const Flag kFlags[] = {
     {"cuda_format", [](compiler::CompileOptions& o, py::handle v) { o.cuda_format = v.cast<std::string>(); }},
     {"fusion", [](compiler::CompileOptions& o, py::handle v) { o.fuse_elementwise = v.cast<bool>(); }},
     {"max_workgroups", [](compiler::CompileOptions& o, py::handle v) { o.max_workgroups = v.cast<int64_t>(); }},
+    {"schedule", [](compiler::CompileOptions& o, py::handle v) { o.schedule = v.cast<std::string>(); }},
 };
 
 std::string FlagNames() {

@@ -44,7 +44,7 @@ def test_diagnostics_of_a_file_name_the_file(tmp_path):
 def test_unknown_flags_and_targets_are_refused():
     from conftest import MLP
     with pytest.raises(TypeError, match=r"unknown flag 'fuse' \(flags: cpu, cuda_chip, cuda_features, "
-                                        r"cuda_format, fusion, max_workgroups\)"):
+                                        r"cuda_format, fusion, max_workgroups, schedule\)"):
         hexir.compile(MLP, fuse=False)
     with pytest.raises(hexir.CompileError, match="tpu"):
         hexir.compile(MLP, targets=["tpu"])

@@ -62,7 +62,7 @@ std::string HexirRun() { return "tools/hexir-run/hexir-run"; }
 std::string HexirCompile() { return "tools/hexir-compile/hexir-compile"; }
 
 std::string CompileOrDie(const std::string& mlir_source, const std::string& name,
-                         const std::string& target) {
+                         const std::string& target, const std::string& extra_flags) {
   std::string file = name + "." + target + ".vmfb";
   if (const char* dir = std::getenv("HEXIR_PRECOMPILED_DIR")) {
     return std::string(dir) + "/" + file;
@@ -72,7 +72,7 @@ std::string CompileOrDie(const std::string& mlir_source, const std::string& name
   WriteFile(src, mlir_source);
   const char* extra = std::getenv("HEXIR_COMPILE_FLAGS");  // e.g. --cpu=x86-64-v3 for another host
   CommandResult r = RunCommand(HexirCompile() + " " + src + " --target=" + target + " -o " + out +
-                               (extra ? std::string(" ") + extra : ""));
+                               (extra ? std::string(" ") + extra : "") + " " + extra_flags);
   INFO("hexir-compile output:\n" << r.output);
   REQUIRE(r.exit_code == 0);
   if (const char* dir = std::getenv("HEXIR_SAVE_MODULES_DIR")) {

@@ -22,9 +22,10 @@ CommandResult RunCommand(const std::string& command);
 std::string TempFile(const std::string& name);
 void WriteFile(const std::string& path, const std::string& text);
 
-// hexir-compile SOURCE --target=cpu -o OUT; returns the module path (REQUIREs success).
+// hexir-compile SOURCE --target=cpu -o OUT [extra_flags]; returns the module path (REQUIREs
+// success).
 std::string CompileOrDie(const std::string& mlir_source, const std::string& name,
-                         const std::string& target = "cpu");
+                         const std::string& target = "cpu", const std::string& extra_flags = "");
 
 // hexir-run with the given inputs (saved as .npy) and returns the results read back from
 // .npy files (REQUIREs success).

@@ -18,6 +18,7 @@ TESTS=(
   //tests/e2e:kernel_checks_test
   //tests/e2e:low_precision_floats_test
   //tests/e2e:shape_checks_test
+  //tests/e2e:schedule_test
   //tools/hexir-bench:cuda_bench_test
   //tests/llm:stories260k_test
   //tests/llm:random_checkpoints_test
@@ -55,7 +56,8 @@ export HEXIR_SAVE_MODULES_DIR="$PWD/.out/gpu/modules"
 export HEXIR_COMPILE_FLAGS="--cpu=x86-64-v3"  # CPU kernels must run on the GPU machine's host too
 for t in //tests/e2e:models_test //tests/e2e:compiled_calls_test //tests/e2e:compiler_gaps_test \
          //tests/e2e:deadline_test //tests/e2e:dynamic_grids_test //tests/e2e:kernel_checks_test \
-         //tests/e2e:low_precision_floats_test //tests/e2e:shape_checks_test; do
+         //tests/e2e:low_precision_floats_test //tests/e2e:shape_checks_test \
+         //tests/e2e:schedule_test; do
   name=${t##*:}
   (cd "bazel-bin/tests/e2e/$name.runfiles/hexir" && TEST_TMPDIR=$(mktemp -d) "./tests/e2e/$name" >/dev/null) \
     || { echo "pack: $name failed here; fix it before a GPU run"; exit 1; }
@@ -64,6 +66,7 @@ HEXIR_SHARED_DIR="$shared" bash tests/llm/precompile.sh .out/gpu/modules cuda >/
 
 # ---- bench/ suite at full size, compiled here, run there by run.sh ----
 bash bench/run.sh --device=cuda --compile-only --out=.out/gpu/bench >/dev/null
+bash bench/schedule_waves/run.sh --device=cuda --compile-only --out=.out/gpu/schedule_waves
 
 # ---- LLM decode benchmark (tests/llm/gpu_decode_bench.sh; run.sh runs it last) ----
 # hexir-generate plus the two CUDA modules (stories260K f32, random768 f16) into .out/gpu/llm-bench.

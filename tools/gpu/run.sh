@@ -36,6 +36,10 @@ HEXIR_BIN=.out/gpu/bin timeout 300 bash bench/run.sh --device=cuda --run-only --
 cp .out/gpu/bench/SUMMARY.txt "$OUT/bench_summary.txt" 2>/dev/null
 cat .out/gpu/bench/SUMMARY.txt 2>/dev/null || tail -20 "$OUT/bench_suite.log"
 
+# ---- waves vs serial (bench/schedule_waves: 8 independent chains of small dispatches) ----
+HEXIR_BIN=.out/gpu/bin bash bench/schedule_waves/run.sh --device=cuda --run-only \
+  --out=.out/gpu/schedule_waves 2>&1 | tee "$OUT/schedule_waves.log" || status=1
+
 # ---- LLM decode benchmark (tests/llm/gpu_decode_bench.sh; modules from pack.sh) ----
 # Hexir vs PyTorch eager / CUDA-graph ms per token, stories260K f32 and random768 f16 (< 3 min).
 if [ -n "${HEXIR_TORCH_PYTHON:-}" ]; then

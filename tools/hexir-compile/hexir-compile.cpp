@@ -32,6 +32,11 @@ static cl::opt<std::string> cudaChip("cuda-chip", cl::desc("--target=cuda: SM (d
 static cl::opt<std::string> cudaFormat("cuda-format",
                                        cl::desc("--target=cuda: cubin (cubin + PTX) or ptx"),
                                        cl::init("cubin"));
+static cl::opt<std::string> schedule("schedule",
+                                     cl::desc("order of each command buffer's dispatches: waves "
+                                              "(barriers only between dependent waves) or serial "
+                                              "(a barrier between every pair)"),
+                                     cl::init("waves"));
 static cl::opt<std::string> dumpAfter("dump-after",
                                       cl::desc("print the IR (stderr) after the pass with this "
                                                "argument, e.g. hexir-form-dispatch-regions"),
@@ -85,6 +90,7 @@ int main(int argc, char** argv) {
   options.dump_all = dumpAll;
   options.cuda_chip = cudaChip;
   options.cuda_format = cudaFormat;
+  options.schedule = schedule;
   std::vector<uint8_t> bytes;
   if (mlir::failed(hexir::compiler::CompileModule(*module, options, &bytes))) return 1;
 

@@ -1,13 +1,23 @@
 #include "dialects/hexir/IR/HexirOps.h"
 
+#include "llvm/ADT/TypeSwitch.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
 
 #include "dialects/hexir/IR/HexirOpsDialect.cpp.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "dialects/hexir/IR/HexirOpsTypes.cpp.inc"
+
 namespace hexir {
 
 void HexirDialect::initialize() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dialects/hexir/IR/HexirOpsTypes.cpp.inc"
+      >();
   addOperations<
 #define GET_OP_LIST
 #include "dialects/hexir/IR/HexirOps.cpp.inc"
@@ -35,6 +45,29 @@ mlir::LogicalResult DispatchOp::verify() {
   if (dynamic != static_cast<int64_t>(getResultDims().size()))
     return emitOpError("expected ") << dynamic << " result dims (one per dynamic result "
                                     << "dimension), got " << getResultDims().size();
+  return mlir::success();
+}
+
+YieldOp ExecuteOp::getYield() { return llvm::cast<YieldOp>(getBody().front().getTerminator()); }
+
+mlir::LogicalResult ExecuteOp::verify() {
+  int64_t device = static_cast<int64_t>(getDevice());
+  if (device < 0) return emitOpError("device ordinal must be >= 0, got ") << device;
+  if (getQueue() != "compute" && getQueue() != "transfer")
+    return emitOpError("queue must be \"compute\" or \"transfer\", got \"") << getQueue() << "\"";
+  mlir::Block& body = getBody().front();
+  auto yield = llvm::dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield) return emitOpError("body must end with hexir.yield");
+  if (yield.getValues().getTypes() != getResults().getTypes())
+    return emitOpError("yields ") << yield.getValues().size()
+                                  << " values whose types do not match its tensor results";
+  for (mlir::Operation& op : body.without_terminator()) {
+    if (llvm::isa<DispatchOp, BarrierOp, mlir::tensor::ExpandShapeOp,
+                  mlir::tensor::CollapseShapeOp, mlir::tensor::CastOp>(op))
+      continue;
+    return op.emitOpError("cannot be in a hexir.execute region (only hexir.dispatch, "
+                          "hexir.barrier and tensor reshapes/casts)");
+  }
   return mlir::success();
 }
 

@@ -1,4 +1,5 @@
-// The `hexir` dialect (dispatch regions, executables, dispatches). See HexirOps.td.
+// The `hexir` dialect (dispatch regions, executables, dispatches, execution regions,
+// timepoints). See HexirOps.td.
 #pragma once
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
@@ -11,6 +12,9 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "dialects/hexir/IR/HexirOpsDialect.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialects/hexir/IR/HexirOpsTypes.h.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/hexir/IR/HexirOps.h.inc"

@@ -21,8 +21,8 @@ def Hexir_DispatchRegionOp : Hexir_Op<"dispatch_region", [
 }
 
 def Hexir_YieldOp : Hexir_Op<"yield", [Pure, Terminator, ReturnLike,
-    HasParent<"DispatchRegionOp">]> {
-  let summary = "Yields the results of a dispatch region";
+    ParentOneOf<["DispatchRegionOp", "ExecuteOp"]>]> {
+  let summary = "Yields the results of a dispatch region or an execution region";
   let arguments = (ins Variadic<AnyType>:$values);
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";
 }
@@ -89,6 +89,50 @@ def Hexir_CheckOp : Hexir_Op<"check", []> {
   let assemblyFormat = [{
     $condition `,` $message (`(` $values^ `)` `:` type($values))? attr-dict
   }];
+}
+
+//===-- schedule: execution regions, timepoints, barriers -------------------------------===//
+
+def Hexir_ExecuteOp : Hexir_Op<"execute", [SingleBlock]> {
+  let summary = "One execution region: the dispatches of one recorded command buffer";
+  let description = [{
+    Runs its body's `hexir.dispatch` ops as one command buffer submitted to queue `queue`
+    ("compute" or "transfer") of device `device` (a module device ordinal), after every
+    timepoint of `awaits` is reached. The body may also hold host reshapes (tensor
+    `expand_shape`, `collapse_shape`, `cast`: aliases, no commands) and `hexir.barrier`; it
+    uses values from above and ends with `hexir.yield` of the tensors used after the region.
+    Results: the yielded tensors, then the timepoint the region signals when it completes.
+    A dispatch result that is not yielded (nor aliased by a yielded value) is *transient*:
+    it lives only while the region runs. Without a `hexir.barrier` between them, two
+    dispatches may run concurrently.
+
+    ```mlir
+    %r, %t = hexir.execute on(0, "compute") await(%t0) -> tensor<4xf32> {
+      %a = hexir.dispatch @k(%x) : (tensor<4xf32>) -> tensor<4xf32>
+      hexir.barrier
+      %b = hexir.dispatch @k(%a) : (tensor<4xf32>) -> tensor<4xf32>
+      hexir.yield %b : tensor<4xf32>
+    }
+    ```
+    No memory-effects trait on purpose: a region is submitted work, never erased or merged.
+  }];
+  let arguments = (ins I64Attr:$device, StrAttr:$queue, Variadic<Hexir_TimepointType>:$awaits);
+  let results = (outs Variadic<AnyRankedTensor>:$results, Hexir_TimepointType:$timepoint);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `on` `(` $device `,` $queue `)` (`await` `(` $awaits^ `)`)? (`->` type($results)^)?
+    $body attr-dict
+  }];
+  let extraClassDeclaration = [{
+    /// The terminator of the body.
+    YieldOp getYield();
+  }];
+  let hasVerifier = 1;
+}
+
+def Hexir_BarrierOp : Hexir_Op<"barrier", [HasParent<"ExecuteOp">]> {
+  let summary = "Inside an execution region: every command before completes before any after";
+  let assemblyFormat = "attr-dict";
 }
 
 #endif  // HEXIR_OPS_TD

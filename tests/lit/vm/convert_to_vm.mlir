@@ -1,4 +1,4 @@
-// RUN: hexir-opt %s -split-input-file --hexir-convert-to-vm | FileCheck %s
+// RUN: hexir-opt %s -split-input-file --hexir-form-execution-regions --hexir-schedule-concurrency=mode=serial --hexir-elide-timepoints --hexir-convert-to-vm | FileCheck %s
 
 // Consecutive dispatches form one segment: its command buffer is recorded once into ref
 // global 1 (on the first call: ref.is_null -> record block) with binding-table slots only,

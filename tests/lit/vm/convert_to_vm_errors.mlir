@@ -1,4 +1,4 @@
-// RUN: hexir-opt %s -split-input-file -verify-diagnostics --hexir-convert-to-vm
+// RUN: hexir-opt %s -split-input-file -verify-diagnostics --hexir-form-execution-regions --hexir-convert-to-vm
 
 func.func @insert(%t: tensor<4xf32>, %v: f32) -> tensor<4xf32> {
   %c0 = arith.constant 0 : index

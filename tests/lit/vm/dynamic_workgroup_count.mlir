@@ -1,4 +1,4 @@
-// RUN: hexir-opt %s -split-input-file --hexir-convert-to-vm | FileCheck %s
+// RUN: hexir-opt %s -split-input-file --hexir-form-execution-regions --hexir-schedule-concurrency=mode=serial --hexir-elide-timepoints --hexir-convert-to-vm | FileCheck %s
 
 // A count from the shape: N = 4 * parameter word 0 (the operand's dim 0);
 // tile = max(256, ceil(N / 1056)); count = max(1, ceil(N / tile)), stored after the two

@@ -1,4 +1,4 @@
-// RUN: hexir-opt %s -split-input-file -verify-diagnostics --hexir-convert-to-vm
+// RUN: hexir-opt %s -split-input-file -verify-diagnostics --hexir-form-execution-regions --hexir-schedule-concurrency=mode=serial --hexir-elide-timepoints --hexir-convert-to-vm
 
 // expected-error @+1 {{hexir.workgroup_count_dynamic must be {extent_words = array<i64: words >= 0>, extent_factor >= 0, tile >= 1, 1 <= limit < 2^31}}}
 hexir.executable @k attributes {hexir.workgroup_count_dynamic = {extent_factor = 1 : i64, extent_words = array<i64: 0>, limit = 64 : i64, tile = 0 : i64}} {

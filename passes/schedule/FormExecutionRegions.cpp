@@ -1,0 +1,220 @@
+// hexir-form-execution-regions: each maximal run of dispatches of a block becomes one
+// `hexir.execute` (one recorded command buffer).
+//
+//   %d = tensor.dim %x, %c0              %d = tensor.dim %x, %c0
+//   %a = hexir.dispatch @f(%x) dims(%d)  %c = hexir.check ...
+//   %n = tensor.dim %a, %c0       ==>    %b, %t = hexir.execute on(0, "compute") -> ... {
+//   hexir.check ... (%n)                   %a = hexir.dispatch @f(%x) dims(%d)
+//   %b = hexir.dispatch @g(%a) dims(%n)      %b = hexir.dispatch @g(%a) dims(%d)
+//   %v = tensor.extract %b[...]              hexir.yield %b
+//                                          }
+//                                          %v = tensor.extract %b[...]
+//
+// A run is a sequence of ops that keep a command buffer open: dispatches, host reshapes
+// (aliases) and host ops that only compute host values (checks, dims, arith, empties). Any
+// other op (a call, a host read, a branch, a return) ends it. Host ops stay outside the
+// region, before it: they run on the host before the region is submitted. A `tensor.dim` of
+// a value the region produces is first resolved to the host value that sized it (a
+// dispatch's `dims` operand, a reshape's output size, a constant); a host op that still
+// reads a region value closes the region before it. Values used only inside the region are
+// not yielded: transients.
+//
+// A region awaits the timepoints of the regions producing the tensors it reads, and of the
+// earlier regions reading a buffer it updates in place (write after read).
+#include "dialects/hexir/IR/HexirOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Dominance.h"
+#include "passes/Passes.h"
+#include "passes/schedule/Buffers.h"
+
+namespace hexir {
+#define GEN_PASS_DEF_FORMEXECUTIONREGIONS
+#include "passes/Passes.h.inc"
+
+namespace {
+using namespace mlir;
+
+bool isHostValueOp(Operation& op) {
+  return isa<CheckOp, tensor::DimOp, tensor::EmptyOp>(op) ||
+         (op.getDialect() && op.getDialect()->getNamespace() == "arith");
+}
+
+bool keepsRegionOpen(Operation& op) {
+  return isa<DispatchOp>(op) || schedule::IsAlias(&op) || isHostValueOp(op);
+}
+
+// The host value of dimension `index` of `v` computed without `v` itself, or null.
+Value resolveDim(OpBuilder& b, Location loc, Value v, int64_t index) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (!type.isDynamicDim(index))
+    return arith::ConstantIndexOp::create(b, loc, type.getDimSize(index));
+  Operation* def = v.getDefiningOp();
+  if (auto dispatch = dyn_cast_or_null<DispatchOp>(def)) {
+    unsigned resultNumber = cast<OpResult>(v).getResultNumber();
+    int64_t tied = schedule::TiedOperandOf(dispatch, resultNumber);
+    if (tied >= 0) return resolveDim(b, loc, dispatch.getArgs()[tied], index);
+    int64_t position = 0;
+    for (Value r : dispatch.getResults().take_front(resultNumber))
+      position += cast<RankedTensorType>(r.getType()).getNumDynamicDims();
+    for (int64_t i = 0; i < index; ++i) position += type.isDynamicDim(i) ? 1 : 0;
+    return dispatch.getResultDims()[position];
+  }
+  if (auto expand = dyn_cast_or_null<tensor::ExpandShapeOp>(def))
+    return getValueOrCreateConstantIndexOp(b, loc, expand.getMixedOutputShape()[index]);
+  if (auto cast = dyn_cast_or_null<tensor::CastOp>(def)) return resolveDim(b, loc, cast.getSource(), index);
+  if (auto collapse = dyn_cast_or_null<tensor::CollapseShapeOp>(def)) {
+    Value size;
+    for (int64_t d : collapse.getReassociationIndices()[index]) {
+      Value part = resolveDim(b, loc, collapse.getSrc(), d);
+      if (!part) return Value();
+      size = size ? arith::MulIOp::create(b, loc, size, part) : part;
+    }
+    return size;
+  }
+  return Value();
+}
+
+class RegionBuilder {
+ public:
+  explicit RegionBuilder(DominanceInfo& dominance) : dominance(dominance) {}
+
+  void formInBlock(Block& block) {
+    SmallVector<Operation*> members;
+    DenseSet<Operation*> memberSet;
+    auto close = [&]() {
+      if (llvm::any_of(members, [](Operation* op) { return isa<DispatchOp>(op); }))
+        wrap(members);
+      members.clear();
+      memberSet.clear();
+    };
+    for (Operation& op : llvm::make_early_inc_range(block)) {
+      if (!keepsRegionOpen(op)) {
+        close();
+        continue;
+      }
+      if (auto dim = dyn_cast<tensor::DimOp>(op))
+        if (foldDimOfMember(dim, memberSet)) continue;
+      bool readsMember = llvm::any_of(op.getOperands(), [&](Value v) {
+        return v.getDefiningOp() && memberSet.contains(v.getDefiningOp());
+      });
+      if (isHostValueOp(op)) {
+        if (readsMember) close();
+        continue;
+      }
+      // Reshapes of host values are host ops too; reshapes of region values alias inside it.
+      if (schedule::IsAlias(&op) && !readsMember) continue;
+      members.push_back(&op);
+      memberSet.insert(&op);
+    }
+    close();
+  }
+
+ private:
+  // Replaces a dim of a member by the host value that sized it; true when erased.
+  static bool foldDimOfMember(tensor::DimOp dim, const DenseSet<Operation*>& memberSet) {
+    Operation* def = dim.getSource().getDefiningOp();
+    std::optional<int64_t> index = dim.getConstantIndex();
+    if (!def || !memberSet.contains(def) || !index) return false;
+    OpBuilder b(dim);
+    Value size = resolveDim(b, dim.getLoc(), dim.getSource(), *index);
+    if (!size) return false;
+    dim.replaceAllUsesWith(size);
+    dim.erase();
+    return true;
+  }
+
+  // Moves `members` (in order) into a new hexir.execute placed after the last of them.
+  void wrap(ArrayRef<Operation*> members) {
+    DenseSet<Operation*> memberSet(members.begin(), members.end());
+    SmallVector<Value> yielded;
+    for (Operation* op : members)
+      for (Value r : op->getResults())
+        if (llvm::any_of(r.getUsers(), [&](Operation* u) { return !memberSet.contains(u); }))
+          yielded.push_back(r);
+    SmallVector<Value> awaits = awaitedTimepoints(members, memberSet);
+
+    Operation* last = members.back();
+    OpBuilder b(last->getContext());
+    b.setInsertionPointAfter(last);
+    Location loc = members.front()->getLoc();
+    auto execute = ExecuteOp::create(b, loc, ValueRange(yielded).getTypes(),
+                                     TimepointType::get(b.getContext()), b.getI64IntegerAttr(0),
+                                     b.getStringAttr("compute"), awaits);
+    Block* body = b.createBlock(&execute.getBody());
+    for (Operation* op : members) op->moveBefore(body, body->end());
+    b.setInsertionPointToEnd(body);
+    YieldOp::create(b, loc, yielded);
+    for (auto [value, result] : llvm::zip(yielded, execute.getResults()))
+      value.replaceUsesWithIf(result, [&](OpOperand& use) {
+        return !execute->isProperAncestor(use.getOwner());
+      });
+  }
+
+  // Timepoints of the regions defining what the members read, and of earlier regions reading
+  // a buffer a member updates in place; in first-use order, without repeats.
+  SmallVector<Value> awaitedTimepoints(ArrayRef<Operation*> members,
+                                       const DenseSet<Operation*>& memberSet) {
+    SetVector<Value> awaits;
+    auto awaitProducer = [&](Value v) {
+      if (auto producer = v.getDefiningOp<ExecuteOp>()) awaits.insert(producer.getTimepoint());
+    };
+    for (Operation* op : members) {
+      for (Value v : op->getOperands())
+        if (!v.getDefiningOp() || !memberSet.contains(v.getDefiningOp())) awaitProducer(v);
+      auto dispatch = dyn_cast<DispatchOp>(op);
+      if (!dispatch) continue;
+      for (unsigned r = 0; r < dispatch->getNumResults(); ++r) {
+        int64_t tied = schedule::TiedOperandOf(dispatch, r);
+        if (tied < 0) continue;
+        Value root = schedule::BufferRoot(dispatch.getArgs()[tied]);
+        if (root.getDefiningOp() && memberSet.contains(root.getDefiningOp())) continue;
+        for (Operation* reader : readersOf(root))
+          if (auto earlier = reader->getParentOfType<ExecuteOp>())
+            if (dominance.properlyDominates(earlier.getOperation(), members.front()))
+              awaits.insert(earlier.getTimepoint());
+      }
+    }
+    return awaits.takeVector();
+  }
+
+  // Every op reading `root`'s buffer through aliases (not through in-place results, which
+  // the region's own SSA chain orders).
+  static SmallVector<Operation*> readersOf(Value root) {
+    SmallVector<Operation*> readers;
+    SmallVector<Value> worklist = {root};
+    while (!worklist.empty()) {
+      Value v = worklist.pop_back_val();
+      for (Operation* user : v.getUsers()) {
+        readers.push_back(user);
+        if (schedule::IsAlias(user)) worklist.push_back(user->getResult(0));
+        if (auto execute = dyn_cast<YieldOp>(user))
+          if (auto parent = dyn_cast<ExecuteOp>(execute->getParentOp()))
+            for (auto [i, y] : llvm::enumerate(execute.getValues()))
+              if (y == v) worklist.push_back(parent.getResults()[i]);
+      }
+    }
+    return readers;
+  }
+
+  DominanceInfo& dominance;
+};
+
+class FormExecutionRegions : public impl::FormExecutionRegionsBase<FormExecutionRegions> {
+ public:
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal()) continue;
+      DominanceInfo dominance(func);
+      RegionBuilder builder(dominance);
+      SmallVector<Block*> blocks;
+      func->walk([&](Block* block) { blocks.push_back(block); });
+      for (Block* block : blocks) builder.formInBlock(*block);
+    }
+  }
+};
+
+}  // namespace
+}  // namespace hexir

@@ -1,0 +1,171 @@
+// hexir-schedule-concurrency{mode=waves|serial}: orders the dispatches of each execution
+// region and puts `hexir.barrier` only where a dependence crosses it.
+//
+//   waves: a = f(x); b = g(x); c = h(a, b)   ==>   a = f(x); b = g(x); barrier; c = h(a, b)
+//   serial: a barrier between every pair     ==>   a = f(x); barrier; b = g(x); barrier; c = ...
+//
+// Dependences inside a region come from buffers: a dispatch depends on the dispatch that
+// wrote each buffer it reads (SSA def-use, through alias reshapes and in-place results), and
+// a dispatch that updates a buffer in place (`hexir.tied_operands`) also depends on every
+// earlier dispatch reading that buffer (write after read). The *wave* of a dispatch is one
+// more than the latest wave it depends on; a barrier separates consecutive waves, so the
+// dispatches of one wave may run concurrently (CUDA graph branches).
+//
+// Latency-hiding order: a dispatch off the critical path (its latest feasible wave, given
+// its consumers and the region's wave count, is later than its earliest) is placed in that
+// latest wave when a larger dispatch on the critical path starts in its earliest wave: the
+// larger one then does not share its wave with work that could wait. Cost = element count of
+// the results (a dynamic dim counts as kDynamicExtent); transfers and collectives, when
+// regions hold them, count as the largest so they are issued first. Within a wave the larger
+// dispatches come first. Reshapes follow their source. Re-running the pass recomputes the
+// barriers.
+#include "dialects/hexir/IR/HexirOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "passes/Passes.h"
+#include "passes/schedule/Buffers.h"
+
+namespace hexir {
+#define GEN_PASS_DEF_SCHEDULECONCURRENCY
+#include "passes/Passes.h.inc"
+
+namespace {
+using namespace mlir;
+
+// The extent assumed for a dynamic dimension when comparing costs.
+constexpr int64_t kDynamicExtent = 1024;
+
+int64_t costOf(DispatchOp d) {
+  int64_t elements = 0;
+  for (Type t : d.getResultTypes()) {
+    auto tensor = cast<RankedTensorType>(t);
+    int64_t n = 1;
+    for (int64_t extent : tensor.getShape()) n *= ShapedType::isDynamic(extent) ? kDynamicExtent : extent;
+    elements += n;
+  }
+  return elements;
+}
+
+struct RegionSchedule {
+  SmallVector<DispatchOp> dispatches;           // body order
+  SmallVector<SmallVector<unsigned>> deps;      // indices of earlier dispatches
+  SmallVector<int64_t> wave;
+};
+
+// The dispatch of the region writing `v`'s contents (through aliases), or -1.
+int64_t writerOf(Value v, const DenseMap<Operation*, unsigned>& index) {
+  while (Operation* def = v.getDefiningOp()) {
+    if (schedule::IsAlias(def)) {
+      v = def->getOperand(0);
+      continue;
+    }
+    auto it = index.find(def);
+    return it == index.end() ? -1 : int64_t(it->second);
+  }
+  return -1;
+}
+
+RegionSchedule dependences(ExecuteOp execute) {
+  RegionSchedule s;
+  DenseMap<Operation*, unsigned> index;
+  for (auto d : execute.getBody().front().getOps<DispatchOp>()) {
+    index[d] = s.dispatches.size();
+    s.dispatches.push_back(d);
+  }
+  s.deps.resize(s.dispatches.size());
+  for (auto [i, d] : llvm::enumerate(s.dispatches)) {
+    SetVector<unsigned> deps;
+    for (Value v : d.getArgs())
+      if (isa<RankedTensorType>(v.getType()))
+        if (int64_t w = writerOf(v, index); w >= 0) deps.insert(w);
+    for (unsigned r = 0; r < d->getNumResults(); ++r) {
+      int64_t tied = schedule::TiedOperandOf(d, r);
+      if (tied < 0) continue;
+      Value root = schedule::BufferRoot(d.getArgs()[tied]);
+      for (unsigned e = 0; e < i; ++e)
+        for (Value v : s.dispatches[e].getArgs())
+          if (isa<RankedTensorType>(v.getType()) && schedule::BufferRoot(v) == root) deps.insert(e);
+    }
+    s.deps[i] = deps.takeVector();
+  }
+  return s;
+}
+
+void placeInWaves(RegionSchedule& s) {
+  size_t n = s.dispatches.size();
+  SmallVector<int64_t> asap(n, 0), alap(n, 0), cost(n);
+  int64_t depth = 0;
+  for (size_t i = 0; i < n; ++i) {
+    for (unsigned d : s.deps[i]) asap[i] = std::max(asap[i], asap[d] + 1);
+    depth = std::max(depth, asap[i]);
+    cost[i] = costOf(s.dispatches[i]);
+  }
+  for (size_t i = 0; i < n; ++i) alap[i] = depth;
+  for (size_t i = n; i-- > 0;)
+    for (unsigned d : s.deps[i]) alap[d] = std::min(alap[d], alap[i] - 1);
+  // The largest critical-path cost starting in each wave.
+  SmallVector<int64_t> criticalCost(depth + 1, 0);
+  for (size_t i = 0; i < n; ++i)
+    if (asap[i] == alap[i]) criticalCost[asap[i]] = std::max(criticalCost[asap[i]], cost[i]);
+  s.wave.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t earliest = 0;
+    for (unsigned d : s.deps[i]) earliest = std::max(earliest, s.wave[d] + 1);
+    bool defer = alap[i] > earliest && cost[i] < criticalCost[earliest];
+    s.wave[i] = defer ? alap[i] : earliest;
+  }
+}
+
+void rebuildBody(ExecuteOp execute, const RegionSchedule& s, bool serial) {
+  Block& body = execute.getBody().front();
+  for (auto barrier : llvm::make_early_inc_range(body.getOps<BarrierOp>())) barrier.erase();
+  SmallVector<unsigned> order(s.dispatches.size());
+  for (unsigned i = 0; i < order.size(); ++i) order[i] = i;
+  if (!serial)
+    llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+      if (s.wave[a] != s.wave[b]) return s.wave[a] < s.wave[b];
+      return costOf(s.dispatches[a]) > costOf(s.dispatches[b]);
+    });
+  SmallVector<Operation*> aliases;
+  for (Operation& op : body)
+    if (schedule::IsAlias(&op)) aliases.push_back(&op);
+
+  OpBuilder b(execute.getContext());
+  Operation* terminator = body.getTerminator();
+  for (auto [position, i] : llvm::enumerate(order)) {
+    DispatchOp d = s.dispatches[i];
+    bool newWave = serial ? position > 0 : position > 0 && s.wave[i] != s.wave[order[position - 1]];
+    if (newWave) {
+      b.setInsertionPoint(terminator);
+      BarrierOp::create(b, d.getLoc());
+    }
+    d->moveBefore(terminator);
+  }
+  for (Operation* alias : aliases) {
+    Operation* source = alias->getOperand(0).getDefiningOp();
+    if (source && source->getBlock() == &body)
+      alias->moveAfter(source);
+    else
+      alias->moveBefore(&body.front());
+  }
+}
+
+class ScheduleConcurrency : public impl::ScheduleConcurrencyBase<ScheduleConcurrency> {
+ public:
+  using ScheduleConcurrencyBase::ScheduleConcurrencyBase;
+
+  void runOnOperation() override {
+    if (mode != "waves" && mode != "serial") {
+      getOperation().emitError() << "hexir-schedule-concurrency: unknown mode '" << mode
+                                 << "' (expected waves or serial)";
+      return signalPassFailure();
+    }
+    getOperation().walk([&](ExecuteOp execute) {
+      RegionSchedule s = dependences(execute);
+      if (mode == "waves") placeInWaves(s);
+      rebuildBody(execute, s, mode == "serial");
+    });
+  }
+};
+
+}  // namespace
+}  // namespace hexir

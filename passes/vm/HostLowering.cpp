@@ -1,0 +1,202 @@
+// HostLowering: the function frame (signature, blocks, arguments, views) and the table that
+// maps each host op to its lowering. See HostLowering.h for the file map.
+#include "passes/vm/HostLowering.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+#include "passes/vm/HalImports.h"
+
+namespace hexir::vm_lowering {
+namespace {
+
+std::string typeString(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return s;
+}
+
+std::string joinTypes(TypeRange types) {
+  std::string s;
+  for (auto [i, t] : llvm::enumerate(types)) s += (i ? ";" : "") + typeString(t);
+  return s;
+}
+
+}  // namespace
+
+LogicalResult HostLowering::run() {
+  SmallVector<Type> argTypes, resultTypes;
+  for (Type t : func.getArgumentTypes()) {
+    Type vt = vmType(t);
+    if (!vt) return func.emitError() << "unsupported argument type " << t << " for target 'cpu'";
+    argTypes.push_back(vt);
+  }
+  for (Type t : func.getResultTypes()) {
+    Type vt = vmType(t);
+    if (!vt) return func.emitError() << "unsupported result type " << t << " for target 'cpu'";
+    resultTypes.push_back(vt);
+  }
+  b.setInsertionPoint(func);
+  vmFunc = func::FuncOp::create(b, func.getLoc(), func.getName(),
+                                b.getFunctionType(argTypes, resultTypes));
+  vmFunc.setVisibility(func.getVisibility());
+  vmFunc->setAttr("hexir_vm.abi_args", b.getStringAttr(joinTypes(func.getArgumentTypes())));
+  vmFunc->setAttr("hexir_vm.abi_results", b.getStringAttr(joinTypes(func.getResultTypes())));
+  if (failed(lowerBody())) {
+    vmFunc.erase();
+    return failure();
+  }
+  func.erase();
+  return success();
+}
+
+Type HostLowering::vmType(Type t) {
+  if (isa<RankedTensorType>(t)) return ref;
+  if (isa<FloatType>(t) && (t.isF32() || t.isF64())) return b.getF64Type();
+  if (t.isIndex() || t.isInteger(64) || t.isInteger(32) || t.isInteger(1) || t.isInteger(8) ||
+      t.isInteger(16))
+    return b.getI64Type();
+  return nullptr;
+}
+
+Value HostLowering::byteSize(RankedTensorType t, ArrayRef<Value> dims) {
+  int64_t constant = elementSize(t);
+  Value size;
+  for (auto [i, d] : llvm::enumerate(t.getShape())) {
+    if (!ShapedType::isDynamic(d)) {
+      constant *= d;
+      continue;
+    }
+    size = size ? instI("mul.i64", {size, dims[i]}) : dims[i];
+  }
+  return size ? instI("mul.i64", {size, i64(constant)}) : i64(constant);
+}
+
+// The VM values a host value becomes on a block edge / in a call: tensors are their
+// buffer and dynamic dims, scalars themselves.
+LogicalResult HostLowering::flatten(Operation* op, Value v, SmallVectorImpl<Value>& out) {
+  if (auto t = dyn_cast<RankedTensorType>(v.getType())) {
+    auto it = tensors.find(v);
+    if (it == tensors.end()) return op->emitError("tensor has no buffer on the host");
+    out.push_back(it->second.buffer);
+    for (auto [i, d] : llvm::enumerate(t.getShape()))
+      if (ShapedType::isDynamic(d)) out.push_back(it->second.dims[i]);
+    return success();
+  }
+  Value s = scalars.lookup(v);
+  if (!s) return op->emitError("scalar has no host value");
+  out.push_back(s);
+  return success();
+}
+// Binds block arguments of `vmBlock` created for `block`'s arguments.
+void HostLowering::addBlockArguments(Block* block, Block* vmBlock) {
+  for (BlockArgument a : block->getArguments()) {
+    if (auto t = dyn_cast<RankedTensorType>(a.getType())) {
+      HostTensor h;
+      h.buffer = vmBlock->addArgument(ref, a.getLoc());
+      for (int64_t d : t.getShape())
+        h.dims.push_back(ShapedType::isDynamic(d) ? vmBlock->addArgument(b.getI64Type(), a.getLoc())
+                                                  : Value());
+      pendingStaticDims.push_back(a);
+      tensors[a] = h;
+    } else {
+      scalars[a] = vmBlock->addArgument(vmType(a.getType()), a.getLoc());
+    }
+  }
+}
+// Static dims of block-argument tensors are materialized at the start of their block.
+void HostLowering::materializeStaticDims() {
+  for (Value a : pendingStaticDims) {
+    auto t = cast<RankedTensorType>(a.getType());
+    for (auto [i, d] : llvm::enumerate(t.getShape()))
+      if (!ShapedType::isDynamic(d)) tensors[a].dims[i] = i64(d);
+  }
+  pendingStaticDims.clear();
+}
+
+// ---- function body ----
+LogicalResult HostLowering::lowerBody() {
+  Region& region = func.getBody();
+  for (Block& block : region) {
+    Block* vmBlock = new Block();
+    vmFunc.getBody().push_back(vmBlock);
+    blocks[&block] = vmBlock;
+  }
+  Block* entry = blocks[&region.front()];
+  b.setInsertionPointToStart(entry);
+  loc = func.getLoc();
+  device = hal_import::DeviceDefault(b, loc);
+  for (auto [i, arg] : llvm::enumerate(region.front().getArguments())) {
+    Value vmArg = entry->addArgument(vmType(arg.getType()), arg.getLoc());
+    auto tensor = dyn_cast<RankedTensorType>(arg.getType());
+    if (!tensor) {
+      scalars[arg] = vmArg;
+      continue;
+    }
+    tensors[arg] = importView(vmArg, tensor, static_cast<int64_t>(i), /*check=*/true);
+  }
+  for (Block& block : region) {
+    cur = blocks[&block];
+    if (&block != &region.front()) {
+      b.setInsertionPointToStart(cur);
+      addBlockArguments(&block, cur);
+      materializeStaticDims();
+    }
+    b.setInsertionPointToEnd(cur);
+    for (Operation& op : block)
+      if (failed(lowerOp(op))) return failure();
+  }
+  return success();
+}
+
+// Unwraps a view: buffer and dims (asserted when `check`, index = argument index).
+HostTensor HostLowering::importView(Value view, RankedTensorType tensor, int64_t index, bool check) {
+  HostTensor h;
+  h.view = check ? view : Value();
+  if (check) {
+    Value argument = i64(index);
+    Value type = i64(elementTypeCode(tensor.getElementType()));
+    SmallVector<Value> dims;
+    for (int64_t d : tensor.getShape()) dims.push_back(i64(ShapedType::isDynamic(d) ? -1 : d));
+    hal_import::BufferViewAssert(b, loc, view, argument, type, dims);
+  }
+  h.buffer = hal_import::BufferViewBuffer(b, loc, view);
+  for (auto [i, d] : llvm::enumerate(tensor.getShape()))
+    h.dims.push_back(ShapedType::isDynamic(d)
+                         ? hal_import::BufferViewDim(b, loc, view, i64(i))
+                         : i64(d));
+  return h;
+}
+
+Value HostLowering::exportView(const HostTensor& h, RankedTensorType t) {
+  if (h.view) return h.view;
+  return hal_import::BufferViewCreate(b, loc, h.buffer, i64(elementTypeCode(t.getElementType())), h.dims);
+}
+
+LogicalResult HostLowering::lowerOp(Operation& op) {
+  loc = op.getLoc();
+  return llvm::TypeSwitch<Operation*, LogicalResult>(&op)
+      .Case<arith::ConstantOp>([&](auto c) { return lowerConstant(c); })
+      .Case<ExecuteOp>([&](auto e) { return lowerExecute(e); })
+      .Case<DispatchOp>([&](auto d) {
+        return d.emitError("hexir.dispatch outside a hexir.execute region (run "
+                           "hexir-form-execution-regions first)");
+      })
+      .Case<tensor::ExpandShapeOp, tensor::CollapseShapeOp>([&](auto r) { return lowerReshape(r); })
+      .Case<tensor::CastOp>([&](auto c) { return lowerCast(c); })
+      .Case<CheckOp>([&](auto c) { return lowerCheck(c); })
+      .Case<tensor::EmptyOp>([&](auto e) { return lowerEmpty(e); })
+      .Case<tensor::DimOp>([&](auto d) { return lowerDim(d); })
+      .Case<tensor::ExtractOp>([&](auto e) { return lowerExtract(e); })
+      .Case<func::CallOp>([&](auto c) { return lowerCall(c); })
+      .Case<cf::BranchOp>([&](auto br) { return lowerBranch(br); })
+      .Case<cf::CondBranchOp>([&](auto br) { return lowerCondBranch(br); })
+      .Case<func::ReturnOp>([&](auto r) { return lowerReturn(r); })
+      .Default([&](Operation* o) -> LogicalResult {
+        if (o->getDialect() && o->getDialect()->getNamespace() == "arith")
+          return lowerScalarArith(o);
+        return o->emitError() << "unsupported op '" << o->getName()
+                              << "' in a host function for target 'cpu'";
+      });
+}
+
+}  // namespace hexir::vm_lowering

@@ -1,0 +1,145 @@
+// The state shared by the parts of hexir-convert-to-vm (ConvertToVM.cpp is the pass driver).
+//
+// One HostLowering lowers one host function (func.func on tensors and scalars, control flow
+// in `cf` form, dispatches inside `hexir.execute` regions) to a func.func of hexir_vm ops.
+// Its methods are grouped by concern, one file each:
+//   HostLowering.cpp          function signature, blocks, arguments, the op -> lowering table
+//   LowerScalarArith.cpp      host arith on scalars -> VM instructions
+//   LowerTensors.cpp          constants, empties, reshapes/casts (aliases), checks, dims, reads
+//   LowerExecutionRegions.cpp hexir.execute -> allocations, parameter buffers, the memoized
+//                             command buffer (record once, replay), timepoints -> semaphores
+//   LowerControlFlow.cpp      calls, branches, returns
+// Tensors are (buffer ref, dims as i64 registers); scalars are i64/f64 registers.
+// Not thread-safe: one instance per function, used once.
+#pragma once
+
+#include "dialects/hexir/IR/HexirOps.h"
+#include "dialects/vm/IR/VMOps.h"
+#include "hal/element_type.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "passes/ElementTypeCode.h"
+#include "passes/vm/DispatchRecording.h"
+
+namespace hexir::vm_lowering {
+using namespace mlir;
+
+// State shared by every function of the module: globals and the initializer's body.
+struct ModuleState {
+  explicit ModuleState(ModuleOp module) : module(module) {}
+  ModuleOp module;
+  llvm::StringMap<int64_t> executableOrdinals;
+  int64_t refGlobals = 0;
+  // Constants: uploaded once by the initializer into ref globals.
+  SmallVector<std::pair<DenseElementsAttr, int64_t>> constants;
+};
+
+// A host tensor: its buffer and its dims (i64 registers; constants for static dims).
+struct HostTensor {
+  Value buffer;
+  SmallVector<Value> dims;
+  Value view;  // the argument view it came from, if any (returned as is)
+};
+
+// A dispatch of the execution region being lowered, in recording order.
+struct PendingDispatch {
+  DispatchOp op;
+  SmallVector<Value> bindings;  // buffers, params buffer last
+  bool barrierBefore = false;   // a hexir.barrier precedes it in the region
+  std::optional<int64_t> countOffset;  // indirect: the count's byte offset in the params buffer
+};
+
+// A timepoint after lowering: the semaphore the region signals and the value it reaches.
+struct LoweredTimepoint {
+  Value semaphore;
+  Value value;
+};
+
+// The module initializer: uploads every constant once into its ref global.
+void BuildInitializer(ModuleState& state);
+
+class HostLowering {
+ public:
+  HostLowering(func::FuncOp func, ModuleState& state)
+      : func(func), state(state), ctx(func.getContext()), b(func), ref(vmir::RefType::get(ctx)) {}
+
+  // Replaces `func` by its VM form; on failure (a diagnostic at the offending op) leaves it.
+  LogicalResult run();
+
+ private:
+  // ---- helpers (HostLowering.cpp) ----
+  Type vmType(Type t);
+  Value i64(int64_t v) {
+    return vmir::ConstI64Op::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(v));
+  }
+  Value inst(StringRef mnemonic, ValueRange operands, Type result) {
+    return vmir::InstOp::create(b, loc, TypeRange{result}, b.getStringAttr(mnemonic), operands)
+        .getResult(0);
+  }
+  Value instI(StringRef mnemonic, ValueRange operands) { return inst(mnemonic, operands, b.getI64Type()); }
+  Value null() { return vmir::NullRefOp::create(b, loc, ref); }
+  int64_t elementSize(RankedTensorType t) {
+    return hal::ElementTypeByteSize(elementTypeCode(t.getElementType()));
+  }
+  Value byteSize(RankedTensorType t, ArrayRef<Value> dims);
+  LogicalResult flatten(Operation* op, Value v, SmallVectorImpl<Value>& out);
+  void addBlockArguments(Block* block, Block* vmBlock);
+  void materializeStaticDims();
+  LogicalResult lowerBody();
+  HostTensor importView(Value view, RankedTensorType tensor, int64_t index, bool check);
+  Value exportView(const HostTensor& h, RankedTensorType t);
+  LogicalResult lowerOp(Operation& op);
+
+  // ---- tensors (LowerTensors.cpp) ----
+  LogicalResult lowerConstant(arith::ConstantOp c);
+  LogicalResult lowerEmpty(tensor::EmptyOp e);
+  LogicalResult lowerReshape(Operation* op);
+  LogicalResult lowerCast(tensor::CastOp c);
+  LogicalResult lowerCheck(CheckOp c);
+  LogicalResult lowerDim(tensor::DimOp d);
+  LogicalResult lowerExtract(tensor::ExtractOp e);
+
+  // ---- execution regions (LowerExecutionRegions.cpp) ----
+  LogicalResult lowerExecute(ExecuteOp e);
+  FailureOr<Value> paramWord(DispatchOp d, Value v);
+  LogicalResult lowerDispatch(DispatchOp d, const DenseSet<Value>& yieldedRoots);
+  Value lookupExecutable(const PendingDispatch& p, llvm::StringMap<Value>& executables);
+  void recordDispatch(Value cb, const PendingDispatch& p, Value exe,
+                      const DenseMap<Value, int64_t>& slotOf);
+  void emitRegion(ExecuteOp e);
+
+  // ---- calls and control flow (LowerControlFlow.cpp) ----
+  LogicalResult lowerCall(func::CallOp c);
+  LogicalResult edgeOperands(Operation* op, ValueRange operands, SmallVectorImpl<Value>& out);
+  LogicalResult lowerBranch(cf::BranchOp br);
+  LogicalResult lowerCondBranch(cf::CondBranchOp br);
+  LogicalResult lowerReturn(func::ReturnOp r);
+
+  // ---- host scalar arithmetic (LowerScalarArith.cpp) ----
+  LogicalResult lowerScalarArith(Operation* op);
+  Value roundedDivSI(Value a, Value d, bool ceil);
+  Value lowerCmpI(arith::CmpIPredicate p, Value l, Value r);
+  Value lowerCmpF(arith::CmpFPredicate p, Value l, Value r);
+
+  func::FuncOp func, vmFunc;
+  ModuleState& state;
+  MLIRContext* ctx;
+  OpBuilder b;
+  Type ref;
+  Location loc = UnknownLoc::get(ctx);
+  Value device;
+  Block* cur = nullptr;
+  DenseMap<Block*, Block*> blocks;
+  DenseMap<Value, HostTensor> tensors;
+  DenseMap<Value, Value> scalars;
+  DenseMap<Value, LoweredTimepoint> timepoints;
+  SmallVector<Value> pendingStaticDims;
+  // The execution region being lowered.
+  SmallVector<PendingDispatch> pending;
+  SmallVector<std::pair<SmallVector<Value>, Value>> regionParams;
+  WorkgroupCounts workgroupCounts;  // dynamic counts emitted for this region (shared words)
+};
+
+}  // namespace hexir::vm_lowering

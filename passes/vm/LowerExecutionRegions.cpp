@@ -1,0 +1,253 @@
+// Lowering of hexir.execute: each execution region becomes its host work (result buffers:
+// `hal.device.queue.alloca`, transients in ref globals through `hal.device.transient`; one
+// parameter buffer per distinct parameter list) and one memoized command buffer in a ref
+// global: recorded on the region's first execution in a context (`global.load.ref G;
+// ref.is_null; cond_br` to the record block), then submitted with `queue.execute_bound` and
+// this execution's buffers. Nothing a recording contains depends on a call: bindings are
+// binding-table slots, dynamic dims and scalars travel in the parameter buffer, workgroup
+// counts are static. Barriers are recorded exactly where the region has `hexir.barrier`.
+// Timepoints still awaited after hexir-elide-timepoints become timeline semaphores.
+#include "passes/vm/HostLowering.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+#include "passes/dispatch/InPlaceUpdates.h"
+#include "passes/schedule/Buffers.h"
+#include "passes/vm/HalImports.h"
+
+namespace hexir::vm_lowering {
+
+// Scalar kernel operands as i64 parameter words (f32 as its bits, low 32).
+FailureOr<Value> HostLowering::paramWord(DispatchOp d, Value v) {
+  Value s = scalars.lookup(v);
+  if (!s) return d.emitError("scalar dispatch operand has no host value");
+  Type t = v.getType();
+  if (t.isF32()) return inst("trunc.f64.f32", {s}, b.getI64Type());
+  if (t.isF64()) return d.emitError("unsupported f64 scalar dispatch operand for target 'cpu'");
+  return s;
+}
+
+// Allocates the dispatch's results and writes its parameter buffer (host work done before
+// the region is submitted) and queues it for recording.
+LogicalResult HostLowering::lowerDispatch(DispatchOp d, const DenseSet<Value>& yieldedRoots) {
+  StringRef name = d.getExecutable();
+  if (!state.executableOrdinals.count(name)) return d.emitError("unknown executable ") << name;
+  auto exe = SymbolTable::lookupNearestSymbolFrom<ExecutableOp>(d, d.getExecutableAttr());
+  if (!exe) return d.emitError("unknown executable ") << name;
+
+  PendingDispatch p;
+  p.op = d;
+  SmallVector<Value> params;  // kernel argument order: tensors' dyn dims, results', scalars
+  SmallVector<Value> scalarOperands;
+  for (Value operand : d.getArgs()) {
+    auto t = dyn_cast<RankedTensorType>(operand.getType());
+    if (!t) {
+      scalarOperands.push_back(operand);
+      continue;
+    }
+    auto it = tensors.find(operand);
+    if (it == tensors.end()) return d.emitError("tensor operand has no buffer");
+    p.bindings.push_back(it->second.buffer);
+    for (auto [i, dim] : llvm::enumerate(t.getShape()))
+      if (ShapedType::isDynamic(dim)) params.push_back(it->second.dims[i]);
+  }
+  unsigned nextDim = 0;
+  auto tied = d->getAttrOfType<DenseI64ArrayAttr>(kTiedOperandsAttr);
+  for (auto [ri, result] : llvm::enumerate(d.getResults())) {
+    auto t = cast<RankedTensorType>(result.getType());
+    if (tied && tied[ri] >= 0) {
+      // Written in place into the operand's buffer: same buffer, same dims; bound twice
+      // (operand and output), which the region's slot list turns into one slot.
+      HostTensor h = tensors.lookup(d.getArgs()[tied[ri]]);
+      if (!h.buffer) return d.emitError("in-place update of a tensor without a buffer");
+      for (int64_t dim : t.getShape())
+        if (ShapedType::isDynamic(dim)) ++nextDim;
+      h.view = Value();
+      tensors[result] = h;
+      p.bindings.push_back(h.buffer);
+      for (auto [i, dim] : llvm::enumerate(t.getShape()))
+        if (ShapedType::isDynamic(dim)) params.push_back(h.dims[i]);
+      continue;
+    }
+    HostTensor h;
+    for (int64_t dim : t.getShape()) {
+      if (!ShapedType::isDynamic(dim)) {
+        h.dims.push_back(i64(dim));
+        continue;
+      }
+      Value size = scalars.lookup(d.getResultDims()[nextDim++]);
+      if (!size) return d.emitError("result dim has no host value");
+      h.dims.push_back(size);
+      params.push_back(size);
+    }
+    Value bytes = byteSize(t, h.dims);
+    if (!yieldedRoots.contains(result)) {
+      // Transient (not yielded, nor aliased by a yielded value): kept in a ref global and
+      // reused by every execution of the region (the queue is in order): no allocation per
+      // execution, and the recorded binding does not change.
+      int64_t global = state.refGlobals++;
+      Value held = vmir::GlobalLoadRefOp::create(b, loc, ref, b.getI64IntegerAttr(global));
+      h.buffer = hal_import::DeviceTransient(b, loc, device, held, bytes);
+      vmir::GlobalStoreRefOp::create(b, loc, h.buffer, b.getI64IntegerAttr(global));
+    } else {
+      // Kernels write every element of their results: no zero fill (a pass over the
+      // memory on the CPU, a memset node on CUDA), stream-ordered, no submission.
+      Value none = null();
+      h.buffer = hal_import::QueueAlloca(b, loc, device, none, i64(0), none, i64(0), bytes);
+    }
+    tensors[result] = h;
+    p.bindings.push_back(h.buffer);
+  }
+  for (Value s : scalarOperands) {
+    FailureOr<Value> word = paramWord(d, s);
+    if (failed(word)) return failure();
+    params.push_back(*word);
+  }
+  // A count computed from shapes goes into the parameter buffer after the words it reads.
+  FailureOr<std::optional<int64_t>> countOffset = workgroupCounts.Append(b, loc, d, exe, params);
+  if (failed(countOffset)) return failure();
+  p.countOffset = *countOffset;
+  if (!params.empty()) {
+    // Dispatches of one region with the same parameters share one buffer.
+    Value buffer;
+    for (auto& [values, existing] : regionParams)
+      if (values == params) buffer = existing;
+    if (!buffer) {
+      buffer = hal_import::AllocatorAllocateUniform(b, loc, device,
+                                                    i64(8 * static_cast<int64_t>(params.size())));
+      hal_import::BufferStoreI64(b, loc, buffer, i64(0), params);
+      regionParams.push_back({params, buffer});
+    }
+    p.bindings.push_back(buffer);
+  }
+  pending.push_back(std::move(p));
+  return success();
+}
+
+// The executable of a dispatch, looked up once per recording.
+Value HostLowering::lookupExecutable(const PendingDispatch& p, llvm::StringMap<Value>& executables) {
+  DispatchOp op = p.op;
+  loc = op.getLoc();
+  Value& exe = executables[op.getExecutable()];
+  if (!exe) exe = hal_import::ExecutableLookup(b, loc, device, i64(state.executableOrdinals[op.getExecutable()]));
+  return exe;
+}
+
+// Records one dispatch of a region into `cb`.
+void HostLowering::recordDispatch(Value cb, const PendingDispatch& p, Value exe,
+                                  const DenseMap<Value, int64_t>& slotOf) {
+  DispatchOp op = p.op;
+  loc = op.getLoc();
+  auto exeOp = SymbolTable::lookupNearestSymbolFrom<ExecutableOp>(op, op.getExecutableAttr());
+  SmallVector<int64_t> slotOrdinals;
+  for (Value v : p.bindings) slotOrdinals.push_back(slotOf.lookup(v));
+  std::optional<CountSlot> countSlot;
+  if (p.countOffset) countSlot = CountSlot{slotOf.lookup(p.bindings.back()), *p.countOffset};
+  RecordDispatch(b, loc, cb, exe, exeOp, slotOrdinals, countSlot);
+}
+
+// Emits the region's command buffer: record once (lazily, into a ref global) with barriers
+// exactly where the region has them, then submit it with this execution's buffers, waiting
+// on the region's remaining awaits and signalling its timepoint when someone awaits it.
+void HostLowering::emitRegion(ExecuteOp e) {
+  SmallVector<Value> slots;
+  DenseMap<Value, int64_t> slotOf;
+  for (auto& p : pending)
+    for (Value v : p.bindings)
+      if (slotOf.try_emplace(v, slots.size()).second) slots.push_back(v);
+
+  // Awaits: the first is the submission's wait; more than one (no import takes several wait
+  // pairs yet) are waited for on the host first. hexir-elide-timepoints leaves none on one
+  // device queue.
+  Value waitSemaphore, waitValue;
+  for (Value t : e.getAwaits()) {
+    LoweredTimepoint awaited = timepoints.lookup(t);
+    if (waitSemaphore) hal_import::SemaphoreWait(b, loc, waitSemaphore, waitValue);
+    waitSemaphore = awaited.semaphore;
+    waitValue = awaited.value;
+  }
+  Value signalSemaphore, signalValue;
+  if (!e.getTimepoint().use_empty()) {
+    signalSemaphore = hal_import::SemaphoreCreate(b, loc, device, i64(0));
+    signalValue = i64(1);
+    timepoints[e.getTimepoint()] = {signalSemaphore, signalValue};
+  }
+
+  int64_t global = state.refGlobals++;
+  Value cached = vmir::GlobalLoadRefOp::create(b, loc, ref, b.getI64IntegerAttr(global));
+  Value isNull = vmir::RefIsNullOp::create(b, loc, b.getI64Type(), cached);
+  Block* record = new Block();
+  Block* replay = new Block();
+  vmFunc.getBody().getBlocks().insertAfter(Region::iterator(cur), record);
+  vmFunc.getBody().getBlocks().insertAfter(Region::iterator(record), replay);
+  Value cbArg = replay->addArgument(ref, loc);
+  vmir::CondBrOp::create(b, loc, isNull, ValueRange{}, ValueRange{cached}, record, replay);
+
+  b.setInsertionPointToStart(record);
+  Value cb = hal_import::CommandBufferCreate(b, loc, device);
+  llvm::StringMap<Value> executables;
+  for (const PendingDispatch& p : pending) {
+    Value exe = lookupExecutable(p, executables);
+    if (p.barrierBefore) hal_import::CommandBufferBarrier(b, loc, cb);
+    recordDispatch(cb, p, exe, slotOf);
+  }
+  hal_import::CommandBufferFinalize(b, loc, cb);
+  vmir::GlobalStoreRefOp::create(b, loc, cb, b.getI64IntegerAttr(global));
+  vmir::BrOp::create(b, loc, ValueRange{cb}, replay);
+
+  b.setInsertionPointToStart(replay);
+  cur = replay;
+  Value none = null();
+  hal_import::QueueExecuteBound(b, loc, device, cbArg, waitSemaphore ? waitSemaphore : none,
+                                waitSemaphore ? waitValue : i64(0),
+                                signalSemaphore ? signalSemaphore : none,
+                                signalSemaphore ? signalValue : i64(0), slots);
+  pending.clear();
+  regionParams.clear();
+  workgroupCounts.Clear();
+}
+
+// One execution region: its host work (allocations, parameter buffers, reshapes) in body
+// order, then its command buffer. Transients are the dispatch results whose buffer no
+// yielded value holds.
+LogicalResult HostLowering::lowerExecute(ExecuteOp e) {
+  DenseSet<Value> yieldedRoots;
+  for (Value v : e.getYield().getValues()) yieldedRoots.insert(schedule::BufferRoot(v));
+  for (Value t : e.getAwaits())
+    if (!timepoints.count(t))
+      return e.emitError("awaited timepoint has no semaphore (its region was not lowered first)");
+  bool barrier = false;
+  for (Operation& op : e.getBody().front()) {
+    loc = op.getLoc();
+    LogicalResult lowered =
+        llvm::TypeSwitch<Operation*, LogicalResult>(&op)
+            .Case<DispatchOp>([&](auto d) {
+              if (failed(lowerDispatch(d, yieldedRoots))) return failure();
+              pending.back().barrierBefore = barrier && pending.size() > 1;
+              barrier = false;
+              return success();
+            })
+            .Case<BarrierOp>([&](auto) {
+              barrier = true;
+              return success();
+            })
+            .Case<tensor::ExpandShapeOp, tensor::CollapseShapeOp>([&](auto r) { return lowerReshape(r); })
+            .Case<tensor::CastOp>([&](auto c) { return lowerCast(c); })
+            .Case<YieldOp>([&](auto) { return success(); })
+            .Default([&](Operation* o) {
+              return o->emitError() << "unsupported op '" << o->getName() << "' in hexir.execute";
+            });
+    if (failed(lowered)) {
+      pending.clear();
+      regionParams.clear();
+      workgroupCounts.Clear();
+      return failure();
+    }
+  }
+  loc = e.getLoc();
+  if (!pending.empty()) emitRegion(e);
+  for (auto [result, yielded] : llvm::zip(e.getResults(), e.getYield().getValues()))
+    tensors[result] = tensors.lookup(yielded);
+  return success();
+}
+
+}  // namespace hexir::vm_lowering
