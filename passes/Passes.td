@@ -136,4 +136,29 @@ def ConvertToVM : Pass<"hexir-convert-to-vm", "mlir::ModuleOp"> {
   let dependentDialects = ["::hexir::vmir::VMDialect"];
 }
 
+//===-- dispatch: launch and VM optimizations of the scheduling stage ---------------===//
+// Host IR between dispatch formation and VM lowering; order in passes/README.md.
+
+def DeduplicateModuloConstants : Pass<"hexir-deduplicate-modulo-constants", "mlir::ModuleOp"> {
+  let summary = "Merges executables equal up to scalar constants in their payloads";
+  let description = [{
+    Scalar constants (f32, i8..i64) used only as values inside linalg payloads are replaced
+    by trailing scalar kernel arguments; executables whose kernels are then equal (generic
+    print, kernel renamed) merge into the first, and every dispatch passes its former
+    constants as operands. Only groups of at least two executables that differ in some
+    constant are rewritten (exact copies are left to hexir-deduplicate-executables).
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
+def FoldUniformOperands : Pass<"hexir-fold-uniform-operands", "mlir::ModuleOp"> {
+  let summary = "Turns a scalar operand that is the same constant at every dispatch site into a kernel constant";
+  let description = [{
+    For each executable, each scalar dispatch operand defined by the same constant at every
+    `hexir.dispatch` of it becomes an `arith.constant` at the top of the kernel; the kernel
+    argument and the operand are removed (and the host constant when it is left unused).
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
 #endif  // HEXIR_PASSES_TD
