@@ -108,6 +108,7 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createLoopInvariantCodeMotionPass());
   // Launch and VM optimizations (order and reasons: passes/README.md, pipeline step 5b).
   pm.addPass(hexir::createDeduplicateModuloConstants());
+  pm.addPass(hexir::createSpecializeDispatches());
   pm.addPass(hexir::createFoldUniformOperands());
   pm.addPass(hexir::createAnnotateDispatchCosts());  // hexir-bench metadata (passes/dispatch/costs)
   target->addCodegen(pm, options);

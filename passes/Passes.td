@@ -161,4 +161,20 @@ def FoldUniformOperands : Pass<"hexir-fold-uniform-operands", "mlir::ModuleOp"> 
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def SpecializeDispatches : Pass<"hexir-specialize-dispatches", "mlir::ModuleOp"> {
+  let summary = "Gives a dynamic dim with a hot value its own static executable behind a host scf.if";
+  let description = [{
+    Hot (operand, dim, value) triples of a dispatch: `hexir.specialize = array<i64: dim,
+    value, ...>` on a function argument it takes directly; otherwise dim 0 = 1 of the
+    tensor operand that is the left input of a `linalg.matmul` in its kernel (M = 1 in
+    decode). The dispatch becomes `scf.if (all dims equal their values)`: then a clone of
+    the executable (`<name>_a<operand>d<dim>eq<value>`) with those kernel arguments static
+    (and results whose dims are `tensor.dim` of them), operands `tensor.cast` to the static
+    types, scalar operands that are such a `tensor.dim` passed as constants; else the
+    original dispatch. Dispatches with tied operands are left alone.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 #endif  // HEXIR_PASSES_TD

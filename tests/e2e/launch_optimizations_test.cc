@@ -6,8 +6,12 @@
 
 #include <cmath>
 #include <memory>
+#include <mutex>
+#include <set>
 
 #include "hal/element_type.h"
+#include "hal/executable.h"
+#include "hal/profiling.h"
 #include "tests/e2e/harness.h"
 #include "tools/common/invocation.h"
 
@@ -104,6 +108,66 @@ void KernelsEqualUpToConstantsLoadOnce(const std::string& target) {
 }
 HEXIR_E2E_TEST_ON_DEVICES("kernels equal up to a constant load once and each dispatch computes with its own constant",
                           KernelsEqualUpToConstantsLoadOnce)
+
+// ---- dispatch specialization ----------------------------------------------------------------
+
+// y = x @ w with dynamic M: M = 1 (decode) gets its own executable with M static.
+const char* kDynamicMatmul = R"mlir(
+func.func @main(%x: tensor<?x32xf32>, %w: tensor<32x48xf32>) -> tensor<?x48xf32> {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %x, %c0 : tensor<?x32xf32>
+  %e = tensor.empty(%m) : tensor<?x48xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x48xf32>) -> tensor<?x48xf32>
+  %r = linalg.matmul ins(%x, %w : tensor<?x32xf32>, tensor<32x48xf32>) outs(%f : tensor<?x48xf32>) -> tensor<?x48xf32>
+  return %r : tensor<?x48xf32>
+}
+)mlir";
+
+// Names the entry points the device ran (hal/profiling.h), from any driver thread.
+class EntryRecorder : public hal::Profiler {
+ public:
+  void OnDispatch(const hal::DispatchTiming& timing) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    entries_.insert(timing.executable->entry_name(timing.entry));
+  }
+  std::set<std::string> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(entries_, {});
+  }
+
+ private:
+  std::mutex mu_;
+  std::set<std::string> entries_;
+};
+
+void DecodeShapedMatmulRunsSpecializedKernel(const std::string& target) {
+  std::string module = CompileOrDie(kDynamicMatmul, "dynamic_matmul", target);
+  auto session = OpenOrDie(module, target);
+  EntryRecorder recorder;
+  session->device().SetProfiler(&recorder);
+  HostTensor w = RandomF32({32, 48}, 7);
+  for (int64_t m : {1, 5, 1}) {
+    INFO("M = " << m);
+    HostTensor x = RandomF32({m, 32}, 8 + m);
+    HostTensor y = ZerosF32({m, 48});
+    for (int64_t i = 0; i < m; ++i)
+      for (int j = 0; j < 48; ++j) {
+        float acc = 0;
+        for (int k = 0; k < 32; ++k) acc += F32(x)[i * 32 + k] * F32(w)[k * 48 + j];
+        F32(y)[i * 48 + j] = acc;
+      }
+    auto results = CallOrDie(*session, "main", {Tensor(x), Tensor(w)});
+    REQUIRE(results.size() == 1);
+    RequireClose(results[0].tensor, y, 1e-5, 1e-5);
+    std::set<std::string> ran = recorder.Take();
+    std::set<std::string> expected = {m == 1 ? "main_dispatch_0_a0d0eq1" : "main_dispatch_0"};
+    CHECK(ran == expected);
+  }
+  session->device().SetProfiler(nullptr);
+}
+HEXIR_E2E_TEST_ON_DEVICES("a matmul with M = 1 runs the kernel specialized for M = 1 and M = 5 the generic one, with equal results",
+                          DecodeShapedMatmulRunsSpecializedKernel)
 
 }  // namespace
 }  // namespace hexir::e2e
