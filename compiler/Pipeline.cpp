@@ -110,6 +110,7 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   pm.addPass(hexir::createDeduplicateModuloConstants());
   pm.addPass(hexir::createSpecializeDispatches());
   pm.addPass(hexir::createFoldUniformOperands());
+  pm.addPass(hexir::createLiftConstantDispatches());
   pm.addPass(hexir::createAnnotateDispatchCosts());  // hexir-bench metadata (passes/dispatch/costs)
   target->addCodegen(pm, options);
   pm.addPass(hexir::createAttachDispatchCosts());

@@ -177,4 +177,16 @@ def SpecializeDispatches : Pass<"hexir-specialize-dispatches", "mlir::ModuleOp">
                            "mlir::tensor::TensorDialect"];
 }
 
+def LiftConstantDispatches : Pass<"hexir-lift-constant-dispatches", "mlir::ModuleOp"> {
+  let summary = "Runs dispatches whose inputs are all module constants once at load";
+  let description = [{
+    A `hexir.dispatch` whose operands are all `arith.constant`s (dense tensors, scalars),
+    globals lifted before or static reshapes/casts of those, with static results and no tied operands, moves into the
+    initializer form `func.func private @__hexir_lifted_init() {hexir.initializer}` (with
+    clones of its constants) and stores each result into a new `hexir.global
+    @<func>_lifted_<n>`; the function reads it with `hexir.global.load`.
+  }];
+  let dependentDialects = ["::hexir::HexirDialect"];
+}
+
 #endif  // HEXIR_PASSES_TD

@@ -59,6 +59,10 @@ struct ModuleState {
   int64_t refGlobals = 0;
   // Constants: uploaded once by the initializer into ref globals.
   SmallVector<std::pair<DenseElementsAttr, int64_t>> constants;
+  // Tensor globals (hexir.global): one ref global each; the hexir.initializer functions
+  // that write them are called by the module initializer after the constant uploads.
+  llvm::StringMap<int64_t> tensorGlobals;
+  SmallVector<std::string> initializerForms;
 };
 
 // A host tensor: its buffer and its dims (i64 registers; constants for static dims).
@@ -307,6 +311,8 @@ class HostLowering {
         .Case<cf::BranchOp>([&](auto br) { return lowerBranch(br); })
         .Case<cf::CondBranchOp>([&](auto br) { return lowerCondBranch(br); })
         .Case<func::ReturnOp>([&](auto r) { return lowerReturn(r); })
+        .Case<GlobalLoadOp>([&](auto g) { return lowerGlobalLoad(g); })
+        .Case<GlobalStoreOp>([&](auto g) { return lowerGlobalStore(g); })
         .Default([&](Operation* o) -> LogicalResult {
           if (o->getDialect() && o->getDialect()->getNamespace() == "arith")
             return lowerScalarArith(o);
@@ -448,6 +454,28 @@ class HostLowering {
     Value type = i64(elementTypeCode(et));
     scalars[e] = isFloat ? hal_import::DeviceReadF64(b, loc, device, it->second.buffer, offset, type)
                          : hal_import::DeviceReadI64(b, loc, device, it->second.buffer, offset, type);
+    return success();
+  }
+
+  // ---- tensor globals (hexir.global: lifted dispatch results) -------------------------------
+  // A ref global holding the buffer; the static dims are constants. A store is an ordinary
+  // host op: it ends the segment that computes the value (queue order covers later reads).
+  int64_t tensorGlobal(FlatSymbolRefAttr name) {
+    auto [it, inserted] = state.tensorGlobals.try_emplace(name.getValue(), state.refGlobals);
+    if (inserted) ++state.refGlobals;
+    return it->second;
+  }
+  LogicalResult lowerGlobalLoad(GlobalLoadOp g) {
+    HostTensor h;
+    h.buffer = vmir::GlobalLoadRefOp::create(b, loc, ref, b.getI64IntegerAttr(tensorGlobal(g.getGlobalAttr())));
+    for (int64_t d : g.getType().getShape()) h.dims.push_back(i64(d));
+    tensors[g] = h;
+    return success();
+  }
+  LogicalResult lowerGlobalStore(GlobalStoreOp g) {
+    auto it = tensors.find(g.getValue());
+    if (it == tensors.end()) return g.emitError("stored tensor has no buffer");
+    vmir::GlobalStoreRefOp::create(b, loc, it->second.buffer, b.getI64IntegerAttr(tensorGlobal(g.getGlobalAttr())));
     return success();
   }
 
@@ -821,6 +849,8 @@ void buildInitializer(ModuleState& state) {
     Value buffer = hal_import::AllocatorAllocateInitialized(b, loc, device, data);
     vmir::GlobalStoreRefOp::create(b, loc, buffer, b.getI64IntegerAttr(global));
   }
+  for (const std::string& form : state.initializerForms)
+    vmir::CallOp::create(b, loc, TypeRange{}, FlatSymbolRefAttr::get(b.getContext(), form), ValueRange{});
   vmir::ReturnOp::create(b, loc, ValueRange{});
 }
 
@@ -833,9 +863,11 @@ class ConvertToVM : public impl::ConvertToVMBase<ConvertToVM> {
       state.executableOrdinals[exe.getSymName()] = state.executableOrdinals.size();
     for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
       if (func.isExternal()) continue;
+      if (func->hasAttr("hexir.initializer")) state.initializerForms.push_back(func.getName().str());
       if (failed(HostLowering(func, state).run())) return signalPassFailure();
     }
-    if (!state.constants.empty()) buildInitializer(state);
+    for (auto global : llvm::to_vector(module.getOps<GlobalOp>())) global.erase();
+    if (!state.constants.empty() || !state.initializerForms.empty()) buildInitializer(state);
     OpBuilder b(module.getContext());
     module->setAttr("hexir_vm.ref_globals", b.getI64IntegerAttr(state.refGlobals));
   }

@@ -169,5 +169,51 @@ void DecodeShapedMatmulRunsSpecializedKernel(const std::string& target) {
 HEXIR_E2E_TEST_ON_DEVICES("a matmul with M = 1 runs the kernel specialized for M = 1 and M = 5 the generic one, with equal results",
                           DecodeShapedMatmulRunsSpecializedKernel)
 
+// ---- parameter transforms lifted out of calls ----------------------------------------------
+
+// y = transpose(W) @ x with W a module constant (8x16, values 0.01 * i - 0.5).
+std::string TransposedWeightMatmul() {
+  std::string w;
+  for (int i = 0; i < 8 * 16; ++i) w += (i ? ", " : "") + std::to_string(0.01 * i - 0.5);
+  return R"mlir(
+func.func @main(%x: tensor<8x4xf32>) -> tensor<16x4xf32> {
+  %w = arith.constant dense<[)mlir" + w + R"mlir(]> : tensor<128xf32>
+  %w2 = tensor.expand_shape %w [[0, 1]] output_shape [8, 16] : tensor<128xf32> into tensor<8x16xf32>
+  %et = tensor.empty() : tensor<16x8xf32>
+  %wt = linalg.transpose ins(%w2 : tensor<8x16xf32>) outs(%et : tensor<16x8xf32>) permutation = [1, 0]
+  %e = tensor.empty() : tensor<16x4xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<16x4xf32>) -> tensor<16x4xf32>
+  %r = linalg.matmul ins(%wt, %x : tensor<16x8xf32>, tensor<8x4xf32>) outs(%f : tensor<16x4xf32>) -> tensor<16x4xf32>
+  return %r : tensor<16x4xf32>
+}
+)mlir";
+}
+
+void ConstantWeightTransposeRunsOnceAtLoad(const std::string& target) {
+  std::string module = CompileOrDie(TransposedWeightMatmul(), "lifted_transpose", target);
+  auto session = OpenOrDie(module, target);
+  hal::Device& device = session->device();
+  const int kCalls = 3;
+  for (int call = 0; call < kCalls; ++call) {
+    HostTensor x = RandomF32({8, 4}, 60 + call);
+    HostTensor y = ZerosF32({16, 4});
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 4; ++j) {
+        double acc = 0;
+        for (int k = 0; k < 8; ++k) acc += (0.01 * (k * 16 + i) - 0.5) * F32(x)[k * 4 + j];
+        F32(y)[i * 4 + j] = float(acc);
+      }
+    auto results = CallOrDie(*session, "main", {Tensor(x)});
+    REQUIRE(results.size() == 1);
+    RequireClose(results[0].tensor, y, 1e-5, 1e-5);
+  }
+  // The transpose ran once, when the module was loaded; each call ran the matmul only.
+  // (Every call read its result, so the in-order queue has finished all of them.)
+  CHECK(device.stats().dispatches_executed == 1 + kCalls);
+}
+HEXIR_E2E_TEST_ON_DEVICES("a transpose of a constant weight runs once at load and each call runs only the matmul",
+                          ConstantWeightTransposeRunsOnceAtLoad)
+
 }  // namespace
 }  // namespace hexir::e2e
