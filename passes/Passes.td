@@ -189,4 +189,16 @@ def LiftConstantDispatches : Pass<"hexir-lift-constant-dispatches", "mlir::Modul
   let dependentDialects = ["::hexir::HexirDialect"];
 }
 
+def SinkLoopConstants : Pass<"hexir-sink-loop-constants", "mlir::ModuleOp"> {
+  let summary = "Clones host scalar constants used only inside loop bodies into those bodies";
+  let description = [{
+    In host functions (not kernels), an `arith.constant` of a non-shaped type whose every
+    use lies inside the body regions of loops (LoopLikeOpInterface: scf.for, scf.while)
+    that are ops of the constant's block is cloned at the top of each such region and
+    erased; repeated, so it reaches the innermost loop that uses it. Constants with any
+    other use (loop bounds, init values, code after the loop) stay. Not in the default
+    pipeline: each sunk constant costs one VM instruction per iteration (passes/README.md).
+  }];
+}
+
 #endif  // HEXIR_PASSES_TD
