@@ -59,11 +59,12 @@ FailureOr<SmallVector<std::pair<int64_t, int64_t>>> annotatedDims(Value v) {
                             << " must list (dim, value) pairs, got " << values.size() << " numbers";
   for (size_t i = 0; i < values.size(); i += 2) {
     int64_t dim = values[i], value = values[i + 1];
-    if (dim < 0 || dim >= type.getRank() || !type.isDynamicDim(dim) || value < 0)
+    // A static 0 extent is not tiled by codegen (dispatch formation removes such ops).
+    if (dim < 0 || dim >= type.getRank() || !type.isDynamicDim(dim) || value < 1)
       return func.emitError() << kSpecializeAttr << " of argument " << arg.getArgNumber()
                               << ": dim " << dim << " = " << value
                               << " is not a dynamic dimension of " << type
-                              << " with a non-negative value";
+                              << " with a positive value";
     pairs.push_back({dim, value});
   }
   return pairs;

@@ -102,10 +102,46 @@ hexir.executable @id {
     }
   }
 }
-// expected-error @+1 {{hexir.specialize of argument 0: dim 1 = 1 is not a dynamic dimension of 'tensor<?xf32>' with a non-negative value}}
+// expected-error @+1 {{hexir.specialize of argument 0: dim 1 = 1 is not a dynamic dimension of 'tensor<?xf32>' with a positive value}}
 func.func @main(%arg0: tensor<?xf32> {hexir.specialize = array<i64: 1, 1>}) -> tensor<?xf32> {
   %c0 = arith.constant 0 : index
   %n = tensor.dim %arg0, %c0 : tensor<?xf32>
   %r = hexir.dispatch @id(%arg0) dims(%n) : (tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// -----
+
+hexir.executable @id0 {
+  builtin.module {
+    func.func @id0(%x: tensor<?xf32>, %o: tensor<?xf32>) -> tensor<?xf32> {
+      %r = linalg.copy ins(%x : tensor<?xf32>) outs(%o : tensor<?xf32>) -> tensor<?xf32>
+      return %r : tensor<?xf32>
+    }
+  }
+}
+// expected-error @+1 {{hexir.specialize of argument 0: dim 0 = 0 is not a dynamic dimension of 'tensor<?xf32>' with a positive value}}
+func.func @main(%arg0: tensor<?xf32> {hexir.specialize = array<i64: 0, 0>}) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %arg0, %c0 : tensor<?xf32>
+  %r = hexir.dispatch @id0(%arg0) dims(%n) : (tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// -----
+
+hexir.executable @id0 {
+  builtin.module {
+    func.func @id0(%x: tensor<?xf32>, %o: tensor<?xf32>) -> tensor<?xf32> {
+      %r = linalg.copy ins(%x : tensor<?xf32>) outs(%o : tensor<?xf32>) -> tensor<?xf32>
+      return %r : tensor<?xf32>
+    }
+  }
+}
+// expected-error @+1 {{hexir.specialize of argument 0 must list (dim, value) pairs, got 3 numbers}}
+func.func @main(%arg0: tensor<?xf32> {hexir.specialize = array<i64: 0, 1, 2>}) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %arg0, %c0 : tensor<?xf32>
+  %r = hexir.dispatch @id0(%arg0) dims(%n) : (tensor<?xf32>) -> tensor<?xf32>
   return %r : tensor<?xf32>
 }
