@@ -107,6 +107,11 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   // Host functions: work that does not depend on a loop (shape arithmetic, dispatches on
   // loop-invariant tensors such as weight layout changes) moves out of it.
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createLoopInvariantCodeMotionPass());
+  // Launch and VM optimizations (order and reasons: passes/README.md, pipeline step 5b).
+  pm.addPass(hexir::createDeduplicateModuloConstants());
+  pm.addPass(hexir::createSpecializeDispatches());
+  pm.addPass(hexir::createFoldUniformOperands());
+  pm.addPass(hexir::createLiftConstantDispatches());
   pm.addPass(hexir::createAnnotateDispatchCosts());  // hexir-bench metadata (passes/dispatch/costs)
   target->addCodegen(pm, options);
   pm.addPass(hexir::createAttachDispatchCosts());

@@ -182,4 +182,69 @@ def ConvertToVM : Pass<"hexir-convert-to-vm", "mlir::ModuleOp"> {
   let dependentDialects = ["::hexir::vmir::VMDialect"];
 }
 
+//===-- dispatch: launch and VM optimizations of the scheduling stage ---------------===//
+// Host IR between dispatch formation and VM lowering; order in passes/README.md.
+
+def DeduplicateModuloConstants : Pass<"hexir-deduplicate-modulo-constants", "mlir::ModuleOp"> {
+  let summary = "Merges executables equal up to scalar constants in their payloads";
+  let description = [{
+    Scalar constants (f32, i8..i64) used only as values inside linalg payloads are replaced
+    by trailing scalar kernel arguments; executables whose kernels are then equal (generic
+    print, kernel renamed) merge into the first, and every dispatch passes its former
+    constants as operands. Only groups of at least two executables that differ in some
+    constant are rewritten (exact copies are left to hexir-deduplicate-executables).
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
+def FoldUniformOperands : Pass<"hexir-fold-uniform-operands", "mlir::ModuleOp"> {
+  let summary = "Turns a scalar operand that is the same constant at every dispatch site into a kernel constant";
+  let description = [{
+    For each executable, each scalar dispatch operand defined by the same constant at every
+    `hexir.dispatch` of it becomes an `arith.constant` at the top of the kernel; the kernel
+    argument and the operand are removed (and the host constant when it is left unused).
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
+def SpecializeDispatches : Pass<"hexir-specialize-dispatches", "mlir::ModuleOp"> {
+  let summary = "Gives a dynamic dim with a hot value its own static executable behind a host scf.if";
+  let description = [{
+    Hot (operand, dim, value) triples of a dispatch: `hexir.specialize = array<i64: dim,
+    value, ...>` on a function argument it takes directly; otherwise dim 0 = 1 of the
+    tensor operand that is the left input of a `linalg.matmul` in its kernel (M = 1 in
+    decode). The dispatch becomes `scf.if (all dims equal their values)`: then a clone of
+    the executable (`<name>_a<operand>d<dim>eq<value>`) with those kernel arguments static
+    (and results whose dims are `tensor.dim` of them), operands `tensor.cast` to the static
+    types, scalar operands that are such a `tensor.dim` passed as constants; else the
+    original dispatch. Dispatches with tied operands are left alone.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
+def LiftConstantDispatches : Pass<"hexir-lift-constant-dispatches", "mlir::ModuleOp"> {
+  let summary = "Runs dispatches whose inputs are all module constants once at load";
+  let description = [{
+    A `hexir.dispatch` whose operands are all `arith.constant`s (dense tensors, scalars),
+    globals lifted before or static reshapes/casts of those, with static results and no tied operands, moves into the
+    initializer form `func.func private @__hexir_lifted_init() {hexir.initializer}` (with
+    clones of its constants) and stores each result into a new `hexir.global
+    @<func>_lifted_<n>`; the function reads it with `hexir.global.load`.
+  }];
+  let dependentDialects = ["::hexir::HexirDialect"];
+}
+
+def SinkLoopConstants : Pass<"hexir-sink-loop-constants", "mlir::ModuleOp"> {
+  let summary = "Clones host scalar constants used only inside loop bodies into those bodies";
+  let description = [{
+    In host functions (not kernels), an `arith.constant` of a non-shaped type whose every
+    use lies inside the body regions of loops (LoopLikeOpInterface: scf.for, scf.while)
+    that are ops of the constant's block is cloned at the top of each such region and
+    erased; repeated, so it reaches the innermost loop that uses it. Constants with any
+    other use (loop bounds, init values, code after the loop) stay. Not in the default
+    pipeline: each sunk constant costs one VM instruction per iteration (passes/README.md).
+  }];
+}
+
 #endif  // HEXIR_PASSES_TD

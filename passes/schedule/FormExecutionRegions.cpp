@@ -38,7 +38,7 @@ namespace {
 using namespace mlir;
 
 bool isHostValueOp(Operation& op) {
-  return isa<CheckOp, tensor::DimOp, tensor::EmptyOp>(op) ||
+  return isa<CheckOp, tensor::DimOp, tensor::EmptyOp, GlobalLoadOp>(op) ||
          (op.getDialect() && op.getDialect()->getNamespace() == "arith");
 }
 

@@ -40,6 +40,10 @@ void BuildInitializer(ModuleState& state) {
     Value buffer = hal_import::AllocatorAllocateInitialized(b, loc, device, data);
     vmir::GlobalStoreRefOp::create(b, loc, buffer, b.getI64IntegerAttr(global));
   }
+  // Then the initializer forms (dispatches lifted out of functions), in module order.
+  for (const std::string& form : state.initializerForms)
+    vmir::CallOp::create(b, loc, TypeRange{}, FlatSymbolRefAttr::get(b.getContext(), form),
+                         ValueRange{});
   vmir::ReturnOp::create(b, loc, ValueRange{});
 }
 
@@ -59,9 +63,12 @@ class ConvertToVM : public impl::ConvertToVMBase<ConvertToVM> {
       state.executableOrdinals[exe.getSymName()] = state.executableOrdinals.size();
     for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
       if (func.isExternal()) continue;
+      if (func->hasAttr("hexir.initializer")) state.initializerForms.push_back(func.getName().str());
       if (failed(HostLowering(func, state).run())) return signalPassFailure();
     }
-    if (!state.constants.empty()) vm_lowering::BuildInitializer(state);
+    for (auto global : llvm::to_vector(module.getOps<GlobalOp>())) global.erase();
+    if (!state.constants.empty() || !state.initializerForms.empty())
+      vm_lowering::BuildInitializer(state);
     OpBuilder b(module.getContext());
     module->setAttr("hexir_vm.ref_globals", b.getI64IntegerAttr(state.refGlobals));
   }

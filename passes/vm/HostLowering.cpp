@@ -191,6 +191,8 @@ LogicalResult HostLowering::lowerOp(Operation& op) {
       .Case<cf::BranchOp>([&](auto br) { return lowerBranch(br); })
       .Case<cf::CondBranchOp>([&](auto br) { return lowerCondBranch(br); })
       .Case<func::ReturnOp>([&](auto r) { return lowerReturn(r); })
+      .Case<GlobalLoadOp>([&](auto g) { return lowerGlobalLoad(g); })
+      .Case<GlobalStoreOp>([&](auto g) { return lowerGlobalStore(g); })
       .Default([&](Operation* o) -> LogicalResult {
         if (o->getDialect() && o->getDialect()->getNamespace() == "arith")
           return lowerScalarArith(o);

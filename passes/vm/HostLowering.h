@@ -34,6 +34,10 @@ struct ModuleState {
   int64_t refGlobals = 0;
   // Constants: uploaded once by the initializer into ref globals.
   SmallVector<std::pair<DenseElementsAttr, int64_t>> constants;
+  // Tensor globals (hexir.global): one ref global each; the hexir.initializer functions
+  // that write them are called by the module initializer after the constant uploads.
+  llvm::StringMap<int64_t> tensorGlobals;
+  SmallVector<std::string> initializerForms;
 };
 
 // A host tensor: its buffer and its dims (i64 registers; constants for static dims).
@@ -95,6 +99,9 @@ class HostLowering {
   // ---- tensors (LowerTensors.cpp) ----
   LogicalResult lowerConstant(arith::ConstantOp c);
   LogicalResult lowerEmpty(tensor::EmptyOp e);
+  int64_t tensorGlobal(FlatSymbolRefAttr name);
+  LogicalResult lowerGlobalLoad(GlobalLoadOp g);
+  LogicalResult lowerGlobalStore(GlobalStoreOp g);
   LogicalResult lowerReshape(Operation* op);
   LogicalResult lowerCast(tensor::CastOp c);
   LogicalResult lowerCheck(CheckOp c);

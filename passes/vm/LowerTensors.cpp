@@ -33,6 +33,32 @@ LogicalResult HostLowering::lowerConstant(arith::ConstantOp c) {
   return success();
 }
 
+// ---- tensor globals (hexir.global: lifted dispatch results) ---------------------------------
+// A ref global holding the buffer; the static dims are constants. A store is an ordinary host
+// op: it ends the region that computes the value (queue order covers later reads).
+int64_t HostLowering::tensorGlobal(FlatSymbolRefAttr name) {
+  auto [it, inserted] = state.tensorGlobals.try_emplace(name.getValue(), state.refGlobals);
+  if (inserted) ++state.refGlobals;
+  return it->second;
+}
+
+LogicalResult HostLowering::lowerGlobalLoad(GlobalLoadOp g) {
+  HostTensor h;
+  h.buffer = vmir::GlobalLoadRefOp::create(b, loc, ref,
+                                           b.getI64IntegerAttr(tensorGlobal(g.getGlobalAttr())));
+  for (int64_t d : g.getType().getShape()) h.dims.push_back(i64(d));
+  tensors[g] = h;
+  return success();
+}
+
+LogicalResult HostLowering::lowerGlobalStore(GlobalStoreOp g) {
+  auto it = tensors.find(g.getValue());
+  if (it == tensors.end()) return g.emitError("stored tensor has no buffer");
+  vmir::GlobalStoreRefOp::create(b, loc, it->second.buffer,
+                                 b.getI64IntegerAttr(tensorGlobal(g.getGlobalAttr())));
+  return success();
+}
+
 LogicalResult HostLowering::lowerEmpty(tensor::EmptyOp e) {
   // A host-side empty (returned or passed on without a producer): a zeroed buffer.
   auto t = e.getType();

@@ -124,7 +124,9 @@ TEST_CASE("the CPU workgroup count follows the row count while the recording is 
     CHECK(counts[0] == expected[call]);
   }
   device.SetProfiler(nullptr);
-  CHECK(device.stats().command_buffers_recorded - start.command_buffers_recorded == 1);
+  // Two recordings: N = 1 runs the matmul specialized for M = 1 (hexir-specialize-dispatches)
+  // behind a host switch; every other length replays the one generic recording.
+  CHECK(device.stats().command_buffers_recorded - start.command_buffers_recorded == 2);
 }
 
 TEST_CASE("a CUDA graph with a count from the row count is instantiated once and updated") {
@@ -138,13 +140,15 @@ TEST_CASE("a CUDA graph with a count from the row count is instantiated once and
     for (int64_t n : kLengths) CallRows(*session, n);
     auto after = hal::cuda::GetCudaStats(device);
     REQUIRE(after.ok());
-    CHECK(device.stats().command_buffers_recorded - start.command_buffers_recorded == 1);
-    CHECK(after->graph_instantiations - before->graph_instantiations == 1);
+    // Two recordings, each instantiated once: N = 1 runs the M = 1 specialization
+    // (hexir-specialize-dispatches), the other lengths the generic graph.
+    CHECK(device.stats().command_buffers_recorded - start.command_buffers_recorded == 2);
+    CHECK(after->graph_instantiations - before->graph_instantiations == 2);
     CHECK(after->graph_launches - before->graph_launches == std::size(kLengths));
-    // No stream fallback: the counts (1, 2, 250, 1056, 2 blocks) were read on the host at
-    // submission and the kernel node updated where they changed (4 times at least).
+    // No stream fallback: the generic graph's counts (2, 250, 1056, 2 blocks) were read on
+    // the host at submission and its kernel node updated where they changed (3 at least).
     CHECK(after->stream_launches == before->stream_launches);
-    CHECK(after->kernel_node_updates - before->kernel_node_updates >= 4);
+    CHECK(after->kernel_node_updates - before->kernel_node_updates >= 3);
   } catch (const DeviceUnavailable& e) {
     std::printf("HEXIR_SKIPPED: %s: %s\n", "dynamic grid on CUDA", e.reason.c_str());
   }

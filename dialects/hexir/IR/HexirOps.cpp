@@ -71,6 +71,32 @@ mlir::LogicalResult ExecuteOp::verify() {
   return mlir::success();
 }
 
+mlir::LogicalResult GlobalOp::verify() {
+  auto tensor = llvm::dyn_cast<mlir::RankedTensorType>(getType());
+  if (!tensor || !tensor.hasStaticShape())
+    return emitOpError("type must be a statically shaped tensor, got ") << getType();
+  return mlir::success();
+}
+
+// A global access names a hexir.global of the same type.
+static mlir::LogicalResult verifyGlobalUse(mlir::Operation* op, mlir::FlatSymbolRefAttr name,
+                                           mlir::Type type,
+                                           mlir::SymbolTableCollection& symbols) {
+  auto global = symbols.lookupNearestSymbolFrom<GlobalOp>(op, name);
+  if (!global) return op->emitOpError("no hexir.global named ") << name;
+  if (global.getType() != type)
+    return op->emitOpError("type ") << type << " differs from the global's " << global.getType();
+  return mlir::success();
+}
+
+mlir::LogicalResult GlobalLoadOp::verifySymbolUses(mlir::SymbolTableCollection& symbols) {
+  return verifyGlobalUse(*this, getGlobalAttr(), getType(), symbols);
+}
+
+mlir::LogicalResult GlobalStoreOp::verifySymbolUses(mlir::SymbolTableCollection& symbols) {
+  return verifyGlobalUse(*this, getGlobalAttr(), getValue().getType(), symbols);
+}
+
 }  // namespace hexir
 
 #define GET_OP_CLASSES

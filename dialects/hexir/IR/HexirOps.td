@@ -135,4 +135,37 @@ def Hexir_BarrierOp : Hexir_Op<"barrier", [HasParent<"ExecuteOp">]> {
   let assemblyFormat = "attr-dict";
 }
 
+//===-- tensor globals: results computed once at load (hexir-lift-constant-dispatches) ---===//
+
+def Hexir_GlobalOp : Hexir_Op<"global", [Symbol]> {
+  let summary = "A host tensor that lives for the module instance (static shape)";
+  let description = [{
+    Written once by the initializer form (`hexir.initializer` functions, run by the VM
+    module initializer after the constants are uploaded) and read by functions.
+    `hexir-convert-to-vm` gives it one ref global.
+
+    ```mlir
+    hexir.global @w_t : tensor<16x8xf32>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttr:$type);
+  let assemblyFormat = "$sym_name `:` $type attr-dict";
+  let hasVerifier = 1;
+}
+
+def Hexir_GlobalLoadOp : Hexir_Op<"global.load", [
+    MemoryEffects<[MemRead]>, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Reads a tensor global";
+  let arguments = (ins FlatSymbolRefAttr:$global);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$global attr-dict `:` type($result)";
+}
+
+def Hexir_GlobalStoreOp : Hexir_Op<"global.store", [
+    MemoryEffects<[MemWrite]>, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Writes a tensor global (in an initializer form)";
+  let arguments = (ins AnyStaticShapeTensor:$value, FlatSymbolRefAttr:$global);
+  let assemblyFormat = "$value `,` $global attr-dict `:` type($value)";
+}
+
 #endif  // HEXIR_OPS_TD

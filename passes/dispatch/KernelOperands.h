@@ -1,0 +1,37 @@
+// How a hexir.dispatch's operands meet its executable's kernel arguments, for the passes
+// that rewrite both sides at once (deduplication modulo constants, uniform-operand folding,
+// dispatch specialization).
+//
+// Kernel signature (hexir-outline-dispatch-regions): (tensor inputs..., one output per
+// result..., scalar inputs...). Dispatch operands: (tensor inputs..., scalar inputs...). So
+// dispatch operand i is kernel argument i for a tensor and i + #results for a scalar.
+// Header-only, no state; valid until codegen appends the workgroup-id argument.
+#pragma once
+
+#include "dialects/hexir/IR/HexirOps.h"
+#include "llvm/ADT/MapVector.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace hexir {
+
+// The kernel func.func of `exe` (named like it), or null.
+inline mlir::func::FuncOp KernelOf(ExecutableOp exe) {
+  mlir::ModuleOp inner = exe.getInnerModule();
+  return inner ? inner.lookupSymbol<mlir::func::FuncOp>(exe.getSymName()) : nullptr;
+}
+
+// The kernel argument index that receives dispatch operand `operand` of `d`.
+inline unsigned KernelArgumentIndex(DispatchOp d, unsigned operand) {
+  bool tensor = mlir::isa<mlir::RankedTensorType>(d.getArgs()[operand].getType());
+  return tensor ? operand : operand + d->getNumResults();
+}
+
+// Every dispatch of `module`, grouped by executable name, in walk order.
+inline llvm::MapVector<mlir::StringAttr, llvm::SmallVector<DispatchOp>> DispatchesByExecutable(
+    mlir::ModuleOp module) {
+  llvm::MapVector<mlir::StringAttr, llvm::SmallVector<DispatchOp>> sites;
+  module.walk([&](DispatchOp d) { sites[d.getExecutableAttr().getAttr()].push_back(d); });
+  return sites;
+}
+
+}  // namespace hexir
