@@ -314,9 +314,11 @@ class CudaDevice final : public Device {
   bool staging_copy_pending_ = false;
 };
 
+// try_lock: another waiter polling the same device is already making the progress this one
+// needs (retirement is in stream order); Detach waits for a poll in progress to end.
 void CudaWaitProgress::Poll() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (device_) device_->RetireReachedForWaiter();
+  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+  if (lock.owns_lock() && device_) device_->RetireReachedForWaiter();
 }
 
 StatusOr<vm::Ref<Buffer>> CudaDevice::AllocateBuffer(uint64_t byte_size, uint32_t memory_types) {
@@ -484,7 +486,8 @@ void CudaDevice::EnqueueLocked(std::unique_ptr<Submission> owned) {
     status = w.semaphore->Query().status();
   }
   if (status.ok()) status = shared_->MakeCurrent();
-  if (status.ok()) status = transfers_->OrderStream(s.waits, shared_->stream);
+  // Only a kept wait can be on a queue transfer (no second lock for a wait-less submission).
+  if (status.ok() && !s.waits.empty()) status = transfers_->OrderStream(s.waits, shared_->stream);
   if (status.ok()) status = s.command_buffer->Enqueue(s.binding_table, shared_->stream);
   if (status.ok()) {
     auto event = TakeEventLocked();
