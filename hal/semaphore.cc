@@ -89,10 +89,12 @@ Status Semaphore::WaitInternal(uint64_t value, Timeout timeout) {
   if (timeout > Timeout::zero() && spin_value_.load(std::memory_order_acquire) < value &&
       !spin_failed_.load(std::memory_order_acquire)) {
     using Clock = std::chrono::steady_clock;
+    const int64_t spin_ns = progress_ ? progress_->spin_ns() : kSpinNs;
     const Clock::time_point end =
-        Clock::now() + std::min<Timeout>(timeout, std::chrono::nanoseconds(kSpinNs));
+        Clock::now() + std::min<Timeout>(timeout, std::chrono::nanoseconds(spin_ns));
     do {
       for (int i = 0; i < 32; ++i) CpuRelax();
+      if (progress_) progress_->Poll();
     } while (spin_value_.load(std::memory_order_acquire) < value &&
              !spin_failed_.load(std::memory_order_acquire) && Clock::now() < end);
   }

@@ -32,6 +32,18 @@ enum class WaitMode;
 using Timeout = std::chrono::nanoseconds;
 inline constexpr Timeout kInfiniteTimeout = Timeout::max();
 
+// What a waiting host thread may do while it spins, so that the queue that will signal the
+// semaphore makes progress on that thread instead of waking it from another one (the CUDA
+// driver retires its finished submissions there: README "Queue and timeline semaphores").
+// Poll() must not block; it may signal semaphores.
+class WaitProgress {
+ public:
+  virtual ~WaitProgress() = default;
+  virtual void Poll() = 0;
+  // How long a waiter spins, calling Poll, before it sleeps.
+  virtual int64_t spin_ns() const = 0;
+};
+
 class Semaphore final : public vm::RefObject {
   HEXIR_REF_TYPE(Semaphore, "hal.semaphore")
  public:
@@ -60,6 +72,9 @@ class Semaphore final : public vm::RefObject {
   // Like Wait, but not counted as a host wait (used by device queue threads).
   Status WaitInternal(uint64_t value, Timeout timeout);
 
+  // Set once by the creating device, before the semaphore is shared (null: plain spin).
+  void SetWaitProgress(std::shared_ptr<WaitProgress> progress) { progress_ = std::move(progress); }
+
  private:
   friend Status WaitSemaphores(const std::vector<SemaphoreValue>&, WaitMode, Timeout);
   Status TimedOut(uint64_t value, Timeout timeout) const;
@@ -72,6 +87,7 @@ class Semaphore final : public vm::RefObject {
   uint64_t value_;
   Status failure_;
   std::shared_ptr<DeviceCounters> counters_;
+  std::shared_ptr<WaitProgress> progress_;  // immutable once shared
 };
 
 // A (semaphore, value) pair in a queue wait or signal list.

@@ -274,5 +274,43 @@ TEST_CASE("semaphore wait: the spin before sleeping is bounded and sees signals 
   REQUIRE(failed.message().find("boom in the spin test") != std::string::npos);
 }
 
+// A device's progress hook: signals the semaphore from inside the waiter's own spin after a
+// number of polls (as the CUDA driver retires a finished submission on the waiting thread).
+class SignalAfterPolls final : public WaitProgress {
+ public:
+  SignalAfterPolls(Semaphore* semaphore, int polls) : semaphore_(semaphore), polls_left_(polls) {}
+  void Poll() override {
+    ++polls_;
+    poll_thread_ = std::this_thread::get_id();
+    if (--polls_left_ == 0) (void)semaphore_->Signal(1);
+  }
+  int64_t spin_ns() const override { return 50'000'000; }  // long enough for any scheduler
+  int polls_ = 0;
+  std::thread::id poll_thread_;
+
+ private:
+  Semaphore* semaphore_;
+  int polls_left_;
+};
+
+TEST_CASE("semaphore: a wait polls the device's WaitProgress and is satisfied on its own thread") {
+  auto s = vm::MakeRef<Semaphore>(0, nullptr);
+  auto progress = std::make_shared<SignalAfterPolls>(s.get(), 5);
+  s->SetWaitProgress(progress);
+  REQUIRE(s->Wait(1, std::chrono::seconds(10)).ok());
+  REQUIRE(progress->polls_ == 5);
+  REQUIRE(progress->poll_thread_ == std::this_thread::get_id());
+  REQUIRE(*s->Query() == 1);
+}
+
+TEST_CASE("semaphore: a wait with a WaitProgress still times out when nothing signals") {
+  auto s = vm::MakeRef<Semaphore>(0, nullptr);
+  auto progress = std::make_shared<SignalAfterPolls>(s.get(), -1);  // never signals
+  s->SetWaitProgress(progress);
+  Status st = s->Wait(1, std::chrono::milliseconds(2));
+  REQUIRE(st.code() == StatusCode::kDeadlineExceeded);
+  REQUIRE(progress->polls_ > 0);
+}
+
 }  // namespace
 }  // namespace hexir::hal

@@ -370,11 +370,11 @@ Status CudaCommandBuffer::Enqueue(const std::vector<BufferRef>& table, CUstream 
     counters.graph_instantiations.fetch_add(1, std::memory_order_relaxed);
   }
   // Steady state: the same buffers in every slot (uniform slots: their shadows), so no kernel
-  // node needs looking at.
-  std::vector<CUdeviceptr> pointers;
+  // node needs looking at: one comparison per slot, into per-thread scratch (no allocation).
+  thread_local std::vector<CUdeviceptr> pointers;
   HEXIR_RETURN_IF_ERROR(StageUniforms(table, stream, &pointers));
   bool slots_changed = last_table_ != pointers || exec_stale_;
-  if (slots_changed) last_table_ = pointers;
+  if (slots_changed) last_table_.assign(pointers.begin(), pointers.end());
   for (KernelOp& k : kernels_) {
     if (!slots_changed && !has_indirect_) break;
     bool update = slots_changed && k.uses_slots && ResolveSlotPointers(k, pointers);

@@ -5,13 +5,14 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <limits>
 #include <mutex>
 #include <thread>
+#include <typeinfo>
 #include <unordered_map>
 
 #include "hal/drivers/cuda/cuda_executable.h"
+#include "hal/drivers/cuda/cuda_submission.h"
 #include "hal/queue_waits.h"
 #include "hal/drivers/cuda/cuda_transfer_queue.h"
 
@@ -89,11 +90,13 @@ StatusOr<CUcontext> PrimaryContext(const CudaApi& api, CUdevice device, int ordi
   return ctx;
 }
 
-// Host-side bounded spins (see README "Queue and timeline semaphores"): a small call's work
-// is usually done a few microseconds after the host starts waiting, and a futex sleep plus
-// wake-up would cost more than that.
-constexpr int64_t kHostSpinNs = 10'000;        // a host wait polls cuEventQuery this long
-constexpr int64_t kCompletionSpinNs = 20'000;  // the completion thread polls its event
+// Host-side bounded spins (see README "Queue and timeline semaphores"): a small call (one
+// small graph + a 4-byte copy) takes about 8 us on the GPU (raw launch + copy + sync on the
+// H200), and a futex sleep plus a wake-up by another thread costs as much again. The spins
+// cover small graphs with an order of magnitude to spare and bound the CPU a long wait burns
+// before it blocks (CUDA's own default, with more cores than GPUs, also spins first).
+constexpr int64_t kHostSpinNs = 100'000;        // a host wait polls cuEventQuery this long
+constexpr int64_t kCompletionSpinNs = 100'000;  // the completion thread polls its event
 constexpr int64_t kCompletionIdleSpinNs = 100'000;  // ... and waits this long for new work
 
 inline void CpuRelax() {
@@ -102,16 +105,25 @@ inline void CpuRelax() {
 #endif
 }
 
-struct Submission {
-  // Waits kept after submission: held-back ones, and those implied by queue order (checked
-  // for a failed producer when the submission retires). Reached waits are dropped.
-  std::vector<SemaphoreValue> waits;
-  vm::Ref<CudaCommandBuffer> command_buffer;  // null: a staging copy of a read (see below)
-  std::vector<SemaphoreValue> signals;
-  std::vector<BufferRef> binding_table;
-  CUevent event = nullptr;
-  bool pooled_event = true;  // false: the staging event, which stays with the device
-  uint64_t seq = 0;          // position on the stream (1, 2, ...), set when enqueued
+class CudaDevice;
+
+// Installed on the device's semaphores: a host thread spinning in Semaphore::Wait retires the
+// device's finished submissions itself (signalling the semaphore on its own thread), so a small
+// call's wait needs no wake-up from the completion thread. Detached when the device dies
+// (semaphores may outlive it).
+class CudaWaitProgress final : public WaitProgress {
+ public:
+  explicit CudaWaitProgress(CudaDevice* device) : device_(device) {}
+  void Poll() override;
+  int64_t spin_ns() const override { return kHostSpinNs; }
+  void Detach() {
+    std::lock_guard<std::mutex> lock(mu_);
+    device_ = nullptr;
+  }
+
+ private:
+  std::mutex mu_;
+  CudaDevice* device_;  // null once the device is destroyed
 };
 
 class CudaDevice final : public Device {
@@ -129,6 +141,7 @@ class CudaDevice final : public Device {
   }
 
   ~CudaDevice() override {
+    wait_progress_->Detach();
     // Transfers first (issued ones complete, held-back ones fail), but the queue object lives
     // until the device's threads stopped: they consult it (WillSignal) while failing the
     // submissions still held back.
@@ -169,6 +182,20 @@ class CudaDevice final : public Device {
     DeviceCounters::Add(counters()->executables_loaded);
     return exe;
   }
+  StatusOr<vm::Ref<Semaphore>> CreateSemaphore(uint64_t initial_value) override {
+    HEXIR_ASSIGN_OR_RETURN(vm::Ref<Semaphore> semaphore, Device::CreateSemaphore(initial_value));
+    semaphore->SetWaitProgress(wait_progress_);
+    return semaphore;
+  }
+  // A semaphore waiter's poll (CudaWaitProgress): retires reached submissions unless another
+  // thread holds the queue lock (then that thread is making progress already).
+  void RetireReachedForWaiter() {
+    if (inflight_count_.load(std::memory_order_acquire) == 0) return;
+    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+    if (!lock.owns_lock() || inflight_.empty()) return;
+    if (!shared_->MakeCurrent().ok()) return;
+    RetireReachedLocked(lock, enqueued_seq_);
+  }
   StatusOr<vm::Ref<CommandBuffer>> CreateCommandBuffer() override {
     return CreateCommandBufferOfMode(DefaultCommandBufferMode());
   }
@@ -198,15 +225,24 @@ class CudaDevice final : public Device {
   }
 
  private:
-  Status Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
-                  Submission* s) const;
+  // The command buffer as this device runs it (a generic one re-recorded once).
+  StatusOr<vm::Ref<CudaCommandBuffer>> ValidateCommandBuffer(
+      const vm::Ref<CommandBuffer>& cb) const;
+  // Resolves `table` into s->binding_table (storage reused): every slot a CUDA buffer.
+  Status ResolveTable(const CommandBuffer& cb, const std::vector<BufferRef>& table,
+                      Submission* s) const;
   StatusOr<vm::Ref<CudaCommandBuffer>> AdoptForeign(const CommandBuffer& cb) const;
   // mu_ held. True when every wait is reached or will be by work already on the stream.
   bool WaitsSatisfiedLocked(const std::vector<SemaphoreValue>& waits) const;
   // mu_ held. Puts the submission on the stream (or fails it).
-  void EnqueueLocked(Submission s);
+  void EnqueueLocked(std::unique_ptr<Submission> s);
   // mu_ held. Appends an enqueued submission (its event recorded) to inflight_.
-  void PushInflightLocked(Submission s);
+  void PushInflightLocked(std::unique_ptr<Submission> s);
+  // mu_ held. Clears `s` (dropping its references) and keeps it for reuse.
+  void RecycleLocked(std::unique_ptr<Submission> s) {
+    s->Clear();
+    submission_pool_.Give(std::move(s));
+  }
   // mu_ held. Signals or fails the submission's semaphores; keeps a signal-less failure.
   void CompleteLocked(Submission& s, Status status);
   // mu_ held (through `lock`). Retires inflight_'s front, whose event query or wait returned
@@ -235,6 +271,7 @@ class CudaDevice final : public Device {
   std::shared_ptr<CudaShared> shared_;
   const CudaApi& api_;
   std::string uri_;
+  std::shared_ptr<CudaWaitProgress> wait_progress_ = std::make_shared<CudaWaitProgress>(this);
   const uint32_t max_in_flight_;  // DeviceOptions::queue_max_in_flight (0: no cap)
   std::unique_ptr<CudaTransferQueue> transfers_;
   uint64_t allocations_fenced_ = 0;  // buffers_allocated when a transfer last fenced (mu_)
@@ -244,8 +281,9 @@ class CudaDevice final : public Device {
   // A submission retired, or the deferred queue drained: host waits (WaitIdle, reads).
   std::condition_variable idle_cv_;
   std::condition_variable space_cv_;  // back-pressure: a submission completed or was deferred
-  std::deque<Submission> deferred_;  // blocked on a host-side semaphore value, in order
-  std::deque<Submission> inflight_;  // on the stream, in order, each with its event
+  SubmissionFifo deferred_;  // blocked on a host-side semaphore value, in order
+  SubmissionFifo inflight_;  // on the stream, in order, each with its event
+  SubmissionPool submission_pool_{256};  // retired submissions, reused (no allocation)
   // Mirrors inflight_.size(): the completion thread spins on it without the lock.
   std::atomic<size_t> inflight_count_{0};
   uint64_t enqueued_seq_ = 0;  // seq of the last submission put on the stream
@@ -275,6 +313,13 @@ class CudaDevice final : public Device {
   // it): the host must not write staging_ before that event is reached. Under staging_mu_.
   bool staging_copy_pending_ = false;
 };
+
+// try_lock: another waiter polling the same device is already making the progress this one
+// needs (retirement is in stream order); Detach waits for a poll in progress to end.
+void CudaWaitProgress::Poll() {
+  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+  if (lock.owns_lock() && device_) device_->RetireReachedForWaiter();
+}
 
 StatusOr<vm::Ref<Buffer>> CudaDevice::AllocateBuffer(uint64_t byte_size, uint32_t memory_types) {
   HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
@@ -352,26 +397,33 @@ Status CudaDevice::QueueDealloca(const std::vector<SemaphoreValue>& waits,
   return Status::Ok();
 }
 
-Status CudaDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
-                            Submission* s) const {
-  HEXIR_RETURN_IF_ERROR(ResolveBindingTable(cb.get(), table, &s->binding_table));
-  for (size_t i = 0; i < s->binding_table.size(); ++i) {
-    if (!AsCudaBuffer(s->binding_table[i].buffer.get()))
-      return InvalidArgument("queue execute: binding table slot ", i, ": not a CUDA buffer");
-  }
-  vm::Ref<CudaCommandBuffer> ccb;
-  if (auto* own = dynamic_cast<CudaCommandBuffer*>(cb.get())) {
+StatusOr<vm::Ref<CudaCommandBuffer>> CudaDevice::ValidateCommandBuffer(
+    const vm::Ref<CommandBuffer>& cb) const {
+  if (!cb) return InvalidArgument("queue execute: command buffer is null");
+  if (typeid(*cb) == typeid(CudaCommandBuffer)) {  // the class is final: one comparison
+    auto* own = static_cast<CudaCommandBuffer*>(cb.get());
     if (own->shared()->context != shared_->context) {
       return InvalidArgument("queue execute: the command buffer was recorded for another GPU (",
                              own->shared()->ordinal, "), not ", uri_);
     }
-    ccb = vm::Ref<CudaCommandBuffer>::Retain(own);
-  } else {
-    // A generic command buffer (the HAL's queue operations record those): re-record it once as
-    // a stream command buffer, the one-shot form.
-    HEXIR_ASSIGN_OR_RETURN(ccb, AdoptForeign(*cb));
+    return vm::Ref<CudaCommandBuffer>::Retain(own);
   }
-  s->command_buffer = std::move(ccb);
+  // A generic command buffer (the HAL's queue operations record those): re-record it once as
+  // a stream command buffer, the one-shot form.
+  if (!cb->is_finalized()) {
+    return FailedPrecondition(
+        "queue execute: the command buffer is still recording; finalize it before submitting");
+  }
+  return AdoptForeign(*cb);
+}
+
+Status CudaDevice::ResolveTable(const CommandBuffer& cb, const std::vector<BufferRef>& table,
+                                Submission* s) const {
+  HEXIR_RETURN_IF_ERROR(ResolveBindingTable(&cb, table, &s->binding_table));
+  for (size_t i = 0; i < s->binding_table.size(); ++i) {
+    if (!AsCudaBuffer(s->binding_table[i].buffer.get()))
+      return InvalidArgument("queue execute: binding table slot ", i, ": not a CUDA buffer");
+  }
   return Status::Ok();
 }
 
@@ -426,14 +478,16 @@ StatusOr<CUevent> CudaDevice::TakeEventLocked() {
   return e;
 }
 
-void CudaDevice::EnqueueLocked(Submission s) {
+void CudaDevice::EnqueueLocked(std::unique_ptr<Submission> owned) {
+  Submission& s = *owned;
   Status status = lost_;
   for (const SemaphoreValue& w : s.waits) {
     if (!status.ok()) break;
     status = w.semaphore->Query().status();
   }
   if (status.ok()) status = shared_->MakeCurrent();
-  if (status.ok()) status = transfers_->OrderStream(s.waits, shared_->stream);
+  // Only a kept wait can be on a queue transfer (no second lock for a wait-less submission).
+  if (status.ok() && !s.waits.empty()) status = transfers_->OrderStream(s.waits, shared_->stream);
   if (status.ok()) status = s.command_buffer->Enqueue(s.binding_table, shared_->stream);
   if (status.ok()) {
     auto event = TakeEventLocked();
@@ -449,15 +503,16 @@ void CudaDevice::EnqueueLocked(Submission s) {
   }
   if (!status.ok()) {
     CompleteLocked(s, std::move(status));
+    RecycleLocked(std::move(owned));
     return;
   }
   for (const SemaphoreValue& sv : s.signals) pending_signals_.Add(sv.semaphore.get(), sv.value);
   DeviceCounters::Add(counters()->dispatches_executed, s.command_buffer->dispatch_count());
-  PushInflightLocked(std::move(s));
+  PushInflightLocked(std::move(owned));
 }
 
-void CudaDevice::PushInflightLocked(Submission s) {
-  s.seq = ++enqueued_seq_;
+void CudaDevice::PushInflightLocked(std::unique_ptr<Submission> s) {
+  s->seq = ++enqueued_seq_;
   inflight_.push_back(std::move(s));
   inflight_count_.store(inflight_.size(), std::memory_order_release);
   // Usually the completion thread is still spinning for work (it spins a while after its
@@ -479,8 +534,7 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
                           const vm::Ref<CommandBuffer>& command_buffer,
                           const std::vector<SemaphoreValue>& signals,
                           const std::vector<BufferRef>& binding_table) {
-  Submission s;
-  HEXIR_RETURN_IF_ERROR(Validate(command_buffer, binding_table, &s));
+  HEXIR_ASSIGN_OR_RETURN(vm::Ref<CudaCommandBuffer> ccb, ValidateCommandBuffer(command_buffer));
   for (size_t i = 0; i < waits.size(); ++i) {
     if (!waits[i].semaphore) return InvalidArgument("queue execute: wait semaphore ", i, " is null");
   }
@@ -489,8 +543,17 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
       return InvalidArgument("queue execute: signal semaphore ", i, " is null");
     }
   }
-  s.signals = signals;
+  // The one lock of the submission: the binding table and signals are copied into a recycled
+  // submission's storage under it (no allocation once warm), before any back-pressure wait.
   std::unique_lock<std::mutex> lock(mu_);
+  std::unique_ptr<Submission> owned = submission_pool_.Take();
+  Submission& s = *owned;
+  if (Status st = ResolveTable(*command_buffer, binding_table, &s); !st.ok()) {
+    RecycleLocked(std::move(owned));
+    return st;
+  }
+  s.command_buffer = std::move(ccb);
+  s.signals.assign(signals.begin(), signals.end());
   if (max_in_flight_ != 0) {
     // Back-pressure, lifted while submissions are held back for a semaphore: the blocked
     // host thread could be the one that will signal it.
@@ -513,7 +576,10 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
       space_cv_.wait(lock, room);
     }
   }
-  if (!lost_.ok()) return lost_;
+  if (!lost_.ok()) {
+    RecycleLocked(std::move(owned));
+    return lost_;
+  }
   DeviceCounters::Add(counters()->queue_submissions);
   bool hold = false;
   for (const SemaphoreValue& w : waits) {
@@ -525,19 +591,19 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
   for (const SemaphoreValue& sv : s.signals) queue_signals_.Add(sv.semaphore.get(), sv.value);
   // A queue-ordered wait on a held-back producer is held back too: deferred_ is not empty.
   if (hold || !deferred_.empty()) {
-    deferred_.push_back(std::move(s));
+    deferred_.push_back(std::move(owned));
     deferred_cv_.notify_one();
     space_cv_.notify_all();
     return Status::Ok();
   }
   // The common case: launched on this thread, no other thread involved.
-  EnqueueLocked(std::move(s));
+  EnqueueLocked(std::move(owned));
   return Status::Ok();
 }
 
 void CudaDevice::RetireFrontLocked(std::unique_lock<std::mutex>& lock, CUresult r) {
-  Submission s = std::move(inflight_.front());
-  inflight_.pop_front();
+  std::unique_ptr<Submission> owned = inflight_.pop_front();
+  Submission& s = *owned;
   inflight_count_.store(inflight_.size(), std::memory_order_release);
   retired_seq_ = s.seq;
   Status status;
@@ -566,8 +632,9 @@ void CudaDevice::RetireFrontLocked(std::unique_lock<std::mutex>& lock, CUresult 
   space_cv_.notify_one();
   ++busy_;
   lock.unlock();
-  s = Submission();  // releases buffers (cuMemFreeAsync) and command buffers off the lock
+  s.Clear();  // releases buffers (cuMemFreeAsync) and command buffers off the lock
   lock.lock();
+  submission_pool_.Give(std::move(owned));
   --busy_;
   idle_cv_.notify_all();
 }
@@ -681,12 +748,12 @@ void CudaDevice::DeferredMain() {
         if (!st.ok() && st.code() != StatusCode::kDeadlineExceeded) status = st;
       }
     }
-    Submission s = std::move(deferred_.front());
-    deferred_.pop_front();
+    std::unique_ptr<Submission> s = deferred_.pop_front();
     if (status.ok()) {
       EnqueueLocked(std::move(s));
     } else {
-      CompleteLocked(s, std::move(status));
+      CompleteLocked(*s, std::move(status));
+      RecycleLocked(std::move(s));
     }
     // Also wakes ReadBufferAfterPendingWork, which waits for deferred_ to drain (not idle),
     // and a sleeping completion thread, which exits once a stopping device's deferred_ drains.
@@ -905,9 +972,9 @@ Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t off
     } else if ((r = api_.cuEventRecord(staging_event_, shared_->stream)) != CUDA_SUCCESS) {
       copy = CudaStatus(api_, r, "cuEventRecord(staging)");
     } else {
-      Submission staged;
-      staged.event = staging_event_;
-      staged.pooled_event = false;
+      std::unique_ptr<Submission> staged = submission_pool_.Take();
+      staged->event = staging_event_;
+      staged->pooled_event = false;
       PushInflightLocked(std::move(staged));
       staging_copy_pending_ = true;
     }

@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
+
 #include "hal/api.h"
 #include "hal/drivers/cuda/cuda_api.h"
 #include "hal/drivers/cuda/cuda_device.h"
@@ -41,6 +43,13 @@ void Check(const Status& s, const char* what) {
   if (!s.ok()) Die(StrCat(what, ": ", s.ToString()));
 }
 #define CU(call) Check(CudaStatus(api, (call), #call), "raw CUDA")
+
+// Voluntary context switches of the calling thread: each sleep (a hand-off) is one.
+long VoluntarySwitches() {
+  rusage u;
+  getrusage(RUSAGE_THREAD, &u);
+  return u.ru_nvcsw;
+}
 
 struct Timing {
   double host_us = 0;  // time inside the submitting calls
@@ -216,9 +225,11 @@ int Main(int argc, char** argv) {
     };
     for (int i = 0; i < 20; ++i) call();
     const int calls = 500;
+    const long sleeps0 = VoluntarySwitches();
     auto t0 = Clock::now();
     for (int i = 0; i < calls; ++i) call();
     double hexir_call = Us(Clock::now() - t0) / calls;
+    const double call_sleeps = double(VoluntarySwitches() - sleeps0) / calls;
     // The same, but the host spins on Semaphore::Query instead of sleeping in Wait: what a
     // spin-then-sleep Wait would give.
     auto poll_call = [&] {
@@ -299,8 +310,8 @@ int Main(int argc, char** argv) {
     CU(api.cuStreamSynchronize(stream));
     std::printf("== one small call (1-dispatch graph + wait + 4-byte read), %d calls ==\n", calls);
     std::printf("  hexir HAL %.2f us/call   raw (launch + copy + stream sync) %.2f us/call   "
-                "ratio %.2f\n",
-                hexir_call, raw_call_us, hexir_call / raw_call_us);
+                "ratio %.2f   (%.2f sleeps/call of the calling thread)\n",
+                hexir_call, raw_call_us, hexir_call / raw_call_us, call_sleeps);
     std::printf("  hexir HAL, host polling Query instead of Wait: %.2f us/call (ratio %.2f)\n",
                 hexir_poll_call, hexir_poll_call / raw_call_us);
     std::printf("  hexir HAL, submit + ReadBufferAfterPendingWork (what a compiled call does): "
