@@ -4,6 +4,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/hexir-gpu-out}
+# --part=tests: the test binaries and the HAL benchmarks; --part=bench: the bench suite and the
+# LLM benchmarks (two device calls that each fit a call's time limit); default both.
+PART=all
+case "${1:-}" in --part=tests) PART=tests ;; --part=bench) PART=bench ;; "") ;; *) echo "usage: run.sh [--part=tests|bench]"; exit 2 ;; esac
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 export HEXIR_PRECOMPILED_DIR="$PWD/.out/gpu/modules"
@@ -12,6 +16,7 @@ export HEXIR_LLM_DEVICE=cuda
 # The LLM tests' PyTorch reference: Debian's python there has no torch, the one on PATH does.
 python3 -c "import torch" 2>/dev/null && export HEXIR_TORCH_PYTHON=$(command -v python3)
 status=0
+if [ "$PART" != bench ]; then
 for dir in .out/gpu/tests/*/; do
   name=$(basename "$dir")
   [ "$name" != waves_benchmark_runfiles ] || continue
@@ -29,16 +34,17 @@ cat "$OUT/replay_benchmark.log"
 # HAL-level concurrency waves: 8 chains x 8 dispatches, waves/serial per replay (bench/hal_waves).
 (cd .out/gpu/tests/waves_benchmark_runfiles && ./bench/hal_waves/waves_benchmark) > "$OUT/waves_benchmark.log" 2>&1 || status=1
 cat "$OUT/waves_benchmark.log"
+# ---- waves vs serial, compiled (bench/schedule_waves: 8 independent chains of small dispatches) ----
+HEXIR_BIN=.out/gpu/bin bash bench/schedule_waves/run.sh --device=cuda --run-only \
+  --out=.out/gpu/schedule_waves 2>&1 | tee "$OUT/schedule_waves.log" || status=1
+fi
+[ "$PART" != tests ] || exit $status
 
 # ---- bench/ suite (hexir-bench per case: per-dispatch times, roofline, cuBLAS ratios) ----
 HEXIR_BIN=.out/gpu/bin timeout 300 bash bench/run.sh --device=cuda --run-only --iterations=5 \
   --out=.out/gpu/bench > "$OUT/bench_suite.log" 2>&1 || status=1
 cp .out/gpu/bench/SUMMARY.txt "$OUT/bench_summary.txt" 2>/dev/null
 cat .out/gpu/bench/SUMMARY.txt 2>/dev/null || tail -20 "$OUT/bench_suite.log"
-
-# ---- waves vs serial (bench/schedule_waves: 8 independent chains of small dispatches) ----
-HEXIR_BIN=.out/gpu/bin bash bench/schedule_waves/run.sh --device=cuda --run-only \
-  --out=.out/gpu/schedule_waves 2>&1 | tee "$OUT/schedule_waves.log" || status=1
 
 # ---- LLM decode benchmark (tests/llm/gpu_decode_bench.sh; modules from pack.sh) ----
 # Hexir vs PyTorch eager / CUDA-graph ms per token, stories260K f32 and random768 f16 (< 3 min).
