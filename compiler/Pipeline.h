@@ -22,8 +22,12 @@ struct CompileOptions {
   std::string cuda_features = "+ptx80";
   std::string cuda_format = "cubin";  // "cubin" (cubin + PTX) or "ptx" (PTX only)
   // Order of each execution region's dispatches (hexir-schedule-concurrency): "waves"
-  // (barriers only between dependent waves) or "serial" (a barrier between every pair).
-  std::string schedule = "waves";
+  // (barriers only between dependent waves) or "serial" (a barrier between every pair);
+  // empty: the target's default (cpu: waves; cuda: serial, measured in Pipeline.cpp).
+  std::string schedule;
+  // CUDA kernels with a dynamic extent: workgroup count computed per call from the shape
+  // (true) or the fixed grid of 1056 blocks (false: no count per call, no graph node update).
+  bool cuda_grid_from_shape = true;
   // IR dumps (to *dump_stream, default stderr): after every pass, or after the pass whose
   // argument (e.g. "hexir-form-dispatch-regions") is dump_after.
   bool dump_all = false;

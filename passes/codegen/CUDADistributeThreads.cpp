@@ -78,7 +78,8 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       int64_t grid = points < 0 ? dynamicGrid : (threads + block - 1) / block;
       codegen::DynamicWorkgroupCount fromShape{pointShape.extentWords, pointShape.extentFactor,
                                                blockSize / lanes, dynamicGrid};
-      bool gridFromShape = points < 0 && pointShapeKnown && !fromShape.extentWords.empty();
+      bool fromShapeWords = gridFromShape && points < 0 && pointShapeKnown &&
+                            !fromShape.extentWords.empty();
       if (points < 0 && pointShapeKnown && fromShape.extentWords.empty())
         grid = codegen::EvaluateWorkgroupCount(fromShape.extentFactor, fromShape.tile,
                                                fromShape.limit);
@@ -86,7 +87,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
         kernel->setAttr("hexir.cuda.lanes", IntegerAttr::get(IndexType::get(ctx), lanes));
       kernel->setAttr("hexir.cuda.thread_count", IntegerAttr::get(IndexType::get(ctx), threads));
       kernel->setAttr("hexir.cuda.block_size", IntegerAttr::get(IndexType::get(ctx), block));
-      if (gridFromShape)
+      if (fromShapeWords)
         codegen::SetDynamicWorkgroupCount(exe, fromShape);
       else
         exe->setAttr(codegen::kWorkgroupCountAttr, DenseI64ArrayAttr::get(ctx, {grid, 1, 1}));

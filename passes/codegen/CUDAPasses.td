@@ -36,6 +36,9 @@ def CUDADistributeThreads : Pass<"hexir-cuda-distribute-threads", "mlir::ModuleO
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256", "threads per block">,
     Option<"dynamicGrid", "dynamic-grid", "int64_t", /*default=*/"1056",
            "most blocks launched for kernels with dynamic extents (grid-stride loop)">,
+    Option<"gridFromShape", "grid-from-shape", "bool", /*default=*/"true",
+           "dynamic extents: the workgroup count from the shape (false: a fixed grid of "
+           "dynamic-grid blocks, no per-call count and no graph node update)">,
     Option<"warpReductions", "warp-reductions", "bool", /*default=*/"true",
            "one warp (32 lanes + shuffles) per output of long reductions">,
   ];

@@ -65,7 +65,13 @@ struct Outcome {
 Outcome CompileAndCall(const std::string& source, const std::string& name,
                        const std::string& target, const std::string& schedule,
                        const std::vector<HostValue>& inputs) {
-  std::string module = CompileOrDie(source, name + "_" + schedule, target, "--schedule=" + schedule);
+  // Both schedules are compiled before any device is required, so that a machine without
+  // the device still saves both modules (HEXIR_SAVE_MODULES_DIR) for the one that has it.
+  std::string module;
+  for (const char* s : {"waves", "serial"}) {
+    std::string m = CompileOrDie(source, name + "_" + s, target, std::string("--schedule=") + s);
+    if (schedule == s) module = m;
+  }
   RequireDevice(target);
   tools::InvocationOptions options;
   options.device_uri = target;

@@ -75,7 +75,7 @@ if [ "$TORCH" == 1 ]; then
     [ "$got" == "$want" ] && pass "${name}_f16.gguf, f16 module: $(($(echo "$want" | wc -w) - 1)) ids equal the f16 reference's" \
       || { fail "${name}_f16.gguf"; echo " hexir:     $got"; echo " reference: $want"; }
     # A module from another checkpoint: named mismatch.
-    err=$("$GENERATE" --module="$TMP/gguf_stories.vmfb" --parameters="$TMP/$name.gguf" --max-tokens=3 2>&1) \
+    err=$("$GENERATE" --module="$TMP/gguf_stories.vmfb" --device="$DEVICE" --parameters="$TMP/$name.gguf" --max-tokens=3 2>&1) \
       && fail "mismatched GGUF module accepted"
     echo "$err" | grep -q "checkpoint '" && pass "mismatched module: $err" || fail "mismatched module message: $err"
   fi

@@ -69,11 +69,11 @@ if [ -x "$IMPORT" ]; then
 else
   echo "note: no hexir-import here; truncated-checkpoint import check not run"
 fi
-err=$("$GENERATE" --module="$TMP/short.vmfb" --parameters="$TMP/truncated.bin" --max-tokens=3 2>&1) \
+err=$("$GENERATE" --module="$TMP/short.vmfb" --device="$DEVICE" --parameters="$TMP/truncated.bin" --max-tokens=3 2>&1) \
   && fail "hexir-generate accepted a truncated checkpoint"
 echo "$err" | grep -q "does not fit" && pass "hexir-generate, truncated checkpoint: $err" \
   || fail "hexir-generate truncated checkpoint message: $err"
-err=$("$GENERATE" --module="$TMP/h4_kv4_v-50_s2.vmfb" --parameters="$TMP/h4_kv2_v-50_s1.bin" --max-tokens=3 2>&1) \
+err=$("$GENERATE" --module="$TMP/h4_kv4_v-50_s2.vmfb" --device="$DEVICE" --parameters="$TMP/h4_kv2_v-50_s1.bin" --max-tokens=3 2>&1) \
   && fail "mismatched module accepted"
 echo "$err" | grep -q "layer0.wk" && pass "mismatched module: $err" || fail "mismatched module message: $err"
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }

@@ -35,8 +35,14 @@ static cl::opt<std::string> cudaFormat("cuda-format",
 static cl::opt<std::string> schedule("schedule",
                                      cl::desc("order of each command buffer's dispatches: waves "
                                               "(barriers only between dependent waves) or serial "
-                                              "(a barrier between every pair)"),
-                                     cl::init("waves"));
+                                              "(a barrier between every pair); default: "
+                                              "waves on cpu, serial on cuda"),
+                                     cl::init(""));
+static cl::opt<bool> cudaFixedGrids(
+    "cuda-fixed-grids",
+    cl::desc("--target=cuda: kernels with a dynamic extent run a fixed grid of 1056 blocks "
+             "instead of a count computed per call from the shape"),
+    cl::init(false));
 static cl::opt<std::string> dumpAfter("dump-after",
                                       cl::desc("print the IR (stderr) after the pass with this "
                                                "argument, e.g. hexir-form-dispatch-regions"),
@@ -91,6 +97,7 @@ int main(int argc, char** argv) {
   options.cuda_chip = cudaChip;
   options.cuda_format = cudaFormat;
   options.schedule = schedule;
+  options.cuda_grid_from_shape = !cudaFixedGrids;
   std::vector<uint8_t> bytes;
   if (mlir::failed(hexir::compiler::CompileModule(*module, options, &bytes))) return 1;
 
