@@ -46,30 +46,6 @@ HostValue F32Scalar(double x) {
   return v;
 }
 
-// Opens `module` on `device` ("cpu", "cuda"); throws DeviceUnavailable (a skip) without it.
-std::unique_ptr<tools::Session> OpenOrDie(const std::string& module, const std::string& device,
-                                          int cpu_threads = -1) {
-  RequireDevice(device);
-  tools::InvocationOptions options;
-  options.device_uri = device;
-  options.cpu_threads = cpu_threads;
-  auto session = tools::Session::Open(module, options);
-  INFO(session.status().ToString());
-  REQUIRE(session.ok());
-  return std::move(session).value();
-}
-
-std::vector<HostValue> CallOrDie(tools::Session& s, const std::string& name,
-                                 const std::vector<HostValue>& inputs) {
-  auto fn = s.LookupFunction(name);
-  REQUIRE(fn.ok());
-  std::vector<HostValue> results;
-  Status st = s.Call(*fn, inputs, &results);
-  INFO(st.ToString());
-  REQUIRE(st.ok());
-  return results;
-}
-
 // relu(a @ b + bias) * s, then + a@b's shape-mate c: three kernels, two of them chained.
 const char* kTwoDispatches = R"mlir(
 #map = affine_map<(i, j) -> (i, j)>

@@ -83,16 +83,6 @@ class CountRecorder : public hal::Profiler {
   std::vector<std::array<uint32_t, 3>> counts_;
 };
 
-std::unique_ptr<tools::Session> Open(const std::string& module, const std::string& device) {
-  RequireDevice(device);
-  tools::InvocationOptions options;
-  options.device_uri = device;
-  auto session = tools::Session::Open(module, options);
-  INFO(session.status().ToString());
-  REQUIRE(session.ok());
-  return std::move(session).value();
-}
-
 // Calls @rows with N rows and checks the result against the reference.
 void CallRows(tools::Session& session, int64_t n) {
   HostTensor x = RandomF32({n, 8}, static_cast<unsigned>(n)), w = RandomF32({8, 64}, 5),
@@ -109,7 +99,7 @@ void CallRows(tools::Session& session, int64_t n) {
 
 TEST_CASE("the CPU workgroup count follows the row count while the recording is replayed") {
   std::string module = CompileOrDie(kRows, "dynamic_grid", "cpu");
-  auto session = Open(module, "cpu");
+  auto session = OpenOrDie(module, "cpu");
   hal::Device& device = session->device();
   CountRecorder recorder;
   device.SetProfiler(&recorder);
@@ -132,7 +122,7 @@ TEST_CASE("the CPU workgroup count follows the row count while the recording is 
 TEST_CASE("a CUDA graph with a count from the row count is instantiated once and updated") {
   std::string module = CompileOrDie(kRows, "dynamic_grid", "cuda");
   try {
-    auto session = Open(module, "cuda");
+    auto session = OpenOrDie(module, "cuda");
     hal::Device& device = session->device();
     auto before = hal::cuda::GetCudaStats(device);
     REQUIRE(before.ok());

@@ -58,6 +58,30 @@ void RequireDevice(const std::string& device) {
   }
 }
 
+std::unique_ptr<tools::Session> OpenOrDie(const std::string& module, const std::string& device,
+                                          int cpu_threads) {
+  RequireDevice(device);
+  tools::InvocationOptions options;
+  options.device_uri = device;
+  options.cpu_threads = cpu_threads;
+  auto session = tools::Session::Open(module, options);
+  INFO(session.status().ToString());
+  REQUIRE(session.ok());
+  return std::move(session).value();
+}
+
+std::vector<tools::HostValue> CallOrDie(tools::Session& session, const std::string& name,
+                                        const std::vector<tools::HostValue>& inputs) {
+  auto fn = session.LookupFunction(name);
+  INFO(fn.status().ToString());
+  REQUIRE(fn.ok());
+  std::vector<tools::HostValue> results;
+  Status st = session.Call(*fn, inputs, &results);
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+  return results;
+}
+
 std::string HexirRun() { return "tools/hexir-run/hexir-run"; }
 std::string HexirCompile() { return "tools/hexir-compile/hexir-compile"; }
 

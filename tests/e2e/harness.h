@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "tools/common/invocation.h"
 #include "tools/common/tensor_io.h"
 
 namespace hexir::e2e {
@@ -44,6 +46,14 @@ struct DeviceUnavailable {
 };
 // Throws DeviceUnavailable unless `device` ("cpu", "cuda") can run here.
 void RequireDevice(const std::string& device);
+
+// Opens `module` on `device` (RequireDevice first); `cpu_threads` as tools::InvocationOptions
+// (-1: the default). Any other failure fails the test case with the status.
+std::unique_ptr<tools::Session> OpenOrDie(const std::string& module, const std::string& device,
+                                          int cpu_threads = -1);
+// Calls function `name` with `inputs` and returns its results; a failure fails the test case.
+std::vector<tools::HostValue> CallOrDie(tools::Session& session, const std::string& name,
+                                        const std::vector<tools::HostValue>& inputs);
 
 // Defines one test case per device: "NAME [cpu]" runs BODY("cpu"); "NAME [cuda]" runs
 // BODY("cuda"), which compiles for --target=cuda everywhere (exercising code generation) and

@@ -28,27 +28,6 @@ HostValue Tensor(HostTensor t) {
   return v;
 }
 
-std::unique_ptr<tools::Session> OpenOrDie(const std::string& module, const std::string& device) {
-  RequireDevice(device);
-  tools::InvocationOptions options;
-  options.device_uri = device;
-  auto session = tools::Session::Open(module, options);
-  INFO(session.status().ToString());
-  REQUIRE(session.ok());
-  return std::move(session).value();
-}
-
-std::vector<HostValue> CallOrDie(tools::Session& s, const std::string& name,
-                                 const std::vector<HostValue>& inputs) {
-  auto fn = s.LookupFunction(name);
-  REQUIRE(fn.ok());
-  std::vector<HostValue> results;
-  Status st = s.Call(*fn, inputs, &results);
-  INFO(st.ToString());
-  REQUIRE(st.ok());
-  return results;
-}
-
 // ---- deduplication modulo constants + uniform-operand folding ------------------------------
 
 // a = x*2+1 and b = a*3+1 are one kernel (x*c+1, c passed per dispatch, 1 folded back);
