@@ -39,6 +39,14 @@ esac
 five=$("$GENERATE" --module="$TMP/stories.vmfb" --device="$DEVICE" --parameters="$CKPT" --max-tokens=5)
 [ "$five" == "$(echo "$golden" | cut -d' ' -f1-6)" ] && pass "--max-tokens=5" || fail "--max-tokens=5: '$five'"
 
+# --timeout: a generous one changes nothing; one far too short stops the call by name.
+timed=$("$GENERATE" --module="$TMP/stories.vmfb" --device="$DEVICE" --parameters="$CKPT" --max-tokens=5 --timeout=600)
+[ "$timed" == "$five" ] && pass "--timeout=600 gives the same ids" || fail "--timeout=600: '$timed'"
+err=$("$GENERATE" --module="$TMP/stories.vmfb" --device="$DEVICE" --parameters="$CKPT" --max-tokens=500 \
+      --timeout=0.001 2>&1); status=$?
+[ "$status" == 1 ] && grep -q "deadline_exceeded: function '.*deadline exceeded after 0.001 s" <<<"$err" \
+  && pass "--timeout=0.001 stops the call: $err" || fail "--timeout=0.001: exit $status: $err"
+
 # Hostile requests: --max-tokens far beyond the cache is clamped to it (same ids, no
 # per-token state beyond the cache); prompt ids outside the vocabulary are refused on the host.
 huge=$("$GENERATE" --module="$TMP/stories.vmfb" --device="$DEVICE" --parameters="$CKPT" \

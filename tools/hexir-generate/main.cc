@@ -43,6 +43,7 @@ struct Flags {
   int64_t max_tokens = -1;
   int cpu_threads = -1;
   int repeat = 1;
+  double timeout_seconds = 0;  // 0: none
   bool timing = false;
   bool verbose = false;
   bool tokenize_only = false;
@@ -209,11 +210,16 @@ Status Run(const Flags& f) {
     for (size_t i = 0; i < weight_views.size(); ++i) in[2 + i].ref = weight_views[i];
     std::vector<vm::Variant> out;
     auto start = std::chrono::steady_clock::now();
-    HEXIR_RETURN_IF_ERROR(session->context().Invoke(fn, Span<vm::Variant>(in.data(), in.size()), &out));
+    // --timeout bounds each call with the download of its ids (DeadlineExceeded past it).
+    vm::InvokeOptions call_options;
+    if (f.timeout_seconds > 0) call_options.deadline_ns = Interrupt::DeadlineAfter(f.timeout_seconds);
+    const Interrupt download_deadline(call_options.deadline_ns, nullptr, Interrupt::NowNs());
+    HEXIR_RETURN_IF_ERROR(session->context().Invoke(fn, Span<vm::Variant>(in.data(), in.size()),
+                                                    &out, call_options));
     auto* view = out.empty() ? nullptr : vm::RefCast<hal::BufferView>(out[0].ref.get());
     if (!view) return Internal("@generate returned no id tensor");
     std::vector<uint8_t> bytes;
-    HEXIR_RETURN_IF_ERROR(hal::BufferViewToHost(device, *view, &bytes));
+    HEXIR_RETURN_IF_ERROR(hal::BufferViewToHost(device, *view, &bytes, download_deadline));
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     best_seconds = std::min(best_seconds, seconds);
     if (call == 0) first_call_done = Clock::now();
@@ -285,6 +291,10 @@ int main(int argc, char** argv) {
   app.add_option("--max-tokens", f.max_tokens, "maximum generated tokens")->required()->check(CLI::NonNegativeNumber);
   app.add_option("--cpu-threads", f.cpu_threads, "CPU driver worker threads (0: inline)");
   app.add_option("--repeat", f.repeat, "call @generate N times with the same uploaded weights");
+  app.add_option("--timeout", f.timeout_seconds,
+                 "seconds each @generate call (with the download of its ids) may take; past it "
+                 "the call stops with deadline_exceeded (default: no limit)")
+      ->check(CLI::Range(1e-3, 1e9));
   app.add_flag("--timing", f.timing,
                "print a startup breakdown and the fastest call's time and tokens/s to stderr");
   app.add_flag("--verbose", f.verbose, "print the prompt's token ids (BOS first) to stderr");
