@@ -77,4 +77,9 @@ HEXIR_SHARED_DIR="$shared" bash tests/llm/gpu_decode_bench.sh --pack .out/gpu/ll
 bash tests/llm/gpu_startup_bench.sh --pack .out/gpu/llm-bench
 
 du -sh .out/gpu
-echo "pack: ready; on the GPU machine run: bash tools/gpu/run.sh"
+# The bundle passed the device tool's 64 MiB carry limit: it travels as one xz tarball.
+mkdir -p .out/carry
+tar -cf - .out/gpu | xz -T0 -6 > .out/carry/bundle.tar.xz
+du -sh .out/carry/bundle.tar.xz
+echo "pack: ready; carry .out/carry and run there:"
+echo "  xz -dc .out/carry/bundle.tar.xz | tar -xf - && bash tools/gpu/run.sh --part=tests   (then --part=bench)"
