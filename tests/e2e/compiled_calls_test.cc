@@ -23,29 +23,6 @@ namespace {
 using tools::HostTensor;
 using tools::HostValue;
 
-HostValue Tensor(HostTensor t) {
-  HostValue v;
-  v.kind = HostValue::Kind::kTensor;
-  v.tensor = std::move(t);
-  return v;
-}
-
-HostValue I64Scalar(int64_t x) {
-  HostValue v;
-  v.kind = HostValue::Kind::kInt;
-  v.scalar_type = static_cast<int32_t>(hal::ElementType::kI64);
-  v.i = x;
-  return v;
-}
-
-HostValue F32Scalar(double x) {
-  HostValue v;
-  v.kind = HostValue::Kind::kFloat;
-  v.scalar_type = static_cast<int32_t>(hal::ElementType::kF32);
-  v.f = x;
-  return v;
-}
-
 // relu(a @ b + bias) * s, then + a@b's shape-mate c: three kernels, two of them chained.
 const char* kTwoDispatches = R"mlir(
 #map = affine_map<(i, j) -> (i, j)>

@@ -176,21 +176,6 @@ func.func @swap_add(%x: tensor<4xf32>, %y: tensor<4xf32>, %n: i64) -> (tensor<4x
 }
 )mlir";
 
-HostValue I64(int64_t x) {
-  HostValue v;
-  v.kind = HostValue::Kind::kInt;
-  v.scalar_type = static_cast<int32_t>(hal::ElementType::kI64);
-  v.i = x;
-  return v;
-}
-
-HostValue Tensor(HostTensor t) {
-  HostValue v;
-  v.kind = HostValue::Kind::kTensor;
-  v.tensor = std::move(t);
-  return v;
-}
-
 // The loops module, compiled once and opened on the CPU.
 tools::Session& Loops() {
   static std::unique_ptr<tools::Session> session = [] {
@@ -222,7 +207,7 @@ std::vector<HostValue> Call(const std::string& name, const std::vector<HostValue
 
 int64_t CallI(const std::string& name, const std::vector<int64_t>& args, size_t result = 0) {
   std::vector<HostValue> inputs;
-  for (int64_t a : args) inputs.push_back(I64(a));
+  for (int64_t a : args) inputs.push_back(I64Scalar(a));
   std::vector<HostValue> results = Call(name, inputs);
   REQUIRE(results.size() > result);
   REQUIRE(results[result].kind == HostValue::Kind::kInt);
@@ -237,8 +222,8 @@ TEST_CASE("a counted scf.for of s += (i*7)%13 matches C++ in 4 instructions per 
   };
   for (int64_t n : {-7, 0, 1, 2, 12, 13, 14, 1000, 123457}) CHECK(CallI("sum_mod", {n}) == reference(n));
   uint64_t one = 0, many = 0;
-  Call("sum_mod", {I64(1)}, &one);
-  Call("sum_mod", {I64(10001)}, &many);
+  Call("sum_mod", {I64Scalar(1)}, &one);
+  Call("sum_mod", {I64Scalar(10001)}, &many);
   CHECK(many - one <= 4 * 10000);
 }
 
@@ -314,7 +299,7 @@ TEST_CASE("two tensors carried and swapped every iteration match C++ for every t
       b = a;
       a = next;
     }
-    std::vector<HostValue> results = Call("swap_add", {Tensor(x), Tensor(y), I64(n)});
+    std::vector<HostValue> results = Call("swap_add", {Tensor(x), Tensor(y), I64Scalar(n)});
     REQUIRE(results.size() == 2);
     HostTensor ea = ZerosF32({4}), eb = ZerosF32({4});
     for (int k = 0; k < 4; ++k) {

@@ -47,13 +47,6 @@ func.func @rows(%x: tensor<?x8xf32>, %w: tensor<8x64xf32>, %bias: tensor<64xf32>
 
 constexpr int64_t kLengths[] = {1, 7, 1000, 100000, 7};
 
-HostValue Tensor(HostTensor t) {
-  HostValue v;
-  v.kind = HostValue::Kind::kTensor;
-  v.tensor = std::move(t);
-  return v;
-}
-
 HostTensor Reference(const HostTensor& x, const HostTensor& w, const HostTensor& bias) {
   const int64_t n = x.dims[0];
   HostTensor y = ZerosF32({n, 64});

@@ -58,6 +58,29 @@ void RequireDevice(const std::string& device) {
   }
 }
 
+tools::HostValue Tensor(tools::HostTensor t) {
+  tools::HostValue v;
+  v.kind = tools::HostValue::Kind::kTensor;
+  v.tensor = std::move(t);
+  return v;
+}
+
+tools::HostValue I64Scalar(int64_t x) {
+  tools::HostValue v;
+  v.kind = tools::HostValue::Kind::kInt;
+  v.scalar_type = static_cast<int32_t>(hal::ElementType::kI64);
+  v.i = x;
+  return v;
+}
+
+tools::HostValue F32Scalar(double x) {
+  tools::HostValue v;
+  v.kind = tools::HostValue::Kind::kFloat;
+  v.scalar_type = static_cast<int32_t>(hal::ElementType::kF32);
+  v.f = x;
+  return v;
+}
+
 std::unique_ptr<tools::Session> OpenOrDie(const std::string& module, const std::string& device,
                                           int cpu_threads) {
   RequireDevice(device);

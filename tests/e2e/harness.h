@@ -2,6 +2,7 @@
 // results with plain C++ reference loops.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -46,6 +47,11 @@ struct DeviceUnavailable {
 };
 // Throws DeviceUnavailable unless `device` ("cpu", "cuda") can run here.
 void RequireDevice(const std::string& device);
+
+// Call arguments: a tensor, an i64 scalar, an f32 scalar.
+tools::HostValue Tensor(tools::HostTensor t);
+tools::HostValue I64Scalar(int64_t x);
+tools::HostValue F32Scalar(double x);
 
 // Opens `module` on `device` (RequireDevice first); `cpu_threads` as tools::InvocationOptions
 // (-1: the default). Any other failure fails the test case with the status.

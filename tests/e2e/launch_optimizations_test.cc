@@ -21,13 +21,6 @@ namespace {
 using tools::HostTensor;
 using tools::HostValue;
 
-HostValue Tensor(HostTensor t) {
-  HostValue v;
-  v.kind = HostValue::Kind::kTensor;
-  v.tensor = std::move(t);
-  return v;
-}
-
 // ---- deduplication modulo constants + uniform-operand folding ------------------------------
 
 // a = x*2+1 and b = a*3+1 are one kernel (x*c+1, c passed per dispatch, 1 folded back);

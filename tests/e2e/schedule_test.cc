@@ -17,13 +17,6 @@ namespace {
 using tools::HostTensor;
 using tools::HostValue;
 
-HostValue Tensor(HostTensor t) {
-  HostValue v;
-  v.kind = HostValue::Kind::kTensor;
-  v.tensor = std::move(t);
-  return v;
-}
-
 // C = A (m x k) @ B (k x n), row-major.
 HostTensor MatMul(const HostTensor& a, const HostTensor& b) {
   int64_t m = a.dims[0], k = a.dims[1], n = b.dims[1];
