@@ -46,6 +46,10 @@ err=$("$GENERATE" --module="$TMP/stories.vmfb" --device="$DEVICE" --parameters="
       --timeout=0.001 2>&1); status=$?
 [ "$status" == 1 ] && grep -q "deadline_exceeded: function '.*deadline exceeded after 0.001 s" <<<"$err" \
   && pass "--timeout=0.001 stops the call: $err" || fail "--timeout=0.001: exit $status: $err"
+err=$("$GENERATE" --module="$TMP/stories.vmfb" --device="$DEVICE" --parameters="$CKPT" --max-tokens=5 \
+      --timeout=-1 2>&1); status=$?
+[ "$status" == 1 ] && grep -q "invalid_argument: --timeout: Value -1 not in range" <<<"$err" \
+  && pass "--timeout=-1 refused by name" || fail "--timeout=-1: exit $status: $err"
 
 # Hostile requests: --max-tokens far beyond the cache is clamped to it (same ids, no
 # per-token state beyond the cache); prompt ids outside the vocabulary are refused on the host.
