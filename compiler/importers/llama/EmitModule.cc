@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -148,7 +149,17 @@ class ModuleWriter {
         << " positions.\n";
     const std::vector<WeightTensor>& tensors = tensors_;
     ModelWeights weights = NameWeights(tensors);
-    EmitPrefillLayer(weights.layers[0]);
+    // One @prefill_layer per distinct list of weight types: layers of a GGUF file may store
+    // their matrices in different formats (llama.cpp's Q4_K_M mixes q4_k and q6_k).
+    std::map<std::string, std::string> by_types;
+    for (const LayerWeights& layer : weights.layers) {
+      std::string types;
+      for (const LayerField& f : kLayerFields) types += (layer.*f.member).type + ";";
+      auto [it, added] = by_types.emplace(types, by_types.empty() ? "@prefill_layer"
+                                                                  : "@prefill_layer_" + std::to_string(by_types.size()));
+      if (added) EmitPrefillLayer(layer, it->second);
+      prefill_functions_.push_back(it->second);
+    }
     EmitGenerate(tensors, weights);
     return os_.str();
   }
@@ -626,10 +637,10 @@ class ModuleWriter {
   }
 
   // @prefill_layer: Layer over the M prompt rows, one function called once per layer.
-  void EmitPrefillLayer(const LayerWeights& types) {
+  void EmitPrefillLayer(const LayerWeights& types, const std::string& function) {
     LayerWeights params;
     std::string ct = T({S_, KV_}), xt = T({-1, D_});
-    os_ << "func.func private @prefill_layer(%x: " << xt << ", %kc: " << ct << ", %vc: " << ct;
+    os_ << "func.func private " << function << "(%x: " << xt << ", %kc: " << ct << ", %vc: " << ct;
     for (const LayerField& f : kLayerFields) {
       params.*f.member = {std::string("%") + f.name, (types.*f.member).type, (types.*f.member).kept};
       os_ << ", " << (params.*f.member).name << ": " << (params.*f.member).type;
@@ -822,7 +833,7 @@ class ModuleWriter {
                                });
     for (int64_t l = 0; l < nl; ++l) {
       std::string r = e_.Fresh("prefill");
-      os_ << "    " << r << ":3 = func.call @prefill_layer(" << x << ", " << caches[2 * l] << ", "
+      os_ << "    " << r << ":3 = func.call " << prefill_functions_[l] << "(" << x << ", " << caches[2 * l] << ", "
           << caches[2 * l + 1] << layer_args(l) << ") : (" << pt << ", " << ct << ", " << ct
           << layer_types(l) << ") -> (" << pt << ", " << ct << ", " << ct << ")\n";
       x = r + "#0";
@@ -919,6 +930,7 @@ class ModuleWriter {
 
   const LlamaConfig& c_;
   std::vector<WeightTensor> tensors_;  // @generate's weight arguments (LlamaWeights order)
+  std::vector<std::string> prefill_functions_;  // per layer: the prefill function of its weight types
   int64_t S_, D_, KV_, F_, V_, HD_, KVH_, G_;
   std::string WT_;  // weight element type: f32, or f16 (widened to f32 where read)
   std::string eps_, theta_;  // RMSNorm epsilon and rotary base as f32 literals
