@@ -401,6 +401,25 @@ TEST_CASE("block-quantized and bf16 matrices are kept as stored; the program dec
                        Catch::Contains("tensor<64xf32> into tensor<2x32xf32>") &&
                        Catch::Contains("arith.bitcast") && Catch::Contains("arith.extf") &&
                        !Catch::Contains("-> tensor<64x64xf32>") && !Catch::Contains("-> tensor<10x64xf32>"));
+  CHECK_THAT(text, !Catch::Contains("@prefill_layer_1"));
+
+  // A second layer whose attn_q is q8_0 (layer 0's is q4_0) gets its own prefill function.
+  Writer two = w;
+  two.U32("llama.block_count", 2);
+  two.kvs.erase(two.kvs.begin() + 3);  // the first block_count
+  for (size_t i = 1; i <= 9; ++i) {
+    Tensor t = w.tensors[i];
+    t.name.replace(4, 1, "1");
+    if (t.name == "blk.1.attn_q.weight") t.type = q8;
+    two.tensors.push_back(t);
+  }
+  bytes = two.Build();
+  StatusOr<GgufLlama> m2 = Map(bytes);
+  REQUIRE(m2.ok());
+  text = EmitLlamaModule(m2->config, m2->weights);
+  CHECK_THAT(text, Catch::Contains("func.func private @prefill_layer(") &&
+                       Catch::Contains("func.func private @prefill_layer_1(") &&
+                       Catch::Contains("func.call @prefill_layer_1("));
 }
 
 TEST_CASE("llama mapping errors name the key or tensor") {
