@@ -4,6 +4,8 @@
 # against llama.cpp (npm node-llama-cpp, llama_cpp_bench.mjs, one thread) on the same file,
 # and whether the ids are the same.
 #   bash tests/llm/quantized_benchmark.sh [TOKENS=200]
+# 2026-12-01 on the shared 2-core EPYC under load 17-19 (both sides in one run, same ids):
+# q8_0 567 vs 561 tokens/s (1.01x), q4_0 551 vs 887 (0.62x); issue 19 asks for >= 1.5x.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TOKENS=${1:-200}
@@ -22,7 +24,7 @@ for type in q8_0 q4_0; do
   $B/hexir-import/hexir-import "$tmp/$type.gguf" -o "$tmp/$type.mlir"
   $B/hexir-compile/hexir-compile "$tmp/$type.mlir" --target=cpu --max-workgroups=1 -o "$tmp/$type.vmfb"
   hx=$($B/hexir-generate/hexir-generate --module="$tmp/$type.vmfb" --parameters="$tmp/$type.gguf" \
-    --max-tokens="$TOKENS" --cpu-threads=0 --repeat=5 --timing 2>&1 >/dev/null)
+    --max-tokens="$TOKENS" --cpu-threads=0 --repeat=5 --timing 2>&1 >/dev/null | tail -1)
   hx_ids=$($B/hexir-generate/hexir-generate --module="$tmp/$type.vmfb" --parameters="$tmp/$type.gguf" \
     --max-tokens="$TOKENS" --cpu-threads=0 | head -1)
   lc=$(cd "$tmp/lc" && node llama_cpp_bench.mjs "$tmp/$type.gguf" "$TOKENS" 1 2>"$tmp/lc.err" >"$tmp/lc.ids"; tail -1 "$tmp/lc.err")
