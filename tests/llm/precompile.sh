@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=$(mkdir -p "$1" && cd "$1" && pwd)
-bazel build --jobs=2 //tools/hexir-import //tools/hexir-compile >/dev/null 2>&1
+bazel build --jobs=2 //tools/hexir-import //tools/hexir-compile //tools/hexir-quantize >/dev/null 2>&1
 export HEXIR_LLM_DEVICE=${2:-cuda} HEXIR_SAVE_MODULES_DIR=$OUT
 unset HEXIR_PRECOMPILED_DIR
 source tests/llm/common.sh
@@ -43,6 +43,18 @@ for spec in "${HF_CONFIGS[@]}"; do
   "$NPY" tests/llm/hf_llama.py write "$TMP/hf_$name" $flags
   # shellcheck disable=SC2086
   build_module "$TMP/hf_$name" "hf_$name" $import_flags
+done
+# llama_cpp_quantized_test.sh: hexir-quantize's files (deterministic) of both models.
+QUANTIZE=bazel-bin/tools/hexir-quantize/hexir-quantize
+/usr/bin/python3 tests/llm/quantized_reference.py write-random "$TMP/qrandom.bin" 256 512 2 8 4 512 512 2
+for spec in "stories $SHARED/models/stories260K.bin q8_0 q4_0 q4_1 q5_0 bf16" \
+            "random $TMP/qrandom.bin q4_k q5_k q6_k q8_0 q4_0 q4_1 q5_0 bf16 f16"; do
+  set -- $spec
+  model=$1 src=$2; shift 2
+  for type in "$@"; do
+    "$QUANTIZE" "$src" -o "$TMP/${model}_$type.gguf" --type="$type" --tokenizer="$SHARED/models/tok512.bin" >/dev/null
+    build_module "$TMP/${model}_$type.gguf" "${model}_$type"
+  done
 done
 ls "$OUT"
 [ "$failures" -eq 0 ]

@@ -38,6 +38,11 @@ Status MapFile(const std::string& path, uint8_t** data, size_t* size) {
   return Status::Ok();
 }
 
+// The argument element type of a kept tensor: i8 (block bytes) or bf16.
+int32_t KeptElementType(const llama::WeightTensor& w) {
+  return static_cast<int32_t>(hal::ElementTypeFromName(w.kept->ArgumentElement()));
+}
+
 // A safetensors shard mapped for the length of one Upload.
 struct Shard {
   uint8_t* data = nullptr;
@@ -46,6 +51,8 @@ struct Shard {
     if (data) munmap(data, size);
   }
 };
+
+}  // namespace
 
 // Hugging Face stores each head's q/k rows as [first elements of the rotary pairs; second
 // elements] (rotate-half); the program rotates interleaved pairs (2i, 2i+1). Row h*hd + 2i + j
@@ -62,7 +69,6 @@ void PermuteRotateHalfRows(const llama::WeightTensor& w, std::vector<float>* val
   values->swap(out);
 }
 
-}  // namespace
 
 StatusOr<std::unique_ptr<LlamaParameters>> LlamaParameters::Open(const std::string& path) {
   std::unique_ptr<LlamaParameters> p(new LlamaParameters());
@@ -101,20 +107,31 @@ StatusOr<int32_t> LlamaParameters::CheckArguments(const std::vector<AbiType>& ar
                            " weight tensors (expected ", first + weights_.size(),
                            "); import the module from this checkpoint");
   // Weights are f32 (llama2.c), f32/f16 (GGUF) or f32/f16/bf16 (safetensors) in the file; a
-  // module imported with --weights=f16 takes f16, otherwise f32.
+  // module imported with --weights=f16 takes f16, otherwise f32. GGUF matrices kept as
+  // stored (block formats, bf16) are taken in that form (WeightTensor::ArgumentDims).
   const int32_t kF32 = static_cast<int32_t>(hal::ElementType::kF32);
   const int32_t kF16 = static_cast<int32_t>(hal::ElementType::kF16);
-  const int32_t weight_type = args.size() > first ? args[first].element_type : kF32;
+  int32_t weight_type = kF32;
+  for (size_t i = 0; i < weights_.size(); ++i)
+    if (!weights_[i].kept) {
+      weight_type = args[first + i].element_type;
+      break;
+    }
   for (size_t i = 0; i < weights_.size(); ++i) {
     const AbiType& a = args[first + i];
     const llama::WeightTensor& w = weights_[i];
-    const bool bad_type = a.element_type != weight_type || (weight_type != kF32 && weight_type != kF16);
-    if (a.dims != w.dims || bad_type)
+    const std::vector<int64_t> dims = w.ArgumentDims();
+    const bool bad_type = w.kept ? a.element_type != KeptElementType(w)
+                                 : a.element_type != weight_type || (weight_type != kF32 && weight_type != kF16);
+    if (a.dims != dims || bad_type)
       return InvalidArgument(function, ": argument ", first + i, " is ", a.text,
                              " but checkpoint tensor '", w.name, "' (offset ", w.offset, ") is ",
-                             hal::FormatShape(Span<const int64_t>(w.dims.data(), w.dims.size()),
-                                              static_cast<int32_t>(w.type)),
-                             bad_type ? " (the module must take f32 or f16 weights, all of one type)" : "");
+                             w.kept ? StrCat(w.kept->name, " ") : std::string(),
+                             hal::FormatShape(Span<const int64_t>(dims.data(), dims.size()),
+                                              w.kept ? KeptElementType(w) : static_cast<int32_t>(w.type)),
+                             !bad_type ? ""
+                             : w.kept  ? " (a GGUF matrix kept as stored; import the module from this file)"
+                                       : " (the module must take f32 or f16 weights, all of one type)");
   }
   return weight_type;
 }
@@ -190,7 +207,9 @@ StatusOr<LlamaParameters::PendingUpload> LlamaParameters::UploadAsync(hal::Devic
                              w.file.empty() ? path_ : w.file, "'");
     const uint8_t* stored = file_data + w.offset;
     const void* data = stored;
-    if (static_cast<int32_t>(w.type) != element_type || w.rotate_half_heads > 0) {
+    // Kept GGUF matrices (block formats, bf16) go as stored; the kernels decode them.
+    const int32_t view_type = w.kept ? KeptElementType(w) : element_type;
+    if (!w.kept && (static_cast<int32_t>(w.type) != element_type || w.rotate_half_heads > 0)) {
       // The slot's previous tensor must have landed before its memory is overwritten.
       ConversionSlot& slot = state.slots[index % kConversionSlots];
       if (slot.in_flight > 0) {
@@ -216,10 +235,11 @@ StatusOr<LlamaParameters::PendingUpload> LlamaParameters::UploadAsync(hal::Devic
       bytes = n * (element_type == kF16 ? 2 : 4);
       slot.in_flight = index + 1;
     }
-    const Span<const int64_t> dims(w.dims.data(), w.dims.size());
-    HEXIR_ASSIGN_OR_RETURN(uint64_t expected, hal::ComputeByteSize(dims, element_type));
+    const std::vector<int64_t> view_dims = w.ArgumentDims();
+    const Span<const int64_t> dims(view_dims.data(), view_dims.size());
+    HEXIR_ASSIGN_OR_RETURN(uint64_t expected, hal::ComputeByteSize(dims, view_type));
     if (expected != bytes)
-      return InvalidArgument("tensor '", w.name, "' ", hal::FormatShape(dims, element_type), " needs ", expected,
+      return InvalidArgument("tensor '", w.name, "' ", hal::FormatShape(dims, view_type), " needs ", expected,
                              " bytes, got ", bytes);
     // Not zero-filled (the write covers every byte): QueueAlloca without semaphores.
     StatusOr<vm::Ref<hal::Buffer>> buffer = device.QueueAlloca({}, {}, bytes);
@@ -227,8 +247,7 @@ StatusOr<LlamaParameters::PendingUpload> LlamaParameters::UploadAsync(hal::Devic
     HEXIR_RETURN_IF_ERROR(device.QueueWrite({}, {{timeline, index + 1}}, data, bytes, *buffer, 0)
                               .WithContext(StrCat("tensor '", w.name, "'")));
     state.ready.value = index + 1;
-    HEXIR_ASSIGN_OR_RETURN(auto view, hal::BufferView::Create(std::move(*buffer), element_type,
-                                                              std::vector<int64_t>(w.dims)));
+    HEXIR_ASSIGN_OR_RETURN(auto view, hal::BufferView::Create(std::move(*buffer), view_type, view_dims));
     state.views.push_back(std::move(view));
   }
   return upload;

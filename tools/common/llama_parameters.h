@@ -20,6 +20,10 @@
 
 namespace hexir::tools {
 
+// Permutes the rows of a Hugging Face q/k matrix `w` (w.rotate_half_heads > 0), stored as
+// f32 `values`, from rotate-half to interleaved rotary pairs (the program's and GGUF's layout).
+void PermuteRotateHalfRows(const compiler::llama::WeightTensor& w, std::vector<float>* values);
+
 class LlamaParameters {
  public:
   // A directory is loaded as a Hugging Face folder (compiler/importers/llama/HfLlama.h);
@@ -38,8 +42,9 @@ class LlamaParameters {
   const std::vector<compiler::llama::WeightTensor>& weights() const { return weights_; }
 
   // Checks that args[first..] of `function` (named in errors: "module 'm.vmfb': @generate")
-  // are exactly these weights (count, dims, one element type that is f32 or f16) and returns
-  // that type; errors also name the argument and the tensor.
+  // are exactly these weights (count, dims, one element type that is f32 or f16 for the dense
+  // ones; GGUF matrices kept as stored in their form, WeightTensor::ArgumentDims) and returns
+  // the dense type; errors also name the argument and the tensor.
   StatusOr<int32_t> CheckArguments(const std::vector<AbiType>& args, size_t first,
                                    const std::string& function) const;
 
@@ -68,7 +73,7 @@ class LlamaParameters {
   };
 
   // Issues every weight as a queue write (Device::QueueWrite), as `element_type` (f32 or
-  // f16), in argument order, which is layer order (embedding, layer 0's tensors, ...). A
+  // f16; GGUF matrices kept as stored go as their file bytes), in argument order, which is layer order (embedding, layer 0's tensors, ...). A
   // tensor already in that type and layout is written from the mapping as is (its pages are
   // read once, by the copy); others are converted on the host (f16/bf16 -> f32 exact, f32/bf16
   // -> f16 round to nearest even, Hugging Face q/k rows (rotate_half_heads) permuted from

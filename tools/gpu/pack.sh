@@ -25,6 +25,8 @@ TESTS=(
   //tests/llm:gguf_test
   //tests/llm:gguf_tokenizer_test
   //tests/llm:hf_test
+  //tests/llm:llama_cpp_quantized_stories_test
+  //tests/llm:llama_cpp_quantized_random_test
 )
 # Binaries as "package name".
 BINARIES=(

@@ -42,9 +42,14 @@ struct Checked {
 }  // namespace
 
 int64_t WeightTensor::byte_size() const {
+  if (kept) return dims[0] * kept->RowBytes(dims[1]);
   int64_t n = hal::ElementTypeByteSize(static_cast<int64_t>(type));
   for (int64_t d : dims) n *= d;
   return n;
+}
+
+std::vector<int64_t> WeightTensor::ArgumentDims() const {
+  return kept ? kept->ArgumentDims(dims[0], dims[1]) : dims;
 }
 
 StatusOr<LlamaConfig> ParseLlamaHeader(const uint8_t* data, size_t file_size) {

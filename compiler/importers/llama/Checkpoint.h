@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "compiler/importers/llama/GgmlBlocks.h"
 #include "hal/element_type.h"
 
 namespace hexir::compiler::llama {
@@ -55,7 +56,13 @@ struct WeightTensor {
   // first half of the rows holds the pairs' first elements, the second half the second);
   // a runtime permutes them into the interleaved pairs the program rotates.
   int64_t rotate_half_heads = 0;
-  int64_t byte_size() const;   // elements * the type's byte size
+  // Non-null: a GGUF matrix kept in its stored form (block-quantized or bf16, GgmlBlocks.h):
+  // the program takes it as ArgumentDims() of kept->ArgumentElement() and decodes it in its
+  // kernels; a runtime uploads the file's bytes unchanged. Null: converted to the module's
+  // weight type (f32 or f16) at upload.
+  const GgmlBlockInfo* kept = nullptr;
+  int64_t byte_size() const;   // bytes in the file: elements * the type's size, or the kept form's rows
+  std::vector<int64_t> ArgumentDims() const;  // kept: kept->ArgumentDims(rows, k); else dims
 };
 
 // Parses and validates the header against the file length `file_size`: every field positive,

@@ -6,8 +6,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <vector>
+
+#include "compiler/importers/llama/BlockDecode.h"
 
 // The program is printed as text rather than built with MLIR builders so that the importer
 // stays a small MLIR-free library; hexir-compile parses and verifies it.
@@ -41,6 +44,7 @@ std::string T(const std::vector<int64_t>& dims, const std::string& elem = "f32")
 struct Operand {
   std::string name;
   std::string type;
+  const GgmlBlockInfo* kept = nullptr;  // a weight kept as stored in a GGUF file (WeightTensor::kept)
 };
 
 // The rows a layer body runs on: decode one token (at the position the caller sets, pos_;
@@ -129,9 +133,9 @@ class Emitter {
 
 class ModuleWriter {
  public:
-  ModuleWriter(const LlamaConfig& c, int64_t cache_len, const std::string& weight_type,
-               int64_t decode_chunk)
-      : c_(c), S_(cache_len), D_(c.dim), KV_(c.kv_dim()), F_(c.hidden_dim), V_(c.vocab_size),
+  ModuleWriter(const LlamaConfig& c, std::vector<WeightTensor> tensors, int64_t cache_len,
+               const std::string& weight_type, int64_t decode_chunk)
+      : c_(c), tensors_(std::move(tensors)), S_(cache_len), D_(c.dim), KV_(c.kv_dim()), F_(c.hidden_dim), V_(c.vocab_size),
         HD_(c.head_size()), KVH_(c.n_kv_heads), G_(c.n_heads / c.n_kv_heads), WT_(weight_type),
         eps_(F32Literal(c.rms_eps, "1.0e-05", 1e-5f)),
         theta_(F32Literal(c.rope_theta, "10000.0", 10000.0f)),
@@ -143,9 +147,19 @@ class ModuleWriter {
         << ", kv heads " << KVH_ << ", vocab " << V_ << ", "
         << (c_.shared_classifier ? "shared" : "separate") << " classifier, KV cache " << S_
         << " positions.\n";
-    std::vector<WeightTensor> tensors = LlamaWeights(c_);
+    const std::vector<WeightTensor>& tensors = tensors_;
     ModelWeights weights = NameWeights(tensors);
-    EmitPrefillLayer(weights.layers[0]);
+    // One @prefill_layer per distinct list of weight types: layers of a GGUF file may store
+    // their matrices in different formats (llama.cpp's Q4_K_M mixes q4_k and q6_k).
+    std::map<std::string, std::string> by_types;
+    for (const LayerWeights& layer : weights.layers) {
+      std::string types;
+      for (const LayerField& f : kLayerFields) types += (layer.*f.member).type + ";";
+      auto [it, added] = by_types.emplace(types, by_types.empty() ? "@prefill_layer"
+                                                                  : "@prefill_layer_" + std::to_string(by_types.size()));
+      if (added) EmitPrefillLayer(layer, it->second);
+      prefill_functions_.push_back(it->second);
+    }
     EmitGenerate(tensors, weights);
     return os_.str();
   }
@@ -159,7 +173,7 @@ class ModuleWriter {
     m.layers.resize(c_.n_layers);
     for (size_t i = 0; i < tensors.size(); ++i) {
       const std::string& name = tensors[i].name;
-      Operand arg{"%w_" + std::to_string(i), W(tensors[i].dims)};
+      Operand arg{"%w_" + std::to_string(i), ArgumentType(tensors[i]), tensors[i].kept};
       if (name == "token_embedding") m.token_embedding = arg;
       if (name == "rms_final") m.rms_final = arg;
       if (name == "classifier") m.classifier = arg;
@@ -175,12 +189,34 @@ class ModuleWriter {
 
   // A weight tensor type.
   std::string W(const std::vector<int64_t>& dims) { return T(dims, WT_); }
+  // The type of @generate's argument for `w`: its kept form, or the module's weight type.
+  std::string ArgumentType(const WeightTensor& w) {
+    return w.kept ? T(w.ArgumentDims(), w.kept->ArgumentElement()) : W(w.dims);
+  }
+  // The element type of a dense or bf16 weight operand.
+  std::string Elem(const Operand& w) { return w.kept ? w.kept->ArgumentElement() : WT_; }
   // `v` (a weight element) as f32: an arith.extf line appended to *text when weights are f16.
-  std::string Ext(const std::string& v, std::string* text) {
-    if (WT_ == "f32") return v;
+  std::string Ext(const std::string& v, std::string* text, const std::string& elem = "") {
+    const std::string& from = elem.empty() ? WT_ : elem;
+    if (from == "f32") return v;
     std::string r = e_.Fresh();
-    *text += L(r + " = arith.extf " + v + " : " + WT_ + " to f32");
+    *text += L(r + " = arith.extf " + v + " : " + from + " to f32");
     return r;
+  }
+  // Element [row, col] (index values) of the embedding `w` as f32, appended to *text: a block
+  // format is decoded from its stored bytes (block col / block size, element col % size).
+  std::string WeightElement(const Operand& w, const std::string& row, const std::string& col, std::string* text) {
+    if (w.kept && !w.kept->is_bf16()) {
+      std::string size = e_.Fresh(), block = e_.Fresh(), in_block = e_.Fresh();
+      *text += L(size + " = arith.constant " + std::to_string(w.kept->block_elements) + " : index") +
+               L(block + " = arith.divui " + col + ", " + size + " : index") +
+               L(in_block + " = arith.remui " + col + ", " + size + " : index");
+      return DecodeBlockElement(*w.kept, w.name, w.type, row, block, in_block, [&] { return e_.Fresh(); },
+                                "      ", text);
+    }
+    std::string v = e_.Fresh();
+    *text += L(v + " = tensor.extract " + w.name + "[" + row + ", " + col + "] : " + w.type);
+    return Ext(v, text, Elem(w));
   }
 
   // ---- one layer body for both row counts ----
@@ -242,23 +278,53 @@ class ModuleWriter {
   }
 
   // y[.., n] = sum_k x[.., k] * W[n, k] (W is [out][in]). One f32 row is a linalg.matvec.
-  std::string MatMul(const Rows& rows, const std::string& w, const std::string& x, int64_t n, int64_t k) {
+  std::string MatMul(const Rows& rows, const Operand& w, const std::string& x, int64_t n, int64_t k) {
     std::string ot = RT(rows, {n});
     std::string zero = e_.Filled(ot, "0.0", "f32", RDyn(rows));
-    if (!rows.prompt && WT_ == "f32") {
+    if (w.kept && !w.kept->is_bf16()) return BlockMatMul(rows, w, x, n, k, zero);
+    if (!rows.prompt && Elem(w) == "f32") {
       std::string r = e_.Fresh("mv");
-      os_ << "    " << r << " = linalg.matvec ins(" << w << ", " << x << " : " << W({n, k}) << ", "
+      os_ << "    " << r << " = linalg.matvec ins(" << w.name << ", " << x << " : " << w.type << ", "
           << RT(rows, {k}) << ") outs(" << zero << " : " << ot << ") -> " << ot << "\n";
       return r;
     }
     return e_.Generic({RMap(rows, "n, k", "k"), RMap(rows, "n, k", "n, k", false), RMap(rows, "n, k", "n")},
-                      RIters(rows, {"parallel", "reduction"}), {{x, RT(rows, {k})}, {w, W({n, k})}},
-                      {zero, ot}, {"f32", WT_, "f32"}, [&](auto a) {
+                      RIters(rows, {"parallel", "reduction"}), {{x, RT(rows, {k})}, {w.name, w.type}},
+                      {zero, ot}, {"f32", Elem(w), "f32"}, [&](auto a) {
                         std::string text;
-                        std::string wf = Ext(a[1], &text);
+                        std::string wf = Ext(a[1], &text, Elem(w));
                         std::string p = e_.Fresh(), s = e_.Fresh();
                         return text + L(p + " = arith.mulf " + a[0] + ", " + wf + " : f32") +
                                L(s + " = arith.addf " + a[2] + ", " + p + " : f32") +
+                               L("linalg.yield " + s + " : f32");
+                      });
+  }
+
+  // MatMul of a block-format weight W [n][row bytes] (i8): x viewed as [k / B][B] (B values
+  // per block), loops (n, block, element) with both reductions in k order; each iteration
+  // decodes W's element from its stored bytes (BlockDecode.h) in registers.
+  std::string BlockMatMul(const Rows& rows, const Operand& w, const std::string& x, int64_t n, int64_t k,
+                          const std::string& zero) {
+    const int64_t bs = w.kept->block_elements, nb = k / bs;
+    std::string xb = e_.Fresh("xb"), xbt = RT(rows, {nb, bs});
+    os_ << "    " << xb << " = tensor.expand_shape " << x << (rows.prompt ? " [[0], [1, 2]]" : " [[0, 1]]")
+        << " output_shape [" << (rows.prompt ? "%m, " : "") << nb << ", " << bs << "] : " << RT(rows, {k})
+        << " into " << xbt << "\n";
+    const int row_dim = rows.prompt ? 1 : 0;
+    return e_.Generic({RMap(rows, "n, b, j", "b, j"), RMap(rows, "n, b, j", "n")},
+                      RIters(rows, {"parallel", "reduction", "reduction"}), {{xb, xbt}}, {zero, RT(rows, {n})},
+                      {"f32", "f32"}, [&](auto a) {
+                        std::string text;
+                        std::string idx[3];
+                        for (int d = 0; d < 3; ++d) {
+                          idx[d] = e_.Fresh();
+                          text += L(idx[d] + " = linalg.index " + std::to_string(row_dim + d) + " : index");
+                        }
+                        std::string wf = DecodeBlockElement(*w.kept, w.name, w.type, idx[0], idx[1], idx[2],
+                                                            [&] { return e_.Fresh(); }, "      ", &text);
+                        std::string p = e_.Fresh(), s = e_.Fresh();
+                        return text + L(p + " = arith.mulf " + a[0] + ", " + wf + " : f32") +
+                               L(s + " = arith.addf " + a[1] + ", " + p + " : f32") +
                                L("linalg.yield " + s + " : f32");
                       });
   }
@@ -558,25 +624,25 @@ class ModuleWriter {
   std::array<std::string, 3> Layer(const Rows& rows, const std::string& x, const std::string& kc0,
                                    const std::string& vc0, const LayerWeights& w) {
     std::string xn = RmsNorm(rows, x, w.rms_att.name);
-    std::string q = Rope(rows, MatMul(rows, w.wq.name, xn, D_, D_), D_);
-    std::string k = Rope(rows, MatMul(rows, w.wk.name, xn, KV_, D_), KV_);
-    std::string v = MatMul(rows, w.wv.name, xn, KV_, D_);
+    std::string q = Rope(rows, MatMul(rows, w.wq, xn, D_, D_), D_);
+    std::string k = Rope(rows, MatMul(rows, w.wk, xn, KV_, D_), KV_);
+    std::string v = MatMul(rows, w.wv, xn, KV_, D_);
     std::string kc = WriteCache(rows, kc0, k), vc = WriteCache(rows, vc0, v);
     std::string att = Attention(rows, q, kc, vc);
-    std::string x2 = Add(rows, x, MatMul(rows, w.wo.name, att, D_, D_), D_);
+    std::string x2 = Add(rows, x, MatMul(rows, w.wo, att, D_, D_), D_);
     std::string xn2 = RmsNorm(rows, x2, w.rms_ffn.name);
-    std::string h1 = MatMul(rows, w.w1.name, xn2, F_, D_), h3 = MatMul(rows, w.w3.name, xn2, F_, D_);
+    std::string h1 = MatMul(rows, w.w1, xn2, F_, D_), h3 = MatMul(rows, w.w3, xn2, F_, D_);
     std::string g = Elementwise2(rows, h1, h3, F_, [&](const std::vector<std::string>& a) { return SwiGluBody(a); });
-    return {Add(rows, x2, MatMul(rows, w.w2.name, g, D_, F_), D_), kc, vc};
+    return {Add(rows, x2, MatMul(rows, w.w2, g, D_, F_), D_), kc, vc};
   }
 
   // @prefill_layer: Layer over the M prompt rows, one function called once per layer.
-  void EmitPrefillLayer(const LayerWeights& types) {
+  void EmitPrefillLayer(const LayerWeights& types, const std::string& function) {
     LayerWeights params;
     std::string ct = T({S_, KV_}), xt = T({-1, D_});
-    os_ << "func.func private @prefill_layer(%x: " << xt << ", %kc: " << ct << ", %vc: " << ct;
+    os_ << "func.func private " << function << "(%x: " << xt << ", %kc: " << ct << ", %vc: " << ct;
     for (const LayerField& f : kLayerFields) {
-      params.*f.member = {std::string("%") + f.name, (types.*f.member).type};
+      params.*f.member = {std::string("%") + f.name, (types.*f.member).type, (types.*f.member).kept};
       os_ << ", " << (params.*f.member).name << ": " << (params.*f.member).type;
     }
     os_ << ") -> (" << xt << ", " << ct << ", " << ct << ") {\n"
@@ -591,7 +657,7 @@ class ModuleWriter {
   // Final RMSNorm, classifier and the greedy argmax of one [D] vector -> tensor<i64>.
   std::string Argmax(const std::string& x, const ModelWeights& w) {
     std::string xf = RmsNorm(kOneRow, x, w.rms_final.name);
-    std::string logits = MatMul(kOneRow, w.classifier.name, xf, V_, D_);
+    std::string logits = MatMul(kOneRow, w.classifier, xf, V_, D_);
     return ArgmaxOf(logits);
   }
 
@@ -728,7 +794,7 @@ class ModuleWriter {
 
     os_ << "func.func @generate(%prompt: tensor<?xi64>, %max_new: i64";
     for (size_t i = 0; i < tensors.size(); ++i)
-      os_ << ", %w_" << std::to_string(i) << ": " << W(tensors[i].dims);
+      os_ << ", %w_" << std::to_string(i) << ": " << ArgumentType(tensors[i]);
     os_ << ") -> tensor<?xi64> {\n";
     std::string ct = T({S_, KV_});
     int64_t nl = c_.n_layers;
@@ -757,19 +823,17 @@ class ModuleWriter {
     std::string x = e_.Generic({"(m, d) -> (m, d)"}, {"parallel", "parallel"}, {}, {pe, pt}, {"f32"},
                                [&](auto) {
                                  auto f = [&]() { return e_.Fresh(); };
-                                 std::string m = f(), d = f(), t = f(), ti = f(), v = f(), ext;
-                                 std::string vf = Ext(v, &ext);
-                                 return L(m + " = linalg.index 0 : index") +
-                                        L(d + " = linalg.index 1 : index") +
-                                        L(t + " = tensor.extract %prompt[" + m + "] : tensor<?xi64>") +
-                                        L(ti + " = arith.index_cast " + t + " : i64 to index") +
-                                        L(v + " = tensor.extract " + w.token_embedding.name + "[" + ti +
-                                          ", " + d + "] : " + w.token_embedding.type) +
-                                        ext + L("linalg.yield " + vf + " : f32");
+                                 std::string m = f(), d = f(), t = f(), ti = f();
+                                 std::string text = L(m + " = linalg.index 0 : index") +
+                                                    L(d + " = linalg.index 1 : index") +
+                                                    L(t + " = tensor.extract %prompt[" + m + "] : tensor<?xi64>") +
+                                                    L(ti + " = arith.index_cast " + t + " : i64 to index");
+                                 std::string vf = WeightElement(w.token_embedding, ti, d, &text);
+                                 return text + L("linalg.yield " + vf + " : f32");
                                });
     for (int64_t l = 0; l < nl; ++l) {
       std::string r = e_.Fresh("prefill");
-      os_ << "    " << r << ":3 = func.call @prefill_layer(" << x << ", " << caches[2 * l] << ", "
+      os_ << "    " << r << ":3 = func.call " << prefill_functions_[l] << "(" << x << ", " << caches[2 * l] << ", "
           << caches[2 * l + 1] << layer_args(l) << ") : (" << pt << ", " << ct << ", " << ct
           << layer_types(l) << ") -> (" << pt << ", " << ct << ", " << ct << ")\n";
       x = r + "#0";
@@ -833,13 +897,11 @@ class ModuleWriter {
         << "    %sn = arith.addi %bn, %j64 : i64\n";
     std::string xe = e_.Filled(xt, "", "f32");
     std::string xd = e_.Generic({"(d) -> (d)"}, {"parallel"}, {}, {xe, xt}, {"f32"}, [&](auto) {
-      std::string d = e_.Fresh(), t = e_.Fresh(), ti = e_.Fresh(), v = e_.Fresh(), ext;
-      std::string vf = Ext(v, &ext);
-      return L(d + " = linalg.index 0 : index") + L(t + " = tensor.extract %t[] : tensor<i64>") +
-             L(ti + " = arith.index_cast " + t + " : i64 to index") +
-             L(v + " = tensor.extract " + w.token_embedding.name + "[" + ti + ", " + d + "] : " +
-               w.token_embedding.type) +
-             ext + L("linalg.yield " + vf + " : f32");
+      std::string d = e_.Fresh(), t = e_.Fresh(), ti = e_.Fresh();
+      std::string text = L(d + " = linalg.index 0 : index") + L(t + " = tensor.extract %t[] : tensor<i64>") +
+                         L(ti + " = arith.index_cast " + t + " : i64 to index");
+      std::string vf = WeightElement(w.token_embedding, ti, d, &text);
+      return text + L("linalg.yield " + vf + " : f32");
     });
     pos_ = "%spos";
     std::vector<std::string> new_caches;
@@ -867,6 +929,8 @@ class ModuleWriter {
   }
 
   const LlamaConfig& c_;
+  std::vector<WeightTensor> tensors_;  // @generate's weight arguments (LlamaWeights order)
+  std::vector<std::string> prefill_functions_;  // per layer: the prefill function of its weight types
   int64_t S_, D_, KV_, F_, V_, HD_, KVH_, G_;
   std::string WT_;  // weight element type: f32, or f16 (widened to f32 where read)
   std::string eps_, theta_;  // RMSNorm epsilon and rotary base as f32 literals
@@ -880,8 +944,13 @@ class ModuleWriter {
 }  // namespace
 
 std::string EmitLlamaModule(const LlamaConfig& config, const EmitOptions& options) {
+  return EmitLlamaModule(config, LlamaWeights(config), options);
+}
+
+std::string EmitLlamaModule(const LlamaConfig& config, const std::vector<WeightTensor>& weights,
+                            const EmitOptions& options) {
   int64_t cache_len = options.cache_len > 0 ? options.cache_len : config.seq_len;
-  ModuleWriter w(config, cache_len, options.weight_type, options.decode_chunk);
+  ModuleWriter w(config, weights, cache_len, options.weight_type, options.decode_chunk);
   return w.Run();
 }
 

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "compiler/importers/llama/Checkpoint.h"
 
@@ -36,5 +37,13 @@ struct EmitOptions {
 };
 
 std::string EmitLlamaModule(const LlamaConfig& config, const EmitOptions& options = {});
+
+// As above for `weights` (LlamaWeights(config) order and dims) whose kept tensors (GGUF
+// block-quantized or bf16 matrices, WeightTensor::kept) are arguments in their stored form:
+// the matmuls iterate (row, block, element) and decode each element in registers
+// (BlockDecode.h), the embedding gather decodes the row it reads; other weights take
+// options.weight_type.
+std::string EmitLlamaModule(const LlamaConfig& config, const std::vector<WeightTensor>& weights,
+                            const EmitOptions& options = {});
 
 }  // namespace hexir::compiler::llama

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "compiler/importers/llama/GgmlBlocks.h"
 #include "hal/element_type.h"
 
 namespace hexir::compiler::llama {
@@ -236,7 +237,13 @@ StatusOr<GgufFile> ParseGguf(const uint8_t* data, size_t size) {
     if (t.offset % f.alignment)
       return InvalidArgument("GGUF: ", what, " data offset ", t.offset, " is not a multiple of the alignment ",
                              f.alignment);
-    if (int64_t b = PlainTypeBytes(t.type)) {
+    if (const GgmlBlockInfo* block = FindGgmlBlockType(t.type); block && block->block_elements > 1) {
+      // ggml stores whole blocks along ne[0]; the byte size follows (elements < 2^63, so no overflow).
+      if (t.ne.empty() || t.ne[0] % uint64_t(block->block_elements))
+        return InvalidArgument("GGUF: ", what, " (", block->name, ") has ne[0] = ", t.ne.empty() ? 0 : t.ne[0],
+                               ", not a multiple of its block size ", block->block_elements);
+      t.byte_size = int64_t(elements / uint64_t(block->block_elements)) * block->block_bytes;
+    } else if (int64_t b = PlainTypeBytes(t.type)) {
       if (elements > uint64_t(std::numeric_limits<int64_t>::max()) / uint64_t(b))
         return InvalidArgument("GGUF: ", what, " byte size overflows (", elements, " elements of ",
                                GgmlTypeName(t.type), ")");

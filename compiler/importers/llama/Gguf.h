@@ -10,9 +10,11 @@
 //
 // ParseGguf validates every count, length, size and offset against the buffer size with
 // overflow-safe arithmetic before using it; errors name the key or tensor and the byte
-// offset. Tensor byte sizes are known for the plain ggml types (f32, f16, bf16, f64, i8..i64);
-// for block-quantized types byte_size is -1 and only the start offset is range-checked (the
-// llama mapping rejects those types anyway). MLIR-free; no state; thread-safe.
+// offset. Tensor byte sizes are known for the plain ggml types (f32, f16, bf16, f64, i8..i64)
+// and the block types of ggml_block_types.def (ne[0] must be a multiple of the block size:
+// "... (q4_k) has ne[0] = 100, not a multiple of its block size 256"); for other types
+// byte_size is -1 and only the start offset is range-checked (the llama mapping rejects
+// them). MLIR-free; no state; thread-safe.
 #pragma once
 
 #include <cstddef>

@@ -25,6 +25,13 @@ StatusOr<int64_t> Positive(const GgufFile& f, const std::string& key, int64_t fa
   return v->i;
 }
 
+// ", bf16, q4_0, ..." (every kept type, for errors).
+std::string SupportedBlockTypes() {
+  std::string s;
+  for (const GgmlBlockInfo& info : kGgmlBlockInfos) s += StrCat(", ", info.name);
+  return s;
+}
+
 StatusOr<float> Float(const GgufFile& f, const std::string& key, float fallback) {
   const GgufValue* v = f.Find(key);
   if (!v) return fallback;
@@ -35,6 +42,21 @@ StatusOr<float> Float(const GgufFile& f, const std::string& key, float fallback)
 }
 
 }  // namespace
+
+std::string GgufTensorName(const std::string& weight) {
+  if (weight == "token_embedding") return "token_embd.weight";
+  if (weight == "rms_final") return "output_norm.weight";
+  if (weight == "classifier") return "output.weight";
+  static const struct { const char* ours; const char* theirs; } kLayer[] = {
+      {"rms_att", "attn_norm"}, {"wq", "attn_q"}, {"wk", "attn_k"}, {"wv", "attn_v"}, {"wo", "attn_output"},
+      {"rms_ffn", "ffn_norm"}, {"w1", "ffn_gate"}, {"w2", "ffn_down"}, {"w3", "ffn_up"}};
+  size_t dot = weight.find('.');
+  if (weight.compare(0, 5, "layer") != 0 || dot == std::string::npos) return "";
+  std::string layer = weight.substr(5, dot - 5), kind = weight.substr(dot + 1);  // "layer<l>.<kind>"
+  for (const auto& k : kLayer)
+    if (kind == k.ours) return "blk." + layer + "." + k.theirs + ".weight";
+  return "";
+}
 
 StatusOr<GgufLlama> GgufLlamaModel(const GgufFile& f) {
   const GgufValue* arch = f.Find("general.architecture");
@@ -117,25 +139,17 @@ StatusOr<GgufLlama> GgufLlamaModel(const GgufFile& f) {
   std::vector<WeightTensor> table = LlamaWeights(c);
   std::set<std::string> used;
   for (WeightTensor& w : table) {
-    std::string gguf_name;
-    if (w.name == "token_embedding") gguf_name = "token_embd.weight";
-    else if (w.name == "rms_final") gguf_name = "output_norm.weight";
-    else if (w.name == "classifier") gguf_name = "output.weight";
-    else {
-      static const struct { const char* ours; const char* theirs; } kLayer[] = {
-          {"rms_att", "attn_norm"}, {"wq", "attn_q"}, {"wk", "attn_k"}, {"wv", "attn_v"}, {"wo", "attn_output"},
-          {"rms_ffn", "ffn_norm"}, {"w1", "ffn_gate"}, {"w2", "ffn_down"}, {"w3", "ffn_up"}};
-      size_t dot = w.name.find('.');
-      std::string layer = w.name.substr(5, dot - 5), kind = w.name.substr(dot + 1);  // "layer<l>.<kind>"
-      for (const auto& k : kLayer)
-        if (kind == k.ours) gguf_name = "blk." + layer + "." + k.theirs + ".weight";
-    }
+    const std::string gguf_name = GgufTensorName(w.name);
     const GgufTensorInfo* t = f.FindTensor(gguf_name);
     if (!t) return InvalidArgument("GGUF: tensor '", gguf_name, "' is missing");
     std::string what = StrCat("GGUF: tensor '", gguf_name, "' (info at offset ", t->info_offset, ")");
-    if (t->type != kGgmlF32 && t->type != kGgmlF16)
-      return InvalidArgument(what, " has type ", GgmlTypeName(t->type), " (", t->type,
-                             "); only f32 and f16 tensors are supported");
+    // Matrices in a block format or bf16 are kept as stored (the kernels decode them); 1-D
+    // norms are f32/f16/bf16 (converted at upload), as llama.cpp writes them.
+    const GgmlBlockInfo* block = FindGgmlBlockType(t->type);
+    const bool matrix = w.dims.size() == 2;
+    if (t->type != kGgmlF32 && t->type != kGgmlF16 && !(block && (matrix || block->is_bf16())))
+      return InvalidArgument(what, " has type ", GgmlTypeName(t->type), " (", t->type, "); only f32, f16",
+                             SupportedBlockTypes(), " are supported", block ? " for 1-D tensors" : "");
     std::vector<uint64_t> want(w.dims.rbegin(), w.dims.rend());
     if (t->ne != want) {
       std::string got, expected;
@@ -144,6 +158,8 @@ StatusOr<GgufLlama> GgufLlamaModel(const GgufFile& f) {
       return InvalidArgument(what, " has ne [", got, "], expected [", expected, "] from the metadata");
     }
     w.type = t->type == kGgmlF16 ? hal::ElementType::kF16 : hal::ElementType::kF32;
+    if (block) w.type = block->is_bf16() ? hal::ElementType::kBF16 : hal::ElementType::kI8;
+    if (block && matrix) w.kept = block;
     w.offset = t->file_offset;
     used.insert(gguf_name);
   }
@@ -183,7 +199,7 @@ StatusOr<std::string> ImportGgufFile(const std::string& path, const EmitOptions&
     return InvalidArgument("weight type '", options.weight_type, "' is not f32 or f16");
   if (options.decode_chunk < 1 || options.decode_chunk > 4096)
     return InvalidArgument("decode chunk ", options.decode_chunk, " is outside 1..4096");
-  return EmitLlamaModule(c, options);
+  return EmitLlamaModule(c, model->weights, options);
 }
 
 }  // namespace hexir::compiler::llama

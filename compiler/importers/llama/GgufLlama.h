@@ -42,6 +42,10 @@ struct GgufLlama {
 
 StatusOr<GgufLlama> GgufLlamaModel(const GgufFile& file);
 
+// The GGUF tensor name of a LlamaWeights() name ("layer3.wq" -> "blk.3.attn_q.weight",
+// "token_embedding" -> "token_embd.weight"); "" for names outside the table.
+std::string GgufTensorName(const std::string& weight);
+
 // Parses and maps `data[0, size)`, the whole GGUF file.
 StatusOr<GgufLlama> ParseGgufLlama(const uint8_t* data, size_t size);
 

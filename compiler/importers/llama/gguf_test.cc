@@ -7,6 +7,7 @@
 
 #include "compiler/importers/llama/Checkpoint.h"
 #include "compiler/importers/llama/EmitModule.h"
+#include "compiler/importers/llama/GgmlBlocks.h"
 #include "compiler/importers/llama/Gguf.h"
 #include "compiler/importers/llama/GgufLlama.h"
 
@@ -41,7 +42,8 @@ struct Writer {
   static uint64_t Bytes(const Tensor& t) {
     uint64_t n = t.type == kGgmlF16 ? 2 : t.type == kGgmlF32 ? 4 : 1;
     for (uint64_t d : t.ne) n *= d;
-    return t.type == 2 ? n / 32 * 18 : n;  // q4_0: 18 bytes per 32
+    const GgmlBlockInfo* block = FindGgmlBlockType(t.type);
+    return block ? n / uint64_t(block->block_elements) * uint64_t(block->block_bytes) : n;
   }
   std::string Build(std::vector<int64_t>* offsets = nullptr) const {
     std::string s = "GGUF" + Raw(version) + Raw<uint64_t>(tensors.size()) + Raw<uint64_t>(kvs.size());
@@ -334,10 +336,90 @@ TEST_CASE("malformed tensors: out of range, misaligned, dims, unsupported type")
   five.tensors[0].ne = {1, 1, 1, 1, 1};
   CHECK_THAT(Error(five.Build()), Catch::Contains("has 5 dimensions"));
   Writer q = TinyLlama();
-  q.tensors[7].type = 2;  // q4_0
+  q.tensors[7].type = 7;  // q5_1: not read
   q.tensors[7].ne = {32, 12};
   CHECK_THAT(Error(q.Build()), Catch::Contains("tensor 'blk.0.ffn_gate.weight'") &&
-                                   Catch::Contains("has type q4_0 (2); only f32 and f16"));
+                                   Catch::Contains("has type q5_1 (7); only f32, f16, q4_0, q4_1, q5_0, q8_0, q4_k, "
+                                                   "q5_k, q6_k, bf16 are supported"));
+}
+
+TEST_CASE("a K-quant row that is not a multiple of 256 values is refused by the reader, naming the tensor") {
+  Writer k = TinyLlama();
+  k.tensors[7].type = uint32_t(GgmlBlockType::kQ4_K);  // ffn_gate: rows of 8 values
+  CHECK_THAT(Error(k.Build()), Catch::Contains("tensor 'blk.0.ffn_gate.weight'") &&
+                                   Catch::Contains("(q4_k) has ne[0] = 8, not a multiple of its block size 256"));
+  Writer legacy = TinyLlama();
+  legacy.tensors[8].type = uint32_t(GgmlBlockType::kQ8_0);  // ffn_down: rows of 12 values
+  CHECK_THAT(Error(legacy.Build()), Catch::Contains("tensor 'blk.0.ffn_down.weight'") &&
+                                        Catch::Contains("(q8_0) has ne[0] = 12, not a multiple of its block size 32"));
+}
+
+TEST_CASE("block-quantized and bf16 matrices are kept as stored; the program decodes them in its kernels") {
+  // dim 64, hidden 256, 1 layer, 2 heads, vocab 10: rows of 64 take the legacy types, rows of
+  // 256 (ffn_down) a K-quant.
+  Writer w;
+  w.S("general.architecture", "llama");
+  w.U32("llama.embedding_length", 64);
+  w.U32("llama.feed_forward_length", 256);
+  w.U32("llama.block_count", 1);
+  w.U32("llama.attention.head_count", 2);
+  w.U32("llama.context_length", 16);
+  const uint32_t q8 = uint32_t(GgmlBlockType::kQ8_0), bf16 = uint32_t(GgmlBlockType::kBF16);
+  w.tensors = {{"token_embd.weight", {64, 10}, q8},
+               {"blk.0.attn_norm.weight", {64}, bf16},
+               {"blk.0.attn_q.weight", {64, 64}, uint32_t(GgmlBlockType::kQ4_0)},
+               {"blk.0.attn_k.weight", {64, 64}, uint32_t(GgmlBlockType::kQ4_1)},
+               {"blk.0.attn_v.weight", {64, 64}, uint32_t(GgmlBlockType::kQ5_0)},
+               {"blk.0.attn_output.weight", {64, 64}, bf16},
+               {"blk.0.ffn_norm.weight", {64}},
+               {"blk.0.ffn_gate.weight", {64, 256}, kGgmlF16},
+               {"blk.0.ffn_down.weight", {256, 64}, uint32_t(GgmlBlockType::kQ6_K)},
+               {"blk.0.ffn_up.weight", {64, 256}, q8},
+               {"output_norm.weight", {64}}};
+  std::string bytes = w.Build();
+  StatusOr<GgufLlama> m = Map(bytes);
+  REQUIRE(m.ok());
+  const std::vector<WeightTensor>& t = m->weights;
+  const char* kept[] = {"q8_0", nullptr, "q4_0", "q4_1", "q5_0", "bf16", nullptr, nullptr, "q6_k", "q8_0", nullptr};
+  REQUIRE(t.size() == 11);
+  for (size_t i = 0; i < t.size(); ++i) {
+    INFO(t[i].name);
+    CHECK((t[i].kept ? std::string(t[i].kept->name) : "") == (kept[i] ? kept[i] : ""));
+  }
+  CHECK(t[0].ArgumentDims() == std::vector<int64_t>{10, 2 * 34});
+  CHECK(t[0].byte_size() == 10 * 2 * 34);
+  CHECK(t[1].type == hal::ElementType::kBF16);  // a 1-D bf16 norm is converted at upload
+  CHECK(t[5].ArgumentDims() == std::vector<int64_t>{64, 64});
+  CHECK(t[8].ArgumentDims() == std::vector<int64_t>{64, 210});
+  std::string text = EmitLlamaModule(m->config, t);
+  CHECK_THAT(text, Catch::Contains("%w_0: tensor<10x68xi8>") && Catch::Contains("%w_2: tensor<64x36xi8>") &&
+                       Catch::Contains("%w_5: tensor<64x64xbf16>") && Catch::Contains("%w_7: tensor<256x64xf32>") &&
+                       Catch::Contains("%w_8: tensor<64x210xi8>") && Catch::Contains("%w_1: tensor<64xf32>"));
+  // The matmuls view x as [blocks][block size] and decode in the loop body; nothing widens a
+  // whole matrix (no kernel's output has a weight matrix's shape).
+  CHECK_THAT(text, Catch::Contains("tensor<256xf32> into tensor<1x256xf32>") &&
+                       Catch::Contains("tensor<64xf32> into tensor<2x32xf32>") &&
+                       Catch::Contains("arith.bitcast") && Catch::Contains("arith.extf") &&
+                       !Catch::Contains("-> tensor<64x64xf32>") && !Catch::Contains("-> tensor<10x64xf32>"));
+  CHECK_THAT(text, !Catch::Contains("@prefill_layer_1"));
+
+  // A second layer whose attn_q is q8_0 (layer 0's is q4_0) gets its own prefill function.
+  Writer two = w;
+  two.U32("llama.block_count", 2);
+  two.kvs.erase(two.kvs.begin() + 3);  // the first block_count
+  for (size_t i = 1; i <= 9; ++i) {
+    Tensor t = w.tensors[i];
+    t.name.replace(4, 1, "1");
+    if (t.name == "blk.1.attn_q.weight") t.type = q8;
+    two.tensors.push_back(t);
+  }
+  bytes = two.Build();
+  StatusOr<GgufLlama> m2 = Map(bytes);
+  REQUIRE(m2.ok());
+  text = EmitLlamaModule(m2->config, m2->weights);
+  CHECK_THAT(text, Catch::Contains("func.func private @prefill_layer(") &&
+                       Catch::Contains("func.func private @prefill_layer_1(") &&
+                       Catch::Contains("func.call @prefill_layer_1("));
 }
 
 TEST_CASE("llama mapping errors name the key or tensor") {
