@@ -1,5 +1,7 @@
 #include "hal/command_buffer.h"
 
+#include "hal/element_type.h"
+
 namespace hexir::hal {
 
 StatusOr<uint64_t> ResolveRange(const BufferRef& ref, std::string_view what) {
@@ -176,6 +178,66 @@ Status CommandBuffer::FillBuffer(vm::Ref<Buffer> target, uint64_t offset, uint64
                            " must be multiples of the pattern size ", pattern_size);
   }
   commands_.emplace_back(FillCommand{std::move(target), offset, resolved, pattern, pattern_size});
+  return Status::Ok();
+}
+
+Status CommandBuffer::Collective(vm::Ref<Channel> channel, CollectiveKind kind,
+                                 ReductionOp reduction, int32_t element_type, uint64_t count,
+                                 int32_t peer, BufferRef send, BufferRef recv) {
+  HEXIR_RETURN_IF_ERROR(CheckRecording("collective"));
+  if (!IsCollectiveKind(static_cast<int64_t>(kind))) {
+    return InvalidArgument("collective: unknown kind ", static_cast<int32_t>(kind));
+  }
+  const std::string name(CollectiveName(kind));
+  if (!channel) return InvalidArgument(name, ": channel is null");
+  if (!IsReductionOp(static_cast<int64_t>(reduction))) {
+    return InvalidArgument(name, ": unknown reduction ", static_cast<int32_t>(reduction),
+                           " (sum 0, max 1, min 2, prod 3)");
+  }
+  const int64_t element_bytes = ElementTypeByteSize(element_type);
+  if (element_bytes == 0) return InvalidArgument(name, ": unknown element type ", element_type);
+  if (CollectiveReduces(kind) && element_type == static_cast<int32_t>(ElementType::kI1)) {
+    return InvalidArgument(name, ": i1 values cannot be reduced");
+  }
+  if (count > (uint64_t{1} << 40)) {
+    return InvalidArgument(name, ": ", count, " elements is more than 2^40");
+  }
+  if (CollectiveHasPeer(kind)) {
+    if (peer < 0 || peer >= channel->count()) {
+      return OutOfRange(name, ": peer rank ", peer, " is not a rank of the ", channel->Describe());
+    }
+    if (kind != CollectiveKind::kBroadcast && peer == channel->rank()) {
+      return InvalidArgument(name, ": peer rank ", peer, " is this rank (", channel->Describe(),
+                             ")");
+    }
+  }
+  const CollectiveBytes bytes = CollectiveByteSizes(kind, count, element_bytes, channel->rank(),
+                                                    channel->count(), peer);
+  auto check = [&](BufferRef& ref, uint64_t needed, const char* role) -> Status {
+    if (needed == 0) {
+      ref = BufferRef{};
+      return Status::Ok();
+    }
+    std::string what = StrCat(name, " ", role, " buffer");
+    if (ref.is_slot()) {
+      if (ref.slot >= binding_table_size_) binding_table_size_ = ref.slot + 1;
+      ref.length = needed;
+      return Status::Ok();
+    }
+    HEXIR_ASSIGN_OR_RETURN(uint64_t length, ResolveRange(ref, what));
+    if (length < needed) {
+      return OutOfRange(what, ": ", needed, " bytes needed (", count, " x ",
+                        ElementTypeName(element_type), " on ", channel->count(),
+                        " ranks) but the range holds ", length);
+    }
+    ref.length = needed;
+    return Status::Ok();
+  };
+  HEXIR_RETURN_IF_ERROR(check(send, bytes.send, "send"));
+  HEXIR_RETURN_IF_ERROR(check(recv, bytes.recv, "recv"));
+  commands_.emplace_back(CollectiveCommand{std::move(channel), kind, reduction, element_type,
+                                           count, peer, std::move(send), std::move(recv)});
+  has_collectives_ = true;
   return Status::Ok();
 }
 

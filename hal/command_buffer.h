@@ -26,6 +26,7 @@
 
 #include "base/status.h"
 #include "hal/buffer.h"
+#include "hal/channel.h"
 #include "hal/executable.h"
 #include "hal/stats.h"
 #include "vm/ref.h"
@@ -103,7 +104,21 @@ struct FillCommand {
   uint32_t pattern = 0;       // low pattern_size bytes are repeated
   uint32_t pattern_size = 1;  // 1, 2 or 4; offset and length are multiples of it
 };
-using Command = std::variant<DispatchCommand, BarrierCommand, CopyCommand, FillCommand>;
+// A collective over `channel` (hal/channel.h gives each kind's buffer sizes). Drivers run it
+// alone, ordered after every earlier command and before every later one (an implicit barrier
+// on both sides): its peers may be waiting for it.
+struct CollectiveCommand {
+  vm::Ref<Channel> channel;
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  ReductionOp reduction = ReductionOp::kSum;
+  int32_t element_type = 0;
+  uint64_t count = 0;
+  int32_t peer = 0;
+  BufferRef send;  // lengths resolved at record time (direct) or execution (slot)
+  BufferRef recv;
+};
+using Command =
+    std::variant<DispatchCommand, BarrierCommand, CopyCommand, FillCommand, CollectiveCommand>;
 
 class CommandBuffer : public vm::RefObject {
   HEXIR_REF_TYPE(CommandBuffer, "hal.command_buffer")
@@ -132,13 +147,22 @@ class CommandBuffer : public vm::RefObject {
   // Fills [offset, offset+length) with the low `pattern_size` bytes of `pattern`.
   Status FillBuffer(vm::Ref<Buffer> target, uint64_t offset, uint64_t length, uint32_t pattern,
                     uint32_t pattern_size);
+  // Records a collective of `count` elements of `element_type` on `channel` (semantics and
+  // buffer sizes: hal/channel.h). `send`/`recv` are buffer ranges or slots; a kind without a
+  // send (recv) buffer ignores it. Errors: null channel, unknown element type or reduction,
+  // a peer out of range (or equal to this rank for send/recv), a buffer range too small.
+  Status Collective(vm::Ref<Channel> channel, CollectiveKind kind, ReductionOp reduction,
+                    int32_t element_type, uint64_t count, int32_t peer, BufferRef send,
+                    BufferRef recv);
   // Ends recording. A second Finalize fails.
   Status Finalize();
 
   bool is_finalized() const { return finalized_; }
   const std::vector<Command>& commands() const { return commands_; }
-  // 1 + the highest binding-table slot any dispatch uses (0 when none).
+  // 1 + the highest binding-table slot any dispatch or collective uses (0 when none).
   uint32_t binding_table_size() const { return binding_table_size_; }
+  // True when a collective was recorded (only drivers that run collectives accept it).
+  bool has_collectives() const { return has_collectives_; }
 
   // Drivers' submission-time checks of a finalized command buffer's own contents (not the
   // binding table) give the same answer every time: a driver may remember that `device`
@@ -163,6 +187,7 @@ class CommandBuffer : public vm::RefObject {
   std::shared_ptr<DeviceCounters> counters_;
   std::vector<Command> commands_;
   uint32_t binding_table_size_ = 0;
+  bool has_collectives_ = false;
   bool finalized_ = false;
   mutable std::atomic<const void*> validated_for_{nullptr};
 };

@@ -11,12 +11,20 @@ Status Device::QueueExecute(const std::vector<SemaphoreValue>& waits,
                             const vm::Ref<CommandBuffer>& command_buffer,
                             const std::vector<SemaphoreValue>& signals,
                             const std::vector<BufferRef>& binding_table) {
+  if (command_buffer && command_buffer->has_collectives() && !SupportsCollectives()) {
+    return Unimplemented("queue execute: the command buffer records collectives, which the '",
+                         uri(), "' device does not run");
+  }
   Profiler* profiler = counters()->profiler.load(std::memory_order_relaxed);
   if (!profiler) return Submit(waits, command_buffer, signals, binding_table);
   int64_t begin = ProfileClockNs();
   Status st = Submit(waits, command_buffer, signals, binding_table);
   profiler->OnHostSpan("queue_execute", begin, ProfileClockNs());
   return st;
+}
+
+StatusOr<vm::Ref<Channel>> Device::CreateChannel() {
+  return Unimplemented("create channel: the '", uri(), "' device has no collective backend");
 }
 
 StatusOr<vm::Ref<CommandBuffer>> Device::CreateCommandBuffer() {

@@ -21,6 +21,7 @@
 #include "base/interrupt.h"
 #include "base/status.h"
 #include "hal/buffer.h"
+#include "hal/channel.h"
 #include "hal/command_buffer.h"
 #include "hal/executable.h"
 #include "hal/profiling.h"
@@ -163,6 +164,14 @@ class Device : public vm::RefObject {
   virtual Status ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
                                             uint64_t size,
                                             const Interrupt& interrupt = kNoInterrupt);
+
+  // ---- collectives (hal/channel.h) ------------------------------------------------------------
+  // A channel whose collectives this device runs when recorded into its command buffers
+  // (CPU: CreateHostChannel, the MPI world under mpirun or a local channel of one rank).
+  // Default: Unimplemented naming the device; QueueExecute then also refuses command buffers
+  // holding collectives.
+  virtual StatusOr<vm::Ref<Channel>> CreateChannel();
+  virtual bool SupportsCollectives() const { return false; }
 
   // Returns cached pool memory to the system (no effect on live buffers; stats().
   // pool_bytes_cached drops to 0). Default: nothing to trim.

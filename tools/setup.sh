@@ -12,6 +12,7 @@ PACKAGES=(
   python3-torch
   libonnx-dev libprotobuf-dev libonnx-testdata  # ONNX importer (hexir-import) and its node tests
   pybind11-dev python3-dev python3-numpy python3-pytest libdlpack-dev  # python/ (import hexir)
+  libopenmpi-dev openmpi-bin  # MPI channels of CPU ranks (headers; libmpi.so.40 is dlopened) and mpirun
 )
 
 missing=()

@@ -30,6 +30,9 @@ hexir::hal::cts::DriverConfig CpuInlineConfig() {
 }  // namespace
 
 HEXIR_HAL_CTS_REGISTER("cpu", CpuConfig)
+// Breaks its channel on purpose (and skips unless 2+ ranks run under mpirun): run alone,
+// last, by hal/cts/mpi_cts_test.sh.
+HEXIR_HAL_CTS_CASE_("cpu", CpuConfig, "channel_failure", ChannelFailureCase)
 
 HEXIR_HAL_CTS_CASE_("cpu-inline", CpuInlineConfig, "buffers", BuffersCase)
 HEXIR_HAL_CTS_CASE_("cpu-inline", CpuInlineConfig, "copy_fill", CopyFillCase)

@@ -62,6 +62,13 @@ void QueueWaitElisionCase(const DriverConfig& config, Device& device);
 void QueueTransfersCase(const DriverConfig& config, Device& device);
 void QueueTransferOrderingCase(const DriverConfig& config, Device& device);
 void QueueTransferErrorsCase(const DriverConfig& config, Device& device);
+// channel_cases.cc: collectives on Device::CreateChannel's channel (any rank count).
+void ChannelAllReduceCase(const DriverConfig& config, Device& device);
+void ChannelReduceScatterCase(const DriverConfig& config, Device& device);
+void ChannelDataMovementCase(const DriverConfig& config, Device& device);
+void ChannelReplayCase(const DriverConfig& config, Device& device);
+void ChannelMisuseCase(const DriverConfig& config, Device& device);
+void ChannelFailureCase(const DriverConfig& config, Device& device);
 
 }  // namespace hexir::hal::cts
 
@@ -89,4 +96,9 @@ void QueueTransferErrorsCase(const DriverConfig& config, Device& device);
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "queue_wait_elision", QueueWaitElisionCase)     \
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "queue_transfers", QueueTransfersCase)          \
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "queue_transfer_ordering", QueueTransferOrderingCase) \
-  HEXIR_HAL_CTS_CASE_(driver, config_fn, "queue_transfer_errors", QueueTransferErrorsCase)
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "queue_transfer_errors", QueueTransferErrorsCase)    \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "channel_all_reduce", ChannelAllReduceCase)          \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "channel_reduce_scatter", ChannelReduceScatterCase)  \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "channel_data_movement", ChannelDataMovementCase)    \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "channel_replay", ChannelReplayCase)                \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "channel_misuse", ChannelMisuseCase)

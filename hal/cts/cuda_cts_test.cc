@@ -6,6 +6,9 @@
 
 namespace {
 
+constexpr const char* kNoNcclChannel =
+    "the CUDA driver has no channel yet (the NCCL channel is not built)";
+
 hexir::hal::cts::DriverConfig CudaConfig() {
   return {"cuda",
           [](const hexir::hal::DeviceOptions& o)
@@ -20,7 +23,12 @@ hexir::hal::cts::DriverConfig CudaConfig() {
           },
           {{"pool",
             "the CUDA driver pools through CUDA's stream-ordered memory pool "
-            "(cuMemAllocAsync), which reports no per-size-class hits"}}};
+            "(cuMemAllocAsync), which reports no per-size-class hits"},
+           {"channel_all_reduce", kNoNcclChannel},
+           {"channel_reduce_scatter", kNoNcclChannel},
+           {"channel_data_movement", kNoNcclChannel},
+           {"channel_replay", kNoNcclChannel},
+           {"channel_misuse", kNoNcclChannel}}};
 }
 
 }  // namespace

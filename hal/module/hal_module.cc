@@ -294,6 +294,77 @@ Status CommandBufferDispatch(HalModuleState&, NativeCall& c) {
   return DispatchStatic(c, BindingKind::kBuffers);
 }
 
+Status ChannelDefault(HalModuleState& s, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 1));
+  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  HEXIR_ASSIGN_OR_RETURN(vm::Ref<Channel> channel, s.DefaultChannel());
+  SetRef(c, std::move(channel));
+  return Status::Ok();
+}
+
+Status ChannelRank(HalModuleState&, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 1));
+  HEXIR_ASSIGN_OR_RETURN(Channel * channel, RefArg<Channel>(c, 0));
+  c.results[0].bits = channel->rank();
+  return Status::Ok();
+}
+
+Status ChannelCount(HalModuleState&, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 1));
+  HEXIR_ASSIGN_OR_RETURN(Channel * channel, RefArg<Channel>(c, 0));
+  c.results[0].bits = channel->count();
+  return Status::Ok();
+}
+
+// (cb, channel, kind, reduction, element type, count, peer, send, send offset, recv, recv
+// offset): send/recv are buffers (or null) or slots (or -1).
+Status RecordCollective(NativeCall& c, BindingKind kind) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 11, 0));
+  HEXIR_ASSIGN_OR_RETURN(CommandBuffer * cb, RefArg<CommandBuffer>(c, 0));
+  HEXIR_ASSIGN_OR_RETURN(Channel * channel, RefArg<Channel>(c, 1));
+  if (!IsCollectiveKind(IntArg(c, 2))) {
+    return ArgError(c, 2, StrCat("unknown collective kind ", IntArg(c, 2)));
+  }
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 5, "element count"));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 8, "send offset"));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 10, "recv offset"));
+  auto ref = [&](size_t i) -> StatusOr<BufferRef> {
+    BufferRef r;
+    if (kind == BindingKind::kBuffers) {
+      HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, i, /*allow_null=*/true));
+      if (b == nullptr) return BufferRef{};
+      r = BufferRef::Range(vm::Ref<Buffer>::Retain(b), static_cast<uint64_t>(IntArg(c, i + 1)),
+                           kWholeBuffer);
+    } else {
+      if (IntArg(c, i) == -1) return BufferRef{};
+      uint32_t slot;
+      HEXIR_RETURN_IF_ERROR(ParseSlot(c, i, &slot));
+      r = BufferRef::Slot(slot);
+      r.offset = static_cast<uint64_t>(IntArg(c, i + 1));
+    }
+    return r;
+  };
+  HEXIR_ASSIGN_OR_RETURN(BufferRef send, ref(7));
+  HEXIR_ASSIGN_OR_RETURN(BufferRef recv, ref(9));
+  int64_t peer = IntArg(c, 6);
+  if (peer < INT32_MIN || peer > INT32_MAX) return ArgError(c, 6, StrCat("peer rank ", peer));
+  Status st = cb->Collective(vm::Ref<Channel>::Retain(channel),
+                             static_cast<CollectiveKind>(IntArg(c, 2)),
+                             static_cast<ReductionOp>(IntArg(c, 3)),
+                             static_cast<int32_t>(IntArg(c, 4)),
+                             static_cast<uint64_t>(IntArg(c, 5)), static_cast<int32_t>(peer),
+                             std::move(send), std::move(recv));
+  return std::move(st).WithContext(c.import_name);
+}
+
+Status CommandBufferCollective(HalModuleState&, NativeCall& c) {
+  return RecordCollective(c, BindingKind::kBuffers);
+}
+
+Status CommandBufferCollectiveSlots(HalModuleState&, NativeCall& c) {
+  return RecordCollective(c, BindingKind::kSlots);
+}
+
 Status CommandBufferBarrier(HalModuleState&, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 0));
   HEXIR_ASSIGN_OR_RETURN(CommandBuffer * cb, RefArg<CommandBuffer>(c, 0));
@@ -636,6 +707,13 @@ class HalModule final : public vm::NativeModule {
 };
 
 }  // namespace
+
+StatusOr<vm::Ref<Channel>> HalModuleState::DefaultChannel() {
+  if (!channel_) {
+    HEXIR_ASSIGN_OR_RETURN(channel_, device_->CreateChannel());
+  }
+  return channel_;
+}
 
 StatusOr<vm::Ref<Executable>> HalModuleState::LookupExecutable(const vm::CallerModule& caller,
                                                                 int64_t ordinal) {

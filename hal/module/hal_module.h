@@ -25,7 +25,7 @@ namespace hexir::hal {
 
 std::shared_ptr<vm::NativeModule> CreateHalModule(vm::Ref<Device> device);
 
-// Per-context state: the device and the executable cache of hal.executable.lookup, keyed by
+// Per-context state: the device, its default channel and the executable cache of hal.executable.lookup, keyed by
 // (calling module's instance_id(), executable ordinal), so each executable loads once per
 // context.
 class HalModuleState final : public vm::NativeModuleState {
@@ -35,12 +35,17 @@ class HalModuleState final : public vm::NativeModuleState {
   const vm::Ref<Device>& device_ref() const { return device_; }
   size_t cached_executable_count() const { return executables_.size(); }
 
+  // The context's channel (hal.channel.default): Device::CreateChannel on first use, then
+  // the same channel.
+  StatusOr<vm::Ref<Channel>> DefaultChannel();
+
   // The cached executable, loading it through the device on first use.
   StatusOr<vm::Ref<Executable>> LookupExecutable(const vm::CallerModule& caller, int64_t ordinal);
 
  private:
   vm::Ref<Device> device_;
   std::map<std::pair<uint64_t, int64_t>, vm::Ref<Executable>> executables_;
+  vm::Ref<Channel> channel_;
 };
 
 }  // namespace hexir::hal

@@ -124,7 +124,7 @@ TEST_CASE("hal module: exports every hal_imports.def function with its pattern")
 #include "hal/module/hal_imports.def"
 #undef HAL_IMPORT
   };
-  REQUIRE(expected.size() == 37);
+  REQUIRE(expected.size() == 42);
   REQUIRE(h.module->functions().size() == expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     REQUIRE(h.module->functions()[i].name == expected[i].first);
@@ -373,6 +373,58 @@ TEST_CASE("hal module: dispatch_slots recorded once, execute_bound with new tabl
     REQUIRE(s.message() == "hal.command_buffer.dispatch_slots: argument 7: binding table slot -2 is "
                            "outside [0, 2^32-1)");
   }
+}
+
+TEST_CASE("hal module: channel.default is one channel per context; collectives record through both forms") {
+  Harness h;
+  auto dev = vm::Ref<vm::RefObject>(h.device);
+  auto channel = h.CallRef("hal.channel.default", "r_r", {R(dev)});
+  REQUIRE(h.CallRef("hal.channel.default", "r_r", {R(dev)}).get() == channel.get());
+  std::vector<vm::Variant> r;
+  REQUIRE(h.Call("hal.channel.rank", "r_i", {R(channel)}, &r).ok());
+  REQUIRE(r[0].bits == 0);
+  REQUIRE(h.Call("hal.channel.count", "r_i", {R(channel)}, &r).ok());
+  REQUIRE(r[0].bits == 1);  // not under mpirun: the local channel of one rank
+  // all_reduce (sum) of 4 x i32 from a buffer at offset 64 into slot 0; then an all_gather
+  // of that result from slot 0 into slot 1 (one rank: both copy).
+  auto src = *h.device->AllocateBuffer(128);
+  int32_t values[4] = {3, -1, 7, 2};
+  REQUIRE(h.device->WriteBuffer(*src, 64, values, 16).ok());
+  auto cb = h.CallRef("hal.command_buffer.create", "r_r", {R(dev)});
+  REQUIRE(h.Call("hal.command_buffer.collective", "rriiiiiriri",
+                 {R(cb), R(channel), I(0), I(0), I(kI32), I(4), I(0), R(src), I(64), R(src), I(0)})
+              .ok());
+  REQUIRE(h.Call("hal.command_buffer.barrier", "r", {R(cb)}).ok());
+  REQUIRE(h.Call("hal.command_buffer.collective_slots", "rriiiiiiiii",
+                 {R(cb), R(channel), I(1), I(0), I(kI32), I(4), I(0), I(0), I(0), I(1), I(0)})
+              .ok());
+  REQUIRE(h.Call("hal.command_buffer.finalize", "r", {R(cb)}).ok());
+  auto out = *h.device->AllocateBuffer(16);
+  auto sem = h.CallRef("hal.semaphore.create", "ri_r", {R(dev), I(0)});
+  // The first collective wrote src[0..16); the second reads slot 0 = src.
+  REQUIRE(h.Call("hal.device.queue.execute_bound", "rrririrr",
+                 {R(dev), R(cb), R(nullptr), I(0), R(sem), I(1), R(src), R(out)})
+              .ok());
+  REQUIRE(h.Call("hal.semaphore.wait", "ri", {R(sem), I(1)}).ok());
+  int32_t got[4];
+  REQUIRE(h.device->ReadBuffer(*out, 0, got, 16).ok());
+  for (int i = 0; i < 4; ++i) REQUIRE(got[i] == values[i]);
+  REQUIRE(h.device->stats().collectives_executed == 2);
+  // Argument errors name the import and the argument.
+  Status s = h.Call("hal.command_buffer.collective", "rriiiiiriri",
+                    {R(cb), R(channel), I(9), I(0), I(kI32), I(4), I(0), R(src), I(0), R(src), I(0)});
+  REQUIRE(s.message() == "hal.command_buffer.collective: argument 2: unknown collective kind 9");
+  auto cb2 = h.CallRef("hal.command_buffer.create", "r_r", {R(dev)});
+  s = h.Call("hal.command_buffer.collective", "rriiiiiriri",
+             {R(cb2), R(channel), I(0), I(0), I(kF32), I(64), I(0), R(src), I(0), R(src), I(0)});
+  REQUIRE(s.message() == "hal.command_buffer.collective: all_reduce send buffer: 256 bytes needed "
+                         "(64 x f32 on 1 ranks) but the range holds 128");
+  s = h.Call("hal.command_buffer.collective_slots", "rriiiiiiiii",
+             {R(cb2), R(channel), I(0), I(0), I(kF32), I(4), I(0), I(-3), I(0), I(1), I(0)});
+  REQUIRE(s.message() == "hal.command_buffer.collective_slots: argument 7: binding table slot -3 "
+                         "is outside [0, 2^32-1)");
+  s = h.Call("hal.channel.rank", "r_i", {R(dev)}, &r);
+  REQUIRE(s.message() == "hal.channel.rank: argument 0: expected hal.channel, got hal.device");
 }
 
 TEST_CASE("hal module: indirect dispatch reads the workgroup count at execution") {

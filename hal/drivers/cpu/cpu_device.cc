@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "hal/allocator.h"
+#include "hal/drivers/cpu/cpu_collective.h"
 #include "hal/drivers/cpu/cpu_dispatch.h"
 #include "hal/drivers/cpu/cpu_executable.h"
 #include "hal/drivers/cpu/dispatch_abi.h"
@@ -117,6 +118,12 @@ class CpuDevice final : public Device {
 
   void TrimPool() override { memory_->Trim(); }
 
+  StatusOr<vm::Ref<Channel>> CreateChannel() override {
+    HEXIR_ASSIGN_OR_RETURN(vm::Ref<HostChannel> channel, CreateHostChannel());
+    return vm::Ref<Channel>(std::move(channel));
+  }
+  bool SupportsCollectives() const override { return true; }
+
   StatusOr<vm::Ref<Executable>> CreateExecutable(const vm::ExecutableView& view) override {
     HEXIR_ASSIGN_OR_RETURN(vm::Ref<Executable> exe, CpuExecutable::Load(view));
     DeviceCounters::Add(counters()->executables_loaded);
@@ -213,6 +220,9 @@ Status CpuDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<B
       foreign_memory = !host(cp->source) || !host(cp->target);
     } else if (auto* f = std::get_if<FillCommand>(&c)) {
       foreign_memory = !host(f->target);
+    } else if (auto* col = std::get_if<CollectiveCommand>(&c)) {
+      HEXIR_RETURN_IF_ERROR(CheckHostCollective(*col).WithContext(StrCat("queue execute: command ", i)));
+      foreign_memory = !host(col->send.buffer) || !host(col->recv.buffer);
     }
     if (foreign_memory) {
       return InvalidArgument("queue execute: command ", i,
@@ -313,7 +323,11 @@ Status CpuDevice::Execute(const CommandBuffer& cb, const std::vector<BufferRef>&
   for (size_t i = 0; i < commands.size();) {
     size_t end = i;
     if (concurrent_waves) {
-      while (end < commands.size() && !std::holds_alternative<BarrierCommand>(commands[end])) ++end;
+      // A collective runs alone: it ends the wave before it and starts none.
+      while (end < commands.size() && !std::holds_alternative<BarrierCommand>(commands[end]) &&
+             !std::holds_alternative<CollectiveCommand>(commands[end])) {
+        ++end;
+      }
     }
     if (end - i > 1) {
       Profiler* profiler = counters()->profiler.load(std::memory_order_relaxed);
@@ -345,6 +359,10 @@ Status CpuDevice::ExecuteCommand(const Command& c, const std::vector<BufferRef>&
   }
   if (auto* cp = std::get_if<CopyCommand>(&c)) ExecuteCopy(*cp);
   if (auto* f = std::get_if<FillCommand>(&c)) ExecuteFill(*f);
+  if (auto* col = std::get_if<CollectiveCommand>(&c)) {
+    DeviceCounters::Add(counters()->collectives_executed);
+    return ExecuteHostCollective(*col, table);
+  }
   return Status::Ok();
 }
 

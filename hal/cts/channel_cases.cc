@@ -1,0 +1,352 @@
+// CTS cases for collectives (hal/channel.h): every kind, f32/f16/i32 where the kind reduces,
+// sizes 1, odd and large, recorded into command buffers and checked against a reference
+// computed from every rank's inputs (which each rank derives from the rank number). Run in
+// one process they exercise a channel of one rank; hal/cts/mpi_cts_test.sh runs the same
+// binary under mpirun with 2 and 4 ranks.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "hal/cts/cts.h"
+
+namespace hexir::hal::cts {
+namespace {
+
+void RequireOk(const Status& s) {
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+}
+
+vm::Ref<Channel> NewChannel(Device& d) {
+  auto channel = d.CreateChannel();
+  RequireOk(channel.status());
+  return *channel;
+}
+
+// Small integers, so that sums and products over 4 ranks are exact in f16 too.
+int64_t InputValue(int32_t rank, uint64_t i) { return int64_t((i * 7 + rank * 3) % 5) - 2; }
+
+uint16_t SmallIntToHalf(int64_t v) {
+  if (v == 0) return 0;
+  uint16_t sign = v < 0 ? 0x8000 : 0;
+  uint64_t a = v < 0 ? -v : v;
+  int e = 63 - __builtin_clzll(a);
+  return sign | uint16_t((e + 15) << 10) | uint16_t(((a << 10) >> e) & 0x3ff);
+}
+
+std::vector<uint8_t> Encode(const std::vector<int64_t>& values, ElementType type) {
+  std::vector<uint8_t> bytes(values.size() * ElementTypeByteSize(int32_t(type)));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (type == ElementType::kF32) {
+      float f = float(values[i]);
+      std::memcpy(&bytes[i * 4], &f, 4);
+    } else if (type == ElementType::kI32) {
+      int32_t x = int32_t(values[i]);
+      std::memcpy(&bytes[i * 4], &x, 4);
+    } else {
+      uint16_t h = SmallIntToHalf(values[i]);
+      std::memcpy(&bytes[i * 2], &h, 2);
+    }
+  }
+  return bytes;
+}
+
+// The values of `bytes` (exact small integers; -0.0 reads as 0, as MPI's products give it).
+std::vector<int64_t> Decode(const std::vector<uint8_t>& bytes, ElementType type) {
+  const size_t element = ElementTypeByteSize(int32_t(type));
+  std::vector<int64_t> values(bytes.size() / element);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (type == ElementType::kF32) {
+      float f;
+      std::memcpy(&f, &bytes[i * 4], 4);
+      values[i] = int64_t(f);
+    } else if (type == ElementType::kI32) {
+      int32_t x;
+      std::memcpy(&x, &bytes[i * 4], 4);
+      values[i] = x;
+    } else {
+      uint16_t h;
+      std::memcpy(&h, &bytes[i * 2], 2);
+      int exponent = (h >> 10) & 0x1f;
+      int64_t magnitude = exponent == 0 ? 0 : int64_t((0x400 | (h & 0x3ff))) << exponent >> 25;
+      values[i] = (h & 0x8000) ? -magnitude : magnitude;
+    }
+  }
+  return values;
+}
+
+int64_t Reduce(ReductionOp op, int64_t a, int64_t b) {
+  switch (op) {
+    case ReductionOp::kSum: return a + b;
+    case ReductionOp::kMax: return std::max(a, b);
+    case ReductionOp::kMin: return std::min(a, b);
+    case ReductionOp::kProd: return a * b;
+  }
+  return 0;
+}
+
+struct Collective {
+  CollectiveKind kind;
+  ReductionOp reduction;
+  ElementType type;
+  uint64_t count;
+  int32_t peer;
+};
+
+// Runs `c` on this rank and returns the recv bytes.
+std::vector<uint8_t> Run(Device& d, const vm::Ref<Channel>& channel, const Collective& c,
+                         const std::vector<uint8_t>& send_bytes, uint64_t recv_size) {
+  auto send = d.AllocateBuffer(std::max<uint64_t>(send_bytes.size(), 1));
+  auto recv = d.AllocateBuffer(std::max<uint64_t>(recv_size, 1));
+  RequireOk(send.status());
+  RequireOk(recv.status());
+  if (!send_bytes.empty()) RequireOk(d.WriteBuffer(**send, 0, send_bytes.data(), send_bytes.size()));
+  auto cb = d.CreateCommandBuffer();
+  RequireOk(cb.status());
+  RequireOk((*cb)->Collective(channel, c.kind, c.reduction, int32_t(c.type), c.count, c.peer,
+                              BufferRef::Whole(*send), BufferRef::Whole(*recv)));
+  RequireOk((*cb)->Finalize());
+  auto sem = d.CreateSemaphore(0);
+  RequireOk(sem.status());
+  RequireOk(d.QueueExecute({}, *cb, {{*sem, 1}}));
+  RequireOk((*sem)->Wait(1));
+  std::vector<uint8_t> got(recv_size);
+  if (recv_size) RequireOk(d.ReadBuffer(**recv, 0, got.data(), recv_size));
+  return got;
+}
+
+void CheckReducing(Device& d, const vm::Ref<Channel>& channel, CollectiveKind kind) {
+  const int32_t n = channel->count(), me = channel->rank();
+  for (ElementType type : {ElementType::kF32, ElementType::kF16, ElementType::kI32}) {
+    for (ReductionOp op : {ReductionOp::kSum, ReductionOp::kMax, ReductionOp::kMin,
+                           ReductionOp::kProd}) {
+      for (uint64_t count : {uint64_t{1}, uint64_t{7}, uint64_t{65537}}) {
+        const uint64_t total = kind == CollectiveKind::kReduceScatter ? count * n : count;
+        auto input = [&](int32_t rank) {
+          std::vector<int64_t> v(total);
+          for (uint64_t i = 0; i < total; ++i) v[i] = InputValue(rank, i);
+          return v;
+        };
+        std::vector<int64_t> expected(count);
+        const uint64_t base = kind == CollectiveKind::kReduceScatter ? me * count : 0;
+        for (int32_t r = 0; r < n; ++r) {
+          std::vector<int64_t> in = input(r);
+          for (uint64_t i = 0; i < count; ++i) {
+            expected[i] = r == 0 ? in[base + i] : Reduce(op, expected[i], in[base + i]);
+          }
+        }
+        const uint64_t element = ElementTypeByteSize(int32_t(type));
+        std::vector<uint8_t> got =
+            Run(d, channel, {kind, op, type, count, 0}, Encode(input(me), type), count * element);
+        INFO(CollectiveName(kind) << " " << ReductionName(op) << " of " << count << " x "
+                                  << ElementTypeName(int32_t(type)) << " on "
+                                  << channel->Describe());
+        REQUIRE(Decode(got, type) == expected);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void ChannelAllReduceCase(const DriverConfig&, Device& d) {
+  CheckReducing(d, NewChannel(d), CollectiveKind::kAllReduce);
+}
+
+void ChannelReduceScatterCase(const DriverConfig&, Device& d) {
+  CheckReducing(d, NewChannel(d), CollectiveKind::kReduceScatter);
+}
+
+void ChannelDataMovementCase(const DriverConfig&, Device& d) {
+  auto channel = NewChannel(d);
+  const int32_t n = channel->count(), me = channel->rank();
+  const DeviceStats before = d.stats();
+  uint64_t collectives = 0;
+  for (uint64_t count : {uint64_t{1}, uint64_t{7}, uint64_t{65537}}) {
+    auto input = [&](int32_t rank) {
+      std::vector<int64_t> v(count);
+      for (uint64_t i = 0; i < count; ++i) v[i] = InputValue(rank, i) + 10 * rank;
+      return v;
+    };
+    INFO(count << " x i32 on " << channel->Describe());
+    // all_gather: rank r's values land at r * count.
+    std::vector<int64_t> gathered;
+    for (int32_t r = 0; r < n; ++r) {
+      auto in = input(r);
+      gathered.insert(gathered.end(), in.begin(), in.end());
+    }
+    REQUIRE(Run(d, channel, {CollectiveKind::kAllGather, ReductionOp::kSum, ElementType::kI32, count, 0},
+                Encode(input(me), ElementType::kI32), 4 * count * n) ==
+            Encode(gathered, ElementType::kI32));
+    // broadcast from the last rank (f16: bytes move unchanged).
+    const int32_t root = n - 1;
+    REQUIRE(Run(d, channel, {CollectiveKind::kBroadcast, ReductionOp::kSum, ElementType::kF16, count, root},
+                me == root ? Encode(input(me), ElementType::kF16) : std::vector<uint8_t>{},
+                2 * count) == Encode(input(root), ElementType::kF16));
+    collectives += 2;
+    // send/recv around a ring (even ranks send first so that no cycle of sends waits).
+    if (n > 1) {
+      const int32_t next = (me + 1) % n, prev = (me + n - 1) % n;
+      auto send_to_next = [&] {
+        Run(d, channel, {CollectiveKind::kSend, ReductionOp::kSum, ElementType::kI32, count, next},
+            Encode(input(me), ElementType::kI32), 0);
+      };
+      auto recv_from_prev = [&] {
+        REQUIRE(Run(d, channel, {CollectiveKind::kRecv, ReductionOp::kSum, ElementType::kI32, count, prev},
+                    {}, 4 * count) == Encode(input(prev), ElementType::kI32));
+      };
+      if (me % 2 == 0) {
+        send_to_next();
+        recv_from_prev();
+      } else {
+        recv_from_prev();
+        send_to_next();
+      }
+      collectives += 2;
+    }
+  }
+  REQUIRE(d.stats().collectives_executed - before.collectives_executed == collectives);
+}
+
+void ChannelReplayCase(const DriverConfig&, Device& d) {
+  // One recording through binding-table slots, replayed on new buffers: sums of the ranks.
+  auto channel = NewChannel(d);
+  const int32_t n = channel->count(), me = channel->rank();
+  auto cb = d.CreateCommandBuffer();
+  RequireOk(cb.status());
+  RequireOk((*cb)->Collective(channel, CollectiveKind::kAllReduce, ReductionOp::kSum,
+                              int32_t(ElementType::kI32), 3, 0, BufferRef::Slot(0),
+                              BufferRef::Slot(1)));
+  RequireOk((*cb)->Finalize());
+  REQUIRE((*cb)->binding_table_size() == 2);
+  auto sem = d.CreateSemaphore(0);
+  RequireOk(sem.status());
+  for (int32_t call = 1; call <= 3; ++call) {
+    auto send = d.AllocateBuffer(12), recv = d.AllocateBuffer(12);
+    RequireOk(send.status());
+    RequireOk(recv.status());
+    int32_t values[3] = {me * call, 1, -call};
+    RequireOk(d.WriteBuffer(**send, 0, values, 12));
+    RequireOk(d.QueueExecute({}, *cb, {{*sem, uint64_t(call)}},
+                             {BufferRef::Whole(*send), BufferRef::Whole(*recv)}));
+    RequireOk((*sem)->Wait(call));
+    int32_t got[3];
+    RequireOk(d.ReadBuffer(**recv, 0, got, 12));
+    REQUIRE(got[0] == call * n * (n - 1) / 2);
+    REQUIRE(got[1] == n);
+    REQUIRE(got[2] == -call * n);
+  }
+  // A slot smaller than the collective fails the submission naming the slot.
+  auto small = d.AllocateBuffer(64), tiny = d.AllocateBuffer(8);
+  RequireOk(small.status());
+  RequireOk(tiny.status());
+  RequireOk(d.QueueExecute({}, *cb, {{*sem, 4}},
+                           {BufferRef::Whole(*small), BufferRef::Whole(*tiny)}));
+  Status failed = (*sem)->Wait(4);
+  REQUIRE(failed.code() == StatusCode::kOutOfRange);
+  REQUIRE_THAT(failed.message(),
+               Catch::Contains("all_reduce recv buffer (binding table slot 1): 12 bytes needed"));
+}
+
+void ChannelMisuseCase(const DriverConfig&, Device& d) {
+  auto channel = NewChannel(d);
+  auto cb = d.CreateCommandBuffer();
+  RequireOk(cb.status());
+  auto buffer = d.AllocateBuffer(64);
+  RequireOk(buffer.status());
+  const auto whole = BufferRef::Whole(*buffer);
+  auto message = [](const Status& s) { return s.message(); };
+  Status s = (*cb)->Collective(channel, CollectiveKind::kAllReduce, ReductionOp::kSum,
+                               int32_t(ElementType::kF32), 17, 0, whole, whole);
+  REQUIRE(s.code() == StatusCode::kOutOfRange);
+  REQUIRE_THAT(message(s), Catch::Contains("all_reduce send buffer: 68 bytes needed"));
+  s = (*cb)->Collective(channel, CollectiveKind::kBroadcast, ReductionOp::kSum,
+                        int32_t(ElementType::kF32), 1, channel->count(), whole, whole);
+  REQUIRE(s.code() == StatusCode::kOutOfRange);
+  REQUIRE_THAT(message(s), Catch::Contains("broadcast: peer rank " +
+                                           std::to_string(channel->count()) + " is not a rank of"));
+  s = (*cb)->Collective(channel, CollectiveKind::kSend, ReductionOp::kSum,
+                        int32_t(ElementType::kF32), 1, channel->rank(), whole, whole);
+  REQUIRE_THAT(message(s), Catch::Contains("send: peer rank " + std::to_string(channel->rank()) +
+                                           " is this rank"));
+  s = (*cb)->Collective(channel, CollectiveKind::kAllReduce, ReductionOp::kSum,
+                        int32_t(ElementType::kI1), 1, 0, whole, whole);
+  REQUIRE_THAT(message(s), Catch::Contains("i1 values cannot be reduced"));
+  s = (*cb)->Collective(channel, CollectiveKind::kAllReduce, static_cast<ReductionOp>(9),
+                        int32_t(ElementType::kF32), 1, 0, whole, whole);
+  REQUIRE_THAT(message(s), Catch::Contains("unknown reduction 9"));
+  s = (*cb)->Collective(nullptr, CollectiveKind::kAllReduce, ReductionOp::kSum,
+                        int32_t(ElementType::kF32), 1, 0, whole, whole);
+  REQUIRE_THAT(message(s), Catch::Contains("all_reduce: channel is null"));
+}
+
+// Only with 2 or more ranks: the last rank waits in a recv that rank 0 never sends while the
+// other ranks run an all_reduce the last rank never joins. The all_reduce ranks time out
+// (HEXIR_COLLECTIVE_TIMEOUT 1 s) naming the collective; the last rank then fails by their
+// notice, naming rank 0 and its all_reduce, long before its own 60 s timeout.
+void ChannelFailureCase(const DriverConfig&, Device& d) {
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  const char* rank_text = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (size == nullptr || rank_text == nullptr || std::atoi(size) < 2) {
+    std::printf("HEXIR_SKIPPED: cts/channel_failure: needs 2 or more ranks under mpirun\n");
+    return;
+  }
+  const int32_t n = std::atoi(size), me = std::atoi(rank_text);
+  setenv("HEXIR_COLLECTIVE_TIMEOUT", me == n - 1 ? "60" : "1", 1);
+  auto channel = NewChannel(d);
+  auto buffer = d.AllocateBuffer(64);
+  RequireOk(buffer.status());
+  auto cb = d.CreateCommandBuffer();
+  RequireOk(cb.status());
+  if (me == n - 1) {
+    RequireOk((*cb)->Collective(channel, CollectiveKind::kRecv, ReductionOp::kSum,
+                                int32_t(ElementType::kF32), 4, 0, {}, BufferRef::Whole(*buffer)));
+  } else {
+    RequireOk((*cb)->Collective(channel, CollectiveKind::kAllReduce, ReductionOp::kSum,
+                                int32_t(ElementType::kF32), 4, 0, BufferRef::Whole(*buffer),
+                                BufferRef::Whole(*buffer)));
+  }
+  RequireOk((*cb)->Finalize());
+  auto sem = d.CreateSemaphore(0);
+  RequireOk(sem.status());
+  const auto start = std::chrono::steady_clock::now();
+  RequireOk(d.QueueExecute({}, *cb, {{*sem, 1}}));
+  Status st = (*sem)->Wait(1);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(st.ToString());
+  if (me == n - 1) {
+    REQUIRE(st.code() == StatusCode::kAborted);
+    REQUIRE_THAT(st.message(), Catch::Contains("recv (collective #1 on the mpi channel rank " +
+                                               std::to_string(me)));
+    REQUIRE_THAT(st.message(), Catch::Contains("failed because rank"));
+    REQUIRE_THAT(st.message(), Catch::Contains("all_reduce (collective #1"));
+    REQUIRE(seconds < 30);
+  } else {
+    // Its own timeout, or (with 3+ ranks) the notice of another all_reduce rank that timed
+    // out first.
+    REQUIRE((st.code() == StatusCode::kDeadlineExceeded || st.code() == StatusCode::kAborted));
+    REQUIRE_THAT(st.message(), Catch::Contains("all_reduce (collective #1 on the mpi channel rank " +
+                                               std::to_string(me) + " of " + std::to_string(n)));
+    REQUIRE_THAT(st.message(), Catch::Contains("timed out after"));
+    if (st.code() == StatusCode::kAborted) {
+      REQUIRE_THAT(st.message(), Catch::Contains("failed because rank"));
+    }
+  }
+  // The channel stays failed: a later collective fails at once.
+  auto again = d.CreateCommandBuffer();
+  RequireOk(again.status());
+  RequireOk((*again)->Collective(channel, CollectiveKind::kBroadcast, ReductionOp::kSum,
+                                 int32_t(ElementType::kF32), 4, 0, BufferRef::Whole(*buffer),
+                                 BufferRef::Whole(*buffer)));
+  RequireOk((*again)->Finalize());
+  auto fresh = d.CreateSemaphore(0);  // `sem` keeps its failure (sticky)
+  RequireOk(fresh.status());
+  RequireOk(d.QueueExecute({}, *again, {{*fresh, 1}}));
+  Status later = (*fresh)->Wait(1);
+  REQUIRE_FALSE(later.ok());
+  REQUIRE_THAT(later.message(), Catch::Contains("broadcast (collective #2"));
+}
+
+}  // namespace hexir::hal::cts

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The CTS channel cases on the CPU driver's MPI channel: cpu_cts_test under mpirun with 2 and
+# 4 ranks. Every rank must pass every case; the failure case (a rank that never joins an
+# all_reduce) must end on every rank with the errors it asserts, within the time limit.
+set -uo pipefail
+cts="$1"
+if ! command -v mpirun >/dev/null; then
+  echo "HEXIR_SKIPPED: mpi_cts_test: no mpirun (apt-get install openmpi-bin)"
+  exit 0
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Loopback TCP between ranks of one machine; no network interface probing.
+export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+fail=0
+run() {  # ranks, cases
+  local n="$1" cases="$2" log
+  log=$(mktemp)
+  timeout 300 mpirun -n "$n" --oversubscribe "$cts" "$cases" >"$log" 2>&1
+  local rc=$? passed
+  passed=$(grep -a -c "All tests passed" "$log")
+  if [ "$rc" -ne 0 ] || [ "$passed" -ne "$n" ]; then
+    echo "FAIL: $n ranks, '$cases': exit $rc, $passed of $n ranks passed"
+    cat "$log"
+    fail=1
+  else
+    echo "ok: $n ranks, '$cases'"
+  fi
+  rm -f "$log"
+}
+for n in 2 4; do
+  run "$n" "cts/cpu/channel_all_reduce,cts/cpu/channel_reduce_scatter,cts/cpu/channel_data_movement,cts/cpu/channel_replay,cts/cpu/channel_misuse"
+  run "$n" "cts/cpu/channel_failure"
+done
+exit "$fail"

@@ -1,0 +1,88 @@
+#include "hal/drivers/cpu/mpi_api.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace hexir::hal::cpu {
+namespace {
+
+const MpiApi* g_api = nullptr;
+
+// Abandoned collectives (a failed channel) do not hold MPI_Finalize back (Open MPI 4.1), so
+// every rank finalizes and mpirun sees a clean exit whatever the tool's exit status.
+void FinalizeAtExit() {
+  int finalized = 0;
+  if (g_api == nullptr) return;
+  if (g_api->MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) g_api->MPI_Finalize();
+}
+
+StatusOr<const MpiApi*> Load() {
+  const char* env = std::getenv("HEXIR_MPI_LIBRARY");
+  std::string path = env && *env ? env : "libmpi.so.40";
+  // RTLD_GLOBAL: Open MPI's own plugins (mca_*.so) resolve libmpi's symbols through it.
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (lib == nullptr) {
+    const char* err = dlerror();
+    return Unavailable("mpi channel: ", path, " could not be loaded (apt-get install "
+                       "openmpi-bin, or name the library in HEXIR_MPI_LIBRARY): ",
+                       err ? err : "unknown dlopen error");
+  }
+  auto* api = new MpiApi();
+#define HEXIR_MPI_RESOLVE_(name)                                                       \
+  api->name = reinterpret_cast<decltype(api->name)>(dlsym(lib, #name));                \
+  if (api->name == nullptr) {                                                          \
+    delete api;                                                                        \
+    return Unavailable("mpi channel: ", path, " lacks ", #name, " (not MPI 3?)");      \
+  }
+  HEXIR_MPI_FUNCTIONS(HEXIR_MPI_RESOLVE_)
+#undef HEXIR_MPI_RESOLVE_
+#define HEXIR_MPI_RESOLVE_HANDLE_(type, field, symbol)                                    \
+  api->field = reinterpret_cast<type>(dlsym(lib, symbol));                               \
+  if (api->field == nullptr) {                                                           \
+    delete api;                                                                          \
+    return Unavailable("mpi channel: ", path, " lacks ", symbol, " (not Open MPI 4?)");  \
+  }
+  HEXIR_MPI_HANDLES(HEXIR_MPI_RESOLVE_HANDLE_)
+#undef HEXIR_MPI_RESOLVE_HANDLE_
+  int initialized = 0;
+  api->MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    int rc = api->MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    if (rc != MPI_SUCCESS) {
+      delete api;
+      return Unavailable("mpi channel: MPI_Init_thread failed with code ", rc);
+    }
+    if (provided < MPI_THREAD_SERIALIZED) {
+      delete api;
+      return Unavailable("mpi channel: ", path, " provides thread level ", provided,
+                         "; MPI_THREAD_SERIALIZED is needed (collectives run on a queue thread)");
+    }
+    std::atexit(FinalizeAtExit);
+  }
+  api->MPI_Comm_set_errhandler(api->comm_world, api->errors_return);
+  api->MPI_Comm_rank(api->comm_world, &api->rank);
+  api->MPI_Comm_size(api->comm_world, &api->size);
+  g_api = api;
+  return static_cast<const MpiApi*>(api);
+}
+
+}  // namespace
+
+StatusOr<const MpiApi*> LoadMpiApi() {
+  static const StatusOr<const MpiApi*> api = Load();
+  return api;
+}
+
+std::string MpiErrorText(const MpiApi& api, int code) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  if (api.MPI_Error_string(code, text, &length) != MPI_SUCCESS) {
+    return StrCat("MPI error ", code);
+  }
+  return StrCat("MPI error ", code, " (", std::string(text, length), ")");
+}
+
+}  // namespace hexir::hal::cpu

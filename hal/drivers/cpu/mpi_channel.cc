@@ -1,0 +1,282 @@
+#include "hal/drivers/cpu/mpi_channel.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "hal/drivers/cpu/mpi_api.h"
+#include "hal/element_type.h"
+
+namespace hexir::hal::cpu {
+namespace {
+
+constexpr int kNoticeTag = 7;
+constexpr size_t kNoticeBytes = 1024;
+
+// Every MPI call of the process goes through this lock: MPI is initialized at
+// MPI_THREAD_SERIALIZED, and channels may live on several devices' queue threads.
+std::mutex& MpiLock() {
+  static std::mutex mu;
+  return mu;
+}
+
+float HalfToF32(uint16_t h) {
+  uint32_t sign = uint32_t(h >> 15) << 31, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  uint32_t bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    bits = sign;
+  } else {  // subnormal: value = mantissa * 2^-24
+    float f = float(mantissa) * (1.0f / 16777216.0f);
+    std::memcpy(&bits, &f, 4);
+    bits |= sign;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t F32ToHalf(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  uint16_t sign = uint16_t((bits >> 16) & 0x8000);
+  uint32_t abs = bits & 0x7fffffffu;
+  if (abs >= 0x7f800000u) return sign | 0x7c00 | (abs > 0x7f800000u ? 0x200 : 0);  // inf, nan
+  if (abs >= 0x477ff000u) return sign | 0x7c00;  // rounds past 65504: inf
+  if (abs < 0x38800000u) {  // below 2^-14: subnormal half, round to nearest even
+    float magnitude;
+    std::memcpy(&magnitude, &abs, 4);
+    return sign | uint16_t(std::nearbyint(magnitude * 16777216.0f));
+  }
+  uint32_t rounded = abs + 0xfff + ((abs >> 13) & 1);  // nearest even on the 13 dropped bits
+  return sign | uint16_t((rounded - (112u << 23)) >> 13);
+}
+
+float Bf16ToF32(uint16_t h) {
+  uint32_t bits = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t F32ToBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return uint16_t((bits >> 16) | 0x40);
+  return uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+}
+
+class MpiChannel final : public HostChannel {
+ public:
+  MpiChannel(const MpiApi& api, MPI_Comm data, MPI_Comm notices, std::chrono::nanoseconds timeout)
+      : HostChannel(api.rank, api.size, timeout), api_(api), data_(data), notices_(notices) {}
+
+  std::string_view backend() const override { return "mpi"; }
+
+  Status Run(const Operation& op) override {
+    std::lock_guard<std::mutex> lock(MpiLock());
+    ++sequence_;
+    const std::string what =
+        StrCat(CollectiveName(op.kind), " (collective #", sequence_, " on the ", Describe(), ")");
+    if (!broken_.ok()) return Status(broken_.code(), StrCat(what, ": ", broken_.message()));
+    HEXIR_RETURN_IF_ERROR(PostNoticeReceive(what));
+    Status st = RunLocked(op, what);
+    if (!st.ok() && !peer_failed_) Fail(st);
+    return st;
+  }
+
+ private:
+  Status PostNoticeReceive(const std::string& what) {
+    if (notice_posted_) return Status::Ok();
+    int rc = api_.MPI_Irecv(notice_.data(), int(notice_.size()), api_.byte, MPI_ANY_SOURCE,
+                            kNoticeTag, notices_, &notice_request_);
+    if (rc != MPI_SUCCESS) return Internal(what, ": MPI_Irecv of failure notices: ", MpiErrorText(api_, rc));
+    notice_posted_ = true;
+    return Status::Ok();
+  }
+
+  // MPI type and op for a reduction of `element_type` (f16/bf16 reduce as f32).
+  MPI_Datatype TypeOf(int32_t element_type) const {
+    switch (static_cast<ElementType>(element_type)) {
+      case ElementType::kF32: case ElementType::kF16: case ElementType::kBF16: return api_.float32;
+      case ElementType::kF64: return api_.float64;
+      case ElementType::kI8: return api_.int8;
+      case ElementType::kI16: return api_.int16;
+      case ElementType::kI32: return api_.int32;
+      case ElementType::kI64: return api_.int64;
+      default: return api_.byte;
+    }
+  }
+  MPI_Op OpOf(ReductionOp r) const {
+    switch (r) {
+      case ReductionOp::kSum: return api_.op_sum;
+      case ReductionOp::kMax: return api_.op_max;
+      case ReductionOp::kMin: return api_.op_min;
+      case ReductionOp::kProd: return api_.op_prod;
+    }
+    return api_.op_sum;
+  }
+
+  Status RunLocked(const Operation& op, const std::string& what) {
+    const int64_t element_bytes = ElementTypeByteSize(op.element_type);
+    const bool widen = CollectiveReduces(op.kind) &&
+                       (op.element_type == int32_t(ElementType::kF16) ||
+                        op.element_type == int32_t(ElementType::kBF16));
+    const CollectiveBytes bytes =
+        CollectiveByteSizes(op.kind, op.count, element_bytes, rank(), count(), op.peer);
+    const uint64_t total = op.count * (op.kind == CollectiveKind::kReduceScatter ? count() : 1);
+    if (total > uint64_t(INT32_MAX) || bytes.send > uint64_t(INT32_MAX) ||
+        bytes.recv > uint64_t(INT32_MAX)) {
+      return InvalidArgument(what, ": ", op.count, " elements exceed MPI's int count");
+    }
+    const void* send = op.send;
+    void* recv = op.recv;
+    std::vector<float> wide_send, wide_recv;
+    if (widen) {
+      auto to_f32 = op.element_type == int32_t(ElementType::kF16) ? HalfToF32 : Bf16ToF32;
+      const auto* h = static_cast<const uint16_t*>(op.send);
+      wide_send.resize(total);
+      for (uint64_t i = 0; i < total; ++i) wide_send[i] = to_f32(h[i]);
+      wide_recv.resize(op.count);
+      send = wide_send.data();
+      recv = wide_recv.data();
+    }
+    // MPI forbids aliased send and recv buffers: an in-place all_reduce says MPI_IN_PLACE,
+    // other overlaps (NCCL's in-place all_gather / reduce_scatter) read from a copy.
+    std::vector<uint8_t> send_copy;
+    const auto* s_begin = static_cast<const uint8_t*>(send);
+    const auto* r_begin = static_cast<const uint8_t*>(recv);
+    const uint64_t send_size = widen ? total * 4 : bytes.send;
+    const uint64_t recv_size = widen ? op.count * 4 : bytes.recv;
+    if (send != nullptr && recv != nullptr && s_begin < r_begin + recv_size &&
+        r_begin < s_begin + send_size && op.kind != CollectiveKind::kBroadcast) {
+      if (op.kind == CollectiveKind::kAllReduce && send == recv) {
+        send = MPI_IN_PLACE;
+      } else {
+        send_copy.assign(s_begin, s_begin + send_size);
+        send = send_copy.data();
+      }
+    }
+    MPI_Datatype type = CollectiveReduces(op.kind) ? TypeOf(op.element_type) : api_.byte;
+    const int n = CollectiveReduces(op.kind) ? int(op.count) : int(op.count * element_bytes);
+    MPI_Request request = nullptr;
+    int rc = MPI_SUCCESS;
+    switch (op.kind) {
+      case CollectiveKind::kAllReduce:
+        rc = api_.MPI_Iallreduce(send, recv, n, type, OpOf(op.reduction), data_, &request);
+        break;
+      case CollectiveKind::kAllGather:
+        rc = api_.MPI_Iallgather(send, n, type, recv, n, type, data_, &request);
+        break;
+      case CollectiveKind::kReduceScatter:
+        rc = api_.MPI_Ireduce_scatter_block(send, recv, n, type, OpOf(op.reduction), data_,
+                                            &request);
+        break;
+      case CollectiveKind::kBroadcast:
+        if (rank() == op.peer && send != recv) std::memcpy(recv, send, bytes.recv);
+        rc = api_.MPI_Ibcast(recv, n, type, op.peer, data_, &request);
+        break;
+      case CollectiveKind::kSend:
+        rc = api_.MPI_Isend(send, n, type, op.peer, 0, data_, &request);
+        break;
+      case CollectiveKind::kRecv:
+        rc = api_.MPI_Irecv(recv, n, type, op.peer, 0, data_, &request);
+        break;
+    }
+    if (rc != MPI_SUCCESS) return Internal(what, ": ", MpiErrorText(api_, rc));
+    HEXIR_RETURN_IF_ERROR(Await(request, what));
+    if (widen) {
+      auto from_f32 = op.element_type == int32_t(ElementType::kF16) ? F32ToHalf : F32ToBf16;
+      auto* h = static_cast<uint16_t*>(op.recv);
+      for (uint64_t i = 0; i < op.count; ++i) h[i] = from_f32(wide_recv[i]);
+    }
+    return Status::Ok();
+  }
+
+  // Polls `request` (and the failure notices) until it completes, a peer fails, or the
+  // timeout passes. Spins briefly, then sleeps in short slices (MPI progresses inside Test).
+  Status Await(MPI_Request& request, const std::string& what) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + timeout();
+    for (uint64_t polls = 0;; ++polls) {
+      int done = 0;
+      int rc = api_.MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS) return Internal(what, ": ", MpiErrorText(api_, rc));
+      if (done) return Status::Ok();
+      int noticed = 0;
+      api_.MPI_Test(&notice_request_, &noticed, MPI_STATUS_IGNORE);
+      if (noticed) {
+        peer_failed_ = true;
+        std::string notice(notice_.data(), strnlen(notice_.data(), notice_.size()));
+        broken_ = Aborted("failed because ", notice);
+        return Aborted(what, ": failed because ", notice);
+      }
+      auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) {
+        double seconds = std::chrono::duration<double>(now - start).count();
+        return DeadlineExceeded(what, ": timed out after ", seconds,
+                                " s waiting for its peers (a rank died, hangs, or recorded a "
+                                "different collective; HEXIR_COLLECTIVE_TIMEOUT sets the limit)");
+      }
+      if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
+  // Marks the channel failed and tells every peer (best effort, not awaited).
+  void Fail(const Status& status) {
+    broken_ = status;
+    std::string notice = StrCat("rank ", rank(), " failed: ", status.message());
+    notice.resize(std::min(notice.size(), kNoticeBytes - 1));
+    outgoing_notice_.assign(notice.begin(), notice.end());
+    outgoing_notice_.push_back('\0');
+    for (int peer = 0; peer < count(); ++peer) {
+      if (peer == rank()) continue;
+      MPI_Request r;
+      if (api_.MPI_Isend(outgoing_notice_.data(), int(outgoing_notice_.size()), api_.byte, peer,
+                         kNoticeTag, notices_, &r) == MPI_SUCCESS) {
+        api_.MPI_Request_free(&r);
+      }
+    }
+  }
+
+  const MpiApi& api_;
+  MPI_Comm data_;
+  MPI_Comm notices_;
+  uint64_t sequence_ = 0;
+  Status broken_;
+  bool peer_failed_ = false;
+  std::vector<char> notice_ = std::vector<char>(kNoticeBytes, '\0');
+  // MPI_REQUEST_NULL is an object of libmpi (not linked): a flag says whether it is posted.
+  MPI_Request notice_request_ = nullptr;
+  bool notice_posted_ = false;
+  std::vector<char> outgoing_notice_;
+};
+
+}  // namespace
+
+bool LaunchedByMpirun() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr;
+}
+
+StatusOr<vm::Ref<HostChannel>> CreateMpiChannel(std::chrono::nanoseconds timeout) {
+  HEXIR_ASSIGN_OR_RETURN(const MpiApi* api, LoadMpiApi());
+  std::lock_guard<std::mutex> lock(MpiLock());
+  MPI_Comm data = nullptr, notices = nullptr;
+  int rc = api->MPI_Comm_dup(api->comm_world, &data);
+  if (rc == MPI_SUCCESS) rc = api->MPI_Comm_dup(api->comm_world, &notices);
+  if (rc != MPI_SUCCESS) {
+    return Unavailable("mpi channel: MPI_Comm_dup failed: ", MpiErrorText(*api, rc));
+  }
+  api->MPI_Comm_set_errhandler(data, api->errors_return);
+  api->MPI_Comm_set_errhandler(notices, api->errors_return);
+  return vm::Ref<HostChannel>(vm::MakeRef<MpiChannel>(*api, data, notices, timeout));
+}
+
+}  // namespace hexir::hal::cpu
