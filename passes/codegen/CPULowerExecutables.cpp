@@ -19,6 +19,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/Passes.h"
+#include "passes/codegen/CPUReductionOrder.h"
 #include "passes/codegen/KernelChecks.h"
 #include "passes/codegen/KernelLoweringUtils.h"
 
@@ -75,10 +76,15 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     FailureOr<func::FuncOp> kernel = codegen::FinishBufferizedKernel(exe);
     if (failed(kernel)) return failure();
     SmallVector<Type> signature(kernel->getArgumentTypes());
-    // Reductions innermost (matmul's k) keep LLVM from vectorizing without reassociation.
+    // Matmul's k moves outside j (the inner loop then writes consecutive outputs); a dot
+    // product along a contiguous input (matvec's [out][in] weights) keeps k innermost, and
+    // reductions left innermost may be reassociated so that LLVM vectorizes them.
     if (failed(codegen::MoveReductionsOutsideLastParallel(
-            *kernel, [](linalg::LinalgOp, int64_t) { return true; })))
+            *kernel, [](linalg::LinalgOp op, int64_t lastParallel) {
+              return !codegen::ReducesAlongContiguousInput(op, lastParallel);
+            })))
       return failure();
+    codegen::AllowReassociationOfInnermostReductions(*kernel);
     // tanh as a rational polynomial (a few ulp) instead of a scalar libm call per element:
     // LLVM vectorizes it (the bench suite's elementwise chain was at 2-4% of memcpy).
     {
