@@ -55,7 +55,8 @@ struct ColumnTiling {
 // identity-layout arguments then start 16-byte aligned); columnThreads 4 (64-byte row
 // segments), fewer for narrow outputs so that >= 64 blocks run; slices: a power of two that
 // fills kResidentThreads once, within [32 / columnThreads, kMaxColumnBlock / columnThreads]
-// and no more than the reduced extent (when static).
+// and, with a static reduced extent, few enough that every thread has 8 (the loads issued
+// together) of its rows.
 std::optional<ColumnTiling> ChooseColumnTiling(mlir::linalg::LinalgOp op,
                                                const ColumnReduction& loops, int64_t columns,
                                                int64_t rows);

@@ -191,7 +191,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       // Static extents: several warps per row when there are few rows (the GPU would idle:
       // 256-row k/v GEMVs, RMSNorm's one sum).
       int64_t reducedExtent = reduction.getStaticLoopRanges()[reducedDim(reduction)];
-      if (!dynamic && !ShapedType::isDynamic(reducedExtent))
+      if (blockReductions && !dynamic && !ShapedType::isDynamic(reducedExtent))
         lanes *= cuda::ChooseWarpsPerPoint(points, reducedExtent, narrowestAlongReduction(reduction));
       if (parallel.empty()) return kernel;  // one point: the whole kernel, one block
     } else if (fused) {
@@ -201,7 +201,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     // Column reductions ([K][N] GEMVs, M <= kMaxColumnRows): a block per tile of columns,
     // the tile's width as the fastest loop's "vector".
     int64_t columnExtent = 0;
-    if (allowLanes && lanes == 1 && !dynamic && linalgRoot && reductionOps == 1 &&
+    if (blockReductions && allowLanes && lanes == 1 && !dynamic && linalgRoot && reductionOps == 1 &&
         (reduction == linalgRoot || elementwiseRoot) && inputsAreArguments(reduction))
       if (std::optional<cuda::ColumnReduction> loops = cuda::MatchColumnReduction(reduction)) {
         int64_t columns = reduction.getStaticLoopRanges()[loops->column];
