@@ -18,8 +18,8 @@ import re
 import sys
 
 DISPATCH = re.compile(
-    r"^  (?P<name>[A-Za-z_][A-Za-z_0-9]*)\s+(?P<n>\d+)\s+(?P<time>[0-9.]+) us\s+[0-9.]+\s+\d+\s+\d+"
-    r"\s+[0-9.]+\s+(?P<gbps>[0-9.]+)\s+(?P<gflops>[0-9.]+)\s+[0-9.inf]+\s+(?P<roof>[0-9.]+)(?P<rest>.*)$")
+    r"^  (?P<name>[A-Za-z_][A-Za-z_0-9]*)\s+(?P<n>\d+)\s+(?P<time>[0-9.]+) us\s+\S+\s+\S+\s+\S+"
+    r"\s+\S+\s+(?P<gbps>[0-9.]+)\s+(?P<gflops>[0-9.]+)\s+\S+\s+(?P<roof>[0-9.]+)(?P<rest>.*)$")
 RATIO = re.compile(r"Hexir/baseline = (?P<ratio>[0-9.]+)x")
 
 
