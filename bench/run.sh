@@ -3,14 +3,15 @@
 # them and runs hexir-bench on each. See bench/README.md.
 #
 #   bash bench/run.sh [--device=cpu|cuda] [--size=small|full] [--out=DIR] [--iterations=N]
-#                     [--compile-only | --run-only] [--only=NAME,...]
+#                     [--compile-only | --run-only] [--only=NAME,...] [--compare=OLD.json]
 # Binaries: $HEXIR_BIN/{hexir-compile,hexir-bench} (default: bazel-bin/tools/<tool>/<tool>).
 # A case that does not compile is reported as NOT COMPILED with the compiler's first error,
-# and the suite goes on.
+# and the suite goes on. Results also go to OUT/results.json (bench/results.py); with
+# --compare, cases slower than in OLD.json are named and the exit status is 1.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-device=cpu size=""; out=""; iterations=""; mode=all; only=""
+device=cpu size=""; out=""; iterations=""; mode=all; only=""; compare=""
 for a in "$@"; do
   case "$a" in
     --device=*) device="${a#*=}" ;;
@@ -20,6 +21,7 @@ for a in "$@"; do
     --compile-only) mode=compile ;;
     --run-only) mode=run ;;
     --only=*) only="${a#*=}" ;;
+    --compare=*) compare="${a#*=}" ;;
     *) echo "run.sh: unknown argument '$a'" >&2; exit 2 ;;
   esac
 done
@@ -38,6 +40,10 @@ if [ "$size" = full ]; then
     "gemm_f32_4096|gemm|M=4096 N=4096 K=4096 T=f32 ACC=f32|4096x4096xf32=0.01;4096x4096xf32=0.01"
     "gemv_bf16_4096x4096|gemm|M=1 N=4096 K=4096 T=bf16 ACC=f32|1x4096xbf16=0.01;4096x4096xbf16=0.01"
     "gemv_bf16_4096x14336|gemm|M=1 N=14336 K=4096 T=bf16 ACC=f32|1x4096xbf16=0.01;4096x14336xbf16=0.01"
+    "gemv_bf16_2048x256|gemm|M=1 N=256 K=2048 T=bf16 ACC=f32|1x2048xbf16=0.01;2048x256xbf16=0.01"
+    "gemv_nk_bf16_4096x4096|gemv_nk|N=4096 K=4096 T=bf16|4096x4096xbf16=0.01;4096xbf16=0.01"
+    "gemv_nk_bf16_14336x4096|gemv_nk|N=14336 K=4096 T=bf16|14336x4096xbf16=0.01;4096xbf16=0.01"
+    "gemv_nk_bf16_256x2048|gemv_nk|N=256 K=2048 T=bf16|256x2048xbf16=0.01;2048xbf16=0.01"
     "elementwise_64M|elementwise|N=67108864|67108864xf32=0.5"
     "softmax_4096x4096|softmax|R=4096 C=4096|4096x4096xf32=0.5"
     "decode_ffn_bf16_4096x14336|decode_ffn|D=4096 F=14336 T=bf16|1x4096xf32=0.5;4096x14336xbf16=0.01;4096x14336xbf16=0.01;14336x4096xbf16=0.01"
@@ -50,6 +56,7 @@ else
     "gemv_bf16_4096x4096|gemm|M=1 N=4096 K=4096 T=bf16 ACC=f32|1x4096xbf16=0.01;4096x4096xbf16=0.01"
     "gemv_bf16_4096x14336|gemm|M=1 N=14336 K=4096 T=bf16 ACC=f32|1x4096xbf16=0.01;4096x14336xbf16=0.01"
     "gemv_f32_4096x4096|gemm|M=1 N=4096 K=4096 T=f32 ACC=f32|1x4096xf32=0.01;4096x4096xf32=0.01"
+    "gemv_nk_bf16_4096x4096|gemv_nk|N=4096 K=4096 T=bf16|4096x4096xbf16=0.01;4096xbf16=0.01"
     "elementwise_4M|elementwise|N=4194304|4194304xf32=0.5"
     "softmax_1024x1024|softmax|R=1024 C=1024|1024x1024xf32=0.5"
     "decode_ffn_bf16_2048x5632|decode_ffn|D=2048 F=5632 T=bf16|1x2048xf32=0.5;2048x5632xbf16=0.01;2048x5632xbf16=0.01;5632x2048xbf16=0.01"
@@ -122,3 +129,9 @@ decode_case() {
 }
 decode_case
 echo "reports: $out/<case>.txt, traces: <case>.trace.json, rooflines: <case>.roofline.svg" | tee -a "$summary"
+[ "$mode" = compile ] && exit 0
+echo "results: $(python3 bench/results.py parse "$out" --device="$device")" | tee -a "$summary"
+if [ -n "$compare" ]; then
+  python3 bench/results.py compare "$compare" "$out/results.json" | tee -a "$summary"
+  exit "${PIPESTATUS[0]}"
+fi

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/TilingInterface.h"
+#include "passes/codegen/CUDAColumnReduce.h"
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/codegen/CUDAWarpReduce.h"
 #include "passes/codegen/KernelLoweringUtils.h"
@@ -83,7 +84,11 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       if (points < 0 && pointShapeKnown && fromShape.extentWords.empty())
         grid = codegen::EvaluateWorkgroupCount(fromShape.extentFactor, fromShape.tile,
                                                fromShape.limit);
-      if (lanes > 1)
+      if (distributed && columnTiling)
+        kernel->setAttr("hexir.cuda.column_tiling",
+                        DenseI64ArrayAttr::get(ctx, {columnTiling->width, columnTiling->columnThreads,
+                                                     columnTiling->slices}));
+      else if (lanes > 1)
         kernel->setAttr("hexir.cuda.lanes", IntegerAttr::get(IndexType::get(ctx), lanes));
       kernel->setAttr("hexir.cuda.thread_count", IntegerAttr::get(IndexType::get(ctx), threads));
       kernel->setAttr("hexir.cuda.block_size", IntegerAttr::get(IndexType::get(ctx), block));
@@ -98,8 +103,10 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
  private:
   // Threads per block for `points` static points of `lanes` threads each. Warp reductions
   // use blocks of kWarpsPerBlock warps: a few hundred rows still spread over every SM (768
-  // rows in blocks of 8 warps would fill only 96 of the H200's 132).
+  // rows in blocks of 8 warps would fill only 96 of the H200's 132). More than a warp per
+  // point (several warps per row, column tiles): one point per block.
   int64_t blockFor(int64_t points, int64_t lanes = 1) const {
+    if (lanes > cuda::kWarpSize) return lanes;
     int64_t threads = points * lanes;
     int64_t limit = lanes > 1 ? kWarpsPerBlock * lanes : blockSize;  // whole warps
     return std::max<int64_t>(1, std::min<int64_t>(limit, threads));
@@ -115,6 +122,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
                           bool allowLanes, bool fuseProducers) {
     pointShape = codegen::DynamicWorkgroupCount();
     pointShapeKnown = true;
+    columnTiling.reset();
     auto ret = cast<func::ReturnOp>(original.getBody().front().getTerminator());
     if (ret.getNumOperands() != 1) return nullptr;
     TilingInterface originalRoot = codegen::KernelRoot(original);
@@ -180,13 +188,34 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
         (reduction == linalgRoot || elementwiseRoot) && cuda::WantsWarpReduction(reduction) &&
         (!dynamic || blockSize % cuda::kWarpSize == 0)) {
       lanes = cuda::kWarpSize;
-      if (parallel.empty()) return kernel;  // one point: the whole kernel, one warp
+      // Static extents: several warps per row when there are few rows (the GPU would idle:
+      // 256-row k/v GEMVs, RMSNorm's one sum).
+      int64_t reducedExtent = reduction.getStaticLoopRanges()[reducedDim(reduction)];
+      if (blockReductions && !dynamic && !ShapedType::isDynamic(reducedExtent))
+        lanes *= cuda::ChooseWarpsPerPoint(points, reducedExtent, narrowestAlongReduction(reduction));
+      if (parallel.empty()) return kernel;  // one point: the whole kernel, one block
     } else if (fused) {
       lanes = cuda::kWarpSize;  // the fusion cost the warp reduction: retry without it
       return fail();
     }
+    // Column reductions ([K][N] GEMVs, M <= kMaxColumnRows): a block per tile of columns,
+    // the tile's width as the fastest loop's "vector".
+    int64_t columnExtent = 0;
+    if (blockReductions && allowLanes && lanes == 1 && !dynamic && linalgRoot && reductionOps == 1 &&
+        (reduction == linalgRoot || elementwiseRoot) && inputsAreArguments(reduction))
+      if (std::optional<cuda::ColumnReduction> loops = cuda::MatchColumnReduction(reduction)) {
+        int64_t columns = reduction.getStaticLoopRanges()[loops->column];
+        int64_t rows = ShapedType::isDynamic(columns) || columns == 0 ? 0 : points / columns;
+        if (rows > 0 && rows * columns == points)
+          columnTiling = cuda::ChooseColumnTiling(reduction, *loops, columns, rows);
+        if (columnTiling) {
+          columnExtent = columns;
+          lanes = columnTiling->threads();
+        }
+      }
     // Past 2^31 threads the i32 id arithmetic would overflow: stride like dynamic extents.
     if (!dynamic && points * lanes >= (int64_t(1) << 31)) dynamic = true;
+    if (dynamic && columnTiling) return fail();
     if (dynamic) points = -1;
     if (dynamic && blockSize % lanes != 0) return fail();
     if (parallel.empty() || (!dynamic && points <= 1 && lanes == 1)) return fail();
@@ -212,9 +241,15 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     // Contractions (matmul) get a 1 x kVector strip of outputs per thread the same way:
     // each A element loaded is used kVector times and B rows are read 16 bytes at a time.
     int64_t fastest = order.back(), vector = 1;
+    if (columnTiling) {  // the root's contiguous extent is the reduction's column extent
+      if (extents[fastest] != columnExtent) return fail();
+      vector = columnTiling->columns();
+      extents[fastest] = (columnExtent + vector - 1) / vector;
+      points = points / columnExtent * extents[fastest];
+    }
     bool stripped = parallel.size() == iterators.size() ||
                     (linalgRoot && linalg::isaContractionOpInterface(linalgRoot));
-    if (!dynamic && lanes == 1 && stripped && extents[fastest] % kVector == 0 &&
+    if (!columnTiling && !dynamic && lanes == 1 && stripped && extents[fastest] % kVector == 0 &&
         points >= kVector * kMinVectorThreads) {
       vector = kVector;
       extents[fastest] /= kVector;
@@ -272,8 +307,60 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       if (isa<TilingInterface, DestinationStyleOpInterface>(op) && !isa<scf::ForOp>(op) &&
           !(lanes > 1 && isWholeReductionIntoTemporary(&op)))
         return fail();
-    if (lanes > 1 && !reductionPerPoint(kernel)) return fail();
+    if (lanes > 1 && !columnTiling && !reductionPerPoint(kernel)) return fail();
+    if (columnTiling && !columnTilePerPoint(kernel, columnTiling->columns())) return fail();
     return kernel;
+  }
+
+  // The first reduction loop of `op`.
+  static int64_t reducedDim(linalg::LinalgOp op) {
+    SmallVector<unsigned> dims;
+    op.getReductionDims(dims);
+    return dims.front();
+  }
+
+  // Bytes of the narrowest element among `op`'s inputs read along its reduction (0: none).
+  static int64_t narrowestAlongReduction(linalg::LinalgOp op) {
+    int64_t reduced = reducedDim(op), narrowest = 0;
+    for (OpOperand* in : op.getDpsInputOperands()) {
+      if (!op.getMatchingIndexingMap(in).isFunctionOfDim(reduced)) continue;
+      int64_t bits = getElementTypeOrSelf(in->get().getType()).getIntOrFloatBitWidth();
+      if (bits % 8 == 0) narrowest = narrowest ? std::min(narrowest, bits / 8) : bits / 8;
+    }
+    return narrowest;
+  }
+
+  // Every tensor input of `op` is a kernel argument: the column kernel's vector loads rely
+  // on argument rows being aligned, and a fused producer would be computed whole by every
+  // thread.
+  static bool inputsAreArguments(linalg::LinalgOp op) {
+    return llvm::all_of(op.getDpsInputOperands(), [&](OpOperand* in) {
+      auto arg = dyn_cast<BlockArgument>(in->get());
+      return arg && isa<func::FuncOp>(arg.getOwner()->getParentOp());
+    });
+  }
+
+  // After tiling: the kernel's only reduction computes one row of at most `columns` columns
+  // (its other parallel extents are static 1s) from slices of kernel arguments.
+  static bool columnTilePerPoint(func::FuncOp kernel, int64_t columns) {
+    bool ok = false;
+    int64_t count = 0;
+    kernel.walk([&](linalg::LinalgOp op) {
+      if (op.getNumReductionLoops() == 0) return;
+      ++count;
+      std::optional<cuda::ColumnReduction> loops = cuda::MatchColumnReduction(op);
+      ok = loops.has_value();
+      for (auto [d, range] : llvm::enumerate(op.getStaticLoopRanges()))
+        if (ok && op.getIteratorTypesArray()[d] == utils::IteratorType::parallel)
+          ok = (int64_t)d == loops->column ? (ShapedType::isDynamic(range) || range <= columns)
+                                           : range == 1;
+      for (OpOperand* in : op.getDpsInputOperands()) {
+        auto slice = in->get().getDefiningOp<tensor::ExtractSliceOp>();
+        auto arg = slice ? dyn_cast<BlockArgument>(slice.getSource()) : nullptr;
+        ok &= arg && arg.getOwner() == &kernel.getBody().front();
+      }
+    });
+    return count == 1 && ok;
   }
 
   // Elementwise producers of the kernel's only reduction (a generic) whose sole user it is
@@ -392,6 +479,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     return success();
   }
 
+  std::optional<cuda::ColumnTiling> columnTiling;  // of the last distribute() call
   codegen::DynamicWorkgroupCount pointShape;  // of the last distribute() call
   bool pointShapeKnown = true;
 };

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "passes/codegen/CUDAColumnReduce.h"
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/codegen/CUDAWarpReduce.h"
 #include "passes/codegen/KernelChecks.h"
@@ -79,8 +80,8 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     return success();
   }
 
-  // One warp per output (hexir.cuda.lanes = 32): the reduction op, now on the warp's point
-  // (parallel extents 1), becomes
+  // One warp per output (hexir.cuda.lanes = 32; L = 32 W threads for W warps, one output
+  // per block): the reduction op, now on the point (parallel extents 1), becomes
   //   acc[u] = identity (u < U)
   //   for s = 0; s < Ks; s += 32 V U:           // U steps in flight, one accumulator each
   //     for u: x = inputs[s + 32 V u + lane V .. + V]; acc[u] = body(x[V-1], ... body(x[0], acc[u]))
@@ -89,9 +90,10 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
   //   for k = Kc + lane; k < K; k += 32: acc[0] = body(inputs[k], acc[0])   // tail
   //   partial = combine(acc[0], acc[1], ...)
   //   butterfly: partial = combine(partial, shfl.xor(partial, 16, 8, 4, 2, 1))
+  //   W > 1: lane 0 of warp w stores shared[w]; barrier; partial = combine(shared[0..W))
   //   lane 0: out = combine(out, partial); then whatever follows the reduction (a fused
   //   elementwise consumer) in the warp's point
-  // (Kc = K rounded down to 32 V, Ks to 32 V U). Each lane reads V contiguous elements
+  // (Kc = K rounded down to L V, Ks to L V U; "lane" is tid % L, "32" above is L). Each lane reads V contiguous elements
   // per step: an input whose rows are provably aligned to V elements (rowsAligned) with
   // one vector load (16 bytes for the narrowest type), others with V scalar loads. The
   // loop steps do not depend on the lane, so static trip counts stay static for LLVM.
@@ -100,7 +102,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
   // Whole warps pass the thread guard together (thread_count and blocks are multiples of
   // 32), so the full-mask shuffles see all 32 lanes; the shuffles also order every lane's
   // earlier init store before lane 0 reads `out`.
-  static LogicalResult warpReduce(func::FuncOp kernel) {
+  static LogicalResult warpReduce(func::FuncOp kernel, int64_t lanes) {
     linalg::LinalgOp op;
     int64_t candidates = 0;
     kernel.walk([&](linalg::LinalgOp candidate) {
@@ -125,9 +127,8 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
         return op.emitError("internal: warp reduction over more than one point");
       }
     }
-    Value lane = arith::RemUIOp::create(
-        b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
-        arith::ConstantIndexOp::create(b, loc, cuda::kWarpSize));
+    Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    Value lane = arith::RemUIOp::create(b, loc, tid, arith::ConstantIndexOp::create(b, loc, lanes));
     TypedAttr neutral = *arith::getNeutralElement(combiner);
     Block* body = op.getBlock();
     BlockArgument acc = body->getArgument(op.getNumDpsInputs());
@@ -228,7 +229,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       Value rem = b.createOrFold<arith::RemUIOp>(loc, extent, index(multiple));
       return b.createOrFold<arith::SubIOp>(loc, extent, rem);
     };
-    int64_t chunk = cuda::kWarpSize * width, super = chunk * kUnroll;
+    int64_t chunk = lanes * width, super = chunk * kUnroll;
     Value laneOffset = b.createOrFold<arith::MulIOp>(loc, lane, index(width));
     Value superEnd = roundDown(super), chunkEnd = roundDown(chunk);
     SmallVector<Value> identities;
@@ -274,7 +275,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     }
     // The tail's bound is on the lane's own k (the steps above end within Kc for every lane).
     Value tailStart = arith::AddIOp::create(b, loc, chunkEnd, lane);
-    accs[0] = single(tailStart, extent, zero, cuda::kWarpSize, 1, accs[0]);
+    accs[0] = single(tailStart, extent, zero, lanes, 1, accs[0]);
     Value partial = accs[0];
     for (int64_t u = 1; u < kUnroll; ++u) partial = combine(b, partial, accs[u]);
 
@@ -283,6 +284,20 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
                                            gpu::ShuffleMode::XOR)
                         .getResult(0);
       partial = combine(b, partial, other);
+    }
+    if (lanes > cuda::kWarpSize) {  // one output per block: warps meet in shared memory
+      int64_t warps = lanes / cuda::kWarpSize;
+      Value shared = cuda::WorkgroupArray(b, loc, kernel, partial.getType(), warps);
+      Value warpLane = arith::RemUIOp::create(b, loc, tid, index(cuda::kWarpSize));
+      auto ifLeader = scf::IfOp::create(
+          b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warpLane, zero), false);
+      OpBuilder lb = OpBuilder::atBlockTerminator(ifLeader.thenBlock());
+      memref::StoreOp::create(lb, loc, partial, shared,
+                              ValueRange{arith::DivUIOp::create(lb, loc, tid, index(cuda::kWarpSize))});
+      gpu::BarrierOp::create(b, loc);
+      partial = memref::LoadOp::create(b, loc, shared, ValueRange{zero});
+      for (int64_t w = 1; w < warps; ++w)
+        partial = combine(b, partial, memref::LoadOp::create(b, loc, shared, ValueRange{index(w)}));
     }
     Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero);
     auto ifFirst = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
@@ -396,9 +411,14 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     kernel = *bufferized;
     SmallVector<Type> signature(kernel.getArgumentTypes());
     if (failed(allocationsToStack(kernel))) return failure();
-    if (kernel->hasAttr("hexir.cuda.lanes")) {
-      if (failed(warpReduce(kernel))) return failure();
+    if (auto lanes = kernel->getAttrOfType<IntegerAttr>("hexir.cuda.lanes")) {
+      if (failed(warpReduce(kernel, lanes.getInt()))) return failure();
       kernel->removeAttr("hexir.cuda.lanes");
+    }
+    if (auto column = kernel->getAttrOfType<DenseI64ArrayAttr>("hexir.cuda.column_tiling")) {
+      cuda::ColumnTiling tiling{column[0], column[1], column[2]};
+      if (failed(cuda::LowerColumnReduction(kernel, tiling))) return failure();
+      kernel->removeAttr("hexir.cuda.column_tiling");
     }
     if (failed(reductionsOutside(kernel))) return failure();
     if (points >= 0) guardThreads(kernel, points, block);  // < 0: a grid-stride loop bounds it
@@ -412,6 +432,8 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     auto gpuModule = gpu::GPUModuleOp::create(b, exe.getLoc(), exe.getSymName(),
                                               b.getArrayAttr({target}));
     kernel->moveBefore(gpuModule.getBody(), gpuModule.getBody()->end());
+    for (auto shared : llvm::to_vector(inner.getOps<memref::GlobalOp>()))  // WorkgroupArray
+      shared->moveBefore(kernel);
     kernel->removeAttr("hexir.cuda.thread_count");
     kernel->removeAttr("hexir.cuda.block_size");
     if (failed(runPipeline(*nvvm, inner))) return failure();

@@ -30,6 +30,13 @@ def CUDADistributeThreads : Pass<"hexir-cuda-distribute-threads", "mlir::ModuleO
     extents the warps stride over the points), also when the reduction has an elementwise
     consumer (lane 0 applies it) or a rank-0 result read whole by its consumer (RMSNorm);
     rewritten by hexir-cuda-lower-executables (16-byte vector loads, 4 steps in flight).
+    With static extents and few points, W = 2..16 warps per point (`hexir.cuda.lanes` =
+    32 W, one point per block; CUDAColumnReduce.h ChooseWarpsPerPoint) combined through
+    shared memory. Column reductions (the reduced dim not contiguous, the output's
+    contiguous dim also an input's, as in a [K][N] GEMV; M <= 16 rows, static extents,
+    inputs that are kernel arguments) get one block per tile of columns
+    (`hexir.cuda.column_tiling` = [width, column threads, slices] on the kernel;
+    ChooseColumnTiling). `block-reductions=false` turns both off.
     Anything else runs on one thread (P = 1).
   }];
   let options = [
@@ -41,6 +48,10 @@ def CUDADistributeThreads : Pass<"hexir-cuda-distribute-threads", "mlir::ModuleO
            "dynamic-grid blocks, no per-call count and no graph node update)">,
     Option<"warpReductions", "warp-reductions", "bool", /*default=*/"true",
            "one warp (32 lanes + shuffles) per output of long reductions">,
+    Option<"blockReductions", "block-reductions", "bool", /*default=*/"true",
+           "several warps per output of static row reductions with few outputs, and "
+           "column-tile kernels for column reductions ([K][N] GEMVs); "
+           "passes/codegen/CUDAColumnReduce.h">,
   ];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
                            "mlir::tensor::TensorDialect", "mlir::affine::AffineDialect",

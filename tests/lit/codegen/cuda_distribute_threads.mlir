@@ -1,4 +1,4 @@
-// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads | FileCheck %s
+// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads=block-reductions=false | FileCheck %s
 
 // Elementwise 1000x300 (300000 elements, inner dim % 4 == 0): each thread takes 4
 // consecutive elements of a row (LLVM makes them one 16-byte access), 75000 threads in

@@ -1,4 +1,4 @@
-// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads --hexir-cuda-lower-executables | FileCheck %s
+// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads=block-reductions=false --hexir-cuda-lower-executables | FileCheck %s
 
 // A dynamic-length max with one warp. Lane = tid % 32 reads 4 contiguous floats per step
 // (16-byte vector loads: a 1-D kernel argument is aligned): a loop of 4 steps with 4

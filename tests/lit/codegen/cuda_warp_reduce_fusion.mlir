@@ -1,4 +1,4 @@
-// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads | FileCheck %s
+// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads=block-reductions=false | FileCheck %s
 
 // A warp per point also when the root is an elementwise consumer of the kernel's only
 // reduction: r + W x (the llama decode step's output projections). Tiling the add per

@@ -90,15 +90,21 @@
 // CHECK:         add.rn.f32
 // CHECK:         bra
 
-// Row sums of squares, 64x1000: one warp per row (2048 threads, blocks of 2 warps): lanes
-// read the row 16 bytes at a time, then a five-step shuffle butterfly; lane 0 stores.
+// Row sums of squares, 64x1000: four warps per row (64 rows fill few SMs; 8192 threads,
+// one row per block of 128): lanes read the row 16 bytes at a time, then a five-step
+// shuffle butterfly; each warp's lane 0 stores its sum in shared memory, a barrier, and
+// thread 0 adds the four and stores.
 // CHECK-LABEL: executable 7 format=cuda-cubin-sm_90 entry_points=sumsq_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190
-// CHECK:         attr cuda.block_size.sumsq_dispatch_0 = 64,1,1
-// CHECK:         setp.gt.u32 {{.*}}, 2047;
+// CHECK:         attr cuda.block_size.sumsq_dispatch_0 = 128,1,1
+// CHECK:         .shared .align 16 .b8 __hexir_shared[16];
+// CHECK:         setp.gt.u32 {{.*}}, 8191;
 // CHECK:         ld.global.nc.v4.b32
 // CHECK-COUNT-5: shfl.sync.bfly.b32
 // CHECK-NOT:     shfl.sync
+// CHECK:         st.shared.b32
+// CHECK:         bar.sync 0;
+// CHECK:         ld.shared.v4.b32
 // CHECK:         st.global.b32
 
 // --cuda-format=ptx: the PTX is the binary itself, no cubin, no extra segment.
