@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "hal/buffer.h"
 #include "hal/command_buffer.h"
@@ -43,20 +44,24 @@ bool KeepUnreachedWaits(const std::vector<SemaphoreValue>& waits, const PendingS
 // How long a held-back wait sleeps before it looks at the device again.
 inline constexpr std::chrono::milliseconds kHeldBackWaitSlice{20};
 
-// Blocks the queue's held-back work until `ready()` (called with `lock` held) holds, sleeping
-// in Semaphore::WaitInternal slices of kHeldBackWaitSlice with `lock` released. Returns the
-// semaphore's failure, or Aborted "queue execute: the device was destroyed while a submission
-// waited for a semaphore to reach <value>" when `stopping()` (lock held) turns true first.
-template <typename Lock, typename Ready, typename Stopping>
-Status AwaitHeldBackWait(Lock& lock, const SemaphoreValue& wait, Ready ready, Stopping stopping) {
+// Blocks the queue's held-back work until `ready()` holds, sleeping in Semaphore::WaitInternal
+// slices of kHeldBackWaitSlice with `mu` (the queue lock, held on entry and on return)
+// released. Returns the semaphore's failure, or Aborted "queue execute: the device was
+// destroyed while a submission waited for a semaphore to reach <value>" when `stopping()`
+// turns true first. `ready` and `stopping` run with `mu` held (callers annotate them
+// REQUIRES(their mutex); the analysis cannot match that to `mu` inside this template, hence
+// NO_THREAD_SAFETY_ANALYSIS here).
+template <typename Ready, typename Stopping>
+Status AwaitHeldBackWait(Mutex& mu, const SemaphoreValue& wait, Ready ready, Stopping stopping)
+    REQUIRES(mu) NO_THREAD_SAFETY_ANALYSIS {
   while (!ready()) {
     if (stopping()) {
       return Aborted("queue execute: the device was destroyed while a submission waited for a "
                      "semaphore to reach ", wait.value);
     }
-    lock.unlock();
+    mu.Unlock();
     Status status = wait.semaphore->WaitInternal(wait.value, kHeldBackWaitSlice);
-    lock.lock();
+    mu.Lock();
     if (!status.ok() && status.code() != StatusCode::kDeadlineExceeded) return status;
   }
   return Status::Ok();

@@ -4,7 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
-#include <mutex>
 #include <thread>
 
 #include "hal/api.h"
@@ -64,43 +63,50 @@ TEST_CASE("reached waits are dropped, queue-ordered ones kept, unsignalled ones 
   REQUIRE(stats.queue_waits == 1);
 }
 
-TEST_CASE("a held-back wait ends when another thread signals the value") {
+TEST_CASE("a held-back wait releases the queue lock while it sleeps and ends when the value is signalled") {
   auto s = NewSemaphore(0);
-  std::mutex mu;
-  std::unique_lock<std::mutex> lock(mu);
-  bool signalled = false;
+  Mutex mu;
+  MutexLock lock(mu);
+  bool took_lock = false, signalled = false;
   std::thread signaller([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    // The waiter sleeps without the lock: another thread can take it (bounded: 2 s).
+    for (int i = 0; i < 2000 && !took_lock; ++i) {
+      if (mu.TryLock()) {
+        took_lock = true;
+        mu.Unlock();
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
     signalled = s->Signal(4).ok();
   });
   int polls = 0;
   Status st = AwaitHeldBackWait(
-      lock, {s, 4},
+      mu, {s, 4},
       [&] {
-        REQUIRE(lock.owns_lock());  // readiness is checked under the caller's lock
         ++polls;
         return *s->Query() >= 4;
       },
       [] { return false; });
   signaller.join();
+  REQUIRE(took_lock);
   REQUIRE(signalled);
   REQUIRE(st.ok());
-  REQUIRE(lock.owns_lock());
   REQUIRE(polls >= 2);
 }
 
 TEST_CASE("a held-back wait fails with the semaphore's failure or when the device stops") {
   auto s = NewSemaphore(0);
-  std::mutex mu;
-  std::unique_lock<std::mutex> lock(mu);
+  Mutex mu;
+  MutexLock lock(mu);
   auto not_reached = [&] { return *s->Query() >= 9; };
-  Status st = AwaitHeldBackWait(lock, {s, 9}, not_reached, [] { return true; });
+  Status st = AwaitHeldBackWait(mu, {s, 9}, not_reached, [] { return true; });
   REQUIRE(st.code() == StatusCode::kAborted);
   REQUIRE(st.message() ==
           "queue execute: the device was destroyed while a submission waited for a semaphore "
           "to reach 9");
   s->Fail(DataLoss("producer failed"));
-  st = AwaitHeldBackWait(lock, {s, 9}, [] { return false; }, [] { return false; });
+  st = AwaitHeldBackWait(mu, {s, 9}, [] { return false; }, [] { return false; });
   REQUIRE(st.code() == StatusCode::kDataLoss);
   REQUIRE(st.message() == "producer failed");
 }

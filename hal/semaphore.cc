@@ -9,14 +9,14 @@ Semaphore::Semaphore(uint64_t initial_value, std::shared_ptr<DeviceCounters> cou
     : spin_value_(initial_value), value_(initial_value), counters_(std::move(counters)) {}
 
 StatusOr<uint64_t> Semaphore::Query() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!failure_.ok()) return failure_;
   return value_;
 }
 
 Status Semaphore::Signal(uint64_t value) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!failure_.ok()) return failure_;
     if (value <= value_) {
       return InvalidArgument("semaphore signal: value ", value,
@@ -33,7 +33,7 @@ Status Semaphore::Signal(uint64_t value) {
 void Semaphore::Fail(Status status) {
   if (status.ok()) status = Internal("Semaphore::Fail called with an ok status");
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (failure_.ok()) failure_ = std::move(status);
     spin_failed_.store(true, std::memory_order_release);
   }
@@ -59,13 +59,12 @@ Status Semaphore::Wait(uint64_t value, Timeout timeout, const Interrupt& interru
     if (!infinite && Interrupt::NowNs() >= until) {
       // Both may have passed: the call's own deadline is the one to report.
       HEXIR_RETURN_IF_ERROR(interrupt.Check());
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       return TimedOut(value, timeout);
     }
   }
 }
 
-// Called with mu_ held.
 Status Semaphore::TimedOut(uint64_t value, Timeout timeout) const {
   return DeadlineExceeded("semaphore wait for value ", value, " timed out after ",
                           std::chrono::duration_cast<std::chrono::microseconds>(timeout).count(),
@@ -98,12 +97,12 @@ Status Semaphore::WaitInternal(uint64_t value, Timeout timeout) {
     } while (spin_value_.load(std::memory_order_acquire) < value &&
              !spin_failed_.load(std::memory_order_acquire) && Clock::now() < end);
   }
-  std::unique_lock<std::mutex> lock(mu_);
-  auto ready = [&] { return !failure_.ok() || value_ >= value; };
+  MutexLock lock(mu_);
+  auto ready = [&]() REQUIRES(mu_) { return !failure_.ok() || value_ >= value; };
   // Durations near max() overflow now()+timeout inside wait_for: treat them as infinite.
   if (timeout >= std::chrono::hours(24 * 365)) {
-    cv_.wait(lock, ready);
-  } else if (!cv_.wait_for(lock, timeout, ready)) {
+    cv_.wait(lock.native(), ready);
+  } else if (!cv_.wait_for(lock.native(), timeout, ready)) {
     return TimedOut(value, timeout);
   }
   if (!failure_.ok()) return failure_;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/interrupt.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "hal/stats.h"
 #include "vm/ref.h"
@@ -77,15 +78,15 @@ class Semaphore final : public vm::RefObject {
 
  private:
   friend Status WaitSemaphores(const std::vector<SemaphoreValue>&, WaitMode, Timeout);
-  Status TimedOut(uint64_t value, Timeout timeout) const;
+  Status TimedOut(uint64_t value, Timeout timeout) const REQUIRES(mu_);
 
   // Polled without the lock by the bounded spin at the start of a wait; written under mu_.
   std::atomic<uint64_t> spin_value_;
   std::atomic<bool> spin_failed_{false};
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  uint64_t value_;
-  Status failure_;
+  uint64_t value_ GUARDED_BY(mu_);
+  Status failure_ GUARDED_BY(mu_);
   std::shared_ptr<DeviceCounters> counters_;
   std::shared_ptr<WaitProgress> progress_;  // immutable once shared
 };

@@ -1,6 +1,8 @@
 // Each op becomes one elementwise-shaped generic over its result: the body computes the
 // source coordinates from linalg.index and reads them with tensor.extract, so the kernels are
-// ordinary parallel loops (tiled, distributed, fused like any other generic).
+// ordinary parallel loops (tiled, distributed, fused like any other generic). One pattern per
+// op, applied once per op by a walk (no folding, no fixpoint): what they produce is what the
+// rest of dispatch formation sees.
 #include "passes/dispatch/LowerTensorOps.h"
 #include "passes/dispatch/InPlaceUpdates.h"
 
@@ -9,7 +11,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
-#include "llvm/ADT/TypeSwitch.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace hexir {
 namespace {
@@ -22,6 +25,18 @@ bool unitStrides(ArrayRef<OpFoldResult> strides) {
   }
   return true;
 }
+
+// The forms the patterns rewrite (IsLowerableHostTensorOp: the legality VerifyInput checks).
+bool isLowerable(tensor::ExtractSliceOp op) { return unitStrides(op.getMixedStrides()); }
+bool isLowerable(tensor::InsertSliceOp op) {
+  return unitStrides(op.getMixedStrides()) &&
+         op.getSourceType().getRank() == op.getDestType().getRank();
+}
+bool isLowerable(tensor::PadOp op) { return op.getConstantPaddingValue() && !op.getNofold(); }
+bool isLowerable(tensor::FromElementsOp op) { return op.getType().hasStaticShape(); }
+
+// Ops inside a linalg body are kernel code already; only host ops are rewritten.
+bool insideLinalgBody(Operation* op) { return op->getParentOfType<linalg::LinalgOp>() != nullptr; }
 
 // Host values (created before `op`) for the dynamic dims of `type`, taken from `sizes`.
 SmallVector<Value> dynamicSizes(OpBuilder& b, Location loc, RankedTensorType type,
@@ -52,196 +67,226 @@ Value buildGeneric(OpBuilder& b, Location loc, RankedTensorType type, ValueRange
   return generic->getResult(0);
 }
 
-LogicalResult lowerExtractSlice(tensor::ExtractSliceOp op) {
-  if (!unitStrides(op.getMixedStrides())) return failure();
-  OpBuilder b(op);
-  Location loc = op.getLoc();
-  SmallVector<Value> offsets;
-  for (OpFoldResult o : op.getMixedOffsets()) offsets.push_back(getValueOrCreateConstantIndexOp(b, loc, o));
-  llvm::SmallBitVector dropped = op.getDroppedDims();
-  SmallVector<OpFoldResult> resultSizes;
-  for (auto [d, s] : llvm::enumerate(op.getMixedSizes()))
-    if (!dropped.test(d)) resultSizes.push_back(s);
-  RankedTensorType type = op.getType();
-  Value source = op.getSource();
-  // Dynamic offsets/sizes are not verified: clamp coordinates into the source so that a bad
-  // offset reads wrong values instead of memory outside the buffer.
-  bool dynamic = !op.getOffsets().empty() || !op.getSizes().empty();
-  SmallVector<Value> lastIndex;
-  if (dynamic)
-    for (int64_t d = 0; d < op.getSourceType().getRank(); ++d) {
-      Value dim = getValueOrCreateConstantIndexOp(b, loc, tensor::getMixedSize(b, loc, source, d));
-      lastIndex.push_back(arith::SubIOp::create(b, loc, dim, arith::ConstantIndexOp::create(b, loc, 1)));
-    }
-  Value r = buildGeneric(
-      b, loc, type, dynamicSizes(b, loc, type, resultSizes), {}, {},
-      [&](OpBuilder& nb, Location nl, ValueRange idx, ValueRange) {
-        SmallVector<Value> at;
-        unsigned k = 0;
-        Value zero = arith::ConstantIndexOp::create(nb, nl, 0);
-        for (unsigned d = 0; d < offsets.size(); ++d) {
-          Value c = dropped.test(d) ? offsets[d]
-                                    : arith::AddIOp::create(nb, nl, idx[k++], offsets[d]);
-          if (dynamic)
-            c = arith::MaxSIOp::create(nb, nl, arith::MinSIOp::create(nb, nl, c, lastIndex[d]), zero);
-          at.push_back(c);
-        }
-        return tensor::ExtractOp::create(nb, nl, source, at).getResult();
-      });
-  op.replaceAllUsesWith(r);
-  op->erase();
-  return success();
-}
-
-LogicalResult lowerInsertSlice(tensor::InsertSliceOp op) {
-  if (!unitStrides(op.getMixedStrides()) ||
-      op.getSourceType().getRank() != op.getDestType().getRank())
-    return failure();
-  OpBuilder b(op);
-  Location loc = op.getLoc();
-  SmallVector<Value> offsets, ends;
-  for (auto [o, s] : llvm::zip(op.getMixedOffsets(), op.getMixedSizes())) {
-    offsets.push_back(getValueOrCreateConstantIndexOp(b, loc, o));
-    ends.push_back(arith::AddIOp::create(b, loc, offsets.back(),
-                                         getValueOrCreateConstantIndexOp(b, loc, s)));
-  }
-  RankedTensorType type = op.getDestType();
-  SmallVector<OpFoldResult> destSizes = tensor::getMixedSizes(b, loc, op.getDest());
-  Value source = op.getSource();
-  Value r = buildGeneric(
-      b, loc, type, dynamicSizes(b, loc, type, destSizes), {op.getDest()},
-      {b.getMultiDimIdentityMap(type.getRank())},
-      [&](OpBuilder& nb, Location nl, ValueRange idx, ValueRange args) {
-        Value inside = arith::ConstantIntOp::create(nb, nl, 1, 1);
-        SmallVector<Value> at;
-        Value zero = arith::ConstantIndexOp::create(nb, nl, 0);
-        for (unsigned d = 0; d < idx.size(); ++d) {
-          Value ge = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge, idx[d], offsets[d]);
-          Value lt = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, idx[d], ends[d]);
-          inside = arith::AndIOp::create(nb, nl, inside, arith::AndIOp::create(nb, nl, ge, lt));
-          at.push_back(arith::SubIOp::create(nb, nl, idx[d], offsets[d]));
-        }
-        // Out-of-slice points read the source at 0 (never out of bounds), then discard it.
-        for (Value& a : at) a = arith::SelectOp::create(nb, nl, inside, a, zero);
-        Value v = tensor::ExtractOp::create(nb, nl, source, at);
-        return arith::SelectOp::create(nb, nl, inside, v, args[0]).getResult();
-      });
-  op.replaceAllUsesWith(r);
-  op->erase();
-  return success();
-}
-
-LogicalResult lowerPad(tensor::PadOp op) {
-  Value pad = op.getConstantPaddingValue();
-  if (!pad || op.getNofold()) return failure();
-  OpBuilder b(op);
-  Location loc = op.getLoc();
-  RankedTensorType type = op.getResultType();
-  Value source = op.getSource();
-  SmallVector<Value> lows, srcDims;
-  SmallVector<OpFoldResult> sizes;
-  for (auto [d, l, h] : llvm::enumerate(op.getMixedLowPad(), op.getMixedHighPad())) {
-    lows.push_back(getValueOrCreateConstantIndexOp(b, loc, l));
-    srcDims.push_back(tensor::getMixedSize(b, loc, source, d).is<Value>()
-                          ? tensor::DimOp::create(b, loc, source, d).getResult()
-                          : arith::ConstantIndexOp::create(
-                                b, loc, op.getSourceType().getDimSize(d)).getResult());
-    Value hv = getValueOrCreateConstantIndexOp(b, loc, h);
-    sizes.push_back(arith::AddIOp::create(b, loc, srcDims.back(),
-                                          arith::AddIOp::create(b, loc, lows.back(), hv))
-                        .getResult());
-  }
-  Value r = buildGeneric(
-      b, loc, type, dynamicSizes(b, loc, type, sizes), {}, {},
-      [&](OpBuilder& nb, Location nl, ValueRange idx, ValueRange) {
-        Value inside = arith::ConstantIntOp::create(nb, nl, 1, 1);
-        Value zero = arith::ConstantIndexOp::create(nb, nl, 0);
-        SmallVector<Value> at;
-        for (unsigned d = 0; d < idx.size(); ++d) {
-          Value s = arith::SubIOp::create(nb, nl, idx[d], lows[d]);
-          Value ge = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge, s, zero);
-          Value lt = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, s, srcDims[d]);
-          inside = arith::AndIOp::create(nb, nl, inside, arith::AndIOp::create(nb, nl, ge, lt));
-          at.push_back(s);
-        }
-        for (Value& a : at) a = arith::SelectOp::create(nb, nl, inside, a, zero);
-        Value v = tensor::ExtractOp::create(nb, nl, source, at);
-        return arith::SelectOp::create(nb, nl, inside, v, pad).getResult();
-      });
-  op.replaceAllUsesWith(r);
-  op->erase();
-  return success();
-}
-
-LogicalResult lowerFromElements(tensor::FromElementsOp op) {
-  RankedTensorType type = op.getType();
-  if (!type.hasStaticShape()) return failure();
-  OpBuilder b(op);
-  Location loc = op.getLoc();
-  SmallVector<Value> elements(op.getElements());
-  if (elements.empty()) {  // a 0-element tensor: nothing to compute
-    Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
-    op.replaceAllUsesWith(empty);
-    op->erase();
+/// A unit-stride slice (maybe rank-reducing) reads its source at offset + index; dynamic
+/// offsets and sizes are not verified, so coordinates are clamped into the source.
+///
+///   %s = tensor.extract_slice %src[%o, 0] [4, 8] [1, 1]
+///       : tensor<?x8xf32> to tensor<4x8xf32>
+/// becomes
+///   %e = tensor.empty() : tensor<4x8xf32>
+///   %s = linalg.generic {indexing_maps = [id], iterator_types = [parallel, parallel]}
+///       outs(%e) { %i = linalg.index 0 ... %v = tensor.extract %src[min/max-clamped
+///                  %i + %o, %j] ... linalg.yield %v }
+struct LowerExtractSlice : OpRewritePattern<tensor::ExtractSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tensor::ExtractSliceOp op, PatternRewriter& b) const override {
+    if (insideLinalgBody(op)) return b.notifyMatchFailure(op, "inside a linalg body");
+    if (!isLowerable(op)) return b.notifyMatchFailure(op, "a stride is not 1");
+    Location loc = op.getLoc();
+    SmallVector<Value> offsets;
+    for (OpFoldResult o : op.getMixedOffsets()) offsets.push_back(getValueOrCreateConstantIndexOp(b, loc, o));
+    llvm::SmallBitVector dropped = op.getDroppedDims();
+    SmallVector<OpFoldResult> resultSizes;
+    for (auto [d, s] : llvm::enumerate(op.getMixedSizes()))
+      if (!dropped.test(d)) resultSizes.push_back(s);
+    RankedTensorType type = op.getType();
+    Value source = op.getSource();
+    bool dynamic = !op.getOffsets().empty() || !op.getSizes().empty();
+    SmallVector<Value> lastIndex;
+    if (dynamic)
+      for (int64_t d = 0; d < op.getSourceType().getRank(); ++d) {
+        Value dim = getValueOrCreateConstantIndexOp(b, loc, tensor::getMixedSize(b, loc, source, d));
+        lastIndex.push_back(arith::SubIOp::create(b, loc, dim, arith::ConstantIndexOp::create(b, loc, 1)));
+      }
+    Value r = buildGeneric(
+        b, loc, type, dynamicSizes(b, loc, type, resultSizes), {}, {},
+        [&](OpBuilder& nb, Location nl, ValueRange idx, ValueRange) {
+          SmallVector<Value> at;
+          unsigned k = 0;
+          Value zero = arith::ConstantIndexOp::create(nb, nl, 0);
+          for (unsigned d = 0; d < offsets.size(); ++d) {
+            Value c = dropped.test(d) ? offsets[d]
+                                      : arith::AddIOp::create(nb, nl, idx[k++], offsets[d]);
+            if (dynamic)
+              c = arith::MaxSIOp::create(nb, nl, arith::MinSIOp::create(nb, nl, c, lastIndex[d]), zero);
+            at.push_back(c);
+          }
+          return tensor::ExtractOp::create(nb, nl, source, at).getResult();
+        });
+    b.replaceOp(op, r);
     return success();
   }
-  SmallVector<int64_t> strides(type.getRank(), 1);
-  for (int64_t d = type.getRank() - 2; d >= 0; --d) strides[d] = strides[d + 1] * type.getDimSize(d + 1);
-  Value r = buildGeneric(
-      b, loc, type, {}, {}, {}, [&](OpBuilder& nb, Location nl, ValueRange idx, ValueRange) {
-        Value linear = arith::ConstantIndexOp::create(nb, nl, 0);
-        for (unsigned d = 0; d < idx.size(); ++d)
-          linear = arith::AddIOp::create(
-              nb, nl, linear,
-              arith::MulIOp::create(nb, nl, idx[d], arith::ConstantIndexOp::create(nb, nl, strides[d])));
-        Value v = elements[0];
-        for (unsigned j = 1; j < elements.size(); ++j) {
-          Value is = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq, linear,
-                                           arith::ConstantIndexOp::create(nb, nl, j));
-          v = arith::SelectOp::create(nb, nl, is, elements[j], v);
-        }
-        return v;
-      });
-  op.replaceAllUsesWith(r);
-  op->erase();
-  return success();
-}
+};
+
+/// A unit-stride, same-rank insert makes a new tensor: inside the slice each point reads the
+/// source at index - offset, elsewhere it keeps the destination's value. (In-place updates,
+/// marked kInPlaceAttr beforehand, stay insert_slice ops: their own dispatches.)
+///
+///   %r = tensor.insert_slice %src into %dst[%o] [4] [1] : tensor<4xf32> into tensor<16xf32>
+/// becomes
+///   %r = linalg.generic {indexing_maps = [id, id]} ins(%dst) outs(%e) {
+///     ^bb0(%d: f32, %out: f32): %in = %o <= %i < %o + 4
+///       %v = tensor.extract %src[select(%in, %i - %o, 0)]; linalg.yield select(%in, %v, %d) }
+struct LowerInsertSlice : OpRewritePattern<tensor::InsertSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tensor::InsertSliceOp op, PatternRewriter& b) const override {
+    if (insideLinalgBody(op)) return b.notifyMatchFailure(op, "inside a linalg body");
+    if (op->hasAttr(kInPlaceAttr)) return b.notifyMatchFailure(op, "an in-place update");
+    if (!isLowerable(op))
+      return b.notifyMatchFailure(op, "a stride is not 1, or the source has another rank");
+    Location loc = op.getLoc();
+    SmallVector<Value> offsets, ends;
+    for (auto [o, s] : llvm::zip(op.getMixedOffsets(), op.getMixedSizes())) {
+      offsets.push_back(getValueOrCreateConstantIndexOp(b, loc, o));
+      ends.push_back(arith::AddIOp::create(b, loc, offsets.back(),
+                                           getValueOrCreateConstantIndexOp(b, loc, s)));
+    }
+    RankedTensorType type = op.getDestType();
+    SmallVector<OpFoldResult> destSizes = tensor::getMixedSizes(b, loc, op.getDest());
+    Value source = op.getSource();
+    Value r = buildGeneric(
+        b, loc, type, dynamicSizes(b, loc, type, destSizes), {op.getDest()},
+        {b.getMultiDimIdentityMap(type.getRank())},
+        [&](OpBuilder& nb, Location nl, ValueRange idx, ValueRange args) {
+          Value inside = arith::ConstantIntOp::create(nb, nl, 1, 1);
+          SmallVector<Value> at;
+          Value zero = arith::ConstantIndexOp::create(nb, nl, 0);
+          for (unsigned d = 0; d < idx.size(); ++d) {
+            Value ge = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge, idx[d], offsets[d]);
+            Value lt = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, idx[d], ends[d]);
+            inside = arith::AndIOp::create(nb, nl, inside, arith::AndIOp::create(nb, nl, ge, lt));
+            at.push_back(arith::SubIOp::create(nb, nl, idx[d], offsets[d]));
+          }
+          // Out-of-slice points read the source at 0 (never out of bounds), then discard it.
+          for (Value& a : at) a = arith::SelectOp::create(nb, nl, inside, a, zero);
+          Value v = tensor::ExtractOp::create(nb, nl, source, at);
+          return arith::SelectOp::create(nb, nl, inside, v, args[0]).getResult();
+        });
+    b.replaceOp(op, r);
+    return success();
+  }
+};
+
+/// A constant-value pad reads the source at index - low inside it and yields the value
+/// elsewhere.
+///
+///   %p = tensor.pad %src low[1] high[2] { tensor.yield %cst } : tensor<4xf32> to tensor<7xf32>
+/// becomes
+///   %p = linalg.generic outs(%e : tensor<7xf32>) {
+///     %s = %i - 1; %in = 0 <= %s < 4
+///     %v = tensor.extract %src[select(%in, %s, 0)]; linalg.yield select(%in, %v, %cst) }
+struct LowerPad : OpRewritePattern<tensor::PadOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tensor::PadOp op, PatternRewriter& b) const override {
+    if (insideLinalgBody(op)) return b.notifyMatchFailure(op, "inside a linalg body");
+    if (!isLowerable(op))
+      return b.notifyMatchFailure(op, "the padding value is not a constant, or nofold is set");
+    Value pad = op.getConstantPaddingValue();
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getResultType();
+    Value source = op.getSource();
+    SmallVector<Value> lows, srcDims;
+    SmallVector<OpFoldResult> sizes;
+    for (auto [d, l, h] : llvm::enumerate(op.getMixedLowPad(), op.getMixedHighPad())) {
+      lows.push_back(getValueOrCreateConstantIndexOp(b, loc, l));
+      srcDims.push_back(tensor::getMixedSize(b, loc, source, d).is<Value>()
+                            ? tensor::DimOp::create(b, loc, source, d).getResult()
+                            : arith::ConstantIndexOp::create(
+                                  b, loc, op.getSourceType().getDimSize(d)).getResult());
+      Value hv = getValueOrCreateConstantIndexOp(b, loc, h);
+      sizes.push_back(arith::AddIOp::create(b, loc, srcDims.back(),
+                                            arith::AddIOp::create(b, loc, lows.back(), hv))
+                          .getResult());
+    }
+    Value r = buildGeneric(
+        b, loc, type, dynamicSizes(b, loc, type, sizes), {}, {},
+        [&](OpBuilder& nb, Location nl, ValueRange idx, ValueRange) {
+          Value inside = arith::ConstantIntOp::create(nb, nl, 1, 1);
+          Value zero = arith::ConstantIndexOp::create(nb, nl, 0);
+          SmallVector<Value> at;
+          for (unsigned d = 0; d < idx.size(); ++d) {
+            Value s = arith::SubIOp::create(nb, nl, idx[d], lows[d]);
+            Value ge = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge, s, zero);
+            Value lt = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, s, srcDims[d]);
+            inside = arith::AndIOp::create(nb, nl, inside, arith::AndIOp::create(nb, nl, ge, lt));
+            at.push_back(s);
+          }
+          for (Value& a : at) a = arith::SelectOp::create(nb, nl, inside, a, zero);
+          Value v = tensor::ExtractOp::create(nb, nl, source, at);
+          return arith::SelectOp::create(nb, nl, inside, v, pad).getResult();
+        });
+    b.replaceOp(op, r);
+    return success();
+  }
+};
+
+/// Static-shape from_elements selects its element by the linear index (a 0-element tensor
+/// is just an empty one).
+///
+///   %t = tensor.from_elements %a, %b : tensor<2xf32>
+/// becomes
+///   %t = linalg.generic outs(%e : tensor<2xf32>) {
+///     %l = %i * 1; linalg.yield select(%l == 1, %b, %a) }
+struct LowerFromElements : OpRewritePattern<tensor::FromElementsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tensor::FromElementsOp op, PatternRewriter& b) const override {
+    if (insideLinalgBody(op)) return b.notifyMatchFailure(op, "inside a linalg body");
+    if (!isLowerable(op)) return b.notifyMatchFailure(op, "the shape is dynamic");
+    RankedTensorType type = op.getType();
+    Location loc = op.getLoc();
+    SmallVector<Value> elements(op.getElements());
+    if (elements.empty()) {  // a 0-element tensor: nothing to compute
+      b.replaceOp(op, tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType()));
+      return success();
+    }
+    SmallVector<int64_t> strides(type.getRank(), 1);
+    for (int64_t d = type.getRank() - 2; d >= 0; --d) strides[d] = strides[d + 1] * type.getDimSize(d + 1);
+    Value r = buildGeneric(
+        b, loc, type, {}, {}, {}, [&](OpBuilder& nb, Location nl, ValueRange idx, ValueRange) {
+          Value linear = arith::ConstantIndexOp::create(nb, nl, 0);
+          for (unsigned d = 0; d < idx.size(); ++d)
+            linear = arith::AddIOp::create(
+                nb, nl, linear,
+                arith::MulIOp::create(nb, nl, idx[d], arith::ConstantIndexOp::create(nb, nl, strides[d])));
+          Value v = elements[0];
+          for (unsigned j = 1; j < elements.size(); ++j) {
+            Value is = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq, linear,
+                                             arith::ConstantIndexOp::create(nb, nl, j));
+            v = arith::SelectOp::create(nb, nl, is, elements[j], v);
+          }
+          return v;
+        });
+    b.replaceOp(op, r);
+    return success();
+  }
+};
 
 }  // namespace
 
 bool IsLowerableHostTensorOp(Operation* op) {
-  if (auto s = dyn_cast<tensor::ExtractSliceOp>(op)) return unitStrides(s.getMixedStrides());
-  if (auto s = dyn_cast<tensor::InsertSliceOp>(op))
-    return unitStrides(s.getMixedStrides()) &&
-           s.getSourceType().getRank() == s.getDestType().getRank();
-  if (auto p = dyn_cast<tensor::PadOp>(op)) return p.getConstantPaddingValue() && !p.getNofold();
-  if (auto f = dyn_cast<tensor::FromElementsOp>(op)) return f.getType().hasStaticShape();
+  if (auto s = dyn_cast<tensor::ExtractSliceOp>(op)) return isLowerable(s);
+  if (auto s = dyn_cast<tensor::InsertSliceOp>(op)) return isLowerable(s);
+  if (auto p = dyn_cast<tensor::PadOp>(op)) return isLowerable(p);
+  if (auto f = dyn_cast<tensor::FromElementsOp>(op)) return isLowerable(f);
   return false;
 }
 
+void PopulateLowerHostTensorOpsPatterns(RewritePatternSet& patterns) {
+  patterns.add<LowerExtractSlice, LowerInsertSlice, LowerPad, LowerFromElements>(
+      patterns.getContext());
+}
+
 void LowerHostTensorOps(func::FuncOp func) {
-  SmallVector<Operation*> ops;
-  func.walk([&](Operation* op) {
-    if (isa<tensor::ExtractSliceOp, tensor::InsertSliceOp, tensor::PadOp, tensor::FromElementsOp>(op) &&
-        !op->getParentOfType<linalg::LinalgOp>())
-      ops.push_back(op);
-  });
   // In-place updates stay insert_slice ops (their own dispatches, result tied to the
-  // destination); decided in program order so that a chain of updates sees earlier marks.
-  llvm::erase_if(ops, [](Operation* op) {
-    auto insert = dyn_cast<tensor::InsertSliceOp>(op);
-    if (!insert || !CanInsertInPlace(insert)) return false;
-    insert->setAttr(kInPlaceAttr, UnitAttr::get(op->getContext()));
-    return true;
+  // destination); decided in program order, before anything is rewritten, so that a chain of
+  // updates sees earlier marks.
+  func.walk([&](tensor::InsertSliceOp insert) {
+    if (!insideLinalgBody(insert) && CanInsertInPlace(insert))
+      insert->setAttr(kInPlaceAttr, UnitAttr::get(insert->getContext()));
   });
-  for (Operation* op : ops) {
-    (void)llvm::TypeSwitch<Operation*, LogicalResult>(op)
-        .Case([](tensor::ExtractSliceOp o) { return lowerExtractSlice(o); })
-        .Case([](tensor::InsertSliceOp o) { return lowerInsertSlice(o); })
-        .Case([](tensor::PadOp o) { return lowerPad(o); })
-        .Case([](tensor::FromElementsOp o) { return lowerFromElements(o); })
-        .Default([](Operation*) { return failure(); });
-  }
+  RewritePatternSet patterns(func.getContext());
+  PopulateLowerHostTensorOpsPatterns(patterns);
+  walkAndApplyPatterns(func, std::move(patterns));
 }
 
 }  // namespace hexir

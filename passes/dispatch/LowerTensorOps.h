@@ -7,12 +7,18 @@
 #pragma once
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/PatternMatch.h"
 
 namespace hexir {
 
-// Rewrites the supported ops of `func` (outside linalg bodies) in place; ops of an
-// unsupported form (non-unit strides, non-constant padding) are left for the caller to reject.
+// Rewrites the supported ops of `func` (outside linalg bodies) in place, once each: marks the
+// insert_slice ops that update in place (kInPlaceAttr, left as they are), then applies the
+// patterns below with a walk. Ops of an unsupported form (non-unit strides, non-constant
+// padding) are left for the caller to reject.
 void LowerHostTensorOps(mlir::func::FuncOp func);
+
+// One OpRewritePattern per op above (host ops only; a marked in-place insert_slice is left).
+void PopulateLowerHostTensorOpsPatterns(mlir::RewritePatternSet& patterns);
 
 // True when `op` is one of the ops above in a form LowerHostTensorOps rewrites.
 bool IsLowerableHostTensorOp(mlir::Operation* op);

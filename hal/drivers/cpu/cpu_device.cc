@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/mutex.h"
 #include "hal/allocator.h"
 #include "hal/drivers/cpu/cpu_collective.h"
 #include "hal/drivers/cpu/cpu_dispatch.h"
@@ -63,7 +64,7 @@ class CpuDevice final : public Device {
   ~CpuDevice() override {
     if (!inline_) {
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         stopping_ = true;
       }
       queue_cv_.notify_all();
@@ -183,17 +184,18 @@ class CpuDevice final : public Device {
   std::vector<void*> scratch_ptrs_;        // bindings beyond the inline ones (executing thread)
   std::vector<uint64_t> scratch_lengths_;
 
-  std::mutex inline_mu_;  // inline mode: one submission at a time, in call order
-  std::mutex mu_;
+  Mutex inline_mu_;  // inline mode: one submission at a time, in call order
+  Mutex mu_;
   std::condition_variable queue_cv_;
   std::condition_variable idle_cv_;
   std::condition_variable space_cv_;  // back-pressure: a submission left, or the queue stalled
-  std::deque<Submission> queue_;
-  PendingSignals pending_signals_;  // signals of queued submissions (wait elision)
-  bool busy_ = false;
-  bool stalled_ = false;  // the executing submission waits for an unsignalled semaphore
-  bool stopping_ = false;
-  UnsignalledFailure unsignalled_failure_;  // for the next WaitIdle
+  std::deque<Submission> queue_ GUARDED_BY(mu_);
+  PendingSignals pending_signals_ GUARDED_BY(mu_);  // signals of queued submissions (wait elision)
+  bool busy_ GUARDED_BY(mu_) = false;
+  // The executing submission waits for an unsignalled semaphore.
+  bool stalled_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  UnsignalledFailure unsignalled_failure_ GUARDED_BY(mu_);  // for the next WaitIdle
   std::thread queue_thread_;
 };
 
@@ -293,7 +295,7 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
     const CpuExecutable* exe;
     uint32_t entry;
     uint64_t nx, ny;
-    std::mutex error_mu;
+    Mutex error_mu;
     Status error;
   } loop{&state, fn, &exe, cmd.entry, nx, ny, {}, {}};
   pool_.ParallelFor(total, [l = &loop](uint64_t i, uint32_t thread_index) {
@@ -306,7 +308,7 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
     wg.thread_index = thread_index;
     int rc = l->fn(l->state, &wg);
     if (rc == 0) return true;
-    std::lock_guard<std::mutex> lock(l->error_mu);
+    MutexLock lock(l->error_mu);
     if (l->error.ok()) l->error = WorkgroupError(*l->exe, l->entry, wg.workgroup_id, rc, kernel_error);
     return false;
   });
@@ -369,7 +371,7 @@ Status CpuDevice::ExecuteCommand(const Command& c, const std::vector<BufferRef>&
 Status CpuDevice::Complete(Submission& s, Status status, bool keep_error) {
   status = SignalOrFail(s.signals, std::move(status));
   if (keep_error && !status.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     unsignalled_failure_.Keep(status, s.signals);
   }
   return status;
@@ -387,7 +389,7 @@ Status CpuDevice::Submit(const std::vector<SemaphoreValue>& waits,
   DeviceCounters::Add(counters()->queue_submissions);
 
   if (inline_) {
-    std::lock_guard<std::mutex> lock(inline_mu_);
+    MutexLock lock(inline_mu_);
     Status status;
     // Nothing is ever pending on an inline queue: a wait is reached, or the submission fails.
     for (const SemaphoreValue& w : waits) {
@@ -410,11 +412,11 @@ Status CpuDevice::Submit(const std::vector<SemaphoreValue>& waits,
   }
 
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (max_in_flight_ != 0) {
       // Back-pressure, lifted while the queue waits on a semaphore: blocking then could
       // deadlock a host that submits before it signals.
-      space_cv_.wait(lock, [&] {
+      space_cv_.wait(lock.native(), [&]() REQUIRES(mu_) {
         return queue_.size() + (busy_ ? 1 : 0) < max_in_flight_ || stalled_ || stopping_;
       });
     }
@@ -436,10 +438,11 @@ Status CpuDevice::AwaitWaits(const std::vector<SemaphoreValue>& waits) {
       return !value.ok() || *value >= w.value;
     };
     if (!settled()) {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stalled_ = true;
       space_cv_.notify_all();
-      HEXIR_RETURN_IF_ERROR(AwaitHeldBackWait(lock, w, settled, [this] { return stopping_; }));
+      HEXIR_RETURN_IF_ERROR(
+          AwaitHeldBackWait(mu_, w, settled, [this]() REQUIRES(mu_) { return stopping_; }));
     }
     HEXIR_RETURN_IF_ERROR(w.semaphore->Query().status());
   }
@@ -447,24 +450,24 @@ Status CpuDevice::AwaitWaits(const std::vector<SemaphoreValue>& waits) {
 }
 
 void CpuDevice::QueueMain() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (true) {
-    queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    queue_cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping and drained
     Submission s = std::move(queue_.front());
     queue_.pop_front();
     busy_ = true;
-    lock.unlock();
+    lock.Unlock();
     Status status = AwaitWaits(s.waits);
     if (status.ok()) status = Execute(*s.command_buffer, s.binding_table);
     Complete(s, std::move(status), /*keep_error=*/true).IgnoreError();
     std::vector<SemaphoreValue> signalled = std::move(s.signals);
     s = Submission();  // release refs before reporting idle
-    lock.lock();
+    lock.Lock();
     for (const SemaphoreValue& sv : signalled) pending_signals_.Retire(sv.semaphore.get(), sv.value);
-    lock.unlock();
+    lock.Unlock();
     signalled.clear();  // semaphore refs dropped off the lock
-    lock.lock();
+    lock.Lock();
     busy_ = false;
     stalled_ = false;
     space_cv_.notify_one();
@@ -473,11 +476,11 @@ void CpuDevice::QueueMain() {
 }
 
 Status CpuDevice::AwaitIdle(Timeout timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  auto idle = [&] { return queue_.empty() && !busy_; };
+  MutexLock lock(mu_);
+  auto idle = [&]() REQUIRES(mu_) { return queue_.empty() && !busy_; };
   if (timeout >= std::chrono::hours(24 * 365)) {
-    idle_cv_.wait(lock, idle);
-  } else if (!idle_cv_.wait_for(lock, timeout, idle)) {
+    idle_cv_.wait(lock.native(), idle);
+  } else if (!idle_cv_.wait_for(lock.native(), timeout, idle)) {
     return DeadlineExceeded("device wait idle timed out with ", queue_.size() + (busy_ ? 1 : 0),
                             " submission(s) pending");
   }

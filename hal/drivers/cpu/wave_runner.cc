@@ -81,7 +81,10 @@ Status WaveRunner::Run(const Command* begin, const Command* end,
     items_[i].end_ns.store(INT64_MIN, std::memory_order_relaxed);
   }
   failed_.store(false, std::memory_order_relaxed);
-  error_ = Status::Ok();
+  {
+    MutexLock lock(error_mu_);
+    error_ = Status::Ok();
+  }
   pool_.ParallelFor(total, body_);
   if (profiling_) {
     for (size_t i = 0; i < item_count_; ++i) {
@@ -99,6 +102,7 @@ Status WaveRunner::Run(const Command* begin, const Command* end,
       profiler->OnDispatch(t);
     }
   }
+  MutexLock lock(error_mu_);
   return std::move(error_);
 }
 
@@ -150,7 +154,7 @@ bool WaveRunner::RunIndex(uint64_t index, uint32_t thread_index) {
 }
 
 void WaveRunner::RecordError(Status status) {
-  std::lock_guard<std::mutex> lock(error_mu_);
+  MutexLock lock(error_mu_);
   if (!failed_.load(std::memory_order_relaxed)) {
     error_ = std::move(status);
     failed_.store(true, std::memory_order_relaxed);

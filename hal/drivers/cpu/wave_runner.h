@@ -21,6 +21,7 @@
 #include <mutex>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "hal/command_buffer.h"
 #include "hal/drivers/cpu/dispatch_abi.h"
@@ -72,8 +73,8 @@ class WaveRunner {
   std::vector<uint64_t> binding_lengths_;
   bool profiling_ = false;
   std::atomic<bool> failed_{false};
-  std::mutex error_mu_;
-  Status error_;
+  Mutex error_mu_;
+  Status error_ GUARDED_BY(error_mu_);
 };
 
 }  // namespace hexir::hal::cpu

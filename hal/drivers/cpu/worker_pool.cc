@@ -21,7 +21,7 @@ WorkerPool::WorkerPool(int32_t thread_count) {
 
 WorkerPool::~WorkerPool() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     shutdown_.store(true);
   }
   start_cv_.notify_all();
@@ -55,8 +55,8 @@ void WorkerPool::WorkerMain(uint32_t thread_index) {
     }
     if (!joinable(s)) {
       // state_ is published under mu_, so this check-then-sleep cannot miss a loop.
-      std::unique_lock<std::mutex> lock(mu_);
-      start_cv_.wait(lock, [&] {
+      MutexLock lock(mu_);
+      start_cv_.wait(lock.native(), [&] {
         s = state_.load(std::memory_order_acquire);
         return shutdown_.load(std::memory_order_relaxed) || joinable(s);
       });
@@ -68,7 +68,7 @@ void WorkerPool::WorkerMain(uint32_t thread_index) {
     RunJob(job_, thread_index);
     uint64_t after = state_.fetch_sub(1, std::memory_order_acq_rel) - 1;
     if ((after & kJoinedMask) == 0 && !(after & kOpen)) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       done_cv_.notify_all();
     }
   }
@@ -77,7 +77,7 @@ void WorkerPool::WorkerMain(uint32_t thread_index) {
 void WorkerPool::ParallelFor(uint64_t count,
                              const std::function<bool(uint64_t, uint32_t)>& body) {
   if (count == 0) return;
-  std::lock_guard<std::mutex> call_lock(call_mu_);
+  MutexLock call_lock(call_mu_);
   job_.body = &body;
   job_.count = count;
   // Small chunks balance uneven workgroups; several per thread keeps the atomic cheap.
@@ -89,7 +89,7 @@ void WorkerPool::ParallelFor(uint64_t count,
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     uint64_t generation = (state_.load(std::memory_order_relaxed) & ~kJoinedMask & ~kOpen) +
                           kGenerationUnit;
     state_.store(generation | kOpen, std::memory_order_release);
@@ -102,8 +102,8 @@ void WorkerPool::ParallelFor(uint64_t count,
   if ((s & kJoinedMask) == 0) return;
   for (int i = 0; i < kSpinIterations && !done(); ++i) CpuRelax();
   if (!done()) {
-    std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, done);
+    MutexLock lock(mu_);
+    done_cv_.wait(lock.native(), done);
   }
 }
 

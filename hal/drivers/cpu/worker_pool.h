@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
+
 namespace hexir::hal::cpu {
 
 class WorkerPool {
@@ -35,7 +37,8 @@ class WorkerPool {
   // Calls body(i, thread_index) for every i in [0, count), spread over the threads, and
   // returns when all calls finished. A body returning false stops the loop early (indices not
   // yet started are skipped).
-  void ParallelFor(uint64_t count, const std::function<bool(uint64_t, uint32_t)>& body);
+  void ParallelFor(uint64_t count, const std::function<bool(uint64_t, uint32_t)>& body)
+      EXCLUDES(call_mu_);
 
  private:
   struct Job {
@@ -54,8 +57,8 @@ class WorkerPool {
   static void RunJob(Job& job, uint32_t thread_index);
   void WorkerMain(uint32_t thread_index);
 
-  std::mutex call_mu_;  // serializes ParallelFor
-  std::mutex mu_;       // sleeping: state_ is published and shutdown_ set under it
+  Mutex call_mu_;  // serializes ParallelFor
+  Mutex mu_;       // sleeping: state_ is published and shutdown_ set under it
   std::condition_variable start_cv_;
   std::condition_variable done_cv_;
   Job job_;  // the current loop; reused only after every joined worker left it

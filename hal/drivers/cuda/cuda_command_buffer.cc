@@ -9,12 +9,13 @@ namespace hexir::hal::cuda {
 
 Status CudaCommandBuffer::OnFinalize() {
   HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
+  MutexLock lock(mu_);
   HEXIR_RETURN_IF_ERROR(recording_.Build(commands()));
   return OnRecorded();
 }
 
 Status CudaCommandBuffer::Enqueue(const std::vector<BufferRef>& table, CUstream stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const auto& dc = device_counters();
   Profiler* profiler = dc ? dc->profiler.load(std::memory_order_relaxed) : nullptr;
   if (profiler == nullptr) return Launch(table, stream);
@@ -24,7 +25,7 @@ Status CudaCommandBuffer::Enqueue(const std::vector<BufferRef>& table, CUstream 
 
 Status CudaCommandBuffer::CheckKernelStatus() {
   if (!recording_.has_status_words()) return Status::Ok();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return recording_.CheckKernelStatus();
 }
 

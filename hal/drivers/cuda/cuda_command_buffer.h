@@ -12,8 +12,7 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
-
+#include "base/mutex.h"
 #include "base/status.h"
 #include "hal/command_buffer.h"
 #include "hal/profiling.h"
@@ -47,17 +46,17 @@ class CudaCommandBuffer : public CommandBuffer {
 
   Status OnFinalize() final;
   // After the recording is built (the context current): the class's own preparation.
-  virtual Status OnRecorded() { return Status::Ok(); }
-  // One execution, not profiled; called with mu_ held.
-  virtual Status Launch(const std::vector<BufferRef>& table, CUstream stream) = 0;
-  // A profiled execution (stream launches) just ran; called with mu_ held.
-  virtual void OnProfiledLaunch() {}
+  virtual Status OnRecorded() REQUIRES(mu_) { return Status::Ok(); }
+  // One execution, not profiled.
+  virtual Status Launch(const std::vector<BufferRef>& table, CUstream stream) REQUIRES(mu_) = 0;
+  // A profiled execution (stream launches) is about to run.
+  virtual void OnProfiledLaunch() REQUIRES(mu_) {}
 
+  // Serializes finalization, executions and status checks (what each class keeps per
+  // execution is GUARDED_BY it; the recording's layout is immutable after Finalize).
+  mutable Mutex mu_;
   std::shared_ptr<CudaShared> shared_;
   CudaRecording recording_;
-
- private:
-  std::mutex mu_;
 };
 
 // The command buffer of `mode` on the device that `shared` describes.

@@ -11,6 +11,7 @@
 #include <typeinfo>
 #include <unordered_map>
 
+#include "base/mutex.h"
 #include "hal/drivers/cuda/cuda_executable.h"
 #include "hal/drivers/cuda/cuda_graph_command_buffer.h"
 #include "hal/drivers/cuda/cuda_submission.h"
@@ -28,7 +29,7 @@ CudaShared::~CudaShared() {
 }
 
 void* PinnedHostPool::Take(uint64_t class_bytes) {
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   auto it = free_blocks.find(class_bytes);
   if (it == free_blocks.end() || it->second.empty()) return nullptr;
   void* block = it->second.back();
@@ -38,7 +39,7 @@ void* PinnedHostPool::Take(uint64_t class_bytes) {
 }
 
 bool PinnedHostPool::Give(void* block, uint64_t class_bytes) {
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   if (cached_bytes + class_bytes > max_cached_bytes) return false;
   free_blocks[class_bytes].push_back(block);
   cached_bytes += class_bytes;
@@ -68,9 +69,9 @@ constexpr uint64_t kStagingBytes = 16ull << 20;
 // The primary context of each GPU, retained once per process (see cuda_shared.h).
 StatusOr<CUcontext> PrimaryContext(const CudaApi& api, CUdevice device, int ordinal,
                                    CUmemoryPool* pool) {
-  static std::mutex mu;
+  static Mutex mu;
   static std::unordered_map<int, std::pair<CUcontext, CUmemoryPool>> contexts;
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   auto it = contexts.find(ordinal);
   if (it != contexts.end()) {
     *pool = it->second.second;
@@ -117,14 +118,14 @@ class CudaWaitProgress final : public WaitProgress {
   explicit CudaWaitProgress(CudaDevice* device) : device_(device) {}
   void Poll() override;
   int64_t spin_ns() const override { return kHostSpinNs; }
-  void Detach() {
-    std::lock_guard<std::mutex> lock(mu_);
+  void Detach() EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     device_ = nullptr;
   }
 
  private:
-  std::mutex mu_;
-  CudaDevice* device_;  // null once the device is destroyed
+  Mutex mu_;
+  CudaDevice* device_ GUARDED_BY(mu_);  // null once the device is destroyed
 };
 
 class CudaDevice final : public Device {
@@ -148,7 +149,7 @@ class CudaDevice final : public Device {
     // submissions still held back.
     transfers_->Shutdown();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stopping_ = true;
     }
     deferred_cv_.notify_all();
@@ -190,12 +191,13 @@ class CudaDevice final : public Device {
   }
   // A semaphore waiter's poll (CudaWaitProgress): retires reached submissions unless another
   // thread holds the queue lock (then that thread is making progress already).
-  void RetireReachedForWaiter() {
+  void RetireReachedForWaiter() EXCLUDES(mu_) {
     if (inflight_count_.load(std::memory_order_acquire) == 0) return;
-    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-    if (!lock.owns_lock() || inflight_.empty()) return;
+    if (!mu_.TryLock()) return;
+    MutexLock lock(mu_, std::adopt_lock);
+    if (inflight_.empty()) return;
     if (!shared_->MakeCurrent().ok()) return;
-    RetireReachedLocked(lock, enqueued_seq_);
+    RetireReachedLocked(enqueued_seq_);
   }
   StatusOr<vm::Ref<CommandBuffer>> CreateCommandBuffer() override {
     return CreateCommandBufferOfMode(DefaultCommandBufferMode());
@@ -234,36 +236,38 @@ class CudaDevice final : public Device {
                       Submission* s) const;
   StatusOr<vm::Ref<CudaCommandBuffer>> AdoptForeign(const CommandBuffer& cb) const;
   // mu_ held. True when every wait is reached or will be by work already on the stream.
-  bool WaitsSatisfiedLocked(const std::vector<SemaphoreValue>& waits) const;
+  bool WaitsSatisfiedLocked(const std::vector<SemaphoreValue>& waits) const REQUIRES(mu_);
   // mu_ held. Puts the submission on the stream (or fails it).
-  void EnqueueLocked(std::unique_ptr<Submission> s);
+  void EnqueueLocked(std::unique_ptr<Submission> s) REQUIRES(mu_);
   // mu_ held. Appends an enqueued submission (its event recorded) to inflight_.
-  void PushInflightLocked(std::unique_ptr<Submission> s);
+  void PushInflightLocked(std::unique_ptr<Submission> s) REQUIRES(mu_);
   // mu_ held. Clears `s` (dropping its references) and keeps it for reuse.
-  void RecycleLocked(std::unique_ptr<Submission> s) {
+  void RecycleLocked(std::unique_ptr<Submission> s) REQUIRES(mu_) {
     s->Clear();
     submission_pool_.Give(std::move(s));
   }
   // mu_ held. Signals or fails the submission's semaphores; keeps a signal-less failure.
-  void CompleteLocked(Submission& s, Status status);
-  // mu_ held (through `lock`). Retires inflight_'s front, whose event query or wait returned
-  // `r`: checks status words and the producers of queue-ordered waits, signals or fails, and
-  // releases the submission off the lock (the lock is dropped and retaken).
-  void RetireFrontLocked(std::unique_lock<std::mutex>& lock, CUresult r);
+  void CompleteLocked(Submission& s, Status status) REQUIRES(mu_);
+  // mu_ held. Retires inflight_'s front, whose event query or wait returned `r`: checks status
+  // words and the producers of queue-ordered waits, signals or fails, and releases the
+  // submission off the lock (the lock is dropped and retaken).
+  void RetireFrontLocked(CUresult r) REQUIRES(mu_);
   // mu_ held. Retires, in order, every submission up to `seq` whose event is reached
   // (cuEventQuery); true when all up to `seq` are retired.
-  bool RetireReachedLocked(std::unique_lock<std::mutex>& lock, uint64_t seq);
+  bool RetireReachedLocked(uint64_t seq) REQUIRES(mu_);
   // mu_ held. Waits until every submission up to `seq` is retired: first retiring them on
   // this thread while their events come within kHostSpinNs, then blocking on retired_cv_
   // (the completion thread retires them), sliced for `interrupt`.
-  Status AwaitRetiredLocked(std::unique_lock<std::mutex>& lock, uint64_t seq,
-                            const Interrupt& interrupt, Timeout timeout);
-  bool IdleLocked() const { return deferred_.empty() && inflight_.empty() && busy_ == 0; }
-  StatusOr<CUevent> TakeEventLocked();
-  Status EnsureStagingLocked();
+  Status AwaitRetiredLocked(MutexLock& lock, uint64_t seq, const Interrupt& interrupt,
+                            Timeout timeout) REQUIRES(mu_);
+  bool IdleLocked() const REQUIRES(mu_) {
+    return deferred_.empty() && inflight_.empty() && busy_ == 0;
+  }
+  StatusOr<CUevent> TakeEventLocked() REQUIRES(mu_);
+  Status EnsureStagingLocked() REQUIRES(staging_mu_);
   // Requires staging_mu_.
   Status ReadStagedLocked(const CudaBuffer& b, uint64_t offset, void* data, uint64_t done,
-                          uint64_t size);
+                          uint64_t size) REQUIRES(staging_mu_);
   void CompletionMain();
   void DeferredMain();
   // The transfer queue's view of the compute stream (CudaTransferQueue::ComputeOrder).
@@ -275,51 +279,52 @@ class CudaDevice final : public Device {
   std::shared_ptr<CudaWaitProgress> wait_progress_ = std::make_shared<CudaWaitProgress>(this);
   const uint32_t max_in_flight_;  // DeviceOptions::queue_max_in_flight (0: no cap)
   std::unique_ptr<CudaTransferQueue> transfers_;
-  uint64_t allocations_fenced_ = 0;  // buffers_allocated when a transfer last fenced (mu_)
+  uint64_t allocations_fenced_ GUARDED_BY(mu_) = 0;  // buffers_allocated when a transfer last fenced
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable completion_cv_, deferred_cv_;
   // A submission retired, or the deferred queue drained: host waits (WaitIdle, reads).
   std::condition_variable idle_cv_;
   std::condition_variable space_cv_;  // back-pressure: a submission completed or was deferred
-  SubmissionFifo deferred_;  // blocked on a host-side semaphore value, in order
-  SubmissionFifo inflight_;  // on the stream, in order, each with its event
-  SubmissionPool submission_pool_{256};  // retired submissions, reused (no allocation)
+  SubmissionFifo deferred_ GUARDED_BY(mu_);  // blocked on a host-side semaphore value, in order
+  SubmissionFifo inflight_ GUARDED_BY(mu_);  // on the stream, in order, each with its event
+  SubmissionPool submission_pool_ GUARDED_BY(mu_){256};  // retired submissions, reused (no allocation)
   // Mirrors inflight_.size(): the completion thread spins on it without the lock.
   std::atomic<size_t> inflight_count_{0};
-  uint64_t enqueued_seq_ = 0;  // seq of the last submission put on the stream
-  uint64_t retired_seq_ = 0;   // seq of the last submission retired (signalled or failed)
+  uint64_t enqueued_seq_ GUARDED_BY(mu_) = 0;  // seq of the last submission put on the stream
+  uint64_t retired_seq_ GUARDED_BY(mu_) = 0;   // seq of the last submission retired (signalled or failed)
   // The completion thread sleeps on completion_cv_ (Submit notifies only then).
-  bool completion_sleeping_ = false;
+  bool completion_sleeping_ GUARDED_BY(mu_) = false;
   // The completion thread is waiting for this submission's event without the lock; if a host
   // wait retires it meanwhile, the event goes back to the pool only after that wait ends.
-  uint64_t completion_watching_seq_ = 0;
-  bool watched_event_orphaned_ = false;
+  uint64_t completion_watching_seq_ GUARDED_BY(mu_) = 0;
+  bool watched_event_orphaned_ GUARDED_BY(mu_) = false;
   // Highest value each semaphore gets from work already on the stream, until signalled.
-  PendingSignals pending_signals_;
+  PendingSignals pending_signals_ GUARDED_BY(mu_);
   // The same for every accepted submission, held back or on the stream: a wait on one of
   // these is implied by queue order (counted as elided at submission).
-  PendingSignals queue_signals_;
-  std::vector<CUevent> event_pool_;
-  int busy_ = 0;  // submissions popped by a thread and not yet released
-  bool stopping_ = false;
-  UnsignalledFailure unsignalled_failure_;  // for the next WaitIdle
-  Status lost_;  // a failed event wait: the context is unusable, later submissions fail
+  PendingSignals queue_signals_ GUARDED_BY(mu_);
+  std::vector<CUevent> event_pool_ GUARDED_BY(mu_);
+  int busy_ GUARDED_BY(mu_) = 0;  // submissions popped by a thread and not yet released
+  bool stopping_ GUARDED_BY(mu_) = false;
+  UnsignalledFailure unsignalled_failure_ GUARDED_BY(mu_);  // for the next WaitIdle
+  Status lost_ GUARDED_BY(mu_);  // a failed event wait: the context is unusable, later submissions fail
   std::thread completion_thread_, deferred_thread_;
 
-  std::mutex staging_mu_;
-  void* staging_ = nullptr;
-  CUevent staging_event_ = nullptr;
+  Mutex staging_mu_;
+  void* staging_ GUARDED_BY(staging_mu_) = nullptr;
+  CUevent staging_event_ GUARDED_BY(staging_mu_) = nullptr;
   // An interrupted read left its copy into staging_ on the stream (staging_event_ follows
   // it): the host must not write staging_ before that event is reached. Under staging_mu_.
-  bool staging_copy_pending_ = false;
+  bool staging_copy_pending_ GUARDED_BY(staging_mu_) = false;
 };
 
 // try_lock: another waiter polling the same device is already making the progress this one
 // needs (retirement is in stream order); Detach waits for a poll in progress to end.
 void CudaWaitProgress::Poll() {
-  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-  if (lock.owns_lock() && device_) device_->RetireReachedForWaiter();
+  if (!mu_.TryLock()) return;
+  MutexLock lock(mu_, std::adopt_lock);
+  if (device_) device_->RetireReachedForWaiter();
 }
 
 StatusOr<vm::Ref<Buffer>> CudaDevice::AllocateBuffer(uint64_t byte_size, uint32_t memory_types) {
@@ -373,7 +378,7 @@ StatusOr<vm::Ref<Buffer>> CudaDevice::QueueAlloca(const std::vector<SemaphoreVal
   if (!waits.empty() || !signals.empty() || !device_local)
     return Device::QueueAlloca(waits, signals, byte_size, memory_types);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!lost_.ok()) return lost_;
   }
   HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
@@ -534,7 +539,7 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
   HEXIR_RETURN_IF_ERROR(CheckQueueSemaphores("queue execute", waits, signals));
   // The one lock of the submission: the binding table and signals are copied into a recycled
   // submission's storage under it (no allocation once warm), before any back-pressure wait.
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::unique_ptr<Submission> owned = submission_pool_.Take();
   Submission& s = *owned;
   if (Status st = ResolveTable(*command_buffer, binding_table, &s); !st.ok()) {
@@ -546,7 +551,7 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
   if (max_in_flight_ != 0) {
     // Back-pressure, lifted while submissions are held back for a semaphore: the blocked
     // host thread could be the one that will signal it.
-    auto room = [&] {
+    auto room = [&]() REQUIRES(mu_) {
       return inflight_.size() < max_in_flight_ || !deferred_.empty() || stopping_ ||
              !lost_.ok();
     };
@@ -556,13 +561,13 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
       (void)shared_->MakeCurrent();
       const int64_t spin_until = Interrupt::NowNs() + kHostSpinNs;
       while (!room() && Interrupt::NowNs() < spin_until) {
-        RetireReachedLocked(lock, enqueued_seq_);
+        RetireReachedLocked(enqueued_seq_);
         if (room()) break;
-        lock.unlock();
+        lock.Unlock();
         CpuRelax();
-        lock.lock();
+        lock.Lock();
       }
-      space_cv_.wait(lock, room);
+      space_cv_.wait(lock.native(), room);
     }
   }
   if (!lost_.ok()) {
@@ -584,7 +589,7 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
   return Status::Ok();
 }
 
-void CudaDevice::RetireFrontLocked(std::unique_lock<std::mutex>& lock, CUresult r) {
+void CudaDevice::RetireFrontLocked(CUresult r) {
   std::unique_ptr<Submission> owned = inflight_.pop_front();
   Submission& s = *owned;
   inflight_count_.store(inflight_.size(), std::memory_order_release);
@@ -614,24 +619,24 @@ void CudaDevice::RetireFrontLocked(std::unique_lock<std::mutex>& lock, CUresult 
   CompleteLocked(s, std::move(status));
   space_cv_.notify_one();
   ++busy_;
-  lock.unlock();
+  mu_.Unlock();
   s.Clear();  // releases buffers (cuMemFreeAsync) and command buffers off the lock
-  lock.lock();
+  mu_.Lock();
   submission_pool_.Give(std::move(owned));
   --busy_;
   idle_cv_.notify_all();
 }
 
-bool CudaDevice::RetireReachedLocked(std::unique_lock<std::mutex>& lock, uint64_t seq) {
+bool CudaDevice::RetireReachedLocked(uint64_t seq) {
   while (!inflight_.empty() && inflight_.front().seq <= seq) {
     CUresult r = api_.cuEventQuery(inflight_.front().event);
     if (r == CUDA_ERROR_NOT_READY) return false;
-    RetireFrontLocked(lock, r);
+    RetireFrontLocked(r);
   }
   return retired_seq_ >= seq;
 }
 
-Status CudaDevice::AwaitRetiredLocked(std::unique_lock<std::mutex>& lock, uint64_t seq,
+Status CudaDevice::AwaitRetiredLocked(MutexLock& lock, uint64_t seq,
                                       const Interrupt& interrupt, Timeout timeout) {
   const int64_t now = Interrupt::NowNs();
   const bool infinite = timeout >= std::chrono::hours(24 * 365);
@@ -639,13 +644,13 @@ Status CudaDevice::AwaitRetiredLocked(std::unique_lock<std::mutex>& lock, uint64
   // Whoever waits retires: while the events arrive within the spin, this thread signals the
   // semaphores itself and no other thread has to wake up.
   const int64_t spin_until = std::min(until, now + kHostSpinNs);
-  while (!RetireReachedLocked(lock, seq) && Interrupt::NowNs() < spin_until) {
-    lock.unlock();
+  while (!RetireReachedLocked(seq) && Interrupt::NowNs() < spin_until) {
+    mu_.Unlock();
     CpuRelax();
-    lock.lock();
+    mu_.Lock();
   }
   // Then block: the completion thread retires them (cuEventSynchronize) and notifies.
-  auto retired = [&] { return retired_seq_ >= seq; };
+  auto retired = [&]() REQUIRES(mu_) { return retired_seq_ >= seq; };
   while (!retired()) {
     HEXIR_RETURN_IF_ERROR(interrupt.Check());
     int64_t left = infinite ? Interrupt::kNoDeadline : until - Interrupt::NowNs();
@@ -655,9 +660,9 @@ Status CudaDevice::AwaitRetiredLocked(std::unique_lock<std::mutex>& lock, uint64
     }
     if (interrupt.can_fire()) left = std::min<int64_t>(left, interrupt.NextWaitSlice().count());
     if (left == Interrupt::kNoDeadline) {
-      idle_cv_.wait(lock, retired);
+      idle_cv_.wait(lock.native(), retired);
     } else {
-      idle_cv_.wait_for(lock, std::chrono::nanoseconds(left), retired);
+      idle_cv_.wait_for(lock.native(), std::chrono::nanoseconds(left), retired);
     }
   }
   return Status::Ok();
@@ -669,27 +674,28 @@ Status CudaDevice::AwaitRetiredLocked(std::unique_lock<std::mutex>& lock, uint64
 // submissions it spins a while before sleeping, so Submit rarely has to wake it.
 void CudaDevice::CompletionMain() {
   (void)shared_->MakeCurrent();
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (true) {
     if (inflight_.empty()) {
       if (stopping_ && deferred_.empty()) return;  // stopping and drained
-      lock.unlock();
+      lock.Unlock();
       const int64_t until = Interrupt::NowNs() + kCompletionIdleSpinNs;
       while (inflight_count_.load(std::memory_order_acquire) == 0 && Interrupt::NowNs() < until) {
         CpuRelax();
       }
-      lock.lock();
+      lock.Lock();
       if (!inflight_.empty() || (stopping_ && deferred_.empty())) continue;
       completion_sleeping_ = true;
-      completion_cv_.wait(
-          lock, [&] { return (stopping_ && deferred_.empty()) || !inflight_.empty(); });
+      completion_cv_.wait(lock.native(), [&]() REQUIRES(mu_) {
+        return (stopping_ && deferred_.empty()) || !inflight_.empty();
+      });
       completion_sleeping_ = false;
       continue;
     }
     const uint64_t seq = inflight_.front().seq;
     const CUevent event = inflight_.front().event;
     completion_watching_seq_ = seq;
-    lock.unlock();
+    lock.Unlock();
     const int64_t spin_until = Interrupt::NowNs() + kCompletionSpinNs;
     CUresult r;
     while ((r = api_.cuEventQuery(event)) == CUDA_ERROR_NOT_READY &&
@@ -697,13 +703,13 @@ void CudaDevice::CompletionMain() {
       CpuRelax();
     }
     if (r == CUDA_ERROR_NOT_READY) r = api_.cuEventSynchronize(event);
-    lock.lock();
+    lock.Lock();
     completion_watching_seq_ = 0;
     if (watched_event_orphaned_) {  // a host wait retired it meanwhile
       watched_event_orphaned_ = false;
       event_pool_.push_back(event);
     } else if (!inflight_.empty() && inflight_.front().seq == seq) {
-      RetireFrontLocked(lock, r);
+      RetireFrontLocked(r);
     }
   }
 }
@@ -712,15 +718,16 @@ void CudaDevice::CompletionMain() {
 // and everything submitted after them, then enqueues them in order.
 void CudaDevice::DeferredMain() {
   (void)shared_->MakeCurrent();
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (true) {
-    deferred_cv_.wait(lock, [&] { return stopping_ || !deferred_.empty(); });
+    deferred_cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return stopping_ || !deferred_.empty(); });
     if (deferred_.empty()) return;
     std::vector<SemaphoreValue> waits = deferred_.front().waits;
     Status status;
     for (const SemaphoreValue& w : waits) {
       status = AwaitHeldBackWait(
-          lock, w, [&] { return WaitsSatisfiedLocked({w}); }, [&] { return stopping_; });
+          mu_, w, [&]() REQUIRES(mu_) { return WaitsSatisfiedLocked({w}); },
+          [&]() REQUIRES(mu_) { return stopping_; });
       if (!status.ok()) break;
     }
     std::unique_ptr<Submission> s = deferred_.pop_front();
@@ -740,11 +747,11 @@ void CudaDevice::DeferredMain() {
 Status CudaDevice::AwaitIdle(Timeout timeout) {
   HEXIR_RETURN_IF_ERROR(transfers_->AwaitIdle(timeout));
   (void)shared_->MakeCurrent();  // for cuEventQuery when this thread retires submissions
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const bool infinite = timeout >= std::chrono::hours(24 * 365);
   const int64_t until = infinite ? Interrupt::kNoDeadline : Interrupt::NowNs() + timeout.count();
   while (true) {
-    if (deferred_.empty() && !inflight_.empty()) RetireReachedLocked(lock, enqueued_seq_);
+    if (deferred_.empty() && !inflight_.empty()) RetireReachedLocked(enqueued_seq_);
     if (IdleLocked()) break;
     int64_t left = infinite ? Interrupt::kNoDeadline : until - Interrupt::NowNs();
     if (left <= 0) {
@@ -757,9 +764,9 @@ Status CudaDevice::AwaitIdle(Timeout timeout) {
                                      infinite ? kInfiniteTimeout : Timeout(left));
       if (!st.ok() && st.code() != StatusCode::kDeadlineExceeded) return st;
     } else if (infinite) {
-      idle_cv_.wait(lock);
+      idle_cv_.wait(lock.native());
     } else {
-      idle_cv_.wait_for(lock, std::chrono::nanoseconds(left));
+      idle_cv_.wait_for(lock.native(), std::chrono::nanoseconds(left));
     }
   }
   return unsignalled_failure_.Take();
@@ -767,7 +774,7 @@ Status CudaDevice::AwaitIdle(Timeout timeout) {
 
 StatusOr<TransferWaits> CudaDevice::OrderAfterCompute(const std::vector<SemaphoreValue>& waits,
                                                       CUevent event) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!lost_.ok()) return lost_;
   bool on_compute_stream = false;
   for (const SemaphoreValue& w : waits) {
@@ -818,7 +825,7 @@ Status CudaDevice::WriteBuffer(Buffer& buffer, uint64_t offset, const void* data
     return Status::Ok();
   }
   HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
-  std::lock_guard<std::mutex> lock(staging_mu_);
+  MutexLock lock(staging_mu_);
   HEXIR_RETURN_IF_ERROR(EnsureStagingLocked());
   shared_->counters.transfer_synchronizations.fetch_add(1, std::memory_order_relaxed);
   if (staging_copy_pending_) {
@@ -856,7 +863,7 @@ Status CudaDevice::ReadBuffer(const Buffer& buffer, uint64_t offset, void* data,
     return Status::Ok();
   }
   HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
-  std::lock_guard<std::mutex> lock(staging_mu_);
+  MutexLock lock(staging_mu_);
   HEXIR_RETURN_IF_ERROR(EnsureStagingLocked());
   return ReadStagedLocked(*b, offset, data, 0, size);
 }
@@ -884,16 +891,18 @@ Status CudaDevice::ReadStagedLocked(const CudaBuffer& b, uint64_t offset, void* 
 
 namespace {
 // cv.wait(lock, ready), stopping with the interrupt's status when it fires first.
+// `ready` runs with the lock held (callers annotate it REQUIRES(their mutex), which the
+// analysis cannot match inside this template: NO_THREAD_SAFETY_ANALYSIS).
 template <typename Ready>
-Status WaitUnlessInterrupted(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
-                             const Interrupt& interrupt, Ready ready) {
+Status WaitUnlessInterrupted(std::condition_variable& cv, MutexLock& lock,
+                             const Interrupt& interrupt, Ready ready) NO_THREAD_SAFETY_ANALYSIS {
   if (!interrupt.can_fire()) {
-    cv.wait(lock, ready);
+    cv.wait(lock.native(), ready);
     return Status::Ok();
   }
   while (!ready()) {
     HEXIR_RETURN_IF_ERROR(interrupt.Check());
-    cv.wait_for(lock, interrupt.NextWaitSlice(), ready);
+    cv.wait_for(lock.native(), interrupt.NextWaitSlice(), ready);
   }
   return Status::Ok();
 }
@@ -925,15 +934,16 @@ Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t off
   }
   HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
   DeviceCounters::Add(counters()->host_waits);
-  std::lock_guard<std::mutex> staging_lock(staging_mu_);
+  MutexLock staging_lock(staging_mu_);
   HEXIR_RETURN_IF_ERROR(EnsureStagingLocked());
   uint64_t first = std::min(kStagingBytes, size);
   Status copy;
   Status error;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     HEXIR_RETURN_IF_ERROR(WaitUnlessInterrupted(
-        idle_cv_, lock, interrupt, [&] { return deferred_.empty() || !lost_.ok(); }));
+        idle_cv_, lock, interrupt,
+        [&]() REQUIRES(mu_) { return deferred_.empty() || !lost_.ok(); }));
     // Under mu_: no submission can slip onto the stream between the pending work and the
     // copy. The copy retires like a submission (in order, after every earlier one).
     CUresult r = CUDA_SUCCESS;
@@ -956,7 +966,8 @@ Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t off
     HEXIR_RETURN_IF_ERROR(AwaitRetiredLocked(lock, enqueued_seq_, interrupt, kInfiniteTimeout));
     if (copy.ok()) staging_copy_pending_ = false;
     // Released too (as WaitIdle would), so buffers freed by the work are gone on return.
-    HEXIR_RETURN_IF_ERROR(WaitUnlessInterrupted(idle_cv_, lock, interrupt, [&] { return busy_ == 0; }));
+    HEXIR_RETURN_IF_ERROR(WaitUnlessInterrupted(
+        idle_cv_, lock, interrupt, [&]() REQUIRES(mu_) { return busy_ == 0; }));
     error = unsignalled_failure_.Take();
   }
   HEXIR_RETURN_IF_ERROR(error);

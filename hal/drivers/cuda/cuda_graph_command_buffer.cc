@@ -22,6 +22,7 @@ CUDA_MEMCPY3D Copy1D(CUdeviceptr dst, CUdeviceptr src, uint64_t n) {
 
 CudaGraphCommandBuffer::~CudaGraphCommandBuffer() {
   if (!shared_->MakeCurrent().ok()) return;
+  MutexLock lock(mu_);  // no one else holds it: the last reference is gone
   const CudaApi& api = *shared_->api;
   if (exec_) api.cuGraphExecDestroy(exec_);
   if (graph_) api.cuGraphDestroy(graph_);
@@ -180,6 +181,7 @@ StatusOr<GraphInfo> CudaGraphCommandBuffer::Describe() const {
   }
   HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
   const CudaApi& api = *shared_->api;
+  MutexLock lock(mu_);
   GraphInfo info;
   HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphGetNodes(graph_, nullptr, &info.nodes),
                              "cuGraphGetNodes");

@@ -29,12 +29,12 @@ class CudaGraphCommandBuffer final : public CudaCommandBuffer {
   ~CudaGraphCommandBuffer() override;
 
   // Finalized: node and edge counts of the recorded graph.
-  StatusOr<GraphInfo> Describe() const;
+  StatusOr<GraphInfo> Describe() const EXCLUDES(mu_);
 
  protected:
-  Status OnRecorded() override;
-  Status Launch(const std::vector<BufferRef>& table, CUstream stream) override;
-  void OnProfiledLaunch() override { exec_stale_ = true; }
+  Status OnRecorded() override REQUIRES(mu_);
+  Status Launch(const std::vector<BufferRef>& table, CUstream stream) override REQUIRES(mu_);
+  void OnProfiledLaunch() override REQUIRES(mu_) { exec_stale_ = true; }
 
  private:
   // Per recorded kernel: its node, the grid of the next launch and the grid the node launches.
@@ -43,22 +43,23 @@ class CudaGraphCommandBuffer final : public CudaCommandBuffer {
     Grid grid = {1, 1, 1};
     Grid exec_grid = {1, 1, 1};
   };
-  Status BuildGraph();
-  CUDA_KERNEL_NODE_PARAMS NodeParams(size_t kernel) const;
+  Status BuildGraph() REQUIRES(mu_);
+  CUDA_KERNEL_NODE_PARAMS NodeParams(size_t kernel) const REQUIRES(mu_);
   // Stream launches of the recording, which change the kernels' parameters under the graph.
-  Status LaunchOnStream(const std::vector<BufferRef>& table, CUstream stream) {
+  Status LaunchOnStream(const std::vector<BufferRef>& table, CUstream stream) REQUIRES(mu_) {
     exec_stale_ = true;
     return recording_.LaunchOnStream(table, stream);
   }
 
-  std::vector<KernelNode> nodes_;  // per recorded kernel
-  bool has_nodes_ = false;
-  std::vector<CUdeviceptr> last_table_;  // slot pointers of the last graph launch
+  std::vector<KernelNode> nodes_ GUARDED_BY(mu_);  // per recorded kernel
+  bool has_nodes_ GUARDED_BY(mu_) = false;
+  // Slot pointers of the last graph launch.
+  std::vector<CUdeviceptr> last_table_ GUARDED_BY(mu_);
   // A stream execution changed the kernels' parameters after instantiation: the next graph
   // launch updates every kernel node.
-  bool exec_stale_ = false;
-  CUgraph graph_ = nullptr;
-  CUgraphExec exec_ = nullptr;
+  bool exec_stale_ GUARDED_BY(mu_) = false;
+  CUgraph graph_ GUARDED_BY(mu_) = nullptr;
+  CUgraphExec exec_ GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace hexir::hal::cuda

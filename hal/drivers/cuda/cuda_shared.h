@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "hal/buffer.h"
 #include "hal/drivers/cuda/cuda_api.h"
 #include "hal/stats.h"
@@ -40,9 +41,10 @@ struct CudaCounters {
 // a freed buffer's block returns here (its last reference is dropped only after every
 // submission using it completed) until `max_cached_bytes` are cached.
 struct PinnedHostPool {
-  std::mutex mu;
-  std::unordered_map<uint64_t, std::vector<void*>> free_blocks;  // class bytes -> blocks
-  uint64_t cached_bytes = 0;
+  Mutex mu;
+  // class bytes -> blocks
+  std::unordered_map<uint64_t, std::vector<void*>> free_blocks GUARDED_BY(mu);
+  uint64_t cached_bytes GUARDED_BY(mu) = 0;
   uint64_t max_cached_bytes = 64ull << 20;
 
   static uint64_t ClassBytes(uint64_t size) {

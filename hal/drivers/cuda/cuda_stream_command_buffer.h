@@ -15,7 +15,7 @@ class CudaStreamCommandBuffer final : public CudaCommandBuffer {
       : CudaCommandBuffer(std::move(counters), std::move(shared)) {}
 
  protected:
-  Status Launch(const std::vector<BufferRef>& table, CUstream stream) override {
+  Status Launch(const std::vector<BufferRef>& table, CUstream stream) override REQUIRES(mu_) {
     return recording_.LaunchOnStream(table, stream);
   }
 };

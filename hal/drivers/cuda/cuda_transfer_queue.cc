@@ -40,7 +40,7 @@ CudaTransferQueue::CudaTransferQueue(std::shared_ptr<CudaShared> shared,
 
 void CudaTransferQueue::Shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -101,9 +101,9 @@ Status CudaTransferQueue::Read(const std::vector<SemaphoreValue>& waits,
 Status CudaTransferQueue::Accept(std::shared_ptr<Op> op) {
   op->accepted_ns = ProfileClockNs();
   HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
-  std::lock_guard<std::mutex> issue(issue_mu_);
+  MutexLock issue(issue_mu_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!lost_.ok()) return lost_;
     ++issuing_;
   }
@@ -111,7 +111,7 @@ Status CudaTransferQueue::Accept(std::shared_ptr<Op> op) {
     CudaTransferQueue* q;
     ~Issuing() {
       {
-        std::lock_guard<std::mutex> lock(q->mu_);
+        MutexLock lock(q->mu_);
         --q->issuing_;
       }
       q->cv_.notify_all();
@@ -129,7 +129,7 @@ Status CudaTransferQueue::Accept(std::shared_ptr<Op> op) {
   }
   bool held;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     held = !held_back_.empty();  // later transfers stay behind held-back ones
   }
   CUevent compute_event = nullptr;
@@ -143,7 +143,7 @@ Status CudaTransferQueue::Accept(std::shared_ptr<Op> op) {
     if (order.ok() && *order == TransferWaits::kAfterComputeEvent) {
       compute_event = *event;
     } else {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       events_.push_back(*event);
     }
     if (!order.ok()) {
@@ -158,7 +158,7 @@ Status CudaTransferQueue::Accept(std::shared_ptr<Op> op) {
       op->source = op->owned.data();
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       held_back_.push_back(std::move(op));
     }
     cv_.notify_all();
@@ -171,7 +171,7 @@ Status CudaTransferQueue::IssueLocked(const std::shared_ptr<Op>& op, CUevent com
   Status status = IssueChunksLocked(op, compute_event);
   if (status.ok()) return status;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (lost_.ok()) lost_ = Aborted(uri_, " is lost after a failed transfer: ", op->What(), ": ", status.message());
   }
   cv_.notify_all();
@@ -202,7 +202,7 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
     // cuStreamWaitEvent captures the event's current work, so it can be reused at once.
     CUresult r = api_.cuStreamWaitEvent(stream_, compute_event, 0);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       events_.push_back(compute_event);
     }
     HEXIR_CUDA_RETURN_IF_ERROR(api_, r, "cuStreamWaitEvent(compute stream -> transfer stream)");
@@ -216,7 +216,7 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
     c.last = done + c.bytes == op->size;
     auto release_block = [&] {
       if (c.block < 0) return;
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       free_blocks_.push_back(c.block);
     };
     if (c.bytes > 0) {
@@ -243,12 +243,12 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
     c.event = *event;
     if (CUresult r = api_.cuEventRecord(c.event, stream_); r != CUDA_SUCCESS) {
       release_block();
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       events_.push_back(c.event);
       return CudaStatus(api_, r, "cuEventRecord(transfer chunk)");
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (c.last) {
         for (const SemaphoreValue& sv : op->signals)
           timepoints_[sv.semaphore.get()].push_back({sv.value, c.event});
@@ -262,8 +262,8 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
 }
 
 StatusOr<int> CudaTransferQueue::TakeBlock() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return !free_blocks_.empty() || !lost_.ok(); });
+  MutexLock lock(mu_);
+  cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return !free_blocks_.empty() || !lost_.ok(); });
   if (!lost_.ok()) return lost_;
   int block = free_blocks_.back();
   free_blocks_.pop_back();
@@ -272,7 +272,7 @@ StatusOr<int> CudaTransferQueue::TakeBlock() {
 
 StatusOr<CUevent> CudaTransferQueue::TakeEvent() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!events_.empty()) {
       CUevent e = events_.back();
       events_.pop_back();
@@ -298,14 +298,14 @@ void CudaTransferQueue::Finish(const std::shared_ptr<Op>& op, Status status) {
 // block and, with an op's last chunk, signals its semaphores.
 void CudaTransferQueue::CompletionMain() {
   const Status current = shared_->MakeCurrent();
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (true) {
-    cv_.wait(lock, [&] {
+    cv_.wait(lock.native(), [&]() REQUIRES(mu_) {
       return !inflight_.empty() || (stopping_ && held_back_.empty() && issuing_ == 0);
     });
     if (inflight_.empty()) return;  // stopping and drained
     Chunk c = inflight_.front();
-    lock.unlock();
+    lock.Unlock();
     Status status = current;
     if (status.ok()) {
       if (CUresult r = api_.cuEventSynchronize(c.event); r != CUDA_SUCCESS)
@@ -314,7 +314,7 @@ void CudaTransferQueue::CompletionMain() {
     if (status.ok() && c.op->read && c.bytes > 0) {
       std::memcpy(c.op->target + c.done, staging_ + uint64_t(c.block) * kStagingBlockBytes, c.bytes);
     }
-    lock.lock();
+    lock.Lock();
     inflight_.pop_front();
     if (c.block >= 0) free_blocks_.push_back(c.block);
     if (!status.ok()) {
@@ -323,14 +323,14 @@ void CudaTransferQueue::CompletionMain() {
     }
     if (c.last) {
       ++finishing_;
-      lock.unlock();
+      lock.Unlock();
       // Ordered on the GPU after its waits, the copy ran even if a producer failed (a kernel
       // status word): its signals still carry that failure.
       for (const SemaphoreValue& w : c.op->waits) {
         if (c.op->status.ok()) c.op->status = w.semaphore->Query().status();
       }
       Finish(c.op, c.op->status);  // signalled before the timepoints go: never a gap
-      lock.lock();
+      lock.Lock();
       for (const SemaphoreValue& sv : c.op->signals) {
         auto it = timepoints_.find(sv.semaphore.get());
         if (it == timepoints_.end()) continue;
@@ -352,12 +352,12 @@ void CudaTransferQueue::CompletionMain() {
 // host (20 ms slices, so a stopping queue is noticed) until the compute queue can order them.
 void CudaTransferQueue::HeldBackMain() {
   (void)shared_->MakeCurrent();
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (true) {
-    cv_.wait(lock, [&] { return stopping_ || !held_back_.empty(); });
+    cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return stopping_ || !held_back_.empty(); });
     if (held_back_.empty()) return;
     std::shared_ptr<Op> op = held_back_.front();
-    lock.unlock();
+    lock.Unlock();
     Status status;
     CUevent compute_event = nullptr;
     while (true) {
@@ -374,7 +374,7 @@ void CudaTransferQueue::HeldBackMain() {
       if (order.ok() && *order == TransferWaits::kAfterComputeEvent) {
         compute_event = *event;
       } else {
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(mu_);
         events_.push_back(*event);
       }
       if (!order.ok()) status = order.status();
@@ -386,29 +386,29 @@ void CudaTransferQueue::HeldBackMain() {
           break;
         }
       }
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       if (stopping_) {
         status = Aborted(uri_, " was destroyed while the transfer waited for its semaphores");
         break;
       }
     }
     {
-      std::lock_guard<std::mutex> issue(issue_mu_);
+      MutexLock issue(issue_mu_);
       if (status.ok()) {
         IssueLocked(op, compute_event).IgnoreError();  // its failure reached the signals
       } else {
         Finish(op, status);
       }
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       held_back_.pop_front();  // only now: later transfers stayed behind it meanwhile
     }
     cv_.notify_all();
-    lock.lock();
+    lock.Lock();
   }
 }
 
 bool CudaTransferQueue::WillSignal(const SemaphoreValue& wait) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = timepoints_.find(wait.semaphore.get());
   if (it == timepoints_.end()) return false;
   for (const Timepoint& t : it->second)
@@ -418,7 +418,7 @@ bool CudaTransferQueue::WillSignal(const SemaphoreValue& wait) const {
 
 Status CudaTransferQueue::OrderStream(const std::vector<SemaphoreValue>& waits,
                                       CUstream stream) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (timepoints_.empty()) return Status::Ok();
   for (const SemaphoreValue& w : waits) {
     auto it = timepoints_.find(w.semaphore.get());
@@ -435,13 +435,13 @@ Status CudaTransferQueue::OrderStream(const std::vector<SemaphoreValue>& waits,
 }
 
 Status CudaTransferQueue::AwaitIdle(Timeout timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  auto idle = [&] {
+  MutexLock lock(mu_);
+  auto idle = [&]() REQUIRES(mu_) {
     return inflight_.empty() && held_back_.empty() && issuing_ == 0 && finishing_ == 0;
   };
   if (timeout >= std::chrono::hours(24 * 365)) {
-    cv_.wait(lock, idle);
-  } else if (!cv_.wait_for(lock, timeout, idle)) {
+    cv_.wait(lock.native(), idle);
+  } else if (!cv_.wait_for(lock.native(), timeout, idle)) {
     return DeadlineExceeded("device wait idle (", uri_, ") timed out with ",
                             inflight_.size() + held_back_.size(), " transfer chunk(s) pending");
   }

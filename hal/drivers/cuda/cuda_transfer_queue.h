@@ -26,6 +26,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+
+#include "base/mutex.h"
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -95,9 +97,10 @@ class CudaTransferQueue {
   Status Accept(std::shared_ptr<Op> op);
   // issue_mu_ held. Puts the op on the transfer stream after `compute_event` (may be null);
   // on an error fails the op's signals and returns the error.
-  Status IssueLocked(const std::shared_ptr<Op>& op, CUevent compute_event);
-  Status IssueChunksLocked(const std::shared_ptr<Op>& op, CUevent compute_event);
-  Status EnsureStreamLocked();  // issue_mu_ held
+  Status IssueLocked(const std::shared_ptr<Op>& op, CUevent compute_event) REQUIRES(issue_mu_);
+  Status IssueChunksLocked(const std::shared_ptr<Op>& op, CUevent compute_event)
+      REQUIRES(issue_mu_);
+  Status EnsureStreamLocked() REQUIRES(issue_mu_);
   StatusOr<int> TakeBlock();
   StatusOr<CUevent> TakeEvent();
   void Finish(const std::shared_ptr<Op>& op, Status status);
@@ -110,21 +113,22 @@ class CudaTransferQueue {
   std::string uri_;
   ComputeOrder compute_order_;
 
-  std::mutex issue_mu_;  // one op at a time onto the stream, in acceptance order
+  Mutex issue_mu_;  // one op at a time onto the stream, in acceptance order
   CUstream stream_ = nullptr;   // created on first use (under issue_mu_)
   uint8_t* staging_ = nullptr;  // kStagingBlocks * kStagingBlockBytes pinned bytes
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;  // chunks queued / completed, blocks freed, held-back ops, stop
-  std::vector<int> free_blocks_;
-  std::vector<CUevent> events_;
-  std::deque<Chunk> inflight_;               // on the stream, in order
-  std::deque<std::shared_ptr<Op>> held_back_;  // waiting for host-side signals, in order
-  std::unordered_map<const Semaphore*, std::vector<Timepoint>> timepoints_;
-  int issuing_ = 0;    // ops between acceptance and their last chunk (or failure)
-  int finishing_ = 0;  // ops whose signals the completion thread is signalling
-  Status lost_;
-  bool stopping_ = false;
+  std::vector<int> free_blocks_ GUARDED_BY(mu_);
+  std::vector<CUevent> events_ GUARDED_BY(mu_);
+  std::deque<Chunk> inflight_ GUARDED_BY(mu_);  // on the stream, in order
+  // Waiting for host-side signals, in order.
+  std::deque<std::shared_ptr<Op>> held_back_ GUARDED_BY(mu_);
+  std::unordered_map<const Semaphore*, std::vector<Timepoint>> timepoints_ GUARDED_BY(mu_);
+  int issuing_ GUARDED_BY(mu_) = 0;    // ops between acceptance and their last chunk (or failure)
+  int finishing_ GUARDED_BY(mu_) = 0;  // ops whose signals the completion thread is signalling
+  Status lost_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::thread completion_thread_, held_back_thread_;
 };
 
