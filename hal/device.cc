@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "hal/queue_submission.h"
 #include "hal/queue_transfer.h"
 
 namespace hexir::hal {
@@ -32,20 +33,12 @@ namespace {
 // recordings in the statistics (tests count those to prove memoization), so no counters.
 vm::Ref<CommandBuffer> InternalCommandBuffer() { return vm::MakeRef<CommandBuffer>(nullptr); }
 
-Status CheckSemaphores(const char* op, const std::vector<SemaphoreValue>& list, const char* kind) {
-  for (size_t i = 0; i < list.size(); ++i) {
-    if (!list[i].semaphore) return InvalidArgument(op, ": ", kind, " semaphore ", i, " is null");
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 StatusOr<vm::Ref<Buffer>> Device::QueueAlloca(const std::vector<SemaphoreValue>& waits,
                                               const std::vector<SemaphoreValue>& signals,
                                               uint64_t byte_size, uint32_t memory_types) {
-  HEXIR_RETURN_IF_ERROR(CheckSemaphores("queue alloca", waits, "wait"));
-  HEXIR_RETURN_IF_ERROR(CheckSemaphores("queue alloca", signals, "signal"));
+  HEXIR_RETURN_IF_ERROR(CheckQueueSemaphores("queue alloca", waits, signals));
   HEXIR_ASSIGN_OR_RETURN(vm::Ref<Buffer> buffer, AllocateBuffer(byte_size, memory_types));
   vm::Ref<CommandBuffer> cb = InternalCommandBuffer();
   HEXIR_RETURN_IF_ERROR(cb->Finalize());
@@ -72,8 +65,7 @@ Status Device::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset,
 Status Device::QueueDealloca(const std::vector<SemaphoreValue>& waits,
                              const std::vector<SemaphoreValue>& signals, vm::Ref<Buffer> buffer) {
   if (!buffer) return InvalidArgument("queue dealloca: buffer is null");
-  HEXIR_RETURN_IF_ERROR(CheckSemaphores("queue dealloca", waits, "wait"));
-  HEXIR_RETURN_IF_ERROR(CheckSemaphores("queue dealloca", signals, "signal"));
+  HEXIR_RETURN_IF_ERROR(CheckQueueSemaphores("queue dealloca", waits, signals));
   vm::Ref<CommandBuffer> cb = InternalCommandBuffer();
   HEXIR_RETURN_IF_ERROR(cb->Finalize());
   // The binding table keeps the buffer alive until the submission completes.
@@ -85,8 +77,7 @@ Status Device::QueueFill(const std::vector<SemaphoreValue>& waits,
                          const std::vector<SemaphoreValue>& signals, vm::Ref<Buffer> target,
                          uint64_t offset, uint64_t length, uint32_t pattern,
                          uint32_t pattern_size) {
-  HEXIR_RETURN_IF_ERROR(CheckSemaphores("queue fill", waits, "wait"));
-  HEXIR_RETURN_IF_ERROR(CheckSemaphores("queue fill", signals, "signal"));
+  HEXIR_RETURN_IF_ERROR(CheckQueueSemaphores("queue fill", waits, signals));
   vm::Ref<CommandBuffer> cb = InternalCommandBuffer();
   HEXIR_RETURN_IF_ERROR(
       cb->FillBuffer(std::move(target), offset, length, pattern, pattern_size).WithContext("queue fill"));
@@ -98,8 +89,7 @@ Status Device::QueueCopy(const std::vector<SemaphoreValue>& waits,
                          const std::vector<SemaphoreValue>& signals, vm::Ref<Buffer> source,
                          uint64_t source_offset, vm::Ref<Buffer> target, uint64_t target_offset,
                          uint64_t length) {
-  HEXIR_RETURN_IF_ERROR(CheckSemaphores("queue copy", waits, "wait"));
-  HEXIR_RETURN_IF_ERROR(CheckSemaphores("queue copy", signals, "signal"));
+  HEXIR_RETURN_IF_ERROR(CheckQueueSemaphores("queue copy", waits, signals));
   vm::Ref<CommandBuffer> cb = InternalCommandBuffer();
   HEXIR_RETURN_IF_ERROR(cb->CopyBuffer(std::move(source), source_offset, std::move(target),
                                        target_offset, length)

@@ -1,5 +1,7 @@
 #include "hal/queue_transfer.h"
 
+#include "hal/queue_submission.h"
+
 namespace hexir::hal {
 namespace {
 
@@ -23,10 +25,7 @@ std::string TransferRangeText(const Buffer& buffer, uint64_t offset, uint64_t si
 Status CheckQueueTransfer(const char* op, const std::vector<SemaphoreValue>& waits,
                           const std::vector<SemaphoreValue>& signals, const void* host,
                           uint64_t size, const Buffer* buffer, uint64_t offset) {
-  for (size_t i = 0; i < waits.size(); ++i)
-    if (!waits[i].semaphore) return InvalidArgument(op, ": wait semaphore ", i, " is null");
-  for (size_t i = 0; i < signals.size(); ++i)
-    if (!signals[i].semaphore) return InvalidArgument(op, ": signal semaphore ", i, " is null");
+  HEXIR_RETURN_IF_ERROR(CheckQueueSemaphores(op, waits, signals));
   if (!buffer) return InvalidArgument(op, ": buffer is null");
   if (host == nullptr && size != 0)
     return InvalidArgument(op, ": host pointer is null for ", TransferRangeText(*buffer, offset, size));

@@ -16,6 +16,7 @@
 #include "hal/drivers/cpu/dispatch_abi.h"
 #include "hal/drivers/cpu/wave_runner.h"
 #include "hal/drivers/cpu/worker_pool.h"
+#include "hal/queue_submission.h"
 #include "hal/queue_waits.h"
 
 namespace hexir::hal::cpu {
@@ -80,13 +81,7 @@ class CpuDevice final : public Device {
   StatusOr<vm::Ref<Buffer>> QueueAlloca(const std::vector<SemaphoreValue>& waits,
                                         const std::vector<SemaphoreValue>& signals,
                                         uint64_t byte_size, uint32_t memory_types) override {
-    for (size_t i = 0; i < waits.size() + signals.size(); ++i) {
-      bool is_wait = i < waits.size();
-      if (!(is_wait ? waits[i] : signals[i - waits.size()]).semaphore) {
-        return InvalidArgument("queue alloca: ", is_wait ? "wait" : "signal", " semaphore ",
-                               is_wait ? i : i - waits.size(), " is null");
-      }
-    }
+    HEXIR_RETURN_IF_ERROR(CheckQueueSemaphores("queue alloca", waits, signals));
     HEXIR_ASSIGN_OR_RETURN(vm::Ref<Buffer> buffer, Allocate(byte_size, memory_types, /*zero=*/false));
     if (waits.empty() && signals.empty()) return buffer;  // nothing to order: no submission
     auto cb = vm::MakeRef<CommandBuffer>(nullptr);  // internal: not a program recording
@@ -191,19 +186,15 @@ class CpuDevice final : public Device {
   bool busy_ = false;
   bool stalled_ = false;  // the executing submission waits for an unsignalled semaphore
   bool stopping_ = false;
-  Status first_error_;
+  UnsignalledFailure unsignalled_failure_;  // for the next WaitIdle
   std::thread queue_thread_;
 };
 
 Status CpuDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
                            std::vector<BufferRef>* resolved) const {
-  HEXIR_RETURN_IF_ERROR(ResolveBindingTable(cb.get(), table, resolved));
-  for (size_t i = 0; i < resolved->size(); ++i) {
-    if ((*resolved)[i].buffer->host_data() == nullptr) {
-      return InvalidArgument("queue execute: binding table slot ", i,
-                             ": the buffer is not host memory (allocated by another driver?)");
-    }
-  }
+  HEXIR_RETURN_IF_ERROR(ResolveQueueBindingTable(
+      *cb, table, resolved, [](const Buffer& b) { return b.host_data() != nullptr; },
+      kForeignBuffer));
   if (cb->IsValidatedFor(this)) return Status::Ok();
   auto host = [](const vm::Ref<Buffer>& b) { return !b || b->host_data() != nullptr; };
   const auto& commands = cb->commands();
@@ -359,11 +350,9 @@ Status CpuDevice::ExecuteCommand(const Command& c, const std::vector<BufferRef>&
 
 Status CpuDevice::Complete(Submission& s, Status status, bool keep_error) {
   status = SignalOrFail(s.signals, std::move(status));
-  // With signal semaphores the error reaches whoever waits on them; reporting it again from
-  // WaitIdle would hand a stale error to a later, unrelated host read.
-  if (keep_error && !status.ok() && s.signals.empty()) {
+  if (keep_error && !status.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (first_error_.ok()) first_error_ = status;
+    unsignalled_failure_.Keep(status, s.signals);
   }
   return status;
 }
@@ -374,12 +363,7 @@ Status CpuDevice::Submit(const std::vector<SemaphoreValue>& waits,
                          const std::vector<BufferRef>& binding_table) {
   Submission s;
   HEXIR_RETURN_IF_ERROR(Validate(command_buffer, binding_table, &s.binding_table));
-  for (size_t i = 0; i < waits.size(); ++i) {
-    if (!waits[i].semaphore) return InvalidArgument("queue execute: wait semaphore ", i, " is null");
-  }
-  for (size_t i = 0; i < signals.size(); ++i) {
-    if (!signals[i].semaphore) return InvalidArgument("queue execute: signal semaphore ", i, " is null");
-  }
+  HEXIR_RETURN_IF_ERROR(CheckQueueSemaphores("queue execute", waits, signals));
   s.command_buffer = command_buffer;
   s.signals = signals;
   DeviceCounters::Add(counters()->queue_submissions);
@@ -418,11 +402,8 @@ Status CpuDevice::Submit(const std::vector<SemaphoreValue>& waits,
     }
     // Reached waits are dropped; those implied by queue order stay (the queue thread's check
     // of a reached value is one Query) so that a failed producer still fails this submission.
-    for (const SemaphoreValue& w : waits) {
-      if (ClassifyQueueWait(w, pending_signals_, *counters()) != QueueWait::kReached) {
-        s.waits.push_back(w);
-      }
-    }
+    // (The queue thread runs one submission at a time, so a held-back one needs nothing more.)
+    (void)KeepUnreachedWaits(waits, pending_signals_, *counters(), &s.waits);
     for (const SemaphoreValue& sv : signals) pending_signals_.Add(sv.semaphore.get(), sv.value);
     queue_.push_back(std::move(s));
   }
@@ -432,24 +413,17 @@ Status CpuDevice::Submit(const std::vector<SemaphoreValue>& waits,
 
 Status CpuDevice::AwaitWaits(const std::vector<SemaphoreValue>& waits) {
   for (const SemaphoreValue& w : waits) {
-    auto reached = w.semaphore->Query();
-    if (reached.ok() && *reached >= w.value) continue;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
+    auto settled = [&w] {  // reached, or failed (its failure is returned below)
+      auto value = w.semaphore->Query();
+      return !value.ok() || *value >= w.value;
+    };
+    if (!settled()) {
+      std::unique_lock<std::mutex> lock(mu_);
       stalled_ = true;
+      space_cv_.notify_all();
+      HEXIR_RETURN_IF_ERROR(AwaitHeldBackWait(lock, w, settled, [this] { return stopping_; }));
     }
-    space_cv_.notify_all();
-    while (true) {
-      // Bounded waits so that a device being destroyed is noticed.
-      Status st = w.semaphore->WaitInternal(w.value, std::chrono::milliseconds(20));
-      if (st.ok()) break;
-      if (st.code() != StatusCode::kDeadlineExceeded) return st;
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stopping_) {
-        return Aborted("queue execute: the device was destroyed while a submission waited for "
-                       "a semaphore to reach ", w.value);
-      }
-    }
+    HEXIR_RETURN_IF_ERROR(w.semaphore->Query().status());
   }
   return Status::Ok();
 }
@@ -489,9 +463,7 @@ Status CpuDevice::AwaitIdle(Timeout timeout) {
     return DeadlineExceeded("device wait idle timed out with ", queue_.size() + (busy_ ? 1 : 0),
                             " submission(s) pending");
   }
-  Status error = std::move(first_error_);
-  first_error_ = Status::Ok();
-  return error;
+  return unsignalled_failure_.Take();
 }
 
 }  // namespace

@@ -12,9 +12,10 @@
 #include <unordered_map>
 
 #include "hal/drivers/cuda/cuda_executable.h"
+#include "hal/drivers/cuda/cuda_graph_command_buffer.h"
 #include "hal/drivers/cuda/cuda_submission.h"
-#include "hal/queue_waits.h"
 #include "hal/drivers/cuda/cuda_transfer_queue.h"
+#include "hal/queue_submission.h"
 
 namespace hexir::hal::cuda {
 
@@ -200,7 +201,7 @@ class CudaDevice final : public Device {
     return CreateCommandBufferOfMode(DefaultCommandBufferMode());
   }
   StatusOr<vm::Ref<CommandBuffer>> CreateCommandBufferOfMode(CommandBufferMode mode) {
-    return vm::Ref<CommandBuffer>::Adopt(new CudaCommandBuffer(counters(), shared_, mode));
+    return vm::Ref<CommandBuffer>(MakeCudaCommandBuffer(counters(), shared_, mode));
   }
 
   Status Submit(const std::vector<SemaphoreValue>& waits,
@@ -302,7 +303,7 @@ class CudaDevice final : public Device {
   std::vector<CUevent> event_pool_;
   int busy_ = 0;  // submissions popped by a thread and not yet released
   bool stopping_ = false;
-  Status first_error_;
+  UnsignalledFailure unsignalled_failure_;  // for the next WaitIdle
   Status lost_;  // a failed event wait: the context is unusable, later submissions fail
   std::thread completion_thread_, deferred_thread_;
 
@@ -400,8 +401,7 @@ Status CudaDevice::QueueDealloca(const std::vector<SemaphoreValue>& waits,
 StatusOr<vm::Ref<CudaCommandBuffer>> CudaDevice::ValidateCommandBuffer(
     const vm::Ref<CommandBuffer>& cb) const {
   if (!cb) return InvalidArgument("queue execute: command buffer is null");
-  if (typeid(*cb) == typeid(CudaCommandBuffer)) {  // the class is final: one comparison
-    auto* own = static_cast<CudaCommandBuffer*>(cb.get());
+  if (CudaCommandBuffer* own = AsCudaCommandBuffer(cb.get())) {
     if (own->shared()->context != shared_->context) {
       return InvalidArgument("queue execute: the command buffer was recorded for another GPU (",
                              own->shared()->ordinal, "), not ", uri_);
@@ -419,18 +419,15 @@ StatusOr<vm::Ref<CudaCommandBuffer>> CudaDevice::ValidateCommandBuffer(
 
 Status CudaDevice::ResolveTable(const CommandBuffer& cb, const std::vector<BufferRef>& table,
                                 Submission* s) const {
-  HEXIR_RETURN_IF_ERROR(ResolveBindingTable(&cb, table, &s->binding_table));
-  for (size_t i = 0; i < s->binding_table.size(); ++i) {
-    if (!AsCudaBuffer(s->binding_table[i].buffer.get()))
-      return InvalidArgument("queue execute: binding table slot ", i, ": not a CUDA buffer");
-  }
-  return Status::Ok();
+  return ResolveQueueBindingTable(
+      cb, table, &s->binding_table,
+      [](const Buffer& b) { return AsCudaBuffer(&b) != nullptr; }, "not a CUDA buffer");
 }
 
 StatusOr<vm::Ref<CudaCommandBuffer>> CudaDevice::AdoptForeign(const CommandBuffer& cb) const {
   // No counters: this is not a program recording.
-  auto own = vm::Ref<CudaCommandBuffer>::Adopt(
-      new CudaCommandBuffer(nullptr, shared_, CommandBufferMode::kStream));
+  vm::Ref<CudaCommandBuffer> own =
+      MakeCudaCommandBuffer(nullptr, shared_, CommandBufferMode::kStream);
   for (const Command& c : cb.commands()) {
     if (auto* d = std::get_if<DispatchCommand>(&c)) {
       if (d->indirect) {
@@ -526,8 +523,7 @@ void CudaDevice::CompleteLocked(Submission& s, Status status) {
     pending_signals_.Retire(sv.semaphore.get(), sv.value);
     queue_signals_.Retire(sv.semaphore.get(), sv.value);
   }
-  // With signal semaphores the error reaches whoever waits on them (not WaitIdle too).
-  if (!status.ok() && s.signals.empty() && first_error_.ok()) first_error_ = status;
+  unsignalled_failure_.Keep(status, s.signals);
 }
 
 Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
@@ -535,14 +531,7 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
                           const std::vector<SemaphoreValue>& signals,
                           const std::vector<BufferRef>& binding_table) {
   HEXIR_ASSIGN_OR_RETURN(vm::Ref<CudaCommandBuffer> ccb, ValidateCommandBuffer(command_buffer));
-  for (size_t i = 0; i < waits.size(); ++i) {
-    if (!waits[i].semaphore) return InvalidArgument("queue execute: wait semaphore ", i, " is null");
-  }
-  for (size_t i = 0; i < signals.size(); ++i) {
-    if (!signals[i].semaphore) {
-      return InvalidArgument("queue execute: signal semaphore ", i, " is null");
-    }
-  }
+  HEXIR_RETURN_IF_ERROR(CheckQueueSemaphores("queue execute", waits, signals));
   // The one lock of the submission: the binding table and signals are copied into a recycled
   // submission's storage under it (no allocation once warm), before any back-pressure wait.
   std::unique_lock<std::mutex> lock(mu_);
@@ -581,13 +570,7 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
     return lost_;
   }
   DeviceCounters::Add(counters()->queue_submissions);
-  bool hold = false;
-  for (const SemaphoreValue& w : waits) {
-    QueueWait kind = ClassifyQueueWait(w, queue_signals_, *counters());
-    if (kind == QueueWait::kReached) continue;  // nothing to do for it, now or later
-    s.waits.push_back(w);
-    hold |= kind == QueueWait::kOrdered;
-  }
+  const bool hold = KeepUnreachedWaits(waits, queue_signals_, *counters(), &s.waits);
   for (const SemaphoreValue& sv : s.signals) queue_signals_.Add(sv.semaphore.get(), sv.value);
   // A queue-ordered wait on a held-back producer is held back too: deferred_ is not empty.
   if (hold || !deferred_.empty()) {
@@ -736,17 +719,9 @@ void CudaDevice::DeferredMain() {
     std::vector<SemaphoreValue> waits = deferred_.front().waits;
     Status status;
     for (const SemaphoreValue& w : waits) {
-      while (status.ok() && !WaitsSatisfiedLocked({w})) {
-        if (stopping_) {
-          status = Aborted("queue execute: the device was destroyed while a submission waited "
-                           "for a semaphore to reach ", w.value);
-          break;
-        }
-        lock.unlock();
-        Status st = w.semaphore->WaitInternal(w.value, std::chrono::milliseconds(20));
-        lock.lock();
-        if (!st.ok() && st.code() != StatusCode::kDeadlineExceeded) status = st;
-      }
+      status = AwaitHeldBackWait(
+          lock, w, [&] { return WaitsSatisfiedLocked({w}); }, [&] { return stopping_; });
+      if (!status.ok()) break;
     }
     std::unique_ptr<Submission> s = deferred_.pop_front();
     if (status.ok()) {
@@ -787,9 +762,7 @@ Status CudaDevice::AwaitIdle(Timeout timeout) {
       idle_cv_.wait_for(lock, std::chrono::nanoseconds(left));
     }
   }
-  Status error = std::move(first_error_);
-  first_error_ = Status::Ok();
-  return error;
+  return unsignalled_failure_.Take();
 }
 
 StatusOr<TransferWaits> CudaDevice::OrderAfterCompute(const std::vector<SemaphoreValue>& waits,
@@ -984,8 +957,7 @@ Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t off
     if (copy.ok()) staging_copy_pending_ = false;
     // Released too (as WaitIdle would), so buffers freed by the work are gone on return.
     HEXIR_RETURN_IF_ERROR(WaitUnlessInterrupted(idle_cv_, lock, interrupt, [&] { return busy_ == 0; }));
-    error = std::move(first_error_);
-    first_error_ = Status::Ok();
+    error = unsignalled_failure_.Take();
   }
   HEXIR_RETURN_IF_ERROR(error);
   HEXIR_RETURN_IF_ERROR(copy);
@@ -1032,9 +1004,13 @@ StatusOr<CudaStats> GetCudaStats(const Device& device) {
 }
 
 StatusOr<GraphInfo> DescribeGraph(const CommandBuffer& command_buffer) {
-  auto* cb = dynamic_cast<const CudaCommandBuffer*>(&command_buffer);
+  auto* cb = AsCudaCommandBuffer(const_cast<CommandBuffer*>(&command_buffer));
   if (cb == nullptr) return InvalidArgument("describe graph: not a CUDA command buffer");
-  return cb->Describe();
+  auto* graph = dynamic_cast<const CudaGraphCommandBuffer*>(cb);
+  if (graph == nullptr) {
+    return FailedPrecondition("describe graph: not a finalized graph-mode command buffer");
+  }
+  return graph->Describe();
 }
 
 StatusOr<int> DeviceCount() {

@@ -20,6 +20,7 @@
 #include "hal/command_buffer.h"
 #include "hal/device.h"
 #include "hal/drivers/cuda/cuda_command_buffer.h"
+#include "hal/drivers/cuda/cuda_graph_command_buffer.h"
 
 namespace hexir::hal::cuda {
 

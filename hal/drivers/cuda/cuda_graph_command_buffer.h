@@ -1,0 +1,64 @@
+// A CUDA command buffer replayed as one CUDA graph: built once at Finalize (kernel, memcpy and
+// memset nodes; barriers become edges), instantiated at the first submission, launched with
+// cuGraphLaunch. A new binding table or indirect count updates only the kernel nodes whose
+// pointers or grid changed (cuGraphExecKernelNodeSetParams); never re-instantiated.
+//
+// What a graph cannot express runs as stream launches of the same recording (cuda_recording.h):
+// a direct indirect count in device memory (every submission), a count in a slot bound to
+// non-uniform memory or a zero count (that submission), and profiled submissions; the next graph
+// launch then brings every node up to date again.
+#pragma once
+
+#include <vector>
+
+#include "hal/drivers/cuda/cuda_command_buffer.h"
+
+namespace hexir::hal::cuda {
+
+struct GraphInfo {
+  size_t nodes = 0;
+  size_t edges = 0;
+  bool instantiated = false;
+};
+
+class CudaGraphCommandBuffer final : public CudaCommandBuffer {
+ public:
+  CudaGraphCommandBuffer(std::shared_ptr<DeviceCounters> counters,
+                         std::shared_ptr<CudaShared> shared)
+      : CudaCommandBuffer(std::move(counters), std::move(shared)) {}
+  ~CudaGraphCommandBuffer() override;
+
+  // Finalized: node and edge counts of the recorded graph.
+  StatusOr<GraphInfo> Describe() const;
+
+ protected:
+  Status OnRecorded() override;
+  Status Launch(const std::vector<BufferRef>& table, CUstream stream) override;
+  void OnProfiledLaunch() override { exec_stale_ = true; }
+
+ private:
+  // Per recorded kernel: its node, the grid of the next launch and the grid the node launches.
+  struct KernelNode {
+    CUgraphNode node = nullptr;
+    Grid grid = {1, 1, 1};
+    Grid exec_grid = {1, 1, 1};
+  };
+  Status BuildGraph();
+  CUDA_KERNEL_NODE_PARAMS NodeParams(size_t kernel) const;
+  // Stream launches of the recording, which change the kernels' parameters under the graph.
+  Status LaunchOnStream(const std::vector<BufferRef>& table, CUstream stream) {
+    exec_stale_ = true;
+    return recording_.LaunchOnStream(table, stream);
+  }
+
+  std::vector<KernelNode> nodes_;  // per recorded kernel
+  bool has_nodes_ = false;
+  std::vector<CUdeviceptr> last_table_;  // slot pointers of the last graph launch
+  // A stream execution changed the kernels' parameters after instantiation: the next graph
+  // launch updates every kernel node.
+  bool exec_stale_ = false;
+  CUgraph graph_ = nullptr;
+  CUgraphExec exec_ = nullptr;
+};
+
+}  // namespace hexir::hal::cuda

@@ -1,0 +1,396 @@
+#include "hal/drivers/cuda/cuda_recording.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace hexir::hal::cuda {
+namespace {
+
+CUdeviceptr DevicePtr(const Buffer& b) {
+  const CudaBuffer* cb = AsCudaBuffer(&b);
+  return cb ? cb->device_ptr() : 0;
+}
+
+// CUDA dispatch ABI v1: B 8-byte pointers, P 4-byte push constants, then optionally one
+// 8-byte status pointer. Sizes make the optional parameter unambiguous.
+Status CheckAbi(const std::string& name, const CudaEntry& e, size_t bindings, size_t pushes) {
+  if (e.param_count < 0) return Status::Ok();  // the driver cannot tell
+  size_t declared = static_cast<size_t>(e.param_count);
+  bool ok = declared == bindings + pushes || declared == bindings + pushes + 1;
+  for (size_t i = 0; ok && i < declared && i < e.param_sizes.size(); ++i) {
+    uint32_t want = i < bindings ? 8 : i < bindings + pushes ? 4 : 8;
+    ok = e.param_sizes[i] == want;
+  }
+  if (ok) return Status::Ok();
+  std::string sizes;
+  for (uint32_t s : e.param_sizes) sizes += (sizes.empty() ? "" : ",") + std::to_string(s);
+  return InvalidArgument("cuda command buffer: dispatch of '", name, "' passes ", bindings,
+                         " binding(s) + ", pushes, " push constant(s) but the kernel declares ",
+                         declared, " parameter(s) of sizes [", sizes,
+                         "] (CUDA dispatch ABI v1: 8-byte binding pointers, 4-byte push "
+                         "constants, optional 8-byte uint32_t* status)");
+}
+
+Status CountOutsideSlot(const RecordedKernel& k, uint64_t slot_length) {
+  return OutOfRange("dispatch_indirect of '", k.name(), "': the workgroup count at byte ",
+                    k.count_offset, " of binding table slot ", k.count_slot, " lies outside its ",
+                    slot_length, "-byte range");
+}
+
+Status CountTooLarge(const RecordedKernel& k, const Grid& wg) {
+  return InvalidArgument("dispatch of '", k.name(), "': workgroup count ", wg[0], "x", wg[1], "x",
+                         wg[2], " read from the buffer exceeds 2^40 workgroups");
+}
+
+}  // namespace
+
+Status CheckGrid(const std::string& name, const Grid& wg) {
+  if (wg[0] > 0x7fffffffu || wg[1] > 65535 || wg[2] > 65535) {
+    return InvalidArgument("cuda command buffer: dispatch of '", name, "': workgroup count ",
+                           wg[0], "x", wg[1], "x", wg[2],
+                           " exceeds the CUDA grid limit (2^31-1)x65535x65535");
+  }
+  return Status::Ok();
+}
+
+CudaRecording::~CudaRecording() {
+  if (!shared_->MakeCurrent().ok()) return;
+  const CudaApi& api = *shared_->api;
+  if (scratch_) api.cuMemFree(scratch_);
+  if (status_host_) api.cuMemFreeHost(const_cast<uint32_t*>(status_host_));
+  if (count_host_) api.cuMemFreeHost(count_host_);
+  for (CUevent e : profile_events_) api.cuEventDestroy(e);
+  // Launches that read them are ordered before these frees on the device stream.
+  for (const Shadow& sh : shadows_)
+    if (sh.ptr) api.cuMemFreeAsync(sh.ptr, shared_->stream);
+}
+
+Status CudaRecording::AddDispatch(const DispatchCommand& d) {
+  const std::string& name = d.executable->entry_name(d.entry);
+  if (d.executable->driver() != kCudaDriverName) {
+    return InvalidArgument("cuda command buffer: dispatch of '", name,
+                           "' uses an executable of driver '", d.executable->driver(), "'");
+  }
+  const auto& exe = static_cast<const CudaExecutable&>(*d.executable);
+  if (exe.shared()->context != shared_->context) {
+    return InvalidArgument("cuda command buffer: dispatch of '", name,
+                           "' uses an executable loaded on another GPU");
+  }
+  if (!d.indirect) {
+    if (IsEmptyGrid(d.workgroup_count)) return Status::Ok();  // no workgroups: nothing runs
+    HEXIR_RETURN_IF_ERROR(CheckGrid(name, d.workgroup_count));
+  }
+  RecordedKernel k;
+  if (d.indirect) {
+    has_indirect_ = true;
+    k.indirect = true;
+    const BufferRef& r = d.workgroup_count_ref;
+    if (r.is_slot()) {
+      k.count_slot = static_cast<int32_t>(r.slot);
+      k.count_offset = r.offset;
+    } else {
+      if (!AsCudaBuffer(r.buffer.get())) {
+        return InvalidArgument("cuda command buffer: dispatch of '", name,
+                               "': the workgroup count buffer is not a CUDA buffer");
+      }
+      k.count_ptr = DevicePtr(*r.buffer) + r.offset;
+      indirect_on_device_ |=
+          !(r.buffer->memory_types() & kMemoryUniform) || r.buffer->host_data() == nullptr;
+    }
+  }
+  k.command = &d;
+  k.entry = &exe.entry(d.entry);
+  HEXIR_RETURN_IF_ERROR(CheckAbi(name, *k.entry, d.bindings.size(), d.push_constants.size()));
+  for (const BufferRef& b : d.bindings) {
+    if (b.is_slot()) {
+      k.slot_of.push_back(static_cast<int32_t>(b.slot));
+      k.values.push_back(0);
+      k.uses_slots = true;
+    } else {
+      if (!AsCudaBuffer(b.buffer.get())) {
+        return InvalidArgument("cuda command buffer: dispatch of '", name,
+                               "': a binding is not a CUDA buffer");
+      }
+      k.slot_of.push_back(-1);
+      k.values.push_back(DevicePtr(*b.buffer) + b.offset);
+    }
+  }
+  for (uint32_t v : d.push_constants) k.values.push_back(v);
+  const int32_t declared = k.entry->param_count;
+  if (declared >= 0 &&
+      static_cast<size_t>(declared) == d.bindings.size() + d.push_constants.size() + 1) {
+    k.status_index = static_cast<int32_t>(status_count_++);
+    k.values.push_back(0);  // patched in Build once the status words exist
+  }
+  ops_.push_back({RecordedOp::kKernel, kernels_.size()});
+  kernels_.push_back(std::move(k));
+  return Status::Ok();
+}
+
+Status CudaRecording::Build(const std::vector<Command>& commands) {
+  const CudaApi& api = *shared_->api;
+  for (const Command& c : commands) {
+    if (std::holds_alternative<BarrierCommand>(c)) {
+      ops_.push_back({RecordedOp::kBarrier, 0});
+    } else if (auto* d = std::get_if<DispatchCommand>(&c)) {
+      HEXIR_RETURN_IF_ERROR(AddDispatch(*d));
+    } else if (auto* cp = std::get_if<CopyCommand>(&c)) {
+      if (cp->length == 0) continue;
+      if (!AsCudaBuffer(cp->source.get()) || !AsCudaBuffer(cp->target.get())) {
+        return InvalidArgument("cuda command buffer: copy_buffer between non-CUDA buffers");
+      }
+      RecordedCopy op{DevicePtr(*cp->source) + cp->source_offset,
+                      DevicePtr(*cp->target) + cp->target_offset, cp->length, false};
+      // memcpy nodes do not allow overlap; the HAL's copy is a memmove.
+      op.via_scratch = op.src < op.dst + op.length && op.dst < op.src + op.length;
+      if (op.via_scratch) scratch_size_ = std::max(scratch_size_, op.length);
+      ops_.push_back({RecordedOp::kCopy, copies_.size()});
+      copies_.push_back(op);
+    } else if (auto* f = std::get_if<FillCommand>(&c)) {
+      if (f->length == 0) continue;
+      if (!AsCudaBuffer(f->target.get())) {
+        return InvalidArgument("cuda command buffer: fill_buffer of a non-CUDA buffer");
+      }
+      uint32_t mask = f->pattern_size == 4 ? ~0u : (1u << (8 * f->pattern_size)) - 1;
+      ops_.push_back({RecordedOp::kFill, fills_.size()});
+      fills_.push_back({DevicePtr(*f->target) + f->offset, f->length, f->pattern & mask,
+                        f->pattern_size});
+    }
+  }
+  if (has_indirect_) {
+    void* host = nullptr;
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuMemHostAlloc(&host, 64, 0),
+                               "cuMemHostAlloc(indirect count readback)");
+    count_host_ = static_cast<uint32_t*>(host);
+  }
+  if (scratch_size_) {
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuMemAlloc(&scratch_, scratch_size_),
+                               "cuMemAlloc(", scratch_size_, " bytes, copy overlap scratch)");
+  }
+  if (status_count_) {
+    void* host = nullptr;
+    HEXIR_CUDA_RETURN_IF_ERROR(
+        api, api.cuMemHostAlloc(&host, status_count_ * 4,
+                                CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
+        "cuMemHostAlloc(", status_count_ * 4, " bytes, kernel status words)");
+    std::memset(host, 0, status_count_ * 4);
+    status_host_ = static_cast<volatile uint32_t*>(host);
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuMemHostGetDevicePointer(&status_device_, host, 0),
+                               "cuMemHostGetDevicePointer(kernel status words)");
+  }
+  for (RecordedKernel& k : kernels_) {
+    if (k.status_index >= 0) k.values.back() = status_device_ + 4ull * k.status_index;
+    k.params.resize(k.values.size());
+    for (size_t i = 0; i < k.values.size(); ++i) k.params[i] = &k.values[i];
+  }
+  return Status::Ok();
+}
+
+bool CudaRecording::ResolveSlotPointers(RecordedKernel& k,
+                                        const std::vector<CUdeviceptr>& pointers) {
+  bool changed = false;
+  for (size_t i = 0; i < k.slot_of.size(); ++i) {
+    if (k.slot_of[i] < 0) continue;
+    uint64_t v = pointers[k.slot_of[i]];
+    if (k.values[i] != v) {
+      k.values[i] = v;
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+// A uniform slot's shadow is reused by every launch: the copy for launch N+1 is queued after
+// launch N on the same stream. Host memory stays valid until the copy ran because the
+// submission retains its binding table until it completes.
+Status CudaRecording::StageUniforms(const std::vector<BufferRef>& table, CUstream stream,
+                                    std::vector<CUdeviceptr>* pointers) {
+  constexpr uint64_t kMaxUniformBytes = 64 * 1024;
+  const CudaApi& api = *shared_->api;
+  if (shadows_.size() < table.size()) shadows_.resize(table.size());
+  pointers->resize(table.size());
+  for (size_t i = 0; i < table.size(); ++i) {
+    const BufferRef& r = table[i];
+    const Buffer& b = *r.buffer;
+    (*pointers)[i] = DevicePtr(b) + r.offset;
+    if (!(b.memory_types() & kMemoryUniform) || b.host_data() == nullptr || r.length == 0 ||
+        r.length > kMaxUniformBytes)
+      continue;
+    Shadow& sh = shadows_[i];
+    if (sh.capacity < r.length) {
+      if (sh.ptr) api.cuMemFreeAsync(sh.ptr, stream);
+      sh = Shadow();
+      uint64_t capacity = std::max<uint64_t>(r.length, 256);
+      HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuMemAllocAsync(&sh.ptr, capacity, stream),
+                                 "cuMemAllocAsync(", capacity, " bytes, uniform slot ", i, ")");
+      sh.capacity = capacity;
+    }
+    HEXIR_CUDA_RETURN_IF_ERROR(
+        api, api.cuMemcpyHtoDAsync(sh.ptr, b.host_data() + r.offset, r.length, stream),
+        "cuMemcpyHtoDAsync(", r.length, " bytes, uniform slot ", i, ")");
+    (*pointers)[i] = sh.ptr;
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::optional<Grid>> CudaRecording::HostCount(const RecordedKernel& k,
+                                                       const std::vector<BufferRef>& table) const {
+  const Buffer* buffer = k.command->workgroup_count_ref.buffer.get();
+  uint64_t offset = k.command->workgroup_count_ref.offset;
+  if (k.count_slot >= 0) {
+    const BufferRef& r = table[k.count_slot];
+    if (r.length < k.count_offset + kIndirectParamsSize) return CountOutsideSlot(k, r.length);
+    buffer = r.buffer.get();
+    offset = r.offset + k.count_offset;
+  }
+  if (!(buffer->memory_types() & kMemoryUniform) || buffer->host_data() == nullptr) {
+    return std::optional<Grid>();
+  }
+  Grid wg;
+  std::memcpy(wg.data(), buffer->host_data() + offset, kIndirectParamsSize);
+  if (!WorkgroupCountFits(wg)) return CountTooLarge(k, wg);
+  return std::optional<Grid>(wg);
+}
+
+StatusOr<Grid> CudaRecording::StreamCount(const RecordedKernel& k,
+                                          const std::vector<BufferRef>& table, CUstream stream) {
+  HEXIR_ASSIGN_OR_RETURN(std::optional<Grid> host_count, HostCount(k, table));
+  if (host_count) return *host_count;
+  const CudaApi& api = *shared_->api;
+  CUdeviceptr src = k.count_ptr;
+  if (k.count_slot >= 0) {
+    const BufferRef& r = table[k.count_slot];  // its range was checked by HostCount
+    src = DevicePtr(*r.buffer) + r.offset + k.count_offset;
+  }
+  HEXIR_CUDA_RETURN_IF_ERROR(
+      api, api.cuMemcpyDtoHAsync(count_host_, src, kIndirectParamsSize, stream),
+      "cuMemcpyDtoHAsync(indirect count of '", k.name(), "')");
+  HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuStreamSynchronize(stream),
+                             "cuStreamSynchronize(indirect count of '", k.name(), "')");
+  shared_->counters.transfer_synchronizations.fetch_add(1, std::memory_order_relaxed);
+  Grid wg = {count_host_[0], count_host_[1], count_host_[2]};
+  if (!WorkgroupCountFits(wg)) return CountTooLarge(k, wg);
+  return wg;
+}
+
+// Profiling mode (hal/profiling.h): stream launches with an event pair around each kernel;
+// the submitting thread waits for a closing event and maps every event onto the host clock
+// through it (elapsed time from the event to the closing event, subtracted from the host time
+// at which the closing event was seen complete).
+Status CudaRecording::LaunchProfiled(const std::vector<BufferRef>& table, CUstream stream,
+                                     Profiler* profiler) {
+  const CudaApi& api = *shared_->api;
+  const size_t needed = 2 * kernels_.size() + 1;
+  while (profile_events_.size() < needed) {
+    CUevent e = nullptr;
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuEventCreate(&e, CU_EVENT_DEFAULT),
+                               "cuEventCreate(profiling)");
+    profile_events_.push_back(e);
+  }
+  profiled_kernels_.clear();
+  HEXIR_RETURN_IF_ERROR(Launch(table, stream, /*profiling=*/true));
+  CUevent closing = profile_events_[2 * kernels_.size()];
+  HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuEventRecord(closing, stream), "cuEventRecord(profiling)");
+  HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuEventSynchronize(closing),
+                             "cuEventSynchronize(profiling)");
+  const int64_t closing_ns = ProfileClockNs();
+  for (size_t i = 0; i < profiled_kernels_.size(); ++i) {
+    const RecordedKernel& k = kernels_[profiled_kernels_[i].first];
+    float to_end_begin = 0, to_end_end = 0;
+    HEXIR_CUDA_RETURN_IF_ERROR(
+        api, api.cuEventElapsedTime(&to_end_begin, profile_events_[2 * i], closing),
+        "cuEventElapsedTime(profiling)");
+    HEXIR_CUDA_RETURN_IF_ERROR(
+        api, api.cuEventElapsedTime(&to_end_end, profile_events_[2 * i + 1], closing),
+        "cuEventElapsedTime(profiling)");
+    DispatchTiming t;
+    t.executable = k.command->executable.get();
+    t.entry = k.command->entry;
+    t.workgroup_count = profiled_kernels_[i].second;
+    t.begin_ns = closing_ns - static_cast<int64_t>(double(to_end_begin) * 1e6);
+    t.end_ns = closing_ns - static_cast<int64_t>(double(to_end_end) * 1e6);
+    t.device_events = true;
+    profiler->OnDispatch(t);
+  }
+  return Status::Ok();
+}
+
+// One stream serializes everything, so barriers need no work here.
+Status CudaRecording::Launch(const std::vector<BufferRef>& table, CUstream stream,
+                             bool profiling) {
+  const CudaApi& api = *shared_->api;
+  // Uniform slots read from their device shadows here too, so stream launches (and the
+  // profiled launches hexir-bench times) run the kernels exactly as a graph launch does.
+  std::vector<CUdeviceptr> pointers;
+  HEXIR_RETURN_IF_ERROR(StageUniforms(table, stream, &pointers));
+  for (const RecordedOp& op : ops_) {
+    if (op.kind == RecordedOp::kKernel) {
+      RecordedKernel& k = kernels_[op.index];
+      if (k.uses_slots) ResolveSlotPointers(k, pointers);
+      Grid wg = k.command->workgroup_count;
+      if (k.indirect) {
+        HEXIR_ASSIGN_OR_RETURN(wg, StreamCount(k, table, stream));
+        if (IsEmptyGrid(wg)) continue;
+        HEXIR_RETURN_IF_ERROR(CheckGrid(k.name(), wg));
+      }
+      const auto& bs = k.entry->block_size;
+      const size_t profiled = profiled_kernels_.size();
+      if (profiling) {
+        HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuEventRecord(profile_events_[2 * profiled], stream),
+                                   "cuEventRecord(profiling)");
+      }
+      HEXIR_CUDA_RETURN_IF_ERROR(
+          api,
+          api.cuLaunchKernel(k.entry->function, wg[0], wg[1], wg[2], bs[0], bs[1], bs[2], 0,
+                             stream, k.params.data(), nullptr),
+          "cuLaunchKernel('", k.name(), "', grid ", wg[0], "x", wg[1], "x", wg[2], ")");
+      shared_->counters.stream_launches.fetch_add(1, std::memory_order_relaxed);
+      if (profiling) {
+        HEXIR_CUDA_RETURN_IF_ERROR(api,
+                                   api.cuEventRecord(profile_events_[2 * profiled + 1], stream),
+                                   "cuEventRecord(profiling)");
+        profiled_kernels_.emplace_back(op.index, wg);
+      }
+    } else if (op.kind == RecordedOp::kCopy) {
+      const RecordedCopy& c = copies_[op.index];
+      if (c.via_scratch) {
+        HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuMemcpyAsync(scratch_, c.src, c.length, stream),
+                                   "cuMemcpyAsync(", c.length, " bytes to scratch)");
+        HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuMemcpyAsync(c.dst, scratch_, c.length, stream),
+                                   "cuMemcpyAsync(", c.length, " bytes from scratch)");
+      } else {
+        HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuMemcpyAsync(c.dst, c.src, c.length, stream),
+                                   "cuMemcpyAsync(", c.length, " bytes)");
+      }
+    } else if (op.kind == RecordedOp::kFill) {
+      const RecordedFill& f = fills_[op.index];
+      CUresult r = f.pattern_size == 1
+                       ? api.cuMemsetD8Async(f.dst, static_cast<unsigned char>(f.pattern),
+                                             f.length, stream)
+                   : f.pattern_size == 2
+                       ? api.cuMemsetD16Async(f.dst, static_cast<unsigned short>(f.pattern),
+                                              f.length / 2, stream)
+                       : api.cuMemsetD32Async(f.dst, f.pattern, f.length / 4, stream);
+      HEXIR_CUDA_RETURN_IF_ERROR(api, r, "cuMemsetD", 8 * f.pattern_size, "Async(", f.length,
+                                 " bytes)");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CudaRecording::CheckKernelStatus() {
+  Status first;
+  for (const RecordedKernel& k : kernels_) {
+    if (k.status_index < 0) continue;
+    uint32_t code = status_host_[k.status_index];
+    if (code == 0) continue;
+    status_host_[k.status_index] = 0;
+    if (first.ok()) {
+      first = Aborted("dispatch of entry '", k.name(), "' failed: a workgroup reported status ",
+                      code);
+    }
+  }
+  return first;
+}
+
+}  // namespace hexir::hal::cuda

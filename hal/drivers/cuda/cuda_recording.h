@@ -1,0 +1,149 @@
+// Internal to the CUDA driver: the recorded form both command buffer classes replay
+// (cuda_graph_command_buffer.h, cuda_stream_command_buffer.h). Built once at Finalize from the
+// HAL commands: kernels (function, launch shape, parameter layout, direct pointers resolved,
+// binding slots and indirect counts left to each submission), copies, fills and barriers in
+// command order. It also runs them as stream launches, which stream command buffers always do
+// and graph command buffers do for the submissions a graph cannot express (a count only the
+// device knows, a zero count) and for profiling.
+//
+// Ownership: owns the overlap scratch buffer of self-overlapping copies, the pinned kernel
+// status words, the pinned indirect-count readback and the device-side shadows of uniform
+// slots; references (does not retain) the commands of its command buffer, which outlives it.
+// Thread-safety: none; the owning command buffer serializes Build, launches and status checks.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "hal/command_buffer.h"
+#include "hal/profiling.h"
+#include "hal/drivers/cuda/cuda_executable.h"
+#include "hal/drivers/cuda/cuda_shared.h"
+
+namespace hexir::hal::cuda {
+
+using Grid = std::array<uint32_t, 3>;
+
+struct RecordedKernel {
+  const DispatchCommand* command = nullptr;
+  const CudaEntry* entry = nullptr;
+  std::vector<uint64_t> values;  // one per kernel parameter (push constants in the low 32 bits)
+  std::vector<void*> params;     // &values[i]
+  std::vector<int32_t> slot_of;  // per binding: table slot, or -1 for a direct buffer
+  bool uses_slots = false;
+  int32_t status_index = -1;
+  // Indirect: the count is read from the command's direct range (count_ptr on the device),
+  // or from table[count_slot] + count_offset.
+  bool indirect = false;
+  CUdeviceptr count_ptr = 0;
+  int32_t count_slot = -1;
+  uint64_t count_offset = 0;
+
+  const std::string& name() const { return command->executable->entry_name(command->entry); }
+};
+struct RecordedCopy {
+  CUdeviceptr src = 0, dst = 0;
+  uint64_t length = 0;
+  bool via_scratch = false;  // source and target overlap: two copies through the scratch
+};
+struct RecordedFill {
+  CUdeviceptr dst = 0;
+  uint64_t length = 0;
+  uint32_t pattern = 0, pattern_size = 1;
+};
+struct RecordedOp {
+  enum Kind { kKernel, kCopy, kFill, kBarrier } kind;
+  size_t index;  // into kernels() / copies() / fills()
+};
+
+// InvalidArgument naming the dispatch when `grid` exceeds CUDA's (2^31-1)x65535x65535.
+Status CheckGrid(const std::string& name, const Grid& grid);
+inline bool IsEmptyGrid(const Grid& grid) { return grid[0] == 0 || grid[1] == 0 || grid[2] == 0; }
+
+class CudaRecording {
+ public:
+  explicit CudaRecording(std::shared_ptr<CudaShared> shared) : shared_(std::move(shared)) {}
+  ~CudaRecording();
+  CudaRecording(const CudaRecording&) = delete;
+  CudaRecording& operator=(const CudaRecording&) = delete;
+
+  // Resolves everything that does not depend on the binding table, once (the context must be
+  // current): checks each dispatch's executable (this driver, this GPU) and ABI, skips commands
+  // that do nothing (no workgroups, zero bytes), allocates scratch and status words.
+  Status Build(const std::vector<Command>& commands);
+
+  const std::vector<RecordedOp>& ops() const { return ops_; }
+  std::vector<RecordedKernel>& kernels() { return kernels_; }
+  const std::vector<RecordedKernel>& kernels() const { return kernels_; }
+  const std::vector<RecordedCopy>& copies() const { return copies_; }
+  const std::vector<RecordedFill>& fills() const { return fills_; }
+  CUdeviceptr scratch() const { return scratch_; }
+  bool has_indirect() const { return has_indirect_; }
+  // A direct count in device memory: only stream launches can read it.
+  bool indirect_on_device() const { return indirect_on_device_; }
+  bool has_status_words() const { return status_count_ > 0; }
+
+  // Copies the uniform entries of `table` (kMemoryUniform, host-visible, at most 64 KiB) into
+  // their device-side shadows (stream order) and fills `pointers` with every slot's device
+  // pointer (the shadow for a uniform slot, whose address never changes).
+  Status StageUniforms(const std::vector<BufferRef>& table, CUstream stream,
+                       std::vector<CUdeviceptr>* pointers);
+  // Fills k's binding parameters from per-slot device pointers; true when any changed.
+  static bool ResolveSlotPointers(RecordedKernel& k, const std::vector<CUdeviceptr>& pointers);
+  // An indirect kernel's count for this submission, when the host can read it now (a uniform
+  // buffer); nullopt when only the device knows it. Errors: the range is outside the slot, or
+  // the count exceeds 2^40 workgroups.
+  StatusOr<std::optional<Grid>> HostCount(const RecordedKernel& k,
+                                          const std::vector<BufferRef>& table) const;
+
+  // Every op as stream launches on `stream` (a count only the device knows is copied back, one
+  // host synchronization each). Changes the kernels' slot parameters.
+  Status LaunchOnStream(const std::vector<BufferRef>& table, CUstream stream) {
+    return Launch(table, stream, /*profiling=*/false);
+  }
+  // Stream launches with an event pair around each kernel; waits for a closing event and
+  // reports each kernel to `profiler` on the host clock (hal/profiling.h).
+  Status LaunchProfiled(const std::vector<BufferRef>& table, CUstream stream, Profiler* profiler);
+
+  // After an execution completed: the first kernel-reported failure (status words written by
+  // kernels that take the optional status parameter), as Aborted naming the entry; resets them.
+  Status CheckKernelStatus();
+
+ private:
+  Status AddDispatch(const DispatchCommand& d);
+  Status Launch(const std::vector<BufferRef>& table, CUstream stream, bool profiling);
+  // The count of an indirect kernel for a stream launch: read on the host, or copied back.
+  StatusOr<Grid> StreamCount(const RecordedKernel& k, const std::vector<BufferRef>& table,
+                             CUstream stream);
+
+  std::shared_ptr<CudaShared> shared_;
+  std::vector<RecordedOp> ops_;
+  std::vector<RecordedKernel> kernels_;
+  std::vector<RecordedCopy> copies_;
+  std::vector<RecordedFill> fills_;
+  uint64_t scratch_size_ = 0;
+  bool has_indirect_ = false;
+  bool indirect_on_device_ = false;
+  uint32_t* count_host_ = nullptr;  // pinned, 12 bytes: indirect count readback
+  CUdeviceptr scratch_ = 0;         // for copies whose source and target overlap
+  volatile uint32_t* status_host_ = nullptr;
+  CUdeviceptr status_device_ = 0;
+  uint32_t status_count_ = 0;
+
+  // Profiling: event pairs (2 per kernel + 1 closing), kernels launched this submission.
+  std::vector<CUevent> profile_events_;
+  std::vector<std::pair<size_t, Grid>> profiled_kernels_;
+
+  struct Shadow {
+    CUdeviceptr ptr = 0;
+    uint64_t capacity = 0;
+  };
+  std::vector<Shadow> shadows_;  // per slot
+};
+
+}  // namespace hexir::hal::cuda
