@@ -402,9 +402,9 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     FailureOr<OpPassManager> nvvm = parsePassPipeline(kNVVMPipeline);
     if (failed(bufferize) || failed(loops) || failed(nvvm))
       return exe.emitError("bad internal pipeline");
-    // Data-dependent indices and integer divisors are clamped (the documented CUDA rule of
-    // passes/README.md "Checks in kernels"): no illegal address, no fault.
-    codegen::InsertKernelChecks(kernel, /*report=*/false, /*workgroupId=*/Value());
+    // Data-dependent indices and integer divisors are clamped (no illegal address, no fault)
+    // and reported through the dispatch's status record (passes/README.md "Checks in kernels").
+    codegen::InsertKernelChecks(kernel, /*report=*/true, /*workgroupId=*/Value());
     if (failed(runPipeline(*bufferize, inner))) return failure();
     FailureOr<func::FuncOp> bufferized = codegen::FinishBufferizedKernel(exe);
     if (failed(bufferized)) return failure();
@@ -434,6 +434,8 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     kernel->moveBefore(gpuModule.getBody(), gpuModule.getBody()->end());
     for (auto shared : llvm::to_vector(inner.getOps<memref::GlobalOp>()))  // WorkgroupArray
       shared->moveBefore(kernel);
+    if (Operation* report = inner.lookupSymbol(codegen::kKernelErrorFunction))
+      report->moveBefore(gpuModule.getBody(), gpuModule.getBody()->begin());
     kernel->removeAttr("hexir.cuda.thread_count");
     kernel->removeAttr("hexir.cuda.block_size");
     if (failed(runPipeline(*nvvm, inner))) return failure();
@@ -457,11 +459,14 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     impl->removeAttr("llvm.emit_c_interface");
     bool hasParams = false;
     int64_t memrefCount = codegen::PrepareLoweredKernel(impl, signature, &hasParams);
+    bool reportsErrors =
+        codegen::LowerKernelErrorCalls(gpuModule, impl, codegen::ErrorRecord::kDispatchStatus);
 
     auto ptr = LLVM::LLVMPointerType::get(ctx);
     OpBuilder b(ctx);
     Type i64 = b.getI64Type();
-    SmallVector<Type> params(memrefCount + (hasParams ? 1 : 0), ptr);
+    // ABI v1's optional trailing 8-byte parameter: the dispatch's status record.
+    SmallVector<Type> params(memrefCount + (hasParams ? 1 : 0) + (reportsErrors ? 1 : 0), ptr);
     b.setInsertionPointToEnd(gpuModule.getBody());
     Location loc = exe.getLoc();
     auto entry = LLVM::LLVMFuncOp::create(b, loc, exe.getSymName(),
@@ -488,6 +493,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
             b, loc, exe, "cuda", signature, [&] { return body->getArgument(binding++); }, param,
             args)))
       return failure();
+    if (reportsErrors) args.push_back(body->getArguments().back());
     LLVM::CallOp::create(b, loc, impl, args);
     LLVM::ReturnOp::create(b, loc, ValueRange{});
     return success();

@@ -5,7 +5,7 @@
 // by construction of the loops.
 #include "passes/codegen/KernelChecks.h"
 
-#include "hal/drivers/cpu/dispatch_abi.h"
+#include "hal/kernel_status.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -81,7 +81,7 @@ class Checker {
       if (!isData(index)) continue;
       Value extent = tensor::DimOp::create(b, loc, extract.getTensor(), k);
       Value bad = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, index, extent);
-      reportIf(b, loc, bad, HEXIR_CPU_KERNEL_INDEX_OUT_OF_RANGE, index, extent);
+      reportIf(b, loc, bad, HEXIR_KERNEL_INDEX_OUT_OF_RANGE, index, extent);
       Value zero = arith::ConstantIndexOp::create(b, loc, 0);
       Value safe = arith::SelectOp::create(b, loc, bad, zero, index);
       extract.getIndicesMutable()[k].assign(safe);
@@ -104,7 +104,7 @@ class Checker {
     };
     Value zero = intConstant(0), one = intConstant(1);
     Value byZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, divisor, zero);
-    reportIf(b, loc, byZero, HEXIR_CPU_KERNEL_DIVISION_BY_ZERO, dividend, divisor);
+    reportIf(b, loc, byZero, HEXIR_KERNEL_DIVISION_BY_ZERO, dividend, divisor);
     Value bad = byZero;
     if (isSigned) {
       unsigned width = t.isIndex() ? 64 : t.getIntOrFloatBitWidth();
@@ -116,7 +116,7 @@ class Checker {
       Value overflow = arith::AndIOp::create(
           b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, dividend, min),
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, divisor, minusOne));
-      reportIf(b, loc, overflow, HEXIR_CPU_KERNEL_DIVISION_OVERFLOW, dividend, divisor);
+      reportIf(b, loc, overflow, HEXIR_KERNEL_DIVISION_OVERFLOW, dividend, divisor);
       bad = arith::OrIOp::create(b, loc, bad, overflow);
     }
     op->setOperand(1, arith::SelectOp::create(b, loc, bad, one, divisor));
@@ -160,8 +160,54 @@ void InsertKernelChecks(func::FuncOp kernel, bool report, Value workgroupId) {
   for (auto [op, isSigned] : divisions) checker.checkDivision(op, isSigned);
 }
 
-bool LowerKernelErrorCalls(ModuleOp inner, LLVM::LLVMFuncOp impl) {
-  auto callee = inner.lookupSymbol<LLVM::LLVMFuncOp>(kKernelErrorFunction);
+namespace {
+
+// CPU: the first failure of the workgroup is kept (the record starts zeroed), so the error
+// names the first bad element of its tile whatever the tile size.
+void storeWorkgroupRecord(OpBuilder& b, Location loc, Value record, Value code32, Value a,
+                          Value c) {
+  Type i8 = b.getI8Type(), i64 = b.getI64Type();
+  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  Value code = LLVM::ZExtOp::create(b, loc, i64, code32);
+  Value words[3] = {code, a, c};
+  Value previous = LLVM::LoadOp::create(b, loc, i64, record);
+  Value first = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, previous,
+                                     LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(0)));
+  for (int i = 0; i < 3; ++i) {
+    Value at = LLVM::GEPOp::create(b, loc, ptr, i8, record, ArrayRef<LLVM::GEPArg>{8 * i});
+    Value kept = i == 0 ? previous : LLVM::LoadOp::create(b, loc, i64, at).getResult();
+    LLVM::StoreOp::create(b, loc, LLVM::SelectOp::create(b, loc, first, words[i], kept), at);
+  }
+}
+
+// CUDA: threads of the whole grid share the record. cmpxchg(code, 0, code) claims it; the
+// winner stores its values, the losers store theirs into the scratch word (no branch).
+void storeDispatchStatus(OpBuilder& b, Location loc, Value record, Value code32, Value a,
+                         Value c) {
+  Type i8 = b.getI8Type(), i32 = b.getI32Type();
+  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  Value zero = LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(0));
+  auto claim = LLVM::AtomicCmpXchgOp::create(b, loc, record, zero, code32,
+                                             LLVM::AtomicOrdering::monotonic,
+                                             LLVM::AtomicOrdering::monotonic);
+  Value won = LLVM::ExtractValueOp::create(b, loc, claim, ArrayRef<int64_t>{1});
+  auto at = [&](int32_t offset) -> Value {
+    return LLVM::GEPOp::create(b, loc, ptr, i8, record, ArrayRef<LLVM::GEPArg>{offset});
+  };
+  Value scratch = at(HEXIR_KERNEL_STATUS_SCRATCH_OFFSET);
+  Value values[2] = {a, c};
+  for (int i = 0; i < 2; ++i) {
+    Value slot = LLVM::SelectOp::create(b, loc, won, at(HEXIR_KERNEL_STATUS_VALUES_OFFSET + 8 * i),
+                                        scratch);
+    LLVM::StoreOp::create(b, loc, values[i], slot);
+  }
+}
+
+}  // namespace
+
+bool LowerKernelErrorCalls(Operation* symbolTable, LLVM::LLVMFuncOp impl, ErrorRecord kind) {
+  auto callee = dyn_cast_or_null<LLVM::LLVMFuncOp>(
+      SymbolTable::lookupSymbolIn(symbolTable, kKernelErrorFunction));
   if (!callee) return false;
   SmallVector<LLVM::CallOp> calls;
   impl.walk([&](LLVM::CallOp call) {
@@ -171,7 +217,7 @@ bool LowerKernelErrorCalls(ModuleOp inner, LLVM::LLVMFuncOp impl) {
     callee.erase();
     return false;
   }
-  MLIRContext* ctx = inner.getContext();
+  MLIRContext* ctx = impl.getContext();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
   LLVM::LLVMFunctionType type = impl.getFunctionType();
   SmallVector<Type> params(type.getParams());
@@ -186,20 +232,11 @@ bool LowerKernelErrorCalls(ModuleOp inner, LLVM::LLVMFuncOp impl) {
   Value record = impl.getBody().front().addArgument(ptr, impl.getLoc());
   for (LLVM::CallOp call : calls) {
     OpBuilder b(call);
-    Location loc = call.getLoc();
-    Type i8 = b.getI8Type(), i64 = b.getI64Type();
-    Value code = LLVM::ZExtOp::create(b, loc, i64, call.getOperand(0));
-    Value words[3] = {code, call.getOperand(1), call.getOperand(2)};
-    // The first failure of the workgroup is kept (the record starts zeroed), so the error
-    // names the first bad element of its tile whatever the tile size.
-    Value previous = LLVM::LoadOp::create(b, loc, i64, record);
-    Value first = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, previous,
-                                       LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(0)));
-    for (int i = 0; i < 3; ++i) {
-      Value at = LLVM::GEPOp::create(b, loc, ptr, i8, record, ArrayRef<LLVM::GEPArg>{8 * i});
-      Value kept = i == 0 ? previous : LLVM::LoadOp::create(b, loc, i64, at).getResult();
-      LLVM::StoreOp::create(b, loc, LLVM::SelectOp::create(b, loc, first, words[i], kept), at);
-    }
+    Value code = call.getOperand(0), a = call.getOperand(1), c = call.getOperand(2);
+    if (kind == ErrorRecord::kWorkgroup)
+      storeWorkgroupRecord(b, call.getLoc(), record, code, a, c);
+    else
+      storeDispatchStatus(b, call.getLoc(), record, code, a, c);
     call.erase();
   }
   callee.erase();

@@ -74,8 +74,78 @@ void checkEqual(OpBuilder& b, Location loc, Value actual, Value expected, const 
   CheckOp::create(b, loc, eq, b.getStringAttr(what), ValueRange{actual, expected});
 }
 
+// `e` as sum(coefficient * loop dim) + constant with every coefficient and the constant
+// non-negative (convolution and pooling windows: d1 * 2 + d4 * 3); false otherwise.
+bool positiveLinearForm(AffineExpr e, SmallVector<int64_t>& coefficients, int64_t& constant) {
+  if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+    constant += c.getValue();
+    return c.getValue() >= 0;
+  }
+  if (auto d = dyn_cast<AffineDimExpr>(e)) {
+    coefficients[d.getPosition()] += 1;
+    return true;
+  }
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin) return false;
+  if (bin.getKind() == AffineExprKind::Add)
+    return positiveLinearForm(bin.getLHS(), coefficients, constant) &&
+           positiveLinearForm(bin.getRHS(), coefficients, constant);
+  if (bin.getKind() != AffineExprKind::Mul) return false;
+  auto d = dyn_cast<AffineDimExpr>(bin.getLHS());
+  auto c = dyn_cast<AffineConstantExpr>(bin.getRHS());
+  if (!d || !c || c.getValue() < 0) return false;
+  coefficients[d.getPosition()] += c.getValue();
+  return true;
+}
+
+// An operand dim indexed by a window expression `e` (d1 * s + d4 * t + c) must hold its
+// largest index, e at every loop dim's extent - 1: `max <s size`, or some extent is 0 (the
+// op reads nothing). Loop extents are those the bare dims gave; a loop dim no operand
+// indexes bare, or a form with negative terms, is not checked.
+void checkWindow(OpBuilder& b, Location loc, const std::string& name, OpOperand& operand,
+                 unsigned i, AffineExpr e, ArrayRef<Value> extents, Value size) {
+  SmallVector<int64_t> coefficients(extents.size(), 0);
+  int64_t constant = 0;
+  if (!positiveLinearForm(e, coefficients, constant)) return;
+  bool allConstant = isConstant(size);
+  for (auto [d, c] : llvm::enumerate(coefficients)) {
+    if (c == 0) continue;
+    if (!extents[d]) return;
+    allConstant &= isConstant(extents[d]);
+  }
+  if (allConstant) return;  // the op's verifier compared static windows
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value max = arith::ConstantIndexOp::create(b, loc, constant);
+  Value empty = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+  SmallVector<Value> values{size, Value()};
+  std::string ranges;
+  for (auto [d, c] : llvm::enumerate(coefficients)) {
+    if (c == 0) continue;
+    Value last = b.createOrFold<arith::SubIOp>(loc, extents[d], one);
+    Value term = b.createOrFold<arith::MulIOp>(loc, last, arith::ConstantIndexOp::create(b, loc, c));
+    max = b.createOrFold<arith::AddIOp>(loc, max, term);
+    empty = b.createOrFold<arith::OrIOp>(
+        loc, empty, b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, extents[d], zero));
+    ranges += (ranges.empty() ? "d" : ", d") + std::to_string(d) + " < {}";
+    values.push_back(extents[d]);
+  }
+  values[1] = max;
+  Value fits = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, max, size);
+  Value ok = b.createOrFold<arith::OrIOp>(loc, fits, empty);
+  std::string expr;
+  llvm::raw_string_ostream os(expr);
+  e.print(os);
+  CheckOp::create(b, loc, ok,
+                  b.getStringAttr(name + ": dimension " + Twine(i) + " of operand " +
+                                  Twine(operand.getOperandNumber()) + " is {}, but its index " +
+                                  expr + " reaches {} (" + ranges + ")"),
+                  values);
+}
+
 // Every (operand, dim) whose indexing-map result is the bare loop dim d must have the extent
-// of the first such pair (the one the kernel's loop bound is taken from).
+// of the first such pair (the one the kernel's loop bound is taken from); every dim indexed
+// by a window expression must hold the window's largest index (checkWindow).
 void checkLinalgOp(OpBuilder& b, DominanceInfo& dom, linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics()) return;
   Location loc = op.getLoc();
@@ -101,6 +171,79 @@ void checkLinalgOp(OpBuilder& b, DominanceInfo& dom, linalg::LinalgOp op) {
                      Twine(reference[d].second) + " of operand " +
                      Twine(reference[d].first->getOperandNumber()) + ")");
     }
+  }
+  for (OpOperand& operand : op->getOpOperands()) {
+    if (!isa<RankedTensorType>(operand.get().getType())) continue;
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    for (auto [i, expr] : llvm::enumerate(map.getResults())) {
+      if (isa<AffineDimExpr, AffineConstantExpr>(expr)) continue;
+      checkWindow(b, loc, name, operand, i, expr, referenceSize,
+                  dimOf(b, loc, dom, operand.get(), i));
+    }
+  }
+}
+
+// A slice [offset, offset + (size - 1) * stride] of each dim must lie in [0, extent): for a
+// static stride s >= 1, `offset <=u extent` and, unless size == 0, `offset <u extent` and
+// `size - 1 <=u (extent - 1 - offset) / s` (negative values are huge unsigned, so they fail).
+// `what` names the op and whether it reads or writes the tensor.
+void checkSliceBounds(OpBuilder& b, DominanceInfo& dom, Location loc, const Twine& what,
+                      Value tensor, ArrayRef<OpFoldResult> offsets, ArrayRef<OpFoldResult> sizes,
+                      ArrayRef<OpFoldResult> strides) {
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    std::optional<int64_t> stride = getConstantIntValue(strides[i]);
+    if (!stride || *stride < 1) continue;  // VerifyInput/LowerTensorOps take unit strides
+    Value extent = dimOf(b, loc, dom, tensor, i);
+    Value offset = getValueOrCreateConstantIndexOp(b, loc, offsets[i]);
+    Value size = getValueOrCreateConstantIndexOp(b, loc, sizes[i]);
+    if (isConstant(extent) && isConstant(offset) && isConstant(size)) continue;  // verifier
+    auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) -> Value {
+      return arith::CmpIOp::create(b, loc, p, x, y);
+    };
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value room = arith::SubIOp::create(b, loc, arith::SubIOp::create(b, loc, extent, one), offset);
+    if (*stride > 1)
+      room = arith::DivUIOp::create(b, loc, room, arith::ConstantIndexOp::create(b, loc, *stride));
+    Value fitsSize = arith::AndIOp::create(
+        b, loc, cmp(arith::CmpIPredicate::ult, offset, extent),
+        cmp(arith::CmpIPredicate::ule, arith::SubIOp::create(b, loc, size, one), room));
+    Value ok = arith::AndIOp::create(
+        b, loc, cmp(arith::CmpIPredicate::ule, offset, extent),
+        arith::OrIOp::create(b, loc, cmp(arith::CmpIPredicate::eq, size, zero), fitsSize));
+    std::string window = *stride == 1 ? "[{}, {} + {})" : "{} + [0, {}) * " + std::to_string(*stride);
+    SmallVector<Value> values{offset, size, extent};
+    if (*stride == 1) values = {offset, offset, size, extent};
+    CheckOp::create(b, loc, ok,
+                    b.getStringAttr(what + ": dimension " + Twine(i) + " " + window +
+                                    " is outside [0, {})"),
+                    values);
+  }
+}
+
+void checkExtractSlice(OpBuilder& b, DominanceInfo& dom, tensor::ExtractSliceOp slice) {
+  checkSliceBounds(b, dom, slice.getLoc(), "tensor.extract_slice reads the source", slice.getSource(),
+                   slice.getMixedOffsets(), slice.getMixedSizes(), slice.getMixedStrides());
+}
+
+// The destination must hold the slice, and the source must have the slice's sizes (the
+// kernel writes `sizes` elements read from the source).
+void checkInsertSlice(OpBuilder& b, DominanceInfo& dom, tensor::InsertSliceOp slice) {
+  Location loc = slice.getLoc();
+  checkSliceBounds(b, dom, loc, "tensor.insert_slice writes the destination", slice.getDest(),
+                   slice.getMixedOffsets(), slice.getMixedSizes(), slice.getMixedStrides());
+  RankedTensorType source = slice.getSourceType();
+  llvm::SmallBitVector dropped = slice.getDroppedDims();
+  SmallVector<OpFoldResult> sizes = slice.getMixedSizes();
+  int64_t sourceDim = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (dropped.test(i)) continue;
+    int64_t dim = sourceDim++;
+    if (!source.isDynamicDim(dim)) continue;
+    checkEqual(b, loc, dimOf(b, loc, dom, slice.getSource(), dim),
+               getValueOrCreateConstantIndexOp(b, loc, sizes[i]),
+               "tensor.insert_slice: dimension " + Twine(dim) + " of the source is {}, expected {} "
+               "(the slice size of dimension " + Twine(i) + ")");
   }
 }
 
@@ -195,6 +338,8 @@ class InsertShapeChecks : public impl::InsertShapeChecksBase<InsertShapeChecks> 
         else if (auto cast = dyn_cast<tensor::CastOp>(op)) checkCast(b, dom, cast);
         else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) checkExpand(b, dom, expand);
         else if (auto empty = dyn_cast<tensor::EmptyOp>(op)) checkEmptySize(b, empty);
+        else if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) checkExtractSlice(b, dom, slice);
+        else if (auto slice = dyn_cast<tensor::InsertSliceOp>(op)) checkInsertSlice(b, dom, slice);
       });
     }
     for (Operation* op : llvm::reverse(created.ops))

@@ -1,5 +1,5 @@
 // Deadlines and cancellation end to end: an infinite scf.while compiled by hexir-compile
-// stops under hexir-run --timeout with a named error, and under the C API's deadline and
+// stops under hexir-run --timeout and hexir-bench --timeout with a named error, and under the C API's deadline and
 // hexir_context_cancel from another thread; the context then runs a normal call correctly.
 #include <catch2/catch.hpp>
 
@@ -125,6 +125,48 @@ TEST_CASE("hexir-run refuses a timeout that is not a positive number of seconds"
   CommandResult r = RunLoops("cpu", "--function=count --input=i64=1 --timeout=0");
   INFO(r.output);
   CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Catch::Contains("--timeout"));
+}
+
+CommandResult BenchLoops(const std::string& device, const std::string& args) {
+  return RunCommand("timeout 120 tools/hexir-bench/hexir-bench --module=" + LoopsModule(device) +
+                    " --device=" + device + " --iterations=1 --no-baselines --peak-gbps=1 "
+                    "--peak-gflops=1 " + args + " 2>&1");
+}
+
+void BenchTimeoutStopsAnInfiniteWhile(const std::string& device) {
+  const std::string& module = LoopsModule(device);
+  RequireDevice(device);
+  (void)module;
+  auto t0 = std::chrono::steady_clock::now();
+  CommandResult r = BenchLoops(device, "--function=grow --input=4xf32=0 --input=f32=100 --timeout=1");
+  double took = SecondsSince(t0);
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::StartsWith(
+                           "hexir-bench: error: deadline_exceeded: first call: function 'grow' @"));
+  CHECK_THAT(r.output, Catch::Contains(": deadline exceeded after "));
+  CHECK(took >= 1.0);
+  CHECK(took < 30.0);
+  // An input that ends the loop: the bench runs every phase and reports.
+  r = BenchLoops(device, "--function=grow --input=4xf32=1 --input=f32=100 --timeout=30");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("where wall time goes"));
+}
+HEXIR_E2E_TEST_ON_DEVICES("hexir-bench --timeout stops an infinite scf.while of dispatches with a named error",
+                          BenchTimeoutStopsAnInfiniteWhile)
+
+TEST_CASE("hexir-bench --timeout stops an infinite host-only scf.while and refuses a zero timeout [cpu]") {
+  CommandResult r = BenchLoops("cpu", "--function=count --input=i64=-1 --timeout=0.5");
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::StartsWith(
+                           "hexir-bench: error: deadline_exceeded: first call: function 'count' @"));
+  CHECK_THAT(r.output, Catch::Contains(": deadline exceeded after 0.500 s"));
+  r = BenchLoops("cpu", "--function=count --input=i64=1 --timeout=0");
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
   CHECK_THAT(r.output, Catch::Contains("--timeout"));
 }
 

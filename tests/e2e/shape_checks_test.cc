@@ -69,6 +69,31 @@ func.func @rows(%a: tensor<?xf32>, %h: i64) -> tensor<?x4xf32> {
   %r = linalg.exp ins(%x : tensor<?x4xf32>) outs(%e : tensor<?x4xf32>) -> tensor<?x4xf32>
   return %r : tensor<?x4xf32>
 }
+func.func @slice(%a: tensor<?xf32>, %o64: i64, %n64: i64) -> tensor<?xf32> {
+  %o = arith.index_cast %o64 : i64 to index
+  %n = arith.index_cast %n64 : i64 to index
+  %s = tensor.extract_slice %a[%o] [%n] [1] : tensor<?xf32> to tensor<?xf32>
+  %e = tensor.empty(%n) : tensor<?xf32>
+  %r = linalg.negf ins(%s : tensor<?xf32>) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+func.func @put(%d: tensor<?xf32>, %s: tensor<?xf32>, %o64: i64) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %o = arith.index_cast %o64 : i64 to index
+  %n = tensor.dim %s, %c0 : tensor<?xf32>
+  %r = tensor.insert_slice %s into %d[%o] [%n] [1] : tensor<?xf32> into tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+func.func @conv(%x: tensor<1x?x1xf32>, %w: tensor<3x1x1xf32>, %out: tensor<1x?x1xf32>) -> tensor<1x?x1xf32> {
+  %r = linalg.conv_1d_nwc_wcf {dilations = dense<1> : tensor<1xi64>, strides = dense<2> : tensor<1xi64>}
+     ins(%x, %w : tensor<1x?x1xf32>, tensor<3x1x1xf32>) outs(%out : tensor<1x?x1xf32>) -> tensor<1x?x1xf32>
+  return %r : tensor<1x?x1xf32>
+}
+func.func @dilated(%x: tensor<1x?x1xf32>, %w: tensor<?x1x1xf32>, %out: tensor<1x?x1xf32>) -> tensor<1x?x1xf32> {
+  %r = linalg.conv_1d_nwc_wcf {dilations = dense<2> : tensor<1xi64>, strides = dense<1> : tensor<1xi64>}
+     ins(%x, %w : tensor<1x?x1xf32>, tensor<?x1x1xf32>) outs(%out : tensor<1x?x1xf32>) -> tensor<1x?x1xf32>
+  return %r : tensor<1x?x1xf32>
+}
 func.func @fixed(%a: tensor<?x3xf32>) -> tensor<?x3xf32> {
   return %a : tensor<?x3xf32>
 }
@@ -182,6 +207,54 @@ void Arguments(const std::string& device) {
 }
 HEXIR_E2E_TEST_ON_DEVICES("an argument against its signature's static dims is refused naming it",
                           Arguments)
+
+void Slices(const std::string& device) {
+  std::string m = ShapesModule(device);
+  RequireOutput(Run(m, device, "--function=slice '--input=5xf32=0 1 2 3 4' --input=i64=1 --input=i64=3"),
+                "3xf32=-1 -2 -3\n");
+  RequireError(Run(m, device, "--function=slice --input=5xf32=0 --input=i64=3 --input=i64=3"),
+               "function 'slice' @");
+  RequireError(Run(m, device, "--function=slice --input=5xf32=0 --input=i64=3 --input=i64=3"),
+               "tensor.extract_slice reads the source: dimension 0 [3, 3 + 3) is outside [0, 5)");
+  RequireError(Run(m, device, "--function=slice --input=5xf32=0 --input=i64=-1 --input=i64=2"),
+               "tensor.extract_slice reads the source: dimension 0 [-1, -1 + 2) is outside [0, 5)");
+  RequireError(Run(m, device, "--function=slice --input=5xf32=0 --input=i64=1 --input=i64=-2"),
+               "tensor.extract_slice reads the source: dimension 0 [1, 1 + -2) is outside [0, 5)");
+  RequireOutput(Run(m, device, "--function=put --input=5xf32=0 '--input=2xf32=7 8' --input=i64=3"),
+                "5xf32=0 0 0 7 8\n");
+  RequireError(Run(m, device, "--function=put --input=5xf32=0 '--input=2xf32=7 8' --input=i64=4"),
+               "tensor.insert_slice writes the destination: dimension 0 [4, 4 + 2) is outside [0, 5)");
+  RequireError(Run(m, device, "--function=put --input=5xf32=0 --input=2xf32=7 --input=i64=1000000000"),
+               "tensor.insert_slice writes the destination: dimension 0 [1000000000, 1000000000 + 2) "
+               "is outside [0, 5)");
+}
+HEXIR_E2E_TEST_ON_DEVICES("slices read or written at dynamic offsets past their tensor are refused naming the window",
+                          Slices)
+
+void ConvolutionWindows(const std::string& device) {
+  std::string m = ShapesModule(device);
+  // Stride 2, kernel 3 over width 5: outputs at 0 and 2 (1 + 20 + 300, 3 + 40 + 500).
+  RequireOutput(Run(m, device,
+                    "--function=conv '--input=1x5x1xf32=1 2 3 4 5' '--input=3x1x1xf32=1 10 100' "
+                    "--input=1x2x1xf32=0"),
+                "1x2x1xf32=321 543\n");
+  RequireError(Run(m, device, "--function=conv --input=1x5x1xf32=1 --input=3x1x1xf32=1 --input=1x3x1xf32=0"),
+               "linalg.conv_1d_nwc_wcf: dimension 1 of operand 0 is 5, but its index d1 * 2 + d3 "
+               "reaches 6 (d1 < 3, d3 < 3)");
+  // Dilation 2: a 2-wide kernel spans 3 columns (x[i] + 10 x[i + 2]).
+  RequireOutput(Run(m, device,
+                    "--function=dilated '--input=1x4x1xf32=1 2 3 4' '--input=2x1x1xf32=1 10' "
+                    "--input=1x2x1xf32=0"),
+                "1x2x1xf32=31 42\n");
+  RequireError(Run(m, device, "--function=dilated --input=1x4x1xf32=1 --input=2x1x1xf32=1 --input=1x3x1xf32=0"),
+               "linalg.conv_1d_nwc_wcf: dimension 1 of operand 0 is 4, but its index d1 + d3 * 2 "
+               "reaches 4 (d1 < 3, d3 < 2)");
+  RequireError(Run(m, device, "--function=dilated --input=1x4x1xf32=1 --input=3x1x1xf32=1 --input=1x2x1xf32=0"),
+               "linalg.conv_1d_nwc_wcf: dimension 1 of operand 0 is 4, but its index d1 + d3 * 2 "
+               "reaches 5 (d1 < 2, d3 < 3)");
+}
+HEXIR_E2E_TEST_ON_DEVICES("a convolution whose input is too small for its output, stride, dilation and kernel is refused",
+                          ConvolutionWindows)
 
 }  // namespace
 }  // namespace hexir::e2e

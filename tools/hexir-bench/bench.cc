@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 
+#include "base/interrupt.h"
 #include "hal/api.h"
 #include "hal/element_type.h"
 #include "hal/drivers/cuda/cuda_device.h"
@@ -153,10 +154,18 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
     std::vector<vm::Variant> a = args;
     std::vector<vm::Variant> outs;
     if (trace) trace->set_call(index);
+    vm::InvokeOptions options;
+    if (o.timeout_seconds > 0) options.deadline_ns = Interrupt::DeadlineAfter(o.timeout_seconds);
     int64_t t0 = hal::ProfileClockNs();
-    HEXIR_RETURN_IF_ERROR(session->context().Invoke(fn, Span<vm::Variant>(a.data(), a.size()), &outs));
+    HEXIR_RETURN_IF_ERROR(
+        session->context().Invoke(fn, Span<vm::Variant>(a.data(), a.size()), &outs, options));
     int64_t t1 = hal::ProfileClockNs();
-    HEXIR_RETURN_IF_ERROR(device.WaitIdle());
+    if (o.timeout_seconds > 0) {
+      Status idle = device.WaitIdle(Interrupt(options.deadline_ns, nullptr, Interrupt::NowNs()));
+      if (!idle.ok()) return std::move(idle).WithContext(StrCat("function '", o.function, "'"));
+    } else {
+      HEXIR_RETURN_IF_ERROR(device.WaitIdle());
+    }
     int64_t t2 = hal::ProfileClockNs();
     if (trace) {
       trace->AddHostSpan({"vm.invoke " + o.function, "VM", t0, t1, index});

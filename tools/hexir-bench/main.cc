@@ -44,6 +44,10 @@ int main(int argc, char** argv) {
   app.add_option("--peak-gbps", o.peak_gbps, "Memory roof in GB/s (default: measured)");
   app.add_option("--peak-gflops", o.peak_gflops, "Compute roof in GFLOP/s (default: measured)");
   app.add_flag("!--no-baselines", o.baselines, "Skip the vendor GEMM baselines");
+  app.add_option("--timeout", o.timeout_seconds,
+                 "Seconds each call (invoke + wait idle) may take; past it the bench stops with "
+                 "deadline_exceeded (default: no limit)")
+      ->check(CLI::Range(1e-3, 1e9));
   app.add_option("--trace", trace, "Write a Chrome/Perfetto trace (JSON)");
   app.add_option("--roofline", roofline, "Write a roofline plot (SVG)");
   if (int exit = hexir::tools::ParseFlags("hexir-bench", app, argc, argv); exit >= 0) return exit;

@@ -811,7 +811,13 @@ class ModuleWriter {
     os_ << "    %c0 = arith.constant 0 : index\n"
         << "    %n_prompt = tensor.dim %prompt, %c0 : tensor<?xi64>\n"
         << "    %n_prompt64 = arith.index_cast %n_prompt : index to i64\n"
-        << "    %n_ids = arith.index_cast %max_new : i64 to index\n"
+        << "    %max_ids = arith.constant " << S_ << " : i64\n"
+        << "    %no_ids = arith.constant 0 : i64\n"
+        // max_new clamped to [0, S]: no id can be generated past the cache, and a caller's
+        // huge or negative count must not size the ids tensor (C API, hexir-run).
+        << "    %max_new_upper = arith.minsi %max_new, %max_ids : i64\n"
+        << "    %n_max = arith.maxsi %max_new_upper, %no_ids : i64\n"
+        << "    %n_ids = arith.index_cast %n_max : i64 to index\n"
         << "    %zero64 = arith.constant 0 : i64\n"
         << "    %one64 = arith.constant 1 : i64\n";
     std::vector<std::string> caches;
@@ -855,7 +861,7 @@ class ModuleWriter {
     std::string stop0 = StopFlag("", am0);
     os_ << "    %stop0_h = tensor.extract " << stop0 << "[%c0] : tensor<1xi64>\n"
         << "    %live0 = arith.subi %one64, %stop0_h : i64\n"
-        << "    %n0 = arith.minsi %one64, %max_new : i64\n"
+        << "    %n0 = arith.minsi %one64, %n_max : i64\n"
         << "    %cache_len = arith.constant " << S_ << " : i64\n"
         << "    %chunk = arith.constant " << chunk_ << " : i64\n";
 
@@ -871,7 +877,7 @@ class ModuleWriter {
         << "%tok = " << am0 << ", %stop = " << stop0 << ", %ids = " << ids1;
     for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %cache" << i << " = " << caches[i];
     os_ << ") : (" << types << ") -> (" << types << ") {\n"
-        << "    %below = arith.cmpi slt, %n, %max_new : i64\n"
+        << "    %below = arith.cmpi slt, %n, %n_max : i64\n"
         << "    %room = arith.cmpi slt, %pos, %cache_len : i64\n"
         << "    %alive = arith.cmpi ne, %live, %zero64 : i64\n"
         << "    %cond0 = arith.andi %below, %room : i1\n"
@@ -882,7 +888,7 @@ class ModuleWriter {
         << "%bstop: tensor<1xi64>, %bids: tensor<?xi64>";
     for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %bc" << i << ": " << ct;
     os_ << "):\n"
-        << "    %left = arith.subi %max_new, %bn : i64\n"
+        << "    %left = arith.subi %n_max, %bn : i64\n"
         << "    %room_left = arith.subi %cache_len, %bpos : i64\n"
         << "    %steps0 = arith.minsi %chunk, %left : i64\n"
         << "    %steps = arith.minsi %steps0, %room_left : i64\n"

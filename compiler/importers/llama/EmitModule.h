@@ -3,8 +3,9 @@
 //
 // Program structure (every shape static except the prompt and the id list):
 //   func.func @generate(%prompt: tensor<?xi64>, %max_new: i64, <weights...>) -> tensor<?xi64>
-//     weights: LlamaWeights(config) order (Checkpoint.h). Result: max_new ids, generated in
-//     order, the rest -1. The prompt runs in one pass (@prefill_layer per layer, M rows);
+//     weights: LlamaWeights(config) order (Checkpoint.h). Result: min(max(max_new, 0),
+//     cache_len) ids (a larger request is clamped: nothing is generated past the cache),
+//     generated in order, the rest -1. The prompt runs in one pass (@prefill_layer per layer, M rows);
 //     then a chunked decode loop (scf.while of scf.for steps) runs the layers inline on one
 //     row, picks the argmax on the device, and stops after max_new ids, a BOS or EOS token (config.bos_id /
 //     eos_id), or at the cache length.

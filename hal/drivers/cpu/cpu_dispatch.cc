@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "hal/kernel_error.h"
+
 namespace hexir::hal::cpu {
 
 void ResolveBindings(const DispatchCommand& cmd, const std::vector<BufferRef>& table,
@@ -44,18 +46,9 @@ StatusOr<WorkgroupCount> DispatchWorkgroupCount(const DispatchCommand& cmd,
 Status WorkgroupError(const CpuExecutable& exe, uint32_t entry, const uint32_t id[3], int rc,
                       const hexir_cpu_kernel_error_t& error) {
   const std::string& name = exe.entry_name(entry);
-  const int64_t a = error.values[0], b = error.values[1];
-  switch (rc) {
-    case HEXIR_CPU_KERNEL_INDEX_OUT_OF_RANGE:
-      return OutOfRange("kernel '", name, "': index ", a, " out of range [0, ", b, ")");
-    case HEXIR_CPU_KERNEL_DIVISION_BY_ZERO:
-      return InvalidArgument("kernel '", name, "': integer division by zero (", a, " / ", b, ")");
-    case HEXIR_CPU_KERNEL_DIVISION_OVERFLOW:
-      return InvalidArgument("kernel '", name, "': integer division overflow (", a, " / ", b, ")");
-    default:
-      return Aborted("dispatch of entry '", name, "' failed: workgroup (", id[0], ", ", id[1],
-                     ", ", id[2], ") returned ", rc);
-  }
+  if (KnownKernelError(rc)) return KernelError(name, rc, error.values[0], error.values[1]);
+  return Aborted("dispatch of entry '", name, "' failed: workgroup (", id[0], ", ", id[1], ", ",
+                 id[2], ") returned ", rc);
 }
 
 void ExecuteCopy(const CopyCommand& cp) {

@@ -21,6 +21,8 @@
 
 #include <stdint.h>
 
+#include "hal/kernel_status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -37,10 +39,11 @@ typedef struct hexir_cpu_dispatch_state_t {
   const uint64_t* binding_lengths;
 } hexir_cpu_dispatch_state_t;
 
-// Failure codes a kernel returns, with the values it stores in hexir_cpu_kernel_error_t.
-#define HEXIR_CPU_KERNEL_INDEX_OUT_OF_RANGE 1  // values: the index, the extent
-#define HEXIR_CPU_KERNEL_DIVISION_BY_ZERO 2    // values: the dividend, the divisor (0)
-#define HEXIR_CPU_KERNEL_DIVISION_OVERFLOW 3   // values: the dividend (INT_MIN), the divisor (-1)
+// Failure codes a kernel returns, with the values it stores in hexir_cpu_kernel_error_t: the
+// codes of hal/kernel_status.h, shared with the CUDA driver.
+#define HEXIR_CPU_KERNEL_INDEX_OUT_OF_RANGE HEXIR_KERNEL_INDEX_OUT_OF_RANGE  // index, extent
+#define HEXIR_CPU_KERNEL_DIVISION_BY_ZERO HEXIR_KERNEL_DIVISION_BY_ZERO      // dividend, 0
+#define HEXIR_CPU_KERNEL_DIVISION_OVERFLOW HEXIR_KERNEL_DIVISION_OVERFLOW    // INT_MIN, -1
 
 typedef struct hexir_cpu_kernel_error_t {
   int64_t values[2];

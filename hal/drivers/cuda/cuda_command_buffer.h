@@ -33,8 +33,8 @@ class CudaCommandBuffer : public CommandBuffer {
   // with a profiler installed, as profiled stream launches (CudaRecording::LaunchProfiled).
   Status Enqueue(const std::vector<BufferRef>& table, CUstream stream);
 
-  // After an execution completed: the first kernel-reported failure, as Aborted naming the
-  // entry; resets the status words.
+  // After an execution completed: the first kernel-reported failure (CudaRecording::
+  // CheckKernelStatus: the named error of its code); resets the status records.
   Status CheckKernelStatus();
   bool has_status_words() const { return recording_.has_status_words(); }
   // Dispatch commands executed per submission (dispatches of zero workgroups excluded).

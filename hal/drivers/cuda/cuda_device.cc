@@ -248,8 +248,8 @@ class CudaDevice final : public Device {
   }
   // mu_ held. Signals or fails the submission's semaphores; keeps a signal-less failure.
   void CompleteLocked(Submission& s, Status status) REQUIRES(mu_);
-  // mu_ held. Retires inflight_'s front, whose event query or wait returned `r`: checks status
-  // words and the producers of queue-ordered waits, signals or fails, and releases the
+  // mu_ held. Retires inflight_'s front, whose event query or wait returned `r`: checks kernel status
+  // records and the producers of queue-ordered waits, signals or fails, and releases the
   // submission off the lock (the lock is dropped and retaken).
   void RetireFrontLocked(CUresult r) REQUIRES(mu_);
   // mu_ held. Retires, in order, every submission up to `seq` whose event is reached

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "hal/kernel_error.h"
+
 namespace hexir::hal::cuda {
 namespace {
 
@@ -28,7 +30,7 @@ Status CheckAbi(const std::string& name, const CudaEntry& e, size_t bindings, si
                          " binding(s) + ", pushes, " push constant(s) but the kernel declares ",
                          declared, " parameter(s) of sizes [", sizes,
                          "] (CUDA dispatch ABI v1: 8-byte binding pointers, 4-byte push "
-                         "constants, optional 8-byte uint32_t* status)");
+                         "constants, optional 8-byte hexir_kernel_status_t* status)");
 }
 
 Status CountOutsideSlot(const RecordedKernel& k, uint64_t slot_length) {
@@ -57,7 +59,7 @@ CudaRecording::~CudaRecording() {
   if (!shared_->MakeCurrent().ok()) return;
   const CudaApi& api = *shared_->api;
   if (scratch_) api.cuMemFree(scratch_);
-  if (status_host_) api.cuMemFreeHost(const_cast<uint32_t*>(status_host_));
+  if (status_host_) api.cuMemFreeHost(const_cast<hexir_kernel_status_t*>(status_host_));
   if (count_host_) api.cuMemFreeHost(count_host_);
   for (CUevent e : profile_events_) api.cuEventDestroy(e);
   // Launches that read them are ordered before these frees on the device stream.
@@ -120,7 +122,7 @@ Status CudaRecording::AddDispatch(const DispatchCommand& d) {
   if (declared >= 0 &&
       static_cast<size_t>(declared) == d.bindings.size() + d.push_constants.size() + 1) {
     k.status_index = static_cast<int32_t>(status_count_++);
-    k.values.push_back(0);  // patched in Build once the status words exist
+    k.values.push_back(0);  // patched in Build once the status records exist
   }
   ops_.push_back({RecordedOp::kKernel, kernels_.size()});
   kernels_.push_back(std::move(k));
@@ -168,18 +170,19 @@ Status CudaRecording::Build(const std::vector<Command>& commands) {
                                "cuMemAlloc(", scratch_size_, " bytes, copy overlap scratch)");
   }
   if (status_count_) {
+    const size_t bytes = status_count_ * sizeof(hexir_kernel_status_t);
     void* host = nullptr;
     HEXIR_CUDA_RETURN_IF_ERROR(
-        api, api.cuMemHostAlloc(&host, status_count_ * 4,
-                                CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
-        "cuMemHostAlloc(", status_count_ * 4, " bytes, kernel status words)");
-    std::memset(host, 0, status_count_ * 4);
-    status_host_ = static_cast<volatile uint32_t*>(host);
+        api, api.cuMemHostAlloc(&host, bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
+        "cuMemHostAlloc(", bytes, " bytes, kernel status records)");
+    std::memset(host, 0, bytes);
+    status_host_ = static_cast<volatile hexir_kernel_status_t*>(host);
     HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuMemHostGetDevicePointer(&status_device_, host, 0),
-                               "cuMemHostGetDevicePointer(kernel status words)");
+                               "cuMemHostGetDevicePointer(kernel status records)");
   }
   for (RecordedKernel& k : kernels_) {
-    if (k.status_index >= 0) k.values.back() = status_device_ + 4ull * k.status_index;
+    if (k.status_index >= 0)
+      k.values.back() = status_device_ + sizeof(hexir_kernel_status_t) * k.status_index;
     k.params.resize(k.values.size());
     for (size_t i = 0; i < k.values.size(); ++i) k.params[i] = &k.values[i];
   }
@@ -382,13 +385,20 @@ Status CudaRecording::CheckKernelStatus() {
   Status first;
   for (const RecordedKernel& k : kernels_) {
     if (k.status_index < 0) continue;
-    uint32_t code = status_host_[k.status_index];
+    // Read after the submission's event completed: the kernel's writes to this mapped
+    // memory are visible (no copy, no host round trip).
+    volatile hexir_kernel_status_t& record = status_host_[k.status_index];
+    const uint32_t code = record.code;
     if (code == 0) continue;
-    status_host_[k.status_index] = 0;
-    if (first.ok()) {
-      first = Aborted("dispatch of entry '", k.name(), "' failed: a workgroup reported status ",
-                      code);
-    }
+    const int64_t a = record.values[0], b = record.values[1];
+    record.values[0] = 0;
+    record.values[1] = 0;
+    record.code = 0;
+    if (!first.ok()) continue;
+    first = KnownKernelError(code)
+                ? KernelError(k.name(), code, a, b)
+                : Aborted("dispatch of entry '", k.name(), "' failed: a workgroup reported status ",
+                          code);
   }
   return first;
 }

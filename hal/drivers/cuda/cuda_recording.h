@@ -7,7 +7,7 @@
 // device knows, a zero count) and for profiling.
 //
 // Ownership: owns the overlap scratch buffer of self-overlapping copies, the pinned kernel
-// status words, the pinned indirect-count readback and the device-side shadows of uniform
+// status records (hal/kernel_status.h), the pinned indirect-count readback and the device-side shadows of uniform
 // slots; references (does not retain) the commands of its command buffer, which outlives it.
 // Thread-safety: none; the owning command buffer serializes Build, launches and status checks.
 #pragma once
@@ -21,6 +21,7 @@
 
 #include "base/status.h"
 #include "hal/command_buffer.h"
+#include "hal/kernel_status.h"
 #include "hal/profiling.h"
 #include "hal/drivers/cuda/cuda_executable.h"
 #include "hal/drivers/cuda/cuda_shared.h"
@@ -74,7 +75,7 @@ class CudaRecording {
 
   // Resolves everything that does not depend on the binding table, once (the context must be
   // current): checks each dispatch's executable (this driver, this GPU) and ABI, skips commands
-  // that do nothing (no workgroups, zero bytes), allocates scratch and status words.
+  // that do nothing (no workgroups, zero bytes), allocates scratch and status records.
   Status Build(const std::vector<Command>& commands);
 
   const std::vector<RecordedOp>& ops() const { return ops_; }
@@ -110,8 +111,10 @@ class CudaRecording {
   // reports each kernel to `profiler` on the host clock (hal/profiling.h).
   Status LaunchProfiled(const std::vector<BufferRef>& table, CUstream stream, Profiler* profiler);
 
-  // After an execution completed: the first kernel-reported failure (status words written by
-  // kernels that take the optional status parameter), as Aborted naming the entry; resets them.
+  // After an execution completed: the first kernel-reported failure (status records written
+  // by kernels that take the optional status parameter), as the named error of its code
+  // (hal/kernel_error.h: out_of_range for an index, invalid_argument for a division), or
+  // Aborted naming the entry for any other code; resets them.
   Status CheckKernelStatus();
 
  private:
@@ -131,7 +134,7 @@ class CudaRecording {
   bool indirect_on_device_ = false;
   uint32_t* count_host_ = nullptr;  // pinned, 12 bytes: indirect count readback
   CUdeviceptr scratch_ = 0;         // for copies whose source and target overlap
-  volatile uint32_t* status_host_ = nullptr;
+  volatile hexir_kernel_status_t* status_host_ = nullptr;  // one record per status kernel
   CUdeviceptr status_device_ = 0;
   uint32_t status_count_ = 0;
 

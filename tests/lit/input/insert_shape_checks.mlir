@@ -119,3 +119,79 @@ func.func @empty_2d(%m: index, %n: index) -> tensor<?x?xf64> {
   %f = linalg.fill ins(%z : f64) outs(%e : tensor<?x?xf64>) -> tensor<?x?xf64>
   return %f : tensor<?x?xf64>
 }
+
+// -----
+
+// A slice read at a dynamic offset and size: one check per dim, offset and size against
+// the source's extent (unsigned compares, so negative values fail too).
+// CHECK-LABEL: func.func @extract_slice(
+// CHECK-SAME:    %[[A:.+]]: tensor<?xf32>, %[[O:.+]]: index, %[[N:.+]]: index
+// CHECK:         %[[D:.+]] = tensor.dim %[[A]], %{{.+}}
+// CHECK:         %[[IN:.+]] = arith.cmpi ule, %[[O]], %[[D]]
+// CHECK-NEXT:    %[[OK:.+]] = arith.andi %[[IN]]
+// CHECK-NEXT:    hexir.check %[[OK]], "tensor.extract_slice reads the source: dimension 0 [{}, {} + {}) is outside [0, {})"(%[[O]], %[[O]], %[[N]], %[[D]]) : index, index, index, index
+// CHECK-NOT:     hexir.check
+// CHECK:         tensor.extract_slice
+func.func @extract_slice(%a: tensor<?xf32>, %o: index, %n: index) -> tensor<?xf32> {
+  %s = tensor.extract_slice %a[%o] [%n] [1] : tensor<?xf32> to tensor<?xf32>
+  return %s : tensor<?xf32>
+}
+
+// -----
+
+// A strided, rank-reducing insert: the destination's dim 0 must hold o + [0, n) * 2 (the
+// static dim 1 needs no check) and the source must have n elements.
+// CHECK-LABEL: func.func @insert_slice(
+// CHECK-SAME:    %[[DST:.+]]: tensor<?x4xf32>, %[[SRC:.+]]: tensor<?xf32>, %[[O:.+]]: index, %[[N:.+]]: index
+// CHECK:         %[[D:.+]] = tensor.dim %[[DST]], %{{.+}}
+// CHECK:         arith.divui %{{.+}}, %c2
+// CHECK:         %[[IN:.+]] = arith.cmpi ule, %[[O]], %[[D]]
+// CHECK-NEXT:    %[[OK:.+]] = arith.andi %[[IN]]
+// CHECK-NEXT:    hexir.check %[[OK]], "tensor.insert_slice writes the destination: dimension 0 {} + [0, {}) * 2 is outside [0, {})"(%[[O]], %[[N]], %[[D]]) : index, index, index
+// CHECK:         %[[S:.+]] = tensor.dim %[[SRC]], %{{.+}}
+// CHECK:         %[[EQ:.+]] = arith.cmpi eq, %[[S]], %[[N]]
+// CHECK:         hexir.check %[[EQ]], "tensor.insert_slice: dimension 0 of the source is {}, expected {} (the slice size of dimension 0)"(%[[S]], %[[N]])
+// CHECK-NOT:     hexir.check
+// CHECK:         tensor.insert_slice
+func.func @insert_slice(%d: tensor<?x4xf32>, %s: tensor<?xf32>, %o: index, %n: index) -> tensor<?x4xf32> {
+  %r = tensor.insert_slice %s into %d[%o, 1] [%n, 1] [2, 1] : tensor<?xf32> into tensor<?x4xf32>
+  return %r : tensor<?x4xf32>
+}
+
+// -----
+
+// A strided convolution: the input's width (indexed by d1 * 2 + d3) must hold the window's
+// last index, (output width - 1) * 2 + (kernel width - 1), unless the output is empty.
+// CHECK-LABEL: func.func @conv(
+// CHECK-SAME:    %[[X:.+]]: tensor<1x?x1xf32>, %[[W:.+]]: tensor<3x1x1xf32>, %[[OUT:.+]]: tensor<1x?x1xf32>
+// CHECK-DAG:     %[[C3:.+]] = arith.constant 3 : index
+// CHECK-DAG:     %[[OW:.+]] = tensor.dim %[[OUT]], %c1
+// CHECK-DAG:     %[[IW:.+]] = tensor.dim %[[X]], %c1
+// CHECK:         %[[LAST:.+]] = arith.subi %[[OW]], %c1
+// CHECK:         %[[STRIDED:.+]] = arith.muli %[[LAST]], %c2
+// CHECK:         %[[EMPTY:.+]] = arith.cmpi eq, %[[OW]], %c0
+// CHECK:         %[[MAX:.+]] = arith.addi %[[STRIDED]], %c2
+// CHECK:         %[[FITS:.+]] = arith.cmpi slt, %[[MAX]], %[[IW]]
+// CHECK:         %[[OK:.+]] = arith.ori %[[FITS]], %[[EMPTY]]
+// CHECK:         hexir.check %[[OK]], "linalg.conv_1d_nwc_wcf: dimension 1 of operand 0 is {}, but its index d1 * 2 + d3 reaches {} (d1 < {}, d3 < {})"(%[[IW]], %[[MAX]], %[[OW]], %[[C3]])
+// CHECK-NOT:     hexir.check
+// CHECK:         linalg.conv_1d_nwc_wcf
+func.func @conv(%x: tensor<1x?x1xf32>, %w: tensor<3x1x1xf32>, %out: tensor<1x?x1xf32>) -> tensor<1x?x1xf32> {
+  %r = linalg.conv_1d_nwc_wcf {dilations = dense<1> : tensor<1xi64>, strides = dense<2> : tensor<1xi64>}
+     ins(%x, %w : tensor<1x?x1xf32>, tensor<3x1x1xf32>) outs(%out : tensor<1x?x1xf32>) -> tensor<1x?x1xf32>
+  return %r : tensor<1x?x1xf32>
+}
+
+// -----
+
+// A static convolution is proven by the verifier; so is a static slice.
+// CHECK-LABEL: func.func @static_window(
+// CHECK-NOT:     hexir.check
+// CHECK:         return
+func.func @static_window(%x: tensor<1x9x1xf32>, %w: tensor<3x1x1xf32>, %out: tensor<1x3x1xf32>) -> tensor<1x3x1xf32> {
+  %r = linalg.conv_1d_nwc_wcf {dilations = dense<2> : tensor<1xi64>, strides = dense<2> : tensor<1xi64>}
+     ins(%x, %w : tensor<1x9x1xf32>, tensor<3x1x1xf32>) outs(%out : tensor<1x3x1xf32>) -> tensor<1x3x1xf32>
+  %s = tensor.extract_slice %r[0, 1, 0] [1, 2, 1] [1, 1, 1] : tensor<1x3x1xf32> to tensor<1x2x1xf32>
+  %e = tensor.insert_slice %s into %r[0, 0, 0] [1, 2, 1] [1, 1, 1] : tensor<1x2x1xf32> into tensor<1x3x1xf32>
+  return %e : tensor<1x3x1xf32>
+}

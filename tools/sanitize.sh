@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs the runtime, VM, HAL and end-to-end tests under AddressSanitizer + UndefinedBehavior-
+# Sanitizer (bazel --config=asan, see .bazelrc: the code that loads and runs modules is
+# instrumented, the compiler is not) and ends with "N passed, N failed, N skipped".
+# A sanitizer report fails its test (halt_on_error; leaks included). Exit status 0 only when
+# nothing failed.
+#   bash tools/sanitize.sh [--quick] [bazel flags...]
+# --quick: the subset .ci/run runs (unit tests of base, vm, hal, runtime and tools/common,
+# and the hostile-input e2e tests); without it every e2e test too.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export HEXIR_SHARED_DIR="${HEXIR_SHARED_DIR:-$(cd .. && pwd)/shared}"
+
+targets=(//base/... //vm/... //hal/... //runtime/... //tools/common/...)
+if [ "${1:-}" == "--quick" ]; then
+  shift
+  targets+=(//tests/e2e:hostile_tool_inputs_test //tests/e2e:module_corruption_test
+            //tests/e2e:kernel_checks_test //tests/e2e:shape_checks_test //tests/e2e:deadline_test)
+else
+  targets+=(//tests/e2e/...)
+fi
+
+log=$(mktemp)
+bazel test --config=asan --keep_going "$@" -- "${targets[@]}" 2>&1 | tee "$log"
+bazel_rc=${PIPESTATUS[0]}
+python3 tools/summarize_tests.py "$log" "$(bazel info --config=asan bazel-testlogs 2>/dev/null)"
+summary_rc=$?
+rm -f "$log"
+if [ "$bazel_rc" -ne 0 ] || [ "$summary_rc" -ne 0 ]; then exit 1; fi
+exit 0
