@@ -96,6 +96,11 @@ Status LowerConvTranspose(Context& c);
 // dilations, auto_pad); bias (1-D, along the output channels) may be null.
 StatusOr<Val> ConvolutionOf(Context& c, Val& x, Val& wt, Val* bias);
 
+// NNRecurrent.cc: recurrent layers.
+Status LowerGRU(Context& c);
+Status LowerLSTM(Context& c);
+Status LowerRNN(Context& c);
+
 // NNPool.cc: pooling.
 Status LowerAveragePool(Context& c);
 Status LowerGlobalAveragePool(Context& c);
