@@ -72,6 +72,20 @@ class RunTimeShapes(nn.Module):
         return padded.reshape(n, 3, -1)
 
 
+class Recurrent(nn.Module):
+    """A 2-layer bidirectional batch-first LSTM, then a GRU over its outputs (LSTM, GRU)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 6, num_layers=2, batch_first=True, bidirectional=True)
+        self.gru = nn.GRU(12, 5, batch_first=True)
+
+    def forward(self, x):  # N, T, 4
+        y, _ = self.lstm(x)
+        z, h = self.gru(y)
+        return z + h.transpose(0, 1)
+
+
 class Positives(nn.Module):
     """torch.nonzero: an output extent computed from the data (NonZero)."""
 
@@ -107,6 +121,8 @@ def main(out):
            out, runs, axes=(0, 1, 2))
     export(RunTimeShapes().eval(), "runtime_shapes", [torch.randn(1, 2, 6, 7), torch.randn(2, 2, 9, 5)],
            True, out, runs, axes=(0, 2, 3))
+    export(Recurrent().eval(), "lstm_gru", [torch.randn(2, 5, 4), torch.randn(3, 7, 4)], True, out, runs,
+           axes=(0, 1))
     export(Positives().eval(), "nonzero", [torch.rand(3, 5), torch.rand(4, 2)], True, out, runs,
            axes=(0, 1))
     with open(os.path.join(out, "runs.txt"), "w") as f:

@@ -67,6 +67,10 @@ Status LowerSoftplus(Context& c);
 Status LowerSoftsign(Context& c);
 Status LowerThresholdedRelu(Context& c);
 
+// MathLoss.cc: losses.
+Status LowerNegativeLogLikelihoodLoss(Context& c);
+Status LowerSoftmaxCrossEntropyLoss(Context& c);
+
 // MathMatrix.cc: products and scans.
 Status LowerEinsum(Context& c);
 Status LowerCumSum(Context& c);
