@@ -74,6 +74,7 @@ Status LowerSoftmaxCrossEntropyLoss(Context& c);
 // MathMatrix.cc: products and scans.
 Status LowerEinsum(Context& c);
 Status LowerCumSum(Context& c);
+Status LowerDet(Context& c);
 Status LowerGemm(Context& c);
 Status LowerMatMul(Context& c);
 

@@ -48,6 +48,7 @@ constexpr OpLowering kOpTable[] = {
     {"CumSum", 11, kLatest, LowerCumSum},
     {"DepthToSpace", 1, kLatest, LowerDepthToSpace},
     {"DequantizeLinear", 10, kLatest, LowerDequantizeLinear},
+    {"Det", 11, kLatest, LowerDet},
     {"Div", 1, kLatest, LowerDiv},
     {"Dropout", 1, kLatest, LowerDropout},
     {"DynamicQuantizeLinear", 11, kLatest, LowerDynamicQuantizeLinear},
