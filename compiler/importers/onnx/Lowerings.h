@@ -164,6 +164,9 @@ Status LowerWhere(Context& c);
 Status LowerCompress(Context& c);
 Status LowerNonZero(Context& c);
 
+// TensorGridSample.cc: GridSample.
+Status LowerGridSample(Context& c);
+
 // TensorIndexing.cc: ops that read their source at computed positions.
 Status LowerConcat(Context& c);
 Status LowerGather(Context& c);

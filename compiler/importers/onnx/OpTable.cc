@@ -70,6 +70,7 @@ constexpr OpLowering kOpTable[] = {
     {"GlobalMaxPool", 1, kLatest, LowerGlobalMaxPool},
     {"Greater", 1, kLatest, LowerGreater},
     {"GreaterOrEqual", 12, kLatest, LowerGreaterOrEqual},
+    {"GridSample", 16, kLatest, LowerGridSample},
     {"HammingWindow", 17, kLatest, LowerHammingWindow},
     {"HannWindow", 17, kLatest, LowerHannWindow},
     {"HardSigmoid", 1, kLatest, LowerHardSigmoid},
