@@ -38,6 +38,7 @@ struct Graph {
     v->set_name(name);
     auto* tt = v->mutable_type()->mutable_tensor_type();
     tt->set_elem_type(type);
+    tt->mutable_shape();  // rank 0 when dims is empty
     for (int64_t d : dims) {
       auto* dim = tt->mutable_shape()->add_dim();
       if (d < 0) dim->set_dim_param("N");

@@ -49,10 +49,55 @@ class SwinWindows(nn.Module):
         return self.proj(x.reshape(b, -1, ws * ws, c))
 
 
-def export(model, name, inputs, dynamic, out, runs):
+class RunTimeShapes(nn.Module):
+    """Shapes from the spatial dims at run time: Resize by scale (bilinear, cubic) and to a
+    computed size (nearest), Range over the width, a Slice to half the height, a Tile, a
+    ConstantOfShape, a Pad by amounts computed from the dims, a Reshape to computed dims."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 3, 3, padding=1)
+
+    def forward(self, x):  # N, 2, H, W
+        n, _, h, w = x.shape
+        y = self.conv(x)
+        up = F.interpolate(y, scale_factor=2.0, mode="bilinear", align_corners=False)
+        cubic = F.interpolate(y, scale_factor=2.0, mode="bicubic", align_corners=False)
+        back = F.interpolate(up + cubic, size=(h, w), mode="nearest")
+        pos = torch.arange(w, dtype=torch.float32) * 0.1
+        top = back[:, :, : h // 2] + pos
+        tiled = top.repeat(1, 1, 2, 1)
+        tiled = tiled + torch.zeros(n, 3, tiled.shape[2], w)
+        padded = F.pad(tiled, (0, w % 3, 1, 0))
+        return padded.reshape(n, 3, -1)
+
+
+class Recurrent(nn.Module):
+    """A 2-layer bidirectional batch-first LSTM, then a GRU over its outputs (LSTM, GRU)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 6, num_layers=2, batch_first=True, bidirectional=True)
+        self.gru = nn.GRU(12, 5, batch_first=True)
+
+    def forward(self, x):  # N, T, 4
+        y, _ = self.lstm(x)
+        z, h = self.gru(y)
+        return z + h.transpose(0, 1)
+
+
+class Positives(nn.Module):
+    """torch.nonzero: an output extent computed from the data (NonZero)."""
+
+    def forward(self, x):
+        return torch.nonzero(x > 0.5)
+
+
+def export(model, name, inputs, dynamic, out, runs, axes=(0,)):
+    dims = {a: "d%d" % a for a in axes}
     torch.onnx.export(model, inputs[0], os.path.join(out, name + ".onnx"), opset_version=14,
                       input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": {0: "n"}, "y": {0: "n"}} if dynamic else None)
+                      dynamic_axes={"x": dims} if dynamic else None)
     for run, x in enumerate(inputs):
         with torch.no_grad():
             y = model(x)
@@ -72,6 +117,14 @@ def main(out):
     export(swin, "swin_static", [torch.randn(2, 6, 7, 6)], False, out, runs)
     export(swin, "swin_dynamic_batch", [torch.randn(1, 6, 7, 6), torch.randn(3, 6, 7, 6)], True,
            out, runs)
+    export(swin, "swin_dynamic_spatial", [torch.randn(2, 6, 7, 6), torch.randn(1, 9, 5, 6)], True,
+           out, runs, axes=(0, 1, 2))
+    export(RunTimeShapes().eval(), "runtime_shapes", [torch.randn(1, 2, 6, 7), torch.randn(2, 2, 9, 5)],
+           True, out, runs, axes=(0, 2, 3))
+    export(Recurrent().eval(), "lstm_gru", [torch.randn(2, 5, 4), torch.randn(3, 7, 4)], True, out, runs,
+           axes=(0, 1))
+    export(Positives().eval(), "nonzero", [torch.rand(3, 5), torch.rand(4, 2)], True, out, runs,
+           axes=(0, 1))
     with open(os.path.join(out, "runs.txt"), "w") as f:
         f.write("\n".join(runs) + "\n")
 

@@ -268,6 +268,28 @@ StatusOr<std::vector<int64_t>> Context::ConstInts(Val& v, const char* what) {
   return r;
 }
 
+StatusOr<Val> Context::ShapeOperand(Val& v, const char* what) {
+  if (v.has_ints) return v;
+  bool readable = !v.IsFloat() && v.rank() <= 1 && (v.rank() == 0 || !v.shape[0].dynamic()) &&
+                  (v.rank() == 0 || v.shape[0].v <= kMaxHostReadElements);
+  if (!readable)
+    return Error(std::string(what) + " must be a constant, computed from shapes, or a 1-D integer "
+                 "tensor of at most " + std::to_string(kMaxHostReadElements) + " elements");
+  Val r = v;
+  Mat(r);
+  int64_t n = v.rank() == 0 ? 1 : v.shape[0].v;
+  r.has_ints = true;
+  r.ints.clear();
+  for (int64_t i = 0; i < n; ++i) {
+    std::string e = b.Fresh(), x = b.Fresh();
+    std::string at = v.rank() == 0 ? "" : b.IndexConst(i);
+    b.Line(e + " = tensor.extract " + r.name + "[" + at + "] : " + Builder::TensorType(r));
+    b.Line(x + " = arith.index_cast" + std::string(v.is_unsigned ? "ui " : " ") + e + " : " + v.et + " to index");
+    r.ints.push_back(Dim::Dynamic(x));
+  }
+  return r;
+}
+
 StatusOr<std::vector<double>> Context::ConstFloats(Val& v, const char* what) {
   if (v.has_floats) return v.floats;
   if (v.has_ints) {

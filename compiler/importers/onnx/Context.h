@@ -52,6 +52,11 @@ class Context {
   const std::string& Mat(Val& v);  // SSA name, emitting constants
   StatusOr<std::vector<int64_t>> ConstInts(Val& v, const char* what);  // static integer contents
   StatusOr<std::vector<double>> ConstFloats(Val& v, const char* what);
+  // A shape operand's integer contents: its known ones, or (a run-time 0-D/1-D integer tensor
+  // of static extent <= kMaxHostReadElements) each element read on the host as an `index`
+  // (tensor.extract + index_cast). A copy of v with `ints` set; v itself is left unchanged, so
+  // reads made inside a region never leak out of it.
+  StatusOr<Val> ShapeOperand(Val& v, const char* what);
   StatusOr<Val> FromTensorProto(const ::onnx::TensorProto& t);
   static std::string ElementType(int onnx_type);  // "" when unsupported; uintN -> iN
   static bool IsUnsignedType(int onnx_type);       // UINT8 UINT16 UINT32 UINT64
@@ -84,6 +89,8 @@ Val KnownInts(const std::string& et, std::vector<Dim> ints, bool scalar = false)
 // contents are known, as `ints` (integers and i1, each static or a host index) or `floats`
 // (f32/f64, static).
 inline constexpr int64_t kMaxKnownElements = 4096;
+// Shape operands computed at run time are read back element by element up to this length.
+inline constexpr int64_t kMaxHostReadElements = 64;
 bool IsKnown(const Val& v);
 // The extents of a static shape (callers check IsKnown or the shape first).
 std::vector<int64_t> StaticExtents(const Shape& shape);

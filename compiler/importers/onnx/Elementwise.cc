@@ -54,4 +54,16 @@ std::string Clamp(Builder& b, const std::string& x, const std::string& lo, const
   return hi.empty() ? v : b.Bin("arith.minimumf", "arith.minsi", v, hi, et);
 }
 
+// Cubic convolution weight of distance d (>= 0) with coefficient a (Keys' kernel).
+std::string CubicWeight(Builder& b, double a, const std::string& d) {
+  auto c = [&](double v) { return b.ScalarConst("f32", v); };
+  auto bin = [&](const char* op, const std::string& x, const std::string& y) { return b.Bin(op, "", x, y, "f32"); };
+  // |d| <= 1: ((a + 2) d - (a + 3)) d^2 + 1;  1 < |d| < 2: ((a d - 5a) d + 8a) d - 4a
+  std::string near = bin("arith.addf", bin("arith.mulf", bin("arith.subf", bin("arith.mulf", c(a + 2), d), c(a + 3)),
+                                           bin("arith.mulf", d, d)), c(1));
+  std::string far = bin("arith.subf", bin("arith.mulf", bin("arith.addf", bin("arith.mulf", bin("arith.subf",
+                        bin("arith.mulf", c(a), d), c(5 * a)), d), c(8 * a)), d), c(4 * a));
+  return b.Select(b.Cmp("ole", "", d, c(1), "f32"), near, far, "f32");
+}
+
 }  // namespace hexir::importers::onnx

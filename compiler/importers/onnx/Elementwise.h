@@ -44,4 +44,7 @@ std::string Sigmoid(Builder& b, const std::string& x, const std::string& et);
 std::string Clamp(Builder& b, const std::string& x, const std::string& lo, const std::string& hi,
                   const std::string& et);
 
+// Keys' cubic convolution weight of distance d >= 0 with coefficient a (Resize, GridSample).
+std::string CubicWeight(Builder& b, double a, const std::string& d);
+
 }  // namespace hexir::importers::onnx

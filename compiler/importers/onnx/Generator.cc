@@ -39,8 +39,10 @@ Status LowerConstant(Context& c) {
 
 // A tensor of the shape input 0 filled with the `value` attribute (default f32 0).
 Status LowerConstantOfShape(Context& c) {
-  HEXIR_ASSIGN_OR_RETURN(Val& s, c.In(0));
-  if (!s.has_ints) return c.Error("the shape must be a constant or computed from shapes");
+  HEXIR_ASSIGN_OR_RETURN(Val& s_in, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val s, c.ShapeOperand(s_in, "the shape"));
+  for (const Dim& d : s.ints)
+    if (d.dynamic()) c.b.MarkNonNegative(d.ssa);
   std::string et = "f32";
   double value = 0;
   if (const ::onnx::TensorProto* t = c.AttrT("value")) {
@@ -96,18 +98,101 @@ Status LowerEyeLike(Context& c) {
   return Status::Ok();
 }
 
-// start, start + delta, ... below limit; operands must be constants.
+namespace {
+
+// The one element of 0-D/1-element v on the host, as element type v.et.
+std::string HostScalar(Context& c, Val& v) {
+  c.Mat(v);
+  std::vector<std::string> idx(v.rank(), c.b.IndexConst(0));
+  std::string s = c.b.Fresh();
+  c.b.Line(s + " = tensor.extract " + v.name + "[" + Builder::Join(idx) + "] : " + Builder::TensorType(v));
+  return s;
+}
+
+// Range over operands computed at run time. Integers: host index arithmetic,
+// n = max((limit - start + delta - sign(delta)) / delta, 0) (a dim of known contents is used
+// as is). Floats: n = max(ceil((limit - start) / delta), 0) in f64 on the host. A generic
+// computes start + i * delta.
+Status RunTimeRange(Context& c, Val& start, Val& limit, Val& delta) {
+  Builder& b = c.b;
+  std::string et = start.et;
+  Val r;
+  r.et = et;
+  if (!start.IsFloat()) {
+    Dim d3[3];
+    Val* in[3] = {&start, &limit, &delta};
+    const char* names[3] = {"start", "limit", "delta"};
+    for (int i = 0; i < 3; ++i) {
+      HEXIR_ASSIGN_OR_RETURN(Val v, c.ShapeOperand(*in[i], names[i]));
+      d3[i] = v.ints[0];
+    }
+    Dim sign = b.SelectDim(b.Compare("sgt", d3[2], Dim::Static(0)), Dim::Static(1), Dim::Static(-1));
+    Dim n = b.Max(b.TruncDiv(b.Sub(b.Add(b.Sub(d3[1], d3[0]), d3[2]), sign), d3[2]), Dim::Static(0));
+    if (n.dynamic()) b.MarkNonNegative(n.ssa);
+    std::string s0 = b.DimValue(d3[0]), step = b.DimValue(d3[2]);
+    r.shape = {n};
+    r.name = b.IndexGeneric(r.shape, et, [&](const Args&) {
+      std::string i = b.LoopIndices(1)[0], m = b.Fresh(), v = b.Fresh(), o = b.Fresh();
+      b.Line(m + " = arith.muli " + i + ", " + step + " : index");
+      b.Line(v + " = arith.addi " + m + ", " + s0 + " : index");
+      b.Line(o + " = arith.index_cast " + v + " : index to " + et);
+      return o;
+    });
+    c.SetOut(0, r);
+    return Status::Ok();
+  }
+  std::string s = HostScalar(c, start), l = HostScalar(c, limit), d = HostScalar(c, delta);
+  auto f64 = [&](const std::string& v) { return b.Convert(v, et, "f64"); };
+  std::string q = b.Bin("arith.divf", "", b.Bin("arith.subf", "", f64(l), f64(s), "f64"), f64(d), "f64");
+  // ceil on the host: trunc, plus one where it fell below q (the VM has no host ceil).
+  std::string t = b.Fresh(), tf = b.Fresh(), t1 = b.Fresh(), up = b.Fresh(), n = b.Fresh();
+  b.Line(t + " = arith.fptosi " + q + " : f64 to i64");
+  b.Line(tf + " = arith.sitofp " + t + " : i64 to f64");
+  std::string below = b.Cmp("olt", "", tf, q, "f64");
+  b.Line(t1 + " = arith.addi " + t + ", " + b.ScalarConst("i64", 1) + " : i64");
+  b.Line(up + " = arith.select " + below + ", " + t1 + ", " + t + " : i64");
+  b.Line(n + " = arith.index_cast " + up + " : i64 to index");
+  Dim count = b.Max(Dim::Dynamic(n), Dim::Static(0));
+  b.MarkNonNegative(count.ssa);
+  r.shape = {count};
+  r.name = b.IndexGeneric(r.shape, et, [&](const Args&) {
+    std::string i = b.LoopIndices(1)[0], i64 = b.Fresh();
+    b.Line(i64 + " = arith.index_cast " + i + " : index to i64");
+    std::string iv = b.Convert(i64, "i64", et);
+    return b.Bin("arith.addf", "", s, b.Bin("arith.mulf", "", iv, d, et), et);
+  });
+  c.SetOut(0, r);
+  return Status::Ok();
+}
+
+}  // namespace
+
+// start, start + delta, ... below limit: folded when the operands are known, else computed
+// at run time (the length read back as a host index).
 Status LowerRange(Context& c) {
   std::vector<double> operand[3];
   const char* names[3] = {"start", "limit", "delta"};
+  bool known = true;
   for (int i = 0; i < 3; ++i) {
     HEXIR_ASSIGN_OR_RETURN(Val& v, c.In(i));
+    if (v.rank() > 1 || (v.rank() == 1 && (v.shape[0].dynamic() || v.shape[0].v != 1)))
+      return c.Error(std::string(names[i]) + " must be a scalar");
+    bool static_ints = v.has_ints && !v.ints.empty() && !v.ints[0].dynamic();
+    if (!v.has_floats && !static_ints) {
+      known = false;
+      continue;
+    }
     HEXIR_ASSIGN_OR_RETURN(operand[i], c.ConstFloats(v, names[i]));
     if (operand[i].empty()) return c.Error(std::string(names[i]) + " is empty");
   }
+  HEXIR_ASSIGN_OR_RETURN(Val& first, c.In(0));
+  if (!known) {
+    HEXIR_ASSIGN_OR_RETURN(Val& limit_in, c.In(1));
+    HEXIR_ASSIGN_OR_RETURN(Val& delta_in, c.In(2));
+    return RunTimeRange(c, first, limit_in, delta_in);
+  }
   double start = operand[0][0], limit = operand[1][0], delta = operand[2][0];
   if (delta == 0) return c.Error("delta is 0");
-  HEXIR_ASSIGN_OR_RETURN(Val& first, c.In(0));
   std::string et = first.et;
   int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
   Val r;

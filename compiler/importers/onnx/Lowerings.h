@@ -67,9 +67,14 @@ Status LowerSoftplus(Context& c);
 Status LowerSoftsign(Context& c);
 Status LowerThresholdedRelu(Context& c);
 
+// MathLoss.cc: losses.
+Status LowerNegativeLogLikelihoodLoss(Context& c);
+Status LowerSoftmaxCrossEntropyLoss(Context& c);
+
 // MathMatrix.cc: products and scans.
 Status LowerEinsum(Context& c);
 Status LowerCumSum(Context& c);
+Status LowerDet(Context& c);
 Status LowerGemm(Context& c);
 Status LowerMatMul(Context& c);
 
@@ -92,6 +97,14 @@ Status LowerShrink(Context& c);
 // NNConv.cc: convolutions.
 Status LowerConv(Context& c);
 Status LowerConvTranspose(Context& c);
+// Conv of x by wt (float or i32) with the node's attributes (group, pads, strides,
+// dilations, auto_pad); bias (1-D, along the output channels) may be null.
+StatusOr<Val> ConvolutionOf(Context& c, Val& x, Val& wt, Val* bias);
+
+// NNRecurrent.cc: recurrent layers.
+Status LowerGRU(Context& c);
+Status LowerLSTM(Context& c);
+Status LowerRNN(Context& c);
 
 // NNPool.cc: pooling.
 Status LowerAveragePool(Context& c);
@@ -105,6 +118,15 @@ Status LowerInstanceNormalization(Context& c);
 Status LowerLayerNormalization(Context& c);
 Status LowerLRN(Context& c);
 Status LowerMeanVarianceNormalization(Context& c);
+
+// Quantization.cc: QDQ and QOperator forms.
+Status LowerConvInteger(Context& c);
+Status LowerDequantizeLinear(Context& c);
+Status LowerDynamicQuantizeLinear(Context& c);
+Status LowerMatMulInteger(Context& c);
+Status LowerQLinearConv(Context& c);
+Status LowerQLinearMatMul(Context& c);
+Status LowerQuantizeLinear(Context& c);
 
 // Reduction.cc: reductions and arg-reductions.
 Status LowerArgMax(Context& c);
@@ -137,6 +159,13 @@ Status LowerTile(Context& c);
 Status LowerTranspose(Context& c);
 Status LowerUnsqueeze(Context& c);
 Status LowerWhere(Context& c);
+
+// TensorCount.cc: outputs whose extent is a count computed on the device.
+Status LowerCompress(Context& c);
+Status LowerNonZero(Context& c);
+
+// TensorGridSample.cc: GridSample.
+Status LowerGridSample(Context& c);
 
 // TensorIndexing.cc: ops that read their source at computed positions.
 Status LowerConcat(Context& c);

@@ -1,6 +1,7 @@
 // ONNX matrix products and scans (onnx/defs/math): MatMul and Gemm as a generic with a
 // reduction loop (batch broadcasting, 1-D operands), Einsum as one generic over its
-// subscripts, CumSum as a masked reduction.
+// subscripts, CumSum as a masked reduction, Det as the Leibniz sum (n <= 5).
+#include <algorithm>
 #include <cctype>
 #include <map>
 
@@ -206,6 +207,54 @@ Status LowerEinsum(Context& c) {
                        return b.Bin("arith.addf", "arith.addi", a[ins.size()], p, et);
                      });
   c.SetOut(0, r);
+  return Status::Ok();
+}
+
+// det of the trailing n x n matrices (n static, <= 5): the Leibniz sum over permutations,
+// sign(p) * prod_i x[i, p(i)], one generic over the batch dims reading the n^2 elements.
+Status LowerDet(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  int64_t r = x.rank();
+  if (r < 2 || !x.IsFloat()) return c.Error("expected float [..., n, n] matrices");
+  const Dim& rows = x.shape[r - 2];
+  const Dim& cols = x.shape[r - 1];
+  if (rows.dynamic() || cols.dynamic() || rows.v != cols.v) return c.Error("the matrices must be square and static");
+  int n = static_cast<int>(rows.v);
+  if (n > 5) return c.Error("matrices larger than 5 x 5 are not supported");
+  c.Mat(x);
+  std::string et = x.et;
+  Shape out(x.shape.begin(), x.shape.end() - 2);
+  int loops = static_cast<int>(out.size());
+  Val res;
+  res.et = et;
+  res.shape = out;
+  res.name = b.IndexGeneric(out, et, [&](const Args&) {
+    std::vector<std::string> idx = b.LoopIndices(loops);
+    std::vector<std::vector<std::string>> e(n, std::vector<std::string>(n));
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        std::vector<std::string> at = idx;
+        at.push_back(b.IndexConst(i));
+        at.push_back(b.IndexConst(j));
+        e[i][j] = b.Fresh();
+        b.Line(e[i][j] + " = tensor.extract " + x.name + "[" + Builder::Join(at) + "] : " + Builder::TensorType(x));
+      }
+    std::vector<int> p(n);
+    for (int i = 0; i < n; ++i) p[i] = i;
+    std::string sum;
+    do {
+      int inversions = 0;
+      for (int i = 0; i < n; ++i)
+        for (int j = i + 1; j < n; ++j) inversions += p[i] > p[j];
+      std::string term = e[0][p[0]];
+      for (int i = 1; i < n; ++i) term = b.Bin("arith.mulf", "", term, e[i][p[i]], et);
+      if (sum.empty()) sum = inversions % 2 ? b.Op1("arith.negf", term, et) : term;
+      else sum = b.Bin(inversions % 2 ? "arith.subf" : "arith.addf", "", sum, term, et);
+    } while (std::next_permutation(p.begin(), p.end()));
+    return n == 0 ? b.ScalarConst(et, 1) : sum;
+  });
+  c.SetOut(0, res);
   return Status::Ok();
 }
 

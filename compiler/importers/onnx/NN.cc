@@ -1,4 +1,4 @@
-// The small ONNX nn ops (onnx/defs/nn): Dropout (inference: identity, mask all true), Flatten
+// The small ONNX nn ops (onnx/defs/nn): Dropout (inference or ratio 0: identity, mask all true), Flatten
 // (a reshape to 2-D) and Shrink (elementwise).
 #include "compiler/importers/onnx/Elementwise.h"
 #include "compiler/importers/onnx/Lowerings.h"
@@ -14,7 +14,18 @@ Status LowerDropout(Context& c) {
     if (!t.has_ints || t.ints.empty()) return c.Error("training_mode must be a constant");
     training = t.ints[0].v != 0;
   }
-  if (training) return c.Error("training mode is not supported");
+  if (training) {
+    // Only a ratio of 0 is deterministic (no random source): y = x, mask all true.
+    double ratio = 0.5;
+    if (c.HasIn(1)) {
+      HEXIR_ASSIGN_OR_RETURN(Val& r, c.In(1));
+      HEXIR_ASSIGN_OR_RETURN(std::vector<double> rv, c.ConstFloats(r, "ratio"));
+      if (!rv.empty()) ratio = rv[0];
+    } else if (c.opset < 12) {
+      ratio = c.AttrF("ratio", 0.5f);
+    }
+    if (ratio != 0) return c.Error("training mode with a non-zero ratio (random masks) is not supported");
+  }
   if (c.node->output_size() > 1 && !c.node->output(1).empty()) {
     Val mask;
     mask.et = "i1";

@@ -10,10 +10,10 @@ namespace hexir::importers::onnx {
 namespace {
 
 // The reduction's init over `out` (N x F x spatial): the bias broadcast along F, or zeros.
-StatusOr<std::string> BiasInit(Context& c, const Shape& out, const std::string& et) {
+StatusOr<std::string> BiasInit(Context& c, const Shape& out, const std::string& et, Val* bias_in) {
   Builder& b = c.b;
-  if (!c.HasIn(2)) return b.Filled(out, et, 0);
-  HEXIR_ASSIGN_OR_RETURN(Val& bias, c.In(2));
+  if (!bias_in) return b.Filled(out, et, 0);
+  Val& bias = *bias_in;
   c.Mat(bias);
   int ol = static_cast<int>(out.size());
   return b.Generic({&bias}, {Builder::Map(ol, {D(1)})}, Builder::IdentityMap(ol), out, et, ol,
@@ -31,10 +31,21 @@ StatusOr<int> SpatialRank(Context& c, const Val& x, const Val& wt) {
 }  // namespace
 
 Status LowerConv(Context& c) {
-  Builder& b = c.b;
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
   HEXIR_ASSIGN_OR_RETURN(Val& wt, c.In(1));
-  HEXIR_ASSIGN_OR_RETURN(int s, SpatialRank(c, x, wt));
+  if (!x.IsFloat()) return c.Error("element type " + x.et + " is not supported");
+  Val* bias = nullptr;
+  if (c.HasIn(2)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& bv, c.In(2));
+    bias = &bv;
+  }
+  return c.SetOut(0, ConvolutionOf(c, x, wt, bias));
+}
+
+StatusOr<Val> ConvolutionOf(Context& c, Val& x, Val& wt, Val* bias) {
+  Builder& b = c.b;
+  int s = static_cast<int>(x.rank()) - 2;
+  if (s < 1 || wt.rank() != x.rank()) return c.Error("expected N x C x spatial input and matching weights");
   std::vector<int64_t> kernel;
   for (int i = 0; i < s; ++i) {
     if (wt.shape[2 + i].dynamic()) return c.Error("dynamic kernel size");
@@ -68,7 +79,7 @@ Status LowerConv(Context& c) {
   Shape out = {x.shape[0], Dim::Static(F)};
   out.insert(out.end(), w.out.begin(), w.out.end());
   std::string et = x.et;
-  HEXIR_ASSIGN_OR_RETURN(std::string init, BiasInit(c, out, et));
+  HEXIR_ASSIGN_OR_RETURN(std::string init, BiasInit(c, out, et, bias));
   std::vector<std::string> iters(2 + s, "parallel");
   iters.resize(loops, "reduction");
   Val r;
@@ -76,11 +87,10 @@ Status LowerConv(Context& c) {
   r.shape = out;
   r.name = b.Generic({&xp, &wt}, {Builder::Map(loops, xm), Builder::Map(loops, wm)},
                      Builder::Map(loops, om), out, et, loops, iters, init, [&](const Args& a) {
-                       std::string p = b.Bin("arith.mulf", "", a[0], a[1], et);
-                       return b.Bin("arith.addf", "", a[2], p, et);
+                       std::string p = b.Bin("arith.mulf", "arith.muli", a[0], a[1], et);
+                       return b.Bin("arith.addf", "arith.addi", a[2], p, et);
                      });
-  c.SetOut(0, r);
-  return Status::Ok();
+  return r;
 }
 
 // ConvTranspose: y[n, f, o] = sum over (c, k) of x[n, g*Cg + c, (o + pad - k*d) / s] * W[g*Cg + c, f', k]
@@ -148,7 +158,12 @@ Status LowerConvTranspose(Context& c) {
     om.push_back(D(2 + i));
   }
   std::string et = x.et;
-  HEXIR_ASSIGN_OR_RETURN(std::string init, BiasInit(c, out, et));
+  Val* bias = nullptr;
+  if (c.HasIn(2)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& bv, c.In(2));
+    bias = &bv;
+  }
+  HEXIR_ASSIGN_OR_RETURN(std::string init, BiasInit(c, out, et, bias));
   std::vector<std::string> iters(2 + s, "parallel");
   iters.resize(loops, "reduction");
   Val r;

@@ -1,6 +1,6 @@
 // ONNX normalizations (onnx/defs/nn): compositions of reductions and broadcast elementwise
-// generics. BatchNormalization is inference-only; per-channel vectors [C] broadcast as
-// [C, 1, ..., 1] against N x C x ....
+// generics (BatchNormalization in training mode normalizes by the batch statistics);
+// per-channel vectors [C] broadcast as [C, 1, ..., 1] against N x C x ....
 #include "compiler/importers/onnx/Elementwise.h"
 #include "compiler/importers/onnx/Lowerings.h"
 
@@ -57,11 +57,37 @@ std::vector<int64_t> SpatialAxes(const Val& x) {
 
 }  // namespace
 
+// Training mode (opset 14+): normalizes by the batch's own mean and (population) variance over
+// N and the spatial dims; outputs 1 and 2 are the running statistics
+// input * momentum + batch * (1 - momentum).
+Status BatchNormalizationTraining(Context& c, Val& x) {
+  Builder& b = c.b;
+  std::vector<int64_t> axes = SpatialAxes(x);
+  axes.insert(axes.begin(), 0);
+  std::string et = x.et;
+  double eps = c.AttrF("epsilon", 1e-5f), momentum = c.AttrF("momentum", 0.9f);
+  HEXIR_ASSIGN_OR_RETURN(Moments m, CenteredMoments(c, x, axes));
+  HEXIR_ASSIGN_OR_RETURN(Val sc, PerChannel(c, 1, x.rank()));
+  HEXIR_ASSIGN_OR_RETURN(Val bi, PerChannel(c, 2, x.rank()));
+  HEXIR_RETURN_IF_ERROR(c.SetOut(0, c.Elementwise({&m.centered, &m.variance, &sc, &bi}, et, [&](const Args& a) {
+    std::string d = b.Op1("math.sqrt", b.Bin("arith.addf", "", a[1], b.ScalarConst(et, eps), et), et);
+    return b.Bin("arith.addf", "", b.Bin("arith.mulf", "", b.Bin("arith.divf", "", a[0], d, et), a[2], et), a[3], et);
+  })));
+  for (int k = 0; k < 2; ++k) {
+    HEXIR_ASSIGN_OR_RETURN(Val& running, c.In(3 + k));
+    HEXIR_ASSIGN_OR_RETURN(Val batch, c.ReshapeTo(k == 0 ? m.mean : m.variance, running.shape));
+    HEXIR_RETURN_IF_ERROR(c.SetOut(1 + k, c.Elementwise({&running, &batch}, et, [&](const Args& a) {
+      return b.Bin("arith.addf", "", b.Bin("arith.mulf", "", a[0], b.ScalarConst(et, momentum), et),
+                   b.Bin("arith.mulf", "", a[1], b.ScalarConst(et, 1 - momentum), et), et);
+    })));
+  }
+  return Status::Ok();
+}
+
 Status LowerBatchNormalization(Context& c) {
   Builder& b = c.b;
-  if (c.node->output_size() > 1 && !c.node->output(1).empty() && c.AttrI("training_mode", 0))
-    return c.Error("training mode is not supported");
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  if (c.AttrI("training_mode", 0)) return BatchNormalizationTraining(c, x);
   HEXIR_ASSIGN_OR_RETURN(Val sc, PerChannel(c, 1, x.rank()));
   HEXIR_ASSIGN_OR_RETURN(Val bi, PerChannel(c, 2, x.rank()));
   HEXIR_ASSIGN_OR_RETURN(Val mean, PerChannel(c, 3, x.rank()));

@@ -10,9 +10,33 @@
 namespace hexir::importers::onnx {
 namespace {
 
+// Target shape of Reshape whose entries were read at run time (any may be 0 or -1): host
+// selects z_i = (e_i == 0 ? x_i : e_i), then d_i = (z_i == -1 ? total / -prod(z) : z_i).
+StatusOr<Shape> RunTimeReshapeTarget(Context& c, Val& x, const std::vector<Dim>& spec, bool allowzero) {
+  Builder& b = c.b;
+  Shape z;
+  for (size_t i = 0; i < spec.size(); ++i) {
+    Dim d = spec[i];
+    if (!allowzero && i < x.shape.size()) d = b.SelectDim(b.Compare("eq", d, Dim::Static(0)), x.shape[i], d);
+    z.push_back(d);
+  }
+  Dim prod = b.Product(z, 0, z.size());
+  Dim inferred = b.TruncDiv(b.Product(x.shape, 0, x.shape.size()),
+                            b.Max(b.Sub(Dim::Static(0), prod), Dim::Static(1)));
+  Shape out;
+  for (const Dim& d : z) {
+    Dim o = b.SelectDim(b.Compare("eq", d, Dim::Static(-1)), inferred, d);
+    if (o.dynamic()) b.MarkNonNegative(o.ssa);
+    out.push_back(o);
+  }
+  return out;
+}
+
 // Target shape of Reshape: 0 copies the input dim (unless allowzero), -1 is inferred.
 StatusOr<Shape> ReshapeTarget(Context& c, Val& x, const std::vector<Dim>& spec, bool allowzero) {
   Builder& b = c.b;
+  for (const Dim& d : spec)
+    if (!b.NonNegative(d) && d.dynamic()) return RunTimeReshapeTarget(c, x, spec, allowzero);
   Shape out;
   int infer = -1;
   for (size_t i = 0; i < spec.size(); ++i) {
@@ -162,8 +186,8 @@ Status LowerSize(Context& c) {
 
 Status LowerReshape(Context& c) {
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
-  HEXIR_ASSIGN_OR_RETURN(Val& s, c.In(1));
-  if (!s.has_ints) return c.Error("the shape must be a constant or computed from shapes");
+  HEXIR_ASSIGN_OR_RETURN(Val& s_in, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val s, c.ShapeOperand(s_in, "the shape"));
   HEXIR_ASSIGN_OR_RETURN(Shape target, ReshapeTarget(c, x, s.ints, c.AttrI("allowzero", 0) != 0));
   return c.SetOut(0, c.ReshapeTo(x, target));
 }
@@ -221,8 +245,10 @@ Status LowerTranspose(Context& c) {
 
 Status LowerExpand(Context& c) {
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
-  HEXIR_ASSIGN_OR_RETURN(Val& s, c.In(1));
-  if (!s.has_ints) return c.Error("the shape must be a constant or computed from shapes");
+  HEXIR_ASSIGN_OR_RETURN(Val& s_in, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val s, c.ShapeOperand(s_in, "the shape"));
+  for (const Dim& d : s.ints)
+    if (d.dynamic()) c.b.MarkNonNegative(d.ssa);  // Expand's target dims are extents
   Val shape_only;
   shape_only.shape = s.ints;
   HEXIR_ASSIGN_OR_RETURN(Shape out, c.BroadcastShapes({&x, &shape_only}));
@@ -246,21 +272,27 @@ Status LowerExpand(Context& c) {
   return Status::Ok();
 }
 
+// Repeats may be read at run time and dims may be dynamic: then each output position reads
+// x at (i mod extent) per dim, the extents host values.
 Status LowerTile(Context& c) {
+  Builder& b = c.b;
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
-  HEXIR_ASSIGN_OR_RETURN(Val& repeats, c.In(1));
-  HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> reps, c.ConstInts(repeats, "repeats"));
+  HEXIR_ASSIGN_OR_RETURN(Val& repeats_in, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val repeats, c.ShapeOperand(repeats_in, "repeats"));
+  const std::vector<Dim>& reps = repeats.ints;
   if (static_cast<int64_t>(reps.size()) != x.rank()) return c.Error("repeats must have one entry per dim");
   Shape out;
   std::vector<std::string> m;
   int64_t count = 1;
+  bool static_out = true;
   for (int64_t i = 0; i < x.rank(); ++i) {
-    if (x.shape[i].dynamic()) return c.Error("tiling a dynamic dimension is not supported");
-    out.push_back(Dim::Static(x.shape[i].v * reps[i]));
-    count *= out.back().v;
+    out.push_back(b.Mul(x.shape[i], reps[i]));
+    if (out.back().dynamic()) b.MarkNonNegative(out.back().ssa);
+    static_out = static_out && !out.back().dynamic() && !x.shape[i].dynamic();
+    count *= out.back().dynamic() ? 1 : out.back().v;
     m.push_back("d" + std::to_string(i) + " mod " + std::to_string(x.shape[i].v));
   }
-  if (IsKnown(x) && count <= kMaxKnownElements) {
+  if (IsKnown(x) && static_out && count <= kMaxKnownElements) {
     std::vector<int64_t> in = StaticExtents(x.shape);
     c.SetOut(0, KnownPositions(x, StaticExtents(out), [&](const std::vector<int64_t>& pos) {
       int64_t flat = 0;
@@ -269,7 +301,30 @@ Status LowerTile(Context& c) {
     }));
     return Status::Ok();
   }
-  c.SetOut(0, Copy(c, x, Builder::Map(static_cast<int>(out.size()), m), out));
+  bool static_in = true;
+  for (const Dim& d : x.shape) static_in = static_in && !d.dynamic();
+  if (static_in) {
+    c.SetOut(0, Copy(c, x, Builder::Map(static_cast<int>(out.size()), m), out));
+    return Status::Ok();
+  }
+  c.Mat(x);
+  std::vector<std::string> extents;
+  for (const Dim& d : x.shape) extents.push_back(b.DimValue(d));
+  Val r;
+  r.et = x.et;
+  r.shape = out;
+  r.name = b.IndexGeneric(out, x.et, [&](const Args&) {
+    std::vector<std::string> idx = b.LoopIndices(static_cast<int>(x.rank()));
+    for (size_t i = 0; i < idx.size(); ++i) {
+      std::string w = b.Fresh();
+      b.Line(w + " = arith.remui " + idx[i] + ", " + extents[i] + " : index");
+      idx[i] = w;
+    }
+    std::string e = b.Fresh();
+    b.Line(e + " = tensor.extract " + x.name + "[" + Builder::Join(idx) + "] : " + Builder::TensorType(x));
+    return e;
+  });
+  c.SetOut(0, r);
   return Status::Ok();
 }
 

@@ -12,8 +12,8 @@ namespace hexir::importers::onnx {
 namespace {
 
 // out[i] = x[start + i * step] per dim, read with tensor.extract (an affine input map would
-// make linalg infer the loop ranges from the larger input).
-Val StridedCopy(Context& c, Val& x, const Shape& out, const std::vector<int64_t>& start,
+// make linalg infer the loop ranges from the larger input). A dynamic start is a host index.
+Val StridedCopy(Context& c, Val& x, const Shape& out, const std::vector<Dim>& start,
                 const std::vector<int64_t>& step) {
   Builder& b = c.b;
   c.Mat(x);
@@ -31,9 +31,9 @@ Val StridedCopy(Context& c, Val& x, const Shape& out, const std::vector<int64_t>
                            b.Line(m + " = arith.muli " + idx + ", " + b.IndexConst(step[i]) + " : index");
                            idx = m;
                          }
-                         if (start[i] != 0) {
+                         if (start[i].dynamic() || start[i].v != 0) {
                            std::string a = b.Fresh();
-                           b.Line(a + " = arith.addi " + idx + ", " + b.IndexConst(start[i]) + " : index");
+                           b.Line(a + " = arith.addi " + idx + ", " + b.DimValue(start[i]) + " : index");
                            idx = a;
                          }
                          list += (i ? ", " : "") + idx;
@@ -46,8 +46,16 @@ Val StridedCopy(Context& c, Val& x, const Shape& out, const std::vector<int64_t>
   return r;
 }
 
+std::vector<Dim> StaticDims(const std::vector<int64_t>& v) {
+  std::vector<Dim> r;
+  for (int64_t x : v) r.push_back(Dim::Static(x));
+  return r;
+}
+
 // x[starts:ends:steps] on `axes` (default: the first starts.size() dims), clamped like numpy.
-Status SliceWith(Context& c, Val& x, std::vector<int64_t> starts, std::vector<int64_t> ends,
+// Starts, ends and extents may be host values (read at run time): the same clamping as
+// host index arithmetic (steps must be constants).
+Status SliceWith(Context& c, Val& x, std::vector<Dim> starts, std::vector<Dim> ends,
                  std::vector<int64_t> axes, std::vector<int64_t> steps) {
   Builder& b = c.b;
   if (axes.empty())
@@ -58,36 +66,33 @@ Status SliceWith(Context& c, Val& x, std::vector<int64_t> starts, std::vector<in
   int64_t rank = x.rank();
   std::vector<Dim> start(rank, Dim::Static(0)), size = x.shape;
   std::vector<int64_t> step(rank, 1);
+  bool static_slice = true;
   for (size_t k = 0; k < axes.size(); ++k) {
     HEXIR_ASSIGN_OR_RETURN(int64_t a, c.NormAxis(axes[k], rank));
-    int64_t st = starts[k], en = ends[k], sp = steps[k];
+    int64_t sp = steps[k];
     if (sp == 0) return c.Error("step 0");
     step[a] = sp;
-    const Dim& d = x.shape[a];
-    if (d.dynamic()) {
-      if (sp != 1 || st < 0 || en < INT_MAX / 2) return c.Error("slicing a dynamic dimension needs start >= 0, step 1, end = max");
-      start[a] = Dim::Static(st);
-      size[a] = b.Max(b.Sub(d, Dim::Static(st)), Dim::Static(0));
-      continue;
-    }
-    int64_t n = d.v;
-    auto clampv = [](int64_t v, int64_t lo, int64_t hi) { return std::max(lo, std::min(v, hi)); };
-    if (st < 0) st += n;
-    if (en < 0) en += n;
-    if (sp > 0) {
-      st = clampv(st, 0, n);
-      en = clampv(en, 0, n);
-    } else {
-      st = clampv(st, 0, n - 1);
-      en = clampv(en, -1, n - 1);
-    }
-    int64_t cnt = sp > 0 ? (en - st + sp - 1) / sp : (st - en + (-sp) - 1) / (-sp);
-    start[a] = Dim::Static(st);
-    size[a] = Dim::Static(std::max<int64_t>(0, cnt));
+    const Dim& n = x.shape[a];
+    Dim zero = Dim::Static(0);
+    // v < 0 ? v + n : v, clamped to [lo, n + hi_offset].
+    auto wrap_clamp = [&](const Dim& v, int64_t lo, int64_t hi_offset) {
+      Dim w = b.SelectDim(b.Compare("slt", v, zero), b.Add(v, n), v);
+      return b.Max(b.Min(w, b.Add(n, Dim::Static(hi_offset))), Dim::Static(lo));
+    };
+    Dim st = sp > 0 ? wrap_clamp(starts[k], 0, 0) : wrap_clamp(starts[k], 0, -1);
+    Dim en = sp > 0 ? wrap_clamp(ends[k], 0, 0) : wrap_clamp(ends[k], -1, -1);
+    Dim span = sp > 0 ? b.Sub(en, st) : b.Sub(st, en);
+    int64_t as = sp > 0 ? sp : -sp;
+    Dim cnt = b.Max(b.TruncDiv(b.Add(span, Dim::Static(as - 1)), Dim::Static(as)), zero);
+    for (const Dim* d : {&st, &cnt})
+      if (d->dynamic()) b.MarkNonNegative(d->ssa);
+    static_slice = static_slice && !st.dynamic() && !cnt.dynamic();
+    start[a] = st;
+    size[a] = cnt;
   }
-  std::vector<int64_t> st;
-  for (const Dim& d : start) st.push_back(d.v);
-  if (IsKnown(x)) {
+  if (IsKnown(x) && static_slice) {
+    std::vector<int64_t> st;
+    for (const Dim& d : start) st.push_back(d.v);
     std::vector<int64_t> in = StaticExtents(x.shape);
     c.SetOut(0, KnownPositions(x, StaticExtents(size), [&](const std::vector<int64_t>& pos) {
       int64_t flat = 0;
@@ -96,7 +101,7 @@ Status SliceWith(Context& c, Val& x, std::vector<int64_t> starts, std::vector<in
     }));
     return Status::Ok();
   }
-  c.SetOut(0, StridedCopy(c, x, size, st, step));
+  c.SetOut(0, StridedCopy(c, x, size, start, step));
   return Status::Ok();
 }
 
@@ -124,8 +129,9 @@ Status SplitWith(Context& c, Val& x, int64_t axis, std::vector<int64_t> sizes) {
   for (int i = 0; i < n; ++i) {
     Shape out = x.shape;
     out[axis] = Dim::Static(sizes[i]);
-    std::vector<int64_t> st(x.rank(), 0), sp(x.rank(), 1);
-    st[axis] = offset;
+    std::vector<Dim> st(x.rank(), Dim::Static(0));
+    std::vector<int64_t> sp(x.rank(), 1);
+    st[axis] = Dim::Static(offset);
     c.SetOut(i, StridedCopy(c, x, out, st, sp));
     offset += sizes[i];
   }
@@ -133,15 +139,15 @@ Status SplitWith(Context& c, Val& x, int64_t axis, std::vector<int64_t> sizes) {
 }
 
 // Pads x by pads (begin[rank], end[rank]) in mode constant (with value), edge or reflect.
-Status PadWith(Context& c, Val& x, const std::vector<int64_t>& pads, double value) {
+Status PadWith(Context& c, Val& x, const std::vector<Dim>& pads, double value) {
   std::string mode = c.AttrS("mode", "constant");
   if (mode != "constant" && mode != "edge" && mode != "reflect") return c.Error("mode " + mode);
   int64_t r = x.rank();
   if (static_cast<int64_t>(pads.size()) != 2 * r) return c.Error("pads must have 2 * rank entries");
   std::vector<Dim> pb, pe;
   for (int64_t i = 0; i < r; ++i) {
-    pb.push_back(Dim::Static(pads[i]));
-    pe.push_back(Dim::Static(pads[r + i]));
+    pb.push_back(pads[i]);
+    pe.push_back(pads[r + i]);
   }
   c.SetOut(0, c.Pad(x, pb, pe, mode, value));
   return Status::Ok();
@@ -324,18 +330,19 @@ Status LowerGather(Context& c) {
 
 Status LowerSliceWithAttributes(Context& c) {
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
-  return SliceWith(c, x, c.AttrInts("starts"), c.AttrInts("ends"), c.AttrInts("axes"), {});
+  return SliceWith(c, x, StaticDims(c.AttrInts("starts")), StaticDims(c.AttrInts("ends")),
+                   c.AttrInts("axes"), {});
 }
 
 Status LowerSlice(Context& c) {
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
   HEXIR_ASSIGN_OR_RETURN(Val& starts_in, c.In(1));
-  HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> starts, c.ConstInts(starts_in, "starts"));
+  HEXIR_ASSIGN_OR_RETURN(Val starts, c.ShapeOperand(starts_in, "starts"));
   HEXIR_ASSIGN_OR_RETURN(Val& ends_in, c.In(2));
-  HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> ends, c.ConstInts(ends_in, "ends"));
+  HEXIR_ASSIGN_OR_RETURN(Val ends, c.ShapeOperand(ends_in, "ends"));
   HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> axes, OptionalInts(c, 3, "axes"));
   HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> steps, OptionalInts(c, 4, "steps"));
-  return SliceWith(c, x, starts, ends, axes, steps);
+  return SliceWith(c, x, starts.ints, ends.ints, axes, steps);
 }
 
 // Sizes: the `split` attribute, or input 1 from opset 13 on.
@@ -351,13 +358,13 @@ Status LowerSplit(Context& c) {
 
 Status LowerPadWithAttributes(Context& c) {
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
-  return PadWith(c, x, c.AttrInts("pads"), c.AttrF("value", 0));
+  return PadWith(c, x, StaticDims(c.AttrInts("pads")), c.AttrF("value", 0));
 }
 
 Status LowerPad(Context& c) {
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
   HEXIR_ASSIGN_OR_RETURN(Val& pads_in, c.In(1));
-  HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> pads, c.ConstInts(pads_in, "pads"));
+  HEXIR_ASSIGN_OR_RETURN(Val pads, c.ShapeOperand(pads_in, "pads"));
   double value = 0;
   if (c.HasIn(2)) {
     HEXIR_ASSIGN_OR_RETURN(Val& value_in, c.In(2));
@@ -366,7 +373,7 @@ Status LowerPad(Context& c) {
     value = v[0];
   }
   if (c.HasIn(3)) return c.Error("the axes input is not supported");
-  return PadWith(c, x, pads, value);
+  return PadWith(c, x, pads.ints, value);
 }
 
 // out[i][j][k] = data[index[i][j][k]][j][k] along `axis` (negative indices wrap).

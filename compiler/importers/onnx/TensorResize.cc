@@ -1,6 +1,10 @@
-// ONNX Resize (opsets 10-17) and Upsample (onnx/defs/tensor): nearest (every nearest_mode)
-// and n-linear over the resized dims; an index generic computes each output position's source
-// coordinate in f32 and reads the nearest / 2^k corner elements with tensor.extract.
+// ONNX Resize (opsets 10-17) and Upsample (onnx/defs/tensor): nearest (every nearest_mode),
+// n-linear and cubic (cubic_coeff_a, exclude_outside) over the resized dims, every
+// coordinate_transformation_mode including tf_crop_and_resize (roi, extrapolation_value).
+// An index generic computes each output position's source coordinate in f32, the taps
+// (index, weight) per resized dim, and sums the weighted corner elements read with
+// tensor.extract. Dims may be dynamic and sizes read at run time: the extents, scales and
+// resized lengths are then host f32 values captured by the body.
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -11,138 +15,266 @@
 namespace hexir::importers::onnx {
 namespace {
 
-// Whether dim i of x changes size or scale in `out`.
-bool Resized(const Val& x, const Shape& out, const std::vector<double>& sc, int i) {
-  return !(out[i].dynamic() || x.shape[i].dynamic() || (out[i].v == x.shape[i].v && sc[i] == 1.0));
+// An f32 quantity of one resized dim: static (folded in the body) or a host SSA value.
+struct HostF32 {
+  bool is_static = true;
+  double v = 0;
+  std::string ssa;
+  std::string In(Builder& b) const { return is_static ? b.ScalarConst("f32", v) : ssa; }
+};
+
+HostF32 StaticF(double v) { return HostF32{true, v, ""}; }
+HostF32 DimF(Builder& b, const Dim& d) {
+  return d.dynamic() ? HostF32{false, 0, b.DimAsFloat(d, "f32")} : StaticF(static_cast<double>(d.v));
+}
+
+// One resized dim: input extent, output extent, scale and the spec's length_resized.
+struct Axis {
+  bool resized = false;
+  Dim out;
+  HostF32 in, scale, length;
+  double roi_start = 0, roi_end = 1;
+};
+
+struct Options {
+  std::string mode, ctm, nearest;
+  double cubic_a = -0.75, extrapolation = 0;
+  bool exclude_outside = false;
+  std::vector<double> roi;
+};
+
+// Output extent floor(in * scale) of a dynamic input extent, on the host (f32, as ORT; the
+// product is non-negative, so fptosi's truncation is the floor).
+Dim ScaledExtent(Builder& b, const Dim& in, double scale) {
+  std::string f = b.Bin("arith.mulf", "", b.DimAsFloat(in, "f32"), b.ScalarConst("f32", scale), "f32");
+  std::string i = b.Fresh(), x = b.Fresh();
+  b.Line(i + " = arith.fptosi " + f + " : f32 to i64");
+  b.Line(x + " = arith.index_cast " + i + " : i64 to index");
+  b.MarkNonNegative(x);
+  return Dim::Dynamic(x);
+}
+
+bool SameDim(const Dim& a, const Dim& b) {
+  return a.dynamic() == b.dynamic() && (a.dynamic() ? a.ssa == b.ssa : a.v == b.v);
+}
+
+// cond ? a : b on f32, folded when cond is static.
+std::string SelectF(Builder& b, const std::string& cond, const std::string& a, const std::string& c) {
+  return b.Select(cond, a, c, "f32");
+}
+
+// The source coordinate of output index xf (f32) along one axis.
+std::string SourceCoordinate(Builder& b, const Options& o, const Axis& ax, const std::string& xf) {
+  std::string s = ax.scale.In(b), half = b.ScalarConst("f32", 0.5), one = b.ScalarConst("f32", 1);
+  std::string len = ax.length.In(b), in = ax.in.In(b);
+  auto bin = [&](const char* op, const std::string& x, const std::string& y) { return b.Bin(op, "", x, y, "f32"); };
+  // len > 1 (folded when static).
+  auto longer = [&]() { return b.Cmp("ogt", "", len, one, "f32"); };
+  bool len_static = ax.length.is_static;
+  if (o.ctm == "asymmetric") return bin("arith.divf", xf, s);
+  if (o.ctm == "tf_half_pixel_for_nn") return bin("arith.divf", bin("arith.addf", xf, half), s);
+  if (o.ctm == "align_corners") {
+    if (len_static && ax.length.v <= 1) return b.ScalarConst("f32", 0);
+    std::string r = bin("arith.divf", bin("arith.mulf", xf, bin("arith.subf", in, one)), bin("arith.subf", len, one));
+    return len_static ? r : SelectF(b, longer(), r, b.ScalarConst("f32", 0));
+  }
+  if (o.ctm == "tf_crop_and_resize") {
+    std::string st = b.ScalarConst("f32", ax.roi_start), en = b.ScalarConst("f32", ax.roi_end);
+    std::string last = bin("arith.subf", in, one);
+    std::string mid = bin("arith.mulf", bin("arith.mulf", half, bin("arith.addf", st, en)), last);
+    if (len_static && ax.length.v <= 1) return mid;
+    std::string step = bin("arith.divf", bin("arith.mulf", bin("arith.subf", en, st), last), bin("arith.subf", len, one));
+    std::string r = bin("arith.addf", bin("arith.mulf", st, last), bin("arith.mulf", xf, step));
+    return len_static ? r : SelectF(b, longer(), r, mid);
+  }
+  // half_pixel, pytorch_half_pixel
+  std::string r = bin("arith.subf", bin("arith.divf", bin("arith.addf", xf, half), s), half);
+  if (o.ctm != "pytorch_half_pixel") return r;
+  if (len_static) return ax.length.v <= 1 ? b.ScalarConst("f32", 0) : r;
+  return SelectF(b, longer(), r, b.ScalarConst("f32", 0));
+}
+
+// f32 value v clamped to [0, in - 1], as an index.
+std::string ClampedIndex(Builder& b, const Axis& ax, const std::string& v) {
+  std::string lo = b.ScalarConst("f32", 0);
+  std::string hi = b.Bin("arith.subf", "", ax.in.In(b), b.ScalarConst("f32", 1), "f32");
+  std::string cl = b.Bin("arith.minimumf", "", b.Bin("arith.maximumf", "", v, lo, "f32"), hi, "f32");
+  std::string i64 = b.Fresh(), ix = b.Fresh();
+  b.Line(i64 + " = arith.fptosi " + cl + " : f32 to i64");
+  b.Line(ix + " = arith.index_cast " + i64 + " : i64 to index");
+  return ix;
 }
 
 // Scales (or output sizes when `sizes` is not empty) per dim of x.
-Status ResizeWith(Context& c, Val& x, std::string mode, const std::string& ctm,
-                  const std::string& nearest, const std::vector<double>& scales,
-                  const std::vector<int64_t>& sizes) {
+Status ResizeWith(Context& c, Val& x, Options o, const std::vector<double>& scales,
+                  const std::vector<Dim>& sizes) {
   Builder& b = c.b;
   int64_t rank = x.rank();
-  if (mode == "bilinear") mode = "linear";
-  if (mode != "nearest" && mode != "linear") return c.Error("mode '" + mode + "' is not supported");
-  if (ctm == "tf_crop_and_resize") return c.Error("coordinate_transformation_mode tf_crop_and_resize is not supported");
+  if (o.mode == "bilinear") o.mode = "linear";
+  if (o.mode == "bicubic") o.mode = "cubic";
+  if (o.mode != "nearest" && o.mode != "linear" && o.mode != "cubic")
+    return c.Error("mode '" + o.mode + "' is not supported");
+  static const char* const kTransforms[] = {"align_corners", "asymmetric", "half_pixel", "pytorch_half_pixel",
+                                            "tf_crop_and_resize", "tf_half_pixel_for_nn"};
+  if (std::find(std::begin(kTransforms), std::end(kTransforms), o.ctm) == std::end(kTransforms))
+    return c.Error("coordinate_transformation_mode '" + o.ctm + "' is not supported");
   if (c.HasAttr("axes")) return c.Error("the axes attribute is not supported");
   if (scales.empty() && sizes.empty()) return c.Error("needs scales or sizes");
   if (!sizes.empty() ? static_cast<int64_t>(sizes.size()) != rank
                      : static_cast<int64_t>(scales.size()) != rank)
     return c.Error("scales / sizes must have one entry per dim");
+  bool crop = o.ctm == "tf_crop_and_resize";
+  if (crop && static_cast<int64_t>(o.roi.size()) != 2 * rank)
+    return c.Error("tf_crop_and_resize needs a constant roi of 2 * rank values");
+  std::vector<Axis> axes(rank);
   Shape out;
-  std::vector<double> sc(rank, 1.0);
   for (int64_t i = 0; i < rank; ++i) {
     const Dim& d = x.shape[i];
-    bool same = sizes.empty() ? scales[i] == 1.0 : (!d.dynamic() && sizes[i] == d.v);
-    if (same) {
-      out.push_back(d);
-      continue;
+    Axis& ax = axes[i];
+    bool same = sizes.empty() ? scales[i] == 1.0 : SameDim(sizes[i], d);
+    if (crop) same = same && o.roi[i] == 0 && o.roi[rank + i] == 1;
+    ax.out = d;
+    ax.resized = !same;
+    if (ax.resized) {
+      ax.in = DimF(b, d);
+      ax.roi_start = crop ? o.roi[i] : 0;
+      ax.roi_end = crop ? o.roi[rank + i] : 1;
+      if (!sizes.empty()) {
+        ax.out = sizes[i];
+        if (ax.out.dynamic()) b.MarkNonNegative(ax.out.ssa);
+        ax.length = DimF(b, ax.out);
+        if (ax.in.is_static && ax.length.is_static) {
+          ax.scale = StaticF(ax.length.v / ax.in.v);
+        } else {
+          ax.scale = HostF32{false, 0, b.Bin("arith.divf", "", ax.length.In(b), ax.in.In(b), "f32")};
+        }
+      } else {
+        // Scales in f32 as ONNX stores them; crops scale the roi's length.
+        double len_factor = crop ? ax.roi_end - ax.roi_start : 1;
+        ax.scale = StaticF(static_cast<float>(scales[i]));
+        if (d.dynamic()) {
+          ax.out = ScaledExtent(b, d, scales[i] * len_factor);
+          ax.length = HostF32{false, 0, b.Bin("arith.mulf", "", ax.in.In(b), b.ScalarConst("f32", scales[i] * len_factor), "f32")};
+        } else {
+          ax.out = Dim::Static(static_cast<int64_t>(std::floor(d.v * scales[i] * len_factor)));
+          ax.length = StaticF(d.v * static_cast<float>(scales[i]) * len_factor);
+        }
+      }
     }
-    if (d.dynamic()) return c.Error("resizing a dynamic dimension is not supported");
-    if (!sizes.empty()) {
-      out.push_back(Dim::Static(sizes[i]));
-      sc[i] = static_cast<double>(sizes[i]) / d.v;
-    } else {
-      out.push_back(Dim::Static(static_cast<int64_t>(std::floor(d.v * scales[i]))));
-      sc[i] = scales[i];
-    }
+    out.push_back(ax.out);
   }
   c.Mat(x);
   std::string et = x.et;
-  if (mode == "linear" && !x.IsFloat()) return c.Error("linear mode on integers is not supported");
+  bool interpolates = o.mode != "nearest";
+  if (interpolates && !x.IsFloat()) return c.Error(o.mode + " mode on integers is not supported");
   int loops = static_cast<int>(rank);
-  static const char* const kTransforms[] = {"align_corners", "asymmetric", "half_pixel",
-                                            "pytorch_half_pixel", "tf_half_pixel_for_nn"};
-  bool known_transform = std::find(std::begin(kTransforms), std::end(kTransforms), ctm) !=
-                         std::end(kTransforms);
-  for (int i = 0; i < loops && !known_transform; ++i)
-    if (Resized(x, out, sc, i))
-      return c.Error("coordinate_transformation_mode '" + ctm + "' is not supported");
   Val r;
   r.et = et;
   r.shape = out;
   r.name = b.IndexGeneric(out, et, [&](const Args&) {
     std::vector<std::string> idx = b.LoopIndices(loops);
-    // Per resized dim: source coordinate (f32), then nearest index or (i0, i1, weight).
-    std::vector<std::string> i0(idx), i1(idx), wgt(loops);
+    std::string zero = b.ScalarConst("f32", 0), one = b.ScalarConst("f32", 1);
+    // Per resized dim: its taps (index, weight; weight empty for nearest).
+    std::vector<std::vector<std::pair<std::string, std::string>>> taps(loops);
+    std::string outside;  // tf_crop_and_resize: some coordinate falls outside the input
     for (int i = 0; i < loops; ++i) {
-      if (!Resized(x, out, sc, i)) continue;
-      int64_t in = x.shape[i].v;
-      double on = sizes.empty() ? in * sc[i] : static_cast<double>(out[i].v);  // the spec's length_resized
+      const Axis& ax = axes[i];
+      if (!ax.resized) {
+        taps[i].push_back({idx[i], ""});
+        continue;
+      }
       std::string xi = b.Fresh(), xf = b.Fresh();
       b.Line(xi + " = arith.index_cast " + idx[i] + " : index to i64");
       b.Line(xf + " = arith.sitofp " + xi + " : i64 to f32");
-      std::string s = b.ScalarConst("f32", sc[i]), half = b.ScalarConst("f32", 0.5), src;
-      if (ctm == "asymmetric") {
-        src = b.Bin("arith.divf", "", xf, s, "f32");
-      } else if (ctm == "align_corners") {
-        src = on <= 1 ? b.ScalarConst("f32", 0)
-                      : b.Bin("arith.mulf", "", xf, b.ScalarConst("f32", static_cast<double>(in - 1) / (on - 1)), "f32");
-      } else if (ctm == "tf_half_pixel_for_nn") {
-        src = b.Bin("arith.divf", "", b.Bin("arith.addf", "", xf, half, "f32"), s, "f32");
-      } else {  // half_pixel, pytorch_half_pixel
-        src = b.Bin("arith.subf", "", b.Bin("arith.divf", "", b.Bin("arith.addf", "", xf, half, "f32"), s, "f32"), half, "f32");
-        if (ctm == "pytorch_half_pixel" && on <= 1) src = b.ScalarConst("f32", 0);
+      std::string src = SourceCoordinate(b, o, ax, xf);
+      if (crop) {
+        std::string last = b.Bin("arith.subf", "", ax.in.In(b), one, "f32");
+        std::string lt = b.Cmp("olt", "", src, zero, "f32"), gt = b.Cmp("ogt", "", src, last, "f32");
+        std::string any = b.Bin("", "arith.ori", lt, gt, "i1");
+        outside = outside.empty() ? any : b.Bin("", "arith.ori", outside, any, "i1");
       }
-      std::string lo = b.ScalarConst("f32", 0), hi = b.ScalarConst("f32", static_cast<double>(in - 1));
-      auto to_index = [&](const std::string& f) {
-        std::string cl = b.Bin("arith.minimumf", "", b.Bin("arith.maximumf", "", f, lo, "f32"), hi, "f32");
-        std::string i64 = b.Fresh(), ix = b.Fresh();
-        b.Line(i64 + " = arith.fptosi " + cl + " : f32 to i64");
-        b.Line(ix + " = arith.index_cast " + i64 + " : i64 to index");
-        return ix;
-      };
-      if (mode == "nearest") {
+      if (o.mode == "nearest") {
         std::string n;
-        if (nearest == "floor") n = b.Op1("math.floor", src, "f32");
-        else if (nearest == "ceil") n = b.Op1("math.ceil", src, "f32");
+        if (o.nearest == "floor") n = b.Op1("math.floor", src, "f32");
+        else if (o.nearest == "ceil") n = b.Op1("math.ceil", src, "f32");
         else {  // round half toward floor / ceil
           std::string fl = b.Op1("math.floor", src, "f32");
           std::string fr = b.Bin("arith.subf", "", src, fl, "f32");
-          std::string up = b.Cmp(nearest == "round_prefer_ceil" ? "oge" : "ogt", "", fr, half, "f32");
-          n = b.Select(up, b.Bin("arith.addf", "", fl, b.ScalarConst("f32", 1), "f32"), fl, "f32");
+          std::string half = b.ScalarConst("f32", 0.5);
+          std::string up = b.Cmp(o.nearest == "round_prefer_ceil" ? "oge" : "ogt", "", fr, half, "f32");
+          n = b.Select(up, b.Bin("arith.addf", "", fl, one, "f32"), fl, "f32");
         }
-        i0[i] = to_index(n);
-      } else {
-        std::string cl = b.Bin("arith.minimumf", "", b.Bin("arith.maximumf", "", src, lo, "f32"), hi, "f32");
+        taps[i].push_back({ClampedIndex(b, ax, n), ""});
+      } else if (o.mode == "linear") {
+        std::string last = b.Bin("arith.subf", "", ax.in.In(b), one, "f32");
+        std::string cl = b.Bin("arith.minimumf", "", b.Bin("arith.maximumf", "", src, zero, "f32"), last, "f32");
         std::string fl = b.Op1("math.floor", cl, "f32");
-        wgt[i] = b.Bin("arith.subf", "", cl, fl, "f32");
-        i0[i] = to_index(fl);
-        i1[i] = to_index(b.Bin("arith.addf", "", fl, b.ScalarConst("f32", 1), "f32"));
+        std::string t = b.Bin("arith.subf", "", cl, fl, "f32");
+        taps[i].push_back({ClampedIndex(b, ax, fl), b.Bin("arith.subf", "", one, t, "f32")});
+        taps[i].push_back({ClampedIndex(b, ax, b.Bin("arith.addf", "", fl, one, "f32")), t});
+      } else {  // cubic: taps at floor - 1 .. floor + 2, edge indices clamped
+        std::string fl = b.Op1("math.floor", src, "f32");
+        std::string t = b.Bin("arith.subf", "", src, fl, "f32");
+        std::string last = b.Bin("arith.subf", "", ax.in.In(b), one, "f32");
+        std::vector<std::pair<std::string, std::string>> cubic;
+        std::string sum;
+        for (int k = -1; k <= 2; ++k) {
+          std::string pos = b.Bin("arith.addf", "", fl, b.ScalarConst("f32", k), "f32");
+          std::string dist = b.Op1("math.absf", b.Bin("arith.subf", "", t, b.ScalarConst("f32", k), "f32"), "f32");
+          std::string w = CubicWeight(b, o.cubic_a, dist);
+          if (o.exclude_outside) {
+            std::string in = b.Bin("", "arith.andi", b.Cmp("oge", "", pos, zero, "f32"),
+                                   b.Cmp("ole", "", pos, last, "f32"), "i1");
+            w = b.Select(in, w, zero, "f32");
+            sum = sum.empty() ? w : b.Bin("arith.addf", "", sum, w, "f32");
+          }
+          cubic.push_back({ClampedIndex(b, ax, pos), w});
+        }
+        if (o.exclude_outside)
+          for (auto& tap : cubic) tap.second = b.Bin("arith.divf", "", tap.second, sum, "f32");
+        taps[i] = cubic;
       }
     }
-    auto read = [&](const std::vector<std::string>& at) {
+    // Sum over the product of the taps.
+    std::vector<size_t> pick(loops, 0);
+    std::string acc;
+    for (;;) {
+      std::vector<std::string> at;
+      std::string w;
+      for (int i = 0; i < loops; ++i) {
+        at.push_back(taps[i][pick[i]].first);
+        const std::string& wi = taps[i][pick[i]].second;
+        if (!wi.empty()) w = w.empty() ? wi : b.Bin("arith.mulf", "", w, wi, "f32");
+      }
       std::string e = b.Fresh();
       b.Line(e + " = tensor.extract " + x.name + "[" + Builder::Join(at) + "] : " + Builder::TensorType(x));
-      return b.Convert(e, et, et);
-    };
-    if (mode == "nearest") return read(i0);
-    // Multilinear: fold the resized dims one at a time over 2^k corners.
-    std::vector<int> dims;
-    for (int i = 0; i < loops; ++i)
-      if (!wgt[i].empty()) dims.push_back(i);
-    std::vector<std::string> vals;
-    for (int m = 0; m < (1 << dims.size()); ++m) {
-      std::vector<std::string> at = i0;
-      for (size_t j = 0; j < dims.size(); ++j)
-        if (m >> j & 1) at[dims[j]] = i1[dims[j]];
-      std::string v = read(at);
-      vals.push_back(et == "f32" ? v : b.Convert(v, et, "f32"));
-    }
-    for (size_t j = 0; j < dims.size(); ++j) {
-      std::vector<std::string> next;
-      for (size_t m = 0; m < vals.size(); m += 2) {
-        std::string w = wgt[dims[j]];
-        std::string d = b.Bin("arith.subf", "", vals[m + 1], vals[m], "f32");
-        next.push_back(b.Bin("arith.addf", "", vals[m], b.Bin("arith.mulf", "", d, w, "f32"), "f32"));
+      if (!interpolates) {
+        acc = e;
+        break;
       }
-      vals = next;
+      std::string term = b.Bin("arith.mulf", "", b.Convert(e, et, "f32"), w, "f32");
+      acc = acc.empty() ? term : b.Bin("arith.addf", "", acc, term, "f32");
+      int i = loops - 1;
+      while (i >= 0 && ++pick[i] == taps[i].size()) pick[i--] = 0;
+      if (i < 0) break;
     }
-    return et == "f32" ? vals[0] : b.Convert(vals[0], "f32", et);
+    std::string v = interpolates ? b.Convert(acc, "f32", et) : acc;
+    if (!outside.empty()) v = b.Select(outside, b.ScalarConst(et, o.extrapolation), v, et);
+    return v;
   });
   c.SetOut(0, r);
   return Status::Ok();
+}
+
+Options ResizeOptions(Context& c, bool v10) {
+  Options o;
+  o.mode = c.AttrS("mode", "nearest");
+  o.ctm = c.AttrS("coordinate_transformation_mode", v10 ? "asymmetric" : "half_pixel");
+  o.nearest = c.AttrS("nearest_mode", v10 ? "floor" : "round_prefer_floor");
+  o.cubic_a = c.AttrF("cubic_coeff_a", -0.75f);
+  o.exclude_outside = c.AttrI("exclude_outside", 0) != 0;
+  o.extrapolation = c.AttrF("extrapolation_value", 0);
+  return o;
 }
 
 }  // namespace
@@ -151,15 +283,17 @@ Status ResizeWith(Context& c, Val& x, std::string mode, const std::string& ctm,
 Status LowerResize(Context& c) {
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
   bool v10 = c.opset < 11;
-  std::string mode = c.AttrS("mode", "nearest");
-  std::string ctm = c.AttrS("coordinate_transformation_mode", v10 ? "asymmetric" : "half_pixel");
-  std::string nearest = c.AttrS("nearest_mode", v10 ? "floor" : "round_prefer_floor");
+  Options o = ResizeOptions(c, v10);
   std::vector<double> scales;
-  std::vector<int64_t> sizes;
+  std::vector<Dim> sizes;
   if (v10) {
     HEXIR_ASSIGN_OR_RETURN(Val& scales_in, c.In(1));
     HEXIR_ASSIGN_OR_RETURN(scales, c.ConstFloats(scales_in, "scales"));
   } else {
+    if (o.ctm == "tf_crop_and_resize" && c.HasIn(1)) {
+      HEXIR_ASSIGN_OR_RETURN(Val& roi_in, c.In(1));
+      HEXIR_ASSIGN_OR_RETURN(o.roi, c.ConstFloats(roi_in, "roi"));
+    }
     if (c.HasIn(2)) {
       HEXIR_ASSIGN_OR_RETURN(Val& scales_in, c.In(2));
       if (!scales_in.shape.empty() && scales_in.shape[0].v != 0) {
@@ -168,18 +302,19 @@ Status LowerResize(Context& c) {
     }
     if (c.HasIn(3)) {
       HEXIR_ASSIGN_OR_RETURN(Val& sizes_in, c.In(3));
-      HEXIR_ASSIGN_OR_RETURN(sizes, c.ConstInts(sizes_in, "sizes"));
+      HEXIR_ASSIGN_OR_RETURN(Val sizes_val, c.ShapeOperand(sizes_in, "sizes"));
+      sizes = sizes_val.ints;
     }
   }
-  return ResizeWith(c, x, mode, ctm, nearest, scales, sizes);
+  return ResizeWith(c, x, o, scales, sizes);
 }
 
 // Scales: the attribute before opset 9, input 1 from 9 on; asymmetric / floor.
 Status LowerUpsample(Context& c) {
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
-  std::string mode = c.AttrS("mode", "nearest");
-  std::string ctm = c.AttrS("coordinate_transformation_mode", "asymmetric");
-  std::string nearest = c.AttrS("nearest_mode", "floor");
+  Options o = ResizeOptions(c, true);
+  o.ctm = "asymmetric";
+  o.nearest = "floor";
   std::vector<double> scales;
   if (c.opset >= 9) {
     HEXIR_ASSIGN_OR_RETURN(Val& scales_in, c.In(1));
@@ -187,7 +322,7 @@ Status LowerUpsample(Context& c) {
   }
   if (scales.empty())
     for (float f : c.AttrFloats("scales")) scales.push_back(f);
-  return ResizeWith(c, x, mode, ctm, nearest, scales, {});
+  return ResizeWith(c, x, o, scales, {});
 }
 
 }  // namespace hexir::importers::onnx

@@ -1,0 +1,202 @@
+// Quantized ONNX (onnx/defs/quantization, and the integer forms of onnx/defs/math and nn):
+// QDQ (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear) and QOperator (MatMulInteger,
+// ConvInteger, QLinearMatMul, QLinearConv). Integer products accumulate in i32 after the zero
+// points are subtracted (so a padded zero contributes nothing); requantization follows
+// onnxruntime: the f32 multiplier a_scale * b_scale / y_scale, round half to even
+// (math.roundeven), saturation to the output type's range, then the zero point.
+#include <cmath>
+
+#include "compiler/importers/onnx/Elementwise.h"
+#include "compiler/importers/onnx/Lowerings.h"
+
+namespace hexir::importers::onnx {
+namespace {
+
+// [lo, hi] of an 8/16/32-bit integer type.
+std::pair<double, double> Range(const std::string& et, bool is_unsigned) {
+  int bits = ElementBytes(et) * 8;
+  if (is_unsigned) return {0, std::ldexp(1.0, bits) - 1};
+  return {-std::ldexp(1.0, bits - 1), std::ldexp(1.0, bits - 1) - 1};
+}
+
+// A per-axis operand (1-D, one value per x.shape[axis]) reshaped to broadcast against x; 0-D
+// and one-element operands broadcast as they are.
+StatusOr<Val> AlongAxis(Context& c, Val& v, const Val& x, int64_t axis) {
+  if (v.rank() == 0 || (v.rank() == 1 && !v.shape[0].dynamic() && v.shape[0].v == 1)) return v;
+  if (v.rank() != 1) return c.Error("scale and zero point must be scalars or 1-D along axis");
+  HEXIR_ASSIGN_OR_RETURN(axis, c.NormAxis(axis, x.rank()));
+  Shape s(x.rank(), Dim::Static(1));
+  s[axis] = v.shape[0];
+  HEXIR_ASSIGN_OR_RETURN(Val r, c.ReshapeTo(v, s));
+  r.is_unsigned = v.is_unsigned;
+  return r;
+}
+
+// round-half-even(f) + zp, saturated, converted to et (f32 f and zp).
+std::string Saturate(Builder& b, const std::string& f, const std::string& zp_f, const std::string& et,
+                     bool is_unsigned) {
+  auto [lo, hi] = Range(et, is_unsigned);
+  std::string r = b.Bin("arith.addf", "", b.Op1("math.roundeven", f, "f32"), zp_f, "f32");
+  r = b.Bin("arith.minimumf", "", b.Bin("arith.maximumf", "", r, b.ScalarConst("f32", lo), "f32"),
+            b.ScalarConst("f32", hi), "f32");
+  return b.Convert(r, "f32", et, false, is_unsigned);
+}
+
+// x - zp in i32 (zp absent: x extended), zp broadcast along `axis` of x when 1-D.
+StatusOr<Val> Centered(Context& c, Val& x, int zp_input, int64_t axis) {
+  Builder& b = c.b;
+  if (!c.HasIn(zp_input)) {
+    return c.Elementwise({&x}, "i32", [&](const Args& a) { return b.Convert(a[0], x.et, "i32", x.is_unsigned); });
+  }
+  HEXIR_ASSIGN_OR_RETURN(Val& zp_in, c.In(zp_input));
+  HEXIR_ASSIGN_OR_RETURN(Val zp, AlongAxis(c, zp_in, x, axis));
+  return c.Elementwise({&x, &zp}, "i32", [&](const Args& a) {
+    return b.Bin("", "arith.subi", b.Convert(a[0], x.et, "i32", x.is_unsigned),
+                 b.Convert(a[1], zp.et, "i32", zp.is_unsigned), "i32");
+  });
+}
+
+// y = saturate(roundeven(acc * multiplier) + y_zp) with multiplier = sa * sb / sy; sb may be
+// per output channel (1-D along `axis` of acc).
+StatusOr<Val> Requantize(Context& c, Val& acc, int sa_in, int sb_in, int64_t axis, int sy_in, int zy_in) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& sa, c.In(sa_in));
+  HEXIR_ASSIGN_OR_RETURN(Val& sb_raw, c.In(sb_in));
+  HEXIR_ASSIGN_OR_RETURN(Val sb, AlongAxis(c, sb_raw, acc, axis));
+  HEXIR_ASSIGN_OR_RETURN(Val& sy, c.In(sy_in));
+  HEXIR_ASSIGN_OR_RETURN(Val& zy, c.In(zy_in));
+  std::string et = zy.et;
+  bool u = zy.is_unsigned;
+  HEXIR_ASSIGN_OR_RETURN(Val r, c.Elementwise({&acc, &sa, &sb, &sy, &zy}, et, [&](const Args& a) {
+    std::string m = b.Bin("arith.divf", "", b.Bin("arith.mulf", "", a[1], a[2], "f32"), a[3], "f32");
+    std::string f = b.Bin("arith.mulf", "", b.Convert(a[0], "i32", "f32"), m, "f32");
+    return Saturate(b, f, b.Convert(a[4], et, "f32", u), et, u);
+  }));
+  r.is_unsigned = u;
+  return r;
+}
+
+}  // namespace
+
+// y = saturate(roundeven(x / scale) + zp); zp's type (default uint8) is y's.
+Status LowerQuantizeLinear(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  int64_t axis = c.AttrI("axis", 1);
+  HEXIR_ASSIGN_OR_RETURN(Val& scale_in, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val scale, AlongAxis(c, scale_in, x, axis));
+  std::vector<Val*> ins = {&x, &scale};
+  std::string et = "i8";
+  bool u = true;
+  Val zp;
+  if (c.HasIn(2)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& zp_in, c.In(2));
+    HEXIR_ASSIGN_OR_RETURN(zp, AlongAxis(c, zp_in, x, axis));
+    et = zp.et;
+    u = zp.is_unsigned;
+    ins.push_back(&zp);
+  }
+  if (et != "i8" && et != "i16" && et != "i32") return c.Error("zero point type " + et + " is not supported");
+  std::string xt = x.et;
+  HEXIR_ASSIGN_OR_RETURN(Val r, c.Elementwise(ins, et, [&](const Args& a) {
+    std::string xf = b.Convert(a[0], xt, "f32", x.is_unsigned);
+    std::string f = b.Bin("arith.divf", "", xf, b.Convert(a[1], scale.et, "f32"), "f32");
+    std::string z = ins.size() > 2 ? b.Convert(a[2], et, "f32", u) : b.ScalarConst("f32", 0);
+    return Saturate(b, f, z, et, u);
+  }));
+  r.is_unsigned = u;
+  c.SetOut(0, r);
+  return Status::Ok();
+}
+
+// y = (x - zp) * scale in f32 (the difference in i32).
+Status LowerDequantizeLinear(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  int64_t axis = c.AttrI("axis", 1);
+  HEXIR_ASSIGN_OR_RETURN(Val centered, Centered(c, x, 2, axis));
+  HEXIR_ASSIGN_OR_RETURN(Val& scale_in, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val scale, AlongAxis(c, scale_in, x, axis));
+  std::string st = scale.et;
+  return c.SetOut(0, c.Elementwise({&centered, &scale}, st, [&](const Args& a) {
+    return b.Bin("arith.mulf", "", b.Convert(a[0], "i32", st), a[1], st);
+  }));
+}
+
+// uint8 y, f32 scale, uint8 zero point from the range [min(x, 0), max(x, 0)]:
+// scale = (max - min) / 255, zp = saturate(roundeven(-min / scale)).
+Status LowerDynamicQuantizeLinear(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  if (x.et != "f32") return c.Error("element type " + x.et + " is not supported");
+  std::vector<int64_t> all;
+  for (int64_t i = 0; i < x.rank(); ++i) all.push_back(i);
+  HEXIR_ASSIGN_OR_RETURN(Val lo, c.Reduce(x, all, false, "min"));
+  HEXIR_ASSIGN_OR_RETURN(Val hi, c.Reduce(x, all, false, "max"));
+  HEXIR_ASSIGN_OR_RETURN(Val scale, c.Elementwise({&lo, &hi}, "f32", [&](const Args& a) {
+    std::string z = b.ScalarConst("f32", 0);
+    std::string mn = b.Bin("arith.minimumf", "", a[0], z, "f32"), mx = b.Bin("arith.maximumf", "", a[1], z, "f32");
+    return b.Bin("arith.divf", "", b.Bin("arith.subf", "", mx, mn, "f32"), b.ScalarConst("f32", 255), "f32");
+  }));
+  HEXIR_ASSIGN_OR_RETURN(Val zp, c.Elementwise({&lo, &scale}, "i8", [&](const Args& a) {
+    std::string z = b.ScalarConst("f32", 0);
+    std::string mn = b.Bin("arith.minimumf", "", a[0], z, "f32");
+    std::string f = b.Bin("arith.divf", "", b.Bin("arith.subf", "", z, mn, "f32"), a[1], "f32");
+    return Saturate(b, f, z, "i8", true);
+  }));
+  zp.is_unsigned = true;
+  HEXIR_ASSIGN_OR_RETURN(Val y, c.Elementwise({&x, &scale, &zp}, "i8", [&](const Args& a) {
+    std::string f = b.Bin("arith.divf", "", a[0], a[1], "f32");
+    return Saturate(b, f, b.Convert(a[2], "i8", "f32", true), "i8", true);
+  }));
+  y.is_unsigned = true;
+  c.SetOut(0, y);
+  c.SetOut(1, scale);
+  c.SetOut(2, zp);
+  return Status::Ok();
+}
+
+// (A - a_zp) @ (B - b_zp) in i32; a_zp per row of A (1-D: along A's rows), b_zp per column.
+Status LowerMatMulInteger(Context& c) {
+  HEXIR_ASSIGN_OR_RETURN(Val& a, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& bm, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val ac, Centered(c, a, 2, std::max<int64_t>(a.rank() - 2, 0)));
+  HEXIR_ASSIGN_OR_RETURN(Val bc, Centered(c, bm, 3, bm.rank() - 1));
+  return c.SetOut(0, c.MatMul(ac, bc));
+}
+
+// Conv of (x - x_zp) by (w - w_zp) in i32 (w_zp may be per output channel).
+Status LowerConvInteger(Context& c) {
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& w, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val xc, Centered(c, x, 2, 1));
+  HEXIR_ASSIGN_OR_RETURN(Val wc, Centered(c, w, 3, 0));
+  return c.SetOut(0, ConvolutionOf(c, xc, wc, nullptr));
+}
+
+// Inputs: a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp.
+Status LowerQLinearMatMul(Context& c) {
+  HEXIR_ASSIGN_OR_RETURN(Val& a, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& bm, c.In(3));
+  HEXIR_ASSIGN_OR_RETURN(Val ac, Centered(c, a, 2, std::max<int64_t>(a.rank() - 2, 0)));
+  HEXIR_ASSIGN_OR_RETURN(Val bc, Centered(c, bm, 5, bm.rank() - 1));
+  HEXIR_ASSIGN_OR_RETURN(Val acc, c.MatMul(ac, bc));
+  return c.SetOut(0, Requantize(c, acc, 1, 4, acc.rank() - 1, 6, 7));
+}
+
+// Inputs: x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B (i32 bias, optional).
+Status LowerQLinearConv(Context& c) {
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& w, c.In(3));
+  HEXIR_ASSIGN_OR_RETURN(Val xc, Centered(c, x, 2, 1));
+  HEXIR_ASSIGN_OR_RETURN(Val wc, Centered(c, w, 5, 0));
+  Val* bias = nullptr;
+  if (c.HasIn(8)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& bv, c.In(8));
+    bias = &bv;
+  }
+  HEXIR_ASSIGN_OR_RETURN(Val acc, ConvolutionOf(c, xc, wc, bias));
+  return c.SetOut(0, Requantize(c, acc, 1, 4, 1, 6, 7));
+}
+
+}  // namespace hexir::importers::onnx
