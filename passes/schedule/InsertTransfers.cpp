@@ -72,7 +72,7 @@ std::optional<int64_t> RequiredDevice(OpOperand& use) {
 }
 
 bool IsPerDeviceConstant(Operation* def) {
-  return def && isa<RankedTensorType>(def->getResult(0).getType()) &&
+  return def && def->getNumResults() == 1 && isa<RankedTensorType>(def->getResult(0).getType()) &&
          (isa<tensor::EmptyOp>(def) || isa<arith::ConstantOp>(def));
 }
 
