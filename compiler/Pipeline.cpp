@@ -1,5 +1,7 @@
 #include "compiler/Pipeline.h"
 
+#include <algorithm>
+
 #include "compiler/bytecode/BytecodeWriter.h"
 #include "dialects/hexir/IR/HexirOps.h"
 #include "dialects/vm/IR/VMOps.h"
@@ -95,19 +97,34 @@ bool HasTosa(mlir::ModuleOp module) {
 // slower than the straight chain (stories260K 0.27 vs 0.21 ms/token, random768 f16 0.85 vs
 // 0.79), while 8 independent chains gained (0.37x); the CPU runs a wave's dispatches on its
 // workers and defaults to waves.
+// The device kinds by ordinal: `targets`, or the one `target`.
+std::vector<std::string> DeviceKinds(const CompileOptions& options) {
+  return options.targets.empty() ? std::vector<std::string>{options.target} : options.targets;
+}
+
 std::string EffectiveSchedule(const CompileOptions& options) {
   if (!options.schedule.empty()) return options.schedule;
-  return options.target == "cuda" ? "serial" : "waves";
+  for (const std::string& kind : DeviceKinds(options))
+    if (kind == "cuda") return "serial";
+  return "waves";
 }
 
 }  // namespace
 
 mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions& options) {
-  const Target* target = FindTarget(options.target);
-  if (!target) return mlir::failure();
+  // Each kind once, in device order: its input checks and its codegen.
+  const std::vector<std::string> kinds = DeviceKinds(options);
+  std::vector<const Target*> targets;
+  for (const std::string& kind : kinds) {
+    const Target* target = FindTarget(kind);
+    if (!target) return mlir::failure();
+    if (std::find(targets.begin(), targets.end(), target) == targets.end()) targets.push_back(target);
+  }
   const std::string schedule = EffectiveSchedule(options);
   if (schedule != "waves" && schedule != "serial") return mlir::failure();
-  pm.addPass(hexir::createVerifyInput(VerifyInputOptions{options.target}));
+  if (options.placement != "annotations" && options.placement != "auto") return mlir::failure();
+  for (const Target* target : targets)
+    pm.addPass(hexir::createVerifyInput(VerifyInputOptions{target->name}));
   // Dim equalities and allocation sizes the program assumes, checked on the host (one VM
   // `assert` each) before any dispatch that relies on them.
   pm.addPass(hexir::createInsertShapeChecks());
@@ -126,7 +143,14 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   pm.addPass(hexir::createFoldUniformOperands());
   pm.addPass(hexir::createLiftConstantDispatches());
   pm.addPass(hexir::createAnnotateDispatchCosts());  // hexir-bench metadata (passes/dispatch/costs)
-  target->addCodegen(pm, options);
+  if (kinds.size() > 1) {
+    // Several devices (passes/schedule): a device for every dispatch, each executable compiled
+    // for the kinds that run it, transfers where a value crosses devices.
+    pm.addPass(hexir::createPlaceDevices(PlaceDevicesOptions{options.placement}));
+    pm.addPass(hexir::createAssignExecutableTargets());
+    pm.addPass(hexir::createInsertTransfers(InsertTransfersOptions{options.copy_shared_memory}));
+  }
+  for (const Target* target : targets) target->addCodegen(pm, options);
   pm.addPass(hexir::createAttachDispatchCosts());
   // Host functions: structured control flow becomes blocks and branches.
   pm.addPass(mlir::createSCFToControlFlowPass());
@@ -174,6 +198,28 @@ mlir::LogicalResult CompileModule(mlir::ModuleOp module, const CompileOptions& o
   if (!options.schedule.empty() && options.schedule != "waves" && options.schedule != "serial")
     return module.emitError() << "unsupported schedule '" << options.schedule
                               << "' (supported: waves, serial)";
+  if (options.placement != "annotations" && options.placement != "auto")
+    return module.emitError() << "unsupported placement '" << options.placement
+                              << "' (supported: annotations, auto)";
+  const std::vector<std::string> kinds = DeviceKinds(options);
+  if (kinds.empty()) return module.emitError() << "no target given";
+  for (const std::string& kind : kinds)
+    if (!FindTarget(kind))
+      return module.emitError() << "unsupported target '" << kind << "' (supported: "
+                                << TargetNames() << ")";
+  if (kinds.size() == 1) {
+    // One device: every `hexir.device` annotation names it (the same source compiles for one
+    // device or several).
+    module.walk([](mlir::Operation* op) {
+      op->removeAttr(hexir::kDeviceAttr);
+      if (auto func = llvm::dyn_cast<mlir::func::FuncOp>(op))
+        for (unsigned i = 0; i < func.getNumArguments(); ++i) func.removeArgAttr(i, hexir::kDeviceAttr);
+    });
+  } else {
+    llvm::SmallVector<mlir::Attribute> list;
+    for (const std::string& kind : kinds) list.push_back(mlir::StringAttr::get(ctx, kind));
+    module->setAttr(hexir::kDevicesAttr, mlir::ArrayAttr::get(ctx, list));
+  }
   if (mlir::failed(BuildPipeline(pm, options))) {
     return module.emitError() << "unsupported target '" << options.target
                               << "' (supported: " << TargetNames() << ")";

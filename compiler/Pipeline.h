@@ -15,6 +15,16 @@ namespace hexir::compiler {
 
 struct CompileOptions {
   std::string target = "cpu";       // "cpu" or "cuda"
+  // A module of several devices (hexir-compile --target repeated): the device kinds by
+  // ordinal, e.g. {"cpu", "cuda"} or {"cpu", "cpu"}; empty: the one `target`. With more than
+  // one, the module records the list and the placement passes run (passes/schedule).
+  std::vector<std::string> targets;
+  // Placement of work no annotation places: "annotations" (operands, then consumers) or
+  // "auto" (a cost model: passes/schedule/PlaceDevices.cpp).
+  std::string placement = "annotations";
+  // Copy between devices that share memory instead of reading in place (the copy path of
+  // transfers, exercised with CPU devices).
+  bool copy_shared_memory = false;
   std::string cpu = "host";         // LLVM CPU name, or "host" (host CPU + features)
   int64_t max_workgroups = 64;      // per dispatch, along x
   bool fuse_elementwise = true;     // fuse elementwise consumers into producers' dispatches

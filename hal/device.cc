@@ -54,6 +54,22 @@ StatusOr<vm::Ref<Buffer>> Device::QueueAlloca(const std::vector<SemaphoreValue>&
   return buffer;
 }
 
+Device::MemorySpace Device::memory_space() const {
+  std::string_view u = uri();
+  MemorySpace space;
+  if (u.substr(0, 4) != "cuda") return space;
+  space.kind = MemorySpace::Kind::kGpu;
+  if (u.size() > 5 && u[4] == ':') {
+    int32_t ordinal = 0;
+    for (char ch : u.substr(5)) {
+      if (ch < '0' || ch > '9') return space;
+      ordinal = ordinal * 10 + (ch - '0');
+    }
+    space.ordinal = ordinal;
+  }
+  return space;
+}
+
 Status Device::WaitIdle(Timeout timeout) {
   DeviceCounters::Add(counters_->host_waits);
   return AwaitIdle(timeout);
@@ -68,6 +84,15 @@ Status Device::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset,
                                           uint64_t size, const Interrupt& interrupt) {
   HEXIR_RETURN_IF_ERROR(WaitIdle(interrupt));
   return ReadBuffer(buffer, offset, data, size);
+}
+
+Status Device::QueueBarrier(const std::vector<SemaphoreValue>& waits,
+                            const std::vector<SemaphoreValue>& signals) {
+  HEXIR_RETURN_IF_ERROR(CheckSemaphores("queue barrier", waits, "wait"));
+  HEXIR_RETURN_IF_ERROR(CheckSemaphores("queue barrier", signals, "signal"));
+  vm::Ref<CommandBuffer> cb = InternalCommandBuffer();
+  HEXIR_RETURN_IF_ERROR(cb->Finalize());
+  return QueueExecute(waits, cb, signals).WithContext("queue barrier");
 }
 
 Status Device::QueueDealloca(const std::vector<SemaphoreValue>& waits,

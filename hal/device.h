@@ -62,6 +62,21 @@ class Device : public vm::RefObject {
   // The uri the device was created with ("cpu").
   virtual std::string_view uri() const = 0;
 
+  // ---- topology (hal/topology.h describes pairs of devices) ---------------------------------
+  // Where the device's buffers live: host memory (the CPU driver: any CPU device can use them)
+  // or the memory of one physical GPU (`ordinal`). Default: from the uri ("cuda:N" -> GPU N,
+  // anything else -> host).
+  struct MemorySpace {
+    enum class Kind { kHost, kGpu };
+    Kind kind = Kind::kHost;
+    int32_t ordinal = 0;
+    bool operator==(const MemorySpace& o) const { return kind == o.kind && ordinal == o.ordinal; }
+  };
+  virtual MemorySpace memory_space() const;
+  // Whether this device copies to and from `other`'s memory directly (GPU peer access).
+  // Default: false (transfers stage through host memory).
+  virtual bool CanAccessPeer(const Device& other) const { return false; }
+
   // A new zero-filled buffer of `byte_size` bytes (MemoryTypeBits flags). 0 bytes is allowed.
   // kMemoryHostVisible buffers are mapped for their whole life: host_data() is the mapping
   // (coherent; order host accesses with queue work through semaphores). Drivers may pool
@@ -106,6 +121,10 @@ class Device : public vm::RefObject {
   virtual Status QueueDealloca(const std::vector<SemaphoreValue>& waits,
                                const std::vector<SemaphoreValue>& signals,
                                vm::Ref<Buffer> buffer);
+  // An empty queue operation: runs after `waits` and signals `signals`, in queue order. With a
+  // signal it is a fence another device's queue can wait on (hal/device_transfer.h QueueFence).
+  virtual Status QueueBarrier(const std::vector<SemaphoreValue>& waits,
+                              const std::vector<SemaphoreValue>& signals);
   // CommandBuffer::FillBuffer / CopyBuffer as queue operations (same checks and errors).
   virtual Status QueueFill(const std::vector<SemaphoreValue>& waits,
                            const std::vector<SemaphoreValue>& signals, vm::Ref<Buffer> target,

@@ -14,12 +14,28 @@ StatusOr<vm::Ref<Device>> CreateDevice(std::string_view uri, const DeviceOptions
       driver.size() < uri.size() ? uri.substr(driver.size() + 1) : std::string_view();
   bool has_suffix = driver.size() < uri.size();
   if (driver == "cpu") {
-    if (has_suffix) return InvalidArgument("device uri '", uri, "': the cpu driver takes no ordinal");
-    if (options.cpu_worker_count < -1 || options.cpu_worker_count > kMaxCpuWorkers) {
-      return InvalidArgument("cpu device: worker thread count ", options.cpu_worker_count,
+    DeviceOptions cpu_options = options;
+    if (has_suffix) {
+      // "cpu:threads=N": this device's worker count (0 = inline), e.g. two CPU devices of one
+      // module with different worker counts.
+      constexpr std::string_view kThreads = "threads=";
+      int threads = -1;
+      const char* end = rest.data() + rest.size();
+      auto [ptr, ec] = rest.substr(0, kThreads.size()) == kThreads
+                           ? std::from_chars(rest.data() + kThreads.size(), end, threads)
+                           : std::from_chars_result{rest.data(), std::errc::invalid_argument};
+      if (ec != std::errc() || ptr != end || threads < 0 || threads > kMaxCpuWorkers) {
+        return InvalidArgument("device uri '", uri, "': expected cpu or cpu:threads=N (N in 0..",
+                               kMaxCpuWorkers, ")");
+      }
+      cpu_options.cpu_worker_count = threads;
+      cpu_options.cpu_inline = threads == 0;
+    }
+    if (cpu_options.cpu_worker_count < -1 || cpu_options.cpu_worker_count > kMaxCpuWorkers) {
+      return InvalidArgument("cpu device: worker thread count ", cpu_options.cpu_worker_count,
                              " is outside -1..", kMaxCpuWorkers);
     }
-    return cpu::CreateCpuDevice(options);
+    return cpu::CreateCpuDevice(cpu_options);
   }
   if (driver == "cuda") {
     int ordinal = 0;

@@ -36,6 +36,11 @@ TEST_CASE("registry: cuda uris reach the cuda driver") {
   REQUIRE(bad.status().message() == "device uri 'cuda:x': expected cuda:<ordinal>, e.g. cuda:0");
   REQUIRE(CreateDevice("cuda:-1", {}).status().code() == StatusCode::kInvalidArgument);
   REQUIRE(CreateDevice("cpu:0", {}).status().code() == StatusCode::kInvalidArgument);
+  REQUIRE(CreateDevice("cpu:threads=1025", {}).status().message() ==
+          "device uri 'cpu:threads=1025': expected cpu or cpu:threads=N (N in 0..1024)");
+  REQUIRE(CreateDevice("cpu:threads=", {}).status().code() == StatusCode::kInvalidArgument);
+  REQUIRE(CreateDevice("cpu:threads=2", {}).ok());
+  REQUIRE(CreateDevice("cpu:threads=0", {}).ok());
 }
 
 TEST_CASE("registry: enumeration lists cpu first, then openable cuda devices") {

@@ -175,6 +175,45 @@ def ElideTimepoints : Pass<"hexir-elide-timepoints", "mlir::ModuleOp"> {
   }];
 }
 
+//===-- schedule: device placement (modules of several devices) --------------------------===//
+
+def PlaceDevices : Pass<"hexir-place-devices", "mlir::ModuleOp"> {
+  let summary = "Affinity analysis: gives every dispatch and tensor global a device";
+  let description = [{
+    In a module with `hexir.devices` (the --target list): explicit `hexir.device` on the
+    dispatch (from its linalg op), else its function's; else the device holding most of its
+    operands' bytes (placement=auto: a cost model over device throughput, dispatch costs and
+    transfers); else its first placed consumer's; else its function's. Globals: the device of
+    their first reader; the initializer form is placed last. Rules: PlaceDevices.cpp.
+  }];
+  let options = [
+    Option<"placement", "placement", "std::string", /*default=*/"\"annotations\"",
+           "annotations (operands, then consumers) | auto (cost model)">,
+  ];
+}
+
+def AssignExecutableTargets : Pass<"hexir-assign-executable-targets", "mlir::ModuleOp"> {
+  let summary = "Compiles each executable only for the device kinds that run it";
+  let description = [{
+    `hexir.target` = the kind of the devices whose dispatches use it; an executable used on
+    two kinds is cloned (`@k_cuda`), and its dispatches there retargeted.
+  }];
+}
+
+def InsertTransfers : Pass<"hexir-insert-transfers", "mlir::ModuleOp"> {
+  let summary = "Inserts hexir.transfer where a tensor is read on another device, with elision";
+  let description = [{
+    One transfer per (value, device) right after the value's definition; in_place between
+    devices that share memory; round trips read the original; unread transfers erased;
+    tensor constants and empties cloned once per memory. Rules: InsertTransfers.cpp.
+  }];
+  let options = [
+    Option<"copySharedMemory", "copy-shared-memory", "bool", /*default=*/"false",
+           "copy between devices that share memory too (tests the copy path on CPU devices)">,
+  ];
+  let dependentDialects = ["::hexir::HexirDialect"];
+}
+
 //===-- vm ------------------------------------------------------------------------------===//
 
 def ConvertToVM : Pass<"hexir-convert-to-vm", "mlir::ModuleOp"> {

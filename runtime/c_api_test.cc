@@ -164,3 +164,38 @@ TEST_CASE("C API: creation and load errors return codes with messages") {
 }
 
 }  // namespace
+
+TEST_CASE("C API: a context of several devices binds a module's device list; a missing one is named") {
+  hexir_instance_t* instance = nullptr;
+  REQUIRE(hexir_instance_create(&instance) == HEXIR_OK);
+  hexir_device_t* devices[2] = {nullptr, nullptr};
+  REQUIRE(hexir_device_create(instance, "cpu", &devices[0]) == HEXIR_OK);
+  REQUIRE(hexir_device_create(instance, "cpu:threads=1", &devices[1]) == HEXIR_OK);
+  ModuleBuilder mb("two");
+  mb.SetDevices({"cpu", "cpu"});
+  auto& f = mb.AddFunction("main", "_");
+  f.Op(Op::Return).L({});
+  mb.AddExport("main", f.ordinal());
+  auto bytes = mb.Build();
+  REQUIRE(bytes.ok());
+  hexir_module_t* module = nullptr;
+  REQUIRE(hexir_module_load_memory(instance, bytes->data(), bytes->size(), &module) == HEXIR_OK);
+
+  hexir_context_t* one = nullptr;
+  REQUIRE(hexir_context_create(instance, devices[0], &one) == HEXIR_OK);
+  CHECK(hexir_context_load_module(one, module) == HEXIR_INVALID_ARGUMENT);
+  CHECK(LastError().find("module 'two' runs on 2 device(s) (0=cpu 1=cpu): device 1 (cpu) is not "
+                         "given (1 device(s) given: cpu)") != std::string::npos);
+  hexir_context_release(one);
+
+  hexir_context_t* both = nullptr;
+  REQUIRE(hexir_context_create_with_devices(instance, devices, 2, &both) == HEXIR_OK);
+  REQUIRE(hexir_context_load_module(both, module) == HEXIR_OK);
+  hexir_context_release(both);
+  CHECK(hexir_context_create_with_devices(instance, devices, 0, &both) == HEXIR_INVALID_ARGUMENT);
+
+  hexir_module_release(module);
+  hexir_device_release(devices[0]);
+  hexir_device_release(devices[1]);
+  hexir_instance_release(instance);
+}

@@ -32,7 +32,7 @@ struct hexir_module {
   std::string name;
 };
 struct hexir_context {
-  hexir::vm::Ref<hexir::hal::Device> device;
+  std::vector<hexir::vm::Ref<hexir::hal::Device>> devices;  // by module device ordinal
   std::unique_ptr<hexir::vm::Context> context;
 };
 struct hexir_function {
@@ -163,10 +163,22 @@ hexir_status_t hexir_context_create(hexir_instance_t* instance, hexir_device_t* 
                                     hexir_context_t** out_context) {
   HEXIR_C_GUARD_BEGIN
   HEXIR_C_REQUIRE(instance && device && out_context, "null argument");
+  return hexir_context_create_with_devices(instance, &device, 1, out_context);
+  HEXIR_C_GUARD_END
+}
+hexir_status_t hexir_context_create_with_devices(hexir_instance_t* instance,
+                                                 hexir_device_t* const* devices, size_t count,
+                                                 hexir_context_t** out_context) {
+  HEXIR_C_GUARD_BEGIN
+  HEXIR_C_REQUIRE(instance && devices && out_context, "null argument");
+  HEXIR_C_REQUIRE(count > 0, "no device given");
   auto c = std::make_unique<hexir_context>();
-  c->device = device->device;
+  for (size_t i = 0; i < count; ++i) {
+    if (!devices[i]) return Fail(hexir::InvalidArgument("device ", i, " is null"));
+    c->devices.push_back(devices[i]->device);
+  }
   c->context = hexir::vm::Context::Create();
-  Status s = c->context->RegisterNativeModule(hexir::hal::CreateHalModule(c->device));
+  Status s = c->context->RegisterNativeModule(hexir::hal::CreateHalModule(c->devices));
   if (!s.ok()) return Fail(s);
   *out_context = c.release();
   return HEXIR_OK;
@@ -175,7 +187,8 @@ hexir_status_t hexir_context_create(hexir_instance_t* instance, hexir_device_t* 
 hexir_status_t hexir_context_load_module(hexir_context_t* context, hexir_module_t* module) {
   HEXIR_C_GUARD_BEGIN
   HEXIR_C_REQUIRE(context && module, "null argument");
-  Status s = context->context->LoadModule(*module->module);
+  Status s = hexir::hal::CheckModuleDevices(*module->module, context->devices);
+  if (s.ok()) s = context->context->LoadModule(*module->module);
   if (!s.ok()) return Fail(s);
   return HEXIR_OK;
   HEXIR_C_GUARD_END

@@ -83,7 +83,7 @@ hexir_status_t hexir_instance_create(hexir_instance_t** out_instance);
 void hexir_instance_release(hexir_instance_t* instance);
 
 /* ---- devices ------------------------------------------------------------------------- */
-/* uri: "cpu", "cpu:inline" (work runs on the calling thread), "cuda", "cuda:N".
+/* uri: "cpu", "cpu:inline" (work runs on the calling thread), "cpu:threads=N", "cuda", "cuda:N".
  * HEXIR_NOT_FOUND for an unknown driver, HEXIR_UNAVAILABLE when it cannot run here. */
 hexir_status_t hexir_device_create(hexir_instance_t* instance, const char* uri,
                                    hexir_device_t** out_device);
@@ -104,7 +104,14 @@ void hexir_module_release(hexir_module_t* module);
 /* A VM context whose "hal" imports run on `device`. */
 hexir_status_t hexir_context_create(hexir_instance_t* instance, hexir_device_t* device,
                                     hexir_context_t** out_context);
-/* Links the module: resolves its imports, runs its initializer. */
+/* A context binding `count` devices: devices[i] runs module device ordinal i (a module
+ * compiled with --target repeated, e.g. {cpu, cuda}); the context retains them. */
+hexir_status_t hexir_context_create_with_devices(hexir_instance_t* instance,
+                                                 hexir_device_t* const* devices, size_t count,
+                                                 hexir_context_t** out_context);
+/* Links the module: checks that the context binds each of its devices with a device of that
+ * kind (HEXIR_INVALID_ARGUMENT naming the missing one), resolves its imports, runs its
+ * initializer. */
 hexir_status_t hexir_context_load_module(hexir_context_t* context, hexir_module_t* module);
 void hexir_context_release(hexir_context_t* context);
 

@@ -178,6 +178,13 @@ Status Module::Parse() {
   }
   name_ = View(def_->name());
   attrs_ = Attrs(def_->attrs());
+  if (def_->devices()) {
+    for (uint32_t i = 0; i < def_->devices()->size(); ++i) {
+      std::string_view kind = View(def_->devices()->Get(i));
+      if (kind.empty()) return InvalidArgument("device ", i, ": empty device kind");
+      devices_.push_back(kind);
+    }
+  }
   const uint64_t segments_begin = kModuleHeaderSize + fb_size;
 
   // Segments: 64-byte aligned, after the FlatBuffer, inside the file.

@@ -102,6 +102,9 @@ class Module final : public RefObject, public CallerModule {
   // Ordinal of the initializer function, or -1.
   int32_t initializer() const { return initializer_; }
   const AttrList& attrs() const { return attrs_; }
+  // The device kinds the module runs on, by device ordinal ("cpu", "cuda"); empty for a
+  // module that names none (one device of any kind).
+  const std::vector<std::string_view>& devices() const { return devices_; }
   // Function ordinal of the export `name`, or -1.
   int64_t FindExport(std::string_view name) const;
 
@@ -143,6 +146,7 @@ class Module final : public RefObject, public CallerModule {
   uint32_t ref_global_count_ = 0;
   int32_t initializer_ = -1;
   AttrList attrs_;
+  std::vector<std::string_view> devices_;
   uint32_t max_copy_pairs_ = 0;
   uint32_t max_import_args_ = 0;
   uint32_t max_import_results_ = 0;

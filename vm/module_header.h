@@ -13,7 +13,8 @@ namespace hexir::vm {
 inline constexpr char kModuleMagic[8] = {'H', 'X', 'I', 'R', 'V', 'M', 'F', 'B'};
 inline constexpr uint32_t kModuleVersionMajor = 2;
 // 2.0 added the checksums (header, SegmentRef.checksum, Module.bytecode_checksum) and `assert`.
-inline constexpr uint32_t kModuleVersionMinor = 0;
+// 2.1 added Module.devices (optional: 2.0 files load as one device).
+inline constexpr uint32_t kModuleVersionMinor = 1;
 inline constexpr uint32_t kModuleVersion = kModuleVersionMajor << 16 | kModuleVersionMinor;
 inline constexpr size_t kModuleHeaderSize = 24;
 inline constexpr size_t kSegmentAlignment = 64;

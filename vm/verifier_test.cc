@@ -414,20 +414,22 @@ TEST_CASE("module-level verification: header, segments, exports, initializer") {
   smaller_fb[12] -= 8;  // still a valid FlatBuffer prefix? the checksum or the verifier says no
   CHECK(LoadStatus(smaller_fb).code() == StatusCode::kDataLoss);
 
-  // Compatibility rule: same major, minor <= the reader's (2.0). 1.x files have no checksums
-  // and are refused; 2.1 is refused too.
-  for (uint32_t version : {1u << 16 | 0, 1u << 16 | 1, 2u << 16 | 1, 3u << 16}) {
+  // Compatibility rule: same major, minor <= the reader's (2.1). 1.x files have no checksums
+  // and are refused; 2.2 is refused too; 2.0 (no device list) still loads.
+  for (uint32_t version : {1u << 16 | 0, 1u << 16 | 1, 2u << 16 | 2, 3u << 16}) {
     ModuleBuilder other;
     other.SetVersion(version);
     other.AddFunction("f", "_").Op(Op::Return).L({});
     ExpectError(LoadStatus(Bytes(other)),
                 StrCat("module format version ", version >> 16, ".", version & 0xFFFF,
-                       " is not supported by this reader (2.0): recompile it"));
+                       " is not supported by this reader (2.1): recompile it"));
   }
-  ModuleBuilder current;
-  current.SetVersion(2 << 16);
-  current.AddFunction("f", "_").Op(Op::Return).L({});
-  CHECK(LoadStatus(Bytes(current)).ok());
+  for (uint32_t version : {2u << 16, 2u << 16 | 1}) {
+    ModuleBuilder current;
+    current.SetVersion(version);
+    current.AddFunction("f", "_").Op(Op::Return).L({});
+    CHECK(LoadStatus(Bytes(current)).ok());
+  }
 
   ModuleBuilder exports;
   exports.AddFunction("f", "_").Op(Op::Return).L({});

@@ -26,6 +26,13 @@ class ModuleWriter {
  public:
   LogicalResult write(ModuleOp module, std::vector<uint8_t>* out) {
     data.name = module.getName() ? module.getName()->str() : "module";
+    // The device list (hexir.devices = ["cpu", "cuda"]: the --target list by ordinal).
+    if (auto devices = module->getAttrOfType<ArrayAttr>("hexir.devices"))
+      for (Attribute d : devices) {
+        auto kind = dyn_cast<StringAttr>(d);
+        if (!kind) return module.emitError("hexir.devices: expected an array of strings");
+        data.devices.push_back(kind.str());
+      }
     for (auto exe : module.getOps<ExecutableOp>())
       if (failed(addExecutable(exe))) return failure();
     for (auto func : module.getOps<func::FuncOp>()) {
@@ -266,7 +273,8 @@ class ModuleWriter {
     fn.ref_register_count = assignment.refCount;
     fn.exported = func.isPublic();
     for (auto [attr, key] : {std::pair{"hexir_vm.abi_args", "abi.args"},
-                             std::pair{"hexir_vm.abi_results", "abi.results"}})
+                             std::pair{"hexir_vm.abi_results", "abi.results"},
+                             std::pair{"hexir_vm.abi_arg_devices", "abi.arg_devices"}})
       if (auto s = func->getAttrOfType<StringAttr>(attr)) fn.attrs.emplace_back(key, s.str());
     data.functions.push_back(std::move(fn));
     return success();

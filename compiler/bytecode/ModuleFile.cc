@@ -61,6 +61,8 @@ void BuildFlatBuffer(flatbuffers::FlatBufferBuilder& fbb, const ModuleData& m,
   }
   std::vector<flatbuffers::Offset<flatbuffers::String>> strings;
   for (const auto& s : m.strings) strings.push_back(fbb.CreateString(s));
+  std::vector<flatbuffers::Offset<flatbuffers::String>> devices;
+  for (const auto& d : m.devices) devices.push_back(fbb.CreateString(d));
   auto root = fb::CreateModule(fbb, fbb.CreateString(m.name), kFormatVersion,
                                fbb.CreateVector(imports), fbb.CreateVector(exports),
                                fbb.CreateVector(functions), fbb.CreateVector(bytecode),
@@ -68,7 +70,8 @@ void BuildFlatBuffer(flatbuffers::FlatBufferBuilder& fbb, const ModuleData& m,
                                fbb.CreateVectorOfStructs(segments),
                                fbb.CreateVector(executables), m.value_global_count,
                                m.ref_global_count, m.initializer, /*attrs=*/0,
-                               Checksum64(bytecode.data(), bytecode.size() * 4));
+                               Checksum64(bytecode.data(), bytecode.size() * 4),
+                               devices.empty() ? 0 : fbb.CreateVector(devices));
   fb::FinishModuleBuffer(fbb, root);
 }
 

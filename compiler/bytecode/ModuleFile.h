@@ -51,6 +51,7 @@ struct ModuleData {
   uint32_t value_global_count = 0;
   uint32_t ref_global_count = 0;
   int32_t initializer = -1;  // function ordinal run once at context load ("_"), or -1
+  std::vector<std::string> devices;  // device kinds by ordinal ("cpu", "cuda"); empty: one of any kind
 };
 
 // The complete file contents.

@@ -7,6 +7,7 @@
 
 #include "hal/buffer_view.h"
 #include "hal/command_buffer.h"
+#include "hal/device_transfer.h"
 #include "hal/element_type.h"
 #include "hal/semaphore.h"
 #include "vm/byte_buffer.h"
@@ -68,12 +69,12 @@ void SetRef(NativeCall& c, vm::Ref<T> ref) { c.results[0].ref = std::move(ref); 
 #include "hal/module/hal_imports.def"
 #undef HAL_IMPORT
 
-// Device arguments must be the context's device: executables and buffers it hands out are
-// cached per context for that device.
-Status CheckDevice(HalModuleState& s, const NativeCall& c, size_t i) {
+// Device arguments must be one of the context's devices: executables and buffers it hands out
+// are cached per context and device.
+StatusOr<Device*> DeviceArg(HalModuleState& s, const NativeCall& c, size_t i) {
   HEXIR_ASSIGN_OR_RETURN(Device * d, RefArg<Device>(c, i));
-  if (d != &s.device()) return ArgError(c, i, "is not this context's device");
-  return Status::Ok();
+  if (s.OrdinalOf(d) < 0) return ArgError(c, i, "is not one of this context's devices");
+  return d;
 }
 
 Status DeviceDefault(HalModuleState& s, NativeCall& c) {
@@ -82,11 +83,23 @@ Status DeviceDefault(HalModuleState& s, NativeCall& c) {
   return Status::Ok();
 }
 
+Status DeviceAt(HalModuleState& s, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 1));
+  int64_t ordinal = IntArg(c, 0);
+  if (ordinal < 0 || static_cast<size_t>(ordinal) >= s.devices().size()) {
+    return ArgError(c, 0, StrCat("device ordinal ", ordinal, " is not bound (this context has ",
+                                 s.devices().size(), " device(s))"));
+  }
+  SetRef(c, s.devices()[static_cast<size_t>(ordinal)]);
+  return Status::Ok();
+}
+
 Status ExecutableLookup(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 1));
-  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  HEXIR_ASSIGN_OR_RETURN(Device * device, DeviceArg(s, c, 0));
   if (c.caller == nullptr) return FailedPrecondition(c.import_name, ": no calling module");
-  HEXIR_ASSIGN_OR_RETURN(vm::Ref<Executable> exe, s.LookupExecutable(*c.caller, IntArg(c, 1)));
+  HEXIR_ASSIGN_OR_RETURN(vm::Ref<Executable> exe,
+                         s.LookupExecutable(*c.caller, s.OrdinalOf(device), IntArg(c, 1)));
   SetRef(c, std::move(exe));
   return Status::Ok();
 }
@@ -94,10 +107,10 @@ Status ExecutableLookup(HalModuleState& s, NativeCall& c) {
 // (device, byte size) -> a new buffer of `types` (the allocator.allocate* imports).
 Status AllocateOfTypes(HalModuleState& s, NativeCall& c, uint32_t types) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 1));
-  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  HEXIR_ASSIGN_OR_RETURN(Device * device, DeviceArg(s, c, 0));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 1, "byte size"));
   HEXIR_ASSIGN_OR_RETURN(vm::Ref<Buffer> b,
-                         s.device().AllocateBuffer(static_cast<uint64_t>(IntArg(c, 1)), types));
+                         device->AllocateBuffer(static_cast<uint64_t>(IntArg(c, 1)), types));
   SetRef(c, std::move(b));
   return Status::Ok();
 }
@@ -108,12 +121,12 @@ Status AllocatorAllocate(HalModuleState& s, NativeCall& c) {
 
 Status AllocatorAllocateInitialized(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 1));
-  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  HEXIR_ASSIGN_OR_RETURN(Device * device, DeviceArg(s, c, 0));
   HEXIR_ASSIGN_OR_RETURN(vm::ByteBuffer * bytes, RefArg<vm::ByteBuffer>(c, 1));
   HEXIR_ASSIGN_OR_RETURN(vm::Ref<Buffer> b,
-                         s.device().AllocateBuffer(bytes->size(), kMemoryDeviceLocal));
+                         device->AllocateBuffer(bytes->size(), kMemoryDeviceLocal));
   if (bytes->size()) {
-    HEXIR_RETURN_IF_ERROR(s.device().WriteBuffer(*b, 0, bytes->data(), bytes->size()));
+    HEXIR_RETURN_IF_ERROR(device->WriteBuffer(*b, 0, bytes->data(), bytes->size()));
   }
   SetRef(c, std::move(b));
   return Status::Ok();
@@ -189,8 +202,8 @@ Status BufferViewDim(HalModuleState&, NativeCall& c) {
 
 Status CommandBufferCreate(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 1));
-  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
-  HEXIR_ASSIGN_OR_RETURN(vm::Ref<CommandBuffer> cb, s.device().CreateCommandBuffer());
+  HEXIR_ASSIGN_OR_RETURN(Device * device, DeviceArg(s, c, 0));
+  HEXIR_ASSIGN_OR_RETURN(vm::Ref<CommandBuffer> cb, device->CreateCommandBuffer());
   SetRef(c, std::move(cb));
   return Status::Ok();
 }
@@ -379,10 +392,10 @@ Status CommandBufferFinalize(HalModuleState&, NativeCall& c) {
 
 Status SemaphoreCreate(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 1));
-  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  HEXIR_ASSIGN_OR_RETURN(Device * device, DeviceArg(s, c, 0));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 1, "initial value"));
   HEXIR_ASSIGN_OR_RETURN(vm::Ref<Semaphore> sem,
-                         s.device().CreateSemaphore(static_cast<uint64_t>(IntArg(c, 1))));
+                         device->CreateSemaphore(static_cast<uint64_t>(IntArg(c, 1))));
   SetRef(c, std::move(sem));
   return Status::Ok();
 }
@@ -407,15 +420,16 @@ Status ParseWaitSignal(const NativeCall& c, size_t first, std::vector<SemaphoreV
 // The common head of the queue operations (device, wait pair, signal pair, then their own
 // arguments): checks the counts and the device, parses the pairs.
 Status ParseQueueOperation(HalModuleState& s, const NativeCall& c, size_t args, size_t results,
-                           std::vector<SemaphoreValue>* waits, std::vector<SemaphoreValue>* signals) {
+                           Device** device, std::vector<SemaphoreValue>* waits,
+                           std::vector<SemaphoreValue>* signals) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, args, results));
-  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  HEXIR_ASSIGN_OR_RETURN(*device, DeviceArg(s, c, 0));
   return ParseWaitSignal(c, 1, waits, signals);
 }
 
 Status QueueExecute(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 6, 0));
-  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  HEXIR_ASSIGN_OR_RETURN(Device * device, DeviceArg(s, c, 0));
   HEXIR_ASSIGN_OR_RETURN(CommandBuffer * cb, RefArg<CommandBuffer>(c, 1));
   std::vector<SemaphoreValue> waits, signals;
   HEXIR_RETURN_IF_ERROR(ParseWaitSignal(c, 2, &waits, &signals));
@@ -424,8 +438,8 @@ Status QueueExecute(HalModuleState& s, NativeCall& c) {
     HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, i));
     table.push_back(BufferRef::Whole(vm::Ref<Buffer>::Retain(b)));
   }
-  return s.device()
-      .QueueExecute(waits, vm::Ref<CommandBuffer>::Retain(cb), signals, table)
+  return device
+      ->QueueExecute(waits, vm::Ref<CommandBuffer>::Retain(cb), signals, table)
       .WithContext(c.import_name);
 }
 
@@ -508,9 +522,10 @@ Status QueueExecuteBound(HalModuleState& s, NativeCall& c) { return QueueExecute
 
 Status QueueAlloca(HalModuleState& s, NativeCall& c) {
   std::vector<SemaphoreValue> waits, signals;
-  HEXIR_RETURN_IF_ERROR(ParseQueueOperation(s, c, 6, 1, &waits, &signals));
+  Device* device = nullptr;
+  HEXIR_RETURN_IF_ERROR(ParseQueueOperation(s, c, 6, 1, &device, &waits, &signals));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 5, "byte size"));
-  auto b = s.device().QueueAlloca(waits, signals, static_cast<uint64_t>(IntArg(c, 5)));
+  auto b = device->QueueAlloca(waits, signals, static_cast<uint64_t>(IntArg(c, 5)));
   if (!b.ok()) return std::move(b).status().WithContext(c.import_name);
   SetRef(c, std::move(b).value());
   return Status::Ok();
@@ -522,7 +537,7 @@ Status AllocatorAllocateUniform(HalModuleState& s, NativeCall& c) {
 
 Status DeviceTransient(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 3, 1));
-  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  HEXIR_ASSIGN_OR_RETURN(Device * device, DeviceArg(s, c, 0));
   HEXIR_ASSIGN_OR_RETURN(Buffer * held, RefArg<Buffer>(c, 1, /*allow_null=*/true));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 2, "byte size"));
   uint64_t size = static_cast<uint64_t>(IntArg(c, 2));
@@ -533,7 +548,7 @@ Status DeviceTransient(HalModuleState& s, NativeCall& c) {
   // Grow geometrically: a dynamic size that creeps up (a decode position) reallocates
   // O(log n) times, and each reallocation changes the recorded binding once.
   if (held != nullptr) size = std::max(size, 2 * held->byte_size());
-  auto b = s.device().QueueAlloca({}, {}, size);
+  auto b = device->QueueAlloca({}, {}, size);
   if (!b.ok()) return std::move(b).status().WithContext(c.import_name);
   SetRef(c, std::move(b).value());
   return Status::Ok();
@@ -541,22 +556,24 @@ Status DeviceTransient(HalModuleState& s, NativeCall& c) {
 
 Status QueueDealloca(HalModuleState& s, NativeCall& c) {
   std::vector<SemaphoreValue> waits, signals;
-  HEXIR_RETURN_IF_ERROR(ParseQueueOperation(s, c, 6, 0, &waits, &signals));
+  Device* device = nullptr;
+  HEXIR_RETURN_IF_ERROR(ParseQueueOperation(s, c, 6, 0, &device, &waits, &signals));
   HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, 5));
-  return s.device()
-      .QueueDealloca(waits, signals, vm::Ref<Buffer>::Retain(b))
+  return device
+      ->QueueDealloca(waits, signals, vm::Ref<Buffer>::Retain(b))
       .WithContext(c.import_name);
 }
 
 Status QueueFill(HalModuleState& s, NativeCall& c) {
   std::vector<SemaphoreValue> waits, signals;
-  HEXIR_RETURN_IF_ERROR(ParseQueueOperation(s, c, 10, 0, &waits, &signals));
+  Device* device = nullptr;
+  HEXIR_RETURN_IF_ERROR(ParseQueueOperation(s, c, 10, 0, &device, &waits, &signals));
   HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, 5));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 6, "offset"));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 7, "length"));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 9, "pattern size"));
-  return s.device()
-      .QueueFill(waits, signals, vm::Ref<Buffer>::Retain(b), static_cast<uint64_t>(IntArg(c, 6)),
+  return device
+      ->QueueFill(waits, signals, vm::Ref<Buffer>::Retain(b), static_cast<uint64_t>(IntArg(c, 6)),
                  static_cast<uint64_t>(IntArg(c, 7)), static_cast<uint32_t>(IntArg(c, 8)),
                  static_cast<uint32_t>(std::min<int64_t>(IntArg(c, 9), 1 << 30)))
       .WithContext(c.import_name);
@@ -564,17 +581,50 @@ Status QueueFill(HalModuleState& s, NativeCall& c) {
 
 Status QueueCopy(HalModuleState& s, NativeCall& c) {
   std::vector<SemaphoreValue> waits, signals;
-  HEXIR_RETURN_IF_ERROR(ParseQueueOperation(s, c, 10, 0, &waits, &signals));
+  Device* device = nullptr;
+  HEXIR_RETURN_IF_ERROR(ParseQueueOperation(s, c, 10, 0, &device, &waits, &signals));
   HEXIR_ASSIGN_OR_RETURN(Buffer * src, RefArg<Buffer>(c, 5));
   HEXIR_ASSIGN_OR_RETURN(Buffer * dst, RefArg<Buffer>(c, 7));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 6, "source offset"));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 8, "target offset"));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 9, "length"));
-  return s.device()
-      .QueueCopy(waits, signals, vm::Ref<Buffer>::Retain(src), static_cast<uint64_t>(IntArg(c, 6)),
+  return device
+      ->QueueCopy(waits, signals, vm::Ref<Buffer>::Retain(src), static_cast<uint64_t>(IntArg(c, 6)),
                  vm::Ref<Buffer>::Retain(dst), static_cast<uint64_t>(IntArg(c, 8)),
                  static_cast<uint64_t>(IntArg(c, 9)))
       .WithContext(c.import_name);
+}
+
+Status QueueFence(HalModuleState& s, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 0));
+  HEXIR_ASSIGN_OR_RETURN(Device * from, DeviceArg(s, c, 0));
+  HEXIR_ASSIGN_OR_RETURN(Device * to, DeviceArg(s, c, 1));
+  return hal::QueueFence(*from, *to).WithContext(c.import_name);
+}
+
+Status QueueTransfer(HalModuleState& s, NativeCall& c) {
+  std::vector<SemaphoreValue> waits, signals;
+  Device* from = nullptr;
+  HEXIR_RETURN_IF_ERROR(ParseQueueOperation(s, c, 9, 0, &from, &waits, &signals));
+  HEXIR_ASSIGN_OR_RETURN(Buffer * source, RefArg<Buffer>(c, 5));
+  HEXIR_ASSIGN_OR_RETURN(Device * to, DeviceArg(s, c, 6));
+  HEXIR_ASSIGN_OR_RETURN(Buffer * target, RefArg<Buffer>(c, 7));
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 8, "length"));
+  // A copy through a host pointer signals a semaphore of ours too, so that both buffers are
+  // kept until it has run (the program may release them right after this call).
+  HEXIR_ASSIGN_OR_RETURN(vm::Ref<Semaphore> done, to->CreateSemaphore(0));
+  signals.push_back({done, 1});
+  bool by_pointer = false;
+  HEXIR_RETURN_IF_ERROR(QueueDeviceTransfer(*from, *to, waits, signals,
+                                            vm::Ref<Buffer>::Retain(source),
+                                            vm::Ref<Buffer>::Retain(target),
+                                            static_cast<uint64_t>(IntArg(c, 8)), &by_pointer)
+                            .WithContext(c.import_name));
+  if (by_pointer) {
+    s.RetainUntil(vm::Ref<Buffer>::Retain(source), {done, 1});
+    s.RetainUntil(vm::Ref<Buffer>::Retain(target), {done, 1});
+  }
+  return Status::Ok();
 }
 
 Status SemaphoreQuery(HalModuleState&, NativeCall& c) {
@@ -603,8 +653,8 @@ Status SemaphoreWaitTimeout(HalModuleState&, NativeCall& c) {
 
 Status DeviceWaitIdle(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 0));
-  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
-  return s.device().WaitIdle(*c.interrupt);
+  HEXIR_ASSIGN_OR_RETURN(Device * device, DeviceArg(s, c, 0));
+  return device->WaitIdle(*c.interrupt);
 }
 
 // ---- issue 6: kernel parameter buffers and host reads of device-computed scalars ------------
@@ -621,8 +671,19 @@ Status BufferStoreI64(HalModuleState& s, NativeCall& c) {
     for (int k = 0; k < 8; ++k) bytes.push_back(static_cast<uint8_t>(v >> (8 * k)));
   }
   if (bytes.empty()) return Status::Ok();
+  // With several devices the buffer may be another device's: a host-visible buffer is written
+  // through its mapping (the contract above: no queued work uses the range).
+  const uint64_t offset = static_cast<uint64_t>(IntArg(c, 1));
+  if (s.devices().size() > 1 && b->host_data() != nullptr) {
+    if (offset > b->byte_size() || bytes.size() > b->byte_size() - offset) {
+      return OutOfRange(c.import_name, ": bytes [", offset, ", +", bytes.size(),
+                        ") are outside the ", b->byte_size(), "-byte buffer");
+    }
+    std::memcpy(b->host_data() + offset, bytes.data(), bytes.size());
+    return Status::Ok();
+  }
   return s.device()
-      .WriteBuffer(*b, static_cast<uint64_t>(IntArg(c, 1)), bytes.data(), bytes.size())
+      .WriteBuffer(*b, offset, bytes.data(), bytes.size())
       .WithContext(c.import_name);
 }
 
@@ -630,7 +691,7 @@ Status BufferStoreI64(HalModuleState& s, NativeCall& c) {
 Status ReadElement(HalModuleState& s, NativeCall& c, bool want_float, uint8_t raw[8],
                    int64_t* type) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 4, 1));
-  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
+  HEXIR_ASSIGN_OR_RETURN(Device * device, DeviceArg(s, c, 0));
   HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, 1));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 2, "byte offset"));
   *type = IntArg(c, 3);
@@ -640,8 +701,8 @@ Status ReadElement(HalModuleState& s, NativeCall& c, bool want_float, uint8_t ra
   if (want_float ? !is_float : !is_int) {
     return ArgError(c, 3, StrCat("unsupported element type ", *type, " for ", c.import_name));
   }
-  return s.device()
-      .ReadBufferAfterPendingWork(*b, static_cast<uint64_t>(IntArg(c, 2)), raw,
+  return device
+      ->ReadBufferAfterPendingWork(*b, static_cast<uint64_t>(IntArg(c, 2)), raw,
                                   static_cast<uint64_t>(ElementTypeByteSize(*type)), *c.interrupt)
       .WithContext(c.import_name);
 }
@@ -693,31 +754,73 @@ const vm::NativeFunction kFunctions[] = {
 
 class HalModule final : public vm::NativeModule {
  public:
-  explicit HalModule(vm::Ref<Device> device) : device_(std::move(device)) {}
+  explicit HalModule(std::vector<vm::Ref<Device>> devices) : devices_(std::move(devices)) {}
   std::string_view name() const override { return "hal"; }
   Span<const vm::NativeFunction> functions() const override {
     return Span<const vm::NativeFunction>(kFunctions, sizeof(kFunctions) / sizeof(kFunctions[0]));
   }
   StatusOr<std::unique_ptr<vm::NativeModuleState>> CreateState(vm::Context&) override {
-    return std::unique_ptr<vm::NativeModuleState>(new HalModuleState(device_));
+    return std::unique_ptr<vm::NativeModuleState>(new HalModuleState(devices_));
   }
 
  private:
-  vm::Ref<Device> device_;
+  std::vector<vm::Ref<Device>> devices_;
 };
 
 }  // namespace
 
 StatusOr<vm::Ref<Channel>> HalModuleState::DefaultChannel() {
   if (!channel_) {
-    HEXIR_ASSIGN_OR_RETURN(channel_, device_->CreateChannel());
+    HEXIR_ASSIGN_OR_RETURN(channel_, devices_.front()->CreateChannel());
   }
   return channel_;
 }
 
+int64_t HalModuleState::OrdinalOf(const Device* d) const {
+  for (size_t i = 0; i < devices_.size(); ++i)
+    if (devices_[i].get() == d) return static_cast<int64_t>(i);
+  return -1;
+}
+
+void HalModuleState::RetainUntil(vm::Ref<Buffer> buffer, SemaphoreValue until) {
+  retained_.erase(std::remove_if(retained_.begin(), retained_.end(),
+                                 [](const auto& entry) {
+                                   auto reached = entry.second.semaphore->Query();
+                                   return !reached.ok() || *reached >= entry.second.value;
+                                 }),
+                  retained_.end());
+  retained_.emplace_back(std::move(buffer), std::move(until));
+}
+
+std::string_view DeviceKind(std::string_view uri) { return uri.substr(0, uri.find(':')); }
+
+Status CheckModuleDevices(const vm::Module& module, const std::vector<vm::Ref<Device>>& devices) {
+  const std::vector<std::string_view>& wanted = module.devices();
+  auto describe = [&] {
+    std::string list;
+    for (size_t i = 0; i < wanted.size(); ++i) list += StrCat(i ? " " : "", i, "=", wanted[i]);
+    return StrCat("module '", module.name(), "' runs on ", wanted.size(), " device(s) (", list, ")");
+  };
+  if (devices.empty()) return InvalidArgument(describe(), ": no device given");
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    if (i >= devices.size()) {
+      std::string given;
+      for (const auto& d : devices) given += StrCat(given.empty() ? "" : ", ", d->uri());
+      return InvalidArgument(describe(), ": device ", i, " (", wanted[i], ") is not given (",
+                             devices.size(), " device(s) given: ", given, ")");
+    }
+    if (DeviceKind(devices[i]->uri()) != wanted[i]) {
+      return InvalidArgument(describe(), ": device ", i, " (", wanted[i], ") is given a ",
+                             DeviceKind(devices[i]->uri()), " device ('", devices[i]->uri(), "')");
+    }
+  }
+  return Status::Ok();
+}
+
 StatusOr<vm::Ref<Executable>> HalModuleState::LookupExecutable(const vm::CallerModule& caller,
+                                                                int64_t device_ordinal,
                                                                 int64_t ordinal) {
-  auto key = std::make_pair(caller.instance_id(), ordinal);
+  auto key = std::make_tuple(device_ordinal, caller.instance_id(), ordinal);
   auto it = executables_.find(key);
   if (it != executables_.end()) return it->second;
   if (ordinal < 0 || static_cast<size_t>(ordinal) >= caller.executable_count()) {
@@ -730,7 +833,7 @@ StatusOr<vm::Ref<Executable>> HalModuleState::LookupExecutable(const vm::CallerM
     return std::move(view).status().WithContext(
         StrCat("hal.executable.lookup: module '", caller.name(), "' executable ", ordinal));
   }
-  auto exe = device_->CreateExecutable(*view);
+  auto exe = devices_[static_cast<size_t>(device_ordinal)]->CreateExecutable(*view);
   if (!exe.ok()) {
     return std::move(exe).status().WithContext(
         StrCat("hal.executable.lookup: module '", caller.name(), "' executable ", ordinal));
@@ -739,8 +842,8 @@ StatusOr<vm::Ref<Executable>> HalModuleState::LookupExecutable(const vm::CallerM
   return std::move(exe).value();
 }
 
-std::shared_ptr<vm::NativeModule> CreateHalModule(vm::Ref<Device> device) {
-  return std::make_shared<HalModule>(std::move(device));
+std::shared_ptr<vm::NativeModule> CreateHalModule(std::vector<vm::Ref<Device>> devices) {
+  return std::make_shared<HalModule>(std::move(devices));
 }
 
 }  // namespace hexir::hal

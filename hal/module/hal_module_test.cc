@@ -124,7 +124,7 @@ TEST_CASE("hal module: exports every hal_imports.def function with its pattern")
 #include "hal/module/hal_imports.def"
 #undef HAL_IMPORT
   };
-  REQUIRE(expected.size() == 42);
+  REQUIRE(expected.size() == 45);
   REQUIRE(h.module->functions().size() == expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     REQUIRE(h.module->functions()[i].name == expected[i].first);
@@ -241,7 +241,50 @@ TEST_CASE("hal module: ref arguments are type-checked, naming import and index")
   REQUIRE(s.message() == "hal.buffer_view.create: buffer view 4x5xf32 needs 80 bytes but the buffer holds 64");
   auto other = *CreateDevice("cpu", {});
   s = h.Call("hal.allocator.allocate", "ri_r", {R(other), I(4)});
-  REQUIRE(s.message() == "hal.allocator.allocate: argument 0: is not this context's device");
+  REQUIRE(s.message() == "hal.allocator.allocate: argument 0: is not one of this context's devices");
+  s = h.Call("hal.device.at", "i_r", {I(1)});
+  REQUIRE(s.message() == "hal.device.at: argument 0: device ordinal 1 is not bound (this context has 1 device(s))");
+}
+
+TEST_CASE("hal module: a context of two devices hands out each by ordinal and transfers between them") {
+  vm::Ref<Device> first = *CreateDevice("cpu", {}), second = *CreateDevice("cpu:threads=1", {});
+  auto module = CreateHalModule(std::vector<vm::Ref<Device>>{first, second});
+  NullContext ctx;
+  auto state = module->CreateState(ctx);
+  REQUIRE(state.ok());
+  auto call = [&](std::string_view name, std::string_view sig, std::vector<vm::Variant> args,
+                  std::vector<vm::Variant>* results) {
+    for (const auto& f : module->functions())
+      if (f.name == name) {
+        results->assign(4, vm::Variant());
+        vm::NativeCall c;
+        c.import_name = name;
+        c.signature = sig;
+        c.args = Span<vm::Variant>(args.data(), args.size());
+        c.results = Span<vm::Variant>(results->data(), results->size());
+        c.interrupt = &kNoInterrupt;
+        return f.call(**state, c);
+      }
+    return NotFound(name);
+  };
+  std::vector<vm::Variant> r;
+  REQUIRE(call("hal.device.at", "i_r", {I(1)}, &r).ok());
+  REQUIRE(r[0].ref.get() == second.get());
+  REQUIRE(call("hal.device.default", "_r", {}, &r).ok());
+  REQUIRE(r[0].ref.get() == first.get());
+
+  auto source = *first->AllocateBuffer(16), target = *second->AllocateBuffer(16);
+  const float data[4] = {1, 2, 3, 4};
+  REQUIRE(first->WriteBuffer(*source, 0, data, 16).ok());
+  Status st = call("hal.device.queue.transfer", "rririrrri",
+                   {R(first), R(nullptr), I(0), R(nullptr), I(0), R(source), R(second), R(target), I(16)}, &r);
+  REQUIRE(st.ok());
+  REQUIRE(second->WaitIdle().ok());
+  float back[4] = {};
+  REQUIRE(second->ReadBuffer(*target, 0, back, 16).ok());
+  REQUIRE(std::memcmp(back, data, 16) == 0);
+  REQUIRE(second->stats().transfers_queued == 1);
+  REQUIRE(call("hal.device.queue.fence", "rr", {R(first), R(second)}, &r).ok());
 }
 
 TEST_CASE("hal module: dispatch argument errors") {
@@ -286,7 +329,7 @@ TEST_CASE("hal module: executables are cached per (module instance, ordinal) per
   NullContext ctx;
   auto state2 = h.module->CreateState(ctx);
   REQUIRE(state2.ok());
-  REQUIRE(static_cast<HalModuleState&>(**state2).LookupExecutable(h.caller, 0).ok());
+  REQUIRE(static_cast<HalModuleState&>(**state2).LookupExecutable(h.caller, 0, 0).ok());
   REQUIRE(h.device->stats().executables_loaded == 3);
 
   Status s = h.Call("hal.executable.lookup", "ri_r", {R(dev), I(2)});

@@ -30,6 +30,7 @@ class CPUDistributeWorkgroups
 
   void runOnOperation() override {
     for (auto exe : getOperation().getOps<ExecutableOp>()) {
+      if (!exe.isCompiledFor("cpu")) continue;
       func::FuncOp kernel = codegen::LookupKernel(exe);
       if (!kernel) return signalPassFailure();
       std::optional<codegen::DynamicWorkgroupCount> dynamic;

@@ -53,7 +53,7 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
 
   void runOnOperation() override {
     for (auto exe : getOperation().getOps<ExecutableOp>())
-      if (failed(lower(exe))) return signalPassFailure();
+      if (exe.isCompiledFor("cpu") && failed(lower(exe))) return signalPassFailure();
   }
 
  private:

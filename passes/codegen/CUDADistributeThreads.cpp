@@ -52,6 +52,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
   void runOnOperation() override {
     MLIRContext* ctx = &getContext();
     for (auto exe : getOperation().getOps<ExecutableOp>()) {
+      if (!exe.isCompiledFor("cuda")) continue;
       func::FuncOp kernel = codegen::LookupKernel(exe);
       if (!kernel) return signalPassFailure();
       ModuleOp inner = exe.getInnerModule();

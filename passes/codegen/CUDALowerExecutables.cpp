@@ -56,7 +56,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
 
   void runOnOperation() override {
     for (auto exe : getOperation().getOps<ExecutableOp>())
-      if (failed(lower(exe))) return signalPassFailure();
+      if (exe.isCompiledFor("cuda") && failed(lower(exe))) return signalPassFailure();
   }
 
  private:

@@ -224,6 +224,8 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
   void formRegion(Operation* root) {
     OpBuilder b(root);
     auto region = DispatchRegionOp::create(b, root->getLoc(), root->getResultTypes());
+    // A device annotation of the root (hexir.device = N) becomes the dispatch's.
+    if (Attribute device = root->getAttr(kDeviceAttr)) region->setAttr(kDeviceAttr, device);
     Block* body = new Block();
     region.getBody().push_back(body);
     b.setInsertionPointToStart(body);
@@ -249,6 +251,11 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
           consumer->getBlock() != region->getBlock())
         break;
       if (regionReduces(body) && broadcastsResult(consumer, region.getResult(0))) break;
+      // A consumer annotated for another device stays a dispatch of its own.
+      Attribute consumerDevice = consumer->getAttr(kDeviceAttr);
+      if (consumerDevice && region->getAttr(kDeviceAttr) &&
+          consumerDevice != region->getAttr(kDeviceAttr))
+        break;
       if (unfusedReductionExtent > 0 && longestReduction(root0) >= unfusedReductionExtent) break;
       DominanceInfo dom;
       bool available = true;
@@ -262,6 +269,8 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
       // Rebuild the region op with the consumer's result types and move the body over.
       OpBuilder outer(region);
       auto fused = DispatchRegionOp::create(outer, region.getLoc(), consumer->getResultTypes());
+      if (Attribute device = region->getAttr(kDeviceAttr) ? region->getAttr(kDeviceAttr) : consumerDevice)
+        fused->setAttr(kDeviceAttr, device);
       fused.getBody().takeBody(region.getBody());
       consumer->replaceAllUsesWith(fused.getResults());
       fusedAway.insert(consumer);

@@ -200,6 +200,7 @@ class OutlineDispatchRegions
                                        resultDims);
     if (llvm::any_of(tied, [](int64_t t) { return t >= 0; }))
       dispatch->setAttr(kTiedOperandsAttr, b.getDenseI64ArrayAttr(tied));
+    if (Attribute device = region->getAttr(kDeviceAttr)) dispatch->setAttr(kDeviceAttr, device);
     region->replaceAllUsesWith(dispatch.getResults());
     region->erase();
     return success();

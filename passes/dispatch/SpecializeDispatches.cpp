@@ -234,6 +234,7 @@ class SpecializeDispatches : public impl::SpecializeDispatchesBase<SpecializeDis
     auto fast = DispatchOp::create(b, loc, SmallVector<Type>(resultTypes.begin(), resultTypes.end()),
                                    FlatSymbolRefAttr::get(specialized.getSymNameAttr()), operands,
                                    resultDims);
+    if (Attribute device = d->getAttr(kDeviceAttr)) fast->setAttr(kDeviceAttr, device);
     SmallVector<Value> yielded;
     for (auto [r, v] : llvm::enumerate(fast.getResults()))
       yielded.push_back(v.getType() == d->getResult(r).getType()

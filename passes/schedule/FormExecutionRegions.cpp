@@ -21,6 +21,11 @@
 //
 // A region awaits the timepoints of the regions producing the tensors it reads, and of the
 // earlier regions reading a buffer it updates in place (write after read).
+//
+// Affinity (modules of several devices, after hexir-insert-transfers): a region holds the
+// dispatches of one device (`on(N, "compute")`, N = their hexir.device; a dispatch of another
+// device closes the region), and each hexir.transfer is a region of its own on its target's
+// transfer queue (`on(to, "transfer")`).
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -28,6 +33,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dominance.h"
 #include "passes/Passes.h"
+#include "passes/schedule/Affinity.h"
 #include "passes/schedule/Buffers.h"
 
 namespace hexir {
@@ -84,13 +90,21 @@ class RegionBuilder {
   void formInBlock(Block& block) {
     SmallVector<Operation*> members;
     DenseSet<Operation*> memberSet;
+    std::optional<int64_t> device;  // the members' device (hexir.device of their dispatches)
     auto close = [&]() {
       if (llvm::any_of(members, [](Operation* op) { return isa<DispatchOp>(op); }))
         wrap(members);
       members.clear();
       memberSet.clear();
+      device.reset();
     };
     for (Operation& op : llvm::make_early_inc_range(block)) {
+      if (auto transfer = dyn_cast<TransferOp>(op)) {
+        // A transfer is a region of its own, on the transfer queue of its target.
+        close();
+        wrap({&op});
+        continue;
+      }
       if (!keepsRegionOpen(op)) {
         close();
         continue;
@@ -106,6 +120,12 @@ class RegionBuilder {
       }
       // Reshapes of host values are host ops too; reshapes of region values alias inside it.
       if (schedule::IsAlias(&op) && !readsMember) continue;
+      if (isa<DispatchOp>(op)) {
+        // A dispatch of another device starts a region of its own.
+        int64_t on = schedule::ExplicitDevice(&op).value_or(0);
+        if (device && *device != on) close();
+        device = on;
+      }
       members.push_back(&op);
       memberSet.insert(&op);
     }
@@ -140,9 +160,20 @@ class RegionBuilder {
     OpBuilder b(last->getContext());
     b.setInsertionPointAfter(last);
     Location loc = members.front()->getLoc();
+    // Affinity: the dispatches' device, compute queue; a transfer: its target, transfer queue.
+    int64_t device = 0;
+    StringRef queue = "compute";
+    for (Operation* op : members) {
+      if (auto transfer = dyn_cast<TransferOp>(op)) {
+        device = transfer.getTo();
+        queue = "transfer";
+      } else if (isa<DispatchOp>(op)) {
+        device = schedule::ExplicitDevice(op).value_or(0);
+      }
+    }
     auto execute = ExecuteOp::create(b, loc, ValueRange(yielded).getTypes(),
-                                     TimepointType::get(b.getContext()), b.getI64IntegerAttr(0),
-                                     b.getStringAttr("compute"), awaits);
+                                     TimepointType::get(b.getContext()), b.getI64IntegerAttr(device),
+                                     b.getStringAttr(queue), awaits);
     Block* body = b.createBlock(&execute.getBody());
     for (Operation* op : members) op->moveBefore(body, body->end());
     b.setInsertionPointToEnd(body);

@@ -34,11 +34,16 @@ void BuildInitializer(ModuleState& state) {
   init.setPrivate();
   init->setAttr("hexir_vm.initializer", b.getUnitAttr());
   b.setInsertionPointToStart(init.addEntryBlock());
-  Value device = hal_import::DeviceDefault(b, loc);
-  for (auto [dense, global] : state.constants) {
-    Value data = vmir::RodataOp::create(b, loc, ref, dense);
+  DenseMap<int64_t, Value> devices;
+  devices[0] = hal_import::DeviceDefault(b, loc);
+  for (const ModuleState::Constant& c : state.constants) {
+    Value& device = devices[c.device];
+    if (!device)
+      device = hal_import::DeviceAt(b, loc, vmir::ConstI64Op::create(b, loc, b.getI64Type(),
+                                                                      b.getI64IntegerAttr(c.device)));
+    Value data = vmir::RodataOp::create(b, loc, ref, c.value);
     Value buffer = hal_import::AllocatorAllocateInitialized(b, loc, device, data);
-    vmir::GlobalStoreRefOp::create(b, loc, buffer, b.getI64IntegerAttr(global));
+    vmir::GlobalStoreRefOp::create(b, loc, buffer, b.getI64IntegerAttr(c.global));
   }
   // Then the initializer forms (dispatches lifted out of functions), in module order.
   for (const std::string& form : state.initializerForms)

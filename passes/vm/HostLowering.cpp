@@ -41,6 +41,19 @@ LogicalResult HostLowering::run() {
   vmFunc.setVisibility(func.getVisibility());
   vmFunc->setAttr("hexir_vm.abi_args", b.getStringAttr(joinTypes(func.getArgumentTypes())));
   vmFunc->setAttr("hexir_vm.abi_results", b.getStringAttr(joinTypes(func.getResultTypes())));
+  // A module of several devices: the device each argument lives on ("0;1"), so the caller
+  // uploads it there (tools::Session); absent when every argument is on device 0.
+  std::string argDevices;
+  bool anyElsewhere = false;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    auto on = func.getArgAttrOfType<IntegerAttr>(i, kDeviceAttr);
+    int64_t device = on ? on.getInt() : func->getAttrOfType<IntegerAttr>(kDeviceAttr)
+                                            ? func->getAttrOfType<IntegerAttr>(kDeviceAttr).getInt()
+                                            : 0;
+    anyElsewhere |= device != 0;
+    argDevices += (i ? ";" : "") + std::to_string(device);
+  }
+  if (anyElsewhere) vmFunc->setAttr("hexir_vm.abi_arg_devices", b.getStringAttr(argDevices));
   if (failed(lowerBody())) {
     vmFunc.erase();
     return failure();
@@ -125,6 +138,17 @@ LogicalResult HostLowering::lowerBody() {
   b.setInsertionPointToStart(entry);
   loc = func.getLoc();
   device = hal_import::DeviceDefault(b, loc);
+  devices[0] = device;
+  // Every other device the function uses (regions, transfers, per-device constants and empties,
+  // host reads of values held elsewhere).
+  SetVector<int64_t> used;
+  func.walk([&](Operation* op) {
+    if (auto e = dyn_cast<ExecuteOp>(op)) used.insert(e.getDevice());
+    if (auto t = dyn_cast<TransferOp>(op)) used.insert(t.getFrom());
+    if (auto attr = op->getAttrOfType<IntegerAttr>(kDeviceAttr)) used.insert(attr.getInt());
+  });
+  for (int64_t ordinal : used)
+    if (!devices.count(ordinal)) devices[ordinal] = hal_import::DeviceAt(b, loc, i64(ordinal));
   for (auto [i, arg] : llvm::enumerate(region.front().getArguments())) {
     Value vmArg = entry->addArgument(vmType(arg.getType()), arg.getLoc());
     auto tensor = dyn_cast<RankedTensorType>(arg.getType());

@@ -32,8 +32,14 @@ struct ModuleState {
   ModuleOp module;
   llvm::StringMap<int64_t> executableOrdinals;
   int64_t refGlobals = 0;
-  // Constants: uploaded once by the initializer into ref globals.
-  SmallVector<std::pair<DenseElementsAttr, int64_t>> constants;
+  // Constants: uploaded once by the initializer into ref globals, each to its device
+  // (`hexir.device` of the constant: a module device ordinal, 0 when absent).
+  struct Constant {
+    DenseElementsAttr value;
+    int64_t global;
+    int64_t device;
+  };
+  SmallVector<Constant> constants;
   // Tensor globals (hexir.global): one ref global each; the hexir.initializer functions
   // that write them are called by the module initializer after the constant uploads.
   llvm::StringMap<int64_t> tensorGlobals;
@@ -110,6 +116,8 @@ class HostLowering {
 
   // ---- execution regions (LowerExecutionRegions.cpp) ----
   LogicalResult lowerExecute(ExecuteOp e);
+  LogicalResult lowerExecuteOnDevice(ExecuteOp e);  // `device` set to the region's
+  LogicalResult lowerTransfer(TransferOp t, ExecuteOp e);
   FailureOr<Value> paramWord(DispatchOp d, Value v);
   LogicalResult lowerDispatch(DispatchOp d, const DenseSet<Value>& yieldedRoots);
   Value lookupExecutable(const PendingDispatch& p, llvm::StringMap<Value>& executables);
@@ -136,7 +144,11 @@ class HostLowering {
   OpBuilder b;
   Type ref;
   Location loc = UnknownLoc::get(ctx);
-  Value device;
+  // Module device ordinal -> the function's device value (hal.device.default for 0,
+  // hal.device.at for the others), materialized at entry for every ordinal the function uses.
+  DenseMap<int64_t, Value> devices;
+  Value deviceAt(int64_t ordinal) { return devices.lookup(ordinal); }
+  Value device;  // device 0; while an execution region is lowered, the region's device
   Block* cur = nullptr;
   DenseMap<Block*, Block*> blocks;
   DenseMap<Value, HostTensor> tensors;

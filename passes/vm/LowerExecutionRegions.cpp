@@ -161,6 +161,7 @@ void HostLowering::emitRegion(ExecuteOp e) {
   Value waitSemaphore, waitValue;
   for (Value t : e.getAwaits()) {
     LoweredTimepoint awaited = timepoints.lookup(t);
+    if (!awaited.semaphore) continue;  // an in-place transfer's: its fence already ordered us
     if (waitSemaphore) hal_import::SemaphoreWait(b, loc, waitSemaphore, waitValue);
     waitSemaphore = awaited.semaphore;
     waitValue = awaited.value;
@@ -206,10 +207,66 @@ void HostLowering::emitRegion(ExecuteOp e) {
   workgroupCounts.Clear();
 }
 
+// A transfer region: a copy into a new buffer of the target device, in queue order after the
+// region's awaits and everything queued on the source device before it
+// (hal.device.queue.transfer), signalling the region's timepoint when someone awaits it; an
+// in-place one (devices that share memory) only orders the target's queue after the
+// source's (hal.device.queue.fence) and reads the source's buffer.
+LogicalResult HostLowering::lowerTransfer(TransferOp t, ExecuteOp e) {
+  auto it = tensors.find(t.getSource());
+  if (it == tensors.end()) return t.emitError("transferred tensor has no buffer");
+  Value from = deviceAt(t.getFrom());
+  if (!from) return t.emitError("no device value for device ") << t.getFrom();
+  HostTensor h = it->second;
+  h.view = Value();
+  Value waitSemaphore, waitValue;
+  for (Value awaited : e.getAwaits()) {
+    LoweredTimepoint lowered = timepoints.lookup(awaited);
+    if (!lowered.semaphore) continue;
+    if (waitSemaphore) hal_import::SemaphoreWait(b, loc, waitSemaphore, waitValue);
+    waitSemaphore = lowered.semaphore;
+    waitValue = lowered.value;
+  }
+  if (t.getInPlace()) {
+    // The fence covers the awaited producer: it was queued on the source before this point.
+    hal_import::QueueFence(b, loc, from, device);
+    tensors[t.getResult()] = h;
+    // Nothing to signal: the target's queue itself is ordered after the source's.
+    timepoints[e.getTimepoint()] = {};
+    return success();
+  }
+  Value none = null();
+  Value bytes = byteSize(cast<RankedTensorType>(t.getResult().getType()), h.dims);
+  Value target = hal_import::QueueAlloca(b, loc, device, none, i64(0), none, i64(0), bytes);
+  Value signalSemaphore, signalValue;
+  if (!e.getTimepoint().use_empty()) {
+    signalSemaphore = hal_import::SemaphoreCreate(b, loc, device, i64(0));
+    signalValue = i64(1);
+  }
+  hal_import::QueueTransfer(b, loc, from, waitSemaphore ? waitSemaphore : none,
+                            waitSemaphore ? waitValue : i64(0),
+                            signalSemaphore ? signalSemaphore : none,
+                            signalSemaphore ? signalValue : i64(0), h.buffer, device, target, bytes);
+  timepoints[e.getTimepoint()] = {signalSemaphore, signalValue};
+  h.buffer = target;
+  tensors[t.getResult()] = h;
+  return success();
+}
+
 // One execution region: its host work (allocations, parameter buffers, reshapes) in body
 // order, then its command buffer. Transients are the dispatch results whose buffer no
 // yielded value holds.
 LogicalResult HostLowering::lowerExecute(ExecuteOp e) {
+  // The region's own device for its allocations, lookups and submission.
+  Value functionDevice = device;
+  device = deviceAt(e.getDevice());
+  LogicalResult lowered = device ? lowerExecuteOnDevice(e)
+                                 : e.emitError("no device value for device ") << e.getDevice();
+  device = functionDevice;
+  return lowered;
+}
+
+LogicalResult HostLowering::lowerExecuteOnDevice(ExecuteOp e) {
   DenseSet<Value> yieldedRoots;
   for (Value v : e.getYield().getValues()) yieldedRoots.insert(schedule::BufferRoot(v));
   for (Value t : e.getAwaits())
@@ -226,6 +283,7 @@ LogicalResult HostLowering::lowerExecute(ExecuteOp e) {
               barrier = false;
               return success();
             })
+            .Case<TransferOp>([&](auto t) { return lowerTransfer(t, e); })
             .Case<BarrierOp>([&](auto) {
               barrier = true;
               return success();

@@ -25,7 +25,8 @@ LogicalResult HostLowering::lowerConstant(arith::ConstantOp c) {
   auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
   if (!dense) return c.emitError("unsupported constant encoding for target 'cpu' (need dense<...>)");
   int64_t global = state.refGlobals++;
-  state.constants.push_back({dense, global});
+  auto on = c->getAttrOfType<IntegerAttr>(kDeviceAttr);
+  state.constants.push_back({dense, global, on ? on.getInt() : 0});
   HostTensor h;
   h.buffer = vmir::GlobalLoadRefOp::create(b, loc, ref, b.getI64IntegerAttr(global));
   for (int64_t d : tensor.getShape()) h.dims.push_back(i64(d));
@@ -66,7 +67,9 @@ LogicalResult HostLowering::lowerEmpty(tensor::EmptyOp e) {
   unsigned dyn = 0;
   for (int64_t d : t.getShape())
     h.dims.push_back(ShapedType::isDynamic(d) ? scalars.lookup(e.getDynamicSizes()[dyn++]) : i64(d));
-  h.buffer = hal_import::AllocatorAllocate(b, loc, device, byteSize(t, h.dims));
+  auto on = e->getAttrOfType<IntegerAttr>(kDeviceAttr);
+  h.buffer = hal_import::AllocatorAllocate(b, loc, on ? deviceAt(on.getInt()) : device,
+                                           byteSize(t, h.dims));
   tensors[e] = h;
   return success();
 }
@@ -163,8 +166,11 @@ LogicalResult HostLowering::lowerExtract(tensor::ExtractOp e) {
     return e.emitError() << "unsupported element type " << et
                          << " for a host read (tensor.extract) for target 'cpu'";
   Value type = i64(elementTypeCode(et));
-  scalars[e] = isFloat ? hal_import::DeviceReadF64(b, loc, device, it->second.buffer, offset, type)
-                       : hal_import::DeviceReadI64(b, loc, device, it->second.buffer, offset, type);
+  // Read through the device that holds the tensor (it waits for that device's work).
+  auto on = e->getAttrOfType<IntegerAttr>(kDeviceAttr);
+  Value holder = on ? deviceAt(on.getInt()) : device;
+  scalars[e] = isFloat ? hal_import::DeviceReadF64(b, loc, holder, it->second.buffer, offset, type)
+                       : hal_import::DeviceReadI64(b, loc, holder, it->second.buffer, offset, type);
   return success();
 }
 

@@ -1,5 +1,6 @@
 #include "tools/common/invocation.h"
 
+#include <cstdlib>
 #include <cstring>
 
 #include "hal/element_type.h"
@@ -69,9 +70,16 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& module_path,
     device_options.cpu_worker_count = options.cpu_threads;
     device_options.cpu_inline = options.cpu_threads == 0;
   }
-  HEXIR_ASSIGN_OR_RETURN(s->device_, hal::CreateDevice(options.device_uri, device_options));
+  std::vector<std::string> uris = options.device_uris;
+  if (uris.empty()) uris.push_back(options.device_uri);
+  for (const std::string& uri : uris) {
+    HEXIR_ASSIGN_OR_RETURN(vm::Ref<hal::Device> device, hal::CreateDevice(uri, device_options));
+    s->devices_.push_back(std::move(device));
+  }
+  HEXIR_RETURN_IF_ERROR(hal::CheckModuleDevices(*s->module_, s->devices_)
+                            .WithContext(StrCat("module file '", module_path, "'")));
   s->context_ = vm::Context::Create();
-  HEXIR_RETURN_IF_ERROR(s->context_->RegisterNativeModule(hal::CreateHalModule(s->device_)));
+  HEXIR_RETURN_IF_ERROR(s->context_->RegisterNativeModule(hal::CreateHalModule(s->devices_)));
   Status st = s->context_->LoadModule(*s->module_);
   if (!st.ok()) return std::move(st).WithContext(StrCat("module '", module_path, "'"));
   return s;
@@ -93,6 +101,23 @@ Status Session::Call(const vm::Function& fn, const std::vector<HostValue>& input
                            arg_types.empty() ? "" : " (" + ListTypes(arg_types) + ")", ", got ",
                            inputs.size());
   }
+  // "abi.arg_devices" = "0;1;0": the device each argument lives on (absent: device 0).
+  std::vector<size_t> arg_devices(inputs.size(), 0);
+  if (std::string text(fn.attr("abi.arg_devices")); !text.empty()) {
+    size_t i = 0, start = 0;
+    while (start <= text.size() && i < arg_devices.size()) {
+      size_t semi = text.find(';', start);
+      if (semi == std::string::npos) semi = text.size();
+      size_t ordinal = std::strtoul(text.c_str() + start, nullptr, 10);
+      if (ordinal >= devices_.size()) {
+        return InvalidArgument("function '", fn.name, "': argument ", i, " lives on device ",
+                               ordinal, ", which is not bound (", devices_.size(),
+                               " device(s) given)");
+      }
+      arg_devices[i++] = ordinal;
+      start = semi + 1;
+    }
+  }
   std::vector<vm::Variant> args(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const HostValue& in = inputs[i];
@@ -103,7 +128,7 @@ Status Session::Call(const vm::Function& fn, const std::vector<HostValue>& input
         return InvalidArgument("input ", i, ": expected ", expected, ", got scalar ", DescribeType(in));
       }
       HEXIR_ASSIGN_OR_RETURN(
-          auto view, hal::BufferViewFromHost(*device_, in.tensor.element_type,
+          auto view, hal::BufferViewFromHost(*devices_[arg_devices[i]], in.tensor.element_type,
                                              Span<const int64_t>(in.tensor.dims.data(), in.tensor.dims.size()),
                                              in.tensor.bytes.data(), in.tensor.bytes.size()));
       args[i].ref = std::move(view);
@@ -139,7 +164,7 @@ Status Session::Call(const vm::Function& fn, const std::vector<HostValue>& input
       v.tensor.element_type = view->element_type();
       v.tensor.dims = view->dims();
       HEXIR_RETURN_IF_ERROR(
-          hal::BufferViewToHost(*device_, *view, &v.tensor.bytes, download_deadline)
+          hal::BufferViewToHost(*devices_[0], *view, &v.tensor.bytes, download_deadline)
               .WithContext(StrCat("result ", i, " of function '", fn.name, "'")));
     } else if (kind == 'i') {
       v.kind = HostValue::Kind::kInt;

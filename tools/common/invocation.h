@@ -1,7 +1,9 @@
 // A loaded module bound to a device, callable with host values: what hexir-run, hexir-bench
 // and the end-to-end tests share.
 //
-// Ownership: a Session owns its device, VM context and module; results are host copies.
+// Ownership: a Session owns its devices, VM context and module; results are host copies.
+// Arguments are uploaded to the device the function's "abi.arg_devices" reflection names
+// (device 0 when absent); results are read through device 0 (the compiler returns them there).
 // Not thread-safe (one call at a time), like the VM context under it.
 #pragma once
 
@@ -19,6 +21,9 @@ namespace hexir::tools {
 
 struct InvocationOptions {
   std::string device_uri = "cpu";
+  // Every device by module device ordinal (a module compiled with --target repeated); empty:
+  // the one device_uri. A module whose device list is longer fails naming the missing one.
+  std::vector<std::string> device_uris;
   int cpu_threads = -1;  // -1: driver default; 0: inline (caller's thread)
 };
 
@@ -44,13 +49,15 @@ class Session {
   Status Call(const vm::Function& fn, const std::vector<HostValue>& inputs,
               std::vector<HostValue>* results, const vm::InvokeOptions& options = {});
 
-  hal::Device& device() { return *device_; }
+  hal::Device& device() { return *devices_[0]; }           // module device 0
+  hal::Device& device(size_t ordinal) { return *devices_[ordinal]; }
+  size_t device_count() const { return devices_.size(); }
   vm::Context& context() { return *context_; }
 
  private:
   Session() = default;
   vm::Ref<vm::Module> module_;
-  vm::Ref<hal::Device> device_;
+  std::vector<vm::Ref<hal::Device>> devices_;
   std::unique_ptr<vm::Context> context_;
 };
 

@@ -1,4 +1,4 @@
-// hexir-compile INPUT.mlir --target=cpu -o OUT.vmfb
+// hexir-compile INPUT.mlir --target=cpu [--target=cuda ...] -o OUT.vmfb
 // Parses MLIR (func/scf/linalg/tensor/arith/math/tosa, dynamic shapes), runs the Hexir pipeline and
 // writes a .vmfb module. Errors are MLIR diagnostics on stderr and a non-zero exit code.
 #include <unistd.h>
@@ -20,7 +20,19 @@ namespace cl = llvm::cl;
 
 static cl::opt<std::string> input(cl::Positional, cl::desc("<input .mlir>"), cl::init("-"));
 static cl::opt<std::string> output("o", cl::desc("output .vmfb path"), cl::init("-"));
-static cl::opt<std::string> target("target", cl::desc("target: cpu or cuda"), cl::init("cpu"));
+static cl::list<std::string> targets(
+    "target", cl::desc("target: cpu or cuda; repeated for a module of several devices (device "
+                       "ordinals 0, 1, ... in flag order; default: cpu)"));
+static cl::opt<std::string> placement(
+    "placement",
+    cl::desc("several targets: where unannotated work runs: annotations (follow operands, then "
+             "consumers; default) or auto (a cost model over the devices and transfers)"),
+    cl::init("annotations"));
+static cl::opt<bool> copySharedMemory(
+    "copy-shared-memory",
+    cl::desc("several targets: copy values between devices that share memory (two CPU devices) "
+             "instead of reading them in place (the transfer copy path, testable on CPUs)"),
+    cl::init(false));
 static cl::opt<std::string> cpu("cpu", cl::desc("LLVM CPU name for kernels, or 'host'"),
                                 cl::init("host"));
 static cl::opt<int64_t> maxWorkgroups("max-workgroups", cl::desc("workgroups per dispatch"),
@@ -88,7 +100,13 @@ int main(int argc, char** argv) {
   if (!module) return 1;
 
   hexir::compiler::CompileOptions options;
-  options.target = target;
+  if (targets.size() == 1) options.target = targets.front();
+  if (targets.size() > 1) {
+    options.targets.assign(targets.begin(), targets.end());
+    options.target = targets.front();
+  }
+  options.placement = placement;
+  options.copy_shared_memory = copySharedMemory;
   options.cpu = cpu;
   options.max_workgroups = maxWorkgroups;
   options.fuse_elementwise = !noFusion;

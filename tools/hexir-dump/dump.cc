@@ -53,6 +53,12 @@ std::string DumpModule(const vm::Module& module, const DumpOptions& options) {
   os << "  format " << (module.version() >> 16) << '.' << (module.version() & 0xFFFF) << ", "
      << module.bytes().size() << " bytes\n";
   Attrs(os, "  ", module.attrs());
+  if (!module.devices().empty()) {
+    os << "  devices:";
+    for (size_t i = 0; i < module.devices().size(); ++i)
+      os << ' ' << i << '=' << module.devices()[i];
+    os << '\n';
+  }
   os << "  globals: " << module.value_global_count() << " value, " << module.ref_global_count()
      << " ref\n";
   if (module.initializer() >= 0) {

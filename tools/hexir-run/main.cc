@@ -9,6 +9,8 @@
 
 #include "base/interrupt.h"
 #include "base/status.h"
+#include "hal/api.h"
+#include "hal/topology.h"
 #include "tools/common/tensor_io.h"
 #include "tools/common/invocation.h"
 #include "tools/common/tool_main.h"
@@ -18,7 +20,8 @@ namespace {
 
 struct Flags {
   std::string module_path;
-  std::string device = "cpu";
+  std::vector<std::string> devices;  // by module device ordinal; empty: cpu
+  bool list_devices = false;
   std::string function = "main";
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;
@@ -27,7 +30,38 @@ struct Flags {
   double timeout_seconds = 0;  // 0: none
 };
 
+// --list-devices: each device, then for every ordered pair the link and a measured bandwidth.
+Status ListDevices(const Flags& flags) {
+  std::vector<std::string> uris = flags.devices.empty() ? hal::EnumerateDevices() : flags.devices;
+  std::vector<vm::Ref<hal::Device>> devices;
+  hal::DeviceOptions options;
+  if (flags.cpu_threads >= 0) {
+    options.cpu_worker_count = flags.cpu_threads;
+    options.cpu_inline = flags.cpu_threads == 0;
+  }
+  for (const std::string& uri : uris) {
+    HEXIR_ASSIGN_OR_RETURN(vm::Ref<hal::Device> d, hal::CreateDevice(uri, options));
+    devices.push_back(std::move(d));
+  }
+  std::printf("devices (%zu)\n", devices.size());
+  for (size_t i = 0; i < devices.size(); ++i) std::printf("  %zu: %s\n", i, uris[i].c_str());
+  std::printf("links (from -> to: shared memory, peer access, link, copy bandwidth of 64 MiB)\n");
+  for (size_t i = 0; i < devices.size(); ++i) {
+    for (size_t j = 0; j < devices.size(); ++j) {
+      hal::DeviceLink link = hal::DescribeLink(*devices[i], *devices[j]);
+      HEXIR_ASSIGN_OR_RETURN(double gbps,
+                             hal::MeasureCopyBandwidth(*devices[i], *devices[j], 64ull << 20));
+      std::printf("  %zu -> %zu: shared memory %s, peer access %s, %s, %.1f GB/s\n", i, j,
+                  link.shared_memory ? "yes" : "no", link.peer_access ? "yes" : "no",
+                  std::string(hal::LinkKindName(link.link)).c_str(), gbps);
+    }
+  }
+  return Status::Ok();
+}
+
 Status Run(const Flags& flags) {
+  if (flags.list_devices) return ListDevices(flags);
+  if (flags.module_path.empty()) return InvalidArgument("--module is required (or --list-devices)");
   std::vector<HostValue> inputs;
   for (size_t i = 0; i < flags.inputs.size(); ++i) {
     auto v = ParseValue(flags.inputs[i]);
@@ -35,7 +69,7 @@ Status Run(const Flags& flags) {
     inputs.push_back(std::move(*v));
   }
   InvocationOptions options;
-  options.device_uri = flags.device;
+  options.device_uris = flags.devices.empty() ? std::vector<std::string>{"cpu"} : flags.devices;
   options.cpu_threads = flags.cpu_threads;
   HEXIR_ASSIGN_OR_RETURN(auto session, Session::Open(flags.module_path, options));
   HEXIR_ASSIGN_OR_RETURN(vm::Function fn, session->LookupFunction(flags.function));
@@ -72,8 +106,13 @@ Status Run(const Flags& flags) {
 int main(int argc, char** argv) {
   hexir::tools::Flags flags;
   CLI::App app{"hexir-run: call a function of a compiled Hexir module (.vmfb)"};
-  app.add_option("--module", flags.module_path, "Compiled module (.vmfb)")->required();
-  app.add_option("--device", flags.device, "Device URI: cpu, cuda, cuda:N")->capture_default_str();
+  app.add_option("--module", flags.module_path, "Compiled module (.vmfb)");
+  app.add_option("--device", flags.devices,
+                 "Device URI, once per module device in order: cpu, cpu:threads=N, cuda, cuda:N "
+                 "(default: cpu)");
+  app.add_flag("--list-devices", flags.list_devices,
+               "Print the devices (those given with --device, else every one available) and, "
+               "for each pair, shared memory, peer access, link kind and copy bandwidth");
   app.add_option("--function", flags.function, "Exported function to call")->capture_default_str();
   app.add_option("--input", flags.inputs,
                  "An argument, in order: 2x3xf32=1 2 3 4 5 6 (one value fills), f32=0.5, i64=5, @file.npy");

@@ -312,10 +312,12 @@ StatusOr<std::vector<uint8_t>> ModuleBuilder::Build() const {
     for (const auto& [k, v] : attrs_) {
       attrs.push_back(format::CreateAttrDirect(fbb, k.c_str(), v.c_str()));
     }
+    std::vector<flatbuffers::Offset<flatbuffers::String>> devices;
+    for (const std::string& d : devices_) devices.push_back(fbb.CreateString(d));
     auto root = format::CreateModuleDirect(
         fbb, name_.c_str(), version_, &imports, &exports, &functions, &bytecode, &strings,
         &rodata_, &segments, &executables, value_globals_, ref_globals_, initializer_, &attrs,
-        Checksum64(bytecode.data(), bytecode.size() * 4));
+        Checksum64(bytecode.data(), bytecode.size() * 4), devices.empty() ? nullptr : &devices);
     format::FinishModuleBuffer(fbb, root);
     uint64_t pos = Align64(kModuleHeaderSize + fbb.GetSize());
     for (size_t i = 0; i < segments_.size(); ++i) {

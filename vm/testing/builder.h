@@ -121,6 +121,8 @@ class ModuleBuilder {
   void AddAttr(std::string key, std::string value);
   // Written to both the header and the table (tests of the compatibility rule).
   void SetVersion(uint32_t version) { version_ = version; }
+  // The module's device list (Module.devices: kinds by ordinal).
+  void SetDevices(std::vector<std::string> kinds) { devices_ = std::move(kinds); }
 
   // A complete .vmfb: header, FlatBuffer, 64-byte aligned segments.
   StatusOr<std::vector<uint8_t>> Build() const;
@@ -138,6 +140,7 @@ class ModuleBuilder {
 
   std::string name_;
   uint32_t version_ = kModuleVersion;  // vm/module_header.h
+  std::vector<std::string> devices_;
   std::vector<std::unique_ptr<FunctionBuilder>> functions_;
   std::vector<Import> imports_;
   std::vector<std::pair<std::string, uint32_t>> exports_;

@@ -33,7 +33,7 @@ class CPUSerializeExecutables
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     for (auto exe : getOperation().getOps<ExecutableOp>())
-      if (failed(serialize(exe))) return signalPassFailure();
+      if (exe.isCompiledFor("cpu") && failed(serialize(exe))) return signalPassFailure();
   }
 
  private:

@@ -36,7 +36,7 @@ class CUDASerializeExecutables
     }
     root = toolkitRoot();
     for (auto exe : getOperation().getOps<ExecutableOp>())
-      if (failed(serialize(exe))) return signalPassFailure();
+      if (exe.isCompiledFor("cuda") && failed(serialize(exe))) return signalPassFailure();
   }
 
  private:

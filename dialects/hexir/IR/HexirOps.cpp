@@ -65,8 +65,14 @@ mlir::LogicalResult ExecuteOp::verify() {
     if (llvm::isa<DispatchOp, BarrierOp, mlir::tensor::ExpandShapeOp,
                   mlir::tensor::CollapseShapeOp, mlir::tensor::CastOp>(op))
       continue;
+    if (auto transfer = llvm::dyn_cast<TransferOp>(op)) {
+      if (getQueue() != "transfer" || static_cast<int64_t>(transfer.getTo()) != device)
+        return op.emitOpError("must be in a \"transfer\" region of its target device ")
+               << transfer.getTo();
+      continue;
+    }
     return op.emitOpError("cannot be in a hexir.execute region (only hexir.dispatch, "
-                          "hexir.barrier and tensor reshapes/casts)");
+                          "hexir.transfer, hexir.barrier and tensor reshapes/casts)");
   }
   return mlir::success();
 }

@@ -18,3 +18,11 @@
 
 #define GET_OP_CLASSES
 #include "dialects/hexir/IR/HexirOps.h.inc"
+
+namespace hexir {
+// Device placement (passes/schedule/PlaceDevices.cpp): `hexir.device = N` (an i64 index into
+// the module's device list, `hexir.devices`) on an op, a function or a function argument.
+inline constexpr char kDeviceAttr[] = "hexir.device";
+// The module's device list: hexir.devices = ["cpu", "cuda"] (hexir-compile's --target list).
+inline constexpr char kDevicesAttr[] = "hexir.devices";
+}  // namespace hexir

@@ -43,6 +43,13 @@ def Hexir_ExecutableOp : Hexir_Op<"executable", [Symbol, IsolatedFromAbove,
   let extraClassDeclaration = [{
     /// The module inside the body, or null.
     ::mlir::ModuleOp getInnerModule();
+    /// Whether the codegen of `target` ("cpu", "cuda") compiles this executable: yes unless
+    /// `hexir.target` (set by hexir-assign-executable-targets in a module of several
+    /// targets) names another one.
+    bool isCompiledFor(::llvm::StringRef target) {
+      auto t = (*this)->getAttrOfType<::mlir::StringAttr>("hexir.target");
+      return !t || t.getValue() == target;
+    }
   }];
 }
 
@@ -96,7 +103,8 @@ def Hexir_CheckOp : Hexir_Op<"check", []> {
 def Hexir_ExecuteOp : Hexir_Op<"execute", [SingleBlock]> {
   let summary = "One execution region: the dispatches of one recorded command buffer";
   let description = [{
-    Runs its body's `hexir.dispatch` ops as one command buffer submitted to queue `queue`
+    Runs its body's `hexir.dispatch` ops (or its one `hexir.transfer`, on the "transfer"
+    queue) as one command buffer submitted to queue `queue`
     ("compute" or "transfer") of device `device` (a module device ordinal), after every
     timepoint of `awaits` is reached. The body may also hold host reshapes (tensor
     `expand_shape`, `collapse_shape`, `cast`: aliases, no commands) and `hexir.barrier`; it
@@ -128,6 +136,30 @@ def Hexir_ExecuteOp : Hexir_Op<"execute", [SingleBlock]> {
     YieldOp getYield();
   }];
   let hasVerifier = 1;
+}
+
+def Hexir_TransferOp : Hexir_Op<"transfer", [Pure, AllTypesMatch<["source", "result"]>]> {
+  let summary = "A copy of a tensor on device `from` into a new tensor on device `to`";
+  let description = [{
+    Inserted by `hexir-insert-transfers` where a value is read on another device than the
+    one holding it; `hexir-form-execution-regions` gives each its own region on the
+    transfer queue of `to`. A copy (`hal.device.queue.transfer`: a peer or staged copy in
+    queue order, after everything queued on `from` before it) makes a new buffer on `to`.
+    With `in_place` (devices that share memory: two CPU devices) nothing is copied: the
+    result is the source's buffer, and `to`'s queue only waits for everything queued on
+    `from` before it (`hal.device.queue.fence`). Pure: two transfers of one value to one
+    device are one (CSE), an unread one is dead.
+
+    ```mlir
+    %y = hexir.transfer %x from(0) to(1) : tensor<4xf32>
+    %z = hexir.transfer %x from(0) to(2) in_place : tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$source, I64Attr:$from, I64Attr:$to, UnitAttr:$in_place);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $source `from` `(` $from `)` `to` `(` $to `)` (`in_place` $in_place^)? attr-dict `:` type($source)
+  }];
 }
 
 def Hexir_BarrierOp : Hexir_Op<"barrier", [HasParent<"ExecuteOp">]> {

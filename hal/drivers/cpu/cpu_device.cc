@@ -74,6 +74,8 @@ class CpuDevice final : public Device {
   }
 
   std::string_view uri() const override { return "cpu"; }
+  // Host memory: every CPU device (whatever its worker count) uses the others' buffers as is.
+  MemorySpace memory_space() const override { return MemorySpace{}; }
 
   StatusOr<vm::Ref<Buffer>> AllocateBuffer(uint64_t byte_size, uint32_t memory_types) override {
     return Allocate(byte_size, memory_types, /*zero=*/true);

@@ -1,0 +1,75 @@
+#include "hal/device_transfer.h"
+
+namespace hexir::hal {
+namespace {
+
+bool ReadsHostMemory(const Device& d) {
+  return d.memory_space().kind == Device::MemorySpace::Kind::kHost;
+}
+
+void CountTransfer(Device& d, uint64_t length) {
+  DeviceCounters::Add(d.counters()->transfers_queued);
+  DeviceCounters::Add(d.counters()->transfer_bytes_queued, length);
+}
+
+// A semaphore on `from` reached when everything queued there so far has completed.
+StatusOr<SemaphoreValue> FenceOn(Device& from) {
+  HEXIR_ASSIGN_OR_RETURN(vm::Ref<Semaphore> fence, from.CreateSemaphore(0));
+  HEXIR_RETURN_IF_ERROR(from.QueueBarrier({}, {{fence, 1}}));
+  return SemaphoreValue{std::move(fence), 1};
+}
+
+}  // namespace
+
+Status QueueFence(Device& from, Device& to) {
+  if (&from == &to) return Status::Ok();
+  auto fence = FenceOn(from);
+  if (!fence.ok()) return std::move(fence).status().WithContext(StrCat("fence ", from.uri(), " -> ", to.uri()));
+  return to.QueueBarrier({*fence}, {}).WithContext(StrCat("fence ", from.uri(), " -> ", to.uri()));
+}
+
+Status QueueDeviceTransfer(Device& from, Device& to, const std::vector<SemaphoreValue>& waits,
+                           const std::vector<SemaphoreValue>& signals, vm::Ref<Buffer> source,
+                           vm::Ref<Buffer> target, uint64_t length, bool* reads_by_pointer) {
+  *reads_by_pointer = false;
+  auto context = [&] { return StrCat("transfer ", from.uri(), " -> ", to.uri()); };
+  if (!source || !target) return InvalidArgument(context(), ": null buffer");
+  if (length > source->byte_size() || length > target->byte_size()) {
+    return OutOfRange(context(), ": ", length, " bytes do not fit the ", source->byte_size(),
+                      "-byte source and the ", target->byte_size(), "-byte target");
+  }
+  enum class Path { kCopyOnTarget, kWriteFromMapping, kReadIntoMapping };
+  Path path = Path::kCopyOnTarget;
+  if (ReadsHostMemory(to) && source->host_data() != nullptr) {
+    path = Path::kCopyOnTarget;  // the copy's command buffer retains both buffers
+  } else if (!ReadsHostMemory(to) && source->host_data() != nullptr) {
+    path = Path::kWriteFromMapping;
+  } else if (!ReadsHostMemory(from) && target->host_data() != nullptr) {
+    path = Path::kReadIntoMapping;  // on `from`'s queue: already after its earlier work
+  }
+  // Copies that run on `to` first wait for everything queued on `from`.
+  std::vector<SemaphoreValue> after_source = waits;
+  if (&from != &to && path != Path::kReadIntoMapping) {
+    auto fence = FenceOn(from);
+    if (!fence.ok()) return std::move(fence).status().WithContext(context());
+    after_source.push_back(*fence);
+  }
+  Status st;
+  switch (path) {
+    case Path::kCopyOnTarget:
+      st = to.QueueCopy(after_source, signals, source, 0, target, 0, length);
+      if (st.ok()) CountTransfer(to, length);
+      break;
+    case Path::kWriteFromMapping:
+      *reads_by_pointer = true;
+      st = to.QueueWrite(after_source, signals, source->host_data(), length, target, 0);
+      break;
+    case Path::kReadIntoMapping:
+      *reads_by_pointer = true;
+      st = from.QueueRead(waits, signals, source, 0, target->host_data(), length);
+      break;
+  }
+  return std::move(st).WithContext(context());
+}
+
+}  // namespace hexir::hal

@@ -1,0 +1,279 @@
+// End-to-end: modules of several devices (hexir-compile --target repeated). Two CPU devices
+// with different worker counts (--device=cpu --device=cpu:threads=1) run models split by
+// annotations (layer ranges, pre/post-processing, a loop body on the other device) and give
+// exactly the one-device results; device statistics show where the dispatches ran and how
+// many transfers moved bytes (none in place between shared-memory devices, one per crossing
+// with --copy-shared-memory). The tools bind, check, list and dump the device list.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#include <tuple>
+
+#include "tests/e2e/harness.h"
+#include "tools/common/invocation.h"
+
+namespace hexir::e2e {
+namespace {
+
+using tools::HostTensor;
+using tools::HostValue;
+
+constexpr int64_t kRows = 8, kWidth = 16, kLayers = 4;
+
+// relu(h @ w) as one generic matmul (device annotation in its attributes) and a relu consumer
+// fused into the same dispatch.
+std::string LayerLines(int layer, const std::string& in, int device) {
+  std::ostringstream s;
+  std::string t = "tensor<8x16xf32>", l = std::to_string(layer);
+  s << "  %e" << l << " = tensor.empty() : " << t << "\n"
+    << "  %z" << l << " = linalg.fill ins(%zero : f32) outs(%e" << l << " : " << t << ") -> " << t << "\n"
+    << "  %m" << l << " = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, "
+    << "affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = "
+    << "[\"parallel\", \"parallel\", \"reduction\"], hexir.device = " << device << " : i64} ins(%"
+    << in << ", %w" << l << " : " << t << ", tensor<16x16xf32>) outs(%z" << l << " : " << t << ") {\n"
+    << "  ^bb0(%a: f32, %b: f32, %c: f32):\n"
+    << "    %p = arith.mulf %a, %b : f32\n    %q = arith.addf %c, %p : f32\n    linalg.yield %q : f32\n"
+    << "  } -> " << t << "\n"
+    << "  %h" << l << " = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, "
+    << "affine_map<(i, j) -> (i, j)>], iterator_types = [\"parallel\", \"parallel\"]} ins(%m" << l
+    << " : " << t << ") outs(%e" << l << " : " << t << ") {\n"
+    << "  ^bb0(%a: f32, %o: f32):\n    %r = arith.maximumf %a, %zero : f32\n    linalg.yield %r : f32\n"
+    << "  } -> " << t << "\n";
+  return s.str();
+}
+
+// Layers 0-1 on device 0, layers 2-3 on device 1 (their weights are arguments on device 1).
+std::string SplitMlpSource() {
+  std::ostringstream s;
+  s << "func.func @main(%x: tensor<8x16xf32>";
+  for (int l = 0; l < kLayers; ++l)
+    s << ", %w" << l << ": tensor<16x16xf32>" << (l >= 2 ? " {hexir.device = 1 : i64}" : "");
+  s << ") -> tensor<8x16xf32> {\n  %zero = arith.constant 0.0 : f32\n";
+  std::string in = "x";
+  for (int l = 0; l < kLayers; ++l) {
+    s << LayerLines(l, in, l >= 2 ? 1 : 0);
+    in = "h" + std::to_string(l);
+  }
+  s << "  return %" << in << " : tensor<8x16xf32>\n}\n";
+  return s.str();
+}
+
+// relu(h @ w) in C++.
+HostTensor ReluMatMul(const HostTensor& h, const HostTensor& w) {
+  HostTensor next = ZerosF32({kRows, kWidth});
+  for (int64_t i = 0; i < kRows; ++i)
+    for (int64_t j = 0; j < kWidth; ++j) {
+      float acc = 0;
+      for (int64_t k = 0; k < kWidth; ++k) acc += F32(h)[i * kWidth + k] * F32(w)[k * kWidth + j];
+      F32(next)[i * kWidth + j] = acc > 0 ? acc : 0;
+    }
+  return next;
+}
+
+HostTensor MlpReference(const std::vector<HostTensor>& in) {
+  HostTensor h = in[0];
+  for (int l = 0; l < kLayers; ++l) h = ReluMatMul(h, in[1 + l]);
+  return h;
+}
+
+std::vector<HostTensor> MlpInputs() {
+  std::vector<HostTensor> in = {RandomF32({kRows, kWidth}, 1)};
+  for (int l = 0; l < kLayers; ++l) in.push_back(RandomF32({kWidth, kWidth}, 10 + l, -0.5f, 0.5f));
+  return in;
+}
+
+std::vector<HostValue> Values(const std::vector<HostTensor>& tensors) {
+  std::vector<HostValue> v;
+  for (const HostTensor& t : tensors) v.push_back(Tensor(t));
+  return v;
+}
+
+std::string PrePostSource();
+
+std::unique_ptr<tools::Session> OpenTwoCpus(const std::string& module) {
+  tools::InvocationOptions options;
+  options.device_uris = {"cpu", "cpu:threads=1"};
+  auto session = tools::Session::Open(module, options);
+  INFO(session.status().ToString());
+  REQUIRE(session.ok());
+  REQUIRE((*session)->device_count() == 2);
+  return std::move(session).value();
+}
+
+void RequireSameBytes(const HostTensor& actual, const HostTensor& expected) {
+  REQUIRE(actual.dims == expected.dims);
+  REQUIRE(actual.bytes.size() == expected.bytes.size());
+  REQUIRE(std::memcmp(actual.bytes.data(), expected.bytes.data(), expected.bytes.size()) == 0);
+}
+
+TEST_CASE("a model split across two CPU devices by layer ranges gives exactly the one-device results") {
+  const std::string source = SplitMlpSource();
+  const std::vector<HostTensor> inputs = MlpInputs();
+  std::string one = CompileOrDie(source, "split_mlp_one", "cpu");
+  std::string two = CompileOrDie(source, "split_mlp_two", "cpu", "--target=cpu");
+  auto single = OpenOrDie(one, "cpu");
+  HostTensor expected = CallOrDie(*single, "main", Values(inputs))[0].tensor;
+  RequireClose(expected, MlpReference(inputs), 1e-5, 1e-5);
+
+  auto session = OpenTwoCpus(two);
+  hal::DeviceStats before0 = session->device(0).stats(), before1 = session->device(1).stats();
+  for (int call = 0; call < 3; ++call) RequireSameBytes(CallOrDie(*session, "main", Values(inputs))[0].tensor, expected);
+  hal::DeviceStats after0 = session->device(0).stats(), after1 = session->device(1).stats();
+  // Two layers (one dispatch each: matmul + fused relu) per device per call.
+  CHECK(after0.dispatches_executed - before0.dispatches_executed == 2 * 3);
+  CHECK(after1.dispatches_executed - before1.dispatches_executed == 2 * 3);
+  // Shared memory: the values cross in place, nothing is copied.
+  CHECK(after0.transfers_queued - before0.transfers_queued == 0);
+  CHECK(after1.transfers_queued - before1.transfers_queued == 0);
+}
+
+TEST_CASE("with --copy-shared-memory each crossing is one queued transfer per call") {
+  const std::string source = SplitMlpSource();
+  const std::vector<HostTensor> inputs = MlpInputs();
+  auto single = OpenOrDie(CompileOrDie(source, "split_mlp_one", "cpu"), "cpu");
+  HostTensor expected = CallOrDie(*single, "main", Values(inputs))[0].tensor;
+  auto session = OpenTwoCpus(
+      CompileOrDie(source, "split_mlp_copy", "cpu", "--target=cpu --copy-shared-memory"));
+  hal::DeviceStats before0 = session->device(0).stats(), before1 = session->device(1).stats();
+  for (int call = 0; call < 2; ++call) RequireSameBytes(CallOrDie(*session, "main", Values(inputs))[0].tensor, expected);
+  hal::DeviceStats after0 = session->device(0).stats(), after1 = session->device(1).stats();
+  // Per call: layer 1's result to device 1 (counted there), the result back to device 0.
+  CHECK(after1.transfers_queued - before1.transfers_queued == 2);
+  CHECK(after0.transfers_queued - before0.transfers_queued == 2);
+  CHECK(after1.transfer_bytes_queued - before1.transfer_bytes_queued == 2 * kRows * kWidth * 4);
+}
+
+// Pre-processing (scale and shift) and post-processing (clamp) on device 0, the model
+// (two layers) on device 1: the layout of an ONNX model with its pre/post-processing pinned
+// to the CPU.
+std::string PrePostSource() {
+  std::ostringstream s;
+  const std::string t = "tensor<8x16xf32>", id = "affine_map<(i, j) -> (i, j)>";
+  s << "func.func @main(%x: " << t << ", %w0: tensor<16x16xf32>, %w1: tensor<16x16xf32>) -> " << t << " {\n"
+    << "  %zero = arith.constant 0.0 : f32\n  %half = arith.constant 0.5 : f32\n  %one = arith.constant 1.0 : f32\n"
+    << "  %ep = tensor.empty() : " << t << "\n"
+    << "  %pre = linalg.generic {indexing_maps = [" << id << ", " << id << "], iterator_types = "
+    << "[\"parallel\", \"parallel\"], hexir.device = 0 : i64} ins(%x : " << t << ") outs(%ep : " << t << ") {\n"
+    << "  ^bb0(%a: f32, %o: f32):\n    %m = arith.mulf %a, %half : f32\n    %r = arith.addf %m, %one : f32\n"
+    << "    linalg.yield %r : f32\n  } -> " << t << "\n"
+    << LayerLines(0, "pre", 1) << LayerLines(1, "h0", 1)
+    << "  %eq = tensor.empty() : " << t << "\n"
+    << "  %post = linalg.generic {indexing_maps = [" << id << ", " << id << "], iterator_types = "
+    << "[\"parallel\", \"parallel\"], hexir.device = 0 : i64} ins(%h1 : " << t << ") outs(%eq : " << t << ") {\n"
+    << "  ^bb0(%a: f32, %o: f32):\n    %r = arith.minimumf %a, %one : f32\n    linalg.yield %r : f32\n"
+    << "  } -> " << t << "\n  return %post : " << t << "\n}\n";
+  return s.str();
+}
+
+TEST_CASE("pre- and post-processing on device 0 around a model on device 1 give the one-device results") {
+  const std::string source = PrePostSource();
+  std::vector<HostTensor> inputs = {RandomF32({kRows, kWidth}, 3), RandomF32({kWidth, kWidth}, 4, -0.5f, 0.5f),
+                                    RandomF32({kWidth, kWidth}, 5, -0.5f, 0.5f)};
+  auto single = OpenOrDie(CompileOrDie(source, "prepost_one", "cpu"), "cpu");
+  HostTensor expected = CallOrDie(*single, "main", Values(inputs))[0].tensor;
+  // Reference: min(relu(relu((x/2+1) @ w0) @ w1), 1).
+  HostTensor ref = ZerosF32({kRows, kWidth});
+  for (int64_t i = 0; i < ref.element_count(); ++i) F32(ref)[i] = F32(inputs[0])[i] * 0.5f + 1.0f;
+  ref = ReluMatMul(ReluMatMul(ref, inputs[1]), inputs[2]);
+  for (int64_t i = 0; i < ref.element_count(); ++i) F32(ref)[i] = std::min(F32(ref)[i], 1.0f);
+  RequireClose(expected, ref, 1e-5, 1e-5);
+  auto session = OpenTwoCpus(CompileOrDie(source, "prepost_two", "cpu", "--target=cpu"));
+  hal::DeviceStats before1 = session->device(1).stats();
+  RequireSameBytes(CallOrDie(*session, "main", Values(inputs))[0].tensor, expected);
+  // The two layers ran on device 1 (the pre/post-processing on device 0).
+  CHECK(session->device(1).stats().dispatches_executed - before1.dispatches_executed == 2);
+}
+
+// A loop whose carried value lives on device 0 and whose body runs on device 1: every
+// iteration crosses devices twice.
+TEST_CASE("a loop body on device 1 with its carried value on device 0 gives the one-device results") {
+  const std::string t = "tensor<8x16xf32>";
+  std::ostringstream s;
+  s << "func.func @main(%x: " << t << ", %w0: tensor<16x16xf32>, %n: index) -> " << t << " {\n"
+    << "  %zero = arith.constant 0.0 : f32\n  %c0 = arith.constant 0 : index\n  %c1 = arith.constant 1 : index\n"
+    << "  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %x) -> (" << t << ") {\n"
+    << LayerLines(0, "acc", 1) << "    scf.yield %h0 : " << t << "\n  }\n  return %r : " << t << "\n}\n";
+  std::vector<HostTensor> inputs = {RandomF32({kRows, kWidth}, 7), RandomF32({kWidth, kWidth}, 8, -0.6f, 0.6f)};
+  std::vector<HostValue> args = Values(inputs);
+  args.push_back(I64Scalar(5));
+  auto single = OpenOrDie(CompileOrDie(s.str(), "loop_one", "cpu"), "cpu");
+  HostTensor expected = CallOrDie(*single, "main", args)[0].tensor;
+  for (auto [name, flags] : {std::pair{"loop_two", "--target=cpu"},
+                             std::pair{"loop_two_copy", "--target=cpu --copy-shared-memory"}}) {
+    INFO(flags);
+    auto session = OpenTwoCpus(CompileOrDie(s.str(), name, "cpu", flags));
+    hal::DeviceStats before1 = session->device(1).stats();
+    RequireSameBytes(CallOrDie(*session, "main", args)[0].tensor, expected);
+    CHECK(session->device(1).stats().dispatches_executed - before1.dispatches_executed == 5);
+  }
+}
+
+// CPU + CUDA (compiled here, run on the GPU machine: tools/gpu/pack.sh precompiles them): the
+// same models with device 1 a GPU. Values cross through queued transfers (upload from the
+// CPU buffer's memory, download into it), both counted on the GPU.
+TEST_CASE("models split across the CPU and a CUDA device give the CPU results [cpu+cuda]") {
+  const std::vector<HostTensor> inputs = MlpInputs();
+  std::string one = CompileOrDie(SplitMlpSource(), "split_mlp_one", "cpu");
+  std::string split = CompileOrDie(SplitMlpSource(), "split_mlp_cuda", "cpu", "--target=cuda");
+  std::vector<HostTensor> prepost_inputs = {RandomF32({kRows, kWidth}, 3),
+                                            RandomF32({kWidth, kWidth}, 4, -0.5f, 0.5f),
+                                            RandomF32({kWidth, kWidth}, 5, -0.5f, 0.5f)};
+  std::string prepost_one = CompileOrDie(PrePostSource(), "prepost_one", "cpu");
+  std::string prepost = CompileOrDie(PrePostSource(), "prepost_cuda", "cpu", "--target=cuda");
+  try {
+    RequireDevice("cuda");
+  } catch (const DeviceUnavailable& e) {
+    std::printf("HEXIR_SKIPPED: models split across the CPU and a CUDA device: %s\n", e.reason.c_str());
+    return;
+  }
+  tools::InvocationOptions options;
+  options.device_uris = {"cpu", "cuda"};
+  for (auto [single_path, split_path, in] : {std::tuple{one, split, inputs},
+                                             std::tuple{prepost_one, prepost, prepost_inputs}}) {
+    INFO(split_path);
+    auto single = OpenOrDie(single_path, "cpu");
+    HostTensor expected = CallOrDie(*single, "main", Values(in))[0].tensor;
+    auto session = tools::Session::Open(split_path, options);
+    INFO(session.status().ToString());
+    REQUIRE(session.ok());
+    hal::DeviceStats before = (*session)->device(1).stats();
+    for (int call = 0; call < 2; ++call)
+      RequireClose(CallOrDie(**session, "main", Values(in))[0].tensor, expected, 1e-5, 1e-5);
+    // Per call: one value to the GPU, one back.
+    CHECK((*session)->device(1).stats().transfers_queued - before.transfers_queued == 2 * 2);
+  }
+}
+
+TEST_CASE("hexir-run binds --device in order, names a missing device, lists devices; hexir-dump shows the list") {
+  std::string two = CompileOrDie(SplitMlpSource(), "split_mlp_two", "cpu", "--target=cpu");
+  std::string inputs = " --input=8x16xf32=0.5";
+  for (int l = 0; l < kLayers; ++l) inputs += " --input=16x16xf32=0.25";
+  CommandResult ok = RunCommand(HexirRun() + " --module=" + two + " --device=cpu --device=cpu:threads=1" + inputs);
+  INFO(ok.output);
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.output.rfind("8x16xf32=", 0) == 0);
+
+  CommandResult missing = RunCommand(HexirRun() + " --module=" + two + " --device=cpu" + inputs);
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.output.find("runs on 2 device(s) (0=cpu 1=cpu): device 1 (cpu) is not given (1 device(s) given: cpu)") !=
+        std::string::npos);
+
+  CommandResult list = RunCommand(HexirRun() + " --list-devices --device=cpu --device=cpu:threads=1");
+  INFO(list.output);
+  CHECK(list.exit_code == 0);
+  CHECK(list.output.find("devices (2)\n  0: cpu\n  1: cpu:threads=1\n") != std::string::npos);
+  CHECK(list.output.find("  0 -> 1: shared memory yes, peer access no, host memory, ") != std::string::npos);
+
+  CommandResult bad = RunCommand(HexirRun() + " --list-devices --device=cpu:threads=x");
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.output.find("expected cpu or cpu:threads=N") != std::string::npos);
+
+  CommandResult dump = RunCommand("tools/hexir-dump/hexir-dump --no-code " + two);
+  INFO(dump.output);
+  CHECK(dump.output.find("\n  devices: 0=cpu 1=cpu\n") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace hexir::e2e
