@@ -88,8 +88,7 @@ Status Device::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset,
 
 Status Device::QueueBarrier(const std::vector<SemaphoreValue>& waits,
                             const std::vector<SemaphoreValue>& signals) {
-  HEXIR_RETURN_IF_ERROR(CheckSemaphores("queue barrier", waits, "wait"));
-  HEXIR_RETURN_IF_ERROR(CheckSemaphores("queue barrier", signals, "signal"));
+  HEXIR_RETURN_IF_ERROR(CheckQueueSemaphores("queue barrier", waits, signals));
   vm::Ref<CommandBuffer> cb = InternalCommandBuffer();
   HEXIR_RETURN_IF_ERROR(cb->Finalize());
   return QueueExecute(waits, cb, signals).WithContext("queue barrier");

@@ -309,8 +309,8 @@ Status CommandBufferDispatch(HalModuleState&, NativeCall& c) {
 
 Status ChannelDefault(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 1));
-  HEXIR_RETURN_IF_ERROR(CheckDevice(s, c, 0));
-  HEXIR_ASSIGN_OR_RETURN(vm::Ref<Channel> channel, s.DefaultChannel());
+  HEXIR_ASSIGN_OR_RETURN(Device * device, DeviceArg(s, c, 0));
+  HEXIR_ASSIGN_OR_RETURN(vm::Ref<Channel> channel, s.DefaultChannel(*device));
   SetRef(c, std::move(channel));
   return Status::Ok();
 }
@@ -769,11 +769,12 @@ class HalModule final : public vm::NativeModule {
 
 }  // namespace
 
-StatusOr<vm::Ref<Channel>> HalModuleState::DefaultChannel() {
-  if (!channel_) {
-    HEXIR_ASSIGN_OR_RETURN(channel_, devices_.front()->CreateChannel());
+StatusOr<vm::Ref<Channel>> HalModuleState::DefaultChannel(Device& device) {
+  vm::Ref<Channel>& channel = channels_[&device];
+  if (!channel) {
+    HEXIR_ASSIGN_OR_RETURN(channel, device.CreateChannel());
   }
-  return channel_;
+  return channel;
 }
 
 int64_t HalModuleState::OrdinalOf(const Device* d) const {

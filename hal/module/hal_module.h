@@ -44,7 +44,7 @@ std::string_view DeviceKind(std::string_view uri);
 // ('cpu')". A module without a list accepts any one device or more.
 Status CheckModuleDevices(const vm::Module& module, const std::vector<vm::Ref<Device>>& devices);
 
-// Per-context state: the devices, the default channel (device 0's) and the executable cache of hal.executable.lookup, keyed by
+// Per-context state: the devices, their default channels and the executable cache of hal.executable.lookup, keyed by
 // (device ordinal, calling module's instance_id(), executable ordinal), so each executable
 // loads once per context and device.
 class HalModuleState final : public vm::NativeModuleState {
@@ -57,9 +57,9 @@ class HalModuleState final : public vm::NativeModuleState {
   int64_t OrdinalOf(const Device* d) const;
   size_t cached_executable_count() const { return executables_.size(); }
 
-  // The context's channel (hal.channel.default): device 0's Device::CreateChannel on first
-  // use, then the same channel.
-  StatusOr<vm::Ref<Channel>> DefaultChannel();
+  // `device`'s channel (hal.channel.default): its Device::CreateChannel on first use, then the
+  // same channel.
+  StatusOr<vm::Ref<Channel>> DefaultChannel(Device& device);
 
   // The cached executable, loading it through device `device_ordinal` on first use.
   StatusOr<vm::Ref<Executable>> LookupExecutable(const vm::CallerModule& caller,
@@ -73,7 +73,7 @@ class HalModuleState final : public vm::NativeModuleState {
   std::vector<vm::Ref<Device>> devices_;
   std::map<std::tuple<int64_t, uint64_t, int64_t>, vm::Ref<Executable>> executables_;
   std::vector<std::pair<vm::Ref<Buffer>, SemaphoreValue>> retained_;
-  vm::Ref<Channel> channel_;
+  std::map<const Device*, vm::Ref<Channel>> channels_;
 };
 
 }  // namespace hexir::hal

@@ -151,7 +151,7 @@ TEST_CASE("cuda: the report's device time agrees with an independent timing with
     REQUIRE(report.ok());
     REQUIRE(report->dispatches_per_call == 1);
     REQUIRE(report->dispatch_events[0].device_events);
-    auto session = Session::Open(module, InvocationOptions{"cuda", -1});
+    auto session = Session::Open(module, InvocationOptions{"cuda", {}, -1});
     REQUIRE(session.ok());
     auto fn = (*session)->LookupFunction("main");
     REQUIRE(fn.ok());
