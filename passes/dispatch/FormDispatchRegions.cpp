@@ -11,6 +11,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "passes/Passes.h"
+#include "passes/dispatch/DispatchFormationFolds.h"
 #include "passes/dispatch/InPlaceUpdates.h"
 #include "passes/dispatch/LowerTensorOps.h"
 
@@ -29,7 +30,7 @@ bool isScalarConstant(Operation* op) {
 // A fill is cloned into its consumers (never its own dispatch) when linalg ops use it only
 // as their init. A fill read as an input would become a temporary of its full (maybe
 // dynamic) size inside the kernel (a dynamic allocation, unsupported in CUDA kernels):
-// generic consumers read its scalar instead (foldFillInputs); others get a fill dispatch.
+// generic consumers read its scalar instead (DispatchFormationFolds); others get a fill dispatch.
 bool isClonableFill(Operation* op) {
   auto fill = dyn_cast_or_null<linalg::FillOp>(op);
   if (!fill) return false;
@@ -38,42 +39,6 @@ bool isClonableFill(Operation* op) {
     if (!user || isa<linalg::FillOp>(user) || !user.isDpsInit(&use)) return false;
   }
   return true;
-}
-
-// Rewrites `generic` so that inputs produced by a linalg.fill are replaced by the fill's
-// scalar in the body (the operand and its map are dropped).
-void foldFillInputs(linalg::GenericOp generic) {
-  SmallVector<unsigned> folded;
-  for (OpOperand* input : generic.getDpsInputOperands()) {
-    auto fill = input->get().getDefiningOp<linalg::FillOp>();
-    if (!fill) continue;
-    Value scalar = fill.getInputs()[0];
-    BlockArgument arg = generic.getMatchingBlockArgument(input);
-    if (scalar.getType() != arg.getType()) continue;
-    arg.replaceAllUsesWith(scalar);
-    folded.push_back(input->getOperandNumber());
-  }
-  if (folded.empty()) return;
-  SmallVector<Value> inputs;
-  SmallVector<AffineMap> maps;
-  llvm::BitVector erase(generic.getBody()->getNumArguments());
-  for (OpOperand& operand : generic->getOpOperands()) {
-    unsigned i = operand.getOperandNumber();
-    if (llvm::is_contained(folded, i)) {
-      erase.set(i);
-      continue;
-    }
-    if (generic.isDpsInput(&operand)) inputs.push_back(operand.get());
-    maps.push_back(generic.getMatchingIndexingMap(&operand));
-  }
-  OpBuilder b(generic);
-  auto replacement = linalg::GenericOp::create(
-      b, generic.getLoc(), generic->getResultTypes(), inputs, generic.getDpsInits(), maps,
-      generic.getIteratorTypesArray());
-  replacement.getRegion().takeBody(generic.getRegion());
-  replacement.getBody()->eraseArguments(erase);
-  generic->replaceAllUsesWith(replacement->getResults());
-  generic->erase();
 }
 
 bool isElementwise(linalg::GenericOp op);
@@ -146,13 +111,7 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal()) continue;
       LowerHostTensorOps(func);
-      foldEmptyIterationSpaces(func);
-      SmallVector<linalg::GenericOp> generics;
-      func.walk([&](linalg::GenericOp g) {
-        if (g.hasPureTensorSemantics() && !g->getParentOfType<linalg::LinalgOp>())
-          generics.push_back(g);
-      });
-      for (linalg::GenericOp g : generics) foldFillInputs(g);
+      ApplyDispatchFormationFolds(func);
       // Roots anywhere in the function (also inside scf bodies), not inside other linalg ops.
       SmallVector<Operation*> roots;
       func.walk([&](Operation* op) {
@@ -178,26 +137,6 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
 
  private:
   llvm::SmallPtrSet<Operation*, 8> fusedAway;  // roots erased by consumer fusion
-
-  // A linalg op with a static 0 loop extent never runs its body: its results are its inits
-  // (e.g. a K=0 matmul is its fill; an op over a 0xN tensor is its empty). Replacing it here
-  // keeps zero-extent loops out of kernel tiling, which does not support them.
-  void foldEmptyIterationSpaces(func::FuncOp func) {
-    SmallVector<linalg::LinalgOp> empty;
-    func.walk([&](linalg::LinalgOp op) {
-      if (!op.hasPureTensorSemantics() || op->getParentOfType<linalg::LinalgOp>()) return;
-      for (int64_t extent : op.getStaticLoopRanges())
-        if (extent == 0) {
-          empty.push_back(op);
-          return;
-        }
-    });
-    for (linalg::LinalgOp op : empty) {
-      SmallVector<Value> inits(op.getDpsInits());
-      op->replaceAllUsesWith(inits);
-      op->erase();
-    }
-  }
 
   // Clones `value`'s producer chain into the region if clonable; returns the value to use.
   Value cloneProducers(OpBuilder& b, Value value, IRMapping& map) {
