@@ -67,6 +67,26 @@ Value buildGeneric(OpBuilder& b, Location loc, RankedTensorType type, ValueRange
   return generic->getResult(0);
 }
 
+// Inside a kernel body at point `idx`: the element of `source` at `idx - origin` where that
+// lies in [0, extent) in every dim, else `outside`. Points outside read the source at 0 (never
+// out of bounds) and discard it.
+Value readShiftedOr(OpBuilder& b, Location loc, Value source, ValueRange idx,
+                    ArrayRef<Value> origin, ArrayRef<Value> extent, Value outside) {
+  Value inside = arith::ConstantIntOp::create(b, loc, 1, 1);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  SmallVector<Value> at;
+  for (unsigned d = 0; d < idx.size(); ++d) {
+    Value s = arith::SubIOp::create(b, loc, idx[d], origin[d]);
+    Value ge = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, s, zero);
+    Value lt = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, s, extent[d]);
+    inside = arith::AndIOp::create(b, loc, inside, arith::AndIOp::create(b, loc, ge, lt));
+    at.push_back(s);
+  }
+  for (Value& a : at) a = arith::SelectOp::create(b, loc, inside, a, zero);
+  Value v = tensor::ExtractOp::create(b, loc, source, at);
+  return arith::SelectOp::create(b, loc, inside, v, outside).getResult();
+}
+
 /// A unit-stride slice (maybe rank-reducing) reads its source at offset + index; dynamic
 /// offsets and sizes are not verified, so coordinates are clamped into the source.
 ///
@@ -125,8 +145,8 @@ struct LowerExtractSlice : OpRewritePattern<tensor::ExtractSliceOp> {
 ///   %r = tensor.insert_slice %src into %dst[%o] [4] [1] : tensor<4xf32> into tensor<16xf32>
 /// becomes
 ///   %r = linalg.generic {indexing_maps = [id, id]} ins(%dst) outs(%e) {
-///     ^bb0(%d: f32, %out: f32): %in = %o <= %i < %o + 4
-///       %v = tensor.extract %src[select(%in, %i - %o, 0)]; linalg.yield select(%in, %v, %d) }
+///     ^bb0(%d: f32, %out: f32): %s = %i - %o; %in = 0 <= %s < 4
+///       %v = tensor.extract %src[select(%in, %s, 0)]; linalg.yield select(%in, %v, %d) }
 struct LowerInsertSlice : OpRewritePattern<tensor::InsertSliceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tensor::InsertSliceOp op, PatternRewriter& b) const override {
@@ -135,11 +155,10 @@ struct LowerInsertSlice : OpRewritePattern<tensor::InsertSliceOp> {
     if (!isLowerable(op))
       return b.notifyMatchFailure(op, "a stride is not 1, or the source has another rank");
     Location loc = op.getLoc();
-    SmallVector<Value> offsets, ends;
+    SmallVector<Value> offsets, sizes;
     for (auto [o, s] : llvm::zip(op.getMixedOffsets(), op.getMixedSizes())) {
       offsets.push_back(getValueOrCreateConstantIndexOp(b, loc, o));
-      ends.push_back(arith::AddIOp::create(b, loc, offsets.back(),
-                                           getValueOrCreateConstantIndexOp(b, loc, s)));
+      sizes.push_back(getValueOrCreateConstantIndexOp(b, loc, s));
     }
     RankedTensorType type = op.getDestType();
     SmallVector<OpFoldResult> destSizes = tensor::getMixedSizes(b, loc, op.getDest());
@@ -148,19 +167,7 @@ struct LowerInsertSlice : OpRewritePattern<tensor::InsertSliceOp> {
         b, loc, type, dynamicSizes(b, loc, type, destSizes), {op.getDest()},
         {b.getMultiDimIdentityMap(type.getRank())},
         [&](OpBuilder& nb, Location nl, ValueRange idx, ValueRange args) {
-          Value inside = arith::ConstantIntOp::create(nb, nl, 1, 1);
-          SmallVector<Value> at;
-          Value zero = arith::ConstantIndexOp::create(nb, nl, 0);
-          for (unsigned d = 0; d < idx.size(); ++d) {
-            Value ge = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge, idx[d], offsets[d]);
-            Value lt = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, idx[d], ends[d]);
-            inside = arith::AndIOp::create(nb, nl, inside, arith::AndIOp::create(nb, nl, ge, lt));
-            at.push_back(arith::SubIOp::create(nb, nl, idx[d], offsets[d]));
-          }
-          // Out-of-slice points read the source at 0 (never out of bounds), then discard it.
-          for (Value& a : at) a = arith::SelectOp::create(nb, nl, inside, a, zero);
-          Value v = tensor::ExtractOp::create(nb, nl, source, at);
-          return arith::SelectOp::create(nb, nl, inside, v, args[0]).getResult();
+          return readShiftedOr(nb, nl, source, idx, offsets, sizes, args[0]);
         });
     b.replaceOp(op, r);
     return success();
@@ -201,19 +208,7 @@ struct LowerPad : OpRewritePattern<tensor::PadOp> {
     Value r = buildGeneric(
         b, loc, type, dynamicSizes(b, loc, type, sizes), {}, {},
         [&](OpBuilder& nb, Location nl, ValueRange idx, ValueRange) {
-          Value inside = arith::ConstantIntOp::create(nb, nl, 1, 1);
-          Value zero = arith::ConstantIndexOp::create(nb, nl, 0);
-          SmallVector<Value> at;
-          for (unsigned d = 0; d < idx.size(); ++d) {
-            Value s = arith::SubIOp::create(nb, nl, idx[d], lows[d]);
-            Value ge = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge, s, zero);
-            Value lt = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, s, srcDims[d]);
-            inside = arith::AndIOp::create(nb, nl, inside, arith::AndIOp::create(nb, nl, ge, lt));
-            at.push_back(s);
-          }
-          for (Value& a : at) a = arith::SelectOp::create(nb, nl, inside, a, zero);
-          Value v = tensor::ExtractOp::create(nb, nl, source, at);
-          return arith::SelectOp::create(nb, nl, inside, v, pad).getResult();
+          return readShiftedOr(nb, nl, source, idx, lows, srcDims, pad);
         });
     b.replaceOp(op, r);
     return success();
