@@ -1,0 +1,212 @@
+// ONNX object detection ops (onnx/defs/object_detection): NonMaxSuppression.
+//
+// NonMaxSuppression is greedy: per (batch, class), boxes in decreasing score (ties: lower index
+// first) are kept unless their score is not above score_threshold, max_output_boxes_per_class
+// are already kept, or a kept box overlaps them by IoU > iou_threshold (onnxruntime's rules: an
+// empty intersection or a box of no area never overlaps). The device computes the score order
+// (a rank count, as TopK), the [B, N, N] overlap matrix and each box's candidacy once; an
+// `scf.for` over the N ranks then decides rank r for every (batch, class) at once from the
+// boxes kept so far (two generics per step: a sum of kept and kept-and-overlapping boxes, then
+// the decision written into the carried [B, C, N] mask). The selected triples are counted and
+// read back once (TensorCount.h). O(N) steps of O(B C N) work.
+#include <limits>
+
+#include "compiler/importers/onnx/Elementwise.h"
+#include "compiler/importers/onnx/Lowerings.h"
+#include "compiler/importers/onnx/TensorCount.h"
+
+namespace hexir::importers::onnx {
+namespace {
+
+std::string I64(Builder& b, const std::string& index) {
+  std::string n = b.Fresh();
+  b.Line(n + " = arith.index_cast " + index + " : index to i64");
+  return n;
+}
+
+// A scalar operand read inside a body: a known value as a constant, else element 0 of the
+// (0-D or 1-element) tensor, converted to `et`; `absent` when the input is missing.
+struct ScalarOperand {
+  Val* v = nullptr;
+  double absent = 0;
+  std::string Read(Builder& b, const std::string& et) const {
+    if (!v) return b.ScalarConst(et, absent);
+    if (v->has_ints && !v->ints.empty() && !v->ints[0].dynamic()) return b.ScalarConst(et, static_cast<double>(v->ints[0].v));
+    if (v->has_floats && !v->floats.empty()) return b.ScalarConst(et, v->floats[0]);
+    std::vector<std::string> zero(v->rank(), b.IndexConst(0));
+    return b.Convert(b.Extract(*v, zero), v->et, et);
+  }
+};
+
+}  // namespace
+
+Status LowerNonMaxSuppression(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& boxes, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& scores, c.In(1));
+  if (boxes.rank() != 3 || boxes.shape[2].dynamic() || boxes.shape[2].v != 4)
+    return c.Error("boxes must be [batch, boxes, 4], not " + Builder::TensorType(boxes));
+  if (scores.rank() != 3) return c.Error("scores must be [batch, classes, boxes], not " + Builder::TensorType(scores));
+  if (!boxes.IsFloat() || scores.et != boxes.et) return c.Error("boxes and scores must be floats of one type");
+  ScalarOperand max_boxes, iou_threshold, score_threshold;
+  score_threshold.absent = -std::numeric_limits<double>::infinity();
+  ScalarOperand* operands[] = {&max_boxes, &iou_threshold, &score_threshold};
+  for (int i = 2; i < 5; ++i) {
+    if (!c.HasIn(i)) continue;
+    HEXIR_ASSIGN_OR_RETURN(Val& v, c.In(i));
+    for (const Dim& d : v.shape)
+      if (d.dynamic() || d.v != 1) return c.Error("input " + std::to_string(i) + " must hold one value");
+    c.Mat(v);
+    operands[i - 2]->v = &v;
+  }
+  bool center = c.AttrI("center_point_box", 0) != 0;
+  c.Mat(boxes);
+  c.Mat(scores);
+  std::string et = boxes.et;
+  Dim B = boxes.shape[0], N = boxes.shape[1], C = scores.shape[1];
+  auto bin = [&](const char* op, const std::string& x, const std::string& y) { return b.Bin(op, "", x, y, et); };
+  // corners[b][i] = (y_min, x_min, y_max, x_max)
+  Val corners;
+  corners.et = et;
+  corners.shape = {B, N, Dim::Static(4)};
+  corners.name = b.IndexGeneric(corners.shape, et, [&](const Args&) {
+    std::vector<std::string> idx = b.LoopIndices(3);
+    std::vector<std::string> v;
+    for (int k = 0; k < 4; ++k) v.push_back(b.Extract(boxes, {idx[0], idx[1], b.IndexConst(k)}));
+    std::string lo[2], hi[2];  // [0]: y, [1]: x
+    if (center) {              // (x_center, y_center, width, height)
+      std::string half = b.ScalarConst(et, 0.5);
+      for (int a = 0; a < 2; ++a) {
+        std::string mid = v[1 - a], ext = bin("arith.mulf", v[3 - a], half);
+        lo[a] = bin("arith.subf", mid, ext);
+        hi[a] = bin("arith.addf", mid, ext);
+      }
+    } else {  // (y1, x1, y2, x2), either diagonal
+      for (int a = 0; a < 2; ++a) {
+        lo[a] = bin("arith.minimumf", v[a], v[a + 2]);
+        hi[a] = bin("arith.maximumf", v[a], v[a + 2]);
+      }
+    }
+    std::string k64 = I64(b, idx[2]), r = hi[1];
+    r = b.Select(b.Cmp("", "eq", k64, b.ScalarConst("i64", 2), "i64"), hi[0], r, et);
+    r = b.Select(b.Cmp("", "eq", k64, b.ScalarConst("i64", 1), "i64"), lo[1], r, et);
+    return b.Select(b.Cmp("", "eq", k64, b.ScalarConst("i64", 0), "i64"), lo[0], r, et);
+  });
+  // overlap[b][i][j] = 1 when IoU(box i, box j) > iou_threshold
+  Val overlap;
+  overlap.et = "i64";
+  overlap.shape = {B, N, N};
+  overlap.name = b.IndexGeneric(overlap.shape, "i64", [&](const Args&) {
+    std::vector<std::string> idx = b.LoopIndices(3);
+    auto corner = [&](const std::string& box, int k) { return b.Extract(corners, {idx[0], box, b.IndexConst(k)}); };
+    std::string inter = b.ScalarConst(et, 1), area_i = inter, area_j = inter, zero = b.ScalarConst(et, 0);
+    std::string valid;
+    for (int a = 0; a < 2; ++a) {
+      std::string li = corner(idx[1], a), hi = corner(idx[1], a + 2), lj = corner(idx[2], a), hj = corner(idx[2], a + 2);
+      std::string side = bin("arith.subf", bin("arith.minimumf", hi, hj), bin("arith.maximumf", li, lj));
+      valid = b.AndI1(valid, b.Cmp("ogt", "", side, zero, et));
+      inter = bin("arith.mulf", inter, side);
+      area_i = bin("arith.mulf", area_i, bin("arith.subf", hi, li));
+      area_j = bin("arith.mulf", area_j, bin("arith.subf", hj, lj));
+    }
+    valid = b.AndI1(valid, b.Cmp("ogt", "", area_i, zero, et));
+    valid = b.AndI1(valid, b.Cmp("ogt", "", area_j, zero, et));
+    std::string uni = bin("arith.subf", bin("arith.addf", area_i, area_j), inter);
+    valid = b.AndI1(valid, b.Cmp("ogt", "", uni, zero, et));
+    std::string iou = bin("arith.divf", inter, uni);
+    valid = b.AndI1(valid, b.Cmp("ogt", "", iou, iou_threshold.Read(b, et), et));
+    return b.Convert(valid, "i1", "i64");
+  });
+  // rank[b][c][i] = #{j: score j before score i}; order[b][c][r] = the box of rank r
+  Shape per_class = {B, C, N};
+  Val rank;
+  rank.et = "i64";
+  rank.shape = per_class;
+  std::string same = Builder::Map(4, {"d0", "d1", "d2"}), other = Builder::Map(4, {"d0", "d1", "d3"});
+  std::vector<std::string> reduce_last = {"parallel", "parallel", "parallel", "reduction"};
+  rank.name = b.Generic({&scores, &scores}, {same, other}, same, per_class, "i64", 4, reduce_last,
+                        b.Filled(per_class, "i64", 0), [&](const Args& a) {
+                          std::vector<std::string> idx = b.LoopIndices(4);
+                          std::string lower = b.Fresh();
+                          b.Line(lower + " = arith.cmpi ult, " + idx[3] + ", " + idx[2] + " : index");
+                          std::string tie = b.AndI1(b.Cmp("oeq", "", a[1], a[0], et), lower);
+                          std::string before = b.Bin("", "arith.ori", b.Cmp("ogt", "", a[1], a[0], et), tie, "i1");
+                          return b.Bin("", "arith.addi", a[2], b.Convert(before, "i1", "i64"), "i64");
+                        });
+  Val order = rank;
+  order.name = b.Generic({&rank}, {other}, same, per_class, "i64", 4, reduce_last, b.Filled(per_class, "i64", 0),
+                         [&](const Args& a) {
+                           std::vector<std::string> idx = b.LoopIndices(4);
+                           std::string hit = b.Cmp("", "eq", a[0], I64(b, idx[2]), "i64");
+                           return b.Select(hit, I64(b, idx[3]), a[1], "i64");
+                         });
+  // candidate[b][c][r] = 1 when the score of rank r is above score_threshold
+  Val candidate = rank;
+  candidate.name = b.Generic({&order}, {Builder::IdentityMap(3)}, Builder::IdentityMap(3), per_class, "i64", 3,
+                             {"parallel", "parallel", "parallel"}, "", [&](const Args& a) {
+                               std::vector<std::string> idx = b.LoopIndices(3);
+                               std::string s = b.Extract(scores, {idx[0], idx[1], b.ToIndex(a[0], "i64")});
+                               std::string above = b.Cmp("ogt", "", s, score_threshold.Read(b, et), et);
+                               return b.Convert(above, "i1", "i64");
+                             });
+  // The greedy walk: kept[b][c][r] (0/1, ranks decided so far).
+  Val kept = rank;
+  std::string kept0 = b.Filled(per_class, "i64", 0), type = Builder::TensorType(per_class, "i64");
+  std::string r = b.Fresh(), carried = b.Fresh(), result = b.Fresh();
+  b.Line(result + " = scf.for " + r + " = " + b.IndexConst(0) + " to " + b.DimValue(N) + " step " + b.IndexConst(1) +
+         " iter_args(" + carried + " = " + kept0 + ") -> (" + type + ") {");
+  b.EnterRegion();
+  kept.name = carried;
+  // tally[b][c] = #kept + 2^32 * #kept overlapping the box of rank r
+  Shape pairs = {B, C};
+  Val tally;
+  tally.et = "i64";
+  tally.shape = pairs;
+  std::string pair_map = Builder::Map(3, {"d0", "d1"});
+  tally.name = b.Generic({&kept, &order}, {Builder::IdentityMap(3), Builder::IdentityMap(3)}, pair_map, pairs, "i64", 3,
+                         {"parallel", "parallel", "reduction"}, b.Filled(pairs, "i64", 0), [&](const Args& a) {
+                           std::vector<std::string> idx = b.LoopIndices(3);
+                           std::string box = b.ToIndex(b.Extract(order, {idx[0], idx[1], r}), "i64");
+                           std::string over = b.Extract(overlap, {idx[0], box, b.ToIndex(a[1], "i64")});
+                           std::string weight = b.Bin("", "arith.addi", b.ScalarConst("i64", 1),
+                                                      b.Bin("", "arith.muli", over, b.ScalarConst("i64", 1LL << 32), "i64"), "i64");
+                           return b.Bin("", "arith.addi", a[2], b.Bin("", "arith.muli", a[0], weight, "i64"), "i64");
+                         });
+  std::string next = b.Generic({&kept, &candidate, &tally}, {Builder::IdentityMap(3), Builder::IdentityMap(3), pair_map},
+                               Builder::IdentityMap(3), per_class, "i64", 3, {"parallel", "parallel", "parallel"}, "",
+                               [&](const Args& a) {
+                                 std::vector<std::string> idx = b.LoopIndices(3);
+                                 std::string here = b.Fresh();
+                                 b.Line(here + " = arith.cmpi eq, " + idx[2] + ", " + r + " : index");
+                                 std::string low = b.Bin("", "arith.andi", a[2], b.ScalarConst("i64", (1LL << 32) - 1), "i64");
+                                 std::string high = b.Bin("", "arith.shrui", a[2], b.ScalarConst("i64", 32), "i64");
+                                 std::string keep = b.Cmp("", "ne", a[1], b.ScalarConst("i64", 0), "i64");
+                                 keep = b.AndI1(keep, b.Cmp("", "eq", high, b.ScalarConst("i64", 0), "i64"));
+                                 keep = b.AndI1(keep, b.Cmp("", "slt", low, max_boxes.Read(b, "i64"), "i64"));
+                                 return b.Select(here, b.Convert(keep, "i1", "i64"), a[0], "i64");
+                               });
+  b.Line("  scf.yield " + next + " : " + type);
+  b.ExitRegion();
+  b.Line("}");
+  kept.name = result;
+  // Flattened (b, c, r) positions of the kept boxes -> rows (b, c, order[b][c][r]).
+  Shape flat = {b.Product(per_class, 0, 3)};
+  HEXIR_ASSIGN_OR_RETURN(Val mask, c.ReshapeTo(kept, flat));
+  Selection s = SelectPositions(c, mask);
+  std::vector<std::string> extents = {b.DimValue(B), b.DimValue(C), b.DimValue(N)};
+  Val out;
+  out.et = "i64";
+  out.shape = {s.count, Dim::Static(3)};
+  out.name = b.IndexGeneric(out.shape, "i64", [&](const Args&) {
+    std::vector<std::string> jk = b.LoopIndices(2);
+    std::vector<std::string> bcr = b.Delinearize(b.ToIndex(b.Extract(s.positions, {jk[0]}), "i64"), extents);
+    std::string box = b.Extract(order, bcr);
+    std::string k64 = I64(b, jk[1]);
+    std::string v = b.Select(b.Cmp("", "eq", k64, b.ScalarConst("i64", 1), "i64"), I64(b, bcr[1]), box, "i64");
+    return b.Select(b.Cmp("", "eq", k64, b.ScalarConst("i64", 0), "i64"), I64(b, bcr[0]), v, "i64");
+  });
+  c.SetOut(0, out);
+  return Status::Ok();
+}
+
+}  // namespace hexir::importers::onnx
