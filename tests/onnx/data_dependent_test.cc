@@ -1,7 +1,7 @@
 // Data-dependent output extents beyond NonZero/Compress (compiler/importers/onnx: TensorCount.cc
-// Unique, ObjectDetection.cc NonMaxSuppression): one module per graph, run at two input sizes,
-// every output compared with a reference written here in plain C++ (std::map / a greedy loop in
-// onnxruntime's order).
+// Unique, ObjectDetection.cc NonMaxSuppression) and RoiAlign: one module per graph (run at two
+// input sizes where a dim is dynamic), every output compared with a reference written here in
+// plain C++ (std::map / a greedy loop in onnxruntime's order / bilinear sampling).
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -235,4 +235,64 @@ TEST_CASE("NonMaxSuppression without max_output_boxes_per_class selects nothing"
   std::vector<std::string> got = Results(mod, {Spec({1, 2, 4}, {0, 0, 1, 1, 5, 5, 6, 6}), Spec({1, 1, 2}, {0.9f, 0.8f})});
   REQUIRE(got.size() == 1);
   CHECK(Prefix(got[0]) == "0x3xi64");
+}
+
+namespace {
+
+// RoiAlign's average of sampling_ratio^2 bilinear samples per bin, written from onnxruntime's
+// description (half_pixel: the roi shifted by -0.5; a point beyond [-1, extent] reads 0).
+float RoiAlignAt(const std::vector<float>& x, int64_t H, int64_t W, const float* roi, int64_t oh, int64_t ow, int64_t ph,
+                 int64_t pw, int64_t grid, float scale) {
+  float y0 = roi[1] * scale - 0.5f, x0 = roi[0] * scale - 0.5f;
+  float bh = (roi[3] * scale - 0.5f - y0) / oh, bw = (roi[2] * scale - 0.5f - x0) / ow;
+  float sum = 0;
+  for (int64_t iy = 0; iy < grid; ++iy)
+    for (int64_t ix = 0; ix < grid; ++ix) {
+      float y = y0 + ph * bh + (iy + 0.5f) * bh / grid, xx = x0 + pw * bw + (ix + 0.5f) * bw / grid;
+      if (y < -1 || y > H || xx < -1 || xx > W) continue;
+      y = std::max(y, 0.0f);
+      xx = std::max(xx, 0.0f);
+      int64_t yl = std::min<int64_t>(static_cast<int64_t>(y), H - 1), xl = std::min<int64_t>(static_cast<int64_t>(xx), W - 1);
+      int64_t yh = std::min<int64_t>(yl + 1, H - 1), xh = std::min<int64_t>(xl + 1, W - 1);
+      if (yl == H - 1) y = static_cast<float>(yl);
+      if (xl == W - 1) xx = static_cast<float>(xl);
+      float ly = y - yl, lx = xx - xl;
+      sum += (1 - ly) * (1 - lx) * x[yl * W + xl] + (1 - ly) * lx * x[yl * W + xh] + ly * (1 - lx) * x[yh * W + xl] +
+             ly * lx * x[yh * W + xh];
+    }
+  return sum / static_cast<float>(grid * grid);
+}
+
+}  // namespace
+
+TEST_CASE("RoiAlign averages bilinear samples per bin, rois partly outside the image included") {
+  Graph m;
+  m.model.mutable_opset_import(0)->set_version(16);
+  m.Input("x", {1, 1, 6, 7});
+  m.Input("rois", {3, 4});
+  m.InitI("batch", {0, 0, 0});
+  m.Output("y", {3, 1, 2, 3});
+  auto* n = m.Node("RoiAlign", {"x", "rois", "batch"}, {"y"});
+  Graph::AttrI(n, "output_height", 2);
+  Graph::AttrI(n, "output_width", 3);
+  Graph::AttrI(n, "sampling_ratio", 2);
+  auto* scale = n->add_attribute();
+  scale->set_name("spatial_scale");
+  scale->set_type(::onnx::AttributeProto::FLOAT);
+  scale->set_f(0.5f);
+  std::string mod = Build(m, "roialign");
+  std::vector<float> x;
+  for (int i = 0; i < 42; ++i) x.push_back(static_cast<float>((i * 37) % 11) - 4.5f);
+  std::vector<float> rois = {0, 0, 12, 10, 3.5f, 2, 9, 7.5f, -4, 8, 16, 14};  // (x1, y1, x2, y2) in 2x pixels
+  std::vector<std::string> got = Results(mod, {Spec({1, 1, 6, 7}, x), Spec({3, 4}, rois)});
+  REQUIRE(got.size() == 1);
+  std::vector<float> y = ParseFloats(got[0]);
+  REQUIRE(y.size() == 18);
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t ph = 0; ph < 2; ++ph)
+      for (int64_t pw = 0; pw < 3; ++pw) {
+        float want = RoiAlignAt(x, 6, 7, &rois[r * 4], 2, 3, ph, pw, 2, 0.5f);
+        INFO("roi " << r << " bin " << ph << "," << pw);
+        CHECK(y[(r * 2 + ph) * 3 + pw] == Approx(want).margin(1e-5));
+      }
 }

@@ -163,6 +163,7 @@ Status LowerWhere(Context& c);
 
 // ObjectDetection.cc: box selection and pooling over regions.
 Status LowerNonMaxSuppression(Context& c);
+Status LowerRoiAlign(Context& c);
 
 // TensorCount.cc: outputs whose extent is a count computed on the device.
 Status LowerCompress(Context& c);

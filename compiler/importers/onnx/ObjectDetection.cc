@@ -1,4 +1,4 @@
-// ONNX object detection ops (onnx/defs/object_detection): NonMaxSuppression.
+// ONNX object detection ops (onnx/defs/object_detection): NonMaxSuppression, RoiAlign.
 //
 // NonMaxSuppression is greedy: per (batch, class), boxes in decreasing score (ties: lower index
 // first) are kept unless their score is not above score_threshold, max_output_boxes_per_class
@@ -206,6 +206,107 @@ Status LowerNonMaxSuppression(Context& c) {
     return b.Select(b.Cmp("", "eq", k64, b.ScalarConst("i64", 0), "i64"), I64(b, bcr[0]), v, "i64");
   });
   c.SetOut(0, out);
+  return Status::Ok();
+}
+
+// RoiAlign (opset 10+; sampling_ratio > 0): one generic over (roi, channel, out_h, out_w)
+// whose reduction dims are the sampling grid of a bin (sampling_ratio^2 points). Each point is
+// sampled bilinearly as onnxruntime does: a point beyond [-1, extent] reads 0, coordinates
+// below 0 clamp to 0, the last row/column clamps both taps; avg sums w*v / count, max takes
+// the largest of the four weighted taps (onnxruntime's rule). half_pixel shifts the roi by
+// -0.5 and keeps sizes below 1; output_half_pixel (the only mode before opset 16) rounds
+// them up to 1.
+Status LowerRoiAlign(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& rois, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val& batch, c.In(2));
+  if (x.rank() != 4 || !x.IsFloat()) return c.Error("X must be a 4-D float tensor, not " + Builder::TensorType(x));
+  if (rois.rank() != 2 || rois.et != x.et) return c.Error("rois must be [num_rois, 4] of X's type");
+  int64_t grid = c.AttrI("sampling_ratio", 0);
+  if (grid <= 0) return c.Error("sampling_ratio " + std::to_string(grid) + " (a grid sized by each roi) is not supported");
+  std::string mode = c.AttrS("mode", "avg");
+  if (mode != "avg" && mode != "max") return c.Error("mode '" + mode + "' is not avg or max");
+  std::string transform = c.AttrS("coordinate_transformation_mode", c.opset >= 16 ? "half_pixel" : "output_half_pixel");
+  if (transform != "half_pixel" && transform != "output_half_pixel")
+    return c.Error("coordinate_transformation_mode '" + transform + "' is not half_pixel or output_half_pixel");
+  bool half_pixel = transform == "half_pixel", avg = mode == "avg";
+  int64_t oh = c.AttrI("output_height", 1), ow = c.AttrI("output_width", 1);
+  double scale = c.AttrF("spatial_scale", 1.0f);
+  c.Mat(x);
+  c.Mat(rois);
+  c.Mat(batch);
+  std::string et = x.et;
+  Val win;
+  win.et = et;
+  win.shape = {Dim::Static(grid), Dim::Static(grid)};
+  win.name = b.Empty(win.shape, et);
+  Shape out = {rois.shape[0], x.shape[1], Dim::Static(oh), Dim::Static(ow)};
+  auto f = [&](double v) { return b.ScalarConst(et, v); };
+  auto bin = [&](const char* op, const std::string& p, const std::string& q) { return b.Bin(op, "", p, q, et); };
+  auto from_index = [&](const std::string& i) { return b.Convert(I64(b, i), "i64", et); };
+  std::string height = b.DimValue(x.shape[2]), width = b.DimValue(x.shape[3]);
+  Val y;
+  y.et = et;
+  y.shape = out;
+  double identity = avg ? 0.0 : -std::numeric_limits<double>::infinity();
+  y.name = b.Generic({&win}, {Builder::Map(6, {"d4", "d5"})}, Builder::Map(6, {"d0", "d1", "d2", "d3"}), out, et, 6,
+                     {"parallel", "parallel", "parallel", "parallel", "reduction", "reduction"}, b.Filled(out, et, identity),
+                     [&](const Args& a) {
+                       std::vector<std::string> idx = b.LoopIndices(6);
+                       std::string n = b.ToIndex(b.Extract(batch, {idx[0]}), batch.et);
+                       std::string shift = f(half_pixel ? 0.5 : 0.0), sc = f(scale);
+                       auto corner = [&](int k) {
+                         return bin("arith.subf", bin("arith.mulf", b.Extract(rois, {idx[0], b.IndexConst(k)}), sc), shift);
+                       };
+                       std::string pos[2];  // [0]: y, [1]: x
+                       std::string extent[2] = {height, width};
+                       int64_t bins[2] = {oh, ow};
+                       std::string inside;
+                       for (int a2 = 0; a2 < 2; ++a2) {
+                         std::string start = corner(1 - a2), end = corner(3 - a2);
+                         std::string size = bin("arith.subf", end, start);
+                         if (!half_pixel) size = bin("arith.maximumf", size, f(1.0));
+                         std::string bin_size = bin("arith.divf", size, f(static_cast<double>(bins[a2])));
+                         std::string sample = bin("arith.addf", from_index(idx[4 + a2]), f(0.5));
+                         std::string p = bin("arith.addf", start, bin("arith.mulf", from_index(idx[2 + a2]), bin_size));
+                         p = bin("arith.addf", p, bin("arith.divf", bin("arith.mulf", sample, bin_size), f(static_cast<double>(grid))));
+                         std::string e = from_index(extent[a2]);
+                         inside = b.AndI1(inside, b.Cmp("oge", "", p, f(-1.0), et));
+                         inside = b.AndI1(inside, b.Cmp("ole", "", p, e, et));
+                         pos[a2] = bin("arith.maximumf", p, f(0.0));
+                       }
+                       // taps: low = min(floor(p), extent - 1), high = min(low + 1, extent - 1)
+                       std::string low[2], high[2], frac[2];
+                       for (int a2 = 0; a2 < 2; ++a2) {
+                         std::string last = b.Bin("", "arith.subi", extent[a2], b.IndexConst(1), "index");
+                         std::string fl = b.Fresh();
+                         b.Line(fl + " = arith.fptosi " + pos[a2] + " : " + et + " to i64");
+                         std::string l = b.Bin("", "arith.minsi", b.ToIndex(fl, "i64"), last, "index");
+                         std::string at_end = b.Cmp("", "sge", l, last, "index");
+                         low[a2] = l;
+                         high[a2] = b.Select(at_end, l, b.Bin("", "arith.addi", l, b.IndexConst(1), "index"), "index");
+                         std::string p = b.Select(at_end, from_index(l), pos[a2], et);
+                         frac[a2] = bin("arith.subf", p, from_index(l));
+                       }
+                       std::string one = f(1.0);
+                       std::string hy = bin("arith.subf", one, frac[0]), hx = bin("arith.subf", one, frac[1]);
+                       std::string taps[4] = {
+                           bin("arith.mulf", bin("arith.mulf", hy, hx), b.Extract(x, {n, idx[1], low[0], low[1]})),
+                           bin("arith.mulf", bin("arith.mulf", hy, frac[1]), b.Extract(x, {n, idx[1], low[0], high[1]})),
+                           bin("arith.mulf", bin("arith.mulf", frac[0], hx), b.Extract(x, {n, idx[1], high[0], low[1]})),
+                           bin("arith.mulf", bin("arith.mulf", frac[0], frac[1]), b.Extract(x, {n, idx[1], high[0], high[1]}))};
+                       if (avg) {
+                         std::string v = bin("arith.addf", bin("arith.addf", taps[0], taps[1]), bin("arith.addf", taps[2], taps[3]));
+                         v = b.Select(inside, bin("arith.divf", v, f(static_cast<double>(grid * grid))), f(0.0), et);
+                         return bin("arith.addf", a[1], v);
+                       }
+                       std::string v = bin("arith.maximumf", bin("arith.maximumf", taps[0], taps[1]),
+                                           bin("arith.maximumf", taps[2], taps[3]));
+                       v = b.Select(inside, v, f(0.0), et);
+                       return bin("arith.maximumf", a[1], v);
+                     });
+  c.SetOut(0, y);
   return Status::Ok();
 }
 

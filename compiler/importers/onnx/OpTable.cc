@@ -131,6 +131,7 @@ constexpr OpLowering kOpTable[] = {
     {"Reshape", 5, kLatest, LowerReshape},  // before 5: the shape was an attribute
     {"Resize", 10, 17, LowerResize},        // 18 added antialias, axes, keep_aspect_ratio_policy
     {"ReverseSequence", 10, kLatest, LowerReverseSequence},
+    {"RoiAlign", 10, kLatest, LowerRoiAlign},
     {"Round", 11, kLatest, LowerRound},
     {"Scan", 9, kLatest, LowerScan},  // opset 8: batch axis and sequence_lens (not lowered)
     {"Scatter", 9, 10, LowerScatter},  // deprecated in 11 for ScatterElements

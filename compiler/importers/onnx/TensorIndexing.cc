@@ -259,7 +259,6 @@ Status LowerConcat(Context& c) {
 }
 
 Status LowerGather(Context& c) {
-  Builder& b = c.b;
   HEXIR_ASSIGN_OR_RETURN(Val& data, c.In(0));
   HEXIR_ASSIGN_OR_RETURN(Val& ind, c.In(1));
   HEXIR_ASSIGN_OR_RETURN(int64_t axis, c.NormAxis(c.AttrI("axis", 0), data.rank()));
