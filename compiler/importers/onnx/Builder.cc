@@ -366,6 +366,32 @@ std::string Builder::IndexGeneric(const Shape& out_shape, const std::string& out
                  std::vector<std::string>(loops, "parallel"), "", body);
 }
 
+std::string Builder::Extract(const Val& v, const std::vector<std::string>& idx) {
+  std::string e = Fresh();
+  Line(e + " = tensor.extract " + v.name + "[" + Join(idx) + "] : " + TensorType(v));
+  return e;
+}
+
+std::string Builder::ToIndex(const std::string& v, const std::string& et) {
+  std::string n = Fresh();
+  Line(n + " = arith.index_cast " + v + " : " + et + " to index");
+  return n;
+}
+
+std::vector<std::string> Builder::Delinearize(const std::string& lin, const std::vector<std::string>& extents) {
+  std::vector<std::string> coords(extents.size());
+  std::string rest = lin;
+  for (size_t k = extents.size(); k-- > 0;) {
+    coords[k] = Fresh();
+    Line(coords[k] + " = arith.remui " + rest + ", " + extents[k] + " : index");
+    if (k == 0) break;
+    std::string q = Fresh();
+    Line(q + " = arith.divui " + rest + ", " + extents[k] + " : index");
+    rest = q;
+  }
+  return coords;
+}
+
 std::string Builder::AndI1(const std::string& acc, const std::string& cond) {
   if (acc.empty()) return cond;
   std::string v = Fresh();

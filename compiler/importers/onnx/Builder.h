@@ -117,6 +117,13 @@ class Builder {
   // Integers of an unsigned side extend with zeros and convert with uitofp / fptoui.
   std::string Convert(const std::string& v, const std::string& from, const std::string& to,
                       bool from_unsigned = false, bool to_unsigned = false);
+  // `tensor.extract v[idx...]` (inside a body: a read of a tensor the generic captures).
+  std::string Extract(const Val& v, const std::vector<std::string>& idx);
+  // An integer element (i32/i64) as an `index`.
+  std::string ToIndex(const std::string& v, const std::string& et);
+  // The coordinates of row-major linear index `lin` (index) in a shape of `extents` (index
+  // SSA names): remainders and quotients from the last extent.
+  std::vector<std::string> Delinearize(const std::string& lin, const std::vector<std::string>& extents);
   // acc && cond on i1 (acc empty: cond itself, nothing emitted).
   std::string AndI1(const std::string& acc, const std::string& cond);
 

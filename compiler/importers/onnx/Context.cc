@@ -594,18 +594,37 @@ Val Context::ReshapeChecked(Val& x, const Shape& target) {
                          lin = b.Fresh();
                          b.Line(lin + " = arith.addi " + m + ", " + idx + " : index");
                        }
-                       std::vector<std::string> src(x.rank());
-                       for (int64_t j = x.rank() - 1; j >= 0; --j) {
-                         src[j] = b.Fresh();
-                         b.Line(src[j] + " = arith.remui " + lin + ", " + xdims[j] + " : index");
-                         std::string q = b.Fresh();
-                         b.Line(q + " = arith.divui " + lin + ", " + xdims[j] + " : index");
-                         lin = q;
-                       }
-                       std::string e = b.Fresh(), list = Builder::Join(src);
-                       b.Line(e + " = tensor.extract " + x.name + "[" + list + "] : " +
-                              Builder::TensorType(x));
-                       return e;
+                       std::vector<std::string> src = b.Delinearize(lin, xdims);
+                       return b.Extract(x, src);
+                     });
+  return r;
+}
+
+Val Context::GatherAlong(Val& data, int64_t axis, Val& indices) {
+  Mat(data);
+  Mat(indices);
+  Shape out(data.shape.begin(), data.shape.begin() + axis);
+  out.insert(out.end(), indices.shape.begin(), indices.shape.end());
+  out.insert(out.end(), data.shape.begin() + axis + 1, data.shape.end());
+  int loops = static_cast<int>(out.size());
+  int64_t ir = indices.rank();
+  std::vector<std::string> im;
+  for (int64_t i = 0; i < ir; ++i) im.push_back("d" + std::to_string(axis + i));
+  std::string extent = b.DimValue(data.shape[axis]);
+  Val r;
+  r.et = data.et;
+  r.is_unsigned = data.is_unsigned;
+  r.shape = out;
+  r.name = b.Generic({&indices}, {Builder::Map(loops, im)}, Builder::IdentityMap(loops), out, data.et, loops,
+                     std::vector<std::string>(loops, "parallel"), "", [&](const std::vector<std::string>& a) {
+                       std::string i = b.ToIndex(a[0], indices.et), neg = b.Fresh(), wrapped = b.Fresh();
+                       b.Line(neg + " = arith.cmpi slt, " + i + ", " + b.IndexConst(0) + " : index");
+                       b.Line(wrapped + " = arith.addi " + i + ", " + extent + " : index");
+                       std::string at = b.Select(neg, wrapped, i, "index");
+                       std::vector<std::string> loop = b.LoopIndices(loops), src;
+                       for (int64_t j = 0; j < data.rank(); ++j)
+                         src.push_back(j < axis ? loop[j] : j == axis ? at : loop[j - 1 + ir]);
+                       return b.Extract(data, src);
                      });
   return r;
 }

@@ -71,6 +71,9 @@ class Context {
           const std::string& mode, double value);
   Val Transpose(Val& x, const std::vector<int64_t>& perm);  // perm: a valid permutation
   StatusOr<Val> MatMul(Val& a, Val& bv);
+  // out[pre..., idx..., post...] = data[pre..., indices[idx...], post...] along `axis`; an
+  // integer index below 0 counts from the end (`i + n`). Gather, Compress, Unique.
+  Val GatherAlong(Val& data, int64_t axis, Val& indices);
   StatusOr<int64_t> NormAxis(int64_t axis, int64_t rank) const;
 
  private:

@@ -111,6 +111,7 @@ Status LowerAveragePool(Context& c);
 Status LowerGlobalAveragePool(Context& c);
 Status LowerGlobalMaxPool(Context& c);
 Status LowerMaxPool(Context& c);
+Status LowerMaxUnpool(Context& c);
 
 // NNNormalization.cc: normalizations.
 Status LowerBatchNormalization(Context& c);
@@ -160,9 +161,14 @@ Status LowerTranspose(Context& c);
 Status LowerUnsqueeze(Context& c);
 Status LowerWhere(Context& c);
 
+// ObjectDetection.cc: box selection and pooling over regions.
+Status LowerNonMaxSuppression(Context& c);
+Status LowerRoiAlign(Context& c);
+
 // TensorCount.cc: outputs whose extent is a count computed on the device.
 Status LowerCompress(Context& c);
 Status LowerNonZero(Context& c);
+Status LowerUnique(Context& c);
 
 // TensorGridSample.cc: GridSample.
 Status LowerGridSample(Context& c);

@@ -10,6 +10,73 @@
 namespace hexir::importers::onnx {
 namespace {
 
+std::string I64(Builder& b, const std::string& index) {
+  std::string n = b.Fresh();
+  b.Line(n + " = arith.index_cast " + index + " : index to i64");
+  return n;
+}
+
+// MaxPool's Indices: for each output the flat index into x (n, c and the spatial position,
+// row-major; column-major spatial dims for storage_order=1) of the first window element equal
+// to the maximum (the smallest row-major index: a min reduction, so the order of the window
+// loops does not matter). Padding never matches.
+std::string MaxIndices(Context& c, const Val& x, Val& xp, Val& win, Val& maxima, const Window& w, bool column_major) {
+  Builder& b = c.b;
+  int s = w.s;
+  int loops = 2 + 2 * s;
+  std::vector<std::string> xm = {D(0), D(1)}, km, om = {D(0), D(1)};
+  for (int i = 0; i < s; ++i) {
+    xm.push_back(D(2 + i) + " * " + std::to_string(w.strides[i]) + " + " + D(2 + s + i) + " * " +
+                 std::to_string(w.dilations[i]));
+    km.push_back(D(2 + s + i));
+    om.push_back(D(2 + i));
+  }
+  Shape out = maxima.shape;
+  std::vector<std::string> iters(2 + s, "parallel");
+  iters.resize(loops, "reduction");
+  std::vector<std::string> extents;
+  for (const Dim& d : x.shape) extents.push_back(b.DimValue(d));
+  std::string none = b.Filled(out, "i64", 9.2233720368547758e18);
+  std::string first = b.Generic({&xp, &win, &maxima}, {Builder::Map(loops, xm), Builder::Map(loops, km), Builder::Map(loops, om)},
+                                Builder::Map(loops, om), out, "i64", loops, iters, none, [&](const Args& a) {
+                                  std::vector<std::string> idx = b.LoopIndices(loops);
+                                  std::string inside, flat = idx[0];
+                                  flat = b.Bin("", "arith.addi", b.Bin("", "arith.muli", flat, extents[1], "index"), idx[1], "index");
+                                  for (int i = 0; i < s; ++i) {
+                                    std::string p = b.Bin("", "arith.addi",
+                                                          b.Bin("", "arith.muli", idx[2 + i], b.IndexConst(w.strides[i]), "index"),
+                                                          b.Bin("", "arith.muli", idx[2 + s + i], b.IndexConst(w.dilations[i]), "index"),
+                                                          "index");
+                                    p = b.Bin("", "arith.subi", p, b.DimValue(w.pad_begin[i]), "index");
+                                    inside = b.AndI1(inside, b.Cmp("", "sge", p, b.IndexConst(0), "index"));
+                                    inside = b.AndI1(inside, b.Cmp("", "slt", p, extents[2 + i], "index"));
+                                    flat = b.Bin("", "arith.addi", b.Bin("", "arith.muli", flat, extents[2 + i], "index"), p, "index");
+                                  }
+                                  std::string hit = b.AndI1(inside, b.Cmp("oeq", "eq", a[0], a[2], x.et));
+                                  std::string here = b.Select(hit, I64(b, flat), a[3], "i64");
+                                  return b.Bin("", "arith.minsi", here, a[3], "i64");
+                                });
+  if (!column_major) return first;
+  // (n, c, p_0 .. p_{s-1}) -> (n * C + c) * prod(spatial) + sum p_i * prod(extents of p_0 .. p_{i-1})
+  Val rowmajor;
+  rowmajor.et = "i64";
+  rowmajor.shape = out;
+  rowmajor.name = first;
+  int rl = 2 + s;
+  return b.Generic({&rowmajor}, {Builder::IdentityMap(rl)}, Builder::IdentityMap(rl), out, "i64", rl,
+                   std::vector<std::string>(rl, "parallel"), "", [&](const Args& a) {
+                     std::vector<std::string> coords = b.Delinearize(b.ToIndex(a[0], "i64"), extents);
+                     std::string plane = b.Bin("", "arith.addi", b.Bin("", "arith.muli", coords[0], extents[1], "index"),
+                                               coords[1], "index");
+                     std::string offset = b.IndexConst(0), stride = b.IndexConst(1);
+                     for (int i = 0; i < s; ++i) {
+                       offset = b.Bin("", "arith.addi", offset, b.Bin("", "arith.muli", coords[2 + i], stride, "index"), "index");
+                       stride = b.Bin("", "arith.muli", stride, extents[2 + i], "index");
+                     }
+                     return I64(b, b.Bin("", "arith.addi", b.Bin("", "arith.muli", plane, stride, "index"), offset, "index"));
+                   });
+}
+
 Status LowerPool(Context& c, bool max) {
   Builder& b = c.b;
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
@@ -21,7 +88,6 @@ Status LowerPool(Context& c, bool max) {
   std::vector<int64_t> kernel = c.AttrInts("kernel_shape");
   int s = static_cast<int>(kernel.size());
   if (s == 0 || x.rank() != s + 2) return c.Error("kernel_shape does not match the input rank");
-  if (c.node->output_size() > 1 && !c.node->output(1).empty()) return c.Error("the Indices output is not supported");
   std::string et = x.et;
   HEXIR_ASSIGN_OR_RETURN(Window w, WindowGeometry(c, x, kernel, c.AttrI("ceil_mode", 0) != 0));
   Val xp = PadSpatial(c, x, w, max ? lowest : 0.0);
@@ -51,6 +117,14 @@ Status LowerPool(Context& c, bool max) {
                        return max ? b.Bin("arith.maximumf", int_max, a[2], a[0], et)
                                   : b.Bin("arith.addf", "", a[2], a[0], et);
                      });
+  if (max && c.node->output_size() > 1 && !c.node->output(1).empty()) {
+    c.Mat(r);
+    Val indices;
+    indices.et = "i64";
+    indices.shape = out;
+    indices.name = MaxIndices(c, x, xp, win, r, w, c.AttrI("storage_order", 0) != 0);
+    c.SetOut(1, indices);
+  }
   if (!max) {
     bool include_pad = c.AttrI("count_include_pad", 0) != 0;
     bool padded = false;
@@ -130,6 +204,65 @@ Status LowerGlobalPool(Context& c, const char* kind) {
 }
 
 }  // namespace
+
+// MaxUnpool: zeros of the unpooled shape ((in - 1) * stride - pads + kernel, padded at the end
+// to output_shape when given) with each X element written at its flat index I (in the
+// unpooled shape); one generic over (output, input)
+// positions whose reduction finds the element aimed at each output (the last one wins).
+// O(output x input).
+Status LowerMaxUnpool(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& ind, c.In(1));
+  std::vector<int64_t> kernel = c.AttrInts("kernel_shape"), strides = c.AttrInts("strides"), pads = c.AttrInts("pads");
+  int s = static_cast<int>(kernel.size());
+  if (s == 0 || x.rank() != s + 2) return c.Error("kernel_shape does not match the input rank");
+  if (strides.empty()) strides.assign(s, 1);
+  if (pads.empty()) pads.assign(2 * s, 0);
+  if (static_cast<int>(strides.size()) != s || static_cast<int>(pads.size()) != 2 * s)
+    return c.Error("strides/pads do not match " + std::to_string(s) + " spatial dims");
+  if (ind.rank() != x.rank()) return c.Error("indices must have the input's rank");
+  // Indices address the unpooled shape; a larger output_shape pads it at the end.
+  Shape unpooled = {x.shape[0], x.shape[1]};
+  for (int i = 0; i < s; ++i) {
+    Dim d = b.Mul(b.Sub(x.shape[2 + i], Dim::Static(1)), Dim::Static(strides[i]));
+    unpooled.push_back(b.Add(b.Sub(d, Dim::Static(pads[i] + pads[s + i])), Dim::Static(kernel[i])));
+  }
+  Shape out = unpooled;
+  if (c.HasIn(2)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& shape_in, c.In(2));
+    HEXIR_ASSIGN_OR_RETURN(Val shape, c.ShapeOperand(shape_in, "output_shape"));
+    if (static_cast<int64_t>(shape.ints.size()) != x.rank()) return c.Error("output_shape must have the input's rank");
+    out = shape.ints;
+  }
+  c.Mat(x);
+  c.Mat(ind);
+  int r = static_cast<int>(x.rank()), loops = 2 * r;
+  std::vector<std::string> in_map, out_map, iters(r, "parallel");
+  for (int i = 0; i < r; ++i) {
+    in_map.push_back(D(r + i));
+    out_map.push_back(D(i));
+  }
+  iters.resize(loops, "reduction");
+  std::vector<std::string> extents;
+  for (const Dim& d : unpooled) extents.push_back(b.DimValue(d));
+  Val y;
+  y.et = x.et;
+  y.shape = out;
+  y.name = b.Generic({&x, &ind}, {Builder::Map(loops, in_map), Builder::Map(loops, in_map)}, Builder::Map(loops, out_map),
+                     out, x.et, loops, iters, b.Filled(out, x.et, 0), [&](const Args& a) {
+                       std::vector<std::string> idx = b.LoopIndices(r);
+                       std::string flat = b.IndexConst(0), hit;
+                       for (int i = 0; i < r; ++i) {
+                         hit = b.AndI1(hit, b.Cmp("", "slt", idx[i], extents[i], "index"));
+                         flat = b.Bin("", "arith.addi", b.Bin("", "arith.muli", flat, extents[i], "index"), idx[i], "index");
+                       }
+                       hit = b.AndI1(hit, b.Cmp("", "eq", b.ToIndex(a[1], ind.et), flat, "index"));
+                       return b.Select(hit, a[0], a[2], x.et);
+                     });
+  c.SetOut(0, y);
+  return Status::Ok();
+}
 
 Status LowerMaxPool(Context& c) { return LowerPool(c, /*max=*/true); }
 Status LowerAveragePool(Context& c) { return LowerPool(c, /*max=*/false); }

@@ -94,6 +94,7 @@ constexpr OpLowering kOpTable[] = {
     {"MatMulInteger", 10, kLatest, LowerMatMulInteger},
     {"Max", 1, kLatest, LowerMax},
     {"MaxPool", 1, kLatest, LowerMaxPool},
+    {"MaxUnpool", 9, kLatest, LowerMaxUnpool},
     {"Mean", 1, kLatest, LowerMean},
     {"MeanVarianceNormalization", 9, kLatest, LowerMeanVarianceNormalization},
     {"Min", 1, kLatest, LowerMin},
@@ -101,6 +102,7 @@ constexpr OpLowering kOpTable[] = {
     {"Mul", 1, kLatest, LowerMul},
     {"Neg", 1, kLatest, LowerNeg},
     {"NegativeLogLikelihoodLoss", 12, kLatest, LowerNegativeLogLikelihoodLoss},
+    {"NonMaxSuppression", 10, kLatest, LowerNonMaxSuppression},
     {"NonZero", 9, kLatest, LowerNonZero},
     {"Not", 1, kLatest, LowerNot},
     {"OneHot", 9, kLatest, LowerOneHot},
@@ -129,6 +131,7 @@ constexpr OpLowering kOpTable[] = {
     {"Reshape", 5, kLatest, LowerReshape},  // before 5: the shape was an attribute
     {"Resize", 10, 17, LowerResize},        // 18 added antialias, axes, keep_aspect_ratio_policy
     {"ReverseSequence", 10, kLatest, LowerReverseSequence},
+    {"RoiAlign", 10, kLatest, LowerRoiAlign},
     {"Round", 11, kLatest, LowerRound},
     {"Scan", 9, kLatest, LowerScan},  // opset 8: batch axis and sequence_lens (not lowered)
     {"Scatter", 9, 10, LowerScatter},  // deprecated in 11 for ScatterElements
@@ -162,6 +165,7 @@ constexpr OpLowering kOpTable[] = {
     {"TopK", 10, kLatest, LowerTopK},
     {"Transpose", 1, kLatest, LowerTranspose},
     {"Trilu", 14, kLatest, LowerTrilu},
+    {"Unique", 11, kLatest, LowerUnique},
     {"Unsqueeze", 1, kLatest, LowerUnsqueeze},
     {"Upsample", 7, kLatest, LowerUpsample},
     {"Where", 9, kLatest, LowerWhere},

@@ -3,20 +3,14 @@
 // the last count back once (`tensor.extract`, the output's `?` extent); a generic then finds
 // the position of the j-th selected element (the one whose prefix count is j + 1).
 // O(N^2) for the prefix and O(count x N) for the positions.
+#include "compiler/importers/onnx/TensorCount.h"
+
 #include "compiler/importers/onnx/Elementwise.h"
 #include "compiler/importers/onnx/Lowerings.h"
 
 namespace hexir::importers::onnx {
-namespace {
 
-// The selected positions of 1-D i64 `mask` (1 = selected): the count (read back on the host)
-// and a [count] i64 tensor of their indices, in order.
-struct Selection {
-  Dim count;
-  Val positions;
-};
-
-Selection Select(Context& c, Val& mask) {
+Selection SelectPositions(Context& c, Val& mask) {
   Builder& b = c.b;
   c.Mat(mask);
   // prefix[i] = sum of mask[k] for k <= i
@@ -36,9 +30,8 @@ Selection Select(Context& c, Val& mask) {
   if (!n.dynamic() && n.v == 0) {
     s.count = Dim::Static(0);
   } else {  // the one readback
-    std::string last = b.DimValue(b.Sub(n, Dim::Static(1))), e = b.Fresh(), x = b.Fresh();
-    b.Line(e + " = tensor.extract " + prefix.name + "[" + last + "] : " + Builder::TensorType(prefix));
-    b.Line(x + " = arith.index_cast " + e + " : i64 to index");
+    std::string last = b.DimValue(b.Sub(n, Dim::Static(1)));
+    std::string x = b.ToIndex(b.Extract(prefix, {last}), "i64");
     b.MarkNonNegative(x);
     s.count = Dim::Dynamic(x);
   }
@@ -59,6 +52,8 @@ Selection Select(Context& c, Val& mask) {
   return s;
 }
 
+namespace {
+
 // 1 where x != 0 (i1: where true), as i64.
 StatusOr<Val> NonZeroMask(Context& c, Val& x) {
   Builder& b = c.b;
@@ -74,6 +69,12 @@ Val Flat(Context& c, Val& x) {
   return r.ok() ? *r : x;
 }
 
+std::string I64(Builder& b, const std::string& index) {
+  std::string n = b.Fresh();
+  b.Line(n + " = arith.index_cast " + index + " : index to i64");
+  return n;
+}
+
 }  // namespace
 
 // out[r][j] = coordinate r of the j-th non-zero element (row-major order).
@@ -82,7 +83,7 @@ Status LowerNonZero(Context& c) {
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
   HEXIR_ASSIGN_OR_RETURN(Val m, NonZeroMask(c, x));
   Val flat = Flat(c, m);
-  Selection s = Select(c, flat);
+  Selection s = SelectPositions(c, flat);
   int64_t rank = std::max<int64_t>(x.rank(), 1);
   std::vector<std::string> extents;
   for (const Dim& d : x.shape) extents.push_back(b.DimValue(d));
@@ -90,24 +91,14 @@ Status LowerNonZero(Context& c) {
   Val r;
   r.et = "i64";
   r.shape = {Dim::Static(rank), s.count};
-  Val& pos = s.positions;
   r.name = b.IndexGeneric(r.shape, "i64", [&](const Args&) {
     std::vector<std::string> rj = b.LoopIndices(2);
-    std::string p = b.Fresh(), pi = b.Fresh();
-    b.Line(p + " = tensor.extract " + pos.name + "[" + rj[1] + "] : " + Builder::TensorType(pos));
-    b.Line(pi + " = arith.index_cast " + p + " : i64 to index");
-    // coordinate r = (p / prod(extents[r+1..])) mod extents[r], selected by r
-    std::string result = b.ScalarConst("i64", 0), stride = b.IndexConst(1);
-    for (int64_t k = rank - 1; k >= 0; --k) {
-      std::string q = b.Fresh(), m2 = b.Fresh(), is = b.Fresh(), c64 = b.Fresh();
-      b.Line(q + " = arith.divui " + pi + ", " + stride + " : index");
-      b.Line(m2 + " = arith.remui " + q + ", " + extents[k] + " : index");
-      b.Line(c64 + " = arith.index_cast " + m2 + " : index to i64");
+    std::vector<std::string> coords = b.Delinearize(b.ToIndex(b.Extract(s.positions, {rj[1]}), "i64"), extents);
+    std::string result = b.ScalarConst("i64", 0);
+    for (int64_t k = 0; k < rank; ++k) {
+      std::string is = b.Fresh();
       b.Line(is + " = arith.cmpi eq, " + rj[0] + ", " + b.IndexConst(k) + " : index");
-      result = b.Select(is, c64, result, "i64");
-      std::string ns = b.Fresh();
-      b.Line(ns + " = arith.muli " + stride + ", " + extents[k] + " : index");
-      stride = ns;
+      result = b.Select(is, I64(b, coords[k]), result, "i64");
     }
     return result;
   });
@@ -118,7 +109,6 @@ Status LowerNonZero(Context& c) {
 // The slices of input along `axis` (flattened input without it) whose condition is true; a
 // condition shorter than the axis drops the rest.
 Status LowerCompress(Context& c) {
-  Builder& b = c.b;
   HEXIR_ASSIGN_OR_RETURN(Val& in, c.In(0));
   HEXIR_ASSIGN_OR_RETURN(Val& cond, c.In(1));
   if (cond.rank() != 1) return c.Error("condition must be 1-D");
@@ -134,26 +124,130 @@ Status LowerCompress(Context& c) {
     return c.Error("condition has " + std::to_string(cond.shape[0].v) + " entries for a dimension of " +
                    std::to_string(n.v));
   HEXIR_ASSIGN_OR_RETURN(Val m, NonZeroMask(c, cond));
-  Selection s = Select(c, m);
+  Selection s = SelectPositions(c, m);
+  c.SetOut(0, c.GatherAlong(x, axis, s.positions));
+  return Status::Ok();
+}
+
+// Unique slices along `axis` (elements of the flattened input without it). Rows are the
+// slices ([K, M]: the axis first, the rest flattened); fd[i][j] = the first column where rows
+// i and j differ (M when equal), from which equality and lexicographic order follow. A row is
+// kept where no earlier row equals it; `sorted` orders the kept rows by value (their rank among
+// the kept ones), else by first occurrence. Outputs: the rows, their first indices, each input
+// row's output slot (inverse) and the counts. O(K^2 M).
+Status LowerUnique(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& in, c.In(0));
+  bool sorted = c.AttrI("sorted", 1) != 0;
+  bool has_axis = c.HasAttr("axis");
+  Val x = in;
+  int64_t axis = 0;
+  if (has_axis) {
+    HEXIR_ASSIGN_OR_RETURN(axis, c.NormAxis(c.AttrI("axis", 0), in.rank()));
+  } else {
+    x = Flat(c, x);
+  }
   c.Mat(x);
-  Shape out = x.shape;
-  out[axis] = s.count;
-  Val& pos = s.positions;
-  Val r;
-  r.et = x.et;
-  r.shape = out;
-  r.is_unsigned = x.is_unsigned;
-  r.name = b.IndexGeneric(out, x.et, [&](const Args&) {
-    std::vector<std::string> idx = b.LoopIndices(static_cast<int>(out.size()));
-    std::string p = b.Fresh(), pi = b.Fresh();
-    b.Line(p + " = tensor.extract " + pos.name + "[" + idx[axis] + "] : " + Builder::TensorType(pos));
-    b.Line(pi + " = arith.index_cast " + p + " : i64 to index");
-    idx[axis] = pi;
-    std::string e = b.Fresh();
-    b.Line(e + " = tensor.extract " + x.name + "[" + Builder::Join(idx) + "] : " + Builder::TensorType(x));
-    return e;
-  });
-  c.SetOut(0, r);
+  std::vector<int64_t> perm = {axis};
+  for (int64_t i = 0; i < x.rank(); ++i)
+    if (i != axis) perm.push_back(i);
+  Val moved = c.Transpose(x, perm);
+  Dim K = x.shape[axis];
+  Dim M = b.Product(moved.shape, 1, moved.shape.size());
+  HEXIR_ASSIGN_OR_RETURN(Val rows, c.ReshapeTo(moved, {K, M}));
+  c.Mat(rows);
+  std::string et = rows.et, m_index = b.DimValue(M);
+  Shape square = {K, K};
+  auto i64 = [&](double v) { return b.ScalarConst("i64", v); };
+  // fd[i][j] = min column m where rows[i][m] != rows[j][m] (M when the rows are equal)
+  Val fd;
+  fd.et = "i64";
+  fd.shape = square;
+  std::string m64 = I64(b, m_index);
+  std::string all_equal = b.Fresh();
+  b.Line(all_equal + " = linalg.fill ins(" + m64 + " : i64) outs(" + b.Empty(square, "i64") + " : " +
+         Builder::TensorType(fd) + ") -> " + Builder::TensorType(fd));
+  fd.name = b.Generic({&rows, &rows}, {Builder::Map(3, {"d0", "d2"}), Builder::Map(3, {"d1", "d2"})},
+                      Builder::Map(3, {"d0", "d1"}), square, "i64", 3, {"parallel", "parallel", "reduction"}, all_equal,
+                      [&](const Args& a) {
+                        std::string m = I64(b, b.LoopIndices(3)[2]);
+                        std::string differ = b.Cmp("une", "ne", a[0], a[1], et);
+                        std::string here = b.Select(differ, m, a[2], "i64");
+                        return b.Bin("", "arith.minsi", here, a[2], "i64");
+                      });
+  // Inside a body: rows i and j equal (i1), row j before row i in value (i1).
+  auto equal = [&](const std::string& i, const std::string& j) {
+    return b.Cmp("", "eq", b.Extract(fd, {i, j}), m64, "i64");
+  };
+  auto less = [&](const std::string& j, const std::string& i) {
+    std::string d = b.Extract(fd, {j, i});
+    std::string differ = b.Cmp("", "slt", d, m64, "i64");
+    std::string col = b.Select(differ, b.ToIndex(d, "i64"), b.IndexConst(0), "index");
+    std::string lt = b.Cmp("olt", "slt", b.Extract(rows, {j, col}), b.Extract(rows, {i, col}), et);
+    return b.AndI1(differ, lt);
+  };
+  // first[i] = 1 when no earlier row equals row i
+  Val first;
+  first.et = "i64";
+  first.shape = {K};
+  first.name = b.Generic({&fd}, {Builder::Map(2, {"d0", "d1"})}, Builder::Map(2, {"d0"}), first.shape, "i64", 2,
+                         {"parallel", "reduction"}, b.Filled(first.shape, "i64", 1), [&](const Args& a) {
+                           std::vector<std::string> ij = b.LoopIndices(2);
+                           std::string earlier = b.Fresh();
+                           b.Line(earlier + " = arith.cmpi ult, " + ij[1] + ", " + ij[0] + " : index");
+                           std::string dup = b.AndI1(earlier, b.Cmp("", "eq", a[0], m64, "i64"));
+                           return b.Select(dup, i64(0), a[1], "i64");
+                         });
+  Selection s = SelectPositions(c, first);
+  Val pos = s.positions;  // kept rows in order of first occurrence
+  if (sorted) {
+    // key[i] = #{kept j: row j < row i}; pos[u] = the kept i whose key is u
+    Val key;
+    key.et = "i64";
+    key.shape = {K};
+    key.name = b.Generic({&first}, {Builder::Map(2, {"d1"})}, Builder::Map(2, {"d0"}), key.shape, "i64", 2,
+                         {"parallel", "reduction"}, b.Filled(key.shape, "i64", 0), [&](const Args& a) {
+                           std::vector<std::string> ij = b.LoopIndices(2);
+                           std::string kept = b.Cmp("", "ne", a[0], i64(0), "i64");
+                           std::string before = b.AndI1(kept, less(ij[1], ij[0]));
+                           return b.Bin("", "arith.addi", a[1], b.Convert(before, "i1", "i64"), "i64");
+                         });
+    pos.name = b.Generic({&first, &key}, {Builder::Map(2, {"d1"}), Builder::Map(2, {"d1"})}, Builder::Map(2, {"d0"}),
+                         pos.shape, "i64", 2, {"parallel", "reduction"}, b.Filled(pos.shape, "i64", 0),
+                         [&](const Args& a) {
+                           std::vector<std::string> ui = b.LoopIndices(2);
+                           std::string kept = b.Cmp("", "ne", a[0], i64(0), "i64");
+                           std::string hit = b.AndI1(kept, b.Cmp("", "eq", a[1], I64(b, ui[0]), "i64"));
+                           return b.Select(hit, I64(b, ui[1]), a[2], "i64");
+                         });
+  }
+  c.Mat(pos);
+  c.SetOut(0, c.GatherAlong(x, axis, pos));
+  c.SetOut(1, pos);
+  // inverse[i] = the output slot u whose row equals row i
+  Val inverse;
+  inverse.et = "i64";
+  inverse.shape = {K};
+  inverse.name = b.Generic({&pos}, {Builder::Map(2, {"d1"})}, Builder::Map(2, {"d0"}), inverse.shape, "i64", 2,
+                           {"parallel", "reduction"}, b.Filled(inverse.shape, "i64", 0), [&](const Args& a) {
+                             std::vector<std::string> iu = b.LoopIndices(2);
+                             std::string hit = equal(iu[0], b.ToIndex(a[0], "i64"));
+                             return b.Select(hit, I64(b, iu[1]), a[1], "i64");
+                           });
+  c.SetOut(2, inverse);
+  // counts[u] = #{i: row i equals row pos[u]}
+  Val counts;
+  counts.et = "i64";
+  counts.shape = pos.shape;
+  // (first only bounds the i loop)
+  counts.name = b.Generic({&pos, &first}, {Builder::Map(2, {"d0"}), Builder::Map(2, {"d1"})}, Builder::Map(2, {"d0"}),
+                          counts.shape, "i64", 2, {"parallel", "reduction"}, b.Filled(counts.shape, "i64", 0),
+                          [&](const Args& a) {
+                            std::vector<std::string> ui = b.LoopIndices(2);
+                            std::string hit = equal(ui[1], b.ToIndex(a[0], "i64"));
+                            return b.Bin("", "arith.addi", a[2], b.Convert(hit, "i1", "i64"), "i64");
+                          });
+  c.SetOut(3, counts);
   return Status::Ok();
 }
 

@@ -259,7 +259,6 @@ Status LowerConcat(Context& c) {
 }
 
 Status LowerGather(Context& c) {
-  Builder& b = c.b;
   HEXIR_ASSIGN_OR_RETURN(Val& data, c.In(0));
   HEXIR_ASSIGN_OR_RETURN(Val& ind, c.In(1));
   HEXIR_ASSIGN_OR_RETURN(int64_t axis, c.NormAxis(c.AttrI("axis", 0), data.rank()));
@@ -287,44 +286,7 @@ Status LowerGather(Context& c) {
     }));
     return Status::Ok();
   }
-  c.Mat(data);
-  c.Mat(ind);
-  Shape out(data.shape.begin(), data.shape.begin() + axis);
-  out.insert(out.end(), ind.shape.begin(), ind.shape.end());
-  out.insert(out.end(), data.shape.begin() + axis + 1, data.shape.end());
-  int loops = static_cast<int>(out.size());
-  int64_t ir = ind.rank();
-  std::vector<std::string> im;
-  for (int64_t i = 0; i < ir; ++i) im.push_back("d" + std::to_string(axis + i));
-  std::string dim = b.DimValue(data.shape[axis]);
-  std::string et = data.et, it = ind.et;
-  Val r;
-  r.et = et;
-  r.shape = out;
-  r.name = b.Generic({&ind}, {Builder::Map(loops, im)}, Builder::IdentityMap(loops), out, et,
-                     loops, std::vector<std::string>(loops, "parallel"), "", [&](const Args& a) {
-                       std::string iv = b.Fresh();
-                       b.Line(iv + " = arith.index_cast " + a[0] + " : " + it + " to index");
-                       std::string neg = b.Fresh(), wrapped = b.Fresh(), sel = b.Fresh();
-                       b.Line(neg + " = arith.cmpi slt, " + iv + ", " + b.IndexConst(0) + " : index");
-                       b.Line(wrapped + " = arith.addi " + iv + ", " + dim + " : index");
-                       b.Line(sel + " = arith.select " + neg + ", " + wrapped + ", " + iv + " : index");
-                       std::vector<std::string> src;
-                       for (int64_t j = 0; j < data.rank(); ++j) {
-                         int64_t loop = j < axis ? j : j == axis ? -1 : j - 1 + ir;
-                         if (loop < 0) {
-                           src.push_back(sel);
-                           continue;
-                         }
-                         src.push_back(b.Fresh());
-                         b.Line(src.back() + " = linalg.index " + std::to_string(loop) + " : index");
-                       }
-                       std::string e = b.Fresh(), list = Builder::Join(src);
-                       b.Line(e + " = tensor.extract " + data.name + "[" + list + "] : " +
-                              Builder::TensorType(data));
-                       return e;
-                     });
-  c.SetOut(0, r);
+  c.SetOut(0, c.GatherAlong(data, axis, ind));
   return Status::Ok();
 }
 
