@@ -894,11 +894,11 @@ class ModuleWriter {
   }
 
   // One chunk: up to chunk_ decode steps (M = 1 each) from the state %bpos, %bn, %btok,
-  // %bstop, %bids, %bc<i>, with the layers inline, so that one step is one recorded segment;
+  // %bstop, %bids and `caches`, with the layers inline, so that one step is one recorded segment;
   // the token travels on the device (argmax -> embedding). Ids produced after a stop token
   // are not written (the flag guards the ids update), so the result does not depend on
   // chunk_. Results: %f#0.. (token, stop, ids, caches); %steps the steps run.
-  void EmitChunk(const ModelWeights& w) {
+  void EmitChunk(const ModelWeights& w, const std::vector<std::string>& caches) {
     int64_t nl = c_.n_layers;
     std::string xt = T({D_});
     os_ << "    %left = arith.subi %n_max, %bn : i64\n"
@@ -909,7 +909,7 @@ class ModuleWriter {
         << "    %c1_step = arith.constant 1 : index\n"
         << "    %f:" << 3 + 2 * nl << " = scf.for %j = %c0 to %steps_idx step %c1_step iter_args(%t = %btok, "
         << "%st = %bstop, %id = %bids";
-    for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %fc" << i << " = %bc" << i;
+    for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %fc" << i << " = " << caches[i];
     os_ << ") -> (" << StateTypes(false) << ") {\n"
         << "    %j64 = arith.index_cast %j : index to i64\n"
         << "    %spos = arith.addi %bpos, %j64 : i64\n"
@@ -972,7 +972,9 @@ class ModuleWriter {
         << "%bstop: tensor<1xi64>, %bids: tensor<?xi64>";
     for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %bc" << i << ": " << T({S_, KV_});
     os_ << "):\n";
-    EmitChunk(w);
+    std::vector<std::string> caches;
+    for (int64_t i = 0; i < 2 * nl; ++i) caches.push_back("%bc" + std::to_string(i));
+    EmitChunk(w, caches);
     os_ << "    %stopped = tensor.extract %f#1[%c0] : tensor<1xi64>\n"
         << "    %live1 = arith.subi %one64, %stopped : i64\n"
         << "    %pos1 = arith.addi %bpos, %steps : i64\n"
@@ -1002,13 +1004,28 @@ class ModuleWriter {
     os_ << " : " << StateTypes(true) << "\n}\n\n";
 
     std::string state = ", %bpos: i64, %bn: i64, %btok: tensor<i64>, %bstop: tensor<1xi64>, %bids: tensor<?xi64>";
-    for (int64_t i = 0; i < 2 * c_.n_layers; ++i) state += ", %bc" + std::to_string(i) + ": " + T({S_, KV_});
+    for (int64_t i = 0; i < 2 * c_.n_layers; ++i) state += ", %ac" + std::to_string(i) + ": " + T({S_, KV_});
     EmitSignature("generate_chunk", tensors, state);
     os_ << result;
     EmitPreamble();
+    // The caller's caches are copied (a gather kernel, not an identity generic that would be
+    // folded away) so that the steps update a buffer of this call in place: updating the
+    // argument's own buffer in place made hexir-compile fail intermittently ("unsupported op
+    // 'linalg.generic' in a host function").
+    const std::string ct = T({S_, KV_});
+    std::vector<std::string> caches;
+    for (int64_t i = 0; i < 2 * c_.n_layers; ++i) {
+      caches.push_back(e_.Generic({"(s, k) -> (s, k)"}, {"parallel", "parallel"}, {}, {e_.Filled(ct, "", "f32"), ct},
+                                    {"f32"}, [&](auto) {
+        std::string r = e_.Fresh(), k = e_.Fresh(), v = e_.Fresh();
+        return L(r + " = linalg.index 0 : index") + L(k + " = linalg.index 1 : index") +
+               L(v + " = tensor.extract %ac" + std::to_string(i) + "[" + r + ", " + k + "] : " + ct) +
+               L("linalg.yield " + v + " : f32");
+      }));
+    }
     os_ << "    %cache_len = arith.constant " << S_ << " : i64\n"
         << "    %chunk = arith.constant " << chunk_ << " : i64\n";
-    EmitChunk(w);
+    EmitChunk(w, caches);
     os_ << "    %pos1 = arith.addi %bpos, %steps : i64\n"
         << "    %n1 = arith.addi %bn, %steps : i64\n"
         << "    return %pos1, %n1";
