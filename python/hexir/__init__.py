@@ -95,14 +95,21 @@ def import_model(path, **options):
     return text
 
 
-def generate(module, parameters, prompt_ids=(1,), max_tokens=64):
-    """Greedy decoding with a module imported from a llama2.c or GGUF checkpoint (import_model,
-    then compile) and that checkpoint's Parameters: returns an iterator over the generated token
-    ids (the prompt excluded, the stopping token included), as hexir-generate prints them.
+def generate(module, parameters, prompt_ids=(1,), max_tokens=64, *, stream=False, temperature=0.0,
+             top_k=40, top_p=0.95, min_p=0.05, repetition_penalty=1.0, repeat_last_n=64, seed=0):
+    """Decoding with a module imported from a llama2.c or GGUF checkpoint (import_model, then
+    compile) and that checkpoint's Parameters: returns an iterator over the generated token ids
+    (the prompt excluded, the stopping token included), as hexir-generate prints them.
 
-    prompt_ids starts with BOS (1). The whole decode loop runs inside the module's @generate, in
-    one asynchronous call: the iterator yields the ids once that call has finished (it does not
-    stream tokens while the loop runs)."""
+    prompt_ids starts with BOS (1). Greedy and not streamed (the defaults): the whole decode loop
+    runs inside the module's @generate in one asynchronous call, and the ids are yielded once it
+    has finished. With stream=True, a temperature > 0 or a repetition penalty != 1, the host
+    drives the decode chunks (@generate_begin, then @generate_chunk) and the iterator yields each
+    chunk's ids as soon as that chunk ends (the GIL is released while a chunk runs). Tokens are
+    chosen on the device by llama.cpp's samplers in its order (repetition penalty over the last
+    repeat_last_n <= 64 tokens, top_k, top_p, min_p, temperature; compiler/importers/llama/
+    Sampler.h), with Philox noise keyed by seed and step: a fixed seed gives the same ids on every
+    run; temperature 0 is greedy."""
     import numpy as np
     prompt = np.asarray(prompt_ids, dtype=np.int64).reshape(-1)
     vocab = parameters.config["vocab_size"]
@@ -118,6 +125,9 @@ def generate(module, parameters, prompt_ids=(1,), max_tokens=64):
                           f"of {cache_len} positions (import_model(..., cache_len=N))")
             error.code = "invalid_argument"
             raise error
+    if stream or temperature > 0 or repetition_penalty != 1.0:
+        return _stream(module, parameters, prompt, int(max_tokens),
+                       (temperature, top_k, top_p, min_p, repetition_penalty, repeat_last_n, seed))
     future = module["generate"].async_(prompt, int(max_tokens), parameters)
 
     def ids():
@@ -125,4 +135,53 @@ def generate(module, parameters, prompt_ids=(1,), max_tokens=64):
             if token < 0:
                 return
             yield token
+    return ids()
+
+
+def _invalid(message):
+    error = Error(message)
+    error.code = "invalid_argument"
+    return error
+
+
+def _stream(module, parameters, prompt, max_tokens, settings):
+    """The streaming loop of tools/common/llama_stream.cc: state = (pos, n, token, stop flag,
+    ids, K/V caches), the results of one call and arguments of the next."""
+    import numpy as np
+    temperature, top_k, top_p, min_p, penalty, last_n, seed = settings
+    if not temperature >= 0:
+        raise _invalid(f"temperature {temperature} must be >= 0")
+    if not 0 <= top_p <= 1:
+        raise _invalid(f"top-p {top_p} must be in [0, 1]")
+    if not 0 <= min_p <= 1:
+        raise _invalid(f"min-p {min_p} must be in [0, 1]")
+    if not penalty > 0:
+        raise _invalid(f"repetition penalty {penalty} must be > 0")
+    if not 0 <= last_n <= 64:
+        raise _invalid(f"repeat-last-n {last_n} must be in [0, 64]")
+    if "generate_begin" not in module.functions:
+        error = Error("the module has no @generate_begin/@generate_chunk (imported before sampling and "
+                      "streaming existed): import and compile it again")
+        error.code = "failed_precondition"
+        raise error
+    # Sampler.h's argument layouts: (temperature, top_p, min_p, penalty), (seed, top_k, last_n).
+    floats = np.array([temperature, top_p, min_p, penalty], np.float32)
+    ints = np.array([seed, top_k, last_n], np.int64)
+    head = (prompt, max_tokens, floats, ints)
+
+    def ids():
+        state = module["generate_begin"].async_(*head, parameters).result()
+        reported, last_n_done = 0, -1
+        while True:
+            n, stopped = state[1], int(state[3].numpy()[0])
+            written = state[4].numpy()
+            for token in written[reported:n].tolist():
+                if token < 0:
+                    return
+                reported += 1
+                yield token
+            if stopped or n >= len(written) or n == last_n_done:
+                return
+            last_n_done = n
+            state = module["generate_chunk"].async_(*head, *state, parameters).result()
     return ids()

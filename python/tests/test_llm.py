@@ -62,3 +62,29 @@ def test_parameters_of_another_checkpoint_shape_name_the_tensor(stories, tmp_pat
     mlp = hexir.load(vmfb(MLP))
     with pytest.raises(hexir.Error, match=r"module 'module': @main takes 1 arguments but checkpoint '.*stories260K.bin' has \d+ weight tensors"):
         mlp.main(stories[1])
+
+
+def test_streamed_tokens_arrive_before_the_remaining_chunks_run(stories):
+    module, parameters = stories
+    stats = module.device.stats
+    tokens = hexir.generate(module, parameters, max_tokens=30, stream=True)
+    first = next(tokens)
+    dispatched_at_first = stats()["dispatches_executed"]
+    rest = list(tokens)
+    assert [first] + rest == golden_ids()[:30]  # temperature 0: greedy
+    assert stats()["dispatches_executed"] > dispatched_at_first  # later chunks ran after the first yield
+
+
+def test_a_fixed_seed_samples_the_same_ids_and_another_seed_others(stories):
+    module, parameters = stories
+    a = list(hexir.generate(module, parameters, max_tokens=24, temperature=0.9, seed=7))
+    assert a == list(hexir.generate(module, parameters, max_tokens=24, temperature=0.9, seed=7, stream=True))
+    assert a != list(hexir.generate(module, parameters, max_tokens=24, temperature=0.9, seed=8))
+
+
+def test_bad_sampler_settings_are_refused_by_name(stories):
+    module, parameters = stories
+    with pytest.raises(hexir.Error, match=r"top-p 1.5 must be in \[0, 1\]"):
+        hexir.generate(module, parameters, temperature=0.5, top_p=1.5)
+    with pytest.raises(hexir.Error, match=r"repeat-last-n 65 must be in \[0, 64\]"):
+        hexir.generate(module, parameters, stream=True, repeat_last_n=65)

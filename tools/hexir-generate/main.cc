@@ -19,6 +19,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "hal/element_type.h"
 #include "tools/common/invocation.h"
 #include "tools/common/llama_parameters.h"
+#include "tools/common/llama_stream.h"
 #include "tools/common/tool_main.h"
 #include "tools/hexir-generate/tokenizer.h"
 #include "tools/hexir-generate/vocabulary.h"
@@ -47,6 +49,9 @@ struct Flags {
   bool timing = false;
   bool verbose = false;
   bool tokenize_only = false;
+  bool stream = false;        // print the text as each decode chunk ends, then the speeds
+  SamplerSettings sampler;    // temperature 0 and no penalty: @generate's greedy loop
+  int64_t seed = -1;          // -1: a random seed
 };
 
 // --timing's startup breakdown: milliseconds since main() began, per stage.
@@ -55,6 +60,29 @@ Clock::time_point g_main_start;
 double MsSinceStart(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(t - g_main_start).count();
 }
+
+// The text of generated ids after `prompt`, by the file's vocabulary or a llama2.c tokenizer.
+struct TextDecoder {
+  const Vocabulary* vocabulary;
+  const Tokenizer* tokenizer;
+  const std::vector<int64_t>& prompt;
+  int64_t bos_id;
+  bool has_tokenizer() const { return vocabulary || tokenizer; }
+  std::string operator()(const std::vector<int64_t>& ids) const {
+    if (vocabulary) {
+      // llama.cpp drops the first piece's leading space when the text starts there (BOS only).
+      bool from_bos = prompt.size() == 1 && prompt[0] == bos_id;
+      return vocabulary->Decode(ids, from_bos);
+    }
+    std::string text;
+    int64_t prev = prompt.back();
+    for (int64_t id : ids) {
+      text += tokenizer->Decode(prev, id);
+      prev = id;
+    }
+    return text;
+  }
+};
 
 Status Run(const Flags& f) {
   HEXIR_ASSIGN_OR_RETURN(auto parameters, LlamaParameters::Open(f.parameters));
@@ -203,7 +231,58 @@ Status Run(const Flags& f) {
   std::vector<int64_t> ids;
   double best_seconds = 1e30;
   Clock::time_point first_call_done{};
-  for (int call = 0; call < std::max(1, f.repeat); ++call) {
+  const bool greedy = f.sampler.temperature <= 0 && f.sampler.repetition_penalty == 1.0f;
+  if (!greedy || f.stream) {
+    SamplerSettings sampler = f.sampler;
+    sampler.seed = f.seed >= 0 ? f.seed : int64_t(std::random_device()() & 0x7fffffff);
+    if (f.verbose) std::fprintf(stderr, "hexir-generate: seed %lld\n", static_cast<long long>(sampler.seed));
+    // The text of the ids so far; streaming prints what it adds to the text already printed.
+    TextDecoder decode{vocabulary.get(), tokenizer.get(), prompt, config->bos_id};
+    StreamTiming timing;
+    for (int call = 0; call < std::max(1, f.repeat); ++call) {
+      ids.clear();
+      std::string printed;
+      const bool print = f.stream && call == std::max(1, f.repeat) - 1;
+      vm::InvokeOptions call_options;
+      if (f.timeout_seconds > 0) call_options.deadline_ns = Interrupt::DeadlineAfter(f.timeout_seconds);
+      auto start = Clock::now();
+      HEXIR_RETURN_IF_ERROR(StreamGenerate(
+          *session, weight_views, prompt, max_tokens, sampler,
+          [&](Span<const int64_t> fresh) -> Status {
+            ids.insert(ids.end(), fresh.begin(), fresh.end());
+            if (!print || fresh.empty()) return Status::Ok();
+            std::string piece;
+            if (decode.has_tokenizer()) {
+              std::string text = decode(ids);
+              if (text.compare(0, printed.size(), printed) == 0) piece = text.substr(printed.size());
+              printed = text;
+            } else {
+              for (int64_t id : fresh) {  // no tokenizer: the ids, separated by spaces
+                piece += (printed.empty() ? "" : " ") + std::to_string(id);
+                printed = "ids";
+              }
+            }
+            if (std::fputs(piece.c_str(), stdout) < 0 || std::fflush(stdout) != 0)
+              return Internal("writing to standard output failed");
+            return Status::Ok();
+          },
+          &timing, call_options));
+      best_seconds = std::min(best_seconds, std::chrono::duration<double>(Clock::now() - start).count());
+      if (call == 0) first_call_done = Clock::now();
+    }
+    if (f.stream) {
+      std::printf("\n");
+      const int64_t later = std::max<int64_t>(timing.generated - 1, 0);
+      std::fprintf(stderr,
+                   "hexir-generate: prompt %lld tokens + first token in %.2f ms (%.1f prompt tokens/s); "
+                   "generation %lld tokens in %.2f ms (%.1f tokens/s)\n",
+                   static_cast<long long>(prompt_len), timing.prompt_seconds * 1e3,
+                   double(prompt_len) / std::max(timing.prompt_seconds, 1e-9), static_cast<long long>(later),
+                   timing.generate_seconds * 1e3, double(later) / std::max(timing.generate_seconds, 1e-9));
+      return Status::Ok();
+    }
+  }
+  for (int call = 0; greedy && !f.stream && call < std::max(1, f.repeat); ++call) {
     std::vector<vm::Variant> in(2 + weight_views.size());
     in[0].ref = prompt_view;
     in[1].bits = max_tokens;
@@ -235,19 +314,8 @@ Status Run(const Flags& f) {
   std::string line = "ids:";
   for (int64_t id : ids) line += " " + std::to_string(id);
   std::printf("%s\n", line.c_str());
-  if (vocabulary) {
-    // llama.cpp drops the first piece's leading space when the text starts there (BOS only).
-    bool from_bos = prompt.size() == 1 && prompt[0] == config->bos_id;
-    std::printf("%s\n", vocabulary->Decode(ids, from_bos).c_str());
-  } else if (tokenizer) {
-    std::string text;
-    int64_t prev = prompt.back();
-    for (int64_t id : ids) {
-      text += tokenizer->Decode(prev, id);
-      prev = id;
-    }
-    std::printf("%s\n", text.c_str());
-  }
+  TextDecoder decode{vocabulary.get(), tokenizer.get(), prompt, config->bos_id};
+  if (decode.has_tokenizer()) std::printf("%s\n", decode(ids).c_str());
   if (f.timing) {
     if (watcher.joinable()) watcher.join();
     uint64_t upload_bytes = 0;
@@ -298,6 +366,22 @@ int main(int argc, char** argv) {
   app.add_flag("--timing", f.timing,
                "print a startup breakdown and the fastest call's time and tokens/s to stderr");
   app.add_flag("--verbose", f.verbose, "print the prompt's token ids (BOS first) to stderr");
+  app.add_option("--temperature", f.sampler.temperature,
+                 "sampling temperature (default 0: greedy; llama.cpp's default is 0.8)")->check(CLI::NonNegativeNumber);
+  app.add_option("--top-k", f.sampler.top_k, "keep the k most likely tokens (default 40; <= 0: all)");
+  app.add_option("--top-p", f.sampler.top_p, "keep the fewest most likely tokens holding this mass (default 0.95; 1: all)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--min-p", f.sampler.min_p, "keep tokens at least this fraction as likely as the best (default 0.05)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--repetition-penalty", f.sampler.repetition_penalty,
+                 "divide positive / multiply negative logits of recent tokens by this (default 1: off)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--repeat-last-n", f.sampler.repeat_last_n, "recent tokens the penalty looks at (default 64, at most 64)")
+      ->check(CLI::Range(0, 64));
+  app.add_option("--seed", f.seed, "sampling seed: the same seed gives the same text (default: random)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--stream", f.stream,
+               "print the text as each decode chunk ends, then prompt and generation tokens/s to stderr");
   app.add_flag("--tokenize-only", f.tokenize_only,
                "print the prompt's ids and their decoded text, and exit (no --module needed)");
   if (int exit = hexir::tools::ParseFlags("hexir-generate", app, argc, argv); exit >= 0) return exit;

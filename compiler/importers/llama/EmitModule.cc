@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compiler/importers/llama/BlockDecode.h"
+#include "compiler/importers/llama/Sampler.h"
 
 // The program is printed as text rather than built with MLIR builders so that the importer
 // stays a small MLIR-free library; hexir-compile parses and verifies it.
@@ -161,6 +162,7 @@ class ModuleWriter {
       prefill_functions_.push_back(it->second);
     }
     EmitGenerate(tensors, weights);
+    EmitStreaming(tensors, weights);
     return os_.str();
   }
 
@@ -786,28 +788,36 @@ class ModuleWriter {
     });
   }
 
-  void EmitGenerate(const std::vector<WeightTensor>& tensors, const ModelWeights& w) {
-    os_ << "// The KV-cache length, for runtimes to check prompts against.\n"
-        << "func.func @cache_len() -> tensor<1xi64> {\n";
-    std::string cl = e_.Filled("tensor<1xi64>", std::to_string(S_), "i64");
-    os_ << "    return " << cl << " : tensor<1xi64>\n}\n\n";
+  // The next token from the final hidden state `x`: the greedy argmax, or in the streaming
+  // functions the device sampler (Sampler.h) over the history prompt + ids[0, step).
+  std::string NextToken(const std::string& x, const ModelWeights& w, const std::string& ids, const std::string& step) {
+    if (!sampled_) return Argmax(x, w);
+    std::string xf = RmsNorm(kOneRow, x, w.rms_final.name);
+    std::string logits = MatMul(kOneRow, w.classifier, xf, V_, D_);
+    std::string history = e_.Fresh("history");
+    os_ << "    " << history << " = arith.addi %n_prompt64, " << step << " : i64\n";
+    SamplerOperands in{logits, "%sampler_floats", "%sampler_ints", "%prompt", "%n_prompt64", ids, history, step};
+    return EmitSampler(os_, V_, in, e_.Fresh("smp").substr(1) + "_");
+  }
 
-    os_ << "func.func @generate(%prompt: tensor<?xi64>, %max_new: i64";
-    for (size_t i = 0; i < tensors.size(); ++i)
-      os_ << ", %w_" << std::to_string(i) << ": " << ArgumentType(tensors[i]);
-    os_ << ") -> tensor<?xi64> {\n";
-    std::string ct = T({S_, KV_});
-    int64_t nl = c_.n_layers;
-    auto layer_args = [&](int64_t l) {
-      std::string s;
-      for (const LayerField& f : kLayerFields) s += ", " + (w.layers[l].*f.member).name;
-      return s;
-    };
-    auto layer_types = [&](int64_t l) {
-      std::string s;
-      for (const LayerField& f : kLayerFields) s += ", " + (w.layers[l].*f.member).type;
-      return s;
-    };
+  // `func.func @name(%prompt, %max_new[, sampler args][, extra]` + the weights.
+  void EmitSignature(const std::string& name, const std::vector<WeightTensor>& tensors, const std::string& extra) {
+    os_ << "func.func @" << name << "(%prompt: tensor<?xi64>, %max_new: i64";
+    if (sampled_)
+      os_ << ", %sampler_floats: tensor<" << kSamplerFloats << "xf32>, %sampler_ints: tensor<" << kSamplerInts << "xi64>";
+    os_ << extra;
+    for (size_t i = 0; i < tensors.size(); ++i) os_ << ", %w_" << std::to_string(i) << ": " << ArgumentType(tensors[i]);
+  }
+
+  // The decode state: pos, n (ids generated), the last token, the stop flag, ids, K/V caches.
+  std::string StateTypes(bool with_counts) {
+    std::string types = with_counts ? "i64, i64, " : "";
+    types += "tensor<i64>, tensor<1xi64>, tensor<?xi64>";
+    for (int64_t i = 0; i < 2 * c_.n_layers; ++i) types += ", " + T({S_, KV_});
+    return types;
+  }
+
+  void EmitPreamble() {
     os_ << "    %c0 = arith.constant 0 : index\n"
         << "    %n_prompt = tensor.dim %prompt, %c0 : tensor<?xi64>\n"
         << "    %n_prompt64 = arith.index_cast %n_prompt : index to i64\n"
@@ -820,10 +830,26 @@ class ModuleWriter {
         << "    %n_ids = arith.index_cast %n_max : i64 to index\n"
         << "    %zero64 = arith.constant 0 : i64\n"
         << "    %one64 = arith.constant 1 : i64\n";
+  }
+
+  // Prefill (every prompt token in one pass through @prefill_layer) and the first token:
+  // returns {first token, stop flag, ids, caches...}; defines %n0 (ids so far) and %live0.
+  std::vector<std::string> EmitPrefill(const ModelWeights& w) {
+    std::string ct = T({S_, KV_});
+    int64_t nl = c_.n_layers;
+    auto layer_args = [&](int64_t l) {
+      std::string s;
+      for (const LayerField& f : kLayerFields) s += ", " + (w.layers[l].*f.member).name;
+      return s;
+    };
+    auto layer_types = [&](int64_t l) {
+      std::string s;
+      for (const LayerField& f : kLayerFields) s += ", " + (w.layers[l].*f.member).type;
+      return s;
+    };
     std::vector<std::string> caches;
     for (int64_t i = 0; i < 2 * nl; ++i) caches.push_back(e_.Filled(ct, "0.0", "f32"));
 
-    // Prefill: every prompt token in one pass (M = prompt length) through @prefill_layer.
     std::string pt = T({-1, D_});
     std::string pe = e_.Filled(pt, "", "f32", "%n_prompt");
     std::string x = e_.Generic({"(m, d) -> (m, d)"}, {"parallel", "parallel"}, {}, {pe, pt}, {"f32"},
@@ -856,39 +882,26 @@ class ModuleWriter {
              L(v + " = tensor.extract " + x + "[%last_row, " + d + "] : " + pt) +
              L("linalg.yield " + v + " : f32");
     });
-    std::string am0 = Argmax(xl, w);
+    std::string am0 = NextToken(xl, w, "", "%zero64");
     std::string ids1 = UpdateIds("", am0, "%zero64", "");
     std::string stop0 = StopFlag("", am0);
     os_ << "    %stop0_h = tensor.extract " << stop0 << "[%c0] : tensor<1xi64>\n"
         << "    %live0 = arith.subi %one64, %stop0_h : i64\n"
-        << "    %n0 = arith.minsi %one64, %n_max : i64\n"
-        << "    %cache_len = arith.constant " << S_ << " : i64\n"
-        << "    %chunk = arith.constant " << chunk_ << " : i64\n";
+        << "    %n0 = arith.minsi %one64, %n_max : i64\n";
+    std::vector<std::string> state = {am0, stop0, ids1};
+    state.insert(state.end(), caches.begin(), caches.end());
+    return state;
+  }
 
-    // Decode: chunks of up to chunk_ steps (M = 1 each) with the layers inline, so that one
-    // step is one recorded segment; the token travels on the device (argmax -> embedding)
-    // and the host reads the stop flag once per chunk. Ids produced after a stop token are
-    // not written (the flag guards the ids update), so the result does not depend on chunk_.
-    std::string types = "i64, i64, i64, tensor<i64>, tensor<1xi64>, tensor<?xi64>";
-    for (int64_t i = 0; i < 2 * nl; ++i) types += ", " + ct;
-    std::string ftypes = "tensor<i64>, tensor<1xi64>, tensor<?xi64>";
-    for (int64_t i = 0; i < 2 * nl; ++i) ftypes += ", " + ct;
-    os_ << "    %r:" << 6 + 2 * nl << " = scf.while (%pos = %n_prompt64, %n = %n0, %live = %live0, "
-        << "%tok = " << am0 << ", %stop = " << stop0 << ", %ids = " << ids1;
-    for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %cache" << i << " = " << caches[i];
-    os_ << ") : (" << types << ") -> (" << types << ") {\n"
-        << "    %below = arith.cmpi slt, %n, %n_max : i64\n"
-        << "    %room = arith.cmpi slt, %pos, %cache_len : i64\n"
-        << "    %alive = arith.cmpi ne, %live, %zero64 : i64\n"
-        << "    %cond0 = arith.andi %below, %room : i1\n"
-        << "    %cond = arith.andi %cond0, %alive : i1\n"
-        << "    scf.condition(%cond) %pos, %n, %live, %tok, %stop, %ids";
-    for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %cache" << i;
-    os_ << " : " << types << "\n  } do {\n  ^bb0(%bpos: i64, %bn: i64, %blive: i64, %btok: tensor<i64>, "
-        << "%bstop: tensor<1xi64>, %bids: tensor<?xi64>";
-    for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %bc" << i << ": " << ct;
-    os_ << "):\n"
-        << "    %left = arith.subi %n_max, %bn : i64\n"
+  // One chunk: up to chunk_ decode steps (M = 1 each) from the state %bpos, %bn, %btok,
+  // %bstop, %bids and `caches`, with the layers inline, so that one step is one recorded segment;
+  // the token travels on the device (argmax -> embedding). Ids produced after a stop token
+  // are not written (the flag guards the ids update), so the result does not depend on
+  // chunk_. Results: %f#0.. (token, stop, ids, caches); %steps the steps run.
+  void EmitChunk(const ModelWeights& w, const std::vector<std::string>& caches) {
+    int64_t nl = c_.n_layers;
+    std::string xt = T({D_});
+    os_ << "    %left = arith.subi %n_max, %bn : i64\n"
         << "    %room_left = arith.subi %cache_len, %bpos : i64\n"
         << "    %steps0 = arith.minsi %chunk, %left : i64\n"
         << "    %steps = arith.minsi %steps0, %room_left : i64\n"
@@ -896,8 +909,8 @@ class ModuleWriter {
         << "    %c1_step = arith.constant 1 : index\n"
         << "    %f:" << 3 + 2 * nl << " = scf.for %j = %c0 to %steps_idx step %c1_step iter_args(%t = %btok, "
         << "%st = %bstop, %id = %bids";
-    for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %fc" << i << " = %bc" << i;
-    os_ << ") -> (" << ftypes << ") {\n"
+    for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %fc" << i << " = " << caches[i];
+    os_ << ") -> (" << StateTypes(false) << ") {\n"
         << "    %j64 = arith.index_cast %j : index to i64\n"
         << "    %spos = arith.addi %bpos, %j64 : i64\n"
         << "    %sn = arith.addi %bn, %j64 : i64\n";
@@ -919,19 +932,106 @@ class ModuleWriter {
       new_caches.push_back(out[2]);
     }
     pos_ = "%pos";
-    std::string am = Argmax(xd, w);
+    std::string am = NextToken(xd, w, "%id", "%sn");
     std::string ids = UpdateIds("%id", am, "%sn", "%st");
     std::string stop = StopFlag("%st", am);
     os_ << "    scf.yield " << am << ", " << stop << ", " << ids;
     for (auto& c : new_caches) os_ << ", " << c;
-    os_ << " : " << ftypes << "\n    }\n"
-        << "    %stopped = tensor.extract %f#1[%c0] : tensor<1xi64>\n"
+    os_ << " : " << StateTypes(false) << "\n    }\n";
+  }
+
+  // @generate: prefill, then a scf.while of chunks (the host reads the stop flag once per
+  // chunk) running the whole greedy decode loop in one call.
+  void EmitGenerate(const std::vector<WeightTensor>& tensors, const ModelWeights& w) {
+    sampled_ = false;
+    os_ << "// The KV-cache length, for runtimes to check prompts against.\n"
+        << "func.func @cache_len() -> tensor<1xi64> {\n";
+    std::string cl = e_.Filled("tensor<1xi64>", std::to_string(S_), "i64");
+    os_ << "    return " << cl << " : tensor<1xi64>\n}\n\n";
+
+    EmitSignature("generate", tensors, "");
+    os_ << ") -> tensor<?xi64> {\n";
+    int64_t nl = c_.n_layers;
+    EmitPreamble();
+    std::vector<std::string> s = EmitPrefill(w);
+    os_ << "    %cache_len = arith.constant " << S_ << " : i64\n"
+        << "    %chunk = arith.constant " << chunk_ << " : i64\n";
+    std::string types = "i64, i64, i64, " + StateTypes(false);
+    os_ << "    %r:" << 6 + 2 * nl << " = scf.while (%pos = %n_prompt64, %n = %n0, %live = %live0, "
+        << "%tok = " << s[0] << ", %stop = " << s[1] << ", %ids = " << s[2];
+    for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %cache" << i << " = " << s[3 + i];
+    os_ << ") : (" << types << ") -> (" << types << ") {\n"
+        << "    %below = arith.cmpi slt, %n, %n_max : i64\n"
+        << "    %room = arith.cmpi slt, %pos, %cache_len : i64\n"
+        << "    %alive = arith.cmpi ne, %live, %zero64 : i64\n"
+        << "    %cond0 = arith.andi %below, %room : i1\n"
+        << "    %cond = arith.andi %cond0, %alive : i1\n"
+        << "    scf.condition(%cond) %pos, %n, %live, %tok, %stop, %ids";
+    for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %cache" << i;
+    os_ << " : " << types << "\n  } do {\n  ^bb0(%bpos: i64, %bn: i64, %blive: i64, %btok: tensor<i64>, "
+        << "%bstop: tensor<1xi64>, %bids: tensor<?xi64>";
+    for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %bc" << i << ": " << T({S_, KV_});
+    os_ << "):\n";
+    std::vector<std::string> caches;
+    for (int64_t i = 0; i < 2 * nl; ++i) caches.push_back("%bc" + std::to_string(i));
+    EmitChunk(w, caches);
+    os_ << "    %stopped = tensor.extract %f#1[%c0] : tensor<1xi64>\n"
         << "    %live1 = arith.subi %one64, %stopped : i64\n"
         << "    %pos1 = arith.addi %bpos, %steps : i64\n"
         << "    %n1 = arith.addi %bn, %steps : i64\n"
         << "    scf.yield %pos1, %n1, %live1, %f#0, %f#1, %f#2";
     for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %f#" << 3 + i;
     os_ << " : " << types << "\n  }\n    return %r#5 : tensor<?xi64>\n}\n";
+  }
+
+  // The streaming pair, sampled (Sampler.h; temperature 0 is the greedy argmax): the host
+  // drives the chunks and reads the ids after each one.
+  //   @generate_begin(prompt, max_new, sampler_floats, sampler_ints, weights) -> state
+  //   @generate_chunk(prompt, max_new, sampler_floats, sampler_ints, state, weights) -> state
+  // state = (pos, n, token, stop flag, ids [max_new clamped, -1 where not generated], K/V
+  // caches); the host calls @generate_chunk while n < max_new, pos < cache length and the stop
+  // flag is 0. The ids equal @generate's for the same settings at temperature 0.
+  void EmitStreaming(const std::vector<WeightTensor>& tensors, const ModelWeights& w) {
+    sampled_ = true;
+    const std::string result = ") -> (" + StateTypes(true) + ") {\n";
+    os_ << "\n";
+    EmitSignature("generate_begin", tensors, "");
+    os_ << result;
+    EmitPreamble();
+    std::vector<std::string> s = EmitPrefill(w);
+    os_ << "    return %n_prompt64, %n0";
+    for (const std::string& v : s) os_ << ", " << v;
+    os_ << " : " << StateTypes(true) << "\n}\n\n";
+
+    std::string state = ", %bpos: i64, %bn: i64, %btok: tensor<i64>, %bstop: tensor<1xi64>, %bids: tensor<?xi64>";
+    for (int64_t i = 0; i < 2 * c_.n_layers; ++i) state += ", %ac" + std::to_string(i) + ": " + T({S_, KV_});
+    EmitSignature("generate_chunk", tensors, state);
+    os_ << result;
+    EmitPreamble();
+    // The caller's caches are copied (a gather kernel, not an identity generic that would be
+    // folded away) so that the steps update a buffer of this call in place: updating the
+    // argument's own buffer in place made hexir-compile fail intermittently ("unsupported op
+    // 'linalg.generic' in a host function").
+    const std::string ct = T({S_, KV_});
+    std::vector<std::string> caches;
+    for (int64_t i = 0; i < 2 * c_.n_layers; ++i) {
+      caches.push_back(e_.Generic({"(s, k) -> (s, k)"}, {"parallel", "parallel"}, {}, {e_.Filled(ct, "", "f32"), ct},
+                                    {"f32"}, [&](auto) {
+        std::string r = e_.Fresh(), k = e_.Fresh(), v = e_.Fresh();
+        return L(r + " = linalg.index 0 : index") + L(k + " = linalg.index 1 : index") +
+               L(v + " = tensor.extract %ac" + std::to_string(i) + "[" + r + ", " + k + "] : " + ct) +
+               L("linalg.yield " + v + " : f32");
+      }));
+    }
+    os_ << "    %cache_len = arith.constant " << S_ << " : i64\n"
+        << "    %chunk = arith.constant " << chunk_ << " : i64\n";
+    EmitChunk(w, caches);
+    os_ << "    %pos1 = arith.addi %bpos, %steps : i64\n"
+        << "    %n1 = arith.addi %bn, %steps : i64\n"
+        << "    return %pos1, %n1";
+    for (int64_t i = 0; i < 3 + 2 * c_.n_layers; ++i) os_ << ", %f#" << i;
+    os_ << " : " << StateTypes(true) << "\n}\n";
+    sampled_ = false;
   }
 
   const LlamaConfig& c_;
@@ -943,6 +1043,7 @@ class ModuleWriter {
   std::string inv_scale_;    // 1 / linear rope scaling factor as an f32 literal
   std::string pos_ = "%pos";  // the i64 position the decode bodies (rope, cache, attention) use
   int64_t chunk_;             // decode steps per host check of the stop flag (>= 1)
+  bool sampled_ = false;      // emitting the streaming functions (NextToken samples)
   std::ostringstream os_;
   Emitter e_;
 };

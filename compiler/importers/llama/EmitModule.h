@@ -11,6 +11,10 @@
 //     eos_id), or at the cache length.
 //   func.func private @prefill_layer(%x: [M][D], %kc, %vc, 9 layer weights) -> (x', k', v')
 //   func.func @cache_len() -> tensor<1xi64>
+//   func.func @generate_begin(%prompt, %max_new, %sampler_floats, %sampler_ints, weights) -> state
+//   func.func @generate_chunk(%prompt, %max_new, %sampler_floats, %sampler_ints, state, weights)
+//     -> state: the same decode, chunk by chunk from the host (streaming), each token chosen by
+//     the device sampler (Sampler.h); state = (pos, n, token, stop flag, ids, K/V caches).
 //   One layer emitter serves both: it is parameterised by the rows it runs on (one decode
 //   row at the loop's position, or the M prompt rows at positions 0..M-1); only the cache
 //   write and the attention's position range differ between the two.

@@ -108,13 +108,17 @@ TEST_CASE("a header whose implied size overflows 64 bits is refused, naming the 
   CHECK_THAT(l.status().message(), Catch::Contains("file has 4096 bytes but the header"));
 }
 
-TEST_CASE("the emitted program: prefill layer calls, a chunked decode loop with inline layers") {
+TEST_CASE("the emitted program: prefill layer calls, a chunked decode loop with inline layers, the streaming pair") {
   auto b = Header({8, 12, 3, 4, 2, -10, 6}, 28 + 4 * Floats(false));
   auto c = ParseLlamaHeader(b.data(), b.size());
   REQUIRE(c.ok());
   EmitOptions options{5};
   options.decode_chunk = 3;
-  std::string text = EmitLlamaModule(*c, options);
+  const std::string module = EmitLlamaModule(*c, options);
+  // @generate (and what precedes it); the streaming pair follows it.
+  const size_t streaming = module.find("func.func @generate_begin(");
+  REQUIRE(streaming != std::string::npos);
+  const std::string text = module.substr(0, streaming), pair = module.substr(streaming);
   // Decode layers are inline (one recorded segment per step): no layer function.
   CHECK(Count(text, "func.call @layer(") == 0);
   CHECK(Count(text, "%chunk = arith.constant 3 : i64") == 1);
@@ -132,6 +136,19 @@ TEST_CASE("the emitted program: prefill layer calls, a chunked decode loop with 
   CHECK(Count(text, "%w_29: tensor<10x8xf32>") == 1);  // the separate classifier
   CHECK(Count(text, "tensor<5x4xf32>") > 0);           // KV cache: 5 positions x kv_dim 4
   CHECK(Count(text, "%cache_len = arith.constant 5 : i64") == 1);
+  CHECK(Count(text, "%sampler_floats") == 0);  // @generate is greedy
+  // The streaming pair: prefill + first token, then one chunk per call (no host loop), both
+  // sampled, with the same weights after the sampler arguments and the state.
+  CHECK(Count(pair, "func.func @generate_begin(%prompt: tensor<?xi64>, %max_new: i64, %sampler_floats: "
+                    "tensor<4xf32>, %sampler_ints: tensor<3xi64>, %w_0: tensor<10x8xf32>") == 1);
+  CHECK(Count(pair, "func.func @generate_chunk(%prompt: tensor<?xi64>, %max_new: i64, %sampler_floats: "
+                    "tensor<4xf32>, %sampler_ints: tensor<3xi64>, %bpos: i64, %bn: i64, %btok: tensor<i64>") == 1);
+  CHECK(Count(pair, "func.call @prefill_layer(") == 3);  // in @generate_begin only
+  CHECK(Count(pair, "scf.for %j = ") == 1);
+  CHECK(Count(pair, "scf.while") == 0);
+  CHECK(Count(pair, "%w_29: tensor<10x8xf32>") == 2);
+  // The sampler runs once after the prefill and once per step: Philox's first multiplier.
+  CHECK(Count(pair, "arith.constant 3528531795 : i64") == 2);
 }
 
 }  // namespace
