@@ -127,6 +127,8 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
     pm.addPass(hexir::createVerifyInput(VerifyInputOptions{target->name}));
   // Dim equalities and allocation sizes the program assumes, checked on the host (one VM
   // `assert` each) before any dispatch that relies on them.
+  // A call to a function with device work records into the caller's command buffer.
+  if (!options.keep_device_calls) pm.addPass(hexir::createInlineDeviceCalls());
   pm.addPass(hexir::createInsertShapeChecks());
   // Both targets apply consumers inside reductions (CUDA: lane 0 of the point's warp), so no
   // target sets unfused-reduction-extent (measured on the H200: fusing is 1.5-4% faster).

@@ -28,6 +28,10 @@ struct CompileOptions {
   std::string cpu = "host";         // LLVM CPU name, or "host" (host CPU + features)
   int64_t max_workgroups = 64;      // per dispatch, along x
   bool fuse_elementwise = true;     // fuse elementwise consumers into producers' dispatches
+  // Calls to functions with device work stay calls (each callee records its own command
+  // buffer, submitted per call) instead of being inlined into the caller's
+  // (hexir-inline-device-calls).
+  bool keep_device_calls = false;
   std::string cuda_chip = "sm_90";  // --target=cuda: SM for nvvm + ptxas -arch
   std::string cuda_features = "+ptx80";
   std::string cuda_format = "cubin";  // "cubin" (cubin + PTX) or "ptx" (PTX only)

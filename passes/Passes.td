@@ -42,6 +42,18 @@ def InsertShapeChecks : Pass<"hexir-insert-shape-checks", "mlir::ModuleOp"> {
                            "mlir::tensor::TensorDialect"];
 }
 
+def InlineDeviceCalls : Pass<"hexir-inline-device-calls", "mlir::ModuleOp"> {
+  let summary = "Inlines calls to functions with device work, so a call does not end the caller's command buffer";
+  let description = [{
+    A `func.call` to a function whose one-block body touches tensors is replaced by a copy of
+    that body (locations: the callee's, called from the call site): its dispatches join the
+    caller's execution region with per-call-site bindings, and equal kernels are merged later
+    by deduplication. Stay calls: host-only callees (scalars), callees on a call cycle,
+    callees of several blocks, and callees carrying `hexir.*` attributes (on the function or
+    an argument). Repeated to a fixed point; a private callee left unused is erased.
+  }];
+}
+
 //===-- dispatch ------------------------------------------------------------------------===//
 
 def FormDispatchRegions : Pass<"hexir-form-dispatch-regions", "mlir::ModuleOp"> {

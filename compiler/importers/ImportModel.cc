@@ -19,6 +19,7 @@ llama::EmitOptions LlamaOptions(const ImportModelOptions& o) {
   options.cache_len = o.cache_len;
   options.weight_type = o.weights;
   options.decode_chunk = o.decode_chunk;
+  options.layer_calls = !o.inline_layers;
   return options;
 }
 

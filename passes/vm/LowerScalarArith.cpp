@@ -22,6 +22,10 @@ LogicalResult HostLowering::lowerScalarArith(Operation* op) {
   bool i32 = resultType.isInteger(32);
   Value result;
   auto binary = [&](StringRef m) { return instI(m, {in[0], in[1]}); };
+  // i32 values live sign-extended in 64-bit registers; unsigned division and the logical
+  // shift read them zero-extended (0xFFFFFFFF / 2 is 0x7FFFFFFF, not -1).
+  auto zeroExtended = [&](Value v) { return i32 ? instI("and.i64", {v, i64(0xFFFFFFFF)}) : v; };
+  auto binaryU = [&](StringRef m) { return instI(m, {zeroExtended(in[0]), zeroExtended(in[1])}); };
   auto binaryF = [&](StringRef m) { return inst(m, {in[0], in[1]}, b.getF64Type()); };
   result =
       llvm::TypeSwitch<Operation*, Value>(op)
@@ -30,14 +34,14 @@ LogicalResult HostLowering::lowerScalarArith(Operation* op) {
           .Case([&](arith::MulIOp) { return binary("mul.i64"); })
           .Case([&](arith::DivSIOp) { return binary("div.s.i64"); })
           .Case([&](arith::RemSIOp) { return binary("rem.s.i64"); })
-          .Case([&](arith::DivUIOp) { return binary("div.u.i64"); })
-          .Case([&](arith::RemUIOp) { return binary("rem.u.i64"); })
+          .Case([&](arith::DivUIOp) { return binaryU("div.u.i64"); })
+          .Case([&](arith::RemUIOp) { return binaryU("rem.u.i64"); })
           .Case([&](arith::AndIOp) { return binary("and.i64"); })
           .Case([&](arith::OrIOp) { return binary("or.i64"); })
           .Case([&](arith::XOrIOp) { return binary("xor.i64"); })
           .Case([&](arith::ShLIOp) { return binary("shl.i64"); })
           .Case([&](arith::ShRSIOp) { return binary("shr.s.i64"); })
-          .Case([&](arith::ShRUIOp) { return binary("shr.u.i64"); })
+          .Case([&](arith::ShRUIOp) { return binaryU("shr.u.i64"); })
           .Case([&](arith::MinSIOp) { return binary("min.s.i64"); })
           .Case([&](arith::MaxSIOp) { return binary("max.s.i64"); })
           .Case([&](arith::FloorDivSIOp) { return roundedDivSI(in[0], in[1], /*ceil=*/false); })
@@ -68,8 +72,11 @@ LogicalResult HostLowering::lowerScalarArith(Operation* op) {
   if (!result)
     return op->emitError() << "unsupported op '" << op->getName()
                            << "' in a host function for target 'cpu'";
-  // Narrow integers wrap like their type: sign-extend the low bits again.
-  if (i32 && !isa<arith::CmpIOp>(op)) result = instI("trunc.i64.i32", {result});
+  // Narrow integers wrap like their type: sign-extend the low bits again, unless the op
+  // cannot leave the i32 range of sign-extended operands (one instruction less per use).
+  if (i32 && !isa<arith::CmpIOp, arith::RemSIOp, arith::AndIOp, arith::OrIOp, arith::XOrIOp,
+                  arith::ShRSIOp, arith::MinSIOp, arith::MaxSIOp, arith::SelectOp>(op))
+    result = instI("trunc.i64.i32", {result});
   if (resultType.isInteger(1) && !isa<arith::CmpIOp, arith::CmpFOp>(op))
     result = instI("and.i64", {result, i64(1)});
   scalars[op->getResult(0)] = result;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "hal/drivers/cuda/cuda_device.h"
@@ -391,13 +392,17 @@ func.func private @layer(%x: tensor<4x16xf32>, %w: tensor<16x16xf32>) -> tensor<
 // True where modules come precompiled (HEXIR_PRECOMPILED_DIR: no hexir-compile to run).
 bool Precompiled() { return std::getenv("HEXIR_PRECOMPILED_DIR") != nullptr; }
 
-void EightCallsOneFunction(const std::string& target) {
+// The 8-layer net compiled with `flags`: its VM-form text checked by `check_vm` (where
+// modules are compiled here), its result against C++, and what its first call did on the
+// device (recordings, submissions, dispatches; executables loaded in all).
+hal::DeviceStats EightCallsRun(const std::string& target, const std::string& name, const std::string& flags,
+                               const std::function<void(const std::function<size_t(const std::string&)>&)>& check_vm) {
   std::string source = EightCalls();
-  std::string module = CompileOrDie(source, "eight_calls", target);
+  std::string module = CompileOrDie(source, name, target, flags);
   if (!Precompiled()) {  // a compile-side check: it ran where the module was built
-    std::string mlir = TempFile("eight_calls." + target + ".vm.mlir");
-    CommandResult vm = RunCommand(HexirCompile() + " " + TempFile("eight_calls.mlir") +
-                                  " --target=" + target + " --emit-vm-mlir -o " + mlir);
+    std::string mlir = TempFile(name + "." + target + ".vm.mlir");
+    CommandResult vm = RunCommand(HexirCompile() + " " + TempFile(name + ".mlir") + " --target=" + target +
+                                  " " + flags + " --emit-vm-mlir -o " + mlir);
     INFO(vm.output);
     REQUIRE(vm.exit_code == 0);
     std::ifstream in(mlir);
@@ -408,8 +413,7 @@ void EightCallsOneFunction(const std::string& target) {
       return n;
     };
     CHECK(count("hexir.executable @") == 1);
-    CHECK(count("func.func private @layer(") == 1);
-    CHECK(count("hexir_vm.call @layer(") == 8);
+    check_vm(count);
   }
 
   auto session = OpenOrDie(module, target);
@@ -420,6 +424,7 @@ void EightCallsOneFunction(const std::string& target) {
     w.push_back(RandomF32({16, 16}, 100 + i, -0.3f, 0.3f));
     inputs.push_back(Tensor(w.back()));
   }
+  hal::DeviceStats before = session->device().stats();
   auto results = CallOrDie(*session, "net", inputs);
   HostTensor h = x;
   for (int l = 0; l < 8; ++l) {
@@ -433,12 +438,39 @@ void EightCallsOneFunction(const std::string& target) {
     h = next;
   }
   RequireClose(results[0].tensor, h, 1e-4, 1e-5);
-  hal::DeviceStats stats = session->device().stats();
+  hal::DeviceStats after = session->device().stats(), call;  // the call's own work
+  call.command_buffers_recorded = after.command_buffers_recorded - before.command_buffers_recorded;
+  call.queue_submissions = after.queue_submissions - before.queue_submissions;
+  call.dispatches_executed = after.dispatches_executed - before.dispatches_executed;
+  call.executables_loaded = after.executables_loaded;
+  return call;
+}
+
+void EightCallsKept(const std::string& target) {
+  hal::DeviceStats stats = EightCallsRun(target, "eight_calls_kept", "--keep-device-calls", [](const auto& count) {
+    CHECK(count("func.func private @layer(") == 1);
+    CHECK(count("hexir_vm.call @layer(") == 8);
+  });
   CHECK(stats.command_buffers_recorded == 1);  // the layer's segment, replayed 8 times
+  CHECK(stats.queue_submissions == 8);
   CHECK(stats.executables_loaded == 1);
 }
-HEXIR_E2E_TEST_ON_DEVICES("a function called 8 times: one bytecode function, one executable, one recording",
-                          EightCallsOneFunction)
+HEXIR_E2E_TEST_ON_DEVICES("a function called 8 times, kept as calls: one bytecode function, one executable, one recording",
+                          EightCallsKept)
+
+void EightCallsInlined(const std::string& target) {
+  hal::DeviceStats stats = EightCallsRun(target, "eight_calls", "", [](const auto& count) {
+    CHECK(count("func.func private @layer(") == 0);
+    CHECK(count("hexir_vm.call @layer(") == 0);
+  });
+  // The 8 call sites record into the caller's one command buffer, submitted once.
+  CHECK(stats.command_buffers_recorded == 1);
+  CHECK(stats.queue_submissions == 1);
+  CHECK(stats.dispatches_executed == 8);
+  CHECK(stats.executables_loaded == 1);
+}
+HEXIR_E2E_TEST_ON_DEVICES("a function with device work called 8 times records into the caller's one command buffer: one submission, one executable",
+                          EightCallsInlined)
 
 // ---- lifetimes ------------------------------------------------------------------------------
 

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -34,6 +36,33 @@ func.func @sum_mod(%n: i64) -> i64 {
     scf.yield %t : i64
   }
   return %r : i64
+}
+
+// The same loop over i32 (the VM keeps i32 sign-extended in 64-bit registers).
+func.func @sum_mod_i32(%n: i32) -> i32 {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c7 = arith.constant 7 : i32
+  %c13 = arith.constant 13 : i32
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c0) -> (i32) : i32 {
+    %a = arith.muli %i, %c7 : i32
+    %b = arith.remsi %a, %c13 : i32
+    %t = arith.addi %s, %b : i32
+    scf.yield %t : i32
+  }
+  return %r : i32
+}
+
+// i32 arithmetic whose i64 form differs: unsigned division, remainder and shift (operands
+// zero-extended), signed remainder and division.
+func.func @i32_ops(%a: i32, %b: i32) -> (i32, i32, i32, i32, i32) {
+  %c1 = arith.constant 1 : i32
+  %du = arith.divui %a, %b : i32
+  %ru = arith.remui %a, %b : i32
+  %sh = arith.shrui %a, %c1 : i32
+  %rs = arith.remsi %a, %b : i32
+  %ds = arith.divsi %a, %b : i32
+  return %du, %ru, %sh, %rs, %ds : i32, i32, i32, i32, i32
 }
 
 // sum over i < n, j < m (index loops) of (i * m + j) % 11, plus a stepped zero-trip-capable
@@ -176,10 +205,32 @@ func.func @swap_add(%x: tensor<4xf32>, %y: tensor<4xf32>, %n: i64) -> (tensor<4x
 }
 )mlir";
 
+// Every integer comparison as a loop test, over i32, i64 and index:
+//   @walk_<predicate>_<type>(i0, b, step) -> (i, k): while (i <predicate> b) { i += step; ++k }
+// (i32 adds wrap at 32 bits; the test is the one arith.cmpi, so its branch can be fused).
+const char* kPredicates[] = {"eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"};
+const char* kLoopTypes[] = {"i32", "i64", "index"};
+
+std::string WalkLoops() {
+  std::string text;
+  for (const char* p : kPredicates)
+    for (const char* t : kLoopTypes) {
+      std::string ty = t, name = std::string("@walk_") + p + "_" + t;
+      text += "func.func " + name + "(%i0: " + ty + ", %b: " + ty + ", %step: " + ty + ") -> (" + ty +
+              ", i64) {\n  %c0 = arith.constant 0 : i64\n  %c1 = arith.constant 1 : i64\n" +
+              "  %r:2 = scf.while (%i = %i0, %k = %c0) : (" + ty + ", i64) -> (" + ty + ", i64) {\n" +
+              "    %more = arith.cmpi " + p + ", %i, %b : " + ty + "\n" +
+              "    scf.condition(%more) %i, %k : " + ty + ", i64\n  } do {\n  ^bb0(%i: " + ty +
+              ", %k: i64):\n    %i2 = arith.addi %i, %step : " + ty + "\n    %k2 = arith.addi %k, %c1 : i64\n" +
+              "    scf.yield %i2, %k2 : " + ty + ", i64\n  }\n  return %r#0, %r#1 : " + ty + ", i64\n}\n\n";
+    }
+  return text;
+}
+
 // The loops module, compiled once and opened on the CPU.
 tools::Session& Loops() {
   static std::unique_ptr<tools::Session> session = [] {
-    std::string module = CompileOrDie(kLoops, "loops");
+    std::string module = CompileOrDie(std::string(kLoops) + WalkLoops(), "loops");
     tools::InvocationOptions options;
     options.device_uri = "cpu";
     options.cpu_threads = 0;
@@ -205,9 +256,17 @@ std::vector<HostValue> Call(const std::string& name, const std::vector<HostValue
   return results;
 }
 
-int64_t CallI(const std::string& name, const std::vector<int64_t>& args, size_t result = 0) {
+// An integer argument of the function's type ("i32"; i64 and index are both i64 here).
+HostValue IntScalar(int64_t x, const std::string& type = "i64") {
+  HostValue v = I64Scalar(x);
+  if (type == "i32") v.scalar_type = static_cast<int32_t>(hal::ElementType::kI32);
+  return v;
+}
+
+int64_t CallI(const std::string& name, const std::vector<int64_t>& args, size_t result = 0,
+              const std::string& type = "i64") {
   std::vector<HostValue> inputs;
-  for (int64_t a : args) inputs.push_back(I64Scalar(a));
+  for (int64_t a : args) inputs.push_back(IntScalar(a, type));
   std::vector<HostValue> results = Call(name, inputs);
   REQUIRE(results.size() > result);
   REQUIRE(results[result].kind == HostValue::Kind::kInt);
@@ -225,6 +284,102 @@ TEST_CASE("a counted scf.for of s += (i*7)%13 matches C++ in 4 instructions per 
   Call("sum_mod", {I64Scalar(1)}, &one);
   Call("sum_mod", {I64Scalar(10001)}, &many);
   CHECK(many - one <= 4 * 10000);
+}
+
+TEST_CASE("a counted scf.for over i32 matches C++ in 8 instructions per iteration") {
+  auto reference = [](int32_t n) {
+    int32_t s = 0;
+    for (int32_t i = 0; i < n; ++i) s += (i * 7) % 13;
+    return s;
+  };
+  for (int32_t n : {-7, 0, 1, 13, 1000, 123457}) CHECK(CallI("sum_mod_i32", {n}, 0, "i32") == reference(n));
+  uint64_t one = 0, many = 0;
+  Call("sum_mod_i32", {IntScalar(1, "i32")}, &one);
+  Call("sum_mod_i32", {IntScalar(10001, "i32")}, &many);
+  CHECK(many - one <= 8 * 10000);  // the 4 of i64, 3 re-sign-extensions (mul, add, add) and the loop test
+}
+
+TEST_CASE("i32 unsigned division, remainder and shift read their operands as unsigned 32-bit values") {
+  const int32_t cases[][2] = {{-1, 2}, {-7, 3}, {7, -3}, {-2147483647 - 1, 7}, {100, 7}, {-100, -7}, {5, -1}};
+  for (const auto& c : cases) {
+    uint32_t a = uint32_t(c[0]), b = uint32_t(c[1]);
+    std::vector<HostValue> r = Call("i32_ops", {IntScalar(c[0], "i32"), IntScalar(c[1], "i32")});
+    REQUIRE(r.size() == 5);
+    INFO("a = " << c[0] << ", b = " << c[1]);
+    CHECK(r[0].i == int32_t(a / b));
+    CHECK(r[1].i == int32_t(a % b));
+    CHECK(r[2].i == int32_t(a >> 1));
+    CHECK(r[3].i == c[0] % c[1]);
+    CHECK(r[4].i == c[0] / c[1]);
+  }
+}
+
+// while (i <p> b) { i += step; ++k } in C++ on `bits`-bit integers (wrapping adds); nullopt
+// when it would run more than `limit` iterations.
+std::optional<std::pair<int64_t, int64_t>> Walk(const std::string& p, int bits, int64_t i, int64_t b,
+                                                int64_t step, int64_t limit = 100000) {
+  auto wrap = [&](int64_t v) { return bits == 32 ? int64_t(int32_t(uint32_t(uint64_t(v)))) : v; };
+  auto unsignedOf = [&](int64_t v) { return bits == 32 ? uint64_t(uint32_t(v)) : uint64_t(v); };
+  auto holds = [&](int64_t x) {
+    uint64_t ux = unsignedOf(x), ub = unsignedOf(b);
+    if (p == "eq") return x == b;
+    if (p == "ne") return x != b;
+    if (p == "slt") return x < b;
+    if (p == "sle") return x <= b;
+    if (p == "sgt") return x > b;
+    if (p == "sge") return x >= b;
+    if (p == "ult") return ux < ub;
+    if (p == "ule") return ux <= ub;
+    if (p == "ugt") return ux > ub;
+    return ux >= ub;  // uge
+  };
+  int64_t k = 0;
+  for (; holds(i); ++k) {
+    if (k == limit) return std::nullopt;
+    i = wrap(int64_t(uint64_t(i) + uint64_t(step)));
+  }
+  return std::make_pair(i, k);
+}
+
+TEST_CASE("loops tested by every integer comparison over i32, i64 and index match C++, negative steps and zero trips included") {
+  const int64_t cases[][3] = {{0, 10, 1},   {0, 10, 3},     {10, 0, -1},  {10, 0, -3},   {5, 5, 1},
+                              {5, 5, -1},   {-5, 5, 1},     {5, -5, -2},  {-3, 4, 7},    {3, -4, -7},
+                              {7, 3, 2},    {3, 7, -2},     {-10, -1, 3}, {-1, -10, -4}, {10, 3, -1},
+                              {2147483600, 2147483647, 20}, {-2147483600, -2147483647, -20}};
+  for (const char* p : kPredicates)
+    for (const char* t : kLoopTypes) {
+      int bits = std::string(t) == "i32" ? 32 : 64;
+      int ran = 0, zero_trips = 0;
+      for (const auto& c : cases) {
+        std::optional<std::pair<int64_t, int64_t>> expected = Walk(p, bits, c[0], c[1], c[2]);
+        if (!expected) continue;  // runs (nearly) forever: not a case for this comparison
+        std::string name = std::string("walk_") + p + "_" + t;
+        INFO(name << "(" << c[0] << ", " << c[1] << ", " << c[2] << ")");
+        CHECK(CallI(name, {c[0], c[1], c[2]}, 0, t) == expected->first);
+        CHECK(CallI(name, {c[0], c[1], c[2]}, 1, t) == expected->second);
+        ++ran;
+        zero_trips += expected->second == 0;
+      }
+      INFO(p << " " << t);
+      CHECK(ran >= 6);
+      CHECK(zero_trips >= 1);
+    }
+}
+
+TEST_CASE("a loop tested by any comparison runs in 3 instructions per iteration over i64 and index, 4 over i32") {
+  // i moves toward b one step per iteration, 10000 iterations more in the second call.
+  for (const char* p : {"ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"})
+    for (const char* t : kLoopTypes) {
+      std::string pred = p;
+      bool down = pred == "sgt" || pred == "sge" || pred == "ugt" || pred == "uge";
+      int64_t step = down ? -1 : 1, start = down ? 20000 : 0, few = down ? 19990 : 10;
+      std::string name = "walk_" + pred + "_" + t;
+      uint64_t short_run = 0, long_run = 0;
+      Call(name, {IntScalar(start, t), IntScalar(few, t), IntScalar(step, t)}, &short_run);
+      Call(name, {IntScalar(start, t), IntScalar(few + 10000 * step, t), IntScalar(step, t)}, &long_run);
+      INFO(name << ": " << long_run - short_run << " instructions for 10000 iterations");
+      CHECK(long_run - short_run <= (std::string(t) == "i32" ? 4 : 3) * 10000);
+    }
 }
 
 TEST_CASE("nested scf.for loops over index, one with a step of 3 and a zero-trip start, match C++") {

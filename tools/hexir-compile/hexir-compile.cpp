@@ -39,6 +39,11 @@ static cl::opt<int64_t> maxWorkgroups("max-workgroups", cl::desc("workgroups per
                                       cl::init(64));
 static cl::opt<bool> noFusion("no-fusion", cl::desc("one dispatch per linalg op"),
                               cl::init(false));
+static cl::opt<bool> keepDeviceCalls(
+    "keep-device-calls",
+    cl::desc("calls to functions with device work stay calls (the callee's command buffer is "
+             "submitted per call) instead of recording into the caller's"),
+    cl::init(false));
 static cl::opt<std::string> cudaChip("cuda-chip", cl::desc("--target=cuda: SM (default sm_90)"),
                                      cl::init("sm_90"));
 static cl::opt<std::string> cudaFormat("cuda-format",
@@ -110,6 +115,7 @@ int main(int argc, char** argv) {
   options.cpu = cpu;
   options.max_workgroups = maxWorkgroups;
   options.fuse_elementwise = !noFusion;
+  options.keep_device_calls = keepDeviceCalls;
   options.dump_after = dumpAfter;
   options.dump_all = dumpAll;
   options.cuda_chip = cudaChip;

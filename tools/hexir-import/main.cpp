@@ -47,6 +47,9 @@ int main(int argc, char** argv) {
   app.add_option("--weights", o.weights, "llama2c/gguf: weight argument element type, f32 (default) or f16");
   app.add_option("--decode-chunk", o.decode_chunk,
                  "llama2c/gguf: decode steps per host check of the stop flag (default 8; 1 = check every token)");
+  app.add_flag("--inline-layers", o.inline_layers,
+               "llama2c/gguf/hf: write each decode layer out in the step instead of calling @layer "
+               "(the same command buffer once compiled; for comparison)");
   if (int exit = hexir::tools::ParseFlags("hexir-import", app, argc, argv); exit >= 0) return exit;
   return hexir::tools::RunTool("hexir-import", [&] { return Run(flags); });
 }

@@ -6,10 +6,12 @@
 //     weights: LlamaWeights(config) order (Checkpoint.h). Result: min(max(max_new, 0),
 //     cache_len) ids (a larger request is clamped: nothing is generated past the cache),
 //     generated in order, the rest -1. The prompt runs in one pass (@prefill_layer per layer, M rows);
-//     then a chunked decode loop (scf.while of scf.for steps) runs the layers inline on one
+//     then a chunked decode loop (scf.while of scf.for steps) runs the layers (@layer) on one
 //     row, picks the argmax on the device, and stops after max_new ids, a BOS or EOS token (config.bos_id /
 //     eos_id), or at the cache length.
 //   func.func private @prefill_layer(%x: [M][D], %kc, %vc, 9 layer weights) -> (x', k', v')
+//   func.func private @layer(%x: [D], %kc, %vc, %pos: i64, 9 layer weights) -> (x', k', v')
+//     one decode row at position %pos (EmitOptions::layer_calls; else written out per layer)
 //   func.func @cache_len() -> tensor<1xi64>
 //   func.func @generate_begin(%prompt, %max_new, %sampler_floats, %sampler_ints, weights) -> state
 //   func.func @generate_chunk(%prompt, %max_new, %sampler_floats, %sampler_ints, state, weights)
@@ -39,6 +41,10 @@ struct EmitOptions {
   // chunk (one wait); steps after a stop token inside a chunk compute but write no id, so
   // the ids do not depend on it.
   int64_t decode_chunk = 8;
+  // Decode runs each layer as a call of @layer (one function per distinct list of weight
+  // types, like @prefill_layer); hexir-compile inlines the calls into the step's command
+  // buffer (hexir-inline-device-calls). false: the layers are written out in the loop body.
+  bool layer_calls = true;
 };
 
 std::string EmitLlamaModule(const LlamaConfig& config, const EmitOptions& options = {});

@@ -108,7 +108,7 @@ TEST_CASE("a header whose implied size overflows 64 bits is refused, naming the 
   CHECK_THAT(l.status().message(), Catch::Contains("file has 4096 bytes but the header"));
 }
 
-TEST_CASE("the emitted program: prefill layer calls, a chunked decode loop with inline layers, the streaming pair") {
+TEST_CASE("the emitted program: prefill layer calls, a chunked decode loop calling @layer per layer, the streaming pair") {
   auto b = Header({8, 12, 3, 4, 2, -10, 6}, 28 + 4 * Floats(false));
   auto c = ParseLlamaHeader(b.data(), b.size());
   REQUIRE(c.ok());
@@ -119,15 +119,18 @@ TEST_CASE("the emitted program: prefill layer calls, a chunked decode loop with 
   const size_t streaming = module.find("func.func @generate_begin(");
   REQUIRE(streaming != std::string::npos);
   const std::string text = module.substr(0, streaming), pair = module.substr(streaming);
-  // Decode layers are inline (one recorded segment per step): no layer function.
-  CHECK(Count(text, "func.call @layer(") == 0);
+  // Decode layers are calls of one @layer (hexir-compile inlines them: one segment per step).
+  CHECK(Count(text, "func.func private @layer(%x: tensor<8xf32>, %kc: tensor<5x4xf32>, %vc: tensor<5x4xf32>, %pos: i64") == 1);
+  CHECK(Count(text, "func.call @layer(") == 3);
+  CHECK(Count(text, ", %spos, ") == 3);  // each call at the step position
   CHECK(Count(text, "%chunk = arith.constant 3 : i64") == 1);
   CHECK(Count(text, "scf.for %j = ") == 1);
   // One host read of the stop flag per chunk (+ one after prefill), none per step.
   CHECK(Count(text, "tensor.extract %f#1[%c0] : tensor<1xi64>") == 1);
   CHECK(Count(text, "%stop0_h = tensor.extract") == 1);
-  // 3 layers inline: 3 rotary bodies for q and 3 for k at the step position.
-  CHECK(Count(text, "arith.sitofp %spos : i64 to f32") == 6);
+  // One rotary body for q and one for k in @layer, at its position argument.
+  CHECK(Count(text, "arith.sitofp %pos : i64 to f32") == 2);
+  CHECK(Count(text, "arith.sitofp %spos : i64 to f32") == 0);
   CHECK(Count(text, "func.func private @prefill_layer(%x: tensor<?x8xf32>") == 1);
   CHECK(Count(text, "func.call @prefill_layer(") == 3);
   CHECK(Count(text, "func.func @cache_len() -> tensor<1xi64>") == 1);
@@ -149,6 +152,17 @@ TEST_CASE("the emitted program: prefill layer calls, a chunked decode loop with 
   CHECK(Count(pair, "%w_29: tensor<10x8xf32>") == 2);
   // The sampler runs once after the prefill and once per step: Philox's first multiplier.
   CHECK(Count(pair, "arith.constant 3528531795 : i64") == 2);
+  CHECK(Count(pair, "func.call @layer(") == 3);  // in @generate_chunk
+
+  // Written out (--inline-layers): no layer function, 3 rotary bodies for q and 3 for k at
+  // the step position in @generate.
+  options.layer_calls = false;
+  const std::string inlined_module = EmitLlamaModule(*c, options);
+  const std::string inlined = inlined_module.substr(0, inlined_module.find("func.func @generate_begin("));
+  CHECK(Count(inlined_module, "func.call @layer(") == 0);
+  CHECK(Count(inlined_module, "func.func private @layer(") == 0);
+  CHECK(Count(inlined, "arith.sitofp %spos : i64 to f32") == 6);
+  CHECK(Count(inlined, "func.call @prefill_layer(") == 3);
 }
 
 }  // namespace
