@@ -18,6 +18,7 @@ struct ImportModelOptions {
   int64_t cache_len = 0;        // llama2c/gguf/hf: KV-cache positions (0: the checkpoint's)
   std::string weights = "f32";  // llama2c/gguf/hf: weight argument element type (f32 or f16)
   int64_t decode_chunk = 8;     // llama2c/gguf/hf: decode steps per host check of the stop flag
+  int64_t tensor_parallel = 1;  // llama2c/gguf/hf: ranks of the SPMD program (llama/TensorParallel.h)
 };
 
 // The model kinds ("onnx", "llama2c", "gguf", "hf") with their file suffixes (".onnx", ...;

@@ -47,6 +47,10 @@ int main(int argc, char** argv) {
   app.add_option("--weights", o.weights, "llama2c/gguf: weight argument element type, f32 (default) or f16");
   app.add_option("--decode-chunk", o.decode_chunk,
                  "llama2c/gguf: decode steps per host check of the stop flag (default 8; 1 = check every token)");
+  app.add_option("--tensor-parallel", o.tensor_parallel,
+                 "llama2c/gguf/hf: one SPMD program for N ranks (Megatron-style shards; run it with "
+                 "mpirun -n N hexir-generate)")
+      ->check(CLI::Range(1, 4096));
   if (int exit = hexir::tools::ParseFlags("hexir-import", app, argc, argv); exit >= 0) return exit;
   return hexir::tools::RunTool("hexir-import", [&] { return Run(flags); });
 }

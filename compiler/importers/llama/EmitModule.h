@@ -35,6 +35,10 @@ struct EmitOptions {
   // chunk (one wait); steps after a stop token inside a chunk compute but write no id, so
   // the ids do not depend on it.
   int64_t decode_chunk = 8;
+  // Tensor parallelism (TensorParallel.h): > 1 emits one rank's SPMD program for this many
+  // ranks (Megatron-style shards, all_reduce after wo and w2, a distributed argmax); the
+  // weights passed must then be TensorParallelWeights'. 1: one device.
+  int64_t tensor_parallel = 1;
 };
 
 std::string EmitLlamaModule(const LlamaConfig& config, const EmitOptions& options = {});
