@@ -9,6 +9,8 @@ namespace hexir::compiler {
 namespace {
 
 StatusOr<std::string> ImportOnnx(const std::string& path, const ImportModelOptions& o) {
+  if (o.tensor_parallel != 1)
+    return InvalidArgument("'", path, "': --tensor-parallel applies to llama checkpoints, not ONNX models");
   importers::onnx::ImportOptions options;
   options.entry_name = o.entry;
   return importers::onnx::ImportOnnxFile(path, options);
@@ -20,6 +22,7 @@ llama::EmitOptions LlamaOptions(const ImportModelOptions& o) {
   options.weight_type = o.weights;
   options.decode_chunk = o.decode_chunk;
   options.layer_calls = !o.inline_layers;
+  options.tensor_parallel = o.tensor_parallel;
   return options;
 }
 

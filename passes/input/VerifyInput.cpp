@@ -1,5 +1,6 @@
 // Rejects input the compiler cannot compile, with an error at the offending op, before
 // any transformation runs (so errors point at the user's IR, not at generated IR).
+#include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -55,7 +56,8 @@ class VerifyInput : public impl::VerifyInputBase<VerifyInput> {
                  isa<tensor::EmptyOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp,
                      tensor::DimOp, tensor::ExtractOp, tensor::CastOp>(op) ||
                  (!inKernel && IsLowerableHostTensorOp(op)) ||
-                 (isa<tensor::YieldOp>(op) && isa<tensor::PadOp>(op->getParentOp()));
+                 (isa<tensor::YieldOp>(op) && isa<tensor::PadOp>(op->getParentOp())) ||
+                 (!inKernel && (GetCollective(op) || isa<ChannelRankOp, ChannelCountOp, CheckOp>(op)));
     if (!known)
       return op->emitError() << "unsupported op '" << op->getName() << "' for target '"
                              << target << "'";

@@ -10,8 +10,9 @@
 //                                          }
 //                                          %v = tensor.extract %b[...]
 //
-// A run is a sequence of ops that keep a command buffer open: dispatches, host reshapes
-// (aliases) and host ops that only compute host values (checks, dims, arith, empties). Any
+// A run is a sequence of ops that keep a command buffer open: dispatches, collectives
+// (hexir.all_reduce, ...), host reshapes (aliases) and host ops that only compute host values
+// (checks, dims, arith, empties, the channel's rank and count). Any
 // other op (a call, a host read, a branch, a return) ends it. Host ops stay outside the
 // region, before it: they run on the host before the region is submitted. A `tensor.dim` of
 // a value the region produces is first resolved to the host value that sized it (a
@@ -44,12 +45,16 @@ namespace {
 using namespace mlir;
 
 bool isHostValueOp(Operation& op) {
-  return isa<CheckOp, tensor::DimOp, tensor::EmptyOp, GlobalLoadOp>(op) ||
+  return isa<CheckOp, tensor::DimOp, tensor::EmptyOp, GlobalLoadOp, ChannelRankOp,
+             ChannelCountOp>(op) ||
          (op.getDialect() && op.getDialect()->getNamespace() == "arith");
 }
 
+// A command of a region: a dispatch or a collective.
+bool isCommand(Operation& op) { return isa<DispatchOp>(op) || GetCollective(&op); }
+
 bool keepsRegionOpen(Operation& op) {
-  return isa<DispatchOp>(op) || schedule::IsAlias(&op) || isHostValueOp(op);
+  return isCommand(op) || schedule::IsAlias(&op) || isHostValueOp(op);
 }
 
 // The host value of dimension `index` of `v` computed without `v` itself, or null.
@@ -71,6 +76,9 @@ Value resolveDim(OpBuilder& b, Location loc, Value v, int64_t index) {
   if (auto expand = dyn_cast_or_null<tensor::ExpandShapeOp>(def))
     return getValueOrCreateConstantIndexOp(b, loc, expand.getMixedOutputShape()[index]);
   if (auto cast = dyn_cast_or_null<tensor::CastOp>(def)) return resolveDim(b, loc, cast.getSource(), index);
+  // all_reduce and broadcast: the result has the source's type, so its dims.
+  if (std::optional<CollectiveView> c = def ? GetCollective(def) : std::nullopt)
+    if (c->send && c->recv && c->send.getType() == c->recv.getType()) return resolveDim(b, loc, c->send, index);
   if (auto collapse = dyn_cast_or_null<tensor::CollapseShapeOp>(def)) {
     Value size;
     for (int64_t d : collapse.getReassociationIndices()[index]) {
@@ -92,7 +100,7 @@ class RegionBuilder {
     DenseSet<Operation*> memberSet;
     std::optional<int64_t> device;  // the members' device (hexir.device of their dispatches)
     auto close = [&]() {
-      if (llvm::any_of(members, [](Operation* op) { return isa<DispatchOp>(op); }))
+      if (llvm::any_of(members, [](Operation* op) { return isCommand(*op); }))
         wrap(members);
       members.clear();
       memberSet.clear();
@@ -120,8 +128,8 @@ class RegionBuilder {
       }
       // Reshapes of host values are host ops too; reshapes of region values alias inside it.
       if (schedule::IsAlias(&op) && !readsMember) continue;
-      if (isa<DispatchOp>(op)) {
-        // A dispatch of another device starts a region of its own.
+      if (isCommand(op)) {
+        // A command of another device starts a region of its own.
         int64_t on = schedule::ExplicitDevice(&op).value_or(0);
         if (device && *device != on) close();
         device = on;
@@ -167,7 +175,7 @@ class RegionBuilder {
       if (auto transfer = dyn_cast<TransferOp>(op)) {
         device = transfer.getTo();
         queue = "transfer";
-      } else if (isa<DispatchOp>(op)) {
+      } else if (isCommand(*op)) {
         device = schedule::ExplicitDevice(op).value_or(0);
       }
     }

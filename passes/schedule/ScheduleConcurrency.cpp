@@ -4,10 +4,11 @@
 //   waves: a = f(x); b = g(x); c = h(a, b)   ==>   a = f(x); b = g(x); barrier; c = h(a, b)
 //   serial: a barrier between every pair     ==>   a = f(x); barrier; b = g(x); barrier; c = ...
 //
-// Dependences inside a region come from buffers: a dispatch depends on the dispatch that
-// wrote each buffer it reads (SSA def-use, through alias reshapes and in-place results), and
-// a dispatch that updates a buffer in place (`hexir.tied_operands`) also depends on every
-// earlier dispatch reading that buffer (write after read). The *wave* of a dispatch is one
+// Dependences inside a region come from buffers: a dispatch or a collective depends on the
+// command that wrote each buffer it reads (SSA def-use, through alias reshapes and in-place
+// results), and a dispatch that updates a buffer in place (`hexir.tied_operands`) also
+// depends on every earlier command reading that buffer (write after read). A collective also
+// depends on the region's previous collective: every rank issues them in program order. The *wave* of a dispatch is one
 // more than the latest wave it depends on; a barrier separates consecutive waves, so the
 // dispatches of one wave may run concurrently (CUDA graph branches).
 //
@@ -15,10 +16,12 @@
 // its consumers and the region's wave count, is later than its earliest) is placed in that
 // latest wave when a larger dispatch on the critical path starts in its earliest wave: the
 // larger one then does not share its wave with work that could wait. Cost = element count of
-// the results (a dynamic dim counts as kDynamicExtent); transfers and collectives, when
-// regions hold them, count as the largest so they are issued first. Within a wave the larger
+// the results (a dynamic dim counts as kDynamicExtent); collectives count as the largest, so
+// they are never deferred and come first in their wave. Within a wave the larger
 // dispatches come first. Reshapes follow their source. Re-running the pass recomputes the
 // barriers.
+#include <limits>
+
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "passes/Passes.h"
@@ -34,9 +37,14 @@ using namespace mlir;
 // The extent assumed for a dynamic dimension when comparing costs.
 constexpr int64_t kDynamicExtent = 1024;
 
-int64_t costOf(DispatchOp d) {
+// Collectives count as the largest: issued as early as their inputs allow, so that a peer
+// waiting for this rank waits as little as possible.
+constexpr int64_t kCollectiveCost = std::numeric_limits<int64_t>::max();
+
+int64_t costOf(Operation* command) {
+  if (GetCollective(command)) return kCollectiveCost;
   int64_t elements = 0;
-  for (Type t : d.getResultTypes()) {
+  for (Type t : command->getResultTypes()) {
     auto tensor = cast<RankedTensorType>(t);
     int64_t n = 1;
     for (int64_t extent : tensor.getShape()) n *= ShapedType::isDynamic(extent) ? kDynamicExtent : extent;
@@ -46,7 +54,7 @@ int64_t costOf(DispatchOp d) {
 }
 
 struct RegionSchedule {
-  SmallVector<DispatchOp> dispatches;           // body order
+  SmallVector<Operation*> dispatches;           // dispatches and collectives, body order
   SmallVector<SmallVector<unsigned>> deps;      // indices of earlier dispatches
   SmallVector<int64_t> wave;
 };
@@ -67,22 +75,30 @@ int64_t writerOf(Value v, const DenseMap<Operation*, unsigned>& index) {
 RegionSchedule dependences(ExecuteOp execute) {
   RegionSchedule s;
   DenseMap<Operation*, unsigned> index;
-  for (auto d : execute.getBody().front().getOps<DispatchOp>()) {
-    index[d] = s.dispatches.size();
-    s.dispatches.push_back(d);
+  for (Operation& op : execute.getBody().front()) {
+    if (!isa<DispatchOp>(op) && !GetCollective(&op)) continue;
+    index[&op] = s.dispatches.size();
+    s.dispatches.push_back(&op);
   }
   s.deps.resize(s.dispatches.size());
-  for (auto [i, d] : llvm::enumerate(s.dispatches)) {
+  std::optional<unsigned> previousCollective;
+  for (auto [i, op] : llvm::enumerate(s.dispatches)) {
     SetVector<unsigned> deps;
-    for (Value v : d.getArgs())
+    for (Value v : op->getOperands())
       if (isa<RankedTensorType>(v.getType()))
         if (int64_t w = writerOf(v, index); w >= 0) deps.insert(w);
-    for (unsigned r = 0; r < d->getNumResults(); ++r) {
+    if (GetCollective(op)) {
+      // Every rank must issue its collectives in the same order: program order.
+      if (previousCollective) deps.insert(*previousCollective);
+      previousCollective = i;
+    }
+    auto d = dyn_cast<DispatchOp>(op);
+    for (unsigned r = 0; d && r < d->getNumResults(); ++r) {
       int64_t tied = schedule::TiedOperandOf(d, r);
       if (tied < 0) continue;
       Value root = schedule::BufferRoot(d.getArgs()[tied]);
       for (unsigned e = 0; e < i; ++e)
-        for (Value v : s.dispatches[e].getArgs())
+        for (Value v : s.dispatches[e]->getOperands())
           if (isa<RankedTensorType>(v.getType()) && schedule::BufferRoot(v) == root) deps.insert(e);
     }
     s.deps[i] = deps.takeVector();
@@ -132,11 +148,11 @@ void rebuildBody(ExecuteOp execute, const RegionSchedule& s, bool serial) {
   OpBuilder b(execute.getContext());
   Operation* terminator = body.getTerminator();
   for (auto [position, i] : llvm::enumerate(order)) {
-    DispatchOp d = s.dispatches[i];
+    Operation* d = s.dispatches[i];
     bool newWave = serial ? position > 0 : position > 0 && s.wave[i] != s.wave[order[position - 1]];
     if (newWave) {
       b.setInsertionPoint(terminator);
-      BarrierOp::create(b, d.getLoc());
+      BarrierOp::create(b, d->getLoc());
     }
     d->moveBefore(terminator);
   }

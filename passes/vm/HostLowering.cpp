@@ -205,6 +205,11 @@ LogicalResult HostLowering::lowerOp(Operation& op) {
         return d.emitError("hexir.dispatch outside a hexir.execute region (run "
                            "hexir-form-execution-regions first)");
       })
+      .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, BroadcastOp, SendOp, RecvOp>([&](auto c) {
+        return c.emitError("collective outside a hexir.execute region (run "
+                           "hexir-form-execution-regions first)");
+      })
+      .Case<ChannelRankOp, ChannelCountOp>([&](auto q) { return lowerChannelQuery(q); })
       .Case<tensor::ExpandShapeOp, tensor::CollapseShapeOp>([&](auto r) { return lowerReshape(r); })
       .Case<tensor::CastOp>([&](auto c) { return lowerCast(c); })
       .Case<CheckOp>([&](auto c) { return lowerCheck(c); })

@@ -8,6 +8,7 @@
 //   LowerTensors.cpp          constants, empties, reshapes/casts (aliases), checks, dims, reads
 //   LowerExecutionRegions.cpp hexir.execute -> allocations, parameter buffers, the memoized
 //                             command buffer (record once, replay), timepoints -> semaphores
+//   LowerCollectives.cpp      collectives in a region, the channel's rank and count
 //   LowerControlFlow.cpp      calls, branches, returns
 // Tensors are (buffer ref, dims as i64 registers); scalars are i64/f64 registers.
 // Not thread-safe: one instance per function, used once.
@@ -22,6 +23,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "passes/ElementTypeCode.h"
 #include "passes/vm/DispatchRecording.h"
+#include "passes/vm/HalImports.h"
 
 namespace hexir::vm_lowering {
 using namespace mlir;
@@ -53,9 +55,25 @@ struct HostTensor {
   Value view;  // the argument view it came from, if any (returned as is)
 };
 
-// A dispatch of the execution region being lowered, in recording order.
+// A collective of the execution region being lowered: its hal/channel.h codes and the i64
+// registers of its element count and peer (read when the command buffer is recorded).
+struct PendingCollective {
+  int64_t kind = 0;
+  int64_t reduction = 0;
+  int64_t elementType = 0;
+  Value count;
+  Value peer;
+  bool hasSend = false;  // bindings: the send buffer first (if any), then the recv buffer
+  bool hasRecv = false;
+  // Count and peer are known at compile time, so one recording serves every execution.
+  bool replayable = true;
+};
+
+// A command (a dispatch, or a collective when `collective` is set) of the execution region
+// being lowered, in recording order.
 struct PendingDispatch {
   DispatchOp op;
+  std::optional<PendingCollective> collective;
   SmallVector<Value> bindings;  // buffers, params buffer last
   bool barrierBefore = false;   // a hexir.barrier precedes it in the region
   std::optional<int64_t> countOffset;  // indirect: the count's byte offset in the params buffer
@@ -120,6 +138,14 @@ class HostLowering {
   LogicalResult lowerTransfer(TransferOp t, ExecuteOp e);
   FailureOr<Value> paramWord(DispatchOp d, Value v);
   LogicalResult lowerDispatch(DispatchOp d, const DenseSet<Value>& yieldedRoots);
+  Value allocateResult(Value result, const HostTensor& h, const DenseSet<Value>& yieldedRoots);
+
+  // ---- collectives (LowerCollectives.cpp) ----
+  Value defaultChannel() { return hal_import::ChannelDefault(b, loc, device); }
+  LogicalResult lowerChannelQuery(Operation* op);
+  LogicalResult lowerCollective(Operation* op, const DenseSet<Value>& yieldedRoots);
+  void recordCollective(Value cb, Value channel, const PendingDispatch& p,
+                        const DenseMap<Value, int64_t>& slotOf);
   Value lookupExecutable(const PendingDispatch& p, llvm::StringMap<Value>& executables);
   void recordDispatch(Value cb, const PendingDispatch& p, Value exe,
                       const DenseMap<Value, int64_t>& slotOf);

@@ -5,7 +5,9 @@
 // ref.is_null; cond_br` to the record block), then submitted with `queue.execute_bound` and
 // this execution's buffers. Nothing a recording contains depends on a call: bindings are
 // binding-table slots, dynamic dims and scalars travel in the parameter buffer, workgroup
-// counts are static. Barriers are recorded exactly where the region has `hexir.barrier`.
+// counts are static (or computed into the parameter buffer). Collectives
+// (LowerCollectives.cpp) are recorded like dispatches; one whose element count or peer is a
+// run-time value makes its region recorded at every execution instead. Barriers are recorded exactly where the region has `hexir.barrier`.
 // Timepoints still awaited after hexir-elide-timepoints become timeline semaphores.
 #include "passes/vm/HostLowering.h"
 
@@ -79,21 +81,7 @@ LogicalResult HostLowering::lowerDispatch(DispatchOp d, const DenseSet<Value>& y
       h.dims.push_back(size);
       params.push_back(size);
     }
-    Value bytes = byteSize(t, h.dims);
-    if (!yieldedRoots.contains(result)) {
-      // Transient (not yielded, nor aliased by a yielded value): kept in a ref global and
-      // reused by every execution of the region (the queue is in order): no allocation per
-      // execution, and the recorded binding does not change.
-      int64_t global = state.refGlobals++;
-      Value held = vmir::GlobalLoadRefOp::create(b, loc, ref, b.getI64IntegerAttr(global));
-      h.buffer = hal_import::DeviceTransient(b, loc, device, held, bytes);
-      vmir::GlobalStoreRefOp::create(b, loc, h.buffer, b.getI64IntegerAttr(global));
-    } else {
-      // Kernels write every element of their results: no zero fill (a pass over the
-      // memory on the CPU, a memset node on CUDA), stream-ordered, no submission.
-      Value none = null();
-      h.buffer = hal_import::QueueAlloca(b, loc, device, none, i64(0), none, i64(0), bytes);
-    }
+    h.buffer = allocateResult(result, h, yieldedRoots);
     tensors[result] = h;
     p.bindings.push_back(h.buffer);
   }
@@ -121,6 +109,25 @@ LogicalResult HostLowering::lowerDispatch(DispatchOp d, const DenseSet<Value>& y
   }
   pending.push_back(std::move(p));
   return success();
+}
+
+// The buffer of a command's fresh result with dims `h.dims`. A transient (not yielded, nor
+// aliased by a yielded value) is kept in a ref global and reused by every execution of the
+// region (the queue is in order): no allocation per execution, and the recorded binding does
+// not change. Commands write every element of their results: no zero fill (a pass over the
+// memory on the CPU, a memset node on CUDA), stream-ordered, no submission.
+Value HostLowering::allocateResult(Value result, const HostTensor& h,
+                                   const DenseSet<Value>& yieldedRoots) {
+  Value bytes = byteSize(cast<RankedTensorType>(result.getType()), h.dims);
+  if (!yieldedRoots.contains(result)) {
+    int64_t global = state.refGlobals++;
+    Value held = vmir::GlobalLoadRefOp::create(b, loc, ref, b.getI64IntegerAttr(global));
+    Value buffer = hal_import::DeviceTransient(b, loc, device, held, bytes);
+    vmir::GlobalStoreRefOp::create(b, loc, buffer, b.getI64IntegerAttr(global));
+    return buffer;
+  }
+  Value none = null();
+  return hal_import::QueueAlloca(b, loc, device, none, i64(0), none, i64(0), bytes);
 }
 
 // The executable of a dispatch, looked up once per recording.
@@ -173,9 +180,16 @@ void HostLowering::emitRegion(ExecuteOp e) {
     timepoints[e.getTimepoint()] = {signalSemaphore, signalValue};
   }
 
-  int64_t global = state.refGlobals++;
-  Value cached = vmir::GlobalLoadRefOp::create(b, loc, ref, b.getI64IntegerAttr(global));
-  Value isNull = vmir::RefIsNullOp::create(b, loc, b.getI64Type(), cached);
+  // A collective whose count or peer is only known at run time is recorded at every execution
+  // (the import takes them when recording); everything else is recorded once.
+  bool memoize = llvm::none_of(pending, [](const PendingDispatch& p) {
+    return p.collective && !p.collective->replayable;
+  });
+  int64_t global = memoize ? state.refGlobals++ : -1;
+  Value cached = memoize ? vmir::GlobalLoadRefOp::create(b, loc, ref, b.getI64IntegerAttr(global))
+                         : null();
+  Value isNull = memoize ? vmir::RefIsNullOp::create(b, loc, b.getI64Type(), cached).getResult()
+                         : i64(1);
   Block* record = new Block();
   Block* replay = new Block();
   vmFunc.getBody().getBlocks().insertAfter(Region::iterator(cur), record);
@@ -186,13 +200,20 @@ void HostLowering::emitRegion(ExecuteOp e) {
   b.setInsertionPointToStart(record);
   Value cb = hal_import::CommandBufferCreate(b, loc, device);
   llvm::StringMap<Value> executables;
+  Value channel;
   for (const PendingDispatch& p : pending) {
+    if (p.collective) {
+      if (p.barrierBefore) hal_import::CommandBufferBarrier(b, loc, cb);
+      if (!channel) channel = defaultChannel();
+      recordCollective(cb, channel, p, slotOf);
+      continue;
+    }
     Value exe = lookupExecutable(p, executables);
     if (p.barrierBefore) hal_import::CommandBufferBarrier(b, loc, cb);
     recordDispatch(cb, p, exe, slotOf);
   }
   hal_import::CommandBufferFinalize(b, loc, cb);
-  vmir::GlobalStoreRefOp::create(b, loc, cb, b.getI64IntegerAttr(global));
+  if (memoize) vmir::GlobalStoreRefOp::create(b, loc, cb, b.getI64IntegerAttr(global));
   vmir::BrOp::create(b, loc, ValueRange{cb}, replay);
 
   b.setInsertionPointToStart(replay);
@@ -283,6 +304,13 @@ LogicalResult HostLowering::lowerExecuteOnDevice(ExecuteOp e) {
               barrier = false;
               return success();
             })
+            .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, BroadcastOp, SendOp, RecvOp>(
+                [&](auto c) {
+                  if (failed(lowerCollective(c, yieldedRoots))) return failure();
+                  pending.back().barrierBefore = barrier && pending.size() > 1;
+                  barrier = false;
+                  return success();
+                })
             .Case<TransferOp>([&](auto t) { return lowerTransfer(t, e); })
             .Case<BarrierOp>([&](auto) {
               barrier = true;

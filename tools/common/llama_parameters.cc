@@ -12,6 +12,7 @@
 #include "compiler/importers/llama/Gguf.h"
 #include "compiler/importers/llama/GgufLlama.h"
 #include "compiler/importers/llama/HfLlama.h"
+#include "compiler/importers/llama/TensorParallel.h"
 #include "hal/element_type.h"
 #include "tools/common/bulk_convert.h"
 
@@ -99,6 +100,14 @@ LlamaParameters::~LlamaParameters() {
   if (data_) munmap(data_, size_);
 }
 
+Status LlamaParameters::SelectTensorParallelRank(int64_t ranks, int64_t rank) {
+  StatusOr<std::vector<llama::WeightTensor>> parts =
+      llama::TensorParallelWeights(config_, weights_, ranks, rank);
+  if (!parts.ok()) return std::move(parts).status().WithContext(StrCat("'", path_, "'"));
+  weights_ = std::move(*parts);
+  return Status::Ok();
+}
+
 StatusOr<int32_t> LlamaParameters::CheckArguments(const std::vector<AbiType>& args, size_t first,
                                                   const std::string& function) const {
   if (args.size() != first + weights_.size())
@@ -139,6 +148,7 @@ StatusOr<int32_t> LlamaParameters::CheckArguments(const std::vector<AbiType>& ar
 // A reusable host buffer for converted tensors; `in_flight` is the upload timeline value at
 // which its last write has landed.
 struct ConversionSlot {
+  std::vector<uint8_t> gathered;  // a column part's rows, contiguous (WeightTensor::stored_columns)
   std::vector<float> values;
   std::vector<uint16_t> half;
   uint64_t in_flight = 0;
@@ -202,19 +212,33 @@ StatusOr<LlamaParameters::PendingUpload> LlamaParameters::UploadAsync(hal::Devic
       file_size = shard->size;
     }
     size_t bytes = size_t(w.byte_size());
-    if (w.offset < 0 || size_t(w.offset) > file_size || bytes > file_size - size_t(w.offset))
-      return InvalidArgument("tensor '", w.name, "' at offset ", w.offset, " (", bytes, " bytes) runs past the end of '",
+    // The bytes of the file the tensor spans: a column part's rows are stored_columns apart.
+    const size_t element_bytes = size_t(hal::ElementTypeByteSize(static_cast<int64_t>(w.type)));
+    const size_t span = w.stored_columns > 0 ? (size_t(w.dims[0] - 1) * size_t(w.stored_columns) + size_t(w.dims[1])) *
+                                                   element_bytes
+                                             : bytes;
+    if (w.offset < 0 || size_t(w.offset) > file_size || span > file_size - size_t(w.offset))
+      return InvalidArgument("tensor '", w.name, "' at offset ", w.offset, " (", span, " bytes) runs past the end of '",
                              w.file.empty() ? path_ : w.file, "'");
     const uint8_t* stored = file_data + w.offset;
     const void* data = stored;
     // Kept GGUF matrices (block formats, bf16) go as stored; the kernels decode them.
     const int32_t view_type = w.kept ? KeptElementType(w) : element_type;
-    if (!w.kept && (static_cast<int32_t>(w.type) != element_type || w.rotate_half_heads > 0)) {
+    if (!w.kept && (static_cast<int32_t>(w.type) != element_type || w.rotate_half_heads > 0 ||
+                    w.stored_columns > 0)) {
       // The slot's previous tensor must have landed before its memory is overwritten.
       ConversionSlot& slot = state.slots[index % kConversionSlots];
       if (slot.in_flight > 0) {
         Status landed = timeline->Wait(slot.in_flight);
         if (!landed.ok()) return std::move(landed).WithContext(StrCat("uploading tensor '", w.name, "'"));
+      }
+      if (w.stored_columns > 0) {  // a row-parallel part: gather its columns of every row
+        const size_t row_bytes = size_t(w.dims[1]) * element_bytes;
+        slot.gathered.resize(size_t(w.dims[0]) * row_bytes);
+        for (int64_t r = 0; r < w.dims[0]; ++r)
+          std::memcpy(&slot.gathered[size_t(r) * row_bytes], stored + size_t(r) * size_t(w.stored_columns) * element_bytes,
+                      row_bytes);
+        stored = slot.gathered.data();
       }
       const size_t n = bytes / (w.type == hal::ElementType::kF32 ? 4 : 2);
       if (element_type == kF16 && w.type == hal::ElementType::kF32 && w.rotate_half_heads == 0) {

@@ -41,6 +41,12 @@ class LlamaParameters {
   const compiler::llama::LlamaConfig& config() const { return config_; }
   const std::vector<compiler::llama::WeightTensor>& weights() const { return weights_; }
 
+  // Tensor parallelism: from now on weights() are rank `rank`'s parts of `ranks`
+  // (compiler/importers/llama/TensorParallel.h), which CheckArguments and UploadAsync use: each
+  // rank uploads only its part (a column part is gathered row by row on the host). Errors: a
+  // model that does not split over `ranks` (naming the counts), a kept GGUF matrix.
+  Status SelectTensorParallelRank(int64_t ranks, int64_t rank);
+
   // Checks that args[first..] of `function` (named in errors: "module 'm.vmfb': @generate")
   // are exactly these weights (count, dims, one element type that is f32 or f16 for the dense
   // ones; GGUF matrices kept as stored in their form, WeightTensor::ArgumentDims) and returns

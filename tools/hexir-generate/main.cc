@@ -4,7 +4,8 @@
 //   hexir-generate --module=llm.vmfb --device=cpu|cuda --parameters=CKPT.bin|MODEL.gguf
 //                  [--tokenizer=TOK.bin] [--prompt=TEXT] --max-tokens=N
 // prints `ids: 403 407 ...` (generated ids; BOS excluded; the stopping token included) and,
-// with a tokenizer, the decoded text on the next line.
+// with a tokenizer, the decoded text on the next line. A tensor-parallel module runs as
+// `mpirun -n N hexir-generate ...` (one CPU device per rank; rank 0 prints).
 //
 // The checkpoint (llama2.c, or GGUF when it starts with the GGUF magic; a Hugging Face folder
 // maps its safetensors files) is memory-mapped and each weight tensor uploaded once
@@ -162,6 +163,23 @@ Status Run(const Flags& f) {
   const Clock::time_point module_load_begin = Clock::now();
   HEXIR_ASSIGN_OR_RETURN(auto session, Session::Open(f.module, options));
   const Clock::time_point module_loaded = Clock::now();
+  // A tensor-parallel module (hexir-import --tensor-parallel=N) reports (N, rank, ranks) from
+  // its device's channel (the mpirun world): this rank uploads only its weight parts, and
+  // only rank 0 prints (every rank computes the same ids).
+  bool prints = true;
+  if (auto tp_fn = session->LookupFunction("tensor_parallel"); tp_fn.ok()) {
+    std::vector<HostValue> r;
+    HEXIR_RETURN_IF_ERROR(session->Call(*tp_fn, {}, &r));
+    if (r.size() != 3) return InvalidArgument("module '", f.module, "': @tensor_parallel returned ", r.size(), " values, expected 3");
+    const int64_t ranks = r[0].i, rank = r[1].i, count = r[2].i;
+    if (count != ranks)
+      return InvalidArgument("module '", f.module, "' is tensor-parallel over ", ranks, " ranks but runs on ", count,
+                             " (start it with mpirun -n ", ranks, ")");
+    HEXIR_RETURN_IF_ERROR(parameters->SelectTensorParallelRank(ranks, rank));
+    prints = rank == 0;
+    if (f.verbose) std::fprintf(stderr, "hexir-generate: tensor-parallel rank %lld of %lld\n",
+                                static_cast<long long>(rank), static_cast<long long>(ranks));
+  }
   HEXIR_ASSIGN_OR_RETURN(vm::Function fn, session->LookupFunction("generate"));
   HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> args, ParseAbiTypes(std::string(fn.attr("abi.args"))));
   HEXIR_ASSIGN_OR_RETURN(const int32_t weight_type,
@@ -311,6 +329,7 @@ Status Run(const Flags& f) {
     }
   }
 
+  if (!prints) return Status::Ok();
   std::string line = "ids:";
   for (int64_t id : ids) line += " " + std::to_string(id);
   std::printf("%s\n", line.c_str());

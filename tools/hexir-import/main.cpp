@@ -50,6 +50,10 @@ int main(int argc, char** argv) {
   app.add_flag("--inline-layers", o.inline_layers,
                "llama2c/gguf/hf: write each decode layer out in the step instead of calling @layer "
                "(the same command buffer once compiled; for comparison)");
+  app.add_option("--tensor-parallel", o.tensor_parallel,
+                 "llama2c/gguf/hf: one SPMD program for N ranks (Megatron-style shards; run it with "
+                 "mpirun -n N hexir-generate)")
+      ->check(CLI::Range(1, 4096));
   if (int exit = hexir::tools::ParseFlags("hexir-import", app, argc, argv); exit >= 0) return exit;
   return hexir::tools::RunTool("hexir-import", [&] { return Run(flags); });
 }

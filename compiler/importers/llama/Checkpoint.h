@@ -61,7 +61,11 @@ struct WeightTensor {
   // kernels; a runtime uploads the file's bytes unchanged. Null: converted to the module's
   // weight type (f32 or f16) at upload.
   const GgmlBlockInfo* kept = nullptr;
-  int64_t byte_size() const;   // bytes in the file: elements * the type's size, or the kept form's rows
+  // > 0: a column part (tensor parallelism, TensorParallel.h): row r of the dims[0] x dims[1]
+  // part starts at offset + r * stored_columns elements of the stored [rows][stored_columns]
+  // matrix. 0: the part is contiguous.
+  int64_t stored_columns = 0;
+  int64_t byte_size() const;   // bytes of the tensor: elements * the type's size, or the kept form's rows
   std::vector<int64_t> ArgumentDims() const;  // kept: kept->ArgumentDims(rows, k); else dims
 };
 

@@ -45,6 +45,10 @@ struct EmitOptions {
   // types, like @prefill_layer); hexir-compile inlines the calls into the step's command
   // buffer (hexir-inline-device-calls). false: the layers are written out in the loop body.
   bool layer_calls = true;
+  // Tensor parallelism (TensorParallel.h): > 1 emits one rank's SPMD program for this many
+  // ranks (Megatron-style shards, all_reduce after wo and w2, a distributed argmax); the
+  // weights passed must then be TensorParallelWeights'. 1: one device.
+  int64_t tensor_parallel = 1;
 };
 
 std::string EmitLlamaModule(const LlamaConfig& config, const EmitOptions& options = {});

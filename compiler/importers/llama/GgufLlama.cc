@@ -1,4 +1,5 @@
 #include "compiler/importers/llama/GgufLlama.h"
+#include "compiler/importers/llama/TensorParallel.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -199,6 +200,10 @@ StatusOr<std::string> ImportGgufFile(const std::string& path, const EmitOptions&
     return InvalidArgument("weight type '", options.weight_type, "' is not f32 or f16");
   if (options.decode_chunk < 1 || options.decode_chunk > 4096)
     return InvalidArgument("decode chunk ", options.decode_chunk, " is outside 1..4096");
+  if (options.tensor_parallel > 1) {
+    Status split = TensorParallelWeights(c, model->weights, options.tensor_parallel, 0).status();
+    if (!split.ok()) return std::move(split).WithContext(StrCat("'", path, "'"));
+  }
   return EmitLlamaModule(c, model->weights, options);
 }
 

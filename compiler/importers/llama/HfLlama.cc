@@ -14,6 +14,7 @@
 
 #include "compiler/importers/llama/Json.h"
 #include "compiler/importers/llama/Safetensors.h"
+#include "compiler/importers/llama/TensorParallel.h"
 
 namespace hexir::compiler::llama {
 namespace {
@@ -240,6 +241,10 @@ StatusOr<std::string> ImportHfFolder(const std::string& dir, const EmitOptions& 
     return InvalidArgument("weight type '", options.weight_type, "' is not f32 or f16");
   if (options.decode_chunk < 1 || options.decode_chunk > 4096)
     return InvalidArgument("decode chunk ", options.decode_chunk, " is outside 1..4096");
+  if (options.tensor_parallel > 1) {
+    Status split = TensorParallelWeights(c, LlamaWeights(c), options.tensor_parallel, 0).status();
+    if (!split.ok()) return std::move(split).WithContext(StrCat("'", dir, "'"));
+  }
   return EmitLlamaModule(c, options);
 }
 

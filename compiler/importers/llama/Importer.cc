@@ -2,6 +2,8 @@
 
 #include <fstream>
 
+#include "compiler/importers/llama/TensorParallel.h"
+
 namespace hexir::compiler::llama {
 
 StatusOr<std::string> ImportLlama2cFile(const std::string& path, const EmitOptions& options) {
@@ -20,6 +22,10 @@ StatusOr<std::string> ImportLlama2cFile(const std::string& path, const EmitOptio
     return InvalidArgument("decode chunk ", options.decode_chunk, " is outside 1..4096");
   if (options.weight_type != "f32" && options.weight_type != "f16")
     return InvalidArgument("weight type '", options.weight_type, "' is not f32 or f16");
+  if (options.tensor_parallel > 1) {
+    Status split = TensorParallelWeights(*config, LlamaWeights(*config), options.tensor_parallel, 0).status();
+    if (!split.ok()) return std::move(split).WithContext(StrCat("'", path, "'"));
+  }
   return EmitLlamaModule(*config, options);
 }
 

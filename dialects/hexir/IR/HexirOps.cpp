@@ -63,7 +63,8 @@ mlir::LogicalResult ExecuteOp::verify() {
                                   << " values whose types do not match its tensor results";
   for (mlir::Operation& op : body.without_terminator()) {
     if (llvm::isa<DispatchOp, BarrierOp, mlir::tensor::ExpandShapeOp,
-                  mlir::tensor::CollapseShapeOp, mlir::tensor::CastOp>(op))
+                  mlir::tensor::CollapseShapeOp, mlir::tensor::CastOp>(op) ||
+        GetCollective(&op))
       continue;
     if (auto transfer = llvm::dyn_cast<TransferOp>(op)) {
       if (getQueue() != "transfer" || static_cast<int64_t>(transfer.getTo()) != device)
@@ -72,7 +73,8 @@ mlir::LogicalResult ExecuteOp::verify() {
       continue;
     }
     return op.emitOpError("cannot be in a hexir.execute region (only hexir.dispatch, "
-                          "hexir.transfer, hexir.barrier and tensor reshapes/casts)");
+                          "collectives, hexir.transfer, hexir.barrier and tensor "
+                          "reshapes/casts)");
   }
   return mlir::success();
 }

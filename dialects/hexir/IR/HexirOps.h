@@ -26,3 +26,19 @@ inline constexpr char kDeviceAttr[] = "hexir.device";
 // The module's device list: hexir.devices = ["cpu", "cuda"] (hexir-compile's --target list).
 inline constexpr char kDevicesAttr[] = "hexir.devices";
 }  // namespace hexir
+
+namespace hexir {
+// A collective op (HexirCollectiveOps.td) as a hal/channel.h command: what the scheduling
+// and VM lowering passes need without switching over the ops.
+struct CollectiveView {
+  llvm::StringRef kind;       // hal/channel.h spelling: "all_reduce", ..., "recv"
+  llvm::StringRef reduction;  // "sum" (also for the kinds that do not reduce), "max", ...
+  mlir::Value send;           // the tensor sent, or null (recv)
+  mlir::Value recv;           // the tensor received (the op's result), or null (send)
+  mlir::Value peer;           // send/recv: the peer rank (index), else null
+  int64_t root = 0;           // broadcast: the root rank
+  int64_t ranks = 0;          // all_gather/reduce_scatter: the ranks the types assume, else 0
+};
+// The view of `op` when it is a collective, else nullopt.
+std::optional<CollectiveView> GetCollective(mlir::Operation* op);
+}  // namespace hexir

@@ -5,6 +5,7 @@ include "dialects/hexir/IR/HexirBase.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "dialects/hexir/IR/HexirCollectiveOps.td"
 
 def Hexir_DispatchRegionOp : Hexir_Op<"dispatch_region", [
     SingleBlock, RecursiveMemoryEffects]> {
@@ -103,8 +104,8 @@ def Hexir_CheckOp : Hexir_Op<"check", []> {
 def Hexir_ExecuteOp : Hexir_Op<"execute", [SingleBlock]> {
   let summary = "One execution region: the dispatches of one recorded command buffer";
   let description = [{
-    Runs its body's `hexir.dispatch` ops (or its one `hexir.transfer`, on the "transfer"
-    queue) as one command buffer submitted to queue `queue`
+    Runs its body's `hexir.dispatch` ops and collectives (`hexir.all_reduce`, ...; or its
+    one `hexir.transfer`, on the "transfer" queue) as one command buffer submitted to queue `queue`
     ("compute" or "transfer") of device `device` (a module device ordinal), after every
     timepoint of `awaits` is reached. The body may also hold host reshapes (tensor
     `expand_shape`, `collapse_shape`, `cast`: aliases, no commands) and `hexir.barrier`; it

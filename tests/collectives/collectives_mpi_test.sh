@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Collective ops end to end: collectives.mlir.in compiled for 2 and 4 ranks and run by
+# hexir-run under mpirun -n 2 / -n 4 (one CPU device per rank, the MPI channel); every rank's
+# results must equal check_results.py's independent values. Also: a module for 2 ranks run on
+# 4, and run without mpirun (a channel of one rank), fails naming both counts.
+set -uo pipefail
+COMPILE=tools/hexir-compile/hexir-compile
+RUN=tools/hexir-run/hexir-run
+here=tests/collectives
+TMP=${TEST_TMPDIR:-$(mktemp -d)}
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+export HEXIR_COLLECTIVE_TIMEOUT=60
+x="1 -2 3 0.5"
+
+for n in 2 4; do
+  sed "s/@N4@/$((4 * n))/g; s/@N@/$n/g" "$here/collectives.mlir.in" >"$TMP/c$n.mlir"
+  "$COMPILE" "$TMP/c$n.mlir" --target=cpu -o "$TMP/c$n.vmfb" || { fail "hexir-compile for $n ranks"; continue; }
+done
+
+# Without mpirun: one rank. The 2-rank module's all_gather refuses the channel.
+err=$("$RUN" --module="$TMP/c2.vmfb" --device=cpu "--input=4xf32=$x" 2>&1) && fail "2-rank module ran on one rank"
+echo "$err" | grep -q "hexir.all_gather: the program was written for 2 ranks, the channel has 1" \
+  && pass "one rank: $err" || fail "one-rank message: $err"
+
+if ! command -v mpirun >/dev/null; then
+  echo "HEXIR_SKIPPED: collectives_mpi_test: no mpirun (apt-get install openmpi-bin)"
+  exit "$failures"
+fi
+for n in 2 4; do
+  [ -f "$TMP/c$n.vmfb" ] || continue
+  out=$(timeout 300 mpirun -n "$n" --oversubscribe --tag-output "$RUN" --module="$TMP/c$n.vmfb" --device=cpu \
+        "--input=4xf32=$x" 2>&1)
+  rc=$?
+  if [ "$rc" -ne 0 ]; then fail "mpirun -n $n: exit $rc"; echo "$out"; continue; fi
+  echo "$out" | python3 "$here/check_results.py" "$n" $x || { fail "$n ranks"; echo "$out"; }
+done
+
+# The 2-rank module on 4 ranks: the job fails naming the counts before any collective runs,
+# nothing hangs.
+if [ -f "$TMP/c2.vmfb" ]; then
+  out=$(timeout 300 mpirun -n 4 --oversubscribe "$RUN" --module="$TMP/c2.vmfb" --device=cpu "--input=4xf32=$x" 2>&1)
+  rc=$?
+  count=$(echo "$out" | grep -c "hexir.all_gather: the program was written for 2 ranks, the channel has 4")
+  # (mpirun may stop the other ranks once one has failed: at least one must have said why.)
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$count" -ge 1 ] && pass "2-rank module on 4 ranks: refused ($count ranks named the counts)" \
+    || { fail "2-rank module on 4 ranks: exit $rc, $count ranks named the counts"; echo "$out"; }
+fi
+echo "$failures failure(s)"
+exit "$failures"
