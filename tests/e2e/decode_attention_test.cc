@@ -108,35 +108,55 @@ tools::HostTensor Reference(const Shape& s, const tools::HostTensor& q, const to
   return out;
 }
 
-void CheckAttention(const std::string& device, const Shape& s, std::vector<int64_t> positions) {
-  const std::string name = "attention_" + std::to_string(s.kv_heads) + "_" + std::to_string(s.group) + "_" +
-                           std::to_string(s.head_dim) + "_" + std::to_string(s.cache_len);
-  std::string module = CompileOrDie(Program(s), name, device);
-  auto session = OpenOrDie(module, device);
-  // Scores spread over a few units so the softmax is neither flat nor one-hot.
-  tools::HostTensor q = RandomF32({s.dim()}, 7, -2, 2), kc = RandomF32({s.cache_len, s.kv()}, 8),
-                    vc = RandomF32({s.cache_len, s.kv()}, 9);
-  for (int64_t pos : positions) {
-    INFO("pos " << pos);
-    auto results = CallOrDie(*session, "main", {Tensor(q), Tensor(kc), Tensor(vc), I64Scalar(pos)});
-    REQUIRE(results.size() == 1);
-    RequireClose(results[0].tensor, Reference(s, q, kc, vc, pos), 1e-4, 1e-5);
+struct Case {
+  Shape shape;
+  std::vector<int64_t> positions;
+};
+
+// Every module is compiled before the first runs (a machine without the device, or without
+// the compiler, then saves or finds all of them: HEXIR_SAVE_MODULES_DIR / HEXIR_PRECOMPILED_DIR).
+void CheckAttention(const std::string& device, const std::vector<Case>& cases) {
+  std::vector<std::string> modules;
+  for (const Case& c : cases) {
+    const Shape& s = c.shape;
+    modules.push_back(CompileOrDie(Program(s), "attention_" + std::to_string(s.kv_heads) + "_" +
+                                                   std::to_string(s.group) + "_" + std::to_string(s.head_dim) +
+                                                   "_" + std::to_string(s.cache_len),
+                                   device));
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Shape& s = cases[i].shape;
+    auto session = OpenOrDie(modules[i], device);
+    // Scores spread over a few units so the softmax is neither flat nor one-hot.
+    tools::HostTensor q = RandomF32({s.dim()}, 7, -2, 2), kc = RandomF32({s.cache_len, s.kv()}, 8),
+                      vc = RandomF32({s.cache_len, s.kv()}, 9);
+    for (int64_t pos : cases[i].positions) {
+      INFO("shape " << s.kv_heads << "x" << s.group << "x" << s.head_dim << ", cache " << s.cache_len
+                    << ", pos " << pos);
+      auto results = CallOrDie(*session, "main", {Tensor(q), Tensor(kc), Tensor(vc), I64Scalar(pos)});
+      REQUIRE(results.size() == 1);
+      RequireClose(results[0].tensor, Reference(s, q, kc, vc, pos), 1e-4, 1e-5);
+    }
   }
 }
 
 void OddShapes(const std::string& device) {
-  // Head size 7 (scalar loads), cache 61 (2 splits on CUDA, the second empty at pos < 31).
-  CheckAttention(device, {2, 3, 7, 61}, {0, 1, 30, 31, 60});
-  // Head size 12 (16-byte loads), 5 query heads per KV head, prime cache 37.
-  CheckAttention(device, {3, 5, 12, 37}, {0, 18, 19, 36});
+  CheckAttention(device, {
+      // Head size 7 (scalar loads), cache 61 (2 splits on CUDA, the second empty at pos < 31).
+      {{2, 3, 7, 61}, {0, 1, 30, 31, 60}},
+      // Head size 12 (16-byte loads), 5 query heads per KV head, prime cache 37.
+      {{3, 5, 12, 37}, {0, 18, 19, 36}},
+  });
 }
 
 void LlamaShapes(const std::string& device) {
-  // TinyLlama's attention (4 KV heads of 8 query heads, head size 64, cache 512: 8 splits).
-  CheckAttention(device, {4, 8, 64, 512}, {0, 7, 64, 300, 511});
-  // random768's (12 heads, no grouping, cache 256), and a prime cache with 16 query heads.
-  CheckAttention(device, {12, 1, 64, 256}, {5, 255});
-  CheckAttention(device, {1, 16, 32, 211}, {210, 99});
+  CheckAttention(device, {
+      // TinyLlama's attention (4 KV heads of 8 query heads, head size 64, cache 512: 8 splits).
+      {{4, 8, 64, 512}, {0, 7, 64, 300, 511}},
+      // random768's (12 heads, no grouping, cache 256), and a prime cache with 16 query heads.
+      {{12, 1, 64, 256}, {5, 255}},
+      {{1, 16, 32, 211}, {210, 99}},
+  });
 }
 
 HEXIR_E2E_TEST_ON_DEVICES("decode attention matches f64 loops at odd head sizes and prime cache lengths", OddShapes)
