@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/TilingInterface.h"
 #include "passes/codegen/CUDAColumnReduce.h"
+#include "passes/codegen/CUDADecodeAttention.h"
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/codegen/CUDAWarpReduce.h"
 #include "passes/codegen/KernelLoweringUtils.h"
@@ -56,6 +57,15 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       func::FuncOp kernel = codegen::LookupKernel(exe);
       if (!kernel) return signalPassFailure();
       ModuleOp inner = exe.getInnerModule();
+      if (auto attention = cuda::MatchDecodeAttention(kernel)) {  // CUDADecodeAttention.h
+        kernel->setAttr(cuda::kDecodeAttentionAttr, DenseI64ArrayAttr::get(ctx, attention->encode()));
+        kernel->setAttr("hexir.cuda.thread_count", IntegerAttr::get(IndexType::get(ctx), -1));
+        kernel->setAttr("hexir.cuda.block_size", IntegerAttr::get(IndexType::get(ctx), attention->threads));
+        exe->setAttr(codegen::kWorkgroupCountAttr,
+                     DenseI64ArrayAttr::get(ctx, {attention->kvHeads * attention->splits, 1, 1}));
+        exe->setAttr("hexir.cuda.block_size", DenseI64ArrayAttr::get(ctx, {attention->threads, 1, 1}));
+        continue;
+      }
       int64_t points = 1, lanes = 1;
       func::FuncOp distributed =
           distribute(kernel, points, lanes, warpReductions, /*fuseProducers=*/true);

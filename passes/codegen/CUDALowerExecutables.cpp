@@ -17,6 +17,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/codegen/CUDAColumnReduce.h"
+#include "passes/codegen/CUDADecodeAttention.h"
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/codegen/CUDAWarpReduce.h"
 #include "passes/codegen/KernelChecks.h"
@@ -410,6 +411,13 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     if (failed(bufferized)) return failure();
     kernel = *bufferized;
     SmallVector<Type> signature(kernel.getArgumentTypes());
+    int64_t cluster = 1;
+    if (auto words = kernel->getAttrOfType<DenseI64ArrayAttr>(cuda::kDecodeAttentionAttr)) {
+      std::optional<cuda::DecodeAttention> shape = cuda::DecodeAttention::decode(words.asArrayRef());
+      if (!shape || failed(cuda::LowerDecodeAttention(kernel, *shape))) return failure();
+      cluster = shape->splits;
+      kernel->removeAttr(cuda::kDecodeAttentionAttr);
+    }
     if (failed(allocationsToStack(kernel))) return failure();
     if (auto lanes = kernel->getAttrOfType<IntegerAttr>("hexir.cuda.lanes")) {
       if (failed(warpReduce(kernel, lanes.getInt()))) return failure();
@@ -439,7 +447,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     kernel->removeAttr("hexir.cuda.thread_count");
     kernel->removeAttr("hexir.cuda.block_size");
     if (failed(runPipeline(*nvvm, inner))) return failure();
-    return buildEntry(exe, gpuModule, signature, block);
+    return buildEntry(exe, gpuModule, signature, block, cluster);
   }
 
   // extern "C" __global__ void <name>(void* binding0, ..., [void* params]): memref argument
@@ -448,8 +456,9 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
   // the memrefs, present only when there is such a value. Same layout as the CPU ABI
   // (passes/codegen/CPULowerExecutables.cpp), so the host program is target-independent.
   // No push constants are used (ABI v1 would append them as uint32_t after the bindings).
+  // `cluster` > 1: blocks run in clusters of that many along x (`.reqnctapercluster`).
   LogicalResult buildEntry(ExecutableOp exe, gpu::GPUModuleOp gpuModule, ArrayRef<Type> signature,
-                           int64_t block) {
+                           int64_t block, int64_t cluster) {
     MLIRContext* ctx = &getContext();
     auto impl = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(exe.getSymName());
     if (!impl) return exe.emitError("lowered kernel not found");
@@ -474,6 +483,9 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     entry->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
     entry->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
                    b.getDenseI32ArrayAttr({(int32_t)block, 1, 1}));
+    if (cluster > 1)
+      entry->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
+                     b.getDenseI32ArrayAttr({(int32_t)cluster, 1, 1}));
     // Binding pointers are 64-byte aligned (hal/drivers/cuda/README.md); 16 is what the
     // load/store vectorizer needs for 128-bit accesses.
     for (unsigned i = 0; i < params.size(); ++i) {

@@ -77,6 +77,8 @@ struct FoldFillInputs : OpRewritePattern<linalg::GenericOp> {
     auto replacement = linalg::GenericOp::create(
         rewriter, generic.getLoc(), generic->getResultTypes(), inputs, generic.getDpsInits(),
         maps, generic.getIteratorTypesArray());
+    // Annotations (hexir.device, hexir.dispatch_group, ...) stay with the op.
+    replacement->setDiscardableAttrs(generic->getDiscardableAttrDictionary());
     rewriter.inlineRegionBefore(generic.getRegion(), replacement.getRegion(),
                                 replacement.getRegion().end());
     replacement.getBody()->eraseArguments(erase);

@@ -2,6 +2,7 @@
 // recompute (tensor.empty, linalg.fill of an empty, scalar constants) are cloned into the
 // region so that, e.g., a matmul's zero-init is part of the matmul kernel.
 #include "dialects/hexir/IR/HexirOps.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallBitVector.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,6 +22,12 @@ namespace hexir {
 
 namespace {
 using namespace mlir;
+
+// One computation spread over several generics that must run as one kernel:
+// `hexir.dispatch_group = "KIND.INSTANCE"` on each of them (an importer's statement); the
+// region and its executable (OutlineDispatchRegions) carry "KIND", e.g. "decode_attention",
+// which the CUDA target lowers to one flash-decoding kernel (passes/codegen/CUDADecodeAttention.h).
+constexpr char kDispatchGroupAttr[] = "hexir.dispatch_group";
 
 bool isScalarConstant(Operation* op) {
   auto c = dyn_cast_or_null<arith::ConstantOp>(op);
@@ -112,12 +119,13 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
       if (func.isExternal()) continue;
       LowerHostTensorOps(func);
       ApplyDispatchFormationFolds(func);
+      if (failed(formGroupRegions(func))) return signalPassFailure();
       // Roots anywhere in the function (also inside scf bodies), not inside other linalg ops.
       SmallVector<Operation*> roots;
       func.walk([&](Operation* op) {
         if (isa<linalg::LinalgOp>(op) && !isClonableFill(op) &&
             !(fuseElementwise && isFusableProducer(op)) &&
-            !op->getParentOfType<linalg::LinalgOp>())
+            !op->getParentOfType<linalg::LinalgOp>() && !op->getParentOfType<DispatchRegionOp>())
           roots.push_back(op);
         if (isa<tensor::InsertSliceOp>(op) && op->hasAttr(kInPlaceAttr)) roots.push_back(op);
       });
@@ -137,6 +145,51 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
 
  private:
   llvm::SmallPtrSet<Operation*, 8> fusedAway;  // roots erased by consumer fusion
+
+  // Generics marked `hexir.dispatch_group = "KIND.INSTANCE"` (kDispatchGroupAttr) become one
+  // region per instance, placed at its last member: the members are cloned in order (their
+  // clonable producers with them, the mark dropped), the results used outside the group are
+  // yielded, and the region carries KIND. Members must share a block.
+  LogicalResult formGroupRegions(func::FuncOp func) {
+    llvm::MapVector<StringAttr, SmallVector<Operation*>> groups;
+    func.walk([&](linalg::GenericOp g) {
+      if (auto name = g->getAttrOfType<StringAttr>(kDispatchGroupAttr)) groups[name].push_back(g);
+    });
+    for (auto& [name, members] : groups) {
+      Operation* last = members.back();
+      llvm::SmallPtrSet<Operation*, 8> inGroup(members.begin(), members.end());
+      if (llvm::any_of(members, [&](Operation* m) { return m->getBlock() != last->getBlock(); }))
+        return last->emitError("dispatch group '") << name.getValue() << "' spans several blocks";
+      SmallVector<Value> escaping;
+      for (Operation* m : members)
+        for (Value r : m->getResults())
+          if (llvm::any_of(r.getUsers(), [&](Operation* u) { return !inGroup.contains(u); }))
+            escaping.push_back(r);
+      OpBuilder b(last);
+      auto region = DispatchRegionOp::create(b, last->getLoc(), ValueRange(escaping).getTypes());
+      region->setAttr(kDispatchGroupAttr,
+                      b.getStringAttr(name.getValue().rsplit('.').first));
+      Block* body = new Block();
+      region.getBody().push_back(body);
+      b.setInsertionPointToStart(body);
+      IRMapping map;
+      for (Operation* m : members) {
+        IRMapping local = map;  // outside producers: only the clonable ones come in
+        for (Value operand : m->getOperands())
+          if (!map.contains(operand) && isClonable(operand.getDefiningOp()))
+            local.map(operand, cloneProducers(b, operand, map));
+        Operation* clone = b.clone(*m, local);
+        clone->removeAttr(kDispatchGroupAttr);
+        map.map(m->getResults(), clone->getResults());
+      }
+      SmallVector<Value> yielded;
+      for (Value v : escaping) yielded.push_back(map.lookup(v));
+      YieldOp::create(b, region.getLoc(), yielded);
+      for (auto [from, to] : llvm::zip(escaping, region.getResults())) from.replaceAllUsesWith(to);
+      for (Operation* m : llvm::reverse(members)) m->erase();
+    }
+    return success();
+  }
 
   // Clones `value`'s producer chain into the region if clonable; returns the value to use.
   Value cloneProducers(OpBuilder& b, Value value, IRMapping& map) {

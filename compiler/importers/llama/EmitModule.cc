@@ -86,6 +86,10 @@ class Emitter {
   std::string Fresh(const std::string& hint = "v") { return "%" + hint + std::to_string(next_++); }
   std::ostringstream& out() { return os_; }
 
+  // While non-empty, generics carry `hexir.dispatch_group = "<group>"`: they compile to one
+  // kernel (dialects/hexir/IR/HexirOps.h kDispatchGroupAttr).
+  std::string group;
+
   // tensor.empty (+ linalg.fill when `value` is non-empty). `dyn` lists the dynamic sizes.
   std::string Filled(const std::string& type, const std::string& value, const std::string& elem,
                      const std::string& dyn = "") {
@@ -110,7 +114,9 @@ class Emitter {
     for (size_t i = 0; i < maps.size(); ++i) os_ << (i ? ", " : "") << "affine_map<" << maps[i] << ">";
     os_ << "], iterator_types = [";
     for (size_t i = 0; i < iters.size(); ++i) os_ << (i ? ", " : "") << '"' << iters[i] << '"';
-    os_ << "]}";
+    os_ << "]";
+    if (!group.empty()) os_ << ", hexir.dispatch_group = \"" << group << "\"";
+    os_ << "}";
     if (!ins.empty()) {
       os_ << " ins(";
       for (size_t i = 0; i < ins.size(); ++i) os_ << (i ? ", " : "") << ins[i].name;
@@ -564,6 +570,7 @@ class ModuleWriter {
                L(r + " = arith.addf " + a[1] + ", " + m + " : f32") + L("linalg.yield " + r + " : f32");
       };
     };
+    e_.group = "decode_attention." + n.substr(1);  // one kernel per layer
     std::string z = e_.Filled(st, "0.0", "f32", n);
     std::string sc = e_.Generic({"(a, g, s, d) -> (a, g, d)", "(a, g, s, d) -> (a, g, s)"},
                                 {"parallel", "parallel", "parallel", "reduction"}, {{q3, q3t}}, {z, st},
@@ -573,6 +580,7 @@ class ModuleWriter {
     std::string o3 = e_.Generic({"(a, g, d, s) -> (a, g, s)", "(a, g, d, s) -> (a, g, d)"},
                                 {"parallel", "parallel", "parallel", "reduction"}, {{p, st}}, {oz, q3t},
                                 {"f32", "f32"}, gathered_dot(vc, 2, 3));
+    e_.group.clear();
     std::string att = e_.Fresh("att");
     os_ << "    " << att << " = tensor.collapse_shape " << o3 << " [[0, 1, 2]] : " << q3t << " into "
         << T({Q_}) << "\n";

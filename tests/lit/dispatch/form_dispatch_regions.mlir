@@ -308,3 +308,56 @@ func.func @producer_recompute_bound(%x: tensor<256xf32>, %w: tensor<256x256xf32>
   } -> tensor<256xf32>
   return %r : tensor<256xf32>
 }
+
+// -----
+
+// Generics marked with one dispatch group instance form one region (a reduction and its
+// broadcast consumer, normally two), placed at the last member, marked with the group's kind;
+// two instances give two regions; the unmarked producer of the first stays a region of its own.
+// CHECK-LABEL: func.func @dispatch_groups
+// CHECK:         %[[SQ:.+]] = hexir.dispatch_region
+// CHECK:           arith.mulf
+// CHECK:         hexir.dispatch_region -> (tensor<4x8xf32>) {
+// CHECK-NOT:       hexir.dispatch_group
+// CHECK:           linalg.generic
+// CHECK:           arith.addf
+// CHECK:           linalg.generic
+// CHECK:           arith.divf
+// CHECK:           hexir.yield
+// CHECK-NEXT:    } {hexir.dispatch_group = "pair"}
+// CHECK:         hexir.dispatch_region -> (tensor<4x8xf32>) {
+// CHECK:           arith.addf
+// CHECK:           arith.divf
+// CHECK:         } {hexir.dispatch_group = "pair"}
+func.func @dispatch_groups(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %sq = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %a : f32
+    linalg.yield %m : f32
+  } -> tensor<4x8xf32>
+  %r = tensor.empty() : tensor<4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%r : tensor<4xf32>) -> tensor<4xf32>
+  %s0 = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"], hexir.dispatch_group = "pair.0"} ins(%sq : tensor<4x8xf32>) outs(%f : tensor<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %t = arith.addf %acc, %a : f32
+    linalg.yield %t : f32
+  } -> tensor<4xf32>
+  %d0 = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"], hexir.dispatch_group = "pair.0"} ins(%sq, %s0 : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %s: f32, %o: f32):
+    %t = arith.divf %a, %s : f32
+    linalg.yield %t : f32
+  } -> tensor<4x8xf32>
+  %s1 = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"], hexir.dispatch_group = "pair.1"} ins(%x : tensor<4x8xf32>) outs(%f : tensor<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %t = arith.addf %acc, %a : f32
+    linalg.yield %t : f32
+  } -> tensor<4xf32>
+  %d1 = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"], hexir.dispatch_group = "pair.1"} ins(%x, %s1 : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %s: f32, %o: f32):
+    %t = arith.divf %a, %s : f32
+    linalg.yield %t : f32
+  } -> tensor<4x8xf32>
+  return %d0, %d1 : tensor<4x8xf32>, tensor<4x8xf32>
+}

@@ -1,0 +1,65 @@
+// Decode attention as one CUDA kernel (flash-decoding), shared by CUDADistributeThreads
+// (which recognizes the kernel and picks the launch) and CUDALowerExecutables (which replaces
+// the bufferized body). The llama importer marks the generics of one decode step's attention
+// (scores, softmax, weighted V sum) `hexir.dispatch_group = "decode_attention.N"`, so they
+// form one executable marked "decode_attention" (passes/dispatch/FormDispatchRegions.cpp):
+//   out[a][g][d] = sum_{s < n} p[a][g][s] V[s][a HD + d],
+//   p[a][g][s]   = softmax_s(sum_d' q[a][g][d'] K[s][a HD + d'] / sqrt(HD))
+// for KV head a, query head g of its group, head dim d, cache rows K, V [S][KVH HD], n <= S.
+//
+// The kernel: one cluster of `splits` blocks per KV head; block r takes the positions
+// [r c, r c + c) with c = ceil(n / splits), so only filled rows are read and each K/V row is
+// read once for all the group's query heads (q of the group in shared memory). Per block:
+// scores of its positions into shared memory (one thread per position, G accumulators),
+// per query head the maximum m and sum l of exp(score - m) (a warp per head, butterflies),
+// the unnormalized sums o = sum p V (a thread per (g, d)). The blocks of a cluster then meet
+// through distributed shared memory (sm_90 `mapa`, cluster barriers): out = sum_r o_r
+// exp(m_r - M) / sum_r l_r exp(m_r - M), M = max_r m_r, each block writing a share of it.
+#pragma once
+
+#include <optional>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace hexir::cuda {
+
+// Most blocks in a cluster the kernel asks for (the portable limit on sm_90).
+inline constexpr int64_t kMaxAttentionSplits = 8;
+inline constexpr int64_t kAttentionThreads = 256;
+// Shared memory the kernel may use (the static limit without opting in).
+inline constexpr int64_t kMaxAttentionSharedBytes = 48 * 1024;
+// Most query heads per KV head (accumulators per thread while scoring).
+inline constexpr int64_t kMaxAttentionGroup = 16;
+
+struct DecodeAttention {
+  int64_t kvHeads = 0, group = 0, headDim = 0, cacheLen = 0;
+  // Argument numbers of the kernel: q [KVH][G][HD], the K and V caches [S][KVH HD], the
+  // result buffer (like q), the filled length n (index or i64).
+  int64_t q = 0, k = 0, v = 0, out = 0, n = 0;
+  int64_t splits = 1;  // blocks per KV head (one cluster)
+  int64_t threads = kAttentionThreads;
+
+  // Positions one block holds scores for at most: ceil(S / splits).
+  int64_t chunk() const { return (cacheLen + splits - 1) / splits; }
+  // f32 words of shared memory: q, scores, m, l, o.
+  int64_t sharedWords() const { return 2 * group * headDim + group * chunk() + 2 * group; }
+  std::vector<int64_t> encode() const;
+  static std::optional<DecodeAttention> decode(llvm::ArrayRef<int64_t> words);
+};
+
+// The executable attribute naming a dispatch group's kind (passes/dispatch/FormDispatchRegions.cpp).
+inline constexpr char kDispatchGroupAttr[] = "hexir.dispatch_group";
+// The kernel attribute carrying DecodeAttention::encode() from distribution to lowering.
+inline constexpr char kDecodeAttentionAttr[] = "hexir.cuda.decode_attention";
+
+// The roles and launch of an executable marked "decode_attention" (tensor form, before
+// distribution), or nullopt (with a remark on the kernel saying why) when its arguments are
+// not those of the computation above with f32 elements, or it does not fit the limits: such
+// a kernel keeps the generic lowering. Splits: the largest of 1, 2, 4, 8 with kvHeads *
+// splits <= 2 x the H200's 132 SMs and at least 16 cache rows per split.
+std::optional<DecodeAttention> MatchDecodeAttention(mlir::func::FuncOp kernel);
+
+// Replaces the body of the bufferized `kernel` with the flash-decoding kernel above.
+mlir::LogicalResult LowerDecodeAttention(mlir::func::FuncOp kernel, const DecodeAttention& shape);
+
+}  // namespace hexir::cuda
