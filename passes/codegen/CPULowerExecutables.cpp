@@ -20,6 +20,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/Passes.h"
+#include "passes/codegen/CPUMathApproximation.h"
 #include "passes/codegen/CPUMatmulMicroKernel.h"
 #include "passes/codegen/CPUReductionOrder.h"
 #include "passes/codegen/CPUTarget.h"
@@ -94,13 +95,8 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
             })))
       return failure();
     codegen::AllowReassociationOfInnermostReductions(*kernel);
-    // tanh as a rational polynomial (a few ulp) instead of a scalar libm call per element:
-    // LLVM vectorizes it (the bench suite's elementwise chain was at 2-4% of memcpy).
-    {
-      RewritePatternSet patterns(&getContext());
-      populatePolynomialApproximateTanhPattern(patterns);
-      if (failed(applyPatternsGreedily(*kernel, std::move(patterns)))) return failure();
-    }
+    // Transcendental math as polynomials LLVM vectorizes (codegen/CPUMathApproximation.h).
+    if (failed(codegen::ApproximateMath(*kernel))) return failure();
     if (failed(runPipeline(*toLoops, inner))) return failure();
     // Only the bf16 patterns of arith-expand: its others would rewrite maximumf & co.
     {

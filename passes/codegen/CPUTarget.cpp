@@ -12,6 +12,7 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
 
 namespace hexir::codegen {
 
@@ -30,7 +31,7 @@ CPUTarget DescribeCPU(llvm::StringRef cpu) {
     std::string triple = llvm::sys::getDefaultTargetTriple(), error;
     const llvm::Target* llvmTarget = llvm::TargetRegistry::lookupTarget(triple, error);
     std::unique_ptr<llvm::MCSubtargetInfo> info(
-        llvmTarget ? llvmTarget->createMCSubtargetInfo(triple, cpu, "") : nullptr);
+        llvmTarget ? llvmTarget->createMCSubtargetInfo(llvm::Triple(triple), cpu, "") : nullptr);
     if (info) {
       avx512 = info->checkFeatures("+avx512f");
       avx2 = info->checkFeatures("+avx2,+fma");
