@@ -7,7 +7,7 @@
 // CHECK:         llvm.func internal @mm_impl(
 // CHECK:           llvm.alloca %{{.+}} x f32 {alignment = 64 : i64}
 // CHECK:           llvm.intr.masked.load {{.*}} -> vector<8xf32>
-// CHECK-COUNT-12:  llvm.intr.fma({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK-COUNT-12:  llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
 // CHECK:           llvm.intr.masked.store
 hexir.executable @mm attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
   builtin.module {
