@@ -40,7 +40,7 @@ namespace {
 void AddCPUCodegen(mlir::OpPassManager& pm, const CompileOptions& options) {
   pm.addPass(hexir::createCPUDistributeWorkgroups(
       CPUDistributeWorkgroupsOptions{options.max_workgroups}));
-  pm.addPass(hexir::createCPULowerExecutables());
+  pm.addPass(hexir::createCPULowerExecutables(CPULowerExecutablesOptions{options.cpu}));
   CPUSerializeExecutablesOptions serialize;
   serialize.cpu = options.cpu;
   pm.addPass(hexir::createCPUSerializeExecutables(serialize));

@@ -125,10 +125,16 @@ def CPULowerExecutables : Pass<"hexir-cpu-lower-executables", "mlir::ModuleOp"> 
     `i32 (ptr dispatch_state, ptr workgroup_state)` per hal/drivers/cpu/dispatch_abi.h.
     Memref argument i reads binding_ptrs[i]; scalar argument k reads push_constants
     (one word for f32/i32, two for i64/index); the last argument is workgroup_id[0].
+    f32 matmuls become packed, register-blocked vector code with tiles chosen for `cpu`
+    (codegen/CPUMatmulMicroKernel.h).
   }];
   let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::memref::MemRefDialect",
                            "mlir::bufferization::BufferizationDialect",
                            "mlir::scf::SCFDialect", "mlir::cf::ControlFlowDialect"];
+  let options = [
+    Option<"cpu", "cpu", "std::string", /*default=*/"\"host\"",
+           "target CPU whose vector registers and caches size the matmul tiles">,
+  ];
 }
 
 def CPUSerializeExecutables : Pass<"hexir-cpu-serialize-executables", "mlir::ModuleOp"> {

@@ -3,6 +3,7 @@
 // Static shapes make the workgroup count a compile-time constant; a dynamic outer extent
 // gets a fixed tile and a count the host computes from the shape (WorkgroupCount.h).
 #include "dialects/hexir/IR/HexirOps.h"
+#include "llvm/ADT/bit.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -13,6 +14,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/TilingInterface.h"
 #include "passes/Passes.h"
+#include "passes/codegen/CPUMatmulMicroKernel.h"
 #include "passes/codegen/KernelLoweringUtils.h"
 #include "passes/codegen/WorkgroupCount.h"
 
@@ -22,6 +24,9 @@ namespace hexir {
 
 namespace {
 using namespace mlir;
+
+// Rows of the least workgroup of a matmul lowered to the packed micro-kernel.
+constexpr int64_t kMatmulRowsPerWorkgroup = 32;
 
 class CPUDistributeWorkgroups
     : public impl::CPUDistributeWorkgroupsBase<CPUDistributeWorkgroups> {
@@ -68,6 +73,8 @@ class CPUDistributeWorkgroups
     std::optional<int64_t> lb0 = getConstantIntValue(domain[0].offset);
     if (!lb0 || *lb0 != 0) return 1;
     Location rootLoc = root->getLoc();
+    bool micro = false;
+    kernel.walk([&](linalg::LinalgOp op) { micro |= codegen::TakesMatmulMicroKernel(op); });
     int64_t count;
     Value tileV, n0V;
     if (n0) {
@@ -81,6 +88,11 @@ class CPUDistributeWorkgroups
       }
       int64_t byWork = std::max<int64_t>(1, work / std::max<int64_t>(1, minWorkPerWorkgroup));
       int64_t wanted = std::max<int64_t>(1, std::min({*n0, int64_t(maxWorkgroups), byWork}));
+      // Each workgroup of a micro-kernel matmul packs B: it needs enough rows for the
+      // packing to be a few percent of its work, and a power-of-two count gives 2, 4 and
+      // 16 workers equal shares.
+      if (micro) wanted = llvm::bit_floor(static_cast<uint64_t>(
+                     std::min(wanted, std::max<int64_t>(1, *n0 / kMatmulRowsPerWorkgroup))));
       int64_t tile = (*n0 + wanted - 1) / wanted;
       count = (*n0 + tile - 1) / tile;
       if (count == 1) return 1;
@@ -101,6 +113,7 @@ class CPUDistributeWorkgroups
                   : int64_t{1} << 40;
       }
       int64_t tile = std::max<int64_t>(1, (minWorkPerWorkgroup + inner - 1) / inner);
+      if (micro) tile = std::max<int64_t>(tile, kMatmulRowsPerWorkgroup);
       n0V = getValueOrCreateConstantIndexOp(b, rootLoc, domain[0].size);
       tileV = codegen::BuildWorkgroupTile(b, rootLoc, n0V, tile, limit);
       count = limit;

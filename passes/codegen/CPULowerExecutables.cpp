@@ -14,12 +14,16 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/Passes.h"
+#include "passes/codegen/CPUMathApproximation.h"
+#include "passes/codegen/CPUMatmulMicroKernel.h"
 #include "passes/codegen/CPUReductionOrder.h"
+#include "passes/codegen/CPUTarget.h"
 #include "passes/codegen/KernelChecks.h"
 #include "passes/codegen/KernelLoweringUtils.h"
 
@@ -40,14 +44,17 @@ constexpr const char* kLoopsPipeline =
     "math-extend-to-supported-types{extra-types=f16 target-type=f32},"
     "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32})";
 constexpr const char* kLLVMPipeline =
-    "builtin.module(convert-scf-to-cf,expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
+    "builtin.module(convert-scf-to-cf,convert-vector-to-llvm,expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
     "convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,convert-func-to-llvm,"
     "convert-cf-to-llvm,convert-arith-to-llvm,reconcile-unrealized-casts,canonicalize)";
 
 class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecutables> {
  public:
+  using CPULowerExecutablesBase::CPULowerExecutablesBase;
+
   void getDependentDialects(DialectRegistry& registry) const override {
     CPULowerExecutablesBase::getDependentDialects(registry);
+    registry.insert<vector::VectorDialect>();
     codegen::AddPipelineDialects(registry, {kBufferizePipeline, kLoopsPipeline, kLLVMPipeline});
   }
 
@@ -76,6 +83,9 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     FailureOr<func::FuncOp> kernel = codegen::FinishBufferizedKernel(exe);
     if (failed(kernel)) return failure();
     SmallVector<Type> signature(kernel->getArgumentTypes());
+    // f32 matmuls: packed right-hand side, register-blocked vector FMAs.
+    codegen::LowerMatmulsToMicroKernels(*kernel,
+                                        codegen::ChooseMatmulTiles(codegen::DescribeCPU(cpu)));
     // Matmul's k moves outside j (the inner loop then writes consecutive outputs); a dot
     // product along a contiguous input (matvec's [out][in] weights) keeps k innermost, and
     // reductions left innermost may be reassociated so that LLVM vectorizes them.
@@ -85,13 +95,8 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
             })))
       return failure();
     codegen::AllowReassociationOfInnermostReductions(*kernel);
-    // tanh as a rational polynomial (a few ulp) instead of a scalar libm call per element:
-    // LLVM vectorizes it (the bench suite's elementwise chain was at 2-4% of memcpy).
-    {
-      RewritePatternSet patterns(&getContext());
-      populatePolynomialApproximateTanhPattern(patterns);
-      if (failed(applyPatternsGreedily(*kernel, std::move(patterns)))) return failure();
-    }
+    // Transcendental math as polynomials LLVM vectorizes (codegen/CPUMathApproximation.h).
+    if (failed(codegen::ApproximateMath(*kernel))) return failure();
     if (failed(runPipeline(*toLoops, inner))) return failure();
     // Only the bf16 patterns of arith-expand: its others would rewrite maximumf & co.
     {

@@ -1,6 +1,7 @@
 // RUN: hexir-opt %s -split-input-file --hexir-cpu-distribute-workgroups="max-workgroups=3 min-work-per-workgroup=1" | FileCheck %s
 // RUN: hexir-opt %s -split-input-file --hexir-cpu-distribute-workgroups="max-workgroups=3 min-work-per-workgroup=240" | FileCheck %s --check-prefix=MINWORK
 
+// (bf16 operands: an f32 matmul takes the micro-kernel's rule, last case.)
 // 10 rows over at most 3 workgroups: tiles of 4 rows, 3 workgroups; the fill is fused
 // into the tile loop, which runs [id * 4, min(10, id * 4 + 4)). With at least 240 of the
 // matmul's 10*6*8 = 480 iterations per workgroup (MINWORK): 2 workgroups of 5 rows.
@@ -9,7 +10,7 @@
 // MINWORK:         arith.constant 5 : index
 // CHECK-LABEL: hexir.executable @k
 // CHECK-SAME:    hexir.workgroup_count = array<i64: 3, 1, 1>
-// CHECK:         func.func @k(%{{.+}}: tensor<10x8xf32>, %{{.+}}: tensor<8x6xf32>, %[[OUT:[a-z0-9]+]]: tensor<10x6xf32>, %[[ID:[a-z0-9]+]]: index)
+// CHECK:         func.func @k(%{{.+}}: tensor<10x8xbf16>, %{{.+}}: tensor<8x6xbf16>, %[[OUT:[a-z0-9]+]]: tensor<10x6xf32>, %[[ID:[a-z0-9]+]]: index)
 // CHECK-DAG:     %[[C4:.+]] = arith.constant 4 : index
 // CHECK-DAG:     %[[C10:.+]] = arith.constant 10 : index
 // CHECK:         %[[LB:.+]] = arith.muli %[[ID]], %[[C4]]
@@ -21,10 +22,10 @@
 // CHECK:           tensor.insert_slice
 hexir.executable @k {
   builtin.module {
-    func.func @k(%a: tensor<10x8xf32>, %b: tensor<8x6xf32>, %o: tensor<10x6xf32>) -> tensor<10x6xf32> {
+    func.func @k(%a: tensor<10x8xbf16>, %b: tensor<8x6xbf16>, %o: tensor<10x6xf32>) -> tensor<10x6xf32> {
       %z = arith.constant 0.0 : f32
       %f = linalg.fill ins(%z : f32) outs(%o : tensor<10x6xf32>) -> tensor<10x6xf32>
-      %m = linalg.matmul ins(%a, %b : tensor<10x8xf32>, tensor<8x6xf32>) outs(%f : tensor<10x6xf32>) -> tensor<10x6xf32>
+      %m = linalg.matmul ins(%a, %b : tensor<10x8xbf16>, tensor<8x6xbf16>) outs(%f : tensor<10x6xf32>) -> tensor<10x6xf32>
       return %m : tensor<10x6xf32>
     }
   }
@@ -134,6 +135,26 @@ hexir.executable @half {
       } -> tensor<?xf32>
       %w = tensor.insert_slice %r into %o[0] [%h] [1] : tensor<?xf32> into tensor<?xf32>
       return %w : tensor<?xf32>
+    }
+  }
+}
+
+// -----
+
+// An f32 matmul taking the packed micro-kernel: at least 32 rows per workgroup (each packs
+// its own panels of B) and a power-of-two count: 100 rows, at most 3 -> 2 workgroups of 50.
+// CHECK-LABEL: hexir.executable @micro
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 2, 1, 1>
+// CHECK:         arith.constant 50 : index
+// MINWORK-LABEL: hexir.executable @micro
+// MINWORK-SAME:    hexir.workgroup_count = array<i64: 2, 1, 1>
+hexir.executable @micro {
+  builtin.module {
+    func.func @micro(%a: tensor<100x8xf32>, %b: tensor<8x6xf32>, %o: tensor<100x6xf32>) -> tensor<100x6xf32> {
+      %z = arith.constant 0.0 : f32
+      %f = linalg.fill ins(%z : f32) outs(%o : tensor<100x6xf32>) -> tensor<100x6xf32>
+      %m = linalg.matmul ins(%a, %b : tensor<100x8xf32>, tensor<8x6xf32>) outs(%f : tensor<100x6xf32>) -> tensor<100x6xf32>
+      return %m : tensor<100x6xf32>
     }
   }
 }

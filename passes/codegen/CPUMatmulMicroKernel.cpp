@@ -1,0 +1,250 @@
+// Emits the packed, register-blocked matmul described in CPUMatmulMicroKernel.h with the
+// vector dialect: one vector.fma per (row, vector) of the register tile and k step, so the
+// accumulators stay in registers and LLVM only allocates them.
+#include "passes/codegen/CPUMatmulMicroKernel.h"
+
+#include <algorithm>
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace hexir::codegen {
+using namespace mlir;
+
+MatmulTiles ChooseMatmulTiles(const CPUTarget& target) {
+  MatmulTiles t;
+  t.lanes = std::max<int64_t>(4, target.vectorBits / 32);
+  t.vectors = 2;
+  // Registers left after the B vectors of one k step and the broadcast A value.
+  int64_t free = std::max<int64_t>(t.vectors, target.vectorRegisters - t.vectors - 1);
+  t.rows = std::clamp<int64_t>(free / t.vectors, 1, 14);
+  t.depth = std::max<int64_t>(16, target.l1Bytes / 2 / (t.columns() * 4) / 8 * 8);
+  t.rowBlock = std::max<int64_t>(t.rows, target.l2Bytes / 2 / (t.depth * 4) / t.rows * t.rows);
+  return t;
+}
+
+namespace {
+
+bool HasUnitStrideRows(Type type) {
+  auto memref = dyn_cast<MemRefType>(type);
+  if (!memref) return true;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return succeeded(memref.getStridesAndOffset(strides, offset)) && !strides.empty() &&
+         strides.back() == 1;
+}
+
+}  // namespace
+
+bool TakesMatmulMicroKernel(linalg::LinalgOp op) {
+  auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
+  if (!matmul || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1) return false;
+  // The default maps only: (m, k), (k, n), (m, n).
+  MLIRContext* ctx = op.getContext();
+  AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
+             k = getAffineDimExpr(2, ctx);
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (maps.size() != 3 || maps[0] != AffineMap::get(3, 0, {m, k}, ctx) ||
+      maps[1] != AffineMap::get(3, 0, {k, n}, ctx) || maps[2] != AffineMap::get(3, 0, {m, n}, ctx))
+    return false;
+  for (OpOperand& operand : op->getOpOperands()) {
+    auto shaped = dyn_cast<ShapedType>(operand.get().getType());
+    if (!shaped || shaped.getRank() != 2 || !shaped.getElementType().isF32()) return false;
+  }
+  // The body must be the plain multiply-add (no casts, no other combiner).
+  Block& body = op->getRegion(0).front();
+  if (body.getOperations().size() != 3 || !isa<arith::MulFOp>(body.front()) ||
+      !isa<arith::AddFOp>(*std::next(body.begin())))
+    return false;
+  auto cType = cast<ShapedType>(op.getDpsInits()[0].getType());
+  if (!ShapedType::isDynamic(cType.getDimSize(0)) &&
+      cType.getDimSize(0) < kMatmulMicroKernelMinRows)
+    return false;
+  return HasUnitStrideRows(op.getDpsInputs()[1].getType()) &&
+         HasUnitStrideRows(op.getDpsInits()[0].getType());
+}
+
+namespace {
+
+class MicroKernelEmitter {
+ public:
+  MicroKernelEmitter(OpBuilder& b, Location loc, const MatmulTiles& tiles, Value packed)
+      : b(b), loc(loc), t(tiles), packed(packed),
+        vec(VectorType::get({tiles.lanes}, b.getF32Type())),
+        maskType(VectorType::get({tiles.lanes}, b.getI1Type())) {}
+
+  void emit(Value a, Value bMat, Value c) {
+    Value zero = index(0);
+    Value rowsM = memref::DimOp::create(b, loc, c, 0);
+    Value colsN = memref::DimOp::create(b, loc, c, 1);
+    Value depthK = memref::DimOp::create(b, loc, a, 1);
+    zeroVec = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
+    forLoop(zero, depthK, index(t.depth), [&](Value kc) {
+      Value kcEnd = arith::MinSIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, kc, index(t.depth)), depthK);
+      Value kcSize = arith::SubIOp::create(b, loc, kcEnd, kc);
+      forLoop(zero, rowsM, index(t.rowBlock), [&](Value mc) {
+        Value mcEnd = arith::MinSIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, mc, index(t.rowBlock)), rowsM);
+        forLoop(zero, colsN, index(t.columns()), [&](Value n0) {
+          Panel panel{a, c, kc, kcSize, n0, {}, {}};
+          Value left = arith::SubIOp::create(b, loc, colsN, n0);
+          panel.full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, left,
+                                             index(t.columns()));
+          for (int64_t v = 0; v < t.vectors; ++v) {
+            Value lanesLeft = arith::SubIOp::create(b, loc, left, index(v * t.lanes));
+            panel.masks.push_back(vector::CreateMaskOp::create(b, loc, maskType, ValueRange{lanesLeft}));
+          }
+          pack(bMat, panel);
+          // Whole MR tiles, then the remainder as a sum of powers of two below MR.
+          Value span = arith::SubIOp::create(b, loc, mcEnd, mc);
+          Value whole = arith::MulIOp::create(
+              b, loc, arith::DivUIOp::create(b, loc, span, index(t.rows)), index(t.rows));
+          Value wholeEnd = arith::AddIOp::create(b, loc, mc, whole);
+          forLoop(mc, wholeEnd, index(t.rows), [&](Value m) { registerTile(panel, m, t.rows); });
+          Value rest = arith::SubIOp::create(b, loc, span, whole);
+          Value at = wholeEnd;
+          int64_t part = 1;
+          while (part * 2 < t.rows) part *= 2;
+          for (; part >= 1; part /= 2) {
+            Value bit = arith::AndIOp::create(b, loc, rest, index(part));
+            Value has = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, bit, index(0));
+            Value row = at;
+            scf::IfOp::create(b, loc, has, [&](OpBuilder& nested, Location) {
+              OpBuilder::InsertionGuard guard(b);
+              b.setInsertionPoint(scf::YieldOp::create(nested, loc));
+              registerTile(panel, row, part);
+            });
+            at = arith::AddIOp::create(b, loc, at, bit);
+          }
+        });
+      });
+    });
+  }
+
+ private:
+  struct Panel {
+    Value a, c, kc, kcSize, n0, full;
+    SmallVector<Value> masks;  // lanes of each vector inside N
+  };
+
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+
+  // scf.for lb..ub step with `body` emitted at the builder's insertion point inside.
+  void forLoop(Value lb, Value ub, Value step, llvm::function_ref<void(Value)> body) {
+    auto loop = scf::ForOp::create(b, loc, lb, ub, step);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    body(loop.getInductionVar());
+  }
+
+  Value column(const Panel& p, int64_t v) {
+    return arith::AddIOp::create(b, loc, p.n0, index(v * t.lanes));
+  }
+
+  // Bp[k][0, NR) = B[kc + k][n0, n0 + NR), zero past N.
+  void pack(Value bMat, const Panel& p) {
+    forLoop(index(0), p.kcSize, index(1), [&](Value k) {
+      Value row = arith::AddIOp::create(b, loc, p.kc, k);
+      for (int64_t v = 0; v < t.vectors; ++v) {
+        Value x = vector::MaskedLoadOp::create(b, loc, vec, bMat, ValueRange{row, column(p, v)},
+                                               p.masks[v], zeroVec);
+        vector::StoreOp::create(b, loc, x, packed, ValueRange{k, index(v * t.lanes)});
+      }
+    });
+  }
+
+  // C[m, m + rows) x [n0, n0 + NR) += A[.][kc, kc + kcSize) * Bp, in registers.
+  void registerTile(const Panel& p, Value m, int64_t rows) {
+    SmallVector<Value> rowIndex;
+    for (int64_t i = 0; i < rows; ++i)
+      rowIndex.push_back(i == 0 ? m : arith::AddIOp::create(b, loc, m, index(i)).getResult());
+    // Full panels use plain loads and stores; the last one is masked at N.
+    auto load = scf::IfOp::create(
+        b, loc, p.full,
+        [&](OpBuilder& nested, Location) {
+          SmallVector<Value> values;
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t v = 0; v < t.vectors; ++v)
+              values.push_back(vector::LoadOp::create(nested, loc, vec, p.c,
+                                                      ValueRange{rowIndex[i], column(p, v)}));
+          scf::YieldOp::create(nested, loc, values);
+        },
+        [&](OpBuilder& nested, Location) {
+          SmallVector<Value> values;
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t v = 0; v < t.vectors; ++v)
+              values.push_back(vector::MaskedLoadOp::create(
+                  nested, loc, vec, p.c, ValueRange{rowIndex[i], column(p, v)}, p.masks[v],
+                  zeroVec));
+          scf::YieldOp::create(nested, loc, values);
+        });
+    auto loop = scf::ForOp::create(
+        b, loc, index(0), p.kcSize, index(1), load.getResults(),
+        [&](OpBuilder& nested, Location, Value k, ValueRange acc) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(nested.getInsertionBlock());
+          SmallVector<Value> bv;
+          for (int64_t v = 0; v < t.vectors; ++v)
+            bv.push_back(vector::LoadOp::create(b, loc, vec, packed, ValueRange{k, index(v * t.lanes)}));
+          Value ak = arith::AddIOp::create(b, loc, p.kc, k);
+          SmallVector<Value> next;
+          for (int64_t i = 0; i < rows; ++i) {
+            Value scalar = memref::LoadOp::create(b, loc, p.a, ValueRange{rowIndex[i], ak});
+            Value splat = vector::BroadcastOp::create(b, loc, vec, scalar);
+            for (int64_t v = 0; v < t.vectors; ++v)
+              next.push_back(vector::FMAOp::create(b, loc, splat, bv[v], acc[i * t.vectors + v]));
+          }
+          scf::YieldOp::create(b, loc, next);
+        });
+    ValueRange acc = loop.getResults();
+    scf::IfOp::create(
+        b, loc, p.full,
+        [&](OpBuilder& nested, Location) {
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t v = 0; v < t.vectors; ++v)
+              vector::StoreOp::create(nested, loc, acc[i * t.vectors + v], p.c,
+                                      ValueRange{rowIndex[i], column(p, v)});
+          scf::YieldOp::create(nested, loc);
+        },
+        [&](OpBuilder& nested, Location) {
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t v = 0; v < t.vectors; ++v)
+              vector::MaskedStoreOp::create(nested, loc, p.c, ValueRange{rowIndex[i], column(p, v)},
+                                            p.masks[v], acc[i * t.vectors + v]);
+          scf::YieldOp::create(nested, loc);
+        });
+  }
+
+  OpBuilder& b;
+  Location loc;
+  const MatmulTiles& t;
+  Value packed;
+  VectorType vec, maskType;
+  Value zeroVec;
+};
+
+}  // namespace
+
+void LowerMatmulsToMicroKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
+  SmallVector<linalg::LinalgOp> matmuls;
+  kernel.walk([&](linalg::LinalgOp op) {
+    if (op.hasPureBufferSemantics() && TakesMatmulMicroKernel(op)) matmuls.push_back(op);
+  });
+  if (matmuls.empty()) return;
+  OpBuilder b(kernel.getContext());
+  // One packing buffer per kernel, at entry: an alloca inside a loop would grow the stack.
+  b.setInsertionPointToStart(&kernel.getBody().front());
+  auto packedType = MemRefType::get({tiles.depth, tiles.columns()}, b.getF32Type());
+  Value packed = memref::AllocaOp::create(b, kernel.getLoc(), packedType, b.getI64IntegerAttr(64));
+  for (linalg::LinalgOp op : matmuls) {
+    b.setInsertionPoint(op);
+    MicroKernelEmitter(b, op.getLoc(), tiles, packed)
+        .emit(op.getDpsInputs()[0], op.getDpsInputs()[1], op.getDpsInits()[0]);
+    op->erase();
+  }
+}
+
+}  // namespace hexir::codegen

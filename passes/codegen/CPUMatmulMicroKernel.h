@@ -1,0 +1,51 @@
+// Register-blocked f32 matmul on a packed right-hand side (hexir-cpu-lower-executables,
+// on bufferized kernels, before linalg becomes loops).
+//
+// C[M][N] += A[M][K] * B[K][N] becomes, per cache block of `depth` (KC) steps of k and
+// `rowBlock` (MC) rows of A:
+//
+//   for kc, mc:  for each column panel n0 of `columns` (NR) columns:
+//       pack B[kc:kc+KC][n0:n0+NR] into a stack buffer Bp[KC][NR] (zero past N: in L1)
+//       for each tile of `rows` (MR) rows m:         (the A block MC x KC stays in L2)
+//         acc[MR][NR/lanes] = C[m..][n0..]            (vector registers)
+//         for k < KC: b = Bp[k]; acc[i] += broadcast(A[m+i][kc+k]) * b
+//         C[m..][n0..] = acc                          (masked in the last panel)
+//       the rows left (< MR) run the same kernel with MR = each power of two they contain.
+//
+// Tiles come from the target (CPUTarget.h): NR = 2 vectors, MR as many rows as the
+// remaining registers hold (6 x 16 on AVX2, 14 x 32 on AVX-512), Bp half of L1, the A
+// block half of L2. Only f32 matmuls with the default maps and unit-stride rows of B and C
+// are rewritten, and not those with a static M below `minRows` (a GEMV reads its weights
+// once: packing them would only add traffic); the rest keep the loop lowering.
+#pragma once
+
+#include <cstdint>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "passes/codegen/CPUTarget.h"
+
+namespace hexir::codegen {
+
+struct MatmulTiles {
+  int64_t lanes;     // f32 lanes of a vector register
+  int64_t vectors;   // vectors per row of the register tile (NR = lanes * vectors)
+  int64_t rows;      // MR
+  int64_t depth;     // KC
+  int64_t rowBlock;  // MC, a multiple of MR
+  int64_t columns() const { return lanes * vectors; }
+};
+
+// Static M below this keeps the loop lowering (see above).
+constexpr int64_t kMatmulMicroKernelMinRows = 4;
+
+MatmulTiles ChooseMatmulTiles(const CPUTarget& target);
+
+// True when `op` (on tensors or memrefs) is an f32 linalg.matmul that the micro-kernel
+// takes (strides are checked only on memrefs).
+bool TakesMatmulMicroKernel(mlir::linalg::LinalgOp op);
+
+// Rewrites every such matmul of the bufferized `kernel`; the others are left as they are.
+void LowerMatmulsToMicroKernels(mlir::func::FuncOp kernel, const MatmulTiles& tiles);
+
+}  // namespace hexir::codegen

@@ -1,0 +1,23 @@
+// What CPU kernel code generation needs to know about the target: the width and number of
+// vector registers (register tiles) and the data cache sizes (cache tiles).
+#pragma once
+
+#include <cstdint>
+
+#include "llvm/ADT/StringRef.h"
+
+namespace hexir::codegen {
+
+struct CPUTarget {
+  int64_t vectorBits = 128;     // widest f32 vector register: 128 (SSE), 256 (AVX2), 512
+  int64_t vectorRegisters = 16;  // architectural vector registers
+  int64_t l1Bytes = 32 * 1024;   // per-core L1 data cache
+  int64_t l2Bytes = 512 * 1024;  // per-core L2 cache
+};
+
+// `cpu` is "host" (this machine's features and cache sizes) or an LLVM CPU name
+// ("x86-64-v3", "znver3"; cache sizes then default to 32 KiB / 512 KiB). An unknown name
+// describes a baseline SSE target.
+CPUTarget DescribeCPU(llvm::StringRef cpu);
+
+}  // namespace hexir::codegen
