@@ -1,7 +1,8 @@
 // hal.channel: one rank's membership in a group of devices that exchange data by collectives.
 //
 // A channel knows its rank, the number of ranks (count) and the engine underneath (backend:
-// "local" for a group of one, "mpi" for CPU ranks started by mpirun, "nccl" for CUDA). It
+// "local" for a group of one, "mpi" for CPU ranks started by mpirun, "gloo" for CPU ranks of
+// an in-process group or a torchrun-style launch, "nccl" for CUDA). It
 // does not move data by itself: collectives are recorded into command buffers
 // (CommandBuffer::Collective) and run in queue order like dispatches, on the device whose
 // driver understands the channel's backend (Device::CreateChannel makes one it understands).
@@ -30,6 +31,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "vm/ref.h"
@@ -134,10 +136,27 @@ class HostChannel : public Channel {
   using Channel::Channel;
 };
 
-// The host channel of this process: an MPI world channel when the process was started by
-// mpirun (OMPI_COMM_WORLD_SIZE or PMIX_RANK set; libmpi is dlopened, HEXIR_MPI_LIBRARY names
-// it, default libmpi.so.40), else a local channel of one rank. Each call creates a new
-// channel (MPI: a duplicate of the world communicator, a collective call on every rank).
+// Host channels (implemented by the CPU driver). The backend is chosen once per call:
+// HEXIR_CHANNEL_BACKEND (local, mpi or gloo) when set, else "mpi" when the process was started
+// by mpirun (OMPI_COMM_WORLD_SIZE or PMIX_RANK set; libmpi is dlopened, HEXIR_MPI_LIBRARY
+// names it, default libmpi.so.40), else "gloo" under a torchrun-style launch (RANK and
+// WORLD_SIZE set; rendezvous in hal/drivers/cpu/gloo_channel.h), else "local".
+//
+// The channel of this process's one device: MPI (a duplicate of the world communicator, a
+// collective call on every rank), Gloo (rank RANK of WORLD_SIZE), or a local channel of one
+// rank. Each call creates a new channel.
 StatusOr<vm::Ref<HostChannel>> CreateHostChannel();
+
+// Channels for `local_count` devices driven by this process, channel i for device i: under
+// "local" an in-process Gloo group (ranks 0..local_count-1; one device: a local channel),
+// under "gloo" with a torchrun-style launch ranks RANK*local_count + i of
+// WORLD_SIZE*local_count, under "mpi" one device only (Unimplemented otherwise). Blocks
+// until every rank joined (or the collective timeout passed).
+StatusOr<std::vector<vm::Ref<HostChannel>>> CreateHostChannels(int32_t local_count);
+
+// An in-process group: `count` channels, ranks 0..count-1, connected through Gloo over
+// loopback TCP (a Gloo HashStore for the rendezvous). Give channel i to device i; each runs
+// its collectives on its device's queue thread, so all ranks progress at once.
+StatusOr<std::vector<vm::Ref<HostChannel>>> CreateInProcessChannels(int32_t count);
 
 }  // namespace hexir::hal

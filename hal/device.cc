@@ -27,6 +27,12 @@ StatusOr<vm::Ref<Channel>> Device::CreateChannel() {
   return Unimplemented("create channel: the '", uri(), "' device has no collective backend");
 }
 
+StatusOr<std::vector<vm::Ref<Channel>>> Device::CreateGroupChannels(
+    const std::vector<Device*>& group) {
+  return Unimplemented("create group channels: the '", uri(), "' device cannot form a group of ",
+                       group.size(), " devices");
+}
+
 StatusOr<vm::Ref<CommandBuffer>> Device::CreateCommandBuffer() {
   return vm::MakeRef<CommandBuffer>(counters_);
 }

@@ -191,6 +191,13 @@ class Device : public vm::RefObject {
   // holding collectives.
   virtual StatusOr<vm::Ref<Channel>> CreateChannel();
   virtual bool SupportsCollectives() const { return false; }
+  // Channels for a group of devices driven by this process (`group` holds this device and
+  // the others, all of this driver): channel i belongs to group[i], whose rank is i of the
+  // group (of the launch, for a multi-process launch: hal/channel.h CreateHostChannels). A
+  // context bound to several devices asks its first device (hal.channel.default). Default:
+  // Unimplemented naming the device.
+  virtual StatusOr<std::vector<vm::Ref<Channel>>> CreateGroupChannels(
+      const std::vector<Device*>& group);
 
   // Returns cached pool memory to the system (no effect on live buffers; stats().
   // pool_bytes_cached drops to 0). Default: nothing to trim.

@@ -13,6 +13,7 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev libonnx-testdata  # ONNX importer (hexir-import) and its node tests
   pybind11-dev python3-dev python3-numpy python3-pytest libdlpack-dev  # python/ (import hexir)
   libopenmpi-dev openmpi-bin  # MPI channels of CPU ranks (headers; libmpi.so.40 is dlopened) and mpirun
+  libgloo-dev  # Gloo channels of CPU ranks (linked into libhexir_gloo.so only, which is dlopened)
 )
 
 missing=()

@@ -1,11 +1,16 @@
 // CTS cases for collectives (hal/channel.h): every kind, f32/f16/i32 where the kind reduces,
 // sizes 1, odd and large, recorded into command buffers and checked against a reference
-// computed from every rank's inputs (which each rank derives from the rank number). Run in
-// one process they exercise a channel of one rank; hal/cts/mpi_cts_test.sh runs the same
-// binary under mpirun with 2 and 4 ranks.
+// computed from every rank's inputs (which each rank derives from the rank number). Each case
+// runs on a ChannelGroup: the ranks this process drives, each on its own device, whose queue
+// threads run the collectives at once while this thread submits, waits and asserts. One
+// process alone: a channel of one rank; hal/cts/mpi_cts_test.sh and torchrun_cts_test.sh run
+// the same binary as 2 and 4 processes; gloo_cts_test.cc runs in-process groups of 2 and 4.
 #include <cstdint>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "hal/cts/cts.h"
@@ -18,10 +23,24 @@ void RequireOk(const Status& s) {
   REQUIRE(s.ok());
 }
 
-vm::Ref<Channel> NewChannel(Device& d) {
+ChannelGroup GroupOf(Device& d) {
   auto channel = d.CreateChannel();
   RequireOk(channel.status());
-  return *channel;
+  return {{&d}, {*channel}};
+}
+
+// The device's group of one, or false after printing the skip marker when the device has no
+// collective engine here (Unavailable: CUDA without libnccl.so.2).
+bool GroupOrSkip(Device& d, const char* case_name, ChannelGroup* group) {
+  auto channel = d.CreateChannel();
+  if (channel.status().code() == StatusCode::kUnavailable) {
+    std::printf("HEXIR_SKIPPED: cts/%s/%s: %s\n", std::string(d.uri()).c_str(), case_name,
+                channel.status().message().c_str());
+    return false;
+  }
+  RequireOk(channel.status());
+  *group = {{&d}, {*channel}};
+  return true;
 }
 
 // Small integers, so that sums and products over 4 ranks are exact in f16 too.
@@ -94,30 +113,56 @@ struct Collective {
   int32_t peer;
 };
 
-// Runs `c` on this rank and returns the recv bytes.
-std::vector<uint8_t> Run(Device& d, const vm::Ref<Channel>& channel, const Collective& c,
-                         const std::vector<uint8_t>& send_bytes, uint64_t recv_size) {
-  auto send = d.AllocateBuffer(std::max<uint64_t>(send_bytes.size(), 1));
-  auto recv = d.AllocateBuffer(std::max<uint64_t>(recv_size, 1));
-  RequireOk(send.status());
-  RequireOk(recv.status());
-  if (!send_bytes.empty()) RequireOk(d.WriteBuffer(**send, 0, send_bytes.data(), send_bytes.size()));
-  auto cb = d.CreateCommandBuffer();
-  RequireOk(cb.status());
-  RequireOk((*cb)->Collective(channel, c.kind, c.reduction, int32_t(c.type), c.count, c.peer,
-                              BufferRef::Whole(*send), BufferRef::Whole(*recv)));
-  RequireOk((*cb)->Finalize());
-  auto sem = d.CreateSemaphore(0);
-  RequireOk(sem.status());
-  RequireOk(d.QueueExecute({}, *cb, {{*sem, 1}}));
-  RequireOk((*sem)->Wait(1));
-  std::vector<uint8_t> got(recv_size);
-  if (recv_size) RequireOk(d.ReadBuffer(**recv, 0, got.data(), recv_size));
-  return got;
+// What one rank runs in a RunGroup step.
+struct RankWork {
+  Collective c;
+  std::vector<uint8_t> send;
+  uint64_t recv_size = 0;
+};
+
+// Records and submits one collective on every rank of `g` (`work(rank)` says which), then
+// waits for all of them and returns each rank's recv bytes, in the group's order.
+std::vector<std::vector<uint8_t>> RunGroup(const ChannelGroup& g,
+                                           const std::function<RankWork(int32_t rank)>& work) {
+  struct Pending {
+    RankWork w;
+    vm::Ref<Buffer> recv;
+    vm::Ref<Semaphore> sem;
+  };
+  std::vector<Pending> pending;
+  for (size_t i = 0; i < g.devices.size(); ++i) {
+    Device& d = *g.devices[i];
+    Pending p{work(g.channels[i]->rank()), nullptr, nullptr};
+    auto send = d.AllocateBuffer(std::max<uint64_t>(p.w.send.size(), 1));
+    auto recv = d.AllocateBuffer(std::max<uint64_t>(p.w.recv_size, 1));
+    RequireOk(send.status());
+    RequireOk(recv.status());
+    if (!p.w.send.empty()) RequireOk(d.WriteBuffer(**send, 0, p.w.send.data(), p.w.send.size()));
+    auto cb = d.CreateCommandBuffer();
+    RequireOk(cb.status());
+    const Collective& c = p.w.c;
+    RequireOk((*cb)->Collective(g.channels[i], c.kind, c.reduction, int32_t(c.type), c.count,
+                                c.peer, BufferRef::Whole(*send), BufferRef::Whole(*recv)));
+    RequireOk((*cb)->Finalize());
+    auto sem = d.CreateSemaphore(0);
+    RequireOk(sem.status());
+    RequireOk(d.QueueExecute({}, *cb, {{*sem, 1}}));
+    p.recv = *recv;
+    p.sem = *sem;
+    pending.push_back(std::move(p));
+  }
+  std::vector<std::vector<uint8_t>> results;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    RequireOk(pending[i].sem->Wait(1));
+    std::vector<uint8_t> got(pending[i].w.recv_size);
+    if (!got.empty()) RequireOk(g.devices[i]->ReadBuffer(*pending[i].recv, 0, got.data(), got.size()));
+    results.push_back(std::move(got));
+  }
+  return results;
 }
 
-void CheckReducing(Device& d, const vm::Ref<Channel>& channel, CollectiveKind kind) {
-  const int32_t n = channel->count(), me = channel->rank();
+void CheckReducing(const ChannelGroup& g, CollectiveKind kind) {
+  const int32_t n = g.channels[0]->count();
   for (ElementType type : {ElementType::kF32, ElementType::kF16, ElementType::kI32}) {
     for (ReductionOp op : {ReductionOp::kSum, ReductionOp::kMax, ReductionOp::kMin,
                            ReductionOp::kProd}) {
@@ -128,21 +173,25 @@ void CheckReducing(Device& d, const vm::Ref<Channel>& channel, CollectiveKind ki
           for (uint64_t i = 0; i < total; ++i) v[i] = InputValue(rank, i);
           return v;
         };
-        std::vector<int64_t> expected(count);
-        const uint64_t base = kind == CollectiveKind::kReduceScatter ? me * count : 0;
-        for (int32_t r = 0; r < n; ++r) {
-          std::vector<int64_t> in = input(r);
-          for (uint64_t i = 0; i < count; ++i) {
-            expected[i] = r == 0 ? in[base + i] : Reduce(op, expected[i], in[base + i]);
-          }
-        }
         const uint64_t element = ElementTypeByteSize(int32_t(type));
-        std::vector<uint8_t> got =
-            Run(d, channel, {kind, op, type, count, 0}, Encode(input(me), type), count * element);
-        INFO(CollectiveName(kind) << " " << ReductionName(op) << " of " << count << " x "
-                                  << ElementTypeName(int32_t(type)) << " on "
-                                  << channel->Describe());
-        REQUIRE(Decode(got, type) == expected);
+        std::vector<std::vector<uint8_t>> got = RunGroup(g, [&](int32_t rank) {
+          return RankWork{{kind, op, type, count, 0}, Encode(input(rank), type), count * element};
+        });
+        for (size_t local = 0; local < g.channels.size(); ++local) {
+          const int32_t me = g.channels[local]->rank();
+          std::vector<int64_t> expected(count);
+          const uint64_t base = kind == CollectiveKind::kReduceScatter ? me * count : 0;
+          for (int32_t r = 0; r < n; ++r) {
+            std::vector<int64_t> in = input(r);
+            for (uint64_t i = 0; i < count; ++i) {
+              expected[i] = r == 0 ? in[base + i] : Reduce(op, expected[i], in[base + i]);
+            }
+          }
+          INFO(CollectiveName(kind) << " " << ReductionName(op) << " of " << count << " x "
+                                    << ElementTypeName(int32_t(type)) << " on "
+                                    << g.channels[local]->Describe());
+          REQUIRE(Decode(got[local], type) == expected);
+        }
       }
     }
   }
@@ -150,18 +199,16 @@ void CheckReducing(Device& d, const vm::Ref<Channel>& channel, CollectiveKind ki
 
 }  // namespace
 
-void ChannelAllReduceCase(const DriverConfig&, Device& d) {
-  CheckReducing(d, NewChannel(d), CollectiveKind::kAllReduce);
+void ChannelAllReduce(const ChannelGroup& g) { CheckReducing(g, CollectiveKind::kAllReduce); }
+
+void ChannelReduceScatter(const ChannelGroup& g) {
+  CheckReducing(g, CollectiveKind::kReduceScatter);
 }
 
-void ChannelReduceScatterCase(const DriverConfig&, Device& d) {
-  CheckReducing(d, NewChannel(d), CollectiveKind::kReduceScatter);
-}
-
-void ChannelDataMovementCase(const DriverConfig&, Device& d) {
-  auto channel = NewChannel(d);
-  const int32_t n = channel->count(), me = channel->rank();
-  const DeviceStats before = d.stats();
+void ChannelDataMovement(const ChannelGroup& g) {
+  const int32_t n = g.channels[0]->count();
+  std::vector<DeviceStats> before;
+  for (Device* d : g.devices) before.push_back(d->stats());
   uint64_t collectives = 0;
   for (uint64_t count : {uint64_t{1}, uint64_t{7}, uint64_t{65537}}) {
     auto input = [&](int32_t rank) {
@@ -169,88 +216,116 @@ void ChannelDataMovementCase(const DriverConfig&, Device& d) {
       for (uint64_t i = 0; i < count; ++i) v[i] = InputValue(rank, i) + 10 * rank;
       return v;
     };
-    INFO(count << " x i32 on " << channel->Describe());
+    INFO(count << " x i32 on " << g.channels[0]->Describe() << " (and the group's other ranks)");
     // all_gather: rank r's values land at r * count.
     std::vector<int64_t> gathered;
     for (int32_t r = 0; r < n; ++r) {
       auto in = input(r);
       gathered.insert(gathered.end(), in.begin(), in.end());
     }
-    REQUIRE(Run(d, channel, {CollectiveKind::kAllGather, ReductionOp::kSum, ElementType::kI32, count, 0},
-                Encode(input(me), ElementType::kI32), 4 * count * n) ==
-            Encode(gathered, ElementType::kI32));
+    for (const auto& got : RunGroup(g, [&](int32_t rank) {
+           return RankWork{{CollectiveKind::kAllGather, ReductionOp::kSum, ElementType::kI32, count, 0},
+                           Encode(input(rank), ElementType::kI32), 4 * count * n};
+         })) {
+      REQUIRE(got == Encode(gathered, ElementType::kI32));
+    }
     // broadcast from the last rank (f16: bytes move unchanged).
     const int32_t root = n - 1;
-    REQUIRE(Run(d, channel, {CollectiveKind::kBroadcast, ReductionOp::kSum, ElementType::kF16, count, root},
-                me == root ? Encode(input(me), ElementType::kF16) : std::vector<uint8_t>{},
-                2 * count) == Encode(input(root), ElementType::kF16));
+    for (const auto& got : RunGroup(g, [&](int32_t rank) {
+           return RankWork{{CollectiveKind::kBroadcast, ReductionOp::kSum, ElementType::kF16, count, root},
+                           rank == root ? Encode(input(rank), ElementType::kF16) : std::vector<uint8_t>{},
+                           2 * count};
+         })) {
+      REQUIRE(got == Encode(input(root), ElementType::kF16));
+    }
     collectives += 2;
-    // send/recv around a ring (even ranks send first so that no cycle of sends waits).
+    // send/recv around a ring: even ranks send first, then receive; odd ranks the reverse.
     if (n > 1) {
-      const int32_t next = (me + 1) % n, prev = (me + n - 1) % n;
-      auto send_to_next = [&] {
-        Run(d, channel, {CollectiveKind::kSend, ReductionOp::kSum, ElementType::kI32, count, next},
-            Encode(input(me), ElementType::kI32), 0);
-      };
-      auto recv_from_prev = [&] {
-        REQUIRE(Run(d, channel, {CollectiveKind::kRecv, ReductionOp::kSum, ElementType::kI32, count, prev},
-                    {}, 4 * count) == Encode(input(prev), ElementType::kI32));
-      };
-      if (me % 2 == 0) {
-        send_to_next();
-        recv_from_prev();
-      } else {
-        recv_from_prev();
-        send_to_next();
+      for (int step = 0; step < 2; ++step) {
+        auto got = RunGroup(g, [&](int32_t rank) {
+          const bool sends = (rank % 2 == 0) == (step == 0);
+          if (sends) {
+            return RankWork{{CollectiveKind::kSend, ReductionOp::kSum, ElementType::kI32, count, (rank + 1) % n},
+                            Encode(input(rank), ElementType::kI32), 0};
+          }
+          return RankWork{{CollectiveKind::kRecv, ReductionOp::kSum, ElementType::kI32, count, (rank + n - 1) % n},
+                          {}, 4 * count};
+        });
+        for (size_t local = 0; local < g.channels.size(); ++local) {
+          const int32_t rank = g.channels[local]->rank();
+          if ((rank % 2 == 0) == (step == 0)) continue;  // a sender
+          REQUIRE(got[local] == Encode(input((rank + n - 1) % n), ElementType::kI32));
+        }
       }
       collectives += 2;
     }
   }
-  REQUIRE(d.stats().collectives_executed - before.collectives_executed == collectives);
-}
-
-void ChannelReplayCase(const DriverConfig&, Device& d) {
-  // One recording through binding-table slots, replayed on new buffers: sums of the ranks.
-  auto channel = NewChannel(d);
-  const int32_t n = channel->count(), me = channel->rank();
-  auto cb = d.CreateCommandBuffer();
-  RequireOk(cb.status());
-  RequireOk((*cb)->Collective(channel, CollectiveKind::kAllReduce, ReductionOp::kSum,
-                              int32_t(ElementType::kI32), 3, 0, BufferRef::Slot(0),
-                              BufferRef::Slot(1)));
-  RequireOk((*cb)->Finalize());
-  REQUIRE((*cb)->binding_table_size() == 2);
-  auto sem = d.CreateSemaphore(0);
-  RequireOk(sem.status());
-  for (int32_t call = 1; call <= 3; ++call) {
-    auto send = d.AllocateBuffer(12), recv = d.AllocateBuffer(12);
-    RequireOk(send.status());
-    RequireOk(recv.status());
-    int32_t values[3] = {me * call, 1, -call};
-    RequireOk(d.WriteBuffer(**send, 0, values, 12));
-    RequireOk(d.QueueExecute({}, *cb, {{*sem, uint64_t(call)}},
-                             {BufferRef::Whole(*send), BufferRef::Whole(*recv)}));
-    RequireOk((*sem)->Wait(call));
-    int32_t got[3];
-    RequireOk(d.ReadBuffer(**recv, 0, got, 12));
-    REQUIRE(got[0] == call * n * (n - 1) / 2);
-    REQUIRE(got[1] == n);
-    REQUIRE(got[2] == -call * n);
+  for (size_t i = 0; i < g.devices.size(); ++i) {
+    REQUIRE(g.devices[i]->stats().collectives_executed - before[i].collectives_executed ==
+            collectives);
   }
-  // A slot smaller than the collective fails the submission naming the slot.
-  auto small = d.AllocateBuffer(64), tiny = d.AllocateBuffer(8);
-  RequireOk(small.status());
-  RequireOk(tiny.status());
-  RequireOk(d.QueueExecute({}, *cb, {{*sem, 4}},
-                           {BufferRef::Whole(*small), BufferRef::Whole(*tiny)}));
-  Status failed = (*sem)->Wait(4);
-  REQUIRE(failed.code() == StatusCode::kOutOfRange);
-  REQUIRE_THAT(failed.message(),
-               Catch::Contains("all_reduce recv buffer (binding table slot 1): 12 bytes needed"));
 }
 
-void ChannelMisuseCase(const DriverConfig&, Device& d) {
-  auto channel = NewChannel(d);
+void ChannelReplay(const ChannelGroup& g) {
+  // One recording through binding-table slots per rank, replayed on new buffers: sums of the
+  // ranks.
+  const int32_t n = g.channels[0]->count();
+  std::vector<vm::Ref<CommandBuffer>> cbs;
+  std::vector<vm::Ref<Semaphore>> sems;
+  for (size_t i = 0; i < g.devices.size(); ++i) {
+    auto cb = g.devices[i]->CreateCommandBuffer();
+    RequireOk(cb.status());
+    RequireOk((*cb)->Collective(g.channels[i], CollectiveKind::kAllReduce, ReductionOp::kSum,
+                                int32_t(ElementType::kI32), 3, 0, BufferRef::Slot(0),
+                                BufferRef::Slot(1)));
+    RequireOk((*cb)->Finalize());
+    REQUIRE((*cb)->binding_table_size() == 2);
+    cbs.push_back(*cb);
+    auto sem = g.devices[i]->CreateSemaphore(0);
+    RequireOk(sem.status());
+    sems.push_back(*sem);
+  }
+  for (int32_t call = 1; call <= 3; ++call) {
+    std::vector<vm::Ref<Buffer>> recvs;
+    for (size_t i = 0; i < g.devices.size(); ++i) {
+      Device& d = *g.devices[i];
+      auto send = d.AllocateBuffer(12), recv = d.AllocateBuffer(12);
+      RequireOk(send.status());
+      RequireOk(recv.status());
+      int32_t values[3] = {g.channels[i]->rank() * call, 1, -call};
+      RequireOk(d.WriteBuffer(**send, 0, values, 12));
+      RequireOk(d.QueueExecute({}, cbs[i], {{sems[i], uint64_t(call)}},
+                               {BufferRef::Whole(*send), BufferRef::Whole(*recv)}));
+      recvs.push_back(*recv);
+    }
+    for (size_t i = 0; i < g.devices.size(); ++i) {
+      RequireOk(sems[i]->Wait(call));
+      int32_t got[3];
+      RequireOk(g.devices[i]->ReadBuffer(*recvs[i], 0, got, 12));
+      REQUIRE(got[0] == call * n * (n - 1) / 2);
+      REQUIRE(got[1] == n);
+      REQUIRE(got[2] == -call * n);
+    }
+  }
+  // A slot smaller than the collective fails the submission naming the slot (checked before
+  // the collective starts, so every rank fails alike and none waits for the others).
+  for (size_t i = 0; i < g.devices.size(); ++i) {
+    Device& d = *g.devices[i];
+    auto small = d.AllocateBuffer(64), tiny = d.AllocateBuffer(8);
+    RequireOk(small.status());
+    RequireOk(tiny.status());
+    RequireOk(d.QueueExecute({}, cbs[i], {{sems[i], 4}},
+                             {BufferRef::Whole(*small), BufferRef::Whole(*tiny)}));
+    Status failed = sems[i]->Wait(4);
+    REQUIRE(failed.code() == StatusCode::kOutOfRange);
+    REQUIRE_THAT(failed.message(),
+                 Catch::Contains("all_reduce recv buffer (binding table slot 1): 12 bytes needed"));
+  }
+}
+
+void ChannelMisuse(const ChannelGroup& g) {
+  Device& d = *g.devices[0];
+  const vm::Ref<Channel>& channel = g.channels[0];
   auto cb = d.CreateCommandBuffer();
   RequireOk(cb.status());
   auto buffer = d.AllocateBuffer(64);
@@ -281,20 +356,36 @@ void ChannelMisuseCase(const DriverConfig&, Device& d) {
   REQUIRE_THAT(message(s), Catch::Contains("all_reduce: channel is null"));
 }
 
+#define HEXIR_CHANNEL_CASE_(Name, case_name)                    \
+  void Channel##Name##Case(const DriverConfig&, Device& d) {    \
+    ChannelGroup g;                                             \
+    if (GroupOrSkip(d, case_name, &g)) Channel##Name(g);        \
+  }
+HEXIR_CHANNEL_CASE_(AllReduce, "channel_all_reduce")
+HEXIR_CHANNEL_CASE_(ReduceScatter, "channel_reduce_scatter")
+HEXIR_CHANNEL_CASE_(DataMovement, "channel_data_movement")
+HEXIR_CHANNEL_CASE_(Replay, "channel_replay")
+HEXIR_CHANNEL_CASE_(Misuse, "channel_misuse")
+#undef HEXIR_CHANNEL_CASE_
+
 // Only with 2 or more ranks: the last rank waits in a recv that rank 0 never sends while the
 // other ranks run an all_reduce the last rank never joins. The all_reduce ranks time out
 // (HEXIR_COLLECTIVE_TIMEOUT 1 s) naming the collective; the last rank then fails by their
 // notice, naming rank 0 and its all_reduce, long before its own 60 s timeout.
+// One process per rank, under mpirun or a torchrun-style launch.
 void ChannelFailureCase(const DriverConfig&, Device& d) {
-  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
-  const char* rank_text = std::getenv("OMPI_COMM_WORLD_RANK");
+  const bool mpi = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+  const char* size = std::getenv(mpi ? "OMPI_COMM_WORLD_SIZE" : "WORLD_SIZE");
+  const char* rank_text = std::getenv(mpi ? "OMPI_COMM_WORLD_RANK" : "RANK");
   if (size == nullptr || rank_text == nullptr || std::atoi(size) < 2) {
-    std::printf("HEXIR_SKIPPED: cts/channel_failure: needs 2 or more ranks under mpirun\n");
+    std::printf("HEXIR_SKIPPED: cts/channel_failure: needs 2 or more ranks under mpirun or a "
+                "torchrun-style launch\n");
     return;
   }
   const int32_t n = std::atoi(size), me = std::atoi(rank_text);
   setenv("HEXIR_COLLECTIVE_TIMEOUT", me == n - 1 ? "60" : "1", 1);
-  auto channel = NewChannel(d);
+  const vm::Ref<Channel> channel = GroupOf(d).channels[0];
+  const std::string on = " on the " + std::string(channel->backend()) + " channel rank ";
   auto buffer = d.AllocateBuffer(64);
   RequireOk(buffer.status());
   auto cb = d.CreateCommandBuffer();
@@ -318,7 +409,7 @@ void ChannelFailureCase(const DriverConfig&, Device& d) {
   INFO(st.ToString());
   if (me == n - 1) {
     REQUIRE(st.code() == StatusCode::kAborted);
-    REQUIRE_THAT(st.message(), Catch::Contains("recv (collective #1 on the mpi channel rank " +
+    REQUIRE_THAT(st.message(), Catch::Contains("recv (collective #1" + on +
                                                std::to_string(me)));
     REQUIRE_THAT(st.message(), Catch::Contains("failed because rank"));
     REQUIRE_THAT(st.message(), Catch::Contains("all_reduce (collective #1"));
@@ -327,7 +418,7 @@ void ChannelFailureCase(const DriverConfig&, Device& d) {
     // Its own timeout, or (with 3+ ranks) the notice of another all_reduce rank that timed
     // out first.
     REQUIRE((st.code() == StatusCode::kDeadlineExceeded || st.code() == StatusCode::kAborted));
-    REQUIRE_THAT(st.message(), Catch::Contains("all_reduce (collective #1 on the mpi channel rank " +
+    REQUIRE_THAT(st.message(), Catch::Contains("all_reduce (collective #1" + on +
                                                std::to_string(me) + " of " + std::to_string(n)));
     REQUIRE_THAT(st.message(), Catch::Contains("timed out after"));
     if (st.code() == StatusCode::kAborted) {

@@ -69,6 +69,18 @@ void ChannelDataMovementCase(const DriverConfig& config, Device& device);
 void ChannelReplayCase(const DriverConfig& config, Device& device);
 void ChannelMisuseCase(const DriverConfig& config, Device& device);
 void ChannelFailureCase(const DriverConfig& config, Device& device);
+// The same cases on a group of ranks this process drives, channel i on device i (each case
+// above runs them on a group of one: its device's CreateChannel). Devices must queue (not
+// inline): every rank's collective is submitted before any is waited for.
+struct ChannelGroup {
+  std::vector<Device*> devices;
+  std::vector<vm::Ref<Channel>> channels;
+};
+void ChannelAllReduce(const ChannelGroup& group);
+void ChannelReduceScatter(const ChannelGroup& group);
+void ChannelDataMovement(const ChannelGroup& group);
+void ChannelReplay(const ChannelGroup& group);
+void ChannelMisuse(const ChannelGroup& group);
 
 }  // namespace hexir::hal::cts
 

@@ -770,6 +770,13 @@ class HalModule final : public vm::NativeModule {
 }  // namespace
 
 StatusOr<vm::Ref<Channel>> HalModuleState::DefaultChannel(Device& device) {
+  if (devices_.size() > 1 && channels_.empty()) {  // device i is rank i of one group
+    std::vector<Device*> group;
+    for (const auto& d : devices_) group.push_back(d.get());
+    HEXIR_ASSIGN_OR_RETURN(std::vector<vm::Ref<Channel>> channels,
+                           devices_[0]->CreateGroupChannels(group));
+    for (size_t i = 0; i < group.size(); ++i) channels_[group[i]] = channels[i];
+  }
   vm::Ref<Channel>& channel = channels_[&device];
   if (!channel) {
     HEXIR_ASSIGN_OR_RETURN(channel, device.CreateChannel());

@@ -57,8 +57,10 @@ class HalModuleState final : public vm::NativeModuleState {
   int64_t OrdinalOf(const Device* d) const;
   size_t cached_executable_count() const { return executables_.size(); }
 
-  // `device`'s channel (hal.channel.default): its Device::CreateChannel on first use, then the
-  // same channel.
+  // `device`'s channel (hal.channel.default), created on first use, then the same channel.
+  // A context bound to one device: its Device::CreateChannel. Bound to N devices: one group,
+  // made at the first use by devices()[0]->CreateGroupChannels(all N), device i being rank i
+  // (CPU: an in-process Gloo group; hal/channel.h CreateHostChannels for multi-process).
   StatusOr<vm::Ref<Channel>> DefaultChannel(Device& device);
 
   // The cached executable, loading it through device `device_ordinal` on first use.

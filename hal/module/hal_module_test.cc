@@ -660,3 +660,54 @@ TEST_CASE("hal module: store_i64 writes parameters, read_i64/read_f64 wait and r
 
 }  // namespace
 }  // namespace hexir::hal
+
+namespace hexir::hal {
+namespace {
+
+TEST_CASE("hal module: a context of two cpu devices makes one group, device i being rank i") {
+  std::vector<vm::Ref<Device>> devices = {*CreateDevice("cpu", {}), *CreateDevice("cpu", {})};
+  auto module = CreateHalModule(devices);
+  NullContext ctx;
+  auto made = module->CreateState(ctx);
+  REQUIRE(made.ok());
+  auto* state = static_cast<HalModuleState*>(made->get());
+  auto second = state->DefaultChannel(*devices[1]);
+  INFO(second.status().ToString());
+  REQUIRE(second.ok());
+  auto first = state->DefaultChannel(*devices[0]);
+  REQUIRE(first.ok());
+  REQUIRE((*first)->rank() == 0);
+  REQUIRE((*second)->rank() == 1);
+  REQUIRE((*first)->count() == 2);
+  REQUIRE((*second)->backend() == "gloo");
+  REQUIRE(state->DefaultChannel(*devices[1])->get() == second->get());
+  // The group works: an all_reduce recorded on each device sums both ranks' values.
+  std::vector<vm::Ref<Buffer>> buffers;
+  std::vector<vm::Ref<Semaphore>> sems;
+  for (int rank = 0; rank < 2; ++rank) {
+    Device& d = *devices[rank];
+    auto buffer = *d.AllocateBuffer(8);
+    int32_t values[2] = {rank + 1, 10 * (rank + 1)};
+    REQUIRE(d.WriteBuffer(*buffer, 0, values, 8).ok());
+    auto cb = *d.CreateCommandBuffer();
+    REQUIRE(cb->Collective(rank == 0 ? *first : *second, CollectiveKind::kAllReduce,
+                           ReductionOp::kSum, int32_t(ElementType::kI32), 2, 0,
+                           BufferRef::Whole(buffer), BufferRef::Whole(buffer))
+                .ok());
+    REQUIRE(cb->Finalize().ok());
+    auto sem = *d.CreateSemaphore(0);
+    REQUIRE(d.QueueExecute({}, cb, {{sem, 1}}).ok());
+    buffers.push_back(buffer);
+    sems.push_back(sem);
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    REQUIRE(sems[rank]->Wait(1).ok());
+    int32_t got[2];
+    REQUIRE(devices[rank]->ReadBuffer(*buffers[rank], 0, got, 8).ok());
+    REQUIRE(got[0] == 3);
+    REQUIRE(got[1] == 30);
+  }
+}
+
+}  // namespace
+}  // namespace hexir::hal

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/half_float.h"  // FloatToHalf, HalfToFloat, FloatToBF16, BF16ToFloat
 #include "base/status.h"
 
 namespace hexir::tools {
@@ -46,11 +47,5 @@ double ElementAsDouble(const HostTensor& t, int64_t i);
 
 StatusOr<HostTensor> ReadNpy(const std::string& path);
 Status WriteNpy(const std::string& path, const HostTensor& tensor);
-
-// IEEE half and bfloat16 conversions (round to nearest even).
-uint16_t FloatToHalf(float f);
-float HalfToFloat(uint16_t h);
-uint16_t FloatToBF16(float f);
-float BF16ToFloat(uint16_t h);
 
 }  // namespace hexir::tools

@@ -126,6 +126,18 @@ class CpuDevice final : public Device {
     return vm::Ref<Channel>(std::move(channel));
   }
   bool SupportsCollectives() const override { return true; }
+  StatusOr<std::vector<vm::Ref<Channel>>> CreateGroupChannels(
+      const std::vector<Device*>& group) override {
+    for (size_t i = 0; i < group.size(); ++i) {
+      if (dynamic_cast<CpuDevice*>(group[i]) == nullptr) {
+        return InvalidArgument("create group channels: device ", i, " ('", group[i]->uri(),
+                               "') is not a cpu device; a group's devices share one backend");
+      }
+    }
+    HEXIR_ASSIGN_OR_RETURN(std::vector<vm::Ref<HostChannel>> host,
+                           CreateHostChannels(int32_t(group.size())));
+    return std::vector<vm::Ref<Channel>>(host.begin(), host.end());
+  }
 
   StatusOr<vm::Ref<Executable>> CreateExecutable(const vm::ExecutableView& view) override {
     HEXIR_ASSIGN_OR_RETURN(vm::Ref<Executable> exe, CpuExecutable::Load(view));

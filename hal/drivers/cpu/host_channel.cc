@@ -1,7 +1,9 @@
-// CreateHostChannel (hal/channel.h): MPI under mpirun, else a local channel of one rank.
+// CreateHostChannel(s) and CreateInProcessChannels (hal/channel.h): the backend choice.
+#include <cstdlib>
 #include <cstring>
 
 #include "hal/channel.h"
+#include "hal/drivers/cpu/gloo_channel.h"
 #include "hal/drivers/cpu/mpi_channel.h"
 #include "hal/element_type.h"
 
@@ -26,12 +28,59 @@ class LocalChannel final : public HostChannel {
   }
 };
 
+enum class Backend { kLocal, kMpi, kGloo };
+
+StatusOr<Backend> ChooseBackend() {
+  const char* forced = std::getenv("HEXIR_CHANNEL_BACKEND");
+  if (forced != nullptr && *forced != '\0') {
+    const std::string_view name = forced;
+    if (name == "local") return Backend::kLocal;
+    if (name == "mpi") return Backend::kMpi;
+    if (name == "gloo") return Backend::kGloo;
+    return InvalidArgument("HEXIR_CHANNEL_BACKEND='", name, "' is not a channel backend "
+                           "(local, mpi, gloo)");
+  }
+  if (cpu::LaunchedByMpirun()) return Backend::kMpi;
+  if (cpu::LaunchedByTorchrun()) return Backend::kGloo;
+  return Backend::kLocal;
+}
+
 }  // namespace
 
-StatusOr<vm::Ref<HostChannel>> CreateHostChannel() {
+StatusOr<std::vector<vm::Ref<HostChannel>>> CreateHostChannels(int32_t local_count) {
+  if (local_count < 1) return InvalidArgument("host channels: ", local_count, " devices given");
   const auto timeout = DefaultCollectiveTimeout();
-  if (cpu::LaunchedByMpirun()) return cpu::CreateMpiChannel(timeout);
-  return vm::Ref<HostChannel>(vm::MakeRef<LocalChannel>(timeout));
+  HEXIR_ASSIGN_OR_RETURN(Backend backend, ChooseBackend());
+  switch (backend) {
+    case Backend::kMpi: {
+      if (local_count != 1) {
+        return Unimplemented("mpi channels give one rank per process: ", local_count,
+                             " devices in one process need HEXIR_CHANNEL_BACKEND=gloo under a "
+                             "torchrun-style launch, or one device per mpirun rank");
+      }
+      HEXIR_ASSIGN_OR_RETURN(vm::Ref<HostChannel> channel, cpu::CreateMpiChannel(timeout));
+      return std::vector<vm::Ref<HostChannel>>{std::move(channel)};
+    }
+    case Backend::kGloo: {
+      if (!cpu::LaunchedByTorchrun()) return cpu::CreateGlooChannels(nullptr, local_count, timeout);
+      HEXIR_ASSIGN_OR_RETURN(cpu::LaunchEnvironment launch, cpu::ReadLaunchEnvironment());
+      return cpu::CreateGlooChannels(&launch, local_count, timeout);
+    }
+    case Backend::kLocal:
+      if (local_count > 1) return cpu::CreateGlooChannels(nullptr, local_count, timeout);
+      return std::vector<vm::Ref<HostChannel>>{
+          vm::Ref<HostChannel>(vm::MakeRef<LocalChannel>(timeout))};
+  }
+  return Internal("host channels: unknown backend");
+}
+
+StatusOr<vm::Ref<HostChannel>> CreateHostChannel() {
+  HEXIR_ASSIGN_OR_RETURN(std::vector<vm::Ref<HostChannel>> channels, CreateHostChannels(1));
+  return std::move(channels[0]);
+}
+
+StatusOr<std::vector<vm::Ref<HostChannel>>> CreateInProcessChannels(int32_t count) {
+  return cpu::CreateGlooChannels(nullptr, count, DefaultCollectiveTimeout());
 }
 
 }  // namespace hexir::hal

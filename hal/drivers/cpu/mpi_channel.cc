@@ -1,13 +1,13 @@
 #include "hal/drivers/cpu/mpi_channel.h"
 
 #include <chrono>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "base/half_float.h"
 #include "hal/drivers/cpu/mpi_api.h"
 #include "hal/element_type.h"
 
@@ -22,55 +22,6 @@ constexpr size_t kNoticeBytes = 1024;
 std::mutex& MpiLock() {
   static std::mutex mu;
   return mu;
-}
-
-float HalfToF32(uint16_t h) {
-  uint32_t sign = uint32_t(h >> 15) << 31, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
-  uint32_t bits;
-  if (exponent == 0x1f) {
-    bits = sign | 0x7f800000u | (mantissa << 13);
-  } else if (exponent != 0) {
-    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-  } else if (mantissa == 0) {
-    bits = sign;
-  } else {  // subnormal: value = mantissa * 2^-24
-    float f = float(mantissa) * (1.0f / 16777216.0f);
-    std::memcpy(&bits, &f, 4);
-    bits |= sign;
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-uint16_t F32ToHalf(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  uint16_t sign = uint16_t((bits >> 16) & 0x8000);
-  uint32_t abs = bits & 0x7fffffffu;
-  if (abs >= 0x7f800000u) return sign | 0x7c00 | (abs > 0x7f800000u ? 0x200 : 0);  // inf, nan
-  if (abs >= 0x477ff000u) return sign | 0x7c00;  // rounds past 65504: inf
-  if (abs < 0x38800000u) {  // below 2^-14: subnormal half, round to nearest even
-    float magnitude;
-    std::memcpy(&magnitude, &abs, 4);
-    return sign | uint16_t(std::nearbyint(magnitude * 16777216.0f));
-  }
-  uint32_t rounded = abs + 0xfff + ((abs >> 13) & 1);  // nearest even on the 13 dropped bits
-  return sign | uint16_t((rounded - (112u << 23)) >> 13);
-}
-
-float Bf16ToF32(uint16_t h) {
-  uint32_t bits = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-uint16_t F32ToBf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return uint16_t((bits >> 16) | 0x40);
-  return uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
 }
 
 class MpiChannel final : public HostChannel {
@@ -140,7 +91,7 @@ class MpiChannel final : public HostChannel {
     void* recv = op.recv;
     std::vector<float> wide_send, wide_recv;
     if (widen) {
-      auto to_f32 = op.element_type == int32_t(ElementType::kF16) ? HalfToF32 : Bf16ToF32;
+      auto to_f32 = op.element_type == int32_t(ElementType::kF16) ? HalfToFloat : BF16ToFloat;
       const auto* h = static_cast<const uint16_t*>(op.send);
       wide_send.resize(total);
       for (uint64_t i = 0; i < total; ++i) wide_send[i] = to_f32(h[i]);
@@ -193,7 +144,7 @@ class MpiChannel final : public HostChannel {
     if (rc != MPI_SUCCESS) return Internal(what, ": ", MpiErrorText(api_, rc));
     HEXIR_RETURN_IF_ERROR(Await(request, what));
     if (widen) {
-      auto from_f32 = op.element_type == int32_t(ElementType::kF16) ? F32ToHalf : F32ToBf16;
+      auto from_f32 = op.element_type == int32_t(ElementType::kF16) ? FloatToHalf : FloatToBF16;
       auto* h = static_cast<uint16_t*>(op.recv);
       for (uint64_t i = 0; i < op.count; ++i) h[i] = from_f32(wide_recv[i]);
     }

@@ -41,7 +41,8 @@ namespace hexir::hal::cuda {
   X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphAddKernelNode) X(cuGraphAddMemcpyNode)      \
   X(cuGraphAddMemsetNode) X(cuGraphAddEmptyNode) X(cuGraphGetNodes) X(cuGraphGetEdges)    \
   X(cuGraphInstantiate) X(cuGraphExecDestroy) X(cuGraphLaunch)                            \
-  X(cuGraphExecKernelNodeSetParams)
+  X(cuGraphExecKernelNodeSetParams)                                                       \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphAddChildGraphNode)
 
 // Optional functions: null when the driver lacks them (callers degrade).
 #define HEXIR_CUDA_OPTIONAL_FUNCTIONS(X) X(cuFuncGetParamInfo)

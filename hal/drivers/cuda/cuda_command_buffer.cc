@@ -18,13 +18,16 @@ Status CudaCommandBuffer::Enqueue(const std::vector<BufferRef>& table, CUstream 
   MutexLock lock(mu_);
   const auto& dc = device_counters();
   Profiler* profiler = dc ? dc->profiler.load(std::memory_order_relaxed) : nullptr;
+  if (dc && recording_.has_collectives()) {
+    DeviceCounters::Add(dc->collectives_executed, recording_.collectives().size());
+  }
   if (profiler == nullptr) return Launch(table, stream);
   OnProfiledLaunch();
   return recording_.LaunchProfiled(table, stream, profiler);
 }
 
 Status CudaCommandBuffer::CheckKernelStatus() {
-  if (!recording_.has_status_words()) return Status::Ok();
+  if (!recording_.has_status_words() && !recording_.has_collectives()) return Status::Ok();
   MutexLock lock(mu_);
   return recording_.CheckKernelStatus();
 }

@@ -16,6 +16,7 @@
 #include "hal/drivers/cuda/cuda_graph_command_buffer.h"
 #include "hal/drivers/cuda/cuda_submission.h"
 #include "hal/drivers/cuda/cuda_transfer_queue.h"
+#include "hal/drivers/cuda/nccl_channel.h"
 #include "hal/queue_submission.h"
 
 namespace hexir::hal::cuda {
@@ -205,6 +206,26 @@ class CudaDevice final : public Device {
   StatusOr<vm::Ref<CommandBuffer>> CreateCommandBufferOfMode(CommandBufferMode mode) {
     return vm::Ref<CommandBuffer>(MakeCudaCommandBuffer(counters(), shared_, mode));
   }
+
+  // Collectives through NCCL (nccl_channel.h), when libnccl.so.2 loads.
+  StatusOr<vm::Ref<Channel>> CreateChannel() override {
+    HEXIR_ASSIGN_OR_RETURN(std::vector<vm::Ref<Channel>> channels, CreateNcclChannels({shared_}));
+    return std::move(channels[0]);
+  }
+  StatusOr<std::vector<vm::Ref<Channel>>> CreateGroupChannels(
+      const std::vector<Device*>& group) override {
+    std::vector<std::shared_ptr<CudaShared>> shared;
+    for (size_t i = 0; i < group.size(); ++i) {
+      auto* cuda = dynamic_cast<CudaDevice*>(group[i]);
+      if (cuda == nullptr) {
+        return InvalidArgument("create group channels: device ", i, " ('", group[i]->uri(),
+                               "') is not a cuda device; a group's devices share one backend");
+      }
+      shared.push_back(cuda->shared_);
+    }
+    return CreateNcclChannels(shared);
+  }
+  bool SupportsCollectives() const override { return LoadNcclApi().ok(); }
 
   Status Submit(const std::vector<SemaphoreValue>& waits,
                 const vm::Ref<CommandBuffer>& command_buffer,
@@ -451,6 +472,10 @@ StatusOr<vm::Ref<CudaCommandBuffer>> CudaDevice::AdoptForeign(const CommandBuffe
     } else if (auto* f = std::get_if<FillCommand>(&c)) {
       HEXIR_RETURN_IF_ERROR(
           own->FillBuffer(f->target, f->offset, f->length, f->pattern, f->pattern_size));
+    } else if (auto* col = std::get_if<CollectiveCommand>(&c)) {
+      HEXIR_RETURN_IF_ERROR(own->Collective(col->channel, col->kind, col->reduction,
+                                            col->element_type, col->count, col->peer, col->send,
+                                            col->recv));
     }
   }
   HEXIR_RETURN_IF_ERROR(own->Finalize().WithContext("queue execute"));

@@ -34,7 +34,8 @@ Status CudaGraphCommandBuffer::OnRecorded() {
     const RecordedKernel& k = recording_.kernels()[i];
     if (!k.indirect) nodes_[i].grid = nodes_[i].exec_grid = k.command->workgroup_count;
   }
-  if (recording_.indirect_on_device()) return Status::Ok();  // always stream launches
+  // Always stream launches: a count only the device knows, or a collective on slot buffers.
+  if (recording_.indirect_on_device() || recording_.has_slot_collectives()) return Status::Ok();
   return BuildGraph();
 }
 
@@ -107,6 +108,10 @@ Status CudaGraphCommandBuffer::BuildGraph() {
         }
         break;
       }
+      case RecordedOp::kCollective: {
+        HEXIR_ASSIGN_OR_RETURN(node, AddCollectiveNode(op.index, deps));
+        break;
+      }
       case RecordedOp::kFill: {
         const RecordedFill& f = recording_.fills()[op.index];
         CUDA_MEMSET_NODE_PARAMS p;
@@ -129,8 +134,39 @@ Status CudaGraphCommandBuffer::BuildGraph() {
   return Status::Ok();
 }
 
+// NCCL calls become graph nodes by stream capture: the collective is issued on a capturing
+// side stream and the captured graph is added as a child node (its buffers are direct, so the
+// captured pointers stay valid for every replay).
+StatusOr<CUgraphNode> CudaGraphCommandBuffer::AddCollectiveNode(
+    size_t index, const std::vector<CUgraphNode>& deps) {
+  const CudaApi& api = *shared_->api;
+  CUstream side = nullptr;
+  HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuStreamCreate(&side, CU_STREAM_NON_BLOCKING),
+                             "cuStreamCreate(collective capture)");
+  CUgraph captured = nullptr;
+  Status st = CudaStatus(api, api.cuStreamBeginCapture(side, CU_STREAM_CAPTURE_MODE_RELAXED),
+                         "cuStreamBeginCapture(collective)");
+  if (st.ok()) {
+    st = recording_.IssueCollective(index, nullptr, nullptr, side);
+    CUresult end = api.cuStreamEndCapture(side, &captured);
+    if (st.ok()) st = CudaStatus(api, end, "cuStreamEndCapture(collective)");
+  }
+  CUgraphNode node = nullptr;
+  if (st.ok()) {
+    st = CudaStatus(api, api.cuGraphAddChildGraphNode(&node, graph_, deps.data(), deps.size(),
+                                                      captured),
+                    "cuGraphAddChildGraphNode(collective)");
+  }
+  if (captured) api.cuGraphDestroy(captured);  // the node holds a copy
+  api.cuStreamDestroy(side);
+  if (!st.ok()) return st;
+  return node;
+}
+
 Status CudaGraphCommandBuffer::Launch(const std::vector<BufferRef>& table, CUstream stream) {
-  if (recording_.indirect_on_device()) return LaunchOnStream(table, stream);
+  if (recording_.indirect_on_device() || recording_.has_slot_collectives()) {
+    return LaunchOnStream(table, stream);
+  }
   if (!has_nodes_) return Status::Ok();  // nothing to run (CUDA graphs may not be empty)
   std::vector<RecordedKernel>& kernels = recording_.kernels();
   // Indirect counts are read on the host now; a count only the device knows (a slot bound to
@@ -172,7 +208,7 @@ Status CudaGraphCommandBuffer::Launch(const std::vector<BufferRef>& table, CUstr
   exec_stale_ = false;
   HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphLaunch(exec_, stream), "cuGraphLaunch");
   counters.graph_launches.fetch_add(1, std::memory_order_relaxed);
-  return Status::Ok();
+  return recording_.TrackCollectives(stream);
 }
 
 StatusOr<GraphInfo> CudaGraphCommandBuffer::Describe() const {

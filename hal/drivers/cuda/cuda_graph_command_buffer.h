@@ -3,8 +3,10 @@
 // cuGraphLaunch. A new binding table or indirect count updates only the kernel nodes whose
 // pointers or grid changed (cuGraphExecKernelNodeSetParams); never re-instantiated.
 //
+// Collectives (NCCL) on direct buffers are captured into child graph nodes at Finalize.
 // What a graph cannot express runs as stream launches of the same recording (cuda_recording.h):
-// a direct indirect count in device memory (every submission), a count in a slot bound to
+// a direct indirect count in device memory or a collective on binding-table slots (every
+// submission), a count in a slot bound to
 // non-uniform memory or a zero count (that submission), and profiled submissions; the next graph
 // launch then brings every node up to date again.
 #pragma once
@@ -44,6 +46,8 @@ class CudaGraphCommandBuffer final : public CudaCommandBuffer {
     Grid exec_grid = {1, 1, 1};
   };
   Status BuildGraph() REQUIRES(mu_);
+  StatusOr<CUgraphNode> AddCollectiveNode(size_t index, const std::vector<CUgraphNode>& deps)
+      REQUIRES(mu_);
   CUDA_KERNEL_NODE_PARAMS NodeParams(size_t kernel) const REQUIRES(mu_);
   // Stream launches of the recording, which change the kernels' parameters under the graph.
   Status LaunchOnStream(const std::vector<BufferRef>& table, CUstream stream) REQUIRES(mu_) {

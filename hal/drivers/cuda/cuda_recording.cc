@@ -148,6 +148,8 @@ Status CudaRecording::Build(const std::vector<Command>& commands) {
       if (op.via_scratch) scratch_size_ = std::max(scratch_size_, op.length);
       ops_.push_back({RecordedOp::kCopy, copies_.size()});
       copies_.push_back(op);
+    } else if (auto* col = std::get_if<CollectiveCommand>(&c)) {
+      HEXIR_RETURN_IF_ERROR(AddCollective(*col));
     } else if (auto* f = std::get_if<FillCommand>(&c)) {
       if (f->length == 0) continue;
       if (!AsCudaBuffer(f->target.get())) {
@@ -185,6 +187,82 @@ Status CudaRecording::Build(const std::vector<Command>& commands) {
       k.values.back() = status_device_ + sizeof(hexir_kernel_status_t) * k.status_index;
     k.params.resize(k.values.size());
     for (size_t i = 0; i < k.values.size(); ++i) k.params[i] = &k.values[i];
+  }
+  return Status::Ok();
+}
+
+Status CudaRecording::AddCollective(const CollectiveCommand& c) {
+  auto* channel = dynamic_cast<NcclChannel*>(c.channel.get());
+  if (channel == nullptr) {
+    return InvalidArgument(CollectiveName(c.kind), " on a ", c.channel->backend(),
+                           " channel cannot run on a cuda device");
+  }
+  if (channel->shared()->context != shared_->context) {
+    return InvalidArgument(CollectiveName(c.kind), " on the ", channel->Describe(),
+                           " of another GPU cannot run on this one");
+  }
+  HEXIR_RETURN_IF_ERROR(NcclChannel::CheckSupported(c.kind, c.element_type));
+  RecordedCollective r;
+  r.command = &c;
+  r.channel = channel;
+  for (const BufferRef* ref : {&c.send, &c.recv}) {
+    if (ref->is_slot()) {
+      r.uses_slots = true;
+    } else if (ref->buffer) {
+      if (!AsCudaBuffer(ref->buffer.get())) {
+        return InvalidArgument(CollectiveName(c.kind), ": a buffer is not a CUDA buffer");
+      }
+      (ref == &c.send ? r.send : r.recv) = DevicePtr(*ref->buffer) + ref->offset;
+    }
+  }
+  has_slot_collectives_ |= r.uses_slots;
+  ops_.push_back({RecordedOp::kBarrier, 0});  // it runs alone
+  ops_.push_back({RecordedOp::kCollective, collectives_.size()});
+  ops_.push_back({RecordedOp::kBarrier, 0});
+  collectives_.push_back(r);
+  return Status::Ok();
+}
+
+Status CudaRecording::IssueCollective(size_t index, const std::vector<BufferRef>* table,
+                                      const std::vector<CUdeviceptr>* pointers, CUstream stream) {
+  const RecordedCollective& r = collectives_[index];
+  const CollectiveCommand& c = *r.command;
+  NcclChannel::Operation op;
+  op.kind = c.kind;
+  op.reduction = c.reduction;
+  op.element_type = c.element_type;
+  op.count = c.count;
+  op.peer = c.peer;
+  op.send = r.send;
+  op.recv = r.recv;
+  const BufferRef* refs[2] = {&c.send, &c.recv};
+  for (int side = 0; side < 2; ++side) {
+    const BufferRef& ref = *refs[side];
+    if (!ref.is_slot() || ref.length == 0) continue;
+    const BufferRef& actual = (*table)[ref.slot];
+    if (ref.offset > actual.length || actual.length - ref.offset < ref.length) {
+      return OutOfRange(CollectiveName(c.kind), " ", side == 0 ? "send" : "recv",
+                        " buffer (binding table slot ", ref.slot, "): ", ref.length,
+                        " bytes needed, the slot holds ",
+                        actual.length - std::min(actual.length, ref.offset));
+    }
+    (side == 0 ? op.send : op.recv) = (*pointers)[ref.slot] + ref.offset;
+  }
+  return r.channel->Issue(op, stream);
+}
+
+Status CudaRecording::TrackCollectives(CUstream stream) {
+  for (size_t i = 0; i < collectives_.size(); ++i) {
+    NcclChannel* channel = collectives_[i].channel;
+    bool seen = false;
+    uint64_t count = 0;
+    for (size_t j = 0; j < collectives_.size(); ++j) {
+      if (collectives_[j].channel != channel) continue;
+      seen |= j < i;
+      ++count;
+    }
+    if (seen) continue;  // tracked with this channel's first collective
+    HEXIR_RETURN_IF_ERROR(channel->Track(stream, collectives_[i].command->kind, count));
   }
   return Status::Ok();
 }
@@ -365,6 +443,8 @@ Status CudaRecording::Launch(const std::vector<BufferRef>& table, CUstream strea
         HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuMemcpyAsync(c.dst, c.src, c.length, stream),
                                    "cuMemcpyAsync(", c.length, " bytes)");
       }
+    } else if (op.kind == RecordedOp::kCollective) {
+      HEXIR_RETURN_IF_ERROR(IssueCollective(op.index, &table, &pointers, stream));
     } else if (op.kind == RecordedOp::kFill) {
       const RecordedFill& f = fills_[op.index];
       CUresult r = f.pattern_size == 1
@@ -378,7 +458,7 @@ Status CudaRecording::Launch(const std::vector<BufferRef>& table, CUstream strea
                                  " bytes)");
     }
   }
-  return Status::Ok();
+  return TrackCollectives(stream);
 }
 
 Status CudaRecording::CheckKernelStatus() {
@@ -399,6 +479,10 @@ Status CudaRecording::CheckKernelStatus() {
                 ? KernelError(k.name(), code, a, b)
                 : Aborted("dispatch of entry '", k.name(), "' failed: a workgroup reported status ",
                           code);
+  }
+  for (const RecordedCollective& r : collectives_) {
+    if (!first.ok()) break;
+    first = r.channel->failure();
   }
   return first;
 }

@@ -25,6 +25,7 @@
 #include "hal/profiling.h"
 #include "hal/drivers/cuda/cuda_executable.h"
 #include "hal/drivers/cuda/cuda_shared.h"
+#include "hal/drivers/cuda/nccl_channel.h"
 
 namespace hexir::hal::cuda {
 
@@ -57,9 +58,17 @@ struct RecordedFill {
   uint64_t length = 0;
   uint32_t pattern = 0, pattern_size = 1;
 };
+// A collective on an NCCL channel (nccl_channel.h): direct buffers resolved at Build, slot
+// buffers at each launch. Recorded between two barriers (it runs alone).
+struct RecordedCollective {
+  const CollectiveCommand* command = nullptr;
+  NcclChannel* channel = nullptr;
+  CUdeviceptr send = 0, recv = 0;  // direct buffers (0 for a slot or no buffer)
+  bool uses_slots = false;
+};
 struct RecordedOp {
-  enum Kind { kKernel, kCopy, kFill, kBarrier } kind;
-  size_t index;  // into kernels() / copies() / fills()
+  enum Kind { kKernel, kCopy, kFill, kBarrier, kCollective } kind;
+  size_t index;  // into kernels() / copies() / fills() / collectives()
 };
 
 // InvalidArgument naming the dispatch when `grid` exceeds CUDA's (2^31-1)x65535x65535.
@@ -83,6 +92,17 @@ class CudaRecording {
   const std::vector<RecordedKernel>& kernels() const { return kernels_; }
   const std::vector<RecordedCopy>& copies() const { return copies_; }
   const std::vector<RecordedFill>& fills() const { return fills_; }
+  const std::vector<RecordedCollective>& collectives() const { return collectives_; }
+  bool has_collectives() const { return !collectives_.empty(); }
+  // A collective reads or writes a binding-table slot: a graph cannot hold it (its pointers
+  // are captured), so such command buffers run as stream launches.
+  bool has_slot_collectives() const { return has_slot_collectives_; }
+  // Issues collective `index` on `stream` (which may be capturing), its slot buffers taken
+  // from `table` / `pointers` (StageUniforms) and range-checked.
+  Status IssueCollective(size_t index, const std::vector<BufferRef>* table,
+                         const std::vector<CUdeviceptr>* pointers, CUstream stream);
+  // After a launch on `stream`: each channel's watchdog waits for its collectives' end.
+  Status TrackCollectives(CUstream stream);
   CUdeviceptr scratch() const { return scratch_; }
   bool has_indirect() const { return has_indirect_; }
   // A direct count in device memory: only stream launches can read it.
@@ -114,7 +134,8 @@ class CudaRecording {
   // After an execution completed: the first kernel-reported failure (status records written
   // by kernels that take the optional status parameter), as the named error of its code
   // (hal/kernel_error.h: out_of_range for an index, invalid_argument for a division), or
-  // Aborted naming the entry for any other code; resets them.
+  // Aborted naming the entry for any other code; resets them. Then a failed channel of a
+  // recorded collective (its timeout or a peer's failure, nccl_channel.h).
   Status CheckKernelStatus();
 
  private:
@@ -129,6 +150,9 @@ class CudaRecording {
   std::vector<RecordedKernel> kernels_;
   std::vector<RecordedCopy> copies_;
   std::vector<RecordedFill> fills_;
+  std::vector<RecordedCollective> collectives_;
+  bool has_slot_collectives_ = false;
+  Status AddCollective(const CollectiveCommand& c);
   uint64_t scratch_size_ = 0;
   bool has_indirect_ = false;
   bool indirect_on_device_ = false;
