@@ -230,8 +230,11 @@ TEST_CASE("models split across the CPU and a CUDA device give the CPU results [c
   }
   tools::InvocationOptions options;
   options.device_uris = {"cpu", "cuda"};
-  for (auto [single_path, split_path, in] : {std::tuple{one, split, inputs},
-                                             std::tuple{prepost_one, prepost, prepost_inputs}}) {
+  // Transfers per call, all counted on the GPU: split, h1 up and the result down (w2, w3 are
+  // arguments on device 1); pre/post, the pre-processed x, w0 and w1 (arguments on device 0,
+  // read by the GPU's layers) up and the layers' result down.
+  for (auto [single_path, split_path, in, transfers] :
+       {std::tuple{one, split, inputs, 2}, std::tuple{prepost_one, prepost, prepost_inputs, 4}}) {
     INFO(split_path);
     auto single = OpenOrDie(single_path, "cpu");
     HostTensor expected = CallOrDie(*single, "main", Values(in))[0].tensor;
@@ -241,8 +244,7 @@ TEST_CASE("models split across the CPU and a CUDA device give the CPU results [c
     hal::DeviceStats before = (*session)->device(1).stats();
     for (int call = 0; call < 2; ++call)
       RequireClose(CallOrDie(**session, "main", Values(in))[0].tensor, expected, 1e-5, 1e-5);
-    // Per call: one value to the GPU, one back.
-    CHECK((*session)->device(1).stats().transfers_queued - before.transfers_queued == 2 * 2);
+    CHECK((*session)->device(1).stats().transfers_queued - before.transfers_queued == 2 * transfers);
   }
 }
 
