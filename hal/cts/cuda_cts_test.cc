@@ -28,7 +28,8 @@ hexir::hal::cts::DriverConfig CudaConfig() {
            {"channel_reduce_scatter", kNoNcclChannel},
            {"channel_data_movement", kNoNcclChannel},
            {"channel_replay", kNoNcclChannel},
-           {"channel_misuse", kNoNcclChannel}}};
+           {"channel_misuse", kNoNcclChannel}},
+          /*orders_cross_device_waits_on_device=*/true};
 }
 
 }  // namespace

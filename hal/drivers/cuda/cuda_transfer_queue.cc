@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "hal/drivers/cuda/cuda_timepoints.h"
 #include "hal/profiling.h"
 #include "hal/queue_transfer.h"
 
@@ -207,6 +208,8 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
     }
     HEXIR_CUDA_RETURN_IF_ERROR(api_, r, "cuStreamWaitEvent(compute stream -> transfer stream)");
   }
+  // Waits on other CUDA queues' work (another device, another transfer stream): on the GPU.
+  HEXIR_RETURN_IF_ERROR(CudaTimepoints::Process().OrderStream(api_, op->waits, stream_));
   uint64_t done = 0;
   do {
     Chunk c;
@@ -251,7 +254,7 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
       MutexLock lock(mu_);
       if (c.last) {
         for (const SemaphoreValue& sv : op->signals)
-          timepoints_[sv.semaphore.get()].push_back({sv.value, c.event});
+          CudaTimepoints::Process().Add(sv.semaphore.get(), sv.value, c.event, stream_);
       }
       inflight_.push_back(std::move(c));
     }
@@ -330,16 +333,9 @@ void CudaTransferQueue::CompletionMain() {
         if (c.op->status.ok()) c.op->status = w.semaphore->Query().status();
       }
       Finish(c.op, c.op->status);  // signalled before the timepoints go: never a gap
+      for (const SemaphoreValue& sv : c.op->signals)
+        CudaTimepoints::Process().Remove(sv.semaphore.get(), c.event);
       lock.Lock();
-      for (const SemaphoreValue& sv : c.op->signals) {
-        auto it = timepoints_.find(sv.semaphore.get());
-        if (it == timepoints_.end()) continue;
-        auto& list = it->second;
-        list.erase(std::remove_if(list.begin(), list.end(),
-                                  [&](const Timepoint& t) { return t.event == c.event; }),
-                   list.end());
-        if (list.empty()) timepoints_.erase(it);
-      }
       --finishing_;
     }
     events_.push_back(c.event);
@@ -405,33 +401,6 @@ void CudaTransferQueue::HeldBackMain() {
     cv_.notify_all();
     lock.Lock();
   }
-}
-
-bool CudaTransferQueue::WillSignal(const SemaphoreValue& wait) const {
-  MutexLock lock(mu_);
-  auto it = timepoints_.find(wait.semaphore.get());
-  if (it == timepoints_.end()) return false;
-  for (const Timepoint& t : it->second)
-    if (t.value >= wait.value) return true;
-  return false;
-}
-
-Status CudaTransferQueue::OrderStream(const std::vector<SemaphoreValue>& waits,
-                                      CUstream stream) const {
-  MutexLock lock(mu_);
-  if (timepoints_.empty()) return Status::Ok();
-  for (const SemaphoreValue& w : waits) {
-    auto it = timepoints_.find(w.semaphore.get());
-    if (it == timepoints_.end()) continue;
-    // The first (earliest issued) transfer that gets the semaphore far enough.
-    for (const Timepoint& t : it->second) {
-      if (t.value < w.value) continue;
-      HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuStreamWaitEvent(stream, t.event, 0),
-                                 "cuStreamWaitEvent(transfer stream -> ", uri_, " compute stream)");
-      break;
-    }
-  }
-  return Status::Ok();
 }
 
 Status CudaTransferQueue::AwaitIdle(Timeout timeout) {
