@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "base/mutex.h"
+#include "hal/drivers/cuda/cuda_event_pool.h"
 #include "hal/drivers/cuda/cuda_executable.h"
 #include "hal/drivers/cuda/cuda_graph_command_buffer.h"
 #include "hal/drivers/cuda/cuda_submission.h"
@@ -178,7 +179,7 @@ class CudaDevice final : public Device {
     deferred_thread_.join();
     completion_thread_.join();
     if (shared_->MakeCurrent().ok()) {
-      for (CUevent e : event_pool_) api_.cuEventDestroy(e);
+      event_pool_.DestroyAll(api_);
       if (staging_copy_pending_) api_.cuEventSynchronize(staging_event_);
       if (staging_) api_.cuMemFreeHost(staging_);
       if (staging_event_) api_.cuEventDestroy(staging_event_);
@@ -324,7 +325,7 @@ class CudaDevice final : public Device {
   // The same for every accepted submission, held back or on the stream: a wait on one of
   // these is implied by queue order (counted as elided at submission).
   PendingSignals queue_signals_ GUARDED_BY(mu_);
-  std::vector<CUevent> event_pool_ GUARDED_BY(mu_);
+  CudaEventPool event_pool_ GUARDED_BY(mu_);
   int busy_ GUARDED_BY(mu_) = 0;  // submissions popped by a thread and not yet released
   bool stopping_ GUARDED_BY(mu_) = false;
   UnsignalledFailure unsignalled_failure_ GUARDED_BY(mu_);  // for the next WaitIdle
@@ -489,15 +490,7 @@ bool CudaDevice::WaitsSatisfiedLocked(const std::vector<SemaphoreValue>& waits) 
 }
 
 StatusOr<CUevent> CudaDevice::TakeEventLocked() {
-  if (!event_pool_.empty()) {
-    CUevent e = event_pool_.back();
-    event_pool_.pop_back();
-    return e;
-  }
-  CUevent e = nullptr;
-  HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING),
-                             "cuEventCreate");
-  return e;
+  return event_pool_.Take(api_, "submission completion");
 }
 
 void CudaDevice::EnqueueLocked(std::unique_ptr<Submission> owned) {
@@ -523,7 +516,7 @@ void CudaDevice::EnqueueLocked(std::unique_ptr<Submission> owned) {
       s.event = *event;
       CUresult r = api_.cuEventRecord(s.event, shared_->stream);
       if (r != CUDA_SUCCESS) {
-        event_pool_.push_back(s.event);
+        event_pool_.Give(s.event);
         status = CudaStatus(api_, r, "cuEventRecord(submission completion)");
       }
     }
@@ -648,7 +641,7 @@ void CudaDevice::RetireFrontLocked(CUresult r) {
     if (s.seq == completion_watching_seq_) {
       watched_event_orphaned_ = true;  // the completion thread still waits on it
     } else {
-      event_pool_.push_back(s.event);
+      event_pool_.Give(s.event);
     }
   }
   CompleteLocked(s, std::move(status));
@@ -742,7 +735,7 @@ void CudaDevice::CompletionMain() {
     completion_watching_seq_ = 0;
     if (watched_event_orphaned_) {  // a host wait retired it meanwhile
       watched_event_orphaned_ = false;
-      event_pool_.push_back(event);
+      event_pool_.Give(event);
     } else if (!inflight_.empty() && inflight_.front().seq == seq) {
       RetireFrontLocked(r);
     }

@@ -53,7 +53,10 @@ CudaTransferQueue::~CudaTransferQueue() {
   Shutdown();
   if (!shared_->MakeCurrent().ok()) return;
   if (stream_) api_.cuStreamSynchronize(stream_);
-  for (CUevent e : events_) api_.cuEventDestroy(e);
+  {
+    MutexLock lock(mu_);
+    events_.DestroyAll(api_);
+  }
   if (staging_) api_.cuMemFreeHost(staging_);
   if (stream_) api_.cuStreamDestroy(stream_);
 }
@@ -145,7 +148,7 @@ Status CudaTransferQueue::Accept(std::shared_ptr<Op> op) {
       compute_event = *event;
     } else {
       MutexLock lock(mu_);
-      events_.push_back(*event);
+      events_.Give(*event);
     }
     if (!order.ok()) {
       Finish(op, order.status());
@@ -204,7 +207,7 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
     CUresult r = api_.cuStreamWaitEvent(stream_, compute_event, 0);
     {
       MutexLock lock(mu_);
-      events_.push_back(compute_event);
+      events_.Give(compute_event);
     }
     HEXIR_CUDA_RETURN_IF_ERROR(api_, r, "cuStreamWaitEvent(compute stream -> transfer stream)");
   }
@@ -247,7 +250,7 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
     if (CUresult r = api_.cuEventRecord(c.event, stream_); r != CUDA_SUCCESS) {
       release_block();
       MutexLock lock(mu_);
-      events_.push_back(c.event);
+      events_.Give(c.event);
       return CudaStatus(api_, r, "cuEventRecord(transfer chunk)");
     }
     {
@@ -274,18 +277,8 @@ StatusOr<int> CudaTransferQueue::TakeBlock() {
 }
 
 StatusOr<CUevent> CudaTransferQueue::TakeEvent() {
-  {
-    MutexLock lock(mu_);
-    if (!events_.empty()) {
-      CUevent e = events_.back();
-      events_.pop_back();
-      return e;
-    }
-  }
-  CUevent e = nullptr;
-  HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING),
-                             "cuEventCreate(transfer)");
-  return e;
+  MutexLock lock(mu_);
+  return events_.Take(api_, "transfer");
 }
 
 void CudaTransferQueue::Finish(const std::shared_ptr<Op>& op, Status status) {
@@ -338,7 +331,7 @@ void CudaTransferQueue::CompletionMain() {
       lock.Lock();
       --finishing_;
     }
-    events_.push_back(c.event);
+    events_.Give(c.event);
     c = Chunk();
     cv_.notify_all();
   }
@@ -371,7 +364,7 @@ void CudaTransferQueue::HeldBackMain() {
         compute_event = *event;
       } else {
         MutexLock l(mu_);
-        events_.push_back(*event);
+        events_.Give(*event);
       }
       if (!order.ok()) status = order.status();
       if (!order.ok() || *order != TransferWaits::kHostPending) break;

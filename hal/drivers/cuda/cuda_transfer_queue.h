@@ -38,6 +38,7 @@
 
 #include "base/status.h"
 #include "hal/device.h"
+#include "hal/drivers/cuda/cuda_event_pool.h"
 #include "hal/drivers/cuda/cuda_shared.h"
 
 namespace hexir::hal::cuda {
@@ -113,7 +114,7 @@ class CudaTransferQueue {
   mutable Mutex mu_;
   std::condition_variable cv_;  // chunks queued / completed, blocks freed, held-back ops, stop
   std::vector<int> free_blocks_ GUARDED_BY(mu_);
-  std::vector<CUevent> events_ GUARDED_BY(mu_);
+  CudaEventPool events_ GUARDED_BY(mu_);
   std::deque<Chunk> inflight_ GUARDED_BY(mu_);  // on the stream, in order
   // Waiting for host-side signals, in order.
   std::deque<std::shared_ptr<Op>> held_back_ GUARDED_BY(mu_);
