@@ -18,6 +18,9 @@ struct ImportModelOptions {
   int64_t cache_len = 0;        // llama2c/gguf/hf: KV-cache positions (0: the checkpoint's)
   std::string weights = "f32";  // llama2c/gguf/hf: weight argument element type (f32 or f16)
   int64_t decode_chunk = 8;     // llama2c/gguf/hf: decode steps per host check of the stop flag
+  // Device placement (modules compiled with --target repeated; see the importers' READMEs).
+  int64_t embedding_device = -1;  // llama2c/gguf/hf: the head's device, layers on the other
+  std::string layer_devices;      // llama2c/gguf/hf: "0-5:0,6-11:1"
 };
 
 // The model kinds ("onnx", "llama2c", "gguf", "hf") with their file suffixes (".onnx", ...;

@@ -47,6 +47,11 @@ int main(int argc, char** argv) {
   app.add_option("--weights", o.weights, "llama2c/gguf: weight argument element type, f32 (default) or f16");
   app.add_option("--decode-chunk", o.decode_chunk,
                  "llama2c/gguf: decode steps per host check of the stop flag (default 8; 1 = check every token)");
+  app.add_option("--embedding-device", o.embedding_device,
+                 "llama2c/gguf/hf: device ordinal (of hexir-compile's --target list) of the embedding gather, "
+                 "final norm, classifier and argmax; the layers go to the other of devices 0 and 1 unless --layer-devices");
+  app.add_option("--layer-devices", o.layer_devices,
+                 "llama2c/gguf/hf: layers by device, FIRST-LAST:DEVICE or LAYER:DEVICE, comma-separated (e.g. 0-5:0,6-11:1)");
   if (int exit = hexir::tools::ParseFlags("hexir-import", app, argc, argv); exit >= 0) return exit;
   return hexir::tools::RunTool("hexir-import", [&] { return Run(flags); });
 }

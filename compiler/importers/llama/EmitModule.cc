@@ -83,6 +83,8 @@ class Emitter {
 
   std::string Fresh(const std::string& hint = "v") { return "%" + hint + std::to_string(next_++); }
   std::ostringstream& out() { return os_; }
+  // The device the generics emitted from now on are annotated with (-1: none).
+  void SetDevice(int64_t device) { device_ = device; }
 
   // tensor.empty (+ linalg.fill when `value` is non-empty). `dyn` lists the dynamic sizes.
   std::string Filled(const std::string& type, const std::string& value, const std::string& elem,
@@ -108,7 +110,9 @@ class Emitter {
     for (size_t i = 0; i < maps.size(); ++i) os_ << (i ? ", " : "") << "affine_map<" << maps[i] << ">";
     os_ << "], iterator_types = [";
     for (size_t i = 0; i < iters.size(); ++i) os_ << (i ? ", " : "") << '"' << iters[i] << '"';
-    os_ << "]}";
+    os_ << "]";
+    if (device_ >= 0) os_ << ", hexir.device = " << device_ << " : i64";
+    os_ << "}";
     if (!ins.empty()) {
       os_ << " ins(";
       for (size_t i = 0; i < ins.size(); ++i) os_ << (i ? ", " : "") << ins[i].name;
@@ -129,13 +133,14 @@ class Emitter {
  private:
   std::ostringstream& os_;
   int next_ = 0;
+  int64_t device_ = -1;
 };
 
 class ModuleWriter {
  public:
   ModuleWriter(const LlamaConfig& c, std::vector<WeightTensor> tensors, int64_t cache_len,
-               const std::string& weight_type, int64_t decode_chunk)
-      : c_(c), tensors_(std::move(tensors)), S_(cache_len), D_(c.dim), KV_(c.kv_dim()), F_(c.hidden_dim), V_(c.vocab_size),
+               const std::string& weight_type, int64_t decode_chunk, ResolvedPlacement placement)
+      : c_(c), tensors_(std::move(tensors)), placement_(std::move(placement)), S_(cache_len), D_(c.dim), KV_(c.kv_dim()), F_(c.hidden_dim), V_(c.vocab_size),
         HD_(c.head_size()), KVH_(c.n_kv_heads), G_(c.n_heads / c.n_kv_heads), WT_(weight_type),
         eps_(F32Literal(c.rms_eps, "1.0e-05", 1e-5f)),
         theta_(F32Literal(c.rope_theta, "10000.0", 10000.0f)),
@@ -151,14 +156,21 @@ class ModuleWriter {
     ModelWeights weights = NameWeights(tensors);
     // One @prefill_layer per distinct list of weight types: layers of a GGUF file may store
     // their matrices in different formats (llama.cpp's Q4_K_M mixes q4_k and q6_k).
+    // Placed layers: one per device as well (a function runs on one device).
     std::map<std::string, std::string> by_types;
-    for (const LayerWeights& layer : weights.layers) {
-      std::string types;
+    for (size_t l = 0; l < weights.layers.size(); ++l) {
+      const LayerWeights& layer = weights.layers[l];
+      std::string types = "device " + std::to_string(LayerDevice(l)) + ";";
       for (const LayerField& f : kLayerFields) types += (layer.*f.member).type + ";";
       auto [it, added] = by_types.emplace(types, by_types.empty() ? "@prefill_layer"
                                                                   : "@prefill_layer_" + std::to_string(by_types.size()));
-      if (added) EmitPrefillLayer(layer, it->second);
+      if (added) {
+        e_.SetDevice(LayerDevice(l));
+        EmitPrefillLayer(layer, it->second, LayerDevice(l));
+        e_.SetDevice(-1);
+      }
       prefill_functions_.push_back(it->second);
+      for (const LayerField& f : kLayerFields) argument_devices_[(layer.*f.member).name] = LayerDevice(l);
     }
     EmitGenerate(tensors, weights);
     return os_.str();
@@ -166,6 +178,15 @@ class ModuleWriter {
 
  private:
   std::string L(const std::string& s) { return "      " + s + "\n"; }
+
+  // -1 when unplaced.
+  int64_t LayerDevice(size_t layer) const {
+    return placement_.layer_devices.empty() ? -1 : placement_.layer_devices[layer];
+  }
+  // ` {hexir.device = N : i64}` for an argument or ` attributes {...}` for a function; "".
+  static std::string DeviceAttr(int64_t device, const char* prefix = " ") {
+    return device < 0 ? "" : StrCat(prefix, "{hexir.device = ", device, " : i64}");
+  }
 
   // @generate's weight arguments (%w_<i>, LlamaWeights order) by role.
   ModelWeights NameWeights(const std::vector<WeightTensor>& tensors) {
@@ -637,7 +658,7 @@ class ModuleWriter {
   }
 
   // @prefill_layer: Layer over the M prompt rows, one function called once per layer.
-  void EmitPrefillLayer(const LayerWeights& types, const std::string& function) {
+  void EmitPrefillLayer(const LayerWeights& types, const std::string& function, int64_t device) {
     LayerWeights params;
     std::string ct = T({S_, KV_}), xt = T({-1, D_});
     os_ << "func.func private " << function << "(%x: " << xt << ", %kc: " << ct << ", %vc: " << ct;
@@ -645,7 +666,8 @@ class ModuleWriter {
       params.*f.member = {std::string("%") + f.name, (types.*f.member).type, (types.*f.member).kept};
       os_ << ", " << (params.*f.member).name << ": " << (params.*f.member).type;
     }
-    os_ << ") -> (" << xt << ", " << ct << ", " << ct << ") {\n"
+    os_ << ") -> (" << xt << ", " << ct << ", " << ct << ")" << DeviceAttr(device, " attributes ")
+        << " {\n"
         << "    %c0 = arith.constant 0 : index\n"
         << "    %m = tensor.dim %x, %c0 : " << xt << "\n"
         << "    %m64 = arith.index_cast %m : index to i64\n";
@@ -793,9 +815,14 @@ class ModuleWriter {
     os_ << "    return " << cl << " : tensor<1xi64>\n}\n\n";
 
     os_ << "func.func @generate(%prompt: tensor<?xi64>, %max_new: i64";
-    for (size_t i = 0; i < tensors.size(); ++i)
-      os_ << ", %w_" << std::to_string(i) << ": " << ArgumentType(tensors[i]);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const std::string name = "%w_" + std::to_string(i);
+      auto layer = argument_devices_.find(name);
+      os_ << ", " << name << ": " << ArgumentType(tensors[i])
+          << DeviceAttr(layer != argument_devices_.end() ? layer->second : placement_.head_device);
+    }
     os_ << ") -> tensor<?xi64> {\n";
+    e_.SetDevice(placement_.head_device);
     std::string ct = T({S_, KV_});
     int64_t nl = c_.n_layers;
     auto layer_args = [&](int64_t l) {
@@ -912,6 +939,7 @@ class ModuleWriter {
     pos_ = "%spos";
     std::vector<std::string> new_caches;
     for (int64_t l = 0; l < nl; ++l) {
+      e_.SetDevice(LayerDevice(l));
       auto out = Layer(kOneRow, xd, "%fc" + std::to_string(2 * l), "%fc" + std::to_string(2 * l + 1),
                        w.layers[l]);
       xd = out[0];
@@ -919,6 +947,7 @@ class ModuleWriter {
       new_caches.push_back(out[2]);
     }
     pos_ = "%pos";
+    e_.SetDevice(placement_.head_device);
     std::string am = Argmax(xd, w);
     std::string ids = UpdateIds("%id", am, "%sn", "%st");
     std::string stop = StopFlag("%st", am);
@@ -932,10 +961,13 @@ class ModuleWriter {
         << "    scf.yield %pos1, %n1, %live1, %f#0, %f#1, %f#2";
     for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %f#" << 3 + i;
     os_ << " : " << types << "\n  }\n    return %r#5 : tensor<?xi64>\n}\n";
+    e_.SetDevice(-1);
   }
 
   const LlamaConfig& c_;
   std::vector<WeightTensor> tensors_;  // @generate's weight arguments (LlamaWeights order)
+  ResolvedPlacement placement_;        // empty layer list: no hexir.device annotations
+  std::map<std::string, int64_t> argument_devices_;  // layer weight argument -> its layer's device
   std::vector<std::string> prefill_functions_;  // per layer: the prefill function of its weight types
   int64_t S_, D_, KV_, F_, V_, HD_, KVH_, G_;
   std::string WT_;  // weight element type: f32, or f16 (widened to f32 where read)
@@ -956,7 +988,9 @@ std::string EmitLlamaModule(const LlamaConfig& config, const EmitOptions& option
 std::string EmitLlamaModule(const LlamaConfig& config, const std::vector<WeightTensor>& weights,
                             const EmitOptions& options) {
   int64_t cache_len = options.cache_len > 0 ? options.cache_len : config.seq_len;
-  ModuleWriter w(config, weights, cache_len, options.weight_type, options.decode_chunk);
+  StatusOr<ResolvedPlacement> placement = ResolvePlacement(options.placement, config.n_layers);
+  ModuleWriter w(config, weights, cache_len, options.weight_type, options.decode_chunk,
+                 placement.ok() ? *placement : ResolvedPlacement{});
   return w.Run();
 }
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "compiler/importers/llama/Checkpoint.h"
+#include "compiler/importers/llama/Placement.h"
 
 namespace hexir::compiler::llama {
 
@@ -35,6 +36,9 @@ struct EmitOptions {
   // chunk (one wait); steps after a stop token inside a chunk compute but write no id, so
   // the ids do not depend on it.
   int64_t decode_chunk = 8;
+  // Devices of the head and the layers (Placement.h); unplaced by default. Importers check it
+  // with ResolvePlacement first (an invalid one is emitted unplaced).
+  LlamaPlacement placement;
 };
 
 std::string EmitLlamaModule(const LlamaConfig& config, const EmitOptions& options = {});

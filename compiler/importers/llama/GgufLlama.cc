@@ -199,6 +199,7 @@ StatusOr<std::string> ImportGgufFile(const std::string& path, const EmitOptions&
     return InvalidArgument("weight type '", options.weight_type, "' is not f32 or f16");
   if (options.decode_chunk < 1 || options.decode_chunk > 4096)
     return InvalidArgument("decode chunk ", options.decode_chunk, " is outside 1..4096");
+  HEXIR_RETURN_IF_ERROR(ResolvePlacement(options.placement, c.n_layers).status());
   return EmitLlamaModule(c, model->weights, options);
 }
 

@@ -20,6 +20,7 @@ StatusOr<std::string> ImportLlama2cFile(const std::string& path, const EmitOptio
     return InvalidArgument("decode chunk ", options.decode_chunk, " is outside 1..4096");
   if (options.weight_type != "f32" && options.weight_type != "f16")
     return InvalidArgument("weight type '", options.weight_type, "' is not f32 or f16");
+  HEXIR_RETURN_IF_ERROR(ResolvePlacement(options.placement, config->n_layers).status());
   return EmitLlamaModule(*config, options);
 }
 
