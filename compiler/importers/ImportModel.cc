@@ -11,6 +11,7 @@ namespace {
 StatusOr<std::string> ImportOnnx(const std::string& path, const ImportModelOptions& o) {
   importers::onnx::ImportOptions options;
   options.entry_name = o.entry;
+  options.node_devices = o.onnx_devices;
   return importers::onnx::ImportOnnxFile(path, options);
 }
 

@@ -21,6 +21,7 @@ struct ImportModelOptions {
   // Device placement (modules compiled with --target repeated; see the importers' READMEs).
   int64_t embedding_device = -1;  // llama2c/gguf/hf: the head's device, layers on the other
   std::string layer_devices;      // llama2c/gguf/hf: "0-5:0,6-11:1"
+  std::string onnx_devices;       // onnx: "NODES:N,..." (node index, FIRST-LAST or node name)
 };
 
 // The model kinds ("onnx", "llama2c", "gguf", "hf") with their file suffixes (".onnx", ...;

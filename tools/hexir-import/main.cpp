@@ -52,6 +52,9 @@ int main(int argc, char** argv) {
                  "final norm, classifier and argmax; the layers go to the other of devices 0 and 1 unless --layer-devices");
   app.add_option("--layer-devices", o.layer_devices,
                  "llama2c/gguf/hf: layers by device, FIRST-LAST:DEVICE or LAYER:DEVICE, comma-separated (e.g. 0-5:0,6-11:1)");
+  app.add_option("--onnx-devices", o.onnx_devices,
+                 "onnx: nodes by device, SELECTOR:DEVICE comma-separated; SELECTOR = node index, FIRST-LAST "
+                 "(graph order, from 0) or node name; other nodes follow their operands");
   if (int exit = hexir::tools::ParseFlags("hexir-import", app, argc, argv); exit >= 0) return exit;
   return hexir::tools::RunTool("hexir-import", [&] { return Run(flags); });
 }
