@@ -38,9 +38,12 @@ Status QueueDeviceTransfer(Device& from, Device& to, const std::vector<Semaphore
     return OutOfRange(context(), ": ", length, " bytes do not fit the ", source->byte_size(),
                       "-byte source and the ", target->byte_size(), "-byte target");
   }
+  // The path follows the memory spaces: host <-> host is a queue copy; a GPU target reads
+  // a host-visible source through its own queue write; a GPU source writes a host-visible
+  // target through its own queue read (the copy engine, not a CPU thread reading pinned memory).
   enum class Path { kCopyOnTarget, kWriteFromMapping, kReadIntoMapping };
   Path path = Path::kCopyOnTarget;
-  if (ReadsHostMemory(to) && source->host_data() != nullptr) {
+  if (ReadsHostMemory(from) && ReadsHostMemory(to)) {
     path = Path::kCopyOnTarget;  // the copy's command buffer retains both buffers
   } else if (!ReadsHostMemory(to) && source->host_data() != nullptr) {
     path = Path::kWriteFromMapping;
@@ -64,10 +67,20 @@ Status QueueDeviceTransfer(Device& from, Device& to, const std::vector<Semaphore
       *reads_by_pointer = true;
       st = to.QueueWrite(after_source, signals, source->host_data(), length, target, 0);
       break;
-    case Path::kReadIntoMapping:
+    case Path::kReadIntoMapping: {
+      // The bytes land in `to`'s memory from `from`'s queue, so `to`'s queue must wait for them
+      // as well: its later work, and a result read through it (Device::
+      // ReadBufferAfterPendingWork waits for `to`'s queue only), would otherwise see the
+      // buffer before the copy.
       *reads_by_pointer = true;
-      st = from.QueueRead(waits, signals, source, 0, target->host_data(), length);
+      auto arrived = to.CreateSemaphore(0);
+      if (!arrived.ok()) return std::move(arrived).status().WithContext(context());
+      std::vector<SemaphoreValue> read_signals = signals;
+      read_signals.push_back({*arrived, 1});
+      st = from.QueueRead(waits, read_signals, source, 0, target->host_data(), length);
+      if (st.ok()) st = to.QueueBarrier({{*arrived, 1}}, {});
       break;
+    }
   }
   return std::move(st).WithContext(context());
 }

@@ -22,6 +22,7 @@ FILES=(
   hal/drivers/cuda/cuda_command_buffer.cc
   hal/drivers/cuda/cuda_graph_command_buffer.cc
   hal/drivers/cuda/cuda_device.cc
+  hal/drivers/cuda/cuda_timepoints.cc
   hal/drivers/cuda/cuda_transfer_queue.cc
   hal/drivers/cuda/nccl_channel.cc
 )

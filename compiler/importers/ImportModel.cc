@@ -13,29 +13,41 @@ StatusOr<std::string> ImportOnnx(const std::string& path, const ImportModelOptio
     return InvalidArgument("'", path, "': --tensor-parallel applies to llama checkpoints, not ONNX models");
   importers::onnx::ImportOptions options;
   options.entry_name = o.entry;
+  options.node_devices = o.onnx_devices;
   return importers::onnx::ImportOnnxFile(path, options);
 }
 
-llama::EmitOptions LlamaOptions(const ImportModelOptions& o) {
+StatusOr<llama::EmitOptions> LlamaOptions(const ImportModelOptions& o) {
   llama::EmitOptions options;
   options.cache_len = o.cache_len;
   options.weight_type = o.weights;
   options.decode_chunk = o.decode_chunk;
   options.layer_calls = !o.inline_layers;
   options.tensor_parallel = o.tensor_parallel;
+  options.placement.embedding_device = o.embedding_device;
+  if (!o.layer_devices.empty()) {
+    HEXIR_ASSIGN_OR_RETURN(options.placement.layer_ranges, llama::ParseLayerRanges(o.layer_devices));
+  }
+  if (o.tensor_parallel != 1 && (o.embedding_device >= 0 || !o.layer_devices.empty()))
+    return InvalidArgument("--tensor-parallel=", o.tensor_parallel,
+                           " cannot be combined with --embedding-device or --layer-devices (a "
+                           "tensor-parallel program runs whole on each rank's device)");
   return options;
 }
 
 StatusOr<std::string> ImportLlama2c(const std::string& path, const ImportModelOptions& o) {
-  return llama::ImportLlama2cFile(path, LlamaOptions(o));
+  HEXIR_ASSIGN_OR_RETURN(llama::EmitOptions options, LlamaOptions(o));
+  return llama::ImportLlama2cFile(path, options);
 }
 
 StatusOr<std::string> ImportGguf(const std::string& path, const ImportModelOptions& o) {
-  return llama::ImportGgufFile(path, LlamaOptions(o));
+  HEXIR_ASSIGN_OR_RETURN(llama::EmitOptions options, LlamaOptions(o));
+  return llama::ImportGgufFile(path, options);
 }
 
 StatusOr<std::string> ImportHf(const std::string& path, const ImportModelOptions& o) {
-  return llama::ImportHfFolder(path, LlamaOptions(o));
+  HEXIR_ASSIGN_OR_RETURN(llama::EmitOptions options, LlamaOptions(o));
+  return llama::ImportHfFolder(path, options);
 }
 
 bool EndsWith(const std::string& s, const std::string& suffix) {

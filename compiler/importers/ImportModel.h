@@ -20,6 +20,10 @@ struct ImportModelOptions {
   int64_t decode_chunk = 8;     // llama2c/gguf/hf: decode steps per host check of the stop flag
   bool inline_layers = false;   // llama2c/gguf/hf: decode layers written out, not calls of @layer
   int64_t tensor_parallel = 1;  // llama2c/gguf/hf: ranks of the SPMD program (llama/TensorParallel.h)
+  // Device placement (modules compiled with --target repeated; see the importers' READMEs).
+  int64_t embedding_device = -1;  // llama2c/gguf/hf: the head's device, layers on the other
+  std::string layer_devices;      // llama2c/gguf/hf: "0-5:0,6-11:1"
+  std::string onnx_devices;       // onnx: "NODES:N,..." (node index, FIRST-LAST or node name)
 };
 
 // The model kinds ("onnx", "llama2c", "gguf", "hf") with their file suffixes (".onnx", ...;

@@ -36,6 +36,9 @@ struct DriverConfig {
   std::function<vm::ExecutableView(std::vector<std::string_view> entry_points)> kernels;
   // Case name ("indirect_dispatch") -> why this driver cannot run it.
   std::map<std::string, std::string> unsupported;
+  // A wait on another device's queued work is ordered on the device (CUDA: cuStreamWaitEvent):
+  // the dependent work runs even when that producer fails; only its signals carry the failure.
+  bool orders_cross_device_waits_on_device = false;
 };
 
 using CaseFn = void (*)(const DriverConfig& config, Device& device);

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "hal/drivers/cuda/cuda_device.h"
 #include "tests/e2e/harness.h"
 #include "tools/common/invocation.h"
 
@@ -230,8 +231,11 @@ TEST_CASE("models split across the CPU and a CUDA device give the CPU results [c
   }
   tools::InvocationOptions options;
   options.device_uris = {"cpu", "cuda"};
-  for (auto [single_path, split_path, in] : {std::tuple{one, split, inputs},
-                                             std::tuple{prepost_one, prepost, prepost_inputs}}) {
+  // Transfers per call, all counted on the GPU: split, h1 up and the result down (w2, w3 are
+  // arguments on device 1); pre/post, the pre-processed x, w0 and w1 (arguments on device 0,
+  // read by the GPU's layers) up and the layers' result down.
+  for (auto [single_path, split_path, in, transfers] :
+       {std::tuple{one, split, inputs, 2}, std::tuple{prepost_one, prepost, prepost_inputs, 4}}) {
     INFO(split_path);
     auto single = OpenOrDie(single_path, "cpu");
     HostTensor expected = CallOrDie(*single, "main", Values(in))[0].tensor;
@@ -241,9 +245,46 @@ TEST_CASE("models split across the CPU and a CUDA device give the CPU results [c
     hal::DeviceStats before = (*session)->device(1).stats();
     for (int call = 0; call < 2; ++call)
       RequireClose(CallOrDie(**session, "main", Values(in))[0].tensor, expected, 1e-5, 1e-5);
-    // Per call: one value to the GPU, one back.
-    CHECK((*session)->device(1).stats().transfers_queued - before.transfers_queued == 2 * 2);
+    CHECK((*session)->device(1).stats().transfers_queued - before.transfers_queued == 2 * transfers);
   }
+}
+
+// Two CUDA devices (two logical devices of one GPU: two streams, one context): the split
+// model's crossings are queue copies whose waits on the other device are ordered on the GPU
+// (cuStreamWaitEvent), never held back on a host thread.
+TEST_CASE("a model split across two CUDA devices gives the CPU results with waits ordered on the GPU [cuda+cuda]") {
+  const std::vector<HostTensor> inputs = MlpInputs();
+  std::string one = CompileOrDie(SplitMlpSource(), "split_mlp_one", "cpu");
+  std::string split = CompileOrDie(SplitMlpSource(), "split_mlp_two_cuda", "cuda", "--target=cuda");
+  try {
+    RequireDevice("cuda");
+  } catch (const DeviceUnavailable& e) {
+    std::printf("HEXIR_SKIPPED: a model split across two CUDA devices: %s\n", e.reason.c_str());
+    return;
+  }
+  auto single = OpenOrDie(one, "cpu");
+  HostTensor expected = CallOrDie(*single, "main", Values(inputs))[0].tensor;
+  tools::InvocationOptions options;
+  options.device_uris = {"cuda", "cuda"};
+  auto session = tools::Session::Open(split, options);
+  INFO(session.status().ToString());
+  REQUIRE(session.ok());
+  hal::Device &d0 = (*session)->device(0), &d1 = (*session)->device(1);
+  CallOrDie(**session, "main", Values(inputs));  // warm-up: executables loaded, graphs built
+  hal::DeviceStats before0 = d0.stats(), before1 = d1.stats();
+  auto cuda_before0 = hal::cuda::GetCudaStats(d0), cuda_before1 = hal::cuda::GetCudaStats(d1);
+  REQUIRE(cuda_before0.ok());
+  REQUIRE(cuda_before1.ok());
+  for (int call = 0; call < 2; ++call)
+    RequireClose(CallOrDie(**session, "main", Values(inputs))[0].tensor, expected, 1e-5, 1e-5);
+  // Per call: h1 copied onto device 1 (counted there), the result back onto device 0.
+  CHECK(d1.stats().transfers_queued - before1.transfers_queued == 2);
+  CHECK(d0.stats().transfers_queued - before0.transfers_queued == 2);
+  auto cuda_after0 = hal::cuda::GetCudaStats(d0), cuda_after1 = hal::cuda::GetCudaStats(d1);
+  CHECK(cuda_after0->submissions_held_back == cuda_before0->submissions_held_back);
+  CHECK(cuda_after1->submissions_held_back == cuda_before1->submissions_held_back);
+  CHECK(cuda_after1->waits_on_device > cuda_before1->waits_on_device);
+  CHECK(cuda_after0->waits_on_device > cuda_before0->waits_on_device);
 }
 
 TEST_CASE("hexir-run binds --device in order, names a missing device, lists devices; hexir-dump shows the list") {

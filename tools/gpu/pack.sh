@@ -9,6 +9,7 @@ cd "$(dirname "$0")/../.."
 TESTS=(
   //hal/drivers/cuda:cuda_device_test
   //hal/drivers/cuda:cuda_transfer_queue_test
+  //hal/drivers/cuda:cuda_timepoints_test
   //hal/cts:cuda_cts_test
   //tests/e2e:models_test
   //tests/e2e:compiled_calls_test

@@ -54,6 +54,14 @@ int main(int argc, char** argv) {
                  "llama2c/gguf/hf: one SPMD program for N ranks (Megatron-style shards; run it with "
                  "mpirun -n N hexir-generate)")
       ->check(CLI::Range(1, 4096));
+  app.add_option("--embedding-device", o.embedding_device,
+                 "llama2c/gguf/hf: device ordinal (of hexir-compile's --target list) of the embedding gather, "
+                 "final norm, classifier and argmax; the layers go to the other of devices 0 and 1 unless --layer-devices");
+  app.add_option("--layer-devices", o.layer_devices,
+                 "llama2c/gguf/hf: layers by device, FIRST-LAST:DEVICE or LAYER:DEVICE, comma-separated (e.g. 0-5:0,6-11:1)");
+  app.add_option("--onnx-devices", o.onnx_devices,
+                 "onnx: nodes by device, SELECTOR:DEVICE comma-separated; SELECTOR = node index, FIRST-LAST "
+                 "(graph order, from 0) or node name; other nodes follow their operands");
   if (int exit = hexir::tools::ParseFlags("hexir-import", app, argc, argv); exit >= 0) return exit;
   return hexir::tools::RunTool("hexir-import", [&] { return Run(flags); });
 }

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "compiler/importers/llama/Checkpoint.h"
+#include "compiler/importers/llama/Placement.h"
 
 namespace hexir::compiler::llama {
 
@@ -49,6 +50,9 @@ struct EmitOptions {
   // ranks (Megatron-style shards, all_reduce after wo and w2, a distributed argmax); the
   // weights passed must then be TensorParallelWeights'. 1: one device.
   int64_t tensor_parallel = 1;
+  // Devices of the head and the layers (Placement.h); unplaced by default. Importers check it
+  // with ResolvePlacement first (an invalid one is emitted unplaced).
+  LlamaPlacement placement;
 };
 
 std::string EmitLlamaModule(const LlamaConfig& config, const EmitOptions& options = {});

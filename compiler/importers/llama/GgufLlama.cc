@@ -204,6 +204,7 @@ StatusOr<std::string> ImportGgufFile(const std::string& path, const EmitOptions&
     Status split = TensorParallelWeights(c, model->weights, options.tensor_parallel, 0).status();
     if (!split.ok()) return std::move(split).WithContext(StrCat("'", path, "'"));
   }
+  HEXIR_RETURN_IF_ERROR(ResolvePlacement(options.placement, c.n_layers).status());
   return EmitLlamaModule(c, model->weights, options);
 }
 

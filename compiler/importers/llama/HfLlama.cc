@@ -245,6 +245,7 @@ StatusOr<std::string> ImportHfFolder(const std::string& dir, const EmitOptions& 
     Status split = TensorParallelWeights(c, LlamaWeights(c), options.tensor_parallel, 0).status();
     if (!split.ok()) return std::move(split).WithContext(StrCat("'", dir, "'"));
   }
+  HEXIR_RETURN_IF_ERROR(ResolvePlacement(options.placement, c.n_layers).status());
   return EmitLlamaModule(c, options);
 }
 

@@ -26,6 +26,7 @@ StatusOr<std::string> ImportLlama2cFile(const std::string& path, const EmitOptio
     Status split = TensorParallelWeights(*config, LlamaWeights(*config), options.tensor_parallel, 0).status();
     if (!split.ok()) return std::move(split).WithContext(StrCat("'", path, "'"));
   }
+  HEXIR_RETURN_IF_ERROR(ResolvePlacement(options.placement, config->n_layers).status());
   return EmitLlamaModule(*config, options);
 }
 

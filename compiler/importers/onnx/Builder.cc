@@ -280,7 +280,8 @@ std::string Builder::Generic(const std::vector<const Val*>& ins,
   }
   std::string n = Fresh();
   std::string head = n + " = linalg.generic {indexing_maps = [" + maps + "], iterator_types = [" +
-                     iters + "]} ";
+                     iters + "]" +
+                     (device_ >= 0 ? ", hexir.device = " + std::to_string(device_) + " : i64" : "") + "} ";
   if (!ins.empty()) head += "ins(" + in_names + " : " + in_types + ") ";
   head += "outs(" + out_init + " : " + out_type + ") {";
   Line(head);

@@ -61,6 +61,9 @@ class Builder {
   void Emit(const std::string& text) { out_ << text; }
   // Between EnterRegion and ExitRegion (an scf region) index constants are not cached: a
   // cached one would not dominate the code after the region.
+  // The device (`hexir.device`, a module compiled with --target repeated) the generics
+  // emitted from now on are annotated with; -1: none (placed by the compiler's affinity).
+  void SetDevice(int64_t device) { device_ = device; }
   void EnterRegion() { ++body_depth_; }
   void ExitRegion() { --body_depth_; }
 
@@ -138,6 +141,7 @@ class Builder {
   std::string TakeError();
 
  private:
+  int64_t device_ = -1;
   std::ostringstream out_;
   int next_ = 0;
   std::map<int64_t, std::string> index_consts_;

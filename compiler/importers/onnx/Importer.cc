@@ -9,6 +9,62 @@
 namespace hexir::importers::onnx {
 namespace {
 
+// ImportOptions::node_devices as one device per top-level node (-1: unplaced). Errors name
+// the item: a malformed one, an index past the graph, a name no node has.
+StatusOr<std::vector<int64_t>> NodeDevices(const std::string& spec, const ::onnx::GraphProto& g) {
+  std::vector<int64_t> devices(g.node_size(), -1);
+  if (spec.empty()) return devices;
+  auto count = [](const std::string& text, int64_t* out) {
+    if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    *out = std::stoll(text);
+    return true;
+  };
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t comma = spec.find(',', start);
+    if (comma == std::string::npos) comma = spec.size();
+    const std::string item = spec.substr(start, comma - start);
+    start = comma + 1;
+    const size_t colon = item.rfind(':');
+    int64_t device = 0, first = 0, last = 0;
+    if (colon == std::string::npos || !count(item.substr(colon + 1), &device))
+      return InvalidArgument("--onnx-devices: '", item, "' is not SELECTOR:DEVICE");
+    const std::string selector = item.substr(0, colon);
+    const size_t dash = selector.find('-');
+    bool by_index = count(selector, &first);
+    if (by_index) last = first;
+    if (!by_index && dash != std::string::npos)
+      by_index = count(selector.substr(0, dash), &first) && count(selector.substr(dash + 1), &last);
+    if (by_index) {
+      if (last < first || last >= g.node_size())
+        return InvalidArgument("--onnx-devices: '", item, "': the graph has nodes 0-", g.node_size() - 1);
+      for (int64_t i = first; i <= last; ++i) devices[i] = device;
+      continue;
+    }
+    bool found = false;
+    for (int i = 0; i < g.node_size(); ++i)
+      if (g.node(i).name() == selector) {
+        devices[i] = device;
+        found = true;
+      }
+    if (!found) return InvalidArgument("--onnx-devices: no node is named '", selector, "'");
+  }
+  return devices;
+}
+
+// Lowers the top-level nodes, each with its device (a one-node graph per placed node).
+Status LowerPlacedNodes(Context& c, const ::onnx::GraphProto& g, const std::vector<int64_t>& devices) {
+  for (int i = 0; i < g.node_size(); ++i) {
+    ::onnx::GraphProto one;
+    *one.add_node() = g.node(i);
+    c.b.SetDevice(devices[i]);
+    HEXIR_RETURN_IF_ERROR(LowerGraphNodes(c, one));
+  }
+  c.b.SetDevice(-1);
+  return Status::Ok();
+}
+
 StatusOr<std::string> BuildFunction(const ::onnx::ModelProto& model, const ImportOptions& options) {
   Context c;
   const ::onnx::GraphProto& g = model.graph();
@@ -55,7 +111,12 @@ StatusOr<std::string> BuildFunction(const ::onnx::ModelProto& model, const Impor
     }
     c.values[in.name()] = v;
   }
-  HEXIR_RETURN_IF_ERROR(LowerGraphNodes(c, g));
+  HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> devices, NodeDevices(options.node_devices, g));
+  if (options.node_devices.empty()) {
+    HEXIR_RETURN_IF_ERROR(LowerGraphNodes(c, g));
+  } else {
+    HEXIR_RETURN_IF_ERROR(LowerPlacedNodes(c, g, devices));
+  }
   std::string rets, ret_types;
   for (const auto& out : g.output()) {
     auto it = c.values.find(out.name());

@@ -24,6 +24,11 @@ namespace hexir::importers::onnx {
 
 struct ImportOptions {
   std::string entry_name = "main";  // name of the generated func.func
+  // Device placement (a module compiled with --target repeated): "SELECTOR:DEVICE,...", a
+  // selector being a node index (graph order, from 0), FIRST-LAST or a node name. Every
+  // generic a selected node lowers to carries `hexir.device`; other nodes follow their
+  // operands (passes/schedule/Affinity.h). Empty: none.
+  std::string node_devices;
 };
 
 // Imports a model file (.onnx protobuf).

@@ -12,9 +12,11 @@
 #include <unordered_map>
 
 #include "base/mutex.h"
+#include "hal/drivers/cuda/cuda_event_pool.h"
 #include "hal/drivers/cuda/cuda_executable.h"
 #include "hal/drivers/cuda/cuda_graph_command_buffer.h"
 #include "hal/drivers/cuda/cuda_submission.h"
+#include "hal/drivers/cuda/cuda_timepoints.h"
 #include "hal/drivers/cuda/cuda_transfer_queue.h"
 #include "hal/drivers/cuda/nccl_channel.h"
 #include "hal/queue_submission.h"
@@ -98,7 +100,26 @@ StatusOr<CUcontext> PrimaryContext(const CudaApi& api, CUdevice device, int ordi
 // H200), and a futex sleep plus a wake-up by another thread costs as much again. The spins
 // cover small graphs with an order of magnitude to spare and bound the CPU a long wait burns
 // before it blocks (CUDA's own default, with more cores than GPUs, also spins first).
-constexpr int64_t kHostSpinNs = 100'000;        // a host wait polls cuEventQuery this long
+constexpr int64_t kHostSpinNs = 100'000;
+// A producer on another CUDA queue finished on the GPU before its consumer: its queue signals
+// within microseconds unless that device is being destroyed.
+constexpr int64_t kProducerSignalTimeoutNs = 30'000'000'000;
+
+// The status of a wait whose producer already ran on the GPU: its value, or its failure once
+// the producer's queue retired it. Polls without Semaphore::Wait, whose progress hook may
+// take the lock of the device retiring the consumer (held by the caller).
+Status AwaitProducerSignal(const SemaphoreValue& w) {
+  const int64_t until = Interrupt::NowNs() + kProducerSignalTimeoutNs;
+  while (true) {
+    StatusOr<uint64_t> v = w.semaphore->Query();
+    if (!v.ok() || *v >= w.value) return v.status();
+    if (Interrupt::NowNs() >= until) {
+      return Aborted("the producer of a wait ordered on the GPU did not signal value ", w.value,
+                     " within ", kProducerSignalTimeoutNs / 1'000'000'000, " s");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}        // a host wait polls cuEventQuery this long
 constexpr int64_t kCompletionSpinNs = 100'000;  // the completion thread polls its event
 constexpr int64_t kCompletionIdleSpinNs = 100'000;  // ... and waits this long for new work
 
@@ -159,7 +180,7 @@ class CudaDevice final : public Device {
     deferred_thread_.join();
     completion_thread_.join();
     if (shared_->MakeCurrent().ok()) {
-      for (CUevent e : event_pool_) api_.cuEventDestroy(e);
+      event_pool_.DestroyAll(api_);
       if (staging_copy_pending_) api_.cuEventSynchronize(staging_event_);
       if (staging_) api_.cuMemFreeHost(staging_);
       if (staging_event_) api_.cuEventDestroy(staging_event_);
@@ -325,7 +346,7 @@ class CudaDevice final : public Device {
   // The same for every accepted submission, held back or on the stream: a wait on one of
   // these is implied by queue order (counted as elided at submission).
   PendingSignals queue_signals_ GUARDED_BY(mu_);
-  std::vector<CUevent> event_pool_ GUARDED_BY(mu_);
+  CudaEventPool event_pool_ GUARDED_BY(mu_);
   int busy_ GUARDED_BY(mu_) = 0;  // submissions popped by a thread and not yet released
   bool stopping_ GUARDED_BY(mu_) = false;
   UnsignalledFailure unsignalled_failure_ GUARDED_BY(mu_);  // for the next WaitIdle
@@ -487,22 +508,14 @@ bool CudaDevice::WaitsSatisfiedLocked(const std::vector<SemaphoreValue>& waits) 
     auto v = w.semaphore->Query();
     if (!v.ok() || *v >= w.value) continue;  // a failed wait fails the submission at enqueue
     if (pending_signals_.Covers(w.semaphore.get(), w.value)) continue;  // stream order
-    if (transfers_->WillSignal(w)) continue;  // ordered on the GPU at enqueue
+    if (CudaTimepoints::Process().Covers(w)) continue;  // another CUDA stream: ordered on the GPU
     return false;
   }
   return true;
 }
 
 StatusOr<CUevent> CudaDevice::TakeEventLocked() {
-  if (!event_pool_.empty()) {
-    CUevent e = event_pool_.back();
-    event_pool_.pop_back();
-    return e;
-  }
-  CUevent e = nullptr;
-  HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING),
-                             "cuEventCreate");
-  return e;
+  return event_pool_.Take(api_, "submission completion");
 }
 
 void CudaDevice::EnqueueLocked(std::unique_ptr<Submission> owned) {
@@ -513,8 +526,13 @@ void CudaDevice::EnqueueLocked(std::unique_ptr<Submission> owned) {
     status = w.semaphore->Query().status();
   }
   if (status.ok()) status = shared_->MakeCurrent();
-  // Only a kept wait can be on a queue transfer (no second lock for a wait-less submission).
-  if (status.ok() && !s.waits.empty()) status = transfers_->OrderStream(s.waits, shared_->stream);
+  // Only a kept wait can be on another stream's work (no registry lock for a wait-less
+  // submission): a transfer, or a submission of another CUDA device.
+  if (status.ok() && !s.waits.empty()) {
+    uint64_t ordered = 0;
+    status = CudaTimepoints::Process().OrderStream(api_, s.waits, shared_->stream, &ordered);
+    if (ordered) shared_->counters.waits_on_device.fetch_add(ordered, std::memory_order_relaxed);
+  }
   if (status.ok()) status = s.command_buffer->Enqueue(s.binding_table, shared_->stream);
   if (status.ok()) {
     auto event = TakeEventLocked();
@@ -523,7 +541,7 @@ void CudaDevice::EnqueueLocked(std::unique_ptr<Submission> owned) {
       s.event = *event;
       CUresult r = api_.cuEventRecord(s.event, shared_->stream);
       if (r != CUDA_SUCCESS) {
-        event_pool_.push_back(s.event);
+        event_pool_.Give(s.event);
         status = CudaStatus(api_, r, "cuEventRecord(submission completion)");
       }
     }
@@ -533,7 +551,10 @@ void CudaDevice::EnqueueLocked(std::unique_ptr<Submission> owned) {
     RecycleLocked(std::move(owned));
     return;
   }
-  for (const SemaphoreValue& sv : s.signals) pending_signals_.Add(sv.semaphore.get(), sv.value);
+  for (const SemaphoreValue& sv : s.signals) {
+    pending_signals_.Add(sv.semaphore.get(), sv.value);
+    CudaTimepoints::Process().Add(sv.semaphore.get(), sv.value, s.event, shared_->stream);
+  }
   DeviceCounters::Add(counters()->dispatches_executed, s.command_buffer->dispatch_count());
   PushInflightLocked(std::move(owned));
 }
@@ -550,6 +571,8 @@ void CudaDevice::PushInflightLocked(std::unique_ptr<Submission> s) {
 void CudaDevice::CompleteLocked(Submission& s, Status status) {
   status = SignalOrFail(s.signals, std::move(status));
   for (SemaphoreValue& sv : s.signals) {
+    // Signalled first: a waiter that misses the timepoint sees the value (or the failure).
+    if (s.event) CudaTimepoints::Process().Remove(sv.semaphore.get(), s.event);
     pending_signals_.Retire(sv.semaphore.get(), sv.value);
     queue_signals_.Retire(sv.semaphore.get(), sv.value);
   }
@@ -600,7 +623,10 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
     return lost_;
   }
   DeviceCounters::Add(counters()->queue_submissions);
-  const bool hold = KeepUnreachedWaits(waits, queue_signals_, *counters(), &s.waits);
+  bool hold = KeepUnreachedWaits(waits, queue_signals_, *counters(), &s.waits);
+  // Work of another CUDA queue already on its stream: ordered on the GPU at enqueue, not held.
+  if (hold && deferred_.empty()) hold = !WaitsSatisfiedLocked(s.waits);
+  if (hold) shared_->counters.submissions_held_back.fetch_add(1, std::memory_order_relaxed);
   for (const SemaphoreValue& sv : s.signals) queue_signals_.Add(sv.semaphore.get(), sv.value);
   // A queue-ordered wait on a held-back producer is held back too: deferred_ is not empty.
   if (hold || !deferred_.empty()) {
@@ -628,17 +654,19 @@ void CudaDevice::RetireFrontLocked(CUresult r) {
   } else if (s.command_buffer) {
     status = s.command_buffer->CheckKernelStatus();
   }
-  // Waits implied by queue order were not waited for: their producer ran just before this
-  // submission on the stream, and if it failed, this submission's results are not valid.
+  // Waits ordered on the GPU (queue order, another CUDA stream's timepoint) were not waited
+  // for on the host: their producer ran before this submission, and if it failed, this
+  // submission's results are not valid. A producer of another queue has finished on the GPU
+  // but its queue may not have signalled yet: wait for that here (completion side only).
   for (const SemaphoreValue& w : s.waits) {
     if (!status.ok()) break;
-    status = w.semaphore->Query().status();
+    status = AwaitProducerSignal(w);
   }
   if (s.pooled_event) {
     if (s.seq == completion_watching_seq_) {
       watched_event_orphaned_ = true;  // the completion thread still waits on it
     } else {
-      event_pool_.push_back(s.event);
+      event_pool_.Give(s.event);
     }
   }
   CompleteLocked(s, std::move(status));
@@ -732,7 +760,7 @@ void CudaDevice::CompletionMain() {
     completion_watching_seq_ = 0;
     if (watched_event_orphaned_) {  // a host wait retired it meanwhile
       watched_event_orphaned_ = false;
-      event_pool_.push_back(event);
+      event_pool_.Give(event);
     } else if (!inflight_.empty() && inflight_.front().seq == seq) {
       RetireFrontLocked(r);
     }
@@ -804,9 +832,14 @@ StatusOr<TransferWaits> CudaDevice::OrderAfterCompute(const std::vector<Semaphor
   bool on_compute_stream = false;
   for (const SemaphoreValue& w : waits) {
     auto v = w.semaphore->Query();
-    if (!v.ok() || *v >= w.value || transfers_->WillSignal(w)) continue;
-    if (!pending_signals_.Covers(w.semaphore.get(), w.value)) return TransferWaits::kHostPending;
-    on_compute_stream = true;
+    if (!v.ok() || *v >= w.value) continue;
+    if (pending_signals_.Covers(w.semaphore.get(), w.value)) {
+      on_compute_stream = true;
+      continue;
+    }
+    // Another CUDA stream's work (a transfer, another device): the transfer stream waits for
+    // its timepoint when the transfer is issued.
+    if (!CudaTimepoints::Process().Covers(w)) return TransferWaits::kHostPending;
   }
   // Device memory is allocated and zero-filled on the compute stream: a transfer must not
   // overtake that. Fence once per batch of allocations (any buffer counts) rather than
@@ -1036,6 +1069,8 @@ StatusOr<CudaStats> GetCudaStats(const Device& device) {
   s.kernel_node_updates = g(c.kernel_node_updates);
   s.stream_launches = g(c.stream_launches);
   s.host_synchronizations = device.stats().host_waits + g(c.transfer_synchronizations);
+  s.waits_on_device = g(c.waits_on_device);
+  s.submissions_held_back = g(c.submissions_held_back);
   return s;
 }
 

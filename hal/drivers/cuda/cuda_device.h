@@ -50,6 +50,11 @@ struct CudaStats {
   // Times a host call blocked on the GPU: Semaphore::Wait and WaitIdle (DeviceStats::host_waits)
   // plus ReadBuffer/WriteBuffer of device memory (each waits for its staging copy).
   uint64_t host_synchronizations = 0;
+  // Waits on work of another CUDA queue (a transfer stream, another device's stream) ordered
+  // on the GPU with cuStreamWaitEvent, and submissions held back on the host instead (their
+  // waits are signalled by nothing on a GPU stream yet: the host, or held-back work).
+  uint64_t waits_on_device = 0;
+  uint64_t submissions_held_back = 0;
 };
 // InvalidArgument when `device` is not a CUDA device.
 StatusOr<CudaStats> GetCudaStats(const Device& device);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "hal/drivers/cuda/cuda_timepoints.h"
 #include "hal/profiling.h"
 #include "hal/queue_transfer.h"
 
@@ -52,7 +53,10 @@ CudaTransferQueue::~CudaTransferQueue() {
   Shutdown();
   if (!shared_->MakeCurrent().ok()) return;
   if (stream_) api_.cuStreamSynchronize(stream_);
-  for (CUevent e : events_) api_.cuEventDestroy(e);
+  {
+    MutexLock lock(mu_);
+    events_.DestroyAll(api_);
+  }
   if (staging_) api_.cuMemFreeHost(staging_);
   if (stream_) api_.cuStreamDestroy(stream_);
 }
@@ -144,7 +148,7 @@ Status CudaTransferQueue::Accept(std::shared_ptr<Op> op) {
       compute_event = *event;
     } else {
       MutexLock lock(mu_);
-      events_.push_back(*event);
+      events_.Give(*event);
     }
     if (!order.ok()) {
       Finish(op, order.status());
@@ -203,10 +207,12 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
     CUresult r = api_.cuStreamWaitEvent(stream_, compute_event, 0);
     {
       MutexLock lock(mu_);
-      events_.push_back(compute_event);
+      events_.Give(compute_event);
     }
     HEXIR_CUDA_RETURN_IF_ERROR(api_, r, "cuStreamWaitEvent(compute stream -> transfer stream)");
   }
+  // Waits on other CUDA queues' work (another device, another transfer stream): on the GPU.
+  HEXIR_RETURN_IF_ERROR(CudaTimepoints::Process().OrderStream(api_, op->waits, stream_));
   uint64_t done = 0;
   do {
     Chunk c;
@@ -244,14 +250,14 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
     if (CUresult r = api_.cuEventRecord(c.event, stream_); r != CUDA_SUCCESS) {
       release_block();
       MutexLock lock(mu_);
-      events_.push_back(c.event);
+      events_.Give(c.event);
       return CudaStatus(api_, r, "cuEventRecord(transfer chunk)");
     }
     {
       MutexLock lock(mu_);
       if (c.last) {
         for (const SemaphoreValue& sv : op->signals)
-          timepoints_[sv.semaphore.get()].push_back({sv.value, c.event});
+          CudaTimepoints::Process().Add(sv.semaphore.get(), sv.value, c.event, stream_);
       }
       inflight_.push_back(std::move(c));
     }
@@ -271,18 +277,8 @@ StatusOr<int> CudaTransferQueue::TakeBlock() {
 }
 
 StatusOr<CUevent> CudaTransferQueue::TakeEvent() {
-  {
-    MutexLock lock(mu_);
-    if (!events_.empty()) {
-      CUevent e = events_.back();
-      events_.pop_back();
-      return e;
-    }
-  }
-  CUevent e = nullptr;
-  HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING),
-                             "cuEventCreate(transfer)");
-  return e;
+  MutexLock lock(mu_);
+  return events_.Take(api_, "transfer");
 }
 
 void CudaTransferQueue::Finish(const std::shared_ptr<Op>& op, Status status) {
@@ -330,19 +326,12 @@ void CudaTransferQueue::CompletionMain() {
         if (c.op->status.ok()) c.op->status = w.semaphore->Query().status();
       }
       Finish(c.op, c.op->status);  // signalled before the timepoints go: never a gap
+      for (const SemaphoreValue& sv : c.op->signals)
+        CudaTimepoints::Process().Remove(sv.semaphore.get(), c.event);
       lock.Lock();
-      for (const SemaphoreValue& sv : c.op->signals) {
-        auto it = timepoints_.find(sv.semaphore.get());
-        if (it == timepoints_.end()) continue;
-        auto& list = it->second;
-        list.erase(std::remove_if(list.begin(), list.end(),
-                                  [&](const Timepoint& t) { return t.event == c.event; }),
-                   list.end());
-        if (list.empty()) timepoints_.erase(it);
-      }
       --finishing_;
     }
-    events_.push_back(c.event);
+    events_.Give(c.event);
     c = Chunk();
     cv_.notify_all();
   }
@@ -375,7 +364,7 @@ void CudaTransferQueue::HeldBackMain() {
         compute_event = *event;
       } else {
         MutexLock l(mu_);
-        events_.push_back(*event);
+        events_.Give(*event);
       }
       if (!order.ok()) status = order.status();
       if (!order.ok() || *order != TransferWaits::kHostPending) break;
@@ -405,33 +394,6 @@ void CudaTransferQueue::HeldBackMain() {
     cv_.notify_all();
     lock.Lock();
   }
-}
-
-bool CudaTransferQueue::WillSignal(const SemaphoreValue& wait) const {
-  MutexLock lock(mu_);
-  auto it = timepoints_.find(wait.semaphore.get());
-  if (it == timepoints_.end()) return false;
-  for (const Timepoint& t : it->second)
-    if (t.value >= wait.value) return true;
-  return false;
-}
-
-Status CudaTransferQueue::OrderStream(const std::vector<SemaphoreValue>& waits,
-                                      CUstream stream) const {
-  MutexLock lock(mu_);
-  if (timepoints_.empty()) return Status::Ok();
-  for (const SemaphoreValue& w : waits) {
-    auto it = timepoints_.find(w.semaphore.get());
-    if (it == timepoints_.end()) continue;
-    // The first (earliest issued) transfer that gets the semaphore far enough.
-    for (const Timepoint& t : it->second) {
-      if (t.value < w.value) continue;
-      HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuStreamWaitEvent(stream, t.event, 0),
-                                 "cuStreamWaitEvent(transfer stream -> ", uri_, " compute stream)");
-      break;
-    }
-  }
-  return Status::Ok();
 }
 
 Status CudaTransferQueue::AwaitIdle(Timeout timeout) {

@@ -12,10 +12,13 @@
 //
 // Ordering, always on the GPU: waits that work already on the compute stream will signal
 // become an event recorded there (by the device, under its lock) and cuStreamWaitEvent on the
-// transfer stream; the compute stream orders its submissions after issued transfers the same
-// way (OrderStream, from the device's enqueue). A semaphore signalled by a transfer is reached
-// when the transfer's last event is. Waits nothing queued on the GPU will signal (host
-// signals, work held back) hold the transfer, and every later one, back on a worker thread.
+// transfer stream; an issued transfer adds its last event as the timepoint of its signals
+// (cuda_timepoints.h), so compute streams (of this or another device) and other transfer
+// streams order their work after it with cuStreamWaitEvent, and a transfer waiting for work
+// of another CUDA queue waits for that queue's timepoint the same way. A semaphore signalled
+// by a transfer is reached when the transfer's last event is. Waits nothing queued on the GPU
+// will signal (host signals, work held back) hold the transfer, and every later one, back on
+// a worker thread.
 //
 // Thread-safety: every method is thread-safe. Lock order: the device's lock, then this queue's.
 #pragma once
@@ -35,6 +38,7 @@
 
 #include "base/status.h"
 #include "hal/device.h"
+#include "hal/drivers/cuda/cuda_event_pool.h"
 #include "hal/drivers/cuda/cuda_shared.h"
 
 namespace hexir::hal::cuda {
@@ -71,12 +75,6 @@ class CudaTransferQueue {
   Status Read(const std::vector<SemaphoreValue>& waits, const std::vector<SemaphoreValue>& signals,
               vm::Ref<Buffer> buffer, uint64_t offset, void* host, uint64_t size);
 
-  // Compute-queue hooks (called with the device's lock held).
-  // True when a transfer already on the transfer stream signals wait.semaphore >= wait.value.
-  bool WillSignal(const SemaphoreValue& wait) const;
-  // Makes `stream` wait (cuStreamWaitEvent) for the issued transfers that signal `waits`.
-  Status OrderStream(const std::vector<SemaphoreValue>& waits, CUstream stream) const;
-
   // Until every transfer accepted so far completed (DeadlineExceeded after `timeout`).
   Status AwaitIdle(Timeout timeout);
 
@@ -88,10 +86,6 @@ class CudaTransferQueue {
     CUevent event = nullptr;
     uint64_t done = 0, bytes = 0;  // the chunk's range within the op
     bool last = false;             // the op's signals are reached with this chunk
-  };
-  struct Timepoint {
-    uint64_t value;
-    CUevent event;
   };
 
   Status Accept(std::shared_ptr<Op> op);
@@ -120,11 +114,10 @@ class CudaTransferQueue {
   mutable Mutex mu_;
   std::condition_variable cv_;  // chunks queued / completed, blocks freed, held-back ops, stop
   std::vector<int> free_blocks_ GUARDED_BY(mu_);
-  std::vector<CUevent> events_ GUARDED_BY(mu_);
+  CudaEventPool events_ GUARDED_BY(mu_);
   std::deque<Chunk> inflight_ GUARDED_BY(mu_);  // on the stream, in order
   // Waiting for host-side signals, in order.
   std::deque<std::shared_ptr<Op>> held_back_ GUARDED_BY(mu_);
-  std::unordered_map<const Semaphore*, std::vector<Timepoint>> timepoints_ GUARDED_BY(mu_);
   int issuing_ GUARDED_BY(mu_) = 0;    // ops between acceptance and their last chunk (or failure)
   int finishing_ GUARDED_BY(mu_) = 0;  // ops whose signals the completion thread is signalling
   Status lost_ GUARDED_BY(mu_);

@@ -1,0 +1,189 @@
+// An imported llama placed across two devices by the importer (hexir-import
+// --embedding-device / --layer-devices): the embedding gather and argmax on one device and
+// the layers on the other, or the layers split by ranges (pipeline placement). With two CPU
+// devices (different worker counts) the generated ids equal the one-device ids, the weights
+// are arguments on their layer's device, and with --copy-shared-memory the activations
+// cross as counted transfers. The CPU + CUDA variants run on the GPU machine.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compiler/importers/ImportModel.h"
+#include "compiler/importers/llama/Checkpoint.h"
+#include "tests/e2e/harness.h"
+#include "tools/common/invocation.h"
+
+namespace hexir::e2e {
+namespace {
+
+using compiler::llama::LlamaConfig;
+using tools::HostTensor;
+using tools::HostValue;
+
+constexpr int64_t kMaxNew = 9;
+
+LlamaConfig TinyConfig() {
+  LlamaConfig c;
+  c.dim = 8;
+  c.hidden_dim = 16;
+  c.n_layers = 4;
+  c.n_heads = 2;
+  c.n_kv_heads = 2;
+  c.vocab_size = 16;
+  c.seq_len = 16;
+  return c;
+}
+
+// The header, then every array the header implies, uniform in [-1, 1).
+std::string WriteCheckpoint(std::vector<uint8_t>* file) {
+  const LlamaConfig c = TinyConfig();
+  const int32_t header[7] = {int32_t(c.dim),     int32_t(c.hidden_dim), int32_t(c.n_layers), int32_t(c.n_heads),
+                             int32_t(c.n_kv_heads), int32_t(c.vocab_size), int32_t(c.seq_len)};
+  file->assign(compiler::llama::LlamaFileBytes(c), 0);
+  std::memcpy(file->data(), header, sizeof(header));
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (size_t at = sizeof(header); at + 4 <= file->size(); at += 4) {
+    float v = uniform(rng);
+    std::memcpy(file->data() + at, &v, 4);
+  }
+  std::string path = TempFile("placed_llm.bin");
+  FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  REQUIRE(std::fwrite(file->data(), 1, file->size(), f) == file->size());
+  REQUIRE(std::fclose(f) == 0);
+  return path;
+}
+
+// @generate(prompt, max_new, weights...) arguments.
+std::vector<HostValue> GenerateArgs(const std::vector<uint8_t>& file) {
+  std::vector<HostValue> args;
+  HostTensor prompt;
+  prompt.element_type = static_cast<int32_t>(hal::ElementType::kI64);
+  prompt.dims = {3};
+  const int64_t ids[3] = {1, 5, 3};
+  prompt.bytes.assign(reinterpret_cast<const uint8_t*>(ids), reinterpret_cast<const uint8_t*>(ids) + 24);
+  args.push_back(Tensor(prompt));
+  args.push_back(I64Scalar(kMaxNew));
+  for (const compiler::llama::WeightTensor& w : compiler::llama::LlamaWeights(TinyConfig())) {
+    HostTensor t;
+    t.element_type = static_cast<int32_t>(hal::ElementType::kF32);
+    t.dims = w.dims;
+    t.bytes.assign(file.begin() + w.offset, file.begin() + w.offset + w.byte_size());
+    args.push_back(Tensor(t));
+  }
+  return args;
+}
+
+std::string Import(const std::string& checkpoint, int64_t embedding_device, const std::string& layers) {
+  compiler::ImportModelOptions options;
+  options.embedding_device = embedding_device;
+  options.layer_devices = layers;
+  auto text = compiler::ImportModelFile(checkpoint, options);
+  INFO(text.status().ToString());
+  REQUIRE(text.ok());
+  return *text;
+}
+
+std::vector<int64_t> Ids(const HostTensor& t) {
+  std::vector<int64_t> ids(t.element_count());
+  std::memcpy(ids.data(), t.bytes.data(), ids.size() * 8);
+  return ids;
+}
+
+struct Placed {
+  const char* name;
+  int64_t embedding_device;
+  const char* layers;
+  int64_t layer_device[4];  // what the flags mean for the tiny model's 4 layers
+  int64_t head_device;
+  bool copy;          // compiled with --copy-shared-memory: crossings are counted transfers
+  uint64_t transfers;  // then, per call (both devices together)
+};
+
+// Transfers per call with --copy-shared-memory (prompt of 3, 9 ids: one prefill pass and 8
+// decode steps): the activation crosses to the layers' device and back once per pass (2 x 9);
+// with the head on device 1 the prompt (an argument on device 0) also goes up to it and the
+// ids back to device 0, where results are returned.
+const Placed kPlacements[] = {
+    {"head_on_0", 0, "", {1, 1, 1, 1}, 0, false, 0},
+    {"head_on_1", 1, "", {0, 0, 0, 0}, 1, true, 2 * 9 + 2},
+    {"pipeline", -1, "0-1:0,2-3:1", {0, 0, 1, 1}, 0, true, 2 * 9},
+};
+
+// abi.arg_devices as hexir-dump shows it: the prompt and max_new on 0, each weight on its
+// layer's device ("layerN.*"), the others on the head's.
+std::string ExpectedArgDevices(const Placed& p) {
+  std::string s = "0;0";
+  for (const compiler::llama::WeightTensor& w : compiler::llama::LlamaWeights(TinyConfig())) {
+    int64_t device = p.head_device;
+    if (w.name.rfind("layer", 0) == 0) device = p.layer_device[std::stoi(w.name.substr(5))];
+    s += ";" + std::to_string(device);
+  }
+  return s;
+}
+
+TEST_CASE("a llama placed by the importer on two CPU devices generates the one-device ids") {
+  std::vector<uint8_t> file;
+  const std::string checkpoint = WriteCheckpoint(&file);
+  const std::vector<HostValue> args = GenerateArgs(file);
+  auto single = OpenOrDie(CompileOrDie(Import(checkpoint, -1, ""), "placed_llm_one", "cpu"), "cpu");
+  const std::vector<int64_t> expected = Ids(CallOrDie(*single, "generate", args)[0].tensor);
+  REQUIRE(expected.size() == kMaxNew);
+  for (const Placed& p : kPlacements) {
+    INFO(p.name);
+    const std::string text = Import(checkpoint, p.embedding_device, p.layers);
+    CHECK(text.find("hexir.device = 1 : i64") != std::string::npos);
+    const std::string module = CompileOrDie(text, std::string("placed_llm_") + p.name, "cpu",
+                                            p.copy ? "--target=cpu --copy-shared-memory" : "--target=cpu");
+    CommandResult dump = RunCommand("tools/hexir-dump/hexir-dump --no-code " + module);
+    CHECK(dump.output.find("attr abi.arg_devices = \"" + ExpectedArgDevices(p) + "\"") != std::string::npos);
+    tools::InvocationOptions options;
+    options.device_uris = {"cpu", "cpu:threads=1"};
+    auto session = tools::Session::Open(module, options);
+    INFO(session.status().ToString());
+    REQUIRE(session.ok());
+    hal::Device &d0 = (*session)->device(0), &d1 = (*session)->device(1);
+    hal::DeviceStats before0 = d0.stats(), before1 = d1.stats();
+    CHECK(Ids(CallOrDie(**session, "generate", args)[0].tensor) == expected);
+    CHECK(d0.stats().dispatches_executed > before0.dispatches_executed);  // both devices ran work
+    CHECK(d1.stats().dispatches_executed > before1.dispatches_executed);
+    const uint64_t moved = d0.stats().transfers_queued - before0.transfers_queued +
+                           d1.stats().transfers_queued - before1.transfers_queued;
+    CHECK(moved == p.transfers);  // without copies, shared memory: every crossing in place
+  }
+}
+
+// The same pipeline placement with device 1 a GPU (compiled here; run on the GPU machine).
+TEST_CASE("a llama split by layer ranges across the CPU and a CUDA device generates the CPU ids [cpu+cuda]") {
+  std::vector<uint8_t> file;
+  const std::string checkpoint = WriteCheckpoint(&file);
+  const std::vector<HostValue> args = GenerateArgs(file);
+  const std::string one = CompileOrDie(Import(checkpoint, -1, ""), "placed_llm_one", "cpu");
+  const std::string split = CompileOrDie(Import(checkpoint, -1, "0-1:0,2-3:1"), "placed_llm_pipeline_cuda",
+                                         "cpu", "--target=cuda");
+  try {
+    RequireDevice("cuda");
+  } catch (const DeviceUnavailable& e) {
+    std::printf("HEXIR_SKIPPED: a llama split across the CPU and a CUDA device: %s\n", e.reason.c_str());
+    return;
+  }
+  auto single = OpenOrDie(one, "cpu");
+  const std::vector<int64_t> expected = Ids(CallOrDie(*single, "generate", args)[0].tensor);
+  tools::InvocationOptions options;
+  options.device_uris = {"cpu", "cuda"};
+  auto session = tools::Session::Open(split, options);
+  INFO(session.status().ToString());
+  REQUIRE(session.ok());
+  hal::DeviceStats before = (*session)->device(1).stats();
+  CHECK(Ids(CallOrDie(**session, "generate", args)[0].tensor) == expected);
+  // Every crossing is a transfer counted on the GPU: 2 per pass (one prefill, 8 decode steps).
+  CHECK((*session)->device(1).stats().transfers_queued - before.transfers_queued == 2 * 9);
+}
+
+}  // namespace
+}  // namespace hexir::e2e
