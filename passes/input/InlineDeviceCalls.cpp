@@ -70,9 +70,14 @@ llvm::SmallPtrSet<Operation*, 4> functionsOnCallCycles(ModuleOp module, SymbolTa
   return cyclic;
 }
 
+// A dispatch group (`hexir.dispatch_group = "KIND.INSTANCE"`, FormDispatchRegions) names one
+// instance: each inlined copy of a callee's group becomes an instance of its own
+// ("KIND.INSTANCE_c<site>"), so that two call sites never form one region.
+constexpr char kDispatchGroupAttr[] = "hexir.dispatch_group";
+
 // call(args) -> the callee's body with its arguments replaced by `args`; the call's results
 // are the values its `return` names. Cloned ops get the call site as their location's caller.
-void inlineCall(func::CallOp call, func::FuncOp callee) {
+void inlineCall(func::CallOp call, func::FuncOp callee, unsigned site) {
   Block& body = callee.getBody().front();
   IRMapping mapping;
   mapping.map(body.getArguments(), call.getOperands());
@@ -81,6 +86,9 @@ void inlineCall(func::CallOp call, func::FuncOp callee) {
     Operation* clone = b.clone(op, mapping);
     clone->walk([&](Operation* nested) {
       nested->setLoc(CallSiteLoc::get(nested->getLoc(), call.getLoc()));
+      if (auto group = nested->getAttrOfType<StringAttr>(kDispatchGroupAttr))
+        nested->setAttr(kDispatchGroupAttr,
+                        b.getStringAttr(group.getValue() + "_c" + std::to_string(site)));
     });
   }
   auto ret = cast<func::ReturnOp>(body.getTerminator());
@@ -101,6 +109,7 @@ class InlineDeviceCalls : public impl::InlineDeviceCallsBase<InlineDeviceCalls> 
              isa<func::ReturnOp>(callee.getBody().front().getTerminator()) && touchesTensors(callee);
     };
     llvm::SetVector<Operation*> inlined;
+    unsigned sites = 0;  // inlined call sites so far (dispatch group instance suffixes)
     // Without cycles every round removes one level of nesting, so this terminates.
     for (bool changed = true; changed;) {
       changed = false;
@@ -109,7 +118,7 @@ class InlineDeviceCalls : public impl::InlineDeviceCallsBase<InlineDeviceCalls> 
       for (func::CallOp call : calls) {
         auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
         if (!inlinable(callee)) continue;
-        inlineCall(call, callee);
+        inlineCall(call, callee, sites++);
         inlined.insert(callee);
         changed = true;
       }

@@ -95,3 +95,33 @@ func.func private @placed(%x: tensor<4xf32>) -> tensor<4xf32> attributes {hexir.
   %a = linalg.add ins(%x, %x : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
   return %a : tensor<4xf32>
 }
+
+// -----
+
+// A dispatch group in a callee names one instance: each inlined copy gets its own instance
+// name (so FormDispatchRegions makes one region per call site, not one over both).
+// CHECK-LABEL: func.func @grouped(
+// CHECK:         linalg.generic {{.*}}hexir.dispatch_group = "attention.n1_c[[A:[0-9]+]]"
+// CHECK:         linalg.generic {{.*}}hexir.dispatch_group = "attention.n1_c[[A]]"
+// CHECK:         linalg.generic {{.*}}hexir.dispatch_group = "attention.n1_c[[B:[0-9]+]]"
+// CHECK-NOT:     "attention.n1_c[[A]]"
+// CHECK:         linalg.generic {{.*}}hexir.dispatch_group = "attention.n1_c[[B]]"
+func.func @grouped(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = func.call @attend(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %b = func.call @attend(%a) : (tensor<4xf32>) -> tensor<4xf32>
+  return %b : tensor<4xf32>
+}
+func.func private @attend(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d) -> (d)>, affine_map<(d) -> (d)>], iterator_types = ["parallel"], hexir.dispatch_group = "attention.n1"} ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.mulf %in, %in : f32
+    linalg.yield %m : f32
+  } -> tensor<4xf32>
+  %t = linalg.generic {indexing_maps = [affine_map<(d) -> (d)>, affine_map<(d) -> (d)>], iterator_types = ["parallel"], hexir.dispatch_group = "attention.n1"} ins(%s : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.addf %in, %in : f32
+    linalg.yield %m : f32
+  } -> tensor<4xf32>
+  return %t : tensor<4xf32>
+}
