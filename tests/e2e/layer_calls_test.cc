@@ -46,13 +46,19 @@ struct Generation {
 
 class Model {
  public:
-  // The module imported with `layer_calls`, compiled for `device` with `flags`.
-  Model(const std::string& device, bool layer_calls, const std::string& flags, const std::string& name) {
+  // The module imported with `layer_calls`, compiled for `device` with `flags` (compiled
+  // before the device is required, so that tools/gpu/pack.sh saves the CUDA modules here).
+  static std::string Compile(const std::string& device, bool layer_calls, const std::string& flags,
+                             const std::string& name) {
     compiler::llama::EmitOptions options;
     options.layer_calls = layer_calls;
     std::string text = compiler::llama::EmitLlamaModule(SmallConfig(), options);
     CHECK((text.find("func.call @layer(") != std::string::npos) == layer_calls);
-    session_ = OpenOrDie(CompileOrDie(text, name, device, flags), device, /*cpu_threads=*/0);
+    return CompileOrDie(text, name, device, flags);
+  }
+
+  Model(const std::string& module, const std::string& device) {
+    session_ = OpenOrDie(module, device, /*cpu_threads=*/0);
     unsigned seed = 1;
     for (const WeightTensor& w : compiler::llama::LlamaWeights(SmallConfig()))
       weights_.push_back(Tensor(RandomF32(w.dims, seed++, -0.5f, 0.5f)));
@@ -86,10 +92,15 @@ class Model {
 };
 
 void LayerCallsEqualInlinedLayers(const std::string& device) {
+  RequireDeviceUnlessSavingModules(device);
+  const std::string calls_module = Model::Compile(device, /*layer_calls=*/true, "", "layer_calls");
+  const std::string inlined_module = Model::Compile(device, /*layer_calls=*/false, "", "inlined_layers");
+  const std::string kept_module =
+      Model::Compile(device, /*layer_calls=*/true, "--keep-device-calls", "kept_layer_calls");
   RequireDevice(device);
-  Model calls(device, /*layer_calls=*/true, "", "layer_calls");
-  Model inlined(device, /*layer_calls=*/false, "", "inlined_layers");
-  Model kept(device, /*layer_calls=*/true, "--keep-device-calls", "kept_layer_calls");
+  Model calls(calls_module, device);
+  Model inlined(inlined_module, device);
+  Model kept(kept_module, device);
   const std::vector<int64_t> prompt = {1, 5, 9};
   for (int64_t max_new : {16, 3, 16}) {  // the first call records, the others replay
     INFO("max_new " << max_new);

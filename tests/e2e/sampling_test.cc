@@ -51,9 +51,12 @@ tools::HostTensor I64Tensor(const std::vector<int64_t>& v) {
 class Sampler {
  public:
   Sampler(const std::string& device, int64_t vocab) {
+    // Compiled before the device is required when tools/gpu/pack.sh saves the CUDA modules.
+    RequireDeviceUnlessSavingModules(device);
+    const std::string module =
+        CompileOrDie(llama::EmitSamplerModule(vocab), "sampler_" + std::to_string(vocab), device);
     RequireDevice(device);
-    session_ = OpenOrDie(CompileOrDie(llama::EmitSamplerModule(vocab), "sampler_" + std::to_string(vocab), device),
-                         device);
+    session_ = OpenOrDie(module, device);
   }
 
   // The ids drawn at steps 0..draws-1.

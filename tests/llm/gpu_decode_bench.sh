@@ -42,10 +42,18 @@ if [ "${1:-}" = "--pack" ]; then
   "$IMPORT" "$shared/models/stories260K.bin" -o "$tmp/stories.mlir"
   # shellcheck disable=SC2086
   "$COMPILE" "$tmp/stories.mlir" --target=cuda $flags -o "$out/stories260K.cuda.vmfb"
+  # The same programs with the layers written out (--inline-layers) instead of @layer calls:
+  # the "@layer vs inlined" rows (issue 14: calls must not be slower, ratio <= 1.03).
+  "$IMPORT" "$shared/models/stories260K.bin" --inline-layers -o "$tmp/stories_inlined.mlir"
+  # shellcheck disable=SC2086
+  "$COMPILE" "$tmp/stories_inlined.mlir" --target=cuda $flags -o "$out/stories260K_inlined.cuda.vmfb"
   "${PACK_PYTHON:-/usr/bin/python3}" "$BENCH_PY" --write-random "$tmp/random768.bin" "${RANDOM768[@]}" --header-only
   "$IMPORT" "$tmp/random768.bin" --weights=f16 -o "$tmp/random768.mlir"
   # shellcheck disable=SC2086
   "$COMPILE" "$tmp/random768.mlir" --target=cuda $flags -o "$out/random768_f16.cuda.vmfb"
+  "$IMPORT" "$tmp/random768.bin" --weights=f16 --inline-layers -o "$tmp/random768_inlined.mlir"
+  # shellcheck disable=SC2086
+  "$COMPILE" "$tmp/random768_inlined.mlir" --target=cuda $flags -o "$out/random768_f16_inlined.cuda.vmfb"
   echo "gpu_decode_bench: modules in $out: $(cd "$out" && echo *.vmfb)"
   exit 0
 fi
@@ -119,9 +127,39 @@ bench stories260K "$MODS/stories260K.cuda.vmfb" "$SHARED/models/stories260K.bin"
   || { echo "gpu_decode_bench: writing the random768 checkpoint failed"; exit 1; }
 r768_tokens=$((TOKENS < 256 ? TOKENS : 256))
 bench random768_f16 "$MODS/random768_f16.cuda.vmfb" "$tmp/random768.bin" "$r768_tokens" f16
+
+# hexir_ms MODULE CKPT TOKENS: Hexir's ms per generated token (fastest of 3 calls), or "-".
+hexir_ms() {
+  local err
+  err=$(timeout 150 "$GEN" --module="$1" --parameters="$2" --device="$DEV" --max-tokens="$3" \
+    --repeat=3 --timing 2>&1 >/dev/null) || { echo "-"; return; }
+  sed -n 's/^hexir-generate: .* + \([0-9]*\) generated tokens in \([0-9.]*\) ms.*/\1 \2/p' <<<"$err" |
+    awk '{ if ($1 > 0) printf "%.4f", $2 / $1; else print "-" }'
+}
+# @layer calls (the default import) against the layers written out, alternating, 3 rounds each.
+layer_rows=()
+for pair in "stories260K:$SHARED/models/stories260K.bin:$TOKENS" "random768_f16:$tmp/random768.bin:$r768_tokens"; do
+  IFS=: read -r name ckpt tokens <<<"$pair"
+  [ -f "$MODS/${name}_inlined.cuda.vmfb" ] || { layer_rows+=("$name: no inlined module in the bundle"); continue; }
+  best_calls="" best_inl=""
+  for _ in 1 2 3; do
+    c=$(hexir_ms "$MODS/$name.cuda.vmfb" "$ckpt" "$tokens"); i=$(hexir_ms "$MODS/${name}_inlined.cuda.vmfb" "$ckpt" "$tokens")
+    best_calls=$(awk -v a="$best_calls" -v b="$c" 'BEGIN { if (b == "-") print a; else if (a == "" || b + 0 < a + 0) print b; else print a }')
+    best_inl=$(awk -v a="$best_inl" -v b="$i" 'BEGIN { if (b == "-") print a; else if (a == "" || b + 0 < a + 0) print b; else print a }')
+  done
+  [ -n "$best_calls" ] && [ -n "$best_inl" ] || status=1
+  layer_rows+=("$(awk -v m="$name" -v c="$best_calls" -v i="$best_inl" 'BEGIN {
+    r = (c + 0 > 0 && i + 0 > 0) ? sprintf("%.3f", c / i) : "-"
+    printf "%-16s %14s %14s %10s", m, (c == "" ? "-" : c), (i == "" ? "-" : i), r }')")
+done
+
 echo
 echo "ms per generated token (greedy from BOS; graph+sync: graph replay reading each id on the host)"
 printf "%-16s %6s %12s %12s %12s %12s %11s %11s  %s\n" model tokens hexir torch-eager torch-graph graph+sync \
   hexir/eager hexir/graph "first 20 ids agree"
 for r in "${rows[@]}"; do echo "$r"; done
+echo
+echo "@layer called L times vs the layers written out (--inline-layers), ms per token, best of 3 alternating"
+printf "%-16s %14s %14s %10s\n" model "@layer calls" inlined calls/inlined
+for r in "${layer_rows[@]}"; do echo "$r"; done
 exit $status

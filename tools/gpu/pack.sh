@@ -23,6 +23,9 @@ TESTS=(
   //tests/e2e:shape_checks_test
   //tests/e2e:schedule_test
   //tests/e2e:heterogeneous_test
+  //tests/e2e:layer_calls_test
+  //tests/e2e:sampling_test
+  //tests/e2e:streaming_test
   //tools/hexir-bench:cuda_bench_test
   //tests/llm:stories260k_test
   //tests/llm:random_checkpoints_test
@@ -64,7 +67,8 @@ for t in //tests/e2e:models_test //tests/e2e:compiled_calls_test //tests/e2e:com
          //tests/e2e:deadline_test //tests/e2e:decode_attention_test //tests/e2e:dynamic_grids_test //tests/e2e:generate_limits_test \
          //tests/e2e:kernel_checks_test \
          //tests/e2e:low_precision_floats_test //tests/e2e:shape_checks_test \
-         //tests/e2e:schedule_test //tests/e2e:heterogeneous_test; do
+         //tests/e2e:schedule_test //tests/e2e:heterogeneous_test //tests/e2e:layer_calls_test \
+         //tests/e2e:sampling_test //tests/e2e:streaming_test; do
   name=${t##*:}
   (cd "bazel-bin/tests/e2e/$name.runfiles/hexir" && TEST_TMPDIR=$(mktemp -d) "./tests/e2e/$name" >/dev/null) \
     || { echo "pack: $name failed here; fix it before a GPU run"; exit 1; }
