@@ -22,6 +22,7 @@
 #include "passes/Passes.h"
 #include "passes/codegen/CPUMathApproximation.h"
 #include "passes/codegen/CPUMatmulMicroKernel.h"
+#include "passes/codegen/CPUMatvecKernel.h"
 #include "passes/codegen/CPUReductionOrder.h"
 #include "passes/codegen/CPUTarget.h"
 #include "passes/codegen/KernelChecks.h"
@@ -84,8 +85,10 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     if (failed(kernel)) return failure();
     SmallVector<Type> signature(kernel->getArgumentTypes());
     // f32 matmuls: packed right-hand side, register-blocked vector FMAs.
-    codegen::LowerMatmulsToMicroKernels(*kernel,
-                                        codegen::ChooseMatmulTiles(codegen::DescribeCPU(cpu)));
+    codegen::CPUTarget target = codegen::DescribeCPU(cpu);
+    codegen::LowerMatmulsToMicroKernels(*kernel, codegen::ChooseMatmulTiles(target));
+    // M = 1 matvecs (dense f32/f16, GGUF blocks): rows read along k with vector loads.
+    codegen::LowerMatvecsToVectorKernels(*kernel, target);
     // Matmul's k moves outside j (the inner loop then writes consecutive outputs); a dot
     // product along a contiguous input (matvec's [out][in] weights) keeps k innermost, and
     // reductions left innermost may be reassociated so that LLVM vectorizes them.

@@ -91,6 +91,9 @@ class Emitter {
   // While non-empty, generics carry `hexir.dispatch_group = "<group>"`: they compile to one
   // kernel (dialects/hexir/IR/HexirOps.h kDispatchGroupAttr).
   std::string group;
+  // While non-empty, generics carry `hexir.block_matvec = "<ggml type>"`: a matvec whose body
+  // decodes that block format (the CPU target's vector kernel, passes/codegen/CPUMatvecKernel.h).
+  std::string block_matvec;
 
   // tensor.empty (+ linalg.fill when `value` is non-empty). `dyn` lists the dynamic sizes.
   std::string Filled(const std::string& type, const std::string& value, const std::string& elem,
@@ -118,6 +121,7 @@ class Emitter {
     for (size_t i = 0; i < iters.size(); ++i) os_ << (i ? ", " : "") << '"' << iters[i] << '"';
     os_ << "]";
     if (!group.empty()) os_ << ", hexir.dispatch_group = \"" << group << "\"";
+    if (!block_matvec.empty()) os_ << ", hexir.block_matvec = \"" << block_matvec << "\"";
     if (device_ >= 0) os_ << ", hexir.device = " << device_ << " : i64";
     os_ << "}";
     if (!ins.empty()) {
@@ -355,7 +359,8 @@ class ModuleWriter {
         << " output_shape [" << (rows.prompt ? "%m, " : "") << nb << ", " << bs << "] : " << RT(rows, {k})
         << " into " << xbt << "\n";
     const int row_dim = rows.prompt ? 1 : 0;
-    return e_.Generic({RMap(rows, "n, b, j", "b, j"), RMap(rows, "n, b, j", "n")},
+    if (!rows.prompt) e_.block_matvec = w.kept->name;
+    std::string r = e_.Generic({RMap(rows, "n, b, j", "b, j"), RMap(rows, "n, b, j", "n")},
                       RIters(rows, {"parallel", "reduction", "reduction"}), {{xb, xbt}}, {zero, RT(rows, {n})},
                       {"f32", "f32"}, [&](auto a) {
                         std::string text;
@@ -371,6 +376,8 @@ class ModuleWriter {
                                L(s + " = arith.addf " + a[1] + ", " + p + " : f32") +
                                L("linalg.yield " + s + " : f32");
                       });
+    e_.block_matvec.clear();
+    return r;
   }
 
   // An elementwise generic of two [rows x n] values; `body` gets (a, b) and yields.

@@ -106,22 +106,23 @@ hexir.executable @bf16_add attributes {hexir.workgroup_count = array<i64: 1, 1, 
 
 // -----
 
-// A matvec over [out][in] weights keeps its reduction innermost (a dot product along W's
-// contiguous rows) and may reassociate it, so LLVM vectorizes the sum with several partial
-// accumulators; the f16 widening stays in the loop (vcvtph2ps on F16C hosts).
-// CHECK-LABEL: hexir.executable @matvec_f16
-// CHECK:         llvm.func internal @matvec_f16_impl(
+// A row reduction along a contiguous input (sums of squares of [rows][in] f16 values: a dot
+// product of each row with itself) keeps its reduction innermost and may reassociate it, so
+// LLVM vectorizes the sum with several partial accumulators; the f16 widening stays in the
+// loop (vcvtph2ps on F16C hosts). (Matvecs take the vector kernel: cpu_matvec_kernel.mlir.)
+// CHECK-LABEL: hexir.executable @row_squares_f16
+// CHECK:         llvm.func internal @row_squares_f16_impl(
 // CHECK:           llvm.fpext %{{.+}} : f16 to f32
 // CHECK:           llvm.fmul %{{.+}}, %{{.+}} {fastmathFlags = #llvm.fastmath<contract, reassoc>} : f32
 // CHECK:           llvm.fadd %{{.+}}, %{{.+}} {fastmathFlags = #llvm.fastmath<contract, reassoc>} : f32
-hexir.executable @matvec_f16 attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+hexir.executable @row_squares_f16 attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
   builtin.module {
-    func.func @matvec_f16(%x: tensor<768xf32>, %w: tensor<64x768xf16>, %o: tensor<64xf32>, %id: index) -> tensor<64xf32> {
-      %y = linalg.generic {indexing_maps = [affine_map<(n, k) -> (k)>, affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n)>], iterator_types = ["parallel", "reduction"]}
-          ins(%x, %w : tensor<768xf32>, tensor<64x768xf16>) outs(%o : tensor<64xf32>) {
-        ^bb0(%a: f32, %b: f16, %acc: f32):
+    func.func @row_squares_f16(%w: tensor<64x768xf16>, %o: tensor<64xf32>, %id: index) -> tensor<64xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n)>], iterator_types = ["parallel", "reduction"]}
+          ins(%w : tensor<64x768xf16>) outs(%o : tensor<64xf32>) {
+        ^bb0(%b: f16, %acc: f32):
           %bf = arith.extf %b : f16 to f32
-          %p = arith.mulf %a, %bf : f32
+          %p = arith.mulf %bf, %bf : f32
           %s = arith.addf %acc, %p : f32
           linalg.yield %s : f32
       } -> tensor<64xf32>

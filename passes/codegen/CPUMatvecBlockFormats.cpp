@@ -1,0 +1,180 @@
+// The block layouts follow ggml's dequantize_row_<type> (ggml-quants.c): the same byte and
+// bit positions as compiler/importers/llama/BlockDecode.cc's closed forms, here per vector of
+// eight values with every offset static.
+#include "passes/codegen/CPUMatvecBlockFormats.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace hexir::codegen {
+using namespace mlir;
+
+namespace {
+
+Value Index(OpBuilder& b, Location loc, int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+
+}  // namespace
+
+Value BlockReader::Bytes(int64_t offset, int64_t count) {
+  Value at = arith::AddIOp::create(b, loc, base, Index(b, loc, offset));
+  return vector::LoadOp::create(b, loc, VectorType::get({count}, b.getI8Type()), weights,
+                                ValueRange{row, at});
+}
+
+Value BlockReader::Byte(int64_t offset) {
+  Value at = arith::AddIOp::create(b, loc, base, Index(b, loc, offset));
+  Value byte = memref::LoadOp::create(b, loc, weights, ValueRange{row, at});
+  return arith::ExtUIOp::create(b, loc, b.getI32Type(), byte);
+}
+
+Value BlockReader::Half(int64_t offset) {
+  Value bits = vector::BitCastOp::create(b, loc, VectorType::get({1}, b.getF16Type()), Bytes(offset, 2));
+  Value h = vector::ExtractOp::create(b, loc, bits, ArrayRef<int64_t>{0});
+  return arith::ExtFOp::create(b, loc, b.getF32Type(), h);
+}
+
+Value BlockReader::Word(int64_t offset) {
+  Value bits = vector::BitCastOp::create(b, loc, VectorType::get({1}, b.getI32Type()), Bytes(offset, 4));
+  return vector::ExtractOp::create(b, loc, bits, ArrayRef<int64_t>{0});
+}
+
+namespace {
+
+// Integer vector<8 x i32> helpers.
+struct Ints {
+  BlockReader& r;
+  VectorType type() { return VectorType::get({kBlockLanes}, r.b.getI32Type()); }
+  Value splat(int64_t v) {
+    return arith::ConstantOp::create(r.b, r.loc, type(), DenseElementsAttr::get(type(), int32_t(v)));
+  }
+  // Eight bytes at `offset`, zero-extended.
+  Value bytes(int64_t offset) { return arith::ExtUIOp::create(r.b, r.loc, type(), r.Bytes(offset, kBlockLanes)); }
+  Value andi(Value a, int64_t m) { return arith::AndIOp::create(r.b, r.loc, a, splat(m)); }
+  Value shr(Value a, int64_t s) { return s ? arith::ShRUIOp::create(r.b, r.loc, a, splat(s)).getResult() : a; }
+  Value shl(Value a, int64_t s) { return s ? arith::ShLIOp::create(r.b, r.loc, a, splat(s)).getResult() : a; }
+  Value ori(Value a, Value c) { return arith::OrIOp::create(r.b, r.loc, a, c); }
+  Value sub(Value a, int64_t v) { return v ? arith::SubIOp::create(r.b, r.loc, a, splat(v)).getResult() : a; }
+  Value toF32(Value a) {
+    return arith::SIToFPOp::create(r.b, r.loc, VectorType::get({kBlockLanes}, r.b.getF32Type()), a);
+  }
+  // The low (high = false) or high nibbles of eight bytes at `offset`.
+  Value nibbles(int64_t offset, bool high) { return high ? shr(bytes(offset), 4) : andi(bytes(offset), 15); }
+};
+
+// Scalar i32 helpers for the K-quants' packed scales.
+Value ScalarI32(BlockReader& r, int64_t v) { return arith::ConstantIntOp::create(r.b, r.loc, r.b.getI32Type(), v); }
+Value ToF32(BlockReader& r, Value i) { return arith::SIToFPOp::create(r.b, r.loc, r.b.getF32Type(), i); }
+Value MulF(BlockReader& r, Value a, Value c) { return arith::MulFOp::create(r.b, r.loc, a, c); }
+
+// q8_0: d (f16) at 0, 32 signed bytes at 2.
+std::pair<Value, Value> Q8_0Scale(BlockReader& r, int64_t) { return {r.Half(0), Value()}; }
+Value Q8_0Quants(BlockReader& r, int64_t v) {
+  Value q = arith::ExtSIOp::create(r.b, r.loc, Ints{r}.type(), r.Bytes(2 + 8 * v, kBlockLanes));
+  return Ints{r}.toF32(q);
+}
+
+// q4_0: d at 0, 16 bytes at 2: value j < 16 is the low nibble of byte j, value j + 16 its
+// high nibble; q = nibble - 8.
+std::pair<Value, Value> Q4_0Scale(BlockReader& r, int64_t) { return {r.Half(0), Value()}; }
+Value Q4_0Quants(BlockReader& r, int64_t v) {
+  Ints i{r};
+  return i.toF32(i.sub(i.nibbles(2 + 8 * (v & 1), v >= 2), 8));
+}
+
+// q4_1: d at 0, m at 2, nibbles as q4_0 at 4; value = d * q + m.
+std::pair<Value, Value> Q4_1ScaleMin(BlockReader& r, int64_t) { return {r.Half(0), r.Half(2)}; }
+Value Q4_1Quants(BlockReader& r, int64_t v) {
+  Ints i{r};
+  return i.toF32(i.nibbles(4 + 8 * (v & 1), v >= 2));
+}
+
+// q5_0: d at 0, qh (u32) at 2, nibbles as q4_0 at 6; value e's fifth bit is bit e of qh;
+// q = (nibble | bit << 4) - 16.
+std::pair<Value, Value> Q5_0Scale(BlockReader& r, int64_t) { return {r.Half(0), Value()}; }
+Value Q5_0Quants(BlockReader& r, int64_t v) {
+  Ints i{r};
+  Value qh = vector::BroadcastOp::create(r.b, r.loc, i.type(), r.Word(2));
+  SmallVector<int32_t> shifts;
+  for (int64_t l = 0; l < kBlockLanes; ++l) shifts.push_back(int32_t(8 * v + l));
+  Value shift = arith::ConstantOp::create(r.b, r.loc, i.type(), DenseElementsAttr::get(i.type(), ArrayRef<int32_t>(shifts)));
+  Value bit = i.andi(arith::ShRUIOp::create(r.b, r.loc, qh, shift), 1);
+  return i.toF32(i.sub(i.ori(i.nibbles(6 + 8 * (v & 1), v >= 2), i.shl(bit, 4)), 16));
+}
+
+// q4_k / q5_k: d at 0, dmin at 2, 12 bytes of 6-bit scales and mins at 4 (ggml's
+// get_scale_min_k4): group s < 4: sc = q[s] & 63, m = q[s + 4] & 63; s >= 4:
+// sc = (q[s + 4] & 15) | (q[s - 4] >> 6) << 4, m = (q[s + 4] >> 4) | (q[s] >> 6) << 4.
+// value = d * sc * q - dmin * m.
+std::pair<Value, Value> KScaleMin(BlockReader& r, int64_t s) {
+  auto andi = [&](Value a, int64_t m) { return arith::AndIOp::create(r.b, r.loc, a, ScalarI32(r, m)).getResult(); };
+  auto shr = [&](Value a, int64_t n) { return arith::ShRUIOp::create(r.b, r.loc, a, ScalarI32(r, n)).getResult(); };
+  auto shl = [&](Value a, int64_t n) { return arith::ShLIOp::create(r.b, r.loc, a, ScalarI32(r, n)).getResult(); };
+  auto ori = [&](Value a, Value c) { return arith::OrIOp::create(r.b, r.loc, a, c).getResult(); };
+  Value sc, m;
+  if (s < 4) {
+    sc = andi(r.Byte(4 + s), 63);
+    m = andi(r.Byte(4 + s + 4), 63);
+  } else {
+    Value q = r.Byte(4 + s + 4);
+    sc = ori(andi(q, 15), shl(shr(r.Byte(4 + s - 4), 6), 4));
+    m = ori(shr(q, 4), shl(shr(r.Byte(4 + s), 6), 4));
+  }
+  Value scale = MulF(r, r.Half(0), ToF32(r, sc));
+  Value min = arith::NegFOp::create(r.b, r.loc, MulF(r, r.Half(2), ToF32(r, m)));
+  return {scale, min};
+}
+// q4_k: 128 bytes of nibbles at 16; groups 2c and 2c + 1 share bytes [32c, 32c + 32): low
+// nibbles for 2c, high for 2c + 1.
+Value Q4_KQuants(BlockReader& r, int64_t v) {
+  int64_t s = v / 4, l = 8 * (v % 4);
+  Ints i{r};
+  return i.toF32(i.nibbles(16 + 32 * (s / 2) + l, s % 2));
+}
+// q5_k: qh[32] at 16, nibbles as q4_k at 48; value l of group s has its fifth bit at bit s
+// of qh[l].
+Value Q5_KQuants(BlockReader& r, int64_t v) {
+  int64_t s = v / 4, l = 8 * (v % 4);
+  Ints i{r};
+  Value bit = i.andi(i.shr(i.bytes(16 + l), s), 1);
+  return i.toF32(i.ori(i.nibbles(48 + 32 * (s / 2) + l, s % 2), i.shl(bit, 4)));
+}
+
+// q6_k: ql[128] at 0, qh[64] at 128, 16 signed scales at 192, d at 208. Value e of half h
+// (128 values), quarter t (32 values), position l: low 4 bits in ql[64h + 32(t & 1) + l]
+// (high nibble for t >= 2), high 2 bits at bit 2t of qh[32h + l], q = that - 32; scale
+// d * scales[8h + 2t + l / 16] (groups of 16).
+std::pair<Value, Value> Q6_KScale(BlockReader& r, int64_t g) {
+  int64_t h = g / 8, t = (g / 2) % 4, half = g % 2;
+  Value sc = arith::ExtSIOp::create(r.b, r.loc, r.b.getI32Type(),
+                                    vector::ExtractOp::create(r.b, r.loc, r.Bytes(192 + 8 * h + 2 * t + half, 1),
+                                                              ArrayRef<int64_t>{0}));
+  return {MulF(r, r.Half(208), ToF32(r, sc)), Value()};
+}
+Value Q6_KQuants(BlockReader& r, int64_t v) {
+  int64_t h = v / 16, t = (v / 4) % 4, l = 8 * (v % 4);
+  Ints i{r};
+  Value low = i.nibbles(64 * h + 32 * (t & 1) + l, t >= 2);
+  Value high = i.andi(i.shr(i.bytes(128 + 32 * h + l), 2 * t), 3);
+  return i.toF32(i.sub(i.ori(low, i.shl(high, 4)), 32));
+}
+
+const BlockFormat kFormats[] = {
+    {"q4_0", 32, 18, 32, false, Q4_0Scale, Q4_0Quants},
+    {"q4_1", 32, 20, 32, true, Q4_1ScaleMin, Q4_1Quants},
+    {"q4_k", 256, 144, 32, true, KScaleMin, Q4_KQuants},
+    {"q5_0", 32, 22, 32, false, Q5_0Scale, Q5_0Quants},
+    {"q5_k", 256, 176, 32, true, KScaleMin, Q5_KQuants},
+    {"q6_k", 256, 210, 16, false, Q6_KScale, Q6_KQuants},
+    {"q8_0", 32, 34, 32, false, Q8_0Scale, Q8_0Quants},
+};
+
+}  // namespace
+
+const BlockFormat* FindBlockFormat(llvm::StringRef name) {
+  for (const BlockFormat& format : kFormats)
+    if (format.name == name) return &format;
+  return nullptr;
+}
+
+}  // namespace hexir::codegen

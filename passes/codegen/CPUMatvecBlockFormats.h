@@ -1,0 +1,53 @@
+// GGUF block formats decoded in vector registers for the matvec kernel (CPUMatvecKernel.h).
+//
+// A block holds `blockElements` (B) consecutive values of a row in `blockBytes` bytes
+// (ggml's block_<type> structs, little-endian). Its values come in groups of
+// `groupElements` (G) sharing a scale and, for formats with a min, a min:
+//   value = scale(g) * q + min(g)       (q an integer, decoded exactly as f32)
+// so a row's dot product with x is sum over groups of scale * sum(q * x) + min * sum(x).
+// All offsets inside a block are static: the emitter unrolls a block's groups and vectors.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "llvm/ADT/StringRef.h"
+#include "mlir/IR/Builders.h"
+
+namespace hexir::codegen {
+
+// Reads the block at byte `base` of row `row` of the i8 memref `weights` [rows][row bytes].
+struct BlockReader {
+  mlir::OpBuilder& b;
+  mlir::Location loc;
+  mlir::Value weights, row, base;
+
+  // Bytes [offset, offset + count) of the block: vector<count x i8>.
+  mlir::Value Bytes(int64_t offset, int64_t count);
+  // Byte `offset` zero-extended to i32.
+  mlir::Value Byte(int64_t offset);
+  // The little-endian f16 at `offset`, as f32.
+  mlir::Value Half(int64_t offset);
+  // The little-endian u32 at `offset` (i32).
+  mlir::Value Word(int64_t offset);
+};
+
+// Values per vector of the quantized integers (vector<8 x f32>).
+inline constexpr int64_t kBlockLanes = 8;
+
+struct BlockFormat {
+  llvm::StringLiteral name;  // ggml's: "q4_0", "q6_k"
+  int64_t blockElements;
+  int64_t blockBytes;
+  int64_t groupElements;  // a multiple of kBlockLanes
+  bool hasMin;
+  // (scale, min) of group `group` as f32 scalars; min is null without hasMin.
+  std::pair<mlir::Value, mlir::Value> (*scaleMin)(BlockReader& r, int64_t group);
+  // The integers q of values [8 * vec, 8 * vec + 8) of the block as vector<8 x f32>.
+  mlir::Value (*quants)(BlockReader& r, int64_t vec);
+};
+
+// The format named `name`, or null.
+const BlockFormat* FindBlockFormat(llvm::StringRef name);
+
+}  // namespace hexir::codegen

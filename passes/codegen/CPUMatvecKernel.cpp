@@ -1,0 +1,350 @@
+// Emits the matvec kernels described in CPUMatvecKernel.h with the vector dialect: R rows'
+// accumulators stay in vector registers and each row is read once, along k, with vector
+// loads (LLVM only allocates registers).
+#include "passes/codegen/CPUMatvecKernel.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "passes/codegen/CPUMatvecBlockFormats.h"
+
+namespace hexir::codegen {
+using namespace mlir;
+
+namespace {
+
+struct MatvecTiles {
+  int64_t lanes;   // f32 lanes of a dense step's vectors (8 on AVX2, 16 on AVX-512)
+  int64_t unroll;  // dense vectors per row and k step (independent FMA chains)
+  int64_t rows;    // R
+};
+
+MatvecTiles ChooseMatvecTiles(const CPUTarget& target) {
+  MatvecTiles t;
+  t.lanes = std::max<int64_t>(4, target.vectorBits / 32);
+  t.unroll = 2;
+  t.rows = 4;
+  return t;
+}
+
+// The memref's innermost stride is 1 (vector loads along it); true on tensors.
+bool UnitInnerStride(Type type) {
+  auto memref = dyn_cast<MemRefType>(type);
+  if (!memref) return true;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return succeeded(memref.getStridesAndOffset(strides, offset)) && !strides.empty() &&
+         strides.back() == 1;
+}
+
+Type ElementOf(Value v) { return cast<ShapedType>(v.getType()).getElementType(); }
+int64_t RankOf(Value v) { return cast<ShapedType>(v.getType()).getRank(); }
+
+// y[n] += W[n][k] * x[k] with W f32 or f16.
+struct DenseMatvec {
+  Value weights, x, y;
+};
+
+// The body is yield(addf(acc, mulf(x, W'))) (either product order), W' = W or extf(W).
+bool IsMultiplyAdd(linalg::GenericOp op, int64_t xArg, int64_t wArg) {
+  Block& body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  if (yield.getNumOperands() != 1) return false;
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add) return false;
+  Value acc = body.getArgument(2);
+  Value product = add.getLhs() == acc ? add.getRhs() : add.getRhs() == acc ? add.getLhs() : Value();
+  auto mul = product ? product.getDefiningOp<arith::MulFOp>() : nullptr;
+  if (!mul) return false;
+  Value x = body.getArgument(xArg), w = body.getArgument(wArg);
+  auto isWeight = [&](Value v) {
+    if (v == w) return true;
+    auto ext = v.getDefiningOp<arith::ExtFOp>();
+    return ext && ext.getIn() == w;
+  };
+  return (mul.getLhs() == x && isWeight(mul.getRhs())) || (mul.getRhs() == x && isWeight(mul.getLhs()));
+}
+
+std::optional<DenseMatvec> MatchDense(linalg::LinalgOp op) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 || op.getNumLoops() != 2) return std::nullopt;
+  DenseMatvec m;
+  if (isa<linalg::MatvecOp>(op.getOperation())) {
+    m = {op.getDpsInputs()[0], op.getDpsInputs()[1], op.getDpsInits()[0]};
+  } else if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation())) {
+    SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+    if (iters[0] != utils::IteratorType::parallel || iters[1] != utils::IteratorType::reduction)
+      return std::nullopt;
+    MLIRContext* ctx = op.getContext();
+    AffineExpr n = getAffineDimExpr(0, ctx), k = getAffineDimExpr(1, ctx);
+    AffineMap xMap = AffineMap::get(2, 0, {k}, ctx), wMap = AffineMap::get(2, 0, {n, k}, ctx);
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    if (maps[2] != AffineMap::get(2, 0, {n}, ctx)) return std::nullopt;
+    int64_t xIndex;
+    if (maps[0] == xMap && maps[1] == wMap) xIndex = 0;
+    else if (maps[0] == wMap && maps[1] == xMap) xIndex = 1;
+    else return std::nullopt;
+    if (!IsMultiplyAdd(generic, xIndex, 1 - xIndex)) return std::nullopt;
+    m = {op.getDpsInputs()[1 - xIndex], op.getDpsInputs()[xIndex], op.getDpsInits()[0]};
+  } else {
+    return std::nullopt;
+  }
+  Type w = ElementOf(m.weights);
+  if (!(w.isF32() || w.isF16()) || !ElementOf(m.x).isF32() || !ElementOf(m.y).isF32()) return std::nullopt;
+  if (RankOf(m.weights) != 2 || RankOf(m.x) != 1 || RankOf(m.y) != 1) return std::nullopt;
+  if (!UnitInnerStride(m.weights.getType()) || !UnitInnerStride(m.x.getType())) return std::nullopt;
+  return m;
+}
+
+// A block-format matvec generic: x [K / B][B], y [N], the weights' i8 memref loaded in the
+// body at row `rowIndex` (a body value computed from linalg.index 0).
+struct BlockMatvec {
+  const BlockFormat* format;
+  Value x, y, weights, rowIndex;
+};
+
+// The value `v` of the body depends only on linalg.index 0, values defined outside and pure
+// ops (so it can be cloned with the index replaced).
+bool DependsOnlyOnRowIndex(Value v, Region& body) {
+  Operation* def = v.getDefiningOp();
+  if (!def) return !body.isAncestor(v.getParentRegion());  // a block argument of the body is data
+  if (!body.isAncestor(def->getParentRegion())) return true;
+  if (auto index = dyn_cast<linalg::IndexOp>(def)) return index.getDim() == 0;
+  if (!isPure(def) || def->getNumRegions()) return false;
+  return llvm::all_of(def->getOperands(), [&](Value operand) { return DependsOnlyOnRowIndex(operand, body); });
+}
+
+std::optional<BlockMatvec> MatchBlocks(linalg::LinalgOp op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  auto name = generic ? generic->getAttrOfType<StringAttr>(kBlockMatvecAttr) : nullptr;
+  if (!name) return std::nullopt;
+  BlockMatvec m;
+  m.format = FindBlockFormat(name.getValue());
+  if (!m.format || op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 || op.getNumLoops() != 3) return std::nullopt;
+  MLIRContext* ctx = op.getContext();
+  AffineExpr n = getAffineDimExpr(0, ctx), b = getAffineDimExpr(1, ctx), j = getAffineDimExpr(2, ctx);
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (maps[0] != AffineMap::get(3, 0, {b, j}, ctx) || maps[1] != AffineMap::get(3, 0, {n}, ctx))
+    return std::nullopt;
+  m.x = op.getDpsInputs()[0];
+  m.y = op.getDpsInits()[0];
+  auto xType = cast<ShapedType>(m.x.getType());
+  if (xType.getRank() != 2 || xType.getDimSize(1) != m.format->blockElements || !xType.getElementType().isF32() ||
+      !UnitInnerStride(xType) || !ElementOf(m.y).isF32() || RankOf(m.y) != 1)
+    return std::nullopt;
+  // Every weight read is a load of one i8 [rows][bytes] memref from above at one row value.
+  Region& body = generic.getRegion();
+  bool ok = true;
+  generic.walk([&](memref::LoadOp load) {
+    Value memref = load.getMemRef();
+    if (body.isAncestor(memref.getParentRegion()) || load.getIndices().size() != 2) return void(ok = false);
+    if (!m.weights) m.weights = memref, m.rowIndex = load.getIndices()[0];
+    ok &= m.weights == memref && m.rowIndex == load.getIndices()[0];
+  });
+  if (!ok || !m.weights || !ElementOf(m.weights).isInteger(8) || !UnitInnerStride(m.weights.getType()) ||
+      !DependsOnlyOnRowIndex(m.rowIndex, body))
+    return std::nullopt;
+  // The stored rows hold exactly K / B blocks.
+  int64_t rowBytes = cast<MemRefType>(m.weights.getType()).getDimSize(1);
+  if (!ShapedType::isDynamic(rowBytes) && !ShapedType::isDynamic(xType.getDimSize(0)) &&
+      rowBytes != xType.getDimSize(0) * m.format->blockBytes)
+    return std::nullopt;
+  return m;
+}
+
+class MatvecEmitter {
+ public:
+  MatvecEmitter(OpBuilder& b, Location loc, const MatvecTiles& tiles) : b(b), loc(loc), t(tiles) {}
+
+  // Runs `group(n0, R)` over [0, rows) in groups of t.rows, then one row at a time.
+  void forRowGroups(Value rows, llvm::function_ref<void(Value, int64_t)> group) {
+    Value whole = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, rows, index(t.rows)), index(t.rows));
+    forLoop(index(0), whole, index(t.rows), [&](Value n0) { group(n0, t.rows); });
+    forLoop(whole, rows, index(1), [&](Value n0) { group(n0, 1); });
+  }
+
+  void emitDense(const DenseMatvec& m) {
+    Value depth = memref::DimOp::create(b, loc, m.x, 0);
+    Type wElem = ElementOf(m.weights);
+    VectorType vec = VectorType::get({t.lanes}, b.getF32Type());
+    VectorType wVec = VectorType::get({t.lanes}, wElem);
+    VectorType mask = VectorType::get({t.lanes}, b.getI1Type());
+    Value zero = zeroVector(vec);
+    Value wZero = arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(wVec)));
+    auto widen = [&](Value w) { return wElem.isF32() ? w : arith::ExtFOp::create(b, loc, vec, w).getResult(); };
+    int64_t step = t.lanes * t.unroll;
+    // Whole steps of lanes * unroll values, then the rest one (masked) vector at a time.
+    Value full = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, depth, index(step)), index(step));
+    forRowGroups(memref::DimOp::create(b, loc, m.y, 0), [&](Value n0, int64_t rows) {
+      SmallVector<Value> rowAt = rowValues(n0, rows);
+      SmallVector<Value> init(rows * t.unroll, zero);
+      scf::ForOp main = forLoopCarrying(index(0), full, index(step), init, [&](Value k, ValueRange acc) {
+        SmallVector<Value> next(acc);
+        for (int64_t u = 0; u < t.unroll; ++u) {
+          Value ku = add(k, u * t.lanes);
+          Value xv = vector::LoadOp::create(b, loc, vec, m.x, ValueRange{ku});
+          for (int64_t r = 0; r < rows; ++r) {
+            Value wv = vector::LoadOp::create(b, loc, wVec, m.weights, ValueRange{rowAt[r], ku});
+            next[r * t.unroll + u] = vector::FMAOp::create(b, loc, widen(wv), xv, next[r * t.unroll + u]);
+          }
+        }
+        return next;
+      });
+      scf::ForOp tail = forLoopCarrying(full, depth, index(t.lanes), main.getResults(), [&](Value k, ValueRange acc) {
+        SmallVector<Value> next(acc);
+        Value left = arith::SubIOp::create(b, loc, depth, k);
+        Value valid = vector::CreateMaskOp::create(b, loc, mask, ValueRange{left});
+        Value xv = vector::MaskedLoadOp::create(b, loc, vec, m.x, ValueRange{k}, valid, zero);
+        for (int64_t r = 0; r < rows; ++r) {
+          Value wv = vector::MaskedLoadOp::create(b, loc, wVec, m.weights, ValueRange{rowAt[r], k}, valid, wZero);
+          next[r * t.unroll] = vector::FMAOp::create(b, loc, widen(wv), xv, next[r * t.unroll]);
+        }
+        return next;
+      });
+      for (int64_t r = 0; r < rows; ++r) {
+        Value sum = tail.getResult(r * t.unroll);
+        for (int64_t u = 1; u < t.unroll; ++u) sum = arith::AddFOp::create(b, loc, sum, tail.getResult(r * t.unroll + u));
+        accumulate(m.y, rowAt[r], sum);
+      }
+    });
+  }
+
+  void emitBlocks(const BlockMatvec& m, linalg::GenericOp op) {
+    const BlockFormat& f = *m.format;
+    VectorType vec = VectorType::get({kBlockLanes}, b.getF32Type());
+    Value zero = zeroVector(vec);
+    Value blocks = memref::DimOp::create(b, loc, m.x, 0);
+    forRowGroups(memref::DimOp::create(b, loc, m.y, 0), [&](Value n0, int64_t rows) {
+      SmallVector<Value> rowAt = rowValues(n0, rows);
+      SmallVector<Value> weightRow;
+      for (Value row : rowAt) weightRow.push_back(cloneRowIndex(m.rowIndex, op, row));
+      SmallVector<Value> init(rows, zero);
+      scf::ForOp loop = forLoopCarrying(index(0), blocks, index(1), init, [&](Value block, ValueRange acc) {
+        SmallVector<Value> next(acc);
+        Value base = arith::MulIOp::create(b, loc, block, index(f.blockBytes));
+        int64_t perGroup = f.groupElements / kBlockLanes;
+        for (int64_t g = 0; g < f.blockElements / f.groupElements; ++g) {
+          SmallVector<Value> xv;
+          for (int64_t v = 0; v < perGroup; ++v)
+            xv.push_back(vector::LoadOp::create(b, loc, vec, m.x,
+                                                ValueRange{block, index(g * f.groupElements + v * kBlockLanes)}));
+          Value xSum;
+          if (f.hasMin) {
+            xSum = xv[0];
+            for (int64_t v = 1; v < perGroup; ++v) xSum = arith::AddFOp::create(b, loc, xSum, xv[v]);
+          }
+          for (int64_t r = 0; r < rows; ++r) {
+            BlockReader reader{b, loc, m.weights, weightRow[r], base};
+            Value dot;
+            for (int64_t v = 0; v < perGroup; ++v) {
+              Value q = f.quants(reader, g * perGroup + v);
+              dot = v == 0 ? arith::MulFOp::create(b, loc, q, xv[v]).getResult()
+                           : vector::FMAOp::create(b, loc, q, xv[v], dot).getResult();
+            }
+            auto [scale, min] = f.scaleMin(reader, g);
+            next[r] = vector::FMAOp::create(b, loc, vector::BroadcastOp::create(b, loc, vec, scale), dot, next[r]);
+            if (min)
+              next[r] = vector::FMAOp::create(b, loc, vector::BroadcastOp::create(b, loc, vec, min), xSum, next[r]);
+          }
+        }
+        return next;
+      });
+      for (int64_t r = 0; r < rows; ++r) accumulate(m.y, rowAt[r], loop.getResult(r));
+    });
+  }
+
+ private:
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value a, int64_t v) { return v ? arith::AddIOp::create(b, loc, a, index(v)).getResult() : a; }
+  Value zeroVector(VectorType type) {
+    return arith::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, 0.0f));
+  }
+  SmallVector<Value> rowValues(Value n0, int64_t rows) {
+    SmallVector<Value> at;
+    for (int64_t r = 0; r < rows; ++r) at.push_back(add(n0, r));
+    return at;
+  }
+
+  void forLoop(Value lb, Value ub, Value step, llvm::function_ref<void(Value)> body) {
+    auto loop = scf::ForOp::create(b, loc, lb, ub, step);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    body(loop.getInductionVar());
+  }
+
+  // scf.for lb..ub step carrying `init`; `body` returns the next values.
+  scf::ForOp forLoopCarrying(Value lb, Value ub, Value step, ValueRange init,
+                             llvm::function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    auto loop = scf::ForOp::create(b, loc, lb, ub, step, init);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(loop.getBody());
+    scf::YieldOp::create(b, loc, body(loop.getInductionVar(), loop.getRegionIterArgs()));
+    return loop;
+  }
+
+  // y[row] += the lanes' sum of `sum` (reassociated: a tree of adds).
+  void accumulate(Value y, Value row, Value sum) {
+    Value total = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, sum,
+                                              arith::FastMathFlags::reassoc);
+    Value old = memref::LoadOp::create(b, loc, y, ValueRange{row});
+    memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, total), y, ValueRange{row});
+  }
+
+  // The body's weight row for output row `row`: its computation cloned with linalg.index 0
+  // replaced (MatchBlocks checked it depends on nothing else of the body).
+  Value cloneRowIndex(Value rowIndex, linalg::GenericOp op, Value row) {
+    Region& body = op.getRegion();
+    SetVector<Operation*> slice;
+    BackwardSliceOptions options;
+    options.filter = [&](Operation* o) { return body.isAncestor(o->getParentRegion()); };
+    options.inclusive = true;
+    if (Operation* def = rowIndex.getDefiningOp(); def && body.isAncestor(def->getParentRegion()))
+      (void)getBackwardSlice(def, &slice, options);
+    else
+      return rowIndex;  // defined above the generic: the same row for every n
+    IRMapping map;
+    for (Operation* o : slice) {
+      if (auto idx = dyn_cast<linalg::IndexOp>(o)) {
+        map.map(idx.getResult(), row);
+        continue;
+      }
+      b.clone(*o, map);
+    }
+    return map.lookup(rowIndex);
+  }
+
+  OpBuilder& b;
+  Location loc;
+  const MatvecTiles& t;
+};
+
+bool TakesMatvecKernel(linalg::LinalgOp op) { return MatchDense(op) || MatchBlocks(op); }
+
+}  // namespace
+
+void LowerMatvecsToVectorKernels(func::FuncOp kernel, const CPUTarget& target) {
+  const MatvecTiles tiles = ChooseMatvecTiles(target);
+  SmallVector<linalg::LinalgOp> ops;
+  kernel.walk([&](linalg::LinalgOp op) {
+    if (op.hasPureBufferSemantics() && TakesMatvecKernel(op)) ops.push_back(op);
+  });
+  OpBuilder b(kernel.getContext());
+  for (linalg::LinalgOp op : ops) {
+    b.setInsertionPoint(op);
+    MatvecEmitter emitter(b, op.getLoc(), tiles);
+    if (std::optional<DenseMatvec> dense = MatchDense(op))
+      emitter.emitDense(*dense);
+    else
+      emitter.emitBlocks(*MatchBlocks(op), cast<linalg::GenericOp>(op.getOperation()));
+    op->erase();
+  }
+}
+
+}  // namespace hexir::codegen

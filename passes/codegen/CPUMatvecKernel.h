@@ -1,0 +1,44 @@
+// M = 1 matrix-vector products read at memory bandwidth (hexir-cpu-lower-executables, on
+// bufferized kernels, before linalg becomes loops).
+//
+// y[n] += sum_k W[n][k] * x[k] with W row-major [N][K] (k, the contiguous axis, is reduced):
+//   dense: `linalg.matvec`, or a generic over (n, k) reading x[k] and W[n][k] whose body is
+//     the multiply-add (W f32, or f16 widened by arith.extf);
+//   blocks: a generic over (n, b, j) marked `hexir.block_matvec = "<ggml type>"` (the llama
+//     importer's statement that its body decodes that GGUF block format), x viewed as
+//     [K / B][B], W the i8 [rows][row bytes] memref its body loads from, at a row that is a
+//     function of n (cloned from the body: a workgroup's tile offset is in it).
+// becomes, for each group of `rows` (R) rows n..n+R-1:
+//
+//   acc[r] = 0                                       (vectors of `lanes` f32, in registers)
+//   dense:  for k in steps of lanes*unroll: xv = x[k..]; acc[r][u] += widen(W[n+r][k..]) * xv
+//           the last partial step with masked loads (any K)
+//   blocks: for each block b, each group g of G values sharing a scale (and a min):
+//             xv = x[b][g..]                         (G / 8 vectors, loaded once for R rows)
+//             p = sum_v q(W[n+r], b, v) * xv[v]      (q: the integers, decoded in registers)
+//             acc[r] += scale(r, b, g) * p  (+ min(r, b, g) * sum_v xv[v])
+//   y[n+r] += reduce_add(acc[r])
+//
+// The rows left below R run the same code with R = 1. No per-element scalar gathers: each
+// row's bytes are read with vector loads along k, x once per group of rows. The formats
+// (q8_0, q4_0, q4_1, q5_0, q4_k, q5_k, q6_k; ggml's block layouts) are decoded in
+// CPUMatvecBlockFormats.cpp; an unknown name or a shape that is not the format's keeps the
+// loop lowering of the generic's body.
+#pragma once
+
+#include <cstdint>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "passes/codegen/CPUTarget.h"
+
+namespace hexir::codegen {
+
+// The importer's mark on a block-format matvec generic: its value is the ggml type name.
+inline constexpr char kBlockMatvecAttr[] = "hexir.block_matvec";
+
+// Rewrites every such matvec of the bufferized `kernel` for `target` (dense: vectors of its
+// f32 lanes; blocks: 8 lanes); the others are left as they are.
+void LowerMatvecsToVectorKernels(mlir::func::FuncOp kernel, const CPUTarget& target);
+
+}  // namespace hexir::codegen

@@ -1,0 +1,281 @@
+// The M = 1 matvec kernels of CPU code generation (passes/codegen/CPUMatvecKernel.h) against
+// double-precision C++ references: dense f32 weights (linalg.matvec) and f16 weights (a
+// generic widening them), and every GGUF block format through the llama importer's own
+// generic (its decode body, BlockDecode.h, marked hexir.block_matvec) on random blocks, with
+// the reference dequantizing them as ggml's dequantize_row_<type> does (written here from its
+// definitions). Sizes: N prime and below the kernel's 4-row group, K not a multiple of the
+// vector width, dynamic rows; one workgroup (4-row groups and the rows left) and the default
+// split (a workgroup per few rows: the weights' row offset comes from the tile), on 0 and 3
+// worker threads.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/half_float.h"
+#include "compiler/importers/llama/BlockDecode.h"
+#include "compiler/importers/llama/GgmlBlocks.h"
+#include "tests/e2e/harness.h"
+
+namespace hexir::e2e {
+namespace {
+
+using compiler::llama::GgmlBlockInfo;
+using tools::HostTensor;
+
+const char* kRuns[] = {"--cpu-threads=0", "--cpu-threads=3"};
+const char* kSplits[] = {"--max-workgroups=1", ""};
+
+std::string Dim(int64_t d) { return d < 0 ? "?" : std::to_string(d); }
+std::string MatrixType(int64_t a, int64_t b, const char* elem) { return "tensor<" + Dim(a) + "x" + Dim(b) + "x" + elem + ">"; }
+
+// A zero-filled [n] output; %n is tensor.dim %w, 0 when n is dynamic.
+std::string Output(int64_t n, const std::string& wType, const std::string& out) {
+  if (n >= 0) return "  %e = tensor.empty() : " + out + "\n";
+  return "  %c0 = arith.constant 0 : index\n  %n = tensor.dim %w, %c0 : " + wType + "\n  %e = tensor.empty(%n) : " + out + "\n";
+}
+
+// y = W x with W [n][k] f32 (linalg.matvec) or f16 (a generic widening W).
+std::string DenseSource(const std::string& name, int64_t n, int64_t k, bool f16) {
+  std::string w = MatrixType(n, k, f16 ? "f16" : "f32"), x = "tensor<" + std::to_string(k) + "xf32>",
+              y = "tensor<" + Dim(n) + "xf32>";
+  std::string s = "func.func @" + name + "(%w: " + w + ", %x: " + x + ") -> " + y + " {\n" +
+                  "  %z = arith.constant 0.0 : f32\n" + Output(n, w, y) + "  %f = linalg.fill ins(%z : f32) outs(%e : " +
+                  y + ") -> " + y + "\n";
+  if (!f16) return s + "  %y = linalg.matvec ins(%w, %x : " + w + ", " + x + ") outs(%f : " + y + ") -> " + y +
+                   "\n  return %y : " + y + "\n}\n";
+  return s + "  %y = linalg.generic {indexing_maps = [affine_map<(n, k) -> (k)>, affine_map<(n, k) -> (n, k)>, "
+             "affine_map<(n, k) -> (n)>], iterator_types = [\"parallel\", \"reduction\"]} ins(%x, %w : " + x + ", " + w +
+             ") outs(%f : " + y + ") {\n  ^bb0(%a: f32, %b: f16, %o: f32):\n    %bf = arith.extf %b : f16 to f32\n"
+             "    %p = arith.mulf %a, %bf : f32\n    %s = arith.addf %o, %p : f32\n    linalg.yield %s : f32\n  } -> " +
+             y + "\n  return %y : " + y + "\n}\n";
+}
+
+// y = W x with W [n][k / B blocks] in `format`: the importer's block matvec (EmitModule.cc
+// BlockMatMul) with its decode body.
+std::string BlockSource(const std::string& name, const GgmlBlockInfo& format, int64_t n, int64_t k) {
+  const int64_t bs = format.block_elements, nb = k / bs;
+  std::string w = MatrixType(n, format.RowBytes(k), "i8"), x = "tensor<" + std::to_string(k) + "xf32>",
+              xb = MatrixType(nb, bs, "f32"), y = "tensor<" + Dim(n) + "xf32>";
+  std::string s = "func.func @" + name + "(%w: " + w + ", %x: " + x + ") -> " + y + " {\n" +
+                  "  %z = arith.constant 0.0 : f32\n" + Output(n, w, y) + "  %f = linalg.fill ins(%z : f32) outs(%e : " +
+                  y + ") -> " + y + "\n  %xb = tensor.expand_shape %x [[0, 1]] output_shape [" + std::to_string(nb) +
+                  ", " + std::to_string(bs) + "] : " + x + " into " + xb + "\n";
+  s += "  %y = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], "
+       "iterator_types = [\"parallel\", \"reduction\", \"reduction\"], hexir.block_matvec = \"" +
+       std::string(format.name) + "\"} ins(%xb : " + xb + ") outs(%f : " + y + ") {\n  ^bb0(%a: f32, %o: f32):\n";
+  std::string body = "    %i0 = linalg.index 0 : index\n    %i1 = linalg.index 1 : index\n    %i2 = linalg.index 2 : index\n";
+  int fresh = 0;
+  std::string wf = compiler::llama::DecodeBlockElement(format, "%w", w, "%i0", "%i1", "%i2",
+                                                       [&] { return "%d" + std::to_string(fresh++); }, "    ", &body);
+  return s + body + "    %p = arith.mulf %a, " + wf + " : f32\n    %s = arith.addf %o, %p : f32\n    linalg.yield %s : f32\n  } -> " +
+         y + "\n  return %y : " + y + "\n}\n";
+}
+
+float Half(const uint8_t* p) { return HalfToFloat(uint16_t(p[0] | p[1] << 8)); }
+
+// get_scale_min_k4 of ggml (the K-quants' 6-bit scales and mins).
+void ScaleMinK4(int j, const uint8_t* q, int* sc, int* m) {
+  if (j < 4) {
+    *sc = q[j] & 63, *m = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// One block of `format` at `b` -> its values (ggml's dequantize_row_<type>).
+void Dequantize(const GgmlBlockInfo& format, const uint8_t* b, double* y) {
+  std::string name = format.name;
+  if (name == "q8_0") {
+    for (int j = 0; j < 32; ++j) y[j] = double(Half(b)) * int8_t(b[2 + j]);
+  } else if (name == "q4_0") {
+    for (int j = 0; j < 16; ++j) {
+      y[j] = double(Half(b)) * ((b[2 + j] & 0xF) - 8);
+      y[j + 16] = double(Half(b)) * ((b[2 + j] >> 4) - 8);
+    }
+  } else if (name == "q4_1") {
+    for (int j = 0; j < 16; ++j) {
+      y[j] = double(Half(b)) * (b[4 + j] & 0xF) + Half(b + 2);
+      y[j + 16] = double(Half(b)) * (b[4 + j] >> 4) + Half(b + 2);
+    }
+  } else if (name == "q5_0") {
+    uint32_t qh;
+    std::memcpy(&qh, b + 2, 4);
+    for (int j = 0; j < 16; ++j) {
+      int h0 = ((qh >> j) << 4) & 0x10, h1 = (qh >> (j + 12)) & 0x10;
+      y[j] = double(Half(b)) * (((b[6 + j] & 0xF) | h0) - 16);
+      y[j + 16] = double(Half(b)) * (((b[6 + j] >> 4) | h1) - 16);
+    }
+  } else if (name == "q4_k" || name == "q5_k") {
+    const bool five = name == "q5_k";
+    const uint8_t* scales = b + 4;
+    const uint8_t* qh = b + 16;
+    const uint8_t* q = b + (five ? 48 : 16);
+    int u1 = 1, u2 = 2;
+    for (int j = 0, is = 0; j < 256; j += 64, is += 2, q += 32, u1 <<= 2, u2 <<= 2) {
+      int sc, m;
+      ScaleMinK4(is, scales, &sc, &m);
+      double d1 = double(Half(b)) * sc, m1 = double(Half(b + 2)) * m;
+      ScaleMinK4(is + 1, scales, &sc, &m);
+      double d2 = double(Half(b)) * sc, m2 = double(Half(b + 2)) * m;
+      for (int l = 0; l < 32; ++l) {
+        y[j + l] = d1 * ((q[l] & 0xF) + (five && (qh[l] & u1) ? 16 : 0)) - m1;
+        y[j + 32 + l] = d2 * ((q[l] >> 4) + (five && (qh[l] & u2) ? 16 : 0)) - m2;
+      }
+    }
+  } else if (name == "q6_k") {
+    const uint8_t* ql = b;
+    const uint8_t* qh = b + 128;
+    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+    double d = Half(b + 208);
+    for (int n = 0; n < 256; n += 128, ql += 64, qh += 32, sc += 8) {
+      for (int l = 0; l < 32; ++l) {
+        int is = l / 16;
+        int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+        int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+        int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+        int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        y[n + l] = d * sc[is] * q1;
+        y[n + l + 32] = d * sc[is + 2] * q2;
+        y[n + l + 64] = d * sc[is + 4] * q3;
+        y[n + l + 96] = d * sc[is + 6] * q4;
+      }
+    }
+  } else {
+    FAIL("no reference for " << name);
+  }
+}
+
+// Random blocks: random bytes, with each f16 field a finite scale (a min of either sign).
+HostTensor RandomBlocks(const GgmlBlockInfo& format, int64_t n, int64_t k, unsigned seed) {
+  HostTensor w;
+  w.element_type = 16;  // i8
+  w.dims = {n, format.RowBytes(k)};
+  w.bytes.resize(n * format.RowBytes(k));
+  std::mt19937 rng(seed);
+  for (uint8_t& byte : w.bytes) byte = uint8_t(rng());
+  std::string name = format.name;
+  std::vector<int> halves = name == "q6_k" ? std::vector<int>{208} : name == "q4_1" || name == "q4_k" || name == "q5_k"
+                                                                         ? std::vector<int>{0, 2}
+                                                                         : std::vector<int>{0};
+  std::uniform_real_distribution<float> scale(0.002f, 0.05f);
+  for (int64_t at = 0; at < int64_t(w.bytes.size()); at += format.block_bytes)
+    for (int offset : halves) {
+      uint16_t h = FloatToHalf(offset == 2 && rng() % 2 ? -scale(rng) : scale(rng));
+      w.bytes[at + offset] = uint8_t(h), w.bytes[at + offset + 1] = uint8_t(h >> 8);
+    }
+  return w;
+}
+
+// y = W x in double, with the tolerance each element allows: 1e-5 of sum |w x|.
+void Reference(const std::vector<double>& w, const HostTensor& x, int64_t n, int64_t k, HostTensor* y,
+               std::vector<double>* bound) {
+  *y = ZerosF32({n});
+  bound->assign(n, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    double acc = 0, mag = 0;
+    for (int64_t j = 0; j < k; ++j) acc += w[i * k + j] * F32(x)[j], mag += std::fabs(w[i * k + j] * F32(x)[j]);
+    F32(*y)[i] = float(acc);
+    (*bound)[i] = 1e-5 * mag + 1e-6;
+  }
+}
+
+void RequireWithin(const HostTensor& actual, const HostTensor& expected, const std::vector<double>& bound) {
+  REQUIRE(actual.dims == expected.dims);
+  for (size_t i = 0; i < bound.size(); ++i) {
+    INFO("row " << i << ": " << F32(actual)[i] << " vs " << F32(expected)[i]);
+    REQUIRE(std::fabs(double(F32(actual)[i]) - F32(expected)[i]) <= bound[i]);
+  }
+}
+
+struct Case {
+  std::string function;
+  int64_t n, k;
+  HostTensor w, x, expected;
+  std::vector<double> bound;
+};
+
+// Compiles `source` once per split and runs each case on 0 and 3 worker threads.
+void RunCases(const std::string& source, const std::string& name, const std::vector<Case>& cases) {
+  for (const char* split : kSplits) {
+    INFO("hexir-compile " << split);
+    std::string module = CompileOrDie(source, name + (*split ? "_one" : "_split"), "cpu", split);
+    for (const Case& c : cases)
+      for (const char* run : kRuns) {
+        INFO(c.function << " (N = " << c.n << ", K = " << c.k << ") " << run);
+        auto out = RunOrDie(module, c.function, {c.w, c.x}, 1, "cpu", run);
+        RequireWithin(out[0], c.expected, c.bound);
+      }
+  }
+}
+
+TEST_CASE("f32 and f16 matvecs at N prime, K no multiple of the vector width and dynamic rows match a double reference") {
+  std::string source;
+  std::vector<Case> cases;
+  unsigned seed = 1;
+  // (n, k, f16 weights, dynamic rows)
+  for (auto [n, k, f16, dynamic] : {std::tuple<int64_t, int64_t, bool, bool>{37, 19, false, false}, {3, 100, false, false},
+                                    {41, 64, false, true}, {37, 19, true, false}, {13, 203, true, false}, {29, 70, true, true}}) {
+    Case c;
+    c.function = std::string(f16 ? "f16" : "f32") + "_" + std::to_string(n) + "x" + std::to_string(k) + (dynamic ? "_dyn" : "");
+    c.n = n, c.k = k;
+    source += DenseSource(c.function, dynamic ? -1 : n, k, f16);
+    HostTensor w32 = RandomF32({n, k}, seed++);
+    std::vector<double> w(n * k);
+    if (f16) {
+      c.w.element_type = 2;  // f16
+      c.w.dims = {n, k};
+      c.w.bytes.resize(2 * n * k);
+      for (int64_t i = 0; i < n * k; ++i) {
+        uint16_t h = FloatToHalf(F32(w32)[i]);
+        std::memcpy(&c.w.bytes[2 * i], &h, 2);
+        w[i] = HalfToFloat(h);
+      }
+    } else {
+      c.w = w32;
+      for (int64_t i = 0; i < n * k; ++i) w[i] = F32(w32)[i];
+    }
+    c.x = RandomF32({k}, seed++);
+    Reference(w, c.x, n, k, &c.expected, &c.bound);
+    cases.push_back(std::move(c));
+  }
+  RunCases(source, "matvec_dense", cases);
+}
+
+TEST_CASE("block-format matvecs of every GGUF type match ggml's dequantization in double") {
+  std::string source;
+  std::vector<Case> cases;
+  unsigned seed = 100;
+  for (const GgmlBlockInfo& format : compiler::llama::kGgmlBlockInfos) {
+    if (format.is_bf16()) continue;
+    // A prime row count past a 4-row group, rows below one group, and dynamic rows; K of
+    // 3 blocks (1 for the 256-value K-quants, 2 with dynamic rows).
+    const int64_t blocks = format.block_elements == 256 ? 1 : 3;
+    for (auto [n, k, dynamic] : {std::tuple<int64_t, int64_t, bool>{37, blocks * format.block_elements, false},
+                                 {3, blocks * format.block_elements, false},
+                                 {11, 2 * format.block_elements, true}}) {
+      Case c;
+      c.function = std::string(format.name) + "_" + std::to_string(n) + "x" + std::to_string(k) + (dynamic ? "_dyn" : "");
+      c.n = n, c.k = k;
+      source += BlockSource(c.function, format, dynamic ? -1 : n, k);
+      c.w = RandomBlocks(format, n, k, seed++);
+      std::vector<double> w(n * k);
+      const int64_t nb = k / format.block_elements;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t b = 0; b < nb; ++b)
+          Dequantize(format, &c.w.bytes[i * format.RowBytes(k) + b * format.block_bytes],
+                     &w[i * k + b * format.block_elements]);
+      c.x = RandomF32({k}, seed++);
+      Reference(w, c.x, n, k, &c.expected, &c.bound);
+      cases.push_back(std::move(c));
+    }
+  }
+  RunCases(source, "matvec_blocks", cases);
+}
+
+}  // namespace
+}  // namespace hexir::e2e
