@@ -282,9 +282,11 @@ Status CudaGraphCommandBuffer::Launch(const std::vector<BufferRef>& table, CUstr
     r.condition = condition;
     for (bool first : {true, false}) {
       CUDA_KERNEL_NODE_PARAMS p = RepeatParams(r, first);
-      if (api.cuGraphExecKernelNodeSetParams(exec_, first ? r.enter : r.step, &p) !=
+      if (api.cuGraphExecKernelNodeSetParams(exec_, first ? r.enter : r.step, &p) ==
           CUDA_SUCCESS) {
-        reinstantiate_ = true;
+        counters.kernel_node_updates.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        reinstantiate_ = true;  // the step kernel lives in the WHILE node's body
       }
     }
   }
