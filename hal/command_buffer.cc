@@ -1,5 +1,7 @@
 #include "hal/command_buffer.h"
 
+#include <algorithm>
+
 #include "hal/element_type.h"
 
 namespace hexir::hal {
@@ -238,6 +240,37 @@ Status CommandBuffer::Collective(vm::Ref<Channel> channel, CollectiveKind kind,
   commands_.emplace_back(CollectiveCommand{std::move(channel), kind, reduction, element_type,
                                            count, peer, std::move(send), std::move(recv)});
   has_collectives_ = true;
+  return Status::Ok();
+}
+
+Status CommandBuffer::RepeatWhile(vm::Ref<CommandBuffer> body, BufferRef condition,
+                                  uint32_t max_iterations) {
+  HEXIR_RETURN_IF_ERROR(CheckRecording("repeat_while"));
+  if (!body) return InvalidArgument("repeat_while: body is null");
+  if (body.get() == this) return InvalidArgument("repeat_while: the body is this command buffer");
+  if (!body->is_finalized()) {
+    return FailedPrecondition("repeat_while: the body is still recording; finalize it first");
+  }
+  if (body->has_repeats()) {
+    return InvalidArgument("repeat_while: the body holds a repeat_while (loops do not nest)");
+  }
+  if (body->has_collectives()) {
+    return InvalidArgument("repeat_while: the body holds collectives, which cannot repeat on "
+                           "the device");
+  }
+  const std::string what = "repeat_while: condition";
+  if (condition.offset % 4 != 0) {
+    return InvalidArgument(what, ": offset ", condition.offset, " is not a multiple of 4");
+  }
+  condition.length = kRepeatConditionSize;
+  if (condition.is_slot()) {
+    if (condition.slot >= binding_table_size_) binding_table_size_ = condition.slot + 1;
+  } else {
+    HEXIR_RETURN_IF_ERROR(ResolveRange(condition, what).status());
+  }
+  binding_table_size_ = std::max(binding_table_size_, body->binding_table_size());
+  commands_.emplace_back(RepeatCommand{std::move(body), std::move(condition), max_iterations});
+  has_repeats_ = true;
   return Status::Ok();
 }
 

@@ -117,8 +117,21 @@ struct CollectiveCommand {
   BufferRef send;  // lengths resolved at record time (direct) or execution (slot)
   BufferRef recv;
 };
-using Command =
-    std::variant<DispatchCommand, BarrierCommand, CopyCommand, FillCommand, CollectiveCommand>;
+// A device loop: `body` (a finalized command buffer of the same device, bindings resolved
+// against this command buffer's binding table) runs again and again while the int32 at
+// `condition` (4 bytes at a 4-byte aligned offset of a buffer or slot) is nonzero, at most
+// `max_iterations` times. The condition is read before every iteration, the first included,
+// on the device, after the previous iteration's commands completed: the body computes the
+// next condition. Drivers run it alone, like a collective (an implicit barrier on both sides).
+struct RepeatCommand {
+  vm::Ref<CommandBuffer> body;
+  BufferRef condition;  // length resolved to kRepeatConditionSize
+  uint32_t max_iterations = 0;
+};
+inline constexpr uint64_t kRepeatConditionSize = 4;
+
+using Command = std::variant<DispatchCommand, BarrierCommand, CopyCommand, FillCommand,
+                             CollectiveCommand, RepeatCommand>;
 
 class CommandBuffer : public vm::RefObject {
   HEXIR_REF_TYPE(CommandBuffer, "hal.command_buffer")
@@ -154,15 +167,24 @@ class CommandBuffer : public vm::RefObject {
   Status Collective(vm::Ref<Channel> channel, CollectiveKind kind, ReductionOp reduction,
                     int32_t element_type, uint64_t count, int32_t peer, BufferRef send,
                     BufferRef recv);
+  // Records a device loop (RepeatCommand): `body` runs while the int32 at `condition` is
+  // nonzero, at most `max_iterations` times. Errors: a null, unfinalized or looping body
+  // (repeat_while inside a body is not supported), a body holding collectives, a body that is
+  // this command buffer, a condition offset not a multiple of 4, a direct condition range
+  // past the buffer's end.
+  Status RepeatWhile(vm::Ref<CommandBuffer> body, BufferRef condition, uint32_t max_iterations);
   // Ends recording. A second Finalize fails.
   Status Finalize();
 
   bool is_finalized() const { return finalized_; }
   const std::vector<Command>& commands() const { return commands_; }
-  // 1 + the highest binding-table slot any dispatch or collective uses (0 when none).
+  // 1 + the highest binding-table slot any dispatch, collective or repeat (its condition and
+  // its body's commands) uses (0 when none).
   uint32_t binding_table_size() const { return binding_table_size_; }
   // True when a collective was recorded (only drivers that run collectives accept it).
   bool has_collectives() const { return has_collectives_; }
+  // True when a RepeatCommand was recorded.
+  bool has_repeats() const { return has_repeats_; }
 
   // Drivers' submission-time checks of a finalized command buffer's own contents (not the
   // binding table) give the same answer every time: a driver may remember that `device`
@@ -188,6 +210,7 @@ class CommandBuffer : public vm::RefObject {
   std::vector<Command> commands_;
   uint32_t binding_table_size_ = 0;
   bool has_collectives_ = false;
+  bool has_repeats_ = false;
   bool finalized_ = false;
   mutable std::atomic<const void*> validated_for_{nullptr};
 };

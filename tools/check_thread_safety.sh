@@ -21,6 +21,7 @@ FILES=(
   hal/drivers/cpu/worker_pool.cc
   hal/drivers/cuda/cuda_command_buffer.cc
   hal/drivers/cuda/cuda_graph_command_buffer.cc
+  hal/drivers/cuda/cuda_repeat_kernel.cc
   hal/drivers/cuda/cuda_device.cc
   hal/drivers/cuda/cuda_timepoints.cc
   hal/drivers/cuda/cuda_transfer_queue.cc

@@ -61,6 +61,8 @@ void QueueOpsCase(const DriverConfig& config, Device& device);
 void PoolCase(const DriverConfig& config, Device& device);
 void CrossQueueOrderingCase(const DriverConfig& config, Device& device);
 void QueueWaitElisionCase(const DriverConfig& config, Device& device);
+// repeat_cases.cc: CommandBuffer::RepeatWhile (device loops).
+void RepeatWhileCase(const DriverConfig& config, Device& device);
 // transfer_cases.cc: Device::QueueWrite / QueueRead.
 void QueueTransfersCase(const DriverConfig& config, Device& device);
 void QueueTransferOrderingCase(const DriverConfig& config, Device& device);
@@ -109,6 +111,7 @@ void ChannelMisuse(const ChannelGroup& group);
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "pool", PoolCase)                           \
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "cross_queue_ordering", CrossQueueOrderingCase) \
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "queue_wait_elision", QueueWaitElisionCase)     \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "repeat_while", RepeatWhileCase)                \
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "queue_transfers", QueueTransfersCase)          \
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "queue_transfer_ordering", QueueTransferOrderingCase) \
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "queue_transfer_errors", QueueTransferErrorsCase)    \

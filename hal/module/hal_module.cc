@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -487,6 +488,26 @@ Status CommandBufferDispatchIndirect(HalModuleState&, NativeCall& c) {
 
 Status CommandBufferDispatchIndirectSlots(HalModuleState&, NativeCall& c) {
   return DispatchIndirect(c, BindingKind::kSlots);
+}
+
+Status CommandBufferRepeatWhileSlot(HalModuleState&, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 5, 0));
+  HEXIR_ASSIGN_OR_RETURN(CommandBuffer * cb, RefArg<CommandBuffer>(c, 0));
+  HEXIR_ASSIGN_OR_RETURN(CommandBuffer * body, RefArg<CommandBuffer>(c, 1));
+  BufferRef condition;
+  uint32_t slot;
+  HEXIR_RETURN_IF_ERROR(ParseSlot(c, 2, &slot));
+  condition = BufferRef::Slot(slot);
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, 3, "condition byte offset"));
+  condition.offset = static_cast<uint64_t>(IntArg(c, 3));
+  const int64_t max_iterations = IntArg(c, 4);
+  if (max_iterations < 0 || max_iterations > int64_t{UINT32_MAX}) {
+    return ArgError(c, 4, StrCat("max iterations ", max_iterations, " is outside [0, 2^32)"));
+  }
+  return cb
+      ->RepeatWhile(vm::Ref<CommandBuffer>::Retain(body), std::move(condition),
+                    static_cast<uint32_t>(max_iterations))
+      .WithContext(c.import_name);
 }
 
 Status CommandBufferCopy(HalModuleState&, NativeCall& c) {

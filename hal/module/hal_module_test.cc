@@ -124,7 +124,7 @@ TEST_CASE("hal module: exports every hal_imports.def function with its pattern")
 #include "hal/module/hal_imports.def"
 #undef HAL_IMPORT
   };
-  REQUIRE(expected.size() == 45);
+  REQUIRE(expected.size() == 46);
   REQUIRE(h.module->functions().size() == expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     REQUIRE(h.module->functions()[i].name == expected[i].first);
@@ -505,6 +505,49 @@ TEST_CASE("hal module: indirect dispatch reads the workgroup count at execution"
                      R(counts), I(6), I(0)});
   REQUIRE(s.message() == "hal.command_buffer.dispatch_indirect: dispatch_indirect of 'add_f32': "
                          "workgroup count buffer: offset 6 is not a multiple of 4");
+}
+
+TEST_CASE("hal module: repeat_while_slot repeats a body while the condition in a slot is nonzero") {
+  for (bool inl : {false, true}) {
+    Harness h(inl);
+    auto dev = vm::Ref<vm::RefObject>(h.device);
+    auto exe = h.CallRef("hal.executable.lookup", "ri_r", {R(dev), I(0)});
+    // The body: x(slot 0) = x + step(slot 1), 2 elements. x[0]'s float bits are the condition:
+    // 3.0 - 1.0 three times reaches 0.0 (all bits zero), so the body runs 3 times.
+    auto body = h.CallRef("hal.command_buffer.create", "r_r", {R(dev)});
+    REQUIRE(h.Call("hal.command_buffer.dispatch_slots", "rriiiiiiiiii",
+                   {R(body), R(exe), I(0), I(1), I(1), I(1), I(3), I(0), I(1), I(0), I(2), I(2)})
+                .ok());
+    REQUIRE(h.Call("hal.command_buffer.finalize", "r", {R(body)}).ok());
+    auto cb = h.CallRef("hal.command_buffer.create", "r_r", {R(dev)});
+    REQUIRE(h.Call("hal.command_buffer.repeat_while_slot", "rriii",
+                   {R(cb), R(body), I(0), I(0), I(100)})
+                .ok());
+    REQUIRE(h.Call("hal.command_buffer.finalize", "r", {R(cb)}).ok());
+    const float x0[2] = {3.0f, 10.0f}, step[2] = {-1.0f, -1.0f};
+    auto x = *h.device->AllocateBuffer(64), s = *h.device->AllocateBuffer(64);
+    REQUIRE(h.device->WriteBuffer(*x, 0, x0, 8).ok());
+    REQUIRE(h.device->WriteBuffer(*s, 0, step, 8).ok());
+    auto sem = h.CallRef("hal.semaphore.create", "ri_r", {R(dev), I(0)});
+    REQUIRE(h.Call("hal.device.queue.execute_bound", "rrririrr",
+                   {R(dev), R(cb), R(nullptr), I(0), R(sem), I(1), R(x), R(s)})
+                .ok());
+    REQUIRE(h.Call("hal.semaphore.wait", "ri", {R(sem), I(1)}).ok());
+    float got[2];
+    REQUIRE(h.device->ReadBuffer(*x, 0, got, 8).ok());
+    REQUIRE(got[0] == 0.0f);
+    REQUIRE(got[1] == 7.0f);
+    Status st = h.Call("hal.command_buffer.repeat_while_slot", "rriii",
+                       {R(h.CallRef("hal.command_buffer.create", "r_r", {R(dev)})), R(body), I(0),
+                        I(0), I(int64_t{1} << 32)});
+    REQUIRE(st.message() == "hal.command_buffer.repeat_while_slot: argument 4: max iterations "
+                            "4294967296 is outside [0, 2^32)");
+    st = h.Call("hal.command_buffer.repeat_while_slot", "rriii",
+                {R(h.CallRef("hal.command_buffer.create", "r_r", {R(dev)})), R(body), I(0), I(6),
+                 I(1)});
+    REQUIRE(st.message() == "hal.command_buffer.repeat_while_slot: repeat_while: condition: "
+                            "offset 6 is not a multiple of 4");
+  }
 }
 
 TEST_CASE("hal module: device.transient reuses a large enough buffer and grows geometrically") {

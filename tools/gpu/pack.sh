@@ -38,10 +38,11 @@ TESTS=(
 # Binaries as "package name".
 BINARIES=(
   "hal/drivers/cuda replay_benchmark"
+  "hal/drivers/cuda device_loop_benchmark"
   "tools/hexir-run hexir-run"
   "tools/hexir-bench hexir-bench"
 )
-bazel build "${TESTS[@]}" //hal/drivers/cuda:replay_benchmark //tools/hexir-run //tools/hexir-bench \
+bazel build "${TESTS[@]}" //hal/drivers/cuda:replay_benchmark //hal/drivers/cuda:device_loop_benchmark //tools/hexir-run //tools/hexir-bench \
   //bench/hal_waves:waves_benchmark
 rm -rf .out/gpu && mkdir -p .out/gpu/modules .out/gpu/bin
 for t in "${TESTS[@]}"; do

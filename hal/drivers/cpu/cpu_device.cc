@@ -174,7 +174,9 @@ class CpuDevice final : public Device {
  private:
   Status Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
                   std::vector<BufferRef>* resolved_table) const;
+  Status ValidateCommands(const std::vector<Command>& commands) const;
   Status Execute(const CommandBuffer& cb, const std::vector<BufferRef>& table);
+  Status ExecuteRepeat(const RepeatCommand& repeat, const std::vector<BufferRef>& table);
   Status ExecuteCommand(const Command& c, const std::vector<BufferRef>& table);
   // `executed_count` (optional) receives the workgroup count run (an indirect one as read).
   Status ExecuteDispatch(const DispatchCommand& cmd, const std::vector<BufferRef>& table,
@@ -213,14 +215,10 @@ class CpuDevice final : public Device {
   std::thread queue_thread_;
 };
 
-Status CpuDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
-                           std::vector<BufferRef>* resolved) const {
-  HEXIR_RETURN_IF_ERROR(ResolveQueueBindingTable(
-      *cb, table, resolved, [](const Buffer& b) { return b.host_data() != nullptr; },
-      kForeignBuffer));
-  if (cb->IsValidatedFor(this)) return Status::Ok();
+// Every command's executables are this driver's and its buffers host memory; a repeat's body
+// is checked as part of its command buffer.
+Status CpuDevice::ValidateCommands(const std::vector<Command>& commands) const {
   auto host = [](const vm::Ref<Buffer>& b) { return !b || b->host_data() != nullptr; };
-  const auto& commands = cb->commands();
   for (size_t i = 0; i < commands.size(); ++i) {
     const Command& c = commands[i];
     bool foreign_memory = false;
@@ -239,12 +237,26 @@ Status CpuDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<B
     } else if (auto* col = std::get_if<CollectiveCommand>(&c)) {
       HEXIR_RETURN_IF_ERROR(CheckHostCollective(*col).WithContext(StrCat("queue execute: command ", i)));
       foreign_memory = !host(col->send.buffer) || !host(col->recv.buffer);
+    } else if (auto* r = std::get_if<RepeatCommand>(&c)) {
+      foreign_memory = !host(r->condition.buffer);
+      HEXIR_RETURN_IF_ERROR(ValidateCommands(r->body->commands())
+                                .WithContext(StrCat("queue execute: repeat_while body of command ", i)));
     }
     if (foreign_memory) {
       return InvalidArgument("queue execute: command ", i,
                              " uses a buffer that is not host memory (allocated by another driver?)");
     }
   }
+  return Status::Ok();
+}
+
+Status CpuDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
+                           std::vector<BufferRef>* resolved) const {
+  HEXIR_RETURN_IF_ERROR(ResolveQueueBindingTable(
+      *cb, table, resolved, [](const Buffer& b) { return b.host_data() != nullptr; },
+      kForeignBuffer));
+  if (cb->IsValidatedFor(this)) return Status::Ok();
+  HEXIR_RETURN_IF_ERROR(ValidateCommands(cb->commands()));
   cb->MarkValidatedFor(this);
   return Status::Ok();
 }
@@ -339,9 +351,10 @@ Status CpuDevice::Execute(const CommandBuffer& cb, const std::vector<BufferRef>&
   for (size_t i = 0; i < commands.size();) {
     size_t end = i;
     if (concurrent_waves) {
-      // A collective runs alone: it ends the wave before it and starts none.
+      // A collective or a repeat runs alone: it ends the wave before it and starts none.
       while (end < commands.size() && !std::holds_alternative<BarrierCommand>(commands[end]) &&
-             !std::holds_alternative<CollectiveCommand>(commands[end])) {
+             !std::holds_alternative<CollectiveCommand>(commands[end]) &&
+             !std::holds_alternative<RepeatCommand>(commands[end])) {
         ++end;
       }
     }
@@ -378,6 +391,32 @@ Status CpuDevice::ExecuteCommand(const Command& c, const std::vector<BufferRef>&
   if (auto* col = std::get_if<CollectiveCommand>(&c)) {
     DeviceCounters::Add(counters()->collectives_executed);
     return ExecuteHostCollective(*col, table);
+  }
+  if (auto* r = std::get_if<RepeatCommand>(&c)) return ExecuteRepeat(*r, table);
+  return Status::Ok();
+}
+
+// The host loop over the body: every command of an iteration has completed when the
+// condition is read again (Execute returns after its last command).
+Status CpuDevice::ExecuteRepeat(const RepeatCommand& repeat, const std::vector<BufferRef>& table) {
+  const BufferRef& c = repeat.condition;
+  const uint8_t* condition = nullptr;
+  if (c.is_slot()) {
+    const BufferRef& r = table[c.slot];
+    if (r.length < c.offset + kRepeatConditionSize) {
+      return OutOfRange("repeat_while: the condition at byte ", c.offset,
+                        " of binding table slot ", c.slot, " lies outside its ", r.length,
+                        "-byte range");
+    }
+    condition = r.buffer->host_data() + r.offset + c.offset;
+  } else {
+    condition = c.buffer->host_data() + c.offset;
+  }
+  for (uint32_t i = 0; i < repeat.max_iterations; ++i) {
+    int32_t flag = 0;
+    std::memcpy(&flag, condition, sizeof(flag));
+    if (flag == 0) break;
+    HEXIR_RETURN_IF_ERROR(Execute(*repeat.body, table));
   }
   return Status::Ok();
 }

@@ -41,11 +41,13 @@ namespace hexir::hal::cuda {
   X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphAddKernelNode) X(cuGraphAddMemcpyNode)      \
   X(cuGraphAddMemsetNode) X(cuGraphAddEmptyNode) X(cuGraphGetNodes) X(cuGraphGetEdges)    \
   X(cuGraphInstantiate) X(cuGraphExecDestroy) X(cuGraphLaunch)                            \
-  X(cuGraphExecKernelNodeSetParams)                                                       \
+  X(cuGraphExecKernelNodeSetParams) X(cuGraphKernelNodeSetParams)                        \
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphAddChildGraphNode)
 
-// Optional functions: null when the driver lacks them (callers degrade).
-#define HEXIR_CUDA_OPTIONAL_FUNCTIONS(X) X(cuFuncGetParamInfo)
+// Optional functions: null when the driver lacks them (callers degrade). Conditional graph
+// nodes (repeat_while as a WHILE node, cuda_repeat_kernel.h) need the last two (CUDA 12.4+).
+#define HEXIR_CUDA_OPTIONAL_FUNCTIONS(X) \
+  X(cuFuncGetParamInfo) X(cuGraphConditionalHandleCreate) X(cuGraphAddNode)
 
 struct CudaApi {
 #define HEXIR_CUDA_FIELD_(name) decltype(&::name) name = nullptr;

@@ -37,8 +37,9 @@ class CudaCommandBuffer : public CommandBuffer {
   // CheckKernelStatus: the named error of its code); resets the status records.
   Status CheckKernelStatus();
   bool has_status_words() const { return recording_.has_status_words(); }
-  // Dispatch commands executed per submission (dispatches of zero workgroups excluded).
-  size_t dispatch_count() const { return recording_.kernels().size(); }
+  // Dispatch commands executed per submission (dispatches of zero workgroups excluded; a
+  // repeat body's counted once: its iteration count stays on the device).
+  size_t dispatch_count() const { return recording_.kernel_count(); }
 
  protected:
   CudaCommandBuffer(std::shared_ptr<DeviceCounters> counters, std::shared_ptr<CudaShared> shared)

@@ -497,6 +497,8 @@ StatusOr<vm::Ref<CudaCommandBuffer>> CudaDevice::AdoptForeign(const CommandBuffe
       HEXIR_RETURN_IF_ERROR(own->Collective(col->channel, col->kind, col->reduction,
                                             col->element_type, col->count, col->peer, col->send,
                                             col->recv));
+    } else if (auto* r = std::get_if<RepeatCommand>(&c)) {
+      HEXIR_RETURN_IF_ERROR(own->RepeatWhile(r->body, r->condition, r->max_iterations));
     }
   }
   HEXIR_RETURN_IF_ERROR(own->Finalize().WithContext("queue execute"));

@@ -174,6 +174,47 @@ TEST_CASE("cuda/graph_replay_updates_nodes_without_reinstantiation") {
   REQUIRE(DescribeGraph(*cb)->instantiated);
 }
 
+TEST_CASE("cuda/repeat_while_is_one_graph_launch_with_the_condition_on_the_device") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  auto exe = Load(d, CubinView({"affine_i32"}));
+  const uint32_t n = 8;
+  // Body: x (slot 0) = 2x + 1; condition (slot 1) -= 1.
+  auto body = *d.CreateCommandBuffer();
+  REQUIRE(body->Dispatch(exe, 0, {n, 1, 1}, {BufferRef::Slot(0)}, {n, 2, 1}).ok());
+  REQUIRE(body->Dispatch(exe, 0, {1, 1, 1}, {BufferRef::Slot(1)}, {1, 1, uint32_t(-1)}).ok());
+  REQUIRE(body->Finalize().ok());
+  auto cb = *d.CreateCommandBuffer();
+  REQUIRE(cb->RepeatWhile(body, BufferRef::Slot(1), 1000).ok());
+  REQUIRE(cb->Finalize().ok());
+  auto info = DescribeGraph(*cb);
+  REQUIRE(info.ok());
+  REQUIRE(info->nodes == 2);  // the enter kernel -> the WHILE node (the body is inside it)
+  REQUIRE(info->edges == 1);
+  CudaStats s0 = Stats(d);
+  for (int32_t iterations : {6, 3, 0}) {
+    auto x = Alloc(d, 64), flag = Alloc(d, 64);
+    std::vector<int32_t> hx(n);
+    for (uint32_t i = 0; i < n; ++i) hx[i] = static_cast<int32_t>(i);
+    Upload(d, *x, hx);
+    Upload(d, *flag, std::vector<int32_t>{iterations});
+    CudaStats before = Stats(d);
+    Run(d, cb, {BufferRef::Whole(x), BufferRef::Whole(flag)});
+    CudaStats after = Stats(d);
+    REQUIRE(after.graph_launches == before.graph_launches + 1);
+    REQUIRE(after.stream_launches == before.stream_launches);
+    REQUIRE(after.host_synchronizations == before.host_synchronizations + 1);  // Run's wait
+    auto got = Download<int32_t>(d, *x, n);
+    for (uint32_t i = 0; i < n; ++i) REQUIRE(got[i] == (hx[i] + 1) * (1 << iterations) - 1);
+    REQUIRE(Download<int32_t>(d, *flag, 1)[0] == 0);
+  }
+  // New buffers each time: the body's nodes and the condition kernels are updated in place.
+  CudaStats s1 = Stats(d);
+  REQUIRE(s1.graph_instantiations == s0.graph_instantiations + 1);
+  REQUIRE(s1.kernel_node_updates > s0.kernel_node_updates);
+}
+
 TEST_CASE("cuda/uniform_slots_are_staged_into_a_shadow_and_need_no_node_update") {
   auto dev = OpenOrSkip();
   if (!dev) return;

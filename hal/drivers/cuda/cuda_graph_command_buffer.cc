@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "hal/drivers/cuda/cuda_repeat_kernel.h"
+
 namespace hexir::hal::cuda {
 namespace {
 
@@ -29,19 +31,27 @@ CudaGraphCommandBuffer::~CudaGraphCommandBuffer() {
 }
 
 Status CudaGraphCommandBuffer::OnRecorded() {
-  nodes_.resize(recording_.kernels().size());
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    const RecordedKernel& k = recording_.kernels()[i];
-    if (!k.indirect) nodes_[i].grid = nodes_[i].exec_grid = k.command->workgroup_count;
-  }
   // Always stream launches: a count only the device knows, or a collective on slot buffers.
   if (recording_.indirect_on_device() || recording_.has_slot_collectives()) return Status::Ok();
+  // ... or a repeat where conditional nodes are unavailable (the host loops instead).
+  if (recording_.has_repeats() && !RepeatConditionKernel(*shared_).ok()) return Status::Ok();
+  graphs_.push_back({&recording_, {}});
+  for (size_t r = 0; r < recording_.repeats().size(); ++r) {
+    graphs_.push_back({recording_.repeats()[r].body.get(), {}});
+  }
+  for (GraphKernels& g : graphs_) {
+    g.nodes.resize(g.recording->kernels().size());
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const RecordedKernel& k = g.recording->kernels()[i];
+      if (!k.indirect) g.nodes[i].grid = g.nodes[i].exec_grid = k.command->workgroup_count;
+    }
+  }
   return BuildGraph();
 }
 
-CUDA_KERNEL_NODE_PARAMS CudaGraphCommandBuffer::NodeParams(size_t kernel) const {
-  const RecordedKernel& k = recording_.kernels()[kernel];
-  const Grid& grid = nodes_[kernel].grid;
+CUDA_KERNEL_NODE_PARAMS CudaGraphCommandBuffer::NodeParams(size_t g, size_t kernel) const {
+  const RecordedKernel& k = graphs_[g].recording->kernels()[kernel];
+  const Grid& grid = graphs_[g].nodes[kernel].grid;
   CUDA_KERNEL_NODE_PARAMS p;
   std::memset(&p, 0, sizeof(p));
   p.func = k.entry->function;
@@ -55,22 +65,30 @@ CUDA_KERNEL_NODE_PARAMS CudaGraphCommandBuffer::NodeParams(size_t kernel) const 
   return p;
 }
 
+Status CudaGraphCommandBuffer::BuildGraph() {
+  const CudaApi& api = *shared_->api;
+  HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphCreate(&graph_, 0), "cuGraphCreate");
+  std::vector<CUgraphNode> tail;
+  return AddOps(graph_, 0, {}, &tail);
+}
+
 // Barriers become edges: every node depends on the nodes of the previous barrier segment;
 // nodes between two barriers get no edges among themselves and may run concurrently. A
 // segment of several nodes is joined through one empty node, so a barrier between N and M
 // nodes costs N + M edges rather than N * M.
-Status CudaGraphCommandBuffer::BuildGraph() {
+Status CudaGraphCommandBuffer::AddOps(CUgraph graph, size_t g, std::vector<CUgraphNode> deps,
+                                      std::vector<CUgraphNode>* tail) {
   const CudaApi& api = *shared_->api;
-  const CUdeviceptr scratch = recording_.scratch();
-  HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphCreate(&graph_, 0), "cuGraphCreate");
-  std::vector<CUgraphNode> deps, segment;
-  for (const RecordedOp& op : recording_.ops()) {
+  CudaRecording& recording = *graphs_[g].recording;
+  const CUdeviceptr scratch = recording.scratch();
+  std::vector<CUgraphNode> segment;
+  for (const RecordedOp& op : recording.ops()) {
     CUgraphNode node = nullptr;
     switch (op.kind) {
       case RecordedOp::kBarrier:
         if (segment.size() > 1) {
           HEXIR_CUDA_RETURN_IF_ERROR(
-              api, api.cuGraphAddEmptyNode(&node, graph_, segment.data(), segment.size()),
+              api, api.cuGraphAddEmptyNode(&node, graph, segment.data(), segment.size()),
               "cuGraphAddEmptyNode(barrier)");
           deps = {node};
         } else if (segment.size() == 1) {
@@ -79,30 +97,30 @@ Status CudaGraphCommandBuffer::BuildGraph() {
         segment.clear();
         continue;
       case RecordedOp::kKernel: {
-        CUDA_KERNEL_NODE_PARAMS p = NodeParams(op.index);
+        CUDA_KERNEL_NODE_PARAMS p = NodeParams(g, op.index);
         HEXIR_CUDA_RETURN_IF_ERROR(
-            api, api.cuGraphAddKernelNode(&node, graph_, deps.data(), deps.size(), &p),
-            "cuGraphAddKernelNode('", recording_.kernels()[op.index].name(), "')");
-        nodes_[op.index].node = node;
+            api, api.cuGraphAddKernelNode(&node, graph, deps.data(), deps.size(), &p),
+            "cuGraphAddKernelNode('", recording.kernels()[op.index].name(), "')");
+        graphs_[g].nodes[op.index].node = node;
         break;
       }
       case RecordedOp::kCopy: {
-        const RecordedCopy& c = recording_.copies()[op.index];
+        const RecordedCopy& c = recording.copies()[op.index];
         if (c.via_scratch) {
           CUgraphNode first = nullptr;
           CUDA_MEMCPY3D a = Copy1D(scratch, c.src, c.length);
           HEXIR_CUDA_RETURN_IF_ERROR(api,
-                                     api.cuGraphAddMemcpyNode(&first, graph_, deps.data(),
+                                     api.cuGraphAddMemcpyNode(&first, graph, deps.data(),
                                                               deps.size(), &a, shared_->context),
                                      "cuGraphAddMemcpyNode(", c.length, " bytes to scratch)");
           CUDA_MEMCPY3D b = Copy1D(c.dst, scratch, c.length);
           HEXIR_CUDA_RETURN_IF_ERROR(
-              api, api.cuGraphAddMemcpyNode(&node, graph_, &first, 1, &b, shared_->context),
+              api, api.cuGraphAddMemcpyNode(&node, graph, &first, 1, &b, shared_->context),
               "cuGraphAddMemcpyNode(", c.length, " bytes from scratch)");
         } else {
           CUDA_MEMCPY3D a = Copy1D(c.dst, c.src, c.length);
           HEXIR_CUDA_RETURN_IF_ERROR(api,
-                                     api.cuGraphAddMemcpyNode(&node, graph_, deps.data(),
+                                     api.cuGraphAddMemcpyNode(&node, graph, deps.data(),
                                                               deps.size(), &a, shared_->context),
                                      "cuGraphAddMemcpyNode(", c.length, " bytes)");
         }
@@ -112,8 +130,12 @@ Status CudaGraphCommandBuffer::BuildGraph() {
         HEXIR_ASSIGN_OR_RETURN(node, AddCollectiveNode(op.index, deps));
         break;
       }
+      case RecordedOp::kRepeat: {
+        HEXIR_ASSIGN_OR_RETURN(node, AddRepeatNode(graph, g, op.index, deps));
+        break;
+      }
       case RecordedOp::kFill: {
-        const RecordedFill& f = recording_.fills()[op.index];
+        const RecordedFill& f = recording.fills()[op.index];
         CUDA_MEMSET_NODE_PARAMS p;
         std::memset(&p, 0, sizeof(p));
         p.dst = f.dst;
@@ -122,7 +144,7 @@ Status CudaGraphCommandBuffer::BuildGraph() {
         p.width = f.length / f.pattern_size;
         p.height = 1;
         HEXIR_CUDA_RETURN_IF_ERROR(api,
-                                   api.cuGraphAddMemsetNode(&node, graph_, deps.data(),
+                                   api.cuGraphAddMemsetNode(&node, graph, deps.data(),
                                                             deps.size(), &p, shared_->context),
                                    "cuGraphAddMemsetNode(", f.length, " bytes)");
         break;
@@ -131,7 +153,72 @@ Status CudaGraphCommandBuffer::BuildGraph() {
     segment.push_back(node);
     has_nodes_ = true;
   }
+  *tail = segment.empty() ? deps : segment;
   return Status::Ok();
+}
+
+CUDA_KERNEL_NODE_PARAMS CudaGraphCommandBuffer::RepeatParams(RepeatNodes& r, bool first) const {
+  CUDA_KERNEL_NODE_PARAMS p;
+  std::memset(&p, 0, sizeof(p));
+  p.func = *RepeatConditionKernel(*shared_);  // checked in OnRecorded
+  p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+  p.blockDimX = p.blockDimY = p.blockDimZ = 1;
+  // Parameters are copied when the node is added or updated: pointers into `r` suffice.
+  thread_local void* params[2][5];
+  void** q = params[first ? 0 : 1];
+  q[0] = &r.handle;
+  q[1] = &r.condition;
+  q[2] = &r.counter;
+  q[3] = &r.limit;
+  q[4] = first ? &r.first : &r.not_first;
+  p.kernelParams = q;
+  return p;
+}
+
+// enter -> WHILE{ body ops..., step }: see cuda_repeat_kernel.h.
+StatusOr<CUgraphNode> CudaGraphCommandBuffer::AddRepeatNode(CUgraph graph, size_t g,
+                                                            size_t index,
+                                                            const std::vector<CUgraphNode>& deps) {
+  const CudaApi& api = *shared_->api;
+  CudaRecording& recording = *graphs_[g].recording;
+  const RecordedRepeat& rep = recording.repeats()[index];
+  size_t body_graph = 0;  // graphs_ index of the body: bodies follow their parent, in order
+  for (size_t i = 1; i < graphs_.size(); ++i)
+    if (graphs_[i].recording == rep.body.get()) body_graph = i;
+  RepeatNodes r;
+  r.recording = &recording;
+  r.index = index;
+  r.condition = rep.condition;  // a slot's pointer is set at the first launch
+  r.counter = rep.counter;
+  r.limit = rep.command->max_iterations;
+  CUgraphConditionalHandle handle = 0;
+  HEXIR_CUDA_RETURN_IF_ERROR(
+      api, api.cuGraphConditionalHandleCreate(&handle, graph, shared_->context, 0, 0),
+      "cuGraphConditionalHandleCreate(repeat_while)");
+  r.handle = handle;
+  CUDA_KERNEL_NODE_PARAMS enter = RepeatParams(r, /*first=*/true);
+  HEXIR_CUDA_RETURN_IF_ERROR(
+      api, api.cuGraphAddKernelNode(&r.enter, graph, deps.data(), deps.size(), &enter),
+      "cuGraphAddKernelNode(repeat_while condition)");
+  CUgraphNodeParams params;
+  std::memset(&params, 0, sizeof(params));
+  params.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  params.conditional.handle = handle;
+  params.conditional.type = CU_GRAPH_COND_TYPE_WHILE;
+  params.conditional.size = 1;
+  params.conditional.ctx = shared_->context;
+  CUgraphNode node = nullptr;
+  HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphAddNode(&node, graph, &r.enter, nullptr, 1, &params),
+                             "cuGraphAddNode(repeat_while WHILE node)");
+  CUgraph body = params.conditional.phGraph_out[0];
+  std::vector<CUgraphNode> tail;
+  HEXIR_RETURN_IF_ERROR(AddOps(body, body_graph, {}, &tail));
+  CUDA_KERNEL_NODE_PARAMS step = RepeatParams(r, /*first=*/false);
+  HEXIR_CUDA_RETURN_IF_ERROR(
+      api, api.cuGraphAddKernelNode(&r.step, body, tail.data(), tail.size(), &step),
+      "cuGraphAddKernelNode(repeat_while step)");
+  repeat_nodes_.push_back(r);
+  return node;
 }
 
 // NCCL calls become graph nodes by stream capture: the collective is issued on a capturing
@@ -164,51 +251,116 @@ StatusOr<CUgraphNode> CudaGraphCommandBuffer::AddCollectiveNode(
 }
 
 Status CudaGraphCommandBuffer::Launch(const std::vector<BufferRef>& table, CUstream stream) {
-  if (recording_.indirect_on_device() || recording_.has_slot_collectives()) {
-    return LaunchOnStream(table, stream);
-  }
+  if (graphs_.empty()) return LaunchOnStream(table, stream);  // OnRecorded chose the stream
   if (!has_nodes_) return Status::Ok();  // nothing to run (CUDA graphs may not be empty)
-  std::vector<RecordedKernel>& kernels = recording_.kernels();
   // Indirect counts are read on the host now; a count only the device knows (a slot bound to
   // non-uniform memory) or an empty grid (a kernel node cannot launch none) runs this
   // submission as stream launches.
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    if (!kernels[i].indirect) continue;
-    HEXIR_ASSIGN_OR_RETURN(std::optional<Grid> wg, recording_.HostCount(kernels[i], table));
-    if (!wg || IsEmptyGrid(*wg)) return LaunchOnStream(table, stream);
-    HEXIR_RETURN_IF_ERROR(CheckGrid(kernels[i].name(), *wg));
-    nodes_[i].grid = *wg;
+  for (GraphKernels& g : graphs_) {
+    std::vector<RecordedKernel>& kernels = g.recording->kernels();
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      if (!kernels[i].indirect) continue;
+      HEXIR_ASSIGN_OR_RETURN(std::optional<Grid> wg, g.recording->HostCount(kernels[i], table));
+      if (!wg || IsEmptyGrid(*wg)) return LaunchOnStream(table, stream);
+      HEXIR_RETURN_IF_ERROR(CheckGrid(kernels[i].name(), *wg));
+      g.nodes[i].grid = *wg;
+    }
   }
   const CudaApi& api = *shared_->api;
   CudaCounters& counters = shared_->counters;
-  if (exec_ == nullptr) {
-    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphInstantiate(&exec_, graph_, 0),
-                               "cuGraphInstantiate(", kernels.size(), " kernel nodes)");
-    counters.graph_instantiations.fetch_add(1, std::memory_order_relaxed);
-  }
+  if (exec_ == nullptr) HEXIR_RETURN_IF_ERROR(Instantiate());
   // Steady state: the same buffers in every slot (uniform slots: their shadows), so no kernel
   // node needs looking at: one comparison per slot, into per-thread scratch (no allocation).
   thread_local std::vector<CUdeviceptr> pointers;
   HEXIR_RETURN_IF_ERROR(recording_.StageUniforms(table, stream, &pointers));
   bool slots_changed = last_table_ != pointers || exec_stale_;
   if (slots_changed) last_table_.assign(pointers.begin(), pointers.end());
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    if (!slots_changed && !recording_.has_indirect()) break;
-    RecordedKernel& k = kernels[i];
-    KernelNode& n = nodes_[i];
-    bool update = slots_changed && k.uses_slots && CudaRecording::ResolveSlotPointers(k, pointers);
-    update |= exec_stale_ || n.grid != n.exec_grid;
-    if (!update) continue;
-    n.exec_grid = n.grid;
-    CUDA_KERNEL_NODE_PARAMS p = NodeParams(i);
-    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphExecKernelNodeSetParams(exec_, n.node, &p),
-                               "cuGraphExecKernelNodeSetParams('", k.name(), "')");
-    counters.kernel_node_updates.fetch_add(1, std::memory_order_relaxed);
+  for (RepeatNodes& r : repeat_nodes_) {
+    HEXIR_ASSIGN_OR_RETURN(CUdeviceptr condition,
+                           r.recording->RepeatCondition(r.index, table, pointers));
+    if (condition == r.condition && !exec_stale_) continue;
+    r.condition = condition;
+    for (bool first : {true, false}) {
+      CUDA_KERNEL_NODE_PARAMS p = RepeatParams(r, first);
+      if (api.cuGraphExecKernelNodeSetParams(exec_, first ? r.enter : r.step, &p) ==
+          CUDA_SUCCESS) {
+        counters.kernel_node_updates.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        reinstantiate_ = true;  // the step kernel lives in the WHILE node's body
+      }
+    }
   }
+  for (size_t g = 0; g < graphs_.size() && !reinstantiate_; ++g) {
+    HEXIR_RETURN_IF_ERROR(UpdateKernels(g, slots_changed));
+  }
+  if (reinstantiate_) HEXIR_RETURN_IF_ERROR(RefreshAndInstantiate());
   exec_stale_ = false;
   HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphLaunch(exec_, stream), "cuGraphLaunch");
   counters.graph_launches.fetch_add(1, std::memory_order_relaxed);
   return recording_.TrackCollectives(stream);
+}
+
+Status CudaGraphCommandBuffer::Instantiate() {
+  const CudaApi& api = *shared_->api;
+  HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphInstantiate(&exec_, graph_, 0),
+                             "cuGraphInstantiate(", recording_.kernel_count(), " kernel nodes)");
+  shared_->counters.graph_instantiations.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Status CudaGraphCommandBuffer::UpdateKernels(size_t g, bool slots_changed) {
+  const CudaApi& api = *shared_->api;
+  CudaCounters& counters = shared_->counters;
+  GraphKernels& graph = graphs_[g];
+  std::vector<RecordedKernel>& kernels = graph.recording->kernels();
+  if (!slots_changed && !graph.recording->has_indirect()) return Status::Ok();
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    RecordedKernel& k = kernels[i];
+    KernelNode& n = graph.nodes[i];
+    bool update = slots_changed && k.uses_slots && CudaRecording::ResolveSlotPointers(k, last_table_);
+    update |= exec_stale_ || n.grid != n.exec_grid;
+    if (!update) continue;
+    n.exec_grid = n.grid;
+    CUDA_KERNEL_NODE_PARAMS p = NodeParams(g, i);
+    CUresult r = api.cuGraphExecKernelNodeSetParams(exec_, n.node, &p);
+    if (r != CUDA_SUCCESS && g > 0) {
+      reinstantiate_ = true;  // a repeat body's node: RefreshAndInstantiate
+      continue;
+    }
+    HEXIR_CUDA_RETURN_IF_ERROR(api, r, "cuGraphExecKernelNodeSetParams('", k.name(), "')");
+    counters.kernel_node_updates.fetch_add(1, std::memory_order_relaxed);
+  }
+  return Status::Ok();
+}
+
+// The driver refused to update a node inside a conditional body of the instantiated graph:
+// every node of the template takes its current parameters and the graph is instantiated
+// again (launches already queued keep the old executable graph until they ran).
+Status CudaGraphCommandBuffer::RefreshAndInstantiate() {
+  const CudaApi& api = *shared_->api;
+  for (size_t g = 0; g < graphs_.size(); ++g) {
+    std::vector<RecordedKernel>& kernels = graphs_[g].recording->kernels();
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      KernelNode& n = graphs_[g].nodes[i];
+      if (kernels[i].uses_slots) CudaRecording::ResolveSlotPointers(kernels[i], last_table_);
+      n.exec_grid = n.grid;
+      CUDA_KERNEL_NODE_PARAMS p = NodeParams(g, i);
+      HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphKernelNodeSetParams(n.node, &p),
+                                 "cuGraphKernelNodeSetParams('", kernels[i].name(), "')");
+    }
+  }
+  for (RepeatNodes& r : repeat_nodes_) {
+    for (bool first : {true, false}) {
+      CUDA_KERNEL_NODE_PARAMS p = RepeatParams(r, first);
+      HEXIR_CUDA_RETURN_IF_ERROR(api,
+                                 api.cuGraphKernelNodeSetParams(first ? r.enter : r.step, &p),
+                                 "cuGraphKernelNodeSetParams(repeat_while condition)");
+    }
+  }
+  api.cuGraphExecDestroy(exec_);
+  exec_ = nullptr;
+  reinstantiate_ = false;
+  return Instantiate();
 }
 
 StatusOr<GraphInfo> CudaGraphCommandBuffer::Describe() const {

@@ -3,6 +3,12 @@
 // cuGraphLaunch. A new binding table or indirect count updates only the kernel nodes whose
 // pointers or grid changed (cuGraphExecKernelNodeSetParams); never re-instantiated.
 //
+// A repeat_while is a conditional WHILE node (CUDA 12.4+, cuda_repeat_kernel.h): an enter
+// kernel sets its handle from the condition before the node, the body graph holds the body's
+// nodes and ends with a step kernel that sets it again; the whole loop is part of the one
+// graph launch. Where conditional nodes are unavailable (RepeatConditionKernel's reasons), a
+// command buffer holding a repeat runs as stream launches with a host loop instead.
+//
 // Collectives (NCCL) on direct buffers are captured into child graph nodes at Finalize.
 // What a graph cannot express runs as stream launches of the same recording (cuda_recording.h):
 // a direct indirect count in device memory or a collective on binding-table slots (every
@@ -45,17 +51,47 @@ class CudaGraphCommandBuffer final : public CudaCommandBuffer {
     Grid grid = {1, 1, 1};
     Grid exec_grid = {1, 1, 1};
   };
+  // Kernel nodes of one recording: [0] the command buffer's own, then each repeat body's.
+  struct GraphKernels {
+    CudaRecording* recording = nullptr;
+    std::vector<KernelNode> nodes;  // per recorded kernel
+  };
+  // A repeat's two condition kernels (enter before the WHILE node, step at its body's end) and
+  // their parameters: handle, condition pointer, counter pointer, limit, first.
+  struct RepeatNodes {
+    CudaRecording* recording = nullptr;
+    size_t index = 0;  // into recording->repeats()
+    CUgraphNode enter = nullptr, step = nullptr;
+    uint64_t handle = 0, condition = 0, counter = 0;
+    uint32_t limit = 0, first = 1, not_first = 0;
+  };
   Status BuildGraph() REQUIRES(mu_);
+  // Adds the ops of graphs_[g].recording to `graph` after `deps`; `tail` receives the nodes
+  // everything after them must wait for.
+  Status AddOps(CUgraph graph, size_t g, std::vector<CUgraphNode> deps,
+                std::vector<CUgraphNode>* tail) REQUIRES(mu_);
+  StatusOr<CUgraphNode> AddRepeatNode(CUgraph graph, size_t g, size_t index,
+                                      const std::vector<CUgraphNode>& deps) REQUIRES(mu_);
+  CUDA_KERNEL_NODE_PARAMS RepeatParams(RepeatNodes& r, bool first) const REQUIRES(mu_);
+  Status Instantiate() REQUIRES(mu_);
+  // Brings the kernel nodes of graphs_[g] up to date in the executable graph for this launch
+  // (slot pointers: last_table_); a refused update inside a repeat body sets reinstantiate_.
+  Status UpdateKernels(size_t g, bool slots_changed) REQUIRES(mu_);
+  Status RefreshAndInstantiate() REQUIRES(mu_);
   StatusOr<CUgraphNode> AddCollectiveNode(size_t index, const std::vector<CUgraphNode>& deps)
       REQUIRES(mu_);
-  CUDA_KERNEL_NODE_PARAMS NodeParams(size_t kernel) const REQUIRES(mu_);
+  CUDA_KERNEL_NODE_PARAMS NodeParams(size_t g, size_t kernel) const REQUIRES(mu_);
   // Stream launches of the recording, which change the kernels' parameters under the graph.
   Status LaunchOnStream(const std::vector<BufferRef>& table, CUstream stream) REQUIRES(mu_) {
     exec_stale_ = true;
     return recording_.LaunchOnStream(table, stream);
   }
 
-  std::vector<KernelNode> nodes_ GUARDED_BY(mu_);  // per recorded kernel
+  std::vector<GraphKernels> graphs_ GUARDED_BY(mu_);
+  std::vector<RepeatNodes> repeat_nodes_ GUARDED_BY(mu_);
+  // A node of a repeat body could not be updated in the instantiated graph: the template was
+  // updated instead and the next launch instantiates again.
+  bool reinstantiate_ GUARDED_BY(mu_) = false;
   bool has_nodes_ GUARDED_BY(mu_) = false;
   // Slot pointers of the last graph launch.
   std::vector<CUdeviceptr> last_table_ GUARDED_BY(mu_);

@@ -61,6 +61,8 @@ CudaRecording::~CudaRecording() {
   if (scratch_) api.cuMemFree(scratch_);
   if (status_host_) api.cuMemFreeHost(const_cast<hexir_kernel_status_t*>(status_host_));
   if (count_host_) api.cuMemFreeHost(count_host_);
+  if (condition_host_) api.cuMemFreeHost(condition_host_);
+  if (repeat_counters_) api.cuMemFree(repeat_counters_);
   for (CUevent e : profile_events_) api.cuEventDestroy(e);
   // Launches that read them are ordered before these frees on the device stream.
   for (const Shadow& sh : shadows_)
@@ -159,7 +161,19 @@ Status CudaRecording::Build(const std::vector<Command>& commands) {
       ops_.push_back({RecordedOp::kFill, fills_.size()});
       fills_.push_back({DevicePtr(*f->target) + f->offset, f->length, f->pattern & mask,
                         f->pattern_size});
+    } else if (auto* r = std::get_if<RepeatCommand>(&c)) {
+      HEXIR_RETURN_IF_ERROR(AddRepeat(*r));
     }
+  }
+  if (!repeats_.empty()) {
+    const size_t bytes = 4 * repeats_.size();
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuMemAlloc(&repeat_counters_, bytes),
+                               "cuMemAlloc(", bytes, " bytes, repeat counters)");
+    for (size_t i = 0; i < repeats_.size(); ++i) repeats_[i].counter = repeat_counters_ + 4 * i;
+    void* host = nullptr;
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuMemHostAlloc(&host, 64, 0),
+                               "cuMemHostAlloc(repeat condition readback)");
+    condition_host_ = static_cast<int32_t*>(host);
   }
   if (has_indirect_) {
     void* host = nullptr;
@@ -187,6 +201,70 @@ Status CudaRecording::Build(const std::vector<Command>& commands) {
       k.values.back() = status_device_ + sizeof(hexir_kernel_status_t) * k.status_index;
     k.params.resize(k.values.size());
     for (size_t i = 0; i < k.values.size(); ++i) k.params[i] = &k.values[i];
+  }
+  return Status::Ok();
+}
+
+Status CudaRecording::AddRepeat(const RepeatCommand& r) {
+  RecordedRepeat rep;
+  rep.command = &r;
+  if (r.condition.is_slot()) {
+    rep.condition_slot = static_cast<int32_t>(r.condition.slot);
+    rep.condition_offset = r.condition.offset;
+  } else {
+    if (!AsCudaBuffer(r.condition.buffer.get())) {
+      return InvalidArgument("cuda command buffer: repeat_while: the condition buffer is not a "
+                             "CUDA buffer");
+    }
+    rep.condition = DevicePtr(*r.condition.buffer) + r.condition.offset;
+  }
+  rep.body = std::make_unique<CudaRecording>(shared_);
+  HEXIR_RETURN_IF_ERROR(rep.body->Build(r.body->commands()).WithContext("repeat_while body"));
+  has_indirect_ |= rep.body->has_indirect_;
+  body_status_words_ |= rep.body->has_status_words();
+  indirect_on_device_ |= rep.body->indirect_on_device_;
+  ops_.push_back({RecordedOp::kBarrier, 0});  // it runs alone
+  ops_.push_back({RecordedOp::kRepeat, repeats_.size()});
+  ops_.push_back({RecordedOp::kBarrier, 0});
+  repeats_.push_back(std::move(rep));
+  return Status::Ok();
+}
+
+StatusOr<CUdeviceptr> CudaRecording::RepeatCondition(
+    size_t index, const std::vector<BufferRef>& table,
+    const std::vector<CUdeviceptr>& pointers) const {
+  const RecordedRepeat& rep = repeats_[index];
+  if (rep.condition_slot < 0) return rep.condition;
+  const BufferRef& r = table[rep.condition_slot];
+  if (r.length < rep.condition_offset + kRepeatConditionSize) {
+    return OutOfRange("repeat_while: the condition at byte ", rep.condition_offset,
+                      " of binding table slot ", rep.condition_slot, " lies outside its ",
+                      r.length, "-byte range");
+  }
+  return pointers[rep.condition_slot] + rep.condition_offset;
+}
+
+size_t CudaRecording::kernel_count() const {
+  size_t n = kernels_.size();
+  for (const RecordedRepeat& rep : repeats_) n += rep.body->kernel_count();
+  return n;
+}
+
+Status CudaRecording::LaunchRepeatOnStream(size_t index, const std::vector<BufferRef>& table,
+                                           const std::vector<CUdeviceptr>& pointers,
+                                           CUstream stream) {
+  const CudaApi& api = *shared_->api;
+  RecordedRepeat& rep = repeats_[index];
+  HEXIR_ASSIGN_OR_RETURN(CUdeviceptr condition, RepeatCondition(index, table, pointers));
+  for (uint32_t i = 0; i < rep.command->max_iterations; ++i) {
+    HEXIR_CUDA_RETURN_IF_ERROR(
+        api, api.cuMemcpyDtoHAsync(condition_host_, condition, kRepeatConditionSize, stream),
+        "cuMemcpyDtoHAsync(repeat_while condition)");
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuStreamSynchronize(stream),
+                               "cuStreamSynchronize(repeat_while condition)");
+    shared_->counters.transfer_synchronizations.fetch_add(1, std::memory_order_relaxed);
+    if (*condition_host_ == 0) break;
+    HEXIR_RETURN_IF_ERROR(rep.body->LaunchOps(table, pointers, stream, /*profiling=*/false));
   }
   return Status::Ok();
 }
@@ -396,14 +474,22 @@ Status CudaRecording::LaunchProfiled(const std::vector<BufferRef>& table, CUstre
   return Status::Ok();
 }
 
-// One stream serializes everything, so barriers need no work here.
 Status CudaRecording::Launch(const std::vector<BufferRef>& table, CUstream stream,
                              bool profiling) {
-  const CudaApi& api = *shared_->api;
   // Uniform slots read from their device shadows here too, so stream launches (and the
   // profiled launches hexir-bench times) run the kernels exactly as a graph launch does.
   std::vector<CUdeviceptr> pointers;
   HEXIR_RETURN_IF_ERROR(StageUniforms(table, stream, &pointers));
+  HEXIR_RETURN_IF_ERROR(LaunchOps(table, pointers, stream, profiling));
+  return TrackCollectives(stream);
+}
+
+// One stream serializes everything, so barriers need no work here. A repeat body's kernels
+// are launched unprofiled (the profiler sees the kernels outside device loops).
+Status CudaRecording::LaunchOps(const std::vector<BufferRef>& table,
+                                const std::vector<CUdeviceptr>& pointers, CUstream stream,
+                                bool profiling) {
+  const CudaApi& api = *shared_->api;
   for (const RecordedOp& op : ops_) {
     if (op.kind == RecordedOp::kKernel) {
       RecordedKernel& k = kernels_[op.index];
@@ -445,6 +531,8 @@ Status CudaRecording::Launch(const std::vector<BufferRef>& table, CUstream strea
       }
     } else if (op.kind == RecordedOp::kCollective) {
       HEXIR_RETURN_IF_ERROR(IssueCollective(op.index, &table, &pointers, stream));
+    } else if (op.kind == RecordedOp::kRepeat) {
+      HEXIR_RETURN_IF_ERROR(LaunchRepeatOnStream(op.index, table, pointers, stream));
     } else if (op.kind == RecordedOp::kFill) {
       const RecordedFill& f = fills_[op.index];
       CUresult r = f.pattern_size == 1
@@ -458,7 +546,7 @@ Status CudaRecording::Launch(const std::vector<BufferRef>& table, CUstream strea
                                  " bytes)");
     }
   }
-  return TrackCollectives(stream);
+  return Status::Ok();
 }
 
 Status CudaRecording::CheckKernelStatus() {
@@ -483,6 +571,10 @@ Status CudaRecording::CheckKernelStatus() {
   for (const RecordedCollective& r : collectives_) {
     if (!first.ok()) break;
     first = r.channel->failure();
+  }
+  for (RecordedRepeat& rep : repeats_) {
+    Status body = rep.body->CheckKernelStatus();  // also resets the body's records
+    if (first.ok()) first = std::move(body);
   }
   return first;
 }

@@ -7,8 +7,8 @@
 // device knows, a zero count) and for profiling.
 //
 // Ownership: owns the overlap scratch buffer of self-overlapping copies, the pinned kernel
-// status records (hal/kernel_status.h), the pinned indirect-count readback and the device-side shadows of uniform
-// slots; references (does not retain) the commands of its command buffer, which outlives it.
+// status records (hal/kernel_status.h), the pinned indirect-count readback, the device-side shadows of uniform
+// slots, each repeat's body recording, the repeat counters and the pinned condition readback; references (does not retain) the commands of its command buffer, which outlives it.
 // Thread-safety: none; the owning command buffer serializes Build, launches and status checks.
 #pragma once
 
@@ -66,9 +66,21 @@ struct RecordedCollective {
   CUdeviceptr send = 0, recv = 0;  // direct buffers (0 for a slot or no buffer)
   bool uses_slots = false;
 };
+class CudaRecording;
+// A repeat_while (RepeatCommand): its body recorded on its own (owned), the condition (a
+// direct device pointer, or a slot and offset resolved at each launch) and a device counter
+// of the iterations run (cuda_repeat_kernel.h). Recorded between two barriers (it runs alone).
+struct RecordedRepeat {
+  const RepeatCommand* command = nullptr;
+  std::unique_ptr<CudaRecording> body;
+  CUdeviceptr condition = 0;  // direct condition; 0 for a slot
+  int32_t condition_slot = -1;
+  uint64_t condition_offset = 0;
+  CUdeviceptr counter = 0;  // 4 bytes of the recording's counter block
+};
 struct RecordedOp {
-  enum Kind { kKernel, kCopy, kFill, kBarrier, kCollective } kind;
-  size_t index;  // into kernels() / copies() / fills() / collectives()
+  enum Kind { kKernel, kCopy, kFill, kBarrier, kCollective, kRepeat } kind;
+  size_t index;  // into kernels() / copies() / fills() / collectives() / repeats()
 };
 
 // InvalidArgument naming the dispatch when `grid` exceeds CUDA's (2^31-1)x65535x65535.
@@ -93,6 +105,14 @@ class CudaRecording {
   const std::vector<RecordedCopy>& copies() const { return copies_; }
   const std::vector<RecordedFill>& fills() const { return fills_; }
   const std::vector<RecordedCollective>& collectives() const { return collectives_; }
+  std::vector<RecordedRepeat>& repeats() { return repeats_; }
+  bool has_repeats() const { return !repeats_.empty(); }
+  // The condition's device pointer of repeat `index` for this launch (`pointers`: each slot's,
+  // StageUniforms). Errors: the 4 bytes lie outside the slot's range.
+  StatusOr<CUdeviceptr> RepeatCondition(size_t index, const std::vector<BufferRef>& table,
+                                        const std::vector<CUdeviceptr>& pointers) const;
+  // Kernels per execution, repeat bodies' kernels counted once.
+  size_t kernel_count() const;
   bool has_collectives() const { return !collectives_.empty(); }
   // A collective reads or writes a binding-table slot: a graph cannot hold it (its pointers
   // are captured), so such command buffers run as stream launches.
@@ -107,7 +127,7 @@ class CudaRecording {
   bool has_indirect() const { return has_indirect_; }
   // A direct count in device memory: only stream launches can read it.
   bool indirect_on_device() const { return indirect_on_device_; }
-  bool has_status_words() const { return status_count_ > 0; }
+  bool has_status_words() const { return status_count_ > 0 || body_status_words_; }
 
   // Copies the uniform entries of `table` (kMemoryUniform, host-visible, at most 64 KiB) into
   // their device-side shadows (stream order) and fills `pointers` with every slot's device
@@ -140,7 +160,15 @@ class CudaRecording {
 
  private:
   Status AddDispatch(const DispatchCommand& d);
+  Status AddRepeat(const RepeatCommand& r);
   Status Launch(const std::vector<BufferRef>& table, CUstream stream, bool profiling);
+  // Every op with the slot pointers already staged (a repeat body shares its parent's).
+  Status LaunchOps(const std::vector<BufferRef>& table, const std::vector<CUdeviceptr>& pointers,
+                   CUstream stream, bool profiling);
+  // A repeat as a host loop: the condition copied back before each iteration (one host
+  // synchronization each), the body launched on the stream.
+  Status LaunchRepeatOnStream(size_t index, const std::vector<BufferRef>& table,
+                              const std::vector<CUdeviceptr>& pointers, CUstream stream);
   // The count of an indirect kernel for a stream launch: read on the host, or copied back.
   StatusOr<Grid> StreamCount(const RecordedKernel& k, const std::vector<BufferRef>& table,
                              CUstream stream);
@@ -151,7 +179,11 @@ class CudaRecording {
   std::vector<RecordedCopy> copies_;
   std::vector<RecordedFill> fills_;
   std::vector<RecordedCollective> collectives_;
+  std::vector<RecordedRepeat> repeats_;
+  CUdeviceptr repeat_counters_ = 0;   // 4 bytes per repeat
+  int32_t* condition_host_ = nullptr;  // pinned: a repeat's condition read back on the host
   bool has_slot_collectives_ = false;
+  bool body_status_words_ = false;  // a repeat body's kernels report status
   Status AddCollective(const CollectiveCommand& c);
   uint64_t scratch_size_ = 0;
   bool has_indirect_ = false;
