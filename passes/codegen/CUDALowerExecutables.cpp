@@ -18,6 +18,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/codegen/CUDAColumnReduce.h"
 #include "passes/codegen/CUDADecodeAttention.h"
+#include "passes/codegen/CUDAMatmul.h"
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/codegen/CUDAWarpReduce.h"
 #include "passes/codegen/KernelChecks.h"
@@ -417,6 +418,11 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       if (!shape || failed(cuda::LowerDecodeAttention(kernel, *shape))) return failure();
       cluster = shape->splits;
       kernel->removeAttr(cuda::kDecodeAttentionAttr);
+    }
+    if (auto words = kernel->getAttrOfType<DenseI64ArrayAttr>(cuda::kTensorCoreMatmulAttr)) {
+      std::optional<cuda::TensorCoreMatmul> shape = cuda::TensorCoreMatmul::decode(words.asArrayRef());
+      if (!shape || failed(cuda::LowerTensorCoreMatmul(kernel, *shape))) return failure();
+      kernel->removeAttr(cuda::kTensorCoreMatmulAttr);
     }
     if (failed(allocationsToStack(kernel))) return failure();
     if (auto lanes = kernel->getAttrOfType<IntegerAttr>("hexir.cuda.lanes")) {
