@@ -43,6 +43,9 @@ struct TensorCoreMatmul {
   bool aligned = true;  // rows of A and B start 16-byte aligned: cp.async chunks
 
   int64_t threads() const { return 32 * warpsM * warpsN; }
+  // Blocks per SM the entry asks registers for (`.minnctapersm`): two of the 8-warp tile
+  // (128 registers a thread instead of ~165: 16 warps per SM), 0 (no bound) otherwise.
+  int64_t minBlocksPerSM() const { return threads() == 256 ? 2 : 0; }
   // Elements of one operand type in one shared stage (A tile + B tile).
   int64_t stageElements() const { return (tileM + tileN) * kMatmulTileK; }
   std::vector<int64_t> encode() const;

@@ -114,15 +114,16 @@ class MatmulKernel {
                                b.getI8Type(), base, ArrayRef<LLVM::GEPArg>{bytes});
   }
 
-  // Element offsets inside one stage. A tile [tileM][32] (and B^T [tileN][32]): 4 chunks a
-  // row, chunk c of row r at c ^ ((r >> 1) & 3). B tile [32][tileN]: chunk c at c ^ (r & 7).
-  Value kMajorOffset(Value row, Value chunk) {
-    Value swizzle = rem(div(row, idx(2)), idx(4));
-    return add(mul(row, idx(kTileK)), mul(xori(chunk, swizzle), idx(kChunk)));
+  // Element offsets inside one stage: chunk c of row r of a tile whose rows hold
+  // `rowElements` (32, 64 or 128). Rows of 4 chunks (A [tileM][32], B^T [tileN][32]):
+  // c ^ ((r >> 1) & 3); of 8 or 16 chunks (B [32][tileN]): c ^ (r & 7). Either
+  // way the 8 rows one ldmatrix matrix reads fall in 8 different 16-byte bank groups.
+  Value swizzledOffset(Value row, Value chunk, int64_t rowElements) {
+    Value swizzle = rowElements / kChunk >= 8 ? rem(row, idx(8)) : rem(div(row, idx(2)), idx(4));
+    return add(mul(row, idx(rowElements)), mul(xori(chunk, swizzle), idx(kChunk)));
   }
-  Value nMajorOffset(Value row, Value chunk) {
-    return add(mul(row, idx(s.tileN)), mul(xori(chunk, rem(row, idx(8))), idx(kChunk)));
-  }
+  Value kMajorOffset(Value row, Value chunk) { return swizzledOffset(row, chunk, kTileK); }
+  Value nMajorOffset(Value row, Value chunk) { return swizzledOffset(row, chunk, s.tileN); }
   int64_t stageElements() const { return s.stageElements(); }
   int64_t bTileOffset() const { return s.tileM * kTileK; }
 

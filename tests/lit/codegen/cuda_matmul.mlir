@@ -43,6 +43,7 @@
 // LOWER:           llvm.store %{{.+}}, %{{.+}} : bf16, !llvm.ptr
 // LOWER:         llvm.func @mm_bias(
 // LOWER-SAME:      nvvm.maxntid = array<i32: 128, 1, 1>
+// LOWER-NOT:       nvvm.minctasm
 hexir.executable @mm_bias {
   builtin.module {
     func.func @mm_bias(%a: tensor<256x512xbf16>, %b: tensor<512x384xbf16>, %bias: tensor<384xf32>, %o: tensor<256x384xbf16>) -> tensor<256x384xbf16> {
@@ -78,8 +79,9 @@ hexir.executable @mm_bias {
 // LOWER:           nvvm.cp.async.wait.group 1
 // LOWER-NOT:       layout = #nvvm.mma_layout<col>
 // LOWER:           nvvm.mma.sync {{.+}} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// The 8-warp tile asks for 2 blocks per SM (128 registers a thread).
 // LOWER:         llvm.func @mm_dyn(
-// LOWER-SAME:      nvvm.maxntid = array<i32: 256, 1, 1>
+// LOWER-SAME:      nvvm.maxntid = array<i32: 256, 1, 1>, nvvm.minctasm = 2 : i32
 hexir.executable @mm_dyn {
   builtin.module {
     func.func @mm_dyn(%a: tensor<?x96xf16>, %b: tensor<200x96xf16>, %o: tensor<?x200xf32>) -> tensor<?x200xf32> {
