@@ -37,6 +37,11 @@ bench_bin="${HEXIR_BIN:+$HEXIR_BIN/hexir-bench}"; bench_bin="${bench_bin:-bazel-
 if [ "$size" = full ]; then
   CASES=(
     "gemm_bf16_8192|gemm|M=8192 N=8192 K=8192 T=bf16 ACC=f32|8192x8192xbf16=0.01;8192x8192xbf16=0.01"
+    "gemm_f16_8192|gemm|M=8192 N=8192 K=8192 T=f16 ACC=f32|8192x8192xf16=0.01;8192x8192xf16=0.01"
+    "prefill_bf16_128x2048x2048|gemm|M=128 N=2048 K=2048 T=bf16 ACC=f32|128x2048xbf16=0.01;2048x2048xbf16=0.01"
+    "prefill_bf16_512x2048x2048|gemm|M=512 N=2048 K=2048 T=bf16 ACC=f32|512x2048xbf16=0.01;2048x2048xbf16=0.01"
+    "prefill_bf16_128x2048x5632|gemm|M=128 N=5632 K=2048 T=bf16 ACC=f32|128x2048xbf16=0.01;2048x5632xbf16=0.01"
+    "prefill_bf16_512x2048x5632|gemm|M=512 N=5632 K=2048 T=bf16 ACC=f32|512x2048xbf16=0.01;2048x5632xbf16=0.01"
     "gemm_f32_4096|gemm|M=4096 N=4096 K=4096 T=f32 ACC=f32|4096x4096xf32=0.01;4096x4096xf32=0.01"
     "gemv_bf16_4096x4096|gemm|M=1 N=4096 K=4096 T=bf16 ACC=f32|1x4096xbf16=0.01;4096x4096xbf16=0.01"
     "gemv_bf16_4096x14336|gemm|M=1 N=14336 K=4096 T=bf16 ACC=f32|1x4096xbf16=0.01;4096x14336xbf16=0.01"

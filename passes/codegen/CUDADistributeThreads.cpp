@@ -20,6 +20,7 @@
 #include "mlir/Interfaces/TilingInterface.h"
 #include "passes/codegen/CUDAColumnReduce.h"
 #include "passes/codegen/CUDADecodeAttention.h"
+#include "passes/codegen/CUDAMatmul.h"
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/codegen/CUDAWarpReduce.h"
 #include "passes/codegen/KernelLoweringUtils.h"
@@ -64,6 +65,10 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
         exe->setAttr(codegen::kWorkgroupCountAttr,
                      DenseI64ArrayAttr::get(ctx, {attention->kvHeads * attention->splits, 1, 1}));
         exe->setAttr("hexir.cuda.block_size", DenseI64ArrayAttr::get(ctx, {attention->threads, 1, 1}));
+        continue;
+      }
+      if (auto matmul = cuda::MatchTensorCoreMatmul(kernel)) {  // CUDAMatmul.h
+        cuda::ScheduleTensorCoreMatmul(kernel, *matmul);
         continue;
       }
       int64_t points = 1, lanes = 1;

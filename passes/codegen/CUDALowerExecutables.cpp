@@ -18,6 +18,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/codegen/CUDAColumnReduce.h"
 #include "passes/codegen/CUDADecodeAttention.h"
+#include "passes/codegen/CUDAMatmul.h"
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/codegen/CUDAWarpReduce.h"
 #include "passes/codegen/KernelChecks.h"
@@ -411,12 +412,18 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     if (failed(bufferized)) return failure();
     kernel = *bufferized;
     SmallVector<Type> signature(kernel.getArgumentTypes());
-    int64_t cluster = 1;
+    int64_t cluster = 1, minBlocks = 0;
     if (auto words = kernel->getAttrOfType<DenseI64ArrayAttr>(cuda::kDecodeAttentionAttr)) {
       std::optional<cuda::DecodeAttention> shape = cuda::DecodeAttention::decode(words.asArrayRef());
       if (!shape || failed(cuda::LowerDecodeAttention(kernel, *shape))) return failure();
       cluster = shape->splits;
       kernel->removeAttr(cuda::kDecodeAttentionAttr);
+    }
+    if (auto words = kernel->getAttrOfType<DenseI64ArrayAttr>(cuda::kTensorCoreMatmulAttr)) {
+      std::optional<cuda::TensorCoreMatmul> shape = cuda::TensorCoreMatmul::decode(words.asArrayRef());
+      if (!shape || failed(cuda::LowerTensorCoreMatmul(kernel, *shape))) return failure();
+      minBlocks = shape->minBlocksPerSM();
+      kernel->removeAttr(cuda::kTensorCoreMatmulAttr);
     }
     if (failed(allocationsToStack(kernel))) return failure();
     if (auto lanes = kernel->getAttrOfType<IntegerAttr>("hexir.cuda.lanes")) {
@@ -447,7 +454,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     kernel->removeAttr("hexir.cuda.thread_count");
     kernel->removeAttr("hexir.cuda.block_size");
     if (failed(runPipeline(*nvvm, inner))) return failure();
-    return buildEntry(exe, gpuModule, signature, block, cluster);
+    return buildEntry(exe, gpuModule, signature, block, cluster, minBlocks);
   }
 
   // extern "C" __global__ void <name>(void* binding0, ..., [void* params]): memref argument
@@ -457,8 +464,9 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
   // (passes/codegen/CPULowerExecutables.cpp), so the host program is target-independent.
   // No push constants are used (ABI v1 would append them as uint32_t after the bindings).
   // `cluster` > 1: blocks run in clusters of that many along x (`.reqnctapercluster`).
+  // `minBlocks` > 0: registers are capped so that many blocks fit an SM (`.minnctapersm`).
   LogicalResult buildEntry(ExecutableOp exe, gpu::GPUModuleOp gpuModule, ArrayRef<Type> signature,
-                           int64_t block, int64_t cluster) {
+                           int64_t block, int64_t cluster, int64_t minBlocks) {
     MLIRContext* ctx = &getContext();
     auto impl = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(exe.getSymName());
     if (!impl) return exe.emitError("lowered kernel not found");
@@ -486,6 +494,8 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     if (cluster > 1)
       entry->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
                      b.getDenseI32ArrayAttr({(int32_t)cluster, 1, 1}));
+    if (minBlocks > 0)
+      entry->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(minBlocks));
     // Binding pointers are 64-byte aligned (hal/drivers/cuda/README.md); 16 is what the
     // load/store vectorizer needs for 128-bit accesses.
     for (unsigned i = 0; i < params.size(); ++i) {

@@ -1,0 +1,72 @@
+// Tensor-core GEMM on CUDA (f16/bf16 operands, f32 accumulation), shared by
+// CUDADistributeThreads (which recognizes the kernel and picks tile and launch) and
+// CUDALowerExecutables (which replaces the bufferized body):
+//   C[b][m][n] = init + sum_k A[b][m][k] B[b][k][n]      (or B[b][n][k]: "transposed B")
+//   out        = epilogue(C)                                (the elementwise generics fused
+//                                                             after the contraction: bias,
+//                                                             activation, residual, casts)
+// for a linalg.matmul / batch_matmul / matmul-shaped linalg.generic with f16 or bf16 kernel
+// arguments as A and B, an f32 result initialized by a linalg.fill, and M dynamic or > 16
+// (M <= 16 stays on the GEMV kernels).
+//
+// The kernel: one block per BM x BN output tile (a grid-stride loop over the tiles, grouped
+// 8 tile rows at a time so that a wave's A rows and B columns stay in L2); 32-deep k tiles
+// staged through `stages` shared-memory buffers filled by cp.async (16-byte chunks, zero
+// filled past M, N, K; plain loads when rows are not 16-byte aligned); XOR-swizzled rows so
+// that ldmatrix reads are free of bank conflicts; each warp owns a (BM / warpsM) x
+// (BN / warpsN) sub-tile of m16n8k16 `mma.sync` accumulators in registers; the epilogue
+// applies the fused generics to each accumulator and stores it (bounds-checked).
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace hexir::cuda {
+
+// The k depth of one shared-memory stage.
+inline constexpr int64_t kMatmulTileK = 32;
+// Shared memory the kernel may use (the static limit without opting in).
+inline constexpr int64_t kMaxMatmulSharedBytes = 48 * 1024;
+// Largest M left to the GEMV kernels.
+inline constexpr int64_t kMaxGemvRows = 16;
+
+struct TensorCoreMatmul {
+  int64_t batch = 1;       // static; 1 when the op has no batch loop
+  int64_t m = -1;          // -1: dynamic
+  int64_t n = 0, k = 0;    // static
+  bool transposedB = false;  // B is [N][K]
+  bool f16 = false;          // else bf16
+  int64_t a = 0, b = 0;      // argument numbers of A and B
+  int64_t tileM = 128, tileN = 128, warpsM = 2, warpsN = 4, stages = 3;
+  bool aligned = true;  // rows of A and B start 16-byte aligned: cp.async chunks
+
+  int64_t threads() const { return 32 * warpsM * warpsN; }
+  // Blocks per SM the entry asks registers for (`.minnctapersm`): two of the 8-warp tile
+  // (128 registers a thread instead of ~165: 16 warps per SM), 0 (no bound) otherwise.
+  int64_t minBlocksPerSM() const { return threads() == 256 ? 2 : 0; }
+  // Elements of one operand type in one shared stage (A tile + B tile).
+  int64_t stageElements() const { return (tileM + tileN) * kMatmulTileK; }
+  std::vector<int64_t> encode() const;
+  static std::optional<TensorCoreMatmul> decode(llvm::ArrayRef<int64_t> words);
+};
+
+// The kernel attribute carrying TensorCoreMatmul::encode() from distribution to lowering.
+inline constexpr char kTensorCoreMatmulAttr[] = "hexir.cuda.tensor_core_matmul";
+
+// The matmul of `kernel` (tensor form, before distribution) with tile and launch chosen, or
+// nullopt when the kernel is not the computation above (a remark on the kernel says why
+// when its contraction has f16/bf16 operands). Tiles: 128x128 (8 warps), 128x64, 64x64
+// (4 warps), the first giving >= 120 tiles (about one wave on the H200's 132 SMs), else
+// 64x64; stages: as many as fit 48 KiB, at most 4.
+std::optional<TensorCoreMatmul> MatchTensorCoreMatmul(mlir::func::FuncOp kernel);
+
+// Records the launch of `shape` on `kernel`'s executable (block size, workgroup count:
+// static, or from M's parameter word) and the kernel attributes lowering reads.
+void ScheduleTensorCoreMatmul(mlir::func::FuncOp kernel, const TensorCoreMatmul& shape);
+
+// Replaces the body of the bufferized `kernel` with the tensor-core kernel above.
+mlir::LogicalResult LowerTensorCoreMatmul(mlir::func::FuncOp kernel, const TensorCoreMatmul& shape);
+
+}  // namespace hexir::cuda

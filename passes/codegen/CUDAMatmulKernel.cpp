@@ -1,0 +1,433 @@
+// The tensor-core GEMM kernel of CUDAMatmul.h, built over the bufferized kernel's arguments:
+// cp.async stages, ldmatrix fragments, mma.sync m16n8k16 accumulators, the fused epilogue.
+#include <functional>
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "passes/codegen/CUDAColumnReduce.h"
+#include "passes/codegen/CUDAMatmul.h"
+
+namespace hexir::cuda {
+using namespace mlir;
+
+namespace {
+constexpr int64_t kTileK = kMatmulTileK;
+constexpr int64_t kChunk = 8;       // elements per 16-byte chunk
+constexpr int64_t kGroupRows = 8;   // tile rows walked together (L2 reuse)
+
+// What the bufferized body computes, found again after bufferization: A, B, the fill value
+// of the accumulator, the epilogue generics in order, the result buffer.
+struct MatmulBody {
+  Value a, b;
+  Value init;                         // f32 scalar
+  Value product;                      // the contraction's output buffer
+  SmallVector<linalg::GenericOp> epilogue;
+  Value result;                       // the buffer the last value is stored to
+  SmallVector<Operation*> erased;     // the ops the new body replaces
+};
+
+FailureOr<MatmulBody> FindBody(func::FuncOp kernel, const TensorCoreMatmul& s) {
+  MatmulBody body;
+  Block& entry = kernel.getBody().front();
+  body.a = entry.getArgument(s.a), body.b = entry.getArgument(s.b);
+  linalg::LinalgOp contraction;
+  SmallVector<linalg::FillOp> fills;
+  for (Operation& op : entry.without_terminator()) {
+    if (auto fill = dyn_cast<linalg::FillOp>(op)) {
+      fills.push_back(fill);
+    } else if (auto g = dyn_cast<linalg::GenericOp>(op); g && contraction && g.getNumReductionLoops() == 0) {
+      body.epilogue.push_back(g);
+    } else if (auto l = dyn_cast<linalg::LinalgOp>(op)) {
+      if (contraction) return kernel.emitError("internal: tensor-core matmul with two contractions");
+      contraction = l;
+    } else if (isa<memref::CopyOp>(op)) {
+      return op.emitError("internal: a copy in a tensor-core matmul kernel");
+    }
+  }
+  if (!contraction || contraction.getDpsInputOperand(0)->get() != body.a ||
+      contraction.getDpsInputOperand(1)->get() != body.b)
+    return kernel.emitError("internal: tensor-core matmul operands moved in bufferization");
+  body.product = contraction.getDpsInitOperand(0)->get();
+  for (linalg::FillOp fill : fills)
+    if (fill.getDpsInitOperand(0)->get() == body.product) body.init = fill.getInputs()[0];
+  if (!body.init) return kernel.emitError("internal: tensor-core matmul accumulator not filled");
+  Value holder = body.product;
+  for (linalg::GenericOp g : body.epilogue) {
+    if (!llvm::any_of(g.getDpsInputs(), [&](Value in) { return in == holder; }))
+      return g.emitError("internal: epilogue generic does not read the product");
+    holder = g.getDpsInitOperand(0)->get();
+  }
+  body.result = holder;
+  for (Operation& op : entry.without_terminator()) body.erased.push_back(&op);
+  return body;
+}
+
+class MatmulKernel {
+ public:
+  MatmulKernel(OpBuilder& b, Location loc, const TensorCoreMatmul& s, const MatmulBody& body)
+      : b(b), loc(loc), s(s), body(body) {}
+
+  LogicalResult build(func::FuncOp kernel);
+
+ private:
+  OpBuilder& b;
+  Location loc;
+  const TensorCoreMatmul& s;
+  const MatmulBody& body;
+  Type element;                    // bf16 or f16
+  Value smem, smemBase;            // the stages (memref and !llvm.ptr<3>)
+  Value aBase, bBase;              // !llvm.ptr<1>
+  Value tid, lane, warpRow, warpCol;
+  Value batchIndex, rowBase, colBase;
+  Value M, N, K;
+  int64_t warpTileM() const { return s.tileM / s.warpsM; }
+  int64_t warpTileN() const { return s.tileN / s.warpsN; }
+  int64_t fragmentsM() const { return warpTileM() / 16; }
+  int64_t fragmentsN() const { return warpTileN() / 8; }
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
+  Value rem(Value x, Value y) { return arith::RemUIOp::create(b, loc, x, y); }
+  Value xori(Value x, Value y) { return arith::XOrIOp::create(b, loc, x, y); }
+  Value ult(Value x, Value y) { return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y); }
+  Value both(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value i32(Value index) { return arith::IndexCastUIOp::create(b, loc, b.getI32Type(), index); }
+  Value i64(Value index) { return arith::IndexCastUIOp::create(b, loc, b.getI64Type(), index); }
+  Value ceilDiv(Value x, int64_t d) { return div(add(x, idx(d - 1)), idx(d)); }
+
+  // Base pointer of a memref in address space `space`.
+  Value pointer(Value memref, unsigned space) {
+    Value at = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), space), i64(at));
+  }
+  Value byteOffset(Value base, Value bytes, unsigned space) {
+    return LLVM::GEPOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), space),
+                               b.getI8Type(), base, ArrayRef<LLVM::GEPArg>{bytes});
+  }
+
+  // Element offsets inside one stage: chunk c of row r of a tile whose rows hold
+  // `rowElements` (32, 64 or 128). Rows of 4 chunks (A [tileM][32], B^T [tileN][32]):
+  // c ^ ((r >> 1) & 3); of 8 or 16 chunks (B [32][tileN]): c ^ (r & 7). Either
+  // way the 8 rows one ldmatrix matrix reads fall in 8 different 16-byte bank groups.
+  Value swizzledOffset(Value row, Value chunk, int64_t rowElements) {
+    Value swizzle = rowElements / kChunk >= 8 ? rem(row, idx(8)) : rem(div(row, idx(2)), idx(4));
+    return add(mul(row, idx(rowElements)), mul(xori(chunk, swizzle), idx(kChunk)));
+  }
+  Value kMajorOffset(Value row, Value chunk) { return swizzledOffset(row, chunk, kTileK); }
+  Value nMajorOffset(Value row, Value chunk) { return swizzledOffset(row, chunk, s.tileN); }
+  int64_t stageElements() const { return s.stageElements(); }
+  int64_t bTileOffset() const { return s.tileM * kTileK; }
+
+  void loadStage(Value stage, Value kTile);
+  void copyChunk(Value memref, Value base, ArrayRef<Value> rowCol, Value inBounds, Value smemElement);
+  SmallVector<Value> loadFragments(Value stage, int64_t kStep);
+  SmallVector<Value> mmaStep(Value stage, ValueRange acc);
+  void epilogue(ValueRange acc);
+  Value applyEpilogue(Value v, Value row, Value col);
+};
+
+// One stage: the A tile rows [rowBase, +tileM) x k [kTile*32, +32) and the B tile, as
+// 16-byte chunks spread over the threads (consecutive threads, consecutive chunks of a row).
+void MatmulKernel::loadStage(Value stage, Value kTile) {
+  Value stageBase = mul(stage, idx(stageElements()));
+  Value k0 = mul(kTile, idx(kTileK));
+  auto chunks = [&](int64_t rows, int64_t perRow, auto emit) {
+    for (int64_t i = 0; i < rows * perRow / s.threads(); ++i) {
+      Value q = add(tid, idx(i * s.threads()));
+      emit(div(q, idx(perRow)), rem(q, idx(perRow)));
+    }
+  };
+  auto batchRows = [&](Value operand, Value row, Value col) {
+    SmallVector<Value> at;
+    if (cast<MemRefType>(operand.getType()).getRank() == 3) at.push_back(batchIndex);
+    at.push_back(row);
+    at.push_back(col);
+    return at;
+  };
+  chunks(s.tileM, kTileK / kChunk, [&](Value r, Value c) {
+    Value row = add(rowBase, r), k = add(k0, mul(c, idx(kChunk)));
+    copyChunk(body.a, aBase, batchRows(body.a, row, k), both(ult(row, M), ult(k, K)),
+              add(stageBase, kMajorOffset(r, c)));
+  });
+  Value bStage = add(stageBase, idx(bTileOffset()));
+  if (s.transposedB) {
+    chunks(s.tileN, kTileK / kChunk, [&](Value r, Value c) {
+      Value col = add(colBase, r), k = add(k0, mul(c, idx(kChunk)));
+      copyChunk(body.b, bBase, batchRows(body.b, col, k), both(ult(col, N), ult(k, K)),
+                add(bStage, kMajorOffset(r, c)));
+    });
+  } else {
+    chunks(kTileK, s.tileN / kChunk, [&](Value r, Value c) {
+      Value k = add(k0, r), col = add(colBase, mul(c, idx(kChunk)));
+      copyChunk(body.b, bBase, batchRows(body.b, k, col), both(ult(k, K), ult(col, N)),
+                add(bStage, nMajorOffset(r, c)));
+    });
+  }
+}
+
+// 8 elements from `memref` at `at` (the last index the first of 8 along the contiguous dim)
+// into shared element `smemElement`: zeros where out of bounds. Aligned rows: one cp.async
+// of 16 bytes (0 source bytes when out of bounds, from the base address); otherwise 8
+// bounds-checked scalar loads and shared stores.
+void MatmulKernel::copyChunk(Value memref, Value base, ArrayRef<Value> at, Value inBounds,
+                             Value smemElement) {
+  auto type = cast<MemRefType>(memref.getType());
+  if (s.aligned) {
+    Value linear = idx(0);
+    for (auto [d, i] : llvm::enumerate(at)) {
+      Value extent = memref::DimOp::create(b, loc, memref, d);
+      linear = add(mul(linear, extent), i);
+    }
+    Value bytes = arith::SelectOp::create(b, loc, inBounds, mul(linear, idx(2)), idx(0));
+    Value src = byteOffset(base, i64(bytes), 1);
+    Value dst = byteOffset(smemBase, i32(mul(smemElement, idx(2))), 3);
+    Value size = arith::SelectOp::create(b, loc, inBounds, arith::ConstantIntOp::create(b, loc, b.getI32Type(), 16),
+                                         arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0));
+    NVVM::CpAsyncOp::create(b, loc, dst, src, 16, NVVM::LoadCacheModifierKind::CG, size);
+    return;
+  }
+  Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
+  Value last = at.back();
+  Value extent = memref::DimOp::create(b, loc, memref, type.getRank() - 1);
+  for (int64_t e = 0; e < kChunk; ++e) {
+    SmallVector<Value> indices(at.begin(), at.end());
+    Value col = add(last, idx(e));
+    Value ok = both(inBounds, ult(col, extent));
+    // inBounds holds for the chunk's first element; each element checks its own column.
+    // Out-of-bounds reads are redirected to element 0.
+    for (Value& i : indices) i = arith::SelectOp::create(b, loc, ok, i, idx(0));
+    indices.back() = arith::SelectOp::create(b, loc, ok, col, idx(0));
+    Value v = memref::LoadOp::create(b, loc, memref, indices);
+    v = arith::SelectOp::create(b, loc, ok, v, zero);
+    memref::StoreOp::create(b, loc, v, smem, ValueRange{add(smemElement, idx(e))});
+  }
+}
+
+// The A and B fragments of k step `kStep` (16 deep) of `stage`: per m fragment 4 i32 (a
+// 16x16 block by ldmatrix.x4), per n fragment 2 i32 (ldmatrix.x4 covers two n fragments;
+// `.trans` for B stored [K][N]).
+SmallVector<Value> MatmulKernel::loadFragments(Value stage, int64_t kStep) {
+  MLIRContext* ctx = b.getContext();
+  Type i32Type = b.getI32Type();
+  auto quad = LLVM::LLVMStructType::getLiteral(ctx, {i32Type, i32Type, i32Type, i32Type});
+  auto shape = NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8);
+  Value stageBase = mul(stage, idx(stageElements()));
+  auto ldmatrix = [&](Value element, NVVM::MMALayout layout) {
+    Value at = byteOffset(smemBase, i32(mul(element, idx(2))), 3);
+    Value q = NVVM::LdMatrixOp::create(b, loc, quad, at, 4, layout, shape, NVVM::LdStMatrixEltType::B16);
+    SmallVector<Value> regs;
+    for (int64_t r = 0; r < 4; ++r) regs.push_back(LLVM::ExtractValueOp::create(b, loc, q, r));
+    return regs;
+  };
+  SmallVector<Value> frags;
+  // A: lane l addresses row l % 16, k chunk 2 kStep + l / 16.
+  Value aRow = add(warpRow, rem(lane, idx(16)));
+  Value aChunk = add(idx(2 * kStep), div(lane, idx(16)));
+  for (int64_t i = 0; i < fragmentsM(); ++i)
+    llvm::append_range(frags, ldmatrix(add(stageBase, kMajorOffset(add(aRow, idx(16 * i)), aChunk)),
+                                       NVVM::MMALayout::row));
+  // B: lane l, matrix j = l / 8, row r = l % 8: k half j % 2, n half j / 2.
+  Value j = div(lane, idx(8)), r = rem(lane, idx(8));
+  Value kHalf = rem(j, idx(2)), nHalf = div(j, idx(2));
+  Value bStage = add(stageBase, idx(bTileOffset()));
+  for (int64_t p = 0; p < fragmentsN() / 2; ++p) {
+    Value n0 = add(warpCol, idx(16 * p));
+    SmallVector<Value> regs;
+    if (s.transposedB) {  // [N][K]: rows n, chunks of k
+      Value row = add(add(n0, mul(nHalf, idx(8))), r);
+      regs = ldmatrix(add(bStage, kMajorOffset(row, add(idx(2 * kStep), kHalf))), NVVM::MMALayout::row);
+    } else {              // [K][N]: rows k, chunks of n, transposed
+      Value row = add(add(idx(16 * kStep), mul(kHalf, idx(8))), r);
+      Value chunk = add(div(n0, idx(kChunk)), nHalf);
+      regs = ldmatrix(add(bStage, nMajorOffset(row, chunk)), NVVM::MMALayout::col);
+    }
+    llvm::append_range(frags, regs);  // b0, b1 of fragment 2p, then of 2p + 1
+  }
+  return frags;
+}
+
+// acc[i][j] += A_i B_j over the 32 k of `stage` (two k steps of 16).
+SmallVector<Value> MatmulKernel::mmaStep(Value stage, ValueRange accIn) {
+  MLIRContext* ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  auto result = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+  SmallVector<Value> acc(accIn.begin(), accIn.end());
+  NVVM::MMATypes type = s.f16 ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
+  auto operand = [&](Value reg) -> Value {  // f16 operands are typed as pairs
+    return s.f16 ? LLVM::BitcastOp::create(b, loc, VectorType::get({2}, b.getF16Type()), reg).getResult()
+                 : reg;
+  };
+  for (int64_t kStep = 0; kStep < kTileK / 16; ++kStep) {
+    SmallVector<Value> frags = loadFragments(stage, kStep);
+    int64_t bFirst = 4 * fragmentsM();
+    for (int64_t i = 0; i < fragmentsM(); ++i)
+      for (int64_t jn = 0; jn < fragmentsN(); ++jn) {
+        SmallVector<Value> aRegs, bRegs, cRegs;
+        for (int64_t r = 0; r < 4; ++r) aRegs.push_back(operand(frags[4 * i + r]));
+        int64_t pair = jn / 2, half = jn % 2;
+        // ldmatrix.x4 of pair p: [b0 of 2p, b1 of 2p, b0 of 2p+1, b1 of 2p+1].
+        bRegs.push_back(operand(frags[bFirst + 4 * pair + 2 * half]));
+        bRegs.push_back(operand(frags[bFirst + 4 * pair + 2 * half + 1]));
+        int64_t at = 4 * (i * fragmentsN() + jn);
+        cRegs.assign(acc.begin() + at, acc.begin() + at + 4);
+        Value d = NVVM::MmaOp::create(b, loc, result, aRegs, bRegs, cRegs,
+                                      ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
+                                      std::array<NVVM::MMATypes, 2>{type, type},
+                                      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
+        for (int64_t r = 0; r < 4; ++r) acc[at + r] = LLVM::ExtractValueOp::create(b, loc, d, r);
+      }
+  }
+  return acc;
+}
+
+// The fused generics at output (row, col) of the current batch, starting from v.
+Value MatmulKernel::applyEpilogue(Value v, Value row, Value col) {
+  SmallVector<Value> coords;
+  if (cast<MemRefType>(body.result.getType()).getRank() == 3) coords.push_back(batchIndex);
+  coords.push_back(row);
+  coords.push_back(col);
+  Value holder = body.product;
+  for (linalg::GenericOp g : body.epilogue) {
+    IRMapping m;
+    Block* gBody = g.getBody();
+    for (OpOperand& operand : g->getOpOperands()) {
+      BlockArgument arg = gBody->getArgument(operand.getOperandNumber());
+      if (operand.get() == holder && g.isDpsInput(&operand)) {
+        m.map(arg, v);
+      } else if (!arg.use_empty()) {
+        AffineMap map = g.getMatchingIndexingMap(&operand);
+        SmallVector<Value> at;
+        for (AffineExpr e : map.getResults()) at.push_back(coords[cast<AffineDimExpr>(e).getPosition()]);
+        m.map(arg, memref::LoadOp::create(b, loc, operand.get(), at));
+      }
+    }
+    for (Operation& inner : gBody->without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+        m.map(index.getResult(), coords[index.getDim()]);
+        continue;
+      }
+      b.clone(inner, m);
+    }
+    v = m.lookupOrDefault(gBody->getTerminator()->getOperand(0));
+    holder = g.getDpsInitOperand(0)->get();
+  }
+  memref::StoreOp::create(b, loc, v, body.result, coords);
+  return v;
+}
+
+// Accumulator (i, j) register r holds row warpRow + 16 i + lane / 4 + 8 (r / 2), column
+// warpCol + 8 j + 2 (lane % 4) + r % 2 of the tile.
+void MatmulKernel::epilogue(ValueRange acc) {
+  Value init = body.init;
+  bool zeroInit = matchPattern(init, m_AnyZeroFloat());
+  Value laneRow = div(lane, idx(4)), laneCol = mul(rem(lane, idx(4)), idx(2));
+  for (int64_t i = 0; i < fragmentsM(); ++i)
+    for (int64_t jn = 0; jn < fragmentsN(); ++jn)
+      for (int64_t r = 0; r < 4; ++r) {
+        Value row = add(add(rowBase, warpRow), add(laneRow, idx(16 * i + 8 * (r / 2))));
+        Value col = add(add(colBase, warpCol), add(laneCol, idx(8 * jn + r % 2)));
+        auto inside = scf::IfOp::create(b, loc, both(ult(row, M), ult(col, N)), false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(inside.thenBlock()->getTerminator());
+        Value v = acc[4 * (i * fragmentsN() + jn) + r];
+        if (!zeroInit) v = arith::AddFOp::create(b, loc, init, v);
+        applyEpilogue(v, row, col);
+      }
+}
+
+LogicalResult MatmulKernel::build(func::FuncOp kernel) {
+  element = getElementTypeOrSelf(body.a.getType());
+  smem = WorkgroupArray(b, loc, kernel, element, s.stages * stageElements());
+  smemBase = pointer(smem, 3);
+  if (s.aligned) aBase = pointer(body.a, 1), bBase = pointer(body.b, 1);
+  int64_t aRank = cast<MemRefType>(body.a.getType()).getRank();
+  M = memref::DimOp::create(b, loc, body.a, aRank - 2);
+  K = memref::DimOp::create(b, loc, body.a, aRank - 1);
+  N = memref::DimOp::create(b, loc, body.b, aRank - (s.transposedB ? 2 : 1));
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  lane = rem(tid, idx(32));
+  Value warp = div(tid, idx(32));
+  warpRow = mul(div(warp, idx(s.warpsN)), idx(warpTileM()));
+  warpCol = mul(rem(warp, idx(s.warpsN)), idx(warpTileN()));
+  Value tilesM = ceilDiv(M, s.tileM), tilesN = ceilDiv(N, s.tileN);
+  Value perBatch = mul(tilesM, tilesN), total = mul(perBatch, idx(s.batch));
+  Value kTiles = ceilDiv(K, kTileK);
+  Value first = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value step = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+  auto tiles = scf::ForOp::create(b, loc, first, total, step);
+  b.setInsertionPointToStart(tiles.getBody());
+  Value t = tiles.getInductionVar();
+  batchIndex = div(t, perBatch);
+  // Groups of kGroupRows tile rows, walked down the rows first.
+  Value inBatch = rem(t, perBatch), groupWidth = mul(idx(kGroupRows), tilesN);
+  Value firstRow = mul(div(inBatch, groupWidth), idx(kGroupRows));
+  Value groupRows = arith::MinUIOp::create(b, loc, arith::SubIOp::create(b, loc, tilesM, firstRow), idx(kGroupRows));
+  Value inGroup = rem(inBatch, groupWidth);
+  rowBase = mul(add(firstRow, rem(inGroup, groupRows)), idx(s.tileM));
+  colBase = mul(div(inGroup, groupRows), idx(s.tileN));
+
+  // Prologue: stages 0 .. S-2 in flight.
+  for (int64_t st = 0; st + 1 < s.stages; ++st) {
+    loadStage(idx(st), idx(st));
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  }
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
+  SmallVector<Value> init(4 * fragmentsM() * fragmentsN(), zero);
+  auto kLoop = scf::ForOp::create(b, loc, idx(0), kTiles, idx(1), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(kLoop.getBody());
+    Value kt = kLoop.getInductionVar();
+    // Stage kt has landed (at most S-2 younger groups pending) and every warp is done with
+    // stage kt-1, which the next load overwrites.
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, s.stages - 2);
+    gpu::BarrierOp::create(b, loc);
+    Value ahead = add(kt, idx(s.stages - 1));
+    loadStage(rem(ahead, idx(s.stages)), ahead);  // past K: zero-filled, never read
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    SmallVector<Value> next = mmaStep(rem(kt, idx(s.stages)), kLoop.getRegionIterArgs());
+    scf::YieldOp::create(b, loc, next);
+  }
+  // No copy may still write a stage the next tile's prologue refills.
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  gpu::BarrierOp::create(b, loc);
+  epilogue(kLoop.getResults());
+  return success();
+}
+}  // namespace
+
+LogicalResult LowerTensorCoreMatmul(func::FuncOp kernel, const TensorCoreMatmul& s) {
+  if (kernel.getFunctionType().getNumResults() != 0)
+    return kernel.emitError("internal: tensor-core matmul kernel still returns values");
+  FailureOr<MatmulBody> body = FindBody(kernel, s);
+  if (failed(body)) return failure();
+  // The new body goes after the old one (whose constants the epilogue's clones may use);
+  // then the linalg ops and the buffers only they used go.
+  Block& entry = kernel.getBody().front();
+  OpBuilder b(entry.getTerminator());
+  MatmulKernel builder(b, kernel.getLoc(), s, *body);
+  if (failed(builder.build(kernel))) return failure();
+  SmallVector<memref::AllocOp> allocs;
+  for (Operation* op : body->erased) {
+    if (auto alloc = dyn_cast<memref::AllocOp>(op)) allocs.push_back(alloc);
+    if (isa<linalg::LinalgOp>(op)) op->erase();
+  }
+  for (memref::AllocOp alloc : allocs) {
+    if (!llvm::all_of(alloc->getUsers(), [](Operation* u) { return isa<memref::DeallocOp>(u); }))
+      return alloc.emitError("internal: a temporary of the tensor-core matmul is still used");
+    for (Operation* user : llvm::to_vector(alloc->getUsers())) user->erase();
+    alloc.erase();
+  }
+  return success();
+}
+
+}  // namespace hexir::cuda

@@ -1,0 +1,205 @@
+// f16/bf16 matmuls accumulating in f32, with fused epilogues, against f64 loops over the same
+// rounded inputs. On CUDA they run on the tensor-core kernel (passes/codegen/CUDAMatmul.h:
+// cp.async stages, ldmatrix, mma.sync); sizes are odd, prime and not multiples of any tile,
+// rows of unaligned length take the plain-load path, M is also dynamic (one module called at
+// several M) and B is also stored [N][K] and batched.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "base/half_float.h"
+#include "hal/element_type.h"
+#include "tests/e2e/harness.h"
+
+namespace hexir::e2e {
+namespace {
+
+using tools::HostTensor;
+
+struct Case {
+  std::string type;       // "bf16" or "f16"
+  int64_t batch = 0;      // 0: no batch dim
+  int64_t m, k, n;
+  bool dynamicM = false;
+  bool transposedB = false;  // B [N][K]
+  // Epilogue: "" (f32 result), "bias_relu_bf16" (+ bias[n], relu, rounded to bf16),
+  // "residual" (+ R[m][n], f32).
+  std::string epilogue;
+};
+
+std::string Dims(const std::vector<int64_t>& dims, const std::string& element) {
+  std::string s = "tensor<";
+  for (int64_t d : dims) s += (d < 0 ? std::string("?") : std::to_string(d)) + "x";
+  return s + element + ">";
+}
+
+std::vector<int64_t> WithBatch(const Case& c, int64_t x, int64_t y) {
+  if (c.batch) return {c.batch, x, y};
+  return {x, y};
+}
+
+std::string Program(const Case& c) {
+  const int64_t m = c.dynamicM ? -1 : c.m;
+  const std::string a = Dims(WithBatch(c, m, c.k), c.type),
+                    b = Dims(WithBatch(c, c.transposedB ? c.n : c.k, c.transposedB ? c.k : c.n), c.type),
+                    acc = Dims(WithBatch(c, m, c.n), "f32");
+  std::string p = "func.func @main(%a: " + a + ", %b: " + b;
+  if (c.epilogue == "bias_relu_bf16") p += ", %bias: " + Dims({c.n}, "f32");
+  if (c.epilogue == "residual") p += ", %r: " + acc;
+  const std::string out = c.epilogue == "bias_relu_bf16" ? Dims(WithBatch(c, m, c.n), "bf16") : acc;
+  p += ") -> " + out + " {\n  %zero = arith.constant 0.0 : f32\n";
+  if (c.dynamicM) {
+    p += "  %c0 = arith.constant 0 : index\n  %m = tensor.dim %a, %c0 : " + a + "\n";
+    p += "  %e = tensor.empty(%m) : " + acc + "\n";
+  } else {
+    p += "  %e = tensor.empty() : " + acc + "\n";
+  }
+  p += "  %f = linalg.fill ins(%zero : f32) outs(%e : " + acc + ") -> " + acc + "\n";
+  if (c.transposedB) {  // a matmul-shaped generic reading B[n][k]
+    const std::string pre = c.batch ? "bb, " : "";
+    p += "  %c = linalg.generic {indexing_maps = [affine_map<(" + pre + "i, j, k) -> (" + pre + "i, k)>, affine_map<(" +
+         pre + "i, j, k) -> (" + pre + "j, k)>, affine_map<(" + pre + "i, j, k) -> (" + pre + "i, j)>], iterator_types = [" +
+         (c.batch ? "\"parallel\", " : "") + "\"parallel\", \"parallel\", \"reduction\"]} ins(%a, %b : " + a + ", " + b +
+         ") outs(%f : " + acc + ") {\n  ^bb0(%x: " + c.type + ", %y: " + c.type + ", %s: f32):\n" +
+         "    %xf = arith.extf %x : " + c.type + " to f32\n    %yf = arith.extf %y : " + c.type + " to f32\n" +
+         "    %pr = arith.mulf %xf, %yf : f32\n    %t = arith.addf %s, %pr : f32\n    linalg.yield %t : f32\n  } -> " + acc + "\n";
+  } else {
+    p += std::string("  %c = linalg.") + (c.batch ? "batch_matmul" : "matmul") + " ins(%a, %b : " + a + ", " + b +
+         ") outs(%f : " + acc + ") -> " + acc + "\n";
+  }
+  const std::string pre = c.batch ? "bb, " : "";
+  const std::string id = "affine_map<(" + pre + "i, j) -> (" + pre + "i, j)>";
+  const std::string par = c.batch ? "\"parallel\", \"parallel\", \"parallel\"" : "\"parallel\", \"parallel\"";
+  if (c.epilogue == "bias_relu_bf16") {
+    p += "  %o = tensor.empty() : " + out + "\n";
+    p += "  %y = linalg.generic {indexing_maps = [" + id + ", affine_map<(" + pre + "i, j) -> (j)>, " + id +
+         "], iterator_types = [" + par + "]} ins(%c, %bias : " + acc + ", " + Dims({c.n}, "f32") + ") outs(%o : " + out +
+         ") {\n  ^bb0(%x: f32, %v: f32, %u: bf16):\n    %s = arith.addf %x, %v : f32\n"
+         "    %z = arith.maximumf %s, %zero : f32\n    %t = arith.truncf %z : f32 to bf16\n    linalg.yield %t : bf16\n  } -> " +
+         out + "\n  return %y : " + out + "\n}\n";
+  } else if (c.epilogue == "residual") {
+    p += "  %y = linalg.generic {indexing_maps = [" + id + ", " + id + ", " + id + "], iterator_types = [" + par +
+         "]} ins(%c, %r : " + acc + ", " + acc + ") outs(%e : " + acc +
+         ") {\n  ^bb0(%x: f32, %v: f32, %u: f32):\n    %s = arith.addf %x, %v : f32\n    linalg.yield %s : f32\n  } -> " +
+         acc + "\n  return %y : " + acc + "\n}\n";
+  } else {
+    p += "  return %c : " + acc + "\n}\n";
+  }
+  return p;
+}
+
+// Random values in [-1, 1] rounded to the operand type; `values` gets them as floats.
+HostTensor RandomLow(const std::string& type, const std::vector<int64_t>& dims, unsigned seed,
+                     std::vector<float>& values) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  HostTensor t;
+  t.element_type = static_cast<int32_t>(type == "bf16" ? hal::ElementType::kBF16 : hal::ElementType::kF16);
+  t.dims = dims;
+  int64_t count = 1;
+  for (int64_t d : dims) count *= d;
+  t.bytes.resize(count * 2);
+  values.resize(count);
+  for (int64_t i = 0; i < count; ++i) {
+    float x = dist(rng);
+    uint16_t bits = type == "bf16" ? FloatToBF16(x) : FloatToHalf(x);
+    values[i] = type == "bf16" ? BF16ToFloat(bits) : HalfToFloat(bits);
+    std::memcpy(&t.bytes[2 * i], &bits, 2);
+  }
+  return t;
+}
+
+HostTensor BF16ToF32Tensor(const HostTensor& t) {
+  REQUIRE(t.element_type == static_cast<int32_t>(hal::ElementType::kBF16));
+  HostTensor f = ZerosF32(t.dims);
+  for (size_t i = 0; i < t.bytes.size() / 2; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, &t.bytes[2 * i], 2);
+    F32(f)[i] = BF16ToFloat(bits);
+  }
+  return f;
+}
+
+void Check(const Case& c, const std::string& module, tools::Session& session, int64_t m) {
+  INFO(c.type << " batch " << c.batch << " M " << m << " K " << c.k << " N " << c.n
+               << (c.transposedB ? " B[N][K]" : " B[K][N]") << " epilogue '" << c.epilogue << "'");
+  const int64_t batches = c.batch ? c.batch : 1;
+  std::vector<float> av, bv;
+  HostTensor a = RandomLow(c.type, WithBatch(c, m, c.k), 11 + m, av);
+  HostTensor b = RandomLow(c.type, WithBatch(c, c.transposedB ? c.n : c.k, c.transposedB ? c.k : c.n), 12, bv);
+  std::vector<tools::HostValue> inputs = {Tensor(a), Tensor(b)};
+  HostTensor extra;
+  if (c.epilogue == "bias_relu_bf16") extra = RandomF32({c.n}, 13);
+  if (c.epilogue == "residual") extra = RandomF32(WithBatch(c, m, c.n), 14);
+  if (!c.epilogue.empty()) inputs.push_back(Tensor(extra));
+  HostTensor expected = ZerosF32(WithBatch(c, m, c.n));
+  for (int64_t bb = 0; bb < batches; ++bb)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) {
+        double sum = 0;
+        for (int64_t k = 0; k < c.k; ++k) {
+          double x = av[(bb * m + i) * c.k + k];
+          double y = c.transposedB ? bv[(bb * c.n + j) * c.k + k] : bv[(bb * c.k + k) * c.n + j];
+          sum += x * y;
+        }
+        const int64_t at = (bb * m + i) * c.n + j;
+        if (c.epilogue == "bias_relu_bf16") sum = std::max(0.0, sum + F32(extra)[j]);
+        if (c.epilogue == "residual") sum += F32(extra)[at];
+        F32(expected)[at] = float(sum);
+      }
+  auto results = CallOrDie(session, "main", inputs);
+  REQUIRE(results.size() == 1);
+  if (c.epilogue == "bias_relu_bf16")  // rounded to bf16: 8 significant bits
+    RequireClose(BF16ToF32Tensor(results[0].tensor), expected, 1.0 / 128, 1e-3);
+  else  // f32 accumulation over K <= 512 terms of magnitude <= 1
+    RequireClose(results[0].tensor, expected, 1e-4, 2e-4);
+}
+
+void CheckCases(const std::string& device, const std::string& name, const std::vector<Case>& cases,
+                const std::vector<std::vector<int64_t>>& dynamicMs) {
+  std::vector<std::string> modules;
+  for (size_t i = 0; i < cases.size(); ++i)
+    modules.push_back(CompileOrDie(Program(cases[i]), name + "_" + std::to_string(i), device));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    auto session = OpenOrDie(modules[i], device);
+    if (cases[i].dynamicM) {
+      for (int64_t m : dynamicMs[i]) Check(cases[i], modules[i], *session, m);
+    } else {
+      Check(cases[i], modules[i], *session, cases[i].m);
+    }
+  }
+}
+
+void OddSizes(const std::string& device) {
+  CheckCases(device, "tc_matmul_odd",
+             {
+                 // Aligned rows (cp.async), M and N not multiples of a tile, bias + relu -> bf16.
+                 {"bf16", 0, 197, 136, 264, false, false, "bias_relu_bf16"},
+                 // Prime M, K, N (plain loads; every edge partial), f16.
+                 {"f16", 0, 131, 97, 89, false, false, ""},
+                 // Batched, B [N][K], odd M.
+                 {"bf16", 3, 70, 64, 72, false, true, ""},
+                 // Enough tiles for 128x64 tiles, 16 k tiles (every pipeline stage reused).
+                 {"bf16", 0, 640, 512, 1536, false, false, ""},
+             },
+             {{}, {}, {}, {}});
+}
+
+void DynamicRows(const std::string& device) {
+  CheckCases(device, "tc_matmul_dynamic",
+             {
+                 // One module (128x128 tiles), M from 17 (one partial tile row) to 1000; B [N][K]
+                 // (the llama layout) plus a residual; and [K][N] f16 with prime K.
+                 {"bf16", 0, 0, 256, 320, true, true, "residual"},
+                 {"f16", 0, 0, 251, 136, true, false, ""},
+             },
+             {{17, 300, 1000}, {33, 129}});
+}
+
+HEXIR_E2E_TEST_ON_DEVICES("f16 and bf16 matmuls match f64 loops at odd, prime and batched sizes with epilogues", OddSizes)
+HEXIR_E2E_TEST_ON_DEVICES("f16 and bf16 matmuls with dynamic M match f64 loops at every M", DynamicRows)
+
+}  // namespace
+}  // namespace hexir::e2e
