@@ -332,18 +332,15 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
 // Commands between two barriers form a wave. With one worker, or in inline mode, every
 // command runs in turn on this thread (so every command is already ordered after the previous
 // one and barriers need no work); otherwise a wave of several commands runs concurrently
-// (wave_runner.h) and a single command as before (its workgroups spread over the pool).
+// (wave_runner.h: a collective on one thread while the wave's dispatches run on the others)
+// and a single command as before (its workgroups spread over the pool).
 Status CpuDevice::Execute(const CommandBuffer& cb, const std::vector<BufferRef>& table) {
   const std::vector<Command>& commands = cb.commands();
   const bool concurrent_waves = !inline_ && pool_.thread_count() > 1;
   for (size_t i = 0; i < commands.size();) {
     size_t end = i;
     if (concurrent_waves) {
-      // A collective runs alone: it ends the wave before it and starts none.
-      while (end < commands.size() && !std::holds_alternative<BarrierCommand>(commands[end]) &&
-             !std::holds_alternative<CollectiveCommand>(commands[end])) {
-        ++end;
-      }
+      while (end < commands.size() && !std::holds_alternative<BarrierCommand>(commands[end])) ++end;
     }
     if (end - i > 1) {
       Profiler* profiler = counters()->profiler.load(std::memory_order_relaxed);
@@ -377,7 +374,12 @@ Status CpuDevice::ExecuteCommand(const Command& c, const std::vector<BufferRef>&
   if (auto* f = std::get_if<FillCommand>(&c)) ExecuteFill(*f);
   if (auto* col = std::get_if<CollectiveCommand>(&c)) {
     DeviceCounters::Add(counters()->collectives_executed);
-    return ExecuteHostCollective(*col, table);
+    Profiler* profiler = counters()->profiler.load(std::memory_order_relaxed);
+    if (!profiler) return ExecuteHostCollective(*col, table);
+    const int64_t begin_ns = ProfileClockNs();
+    Status st = ExecuteHostCollective(*col, table);
+    profiler->OnCollective(CollectiveName(col->kind).data(), begin_ns, ProfileClockNs());
+    return st;
   }
   return Status::Ok();
 }

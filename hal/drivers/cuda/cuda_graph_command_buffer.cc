@@ -56,7 +56,9 @@ CUDA_KERNEL_NODE_PARAMS CudaGraphCommandBuffer::NodeParams(size_t kernel) const 
 }
 
 // Barriers become edges: every node depends on the nodes of the previous barrier segment;
-// nodes between two barriers get no edges among themselves and may run concurrently. A
+// nodes between two barriers get no edges among themselves and may run concurrently (a
+// collective overlaps the kernels of its segment), except collectives: each depends on the
+// previous collective of its segment too, so they run in recording order on every rank. A
 // segment of several nodes is joined through one empty node, so a barrier between N and M
 // nodes costs N + M edges rather than N * M.
 Status CudaGraphCommandBuffer::BuildGraph() {
@@ -64,6 +66,7 @@ Status CudaGraphCommandBuffer::BuildGraph() {
   const CUdeviceptr scratch = recording_.scratch();
   HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphCreate(&graph_, 0), "cuGraphCreate");
   std::vector<CUgraphNode> deps, segment;
+  CUgraphNode segment_collective = nullptr;  // the segment's last collective
   for (const RecordedOp& op : recording_.ops()) {
     CUgraphNode node = nullptr;
     switch (op.kind) {
@@ -77,6 +80,7 @@ Status CudaGraphCommandBuffer::BuildGraph() {
           deps = segment;
         }
         segment.clear();
+        segment_collective = nullptr;
         continue;
       case RecordedOp::kKernel: {
         CUDA_KERNEL_NODE_PARAMS p = NodeParams(op.index);
@@ -109,7 +113,10 @@ Status CudaGraphCommandBuffer::BuildGraph() {
         break;
       }
       case RecordedOp::kCollective: {
-        HEXIR_ASSIGN_OR_RETURN(node, AddCollectiveNode(op.index, deps));
+        std::vector<CUgraphNode> after = deps;
+        if (segment_collective) after.push_back(segment_collective);
+        HEXIR_ASSIGN_OR_RETURN(node, AddCollectiveNode(op.index, after));
+        segment_collective = node;
         break;
       }
       case RecordedOp::kFill: {
