@@ -34,8 +34,8 @@ Status PrepareRank(DecodeContext target, int32_t rank, int32_t rank_count,
   }
   if (tp->count != tp->ranks) {
     return InvalidArgument("module '", path, "' is tensor-parallel over ", tp->ranks, " ranks but runs on ",
-                           tp->count, " (give --device ", tp->ranks, " times, or start it with mpirun -n ",
-                           tp->ranks, ")");
+                           tp->count, " (start it with mpirun -n ", tp->ranks, ", or give --device ",
+                           tp->ranks, " times)");
   }
   HEXIR_ASSIGN_OR_RETURN(state->parameters, LlamaParameters::Open(request.parameters_path));
   HEXIR_RETURN_IF_ERROR(state->parameters->SelectTensorParallelRank(tp->ranks, tp->rank));
