@@ -106,6 +106,14 @@ class Channel : public vm::RefObject {
   // "mpi channel rank 1 of 4": how errors name this rank.
   std::string Describe() const;
 
+  // This rank takes part in no more collectives because of `why` (its program failed): the
+  // channel breaks (later collectives fail at once) and, where the backend can tell them,
+  // peers blocked in a collective with this rank fail at once with Aborted "... failed
+  // because rank R failed: <why>" instead of waiting for the timeout (gloo; nccl aborts this
+  // rank's communicator; mpi and local: nothing, peers time out). Call it once this
+  // channel's device has no collective running (after its queue went idle).
+  virtual void Abandon(const Status& why) { (void)why; }
+
  protected:
   Channel(int32_t rank, int32_t count, std::chrono::nanoseconds timeout)
       : rank_(rank), count_(count), timeout_(timeout) {}

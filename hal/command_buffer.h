@@ -161,7 +161,8 @@ class CommandBuffer : public vm::RefObject {
   Status FillBuffer(vm::Ref<Buffer> target, uint64_t offset, uint64_t length, uint32_t pattern,
                     uint32_t pattern_size);
   // Records a collective of `count` elements of `element_type` on `channel` (semantics and
-  // buffer sizes: hal/channel.h). `send`/`recv` are buffer ranges or slots; a kind without a
+  // buffer sizes: hal/channel.h). Ordered like a dispatch, by barriers (the commands of its
+  // wave may run meanwhile); collectives run one after another in recording order. `send`/`recv` are buffer ranges or slots; a kind without a
   // send (recv) buffer ignores it. Errors: null channel, unknown element type or reduction,
   // a peer out of range (or equal to this rank for send/recv), a buffer range too small.
   Status Collective(vm::Ref<Channel> channel, CollectiveKind kind, ReductionOp reduction,

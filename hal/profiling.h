@@ -47,6 +47,11 @@ class Profiler {
   virtual void OnHostSpan(const char* name, int64_t begin_ns, int64_t end_ns) {
     (void)name, (void)begin_ns, (void)end_ns;
   }
+  // A collective ("all_reduce", ...) ran from begin_ns to end_ns (CPU: on the thread that
+  // ran it, while its wave's other commands ran on the others).
+  virtual void OnCollective(const char* name, int64_t begin_ns, int64_t end_ns) {
+    (void)name, (void)begin_ns, (void)end_ns;
+  }
 };
 
 }  // namespace hexir::hal

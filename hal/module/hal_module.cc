@@ -775,20 +775,29 @@ const vm::NativeFunction kFunctions[] = {
 
 class HalModule final : public vm::NativeModule {
  public:
-  explicit HalModule(std::vector<vm::Ref<Device>> devices) : devices_(std::move(devices)) {}
+  HalModule(std::vector<vm::Ref<Device>> devices, std::vector<vm::Ref<Channel>> channels)
+      : devices_(std::move(devices)), channels_(std::move(channels)) {}
   std::string_view name() const override { return "hal"; }
   Span<const vm::NativeFunction> functions() const override {
     return Span<const vm::NativeFunction>(kFunctions, sizeof(kFunctions) / sizeof(kFunctions[0]));
   }
   StatusOr<std::unique_ptr<vm::NativeModuleState>> CreateState(vm::Context&) override {
-    return std::unique_ptr<vm::NativeModuleState>(new HalModuleState(devices_));
+    return std::unique_ptr<vm::NativeModuleState>(new HalModuleState(devices_, channels_));
   }
 
  private:
   std::vector<vm::Ref<Device>> devices_;
+  std::vector<vm::Ref<Channel>> channels_;  // given channels by device (runtime/rank_group.h)
 };
 
 }  // namespace
+
+HalModuleState::HalModuleState(std::vector<vm::Ref<Device>> devices,
+                               const std::vector<vm::Ref<Channel>>& channels)
+    : devices_(std::move(devices)) {
+  for (size_t i = 0; i < channels.size() && i < devices_.size(); ++i)
+    if (channels[i]) channels_[devices_[i].get()] = channels[i];
+}
 
 StatusOr<vm::Ref<Channel>> HalModuleState::DefaultChannel(Device& device) {
   if (devices_.size() > 1 && channels_.empty()) {  // device i is rank i of one group
@@ -872,7 +881,12 @@ StatusOr<vm::Ref<Executable>> HalModuleState::LookupExecutable(const vm::CallerM
 }
 
 std::shared_ptr<vm::NativeModule> CreateHalModule(std::vector<vm::Ref<Device>> devices) {
-  return std::make_shared<HalModule>(std::move(devices));
+  return std::make_shared<HalModule>(std::move(devices), std::vector<vm::Ref<Channel>>{});
+}
+
+std::shared_ptr<vm::NativeModule> CreateHalModule(std::vector<vm::Ref<Device>> devices,
+                                                  std::vector<vm::Ref<Channel>> channels) {
+  return std::make_shared<HalModule>(std::move(devices), std::move(channels));
 }
 
 }  // namespace hexir::hal

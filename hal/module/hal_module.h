@@ -34,6 +34,11 @@ std::shared_ptr<vm::NativeModule> CreateHalModule(std::vector<vm::Ref<Device>> d
 inline std::shared_ptr<vm::NativeModule> CreateHalModule(vm::Ref<Device> device) {
   return CreateHalModule(std::vector<vm::Ref<Device>>{std::move(device)});
 }
+// The same with each device's channel given (hal.channel.default returns `channels[i]` for
+// `devices[i]`; a null entry is created on first use as above): how one rank of a group
+// driven by this process gets its channel (runtime/rank_group.h).
+std::shared_ptr<vm::NativeModule> CreateHalModule(std::vector<vm::Ref<Device>> devices,
+                                                  std::vector<vm::Ref<Channel>> channels);
 
 // The device kind of a uri ("cpu:threads=2" -> "cpu", "cuda:1" -> "cuda").
 std::string_view DeviceKind(std::string_view uri);
@@ -49,7 +54,8 @@ Status CheckModuleDevices(const vm::Module& module, const std::vector<vm::Ref<De
 // loads once per context and device.
 class HalModuleState final : public vm::NativeModuleState {
  public:
-  explicit HalModuleState(std::vector<vm::Ref<Device>> devices) : devices_(std::move(devices)) {}
+  explicit HalModuleState(std::vector<vm::Ref<Device>> devices,
+                          const std::vector<vm::Ref<Channel>>& channels = {});
   Device& device() const { return *devices_[0]; }
   const vm::Ref<Device>& device_ref() const { return devices_[0]; }
   const std::vector<vm::Ref<Device>>& devices() const { return devices_; }

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Tensor-parallel llama (hexir-import --tensor-parallel=N) under mpirun -n N: greedy ids equal
-# the single-device module's. stories260K (shared classifier: the embedding's rows split by
+# Tensor-parallel llama (hexir-import --tensor-parallel=N) in one process driving N CPU devices
+# (hexir-generate --device=cpu repeated N times: one rank per device) and under mpirun -n N
+# (one process per rank): greedy ids equal the single-device module's, both ways. stories260K (shared classifier: the embedding's rows split by
 # vocabulary) for 2 and 4 ranks against the checked-in reference ids, and random llama2.c
 # checkpoints (quantized_reference.py write-random: separate classifier) from BOS and after a
 # prompt (prefill's all_reduce over M rows). Head counts that do not divide are refused at
-# import, naming them; a module for 2 ranks run on another count is refused by name.
+# import, naming them; a module for 2 ranks run on another count is refused by name, in one
+# process and under mpirun. Without mpirun the one-process checks still run.
 source tests/llm/common.sh
 RANDOM_WRITER=tests/llm/quantized_reference.py
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -12,11 +14,24 @@ export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_t
 export HEXIR_COLLECTIVE_TIMEOUT=120
 MPI=1
 command -v mpirun >/dev/null || MPI=0
-# ranks NAME CKPT ARGS...: hexir-generate of $TMP/NAME.vmfb on `ranks` MPI ranks (rank 0 prints).
+# ranks N NAME CKPT ARGS...: hexir-generate of $TMP/NAME.vmfb on N MPI ranks (rank 0 prints).
 ranks() {
   local n=$1 name=$2 ckpt=$3; shift 3
   timeout 600 mpirun -n "$n" --oversubscribe "$GENERATE" --module="$TMP/$name.vmfb" --device=cpu \
     --cpu-threads=1 --parameters="$ckpt" "$@"
+}
+# one_process N NAME CKPT ARGS...: the same module on N CPU devices of one process (DEVICE_URI
+# each, default cpu:threads=1).
+one_process() {
+  local n=$1 name=$2 ckpt=$3 i; shift 3
+  local devices=()
+  for ((i = 0; i < n; i++)); do devices+=(--device="${DEVICE_URI:-cpu:threads=1}"); done
+  timeout 600 "$GENERATE" --module="$TMP/$name.vmfb" "${devices[@]}" --parameters="$ckpt" "$@"
+}
+# same WHAT WANT GOT: pass when GOT is WANT (and not empty).
+same() {
+  if [ -n "$2" ] && [ "$3" == "$2" ]; then pass "$1: $(($(wc -w <<<"$2") - 1)) ids equal"
+  else fail "$1"; echo " want: $2"; echo " got:  $3"; fi
 }
 
 # Refusals at import: counts that do not divide are named.
@@ -29,12 +44,10 @@ err=$("$IMPORT" "$TMP/h8_kv4.bin" --tensor-parallel=3 -o "$TMP/bad.mlir" 2>&1) &
 grep -q "but n_heads = 8, n_kv_heads = 4, vocab_size = 64 are not divisible by 3" <<<"$err" \
   && pass "3 ranks refused: $err" || fail "3-rank refusal: $err"
 
-if [ "$MPI" != 1 ]; then
-  echo "HEXIR_SKIPPED: tensor_parallel_test: no mpirun (apt-get install openmpi-bin); import refusals checked: $failures failure(s)"
-  exit "$failures"
-fi
+[ "$MPI" != 1 ] && echo "note: no mpirun (apt-get install openmpi-bin): one-process runs only"
 
-# Random checkpoints: TP ids equal the single-device module's, from BOS and after a prompt.
+# Random checkpoints: TP ids equal the single-device module's, from BOS and after a prompt,
+# in one process and under mpirun.
 for cfg in "h4_kv2 2" "h8_kv4 2" "h8_kv4 4"; do
   set -- $cfg
   name=$1 n=$2 ckpt=$TMP/$1.bin
@@ -44,30 +57,60 @@ for cfg in "h4_kv2 2" "h8_kv4 2" "h8_kv4 4"; do
     flags=(--max-tokens=40)
     [ -n "$prompt" ] && flags+=(--prompt-ids="$prompt")
     want=$("$GENERATE" --module="$TMP/$name.vmfb" --device=cpu --parameters="$ckpt" "${flags[@]}")
-    got=$(ranks "$n" "${name}_tp$n" "$ckpt" "${flags[@]}")
-    if [ -n "$want" ] && [ "$got" == "$want" ]; then
-      pass "$name on $n ranks${prompt:+, prompt $prompt}: $(($(wc -w <<<"$want") - 1)) ids equal one device's"
-    else
-      fail "$name on $n ranks${prompt:+ prompt $prompt}"; echo " one device: $want"; echo " $n ranks:   $got"
-    fi
+    same "$name on $n devices of one process${prompt:+, prompt $prompt} (= one device)" "$want" \
+      "$(one_process "$n" "${name}_tp$n" "$ckpt" "${flags[@]}")"
+    [ "$MPI" == 1 ] && same "$name on $n mpirun ranks${prompt:+, prompt $prompt} (= one device)" "$want" \
+      "$(ranks "$n" "${name}_tp$n" "$ckpt" "${flags[@]}")"
   done
 done
+# Not tensor-parallel: a module placed by layer (hexir-import --layer-devices) on two CPU devices
+# of one process through hexir-generate, and a module of one device given two, refused by name.
+if [ -f "$TMP/h8_kv4.vmfb" ] && HEXIR_COMPILE_FLAGS="--target=cpu" \
+     build_module "$TMP/h8_kv4.bin" h8_kv4_placed --layer-devices=0-0:0,1-1:1; then
+  same "h8_kv4 placed by layer on 2 devices (= one device)" \
+    "$("$GENERATE" --module="$TMP/h8_kv4.vmfb" --parameters="$TMP/h8_kv4.bin" --max-tokens=40)" \
+    "$("$GENERATE" --module="$TMP/h8_kv4_placed.vmfb" --device=cpu --device=cpu:threads=1 \
+        --parameters="$TMP/h8_kv4.bin" --max-tokens=40)"
+  err=$("$GENERATE" --module="$TMP/h8_kv4.vmfb" --device=cpu --device=cpu --parameters="$TMP/h8_kv4.bin" \
+        --max-tokens=3 2>&1) && fail "a one-device module ran on two devices"
+  grep -q "runs on 1 device(s) and uses no collectives, but --device was given 2 times" <<<"$err" \
+    && pass "one-device module on 2 devices refused" || fail "one-device module on 2 devices: $err"
+fi
+# Two threads per device: the same ids.
+if [ -f "$TMP/h8_kv4_tp2.vmfb" ]; then
+  same "h8_kv4 on 2 devices cpu:threads=2 (= one device)" \
+    "$("$GENERATE" --module="$TMP/h8_kv4.vmfb" --parameters="$TMP/h8_kv4.bin" --max-tokens=40)" \
+    "$(DEVICE_URI=cpu:threads=2 one_process 2 h8_kv4_tp2 "$TMP/h8_kv4.bin" --max-tokens=40)"
+fi
 
 # A module for 2 ranks on 4: refused by name before any upload or collective (mpirun may stop
 # the other ranks once one has failed: at least one says why; nothing waits for a peer).
 if [ -f "$TMP/h4_kv2_tp2.vmfb" ]; then
-  err=$(ranks 4 h4_kv2_tp2 "$TMP/h4_kv2.bin" --max-tokens=3 2>&1); rc=$?
-  count=$(grep -c "module '.*h4_kv2_tp2.vmfb' is tensor-parallel over 2 ranks but runs on 4 (start it with mpirun -n 2)" <<<"$err")
-  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$count" -ge 1 ] && pass "2-rank module on 4 ranks refused ($count ranks named it)" \
-    || { fail "2-rank module on 4 ranks: exit $rc, $count ranks named it"; echo "$err"; }
+  refusal="module '.*h4_kv2_tp2.vmfb' is tensor-parallel over 2 ranks but runs on 4 (start it with mpirun -n 2, or give --device 2 times)"
+  if [ "$MPI" == 1 ]; then
+    err=$(ranks 4 h4_kv2_tp2 "$TMP/h4_kv2.bin" --max-tokens=3 2>&1); rc=$?
+    count=$(grep -c "$refusal" <<<"$err")
+    [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$count" -ge 1 ] && pass "2-rank module on 4 ranks refused ($count ranks named it)" \
+      || { fail "2-rank module on 4 ranks: exit $rc, $count ranks named it"; echo "$err"; }
+  fi
+  # One process with 4 devices: refused by rank 0 before any upload, exit 1.
+  err=$(one_process 4 h4_kv2_tp2 "$TMP/h4_kv2.bin" --max-tokens=3 2>&1); rc=$?
+  [ "$rc" -eq 1 ] && grep -q "hexir-generate: error: invalid_argument: .*rank 0 of 4: $refusal" <<<"$err" \
+    && pass "2-rank module on 4 devices of one process refused: $err" || fail "2-rank module on 4 devices: exit $rc: $err"
+  # Sampling needs the whole vocabulary's logits: refused on several devices.
+  err=$(one_process 2 h4_kv2_tp2 "$TMP/h4_kv2.bin" --max-tokens=3 --temperature=0.8 2>&1) \
+    && fail "sampling on 2 ranks accepted"
+  grep -q "runs as 2 ranks: greedy decoding only" <<<"$err" && pass "sampling on 2 ranks refused" || fail "sampling refusal: $err"
   # Without mpirun (one rank) the program's own check names the counts too.
   err=$("$GENERATE" --module="$TMP/h4_kv2_tp2.vmfb" --parameters="$TMP/h4_kv2.bin" --max-tokens=3 2>&1) \
     && fail "2-rank module ran on one rank"
-  grep -q "is tensor-parallel over 2 ranks but runs on 1" <<<"$err" && pass "one rank: $err" || fail "one rank: $err"
+  grep -q "is tensor-parallel over 2 ranks but runs on 1 (start it with mpirun -n 2, or give --device 2 times)" <<<"$err" \
+    && pass "one rank: $err" || fail "one rank: $err"
 fi
 
-# stories260K: 2 and 4 ranks equal the reference's 100 ids (the single-device ids,
-# stories260k_test.sh), with the embedding split by vocabulary as the classifier.
+# stories260K: 2 and 4 ranks (one process, and mpirun) equal the reference's 100 ids (the
+# single-device ids, stories260k_test.sh), with the embedding split by vocabulary as the
+# classifier.
 CKPT=$SHARED/models/stories260K.bin
 if [ ! -f "$CKPT" ]; then
   echo "note: $CKPT not found; stories260K not checked (HEXIR_SHARED_DIR)"
@@ -77,9 +120,10 @@ fi
 golden=$(cat tests/llm/stories260K_greedy_ids.txt)
 for n in 2 4; do
   build_module "$CKPT" "stories_tp$n" --tensor-parallel="$n" || continue
-  got=$(ranks "$n" "stories_tp$n" "$CKPT" --max-tokens=100)
-  [ "$got" == "$golden" ] && pass "stories260K on $n ranks: 100 ids equal the reference's" \
-    || { fail "stories260K on $n ranks"; echo " reference: $golden"; echo " $n ranks:   $got"; }
+  same "stories260K on $n devices of one process (= reference)" "$golden" \
+    "$(one_process "$n" "stories_tp$n" "$CKPT" --max-tokens=100)"
+  [ "$MPI" == 1 ] && same "stories260K on $n mpirun ranks (= reference)" "$golden" \
+    "$(ranks "$n" "stories_tp$n" "$CKPT" --max-tokens=100)"
 done
 # The GGUF path (llama2c_to_gguf.py needs numpy): the f16 GGUF of stories260K on 2 ranks.
 if [ -n "$NPY" ] && [ -f "$SHARED/models/tok512.bin" ]; then
@@ -89,9 +133,10 @@ if [ -n "$NPY" ] && [ -f "$SHARED/models/tok512.bin" ]; then
      && build_module "$TMP/stories_f16.gguf" stories_gguf_tp2 --tensor-parallel=2; then
     want=$("$GENERATE" --module="$TMP/stories_gguf.vmfb" --device=cpu --parameters="$TMP/stories_f16.gguf" \
            --max-tokens=60 | head -1)
-    got=$(ranks 2 stories_gguf_tp2 "$TMP/stories_f16.gguf" --max-tokens=60 | head -1)
-    [ -n "$want" ] && [ "$got" == "$want" ] && pass "stories260K f16 GGUF on 2 ranks: 60 ids equal one device's" \
-      || { fail "stories260K GGUF on 2 ranks"; echo " one device: $want"; echo " 2 ranks:    $got"; }
+    same "stories260K f16 GGUF on 2 devices of one process (= one device)" "$want" \
+      "$(one_process 2 stories_gguf_tp2 "$TMP/stories_f16.gguf" --max-tokens=60 | head -1)"
+    [ "$MPI" == 1 ] && same "stories260K f16 GGUF on 2 mpirun ranks (= one device)" "$want" \
+      "$(ranks 2 stories_gguf_tp2 "$TMP/stories_f16.gguf" --max-tokens=60 | head -1)"
   fi
 else
   echo "note: no Python with numpy (llama2c_to_gguf.py); the GGUF tensor-parallel path not run here"

@@ -57,14 +57,11 @@ StatusOr<std::vector<AbiType>> ParseAbiTypes(const std::string& text) {
   return types;
 }
 
-StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& module_path,
-                                                 const InvocationOptions& options) {
+StatusOr<std::vector<vm::Ref<hal::Device>>> CreateDevices(const InvocationOptions& options) {
   if (options.cpu_threads < -1 || options.cpu_threads > hal::kMaxCpuWorkers) {
     return InvalidArgument("--cpu-threads=", options.cpu_threads, ": expected 0..",
                            hal::kMaxCpuWorkers, " worker threads (0: inline)");
   }
-  std::unique_ptr<Session> s(new Session());
-  HEXIR_ASSIGN_OR_RETURN(s->module_, vm::Module::LoadFromFile(module_path));
   hal::DeviceOptions device_options;
   if (options.cpu_threads >= 0) {
     device_options.cpu_worker_count = options.cpu_threads;
@@ -72,10 +69,30 @@ StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& module_path,
   }
   std::vector<std::string> uris = options.device_uris;
   if (uris.empty()) uris.push_back(options.device_uri);
+  std::vector<vm::Ref<hal::Device>> devices;
   for (const std::string& uri : uris) {
     HEXIR_ASSIGN_OR_RETURN(vm::Ref<hal::Device> device, hal::CreateDevice(uri, device_options));
-    s->devices_.push_back(std::move(device));
+    devices.push_back(std::move(device));
   }
+  return devices;
+}
+
+StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& module_path,
+                                                 const InvocationOptions& options) {
+  if (options.cpu_threads < -1 || options.cpu_threads > hal::kMaxCpuWorkers) {
+    return InvalidArgument("--cpu-threads=", options.cpu_threads, ": expected 0..",
+                           hal::kMaxCpuWorkers, " worker threads (0: inline)");
+  }
+  HEXIR_ASSIGN_OR_RETURN(vm::Ref<vm::Module> module, vm::Module::LoadFromFile(module_path));
+  return Open(std::move(module), module_path, options);
+}
+
+StatusOr<std::unique_ptr<Session>> Session::Open(vm::Ref<vm::Module> module,
+                                                 const std::string& module_path,
+                                                 const InvocationOptions& options) {
+  std::unique_ptr<Session> s(new Session());
+  s->module_ = std::move(module);
+  HEXIR_ASSIGN_OR_RETURN(s->devices_, CreateDevices(options));
   HEXIR_RETURN_IF_ERROR(hal::CheckModuleDevices(*s->module_, s->devices_)
                             .WithContext(StrCat("module file '", module_path, "'")));
   s->context_ = vm::Context::Create();
@@ -91,6 +108,12 @@ StatusOr<vm::Function> Session::LookupFunction(const std::string& name) const {
 
 Status Session::Call(const vm::Function& fn, const std::vector<HostValue>& inputs,
                      std::vector<HostValue>* results, const vm::InvokeOptions& options) {
+  return CallFunction(*context_, devices_, fn, inputs, results, options);
+}
+
+Status CallFunction(vm::Context& context, const std::vector<vm::Ref<hal::Device>>& devices,
+                    const vm::Function& fn, const std::vector<HostValue>& inputs,
+                    std::vector<HostValue>* results, const vm::InvokeOptions& options) {
   size_t us = fn.signature.find('_');
   std::string arg_kinds = fn.signature.substr(0, us);
   std::string result_kinds = us == std::string::npos ? "" : fn.signature.substr(us + 1);
@@ -109,9 +132,9 @@ Status Session::Call(const vm::Function& fn, const std::vector<HostValue>& input
       size_t semi = text.find(';', start);
       if (semi == std::string::npos) semi = text.size();
       size_t ordinal = std::strtoul(text.c_str() + start, nullptr, 10);
-      if (ordinal >= devices_.size()) {
+      if (ordinal >= devices.size()) {
         return InvalidArgument("function '", fn.name, "': argument ", i, " lives on device ",
-                               ordinal, ", which is not bound (", devices_.size(),
+                               ordinal, ", which is not bound (", devices.size(),
                                " device(s) given)");
       }
       arg_devices[i++] = ordinal;
@@ -128,7 +151,7 @@ Status Session::Call(const vm::Function& fn, const std::vector<HostValue>& input
         return InvalidArgument("input ", i, ": expected ", expected, ", got scalar ", DescribeType(in));
       }
       HEXIR_ASSIGN_OR_RETURN(
-          auto view, hal::BufferViewFromHost(*devices_[arg_devices[i]], in.tensor.element_type,
+          auto view, hal::BufferViewFromHost(*devices[arg_devices[i]], in.tensor.element_type,
                                              Span<const int64_t>(in.tensor.dims.data(), in.tensor.dims.size()),
                                              in.tensor.bytes.data(), in.tensor.bytes.size()));
       args[i].ref = std::move(view);
@@ -152,7 +175,7 @@ Status Session::Call(const vm::Function& fn, const std::vector<HostValue>& input
   std::vector<vm::Variant> outs;
   const Interrupt download_deadline(options.deadline_ns, nullptr, Interrupt::NowNs());
   HEXIR_RETURN_IF_ERROR(
-      context_->Invoke(fn, Span<vm::Variant>(args.data(), args.size()), &outs, options));
+      context.Invoke(fn, Span<vm::Variant>(args.data(), args.size()), &outs, options));
   results->clear();
   for (size_t i = 0; i < outs.size() && i < result_kinds.size(); ++i) {
     HostValue v;
@@ -164,7 +187,7 @@ Status Session::Call(const vm::Function& fn, const std::vector<HostValue>& input
       v.tensor.element_type = view->element_type();
       v.tensor.dims = view->dims();
       HEXIR_RETURN_IF_ERROR(
-          hal::BufferViewToHost(*devices_[0], *view, &v.tensor.bytes, download_deadline)
+          hal::BufferViewToHost(*devices[0], *view, &v.tensor.bytes, download_deadline)
               .WithContext(StrCat("result ", i, " of function '", fn.name, "'")));
     } else if (kind == 'i') {
       v.kind = HostValue::Kind::kInt;

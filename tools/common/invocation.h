@@ -38,9 +38,22 @@ struct AbiType {
 // Parses "tensor<2x?xf32>;f32" (the compiler's reflection syntax); empty text -> empty list.
 StatusOr<std::vector<AbiType>> ParseAbiTypes(const std::string& text);
 
+// The devices `options` names (device_uris, else device_uri), created in order.
+StatusOr<std::vector<vm::Ref<hal::Device>>> CreateDevices(const InvocationOptions& options);
+
+// Session::Call on any context: `devices` are the context's devices by module ordinal
+// (arguments go where "abi.arg_devices" says, results are read through devices[0]).
+Status CallFunction(vm::Context& context, const std::vector<vm::Ref<hal::Device>>& devices,
+                    const vm::Function& fn, const std::vector<HostValue>& inputs,
+                    std::vector<HostValue>* results, const vm::InvokeOptions& options = {});
+
 class Session {
  public:
   static StatusOr<std::unique_ptr<Session>> Open(const std::string& module_path,
+                                                  const InvocationOptions& options);
+  // The same with the module already loaded from `module_path`.
+  static StatusOr<std::unique_ptr<Session>> Open(vm::Ref<vm::Module> module,
+                                                  const std::string& module_path,
                                                   const InvocationOptions& options);
 
   StatusOr<vm::Function> LookupFunction(const std::string& name) const;
@@ -52,6 +65,7 @@ class Session {
   hal::Device& device() { return *devices_[0]; }           // module device 0
   hal::Device& device(size_t ordinal) { return *devices_[ordinal]; }
   size_t device_count() const { return devices_.size(); }
+  const std::vector<vm::Ref<hal::Device>>& devices() const { return devices_; }
   vm::Context& context() { return *context_; }
 
  private:

@@ -1,11 +1,13 @@
 // hexir-generate: greedy text generation with a module made by
 // `hexir-import CKPT.bin|MODEL.gguf -o llm.mlir && hexir-compile llm.mlir -o llm.vmfb`.
 //
-//   hexir-generate --module=llm.vmfb --device=cpu|cuda --parameters=CKPT.bin|MODEL.gguf
+//   hexir-generate --module=llm.vmfb [--device=cpu|cuda ...] --parameters=CKPT.bin|MODEL.gguf
 //                  [--tokenizer=TOK.bin] [--prompt=TEXT] --max-tokens=N
 // prints `ids: 403 407 ...` (generated ids; BOS excluded; the stopping token included) and,
-// with a tokenizer, the decoded text on the next line. A tensor-parallel module runs as
-// `mpirun -n N hexir-generate ...` (one CPU device per rank; rank 0 prints).
+// with a tokenizer, the decoded text on the next line. A tensor-parallel module runs on N
+// devices of this process (--device repeated: one rank each, rank_generate.h) or as
+// `mpirun -n N hexir-generate ...` (one device per rank; rank 0 prints); a placed module takes
+// its devices in --target order.
 //
 // The checkpoint (llama2.c, or GGUF when it starts with the GGUF magic; a Hugging Face folder
 // maps its safetensors files) is memory-mapped and each weight tensor uploaded once
@@ -19,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <memory>
 #include <random>
 #include <string>
@@ -32,7 +35,10 @@
 #include "tools/common/invocation.h"
 #include "tools/common/llama_parameters.h"
 #include "tools/common/llama_stream.h"
+#include "tools/common/rank_sessions.h"
 #include "tools/common/tool_main.h"
+#include "tools/hexir-generate/decode_calls.h"
+#include "tools/hexir-generate/rank_generate.h"
 #include "tools/hexir-generate/tokenizer.h"
 #include "tools/hexir-generate/vocabulary.h"
 
@@ -42,7 +48,8 @@ namespace {
 namespace llama = compiler::llama;
 
 struct Flags {
-  std::string module, device = "cpu", parameters, tokenizer, prompt, prompt_ids;
+  std::string module, parameters, tokenizer, prompt, prompt_ids;
+  std::vector<std::string> devices;  // by module device ordinal, or one rank each; empty: cpu
   int64_t max_tokens = -1;
   int cpu_threads = -1;
   int repeat = 1;
@@ -84,6 +91,21 @@ struct TextDecoder {
     return text;
   }
 };
+
+// "ids: 403 407 ..." and, with a tokenizer, the text on the next line.
+Status PrintIds(const std::vector<int64_t>& ids, const TextDecoder& decode) {
+  std::string line = "ids:";
+  for (int64_t id : ids) line += " " + std::to_string(id);
+  std::printf("%s\n", line.c_str());
+  if (decode.has_tokenizer()) std::printf("%s\n", decode(ids).c_str());
+  return Status::Ok();
+}
+
+// --timing's last line: the fastest call's time and generated tokens/s.
+void PrintSpeed(size_t prompt_length, size_t generated, double best_seconds, int repeat) {
+  std::fprintf(stderr, "hexir-generate: %zu prompt + %zu generated tokens in %.3f ms (fastest of %d): %.1f tokens/s\n",
+               prompt_length, generated, best_seconds * 1e3, std::max(1, repeat), double(generated) / best_seconds);
+}
 
 Status Run(const Flags& f) {
   HEXIR_ASSIGN_OR_RETURN(auto parameters, LlamaParameters::Open(f.parameters));
@@ -158,56 +180,56 @@ Status Run(const Flags& f) {
   }
 
   InvocationOptions options;
-  options.device_uri = f.device;
+  options.device_uris = f.devices.empty() ? std::vector<std::string>{"cpu"} : f.devices;
   options.cpu_threads = f.cpu_threads;
+  const bool greedy = f.sampler.temperature <= 0 && f.sampler.repetition_penalty == 1.0f;
+  TextDecoder decode{vocabulary.get(), tokenizer.get(), prompt, config->bos_id};
   const Clock::time_point module_load_begin = Clock::now();
-  HEXIR_ASSIGN_OR_RETURN(auto session, Session::Open(f.module, options));
+  HEXIR_ASSIGN_OR_RETURN(vm::Ref<vm::Module> module, vm::Module::LoadFromFile(f.module));
+  const size_t device_count = options.device_uris.size();
+  if (RunsAsRanks(*module, device_count)) {  // --device repeated, a tensor-parallel module
+    if (!greedy || f.stream) {
+      return InvalidArgument("module '", f.module, "' runs as ", device_count,
+                             " ranks: greedy decoding only (a tensor-parallel module has no sampler or "
+                             "streaming functions), so --stream, --temperature and --repetition-penalty are refused");
+    }
+    RankGenerateRequest request{f.module, f.parameters, prompt, f.max_tokens, f.repeat, f.timeout_seconds, f.verbose};
+    RankGenerateResult result;
+    HEXIR_RETURN_IF_ERROR(GenerateOnRanks(*module, options, request, &result));
+    HEXIR_RETURN_IF_ERROR(PrintIds(result.ids, decode));
+    if (f.timing) PrintSpeed(prompt.size(), result.ids.size(), result.best_seconds, f.repeat);
+    return Status::Ok();
+  }
+  if (device_count > std::max<size_t>(1, module->devices().size())) {
+    return InvalidArgument("module '", f.module, "' runs on ", std::max<size_t>(1, module->devices().size()),
+                           " device(s) and uses no collectives, but --device was given ", device_count,
+                           " times (a module from hexir-import --tensor-parallel=N runs one rank per device; one "
+                           "placed by --layer-devices or --embedding-device on the devices it lists)");
+  }
+  HEXIR_ASSIGN_OR_RETURN(auto session, Session::Open(std::move(module), f.module, options));
   const Clock::time_point module_loaded = Clock::now();
-  // A tensor-parallel module (hexir-import --tensor-parallel=N) reports (N, rank, ranks) from
-  // its device's channel (the mpirun world): this rank uploads only its weight parts, and
-  // only rank 0 prints (every rank computes the same ids).
+  const DecodeContext target{session->context(), session->devices()};
+  // A tensor-parallel module (hexir-import --tensor-parallel=N) run as one process per rank
+  // (mpirun) reports (N, rank, ranks) from its device's channel (the mpirun world): this rank
+  // uploads only its weight parts, and only rank 0 prints (every rank computes the same ids).
   bool prints = true;
-  if (auto tp_fn = session->LookupFunction("tensor_parallel"); tp_fn.ok()) {
-    std::vector<HostValue> r;
-    HEXIR_RETURN_IF_ERROR(session->Call(*tp_fn, {}, &r));
-    if (r.size() != 3) return InvalidArgument("module '", f.module, "': @tensor_parallel returned ", r.size(), " values, expected 3");
-    const int64_t ranks = r[0].i, rank = r[1].i, count = r[2].i;
-    if (count != ranks)
-      return InvalidArgument("module '", f.module, "' is tensor-parallel over ", ranks, " ranks but runs on ", count,
-                             " (start it with mpirun -n ", ranks, ")");
-    HEXIR_RETURN_IF_ERROR(parameters->SelectTensorParallelRank(ranks, rank));
-    prints = rank == 0;
+  HEXIR_ASSIGN_OR_RETURN(std::optional<TensorParallelRank> tp, QueryTensorParallel(target, f.module));
+  if (tp) {
+    if (tp->count != tp->ranks)
+      return InvalidArgument("module '", f.module, "' is tensor-parallel over ", tp->ranks, " ranks but runs on ",
+                             tp->count, " (start it with mpirun -n ", tp->ranks, ", or give --device ", tp->ranks,
+                             " times)");
+    HEXIR_RETURN_IF_ERROR(parameters->SelectTensorParallelRank(tp->ranks, tp->rank));
+    prints = tp->rank == 0;
     if (f.verbose) std::fprintf(stderr, "hexir-generate: tensor-parallel rank %lld of %lld\n",
-                                static_cast<long long>(rank), static_cast<long long>(ranks));
+                                static_cast<long long>(tp->rank), static_cast<long long>(tp->ranks));
   }
   HEXIR_ASSIGN_OR_RETURN(vm::Function fn, session->LookupFunction("generate"));
   HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> args, ParseAbiTypes(std::string(fn.attr("abi.args"))));
   HEXIR_ASSIGN_OR_RETURN(const int32_t weight_type,
                          parameters->CheckArguments(args, 2, StrCat("module '", f.module, "': @generate")));
-
-  // The module's KV cache must hold the prompt (prefill writes every prompt position), and
-  // bounds the output: @generate sizes its id tensor by max_new, so a larger request would
-  // only cost memory. It is clamped to the cache length (the output is unchanged).
-  int64_t max_tokens = f.max_tokens;
-  if (auto cache_fn = session->LookupFunction("cache_len"); cache_fn.ok()) {
-    std::vector<HostValue> r;
-    HEXIR_RETURN_IF_ERROR(session->Call(*cache_fn, {}, &r));
-    int64_t cache_len = r.size() == 1 && r[0].tensor.bytes.size() == 8
-                            ? *reinterpret_cast<const int64_t*>(r[0].tensor.bytes.data())
-                            : -1;
-    if (int64_t(prompt.size()) > cache_len)
-      return InvalidArgument("the prompt has ", prompt.size(), " tokens but module '", f.module,
-                             "' has a KV cache of ", cache_len,
-                             " positions (hexir-import --cache-len, at most the header's seq_len ",
-                             config->seq_len, ")");
-    if (max_tokens > cache_len) {
-      if (f.verbose) {
-        std::fprintf(stderr, "hexir-generate: --max-tokens=%lld clamped to the cache length %lld\n",
-                     static_cast<long long>(max_tokens), static_cast<long long>(cache_len));
-      }
-      max_tokens = cache_len;
-    }
-  }
+  HEXIR_ASSIGN_OR_RETURN(const int64_t max_tokens,
+                         FitToCache(target, f.module, prompt.size(), f.max_tokens, config->seq_len, f.verbose));
 
   hal::Device& device = session->device();
   // Upload once; the refs are reused by every call (tools/common/llama_parameters.h: queue
@@ -220,11 +242,7 @@ Status Run(const Flags& f) {
   const Clock::time_point upload_issued = Clock::now();
   // No host wait: an empty submission waiting for the last write orders every later
   // submission of the (in-order) queue, the first call's included, after the upload.
-  {
-    auto barrier = vm::MakeRef<hal::CommandBuffer>(nullptr);  // internal: not a recording
-    HEXIR_RETURN_IF_ERROR(barrier->Finalize());
-    HEXIR_RETURN_IF_ERROR(device.QueueExecute({upload.ready()}, barrier, {}));
-  }
+  HEXIR_RETURN_IF_ERROR(OrderAfter(device, upload.ready()));
   // --timing only: a watcher thread notes when the upload landed (it does not delay anything).
   Clock::time_point upload_landed{};
   std::thread watcher;
@@ -249,13 +267,11 @@ Status Run(const Flags& f) {
   std::vector<int64_t> ids;
   double best_seconds = 1e30;
   Clock::time_point first_call_done{};
-  const bool greedy = f.sampler.temperature <= 0 && f.sampler.repetition_penalty == 1.0f;
   if (!greedy || f.stream) {
     SamplerSettings sampler = f.sampler;
     sampler.seed = f.seed >= 0 ? f.seed : int64_t(std::random_device()() & 0x7fffffff);
     if (f.verbose) std::fprintf(stderr, "hexir-generate: seed %lld\n", static_cast<long long>(sampler.seed));
-    // The text of the ids so far; streaming prints what it adds to the text already printed.
-    TextDecoder decode{vocabulary.get(), tokenizer.get(), prompt, config->bos_id};
+    // Streaming prints what each chunk adds to the text already printed.
     StreamTiming timing;
     for (int call = 0; call < std::max(1, f.repeat); ++call) {
       ids.clear();
@@ -301,40 +317,14 @@ Status Run(const Flags& f) {
     }
   }
   for (int call = 0; greedy && !f.stream && call < std::max(1, f.repeat); ++call) {
-    std::vector<vm::Variant> in(2 + weight_views.size());
-    in[0].ref = prompt_view;
-    in[1].bits = max_tokens;
-    for (size_t i = 0; i < weight_views.size(); ++i) in[2 + i].ref = weight_views[i];
-    std::vector<vm::Variant> out;
-    auto start = std::chrono::steady_clock::now();
-    // --timeout bounds each call with the download of its ids (DeadlineExceeded past it).
-    vm::InvokeOptions call_options;
-    if (f.timeout_seconds > 0) call_options.deadline_ns = Interrupt::DeadlineAfter(f.timeout_seconds);
-    const Interrupt download_deadline(call_options.deadline_ns, nullptr, Interrupt::NowNs());
-    HEXIR_RETURN_IF_ERROR(session->context().Invoke(fn, Span<vm::Variant>(in.data(), in.size()),
-                                                    &out, call_options));
-    auto* view = out.empty() ? nullptr : vm::RefCast<hal::BufferView>(out[0].ref.get());
-    if (!view) return Internal("@generate returned no id tensor");
-    std::vector<uint8_t> bytes;
-    HEXIR_RETURN_IF_ERROR(hal::BufferViewToHost(device, *view, &bytes, download_deadline));
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    best_seconds = std::min(best_seconds, seconds);
+    const auto start = Clock::now();
+    HEXIR_RETURN_IF_ERROR(CallGenerate(target, fn, prompt_view, max_tokens, weight_views, f.timeout_seconds, &ids));
+    best_seconds = std::min(best_seconds, std::chrono::duration<double>(Clock::now() - start).count());
     if (call == 0) first_call_done = Clock::now();
-    ids.clear();
-    for (size_t i = 0; i + 8 <= bytes.size(); i += 8) {
-      int64_t id;
-      std::memcpy(&id, &bytes[i], 8);
-      if (id < 0) break;
-      ids.push_back(id);
-    }
   }
 
   if (!prints) return Status::Ok();
-  std::string line = "ids:";
-  for (int64_t id : ids) line += " " + std::to_string(id);
-  std::printf("%s\n", line.c_str());
-  TextDecoder decode{vocabulary.get(), tokenizer.get(), prompt, config->bos_id};
-  if (decode.has_tokenizer()) std::printf("%s\n", decode(ids).c_str());
+  HEXIR_RETURN_IF_ERROR(PrintIds(ids, decode));
   if (f.timing) {
     if (watcher.joinable()) watcher.join();
     uint64_t upload_bytes = 0;
@@ -354,9 +344,7 @@ Status Run(const Flags& f) {
                  weight_views.size(), double(upload_bytes) / (1 << 20),
                  upload_landed == Clock::time_point{} ? -1.0 : MsSinceStart(upload_landed), first_call_ms,
                  ids.size(), first_call_ms - double(n - 1) * per_token_ms, n - 1, per_token_ms);
-    std::fprintf(stderr, "hexir-generate: %lld prompt + %zu generated tokens in %.3f ms (fastest of %d): %.1f tokens/s\n",
-                 static_cast<long long>(prompt_len), ids.size(), best_seconds * 1e3,
-                 std::max(1, f.repeat), double(ids.size()) / best_seconds);
+    PrintSpeed(prompt.size(), ids.size(), best_seconds, f.repeat);
   }
   return Status::Ok();
 }
@@ -369,7 +357,9 @@ int main(int argc, char** argv) {
   hexir::tools::Flags f;
   CLI::App app{"hexir-generate: greedy decoding with a module imported from a llama2.c or GGUF checkpoint"};
   app.add_option("--module", f.module, "compiled module (.vmfb) from hexir-import + hexir-compile (required)");
-  app.add_option("--device", f.device, "cpu (default), cuda, cuda:N");
+  app.add_option("--device", f.devices,
+                 "cpu (default), cpu:threads=N, cuda, cuda:N; repeated: the devices of a placed module, or one "
+                 "rank per device for a tensor-parallel module");
   app.add_option("--parameters", f.parameters, "the llama2.c (.bin) or GGUF (.gguf) checkpoint the module was imported from")->required();
   app.add_option("--tokenizer", f.tokenizer,
                  "llama2.c tokenizer (.bin): decode the ids, encode --prompt (default for GGUF: the file's own)");

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,9 @@
 #include "hal/api.h"
 #include "hal/topology.h"
 #include "tools/common/tensor_io.h"
+#include "tools/common/device_trace.h"
 #include "tools/common/invocation.h"
+#include "tools/common/rank_sessions.h"
 #include "tools/common/tool_main.h"
 
 namespace hexir::tools {
@@ -28,7 +31,23 @@ struct Flags {
   int cpu_threads = -1;
   int repeat = 1;
   double timeout_seconds = 0;  // 0: none
+  std::string trace;           // --trace: Chrome/Perfetto JSON of every device's work
 };
+
+// --trace: records the calls' dispatches and collectives per device, writes them at the end
+// and says on stderr how many collectives ran while dispatches of their device ran.
+Status WithTrace(const std::string& path, std::vector<hal::Device*> devices, std::vector<std::string> names,
+                 const std::function<Status()>& calls) {
+  if (path.empty()) return calls();
+  DeviceTrace trace(std::move(devices), std::move(names));
+  HEXIR_RETURN_IF_ERROR(calls());
+  size_t dispatches = 0, collectives = 0;
+  for (const DeviceTrace::Event& e : trace.events()) ++(e.collective ? collectives : dispatches);
+  HEXIR_RETURN_IF_ERROR(trace.Write(path));
+  std::fprintf(stderr, "hexir-run: trace '%s': %zu dispatches, %zu collectives (%zu ran while dispatches of their device ran)\n",
+               path.c_str(), dispatches, collectives, trace.OverlappedCollectives());
+  return Status::Ok();
+}
 
 // --list-devices: each device, then for every ordered pair the link and a measured bandwidth.
 Status ListDevices(const Flags& flags) {
@@ -71,13 +90,44 @@ Status Run(const Flags& flags) {
   InvocationOptions options;
   options.device_uris = flags.devices.empty() ? std::vector<std::string>{"cpu"} : flags.devices;
   options.cpu_threads = flags.cpu_threads;
-  HEXIR_ASSIGN_OR_RETURN(auto session, Session::Open(flags.module_path, options));
-  HEXIR_ASSIGN_OR_RETURN(vm::Function fn, session->LookupFunction(flags.function));
+  HEXIR_ASSIGN_OR_RETURN(vm::Ref<vm::Module> module, vm::Module::LoadFromFile(flags.module_path));
   std::vector<HostValue> results;
-  for (int r = 0; r < flags.repeat; ++r) {
-    vm::InvokeOptions call;
-    if (flags.timeout_seconds > 0) call.deadline_ns = Interrupt::DeadlineAfter(flags.timeout_seconds);
-    HEXIR_RETURN_IF_ERROR(session->Call(fn, inputs, &results, call));
+  if (RunsAsRanks(*module, options.device_uris.size())) {
+    // One rank per device, every rank called with the same inputs; rank 0's results print.
+    HEXIR_ASSIGN_OR_RETURN(auto ranks, RankSessions::Open(*module, flags.module_path, options));
+    std::vector<hal::Device*> devices;
+    std::vector<std::string> names;
+    for (int32_t r = 0; r < ranks->size(); ++r) {
+      devices.push_back(&ranks->group().device(r));
+      names.push_back(StrCat("rank ", r, " (", options.device_uris[r], ")"));
+    }
+    std::vector<std::vector<HostValue>> per_rank;
+    HEXIR_RETURN_IF_ERROR(WithTrace(flags.trace, devices, names, [&]() -> Status {
+      for (int r = 0; r < flags.repeat; ++r) {
+        vm::InvokeOptions call;
+        if (flags.timeout_seconds > 0) call.deadline_ns = Interrupt::DeadlineAfter(flags.timeout_seconds);
+        HEXIR_RETURN_IF_ERROR(ranks->CallOnEveryRank(flags.function, inputs, &per_rank, call));
+      }
+      return Status::Ok();
+    }));
+    results = std::move(per_rank[0]);
+  } else {
+    HEXIR_ASSIGN_OR_RETURN(auto session, Session::Open(std::move(module), flags.module_path, options));
+    HEXIR_ASSIGN_OR_RETURN(vm::Function fn, session->LookupFunction(flags.function));
+    std::vector<hal::Device*> devices;
+    std::vector<std::string> names;
+    for (size_t i = 0; i < session->device_count(); ++i) {
+      devices.push_back(&session->device(i));
+      names.push_back(StrCat("device ", i, " (", session->device(i).uri(), ")"));
+    }
+    HEXIR_RETURN_IF_ERROR(WithTrace(flags.trace, devices, names, [&]() -> Status {
+      for (int r = 0; r < flags.repeat; ++r) {
+        vm::InvokeOptions call;
+        if (flags.timeout_seconds > 0) call.deadline_ns = Interrupt::DeadlineAfter(flags.timeout_seconds);
+        HEXIR_RETURN_IF_ERROR(session->Call(fn, inputs, &results, call));
+      }
+      return Status::Ok();
+    }));
   }
   if (!flags.outputs.empty() && flags.outputs.size() != results.size()) {
     return InvalidArgument("--output given ", flags.outputs.size(), " times but function '",
@@ -109,7 +159,8 @@ int main(int argc, char** argv) {
   app.add_option("--module", flags.module_path, "Compiled module (.vmfb)");
   app.add_option("--device", flags.devices,
                  "Device URI, once per module device in order: cpu, cpu:threads=N, cuda, cuda:N "
-                 "(default: cpu)");
+                 "(default: cpu); for a module of one device that uses collectives, one rank "
+                 "per device");
   app.add_flag("--list-devices", flags.list_devices,
                "Print the devices (those given with --device, else every one available) and, "
                "for each pair, shared memory, peer access, link kind and copy bandwidth");
@@ -126,6 +177,9 @@ int main(int argc, char** argv) {
                  "Seconds each call (with its result downloads) may take; past it the call "
                  "stops with deadline_exceeded (default: no limit)")
       ->check(CLI::Range(1e-3, 1e9));
+  app.add_option("--trace", flags.trace,
+                 "Write every device's dispatches and collectives of the calls as a Chrome/Perfetto "
+                 "trace (JSON; one process per device or rank)");
   if (int exit = hexir::tools::ParseFlags("hexir-run", app, argc, argv); exit >= 0) return exit;
   return hexir::tools::RunTool("hexir-run", [&] { return hexir::tools::Run(flags); });
 }

@@ -344,16 +344,17 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
 // Commands between two barriers form a wave. With one worker, or in inline mode, every
 // command runs in turn on this thread (so every command is already ordered after the previous
 // one and barriers need no work); otherwise a wave of several commands runs concurrently
-// (wave_runner.h) and a single command as before (its workgroups spread over the pool).
+// (wave_runner.h: a collective on one thread while the wave's dispatches run on the others)
+// and a single command as before (its workgroups spread over the pool).
 Status CpuDevice::Execute(const CommandBuffer& cb, const std::vector<BufferRef>& table) {
   const std::vector<Command>& commands = cb.commands();
   const bool concurrent_waves = !inline_ && pool_.thread_count() > 1;
   for (size_t i = 0; i < commands.size();) {
     size_t end = i;
     if (concurrent_waves) {
-      // A collective or a repeat runs alone: it ends the wave before it and starts none.
+      // A repeat runs alone: it ends the wave before it and starts none. (A collective runs
+      // inside its wave, in recording order beside the wave's dispatches.)
       while (end < commands.size() && !std::holds_alternative<BarrierCommand>(commands[end]) &&
-             !std::holds_alternative<CollectiveCommand>(commands[end]) &&
              !std::holds_alternative<RepeatCommand>(commands[end])) {
         ++end;
       }
@@ -390,7 +391,12 @@ Status CpuDevice::ExecuteCommand(const Command& c, const std::vector<BufferRef>&
   if (auto* f = std::get_if<FillCommand>(&c)) ExecuteFill(*f);
   if (auto* col = std::get_if<CollectiveCommand>(&c)) {
     DeviceCounters::Add(counters()->collectives_executed);
-    return ExecuteHostCollective(*col, table);
+    Profiler* profiler = counters()->profiler.load(std::memory_order_relaxed);
+    if (!profiler) return ExecuteHostCollective(*col, table);
+    const int64_t begin_ns = ProfileClockNs();
+    Status st = ExecuteHostCollective(*col, table);
+    profiler->OnCollective(CollectiveName(col->kind).data(), begin_ns, ProfileClockNs());
+    return st;
   }
   if (auto* r = std::get_if<RepeatCommand>(&c)) return ExecuteRepeat(*r, table);
   return Status::Ok();

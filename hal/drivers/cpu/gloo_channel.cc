@@ -124,6 +124,13 @@ class GlooChannel final : public HostChannel {
     return st;
   }
 
+  void Abandon(const Status& why) override {
+    if (!broken_.ok()) return;  // already failed: the peers were told (or told this rank)
+    broken_ = Aborted("this rank abandoned the channel: ", why.message());
+    std::string notice = StrCat("rank ", rank(), " failed: ", why.message());
+    api_.fail(group_, notice.c_str());
+  }
+
  private:
   Status RunOnce(const Operation& op, const std::string& what) {
     const uint64_t element_bytes = ElementTypeByteSize(op.element_type);

@@ -24,6 +24,16 @@
 enum { kAllReduce = 0, kAllGather = 1, kReduceScatter = 2, kBroadcast = 3, kSend = 4, kRecv = 5 };
 enum { kSum = 0, kMax = 1, kMin = 2, kProd = 3 };
 
+// A send in flight: Gloo sends an unbound buffer only once the peer posted the matching recv,
+// so a send that waited for that would deadlock every rank sending before it receives (a
+// ring). The bytes are copied (the caller may reuse its buffer at once, as after MPI's eager
+// send) and the send is waited for after the group's next other operation, or at destroy.
+struct PendingSend {
+  std::vector<uint8_t> bytes;
+  std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
+  std::chrono::milliseconds timeout;
+};
+
 struct hexir_gloo_group {
   std::shared_ptr<gloo::rendezvous::Store> shared_store;  // outlives `store`
   std::unique_ptr<gloo::rendezvous::PrefixStore> store;
@@ -31,6 +41,7 @@ struct hexir_gloo_group {
   std::shared_ptr<gloo::rendezvous::Context> context;  // null once failed
   int32_t rank = 0;
   int32_t size = 1;
+  std::vector<PendingSend> pending_sends;  // cleared before `context` is reset
 };
 
 namespace {
@@ -146,9 +157,13 @@ void Run(hexir_gloo_group& g, const hexir_gloo_op& op) {
       return;
     }
     case kSend: {
-      auto buffer = g.context->createUnboundBuffer(const_cast<void*>(op.send), bytes);
-      buffer->send(op.peer, op.slot);
-      buffer->waitSend(timeout);
+      PendingSend pending;
+      const auto* data = static_cast<const uint8_t*>(op.send);
+      pending.bytes.assign(data, data + bytes);
+      pending.buffer = g.context->createUnboundBuffer(pending.bytes.data(), bytes);
+      pending.buffer->send(op.peer, op.slot);
+      pending.timeout = timeout;
+      g.pending_sends.push_back(std::move(pending));
       return;
     }
     case kRecv: {
@@ -228,6 +243,10 @@ __attribute__((visibility("default"))) int hexir_gloo_run(hexir_gloo_group* grou
   const auto start = std::chrono::steady_clock::now();
   try {
     Run(*group, *op);
+    if (op->kind != kSend) {  // earlier sends have had their chance to meet their recvs
+      for (PendingSend& p : group->pending_sends) p.buffer->waitSend(p.timeout);
+      group->pending_sends.clear();
+    }
     return HEXIR_GLOO_OK;
   } catch (const std::exception& e) {
     // A timeout is reported at once (its notice must reach the peers it strands); any other
@@ -249,10 +268,16 @@ __attribute__((visibility("default"))) void hexir_gloo_fail(hexir_gloo_group* gr
     group->store->set(NoticeKey(group->rank), std::vector<char>(text.begin(), text.end()));
   } catch (const std::exception&) {
   }
+  group->pending_sends.clear();
   group->context.reset();  // closes this rank's connections: blocked peers fail at once
 }
 
 __attribute__((visibility("default"))) void hexir_gloo_destroy(hexir_gloo_group* group) {
+  try {  // sends still in flight: give their peers the timeout to receive them
+    for (PendingSend& p : group->pending_sends) p.buffer->waitSend(p.timeout);
+  } catch (const std::exception&) {
+  }
+  group->pending_sends.clear();
   delete group;
 }
 

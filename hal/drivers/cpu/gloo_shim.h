@@ -54,7 +54,9 @@ int hexir_gloo_connect(const char* store, const char* prefix, const char* hostna
                        int64_t timeout_ms, hexir_gloo_group** groups, char* error,
                        size_t error_size);
 
-// Runs one collective to completion. On HEXIR_GLOO_TIMED_OUT or HEXIR_GLOO_ERROR the caller
+// Runs one collective to completion; a send returns once posted (its bytes copied), and is
+// waited for after the group's next other operation (so every rank may send before it
+// receives). On HEXIR_GLOO_TIMED_OUT or HEXIR_GLOO_ERROR the caller
 // should hexir_gloo_fail the group.
 int hexir_gloo_run(hexir_gloo_group* group, const struct hexir_gloo_op* op, char* error,
                    size_t error_size);

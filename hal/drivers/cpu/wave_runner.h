@@ -5,6 +5,13 @@
 // dispatches of one wave thus run on two workers at once; a barrier ends the wave, so commands
 // it separates stay ordered.
 //
+// Collectives overlap: the wave's collectives (at most one in a compiled program: the
+// scheduler orders collectives after one another) form one item at index 0 that runs them in
+// command order (every rank issues them alike), so one thread runs the collective from the
+// wave's start while the other workers run its independent dispatches. Each such collective is
+// counted in collectives_overlapped (and collectives_executed) and reported to the profiler
+// (OnCollective) with its interval.
+//
 // Failures: the first failing workgroup (or indirect count) wins and names its dispatch; the
 // loop stops handing out indices. Profiling: each dispatch is reported, in command order,
 // from the first of its workgroups to start to the last to end.
@@ -46,7 +53,7 @@ class WaveRunner {
 
  private:
   struct Item {
-    const Command* command = nullptr;
+    const Command* command = nullptr;  // the first collective, for the collectives' item
     const DispatchCommand* dispatch = nullptr;  // null for copies and fills
     const CpuExecutable* executable = nullptr;
     hexir_cpu_entry_fn_t fn = nullptr;
@@ -59,6 +66,8 @@ class WaveRunner {
   };
 
   bool RunIndex(uint64_t index, uint32_t thread_index);
+  // The wave's collectives in command order (the item at index 0 when the wave has any).
+  bool RunCollectives();
   size_t ItemOf(uint64_t index) const;
   void RecordError(Status status);
 
@@ -72,6 +81,15 @@ class WaveRunner {
   std::vector<void*> binding_ptrs_;  // every dispatch's bindings, back to back
   std::vector<uint64_t> binding_lengths_;
   bool profiling_ = false;
+  // The wave being run, for its collectives' item.
+  const Command* wave_begin_ = nullptr;
+  const Command* wave_end_ = nullptr;
+  const std::vector<BufferRef>* table_ = nullptr;
+  struct CollectiveSpan {
+    const char* name;
+    int64_t begin_ns, end_ns;
+  };
+  std::vector<CollectiveSpan> collective_spans_;  // profiling: reported after the wave
   std::atomic<bool> failed_{false};
   Mutex error_mu_;
   Status error_ GUARDED_BY(error_mu_);

@@ -73,7 +73,9 @@ Status CudaGraphCommandBuffer::BuildGraph() {
 }
 
 // Barriers become edges: every node depends on the nodes of the previous barrier segment;
-// nodes between two barriers get no edges among themselves and may run concurrently. A
+// nodes between two barriers get no edges among themselves and may run concurrently (a
+// collective overlaps the kernels of its segment), except collectives: each depends on the
+// previous collective of its segment too, so they run in recording order on every rank. A
 // segment of several nodes is joined through one empty node, so a barrier between N and M
 // nodes costs N + M edges rather than N * M.
 Status CudaGraphCommandBuffer::AddOps(CUgraph graph, size_t g, std::vector<CUgraphNode> deps,
@@ -82,6 +84,7 @@ Status CudaGraphCommandBuffer::AddOps(CUgraph graph, size_t g, std::vector<CUgra
   CudaRecording& recording = *graphs_[g].recording;
   const CUdeviceptr scratch = recording.scratch();
   std::vector<CUgraphNode> segment;
+  CUgraphNode segment_collective = nullptr;  // the segment's last collective
   for (const RecordedOp& op : recording.ops()) {
     CUgraphNode node = nullptr;
     switch (op.kind) {
@@ -95,6 +98,7 @@ Status CudaGraphCommandBuffer::AddOps(CUgraph graph, size_t g, std::vector<CUgra
           deps = segment;
         }
         segment.clear();
+        segment_collective = nullptr;
         continue;
       case RecordedOp::kKernel: {
         CUDA_KERNEL_NODE_PARAMS p = NodeParams(g, op.index);
@@ -127,7 +131,10 @@ Status CudaGraphCommandBuffer::AddOps(CUgraph graph, size_t g, std::vector<CUgra
         break;
       }
       case RecordedOp::kCollective: {
-        HEXIR_ASSIGN_OR_RETURN(node, AddCollectiveNode(op.index, deps));
+        std::vector<CUgraphNode> after = deps;
+        if (segment_collective) after.push_back(segment_collective);
+        HEXIR_ASSIGN_OR_RETURN(node, AddCollectiveNode(op.index, after));
+        segment_collective = node;
         break;
       }
       case RecordedOp::kRepeat: {

@@ -126,6 +126,11 @@ Status NcclChannel::failure() const {
   return failure_;
 }
 
+void NcclChannel::Abandon(const Status& why) {
+  MutexLock lock(mu_);
+  if (failure_.ok()) AbortLocked(Aborted(Describe(), " was abandoned: ", why.message()));
+}
+
 void NcclChannel::AbortLocked(Status why) {
   failure_ = std::move(why);
   if (!aborted_) {

@@ -62,6 +62,8 @@ class NcclChannel final : public Channel {
   Status Track(CUstream stream, CollectiveKind first, uint64_t collectives) EXCLUDES(mu_);
   // Ok, or why the channel failed (sticky).
   Status failure() const EXCLUDES(mu_);
+  // Aborts the communicator (hal/channel.h).
+  void Abandon(const Status& why) override EXCLUDES(mu_);
 
  private:
   struct Pending {

@@ -1,0 +1,125 @@
+// A collective does not serialize the independent dispatches of its wave (wave_runner.h):
+// checked by ordering, not time. Rank 1 joins rank 0's all_reduce only after it has seen
+// the output of a dispatch recorded beside that all_reduce on rank 0; if the dispatch waited
+// for the collective, rank 1 would never see it (the poll gives up after 20 s and rank 1
+// then joins anyway, so nothing hangs).
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "hal/api.h"
+#include "hal/channel.h"
+#include "hal/drivers/cpu/testing/test_kernels.h"
+#include "hal/element_type.h"
+
+namespace hexir::hal {
+namespace {
+
+vm::Ref<Device> Cpu(int32_t workers) {
+  DeviceOptions o;
+  o.cpu_worker_count = workers;
+  auto d = CreateDevice("cpu", o);
+  REQUIRE(d.ok());
+  return *d;
+}
+
+vm::Ref<Buffer> Buf(Device& d, const std::vector<int32_t>& values) {
+  auto b = d.AllocateBuffer(values.size() * 4);
+  REQUIRE(b.ok());
+  REQUIRE(d.WriteBuffer(**b, 0, values.data(), values.size() * 4).ok());
+  return *b;
+}
+
+TEST_CASE("a dispatch in the wave of an all_reduce runs while the all_reduce waits for its peer") {
+  setenv("HEXIR_COLLECTIVE_TIMEOUT", "60", 1);
+  std::vector<vm::Ref<Device>> devices = {Cpu(2), Cpu(2)};
+  auto channels = devices[0]->CreateGroupChannels({devices[0].get(), devices[1].get()});
+  INFO(channels.status().ToString());
+  REQUIRE(channels.ok());
+  auto exe = devices[0]->CreateExecutable(cpu::testing::TestKernelView({"affine_i32"}));
+  REQUIRE(exe.ok());
+  const int32_t kI32 = static_cast<int32_t>(ElementType::kI32);
+  std::vector<vm::Ref<Buffer>> sends, recvs;
+  std::vector<vm::Ref<CommandBuffer>> cbs;
+  for (int32_t r = 0; r < 2; ++r) {
+    sends.push_back(Buf(*devices[r], {r + 1, 10 * (r + 1)}));
+    recvs.push_back(Buf(*devices[r], {0, 0}));
+    auto cb = devices[r]->CreateCommandBuffer();
+    REQUIRE(cb.ok());
+    REQUIRE((*cb)->Collective((*channels)[r], CollectiveKind::kAllReduce, ReductionOp::kSum, kI32, 2, 0,
+                              BufferRef::Whole(sends[r]), BufferRef::Whole(recvs[r])).ok());
+    cbs.push_back(*cb);
+  }
+  // Rank 0's wave: the all_reduce, then (no barrier) marker = marker * 1 + 42.
+  vm::Ref<Buffer> marker = Buf(*devices[0], {0});
+  REQUIRE(cbs[0]->Dispatch(*exe, 0, {1, 1, 1}, {BufferRef::Whole(marker)}, {1, 1, 42}).ok());
+  for (auto& cb : cbs) REQUIRE(cb->Finalize().ok());
+  std::vector<vm::Ref<Semaphore>> done = {*devices[0]->CreateSemaphore(0), *devices[1]->CreateSemaphore(0)};
+  const DeviceStats before = devices[0]->stats();
+  REQUIRE(devices[0]->QueueExecute({}, cbs[0], {{done[0], 1}}).ok());
+  int32_t seen = 0;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (seen != 42 && std::chrono::steady_clock::now() < give_up) {
+    REQUIRE(devices[0]->ReadBuffer(*marker, 0, &seen, 4).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  // The all_reduce cannot have finished: rank 1 has not issued its part yet.
+  CHECK(done[0]->Query().ok());
+  CHECK(*done[0]->Query() == 0);
+  REQUIRE(devices[1]->QueueExecute({}, cbs[1], {{done[1], 1}}).ok());
+  for (int32_t r = 0; r < 2; ++r) REQUIRE(done[r]->Wait(1).ok());
+  CHECK(seen == 42);  // the dispatch ran before rank 1 joined
+  for (int32_t r = 0; r < 2; ++r) {
+    std::vector<int32_t> sum(2);
+    REQUIRE(devices[r]->ReadBuffer(*recvs[r], 0, sum.data(), 8).ok());
+    CHECK(sum == std::vector<int32_t>{3, 30});
+  }
+  const DeviceStats after = devices[0]->stats();
+  CHECK(after.collectives_executed - before.collectives_executed == 1);
+  CHECK(after.collectives_overlapped - before.collectives_overlapped == 1);
+  CHECK(devices[1]->stats().collectives_overlapped == 0);  // its wave held the all_reduce alone
+}
+
+// Two collectives of one wave run one after the other in recording order on every rank (a
+// broadcast from rank 1, then an all_reduce of what it delivered), with a dispatch beside them.
+TEST_CASE("collectives sharing a wave run in recording order beside its dispatch") {
+  setenv("HEXIR_COLLECTIVE_TIMEOUT", "60", 1);
+  std::vector<vm::Ref<Device>> devices = {Cpu(2), Cpu(2)};
+  auto channels = devices[0]->CreateGroupChannels({devices[0].get(), devices[1].get()});
+  REQUIRE(channels.ok());
+  const int32_t kI32 = static_cast<int32_t>(ElementType::kI32);
+  std::vector<vm::Ref<Buffer>> values, delivered, sums, markers;
+  std::vector<vm::Ref<Semaphore>> done;
+  for (int32_t r = 0; r < 2; ++r) {
+    auto exe = devices[r]->CreateExecutable(cpu::testing::TestKernelView({"affine_i32"}));
+    REQUIRE(exe.ok());
+    values.push_back(Buf(*devices[r], {5 + r}));
+    delivered.push_back(Buf(*devices[r], {0}));
+    sums.push_back(Buf(*devices[r], {0}));
+    markers.push_back(Buf(*devices[r], {1}));
+    auto cb = *devices[r]->CreateCommandBuffer();
+    REQUIRE(cb->Collective((*channels)[r], CollectiveKind::kBroadcast, ReductionOp::kSum, kI32, 1, 1,
+                           BufferRef::Whole(values[r]), BufferRef::Whole(delivered[r])).ok());
+    REQUIRE(cb->Collective((*channels)[r], CollectiveKind::kAllReduce, ReductionOp::kSum, kI32, 1, 0,
+                           BufferRef::Whole(delivered[r]), BufferRef::Whole(sums[r])).ok());
+    REQUIRE(cb->Dispatch(*exe, 0, {1, 1, 1}, {BufferRef::Whole(markers[r])}, {1, 3, 0}).ok());
+    REQUIRE(cb->Finalize().ok());
+    done.push_back(*devices[r]->CreateSemaphore(0));
+    REQUIRE(devices[r]->QueueExecute({}, cb, {{done[r], 1}}).ok());
+  }
+  for (int32_t r = 0; r < 2; ++r) {
+    INFO("rank " << r);
+    REQUIRE(done[r]->Wait(1).ok());
+    int32_t sum = 0, mark = 0;
+    REQUIRE(devices[r]->ReadBuffer(*sums[r], 0, &sum, 4).ok());
+    REQUIRE(devices[r]->ReadBuffer(*markers[r], 0, &mark, 4).ok());
+    CHECK(sum == 12);  // both ranks hold rank 1's 6 after the broadcast
+    CHECK(mark == 3);
+    CHECK(devices[r]->stats().collectives_overlapped == 2);
+  }
+}
+
+}  // namespace
+}  // namespace hexir::hal

@@ -1,0 +1,64 @@
+// --trace for hexir-run: the dispatches and collectives each device ran, as a Chrome/Perfetto
+// trace (chrome://tracing, ui.perfetto.dev): one process per device ("rank 0 (cpu)"), with a
+// "dispatches" track (each dispatch from its first workgroup's start to its last one's end)
+// and a "collectives" track (each collective's run). A collective whose span covers dispatch
+// spans of its device ran while that compute proceeded (hal/drivers/cpu/wave_runner.h).
+//
+// Ownership: a DeviceTrace installs itself as the devices' profiler (hal/profiling.h) until it
+// is destroyed; the devices must outlive it and be idle when it is. Thread-safety: the
+// callbacks may come from several devices' threads at once (a mutex guards the events).
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "hal/api.h"
+#include "hal/profiling.h"
+
+namespace hexir::tools {
+
+class DeviceTrace {
+ public:
+  struct Event {
+    size_t device = 0;
+    bool collective = false;
+    std::string name;  // the dispatch's entry point or the collective's kind
+    int64_t begin_ns = 0, end_ns = 0;
+  };
+
+  // `names[i]` labels devices[i] in the trace ("rank 1 (cpu:threads=2)").
+  DeviceTrace(std::vector<hal::Device*> devices, std::vector<std::string> names);
+  ~DeviceTrace();
+  DeviceTrace(const DeviceTrace&) = delete;
+  DeviceTrace& operator=(const DeviceTrace&) = delete;
+
+  std::vector<Event> events() const;
+  // Collectives whose span contains the start or end of a dispatch of the same device.
+  size_t OverlappedCollectives() const;
+  // Writes the trace (timestamps in microseconds from the first event).
+  Status Write(const std::string& path) const;
+
+ private:
+  class DeviceProfiler final : public hal::Profiler {
+   public:
+    DeviceProfiler(DeviceTrace* trace, size_t device) : trace_(trace), device_(device) {}
+    void OnDispatch(const hal::DispatchTiming& t) override;
+    void OnCollective(const char* name, int64_t begin_ns, int64_t end_ns) override;
+
+   private:
+    DeviceTrace* trace_;
+    size_t device_;
+  };
+  void Add(Event e);
+
+  std::vector<hal::Device*> devices_;
+  std::vector<std::string> names_;
+  std::vector<std::unique_ptr<DeviceProfiler>> profilers_;
+  mutable std::mutex mu_;
+  std::vector<Event> events_;  // guarded by mu_
+};
+
+}  // namespace hexir::tools

@@ -1,0 +1,31 @@
+#include "tools/common/rank_sessions.h"
+
+namespace hexir::tools {
+
+bool RunsAsRanks(const vm::Module& module, size_t device_count) {
+  return device_count > 1 && module.devices().size() <= 1 && runtime::UsesCollectives(module);
+}
+
+StatusOr<std::unique_ptr<RankSessions>> RankSessions::Open(const vm::Module& module,
+                                                           const std::string& module_path,
+                                                           const InvocationOptions& options) {
+  HEXIR_ASSIGN_OR_RETURN(std::vector<vm::Ref<hal::Device>> devices, CreateDevices(options));
+  std::unique_ptr<RankSessions> s(new RankSessions());
+  for (const auto& d : devices) s->devices_.push_back({d});
+  StatusOr<std::unique_ptr<runtime::RankGroup>> group = runtime::RankGroup::Create(module, devices);
+  if (!group.ok()) return std::move(group).status().WithContext(StrCat("module file '", module_path, "'"));
+  s->group_ = std::move(*group);
+  return s;
+}
+
+Status RankSessions::CallOnEveryRank(const std::string& function, const std::vector<HostValue>& inputs,
+                                     std::vector<std::vector<HostValue>>* results,
+                                     const vm::InvokeOptions& options) {
+  results->assign(size(), {});
+  return group_->Run([&](int32_t rank) -> Status {
+    HEXIR_ASSIGN_OR_RETURN(vm::Function fn, group_->context(rank).LookupFunction(function));
+    return CallFunction(group_->context(rank), devices_[rank], fn, inputs, &(*results)[rank], options);
+  });
+}
+
+}  // namespace hexir::tools
