@@ -123,6 +123,8 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   const std::string schedule = EffectiveSchedule(options);
   if (schedule != "waves" && schedule != "serial") return mlir::failure();
   if (options.placement != "annotations" && options.placement != "auto") return mlir::failure();
+  // Sharding annotations -> one SPMD program per rank (a no-op without annotations).
+  pm.addPass(hexir::createPartition(PartitionOptions{options.partition_ranks, /*explain=*/false}));
   for (const Target* target : targets)
     pm.addPass(hexir::createVerifyInput(VerifyInputOptions{target->name}));
   // Dim equalities and allocation sizes the program assumes, checked on the host (one VM

@@ -32,6 +32,9 @@ struct CompileOptions {
   // buffer, submitted per call) instead of being inlined into the caller's
   // (hexir-inline-device-calls).
   bool keep_device_calls = false;
+  // Functions with hexir.sharding annotations become SPMD programs (hexir-partition): the
+  // rank count their shard shapes assume, or 0 (read from the channel at run time).
+  int64_t partition_ranks = 0;
   std::string cuda_chip = "sm_90";  // --target=cuda: SM for nvvm + ptxas -arch
   std::string cuda_features = "+ptx80";
   std::string cuda_format = "cubin";  // "cubin" (cubin + PTX) or "ptx" (PTX only)

@@ -304,4 +304,30 @@ def SinkLoopConstants : Pass<"hexir-sink-loop-constants", "mlir::ModuleOp"> {
   }];
 }
 
+//===-- partition -----------------------------------------------------------------------===//
+
+def Partition : Pass<"hexir-partition", "mlir::ModuleOp"> {
+  let summary = "Rewrites functions with hexir.sharding annotations into one SPMD program per rank";
+  let description = [{
+    A function whose arguments, results or ops carry `hexir.sharding =
+    #hexir.sharding<replicated | split D>` becomes the program every rank of the device's
+    channel runs: split arguments and results are this rank's shards (dimension D divided by
+    the rank count), ops run on local shards, and collectives are inserted where shardings
+    change (partial -> replicated: all_reduce; split -> replicated: all_gather or an
+    all_reduce of the shard placed in zeros; replicated -> split: a local slice at
+    `hexir.channel.rank`). Shardings propagate forward through linalg ops (matmul,
+    elementwise, reductions, transposes, gathers in bodies), arith/math on tensors and
+    reshapes; anything else runs replicated. Functions without annotations are unchanged.
+    Details and priorities: passes/README.md "Partitioning".
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", "0",
+           "Ranks of the device group (0: read from the channel at run time; dims dynamic)">,
+    Option<"explain", "explain", "bool", "false",
+           "Emit a remark for every rule that does not apply to an op, with its reason">,
+  ];
+  let dependentDialects = ["::hexir::HexirDialect", "mlir::arith::ArithDialect",
+                           "mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
+}
+
 #endif  // HEXIR_PASSES_TD

@@ -44,6 +44,12 @@ static cl::opt<bool> keepDeviceCalls(
     cl::desc("calls to functions with device work stay calls (the callee's command buffer is "
              "submitted per call) instead of recording into the caller's"),
     cl::init(false));
+static cl::opt<int64_t> partitionRanks(
+    "partition",
+    cl::desc("functions with hexir.sharding annotations (always partitioned): the number of "
+             "ranks, so shard shapes are static (default 0: read from the channel at run time, "
+             "one module for every rank count)"),
+    cl::init(0));
 static cl::opt<std::string> cudaChip("cuda-chip", cl::desc("--target=cuda: SM (default sm_90)"),
                                      cl::init("sm_90"));
 static cl::opt<std::string> cudaFormat("cuda-format",
@@ -116,6 +122,7 @@ int main(int argc, char** argv) {
   options.max_workgroups = maxWorkgroups;
   options.fuse_elementwise = !noFusion;
   options.keep_device_calls = keepDeviceCalls;
+  options.partition_ranks = partitionRanks;
   options.dump_after = dumpAfter;
   options.dump_all = dumpAll;
   options.cuda_chip = cudaChip;

@@ -11,6 +11,10 @@ def Hexir_Dialect : Dialect {
   let cppNamespace = "::hexir";
   let summary = "Dispatch regions, executables, dispatches and the schedule of the Hexir compiler";
   let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    void registerShardingAttr();  // HexirShardingAttr.cpp
+  }];
 }
 
 def Hexir_TimepointType : TypeDef<Hexir_Dialect, "Timepoint"> {

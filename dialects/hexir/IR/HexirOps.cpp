@@ -18,6 +18,7 @@ void HexirDialect::initialize() {
 #define GET_TYPEDEF_LIST
 #include "dialects/hexir/IR/HexirOpsTypes.cpp.inc"
       >();
+  registerShardingAttr();
   addOperations<
 #define GET_OP_LIST
 #include "dialects/hexir/IR/HexirOps.cpp.inc"

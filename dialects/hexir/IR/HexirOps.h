@@ -13,6 +13,14 @@
 
 #include "dialects/hexir/IR/HexirOpsDialect.h.inc"
 
+namespace hexir {
+// The three layouts of a tensor over a channel's ranks (HexirShardingAttr.td).
+enum class ShardingKind : uint8_t { Replicated, Split, Partial };
+}  // namespace hexir
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/hexir/IR/HexirOpsAttrs.h.inc"
+
 #define GET_TYPEDEF_CLASSES
 #include "dialects/hexir/IR/HexirOpsTypes.h.inc"
 
@@ -25,6 +33,9 @@ namespace hexir {
 inline constexpr char kDeviceAttr[] = "hexir.device";
 // The module's device list: hexir.devices = ["cpu", "cuda"] (hexir-compile's --target list).
 inline constexpr char kDevicesAttr[] = "hexir.devices";
+// Partitioning (passes/partition): `hexir.sharding = #hexir.sharding<...>` on a function
+// argument, result or op.
+inline constexpr char kShardingAttr[] = "hexir.sharding";
 }  // namespace hexir
 
 namespace hexir {

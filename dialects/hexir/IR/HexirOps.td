@@ -6,6 +6,7 @@ include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "dialects/hexir/IR/HexirCollectiveOps.td"
+include "dialects/hexir/IR/HexirShardingAttr.td"
 
 def Hexir_DispatchRegionOp : Hexir_Op<"dispatch_region", [
     SingleBlock, RecursiveMemoryEffects]> {
