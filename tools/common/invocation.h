@@ -48,6 +48,11 @@ class Session {
   // deadline of `options` bounds the call and the downloads of its results.
   Status Call(const vm::Function& fn, const std::vector<HostValue>& inputs,
               std::vector<HostValue>* results, const vm::InvokeOptions& options = {});
+  // Call with device buffers already uploaded (a parameter file's, uploaded once) passed after
+  // the host inputs, as the function's last arguments.
+  Status Call(const vm::Function& fn, const std::vector<HostValue>& inputs,
+              const std::vector<vm::Ref<hal::BufferView>>& trailing,
+              std::vector<HostValue>* results, const vm::InvokeOptions& options = {});
 
   hal::Device& device() { return *devices_[0]; }           // module device 0
   hal::Device& device(size_t ordinal) { return *devices_[ordinal]; }

@@ -13,6 +13,7 @@
 #include "hal/topology.h"
 #include "tools/common/tensor_io.h"
 #include "tools/common/invocation.h"
+#include "tools/common/parameter_file.h"
 #include "tools/common/tool_main.h"
 
 namespace hexir::tools {
@@ -25,6 +26,7 @@ struct Flags {
   std::string function = "main";
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;
+  std::string parameters;  // hexir-import --parameters file: the function's last arguments
   int cpu_threads = -1;
   int repeat = 1;
   double timeout_seconds = 0;  // 0: none
@@ -73,11 +75,19 @@ Status Run(const Flags& flags) {
   options.cpu_threads = flags.cpu_threads;
   HEXIR_ASSIGN_OR_RETURN(auto session, Session::Open(flags.module_path, options));
   HEXIR_ASSIGN_OR_RETURN(vm::Function fn, session->LookupFunction(flags.function));
+  // Parameters: mapped once, uploaded once, passed after the inputs on every call.
+  std::vector<vm::Ref<hal::BufferView>> parameters;
+  if (!flags.parameters.empty()) {
+    HEXIR_ASSIGN_OR_RETURN(auto file, ParameterFile::Open(flags.parameters));
+    HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> args, ParseAbiTypes(std::string(fn.attr("abi.args"))));
+    HEXIR_RETURN_IF_ERROR(file->CheckArguments(args, StrCat("function '", fn.name, "'")));
+    HEXIR_ASSIGN_OR_RETURN(parameters, file->Upload(session->device(), args));
+  }
   std::vector<HostValue> results;
   for (int r = 0; r < flags.repeat; ++r) {
     vm::InvokeOptions call;
     if (flags.timeout_seconds > 0) call.deadline_ns = Interrupt::DeadlineAfter(flags.timeout_seconds);
-    HEXIR_RETURN_IF_ERROR(session->Call(fn, inputs, &results, call));
+    HEXIR_RETURN_IF_ERROR(session->Call(fn, inputs, parameters, &results, call));
   }
   if (!flags.outputs.empty() && flags.outputs.size() != results.size()) {
     return InvalidArgument("--output given ", flags.outputs.size(), " times but function '",
@@ -116,6 +126,9 @@ int main(int argc, char** argv) {
   app.add_option("--function", flags.function, "Exported function to call")->capture_default_str();
   app.add_option("--input", flags.inputs,
                  "An argument, in order: 2x3xf32=1 2 3 4 5 6 (one value fills), f32=0.5, i64=5, @file.npy");
+  app.add_option("--parameters", flags.parameters,
+                 "Parameter file of hexir-import --parameters (GGUF): mapped, uploaded once and "
+                 "passed as the function's last arguments, after the --input values");
   app.add_option("--output", flags.outputs,
                  "Where result i goes, one per result: @file.npy, or - to print");
   app.add_option("--cpu-threads", flags.cpu_threads,
