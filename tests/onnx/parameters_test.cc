@@ -1,7 +1,8 @@
 // Weights outside the module text (compiler/importers/onnx/ParameterFile.h, TensorData.h):
 // initializers above the threshold become trailing arguments read from a parameter file that
 // hexir-run --parameters maps and uploads; ONNX external data is read relative to the model's
-// folder; a missing, short or escaping external file is an error naming the tensor and file.
+// folder; a missing, short or escaping external file is an error naming the tensor and file;
+// on a terminal (script(1)) hexir-import and hexir-compile show their progress.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -250,4 +251,24 @@ TEST_CASE("a missing, short or escaping external data file is an error naming th
     CHECK(Has(r.status().message(),
               "tensor 'W': external data location '../weights.bin' is not a path inside the model's folder"));
   }
+}
+
+TEST_CASE("on a terminal the import and the compile show their stage and counts") {
+  int code = 0;
+  if (Sh("test -x /usr/bin/script", &code), code != 0) SUCCEED("no script(1) to make a terminal");
+  if (code != 0) return;
+  std::string dir = Folder("progress");
+  Graph m = DenseModel();
+  ox::testing::Save(m.model, dir + "/dense.onnx");
+  const std::string cwd = std::filesystem::current_path().string();
+  std::string out = Sh("/usr/bin/script -qec '" + cwd + "/tools/hexir-import/hexir-import " + dir +
+                           "/dense.onnx -o " + dir + "/dense.mlir --parameters=" + dir + "/dense.gguf && " +
+                           cwd + "/tools/hexir-compile/hexir-compile " + dir + "/dense.mlir --target=cpu -o " +
+                           dir + "/dense.vmfb' /dev/null",
+                       &code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(Has(out, "hexir-import: reading " + dir + "/dense.onnx"));
+  CHECK(Has(out, "hexir-import: lowering: 1 nodes, 1 of 2 top-level (MatMul)"));
+  CHECK(Has(out, "hexir-compile: pass 1 (hexir-verify-input), "));
 }
