@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "compiler/PassProgress.h"
 #include "compiler/bytecode/BytecodeWriter.h"
 #include "dialects/hexir/IR/HexirOps.h"
 #include "dialects/vm/IR/VMOps.h"
@@ -180,6 +181,7 @@ mlir::LogicalResult CompileModule(mlir::ModuleOp module, const CompileOptions& o
   if (dumping) ctx->disableMultithreading();
   bool dumpMatched = false;
   auto configure = [&](mlir::PassManager& pm) {
+    if (options.progress) pm.addInstrumentation(MakePassProgress("hexir-compile"));
     if (!dumping) return;
     pm.enableIRPrinting(
         [](mlir::Pass*, mlir::Operation*) { return false; },

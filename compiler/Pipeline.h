@@ -50,6 +50,9 @@ struct CompileOptions {
   bool dump_all = false;
   std::string dump_after;
   llvm::raw_ostream* dump_stream = &llvm::errs();
+  // Pass and op counts on stderr while compiling (compiler/PassProgress.h; hexir-compile sets
+  // it when stderr is a terminal).
+  bool progress = false;
 };
 
 // Upstream dialects, extensions and LLVM IR translations, plus hexir and hexir_vm.

@@ -13,8 +13,12 @@
 #include <utility>
 #include <vector>
 
+#include <map>
+#include <mutex>
+
 #include "hal/api.h"
 #include "hal/module/hal_module.h"
+#include "tools/common/parameter_file.h"
 #include "vm/api.h"
 #include "vm/module.h"
 
@@ -41,6 +45,13 @@ struct hexir_function {
 };
 struct hexir_buffer_view {
   hexir::vm::Ref<hexir::hal::BufferView> view;
+};
+struct hexir_parameters {
+  std::unique_ptr<hexir::tools::ParameterFile> file;
+  std::mutex mu;  // guards uploaded
+  std::map<hexir::hal::Device*, std::pair<hexir::vm::Ref<hexir::hal::Device>,
+                                          std::vector<hexir::vm::Ref<hexir::hal::BufferView>>>>
+      uploaded;  // by device (the Ref keeps the key alive)
 };
 struct hexir_values {
   std::vector<char> kinds;  // 'i', 'f', 'r'
@@ -427,5 +438,63 @@ size_t hexir_buffer_view_byte_size(const hexir_buffer_view_t* view) {
   return view ? static_cast<size_t>(view->view->byte_size()) : 0;
 }
 void hexir_buffer_view_release(hexir_buffer_view_t* view) { delete view; }
+
+hexir_status_t hexir_parameters_open(hexir_instance_t* instance, const char* path,
+                                     hexir_parameters_t** out_parameters) {
+  HEXIR_C_GUARD_BEGIN
+  HEXIR_C_REQUIRE(instance && path && out_parameters, "null argument");
+  auto file = hexir::tools::ParameterFile::Open(path);
+  if (!file.ok()) return Fail(file.status());
+  auto* p = new hexir_parameters();
+  p->file = std::move(*file);
+  *out_parameters = p;
+  return HEXIR_OK;
+  HEXIR_C_GUARD_END
+}
+
+size_t hexir_parameters_count(const hexir_parameters_t* parameters) {
+  return parameters ? parameters->file->tensors().size() : 0;
+}
+
+const char* hexir_parameters_name(const hexir_parameters_t* parameters, size_t index) {
+  if (!parameters || index >= parameters->file->tensors().size()) return nullptr;
+  return parameters->file->tensors()[index].name.c_str();
+}
+
+hexir_status_t hexir_values_push_parameters(hexir_values_t* values, hexir_device_t* device,
+                                            hexir_function_t* function,
+                                            hexir_parameters_t* parameters) {
+  HEXIR_C_GUARD_BEGIN
+  HEXIR_C_REQUIRE(values && device && function && parameters, "null argument");
+  const hexir::tools::ParameterFile& file = *parameters->file;
+  const hexir::vm::Function& fn = function->function;
+  auto args = hexir::tools::ParseAbiTypes(std::string(fn.attr("abi.args")));
+  if (!args.ok()) return Fail(args.status());
+  hexir::Status st = file.CheckArguments(*args, hexir::StrCat("function '", fn.name, "'"));
+  if (!st.ok()) return Fail(st);
+  if (values->kinds.size() != file.first_argument())
+    return Fail(StatusCode::kInvalidArgument, "function '", fn.name, "': the parameters of '",
+                file.path(), "' follow ", file.first_argument(), " inputs, the list holds ",
+                values->kinds.size());
+  std::vector<hexir::vm::Ref<hexir::hal::BufferView>> views;
+  {
+    std::lock_guard<std::mutex> lock(parameters->mu);
+    auto it = parameters->uploaded.find(device->device.get());
+    if (it == parameters->uploaded.end()) {
+      auto uploaded = file.Upload(*device->device, *args);
+      if (!uploaded.ok()) return Fail(uploaded.status());
+      it = parameters->uploaded.emplace(device->device.get(), std::make_pair(device->device, std::move(*uploaded))).first;
+    }
+    views = it->second.second;
+  }
+  for (auto& v : views) {
+    hexir_status_t pushed = Push(values, 'r', 0, v);
+    if (pushed != HEXIR_OK) return pushed;
+  }
+  return HEXIR_OK;
+  HEXIR_C_GUARD_END
+}
+
+void hexir_parameters_release(hexir_parameters_t* parameters) { delete parameters; }
 
 }  // extern "C"

@@ -72,6 +72,7 @@ typedef struct hexir_module hexir_module_t;
 typedef struct hexir_function hexir_function_t;
 typedef struct hexir_buffer_view hexir_buffer_view_t;
 typedef struct hexir_values hexir_values_t;
+typedef struct hexir_parameters hexir_parameters_t;
 
 /* The message of the calling thread's most recent failure ("" if none). */
 const char* hexir_last_error(void);
@@ -189,6 +190,24 @@ size_t hexir_buffer_view_rank(const hexir_buffer_view_t* view);
 int64_t hexir_buffer_view_dim(const hexir_buffer_view_t* view, size_t axis);
 size_t hexir_buffer_view_byte_size(const hexir_buffer_view_t* view);
 void hexir_buffer_view_release(hexir_buffer_view_t* view);
+
+/* ---- parameter files (hexir-import model.onnx --parameters=FILE) ----------------------- */
+/* Maps a parameter file: the weights hexir-import wrote outside the module text, the entry
+ * function's last arguments. Errors name the path (missing, not GGUF, not a parameter file). */
+hexir_status_t hexir_parameters_open(hexir_instance_t* instance, const char* path,
+                                     hexir_parameters_t** out_parameters);
+/* Its tensors (the ONNX initializer names, in argument order). */
+size_t hexir_parameters_count(const hexir_parameters_t* parameters);
+/* Name of tensor `index`, or NULL past the end. Valid while `parameters` lives. */
+const char* hexir_parameters_name(const hexir_parameters_t* parameters, size_t index);
+/* Appends the tensors to `values` as `function`'s last arguments, after the inputs already
+ * pushed: checked against the function's reflected argument types (HEXIR_INVALID_ARGUMENT
+ * naming the argument and the tensor), uploaded to `device` once (the first push for that
+ * device) and reused by every later push. */
+hexir_status_t hexir_values_push_parameters(hexir_values_t* values, hexir_device_t* device,
+                                            hexir_function_t* function,
+                                            hexir_parameters_t* parameters);
+void hexir_parameters_release(hexir_parameters_t* parameters);
 
 #ifdef __cplusplus
 }  /* extern "C" */

@@ -9,7 +9,7 @@ PACKAGES=(
   catch2 libcli11-dev flatbuffers-compiler libflatbuffers-dev
   lua5.4 libclang-rt-22-dev
   libopenblas-dev
-  python3-torch
+  python3-torch python3-torchvision  # tests/onnx: torch_export_test, zoo_test (exports at test time)
   libonnx-dev libprotobuf-dev libonnx-testdata  # ONNX importer (hexir-import) and its node tests
   pybind11-dev python3-dev python3-numpy python3-pytest libdlpack-dev  # python/ (import hexir)
   libopenmpi-dev openmpi-bin  # MPI channels of CPU ranks (headers; libmpi.so.40 is dlopened) and mpirun

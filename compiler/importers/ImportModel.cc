@@ -14,6 +14,9 @@ StatusOr<std::string> ImportOnnx(const std::string& path, const ImportModelOptio
   importers::onnx::ImportOptions options;
   options.entry_name = o.entry;
   options.node_devices = o.onnx_devices;
+  options.parameters_path = o.parameters;
+  options.parameter_threshold = o.parameter_threshold;
+  options.progress = o.progress;
   return importers::onnx::ImportOnnxFile(path, options);
 }
 
@@ -28,6 +31,9 @@ StatusOr<llama::EmitOptions> LlamaOptions(const ImportModelOptions& o) {
   if (!o.layer_devices.empty()) {
     HEXIR_ASSIGN_OR_RETURN(options.placement.layer_ranges, llama::ParseLayerRanges(o.layer_devices));
   }
+  if (!o.parameters.empty())
+    return InvalidArgument("--parameters applies to ONNX models: a llama checkpoint is its own "
+                           "parameter file (hexir-generate --parameters=CHECKPOINT)");
   if (o.tensor_parallel != 1 && (o.embedding_device >= 0 || !o.layer_devices.empty()))
     return InvalidArgument("--tensor-parallel=", o.tensor_parallel,
                            " cannot be combined with --embedding-device or --layer-devices (a "

@@ -24,6 +24,11 @@ struct ImportModelOptions {
   int64_t embedding_device = -1;  // llama2c/gguf/hf: the head's device, layers on the other
   std::string layer_devices;      // llama2c/gguf/hf: "0-5:0,6-11:1"
   std::string onnx_devices;       // onnx: "NODES:N,..." (node index, FIRST-LAST or node name)
+  // onnx: initializers over parameter_threshold bytes go to this parameter file (GGUF) and
+  // become trailing arguments of the entry function (onnx/ParameterFile.h); empty: none.
+  std::string parameters;
+  int64_t parameter_threshold = 4096;
+  bool progress = false;  // onnx: stage and node counts on stderr (a terminal)
 };
 
 // The model kinds ("onnx", "llama2c", "gguf", "hf") with their file suffixes (".onnx", ...;

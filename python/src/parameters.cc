@@ -8,6 +8,7 @@
 
 #include "python/src/errors.h"
 #include "tools/common/llama_parameters.h"
+#include "tools/common/parameter_file.h"
 
 namespace py = pybind11;
 
@@ -15,21 +16,38 @@ namespace hexir::python {
 
 class Parameters {
  public:
-  explicit Parameters(std::unique_ptr<tools::LlamaParameters> file) : file_(std::move(file)) {}
-  const tools::LlamaParameters& file() const { return *file_; }
+  explicit Parameters(std::unique_ptr<tools::LlamaParameters> file) : llama_(std::move(file)) {}
+  explicit Parameters(std::unique_ptr<tools::ParameterFile> file) : onnx_(std::move(file)) {}
+  const std::string& path() const { return llama_ ? llama_->path() : onnx_->path(); }
+  const tools::LlamaParameters* llama() const { return llama_.get(); }
+  const tools::ParameterFile* onnx() const { return onnx_.get(); }
 
   StatusOr<std::vector<vm::Ref<hal::BufferView>>> Views(hal::Device& device,
                                                         const std::vector<tools::AbiType>& args,
                                                         size_t first, const std::string& function) {
-    HEXIR_ASSIGN_OR_RETURN(int32_t type, file_->CheckArguments(args, first, function));
+    int32_t type = 0;  // a parameter file's tensors keep their types: one upload per device
+    if (llama_) {
+      HEXIR_ASSIGN_OR_RETURN(type, llama_->CheckArguments(args, first, function));
+    } else {
+      HEXIR_RETURN_IF_ERROR(onnx_->CheckArguments(args, function));
+      if (first != onnx_->first_argument())
+        return InvalidArgument(function, ": the parameters of '", onnx_->path(), "' follow ",
+                               onnx_->first_argument(), " inputs, got ", first);
+    }
     std::lock_guard<std::mutex> lock(mu_);
     auto key = std::make_pair(&device, type);
     auto it = uploaded_.find(key);
     if (it != uploaded_.end()) return it->second.views;
-    HEXIR_ASSIGN_OR_RETURN(auto views, file_->Upload(device, type));
+    std::vector<vm::Ref<hal::BufferView>> views;
+    if (llama_) {
+      HEXIR_ASSIGN_OR_RETURN(views, llama_->Upload(device, type));
+    } else {
+      HEXIR_ASSIGN_OR_RETURN(views, onnx_->Upload(device, args));
+    }
     uploaded_[key] = Uploaded{vm::Ref<hal::Device>::Retain(&device), views};
     return views;
   }
+  size_t size() const { return llama_ ? llama_->weights().size() : onnx_->tensors().size(); }
   size_t uploads() {
     std::lock_guard<std::mutex> lock(mu_);
     return uploaded_.size();
@@ -40,7 +58,8 @@ class Parameters {
     vm::Ref<hal::Device> device;  // keeps the key's device alive
     std::vector<vm::Ref<hal::BufferView>> views;
   };
-  std::unique_ptr<tools::LlamaParameters> file_;
+  std::unique_ptr<tools::LlamaParameters> llama_;
+  std::unique_ptr<tools::ParameterFile> onnx_;  // exactly one of the two is set
   std::mutex mu_;
   std::map<std::pair<hal::Device*, int32_t>, Uploaded> uploaded_;
 };
@@ -62,11 +81,19 @@ std::vector<vm::Ref<hal::BufferView>> BindParameters(Parameters& parameters, hal
 
 void BindParametersType(py::module_& m) {
   py::class_<Parameters>(m, "Parameters",
-                         "The weights of a llama2.c (.bin) or GGUF (.gguf) checkpoint, mapped once "
+                         "The weights of a llama2.c (.bin) or GGUF (.gguf) checkpoint, or an ONNX "
+                         "model's parameter file (import_model(..., parameters=PATH)), mapped once "
                          "and uploaded once per device; pass it as the last argument of a call "
-                         "(module.generate(prompt, max_tokens, parameters)).")
+                         "(module.generate(prompt, max_tokens, parameters), module.main(x, parameters)).")
       .def(py::init([](py::object path) {
              std::string p = py::str(py::module_::import("os").attr("fspath")(path));
+             if (tools::ParameterFile::IsParameterFile(p)) {  // reads its first 80 bytes
+               auto file = [&] {
+                 py::gil_scoped_release unlocked;
+                 return tools::ParameterFile::Open(p);
+               }();
+               return std::make_unique<Parameters>(ValueOrRaise(std::move(file)));
+             }
              auto file = [&] {
                py::gil_scoped_release unlocked;
                return tools::LlamaParameters::Open(p);
@@ -74,14 +101,18 @@ void BindParametersType(py::module_& m) {
              return std::make_unique<Parameters>(ValueOrRaise(std::move(file)));
            }),
            py::arg("path"))
-      .def_property_readonly("path", [](Parameters& p) { return p.file().path(); })
+      .def_property_readonly("path", [](Parameters& p) { return p.path(); })
       .def_property_readonly("names", [](Parameters& p) {
         std::vector<std::string> names;
-        for (const auto& w : p.file().weights()) names.push_back(w.name);
+        if (p.llama())
+          for (const auto& w : p.llama()->weights()) names.push_back(w.name);
+        else
+          for (const auto& t : p.onnx()->tensors()) names.push_back(t.name);
         return names;
       })
-      .def_property_readonly("config", [](Parameters& p) {
-        const auto& c = p.file().config();
+      .def_property_readonly("config", [](Parameters& p) -> py::object {
+        if (!p.llama()) return py::none();  // an ONNX parameter file has no model config
+        const auto& c = p.llama()->config();
         py::dict d;
         d["dim"] = c.dim;
         d["hidden_dim"] = c.hidden_dim;
@@ -94,9 +125,9 @@ void BindParametersType(py::module_& m) {
       })
       .def_property_readonly("uploads", &Parameters::uploads,
                              "How many (device, element type) uploads were made so far.")
-      .def("__len__", [](Parameters& p) { return p.file().weights().size(); })
+      .def("__len__", &Parameters::size)
       .def("__repr__", [](Parameters& p) {
-        return StrCat("hexir.Parameters('", p.file().path(), "', ", p.file().weights().size(), " tensors)");
+        return StrCat("hexir.Parameters('", p.path(), "', ", p.size(), " tensors)");
       });
 }
 

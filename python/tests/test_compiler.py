@@ -99,3 +99,23 @@ print("hexir._compiler" in sys.modules, "libMLIR" in maps, "libLLVM" in maps)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == ["[2.0, 4.0]", "False False False"]
+
+
+def test_onnx_weights_go_to_a_parameter_file_bound_by_parameters(tmp_path):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(40, 30), torch.nn.ReLU(), torch.nn.Linear(30, 5)).eval()
+    x = torch.randn(2, 40)
+    torch.onnx.export(net, x, str(tmp_path / "mlp.onnx"), opset_version=14)
+    text = hexir.import_model(tmp_path / "mlp.onnx", parameters=tmp_path / "mlp.gguf")
+    assert "// %arg1: parameter '0.weight'" in text  # 30x40 f32: 4800 bytes, over 4096
+    p = hexir.Parameters(tmp_path / "mlp.gguf")
+    assert p.names == ["0.weight"] and p.config is None  # 40x30 f32; the rest stay in the text
+    m = hexir.load(hexir.compile(text))
+    with torch.no_grad():
+        want = net(x).numpy()
+    for _ in range(2):  # uploaded once, reused by the second call
+        np.testing.assert_allclose(m.main(x.numpy(), p).numpy(), want, rtol=1e-5, atol=1e-5)
+    assert p.uploads == 1
+    with pytest.raises(hexir.Error, match="expects 2 inputs"):
+        m.main(x.numpy())

@@ -1,5 +1,6 @@
 #include "tools/common/invocation.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -108,24 +109,38 @@ StatusOr<vm::Function> Session::LookupFunction(const std::string& name) const {
 
 Status Session::Call(const vm::Function& fn, const std::vector<HostValue>& inputs,
                      std::vector<HostValue>* results, const vm::InvokeOptions& options) {
-  return CallFunction(*context_, devices_, fn, inputs, results, options);
+  return CallFunction(*context_, devices_, fn, inputs, {}, results, options);
+}
+
+Status Session::Call(const vm::Function& fn, const std::vector<HostValue>& inputs,
+                     const std::vector<vm::Ref<hal::BufferView>>& trailing,
+                     std::vector<HostValue>* results, const vm::InvokeOptions& options) {
+  return CallFunction(*context_, devices_, fn, inputs, trailing, results, options);
 }
 
 Status CallFunction(vm::Context& context, const std::vector<vm::Ref<hal::Device>>& devices,
                     const vm::Function& fn, const std::vector<HostValue>& inputs,
+                    std::vector<HostValue>* results, const vm::InvokeOptions& options) {
+  return CallFunction(context, devices, fn, inputs, {}, results, options);
+}
+
+Status CallFunction(vm::Context& context, const std::vector<vm::Ref<hal::Device>>& devices,
+                    const vm::Function& fn, const std::vector<HostValue>& inputs,
+                    const std::vector<vm::Ref<hal::BufferView>>& trailing,
                     std::vector<HostValue>* results, const vm::InvokeOptions& options) {
   size_t us = fn.signature.find('_');
   std::string arg_kinds = fn.signature.substr(0, us);
   std::string result_kinds = us == std::string::npos ? "" : fn.signature.substr(us + 1);
   HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> arg_types, ParseAbiTypes(std::string(fn.attr("abi.args"))));
   HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> result_types, ParseAbiTypes(std::string(fn.attr("abi.results"))));
-  if (inputs.size() != arg_kinds.size()) {
-    return InvalidArgument("function '", fn.name, "' expects ", arg_kinds.size(), " inputs",
+  if (inputs.size() + trailing.size() != arg_kinds.size()) {
+    return InvalidArgument("function '", fn.name, "' expects ", arg_kinds.size() - std::min(arg_kinds.size(), trailing.size()),
+                           " inputs", trailing.empty() ? "" : StrCat(" before its ", trailing.size(), " parameters"),
                            arg_types.empty() ? "" : " (" + ListTypes(arg_types) + ")", ", got ",
                            inputs.size());
   }
   // "abi.arg_devices" = "0;1;0": the device each argument lives on (absent: device 0).
-  std::vector<size_t> arg_devices(inputs.size(), 0);
+  std::vector<size_t> arg_devices(arg_kinds.size(), 0);
   if (std::string text(fn.attr("abi.arg_devices")); !text.empty()) {
     size_t i = 0, start = 0;
     while (start <= text.size() && i < arg_devices.size()) {
@@ -141,7 +156,8 @@ Status CallFunction(vm::Context& context, const std::vector<vm::Ref<hal::Device>
       start = semi + 1;
     }
   }
-  std::vector<vm::Variant> args(inputs.size());
+  std::vector<vm::Variant> args(inputs.size() + trailing.size());
+  for (size_t j = 0; j < trailing.size(); ++j) args[inputs.size() + j].ref = trailing[j];
   for (size_t i = 0; i < inputs.size(); ++i) {
     const HostValue& in = inputs[i];
     const char kind = arg_kinds[i];

@@ -46,6 +46,12 @@ StatusOr<std::vector<vm::Ref<hal::Device>>> CreateDevices(const InvocationOption
 Status CallFunction(vm::Context& context, const std::vector<vm::Ref<hal::Device>>& devices,
                     const vm::Function& fn, const std::vector<HostValue>& inputs,
                     std::vector<HostValue>* results, const vm::InvokeOptions& options = {});
+// The same with device buffers already uploaded (a parameter file's) passed after the host
+// inputs, as the function's last arguments.
+Status CallFunction(vm::Context& context, const std::vector<vm::Ref<hal::Device>>& devices,
+                    const vm::Function& fn, const std::vector<HostValue>& inputs,
+                    const std::vector<vm::Ref<hal::BufferView>>& trailing,
+                    std::vector<HostValue>* results, const vm::InvokeOptions& options = {});
 
 class Session {
  public:
@@ -60,6 +66,11 @@ class Session {
   // Converts inputs to VM arguments (uploading tensors), invokes, downloads results. The
   // deadline of `options` bounds the call and the downloads of its results.
   Status Call(const vm::Function& fn, const std::vector<HostValue>& inputs,
+              std::vector<HostValue>* results, const vm::InvokeOptions& options = {});
+  // Call with device buffers already uploaded (a parameter file's, uploaded once) passed after
+  // the host inputs, as the function's last arguments.
+  Status Call(const vm::Function& fn, const std::vector<HostValue>& inputs,
+              const std::vector<vm::Ref<hal::BufferView>>& trailing,
               std::vector<HostValue>* results, const vm::InvokeOptions& options = {});
 
   hal::Device& device() { return *devices_[0]; }           // module device 0

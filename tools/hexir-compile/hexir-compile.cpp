@@ -129,6 +129,7 @@ int main(int argc, char** argv) {
   options.cuda_format = cudaFormat;
   options.schedule = schedule;
   options.cuda_grid_from_shape = !cudaFixedGrids;
+  options.progress = isatty(STDERR_FILENO) != 0;
   std::vector<uint8_t> bytes;
   if (mlir::failed(hexir::compiler::CompileModule(*module, options, &bytes))) return 1;
 

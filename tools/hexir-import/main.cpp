@@ -3,6 +3,8 @@
 //   hexir-import model.onnx -o model.mlir [--entry=main]
 //   hexir-import CKPT.bin|MODEL.gguf|HF_DIR -o llm.mlir [--cache-len=N] [--weights=f32|f16]
 #include <CLI/CLI.hpp>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -62,6 +64,13 @@ int main(int argc, char** argv) {
   app.add_option("--onnx-devices", o.onnx_devices,
                  "onnx: nodes by device, SELECTOR:DEVICE comma-separated; SELECTOR = node index, FIRST-LAST "
                  "(graph order, from 0) or node name; other nodes follow their operands");
+  app.add_option("--parameters", o.parameters,
+                 "onnx: write initializers over --parameter-threshold bytes to this parameter file "
+                 "(GGUF) as trailing arguments of the entry function; run with hexir-run --parameters");
+  app.add_option("--parameter-threshold", o.parameter_threshold,
+                 "onnx: initializers of more bytes than this become parameters (default 4096)")
+      ->check(CLI::NonNegativeNumber);
   if (int exit = hexir::tools::ParseFlags("hexir-import", app, argc, argv); exit >= 0) return exit;
+  o.progress = isatty(STDERR_FILENO) != 0;
   return hexir::tools::RunTool("hexir-import", [&] { return Run(flags); });
 }

@@ -15,6 +15,7 @@
 #include "tools/common/tensor_io.h"
 #include "tools/common/device_trace.h"
 #include "tools/common/invocation.h"
+#include "tools/common/parameter_file.h"
 #include "tools/common/rank_sessions.h"
 #include "tools/common/tool_main.h"
 
@@ -28,6 +29,7 @@ struct Flags {
   std::string function = "main";
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;
+  std::string parameters;  // hexir-import --parameters file: the function's last arguments
   int cpu_threads = -1;
   int repeat = 1;
   double timeout_seconds = 0;  // 0: none
@@ -93,6 +95,10 @@ Status Run(const Flags& flags) {
   HEXIR_ASSIGN_OR_RETURN(vm::Ref<vm::Module> module, vm::Module::LoadFromFile(flags.module_path));
   std::vector<HostValue> results;
   if (RunsAsRanks(*module, options.device_uris.size())) {
+    if (!flags.parameters.empty()) {
+      return InvalidArgument("--parameters with one rank per device is not supported yet (module '",
+                             flags.module_path, "' runs as ", options.device_uris.size(), " ranks)");
+    }
     // One rank per device, every rank called with the same inputs; rank 0's results print.
     HEXIR_ASSIGN_OR_RETURN(auto ranks, RankSessions::Open(*module, flags.module_path, options));
     std::vector<hal::Device*> devices;
@@ -114,6 +120,14 @@ Status Run(const Flags& flags) {
   } else {
     HEXIR_ASSIGN_OR_RETURN(auto session, Session::Open(std::move(module), flags.module_path, options));
     HEXIR_ASSIGN_OR_RETURN(vm::Function fn, session->LookupFunction(flags.function));
+    // Parameters: mapped once, uploaded once, passed after the inputs on every call.
+    std::vector<vm::Ref<hal::BufferView>> parameters;
+    if (!flags.parameters.empty()) {
+      HEXIR_ASSIGN_OR_RETURN(auto file, ParameterFile::Open(flags.parameters));
+      HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> args, ParseAbiTypes(std::string(fn.attr("abi.args"))));
+      HEXIR_RETURN_IF_ERROR(file->CheckArguments(args, StrCat("function '", fn.name, "'")));
+      HEXIR_ASSIGN_OR_RETURN(parameters, file->Upload(session->device(), args));
+    }
     std::vector<hal::Device*> devices;
     std::vector<std::string> names;
     for (size_t i = 0; i < session->device_count(); ++i) {
@@ -124,7 +138,7 @@ Status Run(const Flags& flags) {
       for (int r = 0; r < flags.repeat; ++r) {
         vm::InvokeOptions call;
         if (flags.timeout_seconds > 0) call.deadline_ns = Interrupt::DeadlineAfter(flags.timeout_seconds);
-        HEXIR_RETURN_IF_ERROR(session->Call(fn, inputs, &results, call));
+        HEXIR_RETURN_IF_ERROR(session->Call(fn, inputs, parameters, &results, call));
       }
       return Status::Ok();
     }));
@@ -167,6 +181,9 @@ int main(int argc, char** argv) {
   app.add_option("--function", flags.function, "Exported function to call")->capture_default_str();
   app.add_option("--input", flags.inputs,
                  "An argument, in order: 2x3xf32=1 2 3 4 5 6 (one value fills), f32=0.5, i64=5, @file.npy");
+  app.add_option("--parameters", flags.parameters,
+                 "Parameter file of hexir-import --parameters (GGUF): mapped, uploaded once and "
+                 "passed as the function's last arguments, after the --input values");
   app.add_option("--output", flags.outputs,
                  "Where result i goes, one per result: @file.npy, or - to print");
   app.add_option("--cpu-threads", flags.cpu_threads,

@@ -1,5 +1,7 @@
 #include "compiler/importers/onnx/Context.h"
 
+#include "compiler/importers/onnx/TensorData.h"
+
 #include <cmath>
 #include <cstring>
 
@@ -120,41 +122,14 @@ StatusOr<Val> Context::FromTensorProto(const ::onnx::TensorProto& t) {
   v.is_unsigned = IsUnsignedType(t.data_type());
   if (v.et.empty())
     return Error("tensor '" + t.name() + "': unsupported element type " + std::to_string(t.data_type()));
-  if (t.data_location() == ::onnx::TensorProto::EXTERNAL)
-    return Error("tensor '" + t.name() + "': external data is not supported");
   int64_t n = 1;
   for (int64_t d : t.dims()) {
     v.shape.push_back(Dim::Static(d));
     n *= d;
   }
-  int eb = ElementBytes(v.et);
-  std::string raw;
-  if (t.has_raw_data()) {
-    raw = t.raw_data();
-  } else {
-    raw.resize(n * eb);
-    char* p = raw.data();
-    auto put = [&](int64_t i, const void* src) { std::memcpy(p + i * eb, src, eb); };
-    if (v.et == "f32" && t.float_data_size() == n) {
-      for (int64_t i = 0; i < n; ++i) { float f = t.float_data(i); put(i, &f); }
-    } else if (v.et == "f64" && t.double_data_size() == n) {
-      for (int64_t i = 0; i < n; ++i) { double d = t.double_data(i); put(i, &d); }
-    } else if (v.et == "i64" && t.int64_data_size() == n) {
-      for (int64_t i = 0; i < n; ++i) { int64_t x = t.int64_data(i); put(i, &x); }
-    } else if (t.uint64_data_size() == n) {  // uint32, uint64
-      for (int64_t i = 0; i < n; ++i) { uint64_t x = t.uint64_data(i); put(i, &x); }
-    } else if (t.int32_data_size() == n) {  // i32 i16 i8 bool f16 bf16
-      for (int64_t i = 0; i < n; ++i) {
-        int32_t x = t.int32_data(i);
-        put(i, &x);  // little-endian: the low bytes
-      }
-    } else {
-      return Error("tensor '" + t.name() + "': data does not match its " + std::to_string(n) + " elements");
-    }
-  }
-  if (static_cast<int64_t>(raw.size()) != n * eb)
-    return Error("tensor '" + t.name() + "': raw data has " + std::to_string(raw.size()) + " bytes, expected " +
-         std::to_string(n * eb));
+  auto bytes = ReadTensorBytes(t, v.et, model_dir);
+  if (!bytes.ok()) return node ? Error(bytes.status().message()) : std::move(bytes).status();
+  std::string raw = std::move(*bytes);
   if (n <= 4096) {
     if (v.IsFloat()) {
       if (v.et == "f32" || v.et == "f64") {
@@ -168,7 +143,6 @@ StatusOr<Val> Context::FromTensorProto(const ::onnx::TensorProto& t) {
     }
   }
   v.raw = std::move(raw);
-  if (v.raw.empty() && n > 0) v.raw.assign(n * eb, '\0');
   return v;
 }
 

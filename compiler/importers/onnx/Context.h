@@ -23,6 +23,9 @@ class Context {
   Builder b;
   std::map<std::string, Val> values;
   int64_t opset = 13;
+  std::string model_dir;  // external data locations are relative to it ("" = ".")
+  // Called after each node of `graph` is lowered (progress on a terminal); may be empty.
+  std::function<void(const ::onnx::GraphProto& graph, int node_index)> on_node;
   const ::onnx::NodeProto* node = nullptr;
 
   // An InvalidArgument whose message is `node '<name>' (op <Type>): <what>` (just `what`

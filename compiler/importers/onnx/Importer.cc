@@ -1,10 +1,14 @@
 #include "compiler/importers/onnx/Importer.h"
 
+#include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <set>
 
 #include "compiler/importers/onnx/Context.h"
 #include "compiler/importers/onnx/OpTable.h"
+#include "compiler/importers/onnx/ParameterFile.h"
+#include "compiler/importers/onnx/TensorData.h"
 
 namespace hexir::importers::onnx {
 namespace {
@@ -53,6 +57,30 @@ StatusOr<std::vector<int64_t>> NodeDevices(const std::string& spec, const ::onnx
   return devices;
 }
 
+// One line on stderr rewritten in place (ImportOptions::progress), at most 5 times a second;
+// cleared when the import ends.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool on) : on_(on) {}
+  ~ProgressLine() {
+    if (shown_) std::fprintf(stderr, "\r\033[K");
+  }
+  void Show(const std::string& text, bool force = false) {
+    if (!on_) return;
+    auto now = std::chrono::steady_clock::now();
+    if (!force && shown_ && now - last_ < std::chrono::milliseconds(200)) return;
+    last_ = now;
+    shown_ = true;
+    double s = std::chrono::duration<double>(now - start_).count();
+    std::fprintf(stderr, "\r\033[Khexir-import: %s (%.1f s)", text.c_str(), s);
+    std::fflush(stderr);
+  }
+
+ private:
+  bool on_, shown_ = false;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_;
+};
+
 // Lowers the top-level nodes, each with its device (a one-node graph per placed node).
 Status LowerPlacedNodes(Context& c, const ::onnx::GraphProto& g, const std::vector<int64_t>& devices) {
   for (int i = 0; i < g.node_size(); ++i) {
@@ -67,12 +95,21 @@ Status LowerPlacedNodes(Context& c, const ::onnx::GraphProto& g, const std::vect
 
 StatusOr<std::string> BuildFunction(const ::onnx::ModelProto& model, const ImportOptions& options) {
   Context c;
+  c.model_dir = options.model_dir;
+  ProgressLine progress(options.progress);
   const ::onnx::GraphProto& g = model.graph();
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") c.opset = o.version();
   std::set<std::string> init_names;
+  std::vector<ParameterTensor> parameters;
   for (const auto& t : g.initializer()) {
     init_names.insert(t.name());
+    const std::string et = Context::ElementType(t.data_type());
+    if (!options.parameters_path.empty() && ParameterGgmlType(et) >= 0 &&
+        TensorByteSize(t, et) > options.parameter_threshold) {
+      parameters.push_back({&t, et});
+      continue;
+    }
     HEXIR_ASSIGN_OR_RETURN(c.values[t.name()], c.FromTensorProto(t));
   }
   // Arguments: graph inputs that are not initializers, in order.
@@ -111,6 +148,30 @@ StatusOr<std::string> BuildFunction(const ::onnx::ModelProto& model, const Impor
     }
     c.values[in.name()] = v;
   }
+  // Parameters: static arguments after the graph inputs, in initializer order.
+  std::string parameter_notes;
+  const int first_parameter = argn;
+  for (const ParameterTensor& p : parameters) {
+    Val v;
+    v.et = p.et;
+    v.is_unsigned = Context::IsUnsignedType(p.tensor->data_type());
+    for (int64_t d : p.tensor->dims()) v.shape.push_back(Dim::Static(d));
+    v.name = "%arg" + std::to_string(argn++);
+    args += std::string(args.empty() ? "" : ", ") + v.name + ": " + Builder::TensorType(v);
+    std::string printable = p.tensor->name();
+    for (char& ch : printable)
+      if (static_cast<unsigned char>(ch) < 0x20) ch = '?';
+    parameter_notes += "  // " + v.name + ": parameter '" + printable + "'\n";
+    c.values[p.tensor->name()] = v;
+  }
+  int64_t lowered = 0;
+  c.on_node = [&](const ::onnx::GraphProto& graph, int index) {
+    ++lowered;
+    if (&graph == &g)
+      progress.Show("lowering: " + std::to_string(lowered) + " nodes, " + std::to_string(index + 1) +
+                    " of " + std::to_string(g.node_size()) + " top-level (" +
+                    graph.node(index).op_type() + ")");
+  };
   HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> devices, NodeDevices(options.node_devices, g));
   if (options.node_devices.empty()) {
     HEXIR_RETURN_IF_ERROR(LowerGraphNodes(c, g));
@@ -126,8 +187,16 @@ StatusOr<std::string> BuildFunction(const ::onnx::ModelProto& model, const Impor
     ret_types += std::string(ret_types.empty() ? "" : ", ") + Builder::TensorType(it->second);
   }
   std::string body = c.b.Text();
-  std::string text = "  func.func @" + options.entry_name + "(" + args + ") -> (" + ret_types +
-                     ") {\n" + body + "    return " + rets + " : " + ret_types + "\n  }\n";
+  std::string text = parameter_notes + "  func.func @" + options.entry_name + "(" + args + ") -> (" +
+                     ret_types + ") {\n" + body + "    return " + rets + " : " + ret_types + "\n  }\n";
+  if (!options.parameters_path.empty()) {
+    HEXIR_RETURN_IF_ERROR(WriteParameterFile(
+        options.parameters_path, options.entry_name, first_parameter, parameters, c.model_dir,
+        [&](int64_t done, int64_t total) {
+          progress.Show("writing parameters: " + std::to_string(done >> 20) + " of " +
+                        std::to_string(total >> 20) + " MiB");
+        }));
+  }
   return text;
 }
 
@@ -146,10 +215,17 @@ StatusOr<std::string> ImportOnnxModel(const ::onnx::ModelProto& model, const Imp
 StatusOr<std::string> ImportOnnxFile(const std::string& path, const ImportOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status(StatusCode::kNotFound, "cannot open '" + path + "'");
+  ProgressLine reading(options.progress);
+  reading.Show("reading " + path, true);
   ::onnx::ModelProto model;
   if (!model.ParseFromIstream(&in))
     return Status(StatusCode::kInvalidArgument, "'" + path + "' is not an ONNX model (protobuf parse failed)");
-  auto r = ImportOnnxModel(model, options);
+  ImportOptions with_dir = options;
+  if (with_dir.model_dir.empty()) {
+    size_t slash = path.rfind('/');
+    with_dir.model_dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
+  }
+  auto r = ImportOnnxModel(model, with_dir);
   if (!r.ok()) return std::move(r).status().WithContext(path);
   return r;
 }

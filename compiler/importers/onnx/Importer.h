@@ -5,13 +5,17 @@
 //  - one public `func.func @<entry>` (default "main") whose arguments are the graph inputs in
 //    order (inputs that are also initializers are excluded), whose results are the graph
 //    outputs in order; dynamic input dims (dim_param or missing dim_value) are `?`.
-//  - initializers and Constant nodes become `arith.constant dense<"0x...">` (hex bytes).
+//  - initializers and Constant nodes become `arith.constant dense<"0x...">` (hex bytes);
+//    with ImportOptions::parameters_path, initializers above the threshold are instead
+//    trailing arguments of the entry function, written to that parameter file
+//    (ParameterFile.h) and bound at run time (hexir-run --parameters).
 //  - shape computations (Shape, Gather, Slice, Concat, Unsqueeze, Cast, arith on shapes) are
 //    folded at import time; dynamic dims become host `index` arithmetic.
 // Errors (unsupported op, attribute, type, malformed model) come back as a Status whose
 // message names the op type and node name. Stateless and thread-compatible.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "base/status.h"
@@ -29,6 +33,18 @@ struct ImportOptions {
   // generic a selected node lowers to carries `hexir.device`; other nodes follow their
   // operands (passes/schedule/Affinity.h). Empty: none.
   std::string node_devices;
+  // Weights outside the module text: initializers of more than parameter_threshold bytes
+  // (element types other than bool) become arguments after the graph inputs, in initializer
+  // order, and their bytes are written to this parameter file (ParameterFile.h). Empty: every
+  // initializer is a constant in the text.
+  std::string parameters_path;
+  int64_t parameter_threshold = 4096;
+  // External data (`location` keys) is read relative to this folder; ImportOnnxFile sets it
+  // to the model file's folder. Empty: the current directory.
+  std::string model_dir;
+  // Stage and node counts on stderr, one line rewritten in place (hexir-import sets it when
+  // stderr is a terminal).
+  bool progress = false;
 };
 
 // Imports a model file (.onnx protobuf).

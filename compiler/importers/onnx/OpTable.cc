@@ -247,13 +247,15 @@ Status LowerNode(Context& c) {
 }
 
 Status LowerGraphNodes(Context& c, const ::onnx::GraphProto& g) {
-  for (const auto& n : g.node()) {
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
     c.node = &n;
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       return c.Error("unsupported op domain '" + n.domain() + "'");
     HEXIR_RETURN_IF_ERROR(LowerNode(c));
     for (const auto& out : n.output())
       if (!out.empty() && !c.values.count(out)) return c.Error("output '" + out + "' is not supported");
+    if (c.on_node) c.on_node(g, i);
   }
   c.node = nullptr;
   return Status::Ok();

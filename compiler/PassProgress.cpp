@@ -1,0 +1,54 @@
+#include "compiler/PassProgress.h"
+
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <string>
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace hexir::compiler {
+namespace {
+
+class PassProgress : public mlir::PassInstrumentation {
+ public:
+  explicit PassProgress(const char* tool) : tool_(tool) {}
+  ~PassProgress() override {
+    if (shown_) std::fprintf(stderr, "\r\033[K");
+  }
+
+  void runAfterPass(mlir::Pass* pass, mlir::Operation* op) override {
+    std::lock_guard<std::mutex> lock(mu_);  // nested passes may run on several threads
+    ++passes_;
+    // Only a pass on the root runs alone: the module is counted then (nested passes show the
+    // last count, since another thread may be rewriting a sibling).
+    if (!op->getParentOp()) {
+      ops_ = 0;
+      op->walk([&](mlir::Operation*) { ++ops_; });
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (shown_ && now - last_ < std::chrono::milliseconds(200)) return;
+    last_ = now;
+    shown_ = true;
+    std::fprintf(stderr, "\r\033[K%s: pass %lld (%s), %lld ops (%.1f s)", tool_,
+                 static_cast<long long>(passes_), pass->getArgument().str().c_str(),
+                 static_cast<long long>(ops_), std::chrono::duration<double>(now - start_).count());
+    std::fflush(stderr);
+  }
+
+ private:
+  const char* tool_;
+  bool shown_ = false;
+  std::mutex mu_;
+  int64_t passes_ = 0, ops_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_;
+};
+
+}  // namespace
+
+std::unique_ptr<mlir::PassInstrumentation> MakePassProgress(const char* tool) {
+  return std::make_unique<PassProgress>(tool);
+}
+
+}  // namespace hexir::compiler
