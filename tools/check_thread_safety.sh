@@ -24,6 +24,7 @@ FILES=(
   hal/drivers/cuda/cuda_device.cc
   hal/drivers/cuda/cuda_timepoints.cc
   hal/drivers/cuda/cuda_transfer_queue.cc
+  hal/drivers/cuda/host_copy_pool.cc
   hal/drivers/cuda/nccl_channel.cc
 )
 
