@@ -11,7 +11,7 @@
 //         pinning a caller's range per transfer would cost)
 //   HAL   Device::QueueWrite / QueueRead (+ one Semaphore::Wait) of pinned memory (a
 //         host-visible CUDA buffer's mapping: the direct path) and of pageable memory (the
-//         staging ring, its host copies over 1, 2, 4, 8 threads and the default count:
+//         staging ring, its host copies over 1, 2, 4, 8, 12, 16 threads and the default count:
 //         HEXIR_CUDA_TRANSFER_THREADS, host_copy_pool.h); and hal::MeasureCopyBandwidth
 //         between a CPU device and the CUDA device (QueueDeviceTransfer: the path a compiled
 //         module's transfers take)
@@ -131,7 +131,7 @@ int Main(int argc, char** argv) {
     double write, read;
   };
   std::vector<Staged> staged;
-  for (int threads : {1, 2, 4, 8, 0}) {
+  for (int threads : {1, 2, 4, 8, 12, 16, 0}) {
     if (threads) {
       setenv("HEXIR_CUDA_TRANSFER_THREADS", std::to_string(threads).c_str(), 1);
     } else {
