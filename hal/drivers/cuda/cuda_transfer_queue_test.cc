@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "hal/api.h"
+#include "hal/device_transfer.h"
 #include "hal/drivers/cuda/cuda_device.h"
 #include "hal/drivers/cuda/cuda_transfer_queue.h"
 #include "hal/drivers/cuda/testing/open_or_skip.h"
@@ -262,6 +263,32 @@ TEST_CASE("cuda/transfers: staging is held only while chunks are in flight and i
   REQUIRE(back == std::vector<uint8_t>(n, 0));  // new buffers are zero-filled
   RequireOk(d.WaitIdle());
   REQUIRE(d.stats().transfer_staging_bytes_busy == 0);
+}
+
+TEST_CASE("cuda/transfers: a CPU device's large buffers are pinned once a CUDA device is open, so transfers with them go direct") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& gpu = **dev;
+  auto cpu = CreateDevice("cpu", {});
+  RequireOk(cpu.status());
+  const uint64_t n = (4 << 20) + 12;
+  auto host = (*cpu)->AllocateBuffer(n, kMemoryHostVisible);
+  RequireOk(host.status());
+  const std::vector<uint8_t> source = Pattern(n, 99);
+  std::memcpy((*host)->host_data(), source.data(), n);
+  auto x = Alloc(gpu, n);
+  auto t = *gpu.CreateSemaphore(0);
+  const DeviceStats before = gpu.stats();
+  bool by_pointer = false;
+  RequireOk(QueueDeviceTransfer(**cpu, gpu, {}, {{t, 1}}, *host, x, n, &by_pointer));
+  RequireOk(t->Wait(1, 30s));
+  std::memset((*host)->host_data(), 0, n);
+  RequireOk(QueueDeviceTransfer(gpu, **cpu, {}, {{t, 2}}, x, *host, n, &by_pointer));
+  RequireOk(t->Wait(2, 30s));
+  RequireOk((*cpu)->WaitIdle());
+  REQUIRE(std::memcmp((*host)->host_data(), source.data(), n) == 0);
+  REQUIRE(gpu.stats().transfers_direct == before.transfers_direct + 2);
+  REQUIRE(gpu.stats().transfer_staging_bytes_busy == 0);
 }
 
 }  // namespace
