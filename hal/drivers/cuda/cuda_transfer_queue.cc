@@ -329,6 +329,19 @@ void CudaTransferQueue::Finish(const std::shared_ptr<Op>& op, Status status) {
   }
 }
 
+// The work that signals `w` completed on the GPU; its queue's host thread signals it shortly.
+void CudaTransferQueue::AwaitReachedOnHost(const SemaphoreValue& w, Status* status) {
+  for (int slice = 0; status->ok() && slice < kHostSignalSlices; ++slice) {
+    StatusOr<uint64_t> v = w.semaphore->Query();
+    if (!v.ok()) {
+      *status = v.status();
+      return;
+    }
+    if (*v >= w.value) return;
+    (void)w.semaphore->WaitInternal(w.value, std::chrono::milliseconds(20));
+  }
+}
+
 // Waits for each chunk's event in order, copies read chunks out of their block, frees the
 // block and, with an op's last chunk, signals its semaphores.
 void CudaTransferQueue::CompletionMain() {
@@ -360,10 +373,10 @@ void CudaTransferQueue::CompletionMain() {
       ++finishing_;
       lock.Unlock();
       // Ordered on the GPU after its waits, the copy ran even if a producer failed (a kernel
-      // status word): its signals still carry that failure.
-      for (const SemaphoreValue& w : c.op->waits) {
-        if (c.op->status.ok()) c.op->status = w.semaphore->Query().status();
-      }
+      // status word): its signals still carry that failure. The producers' work is done, but
+      // their semaphores are signalled by their own queue's host thread: wait for that, so that
+      // a timeline shared by producer and transfer never reaches the transfer's value first.
+      for (const SemaphoreValue& w : c.op->waits) AwaitReachedOnHost(w, &c.op->status);
       Finish(c.op, c.op->status);  // signalled before the timepoints go: never a gap
       for (const SemaphoreValue& sv : c.op->signals)
         CudaTimepoints::Process().Remove(sv.semaphore.get(), c.event);

@@ -112,6 +112,10 @@ class CudaTransferQueue {
   void GiveBlock(int block) REQUIRES(mu_);
   StatusOr<CUevent> TakeEvent();
   void Finish(const std::shared_ptr<Op>& op, Status status);
+  // Until `w` is reached on the host (at most kHostSignalSlices x 20 ms); a failed semaphore's
+  // error goes to *status.
+  static void AwaitReachedOnHost(const SemaphoreValue& w, Status* status);
+  static constexpr int kHostSignalSlices = 500;
   void CompletionMain();
   void HeldBackMain();
 

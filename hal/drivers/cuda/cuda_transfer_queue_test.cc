@@ -181,7 +181,7 @@ TEST_CASE("cuda/transfers: staged sizes around a chunk boundary round trip at od
   auto dev = OpenOrSkip();
   if (!dev) return;
   Device& d = **dev;
-  auto x = Alloc(d, 2 * kStagingBlockBytes + 4096);
+  auto x = Alloc(d, 2 * kStagingBlockBytes + 8192);
   auto t = *d.CreateSemaphore(0);
   uint64_t value = 0;
   for (uint64_t n : {kStagingBlockBytes - 1, kStagingBlockBytes, kStagingBlockBytes + 1,
