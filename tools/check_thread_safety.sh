@@ -15,6 +15,7 @@ FLAGS=(-std=c++17 -fsyntax-only -Wthread-safety -Werror=thread-safety -Wno-unkno
 # Every file whose locks are annotated (a new one with a Mutex belongs here).
 FILES=(
   hal/queue_submission_test.cc
+  hal/host_pinning.cc
   hal/semaphore.cc
   hal/drivers/cpu/cpu_device.cc
   hal/drivers/cpu/wave_runner.cc
@@ -25,6 +26,7 @@ FILES=(
   hal/drivers/cuda/cuda_device.cc
   hal/drivers/cuda/cuda_timepoints.cc
   hal/drivers/cuda/cuda_transfer_queue.cc
+  hal/drivers/cuda/host_copy_pool.cc
   hal/drivers/cuda/nccl_channel.cc
 )
 

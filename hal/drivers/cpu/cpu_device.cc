@@ -18,6 +18,7 @@
 #include "hal/drivers/cpu/dispatch_abi.h"
 #include "hal/drivers/cpu/wave_runner.h"
 #include "hal/drivers/cpu/worker_pool.h"
+#include "hal/host_pinning.h"
 #include "hal/queue_submission.h"
 #include "hal/queue_waits.h"
 
@@ -55,8 +56,20 @@ class CpuDevice final : public Device {
                   : options.cpu_worker_count),
         waves_(pool_, counters()),
         memory_(std::make_shared<BlockPool>(
-            [](uint64_t n) { return std::aligned_alloc(kBufferAlignment, n); },
-            [](void* p, uint64_t) { std::free(p); }, options.pool_max_cached_bytes,
+            // Large blocks page-aligned, and pinned while a GPU driver asks for it
+            // (hal/host_pinning.h): its transfers from/to them then need no staging.
+            [](uint64_t n) {
+              const bool large = n >= kPinnedBlockMinBytes;
+              void* p = std::aligned_alloc(large ? 4096 : kBufferAlignment,
+                                           large ? (n + 4095) / 4096 * 4096 : n);
+              if (large) PinHostBlock(p, (n + 4095) / 4096 * 4096);
+              return p;
+            },
+            [](void* p, uint64_t) {
+              UnpinHostBlock(p);
+              std::free(p);
+            },
+            options.pool_max_cached_bytes,
             counters())) {
     if (!inline_) queue_thread_ = std::thread([this] { QueueMain(); });
   }

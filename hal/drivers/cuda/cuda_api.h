@@ -34,6 +34,7 @@ namespace hexir::hal::cuda {
   X(cuDeviceGetDefaultMemPool) X(cuMemPoolSetAttribute) X(cuMemAllocAsync)               \
   X(cuMemFreeAsync) X(cuMemAlloc) X(cuMemFree) X(cuMemHostAlloc) X(cuMemFreeHost)         \
   X(cuMemHostGetDevicePointer) X(cuMemGetInfo)                                            \
+  X(cuPointerGetAttribute) X(cuMemHostRegister) X(cuMemHostUnregister)                    \
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync) X(cuMemcpyAsync)         \
   X(cuMemsetD8Async) X(cuMemsetD16Async) X(cuMemsetD32Async)                              \
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute)      \

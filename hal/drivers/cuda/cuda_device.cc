@@ -1,4 +1,5 @@
 #include "hal/drivers/cuda/cuda_device.h"
+#include "hal/drivers/cuda/cuda_host_pinner.h"
 
 #include <algorithm>
 #include <atomic>
@@ -1118,6 +1119,7 @@ StatusOr<vm::Ref<Device>> CreateCudaDevice(int ordinal, const DeviceOptions& opt
   CUstream stream = nullptr;
   HEXIR_CUDA_RETURN_IF_ERROR(*api, api->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
                              "cuStreamCreate(cuda:", ordinal, ")");
+  InstallCudaHostPinner(*api, shared->context);  // a CPU device's large buffers: pinned
   shared->stream = stream;
   return vm::Ref<Device>::Adopt(new CudaDevice(std::move(shared), StrCat("cuda:", ordinal),
                                                options.queue_max_in_flight));

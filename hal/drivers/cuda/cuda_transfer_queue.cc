@@ -17,6 +17,7 @@ struct CudaTransferQueue::Op {
   uint8_t* target = nullptr;        // read: host bytes
   std::vector<uint8_t> owned;       // a held-back kCopyAtCall write's copy of the source
   bool copy_if_held = false;
+  bool direct = false;              // the host range is pinned: no staging
   vm::Ref<Buffer> buffer;           // kept alive until the op completes
   CUdeviceptr device = 0;           // the range's first byte
   uint64_t offset = 0, size = 0;
@@ -33,7 +34,8 @@ CudaTransferQueue::CudaTransferQueue(std::shared_ptr<CudaShared> shared,
                                      std::shared_ptr<DeviceCounters> counters, std::string uri,
                                      ComputeOrder compute_order)
     : shared_(std::move(shared)), api_(*shared_->api), counters_(std::move(counters)),
-      uri_(std::move(uri)), compute_order_(std::move(compute_order)) {
+      uri_(std::move(uri)), compute_order_(std::move(compute_order)),
+      copies_(HostCopyPool::DefaultThreads()) {
   for (int i = kStagingBlocks - 1; i >= 0; --i) free_blocks_.push_back(i);
   completion_thread_ = std::thread([this] { CompletionMain(); });
   held_back_thread_ = std::thread([this] { HeldBackMain(); });
@@ -79,6 +81,7 @@ Status CudaTransferQueue::Write(const std::vector<SemaphoreValue>& waits,
   op->offset = offset;
   op->size = size;
   op->copy_if_held = lifetime == Device::HostLifetime::kCopyAtCall;
+  op->direct = !op->copy_if_held && IsPinned(host, size);
   return Accept(std::move(op));
 }
 
@@ -99,7 +102,28 @@ Status CudaTransferQueue::Read(const std::vector<SemaphoreValue>& waits,
   op->buffer = std::move(buffer);
   op->offset = offset;
   op->size = size;
+  op->direct = IsPinned(host, size);
   return Accept(std::move(op));
+}
+
+bool CudaTransferQueue::IsPinned(const void* host, uint64_t size) const {
+  if (size == 0 || !shared_->MakeCurrent().ok()) return false;
+  // Pageable memory is no CUDA pointer: the query fails (CUDA_ERROR_INVALID_VALUE). Both ends
+  // in the same allocation (buffer id) means the whole range is.
+  auto allocation = [&](const uint8_t* p) -> unsigned long long {
+    unsigned int type = 0;
+    unsigned long long id = 0;
+    const CUdeviceptr at = reinterpret_cast<CUdeviceptr>(p);
+    if (api_.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, at) != CUDA_SUCCESS ||
+        type != CU_MEMORYTYPE_HOST ||
+        api_.cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, at) != CUDA_SUCCESS) {
+      return 0;
+    }
+    return id;
+  };
+  const uint8_t* first = static_cast<const uint8_t*>(host);
+  const unsigned long long id = allocation(first);
+  return id != 0 && allocation(first + size - 1) == id;
 }
 
 Status CudaTransferQueue::Accept(std::shared_ptr<Op> op) {
@@ -160,6 +184,7 @@ Status CudaTransferQueue::Accept(std::shared_ptr<Op> op) {
     if (op->copy_if_held && op->size) {
       op->owned.assign(op->source, op->source + op->size);
       op->source = op->owned.data();
+      op->direct = false;
     }
     {
       MutexLock lock(mu_);
@@ -213,27 +238,34 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
   }
   // Waits on other CUDA queues' work (another device, another transfer stream): on the GPU.
   HEXIR_RETURN_IF_ERROR(CudaTimepoints::Process().OrderStream(api_, op->waits, stream_));
+  // A direct transfer is one chunk: the DMA reads or writes the caller's pinned memory.
+  const uint64_t chunk_bytes = op->direct ? std::max<uint64_t>(op->size, 1) : kStagingBlockBytes;
   uint64_t done = 0;
   do {
     Chunk c;
     c.op = op;
     c.done = done;
-    c.bytes = std::min(kStagingBlockBytes, op->size - done);
+    c.bytes = std::min(chunk_bytes, op->size - done);
     c.last = done + c.bytes == op->size;
     auto release_block = [&] {
       if (c.block < 0) return;
       MutexLock lock(mu_);
-      free_blocks_.push_back(c.block);
+      GiveBlock(c.block);
     };
     if (c.bytes > 0) {
-      HEXIR_ASSIGN_OR_RETURN(c.block, TakeBlock());
-      uint8_t* block = staging_ + uint64_t(c.block) * kStagingBlockBytes;
       CUresult r;
-      if (op->read) {
-        r = api_.cuMemcpyDtoHAsync(block, op->device + done, c.bytes, stream_);
+      if (op->direct) {
+        r = op->read ? api_.cuMemcpyDtoHAsync(op->target + done, op->device + done, c.bytes, stream_)
+                     : api_.cuMemcpyHtoDAsync(op->device + done, op->source + done, c.bytes, stream_);
       } else {
-        std::memcpy(block, op->source + done, c.bytes);
-        r = api_.cuMemcpyHtoDAsync(op->device + done, block, c.bytes, stream_);
+        HEXIR_ASSIGN_OR_RETURN(c.block, TakeBlock());
+        uint8_t* block = staging_ + uint64_t(c.block) * kStagingBlockBytes;
+        if (op->read) {
+          r = api_.cuMemcpyDtoHAsync(block, op->device + done, c.bytes, stream_);
+        } else {
+          copies_.Copy(block, op->source + done, c.bytes);
+          r = api_.cuMemcpyHtoDAsync(op->device + done, block, c.bytes, stream_);
+        }
       }
       if (r != CUDA_SUCCESS) {
         release_block();
@@ -262,8 +294,9 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
       inflight_.push_back(std::move(c));
     }
     cv_.notify_all();
-    done += std::min(kStagingBlockBytes, op->size - done);
+    done += std::min(chunk_bytes, op->size - done);
   } while (done < op->size);
+  if (op->direct) DeviceCounters::Add(counters_->transfers_direct);
   return Status::Ok();
 }
 
@@ -273,7 +306,13 @@ StatusOr<int> CudaTransferQueue::TakeBlock() {
   if (!lost_.ok()) return lost_;
   int block = free_blocks_.back();
   free_blocks_.pop_back();
+  DeviceCounters::Add(counters_->transfer_staging_bytes_busy, kStagingBlockBytes);
   return block;
+}
+
+void CudaTransferQueue::GiveBlock(int block) {
+  free_blocks_.push_back(block);
+  DeviceCounters::Sub(counters_->transfer_staging_bytes_busy, kStagingBlockBytes);
 }
 
 StatusOr<CUevent> CudaTransferQueue::TakeEvent() {
@@ -287,6 +326,19 @@ void CudaTransferQueue::Finish(const std::shared_ptr<Op>& op, Status status) {
   if (Profiler* profiler = counters_->profiler.load(std::memory_order_relaxed); ok && profiler) {
     profiler->OnHostSpan(op->read ? "transfer_d2h" : "transfer_h2d", op->accepted_ns,
                          ProfileClockNs());
+  }
+}
+
+// The work that signals `w` completed on the GPU; its queue's host thread signals it shortly.
+void CudaTransferQueue::AwaitReachedOnHost(const SemaphoreValue& w, Status* status) {
+  for (int slice = 0; status->ok() && slice < kHostSignalSlices; ++slice) {
+    StatusOr<uint64_t> v = w.semaphore->Query();
+    if (!v.ok()) {
+      *status = v.status();
+      return;
+    }
+    if (*v >= w.value) return;
+    (void)w.semaphore->WaitInternal(w.value, std::chrono::milliseconds(20));
   }
 }
 
@@ -307,12 +359,12 @@ void CudaTransferQueue::CompletionMain() {
       if (CUresult r = api_.cuEventSynchronize(c.event); r != CUDA_SUCCESS)
         status = Aborted(CudaStatus(api_, r, "cuEventSynchronize(transfer)").message());
     }
-    if (status.ok() && c.op->read && c.bytes > 0) {
-      std::memcpy(c.op->target + c.done, staging_ + uint64_t(c.block) * kStagingBlockBytes, c.bytes);
+    if (status.ok() && c.op->read && c.block >= 0) {
+      copies_.Copy(c.op->target + c.done, staging_ + uint64_t(c.block) * kStagingBlockBytes, c.bytes);
     }
     lock.Lock();
     inflight_.pop_front();
-    if (c.block >= 0) free_blocks_.push_back(c.block);
+    if (c.block >= 0) GiveBlock(c.block);
     if (!status.ok()) {
       if (lost_.ok()) lost_ = Aborted(uri_, " is lost after a failed transfer: ", status.message());
       if (c.op->status.ok()) c.op->status = status;
@@ -321,10 +373,10 @@ void CudaTransferQueue::CompletionMain() {
       ++finishing_;
       lock.Unlock();
       // Ordered on the GPU after its waits, the copy ran even if a producer failed (a kernel
-      // status word): its signals still carry that failure.
-      for (const SemaphoreValue& w : c.op->waits) {
-        if (c.op->status.ok()) c.op->status = w.semaphore->Query().status();
-      }
+      // status word): its signals still carry that failure. The producers' work is done, but
+      // their semaphores are signalled by their own queue's host thread: wait for that, so that
+      // a timeline shared by producer and transfer never reaches the transfer's value first.
+      for (const SemaphoreValue& w : c.op->waits) AwaitReachedOnHost(w, &c.op->status);
       Finish(c.op, c.op->status);  // signalled before the timepoints go: never a gap
       for (const SemaphoreValue& sv : c.op->signals)
         CudaTimepoints::Process().Remove(sv.semaphore.get(), c.event);

@@ -1,14 +1,21 @@
 // Internal to the CUDA driver: the device's queue transfers (Device::QueueWrite/QueueRead) on a
 // transfer stream of their own, so that uploads and downloads overlap the compute stream.
 //
-// Staging: a ring of kStagingBlocks pinned blocks of kStagingBlockBytes (allocated once, on
-// the first transfer, freed with the queue). A write copies each chunk host -> block on the
-// calling thread and queues cuMemcpyHtoDAsync on the transfer stream, so the DMA of chunk k
-// overlaps the host copy of chunk k+1; a read queues cuMemcpyDtoHAsync into a block and the
-// completion thread copies block -> host when the chunk's event is reached. A block is reused
-// only after its chunk's event was reached (and, for a read, copied out); never freed per copy.
-// A write's host memory is therefore fully read when the call returns, unless the write was
-// held back (below), which is why kCopyAtCall only copies for held-back writes.
+// Direct: a host range inside one pinned allocation (cuMemHostAlloc, cuMemHostRegister: a
+// CUDA host-visible buffer's mapping, for instance) is copied by one cuMemcpy*Async with no
+// staging (not for kCopyAtCall writes, which must read their source at the call); the host
+// memory is then read or written by the DMA until the signals are reached.
+//
+// Staging (pageable host memory): a ring of kStagingBlocks pinned blocks of kStagingBlockBytes
+// (allocated once, on the first transfer, freed with the queue). A write copies each chunk
+// host -> block on the calling thread and queues cuMemcpyHtoDAsync on the transfer stream, so
+// the DMA of chunk k overlaps the host copy of chunk k+1; a read queues cuMemcpyDtoHAsync into
+// a block and the completion thread copies block -> host when the chunk's event is reached.
+// Both host copies are split over a HostCopyPool (host_copy_pool.h): one thread alone copies
+// at a fraction of the copy engine's rate. A block is reused only after its chunk's event was
+// reached (and, for a read, copied out); never freed per copy. A staged write's host memory is
+// therefore fully read when the call returns, unless the write was held back (below), which is
+// why kCopyAtCall only copies for held-back writes.
 //
 // Ordering, always on the GPU: waits that work already on the compute stream will signal
 // become an event recorded there (by the device, under its lock) and cuStreamWaitEvent on the
@@ -19,6 +26,9 @@
 // by a transfer is reached when the transfer's last event is. Waits nothing queued on the GPU
 // will signal (host signals, work held back) hold the transfer, and every later one, back on
 // a worker thread.
+//
+// Statistics: transfers_direct counts direct transfers; transfer_staging_bytes_busy is the
+// staging held by chunks in flight (back to 0 once every transfer completed).
 //
 // Thread-safety: every method is thread-safe. Lock order: the device's lock, then this queue's.
 #pragma once
@@ -40,6 +50,7 @@
 #include "hal/device.h"
 #include "hal/drivers/cuda/cuda_event_pool.h"
 #include "hal/drivers/cuda/cuda_shared.h"
+#include "hal/drivers/cuda/host_copy_pool.h"
 
 namespace hexir::hal::cuda {
 
@@ -95,9 +106,16 @@ class CudaTransferQueue {
   Status IssueChunksLocked(const std::shared_ptr<Op>& op, CUevent compute_event)
       REQUIRES(issue_mu_);
   Status EnsureStreamLocked() REQUIRES(issue_mu_);
+  // True when [host, host + size) lies in one pinned allocation of this process.
+  bool IsPinned(const void* host, uint64_t size) const;
   StatusOr<int> TakeBlock();
+  void GiveBlock(int block) REQUIRES(mu_);
   StatusOr<CUevent> TakeEvent();
   void Finish(const std::shared_ptr<Op>& op, Status status);
+  // Until `w` is reached on the host (at most kHostSignalSlices x 20 ms); a failed semaphore's
+  // error goes to *status.
+  static void AwaitReachedOnHost(const SemaphoreValue& w, Status* status);
+  static constexpr int kHostSignalSlices = 500;
   void CompletionMain();
   void HeldBackMain();
 
@@ -110,6 +128,7 @@ class CudaTransferQueue {
   Mutex issue_mu_;  // one op at a time onto the stream, in acceptance order
   CUstream stream_ = nullptr;   // created on first use (under issue_mu_)
   uint8_t* staging_ = nullptr;  // kStagingBlocks * kStagingBlockBytes pinned bytes
+  HostCopyPool copies_;         // staging copies (the issuing and the completion thread)
 
   mutable Mutex mu_;
   std::condition_variable cv_;  // chunks queued / completed, blocks freed, held-back ops, stop

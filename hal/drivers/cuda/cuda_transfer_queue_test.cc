@@ -1,6 +1,7 @@
 // The CUDA transfer queue (cuda_transfer_queue.h) beyond the conformance suite: transfers larger
 // than the staging ring, a separate stream that overlaps compute, GPU-side ordering in both
-// directions (no host wait between a transfer and the dispatch it feeds), destruction.
+// directions (no host wait between a transfer and the dispatch it feeds), destruction; direct
+// DMA of pinned host ranges, chunk boundaries, concurrent callers, staging returned.
 //
 // Without a GPU (or without the nvcc-built kernels) every case prints one
 // "HEXIR_SKIPPED: <case>: <reason>" line and makes no assertion.
@@ -8,10 +9,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 #include <optional>
+#include <thread>
 
 #include "hal/api.h"
+#include "hal/device_transfer.h"
 #include "hal/drivers/cuda/cuda_device.h"
 #include "hal/drivers/cuda/cuda_transfer_queue.h"
 #include "hal/drivers/cuda/testing/open_or_skip.h"
@@ -111,6 +115,180 @@ TEST_CASE("cuda/transfers: destroying the device fails a transfer still held bac
   Status s = t->Wait(1, 30s);
   REQUIRE(s.code() == StatusCode::kAborted);
   REQUIRE(s.message().find("destroyed while the transfer waited") != std::string::npos);
+}
+
+// Bytes that differ at every position (no two chunks alike).
+std::vector<uint8_t> Pattern(uint64_t n, uint32_t seed) {
+  std::vector<uint8_t> v(n);
+  for (uint64_t i = 0; i < n; ++i) v[i] = uint8_t((i * 2654435761u + seed) >> 11);
+  return v;
+}
+
+TEST_CASE("cuda/transfers: a pinned host range is copied by DMA with no staging, at odd offsets and sizes") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  const uint64_t n = 3 * kStagingBlockBytes + 1001;  // more than one block: still one direct copy
+  auto pinned = d.AllocateBuffer(n + 64, kMemoryHostVisible);  // cuMemHostAlloc: pinned
+  RequireOk(pinned.status());
+  uint8_t* mapping = static_cast<uint8_t*>((*pinned)->host_data());
+  REQUIRE(mapping != nullptr);
+  const std::vector<uint8_t> source = Pattern(n, 7);
+  std::memcpy(mapping + 3, source.data(), n);
+  auto x = Alloc(d, n + 64);
+  auto t = *d.CreateSemaphore(0);
+  const DeviceStats before = d.stats();
+  RequireOk(d.QueueWrite({}, {{t, 1}}, mapping + 3, n, x, 5));
+  REQUIRE(d.stats().transfer_staging_bytes_busy == 0);  // no block taken
+  std::vector<uint8_t> back(n, 0);
+  RequireOk(d.QueueRead({{t, 1}}, {{t, 2}}, x, 5, back.data(), n));  // pageable: staged
+  RequireOk(t->Wait(2, 60s));
+  REQUIRE(back == source);
+  // Back into the pinned range, one byte further on: direct again.
+  std::memset(mapping, 0, n + 64);
+  RequireOk(d.QueueRead({}, {{t, 3}}, x, 5, mapping + 4, n));
+  RequireOk(t->Wait(3, 60s));
+  REQUIRE(std::memcmp(mapping + 4, source.data(), n) == 0);
+  REQUIRE(mapping[3] == 0);
+  REQUIRE(mapping[n + 4] == 0);
+  const DeviceStats after = d.stats();
+  REQUIRE(after.transfers_direct == before.transfers_direct + 2);
+  REQUIRE(after.transfers_queued == before.transfers_queued + 3);
+  REQUIRE(after.transfer_staging_bytes_busy == 0);
+}
+
+TEST_CASE("cuda/transfers: a kCopyAtCall write of pinned memory is staged, so the source may change at once") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  auto pinned = d.AllocateBuffer(4096, kMemoryHostVisible);
+  RequireOk(pinned.status());
+  uint8_t* mapping = static_cast<uint8_t*>((*pinned)->host_data());
+  std::memset(mapping, 0x11, 4096);
+  auto x = Alloc(d, 4096);
+  auto t = *d.CreateSemaphore(0);
+  const uint64_t direct = d.stats().transfers_direct;
+  RequireOk(d.QueueWrite({}, {{t, 1}}, mapping, 4096, x, 0, Device::HostLifetime::kCopyAtCall));
+  std::memset(mapping, 0x22, 4096);
+  std::vector<uint8_t> back(4096, 0);
+  RequireOk(d.QueueRead({{t, 1}}, {{t, 2}}, x, 0, back.data(), 4096));
+  RequireOk(t->Wait(2, 30s));
+  REQUIRE(back == std::vector<uint8_t>(4096, 0x11));
+  REQUIRE(d.stats().transfers_direct == direct);
+}
+
+TEST_CASE("cuda/transfers: staged sizes around a chunk boundary round trip at odd device offsets") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  auto x = Alloc(d, 2 * kStagingBlockBytes + 8192);
+  auto t = *d.CreateSemaphore(0);
+  uint64_t value = 0;
+  for (uint64_t n : {kStagingBlockBytes - 1, kStagingBlockBytes, kStagingBlockBytes + 1,
+                     2 * kStagingBlockBytes + 333}) {
+    for (uint64_t offset : {uint64_t(0), uint64_t(1), uint64_t(4095)}) {
+      INFO(n << " bytes at offset " << offset);
+      const std::vector<uint8_t> source = Pattern(n, uint32_t(n + offset));
+      std::vector<uint8_t> back(n + 2, 0xee);
+      RequireOk(d.QueueWrite({}, {{t, value + 1}}, source.data(), n, x, offset));
+      RequireOk(d.QueueRead({{t, value + 1}}, {{t, value + 2}}, x, offset, back.data() + 1, n));
+      value += 2;
+      RequireOk(t->Wait(value, 60s));
+      REQUIRE(back.front() == 0xee);
+      REQUIRE(back.back() == 0xee);
+      REQUIRE(std::memcmp(back.data() + 1, source.data(), n) == 0);
+    }
+  }
+  REQUIRE(d.stats().transfer_staging_bytes_busy == 0);
+}
+
+TEST_CASE("cuda/transfers: concurrent writers and readers on four threads each get their own bytes") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  constexpr int kThreads = 4;
+  const uint64_t n = 2 * kStagingBlockBytes + 12345;  // several chunks each: the ring is shared
+  auto x = Alloc(d, kThreads * (n + 4096));
+  std::vector<std::vector<uint8_t>> source(kThreads), back(kThreads);
+  std::vector<Status> status(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    source[i] = Pattern(n, uint32_t(i * 977));
+    back[i].assign(n, 0);
+    threads.emplace_back([&, i] {
+      auto t = d.CreateSemaphore(0);
+      if (!t.ok()) {
+        status[i] = t.status();
+        return;
+      }
+      const uint64_t at = uint64_t(i) * (n + 4096) + uint64_t(i);  // odd offsets from i = 1
+      for (int round = 0; round < 3 && status[i].ok(); ++round) {
+        status[i] = d.QueueWrite({}, {{*t, uint64_t(2 * round + 1)}}, source[i].data(), n, x, at);
+        if (status[i].ok())
+          status[i] = d.QueueRead({{*t, uint64_t(2 * round + 1)}}, {{*t, uint64_t(2 * round + 2)}},
+                                  x, at, back[i].data(), n);
+        if (status[i].ok()) status[i] = (*t)->Wait(uint64_t(2 * round + 2), std::chrono::seconds(60));
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int i = 0; i < kThreads; ++i) {
+    INFO("thread " << i);
+    RequireOk(status[i]);
+    REQUIRE(back[i] == source[i]);
+  }
+  REQUIRE(d.stats().transfer_staging_bytes_busy == 0);
+}
+
+TEST_CASE("cuda/transfers: staging is held only while chunks are in flight and is returned after") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  auto exe = d.CreateExecutable(CubinView({"spin_us"}));
+  RequireOk(exe.status());
+  auto flag = Alloc(d, 64);
+  const uint64_t n = 2 * kStagingBlockBytes + 1;  // three chunks
+  auto data = Alloc(d, n);
+  auto cb = *d.CreateCommandBuffer();
+  RequireOk(cb->Dispatch(*exe, 0, {1, 1, 1}, {BufferRef::Whole(flag)}, {400000}));  // 400 ms
+  RequireOk(cb->Finalize());
+  auto spin = *d.CreateSemaphore(0), t = *d.CreateSemaphore(0);
+  RequireOk(d.QueueExecute({}, cb, {{spin, 1}}));
+  std::vector<uint8_t> back(n, 1);
+  // Ordered after the dispatch on the GPU: its chunks are issued now and wait there.
+  RequireOk(d.QueueRead({{spin, 1}}, {{t, 1}}, data, 0, back.data(), n));
+  REQUIRE(*spin->Query() == 0);
+  REQUIRE(d.stats().transfer_staging_bytes_busy == 3 * kStagingBlockBytes);
+  RequireOk(t->Wait(1, 30s));
+  REQUIRE(back == std::vector<uint8_t>(n, 0));  // new buffers are zero-filled
+  RequireOk(d.WaitIdle());
+  REQUIRE(d.stats().transfer_staging_bytes_busy == 0);
+}
+
+TEST_CASE("cuda/transfers: a CPU device's large buffers are pinned once a CUDA device is open, so transfers with them go direct") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& gpu = **dev;
+  auto cpu = CreateDevice("cpu", {});
+  RequireOk(cpu.status());
+  const uint64_t n = (4 << 20) + 12;
+  auto host = (*cpu)->AllocateBuffer(n, kMemoryHostVisible);
+  RequireOk(host.status());
+  const std::vector<uint8_t> source = Pattern(n, 99);
+  std::memcpy((*host)->host_data(), source.data(), n);
+  auto x = Alloc(gpu, n);
+  auto t = *gpu.CreateSemaphore(0);
+  const DeviceStats before = gpu.stats();
+  bool by_pointer = false;
+  RequireOk(QueueDeviceTransfer(**cpu, gpu, {}, {{t, 1}}, *host, x, n, &by_pointer));
+  RequireOk(t->Wait(1, 30s));
+  std::memset((*host)->host_data(), 0, n);
+  RequireOk(QueueDeviceTransfer(gpu, **cpu, {}, {{t, 2}}, x, *host, n, &by_pointer));
+  RequireOk(t->Wait(2, 30s));
+  RequireOk((*cpu)->WaitIdle());
+  REQUIRE(std::memcmp((*host)->host_data(), source.data(), n) == 0);
+  REQUIRE(gpu.stats().transfers_direct == before.transfers_direct + 2);
+  REQUIRE(gpu.stats().transfer_staging_bytes_busy == 0);
 }
 
 }  // namespace

@@ -7,10 +7,16 @@
 // completion it waits for:
 //   raw   cuMemcpyHtoDAsync / cuMemcpyDtoHAsync on a stream + cuStreamSynchronize, from/to
 //         pinned host memory (cuMemHostAlloc: the link's ceiling) and from/to pageable memory
-//   HAL   Device::QueueWrite / QueueRead of pageable memory (the transfer queue's staging ring)
-//         + one Semaphore::Wait; and hal::MeasureCopyBandwidth between a CPU device and the
-//         CUDA device (QueueDeviceTransfer: the path a compiled module's transfers take)
-// then RATIO lines, HAL over raw, for each direction. Not a test: prints figures.
+//         and, from/to pageable memory, cuMemHostRegister + copy + cuMemHostUnregister (what
+//         pinning a caller's range per transfer would cost)
+//   HAL   Device::QueueWrite / QueueRead (+ one Semaphore::Wait) of pinned memory (a
+//         host-visible CUDA buffer's mapping: the direct path) and of pageable memory (the
+//         staging ring, its host copies over 1, 2, 4, 8, 12, 16 threads and the default count:
+//         HEXIR_CUDA_TRANSFER_THREADS, host_copy_pool.h); and hal::MeasureCopyBandwidth
+//         between a CPU device and the CUDA device (QueueDeviceTransfer: the path a compiled
+//         module's transfers take)
+// then RATIO lines, HAL over raw of the same kind of host memory, for each direction. Not a
+// test: prints figures.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +27,7 @@
 
 #include "hal/api.h"
 #include "hal/drivers/cuda/cuda_api.h"
+#include "hal/drivers/cuda/host_copy_pool.h"
 #include "hal/topology.h"
 
 namespace hexir::hal::cuda {
@@ -86,23 +93,56 @@ int Main(int argc, char** argv) {
   const double raw_htod_pinned = raw(true, pinned), raw_dtoh_pinned = raw(false, pinned);
   const double raw_htod_pageable = raw(true, pageable.data());
   const double raw_dtoh_pageable = raw(false, back.data());
+  auto raw_registered = [&](bool to_device, void* host) {
+    return BestGbps(bytes, repeats, [&] {
+      CU(api.cuMemHostRegister(host, bytes, 0));
+      CU(to_device ? api.cuMemcpyHtoDAsync(raw_device, host, bytes, stream)
+                   : api.cuMemcpyDtoHAsync(host, raw_device, bytes, stream));
+      CU(api.cuStreamSynchronize(stream));
+      CU(api.cuMemHostUnregister(host));
+    });
+  };
+  const double raw_htod_register = raw_registered(true, pageable.data());
+  const double raw_dtoh_register = raw_registered(false, back.data());
 
   // ---- HAL --------------------------------------------------------------------------------
-  auto buffer = gpu.AllocateBuffer(bytes, kMemoryDeviceLocal);
-  Check(buffer.status(), "AllocateBuffer");
-  auto done = gpu.CreateSemaphore(0);
-  Check(done.status(), "CreateSemaphore");
-  uint64_t value = 0;
-  auto hal = [&](bool write) {
+  // The transfer queue takes its thread count when the device's first transfer creates it:
+  // one device per count.
+  auto hal = [&](Device& d, bool write, void* host) {
+    auto buffer = d.AllocateBuffer(bytes, kMemoryDeviceLocal);
+    Check(buffer.status(), "AllocateBuffer");
+    auto done = d.CreateSemaphore(0);
+    Check(done.status(), "CreateSemaphore");
+    uint64_t value = 0;
     return BestGbps(bytes, repeats, [&] {
       ++value;
-      Check(write ? gpu.QueueWrite({}, {{*done, value}}, pageable.data(), bytes, *buffer, 0)
-                  : gpu.QueueRead({}, {{*done, value}}, *buffer, 0, back.data(), bytes),
+      Check(write ? d.QueueWrite({}, {{*done, value}}, host, bytes, *buffer, 0)
+                  : d.QueueRead({}, {{*done, value}}, *buffer, 0, host, bytes),
             write ? "QueueWrite" : "QueueRead");
       Check((*done)->Wait(value, std::chrono::seconds(60)), "Semaphore::Wait");
     });
   };
-  const double hal_write = hal(true), hal_read = hal(false);
+  auto mapped = gpu.AllocateBuffer(bytes, kMemoryHostVisible);
+  Check(mapped.status(), "AllocateBuffer(host visible)");
+  void* pinned_hal = (*mapped)->host_data();
+  const double hal_write_pinned = hal(gpu, true, pinned_hal), hal_read_pinned = hal(gpu, false, pinned_hal);
+  struct Staged {
+    int threads;
+    double write, read;
+  };
+  std::vector<Staged> staged;
+  for (int threads : {1, 2, 4, 8, 12, 16, 0}) {
+    if (threads) {
+      setenv("HEXIR_CUDA_TRANSFER_THREADS", std::to_string(threads).c_str(), 1);
+    } else {
+      unsetenv("HEXIR_CUDA_TRANSFER_THREADS");
+    }
+    auto d = CreateDevice("cuda");
+    Check(d.status(), "CreateDevice(cuda)");
+    staged.push_back({threads ? threads : HostCopyPool::DefaultThreads(),
+                      hal(**d, true, pageable.data()), hal(**d, false, back.data())});
+  }
+  const double hal_write = staged.back().write, hal_read = staged.back().read;
   auto module_path = [&](Device& from, Device& to) {
     auto gbps = MeasureCopyBandwidth(from, to, bytes);
     Check(gbps.status(), "MeasureCopyBandwidth");
@@ -111,16 +151,24 @@ int Main(int argc, char** argv) {
   const double module_up = module_path(cpu, gpu), module_down = module_path(gpu, cpu);
 
   std::printf("== transfers of %llu MiB, GB/s (best of %d)\n", (unsigned long long)mib, repeats);
-  std::printf("  raw cuMemcpyHtoDAsync  pinned %7.1f   pageable %7.1f\n", raw_htod_pinned, raw_htod_pageable);
-  std::printf("  raw cuMemcpyDtoHAsync  pinned %7.1f   pageable %7.1f\n", raw_dtoh_pinned, raw_dtoh_pageable);
-  std::printf("  HAL QueueWrite (pageable source)        %7.1f\n", hal_write);
-  std::printf("  HAL QueueRead  (pageable target)        %7.1f\n", hal_read);
+  std::printf("  raw cuMemcpyHtoDAsync  pinned %7.1f   pageable %7.1f   register+copy+unregister %7.1f\n",
+              raw_htod_pinned, raw_htod_pageable, raw_htod_register);
+  std::printf("  raw cuMemcpyDtoHAsync  pinned %7.1f   pageable %7.1f   register+copy+unregister %7.1f\n",
+              raw_dtoh_pinned, raw_dtoh_pageable, raw_dtoh_register);
+  std::printf("  HAL QueueWrite (pinned source, direct)  %7.1f\n", hal_write_pinned);
+  std::printf("  HAL QueueRead  (pinned target, direct)  %7.1f\n", hal_read_pinned);
+  for (const Staged& s : staged) {
+    std::printf("  HAL QueueWrite / QueueRead (pageable, staged, %d copy threads%s) %7.1f / %7.1f\n",
+                s.threads, &s == &staged.back() ? ", default" : "", s.write, s.read);
+  }
   std::printf("  HAL cpu -> cuda (QueueDeviceTransfer)   %7.1f\n", module_up);
   std::printf("  HAL cuda -> cpu (QueueDeviceTransfer)   %7.1f\n", module_down);
-  std::printf("RATIO hal_write / raw_htod_pinned = %.3f  (/ pageable %.3f)\n", hal_write / raw_htod_pinned,
-              hal_write / raw_htod_pageable);
-  std::printf("RATIO hal_read / raw_dtoh_pinned = %.3f  (/ pageable %.3f)\n", hal_read / raw_dtoh_pinned,
-              hal_read / raw_dtoh_pageable);
+  std::printf("RATIO hal_write_pinned / raw_htod_pinned = %.3f\n", hal_write_pinned / raw_htod_pinned);
+  std::printf("RATIO hal_read_pinned / raw_dtoh_pinned = %.3f\n", hal_read_pinned / raw_dtoh_pinned);
+  std::printf("RATIO hal_write_pageable / raw_htod_pinned = %.3f  (/ raw pageable %.3f)\n",
+              hal_write / raw_htod_pinned, hal_write / raw_htod_pageable);
+  std::printf("RATIO hal_read_pageable / raw_dtoh_pinned = %.3f  (/ raw pageable %.3f)\n",
+              hal_read / raw_dtoh_pinned, hal_read / raw_dtoh_pageable);
   std::printf("RATIO cpu_to_cuda / raw_htod_pinned = %.3f\n", module_up / raw_htod_pinned);
   std::printf("RATIO cuda_to_cpu / raw_dtoh_pinned = %.3f\n", module_down / raw_dtoh_pinned);
   api.cuStreamDestroy(stream);
