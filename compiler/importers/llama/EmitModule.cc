@@ -14,6 +14,7 @@
 #include "compiler/importers/llama/MlirTextEmitter.h"
 #include "compiler/importers/llama/Sampler.h"
 #include "compiler/importers/llama/TensorParallel.h"
+#include "dialects/hexir/IR/HexirAttributes.h"
 
 // The program is printed as text rather than built with MLIR builders so that the importer
 // stays a small MLIR-free library; hexir-compile parses and verifies it.
@@ -138,7 +139,7 @@ class ModuleWriter {
   }
   // ` {hexir.device = N : i64}` for an argument or ` attributes {...}` for a function; "".
   static std::string DeviceAttr(int64_t device, const char* prefix = " ") {
-    return device < 0 ? "" : StrCat(prefix, "{hexir.device = ", device, " : i64}");
+    return device < 0 ? "" : StrCat(prefix, "{", kDeviceAttr, " = ", device, " : i64}");
   }
 
   // @generate's weight arguments (%w_<i>, LlamaWeights order) by role.

@@ -1,5 +1,7 @@
 #include "compiler/importers/llama/MlirTextEmitter.h"
 
+#include "dialects/hexir/IR/HexirAttributes.h"
+
 namespace hexir::compiler::llama {
 
 std::string Emitter::Empty(const std::string& type, const std::string& dyn) {
@@ -28,8 +30,8 @@ std::string Emitter::Generic(const std::vector<std::string>& maps, const std::ve
   os_ << "], iterator_types = [";
   for (size_t i = 0; i < iters.size(); ++i) os_ << (i ? ", " : "") << '"' << iters[i] << '"';
   os_ << "]";
-  if (!group.empty()) os_ << ", hexir.dispatch_group = \"" << group << "\"";
-  if (device_ >= 0) os_ << ", hexir.device = " << device_ << " : i64";
+  if (!group.empty()) os_ << ", " << kDispatchGroupAttr << " = \"" << group << "\"";
+  if (device_ >= 0) os_ << ", " << kDeviceAttr << " = " << device_ << " : i64";
   os_ << "}";
   if (!ins.empty()) {
     os_ << " ins(";

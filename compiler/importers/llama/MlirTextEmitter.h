@@ -36,7 +36,7 @@ class Emitter {
   void SetDevice(int64_t device) { device_ = device; }
 
   // While non-empty, generics carry `hexir.dispatch_group = "<group>"`: they compile to one
-  // kernel (dialects/hexir/IR/HexirOps.h kDispatchGroupAttr).
+  // kernel (dialects/hexir/IR/HexirAttributes.h kDispatchGroupAttr).
   std::string group;
 
   // One line of a kernel body (indented inside the generic's block).
