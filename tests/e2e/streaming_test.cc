@@ -10,12 +10,12 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "compiler/importers/llama/Checkpoint.h"
 #include "compiler/importers/llama/Importer.h"
+#include "compiler/importers/llama/testing/tiny_checkpoint.h"
 #include "hal/element_type.h"
 #include "tests/e2e/harness.h"
 #include "tools/common/llama_parameters.h"
@@ -27,35 +27,17 @@ namespace {
 using compiler::llama::LlamaConfig;
 constexpr int64_t kChunk = 3, kMaxTokens = 14;
 
-LlamaConfig TinyConfig() {
-  LlamaConfig c;
-  c.dim = 8;
-  c.hidden_dim = 16;
-  c.n_layers = 1;
-  c.n_heads = 2;
-  c.n_kv_heads = 2;
-  c.vocab_size = 16;
-  c.seq_len = 32;
-  return c;
-}
+LlamaConfig TinyConfig() { return compiler::llama::testing::TinyLlamaConfig(/*layers=*/1, /*seq_len=*/32); }
 
 // Uniform weights in [-1, 1), except the (shared) embedding rows of BOS and EOS: zero, so
 // their logits are 0 and a random greedy run practically never stops early.
 std::string WriteCheckpoint() {
-  const LlamaConfig c = TinyConfig();
-  const int32_t header[7] = {int32_t(c.dim),     int32_t(c.hidden_dim), int32_t(c.n_layers), int32_t(c.n_heads),
-                             int32_t(c.n_kv_heads), int32_t(c.vocab_size), int32_t(c.seq_len)};
-  std::vector<float> values((compiler::llama::LlamaFileBytes(c) - sizeof(header)) / 4);
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for (float& v : values) v = uniform(rng);
-  for (int64_t i = 1 * c.dim; i < 3 * c.dim; ++i) values[i] = 0.0f;  // token_embedding is first
+  std::vector<uint8_t> file = compiler::llama::testing::RandomLlama2cBytes(TinyConfig(), /*seed=*/11);
+  compiler::llama::testing::ZeroEmbeddingRows(TinyConfig(), 1, 3, &file);
   std::string path = TempFile("stream_llm.bin");
-  FILE* f = std::fopen(path.c_str(), "wb");
-  REQUIRE(f != nullptr);
-  REQUIRE(std::fwrite(header, sizeof(header), 1, f) == 1);
-  REQUIRE(std::fwrite(values.data(), 4, values.size(), f) == values.size());
-  REQUIRE(std::fclose(f) == 0);
+  Status written = compiler::llama::testing::WriteBytes(path, file);
+  INFO(written.ToString());
+  REQUIRE(written.ok());
   return path;
 }
 
