@@ -3,6 +3,8 @@
 // call and then each chunk's ids as that chunk ends (so it sees tokens before the last chunk
 // runs), the streamed ids equal @generate's at temperature 0, a fixed seed streams the same
 // sampled ids twice, and an error from the callback stops generation with that error.
+// hexir-generate refuses --stream and sampling for tensor-parallel and placed modules (which
+// have @generate only), naming why.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -169,6 +171,50 @@ void CallbackErrorStops(const std::string& device) {
 }
 HEXIR_E2E_TEST_ON_DEVICES("an error from the callback stops generation with it; bad settings are named",
                           CallbackErrorStops)
+
+// hexir-generate on `module` with `flags`: exit 1 naming why the module cannot stream.
+void RequireStreamingRefused(const std::string& module, const std::string& checkpoint, const std::string& flags,
+                             const std::string& why, const std::string& what) {
+  CommandResult r = RunCommand("tools/hexir-generate/hexir-generate --module=" + module + " --parameters=" +
+                               checkpoint + " --max-tokens=4 " + flags + " 2>&1");
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("hexir-generate: error: invalid_argument: module '" + module +
+                                       "' has @generate only (" + why + "): " + what +
+                                       " needs @generate_begin/@generate_chunk"));
+}
+
+TEST_CASE("hexir-generate refuses --stream and sampling for tensor-parallel and placed modules, naming why") {
+  const std::string checkpoint = WriteCheckpoint();
+  compiler::llama::EmitOptions tensor_parallel;
+  tensor_parallel.tensor_parallel = 2;
+  auto tp_text = compiler::llama::ImportLlama2cFile(checkpoint, tensor_parallel);
+  INFO(tp_text.status().ToString());
+  REQUIRE(tp_text.ok());
+  REQUIRE(tp_text->find("func.func @generate_begin") == std::string::npos);
+  const std::string tp = CompileOrDie(*tp_text, "stream_llm_tp2");
+  // Refused before the channel's rank count is checked: no mpirun is needed to be told.
+  RequireStreamingRefused(tp, checkpoint, "--stream", "tensor-parallel over 2 ranks", "--stream");
+  RequireStreamingRefused(tp, checkpoint, "--temperature=0.8", "tensor-parallel over 2 ranks",
+                          "sampling (--temperature, --repetition-penalty)");
+
+  compiler::llama::EmitOptions placed;
+  placed.placement.layer_ranges = {{0, 0, 0}};  // the one layer on device 0: a one-device module
+  auto placed_text = compiler::llama::ImportLlama2cFile(checkpoint, placed);
+  INFO(placed_text.status().ToString());
+  REQUIRE(placed_text.ok());
+  REQUIRE(placed_text->find("hexir.device = 0") != std::string::npos);
+  const std::string placed_module = CompileOrDie(*placed_text, "stream_llm_placed");
+  RequireStreamingRefused(placed_module, checkpoint, "--stream",
+                          "placed on devices by hexir-import --embedding-device/--layer-devices, or imported "
+                          "before streaming existed",
+                          "--stream");
+  // Greedy decoding without --stream still runs both.
+  CommandResult greedy = RunCommand("tools/hexir-generate/hexir-generate --module=" + placed_module +
+                                    " --parameters=" + checkpoint + " --max-tokens=4 2>&1");
+  INFO(greedy.output);
+  CHECK(greedy.exit_code == 0);
+}
 
 }  // namespace
 }  // namespace hexir::e2e
