@@ -20,21 +20,39 @@ PYTEST_COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed
 PYTEST_SKIP = re.compile(r"^SKIPPED \[\d+\] (.*)$", re.M)
 
 
-def log_path(testlogs, target):
+def log_texts(testlogs, target):
+    """The target's test.log, or one per shard (shard_K_of_N/test.log) of a sharded test."""
     pkg, _, name = target[2:].partition(":")
-    return os.path.join(testlogs, pkg, name, "test.log")
+    folder = os.path.join(testlogs, pkg, name) if testlogs else ""
+    paths = [os.path.join(folder, "test.log")]
+    if folder and not os.path.exists(paths[0]) and os.path.isdir(folder):
+        paths = sorted(os.path.join(folder, d, "test.log") for d in os.listdir(folder) if d.startswith("shard_"))
+    texts = []
+    for path in paths:
+        if os.path.exists(path):
+            with open(path, errors="replace") as f:
+                texts.append(f.read())
+    return texts or [""]
 
 
 def count(target, status, testlogs):
     """Returns (passed, failed, skipped, skip_reasons). Lit, pytest and Catch2 logs count per
-    test case; any other target counts as one."""
-    text = ""
-    path = log_path(testlogs, target)
-    if testlogs and os.path.exists(path):
-        with open(path, errors="replace") as f:
-            text = f.read()
-    skips = SKIP_RE.findall(text)
+    test case (summed over a sharded test's shards); any other target counts as one."""
     ok = status in ("PASSED", "FLAKY")
+    results = [count_log(text, ok) for text in log_texts(testlogs, target)]
+    if len(results) == 1:
+        return results[0][:4]
+    reasons = [r for result in results for r in result[3]]
+    if any(result[4] for result in results):
+        return tuple(sum(result[i] for result in results) for i in range(3)) + (reasons,)
+    if not ok:
+        return 0, 1, 0, reasons
+    return (0, 0, 1, reasons) if all(result[2] for result in results) else (1, 0, 0, reasons)
+
+
+def count_log(text, ok):
+    """(passed, failed, skipped, skip_reasons, counted per test case) of one test.log."""
+    skips = SKIP_RE.findall(text)
     lit = dict((k, int(v)) for k, v in LIT_RE.findall(text))
     if lit:
         passed = lit.get("Passed", 0) + lit.get("Expectedly Failed", 0)
@@ -42,7 +60,7 @@ def count(target, status, testlogs):
         skipped = lit.get("Unsupported", 0)
         if not ok and failed == 0:
             failed = 1
-        return passed, failed, skipped, skips
+        return passed, failed, skipped, skips, True
     summaries = PYTEST_SUMMARY.findall(text)
     counts = PYTEST_COUNT.findall(summaries[-1]) if summaries else []
     if counts:
@@ -53,21 +71,21 @@ def count(target, status, testlogs):
         failed = n.get("failed", 0) + n.get("error", 0) + n.get("xpassed", 0)
         if not ok and failed == 0:
             failed = 1
-        return passed, failed, n.get("skipped", 0), skips + PYTEST_SKIP.findall(text)
+        return passed, failed, n.get("skipped", 0), skips + PYTEST_SKIP.findall(text), True
     m = CATCH_ALL_PASSED.search(text)
     if m and ok:
         cases = int(m.group(2))
-        return max(cases - len(skips), 0), 0, len(skips), skips
+        return max(cases - len(skips), 0), 0, len(skips), skips, True
     m = CATCH_CASES.search(text)
     if m:
         passed = int(m.group(2) or 0)
         failed = int(m.group(3) or 0)
         if not ok and failed == 0:
             failed = 1
-        return max(passed - len(skips), 0), failed, len(skips), skips
+        return max(passed - len(skips), 0), failed, len(skips), skips, True
     if skips and ok:
-        return 0, 0, len(skips), skips
-    return (1, 0, 0, skips) if ok else (0, 1, 0, skips)
+        return 0, 0, len(skips), skips, False
+    return (1, 0, 0, skips, False) if ok else (0, 1, 0, skips, False)
 
 
 def main():

@@ -27,7 +27,7 @@ class ModuleWriter {
   LogicalResult write(ModuleOp module, std::vector<uint8_t>* out) {
     data.name = module.getName() ? module.getName()->str() : "module";
     // The device list (hexir.devices = ["cpu", "cuda"]: the --target list by ordinal).
-    if (auto devices = module->getAttrOfType<ArrayAttr>("hexir.devices"))
+    if (auto devices = module->getAttrOfType<ArrayAttr>(kDevicesAttr))
       for (Attribute d : devices) {
         auto kind = dyn_cast<StringAttr>(d);
         if (!kind) return module.emitError("hexir.devices: expected an array of strings");
@@ -55,9 +55,9 @@ class ModuleWriter {
 
  private:
   LogicalResult addExecutable(ExecutableOp exe) {
-    auto format = exe->getAttrOfType<StringAttr>("hexir.format");
-    auto binary = exe->getAttrOfType<StringAttr>("hexir.binary");
-    auto entry = exe->getAttrOfType<StringAttr>("hexir.entry");
+    auto format = exe->getAttrOfType<StringAttr>(kFormatAttr);
+    auto binary = exe->getAttrOfType<StringAttr>(kBinaryAttr);
+    auto entry = exe->getAttrOfType<StringAttr>(kEntryAttr);
     if (!format || !binary || !entry)
       return exe.emitError("executable was not serialized (no hexir.format/binary/entry)");
     bytecode::ExecutableData e;
@@ -66,11 +66,11 @@ class ModuleWriter {
     e.entry_points.push_back(entry.str());
     // Target metadata: `hexir.attrs` strings are copied; each `hexir.rodata_attrs` blob
     // is stored as rodata and its key maps to the rodata ordinal (e.g. CUDA's PTX).
-    if (auto attrs = exe->getAttrOfType<DictionaryAttr>("hexir.attrs"))
+    if (auto attrs = exe->getAttrOfType<DictionaryAttr>(kExecutableAttrsAttr))
       for (NamedAttribute a : attrs)
         if (auto s = dyn_cast<StringAttr>(a.getValue()))
           e.attrs.emplace_back(a.getName().str(), s.str());
-    if (auto blobs = exe->getAttrOfType<DictionaryAttr>("hexir.rodata_attrs"))
+    if (auto blobs = exe->getAttrOfType<DictionaryAttr>(kRodataAttrsAttr))
       for (NamedAttribute a : blobs)
         if (auto s = dyn_cast<StringAttr>(a.getValue())) {
           data.rodata.emplace_back(s.getValue().begin(), s.getValue().end());

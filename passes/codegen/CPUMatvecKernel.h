@@ -28,14 +28,12 @@
 
 #include <cstdint>
 
+#include "dialects/hexir/IR/HexirAttributes.h"  // kBlockMatvecAttr: the importer's mark
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "passes/codegen/CPUTarget.h"
 
 namespace hexir::codegen {
-
-// The importer's mark on a block-format matvec generic: its value is the ggml type name.
-inline constexpr char kBlockMatvecAttr[] = "hexir.block_matvec";
 
 // Rewrites every such matvec of the bufferized `kernel` for `target` (dense: vectors of its
 // f32 lanes; blocks: 8 lanes); the others are left as they are.

@@ -47,8 +47,6 @@ struct DecodeAttention {
   static std::optional<DecodeAttention> decode(llvm::ArrayRef<int64_t> words);
 };
 
-// The executable attribute naming a dispatch group's kind (passes/dispatch/FormDispatchRegions.cpp).
-inline constexpr char kDispatchGroupAttr[] = "hexir.dispatch_group";
 // The kernel attribute carrying DecodeAttention::encode() from distribution to lowering.
 inline constexpr char kDecodeAttentionAttr[] = "hexir.cuda.decode_attention";
 

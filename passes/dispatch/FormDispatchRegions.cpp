@@ -26,8 +26,7 @@ using namespace mlir;
 // One computation spread over several generics that must run as one kernel:
 // `hexir.dispatch_group = "KIND.INSTANCE"` on each of them (an importer's statement); the
 // region and its executable (OutlineDispatchRegions) carry "KIND", e.g. "decode_attention",
-// which the CUDA target lowers to one flash-decoding kernel (passes/codegen/CUDADecodeAttention.h).
-constexpr char kDispatchGroupAttr[] = "hexir.dispatch_group";
+// which the CUDA target lowers to one flash-decoding kernel (passes/codegen/CUDADecodeAttention.h); the name is kDispatchGroupAttr (HexirAttributes.h).
 
 bool isScalarConstant(Operation* op) {
   auto c = dyn_cast_or_null<arith::ConstantOp>(op);

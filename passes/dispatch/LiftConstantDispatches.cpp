@@ -30,8 +30,6 @@ namespace hexir {
 namespace {
 using namespace mlir;
 
-constexpr char kInitializerAttr[] = "hexir.initializer";
-
 // A constant, a lifted global, or a static reshape of one.
 bool isConstantValue(Value v) {
   Operation* def = v.getDefiningOp();

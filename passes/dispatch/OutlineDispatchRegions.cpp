@@ -148,9 +148,9 @@ class OutlineDispatchRegions
     OpBuilder b(func);
     Location loc = region.getLoc();
     auto exe = ExecutableOp::create(b, loc, name);
-    // A dispatch group's kind (FormDispatchRegions.cpp kDispatchGroupAttr) tells codegen what
+    // A dispatch group's kind (kDispatchGroupAttr, FormDispatchRegions.cpp) tells codegen what
     // the kernel computes.
-    if (Attribute group = region->getAttr("hexir.dispatch_group")) exe->setAttr("hexir.dispatch_group", group);
+    if (Attribute group = region->getAttr(kDispatchGroupAttr)) exe->setAttr(kDispatchGroupAttr, group);
     exe.getBody().push_back(new Block());
     b.setInsertionPointToStart(&exe.getBody().front());
     auto inner = ModuleOp::create(b, loc);

@@ -17,6 +17,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "dialects/hexir/IR/HexirAttributes.h"
 #include "passes/Passes.h"
 
 namespace hexir {
@@ -72,8 +73,7 @@ llvm::SmallPtrSet<Operation*, 4> functionsOnCallCycles(ModuleOp module, SymbolTa
 
 // A dispatch group (`hexir.dispatch_group = "KIND.INSTANCE"`, FormDispatchRegions) names one
 // instance: each inlined copy of a callee's group becomes an instance of its own
-// ("KIND.INSTANCE_c<site>"), so that two call sites never form one region.
-constexpr char kDispatchGroupAttr[] = "hexir.dispatch_group";
+// ("KIND.INSTANCE_c<site>"), so that two call sites never form one region (kDispatchGroupAttr).
 
 // call(args) -> the callee's body with its arguments replaced by `args`; the call's results
 // are the values its `return` names. Cloned ops get the call site as their location's caller.

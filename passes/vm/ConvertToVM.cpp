@@ -14,6 +14,7 @@
 //   from argument views once and then flow through registers.
 // The lowering itself is HostLowering (HostLowering.h: one file per concern); this file is
 // the pass driver and the module initializer.
+#include "dialects/hexir/IR/HexirAttributes.h"
 #include "passes/Passes.h"
 #include "passes/vm/HalImports.h"
 #include "passes/vm/HostLowering.h"
@@ -68,7 +69,7 @@ class ConvertToVM : public impl::ConvertToVMBase<ConvertToVM> {
       state.executableOrdinals[exe.getSymName()] = state.executableOrdinals.size();
     for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
       if (func.isExternal()) continue;
-      if (func->hasAttr("hexir.initializer")) state.initializerForms.push_back(func.getName().str());
+      if (func->hasAttr(kInitializerAttr)) state.initializerForms.push_back(func.getName().str());
       if (failed(HostLowering(func, state).run())) return signalPassFailure();
     }
     for (auto global : llvm::to_vector(module.getOps<GlobalOp>())) global.erase();

@@ -8,12 +8,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "compiler/importers/llama/Checkpoint.h"
 #include "compiler/importers/llama/Importer.h"
+#include "compiler/importers/llama/testing/tiny_checkpoint.h"
 #include "runtime/hexir_runtime.h"
 #include "tests/e2e/harness.h"
 
@@ -25,36 +25,15 @@ using compiler::llama::WeightTensor;
 
 constexpr int64_t kCacheLen = 12;  // the header's seq_len: the module's cache length
 
-LlamaConfig TinyConfig() {
-  LlamaConfig c;
-  c.dim = 8;
-  c.hidden_dim = 16;
-  c.n_layers = 1;
-  c.n_heads = 2;
-  c.n_kv_heads = 2;
-  c.vocab_size = 16;
-  c.seq_len = kCacheLen;
-  return c;
-}
+LlamaConfig TinyConfig() { return compiler::llama::testing::TinyLlamaConfig(/*layers=*/1, kCacheLen); }
 
 // The header, then every array the header implies, uniform in [-1, 1).
 std::string WriteCheckpoint() {
-  const LlamaConfig c = TinyConfig();
-  const int32_t header[7] = {int32_t(c.dim),        int32_t(c.hidden_dim), int32_t(c.n_layers),
-                             int32_t(c.n_heads),    int32_t(c.n_kv_heads), int32_t(c.vocab_size),
-                             int32_t(c.seq_len)};
-  const int64_t bytes = compiler::llama::LlamaFileBytes(c);
-  REQUIRE(bytes > int64_t(sizeof(header)));
-  std::vector<float> values((bytes - sizeof(header)) / 4);
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for (float& v : values) v = uniform(rng);
   std::string path = TempFile("tiny_llm.bin");
-  FILE* f = std::fopen(path.c_str(), "wb");
-  REQUIRE(f != nullptr);
-  REQUIRE(std::fwrite(header, sizeof(header), 1, f) == 1);
-  REQUIRE(std::fwrite(values.data(), 4, values.size(), f) == values.size());
-  REQUIRE(std::fclose(f) == 0);
+  Status written = compiler::llama::testing::WriteBytes(
+      path, compiler::llama::testing::RandomLlama2cBytes(TinyConfig(), /*seed=*/7));
+  INFO(written.ToString());
+  REQUIRE(written.ok());
   return path;
 }
 

@@ -3,11 +3,13 @@
 #include <catch2/catch.hpp>
 #include <dlfcn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include "hal/element_type.h"
@@ -118,17 +120,24 @@ std::string CompileOrDie(const std::string& mlir_source, const std::string& name
   if (const char* dir = std::getenv("HEXIR_PRECOMPILED_DIR")) {
     return std::string(dir) + "/" + file;
   }
+  const char* extra = std::getenv("HEXIR_COMPILE_FLAGS");  // e.g. --cpu=x86-64-v3 for another host
+  const std::string flags = (extra ? std::string(" ") + extra : "") + " " + extra_flags;
+  // The same call again (every test case of a file compiling its module) reuses the module.
+  static std::map<std::string, std::string> compiled;  // name, target, flags, source -> module
+  const std::string key = file + "\n" + flags + "\n" + mlir_source;
+  if (auto it = compiled.find(key); it != compiled.end() && access(it->second.c_str(), R_OK) == 0) {
+    return it->second;
+  }
   std::string src = TempFile(name + ".mlir");
   std::string out = TempFile(file);
   WriteFile(src, mlir_source);
-  const char* extra = std::getenv("HEXIR_COMPILE_FLAGS");  // e.g. --cpu=x86-64-v3 for another host
-  CommandResult r = RunCommand(HexirCompile() + " " + src + " --target=" + target + " -o " + out +
-                               (extra ? std::string(" ") + extra : "") + " " + extra_flags);
+  CommandResult r = RunCommand(HexirCompile() + " " + src + " --target=" + target + " -o " + out + flags);
   INFO("hexir-compile output:\n" << r.output);
   REQUIRE(r.exit_code == 0);
   if (const char* dir = std::getenv("HEXIR_SAVE_MODULES_DIR")) {
     REQUIRE(RunCommand("cp " + out + " " + dir + "/" + file).exit_code == 0);
   }
+  compiled[key] = out;
   return out;
 }
 

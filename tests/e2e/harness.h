@@ -26,7 +26,8 @@ std::string TempFile(const std::string& name);
 void WriteFile(const std::string& path, const std::string& text);
 
 // hexir-compile SOURCE --target=cpu -o OUT [extra_flags]; returns the module path (REQUIREs
-// success).
+// success). A call repeating an earlier one of the process (name, target, flags and source)
+// returns the module already compiled: treat it as read-only.
 std::string CompileOrDie(const std::string& mlir_source, const std::string& name,
                          const std::string& target = "cpu", const std::string& extra_flags = "");
 

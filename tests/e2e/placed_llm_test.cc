@@ -8,12 +8,12 @@
 
 #include <cstdio>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "compiler/importers/ImportModel.h"
 #include "compiler/importers/llama/Checkpoint.h"
+#include "compiler/importers/llama/testing/tiny_checkpoint.h"
 #include "tests/e2e/harness.h"
 #include "tools/common/invocation.h"
 
@@ -26,36 +26,15 @@ using tools::HostValue;
 
 constexpr int64_t kMaxNew = 9;
 
-LlamaConfig TinyConfig() {
-  LlamaConfig c;
-  c.dim = 8;
-  c.hidden_dim = 16;
-  c.n_layers = 4;
-  c.n_heads = 2;
-  c.n_kv_heads = 2;
-  c.vocab_size = 16;
-  c.seq_len = 16;
-  return c;
-}
+LlamaConfig TinyConfig() { return compiler::llama::testing::TinyLlamaConfig(/*layers=*/4, /*seq_len=*/16); }
 
-// The header, then every array the header implies, uniform in [-1, 1).
+// The checkpoint's bytes in *file (weights uniform in [-1, 1)); returns its path.
 std::string WriteCheckpoint(std::vector<uint8_t>* file) {
-  const LlamaConfig c = TinyConfig();
-  const int32_t header[7] = {int32_t(c.dim),     int32_t(c.hidden_dim), int32_t(c.n_layers), int32_t(c.n_heads),
-                             int32_t(c.n_kv_heads), int32_t(c.vocab_size), int32_t(c.seq_len)};
-  file->assign(compiler::llama::LlamaFileBytes(c), 0);
-  std::memcpy(file->data(), header, sizeof(header));
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for (size_t at = sizeof(header); at + 4 <= file->size(); at += 4) {
-    float v = uniform(rng);
-    std::memcpy(file->data() + at, &v, 4);
-  }
+  *file = compiler::llama::testing::RandomLlama2cBytes(TinyConfig(), /*seed=*/11);
   std::string path = TempFile("placed_llm.bin");
-  FILE* f = std::fopen(path.c_str(), "wb");
-  REQUIRE(f != nullptr);
-  REQUIRE(std::fwrite(file->data(), 1, file->size(), f) == file->size());
-  REQUIRE(std::fclose(f) == 0);
+  Status written = compiler::llama::testing::WriteBytes(path, *file);
+  INFO(written.ToString());
+  REQUIRE(written.ok());
   return path;
 }
 

@@ -3,6 +3,8 @@
 // call and then each chunk's ids as that chunk ends (so it sees tokens before the last chunk
 // runs), the streamed ids equal @generate's at temperature 0, a fixed seed streams the same
 // sampled ids twice, and an error from the callback stops generation with that error.
+// hexir-generate refuses --stream and sampling for tensor-parallel and placed modules (which
+// have @generate only), naming why.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -10,12 +12,12 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "compiler/importers/llama/Checkpoint.h"
 #include "compiler/importers/llama/Importer.h"
+#include "compiler/importers/llama/testing/tiny_checkpoint.h"
 #include "hal/element_type.h"
 #include "tests/e2e/harness.h"
 #include "tools/common/llama_parameters.h"
@@ -27,35 +29,17 @@ namespace {
 using compiler::llama::LlamaConfig;
 constexpr int64_t kChunk = 3, kMaxTokens = 14;
 
-LlamaConfig TinyConfig() {
-  LlamaConfig c;
-  c.dim = 8;
-  c.hidden_dim = 16;
-  c.n_layers = 1;
-  c.n_heads = 2;
-  c.n_kv_heads = 2;
-  c.vocab_size = 16;
-  c.seq_len = 32;
-  return c;
-}
+LlamaConfig TinyConfig() { return compiler::llama::testing::TinyLlamaConfig(/*layers=*/1, /*seq_len=*/32); }
 
 // Uniform weights in [-1, 1), except the (shared) embedding rows of BOS and EOS: zero, so
 // their logits are 0 and a random greedy run practically never stops early.
 std::string WriteCheckpoint() {
-  const LlamaConfig c = TinyConfig();
-  const int32_t header[7] = {int32_t(c.dim),     int32_t(c.hidden_dim), int32_t(c.n_layers), int32_t(c.n_heads),
-                             int32_t(c.n_kv_heads), int32_t(c.vocab_size), int32_t(c.seq_len)};
-  std::vector<float> values((compiler::llama::LlamaFileBytes(c) - sizeof(header)) / 4);
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for (float& v : values) v = uniform(rng);
-  for (int64_t i = 1 * c.dim; i < 3 * c.dim; ++i) values[i] = 0.0f;  // token_embedding is first
+  std::vector<uint8_t> file = compiler::llama::testing::RandomLlama2cBytes(TinyConfig(), /*seed=*/11);
+  compiler::llama::testing::ZeroEmbeddingRows(TinyConfig(), 1, 3, &file);
   std::string path = TempFile("stream_llm.bin");
-  FILE* f = std::fopen(path.c_str(), "wb");
-  REQUIRE(f != nullptr);
-  REQUIRE(std::fwrite(header, sizeof(header), 1, f) == 1);
-  REQUIRE(std::fwrite(values.data(), 4, values.size(), f) == values.size());
-  REQUIRE(std::fclose(f) == 0);
+  Status written = compiler::llama::testing::WriteBytes(path, file);
+  INFO(written.ToString());
+  REQUIRE(written.ok());
   return path;
 }
 
@@ -187,6 +171,50 @@ void CallbackErrorStops(const std::string& device) {
 }
 HEXIR_E2E_TEST_ON_DEVICES("an error from the callback stops generation with it; bad settings are named",
                           CallbackErrorStops)
+
+// hexir-generate on `module` with `flags`: exit 1 naming why the module cannot stream.
+void RequireStreamingRefused(const std::string& module, const std::string& checkpoint, const std::string& flags,
+                             const std::string& why, const std::string& what) {
+  CommandResult r = RunCommand("tools/hexir-generate/hexir-generate --module=" + module + " --parameters=" +
+                               checkpoint + " --max-tokens=4 " + flags + " 2>&1");
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("hexir-generate: error: invalid_argument: module '" + module +
+                                       "' has @generate only (" + why + "): " + what +
+                                       " needs @generate_begin/@generate_chunk"));
+}
+
+TEST_CASE("hexir-generate refuses --stream and sampling for tensor-parallel and placed modules, naming why") {
+  const std::string checkpoint = WriteCheckpoint();
+  compiler::llama::EmitOptions tensor_parallel;
+  tensor_parallel.tensor_parallel = 2;
+  auto tp_text = compiler::llama::ImportLlama2cFile(checkpoint, tensor_parallel);
+  INFO(tp_text.status().ToString());
+  REQUIRE(tp_text.ok());
+  REQUIRE(tp_text->find("func.func @generate_begin") == std::string::npos);
+  const std::string tp = CompileOrDie(*tp_text, "stream_llm_tp2");
+  // Refused before the channel's rank count is checked: no mpirun is needed to be told.
+  RequireStreamingRefused(tp, checkpoint, "--stream", "tensor-parallel over 2 ranks", "--stream");
+  RequireStreamingRefused(tp, checkpoint, "--temperature=0.8", "tensor-parallel over 2 ranks",
+                          "sampling (--temperature, --repetition-penalty)");
+
+  compiler::llama::EmitOptions placed;
+  placed.placement.layer_ranges = {{0, 0, 0}};  // the one layer on device 0: a one-device module
+  auto placed_text = compiler::llama::ImportLlama2cFile(checkpoint, placed);
+  INFO(placed_text.status().ToString());
+  REQUIRE(placed_text.ok());
+  REQUIRE(placed_text->find("hexir.device = 0") != std::string::npos);
+  const std::string placed_module = CompileOrDie(*placed_text, "stream_llm_placed");
+  RequireStreamingRefused(placed_module, checkpoint, "--stream",
+                          "placed on devices by hexir-import --embedding-device/--layer-devices, or imported "
+                          "before streaming existed",
+                          "--stream");
+  // Greedy decoding without --stream still runs both.
+  CommandResult greedy = RunCommand("tools/hexir-generate/hexir-generate --module=" + placed_module +
+                                    " --parameters=" + checkpoint + " --max-tokens=4 2>&1");
+  INFO(greedy.output);
+  CHECK(greedy.exit_code == 0);
+}
 
 }  // namespace
 }  // namespace hexir::e2e

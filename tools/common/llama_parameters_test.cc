@@ -9,9 +9,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <random>
 #include <unistd.h>
 
+#include "compiler/importers/llama/testing/tiny_checkpoint.h"
 #include "tools/common/tensor_io.h"
 
 namespace hexir::tools {
@@ -22,24 +22,17 @@ namespace llama = compiler::llama;
 // A llama2.c checkpoint (dim 16, hidden 32, 3 layers, 4 heads, 2 kv heads, vocab 24, seq 8)
 // with random weights; returns its path.
 std::string WriteCheckpoint() {
-  const int32_t header[7] = {16, 32, 3, 4, 2, 24, 8};
   llama::LlamaConfig config;
   config.dim = 16, config.hidden_dim = 32, config.n_layers = 3, config.n_heads = 4;
   config.n_kv_heads = 2, config.vocab_size = 24, config.seq_len = 8;
-  size_t end = llama::kHeaderBytes;
-  for (const llama::WeightTensor& w : llama::LlamaWeights(config))
-    end = std::max(end, size_t(w.offset + w.byte_size()));
-  end += size_t(config.seq_len * config.head_size()) * 4;  // freq_cis_real/imag
-  std::vector<float> values((end - llama::kHeaderBytes) / 4);
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-  for (float& v : values) v = dist(rng);
   char path[] = "/tmp/llama_parameters_testXXXXXX";
   int fd = mkstemp(path);
   REQUIRE(fd >= 0);
-  REQUIRE(write(fd, header, sizeof(header)) == ssize_t(sizeof(header)));
-  REQUIRE(write(fd, values.data(), values.size() * 4) == ssize_t(values.size() * 4));
   close(fd);
+  Status written =
+      llama::testing::WriteBytes(path, llama::testing::RandomLlama2cBytes(config, /*seed=*/7, -2.0f, 2.0f));
+  INFO(written.ToString());
+  REQUIRE(written.ok());
   return path;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "compiler/Pipeline.h"
+#include "dialects/hexir/IR/HexirAttributes.h"
 #include "tools/common/tool_main.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/CommandLine.h"
@@ -140,11 +141,11 @@ int main(int argc, char** argv) {
   }
   if (emitMLIR) {
     module->walk([](mlir::Operation* op) {
-      if (auto binary = op->getAttrOfType<mlir::StringAttr>("hexir.binary")) {
-        op->setAttr("hexir.binary_size",
+      if (auto binary = op->getAttrOfType<mlir::StringAttr>(hexir::kBinaryAttr)) {
+        op->setAttr(hexir::kBinarySizeAttr,
                     mlir::IntegerAttr::get(mlir::IntegerType::get(op->getContext(), 64),
                                            binary.size()));
-        op->removeAttr("hexir.binary");
+        op->removeAttr(hexir::kBinaryAttr);
       }
     });
     module->print(out->os());

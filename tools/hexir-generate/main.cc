@@ -69,6 +69,15 @@ double MsSinceStart(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(t - g_main_start).count();
 }
 
+// --stream and sampling run the streaming pair (@generate_begin/@generate_chunk), which
+// tensor-parallel and placed programs do not have (compiler/importers/llama/README.md).
+Status StreamingRefused(const Flags& f, const std::string& why) {
+  return InvalidArgument("module '", f.module, "' has @generate only (", why, "): ",
+                         f.stream ? "--stream" : "sampling (--temperature, --repetition-penalty)",
+                         " needs @generate_begin/@generate_chunk, which hexir-import writes for "
+                         "single-device modules only");
+}
+
 // The text of generated ids after `prompt`, by the file's vocabulary or a llama2.c tokenizer.
 struct TextDecoder {
   const Vocabulary* vocabulary;
@@ -213,8 +222,10 @@ Status Run(const Flags& f) {
   // (mpirun) reports (N, rank, ranks) from its device's channel (the mpirun world): this rank
   // uploads only its weight parts, and only rank 0 prints (every rank computes the same ids).
   bool prints = true;
+  const bool streams = !greedy || f.stream;  // through the streaming pair
   HEXIR_ASSIGN_OR_RETURN(std::optional<TensorParallelRank> tp, QueryTensorParallel(target, f.module));
   if (tp) {
+    if (streams) return StreamingRefused(f, StrCat("tensor-parallel over ", tp->ranks, " ranks"));
     if (tp->count != tp->ranks)
       return InvalidArgument("module '", f.module, "' is tensor-parallel over ", tp->ranks, " ranks but runs on ",
                              tp->count, " (start it with mpirun -n ", tp->ranks, ", or give --device ", tp->ranks,
@@ -223,6 +234,10 @@ Status Run(const Flags& f) {
     prints = tp->rank == 0;
     if (f.verbose) std::fprintf(stderr, "hexir-generate: tensor-parallel rank %lld of %lld\n",
                                 static_cast<long long>(tp->rank), static_cast<long long>(tp->ranks));
+  }
+  if (streams && !session->LookupFunction("generate_begin").ok()) {
+    return StreamingRefused(f, "placed on devices by hexir-import --embedding-device/--layer-devices, "
+                               "or imported before streaming existed");
   }
   HEXIR_ASSIGN_OR_RETURN(vm::Function fn, session->LookupFunction("generate"));
   HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> args, ParseAbiTypes(std::string(fn.attr("abi.args"))));
@@ -267,7 +282,7 @@ Status Run(const Flags& f) {
   std::vector<int64_t> ids;
   double best_seconds = 1e30;
   Clock::time_point first_call_done{};
-  if (!greedy || f.stream) {
+  if (streams) {
     SamplerSettings sampler = f.sampler;
     sampler.seed = f.seed >= 0 ? f.seed : int64_t(std::random_device()() & 0x7fffffff);
     if (f.verbose) std::fprintf(stderr, "hexir-generate: seed %lld\n", static_cast<long long>(sampler.seed));

@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "compiler/importers/llama/BlockDecode.h"
+#include "compiler/importers/llama/MlirTextEmitter.h"
 #include "compiler/importers/llama/Sampler.h"
 #include "compiler/importers/llama/TensorParallel.h"
+#include "dialects/hexir/IR/HexirAttributes.h"
 
 // The program is printed as text rather than built with MLIR builders so that the importer
 // stays a small MLIR-free library; hexir-compile parses and verifies it.
@@ -42,13 +44,6 @@ std::string T(const std::vector<int64_t>& dims, const std::string& elem = "f32")
   return s + elem + ">";
 }
 
-// An SSA value and its type.
-struct Operand {
-  std::string name;
-  std::string type;
-  const GgmlBlockInfo* kept = nullptr;  // a weight kept as stored in a GGUF file (WeightTensor::kept)
-};
-
 // The rows a layer body runs on: decode one token (at the position the caller sets, pos_;
 // values are [n] vectors), or the M prompt rows (values [M][n], M dynamic).
 struct Rows {
@@ -77,74 +72,6 @@ struct ModelWeights {
   Operand token_embedding;
   std::vector<LayerWeights> layers;
   Operand rms_final, classifier;
-};
-
-class Emitter {
- public:
-  explicit Emitter(std::ostringstream& os) : os_(os) {}
-
-  std::string Fresh(const std::string& hint = "v") { return "%" + hint + std::to_string(next_++); }
-  std::ostringstream& out() { return os_; }
-  // The device the generics emitted from now on are annotated with (-1: none).
-  void SetDevice(int64_t device) { device_ = device; }
-
-  // While non-empty, generics carry `hexir.dispatch_group = "<group>"`: they compile to one
-  // kernel (dialects/hexir/IR/HexirOps.h kDispatchGroupAttr).
-  std::string group;
-  // While non-empty, generics carry `hexir.block_matvec = "<ggml type>"`: a matvec whose body
-  // decodes that block format (the CPU target's vector kernel, passes/codegen/CPUMatvecKernel.h).
-  std::string block_matvec;
-
-  // tensor.empty (+ linalg.fill when `value` is non-empty). `dyn` lists the dynamic sizes.
-  std::string Filled(const std::string& type, const std::string& value, const std::string& elem,
-                     const std::string& dyn = "") {
-    std::string e = Fresh("e");
-    os_ << "    " << e << " = tensor.empty(" << dyn << ") : " << type << "\n";
-    if (value.empty()) return e;
-    std::string c = Fresh("c"), f = Fresh("f");
-    os_ << "    " << c << " = arith.constant " << value << " : " << elem << "\n";
-    os_ << "    " << f << " = linalg.fill ins(" << c << " : " << elem << ") outs(" << e << " : "
-        << type << ") -> " << type << "\n";
-    return f;
-  }
-
-  // linalg.generic; `body` gets the block argument names (ins then out) and returns the
-  // body's ops ending with linalg.yield.
-  std::string Generic(const std::vector<std::string>& maps, const std::vector<std::string>& iters,
-                      const std::vector<Operand>& ins, const Operand& out,
-                      const std::vector<std::string>& arg_elems,
-                      const std::function<std::string(const std::vector<std::string>&)>& body) {
-    std::string r = Fresh("g");
-    os_ << "    " << r << " = linalg.generic {indexing_maps = [";
-    for (size_t i = 0; i < maps.size(); ++i) os_ << (i ? ", " : "") << "affine_map<" << maps[i] << ">";
-    os_ << "], iterator_types = [";
-    for (size_t i = 0; i < iters.size(); ++i) os_ << (i ? ", " : "") << '"' << iters[i] << '"';
-    os_ << "]";
-    if (!group.empty()) os_ << ", hexir.dispatch_group = \"" << group << "\"";
-    if (!block_matvec.empty()) os_ << ", hexir.block_matvec = \"" << block_matvec << "\"";
-    if (device_ >= 0) os_ << ", hexir.device = " << device_ << " : i64";
-    os_ << "}";
-    if (!ins.empty()) {
-      os_ << " ins(";
-      for (size_t i = 0; i < ins.size(); ++i) os_ << (i ? ", " : "") << ins[i].name;
-      os_ << " : ";
-      for (size_t i = 0; i < ins.size(); ++i) os_ << (i ? ", " : "") << ins[i].type;
-      os_ << ")";
-    }
-    os_ << " outs(" << out.name << " : " << out.type << ") {\n    ^bb0(";
-    std::vector<std::string> args;
-    for (size_t i = 0; i < arg_elems.size(); ++i) {
-      args.push_back(Fresh("a"));
-      os_ << (i ? ", " : "") << args.back() << ": " << arg_elems[i];
-    }
-    os_ << "):\n" << body(args) << "    } -> " << out.type << "\n";
-    return r;
-  }
-
- private:
-  std::ostringstream& os_;
-  int next_ = 0;
-  int64_t device_ = -1;
 };
 
 class ModuleWriter {
@@ -204,7 +131,7 @@ class ModuleWriter {
   }
 
  private:
-  std::string L(const std::string& s) { return "      " + s + "\n"; }
+  static std::string L(const std::string& s) { return Emitter::Line(s); }
 
   // -1 when unplaced.
   int64_t LayerDevice(size_t layer) const {
@@ -212,7 +139,7 @@ class ModuleWriter {
   }
   // ` {hexir.device = N : i64}` for an argument or ` attributes {...}` for a function; "".
   static std::string DeviceAttr(int64_t device, const char* prefix = " ") {
-    return device < 0 ? "" : StrCat(prefix, "{hexir.device = ", device, " : i64}");
+    return device < 0 ? "" : StrCat(prefix, "{", kDeviceAttr, " = ", device, " : i64}");
   }
 
   // @generate's weight arguments (%w_<i>, LlamaWeights order) by role.

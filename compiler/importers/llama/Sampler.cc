@@ -5,6 +5,8 @@
 #include <sstream>
 #include <vector>
 
+#include "compiler/importers/llama/MlirTextEmitter.h"
+
 // Kernel bodies define their constants inside the body (a kernel captures only values, and the
 // CUDA target outlines each body on its own). Host scalars (prompt length, step) are captured.
 
@@ -14,7 +16,7 @@ namespace {
 class SamplerWriter {
  public:
   SamplerWriter(std::ostream& os, int64_t vocab, std::string prefix)
-      : os_(os), V_(vocab), prefix_(std::move(prefix)) {
+      : e_(os, std::move(prefix)), V_(vocab) {
     C_ = 1;
     for (int64_t c = std::min<int64_t>(V_, 256); c >= 1; --c)
       if (V_ % c == 0) {
@@ -28,7 +30,7 @@ class SamplerWriter {
     in_ = in;
     const std::string lt = Grid("f32"), kt = Grid("i64");
     std::string l2 = Fresh("logits");
-    os_ << "    " << l2 << " = tensor.expand_shape " << in.logits << " [[0, 1]] output_shape [" << R_
+    e_.out() << "    " << l2 << " = tensor.expand_shape " << in.logits << " [[0, 1]] output_shape [" << R_
         << ", " << C_ << "] : tensor<" << V_ << "xf32> into " << lt << "\n";
     std::string penalized = Penalize(l2);
     std::string keys = Map({{penalized, lt}}, "i64", [&](const Args& a) {
@@ -90,13 +92,9 @@ class SamplerWriter {
 
  private:
   using Args = std::vector<std::string>;
-  using Body = std::function<std::string(const Args&)>;
-  struct In {
-    std::string name, type;
-  };
-
-  std::string Fresh(const std::string& hint = "v") { return "%" + prefix_ + hint + std::to_string(next_++); }
-  static std::string L(const std::string& s) { return "      " + s + "\n"; }
+  using Body = Emitter::Body;
+  std::string Fresh(const std::string& hint = "v") { return e_.Fresh(hint); }
+  static std::string L(const std::string& s) { return Emitter::Line(s); }
   std::string Grid(const std::string& elem) {
     return "tensor<" + std::to_string(R_) + "x" + std::to_string(C_) + "x" + elem + ">";
   }
@@ -111,57 +109,18 @@ class SamplerWriter {
            L(dst + " = tensor.extract " + t + "[" + c + "] : tensor<" + std::to_string(n) + "x" + elem + ">");
   }
 
-  std::string Empty(const std::string& type) {
-    std::string e = Fresh("e");
-    os_ << "    " << e << " = tensor.empty() : " << type << "\n";
-    return e;
-  }
-  std::string Filled(const std::string& type, const std::string& value, const std::string& elem) {
-    std::string e = Empty(type), c = Fresh("c"), f = Fresh("f");
-    os_ << "    " << c << " = arith.constant " << value << " : " << elem << "\n"
-        << "    " << f << " = linalg.fill ins(" << c << " : " << elem << ") outs(" << e << " : " << type
-        << ") -> " << type << "\n";
-    return f;
-  }
-
-  std::string Generic(const std::vector<std::string>& maps, const std::vector<std::string>& iters,
-                      const std::vector<In>& ins, const In& out, const std::vector<std::string>& elems,
-                      const Body& body) {
-    std::string r = Fresh("g");
-    os_ << "    " << r << " = linalg.generic {indexing_maps = [";
-    for (size_t i = 0; i < maps.size(); ++i) os_ << (i ? ", " : "") << "affine_map<" << maps[i] << ">";
-    os_ << "], iterator_types = [";
-    for (size_t i = 0; i < iters.size(); ++i) os_ << (i ? ", " : "") << '"' << iters[i] << '"';
-    os_ << "]}";
-    if (!ins.empty()) {
-      os_ << " ins(";
-      for (size_t i = 0; i < ins.size(); ++i) os_ << (i ? ", " : "") << ins[i].name;
-      os_ << " : ";
-      for (size_t i = 0; i < ins.size(); ++i) os_ << (i ? ", " : "") << ins[i].type;
-      os_ << ")";
-    }
-    os_ << " outs(" << out.name << " : " << out.type << ") {\n    ^bb0(";
-    Args args;
-    for (size_t i = 0; i < elems.size(); ++i) {
-      args.push_back(Fresh("a"));
-      os_ << (i ? ", " : "") << args.back() << ": " << elems[i];
-    }
-    os_ << "):\n" << body(args) << "    } -> " << out.type << "\n";
-    return r;
-  }
-
   // An elementwise kernel over the [R][C] grid.
-  std::string Map(const std::vector<In>& ins, const std::string& elem, const Body& body) {
+  std::string Map(const std::vector<Operand>& ins, const std::string& elem, const Body& body) {
     std::vector<std::string> maps(ins.size() + 1, "(r, c) -> (r, c)"), elems;
-    for (const In& i : ins) elems.push_back(i.type.find("f32") != std::string::npos ? "f32" : "i64");
+    for (const Operand& i : ins) elems.push_back(i.type.find("f32") != std::string::npos ? "f32" : "i64");
     elems.push_back(elem);
-    return Generic(maps, {"parallel", "parallel"}, ins, {Empty(Grid(elem)), Grid(elem)}, elems, body);
+    return e_.Generic(maps, {"parallel", "parallel"}, ins, {e_.Empty(Grid(elem)), Grid(elem)}, elems, body);
   }
 
   // A rank-0 kernel over rank-0 inputs.
-  std::string Scalar(const std::vector<In>& ins, const Body& body) {
+  std::string Scalar(const std::vector<Operand>& ins, const Body& body) {
     std::vector<std::string> maps(ins.size() + 1, "() -> ()"), elems(ins.size() + 1, "i64");
-    return Generic(maps, {}, ins, {Empty("tensor<i64>"), "tensor<i64>"}, elems, body);
+    return e_.Generic(maps, {}, ins, {e_.Empty("tensor<i64>"), "tensor<i64>"}, elems, body);
   }
 
   // A reduction of the grid to a rank-0 tensor: rows in parallel, then the R row results.
@@ -171,10 +130,10 @@ class SamplerWriter {
       auto [text, r] = op(a[1], a[0]);
       return text + L("linalg.yield " + r + " : " + elem);
     };
-    std::string rows = Generic({"(r, c) -> (r, c)", "(r, c) -> (r)"}, {"parallel", "reduction"}, {{grid, Grid(elem)}},
-                               {Filled(Rows(elem), init, elem), Rows(elem)}, {elem, elem}, body);
+    std::string rows = e_.Generic({"(r, c) -> (r, c)", "(r, c) -> (r)"}, {"parallel", "reduction"}, {{grid, Grid(elem)}},
+                               {e_.Filled(Rows(elem), init, elem), Rows(elem)}, {elem, elem}, body);
     std::string t0 = "tensor<" + elem + ">";
-    return Generic({"(r) -> (r)", "(r) -> ()"}, {"reduction"}, {{rows, Rows(elem)}}, {Filled(t0, init, elem), t0},
+    return e_.Generic({"(r) -> (r)", "(r) -> ()"}, {"reduction"}, {{rows, Rows(elem)}}, {e_.Filled(t0, init, elem), t0},
                    {elem, elem}, body);
   }
 
@@ -196,7 +155,7 @@ class SamplerWriter {
     const std::string wt = "tensor<" + std::to_string(W) + "xi64>";
     // window[j]: the history token at position history_len - W + j if it is among the last
     // `last_n`, else -1 (never a token).
-    std::string window = Generic({"(j) -> (j)"}, {"parallel"}, {}, {Empty(wt), wt}, {"i64"}, [&](const Args&) {
+    std::string window = e_.Generic({"(j) -> (j)"}, {"parallel"}, {}, {e_.Empty(wt), wt}, {"i64"}, [&](const Args&) {
       std::string text, j = Fresh(), j64 = Fresh(), n = Fresh(), lo = Fresh(), hi = Fresh(), wc = Fresh(),
                         start = Fresh(), q = Fresh(), zero = Fresh(), q_ok = Fresh(), w_lo = Fresh(), j_ok = Fresh(),
                         valid = Fresh(), in_prompt = Fresh(), one = Fresh(), plast = Fresh(), pq = Fresh(),
@@ -229,8 +188,8 @@ class SamplerWriter {
       return text + L(none + " = arith.constant -1 : i64") +
              L(r + " = arith.select " + valid + ", " + token + ", " + none + " : i64") + L("linalg.yield " + r + " : i64");
     });
-    std::string seen = Generic({"(r, c, j) -> (j)", "(r, c, j) -> (r, c)"}, {"parallel", "parallel", "reduction"},
-                               {{window, wt}}, {Filled(Grid("i64"), "0", "i64"), Grid("i64")}, {"i64", "i64"},
+    std::string seen = e_.Generic({"(r, c, j) -> (j)", "(r, c, j) -> (r, c)"}, {"parallel", "parallel", "reduction"},
+                               {{window, wt}}, {e_.Filled(Grid("i64"), "0", "i64"), Grid("i64")}, {"i64", "i64"},
                                [&](const Args& a) {
       std::string r = Fresh(), c = Fresh(), cc = Fresh(), base = Fresh(), v = Fresh(), v64 = Fresh(), eq = Fresh(),
                   h64 = Fresh(), acc = Fresh();
@@ -282,7 +241,7 @@ class SamplerWriter {
     int64_t prev_bit = 0;
     for (int b = 31; b >= 0; --b) {
       const int64_t bit = int64_t(1) << b;
-      std::vector<In> ins = {{keys, Grid("i64")}};
+      std::vector<Operand> ins = {{keys, Grid("i64")}};
       std::vector<std::string> maps = {"(r, c) -> (r, c)"}, elems = {"i64"};
       if (!weights.empty()) {
         ins.push_back({weights, Grid("i64")});
@@ -297,7 +256,7 @@ class SamplerWriter {
                  L(cand + " = arith.ori " + t + ", " + bc + " : i64");
         return cand;
       };
-      std::string rows = Generic(maps, {"parallel", "reduction"}, ins, {Filled(Rows("i64"), "0", "i64"), Rows("i64")},
+      std::string rows = e_.Generic(maps, {"parallel", "reduction"}, ins, {e_.Filled(Rows("i64"), "0", "i64"), Rows("i64")},
                                  elems, [&](const Args& a) {
         std::string text, ge = Fresh(), w = Fresh(), zero = Fresh(), add = Fresh(), r = Fresh();
         std::string cand = candidate(&text);
@@ -309,8 +268,8 @@ class SamplerWriter {
         }
         return text + L(r + " = arith.addi " + a.back() + ", " + add + " : i64") + L("linalg.yield " + r + " : i64");
       });
-      state = Generic({"(j, r) -> (r)", "(j, r) -> (j)"}, {"parallel", "reduction"}, {{rows, Rows("i64")}},
-                      {Filled("tensor<2xi64>", "0", "i64"), "tensor<2xi64>"}, {"i64", "i64"}, [&](const Args& a) {
+      state = e_.Generic({"(j, r) -> (r)", "(j, r) -> (j)"}, {"parallel", "reduction"}, {{rows, Rows("i64")}},
+                      {e_.Filled("tensor<2xi64>", "0", "i64"), "tensor<2xi64>"}, {"i64", "i64"}, [&](const Args& a) {
         std::string text, j = Fresh(), c0 = Fresh(), first = Fresh(), sum = Fresh(), r = Fresh();
         std::string cand = candidate(&text);
         return text + L(j + " = linalg.index 0 : index") + L(c0 + " = arith.constant 0 : index") +
@@ -424,8 +383,8 @@ class SamplerWriter {
   // The first index of the maximum of the grid (as the program's greedy argmax): keys
   // (order-preserving bits << 32) | (2^32 - 1 - index), max-reduced, decoded.
   std::string Argmax(const std::string& scores) {
-    std::string rows = Generic({"(r, c) -> (r, c)", "(r, c) -> (r)"}, {"parallel", "reduction"}, {{scores, Grid("f32")}},
-                               {Filled(Rows("i64"), "0", "i64"), Rows("i64")}, {"f32", "i64"}, [&](const Args& a) {
+    std::string rows = e_.Generic({"(r, c) -> (r, c)", "(r, c) -> (r)"}, {"parallel", "reduction"}, {{scores, Grid("f32")}},
+                               {e_.Filled(Rows("i64"), "0", "i64"), Rows("i64")}, {"f32", "i64"}, [&](const Args& a) {
       std::string text, r = Fresh(), c = Fresh(), cc = Fresh(), base = Fresh(), v = Fresh(), vi = Fresh(),
                         hi = Fresh(), sh = Fresh(), top = Fresh(), lo = Fresh(), key = Fresh(), m = Fresh();
       std::string k = Key(a[0], &text);
@@ -438,8 +397,8 @@ class SamplerWriter {
              L(key + " = arith.ori " + hi + ", " + lo + " : i64") +
              L(m + " = arith.maxui " + a[1] + ", " + key + " : i64") + L("linalg.yield " + m + " : i64");
     });
-    std::string best = Generic({"(r) -> (r)", "(r) -> ()"}, {"reduction"}, {{rows, Rows("i64")}},
-                               {Filled("tensor<i64>", "0", "i64"), "tensor<i64>"}, {"i64", "i64"}, [&](const Args& a) {
+    std::string best = e_.Generic({"(r) -> (r)", "(r) -> ()"}, {"reduction"}, {{rows, Rows("i64")}},
+                               {e_.Filled("tensor<i64>", "0", "i64"), "tensor<i64>"}, {"i64", "i64"}, [&](const Args& a) {
       std::string m = Fresh();
       return L(m + " = arith.maxui " + a[1] + ", " + a[0] + " : i64") + L("linalg.yield " + m + " : i64");
     });
@@ -450,11 +409,9 @@ class SamplerWriter {
     });
   }
 
-  std::ostream& os_;
+  Emitter e_;
   int64_t V_, R_ = 1, C_ = 1;
-  std::string prefix_;
   SamplerOperands in_;
-  int next_ = 0;
 };
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "dialects/hexir/IR/HexirAttributes.h"
+
 namespace hexir::importers::onnx {
 
 int ElementBytes(const std::string& et) {
@@ -281,7 +283,7 @@ std::string Builder::Generic(const std::vector<const Val*>& ins,
   std::string n = Fresh();
   std::string head = n + " = linalg.generic {indexing_maps = [" + maps + "], iterator_types = [" +
                      iters + "]" +
-                     (device_ >= 0 ? ", hexir.device = " + std::to_string(device_) + " : i64" : "") + "} ";
+                     (device_ >= 0 ? ", " + std::string(kDeviceAttr) + " = " + std::to_string(device_) + " : i64" : "") + "} ";
   if (!ins.empty()) head += "ins(" + in_names + " : " + in_types + ") ";
   head += "outs(" + out_init + " : " + out_type + ") {";
   Line(head);

@@ -104,9 +104,9 @@ class CPUSerializeExecutables
     if (!buffer) return exe.emitError("cannot read the linked shared object");
 
     OpBuilder b(exe);
-    exe->setAttr("hexir.format", b.getStringAttr("cpu-elf-x86_64"));
-    exe->setAttr("hexir.entry", b.getStringAttr(exe.getSymName()));
-    exe->setAttr("hexir.binary", b.getStringAttr((*buffer)->getBuffer()));
+    exe->setAttr(kFormatAttr, b.getStringAttr("cpu-elf-x86_64"));
+    exe->setAttr(kEntryAttr, b.getStringAttr(exe.getSymName()));
+    exe->setAttr(kBinaryAttr, b.getStringAttr((*buffer)->getBuffer()));
     inner.erase();
     return success();
   }

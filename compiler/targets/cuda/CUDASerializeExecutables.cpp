@@ -132,19 +132,19 @@ class CUDASerializeExecutables
     // when the cubin does not load; its ExecutableView has no access to rodata, so the
     // PTX is inline there as well as in the cuda.ptx_segment rodata segment.
     if (format != "ptx") attrs.push_back(b.getNamedAttr("cuda.ptx", b.getStringAttr(StringRef(*ptx).rtrim('\0'))));
-    exe->setAttr("hexir.attrs", b.getDictionaryAttr(attrs));
+    exe->setAttr(kExecutableAttrsAttr, b.getDictionaryAttr(attrs));
     if (format == "ptx") {
-      exe->setAttr("hexir.format", b.getStringAttr("cuda-ptx"));
-      exe->setAttr("hexir.binary", b.getStringAttr(ptxText));
+      exe->setAttr(kFormatAttr, b.getStringAttr("cuda-ptx"));
+      exe->setAttr(kBinaryAttr, b.getStringAttr(ptxText));
     } else {
       FailureOr<std::string> cubin = toCubin(exe, ptxText);
       if (failed(cubin)) return failure();
-      exe->setAttr("hexir.format", b.getStringAttr("cuda-cubin-" + chip));
-      exe->setAttr("hexir.binary", b.getStringAttr(*cubin));
-      exe->setAttr("hexir.rodata_attrs",
+      exe->setAttr(kFormatAttr, b.getStringAttr("cuda-cubin-" + chip));
+      exe->setAttr(kBinaryAttr, b.getStringAttr(*cubin));
+      exe->setAttr(kRodataAttrsAttr,
                    b.getDictionaryAttr({b.getNamedAttr("cuda.ptx_segment", b.getStringAttr(ptxText))}));
     }
-    exe->setAttr("hexir.entry", b.getStringAttr(entry));
+    exe->setAttr(kEntryAttr, b.getStringAttr(entry));
     exe->removeAttr("hexir.cuda.block_size");
     inner.erase();
     return success();

@@ -11,6 +11,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "dialects/hexir/IR/HexirAttributes.h"
+
 #include "dialects/hexir/IR/HexirOpsDialect.h.inc"
 
 namespace hexir {
@@ -26,17 +28,6 @@ enum class ShardingKind : uint8_t { Replicated, Split, Partial };
 
 #define GET_OP_CLASSES
 #include "dialects/hexir/IR/HexirOps.h.inc"
-
-namespace hexir {
-// Device placement (passes/schedule/PlaceDevices.cpp): `hexir.device = N` (an i64 index into
-// the module's device list, `hexir.devices`) on an op, a function or a function argument.
-inline constexpr char kDeviceAttr[] = "hexir.device";
-// The module's device list: hexir.devices = ["cpu", "cuda"] (hexir-compile's --target list).
-inline constexpr char kDevicesAttr[] = "hexir.devices";
-// Partitioning (passes/partition): `hexir.sharding = #hexir.sharding<...>` on a function
-// argument, result or op.
-inline constexpr char kShardingAttr[] = "hexir.sharding";
-}  // namespace hexir
 
 namespace hexir {
 // A collective op (HexirCollectiveOps.td) as a hal/channel.h command: what the scheduling

@@ -49,7 +49,7 @@ def Hexir_ExecutableOp : Hexir_Op<"executable", [Symbol, IsolatedFromAbove,
     /// `hexir.target` (set by hexir-assign-executable-targets in a module of several
     /// targets) names another one.
     bool isCompiledFor(::llvm::StringRef target) {
-      auto t = (*this)->getAttrOfType<::mlir::StringAttr>("hexir.target");
+      auto t = (*this)->getAttrOfType<::mlir::StringAttr>(::hexir::kTargetAttr);
       return !t || t.getValue() == target;
     }
   }];

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "base/half_float.h"
+#include "hal/drivers/cpu/channel_failure.h"
 #include "hal/drivers/cpu/gloo_shim.h"
 #include "hal/element_type.h"
 
@@ -101,38 +102,20 @@ int32_t ReductionType(int32_t element_type) {
   }
 }
 
-class GlooChannel final : public HostChannel {
+class GlooChannel final : public FailureNotifyingChannel {
  public:
   GlooChannel(const GlooApi& api, hexir_gloo_group* group, int32_t rank, int32_t count,
               std::chrono::nanoseconds timeout)
-      : HostChannel(rank, count, timeout), api_(api), group_(group) {}
+      : FailureNotifyingChannel(rank, count, timeout), api_(api), group_(group) {}
   ~GlooChannel() override { api_.destroy(group_); }
 
   std::string_view backend() const override { return "gloo"; }
 
-  Status Run(const Operation& op) override {
-    ++sequence_;
-    const std::string what =
-        StrCat(CollectiveName(op.kind), " (collective #", sequence_, " on the ", Describe(), ")");
-    if (!broken_.ok()) return Status(broken_.code(), StrCat(what, ": ", broken_.message()));
-    Status st = RunOnce(op, what);
-    if (!st.ok() && !peer_failed_) {
-      broken_ = st;
-      std::string notice = StrCat("rank ", rank(), " failed: ", st.message());
-      api_.fail(group_, notice.c_str());
-    }
-    return st;
-  }
-
-  void Abandon(const Status& why) override {
-    if (!broken_.ok()) return;  // already failed: the peers were told (or told this rank)
-    broken_ = Aborted("this rank abandoned the channel: ", why.message());
-    std::string notice = StrCat("rank ", rank(), " failed: ", why.message());
-    api_.fail(group_, notice.c_str());
-  }
-
  private:
-  Status RunOnce(const Operation& op, const std::string& what) {
+  // Posts the notice in the store and closes this rank's connections (gloo_shim.h).
+  void NotifyPeers(const std::string& notice) override { api_.fail(group_, notice.c_str()); }
+
+  Status RunCollective(const Operation& op, const std::string& what) override {
     const uint64_t element_bytes = ElementTypeByteSize(op.element_type);
     const bool reduces = CollectiveReduces(op.kind);
     const bool widen = reduces && (op.element_type == int32_t(ElementType::kF16) ||
@@ -146,7 +129,7 @@ class GlooChannel final : public HostChannel {
     g.peer = op.peer;
     g.send = op.send;
     g.recv = op.recv;
-    g.sequence = uint32_t(sequence_);
+    g.sequence = uint32_t(sequence());
     g.timeout_ms = std::max<int64_t>(1, timeout().count() / 1000000);
     if (op.kind == CollectiveKind::kSend) g.slot = ++sent_[op.peer];
     if (op.kind == CollectiveKind::kRecv) g.slot = ++received_[op.peer];
@@ -167,14 +150,8 @@ class GlooChannel final : public HostChannel {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     switch (rc) {
       case HEXIR_GLOO_OK: break;
-      case HEXIR_GLOO_TIMED_OUT:
-        return DeadlineExceeded(what, ": timed out after ", seconds,
-                                " s waiting for its peers (a rank died, hangs, or recorded a "
-                                "different collective; HEXIR_COLLECTIVE_TIMEOUT sets the limit)");
-      case HEXIR_GLOO_PEER_FAILED:
-        peer_failed_ = true;
-        broken_ = Aborted("failed because ", error);
-        return Aborted(what, ": failed because ", error);
+      case HEXIR_GLOO_TIMED_OUT: return TimedOut(what, seconds);
+      case HEXIR_GLOO_PEER_FAILED: return PeerFailed(what, error);
       default:
         return Aborted(what, ": lost its peers after ", seconds,
                        " s (a rank died or left the group): ", error);
@@ -189,10 +166,7 @@ class GlooChannel final : public HostChannel {
 
   const GlooApi& api_;
   hexir_gloo_group* group_;
-  uint64_t sequence_ = 0;
   std::map<int32_t, uint64_t> sent_, received_;  // send/recv messages per peer (Gloo slots)
-  Status broken_;
-  bool peer_failed_ = false;
 };
 
 bool IsLocalAddress(const std::string& address) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/half_float.h"
+#include "hal/drivers/cpu/channel_failure.h"
 #include "hal/drivers/cpu/mpi_api.h"
 #include "hal/element_type.h"
 
@@ -24,26 +25,27 @@ std::mutex& MpiLock() {
   return mu;
 }
 
-class MpiChannel final : public HostChannel {
+class MpiChannel final : public FailureNotifyingChannel {
  public:
   MpiChannel(const MpiApi& api, MPI_Comm data, MPI_Comm notices, std::chrono::nanoseconds timeout)
-      : HostChannel(api.rank, api.size, timeout), api_(api), data_(data), notices_(notices) {}
+      : FailureNotifyingChannel(api.rank, api.size, timeout),
+        api_(api),
+        data_(data),
+        notices_(notices) {}
 
   std::string_view backend() const override { return "mpi"; }
 
   Status Run(const Operation& op) override {
     std::lock_guard<std::mutex> lock(MpiLock());
-    ++sequence_;
-    const std::string what =
-        StrCat(CollectiveName(op.kind), " (collective #", sequence_, " on the ", Describe(), ")");
-    if (!broken_.ok()) return Status(broken_.code(), StrCat(what, ": ", broken_.message()));
-    HEXIR_RETURN_IF_ERROR(PostNoticeReceive(what));
-    Status st = RunLocked(op, what);
-    if (!st.ok() && !peer_failed_) Fail(st);
-    return st;
+    return FailureNotifyingChannel::Run(op);
   }
 
  private:
+  Status RunCollective(const Operation& op, const std::string& what) override {
+    HEXIR_RETURN_IF_ERROR(PostNoticeReceive(what));
+    return RunLocked(op, what);
+  }
+
   Status PostNoticeReceive(const std::string& what) {
     if (notice_posted_) return Status::Ok();
     int rc = api_.MPI_Irecv(notice_.data(), int(notice_.size()), api_.byte, MPI_ANY_SOURCE,
@@ -164,28 +166,18 @@ class MpiChannel final : public HostChannel {
       int noticed = 0;
       api_.MPI_Test(&notice_request_, &noticed, MPI_STATUS_IGNORE);
       if (noticed) {
-        peer_failed_ = true;
-        std::string notice(notice_.data(), strnlen(notice_.data(), notice_.size()));
-        broken_ = Aborted("failed because ", notice);
-        return Aborted(what, ": failed because ", notice);
+        return PeerFailed(what, std::string_view(notice_.data(), strnlen(notice_.data(), notice_.size())));
       }
       auto now = std::chrono::steady_clock::now();
-      if (now >= deadline) {
-        double seconds = std::chrono::duration<double>(now - start).count();
-        return DeadlineExceeded(what, ": timed out after ", seconds,
-                                " s waiting for its peers (a rank died, hangs, or recorded a "
-                                "different collective; HEXIR_COLLECTIVE_TIMEOUT sets the limit)");
-      }
+      if (now >= deadline) return TimedOut(what, std::chrono::duration<double>(now - start).count());
       if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
 
-  // Marks the channel failed and tells every peer (best effort, not awaited).
-  void Fail(const Status& status) {
-    broken_ = status;
-    std::string notice = StrCat("rank ", rank(), " failed: ", status.message());
-    notice.resize(std::min(notice.size(), kNoticeBytes - 1));
-    outgoing_notice_.assign(notice.begin(), notice.end());
+  // Sends the notice (at most kNoticeBytes - 1 bytes of it) on the notices communicator.
+  void NotifyPeers(const std::string& notice) override {
+    const size_t bytes = std::min(notice.size(), kNoticeBytes - 1);
+    outgoing_notice_.assign(notice.begin(), notice.begin() + bytes);
     outgoing_notice_.push_back('\0');
     for (int peer = 0; peer < count(); ++peer) {
       if (peer == rank()) continue;
@@ -200,9 +192,6 @@ class MpiChannel final : public HostChannel {
   const MpiApi& api_;
   MPI_Comm data_;
   MPI_Comm notices_;
-  uint64_t sequence_ = 0;
-  Status broken_;
-  bool peer_failed_ = false;
   std::vector<char> notice_ = std::vector<char>(kNoticeBytes, '\0');
   // MPI_REQUEST_NULL is an object of libmpi (not linked): a flag says whether it is posted.
   MPI_Request notice_request_ = nullptr;

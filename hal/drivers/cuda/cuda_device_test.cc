@@ -18,6 +18,7 @@
 #include "hal/api.h"
 #include "hal/drivers/cuda/cuda_device.h"
 #include "hal/drivers/cuda/cuda_shared.h"
+#include "hal/drivers/cuda/testing/device_helpers.h"
 #include "hal/drivers/cuda/testing/open_or_skip.h"
 #include "hal/drivers/cuda/testing/test_kernels.h"
 
@@ -25,22 +26,10 @@ namespace hexir::hal::cuda {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::Alloc;
 using testing::CubinView;
-
 using testing::OpenOrSkip;
-
-CudaStats Stats(Device& d) {
-  auto s = GetCudaStats(d);
-  REQUIRE(s.ok());
-  return *s;
-}
-
-vm::Ref<Buffer> Alloc(Device& d, uint64_t n, uint32_t types = kMemoryDeviceLocal) {
-  auto b = d.AllocateBuffer(n, types);
-  INFO(b.status().ToString());
-  REQUIRE(b.ok());
-  return *b;
-}
+using testing::Stats;
 
 vm::Ref<Executable> Load(Device& d, const vm::ExecutableView& view) {
   auto exe = d.CreateExecutable(view);

@@ -11,6 +11,7 @@
 
 #include "hal/api.h"
 #include "hal/drivers/cuda/cuda_device.h"
+#include "hal/drivers/cuda/testing/device_helpers.h"
 #include "hal/drivers/cuda/testing/open_or_skip.h"
 #include "hal/drivers/cuda/testing/test_kernels.h"
 
@@ -18,25 +19,11 @@ namespace hexir::hal::cuda {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::Alloc;
 using testing::CubinView;
 using testing::OpenOrSkip;
-
-void RequireOk(const Status& s) {
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-}
-
-vm::Ref<Buffer> Alloc(Device& d, uint64_t n) {
-  auto b = d.AllocateBuffer(n, kMemoryDeviceLocal);
-  RequireOk(b.status());
-  return *b;
-}
-
-CudaStats Stats(const Device& d) {
-  auto s = GetCudaStats(d);
-  RequireOk(s.status());
-  return *s;
-}
+using testing::RequireOk;
+using testing::Stats;
 
 TEST_CASE("cuda/timepoints: work on a second device that waits for the first device's running dispatch is ordered on the GPU") {
   auto first = OpenOrSkip(), second = OpenOrSkip();

@@ -18,6 +18,7 @@
 #include "hal/device_transfer.h"
 #include "hal/drivers/cuda/cuda_device.h"
 #include "hal/drivers/cuda/cuda_transfer_queue.h"
+#include "hal/drivers/cuda/testing/device_helpers.h"
 #include "hal/drivers/cuda/testing/open_or_skip.h"
 #include "hal/drivers/cuda/testing/test_kernels.h"
 
@@ -25,20 +26,10 @@ namespace hexir::hal::cuda {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::Alloc;
 using testing::CubinView;
-
 using testing::OpenOrSkip;
-
-void RequireOk(const Status& s) {
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-}
-
-vm::Ref<Buffer> Alloc(Device& d, uint64_t n) {
-  auto b = d.AllocateBuffer(n, kMemoryDeviceLocal);
-  RequireOk(b.status());
-  return *b;
-}
+using testing::RequireOk;
 
 TEST_CASE("cuda/transfers: a write and read larger than the staging ring round trip through a dispatch with no host wait between") {
   auto dev = OpenOrSkip();

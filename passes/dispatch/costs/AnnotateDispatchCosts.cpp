@@ -207,7 +207,7 @@ class AnnotateDispatchCosts : public impl::AnnotateDispatchCostsBase<AnnotateDis
     putCost("flops", flops, flopsKnown);
     put("ops", ops);
     if (!matmul.empty()) put("matmul", matmul);
-    exe->setAttr("hexir.costs", b.getDictionaryAttr(attrs));
+    exe->setAttr(kCostsAttr, b.getDictionaryAttr(attrs));
   }
 };
 
@@ -215,13 +215,13 @@ class AttachDispatchCosts : public impl::AttachDispatchCostsBase<AttachDispatchC
  public:
   void runOnOperation() override {
     for (auto exe : getOperation().getOps<ExecutableOp>()) {
-      auto costs = exe->getAttrOfType<DictionaryAttr>("hexir.costs");
+      auto costs = exe->getAttrOfType<DictionaryAttr>(kCostsAttr);
       if (!costs) continue;
       NamedAttrList merged;
-      if (auto attrs = exe->getAttrOfType<DictionaryAttr>("hexir.attrs")) merged.append(attrs);
+      if (auto attrs = exe->getAttrOfType<DictionaryAttr>(kExecutableAttrsAttr)) merged.append(attrs);
       for (NamedAttribute a : costs) merged.set(a.getName(), a.getValue());
-      exe->setAttr("hexir.attrs", merged.getDictionary(exe.getContext()));
-      exe->removeAttr("hexir.costs");
+      exe->setAttr(kExecutableAttrsAttr, merged.getDictionary(exe.getContext()));
+      exe->removeAttr(kCostsAttr);
     }
   }
 };

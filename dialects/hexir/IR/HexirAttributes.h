@@ -1,0 +1,38 @@
+// The names of the discardable `hexir.*` attributes that passes, targets, the bytecode writer
+// and the importers exchange: each spelled here once. MLIR-free (the llama importer writes some
+// of them as text), header-only.
+#pragma once
+
+namespace hexir {
+// Device placement (passes/schedule/PlaceDevices.cpp): `hexir.device = N` (an i64 index into
+// the module's device list, `hexir.devices`) on an op, a function or a function argument.
+inline constexpr char kDeviceAttr[] = "hexir.device";
+// The module's device list: hexir.devices = ["cpu", "cuda"] (hexir-compile's --target list).
+inline constexpr char kDevicesAttr[] = "hexir.devices";
+// Generics that must compile to one kernel: `hexir.dispatch_group = "KIND.INSTANCE"` (an
+// importer's statement, passes/dispatch/FormDispatchRegions.cpp); the region and its
+// executable carry "KIND" (e.g. "decode_attention", passes/codegen/CUDADecodeAttention.h).
+inline constexpr char kDispatchGroupAttr[] = "hexir.dispatch_group";
+// Partitioning (passes/partition): `hexir.sharding = #hexir.sharding<...>` on a function
+// argument, result or op.
+inline constexpr char kShardingAttr[] = "hexir.sharding";
+// A decode matvec whose body decodes a GGUF block format: `hexir.block_matvec = "<ggml type>"`
+// (the llama importer's statement; the CPU target's kernel, passes/codegen/CPUMatvecKernel.h).
+inline constexpr char kBlockMatvecAttr[] = "hexir.block_matvec";
+// An executable's target kind in a module of several targets (hexir-assign-executable-targets).
+inline constexpr char kTargetAttr[] = "hexir.target";
+// A function that computes constants once per context (hexir-lift-constant-dispatches).
+inline constexpr char kInitializerAttr[] = "hexir.initializer";
+// An executable's cost estimate (passes/dispatch/costs), read by the placement cost model.
+inline constexpr char kCostsAttr[] = "hexir.costs";
+// A serialized executable (compiler/targets/*, written out by compiler/bytecode): its binary
+// format ("cpu-elf-x86_64", "cuda-cubin-sm_90", "cuda-ptx"), the binary, its entry symbol, its
+// string attributes (`hexir.attrs`, e.g. costs and launch sizes) and its read-only blobs.
+inline constexpr char kFormatAttr[] = "hexir.format";
+inline constexpr char kBinaryAttr[] = "hexir.binary";
+inline constexpr char kEntryAttr[] = "hexir.entry";
+inline constexpr char kExecutableAttrsAttr[] = "hexir.attrs";
+inline constexpr char kRodataAttrsAttr[] = "hexir.rodata_attrs";
+// What hexir-compile's IR dumps print instead of a binary: its size in bytes.
+inline constexpr char kBinarySizeAttr[] = "hexir.binary_size";
+}  // namespace hexir
