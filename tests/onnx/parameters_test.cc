@@ -270,5 +270,6 @@ TEST_CASE("on a terminal the import and the compile show their stage and counts"
   CHECK(code == 0);
   CHECK(Has(out, "hexir-import: reading " + dir + "/dense.onnx"));
   CHECK(Has(out, "hexir-import: lowering: 1 nodes, 1 of 2 top-level (MatMul)"));
-  CHECK(Has(out, "hexir-compile: pass 1 (hexir-verify-input), "));
+  CHECK(Has(out, "hexir-compile: pass 1 (hexir-"));  // the pipeline's first pass, whichever it is
+  CHECK(Has(out, "(hexir-cpu-serialize-executables), "));
 }
