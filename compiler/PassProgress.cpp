@@ -15,6 +15,9 @@ class PassProgress : public mlir::PassInstrumentation {
  public:
   explicit PassProgress(const char* tool) : tool_(tool) {}
   ~PassProgress() override {
+    // The last pass is always drawn once (it may have come within the throttle interval), so a
+    // terminal log ends with the pipeline's final stage before the line is cleared.
+    if (passes_ != shown_passes_) Draw(std::chrono::steady_clock::now());
     if (shown_) std::fprintf(stderr, "\r\033[K");
   }
 
@@ -27,21 +30,28 @@ class PassProgress : public mlir::PassInstrumentation {
       ops_ = 0;
       op->walk([&](mlir::Operation*) { ++ops_; });
     }
+    last_pass_ = pass->getArgument().str();
     auto now = std::chrono::steady_clock::now();
     if (shown_ && now - last_ < std::chrono::milliseconds(200)) return;
-    last_ = now;
-    shown_ = true;
-    std::fprintf(stderr, "\r\033[K%s: pass %lld (%s), %lld ops (%.1f s)", tool_,
-                 static_cast<long long>(passes_), pass->getArgument().str().c_str(),
-                 static_cast<long long>(ops_), std::chrono::duration<double>(now - start_).count());
-    std::fflush(stderr);
+    Draw(now);
   }
 
  private:
+  void Draw(std::chrono::steady_clock::time_point now) {
+    last_ = now;
+    shown_ = true;
+    shown_passes_ = passes_;
+    std::fprintf(stderr, "\r\033[K%s: pass %lld (%s), %lld ops (%.1f s)", tool_,
+                 static_cast<long long>(passes_), last_pass_.c_str(), static_cast<long long>(ops_),
+                 std::chrono::duration<double>(now - start_).count());
+    std::fflush(stderr);
+  }
+
   const char* tool_;
   bool shown_ = false;
   std::mutex mu_;
-  int64_t passes_ = 0, ops_ = 0;
+  int64_t passes_ = 0, shown_passes_ = 0, ops_ = 0;
+  std::string last_pass_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_;
 };
 
