@@ -18,7 +18,17 @@
 
 namespace hexir::compiler {
 
+struct BytecodeWriterOptions {
+  // Instruction selection for control flow: fused compare-branches, rotated loop latches,
+  // for.i64 (BranchSelection.h) and block arguments coalesced with their incoming values
+  // (RegisterAllocation.h). Off: every `cond_br` tests a `cmp` result, every edge is a branch
+  // with its block-argument copies and registers are first fit: the unoptimised form that
+  // tests and benchmarks compare against (hexir-compile --no-branch-selection).
+  bool selectBranches = true;
+};
+
 // Emits a diagnostic on the offending op and fails on anything it cannot encode.
-mlir::LogicalResult WriteBytecodeModule(mlir::ModuleOp module, std::vector<uint8_t>* out);
+mlir::LogicalResult WriteBytecodeModule(mlir::ModuleOp module, std::vector<uint8_t>* out,
+                                        const BytecodeWriterOptions& options = {});
 
 }  // namespace hexir::compiler
