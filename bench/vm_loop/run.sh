@@ -85,12 +85,12 @@ for name in "${names[@]}"; do
   read -r _ per_iteration[$name] <<< "$("$(bin vm_loop_modules)" count "${module[$name]}")"
 done
 have_lua=1
-if command -v "$LUA" > /dev/null; then
+if command -v "$LUA" > /dev/null && "$LUA" -v > /dev/null 2>&1; then
   measure lua lua_loop
   per_iteration[lua]=4  # executed: MULK, MODK, ADD, FORLOOP (luac5.4 -l; each MMBIN* after them is skipped)
 else
   have_lua=0
-  echo "vm_loop: SKIPPED the Lua comparison: $LUA is not installed (apt-get install -y lua5.4)" >&2
+  echo "vm_loop: SKIPPED the Lua comparison: $LUA is not installed or does not run (apt-get install -y lua5.4)" >&2
 fi
 
 echo "vm_loop: s += (i*7)%13 for i < $N, best of $REPEATS (seconds; loop = run at N minus run at N = 0)"
