@@ -217,8 +217,10 @@ class ModuleWriter {
             enc.V(regs[latch->test.rhs]);
             target(latch->body);
             enc.P(p);
-            if (p.empty() && fallthrough == br.getDest()) continue;
           }
+          // A branch with nothing to copy to the block laid out next is not written: the code
+          // falls through (a block left empty this way costs its predecessors nothing).
+          if (options.selectBranches && p.empty() && fallthrough == br.getDest()) continue;
           enc.op(Opcode::Br);
           target(br.getDest());
           enc.P(p);

@@ -112,3 +112,32 @@ func.func @sum_mod_while(%n: i64) -> i64 {
   }
   return %r#1 : i64
 }
+
+// An scf.if with a result in a loop: the else block and the (empty) merge block fall through
+// into the latch instead of branching to the block laid out next; only the then block jumps
+// over the else block.
+// CHECK-LABEL: #4 "if_loop"
+// CHECK:       @[[BODY:[0-9]+]]: rem.s.i64 v6, v4, v3
+// CHECK-NEXT:  br.ne.i64 v6, v1, @[[ELSE:[0-9]+]], []
+// CHECK-NEXT:  add.i64 v5, v5, v4
+// CHECK-NEXT:  br @[[LATCH:[0-9]+]], []
+// CHECK-NEXT:  @[[ELSE]]: sub.i64 v5, v5, v2
+// CHECK-NEXT:  @[[LATCH]]: for.i64 v4, v2, v0, @[[BODY]], []
+func.func @if_loop(%n: i64) -> i64 {
+  %c0 = arith.constant 0 : i64
+  %c1 = arith.constant 1 : i64
+  %c3 = arith.constant 3 : i64
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c0) -> (i64) : i64 {
+    %m = arith.remsi %i, %c3 : i64
+    %z = arith.cmpi eq, %m, %c0 : i64
+    %t = scf.if %z -> i64 {
+      %a = arith.addi %s, %i : i64
+      scf.yield %a : i64
+    } else {
+      %b = arith.subi %s, %c1 : i64
+      scf.yield %b : i64
+    }
+    scf.yield %t : i64
+  }
+  return %r : i64
+}
