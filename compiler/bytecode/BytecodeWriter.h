@@ -22,9 +22,10 @@ namespace hexir::compiler {
 struct BytecodeWriterOptions {
   // Instruction selection for control flow: fused compare-branches, rotated loop latches,
   // for.i64 (BranchSelection.h) and block arguments coalesced with their incoming values
-  // (RegisterAllocation.h). Off: every `cond_br` tests a `cmp` result, every edge is a branch (to the next block too)
-  // with its block-argument copies and registers are first fit: the unoptimised form that
-  // tests and benchmarks compare against (hexir-compile --no-branch-selection).
+  // (RegisterAllocation.h). Off: every `cond_br` tests a `cmp` result, every edge is a branch
+  // (to the next block too) with its block-argument copies and registers are first fit: the
+  // unoptimised form that tests and benchmarks compare against (hexir-compile
+  // --no-branch-selection).
   bool selectBranches = true;
 };
 
