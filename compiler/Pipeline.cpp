@@ -236,7 +236,9 @@ mlir::LogicalResult CompileModule(mlir::ModuleOp module, const CompileOptions& o
     return module.emitError() << "--dump-after: no pass named '" << options.dump_after
                               << "' ran in the pipeline";
   }
-  return WriteBytecodeModule(module, out);
+  BytecodeWriterOptions writerOptions;
+  writerOptions.selectBranches = options.select_branches;
+  return WriteBytecodeModule(module, out, writerOptions);
 }
 
 }  // namespace hexir::compiler

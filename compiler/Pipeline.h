@@ -45,6 +45,9 @@ struct CompileOptions {
   // CUDA kernels with a dynamic extent: workgroup count computed per call from the shape
   // (true) or the fixed grid of 1056 blocks (false: no count per call, no graph node update).
   bool cuda_grid_from_shape = true;
+  // Fused compare-branches, for.i64 and coalesced block arguments in the bytecode
+  // (BytecodeWriterOptions::selectBranches); false: the unoptimised form, for comparisons.
+  bool select_branches = true;
   // IR dumps (to *dump_stream, default stderr): after every pass, or after the pass whose
   // argument (e.g. "hexir-form-dispatch-regions") is dump_after.
   bool dump_all = false;

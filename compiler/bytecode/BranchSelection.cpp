@@ -82,11 +82,21 @@ std::optional<LoopLatch> MatchLoopLatch(vmir::BrOp br) {
   if (!increment || increment->getBlock() != br->getBlock() ||
       increment.getMnemonic() != "add.i64" || !onlyUsedBy(latch.test.lhs, br))
     return latch;
+  // The counter as the body reads it: %i itself (scf.for), or the body argument the
+  // header's true edge copies %i into (scf.while's `after` block).
+  auto isCounter = [&](Value v) {
+    if (v == induction) return true;
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg && arg.getOwner() == latch.body &&
+           test.getTrueOperands()[arg.getArgNumber()] == induction;
+  };
   Value a = increment.getOperands()[0], b = increment.getOperands()[1];
-  Value step = a == induction ? b : b == induction ? a : Value();
-  if (!step || step == induction) return latch;
+  Value counter = isCounter(a) ? a : isCounter(b) ? b : Value();
+  Value step = counter == a ? b : a;
+  if (!counter || isCounter(step)) return latch;
   latch.increment = increment;
   latch.induction = induction;
+  latch.counter = counter;
   latch.step = step;
   return latch;
 }

@@ -17,6 +17,8 @@
 // as before. A counted loop folds its increment in as well:
 //     %next = hexir_vm.inst "add.i64"(%i, %step)      ; in the latch, %next has no other use
 //     br ^header(..., %next, ...)                      ; with the header testing lt.s(%i, %b)
+// (in an scf.while the body adds to its own argument that the header's true edge copies %i
+// into; that counts as %i where the two share a register)
 // becomes `for.i64 i, step, b', @body, P` then `br @header, P`. for.i64 falls through when
 // the loop is done and also when i + step overflows, and then the header's own test decides,
 // so the unfused semantics hold for every step sign, bound and overflow.
@@ -46,14 +48,15 @@ struct LoopLatch {
   mlir::Block* body;           // the header's true destination
   FusedCompare test;           // the header's test, operands as the latch sees them
   // A counted loop when set: test is lt.s(%next, b') and for.i64 may replace the increment.
-  vmir::InstOp increment;
+  vmir::InstOp increment;      // %next = add.i64 %counter, %step
   mlir::Value induction, step; // %i (a header argument) and %step
+  mlir::Value counter;         // %i, or the body argument the header's true edge copies %i into
 };
 
 // The latch ending in `br`, if its destination has that shape. What depends on registers is
 // the writer's to check: the header's copies into ^body and its releases on entry must be
-// empty (the rotated branch skips the header), and for for.i64 %next and %i must share a
-// register and %step must still be in its register at the branch.
+// empty (the rotated branch skips the header), and for for.i64 %next, %counter and %i must
+// share a register and %step must still be in its register at the branch.
 std::optional<LoopLatch> MatchLoopLatch(vmir::BrOp br);
 
 }  // namespace hexir::compiler

@@ -24,6 +24,8 @@ using bytecode::Opcode;
 
 class ModuleWriter {
  public:
+  explicit ModuleWriter(const BytecodeWriterOptions& options) : options(options) {}
+
   LogicalResult write(ModuleOp module, std::vector<uint8_t>* out) {
     data.name = module.getName() ? module.getName()->str() : "module";
     // The device list (hexir.devices = ["cpu", "cuda"]: the --target list by ordinal).
@@ -140,7 +142,7 @@ class ModuleWriter {
           return func.emitError("block argument is not in VM form: type ") << a.getType();
     }
     Liveness live(region);
-    RegisterAssignment assignment(region, live);
+    RegisterAssignment assignment(region, live, /*coalesce=*/options.selectBranches);
     auto& regs = assignment.regs;
     auto isRef = RegisterAssignment::isRef;
     auto entryOf = [&](Value v, bool move) { return ListEntry{isRef(v), move, regs[v]}; };
@@ -170,7 +172,8 @@ class ModuleWriter {
       std::optional<LoopLatch> latch;
       std::optional<FusedCompare> fused;
       bool counted = false;
-      if (auto br = dyn_cast<vmir::BrOp>(block.getTerminator())) {
+      Operation* selecting = options.selectBranches ? block.getTerminator() : nullptr;
+      if (auto br = dyn_cast_or_null<vmir::BrOp>(selecting)) {
         latch = MatchLoopLatch(br);
         // The rotated branch skips the header: only where the header releases nothing on
         // entry and copies nothing into the body.
@@ -178,12 +181,14 @@ class ModuleWriter {
                       !inPlace(cast<vmir::CondBrOp>(latch->header->getTerminator()).getTrueOperands(),
                                latch->body, regs)))
           latch.reset();
-        // for.i64 adds in place at the branch: %next in %i's register, %step still in its.
+        // for.i64 adds in place at the branch: %next and %counter in %i's register, %step
+        // still in its.
         counted = latch && latch->increment &&
                   regs[latch->increment->getResult(0)] == regs[latch->induction] &&
+                  regs[latch->counter] == regs[latch->induction] &&
                   (latch->increment->getNextNode() == br.getOperation() || liveOut.contains(latch->step) ||
                    llvm::is_contained(br.getDestOperands(), latch->step));
-      } else if (auto br = dyn_cast<vmir::CondBrOp>(block.getTerminator())) {
+      } else if (auto br = dyn_cast_or_null<vmir::CondBrOp>(selecting)) {
         fused = MatchFusedCompare(br);
       }
       Operation* folded = counted ? latch->increment.getOperation()
@@ -212,8 +217,10 @@ class ModuleWriter {
             enc.V(regs[latch->test.rhs]);
             target(latch->body);
             enc.P(p);
-            if (p.empty() && fallthrough == br.getDest()) continue;
           }
+          // A branch with nothing to copy to the block laid out next is not written: the code
+          // falls through (a block left empty this way costs its predecessors nothing).
+          if (options.selectBranches && p.empty() && fallthrough == br.getDest()) continue;
           enc.op(Opcode::Br);
           target(br.getDest());
           enc.P(p);
@@ -424,6 +431,7 @@ class ModuleWriter {
     return success();
   }
 
+  const BytecodeWriterOptions options;
   bytecode::ModuleData data;
   std::map<std::string, uint32_t> imports;
   llvm::StringMap<uint32_t> functionOrdinals;
@@ -431,8 +439,9 @@ class ModuleWriter {
 
 }  // namespace
 
-LogicalResult WriteBytecodeModule(ModuleOp module, std::vector<uint8_t>* out) {
-  return ModuleWriter().write(module, out);
+LogicalResult WriteBytecodeModule(ModuleOp module, std::vector<uint8_t>* out,
+                                  const BytecodeWriterOptions& options) {
+  return ModuleWriter(options).write(module, out);
 }
 
 }  // namespace hexir::compiler

@@ -63,7 +63,7 @@ DenseMap<Value, SmallVector<Value, 2>> copyPartners(Region& region) {
 
 }  // namespace
 
-RegisterAssignment::RegisterAssignment(Region& region, const Liveness& live) {
+RegisterAssignment::RegisterAssignment(Region& region, const Liveness& live, bool coalesce) {
   // Live ranges in half-steps: an operation at position p reads at 2p and writes at 2p + 1
   // (an instruction) or at 2p (any other op: its results never share with its operands).
   DenseMap<Value, SmallVector<Segment, 2>> ranges;
@@ -94,7 +94,8 @@ RegisterAssignment::RegisterAssignment(Region& region, const Liveness& live) {
     for (Value v : live.liveOut.lookup(&block)) reach(v, end);
     for (auto& [v, segment] : local) ranges[v].push_back(segment);
   }
-  DenseMap<Value, SmallVector<Value, 2>> partners = copyPartners(region);
+  DenseMap<Value, SmallVector<Value, 2>> partners;
+  if (coalesce) partners = copyPartners(region);
 
   // Per bank, per register: the segments it holds (start -> end, disjoint).
   std::vector<std::map<unsigned, unsigned>> held[2];

@@ -11,7 +11,7 @@
 // flows into (either way round) first try each other's register: where the live ranges
 // allow, the edge's parallel copy is then empty (coalescing). A block's arguments that can
 // join a partner are placed before their siblings take registers by first fit. Entry
-// arguments take V0.. / R0.. in order.
+// arguments take V0.. / R0.. in order. Without `coalesce`, every value takes its first fit.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +33,7 @@ class RegisterAssignment {
   struct Segment {
     unsigned start, end;  // closed, in half-steps of the region's positions
   };
-  RegisterAssignment(mlir::Region& region, const Liveness& live);
+  RegisterAssignment(mlir::Region& region, const Liveness& live, bool coalesce = true);
 
   // True for values in the ref bank (!hexir_vm.ref), false for the value bank (i64, f64).
   static bool isRef(mlir::Value v);

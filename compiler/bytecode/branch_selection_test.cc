@@ -23,13 +23,13 @@ namespace {
 
 // A written, loaded and linked module whose function `main` takes and returns i64s.
 struct Loaded {
-  explicit Loaded(const std::string& text) {
+  explicit Loaded(const std::string& text, BytecodeWriterOptions options = {}) {
     mlir::MLIRContext mlirContext;
     mlirContext.loadDialect<mlir::func::FuncDialect, vmir::VMDialect>();
     auto parsed = mlir::parseSourceString<mlir::ModuleOp>(text, &mlirContext);
     REQUIRE(parsed);
     std::vector<uint8_t> bytes;
-    REQUIRE(mlir::succeeded(WriteBytecodeModule(*parsed, &bytes)));
+    REQUIRE(mlir::succeeded(WriteBytecodeModule(*parsed, &bytes, options)));
     auto loaded = vm::Module::LoadFromMemory(bytes.data(), bytes.size());
     INFO(loaded.status().ToString());
     REQUIRE(loaded.ok());
@@ -104,6 +104,142 @@ TEST_CASE("a counted loop runs s += (i*7)%13 in 4 instructions per iteration wit
   m.Call({1}, &once);
   CHECK(m.Call({1001}, &many) == SumReference(1001));
   CHECK((many - once) == 4 * 1000);
+}
+
+TEST_CASE("written without selection the same loop keeps cmp + cond_br and takes 7 instructions per iteration") {
+  Loaded m(kSumLoop, BytecodeWriterOptions{/*selectBranches=*/false});
+  INFO(m.code);
+  CHECK(m.Has("cmp.lt.s.i64"));
+  CHECK(m.Has("cond_br"));
+  CHECK(!m.Has("for.i64"));
+  CHECK(!m.Has("br.le.s.i64"));
+  uint64_t once = 0, many = 0;
+  for (int64_t n : {-5, 0, 1, 2, 13, 1000}) CHECK(m.Call({n}) == SumReference(n));
+  m.Call({1}, &once);
+  m.Call({1001}, &many);
+  CHECK((many - once) == 7 * 1000);  // cmp, cond_br, mul, rem, add, add, br
+}
+
+// The same loop as ConvertToVM writes an scf.while: the header passes i and s to the body's
+// own arguments, and the body increments its copy of i.
+constexpr const char* kSumWhileLoop = R"mlir(
+  func.func @main(%n: i64) -> i64 {
+    %c0 = hexir_vm.const.i64 0
+    %c1 = hexir_vm.const.i64 1
+    %c7 = hexir_vm.const.i64 7
+    %c13 = hexir_vm.const.i64 13
+    hexir_vm.br ^head(%c0, %c0 : i64, i64)
+  ^head(%i: i64, %s: i64):
+    %more = hexir_vm.inst "cmp.lt.s.i64"(%i, %n) : (i64, i64) -> i64
+    hexir_vm.cond_br %more, ^body(%i, %s : i64, i64), ^exit(%s : i64)
+  ^body(%bi: i64, %bs: i64):
+    %a = hexir_vm.inst "mul.i64"(%bi, %c7) : (i64, i64) -> i64
+    %b = hexir_vm.inst "rem.s.i64"(%a, %c13) : (i64, i64) -> i64
+    %t = hexir_vm.inst "add.i64"(%bs, %b) : (i64, i64) -> i64
+    %next = hexir_vm.inst "add.i64"(%bi, %c1) : (i64, i64) -> i64
+    hexir_vm.br ^head(%next, %t : i64, i64)
+  ^exit(%r: i64):
+    hexir_vm.return %r : i64
+  }
+)mlir";
+
+TEST_CASE("a while loop whose body increments its copy of the counter runs in 4 instructions per iteration with for.i64") {
+  for (bool select : {true, false}) {
+    Loaded m(kSumWhileLoop, BytecodeWriterOptions{select});
+    INFO((select ? "selected\n" : "unoptimised\n") << m.code);
+    CHECK(m.Has("for.i64") == select);
+    uint64_t once = 0, many = 0;
+    for (int64_t n : {-5, 0, 1, 2, 13, 1000}) CHECK(m.Call({n}) == SumReference(n));
+    m.Call({1}, &once);
+    CHECK(m.Call({1001}, &many) == SumReference(1001));
+    CHECK((many - once) == (select ? 4 : 7) * 1000);
+  }
+}
+
+TEST_CASE("a body argument that is not the counter's copy is not taken for the counter") {
+  // The header passes (j, i) to the body's (x, y) crossed; the body adds 1 to x (= j) and
+  // carries it as the new i: an increment of the counter's copy it is not, so no for.i64.
+  Loaded m(R"mlir(
+    func.func @main(%n: i64) -> i64 {
+      %c0 = hexir_vm.const.i64 0
+      %c1 = hexir_vm.const.i64 1
+      %c5 = hexir_vm.const.i64 5
+      hexir_vm.br ^head(%c0, %c5, %c0 : i64, i64, i64)
+    ^head(%i: i64, %j: i64, %k: i64):
+      %more = hexir_vm.inst "cmp.lt.s.i64"(%i, %n) : (i64, i64) -> i64
+      hexir_vm.cond_br %more, ^body(%j, %i, %k : i64, i64, i64), ^exit(%k : i64)
+    ^body(%x: i64, %y: i64, %z: i64):
+      %next = hexir_vm.inst "add.i64"(%x, %c1) : (i64, i64) -> i64
+      %z2 = hexir_vm.inst "add.i64"(%z, %c1) : (i64, i64) -> i64
+      hexir_vm.br ^head(%next, %y, %z2 : i64, i64, i64)
+    ^exit(%r: i64):
+      hexir_vm.return %r : i64
+    }
+  )mlir");
+  INFO(m.code);
+  CHECK(!m.Has("for.i64"));
+  // i, j = j + 1, i while i < n, counting iterations.
+  for (int64_t n : {-1, 0, 1, 2, 6, 7, 20}) {
+    int64_t i = 0, j = 5, k = 0;
+    while (i < n) {
+      int64_t next = j + 1;
+      j = i;
+      i = next;
+      ++k;
+    }
+    INFO("n = " << n);
+    CHECK(m.Call({n}) == k);
+  }
+}
+
+TEST_CASE("a branch with nothing to copy to the next block is not written, so an if-else in a loop costs no jumps to jumps") {
+  // s += i when i % 3 == 0, else s -= 1, as ConvertToVM writes an scf.if in an scf.for: the
+  // else block falls into the merge block, which falls into the latch.
+  constexpr const char* kIfLoop = R"mlir(
+    func.func @main(%n: i64) -> i64 {
+      %c0 = hexir_vm.const.i64 0
+      %c1 = hexir_vm.const.i64 1
+      %c3 = hexir_vm.const.i64 3
+      hexir_vm.br ^head(%c0, %c0 : i64, i64)
+    ^head(%i: i64, %s: i64):
+      %more = hexir_vm.inst "cmp.lt.s.i64"(%i, %n) : (i64, i64) -> i64
+      hexir_vm.cond_br %more, ^body, ^exit
+    ^body:
+      %m = hexir_vm.inst "rem.s.i64"(%i, %c3) : (i64, i64) -> i64
+      %z = hexir_vm.inst "cmp.eq.i64"(%m, %c0) : (i64, i64) -> i64
+      hexir_vm.cond_br %z, ^then, ^else
+    ^then:
+      %a = hexir_vm.inst "add.i64"(%s, %i) : (i64, i64) -> i64
+      hexir_vm.br ^merge(%a : i64)
+    ^else:
+      %b = hexir_vm.inst "sub.i64"(%s, %c1) : (i64, i64) -> i64
+      hexir_vm.br ^merge(%b : i64)
+    ^merge(%t: i64):
+      hexir_vm.br ^latch
+    ^latch:
+      %next = hexir_vm.inst "add.i64"(%i, %c1) : (i64, i64) -> i64
+      hexir_vm.br ^head(%next, %t : i64, i64)
+    ^exit:
+      hexir_vm.return %s : i64
+    }
+  )mlir";
+  auto reference = [](int64_t n) {
+    int64_t s = 0;
+    for (int64_t i = 0; i < n; ++i) s += i % 3 == 0 ? i : -1;
+    return s;
+  };
+  for (bool select : {true, false}) {
+    Loaded m(kIfLoop, BytecodeWriterOptions{select});
+    INFO((select ? "selected\n" : "unoptimised\n") << m.code);
+    for (int64_t n : {-2, 0, 1, 2, 3, 4, 100}) CHECK(m.Call({n}) == reference(n));
+    uint64_t once = 0, many = 0;
+    m.Call({3}, &once);
+    CHECK(m.Call({303}, &many) == reference(303));
+    // 100 times each of: i % 3 == 0 (then), 1 and 2 (else).
+    // Selected: rem, br.ne, add, br, for.i64 (then); rem, br.ne, sub, for.i64 (else).
+    // Unoptimised: cmp, cond_br, rem, cmp, cond_br, add or sub, br, br, add, br.
+    CHECK((many - once) == (select ? 100 * (5 + 4 + 4) : 300 * 10));
+  }
 }
 
 // f(a, b) = 1 when (a <pred> b), else 2; `trueFirst` lays the true destination out first.

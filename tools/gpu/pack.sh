@@ -81,6 +81,12 @@ HEXIR_SHARED_DIR="$shared" bash tests/llm/precompile.sh .out/gpu/modules cuda >/
 bash bench/run.sh --device=cuda --compile-only --out=.out/gpu/bench >/dev/null
 bash bench/schedule_waves/run.sh --device=cuda --compile-only --out=.out/gpu/schedule_waves
 
+# ---- host loop vs Lua 5.4 and hand-written bytecode (bench/vm_loop; run.sh runs the modules) ----
+bazel build --jobs=2 //bench:vm_loop_modules //tools/hexir-compile
+cp -L bazel-bin/bench/vm_loop_modules .out/gpu/bin/
+cp -L "$(command -v lua5.4)" .out/gpu/bin/ 2>/dev/null || echo "pack: no lua5.4 here to carry (tools/setup.sh installs it)"
+REPEATS=1 OUT=.out/gpu/vm_loop bash bench/vm_loop/run.sh 1000 >/dev/null
+
 # ---- LLM decode benchmark (tests/llm/gpu_decode_bench.sh; run.sh runs it last) ----
 # hexir-generate plus the two CUDA modules (stories260K f32, random768 f16) into .out/gpu/llm-bench.
 bazel build --jobs=2 //tools/hexir-generate

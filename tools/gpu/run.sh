@@ -49,6 +49,10 @@ HEXIR_BIN=.out/gpu/bin timeout 300 bash bench/run.sh --device=cuda --run-only --
 cp .out/gpu/bench/SUMMARY.txt "$OUT/bench_summary.txt" 2>/dev/null
 cat .out/gpu/bench/SUMMARY.txt 2>/dev/null || tail -20 "$OUT/bench_suite.log"
 
+# ---- host loop s += (i*7)%13 (3e7) vs Lua 5.4 and hand-written bytecode, on the host CPU (bench/vm_loop) ----
+lua=$(command -v lua5.4 || echo .out/gpu/bin/lua5.4)
+HEXIR_BIN=.out/gpu/bin MODULES=.out/gpu/vm_loop LUA=$lua bash bench/vm_loop/run.sh 2>&1 | tee "$OUT/vm_loop.log" || status=1
+
 # ---- LLM decode benchmark (tests/llm/gpu_decode_bench.sh; modules from pack.sh) ----
 # Hexir vs PyTorch eager / CUDA-graph ms per token, stories260K f32 and random768 f16 (< 3 min).
 if [ -n "${HEXIR_TORCH_PYTHON:-}" ]; then

@@ -40,6 +40,11 @@ static cl::opt<int64_t> maxWorkgroups("max-workgroups", cl::desc("workgroups per
                                       cl::init(64));
 static cl::opt<bool> noFusion("no-fusion", cl::desc("one dispatch per linalg op"),
                               cl::init(false));
+static cl::opt<bool> noBranchSelection(
+    "no-branch-selection",
+    cl::desc("host control flow as cmp + cond_br / br with block-argument copies, registers first "
+             "fit (no fused branches, for.i64 or coalescing): the unoptimised form, to compare"),
+    cl::init(false));
 static cl::opt<bool> keepDeviceCalls(
     "keep-device-calls",
     cl::desc("calls to functions with device work stay calls (the callee's command buffer is "
@@ -122,6 +127,7 @@ int main(int argc, char** argv) {
   options.cpu = cpu;
   options.max_workgroups = maxWorkgroups;
   options.fuse_elementwise = !noFusion;
+  options.select_branches = !noBranchSelection;
   options.keep_device_calls = keepDeviceCalls;
   options.partition_ranks = partitionRanks;
   options.dump_after = dumpAfter;
