@@ -27,7 +27,6 @@ using tools::HostValue;
 // @bounded: the same loop with a step limit of 10.
 std::string LoopSource(const std::string& name, const std::string& attributes) {
   return R"mlir(
-#id = affine_map<(d0) -> (d0)>
 func.func @)mlir" + name + R"mlir((%x0: tensor<4xf32>, %n: tensor<1xi64>) -> (tensor<4xf32>, tensor<1xi64>) {
   %zero = arith.constant 0 : i64
   %ec = tensor.empty() : tensor<1xi64>
@@ -81,7 +80,7 @@ func.func @)mlir" + name + R"mlir((%x0: tensor<4xf32>, %n: tensor<1xi64>) -> (te
 )mlir";
 }
 
-const std::string kLoops = LoopSource("iterate", "") +
+const std::string kLoops = "#id = affine_map<(d0) -> (d0)>\n" + LoopSource("iterate", "") +
                            LoopSource("bounded", "attributes {hexir.max_iterations = 10 : i64}");
 
 HostTensor I64Tensor(int64_t v) {
