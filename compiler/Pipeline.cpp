@@ -18,6 +18,7 @@
 #include "passes/Passes.h"
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/dispatch/costs/CostPasses.h"
+#include "passes/loops/DeviceLoopPasses.h"
 
 namespace hexir::compiler {
 
@@ -33,6 +34,7 @@ void RegisterPasses() {
   hexir::registerHexirPasses();
   hexir::registerHexirCUDAPasses();
   hexir::registerHexirCostPasses();
+  hexir::registerHexirDeviceLoopPasses();
 }
 
 namespace {
@@ -133,6 +135,8 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   // A call to a function with device work records into the caller's command buffer.
   if (!options.keep_device_calls) pm.addPass(hexir::createInlineDeviceCalls());
   pm.addPass(hexir::createInsertShapeChecks());
+  // Device loops: carried values written back in place (passes/loops/DeviceLoops.h).
+  if (options.device_loops) pm.addPass(hexir::createPrepareDeviceLoops());
   // Both targets apply consumers inside reductions (CUDA: lane 0 of the point's warp), so no
   // target sets unfused-reduction-extent (measured on the H200: fusing is 1.5-4% faster).
   pm.addPass(hexir::createFormDispatchRegions(
@@ -157,6 +161,8 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   }
   for (const Target* target : targets) target->addCodegen(pm, options);
   pm.addPass(hexir::createAttachDispatchCosts());
+  // Prepared loops whose body is device work become repeating regions; the rest stay.
+  if (options.device_loops) pm.addPass(hexir::createFormDeviceLoops());
   // Host functions: structured control flow becomes blocks and branches.
   pm.addPass(mlir::createSCFToControlFlowPass());
   // Scheduling (passes/schedule): execution regions, waves and barriers, timepoint elision.

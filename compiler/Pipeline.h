@@ -32,6 +32,9 @@ struct CompileOptions {
   // buffer, submitted per call) instead of being inlined into the caller's
   // (hexir-inline-device-calls).
   bool keep_device_calls = false;
+  // An scf.while with a device condition and a device-only body runs as one device loop
+  // (hexir-prepare-device-loops, hexir-form-device-loops); false keeps every loop on the host.
+  bool device_loops = true;
   // Functions with hexir.sharding annotations become SPMD programs (hexir-partition): the
   // rank count their shard shapes assume, or 0 (read from the channel at run time).
   int64_t partition_ranks = 0;

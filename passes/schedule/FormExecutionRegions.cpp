@@ -27,6 +27,9 @@
 // dispatches of one device (`on(N, "compute")`, N = their hexir.device; a dispatch of another
 // device closes the region), and each hexir.transfer is a region of its own on its target's
 // transfer queue (`on(to, "transfer")`).
+//
+// A `hexir.execute` already in the block (a device loop of hexir-form-device-loops) ends the
+// run before it, keeps its body and gets the awaits of what its body reads.
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -107,6 +110,18 @@ class RegionBuilder {
       device.reset();
     };
     for (Operation& op : llvm::make_early_inc_range(block)) {
+      if (auto formed = dyn_cast<ExecuteOp>(op)) {
+        // A region formed earlier (a device loop, hexir-form-device-loops): it stays as it is
+        // and awaits what its body reads.
+        close();
+        SmallVector<Operation*> body;
+        for (Operation& inner : formed.getBody().front().without_terminator()) body.push_back(&inner);
+        DenseSet<Operation*> bodySet(body.begin(), body.end());
+        SmallVector<Value> awaits = body.empty() ? SmallVector<Value>() : awaitedTimepoints(body, bodySet);
+        llvm::erase_if(awaits, [&](Value t) { return t == formed.getTimepoint(); });  // its own reads
+        formed.getAwaitsMutable().assign(awaits);
+        continue;
+      }
       if (auto transfer = dyn_cast<TransferOp>(op)) {
         // A transfer is a region of its own, on the transfer queue of its target.
         close();
@@ -249,7 +264,10 @@ class FormExecutionRegions : public impl::FormExecutionRegionsBase<FormExecution
       DominanceInfo dominance(func);
       RegionBuilder builder(dominance);
       SmallVector<Block*> blocks;
-      func->walk([&](Block* block) { blocks.push_back(block); });
+      func->walk([&](Block* block) {
+        if (!block->getParentOp()->getParentOfType<ExecuteOp>() && !isa<ExecuteOp>(block->getParentOp()))
+          blocks.push_back(block);
+      });
       for (Block* block : blocks) builder.formInBlock(*block);
     }
   }

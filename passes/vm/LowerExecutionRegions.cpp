@@ -9,6 +9,9 @@
 // (LowerCollectives.cpp) are recorded like dispatches; one whose element count or peer is a
 // run-time value makes its region recorded at every execution instead. Barriers are recorded exactly where the region has `hexir.barrier`.
 // Timepoints still awaited after hexir-elide-timepoints become timeline semaphores.
+// A device loop (a region marked `hexir.repeat_while`, passes/loops/DeviceLoops.h) records its
+// body into a command buffer of its own and the region's command buffer as one
+// `hal.command_buffer.repeat_while_slot` on the flag's slot.
 #include "passes/vm/HostLowering.h"
 
 #include "llvm/ADT/TypeSwitch.h"
@@ -17,6 +20,31 @@
 #include "passes/vm/HalImports.h"
 
 namespace hexir::vm_lowering {
+namespace {
+
+// On a hexir.execute that is a device loop: array<i64: flag, limit> (passes/loops/DeviceLoops.h
+// kRepeatWhileAttr; that library depends on this one, so the name is spelled here too).
+constexpr char kRepeatWhileAttr[] = "hexir.repeat_while";
+
+// The value from above whose buffer a device loop's yielded value `y` updates in place (its
+// carried value's init), through the region's in-place results and aliases; null when `y`
+// is a fresh result.
+Value carriedInit(Value y, ExecuteOp e) {
+  while (Operation* def = y.getDefiningOp()) {
+    if (!e->isProperAncestor(def)) return y;
+    if (schedule::IsAlias(def)) {
+      y = def->getOperand(0);
+      continue;
+    }
+    auto dispatch = dyn_cast<DispatchOp>(def);
+    int64_t tied = dispatch ? schedule::TiedOperandOf(dispatch, cast<OpResult>(y).getResultNumber()) : -1;
+    if (tied < 0) return Value();
+    y = dispatch.getArgs()[tied];
+  }
+  return y;  // a block argument of the function
+}
+
+}  // namespace
 
 // Scalar kernel operands as i64 parameter words (f32 as its bits, low 32).
 FailureOr<Value> HostLowering::paramWord(DispatchOp d, Value v) {
@@ -161,6 +189,10 @@ void HostLowering::emitRegion(ExecuteOp e) {
   for (auto& p : pending)
     for (Value v : p.bindings)
       if (slotOf.try_emplace(v, slots.size()).second) slots.push_back(v);
+  // A device loop: the flag's buffer is a slot too.
+  auto repeat = e->getAttrOfType<DenseI64ArrayAttr>(kRepeatWhileAttr);
+  Value flag = repeat ? tensors.lookup(e.getYield().getValues()[repeat[0]]).buffer : Value();
+  if (flag && slotOf.try_emplace(flag, slots.size()).second) slots.push_back(flag);
 
   // Awaits: the first is the submission's wait; more than one (no import takes several wait
   // pairs yet) are waited for on the host first. hexir-elide-timepoints leaves none on one
@@ -199,18 +231,27 @@ void HostLowering::emitRegion(ExecuteOp e) {
 
   b.setInsertionPointToStart(record);
   Value cb = hal_import::CommandBufferCreate(b, loc, device);
+  // A device loop's commands are its body: a command buffer of its own, which the region's
+  // command buffer repeats while the flag is nonzero.
+  Value commands = flag ? hal_import::CommandBufferCreate(b, loc, device) : cb;
   llvm::StringMap<Value> executables;
   Value channel;
   for (const PendingDispatch& p : pending) {
     if (p.collective) {
-      if (p.barrierBefore) hal_import::CommandBufferBarrier(b, loc, cb);
+      if (p.barrierBefore) hal_import::CommandBufferBarrier(b, loc, commands);
       if (!channel) channel = defaultChannel();
-      recordCollective(cb, channel, p, slotOf);
+      recordCollective(commands, channel, p, slotOf);
       continue;
     }
     Value exe = lookupExecutable(p, executables);
-    if (p.barrierBefore) hal_import::CommandBufferBarrier(b, loc, cb);
-    recordDispatch(cb, p, exe, slotOf);
+    if (p.barrierBefore) hal_import::CommandBufferBarrier(b, loc, commands);
+    recordDispatch(commands, p, exe, slotOf);
+  }
+  if (flag) {
+    loc = e.getLoc();
+    hal_import::CommandBufferFinalize(b, loc, commands);
+    hal_import::CommandBufferRepeatWhileSlot(b, loc, cb, commands, i64(slotOf.lookup(flag)), i64(0),
+                                             i64(repeat[1]));
   }
   hal_import::CommandBufferFinalize(b, loc, cb);
   if (memoize) vmir::GlobalStoreRefOp::create(b, loc, cb, b.getI64IntegerAttr(global));
@@ -293,6 +334,30 @@ LogicalResult HostLowering::lowerExecuteOnDevice(ExecuteOp e) {
   for (Value t : e.getAwaits())
     if (!timepoints.count(t))
       return e.emitError("awaited timepoint has no semaphore (its region was not lowered first)");
+  // A device loop: each carried value gets a buffer of this execution holding a copy of its
+  // init (a queue copy), which the body reads and updates in place; the init stays unchanged.
+  auto repeat = e->getAttrOfType<DenseI64ArrayAttr>(kRepeatWhileAttr);
+  SmallVector<std::pair<Value, HostTensor>> inits;  // restored after the region
+  if (repeat) {
+    if (repeat.size() != 2 || repeat[0] < 0 || repeat[0] >= int64_t(e.getYield().getValues().size()) ||
+        repeat[1] < 0 || repeat[1] > int64_t{0xffffffff})
+      return e.emitError("hexir.repeat_while must be [flag: a yielded value, limit in [0, 2^32)]");
+    Value none = null();
+    for (Value y : e.getYield().getValues()) {
+      Value init = carriedInit(y, e);
+      auto it = init ? tensors.find(init) : tensors.end();
+      if (it == tensors.end())
+        return e.emitError("a device loop's yielded value must update a value from above in place");
+      HostTensor carried = it->second;
+      carried.view = Value();
+      Value bytes = byteSize(cast<RankedTensorType>(init.getType()), carried.dims);
+      carried.buffer = hal_import::QueueAlloca(b, loc, device, none, i64(0), none, i64(0), bytes);
+      hal_import::QueueCopy(b, loc, device, none, i64(0), none, i64(0), it->second.buffer, i64(0),
+                            carried.buffer, i64(0), bytes);
+      inits.push_back({init, it->second});
+      tensors[init] = carried;
+    }
+  }
   bool barrier = false;
   for (Operation& op : e.getBody().front()) {
     loc = op.getLoc();
@@ -333,6 +398,7 @@ LogicalResult HostLowering::lowerExecuteOnDevice(ExecuteOp e) {
   if (!pending.empty()) emitRegion(e);
   for (auto [result, yielded] : llvm::zip(e.getResults(), e.getYield().getValues()))
     tensors[result] = tensors.lookup(yielded);
+  for (auto& [init, original] : inits) tensors[init] = original;
   return success();
 }
 

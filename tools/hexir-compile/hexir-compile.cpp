@@ -50,6 +50,11 @@ static cl::opt<bool> keepDeviceCalls(
     cl::desc("calls to functions with device work stay calls (the callee's command buffer is "
              "submitted per call) instead of recording into the caller's"),
     cl::init(false));
+static cl::opt<bool> noDeviceLoops(
+    "no-device-loops",
+    cl::desc("keep every scf.while on the host (default: a loop with a device condition and a "
+             "device-only body runs as one device loop, hexir.repeat_while)"),
+    cl::init(false));
 static cl::opt<int64_t> partitionRanks(
     "partition",
     cl::desc("functions with hexir.sharding annotations (always partitioned): the number of "
@@ -129,6 +134,7 @@ int main(int argc, char** argv) {
   options.fuse_elementwise = !noFusion;
   options.select_branches = !noBranchSelection;
   options.keep_device_calls = keepDeviceCalls;
+  options.device_loops = !noDeviceLoops;
   options.partition_ranks = partitionRanks;
   options.dump_after = dumpAfter;
   options.dump_all = dumpAll;
