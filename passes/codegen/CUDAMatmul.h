@@ -21,7 +21,7 @@
 // (CUDAMatmulWgmma.cpp): two warpgroups per 128 x BN tile (BN = 256, 128 or 64), each
 // issuing `wgmma.mma_async` m64nBNk16 on operands read by the tensor cores straight from
 // shared memory; 64-deep k tiles in the 128-byte swizzle layout of wgmma descriptors,
-// filled by cp.async 2 stages ahead of the one being multiplied while one wgmma group is in
+// filled by cp.async S - 2 stages ahead of the one being multiplied while one wgmma group is in
 // flight; stages in dynamic shared memory above 48 KiB (`cuda.shared_bytes.<entry>`, raised
 // by the CUDA driver at load); the PTX targets sm_90a.
 #pragma once
