@@ -53,6 +53,7 @@ void AddCPUCodegen(mlir::OpPassManager& pm, const CompileOptions& options) {
 void AddCUDACodegen(mlir::OpPassManager& pm, const CompileOptions& options) {
   CUDADistributeThreadsOptions distribute;
   distribute.gridFromShape = options.cuda_grid_from_shape;
+  distribute.chip = options.cuda_chip;
   pm.addPass(hexir::createCUDADistributeThreads(distribute));
   pm.addPass(hexir::createCUDALowerExecutables(
       CUDALowerExecutablesOptions{options.cuda_chip, options.cuda_features}));

@@ -67,7 +67,8 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
         exe->setAttr("hexir.cuda.block_size", DenseI64ArrayAttr::get(ctx, {attention->threads, 1, 1}));
         continue;
       }
-      if (auto matmul = cuda::MatchTensorCoreMatmul(kernel)) {  // CUDAMatmul.h
+      bool hopper = chip == "sm_90" || chip == "sm_90a";
+      if (auto matmul = cuda::MatchTensorCoreMatmul(kernel, hopper)) {  // CUDAMatmul.h
         cuda::ScheduleTensorCoreMatmul(kernel, *matmul);
         continue;
       }

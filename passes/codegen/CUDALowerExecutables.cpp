@@ -44,7 +44,8 @@ constexpr int64_t kVectorBytes = 16;
 constexpr int64_t kMaxVectorWidth = 8;
 constexpr int64_t kUnroll = 4;
 constexpr const char* kNVVMPipeline =
-    "builtin.module(gpu.module(convert-gpu-to-nvvm,reconcile-unrealized-casts,canonicalize,cse))";
+    "builtin.module(gpu.module(convert-gpu-to-nvvm,convert-nvvm-to-llvm,reconcile-unrealized-casts,"
+    "canonicalize,cse))";
 
 class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExecutables> {
  public:
@@ -412,7 +413,8 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     if (failed(bufferized)) return failure();
     kernel = *bufferized;
     SmallVector<Type> signature(kernel.getArgumentTypes());
-    int64_t cluster = 1, minBlocks = 0;
+    int64_t cluster = 1, minBlocks = 0, sharedBytes = 0;
+    std::string targetChip = chip;
     if (auto words = kernel->getAttrOfType<DenseI64ArrayAttr>(cuda::kDecodeAttentionAttr)) {
       std::optional<cuda::DecodeAttention> shape = cuda::DecodeAttention::decode(words.asArrayRef());
       if (!shape || failed(cuda::LowerDecodeAttention(kernel, *shape))) return failure();
@@ -423,6 +425,10 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       std::optional<cuda::TensorCoreMatmul> shape = cuda::TensorCoreMatmul::decode(words.asArrayRef());
       if (!shape || failed(cuda::LowerTensorCoreMatmul(kernel, *shape))) return failure();
       minBlocks = shape->minBlocksPerSM();
+      if (shape->wgmma) {
+        sharedBytes = shape->sharedBytes();
+        targetChip = cuda::kWgmmaChip;
+      }
       kernel->removeAttr(cuda::kTensorCoreMatmulAttr);
     }
     if (failed(allocationsToStack(kernel))) return failure();
@@ -442,8 +448,11 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     // The kernel body moves into a gpu.module carrying the NVVM target.
     OpBuilder b(ctx);
     b.setInsertionPointToEnd(inner.getBody());
-    auto target = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda", chip,
+    auto target = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda", targetChip,
                                             features);
+    // Read by hexir-cuda-serialize-executables: ptxas -arch, the dynamic shared memory.
+    if (targetChip != chip) exe->setAttr(kExecutableChipAttr, b.getStringAttr(targetChip));
+    if (sharedBytes > 0) exe->setAttr(kSharedBytesAttr, b.getI64IntegerAttr(sharedBytes));
     auto gpuModule = gpu::GPUModuleOp::create(b, exe.getLoc(), exe.getSymName(),
                                               b.getArrayAttr({target}));
     kernel->moveBefore(gpuModule.getBody(), gpuModule.getBody()->end());

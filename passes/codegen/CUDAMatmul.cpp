@@ -11,15 +11,15 @@ namespace hexir::cuda {
 using namespace mlir;
 
 std::vector<int64_t> TensorCoreMatmul::encode() const {
-  return {batch, m, n, k, transposedB, f16, a, b, tileM, tileN, warpsM, warpsN, stages, aligned};
+  return {batch, m, n, k, transposedB, f16, a, b, tileM, tileN, warpsM, warpsN, stages, aligned, wgmma};
 }
 
 std::optional<TensorCoreMatmul> TensorCoreMatmul::decode(llvm::ArrayRef<int64_t> w) {
-  if (w.size() != 14) return std::nullopt;
+  if (w.size() != 15) return std::nullopt;
   TensorCoreMatmul s;
   s.batch = w[0], s.m = w[1], s.n = w[2], s.k = w[3], s.transposedB = w[4], s.f16 = w[5];
   s.a = w[6], s.b = w[7], s.tileM = w[8], s.tileN = w[9], s.warpsM = w[10], s.warpsN = w[11];
-  s.stages = w[12], s.aligned = w[13];
+  s.stages = w[12], s.aligned = w[13], s.wgmma = w[14];
   return s;
 }
 
@@ -71,9 +71,24 @@ void ChooseTile(TensorCoreMatmul& s) {
   }
   s.stages = std::min<int64_t>(4, kMaxMatmulSharedBytes / (s.stageElements() * 2));
 }
+
+// The wgmma tile: 128 x (256, 128 or 64), the first with >= 132 tiles, else 128x64; 128x128
+// for a dynamic M. Two warpgroups of 64 rows each.
+void ChooseWgmmaTile(TensorCoreMatmul& s) {
+  s.wgmma = true;
+  s.tileM = 128, s.warpsM = 2, s.warpsN = 4;
+  s.tileN = 128;
+  if (s.m >= 0) {
+    for (int64_t tileN : {256, 128, 64}) {
+      s.tileN = tileN;
+      if (s.batch * ((s.m + 127) / 128) * ((s.n + tileN - 1) / tileN) >= 132) break;
+    }
+  }
+  s.stages = std::min<int64_t>(6, (kMaxWgmmaSharedBytes - 1024) / (s.stageElements() * 2));
+}
 }  // namespace
 
-std::optional<TensorCoreMatmul> MatchTensorCoreMatmul(func::FuncOp kernel) {
+std::optional<TensorCoreMatmul> MatchTensorCoreMatmul(func::FuncOp kernel, bool hopper) {
   linalg::LinalgOp op;
   int64_t reductions = 0;
   kernel.walk([&](linalg::LinalgOp candidate) {
@@ -149,7 +164,10 @@ std::optional<TensorCoreMatmul> MatchTensorCoreMatmul(func::FuncOp kernel) {
     if (!accounted.contains(l)) other = l;
   });
   if (other) return Refuse(other, "another computation in the kernel");
-  ChooseTile(s);
+  if (hopper && s.aligned && s.n >= 64 && s.k >= 64 && (s.m < 0 || s.m >= 64))
+    ChooseWgmmaTile(s);
+  else
+    ChooseTile(s);
   return s;
 }
 

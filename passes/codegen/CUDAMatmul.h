@@ -16,6 +16,14 @@
 // that ldmatrix reads are free of bank conflicts; each warp owns a (BM / warpsM) x
 // (BN / warpsN) sub-tile of m16n8k16 `mma.sync` accumulators in registers; the epilogue
 // applies the fused generics to each accumulator and stores it (bounds-checked).
+//
+// On sm_90 (Hopper) rows aligned for cp.async take the warpgroup kernel instead
+// (CUDAMatmulWgmma.cpp): two warpgroups per 128 x BN tile (BN = 256, 128 or 64), each
+// issuing `wgmma.mma_async` m64nBNk16 on operands read by the tensor cores straight from
+// shared memory; 64-deep k tiles in the 128-byte swizzle layout of wgmma descriptors,
+// filled by cp.async S - 2 stages ahead of the one being multiplied while one wgmma group is in
+// flight; stages in dynamic shared memory above 48 KiB (`cuda.shared_bytes.<entry>`, raised
+// by the CUDA driver at load); the PTX targets sm_90a.
 #pragma once
 
 #include <optional>
@@ -25,8 +33,11 @@
 
 namespace hexir::cuda {
 
-// The k depth of one shared-memory stage.
+// The k depth of one shared-memory stage (mma.sync kernel; the wgmma kernel's is 64).
 inline constexpr int64_t kMatmulTileK = 32;
+inline constexpr int64_t kWgmmaTileK = 64;
+// Dynamic shared memory the wgmma kernel may use (of the H200's 227 KiB per block).
+inline constexpr int64_t kMaxWgmmaSharedBytes = 200 * 1024;
 // Shared memory the kernel may use (the static limit without opting in).
 inline constexpr int64_t kMaxMatmulSharedBytes = 48 * 1024;
 // Largest M left to the GEMV kernels.
@@ -41,13 +52,19 @@ struct TensorCoreMatmul {
   int64_t a = 0, b = 0;      // argument numbers of A and B
   int64_t tileM = 128, tileN = 128, warpsM = 2, warpsN = 4, stages = 3;
   bool aligned = true;  // rows of A and B start 16-byte aligned: cp.async chunks
+  bool wgmma = false;   // the sm_90a warpgroup kernel (warpsM = 2 warpgroups of 4 warps)
 
   int64_t threads() const { return 32 * warpsM * warpsN; }
-  // Blocks per SM the entry asks registers for (`.minnctapersm`): two of the 8-warp tile
-  // (128 registers a thread instead of ~165: 16 warps per SM), 0 (no bound) otherwise.
-  int64_t minBlocksPerSM() const { return threads() == 256 ? 2 : 0; }
+  int64_t tileK() const { return wgmma ? kWgmmaTileK : kMatmulTileK; }
+  // Blocks per SM the entry asks registers for (`.minnctapersm`): two of the 8-warp
+  // mma.sync tile (128 registers a thread instead of ~165: 16 warps per SM), 0 (no bound)
+  // otherwise (the wgmma kernel holds BN / 2 accumulators a thread).
+  int64_t minBlocksPerSM() const { return !wgmma && threads() == 256 ? 2 : 0; }
   // Elements of one operand type in one shared stage (A tile + B tile).
-  int64_t stageElements() const { return (tileM + tileN) * kMatmulTileK; }
+  int64_t stageElements() const { return (tileM + tileN) * tileK(); }
+  // Dynamic shared memory of the launch: the wgmma stages plus 1 KiB to align them to the
+  // 1024-byte swizzle atom; 0 for the mma.sync kernel (static shared memory).
+  int64_t sharedBytes() const { return wgmma ? stages * stageElements() * 2 + 1024 : 0; }
   std::vector<int64_t> encode() const;
   static std::optional<TensorCoreMatmul> decode(llvm::ArrayRef<int64_t> words);
 };
@@ -57,16 +74,23 @@ inline constexpr char kTensorCoreMatmulAttr[] = "hexir.cuda.tensor_core_matmul";
 
 // The matmul of `kernel` (tensor form, before distribution) with tile and launch chosen, or
 // nullopt when the kernel is not the computation above (a remark on the kernel says why
-// when its contraction has f16/bf16 operands). Tiles: 128x128 (8 warps), 128x64, 64x64
-// (4 warps), the first giving >= 120 tiles (about one wave on the H200's 132 SMs), else
+// when its contraction has f16/bf16 operands). `hopper` (chip sm_90/sm_90a): aligned rows
+// with N, K >= 64 and M dynamic or >= 64 take the wgmma kernel, tiles 128x256, 128x128,
+// 128x64, the first giving >= 132 tiles (one wave on the H200), else 128x64 (dynamic M:
+// 128x128), stages as many as fit kMaxWgmmaSharedBytes, at most 6. Otherwise mma.sync
+// tiles: 128x128 (8 warps), 128x64, 64x64 (4 warps), the first giving >= 120 tiles, else
 // 64x64; stages: as many as fit 48 KiB, at most 4.
-std::optional<TensorCoreMatmul> MatchTensorCoreMatmul(mlir::func::FuncOp kernel);
+std::optional<TensorCoreMatmul> MatchTensorCoreMatmul(mlir::func::FuncOp kernel, bool hopper);
 
 // Records the launch of `shape` on `kernel`'s executable (block size, workgroup count:
 // static, or from M's parameter word) and the kernel attributes lowering reads.
 void ScheduleTensorCoreMatmul(mlir::func::FuncOp kernel, const TensorCoreMatmul& shape);
 
-// Replaces the body of the bufferized `kernel` with the tensor-core kernel above.
+// Replaces the body of the bufferized `kernel` with the tensor-core kernel above (mma.sync,
+// or wgmma when shape.wgmma).
 mlir::LogicalResult LowerTensorCoreMatmul(mlir::func::FuncOp kernel, const TensorCoreMatmul& shape);
+
+// The chip the wgmma kernel's PTX and cubin target (wgmma needs the arch-specific sm_90a).
+inline constexpr char kWgmmaChip[] = "sm_90a";
 
 }  // namespace hexir::cuda

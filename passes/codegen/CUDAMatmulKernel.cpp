@@ -13,6 +13,7 @@
 #include "mlir/IR/Matchers.h"
 #include "passes/codegen/CUDAColumnReduce.h"
 #include "passes/codegen/CUDAMatmul.h"
+#include "passes/codegen/CUDAMatmulBody.h"
 
 namespace hexir::cuda {
 using namespace mlir;
@@ -22,63 +23,14 @@ constexpr int64_t kTileK = kMatmulTileK;
 constexpr int64_t kChunk = 8;       // elements per 16-byte chunk
 constexpr int64_t kGroupRows = 8;   // tile rows walked together (L2 reuse)
 
-// What the bufferized body computes, found again after bufferization: A, B, the fill value
-// of the accumulator, the epilogue generics in order, the result buffer.
-struct MatmulBody {
-  Value a, b;
-  Value init;                         // f32 scalar
-  Value product;                      // the contraction's output buffer
-  SmallVector<linalg::GenericOp> epilogue;
-  Value result;                       // the buffer the last value is stored to
-  SmallVector<Operation*> erased;     // the ops the new body replaces
-};
-
-FailureOr<MatmulBody> FindBody(func::FuncOp kernel, const TensorCoreMatmul& s) {
-  MatmulBody body;
-  Block& entry = kernel.getBody().front();
-  body.a = entry.getArgument(s.a), body.b = entry.getArgument(s.b);
-  linalg::LinalgOp contraction;
-  SmallVector<linalg::FillOp> fills;
-  for (Operation& op : entry.without_terminator()) {
-    if (auto fill = dyn_cast<linalg::FillOp>(op)) {
-      fills.push_back(fill);
-    } else if (auto g = dyn_cast<linalg::GenericOp>(op); g && contraction && g.getNumReductionLoops() == 0) {
-      body.epilogue.push_back(g);
-    } else if (auto l = dyn_cast<linalg::LinalgOp>(op)) {
-      if (contraction) return kernel.emitError("internal: tensor-core matmul with two contractions");
-      contraction = l;
-    } else if (isa<memref::CopyOp>(op)) {
-      return op.emitError("internal: a copy in a tensor-core matmul kernel");
-    }
-  }
-  if (!contraction || contraction.getDpsInputOperand(0)->get() != body.a ||
-      contraction.getDpsInputOperand(1)->get() != body.b)
-    return kernel.emitError("internal: tensor-core matmul operands moved in bufferization");
-  body.product = contraction.getDpsInitOperand(0)->get();
-  for (linalg::FillOp fill : fills)
-    if (fill.getDpsInitOperand(0)->get() == body.product) body.init = fill.getInputs()[0];
-  if (!body.init) return kernel.emitError("internal: tensor-core matmul accumulator not filled");
-  Value holder = body.product;
-  for (linalg::GenericOp g : body.epilogue) {
-    if (!llvm::any_of(g.getDpsInputs(), [&](Value in) { return in == holder; }))
-      return g.emitError("internal: epilogue generic does not read the product");
-    holder = g.getDpsInitOperand(0)->get();
-  }
-  body.result = holder;
-  for (Operation& op : entry.without_terminator()) body.erased.push_back(&op);
-  return body;
-}
-
-class MatmulKernel {
+class MatmulKernel : KernelArith {
  public:
   MatmulKernel(OpBuilder& b, Location loc, const TensorCoreMatmul& s, const MatmulBody& body)
-      : b(b), loc(loc), s(s), body(body) {}
+      : KernelArith{b, loc}, s(s), body(body) {}
 
   LogicalResult build(func::FuncOp kernel);
 
  private:
-  OpBuilder& b;
-  Location loc;
   const TensorCoreMatmul& s;
   const MatmulBody& body;
   Type element;                    // bf16 or f16
@@ -91,28 +43,6 @@ class MatmulKernel {
   int64_t warpTileN() const { return s.tileN / s.warpsN; }
   int64_t fragmentsM() const { return warpTileM() / 16; }
   int64_t fragmentsN() const { return warpTileN() / 8; }
-
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value div(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
-  Value rem(Value x, Value y) { return arith::RemUIOp::create(b, loc, x, y); }
-  Value xori(Value x, Value y) { return arith::XOrIOp::create(b, loc, x, y); }
-  Value ult(Value x, Value y) { return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y); }
-  Value both(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
-  Value i32(Value index) { return arith::IndexCastUIOp::create(b, loc, b.getI32Type(), index); }
-  Value i64(Value index) { return arith::IndexCastUIOp::create(b, loc, b.getI64Type(), index); }
-  Value ceilDiv(Value x, int64_t d) { return div(add(x, idx(d - 1)), idx(d)); }
-
-  // Base pointer of a memref in address space `space`.
-  Value pointer(Value memref, unsigned space) {
-    Value at = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-    return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), space), i64(at));
-  }
-  Value byteOffset(Value base, Value bytes, unsigned space) {
-    return LLVM::GEPOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), space),
-                               b.getI8Type(), base, ArrayRef<LLVM::GEPArg>{bytes});
-  }
 
   // Element offsets inside one stage: chunk c of row r of a tile whose rows hold
   // `rowElements` (32, 64 or 128). Rows of 4 chunks (A [tileM][32], B^T [tileN][32]):
@@ -132,7 +62,6 @@ class MatmulKernel {
   SmallVector<Value> loadFragments(Value stage, int64_t kStep);
   SmallVector<Value> mmaStep(Value stage, ValueRange acc);
   void epilogue(ValueRange acc);
-  Value applyEpilogue(Value v, Value row, Value col);
 };
 
 // One stage: the A tile rows [rowBase, +tileM) x k [kTile*32, +32) and the B tile, as
@@ -182,11 +111,7 @@ void MatmulKernel::copyChunk(Value memref, Value base, ArrayRef<Value> at, Value
                              Value smemElement) {
   auto type = cast<MemRefType>(memref.getType());
   if (s.aligned) {
-    Value linear = idx(0);
-    for (auto [d, i] : llvm::enumerate(at)) {
-      Value extent = memref::DimOp::create(b, loc, memref, d);
-      linear = add(mul(linear, extent), i);
-    }
+    Value linear = linearIndex(memref, at);
     Value bytes = arith::SelectOp::create(b, loc, inBounds, mul(linear, idx(2)), idx(0));
     Value src = byteOffset(base, i64(bytes), 1);
     Value dst = byteOffset(smemBase, i32(mul(smemElement, idx(2))), 3);
@@ -289,41 +214,6 @@ SmallVector<Value> MatmulKernel::mmaStep(Value stage, ValueRange accIn) {
   return acc;
 }
 
-// The fused generics at output (row, col) of the current batch, starting from v.
-Value MatmulKernel::applyEpilogue(Value v, Value row, Value col) {
-  SmallVector<Value> coords;
-  if (cast<MemRefType>(body.result.getType()).getRank() == 3) coords.push_back(batchIndex);
-  coords.push_back(row);
-  coords.push_back(col);
-  Value holder = body.product;
-  for (linalg::GenericOp g : body.epilogue) {
-    IRMapping m;
-    Block* gBody = g.getBody();
-    for (OpOperand& operand : g->getOpOperands()) {
-      BlockArgument arg = gBody->getArgument(operand.getOperandNumber());
-      if (operand.get() == holder && g.isDpsInput(&operand)) {
-        m.map(arg, v);
-      } else if (!arg.use_empty()) {
-        AffineMap map = g.getMatchingIndexingMap(&operand);
-        SmallVector<Value> at;
-        for (AffineExpr e : map.getResults()) at.push_back(coords[cast<AffineDimExpr>(e).getPosition()]);
-        m.map(arg, memref::LoadOp::create(b, loc, operand.get(), at));
-      }
-    }
-    for (Operation& inner : gBody->without_terminator()) {
-      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
-        m.map(index.getResult(), coords[index.getDim()]);
-        continue;
-      }
-      b.clone(inner, m);
-    }
-    v = m.lookupOrDefault(gBody->getTerminator()->getOperand(0));
-    holder = g.getDpsInitOperand(0)->get();
-  }
-  memref::StoreOp::create(b, loc, v, body.result, coords);
-  return v;
-}
-
 // Accumulator (i, j) register r holds row warpRow + 16 i + lane / 4 + 8 (r / 2), column
 // warpCol + 8 j + 2 (lane % 4) + r % 2 of the tile.
 void MatmulKernel::epilogue(ValueRange acc) {
@@ -340,7 +230,7 @@ void MatmulKernel::epilogue(ValueRange acc) {
         b.setInsertionPoint(inside.thenBlock()->getTerminator());
         Value v = acc[4 * (i * fragmentsN() + jn) + r];
         if (!zeroInit) v = arith::AddFOp::create(b, loc, init, v);
-        applyEpilogue(v, row, col);
+        ApplyMatmulEpilogue(b, loc, body, batchIndex, v, row, col);
       }
 }
 
@@ -408,26 +298,19 @@ LogicalResult MatmulKernel::build(func::FuncOp kernel) {
 LogicalResult LowerTensorCoreMatmul(func::FuncOp kernel, const TensorCoreMatmul& s) {
   if (kernel.getFunctionType().getNumResults() != 0)
     return kernel.emitError("internal: tensor-core matmul kernel still returns values");
-  FailureOr<MatmulBody> body = FindBody(kernel, s);
+  FailureOr<MatmulBody> body = FindMatmulBody(kernel, s);
   if (failed(body)) return failure();
   // The new body goes after the old one (whose constants the epilogue's clones may use);
   // then the linalg ops and the buffers only they used go.
   Block& entry = kernel.getBody().front();
   OpBuilder b(entry.getTerminator());
-  MatmulKernel builder(b, kernel.getLoc(), s, *body);
-  if (failed(builder.build(kernel))) return failure();
-  SmallVector<memref::AllocOp> allocs;
-  for (Operation* op : body->erased) {
-    if (auto alloc = dyn_cast<memref::AllocOp>(op)) allocs.push_back(alloc);
-    if (isa<linalg::LinalgOp>(op)) op->erase();
+  if (s.wgmma) {
+    if (failed(BuildWgmmaMatmul(b, kernel, s, *body))) return failure();
+  } else {
+    MatmulKernel builder(b, kernel.getLoc(), s, *body);
+    if (failed(builder.build(kernel))) return failure();
   }
-  for (memref::AllocOp alloc : allocs) {
-    if (!llvm::all_of(alloc->getUsers(), [](Operation* u) { return isa<memref::DeallocOp>(u); }))
-      return alloc.emitError("internal: a temporary of the tensor-core matmul is still used");
-    for (Operation* user : llvm::to_vector(alloc->getUsers())) user->erase();
-    alloc.erase();
-  }
-  return success();
+  return EraseMatmulBody(*body);
 }
 
 }  // namespace hexir::cuda

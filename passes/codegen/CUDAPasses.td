@@ -36,7 +36,8 @@ def CUDADistributeThreads : Pass<"hexir-cuda-distribute-threads", "mlir::ModuleO
     contiguous dim also an input's, as in a [K][N] GEMV; M <= 16 rows, static extents,
     inputs that are kernel arguments) get one block per tile of columns
     (`hexir.cuda.column_tiling` = [width, column threads, slices] on the kernel;
-    ChooseColumnTiling). `block-reductions=false` turns both off.
+    ChooseColumnTiling). `block-reductions=false` turns both off. f16/bf16 matmuls with f32
+    accumulation get the tensor-core kernel (CUDAMatmul.h; wgmma when `chip` is sm_90).
     Anything else runs on one thread (P = 1).
   }];
   let options = [
@@ -52,6 +53,9 @@ def CUDADistributeThreads : Pass<"hexir-cuda-distribute-threads", "mlir::ModuleO
            "several warps per output of static row reductions with few outputs, and "
            "column-tile kernels for column reductions ([K][N] GEMVs); "
            "passes/codegen/CUDAColumnReduce.h">,
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
+           "target SM: sm_90/sm_90a put f16/bf16 matmuls on the wgmma kernel, other chips "
+           "on the mma.sync kernel (passes/codegen/CUDAMatmul.h)">,
   ];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
                            "mlir::tensor::TensorDialect", "mlir::affine::AffineDialect",

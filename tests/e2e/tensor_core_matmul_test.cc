@@ -1,8 +1,10 @@
 // f16/bf16 matmuls accumulating in f32, with fused epilogues, against f64 loops over the same
-// rounded inputs. On CUDA they run on the tensor-core kernel (passes/codegen/CUDAMatmul.h:
-// cp.async stages, ldmatrix, mma.sync); sizes are odd, prime and not multiples of any tile,
-// rows of unaligned length take the plain-load path, M is also dynamic (one module called at
-// several M) and B is also stored [N][K] and batched.
+// rounded inputs. On CUDA they run on the tensor-core kernels (passes/codegen/CUDAMatmul.h):
+// for sm_90 (the default chip) aligned rows take the wgmma kernel (128x64, 128x128 and 128x256
+// tiles, B [K][N] N-major and [N][K] K-major), the rest the mma.sync kernel; every case also
+// runs compiled for sm_80 (mma.sync only; the driver JIT-compiles its PTX). Sizes are odd,
+// prime and not multiples of any tile, rows of unaligned length take the plain-load path, M is
+// also dynamic (one module called at several M) and B is also stored [N][K] and batched.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -157,17 +159,27 @@ void Check(const Case& c, const std::string& module, tools::Session& session, in
     RequireClose(results[0].tensor, expected, 1e-4, 2e-4);
 }
 
+// Each case compiled for the default chip, and on CUDA also for sm_80 (the mma.sync kernel
+// where sm_90 picks wgmma); every module checked at each of its M.
 void CheckCases(const std::string& device, const std::string& name, const std::vector<Case>& cases,
                 const std::vector<std::vector<int64_t>>& dynamicMs) {
-  std::vector<std::string> modules;
-  for (size_t i = 0; i < cases.size(); ++i)
-    modules.push_back(CompileOrDie(Program(cases[i]), name + "_" + std::to_string(i), device));
-  for (size_t i = 0; i < cases.size(); ++i) {
-    auto session = OpenOrDie(modules[i], device);
+  struct Variant {
+    std::string suffix, flags;
+  };
+  std::vector<Variant> variants = {{"", ""}};
+  if (device == "cuda") variants.push_back({"_sm80", "--cuda-chip=sm_80"});
+  std::vector<std::pair<size_t, std::string>> modules;
+  for (const Variant& v : variants)
+    for (size_t i = 0; i < cases.size(); ++i)
+      modules.emplace_back(i, CompileOrDie(Program(cases[i]), name + v.suffix + "_" + std::to_string(i),
+                                           device, v.flags));
+  for (const auto& [i, module] : modules) {
+    INFO("module " << module);
+    auto session = OpenOrDie(module, device);
     if (cases[i].dynamicM) {
-      for (int64_t m : dynamicMs[i]) Check(cases[i], modules[i], *session, m);
+      for (int64_t m : dynamicMs[i]) Check(cases[i], module, *session, m);
     } else {
-      Check(cases[i], modules[i], *session, cases[i].m);
+      Check(cases[i], module, *session, cases[i].m);
     }
   }
 }
@@ -183,19 +195,26 @@ void OddSizes(const std::string& device) {
                  {"bf16", 3, 70, 64, 72, false, true, ""},
                  // Enough tiles for 128x64 tiles, 16 k tiles (every pipeline stage reused).
                  {"bf16", 0, 640, 512, 1536, false, false, ""},
+                 // wgmma 128x256 tiles (10 x 14 = 140), B [K][N] N-major, K = 4 * 64 + 8
+                 // (a last k tile of one chunk), M and N past a tile edge, a residual.
+                 {"bf16", 0, 1200, 264, 3400, false, false, "residual"},
+                 // wgmma 128x128 tiles (9 x 24), B [N][K] K-major, f16, K = 3 * 64 + 8.
+                 {"f16", 0, 1100, 200, 3000, false, true, ""},
              },
-             {{}, {}, {}, {}});
+             {{}, {}, {}, {}, {}, {}});
 }
 
 void DynamicRows(const std::string& device) {
   CheckCases(device, "tc_matmul_dynamic",
              {
-                 // One module (128x128 tiles), M from 17 (one partial tile row) to 1000; B [N][K]
+                 // One module (128x128 tiles; wgmma on sm_90), M from 17 (one partial tile row) to 1000; B [N][K]
                  // (the llama layout) plus a residual; and [K][N] f16 with prime K.
                  {"bf16", 0, 0, 256, 320, true, true, "residual"},
                  {"f16", 0, 0, 251, 136, true, false, ""},
+                 // wgmma (aligned rows): M from one partial warpgroup to several tile rows.
+                 {"f16", 0, 0, 192, 200, true, false, ""},
              },
-             {{17, 300, 1000}, {33, 129}});
+             {{17, 300, 1000}, {33, 129}, {5, 64, 129, 700}});
 }
 
 HEXIR_E2E_TEST_ON_DEVICES("f16 and bf16 matmuls match f64 loops at odd, prime and batched sizes with epilogues", OddSizes)

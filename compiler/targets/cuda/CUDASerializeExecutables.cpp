@@ -73,7 +73,7 @@ class CUDASerializeExecutables
     return object.getObject().getValue().str();
   }
 
-  FailureOr<std::string> toCubin(ExecutableOp exe, StringRef ptx) {
+  FailureOr<std::string> toCubin(ExecutableOp exe, StringRef ptx, StringRef chip) {
     llvm::SmallString<256> ptxas(root);
     llvm::sys::path::append(ptxas, "bin", "ptxas");
     if (!llvm::sys::fs::can_execute(ptxas))
@@ -94,7 +94,7 @@ class CUDASerializeExecutables
       llvm::raw_fd_ostream os(ptxFd, /*shouldClose=*/true);
       os << ptx.rtrim('\0');
     }
-    std::string arch = "-arch=" + chip;
+    std::string arch = ("-arch=" + chip).str();
     llvm::SmallVector<StringRef> args = {ptxas, arch, "-O3", ptxPath, "-o", cubinPath};
     std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logPath), StringRef(logPath)};
     std::string errorMessage;
@@ -128,6 +128,11 @@ class CUDASerializeExecutables
                             std::to_string(block[2]);
     SmallVector<NamedAttribute> attrs = {
         b.getNamedAttr("cuda.block_size." + entry, b.getStringAttr(blockText))};
+    std::string exeChip = chip;
+    if (auto own = exe->getAttrOfType<StringAttr>(kExecutableChipAttr)) exeChip = own.str();
+    if (auto shared = exe->getAttrOfType<IntegerAttr>(kSharedBytesAttr))
+      attrs.push_back(b.getNamedAttr("cuda.shared_bytes." + entry,
+                                     b.getStringAttr(std::to_string(shared.getInt()))));
     // The CUDA driver (hal/drivers/cuda/cuda_executable.h) JIT-loads the "cuda.ptx" attr
     // when the cubin does not load; its ExecutableView has no access to rodata, so the
     // PTX is inline there as well as in the cuda.ptx_segment rodata segment.
@@ -137,15 +142,17 @@ class CUDASerializeExecutables
       exe->setAttr(kFormatAttr, b.getStringAttr("cuda-ptx"));
       exe->setAttr(kBinaryAttr, b.getStringAttr(ptxText));
     } else {
-      FailureOr<std::string> cubin = toCubin(exe, ptxText);
+      FailureOr<std::string> cubin = toCubin(exe, ptxText, exeChip);
       if (failed(cubin)) return failure();
-      exe->setAttr(kFormatAttr, b.getStringAttr("cuda-cubin-" + chip));
+      exe->setAttr(kFormatAttr, b.getStringAttr("cuda-cubin-" + exeChip));
       exe->setAttr(kBinaryAttr, b.getStringAttr(*cubin));
       exe->setAttr(kRodataAttrsAttr,
                    b.getDictionaryAttr({b.getNamedAttr("cuda.ptx_segment", b.getStringAttr(ptxText))}));
     }
     exe->setAttr(kEntryAttr, b.getStringAttr(entry));
     exe->removeAttr("hexir.cuda.block_size");
+    exe->removeAttr(kExecutableChipAttr);
+    exe->removeAttr(kSharedBytesAttr);
     inner.erase();
     return success();
   }

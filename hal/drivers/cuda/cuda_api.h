@@ -38,7 +38,7 @@ namespace hexir::hal::cuda {
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync) X(cuMemcpyAsync)         \
   X(cuMemsetD8Async) X(cuMemsetD16Async) X(cuMemsetD32Async)                              \
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute)      \
-  X(cuLaunchKernel)                                                                       \
+  X(cuFuncSetAttribute) X(cuLaunchKernel)                                                 \
   X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphAddKernelNode) X(cuGraphAddMemcpyNode)      \
   X(cuGraphAddMemsetNode) X(cuGraphAddEmptyNode) X(cuGraphGetNodes) X(cuGraphGetEdges)    \
   X(cuGraphInstantiate) X(cuGraphExecDestroy) X(cuGraphLaunch)                            \

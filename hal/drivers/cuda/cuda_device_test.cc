@@ -563,6 +563,28 @@ TEST_CASE("cuda/ptx_and_fallback") {
   auto bb = d.CreateExecutable(bad_block);
   REQUIRE(bb.status().code() == StatusCode::kInvalidArgument);
   REQUIRE(bb.status().message().find("cuda.block_size.affine_i32") != std::string::npos);
+  // Dynamic shared memory: a malformed count, and more than any block may have, are refused
+  // naming the entry; 64 KiB (above the 48 KiB default) loads and runs.
+  vm::ExecutableView bad_shared = CubinView({"affine_i32"});
+  bad_shared.attrs = {{"cuda.shared_bytes.affine_i32", "64k"}};
+  auto bs = d.CreateExecutable(bad_shared);
+  REQUIRE(bs.status().code() == StatusCode::kInvalidArgument);
+  REQUIRE(bs.status().message().find("cuda.shared_bytes.affine_i32") != std::string::npos);
+  vm::ExecutableView huge_shared = CubinView({"affine_i32"});
+  huge_shared.attrs = {{"cuda.shared_bytes.affine_i32", "4194304"}};
+  auto hs = d.CreateExecutable(huge_shared);
+  REQUIRE(!hs.ok());
+  REQUIRE(hs.status().message().find("cuFuncSetAttribute('affine_i32', 4194304 bytes") != std::string::npos);
+  vm::ExecutableView big_shared = CubinView({"affine_i32"});
+  big_shared.attrs = {{"cuda.shared_bytes.affine_i32", "65536"}};
+  auto big = Load(d, big_shared);
+  auto y = Alloc(d, 16);
+  Upload(d, *y, std::vector<int32_t>{1, 2, 3, 4});
+  auto cb = *d.CreateCommandBuffer();
+  REQUIRE(cb->Dispatch(big, 0, {4, 1, 1}, {BufferRef::Whole(y)}, {4, 2, 1}).ok());
+  REQUIRE(cb->Finalize().ok());
+  Run(d, cb);
+  REQUIRE(Download<int32_t>(d, *y, 4) == std::vector<int32_t>{3, 5, 7, 9});
 }
 
 TEST_CASE("cuda/queue_execute_is_asynchronous") {

@@ -22,6 +22,16 @@ StatusOr<std::array<uint32_t, 3>> ParseBlockSize(std::string_view entry, std::st
   return v;
 }
 
+StatusOr<uint32_t> ParseSharedBytes(std::string_view entry, std::string_view text) {
+  uint32_t bytes = 0;
+  auto [next, ec] = std::from_chars(text.data(), text.data() + text.size(), bytes);
+  if (ec != std::errc() || next != text.data() + text.size()) {
+    return InvalidArgument("cuda driver: attr '", kSharedBytesAttrPrefix, entry, "' = '", text,
+                           "' is not a byte count");
+  }
+  return bytes;
+}
+
 // Loads `image` (a cubin or NUL-terminated PTX); counts every attempt as a module load.
 CUresult LoadModule(CudaShared& shared, const void* image, CUmodule* module) {
   CudaCounters& c = shared.counters;
@@ -58,11 +68,14 @@ StatusOr<vm::Ref<Executable>> CudaExecutable::Load(std::shared_ptr<CudaShared> s
     return InvalidArgument("cuda driver: executable (format '", view.format, "') has no data");
   }
   std::string_view ptx_attr;
-  std::vector<std::pair<std::string_view, std::string_view>> block_attrs;
+  std::vector<std::pair<std::string_view, std::string_view>> block_attrs, shared_attrs;
   for (const auto& [key, value] : view.attrs) {
     if (key == kPtxAttr) ptx_attr = value;
     if (key.substr(0, std::strlen(kBlockSizeAttrPrefix)) == kBlockSizeAttrPrefix) {
       block_attrs.emplace_back(key.substr(std::strlen(kBlockSizeAttrPrefix)), value);
+    }
+    if (key.substr(0, std::strlen(kSharedBytesAttrPrefix)) == kSharedBytesAttrPrefix) {
+      shared_attrs.emplace_back(key.substr(std::strlen(kSharedBytesAttrPrefix)), value);
     }
   }
   HEXIR_RETURN_IF_ERROR(shared->MakeCurrent());
@@ -128,6 +141,26 @@ StatusOr<vm::Ref<Executable>> CudaExecutable::Load(std::shared_ptr<CudaShared> s
       e.block_size = *bs;
     }
     if (!error.ok()) break;
+    for (const auto& [entry, value] : shared_attrs) {
+      if (entry != name) continue;
+      auto bytes = ParseSharedBytes(entry, value);
+      if (!bytes.ok()) {
+        error = bytes.status();
+        break;
+      }
+      e.shared_bytes = *bytes;
+    }
+    if (!error.ok()) break;
+    // Above 48 KiB a kernel gets dynamic shared memory only once its limit is raised.
+    if (e.shared_bytes > 0) {
+      r = api.cuFuncSetAttribute(e.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 static_cast<int>(e.shared_bytes));
+      if (r != CUDA_SUCCESS) {
+        error = CudaStatus(api, r, StrCat("cuFuncSetAttribute('", name, "', ", e.shared_bytes,
+                                          " bytes of dynamic shared memory)"));
+        break;
+      }
+    }
     int max_threads = 0;
     r = api.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, e.function);
     if (r != CUDA_SUCCESS) {

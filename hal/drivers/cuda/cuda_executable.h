@@ -7,6 +7,9 @@
 //     not load (a GPU of another architecture).
 //   format "cuda-ptx": data = PTX text (NUL terminator optional).
 //   attrs "cuda.block_size.<entry>" = "X,Y,Z" (threads per block; default 256,1,1).
+//   attrs "cuda.shared_bytes.<entry>" = "B" (dynamic shared memory of every launch, default 0;
+//     the entry's limit is raised to B at load, which fails naming the entry when the
+//     device has less).
 //
 // Ownership: refcounted; owns the CUmodule (unloaded on destruction, on the device's context).
 // Immutable after creation: thread-safe.
@@ -29,10 +32,12 @@ inline constexpr const char kCubinFormatPrefix[] = "cuda-cubin-sm_";  // any chi
 inline constexpr const char kPtxFormat[] = "cuda-ptx";
 inline constexpr const char kPtxAttr[] = "cuda.ptx";
 inline constexpr const char kBlockSizeAttrPrefix[] = "cuda.block_size.";
+inline constexpr const char kSharedBytesAttrPrefix[] = "cuda.shared_bytes.";
 
 struct CudaEntry {
   CUfunction function = nullptr;
   std::array<uint32_t, 3> block_size = {256, 1, 1};
+  uint32_t shared_bytes = 0;  // dynamic shared memory of each launch
   // Declared kernel parameters (cuFuncGetParamInfo), or -1 when the driver cannot tell.
   int32_t param_count = -1;
   std::vector<uint32_t> param_sizes;  // bytes of each declared parameter (when known)

@@ -61,6 +61,7 @@ CUDA_KERNEL_NODE_PARAMS CudaGraphCommandBuffer::NodeParams(size_t g, size_t kern
   p.blockDimX = k.entry->block_size[0];
   p.blockDimY = k.entry->block_size[1];
   p.blockDimZ = k.entry->block_size[2];
+  p.sharedMemBytes = k.entry->shared_bytes;
   p.kernelParams = const_cast<void**>(k.params.data());
   return p;
 }

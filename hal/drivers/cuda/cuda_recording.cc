@@ -508,8 +508,8 @@ Status CudaRecording::LaunchOps(const std::vector<BufferRef>& table,
       }
       HEXIR_CUDA_RETURN_IF_ERROR(
           api,
-          api.cuLaunchKernel(k.entry->function, wg[0], wg[1], wg[2], bs[0], bs[1], bs[2], 0,
-                             stream, k.params.data(), nullptr),
+          api.cuLaunchKernel(k.entry->function, wg[0], wg[1], wg[2], bs[0], bs[1], bs[2],
+                             k.entry->shared_bytes, stream, k.params.data(), nullptr),
           "cuLaunchKernel('", k.name(), "', grid ", wg[0], "x", wg[1], "x", wg[2], ")");
       shared_->counters.stream_launches.fetch_add(1, std::memory_order_relaxed);
       if (profiling) {

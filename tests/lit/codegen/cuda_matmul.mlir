@@ -1,18 +1,19 @@
-// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads | FileCheck %s --check-prefix=DIST
-// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
-// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads --hexir-cuda-lower-executables | FileCheck %s --check-prefix=LOWER
+// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads=chip=sm_80 | FileCheck %s --check-prefix=DIST
+// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads=chip=sm_80 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
+// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads=chip=sm_80 --hexir-cuda-lower-executables=chip=sm_80 | FileCheck %s --check-prefix=LOWER
 
-// f16/bf16 matmuls with f32 accumulation become the tensor-core kernel (passes/codegen/CUDAMatmul.h).
+// f16/bf16 matmuls with f32 accumulation become the tensor-core kernel (passes/codegen/CUDAMatmul.h);
+// below sm_90 (here sm_80) the mma.sync kernel (the wgmma kernel: cuda_matmul_wgmma.mlir).
 
 // bf16 256x512 . 512x384 + bias, relu, rounded to bf16. 128x128 tiles would be 6, 128x64
 // 12 (< 120): 64x64 tiles (4 warps of 32x32), 24 blocks of 128 threads, 4 stages of
 // (64 + 64) x 32 bf16 (32 KiB). Encoded: batch 1, M 256, N 384, K 512, B [K][N], bf16, A
-// arg 0, B arg 1, tile 64x64, warps 2x2, 4 stages, aligned rows.
+// arg 0, B arg 1, tile 64x64, warps 2x2, 4 stages, aligned rows, mma.sync.
 // DIST-LABEL: hexir.executable @mm_bias
 // DIST-SAME:    hexir.cuda.block_size = array<i64: 128, 1, 1>
 // DIST-SAME:    hexir.workgroup_count = array<i64: 24, 1, 1>
 // DIST:         func.func @mm_bias
-// DIST-SAME:      hexir.cuda.tensor_core_matmul = array<i64: 1, 256, 384, 512, 0, 0, 0, 1, 64, 64, 2, 2, 4, 1>
+// DIST-SAME:      hexir.cuda.tensor_core_matmul = array<i64: 1, 256, 384, 512, 0, 0, 0, 1, 64, 64, 2, 2, 4, 1, 0>
 // DIST-SAME:      hexir.cuda.thread_count = -1
 // DIST:           linalg.matmul
 // The kernel: cp.async 16-byte chunks (source size 0 past the edges), 3 stages in flight
@@ -73,7 +74,7 @@ hexir.executable @mm_bias {
 // DIST-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
 // DIST-SAME:    hexir.workgroup_count_dynamic = {extent_factor = 2 : i64, extent_words = array<i64: 0>, limit = 16777216 : i64, tile = 128 : i64}
 // DIST:         func.func @mm_dyn
-// DIST-SAME:      hexir.cuda.tensor_core_matmul = array<i64: 1, -1, 200, 96, 1, 1, 0, 1, 128, 128, 2, 4, 3, 1>
+// DIST-SAME:      hexir.cuda.tensor_core_matmul = array<i64: 1, -1, 200, 96, 1, 1, 0, 1, 128, 128, 2, 4, 3, 1, 0>
 // LOWER-LABEL: hexir.executable @mm_dyn
 // LOWER:         llvm.mlir.global private @__hexir_shared() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<24576 x f16>
 // LOWER:           nvvm.cp.async.wait.group 1
@@ -106,7 +107,7 @@ hexir.executable @mm_dyn {
 // and shared stores (no cp.async); the mma steps are unchanged.
 // DIST-LABEL: hexir.executable @mm_odd
 // DIST-SAME:    hexir.workgroup_count = array<i64: 2, 1, 1>
-// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, 67, 41, 37, 0, 0, 0, 1, 64, 64, 2, 2, 4, 0>
+// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, 67, 41, 37, 0, 0, 0, 1, 64, 64, 2, 2, 4, 0, 0>
 // LOWER-LABEL: hexir.executable @mm_odd
 // LOWER-NOT:       nvvm.cp.async.shared.global
 // LOWER:           llvm.store %{{.+}}, %{{.+}} : bf16, !llvm.ptr<3>

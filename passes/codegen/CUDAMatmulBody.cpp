@@ -1,0 +1,95 @@
+// The bufferized body of a tensor-core GEMM kernel, its epilogue and its removal
+// (CUDAMatmulBody.h).
+#include "passes/codegen/CUDAMatmulBody.h"
+
+#include "mlir/IR/IRMapping.h"
+
+namespace hexir::cuda {
+using namespace mlir;
+
+FailureOr<MatmulBody> FindMatmulBody(func::FuncOp kernel, const TensorCoreMatmul& s) {
+  MatmulBody body;
+  Block& entry = kernel.getBody().front();
+  body.a = entry.getArgument(s.a), body.b = entry.getArgument(s.b);
+  linalg::LinalgOp contraction;
+  SmallVector<linalg::FillOp> fills;
+  for (Operation& op : entry.without_terminator()) {
+    if (auto fill = dyn_cast<linalg::FillOp>(op)) {
+      fills.push_back(fill);
+    } else if (auto g = dyn_cast<linalg::GenericOp>(op); g && contraction && g.getNumReductionLoops() == 0) {
+      body.epilogue.push_back(g);
+    } else if (auto l = dyn_cast<linalg::LinalgOp>(op)) {
+      if (contraction) return kernel.emitError("internal: tensor-core matmul with two contractions");
+      contraction = l;
+    } else if (isa<memref::CopyOp>(op)) {
+      return op.emitError("internal: a copy in a tensor-core matmul kernel");
+    }
+  }
+  if (!contraction || contraction.getDpsInputOperand(0)->get() != body.a ||
+      contraction.getDpsInputOperand(1)->get() != body.b)
+    return kernel.emitError("internal: tensor-core matmul operands moved in bufferization");
+  body.product = contraction.getDpsInitOperand(0)->get();
+  for (linalg::FillOp fill : fills)
+    if (fill.getDpsInitOperand(0)->get() == body.product) body.init = fill.getInputs()[0];
+  if (!body.init) return kernel.emitError("internal: tensor-core matmul accumulator not filled");
+  Value holder = body.product;
+  for (linalg::GenericOp g : body.epilogue) {
+    if (!llvm::any_of(g.getDpsInputs(), [&](Value in) { return in == holder; }))
+      return g.emitError("internal: epilogue generic does not read the product");
+    holder = g.getDpsInitOperand(0)->get();
+  }
+  body.result = holder;
+  for (Operation& op : entry.without_terminator()) body.erased.push_back(&op);
+  return body;
+}
+
+void ApplyMatmulEpilogue(OpBuilder& b, Location loc, const MatmulBody& body, Value batchIndex,
+                         Value v, Value row, Value col) {
+  SmallVector<Value> coords;
+  if (cast<MemRefType>(body.result.getType()).getRank() == 3) coords.push_back(batchIndex);
+  coords.push_back(row);
+  coords.push_back(col);
+  Value holder = body.product;
+  for (linalg::GenericOp g : body.epilogue) {
+    IRMapping m;
+    Block* gBody = g.getBody();
+    for (OpOperand& operand : g->getOpOperands()) {
+      BlockArgument arg = gBody->getArgument(operand.getOperandNumber());
+      if (operand.get() == holder && g.isDpsInput(&operand)) {
+        m.map(arg, v);
+      } else if (!arg.use_empty()) {
+        AffineMap map = g.getMatchingIndexingMap(&operand);
+        SmallVector<Value> at;
+        for (AffineExpr e : map.getResults()) at.push_back(coords[cast<AffineDimExpr>(e).getPosition()]);
+        m.map(arg, memref::LoadOp::create(b, loc, operand.get(), at));
+      }
+    }
+    for (Operation& inner : gBody->without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+        m.map(index.getResult(), coords[index.getDim()]);
+        continue;
+      }
+      b.clone(inner, m);
+    }
+    v = m.lookupOrDefault(gBody->getTerminator()->getOperand(0));
+    holder = g.getDpsInitOperand(0)->get();
+  }
+  memref::StoreOp::create(b, loc, v, body.result, coords);
+}
+
+LogicalResult EraseMatmulBody(const MatmulBody& body) {
+  SmallVector<memref::AllocOp> allocs;
+  for (Operation* op : body.erased) {
+    if (auto alloc = dyn_cast<memref::AllocOp>(op)) allocs.push_back(alloc);
+    if (isa<linalg::LinalgOp>(op)) op->erase();
+  }
+  for (memref::AllocOp alloc : allocs) {
+    if (!llvm::all_of(alloc->getUsers(), [](Operation* u) { return isa<memref::DeallocOp>(u); }))
+      return alloc.emitError("internal: a temporary of the tensor-core matmul is still used");
+    for (Operation* user : llvm::to_vector(alloc->getUsers())) user->erase();
+    alloc.erase();
+  }
+  return success();
+}
+
+}  // namespace hexir::cuda
