@@ -46,6 +46,7 @@ constexpr OpLowering kOpTable[] = {
     {"Cos", 7, kLatest, LowerCos},
     {"Cosh", 9, kLatest, LowerCosh},
     {"CumSum", 11, kLatest, LowerCumSum},
+    {"DFT", 17, 19, LowerDFT},  // 20: axis became an input
     {"DepthToSpace", 1, kLatest, LowerDepthToSpace},
     {"DequantizeLinear", 10, kLatest, LowerDequantizeLinear},
     {"Det", 11, kLatest, LowerDet},
@@ -97,6 +98,7 @@ constexpr OpLowering kOpTable[] = {
     {"MaxUnpool", 9, kLatest, LowerMaxUnpool},
     {"Mean", 1, kLatest, LowerMean},
     {"MeanVarianceNormalization", 9, kLatest, LowerMeanVarianceNormalization},
+    {"MelWeightMatrix", 17, kLatest, LowerMelWeightMatrix},
     {"Min", 1, kLatest, LowerMin},
     {"Mod", 10, kLatest, LowerMod},
     {"Mul", 1, kLatest, LowerMul},
@@ -133,6 +135,7 @@ constexpr OpLowering kOpTable[] = {
     {"ReverseSequence", 10, kLatest, LowerReverseSequence},
     {"RoiAlign", 10, kLatest, LowerRoiAlign},
     {"Round", 11, kLatest, LowerRound},
+    {"STFT", 17, kLatest, LowerSTFT},
     {"Scan", 9, kLatest, LowerScan},  // opset 8: batch axis and sequence_lens (not lowered)
     {"Scatter", 9, 10, LowerScatter},  // deprecated in 11 for ScatterElements
     {"ScatterElements", 11, kLatest, LowerScatterElements},
