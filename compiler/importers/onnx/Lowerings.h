@@ -215,4 +215,9 @@ Status LowerConstantOfShape(Context& c);
 Status LowerEyeLike(Context& c);
 Status LowerRange(Context& c);
 
+// Training.cc: the optimizers of ai.onnx.preview.training.
+Status LowerAdagrad(Context& c);
+Status LowerAdam(Context& c);
+Status LowerMomentum(Context& c);
+
 }  // namespace hexir::importers::onnx
