@@ -320,6 +320,35 @@ TEST_CASE("uint8 divides, compares, shifts and converts with unsigned semantics"
   CHECK(out.find("2xi8=50 1") != std::string::npos);  // 200 >> 2 = 50 (arithmetic: -14)
 }
 
+TEST_CASE("uint8 ReduceMax/ReduceMin, ArgMax/ArgMin and TopK order values above 127 as unsigned") {
+  // x = [200, 7, 130, 9] as uint8 (read and printed as i8: -56 7 -126 9); signed order would
+  // make 9 the largest and 130 the smallest.
+  Graph m;
+  m.Input("x", {4}, ::onnx::TensorProto::UINT8);
+  m.Output("max", {}, ::onnx::TensorProto::UINT8);
+  m.Output("min", {}, ::onnx::TensorProto::UINT8);
+  m.Output("argmax", {}, ::onnx::TensorProto::INT64);
+  m.Output("argmin", {}, ::onnx::TensorProto::INT64);
+  m.Output("top", {2}, ::onnx::TensorProto::UINT8);
+  m.Output("top_at", {2}, ::onnx::TensorProto::INT64);
+  m.InitI("k", {2});
+  Graph::AttrI(m.Node("ReduceMax", {"x"}, {"max"}), "keepdims", 0);
+  Graph::AttrI(m.Node("ReduceMin", {"x"}, {"min"}), "keepdims", 0);
+  Graph::AttrI(m.Node("ArgMax", {"x"}, {"argmax"}), "keepdims", 0);
+  Graph::AttrI(m.Node("ArgMin", {"x"}, {"argmin"}), "keepdims", 0);
+  m.Node("TopK", {"x", "k"}, {"top", "top_at"});
+  auto r = ox::ImportOnnxModel(m.model);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  std::string mod = ox::testing::CompileForCpu(*r, "uint8_order");
+  REQUIRE(!mod.empty());
+  int code = 0;
+  std::string out = ox::testing::RunMain(mod, "4xi8=-56 7 -126 9", &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(out == "i8=-56\ni8=7\ni64=0\ni64=1\n2xi8=-56 -126\n2xi64=0 2\n");
+}
+
 TEST_CASE("Einsum computes a trace, an outer product and a transposed matmul") {
   auto einsum = [](const std::string& equation, std::vector<std::vector<int64_t>> shapes,
                    std::vector<int64_t> out_shape) {

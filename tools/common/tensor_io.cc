@@ -301,7 +301,9 @@ const char* NpyDescr(int32_t type) {
     case Code(ElementType::kI32): return "<i4";
     case Code(ElementType::kI64): return "<i8";
     case Code(ElementType::kI1): return "|b1";
-    default: return nullptr;  // bf16 has no NumPy dtype
+    // NumPy has no bf16: ml_dtypes' bfloat16 saves as 2-byte void, np.load(f).view(bfloat16).
+    case Code(ElementType::kBF16): return "<V2";
+    default: return nullptr;
   }
 }
 
@@ -314,6 +316,7 @@ int32_t NpyType(std::string_view d) {
   if (d == "<i4") return Code(ElementType::kI32);
   if (d == "<i8") return Code(ElementType::kI64);
   if (d == "|b1") return Code(ElementType::kI1);
+  if (d == "<V2" || d == "|V2") return Code(ElementType::kBF16);
   return 0;
 }
 

@@ -6,6 +6,8 @@
 //   2x3xf32=0.5              a single value fills the whole tensor
 //   f32=0.5   i64=5          scalars
 //   @file.npy                a tensor read from a .npy file
+// bf16 has no NumPy dtype: it is saved as '<V2' (2-byte void, what NumPy writes for ml_dtypes'
+// bfloat16; `np.load(f).view(ml_dtypes.bfloat16)`), and '<V2' / '|V2' read back as bf16.
 // Element types: f32 f64 f16 bf16 i8 i16 i32 i64 i1 (hal/element_type.h).
 #pragma once
 

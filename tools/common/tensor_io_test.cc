@@ -94,5 +94,25 @@ TEST_CASE(".npy files round trip and are validated") {
   REQUIRE_THAT(missing.status().message(), Catch::Contains("does-not-exist.npy"));
 }
 
+TEST_CASE("bf16 tensors save as NumPy's 2-byte void dtype and read back as bf16") {
+  auto v = ParseValue("3xbf16=1 -2.5 65280");
+  REQUIRE(v.ok());
+  std::string path = TempPath("bf16.npy");
+  REQUIRE(WriteNpy(path, v->tensor).ok());
+  FILE* f = std::fopen(path.c_str(), "rb");
+  REQUIRE(f);
+  char header[64] = {};
+  REQUIRE(std::fread(header, 1, sizeof header - 1, f) == sizeof header - 1);
+  std::fclose(f);
+  REQUIRE_THAT(std::string(header + 10), Catch::Contains("'descr': '<V2'"));
+  auto back = ParseValue("@" + path);
+  REQUIRE(back.ok());
+  REQUIRE(back->tensor.bytes == v->tensor.bytes);
+  REQUIRE(FormatValue(*back) == "3xbf16=1 -2.5 65280");
+  // Bytes 0x3F80 = 1.0 exactly (bf16 keeps f32's high half).
+  REQUIRE(back->tensor.bytes[0] == 0x80);
+  REQUIRE(back->tensor.bytes[1] == 0x3F);
+}
+
 }  // namespace
 }  // namespace hexir::tools

@@ -356,9 +356,11 @@ StatusOr<Val> Context::Reduce(Val& x, std::vector<int64_t> axes, bool keepdims,
   if (kind == "max") init = fl ? -INFINITY : static_cast<double>(INT64_MIN);
   if (kind == "min") init = fl ? INFINITY : static_cast<double>(INT64_MAX);
   if (kind == "prod") init = 1;
+  bool unsigned_ints = !fl && x.is_unsigned;
   if (!fl && (kind == "max" || kind == "min")) {
     int bits = ElementBytes(et) * 8;
     init = kind == "max" ? -std::ldexp(1.0, bits - 1) : std::ldexp(1.0, bits - 1) - 1;
+    if (unsigned_ints) init = kind == "max" ? 0 : -1;  // -1: all bits set, the largest unsigned
   }
   // Host scalars used in bodies are defined before the producing generic: hexir-compile's
   // elementwise fusion moves a consumer into its producer's region.
@@ -377,8 +379,8 @@ StatusOr<Val> Context::Reduce(Val& x, std::vector<int64_t> axes, bool keepdims,
                        std::string v = a[0];
                        if (kind == "sumsquare" || kind == "l2") v = b.Bin("arith.mulf", "arith.muli", v, v, et);
                        if (kind == "l1") v = b.Op1(fl ? "math.absf" : "math.absi", v, et);
-                       if (kind == "max") return b.Bin("arith.maximumf", "arith.maxsi", a[1], v, et);
-                       if (kind == "min") return b.Bin("arith.minimumf", "arith.minsi", a[1], v, et);
+                       if (kind == "max") return b.Bin("arith.maximumf", unsigned_ints ? "arith.maxui" : "arith.maxsi", a[1], v, et);
+                       if (kind == "min") return b.Bin("arith.minimumf", unsigned_ints ? "arith.minui" : "arith.minsi", a[1], v, et);
                        if (kind == "prod") return b.Bin("arith.mulf", "arith.muli", a[1], v, et);
                        if (kind == "logsumexp") v = b.Op1("math.exp", v, et);
                        return b.Bin("arith.addf", "arith.addi", a[1], v, et);

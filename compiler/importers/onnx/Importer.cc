@@ -100,6 +100,7 @@ StatusOr<std::string> BuildFunction(const ::onnx::ModelProto& model, const Impor
   const ::onnx::GraphProto& g = model.graph();
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") c.opset = o.version();
+    else if (o.domain() == kTrainingDomain) c.training_opset = o.version();
   std::set<std::string> init_names;
   std::vector<ParameterTensor> parameters;
   for (const auto& t : g.initializer()) {

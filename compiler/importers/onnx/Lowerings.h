@@ -46,6 +46,11 @@ Status LowerSum(Context& c);
 Status LowerTan(Context& c);
 Status LowerTanh(Context& c);
 
+// MathSignal.cc: DFT STFT MelWeightMatrix.
+Status LowerDFT(Context& c);  // opsets 17-19: axis attribute
+Status LowerMelWeightMatrix(Context& c);
+Status LowerSTFT(Context& c);
+
 // MathTopK.cc: TopK.
 Status LowerTopKWithAttribute(Context& c);  // opsets 1-9: k is an attribute
 Status LowerTopK(Context& c);               // opset >= 10: k is input 1
@@ -209,5 +214,10 @@ Status LowerConstant(Context& c);
 Status LowerConstantOfShape(Context& c);
 Status LowerEyeLike(Context& c);
 Status LowerRange(Context& c);
+
+// Training.cc: the optimizers of ai.onnx.preview.training.
+Status LowerAdagrad(Context& c);
+Status LowerAdam(Context& c);
+Status LowerMomentum(Context& c);
 
 }  // namespace hexir::importers::onnx

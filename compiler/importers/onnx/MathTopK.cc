@@ -39,8 +39,8 @@ Status TopKWith(Context& c, int64_t k) {
                           b.Line(p + " = linalg.index " + std::to_string(axis) + " : index");
                           b.Line(e + " = linalg.index " + std::to_string(r) + " : index");
                           b.Line(lower + " = arith.cmpi ult, " + e + ", " + p + " : index");
-                          std::string beats = largest ? b.Cmp("ogt", "sgt", a[1], a[0], et)
-                                                      : b.Cmp("olt", "slt", a[1], a[0], et);
+                          std::string beats = largest ? b.Cmp("ogt", x.is_unsigned ? "ugt" : "sgt", a[1], a[0], et)
+                                                      : b.Cmp("olt", x.is_unsigned ? "ult" : "slt", a[1], a[0], et);
                           std::string tie = b.Cmp("oeq", "eq", a[1], a[0], et);
                           std::string before = b.Bin("", "arith.ori", beats, b.Bin("", "arith.andi", tie, lower, "i1"), "i1");
                           std::string one = b.Convert(before, "i1", "i64");

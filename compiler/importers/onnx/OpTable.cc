@@ -46,6 +46,7 @@ constexpr OpLowering kOpTable[] = {
     {"Cos", 7, kLatest, LowerCos},
     {"Cosh", 9, kLatest, LowerCosh},
     {"CumSum", 11, kLatest, LowerCumSum},
+    {"DFT", 17, 19, LowerDFT},  // 20: axis became an input
     {"DepthToSpace", 1, kLatest, LowerDepthToSpace},
     {"DequantizeLinear", 10, kLatest, LowerDequantizeLinear},
     {"Det", 11, kLatest, LowerDet},
@@ -97,6 +98,7 @@ constexpr OpLowering kOpTable[] = {
     {"MaxUnpool", 9, kLatest, LowerMaxUnpool},
     {"Mean", 1, kLatest, LowerMean},
     {"MeanVarianceNormalization", 9, kLatest, LowerMeanVarianceNormalization},
+    {"MelWeightMatrix", 17, kLatest, LowerMelWeightMatrix},
     {"Min", 1, kLatest, LowerMin},
     {"Mod", 10, kLatest, LowerMod},
     {"Mul", 1, kLatest, LowerMul},
@@ -133,6 +135,7 @@ constexpr OpLowering kOpTable[] = {
     {"ReverseSequence", 10, kLatest, LowerReverseSequence},
     {"RoiAlign", 10, kLatest, LowerRoiAlign},
     {"Round", 11, kLatest, LowerRound},
+    {"STFT", 17, kLatest, LowerSTFT},
     {"Scan", 9, kLatest, LowerScan},  // opset 8: batch axis and sequence_lens (not lowered)
     {"Scatter", 9, 10, LowerScatter},  // deprecated in 11 for ScatterElements
     {"ScatterElements", 11, kLatest, LowerScatterElements},
@@ -172,22 +175,33 @@ constexpr OpLowering kOpTable[] = {
     {"Xor", 1, kLatest, LowerXor},
 };
 
+// ai.onnx.preview.training, by that domain's version.
+constexpr OpLowering kTrainingOpTable[] = {
+    {"Adagrad", 1, kLatest, LowerAdagrad},
+    {"Adam", 1, kLatest, LowerAdam},
+    {"Momentum", 1, kLatest, LowerMomentum},
+};
+
 constexpr int Compare(const char* a, const char* b) {
   while (*a && *a == *b) ++a, ++b;
   return static_cast<unsigned char>(*a) - static_cast<unsigned char>(*b);
 }
 
-constexpr bool RowsInOrder() {
-  for (size_t i = 1; i < std::size(kOpTable); ++i) {
-    const OpLowering& prev = kOpTable[i - 1];
-    const OpLowering& row = kOpTable[i];
+template <size_t N>
+constexpr bool RowsInOrder(const OpLowering (&table)[N]) {
+  for (size_t i = 1; i < N; ++i) {
+    const OpLowering& prev = table[i - 1];
+    const OpLowering& row = table[i];
     if (row.min_opset > row.max_opset) return false;
     int order = Compare(prev.op_type, row.op_type);
     if (order > 0 || (order == 0 && prev.max_opset >= row.min_opset)) return false;
   }
   return true;
 }
-static_assert(RowsInOrder(), "kOpTable rows must be sorted by op type, opset ranges disjoint");
+static_assert(RowsInOrder(kOpTable), "kOpTable rows must be sorted by op type, opset ranges disjoint");
+static_assert(RowsInOrder(kTrainingOpTable), "kTrainingOpTable rows must be sorted by op type, opset ranges disjoint");
+
+bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
 // "6-10", "11 and later".
 std::string Range(const OpLowering& row) {
@@ -212,9 +226,12 @@ void MarkUnsignedOutputs(Context& c) {
 
 }  // namespace
 
-const OpLowering* FindLowering(const std::string& op_type, int64_t opset) {
+namespace {
+
+template <size_t N>
+const OpLowering* FindIn(const OpLowering (&table)[N], const std::string& op_type, int64_t opset) {
   auto [first, last] = std::equal_range(
-      std::begin(kOpTable), std::end(kOpTable), op_type,
+      std::begin(table), std::end(table), op_type,
       [](const auto& a, const auto& b) {
         auto key = [](const auto& x) -> std::string_view {
           if constexpr (std::is_same_v<std::decay_t<decltype(x)>, OpLowering>) return x.op_type;
@@ -227,18 +244,41 @@ const OpLowering* FindLowering(const std::string& op_type, int64_t opset) {
   return nullptr;
 }
 
+// "unsupported op type 'T' at opset N (lowered for opsets ...)".
+template <size_t N>
+std::string Unsupported(const OpLowering (&table)[N], const std::string& op_type, int64_t opset) {
+  std::string known;
+  for (const OpLowering& r : table)
+    if (op_type == r.op_type) known += std::string(known.empty() ? "" : ", ") + Range(r);
+  std::string what = "unsupported op type '" + op_type + "' at opset " + std::to_string(opset);
+  if (!known.empty()) what += " (lowered for opsets " + known + ")";
+  return what;
+}
+
+}  // namespace
+
+const OpLowering* FindLowering(const std::string& op_type, int64_t opset, const std::string& domain) {
+  if (IsDefaultDomain(domain)) return FindIn(kOpTable, op_type, opset);
+  if (domain == kTrainingDomain) return FindIn(kTrainingOpTable, op_type, opset);
+  return nullptr;
+}
+
 Status LowerNode(Context& c) {
   const std::string& op_type = c.node->op_type();
-  const OpLowering* row = FindLowering(op_type, c.opset);
+  const std::string& domain = c.node->domain();
+  bool training = domain == kTrainingDomain;
+  if (!IsDefaultDomain(domain) && !training) return c.Error("unsupported op domain '" + domain + "'");
+  int64_t opset = training ? c.training_opset : c.opset;
+  const OpLowering* row = FindLowering(op_type, opset, domain);
   if (!row) {
-    std::string known;
-    for (const OpLowering& r : kOpTable)
-      if (op_type == r.op_type) known += std::string(known.empty() ? "" : ", ") + Range(r);
-    std::string what = "unsupported op type '" + op_type + "' at opset " + std::to_string(c.opset);
-    if (!known.empty()) what += " (lowered for opsets " + known + ")";
+    std::string what = training ? Unsupported(kTrainingOpTable, op_type, opset) : Unsupported(kOpTable, op_type, opset);
+    if (training) what += " of domain " + domain;
     return c.Error(what);
   }
-  HEXIR_ASSIGN_OR_RETURN(bool folded, FoldKnownNode(c));
+  bool folded = false;
+  if (!training) {
+    HEXIR_ASSIGN_OR_RETURN(folded, FoldKnownNode(c));
+  }
   if (!folded) HEXIR_RETURN_IF_ERROR(row->lower(c));
   MarkUnsignedOutputs(c);
   std::string builder_error = c.b.TakeError();
@@ -250,8 +290,6 @@ Status LowerGraphNodes(Context& c, const ::onnx::GraphProto& g) {
   for (int i = 0; i < g.node_size(); ++i) {
     const auto& n = g.node(i);
     c.node = &n;
-    if (!n.domain().empty() && n.domain() != "ai.onnx")
-      return c.Error("unsupported op domain '" + n.domain() + "'");
     HEXIR_RETURN_IF_ERROR(LowerNode(c));
     for (const auto& out : n.output())
       if (!out.empty() && !c.values.count(out)) return c.Error("output '" + out + "' is not supported");

@@ -1,6 +1,7 @@
-// The ONNX op table: one row per (op type, opset range) -> lowering function, sorted by op
-// type (a mis-sorted or duplicated row is a compile error). LowerNode looks the current node
-// up by its op type and the model's default-domain opset and runs its lowering.
+// The ONNX op tables: one row per (op type, opset range) -> lowering function, sorted by op
+// type (a mis-sorted or duplicated row is a compile error); one table for the default domain,
+// one for ai.onnx.preview.training (the optimizers). LowerNode looks the current node up by
+// its domain, op type and the model's opset of that domain and runs its lowering.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,8 @@
 
 namespace hexir::importers::onnx {
 
-inline constexpr int kLatestOpset = 1 << 30;  // max_opset of a row that no newer opset changed
+inline constexpr int kLatestOpset = 1 << 30;
+inline constexpr char kTrainingDomain[] = "ai.onnx.preview.training";  // max_opset of a row that no newer opset changed
 
 struct OpLowering {
   const char* op_type;
@@ -19,11 +21,13 @@ struct OpLowering {
   Status (*lower)(Context& c);
 };
 
-// The row for op_type at opset, or null when no row covers it.
-const OpLowering* FindLowering(const std::string& op_type, int64_t opset);
+// The row for op_type at opset of `domain` ("" or "ai.onnx": the default domain;
+// kTrainingDomain), or null when no row covers it.
+const OpLowering* FindLowering(const std::string& op_type, int64_t opset, const std::string& domain = "");
 
 // Lowers c.node. Errors name the node and its op type; an op type without a row at the
-// model's opset is "unsupported op type '<Type>' at opset <N>".
+// model's opset is "unsupported op type '<Type>' at opset <N>"; a domain without a table is
+// "unsupported op domain '<domain>'".
 Status LowerNode(Context& c);
 
 // Lowers the nodes of g in order (the main graph or a subgraph of If/Loop/Scan); every

@@ -44,3 +44,14 @@ TEST_CASE("op types without a row, and near misses of real ones, find nothing") 
   CHECK(ox::FindLowering("Abs", 13) != nullptr);  // first row
   CHECK(ox::FindLowering("Xor", 13) != nullptr);  // last row
 }
+
+TEST_CASE("the optimizers are found in the training domain only") {
+  const ox::OpLowering* adam = ox::FindLowering("Adam", 1, ox::kTrainingDomain);
+  REQUIRE(adam != nullptr);
+  CHECK(std::string(adam->op_type) == "Adam");
+  CHECK(ox::FindLowering("Momentum", 1, ox::kTrainingDomain) != nullptr);
+  CHECK(ox::FindLowering("Adam", 13) == nullptr);                         // not a default-domain op
+  CHECK(ox::FindLowering("Add", 1, ox::kTrainingDomain) == nullptr);      // nor the reverse
+  CHECK(ox::FindLowering("Add", 13, "ai.onnx") == ox::FindLowering("Add", 13));
+  CHECK(ox::FindLowering("Add", 13, "com.example") == nullptr);
+}
