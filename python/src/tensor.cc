@@ -10,6 +10,7 @@
 #include "python/src/element_types.h"
 #include "python/src/errors.h"
 #include "python/src/foreign_buffer.h"
+#include "python/src/instance.h"
 
 namespace py = pybind11;
 
@@ -68,27 +69,39 @@ void DestroyCapsule(PyObject* capsule) {
   if (managed && managed->deleter) managed->deleter(managed);
 }
 
-py::tuple DlpackDevice(const Tensor& t) {
-  if (t.view->buffer().host_data()) return py::make_tuple(int(kDLCPU), 0);
-  std::string_view uri = t.device->uri();
-  size_t colon = uri.find(':');
-  int ordinal = colon == std::string_view::npos ? 0 : std::atoi(std::string(uri.substr(colon + 1)).c_str());
-  return py::make_tuple(int(kDLCUDA), ordinal);
+// Where a result's memory is, as DLPack names devices: host memory (the CPU driver, or a
+// host-visible buffer) is kDLCPU; a GPU's memory is kDLCUDA with the GPU's ordinal.
+DLDevice DlpackDeviceOf(const Tensor& t) {
+  if (t.view->buffer().host_data()) return {kDLCPU, 0};
+  const hal::Device::MemorySpace space = t.device->memory_space();
+  if (space.kind == hal::Device::MemorySpace::Kind::kGpu) return {kDLCUDA, space.ordinal};
+  RaiseIfError(Unimplemented("tensor ", t.view->ShapeString(), " on device '", t.device->uri(),
+                             "': its memory has no DLPack device; use .numpy()"));
+  return {};
 }
 
+py::tuple DlpackDevice(const Tensor& t) {
+  const DLDevice d = DlpackDeviceOf(t);
+  return py::make_tuple(int(d.device_type), d.device_id);
+}
+
+// The consumer's `stream` needs no event: the export waits on the host for the device's
+// pending work, after which any stream of the consumer may read the memory.
 py::capsule ToDlpack(const Tensor& t, py::object /*stream*/) {
-  uint8_t* data = t.view->buffer().host_data();
-  if (!data) {
+  const DLDevice device = DlpackDeviceOf(t);
+  const hal::Buffer& buffer = t.view->buffer();
+  const uint64_t address = buffer.host_data() ? reinterpret_cast<uintptr_t>(buffer.host_data())
+                                              : buffer.device_address();
+  if (address == 0 && t.view->byte_size() > 0) {
     RaiseIfError(Unimplemented("tensor ", t.view->ShapeString(), " on device '", t.device->uri(),
-                               "': DLPack export of device-only memory is not supported yet; "
-                               "use .numpy()"));
+                               "': its buffer has no address to export; use .numpy()"));
   }
   const ElementTypeInfo& info = InfoOf(*t.view);
   WaitForPendingWork(t);  // the consumer reads the memory directly
   auto* e = new Exported{t.view, t.view->dims(), {}};
   DLTensor& dl = e->managed.dl_tensor;
-  dl.data = data;
-  dl.device = {kDLCPU, 0};
+  dl.data = reinterpret_cast<void*>(address);
+  dl.device = device;
   dl.ndim = static_cast<int32_t>(e->shape.size());
   dl.dtype = {info.dlpack_code, info.bits, 1};
   dl.shape = e->shape.data();
@@ -133,11 +146,7 @@ bool IsAligned(const void* p, size_t n) { return n == 0 || reinterpret_cast<uint
 
 }  // namespace
 
-const Tensor* AsTensor(py::handle object) {
-  if (Py_TYPE(object.ptr()) != tensor_type_info->type) return nullptr;  // hexir.Tensor is final
-  auto* instance = reinterpret_cast<py::detail::instance*>(object.ptr());
-  return static_cast<const Tensor*>(instance->get_value_and_holder(tensor_type_info).value_ptr());
-}
+const Tensor* AsTensor(py::handle object) { return InstanceOf<const Tensor>(object, tensor_type_info); }
 
 py::object WrapTensor(Tensor tensor) {
   auto* owned = new Tensor(std::move(tensor));
@@ -162,29 +171,65 @@ vm::Ref<hal::BufferView> ViewFromArray(hal::Device& device, py::array array) {
   std::vector<int64_t> dims(array.shape(), array.shape() + array.ndim());
   const size_t bytes = static_cast<size_t>(array.nbytes());
   if (!UsesHostMemory(device)) return Upload(device, info->code, dims, array.data(), bytes);
-  auto* data = static_cast<uint8_t*>(const_cast<void*>(array.data()));
-  PyObject* owner = array.release().ptr();  // the buffer's reference
-  return MakeView(WrapForeignHostMemory(data, bytes, owner, ReleasePyObject), info->code,
-                  std::move(dims));
+  // The buffer takes over this reference to the array when the device accepts the memory.
+  StatusOr<vm::Ref<hal::Buffer>> buffer = WrapPythonOwnedMemory(
+      device, reinterpret_cast<uintptr_t>(array.data()), bytes, array.ptr(), ReleasePyObject);
+  RaiseIfError(buffer.status());
+  array.release();
+  return MakeView(std::move(*buffer), info->code, std::move(dims));
+}
+
+// DLPack device types whose memory the host can read.
+bool IsHostMemory(int32_t device_type) {
+  return device_type == kDLCPU || device_type == kDLCUDAHost;
+}
+
+// Refuses (before the producer hands its tensor over) memory `device` can neither use in
+// place nor copy: another GPU's, or a GPU's for a host-memory device (no driver here reads it).
+void CheckDlpackDeviceUsable(hal::Device& device, int32_t type, int32_t id) {
+  if (IsHostMemory(type)) return;
+  if (type == kDLCUDA) {
+    const hal::Device::MemorySpace space = device.memory_space();
+    if (space.kind == hal::Device::MemorySpace::Kind::kGpu && space.ordinal == id) return;
+    RaiseIfError(InvalidArgument("DLPack tensor on cuda:", id, " cannot be used by device '",
+                                 device.uri(), "' (it uses only memory of its own; move the "
+                                 "tensor there first, e.g. tensor.to('",
+                                 space.kind == hal::Device::MemorySpace::Kind::kGpu
+                                     ? StrCat("cuda:", space.ordinal)
+                                     : std::string("cpu"),
+                                 "'))"));
+  }
+  RaiseIfError(Unimplemented("DLPack tensor on device type ", type,
+                             ": only CPU and CUDA memory can be imported"));
 }
 
 vm::Ref<hal::BufferView> ViewFromDlpack(hal::Device& device, py::handle producer) {
-  py::object capsule = PyCapsule_IsValid(producer.ptr(), kCapsuleName)
-                           ? py::reinterpret_borrow<py::object>(producer)
-                           : producer.attr("__dlpack__")();
+  py::object capsule;
+  if (PyCapsule_IsValid(producer.ptr(), kCapsuleName)) {
+    capsule = py::reinterpret_borrow<py::object>(producer);
+  } else {
+    int32_t type = kDLCPU, id = 0;
+    if (py::hasattr(producer, "__dlpack_device__")) {
+      py::tuple where = producer.attr("__dlpack_device__")();
+      type = where[0].cast<int32_t>();
+      id = where[1].cast<int32_t>();
+    }
+    CheckDlpackDeviceUsable(device, type, id);
+    const uintptr_t queue = device.NativeQueueHandle();
+    // GPU memory: DLPack's `stream` makes our queue wait for the producer's pending work on
+    // its own stream (an event, no host wait).
+    capsule = type == kDLCUDA && queue != 0 ? producer.attr("__dlpack__")(py::arg("stream") = queue)
+                                            : producer.attr("__dlpack__")();
+  }
   auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), kCapsuleName));
   if (!managed) throw py::error_already_set();  // not a dltensor capsule, or already consumed
   const DLTensor& dl = managed->dl_tensor;
+  CheckDlpackDeviceUsable(device, dl.device.device_type, dl.device.device_id);
   std::vector<int64_t> dims(dl.shape, dl.shape + dl.ndim);
   const ElementTypeInfo* info = FindByDlpack(dl.dtype);
   if (!info) {
     RaiseIfError(InvalidArgument("DLPack dtype (code ", int(dl.dtype.code), ", ", int(dl.dtype.bits),
                                  " bits, ", dl.dtype.lanes, " lanes) has no Hexir element type"));
-  }
-  if (dl.device.device_type != kDLCPU && dl.device.device_type != kDLCUDAHost) {
-    RaiseIfError(Unimplemented("DLPack tensor on device type ", int(dl.device.device_type),
-                               " (", dl.device.device_type == kDLCUDA ? "CUDA" : "not host memory",
-                               "): only CPU memory can be imported so far; move it to the CPU first"));
   }
   if (dl.strides) {
     int64_t expected = 1;
@@ -200,8 +245,16 @@ vm::Ref<hal::BufferView> ViewFromDlpack(hal::Device& device, py::handle producer
   }
   uint8_t* data = static_cast<uint8_t*>(dl.data) + dl.byte_offset;
   const uint64_t bytes = ValueOrRaise(hal::ComputeByteSize(Span<const int64_t>(dims.data(), dims.size()), info->code));
+  const bool host_memory = IsHostMemory(dl.device.device_type);
+  const bool aligned = IsAligned(data, info->bits / 8);
+  if (!host_memory && !aligned) {
+    RaiseIfError(InvalidArgument("DLPack tensor of shape ",
+                                 hal::FormatShape(Span<const int64_t>(dims.data(), dims.size()), info->code),
+                                 " on cuda:", dl.device.device_id, " is not aligned to its ",
+                                 info->bits / 8, "-byte elements; make a copy first"));
+  }
   PyCapsule_SetName(capsule.ptr(), kUsedCapsuleName);  // the managed tensor is ours now
-  if (!UsesHostMemory(device) || !IsAligned(data, info->bits / 8)) {
+  if (host_memory && (!UsesHostMemory(device) || !aligned)) {
     vm::Ref<hal::BufferView> view;
     Status status;
     {
@@ -214,8 +267,14 @@ vm::Ref<hal::BufferView> ViewFromDlpack(hal::Device& device, py::handle producer
     RaiseIfError(status);
     return view;
   }
-  return MakeView(WrapForeignHostMemory(data, bytes, managed, ReleaseManagedTensor), info->code,
-                  std::move(dims));
+  // In place: host memory on a host-memory device, or this GPU's memory on this GPU.
+  StatusOr<vm::Ref<hal::Buffer>> buffer = WrapPythonOwnedMemory(
+      device, reinterpret_cast<uintptr_t>(data), bytes, managed, ReleaseManagedTensor);
+  if (!buffer.ok()) {
+    ReleaseManagedTensor(managed);
+    RaiseIfError(buffer.status());
+  }
+  return MakeView(std::move(*buffer), info->code, std::move(dims));
 }
 
 void BindTensor(py::module_& m) {
@@ -240,23 +299,34 @@ void BindTensor(py::module_& m) {
         return dtype.is_none() ? a : py::array(a.attr("astype")(dtype));
       }, py::arg("dtype") = py::none())
       .def("data_ptr", [](const Tensor& t) -> py::object {
-        uint8_t* p = t.view->buffer().host_data();
-        if (!p) return py::none();
-        return py::int_(reinterpret_cast<uintptr_t>(p));
-      }, "Host address of the data for host-memory tensors, else None.")
+        const hal::Buffer& b = t.view->buffer();
+        const uint64_t address = b.host_data() ? reinterpret_cast<uintptr_t>(b.host_data()) : b.device_address();
+        if (!address) return py::none();
+        return py::int_(address);
+      }, "Address of the data as torch's data_ptr() gives it: host memory's host address, "
+         "a GPU buffer's device address; None when the buffer has neither.")
       .def("__dlpack__", &ToDlpack, py::arg("stream") = py::none())
       .def("__dlpack_device__", &DlpackDevice)
       .def("__repr__", [](const Tensor& t) {
         return StrCat("hexir.Tensor(", t.view->ShapeString(), ", device='", t.device->uri(), "')");
       });
-  tensor_type_info = py::detail::get_type_info(typeid(Tensor));
+  tensor_type_info = RegisteredType<Tensor>();
 
   m.def("from_dlpack", [](py::handle producer) {
-        vm::Ref<hal::Device> device = ValueOrRaise(GetDevice("cpu"));
-        return Tensor{ViewFromDlpack(*device, producer), device};
+        std::string uri = "cpu";
+        if (!PyCapsule_IsValid(producer.ptr(), kCapsuleName) && py::hasattr(producer, "__dlpack_device__")) {
+          py::tuple where = producer.attr("__dlpack_device__")();
+          if (where[0].cast<int32_t>() == kDLCUDA) uri = StrCat("cuda:", where[1].cast<int32_t>());
+        }
+        auto device = [&] {
+          py::gil_scoped_release unlocked;
+          return GetDevice(uri);
+        }();
+        vm::Ref<hal::Device> d = ValueOrRaise(std::move(device));
+        return Tensor{ViewFromDlpack(*d, producer), d};
       }, py::arg("tensor"),
-      "Wraps a DLPack producer's CPU tensor (torch, NumPy, a capsule) as a hexir.Tensor "
-      "without a copy.");
+      "Wraps a DLPack producer's tensor (torch, NumPy, a capsule) as a hexir.Tensor without a "
+      "copy: CPU memory on the 'cpu' device, CUDA memory of GPU N on 'cuda:N'.");
 }
 
 }  // namespace hexir::python
