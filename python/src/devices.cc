@@ -6,7 +6,7 @@
 
 #include "hal/topology.h"
 #include "python/src/errors.h"
-#include "python/src/instance.h"
+#include "python/src/fast_path.h"
 #include "python/src/tensor.h"
 
 namespace py = pybind11;
@@ -46,13 +46,10 @@ PyObject* WaitIdleMethod(PyObject* self, PyObject* /*unused*/) {
   Py_BEGIN_ALLOW_THREADS
   status = handle->device->WaitIdle();
   Py_END_ALLOW_THREADS
-  if (status.ok()) Py_RETURN_NONE;
-  try {
+  return CallGuarded([&] {
     RaiseIfError(status);
-  } catch (py::error_already_set& e) {
-    e.restore();
-  }
-  return nullptr;
+    return py::none();
+  });
 }
 
 PyMethodDef wait_idle_method = {"wait_idle", WaitIdleMethod, METH_NOARGS,
@@ -87,8 +84,8 @@ void BindDevices(py::module_& m) {
            "The device's counters (hal/stats.h) as a dict: buffers_live, dispatches_executed, ...")
       .def("put", [](const DeviceHandle& d, py::handle value) {
              if (IsDlpackProducer(value) && !py::isinstance<py::array>(value))
-               return Tensor{ViewFromDlpack(*d.device, value), d.device};
-             return Tensor{ViewFromArray(*d.device, py::module_::import("numpy").attr("asarray")(value)), d.device};
+               return WrapTensor(Tensor{ViewFromDlpack(*d.device, value), d.device});
+             return WrapTensor(Tensor{ViewFromArray(*d.device, py::module_::import("numpy").attr("asarray")(value)), d.device});
            }, py::arg("value"),
            "A tensor on this device from a NumPy array, a DLPack producer or anything numpy.asarray "
            "takes (zero copy for host memory on the CPU).")

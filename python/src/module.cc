@@ -17,7 +17,7 @@
 #include "python/src/devices.h"
 #include "python/src/errors.h"
 #include "python/src/foreign_buffer.h"
-#include "python/src/instance.h"
+#include "python/src/fast_path.h"
 #include "vm/module.h"
 
 namespace py = pybind11;
@@ -244,16 +244,7 @@ PyObject* CallFunctionSlot(PyObject* self, PyObject* args, PyObject* kwargs) {
     PyErr_SetString(PyExc_TypeError, "hexir.Function.__call__ needs a hexir.Function");
     return nullptr;
   }
-  try {
-    return function->Call(py::reinterpret_borrow<py::args>(args)).release().ptr();
-  } catch (py::error_already_set& e) {
-    e.restore();
-  } catch (py::builtin_exception& e) {
-    e.set_error();
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
-  }
-  return nullptr;
+  return CallGuarded([&] { return function->Call(py::reinterpret_borrow<py::args>(args)); });
 }
 
 Module Load(py::object source, py::object devices, int cpu_threads) {

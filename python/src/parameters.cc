@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "python/src/errors.h"
-#include "python/src/instance.h"
+#include "python/src/fast_path.h"
 #include "tools/common/llama_parameters.h"
 #include "tools/common/parameter_file.h"
 

@@ -10,7 +10,7 @@
 #include "python/src/element_types.h"
 #include "python/src/errors.h"
 #include "python/src/foreign_buffer.h"
-#include "python/src/instance.h"
+#include "python/src/fast_path.h"
 
 namespace py = pybind11;
 
@@ -139,19 +139,32 @@ vm::Ref<hal::BufferView> Upload(hal::Device& device, int32_t code, const std::ve
   return ValueOrRaise(std::move(view));
 }
 
-// Set once by BindTensor: pybind11's record of hexir.Tensor.
-const py::detail::type_info* tensor_type_info = nullptr;
+// hexir.Tensor is a plain CPython type holding the Tensor inline: a call's result is made
+// and freed without pybind11's instance registry (a hash-map insert and erase per object,
+// a third of the binding's per-call cost before).
+struct TensorObject {
+  PyObject_HEAD
+  Tensor tensor;
+};
+
+PyTypeObject* tensor_type = nullptr;  // set once by BindTensor
+
+const Tensor& Self(PyObject* self) { return reinterpret_cast<TensorObject*>(self)->tensor; }
 
 bool IsAligned(const void* p, size_t n) { return n == 0 || reinterpret_cast<uintptr_t>(p) % n == 0; }
 
 }  // namespace
 
-const Tensor* AsTensor(py::handle object) { return InstanceOf<const Tensor>(object, tensor_type_info); }
+const Tensor* AsTensor(py::handle object) {
+  if (Py_TYPE(object.ptr()) != tensor_type) return nullptr;  // hexir.Tensor is final
+  return &Self(object.ptr());
+}
 
 py::object WrapTensor(Tensor tensor) {
-  auto* owned = new Tensor(std::move(tensor));
-  return py::reinterpret_steal<py::object>(py::detail::type_caster_generic::cast(
-      owned, py::return_value_policy::take_ownership, py::handle(), tensor_type_info, nullptr, nullptr));
+  PyObject* object = tensor_type->tp_alloc(tensor_type, 0);
+  if (object == nullptr) throw py::error_already_set();
+  new (&reinterpret_cast<TensorObject*>(object)->tensor) Tensor(std::move(tensor));
+  return py::reinterpret_steal<py::object>(object);
 }
 
 bool IsDlpackProducer(py::handle object) {
@@ -277,40 +290,132 @@ vm::Ref<hal::BufferView> ViewFromDlpack(hal::Device& device, py::handle producer
   return MakeView(std::move(*buffer), info->code, std::move(dims));
 }
 
+namespace {
+
+void DeallocTensor(PyObject* self) {
+  PyTypeObject* type = Py_TYPE(self);
+  reinterpret_cast<TensorObject*>(self)->tensor.~Tensor();
+  type->tp_free(self);
+  Py_DECREF(type);  // instances of a heap type hold a reference to it
+}
+
+PyObject* TensorShape(PyObject* self, void*) {
+  return CallGuarded([&] {
+    const hal::BufferView& v = *Self(self).view;
+    py::tuple shape(v.rank());
+    for (size_t i = 0; i < v.rank(); ++i) shape[i] = v.dim(i);
+    return py::object(std::move(shape));
+  });
+}
+
+PyObject* TensorDtype(PyObject* self, void*) {
+  return CallGuarded([&]() -> py::object {
+    const ElementTypeInfo& info = InfoOf(*Self(self).view);
+    if (info.code == static_cast<int32_t>(hal::ElementType::kBF16)) return py::str("bfloat16");
+    return py::dtype(std::string(info.numpy_name));
+  });
+}
+
+PyObject* TensorDevice(PyObject* self, void*) {
+  return CallGuarded([&] { return py::cast(DeviceHandle{Self(self).device}); });
+}
+
+PyObject* TensorNbytes(PyObject* self, void*) {
+  return CallGuarded([&] { return py::object(py::int_(Self(self).view->byte_size())); });
+}
+
+PyObject* TensorNumpy(PyObject* self, PyObject*) {
+  return CallGuarded([&] { return py::object(ToNumpy(Self(self))); });
+}
+
+// numpy.asarray(t, dtype) (NumPy 2 also passes copy=: a new array is made either way).
+PyObject* TensorArray(PyObject* self, PyObject* args, PyObject* kwargs) {
+  static const char* names[] = {"dtype", "copy", nullptr};
+  PyObject* dtype = Py_None;
+  PyObject* copy = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO:__array__", const_cast<char**>(names), &dtype, &copy))
+    return nullptr;
+  return CallGuarded([&] {
+    py::array a = ToNumpy(Self(self));
+    return dtype == Py_None ? py::object(std::move(a)) : a.attr("astype")(py::handle(dtype));
+  });
+}
+
+PyObject* TensorDataPtr(PyObject* self, PyObject*) {
+  const hal::Buffer& b = Self(self).view->buffer();
+  const uint64_t address = b.host_data() ? reinterpret_cast<uintptr_t>(b.host_data()) : b.device_address();
+  if (!address) Py_RETURN_NONE;
+  return PyLong_FromUnsignedLongLong(address);
+}
+
+// __dlpack__(stream=None, max_version=None, dl_device=None, copy=None): newer consumers pass
+// the last three; the legacy (unversioned) capsule is the answer DLPack allows then.
+PyObject* TensorDlpack(PyObject* self, PyObject* args, PyObject* kwargs) {
+  static const char* names[] = {"stream", "max_version", "dl_device", "copy", nullptr};
+  PyObject* stream = Py_None;
+  PyObject* ignored[3] = {Py_None, Py_None, Py_None};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$OOO:__dlpack__", const_cast<char**>(names),
+                                   &stream, &ignored[0], &ignored[1], &ignored[2]))
+    return nullptr;
+  return CallGuarded([&] {
+    return py::object(ToDlpack(Self(self), py::reinterpret_borrow<py::object>(stream)));
+  });
+}
+
+PyObject* TensorDlpackDevice(PyObject* self, PyObject*) {
+  return CallGuarded([&] { return py::object(DlpackDevice(Self(self))); });
+}
+
+PyObject* TensorRepr(PyObject* self) {
+  const Tensor& t = Self(self);
+  const std::string text = StrCat("hexir.Tensor(", t.view->ShapeString(), ", device='", t.device->uri(), "')");
+  return PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size()));
+}
+
+PyGetSetDef tensor_getset[] = {
+    {"shape", TensorShape, nullptr, "Dimensions (a tuple of ints).", nullptr},
+    {"dtype", TensorDtype, nullptr, "numpy.dtype of the elements ('bfloat16', a string, for bf16).", nullptr},
+    {"device", TensorDevice, nullptr, "The hexir.Device holding the data.", nullptr},
+    {"nbytes", TensorNbytes, nullptr, "Size of the data in bytes.", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+PyMethodDef tensor_methods[] = {
+    {"numpy", TensorNumpy, METH_NOARGS, "Copies the tensor into a new NumPy array (waits for its producer)."},
+    {"__array__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(TensorArray)),
+     METH_VARARGS | METH_KEYWORDS, "numpy.asarray(tensor): a copy (waits for its producer)."},
+    {"data_ptr", TensorDataPtr, METH_NOARGS,
+     "Address of the data as torch's data_ptr() gives it: host memory's host address, a GPU "
+     "buffer's device address; None when the buffer has neither."},
+    {"__dlpack__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(TensorDlpack)),
+     METH_VARARGS | METH_KEYWORDS, "A DLPack capsule of the data (waits for the device first)."},
+    {"__dlpack_device__", TensorDlpackDevice, METH_NOARGS, "(DLPack device type, device id)."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyType_Slot tensor_slots[] = {
+    {Py_tp_dealloc, reinterpret_cast<void*>(DeallocTensor)},
+    {Py_tp_repr, reinterpret_cast<void*>(TensorRepr)},
+    {Py_tp_getset, tensor_getset},
+    {Py_tp_methods, tensor_methods},
+    {Py_tp_doc, const_cast<char*>("A tensor on a device (a function's result). It stays on the device "
+                                  "until read: numpy(), numpy.from_dlpack(t), torch.from_dlpack(t).")},
+    {0, nullptr},
+};
+
+PyType_Spec tensor_spec = {
+    "hexir._runtime.Tensor", sizeof(TensorObject), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,  // final; made by calls only
+    tensor_slots,
+};
+
+}  // namespace
+
 void BindTensor(py::module_& m) {
-  py::class_<Tensor>(m, "Tensor", py::is_final(),
-                     "A tensor on a device (a function's result). It stays on the device until "
-                     "read: numpy(), numpy.from_dlpack(t), torch.from_dlpack(t).")
-      .def_property_readonly("shape", [](const Tensor& t) {
-        py::tuple shape(t.view->rank());
-        for (size_t i = 0; i < t.view->rank(); ++i) shape[i] = t.view->dim(i);
-        return shape;
-      })
-      .def_property_readonly("dtype", [](const Tensor& t) -> py::object {
-        const ElementTypeInfo& info = InfoOf(*t.view);
-        if (info.code == static_cast<int32_t>(hal::ElementType::kBF16)) return py::str("bfloat16");
-        return py::dtype(std::string(info.numpy_name));
-      }, "numpy.dtype of the elements ('bfloat16', a string, for bf16)")
-      .def_property_readonly("device", [](const Tensor& t) { return DeviceHandle{t.device}; })
-      .def_property_readonly("nbytes", [](const Tensor& t) { return t.view->byte_size(); })
-      .def("numpy", &ToNumpy, "Copies the tensor into a new NumPy array (waits for its producer).")
-      .def("__array__", [](const Tensor& t, py::object dtype) {
-        py::array a = ToNumpy(t);
-        return dtype.is_none() ? a : py::array(a.attr("astype")(dtype));
-      }, py::arg("dtype") = py::none())
-      .def("data_ptr", [](const Tensor& t) -> py::object {
-        const hal::Buffer& b = t.view->buffer();
-        const uint64_t address = b.host_data() ? reinterpret_cast<uintptr_t>(b.host_data()) : b.device_address();
-        if (!address) return py::none();
-        return py::int_(address);
-      }, "Address of the data as torch's data_ptr() gives it: host memory's host address, "
-         "a GPU buffer's device address; None when the buffer has neither.")
-      .def("__dlpack__", &ToDlpack, py::arg("stream") = py::none())
-      .def("__dlpack_device__", &DlpackDevice)
-      .def("__repr__", [](const Tensor& t) {
-        return StrCat("hexir.Tensor(", t.view->ShapeString(), ", device='", t.device->uri(), "')");
-      });
-  tensor_type_info = RegisteredType<Tensor>();
+  py::object type = py::reinterpret_steal<py::object>(PyType_FromSpec(&tensor_spec));
+  if (!type) throw py::error_already_set();
+  tensor_type = reinterpret_cast<PyTypeObject*>(type.ptr());
+  m.attr("Tensor") = type;  // the module keeps the type alive
 
   m.def("from_dlpack", [](py::handle producer) {
         std::string uri = "cpu";
@@ -323,7 +428,7 @@ void BindTensor(py::module_& m) {
           return GetDevice(uri);
         }();
         vm::Ref<hal::Device> d = ValueOrRaise(std::move(device));
-        return Tensor{ViewFromDlpack(*d, producer), d};
+        return WrapTensor(Tensor{ViewFromDlpack(*d, producer), d});
       }, py::arg("tensor"),
       "Wraps a DLPack producer's tensor (torch, NumPy, a capsule) as a hexir.Tensor without a "
       "copy: CPU memory on the 'cpu' device, CUDA memory of GPU N on 'cuda:N'.");
