@@ -36,6 +36,9 @@ class Buffer : public vm::RefObject {
   uint32_t memory_types() const { return memory_types_; }
   // Host pointer to byte 0 when host-visible, else nullptr.
   virtual uint8_t* host_data() const = 0;
+  // The address of byte 0 as the device's kernels see it (host memory: host_data(); CUDA:
+  // the CUdeviceptr), for handing the memory to another framework (DLPack). 0: none.
+  virtual uint64_t device_address() const { return reinterpret_cast<uintptr_t>(host_data()); }
 
  protected:
   Buffer(uint64_t byte_size, uint32_t memory_types, std::shared_ptr<DeviceCounters> counters);

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -198,6 +199,22 @@ class Device : public vm::RefObject {
   // Unimplemented naming the device.
   virtual StatusOr<std::vector<vm::Ref<Channel>>> CreateGroupChannels(
       const std::vector<Device*>& group);
+
+  // ---- memory owned elsewhere (DLPack: a framework's tensors) --------------------------------
+  // A buffer over `byte_size` bytes at `address` that someone else allocated and keeps alive
+  // until `release` runs: host memory on a host-memory device (memory_space() kHost), memory
+  // of this GPU's context on CUDA (checked: an address of another GPU or of no GPU is refused
+  // by name). `release` runs once, on whichever thread drops the buffer's last reference; a
+  // queued submission holds its buffers until it has completed, so by then no queued work
+  // uses the memory. Not counted in stats() (the memory is not the device's). On an error
+  // `release` is not called. Default: host memory for host-memory devices, else
+  // Unimplemented naming the device.
+  virtual StatusOr<vm::Ref<Buffer>> WrapExternalMemory(uint64_t address, uint64_t byte_size,
+                                                       std::function<void()> release);
+  // The native handle of the device's queue, for a framework that orders its own work
+  // against it (DLPack's `stream`): CUDA's CUstream; 0 for devices whose work is ordered by
+  // host waits only (CPU).
+  virtual uintptr_t NativeQueueHandle() const { return 0; }
 
   // Returns cached pool memory to the system (no effect on live buffers; stats().
   // pool_bytes_cached drops to 0). Default: nothing to trim.

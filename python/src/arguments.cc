@@ -35,7 +35,7 @@ vm::Ref<hal::BufferView> ViewOfTensor(const Tensor& t, hal::Device& device) {
     RaiseIfError(idle);
     return t.view;
   }
-  py::array host = py::module_::import("numpy").attr("asarray")(py::cast(t));
+  py::array host = py::module_::import("numpy").attr("asarray")(WrapTensor(t));
   return ViewFromArray(device, host);
 }
 

@@ -10,20 +10,6 @@
 namespace hexir::python {
 namespace {
 
-class ForeignHostBuffer final : public hal::Buffer {
- public:
-  ForeignHostBuffer(uint8_t* data, uint64_t byte_size, void* owner, ReleaseOwner release)
-      : Buffer(byte_size, hal::kMemoryDeviceLocal | hal::kMemoryHostVisible, nullptr),
-        data_(data), owner_(owner), release_(release) {}
-  ~ForeignHostBuffer() override { ReleaseUnderGil(owner_, release_); }
-  uint8_t* host_data() const override { return data_; }
-
- private:
-  uint8_t* data_;
-  void* owner_;
-  ReleaseOwner release_;
-};
-
 struct Deferred {
   std::mutex mu;
   std::vector<std::pair<void*, ReleaseOwner>> items;
@@ -45,9 +31,11 @@ int RunDeferredFromPendingCall(void*) {
 
 }  // namespace
 
-vm::Ref<hal::Buffer> WrapForeignHostMemory(uint8_t* data, uint64_t byte_size, void* owner,
-                                           ReleaseOwner release) {
-  return vm::Ref<hal::Buffer>::Adopt(new ForeignHostBuffer(data, byte_size, owner, release));
+StatusOr<vm::Ref<hal::Buffer>> WrapPythonOwnedMemory(hal::Device& device, uint64_t address,
+                                                     uint64_t byte_size, void* owner,
+                                                     ReleaseOwner release) {
+  return device.WrapExternalMemory(address, byte_size,
+                                   [owner, release] { ReleaseUnderGil(owner, release); });
 }
 
 void ReleaseUnderGil(void* owner, ReleaseOwner release) {

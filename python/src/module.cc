@@ -17,6 +17,7 @@
 #include "python/src/devices.h"
 #include "python/src/errors.h"
 #include "python/src/foreign_buffer.h"
+#include "python/src/fast_path.h"
 #include "vm/module.h"
 
 namespace py = pybind11;
@@ -227,6 +228,25 @@ class Module {
   std::map<std::string, Function> functions_;
 };
 
+// Set once by BindModule.
+const py::detail::type_info* function_type = nullptr;
+
+// Function.__call__ as the type's tp_call slot: a call skips pybind11's dispatcher (overload
+// resolution, casting `self` and packing py::args), the largest part of the binding's
+// per-call cost (python/README.md "Speed").
+PyObject* CallFunctionSlot(PyObject* self, PyObject* args, PyObject* kwargs) {
+  if (kwargs != nullptr && PyDict_GET_SIZE(kwargs) > 0) {
+    PyErr_SetString(PyExc_TypeError, "hexir.Function takes positional arguments only");
+    return nullptr;
+  }
+  Function* function = InstanceOf<Function>(self, function_type);
+  if (function == nullptr) {
+    PyErr_SetString(PyExc_TypeError, "hexir.Function.__call__ needs a hexir.Function");
+    return nullptr;
+  }
+  return CallGuarded([&] { return function->Call(py::reinterpret_borrow<py::args>(args)); });
+}
+
 Module Load(py::object source, py::object devices, int cpu_threads) {
   std::vector<std::string> uris;
   if (py::isinstance<py::str>(devices)) {
@@ -272,13 +292,15 @@ void BindModule(py::module_& m) {
       .def("result", &Future::result, py::arg("timeout") = py::none(),
            "The call's results (tensors stay on the device until read); raises its error.");
 
-  py::class_<Function>(m, "Function", "An exported function of a loaded module.")
-      .def("__call__", &Function::Call)
-      .def("async_", &Function::CallAsync,
+  py::class_<Function> function(m, "Function", py::is_final(),
+                                "An exported function of a loaded module.");
+  function.def("async_", &Function::CallAsync,
            "Queues the call on the module's worker thread; returns a hexir.Future.")
       .def_property_readonly("name", [](const Function& f) { return f.abi().function.name; })
       .def_property_readonly("signature", [](const Function& f) { return f.abi().Describe(); })
       .def("__repr__", [](const Function& f) { return "hexir.Function(" + f.abi().Describe() + ")"; });
+  function_type = RegisteredType<Function>();
+  reinterpret_cast<PyTypeObject*>(function.ptr())->tp_call = CallFunctionSlot;
 
   py::class_<Module>(m, "Module", "A compiled module loaded on a device.")
       .def("__getitem__", &Module::Get)

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "python/src/errors.h"
+#include "python/src/fast_path.h"
 #include "tools/common/llama_parameters.h"
 #include "tools/common/parameter_file.h"
 
@@ -64,10 +65,12 @@ class Parameters {
   std::map<std::pair<hal::Device*, int32_t>, Uploaded> uploaded_;
 };
 
-Parameters* AsParameters(py::handle object) {
-  if (!py::isinstance<Parameters>(object)) return nullptr;
-  return &object.cast<Parameters&>();
-}
+namespace {
+// Set once by BindParametersType.
+const py::detail::type_info* parameters_type = nullptr;
+}  // namespace
+
+Parameters* AsParameters(py::handle object) { return InstanceOf<Parameters>(object, parameters_type); }
 
 std::vector<vm::Ref<hal::BufferView>> BindParameters(Parameters& parameters, hal::Device& device,
                                                      const std::vector<tools::AbiType>& args,
@@ -80,7 +83,7 @@ std::vector<vm::Ref<hal::BufferView>> BindParameters(Parameters& parameters, hal
 }
 
 void BindParametersType(py::module_& m) {
-  py::class_<Parameters>(m, "Parameters",
+  py::class_<Parameters>(m, "Parameters", py::is_final(),
                          "The weights of a llama2.c (.bin) or GGUF (.gguf) checkpoint, or an ONNX "
                          "model's parameter file (import_model(..., parameters=PATH)), mapped once "
                          "and uploaded once per device; pass it as the last argument of a call "
@@ -129,6 +132,7 @@ void BindParametersType(py::module_& m) {
       .def("__repr__", [](Parameters& p) {
         return StrCat("hexir.Parameters('", p.path(), "', ", p.size(), " tensors)");
       });
+  parameters_type = RegisteredType<Parameters>();
 }
 
 }  // namespace hexir::python

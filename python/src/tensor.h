@@ -32,8 +32,9 @@ vm::Ref<hal::BufferView> ViewFromDlpack(hal::Device& device, pybind11::handle pr
 // True for objects ViewFromDlpack accepts.
 bool IsDlpackProducer(pybind11::handle object);
 
-// The Tensor inside a hexir.Tensor object, or nullptr for any other object. Cheaper than
-// py::isinstance + cast (no type-map lookups): arguments are checked on every call.
+// The Tensor inside a hexir.Tensor object, or nullptr for any other object (one type
+// compare: arguments are checked on every call). hexir.Tensor is a plain CPython type, not
+// a pybind11 class: pybind11 cannot cast a Tensor; go through these two functions.
 const Tensor* AsTensor(pybind11::handle object);
 // A new hexir.Tensor object owning `tensor` (the per-call result path).
 pybind11::object WrapTensor(Tensor tensor);

@@ -79,8 +79,27 @@ def test_modules_loaded_from_a_path_and_from_bytes_compute_the_same(tmp_path, ml
     assert from_file.closed
 
 
-def test_devices_lists_the_cpu_with_its_driver():
+def test_devices_lists_the_cpu_with_its_driver_memory_and_links():
     found = hexir.devices()
-    assert {"uri": "cpu", "driver": "cpu", "host_memory": True} in found
-    assert all(set(d) == {"uri", "driver", "host_memory"} for d in found)
+    cpu = next(d for d in found if d["uri"] == "cpu")
+    assert cpu["driver"] == "cpu" and cpu["host_memory"] and cpu["memory"] == "host"
+    assert all(set(d) == {"uri", "driver", "host_memory", "memory", "links"} for d in found)
+    assert all(len(d["links"]) == len(found) - 1 for d in found)
     assert hexir.device("cpu").uri == "cpu"
+
+
+def test_devices_describes_every_pair_and_measures_copies_when_asked():
+    found = hexir.devices(["cpu", "cpu:threads=1"], measure_bytes=1 << 20)
+    assert [d["uri"] for d in found] == ["cpu", "cpu:threads=1"]
+    (to_second,), (to_first,) = found[0]["links"], found[1]["links"]
+    assert to_second["to"] == "cpu:threads=1" and to_first["to"] == "cpu"
+    for link in (to_second, to_first):
+        assert link["link"] == "host memory"
+        assert link["shared_memory"] and not link["peer_access"]
+        assert link["gbps"] > 0
+    assert "gbps" not in hexir.devices(["cpu", "cpu:threads=1"])[0]["links"][0]
+
+
+def test_devices_of_an_absent_uri_names_it():
+    with pytest.raises(hexir.Error, match="device 'tpu:0'"):
+        hexir.devices(["cpu", "tpu:0"])

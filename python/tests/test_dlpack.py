@@ -67,3 +67,62 @@ def test_bfloat16_tensors_travel_through_dlpack_but_not_numpy():
     assert torch.equal(torch.from_dlpack(y), x)
     with pytest.raises(hexir.Error, match="NumPy has no bfloat16 dtype"):
         y.numpy()
+
+
+class CudaTensorStandIn:
+    """A DLPack producer that says its tensor is on cuda:0 and must not be handed over."""
+
+    handed_over = False
+
+    def __dlpack_device__(self):
+        return (2, 0)  # kDLCUDA, GPU 0
+
+    def __dlpack__(self, stream=None):
+        CudaTensorStandIn.handed_over = True
+        raise AssertionError("the tensor was asked for although the device cannot use it")
+
+
+def test_gpu_memory_passed_to_a_cpu_device_is_refused_before_it_is_handed_over(abi):
+    with pytest.raises(hexir.Error, match=r"DLPack tensor on cuda:0 cannot be used by device 'cpu' "
+                                          r"\(it uses only memory of its own; move the tensor there "
+                                          r"first, e\.g\. tensor\.to\('cpu'\)\)") as error:
+        abi.scale(CudaTensorStandIn(), 2.0)
+    assert error.value.code == "invalid_argument"
+    assert not CudaTensorStandIn.handed_over
+
+
+def test_a_result_in_host_memory_is_a_dlpack_cpu_tensor(abi):
+    y = abi.scale(np.arange(4, dtype=np.float32), 3.0)
+    assert y.__dlpack_device__() == (1, 0)  # kDLCPU
+
+
+def test_an_input_lent_without_a_copy_is_given_back_when_its_results_are_gone(abi):
+    import gc
+    import sys
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    before = sys.getrefcount(x)
+    y = abi.identity(x)
+    assert sys.getrefcount(x) == before + 1  # the result's buffer holds the array
+    del y
+    gc.collect()
+    assert sys.getrefcount(x) == before
+
+
+def _cuda_usable():
+    return torch.cuda.is_available() and any(d["driver"] == "cuda" for d in hexir.devices())
+
+
+@pytest.mark.skipif(not _cuda_usable(), reason="HEXIR_SKIPPED: no CUDA device for torch and hexir")
+def test_torch_cuda_tensors_pass_both_ways_without_a_copy():
+    m = hexir.load(hexir.compile(
+        "func.func @same(%x: tensor<8xf32>) -> tensor<8xf32> { return %x : tensor<8xf32> }",
+        targets=["cuda"]), devices=["cuda:0"])
+    x = torch.arange(8, dtype=torch.float32, device="cuda:0")
+    y = m.same(x)  # the result is the argument's buffer: torch's memory, used in place
+    assert y.__dlpack_device__() == (2, 0)
+    assert y.data_ptr() == x.data_ptr()
+    t = torch.from_dlpack(y)
+    assert t.device == x.device and t.data_ptr() == x.data_ptr()
+    assert torch.equal(t, x)
+    z = hexir.from_dlpack(x)
+    assert z.device.uri == "cuda:0" and z.data_ptr() == x.data_ptr()

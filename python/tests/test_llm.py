@@ -1,6 +1,9 @@
 """hexir.Parameters and hexir.generate with stories260K (llama2.c) against the golden ids of
-an independent PyTorch reference (tests/llm/stories260K_greedy_ids.txt)."""
+an independent PyTorch reference (tests/llm/stories260K_greedy_ids.txt), and with a Hugging
+Face safetensors folder against tests/llm/hf_llama.py's NumPy reference."""
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -88,3 +91,29 @@ def test_bad_sampler_settings_are_refused_by_name(stories):
         hexir.generate(module, parameters, temperature=0.5, top_p=1.5)
     with pytest.raises(hexir.Error, match=r"repeat-last-n 65 must be in \[0, 64\]"):
         hexir.generate(module, parameters, stream=True, repeat_last_n=65)
+
+
+HF_WRITER = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "llm", "hf_llama.py")
+HF_PROMPT = (72, 101, 289, 111)
+
+
+@pytest.fixture(scope="module")
+def hf_folder(tmp_path_factory):
+    """A random LlamaForCausalLM folder (config.json + model.safetensors), as hf_test.sh's f32."""
+    folder = tmp_path_factory.mktemp("hf") / "f32"
+    subprocess.run([sys.executable, HF_WRITER, "write", str(folder), "--dtype", "f32", "--heads", "4",
+                    "--kv-heads", "2", "--theta", "500000", "--seed", "4"], check=True)
+    return folder
+
+
+def test_a_safetensors_folder_imports_binds_and_generates_the_numpy_reference_ids(hf_folder):
+    want = subprocess.run([sys.executable, HF_WRITER, "generate", str(hf_folder), "--prompt-ids",
+                           ",".join(map(str, HF_PROMPT)), "--steps", "20"],
+                          check=True, capture_output=True, text=True).stdout.split()
+    module = hexir.load(hexir.compile(hexir.import_model(hf_folder)))
+    parameters = hexir.Parameters(hf_folder)
+    assert parameters.config["vocab_size"] == 316 and parameters.config["n_kv_heads"] == 2
+    assert "layer0.wq" in parameters.names
+    got = list(hexir.generate(module, parameters, prompt_ids=HF_PROMPT, max_tokens=20))
+    assert want[0] == "ids:" and len(want) == 21  # 20 ids: the seed runs every step
+    assert got == [int(t) for t in want[1:]]

@@ -57,6 +57,10 @@ Status CudaShared::MakeCurrent() const {
 }
 
 CudaBuffer::~CudaBuffer() {
+  if (external_release_) {  // every submission holding this buffer has completed
+    external_release_();
+    return;
+  }
   if (!shared_->MakeCurrent().ok()) return;
   if (host_) {
     if (host_class_bytes_ == 0 || !shared_->host_pool.Give(host_, host_class_bytes_))
@@ -196,6 +200,9 @@ class CudaDevice final : public Device {
   }
 
   StatusOr<vm::Ref<Buffer>> AllocateBuffer(uint64_t byte_size, uint32_t memory_types) override;
+  StatusOr<vm::Ref<Buffer>> WrapExternalMemory(uint64_t address, uint64_t byte_size,
+                                               std::function<void()> release) override;
+  uintptr_t NativeQueueHandle() const override { return reinterpret_cast<uintptr_t>(shared_->stream); }
   StatusOr<vm::Ref<Buffer>> QueueAlloca(const std::vector<SemaphoreValue>& waits,
                                         const std::vector<SemaphoreValue>& signals,
                                         uint64_t byte_size, uint32_t memory_types) override;
@@ -407,6 +414,32 @@ StatusOr<vm::Ref<Buffer>> CudaDevice::AllocateBuffer(uint64_t byte_size, uint32_
   uint32_t types = host ? kMemoryHostVisible | (memory_types & kMemoryUniform) : kMemoryDeviceLocal;
   return vm::Ref<Buffer>::Adopt(
       new CudaBuffer(byte_size, types, counters(), shared_, ptr, host_ptr, class_bytes));
+}
+
+// Device memory a framework allocated (a DLPack tensor) on this GPU: CUDA's unified
+// addressing tells which GPU an address belongs to, so memory of another GPU (or host
+// memory, or a stale pointer) is refused here instead of faulting in a kernel.
+StatusOr<vm::Ref<Buffer>> CudaDevice::WrapExternalMemory(uint64_t address, uint64_t byte_size,
+                                                         std::function<void()> release) {
+  HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
+  if (byte_size > 0) {
+    int ordinal = -1;
+    CUresult r = api_.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                            static_cast<CUdeviceptr>(address));
+    if (r != CUDA_SUCCESS) {
+      return CudaStatus(api_, r, StrCat("external memory at 0x", std::hex, address, std::dec,
+                                        " (", byte_size, " bytes) for ", uri_,
+                                        ": not memory of a CUDA device"));
+    }
+    if (ordinal != shared_->ordinal) {
+      return InvalidArgument("external memory at 0x", std::hex, address, std::dec, " (",
+                             byte_size, " bytes) belongs to cuda:", ordinal, ", not ", uri_);
+    }
+  }
+  auto* buffer = new CudaBuffer(byte_size, kMemoryDeviceLocal, nullptr, shared_,
+                                static_cast<CUdeviceptr>(address), nullptr);
+  buffer->SetExternalRelease(std::move(release));
+  return vm::Ref<Buffer>::Adopt(buffer);
 }
 
 // Without semaphores, queue alloca/dealloca need no submission (no event, no completion-thread

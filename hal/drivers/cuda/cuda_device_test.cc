@@ -762,6 +762,42 @@ TEST_CASE("cuda/host_visible_buffers") {
   REQUIRE(Download<uint32_t>(d, *big, n) == v);
 }
 
+// The DLPack import path (python/): a framework's device memory used in place by a dispatch,
+// its owner released only after that work, and memory that is not this GPU's refused by name.
+TEST_CASE("cuda/external_device_memory_is_used_in_place_and_released_after_its_work") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  auto exe = Load(d, CubinView({"affine_i32"}));
+  auto owner = Alloc(d, 16);  // stands in for a torch tensor's memory
+  Upload(d, *owner, std::vector<int32_t>{1, -1, 7, 0});
+  REQUIRE(d.WaitIdle().ok());
+  const uint64_t live = d.stats().buffers_live;
+  int releases = 0;
+  {
+    auto wrapped = d.WrapExternalMemory(owner->device_address(), 16, [&] { ++releases; });
+    INFO(wrapped.status().ToString());
+    REQUIRE(wrapped.ok());
+    REQUIRE((*wrapped)->device_address() == owner->device_address());
+    REQUIRE(d.stats().buffers_live == live);
+    auto cb = *d.CreateCommandBuffer();
+    REQUIRE(cb->Dispatch(exe, 0, {4, 1, 1}, {BufferRef::Whole(*wrapped)}, {4, 3, 0}).ok());
+    REQUIRE(cb->Finalize().ok());
+    Run(d, cb);
+  }
+  REQUIRE(d.WaitIdle().ok());
+  REQUIRE(releases == 1);
+  REQUIRE(Download<int32_t>(d, *owner, 4) == std::vector<int32_t>{3, -3, 21, 0});
+  REQUIRE(d.NativeQueueHandle() != 0);
+
+  int32_t host_value = 0;
+  auto refused = d.WrapExternalMemory(reinterpret_cast<uintptr_t>(&host_value), 4, [&] { ++releases; });
+  REQUIRE_FALSE(refused.ok());
+  INFO(refused.status().ToString());
+  REQUIRE(refused.status().message().find("not memory of a CUDA device") != std::string::npos);
+  REQUIRE(releases == 1);
+}
+
 }  // namespace
 }  // namespace hexir::hal::cuda
 

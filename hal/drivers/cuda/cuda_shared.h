@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <typeinfo>
@@ -78,6 +79,8 @@ struct CudaShared {
 // Device-local buffers: stream-ordered pool memory (cuMemAllocAsync on the device's
 // stream, freed with cuMemFreeAsync). Host-visible-only buffers: pinned, device-mapped host
 // memory (cuMemHostAlloc), host_data() non-null and device_ptr() its device address.
+// External buffers (Device::WrapExternalMemory: a framework's tensor): device memory someone
+// else allocated; the buffer frees nothing and runs the owner's release instead.
 class CudaBuffer final : public Buffer {
  public:
   // `host_class_bytes`: for host-visible buffers, the pool class of the pinned block (the
@@ -93,7 +96,10 @@ class CudaBuffer final : public Buffer {
   ~CudaBuffer() override;
 
   uint8_t* host_data() const override { return static_cast<uint8_t*>(host_); }
+  uint64_t device_address() const override { return ptr_; }
   CUdeviceptr device_ptr() const { return ptr_; }
+  // Makes this an external buffer: `release` replaces the free when the buffer dies.
+  void SetExternalRelease(std::function<void()> release) { external_release_ = std::move(release); }
   const std::shared_ptr<CudaShared>& shared() const { return shared_; }
 
  private:
@@ -101,6 +107,7 @@ class CudaBuffer final : public Buffer {
   CUdeviceptr ptr_;
   void* host_;
   uint64_t host_class_bytes_;
+  std::function<void()> external_release_;  // set: external memory, not ours to free
 };
 
 // The buffer's CUDA pointer, or null when `buffer` is not a CudaBuffer.
