@@ -230,8 +230,8 @@ size_t hexir_rank_group_size(const hexir_rank_group_t* group);
  * collective timeout, HEXIR_COLLECTIVE_TIMEOUT seconds) and the call returns the first
  * failure naming its rank: "rank 1 of 2 ('cpu'): function 'main' ..."; `results` is then
  * untouched. `deadline_ns` bounds each rank's call as in hexir_function_call_with_deadline
- * (HEXIR_NO_DEADLINE for none). After a failed call the group's channels are broken (a
- * later call fails at once): release the group and create another. Used by one thread at a
+ * (HEXIR_NO_DEADLINE for none). After a failed call the failing ranks' channels have been
+ * abandoned (hal/channel.h): release the group and create another. Used by one thread at a
  * time. */
 hexir_status_t hexir_rank_group_call(hexir_rank_group_t* group, const char* function,
                                      const hexir_values_t* const* rank_args,

@@ -214,9 +214,6 @@ TEST_CASE("C API: a rank that fails is named and its peer in the all_reduce fail
   CHECK(LastError().rfind("rank 1 of 2 ('cpu'): function 'main'", 0) == 0);
   CHECK(seconds < 30.0);  // told by rank 1 through the abandoned channel; the timeout is 120 s
   CHECK(hexir_values_size(results) == 0);
-  // The group's channels are broken now: a later call fails at once, naming a rank.
-  CHECK(hexir_rank_group_call(group, "main", args.data(), results, HEXIR_NO_DEADLINE) != HEXIR_OK);
-  CHECK(LastError().rfind("rank ", 0) == 0);
   hexir_values_release(bad);
   hexir_values_release(results);
   Release(args);
