@@ -1,64 +1,22 @@
-// The C API of runtime/hexir_runtime.h over the C++ API (vm/api.h, hal/api.h).
-//
-// Each C handle is a small heap wrapper around a refcounted C++ object (Ref<T>), so handing a
-// view out twice gives two handles that each own one count; releasing one never invalidates
-// the other. Errors are kept per thread for hexir_last_error().
+// The C API of runtime/hexir_runtime.h over the C++ API (vm/api.h, hal/api.h); the handles
+// and error helpers are in c_api_handles.h, the rank groups in hexir_rank_group.cc.
 #include "runtime/hexir_runtime.h"
 
 #include <cstring>
-#include <exception>
-#include <memory>
-#include <new>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <map>
-#include <mutex>
-
-#include "hal/api.h"
 #include "hal/module/hal_module.h"
-#include "tools/common/parameter_file.h"
-#include "vm/api.h"
-#include "vm/module.h"
+#include "runtime/c_api_handles.h"
 
 using hexir::Status;
 using hexir::StatusCode;
 
-struct hexir_instance {
-  int unused = 0;  // room for driver options; no state is needed yet
-};
-struct hexir_device {
-  hexir::vm::Ref<hexir::hal::Device> device;
-};
-struct hexir_module {
-  hexir::vm::Ref<hexir::vm::Module> module;
-  std::string name;
-};
-struct hexir_context {
-  std::vector<hexir::vm::Ref<hexir::hal::Device>> devices;  // by module device ordinal
-  std::unique_ptr<hexir::vm::Context> context;
-};
-struct hexir_function {
-  hexir::vm::Function function;
-  hexir::vm::Ref<hexir::vm::Module> module;  // keeps function.module valid
-};
-struct hexir_buffer_view {
-  hexir::vm::Ref<hexir::hal::BufferView> view;
-};
-struct hexir_parameters {
-  std::unique_ptr<hexir::tools::ParameterFile> file;
-  std::mutex mu;  // guards uploaded
-  std::map<hexir::hal::Device*, std::pair<hexir::vm::Ref<hexir::hal::Device>,
-                                          std::vector<hexir::vm::Ref<hexir::hal::BufferView>>>>
-      uploaded;  // by device (the Ref keeps the key alive)
-};
-struct hexir_values {
-  std::vector<char> kinds;  // 'i', 'f', 'r'
-  std::vector<hexir::vm::Variant> values;
-};
-
 namespace {
+
+using hexir::runtime::c_api::Fail;
+using hexir::runtime::c_api::last_error;
 
 static_assert(HEXIR_INTERNAL == static_cast<int>(StatusCode::kInternal), "status codes");
 // The C enum repeats hal/element_types.def (the header stays C89 and self-contained): every
@@ -69,41 +27,23 @@ static_assert(HEXIR_INTERNAL == static_cast<int>(StatusCode::kInternal), "status
 #undef HEXIR_ELEMENT_TYPE
 static_assert(HEXIR_NO_DEADLINE == hexir::Interrupt::kNoDeadline, "no deadline");
 
-thread_local std::string last_error;
-
-hexir_status_t Fail(const Status& status) {
-  last_error = std::string(status.message());  // the code is the return value
-  return static_cast<hexir_status_t>(status.code());
-}
-template <typename... Args>
-hexir_status_t Fail(StatusCode code, const Args&... args) {
-  return Fail(Status(code, hexir::StrCat(args...)));
-}
-#define HEXIR_C_REQUIRE(cond, what) \
-  if (!(cond)) return Fail(StatusCode::kInvalidArgument, __func__, ": ", what)
-
-// Last resort around every status-returning entry point: an exception escaping the C++ layers
-// (std::bad_alloc for a huge buffer, std::system_error when a thread cannot start) becomes a
-// status naming the function; it never unwinds into the C caller (which would terminate it).
-hexir_status_t FailFromException(const char* function) {
-  try {
-    throw;
-  } catch (const std::bad_alloc&) {
-    return Fail(StatusCode::kResourceExhausted, function, ": out of memory");
-  } catch (const std::exception& e) {
-    return Fail(StatusCode::kInternal, function, ": uncaught exception: ", e.what());
-  } catch (...) {
-    return Fail(StatusCode::kInternal, function, ": uncaught exception of unknown type");
-  }
-}
-#define HEXIR_C_GUARD_BEGIN try {
-#define HEXIR_C_GUARD_END \
-  }                       \
-  catch (...) {           \
-    return FailFromException(__func__); \
-  }
-
 }  // namespace
+
+hexir_status_t hexir::runtime::c_api::CheckArgumentKinds(const vm::Function& fn, const hexir_values_t& args) {
+  const std::string& sig = fn.signature;
+  std::string_view arg_kinds = std::string_view(sig).substr(0, sig.find('_'));
+  if (args.kinds.size() != arg_kinds.size()) {
+    return Fail(StatusCode::kInvalidArgument, "function '", fn.name, "' (signature '", sig, "') takes ",
+                arg_kinds.size(), " arguments, got ", args.kinds.size());
+  }
+  for (size_t i = 0; i < arg_kinds.size(); ++i) {
+    if (args.kinds[i] != arg_kinds[i]) {
+      return Fail(StatusCode::kInvalidArgument, "function '", fn.name, "' argument ", i, ": signature '", sig,
+                  "' wants '", arg_kinds[i], "', got '", args.kinds[i], "'");
+    }
+  }
+  return HEXIR_OK;
+}
 
 extern "C" {
 
@@ -252,23 +192,11 @@ hexir_status_t hexir_function_call_with_deadline(hexir_context_t* context,
                                                  hexir_values_t* results, int64_t deadline_ns) {
   HEXIR_C_GUARD_BEGIN
   HEXIR_C_REQUIRE(context && function && args && results, "null argument");
+  if (hexir_status_t bad = hexir::runtime::c_api::CheckArgumentKinds(function->function, *args)) return bad;
   const std::string& sig = function->function.signature;
-  size_t us = sig.find('_');
-  std::string_view arg_kinds = std::string_view(sig).substr(0, us);
+  const size_t us = sig.find('_');
   std::string_view result_kinds =
       us == std::string::npos ? std::string_view() : std::string_view(sig).substr(us + 1);
-  if (args->kinds.size() != arg_kinds.size()) {
-    return Fail(StatusCode::kInvalidArgument, "function '", function->function.name,
-                "' (signature '", sig, "') takes ", arg_kinds.size(), " arguments, got ",
-                args->kinds.size());
-  }
-  for (size_t i = 0; i < arg_kinds.size(); ++i) {
-    if (args->kinds[i] != arg_kinds[i]) {
-      return Fail(StatusCode::kInvalidArgument, "function '", function->function.name,
-                  "' argument ", i, ": signature '", sig, "' wants '", arg_kinds[i],
-                  "', got '", args->kinds[i], "'");
-    }
-  }
   // Invoke retains refs and never consumes args: a copy keeps `args` const for the caller.
   std::vector<hexir::vm::Variant> in = args->values;
   std::vector<hexir::vm::Variant> out;

@@ -73,6 +73,7 @@ typedef struct hexir_function hexir_function_t;
 typedef struct hexir_buffer_view hexir_buffer_view_t;
 typedef struct hexir_values hexir_values_t;
 typedef struct hexir_parameters hexir_parameters_t;
+typedef struct hexir_rank_group hexir_rank_group_t;
 
 /* The message of the calling thread's most recent failure ("" if none). */
 const char* hexir_last_error(void);
@@ -208,6 +209,34 @@ hexir_status_t hexir_values_push_parameters(hexir_values_t* values, hexir_device
                                             hexir_function_t* function,
                                             hexir_parameters_t* parameters);
 void hexir_parameters_release(hexir_parameters_t* parameters);
+
+/* ---- rank groups: several devices as the ranks of one SPMD module ---------------------- */
+/* A module that exchanges data by collectives (hexir-import --tensor-parallel=N, any program
+ * with hexir.all_reduce ...) run as `count` ranks in this process: rank i runs on devices[i]
+ * with a context of its own, its channel rank i of one group made for the devices (an
+ * in-process Gloo group for CPU devices, NCCL for CUDA devices). Refused with
+ * HEXIR_INVALID_ARGUMENT: no device, a null one, a module that uses no collectives (it is
+ * not an SPMD program: use hexir_context_create) or lists several devices, a device that
+ * does not suit the module (naming the rank). The group retains the module and devices. */
+hexir_status_t hexir_rank_group_create(hexir_instance_t* instance, hexir_module_t* module,
+                                       hexir_device_t* const* devices, size_t count,
+                                       hexir_rank_group_t** out_group);
+/* The number of ranks (0 for NULL). */
+size_t hexir_rank_group_size(const hexir_rank_group_t* group);
+/* Calls `function` on every rank at once, one thread each, rank i with rank_args[i] (its own
+ * shards: buffer views made on devices[i]); `rank_args` holds hexir_rank_group_size() lists.
+ * On success `results` holds rank 0's results (views on devices[0]). When a rank fails, its
+ * peers blocked in a collective with it fail too (at once on CPU; elsewhere within the
+ * collective timeout, HEXIR_COLLECTIVE_TIMEOUT seconds) and the call returns the first
+ * failure naming its rank: "rank 1 of 2 ('cpu'): function 'main' ..."; `results` is then
+ * untouched. `deadline_ns` bounds each rank's call as in hexir_function_call_with_deadline
+ * (HEXIR_NO_DEADLINE for none). After a failed call the failing ranks' channels have been
+ * abandoned (hal/channel.h): release the group and create another. Used by one thread at a
+ * time. */
+hexir_status_t hexir_rank_group_call(hexir_rank_group_t* group, const char* function,
+                                     const hexir_values_t* const* rank_args,
+                                     hexir_values_t* results, int64_t deadline_ns);
+void hexir_rank_group_release(hexir_rank_group_t* group);
 
 #ifdef __cplusplus
 }  /* extern "C" */

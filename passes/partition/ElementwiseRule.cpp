@@ -1,6 +1,6 @@
 // Elementwise ops on tensors (arith and math ops with the Elementwise trait): every operand
 // and the result share one sharding. Candidates: each split operand's dimension, in operand
-// order, then replicated; the one needing the fewest collectives wins (a slice of a
+// order, then the split the result's consumers ask (Partitioner::hint), then replicated; the one needing the fewest collectives wins (a slice of a
 // replicated operand is free), ties going to the earlier candidate.
 //
 //   %y = arith.addf %a, %b : tensor<8x4xf32>      (%a split 1, %b replicated)
@@ -23,6 +23,8 @@ FailureOr<bool> PartitionElementwise(Operation* op, Partitioner& p) {
   for (Value v : op->getOperands())
     if (Sharding s = p.lookup(v).sharding; s.isSplit() && !llvm::is_contained(candidates, s))
       candidates.push_back(s);
+  if (Sharding s = p.hint(op->getResult(0)); s.isSplit() && !llvm::is_contained(candidates, s))
+    candidates.push_back(s);  // the split its consumers ask (backward propagation)
   candidates.push_back(Sharding::replicated());
   Sharding best = candidates.back();
   int bestCost = INT_MAX;

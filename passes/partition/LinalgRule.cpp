@@ -14,7 +14,8 @@
 //       %c = linalg.matmul ins(%a1, %b_local) outs(%z)            (%c partial)
 //
 // Candidates for L: the loop of each split operand's dimension (operand order, then
-// captured tensors), then no split. Priority when they conflict: the fewest collectives
+// captured tensors), then the parallel loop giving a result the split its consumers ask
+// (Partitioner::hint, backward propagation), then no split. Priority when they conflict: the fewest collectives
 // (slicing a replicated operand is free), then a parallel loop before a reduction loop, then
 // the earlier candidate. A loop the body reads with linalg.index (other than as the index of a
 // captured tensor's dimension) is never split.
@@ -150,6 +151,12 @@ FailureOr<bool> PartitionLinalg(Operation* op, Partitioner& p) {
   for (const Capture& c : captures)
     if (Sharding s = p.lookup(c.tensor).sharding; s.isSplit() && c.loopAt[s.dim] >= 0)
       candidates.push_back(c.loopAt[s.dim]);
+  // The split its consumers ask of a result (BackwardHints.cpp), when a parallel loop gives it.
+  for (auto [i, result] : llvm::enumerate(op->getResults()))
+    if (Sharding s = p.hint(result); s.isSplit())
+      if (auto d = dyn_cast<AffineDimExpr>(maps[linalgOp.getNumDpsInputs() + i].getResult(s.dim));
+          d && iterators[d.getPosition()] == utils::IteratorType::parallel)
+        candidates.push_back(d.getPosition());
   candidates.push_back(-1);
   int64_t best = -1;
   std::tuple<int, int, int> bestKey{INT_MAX, 0, 0};

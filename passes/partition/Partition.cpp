@@ -2,13 +2,16 @@
 // runs (SPMD): its arguments and results are this rank's shards, its ops work on local shards
 // and collectives are inserted where shardings change (GSPMD's approach).
 //
-// Propagation is forward, in program order: arguments start with their annotation
+// Propagation runs backward, then forward. Backward (BackwardHints.cpp): the splits the
+// results' annotations and ops' own annotations ask of their producers, through linalg and
+// elementwise ops. Forward, in program order: arguments start with their annotation
 // (replicated when none); each op gets its sharding from the first rule that matches (one
 // file per op family, Partitioner.h), which also converts its operands; an op's own
 // `hexir.sharding` then converts its result. Results are converted to their annotation
 // (replicated when none). Priority when annotations conflict: an op's annotation over what
 // its operands imply; among operands, the layout needing the fewest collectives, then
-// parallel splits before reductions, then operand order (LinalgRule.cpp).
+// parallel splits before reductions, then operand order, then the split its consumers ask
+// (LinalgRule.cpp).
 //
 //   func.func @f(%x: tensor<8x16xf32>, %w: tensor<16x4xf32> {hexir.sharding = #hexir.sharding<split 1>})
 //   ==> func.func @f(%x: tensor<8x16xf32>, %w: tensor<16x?xf32> {...})  + a check that the
@@ -125,6 +128,7 @@ LogicalResult partitionFunction(func::FuncOp func, int64_t ranks, bool explain) 
                     ValueRange{got, *part});
   }
 
+  p.askBackwards(*old, resultShardings);
   for (Operation& op : old->without_terminator()) {
     for (Rule rule : kRules) {
       FailureOr<bool> r = rule(&op, p);

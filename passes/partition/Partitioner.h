@@ -77,6 +77,14 @@ class Partitioner {
   // capture), mapped to their local values as replicated.
   FailureOr<IRMapping> replicatedMapping(Operation* op);
 
+  // Backward propagation (BackwardHints.cpp): before the forward rewrite, the splits that
+  // `body`'s consumers ask of their producers, from the results' shardings and ops'
+  // annotations. hint(v) is the split asked of v (replicated when none); a rule takes it as
+  // a candidate after the operands' splits and before replicated.
+  void askBackwards(Block& body, ArrayRef<Sharding> resultShardings);
+  Sharding hint(Value v) const;
+  void ask(Value v, Sharding s);
+
   // Why a rule did not match `op` (kept for `explain`: remarks naming the op and the reason).
   bool notMatched(Operation* op, const Twine& reason);
   bool explain = false;
@@ -85,6 +93,7 @@ class Partitioner {
   Value zerosLike(Location loc, Value global);
   Value freshLocal(Location loc, Value local, int64_t d, Value extent);
   DenseMap<Value, Local> locals;
+  DenseMap<Value, Sharding> hints;
 };
 
 // The rules, tried in this order by Partition.cpp; each returns failure after a diagnostic,

@@ -8,7 +8,9 @@
 //                              count fixed in their types; this form serves any count)
 //   replicated -> split d    : tensor.extract_slice at rank * (extent / count), no communication
 //                              (a tensor.empty or its linalg.fill is created at the local size)
-//   partial    -> split d    : all_reduce, then the slice
+//   partial    -> split d    : hexir.reduce_scatter "sum" when d = 0, shapes static and the rank
+//                              count known (each rank receives only its rows, summed), else
+//                              all_reduce, then the slice
 //   split d    -> split e    : to replicated, then the slice
 //
 // A split of a static extent that the ranks do not divide fails at compile time when the
@@ -114,6 +116,9 @@ FailureOr<Value> Partitioner::reshard(Operation* user, Value global, Sharding to
   Location loc = user->getLoc();
   auto globalType = cast<RankedTensorType>(global.getType());
   Value v = from.value;
+  if (from.sharding.isPartial() && to.isSplit() && to.dim == 0 && ranks > 0 && globalType.hasStaticShape() &&
+      globalType.getDimSize(0) % ranks == 0)  // one collective: each rank receives its rows summed
+    return ReduceScatterOp::create(b, loc, localType(globalType, to), "sum", v).getResult();
   if (from.sharding.isPartial()) {
     v = AllReduceOp::create(b, loc, v.getType(), "sum", v);
   } else if (from.sharding.isSplit()) {

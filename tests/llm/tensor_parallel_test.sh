@@ -4,7 +4,8 @@
 # (one process per rank): greedy ids equal the single-device module's, both ways. stories260K (shared classifier: the embedding's rows split by
 # vocabulary) for 2 and 4 ranks against the checked-in reference ids, and random llama2.c
 # checkpoints (quantized_reference.py write-random: separate classifier) from BOS and after a
-# prompt (prefill's all_reduce over M rows). Head counts that do not divide are refused at
+# prompt (prefill's all_reduce over M rows); q8_0 and q4_0 GGUF files (hexir-quantize), split in
+# their block form. Head counts that do not divide are refused at
 # import, naming them; a module for 2 ranks run on another count is refused by name, in one
 # process and under mpirun. Without mpirun the one-process checks still run.
 source tests/llm/common.sh
@@ -63,6 +64,36 @@ for cfg in "h4_kv2 2" "h8_kv4 2" "h8_kv4 4"; do
       "$(ranks "$n" "${name}_tp$n" "$ckpt" "${flags[@]}")"
   done
 done
+# Quantized GGUF files (hexir-quantize of a random checkpoint: dim 64, hidden 128, 4 heads):
+# q8_0 and q4_0 matrices are split in their block form (wo/w2 between blocks of 32), and 2
+# ranks give the one-device module's ids, from BOS and after a prompt, in one process and
+# under mpirun. 4 ranks would cut wo's 64 columns into 16: refused at import, naming it.
+QUANTIZE=tools/hexir-quantize/hexir-quantize
+if "$PYTHON" "$RANDOM_WRITER" write-random "$TMP/q_base.bin" 64 128 2 4 4 64 96 3; then
+  for type in q8_0 q4_0; do
+    name=q_$type gguf=$TMP/q_$type.gguf
+    "$QUANTIZE" "$TMP/q_base.bin" -o "$gguf" --type="$type" >/dev/null || { fail "hexir-quantize --type=$type"; continue; }
+    build_module "$gguf" "$name" && build_module "$gguf" "${name}_tp2" --tensor-parallel=2 || continue
+    block_bytes=34; [ "$type" == q4_0 ] && block_bytes=18
+    grep -q "tensor<64x${block_bytes}xi8>" "$TMP/${name}_tp2.mlir" \
+      && pass "$type: the rank's wo part is 64 rows of one block" || fail "$type: no one-block wo part in ${name}_tp2.mlir"
+    for prompt in "" "1,7,3,11,5"; do
+      flags=(--max-tokens=40)
+      [ -n "$prompt" ] && flags+=(--prompt-ids="$prompt")
+      want=$("$GENERATE" --module="$TMP/$name.vmfb" --device=cpu --parameters="$gguf" "${flags[@]}")
+      same "$type GGUF on 2 devices of one process${prompt:+, prompt $prompt} (= one device)" "$want" \
+        "$(one_process 2 "${name}_tp2" "$gguf" "${flags[@]}")"
+      [ "$MPI" == 1 ] && same "$type GGUF on 2 mpirun ranks${prompt:+, prompt $prompt} (= one device)" "$want" \
+        "$(ranks 2 "${name}_tp2" "$gguf" "${flags[@]}")"
+    done
+  done
+  err=$("$IMPORT" "$TMP/q_q8_0.gguf" --tensor-parallel=4 -o "$TMP/bad.mlir" 2>&1) && fail "q8_0 over 4 ranks accepted"
+  grep -q "tensor parallelism: tensor 'layer0.wo' (q8_0, 64 columns) splits into 4 parts of 16 columns, not a multiple of its block size 32" <<<"$err" \
+    && pass "q8_0 wo over 4 ranks refused: $err" || fail "q8_0 block refusal: $err"
+else
+  fail "write q_base"
+fi
+
 # Not tensor-parallel: a module placed by layer (hexir-import --layer-devices) on two CPU devices
 # of one process through hexir-generate, and a module of one device given two, refused by name.
 if [ -f "$TMP/h8_kv4.vmfb" ] && HEXIR_COMPILE_FLAGS="--target=cpu" \

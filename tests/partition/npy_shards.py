@@ -6,6 +6,8 @@
       the argument is replicated)
   npy_shards.py compare REFERENCE.npy RESULT.npy...
       every result equals the reference within 1e-5 relative (|a - r| <= 1e-5 |r| + 1e-7)
+  npy_shards.py compare-shards REFERENCE.npy DIM RESULT.npy...
+      result R (of N given) equals rank R's shard of the reference along DIM, within 1e-5
 """
 import random
 import struct
@@ -69,24 +71,31 @@ def make(directory, seed, ranks, specs):
                 write_npy(f"{directory}/{name}.r{r}.npy", shape, values)
 
 
+def compare_one(path, ref_shape, ref):
+    """1 when the result at `path` differs from (ref_shape, ref), after saying so."""
+    shape, got = read_npy(path)
+    if shape != ref_shape:
+        print(f"FAIL: {path}: shape {shape}, reference {ref_shape}")
+        return 1
+    worst = max(abs(a - r) / (abs(r) + 1e-2) for a, r in zip(got, ref))
+    bad = [i for i, (a, r) in enumerate(zip(got, ref)) if abs(a - r) > 1e-5 * abs(r) + 1e-7]
+    if bad:
+        i = bad[0]
+        print(f"FAIL: {path}: {len(bad)} elements differ, first [{i}] {got[i]} vs {ref[i]}")
+        return 1
+    print(f"ok: {path} equals the reference (largest relative difference {worst:.2e})")
+    return 0
+
+
 def compare(reference, results):
     ref_shape, ref = read_npy(reference)
-    failures = 0
-    for path in results:
-        shape, got = read_npy(path)
-        if shape != ref_shape:
-            print(f"FAIL: {path}: shape {shape}, reference {ref_shape}")
-            failures += 1
-            continue
-        worst = max(abs(a - r) / (abs(r) + 1e-2) for a, r in zip(got, ref))
-        bad = [i for i, (a, r) in enumerate(zip(got, ref)) if abs(a - r) > 1e-5 * abs(r) + 1e-7]
-        if bad:
-            i = bad[0]
-            print(f"FAIL: {path}: {len(bad)} elements differ, first [{i}] {got[i]} vs {ref[i]}")
-            failures += 1
-        else:
-            print(f"ok: {path} equals the reference (largest relative difference {worst:.2e})")
-    return failures
+    return sum(compare_one(path, ref_shape, ref) for path in results)
+
+
+def compare_shards(reference, dim, results):
+    shape, values = read_npy(reference)
+    return sum(compare_one(path, *shard(shape, values, int(dim), len(results), r))
+               for r, path in enumerate(results))
 
 
 if __name__ == "__main__":
@@ -94,5 +103,7 @@ if __name__ == "__main__":
         make(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
     elif sys.argv[1] == "compare":
         sys.exit(1 if compare(sys.argv[2], sys.argv[3:]) else 0)
+    elif sys.argv[1] == "compare-shards":
+        sys.exit(1 if compare_shards(sys.argv[2], sys.argv[3], sys.argv[4:]) else 0)
     else:
         raise SystemExit(f"unknown command {sys.argv[1]}")

@@ -65,6 +65,47 @@ check mlp mlp "$TMP/mlp32.mlir" "" "1 2 4" x:4x16 w1:16x32:1 b1:32:0 w2:32x16:0 
 check mlp_static_2 mlp "$TMP/mlp32.mlir" "--partition=2" "2" x:4x16 w1:16x32:1 b1:32:0 w2:32x16:0 b2:16
 check attention attention "$here/attention.mlir.in" "" "1 2 4" x:8x16 wq:16x16:1 wk:16x16:1 wv:16x16:1 wo:16x16:0
 
+# Split results (split_results.mlir: rows y, columns z): backward propagation and, with
+# --partition=2, the reduce_scatter; each rank's y and z equal its rows / columns of the
+# annotation-free module's.
+check_split_results() {
+  local name=$1 flags=$2 ranks=$3 dir=$TMP/$1 n r
+  mkdir -p "$dir"
+  strip_annotations "$here/split_results.mlir" >"$dir/reference.mlir"
+  "$COMPILE" "$here/split_results.mlir" --target=cpu $flags -o "$dir/sharded.vmfb" || { fail "$name: hexir-compile"; return; }
+  "$COMPILE" "$dir/reference.mlir" --target=cpu -o "$dir/reference.vmfb" || { fail "$name: reference"; return; }
+  for n in $ranks; do
+    mkdir -p "$dir/n$n"
+    python3 "$here/npy_shards.py" make "$dir/n$n" 11 "$n" x:8x16 w1:16x32:1 w2:32x8:0 b:8x8 w3:16x8 \
+      || { fail "$name: inputs"; return; }
+    "$RUN" --module="$dir/reference.vmfb" --function=split_results --input=@$dir/n$n/{x,w1,w2,b,w3}.npy \
+      --output="@$dir/n$n/y.npy" --output="@$dir/n$n/z.npy" || { fail "$name: reference run"; return; }
+    local launch=()
+    if [ "$n" != 1 ]; then
+      [ "$have_mpirun" = 1 ] || continue
+      launch=(timeout 300 mpirun -n "$n" --oversubscribe)
+    fi
+    "${launch[@]}" bash "$here/run_rank.sh" "$RUN" --module="$dir/sharded.vmfb" --function=split_results \
+      --input=@$dir/n$n/{x,w1,w2,b,w3}.r{rank}.npy --output="@$dir/n$n/y.r{rank}.npy" \
+      --output="@$dir/n$n/z.r{rank}.npy" || { fail "$name: $n rank(s)"; continue; }
+    local ys=() zs=()
+    for ((r = 0; r < n; r++)); do ys+=("$dir/n$n/y.r$r.npy"); zs+=("$dir/n$n/z.r$r.npy"); done
+    python3 "$here/npy_shards.py" compare-shards "$dir/n$n/y.npy" 0 "${ys[@]}" \
+      && python3 "$here/npy_shards.py" compare-shards "$dir/n$n/z.npy" 1 "${zs[@]}" \
+      && pass "$name on $n rank(s): rows of y, columns of z" || fail "$name on $n rank(s)"
+  done
+}
+check_split_results split_results "" "1 2 4"
+check_split_results split_results_static_2 "--partition=2" "2"
+if "$COMPILE" "$here/split_results.mlir" --target=cpu --partition=2 --dump-after=hexir-partition -o "$TMP/sr.vmfb" \
+     >"$TMP/sr.partitioned.mlir" 2>&1; then
+  grep -q 'hexir.reduce_scatter "sum"' "$TMP/sr.partitioned.mlir" && ! grep -q 'hexir.all_reduce' "$TMP/sr.partitioned.mlir" \
+    && pass "--partition=2: the partial sum reaches its rows by one reduce_scatter, no all_reduce" \
+    || fail "--partition=2: expected a reduce_scatter and no all_reduce: $(grep -o 'hexir\.[a-z_]*' "$TMP/sr.partitioned.mlir" | sort | uniq -c | tr '\n' ' ')"
+else
+  fail "--dump-after=hexir-partition"
+fi
+
 # A hidden size of 6 on 4 ranks: refused by name.
 sed "s/@H@/6/g" "$here/mlp.mlir.in" >"$TMP/mlp6.mlir"
 err=$("$COMPILE" "$TMP/mlp6.mlir" --target=cpu --partition=4 -o "$TMP/mlp6_4.vmfb" 2>&1) && fail "--partition=4 compiled a hidden size of 6"

@@ -213,51 +213,53 @@ StatusOr<LlamaParameters::PendingUpload> LlamaParameters::UploadAsync(hal::Devic
     }
     size_t bytes = size_t(w.byte_size());
     // The bytes of the file the tensor spans: a column part's rows are stored_columns apart.
-    const size_t element_bytes = size_t(hal::ElementTypeByteSize(static_cast<int64_t>(w.type)));
-    const size_t span = w.stored_columns > 0 ? (size_t(w.dims[0] - 1) * size_t(w.stored_columns) + size_t(w.dims[1])) *
-                                                   element_bytes
-                                             : bytes;
+    // (kept block formats: whole blocks of those columns).
+    const size_t row_bytes = size_t(w.RowBytes(w.dims.size() > 1 ? w.dims[1] : 0));
+    const size_t stored_row_bytes = size_t(w.RowBytes(w.stored_columns));
+    const size_t span = w.stored_columns > 0 ? size_t(w.dims[0] - 1) * stored_row_bytes + row_bytes : bytes;
     if (w.offset < 0 || size_t(w.offset) > file_size || span > file_size - size_t(w.offset))
       return InvalidArgument("tensor '", w.name, "' at offset ", w.offset, " (", span, " bytes) runs past the end of '",
                              w.file.empty() ? path_ : w.file, "'");
     const uint8_t* stored = file_data + w.offset;
     const void* data = stored;
-    // Kept GGUF matrices (block formats, bf16) go as stored; the kernels decode them.
+    // Kept GGUF matrices (block formats, bf16) go as stored (a column part's blocks gathered);
+    // the kernels decode them.
     const int32_t view_type = w.kept ? KeptElementType(w) : element_type;
-    if (!w.kept && (static_cast<int32_t>(w.type) != element_type || w.rotate_half_heads > 0 ||
-                    w.stored_columns > 0)) {
+    const bool converted = !w.kept && (static_cast<int32_t>(w.type) != element_type || w.rotate_half_heads > 0);
+    if (w.stored_columns > 0 || converted) {
       // The slot's previous tensor must have landed before its memory is overwritten.
       ConversionSlot& slot = state.slots[index % kConversionSlots];
       if (slot.in_flight > 0) {
         Status landed = timeline->Wait(slot.in_flight);
         if (!landed.ok()) return std::move(landed).WithContext(StrCat("uploading tensor '", w.name, "'"));
       }
+      slot.in_flight = index + 1;
       if (w.stored_columns > 0) {  // a row-parallel part: gather its columns of every row
-        const size_t row_bytes = size_t(w.dims[1]) * element_bytes;
         slot.gathered.resize(size_t(w.dims[0]) * row_bytes);
         for (int64_t r = 0; r < w.dims[0]; ++r)
-          std::memcpy(&slot.gathered[size_t(r) * row_bytes], stored + size_t(r) * size_t(w.stored_columns) * element_bytes,
-                      row_bytes);
+          std::memcpy(&slot.gathered[size_t(r) * row_bytes], stored + size_t(r) * stored_row_bytes, row_bytes);
         stored = slot.gathered.data();
+        data = stored;
       }
-      const size_t n = bytes / (w.type == hal::ElementType::kF32 ? 4 : 2);
-      if (element_type == kF16 && w.type == hal::ElementType::kF32 && w.rotate_half_heads == 0) {
-        slot.half.resize(n);  // straight from the mapping: one pass over its pages
-        ConvertF32ToF16(stored, n, slot.half.data());
-      } else {
-        std::vector<float>& values = slot.values;
-        values.resize(n);
-        ConvertToF32(stored, n, w.type == hal::ElementType::kF32 ? 4 : 2,
-                     w.type == hal::ElementType::kBF16, values.data());
-        if (w.rotate_half_heads > 0) PermuteRotateHalfRows(w, &values);
-        if (element_type == kF16) {
-          slot.half.resize(n);
-          ConvertF32ToF16(reinterpret_cast<const uint8_t*>(values.data()), n, slot.half.data());
+      if (converted) {
+        const size_t n = bytes / (w.type == hal::ElementType::kF32 ? 4 : 2);
+        if (element_type == kF16 && w.type == hal::ElementType::kF32 && w.rotate_half_heads == 0) {
+          slot.half.resize(n);  // straight from the mapping: one pass over its pages
+          ConvertF32ToF16(stored, n, slot.half.data());
+        } else {
+          std::vector<float>& values = slot.values;
+          values.resize(n);
+          ConvertToF32(stored, n, w.type == hal::ElementType::kF32 ? 4 : 2,
+                       w.type == hal::ElementType::kBF16, values.data());
+          if (w.rotate_half_heads > 0) PermuteRotateHalfRows(w, &values);
+          if (element_type == kF16) {
+            slot.half.resize(n);
+            ConvertF32ToF16(reinterpret_cast<const uint8_t*>(values.data()), n, slot.half.data());
+          }
         }
+        data = element_type == kF16 ? static_cast<const void*>(slot.half.data()) : slot.values.data();
+        bytes = n * (element_type == kF16 ? 2 : 4);
       }
-      data = element_type == kF16 ? static_cast<const void*>(slot.half.data()) : slot.values.data();
-      bytes = n * (element_type == kF16 ? 2 : 4);
-      slot.in_flight = index + 1;
     }
     const std::vector<int64_t> view_dims = w.ArgumentDims();
     const Span<const int64_t> dims(view_dims.data(), view_dims.size());

@@ -48,6 +48,10 @@ int64_t WeightTensor::byte_size() const {
   return n;
 }
 
+int64_t WeightTensor::RowBytes(int64_t columns) const {
+  return kept ? kept->RowBytes(columns) : columns * hal::ElementTypeByteSize(static_cast<int64_t>(type));
+}
+
 std::vector<int64_t> WeightTensor::ArgumentDims() const {
   return kept ? kept->ArgumentDims(dims[0], dims[1]) : dims;
 }

@@ -62,10 +62,11 @@ struct WeightTensor {
   // weight type (f32 or f16) at upload.
   const GgmlBlockInfo* kept = nullptr;
   // > 0: a column part (tensor parallelism, TensorParallel.h): row r of the dims[0] x dims[1]
-  // part starts at offset + r * stored_columns elements of the stored [rows][stored_columns]
+  // part starts at offset + r * RowBytes(stored_columns) of the stored [rows][stored_columns]
   // matrix. 0: the part is contiguous.
   int64_t stored_columns = 0;
   int64_t byte_size() const;   // bytes of the tensor: elements * the type's size, or the kept form's rows
+  int64_t RowBytes(int64_t columns) const;  // bytes of `columns` values of a row, as stored (kept: whole blocks)
   std::vector<int64_t> ArgumentDims() const;  // kept: kept->ArgumentDims(rows, k); else dims
 };
 

@@ -18,9 +18,6 @@ Split SplitOf(const std::string& name) {
   return Split::kReplicated;
 }
 
-int64_t ElementBytes(const WeightTensor& w) {
-  return hal::ElementTypeByteSize(static_cast<int64_t>(w.type));
-}
 
 }  // namespace
 
@@ -61,17 +58,21 @@ StatusOr<std::vector<WeightTensor>> TensorParallelWeights(const LlamaConfig& con
   for (WeightTensor& w : parts) {
     Split split = SplitOf(w.name);
     if (split == Split::kReplicated) continue;
-    if (w.kept)
-      return InvalidArgument("tensor parallelism: tensor '", w.name, "' is kept as ", w.kept->name,
-                             " (GGUF block or bf16 matrices are not split yet; use f32/f16 weights)");
     const int64_t rows = w.dims[0], cols = w.dims[1];
     if (split == Split::kRows) {
       w.dims[0] = rows / ranks;
-      w.offset += rank * w.dims[0] * cols * ElementBytes(w);
+      w.offset += rank * w.dims[0] * w.RowBytes(cols);
       if (w.rotate_half_heads > 0) w.rotate_half_heads /= ranks;  // whole heads per rank
     } else {
-      w.dims[1] = cols / ranks;
-      w.offset += rank * w.dims[1] * ElementBytes(w);
+      // A kept block format cuts each row between blocks: a part's columns are whole blocks.
+      const int64_t part = cols / ranks;
+      if (w.kept && part % w.kept->block_elements != 0)
+        return InvalidArgument("tensor parallelism: tensor '", w.name, "' (", w.kept->name, ", ", cols,
+                               " columns) splits into ", ranks, " parts of ", part,
+                               " columns, not a multiple of its block size ", w.kept->block_elements,
+                               " (import with fewer ranks, or from a file with another block type)");
+      w.dims[1] = part;
+      w.offset += rank * w.RowBytes(part);
       w.stored_columns = cols;
     }
   }

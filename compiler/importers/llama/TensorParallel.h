@@ -28,7 +28,9 @@ Status CheckTensorParallel(const LlamaConfig& config, int64_t ranks);
 // The weights rank `rank` of `ranks` takes, in the program's argument order (`full`, which
 // is LlamaWeights-ordered, with a classifier appended when it is shared): dims are the part's,
 // offset the byte offset of its first element, and a row-parallel part has stored_columns set
-// (WeightTensor). Refuses (naming the tensor) matrices kept in a GGUF block or bf16 form.
+// (WeightTensor). Matrices kept in a GGUF block or bf16 form are split in that form: rows
+// whole, columns between blocks; a column part that is not whole blocks (k / ranks not a
+// multiple of the block size) is refused naming the tensor, its type and the sizes.
 StatusOr<std::vector<WeightTensor>> TensorParallelWeights(const LlamaConfig& config,
                                                           const std::vector<WeightTensor>& full,
                                                           int64_t ranks, int64_t rank);

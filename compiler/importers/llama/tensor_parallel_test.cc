@@ -91,14 +91,83 @@ TEST_CASE("each rank's weights are its rows of q/k/v/w1/w3/classifier and its co
   REQUIRE(TensorParallelWeights(c, full, 2, 2).status().message() == "rank 2 is outside 0..1");
 }
 
-TEST_CASE("tensor parallelism refuses GGUF matrices kept in a block format, naming the tensor") {
-  const LlamaConfig c = Config();
-  std::vector<WeightTensor> full = LlamaWeights(c);
-  for (WeightTensor& w : full)
-    if (w.name == "layer0.w2") w.kept = FindGgmlBlockTypeByName("q8_0");
-  REQUIRE(full.size() > 0);
-  Status s = TensorParallelWeights(c, full, 2, 0).status();
-  REQUIRE(s.message().find("tensor 'layer0.w2' is kept as q8_0") != std::string::npos);
+// dim 64, hidden 128 (so wo's and w2's columns halve into whole q8_0/q4_0 blocks of 32).
+LlamaConfig BlockConfig() {
+  LlamaConfig c = Config();
+  c.dim = 64;
+  c.hidden_dim = 128;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  return c;
+}
+
+// The weights of `c` with every matrix kept as `type` and offsets recomputed for that form.
+std::vector<WeightTensor> KeptWeights(const LlamaConfig& c, const char* type) {
+  std::vector<WeightTensor> ws = LlamaWeights(c);
+  int64_t offset = 0;
+  for (WeightTensor& w : ws) {
+    if (w.dims.size() == 2) w.kept = FindGgmlBlockTypeByName(type);
+    w.offset = offset;
+    offset += w.byte_size();
+  }
+  return ws;
+}
+
+TEST_CASE("a kept block-format matrix splits by whole rows, and by columns between its blocks") {
+  const LlamaConfig c = BlockConfig();
+  for (const char* type : {"q8_0", "q4_0", "bf16"}) {
+    const GgmlBlockInfo* info = FindGgmlBlockTypeByName(type);
+    const std::vector<WeightTensor> full = KeptWeights(c, type);
+    auto whole = ByName(full);
+    auto p = ByName(*TensorParallelWeights(c, full, 2, 1));
+    // Rows: wq's rows 32..63 of 64 values each, i.e. rank 1 skips 32 rows of 64 / B blocks.
+    REQUIRE(p["layer0.wq"].kept == info);
+    REQUIRE(p["layer0.wq"].dims == std::vector<int64_t>{32, 64});
+    REQUIRE(p["layer0.wq"].offset == whole["layer0.wq"].offset + 32 * (64 / info->block_elements) * info->block_bytes);
+    REQUIRE(p["layer0.wq"].ArgumentDims() == info->ArgumentDims(32, 64));
+    // The shared classifier: vocabulary rows 3..5 of the kept embedding.
+    REQUIRE(p["classifier"].kept == info);
+    REQUIRE(p["classifier"].offset == whole["token_embedding"].offset + 3 * info->RowBytes(64));
+    // Columns: w2's columns 64..127 of each 128-value row: the row's second half of its blocks.
+    REQUIRE(p["layer0.w2"].dims == std::vector<int64_t>{64, 64});
+    REQUIRE(p["layer0.w2"].stored_columns == 128);
+    REQUIRE(p["layer0.w2"].offset == whole["layer0.w2"].offset + info->RowBytes(64));
+    REQUIRE(p["layer0.w2"].RowBytes(p["layer0.w2"].stored_columns) == info->RowBytes(128));
+    REQUIRE(p["layer0.w2"].byte_size() == 64 * info->RowBytes(64));
+    REQUIRE(p["layer0.wo"].offset == whole["layer0.wo"].offset + info->RowBytes(32));
+  }
+}
+
+TEST_CASE("a column split that would cut a block is refused, naming the tensor, its type and the sizes") {
+  LlamaConfig c = BlockConfig();
+  c.n_kv_heads = 4;
+  c.vocab_size = 8;
+  // q8_0 blocks of 32: wo's 64 columns over 4 ranks are parts of 16.
+  Status s = TensorParallelWeights(c, KeptWeights(c, "q8_0"), 4, 0).status();
+  REQUIRE(s.message() ==
+          "tensor parallelism: tensor 'layer0.wo' (q8_0, 64 columns) splits into 4 parts of 16 columns, not a "
+          "multiple of its block size 32 (import with fewer ranks, or from a file with another block type)");
+  // K-quants' blocks of 256 hold a whole 256-value row: no column split at all.
+  LlamaConfig k = c;
+  k.dim = 256;
+  k.hidden_dim = 256;
+  s = TensorParallelWeights(k, KeptWeights(k, "q4_k"), 2, 0).status();
+  REQUIRE(s.message().find("tensor 'layer0.wo' (q4_k, 256 columns) splits into 2 parts of 128 columns, not a "
+                           "multiple of its block size 256") != std::string::npos);
+  // The same weights split over 2 ranks (parts of 32 columns).
+  REQUIRE(TensorParallelWeights(c, KeptWeights(c, "q8_0"), 2, 0).ok());
+}
+
+TEST_CASE("the tensor-parallel program takes kept parts in their stored form") {
+  const LlamaConfig c = BlockConfig();
+  EmitOptions options;
+  options.tensor_parallel = 2;
+  std::string text = EmitLlamaModule(c, KeptWeights(c, "q8_0"), options);
+  // wq part: 32 rows of 64 / 32 blocks of 34 bytes; w2 part: 64 rows of 2 blocks.
+  REQUIRE(Count(text, "tensor<32x68xi8>") > 0);
+  REQUIRE(Count(text, "tensor<64x68xi8>") > 0);
+  REQUIRE(Count(text, "hexir.block_matvec = \"q8_0\"") > 0);
+  REQUIRE(Count(text, "hexir.all_reduce \"sum\"") == 2 + 2);
 }
 
 TEST_CASE("the tensor-parallel program all-reduces wo and w2 per layer and the argmax keys") {
