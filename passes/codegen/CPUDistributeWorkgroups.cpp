@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/TilingInterface.h"
 #include "passes/Passes.h"
+#include "passes/codegen/CPUConvolutionKernel.h"
 #include "passes/codegen/CPUMatmulMicroKernel.h"
 #include "passes/codegen/KernelLoweringUtils.h"
 #include "passes/codegen/WorkgroupCount.h"
@@ -27,6 +28,40 @@ using namespace mlir;
 
 // Rows of the least workgroup of a matmul lowered to the packed micro-kernel.
 constexpr int64_t kMatmulRowsPerWorkgroup = 32;
+// Output channels of the least workgroup of a convolution kernel (codegen/
+// CPUConvolutionKernel.h): each packs its own panels of the input.
+constexpr int64_t kConvolutionChannelsPerWorkgroup = 16;
+
+// A kernel whose convolution takes a CPU convolution kernel and whose result op writes the
+// N x F x spatial output in order is split along its output channels (loop 1): they are
+// static even when batch and spatial dims are not, and batch 1 has nothing to split.
+bool SplitsAlongChannels(func::FuncOp kernel, TilingInterface root) {
+  bool convolution = false;
+  kernel.walk([&](linalg::LinalgOp op) { convolution |= codegen::MatchConvolution(op).has_value(); });
+  auto linalgRoot = dyn_cast<linalg::LinalgOp>(root.getOperation());
+  if (!convolution || !linalgRoot || linalgRoot.getNumDpsInits() != 1 ||
+      linalgRoot.getNumLoops() < 4 ||
+      linalgRoot.getIteratorTypesArray()[1] != utils::IteratorType::parallel)
+    return false;
+  // The root (the convolution or its epilogue) writes out[d0][d1][d2][d3].
+  MLIRContext* ctx = kernel.getContext();
+  AffineMap out = linalgRoot.getMatchingIndexingMap(linalgRoot.getDpsInitOperand(0));
+  return out.getResults() == ArrayRef<AffineExpr>{getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx),
+                                                  getAffineDimExpr(2, ctx), getAffineDimExpr(3, ctx)};
+}
+
+// The largest static C * KH * KW of the kernel's convolutions (dynamic extents count as large).
+int64_t ConvolutionWindow(func::FuncOp kernel) {
+  int64_t window = 1;
+  kernel.walk([&](linalg::LinalgOp op) {
+    if (!codegen::MatchConvolution(op)) return;
+    int64_t size = 1;
+    for (int64_t extent : ArrayRef<int64_t>(op.getStaticLoopRanges()).drop_front(4))
+      size *= ShapedType::isDynamic(extent) ? int64_t{1} << 20 : extent;
+    window = std::max(window, size);
+  });
+  return window;
+}
 
 class CPUDistributeWorkgroups
     : public impl::CPUDistributeWorkgroupsBase<CPUDistributeWorkgroups> {
@@ -69,8 +104,9 @@ class CPUDistributeWorkgroups
     if (iterators.empty() || iterators[0] != utils::IteratorType::parallel) return 1;
     OpBuilder b(root);
     SmallVector<Range> domain = root.getIterationDomain(b);
-    std::optional<int64_t> n0 = getConstantIntValue(domain[0].size);
-    std::optional<int64_t> lb0 = getConstantIntValue(domain[0].offset);
+    const size_t axis = SplitsAlongChannels(kernel, root) ? 1 : 0;
+    std::optional<int64_t> n0 = getConstantIntValue(domain[axis].size);
+    std::optional<int64_t> lb0 = getConstantIntValue(domain[axis].offset);
     if (!lb0 || *lb0 != 0) return 1;
     Location rootLoc = root->getLoc();
     bool micro = false;
@@ -86,6 +122,8 @@ class CPUDistributeWorkgroups
         std::optional<int64_t> n = getConstantIntValue(r.size);
         work = n ? std::min<int64_t>(work * std::max<int64_t>(*n, 1), int64_t{1} << 40) : int64_t{1} << 40;
       }
+      // A convolution's work is its output times its window (c, kh, kw).
+      if (axis == 1) work = std::min<int64_t>(work * ConvolutionWindow(kernel), int64_t{1} << 40);
       int64_t byWork = std::max<int64_t>(1, work / std::max<int64_t>(1, minWorkPerWorkgroup));
       int64_t wanted = std::max<int64_t>(1, std::min({*n0, int64_t(maxWorkgroups), byWork}));
       // Each workgroup of a micro-kernel matmul packs B: it needs enough rows for the
@@ -93,6 +131,10 @@ class CPUDistributeWorkgroups
       // 16 workers equal shares.
       if (micro) wanted = llvm::bit_floor(static_cast<uint64_t>(
                      std::min(wanted, std::max<int64_t>(1, *n0 / kMatmulRowsPerWorkgroup))));
+      // Likewise for convolutions along their channels.
+      if (axis == 1)
+        wanted = llvm::bit_floor(static_cast<uint64_t>(std::min(
+            wanted, std::max<int64_t>(1, *n0 / kConvolutionChannelsPerWorkgroup))));
       int64_t tile = (*n0 + wanted - 1) / wanted;
       count = (*n0 + tile - 1) / tile;
       if (count == 1) return 1;
@@ -107,14 +149,15 @@ class CPUDistributeWorkgroups
       if (maxWorkgroups <= 1) return 1;
       const int64_t limit = std::min<int64_t>(maxWorkgroups, 0x7fffffff);
       int64_t inner = 1;
-      for (const Range& r : ArrayRef<Range>(domain).drop_front()) {
+      for (const auto& [i, r] : llvm::enumerate(domain)) {
+        if (i == axis) continue;
         std::optional<int64_t> n = getConstantIntValue(r.size);
         inner = n ? std::min<int64_t>(inner * std::max<int64_t>(*n, 1), int64_t{1} << 40)
                   : int64_t{1} << 40;
       }
       int64_t tile = std::max<int64_t>(1, (minWorkPerWorkgroup + inner - 1) / inner);
       if (micro) tile = std::max<int64_t>(tile, kMatmulRowsPerWorkgroup);
-      n0V = getValueOrCreateConstantIndexOp(b, rootLoc, domain[0].size);
+      n0V = getValueOrCreateConstantIndexOp(b, rootLoc, domain[axis].size);
       tileV = codegen::BuildWorkgroupTile(b, rootLoc, n0V, tile, limit);
       count = limit;
       if (std::optional<int64_t> word = codegen::ParameterWordOf(kernel, n0V, abiArgs))
@@ -122,7 +165,7 @@ class CPUDistributeWorkgroups
     }
 
     SmallVector<OpFoldResult> sizes(iterators.size(), b.getIndexAttr(0));
-    sizes[0] = n0 ? OpFoldResult(b.getIndexAttr(*getConstantIntValue(tileV))) : OpFoldResult(tileV);
+    sizes[axis] = n0 ? OpFoldResult(b.getIndexAttr(*getConstantIntValue(tileV))) : OpFoldResult(tileV);
     IRRewriter rewriter(ctx);
     FailureOr<scf::SCFTileAndFuseResult> tiled =
         codegen::TileRootAndFuseProducers(rewriter, root, sizes);

@@ -20,6 +20,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/Passes.h"
+#include "passes/codegen/CPUConvolutionKernel.h"
 #include "passes/codegen/CPUMathApproximation.h"
 #include "passes/codegen/CPUMatmulMicroKernel.h"
 #include "passes/codegen/CPUMatvecKernel.h"
@@ -86,7 +87,11 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     SmallVector<Type> signature(kernel->getArgumentTypes());
     // f32 matmuls: packed right-hand side, register-blocked vector FMAs.
     codegen::CPUTarget target = codegen::DescribeCPU(cpu);
-    codegen::LowerMatmulsToMicroKernels(*kernel, codegen::ChooseMatmulTiles(target));
+    codegen::MatmulTiles tiles = codegen::ChooseMatmulTiles(target);
+    codegen::LowerMatmulsToMicroKernels(*kernel, tiles);
+    // f32 2-D convolutions: dense ones as implicit GEMMs on the same micro-kernel,
+    // depthwise ones along the output row in vectors (codegen/CPUConvolutionKernel.h).
+    codegen::LowerConvolutionsToKernels(*kernel, tiles);
     // M = 1 matvecs (dense f32/f16, GGUF blocks): rows read along k with vector loads.
     codegen::LowerMatvecsToVectorKernels(*kernel, target);
     // Matmul's k moves outside j (the inner loop then writes consecutive outputs); a dot

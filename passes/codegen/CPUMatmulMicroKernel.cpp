@@ -75,29 +75,27 @@ class MicroKernelEmitter {
         vec(VectorType::get({tiles.lanes}, b.getF32Type())),
         maskType(VectorType::get({tiles.lanes}, b.getI1Type())) {}
 
-  void emit(Value a, Value bMat, Value c) {
+  void emit(const PackedGemm& g, PackBPanel packB) {
     Value zero = index(0);
-    Value rowsM = memref::DimOp::create(b, loc, c, 0);
-    Value colsN = memref::DimOp::create(b, loc, c, 1);
-    Value depthK = memref::DimOp::create(b, loc, a, 1);
+    prefix = g.cPrefix;
     zeroVec = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
-    forLoop(zero, depthK, index(t.depth), [&](Value kc) {
+    forLoop(zero, g.depth, index(t.depth), [&](Value kc) {
       Value kcEnd = arith::MinSIOp::create(
-          b, loc, arith::AddIOp::create(b, loc, kc, index(t.depth)), depthK);
+          b, loc, arith::AddIOp::create(b, loc, kc, index(t.depth)), g.depth);
       Value kcSize = arith::SubIOp::create(b, loc, kcEnd, kc);
-      forLoop(zero, rowsM, index(t.rowBlock), [&](Value mc) {
+      forLoop(zero, g.rows, index(t.rowBlock), [&](Value mc) {
         Value mcEnd = arith::MinSIOp::create(
-            b, loc, arith::AddIOp::create(b, loc, mc, index(t.rowBlock)), rowsM);
-        forLoop(zero, colsN, index(t.columns()), [&](Value n0) {
-          Panel panel{a, c, kc, kcSize, n0, {}, {}};
-          Value left = arith::SubIOp::create(b, loc, colsN, n0);
+            b, loc, arith::AddIOp::create(b, loc, mc, index(t.rowBlock)), g.rows);
+        forLoop(zero, g.columns, index(t.columns()), [&](Value n0) {
+          Panel panel{g.a, g.c, kc, kcSize, n0, {}, {}};
+          Value left = arith::SubIOp::create(b, loc, g.columns, n0);
           panel.full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, left,
                                              index(t.columns()));
           for (int64_t v = 0; v < t.vectors; ++v) {
             Value lanesLeft = arith::SubIOp::create(b, loc, left, index(v * t.lanes));
             panel.masks.push_back(vector::CreateMaskOp::create(b, loc, maskType, ValueRange{lanesLeft}));
           }
-          pack(bMat, panel);
+          packB(b, packed, kc, kcSize, n0, panel.full, panel.masks);
           // Whole MR tiles, then the remainder as a sum of powers of two below MR.
           Value span = arith::SubIOp::create(b, loc, mcEnd, mc);
           Value whole = arith::MulIOp::create(
@@ -124,6 +122,19 @@ class MicroKernelEmitter {
     });
   }
 
+  // Bp[k][0, NR) = B[kc + k][n0, n0 + NR), zero past N, for a dense row-major B.
+  void packDense(Value bMat, Value kc, Value kcSize, Value n0, ArrayRef<Value> masks) {
+    forLoop(index(0), kcSize, index(1), [&](Value k) {
+      Value row = arith::AddIOp::create(b, loc, kc, k);
+      for (int64_t v = 0; v < t.vectors; ++v) {
+        Value col = arith::AddIOp::create(b, loc, n0, index(v * t.lanes));
+        Value x = vector::MaskedLoadOp::create(b, loc, vec, bMat, ValueRange{row, col},
+                                               masks[v], zeroVec);
+        vector::StoreOp::create(b, loc, x, packed, ValueRange{k, index(v * t.lanes)});
+      }
+    });
+  }
+
  private:
   struct Panel {
     Value a, c, kc, kcSize, n0, full;
@@ -144,16 +155,11 @@ class MicroKernelEmitter {
     return arith::AddIOp::create(b, loc, p.n0, index(v * t.lanes));
   }
 
-  // Bp[k][0, NR) = B[kc + k][n0, n0 + NR), zero past N.
-  void pack(Value bMat, const Panel& p) {
-    forLoop(index(0), p.kcSize, index(1), [&](Value k) {
-      Value row = arith::AddIOp::create(b, loc, p.kc, k);
-      for (int64_t v = 0; v < t.vectors; ++v) {
-        Value x = vector::MaskedLoadOp::create(b, loc, vec, bMat, ValueRange{row, column(p, v)},
-                                               p.masks[v], zeroVec);
-        vector::StoreOp::create(b, loc, x, packed, ValueRange{k, index(v * t.lanes)});
-      }
-    });
+  SmallVector<Value> cIndex(Value row, Value col) {
+    SmallVector<Value> at(prefix);
+    at.push_back(row);
+    at.push_back(col);
+    return at;
   }
 
   // C[m, m + rows) x [n0, n0 + NR) += A[.][kc, kc + kcSize) * Bp, in registers.
@@ -169,7 +175,7 @@ class MicroKernelEmitter {
           for (int64_t i = 0; i < rows; ++i)
             for (int64_t v = 0; v < t.vectors; ++v)
               values.push_back(vector::LoadOp::create(nested, loc, vec, p.c,
-                                                      ValueRange{rowIndex[i], column(p, v)}));
+                                                      cIndex(rowIndex[i], column(p, v))));
           scf::YieldOp::create(nested, loc, values);
         },
         [&](OpBuilder& nested, Location) {
@@ -177,7 +183,7 @@ class MicroKernelEmitter {
           for (int64_t i = 0; i < rows; ++i)
             for (int64_t v = 0; v < t.vectors; ++v)
               values.push_back(vector::MaskedLoadOp::create(
-                  nested, loc, vec, p.c, ValueRange{rowIndex[i], column(p, v)}, p.masks[v],
+                  nested, loc, vec, p.c, cIndex(rowIndex[i], column(p, v)), p.masks[v],
                   zeroVec));
           scf::YieldOp::create(nested, loc, values);
         });
@@ -206,13 +212,13 @@ class MicroKernelEmitter {
           for (int64_t i = 0; i < rows; ++i)
             for (int64_t v = 0; v < t.vectors; ++v)
               vector::StoreOp::create(nested, loc, acc[i * t.vectors + v], p.c,
-                                      ValueRange{rowIndex[i], column(p, v)});
+                                      cIndex(rowIndex[i], column(p, v)));
           scf::YieldOp::create(nested, loc);
         },
         [&](OpBuilder& nested, Location) {
           for (int64_t i = 0; i < rows; ++i)
             for (int64_t v = 0; v < t.vectors; ++v)
-              vector::MaskedStoreOp::create(nested, loc, p.c, ValueRange{rowIndex[i], column(p, v)},
+              vector::MaskedStoreOp::create(nested, loc, p.c, cIndex(rowIndex[i], column(p, v)),
                                             p.masks[v], acc[i * t.vectors + v]);
           scf::YieldOp::create(nested, loc);
         });
@@ -224,9 +230,23 @@ class MicroKernelEmitter {
   Value packed;
   VectorType vec, maskType;
   Value zeroVec;
+  SmallVector<Value> prefix;  // C's leading indices
 };
 
 }  // namespace
+
+Value AllocatePackedPanel(func::FuncOp kernel, const MatmulTiles& tiles) {
+  // At entry: an alloca inside a loop would grow the stack.
+  OpBuilder b(kernel.getContext());
+  b.setInsertionPointToStart(&kernel.getBody().front());
+  auto packedType = MemRefType::get({tiles.depth, tiles.columns()}, b.getF32Type());
+  return memref::AllocaOp::create(b, kernel.getLoc(), packedType, b.getI64IntegerAttr(64));
+}
+
+void EmitPackedGemm(OpBuilder& b, Location loc, const MatmulTiles& tiles, Value packed,
+                    const PackedGemm& gemm, PackBPanel packB) {
+  MicroKernelEmitter(b, loc, tiles, packed).emit(gemm, packB);
+}
 
 void LowerMatmulsToMicroKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
   SmallVector<linalg::LinalgOp> matmuls;
@@ -234,15 +254,19 @@ void LowerMatmulsToMicroKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
     if (op.hasPureBufferSemantics() && TakesMatmulMicroKernel(op)) matmuls.push_back(op);
   });
   if (matmuls.empty()) return;
+  Value packed = AllocatePackedPanel(kernel, tiles);
   OpBuilder b(kernel.getContext());
-  // One packing buffer per kernel, at entry: an alloca inside a loop would grow the stack.
-  b.setInsertionPointToStart(&kernel.getBody().front());
-  auto packedType = MemRefType::get({tiles.depth, tiles.columns()}, b.getF32Type());
-  Value packed = memref::AllocaOp::create(b, kernel.getLoc(), packedType, b.getI64IntegerAttr(64));
   for (linalg::LinalgOp op : matmuls) {
     b.setInsertionPoint(op);
-    MicroKernelEmitter(b, op.getLoc(), tiles, packed)
-        .emit(op.getDpsInputs()[0], op.getDpsInputs()[1], op.getDpsInits()[0]);
+    Location loc = op.getLoc();
+    Value a = op.getDpsInputs()[0], bMat = op.getDpsInputs()[1], c = op.getDpsInits()[0];
+    PackedGemm gemm{a, c, {}, memref::DimOp::create(b, loc, c, 0),
+                    memref::DimOp::create(b, loc, c, 1), memref::DimOp::create(b, loc, a, 1)};
+    MicroKernelEmitter emitter(b, loc, tiles, packed);
+    emitter.emit(gemm, [&](OpBuilder&, Value, Value kc, Value kcSize, Value n0, Value,
+                           ArrayRef<Value> masks) {
+      emitter.packDense(bMat, kc, kcSize, n0, masks);
+    });
     op->erase();
   }
 }

@@ -48,4 +48,22 @@ bool TakesMatmulMicroKernel(mlir::linalg::LinalgOp op);
 // Rewrites every such matmul of the bufferized `kernel`; the others are left as they are.
 void LowerMatmulsToMicroKernels(mlir::func::FuncOp kernel, const MatmulTiles& tiles);
 
+// The GEMM behind the micro-kernel, for other ops that are one (convolutions):
+// C[cPrefix..., m, n] += A[m][k] * B[k][n] with A a [M][K] memref and C's last two dims
+// [M][N], both with unit-stride rows. B exists only through `packB`, which stores
+// B[kc + k][n0 + j] into packed[k][j] for k < kcSize, j < NR, zero where n0 + j >= N
+// (`masks[v]`: lanes of vector v inside N; `full`: the whole panel is inside N).
+struct PackedGemm {
+  mlir::Value a, c;
+  llvm::SmallVector<mlir::Value> cPrefix;
+  mlir::Value rows, columns, depth;  // M, N, K (index)
+};
+using PackBPanel = llvm::function_ref<void(mlir::OpBuilder& b, mlir::Value packed, mlir::Value kc,
+                                           mlir::Value kcSize, mlir::Value n0, mlir::Value full,
+                                           llvm::ArrayRef<mlir::Value> masks)>;
+// The stack buffer of one packed panel [KC][NR], allocated at the kernel's entry.
+mlir::Value AllocatePackedPanel(mlir::func::FuncOp kernel, const MatmulTiles& tiles);
+void EmitPackedGemm(mlir::OpBuilder& b, mlir::Location loc, const MatmulTiles& tiles,
+                    mlir::Value packed, const PackedGemm& gemm, PackBPanel packB);
+
 }  // namespace hexir::codegen

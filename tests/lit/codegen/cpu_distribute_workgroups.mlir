@@ -158,3 +158,29 @@ hexir.executable @micro {
     }
   }
 }
+
+// -----
+
+// A convolution that takes a CPU convolution kernel is split along its 64 output channels
+// (loop 1; batch 1 has nothing to split): at least 16 channels each, a power-of-two count
+// within max-workgroups = 3: 2 workgroups of 32 channels.
+// CHECK-LABEL: hexir.executable @conv
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 2, 1, 1>
+// CHECK:         func.func @conv(
+// CHECK-DAG:     %[[C32:.+]] = arith.constant 32 : index
+// CHECK:         scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[C32]]
+// CHECK:           linalg.generic
+// CHECK-SAME:        ins(%{{.+}}, %{{.+}} : tensor<1x5x10x10xf32>, tensor<32x5x3x3xf32>)
+hexir.executable @conv {
+  builtin.module {
+    func.func @conv(%x: tensor<1x5x10x10xf32>, %w: tensor<64x5x3x3xf32>, %o: tensor<1x64x8x8xf32>) -> tensor<1x64x8x8xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x5x10x10xf32>, tensor<64x5x3x3xf32>) outs(%o : tensor<1x64x8x8xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<1x64x8x8xf32>
+      return %y : tensor<1x64x8x8xf32>
+    }
+  }
+}

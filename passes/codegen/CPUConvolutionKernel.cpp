@@ -1,0 +1,349 @@
+// Emits the convolution kernels described in CPUConvolutionKernel.h with the vector dialect.
+#include "passes/codegen/CPUConvolutionKernel.h"
+
+#include <functional>
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace hexir::codegen {
+using namespace mlir;
+
+namespace {
+
+// `e` as sum(coefficient[d] * d); nullopt unless it is a sum of dims times constants.
+std::optional<SmallVector<int64_t>> LinearCoefficients(AffineExpr e, unsigned dims) {
+  SmallVector<int64_t> coefficients(dims, 0);
+  std::function<bool(AffineExpr, int64_t)> add = [&](AffineExpr x, int64_t scale) {
+    if (auto d = dyn_cast<AffineDimExpr>(x)) {
+      coefficients[d.getPosition()] += scale;
+      return true;
+    }
+    if (auto c = dyn_cast<AffineConstantExpr>(x)) return c.getValue() == 0;
+    auto bin = dyn_cast<AffineBinaryOpExpr>(x);
+    if (!bin) return false;
+    if (x.getKind() == AffineExprKind::Add)
+      return add(bin.getLHS(), scale) && add(bin.getRHS(), scale);
+    if (x.getKind() != AffineExprKind::Mul) return false;
+    if (auto c = dyn_cast<AffineConstantExpr>(bin.getRHS()))
+      return add(bin.getLHS(), scale * c.getValue());
+    if (auto c = dyn_cast<AffineConstantExpr>(bin.getLHS()))
+      return add(bin.getRHS(), scale * c.getValue());
+    return false;
+  };
+  if (!add(e, 1)) return std::nullopt;
+  return coefficients;
+}
+
+bool Is(const std::optional<SmallVector<int64_t>>& got, std::initializer_list<int64_t> want) {
+  return got && llvm::equal(*got, want);
+}
+
+// Memrefs whose last dim has unit stride and whose last two dims are one contiguous run.
+bool HasContiguousRows(Type type) {
+  auto memref = dyn_cast<MemRefType>(type);
+  if (!memref) return true;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(memref.getStridesAndOffset(strides, offset)) || strides.back() != 1) return false;
+  int64_t rank = memref.getRank();
+  int64_t inner = memref.getDimSize(rank - 1);
+  // Dynamic strides are refused: collapsing them hides the unit stride (the dynamic zoo
+  // exports failed to compile), so those convolutions keep the loop lowering for now.
+  return !ShapedType::isDynamic(strides[rank - 2]) && strides[rank - 2] == inner;
+}
+
+// The plain multiply-add body: out + x * w (either operand order).
+bool IsMultiplyAdd(Block& body) {
+  if (body.getOperations().size() != 3) return false;
+  auto mul = dyn_cast<arith::MulFOp>(body.front());
+  auto add = dyn_cast<arith::AddFOp>(*std::next(body.begin()));
+  if (!mul || !add) return false;
+  auto arg = [&](Value v, unsigned i) { return v == body.getArgument(i); };
+  bool mulOk = (arg(mul.getLhs(), 0) && arg(mul.getRhs(), 1)) ||
+               (arg(mul.getLhs(), 1) && arg(mul.getRhs(), 0));
+  bool addOk = (arg(add.getLhs(), 2) && add.getRhs() == mul.getResult()) ||
+               (arg(add.getRhs(), 2) && add.getLhs() == mul.getResult());
+  return mulOk && addOk;
+}
+
+}  // namespace
+
+std::optional<ConvolutionGeometry> MatchConvolution(linalg::LinalgOp op) {
+  if (!isa<linalg::GenericOp>(op.getOperation()) || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || op.getNumLoops() != 7)
+    return std::nullopt;
+  for (OpOperand& operand : op->getOpOperands()) {
+    auto shaped = dyn_cast<ShapedType>(operand.get().getType());
+    if (!shaped || shaped.getRank() != 4 || !shaped.getElementType().isF32()) return std::nullopt;
+  }
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  for (int i = 0; i < 7; ++i)
+    if (iterators[i] != (i < 4 ? utils::IteratorType::parallel : utils::IteratorType::reduction))
+      return std::nullopt;
+  if (!IsMultiplyAdd(op->getRegion(0).front())) return std::nullopt;
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  MLIRContext* ctx = op.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  if (maps[1] != AffineMap::get(7, 0, {d(1), d(4), d(5), d(6)}, ctx) ||
+      maps[2] != AffineMap::get(7, 0, {d(0), d(1), d(2), d(3)}, ctx))
+    return std::nullopt;
+  SmallVector<std::optional<SmallVector<int64_t>>> x;
+  for (AffineExpr e : maps[0].getResults()) x.push_back(LinearCoefficients(e, 7));
+  if (!Is(x[0], {1, 0, 0, 0, 0, 0, 0}) || !x[2] || !x[3]) return std::nullopt;
+  ConvolutionGeometry g;
+  if (Is(x[1], {0, 0, 0, 0, 1, 0, 0})) {
+    g.kind = ConvolutionKind::kDense;
+  } else if (Is(x[1], {0, 1, 0, 0, 1, 0, 0})) {
+    // One input channel per filter: chan = f.
+    if (cast<ShapedType>(op.getDpsInputs()[1].getType()).getDimSize(1) != 1) return std::nullopt;
+    g.kind = ConvolutionKind::kDepthwise;
+  } else {
+    return std::nullopt;
+  }
+  const SmallVector<int64_t>& h = *x[2];
+  const SmallVector<int64_t>& w = *x[3];
+  if (h[0] || h[1] || h[3] || h[4] || h[6] || w[0] || w[1] || w[2] || w[4] || w[5])
+    return std::nullopt;
+  g.strides[0] = h[2];
+  g.strides[1] = w[3];
+  g.dilations[0] = h[5];
+  g.dilations[1] = w[6];
+  if (g.strides[0] < 1 || g.strides[1] < 1 || g.dilations[0] < 1 || g.dilations[1] < 1)
+    return std::nullopt;
+  for (OpOperand& operand : op->getOpOperands())
+    if (!HasContiguousRows(operand.get().getType())) return std::nullopt;
+  // The weights are read as [F][C*KH*KW]: their three inner dims must be one run.
+  if (auto w = dyn_cast<MemRefType>(op.getDpsInputs()[1].getType())) {
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(w.getStridesAndOffset(strides, offset)) || !w.hasStaticShape() ||
+        strides[3] != 1 || strides[2] != w.getDimSize(3) ||
+        strides[1] != w.getDimSize(2) * w.getDimSize(3))
+      return std::nullopt;
+  }
+  return g;
+}
+
+namespace {
+
+class ConvolutionEmitter {
+ public:
+  ConvolutionEmitter(OpBuilder& b, Location loc, const MatmulTiles& tiles,
+                     const ConvolutionGeometry& g)
+      : b(b), loc(loc), t(tiles), g(g),
+        vec(VectorType::get({tiles.lanes}, b.getF32Type())),
+        offsets(VectorType::get({tiles.lanes}, b.getI32Type())),
+        maskType(VectorType::get({tiles.lanes}, b.getI1Type())) {
+    zeroVec = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
+  }
+
+  void dense(Value x, Value w, Value out, Value packed) {
+    Value n = dim(out, 0), f = dim(out, 1), oh = dim(out, 2), ow = dim(out, 3);
+    Value c = dim(w, 1), kh = dim(w, 2), kw = dim(w, 3);
+    Value wp = dim(x, 3);
+    Value window = mul(kh, kw);
+    Value a = collapse(w, {{0}, {1, 2, 3}});
+    Value xc = collapse(x, {{0}, {1}, {2, 3}});
+    Value oc = collapse(out, {{0}, {1}, {2, 3}});
+    Value rowStep = mul(wp, index(g.strides[0]));  // x offset of one output row
+    forLoop(index(0), n, [&](Value batch) {
+      PackedGemm gemm{a, oc, {batch}, f, mul(oh, ow), mul(c, window)};
+      // Offset in x's plane of output position p: (p / OW) * sh * Wp + (p % OW) * sw.
+      auto planeOffset = [&](Value p) {
+        return add(mul(arith::DivUIOp::create(b, loc, p, ow), rowStep),
+                   mul(arith::RemUIOp::create(b, loc, p, ow), index(g.strides[1])));
+      };
+      EmitPackedGemm(b, loc, t, packed, gemm,
+                     [&](OpBuilder&, Value panel, Value kc, Value kcSize, Value n0, Value full,
+                         ArrayRef<Value> masks) {
+        Value first = planeOffset(n0);
+        // The input offsets of the panel's columns, per vector of lanes.
+        SmallVector<Value> columnOffsets;
+        for (int64_t v = 0; v < t.vectors; ++v) {
+          Value p = add(n0, index(v * t.lanes));
+          Value pv = add(vector::BroadcastOp::create(b, loc, offsets, toI32(p)), iota());
+          Value owv = vector::BroadcastOp::create(b, loc, offsets, toI32(ow));
+          Value rows = arith::DivUIOp::create(b, loc, pv, owv);
+          Value cols = arith::RemUIOp::create(b, loc, pv, owv);
+          columnOffsets.push_back(arith::AddIOp::create(
+              b, loc,
+              arith::MulIOp::create(b, loc, rows,
+                                    vector::BroadcastOp::create(b, loc, offsets, toI32(rowStep))),
+              arith::MulIOp::create(b, loc, cols, splatI32(g.strides[1]))));
+        }
+        // k = (channel, kh, kw) -> the channel and the offset of the window tap in the plane.
+        auto tap = [&](Value k) -> std::pair<Value, Value> {
+          Value kk = add(kc, k);
+          Value channel = arith::DivUIOp::create(b, loc, kk, window);
+          Value r = arith::RemUIOp::create(b, loc, kk, window);
+          Value i = arith::DivUIOp::create(b, loc, r, kw), j = arith::RemUIOp::create(b, loc, r, kw);
+          return {channel, add(mul(i, mul(wp, index(g.dilations[0]))), mul(j, index(g.dilations[1])))};
+        };
+        auto gathered = [&]() {
+          forLoop(index(0), kcSize, [&](Value k) {
+            auto [channel, offset] = tap(k);
+            Value shift = vector::BroadcastOp::create(b, loc, offsets, toI32(offset));
+            for (int64_t v = 0; v < t.vectors; ++v) {
+              Value at = arith::AddIOp::create(b, loc, columnOffsets[v], shift);
+              Value lanes = vector::GatherOp::create(b, loc, vec, xc,
+                                                     ValueRange{batch, channel, index(0)}, at,
+                                                     masks[v], zeroVec);
+              vector::StoreOp::create(b, loc, lanes, panel, ValueRange{k, index(v * t.lanes)});
+            }
+          });
+        };
+        if (g.strides[1] != 1) return gathered();
+        // Consecutive in x: the offsets of the first and last column differ by NR - 1.
+        Value last = planeOffset(add(n0, index(t.columns() - 1)));
+        Value consecutive = arith::AndIOp::create(
+            b, loc, full,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, arith::SubIOp::create(b, loc, last, first),
+                                  index(t.columns() - 1)));
+        scf::IfOp::create(
+            b, loc, consecutive,
+            [&](OpBuilder& nested, Location) {
+              OpBuilder::InsertionGuard guard(b);
+              b.setInsertionPoint(scf::YieldOp::create(nested, loc));
+              forLoop(index(0), kcSize, [&](Value k) {
+                auto [channel, offset] = tap(k);
+                Value start = add(first, offset);
+                for (int64_t v = 0; v < t.vectors; ++v) {
+                  Value lanes = vector::LoadOp::create(
+                      b, loc, vec, xc, ValueRange{batch, channel, add(start, index(v * t.lanes))});
+                  vector::StoreOp::create(b, loc, lanes, panel, ValueRange{k, index(v * t.lanes)});
+                }
+              });
+            },
+            [&](OpBuilder& nested, Location) {
+              OpBuilder::InsertionGuard guard(b);
+              b.setInsertionPoint(scf::YieldOp::create(nested, loc));
+              gathered();
+            });
+      });
+    });
+  }
+
+  // out[n][f][oh][ow..] += sum over (kh, kw) of w[f][0][kh][kw] * x[n][f][ih][iw..], one
+  // vector of ow at a time.
+  void depthwise(Value x, Value w, Value out) {
+    Value n = dim(out, 0), f = dim(out, 1), oh = dim(out, 2), ow = dim(out, 3);
+    Value kh = dim(w, 2), kw = dim(w, 3);
+    Value stride = splatI32(g.strides[1]);
+    Value laneOffsets = arith::MulIOp::create(b, loc, iota(), stride);
+    forLoop(index(0), n, [&](Value batch) {
+      forLoop(index(0), f, [&](Value channel) {
+        forLoop(index(0), oh, [&](Value row) {
+          forLoop(index(0), ow, index(t.lanes), [&](Value ow0) {
+            Value mask = vector::CreateMaskOp::create(b, loc, maskType,
+                                                      ValueRange{arith::SubIOp::create(b, loc, ow, ow0)});
+            Value outAt[] = {batch, channel, row, ow0};
+            Value acc = vector::MaskedLoadOp::create(b, loc, vec, out, outAt, mask, zeroVec);
+            auto taps = scf::ForOp::create(
+                b, loc, index(0), kh, index(1), ValueRange{acc},
+                [&](OpBuilder& nested, Location, Value i, ValueRange rowAcc) {
+                  OpBuilder::InsertionGuard guard(b);
+                  b.setInsertionPointToStart(nested.getInsertionBlock());
+                  Value ih = add(mul(row, index(g.strides[0])), mul(i, index(g.dilations[0])));
+                  auto inner = scf::ForOp::create(
+                      b, loc, index(0), kw, index(1), rowAcc,
+                      [&](OpBuilder& nested2, Location, Value j, ValueRange tapAcc) {
+                        OpBuilder::InsertionGuard guard2(b);
+                        b.setInsertionPointToStart(nested2.getInsertionBlock());
+                        Value weight = memref::LoadOp::create(b, loc, w, ValueRange{channel, index(0), i, j});
+                        Value splat = vector::BroadcastOp::create(b, loc, vec, weight);
+                        Value iw = add(mul(ow0, index(g.strides[1])), mul(j, index(g.dilations[1])));
+                        Value xAt[] = {batch, channel, ih, iw};
+                        Value lanes =
+                            g.strides[1] == 1
+                                ? Value(vector::MaskedLoadOp::create(b, loc, vec, x, xAt, mask, zeroVec))
+                                : Value(vector::GatherOp::create(b, loc, vec, x, xAt, laneOffsets, mask,
+                                                                 zeroVec));
+                        Value next = vector::FMAOp::create(b, loc, lanes, splat, tapAcc[0]);
+                        scf::YieldOp::create(b, loc, next);
+                      });
+                  scf::YieldOp::create(b, loc, inner.getResults());
+                });
+            vector::MaskedStoreOp::create(b, loc, out, outAt, mask, taps.getResult(0));
+          });
+        });
+      });
+    });
+  }
+
+ private:
+  // collapse_shape, with the unit inner stride that dynamic strides hide restored by a cast
+  // (the matcher checked it).
+  Value collapse(Value m, ArrayRef<ReassociationIndices> groups) {
+    Value collapsed = memref::CollapseShapeOp::create(b, loc, m, groups);
+    auto type = cast<MemRefType>(collapsed.getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(strides, offset)) || strides.back() == 1) return collapsed;
+    strides.back() = 1;
+    auto layout = StridedLayoutAttr::get(b.getContext(), offset, strides);
+    auto unit = MemRefType::get(type.getShape(), type.getElementType(), layout, type.getMemorySpace());
+    return memref::CastOp::create(b, loc, unit, collapsed);
+  }
+
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value dim(Value m, int64_t i) { return memref::DimOp::create(b, loc, m, i); }
+  Value add(Value l, Value r) { return arith::AddIOp::create(b, loc, l, r); }
+  Value mul(Value l, Value r) { return arith::MulIOp::create(b, loc, l, r); }
+  Value toI32(Value v) { return arith::IndexCastOp::create(b, loc, b.getI32Type(), v); }
+  Value splatI32(int64_t v) {
+    return arith::ConstantOp::create(b, loc, offsets,
+                                     DenseElementsAttr::get(offsets, static_cast<int32_t>(v)));
+  }
+  Value iota() {
+    SmallVector<int32_t> lanes;
+    for (int64_t i = 0; i < t.lanes; ++i) lanes.push_back(static_cast<int32_t>(i));
+    return arith::ConstantOp::create(b, loc, offsets,
+                                     DenseElementsAttr::get(offsets, ArrayRef<int32_t>(lanes)));
+  }
+
+  void forLoop(Value lb, Value ub, llvm::function_ref<void(Value)> body) {
+    forLoop(lb, ub, index(1), body);
+  }
+  void forLoop(Value lb, Value ub, Value step, llvm::function_ref<void(Value)> body) {
+    auto loop = scf::ForOp::create(b, loc, lb, ub, step);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    body(loop.getInductionVar());
+  }
+
+  OpBuilder& b;
+  Location loc;
+  const MatmulTiles& t;
+  ConvolutionGeometry g;
+  VectorType vec, offsets, maskType;
+  Value zeroVec;
+};
+
+}  // namespace
+
+void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
+  SmallVector<std::pair<linalg::LinalgOp, ConvolutionGeometry>> convolutions;
+  kernel.walk([&](linalg::LinalgOp op) {
+    if (!op.hasPureBufferSemantics()) return;
+    if (std::optional<ConvolutionGeometry> g = MatchConvolution(op)) convolutions.push_back({op, *g});
+  });
+  if (convolutions.empty()) return;
+  Value packed;
+  OpBuilder b(kernel.getContext());
+  for (auto& [op, g] : convolutions) {
+    if (g.kind == ConvolutionKind::kDense && !packed) packed = AllocatePackedPanel(kernel, tiles);
+    b.setInsertionPoint(op);
+    ConvolutionEmitter emitter(b, op.getLoc(), tiles, g);
+    Value x = op.getDpsInputs()[0], w = op.getDpsInputs()[1], out = op.getDpsInits()[0];
+    if (g.kind == ConvolutionKind::kDense)
+      emitter.dense(x, w, out, packed);
+    else
+      emitter.depthwise(x, w, out);
+    op->erase();
+  }
+}
+
+}  // namespace hexir::codegen

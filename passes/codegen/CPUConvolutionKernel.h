@@ -1,0 +1,43 @@
+// f32 2-D convolutions of CPU kernels (hexir-cpu-lower-executables, on bufferized kernels,
+// before linalg becomes loops). The ONNX importer's form (compiler/importers/onnx/NNConv.cc):
+// a linalg.generic over (n, f, oh, ow, c, kh, kw) reading a pre-padded NCHW input,
+//
+//   out[n][f][oh][ow] += x[n][chan][oh * sh + kh * dh][ow * sw + kw * dw] * w[f][c][kh][kw]
+//
+// with chan = c (dense) or f + c with one input channel per filter (depthwise).
+//
+// Dense convolutions are the packed GEMM of CPUMatmulMicroKernel.h (implicit GEMM), per n:
+//   C[f][p] += A[f][k] * B[k][p],  A = w as [F][C*KH*KW] (no copy), p = oh * OW + ow,
+//   B[k = (c, kh, kw)][p] = x[n][c][oh * sh + kh * dh][ow * sw + kw * dw]
+// B is never materialised: each packed panel gathers its NR columns from x, with plain vector
+// loads when they are consecutive in x (stride 1 and the panel inside one output row, or a
+// 1x1 convolution over a whole unpadded plane) and vector.gather otherwise. 1x1 convolutions
+// are therefore matmuls over the plane.
+//
+// Depthwise convolutions run along ow in vectors, per (n, f, oh): the KH x KW weights are
+// broadcast and multiplied into contiguous (stride 1) or gathered (stride > 1) input lanes;
+// the last vector of a row is masked.
+#pragma once
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "passes/codegen/CPUMatmulMicroKernel.h"
+
+namespace hexir::codegen {
+
+enum class ConvolutionKind { kDense, kDepthwise };
+
+struct ConvolutionGeometry {
+  ConvolutionKind kind;
+  int64_t strides[2];
+  int64_t dilations[2];
+};
+
+// The geometry of `op` when it is a convolution one of the kernels above takes (f32, the
+// importer's maps, unit-stride rows of x, w and out when they are memrefs).
+std::optional<ConvolutionGeometry> MatchConvolution(mlir::linalg::LinalgOp op);
+
+// Rewrites every such convolution of the bufferized `kernel`.
+void LowerConvolutionsToKernels(mlir::func::FuncOp kernel, const MatmulTiles& tiles);
+
+}  // namespace hexir::codegen

@@ -1,0 +1,67 @@
+// RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables=cpu=x86-64-v3 | FileCheck %s
+
+// A dense 3x3 convolution in the importer's form becomes the implicit GEMM on the packed
+// micro-kernel (codegen/CPUConvolutionKernel.h): the panel is gathered from the input (or
+// loaded when consecutive), then 6 x 16 register tiles of 8-lane FMAs.
+// CHECK-LABEL: hexir.executable @dense
+// CHECK:         llvm.func internal @dense_impl(
+// CHECK:           llvm.alloca %{{.+}} x f32 {alignment = 64 : i64}
+// CHECK:           llvm.intr.masked.gather
+// CHECK-COUNT-12:  llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+hexir.executable @dense attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @dense(%x: tensor<1x5x11x13xf32>, %w: tensor<7x5x3x3xf32>, %o: tensor<1x7x9x11xf32>, %id: index) -> tensor<1x7x9x11xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x5x11x13xf32>, tensor<7x5x3x3xf32>) outs(%o : tensor<1x7x9x11xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<1x7x9x11xf32>
+      return %y : tensor<1x7x9x11xf32>
+    }
+  }
+}
+
+// -----
+
+// A depthwise convolution (one input channel per filter) runs along the output row: masked
+// 8-lane loads of the input, one FMA per window tap, a masked store.
+// CHECK-LABEL: hexir.executable @depthwise
+// CHECK:         llvm.func internal @depthwise_impl(
+// CHECK-NOT:       llvm.alloca
+// CHECK:           llvm.intr.masked.load
+// CHECK:           llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK:           llvm.intr.masked.store
+hexir.executable @depthwise attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @depthwise(%x: tensor<1x6x11x13xf32>, %w: tensor<6x1x3x3xf32>, %o: tensor<1x6x9x11xf32>, %id: index) -> tensor<1x6x9x11xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 + d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x6x11x13xf32>, tensor<6x1x3x3xf32>) outs(%o : tensor<1x6x9x11xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<1x6x9x11xf32>
+      return %y : tensor<1x6x9x11xf32>
+    }
+  }
+}
+
+// -----
+
+// Two filters per input channel (a depthwise multiplier) keep the loop lowering.
+// CHECK-LABEL: hexir.executable @multiplier
+// CHECK-NOT:     llvm.intr.masked
+// CHECK:         llvm.func @multiplier(
+hexir.executable @multiplier attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @multiplier(%x: tensor<1x3x5x5xf32>, %w: tensor<6x1x3x3xf32>, %o: tensor<1x6x3x3xf32>, %id: index) -> tensor<1x6x3x3xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 floordiv 2 + d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x3x5x5xf32>, tensor<6x1x3x3xf32>) outs(%o : tensor<1x6x3x3xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<1x6x3x3xf32>
+      return %y : tensor<1x6x3x3xf32>
+    }
+  }
+}
