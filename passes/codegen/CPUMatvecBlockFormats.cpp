@@ -67,12 +67,32 @@ Value ScalarI32(BlockReader& r, int64_t v) { return arith::ConstantIntOp::create
 Value ToF32(BlockReader& r, Value i) { return arith::SIToFPOp::create(r.b, r.loc, r.b.getF32Type(), i); }
 Value MulF(BlockReader& r, Value a, Value c) { return arith::MulFOp::create(r.b, r.loc, a, c); }
 
+// The 32 integers of a 32-value block as vector<32 x i8> (the int8 dot's weights).
+struct Bytes32 {
+  BlockReader& r;
+  VectorType type(int64_t n = 32) { return VectorType::get({n}, r.b.getI8Type()); }
+  Value splat(int8_t v, int64_t n = 32) {
+    return arith::ConstantOp::create(r.b, r.loc, type(n), DenseElementsAttr::get(type(n), v));
+  }
+  // Low nibbles of the 16 bytes at `offset` (values 0..15), then their high nibbles (16..31).
+  Value nibbles(int64_t offset) {
+    Value bytes = r.Bytes(offset, 16);
+    Value low = arith::AndIOp::create(r.b, r.loc, bytes, splat(15, 16));
+    Value high = arith::ShRUIOp::create(r.b, r.loc, bytes, splat(4, 16));
+    SmallVector<int64_t> both;
+    for (int64_t i = 0; i < 32; ++i) both.push_back(i);
+    return vector::ShuffleOp::create(r.b, r.loc, low, high, both);
+  }
+  Value sub(Value a, int8_t v) { return arith::SubIOp::create(r.b, r.loc, a, splat(v)); }
+};
+
 // q8_0: d (f16) at 0, 32 signed bytes at 2.
 std::pair<Value, Value> Q8_0Scale(BlockReader& r, int64_t) { return {r.Half(0), Value()}; }
 Value Q8_0Quants(BlockReader& r, int64_t v) {
   Value q = arith::ExtSIOp::create(r.b, r.loc, Ints{r}.type(), r.Bytes(2 + 8 * v, kBlockLanes));
   return Ints{r}.toF32(q);
 }
+Value Q8_0Int8(BlockReader& r) { return r.Bytes(2, 32); }
 
 // q4_0: d at 0, 16 bytes at 2: value j < 16 is the low nibble of byte j, value j + 16 its
 // high nibble; q = nibble - 8.
@@ -81,6 +101,10 @@ Value Q4_0Quants(BlockReader& r, int64_t v) {
   Ints i{r};
   return i.toF32(i.sub(i.nibbles(2 + 8 * (v & 1), v >= 2), 8));
 }
+Value Q4_0Int8(BlockReader& r) {
+  Bytes32 q{r};
+  return q.sub(q.nibbles(2), 8);
+}
 
 // q4_1: d at 0, m at 2, nibbles as q4_0 at 4; value = d * q + m.
 std::pair<Value, Value> Q4_1ScaleMin(BlockReader& r, int64_t) { return {r.Half(0), r.Half(2)}; }
@@ -88,6 +112,7 @@ Value Q4_1Quants(BlockReader& r, int64_t v) {
   Ints i{r};
   return i.toF32(i.nibbles(4 + 8 * (v & 1), v >= 2));
 }
+Value Q4_1Int8(BlockReader& r) { return Bytes32{r}.nibbles(4); }
 
 // q5_0: d at 0, qh (u32) at 2, nibbles as q4_0 at 6; value e's fifth bit is bit e of qh;
 // q = (nibble | bit << 4) - 16.
@@ -100,6 +125,20 @@ Value Q5_0Quants(BlockReader& r, int64_t v) {
   Value shift = arith::ConstantOp::create(r.b, r.loc, i.type(), DenseElementsAttr::get(i.type(), ArrayRef<int32_t>(shifts)));
   Value bit = i.andi(arith::ShRUIOp::create(r.b, r.loc, qh, shift), 1);
   return i.toF32(i.sub(i.ori(i.nibbles(6 + 8 * (v & 1), v >= 2), i.shl(bit, 4)), 16));
+}
+// Value j's fifth bit: bit j % 8 of qh's byte j / 8, spread to one byte per value.
+Value Q5_0Int8(BlockReader& r) {
+  Bytes32 q{r};
+  Value qh = r.Bytes(2, 4);
+  SmallVector<int64_t> spread;
+  SmallVector<int8_t> bits;
+  for (int64_t j = 0; j < 32; ++j) spread.push_back(j / 8), bits.push_back(int8_t(1 << (j % 8)));
+  Value each = vector::ShuffleOp::create(r.b, r.loc, qh, qh, spread);
+  Value mask = arith::ConstantOp::create(r.b, r.loc, q.type(), DenseElementsAttr::get(q.type(), ArrayRef<int8_t>(bits)));
+  Value set = arith::CmpIOp::create(r.b, r.loc, arith::CmpIPredicate::ne, arith::AndIOp::create(r.b, r.loc, each, mask),
+                                    q.splat(0));
+  Value fifth = arith::SelectOp::create(r.b, r.loc, set, q.splat(16), q.splat(0));
+  return q.sub(arith::OrIOp::create(r.b, r.loc, q.nibbles(6), fifth), 16);
 }
 
 // q4_k / q5_k: d at 0, dmin at 2, 12 bytes of 6-bit scales and mins at 4 (ggml's
@@ -160,13 +199,13 @@ Value Q6_KQuants(BlockReader& r, int64_t v) {
 }
 
 const BlockFormat kFormats[] = {
-    {"q4_0", 32, 18, 32, false, Q4_0Scale, Q4_0Quants},
-    {"q4_1", 32, 20, 32, true, Q4_1ScaleMin, Q4_1Quants},
-    {"q4_k", 256, 144, 32, true, KScaleMin, Q4_KQuants},
-    {"q5_0", 32, 22, 32, false, Q5_0Scale, Q5_0Quants},
-    {"q5_k", 256, 176, 32, true, KScaleMin, Q5_KQuants},
-    {"q6_k", 256, 210, 16, false, Q6_KScale, Q6_KQuants},
-    {"q8_0", 32, 34, 32, false, Q8_0Scale, Q8_0Quants},
+    {"q4_0", 32, 18, 32, false, Q4_0Scale, Q4_0Quants, Q4_0Int8},
+    {"q4_1", 32, 20, 32, true, Q4_1ScaleMin, Q4_1Quants, Q4_1Int8},
+    {"q4_k", 256, 144, 32, true, KScaleMin, Q4_KQuants, nullptr},
+    {"q5_0", 32, 22, 32, false, Q5_0Scale, Q5_0Quants, Q5_0Int8},
+    {"q5_k", 256, 176, 32, true, KScaleMin, Q5_KQuants, nullptr},
+    {"q6_k", 256, 210, 16, false, Q6_KScale, Q6_KQuants, nullptr},
+    {"q8_0", 32, 34, 32, false, Q8_0Scale, Q8_0Quants, Q8_0Int8},
 };
 
 }  // namespace

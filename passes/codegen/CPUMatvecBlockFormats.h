@@ -45,6 +45,9 @@ struct BlockFormat {
   std::pair<mlir::Value, mlir::Value> (*scaleMin)(BlockReader& r, int64_t group);
   // The integers q of values [8 * vec, 8 * vec + 8) of the block as vector<8 x f32>.
   mlir::Value (*quants)(BlockReader& r, int64_t vec);
+  // Formats of one group of 32 that ggml dots with 8-bit activations (CPUMatvecInt8Dot.h):
+  // the block's 32 integers as vector<32 x i8>; null for the others (f32 activations).
+  mlir::Value (*int8Quants)(BlockReader& r);
 };
 
 // The format named `name`, or null.

@@ -14,6 +14,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "passes/codegen/CPUMatvecBlockFormats.h"
+#include "passes/codegen/CPUMatvecInt8Dot.h"
 
 namespace hexir::codegen {
 using namespace mlir;
@@ -33,6 +34,9 @@ MatvecTiles ChooseMatvecTiles(const CPUTarget& target) {
   t.rows = 4;
   return t;
 }
+
+// The most activation blocks quantized into the kernel's stack (80 KiB at 2048).
+constexpr int64_t kMaxInt8ActivationBlocks = 2048;
 
 // The memref's innermost stride is 1 (vector loads along it); true on tensors.
 bool UnitInnerStride(Type type) {
@@ -216,6 +220,48 @@ class MatvecEmitter {
     });
   }
 
+  // int8 dots (formats with int8Quants, K static): per block b and row r,
+  //   acc[r] += (d_w * d_x[b]) * lanes(w . q[b])       (+ m_w * sum_x[b] into a scalar)
+  // as ggml's vec_dot_<type>_q8_0 / q8_1 accumulate, one quantization of x for all rows.
+  void emitInt8Blocks(const BlockMatvec& m, linalg::GenericOp op) {
+    const BlockFormat& f = *m.format;
+    VectorType vec = VectorType::get({kBlockLanes}, b.getF32Type());
+    VectorType bytes = VectorType::get({kInt8BlockElements}, b.getI8Type());
+    Value zero = zeroVector(vec);
+    Value scalarZero = arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(0.0f));
+    Block& entry = op->getParentOfType<func::FuncOp>().getBody().front();
+    Int8Activations x = QuantizeActivations(b, loc, m.x, f.hasMin, entry);
+    Value blocks = memref::DimOp::create(b, loc, m.x, 0);
+    forRowGroups(memref::DimOp::create(b, loc, m.y, 0), [&](Value n0, int64_t rows) {
+      SmallVector<Value> rowAt = rowValues(n0, rows);
+      SmallVector<Value> weightRow;
+      for (Value row : rowAt) weightRow.push_back(cloneRowIndex(m.rowIndex, op, row));
+      // rows vector accumulators, then (with a min) rows scalar ones.
+      SmallVector<Value> init(rows, zero);
+      if (f.hasMin) init.append(rows, scalarZero);
+      scf::ForOp loop = forLoopCarrying(index(0), blocks, index(1), init, [&](Value block, ValueRange acc) {
+        SmallVector<Value> next(acc);
+        Value base = arith::MulIOp::create(b, loc, block, index(f.blockBytes));
+        Value q = vector::LoadOp::create(b, loc, bytes, x.quants, ValueRange{block, index(0)});
+        Value xScale = memref::LoadOp::create(b, loc, x.scales, ValueRange{block});
+        Value xSum = f.hasMin ? memref::LoadOp::create(b, loc, x.sums, ValueRange{block}).getResult() : Value();
+        for (int64_t r = 0; r < rows; ++r) {
+          BlockReader reader{b, loc, m.weights, weightRow[r], base};
+          Value lanes = Int8DotLanes(b, loc, f.int8Quants(reader), q);
+          auto [scale, min] = f.scaleMin(reader, 0);
+          Value both = arith::MulFOp::create(b, loc, scale, xScale);
+          Value dot = arith::SIToFPOp::create(b, loc, vec, lanes);
+          next[r] = vector::FMAOp::create(b, loc, vector::BroadcastOp::create(b, loc, vec, both), dot, next[r]);
+          if (min)
+            next[rows + r] = arith::AddFOp::create(b, loc, next[rows + r], arith::MulFOp::create(b, loc, min, xSum));
+        }
+        return next;
+      });
+      for (int64_t r = 0; r < rows; ++r)
+        accumulate(m.y, rowAt[r], loop.getResult(r), f.hasMin ? loop.getResult(rows + r) : Value());
+    });
+  }
+
   void emitBlocks(const BlockMatvec& m, linalg::GenericOp op) {
     const BlockFormat& f = *m.format;
     VectorType vec = VectorType::get({kBlockLanes}, b.getF32Type());
@@ -289,10 +335,11 @@ class MatvecEmitter {
     return loop;
   }
 
-  // y[row] += the lanes' sum of `sum` (reassociated: a tree of adds).
-  void accumulate(Value y, Value row, Value sum) {
+  // y[row] += the lanes' sum of `sum` (reassociated: a tree of adds) + `scalar` (if any).
+  void accumulate(Value y, Value row, Value sum, Value scalar = Value()) {
     Value total = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, sum,
                                               arith::FastMathFlags::reassoc);
+    if (scalar) total = arith::AddFOp::create(b, loc, total, scalar);
     Value old = memref::LoadOp::create(b, loc, y, ValueRange{row});
     memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, total), y, ValueRange{row});
   }
@@ -325,6 +372,13 @@ class MatvecEmitter {
   const MatvecTiles& t;
 };
 
+// The format has int8 dots and x a static count of blocks the stack can hold.
+bool TakesInt8Dots(const BlockMatvec& m) {
+  int64_t blocks = cast<ShapedType>(m.x.getType()).getDimSize(0);
+  return m.format->int8Quants && m.format->blockElements == kInt8BlockElements && !ShapedType::isDynamic(blocks) &&
+         blocks <= kMaxInt8ActivationBlocks;
+}
+
 bool TakesMatvecKernel(linalg::LinalgOp op) { return MatchDense(op) || MatchBlocks(op); }
 
 }  // namespace
@@ -341,8 +395,10 @@ void LowerMatvecsToVectorKernels(func::FuncOp kernel, const CPUTarget& target) {
     MatvecEmitter emitter(b, op.getLoc(), tiles);
     if (std::optional<DenseMatvec> dense = MatchDense(op))
       emitter.emitDense(*dense);
+    else if (BlockMatvec blocks = *MatchBlocks(op); TakesInt8Dots(blocks))
+      emitter.emitInt8Blocks(blocks, cast<linalg::GenericOp>(op.getOperation()));
     else
-      emitter.emitBlocks(*MatchBlocks(op), cast<linalg::GenericOp>(op.getOperation()));
+      emitter.emitBlocks(blocks, cast<linalg::GenericOp>(op.getOperation()));
     op->erase();
   }
 }

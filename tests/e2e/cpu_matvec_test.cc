@@ -9,6 +9,7 @@
 // worker threads.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -184,6 +185,59 @@ void Reference(const std::vector<double>& w, const HostTensor& x, int64_t n, int
   }
 }
 
+// x as ggml's quantize_row_q8_0 / q8_1 (x86) makes it for the formats it dots with 8-bit
+// activations (the kernel's, CPUMatvecInt8Dot.h): per 32 values d = amax / 127, q = the
+// nearest integer (ties to even) to x * (127 / amax), stored f16(d) and f16(d * sum q).
+bool TakesInt8Activations(const GgmlBlockInfo& format) {
+  std::string name = format.name;
+  return name == "q8_0" || name == "q4_0" || name == "q4_1" || name == "q5_0";
+}
+struct Q8Block {
+  double scale, sum;
+  int q[32];
+};
+std::vector<Q8Block> QuantizeQ8(const HostTensor& x) {
+  std::vector<Q8Block> blocks(x.dims[0] / 32);
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const float* v = F32(x) + 32 * b;
+    float amax = 0;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(v[j]));
+    const float d = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    int sum = 0;
+    for (int j = 0; j < 32; ++j) sum += blocks[b].q[j] = int(std::nearbyint(v[j] * id));
+    blocks[b].scale = HalfToFloat(FloatToHalf(d));
+    blocks[b].sum = HalfToFloat(FloatToHalf(d * float(sum)));
+  }
+  return blocks;
+}
+
+// y = W a in double for those formats, a the quantized x (values scale * q); with a min m
+// (q4_1: w = d q + m) the m * sum(a) part takes the block's stored sum, as ggml's dot does.
+// Tolerance 1e-5 of sum |w a|.
+void QuantizedReference(const GgmlBlockInfo& format, const HostTensor& w, const HostTensor& x, int64_t n, int64_t k,
+                        HostTensor* y, std::vector<double>* bound) {
+  std::vector<Q8Block> a = QuantizeQ8(x);
+  *y = ZerosF32({n});
+  bound->assign(n, 0);
+  const bool hasMin = std::string(format.name) == "q4_1";
+  for (int64_t i = 0; i < n; ++i) {
+    double acc = 0, mag = 0;
+    for (int64_t b = 0; b < k / 32; ++b) {
+      const uint8_t* block = &w.bytes[i * format.RowBytes(k) + b * format.block_bytes];
+      double values[32];
+      Dequantize(format, block, values);
+      const double min = hasMin ? Half(block + 2) : 0;
+      for (int j = 0; j < 32; ++j) {
+        acc += (values[j] - min) * a[b].scale * a[b].q[j];
+        mag += std::fabs(values[j] * a[b].scale * a[b].q[j]);
+      }
+      acc += min * a[b].sum;
+    }
+    F32(*y)[i] = float(acc);
+    (*bound)[i] = 1e-5 * mag + 1e-6;
+  }
+}
+
 void RequireWithin(const HostTensor& actual, const HostTensor& expected, const std::vector<double>& bound) {
   REQUIRE(actual.dims == expected.dims);
   for (size_t i = 0; i < bound.size(); ++i) {
@@ -270,11 +324,47 @@ TEST_CASE("block-format matvecs of every GGUF type match ggml's dequantization i
           Dequantize(format, &c.w.bytes[i * format.RowBytes(k) + b * format.block_bytes],
                      &w[i * k + b * format.block_elements]);
       c.x = RandomF32({k}, seed++);
-      Reference(w, c.x, n, k, &c.expected, &c.bound);
+      if (TakesInt8Activations(format))
+        QuantizedReference(format, c.w, c.x, n, k, &c.expected, &c.bound);
+      else
+        Reference(w, c.x, n, k, &c.expected, &c.bound);
       cases.push_back(std::move(c));
     }
   }
   RunCases(source, "matvec_blocks", cases);
+}
+
+TEST_CASE("8-bit-activation matvecs (q8_0, q4_0, q4_1, q5_0) equal ggml's quantized dot in double on the host and baseline x86-64") {
+  // K = 25 blocks (odd), N = 67 (no multiple of the 4-row group); x has an all-zero block
+  // (scale 0) and a block where one large value leaves the others 0 or +-1.
+  const int64_t n = 67, k = 25 * 32;
+  std::string source;
+  std::vector<Case> cases;
+  unsigned seed = 500;
+  for (const GgmlBlockInfo& format : compiler::llama::kGgmlBlockInfos) {
+    if (!TakesInt8Activations(format)) continue;
+    Case c;
+    c.function = std::string(format.name) + "_int8";
+    c.n = n, c.k = k;
+    source += BlockSource(c.function, format, n, k);
+    c.w = RandomBlocks(format, n, k, seed++);
+    c.x = RandomF32({k}, seed++, -3, 3);
+    for (int j = 0; j < 32; ++j) F32(c.x)[3 * 32 + j] = 0, F32(c.x)[7 * 32 + j] *= 0.01f;
+    F32(c.x)[7 * 32 + 5] = 250;
+    QuantizedReference(format, c.w, c.x, n, k, &c.expected, &c.bound);
+    cases.push_back(std::move(c));
+  }
+  // The host's kernels and a baseline x86-64 target's, one workgroup and split.
+  for (auto [name, flags] : {std::pair<const char*, const char*>{"host_one", "--max-workgroups=1"}, {"host_split", ""},
+                              {"x86_64_one", "--cpu=x86-64 --max-workgroups=1"}, {"x86_64_split", "--cpu=x86-64"}}) {
+    INFO("hexir-compile " << flags);
+    std::string module = CompileOrDie(source, std::string("matvec_int8_") + name, "cpu", flags);
+    for (const Case& c : cases) {
+      INFO(c.function);
+      auto out = RunOrDie(module, c.function, {c.w, c.x}, 1, "cpu", "--cpu-threads=0");
+      RequireWithin(out[0], c.expected, c.bound);
+    }
+  }
 }
 
 }  // namespace

@@ -44,7 +44,8 @@ hexir.executable @mv_f16 attributes {hexir.workgroup_count = array<i64: 1, 1, 1>
 
 // -----
 
-// A q8_0 block matvec (the importer's mark): per block the scale's two bytes as one f16, the
+// A q8_0 block matvec (the importer's mark) with f32 activations (K dynamic; a static K
+// takes 8-bit ones: cpu_matvec_int8.mlir): per block the scale's two bytes as one f16, the
 // 32 quants as four 8-byte vector loads sign-extended and converted in registers; the body's
 // per-element byte reads are gone.
 // CHECK-LABEL: hexir.executable @q8
@@ -56,10 +57,10 @@ hexir.executable @mv_f16 attributes {hexir.workgroup_count = array<i64: 1, 1, 1>
 // CHECK:           llvm.intr.vector.reduce.fadd
 hexir.executable @q8 attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
   builtin.module {
-    func.func @q8(%xb: tensor<2x32xf32>, %w: tensor<6x68xi8>, %o: tensor<6xf32>, %id: index) -> tensor<6xf32> {
+    func.func @q8(%xb: tensor<?x32xf32>, %w: tensor<6x68xi8>, %o: tensor<6xf32>, %id: index) -> tensor<6xf32> {
       %y = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>],
                            iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q8_0"}
-          ins(%xb : tensor<2x32xf32>) outs(%o : tensor<6xf32>) {
+          ins(%xb : tensor<?x32xf32>) outs(%o : tensor<6xf32>) {
       ^bb0(%a: f32, %acc: f32):
         %n = linalg.index 0 : index
         %b = linalg.index 1 : index

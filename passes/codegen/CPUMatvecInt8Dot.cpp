@@ -1,0 +1,94 @@
+// The constants and the order of operations are ggml's quantize_row_q8_0 / q8_1 (x86 path:
+// the scale 127 / amax as one division, round to nearest even, the sum from the integers
+// before they are narrowed), so that the kernel's products are the ones llama.cpp computes.
+#include "passes/codegen/CPUMatvecInt8Dot.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace hexir::codegen {
+using namespace mlir;
+
+namespace {
+
+constexpr int64_t kLanes = 8;
+
+Value Index(OpBuilder& b, Location loc, int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+Value F32(OpBuilder& b, Location loc, float v) { return arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(v)); }
+
+// f32 -> f16 -> f32 (nearest even): ggml stores the block's scale and sum as f16.
+Value RoundToHalf(OpBuilder& b, Location loc, Value v) {
+  Value half = arith::TruncFOp::create(b, loc, b.getF16Type(), v);
+  return arith::ExtFOp::create(b, loc, b.getF32Type(), half);
+}
+
+}  // namespace
+
+Int8Activations QuantizeActivations(OpBuilder& b, Location loc, Value x, bool withSums, Block& entry) {
+  const int64_t blocks = cast<MemRefType>(x.getType()).getDimSize(0);
+  Int8Activations out;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&entry);
+    out.quants = memref::AllocaOp::create(b, loc, MemRefType::get({blocks, kInt8BlockElements}, b.getI8Type()));
+    out.scales = memref::AllocaOp::create(b, loc, MemRefType::get({blocks}, b.getF32Type()));
+    if (withSums) out.sums = memref::AllocaOp::create(b, loc, MemRefType::get({blocks}, b.getF32Type()));
+  }
+  VectorType f32x8 = VectorType::get({kLanes}, b.getF32Type());
+  VectorType i32x8 = VectorType::get({kLanes}, b.getI32Type());
+  VectorType i8x8 = VectorType::get({kLanes}, b.getI8Type());
+  auto loop = scf::ForOp::create(b, loc, Index(b, loc, 0), Index(b, loc, blocks), Index(b, loc, 1));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  Value block = loop.getInductionVar();
+  SmallVector<Value> xv;
+  Value absMax;
+  for (int64_t v = 0; v < kInt8BlockElements / kLanes; ++v) {
+    xv.push_back(vector::LoadOp::create(b, loc, f32x8, x, ValueRange{block, Index(b, loc, v * kLanes)}));
+    Value abs = math::AbsFOp::create(b, loc, xv.back());
+    absMax = v ? arith::MaxNumFOp::create(b, loc, absMax, abs).getResult() : abs;
+  }
+  Value amax = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF, absMax);
+  Value d = arith::DivFOp::create(b, loc, amax, F32(b, loc, 127.0f));
+  Value nonZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, amax, F32(b, loc, 0.0f));
+  Value inverse = arith::SelectOp::create(b, loc, nonZero, arith::DivFOp::create(b, loc, F32(b, loc, 127.0f), amax),
+                                          F32(b, loc, 0.0f));
+  Value inverseV = vector::BroadcastOp::create(b, loc, f32x8, inverse);
+  Value intSum;
+  for (int64_t v = 0; v < kInt8BlockElements / kLanes; ++v) {
+    Value rounded = math::RoundEvenOp::create(b, loc, arith::MulFOp::create(b, loc, xv[v], inverseV));
+    Value ints = arith::FPToSIOp::create(b, loc, i32x8, rounded);
+    intSum = v ? arith::AddIOp::create(b, loc, intSum, ints).getResult() : ints;
+    vector::StoreOp::create(b, loc, arith::TruncIOp::create(b, loc, i8x8, ints), out.quants,
+                            ValueRange{block, Index(b, loc, v * kLanes)});
+  }
+  memref::StoreOp::create(b, loc, RoundToHalf(b, loc, d), out.scales, ValueRange{block});
+  if (withSums) {
+    Value sum = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, intSum);
+    Value scaled = arith::MulFOp::create(b, loc, d, arith::SIToFPOp::create(b, loc, b.getF32Type(), sum));
+    memref::StoreOp::create(b, loc, RoundToHalf(b, loc, scaled), out.sums, ValueRange{block});
+  }
+  return out;
+}
+
+Value Int8DotLanes(OpBuilder& b, Location loc, Value w, Value q) {
+  // |w * q| <= 128 * 127 fits i16; lane i sums the products 4i .. 4i + 3.
+  VectorType i16x32 = VectorType::get({kInt8BlockElements}, b.getI16Type());
+  VectorType i32x32 = VectorType::get({kInt8BlockElements}, b.getI32Type());
+  Value product = arith::MulIOp::create(b, loc, arith::ExtSIOp::create(b, loc, i16x32, w),
+                                        arith::ExtSIOp::create(b, loc, i16x32, q));
+  Value wide = arith::ExtSIOp::create(b, loc, i32x32, product);
+  Value lanes;
+  for (int64_t t = 0; t < 4; ++t) {
+    SmallVector<int64_t> picks;
+    for (int64_t i = 0; i < kLanes; ++i) picks.push_back(4 * i + t);
+    Value part = vector::ShuffleOp::create(b, loc, wide, wide, picks);
+    lanes = t ? arith::AddIOp::create(b, loc, lanes, part).getResult() : part;
+  }
+  return lanes;
+}
+
+}  // namespace hexir::codegen

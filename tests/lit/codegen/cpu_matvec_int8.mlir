@@ -1,0 +1,57 @@
+// RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables=cpu=x86-64-v3 | FileCheck %s
+
+// A q8_0 block matvec with K static dots 8-bit activations (codegen/CPUMatvecInt8Dot.h): x
+// quantized once, before the rows (absolute max, x * 127 / amax rounded to nearest even,
+// the scale rounded to f16), then per block and row the 32 weight bytes in one load, dotted
+// in int32 lanes from i16 products; no per-element byte reads.
+// CHECK-LABEL: hexir.executable @q8
+// CHECK:         llvm.func internal @q8_impl(
+// CHECK:           llvm.alloca {{.*}} x i8
+// CHECK:           llvm.intr.vector.reduce.fmax
+// CHECK:           llvm.intr.roundeven({{.*}}) : (vector<8xf32>) -> vector<8xf32>
+// CHECK:           llvm.fptrunc {{.*}} : f32 to f16
+// CHECK:           llvm.load {{.*}} -> vector<32xi8>
+// CHECK:           llvm.load {{.*}} -> vector<32xi8>
+// CHECK:           llvm.mul {{.*}} : vector<32xi16>
+// CHECK:           llvm.sitofp {{.*}} : vector<8xi32> to vector<8xf32>
+// CHECK-NOT:       llvm.load {{.*}} -> i8
+// CHECK:           llvm.intr.vector.reduce.fadd
+hexir.executable @q8 attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @q8(%xb: tensor<2x32xf32>, %w: tensor<6x68xi8>, %o: tensor<6xf32>, %id: index) -> tensor<6xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>],
+                           iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q8_0"}
+          ins(%xb : tensor<2x32xf32>) outs(%o : tensor<6xf32>) {
+      ^bb0(%a: f32, %acc: f32):
+        %n = linalg.index 0 : index
+        %b = linalg.index 1 : index
+        %j = linalg.index 2 : index
+        %c34 = arith.constant 34 : index
+        %c2 = arith.constant 2 : index
+        %base = arith.muli %b, %c34 : index
+        %at = arith.addi %base, %c2 : index
+        %at2 = arith.addi %at, %j : index
+        %q = tensor.extract %w[%n, %at2] : tensor<6x68xi8>
+        %lo = tensor.extract %w[%n, %base] : tensor<6x68xi8>
+        %c1 = arith.constant 1 : index
+        %hiat = arith.addi %base, %c1 : index
+        %hi = tensor.extract %w[%n, %hiat] : tensor<6x68xi8>
+        %lo32 = arith.extui %lo : i8 to i32
+        %hi32 = arith.extui %hi : i8 to i32
+        %c8 = arith.constant 8 : i32
+        %hish = arith.shli %hi32, %c8 : i32
+        %bits32 = arith.ori %lo32, %hish : i32
+        %bits = arith.trunci %bits32 : i32 to i16
+        %h = arith.bitcast %bits : i16 to f16
+        %d = arith.extf %h : f16 to f32
+        %qi = arith.extsi %q : i8 to i32
+        %qf = arith.sitofp %qi : i32 to f32
+        %wv = arith.mulf %d, %qf : f32
+        %p = arith.mulf %a, %wv : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<6xf32>
+      return %y : tensor<6xf32>
+    }
+  }
+}
