@@ -7,10 +7,15 @@
 Compiles `add` (two 1024-element f32 vectors, one dispatch), runs hexir-bench on it (steady
 state: VM invoke + wait idle per call, inputs uploaded once) and, in the same run, times from
 Python: the call with device-resident inputs + Device.wait_idle() (what hexir-bench times),
-the call with NumPy inputs (wrapped without a copy) + wait, the call + reading the result
-with numpy(), and torch.add on the same vectors (eager, if torch is installed). Both sides use
-an inline CPU device (--cpu-threads=0): the calling thread runs the dispatch. Prints the median
-per call, in microseconds, and the ratio Python / C++.
+the same looking the function up on the module each call (`module.add(...)`), the call with
+NumPy inputs (wrapped without a copy) + wait, the call + reading the result with numpy(), and
+torch.add on the same vectors (eager, if torch is installed). Both sides use an inline CPU
+device (--cpu-threads=0): the calling thread runs the dispatch. Prints the median per call, in
+microseconds, and the ratio Python / C++.
+
+Python statements are timed as timeit does (the statement compiled into a `for` loop, batches
+of --batch calls, the median batch's time per call): a Python function call and two timer
+reads around every call would add ~0.13 us that is the harness's, not the call's.
 """
 import argparse
 import os
@@ -19,7 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+import timeit
 
 import numpy as np
 
@@ -40,18 +45,14 @@ func.func @add(%a: tensor<1024xf32>, %b: tensor<1024xf32>) -> tensor<1024xf32> {
 """
 
 
-def per_call_us(body, calls):
+def per_call_us(statement, namespace, calls, batch):
     """Median time of one call in microseconds, like hexir-bench's steady state (a median is
-    robust to the preemptions of a loaded machine). Includes ~0.05 us of timer reads."""
-    clock = time.perf_counter_ns
-    for _ in range(min(calls, 1000)):  # warm up
-        body()
-    times = []
-    for _ in range(calls):
-        start = clock()
-        body()
-        times.append(clock() - start)
-    return statistics.median(times) / 1e3
+    robust to the preemptions of a loaded machine): `calls` runs of `statement` in batches of
+    `batch`, the median batch's time divided by `batch`. Includes the loop's ~0.02 us."""
+    timer = timeit.Timer(statement, globals=namespace)
+    timer.timeit(number=min(calls, 1000))  # warm up
+    times = timer.repeat(repeat=max(calls // batch, 1), number=batch)
+    return statistics.median(times) / batch * 1e6
 
 
 def cpp_per_call_us(hexir_bench, vmfb_path, calls):
@@ -69,6 +70,7 @@ def main():
     parser.add_argument("--hexir-bench", default="bazel-bin/tools/hexir-bench/hexir-bench")
     parser.add_argument("--calls", type=int, default=50000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--batch", type=int, default=20, help="calls per timed batch")
     args = parser.parse_args()
 
     vmfb = hexir.compile(ADD, targets=["cpu"])
@@ -89,31 +91,19 @@ def main():
     a_host, b_host = np.full(1024, 1, np.float32), np.full(1024, 2, np.float32)
     a, b = device.put(a_host), device.put(b_host)
 
-    def resident_call_only():
-        add(a, b)
-
-    def resident():
-        add(a, b)
-        device.wait_idle()
-
-    def from_numpy():
-        add(a_host, b_host)
-        device.wait_idle()
-
-    def read_back():
-        add(a_host, b_host).numpy()
-
+    namespace = dict(module=module, device=device, add=add, a=a, b=b, a_host=a_host, b_host=b_host)
     bodies = [
-        ("Python: resident inputs, call + wait_idle", resident),
-        ("Python: resident inputs, call alone", resident_call_only),
-        ("Python: NumPy inputs, call + wait_idle", from_numpy),
-        ("Python: NumPy inputs, call + numpy()", read_back),
+        ("Python: resident inputs, call + wait_idle", "add(a, b); device.wait_idle()"),
+        ("Python: resident inputs, call alone", "add(a, b)"),
+        ("Python: module.add(a, b) + wait_idle", "module.add(a, b); device.wait_idle()"),
+        ("Python: NumPy inputs, call + wait_idle", "add(a_host, b_host); device.wait_idle()"),
+        ("Python: NumPy inputs, call + numpy()", "add(a_host, b_host).numpy()"),
     ]
     try:
         import torch
-        ta, tb = torch.from_numpy(a_host), torch.from_numpy(b_host)
+        namespace.update(torch=torch, ta=torch.from_numpy(a_host), tb=torch.from_numpy(b_host))
         torch.set_num_threads(1)
-        bodies.append(("torch eager: torch.add (1024 f32)", lambda: torch.add(ta, tb)))
+        bodies.append(("torch eager: torch.add (1024 f32)", "torch.add(ta, tb)"))
     except ImportError:
         pass
     # Rounds interleave the variants; each row keeps its best median (load on a shared
@@ -121,7 +111,7 @@ def main():
     best = {name: float("inf") for name, _ in bodies}
     for _ in range(args.rounds):
         for name, body in bodies:
-            best[name] = min(best[name], per_call_us(body, args.calls // args.rounds))
+            best[name] = min(best[name], per_call_us(body, namespace, args.calls // args.rounds, args.batch))
     rows = [("C++ hexir-bench: invoke + wait idle", cpp_wall), ("C++ hexir-bench: invoke alone", cpp_host)]
     rows += [(name, best[name]) for name, _ in bodies]
     for name, us in rows:

@@ -60,6 +60,13 @@ vm::Ref<hal::BufferView> ViewOfValue(const FunctionAbi& abi, size_t i, hal::Devi
   return ViewFromArray(device, py::reinterpret_borrow<py::array>(array));
 }
 
+// The buffer view in `v`, moved out of it (no refcount traffic); null, with `v` untouched,
+// when it holds none.
+vm::Ref<hal::BufferView> TakeView(vm::Variant& v) {
+  if (!vm::RefCast<hal::BufferView>(v.ref.get())) return nullptr;
+  return vm::Ref<hal::BufferView>::Adopt(static_cast<hal::BufferView*>(v.ref.release()));
+}
+
 bool IsInteger(py::handle v) {
   return PyLong_Check(v.ptr()) || (PyIndex_Check(v.ptr()) && !PyFloat_Check(v.ptr()));
 }
@@ -87,36 +94,18 @@ StatusOr<FunctionAbi> DescribeFunction(vm::Function function) {
   if (!results.ok()) return std::move(results).status().WithContext(StrCat("function '", function.name, "'"));
   abi.args = std::move(*args);
   abi.results = std::move(*results);
+  abi.one_ref_result = abi.result_kinds == "r";
   abi.function = std::move(function);
   return abi;
 }
 
-std::vector<vm::Variant> ConvertArguments(const FunctionAbi& abi, hal::Device& device, py::args args) {
-  // A hexir.Parameters as the last argument fills every remaining argument.
-  Parameters* parameters = args.size() > 0 ? AsParameters(args[args.size() - 1]) : nullptr;
-  if (parameters && args.size() <= abi.arg_kinds.size()) {
-    const size_t first = args.size() - 1;
-    std::vector<vm::Ref<hal::BufferView>> views = BindParameters(
-        *parameters, device, abi.args, first,
-        StrCat("module '", abi.function.module->name(), "': @", abi.function.name));
-    py::tuple leading(first);
-    for (size_t i = 0; i < first; ++i) leading[i] = args[i];
-    std::vector<vm::Variant> out = ConvertArguments(abi, device, py::reinterpret_borrow<py::args>(leading), first);
-    out.resize(abi.arg_kinds.size());
-    for (size_t i = 0; i < views.size(); ++i) out[first + i].ref = std::move(views[i]);
-    return out;
-  }
-  return ConvertArguments(abi, device, args, abi.arg_kinds.size());
-}
+namespace {
 
-std::vector<vm::Variant> ConvertArguments(const FunctionAbi& abi, hal::Device& device, py::args args,
-                                          size_t expected) {
-  if (args.size() != expected) {
-    RaiseIfError(InvalidArgument("function '", abi.function.name, "' expects ", abi.arg_kinds.size(),
-                                 " inputs (", abi.Describe(), "), got ", args.size()));
-  }
-  std::vector<vm::Variant> out(args.size());
-  for (size_t i = 0; i < args.size(); ++i) {
+// args[0..count) as the function's first `count` arguments, appended to `out`.
+void ConvertPositional(const FunctionAbi& abi, hal::Device& device, PyObject* const* args,
+                       size_t count, std::vector<vm::Variant>& out) {
+  out.resize(count);
+  for (size_t i = 0; i < count; ++i) {
     py::handle value = args[i];
     if (AsParameters(value)) {
       RaiseIfError(InvalidArgument("function '", abi.function.name, "' input ", i,
@@ -143,14 +132,37 @@ std::vector<vm::Variant> ConvertArguments(const FunctionAbi& abi, hal::Device& d
       }
     }
   }
-  return out;
+}
+
+}  // namespace
+
+void ConvertArguments(const FunctionAbi& abi, hal::Device& device, PyObject* const* args,
+                      size_t count, std::vector<vm::Variant>& out) {
+  out.clear();
+  const size_t expected = abi.arg_kinds.size();
+  // A hexir.Parameters as the last argument fills every remaining argument.
+  Parameters* parameters = count > 0 ? AsParameters(args[count - 1]) : nullptr;
+  if (parameters && count <= expected) {
+    const size_t first = count - 1;
+    std::vector<vm::Ref<hal::BufferView>> views = BindParameters(
+        *parameters, device, abi.args, first,
+        StrCat("module '", abi.function.module->name(), "': @", abi.function.name));
+    ConvertPositional(abi, device, args, first, out);
+    out.resize(expected);
+    for (size_t i = 0; i < views.size(); ++i) out[first + i].ref = std::move(views[i]);
+    return;
+  }
+  if (count != expected) {
+    RaiseIfError(InvalidArgument("function '", abi.function.name, "' expects ", expected,
+                                 " inputs (", abi.Describe(), "), got ", count));
+  }
+  ConvertPositional(abi, device, args, count, out);
 }
 
 py::object ConvertResults(const FunctionAbi& abi, const vm::Ref<hal::Device>& device,
                           std::vector<vm::Variant>& results) {
-  if (results.size() == 1 && abi.result_kinds == "r") {  // the common case: no tuple
-    if (auto* view = vm::RefCast<hal::BufferView>(results[0].ref.get()))
-      return WrapTensor(Tensor{vm::Ref<hal::BufferView>::Retain(view), device});
+  if (abi.one_ref_result && results.size() == 1) {  // the common case: no tuple
+    if (vm::Ref<hal::BufferView> view = TakeView(results[0])) return WrapTensor(Tensor{std::move(view), device});
   }
   py::tuple out(results.size());
   for (size_t i = 0; i < results.size(); ++i) {
@@ -162,13 +174,13 @@ py::object ConvertResults(const FunctionAbi& abi, const vm::Ref<hal::Device>& de
       std::memcpy(&f, &results[i].bits, 8);
       out[i] = py::float_(f);
     } else {
-      auto* view = vm::RefCast<hal::BufferView>(results[i].ref.get());
+      vm::Ref<hal::BufferView> view = TakeView(results[i]);
       if (!view) {
         RaiseIfError(Unimplemented("function '", abi.function.name, "' result ", i, " is a ",
                                    results[i].ref ? results[i].ref->type_name() : "null ref",
                                    ", which Python cannot receive yet"));
       }
-      out[i] = WrapTensor(Tensor{vm::Ref<hal::BufferView>::Retain(view), device});
+      out[i] = WrapTensor(Tensor{std::move(view), device});
     }
   }
   if (out.size() == 0) return py::none();

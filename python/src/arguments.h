@@ -25,22 +25,22 @@ struct FunctionAbi {
   std::string result_kinds;
   std::vector<tools::AbiType> args;     // reflected types (may be empty: no reflection)
   std::vector<tools::AbiType> results;
+  bool one_ref_result = false;  // result_kinds == "r": the result is returned bare, no tuple
   std::string Describe() const;  // "main(tensor<2x4xf32>) -> tensor<2x3xf32>"
 };
 
 // Parses the signature and reflection of `function` (errors name the function).
 StatusOr<FunctionAbi> DescribeFunction(vm::Function function);
 
-// Converts `args` (with the GIL held) to VM arguments on `device`; raises hexir.Error naming
-// the input for a wrong count or kind. A hexir.Parameters as the last argument supplies every
-// remaining argument (parameters.h).
-std::vector<vm::Variant> ConvertArguments(const FunctionAbi& abi, hal::Device& device,
-                                          pybind11::args args);
-// The same for the first `expected` arguments only (args.size() must equal it).
-std::vector<vm::Variant> ConvertArguments(const FunctionAbi& abi, hal::Device& device,
-                                          pybind11::args args, size_t expected);
+// Converts args[0..count) (with the GIL held) to VM arguments on `device` into `out`
+// (cleared first; its capacity is reused). Raises hexir.Error naming the input for a wrong
+// count or kind; `out` may then hold the inputs converted so far. A hexir.Parameters as the
+// last argument supplies every remaining argument (parameters.h).
+void ConvertArguments(const FunctionAbi& abi, hal::Device& device, PyObject* const* args,
+                      size_t count, std::vector<vm::Variant>& out);
 
-// Converts results: None for none, the value for one, a tuple for several.
+// Converts results: None for none, the value for one, a tuple for several. Moves the refs
+// out of `results` (the tensors take them over).
 pybind11::object ConvertResults(const FunctionAbi& abi, const vm::Ref<hal::Device>& device,
                                 std::vector<vm::Variant>& results);
 

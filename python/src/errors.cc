@@ -17,8 +17,7 @@ void DefineErrorType(py::module_& module) {
   module.add_object("Error", py::handle(error_type).inc_ref());
 }
 
-void RaiseIfError(const Status& status) {
-  if (status.ok()) return;
+void RaiseError(const Status& status) {
   py::object error = py::reinterpret_borrow<py::object>(error_type)(status.message());
   error.attr("code") = StatusCodeName(status.code());
   PyErr_SetObject(error_type, error.ptr());

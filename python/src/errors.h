@@ -15,8 +15,13 @@ namespace hexir::python {
 // Creates hexir._runtime.Error in `module` (call once, from the module initializer).
 void DefineErrorType(pybind11::module_& module);
 
-// Raises hexir.Error for a non-ok status; returns for ok.
-void RaiseIfError(const Status& status);
+// Raises hexir.Error for `status` (not ok).
+[[noreturn]] void RaiseError(const Status& status);
+
+// Raises hexir.Error for a non-ok status; returns for ok (inline: one compare per call).
+inline void RaiseIfError(const Status& status) {
+  if (!status.ok()) RaiseError(status);
+}
 
 template <typename T>
 T ValueOrRaise(StatusOr<T>&& value) {

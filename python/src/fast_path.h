@@ -1,7 +1,7 @@
 // The per-call path without pybind11's machinery: the C++ object inside an instance of a
 // final pybind11 class found by an exact type compare (no type-map lookups), and C++
 // exceptions turned into the Python error for functions registered with the C API
-// (Function.__call__, Device.wait_idle, hexir.Tensor's methods).
+// (hexir.Function's vectorcall, Device.wait_idle, hexir.Tensor's methods).
 #pragma once
 
 #include <pybind11/pybind11.h>
