@@ -60,6 +60,46 @@ def test_the_gil_is_released_while_a_call_runs():
     assert len(during) > 1000, f"{len(during)} ticks of the main thread during a {duration:.3f} s call"
 
 
+def ticks_of_another_thread_during(action):
+    """Runs action() here while a second Python thread counts loop turns; returns the turns
+    taken while action() ran (none if it held the GIL throughout) and its duration."""
+    ticks, stop = [], threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+
+    ticker = threading.Thread(target=tick)
+    ticker.start()
+    time.sleep(0.05)  # the ticker is running
+    start = time.perf_counter()
+    action()
+    end = time.perf_counter()
+    stop.set()
+    ticker.join()
+    return len([t for t in ticks if start < t < end]), end - start
+
+
+@pytest.mark.parametrize("wait", ["future.result", "tensor.numpy", "device.wait_idle"])
+def test_the_gil_is_released_while_the_runtime_waits_for_the_device(wait):
+    from conftest import MATMUL, vmfb
+    # One worker thread: the call only queues the dispatch, the waits below find it running.
+    m = hexir.load(vmfb(MATMUL), cpu_threads=1)
+    a = np.random.default_rng(2).standard_normal((768, 768)).astype(np.float32)
+    m.matmul(a[:8, :8], a[:8, :8]).numpy()  # warm up: executables loaded
+    waits = m.device.stats()["host_waits"]
+    if wait == "future.result":
+        future = m.matmul.async_(a, a)
+        action = lambda: future.result().numpy()
+    else:
+        y = m.matmul(a, a)
+        action = y.numpy if wait == "tensor.numpy" else m.device.wait_idle
+    during, seconds = ticks_of_another_thread_during(action)
+    assert m.device.stats()["host_waits"] > waits, "nothing waited for the device"
+    # Holding the GIL while waiting would leave the other thread without a single turn.
+    assert during > 1000, f"{during} turns of the other thread during a {seconds:.3f} s {wait}"
+
+
 def test_a_future_wait_times_out_without_blocking_other_threads():
     from conftest import MATMUL, vmfb
     m = hexir.load(vmfb(MATMUL), cpu_threads=0)

@@ -29,6 +29,40 @@ def test_functions_are_reached_by_attribute_and_by_name(abi):
     np.testing.assert_array_equal(abi.scale(x, 3.0).numpy(), x * 3)
 
 
+def test_a_function_is_one_object_per_name_and_takes_positional_arguments_only(abi):
+    f = abi.scale
+    assert isinstance(f, hexir.Function)
+    assert abi.scale is f and abi["scale"] is f  # made once, then cached by the module
+    assert f.name == "scale" and repr(f) == "hexir.Function(scale(tensor<?xf32>, f32) -> (tensor<?xf32>))"
+    with pytest.raises(TypeError, match="positional arguments only"):
+        f(np.ones(2, np.float32), s=2.0)
+    with pytest.raises(TypeError):
+        hexir.Function()
+    args = (np.arange(3, dtype=np.float32), 2.0)
+    np.testing.assert_array_equal(f(*args).numpy(), [0.0, 2.0, 4.0])
+
+
+def test_two_threads_calling_one_function_each_get_their_own_results(abi):
+    import threading
+    f = abi.scale
+    failures = []
+
+    def calls(offset):
+        for i in range(300):
+            n = 1 + (i + offset) % 17
+            x = np.full(n, float(offset + i), np.float32)
+            y = f(x, 0.5)
+            if y.shape != (n,) or not np.array_equal(y.numpy(), x * np.float32(0.5)):
+                failures.append((offset, i, y.shape))
+
+    threads = [threading.Thread(target=calls, args=(k * 1000,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+
+
 def test_python_scalars_and_lists_become_scalar_and_tensor_arguments(abi):
     # an int where the function takes f32, and a list where it takes a tensor
     np.testing.assert_array_equal(abi.scale([1.0, 2.0, 4.0], 2).numpy(), [2.0, 4.0, 8.0])

@@ -47,6 +47,22 @@ def test_calling_a_closed_module_is_an_error_but_its_results_stay_readable(abi):
     np.testing.assert_array_equal(y.numpy(), [2.0, 2.0, 2.0])
 
 
+def test_a_function_taken_before_close_refuses_sync_and_async_calls_after_it(abi):
+    f = abi.scale
+    g = abi["identity"]
+    abi.close()
+    assert abi.closed
+    for call in (lambda: f(np.ones(3, np.float32), 2.0), lambda: abi.scale(np.ones(3, np.float32), 2.0),
+                 lambda: f.async_(np.ones(3, np.float32), 2.0).result(timeout=60)):
+        with pytest.raises(hexir.Error, match=r"module 'module' is closed; function 'scale' cannot be called"):
+            call()
+    with pytest.raises(hexir.Error, match=r"module 'module' is closed") as e:
+        abi.pair  # never looked up before the close
+    assert e.value.code == "failed_precondition"
+    with pytest.raises(hexir.Error, match=r"function 'identity' cannot be called"):
+        g(np.ones((2, 3), np.float32))
+
+
 def test_an_absent_device_names_the_device_and_the_reason():
     if any(d["driver"] == "cuda" for d in hexir.devices()):
         pytest.skip("a CUDA device is present here")

@@ -1,6 +1,6 @@
-"""hexir.Parameters and hexir.generate with stories260K (llama2.c) against the golden ids of
-an independent PyTorch reference (tests/llm/stories260K_greedy_ids.txt), and with a Hugging
-Face safetensors folder against tests/llm/hf_llama.py's NumPy reference."""
+"""hexir.Parameters and hexir.generate with stories260K (llama2.c, and converted to GGUF)
+against the golden ids of an independent PyTorch reference (tests/llm/stories260K_greedy_ids.txt),
+and with a Hugging Face safetensors folder against tests/llm/hf_llama.py's NumPy reference."""
 import os
 import subprocess
 import sys
@@ -91,6 +91,20 @@ def test_bad_sampler_settings_are_refused_by_name(stories):
         hexir.generate(module, parameters, temperature=0.5, top_p=1.5)
     with pytest.raises(hexir.Error, match=r"repeat-last-n 65 must be in \[0, 64\]"):
         hexir.generate(module, parameters, stream=True, repeat_last_n=65)
+
+
+TO_GGUF = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "llm", "llama2c_to_gguf.py")
+
+
+def test_a_gguf_conversion_of_stories260k_imports_binds_and_generates_the_reference_ids(tmp_path):
+    if not os.path.exists(CHECKPOINT):
+        pytest.skip(f"{CHECKPOINT} is absent")
+    gguf = tmp_path / "stories260K.gguf"
+    subprocess.run([sys.executable, TO_GGUF, CHECKPOINT, "-", str(gguf)], check=True)  # f32, no tokenizer
+    module = hexir.load(hexir.compile(hexir.import_model(gguf, cache_len=64)))
+    parameters = hexir.Parameters(gguf)
+    assert parameters.config["vocab_size"] == 512
+    assert list(hexir.generate(module, parameters, max_tokens=30)) == golden_ids()[:30]
 
 
 HF_WRITER = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "llm", "hf_llama.py")

@@ -20,12 +20,14 @@ def run(call, n):
     gc.collect()
 
 
-@pytest.mark.parametrize("kind", ["numpy", "torch", "async"])
+@pytest.mark.parametrize("kind", ["numpy", "torch", "resident", "async"])
 def test_ten_thousand_calls_keep_rss_and_live_buffers_flat(mlp, kind):
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
     if kind == "torch":
         torch = pytest.importorskip("torch")
         x = torch.from_numpy(x.copy())
+    if kind == "resident":
+        x = mlp.device.put(x)  # a hexir.Tensor: no wrapping per call
     expected = mlp.main(x).numpy()
     if kind == "async":
         def call():
