@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+import cuda_checks
 import hexir
 
 torch = pytest.importorskip("torch")
@@ -108,21 +109,8 @@ def test_an_input_lent_without_a_copy_is_given_back_when_its_results_are_gone(ab
     assert sys.getrefcount(x) == before
 
 
-def _cuda_usable():
-    return torch.cuda.is_available() and any(d["driver"] == "cuda" for d in hexir.devices())
-
-
-@pytest.mark.skipif(not _cuda_usable(), reason="HEXIR_SKIPPED: no CUDA device for torch and hexir")
+@pytest.mark.skipif(not cuda_checks.cuda_usable(hexir, torch), reason="HEXIR_SKIPPED: no CUDA device for torch and hexir")
 def test_torch_cuda_tensors_pass_both_ways_without_a_copy():
-    m = hexir.load(hexir.compile(
-        "func.func @same(%x: tensor<8xf32>) -> tensor<8xf32> { return %x : tensor<8xf32> }",
-        targets=["cuda"]), devices=["cuda:0"])
-    x = torch.arange(8, dtype=torch.float32, device="cuda:0")
-    y = m.same(x)  # the result is the argument's buffer: torch's memory, used in place
-    assert y.__dlpack_device__() == (2, 0)
-    assert y.data_ptr() == x.data_ptr()
-    t = torch.from_dlpack(y)
-    assert t.device == x.device and t.data_ptr() == x.data_ptr()
-    assert torch.equal(t, x)
-    z = hexir.from_dlpack(x)
-    assert z.device.uri == "cuda:0" and z.data_ptr() == x.data_ptr()
+    with open(cuda_checks.SOURCE) as f:
+        vmfb = hexir.compile(f.read(), targets=["cuda"])
+    cuda_checks.check_torch_cuda_tensors_pass_both_ways_without_a_copy(hexir, torch, vmfb)
