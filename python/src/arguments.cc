@@ -101,7 +101,8 @@ StatusOr<FunctionAbi> DescribeFunction(vm::Function function) {
 
 namespace {
 
-// args[0..count) as the function's first `count` arguments, appended to `out`.
+// args[0..count) as the function's first `count` arguments, into out[0..count) (`out` is
+// empty on entry).
 void ConvertPositional(const FunctionAbi& abi, hal::Device& device, PyObject* const* args,
                        size_t count, std::vector<vm::Variant>& out) {
   out.resize(count);
