@@ -145,7 +145,7 @@ if [ "$have_mpirun" = 1 ] && [ -f "$TMP/embed_project/sharded.vmfb" ]; then
   out=$(timeout 300 mpirun -n 2 --oversubscribe bash "$here/run_rank.sh" "$RUN" --module="$TMP/embed_project/sharded.vmfb" \
         --function=embed_project --input="6xi64=15 0 16 8 3 12" --input=@$d/{table,w,b}.r{rank}.npy 2>&1)
   rc=$?
-  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q "out_of_range: kernel '.*': index [0-9]* out of range \[0, 8)" <<<"$out" \
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q "out_of_range: result 0 of function 'embed_project': kernel '.*': index [0-9]* out of range \[0, 8)" <<<"$out" \
     && pass "id 16 of 16 rows on 2 ranks: out_of_range named by the kernel check" \
     || { fail "id 16 on 2 ranks: exit $rc"; echo "$out"; }
 fi
