@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hexir-partition end to end: an MLP and an attention block written with sharding
-# annotations only, compiled once, run on 1 rank (no mpirun) and under mpirun -n 2 / -n 4
-# (each rank given its shards); every rank's result must equal the annotation-free module
+# annotations only, compiled once, run on 1 rank (no mpirun), on 2 / 4 CPU devices of one
+# process (hexir-run --device repeated) and under mpirun -n 2 / -n 4 (each rank given its
+# shards); every rank's result must equal the annotation-free module
 # run on one device, within 1e-5 relative. Also: a hidden size the 4 ranks do not divide is
 # refused by name, at run time (rank count read from the channel) and at compile time
 # (--partition=4).
@@ -18,6 +19,14 @@ export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_t
 export HEXIR_COLLECTIVE_TIMEOUT=60
 have_mpirun=1
 command -v mpirun >/dev/null || have_mpirun=0
+# in_process N ARGS...: hexir-run on N CPU devices of one process, one rank each ("{rank}" in
+# an --input/--output file name is each rank's own file).
+in_process() {
+  local n=$1 i devices=()
+  shift
+  for ((i = 0; i < n; i++)); do devices+=(--device=cpu:threads=1); done
+  timeout 300 "$RUN" "${devices[@]}" "$@"
+}
 strip_annotations() { sed -E 's/ \{hexir\.sharding = #hexir\.sharding<[^>]*>\}//g' "$1"; }
 
 # check NAME FUNCTION SOURCE COMPILE_FLAGS RANKS ARG:SHAPE[:SPLIT]...
@@ -44,6 +53,13 @@ check() {
     || { fail "$name: reference run"; return; }
   for n in $ranks; do
     local args=("${rank_inputs[@]//DIR/$dir/n$n}")
+    if [ "$n" != 1 ]; then  # the same module on n devices of one process
+      local ones=()
+      for ((r = 0; r < n; r++)); do ones+=("$dir/n$n/one.r$r.npy"); done
+      in_process "$n" --module="$dir/sharded.vmfb" --function="$func" "${args[@]}" "--output=@$dir/n$n/one.r{rank}.npy" \
+        && python3 "$here/npy_shards.py" compare "$dir/reference.npy" "${ones[@]}" \
+        && pass "$name on $n devices of one process" || fail "$name on $n devices of one process"
+    fi
     if [ "$n" = 1 ]; then
       bash "$here/run_rank.sh" "$RUN" --module="$dir/sharded.vmfb" --function="$func" "${args[@]}" \
         "--output=@$dir/n1/out.r{rank}.npy" || { fail "$name: 1 rank"; continue; }
@@ -82,6 +98,11 @@ check_split_results() {
       --output="@$dir/n$n/y.npy" --output="@$dir/n$n/z.npy" || { fail "$name: reference run"; return; }
     local launch=()
     if [ "$n" != 1 ]; then
+      in_process "$n" --module="$dir/sharded.vmfb" --function=split_results --input=@$dir/n$n/{x,w1,w2,b,w3}.r{rank}.npy \
+        --output="@$dir/n$n/y1.r{rank}.npy" --output="@$dir/n$n/z1.r{rank}.npy" \
+        && python3 "$here/npy_shards.py" compare-shards "$dir/n$n/y.npy" 0 $(for ((r = 0; r < n; r++)); do echo "$dir/n$n/y1.r$r.npy"; done) \
+        && python3 "$here/npy_shards.py" compare-shards "$dir/n$n/z.npy" 1 $(for ((r = 0; r < n; r++)); do echo "$dir/n$n/z1.r$r.npy"; done) \
+        && pass "$name on $n devices of one process" || fail "$name on $n devices of one process"
       [ "$have_mpirun" = 1 ] || continue
       launch=(timeout 300 mpirun -n "$n" --oversubscribe)
     fi
@@ -124,6 +145,11 @@ check_embed_project() {
       --output="@$dir/n$n/h.npy" --output="@$dir/n$n/z.npy" || { fail "$name: reference run"; return; }
     local launch=()
     if [ "$n" != 1 ]; then
+      in_process "$n" --module="$dir/sharded.vmfb" --function=embed_project --input="$ids" \
+        --input=@$dir/n$n/{table,w,b}.r{rank}.npy --output="@$dir/n$n/h1.r{rank}.npy" --output="@$dir/n$n/z1.r{rank}.npy" \
+        && python3 "$here/npy_shards.py" compare "$dir/n$n/h.npy" $(for ((r = 0; r < n; r++)); do echo "$dir/n$n/h1.r$r.npy"; done) \
+        && python3 "$here/npy_shards.py" compare-shards "$dir/n$n/z.npy" 2 $(for ((r = 0; r < n; r++)); do echo "$dir/n$n/z1.r$r.npy"; done) \
+        && pass "$name on $n devices of one process" || fail "$name on $n devices of one process"
       [ "$have_mpirun" = 1 ] || continue
       launch=(timeout 300 mpirun -n "$n" --oversubscribe)
     fi
