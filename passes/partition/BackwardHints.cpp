@@ -13,10 +13,14 @@
 //
 // Through linalg ops (projected-permutation maps): a split of result i at position d whose
 // output map has a parallel loop L there asks each input holding L at position p for split
-// p. Through elementwise ops: every tensor operand of the result's rank gets the same
-// split. Other ops stop the propagation. A value's first request wins (its last consumer in
+// p, and each tensor the body reads with tensor.extract at `linalg.index L` in position p
+// (a gather's table) for split p. Through elementwise ops: every tensor operand of the
+// result's rank gets the same split. Through expand_shape / collapse_shape: a split that
+// maps to one dimension of the other side (ReshapeRule.cpp: the group's first extent other
+// than 1). Other ops stop the propagation. A value's first request wins (its last consumer in
 // program order, or its own annotation, which always wins).
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "passes/partition/Partitioner.h"
 
 namespace hexir::partition {
@@ -40,6 +44,27 @@ void askThroughLinalg(linalg::LinalgOp op, Partitioner& p) {
         if (auto d = dyn_cast<AffineDimExpr>(expr); d && d.getPosition() == loop.getPosition())
           p.ask(in->get(), Sharding::split(pos));
     }
+    op->getRegion(0).walk([&](tensor::ExtractOp extract) {
+      if (op->isAncestor(extract.getTensor().getParentBlock()->getParentOp())) return;
+      for (auto [pos, index] : llvm::enumerate(extract.getIndices()))
+        if (auto l = index.getDefiningOp<linalg::IndexOp>(); l && l.getDim() == loop.getPosition())
+          p.ask(extract.getTensor(), Sharding::split(pos));
+    });
+  }
+}
+
+void askThroughReshape(Operation* op, Partitioner& p) {
+  Sharding s = p.hint(op->getResult(0));
+  if (!s.isSplit()) return;
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+    ReassociationIndices group = collapse.getReassociationIndices()[s.dim];
+    p.ask(collapse.getSrc(), Sharding::split(SplitMemberOf(group, collapse.getSrcType().getShape())));
+  } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+    auto reassociation = expand.getReassociationIndices();
+    auto shape = expand.getResultType().getShape();
+    auto [group, unitBefore] = SplitGroupOf(reassociation, shape, s.dim);
+    if (unitBefore && group >= 0 && SplitMemberOf(reassociation[group], shape) == s.dim)
+      p.ask(expand.getSrc(), Sharding::split(group));
   }
 }
 
@@ -74,6 +99,8 @@ void Partitioner::askBackwards(Block& body, ArrayRef<Sharding> resultShardings) 
       if (linalgOp.hasPureTensorSemantics()) askThroughLinalg(linalgOp, *this);
     } else if (op.hasTrait<OpTrait::Elementwise>() && op.getNumRegions() == 0) {
       askThroughElementwise(&op, *this);
+    } else if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(op)) {
+      askThroughReshape(&op, *this);
     }
   }
 }

@@ -34,7 +34,7 @@ namespace partition {
 namespace {
 
 using Rule = FailureOr<bool> (*)(Operation*, Partitioner&);
-constexpr Rule kRules[] = {&PartitionDim, &PartitionLinalg, &PartitionElementwise,
+constexpr Rule kRules[] = {&PartitionDim, &PartitionGather, &PartitionLinalg, &PartitionElementwise,
                            &PartitionReshape, &PartitionReplicated};
 
 // The annotation of argument/result `what` of type `type`, verified; nullopt when absent.

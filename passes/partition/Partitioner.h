@@ -12,6 +12,7 @@
 #include <string>
 
 #include "dialects/hexir/IR/HexirOps.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Operation.h"
@@ -74,8 +75,8 @@ class Partitioner {
   FailureOr<Value> splitExtent(Operation* user, Value extent, const std::string& what);
 
   // The values `op` uses that are defined outside it (its operands and those its regions
-  // capture), mapped to their local values as replicated.
-  FailureOr<IRMapping> replicatedMapping(Operation* op);
+  // capture), mapped to their local values as replicated (`keep`: to its local value as is).
+  FailureOr<IRMapping> replicatedMapping(Operation* op, Value keep = {});
 
   // Backward propagation (BackwardHints.cpp): before the forward rewrite, the splits that
   // `body`'s consumers ask of their producers, from the results' shardings and ops'
@@ -91,14 +92,25 @@ class Partitioner {
 
  private:
   Value zerosLike(Location loc, Value global);
+  // hexir.reduce_scatter "sum" of a static partial value into its split along `d`.
+  Value reduceScatter(Location loc, Value partial, int64_t d);
   Value freshLocal(Location loc, Value local, int64_t d, Value extent);
   DenseMap<Value, Local> locals;
   DenseMap<Value, Sharding> hints;
 };
 
+// Reshapes (ReshapeRule.cpp, also asked backwards): the group of `reassociation` holding
+// dimension `dim` of the expanded `shape`, and whether only extents of 1 precede `dim` in it
+// (then a split of `dim` is a split of the group); the member of `group` a split of the group
+// lands on in the expanded `shape` (its first extent other than 1).
+std::pair<int64_t, bool> SplitGroupOf(ArrayRef<ReassociationIndices> reassociation, ArrayRef<int64_t> shape,
+                                      int64_t dim);
+int64_t SplitMemberOf(const ReassociationIndices& group, ArrayRef<int64_t> shape);
+
 // The rules, tried in this order by Partition.cpp; each returns failure after a diagnostic,
 // false when `op` is not its (reason given to notMatched), true when rewritten.
 FailureOr<bool> PartitionDim(Operation* op, Partitioner& p);          // tensor.dim
+FailureOr<bool> PartitionGather(Operation* op, Partitioner& p);       // lookups in a split table
 FailureOr<bool> PartitionLinalg(Operation* op, Partitioner& p);       // linalg structured ops
 FailureOr<bool> PartitionElementwise(Operation* op, Partitioner& p);  // arith/math on tensors
 FailureOr<bool> PartitionReshape(Operation* op, Partitioner& p);      // expand/collapse_shape

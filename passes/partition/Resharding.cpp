@@ -8,8 +8,10 @@
 //                              count fixed in their types; this form serves any count)
 //   replicated -> split d    : tensor.extract_slice at rank * (extent / count), no communication
 //                              (a tensor.empty or its linalg.fill is created at the local size)
-//   partial    -> split d    : hexir.reduce_scatter "sum" when d = 0, shapes static and the rank
-//                              count known (each rank receives only its rows, summed), else
+//   partial    -> split d    : hexir.reduce_scatter "sum" when shapes are static and the rank
+//                              count known (each rank receives only its part, summed; the
+//                              collective scatters dimension 0, so a d with extents other than
+//                              1 before it is transposed to the front and back), else
 //                              all_reduce, then the slice
 //   split d    -> split e    : to replicated, then the slice
 //
@@ -108,6 +110,42 @@ Value Partitioner::zerosLike(Location loc, Value global) {
   return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
 }
 
+// The collective scatters along dimension 0: another dimension d is moved there first and
+// back after (two local transposes), unless every dimension before d is 1 (same layout).
+Value Partitioner::reduceScatter(Location loc, Value partial, int64_t d) {
+  auto type = cast<RankedTensorType>(partial.getType());
+  auto scattered = [&](RankedTensorType t, int64_t at) {
+    SmallVector<int64_t> shape(t.getShape());
+    shape[at] /= ranks;
+    return t.clone(shape);
+  };
+  if (llvm::all_of(type.getShape().take_front(d), [](int64_t e) { return e == 1; })) {
+    if (d == 0) return ReduceScatterOp::create(b, loc, scattered(type, 0), "sum", partial);
+    // 1x..xNx.. as Nx..: the rows of the collapsed form are the split dimension's.
+    SmallVector<ReassociationIndices> groups(1);
+    for (int64_t i = 0; i <= d; ++i) groups[0].push_back(i);
+    for (int64_t i = d + 1; i < type.getRank(); ++i) groups.push_back({i});
+    Value flat = tensor::CollapseShapeOp::create(b, loc, partial, groups);
+    Value part = ReduceScatterOp::create(b, loc, scattered(cast<RankedTensorType>(flat.getType()), 0), "sum", flat);
+    return tensor::ExpandShapeOp::create(b, loc, scattered(type, d), part, groups);
+  }
+  SmallVector<int64_t> toFront{d}, back;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (i != d) toFront.push_back(i);
+  // Result dimension i of the way back is dimension back[i] of the front-first form.
+  for (int64_t i = 0; i < type.getRank(); ++i) back.push_back(i == d ? 0 : (i < d ? i + 1 : i));
+  auto transpose = [&](Value v, ArrayRef<int64_t> perm) {
+    auto t = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> shape;
+    for (int64_t p : perm) shape.push_back(t.getDimSize(p));
+    Value init = tensor::EmptyOp::create(b, loc, shape, t.getElementType());
+    return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
+  };
+  Value front = transpose(partial, toFront);
+  Value part = ReduceScatterOp::create(b, loc, scattered(cast<RankedTensorType>(front.getType()), 0), "sum", front);
+  return transpose(part, back);
+}
+
 FailureOr<Value> Partitioner::reshard(Operation* user, Value global, Sharding to,
                                       const std::string& what) {
   Local from = lookup(global);
@@ -116,9 +154,9 @@ FailureOr<Value> Partitioner::reshard(Operation* user, Value global, Sharding to
   Location loc = user->getLoc();
   auto globalType = cast<RankedTensorType>(global.getType());
   Value v = from.value;
-  if (from.sharding.isPartial() && to.isSplit() && to.dim == 0 && ranks > 0 && globalType.hasStaticShape() &&
-      globalType.getDimSize(0) % ranks == 0)  // one collective: each rank receives its rows summed
-    return ReduceScatterOp::create(b, loc, localType(globalType, to), "sum", v).getResult();
+  if (from.sharding.isPartial() && to.isSplit() && ranks > 0 && globalType.hasStaticShape() &&
+      globalType.getDimSize(to.dim) % ranks == 0)  // one collective: each rank receives its part summed
+    return reduceScatter(loc, v, to.dim);
   if (from.sharding.isPartial()) {
     v = AllReduceOp::create(b, loc, v.getType(), "sum", v);
   } else if (from.sharding.isSplit()) {
@@ -153,12 +191,12 @@ FailureOr<Value> Partitioner::reshard(Operation* user, Value global, Sharding to
   return tensor::ExtractSliceOp::create(b, loc, v, offsets, sizes, strides).getResult();
 }
 
-FailureOr<IRMapping> Partitioner::replicatedMapping(Operation* op) {
+FailureOr<IRMapping> Partitioner::replicatedMapping(Operation* op, Value keep) {
   llvm::SetVector<Value> used(op->getOperands().begin(), op->getOperands().end());
   getUsedValuesDefinedAbove(op->getRegions(), used);
   IRMapping mapping;
   for (Value v : used) {
-    if (!isa<RankedTensorType>(v.getType())) {
+    if (!isa<RankedTensorType>(v.getType()) || v == keep) {
       mapping.map(v, lookup(v).value);
       continue;
     }

@@ -102,6 +102,11 @@ if [ -f "$TMP/h8_kv4.vmfb" ] && HEXIR_COMPILE_FLAGS="--target=cpu" \
     "$("$GENERATE" --module="$TMP/h8_kv4.vmfb" --parameters="$TMP/h8_kv4.bin" --max-tokens=40)" \
     "$("$GENERATE" --module="$TMP/h8_kv4_placed.vmfb" --device=cpu --device=cpu:threads=1 \
         --parameters="$TMP/h8_kv4.bin" --max-tokens=40)"
+  # The placed module given one device: its device 1 is named as missing, exit 1.
+  err=$("$GENERATE" --module="$TMP/h8_kv4_placed.vmfb" --device=cpu --parameters="$TMP/h8_kv4.bin" \
+        --max-tokens=3 2>&1); rc=$?
+  [ "$rc" -eq 1 ] && grep -q "runs on 2 device(s) (0=cpu 1=cpu): device 1 (cpu) is not given (1 device(s) given: cpu)" <<<"$err" \
+    && pass "placed module on 1 device refused: $err" || fail "placed module on 1 device: exit $rc: $err"
   err=$("$GENERATE" --module="$TMP/h8_kv4.vmfb" --device=cpu --device=cpu --parameters="$TMP/h8_kv4.bin" \
         --max-tokens=3 2>&1) && fail "a one-device module ran on two devices"
   grep -q "runs on 1 device(s) and uses no collectives, but --device was given 2 times" <<<"$err" \

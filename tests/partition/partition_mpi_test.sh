@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hexir-partition end to end: an MLP and an attention block written with sharding
-# annotations only, compiled once, run on 1 rank (no mpirun) and under mpirun -n 2 / -n 4
-# (each rank given its shards); every rank's result must equal the annotation-free module
+# annotations only, compiled once, run on 1 rank (no mpirun), on 2 / 4 CPU devices of one
+# process (hexir-run --device repeated) and under mpirun -n 2 / -n 4 (each rank given its
+# shards); every rank's result must equal the annotation-free module
 # run on one device, within 1e-5 relative. Also: a hidden size the 4 ranks do not divide is
 # refused by name, at run time (rank count read from the channel) and at compile time
 # (--partition=4).
@@ -18,6 +19,14 @@ export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_t
 export HEXIR_COLLECTIVE_TIMEOUT=60
 have_mpirun=1
 command -v mpirun >/dev/null || have_mpirun=0
+# in_process N ARGS...: hexir-run on N CPU devices of one process, one rank each ("{rank}" in
+# an --input/--output file name is each rank's own file).
+in_process() {
+  local n=$1 i devices=()
+  shift
+  for ((i = 0; i < n; i++)); do devices+=(--device=cpu:threads=1); done
+  timeout 300 "$RUN" "${devices[@]}" "$@"
+}
 strip_annotations() { sed -E 's/ \{hexir\.sharding = #hexir\.sharding<[^>]*>\}//g' "$1"; }
 
 # check NAME FUNCTION SOURCE COMPILE_FLAGS RANKS ARG:SHAPE[:SPLIT]...
@@ -44,6 +53,13 @@ check() {
     || { fail "$name: reference run"; return; }
   for n in $ranks; do
     local args=("${rank_inputs[@]//DIR/$dir/n$n}")
+    if [ "$n" != 1 ]; then  # the same module on n devices of one process
+      local ones=()
+      for ((r = 0; r < n; r++)); do ones+=("$dir/n$n/one.r$r.npy"); done
+      in_process "$n" --module="$dir/sharded.vmfb" --function="$func" "${args[@]}" "--output=@$dir/n$n/one.r{rank}.npy" \
+        && python3 "$here/npy_shards.py" compare "$dir/reference.npy" "${ones[@]}" \
+        && pass "$name on $n devices of one process" || fail "$name on $n devices of one process"
+    fi
     if [ "$n" = 1 ]; then
       bash "$here/run_rank.sh" "$RUN" --module="$dir/sharded.vmfb" --function="$func" "${args[@]}" \
         "--output=@$dir/n1/out.r{rank}.npy" || { fail "$name: 1 rank"; continue; }
@@ -82,6 +98,11 @@ check_split_results() {
       --output="@$dir/n$n/y.npy" --output="@$dir/n$n/z.npy" || { fail "$name: reference run"; return; }
     local launch=()
     if [ "$n" != 1 ]; then
+      in_process "$n" --module="$dir/sharded.vmfb" --function=split_results --input=@$dir/n$n/{x,w1,w2,b,w3}.r{rank}.npy \
+        --output="@$dir/n$n/y1.r{rank}.npy" --output="@$dir/n$n/z1.r{rank}.npy" \
+        && python3 "$here/npy_shards.py" compare-shards "$dir/n$n/y.npy" 0 $(for ((r = 0; r < n; r++)); do echo "$dir/n$n/y1.r$r.npy"; done) \
+        && python3 "$here/npy_shards.py" compare-shards "$dir/n$n/z.npy" 1 $(for ((r = 0; r < n; r++)); do echo "$dir/n$n/z1.r$r.npy"; done) \
+        && pass "$name on $n devices of one process" || fail "$name on $n devices of one process"
       [ "$have_mpirun" = 1 ] || continue
       launch=(timeout 300 mpirun -n "$n" --oversubscribe)
     fi
@@ -104,6 +125,65 @@ if "$COMPILE" "$here/split_results.mlir" --target=cpu --partition=2 --dump-after
     || fail "--partition=2: expected a reduce_scatter and no all_reduce: $(grep -o 'hexir\.[a-z_]*' "$TMP/sr.partitioned.mlir" | sort | uniq -c | tr '\n' ' ')"
 else
   fail "--dump-after=hexir-partition"
+fi
+
+# embed_project.mlir: a lookup in a table split by vocabulary rows (partial, gathered as the
+# 6x8 result), and a partial sum reaching a split of dimension 2 through a reshape (columns of
+# dimension 1 before it, by reduce_scatter with --partition=2). The ids include the table's
+# first and last rows; h must equal the whole lookup, z each rank's part of dimension 2.
+check_embed_project() {
+  local name=$1 flags=$2 ranks=$3 dir=$TMP/$1 n r
+  local ids="6xi64=15 0 7 8 3 12"
+  mkdir -p "$dir"
+  strip_annotations "$here/embed_project.mlir" >"$dir/reference.mlir"
+  "$COMPILE" "$here/embed_project.mlir" --target=cpu $flags -o "$dir/sharded.vmfb" || { fail "$name: hexir-compile"; return; }
+  "$COMPILE" "$dir/reference.mlir" --target=cpu -o "$dir/reference.vmfb" || { fail "$name: reference"; return; }
+  for n in $ranks; do
+    mkdir -p "$dir/n$n"
+    python3 "$here/npy_shards.py" make "$dir/n$n" 13 "$n" table:16x8:0 w:8x12:0 b:6x12 || { fail "$name: inputs"; return; }
+    "$RUN" --module="$dir/reference.vmfb" --function=embed_project --input="$ids" --input=@$dir/n$n/{table,w,b}.npy \
+      --output="@$dir/n$n/h.npy" --output="@$dir/n$n/z.npy" || { fail "$name: reference run"; return; }
+    local launch=()
+    if [ "$n" != 1 ]; then
+      in_process "$n" --module="$dir/sharded.vmfb" --function=embed_project --input="$ids" \
+        --input=@$dir/n$n/{table,w,b}.r{rank}.npy --output="@$dir/n$n/h1.r{rank}.npy" --output="@$dir/n$n/z1.r{rank}.npy" \
+        && python3 "$here/npy_shards.py" compare "$dir/n$n/h.npy" $(for ((r = 0; r < n; r++)); do echo "$dir/n$n/h1.r$r.npy"; done) \
+        && python3 "$here/npy_shards.py" compare-shards "$dir/n$n/z.npy" 2 $(for ((r = 0; r < n; r++)); do echo "$dir/n$n/z1.r$r.npy"; done) \
+        && pass "$name on $n devices of one process" || fail "$name on $n devices of one process"
+      [ "$have_mpirun" = 1 ] || continue
+      launch=(timeout 300 mpirun -n "$n" --oversubscribe)
+    fi
+    "${launch[@]}" bash "$here/run_rank.sh" "$RUN" --module="$dir/sharded.vmfb" --function=embed_project \
+      --input="$ids" --input=@$dir/n$n/{table,w,b}.r{rank}.npy --output="@$dir/n$n/h.r{rank}.npy" \
+      --output="@$dir/n$n/z.r{rank}.npy" || { fail "$name: $n rank(s)"; continue; }
+    local hs=() zs=()
+    for ((r = 0; r < n; r++)); do hs+=("$dir/n$n/h.r$r.npy"); zs+=("$dir/n$n/z.r$r.npy"); done
+    python3 "$here/npy_shards.py" compare "$dir/n$n/h.npy" "${hs[@]}" \
+      && python3 "$here/npy_shards.py" compare-shards "$dir/n$n/z.npy" 2 "${zs[@]}" \
+      && pass "$name on $n rank(s): the whole lookup, dimension 2 of z" || fail "$name on $n rank(s)"
+  done
+}
+check_embed_project embed_project "" "1 2 4"
+# An id outside the table (16 of 16 rows) still fails the call by the kernel's index check on
+# 2 ranks (each rank's local index is out of its rows), never a silent zero row.
+if [ "$have_mpirun" = 1 ] && [ -f "$TMP/embed_project/sharded.vmfb" ]; then
+  d=$TMP/embed_project/n2
+  out=$(timeout 300 mpirun -n 2 --oversubscribe bash "$here/run_rank.sh" "$RUN" --module="$TMP/embed_project/sharded.vmfb" \
+        --function=embed_project --input="6xi64=15 0 16 8 3 12" --input=@$d/{table,w,b}.r{rank}.npy 2>&1)
+  rc=$?
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q "out_of_range: result 0 of function 'embed_project': kernel '.*': index [0-9]* out of range \[0, 8)" <<<"$out" \
+    && pass "id 16 of 16 rows on 2 ranks: out_of_range named by the kernel check" \
+    || { fail "id 16 on 2 ranks: exit $rc"; echo "$out"; }
+fi
+check_embed_project embed_project_static_2 "--partition=2" "2"
+if "$COMPILE" "$here/embed_project.mlir" --target=cpu --partition=2 --dump-after=hexir-partition -o "$TMP/ep.vmfb" \
+     >"$TMP/ep.partitioned.mlir" 2>&1; then
+  grep -q 'hexir.reduce_scatter "sum" %.* : tensor<12x6xf32> -> tensor<6x6xf32>' "$TMP/ep.partitioned.mlir" \
+    && ! grep -q 'hexir.all_reduce "sum" %.* : tensor<16x8xf32>' "$TMP/ep.partitioned.mlir" \
+    && pass "--partition=2: W's partial sum reaches its columns by one reduce_scatter; the table is never reduced" \
+    || fail "--partition=2 embed_project: $(grep -o 'hexir\.[a-z_]* .*' "$TMP/ep.partitioned.mlir" | grep -v channel)"
+else
+  fail "--dump-after=hexir-partition (embed_project)"
 fi
 
 # A hidden size of 6 on 4 ranks: refused by name.

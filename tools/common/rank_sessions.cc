@@ -1,5 +1,7 @@
 #include "tools/common/rank_sessions.h"
 
+#include <string>
+
 namespace hexir::tools {
 
 bool RunsAsRanks(const vm::Module& module, size_t device_count) {
@@ -18,13 +20,33 @@ StatusOr<std::unique_ptr<RankSessions>> RankSessions::Open(const vm::Module& mod
   return s;
 }
 
-Status RankSessions::CallOnEveryRank(const std::string& function, const std::vector<HostValue>& inputs,
+std::string ForRank(std::string_view spec, int32_t rank) {
+  constexpr std::string_view kRank = "{rank}";
+  std::string out;
+  for (size_t at = 0; at < spec.size();) {
+    size_t found = spec.find(kRank, at);
+    if (found == std::string_view::npos) found = spec.size();
+    out.append(spec.substr(at, found - at));
+    if (found == spec.size()) break;
+    out += std::to_string(rank);
+    at = found + kRank.size();
+  }
+  return out;
+}
+
+Status RankSessions::CallOnEveryRank(const std::string& function,
+                                     const std::vector<std::vector<HostValue>>& inputs,
                                      std::vector<std::vector<HostValue>>* results,
                                      const vm::InvokeOptions& options) {
+  if (inputs.size() != 1 && inputs.size() != size_t(size())) {
+    return InvalidArgument("function '", function, "': inputs for ", inputs.size(), " ranks given to ", size(),
+                           " ranks");
+  }
   results->assign(size(), {});
   return group_->Run([&](int32_t rank) -> Status {
     HEXIR_ASSIGN_OR_RETURN(vm::Function fn, group_->context(rank).LookupFunction(function));
-    return CallFunction(group_->context(rank), devices_[rank], fn, inputs, &(*results)[rank], options);
+    const std::vector<HostValue>& mine = inputs.size() == 1 ? inputs[0] : inputs[rank];
+    return CallFunction(group_->context(rank), devices_[rank], fn, mine, &(*results)[rank], options);
   });
 }
 

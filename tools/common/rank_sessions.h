@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/rank_group.h"
@@ -20,6 +21,11 @@ namespace hexir::tools {
 // device, a module of at most one device that imports hal.channel.default. (A module listing
 // several devices binds them all in one context instead: Session.)
 bool RunsAsRanks(const vm::Module& module, size_t device_count);
+
+// `spec` with every "{rank}" replaced by `rank` (per-rank files of a command line: the shards
+// of a partitioned program's arguments and results, as tests/partition/run_rank.sh does for
+// mpirun).
+std::string ForRank(std::string_view spec, int32_t rank);
 
 class RankSessions {
  public:
@@ -34,9 +40,10 @@ class RankSessions {
   // Rank r's device, as the device list CallFunction takes.
   const std::vector<vm::Ref<hal::Device>>& devices(int32_t rank) const { return devices_[rank]; }
 
-  // Calls `function` on every rank at once with the same inputs; (*results)[r] is rank r's.
-  // A failure is the group's (RankGroup::Run: the first failing rank named).
-  Status CallOnEveryRank(const std::string& function, const std::vector<HostValue>& inputs,
+  // Calls `function` on every rank at once, rank r with inputs[r] (one list for every rank
+  // when `inputs` holds one); (*results)[r] is rank r's. A failure is the group's
+  // (RankGroup::Run: the first failing rank named).
+  Status CallOnEveryRank(const std::string& function, const std::vector<std::vector<HostValue>>& inputs,
                          std::vector<std::vector<HostValue>>* results,
                          const vm::InvokeOptions& options = {});
 

@@ -1,6 +1,7 @@
 // hexir-run: loads a .vmfb module, calls one function with inputs given on the command
 // line, and prints (or saves) its results. See README.md for the flags.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 
 #include <cstdio>
 #include <cstring>
@@ -80,26 +81,65 @@ Status ListDevices(const Flags& flags) {
   return Status::Ok();
 }
 
-Status Run(const Flags& flags) {
-  if (flags.list_devices) return ListDevices(flags);
-  if (flags.module_path.empty()) return InvalidArgument("--module is required (or --list-devices)");
+// The --input values, with "{rank}" in a spec replaced by `rank` (rank < 0: as written).
+StatusOr<std::vector<HostValue>> ParseInputs(const Flags& flags, int32_t rank) {
   std::vector<HostValue> inputs;
   for (size_t i = 0; i < flags.inputs.size(); ++i) {
-    auto v = ParseValue(flags.inputs[i]);
+    auto v = ParseValue(rank < 0 ? flags.inputs[i] : ForRank(flags.inputs[i], rank));
     if (!v.ok()) return std::move(v).status().WithContext(StrCat("--input #", i));
     inputs.push_back(std::move(*v));
   }
+  return inputs;
+}
+
+bool NamesRank(const std::string& spec) { return spec.find("{rank}") != std::string::npos; }
+
+// Result i to --output i (@file.npy, "{rank}" replaced by `rank` >= 0, or - to print; every result
+// printed without --output). `per_rank_only`: only the outputs whose file name holds "{rank}".
+Status EmitResults(const Flags& flags, const std::vector<HostValue>& results, int32_t rank, bool per_rank_only) {
+  if (!flags.outputs.empty() && flags.outputs.size() != results.size()) {
+    return InvalidArgument("--output given ", flags.outputs.size(), " times but function '",
+                           flags.function, "' returns ", results.size(), " results");
+  }
+  for (size_t i = 0; i < results.size(); ++i) {
+    std::string target = flags.outputs.empty() ? "-" : rank < 0 ? flags.outputs[i] : ForRank(flags.outputs[i], rank);
+    if (per_rank_only && (flags.outputs.empty() || !NamesRank(flags.outputs[i]))) continue;
+    if (target == "-") {
+      std::printf("%s\n", FormatValue(results[i]).c_str());
+      continue;
+    }
+    if (target.empty() || target[0] != '@') {
+      return InvalidArgument("--output '", target, "': expected @file.npy or -");
+    }
+    if (results[i].kind != HostValue::Kind::kTensor) {
+      return InvalidArgument("--output '", target, "': result ", i, " is a scalar; use - to print it");
+    }
+    HEXIR_RETURN_IF_ERROR(WriteNpy(target.substr(1), results[i].tensor));
+  }
+  return Status::Ok();
+}
+
+Status Run(const Flags& flags) {
+  if (flags.list_devices) return ListDevices(flags);
+  if (flags.module_path.empty()) return InvalidArgument("--module is required (or --list-devices)");
   InvocationOptions options;
   options.device_uris = flags.devices.empty() ? std::vector<std::string>{"cpu"} : flags.devices;
   options.cpu_threads = flags.cpu_threads;
   HEXIR_ASSIGN_OR_RETURN(vm::Ref<vm::Module> module, vm::Module::LoadFromFile(flags.module_path));
-  std::vector<HostValue> results;
   if (RunsAsRanks(*module, options.device_uris.size())) {
     if (!flags.parameters.empty()) {
       return InvalidArgument("--parameters with one rank per device is not supported yet (module '",
                              flags.module_path, "' runs as ", options.device_uris.size(), " ranks)");
     }
-    // One rank per device, every rank called with the same inputs; rank 0's results print.
+    // One rank per device, each called with the inputs ("{rank}" in a spec: its own file);
+    // rank 0's results print, every rank's go to outputs naming "{rank}".
+    std::vector<std::vector<HostValue>> inputs;
+    const bool per_rank_inputs = std::any_of(flags.inputs.begin(), flags.inputs.end(), NamesRank);
+    for (int32_t r = 0; r < (per_rank_inputs ? int32_t(options.device_uris.size()) : 1); ++r) {
+      StatusOr<std::vector<HostValue>> mine = ParseInputs(flags, per_rank_inputs ? r : -1);
+      if (!mine.ok()) return std::move(mine).status().WithContext(StrCat("rank ", r));
+      inputs.push_back(std::move(*mine));
+    }
     HEXIR_ASSIGN_OR_RETURN(auto ranks, RankSessions::Open(*module, flags.module_path, options));
     std::vector<hal::Device*> devices;
     std::vector<std::string> names;
@@ -116,52 +156,36 @@ Status Run(const Flags& flags) {
       }
       return Status::Ok();
     }));
-    results = std::move(per_rank[0]);
-  } else {
-    HEXIR_ASSIGN_OR_RETURN(auto session, Session::Open(std::move(module), flags.module_path, options));
-    HEXIR_ASSIGN_OR_RETURN(vm::Function fn, session->LookupFunction(flags.function));
-    // Parameters: mapped once, uploaded once, passed after the inputs on every call.
-    std::vector<vm::Ref<hal::BufferView>> parameters;
-    if (!flags.parameters.empty()) {
-      HEXIR_ASSIGN_OR_RETURN(auto file, ParameterFile::Open(flags.parameters));
-      HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> args, ParseAbiTypes(std::string(fn.attr("abi.args"))));
-      HEXIR_RETURN_IF_ERROR(file->CheckArguments(args, StrCat("function '", fn.name, "'")));
-      HEXIR_ASSIGN_OR_RETURN(parameters, file->Upload(session->device(), args));
-    }
-    std::vector<hal::Device*> devices;
-    std::vector<std::string> names;
-    for (size_t i = 0; i < session->device_count(); ++i) {
-      devices.push_back(&session->device(i));
-      names.push_back(StrCat("device ", i, " (", session->device(i).uri(), ")"));
-    }
-    HEXIR_RETURN_IF_ERROR(WithTrace(flags.trace, devices, names, [&]() -> Status {
-      for (int r = 0; r < flags.repeat; ++r) {
-        vm::InvokeOptions call;
-        if (flags.timeout_seconds > 0) call.deadline_ns = Interrupt::DeadlineAfter(flags.timeout_seconds);
-        HEXIR_RETURN_IF_ERROR(session->Call(fn, inputs, parameters, &results, call));
-      }
-      return Status::Ok();
-    }));
+    for (int32_t r = 1; r < ranks->size(); ++r) HEXIR_RETURN_IF_ERROR(EmitResults(flags, per_rank[r], r, true));
+    return EmitResults(flags, per_rank[0], 0, false);
   }
-  if (!flags.outputs.empty() && flags.outputs.size() != results.size()) {
-    return InvalidArgument("--output given ", flags.outputs.size(), " times but function '",
-                           flags.function, "' returns ", results.size(), " results");
+  HEXIR_ASSIGN_OR_RETURN(std::vector<HostValue> inputs, ParseInputs(flags, -1));
+  std::vector<HostValue> results;
+  HEXIR_ASSIGN_OR_RETURN(auto session, Session::Open(std::move(module), flags.module_path, options));
+  HEXIR_ASSIGN_OR_RETURN(vm::Function fn, session->LookupFunction(flags.function));
+  // Parameters: mapped once, uploaded once, passed after the inputs on every call.
+  std::vector<vm::Ref<hal::BufferView>> parameters;
+  if (!flags.parameters.empty()) {
+    HEXIR_ASSIGN_OR_RETURN(auto file, ParameterFile::Open(flags.parameters));
+    HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> args, ParseAbiTypes(std::string(fn.attr("abi.args"))));
+    HEXIR_RETURN_IF_ERROR(file->CheckArguments(args, StrCat("function '", fn.name, "'")));
+    HEXIR_ASSIGN_OR_RETURN(parameters, file->Upload(session->device(), args));
   }
-  for (size_t i = 0; i < results.size(); ++i) {
-    std::string target = flags.outputs.empty() ? "-" : flags.outputs[i];
-    if (target == "-") {
-      std::printf("%s\n", FormatValue(results[i]).c_str());
-      continue;
-    }
-    if (target.empty() || target[0] != '@') {
-      return InvalidArgument("--output '", target, "': expected @file.npy or -");
-    }
-    if (results[i].kind != HostValue::Kind::kTensor) {
-      return InvalidArgument("--output '", target, "': result ", i, " is a scalar; use - to print it");
-    }
-    HEXIR_RETURN_IF_ERROR(WriteNpy(target.substr(1), results[i].tensor));
+  std::vector<hal::Device*> devices;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < session->device_count(); ++i) {
+    devices.push_back(&session->device(i));
+    names.push_back(StrCat("device ", i, " (", session->device(i).uri(), ")"));
   }
-  return Status::Ok();
+  HEXIR_RETURN_IF_ERROR(WithTrace(flags.trace, devices, names, [&]() -> Status {
+    for (int r = 0; r < flags.repeat; ++r) {
+      vm::InvokeOptions call;
+      if (flags.timeout_seconds > 0) call.deadline_ns = Interrupt::DeadlineAfter(flags.timeout_seconds);
+      HEXIR_RETURN_IF_ERROR(session->Call(fn, inputs, parameters, &results, call));
+    }
+    return Status::Ok();
+  }));
+  return EmitResults(flags, results, -1, false);
 }
 
 }  // namespace
@@ -180,12 +204,14 @@ int main(int argc, char** argv) {
                "for each pair, shared memory, peer access, link kind and copy bandwidth");
   app.add_option("--function", flags.function, "Exported function to call")->capture_default_str();
   app.add_option("--input", flags.inputs,
-                 "An argument, in order: 2x3xf32=1 2 3 4 5 6 (one value fills), f32=0.5, i64=5, @file.npy");
+                 "An argument, in order: 2x3xf32=1 2 3 4 5 6 (one value fills), f32=0.5, i64=5, @file.npy "
+                 "(one rank per device: {rank} in it is the rank, each rank's own file)");
   app.add_option("--parameters", flags.parameters,
                  "Parameter file of hexir-import --parameters (GGUF): mapped, uploaded once and "
                  "passed as the function's last arguments, after the --input values");
   app.add_option("--output", flags.outputs,
-                 "Where result i goes, one per result: @file.npy, or - to print");
+                 "Where result i goes, one per result: @file.npy, or - to print (one rank per device: "
+                 "rank 0's, or every rank's to the files that {rank} in the name gives)");
   app.add_option("--cpu-threads", flags.cpu_threads,
                  "Worker threads of the CPU driver (default: all hardware threads; 0 = inline)");
   app.add_option("--repeat", flags.repeat, "Call the function this many times (results of the last)")

@@ -250,6 +250,14 @@ class CudaDevice final : public Device {
         return InvalidArgument("create group channels: device ", i, " ('", group[i]->uri(),
                                "') is not a cuda device; a group's devices share one backend");
       }
+      for (size_t j = 0; j < i; ++j) {
+        if (shared[j]->ordinal == cuda->shared_->ordinal) {  // NCCL: "Duplicate GPU detected"
+          return InvalidArgument("create group channels: devices ", j, " and ", i, " ('", group[j]->uri(), "', '",
+                                 group[i]->uri(), "') are the same GPU ", cuda->shared_->ordinal,
+                                 "; NCCL runs one rank per GPU (give each rank its own GPU, or run the "
+                                 "ranks on CPU devices)");
+        }
+      }
       shared.push_back(cuda->shared_);
     }
     return CreateNcclChannels(shared);

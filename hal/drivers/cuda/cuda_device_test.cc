@@ -83,6 +83,18 @@ TEST_CASE("cuda/device_selection") {
   REQUIRE(GetCudaStats(**cpu).status().code() == StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("cuda/a group of two ranks on one GPU is refused by name before NCCL is called") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  auto again = CreateDevice("cuda:0");
+  REQUIRE(again.ok());
+  auto channels = (*dev)->CreateGroupChannels({dev->get(), again->get()});
+  REQUIRE(channels.status().code() == StatusCode::kInvalidArgument);
+  REQUIRE(channels.status().message() ==
+          "create group channels: devices 0 and 1 ('cuda:0', 'cuda:0') are the same GPU 0; NCCL runs one "
+          "rank per GPU (give each rank its own GPU, or run the ranks on CPU devices)");
+}
+
 TEST_CASE("cuda/pinned_host_pool_classes_and_cap (no GPU needed)") {
   // Pure bookkeeping: fake block addresses, nothing is allocated or freed.
   CHECK(PinnedHostPool::ClassBytes(1) == 256);
