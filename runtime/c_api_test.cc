@@ -164,7 +164,7 @@ TEST_CASE("C API: creation and load errors return codes with messages") {
 }
 
 // Every entry point given NULL for each handle or pointer: a status (or the documented empty
-// answer), never a crash, and the message names the argument.
+// answer), never a crash, and the message names the argument ("hexir_device_create: null uri").
 TEST_CASE("C API: NULL handles and out-pointers are refused by name, never dereferenced") {
   hexir_instance_t* instance = nullptr;
   REQUIRE(hexir_instance_create(&instance) == HEXIR_OK);
@@ -194,7 +194,8 @@ TEST_CASE("C API: NULL handles and out-pointers are refused by name, never deref
   auto refused = [](hexir_status_t status) {
     INFO(hexir_last_error());
     CHECK(status == HEXIR_INVALID_ARGUMENT);
-    CHECK(std::string(hexir_last_error()).find("NULL") != std::string::npos);
+    CHECK(std::string(hexir_last_error()).find("null ") != std::string::npos);
+    CHECK(std::string(hexir_last_error()).find("null argument") == std::string::npos);
   };
   refused(hexir_instance_create(nullptr));
   refused(hexir_device_create(nullptr, "cpu", &device));
@@ -229,12 +230,14 @@ TEST_CASE("C API: NULL handles and out-pointers are refused by name, never deref
   refused(hexir_values_push_buffer_view(nullptr, view));
   refused(hexir_values_push_buffer_view(values, nullptr));
   REQUIRE(hexir_values_push_i64(values, 7) == HEXIR_OK);
+  REQUIRE(hexir_values_push_f64(values, 1.5) == HEXIR_OK);
+  REQUIRE(hexir_values_push_buffer_view(values, view) == HEXIR_OK);
   refused(hexir_values_kind(nullptr, 0, &kind));
   refused(hexir_values_kind(values, 0, nullptr));
   refused(hexir_values_get_i64(nullptr, 0, &i));
   refused(hexir_values_get_i64(values, 0, nullptr));
-  refused(hexir_values_get_f64(values, 0, nullptr));
-  refused(hexir_values_get_buffer_view(values, 0, nullptr));
+  refused(hexir_values_get_f64(values, 1, nullptr));
+  refused(hexir_values_get_buffer_view(values, 2, nullptr));
   refused(hexir_buffer_view_from_host(nullptr, HEXIR_ELEMENT_F32, dims, 1, data, sizeof(data), &out_view));
   refused(hexir_buffer_view_from_host(device, HEXIR_ELEMENT_F32, nullptr, 1, data, sizeof(data), &out_view));
   refused(hexir_buffer_view_from_host(device, HEXIR_ELEMENT_F32, dims, 1, nullptr, sizeof(data), &out_view));
