@@ -165,6 +165,25 @@ func.func @main() -> tensor<100000x100000xf32> {
   CHECK_THAT(r.output, Catch::Contains("needs 10000000000 x 4 bytes"));
 }
 
+// LLVM printed a warning per kernel for an unknown CPU, then aborted with "64-bit code requested
+// on a subtarget that doesn't support it"; a negative rank count printed a stray byte.
+TEST_CASE("hexir-compile: an unknown --cpu and a negative --partition are named") {
+  std::string source = TempFile("flags.mlir");
+  WriteFile(source, kAdd);
+  CommandResult cpu = RunCommand(HexirCompile() + " " + source + " --target=cpu --cpu=pentium9000 -o " +
+                                 TempFile("flags.vmfb") + " 2>&1");
+  INFO(cpu.output);
+  CHECK(cpu.exit_code == 1);
+  CHECK_THAT(cpu.output, Catch::Contains("error: unknown CPU 'pentium9000' for "));
+  CHECK_THAT(cpu.output, !Catch::Contains("LLVM ERROR"));
+  CHECK_THAT(cpu.output, !Catch::Contains("is not a recognized processor"));
+  CommandResult ranks = RunCommand(HexirCompile() + " " + source + " --target=cpu --partition=-1 -o " +
+                                   TempFile("flags.vmfb") + " 2>&1");
+  INFO(ranks.output);
+  CHECK(ranks.exit_code == 1);
+  CHECK_THAT(ranks.output, Catch::Contains("hexir-partition: ranks must be >= 0 (0: read at run time), got -1\n"));
+}
+
 // A llama2.c header whose every field is a valid int32 but whose sizes overflow 64 bits.
 TEST_CASE("hexir-import: a llama2.c header whose size overflows 64 bits is refused by name") {
   const int32_t big = 0x7fffffff;
