@@ -58,12 +58,15 @@ TEST_CASE("hexir-run: a 100000x100000xf32 input is refused naming the input and 
                {"resource_exhausted", "input '100000x100000xf32'", "needs 40000000000 bytes"});
 }
 
-TEST_CASE("hexir-run: a directory given as an .npy input is refused naming the path") {
+TEST_CASE("hexir-run: a directory given as an .npy input or a parameter file is refused naming the path") {
   std::string dir = EmptyDir();
   RequireError(RunCommand(Run("--input=@" + dir + " --input=4xf32=1")), "hexir-run",
                {"--input #0", "'" + dir + "' is not a regular file"});
   RequireError(RunCommand(Run("--input=@" + dir + "/missing.npy --input=4xf32=1")), "hexir-run",
                {"cannot open '" + dir + "/missing.npy'"});
+  // mmap of a directory failed as "internal: cannot mmap '...': No such device".
+  RequireError(RunCommand(Run("--parameters=" + dir + " --input=4xf32=1 --input=4xf32=1")), "hexir-run",
+               {"invalid_argument: parameter file '" + dir + "' is not a regular file"});
 }
 
 TEST_CASE("hexir-run and hexir-bench: 100000 CPU threads are refused up front") {
