@@ -6,6 +6,7 @@
 #include "compiler/bytecode/BytecodeWriter.h"
 #include "dialects/hexir/IR/HexirOps.h"
 #include "dialects/vm/IR/VMOps.h"
+#include "llvm/TargetParser/Host.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Conversion/TosaToLinalg/TosaToLinalg.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -16,6 +17,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "passes/Passes.h"
+#include "passes/codegen/CPUTarget.h"
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/dispatch/costs/CostPasses.h"
 #include "passes/loops/DeviceLoopPasses.h"
@@ -220,6 +222,10 @@ mlir::LogicalResult CompileModule(mlir::ModuleOp module, const CompileOptions& o
     if (!FindTarget(kind))
       return module.emitError() << "unsupported target '" << kind << "' (supported: "
                                 << TargetNames() << ")";
+  if (llvm::is_contained(kinds, "cpu") && !hexir::codegen::IsKnownCPU(options.cpu))
+    return module.emitError() << "unknown CPU '" << options.cpu << "' for "
+                              << llvm::sys::getDefaultTargetTriple()
+                              << " (--cpu: 'host' or an LLVM CPU name such as x86-64-v3)";
   if (kinds.size() == 1) {
     // One device: every `hexir.device` annotation names it (the same source compiles for one
     // device or several).

@@ -30,11 +30,14 @@ def InsertShapeChecks : Pass<"hexir-insert-shape-checks", "mlir::ModuleOp"> {
     Before each host op, a `hexir.check` (lowered to one VM `assert`) for every assumption
     that is not proven at compile time, naming the op, both values and the operands:
     - linalg ops: operand dims tied to one loop by bare-dim indexing-map results (ins and
-      outs, matmul K, generic maps) equal the first such dim (the loop bound);
+      outs, matmul K, generic maps) equal the first such dim (the loop bound); an operand dim
+      indexed by any other expression (windows, shifts, reversals, floordiv, mod, constants)
+      holds the expression's whole range over the loop box;
+    - `tensor.extract_slice` / `insert_slice`: the window lies inside the tensor;
     - `tensor.cast` to a static dim: the source's dim;
     - `tensor.expand_shape`: dynamic output sizes multiply to their source dim;
-    - dynamic `tensor.empty`: the byte size fits in 2^63-1 (each size checked unsigned, so a
-      negative one fails too).
+    - dynamic `tensor.empty` and `tensor.pad`: the byte size fits in 2^63-1 (each size
+      checked unsigned, so a negative one fails too; pad amounts within 2^62 either way).
     Dims are read through DPS producers and `tensor.empty` sizes (no new uses of linalg
     results); a dim compared with itself or two constants get no check.
   }];

@@ -69,6 +69,9 @@ inline hexir_status_t Fail(hexir::StatusCode code, const Args&... args) {
 #define HEXIR_C_REQUIRE(cond, what) \
   if (!(cond)) return ::hexir::runtime::c_api::Fail(::hexir::StatusCode::kInvalidArgument, __func__, ": ", what)
 
+// Refuses a NULL pointer argument, naming it: "hexir_device_create: null uri".
+#define HEXIR_C_NONNULL(arg) HEXIR_C_REQUIRE((arg) != nullptr, "null " #arg)
+
 // Last resort around every status-returning entry point: an exception escaping the C++ layers
 // (std::bad_alloc for a huge buffer, std::system_error when a thread cannot start) becomes a
 // status naming the function; it never unwinds into the C caller (which would terminate it).

@@ -25,7 +25,10 @@ hexir_status_t hexir_rank_group_create(hexir_instance_t* instance, hexir_module_
                                        hexir_device_t* const* devices, size_t count,
                                        hexir_rank_group_t** out_group) {
   HEXIR_C_GUARD_BEGIN
-  HEXIR_C_REQUIRE(instance && module && (devices || count == 0) && out_group, "null argument");
+  HEXIR_C_NONNULL(instance);
+  HEXIR_C_NONNULL(module);
+  HEXIR_C_REQUIRE(devices || count == 0, "null devices with count > 0");
+  HEXIR_C_NONNULL(out_group);
   const hexir::vm::Module& m = *module->module;
   if (count == 0)
     return Fail(StatusCode::kInvalidArgument, "module '", m.name(), "': a rank group needs at least one device, got 0");
@@ -53,7 +56,10 @@ hexir_status_t hexir_rank_group_call(hexir_rank_group_t* group, const char* func
                                      const hexir_values_t* const* rank_args,
                                      hexir_values_t* results, int64_t deadline_ns) {
   HEXIR_C_GUARD_BEGIN
-  HEXIR_C_REQUIRE(group && function && rank_args && results, "null argument");
+  HEXIR_C_NONNULL(group);
+  HEXIR_C_NONNULL(function);
+  HEXIR_C_NONNULL(rank_args);
+  HEXIR_C_NONNULL(results);
   hexir::runtime::RankGroup& ranks = *group->group;
   const int32_t n = ranks.size();
   // Everything checkable is checked before any rank runs: a refusal then involves no peer.

@@ -56,7 +56,7 @@ const char* hexir_status_name(hexir_status_t status) {
 
 hexir_status_t hexir_instance_create(hexir_instance_t** out_instance) {
   HEXIR_C_GUARD_BEGIN
-  HEXIR_C_REQUIRE(out_instance, "null out_instance");
+  HEXIR_C_NONNULL(out_instance);
   *out_instance = new hexir_instance();
   return HEXIR_OK;
   HEXIR_C_GUARD_END
@@ -66,7 +66,9 @@ void hexir_instance_release(hexir_instance_t* instance) { delete instance; }
 hexir_status_t hexir_device_create(hexir_instance_t* instance, const char* uri,
                                    hexir_device_t** out_device) {
   HEXIR_C_GUARD_BEGIN
-  HEXIR_C_REQUIRE(instance && uri && out_device, "null argument");
+  HEXIR_C_NONNULL(instance);
+  HEXIR_C_NONNULL(uri);
+  HEXIR_C_NONNULL(out_device);
   std::string_view text(uri);
   hexir::hal::DeviceOptions options;
   if (text == "cpu:inline") {
@@ -94,14 +96,18 @@ static hexir_status_t WrapModule(hexir::StatusOr<hexir::vm::Ref<hexir::vm::Modul
 hexir_status_t hexir_module_load_file(hexir_instance_t* instance, const char* path,
                                       hexir_module_t** out_module) {
   HEXIR_C_GUARD_BEGIN
-  HEXIR_C_REQUIRE(instance && path && out_module, "null argument");
+  HEXIR_C_NONNULL(instance);
+  HEXIR_C_NONNULL(path);
+  HEXIR_C_NONNULL(out_module);
   return WrapModule(hexir::vm::Module::LoadFromFile(path), out_module);
   HEXIR_C_GUARD_END
 }
 hexir_status_t hexir_module_load_memory(hexir_instance_t* instance, const void* data,
                                         size_t size, hexir_module_t** out_module) {
   HEXIR_C_GUARD_BEGIN
-  HEXIR_C_REQUIRE(instance && (data || size == 0) && out_module, "null argument");
+  HEXIR_C_NONNULL(instance);
+  HEXIR_C_REQUIRE(data || size == 0, "null data with size > 0");
+  HEXIR_C_NONNULL(out_module);
   return WrapModule(hexir::vm::Module::LoadFromMemory(data, size), out_module);
   HEXIR_C_GUARD_END
 }
@@ -113,7 +119,9 @@ void hexir_module_release(hexir_module_t* module) { delete module; }
 hexir_status_t hexir_context_create(hexir_instance_t* instance, hexir_device_t* device,
                                     hexir_context_t** out_context) {
   HEXIR_C_GUARD_BEGIN
-  HEXIR_C_REQUIRE(instance && device && out_context, "null argument");
+  HEXIR_C_NONNULL(instance);
+  HEXIR_C_NONNULL(device);
+  HEXIR_C_NONNULL(out_context);
   return hexir_context_create_with_devices(instance, &device, 1, out_context);
   HEXIR_C_GUARD_END
 }
@@ -121,11 +129,13 @@ hexir_status_t hexir_context_create_with_devices(hexir_instance_t* instance,
                                                  hexir_device_t* const* devices, size_t count,
                                                  hexir_context_t** out_context) {
   HEXIR_C_GUARD_BEGIN
-  HEXIR_C_REQUIRE(instance && devices && out_context, "null argument");
+  HEXIR_C_NONNULL(instance);
+  HEXIR_C_NONNULL(devices);
+  HEXIR_C_NONNULL(out_context);
   HEXIR_C_REQUIRE(count > 0, "no device given");
   auto c = std::make_unique<hexir_context>();
   for (size_t i = 0; i < count; ++i) {
-    if (!devices[i]) return Fail(hexir::InvalidArgument("device ", i, " is null"));
+    if (!devices[i]) return Fail(hexir::InvalidArgument("null devices[", i, "]"));
     c->devices.push_back(devices[i]->device);
   }
   c->context = hexir::vm::Context::Create();
@@ -137,7 +147,8 @@ hexir_status_t hexir_context_create_with_devices(hexir_instance_t* instance,
 }
 hexir_status_t hexir_context_load_module(hexir_context_t* context, hexir_module_t* module) {
   HEXIR_C_GUARD_BEGIN
-  HEXIR_C_REQUIRE(context && module, "null argument");
+  HEXIR_C_NONNULL(context);
+  HEXIR_C_NONNULL(module);
   Status s = hexir::hal::CheckModuleDevices(*module->module, context->devices);
   if (s.ok()) s = context->context->LoadModule(*module->module);
   if (!s.ok()) return Fail(s);
@@ -149,7 +160,9 @@ void hexir_context_release(hexir_context_t* context) { delete context; }
 hexir_status_t hexir_context_lookup_function(hexir_context_t* context, const char* name,
                                              hexir_function_t** out_function) {
   HEXIR_C_GUARD_BEGIN
-  HEXIR_C_REQUIRE(context && name && out_function, "null argument");
+  HEXIR_C_NONNULL(context);
+  HEXIR_C_NONNULL(name);
+  HEXIR_C_NONNULL(out_function);
   auto fn = context->context->LookupFunction(name);
   if (!fn.ok()) return Fail(fn.status());
   auto* f = new hexir_function{std::move(*fn), {}};
@@ -180,7 +193,7 @@ int64_t hexir_clock_now_ns(void) { return hexir::Interrupt::NowNs(); }
 
 hexir_status_t hexir_context_cancel(hexir_context_t* context) {
   HEXIR_C_GUARD_BEGIN
-  HEXIR_C_REQUIRE(context, "null context");
+  HEXIR_C_NONNULL(context);
   context->context->Cancel();
   return HEXIR_OK;
   HEXIR_C_GUARD_END
@@ -191,7 +204,10 @@ hexir_status_t hexir_function_call_with_deadline(hexir_context_t* context,
                                                  const hexir_values_t* args,
                                                  hexir_values_t* results, int64_t deadline_ns) {
   HEXIR_C_GUARD_BEGIN
-  HEXIR_C_REQUIRE(context && function && args && results, "null argument");
+  HEXIR_C_NONNULL(context);
+  HEXIR_C_NONNULL(function);
+  HEXIR_C_NONNULL(args);
+  HEXIR_C_NONNULL(results);
   if (hexir_status_t bad = hexir::runtime::c_api::CheckArgumentKinds(function->function, *args)) return bad;
   const std::string& sig = function->function.signature;
   const size_t us = sig.find('_');
@@ -214,7 +230,7 @@ hexir_status_t hexir_function_call_with_deadline(hexir_context_t* context,
 
 hexir_status_t hexir_values_create(hexir_values_t** out_values) {
   HEXIR_C_GUARD_BEGIN
-  HEXIR_C_REQUIRE(out_values, "null out_values");
+  HEXIR_C_NONNULL(out_values);
   *out_values = new hexir_values();
   return HEXIR_OK;
   HEXIR_C_GUARD_END
@@ -240,13 +256,13 @@ static hexir_status_t Push(hexir_values_t* values, char kind, int64_t bits,
 }
 hexir_status_t hexir_values_push_i64(hexir_values_t* values, int64_t value) {
   HEXIR_C_GUARD_BEGIN
-  HEXIR_C_REQUIRE(values, "null values");
+  HEXIR_C_NONNULL(values);
   return Push(values, 'i', value, nullptr);
   HEXIR_C_GUARD_END
 }
 hexir_status_t hexir_values_push_f64(hexir_values_t* values, double value) {
   HEXIR_C_GUARD_BEGIN
-  HEXIR_C_REQUIRE(values, "null values");
+  HEXIR_C_NONNULL(values);
   int64_t bits;
   std::memcpy(&bits, &value, sizeof(bits));
   return Push(values, 'f', bits, nullptr);
@@ -255,7 +271,8 @@ hexir_status_t hexir_values_push_f64(hexir_values_t* values, double value) {
 hexir_status_t hexir_values_push_buffer_view(hexir_values_t* values,
                                              hexir_buffer_view_t* view) {
   HEXIR_C_GUARD_BEGIN
-  HEXIR_C_REQUIRE(values && view, "null argument");
+  HEXIR_C_NONNULL(values);
+  HEXIR_C_NONNULL(view);
   return Push(values, 'r', 0, view->view);
   HEXIR_C_GUARD_END
 }
@@ -281,7 +298,7 @@ hexir_status_t hexir_values_kind(const hexir_values_t* values, size_t index,
   HEXIR_C_GUARD_BEGIN
   const hexir::vm::Variant* v;
   if (hexir_status_t s = Entry(values, index, 0, &v)) return s;
-  HEXIR_C_REQUIRE(out_kind, "null out_kind");
+  HEXIR_C_NONNULL(out_kind);
   *out_kind = static_cast<hexir_value_kind_t>(values->kinds[index]);
   return HEXIR_OK;
   HEXIR_C_GUARD_END
@@ -291,7 +308,7 @@ hexir_status_t hexir_values_get_i64(const hexir_values_t* values, size_t index,
   HEXIR_C_GUARD_BEGIN
   const hexir::vm::Variant* v;
   if (hexir_status_t s = Entry(values, index, 'i', &v)) return s;
-  HEXIR_C_REQUIRE(out_value, "null out_value");
+  HEXIR_C_NONNULL(out_value);
   *out_value = v->bits;
   return HEXIR_OK;
   HEXIR_C_GUARD_END
@@ -301,7 +318,7 @@ hexir_status_t hexir_values_get_f64(const hexir_values_t* values, size_t index,
   HEXIR_C_GUARD_BEGIN
   const hexir::vm::Variant* v;
   if (hexir_status_t s = Entry(values, index, 'f', &v)) return s;
-  HEXIR_C_REQUIRE(out_value, "null out_value");
+  HEXIR_C_NONNULL(out_value);
   std::memcpy(out_value, &v->bits, sizeof(double));
   return HEXIR_OK;
   HEXIR_C_GUARD_END
@@ -311,7 +328,7 @@ hexir_status_t hexir_values_get_buffer_view(const hexir_values_t* values, size_t
   HEXIR_C_GUARD_BEGIN
   const hexir::vm::Variant* v;
   if (hexir_status_t s = Entry(values, index, 'r', &v)) return s;
-  HEXIR_C_REQUIRE(out_view, "null out_view");
+  HEXIR_C_NONNULL(out_view);
   auto* view = hexir::vm::RefCast<hexir::hal::BufferView>(v->ref.get());
   if (!view) {
     return Fail(StatusCode::kInvalidArgument, "value ", index, " is ",
@@ -327,8 +344,10 @@ hexir_status_t hexir_buffer_view_from_host(hexir_device_t* device,
                                            const int64_t* dims, size_t rank, const void* data,
                                            size_t byte_size, hexir_buffer_view_t** out_view) {
   HEXIR_C_GUARD_BEGIN
-  HEXIR_C_REQUIRE(device && (dims || rank == 0) && (data || byte_size == 0) && out_view,
-                  "null argument");
+  HEXIR_C_NONNULL(device);
+  HEXIR_C_REQUIRE(dims || rank == 0, "null dims with rank > 0");
+  HEXIR_C_REQUIRE(data || byte_size == 0, "null data with byte_size > 0");
+  HEXIR_C_NONNULL(out_view);
   auto view = hexir::hal::BufferViewFromHost(*device->device, element_type,
                                              hexir::Span<const int64_t>(dims, rank), data,
                                              byte_size);
@@ -340,7 +359,9 @@ hexir_status_t hexir_buffer_view_from_host(hexir_device_t* device,
 hexir_status_t hexir_buffer_view_to_host(hexir_device_t* device, hexir_buffer_view_t* view,
                                          void* data, size_t capacity) {
   HEXIR_C_GUARD_BEGIN
-  HEXIR_C_REQUIRE(device && view && (data || capacity == 0), "null argument");
+  HEXIR_C_NONNULL(device);
+  HEXIR_C_NONNULL(view);
+  HEXIR_C_REQUIRE(data || capacity == 0, "null data with capacity > 0");
   if (capacity < view->view->byte_size()) {
     return Fail(StatusCode::kOutOfRange, "buffer view ", view->view->ShapeString(), " has ",
                 view->view->byte_size(), " bytes; the destination holds ", capacity);
@@ -370,7 +391,9 @@ void hexir_buffer_view_release(hexir_buffer_view_t* view) { delete view; }
 hexir_status_t hexir_parameters_open(hexir_instance_t* instance, const char* path,
                                      hexir_parameters_t** out_parameters) {
   HEXIR_C_GUARD_BEGIN
-  HEXIR_C_REQUIRE(instance && path && out_parameters, "null argument");
+  HEXIR_C_NONNULL(instance);
+  HEXIR_C_NONNULL(path);
+  HEXIR_C_NONNULL(out_parameters);
   auto file = hexir::tools::ParameterFile::Open(path);
   if (!file.ok()) return Fail(file.status());
   auto* p = new hexir_parameters();
@@ -393,7 +416,10 @@ hexir_status_t hexir_values_push_parameters(hexir_values_t* values, hexir_device
                                             hexir_function_t* function,
                                             hexir_parameters_t* parameters) {
   HEXIR_C_GUARD_BEGIN
-  HEXIR_C_REQUIRE(values && device && function && parameters, "null argument");
+  HEXIR_C_NONNULL(values);
+  HEXIR_C_NONNULL(device);
+  HEXIR_C_NONNULL(function);
+  HEXIR_C_NONNULL(parameters);
   const hexir::tools::ParameterFile& file = *parameters->file;
   const hexir::vm::Function& fn = function->function;
   auto args = hexir::tools::ParseAbiTypes(std::string(fn.attr("abi.args")));

@@ -46,4 +46,14 @@ CPUTarget DescribeCPU(llvm::StringRef cpu) {
   return target;
 }
 
+bool IsKnownCPU(llvm::StringRef cpu) {
+  if (cpu == "host") return true;
+  llvm::InitializeNativeTarget();
+  std::string triple = llvm::sys::getDefaultTargetTriple(), error;
+  const llvm::Target* llvmTarget = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!llvmTarget) return false;
+  std::unique_ptr<llvm::MCSubtargetInfo> info(llvmTarget->createMCSubtargetInfo(llvm::Triple(triple), "", ""));
+  return info && info->isCPUStringValid(cpu);
+}
+
 }  // namespace hexir::codegen

@@ -20,4 +20,9 @@ struct CPUTarget {
 // describes a baseline SSE target.
 CPUTarget DescribeCPU(llvm::StringRef cpu);
 
+// Whether `cpu` is "host" or a CPU name LLVM knows for this machine's target triple (an
+// unknown one makes LLVM print a warning per kernel, then abort on some, e.g. "pentium9000":
+// "64-bit code requested on a subtarget that doesn't support it").
+bool IsKnownCPU(llvm::StringRef cpu);
+
 }  // namespace hexir::codegen

@@ -18,6 +18,9 @@
 // Dims are resolved through destination-style producers (a linalg result has its init's
 // dims) and tensor.empty sizes, so checks add no uses of linalg results (fusion is
 // unchanged) and equal sizes are recognised as the same SSA value (no check at all).
+// Indexing expressions other than bare dims (windows, shifts, reversals, floordiv, mod,
+// constants) are checked over the loop box, and the byte sizes of dynamic tensor.empty and
+// tensor.pad results must fit in 63 bits.
 #include "dialects/hexir/IR/HexirOps.h"
 #include "hal/element_type.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -74,72 +77,111 @@ void checkEqual(OpBuilder& b, Location loc, Value actual, Value expected, const 
   CheckOp::create(b, loc, eq, b.getStringAttr(what), ValueRange{actual, expected});
 }
 
-// `e` as sum(coefficient * loop dim) + constant with every coefficient and the constant
-// non-negative (convolution and pooling windows: d1 * 2 + d4 * 3); false otherwise.
-bool positiveLinearForm(AffineExpr e, SmallVector<int64_t>& coefficients, int64_t& constant) {
-  if (auto c = dyn_cast<AffineConstantExpr>(e)) {
-    constant += c.getValue();
-    return c.getValue() >= 0;
-  }
+// The smallest and largest value of `e` over the loop box [0, extents[d]) (as index values
+// at the builder's point), or failure when `e` uses a loop dim of unknown extent, a symbol,
+// or a division by a non-positive or non-constant amount. A range the box gives per term:
+// d in [0, E - 1]; x * k flips for k < 0; floordiv/ceildiv by k > 0 are monotone; x mod k
+// is x itself when x lies in [0, k), else anywhere in [0, k).
+struct IndexRange {
+  Value lo, hi;
+};
+FailureOr<IndexRange> rangeOf(OpBuilder& b, Location loc, AffineExpr e, ArrayRef<Value> extents) {
+  auto constant = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  if (auto c = dyn_cast<AffineConstantExpr>(e)) return IndexRange{constant(c.getValue()), constant(c.getValue())};
   if (auto d = dyn_cast<AffineDimExpr>(e)) {
-    coefficients[d.getPosition()] += 1;
-    return true;
+    if (!extents[d.getPosition()]) return failure();
+    return IndexRange{constant(0), b.createOrFold<arith::SubIOp>(loc, extents[d.getPosition()], constant(1))};
   }
   auto bin = dyn_cast<AffineBinaryOpExpr>(e);
-  if (!bin) return false;
-  if (bin.getKind() == AffineExprKind::Add)
-    return positiveLinearForm(bin.getLHS(), coefficients, constant) &&
-           positiveLinearForm(bin.getRHS(), coefficients, constant);
-  if (bin.getKind() != AffineExprKind::Mul) return false;
-  auto d = dyn_cast<AffineDimExpr>(bin.getLHS());
-  auto c = dyn_cast<AffineConstantExpr>(bin.getRHS());
-  if (!d || !c || c.getValue() < 0) return false;
-  coefficients[d.getPosition()] += c.getValue();
-  return true;
+  if (!bin) return failure();
+  FailureOr<IndexRange> lhs = rangeOf(b, loc, bin.getLHS(), extents);
+  if (failed(lhs)) return failure();
+  if (bin.getKind() == AffineExprKind::Add) {
+    FailureOr<IndexRange> rhs = rangeOf(b, loc, bin.getRHS(), extents);
+    if (failed(rhs)) return failure();
+    return IndexRange{b.createOrFold<arith::AddIOp>(loc, lhs->lo, rhs->lo),
+                      b.createOrFold<arith::AddIOp>(loc, lhs->hi, rhs->hi)};
+  }
+  auto k = dyn_cast<AffineConstantExpr>(bin.getRHS());  // affine maps keep constants on the right
+  if (!k) return failure();
+  int64_t kv = k.getValue();
+  Value kc = constant(kv);
+  switch (bin.getKind()) {
+    case AffineExprKind::Mul: {
+      Value a = b.createOrFold<arith::MulIOp>(loc, lhs->lo, kc);
+      Value z = b.createOrFold<arith::MulIOp>(loc, lhs->hi, kc);
+      return kv >= 0 ? IndexRange{a, z} : IndexRange{z, a};
+    }
+    case AffineExprKind::FloorDiv:
+      if (kv <= 0) return failure();
+      return IndexRange{b.createOrFold<arith::FloorDivSIOp>(loc, lhs->lo, kc),
+                        b.createOrFold<arith::FloorDivSIOp>(loc, lhs->hi, kc)};
+    case AffineExprKind::CeilDiv:
+      if (kv <= 0) return failure();
+      return IndexRange{b.createOrFold<arith::CeilDivSIOp>(loc, lhs->lo, kc),
+                        b.createOrFold<arith::CeilDivSIOp>(loc, lhs->hi, kc)};
+    case AffineExprKind::Mod: {
+      if (kv <= 0) return failure();
+      Value inside = b.createOrFold<arith::AndIOp>(
+          loc, b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, lhs->lo, constant(0)),
+          b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, lhs->hi, kc));
+      return IndexRange{b.createOrFold<arith::SelectOp>(loc, inside, lhs->lo, constant(0)),
+                        b.createOrFold<arith::SelectOp>(loc, inside, lhs->hi, constant(kv - 1))};
+    }
+    default:
+      return failure();
+  }
 }
 
-// An operand dim indexed by a window expression `e` (d1 * s + d4 * t + c) must hold its
-// largest index, e at every loop dim's extent - 1: `max <s size`, or some extent is 0 (the
-// op reads nothing). Loop extents are those the bare dims gave; a loop dim no operand
-// indexes bare, or a form with negative terms, is not checked.
+// An operand dim indexed by an expression `e` of the loop dims (a window d1 * 2 + d4, a shift
+// d0 - 1, a reversal -d0 + 5, d0 floordiv 2, d0 mod 3, a constant) must hold every index `e`
+// takes over the loop box: `0 <= min` and `max < size`, or some loop has no iteration (the
+// op reads nothing). Loop extents are those the bare dims gave; an expression using a loop
+// dim that no operand indexes bare (or a symbol) is not checked.
 void checkWindow(OpBuilder& b, Location loc, const std::string& name, OpOperand& operand,
                  unsigned i, AffineExpr e, ArrayRef<Value> extents, Value size) {
-  SmallVector<int64_t> coefficients(extents.size(), 0);
-  int64_t constant = 0;
-  if (!positiveLinearForm(e, coefficients, constant)) return;
+  llvm::SmallBitVector used(extents.size());
+  e.walk([&](AffineExpr sub) {
+    if (auto d = dyn_cast<AffineDimExpr>(sub)) used.set(d.getPosition());
+  });
   bool allConstant = isConstant(size);
-  for (auto [d, c] : llvm::enumerate(coefficients)) {
-    if (c == 0) continue;
+  for (unsigned d : used.set_bits()) {
     if (!extents[d]) return;
     allConstant &= isConstant(extents[d]);
   }
   if (allConstant) return;  // the op's verifier compared static windows
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  FailureOr<IndexRange> range = rangeOf(b, loc, e, extents);
+  if (failed(range)) return;
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value max = arith::ConstantIndexOp::create(b, loc, constant);
   Value empty = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
-  SmallVector<Value> values{size, Value()};
+  for (Value extent : extents)
+    if (extent)
+      empty = b.createOrFold<arith::OrIOp>(
+          loc, empty, b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, extent, zero));
+  Value fits = b.createOrFold<arith::AndIOp>(
+      loc, b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, range->lo, zero),
+      b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, range->hi, size));
+  Value ok = b.createOrFold<arith::OrIOp>(loc, fits, empty);
+  // A window that starts at a constant >= 0 can only overrun at its end: name that end.
+  std::optional<int64_t> lo = getConstantIntValue(range->lo);
+  bool onlyEnd = lo && *lo >= 0;
+  SmallVector<Value> values{size};
+  if (!onlyEnd) values.push_back(range->lo);
+  values.push_back(range->hi);
   std::string ranges;
-  for (auto [d, c] : llvm::enumerate(coefficients)) {
-    if (c == 0) continue;
-    Value last = b.createOrFold<arith::SubIOp>(loc, extents[d], one);
-    Value term = b.createOrFold<arith::MulIOp>(loc, last, arith::ConstantIndexOp::create(b, loc, c));
-    max = b.createOrFold<arith::AddIOp>(loc, max, term);
-    empty = b.createOrFold<arith::OrIOp>(
-        loc, empty, b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, extents[d], zero));
+  for (unsigned d : used.set_bits()) {
     ranges += (ranges.empty() ? "d" : ", d") + std::to_string(d) + " < {}";
     values.push_back(extents[d]);
   }
-  values[1] = max;
-  Value fits = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, max, size);
-  Value ok = b.createOrFold<arith::OrIOp>(loc, fits, empty);
   std::string expr;
   llvm::raw_string_ostream os(expr);
   e.print(os);
+  std::string reach = onlyEnd ? " reaches {}" : " ranges over [{}, {}]";
+  if (!ranges.empty()) reach += " (" + ranges + ")";
   CheckOp::create(b, loc, ok,
                   b.getStringAttr(name + ": dimension " + Twine(i) + " of operand " +
                                   Twine(operand.getOperandNumber()) + " is {}, but its index " +
-                                  expr + " reaches {} (" + ranges + ")"),
+                                  expr + reach),
                   values);
 }
 
@@ -176,7 +218,7 @@ void checkLinalgOp(OpBuilder& b, DominanceInfo& dom, linalg::LinalgOp op) {
     if (!isa<RankedTensorType>(operand.get().getType())) continue;
     AffineMap map = op.getMatchingIndexingMap(&operand);
     for (auto [i, expr] : llvm::enumerate(map.getResults())) {
-      if (isa<AffineDimExpr, AffineConstantExpr>(expr)) continue;
+      if (isa<AffineDimExpr>(expr)) continue;
       checkWindow(b, loc, name, operand, i, expr, referenceSize,
                   dimOf(b, loc, dom, operand.get(), i));
     }
@@ -280,13 +322,13 @@ void checkExpand(OpBuilder& b, DominanceInfo& dom, tensor::ExpandShapeOp expand)
   }
 }
 
-// The byte size of a dynamic tensor.empty must fit in 63 bits (the VM multiplies in i64):
-// each dynamic size d, in order, must satisfy d <=u L / max(P, 1), where L = (2^63 - 1) /
-// (element bytes * static dims) and P is the product of the dynamic sizes before it (not
-// negative once the checks before passed, so max(P, 1) is a signed max). A negative size
-// fails too (it is huge unsigned).
-void checkEmptySize(OpBuilder& b, tensor::EmptyOp empty) {
-  RankedTensorType t = empty.getType();
+// The byte size of a tensor of type `t` whose dynamic dims are `sizes` (in order) must fit in
+// 63 bits (the VM multiplies in i64): each dynamic size d, in order, must satisfy d <=u L /
+// max(P, 1), where L = (2^63 - 1) / (element bytes * static dims) and P is the product of the
+// dynamic sizes before it (not negative once the checks before passed, so max(P, 1) is a
+// signed max). A negative size fails too (it is huge unsigned). `what` names the op.
+void checkByteSize(OpBuilder& b, Location loc, RankedTensorType t, ValueRange sizes,
+                   const std::string& what) {
   if (t.getNumDynamicDims() == 0) return;
   int64_t bytes = hal::ElementTypeByteSize(hal::ElementTypeFromName(typeString(t.getElementType())));
   if (bytes <= 0) return;  // VerifyInput rejected the element type
@@ -294,27 +336,58 @@ void checkEmptySize(OpBuilder& b, tensor::EmptyOp empty) {
   for (int64_t d : t.getShape())
     if (!ShapedType::isDynamic(d)) staticProduct *= uint64_t(d);
   if (staticProduct == 0) return;  // zero elements whatever the dynamic sizes
-  Location loc = empty.getLoc();
   Value limit = arith::ConstantIndexOp::create(b, loc, int64_t(INT64_MAX / staticProduct));
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value product;
   unsigned dyn = 0;
   for (auto [i, d] : llvm::enumerate(t.getShape())) {
     if (!ShapedType::isDynamic(d)) continue;
-    Value size = empty.getDynamicSizes()[dyn++];
+    Value size = sizes[dyn++];
     Value bound = product ? arith::DivUIOp::create(b, loc, limit,
                                                    arith::MaxSIOp::create(b, loc, product, one))
                                 .getResult()
                           : limit;
     Value fits = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, size, bound);
     CheckOp::create(b, loc, fits,
-                    b.getStringAttr("tensor.empty: dimension " + Twine(i) + " of " +
-                                    typeString(t) +
+                    b.getStringAttr(what + ": dimension " + Twine(i) + " of " + typeString(t) +
                                     " is {}: the tensor would take more than 2^63-1 bytes "
                                     "(or the size is negative)"),
                     ValueRange{size});
     product = product ? arith::MulIOp::create(b, loc, product, size).getResult() : size;
   }
+}
+
+void checkEmptySize(OpBuilder& b, tensor::EmptyOp empty) {
+  checkByteSize(b, empty.getLoc(), empty.getType(), empty.getDynamicSizes(), "tensor.empty");
+}
+
+// A pad's result dims are low + source + high: each dynamic amount must lie in [-2^62, 2^62]
+// (so that the sum cannot wrap), and the result's byte size must fit like a tensor.empty's.
+void checkPadSize(OpBuilder& b, DominanceInfo& dom, tensor::PadOp pad) {
+  RankedTensorType t = pad.getResultType();
+  if (t.getNumDynamicDims() == 0) return;
+  Location loc = pad.getLoc();
+  Value bias = arith::ConstantIndexOp::create(b, loc, int64_t(1) << 62);
+  Value span = arith::ConstantIndexOp::create(b, loc, int64_t(1) << 63);  // as unsigned: 2^63
+  SmallVector<Value> sizes;
+  for (auto [d, low, high] : llvm::enumerate(pad.getMixedLowPad(), pad.getMixedHighPad())) {
+    if (!t.isDynamicDim(d)) continue;
+    Value lowValue = getValueOrCreateConstantIndexOp(b, loc, low);
+    Value highValue = getValueOrCreateConstantIndexOp(b, loc, high);
+    for (auto [side, v] : {std::pair<const char*, Value>{"low", lowValue}, {"high", highValue}}) {
+      if (isConstant(v)) continue;
+      Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+                                            arith::AddIOp::create(b, loc, v, bias), span);
+      CheckOp::create(b, loc, inRange,
+                      b.getStringAttr("tensor.pad: " + Twine(side) + " padding of dimension " +
+                                      Twine(d) + " is {}, beyond 2^62 either way"),
+                      ValueRange{v});
+    }
+    Value source = dimOf(b, loc, dom, pad.getSource(), d);
+    sizes.push_back(arith::AddIOp::create(b, loc, arith::AddIOp::create(b, loc, source, lowValue),
+                                          highValue));
+  }
+  checkByteSize(b, loc, t, sizes, "tensor.pad");
 }
 
 // Remembers the ops the checks create, so that the unused ones (a constant size that needed
@@ -338,6 +411,7 @@ class InsertShapeChecks : public impl::InsertShapeChecksBase<InsertShapeChecks> 
         else if (auto cast = dyn_cast<tensor::CastOp>(op)) checkCast(b, dom, cast);
         else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) checkExpand(b, dom, expand);
         else if (auto empty = dyn_cast<tensor::EmptyOp>(op)) checkEmptySize(b, empty);
+        else if (auto pad = dyn_cast<tensor::PadOp>(op)) checkPadSize(b, dom, pad);
         else if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) checkExtractSlice(b, dom, slice);
         else if (auto slice = dyn_cast<tensor::InsertSliceOp>(op)) checkInsertSlice(b, dom, slice);
       });

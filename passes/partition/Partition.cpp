@@ -174,7 +174,7 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
   using PartitionBase::PartitionBase;
   void runOnOperation() override {
     if (ranks < 0) {
-      getOperation().emitError("hexir-partition: ranks must be >= 0 (0: read at run time), got ") << ranks;
+      getOperation().emitError("hexir-partition: ranks must be >= 0 (0: read at run time), got ") << int64_t(ranks);
       return signalPassFailure();
     }
     for (auto func : llvm::to_vector(getOperation().getOps<func::FuncOp>())) {

@@ -32,6 +32,7 @@ const std::string kDump = "tools/hexir-dump/hexir-dump";
 const std::string kImport = "tools/hexir-import/hexir-import";
 const std::string kBench = "tools/hexir-bench/hexir-bench";
 const std::string kGenerate = "tools/hexir-generate/hexir-generate";
+const std::string kQuantize = "tools/hexir-quantize/hexir-quantize";
 
 // Exit 1 (not a signal, not 134), "TOOL: error:", and every needle in the output.
 void RequireError(const CommandResult& r, const std::string& tool,
@@ -57,12 +58,15 @@ TEST_CASE("hexir-run: a 100000x100000xf32 input is refused naming the input and 
                {"resource_exhausted", "input '100000x100000xf32'", "needs 40000000000 bytes"});
 }
 
-TEST_CASE("hexir-run: a directory given as an .npy input is refused naming the path") {
+TEST_CASE("hexir-run: a directory given as an .npy input or a parameter file is refused naming the path") {
   std::string dir = EmptyDir();
   RequireError(RunCommand(Run("--input=@" + dir + " --input=4xf32=1")), "hexir-run",
                {"--input #0", "'" + dir + "' is not a regular file"});
   RequireError(RunCommand(Run("--input=@" + dir + "/missing.npy --input=4xf32=1")), "hexir-run",
                {"cannot open '" + dir + "/missing.npy'"});
+  // mmap of a directory failed as "internal: cannot mmap '...': No such device".
+  RequireError(RunCommand(Run("--parameters=" + dir + " --input=4xf32=1 --input=4xf32=1")), "hexir-run",
+               {"invalid_argument: parameter file '" + dir + "' is not a regular file"});
 }
 
 TEST_CASE("hexir-run and hexir-bench: 100000 CPU threads are refused up front") {
@@ -86,6 +90,50 @@ TEST_CASE("every tool answers an unknown flag with exit 1, naming it; --help sti
   RequireError(RunCommand(kGenerate + " --max-tokens=5 2>&1"), "hexir-generate", {"--parameters is required"});
   CHECK(RunCommand(HexirRun() + " --help").exit_code == 0);
   CHECK(RunCommand(kGenerate + " --help").exit_code == 0);
+}
+
+// CLI11's Range lets NaN through (every comparison with it is false): a NaN timeout ran with
+// no deadline, and hexir-generate ran once for --repeat=0.
+TEST_CASE("a NaN or infinite timeout and a zero repeat count are refused by every tool that takes them") {
+  for (const std::string timeout : {"nan", "inf", "-1"}) {
+    RequireError(RunCommand(Run("--timeout=" + timeout + " --input=4xf32=1 --input=4xf32=1")), "hexir-run",
+                 {"--timeout: " + timeout + " is not a number in [0.001, 1e+09]"});
+    RequireError(RunCommand(kBench + " --module=" + AddModule() + " --timeout=" + timeout +
+                            " --input=4xf32=1 --input=4xf32=1 2>&1"),
+                 "hexir-bench", {"--timeout: " + timeout + " is not a number"});
+    RequireError(RunCommand(kGenerate + " --module=m --parameters=p --max-tokens=1 --timeout=" + timeout + " 2>&1"),
+                 "hexir-generate", {"--timeout: " + timeout + " is not a number"});
+  }
+  RequireError(RunCommand(Run("--repeat=0 --input=4xf32=1 --input=4xf32=1")), "hexir-run",
+               {"--repeat: 0 is not a count of at least 1"});
+  RequireError(RunCommand(kGenerate + " --module=m --parameters=p --max-tokens=1 --repeat=-1 2>&1"),
+               "hexir-generate", {"--repeat: -1 is not a count of at least 1"});
+}
+
+TEST_CASE("--help to a full stdout is an error, not a silent exit 0") {
+  for (const std::string& tool : {HexirRun(), kBench, kImport, kGenerate}) {
+    CommandResult r = RunCommand("{ " + tool + " --help >/dev/full; } 2>&1");
+    INFO(tool << ": " << r.output);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.output, Catch::Contains("cannot write standard output: No space left on device"));
+  }
+}
+
+// The tokenizer was read through an ifstream: a directory threw from inside the read and
+// reached the last-resort report as "internal: uncaught exception: basic_filebuf::underflow".
+TEST_CASE("hexir-generate: a directory or a missing file as --tokenizer is named") {
+  std::string dir = EmptyDir();
+  int32_t header[7] = {8, 12, 1, 2, 2, 10, 6};
+  std::string bytes(reinterpret_cast<const char*>(header), sizeof(header));
+  bytes.resize(1 << 16, '\0');
+  std::string checkpoint = TempFile("tokenizer_model.bin");
+  WriteFile(checkpoint, bytes);
+  RequireError(RunCommand(kGenerate + " --tokenize-only --parameters=" + checkpoint + " --tokenizer=" + dir +
+                          " --prompt=hi --max-tokens=1 2>&1"),
+               "hexir-generate", {"invalid_argument: tokenizer: '" + dir + "' is not a regular file"});
+  RequireError(RunCommand(kGenerate + " --tokenize-only --parameters=" + checkpoint + " --tokenizer=" + dir +
+                          "/none.bin --prompt=hi --max-tokens=1 2>&1"),
+               "hexir-generate", {"not_found: tokenizer: cannot open '" + dir + "/none.bin'"});
 }
 
 TEST_CASE("stdout on a full device is an error, not a silent exit 0") {
@@ -118,6 +166,25 @@ func.func @main() -> tensor<100000x100000xf32> {
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.output, Catch::Contains("tensor<100000x100000xf32>"));
   CHECK_THAT(r.output, Catch::Contains("needs 10000000000 x 4 bytes"));
+}
+
+// LLVM printed a warning per kernel for an unknown CPU, then aborted with "64-bit code requested
+// on a subtarget that doesn't support it"; a negative rank count printed a stray byte.
+TEST_CASE("hexir-compile: an unknown --cpu and a negative --partition are named") {
+  std::string source = TempFile("flags.mlir");
+  WriteFile(source, kAdd);
+  CommandResult cpu = RunCommand(HexirCompile() + " " + source + " --target=cpu --cpu=pentium9000 -o " +
+                                 TempFile("flags.vmfb") + " 2>&1");
+  INFO(cpu.output);
+  CHECK(cpu.exit_code == 1);
+  CHECK_THAT(cpu.output, Catch::Contains("error: unknown CPU 'pentium9000' for "));
+  CHECK_THAT(cpu.output, !Catch::Contains("LLVM ERROR"));
+  CHECK_THAT(cpu.output, !Catch::Contains("is not a recognized processor"));
+  CommandResult ranks = RunCommand(HexirCompile() + " " + source + " --target=cpu --partition=-1 -o " +
+                                   TempFile("flags.vmfb") + " 2>&1");
+  INFO(ranks.output);
+  CHECK(ranks.exit_code == 1);
+  CHECK_THAT(ranks.output, Catch::Contains("hexir-partition: ranks must be >= 0 (0: read at run time), got -1\n"));
 }
 
 // A llama2.c header whose every field is a valid int32 but whose sizes overflow 64 bits.
@@ -161,6 +228,20 @@ TEST_CASE("hexir-import: a 1 MB GGUF claiming 10^6 or 2^31-1 blocks fails fast b
     REQUIRE(at != std::string::npos);
     CHECK(std::stol(r.output.substr(at + 7)) < 200 * 1024);  // KB: no per-block allocation
   }
+}
+
+// The array that does not fit is named by arithmetic, not by listing 2^31 - 1 layers' arrays
+// (which ended in std::bad_alloc: "resource_exhausted: out of memory").
+TEST_CASE("hexir-import and hexir-quantize: a llama2.c header claiming 2^31-1 layers names the array past the end") {
+  int32_t header[7] = {8, 12, 0x7fffffff, 2, 2, 10, 6};
+  std::string bytes(reinterpret_cast<const char*>(header), sizeof(header));
+  bytes.resize(4096, '\0');
+  std::string path = TempFile("layers.bin");
+  WriteFile(path, bytes);
+  RequireError(RunCommand(kImport + " " + path + " -o " + TempFile("layers.mlir") + " 2>&1"), "hexir-import",
+               {"invalid_argument:", "n_layers 2147483647", "'layer117.rms_att' (offset 4092, 32 bytes) does not fit"});
+  RequireError(RunCommand(kQuantize + " " + path + " -o " + TempFile("layers.gguf") + " --type=q8_0 2>&1"),
+               "hexir-quantize", {"invalid_argument:", "'layer117.rms_att' (offset 4092, 32 bytes) does not fit"});
 }
 
 TEST_CASE("hexir-import: a directory or a full stdout is a named error") {

@@ -94,6 +94,40 @@ func.func @dilated(%x: tensor<1x?x1xf32>, %w: tensor<?x1x1xf32>, %out: tensor<1x
      ins(%x, %w : tensor<1x?x1xf32>, tensor<?x1x1xf32>) outs(%out : tensor<1x?x1xf32>) -> tensor<1x?x1xf32>
   return %r : tensor<1x?x1xf32>
 }
+#shl = affine_map<(i) -> (i - 1)>
+#half = affine_map<(i) -> (i floordiv 2)>
+#rev = affine_map<(i) -> (-i + 5)>
+#m1 = affine_map<(i) -> (i)>
+func.func @shifted(%a: tensor<?xf32>, %o: tensor<?xf32>) -> tensor<?xf32> {
+  %r = linalg.generic {indexing_maps = [#shl, #m1], iterator_types = ["parallel"]}
+      ins(%a : tensor<?xf32>) outs(%o : tensor<?xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    linalg.yield %x : f32
+  } -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+func.func @halved(%a: tensor<?xf32>, %o: tensor<?xf32>) -> tensor<?xf32> {
+  %r = linalg.generic {indexing_maps = [#half, #m1], iterator_types = ["parallel"]}
+      ins(%a : tensor<?xf32>) outs(%o : tensor<?xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    linalg.yield %x : f32
+  } -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+func.func @reversed(%a: tensor<?xf32>, %o: tensor<?xf32>) -> tensor<?xf32> {
+  %r = linalg.generic {indexing_maps = [#rev, #m1], iterator_types = ["parallel"]}
+      ins(%a : tensor<?xf32>) outs(%o : tensor<?xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    linalg.yield %x : f32
+  } -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+func.func @pad(%a: tensor<?xf32>, %low64: i64) -> tensor<?xf32> {
+  %low = arith.index_cast %low64 : i64 to index
+  %z = arith.constant 0.0 : f32
+  %r = tensor.pad %a low[%low] high[1] { ^bb0(%i: index): tensor.yield %z : f32 } : tensor<?xf32> to tensor<?xf32>
+  return %r : tensor<?xf32>
+}
 func.func @fixed(%a: tensor<?x3xf32>) -> tensor<?x3xf32> {
   return %a : tensor<?x3xf32>
 }
@@ -255,6 +289,45 @@ void ConvolutionWindows(const std::string& device) {
 }
 HEXIR_E2E_TEST_ON_DEVICES("a convolution whose input is too small for its output, stride, dilation and kernel is refused",
                           ConvolutionWindows)
+
+void ExpressionMaps(const std::string& device) {
+  std::string m = ShapesModule(device);
+  RequireOutput(Run(m, device, "--function=halved '--input=3xf32=1 2 3' --input=6xf32=0"),
+                "6xf32=1 1 2 2 3 3\n");
+  // Without the check a 100000-element output read 50000 elements of a 3-element input.
+  RequireError(Run(m, device, "--function=halved '--input=3xf32=1 2 3' --input=100000xf32=0"),
+               "linalg.generic: dimension 0 of operand 0 is 3, but its index d0 floordiv 2 reaches "
+               "49999 (d0 < 100000)");
+  RequireOutput(Run(m, device, "--function=reversed '--input=6xf32=1 2 3 4 5 6' --input=6xf32=0"),
+                "6xf32=6 5 4 3 2 1\n");
+  RequireError(Run(m, device, "--function=reversed --input=6xf32=1 --input=100000xf32=0"),
+               "linalg.generic: dimension 0 of operand 0 is 6, but its index -d0 + 5 ranges over "
+               "[-99994, 5] (d0 < 100000)");
+  // d0 - 1 reads index -1 on the first iteration, whatever the sizes (it printed 0 1 2 3).
+  RequireError(Run(m, device, "--function=shifted '--input=4xf32=1 2 3 4' --input=4xf32=0"),
+               "linalg.generic: dimension 0 of operand 0 is 4, but its index d0 - 1 ranges over "
+               "[-1, 2] (d0 < 4)");
+  RequireOutput(Run(m, device, "--function=shifted --input=4xf32=1 --input=0xf32="), "0xf32=\n");
+}
+HEXIR_E2E_TEST_ON_DEVICES("reads through shifted, reversed or divided indexing maps must stay inside the operand",
+                          ExpressionMaps)
+
+void PadSize(const std::string& device) {
+  std::string m = ShapesModule(device);
+  RequireOutput(Run(m, device, "--function=pad '--input=2xf32=1 2' --input=i64=2"), "5xf32=0 0 1 2 0\n");
+  // Negative padding crops (as ONNX Pad): the result's reads stay inside the source.
+  RequireOutput(Run(m, device, "--function=pad '--input=3xf32=1 2 3' --input=i64=-1"), "3xf32=2 3 0\n");
+  // 2^62 + 3 elements of 4 bytes wrap to 12 bytes: it was allocated short and overrun (SIGSEGV).
+  RequireError(Run(m, device, "--function=pad --input=2xf32=1 --input=i64=4611686018427387904"),
+               "tensor.pad: dimension 0 of tensor<?xf32> is 4611686018427387907: the tensor would "
+               "take more than 2^63-1 bytes");
+  RequireError(Run(m, device, "--function=pad --input=2xf32=1 --input=i64=-9"),
+               "tensor.pad: dimension 0 of tensor<?xf32> is -6");
+  RequireError(Run(m, device, "--function=pad --input=2xf32=1 --input=i64=-9223372036854775807"),
+               "tensor.pad: low padding of dimension 0 is -9223372036854775807, beyond 2^62 either way");
+}
+HEXIR_E2E_TEST_ON_DEVICES("a pad whose result size overflows or is negative is refused, not allocated short",
+                          PadSize)
 
 }  // namespace
 }  // namespace hexir::e2e

@@ -420,6 +420,64 @@ TEST_CASE("ScatterElements adds duplicate and negative indices; an unknown reduc
   CHECK(bad.status().message() == "node 'sc' (op ScatterElements): reduction 'median' is not supported");
 }
 
+// Indices are data: one outside [-n, n) fails the call naming the kernel, the index (after
+// the + n of a negative one) and n. A scatter used to compare it with every output position,
+// match none and drop the update silently (exit 0).
+TEST_CASE("ScatterND, ScatterElements and GatherND refuse an index outside [-n, n) by name") {
+  auto model = [](const std::string& op) {
+    Graph m;
+    m.Input("data", {5});
+    bool nd = op != "ScatterElements";
+    m.Input("idx", nd ? std::vector<int64_t>{2, 1} : std::vector<int64_t>{2}, ::onnx::TensorProto::INT64);
+    if (op == "GatherND") {
+      m.Output("y", {2});
+      m.Node(op, {"data", "idx"}, {"y"}, "g");
+    } else {
+      m.Input("upd", {2});
+      m.Output("y", {5});
+      m.Node(op, {"data", "idx", "upd"}, {"y"}, "s");
+    }
+    auto r = ox::ImportOnnxModel(m.model);
+    INFO((r.ok() ? std::string() : r.status().message()));
+    REQUIRE(r.ok());
+    std::string mod = ox::testing::CompileForCpu(*r, "index_range_" + op);
+    REQUIRE(!mod.empty());
+    return mod;
+  };
+  auto run = [](const std::string& mod, const std::string& indices, bool scatter, int* code) {
+    std::vector<std::string> inputs = {"5xf32=0 1 2 3 4", indices};
+    if (scatter) inputs.push_back("2xf32=10 20");
+    return ox::testing::RunMainWith(mod, inputs, code);
+  };
+  for (const std::string op : {"ScatterND", "ScatterElements"}) {
+    INFO(op);
+    std::string mod = model(op);
+    std::string shape = op == "ScatterND" ? "2x1xi64" : "2xi64";
+    int code = 0;
+    std::string out = run(mod, shape + "=1 -1", true, &code);
+    INFO(out);
+    REQUIRE(code == 0);
+    CHECK(ParseFloats(out) == std::vector<float>{0, 10, 2, 3, 20});
+    out = run(mod, shape + "=1 5", true, &code);
+    INFO(out);
+    CHECK(code == 1);
+    CHECK_THAT(out, Catch::Contains("out_of_range: result 0 of function 'main': kernel 'main_dispatch_"));
+    CHECK_THAT(out, Catch::Contains("index 5 out of range [0, 5)"));
+    out = run(mod, shape + "=1 -1000000000", true, &code);
+    CHECK(code == 1);
+    CHECK_THAT(out, Catch::Contains("index -999999995 out of range [0, 5)"));
+  }
+  std::string gather = model("GatherND");
+  int code = 0;
+  std::string out = run(gather, "2x1xi64=4 -5", false, &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(ParseFloats(out) == std::vector<float>{4, 0});
+  out = run(gather, "2x1xi64=4 -6", false, &code);
+  CHECK(code == 1);
+  CHECK_THAT(out, Catch::Contains("index -1 out of range [0, 5)"));
+}
+
 TEST_CASE("TopK keeps the lower index first among ties, largest and smallest") {
   auto topk = [](int64_t k, bool largest) {
     Graph m;

@@ -27,9 +27,13 @@ Status MapFile(const std::string& path, uint8_t** data, size_t* size) {
   int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0) return NotFound("cannot open parameters '", path, "': ", std::strerror(errno));
   struct stat st;
-  if (fstat(fd, &st) != 0 || st.st_size == 0) {
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return InvalidArgument("parameters '", path, "' is empty or unreadable");
+    return InvalidArgument("parameters '", path, "' is not a regular file (a directory or a device?)");
+  }
+  if (st.st_size == 0) {
+    ::close(fd);
+    return InvalidArgument("parameters '", path, "' is empty");
   }
   *size = static_cast<size_t>(st.st_size);
   void* p = mmap(nullptr, *size, PROT_READ, MAP_PRIVATE, fd, 0);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "compiler/importers/llama/Sampler.h"
@@ -29,10 +30,12 @@ StatusOr<int64_t> ReadI64(hal::Device& device, const vm::Variant& v, size_t inde
 }  // namespace
 
 Status ValidateSamplerSettings(const SamplerSettings& s) {
-  if (!(s.temperature >= 0)) return InvalidArgument("temperature ", s.temperature, " must be >= 0");
+  if (!(s.temperature >= 0) || std::isinf(s.temperature))
+    return InvalidArgument("temperature ", s.temperature, " must be a finite number >= 0");
   if (!(s.top_p >= 0 && s.top_p <= 1)) return InvalidArgument("top-p ", s.top_p, " must be in [0, 1]");
   if (!(s.min_p >= 0 && s.min_p <= 1)) return InvalidArgument("min-p ", s.min_p, " must be in [0, 1]");
-  if (!(s.repetition_penalty > 0)) return InvalidArgument("repetition penalty ", s.repetition_penalty, " must be > 0");
+  if (!(s.repetition_penalty > 0) || std::isinf(s.repetition_penalty))
+    return InvalidArgument("repetition penalty ", s.repetition_penalty, " must be a finite number > 0");
   if (s.repeat_last_n < 0 || s.repeat_last_n > llama::kRepetitionWindow)
     return InvalidArgument("repeat-last-n ", s.repeat_last_n, " must be in [0, ", llama::kRepetitionWindow, "]");
   return Status::Ok();

@@ -49,9 +49,13 @@ StatusOr<std::unique_ptr<ParameterFile>> ParameterFile::Open(const std::string& 
   int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0) return NotFound("cannot open parameter file '", path, "': ", std::strerror(errno));
   struct stat st;
-  if (fstat(fd, &st) != 0 || st.st_size == 0) {
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return InvalidArgument("parameter file '", path, "' is empty or unreadable");
+    return InvalidArgument("parameter file '", path, "' is not a regular file (a directory or a device?)");
+  }
+  if (st.st_size == 0) {
+    ::close(fd);
+    return InvalidArgument("parameter file '", path, "' is empty");
   }
   p->size_ = static_cast<size_t>(st.st_size);
   void* m = mmap(nullptr, p->size_, PROT_READ, MAP_PRIVATE, fd, 0);

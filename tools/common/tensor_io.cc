@@ -129,7 +129,8 @@ Status CheckHostAllocation(const std::string& what, uint64_t bytes) {
   return Status::Ok();
 }
 
-// The whole of a regular file (a directory or a device is refused by name).
+}  // namespace
+
 StatusOr<std::string> ReadWholeFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return NotFound("cannot open '", path, "': ", std::strerror(errno));
@@ -158,8 +159,6 @@ StatusOr<std::string> ReadWholeFile(const std::string& path) {
   ::close(fd);
   return data;
 }
-
-}  // namespace
 
 int64_t HostTensor::element_count() const {
   int64_t n = 1;

@@ -47,6 +47,11 @@ std::string DescribeType(const HostValue& value);
 // Element i of a tensor as double (for comparisons in tests and tools).
 double ElementAsDouble(const HostTensor& t, int64_t i);
 
+// The whole of a regular file: not_found naming the path when it cannot be opened, a
+// directory or a device refused by name, resource_exhausted when it exceeds the machine's
+// memory, data_loss when a read fails.
+StatusOr<std::string> ReadWholeFile(const std::string& path);
+
 StatusOr<HostTensor> ReadNpy(const std::string& path);
 Status WriteNpy(const std::string& path, const HostTensor& tensor);
 

@@ -52,7 +52,12 @@ int ParseFlags(const char* tool, CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --help-all, --version
-    return app.exit(e);
+    int exit = app.exit(e);
+    if (Status flushed = FlushStdout(); !flushed.ok()) {  // `--help > /dev/full`
+      Report(flushed);
+      return 1;
+    }
+    return exit;
   } catch (const CLI::ParseError& e) {
     Report(InvalidArgument(e.what(), " (see --help)"));
     return 1;

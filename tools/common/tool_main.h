@@ -23,7 +23,8 @@ class App;
 
 namespace hexir::tools {
 
-// Parses argv with `app`: --help prints and gives 0; a bad or missing flag prints
+// Parses argv with `app`: --help prints and gives 0 (1 when standard output cannot take it); a
+// bad or missing flag prints
 // "TOOL: error: invalid_argument: <what CLI11 says> (see --help)" and gives 1. Returns the
 // exit status to return now, or -1 when parsing succeeded.
 int ParseFlags(const char* tool, CLI::App& app, int argc, char** argv);

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "tools/common/flag_checks.h"
 #include "tools/common/tool_main.h"
 #include "tools/hexir-bench/bench.h"
 
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", o.timeout_seconds,
                  "Seconds each call (invoke + wait idle) may take; past it the bench stops with "
                  "deadline_exceeded (default: no limit)")
-      ->check(CLI::Range(1e-3, 1e9));
+      ->check(hexir::tools::FiniteRange(1e-3, 1e9));
   app.add_option("--trace", trace, "Write a Chrome/Perfetto trace (JSON)");
   app.add_option("--roofline", roofline, "Write a roofline plot (SVG)");
   if (int exit = hexir::tools::ParseFlags("hexir-bench", app, argc, argv); exit >= 0) return exit;

@@ -1,9 +1,8 @@
 // Vocabulary::FromHfTokenizerJson: a Hugging Face tokenizer.json onto the GGUF models.
 #include <algorithm>
-#include <fstream>
-#include <iterator>
 
 #include "compiler/importers/llama/Json.h"
+#include "tools/common/tensor_io.h"
 #include "tools/hexir-generate/vocabulary.h"
 
 namespace hexir::tools {
@@ -38,9 +37,9 @@ bool StringIs(const JsonValue& v, const char* key, const std::string& want) {
 }  // namespace
 
 StatusOr<Vocabulary> Vocabulary::FromHfTokenizerJson(const std::string& path, int64_t bos, int64_t eos) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("cannot open tokenizer '", path, "'");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  StatusOr<std::string> read = ReadWholeFile(path);
+  if (!read.ok()) return std::move(read).status().WithContext("tokenizer");
+  const std::string& text = *read;
   StatusOr<JsonValue> parsed = compiler::llama::ParseJson(text);
   if (!parsed.ok()) return std::move(parsed).status().WithContext(StrCat("tokenizer '", path, "'"));
   const JsonValue& j = *parsed;

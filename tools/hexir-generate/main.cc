@@ -36,6 +36,7 @@
 #include "tools/common/llama_parameters.h"
 #include "tools/common/llama_stream.h"
 #include "tools/common/rank_sessions.h"
+#include "tools/common/flag_checks.h"
 #include "tools/common/tool_main.h"
 #include "tools/hexir-generate/decode_calls.h"
 #include "tools/hexir-generate/rank_generate.h"
@@ -382,11 +383,12 @@ int main(int argc, char** argv) {
   app.add_option("--prompt-ids", f.prompt_ids, "prompt as comma-separated token ids (BOS not added)");
   app.add_option("--max-tokens", f.max_tokens, "maximum generated tokens")->required()->check(CLI::NonNegativeNumber);
   app.add_option("--cpu-threads", f.cpu_threads, "CPU driver worker threads (0: inline)");
-  app.add_option("--repeat", f.repeat, "call @generate N times with the same uploaded weights");
+  app.add_option("--repeat", f.repeat, "call @generate N times with the same uploaded weights")
+      ->check(hexir::tools::AtLeastOne());
   app.add_option("--timeout", f.timeout_seconds,
                  "seconds each @generate call (with the download of its ids) may take; past it "
                  "the call stops with deadline_exceeded (default: no limit)")
-      ->check(CLI::Range(1e-3, 1e9));
+      ->check(hexir::tools::FiniteRange(1e-3, 1e9));
   app.add_flag("--timing", f.timing,
                "print a startup breakdown and the fastest call's time and tokens/s to stderr");
   app.add_flag("--verbose", f.verbose, "print the prompt's token ids (BOS first) to stderr");

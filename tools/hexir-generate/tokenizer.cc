@@ -2,15 +2,15 @@
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+
+#include "tools/common/tensor_io.h"
 
 namespace hexir::tools {
 
 StatusOr<Tokenizer> Tokenizer::Load(const std::string& path, int64_t vocab_size) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("cannot open tokenizer '", path, "'");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  StatusOr<std::string> read = ReadWholeFile(path);
+  if (!read.ok()) return std::move(read).status().WithContext("tokenizer");
+  const std::string& bytes = *read;
   Tokenizer t;
   size_t at = 4;
   if (bytes.size() < 4) return InvalidArgument("tokenizer '", path, "': shorter than its 4-byte header");

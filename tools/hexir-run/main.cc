@@ -18,6 +18,7 @@
 #include "tools/common/invocation.h"
 #include "tools/common/parameter_file.h"
 #include "tools/common/rank_sessions.h"
+#include "tools/common/flag_checks.h"
 #include "tools/common/tool_main.h"
 
 namespace hexir::tools {
@@ -215,11 +216,11 @@ int main(int argc, char** argv) {
   app.add_option("--cpu-threads", flags.cpu_threads,
                  "Worker threads of the CPU driver (default: all hardware threads; 0 = inline)");
   app.add_option("--repeat", flags.repeat, "Call the function this many times (results of the last)")
-      ->check(CLI::PositiveNumber);
+      ->check(hexir::tools::AtLeastOne());
   app.add_option("--timeout", flags.timeout_seconds,
                  "Seconds each call (with its result downloads) may take; past it the call "
                  "stops with deadline_exceeded (default: no limit)")
-      ->check(CLI::Range(1e-3, 1e9));
+      ->check(hexir::tools::FiniteRange(1e-3, 1e9));
   app.add_option("--trace", flags.trace,
                  "Write every device's dispatches and collectives of the calls as a Chrome/Perfetto "
                  "trace (JSON; one process per device or rank)");

@@ -39,6 +39,35 @@ struct Checked {
   }
 };
 
+// The first array of the file order that ends past `file_size`, as "'layer7.w1' (offset O, B
+// bytes)", found by arithmetic over the kinds rather than by listing every layer's arrays (a
+// corrupt n_layers of 2^31 - 1 would allocate gigabytes before failing). The header's total
+// size is known not to overflow.
+std::string FirstArrayPastEnd(const LlamaConfig& c, int64_t file_size) {
+  const int64_t L = c.n_layers, D = c.dim, F = c.hidden_dim, KV = c.kv_dim(), V = c.vocab_size;
+  const struct { const char* name; int64_t floats; } kinds[9] = {
+      {"rms_att", D}, {"wq", D * D}, {"wk", KV * D}, {"wv", KV * D}, {"wo", D * D},
+      {"rms_ffn", D}, {"w1", F * D}, {"w2", D * F}, {"w3", F * D}};
+  auto named = [](const std::string& name, int64_t offset, int64_t bytes) {
+    return "'" + name + "' (offset " + std::to_string(offset) + ", " + std::to_string(bytes) + " bytes)";
+  };
+  int64_t offset = kHeaderBytes;
+  if (offset + 4 * V * D > file_size) return named("token_embedding", offset, 4 * V * D);
+  offset += 4 * V * D;
+  for (const auto& k : kinds) {
+    int64_t bytes = 4 * k.floats;
+    if (offset + L * bytes > file_size) {
+      int64_t l = (file_size - offset) / bytes;
+      return named("layer" + std::to_string(l) + "." + k.name, offset + l * bytes, bytes);
+    }
+    offset += L * bytes;
+  }
+  if (offset + 4 * D > file_size) return named("rms_final", offset, 4 * D);
+  offset += 4 * D + 4 * c.seq_len * c.head_size();  // two unused rotary tables
+  if (!c.shared_classifier && offset + 4 * V * D > file_size) return named("classifier", offset, 4 * V * D);
+  return "the arrays";
+}
+
 }  // namespace
 
 int64_t WeightTensor::byte_size() const {
@@ -93,14 +122,7 @@ StatusOr<LlamaConfig> ParseLlamaHeader(const uint8_t* data, size_t file_size) {
                            ") implies more than 2^63 bytes of arrays (the size overflows 64 "
                            "bits): the header is corrupt");
   if (int64_t(file_size) < need) {
-    // Name the first array that does not fit.
-    std::string what = "the arrays";
-    for (const WeightTensor& w : LlamaWeights(c))
-      if (w.offset + w.byte_size() > int64_t(file_size)) {
-        what = "'" + w.name + "' (offset " + std::to_string(w.offset) + ", " +
-               std::to_string(w.byte_size()) + " bytes)";
-        break;
-      }
+    std::string what = FirstArrayPastEnd(c, int64_t(file_size));
     return InvalidArgument("llama2.c checkpoint: file has ", file_size, " bytes but the header (dim ",
                            c.dim, ", hidden_dim ", c.hidden_dim, ", n_layers ", c.n_layers,
                            ", n_kv_heads ", c.n_kv_heads, ", vocab_size ", h[5], ", seq_len ",

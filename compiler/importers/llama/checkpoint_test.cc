@@ -91,6 +91,35 @@ TEST_CASE("header errors name the field, its offset, or the array that does not 
   CHECK_THAT(t.status().message(), Catch::Contains("does not fit"));
 }
 
+// The array named is the first in file order (LlamaWeights' lowest offset) that ends past the file, for a
+// cut anywhere; and a corrupt n_layers is named without listing its layers (2^31 - 1 layers
+// took gigabytes and ended in std::bad_alloc).
+TEST_CASE("a truncated checkpoint names the first array past its end, even with 2^31 - 1 layers") {
+  const std::vector<int32_t> fields = {8, 12, 3, 4, 2, -10, 6};
+  const size_t full = 28 + 4 * Floats(false);
+  auto whole = Header(fields, full);
+  auto config = ParseLlamaHeader(whole.data(), whole.size());
+  REQUIRE(config.ok());
+  std::vector<WeightTensor> weights = LlamaWeights(*config);
+  for (size_t cut = 28; cut < full; cut += 12) {
+    auto file = Header(fields, cut);
+    auto r = ParseLlamaHeader(file.data(), file.size());
+    REQUIRE_FALSE(r.ok());
+    const WeightTensor* first = nullptr;  // lowest offset among those past the cut
+    for (const WeightTensor& w : weights)
+      if (w.offset + w.byte_size() > int64_t(cut) && (!first || w.offset < first->offset)) first = &w;
+    REQUIRE(first);
+    std::string expected = "'" + first->name + "' (offset " + std::to_string(first->offset) + ", " +
+                           std::to_string(first->byte_size()) + " bytes) does not fit";
+    INFO("cut at " << cut);
+    CHECK_THAT(r.status().message(), Catch::EndsWith(expected));
+  }
+  auto layers = Header({8, 12, 0x7fffffff, 2, 2, 10, 6}, 4096);
+  auto l = ParseLlamaHeader(layers.data(), layers.size());
+  REQUIRE_FALSE(l.ok());
+  CHECK_THAT(l.status().message(), Catch::EndsWith("'layer117.rms_att' (offset 4092, 32 bytes) does not fit"));
+}
+
 TEST_CASE("a header whose implied size overflows 64 bits is refused, naming the fields") {
   // Every field is a valid int32; dim^2 * n_layers alone is about 2^91.
   const int32_t big = 0x7fffffff;

@@ -2,7 +2,11 @@
 // generic over (output positions, update positions): output dims parallel, update dims a
 // reduction whose body folds every update aimed at the output position into it (none: the
 // last one wins, as the reduction runs in order; add, mul, max, min). Starting from a copy of
-// data. O(output x updates) work: meant for the small index sets models scatter.
+// data. O(output x updates) work: meant for the small index sets models scatter. An index
+// outside [-n, n) fails the call (out_of_range naming the kernel, the index after the + n and
+// n): its target position is read from a table of positions with a data-dependent index,
+// which the compiled kernel bounds-checks (passes/codegen/KernelChecks.h); compared directly
+// with the output position it would match none and the update would be dropped silently.
 #include "compiler/importers/onnx/Elementwise.h"
 #include "compiler/importers/onnx/Lowerings.h"
 
@@ -31,6 +35,28 @@ std::string NormalizedIndex(Builder& b, const std::string& v, const std::string&
   return s;
 }
 
+// The positions 0..n-1 of a dim as i64, read at an index's normalized value: equal to it
+// when it lies in [0, n), a bounds-checked read (a named error) otherwise.
+Val Positions(Context& c, const Dim& n) {
+  Builder& b = c.b;
+  Val v;
+  v.et = "i64";
+  v.shape = {n};
+  v.name = b.IndexGeneric(v.shape, v.et, [&](const std::vector<std::string>&) {
+    std::string i = b.LoopIndices(1)[0], p = b.Fresh();
+    b.Line(p + " = arith.index_cast " + i + " : index to i64");
+    return p;
+  });
+  return v;
+}
+
+// The output position an index value (of integer type it) targets along a dim of extent n
+// (`positions`: Positions(n)), as an index.
+std::string TargetPosition(Builder& b, const Val& positions, const std::string& v, const std::string& it,
+                           const std::string& n) {
+  return b.ToIndex(b.Extract(positions, {NormalizedIndex(b, v, it, n)}), "i64");
+}
+
 // A copy of data: the generic's init, which it updates.
 StatusOr<Val> CopyOf(Context& c, Val& data) {
   return c.Elementwise({&data}, data.et, [](const Args& a) { return a[0]; });
@@ -48,6 +74,7 @@ Status ScatterElementsWith(Context& c, const std::string& reduction) {
   HEXIR_ASSIGN_OR_RETURN(Val init, CopyOf(c, data));
   c.Mat(ind);
   c.Mat(upd);
+  Val positions = Positions(c, data.shape[axis]);
   std::string n = b.DimValue(data.shape[axis]), et = data.et, it = ind.et;
   int loops = static_cast<int>(2 * r);
   std::vector<std::string> out_map, upd_map, iters;
@@ -65,8 +92,8 @@ Status ScatterElementsWith(Context& c, const std::string& reduction) {
                        [&](const Args& a) {
                          std::vector<std::string> idx = b.LoopIndices(loops);
                          std::string hit = b.Fresh();
-                         b.Line(hit + " = arith.cmpi eq, " + NormalizedIndex(b, a[0], it, n) + ", " + idx[axis] +
-                                " : index");
+                         b.Line(hit + " = arith.cmpi eq, " + TargetPosition(b, positions, a[0], it, n) + ", " +
+                                idx[axis] + " : index");
                          for (int64_t j = 0; j < r; ++j) {
                            if (j == axis) continue;
                            std::string same = b.Fresh();
@@ -108,6 +135,8 @@ Status LowerScatterND(Context& c) {
   c.Mat(upd);
   std::vector<std::string> dims;
   for (const Dim& d : data.shape) dims.push_back(b.DimValue(d));
+  std::vector<Val> positions;
+  for (int64_t m = 0; m < k; ++m) positions.push_back(Positions(c, data.shape[m]));
   std::string et = data.et, it = ind.et;
   int loops = static_cast<int>(r + qr);
   // Loops: output positions (r), then index tuples q (qr, reductions); updates[q..., out[k:]...].
@@ -130,8 +159,8 @@ Status LowerScatterND(Context& c) {
                            std::string v = b.Fresh(), same = b.Fresh();
                            b.Line(v + " = tensor.extract " + ind.name + "[" + Builder::Join(at) + "] : " +
                                   Builder::TensorType(ind));
-                           b.Line(same + " = arith.cmpi eq, " + NormalizedIndex(b, v, it, dims[m]) + ", " + idx[m] +
-                                  " : index");
+                           b.Line(same + " = arith.cmpi eq, " + TargetPosition(b, positions[m], v, it, dims[m]) +
+                                  ", " + idx[m] + " : index");
                            hit = b.AndI1(hit, same);
                          }
                          auto v = Combine(c, reduction, a[1], a[0], et);

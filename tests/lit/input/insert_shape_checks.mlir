@@ -169,8 +169,8 @@ func.func @insert_slice(%d: tensor<?x4xf32>, %s: tensor<?xf32>, %o: index, %n: i
 // CHECK-DAG:     %[[IW:.+]] = tensor.dim %[[X]], %c1
 // CHECK:         %[[LAST:.+]] = arith.subi %[[OW]], %c1
 // CHECK:         %[[STRIDED:.+]] = arith.muli %[[LAST]], %c2
-// CHECK:         %[[EMPTY:.+]] = arith.cmpi eq, %[[OW]], %c0
 // CHECK:         %[[MAX:.+]] = arith.addi %[[STRIDED]], %c2
+// CHECK:         %[[EMPTY:.+]] = arith.cmpi eq, %[[OW]], %c0
 // CHECK:         %[[FITS:.+]] = arith.cmpi slt, %[[MAX]], %[[IW]]
 // CHECK:         %[[OK:.+]] = arith.ori %[[FITS]], %[[EMPTY]]
 // CHECK:         hexir.check %[[OK]], "linalg.conv_1d_nwc_wcf: dimension 1 of operand 0 is {}, but its index d1 * 2 + d3 reaches {} (d1 < {}, d3 < {})"(%[[IW]], %[[MAX]], %[[OW]], %[[C3]])
@@ -194,4 +194,83 @@ func.func @static_window(%x: tensor<1x9x1xf32>, %w: tensor<3x1x1xf32>, %out: ten
   %s = tensor.extract_slice %r[0, 1, 0] [1, 2, 1] [1, 1, 1] : tensor<1x3x1xf32> to tensor<1x2x1xf32>
   %e = tensor.insert_slice %s into %r[0, 0, 0] [1, 2, 1] [1, 1, 1] : tensor<1x2x1xf32> into tensor<1x3x1xf32>
   return %e : tensor<1x3x1xf32>
+}
+
+// -----
+
+// A shifted read (d0 - 1) starts at -1: it can only be valid when the loop is empty, so the
+// check folds to that, and names both ends over the loop extent the init gave.
+// CHECK-LABEL: func.func @shift(
+// CHECK-SAME:    %[[A:.+]]: tensor<?xf32>, %[[O:.+]]: tensor<?xf32>
+// CHECK-DAG:     %[[N:.+]] = tensor.dim %[[O]], %c0
+// CHECK-DAG:     %[[SIZE:.+]] = tensor.dim %[[A]], %c0
+// CHECK:         %[[HI:.+]] = arith.addi %{{.+}}, %c-1
+// CHECK:         %[[EMPTY:.+]] = arith.cmpi eq, %[[N]], %c0
+// CHECK:         hexir.check %[[EMPTY]], "linalg.generic: dimension 0 of operand 0 is {}, but its index d0 - 1 ranges over [{}, {}] (d0 < {})"(%[[SIZE]], %c-1{{.*}}, %[[HI]], %[[N]])
+// CHECK:         linalg.generic
+#shl = affine_map<(i) -> (i - 1)>
+#id = affine_map<(i) -> (i)>
+func.func @shift(%a: tensor<?xf32>, %o: tensor<?xf32>) -> tensor<?xf32> {
+  %r = linalg.generic {indexing_maps = [#shl, #id], iterator_types = ["parallel"]}
+      ins(%a : tensor<?xf32>) outs(%o : tensor<?xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    linalg.yield %x : f32
+  } -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// -----
+
+// d0 mod 3 stays in [lo, hi] when d0 does, else anywhere in [0, 3): selected at run time.
+// CHECK-LABEL: func.func @modulo(
+// CHECK:         %[[INSIDE:.+]] = arith.cmpi slt, %{{.+}}, %c3
+// CHECK:         %[[LO:.+]] = arith.select %[[INSIDE]], %c0{{.*}}, %c0
+// CHECK:         %[[HI:.+]] = arith.select %[[INSIDE]], %{{.+}}, %c2
+// CHECK:         hexir.check %{{.+}}, "linalg.generic: dimension 0 of operand 0 is {}, but its index d0 mod 3 ranges over [{}, {}] (d0 < {})"(%{{.+}}, %[[LO]], %[[HI]], %{{.+}})
+#md = affine_map<(i) -> (i mod 3)>
+#id = affine_map<(i) -> (i)>
+func.func @modulo(%a: tensor<?xf32>, %o: tensor<?xf32>) -> tensor<?xf32> {
+  %r = linalg.generic {indexing_maps = [#md, #id], iterator_types = ["parallel"]}
+      ins(%a : tensor<?xf32>) outs(%o : tensor<?xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    linalg.yield %x : f32
+  } -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// -----
+
+// A constant index reads element 2 of a dynamic operand, whatever the loops.
+// CHECK-LABEL: func.func @constant_index(
+// CHECK:         hexir.check %{{.+}}, "linalg.generic: dimension 0 of operand 0 is {}, but its index 2 reaches {}"
+#c2 = affine_map<(i) -> (2)>
+#id = affine_map<(i) -> (i)>
+func.func @constant_index(%a: tensor<?xf32>, %o: tensor<4xf32>) -> tensor<4xf32> {
+  %r = linalg.generic {indexing_maps = [#c2, #id], iterator_types = ["parallel"]}
+      ins(%a : tensor<?xf32>) outs(%o : tensor<4xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    linalg.yield %x : f32
+  } -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// A pad's dynamic amounts are bounded (no wrap), then its result's byte size is checked
+// like a tensor.empty's.
+// CHECK-LABEL: func.func @pad(
+// CHECK-SAME:    %[[A:.+]]: tensor<?xf32>, %[[L:.+]]: index
+// CHECK:         %[[BIASED:.+]] = arith.addi %[[L]], %c4611686018427387904
+// CHECK:         %[[IN:.+]] = arith.cmpi ule, %[[BIASED]], %c-9223372036854775808
+// CHECK:         hexir.check %[[IN]], "tensor.pad: low padding of dimension 0 is {}, beyond 2^62 either way"(%[[L]]) : index
+// CHECK:         %[[SRC:.+]] = tensor.dim %[[A]], %c0
+// CHECK:         %[[SUM:.+]] = arith.addi %[[SRC]], %[[L]]
+// CHECK:         %[[SIZE:.+]] = arith.addi %[[SUM]], %c2
+// CHECK:         %[[FITS:.+]] = arith.cmpi ule, %[[SIZE]], %c2305843009213693951
+// CHECK:         hexir.check %[[FITS]], "tensor.pad: dimension 0 of tensor<?xf32> is {}: the tensor would take more than 2^63-1 bytes (or the size is negative)"(%[[SIZE]]) : index
+// CHECK:         tensor.pad
+func.func @pad(%a: tensor<?xf32>, %l: index) -> tensor<?xf32> {
+  %z = arith.constant 0.0 : f32
+  %r = tensor.pad %a low[%l] high[2] { ^bb0(%i: index): tensor.yield %z : f32 } : tensor<?xf32> to tensor<?xf32>
+  return %r : tensor<?xf32>
 }
