@@ -41,14 +41,24 @@ bool Is(const std::optional<SmallVector<int64_t>>& got, std::initializer_list<in
   return got && llvm::equal(*got, want);
 }
 
-// Memrefs whose last dim has unit stride and whose last two dims are one contiguous run, or
-// may be (dynamic strides: the kernel checks them at run time, see RowsAreContiguous).
-bool HasContiguousRows(Type type) {
+// Memrefs whose last dim has unit stride.
+bool HasUnitStrideRows(Type type) {
   auto memref = dyn_cast<MemRefType>(type);
   if (!memref) return true;
   SmallVector<int64_t> strides;
   int64_t offset;
-  if (failed(memref.getStridesAndOffset(strides, offset)) || strides.back() != 1) return false;
+  return succeeded(memref.getStridesAndOffset(strides, offset)) && strides.back() == 1;
+}
+
+// Memrefs with unit-stride rows whose last two dims are one contiguous run, or may be
+// (dynamic strides: the kernel checks them at run time, see RowsAreContiguous).
+bool HasContiguousRows(Type type) {
+  if (!HasUnitStrideRows(type)) return false;
+  auto memref = dyn_cast<MemRefType>(type);
+  if (!memref) return true;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  (void)memref.getStridesAndOffset(strides, offset);
   int64_t rank = memref.getRank();
   int64_t inner = memref.getDimSize(rank - 1);
   return ShapedType::isDynamic(strides[rank - 2]) || ShapedType::isDynamic(inner) ||
@@ -113,8 +123,12 @@ std::optional<ConvolutionGeometry> MatchConvolution(linalg::LinalgOp op) {
   g.dilations[1] = w[6];
   if (g.strides[0] < 1 || g.strides[1] < 1 || g.dilations[0] < 1 || g.dilations[1] < 1)
     return std::nullopt;
-  for (OpOperand& operand : op->getOpOperands())
-    if (!HasContiguousRows(operand.get().getType())) return std::nullopt;
+  // x is read through its row pitch (a window of a larger plane is fine); the output's
+  // positions are the GEMM's columns, so its rows must be one run.
+  if (!HasUnitStrideRows(op.getDpsInputs()[0].getType()) ||
+      !HasUnitStrideRows(op.getDpsInputs()[1].getType()) ||
+      !HasContiguousRows(op.getDpsInits()[0].getType()))
+    return std::nullopt;
   // The weights are read as [F][C*KH*KW]: their three inner dims must be one run.
   if (auto w = dyn_cast<MemRefType>(op.getDpsInputs()[1].getType())) {
     SmallVector<int64_t> strides;
@@ -162,11 +176,10 @@ class ConvolutionEmitter {
   void dense(Value x, Value w, Value out, Value packed) {
     Value n = dim(out, 0), f = dim(out, 1), oh = dim(out, 2), ow = dim(out, 3);
     Value c = dim(w, 1), kh = dim(w, 2), kw = dim(w, 3);
-    Value wp = dim(x, 3);
+    auto [xc, wp] = flattenPlanes(x);  // wp: x's row pitch
     Value window = mul(kh, kw);
     Value a = memref::CollapseShapeOp::create(b, loc, w, ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}});
-    Value xc = flattenPlanes(x);
-    Value oc = flattenPlanes(out);
+    Value oc = flattenPlanes(out).first;
     Value rowStep = mul(wp, index(g.strides[0]));  // x offset of one output row
     forLoop(index(0), n, [&](Value batch) {
       PackedGemm gemm{a, oc, {batch}, f, mul(oh, ow), mul(c, window)};
@@ -293,34 +306,28 @@ class ConvolutionEmitter {
   }
 
  private:
-  // m[n][c][h][w] viewed as [n][c][h * w] with unit inner stride. collapse_shape cannot say
-  // so when h and w are dynamic (a dynamic size may be 1 at run time, so MLIR gives the
-  // collapsed dim a dynamic stride, which vector loads refuse): the view is rebuilt from m's
-  // strided metadata, rows contiguous as the matcher (statically) or RowsAreContiguous
-  // (at run time) checked.
-  Value flattenPlanes(Value m) {
+  // m[n][c][h][w] viewed as [n][c][h * pitch] with unit inner stride, and its row pitch (the
+  // stride of dim 2: w for a whole plane, more for a window of a larger one). collapse_shape
+  // cannot express a window, nor unit stride when h and w are dynamic (a dynamic size may be 1
+  // at run time, so MLIR gives the collapsed dim a dynamic stride, which vector loads refuse):
+  // the view is rebuilt from m's strided metadata.
+  std::pair<Value, Value> flattenPlanes(Value m) {
     auto type = cast<MemRefType>(m.getType());
     auto meta = memref::ExtractStridedMetadataOp::create(b, loc, m);
     auto size = [&](int64_t i) -> OpFoldResult {
       if (!type.isDynamicDim(i)) return b.getIndexAttr(type.getDimSize(i));
       return meta.getSizes()[i];
     };
-    OpFoldResult plane = type.isDynamicDim(2) || type.isDynamicDim(3)
-                             ? OpFoldResult(mul(meta.getSizes()[2], meta.getSizes()[3]))
-                             : OpFoldResult(b.getIndexAttr(type.getDimSize(2) * type.getDimSize(3)));
+    Value pitch = meta.getStrides()[2];
     int64_t d = ShapedType::kDynamic;
-    auto staticOf = [](OpFoldResult r) {
-      std::optional<int64_t> c = getConstantIntValue(r);
-      return c && !isa<Value>(r) ? *c : ShapedType::kDynamic;
-    };
-    SmallVector<OpFoldResult> sizes{size(0), size(1), plane};
-    SmallVector<int64_t> shape;
-    for (OpFoldResult r : sizes) shape.push_back(staticOf(r));
+    SmallVector<OpFoldResult> sizes{size(0), size(1), mul(meta.getSizes()[2], pitch)};
+    SmallVector<int64_t> shape{type.getDimSize(0), type.getDimSize(1), d};
     auto layout = StridedLayoutAttr::get(b.getContext(), d, {d, d, 1});
     auto view = MemRefType::get(shape, type.getElementType(), layout, type.getMemorySpace());
-    return memref::ReinterpretCastOp::create(
+    Value rows = memref::ReinterpretCastOp::create(
         b, loc, view, m, OpFoldResult(meta.getOffset()), sizes,
         SmallVector<OpFoldResult>{meta.getStrides()[0], meta.getStrides()[1], b.getIndexAttr(1)});
+    return {rows, pitch};
   }
 
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
@@ -380,9 +387,9 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
       else
         emitter.depthwise(x, w, out);
     };
-    // Dense kernels view the planes of x and out as rows: where the strides are dynamic, the
+    // Dense kernels write the output's planes as rows: where its strides are dynamic, the
     // kernel runs when they are contiguous at run time, the loop lowering otherwise.
-    Value contiguous = g.kind == ConvolutionKind::kDense ? RowsAreContiguous(b, loc, {x, out}) : Value();
+    Value contiguous = g.kind == ConvolutionKind::kDense ? RowsAreContiguous(b, loc, {out}) : Value();
     if (!contiguous) {
       emit();
       op->erase();
