@@ -34,11 +34,13 @@ tool() { [ -n "${HEXIR_BIN:-}" ] && echo "$bin/$1" || echo "$bin/$1/$1"; }
 IMPORT=$(tool hexir-import) COMPILE=$(tool hexir-compile) BENCH=$(tool hexir-bench)
 PY=/usr/bin/python3
 
-# Median wall per call (ms) of hexir-bench on MODULE with THREADS workers; the report is kept.
+# Median wall per call (ms) of hexir-bench on MODULE on THREADS threads; the report is kept.
+# One thread is the calling thread (--cpu-threads=0), as onnxruntime's intra-op pool of 1: a
+# worker of its own would add a wake-up per dispatch, milliseconds on a loaded machine.
 hexir_ms() {  # hexir_ms REPORT THREADS MODULE ARGS...
   local report=$1 threads=$2
   shift 2
-  OPENBLAS_NUM_THREADS=$threads "$BENCH" --module="$1" --cpu-threads="$threads" \
+  OPENBLAS_NUM_THREADS=$threads "$BENCH" --module="$1" --cpu-threads="$((threads == 1 ? 0 : threads))" \
     --iterations="$iterations" "${@:2}" > "$report" 2>&1 || { echo "FAILED"; return; }
   awk '/wall \(invoke \+ wait idle\)/ {printf "%.2f", $(NF-1) / 1000; exit}' "$report"
 }
