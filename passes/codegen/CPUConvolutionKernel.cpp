@@ -41,18 +41,28 @@ bool Is(const std::optional<SmallVector<int64_t>>& got, std::initializer_list<in
   return got && llvm::equal(*got, want);
 }
 
-// Memrefs whose last dim has unit stride and whose last two dims are one contiguous run.
-bool HasContiguousRows(Type type) {
+// Memrefs whose last dim has unit stride.
+bool HasUnitStrideRows(Type type) {
   auto memref = dyn_cast<MemRefType>(type);
   if (!memref) return true;
   SmallVector<int64_t> strides;
   int64_t offset;
-  if (failed(memref.getStridesAndOffset(strides, offset)) || strides.back() != 1) return false;
+  return succeeded(memref.getStridesAndOffset(strides, offset)) && strides.back() == 1;
+}
+
+// Memrefs with unit-stride rows whose last two dims are one contiguous run, or may be
+// (dynamic strides: the kernel checks them at run time, see RowsAreContiguous).
+bool HasContiguousRows(Type type) {
+  if (!HasUnitStrideRows(type)) return false;
+  auto memref = dyn_cast<MemRefType>(type);
+  if (!memref) return true;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  (void)memref.getStridesAndOffset(strides, offset);
   int64_t rank = memref.getRank();
   int64_t inner = memref.getDimSize(rank - 1);
-  // Dynamic strides are refused: collapsing them hides the unit stride (the dynamic zoo
-  // exports failed to compile), so those convolutions keep the loop lowering for now.
-  return !ShapedType::isDynamic(strides[rank - 2]) && strides[rank - 2] == inner;
+  return ShapedType::isDynamic(strides[rank - 2]) || ShapedType::isDynamic(inner) ||
+         strides[rank - 2] == inner;
 }
 
 // The plain multiply-add body: out + x * w (either operand order).
@@ -113,8 +123,12 @@ std::optional<ConvolutionGeometry> MatchConvolution(linalg::LinalgOp op) {
   g.dilations[1] = w[6];
   if (g.strides[0] < 1 || g.strides[1] < 1 || g.dilations[0] < 1 || g.dilations[1] < 1)
     return std::nullopt;
-  for (OpOperand& operand : op->getOpOperands())
-    if (!HasContiguousRows(operand.get().getType())) return std::nullopt;
+  // x is read through its row pitch (a window of a larger plane is fine); the output's
+  // positions are the GEMM's columns, so its rows must be one run.
+  if (!HasUnitStrideRows(op.getDpsInputs()[0].getType()) ||
+      !HasUnitStrideRows(op.getDpsInputs()[1].getType()) ||
+      !HasContiguousRows(op.getDpsInits()[0].getType()))
+    return std::nullopt;
   // The weights are read as [F][C*KH*KW]: their three inner dims must be one run.
   if (auto w = dyn_cast<MemRefType>(op.getDpsInputs()[1].getType())) {
     SmallVector<int64_t> strides;
@@ -128,6 +142,25 @@ std::optional<ConvolutionGeometry> MatchConvolution(linalg::LinalgOp op) {
 }
 
 namespace {
+
+// True at run time when dims 2 and 3 of every operand form one run (stride 2 == size 3);
+// null when the types already say so.
+Value RowsAreContiguous(OpBuilder& b, Location loc, ArrayRef<Value> operands) {
+  Value all;
+  for (Value m : operands) {
+    auto type = cast<MemRefType>(m.getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (succeeded(type.getStridesAndOffset(strides, offset)) && !ShapedType::isDynamic(strides[2]) &&
+        !type.isDynamicDim(3))
+      continue;  // the matcher checked strides[2] == size 3
+    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, m);
+    Value same = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, meta.getStrides()[2],
+                                       meta.getSizes()[3]);
+    all = all ? Value(arith::AndIOp::create(b, loc, all, same)) : same;
+  }
+  return all;
+}
 
 class ConvolutionEmitter {
  public:
@@ -143,11 +176,10 @@ class ConvolutionEmitter {
   void dense(Value x, Value w, Value out, Value packed) {
     Value n = dim(out, 0), f = dim(out, 1), oh = dim(out, 2), ow = dim(out, 3);
     Value c = dim(w, 1), kh = dim(w, 2), kw = dim(w, 3);
-    Value wp = dim(x, 3);
+    auto [xc, wp] = flattenPlanes(x);  // wp: x's row pitch
     Value window = mul(kh, kw);
-    Value a = collapse(w, {{0}, {1, 2, 3}});
-    Value xc = collapse(x, {{0}, {1}, {2, 3}});
-    Value oc = collapse(out, {{0}, {1}, {2, 3}});
+    Value a = memref::CollapseShapeOp::create(b, loc, w, ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}});
+    Value oc = flattenPlanes(out).first;
     Value rowStep = mul(wp, index(g.strides[0]));  // x offset of one output row
     forLoop(index(0), n, [&](Value batch) {
       PackedGemm gemm{a, oc, {batch}, f, mul(oh, ow), mul(c, window)};
@@ -274,18 +306,28 @@ class ConvolutionEmitter {
   }
 
  private:
-  // collapse_shape, with the unit inner stride that dynamic strides hide restored by a cast
-  // (the matcher checked it).
-  Value collapse(Value m, ArrayRef<ReassociationIndices> groups) {
-    Value collapsed = memref::CollapseShapeOp::create(b, loc, m, groups);
-    auto type = cast<MemRefType>(collapsed.getType());
-    SmallVector<int64_t> strides;
-    int64_t offset;
-    if (failed(type.getStridesAndOffset(strides, offset)) || strides.back() == 1) return collapsed;
-    strides.back() = 1;
-    auto layout = StridedLayoutAttr::get(b.getContext(), offset, strides);
-    auto unit = MemRefType::get(type.getShape(), type.getElementType(), layout, type.getMemorySpace());
-    return memref::CastOp::create(b, loc, unit, collapsed);
+  // m[n][c][h][w] viewed as [n][c][h * pitch] with unit inner stride, and its row pitch (the
+  // stride of dim 2: w for a whole plane, more for a window of a larger one). collapse_shape
+  // cannot express a window, nor unit stride when h and w are dynamic (a dynamic size may be 1
+  // at run time, so MLIR gives the collapsed dim a dynamic stride, which vector loads refuse):
+  // the view is rebuilt from m's strided metadata.
+  std::pair<Value, Value> flattenPlanes(Value m) {
+    auto type = cast<MemRefType>(m.getType());
+    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, m);
+    auto size = [&](int64_t i) -> OpFoldResult {
+      if (!type.isDynamicDim(i)) return b.getIndexAttr(type.getDimSize(i));
+      return meta.getSizes()[i];
+    };
+    Value pitch = meta.getStrides()[2];
+    int64_t d = ShapedType::kDynamic;
+    SmallVector<OpFoldResult> sizes{size(0), size(1), mul(meta.getSizes()[2], pitch)};
+    SmallVector<int64_t> shape{type.getDimSize(0), type.getDimSize(1), d};
+    auto layout = StridedLayoutAttr::get(b.getContext(), d, {d, d, 1});
+    auto view = MemRefType::get(shape, type.getElementType(), layout, type.getMemorySpace());
+    Value rows = memref::ReinterpretCastOp::create(
+        b, loc, view, m, OpFoldResult(meta.getOffset()), sizes,
+        SmallVector<OpFoldResult>{meta.getStrides()[0], meta.getStrides()[1], b.getIndexAttr(1)});
+    return {rows, pitch};
   }
 
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
@@ -336,13 +378,27 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
   for (auto& [op, g] : convolutions) {
     if (g.kind == ConvolutionKind::kDense && !packed) packed = AllocatePackedPanel(kernel, tiles);
     b.setInsertionPoint(op);
-    ConvolutionEmitter emitter(b, op.getLoc(), tiles, g);
+    Location loc = op.getLoc();
     Value x = op.getDpsInputs()[0], w = op.getDpsInputs()[1], out = op.getDpsInits()[0];
-    if (g.kind == ConvolutionKind::kDense)
-      emitter.dense(x, w, out, packed);
-    else
-      emitter.depthwise(x, w, out);
-    op->erase();
+    auto emit = [&] {
+      ConvolutionEmitter emitter(b, loc, tiles, g);
+      if (g.kind == ConvolutionKind::kDense)
+        emitter.dense(x, w, out, packed);
+      else
+        emitter.depthwise(x, w, out);
+    };
+    // Dense kernels write the output's planes as rows: where its strides are dynamic, the
+    // kernel runs when they are contiguous at run time, the loop lowering otherwise.
+    Value contiguous = g.kind == ConvolutionKind::kDense ? RowsAreContiguous(b, loc, {out}) : Value();
+    if (!contiguous) {
+      emit();
+      op->erase();
+      continue;
+    }
+    auto branch = scf::IfOp::create(b, loc, contiguous, /*withElseRegion=*/true);
+    b.setInsertionPoint(branch.thenBlock()->getTerminator());
+    emit();
+    op->moveBefore(branch.elseBlock()->getTerminator());
   }
 }
 

@@ -12,7 +12,9 @@
 // B is never materialised: each packed panel gathers its NR columns from x, with plain vector
 // loads when they are consecutive in x (stride 1 and the panel inside one output row, or a
 // 1x1 convolution over a whole unpadded plane) and vector.gather otherwise. 1x1 convolutions
-// are therefore matmuls over the plane.
+// are therefore matmuls over the plane. x is read through its row pitch (a window of a larger
+// plane is fine); out's rows must be one run: where its strides are dynamic (dynamic exports)
+// the kernel runs when they are at run time, the loop lowering otherwise.
 //
 // Depthwise convolutions run along ow in vectors, per (n, f, oh): the KH x KW weights are
 // broadcast and multiplied into contiguous (stride 1) or gathered (stride > 1) input lanes;

@@ -139,6 +139,9 @@ TEST_CASE("dense convolutions at awkward sizes match a double reference") {
   Check({1, 19, 9, 11, 13, 1, 1, 1, 1, 1});
   Check({1, 6, 9, 9, 10, 1, 1, 2, 1, 1});
   Check({2, 300, 6, 6, 37, 3, 3, 1, 1, 1});
+  // Stride 2 leaving the last row and column of x unread: the kernel reads a window of the
+  // plane through its row pitch.
+  Check({1, 4, 16, 16, 8, 3, 3, 2, 1, 1});
 }
 
 TEST_CASE("depthwise convolutions at awkward sizes match a double reference") {
@@ -160,7 +163,7 @@ TEST_CASE("convolutions with dynamic batch and spatial dims and a fused epilogue
   dense.dynamic = true;
   dense.epilogue = true;
   Check(dense);
-  Conv strided{1, 4, 15, 14, 6, 3, 3, 2, 1, 1};
+  Conv strided{1, 4, 15, 14, 6, 3, 3, 2, 1, 1};  // a window of x's plane (column 13 unread)
   strided.dynamic = true;
   Check(strided);
   Conv depthwise{2, 6, 11, 13, 6, 3, 3, 2, 1, 6};

@@ -6,6 +6,9 @@
 //   node ort_reference.js compare ACTUAL.npy EXPECTED.npy RTOL
 //       prints "max_rel_err=<e>" (|a - e| / max(|e|, 1e-6) over all elements); exit 1 when
 //       shapes differ or the error exceeds RTOL
+//   node ort_reference.js time MODEL.onnx THREADS ITERATIONS IN0.npy [IN1.npy ...]
+//       prints "median_ms=<t>": the median wall time of ITERATIONS runs after 3 warm-up runs,
+//       with THREADS intra-op threads and one inter-op thread (bench/zoo/run.sh)
 // onnxruntime-node is found through NODE_PATH (tools/fetch_test_models.sh installs it); the
 // `random` and `compare` modes do not load it.
 'use strict';
@@ -61,6 +64,27 @@ async function run([model, outDir, ...inputs]) {
   session.outputNames.forEach((name, i) => writeNpy(path.join(outDir, `out${i}.npy`), results[name]));
 }
 
+async function time([model, threads, iterations, ...inputs]) {
+  ort = require('onnxruntime-node');
+  const session = await ort.InferenceSession.create(model, {
+    intraOpNumThreads: Number(threads), interOpNumThreads: 1, executionMode: 'sequential',
+    graphOptimizationLevel: 'all'});
+  const feeds = {};
+  session.inputNames.forEach((name, i) => {
+    const t = readNpy(inputs[i]);
+    feeds[name] = new ort.Tensor(t.type, t.data, t.dims);
+  });
+  for (let i = 0; i < 3; ++i) await session.run(feeds);
+  const ms = [];
+  for (let i = 0; i < Number(iterations); ++i) {
+    const start = process.hrtime.bigint();
+    await session.run(feeds);
+    ms.push(Number(process.hrtime.bigint() - start) / 1e6);
+  }
+  ms.sort((a, b) => a - b);
+  console.log(`median_ms=${ms[ms.length >> 1].toFixed(3)}`);
+}
+
 function random([shape, seed, out]) {
   const dims = shape.split('x').map(Number);
   const n = dims.reduce((a, b) => a * b, 1);
@@ -89,9 +113,9 @@ function compare([actual, expected, rtol]) {
 }
 
 const [mode, ...args] = process.argv.slice(2);
-const modes = {run, random, compare};
+const modes = {run, random, compare, time};
 if (!modes[mode]) {
-  console.error('usage: ort_reference.js run|random|compare ...');
+  console.error('usage: ort_reference.js run|random|compare|time ...');
   process.exit(2);
 }
 Promise.resolve(modes[mode](args)).catch(e => { console.error(`ort_reference: ${e.message}`); process.exit(1); });

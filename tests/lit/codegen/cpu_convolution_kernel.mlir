@@ -65,3 +65,55 @@ hexir.executable @multiplier attributes {hexir.workgroup_count = array<i64: 1, 1
     }
   }
 }
+
+// -----
+
+// Dynamic batch and spatial dims (a dynamic ONNX export): the same implicit GEMM, on views of
+// the planes rebuilt from the strided metadata; it runs when the rows are contiguous at run
+// time (stride of dim 2 == size of dim 3), the loop lowering otherwise.
+// CHECK-LABEL: hexir.executable @dense_dynamic
+// CHECK:         llvm.func internal @dense_dynamic_impl(
+// CHECK:           llvm.icmp "eq"
+// CHECK:           llvm.cond_br
+// CHECK:           llvm.intr.masked.gather
+// CHECK-COUNT-12:  llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK:           llvm.fmul {{.*}} : f32
+hexir.executable @dense_dynamic attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @dense_dynamic(%x: tensor<?x5x?x?xf32>, %w: tensor<7x5x3x3xf32>, %o: tensor<?x7x?x?xf32>, %id: index) -> tensor<?x7x?x?xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<?x5x?x?xf32>, tensor<7x5x3x3xf32>) outs(%o : tensor<?x7x?x?xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<?x7x?x?xf32>
+      return %y : tensor<?x7x?x?xf32>
+    }
+  }
+}
+
+// -----
+
+// Stride 2 over a window of a larger plane (the last row and column are never read, so
+// workgroup tiling slices them off): x is read through its row pitch, no contiguity needed.
+// CHECK-LABEL: hexir.executable @dense_window
+// CHECK:         llvm.func internal @dense_window_impl(
+// CHECK-NOT:       llvm.fmul {{.*}} : f32
+// CHECK:           llvm.intr.masked.gather
+// CHECK-COUNT-12:  llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK-NOT:       llvm.fmul {{.*}} : f32
+// CHECK:         llvm.func @dense_window(
+hexir.executable @dense_window attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @dense_window(%x: tensor<1x5x12x12xf32>, %w: tensor<7x5x3x3xf32>, %o: tensor<1x7x5x5xf32>, %id: index) -> tensor<1x7x5x5xf32> {
+      %xs = tensor.extract_slice %x[0, 0, 0, 0] [1, 5, 11, 11] [1, 1, 1, 1] : tensor<1x5x12x12xf32> to tensor<1x5x11x11xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 * 2 + d5, d3 * 2 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%xs, %w : tensor<1x5x11x11xf32>, tensor<7x5x3x3xf32>) outs(%o : tensor<1x7x5x5xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<1x7x5x5xf32>
+      return %y : tensor<1x7x5x5xf32>
+    }
+  }
+}
