@@ -11,6 +11,7 @@
 // CHECK:           llvm.intr.vector.reduce.fmax
 // CHECK:           llvm.intr.roundeven({{.*}}) : (vector<8xf32>) -> vector<8xf32>
 // CHECK:           llvm.fptrunc {{.*}} : f32 to f16
+// CHECK:           "llvm.intr.prefetch"
 // CHECK:           llvm.load {{.*}} -> vector<32xi8>
 // CHECK:           llvm.load {{.*}} -> vector<32xi8>
 // CHECK:           llvm.sext {{.*}} : vector<32xi8> to vector<32xi32>
