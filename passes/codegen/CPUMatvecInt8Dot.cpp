@@ -75,20 +75,21 @@ Int8Activations QuantizeActivations(OpBuilder& b, Location loc, Value x, bool wi
 }
 
 Value Int8DotLanes(OpBuilder& b, Location loc, Value w, Value q) {
-  // |w * q| <= 128 * 127 fits i16; lane i sums the products 4i .. 4i + 3.
-  VectorType i16x32 = VectorType::get({kInt8BlockElements}, b.getI16Type());
+  // Products of i8 widened to i32 (|w * q| <= 128 * 127), then twice the sum of even and
+  // odd lanes: x86's backend matches the first step to pmaddwd (vpmovsxbw + vpmaddwd, 16
+  // products per instruction) and the second to phaddd + a permute; lane i ends up with
+  // the products 4i .. 4i + 3, ggml's grouping.
   VectorType i32x32 = VectorType::get({kInt8BlockElements}, b.getI32Type());
-  Value product = arith::MulIOp::create(b, loc, arith::ExtSIOp::create(b, loc, i16x32, w),
-                                        arith::ExtSIOp::create(b, loc, i16x32, q));
-  Value wide = arith::ExtSIOp::create(b, loc, i32x32, product);
-  Value lanes;
-  for (int64_t t = 0; t < 4; ++t) {
-    SmallVector<int64_t> picks;
-    for (int64_t i = 0; i < kLanes; ++i) picks.push_back(4 * i + t);
-    Value part = vector::ShuffleOp::create(b, loc, wide, wide, picks);
-    lanes = t ? arith::AddIOp::create(b, loc, lanes, part).getResult() : part;
-  }
-  return lanes;
+  Value product = arith::MulIOp::create(b, loc, arith::ExtSIOp::create(b, loc, i32x32, w),
+                                        arith::ExtSIOp::create(b, loc, i32x32, q));
+  auto pairSums = [&](Value v, int64_t count) {
+    SmallVector<int64_t> even, odd;
+    for (int64_t i = 0; i < count; ++i) even.push_back(2 * i), odd.push_back(2 * i + 1);
+    return arith::AddIOp::create(b, loc, vector::ShuffleOp::create(b, loc, v, v, even),
+                                 vector::ShuffleOp::create(b, loc, v, v, odd))
+        .getResult();
+  };
+  return pairSums(pairSums(product, kInt8BlockElements / 2), kLanes);
 }
 
 }  // namespace hexir::codegen

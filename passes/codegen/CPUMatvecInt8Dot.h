@@ -5,7 +5,9 @@
 //   scale = f16(d), sum = f16(d * sum_j q[j])            (both kept as f32; sum for q8_1)
 // and a weight block's 32 integers w are dotted with q exactly, in int32 lanes:
 //   lanes[i] = sum_{j = 4i .. 4i + 3} w[j] * q[j]                        (vector<8 x i32>)
-// (the lanes ggml's AVX2 mul_sum_i8_pairs gives), from products widened to i16 and i32.
+// (the lanes ggml's AVX2 mul_sum_i8_pairs gives), in a form x86's backend selects as
+// vpmovsxbw + vpmaddwd + vphaddd (CPUMatvecInt8Dot.cpp; plain vector ops, so other targets
+// get their own instructions).
 #pragma once
 
 #include <cstdint>

@@ -38,6 +38,10 @@ MatvecTiles ChooseMatvecTiles(const CPUTarget& target) {
 // The most activation blocks quantized into the kernel's stack (80 KiB at 2048).
 constexpr int64_t kMaxInt8ActivationBlocks = 2048;
 
+// How far ahead of the bytes being read each row is prefetched: the R rows are R streams
+// a row apart, which the hardware prefetchers alone do not keep ahead of the loads.
+constexpr int64_t kPrefetchBytes = 512;
+
 // The memref's innermost stride is 1 (vector loads along it); true on tensors.
 bool UnitInnerStride(Type type) {
   auto memref = dyn_cast<MemRefType>(type);
@@ -191,6 +195,7 @@ class MatvecEmitter {
       SmallVector<Value> init(rows * t.unroll, zero);
       scf::ForOp main = forLoopCarrying(index(0), full, index(step), init, [&](Value k, ValueRange acc) {
         SmallVector<Value> next(acc);
+        prefetchRows(m.weights, rowAt, add(k, kPrefetchBytes / (wElem.getIntOrFloatBitWidth() / 8)));
         for (int64_t u = 0; u < t.unroll; ++u) {
           Value ku = add(k, u * t.lanes);
           Value xv = vector::LoadOp::create(b, loc, vec, m.x, ValueRange{ku});
@@ -245,6 +250,7 @@ class MatvecEmitter {
         Value q = vector::LoadOp::create(b, loc, bytes, x.quants, ValueRange{block, index(0)});
         Value xScale = memref::LoadOp::create(b, loc, x.scales, ValueRange{block});
         Value xSum = f.hasMin ? memref::LoadOp::create(b, loc, x.sums, ValueRange{block}).getResult() : Value();
+        prefetchRows(m.weights, weightRow, add(base, kPrefetchBytes));
         for (int64_t r = 0; r < rows; ++r) {
           BlockReader reader{b, loc, m.weights, weightRow[r], base};
           Value lanes = Int8DotLanes(b, loc, f.int8Quants(reader), q);
@@ -275,6 +281,7 @@ class MatvecEmitter {
       scf::ForOp loop = forLoopCarrying(index(0), blocks, index(1), init, [&](Value block, ValueRange acc) {
         SmallVector<Value> next(acc);
         Value base = arith::MulIOp::create(b, loc, block, index(f.blockBytes));
+        prefetchRows(m.weights, weightRow, add(base, kPrefetchBytes));
         int64_t perGroup = f.groupElements / kBlockLanes;
         for (int64_t g = 0; g < f.blockElements / f.groupElements; ++g) {
           SmallVector<Value> xv;
@@ -316,6 +323,13 @@ class MatvecEmitter {
     SmallVector<Value> at;
     for (int64_t r = 0; r < rows; ++r) at.push_back(add(n0, r));
     return at;
+  }
+
+  // Asks for weights[row][at] of each row ahead of its use (no fault past the row's end).
+  void prefetchRows(Value weights, ArrayRef<Value> rows, Value at) {
+    for (Value row : rows)
+      memref::PrefetchOp::create(b, loc, weights, ValueRange{row, at}, /*isWrite=*/false, /*localityHint=*/3,
+                                 /*isDataCache=*/true);
   }
 
   void forLoop(Value lb, Value ub, Value step, llvm::function_ref<void(Value)> body) {

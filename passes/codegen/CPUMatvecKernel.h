@@ -23,6 +23,8 @@
 // as ggml does (CPUMatvecInt8Dot.h): x quantized once to blocks (q[b], d_x[b], sum_x[b]),
 //   blocks: for each block b: acc[r] += (d_w * d_x[b]) * int32 lanes of sum_v w_q[v] * q[b][v]
 //                               (+ m_w * sum_x[b] into a scalar, for q4_1's min)
+// Each step first prefetches every row 512 bytes past the bytes it reads (R rows are R
+// streams, which the hardware prefetchers alone leave waiting on memory).
 // The rows left below R run the same code with R = 1. No per-element scalar gathers: each
 // row's bytes are read with vector loads along k, x once per group of rows. The formats
 // (q8_0, q4_0, q4_1, q5_0, q4_k, q5_k, q6_k; ggml's block layouts) are decoded in

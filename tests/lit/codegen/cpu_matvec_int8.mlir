@@ -3,16 +3,22 @@
 // A q8_0 block matvec with K static dots 8-bit activations (codegen/CPUMatvecInt8Dot.h): x
 // quantized once, before the rows (absolute max, x * 127 / amax rounded to nearest even,
 // the scale rounded to f16), then per block and row the 32 weight bytes in one load, dotted
-// in int32 lanes from i16 products; no per-element byte reads.
+// in int32 lanes: products of the bytes widened to i32, even + odd lanes twice (the form
+// x86's backend turns into vpmaddwd + vphaddd); no per-element byte reads.
 // CHECK-LABEL: hexir.executable @q8
 // CHECK:         llvm.func internal @q8_impl(
 // CHECK:           llvm.alloca {{.*}} x i8
 // CHECK:           llvm.intr.vector.reduce.fmax
 // CHECK:           llvm.intr.roundeven({{.*}}) : (vector<8xf32>) -> vector<8xf32>
 // CHECK:           llvm.fptrunc {{.*}} : f32 to f16
+// CHECK:           "llvm.intr.prefetch"
 // CHECK:           llvm.load {{.*}} -> vector<32xi8>
 // CHECK:           llvm.load {{.*}} -> vector<32xi8>
-// CHECK:           llvm.mul {{.*}} : vector<32xi16>
+// CHECK:           llvm.sext {{.*}} : vector<32xi8> to vector<32xi32>
+// CHECK:           llvm.mul {{.*}} : vector<32xi32>
+// CHECK:           llvm.shufflevector {{.*}} [1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31] : vector<32xi32>
+// CHECK:           llvm.add {{.*}} : vector<16xi32>
+// CHECK:           llvm.shufflevector {{.*}} [0, 2, 4, 6, 8, 10, 12, 14] : vector<16xi32>
 // CHECK:           llvm.sitofp {{.*}} : vector<8xi32> to vector<8xf32>
 // CHECK-NOT:       llvm.load {{.*}} -> i8
 // CHECK:           llvm.intr.vector.reduce.fadd
