@@ -74,9 +74,14 @@ class Device : public vm::RefObject {
     bool operator==(const MemorySpace& o) const { return kind == o.kind && ordinal == o.ordinal; }
   };
   virtual MemorySpace memory_space() const;
-  // Whether this device copies to and from `other`'s memory directly (GPU peer access).
-  // Default: false (transfers stage through host memory).
-  virtual bool CanAccessPeer(const Device& other) const { return false; }
+  // What the driver reports about reaching `other`, a device of another memory space: peer
+  // access (this GPU reads and writes the other GPU's memory without staging through the
+  // host: CUDA's cuDeviceCanAccessPeer) and whether that link is NVLink. Default: neither.
+  struct PeerLink {
+    bool access = false;
+    bool nvlink = false;
+  };
+  virtual PeerLink PeerLinkTo(const Device& other) const { return {}; }
 
   // A new zero-filled buffer of `byte_size` bytes (MemoryTypeBits flags). 0 bytes is allowed.
   // kMemoryHostVisible buffers are mapped for their whole life: host_data() is the mapping

@@ -27,10 +27,12 @@ DeviceLink DescribeLink(const Device& a, const Device& b) {
     link.peer_access = sa.kind == Kind::kGpu;
     return link;
   }
-  // Host <-> GPU, or two GPUs: PCIe unless the driver reports peers (NVLink is reported by the
-  // CUDA driver only through CanAccessPeer for now: peers count as PCIe peers here).
-  link.peer_access = sa.kind == Kind::kGpu && sb.kind == Kind::kGpu && a.CanAccessPeer(b);
-  link.link = LinkKind::kPcie;
+  // Host <-> GPU: PCIe. Two GPUs: peers when each driver reports access to the other, NVLink
+  // when both report the link as NVLink, else PCIe.
+  if (sa.kind != Kind::kGpu || sb.kind != Kind::kGpu) return link;
+  const Device::PeerLink ab = a.PeerLinkTo(b), ba = b.PeerLinkTo(a);
+  link.peer_access = ab.access && ba.access;
+  link.link = ab.nvlink && ba.nvlink ? LinkKind::kNvlink : LinkKind::kPcie;
   return link;
 }
 

@@ -4,8 +4,8 @@
 //   DeviceLink link = hal::DescribeLink(*cpu, *gpu);    // shared memory? peer access? link?
 //   HEXIR_ASSIGN_OR_RETURN(double gbps, hal::MeasureCopyBandwidth(*cpu, *gpu, 64 << 20));
 //
-// The description comes from each device's MemorySpace (hal/device.h) and peer access from
-// Device::CanAccessPeer; the bandwidth is measured by timing queued transfers, so it is what
+// The description comes from each device's MemorySpace (hal/device.h) and, for two GPUs, from
+// what each driver reports in Device::PeerLinkTo (both directions must agree); the bandwidth is measured by timing queued transfers, so it is what
 // a compiled module's transfers get. Thread-safety: as Device (every call thread-safe).
 #pragma once
 
@@ -22,7 +22,7 @@ enum class LinkKind {
   kSameDevice,  // one memory (two logical devices of one GPU, or a device with itself)
   kHostMemory,  // both devices use host memory (two CPU devices)
   kPcie,        // host <-> GPU, or two GPUs without a faster link the driver reports
-  kNvlink,      // two GPUs the driver reports as NVLink peers
+  kNvlink,      // two GPUs whose drivers both report their link as NVLink
 };
 
 // "same device", "host memory", "PCIe", "NVLink".
@@ -30,7 +30,8 @@ std::string_view LinkKindName(LinkKind kind);
 
 struct DeviceLink {
   bool shared_memory = false;  // each device can use the other's buffers directly
-  bool peer_access = false;    // GPU <-> GPU copies without staging through the host
+  bool peer_access = false;    // GPU <-> GPU access without staging through the host (one
+                               // GPU: always; two GPUs: both drivers report it)
   LinkKind link = LinkKind::kPcie;
 };
 

@@ -1,5 +1,6 @@
 // Topology and cross-device queue operations between two CPU devices (different worker
-// counts): the link description, transfers that move the bytes and count one transfer on the
+// counts), and links between GPUs described from what stand-in drivers report: the link
+// description, transfers that move the bytes and count one transfer on the
 // device that runs them, fences that order one queue after another, a measured bandwidth.
 #include "hal/topology.h"
 
@@ -74,6 +75,72 @@ TEST_CASE("a fence makes the target's later work wait for the source's earlier w
   CHECK((*ran)->Wait(1, Timeout(std::chrono::milliseconds(50))).code() == StatusCode::kDeadlineExceeded);
   REQUIRE((*gate)->Signal(1).ok());
   REQUIRE((*ran)->Wait(1, kInfiniteTimeout).ok());
+}
+
+// A device that only describes itself: a GPU memory space and what its driver reports about
+// other devices (PeerLinkTo). Nothing else is called by DescribeLink.
+class LinkStandIn final : public Device {
+ public:
+  LinkStandIn(int32_t gpu, PeerLink reported) : gpu_(gpu), reported_(reported) {}
+  std::string_view uri() const override { return "link-stand-in"; }
+  MemorySpace memory_space() const override { return {MemorySpace::Kind::kGpu, gpu_}; }
+  PeerLink PeerLinkTo(const Device&) const override { return reported_; }
+  StatusOr<vm::Ref<Buffer>> AllocateBuffer(uint64_t, uint32_t) override { return Unimplemented("stand-in"); }
+  StatusOr<vm::Ref<Executable>> CreateExecutable(const vm::ExecutableView&) override {
+    return Unimplemented("stand-in");
+  }
+  Status WriteBuffer(Buffer&, uint64_t, const void*, uint64_t) override { return Unimplemented("stand-in"); }
+  Status ReadBuffer(const Buffer&, uint64_t, void*, uint64_t) override { return Unimplemented("stand-in"); }
+
+ protected:
+  Status AwaitIdle(Timeout) override { return Status::Ok(); }
+  Status Submit(const std::vector<SemaphoreValue>&, const vm::Ref<CommandBuffer>&,
+                const std::vector<SemaphoreValue>&, const std::vector<BufferRef>&) override {
+    return Unimplemented("stand-in");
+  }
+
+ private:
+  int32_t gpu_;
+  PeerLink reported_;
+};
+
+vm::Ref<Device> Gpu(int32_t ordinal, bool access, bool nvlink) {
+  Device::PeerLink link;
+  link.access = access;
+  link.nvlink = nvlink;
+  return vm::Ref<Device>::Adopt(new LinkStandIn(ordinal, link));
+}
+
+TEST_CASE("two logical devices of one GPU are the same device, sharing memory with peer access") {
+  vm::Ref<Device> a = Gpu(0, false, false), b = Gpu(0, false, false);
+  DeviceLink link = DescribeLink(*a, *b);
+  CHECK(link.shared_memory);
+  CHECK(link.peer_access);
+  CHECK(LinkKindName(link.link) == "same device");
+}
+
+TEST_CASE("two GPUs are NVLink peers only when both drivers report NVLink") {
+  DeviceLink nvlink = DescribeLink(*Gpu(0, true, true), *Gpu(1, true, true));
+  CHECK_FALSE(nvlink.shared_memory);
+  CHECK(nvlink.peer_access);
+  CHECK(LinkKindName(nvlink.link) == "NVLink");
+
+  DeviceLink pcie_peers = DescribeLink(*Gpu(0, true, false), *Gpu(1, true, false));
+  CHECK(pcie_peers.peer_access);
+  CHECK(LinkKindName(pcie_peers.link) == "PCIe");
+
+  DeviceLink one_sided = DescribeLink(*Gpu(0, true, true), *Gpu(1, false, false));
+  CHECK_FALSE(one_sided.peer_access);
+  CHECK(LinkKindName(one_sided.link) == "PCIe");
+}
+
+TEST_CASE("a CPU and a GPU are linked by PCIe without peer access, whatever the GPU reports") {
+  vm::Ref<Device> cpu = Cpu("cpu"), gpu = Gpu(0, true, true);
+  for (DeviceLink link : {DescribeLink(*cpu, *gpu), DescribeLink(*gpu, *cpu)}) {
+    CHECK_FALSE(link.shared_memory);
+    CHECK_FALSE(link.peer_access);
+    CHECK(LinkKindName(link.link) == "PCIe");
+  }
 }
 
 TEST_CASE("the copy bandwidth between two CPU devices is measured and positive") {

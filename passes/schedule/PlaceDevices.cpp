@@ -10,6 +10,10 @@
 //           undecided producers) takes the device of its first placed consumer: a dispatch, a
 //           return (the function's result device), a call (the callee's device), a global store
 //   rule 4  the rest: its function's device
+//   rule 5  arguments: an unannotated tensor argument of a public function whose readers all
+//           need it on one device (dispatches placed there, through reshapes and casts; shape
+//           queries read no bytes) lives on that device: its caller uploads it there
+//           (abi.arg_devices) rather than the function sending it over on every call
 //
 // Rules 2 and 3 alternate until nothing changes. With placement=auto, rule 2 becomes a cost
 // model: each device's estimated time for the dispatch (its hexir-annotate-dispatch-costs
@@ -19,9 +23,12 @@
 //
 // The initializer form (hexir.initializer) is placed last, so that lifted globals are computed
 // on the device that reads them.
+#include <functional>
+
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/SymbolTable.h"
 #include "passes/Passes.h"
 #include "passes/schedule/Affinity.h"
@@ -87,7 +94,10 @@ class Placer {
       if (failed(checkAnnotations(func))) return failure();
       (func->hasAttr("hexir.initializer") ? initializers : functions).push_back(func);
     }
-    for (func::FuncOp func : functions) place(func);
+    for (func::FuncOp func : functions) {
+      place(func);
+      placeArguments(func);
+    }
     placeGlobals();
     for (func::FuncOp func : initializers) place(func);
     return success();
@@ -204,6 +214,44 @@ class Placer {
       std::reverse(open.begin(), open.end());
     }
     for (DispatchOp d : open) setDevice(d, schedule::FunctionDevice(func));
+  }
+
+  // Rule 5.
+  void placeArguments(func::FuncOp func) {
+    if (!func.isPublic()) return;
+    for (BlockArgument arg : func.getArguments()) {
+      if (!isa<RankedTensorType>(arg.getType()) || func.getArgAttr(arg.getArgNumber(), kDeviceAttr))
+        continue;
+      std::optional<int64_t> device = soleReaderDevice(arg);
+      if (device && *device != schedule::FunctionDevice(func))
+        func.setArgAttr(arg.getArgNumber(), kDeviceAttr,
+                        IntegerAttr::get(IntegerType::get(func.getContext(), 64), *device));
+    }
+  }
+
+  // The one device on which every reader of `v` needs it; nullopt when nothing reads it, the
+  // readers disagree, or one is not a dispatch (the host, a call, a loop, a return, a store).
+  std::optional<int64_t> soleReaderDevice(Value v) {
+    std::optional<int64_t> device;
+    bool agreed = true;
+    std::function<void(Value)> visit = [&](Value value) {
+      for (Operation* user : value.getUsers()) {
+        if (!agreed) return;
+        if (isa<tensor::DimOp>(user)) continue;
+        if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp>(user)) {
+          visit(user->getResult(0));
+          continue;
+        }
+        std::optional<int64_t> on = isa<DispatchOp>(user) ? schedule::ExplicitDevice(user) : std::nullopt;
+        if (!on || (device && *device != *on)) {
+          agreed = false;
+          return;
+        }
+        device = on;
+      }
+    };
+    visit(v);
+    return agreed ? device : std::nullopt;
   }
 
   // A global lives where it is first read by a dispatch (else on device 0).

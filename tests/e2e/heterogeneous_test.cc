@@ -187,6 +187,29 @@ TEST_CASE("pre- and post-processing on device 0 around a model on device 1 give 
   CHECK(session->device(1).stats().dispatches_executed - before1.dispatches_executed == 2);
 }
 
+// The arguments of the pre/post model are unannotated and read only by device 1's dispatches
+// (the weights by the layers, x by the first layer's dispatch, which the pre-processing is
+// fused into): placement puts them on device 1 (the caller uploads them there), so a call
+// copies only the layers' result down, not x, w0 and w1 up every call (4 copies before).
+TEST_CASE("arguments read only on device 1 are placed there and not copied on every call") {
+  const std::string source = PrePostSource();
+  std::vector<HostTensor> inputs = {RandomF32({kRows, kWidth}, 3), RandomF32({kWidth, kWidth}, 4, -0.5f, 0.5f),
+                                    RandomF32({kWidth, kWidth}, 5, -0.5f, 0.5f)};
+  auto single = OpenOrDie(CompileOrDie(source, "prepost_one", "cpu"), "cpu");
+  HostTensor expected = CallOrDie(*single, "main", Values(inputs))[0].tensor;
+  auto session = OpenTwoCpus(CompileOrDie(source, "prepost_copy", "cpu", "--target=cpu --copy-shared-memory"));
+  auto fn = session->LookupFunction("main");
+  REQUIRE(fn.ok());
+  CHECK(std::string(fn->attr("abi.arg_devices")) == "1;1;1");
+  hal::DeviceStats before0 = session->device(0).stats(), before1 = session->device(1).stats();
+  for (int call = 0; call < 3; ++call)
+    RequireSameBytes(CallOrDie(*session, "main", Values(inputs))[0].tensor, expected);
+  hal::DeviceStats after0 = session->device(0).stats(), after1 = session->device(1).stats();
+  CHECK(after1.transfers_queued - before1.transfers_queued == 0);
+  CHECK(after0.transfers_queued - before0.transfers_queued == 3);  // the layers' result
+  CHECK(after0.transfer_bytes_queued - before0.transfer_bytes_queued == 3 * kRows * kWidth * 4);
+}
+
 // A loop whose carried value lives on device 0 and whose body runs on device 1: every
 // iteration crosses devices twice.
 TEST_CASE("a loop body on device 1 with its carried value on device 0 gives the one-device results") {
@@ -232,10 +255,10 @@ TEST_CASE("models split across the CPU and a CUDA device give the CPU results [c
   tools::InvocationOptions options;
   options.device_uris = {"cpu", "cuda"};
   // Transfers per call, all counted on the GPU: split, h1 up and the result down (w2, w3 are
-  // arguments on device 1); pre/post, the pre-processed x, w0 and w1 (arguments on device 0,
-  // read by the GPU's layers) up and the layers' result down.
+  // arguments on device 1); pre/post, the layers' result down (x, w0 and w1, read only by the
+  // GPU's dispatches, are placed on it and uploaded there by the caller).
   for (auto [single_path, split_path, in, transfers] :
-       {std::tuple{one, split, inputs, 2}, std::tuple{prepost_one, prepost, prepost_inputs, 4}}) {
+       {std::tuple{one, split, inputs, 2}, std::tuple{prepost_one, prepost, prepost_inputs, 1}}) {
     INFO(split_path);
     auto single = OpenOrDie(single_path, "cpu");
     HostTensor expected = CallOrDie(*single, "main", Values(in))[0].tensor;

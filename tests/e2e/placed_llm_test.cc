@@ -86,18 +86,19 @@ struct Placed {
 
 // Transfers per call with --copy-shared-memory (prompt of 3, 9 ids: one prefill pass and 8
 // decode steps): the activation crosses to the layers' device and back once per pass (2 x 9);
-// with the head on device 1 the prompt (an argument on device 0) also goes up to it and the
-// ids back to device 0, where results are returned.
+// with the head on device 1 the ids also go back to device 0, where results are returned
+// (the prompt, read only by the head's embedding, is placed on device 1: uploaded there).
 const Placed kPlacements[] = {
     {"head_on_0", 0, "", {1, 1, 1, 1}, 0, false, 0},
-    {"head_on_1", 1, "", {0, 0, 0, 0}, 1, true, 2 * 9 + 2},
+    {"head_on_1", 1, "", {0, 0, 0, 0}, 1, true, 2 * 9 + 1},
     {"pipeline", -1, "0-1:0,2-3:1", {0, 0, 1, 1}, 0, true, 2 * 9},
 };
 
-// abi.arg_devices as hexir-dump shows it: the prompt and max_new on 0, each weight on its
-// layer's device ("layerN.*"), the others on the head's.
+// abi.arg_devices as hexir-dump shows it: the prompt on the head's device (only the head's
+// embedding reads it), max_new (a scalar) on 0, each weight on its layer's device
+// ("layerN.*"), the others on the head's.
 std::string ExpectedArgDevices(const Placed& p) {
-  std::string s = "0;0";
+  std::string s = std::to_string(p.head_device) + ";0";
   for (const compiler::llama::WeightTensor& w : compiler::llama::LlamaWeights(TinyConfig())) {
     int64_t device = p.head_device;
     if (w.name.rfind("layer", 0) == 0) device = p.layer_device[std::stoi(w.name.substr(5))];

@@ -118,6 +118,27 @@ Status Session::Call(const vm::Function& fn, const std::vector<HostValue>& input
   return CallFunction(*context_, devices_, fn, inputs, trailing, results, options);
 }
 
+StatusOr<std::vector<size_t>> ArgumentDevices(const vm::Function& fn, size_t device_count) {
+  const size_t us = fn.signature.find('_');
+  std::vector<size_t> arg_devices(us == std::string::npos ? fn.signature.size() : us, 0);
+  if (std::string text(fn.attr("abi.arg_devices")); !text.empty()) {
+    size_t i = 0, start = 0;
+    while (start <= text.size() && i < arg_devices.size()) {
+      size_t semi = text.find(';', start);
+      if (semi == std::string::npos) semi = text.size();
+      size_t ordinal = std::strtoul(text.c_str() + start, nullptr, 10);
+      if (ordinal >= device_count) {
+        return InvalidArgument("function '", fn.name, "': argument ", i, " lives on device ",
+                               ordinal, ", which is not bound (", device_count,
+                               " device(s) given)");
+      }
+      arg_devices[i++] = ordinal;
+      start = semi + 1;
+    }
+  }
+  return arg_devices;
+}
+
 Status CallFunction(vm::Context& context, const std::vector<vm::Ref<hal::Device>>& devices,
                     const vm::Function& fn, const std::vector<HostValue>& inputs,
                     std::vector<HostValue>* results, const vm::InvokeOptions& options) {
@@ -139,23 +160,7 @@ Status CallFunction(vm::Context& context, const std::vector<vm::Ref<hal::Device>
                            arg_types.empty() ? "" : " (" + ListTypes(arg_types) + ")", ", got ",
                            inputs.size());
   }
-  // "abi.arg_devices" = "0;1;0": the device each argument lives on (absent: device 0).
-  std::vector<size_t> arg_devices(arg_kinds.size(), 0);
-  if (std::string text(fn.attr("abi.arg_devices")); !text.empty()) {
-    size_t i = 0, start = 0;
-    while (start <= text.size() && i < arg_devices.size()) {
-      size_t semi = text.find(';', start);
-      if (semi == std::string::npos) semi = text.size();
-      size_t ordinal = std::strtoul(text.c_str() + start, nullptr, 10);
-      if (ordinal >= devices.size()) {
-        return InvalidArgument("function '", fn.name, "': argument ", i, " lives on device ",
-                               ordinal, ", which is not bound (", devices.size(),
-                               " device(s) given)");
-      }
-      arg_devices[i++] = ordinal;
-      start = semi + 1;
-    }
-  }
+  HEXIR_ASSIGN_OR_RETURN(std::vector<size_t> arg_devices, ArgumentDevices(fn, devices.size()));
   std::vector<vm::Variant> args(inputs.size() + trailing.size());
   for (size_t j = 0; j < trailing.size(); ++j) args[inputs.size() + j].ref = trailing[j];
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -38,6 +38,11 @@ struct AbiType {
 // Parses "tensor<2x?xf32>;f32" (the compiler's reflection syntax); empty text -> empty list.
 StatusOr<std::vector<AbiType>> ParseAbiTypes(const std::string& text);
 
+// The module device ordinal each argument of `fn` lives on, from its "abi.arg_devices"
+// reflection ("0;1;0"; absent: all 0). An ordinal of `device_count` or more fails naming the
+// function and the argument.
+StatusOr<std::vector<size_t>> ArgumentDevices(const vm::Function& fn, size_t device_count);
+
 // The devices `options` names (device_uris, else device_uri), created in order.
 StatusOr<std::vector<vm::Ref<hal::Device>>> CreateDevices(const InvocationOptions& options);
 

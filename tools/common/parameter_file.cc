@@ -114,11 +114,20 @@ Status ParameterFile::CheckArguments(const std::vector<AbiType>& args,
 
 StatusOr<std::vector<vm::Ref<hal::BufferView>>> ParameterFile::Upload(
     hal::Device& device, const std::vector<AbiType>& args) const {
+  return Upload(std::vector<hal::Device*>(args.size(), &device), args);
+}
+
+StatusOr<std::vector<vm::Ref<hal::BufferView>>> ParameterFile::Upload(
+    const std::vector<hal::Device*>& argument_devices, const std::vector<AbiType>& args) const {
   std::vector<vm::Ref<hal::BufferView>> views;
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const Tensor& t = tensors_[i];
-    const std::vector<int64_t>& dims = args[first_argument_ + i].dims;
-    auto view = hal::BufferViewFromHost(device, t.element_type,
+    const size_t argument = first_argument_ + i;
+    if (argument >= argument_devices.size() || argument_devices[argument] == nullptr)
+      return InvalidArgument("uploading parameter '", t.name, "' of '", path_, "': argument ",
+                             argument, " has no device");
+    const std::vector<int64_t>& dims = args[argument].dims;
+    auto view = hal::BufferViewFromHost(*argument_devices[argument], t.element_type,
                                         Span<const int64_t>(dims.data(), dims.size()), t.data,
                                         t.byte_size);
     if (!view.ok())

@@ -52,6 +52,10 @@ class ParameterFile {
   // (CheckArguments first). Returns when the bytes are on the device.
   StatusOr<std::vector<vm::Ref<hal::BufferView>>> Upload(hal::Device& device,
                                                          const std::vector<AbiType>& args) const;
+  // The same with each tensor uploaded to its argument's device: `argument_devices[i]` for
+  // argument i (a module of several devices places arguments: tools::ArgumentDevices).
+  StatusOr<std::vector<vm::Ref<hal::BufferView>>> Upload(
+      const std::vector<hal::Device*>& argument_devices, const std::vector<AbiType>& args) const;
 
  private:
   ParameterFile() = default;

@@ -170,7 +170,10 @@ Status Run(const Flags& flags) {
     HEXIR_ASSIGN_OR_RETURN(auto file, ParameterFile::Open(flags.parameters));
     HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> args, ParseAbiTypes(std::string(fn.attr("abi.args"))));
     HEXIR_RETURN_IF_ERROR(file->CheckArguments(args, StrCat("function '", fn.name, "'")));
-    HEXIR_ASSIGN_OR_RETURN(parameters, file->Upload(session->device(), args));
+    HEXIR_ASSIGN_OR_RETURN(std::vector<size_t> on, ArgumentDevices(fn, session->device_count()));
+    std::vector<hal::Device*> argument_devices;
+    for (size_t ordinal : on) argument_devices.push_back(&session->device(ordinal));
+    HEXIR_ASSIGN_OR_RETURN(parameters, file->Upload(argument_devices, args));
   }
   std::vector<hal::Device*> devices;
   std::vector<std::string> names;

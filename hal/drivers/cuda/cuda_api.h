@@ -26,6 +26,7 @@ namespace hexir::hal::cuda {
   X(cuInit) X(cuGetErrorName) X(cuGetErrorString) X(cuDriverGetVersion)                  \
   X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)           \
   X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)            \
+  X(cuDeviceCanAccessPeer) X(cuDeviceGetP2PAttribute)                                    \
   X(cuCtxSetCurrent) X(cuCtxSynchronize)                                                  \
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamWaitEvent)        \
   X(cuStreamQuery)                                                                        \

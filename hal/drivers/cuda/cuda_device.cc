@@ -16,6 +16,7 @@
 #include "hal/drivers/cuda/cuda_event_pool.h"
 #include "hal/drivers/cuda/cuda_executable.h"
 #include "hal/drivers/cuda/cuda_graph_command_buffer.h"
+#include "hal/drivers/cuda/cuda_peer_link.h"
 #include "hal/drivers/cuda/cuda_submission.h"
 #include "hal/drivers/cuda/cuda_timepoints.h"
 #include "hal/drivers/cuda/cuda_transfer_queue.h"
@@ -194,6 +195,7 @@ class CudaDevice final : public Device {
   }
 
   std::string_view uri() const override { return uri_; }
+  PeerLink PeerLinkTo(const Device& other) const override;
   const std::shared_ptr<CudaShared>& shared() const { return shared_; }
   uint64_t transfer_syncs() const {
     return shared_->counters.transfer_synchronizations.load(std::memory_order_relaxed);
@@ -1082,6 +1084,12 @@ Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t off
 
 const CudaDevice* AsCudaDevice(const Device& device) {
   return dynamic_cast<const CudaDevice*>(&device);
+}
+
+Device::PeerLink CudaDevice::PeerLinkTo(const Device& other) const {
+  const CudaDevice* peer = AsCudaDevice(other);
+  if (peer == nullptr || peer->shared_->device == shared_->device) return {};
+  return QueryPeerLink(api_, shared_->device, peer->shared_->device);
 }
 
 }  // namespace

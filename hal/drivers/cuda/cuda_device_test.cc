@@ -2,7 +2,7 @@
 // in-place node updates (never re-instantiation), concurrency of independent dispatches,
 // barriers as edges, out of memory, stream command buffers, PTX fallback, asynchronous
 // submission, retirement by whichever host wait or thread gets there first, interrupted reads,
-// ABI checks, and the stats the compiler and tools assert on.
+// ABI checks, the stats the compiler and tools assert on, and the topology it reports.
 //
 // Without a GPU (or without the nvcc-built kernels) every case prints one
 // "HEXIR_SKIPPED: <case>: <reason>" line and makes no assertion.
@@ -12,15 +12,17 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <string>
 #include <thread>
-
 
 #include "hal/api.h"
 #include "hal/drivers/cuda/cuda_device.h"
+#include "hal/drivers/cuda/cuda_peer_link.h"
 #include "hal/drivers/cuda/cuda_shared.h"
 #include "hal/drivers/cuda/testing/device_helpers.h"
 #include "hal/drivers/cuda/testing/open_or_skip.h"
 #include "hal/drivers/cuda/testing/test_kernels.h"
+#include "hal/topology.h"
 
 namespace hexir::hal::cuda {
 namespace {
@@ -116,6 +118,55 @@ TEST_CASE("cuda/pinned_host_pool_classes_and_cap (no GPU needed)") {
   CHECK(pool.Take(512) != nullptr);
   CHECK(pool.Take(512) == nullptr);
   CHECK(pool.cached_bytes == 0);
+}
+
+TEST_CASE("cuda/peer_link_from_driver_answers (no GPU needed)") {
+  CHECK_FALSE(PeerLinkFromAttributes(0, 0).access);
+  CHECK_FALSE(PeerLinkFromAttributes(0, 1).nvlink);  // atomics without access: no link at all
+  CHECK(PeerLinkFromAttributes(1, 0).access);
+  CHECK_FALSE(PeerLinkFromAttributes(1, 0).nvlink);  // PCIe peers
+  CHECK(PeerLinkFromAttributes(1, 1).access);
+  CHECK(PeerLinkFromAttributes(1, 1).nvlink);
+}
+
+// --list-devices and hexir.devices() print DescribeLink: two logical devices of one GPU are
+// the same device; every pair of GPUs says what cuDeviceCanAccessPeer and the native-atomics
+// P2P attribute say, in both directions (on a machine of one GPU only the first part runs).
+TEST_CASE("cuda/topology_reports_same_device_peers_and_nvlink_as_the_driver_does") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  auto again = CreateDevice("cuda:0");
+  REQUIRE(again.ok());
+  DeviceLink same = DescribeLink(**dev, **again);
+  CHECK(same.shared_memory);
+  CHECK(same.peer_access);
+  CHECK(LinkKindName(same.link) == "same device");
+  auto cpu = CreateDevice("cpu");
+  REQUIRE(cpu.ok());
+  CHECK(LinkKindName(DescribeLink(**cpu, **dev).link) == "PCIe");
+
+  auto api = LoadCudaApi();
+  REQUIRE(api.ok());
+  auto count = DeviceCount();
+  REQUIRE(count.ok());
+  for (int j = 1; j < *count; ++j) {
+    auto other = CreateDevice("cuda:" + std::to_string(j));
+    REQUIRE(other.ok());
+    CUdevice d0 = 0, dj = 0;
+    REQUIRE((*api)->cuDeviceGet(&d0, 0) == CUDA_SUCCESS);
+    REQUIRE((*api)->cuDeviceGet(&dj, j) == CUDA_SUCCESS);
+    int access_0j = 0, access_j0 = 0, atomics_0j = 0, atomics_j0 = 0;
+    REQUIRE((*api)->cuDeviceCanAccessPeer(&access_0j, d0, dj) == CUDA_SUCCESS);
+    REQUIRE((*api)->cuDeviceCanAccessPeer(&access_j0, dj, d0) == CUDA_SUCCESS);
+    (*api)->cuDeviceGetP2PAttribute(&atomics_0j, CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, d0, dj);
+    (*api)->cuDeviceGetP2PAttribute(&atomics_j0, CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, dj, d0);
+    DeviceLink link = DescribeLink(**dev, **other);
+    INFO("cuda:0 <-> cuda:" << j);
+    CHECK_FALSE(link.shared_memory);
+    CHECK(link.peer_access == (access_0j && access_j0));
+    const bool nvlink = access_0j && access_j0 && atomics_0j && atomics_j0;
+    CHECK(LinkKindName(link.link) == (nvlink ? "NVLink" : "PCIe"));
+  }
 }
 
 TEST_CASE("cuda/graph_replay_updates_nodes_without_reinstantiation") {

@@ -108,3 +108,40 @@ module attributes {hexir.devices = ["cpu", "cuda"]} {
     return %b, %s : tensor<4xf32>, tensor<4xf32>
   }
 }
+
+// -----
+
+// Rule 5: an unannotated argument of a public function read only on device 1 (through a
+// reshape; a shape query reads no bytes) lives on device 1; one read on both devices, one
+// read by the host and an annotated one keep their devices; a private function's arguments
+// stay where its callers pass them.
+// CHECK-LABEL: func.func private @helper(
+// CHECK-SAME:    %{{[a-z0-9]+}}: tensor<4xf32>)
+// CHECK-LABEL: func.func @arguments(
+// CHECK-SAME:    %{{[a-z0-9]+}}: tensor<4xf32> {hexir.device = 1 : i64},
+// CHECK-SAME:    %{{[a-z0-9]+}}: tensor<4xf32>,
+// CHECK-SAME:    %{{[a-z0-9]+}}: tensor<4xf32>,
+// CHECK-SAME:    %{{[a-z0-9]+}}: tensor<4xf32> {hexir.device = 0 : i64},
+// CHECK-SAME:    %{{[a-z0-9]+}}: tensor<?xf32> {hexir.device = 1 : i64})
+module attributes {hexir.devices = ["cpu", "cpu"]} {
+  hexir.executable @k {
+  }
+  func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %a = hexir.dispatch @k(%x) {hexir.device = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    return %a : tensor<4xf32>
+  }
+  func.func @arguments(%only1: tensor<4xf32>, %both: tensor<4xf32>, %host: tensor<4xf32>,
+                       %pinned: tensor<4xf32> {hexir.device = 0 : i64}, %dyn: tensor<?xf32>)
+      -> (tensor<2x2xf32>, tensor<4xf32>, tensor<4xf32>, f32, tensor<4xf32>, tensor<4xf32>, index) {
+    %c0 = arith.constant 0 : index
+    %r = tensor.expand_shape %only1 [[0, 1]] output_shape [2, 2] : tensor<4xf32> into tensor<2x2xf32>
+    %a = hexir.dispatch @k(%r) {hexir.device = 1 : i64} : (tensor<2x2xf32>) -> tensor<2x2xf32>
+    %b0 = hexir.dispatch @k(%both) {hexir.device = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    %b1 = hexir.dispatch @k(%both) {hexir.device = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    %h = tensor.extract %host[%c0] : tensor<4xf32>
+    %p = hexir.dispatch @k(%pinned) {hexir.device = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    %n = tensor.dim %dyn, %c0 : tensor<?xf32>
+    %d = hexir.dispatch @k(%dyn) {hexir.device = 1 : i64} : (tensor<?xf32>) -> tensor<4xf32>
+    return %a, %b0, %b1, %h, %p, %d, %n : tensor<2x2xf32>, tensor<4xf32>, tensor<4xf32>, f32, tensor<4xf32>, tensor<4xf32>, index
+  }
+}
