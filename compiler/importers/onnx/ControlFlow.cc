@@ -8,6 +8,7 @@
 // Loop-carried values keep their type: a body that yields another shape for one is an error
 // naming it (dims read at run time, `?`, may change value). Scan outputs are stacked along a
 // new axis 0 (one generic per iteration writes row i); their element shapes must be static.
+#include <algorithm>
 #include <functional>
 
 #include "compiler/importers/onnx/Elementwise.h"
@@ -129,14 +130,22 @@ StatusOr<Val> StackType(Context& c, const ::onnx::GraphProto& g, int out_index, 
 }
 
 // acc with row `row` replaced by `element` (a generic over acc's shape; emitted in the body).
-std::string WriteRow(Context& c, const Val& acc, const Val& element, const std::string& row) {
+// `row` is a host index, or with `device_row` a one-element i64 tensor read in the generic.
+std::string WriteRow(Context& c, const Val& acc, const Val& element, const std::string& row,
+                     bool device_row = false) {
   Builder& b = c.b;
   int loops = static_cast<int>(acc.rank());
   return b.IndexGeneric(acc.shape, acc.et, [&](const Args&) {
     std::vector<std::string> idx = b.LoopIndices(loops);
     std::vector<std::string> rest(idx.begin() + 1, idx.end());
+    std::string at = row;
+    if (device_row) {
+      std::string i64 = b.Fresh();
+      b.Line(i64 + " = tensor.extract " + row + "[" + b.IndexConst(0) + "] : tensor<1xi64>");
+      at = b.ToIndex(i64, "i64");
+    }
     std::string here = b.Fresh(), mine = b.Fresh(), old = b.Fresh();
-    b.Line(here + " = arith.cmpi eq, " + idx[0] + ", " + row + " : index");
+    b.Line(here + " = arith.cmpi eq, " + idx[0] + ", " + at + " : index");
     b.Line(mine + " = tensor.extract " + element.name + "[" + Builder::Join(rest) + "] : " +
            Builder::TensorType(element));
     b.Line(old + " = tensor.extract " + acc.name + "[" + Builder::Join(idx) + "] : " + Builder::TensorType(acc));
@@ -160,6 +169,158 @@ Val FirstRows(Context& c, const Val& acc, const Dim& count) {
     return e;
   });
   return r;
+}
+
+// Whether a Loop body's condition output is its condition input (through Identity nodes).
+bool PassesConditionThrough(const ::onnx::GraphProto& g) {
+  std::string name = g.output(0).name();
+  for (int hops = 0; hops <= g.node_size(); ++hops) {
+    if (name == g.input(1).name()) return true;
+    const ::onnx::NodeProto* producer = nullptr;
+    for (const auto& n : g.node())
+      for (const auto& o : n.output())
+        if (o == name) producer = &n;
+    if (!producer || producer->op_type() != "Identity" || producer->input_size() != 1) return false;
+    name = producer->input(0);
+  }
+  return false;
+}
+
+// A Loop whose body computes its condition, as an scf.while whose condition is a device value
+// (passes/loops/DeviceLoops.h): it carries a one-element i32 flag and the iteration count as a
+// one-element i64 tensor beside the loop-carried values and scan stacks; the before region
+// only tests the flag, and the body computes the next flag (`cond_out && i + 1 < M`) and
+// count with generics, so a body of device work runs as one device loop, and otherwise it is
+// a host loop reading the flag once per iteration. The body's cond input is a known true (it
+// runs only while the condition holds). Scan outputs keep the rows the loop ran (the count
+// read once after the loop).
+Status LowerLoopWithDeviceCondition(Context& c, const ::onnx::GraphProto& g, int scans, bool has_trips,
+                                    const Dim& trips, const std::string& cond0, const std::vector<Val>& inits) {
+  Builder& b = c.b;
+  int carried = static_cast<int>(inits.size());
+  // Outside the loop: the trip count as an i64 host scalar, the first flag and count.
+  std::string trips_i64, go0 = cond0;
+  if (has_trips) {
+    std::string trips_ssa = b.DimValue(trips), above = b.Fresh();
+    trips_i64 = b.Fresh();
+    b.Line(trips_i64 + " = arith.index_cast " + trips_ssa + " : index to i64");
+    b.Line(above + " = arith.cmpi slt, " + b.IndexConst(0) + ", " + trips_ssa + " : index");
+    go0 = b.AndI1(cond0, above);
+  }
+  std::string flag_i32 = b.Fresh(), flag0 = b.Fresh(), count0 = b.Fresh();
+  b.Line(flag_i32 + " = arith.extui " + go0 + " : i1 to i32");
+  b.Line(flag0 + " = tensor.from_elements " + flag_i32 + " : tensor<1xi32>");
+  b.Line(count0 + " = arith.constant dense<0> : tensor<1xi64>");
+  // The body, lowered first (it decides the scan output types).
+  std::string flag = b.Fresh(), count = b.Fresh(), body_text;
+  std::vector<std::string> carried_args, acc_args;
+  for (int k = 0; k < carried; ++k) carried_args.push_back(b.Fresh());
+  for (int s = 0; s < scans; ++s) acc_args.push_back(b.Fresh());
+  std::vector<Val> accs;
+  HEXIR_ASSIGN_OR_RETURN(std::vector<Val> outs, CaptureRegion(c, &body_text, [&]() -> StatusOr<std::vector<Val>> {
+    std::vector<Val> args;
+    Val iteration;
+    iteration.et = "i64";
+    iteration.name = b.Fresh();
+    b.Line(iteration.name + " = tensor.collapse_shape " + count + " [] : tensor<1xi64> into tensor<i64>");
+    args.push_back(iteration);
+    args.push_back(KnownInts("i1", {Dim::Static(1)}, /*scalar=*/true));
+    for (int k = 0; k < carried; ++k) args.push_back(Typed(c, carried_args[k], inits[k]));
+    HEXIR_ASSIGN_OR_RETURN(std::vector<Val> o, LowerBody(c, g, args, true));
+    HEXIR_RETURN_IF_ERROR(CheckCarried(c, g, inits, o, 1));
+    Val& cond_out = o[0];
+    if (cond_out.et != "i1") return c.Error("the body's condition must be bool, not " + cond_out.et);
+    if (b.Product(cond_out.shape, 0, cond_out.shape.size()).v != 1)
+      return c.Error("the body's condition must have one element");
+    std::string next_count = b.IndexGeneric({Dim::Static(1)}, "i64", [&](const Args&) {
+      std::string i = b.Fresh(), n = b.Fresh();
+      b.Line(i + " = tensor.extract " + count + "[" + b.IndexConst(0) + "] : tensor<1xi64>");
+      b.Line(n + " = arith.addi " + i + ", " + b.ScalarConst("i64", 1) + " : i64");
+      return n;
+    });
+    std::string next_flag = b.IndexGeneric({Dim::Static(1)}, "i32", [&](const Args&) {
+      std::string go;
+      if (cond_out.has_ints && !cond_out.ints[0].dynamic()) {  // known: no i1 constant tensor
+        go = b.ScalarConst("i1", static_cast<double>(cond_out.ints[0].v));
+      } else {
+        std::vector<std::string> zeros(cond_out.rank(), b.IndexConst(0));
+        go = b.Fresh();
+        b.Line(go + " = tensor.extract " + cond_out.name + "[" + Builder::Join(zeros) + "] : " +
+               Builder::TensorType(cond_out));
+      }
+      if (has_trips) {
+        std::string n = b.Fresh(), below = b.Fresh();
+        b.Line(n + " = tensor.extract " + next_count + "[" + b.IndexConst(0) + "] : tensor<1xi64>");
+        b.Line(below + " = arith.cmpi slt, " + n + ", " + trips_i64 + " : i64");
+        go = b.AndI1(go, below);
+      }
+      std::string r = b.Fresh();
+      b.Line(r + " = arith.extui " + go + " : i1 to i32");
+      return r;
+    });
+    std::vector<std::string> yields = {next_flag, next_count}, types = {"tensor<1xi32>", "tensor<1xi64>"};
+    for (int k = 0; k < carried; ++k) {
+      yields.push_back(o[1 + k].name);
+      types.push_back(Builder::TensorType(o[1 + k]));
+    }
+    for (int s = 0; s < scans; ++s) {
+      const Val& element = o[1 + carried + s];
+      HEXIR_ASSIGN_OR_RETURN(Val acc, StackType(c, g, 1 + carried + s, element, trips));
+      accs.push_back(acc);
+      Val arg = acc;
+      arg.name = acc_args[s];
+      yields.push_back(WriteRow(c, arg, element, count, /*device_row=*/true));
+      types.push_back(Builder::TensorType(acc));
+    }
+    b.Line("  scf.yield " + Builder::Join(yields) + " : " + Builder::Join(types));
+    return o;
+  }));
+  // Header, the before region (the flag test only), then the body.
+  std::vector<std::string> inits_list = {flag0, count0}, types = {"tensor<1xi32>", "tensor<1xi64>"};
+  std::vector<std::string> after_args = {flag + ": tensor<1xi32>", count + ": tensor<1xi64>"};
+  for (int k = 0; k < carried; ++k) {
+    inits_list.push_back(inits[k].name);
+    types.push_back(Builder::TensorType(inits[k]));
+    after_args.push_back(carried_args[k] + ": " + types.back());
+  }
+  for (int s = 0; s < scans; ++s) {
+    inits_list.push_back(b.Empty(accs[s].shape, accs[s].et));
+    types.push_back(Builder::TensorType(accs[s]));
+    after_args.push_back(acc_args[s] + ": " + types.back());
+  }
+  std::vector<std::string> before_args, bindings;
+  for (size_t k = 0; k < inits_list.size(); ++k) {
+    before_args.push_back(b.Fresh());
+    bindings.push_back(before_args[k] + " = " + inits_list[k]);
+  }
+  std::string w = b.Fresh(), type_list = Builder::Join(types), c0 = b.Fresh(), zero = b.Fresh(), e = b.Fresh(),
+              go = b.Fresh();
+  b.Line(w + ":" + std::to_string(types.size()) + " = scf.while (" + Builder::Join(bindings) + ") : (" + type_list +
+         ") -> (" + type_list + ") {");
+  b.Line("  " + c0 + " = arith.constant 0 : index");
+  b.Line("  " + zero + " = arith.constant 0 : i32");
+  b.Line("  " + e + " = tensor.extract " + before_args[0] + "[" + c0 + "] : tensor<1xi32>");
+  b.Line("  " + go + " = arith.cmpi ne, " + e + ", " + zero + " : i32");
+  b.Line("  scf.condition(" + go + ") " + Builder::Join(before_args) + " : " + type_list);
+  b.Line("} do {");
+  b.Line("^bb0(" + Builder::Join(after_args) + "):");
+  b.Emit(body_text);
+  // A static trip count bounds the device loop's steps (passes/loops: hexir.max_iterations).
+  bool bounded = has_trips && !trips.dynamic() && trips.v <= 0xFFFFFFFFll;
+  b.Line(bounded ? "} attributes {hexir.max_iterations = " + std::to_string(std::max<int64_t>(trips.v, 1)) + " : i64}"
+                 : "}");
+  auto result = [&](size_t k) { return w + "#" + std::to_string(k); };
+  for (int k = 0; k < carried; ++k) c.SetOut(k, Typed(c, result(2 + k), inits[k]));
+  if (scans > 0) {
+    std::string ran = b.Fresh();
+    b.Line(ran + " = tensor.extract " + result(1) + "[" + b.IndexConst(0) + "] : tensor<1xi64>");
+    Dim rows = Dim::Dynamic(b.ToIndex(ran, "i64"));
+    b.MarkNonNegative(rows.ssa);
+    for (int s = 0; s < scans && carried + s < c.node->output_size(); ++s)
+      c.SetOut(carried + s, FirstRows(c, Typed(c, result(2 + carried + s), accs[s]), rows));
+  }
+  (void)outs;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -248,6 +409,9 @@ Status LowerLoop(Context& c) {
     c.Mat(v);
     inits.push_back(v);
   }
+  // A condition the body computes is a device value: the device-loop form.
+  if (c.HasIn(1) && !PassesConditionThrough(*g))
+    return LowerLoopWithDeviceCondition(c, *g, scans, has_trips, trips, cond0, inits);
   std::string trips_ssa = has_trips ? b.DimValue(trips) : "", zero = b.IndexConst(0);
   // The body (the "after" region), lowered first: it decides the scan output types.
   std::string iter = b.Fresh(), flag = b.Fresh(), body_text, cond_arg_name;
