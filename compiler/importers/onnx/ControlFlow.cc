@@ -18,6 +18,9 @@
 namespace hexir::importers::onnx {
 namespace {
 
+// A Loop carrying a sequence runs at most this many iterations (unrolled at import time).
+constexpr int64_t kMaxUnrolledIterations = 4096;
+
 // g's outputs after binding its inputs to `args` and lowering its nodes (materialized when
 // `materialize`: they are yielded from a region).
 StatusOr<std::vector<Val>> LowerBody(Context& c, const ::onnx::GraphProto& g, const std::vector<Val>& args,
@@ -37,6 +40,9 @@ StatusOr<std::vector<Val>> LowerBody(Context& c, const ::onnx::GraphProto& g, co
   for (const auto& o : g.output()) {
     auto it = c.values.find(o.name());
     if (it == c.values.end()) return c.Error("body '" + g.name() + "' never defines its output '" + o.name() + "'");
+    if (materialize && it->second.IsList())
+      return c.Error("body '" + g.name() + "' yields the sequence or optional '" + o.name() +
+                     "' from a region that runs at run time: its condition or trip count must be a constant");
     if (materialize) c.Mat(it->second);
     outs.push_back(it->second);
   }
@@ -364,6 +370,56 @@ Status LowerIf(Context& c) {
   return Status::Ok();
 }
 
+namespace {
+
+// A Loop carrying a sequence or optional, unrolled at import time (their lengths are static):
+// the trip count and each iteration's condition must be known.
+Status LowerLoopUnrolled(Context& c, const ::onnx::GraphProto& g, int scans) {
+  const ::onnx::NodeProto* node = c.node;
+  if (scans > 0) return c.Error("scan outputs of a Loop carrying a sequence are not supported");
+  int64_t trips = kMaxUnrolledIterations + 1;
+  if (c.HasIn(0)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& m, c.In(0));
+    HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> t, c.ConstInts(m, "the trip count of a Loop carrying a sequence"));
+    if (t.size() != 1) return c.Error("the trip count must have one element");
+    trips = t[0];
+  }
+  bool go = true;
+  if (c.HasIn(1)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& cv, c.In(1));
+    HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> v, c.ConstInts(cv, "the condition of a Loop carrying a sequence"));
+    if (v.size() != 1) return c.Error("the condition must have one element");
+    go = v[0] != 0;
+  }
+  std::vector<Val> carried;
+  for (int k = 2; k < c.NumIn(); ++k) {
+    HEXIR_ASSIGN_OR_RETURN(Val& v, c.InAny(k));
+    carried.push_back(v);
+  }
+  int64_t i = 0;
+  for (; go && i < trips; ++i) {
+    if (i == kMaxUnrolledIterations)
+      return c.Error("a Loop carrying a sequence is unrolled at import time: more than " +
+                     std::to_string(kMaxUnrolledIterations) + " iterations");
+    std::vector<Val> args = {KnownInts("i64", {Dim::Static(i)}, true), KnownInts("i1", {Dim::Static(1)}, true)};
+    args.insert(args.end(), carried.begin(), carried.end());
+    std::map<std::string, Val> saved = c.values;
+    StatusOr<std::vector<Val>> outs = LowerBody(c, g, args, /*materialize=*/false);
+    c.values = std::move(saved);
+    c.node = node;
+    if (!outs.ok()) return std::move(outs).status();
+    Val& cond = (*outs)[0];
+    if (!cond.has_ints || cond.ints.size() != 1 || cond.ints[0].dynamic())
+      return c.Error("the body's condition must be a constant when the Loop carries a sequence");
+    go = cond.ints[0].v != 0;
+    carried.assign(outs->begin() + 1, outs->begin() + 1 + static_cast<long>(carried.size()));
+  }
+  for (size_t k = 0; k < carried.size(); ++k) c.SetOut(static_cast<int>(k), carried[k]);
+  return Status::Ok();
+}
+
+}  // namespace
+
 // Loop(M, cond, v...) with body (iteration, cond, v...) -> (cond, v..., scan...): runs while
 // iteration < M (when given) and cond (when given).
 Status LowerLoop(Context& c) {
@@ -375,6 +431,10 @@ Status LowerLoop(Context& c) {
   int scans = g->output_size() - 1 - carried;
   if (scans < 0 || g->input_size() != 2 + carried || c.node->output_size() > carried + scans)
     return c.Error("the body's inputs and outputs do not match the loop's operands");
+  for (int k = 2; k < c.NumIn(); ++k) {
+    HEXIR_ASSIGN_OR_RETURN(Val& v, c.InAny(k));
+    if (v.IsList()) return LowerLoopUnrolled(c, *g, scans);
+  }
   // Trip count and first condition, outside the loop.
   bool has_trips = c.HasIn(0), always_true = true;
   Dim trips;

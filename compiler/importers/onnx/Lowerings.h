@@ -201,6 +201,20 @@ Status LowerScatterND(Context& c);
 Status LowerResize(Context& c);
 Status LowerUpsample(Context& c);
 
+// Sequence.cc: sequences and optionals as compile-time lists.
+Status LowerConcatFromSequence(Context& c);
+Status LowerOptional(Context& c);
+Status LowerOptionalGetElement(Context& c);
+Status LowerOptionalHasElement(Context& c);
+Status LowerSequenceAt(Context& c);
+Status LowerSequenceConstruct(Context& c);
+Status LowerSequenceEmpty(Context& c);
+Status LowerSequenceErase(Context& c);
+Status LowerSequenceInsert(Context& c);
+Status LowerSequenceLength(Context& c);
+Status LowerSequenceMap(Context& c);
+Status LowerSplitToSequence(Context& c);
+
 // ControlFlow.cc: subgraph ops.
 Status LowerIf(Context& c);
 Status LowerLoop(Context& c);
