@@ -21,6 +21,27 @@ namespace {
 // A Loop carrying a sequence runs at most this many iterations (unrolled at import time).
 constexpr int64_t kMaxUnrolledIterations = 4096;
 
+// v with the static extents its declaration gives where the lowering computed `?` (a Slice of
+// run-time bounds that always has one element): a `tensor.cast`, checked at run time by
+// hexir-compile's shape checks. Loop-carried values and scan outputs need those static types.
+Val RefineToDeclared(Context& c, const ::onnx::ValueInfoProto& info, const Val& v) {
+  if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape()) return v;
+  const auto& dims = info.type().tensor_type().shape().dim();
+  if (dims.size() != static_cast<int>(v.rank())) return v;
+  Val refined = v;
+  bool changed = false;
+  for (int i = 0; i < dims.size(); ++i) {
+    if (!v.shape[i].dynamic() || !dims[i].has_dim_value() || dims[i].dim_value() < 0) continue;
+    refined.shape[i] = Dim::Static(dims[i].dim_value());
+    changed = true;
+  }
+  if (!changed) return v;
+  refined.name = c.b.Fresh();
+  c.b.Line(refined.name + " = tensor.cast " + v.name + " : " + Builder::TensorType(v) + " to " +
+           Builder::TensorType(refined));
+  return refined;
+}
+
 // g's outputs after binding its inputs to `args` and lowering its nodes (materialized when
 // `materialize`: they are yielded from a region).
 StatusOr<std::vector<Val>> LowerBody(Context& c, const ::onnx::GraphProto& g, const std::vector<Val>& args,
@@ -43,8 +64,12 @@ StatusOr<std::vector<Val>> LowerBody(Context& c, const ::onnx::GraphProto& g, co
     if (materialize && it->second.IsList())
       return c.Error("body '" + g.name() + "' yields the sequence or optional '" + o.name() +
                      "' from a region that runs at run time: its condition or trip count must be a constant");
-    if (materialize) c.Mat(it->second);
-    outs.push_back(it->second);
+    if (materialize) {
+      c.Mat(it->second);
+      outs.push_back(RefineToDeclared(c, o, it->second));
+    } else {
+      outs.push_back(it->second);
+    }
   }
   return outs;
 }
@@ -651,6 +676,68 @@ Status LowerScan(Context& c) {
     c.SetOut(states + s, Typed(c, r + "#" + std::to_string(states + s), accs[s]));
   (void)outs;
   return Status::Ok();
+}
+
+// Scan at opset 8: operands (sequence_lens?, states..., scan inputs...) carry a leading batch
+// axis. A batch of one without sequence_lens is the opset-9 Scan of the rows (`directions`
+// becomes scan_input_directions), its results given the batch axis back.
+Status LowerScanWithBatch(Context& c) {
+  const ::onnx::NodeProto* node = c.node;
+  if (c.HasIn(0)) return c.Error("sequence_lens is not supported (opset 8)");
+  ::onnx::NodeProto rows = *node;
+  rows.clear_input();
+  rows.clear_output();
+  rows.clear_attribute();
+  for (const auto& a : node->attribute()) {
+    ::onnx::AttributeProto* copy = rows.add_attribute();
+    *copy = a;
+    if (a.name() == "directions") copy->set_name("scan_input_directions");
+  }
+  std::vector<std::string> temporaries;
+  auto temporary = [&](const std::string& what) {
+    temporaries.push_back(node->name() + "/" + what + "/" + std::to_string(temporaries.size()));
+    return temporaries.back();
+  };
+  Status status = Status::Ok();
+  for (int i = 1; status.ok() && i < c.NumIn(); ++i) {
+    StatusOr<Context::ValRef> in = c.In(i);
+    if (!in.ok()) {
+      status = std::move(in).status();
+      break;
+    }
+    Val& v = in->get();
+    if (v.rank() < 1 || v.shape[0].dynamic() || v.shape[0].v != 1) {
+      status = c.Error("operand " + std::to_string(i) + " has a batch of " +
+                       (v.rank() < 1 ? std::string("no axis") : Builder::TensorType(v)) +
+                       ": only a batch of 1 is lowered (opset 8)");
+      break;
+    }
+    Shape row(v.shape.begin() + 1, v.shape.end());
+    StatusOr<Val> r = c.ReshapeTo(v, row);
+    if (!r.ok()) {
+      status = std::move(r).status();
+      break;
+    }
+    std::string name = temporary("in");
+    c.values[name] = *r;
+    rows.add_input(name);
+  }
+  for (int k = 0; status.ok() && k < node->output_size(); ++k) rows.add_output(temporary("out"));
+  if (status.ok()) {
+    c.node = &rows;
+    status = LowerScan(c);
+    c.node = node;
+  }
+  for (int k = 0; status.ok() && k < node->output_size(); ++k) {
+    Val& r = c.values[rows.output(k)];
+    Shape batched = r.shape;
+    batched.insert(batched.begin(), Dim::Static(1));
+    StatusOr<Val> back = c.ReshapeTo(r, batched);
+    if (!back.ok()) status = std::move(back).status();
+    else c.SetOut(k, *back);
+  }
+  for (const std::string& name : temporaries) c.values.erase(name);
+  return status;
 }
 
 }  // namespace hexir::importers::onnx

@@ -201,6 +201,9 @@ Status LowerScatterND(Context& c);
 Status LowerResize(Context& c);
 Status LowerUpsample(Context& c);
 
+// NNTfIdfVectorizer.cc: n-gram counts of an integer input.
+Status LowerTfIdfVectorizer(Context& c);
+
 // Sequence.cc: sequences and optionals as compile-time lists.
 Status LowerConcatFromSequence(Context& c);
 Status LowerOptional(Context& c);
@@ -218,6 +221,7 @@ Status LowerSplitToSequence(Context& c);
 // ControlFlow.cc: subgraph ops.
 Status LowerIf(Context& c);
 Status LowerLoop(Context& c);
+Status LowerScanWithBatch(Context& c);  // opset 8
 Status LowerScan(Context& c);  // opset >= 9 (no batch axis, no sequence_lens)
 
 // Generator.cc: values made from attributes and shapes.

@@ -140,7 +140,8 @@ constexpr OpLowering kOpTable[] = {
     {"RoiAlign", 10, kLatest, LowerRoiAlign},
     {"Round", 11, kLatest, LowerRound},
     {"STFT", 17, kLatest, LowerSTFT},
-    {"Scan", 9, kLatest, LowerScan},  // opset 8: batch axis and sequence_lens (not lowered)
+    {"Scan", 8, 8, LowerScanWithBatch},  // a batch axis and sequence_lens (batch 1, no lengths)
+    {"Scan", 9, kLatest, LowerScan},
     {"Scatter", 9, 10, LowerScatter},  // deprecated in 11 for ScatterElements
     {"ScatterElements", 11, kLatest, LowerScatterElements},
     {"ScatterND", 11, kLatest, LowerScatterND},
@@ -174,6 +175,7 @@ constexpr OpLowering kOpTable[] = {
     {"Sum", 1, kLatest, LowerSum},
     {"Tan", 7, kLatest, LowerTan},
     {"Tanh", 1, kLatest, LowerTanh},
+    {"TfIdfVectorizer", 9, kLatest, LowerTfIdfVectorizer},
     {"ThresholdedRelu", 10, kLatest, LowerThresholdedRelu},
     {"Tile", 6, kLatest, LowerTile},  // before 6: tiles and axis inputs
     {"TopK", 1, 9, LowerTopKWithAttribute},
