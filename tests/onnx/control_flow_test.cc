@@ -2,6 +2,7 @@
 // that read outer-scope values, loop-carried values with a dynamic dim, scan outputs, an early
 // exit and an If nested in a Loop, run end to end against values worked out by hand.
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -167,6 +168,74 @@ TEST_CASE("a Loop whose condition turns false stops early and keeps only the row
   REQUIRE(code == 0);
   CHECK(out.find("1xf32=3.5") == 0);
   CHECK(out.find("3x1xf32=0 1 2") != std::string::npos);
+}
+
+// x doubles until its sum reaches `limit` (an input) or 6 iterations ran; scan: each sum.
+Graph DoublingLoop() {
+  Graph m;
+  m.Input("x", {4});
+  m.Input("limit", {1});
+  m.Output("x_final", {4});
+  m.Output("sums", {-1, 1});
+  m.InitScalarI("trips", 6);
+  InitBool(m, "go", true);
+  auto* n = m.Node("Loop", {"trips", "go", "x"}, {"x_final", "sums"}, "double_until");
+  auto* body = Graph::AttrGraph(n, "body");
+  In(body, "i", {}, kI64);
+  In(body, "cond_in", {}, kBool);
+  In(body, "x_in", {4}, kF32);
+  Graph::AddNode(body, "Add", {"x_in", "x_in"}, {"x_out"});
+  Graph::AddNode(body, "ReduceSum", {"x_out"}, {"sum"});
+  Graph::AddNode(body, "Less", {"sum", "limit"}, {"cond_out"});
+  Out(body, "cond_out", {1}, kBool);
+  Out(body, "x_out", {4}, kF32);
+  Out(body, "sum", {1}, kF32);
+  return m;
+}
+
+TEST_CASE("a Loop whose body computes its condition runs as one device loop, equal to the host loop") {
+  auto r = ox::ImportOnnxModel(DoublingLoop().model);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  // The condition is a carried one-element i32 flag tested on its own (passes/loops).
+  CHECK(Has(*r, "tensor.extract %"));
+  CHECK(Has(*r, " : tensor<1xi32>\n"));
+  CHECK(Has(*r, "attributes {hexir.max_iterations = 6 : i64}"));
+  std::string device = CompileForCpu(*r, "loop_device_condition");
+  REQUIRE(!device.empty());
+  std::string host = ox::testing::Tmp("loop_device_condition_host.vmfb"),
+              src = ox::testing::Tmp("loop_device_condition.mlir");
+  int code = 0;
+  std::string out = ox::testing::Sh("tools/hexir-compile/hexir-compile " + src +
+                                        " --target=cpu --no-device-loops -o " + host, &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  out = ox::testing::Sh("tools/hexir-dump/hexir-dump --no-code " + device, &code);
+  CHECK(Has(out, "hal.command_buffer.repeat_while_slot"));
+  out = ox::testing::Sh("tools/hexir-dump/hexir-dump --no-code " + host, &code);
+  CHECK(!Has(out, "hal.command_buffer.repeat_while_slot"));
+  for (float limit : {1.0f, 100.0f, 10000.0f}) {
+    // Reference: the loop written out.
+    std::vector<float> x = {1, 0.5f, 2, 0.5f};
+    std::string sums;
+    int rows = 0;
+    for (bool go = true; go && rows < 6; ++rows) {
+      float sum = 0;
+      for (float& v : x) sum += (v = v + v);
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "%s%g", rows ? " " : "", sum);
+      sums += buf;
+      go = sum < limit;
+    }
+    char want[128];
+    std::snprintf(want, sizeof(want), "4xf32=%g %g %g %g\n%dx1xf32=%s", x[0], x[1], x[2], x[3], rows, sums.c_str());
+    for (const std::string& module : {device, host}) {
+      out = RunMainWith(module, {"4xf32=1 0.5 2 0.5", "1xf32=" + std::to_string(limit)}, &code);
+      INFO(module << " limit " << limit << ": " << out);
+      REQUIRE(code == 0);
+      CHECK(out.find(want) == 0);
+    }
+  }
 }
 
 TEST_CASE("an If nested in a Loop body reads the loop's carried value from its outer scope") {

@@ -534,3 +534,47 @@ TEST_CASE("a periodic Hann window is a constant; ReverseSequence reverses each b
   REQUIRE(code == 0);
   CHECK(ParseFloats(out) == std::vector<float>{3, 10, 2, 20, 1, 30});
 }
+
+TEST_CASE("TfIdfVectorizer counts unigrams once and bigrams at every skip, weighted by IDF and TFIDF") {
+  // x = 1 2 1 3 2 1; pool: unigrams 1, 3; bigrams (1 2), (2 1); skips 0 and 1. By hand:
+  // 1 occurs 3 times, 3 once; (1 2) at 0 (skip 0) and 2-4 (skip 1); (2 1) at 1 and 4 (skip 0).
+  auto vectorizer = [](const std::string& mode) {
+    Graph m;
+    m.Input("x", {6}, ::onnx::TensorProto::INT64);
+    m.Output("y", {4});
+    auto* n = m.Node("TfIdfVectorizer", {"x"}, {"y"}, "tfidf");
+    auto ints = [&](const std::string& name, std::vector<int64_t> v) {
+      auto* a = n->add_attribute();
+      a->set_name(name);
+      a->set_type(::onnx::AttributeProto::INTS);
+      for (int64_t i : v) a->add_ints(i);
+    };
+    ints("ngram_counts", {0, 2});
+    ints("ngram_indexes", {0, 1, 2, 3});
+    ints("pool_int64s", {1, 3, 1, 2, 2, 1});
+    Graph::AttrI(n, "min_gram_length", 1);
+    Graph::AttrI(n, "max_gram_length", 2);
+    Graph::AttrI(n, "max_skip_count", 1);
+    auto* s = n->add_attribute();
+    s->set_name("mode");
+    s->set_type(::onnx::AttributeProto::STRING);
+    s->set_s(mode);
+    auto* w = n->add_attribute();
+    w->set_name("weights");
+    w->set_type(::onnx::AttributeProto::FLOATS);
+    for (float f : {0.5f, 2.0f, 3.0f, 4.0f}) w->add_floats(f);
+    auto r = ox::ImportOnnxModel(m.model);
+    INFO((r.ok() ? std::string() : r.status().message()));
+    REQUIRE(r.ok());
+    std::string mod = ox::testing::CompileForCpu(*r, "tfidf_" + mode);
+    REQUIRE(!mod.empty());
+    int code = 0;
+    std::string out = ox::testing::RunMain(mod, "6xi64=1 2 1 3 2 1", &code);
+    INFO(out);
+    REQUIRE(code == 0);
+    return out;
+  };
+  CHECK(vectorizer("TF").find("4xf32=3 1 2 2") == 0);
+  CHECK(vectorizer("TFIDF").find("4xf32=1.5 2 6 8") == 0);
+  CHECK(vectorizer("IDF").find("4xf32=0.5 2 3 4") == 0);
+}

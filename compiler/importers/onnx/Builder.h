@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -40,6 +41,12 @@ struct Val {
   std::vector<double> floats;
   std::string raw;            // little-endian bytes of a constant (re-emit with another shape)
   bool is_unsigned = false;   // uint8..uint64: a signless iN read with unsigned semantics
+  // A sequence or optional: a compile-time list (Sequence.cc) whose elements are `list` (an
+  // optional: none or one); the tensor fields above are unused.
+  enum class List { kNone, kSequence, kOptional };
+  List list_kind = List::kNone;
+  std::shared_ptr<std::vector<Val>> list;
+  bool IsList() const { return list_kind != List::kNone; }
   bool IsFloat() const { return et[0] == 'f' || et == "bf16"; }
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
 };

@@ -19,11 +19,25 @@ Status Context::Error(const std::string& what) const {
 
 bool Context::HasIn(int i) const { return i < node->input_size() && !node->input(i).empty(); }
 
-StatusOr<Context::ValRef> Context::In(int i) {
+StatusOr<Context::ValRef> Context::InAny(int i) {
   if (!HasIn(i)) return Error("missing input " + std::to_string(i));
   auto it = values.find(node->input(i));
   if (it == values.end()) return Error("input '" + node->input(i) + "' is not defined");
   return ValRef(it->second);
+}
+
+StatusOr<Context::ValRef> Context::In(int i) {
+  HEXIR_ASSIGN_OR_RETURN(Val& v, InAny(i));
+  if (v.IsList())
+    return Error("input '" + node->input(i) + "' is " +
+                 (v.list_kind == Val::List::kSequence ? "a sequence" : "an optional") + ", not a tensor");
+  return ValRef(v);
+}
+
+StatusOr<Context::ValRef> Context::InList(int i) {
+  HEXIR_ASSIGN_OR_RETURN(Val& v, InAny(i));
+  if (!v.IsList()) return Error("input '" + node->input(i) + "' is a tensor, not a sequence or optional");
+  return ValRef(v);
 }
 
 void Context::SetOut(int i, Val v) {

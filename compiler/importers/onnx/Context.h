@@ -36,7 +36,9 @@ class Context {
   // Node operands. In(i) fails when input i is absent or not defined yet; HasIn is false for
   // missing/empty names. `HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));` binds a reference.
   bool HasIn(int i) const;
-  StatusOr<ValRef> In(int i);
+  StatusOr<ValRef> In(int i);  // a tensor: a sequence or optional operand is an error
+  StatusOr<ValRef> InAny(int i);  // a tensor, sequence or optional
+  StatusOr<ValRef> InList(int i);  // a sequence or optional
   int NumIn() const { return node->input_size(); }
   void SetOut(int i, Val v);
   // Stores the value, or returns its error: `return c.SetOut(0, c.Elementwise(...));`.

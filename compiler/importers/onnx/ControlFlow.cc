@@ -8,6 +8,7 @@
 // Loop-carried values keep their type: a body that yields another shape for one is an error
 // naming it (dims read at run time, `?`, may change value). Scan outputs are stacked along a
 // new axis 0 (one generic per iteration writes row i); their element shapes must be static.
+#include <algorithm>
 #include <functional>
 
 #include "compiler/importers/onnx/Elementwise.h"
@@ -16,6 +17,30 @@
 
 namespace hexir::importers::onnx {
 namespace {
+
+// A Loop carrying a sequence runs at most this many iterations (unrolled at import time).
+constexpr int64_t kMaxUnrolledIterations = 4096;
+
+// v with the static extents its declaration gives where the lowering computed `?` (a Slice of
+// run-time bounds that always has one element): a `tensor.cast`, checked at run time by
+// hexir-compile's shape checks. Loop-carried values and scan outputs need those static types.
+Val RefineToDeclared(Context& c, const ::onnx::ValueInfoProto& info, const Val& v) {
+  if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape()) return v;
+  const auto& dims = info.type().tensor_type().shape().dim();
+  if (dims.size() != static_cast<int>(v.rank())) return v;
+  Val refined = v;
+  bool changed = false;
+  for (int i = 0; i < dims.size(); ++i) {
+    if (!v.shape[i].dynamic() || !dims[i].has_dim_value() || dims[i].dim_value() < 0) continue;
+    refined.shape[i] = Dim::Static(dims[i].dim_value());
+    changed = true;
+  }
+  if (!changed) return v;
+  refined.name = c.b.Fresh();
+  c.b.Line(refined.name + " = tensor.cast " + v.name + " : " + Builder::TensorType(v) + " to " +
+           Builder::TensorType(refined));
+  return refined;
+}
 
 // g's outputs after binding its inputs to `args` and lowering its nodes (materialized when
 // `materialize`: they are yielded from a region).
@@ -36,8 +61,15 @@ StatusOr<std::vector<Val>> LowerBody(Context& c, const ::onnx::GraphProto& g, co
   for (const auto& o : g.output()) {
     auto it = c.values.find(o.name());
     if (it == c.values.end()) return c.Error("body '" + g.name() + "' never defines its output '" + o.name() + "'");
-    if (materialize) c.Mat(it->second);
-    outs.push_back(it->second);
+    if (materialize && it->second.IsList())
+      return c.Error("body '" + g.name() + "' yields the sequence or optional '" + o.name() +
+                     "' from a region that runs at run time: its condition or trip count must be a constant");
+    if (materialize) {
+      c.Mat(it->second);
+      outs.push_back(RefineToDeclared(c, o, it->second));
+    } else {
+      outs.push_back(it->second);
+    }
   }
   return outs;
 }
@@ -129,14 +161,22 @@ StatusOr<Val> StackType(Context& c, const ::onnx::GraphProto& g, int out_index, 
 }
 
 // acc with row `row` replaced by `element` (a generic over acc's shape; emitted in the body).
-std::string WriteRow(Context& c, const Val& acc, const Val& element, const std::string& row) {
+// `row` is a host index, or with `device_row` a one-element i64 tensor read in the generic.
+std::string WriteRow(Context& c, const Val& acc, const Val& element, const std::string& row,
+                     bool device_row = false) {
   Builder& b = c.b;
   int loops = static_cast<int>(acc.rank());
   return b.IndexGeneric(acc.shape, acc.et, [&](const Args&) {
     std::vector<std::string> idx = b.LoopIndices(loops);
     std::vector<std::string> rest(idx.begin() + 1, idx.end());
+    std::string at = row;
+    if (device_row) {
+      std::string i64 = b.Fresh();
+      b.Line(i64 + " = tensor.extract " + row + "[" + b.IndexConst(0) + "] : tensor<1xi64>");
+      at = b.ToIndex(i64, "i64");
+    }
     std::string here = b.Fresh(), mine = b.Fresh(), old = b.Fresh();
-    b.Line(here + " = arith.cmpi eq, " + idx[0] + ", " + row + " : index");
+    b.Line(here + " = arith.cmpi eq, " + idx[0] + ", " + at + " : index");
     b.Line(mine + " = tensor.extract " + element.name + "[" + Builder::Join(rest) + "] : " +
            Builder::TensorType(element));
     b.Line(old + " = tensor.extract " + acc.name + "[" + Builder::Join(idx) + "] : " + Builder::TensorType(acc));
@@ -160,6 +200,158 @@ Val FirstRows(Context& c, const Val& acc, const Dim& count) {
     return e;
   });
   return r;
+}
+
+// Whether a Loop body's condition output is its condition input (through Identity nodes).
+bool PassesConditionThrough(const ::onnx::GraphProto& g) {
+  std::string name = g.output(0).name();
+  for (int hops = 0; hops <= g.node_size(); ++hops) {
+    if (name == g.input(1).name()) return true;
+    const ::onnx::NodeProto* producer = nullptr;
+    for (const auto& n : g.node())
+      for (const auto& o : n.output())
+        if (o == name) producer = &n;
+    if (!producer || producer->op_type() != "Identity" || producer->input_size() != 1) return false;
+    name = producer->input(0);
+  }
+  return false;
+}
+
+// A Loop whose body computes its condition, as an scf.while whose condition is a device value
+// (passes/loops/DeviceLoops.h): it carries a one-element i32 flag and the iteration count as a
+// one-element i64 tensor beside the loop-carried values and scan stacks; the before region
+// only tests the flag, and the body computes the next flag (`cond_out && i + 1 < M`) and
+// count with generics, so a body of device work runs as one device loop, and otherwise it is
+// a host loop reading the flag once per iteration. The body's cond input is a known true (it
+// runs only while the condition holds). Scan outputs keep the rows the loop ran (the count
+// read once after the loop).
+Status LowerLoopWithDeviceCondition(Context& c, const ::onnx::GraphProto& g, int scans, bool has_trips,
+                                    const Dim& trips, const std::string& cond0, const std::vector<Val>& inits) {
+  Builder& b = c.b;
+  int carried = static_cast<int>(inits.size());
+  // Outside the loop: the trip count as an i64 host scalar, the first flag and count.
+  std::string trips_i64, go0 = cond0;
+  if (has_trips) {
+    std::string trips_ssa = b.DimValue(trips), above = b.Fresh();
+    trips_i64 = b.Fresh();
+    b.Line(trips_i64 + " = arith.index_cast " + trips_ssa + " : index to i64");
+    b.Line(above + " = arith.cmpi slt, " + b.IndexConst(0) + ", " + trips_ssa + " : index");
+    go0 = b.AndI1(cond0, above);
+  }
+  std::string flag_i32 = b.Fresh(), flag0 = b.Fresh(), count0 = b.Fresh();
+  b.Line(flag_i32 + " = arith.extui " + go0 + " : i1 to i32");
+  b.Line(flag0 + " = tensor.from_elements " + flag_i32 + " : tensor<1xi32>");
+  b.Line(count0 + " = arith.constant dense<0> : tensor<1xi64>");
+  // The body, lowered first (it decides the scan output types).
+  std::string flag = b.Fresh(), count = b.Fresh(), body_text;
+  std::vector<std::string> carried_args, acc_args;
+  for (int k = 0; k < carried; ++k) carried_args.push_back(b.Fresh());
+  for (int s = 0; s < scans; ++s) acc_args.push_back(b.Fresh());
+  std::vector<Val> accs;
+  HEXIR_ASSIGN_OR_RETURN(std::vector<Val> outs, CaptureRegion(c, &body_text, [&]() -> StatusOr<std::vector<Val>> {
+    std::vector<Val> args;
+    Val iteration;
+    iteration.et = "i64";
+    iteration.name = b.Fresh();
+    b.Line(iteration.name + " = tensor.collapse_shape " + count + " [] : tensor<1xi64> into tensor<i64>");
+    args.push_back(iteration);
+    args.push_back(KnownInts("i1", {Dim::Static(1)}, /*scalar=*/true));
+    for (int k = 0; k < carried; ++k) args.push_back(Typed(c, carried_args[k], inits[k]));
+    HEXIR_ASSIGN_OR_RETURN(std::vector<Val> o, LowerBody(c, g, args, true));
+    HEXIR_RETURN_IF_ERROR(CheckCarried(c, g, inits, o, 1));
+    Val& cond_out = o[0];
+    if (cond_out.et != "i1") return c.Error("the body's condition must be bool, not " + cond_out.et);
+    if (b.Product(cond_out.shape, 0, cond_out.shape.size()).v != 1)
+      return c.Error("the body's condition must have one element");
+    std::string next_count = b.IndexGeneric({Dim::Static(1)}, "i64", [&](const Args&) {
+      std::string i = b.Fresh(), n = b.Fresh();
+      b.Line(i + " = tensor.extract " + count + "[" + b.IndexConst(0) + "] : tensor<1xi64>");
+      b.Line(n + " = arith.addi " + i + ", " + b.ScalarConst("i64", 1) + " : i64");
+      return n;
+    });
+    std::string next_flag = b.IndexGeneric({Dim::Static(1)}, "i32", [&](const Args&) {
+      std::string go;
+      if (cond_out.has_ints && !cond_out.ints[0].dynamic()) {  // known: no i1 constant tensor
+        go = b.ScalarConst("i1", static_cast<double>(cond_out.ints[0].v));
+      } else {
+        std::vector<std::string> zeros(cond_out.rank(), b.IndexConst(0));
+        go = b.Fresh();
+        b.Line(go + " = tensor.extract " + cond_out.name + "[" + Builder::Join(zeros) + "] : " +
+               Builder::TensorType(cond_out));
+      }
+      if (has_trips) {
+        std::string n = b.Fresh(), below = b.Fresh();
+        b.Line(n + " = tensor.extract " + next_count + "[" + b.IndexConst(0) + "] : tensor<1xi64>");
+        b.Line(below + " = arith.cmpi slt, " + n + ", " + trips_i64 + " : i64");
+        go = b.AndI1(go, below);
+      }
+      std::string r = b.Fresh();
+      b.Line(r + " = arith.extui " + go + " : i1 to i32");
+      return r;
+    });
+    std::vector<std::string> yields = {next_flag, next_count}, types = {"tensor<1xi32>", "tensor<1xi64>"};
+    for (int k = 0; k < carried; ++k) {
+      yields.push_back(o[1 + k].name);
+      types.push_back(Builder::TensorType(o[1 + k]));
+    }
+    for (int s = 0; s < scans; ++s) {
+      const Val& element = o[1 + carried + s];
+      HEXIR_ASSIGN_OR_RETURN(Val acc, StackType(c, g, 1 + carried + s, element, trips));
+      accs.push_back(acc);
+      Val arg = acc;
+      arg.name = acc_args[s];
+      yields.push_back(WriteRow(c, arg, element, count, /*device_row=*/true));
+      types.push_back(Builder::TensorType(acc));
+    }
+    b.Line("  scf.yield " + Builder::Join(yields) + " : " + Builder::Join(types));
+    return o;
+  }));
+  // Header, the before region (the flag test only), then the body.
+  std::vector<std::string> inits_list = {flag0, count0}, types = {"tensor<1xi32>", "tensor<1xi64>"};
+  std::vector<std::string> after_args = {flag + ": tensor<1xi32>", count + ": tensor<1xi64>"};
+  for (int k = 0; k < carried; ++k) {
+    inits_list.push_back(inits[k].name);
+    types.push_back(Builder::TensorType(inits[k]));
+    after_args.push_back(carried_args[k] + ": " + types.back());
+  }
+  for (int s = 0; s < scans; ++s) {
+    inits_list.push_back(b.Empty(accs[s].shape, accs[s].et));
+    types.push_back(Builder::TensorType(accs[s]));
+    after_args.push_back(acc_args[s] + ": " + types.back());
+  }
+  std::vector<std::string> before_args, bindings;
+  for (size_t k = 0; k < inits_list.size(); ++k) {
+    before_args.push_back(b.Fresh());
+    bindings.push_back(before_args[k] + " = " + inits_list[k]);
+  }
+  std::string w = b.Fresh(), type_list = Builder::Join(types), c0 = b.Fresh(), zero = b.Fresh(), e = b.Fresh(),
+              go = b.Fresh();
+  b.Line(w + ":" + std::to_string(types.size()) + " = scf.while (" + Builder::Join(bindings) + ") : (" + type_list +
+         ") -> (" + type_list + ") {");
+  b.Line("  " + c0 + " = arith.constant 0 : index");
+  b.Line("  " + zero + " = arith.constant 0 : i32");
+  b.Line("  " + e + " = tensor.extract " + before_args[0] + "[" + c0 + "] : tensor<1xi32>");
+  b.Line("  " + go + " = arith.cmpi ne, " + e + ", " + zero + " : i32");
+  b.Line("  scf.condition(" + go + ") " + Builder::Join(before_args) + " : " + type_list);
+  b.Line("} do {");
+  b.Line("^bb0(" + Builder::Join(after_args) + "):");
+  b.Emit(body_text);
+  // A static trip count bounds the device loop's steps (passes/loops: hexir.max_iterations).
+  bool bounded = has_trips && !trips.dynamic() && trips.v <= 0xFFFFFFFFll;
+  b.Line(bounded ? "} attributes {hexir.max_iterations = " + std::to_string(std::max<int64_t>(trips.v, 1)) + " : i64}"
+                 : "}");
+  auto result = [&](size_t k) { return w + "#" + std::to_string(k); };
+  for (int k = 0; k < carried; ++k) c.SetOut(k, Typed(c, result(2 + k), inits[k]));
+  if (scans > 0) {
+    std::string ran = b.Fresh();
+    b.Line(ran + " = tensor.extract " + result(1) + "[" + b.IndexConst(0) + "] : tensor<1xi64>");
+    Dim rows = Dim::Dynamic(b.ToIndex(ran, "i64"));
+    b.MarkNonNegative(rows.ssa);
+    for (int s = 0; s < scans && carried + s < c.node->output_size(); ++s)
+      c.SetOut(carried + s, FirstRows(c, Typed(c, result(2 + carried + s), accs[s]), rows));
+  }
+  (void)outs;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -203,6 +395,56 @@ Status LowerIf(Context& c) {
   return Status::Ok();
 }
 
+namespace {
+
+// A Loop carrying a sequence or optional, unrolled at import time (their lengths are static):
+// the trip count and each iteration's condition must be known.
+Status LowerLoopUnrolled(Context& c, const ::onnx::GraphProto& g, int scans) {
+  const ::onnx::NodeProto* node = c.node;
+  if (scans > 0) return c.Error("scan outputs of a Loop carrying a sequence are not supported");
+  int64_t trips = kMaxUnrolledIterations + 1;
+  if (c.HasIn(0)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& m, c.In(0));
+    HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> t, c.ConstInts(m, "the trip count of a Loop carrying a sequence"));
+    if (t.size() != 1) return c.Error("the trip count must have one element");
+    trips = t[0];
+  }
+  bool go = true;
+  if (c.HasIn(1)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& cv, c.In(1));
+    HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> v, c.ConstInts(cv, "the condition of a Loop carrying a sequence"));
+    if (v.size() != 1) return c.Error("the condition must have one element");
+    go = v[0] != 0;
+  }
+  std::vector<Val> carried;
+  for (int k = 2; k < c.NumIn(); ++k) {
+    HEXIR_ASSIGN_OR_RETURN(Val& v, c.InAny(k));
+    carried.push_back(v);
+  }
+  int64_t i = 0;
+  for (; go && i < trips; ++i) {
+    if (i == kMaxUnrolledIterations)
+      return c.Error("a Loop carrying a sequence is unrolled at import time: more than " +
+                     std::to_string(kMaxUnrolledIterations) + " iterations");
+    std::vector<Val> args = {KnownInts("i64", {Dim::Static(i)}, true), KnownInts("i1", {Dim::Static(1)}, true)};
+    args.insert(args.end(), carried.begin(), carried.end());
+    std::map<std::string, Val> saved = c.values;
+    StatusOr<std::vector<Val>> outs = LowerBody(c, g, args, /*materialize=*/false);
+    c.values = std::move(saved);
+    c.node = node;
+    if (!outs.ok()) return std::move(outs).status();
+    Val& cond = (*outs)[0];
+    if (!cond.has_ints || cond.ints.size() != 1 || cond.ints[0].dynamic())
+      return c.Error("the body's condition must be a constant when the Loop carries a sequence");
+    go = cond.ints[0].v != 0;
+    carried.assign(outs->begin() + 1, outs->begin() + 1 + static_cast<long>(carried.size()));
+  }
+  for (size_t k = 0; k < carried.size(); ++k) c.SetOut(static_cast<int>(k), carried[k]);
+  return Status::Ok();
+}
+
+}  // namespace
+
 // Loop(M, cond, v...) with body (iteration, cond, v...) -> (cond, v..., scan...): runs while
 // iteration < M (when given) and cond (when given).
 Status LowerLoop(Context& c) {
@@ -214,6 +456,10 @@ Status LowerLoop(Context& c) {
   int scans = g->output_size() - 1 - carried;
   if (scans < 0 || g->input_size() != 2 + carried || c.node->output_size() > carried + scans)
     return c.Error("the body's inputs and outputs do not match the loop's operands");
+  for (int k = 2; k < c.NumIn(); ++k) {
+    HEXIR_ASSIGN_OR_RETURN(Val& v, c.InAny(k));
+    if (v.IsList()) return LowerLoopUnrolled(c, *g, scans);
+  }
   // Trip count and first condition, outside the loop.
   bool has_trips = c.HasIn(0), always_true = true;
   Dim trips;
@@ -248,6 +494,9 @@ Status LowerLoop(Context& c) {
     c.Mat(v);
     inits.push_back(v);
   }
+  // A condition the body computes is a device value: the device-loop form.
+  if (c.HasIn(1) && !PassesConditionThrough(*g))
+    return LowerLoopWithDeviceCondition(c, *g, scans, has_trips, trips, cond0, inits);
   std::string trips_ssa = has_trips ? b.DimValue(trips) : "", zero = b.IndexConst(0);
   // The body (the "after" region), lowered first: it decides the scan output types.
   std::string iter = b.Fresh(), flag = b.Fresh(), body_text, cond_arg_name;
@@ -427,6 +676,68 @@ Status LowerScan(Context& c) {
     c.SetOut(states + s, Typed(c, r + "#" + std::to_string(states + s), accs[s]));
   (void)outs;
   return Status::Ok();
+}
+
+// Scan at opset 8: operands (sequence_lens?, states..., scan inputs...) carry a leading batch
+// axis. A batch of one without sequence_lens is the opset-9 Scan of the rows (`directions`
+// becomes scan_input_directions), its results given the batch axis back.
+Status LowerScanWithBatch(Context& c) {
+  const ::onnx::NodeProto* node = c.node;
+  if (c.HasIn(0)) return c.Error("sequence_lens is not supported (opset 8)");
+  ::onnx::NodeProto rows = *node;
+  rows.clear_input();
+  rows.clear_output();
+  rows.clear_attribute();
+  for (const auto& a : node->attribute()) {
+    ::onnx::AttributeProto* copy = rows.add_attribute();
+    *copy = a;
+    if (a.name() == "directions") copy->set_name("scan_input_directions");
+  }
+  std::vector<std::string> temporaries;
+  auto temporary = [&](const std::string& what) {
+    temporaries.push_back(node->name() + "/" + what + "/" + std::to_string(temporaries.size()));
+    return temporaries.back();
+  };
+  Status status = Status::Ok();
+  for (int i = 1; status.ok() && i < c.NumIn(); ++i) {
+    StatusOr<Context::ValRef> in = c.In(i);
+    if (!in.ok()) {
+      status = std::move(in).status();
+      break;
+    }
+    Val& v = in->get();
+    if (v.rank() < 1 || v.shape[0].dynamic() || v.shape[0].v != 1) {
+      status = c.Error("operand " + std::to_string(i) + " has a batch of " +
+                       (v.rank() < 1 ? std::string("no axis") : Builder::TensorType(v)) +
+                       ": only a batch of 1 is lowered (opset 8)");
+      break;
+    }
+    Shape row(v.shape.begin() + 1, v.shape.end());
+    StatusOr<Val> r = c.ReshapeTo(v, row);
+    if (!r.ok()) {
+      status = std::move(r).status();
+      break;
+    }
+    std::string name = temporary("in");
+    c.values[name] = *r;
+    rows.add_input(name);
+  }
+  for (int k = 0; status.ok() && k < node->output_size(); ++k) rows.add_output(temporary("out"));
+  if (status.ok()) {
+    c.node = &rows;
+    status = LowerScan(c);
+    c.node = node;
+  }
+  for (int k = 0; status.ok() && k < node->output_size(); ++k) {
+    Val& r = c.values[rows.output(k)];
+    Shape batched = r.shape;
+    batched.insert(batched.begin(), Dim::Static(1));
+    StatusOr<Val> back = c.ReshapeTo(r, batched);
+    if (!back.ok()) status = std::move(back).status();
+    else c.SetOut(k, *back);
+  }
+  for (const std::string& name : temporaries) c.values.erase(name);
+  return status;
 }
 
 }  // namespace hexir::importers::onnx

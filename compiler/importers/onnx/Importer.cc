@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <set>
 
 #include "compiler/importers/onnx/Context.h"
@@ -119,6 +120,11 @@ StatusOr<std::string> BuildFunction(const ::onnx::ModelProto& model, const Impor
   std::vector<std::pair<std::string, const ::onnx::ValueInfoProto*>> arg_list;
   for (const auto& in : g.input()) {
     if (init_names.count(in.name())) continue;
+    if (in.type().has_sequence_type() || in.type().has_optional_type())
+      return InvalidArgument("graph input '", in.name(), "' is a ",
+                             in.type().has_sequence_type() ? "sequence" : "optional",
+                             ": Hexir imports sequences and optionals as compile-time lists; make its elements "
+                             "tensor inputs and build it with SequenceConstruct or Optional");
     if (!in.type().has_tensor_type())
       return InvalidArgument("graph input '", in.name(), "' is not a tensor");
     const auto& tt = in.type().tensor_type();
@@ -183,9 +189,28 @@ StatusOr<std::string> BuildFunction(const ::onnx::ModelProto& model, const Impor
   for (const auto& out : g.output()) {
     auto it = c.values.find(out.name());
     if (it == c.values.end()) return InvalidArgument("graph output '", out.name(), "' is never defined");
-    c.Mat(it->second);
-    rets += std::string(rets.empty() ? "" : ", ") + it->second.name;
-    ret_types += std::string(ret_types.empty() ? "" : ", ") + Builder::TensorType(it->second);
+    // A sequence or optional output is its elements, in order (an empty one: no result).
+    std::vector<Val> flat;
+    std::function<void(const Val&)> flatten = [&](const Val& v) {
+      if (!v.IsList()) flat.push_back(v);
+      else
+        for (const Val& e : *v.list) flatten(e);
+    };
+    flatten(it->second);
+    for (Val& v : flat) {
+      if (v.name.empty() && v.et == "i1") {  // known bools: the VM has no i1 constant data
+        Val bytes = v;
+        bytes.et = "i8";
+        HEXIR_ASSIGN_OR_RETURN(v, c.Elementwise({&bytes}, "i1", [&](const std::vector<std::string>& a) {
+          std::string r = c.b.Fresh();
+          c.b.Line(r + " = arith.trunci " + a[0] + " : i8 to i1");
+          return r;
+        }));
+      }
+      c.Mat(v);
+      rets += std::string(rets.empty() ? "" : ", ") + v.name;
+      ret_types += std::string(ret_types.empty() ? "" : ", ") + Builder::TensorType(v);
+    }
   }
   std::string body = c.b.Text();
   std::string text = parameter_notes + "  func.func @" + options.entry_name + "(" + args + ") -> (" +

@@ -201,9 +201,27 @@ Status LowerScatterND(Context& c);
 Status LowerResize(Context& c);
 Status LowerUpsample(Context& c);
 
+// NNTfIdfVectorizer.cc: n-gram counts of an integer input.
+Status LowerTfIdfVectorizer(Context& c);
+
+// Sequence.cc: sequences and optionals as compile-time lists.
+Status LowerConcatFromSequence(Context& c);
+Status LowerOptional(Context& c);
+Status LowerOptionalGetElement(Context& c);
+Status LowerOptionalHasElement(Context& c);
+Status LowerSequenceAt(Context& c);
+Status LowerSequenceConstruct(Context& c);
+Status LowerSequenceEmpty(Context& c);
+Status LowerSequenceErase(Context& c);
+Status LowerSequenceInsert(Context& c);
+Status LowerSequenceLength(Context& c);
+Status LowerSequenceMap(Context& c);
+Status LowerSplitToSequence(Context& c);
+
 // ControlFlow.cc: subgraph ops.
 Status LowerIf(Context& c);
 Status LowerLoop(Context& c);
+Status LowerScanWithBatch(Context& c);  // opset 8
 Status LowerScan(Context& c);  // opset >= 9 (no batch axis, no sequence_lens)
 
 // Generator.cc: values made from attributes and shapes.

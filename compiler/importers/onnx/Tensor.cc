@@ -161,7 +161,7 @@ Status LowerCastLike(Context& c) {
 }
 
 Status LowerIdentity(Context& c) {
-  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.InAny(0));  // sequences and optionals too
   c.SetOut(0, x);
   return Status::Ok();
 }
