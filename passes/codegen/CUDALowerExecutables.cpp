@@ -106,14 +106,9 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
   // 32), so the full-mask shuffles see all 32 lanes; the shuffles also order every lane's
   // earlier init store before lane 0 reads `out`.
   static LogicalResult warpReduce(func::FuncOp kernel, int64_t lanes) {
-    linalg::LinalgOp op;
-    int64_t candidates = 0;
-    kernel.walk([&](linalg::LinalgOp candidate) {
-      if (candidate.getNumReductionLoops() == 0) return;
-      op = candidate;
-      ++candidates;
-    });
-    Operation* combiner = op && candidates == 1 ? cuda::WarpReducibleCombiner(op) : nullptr;
+    const cuda::KernelReduction found = cuda::SoleKernelReduction(kernel);
+    linalg::LinalgOp op = found.op;
+    Operation* combiner = found.combiner;
     if (!combiner)
       return kernel.emitError("internal: warp-reduction kernel without a reducible op");
     if (!op.hasPureBufferSemantics()) return op.emitError("internal: reduction not bufferized");
