@@ -143,6 +143,22 @@ StatusOr<Ref<Module>> Module::Load(Ref<Module> module) {
 
 // Header, FlatBuffer and every table-level invariant; bytecode is left to VerifyModule.
 Status Module::Parse() {
+  ModuleHeader header;
+  HEXIR_RETURN_IF_ERROR(ParseHeader(&header));
+  std::vector<uint64_t> segment_checksums;
+  HEXIR_RETURN_IF_ERROR(ParseSegments(kModuleHeaderSize + uint64_t{header.flatbuffer_size}, &segment_checksums));
+  HEXIR_RETURN_IF_ERROR(CheckIntegrity(header.flatbuffer_checksum, segment_checksums));
+  if (def_->strings()) {
+    for (const flatbuffers::String* s : *def_->strings()) strings_.push_back(View(s));
+  }
+  HEXIR_RETURN_IF_ERROR(ParseFunctions());
+  HEXIR_RETURN_IF_ERROR(ParseImports());
+  HEXIR_RETURN_IF_ERROR(ParseExports());
+  return ParseGlobals();
+}
+
+// The header (magic, version, FlatBuffer size) and the FlatBuffer's root: name, attrs, devices.
+Status Module::ParseHeader(ModuleHeader* header) {
   if (size_ >= sizeof(kModuleMagic) &&
       std::memcmp(data_, kModuleMagic, sizeof(kModuleMagic)) != 0) {
     return DataLoss("not a .vmfb module (bad magic at offset 0)");
@@ -151,15 +167,15 @@ Status Module::Parse() {
     return DataLoss("module is ", size_, " bytes, shorter than the ", kModuleHeaderSize,
                     "-byte header");
   }
-  const ModuleHeader header = ReadModuleHeader(data_);
-  version_ = header.version;
+  *header = ReadModuleHeader(data_);
+  version_ = header->version;
   uint32_t major = version_ >> 16, minor = version_ & 0xFFFF;
   if (major != kModuleVersionMajor || minor > kModuleVersionMinor) {
     return InvalidArgument("module format version ", major, ".", minor,
                            " is not supported by this reader (", kModuleVersionMajor, ".",
                            kModuleVersionMinor, "): recompile it");
   }
-  uint64_t fb_size = header.flatbuffer_size;
+  uint64_t fb_size = header->flatbuffer_size;
   if (fb_size > size_ - kModuleHeaderSize) {
     return DataLoss("module header (offset ", kHeaderFlatBufferSizeOffset,
                     ") gives a FlatBuffer of ", fb_size, " bytes but only ",
@@ -185,11 +201,13 @@ Status Module::Parse() {
       devices_.push_back(kind);
     }
   }
-  const uint64_t segments_begin = kModuleHeaderSize + fb_size;
+  return Status::Ok();
+}
 
-  // Segments: 64-byte aligned, after the FlatBuffer, inside the file.
+// Segments: 64-byte aligned, after the FlatBuffer (from `segments_begin`), inside the file;
+// the rodata and executables that name them.
+Status Module::ParseSegments(uint64_t segments_begin, std::vector<uint64_t>* segment_checksums) {
   std::vector<Span<const uint8_t>>& segments = segments_;
-  std::vector<uint64_t> segment_checksums;
   if (def_->segments()) {
     for (uint32_t i = 0; i < def_->segments()->size(); ++i) {
       uint64_t offset, length, checksum;
@@ -204,7 +222,7 @@ Status Module::Parse() {
                                ") of the file");
       }
       segments.emplace_back(data_ + offset, static_cast<size_t>(length));
-      segment_checksums.push_back(checksum);
+      segment_checksums->push_back(checksum);
     }
   }
   if (def_->rodata()) {
@@ -227,12 +245,11 @@ Status Module::Parse() {
       }
     }
   }
-  HEXIR_RETURN_IF_ERROR(CheckIntegrity(header.flatbuffer_checksum, segment_checksums));
-  if (def_->strings()) {
-    for (const flatbuffers::String* s : *def_->strings()) strings_.push_back(View(s));
-  }
+  return Status::Ok();
+}
 
-  // Functions: signatures, register counts, bytecode ranges.
+// Functions: signatures, register counts, bytecode ranges.
+Status Module::ParseFunctions() {
   const uint64_t bytecode_size = def_->bytecode() ? def_->bytecode()->size() : 0;
   if (def_->functions()) {
     for (uint32_t i = 0; i < def_->functions()->size(); ++i) {
@@ -271,6 +288,10 @@ Status Module::Parse() {
       functions_.push_back(std::move(info));
     }
   }
+  return Status::Ok();
+}
+
+Status Module::ParseImports() {
   if (def_->imports()) {
     for (uint32_t i = 0; i < def_->imports()->size(); ++i) {
       const format::ImportDef* im = def_->imports()->Get(i);
@@ -288,6 +309,11 @@ Status Module::Parse() {
       imports_.push_back(info);
     }
   }
+  return Status::Ok();
+}
+
+// Exports: names unique, function ordinals in range.
+Status Module::ParseExports() {
   std::unordered_set<std::string_view> export_names;
   if (def_->exports()) {
     for (uint32_t i = 0; i < def_->exports()->size(); ++i) {
@@ -304,6 +330,11 @@ Status Module::Parse() {
       exports_.push_back(info);
     }
   }
+  return Status::Ok();
+}
+
+// Global counts and the initializer function.
+Status Module::ParseGlobals() {
   value_global_count_ = def_->value_global_count();
   ref_global_count_ = def_->ref_global_count();
   if (value_global_count_ > kMaxGlobalsPerBank || ref_global_count_ > kMaxGlobalsPerBank) {

@@ -125,6 +125,13 @@ class Module final : public RefObject, public CallerModule {
   Module() = default;
   static StatusOr<Ref<Module>> Load(Ref<Module> module);
   Status Parse();
+  // Parse's steps, in this order (CheckIntegrity between segments and functions).
+  Status ParseHeader(ModuleHeader* header);
+  Status ParseSegments(uint64_t segments_begin, std::vector<uint64_t>* segment_checksums);
+  Status ParseFunctions();
+  Status ParseImports();
+  Status ParseExports();
+  Status ParseGlobals();
   Status CheckIntegrity(uint64_t flatbuffer_checksum,
                         const std::vector<uint64_t>& segment_checksums) const;
 

@@ -9,6 +9,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "passes/codegen/CPUUnitStride.h"
 
 namespace hexir::codegen {
 using namespace mlir;
@@ -24,19 +25,6 @@ MatmulTiles ChooseMatmulTiles(const CPUTarget& target) {
   t.rowBlock = std::max<int64_t>(t.rows, target.l2Bytes / 2 / (t.depth * 4) / t.rows * t.rows);
   return t;
 }
-
-namespace {
-
-bool HasUnitStrideRows(Type type) {
-  auto memref = dyn_cast<MemRefType>(type);
-  if (!memref) return true;
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  return succeeded(memref.getStridesAndOffset(strides, offset)) && !strides.empty() &&
-         strides.back() == 1;
-}
-
-}  // namespace
 
 bool TakesMatmulMicroKernel(linalg::LinalgOp op) {
   auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
@@ -62,8 +50,8 @@ bool TakesMatmulMicroKernel(linalg::LinalgOp op) {
   if (!ShapedType::isDynamic(cType.getDimSize(0)) &&
       cType.getDimSize(0) < kMatmulMicroKernelMinRows)
     return false;
-  return HasUnitStrideRows(op.getDpsInputs()[1].getType()) &&
-         HasUnitStrideRows(op.getDpsInits()[0].getType());
+  return HasUnitInnerStride(op.getDpsInputs()[1].getType()) &&
+         HasUnitInnerStride(op.getDpsInits()[0].getType());
 }
 
 namespace {

@@ -15,6 +15,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "passes/codegen/CPUMatvecBlockFormats.h"
 #include "passes/codegen/CPUMatvecInt8Dot.h"
+#include "passes/codegen/CPUUnitStride.h"
 
 namespace hexir::codegen {
 using namespace mlir;
@@ -41,16 +42,6 @@ constexpr int64_t kMaxInt8ActivationBlocks = 2048;
 // How far ahead of the bytes being read each row is prefetched: the R rows are R streams
 // a row apart, which the hardware prefetchers alone do not keep ahead of the loads.
 constexpr int64_t kPrefetchBytes = 512;
-
-// The memref's innermost stride is 1 (vector loads along it); true on tensors.
-bool UnitInnerStride(Type type) {
-  auto memref = dyn_cast<MemRefType>(type);
-  if (!memref) return true;
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  return succeeded(memref.getStridesAndOffset(strides, offset)) && !strides.empty() &&
-         strides.back() == 1;
-}
 
 Type ElementOf(Value v) { return cast<ShapedType>(v.getType()).getElementType(); }
 int64_t RankOf(Value v) { return cast<ShapedType>(v.getType()).getRank(); }
@@ -106,7 +97,7 @@ std::optional<DenseMatvec> MatchDense(linalg::LinalgOp op) {
   Type w = ElementOf(m.weights);
   if (!(w.isF32() || w.isF16()) || !ElementOf(m.x).isF32() || !ElementOf(m.y).isF32()) return std::nullopt;
   if (RankOf(m.weights) != 2 || RankOf(m.x) != 1 || RankOf(m.y) != 1) return std::nullopt;
-  if (!UnitInnerStride(m.weights.getType()) || !UnitInnerStride(m.x.getType())) return std::nullopt;
+  if (!HasUnitInnerStride(m.weights.getType()) || !HasUnitInnerStride(m.x.getType())) return std::nullopt;
   return m;
 }
 
@@ -144,7 +135,7 @@ std::optional<BlockMatvec> MatchBlocks(linalg::LinalgOp op) {
   m.y = op.getDpsInits()[0];
   auto xType = cast<ShapedType>(m.x.getType());
   if (xType.getRank() != 2 || xType.getDimSize(1) != m.format->blockElements || !xType.getElementType().isF32() ||
-      !UnitInnerStride(xType) || !ElementOf(m.y).isF32() || RankOf(m.y) != 1)
+      !HasUnitInnerStride(xType) || !ElementOf(m.y).isF32() || RankOf(m.y) != 1)
     return std::nullopt;
   // Every weight read is a load of one i8 [rows][bytes] memref from above at one row value.
   Region& body = generic.getRegion();
@@ -155,7 +146,7 @@ std::optional<BlockMatvec> MatchBlocks(linalg::LinalgOp op) {
     if (!m.weights) m.weights = memref, m.rowIndex = load.getIndices()[0];
     ok &= m.weights == memref && m.rowIndex == load.getIndices()[0];
   });
-  if (!ok || !m.weights || !ElementOf(m.weights).isInteger(8) || !UnitInnerStride(m.weights.getType()) ||
+  if (!ok || !m.weights || !ElementOf(m.weights).isInteger(8) || !HasUnitInnerStride(m.weights.getType()) ||
       !DependsOnlyOnRowIndex(m.rowIndex, body))
     return std::nullopt;
   // The stored rows hold exactly K / B blocks.
@@ -239,8 +230,7 @@ class MatvecEmitter {
     Value blocks = memref::DimOp::create(b, loc, m.x, 0);
     forRowGroups(memref::DimOp::create(b, loc, m.y, 0), [&](Value n0, int64_t rows) {
       SmallVector<Value> rowAt = rowValues(n0, rows);
-      SmallVector<Value> weightRow;
-      for (Value row : rowAt) weightRow.push_back(cloneRowIndex(m.rowIndex, op, row));
+      SmallVector<Value> weightRow = weightRows(m, op, rowAt);
       // rows vector accumulators, then (with a min) rows scalar ones.
       SmallVector<Value> init(rows, zero);
       if (f.hasMin) init.append(rows, scalarZero);
@@ -275,8 +265,7 @@ class MatvecEmitter {
     Value blocks = memref::DimOp::create(b, loc, m.x, 0);
     forRowGroups(memref::DimOp::create(b, loc, m.y, 0), [&](Value n0, int64_t rows) {
       SmallVector<Value> rowAt = rowValues(n0, rows);
-      SmallVector<Value> weightRow;
-      for (Value row : rowAt) weightRow.push_back(cloneRowIndex(m.rowIndex, op, row));
+      SmallVector<Value> weightRow = weightRows(m, op, rowAt);
       SmallVector<Value> init(rows, zero);
       scf::ForOp loop = forLoopCarrying(index(0), blocks, index(1), init, [&](Value block, ValueRange acc) {
         SmallVector<Value> next(acc);
@@ -356,6 +345,13 @@ class MatvecEmitter {
     if (scalar) total = arith::AddFOp::create(b, loc, total, scalar);
     Value old = memref::LoadOp::create(b, loc, y, ValueRange{row});
     memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, total), y, ValueRange{row});
+  }
+
+  // The weight row of each output row in `rowAt` (cloneRowIndex of m.rowIndex).
+  SmallVector<Value> weightRows(const BlockMatvec& m, linalg::GenericOp op, ArrayRef<Value> rowAt) {
+    SmallVector<Value> weightRow;
+    for (Value row : rowAt) weightRow.push_back(cloneRowIndex(m.rowIndex, op, row));
+    return weightRow;
   }
 
   // The body's weight row for output row `row`: its computation cloned with linalg.index 0

@@ -425,14 +425,9 @@ bool ColumnLowering::splitByColumn(RewriterBase& rewriter, Operation* o, Value t
 }
 
 LogicalResult LowerColumnReduction(func::FuncOp kernel, const ColumnTiling& tiling) {
-  linalg::LinalgOp op;
-  int64_t candidates = 0;
-  kernel.walk([&](linalg::LinalgOp candidate) {
-    if (candidate.getNumReductionLoops() == 0) return;
-    op = candidate;
-    ++candidates;
-  });
-  Operation* combiner = op && candidates == 1 ? WarpReducibleCombiner(op) : nullptr;
+  const KernelReduction found = SoleKernelReduction(kernel);
+  linalg::LinalgOp op = found.op;
+  Operation* combiner = found.combiner;
   std::optional<ColumnReduction> loops = combiner ? MatchColumnReduction(op) : std::nullopt;
   if (!loops) return kernel.emitError("internal: column-reduction kernel without a column reduction");
   if (!op.hasPureBufferSemantics()) return op.emitError("internal: reduction not bufferized");

@@ -60,11 +60,11 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       ModuleOp inner = exe.getInnerModule();
       if (auto attention = cuda::MatchDecodeAttention(kernel)) {  // CUDADecodeAttention.h
         kernel->setAttr(cuda::kDecodeAttentionAttr, DenseI64ArrayAttr::get(ctx, attention->encode()));
-        kernel->setAttr("hexir.cuda.thread_count", IntegerAttr::get(IndexType::get(ctx), -1));
-        kernel->setAttr("hexir.cuda.block_size", IntegerAttr::get(IndexType::get(ctx), attention->threads));
+        kernel->setAttr(kThreadCountAttr, IntegerAttr::get(IndexType::get(ctx), -1));
+        kernel->setAttr(kBlockSizeAttr, IntegerAttr::get(IndexType::get(ctx), attention->threads));
         exe->setAttr(codegen::kWorkgroupCountAttr,
                      DenseI64ArrayAttr::get(ctx, {attention->kvHeads * attention->splits, 1, 1}));
-        exe->setAttr("hexir.cuda.block_size", DenseI64ArrayAttr::get(ctx, {attention->threads, 1, 1}));
+        exe->setAttr(kBlockSizeAttr, DenseI64ArrayAttr::get(ctx, {attention->threads, 1, 1}));
         continue;
       }
       bool hopper = chip == "sm_90" || chip == "sm_90a";
@@ -102,18 +102,18 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
         grid = codegen::EvaluateWorkgroupCount(fromShape.extentFactor, fromShape.tile,
                                                fromShape.limit);
       if (distributed && columnTiling)
-        kernel->setAttr("hexir.cuda.column_tiling",
+        kernel->setAttr(kColumnTilingAttr,
                         DenseI64ArrayAttr::get(ctx, {columnTiling->width, columnTiling->columnThreads,
                                                      columnTiling->slices}));
       else if (lanes > 1)
-        kernel->setAttr("hexir.cuda.lanes", IntegerAttr::get(IndexType::get(ctx), lanes));
-      kernel->setAttr("hexir.cuda.thread_count", IntegerAttr::get(IndexType::get(ctx), threads));
-      kernel->setAttr("hexir.cuda.block_size", IntegerAttr::get(IndexType::get(ctx), block));
+        kernel->setAttr(kLanesAttr, IntegerAttr::get(IndexType::get(ctx), lanes));
+      kernel->setAttr(kThreadCountAttr, IntegerAttr::get(IndexType::get(ctx), threads));
+      kernel->setAttr(kBlockSizeAttr, IntegerAttr::get(IndexType::get(ctx), block));
       if (fromShapeWords)
         codegen::SetDynamicWorkgroupCount(exe, fromShape);
       else
         exe->setAttr(codegen::kWorkgroupCountAttr, DenseI64ArrayAttr::get(ctx, {grid, 1, 1}));
-      exe->setAttr("hexir.cuda.block_size", DenseI64ArrayAttr::get(ctx, {block, 1, 1}));
+      exe->setAttr(kBlockSizeAttr, DenseI64ArrayAttr::get(ctx, {block, 1, 1}));
     }
   }
 

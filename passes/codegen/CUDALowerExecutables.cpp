@@ -106,14 +106,9 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
   // 32), so the full-mask shuffles see all 32 lanes; the shuffles also order every lane's
   // earlier init store before lane 0 reads `out`.
   static LogicalResult warpReduce(func::FuncOp kernel, int64_t lanes) {
-    linalg::LinalgOp op;
-    int64_t candidates = 0;
-    kernel.walk([&](linalg::LinalgOp candidate) {
-      if (candidate.getNumReductionLoops() == 0) return;
-      op = candidate;
-      ++candidates;
-    });
-    Operation* combiner = op && candidates == 1 ? cuda::WarpReducibleCombiner(op) : nullptr;
+    const cuda::KernelReduction found = cuda::SoleKernelReduction(kernel);
+    linalg::LinalgOp op = found.op;
+    Operation* combiner = found.combiner;
     if (!combiner)
       return kernel.emitError("internal: warp-reduction kernel without a reducible op");
     if (!op.hasPureBufferSemantics()) return op.emitError("internal: reduction not bufferized");
@@ -394,8 +389,8 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     if (!inner) return exe.emitError("executable has no module");
     auto kernel = inner.lookupSymbol<func::FuncOp>(exe.getSymName());
     if (!kernel) return exe.emitError("executable has no kernel named like it");
-    auto pointsAttr = kernel->getAttrOfType<IntegerAttr>("hexir.cuda.thread_count");
-    auto blockAttr = kernel->getAttrOfType<IntegerAttr>("hexir.cuda.block_size");
+    auto pointsAttr = kernel->getAttrOfType<IntegerAttr>(kThreadCountAttr);
+    auto blockAttr = kernel->getAttrOfType<IntegerAttr>(kBlockSizeAttr);
     if (!pointsAttr || !blockAttr)
       return kernel.emitError("kernel was not distributed (run hexir-cuda-distribute-threads)");
     int64_t points = pointsAttr.getInt(), block = blockAttr.getInt();
@@ -432,14 +427,14 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       kernel->removeAttr(cuda::kTensorCoreMatmulAttr);
     }
     if (failed(allocationsToStack(kernel))) return failure();
-    if (auto lanes = kernel->getAttrOfType<IntegerAttr>("hexir.cuda.lanes")) {
+    if (auto lanes = kernel->getAttrOfType<IntegerAttr>(kLanesAttr)) {
       if (failed(warpReduce(kernel, lanes.getInt()))) return failure();
-      kernel->removeAttr("hexir.cuda.lanes");
+      kernel->removeAttr(kLanesAttr);
     }
-    if (auto column = kernel->getAttrOfType<DenseI64ArrayAttr>("hexir.cuda.column_tiling")) {
+    if (auto column = kernel->getAttrOfType<DenseI64ArrayAttr>(kColumnTilingAttr)) {
       cuda::ColumnTiling tiling{column[0], column[1], column[2]};
       if (failed(cuda::LowerColumnReduction(kernel, tiling))) return failure();
-      kernel->removeAttr("hexir.cuda.column_tiling");
+      kernel->removeAttr(kColumnTilingAttr);
     }
     if (failed(reductionsOutside(kernel))) return failure();
     if (points >= 0) guardThreads(kernel, points, block);  // < 0: a grid-stride loop bounds it
@@ -460,8 +455,8 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       shared->moveBefore(kernel);
     if (Operation* report = inner.lookupSymbol(codegen::kKernelErrorFunction))
       report->moveBefore(gpuModule.getBody(), gpuModule.getBody()->begin());
-    kernel->removeAttr("hexir.cuda.thread_count");
-    kernel->removeAttr("hexir.cuda.block_size");
+    kernel->removeAttr(kThreadCountAttr);
+    kernel->removeAttr(kBlockSizeAttr);
     if (failed(runPipeline(*nvvm, inner))) return failure();
     return buildEntry(exe, gpuModule, signature, block, cluster, minBlocks);
   }

@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "passes/codegen/CUDAPasses.h"  // kBlockSizeAttr, kThreadCountAttr
 #include "passes/codegen/WorkgroupCount.h"
 
 namespace hexir::cuda {
@@ -176,9 +177,9 @@ void ScheduleTensorCoreMatmul(func::FuncOp kernel, const TensorCoreMatmul& s) {
   auto exe = kernel->getParentOfType<ExecutableOp>();
   auto index = [&](int64_t v) { return IntegerAttr::get(IndexType::get(ctx), v); };
   kernel->setAttr(kTensorCoreMatmulAttr, DenseI64ArrayAttr::get(ctx, s.encode()));
-  kernel->setAttr("hexir.cuda.thread_count", index(-1));  // the tile loop bounds itself
-  kernel->setAttr("hexir.cuda.block_size", index(s.threads()));
-  exe->setAttr("hexir.cuda.block_size", DenseI64ArrayAttr::get(ctx, {s.threads(), 1, 1}));
+  kernel->setAttr(kThreadCountAttr, index(-1));  // the tile loop bounds itself
+  kernel->setAttr(kBlockSizeAttr, index(s.threads()));
+  exe->setAttr(kBlockSizeAttr, DenseI64ArrayAttr::get(ctx, {s.threads(), 1, 1}));
   int64_t columnTiles = s.batch * ((s.n + s.tileN - 1) / s.tileN);
   if (s.m >= 0) {
     int64_t tiles = columnTiles * ((s.m + s.tileM - 1) / s.tileM);

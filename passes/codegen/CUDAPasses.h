@@ -13,6 +13,18 @@ namespace hexir {
 #define GEN_PASS_DECL
 #include "passes/codegen/CUDAPasses.h.inc"
 
+// Kernel attributes from hexir-cuda-distribute-threads (and the tensor-core matmul's schedule,
+// CUDAMatmul.cpp) to hexir-cuda-lower-executables, which removes them: the threads that cover
+// the iteration points (index; -1 when the kernel bounds itself with a grid-stride or tile
+// loop), threads per point of a warp reduction (index), a column reduction's tiling
+// (`array<i64: width, column threads, slices>`, CUDAColumnReduce.h).
+inline constexpr char kThreadCountAttr[] = "hexir.cuda.thread_count";
+inline constexpr char kLanesAttr[] = "hexir.cuda.lanes";
+inline constexpr char kColumnTilingAttr[] = "hexir.cuda.column_tiling";
+// The block size: an index on the kernel (read by lowering) and `array<i64: x, y, z>` on the
+// executable (read by hexir-cuda-serialize-executables: the driver's "cuda.block_size.<entry>").
+inline constexpr char kBlockSizeAttr[] = "hexir.cuda.block_size";
+
 // Executable attributes from lowering to serialization: the chip of an executable whose
 // kernel needs another than the pipeline's (the wgmma GEMM: sm_90a), and the dynamic shared
 // memory its kernel is launched with (bytes; the driver's "cuda.shared_bytes.<entry>").

@@ -8,6 +8,7 @@
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
@@ -62,6 +63,25 @@ inline mlir::Operation* WarpReducibleCombiner(mlir::linalg::LinalgOp op) {
   // Exactly one operand is acc (combine(acc, acc) is not a reduction of the inputs).
   if ((combiner->getOperand(0) == acc) == (combiner->getOperand(1) == acc)) return nullptr;
   return combiner;
+}
+
+// The one linalg op of `kernel` with a reduction loop and its combiner (WarpReducibleCombiner),
+// for lowering a kernel distributed as a warp or column reduction. The combiner is null when
+// the kernel has no such op, several, or one that is not reducible.
+struct KernelReduction {
+  mlir::linalg::LinalgOp op;
+  mlir::Operation* combiner = nullptr;
+};
+inline KernelReduction SoleKernelReduction(mlir::func::FuncOp kernel) {
+  KernelReduction r;
+  int64_t candidates = 0;
+  kernel.walk([&](mlir::linalg::LinalgOp candidate) {
+    if (candidate.getNumReductionLoops() == 0) return;
+    r.op = candidate;
+    ++candidates;
+  });
+  if (r.op && candidates == 1) r.combiner = WarpReducibleCombiner(r.op);
+  return r;
 }
 
 // True when `op` should get a warp per output: reducible, the reduced dimension is the

@@ -27,17 +27,16 @@ namespace hexir {
 // Unit attribute hexir-prepare-device-loops puts on an scf.while it prepared (carried values
 // written back in place); hexir-form-device-loops lowers only those.
 inline constexpr char kDeviceLoopAttr[] = "hexir.device_loop";
-// On a `hexir.execute` (hexir-form-device-loops): `array<i64: flag, limit>`, the region is a
-// device loop. Its body runs again and again while the i32 in the buffer of yielded value
+// `hexir.repeat_while` (kRepeatWhileAttr, dialects/hexir/IR/HexirAttributes.h: read by
+// passes/vm/LowerExecutionRegions.cpp too) on a `hexir.execute` (hexir-form-device-loops):
+// `array<i64: flag, limit>`, the region is a device loop. Its body runs again and again while the i32 in the buffer of yielded value
 // `flag` (one element) is nonzero, read before every run (the first included), at most
 // `limit` runs. Each yielded value's buffer root (schedule/Buffers.h) is a distinct value
 // from above, its *init*: the body reads the inits and updates them in place, so one
 // recording serves every run. hexir-convert-to-vm gives each carried value a buffer of the
 // execution filled with a copy of its init (the inits are never written) and lowers the
 // region to `hal.command_buffer.repeat_while_slot`; the results are those buffers after the
-// last run. (passes/vm/LowerExecutionRegions.cpp spells the name too: it cannot include this
-// library.)
-inline constexpr char kRepeatWhileAttr[] = "hexir.repeat_while";
+// last run.
 // Optional i64 attribute on an scf.while: the device loop's step limit (else the pass option).
 inline constexpr char kMaxIterationsAttr[] = "hexir.max_iterations";
 

@@ -49,7 +49,7 @@ class AssignExecutableTargets : public impl::AssignExecutableTargetsBase<AssignE
     for (auto exe : llvm::to_vector(module.getOps<ExecutableOp>())) {
       auto it = uses.find(exe.getSymName());
       if (it == uses.end()) {
-        exe->setAttr("hexir.target", StringAttr::get(&getContext(), kinds[0]));
+        exe->setAttr(kTargetAttr, StringAttr::get(&getContext(), kinds[0]));
         continue;
       }
       bool first = true;
@@ -67,7 +67,7 @@ class AssignExecutableTargets : public impl::AssignExecutableTargetsBase<AssignE
           for (DispatchOp d : byKind->second)
             d.setExecutableAttr(FlatSymbolRefAttr::get(target.getSymNameAttr()));
         }
-        target->setAttr("hexir.target", StringAttr::get(&getContext(), kind));
+        target->setAttr(kTargetAttr, StringAttr::get(&getContext(), kind));
         byKind->second.clear();  // two devices of one kind share the copy
         first = false;
       }

@@ -74,7 +74,7 @@ int64_t EstimatedBytes(Value v) {
 // A numeric cost of executable `exe` (hexir.costs "cost.<exe>.<key>"), or `fallback` when
 // unknown or dynamic.
 double ExecutableCost(ExecutableOp exe, StringRef key, double fallback) {
-  auto costs = exe ? exe->getAttrOfType<DictionaryAttr>("hexir.costs") : DictionaryAttr();
+  auto costs = exe ? exe->getAttrOfType<DictionaryAttr>(kCostsAttr) : DictionaryAttr();
   if (!costs) return fallback;
   auto value = costs.getAs<StringAttr>(("cost." + exe.getSymName() + "." + key).str());
   double parsed = 0;
@@ -92,7 +92,7 @@ class Placer {
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal()) continue;
       if (failed(checkAnnotations(func))) return failure();
-      (func->hasAttr("hexir.initializer") ? initializers : functions).push_back(func);
+      (func->hasAttr(kInitializerAttr) ? initializers : functions).push_back(func);
     }
     for (func::FuncOp func : functions) {
       place(func);

@@ -14,6 +14,7 @@
 // `hal.command_buffer.repeat_while_slot` on the flag's slot.
 #include "passes/vm/HostLowering.h"
 
+#include "dialects/hexir/IR/HexirAttributes.h"  // kRepeatWhileAttr
 #include "llvm/ADT/TypeSwitch.h"
 #include "passes/dispatch/InPlaceUpdates.h"
 #include "passes/schedule/Buffers.h"
@@ -21,10 +22,6 @@
 
 namespace hexir::vm_lowering {
 namespace {
-
-// On a hexir.execute that is a device loop: array<i64: flag, limit> (passes/loops/DeviceLoops.h
-// kRepeatWhileAttr; that library depends on this one, so the name is spelled here too).
-constexpr char kRepeatWhileAttr[] = "hexir.repeat_while";
 
 // The value from above whose buffer a device loop's yielded value `y` updates in place (its
 // carried value's init), through the region's in-place results and aliases; null when `y`

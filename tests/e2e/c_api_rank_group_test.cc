@@ -12,40 +12,16 @@
 
 #include "runtime/hexir_runtime.h"
 #include "tests/e2e/harness.h"
+#include "tests/e2e/row_parallel.h"
 
 namespace hexir::e2e {
 namespace {
-
-// y = all_reduce(sum, x_r . W_r): rank r holds rows of W and the matching part of x.
-constexpr const char* kRowParallel = R"(
-func.func @main(%w: tensor<?x4xf32>, %x: tensor<?xf32>) -> tensor<4xf32> {
-  %zero = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<4xf32>
-  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
-  %p = linalg.vecmat ins(%x, %w : tensor<?xf32>, tensor<?x4xf32>) outs(%z : tensor<4xf32>) -> tensor<4xf32>
-  %s = hexir.all_reduce "sum" %p : tensor<4xf32>
-  return %s : tensor<4xf32>
-}
-)";
 
 constexpr const char* kNoCollectives = R"(
 func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
   return %a : tensor<4xf32>
 }
 )";
-
-constexpr int64_t kRows = 8;
-
-// Small integers: every partial sum is exact in f32, so any split gives the same bits.
-float W(int64_t row, int64_t col) { return float((row * 5 + col * 3) % 13) - 6.0f; }
-float X(int64_t row) { return float(row % 7) - 3.0f; }
-
-std::vector<float> Reference() {
-  std::vector<float> y(4, 0.0f);
-  for (int64_t c = 0; c < 4; ++c)
-    for (int64_t r = 0; r < kRows; ++r) y[c] += X(r) * W(r, c);
-  return y;
-}
 
 std::string LastError() { return hexir_last_error(); }
 
@@ -55,7 +31,8 @@ struct Fixture {
   std::vector<hexir_device_t*> devices;
   hexir_module_t* module = nullptr;
 
-  Fixture(const char* source, const std::string& name, int32_t ranks) {
+  // The row-parallel program (row_parallel.h) or `source`.
+  Fixture(const std::string& name, int32_t ranks, const char* source = row_parallel::kSource) {
     REQUIRE(hexir_instance_create(&instance) == HEXIR_OK);
     for (int32_t i = 0; i < ranks; ++i) {
       devices.push_back(nullptr);
@@ -79,15 +56,10 @@ hexir_buffer_view_t* F32View(hexir_device_t* device, std::vector<int64_t> dims, 
 
 // Rank `rank` of `ranks`'s arguments on its device: its rows of W and its part of x.
 hexir_values_t* Shard(hexir_device_t* device, int32_t rank, int32_t ranks) {
-  const int64_t rows = kRows / ranks, first = rank * rows;
-  std::vector<float> w, x;
-  for (int64_t r = first; r < first + rows; ++r) {
-    x.push_back(X(r));
-    for (int64_t c = 0; c < 4; ++c) w.push_back(W(r, c));
-  }
+  row_parallel::Shard s = row_parallel::ShardOf(rank, ranks);
   hexir_values_t* args = nullptr;
   REQUIRE(hexir_values_create(&args) == HEXIR_OK);
-  for (hexir_buffer_view_t* view : {F32View(device, {rows, 4}, w), F32View(device, {rows}, x)}) {
+  for (hexir_buffer_view_t* view : {F32View(device, {s.rows, row_parallel::kCols}, s.w), F32View(device, {s.rows}, s.x)}) {
     REQUIRE(hexir_values_push_buffer_view(args, view) == HEXIR_OK);
     hexir_buffer_view_release(view);  // the list keeps its own reference
   }
@@ -107,10 +79,10 @@ void Release(const std::vector<hexir_values_t*>& lists) {
 
 TEST_CASE("C API: a row-parallel product on 1, 2 and 4 ranks returns rank 0's exact sum") {
   setenv("HEXIR_COLLECTIVE_TIMEOUT", "60", 1);
-  const std::vector<float> want = Reference();
+  const std::vector<float> want = row_parallel::Reference();
   for (int32_t ranks : {1, 2, 4}) {
     INFO(ranks << " ranks");
-    Fixture f(kRowParallel, "c_api_rank_group", ranks);
+    Fixture f("c_api_rank_group", ranks);
     hexir_rank_group_t* group = nullptr;
     REQUIRE(hexir_rank_group_create(f.instance, f.module, f.devices.data(), f.devices.size(), &group) == HEXIR_OK);
     CHECK(hexir_rank_group_size(group) == size_t(ranks));
@@ -137,7 +109,7 @@ TEST_CASE("C API: a row-parallel product on 1, 2 and 4 ranks returns rank 0's ex
 }
 
 TEST_CASE("C API: a rank group refuses no devices, a null device and a module without collectives, by name") {
-  Fixture f(kRowParallel, "c_api_rank_group", 2);
+  Fixture f("c_api_rank_group", 2);
   hexir_rank_group_t* group = nullptr;
   REQUIRE(hexir_rank_group_create(f.instance, f.module, f.devices.data(), 0, &group) == HEXIR_INVALID_ARGUMENT);
   CHECK(LastError() == "module '" + std::string(hexir_module_name(f.module)) +
@@ -149,7 +121,7 @@ TEST_CASE("C API: a rank group refuses no devices, a null device and a module wi
   REQUIRE(hexir_rank_group_create(f.instance, nullptr, f.devices.data(), 2, &group) == HEXIR_INVALID_ARGUMENT);
   CHECK(LastError() == "hexir_rank_group_create: null argument");
 
-  Fixture plain(kNoCollectives, "c_api_rank_group_plain", 2);
+  Fixture plain("c_api_rank_group_plain", 2, kNoCollectives);
   REQUIRE(hexir_rank_group_create(plain.instance, plain.module, plain.devices.data(), 2, &group) ==
           HEXIR_INVALID_ARGUMENT);
   CHECK(LastError() == "module '" + std::string(hexir_module_name(plain.module)) +
@@ -162,7 +134,7 @@ TEST_CASE("C API: a rank group refuses no devices, a null device and a module wi
 
 TEST_CASE("C API: a missing function or a rank's wrong argument list is refused before any rank runs") {
   setenv("HEXIR_COLLECTIVE_TIMEOUT", "60", 1);
-  Fixture f(kRowParallel, "c_api_rank_group", 2);
+  Fixture f("c_api_rank_group", 2);
   hexir_rank_group_t* group = nullptr;
   REQUIRE(hexir_rank_group_create(f.instance, f.module, f.devices.data(), 2, &group) == HEXIR_OK);
   std::vector<hexir_values_t*> args = Shards(f);
@@ -188,7 +160,7 @@ TEST_CASE("C API: a missing function or a rank's wrong argument list is refused 
 
 TEST_CASE("C API: a rank that fails is named and its peer in the all_reduce fails at once, not at the timeout") {
   setenv("HEXIR_COLLECTIVE_TIMEOUT", "120", 1);
-  Fixture f(kRowParallel, "c_api_rank_group", 2);
+  Fixture f("c_api_rank_group", 2);
   hexir_rank_group_t* group = nullptr;
   REQUIRE(hexir_rank_group_create(f.instance, f.module, f.devices.data(), 2, &group) == HEXIR_OK);
   std::vector<hexir_values_t*> args = Shards(f);

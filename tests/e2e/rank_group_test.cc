@@ -10,24 +10,11 @@
 #include "hal/element_type.h"
 #include "runtime/rank_group.h"
 #include "tests/e2e/harness.h"
+#include "tests/e2e/row_parallel.h"
 #include "tools/common/invocation.h"
 
 namespace hexir::e2e {
 namespace {
-
-// y = all_reduce(sum, x_r . W_r): rank r holds rows of W and the matching part of x.
-constexpr const char* kRowParallel = R"(
-func.func @main(%w: tensor<?x4xf32>, %x: tensor<?xf32>) -> tensor<4xf32> {
-  %zero = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<4xf32>
-  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
-  %p = linalg.vecmat ins(%x, %w : tensor<?xf32>, tensor<?x4xf32>) outs(%z : tensor<4xf32>) -> tensor<4xf32>
-  %s = hexir.all_reduce "sum" %p : tensor<4xf32>
-  return %s : tensor<4xf32>
-}
-)";
-
-constexpr int64_t kRows = 8;
 
 tools::HostValue F32Tensor(std::vector<int64_t> dims, const std::vector<float>& values) {
   tools::HostTensor t;
@@ -38,26 +25,10 @@ tools::HostValue F32Tensor(std::vector<int64_t> dims, const std::vector<float>& 
   return Tensor(std::move(t));
 }
 
-// Small integers: every partial sum is exact in f32, so any split gives the same bits.
-float W(int64_t row, int64_t col) { return float((row * 7 + col * 3) % 11) - 5.0f; }
-float X(int64_t row) { return float(row % 5) - 2.0f; }
-
-std::vector<float> Reference() {
-  std::vector<float> y(4, 0.0f);
-  for (int64_t c = 0; c < 4; ++c)
-    for (int64_t r = 0; r < kRows; ++r) y[c] += X(r) * W(r, c);
-  return y;
-}
-
-// Rank `rank` of `ranks`: its rows of W and its part of x.
+// Rank `rank` of `ranks`'s arguments: its rows of W and its part of x.
 std::vector<tools::HostValue> Shard(int32_t rank, int32_t ranks) {
-  const int64_t rows = kRows / ranks, first = rank * rows;
-  std::vector<float> w, x;
-  for (int64_t r = first; r < first + rows; ++r) {
-    x.push_back(X(r));
-    for (int64_t c = 0; c < 4; ++c) w.push_back(W(r, c));
-  }
-  return {F32Tensor({rows, 4}, w), F32Tensor({rows}, x)};
+  row_parallel::Shard s = row_parallel::ShardOf(rank, ranks);
+  return {F32Tensor({s.rows, row_parallel::kCols}, s.w), F32Tensor({s.rows}, s.x)};
 }
 
 std::unique_ptr<runtime::RankGroup> CreateGroup(const vm::Module& module, int32_t ranks) {
@@ -74,7 +45,7 @@ std::unique_ptr<runtime::RankGroup> CreateGroup(const vm::Module& module, int32_
 }
 
 vm::Ref<vm::Module> LoadRowParallel() {
-  auto module = vm::Module::LoadFromFile(CompileOrDie(kRowParallel, "rank_group_row_parallel"));
+  auto module = vm::Module::LoadFromFile(CompileOrDie(row_parallel::kSource, "rank_group_row_parallel"));
   REQUIRE(module.ok());
   return std::move(*module);
 }
@@ -83,7 +54,7 @@ TEST_CASE("a row-parallel product on 1, 2 and 4 in-process ranks gives every ran
   setenv("HEXIR_COLLECTIVE_TIMEOUT", "60", 1);
   vm::Ref<vm::Module> module = LoadRowParallel();
   REQUIRE(runtime::UsesCollectives(*module));
-  const std::vector<float> want = Reference();
+  const std::vector<float> want = row_parallel::Reference();
   for (int32_t ranks : {1, 2, 4}) {
     INFO(ranks << " ranks");
     auto group = CreateGroup(*module, ranks);
@@ -136,7 +107,7 @@ TEST_CASE("a rank whose call fails is named, and its peers waiting in the all_re
 }
 
 TEST_CASE("a rank group refuses a module of two devices: each rank runs a module of one") {
-  auto module = vm::Module::LoadFromFile(CompileOrDie(kRowParallel, "rank_group_two_devices", "cpu", "--target=cpu"));
+  auto module = vm::Module::LoadFromFile(CompileOrDie(row_parallel::kSource, "rank_group_two_devices", "cpu", "--target=cpu"));
   REQUIRE(module.ok());
   std::vector<vm::Ref<hal::Device>> devices = {*hal::CreateDevice("cpu"), *hal::CreateDevice("cpu")};
   auto group = runtime::RankGroup::Create(**module, devices);

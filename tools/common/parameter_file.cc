@@ -9,15 +9,17 @@
 #include <cstring>
 
 #include "compiler/importers/llama/Gguf.h"
+#include "compiler/importers/onnx/ParameterFileKeys.h"
 #include "hal/element_type.h"
 
 namespace hexir::tools {
 
 namespace llama = compiler::llama;
+using importers::onnx::kParameterFileArchitecture;
+using importers::onnx::kParameterFileEntryKey;
+using importers::onnx::kParameterFileFirstArgumentKey;
 
 namespace {
-
-constexpr const char* kArchitecture = "hexir.parameters";
 
 // The static element count of an argument type; -1 when a dim is dynamic.
 int64_t StaticElements(const AbiType& t) {
@@ -40,7 +42,7 @@ bool ParameterFile::IsParameterFile(const std::string& path) {
   ::close(fd);
   if (n != static_cast<ssize_t>(sizeof(head)) || !llama::IsGguf(head, sizeof(head))) return false;
   return std::memcmp(head + 32, "general.architecture", 20) == 0 &&
-         std::memcmp(head + 32 + 20 + 4 + 8, kArchitecture, 16) == 0;
+         std::memcmp(head + 32 + 20 + 4 + 8, kParameterFileArchitecture, 16) == 0;
 }
 
 StatusOr<std::unique_ptr<ParameterFile>> ParameterFile::Open(const std::string& path) {
@@ -68,9 +70,9 @@ StatusOr<std::unique_ptr<ParameterFile>> ParameterFile::Open(const std::string& 
   if (!parsed.ok()) return std::move(parsed).status().WithContext(StrCat("parameter file '", path, "'"));
   const llama::GgufFile& gguf = *parsed;
   const llama::GgufValue* arch = gguf.Find("general.architecture");
-  const llama::GgufValue* entry = gguf.Find("hexir.entry");
-  const llama::GgufValue* first = gguf.Find("hexir.first_argument");
-  if (!arch || arch->s != kArchitecture || !entry || !first || !first->is_integer())
+  const llama::GgufValue* entry = gguf.Find(kParameterFileEntryKey);
+  const llama::GgufValue* first = gguf.Find(kParameterFileFirstArgumentKey);
+  if (!arch || arch->s != kParameterFileArchitecture || !entry || !first || !first->is_integer())
     return InvalidArgument("parameter file '", path, "' is not a hexir-import parameter file "
                            "(general.architecture '", arch ? arch->s : std::string(),
                            "'; a llama checkpoint goes to hexir-generate)");

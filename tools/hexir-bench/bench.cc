@@ -119,6 +119,93 @@ int CudaOrdinal(const std::string& uri) {
   return colon == std::string::npos ? 0 : std::atoi(uri.c_str() + colon + 1);
 }
 
+// The profiled calls' dispatch events (r->dispatch_events, calls 0..iterations-1) as one row
+// per entry (dispatches per call, mean and total time per call), the device's busy time per
+// call, and the overhead of each call beyond its dispatches (median over `profiled_walls`).
+void SummarizeDispatches(int iterations, const std::vector<double>& profiled_walls, BenchReport* r) {
+  std::map<std::string, size_t> row_of;
+  std::map<std::string, double> sum;
+  std::map<std::string, int> count;
+  double busy = 0;
+  for (const DispatchEvent& e : r->dispatch_events) {
+    double d = (e.end_ns - e.begin_ns) * 1e-9;
+    busy += d;
+    sum[e.entry] += d;
+    count[e.entry]++;
+    if (!row_of.count(e.entry)) {
+      row_of[e.entry] = r->rows.size();
+      DispatchRow row;
+      row.entry = e.entry;
+      r->rows.push_back(row);
+    }
+    if (e.call == 0) {
+      r->rows[row_of[e.entry]].per_call++;
+      r->dispatches_per_call++;
+    }
+  }
+  r->device_busy_s = busy / iterations;
+  // Overhead inside the same calls (robust to load changing between phases).
+  std::vector<double> busy_of(iterations, 0.0), overheads;
+  for (const DispatchEvent& e : r->dispatch_events)
+    if (e.call >= 0 && e.call < iterations) busy_of[e.call] += (e.end_ns - e.begin_ns) * 1e-9;
+  for (int i = 0; i < iterations && i < static_cast<int>(profiled_walls.size()); ++i)
+    overheads.push_back(profiled_walls[i] - busy_of[i]);
+  r->profiled_overhead_s = Median(overheads);
+  for (DispatchRow& row : r->rows) {
+    row.mean_s = sum[row.entry] / std::max(1, count[row.entry]);
+    row.total_s = row.mean_s * row.per_call;
+  }
+}
+
+// The baseline of the device (null with a note when a CUDA one cannot be created) and the
+// peaks the roofline uses: --peak-gbps / --peak-gflops, else measured by the baseline.
+std::unique_ptr<Baseline> MeasurePeaks(const BenchOptions& o, bool cuda, BenchReport* r) {
+  std::unique_ptr<Baseline> baseline;
+  if (cuda) {
+    auto b = CreateCudaBaseline(CudaOrdinal(o.device));
+    if (b.ok()) baseline = std::move(*b);
+    else r->notes.push_back("no CUDA baseline: " + b.status().ToString());
+  } else {
+    baseline = CreateCpuBaseline();
+  }
+  r->baseline_name = baseline ? baseline->name() : "none";
+  r->peak_gbps = o.peak_gbps;
+  r->peak_gflops = o.peak_gflops;
+  r->peak_gbps_source = r->peak_gflops_source = "--peak flag";
+  if (r->peak_gbps <= 0 && baseline) {
+    auto g = baseline->MeasureCopyGbps(&r->peak_gbps_source);
+    if (g.ok()) r->peak_gbps = *g;
+    else r->notes.push_back("copy bandwidth not measured: " + g.status().ToString());
+  }
+  if (r->peak_gflops <= 0 && baseline) {
+    auto g = baseline->MeasurePeakGflops(&r->peak_gflops_source);
+    if (g.ok()) r->peak_gflops = *g;
+    else r->notes.push_back("GEMM peak not measured: " + g.status().ToString() +
+                            " (pass --peak-gflops)");
+  }
+  return baseline;
+}
+
+// A row's achieved GB/s and GFLOP/s from its cost (row->cost) and mean time, its arithmetic
+// intensity, and the fraction of the roofline min(peak GFLOP/s, peak GB/s x intensity) (of the
+// bandwidth alone for a dispatch without flops) it reaches.
+void RateAgainstRoofline(double peak_gbps, double peak_gflops, DispatchRow* row) {
+  const DispatchCost& c = row->cost;
+  if (!c.bytes_known() || row->mean_s <= 0) return;
+  double bytes = c.bytes_read + c.bytes_written;
+  row->gbps = bytes / row->mean_s / 1e9;
+  if (c.flops >= 0) {
+    row->gflops = c.flops / row->mean_s / 1e9;
+    row->intensity = bytes > 0 ? c.flops / bytes : -1;
+  }
+  if (c.flops > 0 && row->intensity > 0 && peak_gbps > 0 && peak_gflops > 0) {
+    double roof = std::min(peak_gflops, peak_gbps * row->intensity);
+    row->roofline_fraction = row->gflops / roof;
+  } else if (c.flops == 0 && peak_gbps > 0) {
+    row->roofline_fraction = row->gbps / peak_gbps;
+  }
+}
+
 }  // namespace
 
 double CallCounters::driver_calls() const {
@@ -211,83 +298,19 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   r.profiled_wall_s = Median(pwalls);
   r.dispatch_events = collector.dispatches();
   r.host_spans = collector.host_spans();
-  std::map<std::string, size_t> row_of;
-  std::map<std::string, double> sum;
-  std::map<std::string, int> count;
-  double busy = 0;
-  for (const DispatchEvent& e : r.dispatch_events) {
-    double d = (e.end_ns - e.begin_ns) * 1e-9;
-    busy += d;
-    sum[e.entry] += d;
-    count[e.entry]++;
-    if (!row_of.count(e.entry)) {
-      row_of[e.entry] = r.rows.size();
-      DispatchRow row;
-      row.entry = e.entry;
-      r.rows.push_back(row);
-    }
-    if (e.call == 0) {
-      r.rows[row_of[e.entry]].per_call++;
-      r.dispatches_per_call++;
-    }
-  }
-  r.device_busy_s = busy / o.iterations;
-  // Overhead inside the same calls (robust to load changing between phases).
-  std::vector<double> busy_of(o.iterations, 0.0), overheads;
-  for (const DispatchEvent& e : r.dispatch_events)
-    if (e.call >= 0 && e.call < o.iterations) busy_of[e.call] += (e.end_ns - e.begin_ns) * 1e-9;
-  for (int i = 0; i < o.iterations && i < static_cast<int>(pwalls.size()); ++i)
-    overheads.push_back(pwalls[i] - busy_of[i]);
-  r.profiled_overhead_s = Median(overheads);
+  SummarizeDispatches(o.iterations, pwalls, &r);
 
   // 4. peaks and baselines (after the timed calls: OpenBLAS's threads keep spinning for a
   // while after a call and would share the cores with the calls being measured).
-  std::unique_ptr<Baseline> baseline;
-  if (cuda) {
-    auto b = CreateCudaBaseline(CudaOrdinal(o.device));
-    if (b.ok()) baseline = std::move(*b);
-    else r.notes.push_back("no CUDA baseline: " + b.status().ToString());
-  } else {
-    baseline = CreateCpuBaseline();
-  }
-  r.baseline_name = baseline ? baseline->name() : "none";
-  r.peak_gbps = o.peak_gbps;
-  r.peak_gflops = o.peak_gflops;
-  r.peak_gbps_source = r.peak_gflops_source = "--peak flag";
-  if (r.peak_gbps <= 0 && baseline) {
-    auto g = baseline->MeasureCopyGbps(&r.peak_gbps_source);
-    if (g.ok()) r.peak_gbps = *g;
-    else r.notes.push_back("copy bandwidth not measured: " + g.status().ToString());
-  }
-  if (r.peak_gflops <= 0 && baseline) {
-    auto g = baseline->MeasurePeakGflops(&r.peak_gflops_source);
-    if (g.ok()) r.peak_gflops = *g;
-    else r.notes.push_back("GEMM peak not measured: " + g.status().ToString() +
-                           " (pass --peak-gflops)");
-  }
+  std::unique_ptr<Baseline> baseline = MeasurePeaks(o, cuda, &r);
   std::map<std::string, std::pair<double, std::string>> baseline_cache;
   for (DispatchRow& row : r.rows) {
-    row.mean_s = sum[row.entry] / std::max(1, count[row.entry]);
-    row.total_s = row.mean_s * row.per_call;
     auto it = costs.find(row.entry);
     if (it == costs.end()) continue;
     row.has_cost = true;
     row.cost = it->second;
     const DispatchCost& c = row.cost;
-    if (c.bytes_known() && row.mean_s > 0) {
-      double bytes = c.bytes_read + c.bytes_written;
-      row.gbps = bytes / row.mean_s / 1e9;
-      if (c.flops >= 0) {
-        row.gflops = c.flops / row.mean_s / 1e9;
-        row.intensity = bytes > 0 ? c.flops / bytes : -1;
-      }
-      if (c.flops > 0 && row.intensity > 0 && r.peak_gbps > 0 && r.peak_gflops > 0) {
-        double roof = std::min(r.peak_gflops, r.peak_gbps * row.intensity);
-        row.roofline_fraction = row.gflops / roof;
-      } else if (c.flops == 0 && r.peak_gbps > 0) {
-        row.roofline_fraction = row.gbps / r.peak_gbps;
-      }
-    }
+    RateAgainstRoofline(r.peak_gbps, r.peak_gflops, &row);
     if (c.has_matmul && baseline && o.baselines) {
       std::string key = c.matmul.ToString();
       auto cached = baseline_cache.find(key);

@@ -6,16 +6,12 @@
 #include <queue>
 
 #include "tools/hexir-generate/gpt2_pretokenizer.h"
+#include "tools/hexir-generate/merge_symbols.h"
 #include "tools/hexir-generate/unicode.h"
 #include "tools/hexir-generate/vocabulary.h"
 
 namespace hexir::tools {
 namespace {
-
-struct Symbol {
-  int prev, next;
-  size_t begin, length;
-};
 
 struct Pair {
   int left, right;
@@ -29,14 +25,8 @@ struct Pair {
 void Vocabulary::EncodeBpe(std::string_view text, std::vector<int64_t>* out) const {
   for (const std::string& word : Gpt2PreTokenize(text)) {
     std::string_view w = word;
-    std::vector<Symbol> symbols;
-    for (size_t at = 0; at < w.size();) {
-      size_t n = std::min(Utf8SequenceLength(uint8_t(w[at])), w.size() - at);
-      int index = int(symbols.size());
-      symbols.push_back({index - 1, at + n == w.size() ? -1 : index + 1, at, n});
-      at += n;
-    }
-    auto piece = [&](const Symbol& s) { return w.substr(s.begin, s.length); };
+    std::vector<MergeSymbol> symbols = CodePointSymbols(w);
+    auto piece = [&](const MergeSymbol& s) { return w.substr(s.begin, s.length); };
     std::priority_queue<Pair> queue;
     auto consider = [&](int left, int right) {
       if (left < 0 || right < 0) return;
@@ -48,18 +38,15 @@ void Vocabulary::EncodeBpe(std::string_view text, std::vector<int64_t>* out) con
     while (!queue.empty()) {
       Pair p = queue.top();
       queue.pop();
-      Symbol& l = symbols[p.left];
-      Symbol& r = symbols[p.right];
+      MergeSymbol& l = symbols[p.left];
+      MergeSymbol& r = symbols[p.right];
       if (l.length == 0 || r.length == 0) continue;
       if (std::string(piece(l)) + std::string(piece(r)) != p.text) continue;
-      l.length += r.length;
-      r.length = 0;
-      l.next = r.next;
-      if (r.next >= 0) symbols[r.next].prev = p.left;
+      MergePair(symbols, p.left, p.right);
       consider(l.prev, p.left);
       consider(p.left, l.next);
     }
-    for (const Symbol& s : symbols) {
+    for (const MergeSymbol& s : symbols) {
       if (s.length == 0) continue;
       if (int64_t id = Find(piece(s)); id >= 0) {
         out->push_back(id);

@@ -117,31 +117,32 @@ void PrintSpeed(size_t prompt_length, size_t generated, double best_seconds, int
                prompt_length, generated, best_seconds * 1e3, std::max(1, repeat), double(generated) / best_seconds);
 }
 
-Status Run(const Flags& f) {
-  HEXIR_ASSIGN_OR_RETURN(auto parameters, LlamaParameters::Open(f.parameters));
-  const Clock::time_point parameters_mapped = Clock::now();
-  const llama::LlamaConfig* config = &parameters->config();
-  std::unique_ptr<Vocabulary> vocabulary;  // the file's own tokenizer, when it has one
-  if (f.tokenizer.empty() && !parameters->tokenizer_json().empty()) {  // Hugging Face tokenizer.json
-    HEXIR_ASSIGN_OR_RETURN(Vocabulary v, Vocabulary::FromHfTokenizerJson(parameters->tokenizer_json(),
-                                                                         config->bos_id, config->eos_id));
-    vocabulary = std::make_unique<Vocabulary>(std::move(v));
-  } else if (f.tokenizer.empty() && parameters->data() && llama::IsGguf(parameters->data(), parameters->size())) {
-    StatusOr<llama::GgufFile> gguf = llama::ParseGguf(parameters->data(), parameters->size());
+// The tokenizer the parameter file carries (a Hugging Face folder's tokenizer.json, a GGUF's
+// tokenizer.ggml.* metadata); null when it has none or --tokenizer names a llama2.c one.
+StatusOr<std::unique_ptr<Vocabulary>> FileVocabulary(const Flags& f, const LlamaParameters& parameters) {
+  const llama::LlamaConfig& config = parameters.config();
+  if (f.tokenizer.empty() && !parameters.tokenizer_json().empty()) {  // Hugging Face tokenizer.json
+    HEXIR_ASSIGN_OR_RETURN(Vocabulary v, Vocabulary::FromHfTokenizerJson(parameters.tokenizer_json(),
+                                                                         config.bos_id, config.eos_id));
+    return std::make_unique<Vocabulary>(std::move(v));
+  }
+  if (f.tokenizer.empty() && parameters.data() && llama::IsGguf(parameters.data(), parameters.size())) {
+    StatusOr<llama::GgufFile> gguf = llama::ParseGguf(parameters.data(), parameters.size());
     if (!gguf.ok()) return std::move(gguf).status().WithContext(StrCat("'", f.parameters, "'"));
     if (gguf->Find("tokenizer.ggml.model")) {
       StatusOr<Vocabulary> v = Vocabulary::FromGguf(*gguf);
       if (!v.ok()) return std::move(v).status().WithContext(StrCat("'", f.parameters, "'"));
-      vocabulary = std::make_unique<Vocabulary>(std::move(*v));
+      return std::make_unique<Vocabulary>(std::move(*v));
     }
   }
+  return std::unique_ptr<Vocabulary>();
+}
 
-  std::vector<int64_t> prompt = {config->bos_id};
-  std::unique_ptr<Tokenizer> tokenizer;
-  if (!f.tokenizer.empty()) {
-    HEXIR_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::Load(f.tokenizer, config->vocab_size));
-    tokenizer = std::make_unique<Tokenizer>(std::move(t));
-  }
+// The prompt's token ids: BOS alone, --prompt encoded by `vocabulary` (else `tokenizer`), or
+// --prompt-ids as given; every id checked against the vocabulary size.
+StatusOr<std::vector<int64_t>> PromptIds(const Flags& f, const llama::LlamaConfig& config,
+                                         const Vocabulary* vocabulary, const Tokenizer* tokenizer) {
+  std::vector<int64_t> prompt = {config.bos_id};
   if (!f.prompt.empty()) {
     if (!tokenizer && !vocabulary)
       return InvalidArgument("--prompt needs a tokenizer: --tokenizer, or a GGUF with tokenizer.ggml.* metadata, or a "
@@ -149,7 +150,7 @@ Status Run(const Flags& f) {
     if (!f.prompt_ids.empty()) return InvalidArgument("give --prompt or --prompt-ids, not both");
     if (vocabulary) {
       prompt = vocabulary->Encode(f.prompt, /*add_bos=*/true);  // BOS when the file says so
-      if (prompt.empty()) prompt = {config->bos_id};
+      if (prompt.empty()) prompt = {config.bos_id};
     } else {
       for (int64_t id : tokenizer->Encode(f.prompt)) prompt.push_back(id);
     }
@@ -170,9 +171,24 @@ Status Run(const Flags& f) {
     }
   }
   for (size_t i = 0; i < prompt.size(); ++i)
-    if (prompt[i] < 0 || prompt[i] >= config->vocab_size)
+    if (prompt[i] < 0 || prompt[i] >= config.vocab_size)
       return InvalidArgument("prompt token ", i, " is ", prompt[i], ", outside the vocabulary 0..",
-                             config->vocab_size - 1);
+                             config.vocab_size - 1);
+  return prompt;
+}
+
+Status Run(const Flags& f) {
+  HEXIR_ASSIGN_OR_RETURN(auto parameters, LlamaParameters::Open(f.parameters));
+  const Clock::time_point parameters_mapped = Clock::now();
+  const llama::LlamaConfig* config = &parameters->config();
+  // The file's own tokenizer, when it has one.
+  HEXIR_ASSIGN_OR_RETURN(std::unique_ptr<Vocabulary> vocabulary, FileVocabulary(f, *parameters));
+  std::unique_ptr<Tokenizer> tokenizer;
+  if (!f.tokenizer.empty()) {
+    HEXIR_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::Load(f.tokenizer, config->vocab_size));
+    tokenizer = std::make_unique<Tokenizer>(std::move(t));
+  }
+  HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> prompt, PromptIds(f, *config, vocabulary.get(), tokenizer.get()));
 
   if (f.tokenize_only) {  // llama-tokenize's job: the prompt's ids and llama_detokenize of them
     std::string line = "ids:";

@@ -7,16 +7,12 @@
 #include <map>
 #include <queue>
 
+#include "tools/hexir-generate/merge_symbols.h"
 #include "tools/hexir-generate/unicode.h"
 #include "tools/hexir-generate/vocabulary.h"
 
 namespace hexir::tools {
 namespace {
-
-struct Symbol {
-  int prev, next;
-  size_t begin, length;  // bytes of the text; length 0 once merged into its left neighbour
-};
 
 struct Pair {
   int left, right;
@@ -28,13 +24,7 @@ struct Pair {
 }  // namespace
 
 void Vocabulary::EncodeSpm(std::string_view text, std::vector<int64_t>* out) const {
-  std::vector<Symbol> symbols;
-  for (size_t at = 0; at < text.size();) {
-    size_t n = std::min(Utf8SequenceLength(uint8_t(text[at])), text.size() - at);
-    int index = int(symbols.size());
-    symbols.push_back({index - 1, at + n == text.size() ? -1 : index + 1, at, n});
-    at += n;
-  }
+  std::vector<MergeSymbol> symbols = CodePointSymbols(text);
   std::priority_queue<Pair> queue;
   std::map<std::string, std::pair<int, int>, std::less<>> formed_by;  // merged text -> its pair
   auto consider = [&](int left, int right) {
@@ -49,18 +39,15 @@ void Vocabulary::EncodeSpm(std::string_view text, std::vector<int64_t>* out) con
   while (!queue.empty()) {
     Pair p = queue.top();
     queue.pop();
-    Symbol& l = symbols[p.left];
-    Symbol& r = symbols[p.right];
+    MergeSymbol& l = symbols[p.left];
+    MergeSymbol& r = symbols[p.right];
     if (l.length == 0 || r.length == 0 || l.length + r.length != p.length) continue;
-    l.length += r.length;
-    r.length = 0;
-    l.next = r.next;
-    if (r.next >= 0) symbols[r.next].prev = p.left;
+    MergePair(symbols, p.left, p.right);
     consider(l.prev, p.left);
     consider(p.left, l.next);
   }
 
-  auto emit = [&](auto& self, const Symbol& s) -> void {
+  auto emit = [&](auto& self, const MergeSymbol& s) -> void {
     std::string_view piece = text.substr(s.begin, s.length);
     if (int64_t id = Find(piece); id >= 0) {
       out->push_back(id);

@@ -381,6 +381,12 @@ std::string Builder::ToIndex(const std::string& v, const std::string& et) {
   return n;
 }
 
+std::string Builder::ToI64(const std::string& index) {
+  std::string n = Fresh();
+  Line(n + " = arith.index_cast " + index + " : index to i64");
+  return n;
+}
+
 std::vector<std::string> Builder::Delinearize(const std::string& lin, const std::vector<std::string>& extents) {
   std::vector<std::string> coords(extents.size());
   std::string rest = lin;

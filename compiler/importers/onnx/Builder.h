@@ -131,6 +131,8 @@ class Builder {
   std::string Extract(const Val& v, const std::vector<std::string>& idx);
   // An integer element (i32/i64) as an `index`.
   std::string ToIndex(const std::string& v, const std::string& et);
+  // An `index` as an i64 element (the inverse of ToIndex).
+  std::string ToI64(const std::string& index);
   // The coordinates of row-major linear index `lin` (index) in a shape of `extents` (index
   // SSA names): remainders and quotients from the last extent.
   std::vector<std::string> Delinearize(const std::string& lin, const std::vector<std::string>& extents);

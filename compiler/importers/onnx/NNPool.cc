@@ -10,10 +10,28 @@
 namespace hexir::importers::onnx {
 namespace {
 
-std::string I64(Builder& b, const std::string& index) {
-  std::string n = b.Fresh();
-  b.Line(n + " = arith.index_cast " + index + " : index to i64");
-  return n;
+// The loops of a pooling generic: (n, c, o_0 .. o_{s-1}) parallel, then (k_0 .. k_{s-1})
+// reductions over the window; the padded input is read at o_i * stride_i + k_i * dilation_i,
+// the window tensor at k, the result written at (n, c, o).
+struct PoolLoops {
+  int loops = 0;
+  std::vector<std::string> input, window, output, iterators;
+};
+PoolLoops PoolLoopsOf(const Window& w) {
+  const int s = w.s;
+  PoolLoops p;
+  p.loops = 2 + 2 * s;
+  p.input = {D(0), D(1)};
+  p.output = {D(0), D(1)};
+  for (int i = 0; i < s; ++i) {
+    p.input.push_back(D(2 + i) + " * " + std::to_string(w.strides[i]) + " + " + D(2 + s + i) + " * " +
+                      std::to_string(w.dilations[i]));
+    p.window.push_back(D(2 + s + i));
+    p.output.push_back(D(2 + i));
+  }
+  p.iterators.assign(2 + s, "parallel");
+  p.iterators.resize(p.loops, "reduction");
+  return p;
 }
 
 // MaxPool's Indices: for each output the flat index into x (n, c and the spatial position,
@@ -23,22 +41,15 @@ std::string I64(Builder& b, const std::string& index) {
 std::string MaxIndices(Context& c, const Val& x, Val& xp, Val& win, Val& maxima, const Window& w, bool column_major) {
   Builder& b = c.b;
   int s = w.s;
-  int loops = 2 + 2 * s;
-  std::vector<std::string> xm = {D(0), D(1)}, km, om = {D(0), D(1)};
-  for (int i = 0; i < s; ++i) {
-    xm.push_back(D(2 + i) + " * " + std::to_string(w.strides[i]) + " + " + D(2 + s + i) + " * " +
-                 std::to_string(w.dilations[i]));
-    km.push_back(D(2 + s + i));
-    om.push_back(D(2 + i));
-  }
+  const PoolLoops pool = PoolLoopsOf(w);
+  const int loops = pool.loops;
   Shape out = maxima.shape;
-  std::vector<std::string> iters(2 + s, "parallel");
-  iters.resize(loops, "reduction");
   std::vector<std::string> extents;
   for (const Dim& d : x.shape) extents.push_back(b.DimValue(d));
   std::string none = b.Filled(out, "i64", 9.2233720368547758e18);
-  std::string first = b.Generic({&xp, &win, &maxima}, {Builder::Map(loops, xm), Builder::Map(loops, km), Builder::Map(loops, om)},
-                                Builder::Map(loops, om), out, "i64", loops, iters, none, [&](const Args& a) {
+  std::string first = b.Generic({&xp, &win, &maxima},
+                                {Builder::Map(loops, pool.input), Builder::Map(loops, pool.window), Builder::Map(loops, pool.output)},
+                                Builder::Map(loops, pool.output), out, "i64", loops, pool.iterators, none, [&](const Args& a) {
                                   std::vector<std::string> idx = b.LoopIndices(loops);
                                   std::string inside, flat = idx[0];
                                   flat = b.Bin("", "arith.addi", b.Bin("", "arith.muli", flat, extents[1], "index"), idx[1], "index");
@@ -53,7 +64,7 @@ std::string MaxIndices(Context& c, const Val& x, Val& xp, Val& win, Val& maxima,
                                     flat = b.Bin("", "arith.addi", b.Bin("", "arith.muli", flat, extents[2 + i], "index"), p, "index");
                                   }
                                   std::string hit = b.AndI1(inside, b.Cmp("oeq", "eq", a[0], a[2], x.et));
-                                  std::string here = b.Select(hit, I64(b, flat), a[3], "i64");
+                                  std::string here = b.Select(hit, b.ToI64(flat), a[3], "i64");
                                   return b.Bin("", "arith.minsi", here, a[3], "i64");
                                 });
   if (!column_major) return first;
@@ -73,7 +84,7 @@ std::string MaxIndices(Context& c, const Val& x, Val& xp, Val& win, Val& maxima,
                        offset = b.Bin("", "arith.addi", offset, b.Bin("", "arith.muli", coords[2 + i], stride, "index"), "index");
                        stride = b.Bin("", "arith.muli", stride, extents[2 + i], "index");
                      }
-                     return I64(b, b.Bin("", "arith.addi", b.Bin("", "arith.muli", plane, stride, "index"), offset, "index"));
+                     return b.ToI64(b.Bin("", "arith.addi", b.Bin("", "arith.muli", plane, stride, "index"), offset, "index"));
                    });
 }
 
@@ -96,24 +107,16 @@ Status LowerPool(Context& c, bool max) {
   win.et = et;
   for (int64_t k : kernel) win.shape.push_back(Dim::Static(k));
   win.name = b.Empty(win.shape, et);
-  int loops = 2 + 2 * s;
-  std::vector<std::string> xm = {D(0), D(1)}, km, om = {D(0), D(1)};
-  for (int i = 0; i < s; ++i) {
-    xm.push_back(D(2 + i) + " * " + std::to_string(w.strides[i]) + " + " + D(2 + s + i) + " * " +
-                 std::to_string(w.dilations[i]));
-    km.push_back(D(2 + s + i));
-    om.push_back(D(2 + i));
-  }
+  const PoolLoops pool = PoolLoopsOf(w);
+  const int loops = pool.loops;
   Shape out = {x.shape[0], x.shape[1]};
   out.insert(out.end(), w.out.begin(), w.out.end());
-  std::vector<std::string> iters(2 + s, "parallel");
-  iters.resize(loops, "reduction");
   std::string init = b.Filled(out, et, max ? lowest : 0.0);
   Val r;
   r.et = et;
   r.shape = out;
-  r.name = b.Generic({&xp, &win}, {Builder::Map(loops, xm), Builder::Map(loops, km)},
-                     Builder::Map(loops, om), out, et, loops, iters, init, [&](const Args& a) {
+  r.name = b.Generic({&xp, &win}, {Builder::Map(loops, pool.input), Builder::Map(loops, pool.window)},
+                     Builder::Map(loops, pool.output), out, et, loops, pool.iterators, init, [&](const Args& a) {
                        return max ? b.Bin("arith.maximumf", int_max, a[2], a[0], et)
                                   : b.Bin("arith.addf", "", a[2], a[0], et);
                      });

@@ -111,14 +111,12 @@ struct DirectionResult {
   Val y, h, c;  // y: [seq, batch, hidden] in time order
 };
 
-// One direction: x [seq, batch, input], w [G*H, input], r [G*H, H], bias [2*G*H] (or null),
-// h0 / c0 [batch, H], peep [3H] (or null); acts in the order f, g, h.
-StatusOr<DirectionResult> RunDirection(Context& c, const Layer& L, Val& x, Val& w, Val& r, Val* bias, Val& h0,
-                                       Val* c0, Val* peep, bool reverse, const std::vector<Activation>& acts) {
+// xw[t] = x[t] @ w^T + Wb (+ Rb, except GRU's h gate: Rbh is applied inside the gate), for
+// every step at once: [seq, batch, G*H], materialized.
+StatusOr<Val> InputProjection(Context& c, const Layer& L, Val& x, Val& w, Val* bias) {
   Builder& b = c.b;
   const std::string& et = L.et;
   int64_t H = L.hidden, GH = L.gates * H;
-  // xw[t] = x[t] @ w^T + Wb (+ Rb, except GRU's h gate: Rbh is applied inside the gate)
   Val wt = c.Transpose(w, {1, 0});
   HEXIR_ASSIGN_OR_RETURN(Val xw, c.MatMul(x, wt));
   if (bias) {
@@ -141,6 +139,36 @@ StatusOr<DirectionResult> RunDirection(Context& c, const Layer& L, Val& x, Val& 
     }));
   }
   c.Mat(xw);
+  return xw;
+}
+
+// A reverse direction's outputs `ys` (row s: step s in processing order) back in time order:
+// y[s, b] = ys[len_b - 1 - s, b] for s < len_b, else 0.
+Val ToTimeOrder(Builder& b, const Layer& L, const Val& ys) {
+  const std::string& et = L.et;
+  Val y = ys;
+  y.name = b.IndexGeneric(ys.shape, et, [&](const Args&) {
+    std::vector<std::string> idx = b.LoopIndices(3);
+    std::string len = LengthOf(b, L, idx[1]);
+    std::string l1 = b.Fresh(), rr = b.Fresh(), cl = b.Fresh(), valid = b.Fresh();
+    b.Line(l1 + " = arith.subi " + len + ", " + b.IndexConst(1) + " : index");
+    b.Line(rr + " = arith.subi " + l1 + ", " + idx[0] + " : index");
+    b.Line(cl + " = arith.maxsi " + rr + ", " + b.IndexConst(0) + " : index");
+    b.Line(valid + " = arith.cmpi slt, " + idx[0] + ", " + len + " : index");
+    std::string v = Extract(b, ys, {cl, idx[1], idx[2]});
+    return b.Select(valid, v, b.ScalarConst(et, 0), et);
+  });
+  return y;
+}
+
+// One direction: x [seq, batch, input], w [G*H, input], r [G*H, H], bias [2*G*H] (or null),
+// h0 / c0 [batch, H], peep [3H] (or null); acts in the order f, g, h.
+StatusOr<DirectionResult> RunDirection(Context& c, const Layer& L, Val& x, Val& w, Val& r, Val* bias, Val& h0,
+                                       Val* c0, Val* peep, bool reverse, const std::vector<Activation>& acts) {
+  Builder& b = c.b;
+  const std::string& et = L.et;
+  int64_t H = L.hidden, GH = L.gates * H;
+  HEXIR_ASSIGN_OR_RETURN(Val xw, InputProjection(c, L, x, w, bias));
   Val rt = c.Transpose(r, {1, 0});  // [H, G*H]
   c.Mat(rt);
   c.Mat(h0);
@@ -327,19 +355,7 @@ StatusOr<DirectionResult> RunDirection(Context& c, const Layer& L, Val& x, Val& 
     out.y = ys;
     return out;
   }
-  // Back to time order: y[s, b] = ys[len_b - 1 - s, b] for s < len_b, else 0.
-  out.y = acc;
-  out.y.name = b.IndexGeneric(acc.shape, et, [&](const Args&) {
-    std::vector<std::string> idx = b.LoopIndices(3);
-    std::string len = LengthOf(b, L, idx[1]);
-    std::string l1 = b.Fresh(), rr = b.Fresh(), cl = b.Fresh(), valid = b.Fresh();
-    b.Line(l1 + " = arith.subi " + len + ", " + b.IndexConst(1) + " : index");
-    b.Line(rr + " = arith.subi " + l1 + ", " + idx[0] + " : index");
-    b.Line(cl + " = arith.maxsi " + rr + ", " + b.IndexConst(0) + " : index");
-    b.Line(valid + " = arith.cmpi slt, " + idx[0] + ", " + len + " : index");
-    std::string v = Extract(b, ys, {cl, idx[1], idx[2]});
-    return b.Select(valid, v, b.ScalarConst(et, 0), et);
-  });
+  out.y = ToTimeOrder(b, L, ys);
   return out;
 }
 

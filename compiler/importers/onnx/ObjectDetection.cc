@@ -18,12 +18,6 @@
 namespace hexir::importers::onnx {
 namespace {
 
-std::string I64(Builder& b, const std::string& index) {
-  std::string n = b.Fresh();
-  b.Line(n + " = arith.index_cast " + index + " : index to i64");
-  return n;
-}
-
 // A scalar operand read inside a body: a known value as a constant, else element 0 of the
 // (0-D or 1-element) tensor, converted to `et`; `absent` when the input is missing.
 struct ScalarOperand {
@@ -87,7 +81,7 @@ Status LowerNonMaxSuppression(Context& c) {
         hi[a] = bin("arith.maximumf", v[a], v[a + 2]);
       }
     }
-    std::string k64 = I64(b, idx[2]), r = hi[1];
+    std::string k64 = b.ToI64(idx[2]), r = hi[1];
     r = b.Select(b.Cmp("", "eq", k64, b.ScalarConst("i64", 2), "i64"), hi[0], r, et);
     r = b.Select(b.Cmp("", "eq", k64, b.ScalarConst("i64", 1), "i64"), lo[1], r, et);
     return b.Select(b.Cmp("", "eq", k64, b.ScalarConst("i64", 0), "i64"), lo[0], r, et);
@@ -137,8 +131,8 @@ Status LowerNonMaxSuppression(Context& c) {
   order.name = b.Generic({&rank}, {other}, same, per_class, "i64", 4, reduce_last, b.Filled(per_class, "i64", 0),
                          [&](const Args& a) {
                            std::vector<std::string> idx = b.LoopIndices(4);
-                           std::string hit = b.Cmp("", "eq", a[0], I64(b, idx[2]), "i64");
-                           return b.Select(hit, I64(b, idx[3]), a[1], "i64");
+                           std::string hit = b.Cmp("", "eq", a[0], b.ToI64(idx[2]), "i64");
+                           return b.Select(hit, b.ToI64(idx[3]), a[1], "i64");
                          });
   // candidate[b][c][r] = 1 when the score of rank r is above score_threshold
   Val candidate = rank;
@@ -201,9 +195,9 @@ Status LowerNonMaxSuppression(Context& c) {
     std::vector<std::string> jk = b.LoopIndices(2);
     std::vector<std::string> bcr = b.Delinearize(b.ToIndex(b.Extract(s.positions, {jk[0]}), "i64"), extents);
     std::string box = b.Extract(order, bcr);
-    std::string k64 = I64(b, jk[1]);
-    std::string v = b.Select(b.Cmp("", "eq", k64, b.ScalarConst("i64", 1), "i64"), I64(b, bcr[1]), box, "i64");
-    return b.Select(b.Cmp("", "eq", k64, b.ScalarConst("i64", 0), "i64"), I64(b, bcr[0]), v, "i64");
+    std::string k64 = b.ToI64(jk[1]);
+    std::string v = b.Select(b.Cmp("", "eq", k64, b.ScalarConst("i64", 1), "i64"), b.ToI64(bcr[1]), box, "i64");
+    return b.Select(b.Cmp("", "eq", k64, b.ScalarConst("i64", 0), "i64"), b.ToI64(bcr[0]), v, "i64");
   });
   c.SetOut(0, out);
   return Status::Ok();
@@ -244,7 +238,7 @@ Status LowerRoiAlign(Context& c) {
   Shape out = {rois.shape[0], x.shape[1], Dim::Static(oh), Dim::Static(ow)};
   auto f = [&](double v) { return b.ScalarConst(et, v); };
   auto bin = [&](const char* op, const std::string& p, const std::string& q) { return b.Bin(op, "", p, q, et); };
-  auto from_index = [&](const std::string& i) { return b.Convert(I64(b, i), "i64", et); };
+  auto from_index = [&](const std::string& i) { return b.Convert(b.ToI64(i), "i64", et); };
   std::string height = b.DimValue(x.shape[2]), width = b.DimValue(x.shape[3]);
   Val y;
   y.et = et;

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "compiler/importers/llama/Gguf.h"
+#include "compiler/importers/onnx/ParameterFileKeys.h"
 #include "compiler/importers/onnx/TensorData.h"
 
 namespace hexir::importers::onnx {
@@ -48,11 +49,11 @@ Status WriteParameterFile(const std::string& path, const std::string& entry,
   Put<uint64_t>(&head, 3);  // metadata keys
   PutString(&head, "general.architecture");
   Put<uint32_t>(&head, kGgufString);
-  PutString(&head, "hexir.parameters");
-  PutString(&head, "hexir.entry");
+  PutString(&head, kParameterFileArchitecture);
+  PutString(&head, kParameterFileEntryKey);
   Put<uint32_t>(&head, kGgufString);
   PutString(&head, entry);
-  PutString(&head, "hexir.first_argument");
+  PutString(&head, kParameterFileFirstArgumentKey);
   Put<uint32_t>(&head, kGgufUint32);
   Put<uint32_t>(&head, static_cast<uint32_t>(first_argument));
   uint64_t offset = 0;

@@ -69,12 +69,6 @@ Val Flat(Context& c, Val& x) {
   return r.ok() ? *r : x;
 }
 
-std::string I64(Builder& b, const std::string& index) {
-  std::string n = b.Fresh();
-  b.Line(n + " = arith.index_cast " + index + " : index to i64");
-  return n;
-}
-
 }  // namespace
 
 // out[r][j] = coordinate r of the j-th non-zero element (row-major order).
@@ -98,7 +92,7 @@ Status LowerNonZero(Context& c) {
     for (int64_t k = 0; k < rank; ++k) {
       std::string is = b.Fresh();
       b.Line(is + " = arith.cmpi eq, " + rj[0] + ", " + b.IndexConst(k) + " : index");
-      result = b.Select(is, I64(b, coords[k]), result, "i64");
+      result = b.Select(is, b.ToI64(coords[k]), result, "i64");
     }
     return result;
   });
@@ -163,14 +157,14 @@ Status LowerUnique(Context& c) {
   Val fd;
   fd.et = "i64";
   fd.shape = square;
-  std::string m64 = I64(b, m_index);
+  std::string m64 = b.ToI64(m_index);
   std::string all_equal = b.Fresh();
   b.Line(all_equal + " = linalg.fill ins(" + m64 + " : i64) outs(" + b.Empty(square, "i64") + " : " +
          Builder::TensorType(fd) + ") -> " + Builder::TensorType(fd));
   fd.name = b.Generic({&rows, &rows}, {Builder::Map(3, {"d0", "d2"}), Builder::Map(3, {"d1", "d2"})},
                       Builder::Map(3, {"d0", "d1"}), square, "i64", 3, {"parallel", "parallel", "reduction"}, all_equal,
                       [&](const Args& a) {
-                        std::string m = I64(b, b.LoopIndices(3)[2]);
+                        std::string m = b.ToI64(b.LoopIndices(3)[2]);
                         std::string differ = b.Cmp("une", "ne", a[0], a[1], et);
                         std::string here = b.Select(differ, m, a[2], "i64");
                         return b.Bin("", "arith.minsi", here, a[2], "i64");
@@ -217,8 +211,8 @@ Status LowerUnique(Context& c) {
                          [&](const Args& a) {
                            std::vector<std::string> ui = b.LoopIndices(2);
                            std::string kept = b.Cmp("", "ne", a[0], i64(0), "i64");
-                           std::string hit = b.AndI1(kept, b.Cmp("", "eq", a[1], I64(b, ui[0]), "i64"));
-                           return b.Select(hit, I64(b, ui[1]), a[2], "i64");
+                           std::string hit = b.AndI1(kept, b.Cmp("", "eq", a[1], b.ToI64(ui[0]), "i64"));
+                           return b.Select(hit, b.ToI64(ui[1]), a[2], "i64");
                          });
   }
   c.Mat(pos);
@@ -232,7 +226,7 @@ Status LowerUnique(Context& c) {
                            {"parallel", "reduction"}, b.Filled(inverse.shape, "i64", 0), [&](const Args& a) {
                              std::vector<std::string> iu = b.LoopIndices(2);
                              std::string hit = equal(iu[0], b.ToIndex(a[0], "i64"));
-                             return b.Select(hit, I64(b, iu[1]), a[1], "i64");
+                             return b.Select(hit, b.ToI64(iu[1]), a[1], "i64");
                            });
   c.SetOut(2, inverse);
   // counts[u] = #{i: row i equals row pos[u]}

@@ -114,8 +114,8 @@ class CUDASerializeExecutables
     if (!inner) return exe.emitError("executable has no module to serialize");
     auto module = inner.lookupSymbol<gpu::GPUModuleOp>(exe.getSymName());
     if (!module) return exe.emitError("executable has no gpu.module (run hexir-cuda-lower-executables)");
-    auto block = exe->getAttrOfType<DenseI64ArrayAttr>("hexir.cuda.block_size");
-    if (!block || block.size() != 3) return exe.emitError("executable has no hexir.cuda.block_size");
+    auto block = exe->getAttrOfType<DenseI64ArrayAttr>(kBlockSizeAttr);
+    if (!block || block.size() != 3) return exe.emitError("executable has no ") << kBlockSizeAttr;
     FailureOr<std::string> ptx = toPTX(exe, inner, module);
     if (failed(ptx)) return failure();
     // ptxas and the driver's JIT read NUL-terminated text.
@@ -150,7 +150,7 @@ class CUDASerializeExecutables
                    b.getDictionaryAttr({b.getNamedAttr("cuda.ptx_segment", b.getStringAttr(ptxText))}));
     }
     exe->setAttr(kEntryAttr, b.getStringAttr(entry));
-    exe->removeAttr("hexir.cuda.block_size");
+    exe->removeAttr(kBlockSizeAttr);
     exe->removeAttr(kExecutableChipAttr);
     exe->removeAttr(kSharedBytesAttr);
     inner.erase();

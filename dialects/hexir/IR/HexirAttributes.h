@@ -35,4 +35,9 @@ inline constexpr char kExecutableAttrsAttr[] = "hexir.attrs";
 inline constexpr char kRodataAttrsAttr[] = "hexir.rodata_attrs";
 // What hexir-compile's IR dumps print instead of a binary: its size in bytes.
 inline constexpr char kBinarySizeAttr[] = "hexir.binary_size";
+// A device loop (hexir-form-device-loops, passes/loops/DeviceLoops.h): on a `hexir.execute`,
+// `array<i64: flag, limit>`, its body runs again while the i32 in the buffer of yielded value
+// `flag` is nonzero, at most `limit` runs; hexir-convert-to-vm lowers it to
+// `hal.command_buffer.repeat_while_slot` (passes/vm/LowerExecutionRegions.cpp).
+inline constexpr char kRepeatWhileAttr[] = "hexir.repeat_while";
 }  // namespace hexir

@@ -11,9 +11,9 @@
 #include <map>
 #include <string>
 
-#include "base/half_float.h"
 #include "hal/drivers/cpu/channel_failure.h"
 #include "hal/drivers/cpu/gloo_shim.h"
+#include "hal/drivers/cpu/widened_reduction.h"
 #include "hal/element_type.h"
 
 namespace hexir::hal::cpu {
@@ -89,7 +89,7 @@ StatusOr<const GlooApi*> LoadGlooApi() {
   return api;
 }
 
-// The shim's type for a reduction over `element_type` (f16/bf16: f32, widened here).
+// The shim's type for a reduction over `element_type` (f16/bf16: f32, widened_reduction.h).
 int32_t ReductionType(int32_t element_type) {
   switch (static_cast<ElementType>(element_type)) {
     case ElementType::kF32: case ElementType::kF16: case ElementType::kBF16: return HEXIR_GLOO_F32;
@@ -118,31 +118,19 @@ class GlooChannel final : public FailureNotifyingChannel {
   Status RunCollective(const Operation& op, const std::string& what) override {
     const uint64_t element_bytes = ElementTypeByteSize(op.element_type);
     const bool reduces = CollectiveReduces(op.kind);
-    const bool widen = reduces && (op.element_type == int32_t(ElementType::kF16) ||
-                                   op.element_type == int32_t(ElementType::kBF16));
-    const uint64_t total = op.count * (op.kind == CollectiveKind::kReduceScatter ? count() : 1);
+    const WidenedReduction wide(op, count());
     hexir_gloo_op g{};
     g.kind = int32_t(op.kind);
     g.reduction = int32_t(op.reduction);
     g.type = reduces ? ReductionType(op.element_type) : HEXIR_GLOO_BYTES;
     g.count = reduces ? op.count : op.count * element_bytes;
     g.peer = op.peer;
-    g.send = op.send;
-    g.recv = op.recv;
+    g.send = wide.send();
+    g.recv = wide.recv();
     g.sequence = uint32_t(sequence());
     g.timeout_ms = std::max<int64_t>(1, timeout().count() / 1000000);
     if (op.kind == CollectiveKind::kSend) g.slot = ++sent_[op.peer];
     if (op.kind == CollectiveKind::kRecv) g.slot = ++received_[op.peer];
-    std::vector<float> wide_send, wide_recv;
-    if (widen) {
-      auto to_f32 = op.element_type == int32_t(ElementType::kF16) ? HalfToFloat : BF16ToFloat;
-      const auto* h = static_cast<const uint16_t*>(op.send);
-      wide_send.resize(total);
-      for (uint64_t i = 0; i < total; ++i) wide_send[i] = to_f32(h[i]);
-      wide_recv.resize(op.count);
-      g.send = wide_send.data();
-      g.recv = wide_recv.data();
-    }
     char error[kErrorBytes] = {};
     const auto start = std::chrono::steady_clock::now();
     const int rc = api_.run(group_, &g, error, sizeof(error));
@@ -156,11 +144,7 @@ class GlooChannel final : public FailureNotifyingChannel {
         return Aborted(what, ": lost its peers after ", seconds,
                        " s (a rank died or left the group): ", error);
     }
-    if (widen) {
-      auto from_f32 = op.element_type == int32_t(ElementType::kF16) ? FloatToHalf : FloatToBF16;
-      auto* h = static_cast<uint16_t*>(op.recv);
-      for (uint64_t i = 0; i < op.count; ++i) h[i] = from_f32(wide_recv[i]);
-    }
+    wide.NarrowResult();
     return Status::Ok();
   }
 

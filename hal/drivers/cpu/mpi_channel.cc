@@ -7,9 +7,9 @@
 #include <thread>
 #include <vector>
 
-#include "base/half_float.h"
 #include "hal/drivers/cpu/channel_failure.h"
 #include "hal/drivers/cpu/mpi_api.h"
+#include "hal/drivers/cpu/widened_reduction.h"
 #include "hal/element_type.h"
 
 namespace hexir::hal::cpu {
@@ -79,9 +79,6 @@ class MpiChannel final : public FailureNotifyingChannel {
 
   Status RunLocked(const Operation& op, const std::string& what) {
     const int64_t element_bytes = ElementTypeByteSize(op.element_type);
-    const bool widen = CollectiveReduces(op.kind) &&
-                       (op.element_type == int32_t(ElementType::kF16) ||
-                        op.element_type == int32_t(ElementType::kBF16));
     const CollectiveBytes bytes =
         CollectiveByteSizes(op.kind, op.count, element_bytes, rank(), count(), op.peer);
     const uint64_t total = op.count * (op.kind == CollectiveKind::kReduceScatter ? count() : 1);
@@ -89,18 +86,10 @@ class MpiChannel final : public FailureNotifyingChannel {
         bytes.recv > uint64_t(INT32_MAX)) {
       return InvalidArgument(what, ": ", op.count, " elements exceed MPI's int count");
     }
-    const void* send = op.send;
-    void* recv = op.recv;
-    std::vector<float> wide_send, wide_recv;
-    if (widen) {
-      auto to_f32 = op.element_type == int32_t(ElementType::kF16) ? HalfToFloat : BF16ToFloat;
-      const auto* h = static_cast<const uint16_t*>(op.send);
-      wide_send.resize(total);
-      for (uint64_t i = 0; i < total; ++i) wide_send[i] = to_f32(h[i]);
-      wide_recv.resize(op.count);
-      send = wide_send.data();
-      recv = wide_recv.data();
-    }
+    const WidenedReduction wide(op, count());
+    const bool widen = wide.widened();
+    const void* send = wide.send();
+    void* recv = wide.recv();
     // MPI forbids aliased send and recv buffers: an in-place all_reduce says MPI_IN_PLACE,
     // other overlaps (NCCL's in-place all_gather / reduce_scatter) read from a copy.
     std::vector<uint8_t> send_copy;
@@ -145,11 +134,7 @@ class MpiChannel final : public FailureNotifyingChannel {
     }
     if (rc != MPI_SUCCESS) return Internal(what, ": ", MpiErrorText(api_, rc));
     HEXIR_RETURN_IF_ERROR(Await(request, what));
-    if (widen) {
-      auto from_f32 = op.element_type == int32_t(ElementType::kF16) ? FloatToHalf : FloatToBF16;
-      auto* h = static_cast<uint16_t*>(op.recv);
-      for (uint64_t i = 0; i < op.count; ++i) h[i] = from_f32(wide_recv[i]);
-    }
+    wide.NarrowResult();
     return Status::Ok();
   }
 

@@ -912,17 +912,26 @@ Status CudaDevice::EnsureStagingLocked() {
   return Status::Ok();
 }
 
+namespace {
+// The CUDA buffer of a host read or write (`what`) of bytes [offset, offset + size) of
+// `buffer`, the range checked.
+StatusOr<const CudaBuffer*> HostTransferBuffer(const Buffer& buffer, uint64_t offset, uint64_t size,
+                                               std::string_view what) {
+  HEXIR_RETURN_IF_ERROR(
+      ResolveRange(BufferRef::Range(vm::Ref<Buffer>::Retain(const_cast<Buffer*>(&buffer)), offset, size), what)
+          .status());
+  const CudaBuffer* b = AsCudaBuffer(&buffer);
+  if (b == nullptr) return InvalidArgument(what, ": not a CUDA buffer");
+  return b;
+}
+}  // namespace
+
 // Device memory goes through the pinned staging buffer in chunks, on the device stream (so a
 // transfer is ordered after work already on the GPU, never after submissions still held back
 // for a semaphore), one event wait per chunk.
 Status CudaDevice::WriteBuffer(Buffer& buffer, uint64_t offset, const void* data,
                                uint64_t size) {
-  HEXIR_RETURN_IF_ERROR(
-      ResolveRange(BufferRef::Range(vm::Ref<Buffer>::Retain(&buffer), offset, size),
-                   "write_buffer")
-          .status());
-  const CudaBuffer* b = AsCudaBuffer(&buffer);
-  if (b == nullptr) return InvalidArgument("write_buffer: not a CUDA buffer");
+  HEXIR_ASSIGN_OR_RETURN(const CudaBuffer* b, HostTransferBuffer(buffer, offset, size, "write_buffer"));
   if (size == 0) return Status::Ok();
   if (b->host_data()) {
     std::memcpy(b->host_data() + offset, data, size);
@@ -954,13 +963,7 @@ Status CudaDevice::WriteBuffer(Buffer& buffer, uint64_t offset, const void* data
 }
 
 Status CudaDevice::ReadBuffer(const Buffer& buffer, uint64_t offset, void* data, uint64_t size) {
-  HEXIR_RETURN_IF_ERROR(
-      ResolveRange(BufferRef::Range(vm::Ref<Buffer>::Retain(const_cast<Buffer*>(&buffer)),
-                                    offset, size),
-                   "read_buffer")
-          .status());
-  const CudaBuffer* b = AsCudaBuffer(&buffer);
-  if (b == nullptr) return InvalidArgument("read_buffer: not a CUDA buffer");
+  HEXIR_ASSIGN_OR_RETURN(const CudaBuffer* b, HostTransferBuffer(buffer, offset, size, "read_buffer"));
   if (size == 0) return Status::Ok();
   if (b->host_data()) {
     std::memcpy(data, b->host_data() + offset, size);
@@ -1021,13 +1024,7 @@ Status WaitUnlessInterrupted(std::condition_variable& cv, MutexLock& lock,
 // completion thread retires it later, and the next read's copy is ordered after it.
 Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
                                               uint64_t size, const Interrupt& interrupt) {
-  HEXIR_RETURN_IF_ERROR(
-      ResolveRange(BufferRef::Range(vm::Ref<Buffer>::Retain(const_cast<Buffer*>(&buffer)),
-                                    offset, size),
-                   "read_buffer")
-          .status());
-  const CudaBuffer* b = AsCudaBuffer(&buffer);
-  if (b == nullptr) return InvalidArgument("read_buffer: not a CUDA buffer");
+  HEXIR_ASSIGN_OR_RETURN(const CudaBuffer* b, HostTransferBuffer(buffer, offset, size, "read_buffer"));
   HEXIR_RETURN_IF_ERROR(WaitInterruptibly(  // queue transfers are pending work too
       interrupt, [&](Timeout slice) { return transfers_->AwaitIdle(slice); }));
   if (size == 0 || b->host_data()) {
