@@ -185,7 +185,6 @@ TEST_CASE("C API: NULL handles and out-pointers are refused by name, never deref
   hexir_buffer_view_t* view = nullptr;
   REQUIRE(hexir_buffer_view_from_host(device, HEXIR_ELEMENT_F32, dims, 1, data, sizeof(data), &view) == HEXIR_OK);
   int64_t i = 0;
-  double f = 0;
   hexir_value_kind_t kind;
   hexir_buffer_view_t* out_view = nullptr;
   hexir_parameters_t* parameters = nullptr;
