@@ -85,15 +85,21 @@ def test_the_gil_is_released_while_the_runtime_waits_for_the_device(wait):
     from conftest import MATMUL, vmfb
     # One worker thread: the call only queues the dispatch, the waits below find it running.
     m = hexir.load(vmfb(MATMUL), cpu_threads=1)
-    a = np.random.default_rng(2).standard_normal((768, 768)).astype(np.float32)
+    a = np.random.default_rng(2).standard_normal((1024, 1024)).astype(np.float32)
     m.matmul(a[:8, :8], a[:8, :8]).numpy()  # warm up: executables loaded
     waits = m.device.stats()["host_waits"]
-    if wait == "future.result":
-        future = m.matmul.async_(a, a)
-        action = lambda: future.result().numpy()
-    else:
+
+    # The work is queued inside the action, once the other thread is counting: queued before,
+    # a fast machine finishes it while the counter starts and the wait finds nothing pending.
+    def action():
+        if wait == "future.result":
+            return m.matmul.async_(a, a).result().numpy()
         y = m.matmul(a, a)
-        action = y.numpy if wait == "tensor.numpy" else m.device.wait_idle
+        if wait == "tensor.numpy":
+            return y.numpy()
+        m.device.wait_idle()
+        return y
+
     during, seconds = ticks_of_another_thread_during(action)
     assert m.device.stats()["host_waits"] > waits, "nothing waited for the device"
     # Holding the GIL while waiting would leave the other thread without a single turn.

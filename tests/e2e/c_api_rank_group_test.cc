@@ -119,7 +119,7 @@ TEST_CASE("C API: a rank group refuses no devices, a null device and a module wi
   REQUIRE(hexir_rank_group_create(f.instance, f.module, with_null, 2, &group) == HEXIR_INVALID_ARGUMENT);
   CHECK(LastError().find("': device 1 is null") != std::string::npos);
   REQUIRE(hexir_rank_group_create(f.instance, nullptr, f.devices.data(), 2, &group) == HEXIR_INVALID_ARGUMENT);
-  CHECK(LastError() == "hexir_rank_group_create: null argument");
+  CHECK(LastError() == "hexir_rank_group_create: null module");
 
   Fixture plain("c_api_rank_group_plain", 2, kNoCollectives);
   REQUIRE(hexir_rank_group_create(plain.instance, plain.module, plain.devices.data(), 2, &group) ==
