@@ -202,6 +202,33 @@ Val FirstRows(Context& c, const Val& acc, const Dim& count) {
   return r;
 }
 
+// Opens the `scf.while` both Loop forms emit. On entry `inits`, `types` and `after_args` hold
+// the loop's own leading values (flag, counter) and `before_args` names none or some of them;
+// the carried values and the scan accumulators (created empty) are appended, the remaining
+// before-region arguments named, and the header line emitted. Returns the op's name.
+std::string OpenLoopWhile(Builder& b, const std::vector<Val>& carried, const std::vector<std::string>& carried_args,
+                          const std::vector<Val>& accs, const std::vector<std::string>& acc_args,
+                          std::vector<std::string>& inits, std::vector<std::string>& types,
+                          std::vector<std::string>& before_args, std::vector<std::string>& after_args) {
+  for (size_t k = 0; k < carried.size(); ++k) {
+    inits.push_back(carried[k].name);
+    types.push_back(Builder::TensorType(carried[k]));
+    after_args.push_back(carried_args[k] + ": " + types.back());
+  }
+  for (size_t s = 0; s < accs.size(); ++s) {
+    inits.push_back(b.Empty(accs[s].shape, accs[s].et));
+    types.push_back(Builder::TensorType(accs[s]));
+    after_args.push_back(acc_args[s] + ": " + types.back());
+  }
+  while (before_args.size() < inits.size()) before_args.push_back(b.Fresh());
+  std::vector<std::string> bindings;
+  for (size_t k = 0; k < inits.size(); ++k) bindings.push_back(before_args[k] + " = " + inits[k]);
+  std::string w = b.Fresh(), type_list = Builder::Join(types);
+  b.Line(w + ":" + std::to_string(types.size()) + " = scf.while (" + Builder::Join(bindings) + ") : (" + type_list +
+         ") -> (" + type_list + ") {");
+  return w;
+}
+
 // Whether a Loop body's condition output is its condition input (through Identity nodes).
 bool PassesConditionThrough(const ::onnx::GraphProto& g) {
   std::string name = g.output(0).name();
@@ -308,26 +335,9 @@ Status LowerLoopWithDeviceCondition(Context& c, const ::onnx::GraphProto& g, int
   }));
   // Header, the before region (the flag test only), then the body.
   std::vector<std::string> inits_list = {flag0, count0}, types = {"tensor<1xi32>", "tensor<1xi64>"};
-  std::vector<std::string> after_args = {flag + ": tensor<1xi32>", count + ": tensor<1xi64>"};
-  for (int k = 0; k < carried; ++k) {
-    inits_list.push_back(inits[k].name);
-    types.push_back(Builder::TensorType(inits[k]));
-    after_args.push_back(carried_args[k] + ": " + types.back());
-  }
-  for (int s = 0; s < scans; ++s) {
-    inits_list.push_back(b.Empty(accs[s].shape, accs[s].et));
-    types.push_back(Builder::TensorType(accs[s]));
-    after_args.push_back(acc_args[s] + ": " + types.back());
-  }
-  std::vector<std::string> before_args, bindings;
-  for (size_t k = 0; k < inits_list.size(); ++k) {
-    before_args.push_back(b.Fresh());
-    bindings.push_back(before_args[k] + " = " + inits_list[k]);
-  }
-  std::string w = b.Fresh(), type_list = Builder::Join(types), c0 = b.Fresh(), zero = b.Fresh(), e = b.Fresh(),
-              go = b.Fresh();
-  b.Line(w + ":" + std::to_string(types.size()) + " = scf.while (" + Builder::Join(bindings) + ") : (" + type_list +
-         ") -> (" + type_list + ") {");
+  std::vector<std::string> after_args = {flag + ": tensor<1xi32>", count + ": tensor<1xi64>"}, before_args;
+  std::string w = OpenLoopWhile(b, inits, carried_args, accs, acc_args, inits_list, types, before_args, after_args);
+  std::string type_list = Builder::Join(types), c0 = b.Fresh(), zero = b.Fresh(), e = b.Fresh(), go = b.Fresh();
   b.Line("  " + c0 + " = arith.constant 0 : index");
   b.Line("  " + zero + " = arith.constant 0 : i32");
   b.Line("  " + e + " = tensor.extract " + before_args[0] + "[" + c0 + "] : tensor<1xi32>");
@@ -538,22 +548,8 @@ Status LowerLoop(Context& c) {
   // Header, the "before" region (the continuation test), then the body.
   std::vector<std::string> inits_list = {zero, cond0}, types = {"index", "i1"}, before_args = {b.Fresh(), b.Fresh()};
   std::vector<std::string> after_args = {iter + ": index", flag + ": i1"};
-  for (int k = 0; k < carried; ++k) {
-    inits_list.push_back(inits[k].name);
-    types.push_back(Builder::TensorType(inits[k]));
-    after_args.push_back(carried_args[k] + ": " + types.back());
-  }
-  for (int s = 0; s < scans; ++s) {
-    inits_list.push_back(b.Empty(accs[s].shape, accs[s].et));
-    types.push_back(Builder::TensorType(accs[s]));
-    after_args.push_back(acc_args[s] + ": " + types.back());
-  }
-  for (size_t k = 2; k < inits_list.size(); ++k) before_args.push_back(b.Fresh());
-  std::vector<std::string> bindings;
-  for (size_t k = 0; k < inits_list.size(); ++k) bindings.push_back(before_args[k] + " = " + inits_list[k]);
-  std::string w = b.Fresh(), type_list = Builder::Join(types);
-  b.Line(w + ":" + std::to_string(types.size()) + " = scf.while (" + Builder::Join(bindings) + ") : (" +
-         type_list + ") -> (" + type_list + ") {");
+  std::string w = OpenLoopWhile(b, inits, carried_args, accs, acc_args, inits_list, types, before_args, after_args);
+  std::string type_list = Builder::Join(types);
   std::string go = before_args[1];
   if (has_trips) {
     std::string below = b.Fresh();
