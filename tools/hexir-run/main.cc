@@ -120,6 +120,21 @@ Status EmitResults(const Flags& flags, const std::vector<HostValue>& results, in
   return Status::Ok();
 }
 
+// The calls of a run: --repeat times, each under its own --timeout deadline, traced over
+// `devices` when --trace asks.
+template <typename Call>
+Status RepeatCalls(const Flags& flags, const std::vector<hal::Device*>& devices,
+                   const std::vector<std::string>& names, Call&& call) {
+  return WithTrace(flags.trace, devices, names, [&]() -> Status {
+    for (int r = 0; r < flags.repeat; ++r) {
+      vm::InvokeOptions options;
+      if (flags.timeout_seconds > 0) options.deadline_ns = Interrupt::DeadlineAfter(flags.timeout_seconds);
+      HEXIR_RETURN_IF_ERROR(call(options));
+    }
+    return Status::Ok();
+  });
+}
+
 Status Run(const Flags& flags) {
   if (flags.list_devices) return ListDevices(flags);
   if (flags.module_path.empty()) return InvalidArgument("--module is required (or --list-devices)");
@@ -149,13 +164,8 @@ Status Run(const Flags& flags) {
       names.push_back(StrCat("rank ", r, " (", options.device_uris[r], ")"));
     }
     std::vector<std::vector<HostValue>> per_rank;
-    HEXIR_RETURN_IF_ERROR(WithTrace(flags.trace, devices, names, [&]() -> Status {
-      for (int r = 0; r < flags.repeat; ++r) {
-        vm::InvokeOptions call;
-        if (flags.timeout_seconds > 0) call.deadline_ns = Interrupt::DeadlineAfter(flags.timeout_seconds);
-        HEXIR_RETURN_IF_ERROR(ranks->CallOnEveryRank(flags.function, inputs, &per_rank, call));
-      }
-      return Status::Ok();
+    HEXIR_RETURN_IF_ERROR(RepeatCalls(flags, devices, names, [&](const vm::InvokeOptions& call) {
+      return ranks->CallOnEveryRank(flags.function, inputs, &per_rank, call);
     }));
     for (int32_t r = 1; r < ranks->size(); ++r) HEXIR_RETURN_IF_ERROR(EmitResults(flags, per_rank[r], r, true));
     return EmitResults(flags, per_rank[0], 0, false);
@@ -181,13 +191,8 @@ Status Run(const Flags& flags) {
     devices.push_back(&session->device(i));
     names.push_back(StrCat("device ", i, " (", session->device(i).uri(), ")"));
   }
-  HEXIR_RETURN_IF_ERROR(WithTrace(flags.trace, devices, names, [&]() -> Status {
-    for (int r = 0; r < flags.repeat; ++r) {
-      vm::InvokeOptions call;
-      if (flags.timeout_seconds > 0) call.deadline_ns = Interrupt::DeadlineAfter(flags.timeout_seconds);
-      HEXIR_RETURN_IF_ERROR(session->Call(fn, inputs, parameters, &results, call));
-    }
-    return Status::Ok();
+  HEXIR_RETURN_IF_ERROR(RepeatCalls(flags, devices, names, [&](const vm::InvokeOptions& call) {
+    return session->Call(fn, inputs, parameters, &results, call);
   }));
   return EmitResults(flags, results, -1, false);
 }
