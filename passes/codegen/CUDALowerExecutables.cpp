@@ -420,6 +420,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       std::optional<cuda::TensorCoreMatmul> shape = cuda::TensorCoreMatmul::decode(words.asArrayRef());
       if (!shape || failed(cuda::LowerTensorCoreMatmul(kernel, *shape))) return failure();
       minBlocks = shape->minBlocksPerSM();
+      cluster = shape->splits;  // split K: the blocks of one output tile form a cluster
       if (shape->wgmma) {
         sharedBytes = shape->sharedBytes();
         targetChip = cuda::kWgmmaChip;

@@ -1,6 +1,8 @@
 // Recognizes the tensor-core GEMM of CUDAMatmul.h in a kernel and picks its tile and launch.
 #include "passes/codegen/CUDAMatmul.h"
 
+#include <limits>
+
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
@@ -12,23 +14,19 @@ namespace hexir::cuda {
 using namespace mlir;
 
 std::vector<int64_t> TensorCoreMatmul::encode() const {
-  return {batch, m, n, k, transposedB, f16, a, b, tileM, tileN, warpsM, warpsN, stages, aligned, wgmma};
+  return {batch, m, n, k, transposedB, f16, a, b, tileM, tileN, warpsM, warpsN, stages, aligned, wgmma, splits, simt};
 }
 
 std::optional<TensorCoreMatmul> TensorCoreMatmul::decode(llvm::ArrayRef<int64_t> w) {
-  if (w.size() != 15) return std::nullopt;
+  if (w.size() != 17) return std::nullopt;
   TensorCoreMatmul s;
   s.batch = w[0], s.m = w[1], s.n = w[2], s.k = w[3], s.transposedB = w[4], s.f16 = w[5];
   s.a = w[6], s.b = w[7], s.tileM = w[8], s.tileN = w[9], s.warpsM = w[10], s.warpsN = w[11];
-  s.stages = w[12], s.aligned = w[13], s.wgmma = w[14];
+  s.stages = w[12], s.aligned = w[13], s.wgmma = w[14], s.splits = w[15], s.simt = w[16];
   return s;
 }
 
 namespace {
-std::nullopt_t Refuse(Operation* op, const llvm::Twine& why) {
-  op->emitRemark("matmul kept off the tensor cores: ") << why;
-  return std::nullopt;
-}
 
 // The kernel argument `v` is, or null.
 BlockArgument KernelArgument(Value v) {
@@ -73,16 +71,36 @@ void ChooseTile(TensorCoreMatmul& s) {
   s.stages = std::min<int64_t>(4, kMaxMatmulSharedBytes / (s.stageElements() * 2));
 }
 
-// The wgmma tile: 128 x (256, 128 or 64), the first with >= 132 tiles, else 128x64; 128x128
-// for a dynamic M. Two warpgroups of 64 rows each.
+// Blocks of `splits` (a cluster each, one block per SM at the wgmma kernel's shared memory)
+// one wave of the H200 holds: 132 single blocks; clusters counted as if each of its 8 GPCs
+// had 16 SMs (the GPCs have 16 or 18, and a cluster must fit in one).
+int64_t WaveBlocks(int64_t splits) { return splits == 1 ? 132 : 8 * (16 / splits) * splits; }
+
+// The wgmma tile and split: 128 x (256, 128 or 64) tiles, K split over 1, 2, 4 or 8 blocks
+// of a cluster, whichever costs least in the model below; 128x128 unsplit for a dynamic M.
+// Two warpgroups of 64 rows each.
+//
+// The model (the kernel's speed is bounded by what each SM copies in: on the H200 the 128x64
+// tile ran at ~35 GB/s per SM whether 32 or 128 blocks ran, i.e. per-SM, not shared, limits):
+// waves x (k tiles per block + 2 for the pipeline's fill + 1 for the split's reduction)
+// x (128 + tileN), the elements one k tile copies. A split needs >= 2 k tiles per block and
+// a slice of the tile that is a whole number of the reduction's 1024-element steps.
 void ChooseWgmmaTile(TensorCoreMatmul& s) {
   s.wgmma = true;
   s.tileM = 128, s.warpsM = 2, s.warpsN = 4;
-  s.tileN = 128;
+  s.tileN = 128, s.splits = 1;
   if (s.m >= 0) {
+    const int64_t kTiles = (s.k + kWgmmaTileK - 1) / kWgmmaTileK;
+    int64_t best = std::numeric_limits<int64_t>::max();
     for (int64_t tileN : {256, 128, 64}) {
-      s.tileN = tileN;
-      if (s.batch * ((s.m + 127) / 128) * ((s.n + tileN - 1) / tileN) >= 132) break;
+      const int64_t tiles = s.batch * ((s.m + 127) / 128) * ((s.n + tileN - 1) / tileN);
+      for (int64_t splits : {1, 2, 4, 8}) {
+        if (splits > 1 && (kTiles < 2 * splits || (128 * tileN / splits) % 1024 != 0)) continue;
+        const int64_t waves = (tiles * splits + WaveBlocks(splits) - 1) / WaveBlocks(splits);
+        const int64_t cost =
+            waves * ((kTiles + splits - 1) / splits + 2 + (splits > 1 ? 1 : 0)) * (128 + tileN);
+        if (cost < best) best = cost, s.tileN = tileN, s.splits = splits;
+      }
     }
   }
   s.stages = std::min<int64_t>(6, (kMaxWgmmaSharedBytes - 1024) / (s.stageElements() * 2));
@@ -98,13 +116,20 @@ std::optional<TensorCoreMatmul> MatchTensorCoreMatmul(func::FuncOp kernel, bool 
   if (reductions != 1 || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1) return std::nullopt;
   Type ea = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
   Type eb = getElementTypeOrSelf(op.getDpsInputOperand(1)->get().getType());
-  if (ea != eb || !(ea.isBF16() || ea.isF16()) || !linalg::isaContractionOpInterface(op))
-    return std::nullopt;  // not a low-precision contraction: nothing to say
+  if (ea != eb || !(ea.isBF16() || ea.isF16() || ea.isF32()) || !linalg::isaContractionOpInterface(op))
+    return std::nullopt;  // not a contraction either kernel takes: nothing to say
+  // Why an f16/bf16 contraction stays off the tensor cores is worth a remark; an f32 one
+  // keeps the general lowering as it always could.
+  const bool f32 = ea.isF32();
+  auto refuse = [&](Operation* at, const llvm::Twine& why) {
+    if (!f32) at->emitRemark("matmul kept off the tensor cores: ") << why;
+    return std::nullopt;
+  };
 
   FailureOr<linalg::ContractionDimensions> dims = linalg::inferContractionDims(op);
   if (failed(dims) || dims->batch.size() > 1 || dims->m.size() != 1 || dims->n.size() != 1 ||
       dims->k.size() != 1)
-    return Refuse(op, "not one M, N and K loop (and at most one batch loop)");
+    return refuse(op, "not one M, N and K loop (and at most one batch loop)");
   MLIRContext* ctx = op->getContext();
   auto expr = [&](unsigned d) { return getAffineDimExpr(d, ctx); };
   SmallVector<AffineExpr> prefix;
@@ -122,41 +147,42 @@ std::optional<TensorCoreMatmul> MatchTensorCoreMatmul(func::FuncOp kernel, bool 
   AffineMap mapC = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   if (mapA.getResults() != ArrayRef<AffineExpr>(results(m, k)) ||
       mapC.getResults() != ArrayRef<AffineExpr>(results(m, n)))
-    return Refuse(op, "A is not [B][M][K] or C not [B][M][N]");
+    return refuse(op, "A is not [B][M][K] or C not [B][M][N]");
   if (mapB.getResults() == ArrayRef<AffineExpr>(results(n, k)))
     s.transposedB = true;
   else if (mapB.getResults() != ArrayRef<AffineExpr>(results(k, n)))
-    return Refuse(op, "B is neither [B][K][N] nor [B][N][K]");
+    return refuse(op, "B is neither [B][K][N] nor [B][N][K]");
   Value init = op.getDpsInitOperand(0)->get();
-  if (!getElementTypeOrSelf(init.getType()).isF32()) return Refuse(op, "the accumulator is not f32");
-  if (!init.getDefiningOp<linalg::FillOp>()) return Refuse(op, "the accumulator is not filled");
+  if (!getElementTypeOrSelf(init.getType()).isF32()) return refuse(op, "the accumulator is not f32");
+  if (!init.getDefiningOp<linalg::FillOp>()) return refuse(op, "the accumulator is not filled");
   BlockArgument a = KernelArgument(op.getDpsInputOperand(0)->get());
   BlockArgument b = KernelArgument(op.getDpsInputOperand(1)->get());
-  if (!a || !b) return Refuse(op, "A or B is computed in the kernel (a fused prologue)");
+  if (!a || !b) return refuse(op, "A or B is computed in the kernel (a fused prologue)");
   s.a = a.getArgNumber(), s.b = b.getArgNumber(), s.f16 = ea.isF16();
 
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   s.batch = dims->batch.empty() ? 1 : ranges[dims->batch[0]];
   s.m = ranges[m], s.n = ranges[n], s.k = ranges[k];
   if (ShapedType::isDynamic(s.batch) || ShapedType::isDynamic(s.n) || ShapedType::isDynamic(s.k))
-    return Refuse(op, "a dynamic batch, N or K");
+    return refuse(op, "a dynamic batch, N or K");
   if (ShapedType::isDynamic(s.m)) s.m = -1;
   if (s.m >= 0 && s.m <= kMaxGemvRows) return std::nullopt;  // the GEMV kernels' case
-  if (s.n < 16 || s.k < 16) return Refuse(op, "N or K below 16");
-  // cp.async chunks of 8 elements: each row of A (K) and of B (N, or K when transposed)
-  // must start 16 bytes aligned.
-  s.aligned = s.k % 8 == 0 && (s.transposedB || s.n % 8 == 0);
+  if (s.n < 16 || s.k < 16) return refuse(op, "N or K below 16");
+  // 16-byte chunks (8 f16/bf16 elements, 4 f32): each row of A (K) and of B (N, or K when
+  // transposed) must start 16 bytes aligned.
+  const int64_t chunk = f32 ? 4 : 8;
+  s.aligned = s.k % chunk == 0 && (s.transposedB || s.n % chunk == 0);
 
   // The epilogue: a chain of elementwise generics from the contraction to the result.
   int64_t rank = mapC.getNumResults();
   llvm::SmallPtrSet<Operation*, 8> accounted = {op.getOperation(), init.getDefiningOp()};
   Value v = op->getResult(0);
   for (;;) {
-    if (!v.hasOneUse()) return Refuse(op, "the product has several users");
+    if (!v.hasOneUse()) return refuse(op, "the product has several users");
     Operation* user = *v.getUsers().begin();
     if (isa<func::ReturnOp>(user)) break;
     auto g = dyn_cast<linalg::GenericOp>(user);
-    if (!g || !IsEpilogue(g, v, rank)) return Refuse(user, "a consumer that is not elementwise");
+    if (!g || !IsEpilogue(g, v, rank)) return refuse(user, "a consumer that is not elementwise");
     accounted.insert(g);
     v = g->getResult(0);
   }
@@ -164,8 +190,10 @@ std::optional<TensorCoreMatmul> MatchTensorCoreMatmul(func::FuncOp kernel, bool 
   kernel.walk([&](linalg::LinalgOp l) {
     if (!accounted.contains(l)) other = l;
   });
-  if (other) return Refuse(other, "another computation in the kernel");
-  if (hopper && s.aligned && s.n >= 64 && s.k >= 64 && (s.m < 0 || s.m >= 64))
+  if (other) return refuse(other, "another computation in the kernel");
+  if (f32)
+    s.simt = true, s.tileM = s.tileN = 128, s.warpsM = 2, s.warpsN = 4, s.stages = 2;
+  else if (hopper && s.aligned && s.n >= 64 && s.k >= 64 && (s.m < 0 || s.m >= 64))
     ChooseWgmmaTile(s);
   else
     ChooseTile(s);
@@ -182,8 +210,8 @@ void ScheduleTensorCoreMatmul(func::FuncOp kernel, const TensorCoreMatmul& s) {
   exe->setAttr(kBlockSizeAttr, DenseI64ArrayAttr::get(ctx, {s.threads(), 1, 1}));
   int64_t columnTiles = s.batch * ((s.n + s.tileN - 1) / s.tileN);
   if (s.m >= 0) {
-    int64_t tiles = columnTiles * ((s.m + s.tileM - 1) / s.tileM);
-    exe->setAttr(codegen::kWorkgroupCountAttr, DenseI64ArrayAttr::get(ctx, {tiles, 1, 1}));
+    int64_t blocks = columnTiles * ((s.m + s.tileM - 1) / s.tileM) * s.splits;
+    exe->setAttr(codegen::kWorkgroupCountAttr, DenseI64ArrayAttr::get(ctx, {blocks, 1, 1}));
     return;
   }
   // Dynamic M: ceil(columnTiles * M / tileM) blocks (at most a tile row short of the tile

@@ -6,8 +6,8 @@
 //                                                             after the contraction: bias,
 //                                                             activation, residual, casts)
 // for a linalg.matmul / batch_matmul / matmul-shaped linalg.generic with f16 or bf16 kernel
-// arguments as A and B, an f32 result initialized by a linalg.fill, and M dynamic or > 16
-// (M <= 16 stays on the GEMV kernels).
+// arguments as A and B (or f32 ones: the SIMT kernel below), an f32 result initialized by a
+// linalg.fill, and M dynamic or > 16 (M <= 16 stays on the GEMV kernels).
 //
 // The kernel: one block per BM x BN output tile (a grid-stride loop over the tiles, grouped
 // 8 tile rows at a time so that a wave's A rows and B columns stay in L2); 32-deep k tiles
@@ -17,13 +17,20 @@
 // (BN / warpsN) sub-tile of m16n8k16 `mma.sync` accumulators in registers; the epilogue
 // applies the fused generics to each accumulator and stores it (bounds-checked).
 //
+// f32 operands (any chip) take a kernel of the same shape without tensor cores
+// (CUDAMatmulSimt.cpp): 128 x 128 tiles, 256 threads of 8 x 8 register-blocked accumulators,
+// two shared stages of 8-deep k tiles (A transposed), 16-byte global and shared loads.
+//
 // On sm_90 (Hopper) rows aligned for cp.async take the warpgroup kernel instead
 // (CUDAMatmulWgmma.cpp): two warpgroups per 128 x BN tile (BN = 256, 128 or 64), each
 // issuing `wgmma.mma_async` m64nBNk16 on operands read by the tensor cores straight from
 // shared memory; 64-deep k tiles in the 128-byte swizzle layout of wgmma descriptors,
 // filled by cp.async S - 2 stages ahead of the one being multiplied while one wgmma group is in
 // flight; stages in dynamic shared memory above 48 KiB (`cuda.shared_bytes.<entry>`, raised
-// by the CUDA driver at load); the PTX targets sm_90a.
+// by the CUDA driver at load); the PTX targets sm_90a. Where the output has too few tiles to
+// fill the SMs (prefill: M = 128 against 2048 x 2048 is 16 tiles of 128x128), K is split over
+// a cluster of 2, 4 or 8 blocks per tile, whose f32 partial tiles are summed in rank order
+// through distributed shared memory before the epilogue (deterministic; no workspace).
 #pragma once
 
 #include <optional>
@@ -36,6 +43,7 @@ namespace hexir::cuda {
 // The k depth of one shared-memory stage (mma.sync kernel; the wgmma kernel's is 64).
 inline constexpr int64_t kMatmulTileK = 32;
 inline constexpr int64_t kWgmmaTileK = 64;
+inline constexpr int64_t kSimtTileK = 8;  // the f32 kernel's (CUDAMatmulSimt.cpp)
 // Dynamic shared memory the wgmma kernel may use (of the H200's 227 KiB per block).
 inline constexpr int64_t kMaxWgmmaSharedBytes = 200 * 1024;
 // Shared memory the kernel may use (the static limit without opting in).
@@ -53,9 +61,11 @@ struct TensorCoreMatmul {
   int64_t tileM = 128, tileN = 128, warpsM = 2, warpsN = 4, stages = 3;
   bool aligned = true;  // rows of A and B start 16-byte aligned: cp.async chunks
   bool wgmma = false;   // the sm_90a warpgroup kernel (warpsM = 2 warpgroups of 4 warps)
+  int64_t splits = 1;   // wgmma only: blocks per output tile, one K slice each (a cluster)
+  bool simt = false;    // f32 operands: the register-blocked kernel without tensor cores
 
   int64_t threads() const { return 32 * warpsM * warpsN; }
-  int64_t tileK() const { return wgmma ? kWgmmaTileK : kMatmulTileK; }
+  int64_t tileK() const { return wgmma ? kWgmmaTileK : simt ? kSimtTileK : kMatmulTileK; }
   // Blocks per SM the entry asks registers for (`.minnctapersm`): two of the 8-warp
   // mma.sync tile (128 registers a thread instead of ~165: 16 warps per SM), 0 (no bound)
   // otherwise (the wgmma kernel holds BN / 2 accumulators a thread).
@@ -65,6 +75,9 @@ struct TensorCoreMatmul {
   // Dynamic shared memory of the launch: the wgmma stages plus 1 KiB to align them to the
   // 1024-byte swizzle atom; 0 for the mma.sync kernel (static shared memory).
   int64_t sharedBytes() const { return wgmma ? stages * stageElements() * 2 + 1024 : 0; }
+  // Row stride (f32 words) of the partial tile a split block leaves in its shared memory: 8
+  // words of padding put the 8 rows one warp stores in different banks.
+  int64_t partialStride() const { return tileN + 8; }
   std::vector<int64_t> encode() const;
   static std::optional<TensorCoreMatmul> decode(llvm::ArrayRef<int64_t> words);
 };
@@ -75,9 +88,10 @@ inline constexpr char kTensorCoreMatmulAttr[] = "hexir.cuda.tensor_core_matmul";
 // The matmul of `kernel` (tensor form, before distribution) with tile and launch chosen, or
 // nullopt when the kernel is not the computation above (a remark on the kernel says why
 // when its contraction has f16/bf16 operands). `hopper` (chip sm_90/sm_90a): aligned rows
-// with N, K >= 64 and M dynamic or >= 64 take the wgmma kernel, tiles 128x256, 128x128,
-// 128x64, the first giving >= 132 tiles (one wave on the H200), else 128x64 (dynamic M:
-// 128x128), stages as many as fit kMaxWgmmaSharedBytes, at most 6. Otherwise mma.sync
+// with N, K >= 64 and M dynamic or >= 64 take the wgmma kernel, tiles 128x256, 128x128 or
+// 128x64 and a split of K over 1, 2, 4 or 8 blocks, whichever a model of waves x copied
+// elements per block prices lowest (CUDAMatmul.cpp; dynamic M: 128x128, no split), stages
+// as many as fit kMaxWgmmaSharedBytes, at most 6. Otherwise mma.sync
 // tiles: 128x128 (8 warps), 128x64, 64x64 (4 warps), the first giving >= 120 tiles, else
 // 64x64; stages: as many as fit 48 KiB, at most 4.
 std::optional<TensorCoreMatmul> MatchTensorCoreMatmul(mlir::func::FuncOp kernel, bool hopper);
@@ -86,8 +100,8 @@ std::optional<TensorCoreMatmul> MatchTensorCoreMatmul(mlir::func::FuncOp kernel,
 // static, or from M's parameter word) and the kernel attributes lowering reads.
 void ScheduleTensorCoreMatmul(mlir::func::FuncOp kernel, const TensorCoreMatmul& shape);
 
-// Replaces the body of the bufferized `kernel` with the tensor-core kernel above (mma.sync,
-// or wgmma when shape.wgmma).
+// Replaces the body of the bufferized `kernel` with the kernel above (mma.sync, wgmma when
+// shape.wgmma, the f32 SIMT kernel when shape.simt).
 mlir::LogicalResult LowerTensorCoreMatmul(mlir::func::FuncOp kernel, const TensorCoreMatmul& shape);
 
 // The chip the wgmma kernel's PTX and cubin target (wgmma needs the arch-specific sm_90a).

@@ -2,6 +2,7 @@
 // (CUDAMatmulBody.h).
 #include "passes/codegen/CUDAMatmulBody.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/IRMapping.h"
 
 namespace hexir::cuda {
@@ -90,6 +91,34 @@ LogicalResult EraseMatmulBody(const MatmulBody& body) {
     alloc.erase();
   }
   return success();
+}
+
+TileWalk BeginTileWalk(KernelArith& k, const TensorCoreMatmul& s, Value M, Value N) {
+  constexpr int64_t kGroupRows = 8;
+  OpBuilder& b = k.b;
+  Location loc = k.loc;
+  Value tilesM = k.ceilDiv(M, s.tileM), tilesN = k.ceilDiv(N, s.tileN);
+  Value perBatch = k.mul(tilesM, tilesN), total = k.mul(perBatch, k.idx(s.batch));
+  Value first = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value step = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+  TileWalk walk;
+  if (s.splits > 1) {
+    walk.splitRank = k.rem(first, k.idx(s.splits));
+    first = k.div(first, k.idx(s.splits));
+    step = k.div(step, k.idx(s.splits));
+  }
+  walk.loop = scf::ForOp::create(b, loc, first, total, step);
+  b.setInsertionPointToStart(walk.loop.getBody());
+  Value t = walk.loop.getInductionVar();
+  walk.batchIndex = k.div(t, perBatch);
+  Value inBatch = k.rem(t, perBatch), groupWidth = k.mul(k.idx(kGroupRows), tilesN);
+  Value firstRow = k.mul(k.div(inBatch, groupWidth), k.idx(kGroupRows));
+  Value groupRows =
+      arith::MinUIOp::create(b, loc, arith::SubIOp::create(b, loc, tilesM, firstRow), k.idx(kGroupRows));
+  Value inGroup = k.rem(inBatch, groupWidth);
+  walk.rowBase = k.mul(k.add(firstRow, k.rem(inGroup, groupRows)), k.idx(s.tileM));
+  walk.colBase = k.mul(k.div(inGroup, groupRows), k.idx(s.tileN));
+  return walk;
 }
 
 }  // namespace hexir::cuda

@@ -1,6 +1,7 @@
 // What both tensor-core GEMM kernels of CUDAMatmul.h (mma.sync: CUDAMatmulKernel.cpp,
 // wgmma: CUDAMatmulWgmma.cpp) take from the bufferized kernel they replace: A, B, the
-// accumulator's fill value, the fused epilogue generics; plus the index arithmetic both build.
+// accumulator's fill value, the fused epilogue generics; plus the index arithmetic and the
+// walk over output tiles both build.
 #pragma once
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -8,6 +9,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "passes/codegen/CUDAMatmul.h"
 
 namespace hexir::cuda {
@@ -36,6 +38,10 @@ mlir::LogicalResult EraseMatmulBody(const MatmulBody& body);
 // Builds the wgmma kernel (CUDAMatmulWgmma.cpp) at `b`'s insertion point.
 mlir::LogicalResult BuildWgmmaMatmul(mlir::OpBuilder& b, mlir::func::FuncOp kernel,
                                      const TensorCoreMatmul& s, const MatmulBody& body);
+
+// Builds the f32 SIMT kernel (CUDAMatmulSimt.cpp) at `b`'s insertion point.
+mlir::LogicalResult BuildSimtMatmul(mlir::OpBuilder& b, mlir::func::FuncOp kernel,
+                                    const TensorCoreMatmul& s, const MatmulBody& body);
 
 // Index arithmetic on `b` at `loc` (unsigned, as every index of the kernels is >= 0).
 struct KernelArith {
@@ -78,5 +84,20 @@ struct KernelArith {
     return linear;
   }
 };
+
+// The walk over output tiles both kernels share: a grid-stride loop over the batch x tilesM x
+// tilesN tiles of s.tileM x s.tileN, taken kGroupRows tile rows at a time and down the rows
+// first (so that a wave's A rows and B columns stay in L2). With s.splits > 1 the blocks run
+// in clusters of s.splits (blocks [c S, c S + S) form cluster c), each cluster walks the
+// tiles and block r of a cluster takes the r-th slice of K (`splitRank`).
+struct TileWalk {
+  mlir::scf::ForOp loop;
+  mlir::Value batchIndex, rowBase, colBase;  // of the loop's tile
+  mlir::Value splitRank;                     // null when s.splits == 1
+};
+
+// Builds the loop at `k`'s insertion point and leaves the insertion point at the start of its
+// body. M and N: the output's extents.
+TileWalk BeginTileWalk(KernelArith& k, const TensorCoreMatmul& s, mlir::Value M, mlir::Value N);
 
 }  // namespace hexir::cuda

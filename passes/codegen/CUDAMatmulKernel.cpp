@@ -21,7 +21,6 @@ using namespace mlir;
 namespace {
 constexpr int64_t kTileK = kMatmulTileK;
 constexpr int64_t kChunk = 8;       // elements per 16-byte chunk
-constexpr int64_t kGroupRows = 8;   // tile rows walked together (L2 reuse)
 
 class MatmulKernel : KernelArith {
  public:
@@ -248,22 +247,9 @@ LogicalResult MatmulKernel::build(func::FuncOp kernel) {
   Value warp = div(tid, idx(32));
   warpRow = mul(div(warp, idx(s.warpsN)), idx(warpTileM()));
   warpCol = mul(rem(warp, idx(s.warpsN)), idx(warpTileN()));
-  Value tilesM = ceilDiv(M, s.tileM), tilesN = ceilDiv(N, s.tileN);
-  Value perBatch = mul(tilesM, tilesN), total = mul(perBatch, idx(s.batch));
   Value kTiles = ceilDiv(K, kTileK);
-  Value first = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value step = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
-  auto tiles = scf::ForOp::create(b, loc, first, total, step);
-  b.setInsertionPointToStart(tiles.getBody());
-  Value t = tiles.getInductionVar();
-  batchIndex = div(t, perBatch);
-  // Groups of kGroupRows tile rows, walked down the rows first.
-  Value inBatch = rem(t, perBatch), groupWidth = mul(idx(kGroupRows), tilesN);
-  Value firstRow = mul(div(inBatch, groupWidth), idx(kGroupRows));
-  Value groupRows = arith::MinUIOp::create(b, loc, arith::SubIOp::create(b, loc, tilesM, firstRow), idx(kGroupRows));
-  Value inGroup = rem(inBatch, groupWidth);
-  rowBase = mul(add(firstRow, rem(inGroup, groupRows)), idx(s.tileM));
-  colBase = mul(div(inGroup, groupRows), idx(s.tileN));
+  TileWalk walk = BeginTileWalk(*this, s, M, N);
+  batchIndex = walk.batchIndex, rowBase = walk.rowBase, colBase = walk.colBase;
 
   // Prologue: stages 0 .. S-2 in flight.
   for (int64_t st = 0; st + 1 < s.stages; ++st) {
@@ -306,6 +292,8 @@ LogicalResult LowerTensorCoreMatmul(func::FuncOp kernel, const TensorCoreMatmul&
   OpBuilder b(entry.getTerminator());
   if (s.wgmma) {
     if (failed(BuildWgmmaMatmul(b, kernel, s, *body))) return failure();
+  } else if (s.simt) {
+    if (failed(BuildSimtMatmul(b, kernel, s, *body))) return failure();
   } else {
     MatmulKernel builder(b, kernel.getLoc(), s, *body);
     if (failed(builder.build(kernel))) return failure();

@@ -14,6 +14,14 @@
 // The k loop, S stages: tile kt + S - 2 is copied while tile kt is multiplied and the
 // wgmma group of tile kt - 1 may still run; the stage refilled held tile kt - 2, whose
 // group every warp waited for (wait_group 1) before the barrier at the top of the step.
+//
+// Split K (s.splits = S > 1, a cluster of S blocks per output tile): block r multiplies k
+// tiles [r T / S, (r + 1) T / S) of the T, copies nothing past its slice (zero-filled), and
+// leaves its f32 partial tile in its own shared memory (the stages, now free:
+// [tileM][tileN + 8]); after a cluster barrier block r sums the r-th S-th of the tile's
+// elements over the S blocks' shared memory, in rank order (deterministic), applies the
+// epilogue and stores; a second cluster barrier keeps every block's shared memory until the
+// others have read it.
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -29,7 +37,7 @@ constexpr int64_t kRowBytes = 128;       // one swizzled row: kWgmmaTileK elemen
 constexpr int64_t kBlockBytes = kWgmmaTileK * kRowBytes;  // [64 k][64 n] of B [K][N]
 constexpr int64_t kWarpgroupRows = 64;   // the m of wgmma
 constexpr int64_t kStepK = 16;           // the k of wgmma
-constexpr int64_t kGroupRows = 8;        // tile rows walked together (L2 reuse)
+constexpr int64_t kPartialVector = 4;    // f32 words a thread sums at once (split K)
 
 class WgmmaKernel : KernelArith {
  public:
@@ -47,6 +55,7 @@ class WgmmaKernel : KernelArith {
   Value tid, lane, warpgroup, warpInGroup;
   Value batchIndex, rowBase, colBase;
   Value M, N, K;
+  Value kBound;  // copies at k >= kBound are zero-filled: K, or the end of the block's K slice
 
   int64_t stageBytes() const { return s.stageElements() * 2; }
   int64_t aBytes() const { return s.tileM * kRowBytes; }
@@ -59,6 +68,9 @@ class WgmmaKernel : KernelArith {
   Value descriptor(Value address, int64_t leadingBytes, int64_t strideBytes);
   Value multiply(Value stage, Value acc);
   void epilogue(Value acc);
+  void storePartial(Value acc);
+  void reduceSplits(Value splitRank);
+  void finish(Value v, Value row, Value col);
   SmallVector<Value> withBatch(Value memref, Value x, Value y) {
     SmallVector<Value> at;
     if (cast<MemRefType>(memref.getType()).getRank() == 3) at.push_back(batchIndex);
@@ -94,13 +106,13 @@ void WgmmaKernel::loadStage(Value stage, Value kTile) {
   };
   chunks(s.tileM, perRow, [&](Value r, Value c) {
     Value row = add(rowBase, r), k = add(k0, mul(c, idx(kChunk)));
-    copyChunk(body.a, aBase, withBatch(body.a, row, k), both(ult(row, M), ult(k, K)),
+    copyChunk(body.a, aBase, withBatch(body.a, row, k), both(ult(row, M), ult(k, kBound)),
               add(stageByte, swizzled(r, c)));
   });
   if (s.transposedB) {
     chunks(s.tileN, perRow, [&](Value r, Value c) {
       Value col = add(colBase, r), k = add(k0, mul(c, idx(kChunk)));
-      copyChunk(body.b, bBase, withBatch(body.b, col, k), both(ult(col, N), ult(k, K)),
+      copyChunk(body.b, bBase, withBatch(body.b, col, k), both(ult(col, N), ult(k, kBound)),
                 add(bByte, swizzled(r, c)));
     });
     return;
@@ -108,7 +120,7 @@ void WgmmaKernel::loadStage(Value stage, Value kTile) {
   chunks(kWgmmaTileK, s.tileN / kChunk, [&](Value r, Value cc) {
     Value k = add(k0, r), col = add(colBase, mul(cc, idx(kChunk)));
     Value block = mul(div(cc, idx(8)), idx(kBlockBytes));
-    copyChunk(body.b, bBase, withBatch(body.b, k, col), both(ult(k, K), ult(col, N)),
+    copyChunk(body.b, bBase, withBatch(body.b, k, col), both(ult(k, kBound), ult(col, N)),
               add(bByte, add(block, swizzled(r, rem(cc, idx(8))))));
   });
 }
@@ -143,31 +155,90 @@ Value WgmmaKernel::multiply(Value stage, Value acc) {
   return acc;
 }
 
+// The output element (row, col) of the tile from its f32 sum `v`: bounds-checked, plus the
+// fill value, through the fused epilogue, stored.
+void WgmmaKernel::finish(Value v, Value row, Value col) {
+  auto inside = scf::IfOp::create(b, loc, both(ult(row, M), ult(col, N)), false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(inside.thenBlock()->getTerminator());
+  if (!matchPattern(body.init, m_AnyZeroFloat())) v = arith::AddFOp::create(b, loc, body.init, v);
+  ApplyMatmulEpilogue(b, loc, body, batchIndex, v, row, col);
+}
+
 // Accumulator register v = 4 j + r of a thread holds row 16 (warp in group) + lane / 4 +
 // 8 (r / 2) of its warpgroup's 64, column 8 j + 2 (lane % 4) + r % 2.
 void WgmmaKernel::epilogue(Value acc) {
-  bool zeroInit = matchPattern(body.init, m_AnyZeroFloat());
   Value rowOfLane = add(add(rowBase, mul(warpgroup, idx(kWarpgroupRows))),
                         add(mul(warpInGroup, idx(16)), div(lane, idx(4))));
   Value colOfLane = add(colBase, mul(rem(lane, idx(4)), idx(2)));
   for (int64_t v = 0; v < s.tileN / 2; ++v) {
     int64_t j = v / 4, r = v % 4;
-    Value row = add(rowOfLane, idx(8 * (r / 2)));
-    Value col = add(colOfLane, idx(8 * j + r % 2));
-    auto inside = scf::IfOp::create(b, loc, both(ult(row, M), ult(col, N)), false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(inside.thenBlock()->getTerminator());
-    Value value = LLVM::ExtractValueOp::create(b, loc, acc, v);
-    if (!zeroInit) value = arith::AddFOp::create(b, loc, body.init, value);
-    ApplyMatmulEpilogue(b, loc, body, batchIndex, value, row, col);
+    finish(LLVM::ExtractValueOp::create(b, loc, acc, v), add(rowOfLane, idx(8 * (r / 2))),
+           add(colOfLane, idx(8 * j + r % 2)));
   }
+}
+
+// The accumulators into this block's shared memory as the f32 tile [tileM][partialStride],
+// registers v, v + 1 (adjacent columns) as one 8-byte store.
+void WgmmaKernel::storePartial(Value acc) {
+  Type f32 = b.getF32Type();
+  auto pair = VectorType::get({2}, f32);
+  Value rowOfLane = add(mul(warpgroup, idx(kWarpgroupRows)), add(mul(warpInGroup, idx(16)), div(lane, idx(4))));
+  Value colOfLane = mul(rem(lane, idx(4)), idx(2));
+  for (int64_t v = 0; v < s.tileN / 2; v += 2) {
+    int64_t j = v / 4, r = v % 4;
+    Value row = add(rowOfLane, idx(8 * (r / 2))), col = add(colOfLane, idx(8 * j));
+    Value word = add(mul(row, idx(s.partialStride())), col);
+    Value columns = LLVM::PoisonOp::create(b, loc, pair);
+    for (int64_t e = 0; e < 2; ++e)
+      columns = LLVM::InsertElementOp::create(b, loc, columns, LLVM::ExtractValueOp::create(b, loc, acc, v + e),
+                                              arith::ConstantIntOp::create(b, loc, b.getI32Type(), e));
+    LLVM::StoreOp::create(b, loc, columns, byteOffset(smem, i32(mul(word, idx(4))), 3), /*alignment=*/8);
+  }
+}
+
+// Block `splitRank` of the cluster: elements [rank E / S, (rank + 1) E / S) of the tile's E
+// (kPartialVector consecutive columns a thread), summed over the cluster's partial tiles
+// in rank order, then finished.
+void WgmmaKernel::reduceSplits(Value splitRank) {
+  MLIRContext* ctx = b.getContext();
+  NVVM::ClusterArriveOp::create(b, loc, /*aligned=*/UnitAttr());
+  NVVM::ClusterWaitOp::create(b, loc, /*aligned=*/UnitAttr());
+  auto clusterPtr = LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/7);
+  SmallVector<Value> partials;
+  for (int64_t rank = 0; rank < s.splits; ++rank)
+    partials.push_back(NVVM::MapaOp::create(b, loc, clusterPtr, smem,
+                                            arith::ConstantIntOp::create(b, loc, b.getI32Type(), rank)));
+  auto vector = VectorType::get({kPartialVector}, b.getF32Type());
+  const int64_t slice = s.tileM * s.tileN / s.splits, perStep = kPartialVector * s.threads();
+  Value sliceFirst = add(mul(splitRank, idx(slice)), mul(tid, idx(kPartialVector)));
+  for (int64_t step = 0; step < slice / perStep; ++step) {
+    Value element = add(sliceFirst, idx(step * perStep));
+    Value row = div(element, idx(s.tileN)), col = rem(element, idx(s.tileN));
+    Value bytes = i64(mul(add(mul(row, idx(s.partialStride())), col), idx(4)));
+    Value sum;
+    for (Value partial : partials) {
+      Value at = LLVM::GEPOp::create(b, loc, clusterPtr, b.getI8Type(), partial, ArrayRef<LLVM::GEPArg>{bytes});
+      Value v = LLVM::LoadOp::create(b, loc, vector, at, /*alignment=*/16);
+      sum = sum ? arith::AddFOp::create(b, loc, sum, v).getResult() : v;
+    }
+    for (int64_t e = 0; e < kPartialVector; ++e)
+      finish(LLVM::ExtractElementOp::create(b, loc, sum, arith::ConstantIntOp::create(b, loc, b.getI32Type(), e)),
+             add(rowBase, row), add(colBase, add(col, idx(e))));
+  }
+  // No block refills its stages (the next tile) or leaves while another reads them.
+  NVVM::ClusterArriveOp::create(b, loc, UnitAttr());
+  NVVM::ClusterWaitOp::create(b, loc, UnitAttr());
 }
 
 LogicalResult WgmmaKernel::build() {
   MLIRContext* ctx = b.getContext();
-  if (s.threads() != 2 * 128 || s.tileM != 2 * kWarpgroupRows || s.tileN % 64 != 0 || s.stages < 3)
+  if (s.threads() != 2 * 128 || s.tileM != 2 * kWarpgroupRows || s.tileN % 64 != 0 || s.stages < 3 ||
+      s.splits < 1 || (s.tileM * s.tileN / s.splits) % (kPartialVector * s.threads()) != 0 ||
+      s.tileM * s.partialStride() * 4 > s.stages * stageBytes())
     return emitError(loc, "internal: wgmma matmul tile ") << s.tileM << "x" << s.tileN << ", " << s.threads()
-                                                          << " threads, " << s.stages << " stages";
+                                                          << " threads, " << s.stages << " stages, "
+                                                          << s.splits << " splits";
   auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   auto bytesType = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), space);
   Value dynamic = gpu::DynamicSharedMemoryOp::create(b, loc, bytesType);
@@ -183,30 +254,29 @@ LogicalResult WgmmaKernel::build() {
   lane = rem(tid, idx(32));
   warpgroup = div(tid, idx(128));
   warpInGroup = rem(div(tid, idx(32)), idx(4));
-  Value tilesM = ceilDiv(M, s.tileM), tilesN = ceilDiv(N, s.tileN);
-  Value perBatch = mul(tilesM, tilesN), total = mul(perBatch, idx(s.batch));
   Value kTiles = ceilDiv(K, kWgmmaTileK);
-  Value first = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value step = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
-  auto tiles = scf::ForOp::create(b, loc, first, total, step);
-  b.setInsertionPointToStart(tiles.getBody());
-  Value t = tiles.getInductionVar();
-  batchIndex = div(t, perBatch);
-  Value inBatch = rem(t, perBatch), groupWidth = mul(idx(kGroupRows), tilesN);
-  Value firstRow = mul(div(inBatch, groupWidth), idx(kGroupRows));
-  Value groupRows = arith::MinUIOp::create(b, loc, arith::SubIOp::create(b, loc, tilesM, firstRow), idx(kGroupRows));
-  Value inGroup = rem(inBatch, groupWidth);
-  rowBase = mul(add(firstRow, rem(inGroup, groupRows)), idx(s.tileM));
-  colBase = mul(div(inGroup, groupRows), idx(s.tileN));
+  TileWalk walk = BeginTileWalk(*this, s, M, N);
+  batchIndex = walk.batchIndex, rowBase = walk.rowBase, colBase = walk.colBase;
+  // This block's k tiles: [kFirst, kFirst + kCount) (all of them without split K).
+  Value kFirst, kCount = kTiles;
+  kBound = K;
+  if (s.splits > 1) {
+    Value splits = idx(s.splits), rank = walk.splitRank;
+    kFirst = div(mul(rank, kTiles), splits);
+    Value kEnd = div(mul(add(rank, idx(1)), kTiles), splits);
+    kCount = arith::SubIOp::create(b, loc, kEnd, kFirst);
+    kBound = arith::MinUIOp::create(b, loc, K, mul(kEnd, idx(kWgmmaTileK)));
+  }
+  auto kTileAt = [&](Value local) { return kFirst ? add(kFirst, local) : local; };
 
   const int64_t ahead = s.stages - 2;
   for (int64_t st = 0; st < ahead; ++st) {
-    loadStage(idx(st), idx(st));
+    loadStage(idx(st), kTileAt(idx(st)));
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
   }
   auto accType = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(s.tileN / 2, b.getF32Type()));
   Value zero = LLVM::ZeroOp::create(b, loc, accType);
-  auto kLoop = scf::ForOp::create(b, loc, idx(0), kTiles, idx(1), ValueRange{zero});
+  auto kLoop = scf::ForOp::create(b, loc, idx(0), kCount, idx(1), ValueRange{zero});
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(kLoop.getBody());
@@ -219,7 +289,7 @@ LogicalResult WgmmaKernel::build() {
                                NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
     gpu::BarrierOp::create(b, loc);
     Value next = add(kt, idx(ahead));
-    loadStage(rem(next, idx(s.stages)), next);  // past K: zero-filled, never read
+    loadStage(rem(next, idx(s.stages)), kTileAt(next));  // past the slice: zero-filled, never read
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
     Value acc = multiply(rem(kt, idx(s.stages)), kLoop.getRegionIterArgs()[0]);
@@ -232,7 +302,12 @@ LogicalResult WgmmaKernel::build() {
   // read one.
   NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
   gpu::BarrierOp::create(b, loc);
-  epilogue(kLoop.getResult(0));
+  if (s.splits == 1) {
+    epilogue(kLoop.getResult(0));
+    return success();
+  }
+  storePartial(kLoop.getResult(0));
+  reduceSplits(walk.splitRank);
   return success();
 }
 }  // namespace

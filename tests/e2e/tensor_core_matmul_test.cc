@@ -1,10 +1,11 @@
-// f16/bf16 matmuls accumulating in f32, with fused epilogues, against f64 loops over the same
-// rounded inputs. On CUDA they run on the tensor-core kernels (passes/codegen/CUDAMatmul.h):
+// f16/bf16 (and f32) matmuls accumulating in f32, with fused epilogues, against f64 loops over
+// the same rounded inputs. On CUDA they run on the tensor-core kernels (passes/codegen/CUDAMatmul.h):
 // for sm_90 (the default chip) aligned rows take the wgmma kernel (128x64, 128x128 and 128x256
 // tiles, B [K][N] N-major and [N][K] K-major), the rest the mma.sync kernel; every case also
 // runs compiled for sm_80 (mma.sync only; the driver JIT-compiles its PTX). Sizes are odd,
 // prime and not multiples of any tile, rows of unaligned length take the plain-load path, M is
-// also dynamic (one module called at several M) and B is also stored [N][K] and batched.
+// also dynamic (one module called at several M) and B is also stored [N][K] and batched; shapes
+// with few output tiles split K across the blocks of a cluster (wgmma).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -65,8 +66,10 @@ std::string Program(const Case& c) {
          pre + "i, j, k) -> (" + pre + "j, k)>, affine_map<(" + pre + "i, j, k) -> (" + pre + "i, j)>], iterator_types = [" +
          (c.batch ? "\"parallel\", " : "") + "\"parallel\", \"parallel\", \"reduction\"]} ins(%a, %b : " + a + ", " + b +
          ") outs(%f : " + acc + ") {\n  ^bb0(%x: " + c.type + ", %y: " + c.type + ", %s: f32):\n" +
-         "    %xf = arith.extf %x : " + c.type + " to f32\n    %yf = arith.extf %y : " + c.type + " to f32\n" +
-         "    %pr = arith.mulf %xf, %yf : f32\n    %t = arith.addf %s, %pr : f32\n    linalg.yield %t : f32\n  } -> " + acc + "\n";
+         (c.type == "f32" ? "    %pr = arith.mulf %x, %y : f32\n"
+                          : "    %xf = arith.extf %x : " + c.type + " to f32\n    %yf = arith.extf %y : " + c.type +
+                                " to f32\n    %pr = arith.mulf %xf, %yf : f32\n") +
+         "    %t = arith.addf %s, %pr : f32\n    linalg.yield %t : f32\n  } -> " + acc + "\n";
   } else {
     p += std::string("  %c = linalg.") + (c.batch ? "batch_matmul" : "matmul") + " ins(%a, %b : " + a + ", " + b +
          ") outs(%f : " + acc + ") -> " + acc + "\n";
@@ -92,11 +95,18 @@ std::string Program(const Case& c) {
   return p;
 }
 
-// Random values in [-1, 1] rounded to the operand type; `values` gets them as floats.
+// Random values in [-1, 1] rounded to the operand type ("bf16", "f16" or "f32"); `values`
+// gets them as floats.
 HostTensor RandomLow(const std::string& type, const std::vector<int64_t>& dims, unsigned seed,
                      std::vector<float>& values) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  if (type == "f32") {
+    HostTensor f = ZerosF32(dims);
+    values.resize(f.bytes.size() / 4);
+    for (size_t i = 0; i < values.size(); ++i) F32(f)[i] = values[i] = dist(rng);
+    return f;
+  }
   HostTensor t;
   t.element_type = static_cast<int32_t>(type == "bf16" ? hal::ElementType::kBF16 : hal::ElementType::kF16);
   t.dims = dims;
@@ -155,7 +165,7 @@ void Check(const Case& c, const std::string& module, tools::Session& session, in
   REQUIRE(results.size() == 1);
   if (c.epilogue == "bias_relu_bf16")  // rounded to bf16: 8 significant bits
     RequireClose(BF16ToF32Tensor(results[0].tensor), expected, 1.0 / 128, 1e-3);
-  else  // f32 accumulation over K <= 512 terms of magnitude <= 1
+  else  // f32 accumulation over K <= 1096 terms of magnitude <= 1
     RequireClose(results[0].tensor, expected, 1e-4, 2e-4);
 }
 
@@ -204,6 +214,42 @@ void OddSizes(const std::string& device) {
              {{}, {}, {}, {}, {}, {}});
 }
 
+// Prefill-shaped: too few output tiles to fill the SMs, so on sm_90 the wgmma kernel splits K
+// over a cluster of blocks whose f32 partial tiles are summed through distributed shared memory
+// (CUDAMatmul.h). Each case picks 128x64 tiles; the k tiles do not divide evenly among the blocks.
+void SplitK(const std::string& device) {
+  CheckCases(device, "tc_matmul_split_k",
+             {
+                 // 9 tiles x 8 blocks, 18 k tiles (2 or 3 a block, the last one chunk short
+                 // of 64), M and N past a tile edge, bias + relu -> bf16.
+                 {"bf16", 0, 100, 1096, 520, false, false, "bias_relu_bf16"},
+                 // 8 tiles x 4 blocks, 13 k tiles, B [N][K], f16, a second tile row of one
+                 // row, a residual.
+                 {"f16", 0, 129, 776, 200, false, true, "residual"},
+                 // Batched: 2 x 3 tiles x 4 blocks, 10 k tiles.
+                 {"bf16", 2, 64, 640, 136, false, false, ""},
+             },
+             {{}, {}, {}});
+}
+
+// f32 operands: the register-blocked SIMT kernel on CUDA (CUDAMatmul.h), 128x128 tiles:
+// 16-byte loads where rows are aligned (K and N multiples of 4), scalar loads otherwise,
+// B [N][K] and batched, dynamic M.
+void F32Operands(const std::string& device) {
+  CheckCases(device, "simt_matmul",
+             {
+                 // Aligned rows, M and N past a tile edge, K = 17 k tiles of 8, bias + relu -> bf16.
+                 {"f32", 0, 197, 136, 264, false, false, "bias_relu_bf16"},
+                 // Prime M, K, N: scalar loads, every edge partial.
+                 {"f32", 0, 131, 97, 89, false, false, ""},
+                 // Batched, B [N][K], a residual.
+                 {"f32", 3, 70, 64, 140, false, true, "residual"},
+                 // Dynamic M, B [N][K].
+                 {"f32", 0, 0, 260, 130, true, true, ""},
+             },
+             {{}, {}, {}, {17, 300}});
+}
+
 void DynamicRows(const std::string& device) {
   CheckCases(device, "tc_matmul_dynamic",
              {
@@ -219,6 +265,8 @@ void DynamicRows(const std::string& device) {
 
 HEXIR_E2E_TEST_ON_DEVICES("f16 and bf16 matmuls match f64 loops at odd, prime and batched sizes with epilogues", OddSizes)
 HEXIR_E2E_TEST_ON_DEVICES("f16 and bf16 matmuls with dynamic M match f64 loops at every M", DynamicRows)
+HEXIR_E2E_TEST_ON_DEVICES("f16 and bf16 matmuls with K split across blocks match f64 loops", SplitK)
+HEXIR_E2E_TEST_ON_DEVICES("f32 matmuls match f64 loops at odd, prime, batched and dynamic sizes", F32Operands)
 
 }  // namespace
 }  // namespace hexir::e2e

@@ -3,7 +3,8 @@
 // RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads=chip=sm_80 --hexir-cuda-lower-executables=chip=sm_80 | FileCheck %s --check-prefix=LOWER
 
 // f16/bf16 matmuls with f32 accumulation become the tensor-core kernel (passes/codegen/CUDAMatmul.h);
-// below sm_90 (here sm_80) the mma.sync kernel (the wgmma kernel: cuda_matmul_wgmma.mlir).
+// below sm_90 (here sm_80) the mma.sync kernel (the wgmma kernel: cuda_matmul_wgmma.mlir); f32
+// matmuls the SIMT kernel of the same file.
 
 // bf16 256x512 . 512x384 + bias, relu, rounded to bf16. 128x128 tiles would be 6, 128x64
 // 12 (< 120): 64x64 tiles (4 warps of 32x32), 24 blocks of 128 threads, 4 stages of
@@ -13,7 +14,7 @@
 // DIST-SAME:    hexir.cuda.block_size = array<i64: 128, 1, 1>
 // DIST-SAME:    hexir.workgroup_count = array<i64: 24, 1, 1>
 // DIST:         func.func @mm_bias
-// DIST-SAME:      hexir.cuda.tensor_core_matmul = array<i64: 1, 256, 384, 512, 0, 0, 0, 1, 64, 64, 2, 2, 4, 1, 0>
+// DIST-SAME:      hexir.cuda.tensor_core_matmul = array<i64: 1, 256, 384, 512, 0, 0, 0, 1, 64, 64, 2, 2, 4, 1, 0, 1, 0>
 // DIST-SAME:      hexir.cuda.thread_count = -1
 // DIST:           linalg.matmul
 // The kernel: cp.async 16-byte chunks (source size 0 past the edges), 3 stages in flight
@@ -74,7 +75,7 @@ hexir.executable @mm_bias {
 // DIST-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
 // DIST-SAME:    hexir.workgroup_count_dynamic = {extent_factor = 2 : i64, extent_words = array<i64: 0>, limit = 16777216 : i64, tile = 128 : i64}
 // DIST:         func.func @mm_dyn
-// DIST-SAME:      hexir.cuda.tensor_core_matmul = array<i64: 1, -1, 200, 96, 1, 1, 0, 1, 128, 128, 2, 4, 3, 1, 0>
+// DIST-SAME:      hexir.cuda.tensor_core_matmul = array<i64: 1, -1, 200, 96, 1, 1, 0, 1, 128, 128, 2, 4, 3, 1, 0, 1, 0>
 // LOWER-LABEL: hexir.executable @mm_dyn
 // LOWER:         llvm.mlir.global private @__hexir_shared() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<24576 x f16>
 // LOWER:           nvvm.cp.async.wait.group 1
@@ -107,7 +108,7 @@ hexir.executable @mm_dyn {
 // and shared stores (no cp.async); the mma steps are unchanged.
 // DIST-LABEL: hexir.executable @mm_odd
 // DIST-SAME:    hexir.workgroup_count = array<i64: 2, 1, 1>
-// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, 67, 41, 37, 0, 0, 0, 1, 64, 64, 2, 2, 4, 0, 0>
+// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, 67, 41, 37, 0, 0, 0, 1, 64, 64, 2, 2, 4, 0, 0, 1, 0>
 // LOWER-LABEL: hexir.executable @mm_odd
 // LOWER-NOT:       nvvm.cp.async.shared.global
 // LOWER:           llvm.store %{{.+}}, %{{.+}} : bf16, !llvm.ptr<3>
@@ -126,14 +127,12 @@ hexir.executable @mm_odd {
 
 // -----
 
-// Not for the tensor cores: M = 8 (the GEMV kernels' case), an f32 matmul, and a bf16
-// accumulator (with a remark saying why; the only remark of the file).
+// Not for the tensor cores: M = 8 (the GEMV kernels' case) and a bf16 accumulator (with a
+// remark saying why; the only remark of the file).
 // REMARK-NOT:  remark
 // REMARK:      cuda_matmul.mlir:{{[0-9]+}}:{{[0-9]+}}: remark: matmul kept off the tensor cores: the accumulator is not f32
 // REMARK-NOT:  remark
 // DIST-LABEL: hexir.executable @gemv_rows
-// DIST-NOT:     tensor_core_matmul
-// DIST-LABEL: hexir.executable @f32_matmul
 // DIST-NOT:     tensor_core_matmul
 // DIST-LABEL: hexir.executable @bf16_accumulator
 // DIST-NOT:     tensor_core_matmul
@@ -149,16 +148,6 @@ hexir.executable @gemv_rows {
     }
   }
 }
-hexir.executable @f32_matmul {
-  builtin.module {
-    func.func @f32_matmul(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>, %o: tensor<64x64xf32>) -> tensor<64x64xf32> {
-      %zero = arith.constant 0.0 : f32
-      %f = linalg.fill ins(%zero : f32) outs(%o : tensor<64x64xf32>) -> tensor<64x64xf32>
-      %c = linalg.matmul ins(%a, %b : tensor<64x64xf32>, tensor<64x64xf32>) outs(%f : tensor<64x64xf32>) -> tensor<64x64xf32>
-      return %c : tensor<64x64xf32>
-    }
-  }
-}
 hexir.executable @bf16_accumulator {
   builtin.module {
     func.func @bf16_accumulator(%a: tensor<64x64xbf16>, %b: tensor<64x64xbf16>, %o: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
@@ -166,6 +155,49 @@ hexir.executable @bf16_accumulator {
       %f = linalg.fill ins(%zero : bf16) outs(%o : tensor<64x64xbf16>) -> tensor<64x64xbf16>
       %c = linalg.matmul ins(%a, %b : tensor<64x64xbf16>, tensor<64x64xbf16>) outs(%f : tensor<64x64xbf16>) -> tensor<64x64xbf16>
       return %c : tensor<64x64xbf16>
+    }
+  }
+}
+
+// -----
+
+// f32 operands take the SIMT kernel (CUDAMatmulSimt.cpp) on any chip: 150x100 . 100x200 +
+// bias, 128x128 tiles (2 x 2 = 4 blocks of 256 threads), aligned rows (K, N multiples of 4).
+// Encoded: ..., tile 128x128, warps 2x4, 2 stages, aligned, not wgmma, 1 split, SIMT.
+// DIST-LABEL: hexir.executable @f32_bias
+// DIST-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
+// DIST-SAME:    hexir.workgroup_count = array<i64: 4, 1, 1>
+// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, 150, 200, 100, 0, 0, 0, 1, 128, 128, 2, 4, 2, 1, 0, 1, 1>
+// The kernel: two stages of A^T and B (8 x 128 f32 each) in static shared memory; one
+// 16-byte global load of A and of B per thread and k tile, A stored transposed (4 scalar
+// stores), B as one 16-byte store; the k loop loads the next tile, multiplies the stage in
+// hand (per k: four 16-byte shared loads, 64 fma), stores the next stage and meets a
+// barrier; then the bias is added and the result stored, bounds-checked.
+// LOWER-LABEL: hexir.executable @f32_bias
+// LOWER:         llvm.mlir.global private @__hexir_shared() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<4096 x f32>
+// LOWER:         llvm.func internal @f32_bias_impl
+// LOWER:           llvm.load {{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+// LOWER:           llvm.store {{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<3>
+// LOWER:           nvvm.barrier0
+// LOWER:           llvm.load {{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xf32>
+// LOWER-COUNT-64:  llvm.intr.fma
+// LOWER:           nvvm.barrier0
+// LOWER:           llvm.fadd
+// LOWER:         llvm.func @f32_bias(
+// LOWER-SAME:      nvvm.minctasm = 2
+hexir.executable @f32_bias {
+  builtin.module {
+    func.func @f32_bias(%a: tensor<150x100xf32>, %b: tensor<100x200xf32>, %bias: tensor<200xf32>, %o: tensor<150x200xf32>) -> tensor<150x200xf32> {
+      %zero = arith.constant 0.0 : f32
+      %e = tensor.empty() : tensor<150x200xf32>
+      %f = linalg.fill ins(%zero : f32) outs(%e : tensor<150x200xf32>) -> tensor<150x200xf32>
+      %c = linalg.matmul ins(%a, %b : tensor<150x100xf32>, tensor<100x200xf32>) outs(%f : tensor<150x200xf32>) -> tensor<150x200xf32>
+      %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%c, %bias : tensor<150x200xf32>, tensor<200xf32>) outs(%o : tensor<150x200xf32>) {
+      ^bb0(%x: f32, %y: f32, %z: f32):
+        %s = arith.addf %x, %y : f32
+        linalg.yield %s : f32
+      } -> tensor<150x200xf32>
+      return %r : tensor<150x200xf32>
     }
   }
 }

@@ -78,17 +78,19 @@
 // CHECK:         ld.global.nc.v4.b32
 // CHECK:         st.global.v4.b32
 
-// A 256x128 @ 128x512 matmul: a 1x4 output strip per thread (32768 threads), k loop
-// outside the strip: 4 accumulators in registers, B's row segment as one 16-byte load.
+// A 256x128 @ 128x512 f32 matmul: the SIMT GEMM kernel (passes/codegen/CUDAMatmul.h), 8
+// blocks of 256 threads per 128x128 tile, two stages of A^T and B in 16 KiB of shared
+// memory, 16-byte global loads, 16-byte shared loads feeding fma, two blocks per SM.
 // CHECK-LABEL: executable 6 format=cuda-cubin-sm_90 entry_points=mm_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190
 // CHECK:         attr cuda.block_size.mm_dispatch_0 = 256,1,1
-// CHECK:         setp.gt.u32 {{.*}}, 32767;
-// CHECK:       $L__BB0_2:
-// CHECK:         ld.global.nc.v4.b32
-// CHECK:         mul.rn.f32
-// CHECK:         add.rn.f32
-// CHECK:         bra
+// CHECK:         .minnctapersm 2
+// CHECK:         .shared .align 16 .b8 __hexir_shared[16384];
+// CHECK:         ld.global.v4.b32
+// CHECK:         st.shared.v4.b32
+// CHECK:         bar.sync 0;
+// CHECK:         ld.shared.v4.b32
+// CHECK:         fma.rn.f32
 
 // Row sums of squares, 64x1000: four warps per row (64 rows fill few SMs; 8192 threads,
 // one row per block of 128): lanes read the row 16 bytes at a time, then a five-step
