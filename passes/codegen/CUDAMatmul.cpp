@@ -1,8 +1,6 @@
 // Recognizes the tensor-core GEMM of CUDAMatmul.h in a kernel and picks its tile and launch.
 #include "passes/codegen/CUDAMatmul.h"
 
-#include <limits>
-
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
@@ -71,37 +69,35 @@ void ChooseTile(TensorCoreMatmul& s) {
   s.stages = std::min<int64_t>(4, kMaxMatmulSharedBytes / (s.stageElements() * 2));
 }
 
-// Blocks of `splits` (a cluster each, one block per SM at the wgmma kernel's shared memory)
-// one wave of the H200 holds: 132 single blocks; clusters counted as if each of its 8 GPCs
-// had 16 SMs (the GPCs have 16 or 18, and a cluster must fit in one).
-int64_t WaveBlocks(int64_t splits) { return splits == 1 ? 132 : 8 * (16 / splits) * splits; }
-
-// The wgmma tile and split: 128 x (256, 128 or 64) tiles, K split over 1, 2, 4 or 8 blocks
-// of a cluster, whichever costs least in the model below; 128x128 unsplit for a dynamic M.
-// Two warpgroups of 64 rows each.
+// The wgmma tile: 128 x (256, 128 or 64), the first with >= 132 tiles, else 128x64; 128x128
+// for a dynamic M. Two warpgroups of 64 rows each. A static output of at most 32 tiles (a
+// quarter of the H200's 132 SMs) splits K over a cluster of S = 8, 4 or 2 blocks per tile,
+// the most with tiles x S <= 128 and >= 2 k tiles a block.
 //
-// The model (the kernel's speed is bounded by what each SM copies in: on the H200 the 128x64
-// tile ran at ~35 GB/s per SM whether 32 or 128 blocks ran, i.e. per-SM, not shared, limits):
-// waves x (k tiles per block + 2 for the pipeline's fill + 1 for the split's reduction)
-// x (128 + tileN), the elements one k tile copies. A split needs >= 2 k tiles per block and
-// a slice of the tile that is a whole number of the reduction's 1024-element steps.
+// On the H200 a cost model (waves x copied elements per block) picked 128x256 tiles and
+// splits for the prefill shapes and lost to this rule on all four (bench/README.md):
+// M = 512 . 2048x2048 at 128x256 x 4 splits took 40.0 us against 23.0 at 128x64; every
+// 128x64 or 128x128 block took ~20 us whether it multiplied 4 or 32 k tiles, so the time
+// is not in the k loop and splitting K only fills idle SMs (M = 128 . 2048x2048 at 128x128
+// x 8: 23.0 us against 21.8).
 void ChooseWgmmaTile(TensorCoreMatmul& s) {
   s.wgmma = true;
   s.tileM = 128, s.warpsM = 2, s.warpsN = 4;
   s.tileN = 128, s.splits = 1;
   if (s.m >= 0) {
-    const int64_t kTiles = (s.k + kWgmmaTileK - 1) / kWgmmaTileK;
-    int64_t best = std::numeric_limits<int64_t>::max();
+    int64_t tiles = 0;
     for (int64_t tileN : {256, 128, 64}) {
-      const int64_t tiles = s.batch * ((s.m + 127) / 128) * ((s.n + tileN - 1) / tileN);
-      for (int64_t splits : {1, 2, 4, 8}) {
-        if (splits > 1 && (kTiles < 2 * splits || (128 * tileN / splits) % 1024 != 0)) continue;
-        const int64_t waves = (tiles * splits + WaveBlocks(splits) - 1) / WaveBlocks(splits);
-        const int64_t cost =
-            waves * ((kTiles + splits - 1) / splits + 2 + (splits > 1 ? 1 : 0)) * (128 + tileN);
-        if (cost < best) best = cost, s.tileN = tileN, s.splits = splits;
-      }
+      s.tileN = tileN;
+      tiles = s.batch * ((s.m + 127) / 128) * ((s.n + tileN - 1) / tileN);
+      if (tiles >= 132) break;
     }
+    const int64_t kTiles = (s.k + kWgmmaTileK - 1) / kWgmmaTileK;
+    if (tiles <= 32)
+      for (int64_t splits : {8, 4, 2})
+        if (tiles * splits <= 128 && kTiles >= 2 * splits && (128 * s.tileN / splits) % 1024 == 0) {
+          s.splits = splits;
+          break;
+        }
   }
   s.stages = std::min<int64_t>(6, (kMaxWgmmaSharedBytes - 1024) / (s.stageElements() * 2));
 }

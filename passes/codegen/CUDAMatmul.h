@@ -28,7 +28,7 @@
 // filled by cp.async S - 2 stages ahead of the one being multiplied while one wgmma group is in
 // flight; stages in dynamic shared memory above 48 KiB (`cuda.shared_bytes.<entry>`, raised
 // by the CUDA driver at load); the PTX targets sm_90a. Where the output has too few tiles to
-// fill the SMs (prefill: M = 128 against 2048 x 2048 is 16 tiles of 128x128), K is split over
+// fill the SMs (prefill: M = 128 against 2048 x 2048 is 32 tiles of 128x64), K is split over
 // a cluster of 2, 4 or 8 blocks per tile, whose f32 partial tiles are summed in rank order
 // through distributed shared memory before the epilogue (deterministic; no workspace).
 #pragma once
@@ -88,10 +88,10 @@ inline constexpr char kTensorCoreMatmulAttr[] = "hexir.cuda.tensor_core_matmul";
 // The matmul of `kernel` (tensor form, before distribution) with tile and launch chosen, or
 // nullopt when the kernel is not the computation above (a remark on the kernel says why
 // when its contraction has f16/bf16 operands). `hopper` (chip sm_90/sm_90a): aligned rows
-// with N, K >= 64 and M dynamic or >= 64 take the wgmma kernel, tiles 128x256, 128x128 or
-// 128x64 and a split of K over 1, 2, 4 or 8 blocks, whichever a model of waves x copied
-// elements per block prices lowest (CUDAMatmul.cpp; dynamic M: 128x128, no split), stages
-// as many as fit kMaxWgmmaSharedBytes, at most 6. Otherwise mma.sync
+// with N, K >= 64 and M dynamic or >= 64 take the wgmma kernel, tiles 128x256, 128x128,
+// 128x64, the first giving >= 132 tiles (one wave on the H200), else 128x64 (dynamic M:
+// 128x128); at most 32 tiles (static M) split K over a cluster of 8, 4 or 2 blocks per
+// tile; stages as many as fit kMaxWgmmaSharedBytes, at most 6. Otherwise mma.sync
 // tiles: 128x128 (8 warps), 128x64, 64x64 (4 warps), the first giving >= 120 tiles, else
 // 64x64; stages: as many as fit 48 KiB, at most 4.
 std::optional<TensorCoreMatmul> MatchTensorCoreMatmul(mlir::func::FuncOp kernel, bool hopper);

@@ -44,12 +44,17 @@ FailureOr<MatmulBody> FindMatmulBody(func::FuncOp kernel, const TensorCoreMatmul
   return body;
 }
 
+SmallVector<Value> MatmulIndices(Value memref, Value batchIndex, Value x, Value y) {
+  SmallVector<Value> at;
+  if (cast<MemRefType>(memref.getType()).getRank() == 3) at.push_back(batchIndex);
+  at.push_back(x);
+  at.push_back(y);
+  return at;
+}
+
 void ApplyMatmulEpilogue(OpBuilder& b, Location loc, const MatmulBody& body, Value batchIndex,
                          Value v, Value row, Value col) {
-  SmallVector<Value> coords;
-  if (cast<MemRefType>(body.result.getType()).getRank() == 3) coords.push_back(batchIndex);
-  coords.push_back(row);
-  coords.push_back(col);
+  SmallVector<Value> coords = MatmulIndices(body.result, batchIndex, row, col);
   Value holder = body.product;
   for (linalg::GenericOp g : body.epilogue) {
     IRMapping m;

@@ -26,6 +26,11 @@ struct MatmulBody {
 
 mlir::FailureOr<MatmulBody> FindMatmulBody(mlir::func::FuncOp kernel, const TensorCoreMatmul& s);
 
+// The indices of element (x, y) of `memref`, with `batchIndex` in front for a rank-3 (batched)
+// operand.
+llvm::SmallVector<mlir::Value> MatmulIndices(mlir::Value memref, mlir::Value batchIndex, mlir::Value x,
+                                             mlir::Value y);
+
 // Applies the fused generics to `v` (the product at (batchIndex,) row, col; batchIndex
 // unused for rank-2 results) and stores the last value to body.result.
 void ApplyMatmulEpilogue(mlir::OpBuilder& b, mlir::Location loc, const MatmulBody& body,

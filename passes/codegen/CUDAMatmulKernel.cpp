@@ -74,13 +74,7 @@ void MatmulKernel::loadStage(Value stage, Value kTile) {
       emit(div(q, idx(perRow)), rem(q, idx(perRow)));
     }
   };
-  auto batchRows = [&](Value operand, Value row, Value col) {
-    SmallVector<Value> at;
-    if (cast<MemRefType>(operand.getType()).getRank() == 3) at.push_back(batchIndex);
-    at.push_back(row);
-    at.push_back(col);
-    return at;
-  };
+  auto batchRows = [&](Value operand, Value row, Value col) { return MatmulIndices(operand, batchIndex, row, col); };
   chunks(s.tileM, kTileK / kChunk, [&](Value r, Value c) {
     Value row = add(rowBase, r), k = add(k0, mul(c, idx(kChunk)));
     copyChunk(body.a, aBase, batchRows(body.a, row, k), both(ult(row, M), ult(k, K)),

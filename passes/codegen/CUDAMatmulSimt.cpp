@@ -42,13 +42,7 @@ class SimtKernel : KernelArith {
   Type f32() { return b.getF32Type(); }
   VectorType chunkType() { return VectorType::get({kVector}, f32()); }
   Value i32Const(int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v); }
-  SmallVector<Value> at(Value memref, Value x, Value y) {
-    SmallVector<Value> indices;
-    if (cast<MemRefType>(memref.getType()).getRank() == 3) indices.push_back(batchIndex);
-    indices.push_back(x);
-    indices.push_back(y);
-    return indices;
-  }
+  SmallVector<Value> at(Value memref, Value x, Value y) { return MatmulIndices(memref, batchIndex, x, y); }
   SmallVector<Value> loadChunk(Value memref, Value base, ArrayRef<Value> indices, Value rowInBounds);
   SmallVector<Value> loadTile(Value kTile);
   void storeTile(Value stage, ArrayRef<Value> chunks);

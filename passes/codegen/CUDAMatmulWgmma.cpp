@@ -71,13 +71,7 @@ class WgmmaKernel : KernelArith {
   void storePartial(Value acc);
   void reduceSplits(Value splitRank);
   void finish(Value v, Value row, Value col);
-  SmallVector<Value> withBatch(Value memref, Value x, Value y) {
-    SmallVector<Value> at;
-    if (cast<MemRefType>(memref.getType()).getRank() == 3) at.push_back(batchIndex);
-    at.push_back(x);
-    at.push_back(y);
-    return at;
-  }
+  SmallVector<Value> withBatch(Value memref, Value x, Value y) { return MatmulIndices(memref, batchIndex, x, y); }
 };
 
 void WgmmaKernel::copyChunk(Value memref, Value base, ArrayRef<Value> at, Value inBounds,

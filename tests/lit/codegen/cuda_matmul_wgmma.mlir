@@ -6,24 +6,23 @@
 // tiles, 64-deep stages in dynamic shared memory, PTX for sm_90a; K split over a cluster of
 // blocks where the output has few tiles.
 
-// bf16 1024x512 . 512x2048 ([K][N]) + bias: 128x128 tiles (8 x 16 = 128 blocks, one wave
-// of 8 k tiles each) cost least (128x256: 64 tiles, split over 2 blocks each for 4 k tiles;
-// 128x64: two waves); stages of (128 + 128) x 64 bf16 = 32 KiB, 6 of them (+ 1 KiB
-// alignment = 197632 bytes). Encoded: ..., tile 128x128, 2 warpgroups (warps 2x4), 6
-// stages, aligned, wgmma, 1 split, not SIMT.
+// bf16 1024x512 . 512x2048 ([K][N]) + bias: 128x256 tiles give 8 x 8 = 64 < 132, 128x128
+// 128: >= 132 fails too, so 128x64 (256 tiles, no split); stages of (128 + 64) x 64 bf16 =
+// 24 KiB, 6 of them (+ 1 KiB alignment = 148480 bytes). Encoded: ..., tile 128x64, 2
+// warpgroups (warps 2x4), 6 stages, aligned, wgmma, 1 split, not SIMT.
 // DIST-LABEL: hexir.executable @wg_bias
 // DIST-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
-// DIST-SAME:    hexir.workgroup_count = array<i64: 128, 1, 1>
+// DIST-SAME:    hexir.workgroup_count = array<i64: 256, 1, 1>
 // DIST:         func.func @wg_bias
-// DIST-SAME:      hexir.cuda.tensor_core_matmul = array<i64: 1, 1024, 2048, 512, 0, 0, 0, 1, 128, 128, 2, 4, 6, 1, 1, 1, 0>
+// DIST-SAME:      hexir.cuda.tensor_core_matmul = array<i64: 1, 1024, 2048, 512, 0, 0, 0, 1, 128, 64, 2, 4, 6, 1, 1, 1, 0>
 // The kernel: 4 stages in flight before the k loop (6 - 2); each k step waits for all but
 // the 3 youngest copy groups, fences the copies into the async proxy, meets at a barrier,
-// copies one stage ahead, then fences the accumulators and issues 4 wgmma m64n128k16 with
+// copies one stage ahead, then fences the accumulators and issues 4 wgmma m64n64k16 with
 // B N-major (imm-trans-b 1), commits them and waits for all but the youngest group; after
 // the loop every group is waited for before the epilogue adds the bias.
 // LOWER-LABEL: hexir.executable @wg_bias
 // LOWER-SAME:    hexir.cuda.chip = "sm_90a"
-// LOWER-SAME:    hexir.cuda.shared_bytes = 197632 : i64
+// LOWER-SAME:    hexir.cuda.shared_bytes = 148480 : i64
 // LOWER:         gpu.module @wg_bias [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">]
 // LOWER:           llvm.mlir.global internal @__dynamic_shmem__{{[0-9]*}}() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
 // LOWER:         llvm.func internal @wg_bias_impl
@@ -34,7 +33,7 @@
 // LOWER:           nvvm.cp.async.shared.global
 // LOWER:           nvvm.cp.async.commit.group
 // LOWER:           nvvm.wgmma.fence.aligned
-// LOWER-COUNT-4:   wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// LOWER-COUNT-4:   wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // LOWER:           nvvm.wgmma.commit.group.sync.aligned
 // LOWER-NEXT:      nvvm.wgmma.wait.group.sync.aligned 1
 // LOWER:           nvvm.wgmma.wait.group.sync.aligned 0
@@ -64,7 +63,7 @@ hexir.executable @wg_bias {
 
 // -----
 
-// f16, 8192^3 shape ([N][K] B, the llama layout): 128x256 tiles (64 x 32 = 2048, 16 waves),
+// f16, 8192^3 shape ([N][K] B, the llama layout): 128x256 tiles (64 x 32 = 2048 >= 132),
 // 4 stages of (128 + 256) x 64 f16 = 48 KiB (197632 bytes with the alignment); B K-major
 // (imm-trans-b 0): wgmma m64n256k16, 128 accumulators a thread.
 // DIST-LABEL: hexir.executable @wg_big
@@ -141,30 +140,30 @@ hexir.executable @sync_small {
 
 // -----
 
-// Prefill: M = 128 against a 2048x2048 [K][N] weight, plus a bias. 128x128 tiles give 16
-// blocks for 132 SMs: K (32 tiles of 64) is split over clusters of 8 blocks (16 x 8 = 128
-// blocks, 4 k tiles each). Block r copies only its slice (copies at k >= the slice's end are
+// Prefill: M = 128 against a 2048x2048 [K][N] weight, plus a bias. 128x64 tiles give 32
+// blocks for 132 SMs: K (32 tiles of 64) is split over clusters of 4 blocks (32 x 4 = 128
+// blocks, 8 k tiles each). Block r copies only its slice (copies at k >= the slice's end are
 // zero-filled), stores its f32 partial tile to its shared memory, meets the cluster, sums
-// its eighth of the tile over the 8 blocks' shared memory (`mapa`, rank order), adds the
+// its quarter of the tile over the 4 blocks' shared memory (`mapa`, rank order), adds the
 // bias and stores; a second cluster barrier keeps its shared memory until all have read.
 // DIST-LABEL: hexir.executable @wg_split
 // DIST-SAME:    hexir.workgroup_count = array<i64: 128, 1, 1>
-// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, 128, 2048, 2048, 0, 0, 0, 1, 128, 128, 2, 4, 6, 1, 1, 8, 0>
+// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, 128, 2048, 2048, 0, 0, 0, 1, 128, 64, 2, 4, 6, 1, 1, 4, 0>
 // LOWER-LABEL: hexir.executable @wg_split
 // LOWER:         llvm.func internal @wg_split_impl
 // LOWER:           llvm.intr.umin
-// LOWER:           wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// LOWER:           wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // LOWER:           nvvm.wgmma.wait.group.sync.aligned 0
 // LOWER:           llvm.store {{.*}} : vector<2xf32>, !llvm.ptr<3>
 // LOWER:           nvvm.cluster.arrive
 // LOWER-NEXT:      nvvm.cluster.wait
-// LOWER-COUNT-8:   nvvm.mapa
-// LOWER-COUNT-8:   llvm.load {{.*}} : !llvm.ptr<7> -> vector<4xf32>
+// LOWER-COUNT-4:   nvvm.mapa
+// LOWER-COUNT-4:   llvm.load {{.*}} : !llvm.ptr<7> -> vector<4xf32>
 // LOWER:           llvm.fadd
 // LOWER:           nvvm.cluster.arrive
 // LOWER-NEXT:      nvvm.cluster.wait
 // LOWER:         llvm.func @wg_split(
-// LOWER-SAME:      nvvm.cluster_dim = array<i32: 8, 1, 1>
+// LOWER-SAME:      nvvm.cluster_dim = array<i32: 4, 1, 1>
 hexir.executable @wg_split {
   builtin.module {
     func.func @wg_split(%a: tensor<128x2048xbf16>, %b: tensor<2048x2048xbf16>, %bias: tensor<2048xf32>, %o: tensor<128x2048xf32>) -> tensor<128x2048xf32> {

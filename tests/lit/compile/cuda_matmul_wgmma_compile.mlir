@@ -5,30 +5,30 @@
 // RUN: python3 %S/dump_vmfb_executables.py %t.sm80.vmfb | FileCheck %s --check-prefix=SM80
 
 // The wgmma GEMM assembled by ptxas for sm_90a (so a PTX syntax error fails here, without a
-// GPU): a bf16 matmul with a [K][N] B (128x128 tiles, 6 stages: 197632 bytes of dynamic
+// GPU): a bf16 matmul with a [K][N] B (128x64 tiles, 6 stages: 148480 bytes of dynamic
 // shared memory), one with a [N][K] B (128x256 tiles, 4 stages: 197632 bytes), and a
-// prefill-shaped one whose K is split over clusters of 8 blocks (`.reqnctapercluster`,
+// prefill-shaped one whose K is split over clusters of 4 blocks (`.reqnctapercluster`,
 // distributed shared memory reads), then the
 // same module for sm_80, where both take the mma.sync kernel in static shared memory.
 // CHECK-LABEL: executable 0 format=cuda-cubin-sm_90a entry_points=mm_kn_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190 size>0=True
 // CHECK:         attr cuda.block_size.mm_kn_dispatch_0 = 256,1,1
-// CHECK:         attr cuda.shared_bytes.mm_kn_dispatch_0 = 197632
+// CHECK:         attr cuda.shared_bytes.mm_kn_dispatch_0 = 148480
 // CHECK:         .target sm_90a
 // CHECK:         .shared .align 16 .b8 __dynamic_shmem
 // CHECK:         cp.async.cg.shared.global
 // CHECK:         fence.proxy.async.shared::cta
 // CHECK:         wgmma.fence.sync.aligned
-// CHECK:         wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK:         wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // CHECK:         wgmma.commit_group.sync.aligned
 // CHECK:         wgmma.wait_group.sync.aligned 1
 // CHECK-LABEL: executable 1 format=cuda-cubin-sm_90a entry_points=mm_nk_dispatch_0
 // CHECK:         attr cuda.shared_bytes.mm_nk_dispatch_0 = 197632
 // CHECK:         wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
 // CHECK-LABEL: executable 2 format=cuda-cubin-sm_90a entry_points=mm_prefill_dispatch_0
-// CHECK:         .reqnctapercluster 8, 1, 1
+// CHECK:         .reqnctapercluster 4, 1, 1
 // CHECK:         mapa.shared::cluster
-// CHECK:         wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK:         wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // CHECK:         st.shared.v2.b32
 // CHECK:         barrier.cluster.arrive
 // CHECK-NEXT:    barrier.cluster.wait
