@@ -24,6 +24,7 @@ StatusOr<llama::EmitOptions> LlamaOptions(const ImportModelOptions& o) {
   llama::EmitOptions options;
   options.cache_len = o.cache_len;
   options.weight_type = o.weights;
+  options.cache_type = o.kv_cache;
   options.decode_chunk = o.decode_chunk;
   options.layer_calls = !o.inline_layers;
   options.tensor_parallel = o.tensor_parallel;

@@ -17,6 +17,7 @@ struct ImportModelOptions {
   std::string entry = "main";   // onnx: name of the generated entry function
   int64_t cache_len = 0;        // llama2c/gguf/hf: KV-cache positions (0: the checkpoint's)
   std::string weights = "f32";  // llama2c/gguf/hf: weight argument element type (f32 or f16)
+  std::string kv_cache = "f32";  // llama2c/gguf/hf: KV-cache element type (f32, f16 or bf16)
   int64_t decode_chunk = 8;     // llama2c/gguf/hf: decode steps per host check of the stop flag
   bool inline_layers = false;   // llama2c/gguf/hf: decode layers written out, not calls of @layer
   int64_t tensor_parallel = 1;  // llama2c/gguf/hf: ranks of the SPMD program (llama/TensorParallel.h)

@@ -63,8 +63,8 @@ std::optional<DecodeAttention> MatchDecodeAttention(func::FuncOp kernel) {
   FunctionType type = kernel.getFunctionType();
   auto cache = dyn_cast<RankedTensorType>(type.getInput(s.k));
   if (!cache || cache != type.getInput(s.v) || cache.getRank() != 2 || !cache.hasStaticShape() ||
-      !cache.getElementType().isF32())
-    return Refuse(kernel, "caches are not static 2-D f32 tensors of one type");
+      !(cache.getElementType().isF32() || cache.getElementType().isF16() || cache.getElementType().isBF16()))
+    return Refuse(kernel, "caches are not static 2-D f32, f16 or bf16 tensors of one type");
   if (type.getNumResults() != 1) return Refuse(kernel, "not one result");
   auto result = dyn_cast<RankedTensorType>(type.getResult(0));
   if (!result || result.getRank() != 3 || !result.hasStaticShape() || !result.getElementType().isF32())
@@ -117,6 +117,10 @@ class KernelBuilder {
   Value min(Value x, Value y) { return arith::MinUIOp::create(b, loc, x, y); }
   Value fmax(Value x, Value y) { return arith::MaximumFOp::create(b, loc, x, y); }
   Value exp(Value x) { return math::ExpOp::create(b, loc, x); }
+  // A cache element (f16 or bf16 caches) widened to f32.
+  Value widen(Value x) {
+    return x.getType().isF32() ? x : (Value)arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+  }
   Value load(Value m, ValueRange i) { return memref::LoadOp::create(b, loc, m, i); }
   void store(Value v, Value m, ValueRange i) { memref::StoreOp::create(b, loc, v, m, i); }
   void barrier() { gpu::BarrierOp::create(b, loc); }
@@ -188,7 +192,9 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
   k.barrier();
 
   // Scores: a thread per position, the G dot products sharing each K element.
+  // K rows: 16-byte loads of f32, 8-byte loads of f16/bf16 (4 elements) when HD allows.
   const int64_t width = (HD % 4 == 0) ? 4 : 1;
+  Type cacheElement = cast<MemRefType>(K.getType()).getElementType();
   Value scale = k.f32(std::sqrt(float(HD)));
   k.loop(tid, len, k.idx(B), {}, [&](Value t, ValueRange) {
     Value row = k.add(start, t);
@@ -198,12 +204,13 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
       SmallVector<Value> kv;
       Value col = k.add(rowBase, d);
       if (width > 1) {
-        Value vec = vector::LoadOp::create(b, loc, VectorType::get({width}, b.getF32Type()), K,
+        int64_t bytes = width * cacheElement.getIntOrFloatBitWidth() / 8;
+        Value vec = vector::LoadOp::create(b, loc, VectorType::get({width}, cacheElement), K,
                                            ValueRange{row, col}, /*nontemporal=*/false,
-                                           llvm::MaybeAlign(16));
-        for (int64_t j = 0; j < width; ++j) kv.push_back(vector::ExtractOp::create(b, loc, vec, j));
+                                           llvm::MaybeAlign(bytes));
+        for (int64_t j = 0; j < width; ++j) kv.push_back(k.widen(vector::ExtractOp::create(b, loc, vec, j)));
       } else {
-        kv.push_back(k.load(K, {row, col}));
+        kv.push_back(k.widen(k.load(K, {row, col})));
       }
       for (int64_t j = 0; j < width; ++j)
         for (int64_t g = 0; g < G; ++g) {
@@ -247,7 +254,7 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
     Value base = k.add(k.mul(g, k.idx(chunkMax)), k.idx(scOff)), col = k.add(rowBase, d);
     Value o = k.loop(zero, len, one, {k.f32(0.0)}, [&](Value t, ValueRange acc) {
       Value p = k.load(smem, {k.add(base, t)});
-      return SmallVector<Value>{k.add(acc[0], k.mul(p, k.load(V, {k.add(start, t), col})))};
+      return SmallVector<Value>{k.add(acc[0], k.mul(p, k.widen(k.load(V, {k.add(start, t), col}))))};
     })[0];
     if (C == 1)
       k.store(k.div(o, k.load(smem, {k.add(g, k.idx(lOff))})), Out, {a, g, d});

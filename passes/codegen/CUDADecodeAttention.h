@@ -6,6 +6,8 @@
 //   out[a][g][d] = sum_{s < n} p[a][g][s] V[s][a HD + d],
 //   p[a][g][s]   = softmax_s(sum_d' q[a][g][d'] K[s][a HD + d'] / sqrt(HD))
 // for KV head a, query head g of its group, head dim d, cache rows K, V [S][KVH HD], n <= S.
+// The caches hold f32, f16 or bf16 (hexir-import --kv-cache); elements are widened to f32 as
+// they are loaded, and q, the scores, softmax and sums are f32.
 //
 // The kernel: one cluster of `splits` blocks per KV head; block r takes the positions
 // [r c, r c + c) with c = ceil(n / splits), so only filled rows are read and each K/V row is
@@ -52,9 +54,10 @@ inline constexpr char kDecodeAttentionAttr[] = "hexir.cuda.decode_attention";
 
 // The roles and launch of an executable marked "decode_attention" (tensor form, before
 // distribution), or nullopt (with a remark on the kernel saying why) when its arguments are
-// not those of the computation above with f32 elements, or it does not fit the limits: such
-// a kernel keeps the generic lowering. Splits: the largest of 1, 2, 4, 8 with kvHeads *
-// splits <= 2 x the H200's 132 SMs and at least 16 cache rows per split.
+// not those of the computation above (f32 q and result; f32, f16 or bf16 caches), or it
+// does not fit the limits: such a kernel keeps the generic lowering. Splits: the largest of
+// 1, 2, 4, 8 with kvHeads * splits <= 2 x the H200's 132 SMs and at least 16 cache rows per
+// split.
 std::optional<DecodeAttention> MatchDecodeAttention(mlir::func::FuncOp kernel);
 
 // Replaces the body of the bufferized `kernel` with the flash-decoding kernel above.

@@ -86,7 +86,7 @@ def compile(source_or_path, targets=("cpu",), **flags):  # noqa: A001 (the issue
 
 def import_model(path, **options):
     """Imports a model file (ONNX .onnx, llama2.c .bin, GGUF .gguf) into MLIR text, with the
-    importers of hexir-import. options: format, entry, cache_len, weights, decode_chunk;
+    importers of hexir-import. options: format, entry, cache_len, weights, kv_cache, decode_chunk;
     ONNX: parameters (a path: initializers over parameter_threshold bytes, default 4096, are
     written there and become the entry function's last arguments: pass Parameters(path))."""
     text, error = _load_compiler().import_model(_os.fspath(path), options)

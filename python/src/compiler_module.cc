@@ -122,12 +122,13 @@ py::tuple ImportModel(const std::string& path, py::dict options_dict) {
     else if (name == "entry") options.entry = value.cast<std::string>();
     else if (name == "cache_len") options.cache_len = value.cast<int64_t>();
     else if (name == "weights") options.weights = value.cast<std::string>();
+    else if (name == "kv_cache") options.kv_cache = value.cast<std::string>();
     else if (name == "decode_chunk") options.decode_chunk = value.cast<int64_t>();
     else if (name == "parameters") options.parameters = py::str(py::module_::import("os").attr("fspath")(value));
     else if (name == "parameter_threshold") options.parameter_threshold = value.cast<int64_t>();
     else
       throw py::type_error(StrCat("hexir.import_model: unknown option '", name,
-                                  "' (options: format, entry, cache_len, weights, decode_chunk, "
+                                  "' (options: format, entry, cache_len, weights, kv_cache, decode_chunk, "
                                   "parameters, parameter_threshold)"));
   }
   StatusOr<std::string> text = InvalidArgument("not run");

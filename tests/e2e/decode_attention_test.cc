@@ -3,11 +3,16 @@
 // compiles to one dispatch; on CUDA that dispatch is the flash-decoding kernel
 // (passes/codegen/CUDADecodeAttention.h: clusters of split blocks merged through distributed
 // shared memory). Results against f64 loops at awkward shapes (odd head sizes, prime cache
-// lengths, a split holding no rows) and at several positions of one module (n is dynamic).
+// lengths, a split holding no rows) and at several positions of one module (n is dynamic);
+// also with f16 and bf16 caches (hexir-import --kv-cache), against f64 loops over the
+// rounded cache values.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 
+#include "base/half_float.h"
+#include "hal/element_type.h"
 #include "tests/e2e/harness.h"
 
 namespace hexir::e2e {
@@ -15,20 +20,21 @@ namespace {
 
 struct Shape {
   int64_t kv_heads, group, head_dim, cache_len;
+  std::string cache = "f32";  // the caches' element type: f32, f16 or bf16
   int64_t dim() const { return kv_heads * group * head_dim; }
   int64_t kv() const { return kv_heads * head_dim; }
 };
 
-std::string T(const std::vector<int64_t>& dims) {
+std::string T(const std::vector<int64_t>& dims, const std::string& element = "f32") {
   std::string s = "tensor<";
   for (int64_t d : dims) s += (d < 0 ? std::string("?") : std::to_string(d)) + "x";
-  return s + "f32>";
+  return s + element + ">";
 }
 
 // The importer's decode attention (compiler/importers/llama/EmitModule.cc DecodeAttention).
 std::string Program(const Shape& s) {
   const std::string q3 = T({s.kv_heads, s.group, s.head_dim}), st = T({s.kv_heads, s.group, -1}),
-                    mt = T({s.kv_heads, s.group}), ct = T({s.cache_len, s.kv()});
+                    mt = T({s.kv_heads, s.group}), ct = T({s.cache_len, s.kv()}, s.cache);
   char scale[64];
   std::snprintf(scale, sizeof(scale), "%.9e", double(std::sqrt(float(s.head_dim))));
   const std::string hd = std::to_string(s.head_dim), mark = "hexir.dispatch_group = \"decode_attention.0\"";
@@ -36,8 +42,10 @@ std::string Program(const Shape& s) {
     return "      %a = linalg.index " + std::to_string(a) + " : index\n      %d = linalg.index " +
            std::to_string(d) + " : index\n      %s = linalg.index " + std::to_string(sd) +
            " : index\n      %hd = arith.constant " + hd + " : index\n      %ah = arith.muli %a, %hd : index\n" +
-           "      %col = arith.addi %ah, %d : index\n      %c = tensor.extract " + cache +
-           "[%s, %col] : " + ct + "\n";
+           "      %col = arith.addi %ah, %d : index\n" +
+           (s.cache == "f32" ? "      %c = tensor.extract " + cache + "[%s, %col] : " + ct + "\n"
+                             : "      %cn = tensor.extract " + cache + "[%s, %col] : " + ct +
+                                   "\n      %c = arith.extf %cn : " + s.cache + " to f32\n");
   };
   std::string p;
   p += "func.func @main(%q: " + T({s.dim()}) + ", %kc: " + ct + ", %vc: " + ct + ", %pos: i64) -> " + T({s.dim()}) + " {\n";
@@ -108,6 +116,24 @@ tools::HostTensor Reference(const Shape& s, const tools::HostTensor& q, const to
   return out;
 }
 
+// `t` (f32) rounded to `element` in place (so the reference reads the rounded values), and
+// the same values as a tensor of `element` (t itself for f32).
+tools::HostTensor Narrowed(tools::HostTensor& t, const std::string& element) {
+  if (element == "f32") return t;
+  const bool half = element == "f16";
+  tools::HostTensor n;
+  n.element_type = static_cast<int32_t>(half ? hal::ElementType::kF16 : hal::ElementType::kBF16);
+  n.dims = t.dims;
+  n.bytes.resize(t.element_count() * 2);
+  float* values = F32(t);
+  for (int64_t i = 0; i < t.element_count(); ++i) {
+    uint16_t bits = half ? FloatToHalf(values[i]) : FloatToBF16(values[i]);
+    values[i] = half ? HalfToFloat(bits) : BF16ToFloat(bits);
+    std::memcpy(&n.bytes[2 * i], &bits, 2);
+  }
+  return n;
+}
+
 struct Case {
   Shape shape;
   std::vector<int64_t> positions;
@@ -121,7 +147,7 @@ void CheckAttention(const std::string& device, const std::vector<Case>& cases) {
     const Shape& s = c.shape;
     modules.push_back(CompileOrDie(Program(s), "attention_" + std::to_string(s.kv_heads) + "_" +
                                                    std::to_string(s.group) + "_" + std::to_string(s.head_dim) +
-                                                   "_" + std::to_string(s.cache_len),
+                                                   "_" + std::to_string(s.cache_len) + "_" + s.cache,
                                    device));
   }
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -130,10 +156,12 @@ void CheckAttention(const std::string& device, const std::vector<Case>& cases) {
     // Scores spread over a few units so the softmax is neither flat nor one-hot.
     tools::HostTensor q = RandomF32({s.dim()}, 7, -2, 2), kc = RandomF32({s.cache_len, s.kv()}, 8),
                       vc = RandomF32({s.cache_len, s.kv()}, 9);
+    // A narrow cache: the module's inputs are the rounded values, and so are the reference's.
+    tools::HostTensor kn = Narrowed(kc, s.cache), vn = Narrowed(vc, s.cache);
     for (int64_t pos : cases[i].positions) {
       INFO("shape " << s.kv_heads << "x" << s.group << "x" << s.head_dim << ", cache " << s.cache_len
                     << ", pos " << pos);
-      auto results = CallOrDie(*session, "main", {Tensor(q), Tensor(kc), Tensor(vc), I64Scalar(pos)});
+      auto results = CallOrDie(*session, "main", {Tensor(q), Tensor(kn), Tensor(vn), I64Scalar(pos)});
       REQUIRE(results.size() == 1);
       RequireClose(results[0].tensor, Reference(s, q, kc, vc, pos), 1e-4, 1e-5);
     }
@@ -159,7 +187,20 @@ void LlamaShapes(const std::string& device) {
   });
 }
 
+// f16 and bf16 caches: the kernel widens each element as it loads it (8-byte K loads when the
+// head size is a multiple of 4, scalar loads otherwise); several splits and one.
+void NarrowCaches(const std::string& device) {
+  CheckAttention(device, {
+      {{2, 3, 7, 61, "f16"}, {0, 31, 60}},
+      {{4, 8, 64, 512, "f16"}, {0, 300, 511}},
+      {{3, 5, 12, 37, "bf16"}, {0, 19, 36}},
+      {{12, 1, 64, 256, "bf16"}, {5, 255}},
+  });
+}
+
 HEXIR_E2E_TEST_ON_DEVICES("decode attention matches f64 loops at odd head sizes and prime cache lengths", OddShapes)
+HEXIR_E2E_TEST_ON_DEVICES("decode attention over f16 and bf16 caches matches f64 loops over the rounded values",
+                          NarrowCaches)
 HEXIR_E2E_TEST_ON_DEVICES("decode attention matches f64 loops at llama shapes and every split filled", LlamaShapes)
 
 }  // namespace

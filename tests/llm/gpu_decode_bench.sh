@@ -6,7 +6,12 @@
 #   stories260K (f32, ../shared/models/stories260K.bin, KV cache 512 = its seq_len) and
 #   random768: a random llama, dim 768, hidden 2048, 12 layers, 12 heads, 12 KV heads, vocab
 #     32000, seq_len 256 (= the KV cache), seed 768, in f16 (Hexir: hexir-import
-#     --weights=f16, f16 weights with f32 activations; PyTorch: everything f16).
+#     --weights=f16, f16 weights with f32 activations; PyTorch: everything f16), and the same
+#     with an f16 KV cache (hexir-import --kv-cache=f16: random768_f16_kv16);
+#   tinyllama: a TinyLlama-1.1B-shaped random llama (dim 2048, hidden 5632, 22 layers, 32
+#     heads, 4 KV heads, vocab 32000, KV cache 512, seed 2048), f16 weights, f32 and f16 KV
+#     cache (tinyllama_f16, tinyllama_f16_kv16); only when its modules are in the bundle.
+# The kv16 rows' ids must equal the f32-cache rows' (the "kv16 ids" lines).
 # Two halves:
 #   here (LLVM, Bazel):  bash tests/llm/gpu_decode_bench.sh --pack DIR
 #     compiles stories260K.cuda.vmfb and random768_f16.cuda.vmfb into DIR. A module depends
@@ -27,6 +32,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 BENCH_PY=tests/llm/torch_decode_bench.py
 RANDOM768=(--dim 768 --hidden 2048 --layers 12 --heads 12 --kv-heads 12 --vocab 32000 --seq-len 256 --seed 768)
+TINYLLAMA=(--dim 2048 --hidden 5632 --layers 22 --heads 32 --kv-heads 4 --vocab 32000 --seq-len 512 --seed 2048)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -54,6 +60,15 @@ if [ "${1:-}" = "--pack" ]; then
   "$IMPORT" "$tmp/random768.bin" --weights=f16 --inline-layers -o "$tmp/random768_inlined.mlir"
   # shellcheck disable=SC2086
   "$COMPILE" "$tmp/random768_inlined.mlir" --target=cuda $flags -o "$out/random768_f16_inlined.cuda.vmfb"
+  "${PACK_PYTHON:-/usr/bin/python3}" "$BENCH_PY" --write-random "$tmp/tinyllama.bin" "${TINYLLAMA[@]}" --header-only
+  for m in random768 tinyllama; do
+    "$IMPORT" "$tmp/$m.bin" --weights=f16 --kv-cache=f16 -o "$tmp/${m}_kv16.mlir"
+    # shellcheck disable=SC2086
+    "$COMPILE" "$tmp/${m}_kv16.mlir" --target=cuda $flags -o "$out/${m}_f16_kv16.cuda.vmfb"
+  done
+  "$IMPORT" "$tmp/tinyllama.bin" --weights=f16 -o "$tmp/tinyllama.mlir"
+  # shellcheck disable=SC2086
+  "$COMPILE" "$tmp/tinyllama.mlir" --target=cuda $flags -o "$out/tinyllama_f16.cuda.vmfb"
   echo "gpu_decode_bench: modules in $out: $(cd "$out" && echo *.vmfb)"
   exit 0
 fi
@@ -127,6 +142,28 @@ bench stories260K "$MODS/stories260K.cuda.vmfb" "$SHARED/models/stories260K.bin"
   || { echo "gpu_decode_bench: writing the random768 checkpoint failed"; exit 1; }
 r768_tokens=$((TOKENS < 256 ? TOKENS : 256))
 bench random768_f16 "$MODS/random768_f16.cuda.vmfb" "$tmp/random768.bin" "$r768_tokens" f16
+# same_ids A B: the kv16 row's ids against the f32-cache row's (all of them).
+same_ids() {
+  local a b
+  a=$(sed -n 's/^ids: //p' "$tmp/$1.hexir") b=$(sed -n 's/^ids: //p' "$tmp/$2.hexir")
+  if [ -n "$a" ] && [ "$a" = "$b" ]; then echo "kv16 ids: $2 equals $1 ($(echo "$a" | wc -w) ids)"; else
+    echo "kv16 ids: $2 DIFFERS from $1 after $(awk -v a="$a" -v b="$b" 'BEGIN { n = split(a, x); split(b, y); for (i = 1; i <= n && x[i] == y[i]; i++); print i - 1 }') ids"
+    status=1
+  fi
+}
+if [ -f "$MODS/random768_f16_kv16.cuda.vmfb" ]; then
+  bench random768_f16_kv16 "$MODS/random768_f16_kv16.cuda.vmfb" "$tmp/random768.bin" "$r768_tokens" f16
+  same_ids random768_f16 random768_f16_kv16
+fi
+if [ -f "$MODS/tinyllama_f16.cuda.vmfb" ]; then
+  "$PY" "$BENCH_PY" --write-random "$tmp/tinyllama.bin" "${TINYLLAMA[@]}" \
+    || { echo "gpu_decode_bench: writing the tinyllama checkpoint failed"; exit 1; }
+  bench tinyllama_f16 "$MODS/tinyllama_f16.cuda.vmfb" "$tmp/tinyllama.bin" "$TOKENS" f16
+  if [ -f "$MODS/tinyllama_f16_kv16.cuda.vmfb" ]; then
+    bench tinyllama_f16_kv16 "$MODS/tinyllama_f16_kv16.cuda.vmfb" "$tmp/tinyllama.bin" "$TOKENS" f16
+    same_ids tinyllama_f16 tinyllama_f16_kv16
+  fi
+fi
 
 # hexir_ms MODULE CKPT TOKENS: Hexir's ms per generated token (fastest of 3 calls), or "-".
 hexir_ms() {

@@ -25,6 +25,10 @@ for cfg in "${RANDOM_CONFIGS[@]}"; do
 done
 build_module "$TMP/h4_kv2_v-50_s1.bin" short --cache-len=10
 for name in h4_kv2_v-50_s1 h4_kv1_v50_s3; do build_module "$TMP/$name.bin" "${name}_f16" --weights=f16; done
+build_module "$SHARED/models/stories260K.bin" stories_kvbf16 --kv-cache=bf16
+for spec in h4_kv2_v-50_s1:f16 h4_kv1_v50_s3:bf16; do  # kv_cache_test.sh
+  build_module "$TMP/${spec%%:*}.bin" "${spec%%:*}_kv${spec##*:}" --kv-cache="${spec##*:}"
+done
 # gguf_test.sh: modules imported from the GGUF conversions (same text as the .bin's).
 /usr/bin/python3 tests/llm/llama2c_to_gguf.py "$SHARED/models/stories260K.bin" "$SHARED/models/tok512.bin" "$TMP/stories.gguf"
 build_module "$TMP/stories.gguf" gguf_stories

@@ -8,6 +8,7 @@ shared or separate classifier, argmax. Shares no code with Hexir.
 
   reference.py CKPT.bin --steps N [--prompt-ids 1,400,...]   prints "ids: ..." like hexir-generate
   reference.py CKPT.bin --steps N --bench [--threads 1]      also prints tokens/s to stderr
+  reference.py CKPT.bin --steps N --kv-cache f16|bf16        K/V rows rounded when cached
   reference.py --write-random OUT.bin --dim 32 --hidden 64 --layers 2 --heads 4 --kv-heads 2
                --vocab -50 --seq-len 64 --seed 1               writes a random checkpoint
 Run with Debian's /usr/bin/python3 (python3-torch).
@@ -63,7 +64,7 @@ def rmsnorm(x, weight):
     return weight * (x * (1.0 / torch.sqrt(ss)))
 
 
-def generate(cfg, w, prompt, steps):
+def generate(cfg, w, prompt, steps, kv_cache=None):
     dim, L, H, KVH = cfg["dim"], cfg["layers"], cfg["heads"], cfg["kv_heads"]
     hs = dim // H
     kv_dim = KVH * hs
@@ -93,6 +94,8 @@ def generate(cfg, w, prompt, steps):
             q = rope(w["wq"][l] @ xb, pos)
             k = rope(w["wk"][l] @ xb, pos)
             v = w["wv"][l] @ xb
+            if kv_cache is not None:  # rounded once when stored, like hexir-import --kv-cache
+                k, v = k.to(kv_cache).float(), v.to(kv_cache).float()
             kcache[l, pos] = k
             vcache[l, pos] = v
             att_out = torch.empty(dim)
@@ -153,6 +156,8 @@ def main():
     ap.add_argument("--write-random")
     ap.add_argument("--f16-weights", action="store_true",
                     help="round every weight to float16 (computing in float32), like hexir-import --weights=f16")
+    ap.add_argument("--kv-cache", choices=("f32", "f16", "bf16"), default="f32",
+                    help="round each K/V row to this type when stored, like hexir-import --kv-cache")
     for name in ("dim", "hidden", "layers", "heads", "kv-heads", "vocab", "seq-len", "seed"):
         ap.add_argument("--" + name, type=int, default=0)
     args = ap.parse_args()
@@ -166,7 +171,8 @@ def main():
     prompt = [int(t) for t in args.prompt_ids.split(",")]
     with torch.no_grad():
         start = time.perf_counter()
-        ids = generate(cfg, w, prompt, args.steps)
+        kv = {"f32": None, "f16": torch.float16, "bf16": torch.bfloat16}[args.kv_cache]
+        ids = generate(cfg, w, prompt, args.steps, kv)
         seconds = time.perf_counter() - start
     print("ids: " + " ".join(str(i) for i in ids))
     if args.bench:

@@ -31,6 +31,7 @@ TESTS=(
   //tools/hexir-bench:cuda_bench_test
   //tests/llm:stories260k_test
   //tests/llm:random_checkpoints_test
+  //tests/llm:kv_cache_test
   //tests/llm:gguf_test
   //tests/llm:gguf_tokenizer_test
   //tests/llm:hf_test

@@ -2,6 +2,7 @@
 // The importer is chosen by compiler/importers/ImportModel.h (file suffix or --format).
 //   hexir-import model.onnx -o model.mlir [--entry=main]
 //   hexir-import CKPT.bin|MODEL.gguf|HF_DIR -o llm.mlir [--cache-len=N] [--weights=f32|f16]
+//                [--kv-cache=f32|f16|bf16]
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
@@ -47,6 +48,9 @@ int main(int argc, char** argv) {
   app.add_option("--format", o.format, "input kind, overriding the file name (onnx, llama2c, gguf, hf)");
   app.add_option("--cache-len", o.cache_len, "llama2c/gguf: KV-cache positions (default: seq_len / llama.context_length)");
   app.add_option("--weights", o.weights, "llama2c/gguf: weight argument element type, f32 (default) or f16");
+  app.add_option("--kv-cache", o.kv_cache,
+                 "llama2c/gguf/hf: KV-cache element type, f32 (default), f16 or bf16 (rows rounded when "
+                 "written, attention accumulates in f32)");
   app.add_option("--decode-chunk", o.decode_chunk,
                  "llama2c/gguf: decode steps per host check of the stop flag (default 8; 1 = check every token)");
   app.add_flag("--inline-layers", o.inline_layers,

@@ -79,11 +79,11 @@ class ModuleWriter {
   // With `ranks` > 1 (tensor parallelism, TensorParallel.h) the program is one rank's: its
   // heads, KV heads, hidden units and vocabulary are 1/ranks of the model's.
   ModuleWriter(const LlamaConfig& c, std::vector<WeightTensor> tensors, int64_t cache_len,
-               const std::string& weight_type, int64_t decode_chunk, bool layer_calls, int64_t ranks,
-               ResolvedPlacement placement)
+               const std::string& weight_type, const std::string& cache_type, int64_t decode_chunk,
+               bool layer_calls, int64_t ranks, ResolvedPlacement placement)
       : c_(c), tensors_(std::move(tensors)), placement_(std::move(placement)), S_(cache_len), D_(c.dim), Q_(c.dim / ranks),
         KV_(c.kv_dim() / ranks), F_(c.hidden_dim / ranks), V_(c.vocab_size / ranks),
-        HD_(c.head_size()), KVH_(c.n_kv_heads / ranks), G_(c.n_heads / c.n_kv_heads), N_(ranks), WT_(weight_type),
+        HD_(c.head_size()), KVH_(c.n_kv_heads / ranks), G_(c.n_heads / c.n_kv_heads), N_(ranks), WT_(weight_type), CT_(cache_type),
         eps_(F32Literal(c.rms_eps, "1.0e-05", 1e-5f)),
         theta_(F32Literal(c.rope_theta, "10000.0", 10000.0f)),
         inv_scale_(F32Literal(1.0f / c.rope_scale, "1.0", 1.0f)), chunk_(decode_chunk),
@@ -164,6 +164,15 @@ class ModuleWriter {
 
   // A weight tensor type.
   std::string W(const std::vector<int64_t>& dims) { return T(dims, WT_); }
+  // The type of one layer's K or V cache.
+  std::string CacheType() const { return T({S_, KV_}, CT_); }
+  // `v` (f32) rounded to the cache's element type, appended to *text.
+  std::string ToCache(const std::string& v, std::string* text) {
+    if (CT_ == "f32") return v;
+    std::string r = e_.Fresh();
+    *text += L(r + " = arith.truncf " + v + " : f32 to " + CT_);
+    return r;
+  }
   // The type of @generate's argument for `w`: its kept form, or the module's weight type.
   std::string ArgumentType(const WeightTensor& w) {
     return w.kept ? T(w.ArgumentDims(), w.kept->ArgumentElement()) : W(w.dims);
@@ -393,35 +402,46 @@ class ModuleWriter {
   // cache' = cache with row `pos` replaced by `row`: a tensor.insert_slice, which the compiler
   // lowers as an in-place update of the cache's buffer (one row written per step, not a copy
   // of the cache; passes/dispatch/InPlaceUpdates.h) since the decode loop owns the caches.
+  // A narrower cache gets the row rounded first (an elementwise kernel the row's producer absorbs).
   std::string DecodeCacheWrite(const std::string& cache, const std::string& row) {
+    std::string narrow = row;
+    if (CT_ != "f32")
+      narrow = e_.Generic({"(j) -> (j)", "(j) -> (j)"}, {"parallel"}, {{row, T({KV_})}},
+                          {e_.Filled(T({KV_}, CT_), "", CT_), T({KV_}, CT_)}, {"f32", CT_}, [&](auto a) {
+                            std::string text;
+                            std::string r = ToCache(a[0], &text);
+                            return text + L("linalg.yield " + r + " : " + CT_);
+                          });
     std::string r2 = e_.Fresh("row"), p = e_.Fresh("p"), r = e_.Fresh("cache");
-    os_ << "    " << r2 << " = tensor.expand_shape " << row << " [[0, 1]] output_shape [1, " << KV_
-        << "] : " << T({KV_}) << " into " << T({1, KV_}) << "\n"
+    os_ << "    " << r2 << " = tensor.expand_shape " << narrow << " [[0, 1]] output_shape [1, " << KV_
+        << "] : " << T({KV_}, CT_) << " into " << T({1, KV_}, CT_) << "\n"
         << "    " << p << " = arith.index_cast " << pos_ << " : i64 to index\n"
         << "    " << r << " = tensor.insert_slice " << r2 << " into " << cache << "[" << p
-        << ", 0] [1, " << KV_ << "] [1, 1] : " << T({1, KV_}) << " into " << T({S_, KV_}) << "\n";
+        << ", 0] [1, " << KV_ << "] [1, 1] : " << T({1, KV_}, CT_) << " into " << CacheType() << "\n";
     return r;
   }
 
   // cache'[s, j] = s < M ? rows[s, j] : cache[s, j]
   std::string PromptCacheWrite(const std::string& cache, const std::string& rows) {
-    std::string t = T({S_, KV_});
-    std::string e = e_.Filled(t, "", "f32");
+    std::string t = CacheType();
+    std::string e = e_.Filled(t, "", CT_);
     return e_.Generic({"(s, j) -> (s, j)", "(s, j) -> (s, j)"}, {"parallel", "parallel"},
-                      {{cache, t}}, {e, t}, {"f32", "f32"}, [&](auto a) {
+                      {{cache, t}}, {e, t}, {CT_, CT_}, [&](auto a) {
                         auto f = [&]() { return e_.Fresh(); };
                         std::string s = f(), j = f(), si = f(), in = f(), one = f(), last = f(),
                                     ci = f(), c = f(), v = f(), r = f();
-                        return L(s + " = linalg.index 0 : index") + L(j + " = linalg.index 1 : index") +
+                        std::string body = L(s + " = linalg.index 0 : index") + L(j + " = linalg.index 1 : index") +
                                L(si + " = arith.index_cast " + s + " : index to i64") +
                                L(in + " = arith.cmpi slt, " + si + ", %m64 : i64") +
                                L(one + " = arith.constant 1 : i64") +
                                L(last + " = arith.subi %m64, " + one + " : i64") +
                                L(ci + " = arith.minsi " + si + ", " + last + " : i64") +
                                L(c + " = arith.index_cast " + ci + " : i64 to index") +
-                               L(v + " = tensor.extract " + rows + "[" + c + ", " + j + "] : " + T({-1, KV_})) +
-                               L(r + " = arith.select " + in + ", " + v + ", " + a[0] + " : f32") +
-                               L("linalg.yield " + r + " : f32");
+                               L(v + " = tensor.extract " + rows + "[" + c + ", " + j + "] : " + T({-1, KV_}));
+                        std::string text;
+                        std::string nv = ToCache(v, &text);
+                        return body + text + L(r + " = arith.select " + in + ", " + nv + ", " + a[0] + " : " + CT_) +
+                               L("linalg.yield " + r + " : " + CT_);
                       });
   }
 
@@ -499,7 +519,7 @@ class ModuleWriter {
   // position, not with the cache length.
   std::string DecodeAttention(const std::string& q, const std::string& kc, const std::string& vc) {
     std::string q3t = T({KVH_, G_, HD_}), st = T({KVH_, G_, -1}), mt = T({KVH_, G_}),
-                ct = T({S_, KV_});
+                ct = CacheType();
     std::string q3 = e_.Fresh("q");
     os_ << "    " << q3 << " = tensor.expand_shape " << q << " [[0, 1, 2]] output_shape ["
         << KVH_ << ", " << G_ << ", " << HD_ << "] : " << T({Q_}) << " into " << q3t << "\n";
@@ -518,7 +538,7 @@ class ModuleWriter {
                L(ah + " = arith.muli " + a + ", " + hd + " : index") +
                L(col + " = arith.addi " + ah + ", " + d + " : index") +
                L(v + " = tensor.extract " + cache + "[" + s + ", " + col + "] : " + ct);
-      return v;
+      return Ext(v, text, CT_);
     };
     // Body: acc + in * cache[s, a * head_size + d] (loop a is dim 0).
     auto gathered_dot = [&](const std::string& cache, int d_dim, int s_dim) {
@@ -549,21 +569,23 @@ class ModuleWriter {
 
   // Prompt attention: every row m over all S cache positions, causal (s <= m).
   std::string PromptAttention(const std::string& q, const std::string& kc, const std::string& vc) {
-    std::string q4t = T({-1, KVH_, G_, HD_}), c3t = T({S_, KVH_, HD_}), st = T({-1, KVH_, G_, S_}),
+    std::string q4t = T({-1, KVH_, G_, HD_}), c3t = T({S_, KVH_, HD_}, CT_), st = T({-1, KVH_, G_, S_}),
                 mt = T({-1, KVH_, G_});
     std::string q4 = e_.Fresh("q"), k3 = e_.Fresh("k"), v3 = e_.Fresh("vv");
     os_ << "    " << q4 << " = tensor.expand_shape " << q << " [[0], [1, 2, 3]] output_shape [%m, "
         << KVH_ << ", " << G_ << ", " << HD_ << "] : " << T({-1, Q_}) << " into " << q4t << "\n";
     for (auto [dst, src] : {std::pair{k3, kc}, std::pair{v3, vc}})
       os_ << "    " << dst << " = tensor.expand_shape " << src << " [[0], [1, 2]] output_shape ["
-          << S_ << ", " << KVH_ << ", " << HD_ << "] : " << T({S_, KV_}) << " into " << c3t << "\n";
+          << S_ << ", " << KVH_ << ", " << HD_ << "] : " << CacheType() << " into " << c3t << "\n";
     std::string z = e_.Filled(st, "0.0", "f32", "%m");
     std::string sc = e_.Generic(
         {"(m, a, g, s, d) -> (m, a, g, d)", "(m, a, g, s, d) -> (s, a, d)", "(m, a, g, s, d) -> (m, a, g, s)"},
         {"parallel", "parallel", "parallel", "parallel", "reduction"}, {{q4, q4t}, {k3, c3t}}, {z, st},
-        {"f32", "f32", "f32"}, [&](auto a) {
+        {"f32", CT_, "f32"}, [&](auto a) {
+          std::string text;
+          std::string kv = Ext(a[1], &text, CT_);
           std::string p = e_.Fresh(), r = e_.Fresh();
-          return L(p + " = arith.mulf " + a[0] + ", " + a[1] + " : f32") +
+          return text + L(p + " = arith.mulf " + a[0] + ", " + kv + " : f32") +
                  L(r + " = arith.addf " + a[2] + ", " + p + " : f32") + L("linalg.yield " + r + " : f32");
         });
     std::string p = Softmax(kPromptRows, sc, st, mt, "%m");
@@ -571,9 +593,11 @@ class ModuleWriter {
     std::string o4 = e_.Generic(
         {"(m, a, g, d, s) -> (m, a, g, s)", "(m, a, g, d, s) -> (s, a, d)", "(m, a, g, d, s) -> (m, a, g, d)"},
         {"parallel", "parallel", "parallel", "parallel", "reduction"}, {{p, st}, {v3, c3t}}, {oz, q4t},
-        {"f32", "f32", "f32"}, [&](auto a) {
+        {"f32", CT_, "f32"}, [&](auto a) {
+          std::string text;
+          std::string kv = Ext(a[1], &text, CT_);
           std::string q = e_.Fresh(), r = e_.Fresh();
-          return L(q + " = arith.mulf " + a[0] + ", " + a[1] + " : f32") +
+          return text + L(q + " = arith.mulf " + a[0] + ", " + kv + " : f32") +
                  L(r + " = arith.addf " + a[2] + ", " + q + " : f32") + L("linalg.yield " + r + " : f32");
         });
     std::string att = e_.Fresh("att");
@@ -628,7 +652,7 @@ class ModuleWriter {
   // @prefill_layer: Layer over the M prompt rows, one function called once per layer.
   void EmitPrefillLayer(const LayerWeights& types, const std::string& function, int64_t device) {
     LayerWeights params;
-    std::string ct = T({S_, KV_}), xt = T({-1, D_});
+    std::string ct = CacheType(), xt = T({-1, D_});
     os_ << "func.func private " << function << "(%x: " << xt << ", %kc: " << ct << ", %vc: " << ct;
     for (const LayerField& f : kLayerFields) {
       params.*f.member = {std::string("%") + f.name, (types.*f.member).type, (types.*f.member).kept};
@@ -647,7 +671,7 @@ class ModuleWriter {
   // @layer: Layer on the one decode row at position %pos, called once per layer per step.
   void EmitDecodeLayer(const LayerWeights& types, const std::string& function) {
     LayerWeights params;
-    std::string ct = T({S_, KV_}), xt = T({D_});
+    std::string ct = CacheType(), xt = T({D_});
     os_ << "func.func private " << function << "(%x: " << xt << ", %kc: " << ct << ", %vc: " << ct
         << ", %pos: i64";
     for (const LayerField& f : kLayerFields) {
@@ -834,7 +858,7 @@ class ModuleWriter {
   std::string StateTypes(bool with_counts) {
     std::string types = with_counts ? "i64, i64, " : "";
     types += "tensor<i64>, tensor<1xi64>, tensor<?xi64>";
-    for (int64_t i = 0; i < 2 * c_.n_layers; ++i) types += ", " + T({S_, KV_});
+    for (int64_t i = 0; i < 2 * c_.n_layers; ++i) types += ", " + CacheType();
     return types;
   }
 
@@ -868,12 +892,12 @@ class ModuleWriter {
   // Prefill (every prompt token in one pass through @prefill_layer) and the first token:
   // returns {first token, stop flag, ids, caches...}; defines %n0 (ids so far) and %live0.
   std::vector<std::string> EmitPrefill(const ModelWeights& w) {
-    std::string ct = T({S_, KV_});
+    std::string ct = CacheType();
     int64_t nl = c_.n_layers;
     auto layer_args = [&](int64_t l) { return LayerArgs(w, l); };
     auto layer_types = [&](int64_t l) { return LayerTypes(w, l); };
     std::vector<std::string> caches;
-    for (int64_t i = 0; i < 2 * nl; ++i) caches.push_back(e_.Filled(ct, "0.0", "f32"));
+    for (int64_t i = 0; i < 2 * nl; ++i) caches.push_back(e_.Filled(ct, "0.0", CT_));
 
     std::string pt = T({-1, D_});
     std::string pe = e_.Filled(pt, "", "f32", "%n_prompt");
@@ -938,7 +962,7 @@ class ModuleWriter {
   // chunk_. Results: %f#0.. (token, stop, ids, caches); %steps the steps run.
   void EmitChunk(const ModelWeights& w, const std::vector<std::string>& caches) {
     int64_t nl = c_.n_layers;
-    std::string xt = T({D_}), ct = T({S_, KV_});
+    std::string xt = T({D_}), ct = CacheType();
     os_ << "    %left = arith.subi %n_max, %bn : i64\n"
         << "    %room_left = arith.subi %cache_len, %bpos : i64\n"
         << "    %steps0 = arith.minsi %chunk, %left : i64\n"
@@ -1032,7 +1056,7 @@ class ModuleWriter {
     for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %cache" << i;
     os_ << " : " << types << "\n  } do {\n  ^bb0(%bpos: i64, %bn: i64, %blive: i64, %btok: tensor<i64>, "
         << "%bstop: tensor<1xi64>, %bids: tensor<?xi64>";
-    for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %bc" << i << ": " << T({S_, KV_});
+    for (int64_t i = 0; i < 2 * nl; ++i) os_ << ", %bc" << i << ": " << CacheType();
     os_ << "):\n";
     std::vector<std::string> caches;
     for (int64_t i = 0; i < 2 * nl; ++i) caches.push_back("%bc" + std::to_string(i));
@@ -1067,7 +1091,7 @@ class ModuleWriter {
     os_ << " : " << StateTypes(true) << "\n}\n\n";
 
     std::string state = ", %bpos: i64, %bn: i64, %btok: tensor<i64>, %bstop: tensor<1xi64>, %bids: tensor<?xi64>";
-    for (int64_t i = 0; i < 2 * c_.n_layers; ++i) state += ", %ac" + std::to_string(i) + ": " + T({S_, KV_});
+    for (int64_t i = 0; i < 2 * c_.n_layers; ++i) state += ", %ac" + std::to_string(i) + ": " + CacheType();
     EmitSignature("generate_chunk", tensors, state);
     os_ << result;
     EmitPreamble();
@@ -1075,15 +1099,15 @@ class ModuleWriter {
     // folded away) so that the steps update a buffer of this call in place: updating the
     // argument's own buffer in place made hexir-compile fail intermittently ("unsupported op
     // 'linalg.generic' in a host function").
-    const std::string ct = T({S_, KV_});
+    const std::string ct = CacheType();
     std::vector<std::string> caches;
     for (int64_t i = 0; i < 2 * c_.n_layers; ++i) {
-      caches.push_back(e_.Generic({"(s, k) -> (s, k)"}, {"parallel", "parallel"}, {}, {e_.Filled(ct, "", "f32"), ct},
-                                    {"f32"}, [&](auto) {
+      caches.push_back(e_.Generic({"(s, k) -> (s, k)"}, {"parallel", "parallel"}, {}, {e_.Filled(ct, "", CT_), ct},
+                                    {CT_}, [&](auto) {
         std::string r = e_.Fresh(), k = e_.Fresh(), v = e_.Fresh();
         return L(r + " = linalg.index 0 : index") + L(k + " = linalg.index 1 : index") +
                L(v + " = tensor.extract %ac" + std::to_string(i) + "[" + r + ", " + k + "] : " + ct) +
-               L("linalg.yield " + v + " : f32");
+               L("linalg.yield " + v + " : " + CT_);
       }));
     }
     os_ << "    %cache_len = arith.constant " << S_ << " : i64\n"
@@ -1107,6 +1131,7 @@ class ModuleWriter {
   // vocabulary and KV heads (the model's / N_); N_: ranks (1: one device).
   int64_t S_, D_, Q_, KV_, F_, V_, HD_, KVH_, G_, N_;
   std::string WT_;  // weight element type: f32, or f16 (widened to f32 where read)
+  std::string CT_;  // KV-cache element type: f32, f16 or bf16 (widened to f32 where read)
   std::string eps_, theta_;  // RMSNorm epsilon and rotary base as f32 literals
   std::string inv_scale_;    // 1 / linear rope scaling factor as an f32 literal
   std::string pos_ = "%pos";  // the i64 position the decode bodies (rope, cache, attention) use
@@ -1118,6 +1143,14 @@ class ModuleWriter {
 };
 
 }  // namespace
+
+Status CheckElementTypes(const EmitOptions& options) {
+  if (options.weight_type != "f32" && options.weight_type != "f16")
+    return InvalidArgument("weight type '", options.weight_type, "' is not f32 or f16");
+  if (options.cache_type != "f32" && options.cache_type != "f16" && options.cache_type != "bf16")
+    return InvalidArgument("KV-cache type '", options.cache_type, "' is not f32, f16 or bf16");
+  return Status::Ok();
+}
 
 std::string EmitLlamaModule(const LlamaConfig& config, const EmitOptions& options) {
   return EmitLlamaModule(config, LlamaWeights(config), options);
@@ -1132,7 +1165,7 @@ std::string EmitLlamaModule(const LlamaConfig& config, const std::vector<WeightT
   StatusOr<std::vector<WeightTensor>> parts = TensorParallelWeights(config, weights, ranks, 0);
   StatusOr<ResolvedPlacement> placement = ResolvePlacement(options.placement, config.n_layers);
   ModuleWriter w(config, ranks > 1 && parts.ok() ? *parts : weights, cache_len, options.weight_type,
-                 options.decode_chunk, options.layer_calls, ranks,
+                 options.cache_type, options.decode_chunk, options.layer_calls, ranks,
                  placement.ok() ? *placement : ResolvedPlacement{});
   return w.Run();
 }

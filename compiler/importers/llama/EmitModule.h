@@ -20,14 +20,17 @@
 //   One layer emitter serves both: it is parameterised by the rows it runs on (one decode
 //   row at the loop's position, or the M prompt rows at positions 0..M-1); only the cache
 //   write and the attention's position range differ between the two.
-//   KV cache: per layer one K and one V tensor<cache_len x kv_dim x f32>, zero-filled in
-//   @generate and carried through the loop (2 * L tensors = [L][cache_len][kv_dim]).
+//   KV cache: per layer one K and one V tensor<cache_len x kv_dim x E>, zero-filled in
+//   @generate and carried through the loop (2 * L tensors = [L][cache_len][kv_dim]); E is
+//   EmitOptions::cache_type: rows are rounded to it when written and widened to f32 where
+//   attention reads them (scores, softmax and sums stay f32).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "compiler/importers/llama/Checkpoint.h"
 #include "compiler/importers/llama/Placement.h"
 
@@ -38,6 +41,9 @@ struct EmitOptions {
   // Element type of the weight arguments: "f32" (the checkpoint's) or "f16" (the runtime
   // converts at upload; kernels widen each weight to f32 and accumulate in f32).
   std::string weight_type = "f32";
+  // Element type of the KV cache: "f32", "f16" or "bf16" (half the cache's bytes and
+  // attention's reads; rounding each K/V element once).
+  std::string cache_type = "f32";
   // Decode steps run per host check of the stop flag (>= 1). The host reads one flag per
   // chunk (one wait); steps after a stop token inside a chunk compute but write no id, so
   // the ids do not depend on it.
@@ -54,6 +60,10 @@ struct EmitOptions {
   // with ResolvePlacement first (an invalid one is emitted unplaced).
   LlamaPlacement placement;
 };
+
+// The importers' check of the element types: weights f32 or f16, KV cache f32, f16 or bf16
+// (InvalidArgument naming the offending value otherwise).
+Status CheckElementTypes(const EmitOptions& options);
 
 std::string EmitLlamaModule(const LlamaConfig& config, const EmitOptions& options = {});
 

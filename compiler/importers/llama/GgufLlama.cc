@@ -196,8 +196,7 @@ StatusOr<std::string> ImportGgufFile(const std::string& path, const EmitOptions&
   if (options.cache_len < 0 || options.cache_len > c.seq_len)
     return InvalidArgument("'", path, "': cache length ", options.cache_len, " is outside 1..llama.context_length (",
                            c.seq_len, ")");
-  if (options.weight_type != "f32" && options.weight_type != "f16")
-    return InvalidArgument("weight type '", options.weight_type, "' is not f32 or f16");
+  HEXIR_RETURN_IF_ERROR(CheckElementTypes(options));
   if (options.decode_chunk < 1 || options.decode_chunk > 4096)
     return InvalidArgument("decode chunk ", options.decode_chunk, " is outside 1..4096");
   if (options.tensor_parallel > 1) {

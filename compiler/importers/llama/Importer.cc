@@ -20,8 +20,7 @@ StatusOr<std::string> ImportLlama2cFile(const std::string& path, const EmitOptio
                            " is outside 1..seq_len (", config->seq_len, ")");
   if (options.decode_chunk < 1 || options.decode_chunk > 4096)
     return InvalidArgument("decode chunk ", options.decode_chunk, " is outside 1..4096");
-  if (options.weight_type != "f32" && options.weight_type != "f16")
-    return InvalidArgument("weight type '", options.weight_type, "' is not f32 or f16");
+  HEXIR_RETURN_IF_ERROR(CheckElementTypes(options));
   if (options.tensor_parallel > 1) {
     Status split = TensorParallelWeights(*config, LlamaWeights(*config), options.tensor_parallel, 0).status();
     if (!split.ok()) return std::move(split).WithContext(StrCat("'", path, "'"));

@@ -194,5 +194,36 @@ TEST_CASE("the emitted program: prefill layer calls, a chunked decode loop calli
   CHECK(Count(inlined, "func.call @prefill_layer(") == 3);
 }
 
+TEST_CASE("a narrow KV cache: f16/bf16 cache tensors everywhere, rows rounded once, widened where attention reads") {
+  auto b = Header({8, 12, 3, 4, 2, -10, 6}, 28 + 4 * Floats(false));
+  auto c = ParseLlamaHeader(b.data(), b.size());
+  REQUIRE(c.ok());
+  for (const std::string type : {"f16", "bf16"}) {
+    INFO(type);
+    EmitOptions options{5};
+    options.cache_type = type;
+    REQUIRE(CheckElementTypes(options).ok());
+    const std::string module = EmitLlamaModule(*c, options);
+    const std::string cache = "tensor<5x4x" + type + ">";
+    CHECK(Count(module, "tensor<5x4xf32>") == 0);  // no f32 cache left
+    CHECK(Count(module, "func.func private @layer(%x: tensor<8xf32>, %kc: " + cache + ", %vc: " + cache) == 1);
+    // Decode writes its K and V rows rounded (a truncf kernel before each insert_slice),
+    // prefill rounds in its select kernel: 2 of each per layer function.
+    CHECK(Count(module, "arith.truncf") == 4);
+    CHECK(Count(module, "tensor.insert_slice") == 2);
+    // Reads widen: the decode attention's K and V gathers, the prompt's K and V operands.
+    CHECK(Count(module, "arith.extf") - Count(module, "f32 to f64") == 4);
+    CHECK(Count(module, type + " to f32") == 4);
+  }
+  EmitOptions bad;
+  bad.cache_type = "f8";
+  Status s = CheckElementTypes(bad);
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK(s.message() == "KV-cache type 'f8' is not f32, f16 or bf16");
+  bad.cache_type = "f32";
+  bad.weight_type = "bf16";
+  CHECK(CheckElementTypes(bad).message() == "weight type 'bf16' is not f32 or f16");
+}
+
 }  // namespace
 }  // namespace hexir::compiler::llama
