@@ -91,6 +91,16 @@ struct CollectiveBytes {
 CollectiveBytes CollectiveByteSizes(CollectiveKind kind, uint64_t count, uint64_t element_bytes,
                                     int32_t rank, int32_t rank_count, int32_t peer);
 
+// What a collective computes, its buffers aside: the recorded command (hal/command_buffer.h)
+// and every backend's operation carry these fields, so a driver copies them in one step.
+struct CollectiveParams {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  ReductionOp reduction = ReductionOp::kSum;
+  int32_t element_type = 0;  // hal/element_types.def code
+  uint64_t count = 0;
+  int32_t peer = 0;  // the root of a broadcast, the other rank of send/recv
+};
+
 // How long one collective may wait for its peers before failing (HEXIR_COLLECTIVE_TIMEOUT,
 // in seconds, overrides the default of 300 s for channels created afterwards).
 std::chrono::nanoseconds DefaultCollectiveTimeout();
@@ -128,12 +138,7 @@ class Channel : public vm::RefObject {
 // devices run them on their queue thread).
 class HostChannel : public Channel {
  public:
-  struct Operation {
-    CollectiveKind kind = CollectiveKind::kAllReduce;
-    ReductionOp reduction = ReductionOp::kSum;
-    int32_t element_type = 0;  // hal/element_types.def code
-    uint64_t count = 0;
-    int32_t peer = 0;
+  struct Operation : CollectiveParams {
     const void* send = nullptr;  // CollectiveByteSizes(...).send bytes
     void* recv = nullptr;        // CollectiveByteSizes(...).recv bytes
   };

@@ -237,8 +237,8 @@ Status CommandBuffer::Collective(vm::Ref<Channel> channel, CollectiveKind kind,
   };
   HEXIR_RETURN_IF_ERROR(check(send, bytes.send, "send"));
   HEXIR_RETURN_IF_ERROR(check(recv, bytes.recv, "recv"));
-  commands_.emplace_back(CollectiveCommand{std::move(channel), kind, reduction, element_type,
-                                           count, peer, std::move(send), std::move(recv)});
+  commands_.emplace_back(CollectiveCommand{{kind, reduction, element_type, count, peer},
+                                           std::move(channel), std::move(send), std::move(recv)});
   has_collectives_ = true;
   return Status::Ok();
 }

@@ -104,16 +104,13 @@ struct FillCommand {
   uint32_t pattern = 0;       // low pattern_size bytes are repeated
   uint32_t pattern_size = 1;  // 1, 2 or 4; offset and length are multiples of it
 };
-// A collective over `channel` (hal/channel.h gives each kind's buffer sizes). Drivers run it
-// alone, ordered after every earlier command and before every later one (an implicit barrier
-// on both sides): its peers may be waiting for it.
-struct CollectiveCommand {
+// A collective over `channel` (hal/channel.h gives each kind's buffer sizes). Ordered like a
+// dispatch, by barriers, with one freedom: a driver may run the commands after a barrier that
+// touch neither its send nor its recv range while it is still in flight (its own queue), so
+// only commands that depend on it through memory wait. Collectives run one after another in
+// recording order (every rank issues them alike).
+struct CollectiveCommand : CollectiveParams {
   vm::Ref<Channel> channel;
-  CollectiveKind kind = CollectiveKind::kAllReduce;
-  ReductionOp reduction = ReductionOp::kSum;
-  int32_t element_type = 0;
-  uint64_t count = 0;
-  int32_t peer = 0;
   BufferRef send;  // lengths resolved at record time (direct) or execution (slot)
   BufferRef recv;
 };
@@ -161,9 +158,10 @@ class CommandBuffer : public vm::RefObject {
   Status FillBuffer(vm::Ref<Buffer> target, uint64_t offset, uint64_t length, uint32_t pattern,
                     uint32_t pattern_size);
   // Records a collective of `count` elements of `element_type` on `channel` (semantics and
-  // buffer sizes: hal/channel.h). Ordered like a dispatch, by barriers (the commands of its
-  // wave may run meanwhile); collectives run one after another in recording order. `send`/`recv` are buffer ranges or slots; a kind without a
-  // send (recv) buffer ignores it. Errors: null channel, unknown element type or reduction,
+  // buffer sizes: hal/channel.h). Ordered like a dispatch, by barriers, except that later
+  // commands touching neither of its ranges may run meanwhile (CollectiveCommand);
+  // collectives run one after another in recording order. `send`/`recv` are buffer ranges
+  // or slots; a kind without a send (recv) buffer ignores it. Errors: null channel, unknown element type or reduction,
   // a peer out of range (or equal to this rank for send/recv), a buffer range too small.
   Status Collective(vm::Ref<Channel> channel, CollectiveKind kind, ReductionOp reduction,
                     int32_t element_type, uint64_t count, int32_t peer, BufferRef send,

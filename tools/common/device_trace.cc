@@ -58,7 +58,7 @@ size_t DeviceTrace::OverlappedCollectives() const {
     if (!c.collective) continue;
     for (const Event& d : all) {
       if (d.collective || d.device != c.device) continue;
-      if ((d.begin_ns >= c.begin_ns && d.begin_ns <= c.end_ns) || (d.end_ns >= c.begin_ns && d.end_ns <= c.end_ns)) {
+      if (d.begin_ns <= c.end_ns && c.begin_ns <= d.end_ns) {  // the intervals intersect
         ++overlapped;
         break;
       }

@@ -1,8 +1,8 @@
 // --trace for hexir-run: the dispatches and collectives each device ran, as a Chrome/Perfetto
 // trace (chrome://tracing, ui.perfetto.dev): one process per device ("rank 0 (cpu)"), with a
 // "dispatches" track (each dispatch from its first workgroup's start to its last one's end)
-// and a "collectives" track (each collective's run). A collective whose span covers dispatch
-// spans of its device ran while that compute proceeded (hal/drivers/cpu/wave_runner.h).
+// and a "collectives" track (each collective's run). A collective whose span intersects a
+// dispatch span of its device ran while that compute proceeded (hal/drivers/cpu/collective_lane.h).
 //
 // Ownership: a DeviceTrace installs itself as the devices' profiler (hal/profiling.h) until it
 // is destroyed; the devices must outlive it and be idle when it is. Thread-safety: the
@@ -36,7 +36,7 @@ class DeviceTrace {
   DeviceTrace& operator=(const DeviceTrace&) = delete;
 
   std::vector<Event> events() const;
-  // Collectives whose span contains the start or end of a dispatch of the same device.
+  // Collectives whose span intersects the span of a dispatch of the same device.
   size_t OverlappedCollectives() const;
   // Writes the trace (timestamps in microseconds from the first event).
   Status Write(const std::string& path) const;

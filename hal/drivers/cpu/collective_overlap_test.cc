@@ -1,8 +1,8 @@
-// A collective does not serialize the independent dispatches of its wave (wave_runner.h):
+// A collective does not hold back the commands that do not depend on it (collective_lane.h):
 // checked by ordering, not time. Rank 1 joins rank 0's all_reduce only after it has seen
-// the output of a dispatch recorded beside that all_reduce on rank 0; if the dispatch waited
-// for the collective, rank 1 would never see it (the poll gives up after 20 s and rank 1
-// then joins anyway, so nothing hangs).
+// the output of a dispatch recorded beside (or after) that all_reduce on rank 0; if the
+// dispatch waited for the collective, rank 1 would never see it (the poll gives up after 20 s
+// and rank 1 then joins anyway, so nothing hangs).
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -80,6 +80,66 @@ TEST_CASE("a dispatch in the wave of an all_reduce runs while the all_reduce wai
   CHECK(after.collectives_executed - before.collectives_executed == 1);
   CHECK(after.collectives_overlapped - before.collectives_overlapped == 1);
   CHECK(devices[1]->stats().collectives_overlapped == 0);  // its wave held the all_reduce alone
+}
+
+// Polls `marker` until it holds `value` (at most 20 s); returns what it last read.
+int32_t AwaitValue(Device& device, Buffer& marker, int32_t value) {
+  int32_t seen = 0;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (seen != value && std::chrono::steady_clock::now() < give_up) {
+    REQUIRE(device.ReadBuffer(marker, 0, &seen, 4).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return seen;
+}
+
+// Rank 0 records: all_reduce(send -> recv); barrier; marker = 42 (touches neither buffer);
+// barrier; recv = recv + 100 (reads the result). The marker must appear before rank 1 joins;
+// the last dispatch must see the sum (103, 130), not run before the all_reduce wrote it.
+void CheckOnlyDependentCommandsWait(int32_t workers) {
+  setenv("HEXIR_COLLECTIVE_TIMEOUT", "60", 1);
+  std::vector<vm::Ref<Device>> devices = {Cpu(workers), Cpu(workers)};
+  auto channels = devices[0]->CreateGroupChannels({devices[0].get(), devices[1].get()});
+  REQUIRE(channels.ok());
+  const int32_t kI32 = static_cast<int32_t>(ElementType::kI32);
+  std::vector<vm::Ref<Buffer>> sends, recvs;
+  std::vector<vm::Ref<CommandBuffer>> cbs;
+  vm::Ref<Buffer> marker = Buf(*devices[0], {0});
+  for (int32_t r = 0; r < 2; ++r) {
+    auto exe = devices[r]->CreateExecutable(cpu::testing::TestKernelView({"affine_i32"}));
+    REQUIRE(exe.ok());
+    sends.push_back(Buf(*devices[r], {r + 1, 10 * (r + 1)}));
+    recvs.push_back(Buf(*devices[r], {0, 0}));
+    auto cb = *devices[r]->CreateCommandBuffer();
+    REQUIRE(cb->Collective((*channels)[r], CollectiveKind::kAllReduce, ReductionOp::kSum, kI32, 2, 0,
+                           BufferRef::Whole(sends[r]), BufferRef::Whole(recvs[r])).ok());
+    REQUIRE(cb->Barrier().ok());
+    if (r == 0) REQUIRE(cb->Dispatch(*exe, 0, {1, 1, 1}, {BufferRef::Whole(marker)}, {1, 1, 42}).ok());
+    REQUIRE(cb->Barrier().ok());
+    REQUIRE(cb->Dispatch(*exe, 0, {2, 1, 1}, {BufferRef::Whole(recvs[r])}, {2, 1, 100}).ok());
+    REQUIRE(cb->Finalize().ok());
+    cbs.push_back(cb);
+  }
+  std::vector<vm::Ref<Semaphore>> done = {*devices[0]->CreateSemaphore(0), *devices[1]->CreateSemaphore(0)};
+  REQUIRE(devices[0]->QueueExecute({}, cbs[0], {{done[0], 1}}).ok());
+  const int32_t seen = AwaitValue(*devices[0], *marker, 42);
+  CHECK(*done[0]->Query() == 0);  // the all_reduce waits for rank 1
+  REQUIRE(devices[1]->QueueExecute({}, cbs[1], {{done[1], 1}}).ok());
+  for (int32_t r = 0; r < 2; ++r) REQUIRE(done[r]->Wait(1).ok());
+  CHECK(seen == 42);  // the independent dispatch ran before rank 1 joined
+  for (int32_t r = 0; r < 2; ++r) {
+    INFO("rank " << r);
+    std::vector<int32_t> result(2);
+    REQUIRE(devices[r]->ReadBuffer(*recvs[r], 0, result.data(), 8).ok());
+    CHECK(result == std::vector<int32_t>{103, 130});  // the dependent dispatch waited
+    CHECK(devices[r]->stats().collectives_executed == 1);
+  }
+  CHECK(devices[0]->stats().collectives_overlapped == 1);
+}
+
+TEST_CASE("a dispatch after a barrier runs while an all_reduce it does not touch waits, and one reading its result waits") {
+  SECTION("two workers (waves)") { CheckOnlyDependentCommandsWait(2); }
+  SECTION("one worker (commands in turn)") { CheckOnlyDependentCommandsWait(1); }
 }
 
 // Two collectives of one wave run one after the other in recording order on every rank (a

@@ -32,19 +32,15 @@ StatusOr<uint8_t*> HostAddress(const BufferRef& ref, const std::vector<BufferRef
 
 }  // namespace
 
-Status ExecuteHostCollective(const CollectiveCommand& cmd, const std::vector<BufferRef>& table) {
-  auto* channel = static_cast<HostChannel*>(cmd.channel.get());
+StatusOr<HostChannel::Operation> ResolveHostCollective(const CollectiveCommand& cmd,
+                                                       const std::vector<BufferRef>& table) {
   HostChannel::Operation op;
-  op.kind = cmd.kind;
-  op.reduction = cmd.reduction;
-  op.element_type = cmd.element_type;
-  op.count = cmd.count;
-  op.peer = cmd.peer;
+  static_cast<CollectiveParams&>(op) = cmd;
   HEXIR_ASSIGN_OR_RETURN(uint8_t* send, HostAddress(cmd.send, table, cmd, "send"));
   HEXIR_ASSIGN_OR_RETURN(uint8_t* recv, HostAddress(cmd.recv, table, cmd, "recv"));
   op.send = send;
   op.recv = recv;
-  return channel->Run(op);
+  return op;
 }
 
 }  // namespace hexir::hal::cpu

@@ -1,5 +1,6 @@
-// The CPU driver's side of collectives: a recorded CollectiveCommand runs on the queue thread
-// through its channel's HostChannel::Run over the buffers' host memory.
+// The CPU driver's side of collectives: a recorded CollectiveCommand becomes a
+// HostChannel::Operation over the buffers' host memory (slots resolved against the
+// submission's binding table), which the device's collective lane (collective_lane.h) runs.
 #pragma once
 
 #include <vector>
@@ -13,8 +14,9 @@ namespace hexir::hal::cpu {
 // channel cannot run on a cpu device" otherwise).
 Status CheckHostCollective(const CollectiveCommand& cmd);
 
-// Runs `cmd` with its slot buffers taken from `table` (lengths checked here). Blocks until
-// the collective completes or fails (the channel's timeout bounds the wait).
-Status ExecuteHostCollective(const CollectiveCommand& cmd, const std::vector<BufferRef>& table);
+// `cmd` with its send and recv addresses resolved (slot lengths checked here against
+// `table`); null addresses where the kind has no such buffer.
+StatusOr<HostChannel::Operation> ResolveHostCollective(const CollectiveCommand& cmd,
+                                                       const std::vector<BufferRef>& table);
 
 }  // namespace hexir::hal::cpu

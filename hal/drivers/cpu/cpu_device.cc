@@ -12,6 +12,7 @@
 
 #include "base/mutex.h"
 #include "hal/allocator.h"
+#include "hal/drivers/cpu/collective_lane.h"
 #include "hal/drivers/cpu/cpu_collective.h"
 #include "hal/drivers/cpu/cpu_dispatch.h"
 #include "hal/drivers/cpu/cpu_executable.h"
@@ -189,6 +190,10 @@ class CpuDevice final : public Device {
                   std::vector<BufferRef>* resolved_table) const;
   Status ValidateCommands(const std::vector<Command>& commands) const;
   Status Execute(const CommandBuffer& cb, const std::vector<BufferRef>& table);
+  Status ExecuteWaves(const std::vector<Command>& commands, const std::vector<BufferRef>& table);
+  // One wave [begin, end): issues its collectives, waits for the in-flight collectives its
+  // other commands touch, then runs those.
+  Status ExecuteWave(const Command* begin, const Command* end, const std::vector<BufferRef>& table);
   Status ExecuteRepeat(const RepeatCommand& repeat, const std::vector<BufferRef>& table);
   Status ExecuteCommand(const Command& c, const std::vector<BufferRef>& table);
   // `executed_count` (optional) receives the workgroup count run (an indirect one as read).
@@ -209,6 +214,10 @@ class CpuDevice final : public Device {
   const uint32_t max_in_flight_;  // 0: unbounded
   WorkerPool pool_;
   WaveRunner waves_;  // the executing thread's (queue thread's) concurrent waves
+  // The executing thread's collective queue, made at the first collective; idle between
+  // submissions (Execute drains it).
+  std::unique_ptr<CollectiveLane> lane_;
+  std::vector<ByteRange> wave_ranges_;  // executing thread's scratch
   std::shared_ptr<BlockPool> memory_;
   std::vector<void*> scratch_ptrs_;        // bindings beyond the inline ones (executing thread)
   std::vector<uint64_t> scratch_lengths_;
@@ -357,32 +366,61 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
 // Commands between two barriers form a wave. With one worker, or in inline mode, every
 // command runs in turn on this thread (so every command is already ordered after the previous
 // one and barriers need no work); otherwise a wave of several commands runs concurrently
-// (wave_runner.h: a collective on one thread while the wave's dispatches run on the others)
-// and a single command as before (its workgroups spread over the pool).
+// (wave_runner.h) and a single command as before (its workgroups spread over the pool).
+// Collectives go to the device's collective lane (collective_lane.h) as their wave starts: a
+// later command waits only for the ones whose buffers it touches, and the submission ends
+// when the last one has completed.
 Status CpuDevice::Execute(const CommandBuffer& cb, const std::vector<BufferRef>& table) {
-  const std::vector<Command>& commands = cb.commands();
+  if (!cb.has_collectives()) return ExecuteWaves(cb.commands(), table);
+  if (!lane_) lane_ = std::make_unique<CollectiveLane>(counters());
+  Status status = ExecuteWaves(cb.commands(), table);
+  Status collectives = lane_->Drain(counters()->profiler.load(std::memory_order_relaxed));
+  return status.ok() ? collectives : status;
+}
+
+Status CpuDevice::ExecuteWaves(const std::vector<Command>& commands,
+                               const std::vector<BufferRef>& table) {
   const bool concurrent_waves = !inline_ && pool_.thread_count() > 1;
   for (size_t i = 0; i < commands.size();) {
-    size_t end = i;
+    size_t end = i + 1;
     if (concurrent_waves) {
-      // A repeat runs alone: it ends the wave before it and starts none. (A collective runs
-      // inside its wave, in recording order beside the wave's dispatches.)
+      // A repeat runs alone: it ends the wave before it and starts none.
       while (end < commands.size() && !std::holds_alternative<BarrierCommand>(commands[end]) &&
-             !std::holds_alternative<RepeatCommand>(commands[end])) {
+             !std::holds_alternative<RepeatCommand>(commands[end]) &&
+             !std::holds_alternative<RepeatCommand>(commands[i])) {
         ++end;
       }
     }
-    if (end - i > 1) {
-      Profiler* profiler = counters()->profiler.load(std::memory_order_relaxed);
-      HEXIR_RETURN_IF_ERROR(
-          waves_.Run(commands.data() + i, commands.data() + end, table, profiler));
-      i = end;
-      continue;
-    }
-    HEXIR_RETURN_IF_ERROR(ExecuteCommand(commands[i], table));
-    i = std::max(end, i + 1);
+    HEXIR_RETURN_IF_ERROR(ExecuteWave(commands.data() + i, commands.data() + end, table));
+    i = end;
   }
   return Status::Ok();
+}
+
+Status CpuDevice::ExecuteWave(const Command* begin, const Command* end,
+                              const std::vector<BufferRef>& table) {
+  const size_t issued_before = lane_ ? lane_->issued() : 0;
+  size_t compute = 0;
+  const Command* single = nullptr;
+  for (const Command* c = begin; c != end; ++c) {
+    if (auto* col = std::get_if<CollectiveCommand>(c)) {
+      HEXIR_ASSIGN_OR_RETURN(HostChannel::Operation op, ResolveHostCollective(*col, table));
+      lane_->Issue(col->channel, op, col->send.length, col->recv.length);
+    } else if (!std::holds_alternative<BarrierCommand>(*c)) {
+      ++compute;
+      single = c;
+    }
+  }
+  if (compute == 0) return Status::Ok();
+  if (lane_ && lane_->busy()) {
+    wave_ranges_.clear();
+    for (const Command* c = begin; c != end; ++c) AppendCommandRanges(*c, table, &wave_ranges_);
+    lane_->WaitForConflicts(wave_ranges_, issued_before);
+    lane_->NoteIndependentWork();
+  }
+  if (compute == 1) return ExecuteCommand(*single, table);
+  Profiler* profiler = counters()->profiler.load(std::memory_order_relaxed);
+  return waves_.Run(begin, end, table, profiler);
 }
 
 Status CpuDevice::ExecuteCommand(const Command& c, const std::vector<BufferRef>& table) {
@@ -402,15 +440,6 @@ Status CpuDevice::ExecuteCommand(const Command& c, const std::vector<BufferRef>&
   }
   if (auto* cp = std::get_if<CopyCommand>(&c)) ExecuteCopy(*cp);
   if (auto* f = std::get_if<FillCommand>(&c)) ExecuteFill(*f);
-  if (auto* col = std::get_if<CollectiveCommand>(&c)) {
-    DeviceCounters::Add(counters()->collectives_executed);
-    Profiler* profiler = counters()->profiler.load(std::memory_order_relaxed);
-    if (!profiler) return ExecuteHostCollective(*col, table);
-    const int64_t begin_ns = ProfileClockNs();
-    Status st = ExecuteHostCollective(*col, table);
-    profiler->OnCollective(CollectiveName(col->kind).data(), begin_ns, ProfileClockNs());
-    return st;
-  }
   if (auto* r = std::get_if<RepeatCommand>(&c)) return ExecuteRepeat(*r, table);
   return Status::Ok();
 }

@@ -38,11 +38,11 @@ StatusOr<const MpiApi*> Load() {
   }
   HEXIR_MPI_FUNCTIONS(HEXIR_MPI_RESOLVE_)
 #undef HEXIR_MPI_RESOLVE_
-#define HEXIR_MPI_RESOLVE_HANDLE_(type, field, symbol)                                    \
-  api->field = reinterpret_cast<type>(dlsym(lib, symbol));                               \
-  if (api->field == nullptr) {                                                           \
-    delete api;                                                                          \
-    return Unavailable("mpi channel: ", path, " lacks ", symbol, " (not Open MPI 4?)");  \
+#define HEXIR_MPI_RESOLVE_HANDLE_(type, field, symbol)                                     \
+  api->field = reinterpret_cast<type>(dlsym(lib, "ompi_mpi_" #symbol));                   \
+  if (api->field == nullptr) {                                                            \
+    delete api;                                                                           \
+    return Unavailable("mpi channel: ", path, " lacks ompi_mpi_" #symbol, " (not Open MPI 4?)"); \
   }
   HEXIR_MPI_HANDLES(HEXIR_MPI_RESOLVE_HANDLE_)
 #undef HEXIR_MPI_RESOLVE_HANDLE_

@@ -20,20 +20,13 @@ namespace hexir::hal::cpu {
   X(MPI_Iallreduce) X(MPI_Iallgather) X(MPI_Ireduce_scatter_block) X(MPI_Ibcast)          \
   X(MPI_Isend) X(MPI_Irecv) X(MPI_Test) X(MPI_Request_free) X(MPI_Error_string)
 
-#define HEXIR_MPI_HANDLES(X)                                                              \
-  X(MPI_Comm, comm_world, "ompi_mpi_comm_world")                                          \
-  X(MPI_Errhandler, errors_return, "ompi_mpi_errors_return")                              \
-  X(MPI_Datatype, byte, "ompi_mpi_byte")                                                  \
-  X(MPI_Datatype, float32, "ompi_mpi_float")                                              \
-  X(MPI_Datatype, float64, "ompi_mpi_double")                                             \
-  X(MPI_Datatype, int8, "ompi_mpi_int8_t")                                                \
-  X(MPI_Datatype, int16, "ompi_mpi_int16_t")                                              \
-  X(MPI_Datatype, int32, "ompi_mpi_int32_t")                                              \
-  X(MPI_Datatype, int64, "ompi_mpi_int64_t")                                              \
-  X(MPI_Op, op_sum, "ompi_mpi_op_sum")                                                    \
-  X(MPI_Op, op_max, "ompi_mpi_op_max")                                                    \
-  X(MPI_Op, op_min, "ompi_mpi_op_min")                                                    \
-  X(MPI_Op, op_prod, "ompi_mpi_op_prod")
+// Open MPI's predefined handles, exported as ompi_mpi_<symbol> objects: (type, field, symbol).
+#define HEXIR_MPI_HANDLES(X)                                                                \
+  X(MPI_Comm, comm_world, comm_world) X(MPI_Errhandler, errors_return, errors_return)      \
+  X(MPI_Datatype, byte, byte) X(MPI_Datatype, float32, float) X(MPI_Datatype, float64, double) \
+  X(MPI_Datatype, int8, int8_t) X(MPI_Datatype, int16, int16_t)                            \
+  X(MPI_Datatype, int32, int32_t) X(MPI_Datatype, int64, int64_t) X(MPI_Op, op_sum, op_sum) \
+  X(MPI_Op, op_max, op_max) X(MPI_Op, op_min, op_min) X(MPI_Op, op_prod, op_prod)
 
 struct MpiApi {
 #define HEXIR_MPI_MEMBER_(name) decltype(&::name) name = nullptr;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "hal/drivers/cpu/cpu_collective.h"
 #include "hal/drivers/cpu/cpu_dispatch.h"
 #include "hal/drivers/cpu/cpu_executable.h"
 
@@ -47,20 +46,6 @@ Status WaveRunner::Run(const Command* begin, const Command* end,
   size_t binding_next = 0;
   uint64_t total = 0;
   item_count_ = 0;
-  wave_begin_ = begin;
-  wave_end_ = end;
-  table_ = &table;
-  // The collectives first: one item at index 0, taken as the wave starts.
-  for (const Command* c = begin; c != end; ++c) {
-    if (!std::holds_alternative<CollectiveCommand>(*c)) continue;
-    Item& item = items_[item_count_++];
-    item.command = c;
-    item.dispatch = nullptr;
-    item.first = 0;
-    item.count = 1;
-    total = 1;
-    break;
-  }
   for (const Command* c = begin; c != end; ++c) {
     if (std::holds_alternative<BarrierCommand>(*c) || std::holds_alternative<CollectiveCommand>(*c)) continue;
     Item& item = items_[item_count_++];
@@ -90,7 +75,6 @@ Status WaveRunner::Run(const Command* begin, const Command* end,
     total += item.count;
   }
   profiling_ = profiler != nullptr;
-  collective_spans_.clear();
   const int64_t wave_begin = profiling_ ? ProfileClockNs() : 0;
   for (size_t i = 0; profiling_ && i < item_count_; ++i) {
     items_[i].begin_ns.store(INT64_MAX, std::memory_order_relaxed);
@@ -103,7 +87,6 @@ Status WaveRunner::Run(const Command* begin, const Command* end,
   }
   pool_.ParallelFor(total, body_);
   if (profiling_) {
-    for (const CollectiveSpan& span : collective_spans_) profiler->OnCollective(span.name, span.begin_ns, span.end_ns);
     for (size_t i = 0; i < item_count_; ++i) {
       const Item& item = items_[i];
       if (!item.dispatch) continue;
@@ -142,9 +125,7 @@ bool WaveRunner::RunIndex(uint64_t index, uint32_t thread_index) {
   if (failed_.load(std::memory_order_relaxed)) return false;
   Item& item = items_[ItemOf(index)];
   const int64_t start = profiling_ ? ProfileClockNs() : 0;
-  if (std::holds_alternative<CollectiveCommand>(*item.command)) {
-    if (!RunCollectives()) return false;
-  } else if (item.dispatch) {
+  if (item.dispatch) {
     const uint64_t local = index - item.first;
     const uint64_t nx = item.state.workgroup_count[0], ny = item.state.workgroup_count[1];
     hexir_cpu_kernel_error_t kernel_error = {};
@@ -168,24 +149,6 @@ bool WaveRunner::RunIndex(uint64_t index, uint32_t thread_index) {
   if (profiling_) {
     AtomicMin(item.begin_ns, start);
     AtomicMax(item.end_ns, ProfileClockNs());
-  }
-  return true;
-}
-
-bool WaveRunner::RunCollectives() {
-  const bool overlapped = item_count_ > 1;  // other commands share the wave
-  for (const Command* c = wave_begin_; c != wave_end_; ++c) {
-    auto* col = std::get_if<CollectiveCommand>(c);
-    if (!col) continue;
-    DeviceCounters::Add(counters_->collectives_executed);
-    if (overlapped) DeviceCounters::Add(counters_->collectives_overlapped);
-    const int64_t begin = profiling_ ? ProfileClockNs() : 0;
-    Status st = ExecuteHostCollective(*col, *table_);
-    if (profiling_) collective_spans_.push_back({CollectiveName(col->kind).data(), begin, ProfileClockNs()});
-    if (!st.ok()) {
-      RecordError(std::move(st));
-      return false;
-    }
   }
   return true;
 }

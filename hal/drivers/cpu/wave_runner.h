@@ -5,12 +5,8 @@
 // dispatches of one wave thus run on two workers at once; a barrier ends the wave, so commands
 // it separates stay ordered.
 //
-// Collectives overlap: the wave's collectives (at most one in a compiled program: the
-// scheduler orders collectives after one another) form one item at index 0 that runs them in
-// command order (every rank issues them alike), so one thread runs the collective from the
-// wave's start while the other workers run its independent dispatches. Each such collective is
-// counted in collectives_overlapped (and collectives_executed) and reported to the profiler
-// (OnCollective) with its interval.
+// Collectives are not the runner's: the device's collective lane (collective_lane.h) runs
+// them, and Run skips them.
 //
 // Failures: the first failing workgroup (or indirect count) wins and names its dispatch; the
 // loop stops handing out indices. Profiling: each dispatch is reported, in command order,
@@ -46,14 +42,14 @@ class WaveRunner {
   WaveRunner(const WaveRunner&) = delete;
   WaveRunner& operator=(const WaveRunner&) = delete;
 
-  // Runs commands [begin, end) (no barrier among them) concurrently over the pool, bindings
+  // Runs commands [begin, end) (no barrier among them; collectives skipped) concurrently over the pool, bindings
   // resolved against `table`; returns when all finished, or the first failure.
   Status Run(const Command* begin, const Command* end, const std::vector<BufferRef>& table,
              Profiler* profiler);
 
  private:
   struct Item {
-    const Command* command = nullptr;  // the first collective, for the collectives' item
+    const Command* command = nullptr;
     const DispatchCommand* dispatch = nullptr;  // null for copies and fills
     const CpuExecutable* executable = nullptr;
     hexir_cpu_entry_fn_t fn = nullptr;
@@ -66,8 +62,6 @@ class WaveRunner {
   };
 
   bool RunIndex(uint64_t index, uint32_t thread_index);
-  // The wave's collectives in command order (the item at index 0 when the wave has any).
-  bool RunCollectives();
   size_t ItemOf(uint64_t index) const;
   void RecordError(Status status);
 
@@ -81,15 +75,6 @@ class WaveRunner {
   std::vector<void*> binding_ptrs_;  // every dispatch's bindings, back to back
   std::vector<uint64_t> binding_lengths_;
   bool profiling_ = false;
-  // The wave being run, for its collectives' item.
-  const Command* wave_begin_ = nullptr;
-  const Command* wave_end_ = nullptr;
-  const std::vector<BufferRef>* table_ = nullptr;
-  struct CollectiveSpan {
-    const char* name;
-    int64_t begin_ns, end_ns;
-  };
-  std::vector<CollectiveSpan> collective_spans_;  // profiling: reported after the wave
   std::atomic<bool> failed_{false};
   Mutex error_mu_;
   Status error_ GUARDED_BY(error_mu_);

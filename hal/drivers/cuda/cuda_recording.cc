@@ -306,11 +306,7 @@ Status CudaRecording::IssueCollective(size_t index, const std::vector<BufferRef>
   const RecordedCollective& r = collectives_[index];
   const CollectiveCommand& c = *r.command;
   NcclChannel::Operation op;
-  op.kind = c.kind;
-  op.reduction = c.reduction;
-  op.element_type = c.element_type;
-  op.count = c.count;
-  op.peer = c.peer;
+  static_cast<CollectiveParams&>(op) = c;
   op.send = r.send;
   op.recv = r.recv;
   const BufferRef* refs[2] = {&c.send, &c.recv};

@@ -35,12 +35,7 @@ namespace hexir::hal::cuda {
 
 class NcclChannel final : public Channel {
  public:
-  struct Operation {
-    CollectiveKind kind = CollectiveKind::kAllReduce;
-    ReductionOp reduction = ReductionOp::kSum;
-    int32_t element_type = 0;
-    uint64_t count = 0;
-    int32_t peer = 0;
+  struct Operation : CollectiveParams {
     CUdeviceptr send = 0;
     CUdeviceptr recv = 0;
   };

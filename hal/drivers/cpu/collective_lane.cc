@@ -1,0 +1,146 @@
+#include "hal/drivers/cpu/collective_lane.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace hexir::hal::cpu {
+namespace {
+
+ByteRange RangeOf(const uint8_t* p, uint64_t length) {
+  const auto begin = reinterpret_cast<uintptr_t>(p);
+  return {begin, begin + length};
+}
+
+// A direct range, or a slot's table entry shifted by the reference's offset (the table entry
+// is resolved: a buffer, an offset and a concrete length).
+ByteRange RefRange(const BufferRef& ref, const std::vector<BufferRef>& table, uint64_t length) {
+  if (ref.is_slot()) {
+    const BufferRef& t = table[ref.slot];
+    return RangeOf(t.buffer->host_data() + t.offset + ref.offset, length);
+  }
+  return RangeOf(ref.buffer->host_data() + ref.offset, length);
+}
+
+}  // namespace
+
+void AppendCommandRanges(const Command& c, const std::vector<BufferRef>& table,
+                         std::vector<ByteRange>* out) {
+  if (auto* d = std::get_if<DispatchCommand>(&c)) {
+    for (const BufferRef& b : d->bindings) {
+      // Dispatch slots bind the table entry as is (cpu_dispatch.h ResolveBindings).
+      const BufferRef& r = b.is_slot() ? table[b.slot] : b;
+      out->push_back(RangeOf(r.buffer->host_data() + r.offset, r.length));
+    }
+    if (d->indirect) out->push_back(RefRange(d->workgroup_count_ref, table, kIndirectParamsSize));
+  } else if (auto* cp = std::get_if<CopyCommand>(&c)) {
+    out->push_back(RangeOf(cp->source->host_data() + cp->source_offset, cp->length));
+    out->push_back(RangeOf(cp->target->host_data() + cp->target_offset, cp->length));
+  } else if (auto* f = std::get_if<FillCommand>(&c)) {
+    out->push_back(RangeOf(f->target->host_data() + f->offset, f->length));
+  } else if (std::holds_alternative<RepeatCommand>(c)) {
+    out->push_back({0, UINTPTR_MAX});
+  }
+}
+
+CollectiveLane::CollectiveLane(std::shared_ptr<DeviceCounters> counters)
+    : counters_(std::move(counters)), thread_([this] { Main(); }) {}
+
+CollectiveLane::~CollectiveLane() {
+  {
+    MutexLock lock(mu_);
+    stopping_ = true;
+  }
+  issued_cv_.notify_all();
+  thread_.join();
+}
+
+void CollectiveLane::Issue(vm::Ref<Channel> channel, const HostChannel::Operation& op,
+                           uint64_t send_bytes, uint64_t recv_bytes) {
+  Entry e;
+  e.channel = std::move(channel);
+  e.op = op;
+  e.send = RangeOf(static_cast<const uint8_t*>(op.send), op.send ? send_bytes : 0);
+  e.recv = RangeOf(static_cast<const uint8_t*>(op.recv), op.recv ? recv_bytes : 0);
+  {
+    MutexLock lock(mu_);
+    entries_.push_back(std::move(e));
+  }
+  issued_cv_.notify_one();
+}
+
+size_t CollectiveLane::issued() const {
+  MutexLock lock(mu_);
+  return entries_.size();
+}
+
+bool CollectiveLane::busy() const {
+  MutexLock lock(mu_);
+  return done_ < entries_.size();
+}
+
+void CollectiveLane::WaitForConflicts(const std::vector<ByteRange>& ranges,
+                                      size_t issued_before) {
+  MutexLock lock(mu_);
+  // The latest conflicting collective: the lane runs them in order, so once it is done the
+  // earlier ones are too.
+  size_t last = SIZE_MAX;
+  for (size_t i = done_; i < issued_before && i < entries_.size(); ++i) {
+    for (const ByteRange& r : ranges) {
+      if (r.Overlaps(entries_[i].send) || r.Overlaps(entries_[i].recv)) {
+        last = i;
+        break;
+      }
+    }
+  }
+  if (last == SIZE_MAX) return;
+  done_cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return done_ > last; });
+  joined_ = std::max(joined_, last + 1);
+}
+
+void CollectiveLane::NoteIndependentWork() {
+  MutexLock lock(mu_);
+  for (size_t i = joined_; i < entries_.size(); ++i) entries_[i].overlapped = true;
+}
+
+Status CollectiveLane::Drain(Profiler* profiler) {
+  std::vector<Entry> finished;
+  {
+    MutexLock lock(mu_);
+    done_cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return done_ == entries_.size(); });
+    finished.swap(entries_);
+    done_ = joined_ = 0;
+  }
+  Status first = Status::Ok();
+  for (Entry& e : finished) {
+    DeviceCounters::Add(counters_->collectives_executed);
+    if (e.overlapped) DeviceCounters::Add(counters_->collectives_overlapped);
+    if (profiler) profiler->OnCollective(CollectiveName(e.op.kind).data(), e.begin_ns, e.end_ns);
+    if (first.ok() && !e.status.ok()) first = std::move(e.status);
+  }
+  return first;
+}
+
+void CollectiveLane::Main() {
+  MutexLock lock(mu_);
+  for (;;) {
+    issued_cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return stopping_ || done_ < entries_.size(); });
+    if (done_ == entries_.size()) return;  // stopping, nothing left
+    // Drain waits for this entry, so entries_ keeps it (and its channel) while it runs; the
+    // vector may grow meanwhile, so copy what the run needs.
+    auto* channel = static_cast<HostChannel*>(entries_[done_].channel.get());
+    const HostChannel::Operation op = entries_[done_].op;
+    lock.Unlock();
+    const int64_t begin = ProfileClockNs();
+    Status status = channel->Run(op);
+    const int64_t end = ProfileClockNs();
+    lock.Lock();
+    Entry& e = entries_[done_];
+    e.status = std::move(status);
+    e.begin_ns = begin;
+    e.end_ns = end;
+    ++done_;
+    done_cv_.notify_all();
+  }
+}
+
+}  // namespace hexir::hal::cpu
