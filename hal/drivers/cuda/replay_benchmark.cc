@@ -209,25 +209,15 @@ void ReplayCost(Bench& b, uint32_t dispatches, int iterations) {
 // 1b. Latency of one small call: submit a 1-dispatch graph, wait, read 4 bytes; and
 // submit-only, each against the raw equivalent (the two RATIO lines of issue 14).
 void SmallCall(Bench& b) {
-  Device& d = b.d;
-  const CudaApi& api = b.api;
-  const vm::Ref<Executable>& exe = b.exe;
-  vm::Ref<Semaphore>& sem = b.sem;
-  uint64_t& value = b.value;
-  const vm::Ref<Buffer>& counter = b.counter;
-  const std::vector<BufferRef>& table = b.table;
-  CUfunction tiny = b.tiny;
-  CUstream stream = b.stream;
-  CUdeviceptr raw_counter = b.raw_counter;
-  void** tiny_args = b.tiny_args;
-  auto one = *d.CreateCommandBuffer();
-  Check(one->Dispatch(exe, 0, {1, 1, 1}, {BufferRef::Slot(0)}), "dispatch");
+  const CudaApi& api = b.api;  // CU()
+  auto one = *b.d.CreateCommandBuffer();
+  Check(one->Dispatch(b.exe, 0, {1, 1, 1}, {BufferRef::Slot(0)}), "dispatch");
   Check(one->Finalize(), "finalize");
   auto call = [&] {
-    Check(d.QueueExecute({}, one, {{sem, ++value}}, table), "submit");
-    Check(sem->Wait(value), "wait");
+    Check(b.d.QueueExecute({}, one, {{b.sem, ++b.value}}, b.table), "submit");
+    Check(b.sem->Wait(b.value), "wait");
     uint32_t v;
-    Check(d.ReadBuffer(*counter, 0, &v, 4), "read");
+    Check(b.d.ReadBuffer(*b.counter, 0, &v, 4), "read");
   };
   for (int i = 0; i < 20; ++i) call();
   const int calls = 500;
@@ -239,11 +229,11 @@ void SmallCall(Bench& b) {
   // The same, but the host spins on Semaphore::Query instead of sleeping in Wait: what a
   // spin-then-sleep Wait would give.
   auto poll_call = [&] {
-    Check(d.QueueExecute({}, one, {{sem, ++value}}, table), "submit");
-    while (*sem->Query() < value) {
+    Check(b.d.QueueExecute({}, one, {{b.sem, ++b.value}}, b.table), "submit");
+    while (*b.sem->Query() < b.value) {
     }
     uint32_t v;
-    Check(d.ReadBuffer(*counter, 0, &v, 4), "read");
+    Check(b.d.ReadBuffer(*b.counter, 0, &v, 4), "read");
   };
   for (int i = 0; i < 20; ++i) poll_call();
   t0 = Clock::now();
@@ -252,9 +242,9 @@ void SmallCall(Bench& b) {
   // What a compiled program's call does (BufferViewToHost): submit, then one
   // ReadBufferAfterPendingWork (the wait and the copy in one host synchronization).
   auto read_call = [&] {
-    Check(d.QueueExecute({}, one, {{sem, ++value}}, table), "submit");
+    Check(b.d.QueueExecute({}, one, {{b.sem, ++b.value}}, b.table), "submit");
     uint32_t v;
-    Check(d.ReadBufferAfterPendingWork(*counter, 0, &v, 4), "read after pending work");
+    Check(b.d.ReadBufferAfterPendingWork(*b.counter, 0, &v, 4), "read after pending work");
   };
   for (int i = 0; i < 20; ++i) read_call();
   t0 = Clock::now();
@@ -263,29 +253,29 @@ void SmallCall(Bench& b) {
   // Submit only (no wait, no read) of the 1-dispatch graph: host cost per submission,
   // timed in bursts of kBurst below the queue's back-pressure cap (the wait for the GPU
   // between bursts is not timed; the raw launches below are timed the same way). One long
-  // stream of submissions would measure the GPU's rate once the cap is reached: printed too.
+  // b.stream of submissions would measure the GPU's rate once the cap is reached: printed too.
   constexpr int kBurst = 32;
   double hexir_submit_total = 0;
   for (int done = 0; done < calls; done += kBurst) {
     t0 = Clock::now();
     for (int i = 0; i < kBurst; ++i)
-      Check(d.QueueExecute({}, one, {{sem, ++value}}, table), "submit");
+      Check(b.d.QueueExecute({}, one, {{b.sem, ++b.value}}, b.table), "submit");
     hexir_submit_total += Us(Clock::now() - t0);
-    Check(sem->Wait(value), "wait");
+    Check(b.sem->Wait(b.value), "wait");
   }
   const double hexir_submit = hexir_submit_total / calls;
   t0 = Clock::now();
-  for (int i = 0; i < calls; ++i) Check(d.QueueExecute({}, one, {{sem, ++value}}, table), "submit");
+  for (int i = 0; i < calls; ++i) Check(b.d.QueueExecute({}, one, {{b.sem, ++b.value}}, b.table), "submit");
   const double hexir_submit_stream = Us(Clock::now() - t0) / calls;
-  Check(sem->Wait(value), "wait");
+  Check(b.sem->Wait(b.value), "wait");
   CUgraph g1;
   CU(api.cuGraphCreate(&g1, 0));
   CUDA_KERNEL_NODE_PARAMS p = {};
-  p.func = tiny;
+  p.func = b.tiny;
   p.gridDimX = p.gridDimY = p.gridDimZ = 1;
   p.blockDimX = 256;
   p.blockDimY = p.blockDimZ = 1;
-  p.kernelParams = tiny_args;
+  p.kernelParams = b.tiny_args;
   CUgraphNode node;
   CU(api.cuGraphAddKernelNode(&node, g1, nullptr, 0, &p));
   CUgraphExec e1;
@@ -293,27 +283,27 @@ void SmallCall(Bench& b) {
   void* pinned = nullptr;
   CU(api.cuMemHostAlloc(&pinned, 64, 0));
   auto raw_call = [&] {
-    CU(api.cuGraphLaunch(e1, stream));
-    CU(api.cuMemcpyDtoHAsync(pinned, raw_counter, 4, stream));
-    CU(api.cuStreamSynchronize(stream));
+    CU(api.cuGraphLaunch(e1, b.stream));
+    CU(api.cuMemcpyDtoHAsync(pinned, b.raw_counter, 4, b.stream));
+    CU(api.cuStreamSynchronize(b.stream));
   };
   for (int i = 0; i < 20; ++i) raw_call();
   t0 = Clock::now();
   for (int i = 0; i < calls; ++i) raw_call();
   double raw_call_us = Us(Clock::now() - t0) / calls;
-  CU(api.cuStreamSynchronize(stream));
+  CU(api.cuStreamSynchronize(b.stream));
   double raw_submit_total = 0;
   for (int done = 0; done < calls; done += kBurst) {
     t0 = Clock::now();
-    for (int i = 0; i < kBurst; ++i) CU(api.cuGraphLaunch(e1, stream));
+    for (int i = 0; i < kBurst; ++i) CU(api.cuGraphLaunch(e1, b.stream));
     raw_submit_total += Us(Clock::now() - t0);
-    CU(api.cuStreamSynchronize(stream));
+    CU(api.cuStreamSynchronize(b.stream));
   }
   const double raw_submit = raw_submit_total / calls;
   t0 = Clock::now();
-  for (int i = 0; i < calls; ++i) CU(api.cuGraphLaunch(e1, stream));
+  for (int i = 0; i < calls; ++i) CU(api.cuGraphLaunch(e1, b.stream));
   const double raw_submit_stream = Us(Clock::now() - t0) / calls;
-  CU(api.cuStreamSynchronize(stream));
+  CU(api.cuStreamSynchronize(b.stream));
   std::printf("== one small call (1-dispatch graph + wait + 4-byte read), %d calls ==\n", calls);
   std::printf("  hexir HAL %.2f us/call   raw (launch + copy + stream sync) %.2f us/call   "
               "ratio %.2f   (%.2f sleeps/call of the calling thread)\n",
