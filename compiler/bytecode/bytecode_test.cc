@@ -149,7 +149,7 @@ TEST_CASE("module file: header, FlatBuffer and 64-byte aligned segments") {
   CHECK(vm::format::ModuleBufferHasIdentifier(file.data() + 24));
 
   const vm::format::Module* module = vm::format::GetModule(file.data() + 24);
-  CHECK(module->version() == 0x00020001u);
+  CHECK(module->version() == 0x00020002u);
   CHECK(module->bytecode_checksum() == Checksum64(module->bytecode()->data(), 3 * 4));
   REQUIRE(module->imports()->size() == 1);
   CHECK(module->imports()->Get(0)->signature()->str() == "_r");
