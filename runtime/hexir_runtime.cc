@@ -303,25 +303,25 @@ hexir_status_t hexir_values_kind(const hexir_values_t* values, size_t index,
   return HEXIR_OK;
   HEXIR_C_GUARD_END
 }
-hexir_status_t hexir_values_get_i64(const hexir_values_t* values, size_t index,
-                                    int64_t* out_value) {
+// The 64 bits of scalar entry `index` ('i' or 'f') into *out_value (an int64_t or a double);
+// errors name `function`, the entry point.
+static hexir_status_t GetScalarBits(const char* function, const hexir_values_t* values,
+                                    size_t index, char kind, void* out_value) {
   HEXIR_C_GUARD_BEGIN
   const hexir::vm::Variant* v;
-  if (hexir_status_t s = Entry(values, index, 'i', &v)) return s;
-  HEXIR_C_NONNULL(out_value);
-  *out_value = v->bits;
+  if (hexir_status_t s = Entry(values, index, kind, &v)) return s;
+  if (!out_value) return Fail(StatusCode::kInvalidArgument, function, ": null out_value");
+  std::memcpy(out_value, &v->bits, sizeof(v->bits));
   return HEXIR_OK;
   HEXIR_C_GUARD_END
 }
+hexir_status_t hexir_values_get_i64(const hexir_values_t* values, size_t index,
+                                    int64_t* out_value) {
+  return GetScalarBits(__func__, values, index, 'i', out_value);
+}
 hexir_status_t hexir_values_get_f64(const hexir_values_t* values, size_t index,
                                     double* out_value) {
-  HEXIR_C_GUARD_BEGIN
-  const hexir::vm::Variant* v;
-  if (hexir_status_t s = Entry(values, index, 'f', &v)) return s;
-  HEXIR_C_NONNULL(out_value);
-  std::memcpy(out_value, &v->bits, sizeof(double));
-  return HEXIR_OK;
-  HEXIR_C_GUARD_END
+  return GetScalarBits(__func__, values, index, 'f', out_value);
 }
 hexir_status_t hexir_values_get_buffer_view(const hexir_values_t* values, size_t index,
                                             hexir_buffer_view_t** out_view) {

@@ -128,7 +128,16 @@ void hexir_function_release(hexir_function_t* function);
 
 /* Calls `function` with `args` (must match its signature's argument kinds) and replaces the
  * contents of `results` with its results. Traps come back as errors naming the function and
- * bytecode offset. */
+ * bytecode offset.
+ * Where tensor arguments live: make each argument's buffer view (hexir_buffer_view_from_host)
+ * on the device that hexir_function_attr(function, "abi.arg_devices") names for it: one
+ * module device ordinal per argument, ';'-separated ("1;1;0": devices[1] of
+ * hexir_context_create_with_devices for the first two); without the attribute every argument
+ * is on device 0. The runtime never moves an argument to its device: a view on another
+ * device is refused by the HAL of the device that uses it, e.g. a CPU device's view where a
+ * CUDA device's is expected: HEXIR_INVALID_ARGUMENT, "function 'main' @N: ...: not a CUDA
+ * buffer" (the import and binding that met it in between). CPU devices share host memory,
+ * so a view of one CPU device is accepted by another. */
 hexir_status_t hexir_function_call(hexir_context_t* context, hexir_function_t* function,
                                    const hexir_values_t* args, hexir_values_t* results);
 

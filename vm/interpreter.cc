@@ -94,7 +94,13 @@ Status WrongKind(const List& list, List::Kind wanted) {
   return InvalidArgument("list holds ", List::KindName(list.kind()), " elements, not ",
                          List::KindName(wanted));
 }
-// Prefixes a trap raised by the instruction at `ip` with its mnemonic.
+// The trap of an integer division or remainder by zero, or of INT_MIN by -1; the words of a
+// kernel's (hal/kernel_error.h), so host and device code fail alike.
+__attribute__((noinline, cold)) Status DivisionTrap(int64_t dividend, int64_t divisor) {
+  return InvalidArgument("integer division ", divisor == 0 ? "by zero" : "overflow", " (",
+                         dividend, " / ", divisor, ")");
+}
+
 // The message of a false `assert`: each "{}" of `format` becomes the next value of the
 // register list at `list` (signed decimal); placeholders past the list's end stay as written.
 __attribute__((noinline)) Status AssertFailure(std::string_view format, const uint32_t* list,
@@ -112,6 +118,7 @@ __attribute__((noinline)) Status AssertFailure(std::string_view format, const ui
   return InvalidArgument(message);
 }
 
+// Prefixes a trap raised by the instruction at `ip` with its mnemonic.
 Status OpError(const uint32_t* ip, const Status& s) {
   return Status(s.code(), StrCat(GetOpInfo(*ip).mnemonic, ": ", s.message()));
 }
@@ -251,6 +258,26 @@ Status Interpreter::Run(LinkedModule& linked, uint32_t ordinal, std::vector<Vari
     ip += 4;               \
     NEXT();                \
   }
+// Division and remainder (ISA: traps on a zero divisor and on INT_MIN / -1, like kernels).
+// The operands are read at the op's width (an i32 op truncates hostile i64 registers first),
+// so the C++ division below never overflows.
+#define SIGNED_DIVISION(Name, T, expr)                                                  \
+  op_##Name : {                                                                         \
+    T b = static_cast<T>(VB), c = static_cast<T>(VC);                                   \
+    if (__builtin_expect(c == 0 || (c == -1 && b == std::numeric_limits<T>::min()), 0)) \
+      TRAP(DivisionTrap(b, c));                                                          \
+    VA = (expr);                                                                        \
+    ip += 4;                                                                            \
+    NEXT();                                                                             \
+  }
+#define UNSIGNED_DIVISION(Name, expr)                                      \
+  op_##Name : {                                                            \
+    uint64_t b = VB, c = VC;                                               \
+    if (__builtin_expect(c == 0, 0)) TRAP(DivisionTrap(VB, 0));             \
+    VA = Wrap(expr);                                                       \
+    ip += 4;                                                               \
+    NEXT();                                                                \
+  }
 #define BINARY_F64(Name, expr)                 \
   op_##Name : {                                \
     double b = AsF64(VB), c = AsF64(VC);       \
@@ -293,34 +320,12 @@ op_Release: {
   BINARY(AddI64, Wrap(uint64_t(b) + uint64_t(c)))
   BINARY(SubI64, Wrap(uint64_t(b) - uint64_t(c)))
   BINARY(MulI64, Wrap(uint64_t(b) * uint64_t(c)))
-op_DivSI64: {
-  int64_t b = VB, c = VC;
-  if (c == 0) TRAP(InvalidArgument("integer division by zero"));
-  VA = c == -1 ? Wrap(0 - uint64_t(b)) : b / c;  // INT64_MIN / -1 wraps
-  ip += 4;
-  NEXT();
-}
-op_RemSI64: {
-  int64_t b = VB, c = VC;
-  if (c == 0) TRAP(InvalidArgument("integer remainder by zero"));
-  VA = c == -1 ? 0 : b % c;
-  ip += 4;
-  NEXT();
-}
-op_DivUI64: {
-  uint64_t b = VB, c = VC;
-  if (c == 0) TRAP(InvalidArgument("integer division by zero"));
-  VA = Wrap(b / c);
-  ip += 4;
-  NEXT();
-}
-op_RemUI64: {
-  uint64_t b = VB, c = VC;
-  if (c == 0) TRAP(InvalidArgument("integer remainder by zero"));
-  VA = Wrap(b % c);
-  ip += 4;
-  NEXT();
-}
+  SIGNED_DIVISION(DivSI64, int64_t, b / c)
+  SIGNED_DIVISION(RemSI64, int64_t, b % c)
+  SIGNED_DIVISION(DivSI32, int32_t, b / c)
+  SIGNED_DIVISION(RemSI32, int32_t, b % c)
+  UNSIGNED_DIVISION(DivUI64, b / c)
+  UNSIGNED_DIVISION(RemUI64, b % c)
   BINARY(AndI64, b & c)
   BINARY(OrI64, b | c)
   BINARY(XorI64, b ^ c)
@@ -747,6 +752,8 @@ op_ListSetRef: {
 #undef FUEL_CHECK
 #undef TRY_OP
 #undef BINARY
+#undef SIGNED_DIVISION
+#undef UNSIGNED_DIVISION
 #undef BINARY_F64
 
 out_of_fuel:

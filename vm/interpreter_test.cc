@@ -143,6 +143,17 @@ int64_t RunBinary(Op op, int64_t a, int64_t b) {
   return h.CallI("f", {I(a), I(b)});
 }
 
+// The status of f(a, b) = a <op> b (for the traps).
+Status BinaryStatus(Op op, int64_t a, int64_t b) {
+  ModuleBuilder mb;
+  auto& f = mb.AddFunction("f", "ii_i");
+  f.Op(op).V(2).V(0).V(1);
+  f.Op(Op::Return).L({V(2)});
+  mb.AddExport("f", f.ordinal());
+  Harness h(mb);
+  return h.Call("f", {I(a), I(b)}).status();
+}
+
 TEST_CASE("i64 arithmetic matches C++ (wrapping, signed/unsigned)") {
   const int64_t kMin = std::numeric_limits<int64_t>::min();
   const int64_t kMax = std::numeric_limits<int64_t>::max();
@@ -153,12 +164,9 @@ TEST_CASE("i64 arithmetic matches C++ (wrapping, signed/unsigned)") {
     CHECK(RunBinary(Op::AddI64, c.a, c.b) == int64_t(ua + ub));
     CHECK(RunBinary(Op::SubI64, c.a, c.b) == int64_t(ua - ub));
     CHECK(RunBinary(Op::MulI64, c.a, c.b) == int64_t(ua * ub));
-    if (!(c.a == kMin && c.b == -1)) {
+    if (!(c.a == kMin && c.b == -1)) {  // traps: the next test
       CHECK(RunBinary(Op::DivSI64, c.a, c.b) == c.a / c.b);
       CHECK(RunBinary(Op::RemSI64, c.a, c.b) == c.a % c.b);
-    } else {
-      CHECK(RunBinary(Op::DivSI64, c.a, c.b) == kMin);  // wraps
-      CHECK(RunBinary(Op::RemSI64, c.a, c.b) == 0);
     }
     CHECK(RunBinary(Op::DivUI64, c.a, c.b) == int64_t(ua / ub));
     CHECK(RunBinary(Op::RemUI64, c.a, c.b) == int64_t(ua % ub));
@@ -543,8 +551,47 @@ TEST_CASE("a trap releases every ref held by the frames") {
   CHECK(r.status().code() == StatusCode::kInvalidArgument);
   // The trap names the failing instruction, then its callers (each call instruction).
   CHECK(r.status().message() ==
-        "function 'inner' @7: integer division by zero; called from 'outer' @3");
+        "function 'inner' @7: integer division by zero (0 / 0); called from 'outer' @3");
   CHECK(obj->ref_count() == 1);
+}
+
+TEST_CASE("signed division and remainder of INT_MIN by -1 trap at i64 and i32 width, as a kernel fails") {
+  const int64_t kMin64 = std::numeric_limits<int64_t>::min();
+  const int64_t kMin32 = std::numeric_limits<int32_t>::min();
+  for (Op op : {Op::DivSI64, Op::RemSI64}) {
+    Status s = BinaryStatus(op, kMin64, -1);
+    CHECK(s.code() == StatusCode::kInvalidArgument);
+    CHECK(s.message() == "function 'f' @0: integer division overflow (-9223372036854775808 / -1)");
+    CHECK(BinaryStatus(op, 9, 0).message() == "function 'f' @0: integer division by zero (9 / 0)");
+    // INT32_MIN is an ordinary i64.
+    CHECK(RunBinary(op, kMin32, -1) == (op == Op::DivSI64 ? -kMin32 : 0));
+  }
+  for (Op op : {Op::DivSI32, Op::RemSI32}) {
+    Status s = BinaryStatus(op, kMin32, -1);
+    CHECK(s.code() == StatusCode::kInvalidArgument);
+    CHECK(s.message() == "function 'f' @0: integer division overflow (-2147483648 / -1)");
+    CHECK(BinaryStatus(op, -9, 0).message() == "function 'f' @0: integer division by zero (-9 / 0)");
+  }
+  for (Op op : {Op::DivUI64, Op::RemUI64})
+    CHECK(BinaryStatus(op, -9, 0).message() == "function 'f' @0: integer division by zero (-9 / 0)");
+}
+
+TEST_CASE("i32 signed division and remainder match C++ on i32 and read registers at 32 bits") {
+  const int32_t kMin = std::numeric_limits<int32_t>::min();
+  const int32_t kMax = std::numeric_limits<int32_t>::max();
+  struct Case { int32_t a, b; };
+  for (Case c : {Case{7, 3}, Case{-7, 3}, Case{7, -3}, Case{-7, -3}, Case{kMax, -1}, Case{kMin, 1},
+                 Case{kMin, 7}, Case{kMax, kMin}}) {
+    INFO(c.a << " , " << c.b);
+    CHECK(RunBinary(Op::DivSI32, c.a, c.b) == c.a / c.b);
+    CHECK(RunBinary(Op::RemSI32, c.a, c.b) == c.a % c.b);
+  }
+  // A register that is not a sign-extended i32 (hostile bytecode) is read at its low 32 bits:
+  // 2^32 + 7 is 7, and 2^32 as a divisor is 0 (a trap, not a C++ division by zero).
+  CHECK(RunBinary(Op::DivSI32, (int64_t(1) << 32) + 7, 2) == 3);
+  CHECK(BinaryStatus(Op::DivSI32, 7, int64_t(1) << 32).message() ==
+        "function 'f' @0: integer division by zero (7 / 0)");
+  CHECK(RunBinary(Op::RemSI32, int64_t(0xFFFFFFFF), 5) == -1);  // low bits -1: -1 % 5
 }
 
 TEST_CASE("rodata aliases the module and outlives the context") {
@@ -646,7 +693,8 @@ TEST_CASE("fail and division by zero trap with function and offset") {
   CHECK(failed.status().message() == StrCat("function 'main' @", fail_op, ": custom failure"));
   auto div = h.Call("main", {I(0)});
   REQUIRE(!div.ok());
-  CHECK(div.status().message() == StrCat("function 'main' @", div_op, ": integer division by zero"));
+  CHECK(div.status().message() == StrCat("function 'main' @", div_op, ": integer division by zero (",
+                                         int64_t(StatusCode::kFailedPrecondition), " / 0)"));
   CHECK(h.CallI("main", {I(2)}) == 2);
 }
 

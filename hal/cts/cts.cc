@@ -7,9 +7,6 @@
 #include <cstring>
 
 namespace hexir::hal::cts {
-namespace {
-
-using namespace std::chrono_literals;
 
 vm::Ref<Buffer> Alloc(Device& d, uint64_t n) {
   auto b = d.AllocateBuffer(n);
@@ -20,15 +17,21 @@ vm::Ref<Buffer> Alloc(Device& d, uint64_t n) {
 
 vm::Ref<CommandBuffer> NewCb(Device& d) {
   auto cb = d.CreateCommandBuffer();
+  INFO(cb.status().ToString());
   REQUIRE(cb.ok());
   return *cb;
 }
 
-vm::Ref<Semaphore> NewSem(Device& d, uint64_t v) {
-  auto s = d.CreateSemaphore(v);
+vm::Ref<Semaphore> NewSem(Device& d, uint64_t initial) {
+  auto s = d.CreateSemaphore(initial);
+  INFO(s.status().ToString());
   REQUIRE(s.ok());
   return *s;
 }
+
+namespace {
+
+using namespace std::chrono_literals;
 
 vm::Ref<Executable> Kernels(const DriverConfig& c, Device& d, std::vector<std::string_view> e) {
   auto exe = d.CreateExecutable(c.kernels(std::move(e)));

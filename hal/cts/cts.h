@@ -43,6 +43,12 @@ struct DriverConfig {
 
 using CaseFn = void (*)(const DriverConfig& config, Device& device);
 
+// What every case file needs, failing the case (REQUIRE, the status shown) instead of
+// returning an error: an n-byte buffer, a command buffer, a timeline semaphore at `initial`.
+vm::Ref<Buffer> Alloc(Device& d, uint64_t n);
+vm::Ref<CommandBuffer> NewCb(Device& d);
+vm::Ref<Semaphore> NewSem(Device& d, uint64_t initial);
+
 // Runs one case: opens a device, or prints the skip marker and returns.
 void RunCase(const DriverConfig& config, const char* case_name, CaseFn fn);
 

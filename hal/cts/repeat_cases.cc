@@ -10,18 +10,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-vm::Ref<Buffer> Alloc(Device& d, uint64_t n) {
-  auto b = d.AllocateBuffer(n);
-  REQUIRE(b.ok());
-  return *b;
-}
-
-vm::Ref<CommandBuffer> NewCb(Device& d) {
-  auto cb = d.CreateCommandBuffer();
-  REQUIRE(cb.ok());
-  return *cb;
-}
-
 std::vector<int32_t> Download(Device& d, Buffer& b, size_t n) {
   std::vector<int32_t> v(n);
   REQUIRE(d.ReadBuffer(b, 0, v.data(), n * 4).ok());

@@ -11,19 +11,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-vm::Ref<Buffer> NewBuffer(Device& d, uint64_t n) {
-  auto b = d.AllocateBuffer(n);
-  INFO(b.status().ToString());
-  REQUIRE(b.ok());
-  return *b;
-}
-
-vm::Ref<Semaphore> NewTimeline(Device& d) {
-  auto s = d.CreateSemaphore(0);
-  REQUIRE(s.ok());
-  return *s;
-}
-
 void RequireOk(const Status& s) {
   INFO(s.ToString());
   REQUIRE(s.ok());
@@ -40,7 +27,7 @@ void QueueTransfersCase(const DriverConfig& c, Device& d) {
     ha[i] = 0.5f * float(i);
     hb[i] = 7.0f - float(i);
   }
-  auto a = NewBuffer(d, n * 4), b = NewBuffer(d, n * 4), out = NewBuffer(d, n * 4);
+  auto a = Alloc(d, n * 4), b = Alloc(d, n * 4), out = Alloc(d, n * 4);
   auto cb = d.CreateCommandBuffer();
   RequireOk(cb.status());
   RequireOk((*cb)->Dispatch(*exe, 0, {(n + tile - 1) / tile, 1, 1},
@@ -50,7 +37,7 @@ void QueueTransfersCase(const DriverConfig& c, Device& d) {
   const DeviceStats before = d.stats();
 
   // write a, write b (the caller's copy is reused at once) -> dispatch -> read out.
-  auto t = NewTimeline(d);
+  auto t = NewSem(d, 0);
   RequireOk(d.QueueWrite({}, {{t, 1}}, ha.data(), n * 4, a, 0));
   std::vector<float> scratch = hb;
   RequireOk(d.QueueWrite({{t, 1}}, {{t, 2}}, scratch.data(), n * 4, b, 0,
@@ -69,8 +56,8 @@ void QueueTransfersCase(const DriverConfig& c, Device& d) {
   const uint32_t kWrites = 64, kChunk = 4096;
   std::vector<uint32_t> source(kWrites * kChunk / 4);
   std::iota(source.begin(), source.end(), 12345u);
-  auto big = NewBuffer(d, kWrites * kChunk);
-  auto w = NewTimeline(d);
+  auto big = Alloc(d, kWrites * kChunk);
+  auto w = NewSem(d, 0);
   for (uint32_t i = 0; i < kWrites; ++i) {
     // Every other write waits for the previous one; the rest only for the queue's order.
     std::vector<SemaphoreValue> waits;
@@ -117,12 +104,12 @@ void QueueTransferOrderingCase(const DriverConfig& c, Device& d) {
   const uint32_t n = 256;
   std::vector<int32_t> hx(n);
   for (uint32_t i = 0; i < n; ++i) hx[i] = int32_t(i) - 100;
-  auto x = NewBuffer(d, n * 4);
+  auto x = Alloc(d, n * 4);
   auto cb = d.CreateCommandBuffer();
   RequireOk(cb.status());
   RequireOk((*cb)->Dispatch(*exe, 0, {n, 1, 1}, {BufferRef::Whole(x)}, {n, 3, 5}));
   RequireOk((*cb)->Finalize());
-  auto gate = NewTimeline(d), t = NewTimeline(d);
+  auto gate = NewSem(d, 0), t = NewSem(d, 0);
   RequireOk(d.QueueWrite({{gate, 1}}, {{t, 1}}, hx.data(), n * 4, x, 0));
   RequireOk(d.QueueExecute({{t, 1}}, *cb, {{t, 2}}));
   std::vector<int32_t> got(n, 0);
@@ -138,7 +125,7 @@ void QueueTransferOrderingCase(const DriverConfig& c, Device& d) {
 
   // A write held back by a gate with kCopyAtCall took its copy at the call.
   std::vector<int32_t> source(n, 41);
-  auto gate2 = NewTimeline(d);
+  auto gate2 = NewSem(d, 0);
   RequireOk(d.QueueWrite({{gate2, 1}}, {{t, 4}}, source.data(), n * 4, x, 0,
                          Device::HostLifetime::kCopyAtCall));
   std::fill(source.begin(), source.end(), -1);
@@ -148,7 +135,7 @@ void QueueTransferOrderingCase(const DriverConfig& c, Device& d) {
   REQUIRE(got == std::vector<int32_t>(n, 41));
 
   // A failed wait fails the transfer's signals with that error; the buffer is untouched.
-  auto failed = NewTimeline(d), s = NewTimeline(d);
+  auto failed = NewSem(d, 0), s = NewSem(d, 0);
   failed->Fail(Aborted("upstream producer failed"));
   std::vector<int32_t> zeros(n, 0);
   RequireOk(d.QueueWrite({{failed, 1}}, {{s, 1}}, zeros.data(), n * 4, x, 0));
@@ -158,15 +145,15 @@ void QueueTransferOrderingCase(const DriverConfig& c, Device& d) {
   int32_t first = 0;
   RequireOk(d.QueueRead({}, {{s, 2}}, x, 0, &first, 4));
   REQUIRE(s->Wait(2, 30s).code() == StatusCode::kAborted);  // sticky: s already failed
-  auto r = NewTimeline(d);
+  auto r = NewSem(d, 0);
   RequireOk(d.QueueRead({}, {{r, 1}}, x, 0, &first, 4));
   RequireOk(r->Wait(1, 30s));
   REQUIRE(first == 41);
 }
 
 void QueueTransferErrorsCase(const DriverConfig&, Device& d) {
-  auto b = NewBuffer(d, 1024);
-  auto t = NewTimeline(d);
+  auto b = Alloc(d, 1024);
+  auto t = NewSem(d, 0);
   std::vector<uint8_t> host(64);
   const DeviceStats before = d.stats();
   Status s = d.QueueWrite({}, {{t, 1}}, host.data(), 16, b, 1020);

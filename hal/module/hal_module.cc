@@ -56,6 +56,12 @@ Status NonNegative(const NativeCall& c, size_t i, const char* what) {
   return Status::Ok();
 }
 
+// Argument i as a byte offset or size (`what` names it when negative).
+StatusOr<uint64_t> SizeArg(const NativeCall& c, size_t i, const char* what) {
+  HEXIR_RETURN_IF_ERROR(NonNegative(c, i, what));
+  return static_cast<uint64_t>(IntArg(c, i));
+}
+
 // The argument kinds of the call's exact signature ("" when the caller did not pass one).
 std::string_view ArgKinds(const NativeCall& c) {
   return c.signature.substr(0, c.signature.find('_'));
@@ -420,12 +426,19 @@ Status ParseWaitSignal(const NativeCall& c, size_t first, std::vector<SemaphoreV
 
 // The common head of the queue operations (device, wait pair, signal pair, then their own
 // arguments): checks the counts and the device, parses the pairs.
-Status ParseQueueOperation(HalModuleState& s, const NativeCall& c, size_t args, size_t results,
-                           Device** device, std::vector<SemaphoreValue>* waits,
-                           std::vector<SemaphoreValue>* signals) {
+// The head every queue operation shares: (device, wait semaphore, wait value, signal
+// semaphore, signal value, ...operands from argument 5).
+struct QueueOperation {
+  Device* device = nullptr;
+  std::vector<SemaphoreValue> waits, signals;
+};
+StatusOr<QueueOperation> ParseQueueOperation(HalModuleState& s, const NativeCall& c, size_t args,
+                                             size_t results) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, args, results));
-  HEXIR_ASSIGN_OR_RETURN(*device, DeviceArg(s, c, 0));
-  return ParseWaitSignal(c, 1, waits, signals);
+  QueueOperation q;
+  HEXIR_ASSIGN_OR_RETURN(q.device, DeviceArg(s, c, 0));
+  HEXIR_RETURN_IF_ERROR(ParseWaitSignal(c, 1, &q.waits, &q.signals));
+  return q;
 }
 
 Status QueueExecute(HalModuleState& s, NativeCall& c) {
@@ -542,11 +555,9 @@ Status CommandBufferFill(HalModuleState&, NativeCall& c) {
 Status QueueExecuteBound(HalModuleState& s, NativeCall& c) { return QueueExecute(s, c); }
 
 Status QueueAlloca(HalModuleState& s, NativeCall& c) {
-  std::vector<SemaphoreValue> waits, signals;
-  Device* device = nullptr;
-  HEXIR_RETURN_IF_ERROR(ParseQueueOperation(s, c, 6, 1, &device, &waits, &signals));
-  HEXIR_RETURN_IF_ERROR(NonNegative(c, 5, "byte size"));
-  auto b = device->QueueAlloca(waits, signals, static_cast<uint64_t>(IntArg(c, 5)));
+  HEXIR_ASSIGN_OR_RETURN(QueueOperation q, ParseQueueOperation(s, c, 6, 1));
+  HEXIR_ASSIGN_OR_RETURN(uint64_t size, SizeArg(c, 5, "byte size"));
+  auto b = q.device->QueueAlloca(q.waits, q.signals, size);
   if (!b.ok()) return std::move(b).status().WithContext(c.import_name);
   SetRef(c, std::move(b).value());
   return Status::Ok();
@@ -576,43 +587,35 @@ Status DeviceTransient(HalModuleState& s, NativeCall& c) {
 }
 
 Status QueueDealloca(HalModuleState& s, NativeCall& c) {
-  std::vector<SemaphoreValue> waits, signals;
-  Device* device = nullptr;
-  HEXIR_RETURN_IF_ERROR(ParseQueueOperation(s, c, 6, 0, &device, &waits, &signals));
+  HEXIR_ASSIGN_OR_RETURN(QueueOperation q, ParseQueueOperation(s, c, 6, 0));
   HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, 5));
-  return device
-      ->QueueDealloca(waits, signals, vm::Ref<Buffer>::Retain(b))
+  return q.device->QueueDealloca(q.waits, q.signals, vm::Ref<Buffer>::Retain(b))
       .WithContext(c.import_name);
 }
 
 Status QueueFill(HalModuleState& s, NativeCall& c) {
-  std::vector<SemaphoreValue> waits, signals;
-  Device* device = nullptr;
-  HEXIR_RETURN_IF_ERROR(ParseQueueOperation(s, c, 10, 0, &device, &waits, &signals));
+  HEXIR_ASSIGN_OR_RETURN(QueueOperation q, ParseQueueOperation(s, c, 10, 0));
   HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, 5));
-  HEXIR_RETURN_IF_ERROR(NonNegative(c, 6, "offset"));
-  HEXIR_RETURN_IF_ERROR(NonNegative(c, 7, "length"));
-  HEXIR_RETURN_IF_ERROR(NonNegative(c, 9, "pattern size"));
-  return device
-      ->QueueFill(waits, signals, vm::Ref<Buffer>::Retain(b), static_cast<uint64_t>(IntArg(c, 6)),
-                 static_cast<uint64_t>(IntArg(c, 7)), static_cast<uint32_t>(IntArg(c, 8)),
-                 static_cast<uint32_t>(std::min<int64_t>(IntArg(c, 9), 1 << 30)))
+  HEXIR_ASSIGN_OR_RETURN(uint64_t offset, SizeArg(c, 6, "offset"));
+  HEXIR_ASSIGN_OR_RETURN(uint64_t length, SizeArg(c, 7, "length"));
+  HEXIR_ASSIGN_OR_RETURN(uint64_t pattern_size, SizeArg(c, 9, "pattern size"));
+  return q.device
+      ->QueueFill(q.waits, q.signals, vm::Ref<Buffer>::Retain(b), offset, length,
+                  static_cast<uint32_t>(IntArg(c, 8)),
+                  static_cast<uint32_t>(std::min<uint64_t>(pattern_size, 1 << 30)))
       .WithContext(c.import_name);
 }
 
 Status QueueCopy(HalModuleState& s, NativeCall& c) {
-  std::vector<SemaphoreValue> waits, signals;
-  Device* device = nullptr;
-  HEXIR_RETURN_IF_ERROR(ParseQueueOperation(s, c, 10, 0, &device, &waits, &signals));
+  HEXIR_ASSIGN_OR_RETURN(QueueOperation q, ParseQueueOperation(s, c, 10, 0));
   HEXIR_ASSIGN_OR_RETURN(Buffer * src, RefArg<Buffer>(c, 5));
   HEXIR_ASSIGN_OR_RETURN(Buffer * dst, RefArg<Buffer>(c, 7));
-  HEXIR_RETURN_IF_ERROR(NonNegative(c, 6, "source offset"));
-  HEXIR_RETURN_IF_ERROR(NonNegative(c, 8, "target offset"));
-  HEXIR_RETURN_IF_ERROR(NonNegative(c, 9, "length"));
-  return device
-      ->QueueCopy(waits, signals, vm::Ref<Buffer>::Retain(src), static_cast<uint64_t>(IntArg(c, 6)),
-                 vm::Ref<Buffer>::Retain(dst), static_cast<uint64_t>(IntArg(c, 8)),
-                 static_cast<uint64_t>(IntArg(c, 9)))
+  HEXIR_ASSIGN_OR_RETURN(uint64_t src_offset, SizeArg(c, 6, "source offset"));
+  HEXIR_ASSIGN_OR_RETURN(uint64_t dst_offset, SizeArg(c, 8, "target offset"));
+  HEXIR_ASSIGN_OR_RETURN(uint64_t length, SizeArg(c, 9, "length"));
+  return q.device
+      ->QueueCopy(q.waits, q.signals, vm::Ref<Buffer>::Retain(src), src_offset,
+                  vm::Ref<Buffer>::Retain(dst), dst_offset, length)
       .WithContext(c.import_name);
 }
 
@@ -624,22 +627,19 @@ Status QueueFence(HalModuleState& s, NativeCall& c) {
 }
 
 Status QueueTransfer(HalModuleState& s, NativeCall& c) {
-  std::vector<SemaphoreValue> waits, signals;
-  Device* from = nullptr;
-  HEXIR_RETURN_IF_ERROR(ParseQueueOperation(s, c, 9, 0, &from, &waits, &signals));
+  HEXIR_ASSIGN_OR_RETURN(QueueOperation q, ParseQueueOperation(s, c, 9, 0));
   HEXIR_ASSIGN_OR_RETURN(Buffer * source, RefArg<Buffer>(c, 5));
   HEXIR_ASSIGN_OR_RETURN(Device * to, DeviceArg(s, c, 6));
   HEXIR_ASSIGN_OR_RETURN(Buffer * target, RefArg<Buffer>(c, 7));
-  HEXIR_RETURN_IF_ERROR(NonNegative(c, 8, "length"));
+  HEXIR_ASSIGN_OR_RETURN(uint64_t length, SizeArg(c, 8, "length"));
   // A copy through a host pointer signals a semaphore of ours too, so that both buffers are
   // kept until it has run (the program may release them right after this call).
   HEXIR_ASSIGN_OR_RETURN(vm::Ref<Semaphore> done, to->CreateSemaphore(0));
-  signals.push_back({done, 1});
+  q.signals.push_back({done, 1});
   bool by_pointer = false;
-  HEXIR_RETURN_IF_ERROR(QueueDeviceTransfer(*from, *to, waits, signals,
+  HEXIR_RETURN_IF_ERROR(QueueDeviceTransfer(*q.device, *to, q.waits, q.signals,
                                             vm::Ref<Buffer>::Retain(source),
-                                            vm::Ref<Buffer>::Retain(target),
-                                            static_cast<uint64_t>(IntArg(c, 8)), &by_pointer)
+                                            vm::Ref<Buffer>::Retain(target), length, &by_pointer)
                             .WithContext(c.import_name));
   if (by_pointer) {
     s.RetainUntil(vm::Ref<Buffer>::Retain(source), {done, 1});

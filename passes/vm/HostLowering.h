@@ -160,7 +160,7 @@ class HostLowering {
 
   // ---- host scalar arithmetic (LowerScalarArith.cpp) ----
   LogicalResult lowerScalarArith(Operation* op);
-  Value roundedDivSI(Value a, Value d, bool ceil);
+  Value roundedDivSI(Value a, Value d, bool i32, bool ceil);
   Value lowerCmpI(arith::CmpIPredicate p, Value l, Value r);
   Value lowerCmpF(arith::CmpFPredicate p, Value l, Value r);
 

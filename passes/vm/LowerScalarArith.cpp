@@ -27,13 +27,16 @@ LogicalResult HostLowering::lowerScalarArith(Operation* op) {
   auto zeroExtended = [&](Value v) { return i32 ? instI("and.i64", {v, i64(0xFFFFFFFF)}) : v; };
   auto binaryU = [&](StringRef m) { return instI(m, {zeroExtended(in[0]), zeroExtended(in[1])}); };
   auto binaryF = [&](StringRef m) { return inst(m, {in[0], in[1]}, b.getF64Type()); };
+  // Signed division at the type's width: INT32_MIN / -1 traps like INT64_MIN / -1 (and like a
+  // kernel), instead of a 64-bit quotient that the truncation would wrap.
+  StringRef divS = i32 ? "div.s.i32" : "div.s.i64", remS = i32 ? "rem.s.i32" : "rem.s.i64";
   result =
       llvm::TypeSwitch<Operation*, Value>(op)
           .Case([&](arith::AddIOp) { return binary("add.i64"); })
           .Case([&](arith::SubIOp) { return binary("sub.i64"); })
           .Case([&](arith::MulIOp) { return binary("mul.i64"); })
-          .Case([&](arith::DivSIOp) { return binary("div.s.i64"); })
-          .Case([&](arith::RemSIOp) { return binary("rem.s.i64"); })
+          .Case([&](arith::DivSIOp) { return binary(divS); })
+          .Case([&](arith::RemSIOp) { return binary(remS); })
           .Case([&](arith::DivUIOp) { return binaryU("div.u.i64"); })
           .Case([&](arith::RemUIOp) { return binaryU("rem.u.i64"); })
           .Case([&](arith::AndIOp) { return binary("and.i64"); })
@@ -44,8 +47,8 @@ LogicalResult HostLowering::lowerScalarArith(Operation* op) {
           .Case([&](arith::ShRUIOp) { return binaryU("shr.u.i64"); })
           .Case([&](arith::MinSIOp) { return binary("min.s.i64"); })
           .Case([&](arith::MaxSIOp) { return binary("max.s.i64"); })
-          .Case([&](arith::FloorDivSIOp) { return roundedDivSI(in[0], in[1], /*ceil=*/false); })
-          .Case([&](arith::CeilDivSIOp) { return roundedDivSI(in[0], in[1], /*ceil=*/true); })
+          .Case([&](arith::FloorDivSIOp) { return roundedDivSI(in[0], in[1], i32, /*ceil=*/false); })
+          .Case([&](arith::CeilDivSIOp) { return roundedDivSI(in[0], in[1], i32, /*ceil=*/true); })
           .Case([&](arith::AddFOp) { return binaryF("add.f64"); })
           .Case([&](arith::SubFOp) { return binaryF("sub.f64"); })
           .Case([&](arith::MulFOp) { return binaryF("mul.f64"); })
@@ -74,8 +77,8 @@ LogicalResult HostLowering::lowerScalarArith(Operation* op) {
                            << "' in a host function for target 'cpu'";
   // Narrow integers wrap like their type: sign-extend the low bits again, unless the op
   // cannot leave the i32 range of sign-extended operands (one instruction less per use).
-  if (i32 && !isa<arith::CmpIOp, arith::RemSIOp, arith::AndIOp, arith::OrIOp, arith::XOrIOp,
-                  arith::ShRSIOp, arith::MinSIOp, arith::MaxSIOp, arith::SelectOp>(op))
+  if (i32 && !isa<arith::CmpIOp, arith::DivSIOp, arith::RemSIOp, arith::AndIOp, arith::OrIOp,
+                  arith::XOrIOp, arith::ShRSIOp, arith::MinSIOp, arith::MaxSIOp, arith::SelectOp>(op))
     result = instI("trunc.i64.i32", {result});
   if (resultType.isInteger(1) && !isa<arith::CmpIOp, arith::CmpFOp>(op))
     result = instI("and.i64", {result, i64(1)});
@@ -86,9 +89,9 @@ LogicalResult HostLowering::lowerScalarArith(Operation* op) {
 // Floor / ceil signed division from the VM's truncating div and rem (any signs): the
 // truncated quotient q is off by one exactly when the remainder r is nonzero and
 // floor: r and b have different signs (q - 1); ceil: r and b have the same sign (q + 1).
-Value HostLowering::roundedDivSI(Value a, Value d, bool ceil) {
-  Value q = instI("div.s.i64", {a, d});
-  Value r = instI("rem.s.i64", {a, d});
+Value HostLowering::roundedDivSI(Value a, Value d, bool i32, bool ceil) {
+  Value q = instI(i32 ? "div.s.i32" : "div.s.i64", {a, d});
+  Value r = instI(i32 ? "rem.s.i32" : "rem.s.i64", {a, d});
   Value inexact = instI("cmp.ne.i64", {r, i64(0)});
   Value signsDiffer = instI("xor.i64", {instI("cmp.lt.s.i64", {r, i64(0)}),
                                         instI("cmp.lt.s.i64", {d, i64(0)})});

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "hal/drivers/cuda/cuda_device.h"
+#include "runtime/hexir_runtime.h"
 #include "tests/e2e/harness.h"
 #include "tools/common/invocation.h"
 
@@ -270,6 +271,78 @@ TEST_CASE("models split across the CPU and a CUDA device give the CPU results [c
       RequireClose(CallOrDie(**session, "main", Values(in))[0].tensor, expected, 1e-5, 1e-5);
     CHECK((*session)->device(1).stats().transfers_queued - before.transfers_queued == 2 * transfers);
   }
+}
+
+// The C API's rule (runtime/hexir_runtime.h, hexir_function_call): arguments are made on the
+// device abi.arg_devices names; one made on the CPU device where the GPU expects it is refused
+// by the CUDA HAL (not moved), naming the function; the context stays usable.
+TEST_CASE("C API: an argument made on the CPU where abi.arg_devices names the GPU is refused, not moved [cpu+cuda]") {
+  std::vector<HostTensor> inputs = {RandomF32({kRows, kWidth}, 3), RandomF32({kWidth, kWidth}, 4, -0.5f, 0.5f),
+                                    RandomF32({kWidth, kWidth}, 5, -0.5f, 0.5f)};
+  auto single = OpenOrDie(CompileOrDie(PrePostSource(), "prepost_one", "cpu"), "cpu");
+  HostTensor expected = CallOrDie(*single, "main", Values(inputs))[0].tensor;
+  std::string placed = CompileOrDie(PrePostSource(), "prepost_cuda", "cpu", "--target=cuda");
+  try {
+    RequireDevice("cuda");
+  } catch (const DeviceUnavailable& e) {
+    std::printf("HEXIR_SKIPPED: C API argument on the wrong device: %s\n", e.reason.c_str());
+    return;
+  }
+  hexir_instance_t* instance = nullptr;
+  REQUIRE(hexir_instance_create(&instance) == HEXIR_OK);
+  hexir_device_t* devices[2] = {nullptr, nullptr};
+  REQUIRE(hexir_device_create(instance, "cpu", &devices[0]) == HEXIR_OK);
+  REQUIRE(hexir_device_create(instance, "cuda", &devices[1]) == HEXIR_OK);
+  hexir_module_t* module = nullptr;
+  REQUIRE(hexir_module_load_file(instance, placed.c_str(), &module) == HEXIR_OK);
+  hexir_context_t* context = nullptr;
+  REQUIRE(hexir_context_create_with_devices(instance, devices, 2, &context) == HEXIR_OK);
+  REQUIRE(hexir_context_load_module(context, module) == HEXIR_OK);
+  hexir_function_t* fn = nullptr;
+  REQUIRE(hexir_context_lookup_function(context, "main", &fn) == HEXIR_OK);
+  REQUIRE(hexir_function_attr(fn, "abi.arg_devices") != nullptr);
+  CHECK(std::string(hexir_function_attr(fn, "abi.arg_devices")) == "1;1;1");
+  // Calls main with every argument made on devices[device]; the status and the result.
+  auto call = [&](int device, HostTensor* result) {
+    hexir_values_t* args = nullptr;
+    hexir_values_t* results = nullptr;
+    REQUIRE(hexir_values_create(&args) == HEXIR_OK);
+    REQUIRE(hexir_values_create(&results) == HEXIR_OK);
+    for (const HostTensor& t : inputs) {
+      hexir_buffer_view_t* view = nullptr;
+      REQUIRE(hexir_buffer_view_from_host(devices[device], HEXIR_ELEMENT_F32, t.dims.data(), t.dims.size(),
+                                          t.bytes.data(), t.bytes.size(), &view) == HEXIR_OK);
+      REQUIRE(hexir_values_push_buffer_view(args, view) == HEXIR_OK);
+      hexir_buffer_view_release(view);
+    }
+    hexir_status_t status = hexir_function_call(context, fn, args, results);
+    if (status == HEXIR_OK) {
+      hexir_buffer_view_t* out = nullptr;
+      REQUIRE(hexir_values_get_buffer_view(results, 0, &out) == HEXIR_OK);
+      *result = ZerosF32({kRows, kWidth});
+      REQUIRE(hexir_buffer_view_to_host(devices[0], out, result->bytes.data(), result->bytes.size()) == HEXIR_OK);
+      hexir_buffer_view_release(out);
+    }
+    hexir_values_release(args);
+    hexir_values_release(results);
+    return status;
+  };
+  HostTensor result;
+  REQUIRE(call(1, &result) == HEXIR_OK);
+  RequireClose(result, expected, 1e-5, 1e-5);
+  CHECK(call(0, &result) == HEXIR_INVALID_ARGUMENT);
+  std::string error = hexir_last_error();
+  INFO(error);
+  CHECK(error.rfind("function 'main' @", 0) == 0);
+  CHECK_THAT(error, Catch::Contains("not a CUDA buffer"));
+  REQUIRE(call(1, &result) == HEXIR_OK);  // the context is still usable
+  RequireClose(result, expected, 1e-5, 1e-5);
+  hexir_function_release(fn);
+  hexir_context_release(context);
+  hexir_module_release(module);
+  hexir_device_release(devices[0]);
+  hexir_device_release(devices[1]);
+  hexir_instance_release(instance);
 }
 
 // Two CUDA devices (two logical devices of one GPU: two streams, one context): the split

@@ -69,12 +69,78 @@ TEST_CASE("hexir-run: a directory given as an .npy input or a parameter file is 
                {"invalid_argument: parameter file '" + dir + "' is not a regular file"});
 }
 
-TEST_CASE("hexir-run and hexir-bench: 100000 CPU threads are refused up front") {
-  RequireError(RunCommand(Run("--cpu-threads=100000 --input=4xf32=1 --input=4xf32=2")), "hexir-run",
-               {"--cpu-threads=100000: expected 0..1024"});
-  RequireError(RunCommand(kBench + " --module=" + AddModule() +
-                          " --cpu-threads=100000 --input=4xf32=1 --input=4xf32=2 2>&1"),
-               "hexir-bench", {"--cpu-threads=100000"});
+// -1 was taken as "the default" (all hardware threads) instead of being refused.
+TEST_CASE("hexir-run, hexir-bench and hexir-generate refuse -1 and 100000 CPU threads by name") {
+  for (const std::string threads : {"-1", "100000", "two"}) {
+    std::string want = "--cpu-threads: " + threads + " is not a thread count in [0, 1024]";
+    RequireError(RunCommand(Run("--cpu-threads=" + threads + " --input=4xf32=1 --input=4xf32=2")),
+                 "hexir-run", {"invalid_argument", want});
+    RequireError(RunCommand(kBench + " --module=" + AddModule() + " --cpu-threads=" + threads +
+                            " --input=4xf32=1 --input=4xf32=2 2>&1"),
+                 "hexir-bench", {want});
+    RequireError(RunCommand(kGenerate + " --module=m --parameters=p --max-tokens=1 --cpu-threads=" +
+                            threads + " 2>&1"),
+                 "hexir-generate", {want});
+  }
+}
+
+// Exit 1, the flag and the tools' own words; never CLI11's stock "Value -1 not in range
+// 0.000000 to 1797693134862315708145274237317043567980705675258449965989174768031572607800285...".
+void RequireFlagRefused(const std::string& command, const std::string& tool, const std::string& needle) {
+  CommandResult r = RunCommand(command + " 2>&1");
+  RequireError(r, tool, {"invalid_argument", needle});
+  CHECK_THAT(r.output, !Catch::Contains("1797693") && !Catch::Contains("not in range"));
+}
+
+TEST_CASE("hexir-generate: --max-tokens=-1 is refused as not an integer >= 0") {
+  RequireFlagRefused(kGenerate + " --module=m --parameters=p --max-tokens=-1", "hexir-generate",
+                     "--max-tokens: -1 is not an integer >= 0");
+}
+
+TEST_CASE("hexir-generate: a negative or NaN --temperature is refused as not a finite number >= 0") {
+  for (const std::string t : {"-1", "nan", "inf"})
+    RequireFlagRefused(kGenerate + " --module=m --parameters=p --max-tokens=1 --temperature=" + t,
+                       "hexir-generate", "--temperature: " + t + " is not a finite number >= 0");
+}
+
+TEST_CASE("hexir-generate: --top-p and --min-p outside [0, 1] or NaN are refused") {
+  for (const std::string flag : {"--top-p", "--min-p"})
+    for (const std::string p : {"2", "-0.5", "nan"})
+      RequireFlagRefused(kGenerate + " --module=m --parameters=p --max-tokens=1 " + flag + "=" + p,
+                         "hexir-generate", flag + ": " + p + " is not a number in [0, 1]");
+}
+
+TEST_CASE("hexir-generate: --repetition-penalty=0 is refused as not a finite number > 0") {
+  for (const std::string p : {"0", "-2", "inf"})
+    RequireFlagRefused(kGenerate + " --module=m --parameters=p --max-tokens=1 --repetition-penalty=" + p,
+                       "hexir-generate", "--repetition-penalty: " + p + " is not a finite number > 0");
+}
+
+TEST_CASE("hexir-generate: --repeat-last-n=65 is refused as not an integer in [0, 64]") {
+  RequireFlagRefused(kGenerate + " --module=m --parameters=p --max-tokens=1 --repeat-last-n=65",
+                     "hexir-generate", "--repeat-last-n: 65 is not an integer in [0, 64]");
+}
+
+TEST_CASE("hexir-generate: --seed=-1 is refused as not an integer >= 0") {
+  RequireFlagRefused(kGenerate + " --module=m --parameters=p --max-tokens=1 --seed=-1", "hexir-generate",
+                     "--seed: -1 is not an integer >= 0");
+}
+
+TEST_CASE("hexir-import: --parameter-threshold=-1 and --tensor-parallel=0 are refused by name") {
+  RequireFlagRefused(kImport + " x.onnx --parameter-threshold=-1", "hexir-import",
+                     "--parameter-threshold: -1 is not an integer >= 0");
+  RequireFlagRefused(kImport + " x.bin --tensor-parallel=0", "hexir-import",
+                     "--tensor-parallel: 0 is not an integer in [1, 4096]");
+}
+
+// A non-positive --max-workgroups meant 1 silently.
+TEST_CASE("hexir-compile: --max-workgroups=0 is refused by name") {
+  std::string source = TempFile("flags_add.mlir");
+  WriteFile(source, kAdd);
+  std::string compile = HexirCompile() + " " + source + " --target=cpu -o " + TempFile("flags_add.vmfb");
+  for (const std::string n : {"0", "-3"})
+    RequireFlagRefused(compile + " --max-workgroups=" + n, "hexir-compile",
+                       "--max-workgroups: " + n + " is not an integer >= 1");
 }
 
 TEST_CASE("every tool answers an unknown flag with exit 1, naming it; --help still exits 0") {
@@ -184,7 +250,9 @@ TEST_CASE("hexir-compile: an unknown --cpu and a negative --partition are named"
                                    TempFile("flags.vmfb") + " 2>&1");
   INFO(ranks.output);
   CHECK(ranks.exit_code == 1);
-  CHECK_THAT(ranks.output, Catch::Contains("hexir-partition: ranks must be >= 0 (0: read at run time), got -1\n"));
+  CHECK_THAT(ranks.output, Catch::Contains("hexir-compile: error: invalid_argument: --partition: -1 is not an "
+                                          "integer >= 0 (0: ranks read at run time)"));
+  CHECK_THAT(ranks.output, !Catch::Contains("builtin.module"));
 }
 
 // A llama2.c header whose every field is a valid int32 but whose sizes overflow 64 bits.

@@ -86,6 +86,35 @@ func.func @remainder(%a: tensor<?xi64>, %b: tensor<?xi64>) -> tensor<?xi64> {
   } -> tensor<?xi64>
   return %q : tensor<?xi64>
 }
+func.func @signed_remainder(%a: tensor<?xi64>, %b: tensor<?xi64>) -> tensor<?xi64> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %a, %c0 : tensor<?xi64>
+  %e = tensor.empty(%n) : tensor<?xi64>
+  %q = linalg.generic {indexing_maps = [#m1, #m1, #m1], iterator_types = ["parallel"]}
+      ins(%a, %b : tensor<?xi64>, tensor<?xi64>) outs(%e : tensor<?xi64>) {
+  ^bb0(%x: i64, %y: i64, %o: i64):
+    %d = arith.remsi %x, %y : i64
+    linalg.yield %d : i64
+  } -> tensor<?xi64>
+  return %q : tensor<?xi64>
+}
+// Host scalar division: run by the VM, not by a kernel, under the same rule and words.
+func.func @host_div_i64(%a: i64, %b: i64) -> i64 {
+  %q = arith.divsi %a, %b : i64
+  return %q : i64
+}
+func.func @host_rem_i64(%a: i64, %b: i64) -> i64 {
+  %r = arith.remsi %a, %b : i64
+  return %r : i64
+}
+func.func @host_div_i32(%a: i32, %b: i32) -> i32 {
+  %q = arith.divsi %a, %b : i32
+  return %q : i32
+}
+func.func @host_rem_i32(%a: i32, %b: i32) -> i32 {
+  %r = arith.remsi %a, %b : i32
+  return %r : i32
+}
 )mlir";
 
 const char* kTable = "'--input=10xf32=0 1 2 3 4 5 6 7 8 9'";
@@ -175,9 +204,42 @@ void Division(const std::string& device) {
                 "2xi64=3 4\n");
   RequireFailure(Run(m, device, "--function=remainder '--input=2xi64=7 9' '--input=2xi64=4 0'"),
                  "invalid_argument", "kernel 'remainder_dispatch_0': integer division by zero (9 / 0)");
+  RequireOutput(Run(m, device, "--function=signed_remainder '--input=2xi64=-7 9' '--input=2xi64=3 -1'"),
+                "2xi64=-1 0\n");
+  RequireFailure(Run(m, device, "--function=signed_remainder --input=1xi64=-9223372036854775808 "
+                                "--input=1xi64=-1"),
+                 "invalid_argument",
+                 "kernel 'signed_remainder_dispatch_0': integer division overflow "
+                 "(-9223372036854775808 / -1)");
 }
 HEXIR_E2E_TEST_ON_DEVICES("integer division by zero in a kernel fails the call, never SIGFPE",
                           Division)
+
+// The VM's own division (host scalars) follows the kernels' rule: INT_MIN / -1 and INT_MIN % -1
+// at the type's width fail the call like a zero divisor, with the kernels' words.
+void HostDivision(const std::string& device) {
+  std::string m = KernelsModule(device);
+  auto call = [&](const std::string& fn, const std::string& type, const std::string& a,
+                  const std::string& b) {
+    return Run(m, device, "--function=" + fn + " --input=" + type + "=" + a + " --input=" + type + "=" + b);
+  };
+  RequireOutput(call("host_div_i64", "i64", "-7", "2"), "i64=-3\n");
+  RequireOutput(call("host_rem_i64", "i64", "-7", "2"), "i64=-1\n");
+  RequireOutput(call("host_div_i32", "i32", "-2147483648", "1"), "i32=-2147483648\n");
+  RequireOutput(call("host_rem_i32", "i32", "-7", "-1"), "i32=0\n");
+  for (const char* fn : {"host_div_i64", "host_rem_i64"}) {
+    RequireFailure(call(fn, "i64", "-9223372036854775808", "-1"), "invalid_argument",
+                   "integer division overflow (-9223372036854775808 / -1)");
+    RequireFailure(call(fn, "i64", "5", "0"), "invalid_argument", "integer division by zero (5 / 0)");
+  }
+  for (const char* fn : {"host_div_i32", "host_rem_i32"}) {
+    CommandResult r = call(fn, "i32", "-2147483648", "-1");
+    RequireFailure(r, "invalid_argument", "integer division overflow (-2147483648 / -1)");
+    REQUIRE_THAT(r.output, Catch::Contains(std::string("function '") + fn + "' @"));
+  }
+}
+HEXIR_E2E_TEST_ON_DEVICES("host i32/i64 division of INT_MIN by -1 fails the call as a kernel's does",
+                          HostDivision)
 
 // One process, one device: a call failed by a kernel check leaves the device usable (on CUDA
 // the clamped read never faults, so the context is not lost), and the error is not reported

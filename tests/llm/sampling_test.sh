@@ -44,9 +44,10 @@ p=$(gen --max-tokens=100 --temperature=0 --repetition-penalty=1.5 | sed -n 1p)
 [ -n "$p" ] && [ "$p" != "$golden" ] && pass "repetition penalty 1.5 changes the greedy ids" \
   || fail "repetition penalty 1.5: '$p'"
 
-for bad in "--top-p=1.5|--top-p: Value 1.5 not in range" "--temperature=-1|--temperature: Value -1 not in range" \
-           "--repeat-last-n=65|--repeat-last-n: Value 65 not in range" \
-           "--repetition-penalty=0|--repetition-penalty: Value 0 not in range"; do
+for bad in "--top-p=1.5|--top-p: 1.5 is not a number in [0, 1]" \
+           "--temperature=-1|--temperature: -1 is not a finite number >= 0" \
+           "--repeat-last-n=65|--repeat-last-n: 65 is not an integer in [0, 64]" \
+           "--repetition-penalty=0|--repetition-penalty: 0 is not a finite number > 0"; do
   flag=${bad%%|*}; want=${bad#*|}
   err=$(gen --max-tokens=5 "$flag" 2>&1); status=$?
   [ "$status" == 1 ] && grep -qF -- "$want" <<<"$err" && pass "$flag refused" || fail "$flag: exit $status: $err"

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "hal/device.h"
 #include "tools/common/flag_checks.h"
 #include "tools/common/tool_main.h"
 #include "tools/hexir-bench/bench.h"
@@ -41,7 +42,8 @@ int main(int argc, char** argv) {
                  "Fill the arguments after the --input ones with this value (static reflected types)");
   app.add_option("--iterations", o.iterations, "Timed calls, and as many profiled calls")
       ->capture_default_str();
-  app.add_option("--cpu-threads", o.cpu_threads, "CPU driver workers (default: all; 0 = inline)");
+  app.add_option("--cpu-threads", o.cpu_threads, "CPU driver workers (default: all; 0 = inline)")
+      ->check(hexir::tools::CpuThreads(hexir::hal::kMaxCpuWorkers));
   app.add_option("--peak-gbps", o.peak_gbps, "Memory roof in GB/s (default: measured)");
   app.add_option("--peak-gflops", o.peak_gflops, "Compute roof in GFLOP/s (default: measured)");
   app.add_flag("!--no-baselines", o.baselines, "Skip the vendor GEMM baselines");

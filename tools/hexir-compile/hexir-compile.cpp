@@ -102,6 +102,16 @@ int main(int argc, char** argv) {
   hexir::tools::InstallLastResortHandler("hexir-compile");
   llvm::install_bad_alloc_error_handler(OnLlvmBadAlloc);
   cl::ParseCommandLineOptions(argc, argv, "Hexir compiler: MLIR -> .vmfb\n");
+  // llvm::cl parses integers but does not bound them: refused by name in the CLI11 tools' words
+  // (a non-positive --max-workgroups meant 1 silently; a negative --partition failed in the
+  // pass with a garbled count and the whole module printed).
+  auto refuse = [](const char* flag, int64_t value, const char* bound) {
+    llvm::errs() << "hexir-compile: error: invalid_argument: " << flag << ": " << value
+                 << " is not an integer " << bound << "\n";
+    return 1;
+  };
+  if (maxWorkgroups < 1) return refuse("--max-workgroups", maxWorkgroups, ">= 1");
+  if (partitionRanks < 0) return refuse("--partition", partitionRanks, ">= 0 (0: ranks read at run time)");
 
   mlir::DialectRegistry registry;
   hexir::compiler::RegisterDialects(registry);

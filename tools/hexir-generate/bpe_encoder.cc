@@ -35,17 +35,12 @@ void Vocabulary::EncodeBpe(std::string_view text, std::vector<int64_t>* out) con
       queue.push({left, right, rank, std::string(piece(symbols[left])) + std::string(piece(symbols[right]))});
     };
     for (int i = 1; i < int(symbols.size()); ++i) consider(i - 1, i);
-    while (!queue.empty()) {
-      Pair p = queue.top();
-      queue.pop();
-      MergeSymbol& l = symbols[p.left];
-      MergeSymbol& r = symbols[p.right];
-      if (l.length == 0 || r.length == 0) continue;
-      if (std::string(piece(l)) + std::string(piece(r)) != p.text) continue;
-      MergePair(symbols, p.left, p.right);
-      consider(l.prev, p.left);
-      consider(p.left, l.next);
-    }
+    MergeBestPairs(
+        symbols, queue,
+        [&](const Pair& p, const MergeSymbol& l, const MergeSymbol& r) {
+          return std::string(piece(l)) + std::string(piece(r)) != p.text;
+        },
+        consider);
     for (const MergeSymbol& s : symbols) {
       if (s.length == 0) continue;
       if (int64_t id = Find(piece(s)); id >= 0) {

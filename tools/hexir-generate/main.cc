@@ -397,8 +397,9 @@ int main(int argc, char** argv) {
                  "llama2.c tokenizer (.bin): decode the ids, encode --prompt (default for GGUF: the file's own)");
   app.add_option("--prompt", f.prompt, "text to continue (needs a tokenizer); default: BOS only");
   app.add_option("--prompt-ids", f.prompt_ids, "prompt as comma-separated token ids (BOS not added)");
-  app.add_option("--max-tokens", f.max_tokens, "maximum generated tokens")->required()->check(CLI::NonNegativeNumber);
-  app.add_option("--cpu-threads", f.cpu_threads, "CPU driver worker threads (0: inline)");
+  app.add_option("--max-tokens", f.max_tokens, "maximum generated tokens")->required()->check(hexir::tools::IntegerAtLeast(0));
+  app.add_option("--cpu-threads", f.cpu_threads, "CPU driver worker threads (0: inline)")
+      ->check(hexir::tools::CpuThreads(hexir::hal::kMaxCpuWorkers));
   app.add_option("--repeat", f.repeat, "call @generate N times with the same uploaded weights")
       ->check(hexir::tools::AtLeastOne());
   app.add_option("--timeout", f.timeout_seconds,
@@ -409,19 +410,19 @@ int main(int argc, char** argv) {
                "print a startup breakdown and the fastest call's time and tokens/s to stderr");
   app.add_flag("--verbose", f.verbose, "print the prompt's token ids (BOS first) to stderr");
   app.add_option("--temperature", f.sampler.temperature,
-                 "sampling temperature (default 0: greedy; llama.cpp's default is 0.8)")->check(CLI::NonNegativeNumber);
+                 "sampling temperature (default 0: greedy; llama.cpp's default is 0.8)")->check(hexir::tools::FiniteAtLeast(0));
   app.add_option("--top-k", f.sampler.top_k, "keep the k most likely tokens (default 40; <= 0: all)");
   app.add_option("--top-p", f.sampler.top_p, "keep the fewest most likely tokens holding this mass (default 0.95; 1: all)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(hexir::tools::FiniteRange(0, 1));
   app.add_option("--min-p", f.sampler.min_p, "keep tokens at least this fraction as likely as the best (default 0.05)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(hexir::tools::FiniteRange(0, 1));
   app.add_option("--repetition-penalty", f.sampler.repetition_penalty,
                  "divide positive / multiply negative logits of recent tokens by this (default 1: off)")
-      ->check(CLI::PositiveNumber);
+      ->check(hexir::tools::FiniteAtLeast(0, /*exclusive=*/true));
   app.add_option("--repeat-last-n", f.sampler.repeat_last_n, "recent tokens the penalty looks at (default 64, at most 64)")
-      ->check(CLI::Range(0, 64));
+      ->check(hexir::tools::IntegerRange(0, 64));
   app.add_option("--seed", f.seed, "sampling seed: the same seed gives the same text (default: random)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(hexir::tools::IntegerAtLeast(0));
   app.add_flag("--stream", f.stream,
                "print the text as each decode chunk ends, then prompt and generation tokens/s to stderr");
   app.add_flag("--tokenize-only", f.tokenize_only,

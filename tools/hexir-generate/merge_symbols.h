@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <queue>
 #include <string_view>
 #include <vector>
 
@@ -40,6 +41,25 @@ inline void MergePair(std::vector<MergeSymbol>& symbols, int left, int right) {
   r.length = 0;
   l.next = r.next;
   if (r.next >= 0) symbols[r.next].prev = left;
+}
+
+// The merge loop both tokenizers share: pops the best pair (a `Pair` has `left`, `right`)
+// until none is left, skips a pair that an earlier merge emptied or that `stale(pair, l, r)`
+// says no longer stands for what it was queued as, merges the rest and offers the merged
+// symbol's two new neighbour pairs to `consider(left, right)` (which queues them).
+template <typename Pair, typename Stale, typename Consider>
+void MergeBestPairs(std::vector<MergeSymbol>& symbols, std::priority_queue<Pair>& queue, Stale stale,
+                    Consider consider) {
+  while (!queue.empty()) {
+    Pair p = queue.top();
+    queue.pop();
+    MergeSymbol& l = symbols[p.left];
+    MergeSymbol& r = symbols[p.right];
+    if (l.length == 0 || r.length == 0 || stale(p, l, r)) continue;
+    MergePair(symbols, p.left, p.right);
+    consider(l.prev, p.left);
+    consider(p.left, l.next);
+  }
 }
 
 }  // namespace hexir::tools

@@ -36,16 +36,10 @@ void Vocabulary::EncodeSpm(std::string_view text, std::vector<int64_t>* out) con
     formed_by[std::string(joined)] = {left, right};
   };
   for (int i = 1; i < int(symbols.size()); ++i) consider(i - 1, i);
-  while (!queue.empty()) {
-    Pair p = queue.top();
-    queue.pop();
-    MergeSymbol& l = symbols[p.left];
-    MergeSymbol& r = symbols[p.right];
-    if (l.length == 0 || r.length == 0 || l.length + r.length != p.length) continue;
-    MergePair(symbols, p.left, p.right);
-    consider(l.prev, p.left);
-    consider(p.left, l.next);
-  }
+  MergeBestPairs(
+      symbols, queue,
+      [](const Pair& p, const MergeSymbol& l, const MergeSymbol& r) { return l.length + r.length != p.length; },
+      consider);
 
   auto emit = [&](auto& self, const MergeSymbol& s) -> void {
     std::string_view piece = text.substr(s.begin, s.length);

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "compiler/importers/ImportModel.h"
+#include "tools/common/flag_checks.h"
 #include "tools/common/tool_main.h"
 
 namespace {
@@ -59,7 +60,7 @@ int main(int argc, char** argv) {
   app.add_option("--tensor-parallel", o.tensor_parallel,
                  "llama2c/gguf/hf: one SPMD program for N ranks (Megatron-style shards; run it with "
                  "mpirun -n N hexir-generate)")
-      ->check(CLI::Range(1, 4096));
+      ->check(hexir::tools::IntegerRange(1, 4096));
   app.add_option("--embedding-device", o.embedding_device,
                  "llama2c/gguf/hf: device ordinal (of hexir-compile's --target list) of the embedding gather, "
                  "final norm, classifier and argmax; the layers go to the other of devices 0 and 1 unless --layer-devices");
@@ -73,7 +74,7 @@ int main(int argc, char** argv) {
                  "(GGUF) as trailing arguments of the entry function; run with hexir-run --parameters");
   app.add_option("--parameter-threshold", o.parameter_threshold,
                  "onnx: initializers of more bytes than this become parameters (default 4096)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(hexir::tools::IntegerAtLeast(0));
   if (int exit = hexir::tools::ParseFlags("hexir-import", app, argc, argv); exit >= 0) return exit;
   o.progress = isatty(STDERR_FILENO) != 0;
   return hexir::tools::RunTool("hexir-import", [&] { return Run(flags); });

@@ -230,7 +230,8 @@ int main(int argc, char** argv) {
                  "Where result i goes, one per result: @file.npy, or - to print (one rank per device: "
                  "rank 0's, or every rank's to the files that {rank} in the name gives)");
   app.add_option("--cpu-threads", flags.cpu_threads,
-                 "Worker threads of the CPU driver (default: all hardware threads; 0 = inline)");
+                 "Worker threads of the CPU driver (default: all hardware threads; 0 = inline)")
+      ->check(hexir::tools::CpuThreads(hexir::hal::kMaxCpuWorkers));
   app.add_option("--repeat", flags.repeat, "Call the function this many times (results of the last)")
       ->check(hexir::tools::AtLeastOne());
   app.add_option("--timeout", flags.timeout_seconds,

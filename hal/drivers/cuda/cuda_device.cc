@@ -328,6 +328,9 @@ class CudaDevice final : public Device {
   // Requires staging_mu_.
   Status ReadStagedLocked(const CudaBuffer& b, uint64_t offset, void* data, uint64_t done,
                           uint64_t size) REQUIRES(staging_mu_);
+  // Waits for the staging copy of `n` bytes just queued on the stream (`what`: write_buffer,
+  // read_buffer, for the error).
+  Status AwaitStagingCopyLocked(const char* what, uint64_t n) REQUIRES(staging_mu_);
   void CompletionMain();
   void DeferredMain();
   // The transfer queue's view of the compute stream (CudaTransferQueue::ComputeOrder).
@@ -953,10 +956,7 @@ Status CudaDevice::WriteBuffer(Buffer& buffer, uint64_t offset, const void* data
         api_, api_.cuMemcpyHtoDAsync(b->device_ptr() + offset + done, staging_, n,
                                      shared_->stream),
         "cuMemcpyHtoDAsync(", n, " bytes)");
-    HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventRecord(staging_event_, shared_->stream),
-                               "cuEventRecord(staging)");
-    HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventSynchronize(staging_event_),
-                               "cuEventSynchronize(write_buffer of ", n, " bytes)");
+    HEXIR_RETURN_IF_ERROR(AwaitStagingCopyLocked("write_buffer", n));
     done += n;
   }
   return Status::Ok();
@@ -975,6 +975,14 @@ Status CudaDevice::ReadBuffer(const Buffer& buffer, uint64_t offset, void* data,
   return ReadStagedLocked(*b, offset, data, 0, size);
 }
 
+Status CudaDevice::AwaitStagingCopyLocked(const char* what, uint64_t n) {
+  HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventRecord(staging_event_, shared_->stream),
+                             "cuEventRecord(staging)");
+  HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventSynchronize(staging_event_),
+                             "cuEventSynchronize(", what, " of ", n, " bytes)");
+  return Status::Ok();
+}
+
 // Bytes [done, size) of the read, one staging-buffer chunk (and one synchronization) at a time.
 Status CudaDevice::ReadStagedLocked(const CudaBuffer& b, uint64_t offset, void* data,
                                     uint64_t done, uint64_t size) {
@@ -985,10 +993,7 @@ Status CudaDevice::ReadStagedLocked(const CudaBuffer& b, uint64_t offset, void* 
         api_, api_.cuMemcpyDtoHAsync(staging_, b.device_ptr() + offset + done, n,
                                      shared_->stream),
         "cuMemcpyDtoHAsync(", n, " bytes)");
-    HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventRecord(staging_event_, shared_->stream),
-                               "cuEventRecord(staging)");
-    HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventSynchronize(staging_event_),
-                               "cuEventSynchronize(read_buffer of ", n, " bytes)");
+    HEXIR_RETURN_IF_ERROR(AwaitStagingCopyLocked("read_buffer", n));
     staging_copy_pending_ = false;  // stream order: every earlier copy is done too
     std::memcpy(static_cast<uint8_t*>(data) + done, staging_, n);
     done += n;

@@ -56,39 +56,46 @@ struct Timing {
   double wall_us = 0;  // first submit to completion
 };
 
-int Main(int argc, char** argv) {
-  const uint32_t dispatches = argc > 1 ? std::atoi(argv[1]) : 1000;
-  const int iterations = argc > 2 ? std::atoi(argv[2]) : 300;
-  const uint64_t mib = argc > 3 ? std::atoi(argv[3]) : 256;
-  auto device_or = CreateDevice("cuda");
-  if (device_or.status().code() == StatusCode::kUnavailable ||
-      !testing::KernelsMissingReason().empty()) {
-    std::printf("HEXIR_SKIPPED: replay_benchmark: %s\n",
-                device_or.ok() ? testing::KernelsMissingReason().c_str()
-                               : device_or.status().message().c_str());
-    return 0;
-  }
-  Check(device_or.status(), "CreateDevice(cuda)");
-  Device& d = **device_or;
-  const CudaApi& api = **LoadCudaApi();
-  vm::ExecutableView view = testing::CubinView({"tiny_inc", "scale_f32x4"});
-  auto exe = d.CreateExecutable(view);
-  Check(exe.status(), "CreateExecutable");
+// What the sections share: the HAL device and its test kernels, one timeline, a counter buffer
+// (binding table slot 0 of the tiny dispatches), and the same kernels loaded raw (their own
+// module, stream and counter) for the side-by-side figures.
+struct Bench {
+  Device& d;
+  const CudaApi& api;
+  vm::Ref<Executable> exe;
+  vm::Ref<Semaphore> sem;
+  uint64_t value;  // the timeline's last signalled value
+  vm::Ref<Buffer> counter;
+  std::vector<BufferRef> table;  // {counter}
+  CUmodule module = nullptr;
+  CUfunction tiny = nullptr, scale = nullptr;
+  CUstream stream = nullptr;
+  CUdeviceptr raw_counter = 0;
+  void* tiny_args[1] = {nullptr};  // {&raw_counter}
+};
 
-  // ---- 1. replay cost --------------------------------------------------------------------
-  auto counter = d.AllocateBuffer(256);
+// 1. A command buffer of `dispatches` tiny dependent dispatches replayed through the HAL vs
+// the same kernels as a raw CUDA graph vs raw stream launches.
+void ReplayCost(Bench& b, uint32_t dispatches, int iterations) {
+  Device& d = b.d;
+  const CudaApi& api = b.api;
+  const vm::Ref<Executable>& exe = b.exe;
+  vm::Ref<Semaphore>& sem = b.sem;
+  uint64_t& value = b.value;
+  const vm::Ref<Buffer>& counter = b.counter;
+  const std::vector<BufferRef>& table = b.table;
+  CUfunction tiny = b.tiny;
+  CUstream stream = b.stream;
+  CUdeviceptr raw_counter = b.raw_counter;
+  void** tiny_args = b.tiny_args;
   auto counter2 = d.AllocateBuffer(256);
-  Check(counter.status(), "alloc");
   Check(counter2.status(), "alloc");
   auto cb = *d.CreateCommandBuffer();
   for (uint32_t i = 0; i < dispatches; ++i) {
     if (i) Check(cb->Barrier(), "barrier");
-    Check(cb->Dispatch(*exe, 0, {1, 1, 1}, {BufferRef::Slot(0)}), "dispatch");
+    Check(cb->Dispatch(exe, 0, {1, 1, 1}, {BufferRef::Slot(0)}), "dispatch");
   }
   Check(cb->Finalize(), "finalize");
-  auto sem = *d.CreateSemaphore(0);
-  uint64_t value = 0;
-  std::vector<BufferRef> table = {BufferRef::Whole(*counter)};
   std::vector<BufferRef> table2 = {BufferRef::Whole(*counter2)};
   auto hexir_run = [&](int iters, bool alternate) {
     Timing t;
@@ -110,25 +117,8 @@ int Main(int argc, char** argv) {
   hexir_run(2, true);
   Timing hexir_alt = hexir_run(std::max(iterations / 10, 4), true);
   uint32_t hexir_count = 0;
-  Check(d.ReadBuffer(**counter, 0, &hexir_count, 4), "read counter");
+  Check(d.ReadBuffer(*counter, 0, &hexir_count, 4), "read counter");
 
-  // The same kernels, raw: own module, graph and stream on the same GPU.
-  CUdevice dev;
-  CUcontext ctx;
-  CU(api.cuDeviceGet(&dev, 0));
-  CU(api.cuDevicePrimaryCtxRetain(&ctx, dev));
-  CU(api.cuCtxSetCurrent(ctx));
-  CUmodule module;
-  CU(api.cuModuleLoadData(&module, view.data));
-  CUfunction tiny, scale;
-  CU(api.cuModuleGetFunction(&tiny, module, "tiny_inc"));
-  CU(api.cuModuleGetFunction(&scale, module, "scale_f32x4"));
-  CUstream stream;
-  CU(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-  CUdeviceptr raw_counter;
-  CU(api.cuMemAlloc(&raw_counter, 256));
-  CU(api.cuMemsetD8Async(raw_counter, 0, 256, stream));
-  void* tiny_args[] = {&raw_counter};
   CUgraph graph;
   CU(api.cuGraphCreate(&graph, 0));
   CUgraphNode prev = nullptr;
@@ -212,181 +202,201 @@ int Main(int argc, char** argv) {
               hexir_count, expect_hexir, raw_count, expect_raw,
               hexir_count == expect_hexir && raw_count == expect_raw ? "ok" : "MISMATCH");
 
-  // ---- 1b. latency of one small call: submit a 1-dispatch graph, wait, read 4 bytes ----------
-  {
-    auto one = *d.CreateCommandBuffer();
-    Check(one->Dispatch(*exe, 0, {1, 1, 1}, {BufferRef::Slot(0)}), "dispatch");
-    Check(one->Finalize(), "finalize");
-    auto call = [&] {
-      Check(d.QueueExecute({}, one, {{sem, ++value}}, table), "submit");
-      Check(sem->Wait(value), "wait");
-      uint32_t v;
-      Check(d.ReadBuffer(**counter, 0, &v, 4), "read");
-    };
-    for (int i = 0; i < 20; ++i) call();
+  CU(api.cuGraphExecDestroy(exec));
+  CU(api.cuGraphDestroy(graph));
+}
+
+// 1b. Latency of one small call: submit a 1-dispatch graph, wait, read 4 bytes; and
+// submit-only, each against the raw equivalent (the two RATIO lines of issue 14).
+void SmallCall(Bench& b) {
+  const CudaApi& api = b.api;  // CU()
+  auto one = *b.d.CreateCommandBuffer();
+  Check(one->Dispatch(b.exe, 0, {1, 1, 1}, {BufferRef::Slot(0)}), "dispatch");
+  Check(one->Finalize(), "finalize");
+  auto call = [&] {
+    Check(b.d.QueueExecute({}, one, {{b.sem, ++b.value}}, b.table), "submit");
+    Check(b.sem->Wait(b.value), "wait");
+    uint32_t v;
+    Check(b.d.ReadBuffer(*b.counter, 0, &v, 4), "read");
+  };
+  for (int i = 0; i < 20; ++i) call();
+  const int calls = 500;
+  const long sleeps0 = VoluntarySwitches();
+  auto t0 = Clock::now();
+  for (int i = 0; i < calls; ++i) call();
+  double hexir_call = Us(Clock::now() - t0) / calls;
+  const double call_sleeps = double(VoluntarySwitches() - sleeps0) / calls;
+  // The same, but the host spins on Semaphore::Query instead of sleeping in Wait: what a
+  // spin-then-sleep Wait would give.
+  auto poll_call = [&] {
+    Check(b.d.QueueExecute({}, one, {{b.sem, ++b.value}}, b.table), "submit");
+    while (*b.sem->Query() < b.value) {
+    }
+    uint32_t v;
+    Check(b.d.ReadBuffer(*b.counter, 0, &v, 4), "read");
+  };
+  for (int i = 0; i < 20; ++i) poll_call();
+  t0 = Clock::now();
+  for (int i = 0; i < calls; ++i) poll_call();
+  double hexir_poll_call = Us(Clock::now() - t0) / calls;
+  // What a compiled program's call does (BufferViewToHost): submit, then one
+  // ReadBufferAfterPendingWork (the wait and the copy in one host synchronization).
+  auto read_call = [&] {
+    Check(b.d.QueueExecute({}, one, {{b.sem, ++b.value}}, b.table), "submit");
+    uint32_t v;
+    Check(b.d.ReadBufferAfterPendingWork(*b.counter, 0, &v, 4), "read after pending work");
+  };
+  for (int i = 0; i < 20; ++i) read_call();
+  t0 = Clock::now();
+  for (int i = 0; i < calls; ++i) read_call();
+  double hexir_read_call = Us(Clock::now() - t0) / calls;
+  // Submit only (no wait, no read) of the 1-dispatch graph: host cost per submission,
+  // timed in bursts of kBurst below the queue's back-pressure cap (the wait for the GPU
+  // between bursts is not timed; the raw launches below are timed the same way). One long
+  // b.stream of submissions would measure the GPU's rate once the cap is reached: printed too.
+  constexpr int kBurst = 32;
+  double hexir_submit_total = 0;
+  for (int done = 0; done < calls; done += kBurst) {
+    t0 = Clock::now();
+    for (int i = 0; i < kBurst; ++i)
+      Check(b.d.QueueExecute({}, one, {{b.sem, ++b.value}}, b.table), "submit");
+    hexir_submit_total += Us(Clock::now() - t0);
+    Check(b.sem->Wait(b.value), "wait");
+  }
+  const double hexir_submit = hexir_submit_total / calls;
+  t0 = Clock::now();
+  for (int i = 0; i < calls; ++i) Check(b.d.QueueExecute({}, one, {{b.sem, ++b.value}}, b.table), "submit");
+  const double hexir_submit_stream = Us(Clock::now() - t0) / calls;
+  Check(b.sem->Wait(b.value), "wait");
+  CUgraph g1;
+  CU(api.cuGraphCreate(&g1, 0));
+  CUDA_KERNEL_NODE_PARAMS p = {};
+  p.func = b.tiny;
+  p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+  p.blockDimX = 256;
+  p.blockDimY = p.blockDimZ = 1;
+  p.kernelParams = b.tiny_args;
+  CUgraphNode node;
+  CU(api.cuGraphAddKernelNode(&node, g1, nullptr, 0, &p));
+  CUgraphExec e1;
+  CU(api.cuGraphInstantiate(&e1, g1, 0));
+  void* pinned = nullptr;
+  CU(api.cuMemHostAlloc(&pinned, 64, 0));
+  auto raw_call = [&] {
+    CU(api.cuGraphLaunch(e1, b.stream));
+    CU(api.cuMemcpyDtoHAsync(pinned, b.raw_counter, 4, b.stream));
+    CU(api.cuStreamSynchronize(b.stream));
+  };
+  for (int i = 0; i < 20; ++i) raw_call();
+  t0 = Clock::now();
+  for (int i = 0; i < calls; ++i) raw_call();
+  double raw_call_us = Us(Clock::now() - t0) / calls;
+  CU(api.cuStreamSynchronize(b.stream));
+  double raw_submit_total = 0;
+  for (int done = 0; done < calls; done += kBurst) {
+    t0 = Clock::now();
+    for (int i = 0; i < kBurst; ++i) CU(api.cuGraphLaunch(e1, b.stream));
+    raw_submit_total += Us(Clock::now() - t0);
+    CU(api.cuStreamSynchronize(b.stream));
+  }
+  const double raw_submit = raw_submit_total / calls;
+  t0 = Clock::now();
+  for (int i = 0; i < calls; ++i) CU(api.cuGraphLaunch(e1, b.stream));
+  const double raw_submit_stream = Us(Clock::now() - t0) / calls;
+  CU(api.cuStreamSynchronize(b.stream));
+  std::printf("== one small call (1-dispatch graph + wait + 4-byte read), %d calls ==\n", calls);
+  std::printf("  hexir HAL %.2f us/call   raw (launch + copy + stream sync) %.2f us/call   "
+              "ratio %.2f   (%.2f sleeps/call of the calling thread)\n",
+              hexir_call, raw_call_us, hexir_call / raw_call_us, call_sleeps);
+  std::printf("  hexir HAL, host polling Query instead of Wait: %.2f us/call (ratio %.2f)\n",
+              hexir_poll_call, hexir_poll_call / raw_call_us);
+  std::printf("  hexir HAL, submit + ReadBufferAfterPendingWork (what a compiled call does): "
+              "%.2f us/call (ratio %.2f)\n",
+              hexir_read_call, hexir_read_call / raw_call_us);
+  std::printf("  submit only (1-node graph, bursts of %d): hexir QueueExecute %.2f us, raw "
+              "cuGraphLaunch %.2f us\n",
+              kBurst, hexir_submit, raw_submit);
+  std::printf("  submit only, %d back to back (past the back-pressure cap: the GPU's rate): "
+              "hexir %.2f us, raw %.2f us\n",
+              calls, hexir_submit_stream, raw_submit_stream);
+  std::printf("  RATIO small call (submit + Semaphore::Wait + read) / raw = %.2f (goal <= 1.3);"
+              " with ReadBufferAfterPendingWork %.2f\n",
+              hexir_call / raw_call_us, hexir_read_call / raw_call_us);
+  std::printf("  RATIO submit only / raw cuGraphLaunch = %.2f (goal <= 2.0)\n",
+              hexir_submit / raw_submit);
+  CU(api.cuGraphExecDestroy(e1));
+  CU(api.cuGraphDestroy(g1));
+  CU(api.cuMemFreeHost(pinned));
+}
+
+// 1c. A 1-dispatch graph whose count comes from a uniform slot (a compiled dynamic
+// dispatch): the same count every call, a new count every call (one node update each), and a
+// count in device memory (stream launch + readback).
+void IndirectCount(Bench& b) {
+  Device& d = b.d;
+  const vm::Ref<Executable>& exe = b.exe;
+  vm::Ref<Semaphore>& sem = b.sem;
+  uint64_t& value = b.value;
+  const std::vector<BufferRef>& table = b.table;
+  auto indirect = *d.CreateCommandBuffer();
+  Check(indirect->DispatchIndirect(exe, 0, BufferRef::Slot(1), {BufferRef::Slot(0)}),
+        "dispatch_indirect");
+  Check(indirect->Finalize(), "finalize");
+  auto counts_in = [&](uint32_t x, uint32_t types) {
+    auto b = d.AllocateBuffer(64, types);
+    Check(b.status(), "alloc count");
+    const uint32_t words[] = {x, 1, 1};
+    if ((*b)->host_data()) {
+      std::memcpy((*b)->host_data(), words, sizeof(words));
+    } else {
+      Check(d.WriteBuffer(**b, 0, words, sizeof(words)), "write count");
+    }
+    return *b;
+  };
+  const uint32_t uniform = kMemoryHostVisible | kMemoryUniform;
+  vm::Ref<Buffer> count1 = counts_in(1, uniform), count2 = counts_in(2, uniform),
+                  on_device = counts_in(1, kMemoryDeviceLocal);
+  auto per_call = [&](auto pick) {
     const int calls = 500;
-    const long sleeps0 = VoluntarySwitches();
-    auto t0 = Clock::now();
-    for (int i = 0; i < calls; ++i) call();
-    double hexir_call = Us(Clock::now() - t0) / calls;
-    const double call_sleeps = double(VoluntarySwitches() - sleeps0) / calls;
-    // The same, but the host spins on Semaphore::Query instead of sleeping in Wait: what a
-    // spin-then-sleep Wait would give.
-    auto poll_call = [&] {
-      Check(d.QueueExecute({}, one, {{sem, ++value}}, table), "submit");
-      while (*sem->Query() < value) {
-      }
-      uint32_t v;
-      Check(d.ReadBuffer(**counter, 0, &v, 4), "read");
-    };
-    for (int i = 0; i < 20; ++i) poll_call();
-    t0 = Clock::now();
-    for (int i = 0; i < calls; ++i) poll_call();
-    double hexir_poll_call = Us(Clock::now() - t0) / calls;
-    // What a compiled program's call does (BufferViewToHost): submit, then one
-    // ReadBufferAfterPendingWork (the wait and the copy in one host synchronization).
-    auto read_call = [&] {
-      Check(d.QueueExecute({}, one, {{sem, ++value}}, table), "submit");
-      uint32_t v;
-      Check(d.ReadBufferAfterPendingWork(**counter, 0, &v, 4), "read after pending work");
-    };
-    for (int i = 0; i < 20; ++i) read_call();
-    t0 = Clock::now();
-    for (int i = 0; i < calls; ++i) read_call();
-    double hexir_read_call = Us(Clock::now() - t0) / calls;
-    // Submit only (no wait, no read) of the 1-dispatch graph: host cost per submission,
-    // timed in bursts of kBurst below the queue's back-pressure cap (the wait for the GPU
-    // between bursts is not timed; the raw launches below are timed the same way). One long
-    // stream of submissions would measure the GPU's rate once the cap is reached: printed too.
-    constexpr int kBurst = 32;
-    double hexir_submit_total = 0;
-    for (int done = 0; done < calls; done += kBurst) {
-      t0 = Clock::now();
-      for (int i = 0; i < kBurst; ++i)
-        Check(d.QueueExecute({}, one, {{sem, ++value}}, table), "submit");
-      hexir_submit_total += Us(Clock::now() - t0);
+    for (int i = 0; i < 20; ++i) {
+      Check(d.QueueExecute({}, indirect, {{sem, ++value}}, {table[0], BufferRef::Whole(pick(i))}),
+            "submit");
       Check(sem->Wait(value), "wait");
     }
-    const double hexir_submit = hexir_submit_total / calls;
-    t0 = Clock::now();
-    for (int i = 0; i < calls; ++i) Check(d.QueueExecute({}, one, {{sem, ++value}}, table), "submit");
-    const double hexir_submit_stream = Us(Clock::now() - t0) / calls;
-    Check(sem->Wait(value), "wait");
-    CUgraph g1;
-    CU(api.cuGraphCreate(&g1, 0));
-    CUDA_KERNEL_NODE_PARAMS p = {};
-    p.func = tiny;
-    p.gridDimX = p.gridDimY = p.gridDimZ = 1;
-    p.blockDimX = 256;
-    p.blockDimY = p.blockDimZ = 1;
-    p.kernelParams = tiny_args;
-    CUgraphNode node;
-    CU(api.cuGraphAddKernelNode(&node, g1, nullptr, 0, &p));
-    CUgraphExec e1;
-    CU(api.cuGraphInstantiate(&e1, g1, 0));
-    void* pinned = nullptr;
-    CU(api.cuMemHostAlloc(&pinned, 64, 0));
-    auto raw_call = [&] {
-      CU(api.cuGraphLaunch(e1, stream));
-      CU(api.cuMemcpyDtoHAsync(pinned, raw_counter, 4, stream));
-      CU(api.cuStreamSynchronize(stream));
-    };
-    for (int i = 0; i < 20; ++i) raw_call();
-    t0 = Clock::now();
-    for (int i = 0; i < calls; ++i) raw_call();
-    double raw_call_us = Us(Clock::now() - t0) / calls;
-    CU(api.cuStreamSynchronize(stream));
-    double raw_submit_total = 0;
-    for (int done = 0; done < calls; done += kBurst) {
-      t0 = Clock::now();
-      for (int i = 0; i < kBurst; ++i) CU(api.cuGraphLaunch(e1, stream));
-      raw_submit_total += Us(Clock::now() - t0);
-      CU(api.cuStreamSynchronize(stream));
+    CudaStats before = *GetCudaStats(d);
+    auto t0 = Clock::now();
+    for (int i = 0; i < calls; ++i) {
+      Check(d.QueueExecute({}, indirect, {{sem, ++value}}, {table[0], BufferRef::Whole(pick(i))}),
+            "submit");
+      Check(sem->Wait(value), "wait");
     }
-    const double raw_submit = raw_submit_total / calls;
-    t0 = Clock::now();
-    for (int i = 0; i < calls; ++i) CU(api.cuGraphLaunch(e1, stream));
-    const double raw_submit_stream = Us(Clock::now() - t0) / calls;
-    CU(api.cuStreamSynchronize(stream));
-    std::printf("== one small call (1-dispatch graph + wait + 4-byte read), %d calls ==\n", calls);
-    std::printf("  hexir HAL %.2f us/call   raw (launch + copy + stream sync) %.2f us/call   "
-                "ratio %.2f   (%.2f sleeps/call of the calling thread)\n",
-                hexir_call, raw_call_us, hexir_call / raw_call_us, call_sleeps);
-    std::printf("  hexir HAL, host polling Query instead of Wait: %.2f us/call (ratio %.2f)\n",
-                hexir_poll_call, hexir_poll_call / raw_call_us);
-    std::printf("  hexir HAL, submit + ReadBufferAfterPendingWork (what a compiled call does): "
-                "%.2f us/call (ratio %.2f)\n",
-                hexir_read_call, hexir_read_call / raw_call_us);
-    std::printf("  submit only (1-node graph, bursts of %d): hexir QueueExecute %.2f us, raw "
-                "cuGraphLaunch %.2f us\n",
-                kBurst, hexir_submit, raw_submit);
-    std::printf("  submit only, %d back to back (past the back-pressure cap: the GPU's rate): "
-                "hexir %.2f us, raw %.2f us\n",
-                calls, hexir_submit_stream, raw_submit_stream);
-    std::printf("  RATIO small call (submit + Semaphore::Wait + read) / raw = %.2f (goal <= 1.3);"
-                " with ReadBufferAfterPendingWork %.2f\n",
-                hexir_call / raw_call_us, hexir_read_call / raw_call_us);
-    std::printf("  RATIO submit only / raw cuGraphLaunch = %.2f (goal <= 2.0)\n",
-                hexir_submit / raw_submit);
-    CU(api.cuGraphExecDestroy(e1));
-    CU(api.cuGraphDestroy(g1));
-    CU(api.cuMemFreeHost(pinned));
-  }
+    double us = Us(Clock::now() - t0) / calls;
+    CudaStats after = *GetCudaStats(d);
+    return std::array<double, 3>{us, double(after.kernel_node_updates - before.kernel_node_updates) / calls,
+                                 double(after.stream_launches - before.stream_launches) / calls};
+  };
+  auto same = per_call([&](int) { return count1; });
+  auto changing = per_call([&](int i) { return i % 2 ? count2 : count1; });
+  auto device = per_call([&](int) { return on_device; });
+  std::printf("== indirect count from a slot, 1-dispatch graph, submit + wait ==\n");
+  std::printf("  uniform, same count:      %7.2f us/call (%.2f node updates, %.2f stream launches per call)\n",
+              same[0], same[1], same[2]);
+  std::printf("  uniform, count changes:   %7.2f us/call (%.2f node updates, %.2f stream launches per call)\n",
+              changing[0], changing[1], changing[2]);
+  std::printf("  device-local count:       %7.2f us/call (%.2f node updates, %.2f stream launches per call)\n",
+              device[0], device[1], device[2]);
+}
 
-  // ---- 1c. a 1-dispatch graph whose count comes from a uniform slot (a compiled dynamic
-  //      dispatch): the same count every call, a new count every call (one node update
-  //      each), and a count in device memory (stream launch + readback) --------------------
-  {
-    auto indirect = *d.CreateCommandBuffer();
-    Check(indirect->DispatchIndirect(*exe, 0, BufferRef::Slot(1), {BufferRef::Slot(0)}),
-          "dispatch_indirect");
-    Check(indirect->Finalize(), "finalize");
-    auto counts_in = [&](uint32_t x, uint32_t types) {
-      auto b = d.AllocateBuffer(64, types);
-      Check(b.status(), "alloc count");
-      const uint32_t words[] = {x, 1, 1};
-      if ((*b)->host_data()) {
-        std::memcpy((*b)->host_data(), words, sizeof(words));
-      } else {
-        Check(d.WriteBuffer(**b, 0, words, sizeof(words)), "write count");
-      }
-      return *b;
-    };
-    const uint32_t uniform = kMemoryHostVisible | kMemoryUniform;
-    vm::Ref<Buffer> count1 = counts_in(1, uniform), count2 = counts_in(2, uniform),
-                    on_device = counts_in(1, kMemoryDeviceLocal);
-    auto per_call = [&](auto pick) {
-      const int calls = 500;
-      for (int i = 0; i < 20; ++i) {
-        Check(d.QueueExecute({}, indirect, {{sem, ++value}}, {table[0], BufferRef::Whole(pick(i))}),
-              "submit");
-        Check(sem->Wait(value), "wait");
-      }
-      CudaStats before = *GetCudaStats(d);
-      auto t0 = Clock::now();
-      for (int i = 0; i < calls; ++i) {
-        Check(d.QueueExecute({}, indirect, {{sem, ++value}}, {table[0], BufferRef::Whole(pick(i))}),
-              "submit");
-        Check(sem->Wait(value), "wait");
-      }
-      double us = Us(Clock::now() - t0) / calls;
-      CudaStats after = *GetCudaStats(d);
-      return std::array<double, 3>{us, double(after.kernel_node_updates - before.kernel_node_updates) / calls,
-                                   double(after.stream_launches - before.stream_launches) / calls};
-    };
-    auto same = per_call([&](int) { return count1; });
-    auto changing = per_call([&](int i) { return i % 2 ? count2 : count1; });
-    auto device = per_call([&](int) { return on_device; });
-    std::printf("== indirect count from a slot, 1-dispatch graph, submit + wait ==\n");
-    std::printf("  uniform, same count:      %7.2f us/call (%.2f node updates, %.2f stream launches per call)\n",
-                same[0], same[1], same[2]);
-    std::printf("  uniform, count changes:   %7.2f us/call (%.2f node updates, %.2f stream launches per call)\n",
-                changing[0], changing[1], changing[2]);
-    std::printf("  device-local count:       %7.2f us/call (%.2f node updates, %.2f stream launches per call)\n",
-                device[0], device[1], device[2]);
-  }
-
-  // ---- 2. bandwidth ------------------------------------------------------------------------
+// 2. An elementwise kernel (hand-written nvcc kernel scale_f32x4) dispatched through the HAL:
+// achieved bandwidth as a ratio of cuMemcpyDtoD of the same bytes.
+void Bandwidth(Bench& b, uint64_t mib) {
+  Device& d = b.d;
+  const CudaApi& api = b.api;
+  const vm::Ref<Executable>& exe = b.exe;
+  vm::Ref<Semaphore>& sem = b.sem;
+  uint64_t& value = b.value;
+  CUfunction scale = b.scale;
+  CUstream stream = b.stream;
   const uint64_t bytes = mib << 20;
   const uint32_t n4 = static_cast<uint32_t>(bytes / 16);
   auto in = d.AllocateBuffer(bytes), out = d.AllocateBuffer(bytes);
@@ -396,7 +406,7 @@ int Main(int argc, char** argv) {
   for (size_t i = 0; i < host.size(); ++i) host[i] = float(i % 1000);
   Check(d.WriteBuffer(**in, 0, host.data(), host.size() * 4), "write");
   auto ecb = *d.CreateCommandBuffer();
-  Check(ecb->Dispatch(*exe, 1, {(n4 + 255) / 256, 1, 1},
+  Check(ecb->Dispatch(exe, 1, {(n4 + 255) / 256, 1, 1},
                       {BufferRef::Whole(*in), BufferRef::Whole(*out)}, {n4}),
         "dispatch scale");
   Check(ecb->Finalize(), "finalize");
@@ -456,11 +466,53 @@ int Main(int argc, char** argv) {
                                                                                  : "MISMATCH");
   CU(api.cuMemFree(src));
   CU(api.cuMemFree(dst));
-  CU(api.cuMemFree(raw_counter));
-  CU(api.cuGraphExecDestroy(exec));
-  CU(api.cuGraphDestroy(graph));
-  CU(api.cuStreamDestroy(stream));
-  CU(api.cuModuleUnload(module));
+}
+
+int Main(int argc, char** argv) {
+  const uint32_t dispatches = argc > 1 ? std::atoi(argv[1]) : 1000;
+  const int iterations = argc > 2 ? std::atoi(argv[2]) : 300;
+  const uint64_t mib = argc > 3 ? std::atoi(argv[3]) : 256;
+  auto device_or = CreateDevice("cuda");
+  if (device_or.status().code() == StatusCode::kUnavailable ||
+      !testing::KernelsMissingReason().empty()) {
+    std::printf("HEXIR_SKIPPED: replay_benchmark: %s\n",
+                device_or.ok() ? testing::KernelsMissingReason().c_str()
+                               : device_or.status().message().c_str());
+    return 0;
+  }
+  Check(device_or.status(), "CreateDevice(cuda)");
+  Device& d = **device_or;
+  const CudaApi& api = **LoadCudaApi();
+  vm::ExecutableView view = testing::CubinView({"tiny_inc", "scale_f32x4"});
+  auto exe = d.CreateExecutable(view);
+  Check(exe.status(), "CreateExecutable");
+  auto counter = d.AllocateBuffer(256);
+  Check(counter.status(), "alloc");
+  auto sem = d.CreateSemaphore(0);
+  Check(sem.status(), "semaphore");
+  Bench b{d, api, *exe, *sem, 0, *counter, {BufferRef::Whole(*counter)}};
+  // The same kernels, raw: own module and stream on the same GPU.
+  CUdevice dev;
+  CUcontext ctx;
+  CU(api.cuDeviceGet(&dev, 0));
+  CU(api.cuDevicePrimaryCtxRetain(&ctx, dev));
+  CU(api.cuCtxSetCurrent(ctx));
+  CU(api.cuModuleLoadData(&b.module, view.data));
+  CU(api.cuModuleGetFunction(&b.tiny, b.module, "tiny_inc"));
+  CU(api.cuModuleGetFunction(&b.scale, b.module, "scale_f32x4"));
+  CU(api.cuStreamCreate(&b.stream, CU_STREAM_NON_BLOCKING));
+  CU(api.cuMemAlloc(&b.raw_counter, 256));
+  CU(api.cuMemsetD8Async(b.raw_counter, 0, 256, b.stream));
+  b.tiny_args[0] = &b.raw_counter;
+
+  ReplayCost(b, dispatches, iterations);
+  SmallCall(b);
+  IndirectCount(b);
+  Bandwidth(b, mib);
+
+  CU(api.cuMemFree(b.raw_counter));
+  CU(api.cuStreamDestroy(b.stream));
+  CU(api.cuModuleUnload(b.module));
   return 0;
 }
 

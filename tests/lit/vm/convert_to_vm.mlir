@@ -177,6 +177,24 @@ func.func @floor_ceil_div(%a: i64, %b: i64) -> (i64, i64) {
 
 // -----
 
+// i32 signed division at 32 bits: INT32_MIN / -1 traps (as in kernels) instead of a 64-bit
+// quotient wrapped by a truncation; the result is already sign-extended (no trunc.i64.i32).
+// CHECK-LABEL: func.func @div_i32
+// CHECK:         %[[Q:.+]] = hexir_vm.inst "div.s.i32"(%arg0, %arg1)
+// CHECK-NEXT:    %[[R:.+]] = hexir_vm.inst "rem.s.i32"(%arg0, %arg1)
+// CHECK:         "div.s.i32"(%arg0, %arg1)
+// CHECK-NEXT:    "rem.s.i32"(%arg0, %arg1)
+// CHECK-NOT:     "div.s.i64"
+// CHECK:         hexir_vm.return %[[Q]], %[[R]],
+func.func @div_i32(%a: i32, %b: i32) -> (i32, i32, i32) {
+  %q = arith.divsi %a, %b : i32
+  %r = arith.remsi %a, %b : i32
+  %f = arith.floordivsi %a, %b : i32
+  return %q, %r, %f : i32, i32, i32
+}
+
+// -----
+
 // A check is one `assert` on the host values (index compare -> cmp.eq.i64); a cast aliases
 // its source's buffer and returns a view with the cast's static dims.
 // CHECK-LABEL: func.func @check_and_cast
