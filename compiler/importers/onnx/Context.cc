@@ -2,6 +2,7 @@
 
 #include "compiler/importers/onnx/TensorData.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstring>
 
@@ -108,6 +109,16 @@ std::string Context::ElementType(int t) {
   }
 }
 
+std::string Context::UnsupportedType(int t) {
+  if (t == ::onnx::TensorProto::STRING)
+    return "element type string is not supported (Hexir tensors hold numbers, not strings)";
+  std::string name = ::onnx::TensorProto_DataType_IsValid(t) ? ::onnx::TensorProto_DataType_Name(
+                                                                  static_cast<::onnx::TensorProto_DataType>(t))
+                                                            : std::to_string(t);
+  for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return "element type " + name + " is not supported";
+}
+
 bool Context::IsUnsignedType(int t) {
   return t == ::onnx::TensorProto::UINT8 || t == ::onnx::TensorProto::UINT16 ||
          t == ::onnx::TensorProto::UINT32 || t == ::onnx::TensorProto::UINT64;
@@ -135,7 +146,7 @@ StatusOr<Val> Context::FromTensorProto(const ::onnx::TensorProto& t) {
   v.et = ElementType(t.data_type());
   v.is_unsigned = IsUnsignedType(t.data_type());
   if (v.et.empty())
-    return Error("tensor '" + t.name() + "': unsupported element type " + std::to_string(t.data_type()));
+    return Error("tensor '" + t.name() + "': " + UnsupportedType(t.data_type()));
   int64_t n = 1;
   for (int64_t d : t.dims()) {
     v.shape.push_back(Dim::Static(d));

@@ -66,6 +66,10 @@ class Context {
   StatusOr<Val> FromTensorProto(const ::onnx::TensorProto& t);
   static std::string ElementType(int onnx_type);  // "" when unsupported; uintN -> iN
   static bool IsUnsignedType(int onnx_type);       // UINT8 UINT16 UINT32 UINT64
+  // Why an element type ElementType refuses is refused, by name: "element type string is not
+  // supported (Hexir tensors hold numbers, not strings)", "element type complex64 is not
+  // supported", "element type 42 is not supported" (a code ONNX 1.12 does not name).
+  static std::string UnsupportedType(int onnx_type);
 
   // Helpers.
   StatusOr<Shape> BroadcastShapes(const std::vector<const Val*>& vs) const;

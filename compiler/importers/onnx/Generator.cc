@@ -82,7 +82,7 @@ Status LowerEyeLike(Context& c) {
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
   if (x.rank() != 2) return c.Error("expected a 2-D input");
   std::string et = c.HasAttr("dtype") ? Context::ElementType(static_cast<int>(c.AttrI("dtype", 1))) : x.et;
-  if (et.empty()) return c.Error("unsupported dtype");
+  if (et.empty()) return c.Error("dtype: " + Context::UnsupportedType(static_cast<int>(c.AttrI("dtype", 1))));
   int64_t k = c.AttrI("k", 0);
   Val r;
   r.et = et;

@@ -135,7 +135,7 @@ Status LowerCast(Context& c) {
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
   std::string to = Context::ElementType(static_cast<int>(c.AttrI("to", 1)));
   if (to.empty())
-    return c.Error("cast to element type " + std::to_string(c.AttrI("to", 0)) + " is not supported");
+    return c.Error("cast to " + Context::UnsupportedType(static_cast<int>(c.AttrI("to", 0))));
   std::string from = x.et;
   bool from_unsigned = x.is_unsigned, to_unsigned = Context::IsUnsignedType(static_cast<int>(c.AttrI("to", 1)));
   HEXIR_ASSIGN_OR_RETURN(Val r, c.Elementwise({&x}, to, [&](const Args& a) {
