@@ -674,9 +674,84 @@ Status LowerScan(Context& c) {
   return Status::Ok();
 }
 
+namespace {
+
+// Scan at opset 8 over a batch other than 1 (static or `?`): an scf.for over the batch whose
+// body lowers the opset-9 Scan of batch row b (each operand's row read by a generic) and writes
+// every result into row b of a `[batch, ...]` accumulator (result shapes static).
+Status LowerScanOverBatch(Context& c, const ::onnx::NodeProto& rows, const std::vector<Val>& operands) {
+  Builder& b = c.b;
+  const Dim batch = operands[0].shape[0];
+  const int results = rows.output_size();
+  std::string iv = b.Fresh(), body_text;
+  std::vector<std::string> acc_args;
+  for (int k = 0; k < results; ++k) acc_args.push_back(b.Fresh());
+  std::vector<Val> accs;
+  HEXIR_RETURN_IF_ERROR(CaptureRegion(c, &body_text, [&]() -> StatusOr<std::vector<Val>> {
+    for (size_t i = 0; i < operands.size(); ++i) {
+      const Val& x = operands[i];
+      Val row;
+      row.et = x.et;
+      row.is_unsigned = x.is_unsigned;
+      row.shape.assign(x.shape.begin() + 1, x.shape.end());
+      int loops = static_cast<int>(row.rank());
+      row.name = b.IndexGeneric(row.shape, x.et, [&](const Args&) {
+        std::vector<std::string> idx = b.LoopIndices(loops);
+        idx.insert(idx.begin(), iv);
+        std::string v = b.Fresh();
+        b.Line(v + " = tensor.extract " + x.name + "[" + Builder::Join(idx) + "] : " + Builder::TensorType(x));
+        return v;
+      });
+      c.values[rows.input(static_cast<int>(i))] = row;
+    }
+    const ::onnx::NodeProto* node = c.node;
+    c.node = &rows;
+    Status lowered = LowerScan(c);
+    c.node = node;
+    HEXIR_RETURN_IF_ERROR(lowered);
+    std::vector<std::string> yields, types;
+    for (int k = 0; k < results; ++k) {
+      Val& element = c.values[rows.output(k)];
+      c.Mat(element);
+      for (const Dim& d : element.shape)
+        if (d.dynamic())
+          return c.Error("result " + std::to_string(k) + " of a batch row is " + Builder::TensorType(element) +
+                         ": a Scan over a batch needs static result shapes (opset 8)");
+      Val acc;
+      acc.et = element.et;
+      acc.is_unsigned = element.is_unsigned;
+      acc.shape = {batch};
+      acc.shape.insert(acc.shape.end(), element.shape.begin(), element.shape.end());
+      accs.push_back(acc);
+      Val arg = acc;
+      arg.name = acc_args[k];
+      yields.push_back(WriteRow(c, arg, element, iv));
+      types.push_back(Builder::TensorType(acc));
+    }
+    b.Line("  scf.yield " + Builder::Join(yields) + " : " + Builder::Join(types));
+    return std::vector<Val>{};
+  }).status());
+  std::vector<std::string> bindings, types;
+  for (int k = 0; k < results; ++k) {
+    bindings.push_back(acc_args[k] + " = " + b.Empty(accs[k].shape, accs[k].et));
+    types.push_back(Builder::TensorType(accs[k]));
+  }
+  std::string r = b.Fresh();
+  b.Line(r + ":" + std::to_string(results) + " = scf.for " + iv + " = " + b.IndexConst(0) + " to " +
+         b.DimValue(batch) + " step " + b.IndexConst(1) + " iter_args(" + Builder::Join(bindings) + ") -> (" +
+         Builder::Join(types) + ") {");
+  b.Emit(body_text);
+  b.Line("}");
+  for (int k = 0; k < results; ++k) c.SetOut(k, Typed(c, r + "#" + std::to_string(k), accs[k]));
+  return Status::Ok();
+}
+
+}  // namespace
+
 // Scan at opset 8: operands (sequence_lens?, states..., scan inputs...) carry a leading batch
-// axis. A batch of one without sequence_lens is the opset-9 Scan of the rows (`directions`
-// becomes scan_input_directions), its results given the batch axis back.
+// axis, and each batch row is the opset-9 Scan of the rows (`directions` becomes
+// scan_input_directions). A batch of one is that Scan with the batch axis given back to its
+// results; any other batch (static or `?`) is LowerScanOverBatch.
 Status LowerScanWithBatch(Context& c) {
   const ::onnx::NodeProto* node = c.node;
   if (c.HasIn(0)) return c.Error("sequence_lens is not supported (opset 8)");
@@ -694,18 +769,35 @@ Status LowerScanWithBatch(Context& c) {
     temporaries.push_back(node->name() + "/" + what + "/" + std::to_string(temporaries.size()));
     return temporaries.back();
   };
+  std::vector<Val> operands;
+  for (int i = 1; i < c.NumIn(); ++i) {
+    HEXIR_ASSIGN_OR_RETURN(Val& v, c.In(i));
+    if (v.rank() < 1) return c.Error("operand " + std::to_string(i) + " has no batch axis (opset 8)");
+    operands.push_back(v);
+  }
+  if (operands.empty()) return c.Error("no operands");
+  const Dim batch = operands[0].shape[0];
+  if (batch.dynamic() || batch.v != 1) {
+    for (int i = 1; i < c.NumIn(); ++i) {
+      HEXIR_ASSIGN_OR_RETURN(Val& v, c.In(i));
+      if (!batch.dynamic() && !v.shape[0].dynamic() && v.shape[0].v != batch.v)
+        return c.Error("operand " + std::to_string(i) + " has a batch of " + Builder::TensorType(v) +
+                       ", operand 1 a batch of " + std::to_string(batch.v));
+      c.Mat(v);
+      operands[i - 1] = v;
+      rows.add_input(temporary("in"));
+    }
+    for (int k = 0; k < node->output_size(); ++k) rows.add_output(temporary("out"));
+    Status status = LowerScanOverBatch(c, rows, operands);
+    for (const std::string& name : temporaries) c.values.erase(name);
+    return status;
+  }
   Status status = Status::Ok();
   for (int i = 1; status.ok() && i < c.NumIn(); ++i) {
-    StatusOr<Context::ValRef> in = c.In(i);
-    if (!in.ok()) {
-      status = std::move(in).status();
-      break;
-    }
-    Val& v = in->get();
-    if (v.rank() < 1 || v.shape[0].dynamic() || v.shape[0].v != 1) {
-      status = c.Error("operand " + std::to_string(i) + " has a batch of " +
-                       (v.rank() < 1 ? std::string("no axis") : Builder::TensorType(v)) +
-                       ": only a batch of 1 is lowered (opset 8)");
+    Val& v = operands[i - 1];
+    if (v.shape[0].dynamic() || v.shape[0].v != 1) {
+      status = c.Error("operand " + std::to_string(i) + " has a batch of " + Builder::TensorType(v) +
+                       ", operand 1 a batch of 1");
       break;
     }
     Shape row(v.shape.begin() + 1, v.shape.end());
