@@ -229,6 +229,29 @@ TEST_CASE("Resize cubic and tf_crop_and_resize to sizes read at run time match t
   }
 }
 
+TEST_CASE("two dynamic dims meet when equal at run time; a run-time 1 or another extent fails naming both") {
+  Graph m;
+  m.Input("x", {-1, -1});
+  m.Input("y", {-1, 3});
+  m.Input("row", {1, -1});
+  m.Output("z", {-1, -1});
+  m.Node("Add", {"x", "y"}, {"s"}, "sum");
+  m.Node("Mul", {"s", "row"}, {"z"}, "scale");  // a static 1 still broadcasts
+  std::string mod = Build(m, "extents_meet");
+  std::string z = Run(mod, {"2x3xf32=1 2 3 4 5 6", "2x3xf32=10 20 30 40 50 60", "1x3xf32=1 2 3"});
+  CHECK(Prefix(z) == "2x3xf32");
+  CHECK(ParseFloats(z) == std::vector<float>{11, 44, 99, 44, 110, 198});
+  for (const char* y : {"1x3xf32=10 20 30", "4x3xf32=0 0 0 0 0 0 0 0 0 0 0 0"}) {
+    int code = 0;
+    std::string bad = RunMainWith(mod, {"2x3xf32=1 2 3 4 5 6", y, "1x3xf32=1 2 3"}, &code);
+    INFO(bad);
+    CHECK(code == 1);
+    CHECK(bad.find("node 'sum' (op Add): dimension 0 of operand 0 is 2 and of operand 1 is " + std::string(1, y[0]) +
+                   ": two `?` extents must be equal at run time (a run-time 1 is not broadcast; a static 1 is)") !=
+          std::string::npos);
+  }
+}
+
 TEST_CASE("a shape operand that is not a short integer vector is an error naming it") {
   Graph m;
   m.Input("x", {2, 3});

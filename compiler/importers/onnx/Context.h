@@ -43,6 +43,8 @@ class Context {
   void SetOut(int i, Val v);
   // Stores the value, or returns its error: `return c.SetOut(0, c.Elementwise(...));`.
   [[nodiscard]] Status SetOut(int i, StatusOr<Val> v);
+  // The same with the value's unsigned flag set (ops that choose an unsigned output type).
+  [[nodiscard]] Status SetOut(int i, StatusOr<Val> v, bool is_unsigned);
 
   // Attributes.
   bool HasAttr(const std::string& name) const;
@@ -90,6 +92,11 @@ class Context {
   // Reduce of known contents (sum prod max min), folded at import time.
   Val ReduceKnown(const Val& x, const std::vector<bool>& reduced, bool keepdims,
                   const std::string& kind);
+  // Where different `?` extents meet in an elementwise op, a hexir.check that they are equal
+  // at run time, naming the node, the dim and both operands (the generic reads each operand
+  // with the output's positions, so a run-time 1 cannot be broadcast: that would need an
+  // index read per element and would end fusion with the producers).
+  void CheckExtentsMeet(const std::vector<Val*>& ins, const Shape& out);
   // ReshapeTo once the element counts are known to agree.
   Val ReshapeChecked(Val& x, const Shape& target);
 };
