@@ -310,6 +310,96 @@ TEST_CASE("Scan sums rows in reverse and stacks each partial sum scaled by an ou
   CHECK(out.find("3x2xf32=50 60 80 100 90 120") != std::string::npos);
 }
 
+namespace {
+
+// Scan at opset 8 (a leading batch axis on every operand, `directions`): per batch row, the
+// rows of x summed last row first from the row's own start, each partial sum scaled by 10 and
+// stacked in step order.
+Graph BatchedScanModel(int64_t batch) {
+  Graph m;
+  m.model.mutable_opset_import(0)->set_version(8);
+  m.Input("start", {batch, 2});
+  m.Input("x", {batch, 3, 2});
+  m.Output("total", {batch, 2});
+  m.Output("partials", {batch, 3, 2});
+  m.InitF("scale", {1}, {10});
+  auto* n = m.Node("Scan", {"", "start", "x"}, {"total", "partials"}, "scan8");
+  Graph::AttrI(n, "num_scan_inputs", 1);
+  auto* dirs = n->add_attribute();
+  dirs->set_name("directions");
+  dirs->set_type(::onnx::AttributeProto::INTS);
+  dirs->add_ints(1);
+  auto* body = Graph::AttrGraph(n, "body");
+  In(body, "sum_in", {2}, kF32);
+  In(body, "row", {2}, kF32);
+  Graph::AddNode(body, "Add", {"sum_in", "row"}, {"sum_out"});
+  Graph::AddNode(body, "Mul", {"sum_out", "scale"}, {"scaled"});
+  Out(body, "sum_out", {2}, kF32);
+  Out(body, "scaled", {2}, kF32);
+  return m;
+}
+
+// The same computed in C++: start [B, 2], x [B, 3, 2] -> {totals, partials}.
+std::vector<std::vector<float>> BatchedScanReference(const std::vector<float>& start, const std::vector<float>& x,
+                                                     int64_t batch) {
+  std::vector<float> totals, partials(batch * 6);
+  for (int64_t b = 0; b < batch; ++b) {
+    float s0 = start[b * 2], s1 = start[b * 2 + 1];
+    for (int step = 0; step < 3; ++step) {  // rows read last first; partials in step order
+      int r = 2 - step;
+      s0 += x[b * 6 + r * 2];
+      s1 += x[b * 6 + r * 2 + 1];
+      partials[b * 6 + step * 2] = 10 * s0;
+      partials[b * 6 + step * 2 + 1] = 10 * s1;
+    }
+    totals.push_back(s0);
+    totals.push_back(s1);
+  }
+  return {totals, partials};
+}
+
+std::string Spec(const std::string& shape, const std::vector<float>& v) {
+  std::string s = shape + "xf32=";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + std::to_string(v[i]);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("Scan at opset 8 runs every batch row, a run-time batch at two sizes and a static batch of 2") {
+  auto r = ox::ImportOnnxModel(BatchedScanModel(-1).model);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  std::string mod = CompileForCpu(*r, "scan8_batch");
+  REQUIRE(!mod.empty());
+  auto s = ox::ImportOnnxModel(BatchedScanModel(2).model);
+  INFO((s.ok() ? std::string() : s.status().message()));
+  REQUIRE(s.ok());
+  std::string static_mod = CompileForCpu(*s, "scan8_batch2");
+  REQUIRE(!static_mod.empty());
+  for (int64_t batch : {3, 2}) {
+    std::vector<float> start, x;
+    for (int64_t i = 0; i < batch * 2; ++i) start.push_back(static_cast<float>(i) - 1);
+    for (int64_t i = 0; i < batch * 6; ++i) x.push_back(static_cast<float>((i * 5) % 7) + 0.5f);
+    std::vector<std::vector<float>> want = BatchedScanReference(start, x, batch);
+    std::vector<std::string> inputs = {Spec(std::to_string(batch) + "x2", start),
+                                       Spec(std::to_string(batch) + "x3x2", x)};
+    for (const std::string& module : {mod, static_mod}) {
+      if (module == static_mod && batch != 2) continue;
+      int code = 0;
+      std::string out = RunMainWith(module, inputs, &code);
+      INFO(out);
+      REQUIRE(code == 0);
+      size_t newline = out.find('\n');
+      REQUIRE(newline != std::string::npos);
+      CHECK(out.find(std::to_string(batch) + "x2xf32=") == 0);
+      CHECK(ParseFloats(out.substr(0, newline)) == want[0]);
+      CHECK(out.find(std::to_string(batch) + "x3x2xf32=", newline) == newline + 1);
+      CHECK(ParseFloats(out.substr(newline + 1)) == want[1]);
+    }
+  }
+}
+
 TEST_CASE("a loop-carried value that changes shape is an error naming it") {
   Graph m;
   m.Input("v", {2});

@@ -64,6 +64,77 @@ TEST_CASE("an op lowered only at other opsets names the opsets it is lowered for
         "13 and later)");
 }
 
+TEST_CASE("strings are refused by name: each string op, a cast to string, a string input or constant") {
+  const int kString = ::onnx::TensorProto::STRING;
+  for (const char* op : {"StringNormalizer", "RegexFullMatch", "StringConcat", "StringSplit"}) {
+    Graph m;
+    m.Input("s", {2}, kString);
+    m.Output("y", {2}, kString);
+    m.Node(op, {"s"}, {"y"}, "text");
+    auto r = ox::ImportOnnxModel(m.model);
+    REQUIRE(!r.ok());
+    // The op is named before its string input is read.
+    CHECK(r.status().message() ==
+          std::string("node 'text' (op ") + op + "): strings are not supported (Hexir tensors hold numbers)");
+  }
+  {  // a string op inside a Loop body is found before anything is lowered
+    Graph m;
+    m.Input("x", {2});
+    m.Output("y", {2});
+    m.Node("Relu", {"x"}, {"y"});
+    ::onnx::NodeProto* loop = m.Node("Loop", {"", ""}, {}, "loop");
+    ::onnx::GraphProto* body = Graph::AttrGraph(loop, "body");
+    Graph::AddNode(body, "StringSplit", {"t"}, {"u"}, "split_words");
+    auto r = ox::ImportOnnxModel(m.model);
+    REQUIRE(!r.ok());
+    CHECK(r.status().message() ==
+          "node 'split_words' (op StringSplit): strings are not supported (Hexir tensors hold numbers)");
+  }
+  {
+    Graph m;
+    m.Input("x", {2});
+    m.Output("y", {2}, kString);
+    Graph::AttrI(m.Node("Cast", {"x"}, {"y"}, "to_text"), "to", kString);
+    auto r = ox::ImportOnnxModel(m.model);
+    REQUIRE(!r.ok());
+    CHECK(r.status().message() ==
+          "node 'to_text' (op Cast): cast to string: strings are not supported (Hexir tensors hold numbers)");
+  }
+  {  // Cast from a string input: the input is named
+    Graph m;
+    m.Input("words", {2}, kString);
+    m.Output("y", {2});
+    Graph::AttrI(m.Node("Cast", {"words"}, {"y"}, "from_text"), "to", ::onnx::TensorProto::FLOAT);
+    auto r = ox::ImportOnnxModel(m.model);
+    REQUIRE(!r.ok());
+    CHECK(r.status().message() ==
+          "graph input 'words': element type string is not supported (Hexir tensors hold numbers, not strings)");
+  }
+  {  // a string initializer, and another type ONNX names
+    Graph m;
+    m.Input("x", {1});
+    m.Output("y", {1});
+    auto* t = m.g->add_initializer();
+    t->set_name("label");
+    t->set_data_type(kString);
+    t->add_dims(1);
+    t->add_string_data("cat");
+    m.Node("Identity", {"label"}, {"y"});
+    auto r = ox::ImportOnnxModel(m.model);
+    REQUIRE(!r.ok());
+    CHECK(r.status().message().find(
+              "tensor 'label': element type string is not supported (Hexir tensors hold numbers, not strings)") !=
+          std::string::npos);
+    Graph c;
+    c.Input("z", {2}, ::onnx::TensorProto::COMPLEX64);
+    c.Output("y", {2});
+    c.Node("Identity", {"z"}, {"y"});
+    auto rc = ox::ImportOnnxModel(c.model);
+    REQUIRE(!rc.ok());
+    CHECK(rc.status().message() == "graph input 'z': element type complex64 is not supported");
+  }
+}
+
 TEST_CASE("Clip reads its bounds from attributes before opset 11 and from inputs after") {
   Graph old_clip;
   old_clip.model.mutable_opset_import(0)->set_version(6);

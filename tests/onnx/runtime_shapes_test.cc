@@ -3,6 +3,8 @@
 // shapes; data-dependent extents (NonZero, Compress) come from a count read back once.
 // Expected values worked out by hand.
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,89 @@ std::string Run(const std::string& mod, const std::vector<std::string>& inputs) 
 }
 
 std::string Prefix(const std::string& line) { return line.substr(0, line.find('=')); }
+
+std::string Floats(const std::vector<float>& v) {
+  std::string s;
+  for (float x : v) s += (s.empty() ? "" : " ") + std::to_string(x);
+  return s;
+}
+
+void AttrS(::onnx::NodeProto* n, const std::string& name, const std::string& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
+void AttrF(::onnx::NodeProto* n, const std::string& name, float v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+
+// ONNX Resize of one axis, written from the operator's specification: the taps (input index,
+// weight) of output position o, or none when tf_crop_and_resize maps o outside the input.
+struct Taps {
+  std::vector<std::pair<int64_t, double>> taps;
+  bool outside = false;
+};
+Taps ResizeTaps(const std::string& mode, const std::string& transform, int64_t o, int64_t in, int64_t out,
+                double roi_start, double roi_end) {
+  const double scale = static_cast<double>(static_cast<float>(out) / static_cast<float>(in));
+  double x = transform == "half_pixel" ? (o + 0.5) / scale - 0.5
+             : out > 1                 ? roi_start * (in - 1) + o * (roi_end - roi_start) * (in - 1) / (out - 1)
+                                       : 0.5 * (roi_start + roi_end) * (in - 1);
+  Taps t;
+  if (transform == "tf_crop_and_resize" && (x < 0 || x > in - 1)) {
+    t.outside = true;
+    return t;
+  }
+  auto clamp = [&](int64_t i) { return std::min<int64_t>(std::max<int64_t>(i, 0), in - 1); };
+  double base = std::floor(x), f = x - base;
+  if (mode == "linear") {
+    t.taps = {{clamp(static_cast<int64_t>(base)), 1 - f}, {clamp(static_cast<int64_t>(base) + 1), f}};
+    return t;
+  }
+  const double a = -0.75;  // cubic_coeff_a's default
+  for (int j = -1; j <= 2; ++j) {
+    double s = std::fabs(f - j);
+    double w = s <= 1 ? ((a + 2) * s - (a + 3)) * s * s + 1 : ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
+    t.taps.push_back({clamp(static_cast<int64_t>(base) + j), w});
+  }
+  return t;
+}
+
+// A 2-D image [h, w] resized to [oh, ow] through ResizeTaps per axis (roi on the last two axes).
+std::vector<float> ResizeReference(const std::vector<float>& x, int64_t h, int64_t w, int64_t oh, int64_t ow,
+                                   const std::string& mode, const std::string& transform,
+                                   const std::vector<double>& roi, double extrapolation) {
+  std::vector<float> y;
+  for (int64_t i = 0; i < oh; ++i)
+    for (int64_t j = 0; j < ow; ++j) {
+      Taps ti = ResizeTaps(mode, transform, i, h, oh, roi[0], roi[2]);
+      Taps tj = ResizeTaps(mode, transform, j, w, ow, roi[1], roi[3]);
+      if (ti.outside || tj.outside) {
+        y.push_back(static_cast<float>(extrapolation));
+        continue;
+      }
+      double sum = 0;
+      for (auto [r, wr] : ti.taps)
+        for (auto [c, wc] : tj.taps) sum += wr * wc * x[r * w + c];
+      y.push_back(static_cast<float>(sum));
+    }
+  return y;
+}
+
+void CheckClose(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  float scale = 1e-6f;
+  for (float v : want) scale = std::max(scale, std::fabs(v));
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": " << got[i] << " vs " << want[i]);
+    CHECK(std::fabs(got[i] - want[i]) <= 1e-4f * scale);
+  }
+}
 
 }  // namespace
 
@@ -106,6 +191,65 @@ TEST_CASE("Range, ConstantOfShape, Tile and Pad take operands computed at run ti
   pad.Node("Pad", {"x", "pads"}, {"y"});
   mod = Build(pad, "pad_runtime");
   CHECK(ParseFloats(Run(mod, {"2xf32=5 6", "2xi64=1 2"})) == std::vector<float>{0, 5, 6, 0, 0});
+}
+
+TEST_CASE("Resize cubic and tf_crop_and_resize to sizes read at run time match the ONNX formulas") {
+  struct Case {
+    int64_t h, w, oh, ow;
+  };
+  // Up and down in each axis, one module per mode, input dims and sizes all read at run time.
+  const std::vector<Case> cases = {{3, 4, 5, 7}, {4, 6, 3, 2}};
+  for (const char* mode : {"cubic", "tf_crop_and_resize"}) {
+    const bool crop = std::string(mode) == "tf_crop_and_resize";
+    // The crop's roi reaches past the image on the right (extrapolated) and starts inside it.
+    const std::vector<double> roi = crop ? std::vector<double>{0.2, 0.1, 0.9, 1.3} : std::vector<double>{0, 0, 1, 1};
+    const double extrapolation = 5;
+    Graph m;
+    m.model.mutable_opset_import(0)->set_version(13);
+    m.Input("x", {1, 1, -1, -1});
+    m.Input("sizes", {4}, kI64);
+    m.Output("y", {-1, -1, -1, -1});
+    m.InitF("roi", {8}, {0, 0, static_cast<float>(roi[0]), static_cast<float>(roi[1]), 1, 1,
+                         static_cast<float>(roi[2]), static_cast<float>(roi[3])});
+    auto* n = m.Node("Resize", {"x", crop ? "roi" : "", "", "sizes"}, {"y"}, "resize");
+    AttrS(n, "mode", crop ? "linear" : "cubic");
+    AttrS(n, "coordinate_transformation_mode", crop ? "tf_crop_and_resize" : "half_pixel");
+    if (crop) AttrF(n, "extrapolation_value", static_cast<float>(extrapolation));
+    std::string mod = Build(m, std::string("resize_") + mode);
+    for (const Case& k : cases) {
+      std::vector<float> x;
+      for (int64_t i = 0; i < k.h * k.w; ++i) x.push_back(static_cast<float>((i * 7) % 11) - 3.5f);
+      std::string out = Run(mod, {"1x1x" + std::to_string(k.h) + "x" + std::to_string(k.w) + "xf32=" + Floats(x),
+                                  "4xi64=1 1 " + std::to_string(k.oh) + " " + std::to_string(k.ow)});
+      INFO(mode << " " << k.h << "x" << k.w << " -> " << k.oh << "x" << k.ow << ": " << out);
+      CHECK(Prefix(out) == "1x1x" + std::to_string(k.oh) + "x" + std::to_string(k.ow) + "xf32");
+      CheckClose(ParseFloats(out), ResizeReference(x, k.h, k.w, k.oh, k.ow, crop ? "linear" : "cubic",
+                                                   crop ? "tf_crop_and_resize" : "half_pixel", roi, extrapolation));
+    }
+  }
+}
+
+TEST_CASE("two dynamic dims meet when equal at run time; a run-time 1 or another extent fails naming both") {
+  Graph m;
+  m.Input("x", {-1, -1});
+  m.Input("y", {-1, 3});
+  m.Input("row", {1, -1});
+  m.Output("z", {-1, -1});
+  m.Node("Add", {"x", "y"}, {"s"}, "sum");
+  m.Node("Mul", {"s", "row"}, {"z"}, "scale");  // a static 1 still broadcasts
+  std::string mod = Build(m, "extents_meet");
+  std::string z = Run(mod, {"2x3xf32=1 2 3 4 5 6", "2x3xf32=10 20 30 40 50 60", "1x3xf32=1 2 3"});
+  CHECK(Prefix(z) == "2x3xf32");
+  CHECK(ParseFloats(z) == std::vector<float>{11, 44, 99, 44, 110, 198});
+  for (const char* y : {"1x3xf32=10 20 30", "4x3xf32=0 0 0 0 0 0 0 0 0 0 0 0"}) {
+    int code = 0;
+    std::string bad = RunMainWith(mod, {"2x3xf32=1 2 3 4 5 6", y, "1x3xf32=1 2 3"}, &code);
+    INFO(bad);
+    CHECK(code == 1);
+    CHECK(bad.find("node 'sum' (op Add): dimension 0 of operand 0 is 2 and of operand 1 is " + std::string(1, y[0]) +
+                   ": two `?` extents must be equal at run time (a run-time 1 is not broadcast; a static 1 is)") !=
+          std::string::npos);
+  }
 }
 
 TEST_CASE("a shape operand that is not a short integer vector is an error naming it") {

@@ -369,6 +369,16 @@ std::string Builder::IndexGeneric(const Shape& out_shape, const std::string& out
                  std::vector<std::string>(loops, "parallel"), "", body);
 }
 
+Val Builder::Tabulate(const Shape& out_shape, const std::string& out_et,
+                      const std::function<std::string(std::vector<std::string> idx)>& element) {
+  Val r;
+  r.et = out_et;
+  r.shape = out_shape;
+  const int loops = static_cast<int>(out_shape.size());
+  r.name = IndexGeneric(out_shape, out_et, [&](const std::vector<std::string>&) { return element(LoopIndices(loops)); });
+  return r;
+}
+
 std::string Builder::Extract(const Val& v, const std::vector<std::string>& idx) {
   std::string e = Fresh();
   Line(e + " = tensor.extract " + v.name + "[" + Join(idx) + "] : " + TensorType(v));

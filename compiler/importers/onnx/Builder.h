@@ -116,6 +116,11 @@ class Builder {
   // body computes each element from its linalg.index positions.
   std::string IndexGeneric(const Shape& out_shape, const std::string& out_et, const BodyFn& body);
 
+  // IndexGeneric as a value of `out_shape` and `out_et`: `element` gets the loop positions
+  // (`linalg.index` 0..rank-1, emitted first in the body) and returns the element's SSA name.
+  Val Tabulate(const Shape& out_shape, const std::string& out_et,
+               const std::function<std::string(std::vector<std::string> idx)>& element);
+
   // Body helpers (typed by element type).
   std::string Bin(const std::string& fop, const std::string& iop, const std::string& a,
                   const std::string& b, const std::string& et);

@@ -2,6 +2,7 @@
 
 #include "compiler/importers/onnx/TensorData.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstring>
 
@@ -47,6 +48,14 @@ void Context::SetOut(int i, Val v) {
 Status Context::SetOut(int i, StatusOr<Val> v) {
   if (!v.ok()) return std::move(v).status();
   SetOut(i, std::move(v).value());
+  return Status::Ok();
+}
+
+Status Context::SetOut(int i, StatusOr<Val> v, bool is_unsigned) {
+  if (!v.ok()) return std::move(v).status();
+  Val r = std::move(v).value();
+  r.is_unsigned = is_unsigned;
+  SetOut(i, std::move(r));
   return Status::Ok();
 }
 
@@ -108,6 +117,16 @@ std::string Context::ElementType(int t) {
   }
 }
 
+std::string Context::UnsupportedType(int t) {
+  if (t == ::onnx::TensorProto::STRING)
+    return "element type string is not supported (Hexir tensors hold numbers, not strings)";
+  std::string name = ::onnx::TensorProto_DataType_IsValid(t) ? ::onnx::TensorProto_DataType_Name(
+                                                                  static_cast<::onnx::TensorProto_DataType>(t))
+                                                            : std::to_string(t);
+  for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return "element type " + name + " is not supported";
+}
+
 bool Context::IsUnsignedType(int t) {
   return t == ::onnx::TensorProto::UINT8 || t == ::onnx::TensorProto::UINT16 ||
          t == ::onnx::TensorProto::UINT32 || t == ::onnx::TensorProto::UINT64;
@@ -135,7 +154,7 @@ StatusOr<Val> Context::FromTensorProto(const ::onnx::TensorProto& t) {
   v.et = ElementType(t.data_type());
   v.is_unsigned = IsUnsignedType(t.data_type());
   if (v.et.empty())
-    return Error("tensor '" + t.name() + "': unsupported element type " + std::to_string(t.data_type()));
+    return Error("tensor '" + t.name() + "': " + UnsupportedType(t.data_type()));
   int64_t n = 1;
   for (int64_t d : t.dims()) {
     v.shape.push_back(Dim::Static(d));
@@ -325,10 +344,66 @@ std::string Context::BroadcastMap(const Val& v, const Shape& out) {
   return Builder::Map(static_cast<int>(out.size()), r);
 }
 
+namespace {
+
+// Whether two different `?` extents (SSA values) meet at some output position.
+bool MeetsAtRunTime(const std::vector<Val*>& ins, const Shape& out) {
+  for (const Val* v : ins) {
+    int64_t off = static_cast<int64_t>(out.size()) - v->rank();
+    for (int64_t i = 0; i < v->rank(); ++i) {
+      const Dim& d = v->shape[i];
+      const Dim& o = out[off + i];
+      if (d.dynamic() && o.dynamic() && d.ssa != o.ssa) return true;
+    }
+  }
+  return false;
+}
+
+// s quoted for an MLIR string attribute whose `{}` are hexir.check's placeholders.
+std::string CheckMessageText(const std::string& s) {
+  std::string r;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') r += '\\';
+    r += ch == '{' ? '(' : ch == '}' ? ')' : ch;
+  }
+  return r;
+}
+
+}  // namespace
+
+void Context::CheckExtentsMeet(const std::vector<Val*>& ins, const Shape& out) {
+  std::string where;
+  if (node) where = CheckMessageText(Error("").message());
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].dynamic()) continue;  // a `?` extent meeting a static one: hexir-compile's checks
+    std::string first;
+    int first_operand = -1;
+    for (size_t k = 0; k < ins.size(); ++k) {
+      int64_t off = static_cast<int64_t>(out.size()) - ins[k]->rank();
+      if (static_cast<int64_t>(i) < off) continue;
+      const Dim& d = ins[k]->shape[i - off];
+      if (!d.dynamic()) continue;  // a static 1
+      if (first_operand < 0) {
+        first = d.ssa;
+        first_operand = static_cast<int>(k);
+        continue;
+      }
+      if (d.ssa == first) continue;
+      std::string same = b.Fresh();
+      b.Line(same + " = arith.cmpi eq, " + first + ", " + d.ssa + " : index");
+      b.Line("hexir.check " + same + ", \"" + where + "dimension " + std::to_string(i) + " of operand " +
+             std::to_string(first_operand) + " is {} and of operand " + std::to_string(k) +
+             " is {}: two `?` extents must be equal at run time (a run-time 1 is not broadcast; a static 1 "
+             "is)\"(" + first + ", " + d.ssa + ") : index, index");
+    }
+  }
+}
+
 StatusOr<Val> Context::Elementwise(std::vector<Val*> ins, const std::string& out_et,
                                    const BodyFn& body) {
   std::vector<const Val*> cins(ins.begin(), ins.end());
   HEXIR_ASSIGN_OR_RETURN(Shape out, BroadcastShapes(cins));
+  if (MeetsAtRunTime(ins, out)) CheckExtentsMeet(ins, out);
   std::vector<std::string> maps;
   for (Val* v : ins) {
     Mat(*v);

@@ -43,6 +43,8 @@ class Context {
   void SetOut(int i, Val v);
   // Stores the value, or returns its error: `return c.SetOut(0, c.Elementwise(...));`.
   [[nodiscard]] Status SetOut(int i, StatusOr<Val> v);
+  // The same with the value's unsigned flag set (ops that choose an unsigned output type).
+  [[nodiscard]] Status SetOut(int i, StatusOr<Val> v, bool is_unsigned);
 
   // Attributes.
   bool HasAttr(const std::string& name) const;
@@ -66,6 +68,10 @@ class Context {
   StatusOr<Val> FromTensorProto(const ::onnx::TensorProto& t);
   static std::string ElementType(int onnx_type);  // "" when unsupported; uintN -> iN
   static bool IsUnsignedType(int onnx_type);       // UINT8 UINT16 UINT32 UINT64
+  // Why an element type ElementType refuses is refused, by name: "element type string is not
+  // supported (Hexir tensors hold numbers, not strings)", "element type complex64 is not
+  // supported", "element type 42 is not supported" (a code ONNX 1.12 does not name).
+  static std::string UnsupportedType(int onnx_type);
 
   // Helpers.
   StatusOr<Shape> BroadcastShapes(const std::vector<const Val*>& vs) const;
@@ -86,6 +92,11 @@ class Context {
   // Reduce of known contents (sum prod max min), folded at import time.
   Val ReduceKnown(const Val& x, const std::vector<bool>& reduced, bool keepdims,
                   const std::string& kind);
+  // Where different `?` extents meet in an elementwise op, a hexir.check that they are equal
+  // at run time, naming the node, the dim and both operands (the generic reads each operand
+  // with the output's positions, so a run-time 1 cannot be broadcast: that would need an
+  // index read per element and would end fusion with the producers).
+  void CheckExtentsMeet(const std::vector<Val*>& ins, const Shape& out);
   // ReshapeTo once the element counts are known to agree.
   Val ReshapeChecked(Val& x, const Shape& target);
 };

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "compiler/importers/onnx/ControlFlowRegions.h"
 #include "compiler/importers/onnx/Elementwise.h"
 #include "compiler/importers/onnx/Lowerings.h"
 #include "compiler/importers/onnx/OpTable.h"
@@ -21,204 +22,68 @@ namespace {
 // A Loop carrying a sequence runs at most this many iterations (unrolled at import time).
 constexpr int64_t kMaxUnrolledIterations = 4096;
 
-// v with the static extents its declaration gives where the lowering computed `?` (a Slice of
-// run-time bounds that always has one element): a `tensor.cast`, checked at run time by
-// hexir-compile's shape checks. Loop-carried values and scan outputs need those static types.
-Val RefineToDeclared(Context& c, const ::onnx::ValueInfoProto& info, const Val& v) {
-  if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape()) return v;
-  const auto& dims = info.type().tensor_type().shape().dim();
-  if (dims.size() != static_cast<int>(v.rank())) return v;
-  Val refined = v;
-  bool changed = false;
-  for (int i = 0; i < dims.size(); ++i) {
-    if (!v.shape[i].dynamic() || !dims[i].has_dim_value() || dims[i].dim_value() < 0) continue;
-    refined.shape[i] = Dim::Static(dims[i].dim_value());
-    changed = true;
-  }
-  if (!changed) return v;
-  refined.name = c.b.Fresh();
-  c.b.Line(refined.name + " = tensor.cast " + v.name + " : " + Builder::TensorType(v) + " to " +
-           Builder::TensorType(refined));
-  return refined;
-}
+// The body of a Loop (either form): after its own leading arguments (iteration, condition) it
+// gets the carried values, typed as they went in, and yields them back with one row of each
+// scan output, written into an accumulator whose type the body decides. Block argument names
+// are made first, since the header that declares them is emitted after the body.
+struct LoopBody {
+  std::vector<std::string> carried_args, acc_args;
+  std::vector<Val> accs;  // the scan accumulators' types, known once Yield ran
 
-// g's outputs after binding its inputs to `args` and lowering its nodes (materialized when
-// `materialize`: they are yielded from a region).
-StatusOr<std::vector<Val>> LowerBody(Context& c, const ::onnx::GraphProto& g, const std::vector<Val>& args,
-                                     bool materialize) {
-  const ::onnx::NodeProto* node = c.node;
-  if (g.input_size() != static_cast<int>(args.size()))
-    return c.Error("body '" + g.name() + "' has " + std::to_string(g.input_size()) + " inputs, expected " +
-                   std::to_string(args.size()));
-  for (const auto& t : g.initializer()) {
-    HEXIR_ASSIGN_OR_RETURN(c.values[t.name()], c.FromTensorProto(t));
+  LoopBody(Builder& b, int carried, int scans) {
+    for (int k = 0; k < carried; ++k) carried_args.push_back(b.Fresh());
+    for (int s = 0; s < scans; ++s) acc_args.push_back(b.Fresh());
   }
-  for (int i = 0; i < g.input_size(); ++i) c.values[g.input(i).name()] = args[i];
-  Status lowered = LowerGraphNodes(c, g);
-  c.node = node;
-  HEXIR_RETURN_IF_ERROR(lowered);
-  std::vector<Val> outs;
-  for (const auto& o : g.output()) {
-    auto it = c.values.find(o.name());
-    if (it == c.values.end()) return c.Error("body '" + g.name() + "' never defines its output '" + o.name() + "'");
-    if (materialize && it->second.IsList())
-      return c.Error("body '" + g.name() + "' yields the sequence or optional '" + o.name() +
-                     "' from a region that runs at run time: its condition or trip count must be a constant");
-    if (materialize) {
-      c.Mat(it->second);
-      outs.push_back(RefineToDeclared(c, o, it->second));
-    } else {
-      outs.push_back(it->second);
+
+  // g's outputs (cond, carried..., scan elements...), lowered on `leading` and the carried
+  // block arguments; a carried value that changes type is an error.
+  StatusOr<std::vector<Val>> Lower(Context& c, const ::onnx::GraphProto& g, std::vector<Val> args,
+                                   const std::vector<Val>& inits) {
+    for (size_t k = 0; k < inits.size(); ++k) args.push_back(Typed(c, carried_args[k], inits[k]));
+    HEXIR_ASSIGN_OR_RETURN(std::vector<Val> o, LowerBody(c, g, args, true));
+    HEXIR_RETURN_IF_ERROR(CheckCarried(c, g, inits, o, 1));
+    return o;
+  }
+
+  // Appends the carried values and each scan accumulator with `row` written (WriteRow) to the
+  // body's yields and their types.
+  Status Yield(Context& c, const ::onnx::GraphProto& g, const std::vector<Val>& o, const Dim& trips,
+               const std::string& row, bool device_row, std::vector<std::string>& yields,
+               std::vector<std::string>& types) {
+    const int carried = static_cast<int>(carried_args.size());
+    for (int k = 0; k < carried; ++k) {
+      yields.push_back(o[1 + k].name);
+      types.push_back(Builder::TensorType(o[1 + k]));
     }
-  }
-  return outs;
-}
-
-// Runs `lower` as the body of a region: its text is taken out of the stream (returned in
-// *text), the value table is restored and index constants are not cached meanwhile.
-StatusOr<std::vector<Val>> CaptureRegion(Context& c, std::string* text,
-                                         const std::function<StatusOr<std::vector<Val>>()>& lower) {
-  std::map<std::string, Val> saved = c.values;
-  size_t mark = c.b.Mark();
-  c.b.EnterRegion();
-  StatusOr<std::vector<Val>> r = lower();
-  c.b.ExitRegion();
-  *text = c.b.TakeSince(mark);
-  c.values = std::move(saved);
-  return r;
-}
-
-// A tensor SSA value (block argument or op result) of `type`'s type; its dynamic dims are read
-// with tensor.dim where this is called.
-Val Typed(Context& c, const std::string& name, const Val& type) {
-  Val v;
-  v.name = name;
-  v.et = type.et;
-  v.shape = type.shape;
-  for (size_t i = 0; i < v.shape.size(); ++i) {
-    if (!v.shape[i].dynamic()) continue;
-    std::string d = c.b.Fresh();
-    c.b.Line(d + " = tensor.dim " + name + ", " + c.b.IndexConst(static_cast<int64_t>(i)) + " : " +
-             Builder::TensorType(type));
-    c.b.MarkNonNegative(d);
-    v.shape[i] = Dim::Dynamic(d);
-  }
-  return v;
-}
-
-// The one element of a 0-D or one-element tensor, read on the host.
-std::string ExtractScalar(Context& c, Val& t) {
-  c.Mat(t);
-  std::vector<std::string> idx(t.rank(), c.b.IndexConst(0));
-  std::string s = c.b.Fresh();
-  c.b.Line(s + " = tensor.extract " + t.name + "[" + Builder::Join(idx) + "] : " + Builder::TensorType(t));
-  return s;
-}
-
-// A 0-D tensor holding host scalar `s` of element type et.
-Val FromScalar(Context& c, const std::string& s, const std::string& et) {
-  Val v;
-  v.et = et;
-  v.name = c.b.Fresh();
-  c.b.Line(v.name + " = tensor.from_elements " + s + " : tensor<" + et + ">");
-  return v;
-}
-
-std::string TypeList(const std::vector<Val>& vs) {
-  std::vector<std::string> t;
-  for (const Val& v : vs) t.push_back(Builder::TensorType(v));
-  return Builder::Join(t);
-}
-std::string NameList(const std::vector<Val>& vs) {
-  std::vector<std::string> n;
-  for (const Val& v : vs) n.push_back(v.name);
-  return Builder::Join(n);
-}
-
-// Loop-carried values must come back with the type they went in with.
-Status CheckCarried(Context& c, const ::onnx::GraphProto& g, const std::vector<Val>& in,
-                    const std::vector<Val>& out, int first_out) {
-  for (size_t k = 0; k < in.size(); ++k) {
-    std::string a = Builder::TensorType(in[k]), b = Builder::TensorType(out[first_out + k]);
-    if (a != b)
-      return c.Error("loop-carried value '" + g.output(first_out + static_cast<int>(k)).name() + "' changes type from " +
-                     a + " to " + b);
-  }
-  return Status::Ok();
-}
-
-// Scan outputs stacked along a new axis 0: the accumulator type [count, element...].
-StatusOr<Val> StackType(Context& c, const ::onnx::GraphProto& g, int out_index, const Val& element,
-                        const Dim& count) {
-  for (const Dim& d : element.shape)
-    if (d.dynamic())
-      return c.Error("scan output '" + g.output(out_index).name() + "' has a dynamic shape (not supported)");
-  Val t;
-  t.et = element.et;
-  t.shape = {count};
-  t.shape.insert(t.shape.end(), element.shape.begin(), element.shape.end());
-  return t;
-}
-
-// acc with row `row` replaced by `element` (a generic over acc's shape; emitted in the body).
-// `row` is a host index, or with `device_row` a one-element i64 tensor read in the generic.
-std::string WriteRow(Context& c, const Val& acc, const Val& element, const std::string& row,
-                     bool device_row = false) {
-  Builder& b = c.b;
-  int loops = static_cast<int>(acc.rank());
-  return b.IndexGeneric(acc.shape, acc.et, [&](const Args&) {
-    std::vector<std::string> idx = b.LoopIndices(loops);
-    std::vector<std::string> rest(idx.begin() + 1, idx.end());
-    std::string at = row;
-    if (device_row) {
-      std::string i64 = b.Fresh();
-      b.Line(i64 + " = tensor.extract " + row + "[" + b.IndexConst(0) + "] : tensor<1xi64>");
-      at = b.ToIndex(i64, "i64");
+    for (size_t s = 0; s < acc_args.size(); ++s) {
+      const int out = 1 + carried + static_cast<int>(s);
+      HEXIR_ASSIGN_OR_RETURN(Val acc, StackType(c, g, out, o[out], trips));
+      accs.push_back(acc);
+      Val arg = acc;
+      arg.name = acc_args[s];
+      yields.push_back(WriteRow(c, arg, o[out], row, device_row));
+      types.push_back(Builder::TensorType(acc));
     }
-    std::string here = b.Fresh(), mine = b.Fresh(), old = b.Fresh();
-    b.Line(here + " = arith.cmpi eq, " + idx[0] + ", " + at + " : index");
-    b.Line(mine + " = tensor.extract " + element.name + "[" + Builder::Join(rest) + "] : " +
-           Builder::TensorType(element));
-    b.Line(old + " = tensor.extract " + acc.name + "[" + Builder::Join(idx) + "] : " + Builder::TensorType(acc));
-    return b.Select(here, mine, old, acc.et);
-  });
-}
-
-// The first `count` rows of acc (a loop that may stop before its trip count).
-Val FirstRows(Context& c, const Val& acc, const Dim& count) {
-  Builder& b = c.b;
-  Shape out = acc.shape;
-  out[0] = count;
-  Val r;
-  r.et = acc.et;
-  r.shape = out;
-  int loops = static_cast<int>(out.size());
-  r.name = b.IndexGeneric(out, acc.et, [&](const Args&) {
-    std::vector<std::string> idx = b.LoopIndices(loops);
-    std::string e = b.Fresh();
-    b.Line(e + " = tensor.extract " + acc.name + "[" + Builder::Join(idx) + "] : " + Builder::TensorType(acc));
-    return e;
-  });
-  return r;
-}
+    return Status::Ok();
+  }
+};
 
 // Opens the `scf.while` both Loop forms emit. On entry `inits`, `types` and `after_args` hold
 // the loop's own leading values (flag, counter) and `before_args` names none or some of them;
 // the carried values and the scan accumulators (created empty) are appended, the remaining
 // before-region arguments named, and the header line emitted. Returns the op's name.
-std::string OpenLoopWhile(Builder& b, const std::vector<Val>& carried, const std::vector<std::string>& carried_args,
-                          const std::vector<Val>& accs, const std::vector<std::string>& acc_args,
+std::string OpenLoopWhile(Builder& b, const std::vector<Val>& carried, const LoopBody& body,
                           std::vector<std::string>& inits, std::vector<std::string>& types,
                           std::vector<std::string>& before_args, std::vector<std::string>& after_args) {
   for (size_t k = 0; k < carried.size(); ++k) {
     inits.push_back(carried[k].name);
     types.push_back(Builder::TensorType(carried[k]));
-    after_args.push_back(carried_args[k] + ": " + types.back());
+    after_args.push_back(body.carried_args[k] + ": " + types.back());
   }
-  for (size_t s = 0; s < accs.size(); ++s) {
-    inits.push_back(b.Empty(accs[s].shape, accs[s].et));
-    types.push_back(Builder::TensorType(accs[s]));
-    after_args.push_back(acc_args[s] + ": " + types.back());
+  for (size_t s = 0; s < body.accs.size(); ++s) {
+    inits.push_back(b.Empty(body.accs[s].shape, body.accs[s].et));
+    types.push_back(Builder::TensorType(body.accs[s]));
+    after_args.push_back(body.acc_args[s] + ": " + types.back());
   }
   while (before_args.size() < inits.size()) before_args.push_back(b.Fresh());
   std::vector<std::string> bindings;
@@ -271,21 +136,14 @@ Status LowerLoopWithDeviceCondition(Context& c, const ::onnx::GraphProto& g, int
   b.Line(count0 + " = arith.constant dense<0> : tensor<1xi64>");
   // The body, lowered first (it decides the scan output types).
   std::string flag = b.Fresh(), count = b.Fresh(), body_text;
-  std::vector<std::string> carried_args, acc_args;
-  for (int k = 0; k < carried; ++k) carried_args.push_back(b.Fresh());
-  for (int s = 0; s < scans; ++s) acc_args.push_back(b.Fresh());
-  std::vector<Val> accs;
+  LoopBody body(b, carried, scans);
   HEXIR_ASSIGN_OR_RETURN(std::vector<Val> outs, CaptureRegion(c, &body_text, [&]() -> StatusOr<std::vector<Val>> {
-    std::vector<Val> args;
     Val iteration;
     iteration.et = "i64";
     iteration.name = b.Fresh();
     b.Line(iteration.name + " = tensor.collapse_shape " + count + " [] : tensor<1xi64> into tensor<i64>");
-    args.push_back(iteration);
-    args.push_back(KnownInts("i1", {Dim::Static(1)}, /*scalar=*/true));
-    for (int k = 0; k < carried; ++k) args.push_back(Typed(c, carried_args[k], inits[k]));
-    HEXIR_ASSIGN_OR_RETURN(std::vector<Val> o, LowerBody(c, g, args, true));
-    HEXIR_RETURN_IF_ERROR(CheckCarried(c, g, inits, o, 1));
+    HEXIR_ASSIGN_OR_RETURN(std::vector<Val> o,
+                           body.Lower(c, g, {iteration, KnownInts("i1", {Dim::Static(1)}, /*scalar=*/true)}, inits));
     Val& cond_out = o[0];
     if (cond_out.et != "i1") return c.Error("the body's condition must be bool, not " + cond_out.et);
     if (b.Product(cond_out.shape, 0, cond_out.shape.size()).v != 1)
@@ -317,26 +175,14 @@ Status LowerLoopWithDeviceCondition(Context& c, const ::onnx::GraphProto& g, int
       return r;
     });
     std::vector<std::string> yields = {next_flag, next_count}, types = {"tensor<1xi32>", "tensor<1xi64>"};
-    for (int k = 0; k < carried; ++k) {
-      yields.push_back(o[1 + k].name);
-      types.push_back(Builder::TensorType(o[1 + k]));
-    }
-    for (int s = 0; s < scans; ++s) {
-      const Val& element = o[1 + carried + s];
-      HEXIR_ASSIGN_OR_RETURN(Val acc, StackType(c, g, 1 + carried + s, element, trips));
-      accs.push_back(acc);
-      Val arg = acc;
-      arg.name = acc_args[s];
-      yields.push_back(WriteRow(c, arg, element, count, /*device_row=*/true));
-      types.push_back(Builder::TensorType(acc));
-    }
+    HEXIR_RETURN_IF_ERROR(body.Yield(c, g, o, trips, count, /*device_row=*/true, yields, types));
     b.Line("  scf.yield " + Builder::Join(yields) + " : " + Builder::Join(types));
     return o;
   }));
   // Header, the before region (the flag test only), then the body.
   std::vector<std::string> inits_list = {flag0, count0}, types = {"tensor<1xi32>", "tensor<1xi64>"};
   std::vector<std::string> after_args = {flag + ": tensor<1xi32>", count + ": tensor<1xi64>"}, before_args;
-  std::string w = OpenLoopWhile(b, inits, carried_args, accs, acc_args, inits_list, types, before_args, after_args);
+  std::string w = OpenLoopWhile(b, inits, body, inits_list, types, before_args, after_args);
   std::string type_list = Builder::Join(types), c0 = b.Fresh(), zero = b.Fresh(), e = b.Fresh(), go = b.Fresh();
   b.Line("  " + c0 + " = arith.constant 0 : index");
   b.Line("  " + zero + " = arith.constant 0 : i32");
@@ -358,7 +204,7 @@ Status LowerLoopWithDeviceCondition(Context& c, const ::onnx::GraphProto& g, int
     Dim rows = Dim::Dynamic(b.ToIndex(ran, "i64"));
     b.MarkNonNegative(rows.ssa);
     for (int s = 0; s < scans && carried + s < c.node->output_size(); ++s)
-      c.SetOut(carried + s, FirstRows(c, Typed(c, result(2 + carried + s), accs[s]), rows));
+      c.SetOut(carried + s, FirstRows(c, Typed(c, result(2 + carried + s), body.accs[s]), rows));
   }
   (void)outs;
   return Status::Ok();
@@ -510,45 +356,27 @@ Status LowerLoop(Context& c) {
   std::string trips_ssa = has_trips ? b.DimValue(trips) : "", zero = b.IndexConst(0);
   // The body (the "after" region), lowered first: it decides the scan output types.
   std::string iter = b.Fresh(), flag = b.Fresh(), body_text, cond_arg_name;
-  std::vector<std::string> carried_args, acc_args;
-  for (int k = 0; k < carried; ++k) carried_args.push_back(b.Fresh());
-  for (int s = 0; s < scans; ++s) acc_args.push_back(b.Fresh());
-  std::vector<Val> accs;
+  LoopBody body(b, carried, scans);
   bool runs_all = false;
   HEXIR_ASSIGN_OR_RETURN(std::vector<Val> outs, CaptureRegion(c, &body_text, [&]() -> StatusOr<std::vector<Val>> {
-    std::vector<Val> args;
     std::string i64 = b.Fresh();
     b.Line(i64 + " = arith.index_cast " + iter + " : index to i64");
-    args.push_back(FromScalar(c, i64, "i64"));
-    args.push_back(FromScalar(c, flag, "i1"));
-    cond_arg_name = args.back().name;
-    for (int k = 0; k < carried; ++k) args.push_back(Typed(c, carried_args[k], inits[k]));
-    HEXIR_ASSIGN_OR_RETURN(std::vector<Val> o, LowerBody(c, *g, args, true));
-    HEXIR_RETURN_IF_ERROR(CheckCarried(c, *g, inits, o, 1));
+    Val iteration = FromScalar(c, i64, "i64");
+    Val cond_in = FromScalar(c, flag, "i1");
+    cond_arg_name = cond_in.name;
+    HEXIR_ASSIGN_OR_RETURN(std::vector<Val> o, body.Lower(c, *g, {iteration, cond_in}, inits));
     runs_all = always_true && o[0].name == cond_arg_name;  // the condition passes through
     std::string next_flag = ExtractScalar(c, o[0]), next = b.Fresh();
     b.Line(next + " = arith.addi " + iter + ", " + b.IndexConst(1) + " : index");
     std::vector<std::string> yields = {next, next_flag}, types = {"index", "i1"};
-    for (int k = 0; k < carried; ++k) {
-      yields.push_back(o[1 + k].name);
-      types.push_back(Builder::TensorType(o[1 + k]));
-    }
-    for (int s = 0; s < scans; ++s) {
-      const Val& element = o[1 + carried + s];
-      HEXIR_ASSIGN_OR_RETURN(Val acc, StackType(c, *g, 1 + carried + s, element, trips));
-      accs.push_back(acc);
-      Val arg = acc;
-      arg.name = acc_args[s];
-      yields.push_back(WriteRow(c, arg, element, iter));
-      types.push_back(Builder::TensorType(acc));
-    }
+    HEXIR_RETURN_IF_ERROR(body.Yield(c, *g, o, trips, iter, /*device_row=*/false, yields, types));
     b.Line("  scf.yield " + Builder::Join(yields) + " : " + Builder::Join(types));
     return o;
   }));
   // Header, the "before" region (the continuation test), then the body.
   std::vector<std::string> inits_list = {zero, cond0}, types = {"index", "i1"}, before_args = {b.Fresh(), b.Fresh()};
   std::vector<std::string> after_args = {iter + ": index", flag + ": i1"};
-  std::string w = OpenLoopWhile(b, inits, carried_args, accs, acc_args, inits_list, types, before_args, after_args);
+  std::string w = OpenLoopWhile(b, inits, body, inits_list, types, before_args, after_args);
   std::string type_list = Builder::Join(types);
   std::string go = before_args[1];
   if (has_trips) {
@@ -565,7 +393,7 @@ Status LowerLoop(Context& c) {
   auto result = [&](size_t k) { return w + "#" + std::to_string(k); };
   for (int k = 0; k < carried; ++k) c.SetOut(k, Typed(c, result(2 + k), inits[k]));
   for (int s = 0; s < scans && carried + s < c.node->output_size(); ++s) {
-    Val acc = Typed(c, result(2 + carried + s), accs[s]);
+    Val acc = Typed(c, result(2 + carried + s), body.accs[s]);
     c.SetOut(carried + s, runs_all ? acc : FirstRows(c, acc, Dim::Dynamic(result(0))));
   }
   (void)outs;
@@ -620,12 +448,7 @@ Status LowerScan(Context& c) {
       std::string at = j < static_cast<int64_t>(in_dirs.size()) && in_dirs[j] ? reversed : iv;
       Shape element = x.shape;
       element.erase(element.begin() + axis);
-      int loops = static_cast<int>(element.size());
-      Val e;
-      e.et = x.et;
-      e.shape = element;
-      e.name = b.IndexGeneric(element, x.et, [&](const Args&) {
-        std::vector<std::string> idx = b.LoopIndices(loops);
+      Val e = b.Tabulate(element, x.et, [&](std::vector<std::string> idx) {
         idx.insert(idx.begin() + axis, at);
         std::string v = b.Fresh();
         b.Line(v + " = tensor.extract " + x.name + "[" + Builder::Join(idx) + "] : " + Builder::TensorType(x));
@@ -674,9 +497,84 @@ Status LowerScan(Context& c) {
   return Status::Ok();
 }
 
+namespace {
+
+// Scan at opset 8 over a batch other than 1 (static or `?`): an scf.for over the batch whose
+// body lowers the opset-9 Scan of batch row b (each operand's row read by a generic) and writes
+// every result into row b of a `[batch, ...]` accumulator (result shapes static).
+Status LowerScanOverBatch(Context& c, const ::onnx::NodeProto& rows, const std::vector<Val>& operands) {
+  Builder& b = c.b;
+  const Dim batch = operands[0].shape[0];
+  const int results = rows.output_size();
+  std::string iv = b.Fresh(), body_text;
+  std::vector<std::string> acc_args;
+  for (int k = 0; k < results; ++k) acc_args.push_back(b.Fresh());
+  std::vector<Val> accs;
+  HEXIR_RETURN_IF_ERROR(CaptureRegion(c, &body_text, [&]() -> StatusOr<std::vector<Val>> {
+    for (size_t i = 0; i < operands.size(); ++i) {
+      const Val& x = operands[i];
+      Val row;
+      row.et = x.et;
+      row.is_unsigned = x.is_unsigned;
+      row.shape.assign(x.shape.begin() + 1, x.shape.end());
+      int loops = static_cast<int>(row.rank());
+      row.name = b.IndexGeneric(row.shape, x.et, [&](const Args&) {
+        std::vector<std::string> idx = b.LoopIndices(loops);
+        idx.insert(idx.begin(), iv);
+        std::string v = b.Fresh();
+        b.Line(v + " = tensor.extract " + x.name + "[" + Builder::Join(idx) + "] : " + Builder::TensorType(x));
+        return v;
+      });
+      c.values[rows.input(static_cast<int>(i))] = row;
+    }
+    const ::onnx::NodeProto* node = c.node;
+    c.node = &rows;
+    Status lowered = LowerScan(c);
+    c.node = node;
+    HEXIR_RETURN_IF_ERROR(lowered);
+    std::vector<std::string> yields, types;
+    for (int k = 0; k < results; ++k) {
+      Val& element = c.values[rows.output(k)];
+      c.Mat(element);
+      for (const Dim& d : element.shape)
+        if (d.dynamic())
+          return c.Error("result " + std::to_string(k) + " of a batch row is " + Builder::TensorType(element) +
+                         ": a Scan over a batch needs static result shapes (opset 8)");
+      Val acc;
+      acc.et = element.et;
+      acc.is_unsigned = element.is_unsigned;
+      acc.shape = {batch};
+      acc.shape.insert(acc.shape.end(), element.shape.begin(), element.shape.end());
+      accs.push_back(acc);
+      Val arg = acc;
+      arg.name = acc_args[k];
+      yields.push_back(WriteRow(c, arg, element, iv));
+      types.push_back(Builder::TensorType(acc));
+    }
+    b.Line("  scf.yield " + Builder::Join(yields) + " : " + Builder::Join(types));
+    return std::vector<Val>{};
+  }).status());
+  std::vector<std::string> bindings, types;
+  for (int k = 0; k < results; ++k) {
+    bindings.push_back(acc_args[k] + " = " + b.Empty(accs[k].shape, accs[k].et));
+    types.push_back(Builder::TensorType(accs[k]));
+  }
+  std::string r = b.Fresh();
+  b.Line(r + ":" + std::to_string(results) + " = scf.for " + iv + " = " + b.IndexConst(0) + " to " +
+         b.DimValue(batch) + " step " + b.IndexConst(1) + " iter_args(" + Builder::Join(bindings) + ") -> (" +
+         Builder::Join(types) + ") {");
+  b.Emit(body_text);
+  b.Line("}");
+  for (int k = 0; k < results; ++k) c.SetOut(k, Typed(c, r + "#" + std::to_string(k), accs[k]));
+  return Status::Ok();
+}
+
+}  // namespace
+
 // Scan at opset 8: operands (sequence_lens?, states..., scan inputs...) carry a leading batch
-// axis. A batch of one without sequence_lens is the opset-9 Scan of the rows (`directions`
-// becomes scan_input_directions), its results given the batch axis back.
+// axis, and each batch row is the opset-9 Scan of the rows (`directions` becomes
+// scan_input_directions). A batch of one is that Scan with the batch axis given back to its
+// results; any other batch (static or `?`) is LowerScanOverBatch.
 Status LowerScanWithBatch(Context& c) {
   const ::onnx::NodeProto* node = c.node;
   if (c.HasIn(0)) return c.Error("sequence_lens is not supported (opset 8)");
@@ -694,18 +592,35 @@ Status LowerScanWithBatch(Context& c) {
     temporaries.push_back(node->name() + "/" + what + "/" + std::to_string(temporaries.size()));
     return temporaries.back();
   };
+  std::vector<Val> operands;
+  for (int i = 1; i < c.NumIn(); ++i) {
+    HEXIR_ASSIGN_OR_RETURN(Val& v, c.In(i));
+    if (v.rank() < 1) return c.Error("operand " + std::to_string(i) + " has no batch axis (opset 8)");
+    operands.push_back(v);
+  }
+  if (operands.empty()) return c.Error("no operands");
+  const Dim batch = operands[0].shape[0];
+  if (batch.dynamic() || batch.v != 1) {
+    for (int i = 1; i < c.NumIn(); ++i) {
+      HEXIR_ASSIGN_OR_RETURN(Val& v, c.In(i));
+      if (!batch.dynamic() && !v.shape[0].dynamic() && v.shape[0].v != batch.v)
+        return c.Error("operand " + std::to_string(i) + " has a batch of " + Builder::TensorType(v) +
+                       ", operand 1 a batch of " + std::to_string(batch.v));
+      c.Mat(v);
+      operands[i - 1] = v;
+      rows.add_input(temporary("in"));
+    }
+    for (int k = 0; k < node->output_size(); ++k) rows.add_output(temporary("out"));
+    Status status = LowerScanOverBatch(c, rows, operands);
+    for (const std::string& name : temporaries) c.values.erase(name);
+    return status;
+  }
   Status status = Status::Ok();
   for (int i = 1; status.ok() && i < c.NumIn(); ++i) {
-    StatusOr<Context::ValRef> in = c.In(i);
-    if (!in.ok()) {
-      status = std::move(in).status();
-      break;
-    }
-    Val& v = in->get();
-    if (v.rank() < 1 || v.shape[0].dynamic() || v.shape[0].v != 1) {
-      status = c.Error("operand " + std::to_string(i) + " has a batch of " +
-                       (v.rank() < 1 ? std::string("no axis") : Builder::TensorType(v)) +
-                       ": only a batch of 1 is lowered (opset 8)");
+    Val& v = operands[i - 1];
+    if (v.shape[0].dynamic() || v.shape[0].v != 1) {
+      status = c.Error("operand " + std::to_string(i) + " has a batch of " + Builder::TensorType(v) +
+                       ", operand 1 a batch of 1");
       break;
     }
     Shape row(v.shape.begin() + 1, v.shape.end());

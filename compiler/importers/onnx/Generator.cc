@@ -82,13 +82,9 @@ Status LowerEyeLike(Context& c) {
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
   if (x.rank() != 2) return c.Error("expected a 2-D input");
   std::string et = c.HasAttr("dtype") ? Context::ElementType(static_cast<int>(c.AttrI("dtype", 1))) : x.et;
-  if (et.empty()) return c.Error("unsupported dtype");
+  if (et.empty()) return c.Error("dtype: " + Context::UnsupportedType(static_cast<int>(c.AttrI("dtype", 1))));
   int64_t k = c.AttrI("k", 0);
-  Val r;
-  r.et = et;
-  r.shape = x.shape;
-  r.name = b.IndexGeneric(x.shape, et, [&](const Args&) {
-                       std::vector<std::string> idx = b.LoopIndices(2);
+  Val r = b.Tabulate(x.shape, et, [&](std::vector<std::string> idx) {
                        std::string s = b.Fresh(), eq = b.Fresh();
                        b.Line(s + " = arith.addi " + idx[0] + ", " + b.IndexConst(k) + " : index");
                        b.Line(eq + " = arith.cmpi eq, " + s + ", " + idx[1] + " : index");

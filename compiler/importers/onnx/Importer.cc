@@ -102,6 +102,7 @@ StatusOr<std::string> BuildFunction(const ::onnx::ModelProto& model, const Impor
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") c.opset = o.version();
     else if (o.domain() == kTrainingDomain) c.training_opset = o.version();
+  HEXIR_RETURN_IF_ERROR(RefuseStringNodes(c, g));
   std::set<std::string> init_names;
   std::vector<ParameterTensor> parameters;
   for (const auto& t : g.initializer()) {
@@ -132,8 +133,7 @@ StatusOr<std::string> BuildFunction(const ::onnx::ModelProto& model, const Impor
     v.et = Context::ElementType(tt.elem_type());
     v.is_unsigned = Context::IsUnsignedType(tt.elem_type());
     if (v.et.empty())
-      return InvalidArgument("graph input '", in.name(), "': unsupported element type ",
-                             tt.elem_type());
+      return InvalidArgument("graph input '", in.name(), "': ", Context::UnsupportedType(tt.elem_type()));
     if (!tt.has_shape()) return InvalidArgument("graph input '", in.name(), "' has no shape (rank)");
     std::string type = "tensor<";
     for (const auto& d : tt.shape().dim()) {

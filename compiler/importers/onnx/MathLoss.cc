@@ -22,7 +22,6 @@ StatusOr<Val> NllLoss(Context& c, Val& x, Val& target, Val* weight) {
   c.Mat(target);
   if (weight) c.Mat(*weight);
   std::string et = x.et, tt = target.et;
-  int loops = static_cast<int>(target.rank());
   // The class of a position (0 where ignored, so reads stay in range) and whether it counts.
   auto class_of = [&](const std::vector<std::string>& idx, std::string* counts) {
     std::string t = b.Fresh();
@@ -45,11 +44,7 @@ StatusOr<Val> NllLoss(Context& c, Val& x, Val& target, Val* weight) {
   auto zero_unless = [&](const std::string& counts, const std::string& v) {
     return counts.empty() ? v : b.Select(counts, v, b.ScalarConst(et, 0), et);
   };
-  Val loss;
-  loss.et = et;
-  loss.shape = target.shape;
-  loss.name = b.IndexGeneric(target.shape, et, [&](const Args&) {
-    std::vector<std::string> idx = b.LoopIndices(loops);
+  Val loss = b.Tabulate(target.shape, et, [&](std::vector<std::string> idx) {
     std::string counts;
     std::string cls = class_of(idx, &counts);
     std::vector<std::string> at = idx;
@@ -64,11 +59,7 @@ StatusOr<Val> NllLoss(Context& c, Val& x, Val& target, Val* weight) {
   for (int64_t i = 0; i < loss.rank(); ++i) all.push_back(i);
   HEXIR_ASSIGN_OR_RETURN(Val total, c.Reduce(loss, all, false, "sum"));
   if (reduction == "sum") return total;
-  Val weights;
-  weights.et = et;
-  weights.shape = target.shape;
-  weights.name = b.IndexGeneric(target.shape, et, [&](const Args&) {
-    std::vector<std::string> idx = b.LoopIndices(loops);
+  Val weights = b.Tabulate(target.shape, et, [&](std::vector<std::string> idx) {
     std::string counts;
     std::string cls = class_of(idx, &counts);
     return zero_unless(counts, weight_of(cls));

@@ -225,12 +225,7 @@ Status LowerDet(Context& c) {
   c.Mat(x);
   std::string et = x.et;
   Shape out(x.shape.begin(), x.shape.end() - 2);
-  int loops = static_cast<int>(out.size());
-  Val res;
-  res.et = et;
-  res.shape = out;
-  res.name = b.IndexGeneric(out, et, [&](const Args&) {
-    std::vector<std::string> idx = b.LoopIndices(loops);
+  Val res = b.Tabulate(out, et, [&](std::vector<std::string> idx) {
     std::vector<std::vector<std::string>> e(n, std::vector<std::string>(n));
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < n; ++j) {

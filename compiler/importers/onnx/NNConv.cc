@@ -20,6 +20,20 @@ StatusOr<std::string> BiasInit(Context& c, const Shape& out, const std::string& 
                    std::vector<std::string>(ol, "parallel"), "", [](const Args& a) { return a[0]; });
 }
 
+// A convolution generic's init (BiasInit) and iterators: N, F and the spatial dims parallel,
+// the other `loops` (channels, kernel) reductions.
+struct ConvLoops {
+  std::string init;
+  std::vector<std::string> iterators;
+};
+StatusOr<ConvLoops> ConvLoopsOf(Context& c, const Shape& out, const std::string& et, Val* bias, int spatial,
+                                int loops) {
+  HEXIR_ASSIGN_OR_RETURN(std::string init, BiasInit(c, out, et, bias));
+  std::vector<std::string> iterators(2 + spatial, "parallel");
+  iterators.resize(loops, "reduction");
+  return ConvLoops{init, iterators};
+}
+
 // The spatial rank of a float N x C x spatial input x with weights of the same rank.
 StatusOr<int> SpatialRank(Context& c, const Val& x, const Val& wt) {
   if (!x.IsFloat()) return c.Error("element type " + x.et + " is not supported");
@@ -79,14 +93,12 @@ StatusOr<Val> ConvolutionOf(Context& c, Val& x, Val& wt, Val* bias) {
   Shape out = {x.shape[0], Dim::Static(F)};
   out.insert(out.end(), w.out.begin(), w.out.end());
   std::string et = x.et;
-  HEXIR_ASSIGN_OR_RETURN(std::string init, BiasInit(c, out, et, bias));
-  std::vector<std::string> iters(2 + s, "parallel");
-  iters.resize(loops, "reduction");
+  HEXIR_ASSIGN_OR_RETURN(ConvLoops conv, ConvLoopsOf(c, out, et, bias, s, loops));
   Val r;
   r.et = et;
   r.shape = out;
   r.name = b.Generic({&xp, &wt}, {Builder::Map(loops, xm), Builder::Map(loops, wm)},
-                     Builder::Map(loops, om), out, et, loops, iters, init, [&](const Args& a) {
+                     Builder::Map(loops, om), out, et, loops, conv.iterators, conv.init, [&](const Args& a) {
                        std::string p = b.Bin("arith.mulf", "arith.muli", a[0], a[1], et);
                        return b.Bin("arith.addf", "arith.addi", a[2], p, et);
                      });
@@ -163,15 +175,13 @@ Status LowerConvTranspose(Context& c) {
     HEXIR_ASSIGN_OR_RETURN(Val& bv, c.In(2));
     bias = &bv;
   }
-  HEXIR_ASSIGN_OR_RETURN(std::string init, BiasInit(c, out, et, bias));
-  std::vector<std::string> iters(2 + s, "parallel");
-  iters.resize(loops, "reduction");
+  HEXIR_ASSIGN_OR_RETURN(ConvLoops conv, ConvLoopsOf(c, out, et, bias, s, loops));
   Val r;
   r.et = et;
   r.shape = out;
   r.name = b.Generic(
       {&wt, &win}, {Builder::Map(loops, wm), Builder::Map(loops, km)}, Builder::Map(loops, om), out,
-      et, loops, iters, init, [&](const Args& a) {
+      et, loops, conv.iterators, conv.init, [&](const Args& a) {
         std::vector<std::string> idx = b.LoopIndices(loops);
         std::string zero = b.IndexConst(0), valid;
         std::vector<std::string> src = {idx[0]};

@@ -238,6 +238,10 @@ void MarkUnsignedOutputs(Context& c) {
   }
 }
 
+constexpr const char* kStringOps[] = {"RegexFullMatch", "StringConcat", "StringNormalizer", "StringSplit"};
+
+constexpr char kNoStrings[] = "strings are not supported (Hexir tensors hold numbers)";
+
 }  // namespace
 
 namespace {
@@ -277,6 +281,28 @@ const OpLowering* FindLowering(const std::string& op_type, int64_t opset, const 
   return nullptr;
 }
 
+bool IsStringOp(const std::string& op_type) {
+  for (const char* op : kStringOps)
+    if (op_type == op) return true;
+  return false;
+}
+
+Status RefuseStringNodes(Context& c, const ::onnx::GraphProto& g) {
+  for (const auto& n : g.node()) {
+    c.node = &n;
+    if (IsDefaultDomain(n.domain()) && IsStringOp(n.op_type())) return c.Error(kNoStrings);
+    if (IsDefaultDomain(n.domain()) && n.op_type() == "Cast" &&
+        c.AttrI("to", 0) == ::onnx::TensorProto::STRING)
+      return c.Error(std::string("cast to string: ") + kNoStrings);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) HEXIR_RETURN_IF_ERROR(RefuseStringNodes(c, a.g()));
+      for (const auto& sub : a.graphs()) HEXIR_RETURN_IF_ERROR(RefuseStringNodes(c, sub));
+    }
+  }
+  c.node = nullptr;
+  return Status::Ok();
+}
+
 Status LowerNode(Context& c) {
   const std::string& op_type = c.node->op_type();
   const std::string& domain = c.node->domain();
@@ -284,6 +310,7 @@ Status LowerNode(Context& c) {
   if (!IsDefaultDomain(domain) && !training) return c.Error("unsupported op domain '" + domain + "'");
   int64_t opset = training ? c.training_opset : c.opset;
   const OpLowering* row = FindLowering(op_type, opset, domain);
+  if (!row && IsDefaultDomain(domain) && IsStringOp(op_type)) return c.Error(kNoStrings);
   if (!row) {
     std::string what = training ? Unsupported(kTrainingOpTable, op_type, opset) : Unsupported(kOpTable, op_type, opset);
     if (training) what += " of domain " + domain;

@@ -30,6 +30,16 @@ const OpLowering* FindLowering(const std::string& op_type, int64_t opset, const 
 // "unsupported op domain '<domain>'".
 Status LowerNode(Context& c);
 
+// The ONNX ops that work on string tensors (StringNormalizer, RegexFullMatch, StringConcat,
+// StringSplit): none is lowered, since Hexir tensors hold numbers.
+bool IsStringOp(const std::string& op_type);
+
+// The error LowerNode gives the first node of g (subgraphs included, in graph order) that
+// needs strings, a string op or a Cast to string, naming it; Ok when no node does. Run before
+// the graph's inputs are read, so that a model of string ops names its op rather than its
+// string input.
+Status RefuseStringNodes(Context& c, const ::onnx::GraphProto& g);
+
 // Lowers the nodes of g in order (the main graph or a subgraph of If/Loop/Scan); every
 // output a node names must be defined after it. Leaves c.node null.
 Status LowerGraphNodes(Context& c, const ::onnx::GraphProto& g);

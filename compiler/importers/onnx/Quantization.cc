@@ -98,15 +98,12 @@ Status LowerQuantizeLinear(Context& c) {
   }
   if (et != "i8" && et != "i16" && et != "i32") return c.Error("zero point type " + et + " is not supported");
   std::string xt = x.et;
-  HEXIR_ASSIGN_OR_RETURN(Val r, c.Elementwise(ins, et, [&](const Args& a) {
+  return c.SetOut(0, c.Elementwise(ins, et, [&](const Args& a) {
     std::string xf = b.Convert(a[0], xt, "f32", x.is_unsigned);
     std::string f = b.Bin("arith.divf", "", xf, b.Convert(a[1], scale.et, "f32"), "f32");
     std::string z = ins.size() > 2 ? b.Convert(a[2], et, "f32", u) : b.ScalarConst("f32", 0);
     return Saturate(b, f, z, et, u);
-  }));
-  r.is_unsigned = u;
-  c.SetOut(0, r);
-  return Status::Ok();
+  }), u);
 }
 
 // y = (x - zp) * scale in f32 (the difference in i32).

@@ -128,36 +128,30 @@ Val Copy(Context& c, Val& x, const std::string& in_map, const Shape& out) {
   return r;
 }
 
+// Output 0: x converted elementwise to `to` (each side's signedness as given).
+Status CastTo(Context& c, Val& x, const std::string& to, bool to_unsigned) {
+  Builder& b = c.b;
+  const std::string from = x.et;
+  const bool from_unsigned = x.is_unsigned;
+  return c.SetOut(0, c.Elementwise({&x}, to, [&](const Args& a) {
+    return b.Convert(a[0], from, to, from_unsigned, to_unsigned);
+  }), to_unsigned);
+}
+
 }  // namespace
 
 Status LowerCast(Context& c) {
-  Builder& b = c.b;
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
   std::string to = Context::ElementType(static_cast<int>(c.AttrI("to", 1)));
   if (to.empty())
-    return c.Error("cast to element type " + std::to_string(c.AttrI("to", 0)) + " is not supported");
-  std::string from = x.et;
-  bool from_unsigned = x.is_unsigned, to_unsigned = Context::IsUnsignedType(static_cast<int>(c.AttrI("to", 1)));
-  HEXIR_ASSIGN_OR_RETURN(Val r, c.Elementwise({&x}, to, [&](const Args& a) {
-    return b.Convert(a[0], from, to, from_unsigned, to_unsigned);
-  }));
-  r.is_unsigned = to_unsigned;
-  c.SetOut(0, r);
-  return Status::Ok();
+    return c.Error("cast to " + Context::UnsupportedType(static_cast<int>(c.AttrI("to", 0))));
+  return CastTo(c, x, to, Context::IsUnsignedType(static_cast<int>(c.AttrI("to", 1))));
 }
 
 Status LowerCastLike(Context& c) {
-  Builder& b = c.b;
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
   HEXIR_ASSIGN_OR_RETURN(Val& like, c.In(1));
-  std::string from = x.et, to = like.et;
-  bool from_unsigned = x.is_unsigned, to_unsigned = like.is_unsigned;
-  HEXIR_ASSIGN_OR_RETURN(Val r, c.Elementwise({&x}, to, [&](const Args& a) {
-    return b.Convert(a[0], from, to, from_unsigned, to_unsigned);
-  }));
-  r.is_unsigned = to_unsigned;
-  c.SetOut(0, r);
-  return Status::Ok();
+  return CastTo(c, x, like.et, like.is_unsigned);
 }
 
 Status LowerIdentity(Context& c) {

@@ -27,11 +27,7 @@ Status LowerGridSample(Context& c) {
   c.Mat(grid);
   Shape out = {x.shape[0], x.shape[1], grid.shape[1], grid.shape[2]};
   std::string height = b.DimAsFloat(x.shape[2], "f32"), width = b.DimAsFloat(x.shape[3], "f32");
-  Val r;
-  r.et = "f32";
-  r.shape = out;
-  r.name = b.IndexGeneric(out, "f32", [&](const Args&) {
-    std::vector<std::string> idx = b.LoopIndices(4);
+  Val r = b.Tabulate(out, "f32", [&](std::vector<std::string> idx) {
     auto k = [&](double v) { return b.ScalarConst("f32", v); };
     auto bin = [&](const char* op, const std::string& l, const std::string& rr) { return b.Bin(op, "", l, rr, "f32"); };
     auto read_grid = [&](int comp) {

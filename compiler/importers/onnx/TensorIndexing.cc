@@ -226,12 +226,7 @@ Status LowerConcat(Context& c) {
     sizes.push_back(b.DimValue(ins[i]->shape[axis]));
   }
   std::string et = ins[0]->et;
-  int loops = static_cast<int>(rank);
-  Val r;
-  r.et = et;
-  r.shape = out;
-  r.name = b.IndexGeneric(out, et, [&](const Args&) {
-                       std::vector<std::string> idx = b.LoopIndices(loops);
+  Val r = b.Tabulate(out, et, [&](std::vector<std::string> idx) {
                        std::string result;
                        for (size_t k = 0; k < ins.size(); ++k) {
                          std::string rel = b.Fresh(), last = b.Fresh(), lo = b.Fresh(), cl = b.Fresh();
@@ -388,11 +383,7 @@ Status LowerGatherND(Context& c) {
   for (const Dim& d : data.shape) dims.push_back(b.DimValue(d));
   int loops = static_cast<int>(out.size());
   std::string it = ind.et;
-  Val r;
-  r.et = data.et;
-  r.shape = out;
-  r.name = b.IndexGeneric(out, data.et, [&](const Args&) {
-    std::vector<std::string> idx = b.LoopIndices(loops);
+  Val r = b.Tabulate(out, data.et, [&](std::vector<std::string> idx) {
     std::vector<std::string> at(idx.begin(), idx.begin() + bd);  // batch dims
     for (int64_t j = 0; j < q; ++j) {
       std::vector<std::string> ii(idx.begin(), idx.begin() + (ri - 1));
@@ -500,12 +491,7 @@ Status LowerReverseSequence(Context& c) {
   if (lens.rank() != 1) return c.Error("sequence_lens must be 1-D");
   c.Mat(x);
   c.Mat(lens);
-  int loops = static_cast<int>(x.rank());
-  Val r;
-  r.et = x.et;
-  r.shape = x.shape;
-  r.name = b.IndexGeneric(x.shape, x.et, [&](const Args&) {
-    std::vector<std::string> idx = b.LoopIndices(loops);
+  Val r = b.Tabulate(x.shape, x.et, [&](std::vector<std::string> idx) {
     std::string len = b.Fresh(), n = b.Fresh(), inside = b.Fresh(), last = b.Fresh(), back = b.Fresh(), t = b.Fresh();
     b.Line(len + " = tensor.extract " + lens.name + "[" + idx[batch_axis] + "] : " + Builder::TensorType(lens));
     b.Line(n + " = arith.index_cast " + len + " : " + lens.et + " to index");

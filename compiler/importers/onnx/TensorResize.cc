@@ -168,11 +168,7 @@ Status ResizeWith(Context& c, Val& x, Options o, const std::vector<double>& scal
   bool interpolates = o.mode != "nearest";
   if (interpolates && !x.IsFloat()) return c.Error(o.mode + " mode on integers is not supported");
   int loops = static_cast<int>(rank);
-  Val r;
-  r.et = et;
-  r.shape = out;
-  r.name = b.IndexGeneric(out, et, [&](const Args&) {
-    std::vector<std::string> idx = b.LoopIndices(loops);
+  Val r = b.Tabulate(out, et, [&](std::vector<std::string> idx) {
     std::string zero = b.ScalarConst("f32", 0), one = b.ScalarConst("f32", 1);
     // Per resized dim: its taps (index, weight; weight empty for nearest).
     std::vector<std::vector<std::pair<std::string, std::string>>> taps(loops);
