@@ -106,6 +106,7 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     // Transcendental math as polynomials LLVM vectorizes (codegen/CPUMathApproximation.h).
     if (failed(codegen::ApproximateMath(*kernel))) return failure();
     if (failed(runPipeline(*toLoops, inner))) return failure();
+    codegen::LowerDeferredIntrinsicCalls(inner);
     // Only the bf16 patterns of arith-expand: its others would rewrite maximumf & co.
     {
       RewritePatternSet patterns(&getContext());

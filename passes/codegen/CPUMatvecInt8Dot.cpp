@@ -3,7 +3,12 @@
 // before they are narrowed), so that the kernel's products are the ones llama.cpp computes.
 #include "passes/codegen/CPUMatvecInt8Dot.h"
 
+#include <algorithm>
+#include <string>
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -74,7 +79,47 @@ Int8Activations QuantizeActivations(OpBuilder& b, Location loc, Value x, bool wi
   return out;
 }
 
-Value Int8DotLanes(OpBuilder& b, Location loc, Value w, Value q) {
+namespace {
+
+// The declaration standing for LLVM intrinsic `name` carries its name in this attribute.
+constexpr char kDeferredIntrinsicAttr[] = "hexir.llvm_intrinsic";
+
+// A call of LLVM intrinsic `name`, as a func.call of a private declaration of the kernel's
+// module until LowerDeferredIntrinsicCalls (buffer-deallocation refuses llvm.call_intrinsic,
+// an op with unknown memory effects, while it accepts a call without memrefs).
+Value CallX86(OpBuilder& b, Location loc, VectorType result, StringRef name, ValueRange args) {
+  auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  std::string symbol = "hexir_" + name.str();
+  std::replace(symbol.begin(), symbol.end(), '.', '_');
+  auto decl = module.lookupSymbol<func::FuncOp>(symbol);
+  if (!decl) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    decl = func::FuncOp::create(b, loc, symbol, b.getFunctionType(args.getTypes(), {result}));
+    decl.setPrivate();
+    decl->setAttr(kDeferredIntrinsicAttr, b.getStringAttr(name));
+  }
+  return func::CallOp::create(b, loc, decl, args).getResult(0);
+}
+
+// ggml's AVX2 mul_sum_i8_pairs: |w| (unsigned) times q with w's sign, adjacent pairs summed
+// to i16 (vpmaddubsw: |pair| <= 2 * 128 * 127, never saturates), then adjacent i16 pairs to
+// i32 (vpmaddwd with ones): lane i holds products 4i .. 4i + 3. Five instructions.
+Value Int8DotLanesAvx2(OpBuilder& b, Location loc, Value w, Value q) {
+  VectorType i8x32 = VectorType::get({kInt8BlockElements}, b.getI8Type());
+  VectorType i16x16 = VectorType::get({kInt8BlockElements / 2}, b.getIntegerType(16));
+  VectorType i32x8 = VectorType::get({kLanes}, b.getI32Type());
+  Value magnitude = CallX86(b, loc, i8x32, "llvm.x86.avx2.psign.b", {w, w});
+  Value signedQ = CallX86(b, loc, i8x32, "llvm.x86.avx2.psign.b", {q, w});
+  Value pairs = CallX86(b, loc, i16x16, "llvm.x86.avx2.pmadd.ub.sw", {magnitude, signedQ});
+  Value ones = arith::ConstantOp::create(b, loc, i16x16, DenseElementsAttr::get(i16x16, int16_t(1)));
+  return CallX86(b, loc, i32x8, "llvm.x86.avx2.pmadd.wd", {pairs, ones});
+}
+
+}  // namespace
+
+Value Int8DotLanes(OpBuilder& b, Location loc, Value w, Value q, bool x86Avx2) {
+  if (x86Avx2) return Int8DotLanesAvx2(b, loc, w, q);
   // Products of i8 widened to i32 (|w * q| <= 128 * 127), then twice the sum of even and
   // odd lanes: x86's backend matches the first step to pmaddwd (vpmovsxbw + vpmaddwd, 16
   // products per instruction) and the second to phaddd + a permute; lane i ends up with
@@ -90,6 +135,24 @@ Value Int8DotLanes(OpBuilder& b, Location loc, Value w, Value q) {
         .getResult();
   };
   return pairSums(pairSums(product, kInt8BlockElements / 2), kLanes);
+}
+
+void LowerDeferredIntrinsicCalls(ModuleOp module) {
+  SmallVector<func::CallOp> calls;
+  module.walk([&](func::CallOp call) {
+    auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+    if (callee && callee->hasAttr(kDeferredIntrinsicAttr)) calls.push_back(call);
+  });
+  for (func::CallOp call : calls) {
+    OpBuilder b(call);
+    auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+    auto name = callee->getAttrOfType<StringAttr>(kDeferredIntrinsicAttr);
+    auto intrinsic = LLVM::CallIntrinsicOp::create(b, call.getLoc(), call.getResultTypes()[0], name, call.getOperands());
+    call.replaceAllUsesWith(intrinsic->getResults());
+    call.erase();
+  }
+  for (func::FuncOp decl : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+    if (decl->hasAttr(kDeferredIntrinsicAttr)) decl.erase();
 }
 
 }  // namespace hexir::codegen

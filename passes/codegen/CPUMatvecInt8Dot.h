@@ -33,6 +33,8 @@ Int8Activations QuantizeActivations(mlir::OpBuilder& b, mlir::Location loc, mlir
                                     mlir::Block& entry);
 
 // The int32 lanes of w . q for two vector<32 x i8> (w in [-128, 127], q in [-127, 127]).
-mlir::Value Int8DotLanes(mlir::OpBuilder& b, mlir::Location loc, mlir::Value w, mlir::Value q);
+// `x86Avx2`: with AVX2's byte multiply-adds (llvm.x86.avx2.* intrinsics: vpsignb,
+// vpmaddubsw, vpmaddwd), as ggml's AVX2 code; otherwise plain vector ops.
+mlir::Value Int8DotLanes(mlir::OpBuilder& b, mlir::Location loc, mlir::Value w, mlir::Value q, bool x86Avx2);
 
 }  // namespace hexir::codegen

@@ -23,8 +23,10 @@
 // as ggml does (CPUMatvecInt8Dot.h): x quantized once to blocks (q[b], d_x[b], sum_x[b]),
 //   blocks: for each block b: acc[r] += (d_w * d_x[b]) * int32 lanes of sum_v w_q[v] * q[b][v]
 //                               (+ m_w * sum_x[b] into a scalar, for q4_1's min)
-// Each step first prefetches every row 512 bytes past the bytes it reads (R rows are R
-// streams, which the hardware prefetchers alone leave waiting on memory).
+// (the integer lanes on AVX2 as ggml computes them: vpsignb, vpmaddubsw, vpmaddwd).
+// Each step first prefetches every row 512 bytes (dense) or 2048 bytes (blocks) past the
+// bytes it reads (R rows are R streams, which the hardware prefetchers alone leave waiting
+// on memory).
 // The rows left below R run the same code with R = 1. No per-element scalar gathers: each
 // row's bytes are read with vector loads along k, x once per group of rows. The formats
 // (q8_0, q4_0, q4_1, q5_0, q4_k, q5_k, q6_k; ggml's block layouts) are decoded in
@@ -44,5 +46,10 @@ namespace hexir::codegen {
 // Rewrites every such matvec of the bufferized `kernel` for `target` (dense: vectors of its
 // f32 lanes; blocks: 8 lanes); the others are left as they are.
 void LowerMatvecsToVectorKernels(mlir::func::FuncOp kernel, const CPUTarget& target);
+
+// The x86 intrinsics of the int8 dots are calls of private declarations until the kernel's
+// buffers are deallocated; this turns them into llvm.call_intrinsic (after the loops
+// pipeline, before the LLVM one).
+void LowerDeferredIntrinsicCalls(mlir::ModuleOp module);
 
 }  // namespace hexir::codegen

@@ -1,11 +1,41 @@
 // RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables=cpu=x86-64-v3 | FileCheck %s
+// RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables=cpu=x86-64 | FileCheck %s --check-prefix=SSE
 
 // A q8_0 block matvec with K static dots 8-bit activations (codegen/CPUMatvecInt8Dot.h): x
 // quantized once, before the rows (absolute max, x * 127 / amax rounded to nearest even,
 // the scale rounded to f16), then per block and row the 32 weight bytes in one load, dotted
-// in int32 lanes: products of the bytes widened to i32, even + odd lanes twice (the form
-// x86's backend turns into vpmaddwd + vphaddd); no per-element byte reads.
+// in int32 lanes: on AVX2 (x86-64-v3) ggml's |w| * sign(q, w) byte products summed in pairs
+// and the pairs in pairs (vpsignb twice, vpmaddubsw, vpmaddwd with ones), the intrinsics'
+// stand-in declarations gone; on SSE products of the bytes widened to i32, even + odd lanes
+// twice. No per-element byte reads.
 // CHECK-LABEL: hexir.executable @q8
+// CHECK-NOT:     hexir_llvm_x86
+// CHECK:         llvm.func internal @q8_impl(
+// CHECK:           llvm.alloca {{.*}} x i8
+// CHECK:           llvm.intr.vector.reduce.fmax
+// CHECK:           llvm.intr.roundeven({{.*}}) : (vector<8xf32>) -> vector<8xf32>
+// CHECK:           llvm.fptrunc {{.*}} : f32 to f16
+// CHECK:           "llvm.intr.prefetch"
+// CHECK:           [[W:%[0-9]+]] = llvm.load {{.*}} -> vector<32xi8>
+// CHECK-NEXT:      [[ABS:%[0-9]+]] = llvm.call_intrinsic "llvm.x86.avx2.psign.b"([[W]], [[W]])
+// CHECK-NEXT:      [[SIGNED:%[0-9]+]] = llvm.call_intrinsic "llvm.x86.avx2.psign.b"({{%[0-9]+}}, [[W]])
+// CHECK-NEXT:      [[PAIRS:%[0-9]+]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"([[ABS]], [[SIGNED]]) : {{.*}} -> vector<16xi16>
+// CHECK-NEXT:      llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"([[PAIRS]], {{%[0-9]+}}) : {{.*}} -> vector<8xi32>
+// CHECK:           llvm.sitofp {{.*}} : vector<8xi32> to vector<8xf32>
+// CHECK-NOT:       llvm.load {{.*}} -> i8
+// CHECK:           llvm.intr.vector.reduce.fadd
+// CHECK-NOT:     hexir_llvm_x86
+// SSE-LABEL:   hexir.executable @q8
+// SSE-NOT:       llvm.call_intrinsic
+// SSE:           llvm.load {{.*}} -> vector<32xi8>
+// SSE:           llvm.sext {{.*}} : vector<32xi8> to vector<32xi32>
+// SSE:           llvm.mul {{.*}} : vector<32xi32>
+// SSE:           llvm.shufflevector {{.*}} [1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31] : vector<32xi32>
+// SSE:           llvm.add {{.*}} : vector<16xi32>
+// SSE:           llvm.shufflevector {{.*}} [0, 2, 4, 6, 8, 10, 12, 14] : vector<16xi32>
+// SSE:           llvm.sitofp {{.*}} : vector<8xi32> to vector<8xf32>
+// SSE-NOT:       llvm.call_intrinsic
+hexir.executable @q8
 // CHECK:         llvm.func internal @q8_impl(
 // CHECK:           llvm.alloca {{.*}} x i8
 // CHECK:           llvm.intr.vector.reduce.fmax
