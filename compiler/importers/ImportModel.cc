@@ -26,6 +26,7 @@ StatusOr<llama::EmitOptions> LlamaOptions(const ImportModelOptions& o) {
   options.weight_type = o.weights;
   options.decode_chunk = o.decode_chunk;
   options.layer_calls = !o.inline_layers;
+  options.device_loop = o.device_loop;
   options.tensor_parallel = o.tensor_parallel;
   options.placement.embedding_device = o.embedding_device;
   if (!o.layer_devices.empty()) {
@@ -34,6 +35,9 @@ StatusOr<llama::EmitOptions> LlamaOptions(const ImportModelOptions& o) {
   if (!o.parameters.empty())
     return InvalidArgument("--parameters applies to ONNX models: a llama checkpoint is its own "
                            "parameter file (hexir-generate --parameters=CHECKPOINT)");
+  if (o.device_loop && (o.tensor_parallel != 1 || o.embedding_device >= 0 || !o.layer_devices.empty()))
+    return InvalidArgument("--device-loop cannot be combined with --tensor-parallel, --embedding-device or "
+                           "--layer-devices (a device loop runs on one device without collectives)");
   if (o.tensor_parallel != 1 && (o.embedding_device >= 0 || !o.layer_devices.empty()))
     return InvalidArgument("--tensor-parallel=", o.tensor_parallel,
                            " cannot be combined with --embedding-device or --layer-devices (a "
