@@ -27,6 +27,7 @@ StatusOr<llama::EmitOptions> LlamaOptions(const ImportModelOptions& o) {
   options.cache_type = o.kv_cache;
   options.decode_chunk = o.decode_chunk;
   options.layer_calls = !o.inline_layers;
+  options.device_loop = o.device_loop;
   options.tensor_parallel = o.tensor_parallel;
   options.placement.embedding_device = o.embedding_device;
   if (!o.layer_devices.empty()) {
@@ -35,6 +36,12 @@ StatusOr<llama::EmitOptions> LlamaOptions(const ImportModelOptions& o) {
   if (!o.parameters.empty())
     return InvalidArgument("--parameters applies to ONNX models: a llama checkpoint is its own "
                            "parameter file (hexir-generate --parameters=CHECKPOINT)");
+  if (o.device_loop && (o.tensor_parallel != 1 || o.embedding_device >= 0 || !o.layer_devices.empty()))
+    return InvalidArgument("--device-loop cannot be combined with --tensor-parallel, --embedding-device or "
+                           "--layer-devices (a device loop runs on one device without collectives)");
+  if (o.device_loop && o.kv_cache != "f32")
+    return InvalidArgument("--device-loop cannot be combined with --kv-cache=", o.kv_cache,
+                           " (the device loop's cache write and attention are f32 only)");
   if (o.tensor_parallel != 1 && (o.embedding_device >= 0 || !o.layer_devices.empty()))
     return InvalidArgument("--tensor-parallel=", o.tensor_parallel,
                            " cannot be combined with --embedding-device or --layer-devices (a "

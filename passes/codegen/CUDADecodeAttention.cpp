@@ -73,15 +73,23 @@ std::optional<DecodeAttention> MatchDecodeAttention(func::FuncOp kernel) {
   s.cacheLen = cache.getDimSize(0);
   if (cache.getDimSize(1) != s.kvHeads * s.headDim) return Refuse(kernel, "cache rows are not KVH x HD");
   // Arguments: tensors, then the result's buffer, then scalars (OutlineDispatchRegions).
+  // The length n is a scalar, or (the llama importer's device loop, whose position lives on
+  // the device) a static 1-D i64 tensor whose element 0 is the position: n = pos + 1, read
+  // by the kernel (LowerDecodeAttention tells the two apart by the argument's type).
   int64_t q = -1, out = -1, n = -1;
   for (auto [i, t] : llvm::enumerate(type.getInputs())) {
     if ((int64_t)i == s.k || (int64_t)i == s.v) continue;
-    if (t == result)
+    auto position = dyn_cast<RankedTensorType>(t);
+    if (t == result) {
       (q < 0 ? q : out) = i;
-    else if (t.isIndex() || t.isInteger(64))
+    } else if (t.isIndex() || t.isInteger(64)) {
       n = n < 0 ? (int64_t)i : -2;
-    else
+    } else if (position && position.getRank() == 1 && position.hasStaticShape() &&
+               position.getElementType().isInteger(64)) {
+      n = n < 0 ? (int64_t)i : -2;
+    } else {
       return Refuse(kernel, "an unexpected argument");
+    }
   }
   if (q < 0 || out < 0 || n < 0) return Refuse(kernel, "no q, result buffer and length n");
   s.q = q, s.out = out, s.n = n;
@@ -164,7 +172,13 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
   Value Q = entry.getArgument(s.q), K = entry.getArgument(s.k), V = entry.getArgument(s.v),
         Out = entry.getArgument(s.out);
   Value n = entry.getArgument(s.n);
-  if (!n.getType().isIndex()) n = arith::IndexCastOp::create(b, loc, b.getIndexType(), n);
+  if (isa<MemRefType>(n.getType())) {  // a position buffer: n = position + 1
+    Value pos = memref::LoadOp::create(b, loc, n, ValueRange{arith::ConstantIndexOp::create(b, loc, 0)});
+    n = arith::AddIOp::create(b, loc, arith::IndexCastOp::create(b, loc, b.getIndexType(), pos),
+                              arith::ConstantIndexOp::create(b, loc, 1));
+  } else if (!n.getType().isIndex()) {
+    n = arith::IndexCastOp::create(b, loc, b.getIndexType(), n);
+  }
   const int64_t G = s.group, HD = s.headDim, C = s.splits, B = s.threads, chunkMax = s.chunk();
   const int64_t warps = B / kWarpSize;
   // Shared words: q [G][HD] | scores [G][chunkMax] | m [G] | l [G] | o [G][HD].

@@ -36,7 +36,9 @@ inline constexpr int64_t kMaxAttentionGroup = 16;
 struct DecodeAttention {
   int64_t kvHeads = 0, group = 0, headDim = 0, cacheLen = 0;
   // Argument numbers of the kernel: q [KVH][G][HD], the K and V caches [S][KVH HD], the
-  // result buffer (like q), the filled length n (index or i64).
+  // result buffer (like q), the filled length n (index or i64), or a static 1-D i64 buffer
+  // whose element 0 is the position, n = pos + 1 (the llama importer's device loop keeps the
+  // position on the device; LowerDecodeAttention loads it).
   int64_t q = 0, k = 0, v = 0, out = 0, n = 0;
   int64_t splits = 1;  // blocks per KV head (one cluster)
   int64_t threads = kAttentionThreads;

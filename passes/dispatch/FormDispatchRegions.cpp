@@ -57,6 +57,7 @@ constexpr int64_t kMaxProducerRecompute = 16;
 bool isFusableProducer(Operation* op) {
   auto g = dyn_cast_or_null<linalg::GenericOp>(op);
   if (!g || g->getNumResults() != 1 || !g->hasOneUse() || !isElementwise(g)) return false;
+  if (g->hasAttr(kInPlaceAttr)) return false;  // its kernel writes its init's buffer
   Operation* user = *g->getUsers().begin();
   auto consumer = dyn_cast<linalg::LinalgOp>(user);
   if (!consumer || user->getBlock() != g->getBlock()) return false;
@@ -221,7 +222,7 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
     region.getBody().push_back(body);
     b.setInsertionPointToStart(body);
     IRMapping map;
-    if (root->hasAttr(kInPlaceAttr)) {
+    if (isa<tensor::InsertSliceOp>(root) && root->hasAttr(kInPlaceAttr)) {
       // An in-place update stays alone with its destination captured (never a clone of its
       // producer): the outliner ties the result to that capture.
       Operation* last = b.clone(*root, map);
@@ -235,8 +236,10 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
     root->replaceAllUsesWith(region.getResults());
     root->erase();
 
-    // Fuse single-user elementwise consumers: the region then yields the consumer.
-    while (fuseElementwise && region->getNumResults() == 1 && region->hasOneUse()) {
+    // Fuse single-user elementwise consumers: the region then yields the consumer. A generic
+    // updating its init in place keeps its result (the outliner ties it to the init).
+    while (fuseElementwise && !root0->hasAttr(kInPlaceAttr) && region->getNumResults() == 1 &&
+           region->hasOneUse()) {
       auto consumer = dyn_cast<linalg::GenericOp>(*region->getUsers().begin());
       if (!consumer || !isElementwise(consumer) || consumer->getNumResults() != 1 ||
           consumer->getBlock() != region->getBlock())

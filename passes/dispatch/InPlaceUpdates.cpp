@@ -38,6 +38,9 @@ class Ownership {
     if (auto arg = dyn_cast<BlockArgument>(v)) return freshArgument(arg);
     Operation* def = v.getDefiningOp();
     unsigned i = cast<OpResult>(v).getResultNumber();
+    // A generic updating its init in place (CanUpdateInitInPlace) writes the init's buffer.
+    if (auto g = dyn_cast<linalg::GenericOp>(def); g && g->hasAttr(kInPlaceAttr))
+      return ownedAt(g.getDpsInitOperand(i)->get(), g);
     if (isa<linalg::LinalgOp, tensor::EmptyOp, tensor::ExtractSliceOp, tensor::PadOp,
             tensor::FromElementsOp>(def))
       return true;
@@ -97,6 +100,13 @@ class Ownership {
 };
 
 }  // namespace
+
+bool CanUpdateInitInPlace(linalg::GenericOp op) {
+  if (op.getNumDpsInits() != 1 || op->getNumResults() != 1 || op.getNumReductionLoops() != 0) return false;
+  OpOperand* init = op.getDpsInitOperand(0);
+  if (!op.getMatchingIndexingMap(init).isIdentity() || !isa<RankedTensorType>(init->get().getType())) return false;
+  return Ownership().ownedAt(init->get(), op);
+}
 
 bool CanInsertInPlace(tensor::InsertSliceOp op) {
   if (!IsLowerableHostTensorOp(op)) return false;  // unit strides, same rank

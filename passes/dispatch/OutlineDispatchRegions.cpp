@@ -181,6 +181,17 @@ class OutlineDispatchRegions
     // that same buffer; the capture itself goes unused in the kernel.
     SmallVector<int64_t> tied(numResults, -1);
     for (unsigned i = 0; i < numResults; ++i) {
+      // A generic updating its init in place (CanUpdateInitInPlace): computed in the output
+      // argument, which the host binds to the init capture's buffer.
+      if (auto g = ret.getOperand(i).getDefiningOp<linalg::GenericOp>(); g && g->hasAttr(kInPlaceAttr)) {
+        auto init = dyn_cast<BlockArgument>(g.getDpsInitOperand(0)->get());
+        if (init && init.getOwner() == entry && init.getArgNumber() < numTensors) {
+          tied[i] = init.getArgNumber();
+          g.getDpsInitOperand(0)->set(entry->getArgument(numTensors + i));
+          g->removeAttr(kInPlaceAttr);
+          continue;
+        }
+      }
       auto insert = ret.getOperand(i).getDefiningOp<tensor::InsertSliceOp>();
       if (insert && insert->hasAttr(kInPlaceAttr)) {
         auto dest = dyn_cast<BlockArgument>(insert.getDest());

@@ -12,7 +12,9 @@
 //                                                    } {hexir.device_loop}
 //
 // A yield that already updates its carried value in place (a chain of tensor.insert_slice
-// into the body argument: a KV-cache row) or passes it through needs nothing; any other
+// into the body argument: a KV-cache row), passes it through, or is a generic whose init is
+// the body argument (marked `hexir.in_place` when it may write it: CanUpdateInitInPlace,
+// each point reading only its own element) needs nothing; any other
 // yield gets a full-size insert_slice into its body argument (the write-back; a static shape
 // is required), which dispatch formation makes an in-place copy kernel. In-place updates
 // need a loop that owns its carried buffers (passes/dispatch/InPlaceUpdates.h): an init that
@@ -30,6 +32,12 @@
 #include "passes/dispatch/InPlaceUpdates.h"
 
 namespace hexir {
+// Defined in passes/dispatch/InPlaceUpdates.cpp beside CanInsertInPlace, sharing its ownership
+// rules: `op` (one init, all loops parallel, the init's map the identity) may write its result
+// into its init's buffer when the init is owned as for an insert_slice destination (its other
+// uses, a second operand use or a read in the body included, come earlier).
+bool CanUpdateInitInPlace(mlir::linalg::GenericOp op);
+
 #define GEN_PASS_DEF_PREPAREDEVICELOOPS
 #include "passes/loops/DeviceLoopPasses.h.inc"
 
@@ -79,6 +87,19 @@ Value copyOf(OpBuilder& b, Location loc, Value v) {
   return gather.getResult(0);
 }
 
+// `g` (in the loop body) computes body argument `arg`'s next value from its own elements:
+// `arg` is its one init (identity map, all loops parallel) and it reads `arg` nowhere else.
+bool updatesOwnElements(linalg::GenericOp g, BlockArgument arg) {
+  if (g->getBlock() != arg.getOwner() || g.getNumDpsInits() != 1 || g->getNumResults() != 1 ||
+      g.getNumReductionLoops() != 0)
+    return false;
+  OpOperand* init = g.getDpsInitOperand(0);
+  if (init->get() != arg || !g.getMatchingIndexingMap(init).isIdentity()) return false;
+  return llvm::all_of(arg.getUses(), [&](OpOperand& use) {
+    return &use == init || !g->isAncestor(use.getOwner());
+  });
+}
+
 // An init the loop may update in place as it is: a linalg result of the loop's block whose
 // other uses come before the loop.
 bool ownedInit(Value init, scf::WhileOp loop) {
@@ -105,10 +126,15 @@ class PrepareDeviceLoops : public impl::PrepareDeviceLoopsBase<PrepareDeviceLoop
     auto yield = cast<scf::YieldOp>(body.getTerminator());
     OpBuilder b(yield);
     SmallVector<tensor::InsertSliceOp> updates, writeBacks;
+    SmallVector<linalg::GenericOp> initUpdates;  // generics computing their carried value in place
     for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
       Value y = yield.getOperand(i);
       if (std::optional<SmallVector<tensor::InsertSliceOp>> chain = inPlaceChain(y, arg)) {
         updates.append(chain->begin(), chain->end());
+        continue;
+      }
+      if (auto g = y.getDefiningOp<linalg::GenericOp>(); g && updatesOwnElements(g, arg)) {
+        initUpdates.push_back(g);
         continue;
       }
       auto type = cast<RankedTensorType>(arg.getType());
@@ -122,7 +148,9 @@ class PrepareDeviceLoops : public impl::PrepareDeviceLoopsBase<PrepareDeviceLoop
       writeBacks.push_back(writeBack);
     }
     updates.append(writeBacks.begin(), writeBacks.end());
-    if (allInPlace(updates)) return mark(loop);
+    // Marked first: ownership through the loop follows the marks (InPlaceUpdates.h).
+    for (linalg::GenericOp g : initUpdates) g->setAttr(kInPlaceAttr, UnitAttr::get(g.getContext()));
+    if (allInPlace(updates, initUpdates)) return mark(loop);
     // Own the carried buffers: copy the inits the loop may not update as they are.
     SmallVector<std::pair<unsigned, Value>> copied;  // (init index, original init)
     OpBuilder before(loop);
@@ -131,12 +159,14 @@ class PrepareDeviceLoops : public impl::PrepareDeviceLoopsBase<PrepareDeviceLoop
       copied.push_back({static_cast<unsigned>(i), init});
       loop->setOperand(i, copyOf(before, loop.getLoc(), init));
     }
-    if (!copied.empty() && allInPlace(updates)) return mark(loop);
+    if (!copied.empty() && allInPlace(updates, initUpdates)) return mark(loop);
+    for (linalg::GenericOp g : initUpdates) g->removeAttr(kInPlaceAttr);
     undo(writeBacks, copied, loop);
   }
 
-  static bool allInPlace(ArrayRef<tensor::InsertSliceOp> updates) {
-    return llvm::all_of(updates, [](tensor::InsertSliceOp op) { return CanInsertInPlace(op); });
+  static bool allInPlace(ArrayRef<tensor::InsertSliceOp> updates, ArrayRef<linalg::GenericOp> initUpdates) {
+    return llvm::all_of(updates, [](tensor::InsertSliceOp op) { return CanInsertInPlace(op); }) &&
+           llvm::all_of(initUpdates, [](linalg::GenericOp op) { return CanUpdateInitInPlace(op); });
   }
 
   void mark(scf::WhileOp loop) { loop->setAttr(kDeviceLoopAttr, UnitAttr::get(loop.getContext())); }

@@ -57,6 +57,10 @@ int main(int argc, char** argv) {
   app.add_flag("--inline-layers", o.inline_layers,
                "llama2c/gguf/hf: write each decode layer out in the step instead of calling @layer "
                "(the same command buffer once compiled; for comparison)");
+  app.add_flag("--device-loop", o.device_loop,
+               "llama2c/gguf/hf: the whole decode loop on the device (one step per iteration, the stop "
+               "condition a device flag: one CUDA graph launch per @generate); default: chunks checked "
+               "by the host (--decode-chunk), the CPU's better form");
   app.add_option("--tensor-parallel", o.tensor_parallel,
                  "llama2c/gguf/hf: one SPMD program for N ranks (Megatron-style shards; run it with "
                  "mpirun -n N hexir-generate)")

@@ -8,7 +8,8 @@
 //     generated in order, the rest -1. The prompt runs in one pass (@prefill_layer per layer, M rows);
 //     then a chunked decode loop (scf.while of scf.for steps) runs the layers (@layer) on one
 //     row, picks the argmax on the device, and stops after max_new ids, a BOS or EOS token (config.bos_id /
-//     eos_id), or at the cache length.
+//     eos_id), or at the cache length. EmitOptions::device_loop: the same steps as a loop on
+//     the device (one step per iteration, its state in device tensors).
 //   func.func private @prefill_layer(%x: [M][D], %kc, %vc, 9 layer weights) -> (x', k', v')
 //   func.func private @layer(%x: [D], %kc, %vc, %pos: i64, 9 layer weights) -> (x', k', v')
 //     one decode row at position %pos (EmitOptions::layer_calls; else written out per layer)
@@ -52,6 +53,14 @@ struct EmitOptions {
   // types, like @prefill_layer); hexir-compile inlines the calls into the step's command
   // buffer (hexir-inline-device-calls). false: the layers are written out in the loop body.
   bool layer_calls = true;
+  // @generate's decode loop runs on the device: one scf.while step per token whose condition
+  // is a device flag (passes/loops/DeviceLoops.h), so that hexir-compile makes the whole loop
+  // one command buffer (a CUDA conditional WHILE node; the host waits once, for the ids). The
+  // position lives on the device: the K/V row write and the attention's mask read it in the
+  // kernels (each step touches all S cache rows instead of pos + 1). Ids equal the chunked
+  // loop's. Ignored (the chunked loop) with tensor_parallel > 1 or a placement; the streaming
+  // pair keeps its chunks. false: the chunked host loop (decode_chunk), the CPU's choice.
+  bool device_loop = false;
   // Tensor parallelism (TensorParallel.h): > 1 emits one rank's SPMD program for this many
   // ranks (Megatron-style shards, all_reduce after wo and w2, a distributed argmax); the
   // weights passed must then be TensorParallelWeights'. 1: one device.

@@ -164,3 +164,61 @@ func.func @host_loops(%n: i64, %x0: tensor<4xf32>, %g0: tensor<1xi64>, %f0: tens
   }
   return %r#1, %g, %h, %k#0 : tensor<4xf32>, tensor<1xi64>, tensor<1xi32>, tensor<1xi32>
 }
+
+// -----
+
+// A generic whose one init is its body argument, read only as each point's own element,
+// updates it in place: marked hexir.in_place, no write-back. One that also reads its
+// argument as an input (another point's element could be read) gets the write-back.
+// CHECK-LABEL: func.func @own_elements(
+// CHECK:         ^bb0(%[[F:[a-z0-9]+]]: tensor<1xi32>, %[[X:[a-z0-9]+]]: tensor<4xf32>, %[[Y:[a-z0-9]+]]: tensor<4xf32>):
+// CHECK:           %[[X1:.+]] = linalg.generic {{.*}} outs(%[[X]] : tensor<4xf32>) attrs ={{ +}}{hexir.in_place}
+// CHECK:           %[[Y1:.+]] = linalg.generic {{.*}} ins(%[[Y]] : tensor<4xf32>) outs(%[[Y]] : tensor<4xf32>) {
+// CHECK:           %[[F1:.+]] = linalg.generic {{.*}} outs(%[[F]] : tensor<1xi32>) attrs ={{ +}}{hexir.in_place}
+// CHECK:           %[[WY:.+]] = tensor.insert_slice %[[Y1]] into %[[Y]][0] [4] [1]
+// CHECK-NEXT:      scf.yield %[[F1]], %[[X1]], %[[WY]]
+// CHECK:         } attributes {hexir.device_loop}
+#id = affine_map<(d0) -> (d0)>
+#rev = affine_map<(d0) -> (3 - d0)>
+func.func @own_elements(%a: tensor<1xi32>) -> tensor<4xf32> {
+  %e0 = tensor.empty() : tensor<1xi32>
+  %f0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%a : tensor<1xi32>) outs(%e0 : tensor<1xi32>) {
+  ^bb0(%v: i32, %o: i32):
+    linalg.yield %v : i32
+  } -> tensor<1xi32>
+  %one = arith.constant 1.0 : f32
+  %ex = tensor.empty() : tensor<4xf32>
+  %x0 = linalg.fill ins(%one : f32) outs(%ex : tensor<4xf32>) -> tensor<4xf32>
+  %ey = tensor.empty() : tensor<4xf32>
+  %y0 = linalg.fill ins(%one : f32) outs(%ey : tensor<4xf32>) -> tensor<4xf32>
+  %r:3 = scf.while (%f = %f0, %x = %x0, %y = %y0) : (tensor<1xi32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<1xi32>, tensor<4xf32>, tensor<4xf32>) {
+    %c0 = arith.constant 0 : index
+    %e = tensor.extract %f[%c0] : tensor<1xi32>
+    %z = arith.constant 0 : i32
+    %go = arith.cmpi ne, %e, %z : i32
+    scf.condition(%go) %f, %x, %y : tensor<1xi32>, tensor<4xf32>, tensor<4xf32>
+  } do {
+  ^bb0(%f: tensor<1xi32>, %x: tensor<4xf32>, %y: tensor<4xf32>):
+    %x1 = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]} outs(%x : tensor<4xf32>) {
+    ^bb0(%o: f32):
+      %two = arith.constant 2.0 : f32
+      %m = arith.mulf %o, %two : f32
+      linalg.yield %m : f32
+    } -> tensor<4xf32>
+    %y1 = linalg.generic {indexing_maps = [#rev, #id], iterator_types = ["parallel"]}
+        ins(%y : tensor<4xf32>) outs(%y : tensor<4xf32>) {
+    ^bb0(%i: f32, %o: f32):
+      %s = arith.addf %i, %o : f32
+      linalg.yield %s : f32
+    } -> tensor<4xf32>
+    %f1 = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]} outs(%f : tensor<1xi32>) {
+    ^bb0(%o: i32):
+      %m1 = arith.constant 1 : i32
+      %s = arith.subi %o, %m1 : i32
+      linalg.yield %s : i32
+    } -> tensor<1xi32>
+    scf.yield %f1, %x1, %y1 : tensor<1xi32>, tensor<4xf32>, tensor<4xf32>
+  }
+  return %r#1 : tensor<4xf32>
+}

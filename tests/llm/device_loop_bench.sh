@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# @generate's decode loop on the device against the chunked host loop (not a test; issue 18,
+# H200): ms per generated token of stories260K (f32, cache 512) and random768 (f16 weights,
+# gpu_decode_bench.sh's shape, cache 256) imported without and with `hexir-import
+# --device-loop`, alternating 3 rounds (best of each), with PyTorch's CUDA-graph replay of one
+# decode step (tests/llm/torch_decode_bench.py) in the same run; then `hexir-bench` of the
+# device-loop module's @generate (submissions, graph launches and kernels per call).
+# Two halves:
+#   here (LLVM, Bazel):  bash tests/llm/device_loop_bench.sh --pack DIR
+#     compiles the four CUDA modules into DIR (random768's from a header-only sparse file).
+#   on the GPU machine:  bash tests/llm/device_loop_bench.sh DIR BIN [TOKENS=200]
+#     DIR: the modules and stories260K.bin; BIN: hexir-generate and hexir-bench; PyTorch from
+#     HEXIR_TORCH_PYTHON (default python3). random768's checkpoint is regenerated there.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+BENCH_PY=tests/llm/torch_decode_bench.py
+RANDOM768=(--dim 768 --hidden 2048 --layers 12 --heads 12 --kv-heads 12 --vocab 32000 --seq-len 256 --seed 768)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+if [ "${1:-}" = "--pack" ]; then
+  set -e
+  out=$(mkdir -p "$2" && cd "$2" && pwd)
+  shared=${HEXIR_SHARED_DIR:-$(cd .. && pwd)/shared}
+  IMPORT=${HEXIR_IMPORT:-bazel-bin/tools/hexir-import/hexir-import}
+  COMPILE=${HEXIR_COMPILE:-bazel-bin/tools/hexir-compile/hexir-compile}
+  cp "$shared/models/stories260K.bin" "$out/"
+  "${PACK_PYTHON:-/usr/bin/python3}" "$BENCH_PY" --write-random "$tmp/random768.bin" "${RANDOM768[@]}" --header-only
+  for form in chunked device; do
+    flag=""; [ $form = device ] && flag=--device-loop
+    "$IMPORT" "$shared/models/stories260K.bin" $flag -o "$tmp/s.mlir"
+    "$COMPILE" "$tmp/s.mlir" --target=cuda --cpu=x86-64-v3 -o "$out/stories260K_$form.cuda.vmfb"
+    "$IMPORT" "$tmp/random768.bin" --weights=f16 $flag -o "$tmp/r.mlir"
+    "$COMPILE" "$tmp/r.mlir" --target=cuda --cpu=x86-64-v3 -o "$out/random768_f16_$form.cuda.vmfb"
+  done
+  echo "device_loop_bench: modules in $out: $(cd "$out" && echo *.vmfb)"
+  exit 0
+fi
+
+DIR=$1 BIN=$2 TOKENS=${3:-200}
+PY=${HEXIR_TORCH_PYTHON:-python3}
+"$PY" "$BENCH_PY" --write-random "$tmp/random768.bin" "${RANDOM768[@]}" || { echo "writing random768 failed"; exit 1; }
+# ms NAME MODULE CKPT TOKENS: ms per generated token, fastest of 3 calls; ids kept in $tmp/NAME.ids
+ms() {
+  local err
+  err=$(timeout 120 "$BIN/hexir-generate" --module="$2" --parameters="$3" --device=cuda --max-tokens="$4" \
+    --repeat=3 --timing 2>&1 >"$tmp/$1.ids") || { echo "-"; echo "$err" | tail -3 >&2; return; }
+  sed -n 's/^hexir-generate: .* + \([0-9]*\) generated tokens in \([0-9.]*\) ms.*/\1 \2/p' <<<"$err" |
+    awk '{ if ($1 > 0) printf "%.4f", $2 / $1; else print "-" }'
+}
+best() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == "-") print a; else if (a == "" || b + 0 < a + 0) print b; else print a }'; }
+status=0
+for pair in "stories260K:$DIR/stories260K.bin:$TOKENS:f32" "random768_f16:$tmp/random768.bin:$((TOKENS < 255 ? TOKENS : 255)):f16"; do
+  IFS=: read -r name ckpt tokens dtype <<<"$pair"
+  chunked="" device=""
+  for _ in 1 2 3; do
+    chunked=$(best "$chunked" "$(ms "${name}_chunked" "$DIR/${name}_chunked.cuda.vmfb" "$ckpt" "$tokens")")
+    device=$(best "$device" "$(ms "${name}_device" "$DIR/${name}_device.cuda.vmfb" "$ckpt" "$tokens")")
+  done
+  same=no; cmp -s "$tmp/${name}_chunked.ids" "$tmp/${name}_device.ids" && same=yes
+  [ "$same" = yes ] || status=1
+  graph=$(timeout 150 "$PY" "$BENCH_PY" "$ckpt" --device cuda --dtype "$dtype" --tokens "$tokens" --repeat 3 \
+    --print-ids 0 2>/dev/null | sed -n 's/^graph_ms_per_token: //p')
+  awk -v m="$name" -v n="$tokens" -v c="$chunked" -v d="$device" -v g="${graph:--}" -v s="$same" 'BEGIN {
+    printf "%-14s tokens %3d  chunked %8s  device-loop %8s  chunked/device %5s  torch-graph %8s  device/torch %5s  ids equal: %s\n",
+      m, n, c, d, (c + 0 > 0 && d + 0 > 0) ? sprintf("%.2f", c / d) : "-", g,
+      (d + 0 > 0 && g + 0 > 0) ? sprintf("%.2f", d / g) : "-", s }'
+done
+# One @generate of the device-loop module: submissions, launches and kernels per call.
+"$BIN/hexir-bench" --module="$DIR/stories260K_device.cuda.vmfb" --device=cuda --function=generate \
+  --input=1xi64=1 --input=i64="$TOKENS" --fill-inputs=0.01 --iterations=5 --no-baselines 2>&1 |
+  grep -E "dispatches per call|per steady call|wall \(invoke" | sed 's/^/stories260K device loop, hexir-bench: /'
+exit $status
