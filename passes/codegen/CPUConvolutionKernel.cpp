@@ -376,7 +376,7 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
   Value packed;
   OpBuilder b(kernel.getContext());
   for (auto& [op, g] : convolutions) {
-    if (g.kind == ConvolutionKind::kDense && !packed) packed = AllocatePackedPanel(kernel, tiles);
+    if (g.kind == ConvolutionKind::kDense && !packed) packed = AllocatePackedBlock(kernel, tiles);
     b.setInsertionPoint(op);
     Location loc = op.getLoc();
     Value x = op.getDpsInputs()[0], w = op.getDpsInputs()[1], out = op.getDpsInits()[0];

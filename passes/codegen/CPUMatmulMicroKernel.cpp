@@ -22,7 +22,10 @@ MatmulTiles ChooseMatmulTiles(const CPUTarget& target) {
   int64_t free = std::max<int64_t>(t.vectors, target.vectorRegisters - t.vectors - 1);
   t.rows = std::clamp<int64_t>(free / t.vectors, 1, 14);
   t.depth = std::max<int64_t>(16, target.l1Bytes / 2 / (t.columns() * 4) / 8 * 8);
-  t.rowBlock = std::max<int64_t>(t.rows, target.l2Bytes / 2 / (t.depth * 4) / t.rows * t.rows);
+  t.rowBlock = std::max<int64_t>(t.rows, target.l2Bytes / 4 / (t.depth * 4) / t.rows * t.rows);
+  // The packed B block: half of L2 as well, at most 256 KiB of stack.
+  int64_t blockBytes = std::min<int64_t>(target.l2Bytes / 2, 256 * 1024);
+  t.blockColumns = std::max<int64_t>(1, blockBytes / (t.depth * 4) / t.columns()) * t.columns();
   return t;
 }
 
@@ -63,71 +66,125 @@ class MicroKernelEmitter {
         vec(VectorType::get({tiles.lanes}, b.getF32Type())),
         maskType(VectorType::get({tiles.lanes}, b.getI1Type())) {}
 
-  void emit(const PackedGemm& g, PackBPanel packB) {
+  // `packBlock(kc, kcSize, nc, panels)` fills the packed block with B's panels
+  // [nc, nc + panels * NR) of rows [kc, kc + kcSize).
+  void emit(const PackedGemm& g, llvm::function_ref<void(Value, Value, Value, Value)> packBlock) {
     Value zero = index(0);
     prefix = g.cPrefix;
+    columns = g.columns;
     zeroVec = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
     forLoop(zero, g.depth, index(t.depth), [&](Value kc) {
       Value kcEnd = arith::MinSIOp::create(
           b, loc, arith::AddIOp::create(b, loc, kc, index(t.depth)), g.depth);
       Value kcSize = arith::SubIOp::create(b, loc, kcEnd, kc);
-      forLoop(zero, g.rows, index(t.rowBlock), [&](Value mc) {
-        Value mcEnd = arith::MinSIOp::create(
-            b, loc, arith::AddIOp::create(b, loc, mc, index(t.rowBlock)), g.rows);
-        forLoop(zero, g.columns, index(t.columns()), [&](Value n0) {
-          Panel panel{g.a, g.c, kc, kcSize, n0, {}, {}};
-          Value left = arith::SubIOp::create(b, loc, g.columns, n0);
-          panel.full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, left,
-                                             index(t.columns()));
-          for (int64_t v = 0; v < t.vectors; ++v) {
-            Value lanesLeft = arith::SubIOp::create(b, loc, left, index(v * t.lanes));
-            panel.masks.push_back(vector::CreateMaskOp::create(b, loc, maskType, ValueRange{lanesLeft}));
-          }
-          packB(b, packed, kc, kcSize, n0, panel.full, panel.masks);
-          // Whole MR tiles, then the remainder as a sum of powers of two below MR.
-          Value span = arith::SubIOp::create(b, loc, mcEnd, mc);
-          Value whole = arith::MulIOp::create(
-              b, loc, arith::DivUIOp::create(b, loc, span, index(t.rows)), index(t.rows));
-          Value wholeEnd = arith::AddIOp::create(b, loc, mc, whole);
-          forLoop(mc, wholeEnd, index(t.rows), [&](Value m) { registerTile(panel, m, t.rows); });
-          Value rest = arith::SubIOp::create(b, loc, span, whole);
-          Value at = wholeEnd;
-          int64_t part = 1;
-          while (part * 2 < t.rows) part *= 2;
-          for (; part >= 1; part /= 2) {
-            Value bit = arith::AndIOp::create(b, loc, rest, index(part));
-            Value has = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, bit, index(0));
-            Value row = at;
-            scf::IfOp::create(b, loc, has, [&](OpBuilder& nested, Location) {
-              OpBuilder::InsertionGuard guard(b);
-              b.setInsertionPoint(scf::YieldOp::create(nested, loc));
-              registerTile(panel, row, part);
-            });
-            at = arith::AddIOp::create(b, loc, at, bit);
-          }
+      forLoop(zero, g.columns, index(t.blockColumns), [&](Value nc) {
+        Value ncSize = arith::MinSIOp::create(
+            b, loc, arith::SubIOp::create(b, loc, g.columns, nc), index(t.blockColumns));
+        Value panels = arith::DivUIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, ncSize, index(t.columns() - 1)), index(t.columns()));
+        packBlock(kc, kcSize, nc, panels);
+        forLoop(zero, g.rows, index(t.rowBlock), [&](Value mc) {
+          Value mcEnd = arith::MinSIOp::create(
+              b, loc, arith::AddIOp::create(b, loc, mc, index(t.rowBlock)), g.rows);
+          forLoop(zero, panels, index(1), [&](Value p) {
+            Panel panel = panelAt(nc, p);
+            panel.a = g.a;
+            panel.c = g.c;
+            panel.kc = kc;
+            panel.kcSize = kcSize;
+            // Whole MR tiles, then the remainder as a sum of powers of two below MR.
+            Value span = arith::SubIOp::create(b, loc, mcEnd, mc);
+            Value whole = arith::MulIOp::create(
+                b, loc, arith::DivUIOp::create(b, loc, span, index(t.rows)), index(t.rows));
+            Value wholeEnd = arith::AddIOp::create(b, loc, mc, whole);
+            forLoop(mc, wholeEnd, index(t.rows), [&](Value m) { registerTile(panel, m, t.rows); });
+            Value rest = arith::SubIOp::create(b, loc, span, whole);
+            Value at = wholeEnd;
+            int64_t part = 1;
+            while (part * 2 < t.rows) part *= 2;
+            for (; part >= 1; part /= 2) {
+              Value bit = arith::AndIOp::create(b, loc, rest, index(part));
+              Value has = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, bit, index(0));
+              Value row = at;
+              scf::IfOp::create(b, loc, has, [&](OpBuilder& nested, Location) {
+                OpBuilder::InsertionGuard guard(b);
+                b.setInsertionPoint(scf::YieldOp::create(nested, loc));
+                registerTile(panel, row, part);
+              });
+              at = arith::AddIOp::create(b, loc, at, bit);
+            }
+          });
         });
       });
     });
   }
 
-  // Bp[k][0, NR) = B[kc + k][n0, n0 + NR), zero past N, for a dense row-major B.
-  void packDense(Value bMat, Value kc, Value kcSize, Value n0, ArrayRef<Value> masks) {
+  // Each panel of the block through `packB`, which writes the panel's [KC][NR] view.
+  void packPanels(PackBPanel packB, Value kc, Value kcSize, Value nc, Value panels) {
+    forLoop(index(0), panels, index(1), [&](Value p) {
+      Panel panel = panelAt(nc, p);
+      OpFoldResult offsets[] = {panel.base, b.getIndexAttr(0)};
+      OpFoldResult sizes[] = {b.getIndexAttr(t.depth), b.getIndexAttr(t.columns())};
+      OpFoldResult strides[] = {b.getIndexAttr(1), b.getIndexAttr(1)};
+      Value view = memref::SubViewOp::create(b, loc, packed, offsets, sizes, strides);
+      packB(b, view, kc, kcSize, panel.n0, panel.full, panel.masks);
+    });
+  }
+
+  // The block from a dense row-major B, row by row: each row's NC columns are one
+  // contiguous run, which the hardware prefetches (a panel at a time would read one cache
+  // line per row, a page apart when N is 1024).
+  void packDenseBlock(Value bMat, Value kc, Value kcSize, Value nc, Value panels) {
+    Value ncSize = arith::MinSIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, columns, nc), index(t.blockColumns));
+    Value fullPanels = arith::DivUIOp::create(b, loc, ncSize, index(t.columns()));
     forLoop(index(0), kcSize, index(1), [&](Value k) {
       Value row = arith::AddIOp::create(b, loc, kc, k);
-      for (int64_t v = 0; v < t.vectors; ++v) {
-        Value col = arith::AddIOp::create(b, loc, n0, index(v * t.lanes));
-        Value x = vector::MaskedLoadOp::create(b, loc, vec, bMat, ValueRange{row, col},
-                                               masks[v], zeroVec);
-        vector::StoreOp::create(b, loc, x, packed, ValueRange{k, index(v * t.lanes)});
-      }
+      forLoop(index(0), fullPanels, index(1), [&](Value p) {
+        Value n0 = arith::AddIOp::create(b, loc, nc, arith::MulIOp::create(b, loc, p, index(t.columns())));
+        Value at = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, p, index(t.depth)), k);
+        for (int64_t v = 0; v < t.vectors; ++v) {
+          Value col = arith::AddIOp::create(b, loc, n0, index(v * t.lanes));
+          Value x = vector::LoadOp::create(b, loc, vec, bMat, ValueRange{row, col});
+          vector::StoreOp::create(b, loc, x, packed, ValueRange{at, index(v * t.lanes)});
+        }
+      });
+      // The block's last panel when it reaches past N: masked, zero past N.
+      Value partial = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, fullPanels, panels);
+      scf::IfOp::create(b, loc, partial, [&](OpBuilder& nested, Location) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(scf::YieldOp::create(nested, loc));
+        Panel panel = panelAt(nc, fullPanels);
+        Value at = arith::AddIOp::create(b, loc, panel.base, k);
+        for (int64_t v = 0; v < t.vectors; ++v) {
+          Value x = vector::MaskedLoadOp::create(b, loc, vec, bMat, ValueRange{row, column(panel, v)},
+                                                 panel.masks[v], zeroVec);
+          vector::StoreOp::create(b, loc, x, packed, ValueRange{at, index(v * t.lanes)});
+        }
+      });
     });
   }
 
  private:
   struct Panel {
     Value a, c, kc, kcSize, n0, full;
+    Value base;                // the panel's first row in the packed block (p * KC)
     SmallVector<Value> masks;  // lanes of each vector inside N
   };
+
+  // Panel p of the block at column nc: its columns, row in the block and masks at N.
+  Panel panelAt(Value nc, Value p) {
+    Panel panel;
+    panel.n0 = arith::AddIOp::create(b, loc, nc, arith::MulIOp::create(b, loc, p, index(t.columns())));
+    panel.base = arith::MulIOp::create(b, loc, p, index(t.depth));
+    Value left = arith::SubIOp::create(b, loc, columns, panel.n0);
+    panel.full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, left, index(t.columns()));
+    for (int64_t v = 0; v < t.vectors; ++v) {
+      Value lanesLeft = arith::SubIOp::create(b, loc, left, index(v * t.lanes));
+      panel.masks.push_back(vector::CreateMaskOp::create(b, loc, maskType, ValueRange{lanesLeft}));
+    }
+    return panel;
+  }
 
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
 
@@ -181,8 +238,9 @@ class MicroKernelEmitter {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(nested.getInsertionBlock());
           SmallVector<Value> bv;
+          Value bk = arith::AddIOp::create(b, loc, p.base, k);
           for (int64_t v = 0; v < t.vectors; ++v)
-            bv.push_back(vector::LoadOp::create(b, loc, vec, packed, ValueRange{k, index(v * t.lanes)}));
+            bv.push_back(vector::LoadOp::create(b, loc, vec, packed, ValueRange{bk, index(v * t.lanes)}));
           Value ak = arith::AddIOp::create(b, loc, p.kc, k);
           SmallVector<Value> next;
           for (int64_t i = 0; i < rows; ++i) {
@@ -219,21 +277,26 @@ class MicroKernelEmitter {
   VectorType vec, maskType;
   Value zeroVec;
   SmallVector<Value> prefix;  // C's leading indices
+  Value columns;              // N
 };
 
 }  // namespace
 
-Value AllocatePackedPanel(func::FuncOp kernel, const MatmulTiles& tiles) {
+Value AllocatePackedBlock(func::FuncOp kernel, const MatmulTiles& tiles) {
   // At entry: an alloca inside a loop would grow the stack.
   OpBuilder b(kernel.getContext());
   b.setInsertionPointToStart(&kernel.getBody().front());
-  auto packedType = MemRefType::get({tiles.depth, tiles.columns()}, b.getF32Type());
+  int64_t panels = tiles.blockColumns / tiles.columns();
+  auto packedType = MemRefType::get({panels * tiles.depth, tiles.columns()}, b.getF32Type());
   return memref::AllocaOp::create(b, kernel.getLoc(), packedType, b.getI64IntegerAttr(64));
 }
 
 void EmitPackedGemm(OpBuilder& b, Location loc, const MatmulTiles& tiles, Value packed,
                     const PackedGemm& gemm, PackBPanel packB) {
-  MicroKernelEmitter(b, loc, tiles, packed).emit(gemm, packB);
+  MicroKernelEmitter emitter(b, loc, tiles, packed);
+  emitter.emit(gemm, [&](Value kc, Value kcSize, Value nc, Value panels) {
+    emitter.packPanels(packB, kc, kcSize, nc, panels);
+  });
 }
 
 void LowerMatmulsToMicroKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
@@ -242,7 +305,7 @@ void LowerMatmulsToMicroKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
     if (op.hasPureBufferSemantics() && TakesMatmulMicroKernel(op)) matmuls.push_back(op);
   });
   if (matmuls.empty()) return;
-  Value packed = AllocatePackedPanel(kernel, tiles);
+  Value packed = AllocatePackedBlock(kernel, tiles);
   OpBuilder b(kernel.getContext());
   for (linalg::LinalgOp op : matmuls) {
     b.setInsertionPoint(op);
@@ -251,9 +314,8 @@ void LowerMatmulsToMicroKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
     PackedGemm gemm{a, c, {}, memref::DimOp::create(b, loc, c, 0),
                     memref::DimOp::create(b, loc, c, 1), memref::DimOp::create(b, loc, a, 1)};
     MicroKernelEmitter emitter(b, loc, tiles, packed);
-    emitter.emit(gemm, [&](OpBuilder&, Value, Value kc, Value kcSize, Value n0, Value,
-                           ArrayRef<Value> masks) {
-      emitter.packDense(bMat, kc, kcSize, n0, masks);
+    emitter.emit(gemm, [&](Value kc, Value kcSize, Value nc, Value panels) {
+      emitter.packDenseBlock(bMat, kc, kcSize, nc, panels);
     });
     op->erase();
   }

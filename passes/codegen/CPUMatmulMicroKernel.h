@@ -2,19 +2,22 @@
 // on bufferized kernels, before linalg becomes loops).
 //
 // C[M][N] += A[M][K] * B[K][N] becomes, per cache block of `depth` (KC) steps of k and
-// `rowBlock` (MC) rows of A:
+// `blockColumns` (NC) columns of B, then `rowBlock` (MC) rows of A:
 //
-//   for kc, mc:  for each column panel n0 of `columns` (NR) columns:
-//       pack B[kc:kc+KC][n0:n0+NR] into a stack buffer Bp[KC][NR] (zero past N: in L1)
+//   for kc, nc:
+//     pack B[kc:kc+KC][nc:nc+NC] once into a stack buffer of NC/NR panels Bp[p][KC][NR]
+//       (zero past N; a dense B row by row, each row's NC columns one contiguous run: in L2)
+//     for mc:  for each panel p (columns n0 = nc + p * NR; its KC x NR in L1):
 //       for each tile of `rows` (MR) rows m:         (the A block MC x KC stays in L2)
 //         acc[MR][NR/lanes] = C[m..][n0..]            (vector registers)
-//         for k < KC: b = Bp[k]; acc[i] += broadcast(A[m+i][kc+k]) * b
+//         for k < KC: b = Bp[p][k]; acc[i] += broadcast(A[m+i][kc+k]) * b
 //         C[m..][n0..] = acc                          (masked in the last panel)
 //       the rows left (< MR) run the same kernel with MR = each power of two they contain.
 //
 // Tiles come from the target (CPUTarget.h): NR = 2 vectors, MR as many rows as the
-// remaining registers hold (6 x 16 on AVX2, 14 x 32 on AVX-512), Bp half of L1, the A
-// block half of L2. Only f32 matmuls with the default maps and unit-stride rows of B and C
+// remaining registers hold (6 x 16 on AVX2, 14 x 32 on AVX-512), a panel half of L1, the B
+// block half of L2 (at most 256 KiB of stack), the A block a quarter of L2. Only f32 matmuls
+// with the default maps and unit-stride rows of B and C
 // are rewritten, and not those with a static M below `minRows` (a GEMV reads its weights
 // once: packing them would only add traffic); the rest keep the loop lowering.
 #pragma once
@@ -33,6 +36,7 @@ struct MatmulTiles {
   int64_t rows;      // MR
   int64_t depth;     // KC
   int64_t rowBlock;  // MC, a multiple of MR
+  int64_t blockColumns;  // NC, a multiple of NR
   int64_t columns() const { return lanes * vectors; }
 };
 
@@ -50,8 +54,9 @@ void LowerMatmulsToMicroKernels(mlir::func::FuncOp kernel, const MatmulTiles& ti
 
 // The GEMM behind the micro-kernel, for other ops that are one (convolutions):
 // C[cPrefix..., m, n] += A[m][k] * B[k][n] with A a [M][K] memref and C's last two dims
-// [M][N], both with unit-stride rows. B exists only through `packB`, which stores
-// B[kc + k][n0 + j] into packed[k][j] for k < kcSize, j < NR, zero where n0 + j >= N
+// [M][N], both with unit-stride rows. B exists only through `packB`, called once per panel
+// of a block, which stores B[kc + k][n0 + j] into packed[k][j] (`packed`: the panel's
+// [KC][NR] view of the block) for k < kcSize, j < NR, zero where n0 + j >= N
 // (`masks[v]`: lanes of vector v inside N; `full`: the whole panel is inside N).
 struct PackedGemm {
   mlir::Value a, c;
@@ -61,8 +66,9 @@ struct PackedGemm {
 using PackBPanel = llvm::function_ref<void(mlir::OpBuilder& b, mlir::Value packed, mlir::Value kc,
                                            mlir::Value kcSize, mlir::Value n0, mlir::Value full,
                                            llvm::ArrayRef<mlir::Value> masks)>;
-// The stack buffer of one packed panel [KC][NR], allocated at the kernel's entry.
-mlir::Value AllocatePackedPanel(mlir::func::FuncOp kernel, const MatmulTiles& tiles);
+// The stack buffer of one packed block, NC/NR panels [KC][NR] as [NC/NR * KC][NR],
+// allocated at the kernel's entry.
+mlir::Value AllocatePackedBlock(mlir::func::FuncOp kernel, const MatmulTiles& tiles);
 void EmitPackedGemm(mlir::OpBuilder& b, mlir::Location loc, const MatmulTiles& tiles,
                     mlir::Value packed, const PackedGemm& gemm, PackBPanel packB);
 

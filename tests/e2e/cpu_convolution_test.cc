@@ -142,6 +142,9 @@ TEST_CASE("dense convolutions at awkward sizes match a double reference") {
   // Stride 2 leaving the last row and column of x unread: the kernel reads a window of the
   // plane through its row pitch.
   Check({1, 4, 16, 16, 8, 3, 3, 2, 1, 1});
+  // 18 x 17 = 306 output positions: past one packed block of B (256 columns on AVX2) into a
+  // partial panel of the second.
+  Check({1, 4, 20, 19, 9, 3, 3, 1, 1, 1});
 }
 
 TEST_CASE("depthwise convolutions at awkward sizes match a double reference") {

@@ -82,9 +82,11 @@ void Check(int64_t m, int64_t n, int64_t k, bool dynamic, bool epilogue) {
 TEST_CASE("f32 matmuls at sizes that are no multiple of any tile match a double reference") {
   // (rows, columns, depth): one short register tile; N inside one vector; K past the packed
   // panel's depth with every remainder of rows; exact tiles; one workgroup of more rows
-  // than a cache block; many workgroups with N past a panel by one.
+  // than a cache block; many workgroups with N past a panel by one; N past one packed
+  // block of B (256 columns on AVX2) into a partial panel of its second block.
   for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{4, 1, 1}, {7, 13, 5},
-                         {37, 67, 600}, {64, 16, 256}, {600, 3, 5}, {257, 17, 131}}) {
+                         {37, 67, 600}, {64, 16, 256}, {600, 3, 5}, {257, 17, 131},
+                         {45, 301, 270}}) {
     Check(m, n, k, /*dynamic=*/false, /*epilogue=*/false);
   }
 }
