@@ -35,23 +35,6 @@
 // SSE:           llvm.shufflevector {{.*}} [0, 2, 4, 6, 8, 10, 12, 14] : vector<16xi32>
 // SSE:           llvm.sitofp {{.*}} : vector<8xi32> to vector<8xf32>
 // SSE-NOT:       llvm.call_intrinsic
-hexir.executable @q8
-// CHECK:         llvm.func internal @q8_impl(
-// CHECK:           llvm.alloca {{.*}} x i8
-// CHECK:           llvm.intr.vector.reduce.fmax
-// CHECK:           llvm.intr.roundeven({{.*}}) : (vector<8xf32>) -> vector<8xf32>
-// CHECK:           llvm.fptrunc {{.*}} : f32 to f16
-// CHECK:           "llvm.intr.prefetch"
-// CHECK:           llvm.load {{.*}} -> vector<32xi8>
-// CHECK:           llvm.load {{.*}} -> vector<32xi8>
-// CHECK:           llvm.sext {{.*}} : vector<32xi8> to vector<32xi32>
-// CHECK:           llvm.mul {{.*}} : vector<32xi32>
-// CHECK:           llvm.shufflevector {{.*}} [1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31] : vector<32xi32>
-// CHECK:           llvm.add {{.*}} : vector<16xi32>
-// CHECK:           llvm.shufflevector {{.*}} [0, 2, 4, 6, 8, 10, 12, 14] : vector<16xi32>
-// CHECK:           llvm.sitofp {{.*}} : vector<8xi32> to vector<8xf32>
-// CHECK-NOT:       llvm.load {{.*}} -> i8
-// CHECK:           llvm.intr.vector.reduce.fadd
 hexir.executable @q8 attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
   builtin.module {
     func.func @q8(%xb: tensor<2x32xf32>, %w: tensor<6x68xi8>, %o: tensor<6xf32>, %id: index) -> tensor<6xf32> {
