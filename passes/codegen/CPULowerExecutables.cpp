@@ -36,60 +36,6 @@ namespace hexir {
 namespace {
 using namespace mlir;
 
-// Elementwise chains fused into one loop nest, on the tensor kernel before bufferization.
-//
-// A dispatch region may hold several elementwise linalg ops (y = f(g(h(x)))); lowered one
-// by one, each writes its whole intermediate to memory and the next reads it back: a chain of
-// three over 64 MiB moves five times the bytes of one pass. Fused, the chain reads x and
-// writes y once:
-//
-//   %a = generic(x) {h}   %b = generic(%a, x) {g}   %c = generic(%b, x) {f}
-//     ->  %c = generic(x) {f(g(h(x)), x)}
-//
-// Only producers with all loops parallel and a single use are fused, into consumers with all
-// loops parallel: a matmul or a convolution (reductions) is never rewritten, so the kernels
-// that match them still do, and nothing is computed twice.
-
-bool AllParallel(linalg::LinalgOp op) {
-  return op.getNumLoops() == op.getNumParallelLoops();
-}
-
-// Whether the producer of `operand` may be fused into its consumer.
-bool FusesElementwise(OpOperand* operand) {
-  auto producer = operand->get().getDefiningOp<linalg::LinalgOp>();
-  auto consumer = dyn_cast<linalg::LinalgOp>(operand->getOwner());
-  return producer && consumer && producer->hasOneUse() && AllParallel(producer) &&
-         AllParallel(consumer);
-}
-
-// consumer(producer(x), y) -> fused(x, y), one operand at a time (upstream's
-// FuseElementwiseOps without the other patterns of populateElementwiseOpsFusionPatterns:
-// RemoveOutsDependency would give a tile's result a buffer of its own and a copy).
-struct FuseElementwiseProducer : OpRewritePattern<linalg::GenericOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(linalg::GenericOp consumer, PatternRewriter& rewriter) const override {
-    for (OpOperand& operand : consumer->getOpOperands()) {
-      if (!FusesElementwise(&operand) || !linalg::areElementwiseOpsFusable(&operand)) continue;
-      Operation* producer = operand.get().getDefiningOp();
-      FailureOr<linalg::ElementwiseOpFusionResult> fused = linalg::fuseElementwiseOps(rewriter, &operand);
-      if (failed(fused)) continue;
-      for (auto [original, replacement] : fused->replacements)
-        rewriter.replaceUsesWithIf(original, replacement,
-                                   [&](OpOperand& use) { return use.getOwner() != producer; });
-      rewriter.eraseOp(consumer);
-      return success();
-    }
-    return rewriter.notifyMatchFailure(consumer, "no single-use all-parallel producer to fuse");
-  }
-};
-
-LogicalResult FuseElementwiseChains(func::FuncOp kernel) {
-  RewritePatternSet patterns(kernel.getContext());
-  patterns.add<FuseElementwiseProducer>(kernel.getContext());
-  return applyPatternsGreedily(kernel, std::move(patterns));
-}
-
 using codegen::kBufferizePipeline;
 // bf16 arithmetic and math run in f32 (arith-emulate-unsupported-floats,
 // math-extend-to-supported-types; f16 stays: LLVM handles it) and the conversions become
@@ -131,8 +77,6 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     // through the entry's return code (hal/drivers/cpu/dispatch_abi.h).
     func::FuncOp tensorKernel = codegen::LookupKernel(exe);
     if (!tensorKernel) return failure();
-    // Elementwise chains as one loop nest (FuseElementwiseChains above).
-    if (failed(FuseElementwiseChains(tensorKernel))) return failure();
     Value workgroupId;
     if (tensorKernel.getNumArguments() && tensorKernel.getArgumentTypes().back().isIndex())
       workgroupId = tensorKernel.getArguments().back();

@@ -2,11 +2,9 @@
 // any tile) against double-precision C++ references: the dot products along contiguous
 // weights (LLM decode's matvec, f32 and f16, attention's q.K^T), [in][out] weights, and
 // innermost reductions, each vectorized with reassociated partial sums
-// (passes/codegen/CPUReductionOrder.h), and elementwise chains fused into one loop nest
-// (passes/codegen/CPUElementwiseFusion.h), on 0, 1 and 3 worker threads.
+// (passes/codegen/CPUReductionOrder.h), on 0, 1 and 3 worker threads.
 #include <catch2/catch.hpp>
 
-#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -205,55 +203,6 @@ TEST_CASE("row sums of squares of 1003 elements match a double reference") {
     F32(expected)[i] = float(acc);
   }
   RunOnThreadCounts(module, {x}, expected);
-}
-
-// Three elementwise ops over dynamic rows with a broadcast row operand: one dispatch, whose
-// kernel fuses them into one loop nest.
-const char* kElementwiseChain = R"mlir(
-#id = affine_map<(i, j) -> (i, j)>
-#row = affine_map<(i, j) -> (j)>
-func.func @main(%x: tensor<?x1003xf32>, %r: tensor<1003xf32>) -> tensor<?x1003xf32> {
-  %c0 = arith.constant 0 : index
-  %half = arith.constant 0.5 : f32
-  %n = tensor.dim %x, %c0 : tensor<?x1003xf32>
-  %e = tensor.empty(%n) : tensor<?x1003xf32>
-  %a = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
-      ins(%x, %r : tensor<?x1003xf32>, tensor<1003xf32>) outs(%e : tensor<?x1003xf32>) {
-    ^bb0(%v: f32, %w: f32, %o: f32):
-      %m = arith.mulf %v, %half : f32
-      %s = arith.addf %m, %w : f32
-      linalg.yield %s : f32
-  } -> tensor<?x1003xf32>
-  %b = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
-      ins(%a, %x : tensor<?x1003xf32>, tensor<?x1003xf32>) outs(%e : tensor<?x1003xf32>) {
-    ^bb0(%v: f32, %w: f32, %o: f32):
-      %t = math.tanh %v : f32
-      %p = arith.mulf %t, %w : f32
-      linalg.yield %p : f32
-  } -> tensor<?x1003xf32>
-  %c = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
-      ins(%b, %x : tensor<?x1003xf32>, tensor<?x1003xf32>) outs(%e : tensor<?x1003xf32>) {
-    ^bb0(%v: f32, %w: f32, %o: f32):
-      %q = arith.mulf %w, %w : f32
-      %d = arith.subf %v, %q : f32
-      linalg.yield %d : f32
-  } -> tensor<?x1003xf32>
-  return %c : tensor<?x1003xf32>
-}
-)mlir";
-
-TEST_CASE("a fused chain of three elementwise ops with a broadcast row matches a double reference") {
-  std::string module = CompileOrDie(kElementwiseChain, "elementwise_chain");
-  for (int64_t rows : {1, 37}) {
-    INFO("rows = " << rows);
-    HostTensor x = RandomF32({rows, 1003}, 61), r = RandomF32({1003}, 62);
-    HostTensor expected = ZerosF32({rows, 1003});
-    for (int64_t i = 0; i < rows * 1003; ++i) {
-      double v = F32(x)[i];
-      F32(expected)[i] = float(std::tanh(v * 0.5 + F32(r)[i % 1003]) * v - v * v);
-    }
-    RunOnThreadCounts(module, {x, r}, expected);
-  }
 }
 
 }  // namespace
