@@ -6,6 +6,7 @@ set -euo pipefail
 PACKAGES=(
   bazel-bootstrap
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 lld-22
+  binutils  # ld.bfd: links the CPU kernels (compiler/README.md, CPU target)
   catch2 libcli11-dev flatbuffers-compiler libflatbuffers-dev
   lua5.4 libclang-rt-22-dev
   libopenblas-dev

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/IR/Threading.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -60,9 +61,21 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     codegen::AddPipelineDialects(registry, {kBufferizePipeline, kLoopsPipeline, kLLVMPipeline});
   }
 
+  // Executables are lowered concurrently on the context's threads (one by one, in module order,
+  // when it is single-threaded, as with --dump-after); lower() touches only its executable's
+  // attributes and inner module, and diagnostics come out in module order
+  // (failableParallelForEach). The analysis managers of the inner modules, which the pipelines
+  // run by lower() use, are created here first: creating them inserts into a map shared by
+  // all executables.
   void runOnOperation() override {
-    for (auto exe : getOperation().getOps<ExecutableOp>())
-      if (exe.isCompiledFor("cpu") && failed(lower(exe))) return signalPassFailure();
+    SmallVector<ExecutableOp> executables;
+    for (auto exe : getOperation().getOps<ExecutableOp>()) {
+      if (!exe.isCompiledFor("cpu")) continue;
+      executables.push_back(exe);
+      if (ModuleOp inner = exe.getInnerModule()) (void)getAnalysisManager().nest(inner);
+    }
+    if (failed(failableParallelForEach(&getContext(), executables, [&](ExecutableOp exe) { return lower(exe); })))
+      signalPassFailure();
   }
 
  private:

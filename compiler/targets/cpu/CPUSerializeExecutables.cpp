@@ -1,6 +1,8 @@
 // Compiles each executable's LLVM-dialect module to an ELF shared object: translate to
 // LLVM IR, set the host triple and data layout, optimize at O3, emit a PIC object, and
-// link it with `ld.lld -shared` on temporary files that are deleted afterwards.
+// link it with `<lld option> -shared` (hexir-compile's pipeline names GNU ld: Pipeline.cpp)
+// on temporary files that are deleted afterwards. Executables are compiled concurrently on
+// the MLIR context's threads (one by one in module order when it is single-threaded).
 #include "dialects/hexir/IR/HexirOps.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -14,6 +16,7 @@
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Threading.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "passes/Passes.h"
 
@@ -32,8 +35,13 @@ class CPUSerializeExecutables
   void runOnOperation() override {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    // serialize() touches only its executable and what it creates (an LLVMContext, a target
+    // machine, temporary files); diagnostics come out in module order (failableParallelForEach).
+    SmallVector<ExecutableOp> executables;
     for (auto exe : getOperation().getOps<ExecutableOp>())
-      if (exe.isCompiledFor("cpu") && failed(serialize(exe))) return signalPassFailure();
+      if (exe.isCompiledFor("cpu")) executables.push_back(exe);
+    if (failed(failableParallelForEach(&getContext(), executables, [&](ExecutableOp exe) { return serialize(exe); })))
+      signalPassFailure();
   }
 
  private:
@@ -93,7 +101,11 @@ class CPUSerializeExecutables
     // Kernels may call libm (expf, ...) and, on CPUs without F16C, libgcc_s's f16
     // conversions (__extendhfsf2, __truncsfhf2): record them as dependencies when present.
     // bf16 conversions never reach LLVM (hexir-cpu-lower-executables expands them).
-    llvm::SmallVector<llvm::StringRef> args = {lld, "-shared", "-o", soPath, objPath};
+    // Flags both GNU ld and ld.lld take, set to ld.lld's defaults: the stack is never
+    // executable; code is not padded into pages of its own (GNU ld's default, which made each
+    // kernel's file 2.5x larger).
+    llvm::SmallVector<llvm::StringRef> args = {lld,  "-shared", "-z", "noexecstack", "-z", "noseparate-code",
+                                               "--hash-style=gnu", "-o", soPath, objPath};
     for (const char* library :
          {"/lib/x86_64-linux-gnu/libm.so.6", "/lib/x86_64-linux-gnu/libgcc_s.so.1"})
       if (llvm::sys::fs::exists(library)) args.append({"--as-needed", library});
