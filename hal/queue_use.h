@@ -1,6 +1,6 @@
 // Which submission of which queue last used a buffer, so that a host read of the buffer waits
-// only for that submission and not for later ones (Device::ReadBufferAfterPendingWork: a
-// decode loop reads a flag its previous chunk wrote while the next chunk is already queued).
+// only for that submission and not for later ones (Device::ReadBufferAfterPendingWork: a host
+// loop can read a flag its previous work wrote while its next work is already queued).
 //
 // A driver whose queue numbers its submissions 1, 2, ... in queue order notes, when a
 // submission is put in order (before it can start), every buffer it may touch: its binding

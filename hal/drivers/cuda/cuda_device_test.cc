@@ -443,7 +443,7 @@ TEST_CASE("cuda/second_call_costs_one_launch_one_synchronization") {
   REQUIRE(after.host_synchronizations == before.host_synchronizations + 1);
 }
 
-// The decode loop's flag read: the buffer's last user finished, a long dispatch that does not
+// A host loop's flag read: the buffer's last user finished, a long dispatch that does not
 // use it is still running, and the read comes back without waiting for that dispatch.
 TEST_CASE("cuda/read_of_a_buffer_no_later_submission_uses_runs_beside_them") {
   auto dev = OpenOrSkip();
