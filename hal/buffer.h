@@ -5,13 +5,15 @@
 // Device::ReadBuffer/WriteBuffer or queue copies.
 //
 // Ownership: refcounted (vm::Ref<Buffer>). A buffer does not retain its device; it keeps the
-// device's counters alive to report its own release. Thread-safety: the object is immutable;
-// concurrent access to its bytes is the caller's business (queues order their own accesses).
+// device's counters alive to report its own release. Thread-safety: the object is immutable
+// (but for its atomic queue_use record); concurrent access to its bytes is the caller's
+// business (queues order their own accesses).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 
+#include "hal/queue_use.h"
 #include "hal/stats.h"
 #include "vm/ref.h"
 
@@ -39,6 +41,8 @@ class Buffer : public vm::RefObject {
   // The address of byte 0 as the device's kernels see it (host memory: host_data(); CUDA:
   // the CUdeviceptr), for handing the memory to another framework (DLPack). 0: none.
   virtual uint64_t device_address() const { return reinterpret_cast<uintptr_t>(host_data()); }
+  // The last queue submission that used the buffer (noted by drivers; hal/queue_use.h).
+  QueueUse& queue_use() const { return queue_use_; }
 
  protected:
   Buffer(uint64_t byte_size, uint32_t memory_types, std::shared_ptr<DeviceCounters> counters);
@@ -48,6 +52,7 @@ class Buffer : public vm::RefObject {
   uint64_t byte_size_;
   uint32_t memory_types_;
   std::shared_ptr<DeviceCounters> counters_;
+  mutable QueueUse queue_use_;
 };
 
 }  // namespace hexir::hal

@@ -278,6 +278,7 @@ Status CommandBuffer::Finalize() {
   HEXIR_RETURN_IF_ERROR(CheckRecording("finalize"));
   HEXIR_RETURN_IF_ERROR(OnFinalize());
   finalized_ = true;
+  CollectDirectBuffers();
   if (counters_) {
     DeviceCounters::Add(counters_->command_buffers_recorded);
     uint64_t barriers = 0;
@@ -285,6 +286,35 @@ Status CommandBuffer::Finalize() {
     DeviceCounters::Add(counters_->barriers_recorded, barriers);
   }
   return Status::Ok();
+}
+
+void CommandBuffer::CollectDirectBuffers() {
+  auto add = [&](Buffer* b) {
+    if (b) direct_buffers_.push_back(b);
+  };
+  auto add_ref = [&](const BufferRef& r) {
+    if (!r.is_slot()) add(r.buffer.get());
+  };
+  for (const Command& c : commands_) {
+    if (auto* d = std::get_if<DispatchCommand>(&c)) {
+      for (const BufferRef& r : d->bindings) add_ref(r);
+      if (d->indirect) add_ref(d->workgroup_count_ref);
+    } else if (auto* cp = std::get_if<CopyCommand>(&c)) {
+      add(cp->source.get());
+      add(cp->target.get());
+    } else if (auto* f = std::get_if<FillCommand>(&c)) {
+      add(f->target.get());
+    } else if (auto* col = std::get_if<CollectiveCommand>(&c)) {
+      add_ref(col->send);
+      add_ref(col->recv);
+    } else if (auto* r = std::get_if<RepeatCommand>(&c)) {
+      add_ref(r->condition);
+      for (Buffer* b : r->body->direct_buffers()) add(b);
+    }
+  }
+  std::sort(direct_buffers_.begin(), direct_buffers_.end());
+  direct_buffers_.erase(std::unique(direct_buffers_.begin(), direct_buffers_.end()),
+                        direct_buffers_.end());
 }
 
 }  // namespace hexir::hal

@@ -184,6 +184,9 @@ class CommandBuffer : public vm::RefObject {
   bool has_collectives() const { return has_collectives_; }
   // True when a RepeatCommand was recorded.
   bool has_repeats() const { return has_repeats_; }
+  // Every distinct buffer its commands name directly (not through a slot), repeat bodies'
+  // included; set by Finalize (drivers note them at submission: hal/queue_use.h).
+  const std::vector<Buffer*>& direct_buffers() const { return direct_buffers_; }
 
   // Drivers' submission-time checks of a finalized command buffer's own contents (not the
   // binding table) give the same answer every time: a driver may remember that `device`
@@ -204,6 +207,7 @@ class CommandBuffer : public vm::RefObject {
  private:
   Status CheckRecording(const char* command) const;
   Status RecordDispatch(DispatchCommand cmd);
+  void CollectDirectBuffers();  // direct_buffers_, at Finalize
 
   std::shared_ptr<DeviceCounters> counters_;
   std::vector<Command> commands_;
@@ -211,6 +215,7 @@ class CommandBuffer : public vm::RefObject {
   bool has_collectives_ = false;
   bool has_repeats_ = false;
   bool finalized_ = false;
+  std::vector<Buffer*> direct_buffers_;  // retained by commands_
   mutable std::atomic<const void*> validated_for_{nullptr};
 };
 

@@ -88,6 +88,7 @@ Status Device::WaitIdle(const Interrupt& interrupt) {
 
 Status Device::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
                                           uint64_t size, const Interrupt& interrupt) {
+  DeviceCounters::Add(counters()->queue_drains);
   HEXIR_RETURN_IF_ERROR(WaitIdle(interrupt));
   return ReadBuffer(buffer, offset, data, size);
 }

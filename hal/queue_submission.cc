@@ -26,6 +26,14 @@ Status ResolveQueueBindingTable(const CommandBuffer& command_buffer,
   return Status::Ok();
 }
 
+void NoteQueueUse(uint32_t tag, uint64_t seq, const CommandBuffer& command_buffer,
+                  const std::vector<BufferRef>& table) {
+  for (const BufferRef& r : table) {
+    if (r.buffer) r.buffer->queue_use().Note(tag, seq);
+  }
+  for (Buffer* b : command_buffer.direct_buffers()) b->queue_use().Note(tag, seq);
+}
+
 bool KeepUnreachedWaits(const std::vector<SemaphoreValue>& waits, const PendingSignals& queued,
                         DeviceCounters& counters, std::vector<SemaphoreValue>* kept) {
   bool hold = false;

@@ -34,6 +34,12 @@ Status ResolveQueueBindingTable(const CommandBuffer& command_buffer,
                                 std::vector<BufferRef>* resolved,
                                 bool (*usable)(const Buffer& buffer), std::string_view unusable);
 
+// Notes submission `seq` of the queue tagged `tag` as the last one using each buffer of its
+// resolved binding table and each direct buffer of `command_buffer` (hal/queue_use.h). Call
+// it when the submission takes its place in queue order.
+void NoteQueueUse(uint32_t tag, uint64_t seq, const CommandBuffer& command_buffer,
+                  const std::vector<BufferRef>& table);
+
 // Classifies every wait of a submission against the signals already queued (ClassifyQueueWait,
 // which counts it), appends those not reached yet to *kept (a queue-ordered wait is kept for
 // the failure check of its producer) and returns true when one must hold the submission back

@@ -45,6 +45,7 @@ struct Submission {
   vm::Ref<CommandBuffer> command_buffer;
   std::vector<SemaphoreValue> signals;
   std::vector<BufferRef> binding_table;
+  uint64_t seq = 0;  // queue order, 1, 2, ... (hal/queue_use.h)
 };
 
 class CpuDevice final : public Device {
@@ -174,6 +175,9 @@ class CpuDevice final : public Device {
     return Status::Ok();
   }
 
+  Status ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
+                                    uint64_t size, const Interrupt& interrupt) override;
+
   Status ReadBuffer(const Buffer& buffer, uint64_t offset, void* data, uint64_t size) override {
     HEXIR_RETURN_IF_ERROR(
         ResolveRange(BufferRef::Range(vm::Ref<Buffer>::Retain(const_cast<Buffer*>(&buffer)),
@@ -228,6 +232,9 @@ class CpuDevice final : public Device {
   std::condition_variable idle_cv_;
   std::condition_variable space_cv_;  // back-pressure: a submission left, or the queue stalled
   std::deque<Submission> queue_ GUARDED_BY(mu_);
+  const uint32_t queue_tag_ = QueueUse::NewQueueTag();
+  uint64_t queued_seq_ GUARDED_BY(mu_) = 0;     // seq of the last submission queued
+  uint64_t completed_seq_ GUARDED_BY(mu_) = 0;  // ... and of the last one completed
   PendingSignals pending_signals_ GUARDED_BY(mu_);  // signals of queued submissions (wait elision)
   bool busy_ GUARDED_BY(mu_) = false;
   // The executing submission waits for an unsignalled semaphore.
@@ -526,6 +533,8 @@ Status CpuDevice::Submit(const std::vector<SemaphoreValue>& waits,
     // (The queue thread runs one submission at a time, so a held-back one needs nothing more.)
     (void)KeepUnreachedWaits(waits, pending_signals_, *counters(), &s.waits);
     for (const SemaphoreValue& sv : signals) pending_signals_.Add(sv.semaphore.get(), sv.value);
+    s.seq = ++queued_seq_;
+    NoteQueueUse(queue_tag_, s.seq, *s.command_buffer, s.binding_table);
     queue_.push_back(std::move(s));
   }
   queue_cv_.notify_one();
@@ -563,8 +572,10 @@ void CpuDevice::QueueMain() {
     if (status.ok()) status = Execute(*s.command_buffer, s.binding_table);
     Complete(s, std::move(status), /*keep_error=*/true).IgnoreError();
     std::vector<SemaphoreValue> signalled = std::move(s.signals);
+    const uint64_t seq = s.seq;
     s = Submission();  // release refs before reporting idle
     lock.Lock();
+    completed_seq_ = seq;
     for (const SemaphoreValue& sv : signalled) pending_signals_.Retire(sv.semaphore.get(), sv.value);
     lock.Unlock();
     signalled.clear();  // semaphore refs dropped off the lock
@@ -572,8 +583,39 @@ void CpuDevice::QueueMain() {
     busy_ = false;
     stalled_ = false;
     space_cv_.notify_one();
-    if (queue_.empty()) idle_cv_.notify_all();
+    // Also wakes reads waiting for this submission only (ReadBufferAfterPendingWork).
+    idle_cv_.notify_all();
   }
+}
+
+// A read of a buffer that later queued submissions do not use waits only for the last one
+// that does (hal/queue_use.h): the queue goes on with the rest meanwhile.
+Status CpuDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
+                                             uint64_t size, const Interrupt& interrupt) {
+  const std::optional<uint64_t> last = buffer.queue_use().LastBy(queue_tag_);
+  if (inline_ || !last) return Device::ReadBufferAfterPendingWork(buffer, offset, data, size, interrupt);
+  Status failure;
+  {
+    MutexLock lock(mu_);
+    if (*last >= queued_seq_) {
+      lock.Unlock();
+      return Device::ReadBufferAfterPendingWork(buffer, offset, data, size, interrupt);
+    }
+    DeviceCounters::Add(counters()->reads_ahead_of_queue);
+    DeviceCounters::Add(counters()->host_waits);
+    auto done = [&]() REQUIRES(mu_) { return completed_seq_ >= *last; };
+    while (!done()) {
+      HEXIR_RETURN_IF_ERROR(interrupt.Check());
+      if (interrupt.can_fire()) {
+        idle_cv_.wait_for(lock.native(), interrupt.NextWaitSlice(), done);
+      } else {
+        idle_cv_.wait(lock.native(), done);
+      }
+    }
+    failure = unsignalled_failure_.Take();  // an earlier submission's, as WaitIdle reports it
+  }
+  HEXIR_RETURN_IF_ERROR(failure);
+  return ReadBuffer(buffer, offset, data, size);
 }
 
 Status CpuDevice::AwaitIdle(Timeout timeout) {

@@ -494,6 +494,44 @@ TEST_CASE("cpu queue: the cap is lifted while the queue waits on a semaphore the
   REQUIRE(dev->WaitIdle().ok());
 }
 
+TEST_CASE("cpu queue: a read of a buffer no later submission uses waits for its last user only") {
+  auto dev = Queued(2);
+  auto x = Buf(*dev, 64), y = Buf(*dev, 64);
+  auto gate = *dev->CreateSemaphore(0);
+  auto done = *dev->CreateSemaphore(0);
+  auto fill = [&](const vm::Ref<Buffer>& b, uint32_t pattern) {
+    auto cb = *dev->CreateCommandBuffer();
+    REQUIRE(cb->FillBuffer(b, 0, 64, pattern, 4).ok());
+    REQUIRE(cb->Finalize().ok());
+    return cb;
+  };
+  // x's last user runs at once; the submission after it (on y) waits for the host's gate.
+  REQUIRE(dev->QueueExecute({}, fill(x, 7), {}).ok());
+  REQUIRE(dev->QueueExecute({{gate, 1}}, fill(y, 9), {{done, 1}}).ok());
+  // A read that drained the queue would wait for the gate: the watchdog opens it after 10 s,
+  // and the check below fails.
+  std::thread watchdog([&] {
+    for (int i = 0; i < 1000 && *gate->Query() == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (*gate->Query() == 0) gate->Signal(1).IgnoreError();
+  });
+  const DeviceStats before = dev->stats();
+  uint32_t v = 0;
+  REQUIRE(dev->ReadBufferAfterPendingWork(*x, 60, &v, 4).ok());
+  CHECK(*gate->Query() == 0);  // the read did not wait for the gated submission
+  CHECK(v == 7);
+  const DeviceStats ahead = dev->stats();
+  CHECK(ahead.reads_ahead_of_queue - before.reads_ahead_of_queue == 1);
+  CHECK(ahead.queue_drains == before.queue_drains);
+  if (*gate->Query() == 0) REQUIRE(gate->Signal(1).ok());
+  watchdog.join();
+  // y's last user is the last submission: its read drains the queue.
+  REQUIRE(dev->ReadBufferAfterPendingWork(*y, 0, &v, 4).ok());
+  CHECK(v == 9);
+  CHECK(*done->Query() == 1);
+  CHECK(dev->stats().queue_drains - ahead.queue_drains == 1);
+}
+
 // ---- concurrent waves --------------------------------------------------------------------------
 
 // Submits `cb` and waits for its signal; returns the semaphore wait's status.

@@ -125,15 +125,29 @@ Status AwaitProducerSignal(const SemaphoreValue& w) {
     }
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
-}        // a host wait polls cuEventQuery this long
+}
 constexpr int64_t kCompletionSpinNs = 100'000;  // the completion thread polls its event
 constexpr int64_t kCompletionIdleSpinNs = 100'000;  // ... and waits this long for new work
+// A host thread that retires submissions itself (a waiter's spin, a full queue's submitter)
+// keeps the completion thread off the queue lock and the driver until this long after its
+// last poll: two threads polling the same events and taking turns on the lock cost each
+// other futex sleeps and wake-ups, several microseconds on a small call's critical path.
+constexpr int64_t kHostRetiringNs = 20'000;
+// Takes of the queue lock try this many times, a pause apart, before sleeping on it: its
+// holders keep it about a microsecond, and a thread asleep on it makes the holder's unlock a
+// futex wake-up syscall (and itself a scheduler round trip).
+constexpr int kLockSpins = 256;
 
-inline void CpuRelax() {
+inline void Pause(int n) {
 #if defined(__x86_64__) || defined(__i386__)
-  for (int i = 0; i < 16; ++i) __builtin_ia32_pause();
+  for (int i = 0; i < n; ++i) __builtin_ia32_pause();
 #endif
 }
+// Between two polls of the completion thread (not on anyone's critical path).
+inline void CpuRelax() { Pause(16); }
+// Between two polls of a waiting host thread: a finished event is seen within a fraction
+// of a microsecond.
+inline void WaiterRelax() { Pause(4); }
 
 class CudaDevice;
 
@@ -190,6 +204,8 @@ class CudaDevice final : public Device {
       if (staging_copy_pending_) api_.cuEventSynchronize(staging_event_);
       if (staging_) api_.cuMemFreeHost(staging_);
       if (staging_event_) api_.cuEventDestroy(staging_event_);
+      if (read_event_) api_.cuEventDestroy(read_event_);
+      if (read_stream_) api_.cuStreamDestroy(read_stream_);
     }
     transfers_.reset();
   }
@@ -225,6 +241,7 @@ class CudaDevice final : public Device {
   // thread holds the queue lock (then that thread is making progress already).
   void RetireReachedForWaiter() EXCLUDES(mu_) {
     if (inflight_count_.load(std::memory_order_acquire) == 0) return;
+    NoteHostRetiring(Interrupt::NowNs());
     if (!mu_.TryLock()) return;
     MutexLock lock(mu_, std::adopt_lock);
     if (inflight_.empty()) return;
@@ -324,10 +341,37 @@ class CudaDevice final : public Device {
     return deferred_.empty() && inflight_.empty() && busy_ == 0;
   }
   StatusOr<CUevent> TakeEventLocked() REQUIRES(mu_);
+  // mu_ taken spinning first (kLockSpins); the first form re-takes it for a MutexLock that
+  // was unlocked, the second for a caller whose MutexLock still owns it (see RetireFrontLocked).
+  void RelockSpinning(MutexLock& lock) ACQUIRE(mu_) NO_THREAD_SAFETY_ANALYSIS {
+    for (int i = 0; i < kLockSpins; ++i) {
+      if (lock.native().try_lock()) return;
+      Pause(1);
+    }
+    lock.Lock();
+  }
+  void LockSpinning() ACQUIRE(mu_) {
+    for (int i = 0; i < kLockSpins; ++i) {
+      if (mu_.TryLock()) return;
+      Pause(1);
+    }
+    mu_.Lock();
+  }
+  // A host thread is retiring submissions itself (kHostRetiringNs).
+  void NoteHostRetiring(int64_t now) {
+    host_retiring_until_ns_.store(now + kHostRetiringNs, std::memory_order_relaxed);
+  }
+  bool HostRetiring() const {
+    return Interrupt::NowNs() < host_retiring_until_ns_.load(std::memory_order_relaxed);
+  }
   Status EnsureStagingLocked() REQUIRES(staging_mu_);
   // Requires staging_mu_.
   Status ReadStagedLocked(const CudaBuffer& b, uint64_t offset, void* data, uint64_t done,
                           uint64_t size) REQUIRES(staging_mu_);
+  // A read whose buffer's last user retired: bytes [offset, +size) through staging_ on the
+  // read stream, not behind the compute stream's later work.
+  Status ReadAheadLocked(const CudaBuffer& b, uint64_t offset, void* data, uint64_t size)
+      REQUIRES(staging_mu_);
   // Waits for the staging copy of `n` bytes just queued on the stream (`what`: write_buffer,
   // read_buffer, for the error).
   Status AwaitStagingCopyLocked(const char* what, uint64_t n) REQUIRES(staging_mu_);
@@ -354,7 +398,10 @@ class CudaDevice final : public Device {
   SubmissionPool submission_pool_ GUARDED_BY(mu_){256};  // retired submissions, reused (no allocation)
   // Mirrors inflight_.size(): the completion thread spins on it without the lock.
   std::atomic<size_t> inflight_count_{0};
+  // Until when (Interrupt::NowNs) the completion thread leaves retiring to a host thread.
+  std::atomic<int64_t> host_retiring_until_ns_{0};
   uint64_t enqueued_seq_ GUARDED_BY(mu_) = 0;  // seq of the last submission put on the stream
+  const uint32_t queue_tag_ = QueueUse::NewQueueTag();  // buffers' last users (hal/queue_use.h)
   uint64_t retired_seq_ GUARDED_BY(mu_) = 0;   // seq of the last submission retired (signalled or failed)
   // The completion thread sleeps on completion_cv_ (Submit notifies only then).
   bool completion_sleeping_ GUARDED_BY(mu_) = false;
@@ -380,6 +427,8 @@ class CudaDevice final : public Device {
   // An interrupted read left its copy into staging_ on the stream (staging_event_ follows
   // it): the host must not write staging_ before that event is reached. Under staging_mu_.
   bool staging_copy_pending_ GUARDED_BY(staging_mu_) = false;
+  CUstream read_stream_ GUARDED_BY(staging_mu_) = nullptr;  // ReadAheadLocked's
+  CUevent read_event_ GUARDED_BY(staging_mu_) = nullptr;
 };
 
 // try_lock: another waiter polling the same device is already making the progress this one
@@ -610,6 +659,7 @@ void CudaDevice::EnqueueLocked(std::unique_ptr<Submission> owned) {
 
 void CudaDevice::PushInflightLocked(std::unique_ptr<Submission> s) {
   s->seq = ++enqueued_seq_;
+  if (s->command_buffer) NoteQueueUse(queue_tag_, s->seq, *s->command_buffer, s->binding_table);
   inflight_.push_back(std::move(s));
   inflight_count_.store(inflight_.size(), std::memory_order_release);
   // Usually the completion thread is still spinning for work (it spins a while after its
@@ -636,7 +686,8 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
   HEXIR_RETURN_IF_ERROR(CheckQueueSemaphores("queue execute", waits, signals));
   // The one lock of the submission: the binding table and signals are copied into a recycled
   // submission's storage under it (no allocation once warm), before any back-pressure wait.
-  MutexLock lock(mu_);
+  LockSpinning();
+  MutexLock lock(mu_, std::adopt_lock);
   std::unique_ptr<Submission> owned = submission_pool_.Take();
   Submission& s = *owned;
   if (Status st = ResolveTable(*command_buffer, binding_table, &s); !st.ok()) {
@@ -657,12 +708,13 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
       // hand-off), then sleep until the completion thread makes room.
       (void)shared_->MakeCurrent();
       const int64_t spin_until = Interrupt::NowNs() + kHostSpinNs;
-      while (!room() && Interrupt::NowNs() < spin_until) {
+      for (int64_t now = Interrupt::NowNs(); !room() && now < spin_until; now = Interrupt::NowNs()) {
+        NoteHostRetiring(now);
         RetireReachedLocked(enqueued_seq_);
         if (room()) break;
         lock.Unlock();
-        CpuRelax();
-        lock.Lock();
+        WaiterRelax();
+        RelockSpinning(lock);
       }
       space_cv_.wait(lock.native(), room);
     }
@@ -723,7 +775,7 @@ void CudaDevice::RetireFrontLocked(CUresult r) {
   ++busy_;
   mu_.Unlock();
   s.Clear();  // releases buffers (cuMemFreeAsync) and command buffers off the lock
-  mu_.Lock();
+  LockSpinning();
   submission_pool_.Give(std::move(owned));
   --busy_;
   idle_cv_.notify_all();
@@ -746,10 +798,12 @@ Status CudaDevice::AwaitRetiredLocked(MutexLock& lock, uint64_t seq,
   // Whoever waits retires: while the events arrive within the spin, this thread signals the
   // semaphores itself and no other thread has to wake up.
   const int64_t spin_until = std::min(until, now + kHostSpinNs);
-  while (!RetireReachedLocked(seq) && Interrupt::NowNs() < spin_until) {
+  for (int64_t t = now;; t = Interrupt::NowNs()) {
+    NoteHostRetiring(t);
+    if (RetireReachedLocked(seq) || t >= spin_until) break;
     mu_.Unlock();
-    CpuRelax();
-    mu_.Lock();
+    WaiterRelax();
+    LockSpinning();
   }
   // Then block: the completion thread retires them (cuEventSynchronize) and notifies.
   auto retired = [&]() REQUIRES(mu_) { return retired_seq_ >= seq; };
@@ -772,8 +826,9 @@ Status CudaDevice::AwaitRetiredLocked(MutexLock& lock, uint64_t seq,
 
 // Retires submissions in order: polls the front's event briefly (a small submission is done
 // within microseconds), then blocks in cuEventSynchronize. Host waits may retire submissions
-// first (AwaitRetiredLocked); the sequence numbers keep each retired exactly once. Between
-// submissions it spins a while before sleeping, so Submit rarely has to wake it.
+// first (AwaitRetiredLocked); the sequence numbers keep each retired exactly once. While a
+// host thread is retiring them itself (kHostRetiringNs) it keeps off the lock and the driver.
+// Between submissions it spins a while before sleeping, so Submit rarely has to wake it.
 void CudaDevice::CompletionMain() {
   (void)shared_->MakeCurrent();
   MutexLock lock(mu_);
@@ -785,7 +840,7 @@ void CudaDevice::CompletionMain() {
       while (inflight_count_.load(std::memory_order_acquire) == 0 && Interrupt::NowNs() < until) {
         CpuRelax();
       }
-      lock.Lock();
+      RelockSpinning(lock);
       if (!inflight_.empty() || (stopping_ && deferred_.empty())) continue;
       completion_sleeping_ = true;
       completion_cv_.wait(lock.native(), [&]() REQUIRES(mu_) {
@@ -794,23 +849,31 @@ void CudaDevice::CompletionMain() {
       completion_sleeping_ = false;
       continue;
     }
+    if (HostRetiring()) {
+      lock.Unlock();
+      while (HostRetiring()) CpuRelax();
+      RelockSpinning(lock);
+      continue;
+    }
     const uint64_t seq = inflight_.front().seq;
     const CUevent event = inflight_.front().event;
     completion_watching_seq_ = seq;
     lock.Unlock();
     const int64_t spin_until = Interrupt::NowNs() + kCompletionSpinNs;
     CUresult r;
+    bool left_to_host = false;  // a host thread started retiring: look again later
     while ((r = api_.cuEventQuery(event)) == CUDA_ERROR_NOT_READY &&
            Interrupt::NowNs() < spin_until) {
       CpuRelax();
+      if ((left_to_host = HostRetiring())) break;
     }
-    if (r == CUDA_ERROR_NOT_READY) r = api_.cuEventSynchronize(event);
-    lock.Lock();
+    if (r == CUDA_ERROR_NOT_READY && !left_to_host) r = api_.cuEventSynchronize(event);
+    RelockSpinning(lock);
     completion_watching_seq_ = 0;
     if (watched_event_orphaned_) {  // a host wait retired it meanwhile
       watched_event_orphaned_ = false;
       event_pool_.Give(event);
-    } else if (!inflight_.empty() && inflight_.front().seq == seq) {
+    } else if (!left_to_host && !inflight_.empty() && inflight_.front().seq == seq) {
       RetireFrontLocked(r);
     }
   }
@@ -983,6 +1046,33 @@ Status CudaDevice::AwaitStagingCopyLocked(const char* what, uint64_t n) {
   return Status::Ok();
 }
 
+// The read stream (made on first use) copies while the compute stream runs later work; the
+// data is final (its last user retired), so no GPU-side ordering is needed.
+Status CudaDevice::ReadAheadLocked(const CudaBuffer& b, uint64_t offset, void* data,
+                                   uint64_t size) {
+  if (read_stream_ == nullptr) {
+    HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuStreamCreate(&read_stream_, CU_STREAM_NON_BLOCKING),
+                               "cuStreamCreate(read stream)");
+  }
+  if (read_event_ == nullptr) {
+    HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventCreate(&read_event_, CU_EVENT_DISABLE_TIMING),
+                               "cuEventCreate(read stream)");
+  }
+  for (uint64_t done = 0; done < size;) {
+    uint64_t n = std::min(kStagingBytes, size - done);
+    HEXIR_CUDA_RETURN_IF_ERROR(
+        api_, api_.cuMemcpyDtoHAsync(staging_, b.device_ptr() + offset + done, n, read_stream_),
+        "cuMemcpyDtoHAsync(", n, " bytes, read stream)");
+    HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventRecord(read_event_, read_stream_),
+                               "cuEventRecord(read stream)");
+    HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventSynchronize(read_event_),
+                               "cuEventSynchronize(read_buffer of ", n, " bytes)");
+    std::memcpy(static_cast<uint8_t*>(data) + done, staging_, n);
+    done += n;
+  }
+  return Status::Ok();
+}
+
 // Bytes [done, size) of the read, one staging-buffer chunk (and one synchronization) at a time.
 Status CudaDevice::ReadStagedLocked(const CudaBuffer& b, uint64_t offset, void* data,
                                     uint64_t done, uint64_t size) {
@@ -1034,6 +1124,7 @@ Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t off
       interrupt, [&](Timeout slice) { return transfers_->AwaitIdle(slice); }));
   if (size == 0 || b->host_data()) {
     // Nothing to stage: the wait is the only synchronization.
+    DeviceCounters::Add(counters()->queue_drains);
     HEXIR_RETURN_IF_ERROR(WaitIdle(interrupt));
     if (size) std::memcpy(data, b->host_data() + offset, size);
     return Status::Ok();
@@ -1046,10 +1137,23 @@ Status CudaDevice::ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t off
   Status copy;
   Status error;
   {
-    MutexLock lock(mu_);
+    LockSpinning();
+    MutexLock lock(mu_, std::adopt_lock);
     HEXIR_RETURN_IF_ERROR(WaitUnlessInterrupted(
         idle_cv_, lock, interrupt,
         [&]() REQUIRES(mu_) { return deferred_.empty() || !lost_.ok(); }));
+    // Later submissions do not use the buffer (hal/queue_use.h): wait only for the last one
+    // that does, then copy on the read stream while the compute stream goes on.
+    const std::optional<uint64_t> last = b->queue_use().LastBy(queue_tag_);
+    if (lost_.ok() && last && *last < enqueued_seq_ && !staging_copy_pending_) {
+      DeviceCounters::Add(counters()->reads_ahead_of_queue);
+      HEXIR_RETURN_IF_ERROR(AwaitRetiredLocked(lock, *last, interrupt, kInfiniteTimeout));
+      error = unsignalled_failure_.Take();  // an earlier submission's, as WaitIdle reports it
+      lock.Unlock();
+      HEXIR_RETURN_IF_ERROR(error);
+      return ReadAheadLocked(*b, offset, data, size);
+    }
+    DeviceCounters::Add(counters()->queue_drains);
     // Under mu_: no submission can slip onto the stream between the pending work and the
     // copy. The copy retires like a submission (in order, after every earlier one).
     CUresult r = CUDA_SUCCESS;

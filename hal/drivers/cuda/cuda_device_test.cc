@@ -443,6 +443,37 @@ TEST_CASE("cuda/second_call_costs_one_launch_one_synchronization") {
   REQUIRE(after.host_synchronizations == before.host_synchronizations + 1);
 }
 
+// A host loop's flag read: the buffer's last user finished, a long dispatch that does not
+// use it is still running, and the read comes back without waiting for that dispatch.
+TEST_CASE("cuda/read_of_a_buffer_no_later_submission_uses_runs_beside_them") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  auto exe = Load(d, CubinView({"spin_us"}));
+  auto flag = Alloc(d, 64), out = Alloc(d, 64);
+  auto fill = *d.CreateCommandBuffer();
+  REQUIRE(fill->FillBuffer(flag, 0, 64, 5, 4).ok());
+  REQUIRE(fill->Finalize().ok());
+  auto spin = *d.CreateCommandBuffer();
+  REQUIRE(spin->Dispatch(exe, 0, {1, 1, 1}, {BufferRef::Whole(out)}, {300000}).ok());  // 300 ms
+  REQUIRE(spin->Finalize().ok());
+  auto spun = *d.CreateSemaphore(0);
+  REQUIRE(d.QueueExecute({}, fill, {}).ok());
+  REQUIRE(d.QueueExecute({}, spin, {{spun, 1}}).ok());
+  const DeviceStats before = d.stats();
+  uint32_t v = 0;
+  REQUIRE(d.ReadBufferAfterPendingWork(*flag, 8, &v, sizeof(v)).ok());
+  CHECK(v == 5);
+  CHECK(*spun->Query() == 0);  // the read did not wait for the spin
+  const DeviceStats ahead = d.stats();
+  CHECK(ahead.reads_ahead_of_queue == before.reads_ahead_of_queue + 1);
+  CHECK(ahead.queue_drains == before.queue_drains);
+  // The spin is the last user of `out`: its read drains the queue.
+  REQUIRE(d.ReadBufferAfterPendingWork(*out, 0, &v, sizeof(v)).ok());
+  CHECK(*spun->Query() == 1);
+  CHECK(d.stats().queue_drains == ahead.queue_drains + 1);
+}
+
 TEST_CASE("cuda/read_after_pending_work_flushes_held_back_submissions") {
   auto dev = OpenOrSkip();
   if (!dev) return;

@@ -14,6 +14,7 @@ void CudaTimepoints::Add(const Semaphore* semaphore, uint64_t value, CUevent eve
                          CUstream stream) {
   MutexLock lock(mu_);
   by_semaphore_[semaphore].push_back({value, event, stream});
+  ++live_;
 }
 
 void CudaTimepoints::Remove(const Semaphore* semaphore, CUevent event) {
@@ -21,10 +22,15 @@ void CudaTimepoints::Remove(const Semaphore* semaphore, CUevent event) {
   auto it = by_semaphore_.find(semaphore);
   if (it == by_semaphore_.end()) return;
   auto& list = it->second;
+  const size_t before = list.size();
   list.erase(std::remove_if(list.begin(), list.end(),
                             [&](const Timepoint& t) { return t.event == event; }),
              list.end());
-  if (list.empty()) by_semaphore_.erase(it);
+  live_ -= before - list.size();
+  // An emptied list keeps its entry and capacity: the next Add for the same semaphore (a
+  // timeline signalled once per call) allocates nothing. Bounded: past kKeptEntries, emptied
+  // entries of semaphores no longer signalled are dropped.
+  if (list.empty() && by_semaphore_.size() > kKeptEntries) by_semaphore_.erase(it);
 }
 
 bool CudaTimepoints::Covers(const SemaphoreValue& wait) const {
@@ -39,7 +45,7 @@ bool CudaTimepoints::Covers(const SemaphoreValue& wait) const {
 Status CudaTimepoints::OrderStream(const CudaApi& api, const std::vector<SemaphoreValue>& waits,
                                    CUstream stream, uint64_t* ordered) const {
   MutexLock lock(mu_);
-  if (by_semaphore_.empty()) return Status::Ok();
+  if (live_ == 0) return Status::Ok();
   for (const SemaphoreValue& w : waits) {
     auto it = by_semaphore_.find(w.semaphore.get());
     if (it == by_semaphore_.end()) continue;

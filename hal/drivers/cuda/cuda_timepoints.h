@@ -50,8 +50,11 @@ class CudaTimepoints {
     CUevent event;
     CUstream stream;
   };
+  // Entries (semaphores) kept with an empty list, so that re-adding allocates nothing.
+  static constexpr size_t kKeptEntries = 64;
   mutable Mutex mu_;
   std::unordered_map<const Semaphore*, std::vector<Timepoint>> by_semaphore_ GUARDED_BY(mu_);
+  size_t live_ GUARDED_BY(mu_) = 0;  // timepoints in all lists
 };
 
 }  // namespace hexir::hal::cuda
