@@ -2,7 +2,9 @@
 // `hexir-import --device-loop`): the module holds one repeat-while command buffer (a CUDA
 // conditional WHILE node), and its ids equal the chunked host loop's for max_new 0, 1, a few,
 // the cache limit and beyond it, a negative count, a longer prompt, and a stop token produced
-// in the middle of a chunk. A tiny random llama2.c checkpoint is written here.
+// in the middle of a chunk. The chunked loop's stop-flag reads wait only for their snapshot,
+// not for the chunk queued after it (device statistics). A tiny random llama2.c checkpoint is
+// written here.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -89,6 +91,8 @@ class Generator {
     return ids;
   }
 
+  hal::Device& device() { return session_->device(); }
+
  private:
   std::unique_ptr<tools::Session> session_;
   std::vector<vm::Ref<hal::BufferView>> weights_;
@@ -160,6 +164,26 @@ void StopsAtEosMidChunk(const std::string& device) {
 }
 HEXIR_E2E_TEST_ON_DEVICES("@generate's device loop stops at an EOS produced in the middle of a chunk, like the chunked loop",
                           StopsAtEosMidChunk)
+
+// Prompt {1}, 16 ids: the prefill's id, then chunks of 4, 4, 4 and 3 steps. Each chunk's read
+// of the flag before it waits for that flag's snapshot only, while the chunk stays queued; the
+// queue is drained only where nothing is queued after the read value: the prefill's flag and
+// the result.
+void ChunkedLoopReadsFlagsAheadOfTheQueue(const std::string& device) {
+  RequireDeviceUnlessSavingModules(device);
+  const std::string checkpoint = WriteCheckpoint();
+  const std::string module = CompileForm(TinyConfig(), false, device);
+  RequireDevice(device);
+  Generator chunked(module, checkpoint, device);
+  const std::vector<int64_t> warm = chunked.Generate({1}, kCacheLen);
+  const hal::DeviceStats before = chunked.device().stats();
+  CHECK(chunked.Generate({1}, kCacheLen) == warm);
+  const hal::DeviceStats after = chunked.device().stats();
+  CHECK(after.reads_ahead_of_queue - before.reads_ahead_of_queue == 4);
+  CHECK(after.queue_drains - before.queue_drains == 2);
+}
+HEXIR_E2E_TEST_ON_DEVICES("@generate's chunked loop reads each stop flag while the next chunk runs: no queue drain per chunk",
+                          ChunkedLoopReadsFlagsAheadOfTheQueue)
 
 }  // namespace
 }  // namespace hexir::e2e

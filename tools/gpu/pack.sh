@@ -28,6 +28,7 @@ TESTS=(
   //tests/e2e:sampling_test
   //tests/e2e:streaming_test
   //tests/e2e:device_loops_test
+  //tests/e2e:device_loop_generate_test
   //tools/hexir-bench:cuda_bench_test
   //tests/llm:stories260k_test
   //tests/llm:random_checkpoints_test
@@ -72,7 +73,8 @@ for t in //tests/e2e:models_test //tests/e2e:compiled_calls_test //tests/e2e:com
          //tests/e2e:kernel_checks_test \
          //tests/e2e:low_precision_floats_test //tests/e2e:shape_checks_test \
          //tests/e2e:schedule_test //tests/e2e:heterogeneous_test //tests/e2e:layer_calls_test \
-         //tests/e2e:sampling_test //tests/e2e:streaming_test //tests/e2e:device_loops_test; do
+         //tests/e2e:sampling_test //tests/e2e:streaming_test //tests/e2e:device_loops_test \
+         //tests/e2e:device_loop_generate_test; do
   name=${t##*:}
   (cd "bazel-bin/tests/e2e/$name.runfiles/hexir" && TEST_TMPDIR=$(mktemp -d) "./tests/e2e/$name" >/dev/null) \
     || { echo "pack: $name failed here; fix it before a GPU run"; exit 1; }

@@ -867,6 +867,19 @@ class ModuleWriter {
     });
   }
 
+  // live[0] = 1 - stop[0]: a new tensor (the chunked loop's snapshot of a stop flag).
+  std::string LiveFlag(const std::string& stop) {
+    std::string ft = "tensor<1xi64>";
+    std::string e = e_.Filled(ft, "", "i64");
+    return e_.Generic({"(i) -> (i)", "(i) -> (i)"}, {"parallel"}, {{stop, ft}}, {e, ft}, {"i64", "i64"},
+                      [&](auto a) {
+                        std::string one = e_.Fresh(), r = e_.Fresh();
+                        return L(one + " = arith.constant 1 : i64") +
+                               L(r + " = arith.subi " + one + ", " + a[0] + " : i64") +
+                               L("linalg.yield " + r + " : i64");
+                      });
+  }
+
   // stop'[0] = stop[0] | (am == bos) | (am == eos) as 0/1 (without `stop`: from am alone).
   std::string StopFlag(const std::string& stop, const std::string& am) {
     std::string ft = "tensor<1xi64>";
@@ -1084,8 +1097,9 @@ class ModuleWriter {
     os_ << " : " << StateTypes(false) << "\n    }\n";
   }
 
-  // @generate: prefill, then a scf.while of chunks (the host reads the stop flag once per
-  // chunk) running the whole greedy decode loop in one call.
+  // @generate: prefill, then a scf.while of chunks (the host reads a stop flag once per
+  // chunk, the previous chunk's, while this one runs) running the whole greedy decode loop
+  // in one call.
   void EmitGenerate(const std::vector<WeightTensor>& tensors, const ModelWeights& w) {
     sampled_ = false;
     os_ << "// The KV-cache length, for runtimes to check prompts against.\n"
@@ -1135,9 +1149,13 @@ class ModuleWriter {
     os_ << "):\n";
     std::vector<std::string> caches;
     for (int64_t i = 0; i < 2 * nl; ++i) caches.push_back("%bc" + std::to_string(i));
+    // The host reads the flag of the chunk before this one, from a snapshot taken before this
+    // chunk is queued: the read waits for the snapshot only (hal/queue_use.h), so the device
+    // runs this chunk meanwhile and never idles on the read. A stop is thus seen one chunk
+    // late: that chunk writes no ids (the flag guards them), so the ids do not change.
+    std::string live = LiveFlag("%bstop");
     EmitChunk(w, caches);
-    os_ << "    %stopped = tensor.extract %f#1[%c0] : tensor<1xi64>\n"
-        << "    %live1 = arith.subi %one64, %stopped : i64\n"
+    os_ << "    %live1 = tensor.extract " << live << "[%c0] : tensor<1xi64>\n"
         << "    %pos1 = arith.addi %bpos, %steps : i64\n"
         << "    %n1 = arith.addi %bn, %steps : i64\n"
         << "    scf.yield %pos1, %n1, %live1, %f#0, %f#1, %f#2";
