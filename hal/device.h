@@ -140,6 +140,20 @@ class Device : public vm::RefObject {
                            const std::vector<SemaphoreValue>& signals, vm::Ref<Buffer> source,
                            uint64_t source_offset, vm::Ref<Buffer> target,
                            uint64_t target_offset, uint64_t length);
+  // A copy of the first `length` bytes of `source`, a buffer of `from` (another device of this
+  // process), into `target`, a buffer of this device, when this device's driver reaches
+  // `from`'s memory without the host (CUDA: a GPU with peer access, or another logical device
+  // of the same GPU): queued on this device after `waits`, ordered on the devices, signalling
+  // `signals` when the bytes have arrived; it counts one transfers_queued and one
+  // transfers_peer here, and holds both buffers until then. Returns false, queuing nothing,
+  // when the driver has no such path to `from` (hal/device_transfer.h then takes another).
+  // Ranges are the caller's to check (QueueDeviceTransfer does). Default: false.
+  virtual StatusOr<bool> QueuePeerCopy(Device& from, const std::vector<SemaphoreValue>& waits,
+                                       const std::vector<SemaphoreValue>& signals,
+                                       vm::Ref<Buffer> source, vm::Ref<Buffer> target,
+                                       uint64_t length) {
+    return false;
+  }
 
   // ---- queue transfers (host <-> device copies ordered like queue operations) ---------------
   // Each runs in queue order after `waits`, returns at once, and signals `signals` when the

@@ -38,9 +38,29 @@ Status QueueDeviceTransfer(Device& from, Device& to, const std::vector<Semaphore
     return OutOfRange(context(), ": ", length, " bytes do not fit the ", source->byte_size(),
                       "-byte source and the ", target->byte_size(), "-byte target");
   }
-  // The path follows the memory spaces: host <-> host is a queue copy; a GPU target reads
-  // a host-visible source through its own queue write; a GPU source writes a host-visible
-  // target through its own queue read (the copy engine, not a CPU thread reading pinned memory).
+  // Copies that run on `to` first wait for everything queued on `from` (a fence, made once).
+  std::vector<SemaphoreValue> after_source = waits;
+  bool fenced = &from == &to;
+  auto fence_source = [&]() -> Status {
+    if (fenced) return Status::Ok();
+    fenced = true;
+    auto fence = FenceOn(from);
+    if (!fence.ok()) return std::move(fence).status().WithContext(context());
+    after_source.push_back(*fence);
+    return Status::Ok();
+  };
+  // Two GPUs (or two logical devices of one): the target's driver copies from the source's
+  // memory itself when it can (peer access), whatever memory the buffers are.
+  if (!ReadsHostMemory(from) && !ReadsHostMemory(to) && &from != &to) {
+    HEXIR_RETURN_IF_ERROR(fence_source());
+    StatusOr<bool> peer = to.QueuePeerCopy(from, after_source, signals, source, target, length);
+    if (!peer.ok()) return std::move(peer).status().WithContext(context());
+    if (*peer) return Status::Ok();
+  }
+  // Otherwise the path follows the memory spaces: host <-> host is a queue copy; a GPU target
+  // reads a host-visible source through its own queue write; a GPU source writes a
+  // host-visible target through its own queue read (the copy engine, not a CPU thread reading
+  // pinned memory).
   enum class Path { kCopyOnTarget, kWriteFromMapping, kReadIntoMapping };
   Path path = Path::kCopyOnTarget;
   if (ReadsHostMemory(from) && ReadsHostMemory(to)) {
@@ -50,13 +70,7 @@ Status QueueDeviceTransfer(Device& from, Device& to, const std::vector<Semaphore
   } else if (!ReadsHostMemory(from) && target->host_data() != nullptr) {
     path = Path::kReadIntoMapping;  // on `from`'s queue: already after its earlier work
   }
-  // Copies that run on `to` first wait for everything queued on `from`.
-  std::vector<SemaphoreValue> after_source = waits;
-  if (&from != &to && path != Path::kReadIntoMapping) {
-    auto fence = FenceOn(from);
-    if (!fence.ok()) return std::move(fence).status().WithContext(context());
-    after_source.push_back(*fence);
-  }
+  if (path != Path::kReadIntoMapping) HEXIR_RETURN_IF_ERROR(fence_source());
   Status st;
   switch (path) {
     case Path::kCopyOnTarget:

@@ -1,10 +1,11 @@
 // Copies between two devices as a queue operation: the path a compiled module's
 // `hal.device.queue.transfer` takes, chosen from the devices' memory spaces (hal/device.h):
 //
+//   both are GPUs and `to`'s driver reaches `from`'s memory: to.QueuePeerCopy (CUDA: peer copy)
 //   both devices use host memory (CPU):      a queue copy on `to`
 //   target is a GPU, the source host-visible: to.QueueWrite from the source's mapping
 //   source is a GPU, the target host-visible: from.QueueRead into the target's mapping
-//   otherwise (one memory space, or GPU peers): a queue copy on `to`
+//   otherwise (GPUs without a peer path):     a queue copy on `to`
 //
 // Each runs after `waits` and after everything queued on `from` before the call (a fence when
 // the copy runs on `to`), and signals `signals` when the bytes have arrived. `to`'s idle wait

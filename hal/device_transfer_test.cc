@@ -18,12 +18,26 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Every call goes to `inner` (a CPU device); only the memory space says "GPU".
+// Every call goes to `inner` (a CPU device); only the memory space says "GPU". With `peer`
+// set it copies from other devices itself (QueuePeerCopy: a queue copy on `inner`), as a CUDA
+// device with peer access does, and counts the calls.
 class GpuStandIn final : public Device {
  public:
-  explicit GpuStandIn(vm::Ref<Device> inner) : inner_(std::move(inner)) {}
+  explicit GpuStandIn(vm::Ref<Device> inner, int32_t ordinal = 0, bool peer = false)
+      : inner_(std::move(inner)), ordinal_(ordinal), peer_(peer) {}
   std::string_view uri() const override { return "gpu-stand-in"; }
-  MemorySpace memory_space() const override { return {MemorySpace::Kind::kGpu, 0}; }
+  MemorySpace memory_space() const override { return {MemorySpace::Kind::kGpu, ordinal_}; }
+  StatusOr<bool> QueuePeerCopy(Device& from, const std::vector<SemaphoreValue>& waits,
+                               const std::vector<SemaphoreValue>& signals, vm::Ref<Buffer> source,
+                               vm::Ref<Buffer> target, uint64_t length) override {
+    if (!peer_) return false;
+    ++peer_copies;
+    last_peer_waits = waits;
+    HEXIR_RETURN_IF_ERROR(inner_->QueueCopy(waits, signals, source, 0, target, 0, length));
+    return true;
+  }
+  int peer_copies = 0;
+  std::vector<SemaphoreValue> last_peer_waits;
   StatusOr<vm::Ref<Buffer>> AllocateBuffer(uint64_t byte_size, uint32_t memory_types) override {
     return inner_->AllocateBuffer(byte_size, memory_types);
   }
@@ -47,6 +61,8 @@ class GpuStandIn final : public Device {
 
  private:
   vm::Ref<Device> inner_;
+  int32_t ordinal_;
+  bool peer_;
 };
 
 vm::Ref<Device> Cpu(const char* uri) {
@@ -116,6 +132,62 @@ TEST_CASE("a CPU value copied to a GPU is written by the GPU's queue after the C
   std::vector<float> back(8, -1.0f);
   REQUIRE(gpu->ReadBuffer(*target, 0, back.data(), 32).ok());
   CHECK(back == kData);
+}
+
+TEST_CASE("a copy between two GPUs goes to the target's peer copy, after the source's earlier work") {
+  auto source_gpu = vm::MakeRef<GpuStandIn>(Cpu("cpu:threads=1"), 0);
+  auto target_gpu = vm::MakeRef<GpuStandIn>(Cpu("cpu:threads=1"), 1, /*peer=*/true);
+  vm::Ref<Buffer> source = BufferWith(*source_gpu, std::vector<float>(8, 0.0f));
+  vm::Ref<Buffer> target = BufferWith(*target_gpu, std::vector<float>(8, 0.0f));
+  // The source GPU's queue holds the producer: a queue write of the data into the source.
+  vm::Ref<Semaphore> gate = NewSemaphore(*source_gpu), done = NewSemaphore(*target_gpu);
+  REQUIRE(source_gpu->QueueWrite({{gate, 1}}, {}, kData.data(), 32, source, 0).ok());
+  DeviceStats before = target_gpu->stats();
+  bool by_pointer = true;
+  REQUIRE(QueueDeviceTransfer(*source_gpu, *target_gpu, {}, {{done, 1}}, source, target, 32,
+                              &by_pointer).ok());
+  CHECK_FALSE(by_pointer);
+  CHECK(target_gpu->peer_copies == 1);
+  CHECK(target_gpu->last_peer_waits.size() == 1);  // the fence on the source GPU's queue
+  CHECK(target_gpu->stats().transfers_queued == before.transfers_queued);  // the driver counts its own
+  CHECK(done->Wait(1, Timeout(50ms)).code() == StatusCode::kDeadlineExceeded);
+  REQUIRE(gate->Signal(1).ok());
+  REQUIRE(done->Wait(1, kInfiniteTimeout).ok());
+  std::vector<float> back(8, -1.0f);
+  REQUIRE(target_gpu->ReadBuffer(*target, 0, back.data(), 32).ok());
+  CHECK(back == kData);
+}
+
+TEST_CASE("a copy between two GPUs without a peer path takes the generic path on the target") {
+  auto source_gpu = vm::MakeRef<GpuStandIn>(Cpu("cpu:threads=1"), 0, /*peer=*/true);
+  auto target_gpu = vm::MakeRef<GpuStandIn>(Cpu("cpu:threads=1"), 1, /*peer=*/false);
+  vm::Ref<Buffer> source = BufferWith(*source_gpu, kData);
+  vm::Ref<Buffer> target = BufferWith(*target_gpu, std::vector<float>(8, 0.0f));
+  vm::Ref<Semaphore> done = NewSemaphore(*target_gpu);
+  DeviceStats before = target_gpu->stats();
+  bool by_pointer = true;
+  REQUIRE(QueueDeviceTransfer(*source_gpu, *target_gpu, {}, {{done, 1}}, source, target, 32,
+                              &by_pointer).ok());
+  CHECK(source_gpu->peer_copies == 0);  // only the target's driver is asked
+  CHECK(target_gpu->stats().transfers_queued - before.transfers_queued == 1);
+  REQUIRE(done->Wait(1, kInfiniteTimeout).ok());
+  std::vector<float> back(8, -1.0f);
+  REQUIRE(target_gpu->ReadBuffer(*target, 0, back.data(), 32).ok());
+  CHECK(back == kData);
+}
+
+TEST_CASE("copies between a CPU and a GPU never take the peer path") {
+  vm::Ref<Device> cpu = Cpu("cpu");
+  auto gpu = vm::MakeRef<GpuStandIn>(Cpu("cpu:threads=1"), 0, /*peer=*/true);
+  vm::Ref<Buffer> on_cpu = BufferWith(*cpu, kData);
+  vm::Ref<Buffer> on_gpu = BufferWith(*gpu, std::vector<float>(8, 0.0f));
+  vm::Ref<Semaphore> up = NewSemaphore(*gpu), down = NewSemaphore(*cpu);
+  bool by_pointer = false;
+  REQUIRE(QueueDeviceTransfer(*cpu, *gpu, {}, {{up, 1}}, on_cpu, on_gpu, 32, &by_pointer).ok());
+  REQUIRE(up->Wait(1, kInfiniteTimeout).ok());
+  REQUIRE(QueueDeviceTransfer(*gpu, *cpu, {{up, 1}}, {{down, 1}}, on_gpu, on_cpu, 32, &by_pointer).ok());
+  REQUIRE(down->Wait(1, kInfiniteTimeout).ok());
+  CHECK(gpu->peer_copies == 0);
 }
 
 }  // namespace

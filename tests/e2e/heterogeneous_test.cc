@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <tuple>
@@ -346,23 +348,31 @@ TEST_CASE("C API: an argument made on the CPU where abi.arg_devices names the GP
 }
 
 // Two CUDA devices (two logical devices of one GPU: two streams, one context): the split
-// model's crossings are queue copies whose waits on the other device are ordered on the GPU
-// (cuStreamWaitEvent), never held back on a host thread.
-TEST_CASE("a model split across two CUDA devices gives the CPU results with waits ordered on the GPU [cuda+cuda]") {
+// model's crossings are peer copies (Device::QueuePeerCopy: device-to-device on the target's
+// transfer stream; with HEXIR_CUDA_PEER_COPY=force cuMemcpyPeerAsync, the path of two GPUs
+// with peer access) whose waits on the other device are ordered on the GPU
+// (cuStreamWaitEvent), never held back on a host thread. Returns the last call's result.
+struct SplitModules {
+  std::string one, split;  // the model on one CPU device; split across two CUDA devices
+};
+// Compiled before the GPU check, so that the modules are saved for a GPU machine
+// (HEXIR_SAVE_MODULES_DIR) where there is none.
+SplitModules CompileSplitModules() {
+  return {CompileOrDie(SplitMlpSource(), "split_mlp_one", "cpu"),
+          CompileOrDie(SplitMlpSource(), "split_mlp_two_cuda", "cuda", "--target=cuda")};
+}
+
+HostTensor RunSplitOnTwoCudaDevices(const SplitModules& modules, const char* peer_copy_env,
+                                    uint64_t peer_copies_per_call) {
   const std::vector<HostTensor> inputs = MlpInputs();
-  std::string one = CompileOrDie(SplitMlpSource(), "split_mlp_one", "cpu");
-  std::string split = CompileOrDie(SplitMlpSource(), "split_mlp_two_cuda", "cuda", "--target=cuda");
-  try {
-    RequireDevice("cuda");
-  } catch (const DeviceUnavailable& e) {
-    std::printf("HEXIR_SKIPPED: a model split across two CUDA devices: %s\n", e.reason.c_str());
-    return;
-  }
+  const std::string &one = modules.one, &split = modules.split;
   auto single = OpenOrDie(one, "cpu");
   HostTensor expected = CallOrDie(*single, "main", Values(inputs))[0].tensor;
   tools::InvocationOptions options;
   options.device_uris = {"cuda", "cuda"};
+  if (peer_copy_env) setenv("HEXIR_CUDA_PEER_COPY", peer_copy_env, 1);  // read at device creation
   auto session = tools::Session::Open(split, options);
+  unsetenv("HEXIR_CUDA_PEER_COPY");
   INFO(session.status().ToString());
   REQUIRE(session.ok());
   hal::Device &d0 = (*session)->device(0), &d1 = (*session)->device(1);
@@ -371,16 +381,47 @@ TEST_CASE("a model split across two CUDA devices gives the CPU results with wait
   auto cuda_before0 = hal::cuda::GetCudaStats(d0), cuda_before1 = hal::cuda::GetCudaStats(d1);
   REQUIRE(cuda_before0.ok());
   REQUIRE(cuda_before1.ok());
-  for (int call = 0; call < 2; ++call)
-    RequireClose(CallOrDie(**session, "main", Values(inputs))[0].tensor, expected, 1e-5, 1e-5);
+  HostTensor last;
+  for (int call = 0; call < 2; ++call) {
+    last = CallOrDie(**session, "main", Values(inputs))[0].tensor;
+    RequireClose(last, expected, 1e-5, 1e-5);
+  }
   // Per call: h1 copied onto device 1 (counted there), the result back onto device 0.
   CHECK(d1.stats().transfers_queued - before1.transfers_queued == 2);
   CHECK(d0.stats().transfers_queued - before0.transfers_queued == 2);
+  CHECK(d1.stats().transfers_peer - before1.transfers_peer == 2);
+  CHECK(d0.stats().transfers_peer - before0.transfers_peer == 2);
   auto cuda_after0 = hal::cuda::GetCudaStats(d0), cuda_after1 = hal::cuda::GetCudaStats(d1);
+  CHECK(cuda_after0->peer_copies - cuda_before0->peer_copies == 2 * peer_copies_per_call);
+  CHECK(cuda_after1->peer_copies - cuda_before1->peer_copies == 2 * peer_copies_per_call);
   CHECK(cuda_after0->submissions_held_back == cuda_before0->submissions_held_back);
   CHECK(cuda_after1->submissions_held_back == cuda_before1->submissions_held_back);
   CHECK(cuda_after1->waits_on_device > cuda_before1->waits_on_device);
   CHECK(cuda_after0->waits_on_device > cuda_before0->waits_on_device);
+  return last;
+}
+
+bool SkipWithoutCuda(const char* what) {
+  try {
+    RequireDevice("cuda");
+  } catch (const DeviceUnavailable& e) {
+    std::printf("HEXIR_SKIPPED: %s: %s\n", what, e.reason.c_str());
+    return true;
+  }
+  return false;
+}
+
+TEST_CASE("a model split across two CUDA devices gives the CPU results with waits ordered on the GPU [cuda+cuda]") {
+  const SplitModules modules = CompileSplitModules();
+  if (SkipWithoutCuda("a model split across two CUDA devices")) return;
+  RunSplitOnTwoCudaDevices(modules, nullptr, 0);
+}
+
+TEST_CASE("a model split across two CUDA devices copying with cuMemcpyPeerAsync gives the same bytes [cuda+cuda]") {
+  const SplitModules modules = CompileSplitModules();
+  if (SkipWithoutCuda("a model split across two CUDA devices (forced peer copies)")) return;
+  HostTensor device_to_device = RunSplitOnTwoCudaDevices(modules, nullptr, 0);
+  RequireSameBytes(RunSplitOnTwoCudaDevices(modules, "force", 1), device_to_device);
 }
 
 TEST_CASE("hexir-run binds --device in order, names a missing device, lists devices; hexir-dump shows the list") {

@@ -10,6 +10,7 @@ TESTS=(
   //hal/drivers/cuda:cuda_device_test
   //hal/drivers/cuda:cuda_transfer_queue_test
   //hal/drivers/cuda:cuda_timepoints_test
+  //hal/drivers/cuda:cuda_peer_copy_test
   //hal/cts:cuda_cts_test
   //tests/e2e:models_test
   //tests/e2e:compiled_calls_test
@@ -43,10 +44,12 @@ TESTS=(
 BINARIES=(
   "hal/drivers/cuda replay_benchmark"
   "hal/drivers/cuda device_loop_benchmark"
+  "hal/drivers/cuda transfer_benchmark"
   "tools/hexir-run hexir-run"
   "tools/hexir-bench hexir-bench"
 )
-bazel build "${TESTS[@]}" //hal/drivers/cuda:replay_benchmark //hal/drivers/cuda:device_loop_benchmark //tools/hexir-run //tools/hexir-bench \
+bazel build "${TESTS[@]}" //hal/drivers/cuda:replay_benchmark //hal/drivers/cuda:device_loop_benchmark \
+  //hal/drivers/cuda:transfer_benchmark //tools/hexir-run //tools/hexir-bench \
   //bench/hal_waves:waves_benchmark
 rm -rf .out/gpu && mkdir -p .out/gpu/modules .out/gpu/bin
 for t in "${TESTS[@]}"; do

@@ -34,6 +34,9 @@ cat "$OUT/replay_benchmark.log"
 # Device loops (RepeatWhile as a WHILE node) vs the chunked host loop (hal/drivers/cuda/README.md).
 (cd .out/gpu/tests/cuda_device_test && ../../bin/device_loop_benchmark) > "$OUT/device_loop_benchmark.log" 2>&1 || status=1
 cat "$OUT/device_loop_benchmark.log"
+# Queue transfers (pageable staging by size, pinned, CPU <-> CUDA, CUDA <-> CUDA) vs raw copies.
+.out/gpu/bin/transfer_benchmark > "$OUT/transfer_benchmark.log" 2>&1 || status=1
+cat "$OUT/transfer_benchmark.log"
 # HAL-level concurrency waves: 8 chains x 8 dispatches, waves/serial per replay (bench/hal_waves).
 (cd .out/gpu/tests/waves_benchmark_runfiles && ./bench/hal_waves/waves_benchmark) > "$OUT/waves_benchmark.log" 2>&1 || status=1
 cat "$OUT/waves_benchmark.log"

@@ -26,7 +26,7 @@ namespace hexir::hal::cuda {
   X(cuInit) X(cuGetErrorName) X(cuGetErrorString) X(cuDriverGetVersion)                  \
   X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)           \
   X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)            \
-  X(cuDeviceCanAccessPeer) X(cuDeviceGetP2PAttribute)                                    \
+  X(cuDeviceCanAccessPeer) X(cuDeviceGetP2PAttribute) X(cuCtxEnablePeerAccess)           \
   X(cuCtxSetCurrent) X(cuCtxSynchronize)                                                  \
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamWaitEvent)        \
   X(cuStreamQuery)                                                                        \
@@ -37,6 +37,7 @@ namespace hexir::hal::cuda {
   X(cuMemHostGetDevicePointer) X(cuMemGetInfo)                                            \
   X(cuPointerGetAttribute) X(cuMemHostRegister) X(cuMemHostUnregister)                    \
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync) X(cuMemcpyAsync)         \
+  X(cuMemcpyPeerAsync)                                                                    \
   X(cuMemsetD8Async) X(cuMemsetD16Async) X(cuMemsetD32Async)                              \
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute)      \
   X(cuFuncSetAttribute) X(cuLaunchKernel)                                                 \

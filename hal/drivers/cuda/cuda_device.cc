@@ -212,6 +212,10 @@ class CudaDevice final : public Device {
 
   std::string_view uri() const override { return uri_; }
   PeerLink PeerLinkTo(const Device& other) const override;
+  // On the transfer stream (cuda_peer_link.h says which copy).
+  StatusOr<bool> QueuePeerCopy(Device& from, const std::vector<SemaphoreValue>& waits,
+                               const std::vector<SemaphoreValue>& signals, vm::Ref<Buffer> source,
+                               vm::Ref<Buffer> target, uint64_t length) override;
   const std::shared_ptr<CudaShared>& shared() const { return shared_; }
   uint64_t transfer_syncs() const {
     return shared_->counters.transfer_synchronizations.load(std::memory_order_relaxed);
@@ -385,6 +389,7 @@ class CudaDevice final : public Device {
   std::string uri_;
   std::shared_ptr<CudaWaitProgress> wait_progress_ = std::make_shared<CudaWaitProgress>(this);
   const uint32_t max_in_flight_;  // DeviceOptions::queue_max_in_flight (0: no cap)
+  const bool force_peer_copy_ = PeerCopyForcedByEnvironment();  // HEXIR_CUDA_PEER_COPY=force
   std::unique_ptr<CudaTransferQueue> transfers_;
   uint64_t allocations_fenced_ GUARDED_BY(mu_) = 0;  // buffers_allocated when a transfer last fenced
 
@@ -1198,6 +1203,29 @@ Device::PeerLink CudaDevice::PeerLinkTo(const Device& other) const {
   return QueryPeerLink(api_, shared_->device, peer->shared_->device);
 }
 
+StatusOr<bool> CudaDevice::QueuePeerCopy(Device& from, const std::vector<SemaphoreValue>& waits,
+                                         const std::vector<SemaphoreValue>& signals,
+                                         vm::Ref<Buffer> source, vm::Ref<Buffer> target,
+                                         uint64_t length) {
+  const CudaDevice* peer = AsCudaDevice(from);
+  if (peer == nullptr) return false;
+  const CudaShared& them = *peer->shared_;
+  const bool same_context = them.context == shared_->context;
+  const PeerCopy how =
+      same_context ? ChoosePeerCopy(true, {}, {}, force_peer_copy_)
+                   : ChoosePeerCopy(false, PeerLinkTo(from), from.PeerLinkTo(*this), force_peer_copy_);
+  if (how == PeerCopy::kNone) return false;
+  if (how == PeerCopy::kPeer && !same_context &&
+      !EnablePeerAccess(api_, shared_->context, shared_->ordinal, them.context, them.ordinal).ok()) {
+    return false;  // the generic copy still works: the driver stages it through host memory
+  }
+  HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
+  HEXIR_RETURN_IF_ERROR(transfers_->CopyFromPeer(
+      waits, signals, std::move(source), how == PeerCopy::kPeer ? them.context : nullptr,
+      std::move(target), length));
+  return true;
+}
+
 }  // namespace
 
 CommandBufferMode DefaultCommandBufferMode() {
@@ -1229,6 +1257,7 @@ StatusOr<CudaStats> GetCudaStats(const Device& device) {
   s.host_synchronizations = device.stats().host_waits + g(c.transfer_synchronizations);
   s.waits_on_device = g(c.waits_on_device);
   s.submissions_held_back = g(c.submissions_held_back);
+  s.peer_copies = g(c.peer_copies);
   return s;
 }
 

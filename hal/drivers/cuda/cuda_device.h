@@ -50,11 +50,17 @@ struct CudaStats {
   // Times a host call blocked on the GPU: Semaphore::Wait and WaitIdle (DeviceStats::host_waits)
   // plus ReadBuffer/WriteBuffer of device memory (each waits for its staging copy).
   uint64_t host_synchronizations = 0;
-  // Waits on work of another CUDA queue (a transfer stream, another device's stream) ordered
-  // on the GPU with cuStreamWaitEvent, and submissions held back on the host instead (their
+  // Semaphore waits of the compute stream or the transfer stream on work of another CUDA queue
+  // (a transfer stream, another device's stream) ordered on the GPU with cuStreamWaitEvent,
+  // and submissions held back on the host instead (their
   // waits are signalled by nothing on a GPU stream yet: the host, or held-back work).
   uint64_t waits_on_device = 0;
   uint64_t submissions_held_back = 0;
+  // Copies from another CUDA device issued as cuMemcpyPeerAsync (two GPUs with peer access, or
+  // two logical devices of one GPU under HEXIR_CUDA_PEER_COPY=force: cuda_peer_link.h); the
+  // device-to-device copies between logical devices of one GPU are not counted here (both
+  // count DeviceStats::transfers_peer).
+  uint64_t peer_copies = 0;
 };
 // InvalidArgument when `device` is not a CUDA device.
 StatusOr<CudaStats> GetCudaStats(const Device& device);

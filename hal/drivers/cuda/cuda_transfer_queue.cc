@@ -6,6 +6,7 @@
 
 #include "hal/drivers/cuda/cuda_timepoints.h"
 #include "hal/profiling.h"
+#include "hal/queue_submission.h"
 #include "hal/queue_transfer.h"
 
 namespace hexir::hal::cuda {
@@ -19,13 +20,20 @@ struct CudaTransferQueue::Op {
   bool copy_if_held = false;
   bool direct = false;              // the host range is pinned: no staging
   vm::Ref<Buffer> buffer;           // kept alive until the op completes
+  // A copy from another CUDA device's buffer (CopyFromPeer), no host memory involved: the
+  // source kept alive until the op completes, its first byte, and its context for
+  // cuMemcpyPeerAsync (null: one context, cuMemcpyDtoDAsync).
+  vm::Ref<Buffer> peer_buffer;
+  CUdeviceptr peer_device = 0;
+  CUcontext peer_context = nullptr;
   CUdeviceptr device = 0;           // the range's first byte
   uint64_t offset = 0, size = 0;
   int64_t accepted_ns = 0;
   Status status;  // the first chunk failure (completion thread)
 
+  bool peer() const { return bool(peer_buffer); }
   std::string What() const {
-    return StrCat(read ? "queue read of " : "queue write of ",
+    return StrCat(peer() ? "peer copy into " : read ? "queue read of " : "queue write of ",
                   TransferRangeText(*buffer, offset, size));
   }
 };
@@ -103,6 +111,33 @@ Status CudaTransferQueue::Read(const std::vector<SemaphoreValue>& waits,
   op->offset = offset;
   op->size = size;
   op->direct = IsPinned(host, size);
+  return Accept(std::move(op));
+}
+
+Status CudaTransferQueue::CopyFromPeer(const std::vector<SemaphoreValue>& waits,
+                                       const std::vector<SemaphoreValue>& signals,
+                                       vm::Ref<Buffer> source, CUcontext source_context,
+                                       vm::Ref<Buffer> target, uint64_t size) {
+  HEXIR_RETURN_IF_ERROR(CheckQueueSemaphores("peer copy", waits, signals));
+  const CudaBuffer* from = AsCudaBuffer(source.get());
+  const CudaBuffer* to = AsCudaBuffer(target.get());
+  if (from == nullptr) return InvalidArgument("peer copy into ", uri_, ": the source is not a CUDA buffer");
+  if (to == nullptr || to->shared()->context != shared_->context)
+    return InvalidArgument("peer copy: the target buffer was not allocated by ", uri_);
+  if (size > source->byte_size() || size > target->byte_size()) {
+    return OutOfRange("peer copy into ", uri_, ": ", size, " bytes do not fit the ",
+                      source->byte_size(), "-byte source and the ", target->byte_size(),
+                      "-byte target");
+  }
+  auto op = std::make_shared<Op>();
+  op->waits = waits;
+  op->signals = signals;
+  op->device = to->device_ptr();
+  op->buffer = std::move(target);
+  op->size = size;
+  op->peer_device = from->device_ptr();
+  op->peer_context = source_context;
+  op->peer_buffer = std::move(source);
   return Accept(std::move(op));
 }
 
@@ -236,10 +271,15 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
     }
     HEXIR_CUDA_RETURN_IF_ERROR(api_, r, "cuStreamWaitEvent(compute stream -> transfer stream)");
   }
-  // Waits on other CUDA queues' work (another device, another transfer stream): on the GPU.
-  HEXIR_RETURN_IF_ERROR(CudaTimepoints::Process().OrderStream(api_, op->waits, stream_));
-  // A direct transfer is one chunk: the DMA reads or writes the caller's pinned memory.
-  const uint64_t chunk_bytes = op->direct ? std::max<uint64_t>(op->size, 1) : kStagingBlockBytes;
+  // Waits on other CUDA queues' work (another device, another transfer stream): on the GPU,
+  // counted with the compute stream's such waits (CudaStats::waits_on_device).
+  uint64_t ordered = 0;
+  HEXIR_RETURN_IF_ERROR(CudaTimepoints::Process().OrderStream(api_, op->waits, stream_, &ordered));
+  shared_->counters.waits_on_device.fetch_add(ordered, std::memory_order_relaxed);
+  // A direct transfer or a peer copy is one chunk: the DMA reads or writes the caller's pinned
+  // memory or the other device's.
+  const uint64_t chunk_bytes = op->direct || op->peer() ? std::max<uint64_t>(op->size, 1)
+                                                        : StagingChunkBytes(op->size);
   uint64_t done = 0;
   do {
     Chunk c;
@@ -254,7 +294,12 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
     };
     if (c.bytes > 0) {
       CUresult r;
-      if (op->direct) {
+      if (op->peer()) {
+        r = op->peer_context
+                ? api_.cuMemcpyPeerAsync(op->device, shared_->context, op->peer_device,
+                                         op->peer_context, c.bytes, stream_)
+                : api_.cuMemcpyDtoDAsync(op->device, op->peer_device, c.bytes, stream_);
+      } else if (op->direct) {
         r = op->read ? api_.cuMemcpyDtoHAsync(op->target + done, op->device + done, c.bytes, stream_)
                      : api_.cuMemcpyHtoDAsync(op->device + done, op->source + done, c.bytes, stream_);
       } else {
@@ -269,7 +314,10 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
       }
       if (r != CUDA_SUCCESS) {
         release_block();
-        return CudaStatus(api_, r, StrCat(op->read ? "cuMemcpyDtoHAsync(" : "cuMemcpyHtoDAsync(",
+        return CudaStatus(api_, r, StrCat(op->peer() ? (op->peer_context ? "cuMemcpyPeerAsync("
+                                                                         : "cuMemcpyDtoDAsync(")
+                                          : op->read ? "cuMemcpyDtoHAsync("
+                                                     : "cuMemcpyHtoDAsync(",
                                           c.bytes, " bytes)"));
       }
     }
@@ -297,7 +345,17 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
     done += std::min(chunk_bytes, op->size - done);
   } while (done < op->size);
   if (op->direct) DeviceCounters::Add(counters_->transfers_direct);
+  if (op->peer()) {
+    DeviceCounters::Add(counters_->transfers_peer);
+    if (op->peer_context) shared_->counters.peer_copies.fetch_add(1, std::memory_order_relaxed);
+  }
   return Status::Ok();
+}
+
+uint64_t StagingChunkBytes(uint64_t size) {
+  constexpr uint64_t kRound = 64 << 10;
+  const uint64_t quarter = (size / 4 + (size % 4 != 0) + kRound - 1) / kRound * kRound;
+  return std::clamp(quarter, kMinStagingChunkBytes, kStagingBlockBytes);
 }
 
 StatusOr<int> CudaTransferQueue::TakeBlock() {
@@ -324,7 +382,7 @@ void CudaTransferQueue::Finish(const std::shared_ptr<Op>& op, Status status) {
   if (!status.ok()) status = Status(status.code(), StrCat(op->What(), ": ", status.message()));
   const bool ok = SignalOrFail(op->signals, std::move(status)).ok();
   if (Profiler* profiler = counters_->profiler.load(std::memory_order_relaxed); ok && profiler) {
-    profiler->OnHostSpan(op->read ? "transfer_d2h" : "transfer_h2d", op->accepted_ns,
+    profiler->OnHostSpan(op->peer() ? "transfer_peer" : op->read ? "transfer_d2h" : "transfer_h2d", op->accepted_ns,
                          ProfileClockNs());
   }
 }

@@ -6,8 +6,12 @@
 // staging (not for kCopyAtCall writes, which must read their source at the call); the host
 // memory is then read or written by the DMA until the signals are reached.
 //
+// Peer copies (CopyFromPeer): another CUDA device's buffer into this device's, one
+// cuMemcpyPeerAsync / cuMemcpyDtoDAsync on the transfer stream, ordered like the others.
+//
 // Staging (pageable host memory): a ring of kStagingBlocks pinned blocks of kStagingBlockBytes
-// (allocated once, on the first transfer, freed with the queue). A write copies each chunk
+// (allocated once, on the first transfer, freed with the queue), chunks of StagingChunkBytes.
+// A write copies each chunk
 // host -> block on the calling thread and queues cuMemcpyHtoDAsync on the transfer stream, so
 // the DMA of chunk k overlaps the host copy of chunk k+1; a read queues cuMemcpyDtoHAsync into
 // a block and the completion thread copies block -> host when the chunk's event is reached.
@@ -56,6 +60,13 @@ namespace hexir::hal::cuda {
 
 inline constexpr uint64_t kStagingBlockBytes = 8ull << 20;
 inline constexpr int kStagingBlocks = 8;
+inline constexpr uint64_t kMinStagingChunkBytes = 1ull << 20;
+
+// The bytes of each staged chunk of a `size`-byte transfer (the last may be shorter): a
+// quarter of it rounded up to 64 KiB, within [kMinStagingChunkBytes, kStagingBlockBytes], so
+// that transfers of a few MiB also overlap the host copy of one chunk with the DMA of
+// another; each chunk holds one staging block while in flight.
+uint64_t StagingChunkBytes(uint64_t size);
 
 // Where a transfer's waits stand, as the compute queue sees them.
 enum class TransferWaits {
@@ -85,6 +96,14 @@ class CudaTransferQueue {
                Device::HostLifetime lifetime);
   Status Read(const std::vector<SemaphoreValue>& waits, const std::vector<SemaphoreValue>& signals,
               vm::Ref<Buffer> buffer, uint64_t offset, void* host, uint64_t size);
+  // The first `size` bytes of `source` (a CUDA buffer of any device) into `target` (this
+  // device's), on the transfer stream with no host staging: cuMemcpyPeerAsync from
+  // `source_context`, the source's context (between two GPUs peer access must be enabled
+  // already, cuda_peer_link.h), or cuMemcpyDtoDAsync when it is null (one context). Ordered and signalled as
+  // Write/Read; counts transfers_peer (and CudaStats::peer_copies for cuMemcpyPeerAsync).
+  Status CopyFromPeer(const std::vector<SemaphoreValue>& waits,
+                      const std::vector<SemaphoreValue>& signals, vm::Ref<Buffer> source,
+                      CUcontext source_context, vm::Ref<Buffer> target, uint64_t size);
 
   // Until every transfer accepted so far completed (DeadlineExceeded after `timeout`).
   Status AwaitIdle(Timeout timeout);

@@ -168,6 +168,18 @@ TEST_CASE("cuda/transfers: a kCopyAtCall write of pinned memory is staged, so th
   REQUIRE(d.stats().transfers_direct == direct);
 }
 
+TEST_CASE("cuda/transfers: staged chunks are a quarter of the transfer, between 1 MiB and a staging block") {
+  // No GPU needed: how a staged transfer is cut.
+  CHECK(StagingChunkBytes(1) == kMinStagingChunkBytes);
+  CHECK(StagingChunkBytes(64 << 10) == kMinStagingChunkBytes);     // one chunk
+  CHECK(StagingChunkBytes(1 << 20) == kMinStagingChunkBytes);      // one chunk
+  CHECK(StagingChunkBytes(4 << 20) == kMinStagingChunkBytes);      // four
+  CHECK(StagingChunkBytes(8 << 20) == 2 << 20);                    // four
+  CHECK(StagingChunkBytes((8 << 20) + 1) == (2 << 20) + (64 << 10));  // rounded up to 64 KiB
+  CHECK(StagingChunkBytes(32 << 20) == kStagingBlockBytes);
+  CHECK(StagingChunkBytes(256 << 20) == kStagingBlockBytes);       // 32 chunks through 8 blocks
+}
+
 TEST_CASE("cuda/transfers: staged sizes around a chunk boundary round trip at odd device offsets") {
   auto dev = OpenOrSkip();
   if (!dev) return;
@@ -175,8 +187,8 @@ TEST_CASE("cuda/transfers: staged sizes around a chunk boundary round trip at od
   auto x = Alloc(d, 2 * kStagingBlockBytes + 8192);
   auto t = *d.CreateSemaphore(0);
   uint64_t value = 0;
-  for (uint64_t n : {kStagingBlockBytes - 1, kStagingBlockBytes, kStagingBlockBytes + 1,
-                     2 * kStagingBlockBytes + 333}) {
+  for (uint64_t n : {uint64_t(3 << 20) + 7, kStagingBlockBytes - 1, kStagingBlockBytes,
+                     kStagingBlockBytes + 1, 2 * kStagingBlockBytes + 333}) {
     for (uint64_t offset : {uint64_t(0), uint64_t(1), uint64_t(4095)}) {
       INFO(n << " bytes at offset " << offset);
       const std::vector<uint8_t> source = Pattern(n, uint32_t(n + offset));
@@ -238,7 +250,8 @@ TEST_CASE("cuda/transfers: staging is held only while chunks are in flight and i
   auto exe = d.CreateExecutable(CubinView({"spin_us"}));
   RequireOk(exe.status());
   auto flag = Alloc(d, 64);
-  const uint64_t n = 2 * kStagingBlockBytes + 1;  // three chunks
+  const uint64_t n = 2 * kStagingBlockBytes + 1;  // four chunks of 4 MiB + 64 KiB (the last shorter)
+  REQUIRE(StagingChunkBytes(n) == (4 << 20) + (64 << 10));
   auto data = Alloc(d, n);
   auto cb = *d.CreateCommandBuffer();
   RequireOk(cb->Dispatch(*exe, 0, {1, 1, 1}, {BufferRef::Whole(flag)}, {400000}));  // 400 ms
@@ -249,7 +262,7 @@ TEST_CASE("cuda/transfers: staging is held only while chunks are in flight and i
   // Ordered after the dispatch on the GPU: its chunks are issued now and wait there.
   RequireOk(d.QueueRead({{spin, 1}}, {{t, 1}}, data, 0, back.data(), n));
   REQUIRE(*spin->Query() == 0);
-  REQUIRE(d.stats().transfer_staging_bytes_busy == 3 * kStagingBlockBytes);
+  REQUIRE(d.stats().transfer_staging_bytes_busy == 4 * kStagingBlockBytes);  // one block per chunk
   RequireOk(t->Wait(1, 30s));
   REQUIRE(back == std::vector<uint8_t>(n, 0));  // new buffers are zero-filled
   RequireOk(d.WaitIdle());

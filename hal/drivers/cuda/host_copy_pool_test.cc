@@ -65,6 +65,24 @@ TEST_CASE("host copy pool: copies at odd offsets and sizes equal memcpy") {
   }
 }
 
+TEST_CASE("host copy pool: the streaming copy equals memcpy at every target alignment and odd sizes") {
+  std::vector<uint8_t> src((256 << 10) + 64);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = uint8_t(i * 2654435761u >> 11);
+  for (uint64_t dst_offset = 0; dst_offset < 16; ++dst_offset) {
+    for (uint64_t src_offset : {0, 3, 16}) {
+      for (uint64_t bytes : {0, 1, 15, 16, 17, 63, 64, 65, 127, 4099, (256 << 10) + 13}) {
+        INFO("target offset " << dst_offset << ", source offset " << src_offset << ", " << bytes
+                              << " bytes");
+        std::vector<uint8_t> dst(bytes + 48, 0xee);
+        HostCopyPool::StreamingCopy(dst.data() + 16 + dst_offset, src.data() + src_offset, bytes);
+        for (uint64_t i = 0; i < 16 + dst_offset; ++i) REQUIRE(dst[i] == 0xee);
+        for (uint64_t i = 16 + dst_offset + bytes; i < dst.size(); ++i) REQUIRE(dst[i] == 0xee);
+        REQUIRE(std::memcmp(dst.data() + 16 + dst_offset, src.data() + src_offset, bytes) == 0);
+      }
+    }
+  }
+}
+
 TEST_CASE("host copy pool: callers on several threads at once each get their own bytes") {
   HostCopyPool pool(3);
   constexpr int kCallers = 4;
