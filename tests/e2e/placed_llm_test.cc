@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/importers/ImportModel.h"
@@ -138,31 +139,42 @@ TEST_CASE("a llama placed by the importer on two CPU devices generates the one-d
   }
 }
 
-// The same pipeline placement with device 1 a GPU (compiled here; run on the GPU machine).
-TEST_CASE("a llama split by layer ranges across the CPU and a CUDA device generates the CPU ids [cpu+cuda]") {
+// The embedding gather and argmax on the CPU with the layers on a GPU (head_on_0), and the
+// pipeline placement with device 1 a GPU (compiled here; run on the GPU machine).
+TEST_CASE("a llama placed across the CPU and a CUDA device generates the CPU ids [cpu+cuda]") {
   std::vector<uint8_t> file;
   const std::string checkpoint = WriteCheckpoint(&file);
   const std::vector<HostValue> args = GenerateArgs(file);
   const std::string one = CompileOrDie(Import(checkpoint, -1, ""), "placed_llm_one", "cpu");
-  const std::string split = CompileOrDie(Import(checkpoint, -1, "0-1:0,2-3:1"), "placed_llm_pipeline_cuda",
-                                         "cpu", "--target=cuda");
+  const Placed& head_on_0 = kPlacements[0];
+  const Placed& pipeline = kPlacements[2];
+  std::vector<std::pair<const Placed*, std::string>> modules;
+  for (const Placed* p : {&head_on_0, &pipeline}) {
+    modules.emplace_back(p, CompileOrDie(Import(checkpoint, p->embedding_device, p->layers),
+                                         std::string("placed_llm_") + p->name + "_cuda", "cpu",
+                                         "--target=cuda"));
+  }
   try {
     RequireDevice("cuda");
   } catch (const DeviceUnavailable& e) {
-    std::printf("HEXIR_SKIPPED: a llama split across the CPU and a CUDA device: %s\n", e.reason.c_str());
+    std::printf("HEXIR_SKIPPED: a llama placed across the CPU and a CUDA device: %s\n", e.reason.c_str());
     return;
   }
   auto single = OpenOrDie(one, "cpu");
   const std::vector<int64_t> expected = Ids(CallOrDie(*single, "generate", args)[0].tensor);
-  tools::InvocationOptions options;
-  options.device_uris = {"cpu", "cuda"};
-  auto session = tools::Session::Open(split, options);
-  INFO(session.status().ToString());
-  REQUIRE(session.ok());
-  hal::DeviceStats before = (*session)->device(1).stats();
-  CHECK(Ids(CallOrDie(**session, "generate", args)[0].tensor) == expected);
-  // Every crossing is a transfer counted on the GPU: 2 per pass (one prefill, 8 decode steps).
-  CHECK((*session)->device(1).stats().transfers_queued - before.transfers_queued == 2 * 9);
+  for (const auto& [p, module] : modules) {
+    INFO(p->name);
+    tools::InvocationOptions options;
+    options.device_uris = {"cpu", "cuda"};
+    auto session = tools::Session::Open(module, options);
+    INFO(session.status().ToString());
+    REQUIRE(session.ok());
+    hal::DeviceStats before = (*session)->device(1).stats();
+    CHECK(Ids(CallOrDie(**session, "generate", args)[0].tensor) == expected);
+    // Every crossing is a transfer counted on the GPU: the activation in and out once per pass
+    // (one prefill, 8 decode steps).
+    CHECK((*session)->device(1).stats().transfers_queued - before.transfers_queued == 2 * 9);
+  }
 }
 
 }  // namespace
