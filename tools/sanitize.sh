@@ -24,11 +24,4 @@ else
   targets+=(//tests/e2e/...)
 fi
 
-log=$(mktemp)
-bazel test --config=asan --keep_going "$@" -- "${targets[@]}" 2>&1 | tee "$log"
-bazel_rc=${PIPESTATUS[0]}
-python3 tools/summarize_tests.py "$log" "$(bazel info --config=asan bazel-testlogs 2>/dev/null)"
-summary_rc=$?
-rm -f "$log"
-if [ "$bazel_rc" -ne 0 ] || [ "$summary_rc" -ne 0 ]; then exit 1; fi
-exit 0
+exec bash tools/summarized_test.sh --config=asan --keep_going "$@" -- "${targets[@]}"

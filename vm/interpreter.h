@@ -54,6 +54,7 @@ class Interpreter {
                 ContextStats* stats);
 
  private:
+  // A caller saved by `call`, restored by `return`.
   struct Frame {
     uint32_t function;
     const uint32_t* call_ip;    // the caller's call instruction (trap call stacks)
@@ -61,10 +62,49 @@ class Interpreter {
     size_t value_base;
     size_t ref_base;
   };
+  // The running function: its ordinal, code and registers (a Run local the compiler keeps in
+  // machine registers; the helpers below take it by reference and are inlined).
+  struct Activation {
+    uint32_t function;
+    const FunctionInfo* fn;
+    const uint32_t* code;
+    size_t value_base;
+    size_t ref_base;
+    int64_t* v;            // values_.data() + value_base
+    Ref<RefObject>* r;     // refs_.data() + ref_base
+  };
+  // The callers of the running function: frames[0, depth) of frames_ (capacity its size).
+  struct CallStack {
+    Frame* frames;
+    size_t depth;
+    size_t capacity;
+  };
 
+  // The dispatch loop (interpreter.cc): runs `ordinal` with its arguments in place.
   Status Run(LinkedModule& linked, uint32_t ordinal, std::vector<Variant>* results,
              uint64_t fuel, const Interrupt& interrupt, ContextStats* stats);
   void Unwind();
+
+  // Calls and returns (interpreter_calls.h, inlined into Run). `ip` is the call or return
+  // instruction; each updates `at`, `stack` and `ip` to where execution continues.
+  // `call`: pushes the caller and enters callee F; a failure (call depth, register stack) is
+  // returned with nothing changed.
+  Status EnterCall(const FunctionInfo* fns, Activation& at, CallStack& stack,
+                   const uint32_t*& ip);
+  // `return` to the caller on top of a non-empty `stack`: copies the results into its result
+  // registers and clears the returning frame's refs.
+  void ReturnToCaller(const FunctionInfo* fns, Activation& at, CallStack& stack,
+                      const uint32_t*& ip);
+  // `call.import`: passes the argument list, binds the results; an import's failure comes back
+  // prefixed with its name (`ip` then stays on the instruction).
+  Status CallImport(const LinkedModule& linked, const Activation& at, const Interrupt& interrupt,
+                    const uint32_t*& ip);
+  // Rewrites *trap, raised at `offset` of `fn`, into the invocation's message
+  // (interpreter_traps.cc): `function 'f' @12: <trap>; called from 'g' @3, ...`, the callers
+  // frames[depth-1] down to frames[0] (8 at most, the rest counted). Six arguments, all in
+  // machine registers: a seventh made gcc give the dispatch loop a frame pointer.
+  static void DescribeTrap(Status* trap, const FunctionInfo* fns, const FunctionInfo& fn,
+                           size_t offset, const Frame* frames, size_t depth);
 
   std::vector<int64_t> values_;
   std::vector<Ref<RefObject>> refs_;   // every slot above the live frames is null
