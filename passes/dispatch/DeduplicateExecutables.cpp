@@ -4,6 +4,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "passes/Passes.h"
+#include "passes/dispatch/KernelOperands.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_DEDUPLICATEEXECUTABLES
@@ -15,17 +16,7 @@ using namespace mlir;
 // The executable's body printed with the kernel renamed to a fixed name.
 std::string structuralKey(ExecutableOp exe) {
   OpBuilder b(exe);
-  Operation* clone = b.clone(*exe);
-  auto copy = cast<ExecutableOp>(clone);
-  copy.setSymName("k");
-  if (ModuleOp inner = copy.getInnerModule())
-    for (auto f : inner.getOps<func::FuncOp>())
-      if (f.getName() == exe.getSymName()) f.setSymName("k");
-  std::string key;
-  llvm::raw_string_ostream os(key);
-  clone->print(os, OpPrintingFlags().printGenericOpForm().useLocalScope());
-  clone->erase();
-  return key;
+  return KeyOfClone(cast<ExecutableOp>(b.clone(*exe)));
 }
 
 class DeduplicateExecutables

@@ -70,11 +70,7 @@ Candidate keyOf(ExecutableOp exe, std::string& key) {
   OpBuilder b(exe);
   auto copy = cast<ExecutableOp>(b.clone(*exe));
   Candidate candidate{exe, hoistConstants(copy)};
-  KernelOf(copy).setSymName("k");
-  copy.setSymName("k");
-  llvm::raw_string_ostream os(key);
-  copy->print(os, OpPrintingFlags().printGenericOpForm().useLocalScope());
-  copy->erase();
+  key = KeyOfClone(copy);
   return candidate;
 }
 

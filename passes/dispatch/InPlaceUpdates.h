@@ -12,6 +12,7 @@
 // MLIR-free callers do not exist; thread-compatible (pure analysis of the IR it is given).
 #pragma once
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 namespace hexir {
@@ -25,5 +26,11 @@ inline constexpr char kTiedOperandsAttr[] = "hexir.tied_operands";
 
 // True when `op` (unit strides, same rank) can update its destination's buffer in place.
 bool CanInsertInPlace(mlir::tensor::InsertSliceOp op);
+
+// True when `op` (one init, no reduction loops, the init's map the identity) may write its
+// result into its init's buffer: the init is owned as for an insert_slice destination (its
+// other uses, a second operand use or a read in the body included, come earlier). Device loops
+// (passes/loops/PrepareDeviceLoops.cpp) mark such generics `hexir.in_place`.
+bool CanUpdateInitInPlace(mlir::linalg::GenericOp op);
 
 }  // namespace hexir

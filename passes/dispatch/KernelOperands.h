@@ -1,6 +1,6 @@
 // How a hexir.dispatch's operands meet its executable's kernel arguments, for the passes
 // that rewrite both sides at once (deduplication modulo constants, uniform-operand folding,
-// dispatch specialization).
+// dispatch specialization), and the text the two deduplication passes compare.
 //
 // Kernel signature (hexir-outline-dispatch-regions): (tensor inputs..., one output per
 // result..., scalar inputs...). Dispatch operands: (tensor inputs..., scalar inputs...). So
@@ -9,7 +9,10 @@
 #pragma once
 
 #include "dialects/hexir/IR/HexirOps.h"
+#include <string>
+
 #include "llvm/ADT/MapVector.h"
+#include "llvm/Support/raw_ostream.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace hexir {
@@ -18,6 +21,20 @@ namespace hexir {
 inline mlir::func::FuncOp KernelOf(ExecutableOp exe) {
   mlir::ModuleOp inner = exe.getInnerModule();
   return inner ? inner.lookupSymbol<mlir::func::FuncOp>(exe.getSymName()) : nullptr;
+}
+
+// The text of `copy`, a clone of an executable, with the executable and its kernel renamed to
+// one fixed name (generic form, local SSA names); erases the clone. Two executables print
+// alike exactly when their kernels are equal up to their names.
+inline std::string KeyOfClone(ExecutableOp copy) {
+  if (mlir::func::FuncOp kernel = KernelOf(copy)) kernel.setSymName("k");
+  copy.setSymName("k");
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  copy->print(os, mlir::OpPrintingFlags().printGenericOpForm().useLocalScope());
+  os.flush();
+  copy->erase();
+  return key;
 }
 
 // The kernel argument index that receives dispatch operand `operand` of `d`.

@@ -32,11 +32,6 @@
 #include "passes/dispatch/InPlaceUpdates.h"
 
 namespace hexir {
-// Defined in passes/dispatch/InPlaceUpdates.cpp beside CanInsertInPlace, sharing its ownership
-// rules: `op` (one init, all loops parallel, the init's map the identity) may write its result
-// into its init's buffer when the init is owned as for an insert_slice destination (its other
-// uses, a second operand use or a read in the body included, come earlier).
-bool CanUpdateInitInPlace(mlir::linalg::GenericOp op);
 
 #define GEN_PASS_DEF_PREPAREDEVICELOOPS
 #include "passes/loops/DeviceLoopPasses.h.inc"
