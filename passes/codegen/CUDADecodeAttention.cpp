@@ -1,5 +1,6 @@
 #include "passes/codegen/CUDADecodeAttention.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "dialects/hexir/IR/HexirOps.h"
@@ -20,14 +21,15 @@ namespace hexir::cuda {
 using namespace mlir;
 
 std::vector<int64_t> DecodeAttention::encode() const {
-  return {kvHeads, group, headDim, cacheLen, q, k, v, out, n, splits, threads};
+  return {kvHeads, group, headDim, cacheLen, q, k, v, out, n, splits, threads, headTile, window};
 }
 
 std::optional<DecodeAttention> DecodeAttention::decode(llvm::ArrayRef<int64_t> w) {
-  if (w.size() != 11) return std::nullopt;
+  if (w.size() != 13) return std::nullopt;
   DecodeAttention s;
   s.kvHeads = w[0], s.group = w[1], s.headDim = w[2], s.cacheLen = w[3];
   s.q = w[4], s.k = w[5], s.v = w[6], s.out = w[7], s.n = w[8], s.splits = w[9], s.threads = w[10];
+  s.headTile = w[11], s.window = w[12];
   return s;
 }
 
@@ -93,18 +95,20 @@ std::optional<DecodeAttention> MatchDecodeAttention(func::FuncOp kernel) {
   }
   if (q < 0 || out < 0 || n < 0) return Refuse(kernel, "no q, result buffer and length n");
   s.q = q, s.out = out, s.n = n;
-  if (s.group > kMaxAttentionGroup) return Refuse(kernel, "more query heads per KV head than 16");
+  // Equal head tiles of at most 16; smaller while a window of 32 scores per head does not fit.
+  const int64_t words = kMaxAttentionSharedBytes / 4;
+  s.headTile = (s.group + (s.group + kMaxAttentionHeadTile - 1) / kMaxAttentionHeadTile - 1) /
+               ((s.group + kMaxAttentionHeadTile - 1) / kMaxAttentionHeadTile);
+  auto fits = [&](int64_t window) { return s.headTile * (2 * s.headDim + window + 3) <= words; };
+  while (s.headTile > 1 && !fits(kMinAttentionWindow)) s.headTile = (s.headTile + 1) / 2;
+  if (!fits(std::min(kMinAttentionWindow, s.cacheLen)))
+    return Refuse(kernel, "a head of " + llvm::Twine(s.headDim) + " does not fit shared memory");
   // Splits fill the GPU once (two blocks per SM) while each keeps >= 16 rows of a full cache.
   s.splits = 1;
-  while (s.splits < kMaxAttentionSplits && s.kvHeads * s.splits * 2 <= 2 * 132 &&
+  while (s.splits < kMaxAttentionSplits && s.kvHeads * s.tiles() * s.splits * 2 <= 2 * 132 &&
          s.cacheLen >= 16 * s.splits * 2)
     s.splits *= 2;
-  while (s.splits > 1 && s.sharedWords() * 4 > kMaxAttentionSharedBytes) s.splits /= 2;
-  if (s.sharedWords() * 4 > kMaxAttentionSharedBytes) {
-    // More splits shrink the scores: use them when a cluster of 8 fits.
-    s.splits = kMaxAttentionSplits;
-    if (s.sharedWords() * 4 > kMaxAttentionSharedBytes) return Refuse(kernel, "scores exceed 48 KiB");
-  }
+  s.window = std::min(s.chunk(), words / s.headTile - 2 * s.headDim - 3);
   return s;
 }
 
@@ -179,16 +183,21 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
   } else if (!n.getType().isIndex()) {
     n = arith::IndexCastOp::create(b, loc, b.getIndexType(), n);
   }
-  const int64_t G = s.group, HD = s.headDim, C = s.splits, B = s.threads, chunkMax = s.chunk();
+  // Gt heads of the block's tile, of which those at g0 + j >= G (a ragged last tile) are
+  // computed on zero q and never stored.
+  const int64_t G = s.group, Gt = s.headTile, HD = s.headDim, C = s.splits, B = s.threads, W = s.window;
   const int64_t warps = B / kWarpSize;
-  // Shared words: q [G][HD] | scores [G][chunkMax] | m [G] | l [G] | o [G][HD].
-  const int64_t qOff = 0, scOff = G * HD, mOff = scOff + G * chunkMax, lOff = mOff + G,
-                oOff = lOff + G;
+  const bool ragged = s.tiles() * Gt != G;
+  // Shared words: q [Gt][HD] | o [Gt][HD] | scores [Gt][W] | m [Gt] | l [Gt] | alpha [Gt].
+  const int64_t qOff = 0, oOff = Gt * HD, scOff = 2 * Gt * HD, mOff = scOff + Gt * W, lOff = mOff + Gt,
+                alphaOff = lOff + Gt;
   Value smem = WorkgroupArray(b, loc, kernel, b.getF32Type(), s.sharedWords());
 
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value a = k.div(bid, k.idx(C)), r = k.rem(bid, k.idx(C));
+  Value cluster = k.div(bid, k.idx(C)), r = k.rem(bid, k.idx(C));
+  Value a = k.div(cluster, k.idx(s.tiles()));
+  Value g0 = k.mul(k.rem(cluster, k.idx(s.tiles())), k.idx(Gt));
   n = k.min(n, k.idx(s.cacheLen));  // never past the cache
   Value chunk = k.div(k.add(n, k.idx(C - 1)), k.idx(C));
   Value start = k.min(k.mul(r, chunk), n);
@@ -196,87 +205,126 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
   Value rowBase = k.mul(a, k.idx(HD));  // column of head a in a cache row
   Value zero = k.idx(0), one = k.idx(1);
   const double kNegInf = -3.0e38;  // the importer's softmax identity
+  auto headOf = [&](Value j) { return k.add(g0, j); };
+  auto headValid = [&](Value j) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, headOf(j), k.idx(G));
+  };
+  // body(e, j, d) for each element e = j HD + d of the tile's [Gt][HD], e from `first` by `step`.
+  auto forTileElements = [&](Value first, int64_t step, llvm::function_ref<void(Value, Value, Value)> body) {
+    k.loop(first, k.idx(Gt * HD), k.idx(step), {}, [&](Value e, ValueRange) {
+      body(e, k.div(e, k.idx(HD)), k.rem(e, k.idx(HD)));
+      return SmallVector<Value>{};
+    });
+  };
 
-  // q of the group -> shared.
-  k.loop(tid, k.idx(G * HD), k.idx(B), {}, [&](Value e, ValueRange) {
-    Value g = k.div(e, k.idx(HD)), d = k.rem(e, k.idx(HD));
-    k.store(k.load(Q, {a, g, d}), smem, {k.add(e, k.idx(qOff))});
+  // q of the tile -> shared (zeros past G); o = 0; m = -inf, l = 0.
+  forTileElements(tid, B, [&](Value e, Value j, Value d) {
+    Value qv;
+    if (ragged) {
+      Value g = k.min(headOf(j), k.idx(G - 1));
+      qv = arith::SelectOp::create(b, loc, headValid(j), k.load(Q, {a, g, d}), k.f32(0.0));
+    } else {
+      qv = k.load(Q, {a, headOf(j), d});
+    }
+    k.store(qv, smem, {k.add(e, k.idx(qOff))});
+    k.store(k.f32(0.0), smem, {k.add(e, k.idx(oOff))});
+  });
+  k.loop(tid, k.idx(Gt), k.idx(B), {}, [&](Value j, ValueRange) {
+    k.store(k.f32(kNegInf), smem, {k.add(j, k.idx(mOff))});
+    k.store(k.f32(0.0), smem, {k.add(j, k.idx(lOff))});
     return SmallVector<Value>{};
   });
   k.barrier();
 
-  // Scores: a thread per position, the G dot products sharing each K element.
   // K rows: 16-byte loads of f32, 8-byte loads of f16/bf16 (4 elements) when HD allows.
   const int64_t width = (HD % 4 == 0) ? 4 : 1;
   Type cacheElement = cast<MemRefType>(K.getType()).getElementType();
   Value scale = k.f32(std::sqrt(float(HD)));
-  k.loop(tid, len, k.idx(B), {}, [&](Value t, ValueRange) {
-    Value row = k.add(start, t);
-    SmallVector<Value> init(G, k.f32(0.0));
-    ValueRange acc = k.loop(zero, k.idx(HD), k.idx(width), init, [&](Value d, ValueRange accs) {
-      SmallVector<Value> next(accs.begin(), accs.end());
-      SmallVector<Value> kv;
-      Value col = k.add(rowBase, d);
-      if (width > 1) {
-        int64_t bytes = width * cacheElement.getIntOrFloatBitWidth() / 8;
-        Value vec = vector::LoadOp::create(b, loc, VectorType::get({width}, cacheElement), K,
-                                           ValueRange{row, col}, /*nontemporal=*/false,
-                                           llvm::MaybeAlign(bytes));
-        for (int64_t j = 0; j < width; ++j) kv.push_back(k.widen(vector::ExtractOp::create(b, loc, vec, j)));
-      } else {
-        kv.push_back(k.widen(k.load(K, {row, col})));
-      }
-      for (int64_t j = 0; j < width; ++j)
-        for (int64_t g = 0; g < G; ++g) {
-          Value qv = k.load(smem, {k.add(d, k.idx(qOff + g * HD + j))});
-          next[g] = k.add(next[g], k.mul(qv, kv[j]));
-        }
-      return next;
-    });
-    for (int64_t g = 0; g < G; ++g)
-      k.store(k.div(acc[g], scale), smem, {k.add(t, k.idx(scOff + g * chunkMax))});
-    return SmallVector<Value>{};
-  });
-  k.barrier();
-
-  // Per query head: m = max score, p = exp(score - m) in place, l = sum p (a warp per head).
   Value warp = k.div(tid, k.idx(kWarpSize)), lane = k.rem(tid, k.idx(kWarpSize));
-  k.loop(warp, k.idx(G), k.idx(warps), {}, [&](Value g, ValueRange) {
-    Value base = k.add(k.mul(g, k.idx(chunkMax)), k.idx(scOff));
-    Value m = k.loop(lane, len, k.idx(kWarpSize), {k.f32(kNegInf)}, [&](Value t, ValueRange acc) {
-      return SmallVector<Value>{k.fmax(acc[0], k.load(smem, {k.add(base, t)}))};
-    })[0];
-    m = k.butterfly(m, /*isMax=*/true);
-    Value l = k.loop(lane, len, k.idx(kWarpSize), {k.f32(0.0)}, [&](Value t, ValueRange acc) {
-      Value at = k.add(base, t);
-      Value p = k.exp(k.sub(k.load(smem, {at}), m));
-      k.store(p, smem, {at});
-      return SmallVector<Value>{k.add(acc[0], p)};
-    })[0];
-    l = k.butterfly(l, /*isMax=*/false);
-    k.ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero), [&] {
-      k.store(m, smem, {k.add(g, k.idx(mOff))});
-      k.store(l, smem, {k.add(g, k.idx(lOff))});
+  k.loop(zero, len, k.idx(W), {}, [&](Value w0, ValueRange) {
+    Value first = k.add(start, w0), wlen = k.min(k.idx(W), k.sub(len, w0));
+    // Scores: a thread per position, the tile's Gt dot products sharing each K element.
+    k.loop(tid, wlen, k.idx(B), {}, [&](Value t, ValueRange) {
+      Value row = k.add(first, t);
+      SmallVector<Value> init(Gt, k.f32(0.0));
+      ValueRange acc = k.loop(zero, k.idx(HD), k.idx(width), init, [&](Value d, ValueRange accs) {
+        SmallVector<Value> next(accs.begin(), accs.end());
+        SmallVector<Value> kv;
+        Value col = k.add(rowBase, d);
+        if (width > 1) {
+          int64_t bytes = width * cacheElement.getIntOrFloatBitWidth() / 8;
+          Value vec = vector::LoadOp::create(b, loc, VectorType::get({width}, cacheElement), K,
+                                             ValueRange{row, col}, /*nontemporal=*/false,
+                                             llvm::MaybeAlign(bytes));
+          for (int64_t i = 0; i < width; ++i) kv.push_back(k.widen(vector::ExtractOp::create(b, loc, vec, i)));
+        } else {
+          kv.push_back(k.widen(k.load(K, {row, col})));
+        }
+        for (int64_t i = 0; i < width; ++i)
+          for (int64_t j = 0; j < Gt; ++j) {
+            Value qv = k.load(smem, {k.add(d, k.idx(qOff + j * HD + i))});
+            next[j] = k.add(next[j], k.mul(qv, kv[i]));
+          }
+        return next;
+      });
+      for (int64_t j = 0; j < Gt; ++j) k.store(k.div(acc[j], scale), smem, {k.add(t, k.idx(scOff + j * W))});
+      return SmallVector<Value>{};
     });
-    return SmallVector<Value>{};
-  });
-  k.barrier();
+    k.barrier();
 
-  // o[g][d] = sum_t p[g][t] V[start + t][a HD + d] (consecutive threads: consecutive d).
-  k.loop(tid, k.idx(G * HD), k.idx(B), {}, [&](Value e, ValueRange) {
-    Value g = k.div(e, k.idx(HD)), d = k.rem(e, k.idx(HD));
-    Value base = k.add(k.mul(g, k.idx(chunkMax)), k.idx(scOff)), col = k.add(rowBase, d);
-    Value o = k.loop(zero, len, one, {k.f32(0.0)}, [&](Value t, ValueRange acc) {
-      Value p = k.load(smem, {k.add(base, t)});
-      return SmallVector<Value>{k.add(acc[0], k.mul(p, k.widen(k.load(V, {k.add(start, t), col}))))};
-    })[0];
-    if (C == 1)
-      k.store(k.div(o, k.load(smem, {k.add(g, k.idx(lOff))})), Out, {a, g, d});
-    else
-      k.store(o, smem, {k.add(e, k.idx(oOff))});
+    // Per query head (a warp per head): the window's maximum, the running one m, p =
+    // exp(score - m) in place, l = l exp(m_old - m) + sum p, the factor kept for o.
+    k.loop(warp, k.idx(Gt), k.idx(warps), {}, [&](Value j, ValueRange) {
+      Value base = k.add(k.mul(j, k.idx(W)), k.idx(scOff));
+      Value mOld = k.load(smem, {k.add(j, k.idx(mOff))});
+      Value m = k.loop(lane, wlen, k.idx(kWarpSize), {mOld}, [&](Value t, ValueRange acc) {
+        return SmallVector<Value>{k.fmax(acc[0], k.load(smem, {k.add(base, t)}))};
+      })[0];
+      m = k.butterfly(m, /*isMax=*/true);
+      Value l = k.loop(lane, wlen, k.idx(kWarpSize), {k.f32(0.0)}, [&](Value t, ValueRange acc) {
+        Value at = k.add(base, t);
+        Value p = k.exp(k.sub(k.load(smem, {at}), m));
+        k.store(p, smem, {at});
+        return SmallVector<Value>{k.add(acc[0], p)};
+      })[0];
+      l = k.butterfly(l, /*isMax=*/false);
+      k.ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero), [&] {
+        Value alpha = k.exp(k.sub(mOld, m));
+        Value lAt = k.add(j, k.idx(lOff));
+        k.store(m, smem, {k.add(j, k.idx(mOff))});
+        k.store(k.add(k.mul(k.load(smem, {lAt}), alpha), l), smem, {lAt});
+        k.store(alpha, smem, {k.add(j, k.idx(alphaOff))});
+      });
+      return SmallVector<Value>{};
+    });
+    k.barrier();
+
+    // o[j][d] = o[j][d] alpha[j] + sum_t p[j][t] V[first + t][a HD + d] (consecutive threads:
+    // consecutive d).
+    forTileElements(tid, B, [&](Value e, Value j, Value d) {
+      Value base = k.add(k.mul(j, k.idx(W)), k.idx(scOff)), col = k.add(rowBase, d);
+      Value oAt = k.add(e, k.idx(oOff));
+      Value rescaled = k.mul(k.load(smem, {oAt}), k.load(smem, {k.add(j, k.idx(alphaOff))}));
+      Value o = k.loop(zero, wlen, one, {rescaled}, [&](Value t, ValueRange acc) {
+        Value p = k.load(smem, {k.add(base, t)});
+        return SmallVector<Value>{k.add(acc[0], k.mul(p, k.widen(k.load(V, {k.add(first, t), col}))))};
+      })[0];
+      k.store(o, smem, {oAt});
+    });
+    // The next window's scores and factors overwrite what this one read.
+    k.barrier();
     return SmallVector<Value>{};
   });
+
+  // out[a][g0 + j][d] = value, for the tile's heads inside the group.
+  auto storeOut = [&](Value value, Value j, Value d) {
+    if (!ragged) return k.store(value, Out, {a, headOf(j), d});
+    k.ifThen(headValid(j), [&] { k.store(value, Out, {a, headOf(j), d}); });
+  };
   if (C == 1) {
+    forTileElements(tid, B, [&](Value e, Value j, Value d) {
+      storeOut(k.div(k.load(smem, {k.add(e, k.idx(oOff))}), k.load(smem, {k.add(j, k.idx(lOff))})), j, d);
+    });
     func::ReturnOp::create(b, loc);
     return success();
   }
@@ -300,22 +348,20 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
                                    ArrayRef<LLVM::GEPArg>{w64});
     return LLVM::LoadOp::create(b, loc, b.getF32Type(), at, /*alignment=*/4);
   };
-  k.loop(k.add(k.mul(r, k.idx(B)), tid), k.idx(G * HD), k.idx(C * B), {}, [&](Value e, ValueRange) {
-    Value g = k.div(e, k.idx(HD)), d = k.rem(e, k.idx(HD));
+  forTileElements(k.add(k.mul(r, k.idx(B)), tid), C * B, [&](Value e, Value j, Value d) {
     SmallVector<Value> ms;
     Value M = k.f32(kNegInf);
     for (int64_t rank = 0; rank < C; ++rank) {
-      ms.push_back(remoteLoad(rank, k.add(g, k.idx(mOff))));
+      ms.push_back(remoteLoad(rank, k.add(j, k.idx(mOff))));
       M = k.fmax(M, ms.back());
     }
     Value L = k.f32(0.0), O = k.f32(0.0);
     for (int64_t rank = 0; rank < C; ++rank) {
       Value w = k.exp(k.sub(ms[rank], M));
-      L = k.add(L, k.mul(remoteLoad(rank, k.add(g, k.idx(lOff))), w));
+      L = k.add(L, k.mul(remoteLoad(rank, k.add(j, k.idx(lOff))), w));
       O = k.add(O, k.mul(remoteLoad(rank, k.add(e, k.idx(oOff))), w));
     }
-    k.store(k.div(O, L), Out, {a, g, d});
-    return SmallVector<Value>{};
+    storeOut(k.div(O, L), j, d);
   });
   // No block leaves while another may still read its shared memory.
   NVVM::ClusterArriveOp::create(b, loc, UnitAttr());

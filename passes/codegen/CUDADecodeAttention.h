@@ -9,14 +9,17 @@
 // The caches hold f32, f16 or bf16 (hexir-import --kv-cache); elements are widened to f32 as
 // they are loaded, and q, the scores, softmax and sums are f32.
 //
-// The kernel: one cluster of `splits` blocks per KV head; block r takes the positions
+// The kernel: one cluster of `splits` blocks per KV head and tile of query heads (at most 16
+// heads of the group: their dot products share each K element); block r takes the positions
 // [r c, r c + c) with c = ceil(n / splits), so only filled rows are read and each K/V row is
-// read once for all the group's query heads (q of the group in shared memory). Per block:
-// scores of its positions into shared memory (one thread per position, G accumulators),
-// per query head the maximum m and sum l of exp(score - m) (a warp per head, butterflies),
-// the unnormalized sums o = sum p V (a thread per (g, d)). The blocks of a cluster then meet
-// through distributed shared memory (sm_90 `mapa`, cluster barriers): out = sum_r o_r
-// exp(m_r - M) / sum_r l_r exp(m_r - M), M = max_r m_r, each block writing a share of it.
+// read once per head tile (q of the tile in shared memory). Per block, in windows of at most
+// `window` positions (the scores of one window in shared memory): scores (one thread per
+// position, a tile's accumulators), per query head the running maximum m, the sum l of
+// exp(score - m) and the unnormalized sums o = sum p V (a warp per head for m and l, a
+// thread per (g, d) for o), the previous windows' l and o rescaled by exp(m_old - m_new)
+// (online softmax). The blocks of a cluster then meet through distributed shared memory
+// (sm_90 `mapa`, cluster barriers): out = sum_r o_r exp(m_r - M) / sum_r l_r exp(m_r - M),
+// M = max_r m_r, each block writing a share of it.
 #pragma once
 
 #include <optional>
@@ -30,8 +33,11 @@ inline constexpr int64_t kMaxAttentionSplits = 8;
 inline constexpr int64_t kAttentionThreads = 256;
 // Shared memory the kernel may use (the static limit without opting in).
 inline constexpr int64_t kMaxAttentionSharedBytes = 48 * 1024;
-// Most query heads per KV head (accumulators per thread while scoring).
-inline constexpr int64_t kMaxAttentionGroup = 16;
+// Most query heads one block scores together (accumulators per thread while scoring).
+inline constexpr int64_t kMaxAttentionHeadTile = 16;
+// Fewest positions a window holds (one per lane of the warp that reduces a head's scores)
+// unless the block has fewer.
+inline constexpr int64_t kMinAttentionWindow = 32;
 
 struct DecodeAttention {
   int64_t kvHeads = 0, group = 0, headDim = 0, cacheLen = 0;
@@ -40,13 +46,18 @@ struct DecodeAttention {
   // whose element 0 is the position, n = pos + 1 (the llama importer's device loop keeps the
   // position on the device; LowerDecodeAttention loads it).
   int64_t q = 0, k = 0, v = 0, out = 0, n = 0;
-  int64_t splits = 1;  // blocks per KV head (one cluster)
+  int64_t splits = 1;  // blocks per KV head and head tile (one cluster)
   int64_t threads = kAttentionThreads;
+  int64_t headTile = 1;  // query heads per block: tiles() blocks' clusters per KV head
+  int64_t window = 1;    // positions scored per pass
 
-  // Positions one block holds scores for at most: ceil(S / splits).
+  int64_t tiles() const { return (group + headTile - 1) / headTile; }
+  // Positions one block holds at most: ceil(S / splits).
   int64_t chunk() const { return (cacheLen + splits - 1) / splits; }
-  // f32 words of shared memory: q, scores, m, l, o.
-  int64_t sharedWords() const { return 2 * group * headDim + group * chunk() + 2 * group; }
+  // f32 words of shared memory: q and o [headTile][HD], the scores of a window, m, l and
+  // the rescale factor per head.
+  int64_t sharedWords() const { return headTile * (2 * headDim + window + 3); }
+  int64_t blocks() const { return kvHeads * tiles() * splits; }
   std::vector<int64_t> encode() const;
   static std::optional<DecodeAttention> decode(llvm::ArrayRef<int64_t> words);
 };
@@ -56,10 +67,12 @@ inline constexpr char kDecodeAttentionAttr[] = "hexir.cuda.decode_attention";
 
 // The roles and launch of an executable marked "decode_attention" (tensor form, before
 // distribution), or nullopt (with a remark on the kernel saying why) when its arguments are
-// not those of the computation above (f32 q and result; f32, f16 or bf16 caches), or it
-// does not fit the limits: such a kernel keeps the generic lowering. Splits: the largest of
-// 1, 2, 4, 8 with kvHeads * splits <= 2 x the H200's 132 SMs and at least 16 cache rows per
-// split.
+// not those of the computation above (f32 q and result; f32, f16 or bf16 caches), or a head
+// is too long for one query head's q, o and a window of 32 scores in 48 KiB: such a kernel
+// keeps the generic lowering. Head tile: ceil(G / ceil(G / 16)) (equal tiles of at most 16),
+// halved while 48 KiB holds fewer than kMinAttentionWindow scores per head; splits: the
+// largest of 1, 2, 4, 8 with KVH x tiles x splits <= 2 x the H200's 132 SMs and at least 16
+// cache rows per split; window: the block's whole chunk when it fits, else what fits.
 std::optional<DecodeAttention> MatchDecodeAttention(mlir::func::FuncOp kernel);
 
 // Replaces the body of the bufferized `kernel` with the flash-decoding kernel above.

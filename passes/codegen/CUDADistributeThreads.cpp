@@ -63,7 +63,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
         kernel->setAttr(kThreadCountAttr, IntegerAttr::get(IndexType::get(ctx), -1));
         kernel->setAttr(kBlockSizeAttr, IntegerAttr::get(IndexType::get(ctx), attention->threads));
         exe->setAttr(codegen::kWorkgroupCountAttr,
-                     DenseI64ArrayAttr::get(ctx, {attention->kvHeads * attention->splits, 1, 1}));
+                     DenseI64ArrayAttr::get(ctx, {attention->blocks(), 1, 1}));
         exe->setAttr(kBlockSizeAttr, DenseI64ArrayAttr::get(ctx, {attention->threads, 1, 1}));
         continue;
       }

@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 
 namespace hexir::cuda {
 using namespace mlir;
@@ -81,6 +82,16 @@ void ApplyMatmulEpilogue(OpBuilder& b, Location loc, const MatmulBody& body, Val
     holder = g.getDpsInitOperand(0)->get();
   }
   memref::StoreOp::create(b, loc, v, body.result, coords);
+}
+
+void StoreMatmulElement(OpBuilder& b, Location loc, const MatmulBody& body, Value batchIndex, Value v,
+                        Value row, Value col, Value M, Value N) {
+  KernelArith k{b, loc};
+  auto inside = scf::IfOp::create(b, loc, k.both(k.ult(row, M), k.ult(col, N)), false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(inside.thenBlock()->getTerminator());
+  if (!matchPattern(body.init, m_AnyZeroFloat())) v = arith::AddFOp::create(b, loc, body.init, v);
+  ApplyMatmulEpilogue(b, loc, body, batchIndex, v, row, col);
 }
 
 LogicalResult EraseMatmulBody(const MatmulBody& body) {

@@ -36,6 +36,12 @@ llvm::SmallVector<mlir::Value> MatmulIndices(mlir::Value memref, mlir::Value bat
 void ApplyMatmulEpilogue(mlir::OpBuilder& b, mlir::Location loc, const MatmulBody& body,
                          mlir::Value batchIndex, mlir::Value v, mlir::Value row, mlir::Value col);
 
+// The output element (row, col) from its f32 sum `v`, where row < M and col < N: plus the
+// fill value (unless it is a constant zero), through the fused epilogue, stored.
+void StoreMatmulElement(mlir::OpBuilder& b, mlir::Location loc, const MatmulBody& body,
+                        mlir::Value batchIndex, mlir::Value v, mlir::Value row, mlir::Value col,
+                        mlir::Value M, mlir::Value N);
+
 // Erases the linalg ops of the old body and the temporaries only they used (after the new
 // body was built in front of the terminator).
 mlir::LogicalResult EraseMatmulBody(const MatmulBody& body);

@@ -10,7 +10,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/IR/Matchers.h"
 #include "passes/codegen/CUDAColumnReduce.h"
 #include "passes/codegen/CUDAMatmul.h"
 #include "passes/codegen/CUDAMatmulBody.h"
@@ -210,20 +209,13 @@ SmallVector<Value> MatmulKernel::mmaStep(Value stage, ValueRange accIn) {
 // Accumulator (i, j) register r holds row warpRow + 16 i + lane / 4 + 8 (r / 2), column
 // warpCol + 8 j + 2 (lane % 4) + r % 2 of the tile.
 void MatmulKernel::epilogue(ValueRange acc) {
-  Value init = body.init;
-  bool zeroInit = matchPattern(init, m_AnyZeroFloat());
   Value laneRow = div(lane, idx(4)), laneCol = mul(rem(lane, idx(4)), idx(2));
   for (int64_t i = 0; i < fragmentsM(); ++i)
     for (int64_t jn = 0; jn < fragmentsN(); ++jn)
       for (int64_t r = 0; r < 4; ++r) {
         Value row = add(add(rowBase, warpRow), add(laneRow, idx(16 * i + 8 * (r / 2))));
         Value col = add(add(colBase, warpCol), add(laneCol, idx(8 * jn + r % 2)));
-        auto inside = scf::IfOp::create(b, loc, both(ult(row, M), ult(col, N)), false);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(inside.thenBlock()->getTerminator());
-        Value v = acc[4 * (i * fragmentsN() + jn) + r];
-        if (!zeroInit) v = arith::AddFOp::create(b, loc, init, v);
-        ApplyMatmulEpilogue(b, loc, body, batchIndex, v, row, col);
+        StoreMatmulElement(b, loc, body, batchIndex, acc[4 * (i * fragmentsN() + jn) + r], row, col, M, N);
       }
 }
 

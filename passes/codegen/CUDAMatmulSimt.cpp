@@ -9,7 +9,6 @@
 // stage in hand is multiplied and stored to the other stage after it (one barrier a k tile).
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/Matchers.h"
 #include "passes/codegen/CUDAColumnReduce.h"  // WorkgroupArray
 #include "passes/codegen/CUDAMatmulBody.h"
 
@@ -146,18 +145,11 @@ SmallVector<Value> SimtKernel::multiply(Value stage, ValueRange accIn) {
 
 // Accumulator 8 i + j: row 4 ty + i % 4 (+ 64 for i >= 4), column likewise with tx and j.
 void SimtKernel::epilogue(ValueRange acc) {
-  bool zeroInit = matchPattern(body.init, m_AnyZeroFloat());
   auto offset = [&](Value lane, int64_t i) { return add(mul(lane, idx(kVector)), idx(i % 4 + (i / 4) * kHalf)); };
   for (int64_t i = 0; i < 8; ++i)
-    for (int64_t j = 0; j < 8; ++j) {
-      Value row = add(rowBase, offset(ty, i)), col = add(colBase, offset(tx, j));
-      auto inside = scf::IfOp::create(b, loc, both(ult(row, M), ult(col, N)), false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(inside.thenBlock()->getTerminator());
-      Value v = acc[8 * i + j];
-      if (!zeroInit) v = arith::AddFOp::create(b, loc, body.init, v);
-      ApplyMatmulEpilogue(b, loc, body, batchIndex, v, row, col);
-    }
+    for (int64_t j = 0; j < 8; ++j)
+      StoreMatmulElement(b, loc, body, batchIndex, acc[8 * i + j], add(rowBase, offset(ty, i)),
+                         add(colBase, offset(tx, j)), M, N);
 }
 
 LogicalResult SimtKernel::build(func::FuncOp kernel) {

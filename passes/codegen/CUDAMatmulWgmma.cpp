@@ -25,7 +25,6 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/Matchers.h"
 #include "passes/codegen/CUDAMatmulBody.h"
 
 namespace hexir::cuda {
@@ -70,7 +69,7 @@ class WgmmaKernel : KernelArith {
   void epilogue(Value acc);
   void storePartial(Value acc);
   void reduceSplits(Value splitRank);
-  void finish(Value v, Value row, Value col);
+  void finish(Value v, Value row, Value col) { StoreMatmulElement(b, loc, body, batchIndex, v, row, col, M, N); }
   SmallVector<Value> withBatch(Value memref, Value x, Value y) { return MatmulIndices(memref, batchIndex, x, y); }
 };
 
@@ -147,16 +146,6 @@ Value WgmmaKernel::multiply(Value stage, Value acc) {
         s.transposedB ? NVVM::MMALayout::col : NVVM::MMALayout::row, NVVM::MMAIntOverflowAttr());
   }
   return acc;
-}
-
-// The output element (row, col) of the tile from its f32 sum `v`: bounds-checked, plus the
-// fill value, through the fused epilogue, stored.
-void WgmmaKernel::finish(Value v, Value row, Value col) {
-  auto inside = scf::IfOp::create(b, loc, both(ult(row, M), ult(col, N)), false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(inside.thenBlock()->getTerminator());
-  if (!matchPattern(body.init, m_AnyZeroFloat())) v = arith::AddFOp::create(b, loc, body.init, v);
-  ApplyMatmulEpilogue(b, loc, body, batchIndex, v, row, col);
 }
 
 // Accumulator register v = 4 j + r of a thread holds row 16 (warp in group) + lane / 4 +

@@ -5,7 +5,8 @@
 // shared memory). Results against f64 loops at awkward shapes (odd head sizes, prime cache
 // lengths, a split holding no rows) and at several positions of one module (n is dynamic);
 // also with f16 and bf16 caches (hexir-import --kv-cache), against f64 loops over the
-// rounded cache values.
+// rounded cache values; and past one block's limits (more than 16 query heads per KV head,
+// a cache whose scores do not fit shared memory at once).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -198,7 +199,21 @@ void NarrowCaches(const std::string& device) {
   });
 }
 
+// Past one block's limits (CUDA: 16 query heads scored together, 48 KiB of scores): 32 query
+// heads per KV head (two head tiles of 16), 17 (tiles of 9, the last one ragged), and a cache
+// of 12000 rows whose 8 splits hold 1500 rows each, scored in windows of 733 (online softmax).
+void LargeGroupsAndLongCaches(const std::string& device) {
+  CheckAttention(device, {
+      {{2, 32, 64, 300}, {0, 150, 299}},
+      {{3, 17, 8, 97}, {0, 50, 96}},
+      {{1, 16, 16, 12000}, {730, 5000, 11999}},
+      {{2, 17, 12, 6007, "bf16"}, {6006}},
+  });
+}
+
 HEXIR_E2E_TEST_ON_DEVICES("decode attention matches f64 loops at odd head sizes and prime cache lengths", OddShapes)
+HEXIR_E2E_TEST_ON_DEVICES("decode attention matches f64 loops with more than 16 query heads per KV head and "
+                          "scores past 48 KiB", LargeGroupsAndLongCaches)
 HEXIR_E2E_TEST_ON_DEVICES("decode attention over f16 and bf16 caches matches f64 loops over the rounded values",
                           NarrowCaches)
 HEXIR_E2E_TEST_ON_DEVICES("decode attention matches f64 loops at llama shapes and every split filled", LlamaShapes)

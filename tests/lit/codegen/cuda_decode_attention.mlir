@@ -4,18 +4,19 @@
 // The llama decode attention as one executable (hexir.dispatch_group = "decode_attention":
 // q [2][3][7], K/V caches [61][14], n dynamic). Distribution recognizes it: K is arg 0, q
 // arg 1, V arg 2, the result buffer arg 3, n arg 4; cache 61 keeps >= 16 rows per split for
-// 2 splits (not 4: 61 < 64), so clusters of 2 blocks per KV head: 4 blocks of 256 threads.
+// 2 splits (not 4: 61 < 64), so clusters of 2 blocks per KV head: 4 blocks of 256 threads;
+// one head tile of 3, one window of 31 rows (the whole split).
 // DIST-LABEL: hexir.executable @main_dispatch_0
 // DIST-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
 // DIST-SAME:    hexir.workgroup_count = array<i64: 4, 1, 1>
 // DIST:         func.func @main_dispatch_0
-// DIST-SAME:      hexir.cuda.decode_attention = array<i64: 2, 3, 7, 61, 1, 0, 2, 3, 4, 2, 256>
-// The kernel: one shared array (q 21 + scores 3 x 31 + m 3 + l 3 + o 21 = 141 words),
+// DIST-SAME:      hexir.cuda.decode_attention = array<i64: 2, 3, 7, 61, 1, 0, 2, 3, 4, 2, 256, 3, 31>
+// The kernel: one shared array (q 21 + o 21 + scores 3 x 31 + m, l, factor 3 each = 144 words),
 // scalar K loads (head size 7), butterflies for the max and the sum, then the cluster
 // barrier, each block's m, l and o read from both blocks of the cluster (mapa), and the
 // barrier that keeps shared memory alive until the reads are done.
 // LOWER-LABEL: hexir.executable @main_dispatch_0
-// LOWER:         llvm.mlir.global private @__hexir_shared() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<141 x f32>
+// LOWER:         llvm.mlir.global private @__hexir_shared() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<144 x f32>
 // LOWER:         llvm.func internal @main_dispatch_0_impl
 // LOWER:           nvvm.barrier0
 // LOWER-COUNT-5:   nvvm.shfl.sync  bfly
@@ -100,6 +101,87 @@ hexir.executable @main_dispatch_0 attributes {hexir.dispatch_group = "decode_att
         linalg.yield %21 : f32
       } -> tensor<2x3x7xf32>
       return %14 : tensor<2x3x7xf32>
+    }
+  }
+}
+
+// 40 query heads per KV head, a 20000-row cache: three head tiles of 14 (the last holding 12
+// heads), 8 splits of 2500 rows scored in windows of 746 (14 x (2 x 64 + 746 + 3) = 12278
+// shared words, within 48 KiB): 1 x 3 x 8 = 24 blocks in clusters of 8.
+// DIST-LABEL: hexir.executable @main_dispatch_1
+// DIST-SAME:    hexir.workgroup_count = array<i64: 24, 1, 1>
+// DIST:         hexir.cuda.decode_attention = array<i64: 1, 40, 64, 20000, 1, 0, 2, 3, 4, 8, 256, 14, 746>
+// LOWER-LABEL: hexir.executable @main_dispatch_1
+// LOWER:         llvm.mlir.global private @__hexir_shared() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<12278 x f32>
+// LOWER-COUNT-8:   nvvm.mapa
+// LOWER:         llvm.func @main_dispatch_1(
+// LOWER-SAME:      nvvm.cluster_dim = array<i32: 8, 1, 1>
+hexir.executable @main_dispatch_1 attributes {hexir.dispatch_group = "decode_attention"} {
+  builtin.module {
+    func.func @main_dispatch_1(%arg0: tensor<20000x64xf32>, %arg1: tensor<1x40x64xf32>, %arg2: tensor<20000x64xf32>, %arg3: tensor<1x40x64xf32>, %arg4: index) -> tensor<1x40x64xf32> {
+      %cst = arith.constant 0.000000e+00 : f32
+      %0 = tensor.empty(%arg4) : tensor<1x40x?xf32>
+      %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x40x?xf32>) -> tensor<1x40x?xf32>
+      %2 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%arg1 : tensor<1x40x64xf32>) outs(%1 : tensor<1x40x?xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        %15 = linalg.index 0 : index
+        %16 = linalg.index 3 : index
+        %17 = linalg.index 2 : index
+        %c7 = arith.constant 64 : index
+        %18 = arith.muli %15, %c7 : index
+        %19 = arith.addi %18, %16 : index
+        %extracted = tensor.extract %arg0[%17, %19] : tensor<20000x64xf32>
+        %20 = arith.mulf %in, %extracted : f32
+        %21 = arith.addf %out, %20 : f32
+        linalg.yield %21 : f32
+      } -> tensor<1x40x?xf32>
+      %cst_0 = arith.constant -3.000000e+38 : f32
+      %3 = tensor.empty() : tensor<1x40xf32>
+      %4 = linalg.fill ins(%cst_0 : f32) outs(%3 : tensor<1x40xf32>) -> tensor<1x40xf32>
+      %5 = linalg.generic {indexing_maps = [#map2, #map3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%2 : tensor<1x40x?xf32>) outs(%4 : tensor<1x40xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        %cst_1 = arith.constant 8.000000e+00 : f32
+        %15 = arith.divf %in, %cst_1 : f32
+        %16 = arith.maximumf %out, %15 : f32
+        linalg.yield %16 : f32
+      } -> tensor<1x40xf32>
+      %6 = tensor.empty(%arg4) : tensor<1x40x?xf32>
+      %7 = linalg.generic {indexing_maps = [#map2, #map3, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%2, %5 : tensor<1x40x?xf32>, tensor<1x40xf32>) outs(%6 : tensor<1x40x?xf32>) {
+      ^bb0(%in: f32, %in_1: f32, %out: f32):
+        %cst_2 = arith.constant 8.000000e+00 : f32
+        %15 = arith.divf %in, %cst_2 : f32
+        %16 = arith.subf %15, %in_1 : f32
+        %17 = math.exp %16 : f32
+        linalg.yield %17 : f32
+      } -> tensor<1x40x?xf32>
+      %8 = tensor.empty() : tensor<1x40xf32>
+      %9 = linalg.fill ins(%cst : f32) outs(%8 : tensor<1x40xf32>) -> tensor<1x40xf32>
+      %10 = linalg.generic {indexing_maps = [#map2, #map3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%7 : tensor<1x40x?xf32>) outs(%9 : tensor<1x40xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        %15 = arith.addf %out, %in : f32
+        linalg.yield %15 : f32
+      } -> tensor<1x40xf32>
+      %11 = tensor.empty(%arg4) : tensor<1x40x?xf32>
+      %12 = linalg.generic {indexing_maps = [#map2, #map3, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%7, %10 : tensor<1x40x?xf32>, tensor<1x40xf32>) outs(%11 : tensor<1x40x?xf32>) {
+      ^bb0(%in: f32, %in_1: f32, %out: f32):
+        %15 = arith.divf %in, %in_1 : f32
+        linalg.yield %15 : f32
+      } -> tensor<1x40x?xf32>
+      %13 = linalg.fill ins(%cst : f32) outs(%arg3 : tensor<1x40x64xf32>) -> tensor<1x40x64xf32>
+      %14 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%12 : tensor<1x40x?xf32>) outs(%13 : tensor<1x40x64xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        %15 = linalg.index 0 : index
+        %16 = linalg.index 2 : index
+        %17 = linalg.index 3 : index
+        %c7 = arith.constant 64 : index
+        %18 = arith.muli %15, %c7 : index
+        %19 = arith.addi %18, %16 : index
+        %extracted = tensor.extract %arg2[%17, %19] : tensor<20000x64xf32>
+        %20 = arith.mulf %in, %extracted : f32
+        %21 = arith.addf %out, %20 : f32
+        linalg.yield %21 : f32
+      } -> tensor<1x40x64xf32>
+      return %14 : tensor<1x40x64xf32>
     }
   }
 }
