@@ -39,6 +39,10 @@ struct DriverConfig {
   // A wait on another device's queued work is ordered on the device (CUDA: cuStreamWaitEvent):
   // the dependent work runs even when that producer fails; only its signals carry the failure.
   bool orders_cross_device_waits_on_device = false;
+  // collectives_overlapped follows from the recording and the buffers alone (CUDA: the
+  // collective stream and graph branches); the CPU lane counts only collectives still running
+  // when the independent command starts.
+  bool counts_overlap_from_recording = false;
 };
 
 using CaseFn = void (*)(const DriverConfig& config, Device& device);
@@ -79,6 +83,7 @@ void ChannelReduceScatterCase(const DriverConfig& config, Device& device);
 void ChannelDataMovementCase(const DriverConfig& config, Device& device);
 void ChannelReplayCase(const DriverConfig& config, Device& device);
 void ChannelMisuseCase(const DriverConfig& config, Device& device);
+void ChannelOverlapCase(const DriverConfig& config, Device& device);
 void ChannelFailureCase(const DriverConfig& config, Device& device);
 // The same cases on a group of ranks this process drives, channel i on device i (each case
 // above runs them on a group of one: its device's CreateChannel). Devices must queue (not
@@ -92,6 +97,8 @@ void ChannelReduceScatter(const ChannelGroup& group);
 void ChannelDataMovement(const ChannelGroup& group);
 void ChannelReplay(const ChannelGroup& group);
 void ChannelMisuse(const ChannelGroup& group);
+// `exact_overlap_count`: DriverConfig::counts_overlap_from_recording.
+void ChannelOverlap(const ChannelGroup& group, bool exact_overlap_count = false);
 
 }  // namespace hexir::hal::cts
 
@@ -125,4 +132,5 @@ void ChannelMisuse(const ChannelGroup& group);
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "channel_reduce_scatter", ChannelReduceScatterCase)  \
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "channel_data_movement", ChannelDataMovementCase)    \
   HEXIR_HAL_CTS_CASE_(driver, config_fn, "channel_replay", ChannelReplayCase)                \
-  HEXIR_HAL_CTS_CASE_(driver, config_fn, "channel_misuse", ChannelMisuseCase)
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "channel_misuse", ChannelMisuseCase)                \
+  HEXIR_HAL_CTS_CASE_(driver, config_fn, "channel_overlap", ChannelOverlapCase)

@@ -75,6 +75,7 @@ TEST_CASE("an in-process gloo group of 2 passes every channel case") {
   ChannelDataMovement(g.group);
   ChannelReplay(g.group);
   ChannelMisuse(g.group);
+  ChannelOverlap(g.group);
 }
 
 TEST_CASE("an in-process gloo group of 4 passes every channel case") {
@@ -84,6 +85,7 @@ TEST_CASE("an in-process gloo group of 4 passes every channel case") {
   ChannelDataMovement(g.group);
   ChannelReplay(g.group);
   ChannelMisuse(g.group);
+  ChannelOverlap(g.group);
 }
 
 TEST_CASE("a group of one through gloo passes every channel case") {

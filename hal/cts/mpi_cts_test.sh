@@ -28,7 +28,7 @@ run() {  # ranks, cases
   rm -f "$log"
 }
 for n in 2 4; do
-  run "$n" "cts/cpu/channel_all_reduce,cts/cpu/channel_reduce_scatter,cts/cpu/channel_data_movement,cts/cpu/channel_replay,cts/cpu/channel_misuse"
+  run "$n" "cts/cpu/channel_all_reduce,cts/cpu/channel_reduce_scatter,cts/cpu/channel_data_movement,cts/cpu/channel_replay,cts/cpu/channel_misuse,cts/cpu/channel_overlap"
   run "$n" "cts/cpu/channel_failure"
 done
 exit "$fail"

@@ -30,7 +30,7 @@ run() {  # ranks, cases, rendezvous ("" = the MASTER_ADDR default)
   fi
   rm -rf "$dir" "/tmp/hexir-rendezvous-$port"
 }
-cases="cts/cpu/channel_all_reduce,cts/cpu/channel_reduce_scatter,cts/cpu/channel_data_movement,cts/cpu/channel_replay,cts/cpu/channel_misuse"
+cases="cts/cpu/channel_all_reduce,cts/cpu/channel_reduce_scatter,cts/cpu/channel_data_movement,cts/cpu/channel_replay,cts/cpu/channel_misuse,cts/cpu/channel_overlap"
 for n in 2 4; do
   store=$(mktemp -d)
   run "$n" "$cases" "file:$store"

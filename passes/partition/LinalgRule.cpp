@@ -6,7 +6,9 @@
 //       split p;  one without L (broadcast along L): replicated
 //   L parallel  -> result split at L's position in the output map
 //   L reduction -> result partial (allowed when the body adds into the output and the
-//                  output starts at zero: every rank sums its part of L)
+//                  output starts at zero: every rank sums its part of L; or when it takes
+//                  the max or min of the output and a value, from any start: max and min
+//                  are idempotent, so every rank may start from the same value)
 //
 //   %c = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x4xf32>) outs(%z ...)
 //        (%a replicated, %b split 0: loop k)
@@ -19,6 +21,7 @@
 // (slicing a replicated operand is free), then a parallel loop before a reduction loop, then
 // the earlier candidate. A loop the body reads with linalg.index (other than as the index of a
 // captured tensor's dimension) is never split.
+#include "hal/channel.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -84,14 +87,29 @@ bool isZero(Value v) {
   return matchPattern(v, m_AnyZeroFloat()) || matchPattern(v, m_Zero());
 }
 
-// Output i's value is `out_i + something` (so a sum of partial reductions is the whole one).
-bool addsIntoOutput(linalg::LinalgOp op, int64_t i) {
+// How output i combines with the body's value: `out_i + v` (sum), `max(out_i, v)`,
+// `min(out_i, v)` (float, or signed integers: the collectives' integer max/min are signed);
+// nullopt for anything else. The reduction of the ranks' partial results by
+// the same op is the whole reduction.
+std::optional<hal::ReductionOp> outputCombiner(linalg::LinalgOp op, int64_t i) {
   Block* body = op.getBlock();
   Value yielded = body->getTerminator()->getOperand(i);
-  Operation* add = yielded.getDefiningOp();
-  if (!add || !isa<arith::AddFOp, arith::AddIOp>(add)) return false;
+  Operation* combine = yielded.getDefiningOp();
+  if (!combine || combine->getNumOperands() != 2) return std::nullopt;
   Value out = body->getArgument(op.getNumDpsInputs() + i);
-  return add->getOperand(0) == out || add->getOperand(1) == out;
+  if (combine->getOperand(0) != out && combine->getOperand(1) != out) return std::nullopt;
+  if (isa<arith::AddFOp, arith::AddIOp>(combine)) return hal::ReductionOp::kSum;
+  if (isa<arith::MaximumFOp, arith::MaxNumFOp, arith::MaxSIOp>(combine))
+    return hal::ReductionOp::kMax;
+  if (isa<arith::MinimumFOp, arith::MinNumFOp, arith::MinSIOp>(combine))
+    return hal::ReductionOp::kMin;
+  return std::nullopt;
+}
+
+// A partial value reduced by `op`: the code rides in the Sharding's dim, which partial values
+// do not use (Resharding.cpp reads it back).
+Sharding partialOf(hal::ReductionOp op) {
+  return {ShardingKind::Partial, static_cast<int64_t>(op)};
 }
 
 }  // namespace
@@ -135,9 +153,10 @@ FailureOr<bool> PartitionLinalg(Operation* op, Partitioner& p) {
       int64_t i = init.getOperandNumber() - linalgOp.getNumDpsInputs();
       if (iterators[loop] == utils::IteratorType::parallel) {
         if (!positionOf(maps[init.getOperandNumber()], loop)) return "an output does not span the loop";
-      } else if (!addsIntoOutput(linalgOp, i) || !isZero(init.get())) {
+      } else if (std::optional<hal::ReductionOp> combiner = outputCombiner(linalgOp, i);
+                 !combiner || (*combiner == hal::ReductionOp::kSum && !isZero(init.get()))) {
         return "reduction loop " + std::to_string(loop) +
-               " does not add into an output that starts at zero";
+               " neither adds into an output that starts at zero nor takes a max or min of it";
       }
     }
     return "";
@@ -201,7 +220,7 @@ FailureOr<bool> PartitionLinalg(Operation* op, Partitioner& p) {
     Sharding s = Sharding::replicated();
     if (best >= 0)
       s = iterators[best] == utils::IteratorType::reduction
-              ? Sharding::partial()
+              ? partialOf(*outputCombiner(linalgOp, i))
               : Sharding::split(*positionOf(maps[linalgOp.getNumDpsInputs() + i], best));
     p.map(result, {clone->getResult(i), s});
   }

@@ -31,6 +31,10 @@ namespace hexir {
 #include "passes/Passes.h.inc"
 
 namespace partition {
+// RowParallelPipeline.cpp: the matmul annotation choosing its block count, removed here with
+// the shardings once it served.
+extern const char kCollectiveChunksAttr[];
+
 namespace {
 
 using Rule = FailureOr<bool> (*)(Operation*, Partitioner&);
@@ -165,6 +169,7 @@ LogicalResult partitionFunction(func::FuncOp func, int64_t ranks, bool explain) 
   // Whole-size tensors replaced by local ones, annotations that served.
   for (Operation& op : llvm::make_early_inc_range(llvm::reverse(*fresh))) {
     op.removeAttr(kShardingAttr);
+    op.removeAttr(kCollectiveChunksAttr);
     if (isOpTriviallyDead(&op)) op.erase();
   }
   return success();

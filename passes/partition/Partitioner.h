@@ -6,7 +6,8 @@
 //
 // Contract: a value's local type is its global type with the split dimension divided by the
 // rank count (static when `ranks` is known at compile time and the dimension is static,
-// else dynamic); a partial value has the global type. Scalars are always replicated.
+// else dynamic); a partial value has the global type and becomes the global value by a
+// reduction over the ranks (sum, max or min). Scalars are always replicated.
 #pragma once
 
 #include <string>
@@ -20,7 +21,9 @@
 namespace hexir::partition {
 using namespace mlir;
 
-// Replicated, split along `dim`, or partial (a sum over ranks pending).
+// Replicated, split along `dim`, or partial (a reduction over ranks pending: a partial value's
+// `dim` holds hal/channel.h's ReductionOp code, sum (0) for partial(); LinalgRule.cpp makes
+// max and min, Resharding.cpp reads it back).
 struct Sharding {
   ShardingKind kind = ShardingKind::Replicated;
   int64_t dim = 0;
@@ -92,8 +95,6 @@ class Partitioner {
 
  private:
   Value zerosLike(Location loc, Value global);
-  // hexir.reduce_scatter "sum" of a static partial value into its split along `d`.
-  Value reduceScatter(Location loc, Value partial, int64_t d);
   Value freshLocal(Location loc, Value local, int64_t d, Value extent);
   DenseMap<Value, Local> locals;
   DenseMap<Value, Sharding> hints;

@@ -1,7 +1,8 @@
 // tensor.collapse_shape / expand_shape: a split moves to the group that holds its dimension
 // when it is the group's outermost dimension of an extent other than 1 (rank r's rows stay one
-// contiguous block: dimensions of extent 1 before it do not change the layout); a partial sum
-// stays partial (reshapes are linear); anything else is made replicated first.
+// contiguous block: dimensions of extent 1 before it do not change the layout); a partial value
+// stays partial (a reshape moves elements, so a sum, max or min of them commutes with it);
+// anything else is made replicated first.
 //
 //   %c = tensor.collapse_shape %x [[0], [1, 2]] : tensor<8x4x16xf32> into tensor<8x64xf32>
 //        (%x split 1)  ==> collapse of the local 8x(4/N)x16 into 8x(64/N)   (%c split 1)

@@ -1,18 +1,21 @@
 // Conversions of a local value between shardings (the only place hexir-partition inserts
 // communication):
 //
-//   partial    -> replicated : hexir.all_reduce "sum"
+//   partial    -> replicated : hexir.all_reduce of the partial's reduction (sum, max, min); a
+//                              row-parallel matmul's sum as a pipeline of row blocks where
+//                              that pays (RowParallelPipeline.cpp)
 //   split d    -> replicated : hexir.all_gather (d = 0, static shapes, rank count known), else
 //                              the shard inserted at rank * extent into zeros + all_reduce "sum"
 //                              (the collective ops concatenate along dimension 0 with a rank
 //                              count fixed in their types; this form serves any count)
 //   replicated -> split d    : tensor.extract_slice at rank * (extent / count), no communication
 //                              (a tensor.empty or its linalg.fill is created at the local size)
-//   partial    -> split d    : hexir.reduce_scatter "sum" when shapes are static and the rank
-//                              count known (each rank receives only its part, summed; the
-//                              collective scatters dimension 0, so a d with extents other than
-//                              1 before it is transposed to the front and back), else
-//                              all_reduce, then the slice
+//   partial    -> split d    : hexir.reduce_scatter of the partial's reduction: each rank
+//                              receives only its part, reduced (the collective scatters
+//                              dimension 0, so a d with extents other than 1 before it is
+//                              transposed to the front and back); with a rank count read at
+//                              run time or a dynamic extent the part's extent is dynamic
+//                              (extent / count, checked to divide like a slice)
 //   split d    -> split e    : to replicated, then the slice
 //
 // A split of a static extent that the ranks do not divide fails at compile time when the
@@ -20,15 +23,32 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "hal/channel.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "passes/partition/Partitioner.h"
 
 namespace hexir::partition {
 
+// RowParallelPipeline.cpp: the replicated value of `partial` (the local value of `global`,
+// a partial sum) as row blocks of its matmul, each all_reduced while the next computes; null
+// when the matmul is not chunked.
+FailureOr<Value> PipelinedAllReduce(OpBuilder& b, Operation* user, Value global, Value partial);
+
+namespace {
+
+// The reduction of a partial value: its Sharding's dim (unused by partial values) holds
+// hal/channel.h's ReductionOp code (sum 0: Sharding::partial(); LinalgRule.cpp makes max
+// and min), spelled as the collectives spell it.
+StringRef partialReduction(Sharding s) {
+  return hal::ReductionName(static_cast<hal::ReductionOp>(s.dim));
+}
+
+}  // namespace
+
 std::string Sharding::str() const {
   switch (kind) {
     case ShardingKind::Replicated: return "replicated";
-    case ShardingKind::Partial: return "partial";
+    case ShardingKind::Partial: return "partial " + partialReduction(*this).str();
     case ShardingKind::Split: return "split " + std::to_string(dim);
   }
   return "?";
@@ -110,24 +130,31 @@ Value Partitioner::zerosLike(Location loc, Value global) {
   return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
 }
 
-// The collective scatters along dimension 0: another dimension d is moved there first and
-// back after (two local transposes), unless every dimension before d is 1 (same layout).
-Value Partitioner::reduceScatter(Location loc, Value partial, int64_t d) {
+// hexir.reduce_scatter of `partial` (`reduction`) into its split along `d`, whose local extent
+// is `part` (the divisibility already checked). The collective scatters along dimension 0:
+// another dimension d is moved there first and back after (two local transposes), unless
+// every dimension before d is 1 (same layout).
+static Value scatterReduced(OpBuilder& b, Location loc, Value partial, StringRef reduction,
+                            int64_t d, Value part) {
   auto type = cast<RankedTensorType>(partial.getType());
+  std::optional<int64_t> known = getConstantIntValue(part);
   auto scattered = [&](RankedTensorType t, int64_t at) {
     SmallVector<int64_t> shape(t.getShape());
-    shape[at] /= ranks;
+    shape[at] = known ? *known : ShapedType::kDynamic;
     return t.clone(shape);
   };
   if (llvm::all_of(type.getShape().take_front(d), [](int64_t e) { return e == 1; })) {
-    if (d == 0) return ReduceScatterOp::create(b, loc, scattered(type, 0), "sum", partial);
+    if (d == 0) return ReduceScatterOp::create(b, loc, scattered(type, 0), reduction, partial);
     // 1x..xNx.. as Nx..: the rows of the collapsed form are the split dimension's.
     SmallVector<ReassociationIndices> groups(1);
     for (int64_t i = 0; i <= d; ++i) groups[0].push_back(i);
     for (int64_t i = d + 1; i < type.getRank(); ++i) groups.push_back({i});
     Value flat = tensor::CollapseShapeOp::create(b, loc, partial, groups);
-    Value part = ReduceScatterOp::create(b, loc, scattered(cast<RankedTensorType>(flat.getType()), 0), "sum", flat);
-    return tensor::ExpandShapeOp::create(b, loc, scattered(type, d), part, groups);
+    Value scatteredFlat = ReduceScatterOp::create(
+        b, loc, scattered(cast<RankedTensorType>(flat.getType()), 0), reduction, flat);
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, partial);
+    sizes[d] = getAsOpFoldResult(part);
+    return tensor::ExpandShapeOp::create(b, loc, scattered(type, d), scatteredFlat, groups, sizes);
   }
   SmallVector<int64_t> toFront{d}, back;
   for (int64_t i = 0; i < type.getRank(); ++i)
@@ -135,30 +162,39 @@ Value Partitioner::reduceScatter(Location loc, Value partial, int64_t d) {
   // Result dimension i of the way back is dimension back[i] of the front-first form.
   for (int64_t i = 0; i < type.getRank(); ++i) back.push_back(i == d ? 0 : (i < d ? i + 1 : i));
   auto transpose = [&](Value v, ArrayRef<int64_t> perm) {
-    auto t = cast<RankedTensorType>(v.getType());
-    SmallVector<int64_t> shape;
-    for (int64_t p : perm) shape.push_back(t.getDimSize(p));
-    Value init = tensor::EmptyOp::create(b, loc, shape, t.getElementType());
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, v), permuted;
+    for (int64_t p : perm) permuted.push_back(sizes[p]);
+    Value init = tensor::EmptyOp::create(b, loc, permuted,
+                                         cast<RankedTensorType>(v.getType()).getElementType());
     return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
   };
   Value front = transpose(partial, toFront);
-  Value part = ReduceScatterOp::create(b, loc, scattered(cast<RankedTensorType>(front.getType()), 0), "sum", front);
-  return transpose(part, back);
+  Value scatteredFront = ReduceScatterOp::create(
+      b, loc, scattered(cast<RankedTensorType>(front.getType()), 0), reduction, front);
+  return transpose(scatteredFront, back);
 }
 
 FailureOr<Value> Partitioner::reshard(Operation* user, Value global, Sharding to,
                                       const std::string& what) {
   Local from = lookup(global);
   if (from.sharding == to) return from.value;
-  if (to.isPartial()) return user->emitError("hexir-partition: no conversion to a partial sum");
+  if (to.isPartial()) return user->emitError("hexir-partition: no conversion to a partial value");
   Location loc = user->getLoc();
   auto globalType = cast<RankedTensorType>(global.getType());
   Value v = from.value;
-  if (from.sharding.isPartial() && to.isSplit() && ranks > 0 && globalType.hasStaticShape() &&
-      globalType.getDimSize(to.dim) % ranks == 0)  // one collective: each rank receives its part summed
-    return reduceScatter(loc, v, to.dim);
+  if (from.sharding.isPartial() && to.isSplit()) {  // one collective: each rank its part, reduced
+    FailureOr<Value> part = splitExtent(user, globalDim(loc, global, to.dim),
+                                        "dimension " + std::to_string(to.dim) + " of " + what);
+    if (failed(part)) return failure();
+    return scatterReduced(b, loc, v, partialReduction(from.sharding), to.dim, *part);
+  }
+  if (from.sharding.isPartial() && partialReduction(from.sharding) == "sum" && to.isReplicated()) {
+    FailureOr<Value> pipelined = PipelinedAllReduce(b, user, global, v);
+    if (failed(pipelined)) return failure();
+    if (*pipelined) return *pipelined;
+  }
   if (from.sharding.isPartial()) {
-    v = AllReduceOp::create(b, loc, v.getType(), "sum", v);
+    v = AllReduceOp::create(b, loc, v.getType(), partialReduction(from.sharding), v);
   } else if (from.sharding.isSplit()) {
     int64_t d = from.sharding.dim;
     auto localType = cast<RankedTensorType>(v.getType());

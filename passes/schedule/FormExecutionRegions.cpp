@@ -82,6 +82,13 @@ Value resolveDim(OpBuilder& b, Location loc, Value v, int64_t index) {
   // all_reduce and broadcast: the result has the source's type, so its dims.
   if (std::optional<CollectiveView> c = def ? GetCollective(def) : std::nullopt)
     if (c->send && c->recv && c->send.getType() == c->recv.getType()) return resolveDim(b, loc, c->send, index);
+  // reduce_scatter: the source's dims, dimension 0 over the channel's count (a dynamic result
+  // dimension 0 serves any count).
+  if (auto scatter = dyn_cast_or_null<ReduceScatterOp>(def)) {
+    Value size = resolveDim(b, loc, scatter.getSource(), index);
+    if (!size || index != 0) return size;
+    return arith::DivUIOp::create(b, loc, size, ChannelCountOp::create(b, loc, b.getIndexType()));
+  }
   if (auto collapse = dyn_cast_or_null<tensor::CollapseShapeOp>(def)) {
     Value size;
     for (int64_t d : collapse.getReassociationIndices()[index]) {

@@ -9,7 +9,8 @@
 //
 // The kind and reduction codes are hal/channel.h's (bytecode ABI). all_gather and
 // reduce_scatter also assert on the host, before the region, that the channel has the number
-// of ranks their types were written for. The channel is never baked in: it is the context's
+// of ranks their types were written for; a reduce_scatter whose result dim 0 is dynamic serves
+// any count: its dim 0 is the source's divided by the channel's count, asserted to divide. The channel is never baked in: it is the context's
 // channel of the region's device (`hal.channel.default`), so one module serves every rank.
 #include "hal/channel.h"
 #include "mlir/IR/Matchers.h"
@@ -87,12 +88,24 @@ LogicalResult HostLowering::lowerCollective(Operation* op, const DenseSet<Value>
                             .str()),
         ValueRange{count});
   }
+  // A reduce_scatter's dynamic result dim 0: the source's over the channel's count.
+  auto scatteredRows = [&](Value rows) {
+    Value count = hal_import::ChannelCount(b, loc, defaultChannel());
+    Value divides = instI("cmp.eq.i64", {instI("rem.u.i64", {rows, count}), i64(0)});
+    vmir::AssertOp::create(b, loc, divides,
+                           b.getStringAttr("hexir.reduce_scatter: dimension 0 of the source ({}) "
+                                           "is not divisible by the channel's {} ranks"),
+                           ValueRange{rows, count});
+    return instI("div.u.i64", {rows, count});
+  };
   if (c.recv) {
     auto type = cast<RankedTensorType>(c.recv.getType());
     HostTensor h;
     for (auto [i, extent] : llvm::enumerate(type.getShape())) {
       if (!ShapedType::isDynamic(extent))
         h.dims.push_back(i64(extent));
+      else if (i == 0 && c.kind == "reduce_scatter")
+        h.dims.push_back(scatteredRows(source.dims[0]));
       else
         h.dims.push_back(source.dims[i]);  // all_reduce/broadcast: the source's
     }

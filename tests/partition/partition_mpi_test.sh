@@ -81,43 +81,108 @@ check mlp mlp "$TMP/mlp32.mlir" "" "1 2 4" x:4x16 w1:16x32:1 b1:32:0 w2:32x16:0 
 check mlp_static_2 mlp "$TMP/mlp32.mlir" "--partition=2" "2" x:4x16 w1:16x32:1 b1:32:0 w2:32x16:0 b2:16
 check attention attention "$here/attention.mlir.in" "" "1 2 4" x:8x16 wq:16x16:1 wk:16x16:1 wv:16x16:1 wo:16x16:0
 
-# Split results (split_results.mlir: rows y, columns z): backward propagation and, with
-# --partition=2, the reduce_scatter; each rank's y and z equal its rows / columns of the
-# annotation-free module's.
-check_split_results() {
-  local name=$1 flags=$2 ranks=$3 dir=$TMP/$1 n r
+# compare_outputs DIR N SUFFIX OUT:DIM...: rank r's DIR/OUT${SUFFIX}.r$r.npy equals the reference
+# DIR/OUT.npy (DIM r: replicated) or its shard r along DIM.
+compare_outputs() {
+  local d=$1 n=$2 suffix=$3 o r files
+  shift 3
+  for o in "$@"; do
+    files=()
+    for ((r = 0; r < n; r++)); do files+=("$d/${o%%:*}$suffix.r$r.npy"); done
+    if [ "${o##*:}" = r ]; then
+      python3 "$here/npy_shards.py" compare "$d/${o%%:*}.npy" "${files[@]}" || return 1
+    else
+      python3 "$here/npy_shards.py" compare-shards "$d/${o%%:*}.npy" "${o##*:}" "${files[@]}" || return 1
+    fi
+  done
+}
+
+# check_outputs NAME MODULE FUNCTION FLAGS RANKS SEED "ARG:SHAPE[:SPLIT]..." "OUT:DIM...":
+# MODULE compiled with FLAGS, run on each rank count of RANKS (1 rank alone, N devices of one
+# process, mpirun -n N), each rank given its shards; every result as compare_outputs says,
+# against the annotation-free module on the whole inputs.
+check_outputs() {
+  local name=$1 module=$2 func=$3 flags=$4 ranks=$5 seed=$6 dir=$TMP/$1 n spec a o
+  local specs=($7) outs=($8)
   mkdir -p "$dir"
-  strip_annotations "$here/split_results.mlir" >"$dir/reference.mlir"
-  "$COMPILE" "$here/split_results.mlir" --target=cpu $flags -o "$dir/sharded.vmfb" || { fail "$name: hexir-compile"; return; }
+  strip_annotations "$module" >"$dir/reference.mlir"
+  "$COMPILE" "$module" --target=cpu $flags -o "$dir/sharded.vmfb" || { fail "$name: hexir-compile"; return; }
   "$COMPILE" "$dir/reference.mlir" --target=cpu -o "$dir/reference.vmfb" || { fail "$name: reference"; return; }
   for n in $ranks; do
-    mkdir -p "$dir/n$n"
-    python3 "$here/npy_shards.py" make "$dir/n$n" 11 "$n" x:8x16 w1:16x32:1 w2:32x8:0 b:8x8 w3:16x8 \
-      || { fail "$name: inputs"; return; }
-    "$RUN" --module="$dir/reference.vmfb" --function=split_results --input=@$dir/n$n/{x,w1,w2,b,w3}.npy \
-      --output="@$dir/n$n/y.npy" --output="@$dir/n$n/z.npy" || { fail "$name: reference run"; return; }
-    local launch=()
+    local d=$dir/n$n whole=() mine=() ref_out=() one_out=() rank_out=() launch=()
+    mkdir -p "$d"
+    python3 "$here/npy_shards.py" make "$d" "$seed" "$n" "${specs[@]}" || { fail "$name: inputs"; return; }
+    for spec in "${specs[@]}"; do
+      a=${spec%%:*}
+      whole+=("--input=@$d/$a.npy")
+      mine+=("--input=@$d/$a.r{rank}.npy")
+    done
+    for o in "${outs[@]}"; do
+      ref_out+=("--output=@$d/${o%%:*}.npy")
+      one_out+=("--output=@$d/${o%%:*}1.r{rank}.npy")
+      rank_out+=("--output=@$d/${o%%:*}.r{rank}.npy")
+    done
+    "$RUN" --module="$dir/reference.vmfb" --function="$func" "${whole[@]}" "${ref_out[@]}" \
+      || { fail "$name: reference run"; return; }
     if [ "$n" != 1 ]; then
-      in_process "$n" --module="$dir/sharded.vmfb" --function=split_results --input=@$dir/n$n/{x,w1,w2,b,w3}.r{rank}.npy \
-        --output="@$dir/n$n/y1.r{rank}.npy" --output="@$dir/n$n/z1.r{rank}.npy" \
-        && python3 "$here/npy_shards.py" compare-shards "$dir/n$n/y.npy" 0 $(for ((r = 0; r < n; r++)); do echo "$dir/n$n/y1.r$r.npy"; done) \
-        && python3 "$here/npy_shards.py" compare-shards "$dir/n$n/z.npy" 1 $(for ((r = 0; r < n; r++)); do echo "$dir/n$n/z1.r$r.npy"; done) \
+      in_process "$n" --module="$dir/sharded.vmfb" --function="$func" "${mine[@]}" "${one_out[@]}" \
+        && compare_outputs "$d" "$n" 1 "${outs[@]}" \
         && pass "$name on $n devices of one process" || fail "$name on $n devices of one process"
       [ "$have_mpirun" = 1 ] || continue
       launch=(timeout 300 mpirun -n "$n" --oversubscribe)
     fi
-    "${launch[@]}" bash "$here/run_rank.sh" "$RUN" --module="$dir/sharded.vmfb" --function=split_results \
-      --input=@$dir/n$n/{x,w1,w2,b,w3}.r{rank}.npy --output="@$dir/n$n/y.r{rank}.npy" \
-      --output="@$dir/n$n/z.r{rank}.npy" || { fail "$name: $n rank(s)"; continue; }
-    local ys=() zs=()
-    for ((r = 0; r < n; r++)); do ys+=("$dir/n$n/y.r$r.npy"); zs+=("$dir/n$n/z.r$r.npy"); done
-    python3 "$here/npy_shards.py" compare-shards "$dir/n$n/y.npy" 0 "${ys[@]}" \
-      && python3 "$here/npy_shards.py" compare-shards "$dir/n$n/z.npy" 1 "${zs[@]}" \
-      && pass "$name on $n rank(s): rows of y, columns of z" || fail "$name on $n rank(s)"
+    "${launch[@]}" bash "$here/run_rank.sh" "$RUN" --module="$dir/sharded.vmfb" --function="$func" \
+      "${mine[@]}" "${rank_out[@]}" || { fail "$name: $n rank(s)"; continue; }
+    compare_outputs "$d" "$n" "" "${outs[@]}" && pass "$name on $n rank(s): ${outs[*]}" \
+      || fail "$name on $n rank(s)"
   done
 }
-check_split_results split_results "" "1 2 4"
-check_split_results split_results_static_2 "--partition=2" "2"
+
+# Split results (split_results.mlir: rows y, columns z): backward propagation and the
+# reduce_scatter (rank count read at run time, or 2 with --partition=2); each rank's y and z
+# equal its rows / columns of the annotation-free module's.
+split_inputs="x:8x16 w1:16x32:1 w2:32x8:0 b:8x8 w3:16x8"
+check_outputs split_results "$here/split_results.mlir" split_results "" "1 2 4" 11 "$split_inputs" "y:0 z:1"
+check_outputs split_results_static_2 "$here/split_results.mlir" split_results "--partition=2" "2" 11 "$split_inputs" "y:0 z:1"
+# Maxima and minima over split columns (partial_extrema.mlir): the row maxima all_reduced
+# ("max", every rank holds all), the row minima reduce_scattered ("min", each rank its rows).
+check_outputs partial_extrema "$here/partial_extrema.mlir" extrema "" "1 2 4" 5 "x:8x16:1" "mx:r mn:0"
+check_outputs partial_extrema_static_4 "$here/partial_extrema.mlir" extrema "--partition=4" "4" 5 "x:8x16:1" "mx:r mn:0"
+# The row-parallel pipeline (row_parallel.mlir.in, 4 row blocks forced): the IR holds 4
+# all_reduces of a block each and none of the whole result.
+sed 's/@M@/64/g; s/@K@/32/g; s/@N@/48/g; s/@ATTR@/{hexir.collective_chunks = 4 : i64}/' \
+  "$here/row_parallel.mlir.in" >"$TMP/row_parallel.mlir"
+if "$COMPILE" "$TMP/row_parallel.mlir" --target=cpu --dump-after=hexir-partition -o "$TMP/rp.vmfb" \
+     >"$TMP/rp.partitioned.mlir" 2>&1; then
+  [ "$(grep -c 'hexir.all_reduce "sum" %.* : tensor<16x48xf32>' "$TMP/rp.partitioned.mlir")" = 4 ] \
+    && ! grep -q 'hexir.all_reduce "sum" %.* : tensor<64x48xf32>' "$TMP/rp.partitioned.mlir" \
+    && pass "row_parallel: 4 blocks of 16 rows, each all_reduced" \
+    || fail "row_parallel blocks: $(grep -o 'hexir\.all_reduce.*' "$TMP/rp.partitioned.mlir")"
+else
+  fail "--dump-after=hexir-partition (row_parallel)"
+fi
+for flags in "" "--partition=2"; do
+  if "$COMPILE" "$here/partial_extrema.mlir" --target=cpu $flags --dump-after=hexir-partition -o "$TMP/px.vmfb" \
+       >"$TMP/px.partitioned.mlir" 2>&1; then
+    rows=$([ -z "$flags" ] && echo "?" || echo 4)
+    grep -q 'hexir.all_reduce "max" %.* : tensor<8xf32>' "$TMP/px.partitioned.mlir" \
+      && grep -q "hexir.reduce_scatter \"min\" %.* : tensor<8xf32> -> tensor<${rows}xf32>" "$TMP/px.partitioned.mlir" \
+      && ! grep -q 'hexir.all_reduce "sum"' "$TMP/px.partitioned.mlir" \
+      && pass "partial_extrema ${flags:-(run-time rank count)}: all_reduce max of the 8 maxima, reduce_scatter min to ${rows} rows, nothing gathered" \
+      || fail "partial_extrema ${flags:-run-time}: $(grep -o 'hexir\.[a-z_]* .*' "$TMP/px.partitioned.mlir" | grep -v channel)"
+  else
+    fail "--dump-after=hexir-partition (partial_extrema $flags)"
+  fi
+done
+if "$COMPILE" "$here/split_results.mlir" --target=cpu --dump-after=hexir-partition -o "$TMP/srd.vmfb" \
+     >"$TMP/srd.partitioned.mlir" 2>&1; then
+  grep -q 'hexir.reduce_scatter "sum" %.* : tensor<8x8xf32> -> tensor<?x8xf32>' "$TMP/srd.partitioned.mlir" \
+    && ! grep -q 'hexir.all_reduce' "$TMP/srd.partitioned.mlir" \
+    && pass "run-time rank count: the partial sum reaches its rows by one reduce_scatter, no all_reduce" \
+    || fail "run-time rank count: expected a reduce_scatter and no all_reduce: $(grep -o 'hexir\.[a-z_]*' "$TMP/srd.partitioned.mlir" | sort | uniq -c | tr '\n' ' ')"
+else
+  fail "--dump-after=hexir-partition (split_results)"
+fi
 if "$COMPILE" "$here/split_results.mlir" --target=cpu --partition=2 --dump-after=hexir-partition -o "$TMP/sr.vmfb" \
      >"$TMP/sr.partitioned.mlir" 2>&1; then
   grep -q 'hexir.reduce_scatter "sum"' "$TMP/sr.partitioned.mlir" && ! grep -q 'hexir.all_reduce' "$TMP/sr.partitioned.mlir" \

@@ -1,8 +1,8 @@
 // Results annotated as splits (partition_mpi_test.sh): y = relu(x @ W1) @ W2 + b with W1
 // column-split and W2 row-split, its result split by rows; z = tanh(x @ W3) split by columns,
 // nothing else annotated. Backward propagation makes the bias add ask for rows, so the
-// partial sum becomes rows directly (hexir.reduce_scatter with --partition=N, else
-// all_reduce and a slice), and makes z's matmul compute only this rank's columns of W3.
+// partial sum becomes rows directly (hexir.reduce_scatter; with the rank count read at run
+// time its rows are 8 / count), and makes z's matmul compute only this rank's columns of W3.
 #id = affine_map<(i, j) -> (i, j)>
 func.func @split_results(%x: tensor<8x16xf32>,
                          %w1: tensor<16x32xf32> {hexir.sharding = #hexir.sharding<split 1>},

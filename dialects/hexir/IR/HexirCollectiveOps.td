@@ -48,9 +48,12 @@ def Hexir_ReduceScatterOp : Hexir_CollectiveOp<"reduce_scatter"> {
   let summary = "Reduces all ranks' tensors and gives rank r the r-th part of dimension 0";
   let description = [{
     The source's dim 0 is N times the result's (N ranks, both static); other dims equal.
+    A dynamic result dim 0 serves any rank count: it is the source's dim 0 divided by the
+    channel's count, which must divide it (checked at run time, naming both).
 
     ```mlir
     %p = hexir.reduce_scatter "max" %x : tensor<8xf32> -> tensor<2xf32>   // 4 ranks
+    %q = hexir.reduce_scatter "sum" %y : tensor<?x4xf32> -> tensor<?x4xf32>  // any count
     ```
   }];
   let arguments = (ins StrAttr:$reduction, AnyRankedTensor:$source);

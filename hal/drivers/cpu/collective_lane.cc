@@ -6,41 +6,11 @@
 namespace hexir::hal::cpu {
 namespace {
 
-ByteRange RangeOf(const uint8_t* p, uint64_t length) {
-  const auto begin = reinterpret_cast<uintptr_t>(p);
-  return {begin, begin + length};
-}
-
-// A direct range, or a slot's table entry shifted by the reference's offset (the table entry
-// is resolved: a buffer, an offset and a concrete length).
-ByteRange RefRange(const BufferRef& ref, const std::vector<BufferRef>& table, uint64_t length) {
-  if (ref.is_slot()) {
-    const BufferRef& t = table[ref.slot];
-    return RangeOf(t.buffer->host_data() + t.offset + ref.offset, length);
-  }
-  return RangeOf(ref.buffer->host_data() + ref.offset, length);
+ByteRange RangeOf(const void* p, uint64_t length) {
+  return ByteRange::Of(reinterpret_cast<uintptr_t>(p), length);
 }
 
 }  // namespace
-
-void AppendCommandRanges(const Command& c, const std::vector<BufferRef>& table,
-                         std::vector<ByteRange>* out) {
-  if (auto* d = std::get_if<DispatchCommand>(&c)) {
-    for (const BufferRef& b : d->bindings) {
-      // Dispatch slots bind the table entry as is (cpu_dispatch.h ResolveBindings).
-      const BufferRef& r = b.is_slot() ? table[b.slot] : b;
-      out->push_back(RangeOf(r.buffer->host_data() + r.offset, r.length));
-    }
-    if (d->indirect) out->push_back(RefRange(d->workgroup_count_ref, table, kIndirectParamsSize));
-  } else if (auto* cp = std::get_if<CopyCommand>(&c)) {
-    out->push_back(RangeOf(cp->source->host_data() + cp->source_offset, cp->length));
-    out->push_back(RangeOf(cp->target->host_data() + cp->target_offset, cp->length));
-  } else if (auto* f = std::get_if<FillCommand>(&c)) {
-    out->push_back(RangeOf(f->target->host_data() + f->offset, f->length));
-  } else if (std::holds_alternative<RepeatCommand>(c)) {
-    out->push_back({0, UINTPTR_MAX});
-  }
-}
 
 CollectiveLane::CollectiveLane(std::shared_ptr<DeviceCounters> counters)
     : counters_(std::move(counters)), thread_([this] { Main(); }) {}
@@ -85,12 +55,7 @@ void CollectiveLane::WaitForConflicts(const std::vector<ByteRange>& ranges,
   // earlier ones are too.
   size_t last = SIZE_MAX;
   for (size_t i = done_; i < issued_before && i < entries_.size(); ++i) {
-    for (const ByteRange& r : ranges) {
-      if (r.Overlaps(entries_[i].send) || r.Overlaps(entries_[i].recv)) {
-        last = i;
-        break;
-      }
-    }
+    if (AnyOverlaps(ranges, entries_[i].send, entries_[i].recv)) last = i;
   }
   if (last == SIZE_MAX) return;
   done_cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return done_ > last; });

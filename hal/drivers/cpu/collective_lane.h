@@ -35,23 +35,11 @@
 #include "base/status.h"
 #include "hal/channel.h"
 #include "hal/command_buffer.h"
+#include "hal/command_ranges.h"
 #include "hal/profiling.h"
 #include "hal/stats.h"
 
 namespace hexir::hal::cpu {
-
-// A half-open host address range [begin, end).
-struct ByteRange {
-  uintptr_t begin = 0;
-  uintptr_t end = 0;
-  bool Overlaps(const ByteRange& o) const { return begin < o.end && o.begin < end; }
-};
-
-// Every range `c` reads or writes (bindings, an indirect count, copy and fill ranges), slots
-// resolved against `table`, appended to `out`. A repeat touches everything (its body is not
-// looked into).
-void AppendCommandRanges(const Command& c, const std::vector<BufferRef>& table,
-                         std::vector<ByteRange>* out);
 
 class CollectiveLane {
  public:

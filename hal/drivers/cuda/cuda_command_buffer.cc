@@ -21,9 +21,17 @@ Status CudaCommandBuffer::Enqueue(const std::vector<BufferRef>& table, CUstream 
   if (dc && recording_.has_collectives()) {
     DeviceCounters::Add(dc->collectives_executed, recording_.collectives().size());
   }
-  if (profiler == nullptr) return Launch(table, stream);
-  OnProfiledLaunch();
-  return recording_.LaunchProfiled(table, stream, profiler);
+  Status launched;
+  if (profiler == nullptr) {
+    launched = Launch(table, stream);
+  } else {
+    OnProfiledLaunch();
+    launched = recording_.LaunchProfiled(table, stream, profiler);
+  }
+  if (dc && recording_.has_collectives() && launched.ok()) {
+    DeviceCounters::Add(dc->collectives_overlapped, recording_.collectives_overlapped());
+  }
+  return launched;
 }
 
 Status CudaCommandBuffer::CheckKernelStatus() {

@@ -74,20 +74,45 @@ Status CudaGraphCommandBuffer::BuildGraph() {
 }
 
 // Barriers become edges: every node depends on the nodes of the previous barrier segment;
-// nodes between two barriers get no edges among themselves and may run concurrently (a
-// collective overlaps the kernels of its segment), except collectives: each depends on the
-// previous collective of its segment too, so they run in recording order on every rank. A
+// nodes between two barriers get no edges among themselves and may run concurrently. A
 // segment of several nodes is joined through one empty node, so a barrier between N and M
 // nodes costs N + M edges rather than N * M.
+//
+// Collectives (recorded between two barriers) are parallel branches, as on the collective
+// stream of stream launches (cuda_collective_stream.h): a collective depends on the segment
+// before it and on the previous collective (they run in recording order on every rank); a
+// later node depends on it only when the node touches its send or recv range (a kernel on
+// slots touches everything: its buffers are known only at launch), so the nodes in between
+// run beside it and count it as overlapped. The graph's tail includes the last collective.
 Status CudaGraphCommandBuffer::AddOps(CUgraph graph, size_t g, std::vector<CUgraphNode> deps,
                                       std::vector<CUgraphNode>* tail) {
   const CudaApi& api = *shared_->api;
   CudaRecording& recording = *graphs_[g].recording;
   const CUdeviceptr scratch = recording.scratch();
   std::vector<CUgraphNode> segment;
-  CUgraphNode segment_collective = nullptr;  // the segment's last collective
+  struct Branch {
+    CUgraphNode node;
+    ByteRange send, recv;
+    bool overlapped = false;
+  };
+  std::vector<Branch> branches;  // collectives, in recording order
+  size_t joined = 0;             // branches[0, joined) precede every later node
+  std::vector<ByteRange> ranges;
   for (const RecordedOp& op : recording.ops()) {
     CUgraphNode node = nullptr;
+    std::vector<CUgraphNode> after = deps;
+    if (op.kind != RecordedOp::kBarrier && op.kind != RecordedOp::kCollective &&
+        joined < branches.size()) {
+      ranges.clear();
+      recording.OpRanges(op, nullptr, &ranges);
+      for (size_t i = branches.size(); i-- > joined;) {
+        if (!AnyOverlaps(ranges, branches[i].send, branches[i].recv)) continue;
+        after.push_back(branches[i].node);  // the earlier ones precede it
+        joined = i + 1;
+        break;
+      }
+      for (size_t i = joined; i < branches.size(); ++i) branches[i].overlapped = true;
+    }
     switch (op.kind) {
       case RecordedOp::kBarrier:
         if (segment.size() > 1) {
@@ -99,12 +124,11 @@ Status CudaGraphCommandBuffer::AddOps(CUgraph graph, size_t g, std::vector<CUgra
           deps = segment;
         }
         segment.clear();
-        segment_collective = nullptr;
         continue;
       case RecordedOp::kKernel: {
         CUDA_KERNEL_NODE_PARAMS p = NodeParams(g, op.index);
         HEXIR_CUDA_RETURN_IF_ERROR(
-            api, api.cuGraphAddKernelNode(&node, graph, deps.data(), deps.size(), &p),
+            api, api.cuGraphAddKernelNode(&node, graph, after.data(), after.size(), &p),
             "cuGraphAddKernelNode('", recording.kernels()[op.index].name(), "')");
         graphs_[g].nodes[op.index].node = node;
         break;
@@ -115,8 +139,8 @@ Status CudaGraphCommandBuffer::AddOps(CUgraph graph, size_t g, std::vector<CUgra
           CUgraphNode first = nullptr;
           CUDA_MEMCPY3D a = Copy1D(scratch, c.src, c.length);
           HEXIR_CUDA_RETURN_IF_ERROR(api,
-                                     api.cuGraphAddMemcpyNode(&first, graph, deps.data(),
-                                                              deps.size(), &a, shared_->context),
+                                     api.cuGraphAddMemcpyNode(&first, graph, after.data(),
+                                                              after.size(), &a, shared_->context),
                                      "cuGraphAddMemcpyNode(", c.length, " bytes to scratch)");
           CUDA_MEMCPY3D b = Copy1D(c.dst, scratch, c.length);
           HEXIR_CUDA_RETURN_IF_ERROR(
@@ -125,21 +149,24 @@ Status CudaGraphCommandBuffer::AddOps(CUgraph graph, size_t g, std::vector<CUgra
         } else {
           CUDA_MEMCPY3D a = Copy1D(c.dst, c.src, c.length);
           HEXIR_CUDA_RETURN_IF_ERROR(api,
-                                     api.cuGraphAddMemcpyNode(&node, graph, deps.data(),
-                                                              deps.size(), &a, shared_->context),
+                                     api.cuGraphAddMemcpyNode(&node, graph, after.data(),
+                                                              after.size(), &a, shared_->context),
                                      "cuGraphAddMemcpyNode(", c.length, " bytes)");
         }
         break;
       }
       case RecordedOp::kCollective: {
-        std::vector<CUgraphNode> after = deps;
-        if (segment_collective) after.push_back(segment_collective);
+        if (!branches.empty()) after.push_back(branches.back().node);
         HEXIR_ASSIGN_OR_RETURN(node, AddCollectiveNode(op.index, after));
-        segment_collective = node;
-        break;
+        HEXIR_ASSIGN_OR_RETURN(NcclChannel::Operation c,
+                               recording.ResolveCollective(op.index, nullptr, nullptr));
+        auto [send, recv] = CudaRecording::CollectiveRanges(recording.collectives()[op.index], c);
+        branches.push_back({node, send, recv});
+        has_nodes_ = true;
+        continue;  // a branch, not a member of its segment
       }
       case RecordedOp::kRepeat: {
-        HEXIR_ASSIGN_OR_RETURN(node, AddRepeatNode(graph, g, op.index, deps));
+        HEXIR_ASSIGN_OR_RETURN(node, AddRepeatNode(graph, g, op.index, after));
         break;
       }
       case RecordedOp::kFill: {
@@ -152,8 +179,8 @@ Status CudaGraphCommandBuffer::AddOps(CUgraph graph, size_t g, std::vector<CUgra
         p.width = f.length / f.pattern_size;
         p.height = 1;
         HEXIR_CUDA_RETURN_IF_ERROR(api,
-                                   api.cuGraphAddMemsetNode(&node, graph, deps.data(),
-                                                            deps.size(), &p, shared_->context),
+                                   api.cuGraphAddMemsetNode(&node, graph, after.data(),
+                                                            after.size(), &p, shared_->context),
                                    "cuGraphAddMemsetNode(", f.length, " bytes)");
         break;
       }
@@ -162,6 +189,8 @@ Status CudaGraphCommandBuffer::AddOps(CUgraph graph, size_t g, std::vector<CUgra
     has_nodes_ = true;
   }
   *tail = segment.empty() ? deps : segment;
+  if (joined < branches.size()) tail->push_back(branches.back().node);
+  for (const Branch& b : branches) collectives_overlapped_ += b.overlapped ? 1 : 0;
   return Status::Ok();
 }
 
@@ -305,6 +334,7 @@ Status CudaGraphCommandBuffer::Launch(const std::vector<BufferRef>& table, CUstr
   exec_stale_ = false;
   HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphLaunch(exec_, stream), "cuGraphLaunch");
   counters.graph_launches.fetch_add(1, std::memory_order_relaxed);
+  recording_.set_collectives_overlapped(collectives_overlapped_);
   return recording_.TrackCollectives(stream);
 }
 

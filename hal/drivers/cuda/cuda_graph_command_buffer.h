@@ -93,6 +93,9 @@ class CudaGraphCommandBuffer final : public CudaCommandBuffer {
   // updated instead and the next launch instantiates again.
   bool reinstantiate_ GUARDED_BY(mu_) = false;
   bool has_nodes_ GUARDED_BY(mu_) = false;
+  // Collectives of the graph beside which nodes independent of them run (AddOps), counted
+  // at each graph launch.
+  uint64_t collectives_overlapped_ GUARDED_BY(mu_) = 0;
   // Slot pointers of the last graph launch.
   std::vector<CUdeviceptr> last_table_ GUARDED_BY(mu_);
   // A stream execution changed the kernels' parameters after instantiation: the next graph

@@ -165,6 +165,7 @@ Status CudaRecording::Build(const std::vector<Command>& commands) {
       HEXIR_RETURN_IF_ERROR(AddRepeat(*r));
     }
   }
+  HEXIR_RETURN_IF_ERROR(collective_stream_.Prepare(collectives_.size()));
   if (!repeats_.empty()) {
     const size_t bytes = 4 * repeats_.size();
     HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuMemAlloc(&repeat_counters_, bytes),
@@ -301,8 +302,9 @@ Status CudaRecording::AddCollective(const CollectiveCommand& c) {
   return Status::Ok();
 }
 
-Status CudaRecording::IssueCollective(size_t index, const std::vector<BufferRef>* table,
-                                      const std::vector<CUdeviceptr>* pointers, CUstream stream) {
+StatusOr<NcclChannel::Operation> CudaRecording::ResolveCollective(
+    size_t index, const std::vector<BufferRef>* table,
+    const std::vector<CUdeviceptr>* pointers) const {
   const RecordedCollective& r = collectives_[index];
   const CollectiveCommand& c = *r.command;
   NcclChannel::Operation op;
@@ -322,7 +324,42 @@ Status CudaRecording::IssueCollective(size_t index, const std::vector<BufferRef>
     }
     (side == 0 ? op.send : op.recv) = (*pointers)[ref.slot] + ref.offset;
   }
-  return r.channel->Issue(op, stream);
+  return op;
+}
+
+Status CudaRecording::IssueCollective(size_t index, const std::vector<BufferRef>* table,
+                                      const std::vector<CUdeviceptr>* pointers, CUstream stream) {
+  HEXIR_ASSIGN_OR_RETURN(NcclChannel::Operation op, ResolveCollective(index, table, pointers));
+  return collectives_[index].channel->Issue(op, stream);
+}
+
+std::pair<ByteRange, ByteRange> CudaRecording::CollectiveRanges(const RecordedCollective& r,
+                                                                const NcclChannel::Operation& op) {
+  const CollectiveCommand& c = *r.command;
+  return {ByteRange::Of(op.send, op.send ? c.send.length : 0),
+          ByteRange::Of(op.recv, op.recv ? c.recv.length : 0)};
+}
+
+void CudaRecording::OpRanges(const RecordedOp& op, const std::vector<BufferRef>* table,
+                             std::vector<ByteRange>* out) const {
+  static const std::vector<BufferRef> kNoTable;
+  const ByteRange everything{0, UINT64_MAX};
+  if (op.kind == RecordedOp::kKernel) {
+    const RecordedKernel& k = kernels_[op.index];
+    if (table == nullptr && (k.uses_slots || k.count_slot >= 0)) {
+      out->push_back(everything);
+    } else {
+      AppendDispatchRanges(*k.command, table ? *table : kNoTable, out);
+    }
+  } else if (op.kind == RecordedOp::kRepeat) {
+    out->push_back(everything);
+  } else if (op.kind == RecordedOp::kCopy) {
+    const RecordedCopy& c = copies_[op.index];
+    out->push_back(ByteRange::Of(c.src, c.length));
+    out->push_back(ByteRange::Of(c.dst, c.length));
+  } else if (op.kind == RecordedOp::kFill) {
+    out->push_back(ByteRange::Of(fills_[op.index].dst, fills_[op.index].length));
+  }
 }
 
 Status CudaRecording::TrackCollectives(CUstream stream) {
@@ -467,6 +504,18 @@ Status CudaRecording::LaunchProfiled(const std::vector<BufferRef>& table, CUstre
     t.device_events = true;
     profiler->OnDispatch(t);
   }
+  for (size_t index : collective_stream_.issued()) {
+    float to_end_begin = 0, to_end_end = 0;
+    HEXIR_CUDA_RETURN_IF_ERROR(
+        api, api.cuEventElapsedTime(&to_end_begin, collective_stream_.begin_event(index), closing),
+        "cuEventElapsedTime(collective profiling)");
+    HEXIR_CUDA_RETURN_IF_ERROR(
+        api, api.cuEventElapsedTime(&to_end_end, collective_stream_.end_event(index), closing),
+        "cuEventElapsedTime(collective profiling)");
+    profiler->OnCollective(CollectiveName(collectives_[index].command->kind).data(),
+                           closing_ns - static_cast<int64_t>(double(to_end_begin) * 1e6),
+                           closing_ns - static_cast<int64_t>(double(to_end_end) * 1e6));
+  }
   return Status::Ok();
 }
 
@@ -480,13 +529,35 @@ Status CudaRecording::Launch(const std::vector<BufferRef>& table, CUstream strea
   return TrackCollectives(stream);
 }
 
-// One stream serializes everything, so barriers need no work here. A repeat body's kernels
-// are launched unprofiled (the profiler sees the kernels outside device loops).
+// One stream serializes everything, so barriers need no work here; collectives go to the
+// collective stream, and a later op waits there only for those whose buffers it touches
+// (cuda_collective_stream.h). A repeat body's kernels are launched unprofiled (the profiler
+// sees the kernels outside device loops).
 Status CudaRecording::LaunchOps(const std::vector<BufferRef>& table,
                                 const std::vector<CUdeviceptr>& pointers, CUstream stream,
                                 bool profiling) {
+  collective_stream_.BeginLaunch();
+  Status launched = LaunchEachOp(table, pointers, stream, profiling);
+  // Joined even after a failure: the compute stream's later work and the buffers' release
+  // stay behind the collectives already issued.
+  Status joined = collective_stream_.Join(stream);
+  collectives_overlapped_ = collective_stream_.overlapped();
+  return launched.ok() ? joined : launched;
+}
+
+Status CudaRecording::LaunchEachOp(const std::vector<BufferRef>& table,
+                                   const std::vector<CUdeviceptr>& pointers, CUstream stream,
+                                   bool profiling) {
   const CudaApi& api = *shared_->api;
   for (const RecordedOp& op : ops_) {
+    if (op.kind == RecordedOp::kBarrier) continue;
+    if (op.kind == RecordedOp::kRepeat) {
+      HEXIR_RETURN_IF_ERROR(collective_stream_.Join(stream));  // it touches everything
+    } else if (op.kind != RecordedOp::kCollective && collective_stream_.in_flight()) {
+      op_ranges_.clear();
+      OpRanges(op, &table, &op_ranges_);
+      HEXIR_RETURN_IF_ERROR(collective_stream_.OrderCommand(op_ranges_, stream));
+    }
     if (op.kind == RecordedOp::kKernel) {
       RecordedKernel& k = kernels_[op.index];
       if (k.uses_slots) ResolveSlotPointers(k, pointers);
@@ -526,7 +597,12 @@ Status CudaRecording::LaunchOps(const std::vector<BufferRef>& table,
                                    "cuMemcpyAsync(", c.length, " bytes)");
       }
     } else if (op.kind == RecordedOp::kCollective) {
-      HEXIR_RETURN_IF_ERROR(IssueCollective(op.index, &table, &pointers, stream));
+      HEXIR_ASSIGN_OR_RETURN(NcclChannel::Operation c,
+                             ResolveCollective(op.index, &table, &pointers));
+      HEXIR_ASSIGN_OR_RETURN(CUstream side, collective_stream_.Before(op.index, stream, profiling));
+      HEXIR_RETURN_IF_ERROR(collectives_[op.index].channel->Issue(c, side));
+      auto [send, recv] = CollectiveRanges(collectives_[op.index], c);
+      HEXIR_RETURN_IF_ERROR(collective_stream_.After(op.index, send, recv, profiling));
     } else if (op.kind == RecordedOp::kRepeat) {
       HEXIR_RETURN_IF_ERROR(LaunchRepeatOnStream(op.index, table, pointers, stream));
     } else if (op.kind == RecordedOp::kFill) {

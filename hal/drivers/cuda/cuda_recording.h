@@ -6,7 +6,10 @@
 // and graph command buffers do for the submissions a graph cannot express (a count only the
 // device knows, a zero count) and for profiling.
 //
-// Ownership: owns the overlap scratch buffer of self-overlapping copies, the pinned kernel
+// Collectives run on a stream of their own (cuda_collective_stream.h) in stream launches; a
+// graph command buffer captures them into its graph instead.
+//
+// Ownership: owns the collective stream, the overlap scratch buffer of self-overlapping copies, the pinned kernel
 // status records (hal/kernel_status.h), the pinned indirect-count readback, the device-side shadows of uniform
 // slots, each repeat's body recording, the repeat counters and the pinned condition readback; references (does not retain) the commands of its command buffer, which outlives it.
 // Thread-safety: none; the owning command buffer serializes Build, launches and status checks.
@@ -23,6 +26,7 @@
 #include "hal/command_buffer.h"
 #include "hal/kernel_status.h"
 #include "hal/profiling.h"
+#include "hal/drivers/cuda/cuda_collective_stream.h"
 #include "hal/drivers/cuda/cuda_executable.h"
 #include "hal/drivers/cuda/cuda_shared.h"
 #include "hal/drivers/cuda/nccl_channel.h"
@@ -59,7 +63,9 @@ struct RecordedFill {
   uint32_t pattern = 0, pattern_size = 1;
 };
 // A collective on an NCCL channel (nccl_channel.h): direct buffers resolved at Build, slot
-// buffers at each launch. Recorded between two barriers (it runs alone).
+// buffers at each launch. Recorded between two barriers: it starts after everything recorded
+// before it; what is recorded after it waits for it only where it touches its buffers
+// (cuda_collective_stream.h; graphs: CudaGraphCommandBuffer::AddOps).
 struct RecordedCollective {
   const CollectiveCommand* command = nullptr;
   NcclChannel* channel = nullptr;
@@ -89,7 +95,8 @@ inline bool IsEmptyGrid(const Grid& grid) { return grid[0] == 0 || grid[1] == 0 
 
 class CudaRecording {
  public:
-  explicit CudaRecording(std::shared_ptr<CudaShared> shared) : shared_(std::move(shared)) {}
+  explicit CudaRecording(std::shared_ptr<CudaShared> shared)
+      : shared_(std::move(shared)), collective_stream_(shared_) {}
   ~CudaRecording();
   CudaRecording(const CudaRecording&) = delete;
   CudaRecording& operator=(const CudaRecording&) = delete;
@@ -117,10 +124,27 @@ class CudaRecording {
   // A collective reads or writes a binding-table slot: a graph cannot hold it (its pointers
   // are captured), so such command buffers run as stream launches.
   bool has_slot_collectives() const { return has_slot_collectives_; }
-  // Issues collective `index` on `stream` (which may be capturing), its slot buffers taken
-  // from `table` / `pointers` (StageUniforms) and range-checked.
+  // Collective `index` with its slot buffers taken from `table` / `pointers` (StageUniforms;
+  // both null when it has none) and range-checked.
+  StatusOr<NcclChannel::Operation> ResolveCollective(size_t index,
+                                                     const std::vector<BufferRef>* table,
+                                                     const std::vector<CUdeviceptr>* pointers) const;
+  // Issues collective `index` on `stream` (which may be capturing): ResolveCollective, then
+  // the channel.
   Status IssueCollective(size_t index, const std::vector<BufferRef>* table,
                          const std::vector<CUdeviceptr>* pointers, CUstream stream);
+  // The send and recv ranges of a resolved collective (empty for a missing buffer).
+  static std::pair<ByteRange, ByteRange> CollectiveRanges(const RecordedCollective& r,
+                                                          const NcclChannel::Operation& op);
+  // The ranges `op` (a kernel, copy, fill or repeat) touches, appended to `out`, for ordering
+  // it after collectives: slots resolved against `table`; without a table (a graph, built
+  // once) a kernel on slots and a repeat touch everything.
+  void OpRanges(const RecordedOp& op, const std::vector<BufferRef>* table,
+                std::vector<ByteRange>* out) const;
+  // Collectives of the last launch beside which independent commands ran (stream launches:
+  // counted by the collective stream; a graph launch sets its graph's count).
+  uint64_t collectives_overlapped() const { return collectives_overlapped_; }
+  void set_collectives_overlapped(uint64_t n) { collectives_overlapped_ = n; }
   // After a launch on `stream`: each channel's watchdog waits for its collectives' end.
   Status TrackCollectives(CUstream stream);
   CUdeviceptr scratch() const { return scratch_; }
@@ -165,6 +189,9 @@ class CudaRecording {
   // Every op with the slot pointers already staged (a repeat body shares its parent's).
   Status LaunchOps(const std::vector<BufferRef>& table, const std::vector<CUdeviceptr>& pointers,
                    CUstream stream, bool profiling);
+  // LaunchOps' loop; LaunchOps joins the collectives it leaves in flight.
+  Status LaunchEachOp(const std::vector<BufferRef>& table,
+                      const std::vector<CUdeviceptr>& pointers, CUstream stream, bool profiling);
   // A repeat as a host loop: the condition copied back before each iteration (one host
   // synchronization each), the body launched on the stream.
   Status LaunchRepeatOnStream(size_t index, const std::vector<BufferRef>& table,
@@ -174,6 +201,9 @@ class CudaRecording {
                              CUstream stream);
 
   std::shared_ptr<CudaShared> shared_;
+  CollectiveStream collective_stream_;
+  std::vector<ByteRange> op_ranges_;  // LaunchOps' scratch
+  uint64_t collectives_overlapped_ = 0;
   std::vector<RecordedOp> ops_;
   std::vector<RecordedKernel> kernels_;
   std::vector<RecordedCopy> copies_;

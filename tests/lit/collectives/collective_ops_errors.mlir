@@ -40,6 +40,31 @@ func.func @scatter_types(%x: tensor<8xf32>) -> tensor<2xi32> {
 
 // -----
 
+// A dynamic result dim 0 serves any rank count; a static one needs a static source.
+func.func @scatter_any_count(%x: tensor<?x4xf32>, %y: tensor<6x4xf32>) -> tensor<?x4xf32> {
+  %r = hexir.reduce_scatter "max" %x : tensor<?x4xf32> -> tensor<?x4xf32>
+  %s = hexir.reduce_scatter "min" %y : tensor<6x4xf32> -> tensor<?x4xf32>
+  return %r : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @scatter_dynamic_source(%x: tensor<?x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{dimension 0 of the result and the source must be static (or the result's dynamic: any rank count)}}
+  %r = hexir.reduce_scatter "sum" %x : tensor<?x4xf32> -> tensor<2x4xf32>
+  return %r : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @scatter_dynamic_other_dim(%x: tensor<?x4xf32>) -> tensor<?x3xf32> {
+  // expected-error @+1 {{dimension 1 differs: 3 in the result, 4 in the source}}
+  %r = hexir.reduce_scatter "sum" %x : tensor<?x4xf32> -> tensor<?x3xf32>
+  return %r : tensor<?x3xf32>
+}
+
+// -----
+
 func.func @negative_root(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{root rank must be >= 0, got -1}}
   %r = hexir.broadcast %x root(-1) : tensor<4xf32>

@@ -66,6 +66,27 @@ func.func @dynamic(%x: tensor<?xf32>) -> tensor<?xf32> {
 
 // -----
 
+// reduce_scatter with a dynamic result dim 0 serves any rank count: its rows are the source's
+// (6) divided by the channel's count, asserted to divide; the region is recorded per execution.
+// CHECK-LABEL: func.func @reduce_scatter_any_count(
+// CHECK:         %[[CH:.+]] = hexir_vm.call.import "hal.channel.default"
+// CHECK:         %[[N:.+]] = hexir_vm.call.import "hal.channel.count"(%[[CH]])
+// CHECK:         %[[REM:.+]] = hexir_vm.inst "rem.u.i64"(%[[ROWS:.+]], %[[N]])
+// CHECK:         hexir_vm.assert %{{.+}}, "hexir.reduce_scatter: dimension 0 of the source ({}) is not divisible by the channel's {} ranks"(%[[ROWS]], %[[N]])
+// CHECK:         hexir_vm.inst "div.u.i64"(%[[ROWS]], %[[N]])
+// CHECK-NOT:     hexir_vm.global.load.ref
+// CHECK:         hexir_vm.call.import "hal.command_buffer.collective_slots"
+// CHECK-NOT:     hexir_vm.global.store.ref
+func.func @reduce_scatter_any_count(%x: tensor<6x4xf32>) -> tensor<?x4xf32> {
+  %r, %t = hexir.execute on(0, "compute") -> tensor<?x4xf32> {
+    %s = hexir.reduce_scatter "min" %x : tensor<6x4xf32> -> tensor<?x4xf32>
+    hexir.yield %s : tensor<?x4xf32>
+  }
+  return %r : tensor<?x4xf32>
+}
+
+// -----
+
 // The rank and the count are host values read from the channel.
 // CHECK-LABEL: func.func @rank(
 // CHECK:         %[[CH:.+]] = hexir_vm.call.import "hal.channel.default"

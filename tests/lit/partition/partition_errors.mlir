@@ -44,3 +44,16 @@ func.func @bad_spelling(%x: tensor<4x8xf32>
     {hexir.sharding = #hexir.sharding<sideways>}) -> tensor<4x8xf32> {
   return %x : tensor<4x8xf32>
 }
+
+// -----
+
+func.func @chunks_not_dividing(%x: tensor<8x16xf32> {hexir.sharding = #hexir.sharding<split 1>},
+                               %w: tensor<16x4xf32> {hexir.sharding = #hexir.sharding<split 0>}) -> tensor<8x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x4xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
+  // expected-error @+1 {{hexir-partition: hexir.collective_chunks = 3 does not divide the 8 rows of the matmul}}
+  %y = linalg.matmul {hexir.collective_chunks = 3 : i64}
+      ins(%x, %w : tensor<8x16xf32>, tensor<16x4xf32>) outs(%z : tensor<8x4xf32>) -> tensor<8x4xf32>
+  return %y : tensor<8x4xf32>
+}

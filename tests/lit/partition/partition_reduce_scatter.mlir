@@ -4,7 +4,7 @@
 // A partial sum (W split by rows: loop k) whose consumer is split by columns: the collective
 // scatters dimension 0, so the sum goes there by a transpose and comes back by another;
 // each rank receives only its 8x2 columns, summed. With the rank count read at run time the
-// shapes are not static: all_reduce and this rank's slice.
+// same collective gives each rank extent / count columns (checked to divide).
 // CHECK-LABEL: func.func @partial_into_column_split(
 // CHECK:         %[[P:.+]] = linalg.matmul ins(%{{.+}}, %arg1 : tensor<8x8xf32>, tensor<8x4xf32>) outs(%{{.+}} : tensor<8x4xf32>) -> tensor<8x4xf32>
 // CHECK:         %[[T:.+]] = linalg.transpose ins(%[[P]] : tensor<8x4xf32>) outs(%{{.+}} : tensor<4x8xf32>) permutation = [1, 0]
@@ -14,9 +14,12 @@
 // CHECK-NOT:     hexir.all_
 // CHECK:         return %[[Y]] : tensor<8x2xf32>
 // DYNAMIC-LABEL: func.func @partial_into_column_split(
-// DYNAMIC-NOT:   hexir.reduce_scatter
-// DYNAMIC:       hexir.all_reduce "sum" %{{.+}} : tensor<8x4xf32>
-// DYNAMIC:       tensor.extract_slice %{{.+}}[0, %{{.+}}] [8, %{{.+}}] [1, 1] : tensor<8x4xf32> to tensor<8x?xf32>
+// DYNAMIC-NOT:   hexir.all_reduce
+// DYNAMIC:       hexir.check %{{.+}}, "hexir-partition: dimension 1 of operand 0 of arith.addf ({}) is not divisible by the {} ranks"
+// DYNAMIC:       linalg.transpose ins(%{{.+}} : tensor<8x4xf32>) outs(%{{.+}} : tensor<4x8xf32>) permutation = [1, 0]
+// DYNAMIC:       %[[S:.+]] = hexir.reduce_scatter "sum" %{{.+}} : tensor<4x8xf32> -> tensor<?x8xf32>
+// DYNAMIC:       linalg.transpose ins(%[[S]] : tensor<?x8xf32>) outs(%{{.+}} : tensor<8x?xf32>) permutation = [1, 0]
+// DYNAMIC-NOT:   hexir.all_reduce
 func.func @partial_into_column_split(%x: tensor<8x16xf32>,
     %w: tensor<16x4xf32> {hexir.sharding = #hexir.sharding<split 0>},
     %b: tensor<8x4xf32>) -> (tensor<8x4xf32> {hexir.sharding = #hexir.sharding<split 1>}) {
@@ -74,4 +77,31 @@ func.func @middle_dimension(%x: tensor<8x6x16xf32>,
     linalg.yield %s : f32
   } -> tensor<8x6x4xf32>
   return %p : tensor<8x6x4xf32>
+}
+
+// -----
+
+// A max over the split dimension whose result is asked split: reduce_scatter "max", each
+// rank receiving its rows' maxima (the start, -3e38, on every rank: max is idempotent).
+// CHECK-LABEL: func.func @max_into_row_split(
+// CHECK:         %[[M:.+]] = linalg.generic {{.+}} ins(%{{.+}} : tensor<8x8xf32>) outs(%{{.+}} : tensor<8xf32>)
+// CHECK:         %[[S:.+]] = hexir.reduce_scatter "max" %[[M]] : tensor<8xf32> -> tensor<4xf32>
+// CHECK:         return %[[S]] : tensor<4xf32>
+// DYNAMIC-LABEL: func.func @max_into_row_split(
+// DYNAMIC:         %[[S:.+]] = hexir.reduce_scatter "max" %{{.+}} : tensor<8xf32> -> tensor<?xf32>
+// DYNAMIC:         return %[[S]] : tensor<?xf32>
+#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+func.func @max_into_row_split(%x: tensor<8x16xf32> {hexir.sharding = #hexir.sharding<split 1>})
+    -> (tensor<8xf32> {hexir.sharding = #hexir.sharding<split 0>}) {
+  %ninf = arith.constant -3.0e38 : f32
+  %e = tensor.empty() : tensor<8xf32>
+  %z = linalg.fill ins(%ninf : f32) outs(%e : tensor<8xf32>) -> tensor<8xf32>
+  %m = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<8x16xf32>) outs(%z : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maxnumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  return %m : tensor<8xf32>
 }

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The row-parallel pipeline (passes/partition/RowParallelPipeline.cpp) against the unchunked
+# module, on N CPU devices of one process (in-process Gloo group, the CPU collective lane):
+# tests/partition/row_parallel.mlir.in at M x K x N compiled twice, with the cost model's block
+# count and with `hexir.collective_chunks = 1` (the baseline), each run ROUNDS times
+# alternately as `hexir-run --repeat=CALLS`; prints each run's wall seconds, the medians and
+# the ratio pipelined / unchunked (below 1: the pipeline is faster), and checks that rank 0's
+# results of the two are equal.
+#   bash bench/collective_pipeline/run.sh [M K N] [RANKS] [CALLS] [ROUNDS]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+M=${1:-2048} K=${2:-64} N=${3:-2048}
+RANKS=${4:-2} CALLS=${5:-10} ROUNDS=${6:-3}
+BIN=${HEXIR_BIN:-bazel-bin/tools}
+COMPILE=$BIN/hexir-compile/hexir-compile RUN=$BIN/hexir-run/hexir-run
+TMP=$(mktemp -d)
+for variant in model whole; do
+  attr=$([ $variant = whole ] && echo "{hexir.collective_chunks = 1 : i64}" || true)
+  sed "s/@M@/$M/g; s/@K@/$K/g; s/@N@/$N/g; s/@ATTR@/$attr/" tests/partition/row_parallel.mlir.in \
+    >"$TMP/$variant.mlir"
+  "$COMPILE" "$TMP/$variant.mlir" --target=cpu -o "$TMP/$variant.vmfb"
+  "$COMPILE" "$TMP/$variant.mlir" --target=cpu --dump-after=hexir-partition -o /dev/null 2>&1 \
+    | grep -c 'hexir.all_reduce' | sed "s/^/$variant: all_reduces per call: /"
+done
+python3 tests/partition/npy_shards.py make "$TMP" 5 "$RANKS" "x:${M}x${K}:1" "w:${K}x${N}:0" >/dev/null
+devices=()
+for ((r = 0; r < RANKS; r++)); do devices+=(--device=cpu:threads=1); done
+run() {  # run VARIANT OUTPUT: wall seconds of one process making CALLS calls
+  local start end
+  start=$(date +%s.%N)
+  "$RUN" --module="$TMP/$1.vmfb" "${devices[@]}" --function=row_parallel --repeat="$CALLS" \
+    --input=@"$TMP/x.r{rank}.npy" --input=@"$TMP/w.r{rank}.npy" --output=@"$2.r{rank}.npy" >/dev/null
+  end=$(date +%s.%N)
+  python3 -c "print(f'{$end - $start:.3f}')"
+}
+declare -A times
+for ((i = 0; i < ROUNDS; i++)); do
+  for variant in whole model; do
+    t=$(run $variant "$TMP/$variant.out")
+    echo "round $i $variant: $t s"
+    times[$variant]+="$t "
+  done
+done
+python3 tests/partition/npy_shards.py compare "$TMP/whole.out.r0.npy" "$TMP/model.out.r0.npy" \
+  && echo "rank 0's results: pipelined equal unchunked (1e-5)"
+python3 - "${times[model]}" "${times[whole]}" "$M" "$K" "$N" "$RANKS" "$CALLS" <<'PY'
+import statistics, sys
+model = statistics.median(float(t) for t in sys.argv[1].split())
+whole = statistics.median(float(t) for t in sys.argv[2].split())
+m, k, n, ranks, calls = sys.argv[3:]
+print(f"{m}x{k}x{n} on {ranks} CPU devices, {calls} calls: pipelined {model:.3f} s, "
+      f"unchunked {whole:.3f} s (medians): ratio {model / whole:.3f}")
+PY
