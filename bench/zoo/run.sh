@@ -3,8 +3,9 @@
 # against onnxruntime"):
 #   zoo:     the torchvision zoo of tests/onnx/zoo_models.py (static and dynamic exports,
 #            random weights), Hexir (hexir-import with the weights inline -> hexir-compile ->
-#            hexir-bench) vs onnxruntime-node 1.30 (tests/onnx/ort_reference.js time), each on
-#            1 and 2 threads; the dynamic export runs on the static export's input.
+#            hexir-bench) vs onnxruntime-node 1.30 (tests/onnx/ort_reference.js time) and PyTorch
+#            eager (Debian's python3-torch, bench/zoo/torch_time.py: the same model and seed),
+#            each on 1 and 2 threads; the dynamic export runs on the static export's input.
 #   kernels: f32 matmul 512^3 and 1024^3 vs OpenBLAS sgemm (hexir-bench's baseline, same thread
 #            count through OPENBLAS_NUM_THREADS); a 64 MiB elementwise chain and a 4096x4096
 #            softmax vs a one-thread memcpy of the same bytes (64 MiB read + 64 MiB written).
@@ -57,8 +58,13 @@ if [ "$zoo" = 1 ]; then
     node tests/onnx/ort_reference.js time "$1" "$3" "$iterations" "$2" 2> "$out/ort.err" |
       sed -n 's/^median_ms=//p' | grep . || echo FAILED
   }
-  printf '%-20s | %10s %10s %6s | %10s %10s %6s | %6s %6s | %8s\n' model "hexir 1t" "ort 1t" ratio \
-    "hexir 2t" "ort 2t" ratio "2t/1t" "ort" "dyn/sta"
+  torch_ms() {  # torch_ms NAME INPUT THREADS
+    "$PY" bench/zoo/torch_time.py "$1" "$3" "$iterations" "$2" 2> "$out/torch.err" |
+      sed -n 's/^median_ms=//p' | grep . || echo FAILED
+  }
+  row='%-20s | %9s %9s %9s %7s %7s | %9s %9s %9s %7s %7s | %6s %8s\n'
+  printf "$row" model "hexir 1t" "ort 1t" "torch 1t" "/ort" "/torch" \
+    "hexir 2t" "ort 2t" "torch 2t" "/ort" "/torch" "2t/1t" "dyn/sta"
   for name in $names; do
     for kind in static dynamic; do
       m="$out/${name}_$kind"
@@ -75,15 +81,16 @@ if [ "$zoo" = 1 ]; then
       t[h$th]=$(hexir_ms "$out/${name}_static.t$th.txt" "$th" "$out/${name}_static.vmfb" --input=@"$x" --no-baselines)
       t[d$th]=$(hexir_ms "$out/${name}_dynamic.t$th.txt" "$th" "$out/${name}_dynamic.vmfb" --input=@"$x" --no-baselines)
       t[o$th]=$(ort_ms "$out/${name}_static.onnx" "$x" "$th")
+      t[p$th]=$(torch_ms "$name" "$x" "$th")
     done
-    printf '%-20s | %10s %10s %6s | %10s %10s %6s | %6s %6s | %8s\n' "$name" \
-      "${t[h1]}" "${t[o1]}" "$(ratio "${t[h1]}" "${t[o1]}")" \
-      "${t[h2]}" "${t[o2]}" "$(ratio "${t[h2]}" "${t[o2]}")" \
-      "$(ratio "${t[h2]}" "${t[h1]}")" "$(ratio "${t[o2]}" "${t[o1]}")" \
-      "$(ratio "${t[d1]}" "${t[h1]}")"
+    printf "$row" "$name" \
+      "${t[h1]}" "${t[o1]}" "${t[p1]}" "$(ratio "${t[h1]}" "${t[o1]}")" "$(ratio "${t[h1]}" "${t[p1]}")" \
+      "${t[h2]}" "${t[o2]}" "${t[p2]}" "$(ratio "${t[h2]}" "${t[o2]}")" "$(ratio "${t[h2]}" "${t[p2]}")" \
+      "$(ratio "${t[h2]}" "${t[h1]}")" "$(ratio "${t[d1]}" "${t[h1]}")"
   done
-  echo "(ms per call, median of $iterations; ratio = Hexir/onnxruntime time; 2t/1t = time on 2 threads"
-  echo " over 1; dyn/sta = the dynamic export's time over the static one's, same input, 1 thread)"
+  echo "(ms per call, median of $iterations; /ort, /torch = Hexir's time over onnxruntime's, PyTorch"
+  echo " eager's; 2t/1t = Hexir's time on 2 threads over 1; dyn/sta = the dynamic export's time over"
+  echo " the static one's, same input, 1 thread)"
 fi
 
 if [ "$kernels" = 1 ]; then

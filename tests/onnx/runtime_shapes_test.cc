@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -229,27 +230,143 @@ TEST_CASE("Resize cubic and tf_crop_and_resize to sizes read at run time match t
   }
 }
 
-TEST_CASE("two dynamic dims meet when equal at run time; a run-time 1 or another extent fails naming both") {
+// numpy's broadcasting of a [ar, ac] and b [br, bc] under op (each extent equal or 1).
+std::vector<float> BroadcastReference(const std::vector<float>& a, int64_t ar, int64_t ac, const std::vector<float>& b,
+                                      int64_t br, int64_t bc, float (*op)(float, float)) {
+  std::vector<float> r;
+  for (int64_t i = 0; i < std::max(ar, br); ++i)
+    for (int64_t j = 0; j < std::max(ac, bc); ++j)
+      r.push_back(op(a[(ar == 1 ? 0 : i) * ac + (ac == 1 ? 0 : j)], b[(br == 1 ? 0 : i) * bc + (bc == 1 ? 0 : j)]));
+  return r;
+}
+
+std::string Tensor2(int64_t rows, int64_t cols, const std::vector<float>& v) {
+  return std::to_string(rows) + "x" + std::to_string(cols) + "xf32=" + Floats(v);
+}
+
+std::vector<float> Iota(int64_t n, float first) {
+  std::vector<float> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(first + static_cast<float>(i));
+  return v;
+}
+
+TEST_CASE("two dynamic dims broadcast a run-time 1 as ONNX does; extents that do not broadcast fail naming both") {
   Graph m;
-  m.Input("x", {-1, -1});
-  m.Input("y", {-1, 3});
+  m.Input("a", {-1, -1});
+  m.Input("b", {-1, -1});
   m.Input("row", {1, -1});
   m.Output("z", {-1, -1});
-  m.Node("Add", {"x", "y"}, {"s"}, "sum");
-  m.Node("Mul", {"s", "row"}, {"z"}, "scale");  // a static 1 still broadcasts
-  std::string mod = Build(m, "extents_meet");
-  std::string z = Run(mod, {"2x3xf32=1 2 3 4 5 6", "2x3xf32=10 20 30 40 50 60", "1x3xf32=1 2 3"});
-  CHECK(Prefix(z) == "2x3xf32");
-  CHECK(ParseFloats(z) == std::vector<float>{11, 44, 99, 44, 110, 198});
-  for (const char* y : {"1x3xf32=10 20 30", "4x3xf32=0 0 0 0 0 0 0 0 0 0 0 0"}) {
+  m.Node("Add", {"a", "b"}, {"s"}, "sum");
+  m.Node("Mul", {"s", "row"}, {"z"}, "scale");  // a static 1 (dim 0) and a `?` against the sum's (dim 1)
+  std::string mod = Build(m, "runtime_broadcast");
+  auto add = [](float x, float y) { return x + y; };
+  auto mul = [](float x, float y) { return x * y; };
+  struct Shapes {
+    int64_t ar, ac, br, bc, rc;
+  };
+  // Equal extents, then 4 vs 1 in each operand and dim (both `?`), an outer sum, a row of 1.
+  for (Shapes k : {Shapes{2, 3, 2, 3, 3}, Shapes{4, 3, 1, 3, 3}, Shapes{1, 3, 4, 3, 3}, Shapes{4, 1, 4, 3, 3},
+                   Shapes{4, 1, 1, 3, 1}, Shapes{2, 3, 2, 3, 1}}) {
+    std::vector<float> a = Iota(k.ar * k.ac, 1), b = Iota(k.br * k.bc, 10), row = Iota(k.rc, 2);
+    int64_t rows = std::max(k.ar, k.br), cols = std::max(k.ac, k.bc);
+    std::vector<float> want = BroadcastReference(BroadcastReference(a, k.ar, k.ac, b, k.br, k.bc, add), rows, cols,
+                                                 row, 1, k.rc, mul);
+    INFO(k.ar << "x" << k.ac << " + " << k.br << "x" << k.bc << ", row of " << k.rc);
+    std::string z = Run(mod, {Tensor2(k.ar, k.ac, a), Tensor2(k.br, k.bc, b), Tensor2(1, k.rc, row)});
+    CHECK(Prefix(z) == std::to_string(rows) + "x" + std::to_string(cols) + "xf32");
+    CHECK(ParseFloats(z) == want);
+  }
+  struct Bad {
+    int64_t br, bc;
+    const char* message;
+  };
+  for (Bad k : {Bad{4, 3, "node 'sum' (op Add): dimension 0 of operand 0 is 2 and of operand 1 is 4: they do not "
+                          "broadcast (extents must be equal or 1)"},
+                Bad{2, 2, "node 'sum' (op Add): dimension 1 of operand 0 is 3 and of operand 1 is 2: they do not "
+                          "broadcast (extents must be equal or 1)"}}) {
     int code = 0;
-    std::string bad = RunMainWith(mod, {"2x3xf32=1 2 3 4 5 6", y, "1x3xf32=1 2 3"}, &code);
+    std::string bad = RunMainWith(mod, {Tensor2(2, 3, Iota(6, 1)), Tensor2(k.br, k.bc, Iota(k.br * k.bc, 1)),
+                                        Tensor2(1, 3, Iota(3, 1))}, &code);
     INFO(bad);
     CHECK(code == 1);
-    CHECK(bad.find("node 'sum' (op Add): dimension 0 of operand 0 is 2 and of operand 1 is " + std::string(1, y[0]) +
-                   ": two `?` extents must be equal at run time (a run-time 1 is not broadcast; a static 1 is)") !=
-          std::string::npos);
+    CHECK(bad.find(k.message) != std::string::npos);
   }
+}
+
+TEST_CASE("Expand to a shape read at run time broadcasts a run-time 1 of its `?` input") {
+  Graph m;
+  m.Input("x", {-1, -1});
+  m.Input("shape", {2}, kI64);
+  m.Output("y", {-1, -1});
+  m.Node("Expand", {"x", "shape"}, {"y"}, "expand");
+  std::string mod = Build(m, "runtime_expand");
+  std::string y = Run(mod, {"3x1xf32=1 2 3", "2xi64=3 4"});
+  CHECK(Prefix(y) == "3x4xf32");
+  CHECK(ParseFloats(y) == std::vector<float>{1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3});
+  y = Run(mod, {"1x4xf32=1 2 3 4", "2xi64=2 1"});
+  CHECK(Prefix(y) == "2x4xf32");
+  CHECK(ParseFloats(y) == std::vector<float>{1, 2, 3, 4, 1, 2, 3, 4});
+}
+
+TEST_CASE("extents computed apart but equal (padded conv, stride-2 branches, one dim_param) need no run-time choice") {
+  Graph m;
+  m.Input("x", {1, 1, -1, -1});
+  m.Output("y", {1, 1, -1, -1});
+  m.Output("d", {1, 1, -1, -1});
+  m.InitF("w3", {1, 1, 3, 3}, std::vector<float>(9, 1.0f));
+  m.InitF("w1", {1, 1, 1, 1}, {2.0f});
+  auto ints = [](::onnx::NodeProto* n, const std::string& name, std::vector<int64_t> v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::INTS);
+    for (int64_t i : v) a->add_ints(i);
+  };
+  auto* same = m.Node("Conv", {"x", "w3"}, {"c"}, "same");  // (h + 2 - 3) / 1 + 1 = h
+  ints(same, "pads", {1, 1, 1, 1});
+  m.Node("Add", {"c", "x"}, {"y"}, "residual");
+  auto* down3 = m.Node("Conv", {"x", "w3"}, {"p"}, "down3");  // (h + 2 - 3) / 2 + 1
+  ints(down3, "pads", {1, 1, 1, 1});
+  ints(down3, "strides", {2, 2});
+  auto* down1 = m.Node("Conv", {"x", "w1"}, {"q"}, "down1");  // (h - 1) / 2 + 1
+  ints(down1, "strides", {2, 2});
+  m.Node("Add", {"p", "q"}, {"d"}, "downsample");
+  auto r = ox::ImportOnnxModel(m.model);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  CHECK(r->find("scf.if") == std::string::npos);
+  CHECK(r->find("hexir.check") == std::string::npos);
+  std::string mod = CompileForCpu(*r, "equal_extents");
+  REQUIRE(!mod.empty());
+  std::istringstream lines(Run(mod, {"1x1x3x3xf32=1 1 1 1 1 1 1 1 1"}));
+  std::string y, d;
+  std::getline(lines, y);
+  std::getline(lines, d);
+  // y = 3x3 box sums of ones (4 6 4 / 6 9 6 / 4 6 4) + 1; d at (0,0),(0,2),(2,0),(2,2): box sum + 2.
+  CHECK(Prefix(y) == "1x1x3x3xf32");
+  CHECK(ParseFloats(y) == std::vector<float>{5, 7, 5, 7, 10, 7, 5, 7, 5});
+  CHECK(Prefix(d) == "1x1x2x2xf32");
+  CHECK(ParseFloats(d) == std::vector<float>{6, 6, 6, 6});
+
+  Graph two;  // two graph inputs sharing a dim_param: one value, checked equal at entry
+  two.Input("a", {-1});
+  two.Input("b", {-1});
+  two.g->mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param(
+      two.g->input(0).type().tensor_type().shape().dim(0).dim_param());
+  two.Output("s", {-1});
+  two.Node("Add", {"a", "b"}, {"s"}, "sum");
+  auto t = ox::ImportOnnxModel(two.model);
+  REQUIRE(t.ok());
+  CHECK(t->find("scf.if") == std::string::npos);
+  std::string tmod = CompileForCpu(*t, "shared_dim_param");
+  REQUIRE(!tmod.empty());
+  CHECK(ParseFloats(Run(tmod, {"2xf32=1 2", "2xf32=10 20"})) == std::vector<float>{11, 22});
+  int code = 0;
+  std::string bad = RunMainWith(tmod, {"2xf32=1 2", "1xf32=10"}, &code);
+  INFO(bad);
+  CHECK(code == 1);
+  const std::string param = two.g->input(0).type().tensor_type().shape().dim(0).dim_param();
+  CHECK(bad.find("graph input 'a' dimension 0 ('" + param + "') is 2 and graph input 'b' dimension 0 is 1: dims of "
+                 "one name must be equal") != std::string::npos);
 }
 
 TEST_CASE("a shape operand that is not a short integer vector is an error naming it") {

@@ -27,7 +27,7 @@ struct Graph {
     g = model.mutable_graph();
     g->set_name("test");
   }
-  // dims: -1 = dynamic ("N")
+  // dims: -1 = dynamic, a `dim_param` of its own ("N0", "N1", ...: independent extents)
   void Input(const std::string& name, std::vector<int64_t> dims, int type = ::onnx::TensorProto::FLOAT) {
     Value(g->add_input(), name, dims, type);
   }
@@ -41,7 +41,8 @@ struct Graph {
     tt->mutable_shape();  // rank 0 when dims is empty
     for (int64_t d : dims) {
       auto* dim = tt->mutable_shape()->add_dim();
-      if (d < 0) dim->set_dim_param("N");
+      static int next_param = 0;
+      if (d < 0) dim->set_dim_param("N" + std::to_string(next_param++));
       else dim->set_dim_value(d);
     }
   }

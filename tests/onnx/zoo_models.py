@@ -83,23 +83,31 @@ def export(model, name, inputs, axes, out, runs):
         runs.append("%s %d %s" % (name, run, "dynamic" if dynamic else "static"))
 
 
+def build(name):
+    """The zoo model `name` in eval mode, its weights random from a fixed seed (also what
+    bench/zoo/torch_time.py times)."""
+    make = ZOO[name][0]
+    torch.manual_seed(0)
+    model = make().eval()
+    with torch.no_grad():
+        # torchvision zero-initialises some layers (ViT's head): random values instead,
+        # so that every output depends on the whole network.
+        for p in model.parameters():
+            if p.dim() >= 2 and not p.any():
+                p.normal_(0.0, 0.05)
+        # BatchNorm statistics away from 0/1, as in a trained model.
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.2, 0.2)
+                m.running_var.uniform_(0.5, 1.5)
+    return model
+
+
 def main(out, names):
     runs = []
     for name in names or ZOO:
-        make, fixed, dynamic_inputs, axes = ZOO[name]
-        torch.manual_seed(0)
-        model = make().eval()
-        with torch.no_grad():
-            # torchvision zero-initialises some layers (ViT's head): random values instead,
-            # so that every output depends on the whole network.
-            for p in model.parameters():
-                if p.dim() >= 2 and not p.any():
-                    p.normal_(0.0, 0.05)
-            # BatchNorm statistics away from 0/1, as in a trained model.
-            for m in model.modules():
-                if isinstance(m, nn.BatchNorm2d):
-                    m.running_mean.uniform_(-0.2, 0.2)
-                    m.running_var.uniform_(0.5, 1.5)
+        _, fixed, dynamic_inputs, axes = ZOO[name]
+        model = build(name)
         export(model, name + "_static", [fixed], None, out, runs)
         export(model, name + "_dynamic", dynamic_inputs, axes, out, runs)
     with open(os.path.join(out, "runs.txt"), "w") as f:

@@ -1,8 +1,10 @@
 #include "compiler/importers/onnx/Builder.h"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "dialects/hexir/IR/HexirAttributes.h"
 
@@ -66,6 +68,15 @@ std::string Builder::FloatBits(double value, const std::string& et) {
   return buf;
 }
 
+std::string Builder::CheckText(const std::string& s) {
+  std::string r;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') r += '\\';
+    r += ch == '{' ? '(' : ch == '}' ? ')' : ch;
+  }
+  return r;
+}
+
 std::string Builder::IndexConst(int64_t v) {
   if (body_depth_ > 0) {
     std::string n = Fresh();
@@ -108,24 +119,62 @@ static Dim HostIndexOp(Builder& b, const char* op, const Dim& x, const Dim& y, b
   return Dim::Dynamic(n);
 }
 
+// An op whose result is a polynomial of its operands' forms (SymbolicDims.h): the value of
+// that form when there is one already, else the op emitted and its form recorded (an atom
+// when the form is not representable).
+Dim Builder::Polynomial(const char* op, const Dim& a, const Dim& b, bool keeps_sign,
+                        const std::optional<SymbolicDims::Poly>& form) {
+  if (form) {
+    if (std::optional<Dim> known = dims_.Known(*form)) {
+      if (known->dynamic() && keeps_sign && NonNegative(a) && NonNegative(b)) MarkNonNegative(known->ssa);
+      return *known;
+    }
+  }
+  Dim r = HostIndexOp(*this, op, a, b, keeps_sign);
+  if (form) dims_.Record(r.ssa, *form, body_depth_ == 0);
+  return r;
+}
+
+// An op whose result is an atom: computed once per operand forms (in the entry block).
+Dim Builder::Atom(const std::string& op, std::vector<Dim> operands, bool commutative,
+                  const std::function<Dim()>& emit) {
+  if (commutative)
+    std::sort(operands.begin(), operands.end(), [&](const Dim& x, const Dim& y) {
+      return dims_.OpKey("", {x}) < dims_.OpKey("", {y});
+    });
+  std::string key = dims_.OpKey(op, operands);
+  if (std::optional<Dim> known = dims_.KnownOp(key)) return *known;
+  Dim r = emit();
+  if (r.dynamic()) dims_.RecordOp(key, r.ssa, body_depth_ == 0);
+  return r;
+}
+
 Dim Builder::Add(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) return Dim::Static(a.v + b.v);
   if (!b.dynamic() && b.v == 0) return a;
   if (!a.dynamic() && a.v == 0) return b;
-  return HostIndexOp(*this, "addi", a, b, true);
+  return Polynomial("addi", a, b, true, SymbolicDims::Sum(dims_.Of(a), dims_.Of(b), 1));
 }
 Dim Builder::Sub(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) return Dim::Static(a.v - b.v);
   if (!b.dynamic() && b.v == 0) return a;
   if (a.dynamic() && b.dynamic() && a.ssa == b.ssa) return Dim::Static(0);
-  return HostIndexOp(*this, "subi", a, b, false);
+  return Polynomial("subi", a, b, false, SymbolicDims::Sum(dims_.Of(a), dims_.Of(b), -1));
 }
 Dim Builder::Mul(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) return Dim::Static(a.v * b.v);
   if ((!a.dynamic() && a.v == 0) || (!b.dynamic() && b.v == 0)) return Dim::Static(0);
   if (!b.dynamic() && b.v == 1) return a;
   if (!a.dynamic() && a.v == 1) return b;
-  return HostIndexOp(*this, "muli", a, b, true);
+  return Polynomial("muli", a, b, true, SymbolicDims::Product(dims_.Of(a), dims_.Of(b)));
+}
+// divsi of non-negative values (floor and truncation agree) or of a TruncDiv: exact quotients
+// are polynomials, the rest atoms.
+Dim Builder::Quotient(const Dim& a, const Dim& b) {
+  if (!b.dynamic() && b.v == 1) return a;
+  std::optional<SymbolicDims::Poly> q = SymbolicDims::ExactQuotient(dims_.Of(a), dims_.Of(b));
+  if (q) return Polynomial("divsi", a, b, true, q);
+  return Atom("divsi", {a, b}, false, [&] { return HostIndexOp(*this, "divsi", a, b, true); });
 }
 Dim Builder::FloorDiv(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) {
@@ -137,8 +186,7 @@ Dim Builder::FloorDiv(const Dim& a, const Dim& b) {
     if ((a.v % b.v != 0) && ((a.v < 0) != (b.v < 0))) --q;
     return Dim::Static(q);
   }
-  if (!b.dynamic() && b.v == 1) return a;
-  return HostIndexOp(*this, "divsi", a, b, true);  // shape values are non-negative
+  return Quotient(a, b);  // shape values are non-negative
 }
 Dim Builder::TruncDiv(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) {
@@ -148,8 +196,7 @@ Dim Builder::TruncDiv(const Dim& a, const Dim& b) {
     }
     return Dim::Static(a.v / b.v);
   }
-  if (!b.dynamic() && b.v == 1) return a;
-  return HostIndexOp(*this, "divsi", a, b, true);
+  return Quotient(a, b);
 }
 Dim Builder::Rem(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) {
@@ -160,20 +207,23 @@ Dim Builder::Rem(const Dim& a, const Dim& b) {
     return Dim::Static(a.v % b.v);
   }
   if (!b.dynamic() && (b.v == 1 || b.v == -1)) return Dim::Static(0);
-  return HostIndexOp(*this, "remsi", a, b, true);
+  if (SymbolicDims::ExactQuotient(dims_.Of(a), dims_.Of(b))) return Dim::Static(0);
+  return Atom("remsi", {a, b}, false, [&] { return HostIndexOp(*this, "remsi", a, b, true); });
 }
 Dim Builder::Min(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) return Dim::Static(std::min(a.v, b.v));
   if (a.dynamic() && b.dynamic() && a.ssa == b.ssa) return a;
-  return HostIndexOp(*this, "minsi", a, b, true);
+  return Atom("minsi", {a, b}, true, [&] { return HostIndexOp(*this, "minsi", a, b, true); });
 }
 Dim Builder::Max(const Dim& a, const Dim& b) {
   if (!a.dynamic() && !b.dynamic()) return Dim::Static(std::max(a.v, b.v));
   if (a.dynamic() && b.dynamic() && a.ssa == b.ssa) return a;
-  std::string n = Fresh();
-  Line(n + " = arith.maxsi " + DimValue(a) + ", " + DimValue(b) + " : index");
-  if (NonNegative(a) || NonNegative(b)) MarkNonNegative(n);
-  return Dim::Dynamic(n);
+  return Atom("maxsi", {a, b}, true, [&] {
+    std::string n = Fresh();
+    Line(n + " = arith.maxsi " + DimValue(a) + ", " + DimValue(b) + " : index");
+    if (NonNegative(a) || NonNegative(b)) MarkNonNegative(n);
+    return Dim::Dynamic(n);
+  });
 }
 
 Dim Builder::Compare(const std::string& pred, const Dim& a, const Dim& b) {
@@ -200,21 +250,26 @@ Dim Builder::Compare(const std::string& pred, const Dim& a, const Dim& b) {
               : !a.dynamic() && b.dynamic() ? against_constant(b, a.v, false)
                                             : 2;
   if (order != 2) return Dim::Static(holds(order));
-  std::string c = Fresh(), n = Fresh();
-  Line(c + " = arith.cmpi " + pred + ", " + DimValue(a) + ", " + DimValue(b) + " : index");
-  Line(n + " = arith.select " + c + ", " + IndexConst(1) + ", " + IndexConst(0) + " : index");
-  MarkNonNegative(n);
-  return Dim::Dynamic(n);
+  return Atom("cmpi " + pred, {a, b}, false, [&] {
+    std::string c = Fresh(), n = Fresh();
+    Line(c + " = arith.cmpi " + pred + ", " + DimValue(a) + ", " + DimValue(b) + " : index");
+    Line(n + " = arith.select " + c + ", " + IndexConst(1) + ", " + IndexConst(0) + " : index");
+    MarkNonNegative(n);
+    return Dim::Dynamic(n);
+  });
 }
 
 Dim Builder::SelectDim(const Dim& cond, const Dim& a, const Dim& b) {
   if (!cond.dynamic()) return cond.v != 0 ? a : b;
   if (!a.dynamic() && !b.dynamic() && a.v == b.v) return a;
-  std::string c = Fresh(), n = Fresh();
-  Line(c + " = arith.cmpi ne, " + cond.ssa + ", " + IndexConst(0) + " : index");
-  Line(n + " = arith.select " + c + ", " + DimValue(a) + ", " + DimValue(b) + " : index");
-  if (NonNegative(a) && NonNegative(b)) MarkNonNegative(n);
-  return Dim::Dynamic(n);
+  if (a.dynamic() && b.dynamic() && a.ssa == b.ssa) return a;
+  return Atom("select", {cond, a, b}, false, [&] {
+    std::string c = Fresh(), n = Fresh();
+    Line(c + " = arith.cmpi ne, " + cond.ssa + ", " + IndexConst(0) + " : index");
+    Line(n + " = arith.select " + c + ", " + DimValue(a) + ", " + DimValue(b) + " : index");
+    if (NonNegative(a) && NonNegative(b)) MarkNonNegative(n);
+    return Dim::Dynamic(n);
+  });
 }
 
 Dim Builder::Product(const Shape& s, size_t begin, size_t end) {

@@ -12,22 +12,16 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "compiler/importers/onnx/Dim.h"
+#include "compiler/importers/onnx/SymbolicDims.h"
+
 namespace hexir::importers::onnx {
 
-// One dimension or index quantity: static (ssa empty, v may be negative in arithmetic) or
-// dynamic (ssa names an `index` value; v is -1).
-struct Dim {
-  int64_t v = 0;
-  std::string ssa;
-  static Dim Static(int64_t v) { return Dim{v, ""}; }
-  static Dim Dynamic(std::string ssa) { return Dim{-1, std::move(ssa)}; }
-  bool dynamic() const { return !ssa.empty(); }
-};
-using Shape = std::vector<Dim>;
 
 // A tensor value. `name` is its SSA name, or empty while it exists only as known contents
 // (`ints`, a shape computation folded at import time) and has not been materialized.
@@ -77,6 +71,9 @@ class Builder {
   static std::string TensorType(const Shape& shape, const std::string& et);
   static std::string TensorType(const Val& v) { return TensorType(v.shape, v.et); }
   static std::string FloatBits(double value, const std::string& et);  // "0x3F800000"
+  // s quoted for the message of a `hexir.check` (an MLIR string whose `{}` are placeholders:
+  // braces in s become parentheses).
+  static std::string CheckText(const std::string& s);
 
   // Scalars.
   std::string IndexConst(int64_t v);                       // cached, entry block only
@@ -96,6 +93,8 @@ class Builder {
   // are the same value, and when a non-negative dim meets a negative or zero constant.
   Dim Compare(const std::string& pred, const Dim& a, const Dim& b);
   Dim SelectDim(const Dim& cond, const Dim& a, const Dim& b);  // cond != 0 ? a : b
+  // Equal quantities computed twice are one SSA value (SymbolicDims.h): `(h + 2 - 3) + 1` is
+  // `h`, and a second `(h - 1) floordiv 2 + 1` is the first one's value.
   // Dynamic dims known to be >= 0 (tensor extents and arithmetic that keeps them so).
   void MarkNonNegative(const std::string& ssa) { non_negative_[ssa] = true; }
   bool NonNegative(const Dim& d) const { return d.dynamic() ? non_negative_.count(d.ssa) > 0 : d.v >= 0; }
@@ -160,8 +159,14 @@ class Builder {
   int next_ = 0;
   std::map<int64_t, std::string> index_consts_;
   std::map<std::string, bool> non_negative_;
+  SymbolicDims dims_;  // forms of the index values emitted; values reused in the entry block
   int body_depth_ = 0;  // > 0 while emitting a generic body: constants are not cached
   std::string error_;   // first error since TakeError()
+  Dim Polynomial(const char* op, const Dim& a, const Dim& b, bool keeps_sign,
+                 const std::optional<SymbolicDims::Poly>& form);
+  Dim Atom(const std::string& op, std::vector<Dim> operands, bool commutative,
+           const std::function<Dim()>& emit);
+  Dim Quotient(const Dim& a, const Dim& b);
   void RecordError(const std::string& what) {
     if (error_.empty()) error_ = what;
   }

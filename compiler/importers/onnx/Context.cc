@@ -344,66 +344,11 @@ std::string Context::BroadcastMap(const Val& v, const Shape& out) {
   return Builder::Map(static_cast<int>(out.size()), r);
 }
 
-namespace {
-
-// Whether two different `?` extents (SSA values) meet at some output position.
-bool MeetsAtRunTime(const std::vector<Val*>& ins, const Shape& out) {
-  for (const Val* v : ins) {
-    int64_t off = static_cast<int64_t>(out.size()) - v->rank();
-    for (int64_t i = 0; i < v->rank(); ++i) {
-      const Dim& d = v->shape[i];
-      const Dim& o = out[off + i];
-      if (d.dynamic() && o.dynamic() && d.ssa != o.ssa) return true;
-    }
-  }
-  return false;
-}
-
-// s quoted for an MLIR string attribute whose `{}` are hexir.check's placeholders.
-std::string CheckMessageText(const std::string& s) {
-  std::string r;
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') r += '\\';
-    r += ch == '{' ? '(' : ch == '}' ? ')' : ch;
-  }
-  return r;
-}
-
-}  // namespace
-
-void Context::CheckExtentsMeet(const std::vector<Val*>& ins, const Shape& out) {
-  std::string where;
-  if (node) where = CheckMessageText(Error("").message());
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (!out[i].dynamic()) continue;  // a `?` extent meeting a static one: hexir-compile's checks
-    std::string first;
-    int first_operand = -1;
-    for (size_t k = 0; k < ins.size(); ++k) {
-      int64_t off = static_cast<int64_t>(out.size()) - ins[k]->rank();
-      if (static_cast<int64_t>(i) < off) continue;
-      const Dim& d = ins[k]->shape[i - off];
-      if (!d.dynamic()) continue;  // a static 1
-      if (first_operand < 0) {
-        first = d.ssa;
-        first_operand = static_cast<int>(k);
-        continue;
-      }
-      if (d.ssa == first) continue;
-      std::string same = b.Fresh();
-      b.Line(same + " = arith.cmpi eq, " + first + ", " + d.ssa + " : index");
-      b.Line("hexir.check " + same + ", \"" + where + "dimension " + std::to_string(i) + " of operand " +
-             std::to_string(first_operand) + " is {} and of operand " + std::to_string(k) +
-             " is {}: two `?` extents must be equal at run time (a run-time 1 is not broadcast; a static 1 "
-             "is)\"(" + first + ", " + d.ssa + ") : index, index");
-    }
-  }
-}
-
 StatusOr<Val> Context::Elementwise(std::vector<Val*> ins, const std::string& out_et,
                                    const BodyFn& body) {
   std::vector<const Val*> cins(ins.begin(), ins.end());
   HEXIR_ASSIGN_OR_RETURN(Shape out, BroadcastShapes(cins));
-  if (MeetsAtRunTime(ins, out)) CheckExtentsMeet(ins, out);
+  if (MeetsAtRunTime(ins, out)) return BroadcastAtRunTime(ins, ins.size(), out, out_et, body);
   std::vector<std::string> maps;
   for (Val* v : ins) {
     Mat(*v);

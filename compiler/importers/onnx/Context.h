@@ -76,7 +76,19 @@ class Context {
   // Helpers.
   StatusOr<Shape> BroadcastShapes(const std::vector<const Val*>& vs) const;
   static std::string BroadcastMap(const Val& v, const Shape& out);
+  // A generic over the numpy broadcast of ins applying `body` to their elements. Where two
+  // different `?` extents meet, ONNX's broadcast is chosen at run time (BroadcastAtRunTime).
   StatusOr<Val> Elementwise(std::vector<Val*> ins, const std::string& out_et, const BodyFn& body);
+  // Whether two different `?` extents (SSA values) meet at some position of `out`.
+  static bool MeetsAtRunTime(const std::vector<Val*>& ins, const Shape& out);
+  // Elementwise's form for extents decided at run time (RunTimeBroadcast.cc): a check that they
+  // broadcast (equal or 1, naming the node, the dim and the operands), and a host `scf.if`
+  // between the plain generic (no operand is 1 where another is not) and one reading each
+  // operand at position 0 along its run-time 1 dims. The first `data` operands are read by
+  // `body` (the output's block argument last); the rest only contribute extents (Expand's
+  // shape). `shape` is BroadcastShapes(ins).
+  StatusOr<Val> BroadcastAtRunTime(std::vector<Val*> ins, size_t data, const Shape& shape,
+                                   const std::string& out_et, const BodyFn& body);
   StatusOr<Val> Reduce(Val& x, std::vector<int64_t> axes, bool keepdims, const std::string& kind);
   StatusOr<Val> ReshapeTo(Val& x, const Shape& target);
   Val Pad(Val& x, const std::vector<Dim>& begin, const std::vector<Dim>& end,
@@ -92,11 +104,6 @@ class Context {
   // Reduce of known contents (sum prod max min), folded at import time.
   Val ReduceKnown(const Val& x, const std::vector<bool>& reduced, bool keepdims,
                   const std::string& kind);
-  // Where different `?` extents meet in an elementwise op, a hexir.check that they are equal
-  // at run time, naming the node, the dim and both operands (the generic reads each operand
-  // with the output's positions, so a run-time 1 cannot be broadcast: that would need an
-  // index read per element and would end fusion with the producers).
-  void CheckExtentsMeet(const std::vector<Val*>& ins, const Shape& out);
   // ReshapeTo once the element counts are known to agree.
   Val ReshapeChecked(Val& x, const Shape& target);
 };

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "compiler/importers/onnx/Context.h"
@@ -119,6 +120,7 @@ StatusOr<std::string> BuildFunction(const ::onnx::ModelProto& model, const Impor
   std::string args;
   int argn = 0;
   std::vector<std::pair<std::string, const ::onnx::ValueInfoProto*>> arg_list;
+  std::map<std::string, std::pair<std::string, std::string>> named_dims;  // dim_param -> (SSA, where)
   for (const auto& in : g.input()) {
     if (init_names.count(in.name())) continue;
     if (in.type().has_sequence_type() || in.type().has_optional_type())
@@ -144,14 +146,26 @@ StatusOr<std::string> BuildFunction(const ::onnx::ModelProto& model, const Impor
     type += v.et + ">";
     v.name = "%arg" + std::to_string(argn++);
     args += std::string(args.empty() ? "" : ", ") + v.name + ": " + type;
-    // Dynamic dims are read once at entry.
+    // Dynamic dims are read once at entry. Dims sharing a `dim_param` are one value: a later
+    // one is checked equal to the first at run time.
     for (size_t i = 0; i < v.shape.size(); ++i) {
       if (v.shape[i].v >= 0) continue;
       std::string d = c.b.Fresh();
       c.b.Line(d + " = tensor.dim " + v.name + ", " + c.b.IndexConst(static_cast<int64_t>(i)) +
                " : " + type);
-      v.shape[i] = Dim::Dynamic(d);
       c.b.MarkNonNegative(d);
+      v.shape[i] = Dim::Dynamic(d);
+      const std::string& param = tt.shape().dim(static_cast<int>(i)).dim_param();
+      if (param.empty()) continue;
+      std::string here = "graph input '" + in.name() + "' dimension " + std::to_string(i);
+      auto [first, fresh] = named_dims.emplace(param, std::make_pair(d, here));
+      if (fresh) continue;
+      std::string same = c.b.Fresh();
+      c.b.Line(same + " = arith.cmpi eq, " + first->second.first + ", " + d + " : index");
+      c.b.Line("hexir.check " + same + ", \"" + Builder::CheckText(first->second.second + " ('" + param + "')") + " is {} and " +
+               Builder::CheckText(here) + " is {}: dims of one name must be equal" +
+               "\"(" + first->second.first + ", " + d + ") : index, index");
+      v.shape[i] = Dim::Dynamic(first->second.first);  // the check dominates every use
     }
     c.values[in.name()] = v;
   }

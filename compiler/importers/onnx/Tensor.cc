@@ -262,6 +262,9 @@ Status LowerExpand(Context& c) {
     }));
     return Status::Ok();
   }
+  if (Context::MeetsAtRunTime({&x, &shape_only}, out)) {
+    return c.SetOut(0, c.BroadcastAtRunTime({&x, &shape_only}, 1, out, x.et, [](const Args& a) { return a[0]; }));
+  }
   c.SetOut(0, Copy(c, x, Context::BroadcastMap(x, out), out));
   return Status::Ok();
 }

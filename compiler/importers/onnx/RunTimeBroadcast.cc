@@ -1,0 +1,133 @@
+// ONNX broadcasting where two different `?` extents meet (Context::Elementwise, Expand): which
+// operand is 1 is known only at run time, so the host chooses. Equal extents (the usual case)
+// take the generic every elementwise op gets, reading each operand with the output's positions;
+// otherwise a generic over the output reads each operand with `tensor.extract` at position 0
+// along the dims that are 1 at run time. Both are in one `scf.if` on a host flag.
+//
+// The choice costs fusion with the producers (the generic is inside a region), so the importer
+// avoids it where it can prove extents equal: Builder's symbolic dims (SymbolicDims.h) give
+// one SSA value to equal shape computations (a conv's `(h + 2 - 3) + 1` is `h`), and graph
+// inputs sharing a `dim_param` share one value (Importer.cc). What is left are extents from
+// unrelated sources (two graph inputs' own `?` dims, shapes read from tensors).
+#include "compiler/importers/onnx/Context.h"
+
+namespace hexir::importers::onnx {
+
+namespace {
+
+// The operand's dim at output position i, or null where the operand has no such dim.
+const Dim* DimAt(const Val& v, const Shape& out, size_t i) {
+  int64_t off = static_cast<int64_t>(out.size()) - v.rank();
+  return static_cast<int64_t>(i) < off ? nullptr : &v.shape[i - off];
+}
+
+std::string I1(Builder& b, const std::string& op, const std::string& x, const std::string& y,
+               const std::string& type) {
+  std::string n = b.Fresh();
+  b.Line(n + " = arith." + op + " " + x + ", " + y + " : " + type);
+  return n;
+}
+
+}  // namespace
+
+bool Context::MeetsAtRunTime(const std::vector<Val*>& ins, const Shape& out) {
+  for (size_t i = 0; i < out.size(); ++i)
+    for (const Val* v : ins) {
+      const Dim* d = DimAt(*v, out, i);
+      if (d && d->dynamic() && out[i].dynamic() && d->ssa != out[i].ssa) return true;
+    }
+  return false;
+}
+
+StatusOr<Val> Context::BroadcastAtRunTime(std::vector<Val*> ins, size_t data, const Shape& shape,
+                                          const std::string& out_et, const BodyFn& body) {
+  const std::string where = node ? Builder::CheckText(Error("").message()) : "";
+  const std::string one = b.IndexConst(1);
+  Shape out = shape;
+  std::string same;  // i1: no operand is broadcast at run time
+  // unit[k][i]: i1 "operand k's extent at output position i is 1" where that decides its read
+  std::vector<std::vector<std::string>> unit(ins.size(), std::vector<std::string>(out.size()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].dynamic()) continue;  // a `?` extent meeting a static one: hexir-compile's checks
+    Dim o;
+    int first = -1, last = -1;  // the operands o is the broadcast of
+    for (size_t k = 0; k < ins.size(); ++k) {
+      const Dim* d = DimAt(*ins[k], out, i);
+      if (!d || !d->dynamic()) continue;  // a static 1
+      if (first < 0) {
+        o = *d;
+        first = last = static_cast<int>(k);
+        continue;
+      }
+      if (d->ssa == o.ssa) continue;
+      // o and d broadcast when equal or either is 1: ONNX's rule.
+      std::string ok = I1(b, "cmpi eq,", o.ssa, d->ssa, "index");
+      ok = I1(b, "ori", ok, I1(b, "cmpi eq,", o.ssa, one, "index"), "i1");
+      ok = I1(b, "ori", ok, I1(b, "cmpi eq,", d->ssa, one, "index"), "i1");
+      std::string label = first == last ? "operand " + std::to_string(first)
+                                        : "operands " + std::to_string(first) + " to " + std::to_string(last);
+      b.Line("hexir.check " + ok + ", \"" + where + "dimension " + std::to_string(i) + " of " + label +
+             " is {} and of operand " + std::to_string(k) +
+             " is {}: they do not broadcast (extents must be equal or 1)\"(" + o.ssa + ", " + d->ssa +
+             ") : index, index");
+      o = b.SelectDim(b.Compare("eq", o, Dim::Static(1)), *d, o);
+      last = static_cast<int>(k);
+    }
+    out[i] = o;
+    for (size_t k = 0; k < ins.size(); ++k) {
+      const Dim* d = DimAt(*ins[k], out, i);
+      if (!d || !d->dynamic() || d->ssa == o.ssa) continue;
+      same = b.AndI1(same, I1(b, "cmpi eq,", d->ssa, o.ssa, "index"));
+      unit[k][i] = I1(b, "cmpi eq,", d->ssa, one, "index");
+    }
+  }
+  std::vector<const Val*> reads;
+  std::vector<std::string> maps;
+  for (size_t k = 0; k < data; ++k) {
+    Mat(*ins[k]);
+    reads.push_back(ins[k]);
+    maps.push_back(BroadcastMap(*ins[k], out));
+  }
+  const int loops = static_cast<int>(out.size());
+  auto same_extents = [&] {
+    return b.Generic(reads, maps, Builder::IdentityMap(loops), out, out_et, loops,
+                     std::vector<std::string>(loops, "parallel"), "", body);
+  };
+  Val r;
+  r.et = out_et;
+  r.shape = out;
+  if (same.empty()) {  // every meeting folded to one value
+    r.name = same_extents();
+    return r;
+  }
+  const std::string type = Builder::TensorType(out, out_et);
+  r.name = b.Fresh();
+  b.Line(r.name + " = scf.if " + same + " -> (" + type + ") {");
+  b.EnterRegion();
+  b.Line("  scf.yield " + same_extents() + " : " + type);
+  b.Line("} else {");
+  std::string broadcast = b.IndexGeneric(out, out_et, [&](const std::vector<std::string>& args) {
+    std::vector<std::string> idx = b.LoopIndices(loops), operands;
+    std::string zero = b.IndexConst(0);
+    for (size_t k = 0; k < data; ++k) {
+      std::vector<std::string> at;
+      for (size_t i = 0; i < out.size(); ++i) {
+        const Dim* d = DimAt(*ins[k], out, i);
+        if (!d) continue;
+        bool static_unit = !d->dynamic() && d->v == 1 && (out[i].dynamic() || out[i].v != 1);
+        at.push_back(static_unit         ? zero
+                     : unit[k][i].empty() ? idx[i]
+                                          : b.Select(unit[k][i], zero, idx[i], "index"));
+      }
+      operands.push_back(b.Extract(*ins[k], at));
+    }
+    operands.push_back(args[0]);
+    return body(operands);
+  });
+  b.Line("  scf.yield " + broadcast + " : " + type);
+  b.ExitRegion();
+  b.Line("}");
+  return r;
+}
+
+}  // namespace hexir::importers::onnx
