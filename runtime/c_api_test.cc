@@ -110,6 +110,20 @@ TEST_CASE("C API: load from memory, call with a buffer view, read every result k
   REQUIRE(hexir_buffer_view_to_host(device, out, back, sizeof(back)) == HEXIR_OK);
   CHECK(std::memcmp(back, data, sizeof(data)) == 0);
 
+  // A failing import is named once, after the function and offset (not once by the HAL module
+  // and again by the interpreter).
+  hexir_values_t* bad_axis = nullptr;
+  hexir_values_t* no_results = nullptr;
+  REQUIRE(hexir_values_create(&bad_axis) == HEXIR_OK);
+  REQUIRE(hexir_values_create(&no_results) == HEXIR_OK);
+  REQUIRE(hexir_values_push_buffer_view(bad_axis, view) == HEXIR_OK);
+  REQUIRE(hexir_values_push_i64(bad_axis, 2) == HEXIR_OK);
+  CHECK(hexir_function_call(context, fn, bad_axis, no_results) == HEXIR_OUT_OF_RANGE);
+  CHECK(LastError() ==
+        "function 'main' @0: hal.buffer_view.dim: dim index 2 is out of range for 2x3xf32 (rank 2)");
+  hexir_values_release(bad_axis);
+  hexir_values_release(no_results);
+
   // Releasing the caller's handles leaves the results' own references intact.
   hexir_buffer_view_release(view);
   hexir_buffer_view_release(out);

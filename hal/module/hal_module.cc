@@ -18,20 +18,19 @@ namespace {
 
 using vm::NativeCall;
 
-// ---- argument access: every error names the import and the argument index -------------------
+// ---- argument access: every error names the argument index ----------------------------------
+// (not the import: the interpreter prefixes every import's error with its name, vm/README.md)
 
 Status ArgError(const NativeCall& c, size_t i, std::string_view what) {
-  return InvalidArgument(c.import_name, ": argument ", i, ": ", what);
+  return InvalidArgument("argument ", i, ": ", what);
 }
 
 Status CheckCounts(const NativeCall& c, size_t min_args, size_t results) {
   if (c.args.size() < min_args) {
-    return InvalidArgument(c.import_name, ": expected at least ", min_args, " arguments, got ",
-                           c.args.size());
+    return InvalidArgument("expected at least ", min_args, " arguments, got ", c.args.size());
   }
   if (c.results.size() < results) {
-    return InvalidArgument(c.import_name, ": expected room for ", results, " result(s), got ",
-                           c.results.size());
+    return InvalidArgument("expected room for ", results, " result(s), got ", c.results.size());
   }
   return Status::Ok();
 }
@@ -104,7 +103,7 @@ Status DeviceAt(HalModuleState& s, NativeCall& c) {
 Status ExecutableLookup(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 1));
   HEXIR_ASSIGN_OR_RETURN(Device * device, DeviceArg(s, c, 0));
-  if (c.caller == nullptr) return FailedPrecondition(c.import_name, ": no calling module");
+  if (c.caller == nullptr) return FailedPrecondition("no calling module");
   HEXIR_ASSIGN_OR_RETURN(vm::Ref<Executable> exe,
                          s.LookupExecutable(*c.caller, s.OrdinalOf(device), IntArg(c, 1)));
   SetRef(c, std::move(exe));
@@ -150,7 +149,7 @@ Status BufferViewCreate(HalModuleState&, NativeCall& c) {
   }
   auto view = BufferView::Create(vm::Ref<Buffer>::Retain(buffer), static_cast<int32_t>(type),
                                  std::move(dims));
-  if (!view.ok()) return std::move(view).status().WithContext(c.import_name);
+  if (!view.ok()) return std::move(view).status();
   SetRef(c, std::move(view).value());
   return Status::Ok();
 }
@@ -200,8 +199,8 @@ Status BufferViewDim(HalModuleState&, NativeCall& c) {
   HEXIR_ASSIGN_OR_RETURN(BufferView * view, RefArg<BufferView>(c, 0));
   int64_t index = IntArg(c, 1);
   if (index < 0 || static_cast<size_t>(index) >= view->rank()) {
-    return OutOfRange(c.import_name, ": dim index ", index, " is out of range for ",
-                      view->ShapeString(), " (rank ", view->rank(), ")");
+    return OutOfRange("dim index ", index, " is out of range for ", view->ShapeString(), " (rank ",
+                      view->rank(), ")");
   }
   c.results[0].bits = view->dim(static_cast<size_t>(index));
   return Status::Ok();
@@ -278,9 +277,8 @@ Status DispatchStatic(NativeCall& c, BindingKind kind) {
   std::vector<BufferRef> bindings;
   std::vector<uint32_t> push_constants;
   HEXIR_RETURN_IF_ERROR(ParseBindings(c, 6, kind, &bindings, &push_constants));
-  Status st = cb->Dispatch(vm::Ref<Executable>::Retain(exe), static_cast<uint32_t>(IntArg(c, 2)),
-                           workgroups, std::move(bindings), std::move(push_constants));
-  return std::move(st).WithContext(c.import_name);
+  return cb->Dispatch(vm::Ref<Executable>::Retain(exe), static_cast<uint32_t>(IntArg(c, 2)),
+                      workgroups, std::move(bindings), std::move(push_constants));
 }
 
 Status DispatchIndirect(NativeCall& c, BindingKind kind) {
@@ -304,10 +302,9 @@ Status DispatchIndirect(NativeCall& c, BindingKind kind) {
   std::vector<BufferRef> bindings;
   std::vector<uint32_t> push_constants;
   HEXIR_RETURN_IF_ERROR(ParseBindings(c, 5, kind, &bindings, &push_constants));
-  Status st = cb->DispatchIndirect(vm::Ref<Executable>::Retain(exe),
-                                   static_cast<uint32_t>(IntArg(c, 2)), std::move(count),
-                                   std::move(bindings), std::move(push_constants));
-  return std::move(st).WithContext(c.import_name);
+  return cb->DispatchIndirect(vm::Ref<Executable>::Retain(exe),
+                              static_cast<uint32_t>(IntArg(c, 2)), std::move(count),
+                              std::move(bindings), std::move(push_constants));
 }
 
 Status CommandBufferDispatch(HalModuleState&, NativeCall& c) {
@@ -368,13 +365,11 @@ Status RecordCollective(NativeCall& c, BindingKind kind) {
   HEXIR_ASSIGN_OR_RETURN(BufferRef recv, ref(9));
   int64_t peer = IntArg(c, 6);
   if (peer < INT32_MIN || peer > INT32_MAX) return ArgError(c, 6, StrCat("peer rank ", peer));
-  Status st = cb->Collective(vm::Ref<Channel>::Retain(channel),
-                             static_cast<CollectiveKind>(IntArg(c, 2)),
-                             static_cast<ReductionOp>(IntArg(c, 3)),
-                             static_cast<int32_t>(IntArg(c, 4)),
-                             static_cast<uint64_t>(IntArg(c, 5)), static_cast<int32_t>(peer),
-                             std::move(send), std::move(recv));
-  return std::move(st).WithContext(c.import_name);
+  return cb->Collective(vm::Ref<Channel>::Retain(channel),
+                        static_cast<CollectiveKind>(IntArg(c, 2)),
+                        static_cast<ReductionOp>(IntArg(c, 3)), static_cast<int32_t>(IntArg(c, 4)),
+                        static_cast<uint64_t>(IntArg(c, 5)), static_cast<int32_t>(peer),
+                        std::move(send), std::move(recv));
 }
 
 Status CommandBufferCollective(HalModuleState&, NativeCall& c) {
@@ -388,13 +383,13 @@ Status CommandBufferCollectiveSlots(HalModuleState&, NativeCall& c) {
 Status CommandBufferBarrier(HalModuleState&, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 0));
   HEXIR_ASSIGN_OR_RETURN(CommandBuffer * cb, RefArg<CommandBuffer>(c, 0));
-  return cb->Barrier().WithContext(c.import_name);
+  return cb->Barrier();
 }
 
 Status CommandBufferFinalize(HalModuleState&, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 1, 0));
   HEXIR_ASSIGN_OR_RETURN(CommandBuffer * cb, RefArg<CommandBuffer>(c, 0));
-  return cb->Finalize().WithContext(c.import_name);
+  return cb->Finalize();
 }
 
 Status SemaphoreCreate(HalModuleState& s, NativeCall& c) {
@@ -452,9 +447,7 @@ Status QueueExecute(HalModuleState& s, NativeCall& c) {
     HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, i));
     table.push_back(BufferRef::Whole(vm::Ref<Buffer>::Retain(b)));
   }
-  return device
-      ->QueueExecute(waits, vm::Ref<CommandBuffer>::Retain(cb), signals, table)
-      .WithContext(c.import_name);
+  return device->QueueExecute(waits, vm::Ref<CommandBuffer>::Retain(cb), signals, table);
 }
 
 Status SemaphoreWait(HalModuleState&, NativeCall& c) {
@@ -519,8 +512,7 @@ Status CommandBufferRepeatWhileSlot(HalModuleState&, NativeCall& c) {
   }
   return cb
       ->RepeatWhile(vm::Ref<CommandBuffer>::Retain(body), std::move(condition),
-                    static_cast<uint32_t>(max_iterations))
-      .WithContext(c.import_name);
+                    static_cast<uint32_t>(max_iterations));
 }
 
 Status CommandBufferCopy(HalModuleState&, NativeCall& c) {
@@ -534,8 +526,7 @@ Status CommandBufferCopy(HalModuleState&, NativeCall& c) {
   return cb
       ->CopyBuffer(vm::Ref<Buffer>::Retain(src), static_cast<uint64_t>(IntArg(c, 2)),
                    vm::Ref<Buffer>::Retain(dst), static_cast<uint64_t>(IntArg(c, 4)),
-                   static_cast<uint64_t>(IntArg(c, 5)))
-      .WithContext(c.import_name);
+                   static_cast<uint64_t>(IntArg(c, 5)));
 }
 
 Status CommandBufferFill(HalModuleState&, NativeCall& c) {
@@ -548,8 +539,7 @@ Status CommandBufferFill(HalModuleState&, NativeCall& c) {
   return cb
       ->FillBuffer(vm::Ref<Buffer>::Retain(dst), static_cast<uint64_t>(IntArg(c, 2)),
                    static_cast<uint64_t>(IntArg(c, 3)), static_cast<uint32_t>(IntArg(c, 4)),
-                   static_cast<uint32_t>(std::min<int64_t>(IntArg(c, 5), 1 << 30)))
-      .WithContext(c.import_name);
+                   static_cast<uint32_t>(std::min<int64_t>(IntArg(c, 5), 1 << 30)));
 }
 
 Status QueueExecuteBound(HalModuleState& s, NativeCall& c) { return QueueExecute(s, c); }
@@ -558,7 +548,7 @@ Status QueueAlloca(HalModuleState& s, NativeCall& c) {
   HEXIR_ASSIGN_OR_RETURN(QueueOperation q, ParseQueueOperation(s, c, 6, 1));
   HEXIR_ASSIGN_OR_RETURN(uint64_t size, SizeArg(c, 5, "byte size"));
   auto b = q.device->QueueAlloca(q.waits, q.signals, size);
-  if (!b.ok()) return std::move(b).status().WithContext(c.import_name);
+  if (!b.ok()) return std::move(b).status();
   SetRef(c, std::move(b).value());
   return Status::Ok();
 }
@@ -581,7 +571,7 @@ Status DeviceTransient(HalModuleState& s, NativeCall& c) {
   // O(log n) times, and each reallocation changes the recorded binding once.
   if (held != nullptr) size = std::max(size, 2 * held->byte_size());
   auto b = device->QueueAlloca({}, {}, size);
-  if (!b.ok()) return std::move(b).status().WithContext(c.import_name);
+  if (!b.ok()) return std::move(b).status();
   SetRef(c, std::move(b).value());
   return Status::Ok();
 }
@@ -589,8 +579,7 @@ Status DeviceTransient(HalModuleState& s, NativeCall& c) {
 Status QueueDealloca(HalModuleState& s, NativeCall& c) {
   HEXIR_ASSIGN_OR_RETURN(QueueOperation q, ParseQueueOperation(s, c, 6, 0));
   HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, 5));
-  return q.device->QueueDealloca(q.waits, q.signals, vm::Ref<Buffer>::Retain(b))
-      .WithContext(c.import_name);
+  return q.device->QueueDealloca(q.waits, q.signals, vm::Ref<Buffer>::Retain(b));
 }
 
 Status QueueFill(HalModuleState& s, NativeCall& c) {
@@ -602,8 +591,7 @@ Status QueueFill(HalModuleState& s, NativeCall& c) {
   return q.device
       ->QueueFill(q.waits, q.signals, vm::Ref<Buffer>::Retain(b), offset, length,
                   static_cast<uint32_t>(IntArg(c, 8)),
-                  static_cast<uint32_t>(std::min<uint64_t>(pattern_size, 1 << 30)))
-      .WithContext(c.import_name);
+                  static_cast<uint32_t>(std::min<uint64_t>(pattern_size, 1 << 30)));
 }
 
 Status QueueCopy(HalModuleState& s, NativeCall& c) {
@@ -615,15 +603,14 @@ Status QueueCopy(HalModuleState& s, NativeCall& c) {
   HEXIR_ASSIGN_OR_RETURN(uint64_t length, SizeArg(c, 9, "length"));
   return q.device
       ->QueueCopy(q.waits, q.signals, vm::Ref<Buffer>::Retain(src), src_offset,
-                  vm::Ref<Buffer>::Retain(dst), dst_offset, length)
-      .WithContext(c.import_name);
+                  vm::Ref<Buffer>::Retain(dst), dst_offset, length);
 }
 
 Status QueueFence(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 0));
   HEXIR_ASSIGN_OR_RETURN(Device * from, DeviceArg(s, c, 0));
   HEXIR_ASSIGN_OR_RETURN(Device * to, DeviceArg(s, c, 1));
-  return hal::QueueFence(*from, *to).WithContext(c.import_name);
+  return hal::QueueFence(*from, *to);
 }
 
 Status QueueTransfer(HalModuleState& s, NativeCall& c) {
@@ -639,8 +626,7 @@ Status QueueTransfer(HalModuleState& s, NativeCall& c) {
   bool by_pointer = false;
   HEXIR_RETURN_IF_ERROR(QueueDeviceTransfer(*q.device, *to, q.waits, q.signals,
                                             vm::Ref<Buffer>::Retain(source),
-                                            vm::Ref<Buffer>::Retain(target), length, &by_pointer)
-                            .WithContext(c.import_name));
+                                            vm::Ref<Buffer>::Retain(target), length, &by_pointer));
   if (by_pointer) {
     s.RetainUntil(vm::Ref<Buffer>::Retain(source), {done, 1});
     s.RetainUntil(vm::Ref<Buffer>::Retain(target), {done, 1});
@@ -697,15 +683,13 @@ Status BufferStoreI64(HalModuleState& s, NativeCall& c) {
   const uint64_t offset = static_cast<uint64_t>(IntArg(c, 1));
   if (s.devices().size() > 1 && b->host_data() != nullptr) {
     if (offset > b->byte_size() || bytes.size() > b->byte_size() - offset) {
-      return OutOfRange(c.import_name, ": bytes [", offset, ", +", bytes.size(),
-                        ") are outside the ", b->byte_size(), "-byte buffer");
+      return OutOfRange("bytes [", offset, ", +", bytes.size(), ") are outside the ",
+                        b->byte_size(), "-byte buffer");
     }
     std::memcpy(b->host_data() + offset, bytes.data(), bytes.size());
     return Status::Ok();
   }
-  return s.device()
-      .WriteBuffer(*b, offset, bytes.data(), bytes.size())
-      .WithContext(c.import_name);
+  return s.device().WriteBuffer(*b, offset, bytes.data(), bytes.size());
 }
 
 // Waits for the device (errors of earlier submissions surface here), then reads one element.
@@ -720,12 +704,11 @@ Status ReadElement(HalModuleState& s, NativeCall& c, bool want_float, uint8_t ra
                   *type == static_cast<int64_t>(ElementType::kF64);
   bool is_int = ElementTypeByteSize(*type) != 0 && !ElementTypeIsFloat(*type);
   if (want_float ? !is_float : !is_int) {
-    return ArgError(c, 3, StrCat("unsupported element type ", *type, " for ", c.import_name));
+    return ArgError(c, 3, StrCat("unsupported element type ", *type));
   }
   return device
       ->ReadBufferAfterPendingWork(*b, static_cast<uint64_t>(IntArg(c, 2)), raw,
-                                  static_cast<uint64_t>(ElementTypeByteSize(*type)), *c.interrupt)
-      .WithContext(c.import_name);
+                                  static_cast<uint64_t>(ElementTypeByteSize(*type)), *c.interrupt);
 }
 
 Status DeviceReadI64(HalModuleState& s, NativeCall& c) {
@@ -862,19 +845,18 @@ StatusOr<vm::Ref<Executable>> HalModuleState::LookupExecutable(const vm::CallerM
   auto it = executables_.find(key);
   if (it != executables_.end()) return it->second;
   if (ordinal < 0 || static_cast<size_t>(ordinal) >= caller.executable_count()) {
-    return OutOfRange("hal.executable.lookup: executable ordinal ", ordinal,
-                      " is out of range; module '", caller.name(), "' has ",
-                      caller.executable_count(), " executable(s)");
+    return OutOfRange("executable ordinal ", ordinal, " is out of range; module '", caller.name(),
+                      "' has ", caller.executable_count(), " executable(s)");
   }
   auto view = caller.executable(static_cast<size_t>(ordinal));
   if (!view.ok()) {
     return std::move(view).status().WithContext(
-        StrCat("hal.executable.lookup: module '", caller.name(), "' executable ", ordinal));
+        StrCat("module '", caller.name(), "' executable ", ordinal));
   }
   auto exe = devices_[static_cast<size_t>(device_ordinal)]->CreateExecutable(*view);
   if (!exe.ok()) {
     return std::move(exe).status().WithContext(
-        StrCat("hal.executable.lookup: module '", caller.name(), "' executable ", ordinal));
+        StrCat("module '", caller.name(), "' executable ", ordinal));
   }
   executables_.emplace(key, *exe);
   return std::move(exe).value();

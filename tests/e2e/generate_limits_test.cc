@@ -1,13 +1,14 @@
-// The imported LLM's @generate called through the C API with hostile counts: max_new far
-// beyond the KV cache is clamped to the cache length (the ids tensor is sized by the clamp,
+// The imported LLM's @generate called through the C API with hostile counts and ids: max_new
+// far beyond the KV cache is clamped to the cache length (the ids tensor is sized by the clamp,
 // not by the request), a negative count yields no ids, and the ids generated are those of a
-// call asking for exactly that many. A tiny random llama2.c checkpoint is written here,
+// call asking for exactly that many; a prompt id outside the vocabulary fails the call. A tiny random llama2.c checkpoint is written here,
 // imported (compiler/importers/llama) and compiled for each device.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,19 @@ std::string WriteCheckpoint() {
   INFO(written.ToString());
   REQUIRE(written.ok());
   return path;
+}
+
+// The checkpoint imported and compiled for `device`, once per device for the whole test.
+std::string TinyModule(const std::string& checkpoint, const std::string& device) {
+  static std::map<std::string, std::string> compiled;
+  if (!compiled.count(device)) {
+    auto text = compiler::llama::ImportLlama2cFile(checkpoint);
+    INFO(text.status().ToString());
+    REQUIRE(text.ok());
+    compiled[device] = CompileOrDie(*text, "tiny_llm", device);
+  }
+  RequireDevice(device);
+  return compiled[device];
 }
 
 // One C API context with the module loaded and the weights uploaded once.
@@ -72,32 +86,40 @@ class Generator {
 
   // @generate(prompt = [1], max_new): the ids it returns (their count is the tensor's length).
   std::vector<int64_t> Generate(int64_t max_new) {
+    std::vector<int64_t> ids;
+    hexir_status_t st = Call({1}, max_new, &ids);
+    INFO("max_new " << max_new << ": " << (st == HEXIR_OK ? "" : hexir_last_error()));
+    REQUIRE(st == HEXIR_OK);
+    return ids;
+  }
+
+  // @generate(prompt, max_new); on success the ids it returns in *ids.
+  hexir_status_t Call(const std::vector<int64_t>& prompt, int64_t max_new, std::vector<int64_t>* ids) {
     hexir_values_t* args = nullptr;
     hexir_values_t* results = nullptr;
     REQUIRE(hexir_values_create(&args) == HEXIR_OK);
     REQUIRE(hexir_values_create(&results) == HEXIR_OK);
-    const int64_t prompt[1] = {1};
-    const int64_t prompt_dims[1] = {1};
+    const int64_t prompt_dims[1] = {int64_t(prompt.size())};
     hexir_buffer_view_t* view = nullptr;
-    REQUIRE(hexir_buffer_view_from_host(device_, HEXIR_ELEMENT_I64, prompt_dims, 1, prompt,
-                                        sizeof(prompt), &view) == HEXIR_OK);
+    REQUIRE(hexir_buffer_view_from_host(device_, HEXIR_ELEMENT_I64, prompt_dims, 1, prompt.data(),
+                                        prompt.size() * 8, &view) == HEXIR_OK);
     REQUIRE(hexir_values_push_buffer_view(args, view) == HEXIR_OK);
     hexir_buffer_view_release(view);
     REQUIRE(hexir_values_push_i64(args, max_new) == HEXIR_OK);
     for (hexir_buffer_view_t* w : weights_) REQUIRE(hexir_values_push_buffer_view(args, w) == HEXIR_OK);
     hexir_status_t st = hexir_function_call(context_, generate_, args, results);
-    INFO("max_new " << max_new << ": " << (st == HEXIR_OK ? "" : hexir_last_error()));
-    REQUIRE(st == HEXIR_OK);
-    REQUIRE(hexir_values_size(results) == 1);
-    hexir_buffer_view_t* out = nullptr;
-    REQUIRE(hexir_values_get_buffer_view(results, 0, &out) == HEXIR_OK);
-    REQUIRE(hexir_buffer_view_rank(out) == 1);
-    std::vector<int64_t> ids(hexir_buffer_view_dim(out, 0));
-    REQUIRE(hexir_buffer_view_to_host(device_, out, ids.data(), ids.size() * 8) == HEXIR_OK);
-    hexir_buffer_view_release(out);
+    if (st == HEXIR_OK) {
+      REQUIRE(hexir_values_size(results) == 1);
+      hexir_buffer_view_t* out = nullptr;
+      REQUIRE(hexir_values_get_buffer_view(results, 0, &out) == HEXIR_OK);
+      REQUIRE(hexir_buffer_view_rank(out) == 1);
+      ids->assign(hexir_buffer_view_dim(out, 0), 0);
+      REQUIRE(hexir_buffer_view_to_host(device_, out, ids->data(), ids->size() * 8) == HEXIR_OK);
+      hexir_buffer_view_release(out);
+    }
     hexir_values_release(args);
     hexir_values_release(results);
-    return ids;
+    return st;
   }
 
  private:
@@ -110,11 +132,7 @@ class Generator {
 
 void HugeAndNegativeCounts(const std::string& device) {
   const std::string checkpoint = WriteCheckpoint();
-  auto text = compiler::llama::ImportLlama2cFile(checkpoint);
-  INFO(text.status().ToString());
-  REQUIRE(text.ok());
-  const std::string module = CompileOrDie(*text, "tiny_llm", device);
-  RequireDevice(device);
+  const std::string module = TinyModule(checkpoint, device);
   Generator g(device, module, checkpoint);
 
   const std::vector<int64_t> full = g.Generate(kCacheLen);
@@ -135,6 +153,27 @@ void HugeAndNegativeCounts(const std::string& device) {
 }
 HEXIR_E2E_TEST_ON_DEVICES("@generate through the C API clamps a huge max_new to the cache length and a negative one to no ids",
                           HugeAndNegativeCounts)
+
+// A prompt id outside the vocabulary (16 rows) reaches the token-embedding gather, whose kernel
+// check fails the call naming the index (it was a SIGSEGV for 100000 and a silent read past
+// the table for 1000 and -7); the context then generates normally.
+void PromptIdsOutsideTheVocabulary(const std::string& device) {
+  const std::string checkpoint = WriteCheckpoint();
+  const std::string module = TinyModule(checkpoint, device);
+  Generator g(device, module, checkpoint);
+  const std::vector<int64_t> full = g.Generate(kCacheLen);
+  for (int64_t id : {int64_t(100000), int64_t(1000), int64_t(-7), int64_t(16)}) {
+    std::vector<int64_t> ids;
+    hexir_status_t st = g.Call({1, id}, 4, &ids);
+    const std::string error = st == HEXIR_OK ? "" : hexir_last_error();
+    INFO("prompt id " << id << ": " << error);
+    CHECK(st == HEXIR_OUT_OF_RANGE);
+    CHECK_THAT(error, Catch::Contains("index " + std::to_string(id) + " out of range [0, 16)"));
+    CHECK(g.Generate(kCacheLen) == full);
+  }
+}
+HEXIR_E2E_TEST_ON_DEVICES("@generate through the C API fails the call naming a prompt id outside the vocabulary",
+                          PromptIdsOutsideTheVocabulary)
 
 }  // namespace
 }  // namespace hexir::e2e

@@ -1,5 +1,5 @@
 // Hostile modules, family "module corruption": a module compiled by the real hexir-compile
-// with an embedded CPU shared object, corrupted byte by byte. Every flip of checksummed data
+// with an embedded CPU shared object (or CUDA kernels), corrupted byte by byte. Every flip of checksummed data
 // (header, FlatBuffer with the bytecode, rodata, the executable) is refused at load with a
 // data_loss error naming what it hit; a flip in the zero padding loads, dlopens the intact
 // executable and computes the same result. Nothing crashes (vm/README.md "Trust model").
@@ -102,10 +102,10 @@ Layout LayoutOf(const std::string& bytes) {
   return layout;
 }
 
-TEST_CASE("every inverted byte of a compiled CPU module is refused, or lies in padding and runs correctly") {
-  const std::string path = CompileOrDie(kScaleAdd, "scale_add");
+// Inverts every byte of `path` in turn: a checksummed byte is refused at load (an executable's
+// naming it), a padding byte loads; `run_padding` runs the first 64 such modules on the CPU.
+void RequireEveryFlipRefusedOrHarmless(const std::string& path, bool run_padding) {
   const std::string good = ReadAll(path);
-  RequireRunsCorrectly(path);
   const Layout layout = LayoutOf(good);
   auto segment_of = [&](size_t at) -> int {
     for (size_t s = 0; s < layout.segments.size(); ++s) {
@@ -136,7 +136,7 @@ TEST_CASE("every inverted byte of a compiled CPU module is refused, or lies in p
     }
     REQUIRE(module.ok());
     ++padding;
-    if (padding <= 64) {  // each padding region is the same case; bound the dlopens
+    if (run_padding && padding <= 64) {  // each padding region is the same case; bound the dlopens
       std::string flipped_path = TempFile("padding.vmfb");
       WriteFile(flipped_path, corrupt);
       RequireRunsCorrectly(flipped_path);
@@ -147,6 +147,18 @@ TEST_CASE("every inverted byte of a compiled CPU module is refused, or lies in p
   CHECK(in_executable == executable_bytes);
   CHECK(refused + padding == good.size());
   CHECK(padding > 0);
+}
+
+TEST_CASE("every inverted byte of a compiled CPU module is refused, or lies in padding and runs correctly") {
+  const std::string path = CompileOrDie(kScaleAdd, "scale_add");
+  RequireRunsCorrectly(path);
+  RequireEveryFlipRefusedOrHarmless(path, /*run_padding=*/true);
+}
+
+// The checks run at load, before any device sees the module: a CUDA module's kernels are
+// refused here as the CPU's are (no GPU needed; the padding modules are not run).
+TEST_CASE("every inverted byte of a compiled CUDA module's checksummed data is refused at load, naming its executable") {
+  RequireEveryFlipRefusedOrHarmless(CompileOrDie(kScaleAdd, "scale_add", "cuda"), /*run_padding=*/false);
 }
 
 TEST_CASE("hexir-run refuses a module with a corrupted shared object, naming the executable") {

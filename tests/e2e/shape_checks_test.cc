@@ -167,6 +167,15 @@ void Elementwise(const std::string& device) {
                "linalg.add: dimension 0 of operand 1 is 2, expected 4 (dimension 0 of operand 0)");
   RequireError(Run(m, device, "--function=add --input=100000xf32=1 --input=1xf32=1"),
                "linalg.add: dimension 0 of operand 1 is 1, expected 100000 (dimension 0 of operand 0)");
+  // hexir-bench calls through the same checks.
+  CommandResult bench = RunCommand("tools/hexir-bench/hexir-bench --module=" + m + " --device=" + device +
+                                   " --iterations=1 --no-baselines --peak-gbps=1 --peak-gflops=1"
+                                   " --function=add '--input=4xf32=1 2 3 4' '--input=2xf32=10 11' 2>&1");
+  INFO("output: " << bench.output);
+  REQUIRE(bench.exit_code == 1);
+  REQUIRE_THAT(bench.output, Catch::Contains("hexir-bench: error: invalid_argument: first call: function 'add' @"));
+  REQUIRE_THAT(bench.output,
+               Catch::Contains("linalg.add: dimension 0 of operand 1 is 2, expected 4 (dimension 0 of operand 0)"));
 }
 HEXIR_E2E_TEST_ON_DEVICES("elementwise operands of different dynamic lengths are refused naming both",
                           Elementwise)

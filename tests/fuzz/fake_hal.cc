@@ -50,8 +50,8 @@ template <typename T>
 StatusOr<T*> Arg(NativeCall& call, size_t i) {
   RefObject* o = call.args[i].ref.get();
   if (T* t = vm::RefCast<T>(o)) return t;
-  return InvalidArgument(call.import_name, ": argument ", i, ": expected ", T::StaticTypeName(),
-                         ", got ", o ? o->type_name() : "null");
+  return InvalidArgument("argument ", i, ": expected ", T::StaticTypeName(), ", got ",
+                         o ? o->type_name() : "null");
 }
 
 Status DeviceDefault(NativeModuleState& s, NativeCall& call) {

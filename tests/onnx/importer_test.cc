@@ -494,13 +494,13 @@ TEST_CASE("ScatterElements adds duplicate and negative indices; an unknown reduc
 // Indices are data: one outside [-n, n) fails the call naming the kernel, the index (after
 // the + n of a negative one) and n. A scatter used to compare it with every output position,
 // match none and drop the update silently (exit 0).
-TEST_CASE("ScatterND, ScatterElements and GatherND refuse an index outside [-n, n) by name") {
+TEST_CASE("ScatterND, ScatterElements, Gather, GatherElements and GatherND refuse an index outside [-n, n) by name") {
   auto model = [](const std::string& op) {
     Graph m;
     m.Input("data", {5});
-    bool nd = op != "ScatterElements";
+    bool nd = op == "ScatterND" || op == "GatherND";
     m.Input("idx", nd ? std::vector<int64_t>{2, 1} : std::vector<int64_t>{2}, ::onnx::TensorProto::INT64);
-    if (op == "GatherND") {
+    if (op.rfind("Gather", 0) == 0) {
       m.Output("y", {2});
       m.Node(op, {"data", "idx"}, {"y"}, "g");
     } else {
@@ -538,15 +538,24 @@ TEST_CASE("ScatterND, ScatterElements and GatherND refuse an index outside [-n, 
     CHECK(code == 1);
     CHECK_THAT(out, Catch::Contains("index -999999995 out of range [0, 5)"));
   }
-  std::string gather = model("GatherND");
-  int code = 0;
-  std::string out = run(gather, "2x1xi64=4 -5", false, &code);
-  INFO(out);
-  REQUIRE(code == 0);
-  CHECK(ParseFloats(out) == std::vector<float>{4, 0});
-  out = run(gather, "2x1xi64=4 -6", false, &code);
-  CHECK(code == 1);
-  CHECK_THAT(out, Catch::Contains("index -1 out of range [0, 5)"));
+  for (const std::string op : {"Gather", "GatherElements", "GatherND"}) {
+    INFO(op);
+    std::string gather = model(op);
+    std::string shape = op == "GatherND" ? "2x1xi64" : "2xi64";
+    int code = 0;
+    std::string out = run(gather, shape + "=4 -5", false, &code);
+    INFO(out);
+    REQUIRE(code == 0);
+    CHECK(ParseFloats(out) == std::vector<float>{4, 0});
+    out = run(gather, shape + "=4 -6", false, &code);
+    CHECK(code == 1);
+    CHECK_THAT(out, Catch::Contains("index -1 out of range [0, 5)"));
+    // 10^9 was a SIGSEGV (the README said indices were clamped; they never were).
+    out = run(gather, shape + "=1 1000000000", false, &code);
+    CHECK(code == 1);
+    CHECK_THAT(out, Catch::Contains("out_of_range: result 0 of function 'main': kernel 'main_dispatch_"));
+    CHECK_THAT(out, Catch::Contains("index 1000000000 out of range [0, 5)"));
+  }
 }
 
 TEST_CASE("TopK keeps the lower index first among ties, largest and smallest") {
