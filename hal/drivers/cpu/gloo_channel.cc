@@ -1,6 +1,7 @@
 #include "hal/drivers/cpu/gloo_channel.h"
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +21,17 @@ namespace hexir::hal::cpu {
 namespace {
 
 constexpr size_t kErrorBytes = 2048;
+
+// Gloo's TCP pairs write with writev(2), which raises SIGPIPE when a peer has closed its end (a
+// rank that failed or died): the default action would kill this process instead of letting the
+// collective fail with a named error. Ignored here unless the program installed a handler.
+void IgnoreSigpipeUnlessHandled() {
+  struct sigaction current = {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL &&
+      !(current.sa_flags & SA_SIGINFO)) {
+    signal(SIGPIPE, SIG_IGN);
+  }
+}
 
 struct GlooApi {
   decltype(&hexir_gloo_connect) connect = nullptr;
@@ -220,6 +232,7 @@ StatusOr<std::vector<vm::Ref<HostChannel>>> CreateGlooChannels(const LaunchEnvir
                                                                std::chrono::nanoseconds timeout) {
   if (local_count < 1) return InvalidArgument("gloo channel: ", local_count, " ranks requested");
   HEXIR_ASSIGN_OR_RETURN(const GlooApi* api, LoadGlooApi());
+  IgnoreSigpipeUnlessHandled();
   if (launch != nullptr) {  // Gloo's FileStore needs its directory to exist
     const std::string dir = launch->rendezvous.substr(5);
     if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
