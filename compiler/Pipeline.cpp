@@ -134,7 +134,7 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   if (schedule != "waves" && schedule != "serial") return mlir::failure();
   if (options.placement != "annotations" && options.placement != "auto") return mlir::failure();
   // Sharding annotations -> one SPMD program per rank (a no-op without annotations).
-  pm.addPass(hexir::createPartition(PartitionOptions{options.partition_ranks, /*explain=*/false}));
+  pm.addPass(hexir::createPartition(PartitionOptions{options.partition_ranks, /*explain=*/false, options.chunk_collectives}));
   for (const Target* target : targets)
     pm.addPass(hexir::createVerifyInput(VerifyInputOptions{target->name}));
   // Dim equalities and allocation sizes the program assumes, checked on the host (one VM

@@ -38,6 +38,9 @@ struct CompileOptions {
   // Functions with hexir.sharding annotations become SPMD programs (hexir-partition): the
   // rank count their shard shapes assume, or 0 (read from the channel at run time).
   int64_t partition_ranks = 0;
+  // Row-parallel matmul + all_reduce pairs without a hexir.collective_chunks annotation are
+  // chunked as the pipeline's cost model says (false: only annotated pairs are chunked).
+  bool chunk_collectives = false;
   std::string cuda_chip = "sm_90";  // --target=cuda: SM for nvvm + ptxas -arch
   std::string cuda_features = "+ptx80";
   std::string cuda_format = "cubin";  // "cubin" (cubin + PTX) or "ptx" (PTX only)

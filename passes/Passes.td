@@ -328,6 +328,10 @@ def Partition : Pass<"hexir-partition", "mlir::ModuleOp"> {
            "Ranks of the device group (0: read from the channel at run time; dims dynamic)">,
     Option<"explain", "explain", "bool", "false",
            "Emit a remark for every rule that does not apply to an op, with its reason">,
+    Option<"chunkByModel", "chunk-by-model", "bool", "false",
+           "Chunk row-parallel matmul + all_reduce pairs without a hexir.collective_chunks "
+           "annotation as the pipeline's cost model says (default: only annotated ones; the "
+           "model is not calibrated: its one measurement lost, bench/README.md)">,
   ];
   let dependentDialects = ["::hexir::HexirDialect", "mlir::arith::ArithDialect",
                            "mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];

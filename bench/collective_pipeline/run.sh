@@ -2,7 +2,7 @@
 # The row-parallel pipeline (passes/partition/RowParallelPipeline.cpp) against the unchunked
 # module, on N CPU devices of one process (in-process Gloo group, the CPU collective lane):
 # tests/partition/row_parallel.mlir.in at M x K x N compiled twice, with the cost model's block
-# count and with `hexir.collective_chunks = 1` (the baseline), each run ROUNDS times
+# count (hexir-compile --chunk-collectives) and with `hexir.collective_chunks = 1` (the baseline), each run ROUNDS times
 # alternately as `hexir-run --repeat=CALLS`; prints each run's wall seconds, the medians and
 # the ratio pipelined / unchunked (below 1: the pipeline is faster), and checks that rank 0's
 # results of the two are equal.
@@ -16,10 +16,11 @@ COMPILE=$BIN/hexir-compile/hexir-compile RUN=$BIN/hexir-run/hexir-run
 TMP=$(mktemp -d)
 for variant in model whole; do
   attr=$([ $variant = whole ] && echo "{hexir.collective_chunks = 1 : i64}" || true)
+  chunk=$([ $variant = model ] && echo --chunk-collectives || true)
   sed "s/@M@/$M/g; s/@K@/$K/g; s/@N@/$N/g; s/@ATTR@/$attr/" tests/partition/row_parallel.mlir.in \
     >"$TMP/$variant.mlir"
-  "$COMPILE" "$TMP/$variant.mlir" --target=cpu -o "$TMP/$variant.vmfb"
-  "$COMPILE" "$TMP/$variant.mlir" --target=cpu --dump-after=hexir-partition -o /dev/null 2>&1 \
+  "$COMPILE" "$TMP/$variant.mlir" --target=cpu $chunk -o "$TMP/$variant.vmfb"
+  "$COMPILE" "$TMP/$variant.mlir" --target=cpu $chunk --dump-after=hexir-partition -o /dev/null 2>&1 \
     | grep -c 'hexir.all_reduce' | sed "s/^/$variant: all_reduces per call: /"
 done
 python3 tests/partition/npy_shards.py make "$TMP" 5 "$RANKS" "x:${M}x${K}:1" "w:${K}x${N}:0" >/dev/null

@@ -77,7 +77,7 @@ bool hasAnnotations(func::FuncOp func) {
       .wasInterrupted();
 }
 
-LogicalResult partitionFunction(func::FuncOp func, int64_t ranks, bool explain) {
+LogicalResult partitionFunction(func::FuncOp func, int64_t ranks, bool explain, bool chunkByModel) {
   std::string name = "@" + func.getSymName().str();
   if (!func.getBody().hasOneBlock())
     return func.emitError("hexir-partition: ") << name << " has several blocks; only one-block "
@@ -104,6 +104,7 @@ LogicalResult partitionFunction(func::FuncOp func, int64_t ranks, bool explain) 
   OpBuilder b(func.getContext());
   Partitioner p(b, ranks);
   p.explain = explain;
+  p.chunkByModel = chunkByModel;
   auto* fresh = new Block();
   func.getBody().push_front(fresh);
   for (auto [arg, s] : llvm::zip(old->getArguments(), argShardings)) {
@@ -184,7 +185,7 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
     }
     for (auto func : llvm::to_vector(getOperation().getOps<func::FuncOp>())) {
       if (func.isExternal() || !hasAnnotations(func)) continue;
-      if (failed(partitionFunction(func, ranks, explain))) return signalPassFailure();
+      if (failed(partitionFunction(func, ranks, explain, chunkByModel))) return signalPassFailure();
     }
   }
 };

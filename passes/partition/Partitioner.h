@@ -92,6 +92,9 @@ class Partitioner {
   // Why a rule did not match `op` (kept for `explain`: remarks naming the op and the reason).
   bool notMatched(Operation* op, const Twine& reason);
   bool explain = false;
+  // Row-parallel pipeline (RowParallelPipeline.cpp): chunk unannotated matmuls as the cost
+  // model says (false: only those with hexir.collective_chunks).
+  bool chunkByModel = false;
 
  private:
   Value zerosLike(Location loc, Value global);

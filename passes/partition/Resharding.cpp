@@ -32,7 +32,9 @@ namespace hexir::partition {
 // RowParallelPipeline.cpp: the replicated value of `partial` (the local value of `global`,
 // a partial sum) as row blocks of its matmul, each all_reduced while the next computes; null
 // when the matmul is not chunked.
-FailureOr<Value> PipelinedAllReduce(OpBuilder& b, Operation* user, Value global, Value partial);
+// Unannotated matmuls are chunked only with `byModel` (the cost model's block count).
+FailureOr<Value> PipelinedAllReduce(OpBuilder& b, Operation* user, Value global, Value partial,
+                                    bool byModel);
 
 namespace {
 
@@ -189,7 +191,7 @@ FailureOr<Value> Partitioner::reshard(Operation* user, Value global, Sharding to
     return scatterReduced(b, loc, v, partialReduction(from.sharding), to.dim, *part);
   }
   if (from.sharding.isPartial() && partialReduction(from.sharding) == "sum" && to.isReplicated()) {
-    FailureOr<Value> pipelined = PipelinedAllReduce(b, user, global, v);
+    FailureOr<Value> pipelined = PipelinedAllReduce(b, user, global, v, chunkByModel);
     if (failed(pipelined)) return failure();
     if (*pipelined) return *pipelined;
   }

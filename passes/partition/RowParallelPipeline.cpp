@@ -14,7 +14,9 @@
 // Applied to a partial sum resharded to replicated whose only consumer is that use, made by a
 // linalg.matmul (default maps) from a linalg.fill, with a static result. The block count C:
 // the matmul's `hexir.collective_chunks = C` (1: never chunked; C must divide M, else a
-// compile error naming both), else the cost model below.
+// compile error naming both), else, with the pass option `chunk-by-model` (hexir-compile
+// --chunk-collectives), the cost model below; without either the pair stays whole. The model
+// is off by default: its one measurement (2 CPU devices on a 2-core machine) lost, 1.19-1.25x.
 //
 // Cost model (one rank; estimates, not measurements of this machine; with the rank count read
 // at run time the rank's K is taken as for 2 ranks): the matmul runs at
@@ -64,7 +66,8 @@ int64_t modelBlockCount(int64_t m, int64_t k, int64_t n, int64_t bytes) {
 // Also declared in Partition.cpp, which removes it once it served.
 extern const char kCollectiveChunksAttr[] = "hexir.collective_chunks";
 
-FailureOr<Value> PipelinedAllReduce(OpBuilder& b, Operation* user, Value global, Value partial) {
+FailureOr<Value> PipelinedAllReduce(OpBuilder& b, Operation* user, Value global, Value partial,
+                                    bool byModel) {
   auto matmul = partial.getDefiningOp<linalg::MatmulOp>();
   if (!matmul || !global.hasOneUse() || !partial.use_empty() ||
       !matmul.hasPureTensorSemantics() || matmul.hasUserDefinedMaps())
@@ -83,7 +86,7 @@ FailureOr<Value> PipelinedAllReduce(OpBuilder& b, Operation* user, Value global,
     int64_t whole = cast<RankedTensorType>(globalMatmul.getInputs()[0].getType()).getDimSize(1);
     if (!ShapedType::isDynamic(whole)) k = whole / 2;
   }
-  int64_t blocks = modelBlockCount(m, k, n, type.getElementTypeBitWidth() / 8);
+  int64_t blocks = byModel ? modelBlockCount(m, k, n, type.getElementTypeBitWidth() / 8) : 1;
   if (auto forced = matmul->getAttrOfType<IntegerAttr>(kCollectiveChunksAttr)) {
     blocks = forced.getInt();
     if (blocks < 1 || m % blocks != 0)

@@ -61,6 +61,12 @@ static cl::opt<int64_t> partitionRanks(
              "ranks, so shard shapes are static (default 0: read from the channel at run time, "
              "one module for every rank count)"),
     cl::init(0));
+static cl::opt<bool> chunkCollectives(
+    "chunk-collectives",
+    cl::desc("partitioned functions: chunk each row-parallel matmul + all_reduce without a "
+             "hexir.collective_chunks annotation as the pipeline's cost model says, so block i's "
+             "all_reduce overlaps block i+1's matmul (default: only annotated ones)"),
+    cl::init(false));
 static cl::opt<std::string> cudaChip("cuda-chip", cl::desc("--target=cuda: SM (default sm_90)"),
                                      cl::init("sm_90"));
 static cl::opt<std::string> cudaFormat("cuda-format",
@@ -146,6 +152,7 @@ int main(int argc, char** argv) {
   options.keep_device_calls = keepDeviceCalls;
   options.device_loops = !noDeviceLoops;
   options.partition_ranks = partitionRanks;
+  options.chunk_collectives = chunkCollectives;
   options.dump_after = dumpAfter;
   options.dump_all = dumpAll;
   options.cuda_chip = cudaChip;

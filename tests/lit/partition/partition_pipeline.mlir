@@ -1,4 +1,5 @@
-// RUN: hexir-opt %s -split-input-file --hexir-partition="ranks=2" | FileCheck %s
+// RUN: hexir-opt %s -split-input-file --hexir-partition="ranks=2 chunk-by-model=true" | FileCheck %s
+// RUN: hexir-opt %s -split-input-file --hexir-partition="ranks=2" | FileCheck %s --check-prefix=DEFAULT
 
 // A row-parallel matmul (W split by rows: a partial sum) whose result is replicated, chunked
 // by its annotation into 4 row blocks: each block's matmul and all_reduce, placed into the
@@ -33,9 +34,16 @@ func.func @forced_blocks(%x: tensor<8x16xf32> {hexir.sharding = #hexir.sharding<
 
 // The cost model: 2048 x 32 (per rank) x 2048 computes about as long as its 16 MiB
 // all_reduce moves: 8 blocks of 256 rows.
+// Without chunk-by-model (the default: the model is not calibrated) the pair stays whole,
+// while an annotation still chunks (@forced_blocks).
 // CHECK-LABEL: func.func @model_blocks(
 // CHECK-COUNT-8: hexir.all_reduce "sum" %{{.+}} : tensor<256x2048xf32>
 // CHECK-NOT:     hexir.all_reduce
+// DEFAULT-LABEL: func.func @forced_blocks(
+// DEFAULT-COUNT-4: hexir.all_reduce "sum" %{{.+}} : tensor<2x4xf32>
+// DEFAULT-LABEL: func.func @model_blocks(
+// DEFAULT:         hexir.all_reduce "sum" %{{.+}} : tensor<2048x2048xf32>
+// DEFAULT-NOT:     hexir.all_reduce
 func.func @model_blocks(%x: tensor<2048x64xf32> {hexir.sharding = #hexir.sharding<split 1>},
                         %w: tensor<64x2048xf32> {hexir.sharding = #hexir.sharding<split 0>}) -> tensor<2048x2048xf32> {
   %zero = arith.constant 0.0 : f32
