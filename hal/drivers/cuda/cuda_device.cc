@@ -133,6 +133,16 @@ constexpr int64_t kCompletionIdleSpinNs = 100'000;  // ... and waits this long f
 // last poll: two threads polling the same events and taking turns on the lock cost each
 // other futex sleeps and wake-ups, several microseconds on a small call's critical path.
 constexpr int64_t kHostRetiringNs = 20'000;
+// A host thread that submits keeps the completion thread off the lock and the driver until
+// this long after its last submission began: the completion thread's event queries and lock
+// takes slowed every launch of a burst (the driver serializes calls on one context), so it
+// retires a burst's submissions afterwards, all reached ones under one take of the lock.
+// The cost: a host spinning on Semaphore::Query (not Wait, which retires on its own thread)
+// after a lone submission sees the signal up to this much later. 3 us measured noisier in
+// bursts (README). Bounded by kMaxSubmitDeferNs at a time: a thread that never stops
+// submitting does not starve a semaphore's sleeping waiters.
+constexpr int64_t kHostSubmittingNs = 10'000;
+constexpr int64_t kMaxSubmitDeferNs = 100'000;
 // Takes of the queue lock try this many times, a pause apart, before sleeping on it: its
 // holders keep it about a microsecond, and a thread asleep on it makes the holder's unlock a
 // futex wake-up syscall (and itself a scheduler round trip).
@@ -368,6 +378,14 @@ class CudaDevice final : public Device {
   bool HostRetiring() const {
     return Interrupt::NowNs() < host_retiring_until_ns_.load(std::memory_order_relaxed);
   }
+  // A host thread is submitting (kHostSubmittingNs).
+  void NoteHostSubmitting() {
+    host_submitting_until_ns_.store(Interrupt::NowNs() + kHostSubmittingNs,
+                                    std::memory_order_relaxed);
+  }
+  bool HostSubmitting(int64_t now) const {
+    return now < host_submitting_until_ns_.load(std::memory_order_relaxed);
+  }
   Status EnsureStagingLocked() REQUIRES(staging_mu_);
   // Requires staging_mu_.
   Status ReadStagedLocked(const CudaBuffer& b, uint64_t offset, void* data, uint64_t done,
@@ -405,6 +423,8 @@ class CudaDevice final : public Device {
   std::atomic<size_t> inflight_count_{0};
   // Until when (Interrupt::NowNs) the completion thread leaves retiring to a host thread.
   std::atomic<int64_t> host_retiring_until_ns_{0};
+  // Until when the completion thread leaves the lock and the driver to a submitting thread.
+  std::atomic<int64_t> host_submitting_until_ns_{0};
   uint64_t enqueued_seq_ GUARDED_BY(mu_) = 0;  // seq of the last submission put on the stream
   const uint32_t queue_tag_ = QueueUse::NewQueueTag();  // buffers' last users (hal/queue_use.h)
   uint64_t retired_seq_ GUARDED_BY(mu_) = 0;   // seq of the last submission retired (signalled or failed)
@@ -689,6 +709,7 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
                           const std::vector<BufferRef>& binding_table) {
   HEXIR_ASSIGN_OR_RETURN(vm::Ref<CudaCommandBuffer> ccb, ValidateCommandBuffer(command_buffer));
   HEXIR_RETURN_IF_ERROR(CheckQueueSemaphores("queue execute", waits, signals));
+  NoteHostSubmitting();
   // The one lock of the submission: the binding table and signals are copied into a recycled
   // submission's storage under it (no allocation once warm), before any back-pressure wait.
   LockSpinning();
@@ -860,17 +881,29 @@ void CudaDevice::CompletionMain() {
       RelockSpinning(lock);
       continue;
     }
+    if (int64_t now = Interrupt::NowNs(); HostSubmitting(now)) {
+      lock.Unlock();
+      const int64_t until = now + kMaxSubmitDeferNs;
+      while (HostSubmitting(now) && now < until) {
+        CpuRelax();
+        now = Interrupt::NowNs();
+      }
+      RelockSpinning(lock);
+      if (!HostRetiring()) RetireReachedLocked(enqueued_seq_);  // the burst's reached ones at once
+      continue;
+    }
     const uint64_t seq = inflight_.front().seq;
     const CUevent event = inflight_.front().event;
     completion_watching_seq_ = seq;
     lock.Unlock();
     const int64_t spin_until = Interrupt::NowNs() + kCompletionSpinNs;
     CUresult r;
-    bool left_to_host = false;  // a host thread started retiring: look again later
-    while ((r = api_.cuEventQuery(event)) == CUDA_ERROR_NOT_READY &&
-           Interrupt::NowNs() < spin_until) {
+    bool left_to_host = false;  // a host thread started retiring or submitting: look again later
+    for (int64_t now = Interrupt::NowNs();
+         (r = api_.cuEventQuery(event)) == CUDA_ERROR_NOT_READY && now < spin_until;
+         now = Interrupt::NowNs()) {
       CpuRelax();
-      if ((left_to_host = HostRetiring())) break;
+      if ((left_to_host = HostRetiring() || HostSubmitting(now))) break;
     }
     if (r == CUDA_ERROR_NOT_READY && !left_to_host) r = api_.cuEventSynchronize(event);
     RelockSpinning(lock);

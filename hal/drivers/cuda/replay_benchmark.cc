@@ -8,7 +8,8 @@
 //     vs the same kernels as a raw CUDA graph vs raw stream launches: host time spent in the
 //     submitting calls and wall time per dispatch, and their ratios;
 //  1b. one small call (1-dispatch graph + wait + 4-byte read) vs raw launch + copy + stream
-//     sync, and submit-only vs raw cuGraphLaunch, as the two RATIO lines of issue 14;
+//     sync, and submit-only vs raw cuGraphLaunch, as the two RATIO lines of issue 14, with
+//     raw cuGraphLaunch + cuEventRecord (the floor of a queue with one event per submission);
 //  1c. a 1-dispatch graph with an indirect count from a binding-table slot: uniform (read on
 //     the host at submission) with the same or a changing count, and in device memory;
 //  2. an elementwise kernel (hand-written nvcc kernel scale_f32x4, not compiler output yet)
@@ -300,6 +301,22 @@ void SmallCall(Bench& b) {
     CU(api.cuStreamSynchronize(b.stream));
   }
   const double raw_submit = raw_submit_total / calls;
+  // The floor of a queue that records one completion event per submission: raw launch +
+  // cuEventRecord, timed the same way (how much of QueueExecute's cost the event is).
+  CUevent raw_event;
+  CU(api.cuEventCreate(&raw_event, CU_EVENT_DISABLE_TIMING));
+  double raw_evented_total = 0;
+  for (int done = 0; done < calls; done += kBurst) {
+    t0 = Clock::now();
+    for (int i = 0; i < kBurst; ++i) {
+      CU(api.cuGraphLaunch(e1, b.stream));
+      CU(api.cuEventRecord(raw_event, b.stream));
+    }
+    raw_evented_total += Us(Clock::now() - t0);
+    CU(api.cuStreamSynchronize(b.stream));
+  }
+  const double raw_evented = raw_evented_total / calls;
+  CU(api.cuEventDestroy(raw_event));
   t0 = Clock::now();
   for (int i = 0; i < calls; ++i) CU(api.cuGraphLaunch(e1, b.stream));
   const double raw_submit_stream = Us(Clock::now() - t0) / calls;
@@ -316,6 +333,9 @@ void SmallCall(Bench& b) {
   std::printf("  submit only (1-node graph, bursts of %d): hexir QueueExecute %.2f us, raw "
               "cuGraphLaunch %.2f us\n",
               kBurst, hexir_submit, raw_submit);
+  std::printf("  raw cuGraphLaunch + cuEventRecord (a queue's floor with one event per "
+              "submission): %.2f us (%.2fx raw cuGraphLaunch)\n",
+              raw_evented, raw_evented / raw_submit);
   std::printf("  submit only, %d back to back (past the back-pressure cap: the GPU's rate): "
               "hexir %.2f us, raw %.2f us\n",
               calls, hexir_submit_stream, raw_submit_stream);
