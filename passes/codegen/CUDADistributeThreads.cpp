@@ -5,8 +5,10 @@
 // neighbouring threads write neighbouring elements (coalesced stores; coalesced loads for
 // every operand indexed like the output). Kernels whose only reduction is long (a matvec
 // row, a softmax row, RMSNorm's sum of squares) get a warp of 32 threads per point instead
-// (CUDAWarpReduce.h). Work is done on a clone so that a kernel which does not tile cleanly
-// falls back (warp per point without producer fusion, thread per point, one thread).
+// (CUDAWarpReduce.h); GGUF block-format matvecs are first regrouped into one reduction over
+// 32-value units so that they take that path too (CUDABlockMatvec.h). Work is done on a
+// clone so that a kernel which does not tile cleanly falls back (warp per point without
+// producer fusion, thread per point, one thread).
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -18,6 +20,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/TilingInterface.h"
+#include "passes/codegen/CUDABlockMatvec.h"
 #include "passes/codegen/CUDAColumnReduce.h"
 #include "passes/codegen/CUDADecodeAttention.h"
 #include "passes/codegen/CUDAMatmul.h"
@@ -57,6 +60,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       if (!exe.isCompiledFor("cuda")) continue;
       func::FuncOp kernel = codegen::LookupKernel(exe);
       if (!kernel) return signalPassFailure();
+      cuda::RegroupBlockMatvecs(kernel);
       ModuleOp inner = exe.getInnerModule();
       if (auto attention = cuda::MatchDecodeAttention(kernel)) {  // CUDADecodeAttention.h
         kernel->setAttr(cuda::kDecodeAttentionAttr, DenseI64ArrayAttr::get(ctx, attention->encode()));
