@@ -48,10 +48,6 @@ void AddCPUCodegen(mlir::OpPassManager& pm, const CompileOptions& options) {
   pm.addPass(hexir::createCPULowerExecutables(CPULowerExecutablesOptions{options.cpu}));
   CPUSerializeExecutablesOptions serialize;
   serialize.cpu = options.cpu;
-  // The option is named for its default (ld.lld); GNU ld takes the same options and a link
-  // costs ~24 ms of CPU instead of ~85 (ld.lld's start-up maps and relocates libLLVM): with a
-  // process per executable that was half of a TinyLlama-shaped module's compile time.
-  serialize.lld = "/usr/bin/ld.bfd";
   pm.addPass(hexir::createCPUSerializeExecutables(serialize));
 }
 

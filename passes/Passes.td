@@ -144,14 +144,15 @@ def CPUSerializeExecutables : Pass<"hexir-cpu-serialize-executables", "mlir::Mod
   let summary = "Compiles each lowered executable to an ELF shared object";
   let description = [{
     Translates to LLVM IR, optimizes (O3), emits a PIC object for the host triple and
-    links it with ld.lld -shared. Attaches `hexir.format`, `hexir.entry` and
+    links it with `<linker> -shared` (GNU ld by default; ld.lld takes the same flags).
+    Attaches `hexir.format`, `hexir.entry` and
     `hexir.binary`, and empties the executable's body.
   }];
   let options = [
     Option<"cpu", "cpu", "std::string", /*default=*/"\"host\"",
            "target CPU: 'host' (host CPU + features) or an LLVM CPU name">,
-    Option<"lld", "lld", "std::string", /*default=*/"\"/usr/lib/llvm-22/bin/ld.lld\"",
-           "path of ld.lld">,
+    Option<"linker", "linker", "std::string", /*default=*/"\"/usr/bin/ld.bfd\"",
+           "path of the linker run as `<linker> -shared` (GNU ld or ld.lld)">,
   ];
 }
 

@@ -1,4 +1,10 @@
 // RUN: hexir-opt %s --hexir-cpu-lower-executables --hexir-cpu-serialize-executables | FileCheck %s
+// RUN: hexir-opt %s --hexir-cpu-lower-executables --hexir-cpu-serialize-executables=linker=/usr/lib/llvm-22/bin/ld.lld | FileCheck %s
+// RUN: not hexir-opt %s --hexir-cpu-lower-executables --hexir-cpu-serialize-executables=linker=/nonexistent/ld 2>&1 | FileCheck %s --check-prefix=NO-LINKER
+
+// The linker option is the program linking each object: GNU ld by default, ld.lld named;
+// a missing one fails naming it.
+// NO-LINKER: error: linking with /nonexistent/ld failed
 
 // Serialization attaches the ELF shared object and empties the executable.
 // CHECK:      hexir.executable @k attributes {
