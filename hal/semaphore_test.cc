@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
@@ -245,12 +246,17 @@ TEST_CASE("WaitSemaphores: all / any, deadlines, failures") {
 
 TEST_CASE("semaphore wait: the spin before sleeping is bounded and sees signals and failures") {
   auto dev = Cpu();
-  // A timeout shorter than the spin still times out, after about the timeout.
+  // A timeout shorter than the spin still times out, after about the timeout: the fastest of
+  // five waits (one preempted wait on a loaded machine can take a whole time slice).
   auto s = Sem(*dev, 0);
-  auto t0 = std::chrono::steady_clock::now();
-  Status st = s->Wait(1, 2us);
-  REQUIRE(st.code() == StatusCode::kDeadlineExceeded);
-  REQUIRE(std::chrono::steady_clock::now() - t0 < 5ms);
+  auto fastest = std::chrono::steady_clock::duration::max();
+  for (int i = 0; i < 5; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    Status st = s->Wait(1, 2us);
+    fastest = std::min(fastest, std::chrono::steady_clock::now() - t0);
+    REQUIRE(st.code() == StatusCode::kDeadlineExceeded);
+  }
+  REQUIRE(fastest < 5ms);
   // A signal landing during the spin (another thread, a few microseconds later) is seen.
   for (int i = 0; i < 20; ++i) {
     auto sem = Sem(*dev, 0);

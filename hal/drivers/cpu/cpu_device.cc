@@ -281,6 +281,8 @@ Status CpuDevice::ValidateCommands(const std::vector<Command>& commands) const {
 
 Status CpuDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
                            std::vector<BufferRef>* resolved) const {
+  // Checked before `*cb` binds a reference (a null one is undefined behaviour: UBSan).
+  if (!cb) return InvalidArgument("queue execute: command buffer is null");
   HEXIR_RETURN_IF_ERROR(ResolveQueueBindingTable(
       *cb, table, resolved, [](const Buffer& b) { return b.host_data() != nullptr; },
       kForeignBuffer));
