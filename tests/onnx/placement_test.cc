@@ -76,17 +76,28 @@ HostTensor Run(hexir::tools::Session& session, const std::vector<float>& x) {
   return out[0].tensor;
 }
 
-}  // namespace
-
-TEST_CASE("an ONNX model with pre- and post-processing placed on device 0 gives the one-device result on two CPU devices") {
+// The model's MLIR unplaced, and with pre/post-processing on device 0 and the layers on 1.
+struct PrePost {
+  std::string plain, placed;
+};
+PrePost ImportPrePost() {
   Graph m = PrePostModel();
   auto plain = ox::ImportOnnxModel(m.model);
+  INFO(plain.status().ToString());
   REQUIRE(plain.ok());
   ox::ImportOptions options;
   options.node_devices = "pre_scale:0,pre_shift:0,2-5:1,post_clamp:0";
   auto placed = ox::ImportOnnxModel(m.model, options);
   INFO(placed.status().ToString());
   REQUIRE(placed.ok());
+  return {*plain, *placed};
+}
+
+}  // namespace
+
+TEST_CASE("an ONNX model with pre- and post-processing placed on device 0 gives the one-device result on two CPU devices") {
+  const PrePost imported = ImportPrePost();
+  const std::string *plain = &imported.plain, *placed = &imported.placed;
   CHECK(placed->find("hexir.device = 1 : i64") != std::string::npos);
   CHECK(plain->find("hexir.device") == std::string::npos);
 
@@ -126,13 +137,8 @@ float MaxDifference(const HostTensor& a, const HostTensor& b) {
 }
 
 TEST_CASE("an ONNX model with pre- and post-processing on the CPU and the layers on CUDA gives the one-device results [cpu+cuda]") {
-  Graph m = PrePostModel();
-  auto plain = ox::ImportOnnxModel(m.model);
-  REQUIRE(plain.ok());
-  ox::ImportOptions options;
-  options.node_devices = "pre_scale:0,pre_shift:0,2-5:1,post_clamp:0";
-  auto placed = ox::ImportOnnxModel(m.model, options);
-  REQUIRE(placed.ok());
+  const PrePost imported = ImportPrePost();
+  const std::string *plain = &imported.plain, *placed = &imported.placed;
   const std::string on_cpu = Compile(*plain, "onnx_prepost_one", "cpu");
   const std::string on_cuda = Compile(*plain, "onnx_prepost_one", "cuda");
   const std::string split = Compile(*placed, "onnx_prepost_cpu_cuda", "cpu", "--target=cuda");
