@@ -12,8 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/importers/ImportModel.h"
 #include "compiler/importers/llama/Checkpoint.h"
+#include "compiler/importers/llama/Importer.h"
+#include "compiler/importers/llama/Placement.h"
 #include "compiler/importers/llama/testing/tiny_checkpoint.h"
 #include "tests/e2e/harness.h"
 #include "tools/common/invocation.h"
@@ -59,11 +60,18 @@ std::vector<HostValue> GenerateArgs(const std::vector<uint8_t>& file) {
   return args;
 }
 
+// hexir-import --embedding-device=E --layer-devices=L, in process (the llama importer alone:
+// no ONNX or protobuf libraries, which the GPU machine lacks).
 std::string Import(const std::string& checkpoint, int64_t embedding_device, const std::string& layers) {
-  compiler::ImportModelOptions options;
-  options.embedding_device = embedding_device;
-  options.layer_devices = layers;
-  auto text = compiler::ImportModelFile(checkpoint, options);
+  compiler::llama::EmitOptions options;
+  options.placement.embedding_device = embedding_device;
+  if (!layers.empty()) {
+    auto ranges = compiler::llama::ParseLayerRanges(layers);
+    INFO(ranges.status().ToString());
+    REQUIRE(ranges.ok());
+    options.placement.layer_ranges = *ranges;
+  }
+  auto text = compiler::llama::ImportLlama2cFile(checkpoint, options);
   INFO(text.status().ToString());
   REQUIRE(text.ok());
   return *text;

@@ -25,6 +25,8 @@ TESTS=(
   //tests/e2e:shape_checks_test
   //tests/e2e:schedule_test
   //tests/e2e:heterogeneous_test
+  //tests/e2e:placed_llm_test
+  //tests/onnx:placement_test
   //tests/e2e:layer_calls_test
   //tests/e2e:sampling_test
   //tests/e2e:streaming_test
@@ -65,6 +67,9 @@ cp -rL bazel-bin/bench/hal_waves/waves_benchmark.runfiles/hexir/. .out/gpu/tests
 # The shared model files do not travel with the working tree: carry a copy (never committed).
 shared="${HEXIR_SHARED_DIR:-$(cd .. && pwd)/shared}"
 mkdir -p .out/gpu/shared/models && cp "$shared"/models/*.bin .out/gpu/shared/models/
+# The ONNX importer's libraries, which the GPU machine lacks (run.sh puts them on LD_LIBRARY_PATH).
+mkdir -p .out/gpu/lib
+cp -L /lib/x86_64-linux-gnu/libonnx_proto.so.1 /lib/x86_64-linux-gnu/libprotobuf.so.32 .out/gpu/lib/
 for b in "${BINARIES[@]}"; do
   read -r pkg name <<<"$b"
   cp -L "bazel-bin/$pkg/$name" .out/gpu/bin/
@@ -77,9 +82,9 @@ for t in //tests/e2e:models_test //tests/e2e:compiled_calls_test //tests/e2e:com
          //tests/e2e:low_precision_floats_test //tests/e2e:shape_checks_test \
          //tests/e2e:schedule_test //tests/e2e:heterogeneous_test //tests/e2e:layer_calls_test \
          //tests/e2e:sampling_test //tests/e2e:streaming_test //tests/e2e:device_loops_test \
-         //tests/e2e:device_loop_generate_test; do
-  name=${t##*:}
-  (cd "bazel-bin/tests/e2e/$name.runfiles/hexir" && TEST_TMPDIR=$(mktemp -d) "./tests/e2e/$name" >/dev/null) \
+         //tests/e2e:device_loop_generate_test //tests/e2e:placed_llm_test //tests/onnx:placement_test; do
+  pkg=${t#//}; pkg=${pkg%%:*}; name=${t##*:}
+  (cd "bazel-bin/$pkg/$name.runfiles/hexir" && TEST_TMPDIR=$(mktemp -d) "./$pkg/$name" >/dev/null) \
     || { echo "pack: $name failed here; fix it before a GPU run"; exit 1; }
 done
 HEXIR_SHARED_DIR="$shared" bash tests/llm/precompile.sh .out/gpu/modules cuda >/dev/null

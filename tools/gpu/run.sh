@@ -13,6 +13,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 export HEXIR_PRECOMPILED_DIR="$PWD/.out/gpu/modules"
 export HEXIR_SHARED_DIR="$PWD/.out/gpu/shared"
 export HEXIR_LLM_DEVICE=cuda
+export LD_LIBRARY_PATH="$PWD/.out/gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"  # the ONNX importer's (pack.sh)
 # The LLM tests' PyTorch reference: Debian's python there has no torch, the one on PATH does.
 python3 -c "import torch" 2>/dev/null && export HEXIR_TORCH_PYTHON=$(command -v python3)
 status=0
