@@ -68,7 +68,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
         continue;
       }
       bool hopper = chip == "sm_90" || chip == "sm_90a";
-      if (auto matmul = cuda::MatchTensorCoreMatmul(kernel, hopper)) {  // CUDAMatmul.h
+      if (auto matmul = cuda::MatchTensorCoreMatmul(kernel, hopper, allowTf32)) {  // CUDAMatmul.h
         cuda::ScheduleTensorCoreMatmul(kernel, *matmul);
         continue;
       }
