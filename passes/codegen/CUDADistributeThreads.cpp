@@ -104,7 +104,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       if (distributed && columnTiling)
         kernel->setAttr(kColumnTilingAttr,
                         DenseI64ArrayAttr::get(ctx, {columnTiling->width, columnTiling->columnThreads,
-                                                     columnTiling->slices}));
+                                                     columnTiling->slices, columnTiling->loads}));
       else if (lanes > 1)
         kernel->setAttr(kLanesAttr, IntegerAttr::get(IndexType::get(ctx), lanes));
       kernel->setAttr(kThreadCountAttr, IntegerAttr::get(IndexType::get(ctx), threads));
