@@ -62,7 +62,7 @@ struct ColumnTiling {
 // 43.7 us; bench/gemv/README.md), halved further for narrow outputs so that >= 64 blocks
 // run; slices: a power of two that fills kResidentThreads once, within
 // [32 / columnThreads, kMaxColumnBlock / columnThreads] and, with a static reduced extent,
-// few enough that every thread has `loads` of its rows.
+// few enough that every thread has `loads` of its rows. A block holds one tile.
 std::optional<ColumnTiling> ChooseColumnTiling(mlir::linalg::LinalgOp op,
                                                const ColumnReduction& loops, int64_t columns,
                                                int64_t rows);

@@ -436,6 +436,9 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     if (auto column = kernel->getAttrOfType<DenseI64ArrayAttr>(kColumnTilingAttr)) {
       if (column.size() != 4) return kernel.emitError("internal: malformed ") << kColumnTilingAttr;
       cuda::ColumnTiling tiling{column[0], column[1], column[2], column[3]};
+      if (tiling.threads() != block)  // the kernel combines one tile per block
+        return kernel.emitError("internal: a column tile of ")
+               << tiling.threads() << " threads in blocks of " << block;
       if (failed(cuda::LowerColumnReduction(kernel, tiling))) return failure();
       kernel->removeAttr(kColumnTilingAttr);
     }

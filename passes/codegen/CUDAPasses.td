@@ -36,7 +36,7 @@ def CUDADistributeThreads : Pass<"hexir-cuda-distribute-threads", "mlir::ModuleO
     contiguous dim also an input's, as in a [K][N] GEMV; M <= 16 rows, static extents,
     inputs that are kernel arguments) get one block per tile of columns
     (`hexir.cuda.column_tiling` = [width, column threads, slices, loads in flight] on the
-    kernel; ChooseColumnTiling). `block-reductions=false` turns both off. f16/bf16 matmuls with f32
+    kernel, one tile a block; ChooseColumnTiling). `block-reductions=false` turns both off. f16/bf16 matmuls with f32
     accumulation get the tensor-core kernel (CUDAMatmul.h; wgmma when `chip` is sm_90); f32
     ones the SIMT kernel (TF32 mma.sync with `allow-tf32`).
     Anything else runs on one thread (P = 1).

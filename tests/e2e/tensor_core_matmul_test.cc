@@ -252,7 +252,10 @@ void SplitK(const std::string& device) {
 
 // f32 operands: the register-blocked SIMT kernel on CUDA (CUDAMatmul.h), 128x128 tiles:
 // 16-byte loads where rows are aligned (K and N multiples of 4), scalar loads otherwise,
-// B [N][K] and batched, dynamic M.
+// B [N][K] and batched, dynamic M. A dynamic M also gets an M = 1 executable
+// (hexir-specialize-dispatches), which on CUDA is the [K][N] column-tile GEMV: at K = 260
+// its tiles are one warp each (33 of them), and at M = 17 one SIMT block walks both
+// column tiles.
 void F32Operands(const std::string& device) {
   CheckCases(device, "simt_matmul",
              {
@@ -264,14 +267,17 @@ void F32Operands(const std::string& device) {
                  {"f32", 3, 70, 64, 140, false, true, "residual"},
                  // Dynamic M, B [N][K].
                  {"f32", 0, 0, 260, 130, true, true, ""},
+                 // Dynamic M, B [K][N] aligned.
+                 {"f32", 0, 0, 260, 132, true, false, ""},
              },
-             {{}, {}, {}, {17, 300}});
+             {{}, {}, {}, {17, 300}, {1, 17, 300}});
 }
 
 // f32 operands with --allow-tf32: on CUDA the SIMT kernel's stages feed TF32 mma.sync
 // (CUDAMatmul.h); against f64 loops with the TF32 bound at prime sizes (scalar loads, every
 // fragment edge partial), aligned batched [N][K] with a residual, K long enough for the
-// rounding to show (1031 terms), and dynamic M.
+// rounding to show (1031 terms), and dynamic M with aligned [K][N] B (M = 1: the GEMV
+// executable, exact f32; M = 17: one block walks both column tiles).
 void Tf32Operands(const std::string& device) {
   CheckCases(device, "tf32_matmul",
              {

@@ -141,6 +141,32 @@ hexir.executable @sum4096 {
 
 // -----
 
+// A short [K][N] GEMV, f32 W [260][132] (the M = 1 executable of a dynamic-M matmul): 4
+// columns a thread, one thread across each tile so that 33 blocks run, 32 slices (K = 260
+// is too short for more at 16 loads a thread): a tile of one warp. Its threads still meet
+// in shared memory by block-local id, so a block holds one tile (32 threads), never two.
+// DIST-LABEL: hexir.executable @col_one_warp
+// DIST-SAME:    hexir.cuda.block_size = array<i64: 32, 1, 1>
+// DIST-SAME:    hexir.workgroup_count = array<i64: 33, 1, 1>
+// DIST:           hexir.cuda.column_tiling = array<i64: 4, 1, 32, 16>
+// DIST-SAME:      hexir.cuda.thread_count = 1056 : index
+// LOWER-LABEL: hexir.executable @col_one_warp
+// LOWER:         llvm.mlir.global private @__hexir_shared() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<4 x f32>
+// LOWER:         llvm.func @col_one_warp(
+// LOWER-SAME:      nvvm.maxntid = array<i32: 32, 1, 1>
+hexir.executable @col_one_warp {
+  builtin.module {
+    func.func @col_one_warp(%x: tensor<1x260xf32>, %w: tensor<260x132xf32>, %o: tensor<1x132xf32>) -> tensor<1x132xf32> {
+      %zero = arith.constant 0.0 : f32
+      %z = linalg.fill ins(%zero : f32) outs(%o : tensor<1x132xf32>) -> tensor<1x132xf32>
+      %y = linalg.matmul ins(%x, %w : tensor<1x260xf32>, tensor<260x132xf32>) outs(%z : tensor<1x132xf32>) -> tensor<1x132xf32>
+      return %y : tensor<1x132xf32>
+    }
+  }
+}
+
+// -----
+
 // block-reductions=false keeps the 1 x 4 strip kernel for this [K][N] GEMV.
 // RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads=block-reductions=false | FileCheck %s --check-prefix=OFF
 // OFF-LABEL: hexir.executable @col_off
