@@ -56,6 +56,7 @@ void AddCUDACodegen(mlir::OpPassManager& pm, const CompileOptions& options) {
   CUDADistributeThreadsOptions distribute;
   distribute.gridFromShape = options.cuda_grid_from_shape;
   distribute.chip = options.cuda_chip;
+  distribute.allowTf32 = options.cuda_allow_tf32;
   pm.addPass(hexir::createCUDADistributeThreads(distribute));
   pm.addPass(hexir::createCUDALowerExecutables(
       CUDALowerExecutablesOptions{options.cuda_chip, options.cuda_features}));

@@ -44,6 +44,8 @@ struct CompileOptions {
   std::string cuda_chip = "sm_90";  // --target=cuda: SM for nvvm + ptxas -arch
   std::string cuda_features = "+ptx80";
   std::string cuda_format = "cubin";  // "cubin" (cubin + PTX) or "ptx" (PTX only)
+  // f32 matmuls on TF32 tensor cores (operands rounded to 10 mantissa bits, f32 sums).
+  bool cuda_allow_tf32 = false;
   // Order of each execution region's dispatches (hexir-schedule-concurrency): "waves"
   // (barriers only between dependent waves) or "serial" (a barrier between every pair);
   // empty: the target's default (cpu: waves; cuda: serial, measured in Pipeline.cpp).

@@ -1,7 +1,7 @@
 // Column reductions and shared-memory arrays for block-wide reductions on CUDA (the contract
 // is in CUDAColumnReduce.h). A [K][N] GEMV read one column strip per thread (the matmul
 // strip kernel) runs N / 4 threads down all of K: 1024 threads for N = 4096, 116 GB/s on the
-// H200. Here a block of threads splits K into slices and every thread keeps eight 16-byte
+// H200. Here a block of threads splits K into slices and every thread keeps 8 or 16 16-byte
 // loads in flight, so the whole GPU streams the weight once.
 #include "passes/codegen/CUDAColumnReduce.h"
 
@@ -25,8 +25,8 @@ using namespace mlir;
 namespace {
 constexpr int64_t kVectorBytes = 16;
 constexpr int64_t kMaxWidth = 8;
-constexpr int64_t kLoadsInFlight = 8;  // k steps per thread whose loads issue together
 constexpr int64_t kMinColumnBlocks = 64;
+constexpr int64_t kBlocksPerSM = 2;  // fewer blocks than this many an SM: narrower tiles
 
 // Bytes of the narrowest element among the inputs for which `pick` holds (0: none).
 int64_t NarrowestBytes(linalg::LinalgOp op, llvm::function_ref<bool(AffineMap)> pick) {
@@ -75,12 +75,13 @@ std::optional<ColumnTiling> ChooseColumnTiling(linalg::LinalgOp op, const Column
   t.width = narrowest ? std::min(kMaxWidth, kVectorBytes / narrowest) : 1;
   while (t.width > 1 && columns % t.width != 0) t.width /= 2;
   auto blocks = [&] { return rows * ((columns + t.columns() - 1) / t.columns()); };
-  t.columnThreads = 4;
+  t.columnThreads = 4, t.loads = 8;
+  if (blocks() < kBlocksPerSM * kMultiprocessors) t.columnThreads = 2, t.loads = 16;
   while (t.columnThreads > 1 && blocks() < kMinColumnBlocks) t.columnThreads /= 2;
   t.slices = kWarpSize / t.columnThreads;
   int64_t extent = op.getStaticLoopRanges()[loops.reduced];
   while (2 * t.threads() <= kMaxColumnBlock && 2 * blocks() * t.threads() <= kResidentThreads &&
-         (ShapedType::isDynamic(extent) || 2 * t.slices * kLoadsInFlight <= extent))
+         (ShapedType::isDynamic(extent) || 2 * t.slices * t.loads <= extent))
     t.slices *= 2;
   return t;
 }
@@ -219,7 +220,7 @@ SmallVector<Value> ColumnLowering::computeStep(OpBuilder& nb, Value k, const Loa
   return accs;
 }
 
-// The thread's partials over its slice of k: k = slice + S u for kLoadsInFlight steps u at a
+// The thread's partials over its slice of k: k = slice + S u for tiling.loads steps u at a
 // time (loads first), then single steps. The step counts of the first loop do not depend
 // on the thread; one accumulator per column (the adds after the loads are cheap).
 SmallVector<Value> ColumnLowering::reduceSlices(Value extent) {
@@ -227,7 +228,7 @@ SmallVector<Value> ColumnLowering::reduceSlices(Value extent) {
   SmallVector<Value> identities;
   for (int64_t j = 0; j < tiling.width; ++j)
     identities.push_back(arith::ConstantOp::create(b, loc, neutral));
-  int64_t super = tiling.slices * kLoadsInFlight;
+  int64_t super = tiling.slices * tiling.loads;
   Value rem = b.createOrFold<arith::RemUIOp>(loc, extent, index(super));
   Value superEnd = b.createOrFold<arith::SubIOp>(loc, extent, rem);
   auto unrolled = scf::ForOp::create(
@@ -236,7 +237,7 @@ SmallVector<Value> ColumnLowering::reduceSlices(Value extent) {
         SmallVector<Value> ks;
         SmallVector<Loaded> loaded;
         Value base = arith::AddIOp::create(nb, l, s, slice);
-        for (int64_t u = 0; u < kLoadsInFlight; ++u) {
+        for (int64_t u = 0; u < tiling.loads; ++u) {
           ks.push_back(u == 0 ? base
                               : arith::AddIOp::create(nb, l, base,
                                                       arith::ConstantIndexOp::create(
@@ -245,7 +246,7 @@ SmallVector<Value> ColumnLowering::reduceSlices(Value extent) {
           loaded.push_back(loadStep(nb, ks.back()));
         }
         SmallVector<Value> next(accs);
-        for (int64_t u = 0; u < kLoadsInFlight; ++u) next = computeStep(nb, ks[u], loaded[u], next);
+        for (int64_t u = 0; u < tiling.loads; ++u) next = computeStep(nb, ks[u], loaded[u], next);
         scf::YieldOp::create(nb, l, next);
       });
   Value tailStart = arith::AddIOp::create(b, loc, superEnd, slice);

@@ -18,8 +18,10 @@
 
 namespace hexir::cuda {
 
-// Threads the H200 keeps resident (132 SMs x 2048): shapes are chosen to fill it once.
-inline constexpr int64_t kResidentThreads = 132 * 2048;
+// The H200's SMs, and the threads it keeps resident (2048 an SM): shapes are chosen to
+// fill it once.
+inline constexpr int64_t kMultiprocessors = 132;
+inline constexpr int64_t kResidentThreads = kMultiprocessors * 2048;
 // Column kernels: most output rows (the product of the parallel extents other than the
 // column's; M of a GEMV batch) and most threads per block.
 inline constexpr int64_t kMaxColumnRows = 16;
@@ -45,6 +47,7 @@ struct ColumnTiling {
   int64_t width = 1;          // consecutive columns per thread (one vector load)
   int64_t columnThreads = 1;  // threads across a tile
   int64_t slices = 1;         // threads down k
+  int64_t loads = 8;          // k steps per thread whose loads issue together
   int64_t columns() const { return width * columnThreads; }
   int64_t threads() const { return columnThreads * slices; }
 };
@@ -52,11 +55,14 @@ struct ColumnTiling {
 // The tiling of a column reduction with a static column extent `columns` and `rows` other
 // output points (<= kMaxColumnRows), or nullopt. width: 16 bytes of the narrowest input
 // read along the columns (at most 8 elements), halved until it divides `columns` (rows of
-// identity-layout arguments then start 16-byte aligned); columnThreads 4 (64-byte row
-// segments), fewer for narrow outputs so that >= 64 blocks run; slices: a power of two that
-// fills kResidentThreads once, within [32 / columnThreads, kMaxColumnBlock / columnThreads]
-// and, with a static reduced extent, few enough that every thread has 8 (the loads issued
-// together) of its rows.
+// identity-layout arguments then start 16-byte aligned); columnThreads 4 with 8 loads in
+// flight (64-byte row segments) where that gives >= 2 blocks an SM (264 on the H200), else 2
+// with 16 (twice the blocks, the same bytes in flight a thread: on the H200 a 4096-column
+// bf16 GEMV took 13.6 instead of 20.1 us, while at 14336 columns 4 x 8 won, 36.8 against
+// 43.7 us; bench/gemv/README.md), halved further for narrow outputs so that >= 64 blocks
+// run; slices: a power of two that fills kResidentThreads once, within
+// [32 / columnThreads, kMaxColumnBlock / columnThreads] and, with a static reduced extent,
+// few enough that every thread has `loads` of its rows. A block holds one tile.
 std::optional<ColumnTiling> ChooseColumnTiling(mlir::linalg::LinalgOp op,
                                                const ColumnReduction& loops, int64_t columns,
                                                int64_t rows);

@@ -72,7 +72,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
         continue;
       }
       bool hopper = chip == "sm_90" || chip == "sm_90a";
-      if (auto matmul = cuda::MatchTensorCoreMatmul(kernel, hopper)) {  // CUDAMatmul.h
+      if (auto matmul = cuda::MatchTensorCoreMatmul(kernel, hopper, allowTf32)) {  // CUDAMatmul.h
         cuda::ScheduleTensorCoreMatmul(kernel, *matmul);
         continue;
       }
@@ -108,7 +108,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       if (distributed && columnTiling)
         kernel->setAttr(kColumnTilingAttr,
                         DenseI64ArrayAttr::get(ctx, {columnTiling->width, columnTiling->columnThreads,
-                                                     columnTiling->slices}));
+                                                     columnTiling->slices, columnTiling->loads}));
       else if (lanes > 1)
         kernel->setAttr(kLanesAttr, IntegerAttr::get(IndexType::get(ctx), lanes));
       kernel->setAttr(kThreadCountAttr, IntegerAttr::get(IndexType::get(ctx), threads));
@@ -125,9 +125,10 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
   // Threads per block for `points` static points of `lanes` threads each. Warp reductions
   // use blocks of kWarpsPerBlock warps: a few hundred rows still spread over every SM (768
   // rows in blocks of 8 warps would fill only 96 of the H200's 132). More than a warp per
-  // point (several warps per row, column tiles): one point per block.
+  // point (several warps per row) and column tiles of any size (their threads meet in shared
+  // memory by block-local id; a tile of one warp is no exception): one point per block.
   int64_t blockFor(int64_t points, int64_t lanes = 1) const {
-    if (lanes > cuda::kWarpSize) return lanes;
+    if (lanes > cuda::kWarpSize || columnTiling) return lanes;
     int64_t threads = points * lanes;
     int64_t limit = lanes > 1 ? kWarpsPerBlock * lanes : blockSize;  // whole warps
     return std::max<int64_t>(1, std::min<int64_t>(limit, threads));

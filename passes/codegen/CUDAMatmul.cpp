@@ -12,15 +12,17 @@ namespace hexir::cuda {
 using namespace mlir;
 
 std::vector<int64_t> TensorCoreMatmul::encode() const {
-  return {batch, m, n, k, transposedB, f16, a, b, tileM, tileN, warpsM, warpsN, stages, aligned, wgmma, splits, simt};
+  return {batch, m, n, k, transposedB, f16, a, b, tileM, tileN, warpsM, warpsN, stages, aligned, wgmma, splits, simt,
+          tf32};
 }
 
 std::optional<TensorCoreMatmul> TensorCoreMatmul::decode(llvm::ArrayRef<int64_t> w) {
-  if (w.size() != 17) return std::nullopt;
+  if (w.size() != 18) return std::nullopt;
   TensorCoreMatmul s;
   s.batch = w[0], s.m = w[1], s.n = w[2], s.k = w[3], s.transposedB = w[4], s.f16 = w[5];
   s.a = w[6], s.b = w[7], s.tileM = w[8], s.tileN = w[9], s.warpsM = w[10], s.warpsN = w[11];
   s.stages = w[12], s.aligned = w[13], s.wgmma = w[14], s.splits = w[15], s.simt = w[16];
+  s.tf32 = w[17];
   return s;
 }
 
@@ -103,7 +105,7 @@ void ChooseWgmmaTile(TensorCoreMatmul& s) {
 }
 }  // namespace
 
-std::optional<TensorCoreMatmul> MatchTensorCoreMatmul(func::FuncOp kernel, bool hopper) {
+std::optional<TensorCoreMatmul> MatchTensorCoreMatmul(func::FuncOp kernel, bool hopper, bool allowTf32) {
   linalg::LinalgOp op;
   int64_t reductions = 0;
   kernel.walk([&](linalg::LinalgOp candidate) {
@@ -188,7 +190,7 @@ std::optional<TensorCoreMatmul> MatchTensorCoreMatmul(func::FuncOp kernel, bool 
   });
   if (other) return refuse(other, "another computation in the kernel");
   if (f32)
-    s.simt = true, s.tileM = s.tileN = 128, s.warpsM = 2, s.warpsN = 4, s.stages = 2;
+    s.simt = true, s.tf32 = allowTf32, s.tileM = s.tileN = 128, s.warpsM = 2, s.warpsN = 4, s.stages = 2;
   else if (hopper && s.aligned && s.n >= 64 && s.k >= 64 && (s.m < 0 || s.m >= 64))
     ChooseWgmmaTile(s);
   else

@@ -19,7 +19,10 @@
 //
 // f32 operands (any chip) take a kernel of the same shape without tensor cores
 // (CUDAMatmulSimt.cpp): 128 x 128 tiles, 256 threads of 8 x 8 register-blocked accumulators,
-// two shared stages of 8-deep k tiles (A transposed), 16-byte global and shared loads.
+// two shared stages of 8-deep k tiles (A transposed), 16-byte global and shared loads. With
+// TF32 allowed (hexir-compile --allow-tf32; off by default: products then keep 10 of f32's
+// 23 mantissa bits) the same stages hold the operands rounded to TF32 and feed m16n8k8
+// tf32 `mma.sync` (sm_80 and later) with f32 accumulation.
 //
 // On sm_90 (Hopper) rows aligned for cp.async take the warpgroup kernel instead
 // (CUDAMatmulWgmma.cpp): two warpgroups per 128 x BN tile (BN = 256, 128 or 64), each
@@ -63,6 +66,7 @@ struct TensorCoreMatmul {
   bool wgmma = false;   // the sm_90a warpgroup kernel (warpsM = 2 warpgroups of 4 warps)
   int64_t splits = 1;   // wgmma only: blocks per output tile, one K slice each (a cluster)
   bool simt = false;    // f32 operands: the register-blocked kernel without tensor cores
+  bool tf32 = false;    // simt only: the products on TF32 tensor cores (--allow-tf32)
 
   int64_t threads() const { return 32 * warpsM * warpsN; }
   int64_t tileK() const { return wgmma ? kWgmmaTileK : simt ? kSimtTileK : kMatmulTileK; }
@@ -93,8 +97,10 @@ inline constexpr char kTensorCoreMatmulAttr[] = "hexir.cuda.tensor_core_matmul";
 // 128x128); at most 32 tiles (static M) split K over a cluster of 8, 4 or 2 blocks per
 // tile; stages as many as fit kMaxWgmmaSharedBytes, at most 6. Otherwise mma.sync
 // tiles: 128x128 (8 warps), 128x64, 64x64 (4 warps), the first giving >= 120 tiles, else
-// 64x64; stages: as many as fit 48 KiB, at most 4.
-std::optional<TensorCoreMatmul> MatchTensorCoreMatmul(mlir::func::FuncOp kernel, bool hopper);
+// 64x64; stages: as many as fit 48 KiB, at most 4. f32 operands: the SIMT kernel, on TF32
+// tensor cores when `allowTf32`.
+std::optional<TensorCoreMatmul> MatchTensorCoreMatmul(mlir::func::FuncOp kernel, bool hopper,
+                                                      bool allowTf32);
 
 // Records the launch of `shape` on `kernel`'s executable (block size, workgroup count:
 // static, or from M's parameter word) and the kernel attributes lowering reads.

@@ -7,7 +7,19 @@
 // copies one 4-element chunk of A and of B per k tile (a 16-byte global load when rows are
 // 16-byte aligned, else 4 bounds-checked scalar loads; zeros past M, N, K), issued before the
 // stage in hand is multiplied and stored to the other stage after it (one barrier a k tile).
+//
+// TF32 (s.tf32, hexir-compile --allow-tf32): the same stages, each element rounded to TF32
+// (cvt.rna) as it is stored and rows padded to 136 words (so that the 4 k rows and 8 m or n
+// columns a fragment load touches fall in 32 different banks); the 8 warps as 2 x 4 warp
+// tiles of 64 x 32, each k tile one m16n8k8 tf32 `mma.sync` per 16 x 8 fragment (4 x 4 per
+// warp, f32 accumulators: 64 a thread, as in the f32 kernel); fragments read as scalar
+// shared loads:
+//   A fragment (rows m0 = 16 i + lane / 4, k = lane % 4): A[m0][k], A[m0 + 8][k],
+//              A[m0][k + 4], A[m0 + 8][k + 4]
+//   B fragment (column n0 = 8 j + lane / 4):            B[k][n0], B[k + 4][n0]
+//   C registers r: row m0 + 8 (r / 2), column 8 j + 2 (lane % 4) + r % 2.
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "passes/codegen/CUDAColumnReduce.h"  // WorkgroupArray
 #include "passes/codegen/CUDAMatmulBody.h"
@@ -20,7 +32,10 @@ constexpr int64_t kTile = 128;          // tileM = tileN
 constexpr int64_t kDepth = 8;           // k per stage
 constexpr int64_t kVector = 4;          // f32 per 16-byte chunk
 constexpr int64_t kHalf = kTile / 2;    // a thread's second row (column) block starts here
-constexpr int64_t kStageWords = 2 * kDepth * kTile;
+constexpr int64_t kTf32Padding = 8;     // words after each stage row of the TF32 kernel
+// The TF32 kernel's warp tiles: 2 x 4 warps of 64 x 32, 4 x 4 fragments of 16 x 8.
+constexpr int64_t kTf32WarpsN = 4, kTf32WarpRows = 64, kTf32WarpCols = 32;
+constexpr int64_t kTf32FragmentsM = kTf32WarpRows / 16, kTf32FragmentsN = kTf32WarpCols / 8;
 
 class SimtKernel : KernelArith {
  public:
@@ -48,6 +63,17 @@ class SimtKernel : KernelArith {
   SmallVector<Value> multiply(Value stage, ValueRange acc);
   Value sharedWord(Value word) { return byteOffset(smem, i32(mul(word, idx(4))), 3); }
   void epilogue(ValueRange acc);
+  SmallVector<Value> multiplyTf32(Value stage, ValueRange acc);
+  void epilogueTf32(ValueRange acc);
+  // Words per stage row (k) and per stage (A^T then B).
+  int64_t rowWords() const { return kTile + (s.tf32 ? kTf32Padding : 0); }
+  int64_t stageWords() const { return 2 * kDepth * rowWords(); }
+  // `v` as the kernel multiplies it: rounded to TF32 (still an f32 bit pattern) or as is.
+  Value operand(Value v) {
+    if (!s.tf32) return v;
+    Value t = NVVM::ConvertFloatToTF32Op::create(b, loc, b.getI32Type(), v, NVVM::FPRoundingMode::RNA);
+    return LLVM::BitcastOp::create(b, loc, f32(), t);
+  }
 };
 
 // kVector elements of `memref` from `indices` (the last one the chunk's first element along
@@ -101,30 +127,33 @@ SmallVector<Value> SimtKernel::loadTile(Value kTile) {
 
 // The chunks of loadTile into `stage`: A transposed (4 scalar stores), B [K][N] as one
 // 16-byte store, B [N][K] transposed.
-void SimtKernel::storeTile(Value stage, ArrayRef<Value> chunks) {
-  Value stageWord = mul(stage, idx(kStageWords)), bWord = add(stageWord, idx(kDepth * kTile));
+void SimtKernel::storeTile(Value stage, ArrayRef<Value> loaded) {
+  SmallVector<Value> chunks;
+  for (Value v : loaded) chunks.push_back(operand(v));
+  Value stageWord = mul(stage, idx(stageWords())), bWord = add(stageWord, idx(kDepth * rowWords()));
   Value pairRow = div(tid, idx(2)), pairK = mul(rem(tid, idx(2)), idx(kVector));
   auto transposed = [&](Value first, ArrayRef<Value> values) {
     for (int64_t e = 0; e < kVector; ++e)
-      LLVM::StoreOp::create(b, loc, values[e], sharedWord(add(first, add(mul(add(pairK, idx(e)), idx(kTile)), pairRow))),
+      LLVM::StoreOp::create(b, loc, values[e],
+                            sharedWord(add(first, add(mul(add(pairK, idx(e)), idx(rowWords())), pairRow))),
                             /*alignment=*/4);
   };
-  transposed(stageWord, chunks.take_front(kVector));
+  transposed(stageWord, ArrayRef<Value>(chunks).take_front(kVector));
   if (s.transposedB) {
-    transposed(bWord, chunks.drop_front(kVector));
+    transposed(bWord, ArrayRef<Value>(chunks).drop_front(kVector));
     return;
   }
   Value v = LLVM::PoisonOp::create(b, loc, chunkType());
   for (int64_t e = 0; e < kVector; ++e)
     v = LLVM::InsertElementOp::create(b, loc, v, chunks[kVector + e], i32Const(e));
-  Value word = add(bWord, add(mul(div(tid, idx(32)), idx(kTile)), mul(rem(tid, idx(32)), idx(kVector))));
+  Value word = add(bWord, add(mul(div(tid, idx(32)), idx(rowWords())), mul(rem(tid, idx(32)), idx(kVector))));
   LLVM::StoreOp::create(b, loc, v, sharedWord(word), /*alignment=*/16);
 }
 
 // acc[8 i + j] += A[row i][k] B[k][col j] over the 8 k of `stage`.
 SmallVector<Value> SimtKernel::multiply(Value stage, ValueRange accIn) {
   SmallVector<Value> acc(accIn.begin(), accIn.end());
-  Value stageWord = mul(stage, idx(kStageWords)), bWord = add(stageWord, idx(kDepth * kTile));
+  Value stageWord = mul(stage, idx(stageWords())), bWord = add(stageWord, idx(kDepth * rowWords()));
   auto eight = [&](Value first, Value lane) {  // words 4 lane .. +3 and 64 + 4 lane .. +3
     SmallVector<Value> values;
     for (int64_t half = 0; half < 2; ++half) {
@@ -135,8 +164,8 @@ SmallVector<Value> SimtKernel::multiply(Value stage, ValueRange accIn) {
     return values;
   };
   for (int64_t k = 0; k < kDepth; ++k) {
-    SmallVector<Value> a = eight(add(stageWord, idx(k * kTile)), ty);
-    SmallVector<Value> bv = eight(add(bWord, idx(k * kTile)), tx);
+    SmallVector<Value> a = eight(add(stageWord, idx(k * rowWords())), ty);
+    SmallVector<Value> bv = eight(add(bWord, idx(k * rowWords())), tx);
     for (int64_t i = 0; i < 8; ++i)
       for (int64_t j = 0; j < 8; ++j) acc[8 * i + j] = LLVM::FMAOp::create(b, loc, a[i], bv[j], acc[8 * i + j]);
   }
@@ -152,11 +181,62 @@ void SimtKernel::epilogue(ValueRange acc) {
                          add(colBase, offset(tx, j)), M, N);
 }
 
+// acc[4 (4 i + j) + r] += the m16n8k8 tf32 product of fragments (i, j) over the 8 k of `stage`.
+SmallVector<Value> SimtKernel::multiplyTf32(Value stage, ValueRange accIn) {
+  MLIRContext* ctx = b.getContext();
+  SmallVector<Value> acc(accIn.begin(), accIn.end());
+  Value lane = rem(tid, idx(32)), warp = div(tid, idx(32));
+  Value group = div(lane, idx(4)), inGroup = rem(lane, idx(4));
+  Value warpRow = mul(div(warp, idx(kTf32WarpsN)), idx(kTf32WarpRows));
+  Value warpCol = mul(rem(warp, idx(kTf32WarpsN)), idx(kTf32WarpCols));
+  Value stageWord = mul(stage, idx(stageWords())), bWord = add(stageWord, idx(kDepth * rowWords()));
+  auto word = [&](Value first, Value k, int64_t kPlus, Value x, int64_t xPlus) {
+    Value at = add(first, add(mul(add(k, idx(kPlus)), idx(rowWords())), add(x, idx(xPlus))));
+    return LLVM::LoadOp::create(b, loc, b.getI32Type(), sharedWord(at), /*alignment=*/4).getResult();
+  };
+  SmallVector<SmallVector<Value, 4>> a(kTf32FragmentsM), bFrag(kTf32FragmentsN);
+  for (int64_t i = 0; i < kTf32FragmentsM; ++i) {
+    Value m0 = add(warpRow, add(group, idx(16 * i)));
+    a[i] = {word(stageWord, inGroup, 0, m0, 0), word(stageWord, inGroup, 0, m0, 8),
+            word(stageWord, inGroup, 4, m0, 0), word(stageWord, inGroup, 4, m0, 8)};
+  }
+  for (int64_t j = 0; j < kTf32FragmentsN; ++j) {
+    Value n0 = add(warpCol, add(group, idx(8 * j)));
+    bFrag[j] = {word(bWord, inGroup, 0, n0, 0), word(bWord, inGroup, 4, n0, 0)};
+  }
+  auto result = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(4, f32()));
+  for (int64_t i = 0; i < kTf32FragmentsM; ++i)
+    for (int64_t j = 0; j < kTf32FragmentsN; ++j) {
+      int64_t at = 4 * (i * kTf32FragmentsN + j);
+      SmallVector<Value> c(acc.begin() + at, acc.begin() + at + 4);
+      Value d = NVVM::MmaOp::create(b, loc, result, a[i], bFrag[j], c, ArrayRef<int64_t>{16, 8, 8},
+                                    std::nullopt, std::nullopt,
+                                    std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::tf32, NVVM::MMATypes::tf32},
+                                    std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
+      for (int64_t r = 0; r < 4; ++r) acc[at + r] = LLVM::ExtractValueOp::create(b, loc, d, r);
+    }
+  return acc;
+}
+
+// Fragment (i, j) register r: row warpRow + 16 i + lane / 4 + 8 (r / 2), column warpCol +
+// 8 j + 2 (lane % 4) + r % 2 of the tile.
+void SimtKernel::epilogueTf32(ValueRange acc) {
+  Value lane = rem(tid, idx(32)), warp = div(tid, idx(32));
+  Value rowOfLane = add(add(rowBase, mul(div(warp, idx(kTf32WarpsN)), idx(kTf32WarpRows))), div(lane, idx(4)));
+  Value colOfLane = add(add(colBase, mul(rem(warp, idx(kTf32WarpsN)), idx(kTf32WarpCols))),
+                        mul(rem(lane, idx(4)), idx(2)));
+  for (int64_t i = 0; i < kTf32FragmentsM; ++i)
+    for (int64_t j = 0; j < kTf32FragmentsN; ++j)
+      for (int64_t r = 0; r < 4; ++r)
+        StoreMatmulElement(b, loc, body, batchIndex, acc[4 * (i * kTf32FragmentsN + j) + r],
+                           add(rowOfLane, idx(16 * i + 8 * (r / 2))), add(colOfLane, idx(8 * j + r % 2)), M, N);
+}
+
 LogicalResult SimtKernel::build(func::FuncOp kernel) {
   if (s.tileM != kTile || s.tileN != kTile || s.threads() != 256 || s.splits != 1)
     return emitError(loc, "internal: f32 matmul tile ") << s.tileM << "x" << s.tileN << ", " << s.threads()
                                                         << " threads";
-  smem = pointer(WorkgroupArray(b, loc, kernel, f32(), 2 * kStageWords), 3);
+  smem = pointer(WorkgroupArray(b, loc, kernel, f32(), 2 * stageWords()), 3);
   aBase = pointer(body.a, 1), bBase = pointer(body.b, 1);
   int64_t rank = cast<MemRefType>(body.a.getType()).getRank();
   M = memref::DimOp::create(b, loc, body.a, rank - 2);
@@ -177,13 +257,18 @@ LogicalResult SimtKernel::build(func::FuncOp kernel) {
     b.setInsertionPointToStart(kLoop.getBody());
     Value kt = kLoop.getInductionVar(), next = add(kt, idx(1));
     SmallVector<Value> chunks = loadTile(next);  // past K: zeros, stored but never read
-    SmallVector<Value> acc = multiply(rem(kt, idx(2)), kLoop.getRegionIterArgs());
+    Value stage = rem(kt, idx(2));
+    SmallVector<Value> acc = s.tf32 ? multiplyTf32(stage, kLoop.getRegionIterArgs())
+                                    : multiply(stage, kLoop.getRegionIterArgs());
     storeTile(rem(next, idx(2)), chunks);
     gpu::BarrierOp::create(b, loc);
     scf::YieldOp::create(b, loc, acc);
   }
   // The loop's last barrier also ends every read of the stages before the next tile's stores.
-  epilogue(kLoop.getResults());
+  if (s.tf32)
+    epilogueTf32(kLoop.getResults());
+  else
+    epilogue(kLoop.getResults());
   return success();
 }
 }  // namespace

@@ -29,15 +29,16 @@ def CUDADistributeThreads : Pass<"hexir-cuda-distribute-threads", "mlir::ModuleO
     (`hexir.cuda.lanes = 32`, thread_count = 32 * P, blocks of 2 warps; with dynamic
     extents the warps stride over the points), also when the reduction has an elementwise
     consumer (lane 0 applies it) or a rank-0 result read whole by its consumer (RMSNorm);
-    rewritten by hexir-cuda-lower-executables (16-byte vector loads, 4 steps in flight).
+    rewritten by hexir-cuda-lower-executables (16-byte vector loads, 8 steps in flight).
     With static extents and few points, W = 2..16 warps per point (`hexir.cuda.lanes` =
     32 W, one point per block; CUDAColumnReduce.h ChooseWarpsPerPoint) combined through
     shared memory. Column reductions (the reduced dim not contiguous, the output's
     contiguous dim also an input's, as in a [K][N] GEMV; M <= 16 rows, static extents,
     inputs that are kernel arguments) get one block per tile of columns
-    (`hexir.cuda.column_tiling` = [width, column threads, slices] on the kernel;
-    ChooseColumnTiling). `block-reductions=false` turns both off. f16/bf16 matmuls with f32
-    accumulation get the tensor-core kernel (CUDAMatmul.h; wgmma when `chip` is sm_90).
+    (`hexir.cuda.column_tiling` = [width, column threads, slices, loads in flight] on the
+    kernel, one tile a block; ChooseColumnTiling). `block-reductions=false` turns both off. f16/bf16 matmuls with f32
+    accumulation get the tensor-core kernel (CUDAMatmul.h; wgmma when `chip` is sm_90); f32
+    ones the SIMT kernel (TF32 mma.sync with `allow-tf32`).
     Anything else runs on one thread (P = 1).
   }];
   let options = [
@@ -56,6 +57,9 @@ def CUDADistributeThreads : Pass<"hexir-cuda-distribute-threads", "mlir::ModuleO
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
            "target SM: sm_90/sm_90a put f16/bf16 matmuls on the wgmma kernel, other chips "
            "on the mma.sync kernel (passes/codegen/CUDAMatmul.h)">,
+    Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
+           "f32 matmuls multiply on TF32 tensor cores (operands rounded to 10 mantissa "
+           "bits, f32 accumulation; passes/codegen/CUDAMatmul.h)">,
   ];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
                            "mlir::tensor::TensorDialect", "mlir::affine::AffineDialect",

@@ -134,7 +134,11 @@ HostTensor BF16ToF32Tensor(const HostTensor& t) {
   return f;
 }
 
-void Check(const Case& c, const std::string& module, tools::Session& session, int64_t m) {
+// `tf32`: the products rounded to TF32 (hexir-compile --allow-tf32): each operand keeps 10
+// of f32's 23 mantissa bits (round to nearest: relative error <= 2^-11), so element (i, j)
+// may differ from the exact sum by (2 * 2^-11 + 2^-22) sum_k |a_ik b_kj| plus f32
+// accumulation (K 2^-24 of the same sum); the check allows 2^-10 (1 + K 2^-14) of it.
+void Check(const Case& c, const std::string& module, tools::Session& session, int64_t m, bool tf32 = false) {
   INFO(c.type << " batch " << c.batch << " M " << m << " K " << c.k << " N " << c.n
                << (c.transposedB ? " B[N][K]" : " B[K][N]") << " epilogue '" << c.epilogue << "'");
   const int64_t batches = c.batch ? c.batch : 1;
@@ -147,23 +151,35 @@ void Check(const Case& c, const std::string& module, tools::Session& session, in
   if (c.epilogue == "residual") extra = RandomF32(WithBatch(c, m, c.n), 14);
   if (!c.epilogue.empty()) inputs.push_back(Tensor(extra));
   HostTensor expected = ZerosF32(WithBatch(c, m, c.n));
+  std::vector<double> magnitude(batches * m * c.n);  // sum_k |a_ik b_kj|
   for (int64_t bb = 0; bb < batches; ++bb)
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < c.n; ++j) {
-        double sum = 0;
+        double sum = 0, abs = 0;
         for (int64_t k = 0; k < c.k; ++k) {
           double x = av[(bb * m + i) * c.k + k];
           double y = c.transposedB ? bv[(bb * c.n + j) * c.k + k] : bv[(bb * c.k + k) * c.n + j];
           sum += x * y;
+          abs += std::fabs(x * y);
         }
         const int64_t at = (bb * m + i) * c.n + j;
+        magnitude[at] = abs;
         if (c.epilogue == "bias_relu_bf16") sum = std::max(0.0, sum + F32(extra)[j]);
         if (c.epilogue == "residual") sum += F32(extra)[at];
         F32(expected)[at] = float(sum);
       }
   auto results = CallOrDie(session, "main", inputs);
   REQUIRE(results.size() == 1);
-  if (c.epilogue == "bias_relu_bf16")  // rounded to bf16: 8 significant bits
+  if (tf32) {
+    REQUIRE(c.epilogue != "bias_relu_bf16");
+    const HostTensor& got = results[0].tensor;
+    REQUIRE(got.dims == expected.dims);
+    const double bound = std::ldexp(1.0, -10) * (1 + c.k * std::ldexp(1.0, -14));
+    for (size_t e = 0; e < magnitude.size(); ++e) {
+      INFO("element " << e << ": " << F32(got)[e] << " vs " << F32(expected)[e] << ", sum |ab| " << magnitude[e]);
+      REQUIRE(std::fabs(double(F32(got)[e]) - F32(expected)[e]) <= bound * magnitude[e] + 1e-6);
+    }
+  } else if (c.epilogue == "bias_relu_bf16")  // rounded to bf16: 8 significant bits
     RequireClose(BF16ToF32Tensor(results[0].tensor), expected, 1.0 / 128, 1e-3);
   else  // f32 accumulation over K <= 1096 terms of magnitude <= 1
     RequireClose(results[0].tensor, expected, 1e-4, 2e-4);
@@ -171,13 +187,15 @@ void Check(const Case& c, const std::string& module, tools::Session& session, in
 
 // Each case compiled for the default chip, and on CUDA also for sm_80 (the mma.sync kernel
 // where sm_90 picks wgmma); every module checked at each of its M.
+// `tf32`: every module compiled with --allow-tf32 and checked with the TF32 bound.
 void CheckCases(const std::string& device, const std::string& name, const std::vector<Case>& cases,
-                const std::vector<std::vector<int64_t>>& dynamicMs) {
+                const std::vector<std::vector<int64_t>>& dynamicMs, bool tf32 = false) {
   struct Variant {
     std::string suffix, flags;
   };
-  std::vector<Variant> variants = {{"", ""}};
-  if (device == "cuda") variants.push_back({"_sm80", "--cuda-chip=sm_80"});
+  const std::string tf32Flag = tf32 ? " --allow-tf32" : "";
+  std::vector<Variant> variants = {{"", tf32Flag}};
+  if (device == "cuda") variants.push_back({"_sm80", "--cuda-chip=sm_80" + tf32Flag});
   std::vector<std::pair<size_t, std::string>> modules;
   for (const Variant& v : variants)
     for (size_t i = 0; i < cases.size(); ++i)
@@ -187,9 +205,9 @@ void CheckCases(const std::string& device, const std::string& name, const std::v
     INFO("module " << module);
     auto session = OpenOrDie(module, device);
     if (cases[i].dynamicM) {
-      for (int64_t m : dynamicMs[i]) Check(cases[i], module, *session, m);
+      for (int64_t m : dynamicMs[i]) Check(cases[i], module, *session, m, tf32);
     } else {
-      Check(cases[i], module, *session, cases[i].m);
+      Check(cases[i], module, *session, cases[i].m, tf32);
     }
   }
 }
@@ -234,7 +252,10 @@ void SplitK(const std::string& device) {
 
 // f32 operands: the register-blocked SIMT kernel on CUDA (CUDAMatmul.h), 128x128 tiles:
 // 16-byte loads where rows are aligned (K and N multiples of 4), scalar loads otherwise,
-// B [N][K] and batched, dynamic M.
+// B [N][K] and batched, dynamic M. A dynamic M also gets an M = 1 executable
+// (hexir-specialize-dispatches), which on CUDA is the [K][N] column-tile GEMV: at K = 260
+// its tiles are one warp each (33 of them), and at M = 17 one SIMT block walks both
+// column tiles.
 void F32Operands(const std::string& device) {
   CheckCases(device, "simt_matmul",
              {
@@ -246,8 +267,26 @@ void F32Operands(const std::string& device) {
                  {"f32", 3, 70, 64, 140, false, true, "residual"},
                  // Dynamic M, B [N][K].
                  {"f32", 0, 0, 260, 130, true, true, ""},
+                 // Dynamic M, B [K][N] aligned.
+                 {"f32", 0, 0, 260, 132, true, false, ""},
              },
-             {{}, {}, {}, {17, 300}});
+             {{}, {}, {}, {17, 300}, {1, 17, 300}});
+}
+
+// f32 operands with --allow-tf32: on CUDA the SIMT kernel's stages feed TF32 mma.sync
+// (CUDAMatmul.h); against f64 loops with the TF32 bound at prime sizes (scalar loads, every
+// fragment edge partial), aligned batched [N][K] with a residual, K long enough for the
+// rounding to show (1031 terms), and dynamic M with aligned [K][N] B (M = 1: the GEMV
+// executable, exact f32; M = 17: one block walks both column tiles).
+void Tf32Operands(const std::string& device) {
+  CheckCases(device, "tf32_matmul",
+             {
+                 {"f32", 0, 131, 97, 89, false, false, ""},
+                 {"f32", 3, 70, 64, 140, false, true, "residual"},
+                 {"f32", 0, 257, 1031, 301, false, false, ""},
+                 {"f32", 0, 0, 260, 132, true, false, ""},
+             },
+             {{}, {}, {}, {1, 17, 300}}, /*tf32=*/true);
 }
 
 void DynamicRows(const std::string& device) {
@@ -267,6 +306,8 @@ HEXIR_E2E_TEST_ON_DEVICES("f16 and bf16 matmuls match f64 loops at odd, prime an
 HEXIR_E2E_TEST_ON_DEVICES("f16 and bf16 matmuls with dynamic M match f64 loops at every M", DynamicRows)
 HEXIR_E2E_TEST_ON_DEVICES("f16 and bf16 matmuls with K split across blocks match f64 loops", SplitK)
 HEXIR_E2E_TEST_ON_DEVICES("f32 matmuls match f64 loops at odd, prime, batched and dynamic sizes", F32Operands)
+HEXIR_E2E_TEST_ON_DEVICES("f32 matmuls with --allow-tf32 match f64 loops within the TF32 rounding bound",
+                          Tf32Operands)
 
 }  // namespace
 }  // namespace hexir::e2e

@@ -72,6 +72,11 @@ static cl::opt<std::string> cudaChip("cuda-chip", cl::desc("--target=cuda: SM (d
 static cl::opt<std::string> cudaFormat("cuda-format",
                                        cl::desc("--target=cuda: cubin (cubin + PTX) or ptx"),
                                        cl::init("cubin"));
+static cl::opt<bool> allowTf32(
+    "allow-tf32",
+    cl::desc("--target=cuda: f32 matmuls multiply on TF32 tensor cores (operands rounded to 10 "
+             "mantissa bits, f32 accumulation; default: exact f32 products)"),
+    cl::init(false));
 static cl::opt<std::string> schedule("schedule",
                                      cl::desc("order of each command buffer's dispatches: waves "
                                               "(barriers only between dependent waves) or serial "
@@ -157,6 +162,7 @@ int main(int argc, char** argv) {
   options.dump_all = dumpAll;
   options.cuda_chip = cudaChip;
   options.cuda_format = cudaFormat;
+  options.cuda_allow_tf32 = allowTf32;
   options.schedule = schedule;
   options.cuda_grid_from_shape = !cudaFixedGrids;
   options.progress = isatty(STDERR_FILENO) != 0;

@@ -1,10 +1,10 @@
 // RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads=block-reductions=false --hexir-cuda-lower-executables | FileCheck %s
 
 // A dynamic-length max with one warp. Lane = tid % 32 reads 4 contiguous floats per step
-// (16-byte vector loads: a 1-D kernel argument is aligned): a loop of 4 steps with 4
-// accumulators from -inf (the identity of maximumf) up to K rounded down to 512, one of
+// (16-byte vector loads: a 1-D kernel argument is aligned): a loop of 8 steps with 8
+// accumulators from -inf (the identity of maximumf) up to K rounded down to 1024, one of
 // single steps up to K rounded down to 128 (Kc), then a scalar tail k = Kc + lane, k < K,
-// striding by 32 (bounded by the lane's own k). The four accumulators combine, then five
+// striding by 32 (bounded by the lane's own k). The eight accumulators combine, then five
 // xor shuffles (16, 8, 4, 2, 1); lane 0 combines with the initial output value and stores
 // it.
 // CHECK-LABEL: hexir.executable @dynmax
@@ -14,23 +14,23 @@
 // CHECK-DAG:       %[[C32:.+]] = llvm.mlir.constant(32 : index) : i64
 // CHECK-DAG:       %[[C4:.+]] = llvm.mlir.constant(4 : index) : i64
 // CHECK-DAG:       %[[C128:.+]] = llvm.mlir.constant(128 : index) : i64
-// CHECK-DAG:       %[[C512:.+]] = llvm.mlir.constant(512 : index) : i64
+// CHECK-DAG:       %[[C1024:.+]] = llvm.mlir.constant(1024 : index) : i64
 // CHECK:           %[[TID:.+]] = nvvm.read.ptx.sreg.tid.x : i32
 // CHECK:           %[[TID64:.+]] = llvm.sext %[[TID]] : i32 to i64
 // CHECK:           %[[IN:.+]] = llvm.icmp "ult" %{{.+}}, %{{.+}} : i32
 // CHECK:           llvm.cond_br %[[IN]]
 // CHECK:           %[[LANE:.+]] = llvm.urem %[[TID64]], %[[C32]] : i64
 // CHECK:           %[[LANEOFF:.+]] = llvm.mul %[[LANE]], %[[C4]] : i64
-// CHECK:           %[[R512:.+]] = llvm.urem %[[K]], %[[C512]] : i64
-// CHECK:           %[[KS:.+]] = llvm.sub %[[K]], %[[R512]] : i64
+// CHECK:           %[[R1024:.+]] = llvm.urem %[[K]], %[[C1024]] : i64
+// CHECK:           %[[KS:.+]] = llvm.sub %[[K]], %[[R1024]] : i64
 // CHECK:           %[[R128:.+]] = llvm.urem %[[K]], %[[C128]] : i64
 // CHECK:           %[[KC:.+]] = llvm.sub %[[K]], %[[R128]] : i64
-// CHECK:           llvm.br ^[[UNROLLED:bb[0-9]+]](%[[C0]], %[[NINF]], %[[NINF]], %[[NINF]], %[[NINF]] : i64, f32, f32, f32, f32)
-// CHECK:         ^[[UNROLLED]](%[[S:.+]]: i64, %{{.+}}: f32, %{{.+}}: f32, %{{.+}}: f32, %{{.+}}: f32):
+// CHECK:           llvm.br ^[[UNROLLED:bb[0-9]+]](%[[C0]], %[[NINF]], %[[NINF]], %[[NINF]], %[[NINF]], %[[NINF]], %[[NINF]], %[[NINF]], %[[NINF]] : i64, f32, f32, f32, f32, f32, f32, f32, f32)
+// CHECK:         ^[[UNROLLED]](%[[S:.+]]: i64, %{{.+}}: f32, %{{.+}}: f32, %{{.+}}: f32, %{{.+}}: f32, %{{.+}}: f32, %{{.+}}: f32, %{{.+}}: f32, %{{.+}}: f32):
 // CHECK:           llvm.icmp "slt" %[[S]], %[[KS]] : i64
-// CHECK-COUNT-4:   llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr -> vector<4xf32>
-// CHECK-COUNT-16:  llvm.intr.maximum
-// CHECK:           llvm.add %[[S]], %[[C512]] : i64
+// CHECK-COUNT-8:   llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr -> vector<4xf32>
+// CHECK-COUNT-32:  llvm.intr.maximum
+// CHECK:           llvm.add %[[S]], %[[C1024]] : i64
 // CHECK:         ^[[SINGLE:bb[0-9]+]](%[[S1:.+]]: i64, %{{.+}}: f32):
 // CHECK:           llvm.icmp "slt" %[[S1]], %[[KC]] : i64
 // CHECK:           llvm.add %[[S1]], %[[LANEOFF]] : i64
@@ -45,7 +45,7 @@
 // CHECK-NEXT:      llvm.load %{{.+}} : !llvm.ptr -> f32
 // CHECK:           llvm.intr.maximum
 // CHECK:           llvm.add %[[T]], %[[C32]] : i64
-// CHECK-COUNT-3:   llvm.intr.maximum
+// CHECK-COUNT-7:   llvm.intr.maximum
 // CHECK:           nvvm.shfl.sync  bfly %{{.+}}, %{{.+}}, {{.+}} : f32 -> f32
 // CHECK:           llvm.intr.maximum
 // CHECK:           nvvm.shfl.sync  bfly
@@ -77,7 +77,7 @@ hexir.executable @dynmax {
 
 // r + W x with f16 W (64 x 1000) and f32 x; the add is fused as the consumer. Each lane
 // reads 8 elements per step: W with 16-byte vector<8xf16> loads, x with vector<8xf32>
-// (two 16-byte accesses). K = 1000 is static: no 4-step loop runs (1000 < 1024); the three
+// (two 16-byte accesses). K = 1000 is static: no 8-step loop runs (1000 < 2048); the three
 // remaining steps are unrolled with their loads first, into three accumulators; the last
 // 232 elements go through the scalar tail. After the butterfly, lane 0 alone stores the
 // row's sum into the (per-thread) temporary and runs the consumer: r[i] + sum -> out[i].
@@ -85,7 +85,7 @@ hexir.executable @dynmax {
 // CHECK-SAME:    hexir.cuda.block_size = array<i64: 64, 1, 1>
 // CHECK-SAME:    hexir.workgroup_count = array<i64: 32, 1, 1>
 // CHECK:         llvm.func internal @mvres_impl(%{{.+}}: !llvm.ptr, %[[W:.+]]: !llvm.ptr {llvm.noalias}, {{.*}}, %{{.+}}: !llvm.ptr, %[[X:.+]]: !llvm.ptr {llvm.noalias}, {{.*}}, %{{.+}}: !llvm.ptr, %[[RES:.+]]: !llvm.ptr {llvm.noalias}, {{.*}}, %{{.+}}: !llvm.ptr, %[[O:.+]]: !llvm.ptr {llvm.noalias},
-// CHECK-NOT:       llvm.br ^{{.+}}(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : i64, f32, f32, f32, f32)
+// CHECK-NOT:       llvm.br ^{{.+}}(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : i64, f32, f32, f32, f32, f32, f32, f32, f32)
 // CHECK:           %[[TMP:.+]] = llvm.alloca %{{.+}} x f32
 // CHECK:           %[[ROW:.+]] = llvm.getelementptr %[[W]][%{{.+}}] : (!llvm.ptr, i64) -> !llvm.ptr, f16
 // CHECK:           llvm.getelementptr %[[ROW]]
@@ -152,7 +152,7 @@ hexir.executable @mvres {
 // CHECK-NOT:       -> vector<8x
 // CHECK:           llvm.fmul
 // CHECK-LABEL: hexir.executable @dynk
-// CHECK-COUNT-4:   llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr -> vector<4xf32>
+// CHECK-COUNT-8:   llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr -> vector<4xf32>
 // CHECK-NOT:       -> vector<4xf32>
 // CHECK:           llvm.icmp "slt"
 // CHECK:           llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr -> vector<4xf32>
@@ -181,12 +181,12 @@ hexir.executable @dynk {
 
 // -----
 
-// The argmax step (select-bodied i64 reduction, combiner minsi): four accumulators from
+// The argmax step (select-bodied i64 reduction, combiner minsi): eight accumulators from
 // INT64_MAX (minsi's identity) fold select(x == max, min(acc, k), acc) per element; the
 // partials combine with smin alone, and each i64 shuffle is two 32-bit ones.
 // CHECK-LABEL: hexir.executable @argmax
 // CHECK-DAG:       %[[MAX:.+]] = llvm.mlir.constant(9223372036854775807 : i64) : i64
-// CHECK:           llvm.br ^{{.+}}(%{{.+}}, %[[MAX]], %[[MAX]], %[[MAX]], %[[MAX]] : i64, i64, i64, i64, i64)
+// CHECK:           llvm.br ^{{.+}}(%{{.+}}, %[[MAX]], %[[MAX]], %[[MAX]], %[[MAX]], %[[MAX]], %[[MAX]], %[[MAX]], %[[MAX]] : i64, i64, i64, i64, i64, i64, i64, i64, i64)
 // CHECK:           llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr -> vector<4xf32>
 // CHECK:           %[[EQ:.+]] = llvm.fcmp "oeq"
 // CHECK-NEXT:      %[[MIN:.+]] = llvm.intr.smin(%[[ACC:.+]], %{{.+}}) : (i64, i64) -> i64

@@ -14,7 +14,7 @@
 // DIST-SAME:    hexir.cuda.block_size = array<i64: 128, 1, 1>
 // DIST-SAME:    hexir.workgroup_count = array<i64: 24, 1, 1>
 // DIST:         func.func @mm_bias
-// DIST-SAME:      hexir.cuda.tensor_core_matmul = array<i64: 1, 256, 384, 512, 0, 0, 0, 1, 64, 64, 2, 2, 4, 1, 0, 1, 0>
+// DIST-SAME:      hexir.cuda.tensor_core_matmul = array<i64: 1, 256, 384, 512, 0, 0, 0, 1, 64, 64, 2, 2, 4, 1, 0, 1, 0, 0>
 // DIST-SAME:      hexir.cuda.thread_count = -1
 // DIST:           linalg.matmul
 // The kernel: cp.async 16-byte chunks (source size 0 past the edges), 3 stages in flight
@@ -75,7 +75,7 @@ hexir.executable @mm_bias {
 // DIST-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
 // DIST-SAME:    hexir.workgroup_count_dynamic = {extent_factor = 2 : i64, extent_words = array<i64: 0>, limit = 16777216 : i64, tile = 128 : i64}
 // DIST:         func.func @mm_dyn
-// DIST-SAME:      hexir.cuda.tensor_core_matmul = array<i64: 1, -1, 200, 96, 1, 1, 0, 1, 128, 128, 2, 4, 3, 1, 0, 1, 0>
+// DIST-SAME:      hexir.cuda.tensor_core_matmul = array<i64: 1, -1, 200, 96, 1, 1, 0, 1, 128, 128, 2, 4, 3, 1, 0, 1, 0, 0>
 // LOWER-LABEL: hexir.executable @mm_dyn
 // LOWER:         llvm.mlir.global private @__hexir_shared() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<24576 x f16>
 // LOWER:           nvvm.cp.async.wait.group 1
@@ -108,7 +108,7 @@ hexir.executable @mm_dyn {
 // and shared stores (no cp.async); the mma steps are unchanged.
 // DIST-LABEL: hexir.executable @mm_odd
 // DIST-SAME:    hexir.workgroup_count = array<i64: 2, 1, 1>
-// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, 67, 41, 37, 0, 0, 0, 1, 64, 64, 2, 2, 4, 0, 0, 1, 0>
+// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, 67, 41, 37, 0, 0, 0, 1, 64, 64, 2, 2, 4, 0, 0, 1, 0, 0>
 // LOWER-LABEL: hexir.executable @mm_odd
 // LOWER-NOT:       nvvm.cp.async.shared.global
 // LOWER:           llvm.store %{{.+}}, %{{.+}} : bf16, !llvm.ptr<3>
@@ -163,11 +163,11 @@ hexir.executable @bf16_accumulator {
 
 // f32 operands take the SIMT kernel (CUDAMatmulSimt.cpp) on any chip: 150x100 . 100x200 +
 // bias, 128x128 tiles (2 x 2 = 4 blocks of 256 threads), aligned rows (K, N multiples of 4).
-// Encoded: ..., tile 128x128, warps 2x4, 2 stages, aligned, not wgmma, 1 split, SIMT.
+// Encoded: ..., tile 128x128, warps 2x4, 2 stages, aligned, not wgmma, 1 split, SIMT, no TF32.
 // DIST-LABEL: hexir.executable @f32_bias
 // DIST-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
 // DIST-SAME:    hexir.workgroup_count = array<i64: 4, 1, 1>
-// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, 150, 200, 100, 0, 0, 0, 1, 128, 128, 2, 4, 2, 1, 0, 1, 1>
+// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, 150, 200, 100, 0, 0, 0, 1, 128, 128, 2, 4, 2, 1, 0, 1, 1, 0>
 // The kernel: two stages of A^T and B (8 x 128 f32 each) in static shared memory; one
 // 16-byte global load of A and of B per thread and k tile, A stored transposed (4 scalar
 // stores), B as one 16-byte store; the k loop loads the next tile, multiplies the stage in

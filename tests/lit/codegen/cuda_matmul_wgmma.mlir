@@ -14,7 +14,7 @@
 // DIST-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
 // DIST-SAME:    hexir.workgroup_count = array<i64: 256, 1, 1>
 // DIST:         func.func @wg_bias
-// DIST-SAME:      hexir.cuda.tensor_core_matmul = array<i64: 1, 1024, 2048, 512, 0, 0, 0, 1, 128, 64, 2, 4, 6, 1, 1, 1, 0>
+// DIST-SAME:      hexir.cuda.tensor_core_matmul = array<i64: 1, 1024, 2048, 512, 0, 0, 0, 1, 128, 64, 2, 4, 6, 1, 1, 1, 0, 0>
 // The kernel: 4 stages in flight before the k loop (6 - 2); each k step waits for all but
 // the 3 youngest copy groups, fences the copies into the async proxy, meets at a barrier,
 // copies one stage ahead, then fences the accumulators and issues 4 wgmma m64n64k16 with
@@ -68,7 +68,7 @@ hexir.executable @wg_bias {
 // (imm-trans-b 0): wgmma m64n256k16, 128 accumulators a thread.
 // DIST-LABEL: hexir.executable @wg_big
 // DIST-SAME:    hexir.workgroup_count = array<i64: 2048, 1, 1>
-// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, 8192, 8192, 8192, 1, 1, 0, 1, 128, 256, 2, 4, 4, 1, 1, 1, 0>
+// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, 8192, 8192, 8192, 1, 1, 0, 1, 128, 256, 2, 4, 4, 1, 1, 1, 0, 0>
 // LOWER-LABEL: hexir.executable @wg_big
 // LOWER-SAME:    hexir.cuda.shared_bytes = 197632 : i64
 // LOWER:           nvvm.cp.async.wait.group 1
@@ -95,11 +95,11 @@ hexir.executable @wg_big {
 
 // Dynamic M takes 128x128 tiles; unaligned rows (K = 37) and small M stay on mma.sync.
 // DIST-LABEL: hexir.executable @wg_dynamic
-// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, -1, 256, 128, 0, 0, 0, 1, 128, 128, 2, 4, 6, 1, 1, 1, 0>
+// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, -1, 256, 128, 0, 0, 0, 1, 128, 128, 2, 4, 6, 1, 1, 1, 0, 0>
 // DIST-LABEL: hexir.executable @sync_unaligned
-// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, 200, 256, 37, 0, 0, 0, 1, 64, 64, 2, 2, 4, 0, 0, 1, 0>
+// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, 200, 256, 37, 0, 0, 0, 1, 64, 64, 2, 2, 4, 0, 0, 1, 0, 0>
 // DIST-LABEL: hexir.executable @sync_small
-// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, 32, 256, 128, 0, 0, 0, 1, 64, 64, 2, 2, 4, 1, 0, 1, 0>
+// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, 32, 256, 128, 0, 0, 0, 1, 64, 64, 2, 2, 4, 1, 0, 1, 0, 0>
 // LOWER-LABEL: hexir.executable @wg_dynamic
 // LOWER:           wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // LOWER-LABEL: hexir.executable @sync_unaligned
@@ -148,7 +148,7 @@ hexir.executable @sync_small {
 // bias and stores; a second cluster barrier keeps its shared memory until all have read.
 // DIST-LABEL: hexir.executable @wg_split
 // DIST-SAME:    hexir.workgroup_count = array<i64: 128, 1, 1>
-// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, 128, 2048, 2048, 0, 0, 0, 1, 128, 64, 2, 4, 6, 1, 1, 4, 0>
+// DIST:           hexir.cuda.tensor_core_matmul = array<i64: 1, 128, 2048, 2048, 0, 0, 0, 1, 128, 64, 2, 4, 6, 1, 1, 4, 0, 0>
 // LOWER-LABEL: hexir.executable @wg_split
 // LOWER:         llvm.func internal @wg_split_impl
 // LOWER:           llvm.intr.umin
