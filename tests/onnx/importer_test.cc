@@ -391,6 +391,35 @@ TEST_CASE("uint8 divides, compares, shifts and converts with unsigned semantics"
   CHECK(out.find("2xi8=50 1") != std::string::npos);  // 200 >> 2 = 50 (arithmetic: -14)
 }
 
+TEST_CASE("bf16 tensors add, multiply and clip in bf16, each result rounded to nearest even") {
+  constexpr int kBf16 = ::onnx::TensorProto::BFLOAT16;
+  Graph m;
+  m.Input("x", {5}, kBf16);
+  m.Input("y", {5}, kBf16);
+  m.Output("relu", {5}, kBf16);
+  m.Output("wide", {5});
+  m.Node("Add", {"x", "y"}, {"s"});
+  m.Node("Mul", {"s", "x"}, {"p"});
+  m.Node("Relu", {"p"}, {"relu"});
+  auto* cast = m.Node("Cast", {"s"}, {"wide"});
+  Graph::AttrI(cast, "to", ::onnx::TensorProto::FLOAT);
+  auto r = ox::ImportOnnxModel(m.model);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  CHECK(r->find("tensor<5xbf16>") != std::string::npos);
+  std::string mod = ox::testing::CompileForCpu(*r, "bf16");
+  REQUIRE(!mod.empty());
+  int code = 0;
+  std::string out = ox::testing::RunMainWith(mod, {"5xbf16=1 -2.5 3 256 256", "5xbf16=2 1 -4 1 3"}, &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  // bf16 holds 8 significant bits: 256 + 1 = 257 rounds to 256 (a tie, to even), 256 + 3 = 259
+  // to 260 (a tie between 258 and 260: 260's last bit is even); f32 arithmetic would keep 257
+  // and 259. Then s * x: 3, 3.75, -3 (clipped to 0), 256 * 256 and 260 * 256 exactly.
+  CHECK(out.find("5xbf16=3 3.75 0 65536 66560") == 0);
+  CHECK(out.find("5xf32=3 -1.5 -1 256 260") != std::string::npos);
+}
+
 TEST_CASE("uint8 ReduceMax/ReduceMin, ArgMax/ArgMin and TopK order values above 127 as unsigned") {
   // x = [200, 7, 130, 9] as uint8 (read and printed as i8: -56 7 -126 9); signed order would
   // make 9 the largest and 130 the smallest.

@@ -213,6 +213,57 @@ TEST_CASE("external data is read relative to the model's folder, embedded or as 
   RunAndCompare(module, dir + "/p.gguf");
 }
 
+TEST_CASE("a large raw_data weight is read in place: the import holds the model's structure, not the weight") {
+  // y[1,4096] = x[1,2048] @ W, W a 32 MiB raw_data initializer of the .onnx itself.
+  constexpr int kK = 2048, kN = 4096;
+  std::string dir = Folder("in_place");
+  Graph m;
+  m.Input("x", {1, kK});
+  m.Output("y", {1, kN});
+  std::vector<float> w(static_cast<size_t>(kK) * kN);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = WeightAt(static_cast<int>(i % 100003));
+  m.InitF("W", {kK, kN}, {});
+  m.g->mutable_initializer(0)->set_raw_data(std::string(reinterpret_cast<const char*>(w.data()), w.size() * 4));
+  m.Node("MatMul", {"x", "W"}, {"y"});
+  ox::testing::Save(m.model, dir + "/big.onnx");
+  const auto model_bytes = static_cast<int64_t>(std::filesystem::file_size(dir + "/big.onnx"));
+  int code = 0;
+  std::string out = Sh("/usr/bin/time -f 'maxrss %M KB' tools/hexir-import/hexir-import " + dir + "/big.onnx -o " +
+                           dir + "/big.mlir --parameters=" + dir + "/big.gguf",
+                       &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  size_t at = out.find("maxrss ");
+  REQUIRE(at != std::string::npos);
+  const int64_t peak = std::stoll(out.substr(at + 7)) * 1024;
+  CHECK(peak < model_bytes / 2);  // protobuf's own parse holds the 32 MiB (and more while it grows)
+  std::ifstream f(dir + "/big.mlir");
+  std::string mlir((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string module = CompileForCpu(mlir, "in_place");
+  REQUIRE(!module.empty());
+  std::string x = "1x" + std::to_string(kK) + "xf32=";
+  std::vector<float> xs(kK);
+  for (int k = 0; k < kK; ++k) x += std::to_string(xs[k] = InputAt(k)) + " ";
+  std::string y = Sh("tools/hexir-run/hexir-run --module=" + module + " --parameters=" + dir + "/big.gguf '--input=" + x + "'",
+                     &code);
+  REQUIRE(code == 0);
+  std::vector<float> got = ParseFloats(y);
+  REQUIRE(got.size() == static_cast<size_t>(kN));
+  for (int j = 0; j < kN; ++j) {
+    double acc = 0;
+    for (int k = 0; k < kK; ++k) acc += double(xs[k]) * w[static_cast<size_t>(k) * kN + j];
+    INFO("y[" << j << "]");
+    REQUIRE(std::fabs(got[j] - acc) <= 1e-4 * (1 + std::fabs(acc)));
+  }
+
+  SECTION("a file cut inside the weight is refused as protobuf refuses it") {
+    Sh("head -c 20000000 " + dir + "/big.onnx > " + dir + "/cut.onnx", &code);
+    std::string err = Sh("tools/hexir-import/hexir-import " + dir + "/cut.onnx -o " + dir + "/cut.mlir", &code);
+    CHECK(code == 1);
+    CHECK(Has(err, "is not an ONNX model (protobuf parse failed)"));
+  }
+}
+
 TEST_CASE("a missing, short or escaping external data file is an error naming the tensor") {
   std::string dir = Folder("external_bad");
   Graph m = DenseModel();

@@ -293,6 +293,53 @@ TEST_CASE("two dynamic dims broadcast a run-time 1 as ONNX does; extents that do
   }
 }
 
+TEST_CASE("a `?` extent meeting a static one broadcasts a run-time 1; other extents fail naming both") {
+  Graph m;
+  m.Input("a", {-1, -1});
+  m.Input("s", {-1, 4});
+  m.Input("e", {-1});
+  m.InitI("shape", {2, 3});
+  m.Output("z", {-1, 4});
+  m.Output("y", {2, 3});
+  m.Node("Add", {"a", "s"}, {"z"}, "plus");  // dim 0: `?` vs `?`; dim 1: `?` vs a static 4
+  m.Node("Expand", {"e", "shape"}, {"y"}, "expand");  // `?` vs a static 3
+  std::string mod = Build(m, "static_broadcast");
+  auto add = [](float x, float y) { return x + y; };
+  struct Shapes {
+    int64_t ar, ac, sr, e;
+  };
+  // Equal extents, then a's run-time 1 against the static 4 (with and without a 1 in dim 0).
+  for (Shapes k : {Shapes{2, 4, 2, 3}, Shapes{2, 1, 2, 1}, Shapes{1, 1, 3, 3}, Shapes{3, 4, 1, 1}}) {
+    std::vector<float> a = Iota(k.ar * k.ac, 1), sv = Iota(k.sr * 4, 10), e = Iota(k.e, 5);
+    int64_t rows = std::max(k.ar, k.sr);
+    INFO(k.ar << "x" << k.ac << " + " << k.sr << "x4, Expand of " << k.e);
+    std::istringstream lines(Run(mod, {Tensor2(k.ar, k.ac, a), Tensor2(k.sr, 4, sv),
+                                       std::to_string(k.e) + "xf32=" + Floats(e)}));
+    std::string z, y;
+    std::getline(lines, z);
+    std::getline(lines, y);
+    CHECK(Prefix(z) == std::to_string(rows) + "x4xf32");
+    CHECK(ParseFloats(z) == BroadcastReference(a, k.ar, k.ac, sv, k.sr, 4, add));
+    CHECK(Prefix(y) == "2x3xf32");
+    CHECK(ParseFloats(y) == BroadcastReference(e, 1, k.e, std::vector<float>(6, 0.0f), 2, 3, add));
+  }
+  struct Bad {
+    int64_t ac, e;
+    const char* message;
+  };
+  for (Bad k : {Bad{3, 3, "node 'plus' (op Add): dimension 1 of operand 1 is 4 and of operand 0 is 3: they do not "
+                          "broadcast (extents must be equal or 1)"},
+                Bad{4, 2, "node 'expand' (op Expand): dimension 1 of operand 1 is 3 and of operand 0 is 2: they do "
+                          "not broadcast (extents must be equal or 1)"}}) {
+    int code = 0;
+    std::string bad = RunMainWith(mod, {Tensor2(2, k.ac, Iota(2 * k.ac, 1)), Tensor2(2, 4, Iota(8, 1)),
+                                        std::to_string(k.e) + "xf32=" + Floats(Iota(k.e, 1))}, &code);
+    INFO(bad);
+    CHECK(code == 1);
+    CHECK(bad.find(k.message) != std::string::npos);
+  }
+}
+
 TEST_CASE("Expand to a shape read at run time broadcasts a run-time 1 of its `?` input") {
   Graph m;
   m.Input("x", {-1, -1});

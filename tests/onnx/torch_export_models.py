@@ -93,6 +93,19 @@ class Positives(nn.Module):
         return torch.nonzero(x > 0.5)
 
 
+class FeatureScale(nn.Module):
+    """Per-feature scale and shift of [N, F] with F a dynamic axis: a run-time F of 1 meets the
+    parameters' static 4 and broadcasts (ONNX's rule, as PyTorch does)."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(4))
+        self.shift = nn.Parameter(torch.randn(4))
+
+    def forward(self, x):  # N, F
+        return torch.tanh(x * self.scale + self.shift)
+
+
 def export(model, name, inputs, dynamic, out, runs, axes=(0,)):
     dims = {a: "d%d" % a for a in axes}
     torch.onnx.export(model, inputs[0], os.path.join(out, name + ".onnx"), opset_version=14,
@@ -125,6 +138,8 @@ def main(out):
            axes=(0, 1))
     export(Positives().eval(), "nonzero", [torch.rand(3, 5), torch.rand(4, 2)], True, out, runs,
            axes=(0, 1))
+    export(FeatureScale().eval(), "feature_scale", [torch.randn(2, 4), torch.randn(3, 1)], True, out,
+           runs, axes=(0, 1))
     with open(os.path.join(out, "runs.txt"), "w") as f:
         f.write("\n".join(runs) + "\n")
 

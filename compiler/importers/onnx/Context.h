@@ -76,10 +76,11 @@ class Context {
   // Helpers.
   StatusOr<Shape> BroadcastShapes(const std::vector<const Val*>& vs) const;
   static std::string BroadcastMap(const Val& v, const Shape& out);
-  // A generic over the numpy broadcast of ins applying `body` to their elements. Where two
-  // different `?` extents meet, ONNX's broadcast is chosen at run time (BroadcastAtRunTime).
+  // A generic over the numpy broadcast of ins applying `body` to their elements. Where a `?`
+  // extent meets a different one, ONNX's broadcast is chosen at run time (BroadcastAtRunTime).
   StatusOr<Val> Elementwise(std::vector<Val*> ins, const std::string& out_et, const BodyFn& body);
-  // Whether two different `?` extents (SSA values) meet at some position of `out`.
+  // Whether a `?` extent meets a different one at some position of `out`: another `?` (SSA
+  // value), or a static extent (out's, which is then not 1), either of which may be 1 at run time.
   static bool MeetsAtRunTime(const std::vector<Val*>& ins, const Shape& out);
   // Elementwise's form for extents decided at run time (RunTimeBroadcast.cc): a check that they
   // broadcast (equal or 1, naming the node, the dim and the operands), and a host `scf.if`

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "compiler/importers/onnx/Context.h"
+#include "compiler/importers/onnx/ModelFile.h"
 #include "compiler/importers/onnx/OpTable.h"
 #include "compiler/importers/onnx/ParameterFile.h"
 #include "compiler/importers/onnx/TensorData.h"
@@ -253,18 +254,20 @@ StatusOr<std::string> ImportOnnxModel(const ::onnx::ModelProto& model, const Imp
 }
 
 StatusOr<std::string> ImportOnnxFile(const std::string& path, const ImportOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(StatusCode::kNotFound, "cannot open '" + path + "'");
   ProgressLine reading(options.progress);
   reading.Show("reading " + path, true);
-  ::onnx::ModelProto model;
-  if (!model.ParseFromIstream(&in))
-    return Status(StatusCode::kInvalidArgument, "'" + path + "' is not an ONNX model (protobuf parse failed)");
   ImportOptions with_dir = options;
-  if (with_dir.model_dir.empty()) {
-    size_t slash = path.rfind('/');
+  const size_t slash = path.rfind('/');
+  // Large initializers are read in place, as external data of the model's own file, unless
+  // external data is resolved against another folder than the file's.
+  int64_t in_place_bytes = kReadInPlaceBytes;
+  if (with_dir.model_dir.empty())
     with_dir.model_dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
-  }
+  else
+    in_place_bytes = INT64_MAX;
+  ::onnx::ModelProto model;
+  HEXIR_RETURN_IF_ERROR(ReadModelFile(path, slash == std::string::npos ? path : path.substr(slash + 1),
+                                      in_place_bytes, &model));
   auto r = ImportOnnxModel(model, with_dir);
   if (!r.ok()) return std::move(r).status().WithContext(path);
   return r;

@@ -1,8 +1,9 @@
-// ONNX broadcasting where two different `?` extents meet (Context::Elementwise, Expand): which
-// operand is 1 is known only at run time, so the host chooses. Equal extents (the usual case)
-// take the generic every elementwise op gets, reading each operand with the output's positions;
-// otherwise a generic over the output reads each operand with `tensor.extract` at position 0
-// along the dims that are 1 at run time. Both are in one `scf.if` on a host flag.
+// ONNX broadcasting where a `?` extent meets a different one (Context::Elementwise, Expand):
+// another `?` extent, or a static one other than 1 (`?` vs 4: the `?` may be 1 at run time).
+// Which operand is 1 is known only at run time, so the host chooses. Equal extents (the usual
+// case) take the generic every elementwise op gets, reading each operand with the output's
+// positions; otherwise a generic over the output reads each operand with `tensor.extract` at
+// position 0 along the dims that are 1 at run time. Both are in one `scf.if` on a host flag.
 //
 // The choice costs fusion with the producers (the generic is inside a region), so the importer
 // avoids it where it can prove extents equal: Builder's symbolic dims (SymbolicDims.h) give
@@ -28,13 +29,25 @@ std::string I1(Builder& b, const std::string& op, const std::string& x, const st
   return n;
 }
 
+// The host check that extent `o` (of the operands `label` names) and extent `d` (of operand k)
+// broadcast at output position i: equal, or either is 1 (ONNX's rule). `where` names the node.
+void CheckBroadcasts(Builder& b, const std::string& where, const std::string& one, size_t i,
+                     const std::string& label, const std::string& o, size_t k, const std::string& d) {
+  std::string ok = I1(b, "cmpi eq,", o, d, "index");
+  ok = I1(b, "ori", ok, I1(b, "cmpi eq,", o, one, "index"), "i1");
+  ok = I1(b, "ori", ok, I1(b, "cmpi eq,", d, one, "index"), "i1");
+  b.Line("hexir.check " + ok + ", \"" + where + "dimension " + std::to_string(i) + " of " + label +
+         " is {} and of operand " + std::to_string(k) +
+         " is {}: they do not broadcast (extents must be equal or 1)\"(" + o + ", " + d + ") : index, index");
+}
+
 }  // namespace
 
 bool Context::MeetsAtRunTime(const std::vector<Val*>& ins, const Shape& out) {
   for (size_t i = 0; i < out.size(); ++i)
     for (const Val* v : ins) {
       const Dim* d = DimAt(*v, out, i);
-      if (d && d->dynamic() && out[i].dynamic() && d->ssa != out[i].ssa) return true;
+      if (d && d->dynamic() && (!out[i].dynamic() || d->ssa != out[i].ssa)) return true;
     }
   return false;
 }
@@ -48,36 +61,48 @@ StatusOr<Val> Context::BroadcastAtRunTime(std::vector<Val*> ins, size_t data, co
   // unit[k][i]: i1 "operand k's extent at output position i is 1" where that decides its read
   std::vector<std::vector<std::string>> unit(ins.size(), std::vector<std::string>(out.size()));
   for (size_t i = 0; i < out.size(); ++i) {
-    if (!out[i].dynamic()) continue;  // a `?` extent meeting a static one: hexir-compile's checks
     Dim o;
-    int first = -1, last = -1;  // the operands o is the broadcast of
-    for (size_t k = 0; k < ins.size(); ++k) {
-      const Dim* d = DimAt(*ins[k], out, i);
-      if (!d || !d->dynamic()) continue;  // a static 1
-      if (first < 0) {
-        o = *d;
-        first = last = static_cast<int>(k);
-        continue;
+    if (!out[i].dynamic()) {
+      // A static extent N meeting `?` ones (N is not 1 then): each `?` must be N or 1 at run time.
+      bool meets = false;
+      size_t fixed = ins.size();  // the first operand whose extent is N
+      for (size_t k = 0; k < ins.size(); ++k) {
+        const Dim* d = DimAt(*ins[k], out, i);
+        if (d && d->dynamic()) meets = true;
+        if (d && !d->dynamic() && fixed == ins.size()) fixed = k;
       }
-      if (d->ssa == o.ssa) continue;
-      // o and d broadcast when equal or either is 1: ONNX's rule.
-      std::string ok = I1(b, "cmpi eq,", o.ssa, d->ssa, "index");
-      ok = I1(b, "ori", ok, I1(b, "cmpi eq,", o.ssa, one, "index"), "i1");
-      ok = I1(b, "ori", ok, I1(b, "cmpi eq,", d->ssa, one, "index"), "i1");
-      std::string label = first == last ? "operand " + std::to_string(first)
-                                        : "operands " + std::to_string(first) + " to " + std::to_string(last);
-      b.Line("hexir.check " + ok + ", \"" + where + "dimension " + std::to_string(i) + " of " + label +
-             " is {} and of operand " + std::to_string(k) +
-             " is {}: they do not broadcast (extents must be equal or 1)\"(" + o.ssa + ", " + d->ssa +
-             ") : index, index");
-      o = b.SelectDim(b.Compare("eq", o, Dim::Static(1)), *d, o);
-      last = static_cast<int>(k);
+      if (!meets) continue;
+      o = out[i];
+      const std::string n = b.DimValue(o);
+      for (size_t k = 0; k < ins.size(); ++k) {
+        const Dim* d = DimAt(*ins[k], out, i);
+        if (d && d->dynamic()) CheckBroadcasts(b, where, one, i, "operand " + std::to_string(fixed), n, k, d->ssa);
+      }
+    } else {
+      int first = -1, last = -1;  // the operands o is the broadcast of
+      for (size_t k = 0; k < ins.size(); ++k) {
+        const Dim* d = DimAt(*ins[k], out, i);
+        if (!d || !d->dynamic()) continue;  // a static 1
+        if (first < 0) {
+          o = *d;
+          first = last = static_cast<int>(k);
+          continue;
+        }
+        if (d->ssa == o.ssa) continue;
+        CheckBroadcasts(b, where, one, i,
+                        first == last ? "operand " + std::to_string(first)
+                                      : "operands " + std::to_string(first) + " to " + std::to_string(last),
+                        o.ssa, k, d->ssa);
+        o = b.SelectDim(b.Compare("eq", o, Dim::Static(1)), *d, o);
+        last = static_cast<int>(k);
+      }
+      out[i] = o;
     }
-    out[i] = o;
+    const std::string extent = b.DimValue(o);
     for (size_t k = 0; k < ins.size(); ++k) {
       const Dim* d = DimAt(*ins[k], out, i);
-      if (!d || !d->dynamic() || d->ssa == o.ssa) continue;
-      same = b.AndI1(same, I1(b, "cmpi eq,", d->ssa, o.ssa, "index"));
+      if (!d || !d->dynamic() || d->ssa == extent) continue;
+      same = b.AndI1(same, I1(b, "cmpi eq,", d->ssa, extent, "index"));
       unit[k][i] = I1(b, "cmpi eq,", d->ssa, one, "index");
     }
   }
