@@ -138,8 +138,6 @@ class HostLowering {
   LogicalResult lowerScalarArith(Operation* op);
   // The VM register type of a host type (null: not a host type for this target).
   Type vmType(Type t);
-  // Whether `v` (an operand of an op being lowered) already has its lowered value.
-  bool isLowered(Value v) const { return tensors.count(v) || scalars.count(v); }
 
  private:
   // ---- helpers (HostLowering.cpp) ----

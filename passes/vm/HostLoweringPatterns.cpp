@@ -21,6 +21,15 @@ class HostPattern : public OpRewritePattern<OpTy> {
   HostLowering& lowering;
 };
 
+// A pattern whose op is always legal here: the rewrite is the HostLowering method `Rewrite`.
+template <typename OpTy, auto Rewrite>
+struct LowerWith : HostPattern<OpTy> {
+  using HostPattern<OpTy>::HostPattern;
+  LogicalResult matchAndRewrite(OpTy op, PatternRewriter&) const override {
+    return (this->lowering.*Rewrite)(op);
+  }
+};
+
 // The first operand or result type of `op` that is not a host scalar; null when all are.
 Type firstNonScalarType(Operation* op, HostLowering& lowering) {
   for (Type t : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
@@ -55,66 +64,36 @@ struct ConstantLowering : HostPattern<arith::ConstantOp> {
 ///        %cb = hexir_vm.global.load.ref G; ref.is_null; cond_br ^record, ^replay
 ///        ^record: hal.command_buffer.create / dispatch_slots / finalize; global.store.ref
 ///        ^replay(%cb): hal.device.queue.execute_bound(dev, %cb, ..., bindings)
-struct ExecuteLowering : HostPattern<ExecuteOp> {
-  using HostPattern::HostPattern;
-  LogicalResult matchAndRewrite(ExecuteOp e, PatternRewriter&) const override {
-    return lowering.lowerExecute(e);
-  }
-};
+using ExecuteLowering = LowerWith<ExecuteOp, &HostLowering::lowerExecute>;
 
 /// The channel's rank or rank count, asked of the region device's default channel:
 ///   %r = hexir.channel.rank : index  ==>  %ch = hal.channel.default(dev)
 ///                                         %r = hal.channel.rank(%ch)
 template <typename OpTy>
-struct ChannelQueryLowering : HostPattern<OpTy> {
-  using HostPattern<OpTy>::HostPattern;
-  LogicalResult matchAndRewrite(OpTy q, PatternRewriter&) const override {
-    return this->lowering.lowerChannelQuery(q);
-  }
-};
+using ChannelQueryLowering = LowerWith<OpTy, &HostLowering::lowerChannelQuery>;
 
 /// A row-major reshape aliases its source's bytes; a collapsed dim is the product of its
 /// group, an expanded dynamic dim its `output_shape` value:
 ///   %r = tensor.collapse_shape %t [[0, 1]] : tensor<?x4xf32> into tensor<?xf32>
 ///   ==>  %r.buf = %t.buf;  %r.d0 = hexir_vm.inst "mul.i64"(%t.d0, %t.d1)
 template <typename OpTy>
-struct ReshapeLowering : HostPattern<OpTy> {
-  using HostPattern<OpTy>::HostPattern;
-  LogicalResult matchAndRewrite(OpTy r, PatternRewriter&) const override {
-    return this->lowering.lowerReshape(r);
-  }
-};
+using ReshapeLowering = LowerWith<OpTy, &HostLowering::lowerReshape>;
 
 /// A cast aliases its source; its static dims become constants (hexir-insert-shape-checks put
 /// the check that they hold before it):
 ///   %r = tensor.cast %t : tensor<?xf32> to tensor<4xf32>
 ///   ==>  %r.buf = %t.buf;  %r.d0 = hexir_vm.const.i64 4
-struct CastLowering : HostPattern<tensor::CastOp> {
-  using HostPattern::HostPattern;
-  LogicalResult matchAndRewrite(tensor::CastOp c, PatternRewriter&) const override {
-    return lowering.lowerCast(c);
-  }
-};
+using CastLowering = LowerWith<tensor::CastOp, &HostLowering::lowerCast>;
 
 /// A check is one host assert, run before the region whose dispatches it guards is submitted:
 ///   hexir.check %ok, "dim {} ..."(%n) : index  ==>  hexir_vm.assert %ok, "dim {} ..."(%n)
-struct CheckLowering : HostPattern<CheckOp> {
-  using HostPattern::HostPattern;
-  LogicalResult matchAndRewrite(CheckOp c, PatternRewriter&) const override {
-    return lowering.lowerCheck(c);
-  }
-};
+using CheckLowering = LowerWith<CheckOp, &HostLowering::lowerCheck>;
 
 /// A host empty (returned or passed on with no producer) is a zeroed buffer on its device:
 ///   %e = tensor.empty(%n) : tensor<?x4xf32>
 ///   ==>  %size = hexir_vm.inst "mul.i64"(%n, 16)
 ///        %e.buf = hal.allocator.allocate(dev, %size);  %e.d0 = %n
-struct EmptyLowering : HostPattern<tensor::EmptyOp> {
-  using HostPattern::HostPattern;
-  LogicalResult matchAndRewrite(tensor::EmptyOp e, PatternRewriter&) const override {
-    return lowering.lowerEmpty(e);
-  }
-};
+using EmptyLowering = LowerWith<tensor::EmptyOp, &HostLowering::lowerEmpty>;
 
 /// A dim is the register already holding it (no instruction):
 ///   %d = tensor.dim %t, %c1 : tensor<?x?xf32>  ==>  %d = %t.d1
@@ -151,57 +130,27 @@ struct ExtractLowering : HostPattern<tensor::ExtractOp> {
 ///   ==>  %v = hal.buffer_view.create(%t.buf, type, %t.d0)   (or %t's own argument view)
 ///        %rv = hexir_vm.call @f(%v)
 ///        %r.buf = hal.buffer_view.buffer(%rv);  %r.d0 = hal.buffer_view.dim(%rv, 0)
-struct CallLowering : HostPattern<func::CallOp> {
-  using HostPattern::HostPattern;
-  LogicalResult matchAndRewrite(func::CallOp c, PatternRewriter&) const override {
-    return lowering.lowerCall(c);
-  }
-};
+using CallLowering = LowerWith<func::CallOp, &HostLowering::lowerCall>;
 
 /// A tensor crosses a block edge as its buffer and its dynamic dims:
 ///   cf.br ^bb1(%t : tensor<?x4xf32>)  ==>  hexir_vm.br ^bb1(%t.buf, %t.d0)
-struct BranchLowering : HostPattern<cf::BranchOp> {
-  using HostPattern::HostPattern;
-  LogicalResult matchAndRewrite(cf::BranchOp br, PatternRewriter&) const override {
-    return lowering.lowerBranch(br);
-  }
-};
+using BranchLowering = LowerWith<cf::BranchOp, &HostLowering::lowerBranch>;
 
 ///   cf.cond_br %c, ^a(%t : tensor<?xf32>), ^b  ==>  hexir_vm.cond_br %c, ^a(%t.buf, %t.d0), ^b
-struct CondBranchLowering : HostPattern<cf::CondBranchOp> {
-  using HostPattern::HostPattern;
-  LogicalResult matchAndRewrite(cf::CondBranchOp br, PatternRewriter&) const override {
-    return lowering.lowerCondBranch(br);
-  }
-};
+using CondBranchLowering = LowerWith<cf::CondBranchOp, &HostLowering::lowerCondBranch>;
 
 /// Returned tensors are views (an argument's own view when it is returned as is):
 ///   func.return %t : tensor<?xf32>
 ///   ==>  %v = hal.buffer_view.create(%t.buf, type, %t.d0);  hexir_vm.return %v
-struct ReturnLowering : HostPattern<func::ReturnOp> {
-  using HostPattern::HostPattern;
-  LogicalResult matchAndRewrite(func::ReturnOp r, PatternRewriter&) const override {
-    return lowering.lowerReturn(r);
-  }
-};
+using ReturnLowering = LowerWith<func::ReturnOp, &HostLowering::lowerReturn>;
 
 /// A tensor global is a ref global holding its buffer; its static dims are constants:
 ///   %g = hexir.global.load @w : tensor<4xf32>
 ///   ==>  %g.buf = hexir_vm.global.load.ref G;  %g.d0 = hexir_vm.const.i64 4
-struct GlobalLoadLowering : HostPattern<GlobalLoadOp> {
-  using HostPattern::HostPattern;
-  LogicalResult matchAndRewrite(GlobalLoadOp g, PatternRewriter&) const override {
-    return lowering.lowerGlobalLoad(g);
-  }
-};
+using GlobalLoadLowering = LowerWith<GlobalLoadOp, &HostLowering::lowerGlobalLoad>;
 
 ///   hexir.global.store %t, @w : tensor<4xf32>  ==>  hexir_vm.global.store.ref %t.buf, G
-struct GlobalStoreLowering : HostPattern<GlobalStoreOp> {
-  using HostPattern::HostPattern;
-  LogicalResult matchAndRewrite(GlobalStoreOp g, PatternRewriter&) const override {
-    return lowering.lowerGlobalStore(g);
-  }
-};
+using GlobalStoreLowering = LowerWith<GlobalStoreOp, &HostLowering::lowerGlobalStore>;
 
 /// Host arith on scalars: i64 / f64 registers, the instructions from lowerScalarArith's table;
 /// an i32 result is sign-extended again, an i1 result masked:
