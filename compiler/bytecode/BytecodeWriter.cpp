@@ -128,19 +128,149 @@ class ModuleWriter {
     return s;
   }
 
-  LogicalResult addFunction(func::FuncOp func) {
-    if (func.isExternal()) return success();
+  // Every signature, block argument and terminator in VM form.
+  static LogicalResult verifyVMForm(func::FuncOp func) {
     for (Type t : llvm::concat<const Type>(func.getArgumentTypes(), func.getResultTypes()))
       if (!vmir::SignatureChar(t))
         return func.emitError("function is not in VM form: type ") << t;
-    Region& region = func.getBody();
-    for (Block& block : region) {
+    for (Block& block : func.getBody()) {
       if (block.empty() || !block.back().hasTrait<OpTrait::IsTerminator>())
         return func.emitError("every block must end with a VM terminator");
       for (BlockArgument a : block.getArguments())
         if (!vmir::SignatureChar(a.getType()))
           return func.emitError("block argument is not in VM form: type ") << a.getType();
     }
+    return success();
+  }
+
+  // What a block's terminator fuses (BranchSelection.h): a loop latch or a compare.
+  struct BlockBranches {
+    std::optional<LoopLatch> latch;
+    std::optional<FusedCompare> fused;
+    bool counted = false;  // the latch is a for.i64
+    // The instruction folded into the branch (not emitted on its own).
+    Operation* folded() {
+      return counted ? latch->increment.getOperation() : fused ? fused->compare.getOperation() : nullptr;
+    }
+  };
+
+  BlockBranches selectBranches(Block& block, DenseMap<Block*, std::vector<ListEntry>>& entryReleases,
+                               DenseMap<Value, uint32_t>& regs, const llvm::SetVector<Value>& liveOut) {
+    BlockBranches out;
+    Operation* selecting = options.selectBranches ? block.getTerminator() : nullptr;
+    if (auto br = dyn_cast_or_null<vmir::BrOp>(selecting)) {
+      std::optional<LoopLatch>& latch = out.latch;
+      latch = MatchLoopLatch(br);
+      // The rotated branch skips the header: only where the header releases nothing on
+      // entry and copies nothing into the body.
+      if (latch && (!entryReleases[latch->header].empty() ||
+                    !inPlace(cast<vmir::CondBrOp>(latch->header->getTerminator()).getTrueOperands(),
+                             latch->body, regs)))
+        latch.reset();
+      // for.i64 adds in place at the branch: %next and %counter in %i's register, %step
+      // still in its.
+      out.counted = latch && latch->increment &&
+                    regs[latch->increment->getResult(0)] == regs[latch->induction] &&
+                    regs[latch->counter] == regs[latch->induction] &&
+                    (latch->increment->getNextNode() == br.getOperation() || liveOut.contains(latch->step) ||
+                     llvm::is_contained(br.getDestOperands(), latch->step));
+    } else if (auto br = dyn_cast_or_null<vmir::CondBrOp>(selecting)) {
+      out.fused = MatchFusedCompare(br);
+    }
+    return out;
+  }
+
+  // A function's code being written: branch targets are patched once every block has its offset.
+  struct FunctionCode {
+    Encoder enc;
+    DenseMap<Block*, uint32_t> blockOffsets;
+    std::vector<std::pair<size_t, Block*>> fixups;
+    void target(Block* block) { fixups.emplace_back(enc.T(0), block); }
+    void patchTargets() {
+      for (auto [at, block] : fixups) enc.Patch(at, blockOffsets[block]);
+    }
+  };
+  using EdgeCopies = std::vector<std::pair<ListEntry, ListEntry>>;
+
+  // `br`, with the latch's test and jump to the body first when the block is a loop latch.
+  void encodeBr(vmir::BrOp br, EdgeCopies p, const BlockBranches& branches, Block* fallthrough,
+                DenseMap<Value, uint32_t>& regs, FunctionCode& code) {
+    Encoder& enc = code.enc;
+    if (const std::optional<LoopLatch>& latch = branches.latch) {
+      if (branches.counted) {
+        enc.op(Opcode::ForI64);
+        enc.V(regs[latch->induction]);
+        enc.V(regs[latch->step]);
+      } else {
+        enc.op(latch->test.opcode);
+        enc.V(regs[latch->test.lhs]);
+      }
+      enc.V(regs[latch->test.rhs]);
+      code.target(latch->body);
+      enc.P(p);
+    }
+    // A branch with nothing to copy to the block laid out next is not written: the code
+    // falls through (a block left empty this way costs its predecessors nothing).
+    if (options.selectBranches && p.empty() && fallthrough == br.getDest()) return;
+    enc.op(Opcode::Br);
+    code.target(br.getDest());
+    enc.P(p);
+  }
+
+  // `cond_br`, or its fused compare-and-branch when the block has one.
+  void encodeCondBr(vmir::CondBrOp br, EdgeCopies pTrue, EdgeCopies pFalse, const BlockBranches& branches,
+                    Block* fallthrough, DenseMap<Value, uint32_t>& regs, FunctionCode& code) {
+    Encoder& enc = code.enc;
+    if (!branches.fused) {
+      enc.op(Opcode::CondBr);
+      enc.V(regs[br.getCondition()]);
+      code.target(br.getTrueDest());
+      enc.P(pTrue);
+      code.target(br.getFalseDest());
+      enc.P(pFalse);
+      return;
+    }
+    // Branch toward one destination and fall through (or `br`) to the other; the
+    // negated test when that lets the true destination be the fall-through.
+    FusedCompare test = *branches.fused;
+    auto fallsThrough = [&](Block* dest, const auto& p) { return dest == fallthrough && p.empty(); };
+    if (!fallsThrough(br.getFalseDest(), pFalse) && fallsThrough(br.getTrueDest(), pTrue))
+      test = Negated(test);
+    Block* taken = test.toTrueDest ? br.getTrueDest() : br.getFalseDest();
+    Block* other = test.toTrueDest ? br.getFalseDest() : br.getTrueDest();
+    enc.op(test.opcode);
+    enc.V(regs[test.lhs]);
+    enc.V(regs[test.rhs]);
+    code.target(taken);
+    enc.P(test.toTrueDest ? pTrue : pFalse);
+    const auto& pOther = test.toTrueDest ? pFalse : pTrue;
+    if (fallsThrough(other, pOther)) return;
+    enc.op(Opcode::Br);
+    code.target(other);
+    enc.P(pOther);
+  }
+
+  // The module's record of a function: its code, register counts, export and ABI attributes.
+  static bytecode::FunctionData functionData(func::FuncOp func, std::vector<uint32_t> code,
+                                             const RegisterAssignment& assignment) {
+    bytecode::FunctionData fn;
+    fn.name = func.getName().str();
+    fn.signature = signatureOf(func.getArgumentTypes(), func.getResultTypes());
+    fn.code = std::move(code);
+    fn.value_register_count = assignment.valueCount;
+    fn.ref_register_count = assignment.refCount;
+    fn.exported = func.isPublic();
+    for (auto [attr, key] : {std::pair{"hexir_vm.abi_args", "abi.args"},
+                             std::pair{"hexir_vm.abi_results", "abi.results"},
+                             std::pair{"hexir_vm.abi_arg_devices", "abi.arg_devices"}})
+      if (auto s = func->getAttrOfType<StringAttr>(attr)) fn.attrs.emplace_back(key, s.str());
+    return fn;
+  }
+
+  LogicalResult addFunction(func::FuncOp func) {
+    if (func.isExternal()) return success();
+    if (failed(verifyVMForm(func))) return failure();
+    Region& region = func.getBody();
     Liveness live(region);
     RegisterAssignment assignment(region, live, /*coalesce=*/options.selectBranches);
     auto& regs = assignment.regs;
@@ -150,12 +280,10 @@ class ModuleWriter {
     DenseMap<Block*, std::vector<ListEntry>> entryReleases;
     for (Block& block : region) entryReleases[&block] = releasesOnEntry(block, live, regs);
 
-    Encoder enc;
-    DenseMap<Block*, uint32_t> blockOffsets;
-    std::vector<std::pair<size_t, Block*>> fixups;
-    auto target = [&](Block* block) { fixups.emplace_back(enc.T(0), block); };
+    FunctionCode code;
+    Encoder& enc = code.enc;
     for (Block& block : region) {
-      blockOffsets[&block] = static_cast<uint32_t>(enc.size());
+      code.blockOffsets[&block] = static_cast<uint32_t>(enc.size());
       if (!entryReleases[&block].empty()) {
         enc.op(Opcode::Release);
         enc.L(entryReleases[&block]);
@@ -168,34 +296,22 @@ class ModuleWriter {
       auto movable = [&](Value v, Operation* op) {
         return isRef(v) && lastUse.lookup(v) == op && !liveOut.contains(v);
       };
-      // Fused branches (BranchSelection.h); the instruction each folds in is not emitted.
-      std::optional<LoopLatch> latch;
-      std::optional<FusedCompare> fused;
-      bool counted = false;
-      Operation* selecting = options.selectBranches ? block.getTerminator() : nullptr;
-      if (auto br = dyn_cast_or_null<vmir::BrOp>(selecting)) {
-        latch = MatchLoopLatch(br);
-        // The rotated branch skips the header: only where the header releases nothing on
-        // entry and copies nothing into the body.
-        if (latch && (!entryReleases[latch->header].empty() ||
-                      !inPlace(cast<vmir::CondBrOp>(latch->header->getTerminator()).getTrueOperands(),
-                               latch->body, regs)))
-          latch.reset();
-        // for.i64 adds in place at the branch: %next and %counter in %i's register, %step
-        // still in its.
-        counted = latch && latch->increment &&
-                  regs[latch->increment->getResult(0)] == regs[latch->induction] &&
-                  regs[latch->counter] == regs[latch->induction] &&
-                  (latch->increment->getNextNode() == br.getOperation() || liveOut.contains(latch->step) ||
-                   llvm::is_contained(br.getDestOperands(), latch->step));
-      } else if (auto br = dyn_cast_or_null<vmir::CondBrOp>(selecting)) {
-        fused = MatchFusedCompare(br);
-      }
-      Operation* folded = counted ? latch->increment.getOperation()
-                          : fused ? fused->compare.getOperation() : nullptr;
+      BlockBranches branches = selectBranches(block, entryReleases, regs, liveOut);
+      Operation* folded = branches.folded();
       Block* fallthrough = block.getNextNode();
       for (Operation& op : block) {
         if (&op == folded) continue;
+        if (auto br = dyn_cast<vmir::BrOp>(op)) {
+          encodeBr(br, copies(br.getDestOperands(), br.getDest(), &op, movable, regs), branches, fallthrough,
+                   regs, code);
+          continue;
+        }
+        if (auto br = dyn_cast<vmir::CondBrOp>(op)) {
+          auto pTrue = copies(br.getTrueOperands(), br.getTrueDest(), &op, movable, regs);
+          auto pFalse = copies(br.getFalseOperands(), br.getFalseDest(), &op, movable, regs);
+          encodeCondBr(br, std::move(pTrue), std::move(pFalse), branches, fallthrough, regs, code);
+          continue;
+        }
         std::vector<ListEntry> operands;
         for (auto [j, v] : llvm::enumerate(op.getOperands())) {
           bool laterInOp = llvm::is_contained(op.getOperands().drop_front(j + 1), v);
@@ -203,61 +319,6 @@ class ModuleWriter {
         }
         std::vector<ListEntry> results;
         for (Value r : op.getResults()) results.push_back(entryOf(r, false));
-        if (auto br = dyn_cast<vmir::BrOp>(op)) {
-          auto p = copies(br.getDestOperands(), br.getDest(), &op, movable, regs);
-          if (latch) {
-            if (counted) {
-              enc.op(Opcode::ForI64);
-              enc.V(regs[latch->induction]);
-              enc.V(regs[latch->step]);
-            } else {
-              enc.op(latch->test.opcode);
-              enc.V(regs[latch->test.lhs]);
-            }
-            enc.V(regs[latch->test.rhs]);
-            target(latch->body);
-            enc.P(p);
-          }
-          // A branch with nothing to copy to the block laid out next is not written: the code
-          // falls through (a block left empty this way costs its predecessors nothing).
-          if (options.selectBranches && p.empty() && fallthrough == br.getDest()) continue;
-          enc.op(Opcode::Br);
-          target(br.getDest());
-          enc.P(p);
-          continue;
-        }
-        if (auto br = dyn_cast<vmir::CondBrOp>(op)) {
-          auto pTrue = copies(br.getTrueOperands(), br.getTrueDest(), &op, movable, regs);
-          auto pFalse = copies(br.getFalseOperands(), br.getFalseDest(), &op, movable, regs);
-          if (!fused) {
-            enc.op(Opcode::CondBr);
-            enc.V(regs[br.getCondition()]);
-            target(br.getTrueDest());
-            enc.P(pTrue);
-            target(br.getFalseDest());
-            enc.P(pFalse);
-            continue;
-          }
-          // Branch toward one destination and fall through (or `br`) to the other; the
-          // negated test when that lets the true destination be the fall-through.
-          FusedCompare test = *fused;
-          auto fallsThrough = [&](Block* dest, const auto& p) { return dest == fallthrough && p.empty(); };
-          if (!fallsThrough(br.getFalseDest(), pFalse) && fallsThrough(br.getTrueDest(), pTrue))
-            test = Negated(test);
-          Block* taken = test.toTrueDest ? br.getTrueDest() : br.getFalseDest();
-          Block* other = test.toTrueDest ? br.getFalseDest() : br.getTrueDest();
-          enc.op(test.opcode);
-          enc.V(regs[test.lhs]);
-          enc.V(regs[test.rhs]);
-          target(taken);
-          enc.P(test.toTrueDest ? pTrue : pFalse);
-          const auto& pOther = test.toTrueDest ? pFalse : pTrue;
-          if (fallsThrough(other, pOther)) continue;
-          enc.op(Opcode::Br);
-          target(other);
-          enc.P(pOther);
-          continue;
-        }
         if (failed(encode(&op, enc, operands, results))) return failure();
         std::vector<ListEntry> dead;
         for (Value r : op.getResults())
@@ -268,22 +329,11 @@ class ModuleWriter {
         }
       }
     }
-    for (auto [at, block] : fixups) enc.Patch(at, blockOffsets[block]);
-
+    code.patchTargets();
     std::string error;
-    bytecode::FunctionData fn;
-    fn.name = func.getName().str();
-    fn.signature = signatureOf(func.getArgumentTypes(), func.getResultTypes());
-    fn.code = enc.finish(&error);
+    std::vector<uint32_t> words = enc.finish(&error);
     if (!error.empty()) return func.emitError("internal encoding error: ") << error;
-    fn.value_register_count = assignment.valueCount;
-    fn.ref_register_count = assignment.refCount;
-    fn.exported = func.isPublic();
-    for (auto [attr, key] : {std::pair{"hexir_vm.abi_args", "abi.args"},
-                             std::pair{"hexir_vm.abi_results", "abi.results"},
-                             std::pair{"hexir_vm.abi_arg_devices", "abi.arg_devices"}})
-      if (auto s = func->getAttrOfType<StringAttr>(attr)) fn.attrs.emplace_back(key, s.str());
-    data.functions.push_back(std::move(fn));
+    data.functions.push_back(functionData(func, std::move(words), assignment));
     return success();
   }
 

@@ -1,12 +1,22 @@
-// HostLowering: the function frame (signature, blocks, arguments, views) and the table that
-// maps each host op to its lowering. See HostLowering.h for the file map.
+// HostLowering: the function frame (signature, blocks, arguments, views) and the driver that
+// applies the host lowering patterns (HostLoweringPatterns.cpp) to each op in block order.
+// See HostLowering.h for the file map.
 #include "passes/vm/HostLowering.h"
 
-#include "llvm/ADT/TypeSwitch.h"
 #include "passes/vm/HalImports.h"
 
 namespace hexir::vm_lowering {
 namespace {
+
+// Keeps the reason a pattern gave for not matching (the last one, if several were tried).
+struct MatchFailureReason : RewriterBase::Listener {
+  std::string message;
+  void notifyMatchFailure(Location loc, function_ref<void(Diagnostic&)> reasonCallback) override {
+    Diagnostic diag(loc, DiagnosticSeverity::Remark);
+    reasonCallback(diag);
+    message = diag.str();
+  }
+};
 
 std::string typeString(Type t) {
   std::string s;
@@ -128,6 +138,11 @@ void HostLowering::materializeStaticDims() {
 
 // ---- function body ----
 LogicalResult HostLowering::lowerBody() {
+  RewritePatternSet patternList(ctx);
+  populateHostLoweringPatterns(patternList, *this);
+  FrozenRewritePatternSet frozen(std::move(patternList));
+  PatternApplicator applicator(frozen);
+  applicator.applyDefaultCostModel();
   Region& region = func.getBody();
   for (Block& block : region) {
     Block* vmBlock = new Block();
@@ -167,7 +182,7 @@ LogicalResult HostLowering::lowerBody() {
     }
     b.setInsertionPointToEnd(cur);
     for (Operation& op : block)
-      if (failed(lowerOp(op))) return failure();
+      if (failed(lowerOp(op, applicator))) return failure();
   }
   return success();
 }
@@ -196,38 +211,20 @@ Value HostLowering::exportView(const HostTensor& h, RankedTensorType t) {
   return hal_import::BufferViewCreate(b, loc, h.buffer, i64(elementTypeCode(t.getElementType())), h.dims);
 }
 
-LogicalResult HostLowering::lowerOp(Operation& op) {
+// Applies the first pattern that lowers `op`. A pattern that does not match gives its reason
+// (reported here as the op's error); one that fails while rewriting has reported its own.
+LogicalResult HostLowering::lowerOp(Operation& op, PatternApplicator& patterns) {
   loc = op.getLoc();
-  return llvm::TypeSwitch<Operation*, LogicalResult>(&op)
-      .Case<arith::ConstantOp>([&](auto c) { return lowerConstant(c); })
-      .Case<ExecuteOp>([&](auto e) { return lowerExecute(e); })
-      .Case<DispatchOp>([&](auto d) {
-        return d.emitError("hexir.dispatch outside a hexir.execute region (run "
-                           "hexir-form-execution-regions first)");
-      })
-      .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, BroadcastOp, SendOp, RecvOp>([&](auto c) {
-        return c.emitError("collective outside a hexir.execute region (run "
-                           "hexir-form-execution-regions first)");
-      })
-      .Case<ChannelRankOp, ChannelCountOp>([&](auto q) { return lowerChannelQuery(q); })
-      .Case<tensor::ExpandShapeOp, tensor::CollapseShapeOp>([&](auto r) { return lowerReshape(r); })
-      .Case<tensor::CastOp>([&](auto c) { return lowerCast(c); })
-      .Case<CheckOp>([&](auto c) { return lowerCheck(c); })
-      .Case<tensor::EmptyOp>([&](auto e) { return lowerEmpty(e); })
-      .Case<tensor::DimOp>([&](auto d) { return lowerDim(d); })
-      .Case<tensor::ExtractOp>([&](auto e) { return lowerExtract(e); })
-      .Case<func::CallOp>([&](auto c) { return lowerCall(c); })
-      .Case<cf::BranchOp>([&](auto br) { return lowerBranch(br); })
-      .Case<cf::CondBranchOp>([&](auto br) { return lowerCondBranch(br); })
-      .Case<func::ReturnOp>([&](auto r) { return lowerReturn(r); })
-      .Case<GlobalLoadOp>([&](auto g) { return lowerGlobalLoad(g); })
-      .Case<GlobalStoreOp>([&](auto g) { return lowerGlobalStore(g); })
-      .Default([&](Operation* o) -> LogicalResult {
-        if (o->getDialect() && o->getDialect()->getNamespace() == "arith")
-          return lowerScalarArith(o);
-        return o->emitError() << "unsupported op '" << o->getName()
-                              << "' in a host function for target 'cpu'";
-      });
+  MatchFailureReason reason;
+  PatternRewriter rewriter(ctx);
+  rewriter.setListener(&reason);
+  bool tried = false;
+  if (succeeded(patterns.matchAndRewrite(&op, rewriter, /*canApply=*/{},
+                                         [&](const Pattern&) { tried = true; })))
+    return success();
+  if (!reason.message.empty()) return op.emitError(reason.message);
+  if (!tried) return emitNoPattern(&op, *this);
+  return failure();
 }
 
 }  // namespace hexir::vm_lowering

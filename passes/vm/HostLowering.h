@@ -3,7 +3,9 @@
 // One HostLowering lowers one host function (func.func on tensors and scalars, control flow
 // in `cf` form, dispatches inside `hexir.execute` regions) to a func.func of hexir_vm ops.
 // Its methods are grouped by concern, one file each:
-//   HostLowering.cpp          function signature, blocks, arguments, the op -> lowering table
+//   HostLowering.cpp          function signature, blocks, arguments; the driver applying the
+//                             patterns to each op in block order
+//   HostLoweringPatterns.cpp  one rewrite pattern per host op (the op -> lowering table)
 //   LowerScalarArith.cpp      host arith on scalars -> VM instructions
 //   LowerTensors.cpp          constants, empties, reshapes/casts (aliases), checks, dims, reads
 //   LowerExecutionRegions.cpp hexir.execute -> allocations, parameter buffers, the memoized
@@ -11,6 +13,11 @@
 //   LowerCollectives.cpp      collectives in a region, the channel's rank and count
 //   LowerControlFlow.cpp      calls, branches, returns
 // Tensors are (buffer ref, dims as i64 registers); scalars are i64/f64 registers.
+// Why a driver of its own and not applyPartialConversion: a host tensor becomes a buffer and
+// a register per dim (static dims too, as constants), and an entry argument or call result is
+// a view unwrapped once; the function is rebuilt block by block in source order, so every
+// pattern sees its operands already lowered (the value maps below) and the emitted
+// instruction order, hence the bytecode, follows the source.
 // Not thread-safe: one instance per function, used once.
 #pragma once
 
@@ -21,6 +28,8 @@
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Rewrite/PatternApplicator.h"
 #include "passes/ElementTypeCode.h"
 #include "passes/vm/DispatchRecording.h"
 #include "passes/vm/HalImports.h"
@@ -88,6 +97,15 @@ struct LoweredTimepoint {
 // The module initializer: uploads every constant once into its ref global.
 void BuildInitializer(ModuleState& state);
 
+class HostLowering;
+
+// The rewrite patterns lowering one host op each (HostLoweringPatterns.cpp). They emit through
+// `lowering`'s builder into the VM function being built (the rewriter a pattern is given is
+// positioned at the source op, which is erased with its function).
+void populateHostLoweringPatterns(RewritePatternSet& patterns, HostLowering& lowering);
+// The error for an op no pattern lowers: why it is not a host op here.
+LogicalResult emitNoPattern(Operation* op, HostLowering& lowering);
+
 class HostLowering {
  public:
   HostLowering(func::FuncOp func, ModuleState& state)
@@ -96,9 +114,33 @@ class HostLowering {
   // Replaces `func` by its VM form; on failure (a diagnostic at the offending op) leaves it.
   LogicalResult run();
 
+  // ---- the rewrites the patterns apply (each emits at the end of the current VM block) ----
+  // tensors (LowerTensors.cpp)
+  LogicalResult lowerScalarConstant(arith::ConstantOp c);
+  LogicalResult lowerTensorConstant(arith::ConstantOp c);
+  LogicalResult lowerEmpty(tensor::EmptyOp e);
+  LogicalResult lowerGlobalLoad(GlobalLoadOp g);
+  LogicalResult lowerGlobalStore(GlobalStoreOp g);
+  LogicalResult lowerReshape(Operation* op);
+  LogicalResult lowerCast(tensor::CastOp c);
+  LogicalResult lowerCheck(CheckOp c);
+  LogicalResult lowerDim(tensor::DimOp d);
+  LogicalResult lowerExtract(tensor::ExtractOp e);
+  // execution regions (LowerExecutionRegions.cpp), channel queries (LowerCollectives.cpp)
+  LogicalResult lowerExecute(ExecuteOp e);
+  LogicalResult lowerChannelQuery(Operation* op);
+  // calls and control flow (LowerControlFlow.cpp)
+  LogicalResult lowerCall(func::CallOp c);
+  LogicalResult lowerBranch(cf::BranchOp br);
+  LogicalResult lowerCondBranch(cf::CondBranchOp br);
+  LogicalResult lowerReturn(func::ReturnOp r);
+  // host scalar arithmetic (LowerScalarArith.cpp): the op -> instructions table
+  LogicalResult lowerScalarArith(Operation* op);
+  // The VM register type of a host type (null: not a host type for this target).
+  Type vmType(Type t);
+
  private:
   // ---- helpers (HostLowering.cpp) ----
-  Type vmType(Type t);
   Value i64(int64_t v) {
     return vmir::ConstI64Op::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(v));
   }
@@ -118,22 +160,12 @@ class HostLowering {
   LogicalResult lowerBody();
   HostTensor importView(Value view, RankedTensorType tensor, int64_t index, bool check);
   Value exportView(const HostTensor& h, RankedTensorType t);
-  LogicalResult lowerOp(Operation& op);
+  LogicalResult lowerOp(Operation& op, PatternApplicator& patterns);
 
   // ---- tensors (LowerTensors.cpp) ----
-  LogicalResult lowerConstant(arith::ConstantOp c);
-  LogicalResult lowerEmpty(tensor::EmptyOp e);
   int64_t tensorGlobal(FlatSymbolRefAttr name);
-  LogicalResult lowerGlobalLoad(GlobalLoadOp g);
-  LogicalResult lowerGlobalStore(GlobalStoreOp g);
-  LogicalResult lowerReshape(Operation* op);
-  LogicalResult lowerCast(tensor::CastOp c);
-  LogicalResult lowerCheck(CheckOp c);
-  LogicalResult lowerDim(tensor::DimOp d);
-  LogicalResult lowerExtract(tensor::ExtractOp e);
 
   // ---- execution regions (LowerExecutionRegions.cpp) ----
-  LogicalResult lowerExecute(ExecuteOp e);
   LogicalResult lowerExecuteOnDevice(ExecuteOp e);  // `device` set to the region's
   LogicalResult lowerTransfer(TransferOp t, ExecuteOp e);
   FailureOr<Value> paramWord(DispatchOp d, Value v);
@@ -142,7 +174,6 @@ class HostLowering {
 
   // ---- collectives (LowerCollectives.cpp) ----
   Value defaultChannel() { return hal_import::ChannelDefault(b, loc, device); }
-  LogicalResult lowerChannelQuery(Operation* op);
   LogicalResult lowerCollective(Operation* op, const DenseSet<Value>& yieldedRoots);
   void recordCollective(Value cb, Value channel, const PendingDispatch& p,
                         const DenseMap<Value, int64_t>& slotOf);
@@ -152,14 +183,9 @@ class HostLowering {
   void emitRegion(ExecuteOp e);
 
   // ---- calls and control flow (LowerControlFlow.cpp) ----
-  LogicalResult lowerCall(func::CallOp c);
   LogicalResult edgeOperands(Operation* op, ValueRange operands, SmallVectorImpl<Value>& out);
-  LogicalResult lowerBranch(cf::BranchOp br);
-  LogicalResult lowerCondBranch(cf::CondBranchOp br);
-  LogicalResult lowerReturn(func::ReturnOp r);
 
   // ---- host scalar arithmetic (LowerScalarArith.cpp) ----
-  LogicalResult lowerScalarArith(Operation* op);
   Value roundedDivSI(Value a, Value d, bool i32, bool ceil);
   Value lowerCmpI(arith::CmpIPredicate p, Value l, Value r);
   Value lowerCmpF(arith::CmpFPredicate p, Value l, Value r);
@@ -167,7 +193,7 @@ class HostLowering {
   func::FuncOp func, vmFunc;
   ModuleState& state;
   MLIRContext* ctx;
-  OpBuilder b;
+  OpBuilder b;  // builds the VM function (the patterns' rewriter only hears their reasons)
   Type ref;
   Location loc = UnknownLoc::get(ctx);
   // Module device ordinal -> the function's device value (hal.device.default for 0,

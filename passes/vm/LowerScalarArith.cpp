@@ -7,11 +7,9 @@
 
 namespace hexir::vm_lowering {
 
+// The op -> instructions table of the ScalarArith patterns (HostLoweringPatterns.cpp), which
+// have checked that every operand and result is a host scalar.
 LogicalResult HostLowering::lowerScalarArith(Operation* op) {
-  for (Type t : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
-    if (!vmType(t) || isa<RankedTensorType>(t))
-      return op->emitError() << "unsupported op '" << op->getName() << "' on " << t
-                             << " in a host function for target 'cpu'";
   SmallVector<Value> in;
   for (Value v : op->getOperands()) {
     Value s = scalars.lookup(v);

@@ -36,13 +36,6 @@ std::string ImportAndRun(const Graph& m, const std::string& name, const std::vec
   return out;
 }
 
-void Ints(::onnx::NodeProto* n, const std::string& name, std::vector<int64_t> v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-
 }  // namespace
 
 TEST_CASE("sequence ops give the tensors of a list worked out by hand, a sequence output as its elements") {

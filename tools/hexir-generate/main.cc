@@ -177,9 +177,143 @@ StatusOr<std::vector<int64_t>> PromptIds(const Flags& f, const llama::LlamaConfi
   return prompt;
 }
 
+// --tokenize-only (llama-tokenize's job): the prompt's ids and llama_detokenize of them.
+void PrintTokenization(const std::vector<int64_t>& prompt, const Vocabulary* vocabulary) {
+  std::string line = "ids:";
+  for (int64_t id : prompt) line += " " + std::to_string(id);
+  std::printf("%s\n", line.c_str());
+  if (vocabulary) std::printf("%s\n", vocabulary->Decode(prompt).c_str());
+}
+
+// A tensor-parallel module given --device once per rank: every rank a device of this process.
+Status RunOnRanks(const Flags& f, const vm::Module& module, const InvocationOptions& options, bool greedy,
+                  const std::vector<int64_t>& prompt, const TextDecoder& decode) {
+  if (!greedy || f.stream) {
+    return InvalidArgument("module '", f.module, "' runs as ", options.device_uris.size(),
+                           " ranks: greedy decoding only (a tensor-parallel module has no sampler or "
+                           "streaming functions), so --stream, --temperature and --repetition-penalty are refused");
+  }
+  RankGenerateRequest request{f.module, f.parameters, prompt, f.max_tokens, f.repeat, f.timeout_seconds, f.verbose};
+  RankGenerateResult result;
+  HEXIR_RETURN_IF_ERROR(GenerateOnRanks(module, options, request, &result));
+  HEXIR_RETURN_IF_ERROR(PrintIds(result.ids, decode));
+  if (f.timing) PrintSpeed(prompt.size(), result.ids.size(), result.best_seconds, f.repeat);
+  return Status::Ok();
+}
+
+// A tensor-parallel module (hexir-import --tensor-parallel=N) run as one process per rank
+// (mpirun) reports (N, rank, ranks) from its device's channel (the mpirun world): this rank
+// uploads only its weight parts, and only rank 0 prints (every rank computes the same ids).
+// Returns whether this process prints.
+StatusOr<bool> SelectRank(const Flags& f, const DecodeContext& target, bool streams, LlamaParameters& parameters) {
+  HEXIR_ASSIGN_OR_RETURN(std::optional<TensorParallelRank> tp, QueryTensorParallel(target, f.module));
+  if (!tp) return true;
+  if (streams) return StreamingRefused(f, StrCat("tensor-parallel over ", tp->ranks, " ranks"));
+  if (tp->count != tp->ranks)
+    return InvalidArgument("module '", f.module, "' is tensor-parallel over ", tp->ranks, " ranks but runs on ",
+                           tp->count, " (start it with mpirun -n ", tp->ranks, ", or give --device ", tp->ranks,
+                           " times)");
+  HEXIR_RETURN_IF_ERROR(parameters.SelectTensorParallelRank(tp->ranks, tp->rank));
+  if (f.verbose) std::fprintf(stderr, "hexir-generate: tensor-parallel rank %lld of %lld\n",
+                              static_cast<long long>(tp->rank), static_cast<long long>(tp->ranks));
+  return tp->rank == 0;
+}
+
+// --timing's startup marks (a default time point where a stage did not happen).
+struct StartupMarks {
+  Clock::time_point parameters_mapped, module_load_begin, module_loaded, upload_begin, upload_issued,
+      upload_landed, first_call_done;
+};
+
+// The calls' results: the last call's ids and the fastest call's time.
+struct Calls {
+  std::vector<int64_t> ids;
+  double best_seconds = 1e30;
+};
+
+// Sampling or --stream: f.repeat calls through the streaming pair; with --stream the last
+// call's text is printed as each chunk adds to it, then the speeds.
+Status StreamCalls(const Flags& f, Session& session, const std::vector<vm::Ref<hal::BufferView>>& weight_views,
+                   const std::vector<int64_t>& prompt, int64_t max_tokens, const TextDecoder& decode, Calls* calls,
+                   StartupMarks* marks) {
+  SamplerSettings sampler = f.sampler;
+  sampler.seed = f.seed >= 0 ? f.seed : int64_t(std::random_device()() & 0x7fffffff);
+  if (f.verbose) std::fprintf(stderr, "hexir-generate: seed %lld\n", static_cast<long long>(sampler.seed));
+  // Streaming prints what each chunk adds to the text already printed.
+  StreamTiming timing;
+  std::vector<int64_t>& ids = calls->ids;
+  for (int call = 0; call < std::max(1, f.repeat); ++call) {
+    ids.clear();
+    std::string printed;
+    const bool print = f.stream && call == std::max(1, f.repeat) - 1;
+    vm::InvokeOptions call_options;
+    if (f.timeout_seconds > 0) call_options.deadline_ns = Interrupt::DeadlineAfter(f.timeout_seconds);
+    auto start = Clock::now();
+    HEXIR_RETURN_IF_ERROR(StreamGenerate(
+        session, weight_views, prompt, max_tokens, sampler,
+        [&](Span<const int64_t> fresh) -> Status {
+          ids.insert(ids.end(), fresh.begin(), fresh.end());
+          if (!print || fresh.empty()) return Status::Ok();
+          std::string piece;
+          if (decode.has_tokenizer()) {
+            std::string text = decode(ids);
+            if (text.compare(0, printed.size(), printed) == 0) piece = text.substr(printed.size());
+            printed = text;
+          } else {
+            for (int64_t id : fresh) {  // no tokenizer: the ids, separated by spaces
+              piece += (printed.empty() ? "" : " ") + std::to_string(id);
+              printed = "ids";
+            }
+          }
+          if (std::fputs(piece.c_str(), stdout) < 0 || std::fflush(stdout) != 0)
+            return Internal("writing to standard output failed");
+          return Status::Ok();
+        },
+        &timing, call_options));
+    calls->best_seconds = std::min(calls->best_seconds, std::chrono::duration<double>(Clock::now() - start).count());
+    if (call == 0) marks->first_call_done = Clock::now();
+  }
+  if (f.stream) {
+    const int64_t prompt_len = int64_t(prompt.size());
+    std::printf("\n");
+    const int64_t later = std::max<int64_t>(timing.generated - 1, 0);
+    std::fprintf(stderr,
+                 "hexir-generate: prompt %lld tokens + first token in %.2f ms (%.1f prompt tokens/s); "
+                 "generation %lld tokens in %.2f ms (%.1f tokens/s)\n",
+                 static_cast<long long>(prompt_len), timing.prompt_seconds * 1e3,
+                 double(prompt_len) / std::max(timing.prompt_seconds, 1e-9), static_cast<long long>(later),
+                 timing.generate_seconds * 1e3, double(later) / std::max(timing.generate_seconds, 1e-9));
+  }
+  return Status::Ok();
+}
+
+// --timing: the startup breakdown (milliseconds since main) and the speed line.
+void PrintStartup(const StartupMarks& m, const std::vector<vm::Ref<hal::BufferView>>& weight_views,
+                  size_t prompt_length, const Calls& calls, int repeat) {
+  uint64_t upload_bytes = 0;
+  for (const auto& v : weight_views) upload_bytes += v->byte_size();
+  const size_t n = std::max<size_t>(calls.ids.size(), 1);
+  const double per_token_ms = calls.best_seconds * 1e3 / double(n);
+  const double first_call_ms = MsSinceStart(m.first_call_done);
+  std::fprintf(stderr,
+               "hexir-generate: startup (ms since main): parameters mapped %.1f, module loaded %.1f "
+               "(load %.1f), upload issued %.1f (convert + issue %.1f: %zu tensors, %.1f MiB), upload "
+               "complete %.1f, first call done %.1f (%zu tokens), first token ~%.1f (first call less "
+               "%zu per-token times), per token %.3f ms\n",
+               MsSinceStart(m.parameters_mapped), MsSinceStart(m.module_loaded),
+               std::chrono::duration<double, std::milli>(m.module_loaded - m.module_load_begin).count(),
+               MsSinceStart(m.upload_issued),
+               std::chrono::duration<double, std::milli>(m.upload_issued - m.upload_begin).count(),
+               weight_views.size(), double(upload_bytes) / (1 << 20),
+               m.upload_landed == Clock::time_point{} ? -1.0 : MsSinceStart(m.upload_landed), first_call_ms,
+               calls.ids.size(), first_call_ms - double(n - 1) * per_token_ms, n - 1, per_token_ms);
+  PrintSpeed(prompt_length, calls.ids.size(), calls.best_seconds, repeat);
+}
+
 Status Run(const Flags& f) {
+  StartupMarks marks;
   HEXIR_ASSIGN_OR_RETURN(auto parameters, LlamaParameters::Open(f.parameters));
-  const Clock::time_point parameters_mapped = Clock::now();
+  marks.parameters_mapped = Clock::now();
   const llama::LlamaConfig* config = &parameters->config();
   // The file's own tokenizer, when it has one.
   HEXIR_ASSIGN_OR_RETURN(std::unique_ptr<Vocabulary> vocabulary, FileVocabulary(f, *parameters));
@@ -190,11 +324,8 @@ Status Run(const Flags& f) {
   }
   HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> prompt, PromptIds(f, *config, vocabulary.get(), tokenizer.get()));
 
-  if (f.tokenize_only) {  // llama-tokenize's job: the prompt's ids and llama_detokenize of them
-    std::string line = "ids:";
-    for (int64_t id : prompt) line += " " + std::to_string(id);
-    std::printf("%s\n", line.c_str());
-    if (vocabulary) std::printf("%s\n", vocabulary->Decode(prompt).c_str());
+  if (f.tokenize_only) {
+    PrintTokenization(prompt, vocabulary.get());
     return Status::Ok();
   }
   if (f.module.empty()) return InvalidArgument("--module is required (unless --tokenize-only)");
@@ -210,22 +341,10 @@ Status Run(const Flags& f) {
   options.cpu_threads = f.cpu_threads;
   const bool greedy = f.sampler.temperature <= 0 && f.sampler.repetition_penalty == 1.0f;
   TextDecoder decode{vocabulary.get(), tokenizer.get(), prompt, config->bos_id};
-  const Clock::time_point module_load_begin = Clock::now();
+  marks.module_load_begin = Clock::now();
   HEXIR_ASSIGN_OR_RETURN(vm::Ref<vm::Module> module, vm::Module::LoadFromFile(f.module));
   const size_t device_count = options.device_uris.size();
-  if (RunsAsRanks(*module, device_count)) {  // --device repeated, a tensor-parallel module
-    if (!greedy || f.stream) {
-      return InvalidArgument("module '", f.module, "' runs as ", device_count,
-                             " ranks: greedy decoding only (a tensor-parallel module has no sampler or "
-                             "streaming functions), so --stream, --temperature and --repetition-penalty are refused");
-    }
-    RankGenerateRequest request{f.module, f.parameters, prompt, f.max_tokens, f.repeat, f.timeout_seconds, f.verbose};
-    RankGenerateResult result;
-    HEXIR_RETURN_IF_ERROR(GenerateOnRanks(*module, options, request, &result));
-    HEXIR_RETURN_IF_ERROR(PrintIds(result.ids, decode));
-    if (f.timing) PrintSpeed(prompt.size(), result.ids.size(), result.best_seconds, f.repeat);
-    return Status::Ok();
-  }
+  if (RunsAsRanks(*module, device_count)) return RunOnRanks(f, *module, options, greedy, prompt, decode);
   if (device_count > std::max<size_t>(1, module->devices().size())) {
     return InvalidArgument("module '", f.module, "' runs on ", std::max<size_t>(1, module->devices().size()),
                            " device(s) and uses no collectives, but --device was given ", device_count,
@@ -233,25 +352,10 @@ Status Run(const Flags& f) {
                            "placed by --layer-devices or --embedding-device on the devices it lists)");
   }
   HEXIR_ASSIGN_OR_RETURN(auto session, Session::Open(std::move(module), f.module, options));
-  const Clock::time_point module_loaded = Clock::now();
+  marks.module_loaded = Clock::now();
   const DecodeContext target{session->context(), session->devices()};
-  // A tensor-parallel module (hexir-import --tensor-parallel=N) run as one process per rank
-  // (mpirun) reports (N, rank, ranks) from its device's channel (the mpirun world): this rank
-  // uploads only its weight parts, and only rank 0 prints (every rank computes the same ids).
-  bool prints = true;
   const bool streams = !greedy || f.stream;  // through the streaming pair
-  HEXIR_ASSIGN_OR_RETURN(std::optional<TensorParallelRank> tp, QueryTensorParallel(target, f.module));
-  if (tp) {
-    if (streams) return StreamingRefused(f, StrCat("tensor-parallel over ", tp->ranks, " ranks"));
-    if (tp->count != tp->ranks)
-      return InvalidArgument("module '", f.module, "' is tensor-parallel over ", tp->ranks, " ranks but runs on ",
-                             tp->count, " (start it with mpirun -n ", tp->ranks, ", or give --device ", tp->ranks,
-                             " times)");
-    HEXIR_RETURN_IF_ERROR(parameters->SelectTensorParallelRank(tp->ranks, tp->rank));
-    prints = tp->rank == 0;
-    if (f.verbose) std::fprintf(stderr, "hexir-generate: tensor-parallel rank %lld of %lld\n",
-                                static_cast<long long>(tp->rank), static_cast<long long>(tp->ranks));
-  }
+  HEXIR_ASSIGN_OR_RETURN(const bool prints, SelectRank(f, target, streams, *parameters));
   if (streams && !session->LookupFunction("generate_begin").ok()) {
     return StreamingRefused(f, "placed on devices by hexir-import --embedding-device/--layer-devices, "
                                "or imported before streaming existed");
@@ -268,19 +372,18 @@ Status Run(const Flags& f) {
   // writes in layer order; a tensor already in the module's type and layout goes from the
   // mapping as is; others are converted while earlier ones are on the wire, and Hugging Face
   // q/k rows are permuted from rotate-half to interleaved pairs).
-  const Clock::time_point upload_begin = Clock::now();
+  marks.upload_begin = Clock::now();
   HEXIR_ASSIGN_OR_RETURN(LlamaParameters::PendingUpload upload,
                          parameters->UploadAsync(device, weight_type));
-  const Clock::time_point upload_issued = Clock::now();
+  marks.upload_issued = Clock::now();
   // No host wait: an empty submission waiting for the last write orders every later
   // submission of the (in-order) queue, the first call's included, after the upload.
   HEXIR_RETURN_IF_ERROR(OrderAfter(device, upload.ready()));
   // --timing only: a watcher thread notes when the upload landed (it does not delay anything).
-  Clock::time_point upload_landed{};
   std::thread watcher;
   if (f.timing) {
     watcher = std::thread([&] {
-      if (upload.ready().semaphore->Wait(upload.ready().value).ok()) upload_landed = Clock::now();
+      if (upload.ready().semaphore->Wait(upload.ready().value).ok()) marks.upload_landed = Clock::now();
     });
   }
   struct Join {
@@ -296,87 +399,24 @@ Status Run(const Flags& f) {
       hal::BufferViewFromHost(device, static_cast<int32_t>(hal::ElementType::kI64),
                               Span<const int64_t>(&prompt_len, 1), prompt.data(), prompt.size() * 8));
 
-  std::vector<int64_t> ids;
-  double best_seconds = 1e30;
-  Clock::time_point first_call_done{};
+  Calls calls;
   if (streams) {
-    SamplerSettings sampler = f.sampler;
-    sampler.seed = f.seed >= 0 ? f.seed : int64_t(std::random_device()() & 0x7fffffff);
-    if (f.verbose) std::fprintf(stderr, "hexir-generate: seed %lld\n", static_cast<long long>(sampler.seed));
-    // Streaming prints what each chunk adds to the text already printed.
-    StreamTiming timing;
-    for (int call = 0; call < std::max(1, f.repeat); ++call) {
-      ids.clear();
-      std::string printed;
-      const bool print = f.stream && call == std::max(1, f.repeat) - 1;
-      vm::InvokeOptions call_options;
-      if (f.timeout_seconds > 0) call_options.deadline_ns = Interrupt::DeadlineAfter(f.timeout_seconds);
-      auto start = Clock::now();
-      HEXIR_RETURN_IF_ERROR(StreamGenerate(
-          *session, weight_views, prompt, max_tokens, sampler,
-          [&](Span<const int64_t> fresh) -> Status {
-            ids.insert(ids.end(), fresh.begin(), fresh.end());
-            if (!print || fresh.empty()) return Status::Ok();
-            std::string piece;
-            if (decode.has_tokenizer()) {
-              std::string text = decode(ids);
-              if (text.compare(0, printed.size(), printed) == 0) piece = text.substr(printed.size());
-              printed = text;
-            } else {
-              for (int64_t id : fresh) {  // no tokenizer: the ids, separated by spaces
-                piece += (printed.empty() ? "" : " ") + std::to_string(id);
-                printed = "ids";
-              }
-            }
-            if (std::fputs(piece.c_str(), stdout) < 0 || std::fflush(stdout) != 0)
-              return Internal("writing to standard output failed");
-            return Status::Ok();
-          },
-          &timing, call_options));
-      best_seconds = std::min(best_seconds, std::chrono::duration<double>(Clock::now() - start).count());
-      if (call == 0) first_call_done = Clock::now();
-    }
-    if (f.stream) {
-      std::printf("\n");
-      const int64_t later = std::max<int64_t>(timing.generated - 1, 0);
-      std::fprintf(stderr,
-                   "hexir-generate: prompt %lld tokens + first token in %.2f ms (%.1f prompt tokens/s); "
-                   "generation %lld tokens in %.2f ms (%.1f tokens/s)\n",
-                   static_cast<long long>(prompt_len), timing.prompt_seconds * 1e3,
-                   double(prompt_len) / std::max(timing.prompt_seconds, 1e-9), static_cast<long long>(later),
-                   timing.generate_seconds * 1e3, double(later) / std::max(timing.generate_seconds, 1e-9));
-      return Status::Ok();
-    }
+    HEXIR_RETURN_IF_ERROR(StreamCalls(f, *session, weight_views, prompt, max_tokens, decode, &calls, &marks));
+    if (f.stream) return Status::Ok();
   }
   for (int call = 0; greedy && !f.stream && call < std::max(1, f.repeat); ++call) {
     const auto start = Clock::now();
-    HEXIR_RETURN_IF_ERROR(CallGenerate(target, fn, prompt_view, max_tokens, weight_views, f.timeout_seconds, &ids));
-    best_seconds = std::min(best_seconds, std::chrono::duration<double>(Clock::now() - start).count());
-    if (call == 0) first_call_done = Clock::now();
+    HEXIR_RETURN_IF_ERROR(
+        CallGenerate(target, fn, prompt_view, max_tokens, weight_views, f.timeout_seconds, &calls.ids));
+    calls.best_seconds = std::min(calls.best_seconds, std::chrono::duration<double>(Clock::now() - start).count());
+    if (call == 0) marks.first_call_done = Clock::now();
   }
 
   if (!prints) return Status::Ok();
-  HEXIR_RETURN_IF_ERROR(PrintIds(ids, decode));
+  HEXIR_RETURN_IF_ERROR(PrintIds(calls.ids, decode));
   if (f.timing) {
     if (watcher.joinable()) watcher.join();
-    uint64_t upload_bytes = 0;
-    for (const auto& v : weight_views) upload_bytes += v->byte_size();
-    const size_t n = std::max<size_t>(ids.size(), 1);
-    const double per_token_ms = best_seconds * 1e3 / double(n);
-    const double first_call_ms = MsSinceStart(first_call_done);
-    std::fprintf(stderr,
-                 "hexir-generate: startup (ms since main): parameters mapped %.1f, module loaded %.1f "
-                 "(load %.1f), upload issued %.1f (convert + issue %.1f: %zu tensors, %.1f MiB), upload "
-                 "complete %.1f, first call done %.1f (%zu tokens), first token ~%.1f (first call less "
-                 "%zu per-token times), per token %.3f ms\n",
-                 MsSinceStart(parameters_mapped), MsSinceStart(module_loaded),
-                 std::chrono::duration<double, std::milli>(module_loaded - module_load_begin).count(),
-                 MsSinceStart(upload_issued),
-                 std::chrono::duration<double, std::milli>(upload_issued - upload_begin).count(),
-                 weight_views.size(), double(upload_bytes) / (1 << 20),
-                 upload_landed == Clock::time_point{} ? -1.0 : MsSinceStart(upload_landed), first_call_ms,
-                 ids.size(), first_call_ms - double(n - 1) * per_token_ms, n - 1, per_token_ms);
-    PrintSpeed(prompt.size(), ids.size(), best_seconds, f.repeat);
+    PrintStartup(marks, weight_views, prompt.size(), calls, f.repeat);
   }
   return Status::Ok();
 }

@@ -161,8 +161,190 @@ Val ToTimeOrder(Builder& b, const Layer& L, const Val& ys) {
   return y;
 }
 
+// The body of one direction's step loop: the step's values and the helpers its cells share.
+struct StepBody {
+  Context& c;
+  Builder& b;
+  const Layer& L;
+  int64_t H, GH;
+  const std::string& iv;  // the step index
+  bool reverse;
+  const std::vector<Activation>& acts;
+  Val* bias;        // [2*G*H] or null
+  Val* peep;        // [3H] or null
+  const Val& rt;    // r^T [H, G*H]
+  const Val& hv;    // h [batch, H]
+  const Val& cv;    // c [batch, H] (LSTM)
+  Val xt, hr;       // xw[step] and h @ r^T, [batch, G*H]
+
+  const std::string& et() const { return L.et; }
+  // valid(batch entry) = t < length; the step's row: t, or length - 1 - t reversed (>= 0).
+  std::string StepOf(const std::string& bi, std::string* valid) {
+    std::string len = LengthOf(b, L, bi);
+    *valid = b.Fresh();
+    b.Line(*valid + " = arith.cmpi slt, " + iv + ", " + len + " : index");
+    if (!reverse) return iv;
+    std::string l1 = b.Fresh(), rr = b.Fresh(), cl = b.Fresh();
+    b.Line(l1 + " = arith.subi " + len + ", " + b.IndexConst(1) + " : index");
+    b.Line(rr + " = arith.subi " + l1 + ", " + iv + " : index");
+    b.Line(cl + " = arith.maxsi " + rr + ", " + b.IndexConst(0) + " : index");
+    return cl;
+  }
+  std::string Clip(const std::string& v) {
+    if (L.clip <= 0) return v;
+    return Clamp(b, v, b.ScalarConst(et(), -L.clip), b.ScalarConst(et(), L.clip), et());
+  }
+  // Gate k's pre-activation: xw[step] (+ h @ r^T for all but GRU's h gate).
+  std::string Gate(const std::vector<std::string>& bj, int k, bool with_hr) {
+    std::string col = b.Fresh();
+    b.Line(col + " = arith.addi " + bj[1] + ", " + b.IndexConst(k * H) + " : index");
+    std::string g = Extract(b, xt, {bj[0], col});
+    if (with_hr) g = b.Bin("arith.addf", "", g, Extract(b, hr, {bj[0], col}), et());
+    return g;
+  }
+  std::string Bin(const char* op, const std::string& l, const std::string& rgt) { return b.Bin(op, "", l, rgt, et()); }
+  // masked(new, old): the state kept past a batch entry's length
+  std::string Masked(const std::vector<std::string>& bj, const std::string& nv, const std::string& old) {
+    if (!L.lens) return nv;
+    std::string valid;
+    StepOf(bj[0], &valid);
+    return b.Select(valid, nv, old, et());
+  }
+  Shape State() const { return {L.batch, Dim::Static(H)}; }
+};
+
+// xw[step]: [batch, G*H].
+Val StepInput(StepBody& s, const Val& xw) {
+  Builder& b = s.b;
+  Val xt;
+  xt.et = s.et();
+  xt.shape = {s.L.batch, Dim::Static(s.GH)};
+  xt.name = b.IndexGeneric(xt.shape, s.et(), [&](const Args&) {
+    std::vector<std::string> bj = b.LoopIndices(2);
+    std::string valid;
+    std::string row = s.StepOf(bj[0], &valid);
+    return Extract(b, xw, {row, bj[0], bj[1]});
+  });
+  return xt;
+}
+
+// RNN: h' = f(xw + h R^T).
+std::string RnnState(StepBody& s) {
+  Builder& b = s.b;
+  return b.IndexGeneric(s.State(), s.et(), [&](const Args&) {
+    std::vector<std::string> bj = b.LoopIndices(2);
+    std::string v = Activate(b, s.acts[0], s.Clip(s.Gate(bj, 0, true)), s.et());
+    return s.Masked(bj, v, Extract(b, s.hv, bj));
+  });
+}
+
+// GRU: z = f(xz + hRz), r = f(xr + hRr); h~ = g(xh + r (hRh + Rbh)) when linear_before_reset,
+// else g(xh + (r h) Rh + Rbh); h' = (1 - z) h~ + z h.
+StatusOr<std::string> GruState(StepBody& s) {
+  Builder& b = s.b;
+  const std::string& et = s.et();
+  const int64_t H = s.H;
+  Val rh = s.hv;  // r * h, for linear_before_reset = 0
+  Val rht;
+  if (!s.L.linear_before_reset) {
+    rh.name = b.IndexGeneric(s.State(), et, [&](const Args&) {
+      std::vector<std::string> bj = b.LoopIndices(2);
+      std::string rg = Activate(b, s.acts[0], s.Clip(s.Gate(bj, 1, true)), et);
+      return s.Bin("arith.mulf", rg, Extract(b, s.hv, bj));
+    });
+    // rows 2H..3H of r^T's columns: (r h) @ Rh^T
+    Val rt_h;
+    rt_h.et = et;
+    rt_h.shape = {Dim::Static(H), Dim::Static(H)};
+    rt_h.name = b.IndexGeneric(rt_h.shape, et, [&](const Args&) {
+      std::vector<std::string> ij = b.LoopIndices(2);
+      std::string col = b.Fresh();
+      b.Line(col + " = arith.addi " + ij[1] + ", " + b.IndexConst(2 * H) + " : index");
+      return Extract(b, s.rt, {ij[0], col});
+    });
+    HEXIR_ASSIGN_OR_RETURN(rht, s.c.MatMul(rh, rt_h));
+    s.c.Mat(rht);
+  }
+  return b.IndexGeneric(s.State(), et, [&](const Args&) {
+    std::vector<std::string> bj = b.LoopIndices(2);
+    std::string z = Activate(b, s.acts[0], s.Clip(s.Gate(bj, 0, true)), et);
+    std::string rbh = b.ScalarConst(et, 0);
+    if (s.bias) {
+      std::string col = b.Fresh();
+      b.Line(col + " = arith.addi " + bj[1] + ", " + b.IndexConst(s.GH + 2 * H) + " : index");
+      rbh = Extract(b, *s.bias, {col});
+    }
+    std::string pre;
+    if (s.L.linear_before_reset) {
+      std::string rg = Activate(b, s.acts[0], s.Clip(s.Gate(bj, 1, true)), et);
+      std::string col = b.Fresh();
+      b.Line(col + " = arith.addi " + bj[1] + ", " + b.IndexConst(2 * H) + " : index");
+      std::string hrh = s.Bin("arith.addf", Extract(b, s.hr, {bj[0], col}), rbh);
+      pre = s.Bin("arith.addf", s.Gate(bj, 2, false), s.Bin("arith.mulf", rg, hrh));
+    } else {
+      pre = s.Bin("arith.addf", s.Gate(bj, 2, false), s.Bin("arith.addf", Extract(b, rht, bj), rbh));
+    }
+    std::string ht = Activate(b, s.acts[1], s.Clip(pre), et);
+    std::string hp = Extract(b, s.hv, bj);
+    std::string one_minus = s.Bin("arith.subf", b.ScalarConst(et, 1), z);
+    std::string v = s.Bin("arith.addf", s.Bin("arith.mulf", one_minus, ht), s.Bin("arith.mulf", z, hp));
+    return s.Masked(bj, v, hp);
+  });
+}
+
+// LSTM, gates i o f c: i = f(xi + hRi + Pi c), f = f(xf + hRf + Pf c), c' = f c + i g(xc + hRc),
+// o = f(xo + hRo + Po c'), h' = o h(c'). Sets the names of `cn` (c') and `hn` (h').
+void LstmState(StepBody& s, Val& cn, Val& hn) {
+  Builder& b = s.b;
+  const std::string& et = s.et();
+  auto peep_term = [&](const std::vector<std::string>& bj, int k, const std::string& cell) {
+    if (!s.peep) return std::string();
+    std::string col = b.Fresh();
+    b.Line(col + " = arith.addi " + bj[1] + ", " + b.IndexConst(k * s.H) + " : index");
+    return s.Bin("arith.mulf", Extract(b, *s.peep, {col}), cell);
+  };
+  auto with = [&](const std::string& g, const std::string& p) { return p.empty() ? g : s.Bin("arith.addf", g, p); };
+  cn.name = b.IndexGeneric(s.State(), et, [&](const Args&) {
+    std::vector<std::string> bj = b.LoopIndices(2);
+    std::string cp = Extract(b, s.cv, bj);
+    std::string i = Activate(b, s.acts[0], s.Clip(with(s.Gate(bj, 0, true), peep_term(bj, 0, cp))), et);
+    std::string f = s.L.input_forget
+                        ? s.Bin("arith.subf", b.ScalarConst(et, 1), i)
+                        : Activate(b, s.acts[0], s.Clip(with(s.Gate(bj, 2, true), peep_term(bj, 2, cp))), et);
+    std::string g = Activate(b, s.acts[1], s.Clip(s.Gate(bj, 3, true)), et);
+    std::string v = s.Bin("arith.addf", s.Bin("arith.mulf", f, cp), s.Bin("arith.mulf", i, g));
+    return s.Masked(bj, v, cp);
+  });
+  hn.name = b.IndexGeneric(s.State(), et, [&](const Args&) {
+    std::vector<std::string> bj = b.LoopIndices(2);
+    std::string cnew = Extract(b, cn, bj);
+    std::string o = Activate(b, s.acts[0], s.Clip(with(s.Gate(bj, 1, true), peep_term(bj, 1, cnew))), et);
+    std::string v = s.Bin("arith.mulf", o, Activate(b, s.acts[2], cnew, et));
+    return s.Masked(bj, v, Extract(b, s.hv, bj));
+  });
+}
+
+// The outputs so far `yv` with row `iv` set: y[t] = h' where valid, else 0 (row t in
+// processing order).
+std::string StepOutputs(StepBody& s, const Val& yv, const Val& hn) {
+  Builder& b = s.b;
+  return b.IndexGeneric(yv.shape, s.et(), [&](const Args&) {
+    std::vector<std::string> idx = b.LoopIndices(3);
+    std::string here = b.Fresh();
+    b.Line(here + " = arith.cmpi eq, " + idx[0] + ", " + s.iv + " : index");
+    std::string v = Extract(b, hn, {idx[1], idx[2]});
+    if (s.L.lens) {
+      std::string valid;
+      s.StepOf(idx[1], &valid);
+      v = b.Select(valid, v, b.ScalarConst(s.et(), 0), s.et());
+    }
+    return b.Select(here, v, Extract(b, yv, idx), s.et());
+  });
+}
+
 // One direction: x [seq, batch, input], w [G*H, input], r [G*H, H], bias [2*G*H] (or null),
-// h0 / c0 [batch, H], peep [3H] (or null); acts in the order f, g, h.
+// h0 / c0 [batch, H], peep [3H] (or null); acts in the order f, g, h. An scf.for over the
+// steps carries h (and c) and the outputs y.
 StatusOr<DirectionResult> RunDirection(Context& c, const Layer& L, Val& x, Val& w, Val& r, Val* bias, Val& h0,
                                        Val* c0, Val* peep, bool reverse, const std::vector<Activation>& acts) {
   Builder& b = c.b;
@@ -196,149 +378,22 @@ StatusOr<DirectionResult> RunDirection(Context& c, const Layer& L, Val& x, Val& 
   cv.name = ca;
   Val yv = acc;
   yv.name = ya;
-  // valid(batch entry) = t < length; the step's row: t, or length - 1 - t reversed (>= 0).
-  auto step_of = [&](const std::string& bi, std::string* valid) {
-    std::string len = LengthOf(b, L, bi);
-    *valid = b.Fresh();
-    b.Line(*valid + " = arith.cmpi slt, " + iv + ", " + len + " : index");
-    if (!reverse) return iv;
-    std::string l1 = b.Fresh(), rr = b.Fresh(), cl = b.Fresh();
-    b.Line(l1 + " = arith.subi " + len + ", " + b.IndexConst(1) + " : index");
-    b.Line(rr + " = arith.subi " + l1 + ", " + iv + " : index");
-    b.Line(cl + " = arith.maxsi " + rr + ", " + b.IndexConst(0) + " : index");
-    return cl;
-  };
-  // gates = xw[step] (+ h @ r^T for all but GRU's h gate)
-  Val xt;
-  xt.et = et;
-  xt.shape = {L.batch, Dim::Static(GH)};
-  xt.name = b.IndexGeneric(xt.shape, et, [&](const Args&) {
-    std::vector<std::string> bj = b.LoopIndices(2);
-    std::string valid;
-    std::string row = step_of(bj[0], &valid);
-    return Extract(b, xw, {row, bj[0], bj[1]});
-  });
-  HEXIR_ASSIGN_OR_RETURN(Val hr, c.MatMul(hv, rt));  // [batch, G*H]
-  c.Mat(hr);
-  auto clip = [&](const std::string& v) {
-    if (L.clip <= 0) return v;
-    return Clamp(b, v, b.ScalarConst(et, -L.clip), b.ScalarConst(et, L.clip), et);
-  };
-  auto gate = [&](const std::vector<std::string>& bj, int k, bool with_hr) {
-    std::string col = b.Fresh();
-    b.Line(col + " = arith.addi " + bj[1] + ", " + b.IndexConst(k * H) + " : index");
-    std::string g = Extract(b, xt, {bj[0], col});
-    if (with_hr) g = b.Bin("arith.addf", "", g, Extract(b, hr, {bj[0], col}), et);
-    return g;
-  };
-  auto bin = [&](const char* op, const std::string& l, const std::string& rgt) { return b.Bin(op, "", l, rgt, et); };
-  // masked(new, old): the state kept past a batch entry's length
-  auto masked = [&](const std::vector<std::string>& bj, const std::string& nv, const std::string& old) {
-    if (!L.lens) return nv;
-    std::string valid;
-    step_of(bj[0], &valid);
-    return b.Select(valid, nv, old, et);
-  };
+  StepBody step{c, b, L, H, GH, iv, reverse, acts, bias, peep, rt, hv, cv, Val(), Val()};
+  step.xt = StepInput(step, xw);
+  HEXIR_ASSIGN_OR_RETURN(step.hr, c.MatMul(hv, rt));  // [batch, G*H]
+  c.Mat(step.hr);
   Val hn;
   hn.et = et;
   hn.shape = state;
   Val cn = hn;
   if (L.cell == Cell::kRnn) {
-    hn.name = b.IndexGeneric(state, et, [&](const Args&) {
-      std::vector<std::string> bj = b.LoopIndices(2);
-      std::string v = Activate(b, acts[0], clip(gate(bj, 0, true)), et);
-      return masked(bj, v, Extract(b, hv, bj));
-    });
+    hn.name = RnnState(step);
   } else if (L.cell == Cell::kGru) {
-    // z = f(xz + hRz), r = f(xr + hRr); h~ = g(xh + r (hRh + Rbh)) when linear_before_reset,
-    // else g(xh + (r h) Rh + Rbh); h' = (1 - z) h~ + z h.
-    Val rh = hv;  // r * h, for linear_before_reset = 0
-    Val rht;
-    if (!L.linear_before_reset) {
-      rh.name = b.IndexGeneric(state, et, [&](const Args&) {
-        std::vector<std::string> bj = b.LoopIndices(2);
-        std::string rg = Activate(b, acts[0], clip(gate(bj, 1, true)), et);
-        return bin("arith.mulf", rg, Extract(b, hv, bj));
-      });
-      // rows 2H..3H of r^T's columns: (r h) @ Rh^T
-      Val rt_h;
-      rt_h.et = et;
-      rt_h.shape = {Dim::Static(H), Dim::Static(H)};
-      rt_h.name = b.IndexGeneric(rt_h.shape, et, [&](const Args&) {
-        std::vector<std::string> ij = b.LoopIndices(2);
-        std::string col = b.Fresh();
-        b.Line(col + " = arith.addi " + ij[1] + ", " + b.IndexConst(2 * H) + " : index");
-        return Extract(b, rt, {ij[0], col});
-      });
-      HEXIR_ASSIGN_OR_RETURN(rht, c.MatMul(rh, rt_h));
-      c.Mat(rht);
-    }
-    hn.name = b.IndexGeneric(state, et, [&](const Args&) {
-      std::vector<std::string> bj = b.LoopIndices(2);
-      std::string z = Activate(b, acts[0], clip(gate(bj, 0, true)), et);
-      std::string rbh = b.ScalarConst(et, 0);
-      if (bias) {
-        std::string col = b.Fresh();
-        b.Line(col + " = arith.addi " + bj[1] + ", " + b.IndexConst(GH + 2 * H) + " : index");
-        rbh = Extract(b, *bias, {col});
-      }
-      std::string pre;
-      if (L.linear_before_reset) {
-        std::string rg = Activate(b, acts[0], clip(gate(bj, 1, true)), et);
-        std::string col = b.Fresh();
-        b.Line(col + " = arith.addi " + bj[1] + ", " + b.IndexConst(2 * H) + " : index");
-        std::string hrh = bin("arith.addf", Extract(b, hr, {bj[0], col}), rbh);
-        pre = bin("arith.addf", gate(bj, 2, false), bin("arith.mulf", rg, hrh));
-      } else {
-        pre = bin("arith.addf", gate(bj, 2, false), bin("arith.addf", Extract(b, rht, bj), rbh));
-      }
-      std::string ht = Activate(b, acts[1], clip(pre), et);
-      std::string hp = Extract(b, hv, bj);
-      std::string one_minus = bin("arith.subf", b.ScalarConst(et, 1), z);
-      std::string v = bin("arith.addf", bin("arith.mulf", one_minus, ht), bin("arith.mulf", z, hp));
-      return masked(bj, v, hp);
-    });
+    HEXIR_ASSIGN_OR_RETURN(hn.name, GruState(step));
   } else {
-    // gates i o f c: i = f(xi + hRi + Pi c), f = f(xf + hRf + Pf c), c' = f c + i g(xc + hRc),
-    // o = f(xo + hRo + Po c'), h' = o h(c')
-    auto peep_term = [&](const std::vector<std::string>& bj, int k, const std::string& cell) {
-      if (!peep) return std::string();
-      std::string col = b.Fresh();
-      b.Line(col + " = arith.addi " + bj[1] + ", " + b.IndexConst(k * H) + " : index");
-      return bin("arith.mulf", Extract(b, *peep, {col}), cell);
-    };
-    auto with = [&](const std::string& g, const std::string& p) { return p.empty() ? g : bin("arith.addf", g, p); };
-    cn.name = b.IndexGeneric(state, et, [&](const Args&) {
-      std::vector<std::string> bj = b.LoopIndices(2);
-      std::string cp = Extract(b, cv, bj);
-      std::string i = Activate(b, acts[0], clip(with(gate(bj, 0, true), peep_term(bj, 0, cp))), et);
-      std::string f = L.input_forget ? bin("arith.subf", b.ScalarConst(et, 1), i)
-                                     : Activate(b, acts[0], clip(with(gate(bj, 2, true), peep_term(bj, 2, cp))), et);
-      std::string g = Activate(b, acts[1], clip(gate(bj, 3, true)), et);
-      std::string v = bin("arith.addf", bin("arith.mulf", f, cp), bin("arith.mulf", i, g));
-      return masked(bj, v, cp);
-    });
-    hn.name = b.IndexGeneric(state, et, [&](const Args&) {
-      std::vector<std::string> bj = b.LoopIndices(2);
-      std::string cnew = Extract(b, cn, bj);
-      std::string o = Activate(b, acts[0], clip(with(gate(bj, 1, true), peep_term(bj, 1, cnew))), et);
-      std::string v = bin("arith.mulf", o, Activate(b, acts[2], cnew, et));
-      return masked(bj, v, Extract(b, hv, bj));
-    });
+    LstmState(step, cn, hn);
   }
-  // y[t] = h' where valid, else 0 (row t in processing order)
-  std::string ynext = b.IndexGeneric(acc.shape, et, [&](const Args&) {
-    std::vector<std::string> idx = b.LoopIndices(3);
-    std::string here = b.Fresh();
-    b.Line(here + " = arith.cmpi eq, " + idx[0] + ", " + iv + " : index");
-    std::string v = Extract(b, hn, {idx[1], idx[2]});
-    if (L.lens) {
-      std::string valid;
-      step_of(idx[1], &valid);
-      v = b.Select(valid, v, b.ScalarConst(et, 0), et);
-    }
-    return b.Select(here, v, Extract(b, yv, idx), et);
-  });
+  std::string ynext = StepOutputs(step, yv, hn);
   b.Line("  scf.yield " + hn.name + ", " + (lstm ? cn.name + ", " : "") + ynext + " : " + types);
   b.ExitRegion();
   b.Line("}");

@@ -32,41 +32,26 @@ struct ScalarOperand {
   }
 };
 
-}  // namespace
+// NonMaxSuppression's materialized boxes and scores, their element type and extents.
+struct NmsProblem {
+  Val& boxes;   // [B, N, 4]
+  Val& scores;  // [B, C, N]
+  std::string et;
+  Dim B, N, C;
+  Shape PerClass() const { return {B, C, N}; }
+};
 
-Status LowerNonMaxSuppression(Context& c) {
-  Builder& b = c.b;
-  HEXIR_ASSIGN_OR_RETURN(Val& boxes, c.In(0));
-  HEXIR_ASSIGN_OR_RETURN(Val& scores, c.In(1));
-  if (boxes.rank() != 3 || boxes.shape[2].dynamic() || boxes.shape[2].v != 4)
-    return c.Error("boxes must be [batch, boxes, 4], not " + Builder::TensorType(boxes));
-  if (scores.rank() != 3) return c.Error("scores must be [batch, classes, boxes], not " + Builder::TensorType(scores));
-  if (!boxes.IsFloat() || scores.et != boxes.et) return c.Error("boxes and scores must be floats of one type");
-  ScalarOperand max_boxes, iou_threshold, score_threshold;
-  score_threshold.absent = -std::numeric_limits<double>::infinity();
-  ScalarOperand* operands[] = {&max_boxes, &iou_threshold, &score_threshold};
-  for (int i = 2; i < 5; ++i) {
-    if (!c.HasIn(i)) continue;
-    HEXIR_ASSIGN_OR_RETURN(Val& v, c.In(i));
-    for (const Dim& d : v.shape)
-      if (d.dynamic() || d.v != 1) return c.Error("input " + std::to_string(i) + " must hold one value");
-    c.Mat(v);
-    operands[i - 2]->v = &v;
-  }
-  bool center = c.AttrI("center_point_box", 0) != 0;
-  c.Mat(boxes);
-  c.Mat(scores);
-  std::string et = boxes.et;
-  Dim B = boxes.shape[0], N = boxes.shape[1], C = scores.shape[1];
+// corners[b][i] = (y_min, x_min, y_max, x_max)
+Val BoxCorners(Builder& b, const NmsProblem& p, bool center) {
+  const std::string& et = p.et;
   auto bin = [&](const char* op, const std::string& x, const std::string& y) { return b.Bin(op, "", x, y, et); };
-  // corners[b][i] = (y_min, x_min, y_max, x_max)
   Val corners;
   corners.et = et;
-  corners.shape = {B, N, Dim::Static(4)};
+  corners.shape = {p.B, p.N, Dim::Static(4)};
   corners.name = b.IndexGeneric(corners.shape, et, [&](const Args&) {
     std::vector<std::string> idx = b.LoopIndices(3);
     std::vector<std::string> v;
-    for (int k = 0; k < 4; ++k) v.push_back(b.Extract(boxes, {idx[0], idx[1], b.IndexConst(k)}));
+    for (int k = 0; k < 4; ++k) v.push_back(b.Extract(p.boxes, {idx[0], idx[1], b.IndexConst(k)}));
     std::string lo[2], hi[2];  // [0]: y, [1]: x
     if (center) {              // (x_center, y_center, width, height)
       std::string half = b.ScalarConst(et, 0.5);
@@ -86,10 +71,16 @@ Status LowerNonMaxSuppression(Context& c) {
     r = b.Select(b.Cmp("", "eq", k64, b.ScalarConst("i64", 1), "i64"), lo[1], r, et);
     return b.Select(b.Cmp("", "eq", k64, b.ScalarConst("i64", 0), "i64"), lo[0], r, et);
   });
-  // overlap[b][i][j] = 1 when IoU(box i, box j) > iou_threshold
+  return corners;
+}
+
+// overlap[b][i][j] = 1 when IoU(box i, box j) > iou_threshold
+Val Overlaps(Builder& b, const NmsProblem& p, const Val& corners, const ScalarOperand& iou_threshold) {
+  const std::string& et = p.et;
+  auto bin = [&](const char* op, const std::string& x, const std::string& y) { return b.Bin(op, "", x, y, et); };
   Val overlap;
   overlap.et = "i64";
-  overlap.shape = {B, N, N};
+  overlap.shape = {p.B, p.N, p.N};
   overlap.name = b.IndexGeneric(overlap.shape, "i64", [&](const Args&) {
     std::vector<std::string> idx = b.LoopIndices(3);
     auto corner = [&](const std::string& box, int k) { return b.Extract(corners, {idx[0], box, b.IndexConst(k)}); };
@@ -111,14 +102,19 @@ Status LowerNonMaxSuppression(Context& c) {
     valid = b.AndI1(valid, b.Cmp("ogt", "", iou, iou_threshold.Read(b, et), et));
     return b.Convert(valid, "i1", "i64");
   });
-  // rank[b][c][i] = #{j: score j before score i}; order[b][c][r] = the box of rank r
-  Shape per_class = {B, C, N};
+  return overlap;
+}
+
+// order[b][c][r] = the box of rank r, where rank[b][c][i] = #{j: score j before score i}.
+Val ScoreOrder(Builder& b, const NmsProblem& p) {
+  const std::string& et = p.et;
+  Shape per_class = p.PerClass();
   Val rank;
   rank.et = "i64";
   rank.shape = per_class;
   std::string same = Builder::Map(4, {"d0", "d1", "d2"}), other = Builder::Map(4, {"d0", "d1", "d3"});
   std::vector<std::string> reduce_last = {"parallel", "parallel", "parallel", "reduction"};
-  rank.name = b.Generic({&scores, &scores}, {same, other}, same, per_class, "i64", 4, reduce_last,
+  rank.name = b.Generic({&p.scores, &p.scores}, {same, other}, same, per_class, "i64", 4, reduce_last,
                         b.Filled(per_class, "i64", 0), [&](const Args& a) {
                           std::vector<std::string> idx = b.LoopIndices(4);
                           std::string lower = b.Fresh();
@@ -134,25 +130,35 @@ Status LowerNonMaxSuppression(Context& c) {
                            std::string hit = b.Cmp("", "eq", a[0], b.ToI64(idx[2]), "i64");
                            return b.Select(hit, b.ToI64(idx[3]), a[1], "i64");
                          });
-  // candidate[b][c][r] = 1 when the score of rank r is above score_threshold
-  Val candidate = rank;
-  candidate.name = b.Generic({&order}, {Builder::IdentityMap(3)}, Builder::IdentityMap(3), per_class, "i64", 3,
+  return order;
+}
+
+// candidate[b][c][r] = 1 when the score of rank r is above score_threshold
+Val Candidates(Builder& b, const NmsProblem& p, const Val& order, const ScalarOperand& score_threshold) {
+  Val candidate = order;
+  candidate.name = b.Generic({&order}, {Builder::IdentityMap(3)}, Builder::IdentityMap(3), p.PerClass(), "i64", 3,
                              {"parallel", "parallel", "parallel"}, "", [&](const Args& a) {
                                std::vector<std::string> idx = b.LoopIndices(3);
-                               std::string s = b.Extract(scores, {idx[0], idx[1], b.ToIndex(a[0], "i64")});
-                               std::string above = b.Cmp("ogt", "", s, score_threshold.Read(b, et), et);
+                               std::string s = b.Extract(p.scores, {idx[0], idx[1], b.ToIndex(a[0], "i64")});
+                               std::string above = b.Cmp("ogt", "", s, score_threshold.Read(b, p.et), p.et);
                                return b.Convert(above, "i1", "i64");
                              });
-  // The greedy walk: kept[b][c][r] (0/1, ranks decided so far).
-  Val kept = rank;
+  return candidate;
+}
+
+// The greedy walk: kept[b][c][r] (0/1), an scf.for deciding rank r for every (batch, class).
+Val GreedyKeep(Builder& b, const NmsProblem& p, const Val& overlap, const Val& order, const Val& candidate,
+               const ScalarOperand& max_boxes) {
+  Shape per_class = p.PerClass();
+  Val kept = order;
   std::string kept0 = b.Filled(per_class, "i64", 0), type = Builder::TensorType(per_class, "i64");
   std::string r = b.Fresh(), carried = b.Fresh(), result = b.Fresh();
-  b.Line(result + " = scf.for " + r + " = " + b.IndexConst(0) + " to " + b.DimValue(N) + " step " + b.IndexConst(1) +
-         " iter_args(" + carried + " = " + kept0 + ") -> (" + type + ") {");
+  b.Line(result + " = scf.for " + r + " = " + b.IndexConst(0) + " to " + b.DimValue(p.N) + " step " +
+         b.IndexConst(1) + " iter_args(" + carried + " = " + kept0 + ") -> (" + type + ") {");
   b.EnterRegion();
   kept.name = carried;
   // tally[b][c] = #kept + 2^32 * #kept overlapping the box of rank r
-  Shape pairs = {B, C};
+  Shape pairs = {p.B, p.C};
   Val tally;
   tally.et = "i64";
   tally.shape = pairs;
@@ -183,11 +189,17 @@ Status LowerNonMaxSuppression(Context& c) {
   b.ExitRegion();
   b.Line("}");
   kept.name = result;
-  // Flattened (b, c, r) positions of the kept boxes -> rows (b, c, order[b][c][r]).
-  Shape flat = {b.Product(per_class, 0, 3)};
+  return kept;
+}
+
+// The selected rows (batch, class, box) of the kept mask: flattened (b, c, r) positions ->
+// (b, c, order[b][c][r]).
+StatusOr<Val> SelectedIndices(Context& c, const NmsProblem& p, Val& kept, const Val& order) {
+  Builder& b = c.b;
+  Shape flat = {b.Product(p.PerClass(), 0, 3)};
   HEXIR_ASSIGN_OR_RETURN(Val mask, c.ReshapeTo(kept, flat));
   Selection s = SelectPositions(c, mask);
-  std::vector<std::string> extents = {b.DimValue(B), b.DimValue(C), b.DimValue(N)};
+  std::vector<std::string> extents = {b.DimValue(p.B), b.DimValue(p.C), b.DimValue(p.N)};
   Val out;
   out.et = "i64";
   out.shape = {s.count, Dim::Static(3)};
@@ -199,6 +211,40 @@ Status LowerNonMaxSuppression(Context& c) {
     std::string v = b.Select(b.Cmp("", "eq", k64, b.ScalarConst("i64", 1), "i64"), b.ToI64(bcr[1]), box, "i64");
     return b.Select(b.Cmp("", "eq", k64, b.ScalarConst("i64", 0), "i64"), b.ToI64(bcr[0]), v, "i64");
   });
+  return out;
+}
+
+}  // namespace
+
+Status LowerNonMaxSuppression(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& boxes, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& scores, c.In(1));
+  if (boxes.rank() != 3 || boxes.shape[2].dynamic() || boxes.shape[2].v != 4)
+    return c.Error("boxes must be [batch, boxes, 4], not " + Builder::TensorType(boxes));
+  if (scores.rank() != 3) return c.Error("scores must be [batch, classes, boxes], not " + Builder::TensorType(scores));
+  if (!boxes.IsFloat() || scores.et != boxes.et) return c.Error("boxes and scores must be floats of one type");
+  ScalarOperand max_boxes, iou_threshold, score_threshold;
+  score_threshold.absent = -std::numeric_limits<double>::infinity();
+  ScalarOperand* operands[] = {&max_boxes, &iou_threshold, &score_threshold};
+  for (int i = 2; i < 5; ++i) {
+    if (!c.HasIn(i)) continue;
+    HEXIR_ASSIGN_OR_RETURN(Val& v, c.In(i));
+    for (const Dim& d : v.shape)
+      if (d.dynamic() || d.v != 1) return c.Error("input " + std::to_string(i) + " must hold one value");
+    c.Mat(v);
+    operands[i - 2]->v = &v;
+  }
+  bool center = c.AttrI("center_point_box", 0) != 0;
+  c.Mat(boxes);
+  c.Mat(scores);
+  NmsProblem p{boxes, scores, boxes.et, boxes.shape[0], boxes.shape[1], scores.shape[1]};
+  Val corners = BoxCorners(b, p, center);
+  Val overlap = Overlaps(b, p, corners, iou_threshold);
+  Val order = ScoreOrder(b, p);
+  Val candidate = Candidates(b, p, order, score_threshold);
+  Val kept = GreedyKeep(b, p, overlap, order, candidate, max_boxes);
+  HEXIR_ASSIGN_OR_RETURN(Val out, SelectedIndices(c, p, kept, order));
   c.SetOut(0, out);
   return Status::Ok();
 }

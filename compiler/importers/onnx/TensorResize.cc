@@ -105,11 +105,10 @@ std::string ClampedIndex(Builder& b, const Axis& ax, const std::string& v) {
   return ix;
 }
 
-// Scales (or output sizes when `sizes` is not empty) per dim of x.
-Status ResizeWith(Context& c, Val& x, Options o, const std::vector<double>& scales,
-                  const std::vector<Dim>& sizes) {
-  Builder& b = c.b;
-  int64_t rank = x.rank();
+// The supported modes and transforms, one scale or size per dim, a constant roi for crops;
+// "bilinear" and "bicubic" (Upsample's names) become "linear" and "cubic".
+Status CheckResize(Context& c, Options& o, int64_t rank, const std::vector<double>& scales,
+                   const std::vector<Dim>& sizes) {
   if (o.mode == "bilinear") o.mode = "linear";
   if (o.mode == "bicubic") o.mode = "cubic";
   if (o.mode != "nearest" && o.mode != "linear" && o.mode != "cubic")
@@ -123,11 +122,18 @@ Status ResizeWith(Context& c, Val& x, Options o, const std::vector<double>& scal
   if (!sizes.empty() ? static_cast<int64_t>(sizes.size()) != rank
                      : static_cast<int64_t>(scales.size()) != rank)
     return c.Error("scales / sizes must have one entry per dim");
-  bool crop = o.ctm == "tf_crop_and_resize";
-  if (crop && static_cast<int64_t>(o.roi.size()) != 2 * rank)
+  if (o.ctm == "tf_crop_and_resize" && static_cast<int64_t>(o.roi.size()) != 2 * rank)
     return c.Error("tf_crop_and_resize needs a constant roi of 2 * rank values");
+  return Status::Ok();
+}
+
+// Per dim of x: whether it is resized, its output extent (appended to `out`), input and
+// output lengths as f32, scale and roi.
+std::vector<Axis> ResizeAxes(Builder& b, const Val& x, const Options& o, const std::vector<double>& scales,
+                             const std::vector<Dim>& sizes, Shape* out) {
+  int64_t rank = x.rank();
+  bool crop = o.ctm == "tf_crop_and_resize";
   std::vector<Axis> axes(rank);
-  Shape out;
   for (int64_t i = 0; i < rank; ++i) {
     const Dim& d = x.shape[i];
     Axis& ax = axes[i];
@@ -161,99 +167,119 @@ Status ResizeWith(Context& c, Val& x, Options o, const std::vector<double>& scal
         }
       }
     }
-    out.push_back(ax.out);
+    out->push_back(ax.out);
   }
+  return axes;
+}
+
+// Source positions read for one output position along a dim, with their weights (empty for
+// nearest).
+using Taps = std::vector<std::pair<std::string, std::string>>;
+
+// The taps of a resized dim at output index `idx`; for tf_crop_and_resize, or-s into `outside`
+// whether the source coordinate falls outside the input. `zero` and `one`: f32 constants.
+Taps AxisTaps(Builder& b, const Options& o, const Axis& ax, const std::string& idx, const std::string& zero,
+              const std::string& one, std::string* outside) {
+  Taps taps;
+  std::string xi = b.Fresh(), xf = b.Fresh();
+  b.Line(xi + " = arith.index_cast " + idx + " : index to i64");
+  b.Line(xf + " = arith.sitofp " + xi + " : i64 to f32");
+  std::string src = SourceCoordinate(b, o, ax, xf);
+  if (o.ctm == "tf_crop_and_resize") {
+    std::string last = b.Bin("arith.subf", "", ax.in.In(b), one, "f32");
+    std::string lt = b.Cmp("olt", "", src, zero, "f32"), gt = b.Cmp("ogt", "", src, last, "f32");
+    std::string any = b.Bin("", "arith.ori", lt, gt, "i1");
+    *outside = outside->empty() ? any : b.Bin("", "arith.ori", *outside, any, "i1");
+  }
+  if (o.mode == "nearest") {
+    std::string n;
+    if (o.nearest == "floor") n = b.Op1("math.floor", src, "f32");
+    else if (o.nearest == "ceil") n = b.Op1("math.ceil", src, "f32");
+    else {  // round half toward floor / ceil
+      std::string fl = b.Op1("math.floor", src, "f32");
+      std::string fr = b.Bin("arith.subf", "", src, fl, "f32");
+      std::string half = b.ScalarConst("f32", 0.5);
+      std::string up = b.Cmp(o.nearest == "round_prefer_ceil" ? "oge" : "ogt", "", fr, half, "f32");
+      n = b.Select(up, b.Bin("arith.addf", "", fl, one, "f32"), fl, "f32");
+    }
+    taps.push_back({ClampedIndex(b, ax, n), ""});
+  } else if (o.mode == "linear") {
+    std::string last = b.Bin("arith.subf", "", ax.in.In(b), one, "f32");
+    std::string cl = b.Bin("arith.minimumf", "", b.Bin("arith.maximumf", "", src, zero, "f32"), last, "f32");
+    std::string fl = b.Op1("math.floor", cl, "f32");
+    std::string t = b.Bin("arith.subf", "", cl, fl, "f32");
+    taps.push_back({ClampedIndex(b, ax, fl), b.Bin("arith.subf", "", one, t, "f32")});
+    taps.push_back({ClampedIndex(b, ax, b.Bin("arith.addf", "", fl, one, "f32")), t});
+  } else {  // cubic: taps at floor - 1 .. floor + 2, edge indices clamped
+    std::string fl = b.Op1("math.floor", src, "f32");
+    std::string t = b.Bin("arith.subf", "", src, fl, "f32");
+    std::string last = b.Bin("arith.subf", "", ax.in.In(b), one, "f32");
+    std::string sum;
+    for (int k = -1; k <= 2; ++k) {
+      std::string pos = b.Bin("arith.addf", "", fl, b.ScalarConst("f32", k), "f32");
+      std::string dist = b.Op1("math.absf", b.Bin("arith.subf", "", t, b.ScalarConst("f32", k), "f32"), "f32");
+      std::string w = CubicWeight(b, o.cubic_a, dist);
+      if (o.exclude_outside) {
+        std::string in = b.Bin("", "arith.andi", b.Cmp("oge", "", pos, zero, "f32"),
+                               b.Cmp("ole", "", pos, last, "f32"), "i1");
+        w = b.Select(in, w, zero, "f32");
+        sum = sum.empty() ? w : b.Bin("arith.addf", "", sum, w, "f32");
+      }
+      taps.push_back({ClampedIndex(b, ax, pos), w});
+    }
+    if (o.exclude_outside)
+      for (auto& tap : taps) tap.second = b.Bin("arith.divf", "", tap.second, sum, "f32");
+  }
+  return taps;
+}
+
+// The output element: the one tap's element (nearest), else the sum over the product of the
+// dims' taps of element x weights, in f32.
+std::string SumOfTaps(Builder& b, const Val& x, const std::vector<Taps>& taps, bool interpolates) {
+  const int loops = static_cast<int>(taps.size());
+  std::vector<size_t> pick(loops, 0);
+  std::string acc;
+  for (;;) {
+    std::vector<std::string> at;
+    std::string w;
+    for (int i = 0; i < loops; ++i) {
+      at.push_back(taps[i][pick[i]].first);
+      const std::string& wi = taps[i][pick[i]].second;
+      if (!wi.empty()) w = w.empty() ? wi : b.Bin("arith.mulf", "", w, wi, "f32");
+    }
+    std::string e = b.Fresh();
+    b.Line(e + " = tensor.extract " + x.name + "[" + Builder::Join(at) + "] : " + Builder::TensorType(x));
+    if (!interpolates) return e;
+    std::string term = b.Bin("arith.mulf", "", b.Convert(e, x.et, "f32"), w, "f32");
+    acc = acc.empty() ? term : b.Bin("arith.addf", "", acc, term, "f32");
+    int i = loops - 1;
+    while (i >= 0 && ++pick[i] == taps[i].size()) pick[i--] = 0;
+    if (i < 0) return acc;
+  }
+}
+
+// Scales (or output sizes when `sizes` is not empty) per dim of x.
+Status ResizeWith(Context& c, Val& x, Options o, const std::vector<double>& scales,
+                  const std::vector<Dim>& sizes) {
+  Builder& b = c.b;
+  HEXIR_RETURN_IF_ERROR(CheckResize(c, o, x.rank(), scales, sizes));
+  Shape out;
+  std::vector<Axis> axes = ResizeAxes(b, x, o, scales, sizes, &out);
   c.Mat(x);
   std::string et = x.et;
   bool interpolates = o.mode != "nearest";
   if (interpolates && !x.IsFloat()) return c.Error(o.mode + " mode on integers is not supported");
-  int loops = static_cast<int>(rank);
+  const int loops = static_cast<int>(x.rank());
   Val r = b.Tabulate(out, et, [&](std::vector<std::string> idx) {
     std::string zero = b.ScalarConst("f32", 0), one = b.ScalarConst("f32", 1);
-    // Per resized dim: its taps (index, weight; weight empty for nearest).
-    std::vector<std::vector<std::pair<std::string, std::string>>> taps(loops);
+    // Per dim: its taps (index, weight; weight empty for nearest).
+    std::vector<Taps> taps(loops);
     std::string outside;  // tf_crop_and_resize: some coordinate falls outside the input
     for (int i = 0; i < loops; ++i) {
-      const Axis& ax = axes[i];
-      if (!ax.resized) {
-        taps[i].push_back({idx[i], ""});
-        continue;
-      }
-      std::string xi = b.Fresh(), xf = b.Fresh();
-      b.Line(xi + " = arith.index_cast " + idx[i] + " : index to i64");
-      b.Line(xf + " = arith.sitofp " + xi + " : i64 to f32");
-      std::string src = SourceCoordinate(b, o, ax, xf);
-      if (crop) {
-        std::string last = b.Bin("arith.subf", "", ax.in.In(b), one, "f32");
-        std::string lt = b.Cmp("olt", "", src, zero, "f32"), gt = b.Cmp("ogt", "", src, last, "f32");
-        std::string any = b.Bin("", "arith.ori", lt, gt, "i1");
-        outside = outside.empty() ? any : b.Bin("", "arith.ori", outside, any, "i1");
-      }
-      if (o.mode == "nearest") {
-        std::string n;
-        if (o.nearest == "floor") n = b.Op1("math.floor", src, "f32");
-        else if (o.nearest == "ceil") n = b.Op1("math.ceil", src, "f32");
-        else {  // round half toward floor / ceil
-          std::string fl = b.Op1("math.floor", src, "f32");
-          std::string fr = b.Bin("arith.subf", "", src, fl, "f32");
-          std::string half = b.ScalarConst("f32", 0.5);
-          std::string up = b.Cmp(o.nearest == "round_prefer_ceil" ? "oge" : "ogt", "", fr, half, "f32");
-          n = b.Select(up, b.Bin("arith.addf", "", fl, one, "f32"), fl, "f32");
-        }
-        taps[i].push_back({ClampedIndex(b, ax, n), ""});
-      } else if (o.mode == "linear") {
-        std::string last = b.Bin("arith.subf", "", ax.in.In(b), one, "f32");
-        std::string cl = b.Bin("arith.minimumf", "", b.Bin("arith.maximumf", "", src, zero, "f32"), last, "f32");
-        std::string fl = b.Op1("math.floor", cl, "f32");
-        std::string t = b.Bin("arith.subf", "", cl, fl, "f32");
-        taps[i].push_back({ClampedIndex(b, ax, fl), b.Bin("arith.subf", "", one, t, "f32")});
-        taps[i].push_back({ClampedIndex(b, ax, b.Bin("arith.addf", "", fl, one, "f32")), t});
-      } else {  // cubic: taps at floor - 1 .. floor + 2, edge indices clamped
-        std::string fl = b.Op1("math.floor", src, "f32");
-        std::string t = b.Bin("arith.subf", "", src, fl, "f32");
-        std::string last = b.Bin("arith.subf", "", ax.in.In(b), one, "f32");
-        std::vector<std::pair<std::string, std::string>> cubic;
-        std::string sum;
-        for (int k = -1; k <= 2; ++k) {
-          std::string pos = b.Bin("arith.addf", "", fl, b.ScalarConst("f32", k), "f32");
-          std::string dist = b.Op1("math.absf", b.Bin("arith.subf", "", t, b.ScalarConst("f32", k), "f32"), "f32");
-          std::string w = CubicWeight(b, o.cubic_a, dist);
-          if (o.exclude_outside) {
-            std::string in = b.Bin("", "arith.andi", b.Cmp("oge", "", pos, zero, "f32"),
-                                   b.Cmp("ole", "", pos, last, "f32"), "i1");
-            w = b.Select(in, w, zero, "f32");
-            sum = sum.empty() ? w : b.Bin("arith.addf", "", sum, w, "f32");
-          }
-          cubic.push_back({ClampedIndex(b, ax, pos), w});
-        }
-        if (o.exclude_outside)
-          for (auto& tap : cubic) tap.second = b.Bin("arith.divf", "", tap.second, sum, "f32");
-        taps[i] = cubic;
-      }
+      if (axes[i].resized) taps[i] = AxisTaps(b, o, axes[i], idx[i], zero, one, &outside);
+      else taps[i].push_back({idx[i], ""});
     }
-    // Sum over the product of the taps.
-    std::vector<size_t> pick(loops, 0);
-    std::string acc;
-    for (;;) {
-      std::vector<std::string> at;
-      std::string w;
-      for (int i = 0; i < loops; ++i) {
-        at.push_back(taps[i][pick[i]].first);
-        const std::string& wi = taps[i][pick[i]].second;
-        if (!wi.empty()) w = w.empty() ? wi : b.Bin("arith.mulf", "", w, wi, "f32");
-      }
-      std::string e = b.Fresh();
-      b.Line(e + " = tensor.extract " + x.name + "[" + Builder::Join(at) + "] : " + Builder::TensorType(x));
-      if (!interpolates) {
-        acc = e;
-        break;
-      }
-      std::string term = b.Bin("arith.mulf", "", b.Convert(e, et, "f32"), w, "f32");
-      acc = acc.empty() ? term : b.Bin("arith.addf", "", acc, term, "f32");
-      int i = loops - 1;
-      while (i >= 0 && ++pick[i] == taps[i].size()) pick[i--] = 0;
-      if (i < 0) break;
-    }
+    std::string acc = SumOfTaps(b, x, taps, interpolates);
     std::string v = interpolates ? b.Convert(acc, "f32", et) : acc;
     if (!outside.empty()) v = b.Select(outside, b.ScalarConst(et, o.extrapolation), v, et);
     return v;
