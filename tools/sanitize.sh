@@ -19,7 +19,8 @@ targets=(//base/... //vm/... //hal/... //runtime/... //tools/common/... //tests/
 if [ "${1:-}" == "--quick" ]; then
   shift
   targets+=(//tests/e2e:hostile_tool_inputs_test //tests/e2e:module_corruption_test
-            //tests/e2e:kernel_checks_test //tests/e2e:shape_checks_test //tests/e2e:deadline_test)
+            //tests/e2e:kernel_checks_test //tests/e2e:shape_checks_test //tests/e2e:deadline_test
+            //tests/e2e:generate_limits_test)
 else
   targets+=(//tests/e2e/...)
 fi

@@ -4,6 +4,12 @@
 Usage: summarize_tests.py BAZEL_OUTPUT_LOG TESTLOGS_DIR
 Prints a table of targets, the names of skipped cases with reasons, and last the line
 "N passed, N failed, N skipped". Exits 1 when anything failed.
+
+       summarize_tests.py --total NAME:EXIT_STATUS=OUTPUT [NAME:EXIT_STATUS=OUTPUT...]
+Adds up runs that each ended with such a line (CI: the suite and the sanitized tests): one line
+per run, then the sum as the last line. A run whose output has no such line (it stopped
+early), or that exited nonzero with no failure counted, counts as one failure. Exits 1 when
+anything failed.
 """
 import os
 import re
@@ -18,6 +24,8 @@ SKIP_RE = re.compile(r"HEXIR_SKIPPED:\s*(.*)")
 PYTEST_SUMMARY = re.compile(r"^=+ (.*?) in [\d.]+s(?: \([^)]*\))? =+$", re.M)
 PYTEST_COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)")
 PYTEST_SKIP = re.compile(r"^SKIPPED \[\d+\] (.*)$", re.M)
+# The last line of a summarized run (and of a setup failure, which has no skipped count).
+SUMMARY_LINE = re.compile(r"^(\d+) passed, (\d+) failed(?:, (\d+) skipped)?$")
 
 
 def log_texts(testlogs, target):
@@ -88,7 +96,36 @@ def count_log(text, ok):
     return (1, 0, 0, skips, False) if ok else (0, 1, 0, skips, False)
 
 
+def total(runs):
+    """Sums the summary lines of runs given as NAME:EXIT_STATUS=OUTPUT_FILE; returns the exit code."""
+    totals = [0, 0, 0]
+    print("\n==== runs ====")
+    for run in runs:
+        label, _, path = run.partition("=")
+        name, _, status = label.partition(":")
+        counts = None
+        if os.path.exists(path):
+            with open(path, errors="replace") as f:
+                for line in f.read().splitlines():
+                    m = SUMMARY_LINE.match(line.strip())
+                    if m:
+                        counts = [int(g or 0) for g in m.groups()]
+        if counts is None:
+            counts = [0, 1, 0]
+            print(f"{name}: no summary line (the run stopped early): counted as 1 failure")
+        elif status not in ("", "0") and counts[1] == 0:
+            counts[1] = 1
+            print(f"{name}: exit status {status} with no failed test: counted as 1 failure")
+        else:
+            print(f"{name}: {counts[0]} passed, {counts[1]} failed, {counts[2]} skipped")
+        totals = [t + c for t, c in zip(totals, counts)]
+    print(f"\n{totals[0]} passed, {totals[1]} failed, {totals[2]} skipped")
+    return 1 if totals[1] else 0
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--total":
+        return total(sys.argv[2:])
     bazel_log, testlogs = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else ""
     with open(bazel_log, errors="replace") as f:
         lines = f.read().splitlines()

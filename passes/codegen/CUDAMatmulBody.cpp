@@ -94,6 +94,12 @@ void StoreMatmulElement(OpBuilder& b, Location loc, const MatmulBody& body, Valu
   ApplyMatmulEpilogue(b, loc, body, batchIndex, v, row, col);
 }
 
+MatmulExtents ReadMatmulExtents(OpBuilder& b, Location loc, const MatmulBody& body, bool transposedB) {
+  int64_t rank = cast<MemRefType>(body.a.getType()).getRank();
+  return {memref::DimOp::create(b, loc, body.a, rank - 2), memref::DimOp::create(b, loc, body.a, rank - 1),
+          memref::DimOp::create(b, loc, body.b, rank - (transposedB ? 2 : 1))};
+}
+
 LogicalResult EraseMatmulBody(const MatmulBody& body) {
   SmallVector<memref::AllocOp> allocs;
   for (Operation* op : body.erased) {

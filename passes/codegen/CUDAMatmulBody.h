@@ -42,6 +42,14 @@ void StoreMatmulElement(mlir::OpBuilder& b, mlir::Location loc, const MatmulBody
                         mlir::Value batchIndex, mlir::Value v, mlir::Value row, mlir::Value col,
                         mlir::Value M, mlir::Value N);
 
+// The problem's extents M, K, N read from the operands (A [..][M][K], B [..][K][N] or, with
+// `transposedB`, [..][N][K]).
+struct MatmulExtents {
+  mlir::Value M, K, N;
+};
+MatmulExtents ReadMatmulExtents(mlir::OpBuilder& b, mlir::Location loc, const MatmulBody& body,
+                                bool transposedB);
+
 // Erases the linalg ops of the old body and the temporaries only they used (after the new
 // body was built in front of the terminator).
 mlir::LogicalResult EraseMatmulBody(const MatmulBody& body);

@@ -224,10 +224,8 @@ LogicalResult MatmulKernel::build(func::FuncOp kernel) {
   smem = WorkgroupArray(b, loc, kernel, element, s.stages * stageElements());
   smemBase = pointer(smem, 3);
   if (s.aligned) aBase = pointer(body.a, 1), bBase = pointer(body.b, 1);
-  int64_t aRank = cast<MemRefType>(body.a.getType()).getRank();
-  M = memref::DimOp::create(b, loc, body.a, aRank - 2);
-  K = memref::DimOp::create(b, loc, body.a, aRank - 1);
-  N = memref::DimOp::create(b, loc, body.b, aRank - (s.transposedB ? 2 : 1));
+  MatmulExtents extents = ReadMatmulExtents(b, loc, body, s.transposedB);
+  M = extents.M, K = extents.K, N = extents.N;
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = rem(tid, idx(32));
   Value warp = div(tid, idx(32));

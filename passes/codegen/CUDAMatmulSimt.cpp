@@ -238,10 +238,8 @@ LogicalResult SimtKernel::build(func::FuncOp kernel) {
                                                         << " threads";
   smem = pointer(WorkgroupArray(b, loc, kernel, f32(), 2 * stageWords()), 3);
   aBase = pointer(body.a, 1), bBase = pointer(body.b, 1);
-  int64_t rank = cast<MemRefType>(body.a.getType()).getRank();
-  M = memref::DimOp::create(b, loc, body.a, rank - 2);
-  K = memref::DimOp::create(b, loc, body.a, rank - 1);
-  N = memref::DimOp::create(b, loc, body.b, rank - (s.transposedB ? 2 : 1));
+  MatmulExtents extents = ReadMatmulExtents(b, loc, body, s.transposedB);
+  M = extents.M, K = extents.K, N = extents.N;
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   tx = rem(tid, idx(16)), ty = div(tid, idx(16));
   Value kTiles = ceilDiv(K, kDepth);

@@ -229,10 +229,8 @@ LogicalResult WgmmaKernel::build() {
   smemAddress = mul(div(add(raw, idx(1023)), idx(1024)), idx(1024));
   smem = byteOffset(pointer(dynamic, 3), i32(arith::SubIOp::create(b, loc, smemAddress, raw)), 3);
   aBase = pointer(body.a, 1), bBase = pointer(body.b, 1);
-  int64_t rank = cast<MemRefType>(body.a.getType()).getRank();
-  M = memref::DimOp::create(b, loc, body.a, rank - 2);
-  K = memref::DimOp::create(b, loc, body.a, rank - 1);
-  N = memref::DimOp::create(b, loc, body.b, rank - (s.transposedB ? 2 : 1));
+  MatmulExtents extents = ReadMatmulExtents(b, loc, body, s.transposedB);
+  M = extents.M, K = extents.K, N = extents.N;
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = rem(tid, idx(32));
   warpgroup = div(tid, idx(128));
