@@ -58,6 +58,7 @@ func.func @model_blocks(%x: tensor<2048x64xf32> {hexir.sharding = #hexir.shardin
 // Small (the blocks' overhead exceeds any overlap) or compute-bound (2048 x 1024 x 2048: the
 // all_reduce is a tenth of the matmul) shapes stay whole, as does an annotation of 1.
 // CHECK-LABEL: func.func @model_whole(
+// DEFAULT-LABEL: func.func @model_whole(
 // CHECK:         hexir.all_reduce "sum" %{{.+}} : tensor<8x4xf32>
 // CHECK:         hexir.all_reduce "sum" %{{.+}} : tensor<2048x2048xf32>
 // CHECK:         hexir.all_reduce "sum" %{{.+}} : tensor<2048x2048xf32>
