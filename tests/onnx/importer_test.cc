@@ -2,7 +2,9 @@
 // the error messages, and end to end through the real tools against C++ reference loops.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -686,4 +688,71 @@ TEST_CASE("TfIdfVectorizer counts unigrams once and bigrams at every skip, weigh
   CHECK(vectorizer("TF").find("4xf32=3 1 2 2") == 0);
   CHECK(vectorizer("TFIDF").find("4xf32=1.5 2 6 8") == 0);
   CHECK(vectorizer("IDF").find("4xf32=0.5 2 3 4") == 0);
+}
+
+TEST_CASE("training-mode Dropout keeps the elements its seed's hash keeps, scaled by 1 / (1 - ratio), and returns its mask") {
+  Graph m;
+  m.Input("x", {64, 64});
+  m.Output("y", {64, 64});
+  m.Output("mask", {64, 64}, ::onnx::TensorProto::BOOL);
+  m.Output("other_mask", {64, 64}, ::onnx::TensorProto::BOOL);
+  m.InitF("ratio", {}, {0.25f});
+  auto* training = m.g->add_initializer();
+  training->set_name("training");
+  training->set_data_type(::onnx::TensorProto::BOOL);
+  training->add_int32_data(1);
+  Graph::AttrI(m.Node("Dropout", {"x", "ratio", "training"}, {"y", "mask"}, "drop"), "seed", 7);
+  Graph::AttrI(m.Node("Dropout", {"x", "ratio", "training"}, {"unused", "other_mask"}, "drop8"), "seed", 8);
+  auto r = ox::ImportOnnxModel(m.model);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  std::string mod = ox::testing::CompileForCpu(*r, "dropout_training");
+  REQUIRE(!mod.empty());
+  int code = 0;
+  std::string out = ox::testing::RunMain(mod, "64x64xf32=1.5", &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  std::istringstream lines(out);
+  std::string y_line, mask_line, other_line;
+  std::getline(lines, y_line);
+  std::getline(lines, mask_line);
+  std::getline(lines, other_line);
+  const std::vector<float> y = ParseFloats(y_line), mask = ParseFloats(mask_line), other = ParseFloats(other_line);
+  REQUIRE(y.size() == 4096);
+  REQUIRE(mask.size() == 4096);
+  REQUIRE(other.size() == 4096);
+  // The documented mask: lowbias32 of the position plus seed * 0x9E3779B9, its top 24 bits
+  // compared with ratio * 2^24.
+  auto kept = [](uint32_t position, uint32_t seed) {
+    uint32_t h = position + seed * 0x9E3779B9u;
+    h ^= h >> 16;
+    h *= 0x7feb352du;
+    h ^= h >> 15;
+    h *= 0x846ca68bu;
+    h ^= h >> 16;
+    return (h >> 8) >= (1u << 22);  // 0.25 * 2^24
+  };
+  int count = 0, differ = 0;
+  const float scaled = 1.5f * static_cast<float>(1 / (1 - 0.25));
+  for (uint32_t p = 0; p < 4096; ++p) {
+    INFO("position " << p);
+    CHECK(mask[p] == (kept(p, 7) ? 1 : 0));
+    CHECK(other[p] == (kept(p, 8) ? 1 : 0));
+    CHECK(y[p] == (mask[p] != 0 ? scaled : 0.0f));
+    count += mask[p] != 0;
+    differ += mask[p] != other[p];
+  }
+  // About 1 - ratio kept; another seed drops other elements (2 * 0.25 * 0.75 of them differ).
+  CHECK(count > 0.72 * 4096);
+  CHECK(count < 0.78 * 4096);
+  CHECK(differ > 0.32 * 4096);
+  CHECK(differ < 0.43 * 4096);
+  // Every call with one seed keeps the same elements.
+  CHECK(ox::testing::RunMain(mod, "64x64xf32=1.5", &code) == out);
+
+  auto* ratio = m.g->mutable_initializer(0);
+  ratio->set_float_data(0, 1.5f);
+  auto bad = ox::ImportOnnxModel(m.model);
+  REQUIRE(!bad.ok());
+  CHECK(bad.status().message() == "node 'drop' (op Dropout): ratio 1.500000 is outside [0, 1)");
 }

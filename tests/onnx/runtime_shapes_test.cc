@@ -355,6 +355,66 @@ TEST_CASE("Expand to a shape read at run time broadcasts a run-time 1 of its `?`
   CHECK(ParseFloats(y) == std::vector<float>{1, 2, 3, 4, 1, 2, 3, 4});
 }
 
+// numpy's matmul of a [ab, m, k] and b [bb, k, n], batch extents equal or 1.
+std::vector<float> BatchMatMulReference(const std::vector<float>& a, int64_t ab, const std::vector<float>& b,
+                                        int64_t bb, int64_t m, int64_t k, int64_t n) {
+  std::vector<float> r;
+  for (int64_t i = 0; i < std::max(ab, bb); ++i)
+    for (int64_t row = 0; row < m; ++row)
+      for (int64_t col = 0; col < n; ++col) {
+        float sum = 0;
+        for (int64_t j = 0; j < k; ++j)
+          sum += a[((ab == 1 ? 0 : i) * m + row) * k + j] * b[((bb == 1 ? 0 : i) * k + j) * n + col];
+        r.push_back(sum);
+      }
+  return r;
+}
+
+std::string Tensor3(int64_t batch, int64_t rows, int64_t cols, const std::vector<float>& v) {
+  return std::to_string(batch) + "x" + Tensor2(rows, cols, v);
+}
+
+TEST_CASE("MatMul broadcasts a run-time 1 in a batch dim against a static or another `?` extent; other extents fail naming both") {
+  Graph m;
+  m.Input("a", {-1, 2, 3});
+  m.Input("c", {-1, 3, 2});
+  const std::vector<float> w = Iota(24, -7);
+  m.InitF("w", {4, 3, 2}, w);
+  m.Output("y", {4, 2, 2});
+  m.Output("z", {-1, 2, 2});
+  m.Node("MatMul", {"a", "w"}, {"y"}, "by_weight");  // `?` vs a static 4
+  m.Node("MatMul", {"a", "c"}, {"z"}, "by_input");   // `?` vs another `?`
+  std::string mod = Build(m, "runtime_batch_matmul");
+  // Equal extents, then a run-time 1 in a (against 4 and 3), in c, in both.
+  for (auto [ab, cb] : {std::pair<int64_t, int64_t>{4, 4}, {1, 3}, {4, 1}, {1, 1}}) {
+    std::vector<float> a = Iota(ab * 6, -3), cv = Iota(cb * 6, 2);
+    INFO("a batch " << ab << ", c batch " << cb);
+    std::istringstream lines(Run(mod, {Tensor3(ab, 2, 3, a), Tensor3(cb, 3, 2, cv)}));
+    std::string y, z;
+    std::getline(lines, y);
+    std::getline(lines, z);
+    CHECK(Prefix(y) == "4x2x2xf32");
+    CHECK(ParseFloats(y) == BatchMatMulReference(a, ab, w, 4, 2, 3, 2));
+    CHECK(Prefix(z) == std::to_string(std::max(ab, cb)) + "x2x2xf32");
+    CHECK(ParseFloats(z) == BatchMatMulReference(a, ab, cv, cb, 2, 3, 2));
+  }
+  struct Bad {
+    int64_t ab, cb;
+    const char* message;
+  };
+  for (Bad k : {Bad{3, 3, "node 'by_weight' (op MatMul): dimension 0 of operand 1 is 4 and of operand 0 is 3: they "
+                          "do not broadcast (extents must be equal or 1)"},
+                Bad{4, 2, "node 'by_input' (op MatMul): dimension 0 of operand 0 is 4 and of operand 1 is 2: they "
+                          "do not broadcast (extents must be equal or 1)"}}) {
+    int code = 0;
+    std::string bad =
+        RunMainWith(mod, {Tensor3(k.ab, 2, 3, Iota(k.ab * 6, 1)), Tensor3(k.cb, 3, 2, Iota(k.cb * 6, 1))}, &code);
+    INFO(bad);
+    CHECK(code == 1);
+    CHECK(bad.find(k.message) != std::string::npos);
+  }
+}
+
 TEST_CASE("extents computed apart but equal (padded conv, stride-2 branches, one dim_param) need no run-time choice") {
   Graph m;
   m.Input("x", {1, 1, -1, -1});

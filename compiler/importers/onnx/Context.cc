@@ -744,6 +744,11 @@ StatusOr<Val> Context::MatMul(Val& a0, Val& b0) {
   ab.shape.resize(a.rank() - 2);
   bb.shape.resize(bm.rank() - 2);
   HEXIR_ASSIGN_OR_RETURN(Shape batch, BroadcastShapes({&ab, &bb}));
+  if (MeetsAtRunTime({&ab, &bb}, batch)) {  // a `?` batch extent may be 1 at run time
+    batch = BroadcastBatchAtRunTime(a, bm, batch);
+    ab.shape.assign(a.shape.begin(), a.shape.end() - 2);
+    bb.shape.assign(bm.shape.begin(), bm.shape.end() - 2);
+  }
   int nb = static_cast<int>(batch.size());
   int loops = nb + 3;
   // Batch dims broadcast (unit dims read at 0), then the two matrix dims.

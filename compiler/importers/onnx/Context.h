@@ -90,6 +90,15 @@ class Context {
   // shape). `shape` is BroadcastShapes(ins).
   StatusOr<Val> BroadcastAtRunTime(std::vector<Val*> ins, size_t data, const Shape& shape,
                                    const std::string& out_et, const BodyFn& body);
+  // The host's part of BroadcastAtRunTime: the checks, the output extents `out` (a `?`
+  // meeting another becomes `a == 1 ? b : a`; a static N stays), and for operand k at output
+  // position i the i1 flags eq[k][i] (its extent is out[i]) and unit[k][i] (it is 1), both
+  // empty where the extents are one value or the operand's extent is a static one.
+  struct RunTimeExtents {
+    Shape out;
+    std::vector<std::vector<std::string>> eq, unit;
+  };
+  RunTimeExtents DecideAtRunTime(const std::vector<Val*>& ins, const Shape& shape);
   StatusOr<Val> Reduce(Val& x, std::vector<int64_t> axes, bool keepdims, const std::string& kind);
   StatusOr<Val> ReshapeTo(Val& x, const Shape& target);
   Val Pad(Val& x, const std::vector<Dim>& begin, const std::vector<Dim>& end,
@@ -107,6 +116,11 @@ class Context {
                   const std::string& kind);
   // ReshapeTo once the element counts are known to agree.
   Val ReshapeChecked(Val& x, const Shape& target);
+  // MatMul's batch dims `batch` (BroadcastShapes of the operands' batch parts) where a `?`
+  // extent meets a different one (MeetsAtRunTime): DecideAtRunTime's checks and extents, and
+  // a and bm replaced by their broadcast along the batch dims that may be 1 at run time
+  // (RunTimeBroadcast.cc). Returns the output's batch dims.
+  Shape BroadcastBatchAtRunTime(Val& a, Val& bm, const Shape& batch);
 };
 
 // A value whose integer contents are known (shape computations): 1-D of ints.size()

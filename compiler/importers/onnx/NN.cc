@@ -1,9 +1,49 @@
-// The small ONNX nn ops (onnx/defs/nn): Dropout (inference or ratio 0: identity, mask all true), Flatten
-// (a reshape to 2-D) and Shrink (elementwise).
+// The small ONNX nn ops (onnx/defs/nn): Dropout (inference or ratio 0: identity, mask all true;
+// training with a non-zero ratio: a hashed mask), Flatten (a reshape to 2-D) and Shrink
+// (elementwise).
+#include <cmath>
+#include <cstdint>
+
 #include "compiler/importers/onnx/Elementwise.h"
 #include "compiler/importers/onnx/Lowerings.h"
 
 namespace hexir::importers::onnx {
+namespace {
+
+// Training-mode Dropout's mask without a random source or state: element p (row-major
+// position) is kept when u(p) >= ratio, u the top 24 bits of lowbias32(p + seed * 0x9E3779B9)
+// over 2^24, uniform in [0, 1). The same seed keeps the same elements on every call.
+Val DropoutMask(Builder& b, const Shape& shape, double ratio, int64_t seed) {
+  std::vector<std::string> extents;
+  for (const Dim& d : shape) extents.push_back(b.DimValue(d));
+  return b.Tabulate(shape, "i1", [&](std::vector<std::string> idx) {
+    std::string lin = b.IndexConst(0);
+    for (size_t i = 0; i < idx.size(); ++i) {
+      std::string scaled = b.Fresh(), next = b.Fresh();
+      b.Line(scaled + " = arith.muli " + lin + ", " + extents[i] + " : index");
+      b.Line(next + " = arith.addi " + scaled + ", " + idx[i] + " : index");
+      lin = next;
+    }
+    std::string h = b.Fresh();
+    b.Line(h + " = arith.index_cast " + lin + " : index to i32");
+    const uint32_t mixed = static_cast<uint32_t>(seed) * 0x9E3779B9u;
+    h = b.Bin("", "arith.addi", h, b.ScalarConst("i32", static_cast<int32_t>(mixed)), "i32");
+    auto shift_xor = [&](int bits) {
+      h = b.Bin("", "arith.xori", h, b.Bin("", "arith.shrui", h, b.ScalarConst("i32", bits), "i32"), "i32");
+    };
+    shift_xor(16);
+    h = b.Bin("", "arith.muli", h, b.ScalarConst("i32", static_cast<int32_t>(0x7feb352du)), "i32");
+    shift_xor(15);
+    h = b.Bin("", "arith.muli", h, b.ScalarConst("i32", static_cast<int32_t>(0x846ca68bu)), "i32");
+    shift_xor(16);
+    std::string top = b.Bin("", "arith.shrui", h, b.ScalarConst("i32", 8), "i32");
+    // u >= ratio as integers: top >= ceil(ratio * 2^24)
+    const double threshold = std::ceil(ratio * 16777216.0);
+    return b.Cmp("", "sge", top, b.ScalarConst("i32", threshold), "i32");
+  });
+}
+
+}  // namespace
 
 Status LowerDropout(Context& c) {
   Builder& b = c.b;
@@ -15,7 +55,7 @@ Status LowerDropout(Context& c) {
     training = t.ints[0].v != 0;
   }
   if (training) {
-    // Only a ratio of 0 is deterministic (no random source): y = x, mask all true.
+    // A ratio of 0 keeps everything: y = x, mask all true.
     double ratio = 0.5;
     if (c.HasIn(1)) {
       HEXIR_ASSIGN_OR_RETURN(Val& r, c.In(1));
@@ -24,7 +64,16 @@ Status LowerDropout(Context& c) {
     } else if (c.opset < 12) {
       ratio = c.AttrF("ratio", 0.5f);
     }
-    if (ratio != 0) return c.Error("training mode with a non-zero ratio (random masks) is not supported");
+    if (ratio < 0 || ratio >= 1) return c.Error("ratio " + std::to_string(ratio) + " is outside [0, 1)");
+    if (ratio != 0) {
+      Val mask = DropoutMask(b, x.shape, ratio, c.AttrI("seed", 0));
+      HEXIR_RETURN_IF_ERROR(c.SetOut(0, c.Elementwise({&x, &mask}, x.et, [&](const Args& a) {
+        std::string scale = b.ScalarConst(x.et, 1 / (1 - ratio)), zero = b.ScalarConst(x.et, 0);
+        return b.Select(a[1], b.Bin("arith.mulf", "", a[0], scale, x.et), zero, x.et);
+      })));
+      if (c.node->output_size() > 1 && !c.node->output(1).empty()) c.SetOut(1, mask);
+      return Status::Ok();
+    }
   }
   if (c.node->output_size() > 1 && !c.node->output(1).empty()) {
     Val mask;

@@ -1,9 +1,13 @@
-// ONNX broadcasting where a `?` extent meets a different one (Context::Elementwise, Expand):
+// ONNX broadcasting where a `?` extent meets a different one (Context::Elementwise, Expand,
+// MatMul's batch dims):
 // another `?` extent, or a static one other than 1 (`?` vs 4: the `?` may be 1 at run time).
 // Which operand is 1 is known only at run time, so the host chooses. Equal extents (the usual
 // case) take the generic every elementwise op gets, reading each operand with the output's
 // positions; otherwise a generic over the output reads each operand with `tensor.extract` at
 // position 0 along the dims that are 1 at run time. Both are in one `scf.if` on a host flag.
+// MatMul decides its batch dims the same way but keeps one matmul generic: an operand whose
+// batch extents may be 1 where the output's are not is itself (equal extents) or its copy
+// broadcast along them (`scf.if`), and the generic reads both with plain maps.
 //
 // The choice costs fusion with the producers (the generic is inside a region), so the importer
 // avoids it where it can prove extents equal: Builder's symbolic dims (SymbolicDims.h) give
@@ -41,6 +45,44 @@ void CheckBroadcasts(Builder& b, const std::string& where, const std::string& on
          " is {}: they do not broadcast (extents must be equal or 1)\"(" + o + ", " + d + ") : index, index");
 }
 
+// Operand k of a batched MatMul (`x`: batch dims, then its two matrix dims) with its batch
+// dims replaced by the output's where they are decided at run time: x itself when its extents
+// are the output's (no copy), else a copy reading position 0 along its dims that are 1.
+Val BatchBroadcast(Builder& b, const Val& x, size_t k, const Context::RunTimeExtents& e) {
+  const size_t batch = static_cast<size_t>(x.rank()) - 2, off = e.out.size() - batch;
+  Val r = x;
+  std::string same;  // i1: every batch extent of x is the output's
+  for (size_t j = 0; j < batch; ++j) {
+    if (e.eq[k][off + j].empty()) continue;
+    same = b.AndI1(same, e.eq[k][off + j]);
+    r.shape[j] = e.out[off + j];
+  }
+  if (same.empty()) return x;
+  const std::string type = Builder::TensorType(r), from = Builder::TensorType(x);
+  r.name = b.Fresh();
+  b.Line(r.name + " = scf.if " + same + " -> (" + type + ") {");
+  b.EnterRegion();
+  std::string plain = x.name;
+  if (from != type) {  // a `?` extent now known to be the output's static one
+    plain = b.Fresh();
+    b.Line("  " + plain + " = tensor.cast " + x.name + " : " + from + " to " + type);
+  }
+  b.Line("  scf.yield " + plain + " : " + type);
+  b.Line("} else {");
+  const int loops = static_cast<int>(x.rank());
+  std::string copy = b.IndexGeneric(r.shape, x.et, [&](const std::vector<std::string>&) {
+    std::vector<std::string> at = b.LoopIndices(loops);
+    std::string zero = b.IndexConst(0);
+    for (size_t j = 0; j < batch; ++j)
+      if (!e.unit[k][off + j].empty()) at[j] = b.Select(e.unit[k][off + j], zero, at[j], "index");
+    return b.Extract(x, at);
+  });
+  b.Line("  scf.yield " + copy + " : " + type);
+  b.ExitRegion();
+  b.Line("}");
+  return r;
+}
+
 }  // namespace
 
 bool Context::MeetsAtRunTime(const std::vector<Val*>& ins, const Shape& out) {
@@ -52,14 +94,14 @@ bool Context::MeetsAtRunTime(const std::vector<Val*>& ins, const Shape& out) {
   return false;
 }
 
-StatusOr<Val> Context::BroadcastAtRunTime(std::vector<Val*> ins, size_t data, const Shape& shape,
-                                          const std::string& out_et, const BodyFn& body) {
+Context::RunTimeExtents Context::DecideAtRunTime(const std::vector<Val*>& ins, const Shape& shape) {
   const std::string where = node ? Builder::CheckText(Error("").message()) : "";
   const std::string one = b.IndexConst(1);
-  Shape out = shape;
-  std::string same;  // i1: no operand is broadcast at run time
-  // unit[k][i]: i1 "operand k's extent at output position i is 1" where that decides its read
-  std::vector<std::vector<std::string>> unit(ins.size(), std::vector<std::string>(out.size()));
+  RunTimeExtents e;
+  e.out = shape;
+  Shape& out = e.out;
+  e.eq.assign(ins.size(), std::vector<std::string>(out.size()));
+  e.unit = e.eq;
   for (size_t i = 0; i < out.size(); ++i) {
     Dim o;
     if (!out[i].dynamic()) {
@@ -102,10 +144,22 @@ StatusOr<Val> Context::BroadcastAtRunTime(std::vector<Val*> ins, size_t data, co
     for (size_t k = 0; k < ins.size(); ++k) {
       const Dim* d = DimAt(*ins[k], out, i);
       if (!d || !d->dynamic() || d->ssa == extent) continue;
-      same = b.AndI1(same, I1(b, "cmpi eq,", d->ssa, extent, "index"));
-      unit[k][i] = I1(b, "cmpi eq,", d->ssa, one, "index");
+      e.eq[k][i] = I1(b, "cmpi eq,", d->ssa, extent, "index");
+      e.unit[k][i] = I1(b, "cmpi eq,", d->ssa, one, "index");
     }
   }
+  return e;
+}
+
+StatusOr<Val> Context::BroadcastAtRunTime(std::vector<Val*> ins, size_t data, const Shape& shape,
+                                          const std::string& out_et, const BodyFn& body) {
+  const RunTimeExtents e = DecideAtRunTime(ins, shape);
+  const Shape& out = e.out;
+  const std::vector<std::vector<std::string>>& unit = e.unit;
+  std::string same;  // i1: no operand is broadcast at run time
+  for (size_t i = 0; i < out.size(); ++i)
+    for (size_t k = 0; k < ins.size(); ++k)
+      if (!e.eq[k][i].empty()) same = b.AndI1(same, e.eq[k][i]);
   std::vector<const Val*> reads;
   std::vector<std::string> maps;
   for (size_t k = 0; k < data; ++k) {
@@ -153,6 +207,16 @@ StatusOr<Val> Context::BroadcastAtRunTime(std::vector<Val*> ins, size_t data, co
   b.ExitRegion();
   b.Line("}");
   return r;
+}
+
+Shape Context::BroadcastBatchAtRunTime(Val& a, Val& bm, const Shape& batch) {
+  Val ab = a, bb = bm;  // the batch parts
+  ab.shape.resize(a.rank() - 2);
+  bb.shape.resize(bm.rank() - 2);
+  const RunTimeExtents e = DecideAtRunTime({&ab, &bb}, batch);
+  a = BatchBroadcast(b, a, 0, e);
+  bm = BatchBroadcast(b, bm, 1, e);
+  return e.out;
 }
 
 }  // namespace hexir::importers::onnx
