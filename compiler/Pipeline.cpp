@@ -22,6 +22,13 @@
 #include "passes/dispatch/costs/CostPasses.h"
 #include "passes/loops/DeviceLoopPasses.h"
 
+namespace hexir {
+// passes/codegen/CPUPackMatmulOperands.cpp (declared here: a new header under passes/ would
+// make Bazel recompile all of //passes).
+std::unique_ptr<mlir::Pass> CreateCPUPackMatmulOperands(llvm::StringRef cpu);
+void RegisterCPUPackMatmulOperands();
+}  // namespace hexir
+
 namespace hexir::compiler {
 
 void RegisterDialects(mlir::DialectRegistry& registry) {
@@ -34,6 +41,7 @@ void RegisterDialects(mlir::DialectRegistry& registry) {
 void RegisterPasses() {
   mlir::registerAllPasses();
   hexir::registerHexirPasses();
+  hexir::RegisterCPUPackMatmulOperands();
   hexir::registerHexirCUDAPasses();
   hexir::registerHexirCostPasses();
   hexir::registerHexirDeviceLoopPasses();
@@ -154,6 +162,10 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   pm.addPass(hexir::createDeduplicateModuloConstants());
   pm.addPass(hexir::createSpecializeDispatches());
   pm.addPass(hexir::createFoldUniformOperands());
+  // CPU-only modules: a micro-kernel matmul's B is packed by a dispatch of its own, shared by
+  // the matmul's workgroups; for a constant B it is lifted by the next pass (once at load).
+  if (llvm::all_of(kinds, [](const std::string& kind) { return kind == "cpu"; }))
+    pm.addPass(hexir::CreateCPUPackMatmulOperands(options.cpu));
   pm.addPass(hexir::createLiftConstantDispatches());
   pm.addPass(hexir::createAnnotateDispatchCosts());  // hexir-bench metadata (passes/dispatch/costs)
   if (kinds.size() > 1) {

@@ -63,6 +63,81 @@ int64_t ConvolutionWindow(func::FuncOp kernel) {
   return window;
 }
 
+// A matmul's B prepacked by hexir-cpu-pack-matmul-operands is read through a generic marked so
+// (CPUMatmulMicroKernel.cpp).
+constexpr char kPackedRhsAttr[] = "hexir.packed_rhs";
+// Multiply-adds of the least workgroup of a matmul on a prepacked B.
+constexpr int64_t kPackedMatmulWorkPerWorkgroup = int64_t{1} << 20;
+// Rows of the least workgroup of a matmul grid (fewer when M is smaller).
+constexpr int64_t kGridRowsPerWorkgroup = 8;
+
+// A kernel's f32 matmul reading a prepacked B (CPUMatmulMicroKernel.cpp) whose M x N the root
+// writes along its loops 0 and 1, all static.
+struct PackedMatmul {
+  int64_t m, n, k, nr;
+};
+
+std::optional<PackedMatmul> FindPackedMatmul(func::FuncOp kernel, TilingInterface root,
+                                             ArrayRef<Range> domain) {
+  std::optional<PackedMatmul> found;
+  int64_t count = 0;
+  kernel.walk([&](linalg::MatmulOp op) {
+    auto unpack = op.getDpsInputs()[1].getDefiningOp<linalg::GenericOp>();
+    if (!unpack || !unpack->hasAttr(kPackedRhsAttr) ||
+        !codegen::TakesMatmulMicroKernel(cast<linalg::LinalgOp>(op.getOperation())))
+      return;
+    ++count;
+    auto c = cast<RankedTensorType>(op.getDpsInits()[0].getType());
+    auto packed = cast<RankedTensorType>(unpack.getDpsInputs()[0].getType());
+    auto a = cast<RankedTensorType>(op.getDpsInputs()[0].getType());
+    if (c.hasStaticShape() && !a.isDynamicDim(1))
+      found = PackedMatmul{c.getDimSize(0), c.getDimSize(1), a.getDimSize(1), packed.getDimSize(2)};
+  });
+  auto linalgRoot = dyn_cast<linalg::LinalgOp>(root.getOperation());
+  if (count != 1 || !found || !linalgRoot || linalgRoot.getNumDpsInits() != 1 ||
+      domain.size() < 2 || linalgRoot.getIteratorTypesArray()[1] != utils::IteratorType::parallel)
+    return std::nullopt;
+  // The root writes out[d0][d1] over M x N.
+  MLIRContext* ctx = kernel.getContext();
+  AffineMap out = linalgRoot.getMatchingIndexingMap(linalgRoot.getDpsInitOperand(0));
+  if (out.getResults() != ArrayRef<AffineExpr>{getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx)} ||
+      getConstantIntValue(domain[0].size) != found->m || getConstantIntValue(domain[1].size) != found->n)
+    return std::nullopt;
+  return found;
+}
+
+// Workgroups of a packed matmul: rowCount x colCount tiles of rowTile x colTile (columns in
+// whole panels of NR).
+struct Grid {
+  int64_t rowTile, colTile, rowCount, colCount;
+};
+
+// The largest power-of-two count (so 2, 4 and 16 workers get equal shares) of at most
+// `maxWorkgroups` workgroups of at least kPackedMatmulWorkPerWorkgroup multiply-adds and
+// kGridRowsPerWorkgroup rows that splits M x N exactly into rows x columns; of its splits, the
+// one whose tile reads the least per step of k (rowTile + colTile). B is packed once for the
+// whole dispatch, so a column split costs nothing but the rows of A it reads again.
+Grid ChooseGrid(const PackedMatmul& mm, int64_t maxWorkgroups) {
+  auto ceilDiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  const int64_t panels = ceilDiv(mm.n, mm.nr);
+  const int64_t work = std::min<int64_t>(mm.m * mm.n, int64_t{1} << 30) * std::min<int64_t>(mm.k, 1 << 20);
+  int64_t wanted = std::max<int64_t>(1, std::min<int64_t>(maxWorkgroups, work / kPackedMatmulWorkPerWorkgroup));
+  for (int64_t count = llvm::bit_floor(static_cast<uint64_t>(wanted)); count > 1; count /= 2) {
+    std::optional<Grid> best;
+    for (int64_t cols = 1; cols <= count; cols *= 2) {
+      int64_t rows = count / cols;
+      int64_t rowTile = ceilDiv(mm.m, rows), colTile = ceilDiv(panels, cols) * mm.nr;
+      if (rowTile < std::min(mm.m, kGridRowsPerWorkgroup) || ceilDiv(mm.m, rowTile) != rows ||
+          ceilDiv(mm.n, colTile) != cols)
+        continue;
+      if (!best || rowTile + colTile < best->rowTile + best->colTile)
+        best = Grid{rowTile, colTile, rows, cols};
+    }
+    if (best) return *best;
+  }
+  return Grid{mm.m, mm.n, 1, 1};
+}
+
 class CPUDistributeWorkgroups
     : public impl::CPUDistributeWorkgroupsBase<CPUDistributeWorkgroups> {
  public:
@@ -109,6 +184,9 @@ class CPUDistributeWorkgroups
     std::optional<int64_t> lb0 = getConstantIntValue(domain[axis].offset);
     if (!lb0 || *lb0 != 0) return 1;
     Location rootLoc = root->getLoc();
+    if (axis == 0)
+      if (std::optional<PackedMatmul> mm = FindPackedMatmul(kernel, root, domain))
+        return distributeGrid(kernel, root, id, ChooseGrid(*mm, maxWorkgroups), *mm);
     bool micro = false;
     kernel.walk([&](linalg::LinalgOp op) { micro |= codegen::TakesMatmulMicroKernel(op); });
     int64_t count;
@@ -187,7 +265,67 @@ class CPUDistributeWorkgroups
     codegen::CleanUpTiledKernel(kernel);
     return count;
   }
+
+  // Tiles the root over `grid`: workgroup id = row * colCount + column, each running
+  // [row * rowTile, min(M, ...)) x [column * colTile, min(N, ...)).
+  FailureOr<int64_t> distributeGrid(func::FuncOp kernel, TilingInterface root, Value id,
+                                    const Grid& grid, const PackedMatmul& mm) {
+    if (grid.rowCount * grid.colCount == 1) return 1;
+    OpBuilder b(root);
+    SmallVector<OpFoldResult> sizes(root.getLoopIteratorTypes().size(), b.getIndexAttr(0));
+    struct Axis {
+      int64_t tile, extent;
+      bool rows;
+    };
+    SmallVector<Axis> axes;
+    if (grid.rowCount > 1) {
+      sizes[0] = b.getIndexAttr(grid.rowTile);
+      axes.push_back({grid.rowTile, mm.m, true});
+    }
+    if (grid.colCount > 1) {
+      sizes[1] = b.getIndexAttr(grid.colTile);
+      axes.push_back({grid.colTile, mm.n, false});
+    }
+    IRRewriter rewriter(kernel.getContext());
+    FailureOr<scf::SCFTileAndFuseResult> tiled =
+        codegen::TileRootAndFuseProducers(rewriter, root, sizes);
+    if (failed(tiled)) return 1;
+    if (tiled->loops.size() != axes.size())
+      return root->emitError("failed to distribute over a grid of workgroups");
+    auto outer = cast<scf::ForOp>(tiled->loops[0].getOperation());
+    b.setInsertionPoint(outer);
+    Location loc = outer.getLoc();
+    auto index = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+    Value rowId = id, colId = id;
+    if (grid.rowCount > 1 && grid.colCount > 1) {
+      Value columns = index(grid.colCount);
+      rowId = arith::DivUIOp::create(b, loc, id, columns);
+      colId = arith::RemUIOp::create(b, loc, id, columns);
+    }
+    for (auto [loopLike, axis] : llvm::zip(tiled->loops, axes)) {
+      auto loop = cast<scf::ForOp>(loopLike.getOperation());
+      Value tile = index(axis.tile);
+      Value lb = arith::MulIOp::create(b, loc, axis.rows ? rowId : colId, tile);
+      Value ub = arith::MinSIOp::create(b, loc, arith::AddIOp::create(b, loc, lb, tile), index(axis.extent));
+      loop.setLowerBound(lb);
+      loop.setUpperBound(ub);
+    }
+    codegen::CleanUpTiledKernel(kernel);
+    return grid.rowCount * grid.colCount;
+  }
 };
 
 }  // namespace
+
+namespace codegen {
+// Used by hexir-cpu-pack-matmul-operands (CPUPackMatmulOperands.cpp): a B that is not
+// constant is worth a pack dispatch when the matmul (M x N x K, M < 0 when dynamic, counted
+// as 64 rows) has at least twice kPackedMatmulWorkPerWorkgroup, so that it is split here and
+// its workgroups share the packed B; a smaller one runs as one workgroup, which packs B once
+// anyway.
+bool WorthPackingRhs(int64_t m, int64_t n, int64_t k) {
+  double rows = m < 0 ? 64.0 : double(m);
+  return rows * double(n) * double(k) >= 2.0 * double(kPackedMatmulWorkPerWorkgroup);
+}
+}  // namespace codegen
 }  // namespace hexir

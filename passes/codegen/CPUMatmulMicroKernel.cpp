@@ -4,8 +4,11 @@
 #include "passes/codegen/CPUMatmulMicroKernel.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -59,12 +62,187 @@ bool TakesMatmulMicroKernel(linalg::LinalgOp op) {
 
 namespace {
 
+// ---- prepacked right-hand sides --------------------------------------------------------
+// hexir-cpu-pack-matmul-operands (CPUPackMatmulOperands.cpp) stores a matmul's B[K][N] as
+// ceil(N/NR) panels of K x NR, Bp[p][k][j] = B[k][p * NR + j] (zero past N), written by a
+// pack dispatch (a generic marked kPackRhsAttr) and read in the matmul's kernel through an
+// unpack generic (marked kPackedRhsAttr, never fused into tile loops: KernelLoweringUtils).
+// Both are exact computations (as loops they give the right answer); here, bufferized, the
+// pack becomes vector copies and the unpack is replaced by reading Bp's panels in place.
+// (The names are spelled in each of those files: a new header would rebuild all of //passes.)
+constexpr char kPackRhsAttr[] = "hexir.pack_rhs";
+constexpr char kPackedRhsAttr[] = "hexir.packed_rhs";
+
+// B read through an unpack: Bp, the panel holding B's column 0, NR.
+struct PrepackedRhs {
+  Value packed;
+  Value firstPanel;
+  int64_t nr;
+};
+
+// Whether `v` is a multiple of `nr` by construction: a constant, a product with one, a sum
+// of such, or the induction variable of a loop whose start and step are.
+bool MultipleOf(Value v, int64_t nr, int depth = 0) {
+  if (depth > 16) return false;
+  if (std::optional<int64_t> c = getConstantIntValue(v)) return *c % nr == 0;
+  if (auto mul = v.getDefiningOp<arith::MulIOp>())
+    return MultipleOf(mul.getLhs(), nr, depth + 1) || MultipleOf(mul.getRhs(), nr, depth + 1);
+  if (auto add = v.getDefiningOp<arith::AddIOp>())
+    return MultipleOf(add.getLhs(), nr, depth + 1) && MultipleOf(add.getRhs(), nr, depth + 1);
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto loop = dyn_cast_or_null<scf::ForOp>(arg.getOwner()->getParentOp());
+    if (loop && loop.getInductionVar() == arg)
+      return MultipleOf(loop.getLowerBound(), nr, depth + 1) && MultipleOf(loop.getStep(), nr, depth + 1);
+  }
+  return false;
+}
+
+// The marked generic writing `buffer`, if any.
+linalg::GenericOp UnpackWriting(Value buffer) {
+  for (Operation* user : buffer.getUsers()) {
+    auto g = dyn_cast<linalg::GenericOp>(user);
+    if (g && g->hasAttr(kPackedRhsAttr) && g.hasPureBufferSemantics() &&
+        g.getDpsInits()[0] == buffer)
+      return g;
+  }
+  return nullptr;
+}
+
+// `rhs` (a matmul's B memref) read through an unpack, possibly a column slice of it starting
+// at a column proven to be a multiple of NR.
+std::optional<PrepackedRhs> FindPrepackedRhs(OpBuilder& b, Value rhs) {
+  Value v = rhs;
+  OpFoldResult column = b.getIndexAttr(0);
+  if (auto view = v.getDefiningOp<memref::SubViewOp>()) {
+    // Whole rows from row 0 (the matmul reads k from 0), any column slice.
+    if (!llvm::all_of(view.getMixedStrides(), [](OpFoldResult s) { return isConstantIntValue(s, 1); }) ||
+        !isConstantIntValue(view.getMixedOffsets()[0], 0))
+      return std::nullopt;
+    column = view.getMixedOffsets()[1];
+    v = view.getSource();
+  }
+  while (auto cast = v.getDefiningOp<memref::CastOp>()) v = cast.getSource();
+  linalg::GenericOp unpack = UnpackWriting(v);
+  if (!unpack) return std::nullopt;
+  Value packed = unpack.getDpsInputs()[0];
+  auto packedType = dyn_cast<MemRefType>(packed.getType());
+  if (!packedType || packedType.getRank() != 3 || packedType.isDynamicDim(2)) return std::nullopt;
+  const int64_t nr = packedType.getDimSize(2);
+  Value start = getValueOrCreateConstantIndexOp(b, rhs.getLoc(), column);
+  if (!MultipleOf(start, nr)) return std::nullopt;
+  Value first = arith::DivUIOp::create(b, rhs.getLoc(), start,
+                                       arith::ConstantIndexOp::create(b, rhs.getLoc(), nr));
+  return PrepackedRhs{packed, first, nr};
+}
+
+// Erases each unpack whose buffer is no longer read (the matmuls reading it were rewritten),
+// with its buffer and the dead views of it.
+void ErasePrepackedRhs(func::FuncOp kernel) {
+  SmallVector<linalg::GenericOp> unpacks;
+  kernel.walk([&](linalg::GenericOp g) {
+    if (g->hasAttr(kPackedRhsAttr) && g.hasPureBufferSemantics()) unpacks.push_back(g);
+  });
+  for (linalg::GenericOp g : unpacks) {
+    Value buffer = g.getDpsInits()[0];
+    bool read = false;
+    SmallVector<Operation*> users(buffer.getUsers());
+    for (Operation* user : users) {
+      if (user == g.getOperation()) continue;
+      if (isa<memref::SubViewOp, memref::CastOp>(user) && user->use_empty()) {
+        user->erase();
+        continue;
+      }
+      read = true;
+    }
+    if (read) continue;
+    g.erase();
+    if (auto alloc = buffer.getDefiningOp<memref::AllocOp>(); alloc && alloc->use_empty()) alloc.erase();
+  }
+}
+
+// Each bufferized pack generic becomes row-by-row vector copies of `lanes` f32 (masked past N):
+// B's rows read in order, each panel's K x NR written densely.
+void LowerPackRhsKernels(func::FuncOp kernel, int64_t lanes) {
+  SmallVector<linalg::GenericOp> packs;
+  kernel.walk([&](linalg::GenericOp g) {
+    if (g->hasAttr(kPackRhsAttr) && g.hasPureBufferSemantics()) packs.push_back(g);
+  });
+  for (linalg::GenericOp g : packs) {
+    // B is what the body reads (tensor.extract became memref.load of B's buffer).
+    memref::LoadOp load;
+    g.getRegion().walk([&](memref::LoadOp l) { load = l; });
+    Value out = g.getDpsInits()[0];
+    auto outType = dyn_cast<MemRefType>(out.getType());
+    if (!load || !outType || outType.getRank() != 3 || outType.isDynamicDim(2) ||
+        outType.getDimSize(2) % lanes != 0 || g.getRegion().isAncestor(load.getMemRef().getParentRegion()))
+      continue;
+    Value rhs = load.getMemRef();
+    const int64_t nr = outType.getDimSize(2);
+    OpBuilder b(g);
+    Location loc = g.getLoc();
+    auto index = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+    // The slice of panels this workgroup writes starts at panel `first` of the whole output.
+    Value first = index(0);
+    if (auto view = out.getDefiningOp<memref::SubViewOp>())
+      first = getValueOrCreateConstantIndexOp(b, loc, view.getMixedOffsets()[0]);
+    Value depth = memref::DimOp::create(b, loc, rhs, 0);
+    Value columns = memref::DimOp::create(b, loc, rhs, 1);
+    Value panels = memref::DimOp::create(b, loc, out, 0);
+    auto vec = VectorType::get({lanes}, b.getF32Type());
+    auto maskType = VectorType::get({lanes}, b.getI1Type());
+    Value zeroVec = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
+    // Row k of B in order (one contiguous run across the panels), each panel's row k stored.
+    auto rows = scf::ForOp::create(b, loc, index(0), depth, index(1));
+    b.setInsertionPoint(rows.getBody()->getTerminator());
+    Value k = rows.getInductionVar();
+    auto each = scf::ForOp::create(b, loc, index(0), panels, index(1));
+    b.setInsertionPoint(each.getBody()->getTerminator());
+    Value p = each.getInductionVar();
+    Value n0 = arith::MulIOp::create(b, loc, arith::AddIOp::create(b, loc, first, p), index(nr));
+    Value left = arith::SubIOp::create(b, loc, columns, n0);
+    Value full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, left, index(nr));
+    auto copy = [&](OpBuilder& nb, bool masked) {
+      for (int64_t v = 0; v < nr / lanes; ++v) {
+        Value column = arith::AddIOp::create(nb, loc, n0, index(v * lanes));
+        Value x;
+        if (masked) {
+          Value mask = vector::CreateMaskOp::create(
+              nb, loc, maskType, ValueRange{arith::SubIOp::create(nb, loc, left, index(v * lanes))});
+          x = vector::MaskedLoadOp::create(nb, loc, vec, rhs, ValueRange{k, column}, mask, zeroVec);
+        } else {
+          x = vector::LoadOp::create(nb, loc, vec, rhs, ValueRange{k, column});
+        }
+        vector::StoreOp::create(nb, loc, x, out, ValueRange{p, k, index(v * lanes)});
+      }
+      scf::YieldOp::create(nb, loc);
+    };
+    scf::IfOp::create(
+        b, loc, full,
+        [&](OpBuilder& nb, Location) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          copy(b, false);
+        },
+        [&](OpBuilder& nb, Location) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          copy(b, true);
+        });
+    g.erase();
+  }
+}
+
+
 class MicroKernelEmitter {
  public:
   MicroKernelEmitter(OpBuilder& b, Location loc, const MatmulTiles& tiles, Value packed)
       : b(b), loc(loc), t(tiles), packed(packed),
         vec(VectorType::get({tiles.lanes}, b.getF32Type())),
         maskType(VectorType::get({tiles.lanes}, b.getI1Type())) {}
+
+  // B read in place from its prepacked panels (above): `emit` then packs nothing
+  // and panel p of block nc is Bp[first + nc / NR + p].
+  void readPrepacked(const PrepackedRhs& rhs) { prepacked = rhs; }
 
   // `packBlock(kc, kcSize, nc, panels)` fills the packed block with B's panels
   // [nc, nc + panels * NR) of rows [kc, kc + kcSize).
@@ -169,6 +347,7 @@ class MicroKernelEmitter {
   struct Panel {
     Value a, c, kc, kcSize, n0, full;
     Value base;                // the panel's first row in the packed block (p * KC)
+    Value index;               // prepacked: the panel of Bp
     SmallVector<Value> masks;  // lanes of each vector inside N
   };
 
@@ -177,6 +356,10 @@ class MicroKernelEmitter {
     Panel panel;
     panel.n0 = arith::AddIOp::create(b, loc, nc, arith::MulIOp::create(b, loc, p, index(t.columns())));
     panel.base = arith::MulIOp::create(b, loc, p, index(t.depth));
+    if (prepacked)
+      panel.index = arith::AddIOp::create(
+          b, loc, prepacked->firstPanel,
+          arith::AddIOp::create(b, loc, arith::DivUIOp::create(b, loc, nc, index(t.columns())), p));
     Value left = arith::SubIOp::create(b, loc, columns, panel.n0);
     panel.full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, left, index(t.columns()));
     for (int64_t v = 0; v < t.vectors; ++v) {
@@ -238,10 +421,16 @@ class MicroKernelEmitter {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(nested.getInsertionBlock());
           SmallVector<Value> bv;
-          Value bk = arith::AddIOp::create(b, loc, p.base, k);
-          for (int64_t v = 0; v < t.vectors; ++v)
-            bv.push_back(vector::LoadOp::create(b, loc, vec, packed, ValueRange{bk, index(v * t.lanes)}));
           Value ak = arith::AddIOp::create(b, loc, p.kc, k);
+          if (prepacked) {
+            for (int64_t v = 0; v < t.vectors; ++v)
+              bv.push_back(vector::LoadOp::create(b, loc, vec, prepacked->packed,
+                                                  ValueRange{p.index, ak, index(v * t.lanes)}));
+          } else {
+            Value bk = arith::AddIOp::create(b, loc, p.base, k);
+            for (int64_t v = 0; v < t.vectors; ++v)
+              bv.push_back(vector::LoadOp::create(b, loc, vec, packed, ValueRange{bk, index(v * t.lanes)}));
+          }
           SmallVector<Value> next;
           for (int64_t i = 0; i < rows; ++i) {
             Value scalar = memref::LoadOp::create(b, loc, p.a, ValueRange{rowIndex[i], ak});
@@ -274,6 +463,7 @@ class MicroKernelEmitter {
   Location loc;
   const MatmulTiles& t;
   Value packed;
+  std::optional<PrepackedRhs> prepacked;
   VectorType vec, maskType;
   Value zeroVec;
   SmallVector<Value> prefix;  // C's leading indices
@@ -304,8 +494,8 @@ void LowerMatmulsToMicroKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
   kernel.walk([&](linalg::LinalgOp op) {
     if (op.hasPureBufferSemantics() && TakesMatmulMicroKernel(op)) matmuls.push_back(op);
   });
-  if (matmuls.empty()) return;
-  Value packed = AllocatePackedBlock(kernel, tiles);
+  if (matmuls.empty()) return LowerPackRhsKernels(kernel, tiles.lanes);
+  Value packed;  // the stack block, allocated when some B is not prepacked
   OpBuilder b(kernel.getContext());
   for (linalg::LinalgOp op : matmuls) {
     b.setInsertionPoint(op);
@@ -313,12 +503,25 @@ void LowerMatmulsToMicroKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
     Value a = op.getDpsInputs()[0], bMat = op.getDpsInputs()[1], c = op.getDpsInits()[0];
     PackedGemm gemm{a, c, {}, memref::DimOp::create(b, loc, c, 0),
                     memref::DimOp::create(b, loc, c, 1), memref::DimOp::create(b, loc, a, 1)};
-    MicroKernelEmitter emitter(b, loc, tiles, packed);
-    emitter.emit(gemm, [&](Value kc, Value kcSize, Value nc, Value panels) {
-      emitter.packDenseBlock(bMat, kc, kcSize, nc, panels);
-    });
+    std::optional<PrepackedRhs> rhs = FindPrepackedRhs(b, bMat);
+    if (rhs && rhs->nr == tiles.columns()) {
+      MicroKernelEmitter emitter(b, loc, tiles, Value());
+      emitter.readPrepacked(*rhs);
+      emitter.emit(gemm, [](Value, Value, Value, Value) {});
+    } else {
+      if (!packed) {
+        OpBuilder::InsertionGuard guard(b);
+        packed = AllocatePackedBlock(kernel, tiles);
+      }
+      MicroKernelEmitter emitter(b, loc, tiles, packed);
+      emitter.emit(gemm, [&](Value kc, Value kcSize, Value nc, Value panels) {
+        emitter.packDenseBlock(bMat, kc, kcSize, nc, panels);
+      });
+    }
     op->erase();
   }
+  ErasePrepackedRhs(kernel);
+  LowerPackRhsKernels(kernel, tiles.lanes);
 }
 
 }  // namespace hexir::codegen

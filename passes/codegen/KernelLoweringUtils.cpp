@@ -12,6 +12,13 @@
 namespace hexir::codegen {
 using namespace mlir;
 
+namespace {
+// A producer marked so is never fused into tile loops: the unpacked view of a prepacked
+// matmul operand (CPUMatmulMicroKernel.cpp), which the CPU micro-kernel replaces by reading
+// its input in place, so it must stay one op on the kernel argument.
+constexpr char kPackedRhsAttr[] = "hexir.packed_rhs";
+}  // namespace
+
 func::FuncOp LookupKernel(ExecutableOp exe) {
   ModuleOp inner = exe.getInnerModule();
   auto kernel = inner ? inner.lookupSymbol<func::FuncOp>(exe.getSymName()) : nullptr;
@@ -33,6 +40,11 @@ FailureOr<scf::SCFTileAndFuseResult> TileRootAndFuseProducers(RewriterBase& rewr
   tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
   scf::SCFTileAndFuseOptions options;
   options.setTilingOptions(tiling);
+  options.setFusionControlFn([](tensor::ExtractSliceOp, OpResult producer, bool)
+                                 -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
+    if (producer.getOwner()->hasAttr(kPackedRhsAttr)) return std::nullopt;
+    return scf::SCFTileAndFuseOptions::ControlFnResult{};
+  });
   rewriter.setInsertionPoint(root);
   FailureOr<scf::SCFTileAndFuseResult> tiled =
       scf::tileConsumerAndFuseProducersUsingSCF(rewriter, root, options);

@@ -48,3 +48,65 @@ hexir.executable @bf16 attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} 
     }
   }
 }
+
+// -----
+
+// B prepacked by a pack dispatch (codegen/CPUMatmulMicroKernel.cpp: 3 panels of 19 x 16, read through
+// the marked unpack generic): the micro-kernel reads the panels in place, so the kernel
+// packs nothing (no stack block) and the unpack and its 19 x 37 buffer are gone.
+// CHECK-LABEL: hexir.executable @prepacked
+// CHECK-NOT:     @malloc
+// CHECK-NOT:     llvm.alloca
+// CHECK:         llvm.func internal @prepacked_impl(
+// CHECK-COUNT-12:  llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK-NOT:     @malloc
+// CHECK:         llvm.func @prepacked(
+hexir.executable @prepacked attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @prepacked(%a: tensor<13x19xf32>, %bp: tensor<3x19x16xf32>, %o: tensor<13x37xf32>, %id: index) -> tensor<13x37xf32> {
+      %e = tensor.empty() : tensor<19x37xf32>
+      %b = linalg.generic {indexing_maps = [affine_map<(k, n) -> (n floordiv 16, k, n mod 16)>, affine_map<(k, n) -> (k, n)>], iterator_types = ["parallel", "parallel"]} ins(%bp : tensor<3x19x16xf32>) outs(%e : tensor<19x37xf32>) attrs = {hexir.packed_rhs} {
+      ^bb0(%x: f32, %y: f32):
+        linalg.yield %x : f32
+      } -> tensor<19x37xf32>
+      %m = linalg.matmul ins(%a, %b : tensor<13x19xf32>, tensor<19x37xf32>) outs(%o : tensor<13x37xf32>) -> tensor<13x37xf32>
+      return %m : tensor<13x37xf32>
+    }
+  }
+}
+
+// -----
+
+// The pack dispatch itself: B's rows copied in 8-lane vectors into the panels, the last
+// panel (columns 32..36 of 37) with masked loads (zero past N); no scalar element loop.
+// CHECK-LABEL: hexir.executable @pack
+// CHECK:         llvm.func internal @pack_impl(
+// CHECK:           llvm.load {{.*}} -> vector<8xf32>
+// CHECK:           llvm.store {{.*}} : vector<8xf32>, !llvm.ptr
+// CHECK:           llvm.intr.masked.load {{.*}} -> vector<8xf32>
+// CHECK-NOT:       llvm.load {{.*}} -> f32
+// CHECK:         llvm.func @pack(
+hexir.executable @pack attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @pack(%b: tensor<19x37xf32>, %o: tensor<3x19x16xf32>, %id: index) -> tensor<3x19x16xf32> {
+      %p = linalg.generic {indexing_maps = [affine_map<(p, k, j) -> (p, k, j)>], iterator_types = ["parallel", "parallel", "parallel"]} outs(%o : tensor<3x19x16xf32>) attrs = {hexir.pack_rhs} {
+      ^bb0(%y: f32):
+        %ip = linalg.index 0 : index
+        %ik = linalg.index 1 : index
+        %ij = linalg.index 2 : index
+        %c16 = arith.constant 16 : index
+        %c37 = arith.constant 37 : index
+        %c0 = arith.constant 0 : index
+        %zero = arith.constant 0.0 : f32
+        %s = arith.muli %ip, %c16 : index
+        %col = arith.addi %s, %ij : index
+        %in = arith.cmpi ult, %col, %c37 : index
+        %read = arith.select %in, %col, %c0 : index
+        %v = tensor.extract %b[%ik, %read] : tensor<19x37xf32>
+        %r = arith.select %in, %v, %zero : f32
+        linalg.yield %r : f32
+      } -> tensor<3x19x16xf32>
+      return %p : tensor<3x19x16xf32>
+    }
+  }
+}
