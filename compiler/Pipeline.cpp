@@ -20,6 +20,7 @@
 #include "passes/codegen/CPUTarget.h"
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/dispatch/costs/CostPasses.h"
+#include "passes/dispatch/fusion/FusionPasses.h"
 #include "passes/loops/DeviceLoopPasses.h"
 
 namespace hexir {
@@ -44,6 +45,7 @@ void RegisterPasses() {
   hexir::RegisterCPUPackMatmulOperands();
   hexir::registerHexirCUDAPasses();
   hexir::registerHexirCostPasses();
+  hexir::registerHexirFusionPasses();
   hexir::registerHexirDeviceLoopPasses();
 }
 
@@ -124,6 +126,21 @@ std::string EffectiveSchedule(const CompileOptions& options) {
   return "waves";
 }
 
+// hexir-fuse-small-reductions' max-extent: the requested one, or the targets' default. The
+// CPU recomputes a norm once per workgroup (256: a few hundred multiply-adds per projection
+// tile). CUDA: off, since its codegen gives a kernel holding the norm's whole reduction
+// and the projection's reduction one thread, not a warp per row (the change it needs is in
+// passes/dispatch/fusion/README.md).
+bool OnlyCpu(const CompileOptions& options) {
+  for (const std::string& kind : DeviceKinds(options))
+    if (kind != "cpu") return false;
+  return true;
+}
+int64_t SmallReductionExtent(const CompileOptions& options) {
+  if (options.small_reduction_extent >= 0) return options.small_reduction_extent;
+  return OnlyCpu(options) ? 256 : 0;
+}
+
 }  // namespace
 
 mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions& options) {
@@ -149,6 +166,16 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   pm.addPass(hexir::createInsertShapeChecks());
   // Device loops: carried values written back in place (passes/loops/DeviceLoops.h).
   if (options.device_loops) pm.addPass(hexir::createPrepareDeviceLoops());
+  // Small layers: RMSNorm recomputed inside each projection's dispatch
+  // (passes/dispatch/fusion/README.md; the target's default extent, SmallReductionExtent).
+  if (int64_t extent = SmallReductionExtent(options); options.fuse_elementwise && extent > 0) {
+    pm.addPass(hexir::createFuseSmallReductions(FuseSmallReductionsOptions{extent}));
+    // The CPU runs a kernel of less work than its least work per workgroup as one
+    // workgroup anyway: q/k/v (w1/w3) after one norm become one such kernel.
+    if (OnlyCpu(options))
+      pm.addPass(hexir::createGroupSmallProjections(
+          GroupSmallProjectionsOptions{CPUDistributeWorkgroupsOptions{}.minWorkPerWorkgroup}));
+  }
   // Both targets apply consumers inside reductions (CUDA: lane 0 of the point's warp), so no
   // target sets unfused-reduction-extent (measured on the H200: fusing is 1.5-4% faster).
   pm.addPass(hexir::createFormDispatchRegions(

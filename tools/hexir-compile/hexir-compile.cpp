@@ -40,6 +40,12 @@ static cl::opt<int64_t> maxWorkgroups("max-workgroups", cl::desc("workgroups per
                                       cl::init(64));
 static cl::opt<bool> noFusion("no-fusion", cl::desc("one dispatch per linalg op"),
                               cl::init(false));
+static cl::opt<int64_t> smallReductionExtent(
+    "small-reduction-extent",
+    cl::desc("recompute a static reduction of at most N iterations and the elementwise op reading "
+             "it (RMSNorm) inside each contraction reading them, one dispatch per projection; 0: "
+             "off (default: the target's, cpu 256, cuda 0; --no-fusion: off)"),
+    cl::init(-1));
 static cl::opt<bool> noBranchSelection(
     "no-branch-selection",
     cl::desc("host control flow as cmp + cond_br / br with block-argument copies, registers first "
@@ -123,6 +129,8 @@ int main(int argc, char** argv) {
   };
   if (maxWorkgroups < 1) return refuse("--max-workgroups", maxWorkgroups, ">= 1");
   if (partitionRanks < 0) return refuse("--partition", partitionRanks, ">= 0 (0: ranks read at run time)");
+  if (smallReductionExtent < -1)
+    return refuse("--small-reduction-extent", smallReductionExtent, ">= 0 (0: off)");
 
   mlir::DialectRegistry registry;
   hexir::compiler::RegisterDialects(registry);
@@ -153,6 +161,7 @@ int main(int argc, char** argv) {
   options.cpu = cpu;
   options.max_workgroups = maxWorkgroups;
   options.fuse_elementwise = !noFusion;
+  options.small_reduction_extent = smallReductionExtent;
   options.select_branches = !noBranchSelection;
   options.keep_device_calls = keepDeviceCalls;
   options.device_loops = !noDeviceLoops;

@@ -1,0 +1,47 @@
+// Fusion across reductions for small layers (issue #18 item 2). Separate from passes/Passes.td
+// so that it builds as its own small library.
+#ifndef HEXIR_FUSION_PASSES_TD
+#define HEXIR_FUSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FuseSmallReductions : Pass<"hexir-fuse-small-reductions", "mlir::ModuleOp"> {
+  let summary = "Recomputes a small static reduction and the elementwise op after it inside each contraction that reads them";
+  let description = [{
+    RMSNorm before the q/k/v (or w1/w3, or classifier) projections is a reduction (the sum of
+    squares) followed by an elementwise scaling read by several contractions: three
+    dispatches in a row before the projections can start. When the reduction and the scaling
+    are small and static, each contraction gets its own copy of both, marked
+    `hexir.recompute_in_consumer` (RecomputeMark.h), which `hexir-form-dispatch-regions`
+    clones into the contraction's dispatch: one dispatch per projection, each recomputing the
+    norm (passes/dispatch/fusion/README.md gives the rule and its cost model). Runs before
+    `hexir-form-dispatch-regions`.
+  }];
+  let options = [
+    Option<"maxExtent", "max-extent", "int64_t", /*default=*/"256",
+           "largest reduction (product of its static loop extents) and largest scaled vector "
+           "(elements) recomputed per consumer; 0 = off">,
+  ];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
+def GroupSmallProjections : Pass<"hexir-group-small-projections", "mlir::ModuleOp"> {
+  let summary = "Makes the contractions reading one small chain's copies, the copies and their elementwise consumers one dispatch group";
+  let description = [{
+    After `hexir-fuse-small-reductions`: the copies marked `hexir.recompute_in_consumer = N`,
+    the contractions reading them (at least two: q/k/v, w1/w3; named ones generalized) and
+    the elementwise generics reading those contractions (rotary, SiLU * mul) get
+    `hexir.dispatch_group = "small_layer.N"` when they are static, in one block, at most
+    `max-work` loop iterations in all, and nothing else reads what they compute before the
+    last of them. `hexir-form-dispatch-regions` then makes one region (one kernel with
+    several results) of them. For targets that run such a kernel as one workgroup (the CPU:
+    less work than its least work per workgroup is one workgroup anyway).
+  }];
+  let options = [
+    Option<"maxWork", "max-work", "int64_t", /*default=*/"32768",
+           "largest group (sum of its ops' static loop iterations); 0 = off">,
+  ];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
+#endif

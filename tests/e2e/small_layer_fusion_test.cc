@@ -1,0 +1,196 @@
+// hexir-fuse-small-reductions end to end (passes/dispatch/fusion/README.md): a llama-shaped
+// block with two RMSNorms (64 wide) read by q/k/v and by w1/w3 (then SiLU * mul, w2 and the
+// residual) computes the same results fused and unfused (`--small-reduction-extent=0`), both
+// equal to a C++ reference, in fewer dispatches per call: unfused 10 (per norm its sum and
+// scaling, then q, k, v, w1, w3 + SiLU * mul, w2 + residual); CUDA fused 6 (each norm inside
+// every projection reading it); CPU fused 3 (hexir-group-small-projections: norm + q/k/v, norm
+// + w1/w3 + SiLU * mul, w2 + residual). The CUDA case forces the fusion (the target's default
+// is off) so that its code generation of the fused kernels is checked.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "hal/device.h"
+#include "hal/stats.h"
+#include "tests/e2e/harness.h"
+#include "tools/common/invocation.h"
+
+namespace hexir::e2e {
+namespace {
+
+using tools::HostTensor;
+
+constexpr int kDim = 64, kKv = 32, kHidden = 172;
+constexpr float kEps = 1e-5f;
+
+// rmsnorm(x, w) = w * x / sqrt(mean(x^2) + eps): a reduction, then an elementwise scaling.
+// NAME is the result; X and W the operands.
+std::string RmsNorm(const std::string& name, const std::string& x, const std::string& w) {
+  return "  %" + name + "_ss = linalg.generic {indexing_maps = [#id, #all], iterator_types = [\"reduction\"]} "
+         "ins(" + x + " : tensor<64xf32>) outs(%z0 : tensor<f32>) {\n"
+         "  ^bb0(%a: f32, %acc: f32):\n"
+         "    %m = arith.mulf %a, %a : f32\n"
+         "    %s = arith.addf %acc, %m : f32\n"
+         "    linalg.yield %s : f32\n"
+         "  } -> tensor<f32>\n"
+         "  %" + name + " = linalg.generic {indexing_maps = [#id, #all, #id, #id], iterator_types = [\"parallel\"]} "
+         "ins(" + x + ", %" + name + "_ss, " + w + " : tensor<64xf32>, tensor<f32>, tensor<64xf32>) "
+         "outs(%e64 : tensor<64xf32>) {\n"
+         "  ^bb0(%a: f32, %sum: f32, %g: f32, %o: f32):\n"
+         "    %n = arith.constant 64.0 : f32\n"
+         "    %eps = arith.constant 1.0e-5 : f32\n"
+         "    %mean = arith.divf %sum, %n : f32\n"
+         "    %r = arith.addf %mean, %eps : f32\n"
+         "    %sq = math.sqrt %r : f32\n"
+         "    %xs = arith.divf %a, %sq : f32\n"
+         "    %y = arith.mulf %g, %xs : f32\n"
+         "    linalg.yield %y : f32\n"
+         "  } -> tensor<64xf32>\n";
+}
+
+// y = W x for W [ROWS][COLS].
+std::string Matvec(const std::string& y, const std::string& w, const std::string& x, int rows, int cols) {
+  std::string r = std::to_string(rows), c = std::to_string(cols);
+  return "  %" + y + "_e = tensor.empty() : tensor<" + r + "xf32>\n"
+         "  %" + y + "_z = linalg.fill ins(%zero : f32) outs(%" + y + "_e : tensor<" + r + "xf32>) -> tensor<" + r + "xf32>\n"
+         "  %" + y + " = linalg.matvec ins(" + w + ", " + x + " : tensor<" + r + "x" + c + "xf32>, tensor<" + c +
+         "xf32>) outs(%" + y + "_z : tensor<" + r + "xf32>) -> tensor<" + r + "xf32>\n";
+}
+
+std::string Block() {
+  return "#id = affine_map<(d) -> (d)>\n"
+         "#all = affine_map<(d) -> ()>\n"
+         "func.func @main(%x: tensor<64xf32>, %wa: tensor<64xf32>, %wq: tensor<64x64xf32>, "
+         "%wk: tensor<32x64xf32>, %wv: tensor<32x64xf32>, %wf: tensor<64xf32>, %w1: tensor<172x64xf32>, "
+         "%w3: tensor<172x64xf32>, %w2: tensor<64x172xf32>) -> (tensor<64xf32>, tensor<32xf32>, "
+         "tensor<32xf32>, tensor<64xf32>) {\n"
+         "  %zero = arith.constant 0.0 : f32\n"
+         "  %e0 = tensor.empty() : tensor<f32>\n"
+         "  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>\n"
+         "  %e64 = tensor.empty() : tensor<64xf32>\n" +
+         RmsNorm("xa", "%x", "%wa") + Matvec("q", "%wq", "%xa", kDim, kDim) + Matvec("k", "%wk", "%xa", kKv, kDim) +
+         Matvec("v", "%wv", "%xa", kKv, kDim) + RmsNorm("xf", "%x", "%wf") +
+         Matvec("h1", "%w1", "%xf", kHidden, kDim) + Matvec("h3", "%w3", "%xf", kHidden, kDim) +
+         "  %eh = tensor.empty() : tensor<172xf32>\n"
+         "  %g = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = [\"parallel\"]} "
+         "ins(%h1, %h3 : tensor<172xf32>, tensor<172xf32>) outs(%eh : tensor<172xf32>) {\n"
+         "  ^bb0(%a: f32, %b: f32, %o: f32):\n"
+         "    %n = arith.negf %a : f32\n"
+         "    %ex = math.exp %n : f32\n"
+         "    %one = arith.constant 1.0 : f32\n"
+         "    %d = arith.addf %one, %ex : f32\n"
+         "    %s = arith.divf %a, %d : f32\n"
+         "    %r = arith.mulf %s, %b : f32\n"
+         "    linalg.yield %r : f32\n"
+         "  } -> tensor<172xf32>\n" +
+         Matvec("f", "%w2", "%g", kDim, kHidden) +
+         "  %out = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = [\"parallel\"]} "
+         "ins(%x, %f : tensor<64xf32>, tensor<64xf32>) outs(%e64 : tensor<64xf32>) {\n"
+         "  ^bb0(%a: f32, %b: f32, %o: f32):\n"
+         "    %s = arith.addf %a, %b : f32\n"
+         "    linalg.yield %s : f32\n"
+         "  } -> tensor<64xf32>\n"
+         "  return %q, %k, %v, %out : tensor<64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<64xf32>\n"
+         "}\n";
+}
+
+std::vector<double> Norm(const float* x, const float* w) {
+  double ss = 0;
+  for (int i = 0; i < kDim; ++i) ss += double(x[i]) * x[i];
+  double inv = 1.0 / std::sqrt(ss / kDim + kEps);
+  std::vector<double> y(kDim);
+  for (int i = 0; i < kDim; ++i) y[i] = w[i] * (x[i] * inv);
+  return y;
+}
+
+HostTensor Apply(const HostTensor& w, const std::vector<double>& x, int rows) {
+  HostTensor y = ZerosF32({rows});
+  const int cols = static_cast<int>(x.size());
+  for (int n = 0; n < rows; ++n) {
+    double acc = 0;
+    for (int k = 0; k < cols; ++k) acc += F32(w)[n * cols + k] * x[k];
+    F32(y)[n] = static_cast<float>(acc);
+  }
+  return y;
+}
+
+// The block's four results from the C++ reference (double sums).
+std::vector<HostTensor> Reference(const std::vector<HostTensor>& in) {
+  std::vector<double> xa = Norm(F32(in[0]), F32(in[1])), xf = Norm(F32(in[0]), F32(in[5]));
+  HostTensor h1 = Apply(in[6], xf, kHidden), h3 = Apply(in[7], xf, kHidden);
+  std::vector<double> g(kHidden);
+  for (int i = 0; i < kHidden; ++i) {
+    double a = F32(h1)[i];
+    g[i] = a / (1.0 + std::exp(-a)) * F32(h3)[i];
+  }
+  HostTensor out = Apply(in[8], g, kDim);
+  for (int i = 0; i < kDim; ++i) F32(out)[i] += F32(in[0])[i];
+  return {Apply(in[2], xa, kDim), Apply(in[3], xa, kKv), Apply(in[4], xa, kKv), out};
+}
+
+// Runs the block compiled with `flags` twice; returns the second call's results and checks
+// the dispatches each call executes.
+std::vector<HostTensor> RunBlock(const std::string& target, const std::string& name, const std::string& flags,
+                                 const std::vector<HostTensor>& inputs, uint64_t dispatches) {
+  std::string module = CompileOrDie(Block(), name, target, flags);
+  auto session = OpenOrDie(module, target);
+  std::vector<tools::HostValue> args;
+  for (const HostTensor& t : inputs) args.push_back(Tensor(t));
+  std::vector<HostTensor> results;
+  for (int call = 0; call < 2; ++call) {
+    hal::DeviceStats before = session->device().stats();
+    std::vector<tools::HostValue> out = CallOrDie(*session, "main", args);
+    CHECK(session->device().stats().dispatches_executed - before.dispatches_executed == dispatches);
+    REQUIRE(out.size() == 4);
+    results.clear();
+    for (tools::HostValue& v : out) results.push_back(v.tensor);
+  }
+  return results;
+}
+
+void FusedEqualsUnfused(const std::string& target) {
+  std::vector<HostTensor> in = {RandomF32({kDim}, 1),          RandomF32({kDim}, 2, 0.5f, 1.5f),
+                                RandomF32({kDim, kDim}, 3),    RandomF32({kKv, kDim}, 4),
+                                RandomF32({kKv, kDim}, 5),     RandomF32({kDim}, 6, 0.5f, 1.5f),
+                                RandomF32({kHidden, kDim}, 7), RandomF32({kHidden, kDim}, 8),
+                                RandomF32({kDim, kHidden}, 9)};
+  std::vector<HostTensor> expected = Reference(in);
+  // Unfused: two norms (sum, scaling) + q, k, v + w1, w3 (+ SiLU * mul), w2 (+ residual).
+  std::vector<HostTensor> unfused = RunBlock(target, "block_unfused", "--small-reduction-extent=0", in, 10);
+  std::vector<HostTensor> fused =
+      RunBlock(target, "block_fused", "--small-reduction-extent=256", in, target == "cpu" ? 3 : 6);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    INFO("result " << i);
+    RequireClose(unfused[i], expected[i], 1e-4, 1e-5);
+    RequireClose(fused[i], expected[i], 1e-4, 1e-5);
+    RequireClose(fused[i], unfused[i], 1e-6, 1e-6);
+  }
+}
+HEXIR_E2E_TEST_ON_DEVICES("a small block's norms fused into its projections give the unfused results in fewer dispatches",
+                          FusedEqualsUnfused)
+
+// Without a flag the CPU fuses (its default extent is 256): the default module is the fused one.
+TEST_CASE("the CPU target fuses small norms by default") {
+  std::vector<HostTensor> in = {RandomF32({kDim}, 11),          RandomF32({kDim}, 12),
+                                RandomF32({kDim, kDim}, 13),    RandomF32({kKv, kDim}, 14),
+                                RandomF32({kKv, kDim}, 15),     RandomF32({kDim}, 16),
+                                RandomF32({kHidden, kDim}, 17), RandomF32({kHidden, kDim}, 18),
+                                RandomF32({kDim, kHidden}, 19)};
+  std::vector<HostTensor> expected = Reference(in);
+  std::vector<HostTensor> results = RunBlock("cpu", "block_default", "", in, 3);
+  for (size_t i = 0; i < expected.size(); ++i) RequireClose(results[i], expected[i], 1e-4, 1e-5);
+}
+
+TEST_CASE("--small-reduction-extent below -1 is refused by name") {
+  std::string source = TempFile("refused.mlir");
+  WriteFile(source, Block());
+  CommandResult r = RunCommand(HexirCompile() + " " + source + " --small-reduction-extent=-2 -o " +
+                               TempFile("refused.vmfb") + " 2>&1");
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("--small-reduction-extent: -2 is not an integer >= 0 (0: off)") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace hexir::e2e
