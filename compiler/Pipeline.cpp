@@ -67,6 +67,7 @@ void AddCUDACodegen(mlir::OpPassManager& pm, const CompileOptions& options) {
   distribute.gridFromShape = options.cuda_grid_from_shape;
   distribute.chip = options.cuda_chip;
   distribute.allowTf32 = options.cuda_allow_tf32;
+  distribute.quantizedGemv = options.cuda_quantized_gemv;
   pm.addPass(hexir::createCUDADistributeThreads(distribute));
   pm.addPass(hexir::createCUDALowerExecutables(
       CUDALowerExecutablesOptions{options.cuda_chip, options.cuda_features}));

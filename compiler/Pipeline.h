@@ -50,6 +50,9 @@ struct CompileOptions {
   std::string cuda_format = "cubin";  // "cubin" (cubin + PTX) or "ptx" (PTX only)
   // f32 matmuls on TF32 tensor cores (operands rounded to 10 mantissa bits, f32 sums).
   bool cuda_allow_tf32 = false;
+  // GGUF block-format matvecs on the quantized GEMV kernel (false: the generic warp kernel
+  // over 32-value units; passes/codegen/CUDAQuantizedGemv.h).
+  bool cuda_quantized_gemv = true;
   // Order of each execution region's dispatches (hexir-schedule-concurrency): "waves"
   // (barriers only between dependent waves) or "serial" (a barrier between every pair);
   // empty: the target's default (cpu: waves; cuda: serial, measured in Pipeline.cpp).

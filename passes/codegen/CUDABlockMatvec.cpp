@@ -9,15 +9,12 @@
 #include "mlir/IR/IRMapping.h"
 
 namespace hexir::cuda {
-namespace {
 using namespace mlir;
 
-// The op's addition acc + f when `op` is out[n] += f(x[b][j], n, b, j) over loops (n, b, j)
-// with x static [blocks][B], B % 32 == 0, and only that addition reading acc; null otherwise.
 arith::AddFOp BlockMatvecSum(linalg::GenericOp op) {
   using utils::IteratorType;
   if (!op->hasAttr(kBlockMatvecAttr) || op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
-      op.getNumResults() != 1 ||
+      op.getNumResults() != (op.hasPureBufferSemantics() ? 0 : 1) ||
       op.getIteratorTypesArray() != SmallVector<IteratorType>{IteratorType::parallel,
                                                               IteratorType::reduction,
                                                               IteratorType::reduction})
@@ -27,7 +24,7 @@ arith::AddFOp BlockMatvecSum(linalg::GenericOp op) {
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   if (maps[0] != AffineMap::get(3, 0, {b, j}, ctx) || maps[1] != AffineMap::get(3, 0, {n}, ctx))
     return nullptr;
-  auto x = dyn_cast<RankedTensorType>(op.getDpsInputOperand(0)->get().getType());
+  auto x = dyn_cast<ShapedType>(op.getDpsInputOperand(0)->get().getType());
   if (!x || !x.hasStaticShape() || x.getDimSize(1) % kBlockMatvecUnit != 0) return nullptr;
   Block* body = op.getBlock();
   BlockArgument acc = body->getArgument(1);
@@ -38,7 +35,6 @@ arith::AddFOp BlockMatvecSum(linalg::GenericOp op) {
   return sum;
 }
 
-// Pairwise sum of `terms` (short dependence chains).
 Value SumTree(OpBuilder& b, Location loc, SmallVector<Value> terms) {
   while (terms.size() > 1) {
     SmallVector<Value> next;
@@ -49,8 +45,6 @@ Value SumTree(OpBuilder& b, Location loc, SmallVector<Value> terms) {
   }
   return terms.front();
 }
-
-}  // namespace
 
 int RegroupBlockMatvecs(func::FuncOp kernel) {
   SmallVector<linalg::GenericOp> ops;

@@ -16,12 +16,22 @@
 // values share (the block's scale, a K-quant's sub-block scale and minimum) is computed once.
 #pragma once
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 
 namespace hexir::cuda {
 
 // Values a lane decodes per step of the regrouped reduction.
 inline constexpr int64_t kBlockMatvecUnit = 32;
+
+// The op's addition acc + f when `op` (tensor or buffer form) is out[n] += f(x[b][j], n, b, j)
+// over loops (n, b, j), marked `hexir.block_matvec`, with x static [blocks][B], B % 32 == 0,
+// and only that addition reading acc; null otherwise.
+mlir::arith::AddFOp BlockMatvecSum(mlir::linalg::GenericOp op);
+
+// Pairwise sum of `terms` (non-empty; short dependence chains).
+mlir::Value SumTree(mlir::OpBuilder& b, mlir::Location loc, llvm::SmallVector<mlir::Value> terms);
 
 // Rewrites each generic of `kernel` marked `hexir.block_matvec` that has the form above (one
 // input x of static shape [blocks][B], B a multiple of 32, indexed (b, j); one init indexed

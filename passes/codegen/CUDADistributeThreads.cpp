@@ -5,8 +5,9 @@
 // neighbouring threads write neighbouring elements (coalesced stores; coalesced loads for
 // every operand indexed like the output). Kernels whose only reduction is long (a matvec
 // row, a softmax row, RMSNorm's sum of squares) get a warp of 32 threads per point instead
-// (CUDAWarpReduce.h); GGUF block-format matvecs are first regrouped into one reduction over
-// 32-value units so that they take that path too (CUDABlockMatvec.h). Work is done on a
+// (CUDAWarpReduce.h); GGUF block-format matvecs take the quantized GEMV kernel
+// (CUDAQuantizedGemv.h), or where it does not apply are regrouped into one reduction over
+// 32-value units so that they take the warp path (CUDABlockMatvec.h). Work is done on a
 // clone so that a kernel which does not tile cleanly falls back (warp per point without
 // producer fusion, thread per point, one thread).
 #include "dialects/hexir/IR/HexirOps.h"
@@ -25,6 +26,7 @@
 #include "passes/codegen/CUDADecodeAttention.h"
 #include "passes/codegen/CUDAMatmul.h"
 #include "passes/codegen/CUDAPasses.h"
+#include "passes/codegen/CUDAQuantizedGemv.h"
 #include "passes/codegen/CUDAWarpReduce.h"
 #include "passes/codegen/KernelLoweringUtils.h"
 #include "passes/codegen/WorkgroupCount.h"
@@ -60,6 +62,11 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       if (!exe.isCompiledFor("cuda")) continue;
       func::FuncOp kernel = codegen::LookupKernel(exe);
       if (!kernel) return signalPassFailure();
+      if (quantizedGemv)
+        if (auto gemv = cuda::MatchQuantizedGemv(kernel)) {  // CUDAQuantizedGemv.h
+          cuda::ScheduleQuantizedGemv(kernel, *gemv);
+          continue;
+        }
       cuda::RegroupBlockMatvecs(kernel);
       ModuleOp inner = exe.getInnerModule();
       if (auto attention = cuda::MatchDecodeAttention(kernel)) {  // CUDADecodeAttention.h

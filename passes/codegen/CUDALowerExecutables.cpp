@@ -20,6 +20,7 @@
 #include "passes/codegen/CUDADecodeAttention.h"
 #include "passes/codegen/CUDAMatmul.h"
 #include "passes/codegen/CUDAPasses.h"
+#include "passes/codegen/CUDAQuantizedGemv.h"
 #include "passes/codegen/CUDAWarpReduce.h"
 #include "passes/codegen/KernelChecks.h"
 #include "passes/codegen/KernelLoweringUtils.h"
@@ -427,6 +428,11 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
         targetChip = cuda::kWgmmaChip;
       }
       kernel->removeAttr(cuda::kTensorCoreMatmulAttr);
+    }
+    if (auto words = kernel->getAttrOfType<DenseI64ArrayAttr>(cuda::kQuantizedGemvAttr)) {
+      std::optional<cuda::QuantizedGemv> shape = cuda::QuantizedGemv::decode(words.asArrayRef());
+      if (!shape || failed(cuda::LowerQuantizedGemv(kernel, *shape))) return failure();
+      kernel->removeAttr(cuda::kQuantizedGemvAttr);
     }
     if (failed(allocationsToStack(kernel))) return failure();
     if (auto lanes = kernel->getAttrOfType<IntegerAttr>(kLanesAttr)) {

@@ -38,7 +38,11 @@ def CUDADistributeThreads : Pass<"hexir-cuda-distribute-threads", "mlir::ModuleO
     (`hexir.cuda.column_tiling` = [width, column threads, slices, loads in flight] on the
     kernel, one tile a block; ChooseColumnTiling). `block-reductions=false` turns both off. f16/bf16 matmuls with f32
     accumulation get the tensor-core kernel (CUDAMatmul.h; wgmma when `chip` is sm_90); f32
-    ones the SIMT kernel (TF32 mma.sync with `allow-tf32`).
+    ones the SIMT kernel (TF32 mma.sync with `allow-tf32`). GGUF block-format matvecs
+    (`hexir.block_matvec`) alone or with elementwise consumers get the quantized GEMV kernel
+    (CUDAQuantizedGemv.h: rows in groups of blocks read with 16-byte loads, decoded in
+    registers, L lanes a row); `quantized-gemv=false` (or a kernel it refuses) regroups them
+    into 32-value units for the warp kernel (CUDABlockMatvec.h).
     Anything else runs on one thread (P = 1).
   }];
   let options = [
@@ -57,6 +61,9 @@ def CUDADistributeThreads : Pass<"hexir-cuda-distribute-threads", "mlir::ModuleO
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
            "target SM: sm_90/sm_90a put f16/bf16 matmuls on the wgmma kernel, other chips "
            "on the mma.sync kernel (passes/codegen/CUDAMatmul.h)">,
+    Option<"quantizedGemv", "quantized-gemv", "bool", /*default=*/"true",
+           "GGUF block-format matvecs on the quantized GEMV kernel (false: 32-value units "
+           "on the warp-reduction kernel; passes/codegen/CUDAQuantizedGemv.h)">,
     Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
            "f32 matmuls multiply on TF32 tensor cores (operands rounded to 10 mantissa "
            "bits, f32 accumulation; passes/codegen/CUDAMatmul.h)">,

@@ -83,6 +83,11 @@ static cl::opt<bool> allowTf32(
     cl::desc("--target=cuda: f32 matmuls multiply on TF32 tensor cores (operands rounded to 10 "
              "mantissa bits, f32 accumulation; default: exact f32 products)"),
     cl::init(false));
+static cl::opt<bool> cudaGenericBlockMatvec(
+    "cuda-generic-block-matvec",
+    cl::desc("--target=cuda: GGUF block-format matvecs on the generic warp-reduction kernel "
+             "(32-value units) instead of the quantized GEMV kernel"),
+    cl::init(false));
 static cl::opt<std::string> schedule("schedule",
                                      cl::desc("order of each command buffer's dispatches: waves "
                                               "(barriers only between dependent waves) or serial "
@@ -172,6 +177,7 @@ int main(int argc, char** argv) {
   options.cuda_chip = cudaChip;
   options.cuda_format = cudaFormat;
   options.cuda_allow_tf32 = allowTf32;
+  options.cuda_quantized_gemv = !cudaGenericBlockMatvec;
   options.schedule = schedule;
   options.cuda_grid_from_shape = !cudaFixedGrids;
   options.progress = isatty(STDERR_FILENO) != 0;

@@ -1,5 +1,7 @@
-// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads | FileCheck %s --check-prefix=DIST
-// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads --hexir-cuda-lower-executables | FileCheck %s --check-prefix=LOWER
+// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads=quantized-gemv=false | FileCheck %s --check-prefix=DIST
+// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads=quantized-gemv=false --hexir-cuda-lower-executables | FileCheck %s --check-prefix=LOWER
+// The generic path for GGUF block matvecs (quantized-gemv=false, or a kernel the quantized
+// GEMV of CUDAQuantizedGemv.h refuses: cuda_quantized_gemv.mlir).
 
 // A q8_0 decode matvec as the llama importer writes it (64 rows, k = 2048: 64 blocks of
 // 32 values, 34 bytes each: an f16 scale, then 32 int8 quants).

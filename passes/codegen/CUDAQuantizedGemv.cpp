@@ -1,0 +1,571 @@
+// The quantized GEMV kernel (CUDAQuantizedGemv.h says what it computes and how). The same
+// role finder runs on the tensor form (matching) and on the bufferized form (lowering), so
+// the two agree on what the kernel holds.
+#include "passes/codegen/CUDAQuantizedGemv.h"
+
+#include <string>
+
+#include "dialects/hexir/IR/HexirAttributes.h"
+#include "dialects/hexir/IR/HexirOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "passes/codegen/CUDABlockMatvec.h"
+#include "passes/codegen/CUDAColumnReduce.h"
+#include "passes/codegen/CUDAPasses.h"
+#include "passes/codegen/KernelLoweringUtils.h"
+#include "passes/codegen/WorkgroupCount.h"
+
+namespace hexir::cuda {
+using namespace mlir;
+
+std::vector<int64_t> QuantizedGemv::encode() const {
+  return {rows, blocks, blockValues, blockBytes, groupBlocks, align, lanes, warps};
+}
+
+std::optional<QuantizedGemv> QuantizedGemv::decode(llvm::ArrayRef<int64_t> w) {
+  if (w.size() != 8) return std::nullopt;
+  QuantizedGemv s;
+  s.rows = w[0], s.blocks = w[1], s.blockValues = w[2], s.blockBytes = w[3];
+  s.groupBlocks = w[4], s.align = w[5], s.lanes = w[6], s.warps = w[7];
+  return s;
+}
+
+namespace {
+constexpr int64_t kSMs = 132;  // the H200's: fewer blocks than this leave SMs idle
+
+// What the kernel holds, in tensor or buffer form.
+struct Roles {
+  linalg::GenericOp gemv;
+  arith::AddFOp sum;                // acc + term in gemv's body
+  BlockArgument weight;             // W, a kernel argument
+  SmallVector<Operation*> reads;    // W's reads in gemv's body (tensor.extract / memref.load)
+  Value x;                          // gemv's input [blocks][B]
+  SmallVector<linalg::GenericOp> prologue;  // elementwise producers of x over [K], in order
+  Value init;                       // the scalar gemv's accumulator is filled with
+  SmallVector<linalg::GenericOp> epilogue;  // elementwise consumers, in order
+  Value result;                     // where the last value goes (buffer form: a kernel argument)
+};
+
+bool IsRead(Operation* op) { return isa<tensor::ExtractOp, memref::LoadOp>(op); }
+Value ReadSource(Operation* op) {
+  if (auto e = dyn_cast<tensor::ExtractOp>(op)) return e.getTensor();
+  return cast<memref::LoadOp>(op).getMemref();
+}
+ValueRange ReadIndices(Operation* op) {
+  if (auto e = dyn_cast<tensor::ExtractOp>(op)) return e.getIndices();
+  return cast<memref::LoadOp>(op).getIndices();
+}
+
+// The constant `v` takes when the linalg.index values are `env` (dim -> value; nullopt:
+// unknown), folding the index arithmetic of a body; null when it depends on anything else.
+Attribute Evaluate(Value v, ArrayRef<std::optional<int64_t>> env, DenseMap<Value, Attribute>& memo) {
+  if (auto it = memo.find(v); it != memo.end()) return it->second;
+  Attribute result;
+  if (Operation* op = v.getDefiningOp()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+      if (index.getDim() < env.size() && env[index.getDim()])
+        result = IntegerAttr::get(IndexType::get(op->getContext()), *env[index.getDim()]);
+    } else if (matchPattern(v, m_Constant(&result))) {
+    } else if (op->getNumRegions() == 0 && !IsRead(op) && isPure(op)) {
+      SmallVector<Attribute> operands;
+      bool known = true;
+      for (Value o : op->getOperands()) {
+        operands.push_back(Evaluate(o, env, memo));
+        known &= operands.back() != nullptr;
+      }
+      SmallVector<OpFoldResult> folded;
+      if (known && succeeded(op->fold(operands, folded)) && folded.size() == op->getNumResults()) {
+        OpFoldResult f = folded[cast<OpResult>(v).getResultNumber()];
+        result = dyn_cast<Attribute>(f);
+        // x + 0 folds to x: the operand's value.
+        if (auto same = dyn_cast<Value>(f); same && same != v) result = Evaluate(same, env, memo);
+      }
+    }
+  }
+  memo[v] = result;
+  return result;
+}
+
+// Values a body uses from outside it: constants or kernel arguments only.
+bool OnlyConstantsAndArguments(Region& body, Block& entry) {
+  bool ok = true;
+  body.walk([&](Operation* op) {
+    for (Value operand : op->getOperands()) {
+      if (body.isAncestor(operand.getParentRegion())) continue;
+      auto arg = dyn_cast<BlockArgument>(operand);
+      ok &= (arg && arg.getOwner() == &entry) || matchPattern(operand, m_Constant());
+    }
+    ok &= op->getNumRegions() == 0 || op == body.getParentOp();
+  });
+  return ok;
+}
+
+// An elementwise generic over [N] with identity maps, one output it does not read, and no
+// reads in its body.
+bool IsEpilogue(linalg::GenericOp g, int64_t rows, Block& entry) {
+  if (g.getNumDpsInits() != 1 || g.getNumLoops() != 1 || g.getNumParallelLoops() != 1) return false;
+  for (AffineMap map : g.getIndexingMapsArray())
+    if (!map.isIdentity()) return false;
+  for (Value v : g->getOperands()) {
+    auto t = dyn_cast<ShapedType>(v.getType());
+    if (!t || t.getRank() != 1 || t.getDimSize(0) != rows) return false;
+  }
+  Block* body = g.getBlock();
+  if (!body->getArguments().back().use_empty()) return false;
+  bool reads = false;
+  body->walk([&](Operation* op) { reads |= IsRead(op); });
+  return !reads && OnlyConstantsAndArguments(g.getRegion(), entry);
+}
+
+// An elementwise generic computing [K] (the final RMSNorm's scaling of the classifier's x):
+// inputs [K] with identity maps or rank 0 (a norm's sum), one output it does not read, no
+// reads in its body.
+bool IsPrologue(linalg::GenericOp g, int64_t k, Block& entry) {
+  if (g.getNumDpsInits() != 1 || g.getNumLoops() != 1 || g.getNumParallelLoops() != 1) return false;
+  for (OpOperand& operand : g->getOpOperands()) {
+    auto t = dyn_cast<ShapedType>(operand.get().getType());
+    AffineMap map = g.getMatchingIndexingMap(&operand);
+    bool whole = t && t.getRank() == 1 && t.getDimSize(0) == k && map.isIdentity();
+    bool scalar = t && t.getRank() == 0 && map.getNumResults() == 0 && g.isDpsInput(&operand);
+    if (!whole && !scalar) return false;
+  }
+  Block* body = g.getBlock();
+  if (!body->getArguments().back().use_empty()) return false;
+  bool reads = false;
+  body->walk([&](Operation* op) { reads |= IsRead(op); });
+  return !reads && OnlyConstantsAndArguments(g.getRegion(), entry);
+}
+
+FailureOr<Roles> FindRoles(func::FuncOp kernel, std::string* why) {
+  auto fail = [&](const char* reason) -> FailureOr<Roles> {
+    *why = reason;
+    return failure();
+  };
+  Block& entry = kernel.getBody().front();
+  Roles r;
+  int64_t marked = 0;
+  kernel.walk([&](linalg::GenericOp g) {
+    if (g->hasAttr(kBlockMatvecAttr)) r.gemv = g, ++marked;
+  });
+  if (marked != 1 || r.gemv->getBlock() != &entry) return fail("not one block matvec at the top level");
+  r.sum = BlockMatvecSum(r.gemv);
+  if (!r.sum) return fail("the block matvec is not out[n] += f(x[b][j], n, b, j)");
+  const bool buffers = r.gemv.hasPureBufferSemantics();
+  auto out = cast<ShapedType>(r.gemv.getDpsInitOperand(0)->get().getType());
+  if (!out.hasStaticShape() || !out.getElementType().isF32()) return fail("the result is not static f32");
+  const int64_t rows = out.getDimSize(0);
+
+  // x: a kernel argument, or a reshape of one, or computed by elementwise generics from
+  // kernel arguments (each reading at most one earlier one).
+  r.x = r.gemv.getDpsInputOperand(0)->get();
+  auto xType = cast<ShapedType>(r.x.getType());
+  if (!xType.getElementType().isF32()) return fail("x is not f32");
+  const int64_t k = xType.getDimSize(0) * xType.getDimSize(1);
+  Value xSource = r.x;
+  if (Operation* def = xSource.getDefiningOp(); def && isa<tensor::ExpandShapeOp, memref::ExpandShapeOp>(def))
+    xSource = def->getOperand(0);
+  auto isArgument = [&](Value v) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg && arg.getOwner() == &entry;
+  };
+  while (!isArgument(xSource)) {
+    linalg::GenericOp producer;
+    if (!buffers) {
+      producer = xSource.getDefiningOp<linalg::GenericOp>();
+    } else {
+      for (Operation* op = r.gemv->getPrevNode(); op && !producer; op = op->getPrevNode())
+        if (auto g = dyn_cast<linalg::GenericOp>(op); g && g.getDpsInitOperand(0)->get() == xSource) producer = g;
+    }
+    if (!producer || !IsPrologue(producer, k, entry)) return fail("x is computed by other than elementwise ops");
+    r.prologue.insert(r.prologue.begin(), producer);
+    SmallVector<Value> computed;
+    for (Value in : producer.getDpsInputs())
+      if (!isArgument(in)) computed.push_back(in);
+    if (computed.size() > 1) return fail("x's producer reads two computed values");
+    if (computed.empty()) break;
+    xSource = computed.front();
+  }
+
+  // W: every read is of one i8 [N][row bytes] kernel argument at [n, offset(b, j)].
+  Block* body = r.gemv.getBlock();
+  if (!OnlyConstantsAndArguments(r.gemv.getRegion(), entry)) return fail("the body uses values from the kernel");
+  for (Operation& op : body->without_terminator()) {
+    if (!IsRead(&op)) {
+      if (!isPure(&op)) return fail("the body has side effects");
+      continue;
+    }
+    auto w = dyn_cast<BlockArgument>(ReadSource(&op));
+    if (!w || w.getOwner() != &entry || (r.weight && w != r.weight)) return fail("reads other than one weight argument");
+    r.weight = w;
+    ValueRange indices = ReadIndices(&op);
+    auto row = indices.size() == 2 ? indices[0].getDefiningOp<linalg::IndexOp>() : linalg::IndexOp();
+    if (!row || row.getDim() != 0) return fail("a weight read is not at row n");
+    r.reads.push_back(&op);
+  }
+  if (!r.weight) return fail("no weight read");
+  auto wType = cast<ShapedType>(r.weight.getType());
+  if (!wType.hasStaticShape() || wType.getRank() != 2 || !wType.getElementType().isInteger(8) ||
+      wType.getDimSize(0) != rows || wType.getDimSize(1) % xType.getDimSize(0) != 0)
+    return fail("the weight is not i8 [N][blocks x block bytes]");
+
+  // The accumulator's fill.
+  Value acc = r.gemv.getDpsInitOperand(0)->get();
+  linalg::FillOp fill;
+  if (!buffers) {
+    fill = acc.getDefiningOp<linalg::FillOp>();
+  } else {
+    for (Operation* op = r.gemv->getPrevNode(); op && !fill; op = op->getPrevNode())
+      if (auto f = dyn_cast<linalg::FillOp>(op); f && f.getDpsInitOperand(0)->get() == acc) fill = f;
+  }
+  if (!fill) return fail("the accumulator is not filled");
+  r.init = fill.getInputs()[0];
+  if (auto arg = dyn_cast<BlockArgument>(r.init); !(arg && arg.getOwner() == &entry) && !matchPattern(r.init, m_Constant()))
+    return fail("the fill value is computed in the kernel");
+
+  // Elementwise consumers, each of the previous value.
+  Value current = buffers ? acc : r.gemv.getResult(0);
+  for (Operation* op = r.gemv->getNextNode(); op != entry.getTerminator(); op = op->getNextNode()) {
+    if (isa<memref::DeallocOp>(op)) continue;
+    auto g = dyn_cast<linalg::GenericOp>(op);
+    if (!g) return fail("an op other than elementwise consumers follows");
+    if (!llvm::is_contained(g.getDpsInputs(), current) || !IsEpilogue(g, rows, entry))
+      return fail("a consumer is not elementwise over the result");
+    r.epilogue.push_back(g);
+    current = buffers ? g.getDpsInitOperand(0)->get() : g.getResult(0);
+  }
+  if (buffers) {
+    auto arg = dyn_cast<BlockArgument>(current);
+    if (!arg || arg.getOwner() != &entry) return fail("the result is not written to a kernel argument");
+  } else {
+    auto ret = cast<func::ReturnOp>(entry.getTerminator());
+    if (ret.getNumOperands() != 1 || ret.getOperand(0) != current || !current.hasOneUse())
+      return fail("the kernel does not return the last value");
+    for (Operation& op : entry)
+      if (!isa<linalg::FillOp, tensor::ExpandShapeOp, tensor::EmptyOp, arith::ConstantOp, func::ReturnOp>(op) &&
+          op.getName() != r.gemv->getName())
+        return fail("the kernel computes something else");
+    for (Operation& op : entry)
+      if (auto g = dyn_cast<linalg::GenericOp>(op);
+          g && g != r.gemv && !llvm::is_contained(r.epilogue, g) && !llvm::is_contained(r.prologue, g))
+        return fail("the kernel computes something else");
+  }
+  r.result = current;
+  return r;
+}
+
+// offsets[t][r]: the byte group u's value t reads through reads[r], less u * groupBytes,
+// checked on the first, second and last group; nullopt when an offset is no such function.
+std::optional<std::vector<std::vector<int64_t>>> GroupOffsets(const Roles& r, const QuantizedGemv& s,
+                                                               std::string* why = nullptr) {
+  std::vector<std::vector<int64_t>> offsets(s.groupValues(), std::vector<int64_t>(r.reads.size()));
+  SmallVector<int64_t> checked = {0};
+  if (s.groups() > 1) checked.push_back(1);
+  if (s.groups() > 2) checked.push_back(s.groups() - 1);
+  for (int64_t t = 0; t < s.groupValues(); ++t)
+    for (int64_t u : checked) {
+      SmallVector<std::optional<int64_t>> env = {std::nullopt, u * s.groupBlocks + t / s.blockValues,
+                                                 t % s.blockValues};
+      DenseMap<Value, Attribute> memo;
+      for (auto [i, read] : llvm::enumerate(r.reads)) {
+        auto at = dyn_cast_or_null<IntegerAttr>(Evaluate(ReadIndices(read)[1], env, memo));
+        if (why) *why = "value " + std::to_string(t) + " of group " + std::to_string(u) + ", read " + std::to_string(i);
+        if (!at) return std::nullopt;
+        int64_t offset = at.getInt() - u * s.groupBytes();
+        if (why) *why += ": offset " + std::to_string(offset);
+        if (u == 0 && (offset < 0 || offset >= s.groupBytes())) return std::nullopt;
+        if (u == 0) offsets[t][i] = offset;
+        else if (offsets[t][i] != offset) return std::nullopt;
+      }
+    }
+  return offsets;
+}
+}  // namespace
+
+std::optional<QuantizedGemv> MatchQuantizedGemv(func::FuncOp kernel) {
+  bool marked = false;
+  kernel.walk([&](linalg::GenericOp g) { marked |= g->hasAttr(kBlockMatvecAttr); });
+  if (!marked) return std::nullopt;
+  auto refuse = [&](const llvm::Twine& why) -> std::nullopt_t {
+    kernel.emitRemark("block matvec kept on the generic kernel: ") << why;
+    return std::nullopt;
+  };
+  std::string why;
+  FailureOr<Roles> r = FindRoles(kernel, &why);
+  if (failed(r)) return refuse(why);
+  auto xType = cast<ShapedType>(r->x.getType());
+  auto wType = cast<ShapedType>(r->weight.getType());
+  QuantizedGemv s;
+  s.rows = wType.getDimSize(0);
+  s.blocks = xType.getDimSize(0);
+  s.blockValues = xType.getDimSize(1);
+  const int64_t rowBytes = wType.getDimSize(1);
+  s.blockBytes = rowBytes / s.blocks;
+  s.groupBlocks = 0;
+  for (int64_t g : {8, 4, 2, 1})
+    if (s.blocks % g == 0 && g * s.blockBytes <= kMaxGemvGroupBytes && g * s.blockValues <= kMaxGemvGroupValues) {
+      s.groupBlocks = g;
+      break;
+    }
+  if (s.groupBlocks == 0) return refuse("no group of blocks fits");
+  for (s.align = 16; s.align > 1 && (s.groupBytes() % s.align || rowBytes % s.align);) s.align /= 2;
+  if (s.groupBytes() / s.align > kMaxGemvGroupLoads) return refuse("too many loads a group");
+  if (!r->prologue.empty() && s.blocks * s.blockValues * 4 > kMaxGemvSharedBytes) return refuse("x too long for shared memory");
+  if (!GroupOffsets(*r, s, &why)) return refuse("byte offsets are not the group start plus a constant (" + why + ")");
+  for (s.lanes = 1; s.lanes < s.groups() && s.lanes < 32;) s.lanes *= 2;
+  for (s.warps = 8; s.warps > 1 && s.gridBlocks() < kSMs;) s.warps /= 2;
+  return s;
+}
+
+void ScheduleQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
+  MLIRContext* ctx = kernel.getContext();
+  auto exe = kernel->getParentOfType<ExecutableOp>();
+  kernel->setAttr(kQuantizedGemvAttr, DenseI64ArrayAttr::get(ctx, s.encode()));
+  kernel->setAttr(kThreadCountAttr, IntegerAttr::get(IndexType::get(ctx), -1));  // no guard
+  kernel->setAttr(kBlockSizeAttr, IntegerAttr::get(IndexType::get(ctx), s.threads()));
+  exe->setAttr(codegen::kWorkgroupCountAttr, DenseI64ArrayAttr::get(ctx, {s.gridBlocks(), 1, 1}));
+  exe->setAttr(kBlockSizeAttr, DenseI64ArrayAttr::get(ctx, {s.threads(), 1, 1}));
+}
+
+namespace {
+// Emits the kernel's ops before `b`'s insertion point.
+class GemvBuilder {
+ public:
+  GemvBuilder(OpBuilder& b, Location loc, Roles& r, const QuantizedGemv& s,
+              const std::vector<std::vector<int64_t>>& offsets)
+      : b(b), loc(loc), r(r), s(s), offsets(offsets) {}
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value constant(Attribute a) { return arith::ConstantOp::create(b, loc, cast<TypedAttr>(a)); }
+
+  // The group's bytes (vector loads of `align` bytes at row `row`, group start `base`) and
+  // x values, then the sum of its terms.
+  Value groupSum(Value row, Value u) {
+    const int64_t A = s.align;
+    Value base = arith::MulIOp::create(b, loc, u, idx(s.groupBytes()));
+    SmallVector<Value> loads;
+    for (int64_t at = 0; at < s.groupBytes(); at += A) {
+      Value col = arith::AddIOp::create(b, loc, base, idx(at));
+      if (A == 1) {
+        loads.push_back(memref::LoadOp::create(b, loc, r.weight, ValueRange{row, col}));
+      } else {
+        loads.push_back(vector::LoadOp::create(b, loc, VectorType::get({A}, b.getI8Type()), r.weight,
+                                               ValueRange{row, col}, /*nontemporal=*/false, llvm::MaybeAlign(A)));
+      }
+    }
+    DenseMap<int64_t, Value> bytes, blockIndex, xs;
+    auto byte = [&](int64_t c) -> Value {
+      Value& v = bytes[c];
+      if (!v) v = A == 1 ? loads[c] : Value(vector::ExtractOp::create(b, loc, loads[c / A], c % A));
+      return v;
+    };
+    auto blockOf = [&](int64_t t) -> Value {  // u G + t / B
+      Value& v = blockIndex[t / s.blockValues];
+      if (!v)
+        v = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, u, idx(s.groupBlocks)),
+                                  idx(t / s.blockValues));
+      return v;
+    };
+    auto xType = dyn_cast<MemRefType>(r.x.getType());
+    const bool xVectors = xType && xType.getLayout().isIdentity() && s.blockValues % 4 == 0;
+    auto xAt = [&](int64_t t) -> Value {
+      const int64_t j = t % s.blockValues;
+      if (xShared) {
+        Value& v = xs[t / 4];
+        if (!v) {
+          Value at = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, u, idx(s.groupValues())),
+                                           idx(t - t % 4));
+          v = vector::LoadOp::create(b, loc, VectorType::get({4}, b.getF32Type()), xShared, ValueRange{at}, false,
+                                     llvm::MaybeAlign(16));
+        }
+        return vector::ExtractOp::create(b, loc, v, t % 4);
+      }
+      if (!xVectors) return memref::LoadOp::create(b, loc, r.x, ValueRange{blockOf(t), idx(j)});
+      Value& v = xs[t / 4];
+      if (!v)
+        v = vector::LoadOp::create(b, loc, VectorType::get({4}, b.getF32Type()), r.x,
+                                   ValueRange{blockOf(t), idx(j - j % 4)}, false, llvm::MaybeAlign(16));
+      return vector::ExtractOp::create(b, loc, v, t % 4);
+    };
+
+    Block* body = r.gemv.getBlock();
+    BlockArgument accArg = body->getArgument(1);
+    Value termValue = r.sum.getLhs() == accArg ? r.sum.getRhs() : r.sum.getLhs();
+    SmallVector<Value> terms;
+    for (int64_t t = 0; t < s.groupValues(); ++t) {
+      SmallVector<std::optional<int64_t>> env = {std::nullopt, std::nullopt, t % s.blockValues};
+      DenseMap<Value, Attribute> memo;
+      IRMapping m;
+      m.map(body->getArgument(0), xAt(t));
+      for (Operation& op : body->without_terminator()) {
+        if (&op == r.sum.getOperation()) continue;
+        if (auto read = llvm::find(r.reads, &op); read != r.reads.end()) {
+          m.map(op.getResult(0), byte(offsets[t][read - r.reads.begin()]));
+          continue;
+        }
+        if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+          Value dims[] = {row, blockOf(t), Value()};
+          m.map(index.getResult(), index.getDim() == 2 ? idx(t % s.blockValues) : dims[index.getDim()]);
+          continue;
+        }
+        SmallVector<Attribute> known;
+        for (Value v : op.getResults()) known.push_back(Evaluate(v, env, memo));
+        if (llvm::all_of(known, [](Attribute a) { return a != nullptr; })) {
+          for (auto [v, a] : llvm::zip(op.getResults(), known)) m.map(v, constant(a));
+          continue;
+        }
+        for (Value operand : op.getOperands())
+          if (!m.contains(operand))
+            if (Attribute a = Evaluate(operand, env, memo)) m.map(operand, constant(a));
+        b.clone(op, m);
+      }
+      terms.push_back(m.lookup(termValue));
+    }
+    return SumTree(b, loc, std::move(terms));
+  }
+
+  // Element `at` of elementwise generic `g` whose input `previous` (a buffer, or null) holds
+  // `value` there: the other inputs loaded (rank 0: the one element), the body cloned.
+  Value elementwise(linalg::GenericOp g, Value at, Value previous, Value value) {
+    Block* body = g.getBlock();
+    IRMapping m;
+    for (auto [i, in] : llvm::enumerate(g.getDpsInputs())) {
+      Value element = value;
+      if (in != previous) {
+        SmallVector<Value> indices;
+        if (cast<ShapedType>(in.getType()).getRank() == 1) indices.push_back(at);
+        element = memref::LoadOp::create(b, loc, in, indices);
+      }
+      m.map(body->getArgument(i), element);
+    }
+    for (Operation& op : body->without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+        m.map(index.getResult(), at);
+        continue;
+      }
+      for (Value operand : op.getOperands())
+        if (!m.contains(operand) && !isa<BlockArgument>(operand))
+          if (Attribute a; matchPattern(operand, m_Constant(&a))) m.map(operand, constant(a));
+      b.clone(op, m);
+    }
+    return m.lookup(body->getTerminator()->getOperand(0));
+  }
+
+  // x's element `at` through the prologue.
+  Value prologue(Value at) {
+    Value previous, value;
+    for (linalg::GenericOp g : r.prologue) {
+      value = elementwise(g, at, previous, value);
+      previous = g.getDpsInitOperand(0)->get();
+    }
+    return value;
+  }
+
+  // The row's value through the fused consumers, then stored.
+  void epilogueAndStore(Value value, Value row) {
+    Value current = r.gemv.getDpsInitOperand(0)->get();
+    for (linalg::GenericOp g : r.epilogue) {
+      value = elementwise(g, row, current, value);
+      current = g.getDpsInitOperand(0)->get();
+    }
+    memref::StoreOp::create(b, loc, value, r.result, ValueRange{row});
+  }
+
+  Value xShared;  // x staged in shared memory (when computed by a prologue), or null
+  OpBuilder& b;
+  Location loc;
+  Roles& r;
+  const QuantizedGemv& s;
+  const std::vector<std::vector<int64_t>>& offsets;
+};
+}  // namespace
+
+LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
+  std::string why;
+  FailureOr<Roles> found = FindRoles(kernel, &why);
+  if (failed(found)) return kernel.emitError("internal: quantized GEMV kernel: ") << why;
+  Roles& r = *found;
+  if (!r.gemv.hasPureBufferSemantics()) return kernel.emitError("internal: quantized GEMV not bufferized");
+  std::optional<std::vector<std::vector<int64_t>>> offsets = GroupOffsets(r, s);
+  if (!offsets) return kernel.emitError("internal: quantized GEMV offsets changed after bufferization");
+
+  Block& entry = kernel.getBody().front();
+  Operation* ret = entry.getTerminator();
+  SmallVector<Operation*> old;
+  for (Operation& op : entry)
+    if (&op != ret) old.push_back(&op);
+  OpBuilder b(ret);
+  Location loc = r.gemv.getLoc();
+  GemvBuilder k(b, loc, r, s, *offsets);
+  const int64_t L = s.lanes;
+
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value lane32 = arith::RemUIOp::create(b, loc, tid, k.idx(32));
+  Value warp = arith::DivUIOp::create(b, loc, tid, k.idx(32));
+  Value lane = arith::RemUIOp::create(b, loc, lane32, k.idx(L));
+  // row = bid R + warp (32 / L) + lane32 / L; loads use min(row, N - 1).
+  Value row = arith::AddIOp::create(
+      b, loc,
+      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, bid, k.idx(s.rowsPerBlock())),
+                            arith::MulIOp::create(b, loc, warp, k.idx(32 / L))),
+      arith::DivUIOp::create(b, loc, lane32, k.idx(L)));
+  Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, k.idx(s.rows));
+  Value loadRow = arith::MinUIOp::create(b, loc, row, k.idx(s.rows - 1));
+
+  if (!r.prologue.empty()) {  // every thread computes a share of x into shared memory
+    const int64_t K = s.blocks * s.blockValues;
+    k.xShared = WorkgroupArray(b, loc, kernel, b.getF32Type(), K);
+    auto fill = scf::ForOp::create(b, loc, tid, k.idx(K), k.idx(s.threads()));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(fill.getBody()->getTerminator());
+      Value at = fill.getInductionVar();
+      memref::StoreOp::create(b, loc, k.prologue(at), k.xShared, ValueRange{at});
+    }
+    gpu::BarrierOp::create(b, loc);
+  }
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  auto loop = scf::ForOp::create(b, loc, lane, k.idx(s.groups()), k.idx(L), ValueRange{zero});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block* loopBody = loop.getBody();
+    if (loopBody->mightHaveTerminator()) loopBody->getTerminator()->erase();
+    b.setInsertionPointToEnd(loopBody);
+    Value sum = k.groupSum(loadRow, loop.getInductionVar());
+    scf::YieldOp::create(b, loc, ValueRange{arith::AddFOp::create(b, loc, loop.getRegionIterArgs()[0], sum)});
+  }
+  Value partial = loop.getResult(0);
+  for (int32_t offset = L / 2; offset > 0; offset /= 2) {
+    Value other = gpu::ShuffleOp::create(b, loc, partial, offset, 32, gpu::ShuffleMode::XOR).getResult(0);
+    partial = arith::AddFOp::create(b, loc, partial, other);
+  }
+  Value first = arith::AndIOp::create(
+      b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, k.idx(0)), inRange);
+  auto ifFirst = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifFirst.thenBlock()->getTerminator());
+    Value init = r.init;
+    if (Attribute a; matchPattern(init, m_Constant(&a))) init = k.constant(a);
+    Value value;
+    if (r.sum.getLhs() == r.gemv.getBlock()->getArgument(1))
+      value = arith::AddFOp::create(b, loc, init, partial);
+    else
+      value = arith::AddFOp::create(b, loc, partial, init);
+    k.epilogueAndStore(value, row);
+  }
+  // What the new body still reads (x's reshape) stays.
+  for (Operation* op : llvm::reverse(old))
+    if (op->use_empty()) op->erase();
+  return success();
+}
+
+}  // namespace hexir::cuda

@@ -1,0 +1,92 @@
+// The quantized GEMV on CUDA: a GGUF block-format decode matvec (the llama importer's
+// generic over (n, b, j) marked `hexir.block_matvec`, CUDABlockMatvec.h) as one dedicated
+// kernel, shared by CUDADistributeThreads (which recognizes it and picks the launch) and
+// CUDALowerExecutables (which replaces the bufferized body):
+//   y[n] = init + sum_{b, j} x[b][j] * decode(W[n], b, j)     W: i8 [N][row bytes]
+//   out  = epilogue(y)                                      (fused elementwise consumers:
+//                                                            residual add, SiLU * up)
+// A row is read in groups of G consecutive blocks whose bytes are a multiple of the load
+// width A (16 bytes where the row allows: q4_0 and q5_0 8 blocks = 144 / 176 bytes, q8_0 8
+// = 272, q4_1 4 = 80, q4_k and q5_k 1 = 144 / 176; A shrinks to what the row length and
+// the group allow, down to 1). L lanes of a warp share a row (L a power of two near the
+// groups per row, so no lane idles where a row has 8 groups), lane l taking groups l, l + L,
+// ...; a warp holds 32 / L rows. Each group is loaded with G bytes / A vector loads issued
+// together (all of a row's bytes are in flight at once for a q4_0 row of 2048 values), then
+// decoded in registers: the importer's decode body is cloned once per value of the group
+// with its byte offsets evaluated at compile time (offset = group start + a constant, checked
+// to step by exactly the group's bytes from one group to the next), each byte read taken from
+// the loaded vectors, so the decode keeps no byte loads, no index arithmetic and no branch;
+// x is read with 16-byte loads (L1-cached, shared by the rows of a block); an x computed in
+// the kernel by elementwise generics (the final RMSNorm's scaling fused into the classifier)
+// is computed once per block into shared memory, a share per thread, before a barrier. Sums
+// are f32:
+// per group a pairwise tree of its products, per lane a running sum over its groups, then
+// an xor butterfly over the row's L lanes; the row's first lane adds the init (the fill),
+// applies the fused consumers to its element and stores it. Rows past N (the last warp of a
+// grid that N does not fill) compute on row N - 1 and store nothing, so every shuffle sees
+// its whole warp. Nothing is expanded: every weight byte is read once, by one lane.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace hexir::cuda {
+
+// Most bytes of one group (q8_0's 8 blocks) and most loads per group: more registers than
+// this per lane would cost occupancy (q6_k's 210-byte blocks, 2-byte aligned, keep the
+// generic warp-reduction kernel of CUDABlockMatvec.h).
+inline constexpr int64_t kMaxGemvGroupBytes = 288;
+inline constexpr int64_t kMaxGemvGroupLoads = 72;
+// Most values one group decodes (code size: the decode is written out per value).
+inline constexpr int64_t kMaxGemvGroupValues = 256;
+// Shared memory for an x computed in the kernel (the static limit without opting in).
+inline constexpr int64_t kMaxGemvSharedBytes = 48 * 1024;
+
+struct QuantizedGemv {
+  int64_t rows = 0;         // N (static)
+  int64_t blocks = 0;       // blocks per row (x's [blocks][B])
+  int64_t blockValues = 0;  // B
+  int64_t blockBytes = 0;   // bytes of one block (row bytes / blocks)
+  int64_t groupBlocks = 1;  // G
+  int64_t align = 1;        // A: bytes per load
+  int64_t lanes = 32;       // L: lanes per row
+  int64_t warps = 8;        // warps per block
+
+  int64_t groups() const { return blocks / groupBlocks; }          // U, per row
+  int64_t groupBytes() const { return groupBlocks * blockBytes; }
+  int64_t groupValues() const { return groupBlocks * blockValues; }
+  int64_t threads() const { return 32 * warps; }
+  int64_t rowsPerBlock() const { return warps * (32 / lanes); }
+  int64_t gridBlocks() const { return (rows + rowsPerBlock() - 1) / rowsPerBlock(); }
+  std::vector<int64_t> encode() const;
+  static std::optional<QuantizedGemv> decode(llvm::ArrayRef<int64_t> words);
+};
+
+// The kernel attribute carrying QuantizedGemv::encode() from distribution to lowering.
+inline constexpr char kQuantizedGemvAttr[] = "hexir.cuda.quantized_gemv";
+
+// The launch of `kernel` (tensor form, before distribution) when it is the computation above
+// and nothing else: the marked generic with one input x ([blocks][B] f32, a kernel argument
+// or a reshape of one, or of the result of elementwise generics over [K] reading kernel
+// arguments ([K] or rank 0) and at most one earlier such result, K x 4 bytes within
+// kMaxGemvSharedBytes), every byte read from one i8 [N][row bytes] kernel argument at row n
+// and an offset that is a function of (b, j) alone, an init filled with a scalar, static
+// shapes; then zero or more elementwise generics over [N] (identity maps, no reads in their
+// bodies) each consuming the previous result, the last one returned. Group: the most blocks
+// (8, 4, 2, 1) dividing the row with at most kMaxGemvGroupBytes bytes and
+// kMaxGemvGroupValues values; load width: the largest power of two <= 16 dividing both the
+// group's and the row's bytes, refused below kMaxGemvGroupLoads loads a group. Lanes: the
+// groups per row rounded up to a power of two, at most 32; warps per block: 8, halved while
+// fewer than 132 blocks (the H200's SMs) would run. nullopt (nothing changed) otherwise.
+std::optional<QuantizedGemv> MatchQuantizedGemv(mlir::func::FuncOp kernel);
+
+// Records the launch of `shape` on `kernel`'s executable (block size, workgroup count) and
+// the kernel attribute lowering reads.
+void ScheduleQuantizedGemv(mlir::func::FuncOp kernel, const QuantizedGemv& shape);
+
+// Replaces the body of the bufferized `kernel` with the kernel above.
+mlir::LogicalResult LowerQuantizedGemv(mlir::func::FuncOp kernel, const QuantizedGemv& shape);
+
+}  // namespace hexir::cuda

@@ -1,0 +1,256 @@
+// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads | FileCheck %s --check-prefix=DIST
+// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads --hexir-cuda-lower-executables | FileCheck %s --check-prefix=LOWER
+
+// The quantized GEMV (CUDAQuantizedGemv.h) on q8_0 decode matvecs as the llama importer
+// writes them (34-byte blocks: an f16 scale, then 32 int8 quants).
+
+// 64 rows, k = 2048 (64 blocks): groups of 8 blocks (272 bytes, 17 16-byte loads), 8 groups
+// a row, so 8 lanes a row and 4 rows a warp; one warp a block (16 blocks: fewer blocks than
+// SMs either way). [rows, blocks, B, block bytes, G, A, lanes, warps].
+// DIST-LABEL: hexir.executable @q8
+// DIST-SAME:    hexir.cuda.block_size = array<i64: 32, 1, 1>, hexir.workgroup_count = array<i64: 16, 1, 1>
+// DIST:         func.func @q8
+// DIST-SAME:      hexir.cuda.block_size = 32 : index, hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 8, 16, 8, 1>, hexir.cuda.thread_count = -1 : index
+// DIST:         hexir.block_matvec = "q8_0"
+// Lowered: 17 16-byte loads a group, no byte load, a 3-step butterfly over the row's 8 lanes.
+// LOWER-LABEL:  hexir.executable @q8
+// LOWER-COUNT-17: llvm.load {{.*}} -> vector<16xi8>
+// LOWER-NOT:      llvm.load {{.*}} -> i8
+// LOWER-COUNT-3:  nvvm.shfl.sync  bfly
+// LOWER-NOT:      nvvm.shfl.sync
+// LOWER:        llvm.func @q8(
+hexir.executable @q8 {
+  builtin.module {
+    func.func @q8(%w: tensor<64x2176xi8>, %x: tensor<2048xf32>, %o: tensor<64xf32>) -> tensor<64xf32> {
+      %zero = arith.constant 0.0 : f32
+      %f = linalg.fill ins(%zero : f32) outs(%o : tensor<64xf32>) -> tensor<64xf32>
+      %xb = tensor.expand_shape %x [[0, 1]] output_shape [64, 32] : tensor<2048xf32> into tensor<64x32xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q8_0"} ins(%xb : tensor<64x32xf32>) outs(%f : tensor<64xf32>) {
+      ^bb0(%xv: f32, %acc: f32):
+        %n = linalg.index 0 : index
+        %b = linalg.index 1 : index
+        %j = linalg.index 2 : index
+        %c34 = arith.constant 34 : index
+        %c1 = arith.constant 1 : index
+        %c2 = arith.constant 2 : index
+        %base = arith.muli %b, %c34 : index
+        %lo_at = arith.addi %base, %c1 : index
+        %q_at0 = arith.addi %base, %c2 : index
+        %q_at = arith.addi %q_at0, %j : index
+        %d0 = tensor.extract %w[%n, %base] : tensor<64x2176xi8>
+        %d1 = tensor.extract %w[%n, %lo_at] : tensor<64x2176xi8>
+        %lo = arith.extui %d0 : i8 to i16
+        %hi0 = arith.extui %d1 : i8 to i16
+        %c8 = arith.constant 8 : i16
+        %hi = arith.shli %hi0, %c8 : i16
+        %bits = arith.ori %lo, %hi : i16
+        %dh = arith.bitcast %bits : i16 to f16
+        %d = arith.extf %dh : f16 to f32
+        %q8 = tensor.extract %w[%n, %q_at] : tensor<64x2176xi8>
+        %q = arith.sitofp %q8 : i8 to f32
+        %wv = arith.mulf %d, %q : f32
+        %p = arith.mulf %xv, %wv : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<64xf32>
+      return %y : tensor<64xf32>
+    }
+  }
+}
+
+// -----
+
+// 300 rows, k = 768 (3 groups a row: 4 lanes, 8 rows a warp; 38 warps, the last one's rows
+// past 300 load row 299 and store nothing) with the residual add fused: lane 0 of each row
+// adds r[n] and stores.
+// DIST-LABEL: hexir.executable @q8_res
+// DIST-SAME:    hexir.cuda.block_size = array<i64: 32, 1, 1>, hexir.workgroup_count = array<i64: 38, 1, 1>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 300, 24, 32, 34, 8, 16, 4, 1>
+// LOWER-LABEL:  hexir.executable @q8_res
+// LOWER-COUNT-2:  nvvm.shfl.sync  bfly
+// LOWER-NOT:      nvvm.shfl.sync
+// LOWER:          llvm.fadd
+// LOWER:          llvm.store
+hexir.executable @q8_res {
+  builtin.module {
+    func.func @q8_res(%w: tensor<300x816xi8>, %x: tensor<768xf32>, %r: tensor<300xf32>, %o: tensor<300xf32>) -> tensor<300xf32> {
+      %zero = arith.constant 0.0 : f32
+      %t = tensor.empty() : tensor<300xf32>
+      %f = linalg.fill ins(%zero : f32) outs(%t : tensor<300xf32>) -> tensor<300xf32>
+      %xb = tensor.expand_shape %x [[0, 1]] output_shape [24, 32] : tensor<768xf32> into tensor<24x32xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q8_0"} ins(%xb : tensor<24x32xf32>) outs(%f : tensor<300xf32>) {
+      ^bb0(%xv: f32, %acc: f32):
+        %n = linalg.index 0 : index
+        %b = linalg.index 1 : index
+        %j = linalg.index 2 : index
+        %c34 = arith.constant 34 : index
+        %c1 = arith.constant 1 : index
+        %c2 = arith.constant 2 : index
+        %base = arith.muli %b, %c34 : index
+        %lo_at = arith.addi %base, %c1 : index
+        %q_at0 = arith.addi %base, %c2 : index
+        %q_at = arith.addi %q_at0, %j : index
+        %d0 = tensor.extract %w[%n, %base] : tensor<300x816xi8>
+        %d1 = tensor.extract %w[%n, %lo_at] : tensor<300x816xi8>
+        %lo = arith.extui %d0 : i8 to i16
+        %hi0 = arith.extui %d1 : i8 to i16
+        %c8 = arith.constant 8 : i16
+        %hi = arith.shli %hi0, %c8 : i16
+        %bits = arith.ori %lo, %hi : i16
+        %dh = arith.bitcast %bits : i16 to f16
+        %d = arith.extf %dh : f16 to f32
+        %q8 = tensor.extract %w[%n, %q_at] : tensor<300x816xi8>
+        %q = arith.sitofp %q8 : i8 to f32
+        %wv = arith.mulf %d, %q : f32
+        %p = arith.mulf %xv, %wv : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<300xf32>
+      %z = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%y, %r : tensor<300xf32>, tensor<300xf32>) outs(%o : tensor<300xf32>) {
+      ^bb0(%a: f32, %c: f32, %u: f32):
+        %s2 = arith.addf %a, %c : f32
+        linalg.yield %s2 : f32
+      } -> tensor<300xf32>
+      return %z : tensor<300xf32>
+    }
+  }
+}
+
+// -----
+
+// k = 96 (3 blocks): one block a group, 102-byte rows: 2-byte loads (17 a group); 4 lanes a
+// row (3 groups), 5 rows in one warp.
+// DIST-LABEL: hexir.executable @q8_k3
+// DIST-SAME:    hexir.workgroup_count = array<i64: 1, 1, 1>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 5, 3, 32, 34, 1, 2, 4, 1>
+// LOWER-LABEL:  hexir.executable @q8_k3
+// LOWER-COUNT-17: llvm.load {{.*}} -> vector<2xi8>
+// LOWER-COUNT-2:  nvvm.shfl.sync  bfly
+hexir.executable @q8_k3 {
+  builtin.module {
+    func.func @q8_k3(%w: tensor<5x102xi8>, %x: tensor<96xf32>, %o: tensor<5xf32>) -> tensor<5xf32> {
+      %zero = arith.constant 0.0 : f32
+      %f = linalg.fill ins(%zero : f32) outs(%o : tensor<5xf32>) -> tensor<5xf32>
+      %xb = tensor.expand_shape %x [[0, 1]] output_shape [3, 32] : tensor<96xf32> into tensor<3x32xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q8_0"} ins(%xb : tensor<3x32xf32>) outs(%f : tensor<5xf32>) {
+      ^bb0(%xv: f32, %acc: f32):
+        %n = linalg.index 0 : index
+        %b = linalg.index 1 : index
+        %j = linalg.index 2 : index
+        %c34 = arith.constant 34 : index
+        %c1 = arith.constant 1 : index
+        %c2 = arith.constant 2 : index
+        %base = arith.muli %b, %c34 : index
+        %lo_at = arith.addi %base, %c1 : index
+        %q_at0 = arith.addi %base, %c2 : index
+        %q_at = arith.addi %q_at0, %j : index
+        %d0 = tensor.extract %w[%n, %base] : tensor<5x102xi8>
+        %d1 = tensor.extract %w[%n, %lo_at] : tensor<5x102xi8>
+        %lo = arith.extui %d0 : i8 to i16
+        %hi0 = arith.extui %d1 : i8 to i16
+        %c8 = arith.constant 8 : i16
+        %hi = arith.shli %hi0, %c8 : i16
+        %bits = arith.ori %lo, %hi : i16
+        %dh = arith.bitcast %bits : i16 to f16
+        %d = arith.extf %dh : f16 to f32
+        %q8 = tensor.extract %w[%n, %q_at] : tensor<5x102xi8>
+        %q = arith.sitofp %q8 : i8 to f32
+        %wv = arith.mulf %d, %q : f32
+        %p = arith.mulf %xv, %wv : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<5xf32>
+      return %y : tensor<5xf32>
+    }
+  }
+}
+
+// -----
+
+// x computed inside the kernel by an elementwise generic (as the final RMSNorm's scaling
+// fused into the classifier): each block computes it once into shared memory, then a
+// barrier, then the rows read x from there.
+// DIST-LABEL: hexir.executable @computed_x
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 8, 16, 8, 1>
+// LOWER-LABEL:  hexir.executable @computed_x
+// LOWER:          llvm.mlir.global private @__hexir_shared() {addr_space = 3 : i32
+// LOWER:          nvvm.barrier0
+// LOWER-COUNT-17: llvm.load {{.*}} -> vector<16xi8>
+hexir.executable @computed_x {
+  builtin.module {
+    func.func @computed_x(%w: tensor<64x2176xi8>, %x: tensor<2048xf32>, %o: tensor<64xf32>) -> tensor<64xf32> {
+      %zero = arith.constant 0.0 : f32
+      %f = linalg.fill ins(%zero : f32) outs(%o : tensor<64xf32>) -> tensor<64xf32>
+      %xe = tensor.empty() : tensor<2048xf32>
+      %x2 = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%x : tensor<2048xf32>) outs(%xe : tensor<2048xf32>) {
+      ^bb0(%a: f32, %u: f32):
+        %d = arith.addf %a, %a : f32
+        linalg.yield %d : f32
+      } -> tensor<2048xf32>
+      %xb = tensor.expand_shape %x2 [[0, 1]] output_shape [64, 32] : tensor<2048xf32> into tensor<64x32xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q8_0"} ins(%xb : tensor<64x32xf32>) outs(%f : tensor<64xf32>) {
+      ^bb0(%xv: f32, %acc: f32):
+        %n = linalg.index 0 : index
+        %b = linalg.index 1 : index
+        %j = linalg.index 2 : index
+        %c34 = arith.constant 34 : index
+        %c1 = arith.constant 1 : index
+        %c2 = arith.constant 2 : index
+        %base = arith.muli %b, %c34 : index
+        %lo_at = arith.addi %base, %c1 : index
+        %q_at0 = arith.addi %base, %c2 : index
+        %q_at = arith.addi %q_at0, %j : index
+        %d0 = tensor.extract %w[%n, %base] : tensor<64x2176xi8>
+        %d1 = tensor.extract %w[%n, %lo_at] : tensor<64x2176xi8>
+        %lo = arith.extui %d0 : i8 to i16
+        %hi0 = arith.extui %d1 : i8 to i16
+        %c8 = arith.constant 8 : i16
+        %hi = arith.shli %hi0, %c8 : i16
+        %bits = arith.ori %lo, %hi : i16
+        %dh = arith.bitcast %bits : i16 to f16
+        %d = arith.extf %dh : f16 to f32
+        %q8 = tensor.extract %w[%n, %q_at] : tensor<64x2176xi8>
+        %q = arith.sitofp %q8 : i8 to f32
+        %wv = arith.mulf %d, %q : f32
+        %p = arith.mulf %xv, %wv : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<64xf32>
+      return %y : tensor<64xf32>
+    }
+  }
+}
+
+// -----
+
+// 210-byte blocks (q6_k's size) are 2-byte aligned: 105 loads a group, past the limit of 72:
+// refused, the generic warp kernel over 32-value units instead (CUDABlockMatvec.h).
+// DIST-LABEL: hexir.executable @q6k
+// DIST-NOT:     hexir.cuda.quantized_gemv
+// DIST:         hexir.cuda.lanes = 32 : index
+hexir.executable @q6k {
+  builtin.module {
+    func.func @q6k(%w: tensor<64x1680xi8>, %x: tensor<2048xf32>, %o: tensor<64xf32>) -> tensor<64xf32> {
+      %zero = arith.constant 0.0 : f32
+      %f = linalg.fill ins(%zero : f32) outs(%o : tensor<64xf32>) -> tensor<64xf32>
+      %xb = tensor.expand_shape %x [[0, 1]] output_shape [8, 256] : tensor<2048xf32> into tensor<8x256xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q6_k"} ins(%xb : tensor<8x256xf32>) outs(%f : tensor<64xf32>) {
+      ^bb0(%xv: f32, %acc: f32):
+        %n = linalg.index 0 : index
+        %b = linalg.index 1 : index
+        %j = linalg.index 2 : index
+        %c210 = arith.constant 210 : index
+        %c128 = arith.constant 128 : index
+        %base = arith.muli %b, %c210 : index
+        %jj = arith.remui %j, %c128 : index
+        %at = arith.addi %base, %jj : index
+        %q8 = tensor.extract %w[%n, %at] : tensor<64x1680xi8>
+        %q = arith.sitofp %q8 : i8 to f32
+        %p = arith.mulf %xv, %q : f32
+        %s = arith.addf %p, %acc : f32
+        linalg.yield %s : f32
+      } -> tensor<64xf32>
+      return %y : tensor<64xf32>
+    }
+  }
+}
