@@ -177,8 +177,27 @@ bool CudaTransferQueue::IsPinned(const void* host, uint64_t size) {
       return 0;
     return id;
   };
+  const int64_t now = Interrupt::NowNs();
+  {
+    MutexLock lock(pinned_mu_);
+    for (const PageableSpan& span : pageable_spans_) {
+      if (first >= span.begin && last < span.end && now < span.until_ns) return false;
+    }
+  }
   const unsigned long long id = buffer_id(first);
-  if (id == 0) return false;
+  if (id == 0) {
+    // Pageable (the first byte is): remembered with the whole range, the oldest one replaced.
+    MutexLock lock(pinned_mu_);
+    auto oldest = std::min_element(pageable_spans_.begin(), pageable_spans_.end(),
+                                   [](const PageableSpan& a, const PageableSpan& b) { return a.until_ns < b.until_ns; });
+    const PageableSpan span{first, last + 1, now + kPageableAnswerNs};
+    if (pageable_spans_.size() < kPinnedSpans) {
+      pageable_spans_.push_back(span);
+    } else {
+      *oldest = span;
+    }
+    return false;
+  }
   {
     MutexLock lock(pinned_mu_);
     for (const PinnedSpan& span : pinned_spans_) {
@@ -385,8 +404,8 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
       c.seq = next_seq_++;
       inflight_.push_back(std::move(c));
       inflight_count_.fetch_add(1, std::memory_order_release);
+      if (completion_sleeping_) work_cv_.notify_all();  // usually it spins: no syscall
     }
-    work_cv_.notify_all();  // a syscall only when the completion thread sleeps
     done += std::min(chunk_bytes, op->size - done);
   } while (done < op->size);
   if (op->direct) DeviceCounters::Add(counters_->transfers_direct);
@@ -512,7 +531,13 @@ void CudaTransferQueue::RetireReachedForWaiter() {
   if (!shared_->MakeCurrent().ok()) return;
   while (!retiring_ && !inflight_.empty()) {
     const Chunk& front = inflight_.front();
-    if (front.last && !WaitsReachedOnHost(*front.op)) return;
+    // A long copy out (kCachedCopyMaxBytes and more) is the completion thread's, over the
+    // pool, and so is an op whose waits are not reached: it is not kept off for them.
+    if ((front.last && !WaitsReachedOnHost(*front.op)) ||
+        (front.op->read && front.block >= 0 && front.bytes >= kCachedCopyMaxBytes)) {
+      host_retiring_until_ns_.store(0, std::memory_order_relaxed);
+      return;
+    }
     const CUresult r = api_.cuEventQuery(front.event);
     if (r == CUDA_ERROR_NOT_READY) return;
     retiring_ = true;
@@ -520,7 +545,7 @@ void CudaTransferQueue::RetireReachedForWaiter() {
                           ? Status::Ok()
                           : Aborted(CudaStatus(api_, r, "cuEventQuery(transfer)").message()));
     retiring_ = false;
-    work_cv_.notify_all();  // a completion thread waiting for retiring_ to clear
+    if (completion_sleeping_) work_cv_.notify_all();  // waiting for retiring_ to clear
   }
 }
 
@@ -538,19 +563,23 @@ void CudaTransferQueue::CompletionMain() {
       while (inflight_count_.load(std::memory_order_acquire) == 0 && Interrupt::NowNs() < until)
         CpuRelax();
       lock.Lock();
+      completion_sleeping_ = true;
       work_cv_.wait(lock.native(), [&]() REQUIRES(mu_) {
         return !inflight_.empty() || (stopping_ && held_back_.empty() && issuing_ == 0);
       });
+      completion_sleeping_ = false;
       continue;
     }
-    if (retiring_) {  // a waiter is completing the front chunk
-      work_cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return !retiring_; });
-      continue;
-    }
-    if (HostRetiring()) {
+    if (HostRetiring()) {  // a waiter completes chunks: no wake-up needed when it stops
       lock.Unlock();
       while (HostRetiring()) CpuRelax();
       lock.Lock();
+      continue;
+    }
+    if (retiring_) {  // a waiter completing a long chunk
+      completion_sleeping_ = true;
+      work_cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return !retiring_; });
+      completion_sleeping_ = false;
       continue;
     }
     const uint64_t seq = inflight_.front().seq;
