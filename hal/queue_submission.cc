@@ -13,11 +13,11 @@ Status CheckQueueSemaphores(std::string_view op, const std::vector<SemaphoreValu
   return Status::Ok();
 }
 
-Status ResolveQueueBindingTable(const CommandBuffer& command_buffer,
+Status ResolveQueueBindingTable(const CommandBuffer* command_buffer,
                                 const std::vector<BufferRef>& table,
                                 std::vector<BufferRef>* resolved,
                                 bool (*usable)(const Buffer& buffer), std::string_view unusable) {
-  HEXIR_RETURN_IF_ERROR(ResolveBindingTable(&command_buffer, table, resolved));
+  HEXIR_RETURN_IF_ERROR(ResolveBindingTable(command_buffer, table, resolved));
   for (size_t i = 0; i < resolved->size(); ++i) {
     if (!usable(*(*resolved)[i].buffer)) {
       return InvalidArgument("queue execute: binding table slot ", i, ": ", unusable);

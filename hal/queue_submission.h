@@ -26,10 +26,12 @@ namespace hexir::hal {
 Status CheckQueueSemaphores(std::string_view op, const std::vector<SemaphoreValue>& waits,
                             const std::vector<SemaphoreValue>& signals);
 
-// ResolveBindingTable (its checks and messages), then every slot's buffer must satisfy
-// `usable`: InvalidArgument "queue execute: binding table slot <i>: <unusable>" otherwise.
+// ResolveBindingTable (its checks and messages: InvalidArgument "queue execute: command buffer
+// is null", FailedPrecondition for one still recording, the table's size and slots), then
+// every slot's buffer must satisfy `usable`: InvalidArgument "queue execute: binding table
+// slot <i>: <unusable>" otherwise. Drivers call it before they dereference `command_buffer`.
 // `resolved` keeps its capacity (drivers reuse it across submissions).
-Status ResolveQueueBindingTable(const CommandBuffer& command_buffer,
+Status ResolveQueueBindingTable(const CommandBuffer* command_buffer,
                                 const std::vector<BufferRef>& table,
                                 std::vector<BufferRef>* resolved,
                                 bool (*usable)(const Buffer& buffer), std::string_view unusable);

@@ -32,18 +32,23 @@ TEST_CASE("a binding table slot whose buffer the driver cannot use is named with
   auto small = *device->AllocateBuffer(64), large = *device->AllocateBuffer(256);
   auto below_100_bytes = [](const Buffer& b) { return b.byte_size() < 100; };
   std::vector<BufferRef> resolved;
-  REQUIRE(ResolveQueueBindingTable(*cb, {BufferRef::Whole(small)}, &resolved, below_100_bytes,
+  REQUIRE(ResolveQueueBindingTable(cb.get(), {BufferRef::Whole(small)}, &resolved, below_100_bytes,
                                    "too large")
               .ok());
   REQUIRE(resolved.size() == 1);
   REQUIRE(resolved[0].length == 64);  // lengths are made concrete
-  Status st = ResolveQueueBindingTable(*cb, {BufferRef::Whole(small), BufferRef::Whole(large)},
+  Status st = ResolveQueueBindingTable(cb.get(), {BufferRef::Whole(small), BufferRef::Whole(large)},
                                        &resolved, below_100_bytes, "too large");
   REQUIRE(st.code() == StatusCode::kInvalidArgument);
   REQUIRE(st.message() == "queue execute: binding table slot 1: too large");
   auto unfinished = vm::MakeRef<CommandBuffer>(nullptr);
-  st = ResolveQueueBindingTable(*unfinished, {}, &resolved, below_100_bytes, "too large");
+  st = ResolveQueueBindingTable(unfinished.get(), {}, &resolved, below_100_bytes, "too large");
   REQUIRE(st.code() == StatusCode::kFailedPrecondition);  // ResolveBindingTable's own check
+  // The drivers rely on it to refuse a null command buffer before they dereference one.
+  st = ResolveQueueBindingTable(nullptr, {BufferRef::Whole(small)}, &resolved, below_100_bytes,
+                                "too large");
+  REQUIRE(st.code() == StatusCode::kInvalidArgument);
+  REQUIRE(st.message() == "queue execute: command buffer is null");
 }
 
 TEST_CASE("reached waits are dropped, queue-ordered ones kept, unsignalled ones hold the submission") {

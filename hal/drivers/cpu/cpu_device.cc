@@ -281,10 +281,9 @@ Status CpuDevice::ValidateCommands(const std::vector<Command>& commands) const {
 
 Status CpuDevice::Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
                            std::vector<BufferRef>* resolved) const {
-  // Checked before `*cb` binds a reference (a null one is undefined behaviour: UBSan).
-  if (!cb) return InvalidArgument("queue execute: command buffer is null");
+  // First: it refuses a null or unfinalized command buffer before anything dereferences it.
   HEXIR_RETURN_IF_ERROR(ResolveQueueBindingTable(
-      *cb, table, resolved, [](const Buffer& b) { return b.host_data() != nullptr; },
+      cb.get(), table, resolved, [](const Buffer& b) { return b.host_data() != nullptr; },
       kForeignBuffer));
   if (cb->IsValidatedFor(this)) return Status::Ok();
   HEXIR_RETURN_IF_ERROR(ValidateCommands(cb->commands()));

@@ -162,8 +162,9 @@ inline void WaiterRelax() { Pause(4); }
 class CudaDevice;
 
 // Installed on the device's semaphores: a host thread spinning in Semaphore::Wait retires the
-// device's finished submissions itself (signalling the semaphore on its own thread), so a small
-// call's wait needs no wake-up from the completion thread. Detached when the device dies
+// device's finished submissions and completes its finished queue transfers itself (signalling
+// the semaphore on its own thread), so a small call's or a small transfer's wait needs no
+// wake-up from a completion thread. Detached when the device dies
 // (semaphores may outlive it).
 class CudaWaitProgress final : public WaitProgress {
  public:
@@ -251,9 +252,11 @@ class CudaDevice final : public Device {
     semaphore->SetWaitProgress(wait_progress_);
     return semaphore;
   }
-  // A semaphore waiter's poll (CudaWaitProgress): retires reached submissions unless another
-  // thread holds the queue lock (then that thread is making progress already).
+  // A semaphore waiter's poll (CudaWaitProgress): completes reached transfers and retires
+  // reached submissions unless another thread holds the queue's lock (then that thread is
+  // making progress already).
   void RetireReachedForWaiter() EXCLUDES(mu_) {
+    transfers_->RetireReachedForWaiter();
     if (inflight_count_.load(std::memory_order_acquire) == 0) return;
     NoteHostRetiring(Interrupt::NowNs());
     if (!mu_.TryLock()) return;
@@ -319,12 +322,14 @@ class CudaDevice final : public Device {
   }
 
  private:
-  // The command buffer as this device runs it (a generic one re-recorded once).
+  // The command buffer as this device runs it (a generic one re-recorded once). `cb` passed
+  // ResolveTable's checks (not null, finalized).
   StatusOr<vm::Ref<CudaCommandBuffer>> ValidateCommandBuffer(
       const vm::Ref<CommandBuffer>& cb) const;
-  // Resolves `table` into s->binding_table (storage reused): every slot a CUDA buffer.
-  Status ResolveTable(const CommandBuffer& cb, const std::vector<BufferRef>& table,
-                      Submission* s) const;
+  // Resolves `table` into *resolved (storage reused): ResolveQueueBindingTable's checks of
+  // `cb` (null, finalized) and the table, every slot a CUDA buffer.
+  Status ResolveTable(const CommandBuffer* cb, const std::vector<BufferRef>& table,
+                      std::vector<BufferRef>* resolved) const;
   StatusOr<vm::Ref<CudaCommandBuffer>> AdoptForeign(const CommandBuffer& cb) const;
   // mu_ held. True when every wait is reached or will be by work already on the stream.
   bool WaitsSatisfiedLocked(const std::vector<SemaphoreValue>& waits) const REQUIRES(mu_);
@@ -568,7 +573,6 @@ Status CudaDevice::QueueDealloca(const std::vector<SemaphoreValue>& waits,
 
 StatusOr<vm::Ref<CudaCommandBuffer>> CudaDevice::ValidateCommandBuffer(
     const vm::Ref<CommandBuffer>& cb) const {
-  if (!cb) return InvalidArgument("queue execute: command buffer is null");
   if (CudaCommandBuffer* own = AsCudaCommandBuffer(cb.get())) {
     if (own->shared()->context != shared_->context) {
       return InvalidArgument("queue execute: the command buffer was recorded for another GPU (",
@@ -578,17 +582,13 @@ StatusOr<vm::Ref<CudaCommandBuffer>> CudaDevice::ValidateCommandBuffer(
   }
   // A generic command buffer (the HAL's queue operations record those): re-record it once as
   // a stream command buffer, the one-shot form.
-  if (!cb->is_finalized()) {
-    return FailedPrecondition(
-        "queue execute: the command buffer is still recording; finalize it before submitting");
-  }
   return AdoptForeign(*cb);
 }
 
-Status CudaDevice::ResolveTable(const CommandBuffer& cb, const std::vector<BufferRef>& table,
-                                Submission* s) const {
+Status CudaDevice::ResolveTable(const CommandBuffer* cb, const std::vector<BufferRef>& table,
+                                std::vector<BufferRef>* resolved) const {
   return ResolveQueueBindingTable(
-      cb, table, &s->binding_table,
+      cb, table, resolved,
       [](const Buffer& b) { return AsCudaBuffer(&b) != nullptr; }, "not a CUDA buffer");
 }
 
@@ -707,19 +707,30 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
                           const vm::Ref<CommandBuffer>& command_buffer,
                           const std::vector<SemaphoreValue>& signals,
                           const std::vector<BufferRef>& binding_table) {
-  HEXIR_ASSIGN_OR_RETURN(vm::Ref<CudaCommandBuffer> ccb, ValidateCommandBuffer(command_buffer));
-  HEXIR_RETURN_IF_ERROR(CheckQueueSemaphores("queue execute", waits, signals));
+  // The checks every driver shares come first (a null or unfinalized command buffer, the
+  // table): nothing below dereferences an unchecked command buffer. The table is resolved into
+  // this thread's scratch, whose storage is then exchanged with the recycled submission's.
+  thread_local std::vector<BufferRef> resolved;
+  vm::Ref<CudaCommandBuffer> ccb;
+  Status st = ResolveTable(command_buffer.get(), binding_table, &resolved);
+  if (st.ok()) {
+    StatusOr<vm::Ref<CudaCommandBuffer>> validated = ValidateCommandBuffer(command_buffer);
+    st = validated.ok() ? CheckQueueSemaphores("queue execute", waits, signals) : validated.status();
+    if (validated.ok()) ccb = std::move(*validated);
+  }
+  if (!st.ok()) {
+    resolved.clear();  // holds no buffer past the call
+    return st;
+  }
   NoteHostSubmitting();
-  // The one lock of the submission: the binding table and signals are copied into a recycled
-  // submission's storage under it (no allocation once warm), before any back-pressure wait.
+  // The one lock of the submission: the table (by storage exchange) and signals go into a
+  // recycled submission's storage under it (no allocation once warm), before any
+  // back-pressure wait.
   LockSpinning();
   MutexLock lock(mu_, std::adopt_lock);
   std::unique_ptr<Submission> owned = submission_pool_.Take();
   Submission& s = *owned;
-  if (Status st = ResolveTable(*command_buffer, binding_table, &s); !st.ok()) {
-    RecycleLocked(std::move(owned));
-    return st;
-  }
+  s.binding_table.swap(resolved);  // `resolved` gets the recycled, cleared storage
   s.command_buffer = std::move(ccb);
   s.signals.assign(signals.begin(), signals.end());
   if (max_in_flight_ != 0) {

@@ -4,12 +4,32 @@
 #include <chrono>
 #include <cstring>
 
+#include "base/interrupt.h"
 #include "hal/drivers/cuda/cuda_timepoints.h"
 #include "hal/profiling.h"
 #include "hal/queue_submission.h"
 #include "hal/queue_transfer.h"
 
 namespace hexir::hal::cuda {
+namespace {
+
+// The completion thread polls a chunk's event this long before it blocks in
+// cuEventSynchronize, and waits this long for new chunks before it sleeps (so queueing a
+// chunk seldom needs a futex wake-up).
+constexpr int64_t kCompletionSpinNs = 100'000;
+constexpr int64_t kCompletionIdleSpinNs = 100'000;
+// A waiter completing chunks itself keeps the completion thread off the lock and the driver
+// until this long after its last poll: two threads polling one event and taking turns on the
+// lock cost each other wake-ups on a small transfer's critical path (the compute queue's rule).
+constexpr int64_t kHostRetiringNs = 20'000;
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  for (int i = 0; i < 16; ++i) __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
 
 struct CudaTransferQueue::Op {
   bool read = false;
@@ -54,7 +74,8 @@ void CudaTransferQueue::Shutdown() {
     MutexLock lock(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  held_cv_.notify_all();
+  work_cv_.notify_all();
   if (held_back_thread_.joinable()) held_back_thread_.join();    // fails what is still held back
   if (completion_thread_.joinable()) completion_thread_.join();  // every issued chunk completed
 }
@@ -80,6 +101,7 @@ Status CudaTransferQueue::Write(const std::vector<SemaphoreValue>& waits,
   const CudaBuffer* b = AsCudaBuffer(buffer.get());
   if (!b || b->shared()->context != shared_->context)
     return InvalidArgument("queue write: the buffer was not allocated by ", uri_);
+  HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
   auto op = std::make_shared<Op>();
   op->waits = waits;
   op->signals = signals;
@@ -101,6 +123,7 @@ Status CudaTransferQueue::Read(const std::vector<SemaphoreValue>& waits,
   const CudaBuffer* b = AsCudaBuffer(buffer.get());
   if (!b || b->shared()->context != shared_->context)
     return InvalidArgument("queue read: the buffer was not allocated by ", uri_);
+  HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
   auto op = std::make_shared<Op>();
   op->read = true;
   op->waits = waits;
@@ -138,32 +161,69 @@ Status CudaTransferQueue::CopyFromPeer(const std::vector<SemaphoreValue>& waits,
   op->peer_device = from->device_ptr();
   op->peer_context = source_context;
   op->peer_buffer = std::move(source);
+  HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
   return Accept(std::move(op));
 }
 
-bool CudaTransferQueue::IsPinned(const void* host, uint64_t size) const {
-  if (size == 0 || !shared_->MakeCurrent().ok()) return false;
+bool CudaTransferQueue::IsPinned(const void* host, uint64_t size) {
+  if (size == 0) return false;
   // Pageable memory is no CUDA pointer: the query fails (CUDA_ERROR_INVALID_VALUE). Both ends
-  // in the same allocation (buffer id) means the whole range is.
-  auto allocation = [&](const uint8_t* p) -> unsigned long long {
-    unsigned int type = 0;
+  // in the same allocation (buffer id) means the whole range is; ids are never reused, so a
+  // span remembered for an id cannot match memory allocated after that allocation was freed.
+  const uintptr_t first = reinterpret_cast<uintptr_t>(host), last = first + size - 1;
+  auto buffer_id = [&](uintptr_t p) -> unsigned long long {
     unsigned long long id = 0;
-    const CUdeviceptr at = reinterpret_cast<CUdeviceptr>(p);
-    if (api_.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, at) != CUDA_SUCCESS ||
-        type != CU_MEMORYTYPE_HOST ||
-        api_.cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, at) != CUDA_SUCCESS) {
+    if (api_.cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, CUdeviceptr(p)) != CUDA_SUCCESS)
       return 0;
-    }
     return id;
   };
-  const uint8_t* first = static_cast<const uint8_t*>(host);
-  const unsigned long long id = allocation(first);
-  return id != 0 && allocation(first + size - 1) == id;
+  const int64_t now = Interrupt::NowNs();
+  {
+    MutexLock lock(pinned_mu_);
+    for (const PageableSpan& span : pageable_spans_) {
+      if (first >= span.begin && last < span.end && now < span.until_ns) return false;
+    }
+  }
+  const unsigned long long id = buffer_id(first);
+  if (id == 0) {
+    // Pageable (the first byte is): remembered with the whole range, the oldest one replaced.
+    MutexLock lock(pinned_mu_);
+    auto oldest = std::min_element(pageable_spans_.begin(), pageable_spans_.end(),
+                                   [](const PageableSpan& a, const PageableSpan& b) { return a.until_ns < b.until_ns; });
+    const PageableSpan span{first, last + 1, now + kPageableAnswerNs};
+    if (pageable_spans_.size() < kPinnedSpans) {
+      pageable_spans_.push_back(span);
+    } else {
+      *oldest = span;
+    }
+    return false;
+  }
+  {
+    MutexLock lock(pinned_mu_);
+    for (const PinnedSpan& span : pinned_spans_) {
+      if (span.id == id && first >= span.begin && last < span.end) return true;
+    }
+  }
+  unsigned int type = 0;
+  if (api_.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CUdeviceptr(first)) != CUDA_SUCCESS ||
+      type != CU_MEMORYTYPE_HOST || buffer_id(last) != id) {
+    return false;
+  }
+  MutexLock lock(pinned_mu_);
+  for (PinnedSpan& span : pinned_spans_) {
+    if (span.id == id) {
+      span.begin = std::min(span.begin, first);
+      span.end = std::max(span.end, last + 1);
+      return true;
+    }
+  }
+  if (pinned_spans_.size() == kPinnedSpans) pinned_spans_.erase(pinned_spans_.begin());
+  pinned_spans_.push_back({id, first, last + 1});
+  return true;
 }
 
 Status CudaTransferQueue::Accept(std::shared_ptr<Op> op) {
   op->accepted_ns = ProfileClockNs();
-  HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
   MutexLock issue(issue_mu_);
   {
     MutexLock lock(mu_);
@@ -173,11 +233,14 @@ Status CudaTransferQueue::Accept(std::shared_ptr<Op> op) {
   struct Issuing {
     CudaTransferQueue* q;
     ~Issuing() {
+      bool stopping;
       {
         MutexLock lock(q->mu_);
         --q->issuing_;
+        stopping = q->stopping_;
       }
-      q->cv_.notify_all();
+      q->idle_cv_.notify_all();
+      if (stopping) q->work_cv_.notify_all();  // its exit waits for issuing_ == 0
     }
   } issuing{this};
   DeviceCounters::Add(counters_->queue_submissions);
@@ -225,7 +288,7 @@ Status CudaTransferQueue::Accept(std::shared_ptr<Op> op) {
       MutexLock lock(mu_);
       held_back_.push_back(std::move(op));
     }
-    cv_.notify_all();
+    held_cv_.notify_all();
     return Status::Ok();
   }
   return IssueLocked(op, compute_event);
@@ -238,7 +301,7 @@ Status CudaTransferQueue::IssueLocked(const std::shared_ptr<Op>& op, CUevent com
     MutexLock lock(mu_);
     if (lost_.ok()) lost_ = Aborted(uri_, " is lost after a failed transfer: ", op->What(), ": ", status.message());
   }
-  cv_.notify_all();
+  space_cv_.notify_all();  // TakeBlock gives up
   Finish(op, status);
   return std::move(status).WithContext(op->What());
 }
@@ -260,7 +323,6 @@ Status CudaTransferQueue::EnsureStreamLocked() {
 
 // Chunk by chunk: while the DMA of one block runs, the host fills the next.
 Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUevent compute_event) {
-  HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
   HEXIR_RETURN_IF_ERROR(EnsureStreamLocked());
   if (compute_event) {
     // cuStreamWaitEvent captures the event's current work, so it can be reused at once.
@@ -308,7 +370,7 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
         if (op->read) {
           r = api_.cuMemcpyDtoHAsync(block, op->device + done, c.bytes, stream_);
         } else {
-          copies_.Copy(block, op->source + done, c.bytes);
+          CopyStaged(block, op->source + done, c.bytes);
           r = api_.cuMemcpyHtoDAsync(op->device + done, block, c.bytes, stream_);
         }
       }
@@ -339,9 +401,11 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
         for (const SemaphoreValue& sv : op->signals)
           CudaTimepoints::Process().Add(sv.semaphore.get(), sv.value, c.event, stream_);
       }
+      c.seq = next_seq_++;
       inflight_.push_back(std::move(c));
+      inflight_count_.fetch_add(1, std::memory_order_release);
+      if (completion_sleeping_) work_cv_.notify_all();  // usually it spins: no syscall
     }
-    cv_.notify_all();
     done += std::min(chunk_bytes, op->size - done);
   } while (done < op->size);
   if (op->direct) DeviceCounters::Add(counters_->transfers_direct);
@@ -360,7 +424,7 @@ uint64_t StagingChunkBytes(uint64_t size) {
 
 StatusOr<int> CudaTransferQueue::TakeBlock() {
   MutexLock lock(mu_);
-  cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return !free_blocks_.empty() || !lost_.ok(); });
+  space_cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return !free_blocks_.empty() || !lost_.ok(); });
   if (!lost_.ok()) return lost_;
   int block = free_blocks_.back();
   free_blocks_.pop_back();
@@ -371,6 +435,15 @@ StatusOr<int> CudaTransferQueue::TakeBlock() {
 void CudaTransferQueue::GiveBlock(int block) {
   free_blocks_.push_back(block);
   DeviceCounters::Sub(counters_->transfer_staging_bytes_busy, kStagingBlockBytes);
+  space_cv_.notify_all();
+}
+
+void CudaTransferQueue::CopyStaged(void* dst, const void* src, uint64_t bytes) {
+  if (bytes < kCachedCopyMaxBytes) {
+    std::memcpy(dst, src, bytes);
+  } else {
+    copies_.Copy(dst, src, bytes);
+  }
 }
 
 StatusOr<CUevent> CudaTransferQueue::TakeEvent() {
@@ -400,50 +473,138 @@ void CudaTransferQueue::AwaitReachedOnHost(const SemaphoreValue& w, Status* stat
   }
 }
 
-// Waits for each chunk's event in order, copies read chunks out of their block, frees the
-// block and, with an op's last chunk, signals its semaphores.
+void CudaTransferQueue::NoteHostRetiring() {
+  host_retiring_until_ns_.store(Interrupt::NowNs() + kHostRetiringNs, std::memory_order_relaxed);
+}
+
+bool CudaTransferQueue::HostRetiring() const {
+  return Interrupt::NowNs() < host_retiring_until_ns_.load(std::memory_order_relaxed);
+}
+
+bool CudaTransferQueue::WaitsReachedOnHost(const Op& op) {
+  for (const SemaphoreValue& w : op.waits) {
+    StatusOr<uint64_t> v = w.semaphore->Query();
+    if (v.ok() && *v < w.value) return false;
+  }
+  return true;
+}
+
+void CudaTransferQueue::RetireFrontLocked(Status status) {
+  Chunk c = inflight_.front();
+  mu_.Unlock();
+  if (status.ok() && c.op->read && c.block >= 0) {
+    CopyStaged(c.op->target + c.done, staging_ + uint64_t(c.block) * kStagingBlockBytes, c.bytes);
+  }
+  mu_.Lock();
+  inflight_.pop_front();
+  inflight_count_.fetch_sub(1, std::memory_order_release);
+  if (c.block >= 0) GiveBlock(c.block);
+  if (!status.ok()) {
+    if (lost_.ok()) lost_ = Aborted(uri_, " is lost after a failed transfer: ", status.message());
+    if (c.op->status.ok()) c.op->status = status;
+    space_cv_.notify_all();
+  }
+  if (c.last) {
+    ++finishing_;
+    mu_.Unlock();
+    // Ordered on the GPU after its waits, the copy ran even if a producer failed (a kernel
+    // status word): its signals still carry that failure. The producers' work is done, but
+    // their semaphores are signalled by their own queue's host thread: wait for that, so that
+    // a timeline shared by producer and transfer never reaches the transfer's value first
+    // (a waiter completing chunks leaves an op whose waits are not reached to this thread).
+    for (const SemaphoreValue& w : c.op->waits) AwaitReachedOnHost(w, &c.op->status);
+    Finish(c.op, c.op->status);  // signalled before the timepoints go: never a gap
+    for (const SemaphoreValue& sv : c.op->signals)
+      CudaTimepoints::Process().Remove(sv.semaphore.get(), c.event);
+    mu_.Lock();
+    --finishing_;
+  }
+  events_.Give(c.event);
+  idle_cv_.notify_all();
+}
+
+void CudaTransferQueue::RetireReachedForWaiter() {
+  if (inflight_count_.load(std::memory_order_acquire) == 0) return;
+  NoteHostRetiring();
+  if (!mu_.TryLock()) return;
+  MutexLock lock(mu_, std::adopt_lock);
+  if (!shared_->MakeCurrent().ok()) return;
+  while (!retiring_ && !inflight_.empty()) {
+    const Chunk& front = inflight_.front();
+    // A long copy out (kCachedCopyMaxBytes and more) is the completion thread's, over the
+    // pool, and so is an op whose waits are not reached: it is not kept off for them.
+    if ((front.last && !WaitsReachedOnHost(*front.op)) ||
+        (front.op->read && front.block >= 0 && front.bytes >= kCachedCopyMaxBytes)) {
+      host_retiring_until_ns_.store(0, std::memory_order_relaxed);
+      return;
+    }
+    const CUresult r = api_.cuEventQuery(front.event);
+    if (r == CUDA_ERROR_NOT_READY) return;
+    retiring_ = true;
+    RetireFrontLocked(r == CUDA_SUCCESS
+                          ? Status::Ok()
+                          : Aborted(CudaStatus(api_, r, "cuEventQuery(transfer)").message()));
+    retiring_ = false;
+    if (completion_sleeping_) work_cv_.notify_all();  // waiting for retiring_ to clear
+  }
+}
+
+// Completes chunks in order: polls the front chunk's event briefly (a small transfer is done
+// within microseconds), then blocks in cuEventSynchronize; keeps off while a waiter completes
+// them itself (HostRetiring). Between transfers it spins a while before it sleeps.
 void CudaTransferQueue::CompletionMain() {
   const Status current = shared_->MakeCurrent();
   MutexLock lock(mu_);
   while (true) {
-    cv_.wait(lock.native(), [&]() REQUIRES(mu_) {
-      return !inflight_.empty() || (stopping_ && held_back_.empty() && issuing_ == 0);
-    });
-    if (inflight_.empty()) return;  // stopping and drained
-    Chunk c = inflight_.front();
-    lock.Unlock();
-    Status status = current;
-    if (status.ok()) {
-      if (CUresult r = api_.cuEventSynchronize(c.event); r != CUDA_SUCCESS)
-        status = Aborted(CudaStatus(api_, r, "cuEventSynchronize(transfer)").message());
+    if (inflight_.empty()) {
+      if (stopping_ && held_back_.empty() && issuing_ == 0) return;  // stopping and drained
+      lock.Unlock();
+      const int64_t until = Interrupt::NowNs() + kCompletionIdleSpinNs;
+      while (inflight_count_.load(std::memory_order_acquire) == 0 && Interrupt::NowNs() < until)
+        CpuRelax();
+      lock.Lock();
+      completion_sleeping_ = true;
+      work_cv_.wait(lock.native(), [&]() REQUIRES(mu_) {
+        return !inflight_.empty() || (stopping_ && held_back_.empty() && issuing_ == 0);
+      });
+      completion_sleeping_ = false;
+      continue;
     }
-    if (status.ok() && c.op->read && c.block >= 0) {
-      copies_.Copy(c.op->target + c.done, staging_ + uint64_t(c.block) * kStagingBlockBytes, c.bytes);
+    if (HostRetiring()) {  // a waiter completes chunks: no wake-up needed when it stops
+      lock.Unlock();
+      while (HostRetiring()) CpuRelax();
+      lock.Lock();
+      continue;
+    }
+    if (retiring_) {  // a waiter completing a long chunk
+      completion_sleeping_ = true;
+      work_cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return !retiring_; });
+      completion_sleeping_ = false;
+      continue;
+    }
+    const uint64_t seq = inflight_.front().seq;
+    const CUevent event = inflight_.front().event;
+    lock.Unlock();
+    // The event stays valid: only the chunk's completion gives it back, and a chunk completed
+    // meanwhile by a waiter (seq no longer the front) is left alone below.
+    CUresult r = CUDA_SUCCESS;
+    bool left_to_host = false;
+    if (current.ok()) {
+      const int64_t spin_until = Interrupt::NowNs() + kCompletionSpinNs;
+      while ((r = api_.cuEventQuery(event)) == CUDA_ERROR_NOT_READY && Interrupt::NowNs() < spin_until) {
+        CpuRelax();
+        if ((left_to_host = HostRetiring())) break;
+      }
+      if (r == CUDA_ERROR_NOT_READY && !left_to_host) r = api_.cuEventSynchronize(event);
     }
     lock.Lock();
-    inflight_.pop_front();
-    if (c.block >= 0) GiveBlock(c.block);
-    if (!status.ok()) {
-      if (lost_.ok()) lost_ = Aborted(uri_, " is lost after a failed transfer: ", status.message());
-      if (c.op->status.ok()) c.op->status = status;
-    }
-    if (c.last) {
-      ++finishing_;
-      lock.Unlock();
-      // Ordered on the GPU after its waits, the copy ran even if a producer failed (a kernel
-      // status word): its signals still carry that failure. The producers' work is done, but
-      // their semaphores are signalled by their own queue's host thread: wait for that, so that
-      // a timeline shared by producer and transfer never reaches the transfer's value first.
-      for (const SemaphoreValue& w : c.op->waits) AwaitReachedOnHost(w, &c.op->status);
-      Finish(c.op, c.op->status);  // signalled before the timepoints go: never a gap
-      for (const SemaphoreValue& sv : c.op->signals)
-        CudaTimepoints::Process().Remove(sv.semaphore.get(), c.event);
-      lock.Lock();
-      --finishing_;
-    }
-    events_.Give(c.event);
-    c = Chunk();
-    cv_.notify_all();
+    if (left_to_host || retiring_ || inflight_.empty() || inflight_.front().seq != seq) continue;
+    Status status = current;
+    if (status.ok() && r != CUDA_SUCCESS)
+      status = Aborted(CudaStatus(api_, r, "cuEventSynchronize(transfer)").message());
+    retiring_ = true;
+    RetireFrontLocked(std::move(status));
+    retiring_ = false;
   }
 }
 
@@ -453,7 +614,7 @@ void CudaTransferQueue::HeldBackMain() {
   (void)shared_->MakeCurrent();
   MutexLock lock(mu_);
   while (true) {
-    cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return stopping_ || !held_back_.empty(); });
+    held_cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return stopping_ || !held_back_.empty(); });
     if (held_back_.empty()) return;
     std::shared_ptr<Op> op = held_back_.front();
     lock.Unlock();
@@ -501,7 +662,8 @@ void CudaTransferQueue::HeldBackMain() {
       MutexLock l(mu_);
       held_back_.pop_front();  // only now: later transfers stayed behind it meanwhile
     }
-    cv_.notify_all();
+    idle_cv_.notify_all();
+    work_cv_.notify_all();  // a stopping queue's completion thread exits once this drained
     lock.Lock();
   }
 }
@@ -512,8 +674,8 @@ Status CudaTransferQueue::AwaitIdle(Timeout timeout) {
     return inflight_.empty() && held_back_.empty() && issuing_ == 0 && finishing_ == 0;
   };
   if (timeout >= std::chrono::hours(24 * 365)) {
-    cv_.wait(lock.native(), idle);
-  } else if (!cv_.wait_for(lock.native(), timeout, idle)) {
+    idle_cv_.wait(lock.native(), idle);
+  } else if (!idle_cv_.wait_for(lock.native(), timeout, idle)) {
     return DeadlineExceeded("device wait idle (", uri_, ") timed out with ",
                             inflight_.size() + held_back_.size(), " transfer chunk(s) pending");
   }

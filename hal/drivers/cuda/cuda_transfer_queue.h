@@ -15,8 +15,10 @@
 // host -> block on the calling thread and queues cuMemcpyHtoDAsync on the transfer stream, so
 // the DMA of chunk k overlaps the host copy of chunk k+1; a read queues cuMemcpyDtoHAsync into
 // a block and the completion thread copies block -> host when the chunk's event is reached.
-// Both host copies are split over a HostCopyPool (host_copy_pool.h): one thread alone copies
-// at a fraction of the copy engine's rate. A block is reused only after its chunk's event was
+// Host copies of kCachedCopyMaxBytes and more are split over a HostCopyPool (host_copy_pool.h):
+// one thread alone copies at a fraction of the copy engine's rate; smaller ones are one
+// memcpy on the copying thread (waking workers and streaming stores cost more than they save
+// there, and a read's caller reads its bytes next). A block is reused only after its chunk's event was
 // reached (and, for a read, copied out); never freed per copy. A staged write's host memory is
 // therefore fully read when the call returns, unless the write was held back (below), which is
 // why kCopyAtCall only copies for held-back writes.
@@ -31,12 +33,22 @@
 // will signal (host signals, work held back) hold the transfer, and every later one, back on
 // a worker thread.
 //
+// Completion, by whoever gets there first, chunk by chunk in order: a host thread waiting on a
+// transfer's signal (Semaphore::Wait on a semaphore of this device: RetireReachedForWaiter,
+// called from the device's wait-progress hook) polls the front chunk's event and completes it
+// on its own thread (copy out, block freed, signals), so a small transfer's wait needs no
+// wake-up from another thread; otherwise the completion thread does (it keeps off the lock and
+// the driver while a waiter retires, kHostRetiringNs). Each chunk is completed once (`retiring_`).
+// The threads sleep on condition variables of their own (completion thread, held-back thread,
+// block and idle waiters), so queueing a chunk wakes no thread that does not need it.
+//
 // Statistics: transfers_direct counts direct transfers; transfer_staging_bytes_busy is the
 // staging held by chunks in flight (back to 0 once every transfer completed).
 //
 // Thread-safety: every method is thread-safe. Lock order: the device's lock, then this queue's.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -61,6 +73,9 @@ namespace hexir::hal::cuda {
 inline constexpr uint64_t kStagingBlockBytes = 8ull << 20;
 inline constexpr int kStagingBlocks = 8;
 inline constexpr uint64_t kMinStagingChunkBytes = 1ull << 20;
+// Staging copies below this many bytes are one memcpy on the copying thread; larger ones go
+// through the HostCopyPool (split over threads, streaming stores).
+inline constexpr uint64_t kCachedCopyMaxBytes = 512ull << 10;
 
 // The bytes of each staged chunk of a `size`-byte transfer (the last may be shorter): a
 // quarter of it rounded up to 64 KiB, within [kMinStagingChunkBytes, kStagingBlockBytes], so
@@ -108,9 +123,17 @@ class CudaTransferQueue {
   // Until every transfer accepted so far completed (DeadlineExceeded after `timeout`).
   Status AwaitIdle(Timeout timeout);
 
+  // For a host thread spinning in Semaphore::Wait: completes, on this thread and in order,
+  // the chunks whose events were reached, unless another thread holds the lock or is
+  // completing one; stops at an op whose waits are not yet reached on the host (the
+  // completion thread awaits those). Never blocks. Lock order: called with no lock of this
+  // queue held.
+  void RetireReachedForWaiter();
+
  private:
   struct Op;
   struct Chunk {
+    uint64_t seq = 0;  // position in the queue's order of chunks
     std::shared_ptr<Op> op;
     int block = -1;
     CUevent event = nullptr;
@@ -125,12 +148,25 @@ class CudaTransferQueue {
   Status IssueChunksLocked(const std::shared_ptr<Op>& op, CUevent compute_event)
       REQUIRES(issue_mu_);
   Status EnsureStreamLocked() REQUIRES(issue_mu_);
-  // True when [host, host + size) lies in one pinned allocation of this process.
-  bool IsPinned(const void* host, uint64_t size) const;
+  // True when [host, host + size) lies in one pinned allocation of this process. The
+  // context must be current. No driver call for a range inside a pageable span seen within
+  // kPageableAnswerNs, one for a range inside a span of a pinned allocation seen before
+  // (pinned_spans_) or for other pageable memory, three otherwise.
+  bool IsPinned(const void* host, uint64_t size);
   StatusOr<int> TakeBlock();
   void GiveBlock(int block) REQUIRES(mu_);
   StatusOr<CUevent> TakeEvent();
+  // memcpy below kCachedCopyMaxBytes, else the HostCopyPool.
+  void CopyStaged(void* dst, const void* src, uint64_t bytes);
   void Finish(const std::shared_ptr<Op>& op, Status status);
+  // mu_ held, retiring_ set by the caller: completes the front chunk, whose event was reached
+  // (`status` ok) or failed: copies a read chunk out, frees its block and, with an op's last
+  // chunk, signals or fails the op's semaphores (mu_ is released meanwhile and re-taken).
+  void RetireFrontLocked(Status status) REQUIRES(mu_);
+  // True when every wait of `op` is reached (or failed) on the host.
+  static bool WaitsReachedOnHost(const Op& op);
+  void NoteHostRetiring();
+  bool HostRetiring() const;
   // Until `w` is reached on the host (at most kHostSignalSlices x 20 ms); a failed semaphore's
   // error goes to *status.
   static void AwaitReachedOnHost(const SemaphoreValue& w, Status* status);
@@ -149,15 +185,41 @@ class CudaTransferQueue {
   uint8_t* staging_ = nullptr;  // kStagingBlocks * kStagingBlockBytes pinned bytes
   HostCopyPool copies_;         // staging copies (the issuing and the completion thread)
 
+  // A pinned allocation's span verified by IsPinned (both ends had buffer id `id`).
+  struct PinnedSpan {
+    unsigned long long id = 0;
+    uintptr_t begin = 0, end = 0;
+  };
+  static constexpr size_t kPinnedSpans = 16;  // the most recent ones
+  // A pageable range seen by IsPinned (the query of its first byte failed: ~0.9 us on the
+  // H200, against ~0.1 us for pinned memory), trusted for kPageableAnswerNs: memory
+  // registered meanwhile is staged until then (correct, only not direct).
+  struct PageableSpan {
+    uintptr_t begin = 0, end = 0;
+    int64_t until_ns = 0;
+  };
+  static constexpr int64_t kPageableAnswerNs = 1'000'000;
+  Mutex pinned_mu_;
+  std::vector<PinnedSpan> pinned_spans_ GUARDED_BY(pinned_mu_);
+  std::vector<PageableSpan> pageable_spans_ GUARDED_BY(pinned_mu_);
+
   mutable Mutex mu_;
-  std::condition_variable cv_;  // chunks queued / completed, blocks freed, held-back ops, stop
+  std::condition_variable work_cv_;   // the completion thread: chunks queued, retiring done, stop
+  std::condition_variable held_cv_;   // the held-back thread: ops held back, stop
+  std::condition_variable space_cv_;  // TakeBlock: blocks freed, lost
+  std::condition_variable idle_cv_;   // AwaitIdle: chunks, ops or held-back ones finished
   std::vector<int> free_blocks_ GUARDED_BY(mu_);
   CudaEventPool events_ GUARDED_BY(mu_);
   std::deque<Chunk> inflight_ GUARDED_BY(mu_);  // on the stream, in order
   // Waiting for host-side signals, in order.
   std::deque<std::shared_ptr<Op>> held_back_ GUARDED_BY(mu_);
   int issuing_ GUARDED_BY(mu_) = 0;    // ops between acceptance and their last chunk (or failure)
-  int finishing_ GUARDED_BY(mu_) = 0;  // ops whose signals the completion thread is signalling
+  int finishing_ GUARDED_BY(mu_) = 0;  // ops whose signals are being signalled
+  bool retiring_ GUARDED_BY(mu_) = false;  // a thread is completing the front chunk
+  bool completion_sleeping_ GUARDED_BY(mu_) = false;  // the completion thread waits on work_cv_
+  uint64_t next_seq_ GUARDED_BY(mu_) = 1;
+  std::atomic<int> inflight_count_{0};  // inflight_.size(), read without the lock
+  std::atomic<int64_t> host_retiring_until_ns_{0};  // NoteHostRetiring
   Status lost_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
   std::thread completion_thread_, held_back_thread_;

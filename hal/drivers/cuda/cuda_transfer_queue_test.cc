@@ -1,7 +1,8 @@
 // The CUDA transfer queue (cuda_transfer_queue.h) beyond the conformance suite: transfers larger
 // than the staging ring, a separate stream that overlaps compute, GPU-side ordering in both
 // directions (no host wait between a transfer and the dispatch it feeds), destruction; direct
-// DMA of pinned host ranges, chunk boundaries, concurrent callers, staging returned.
+// DMA of pinned host ranges (and only while and where they are pinned), chunk boundaries, small
+// transfers each waited for, concurrent callers, staging returned.
 //
 // Without a GPU (or without the nvcc-built kernels) every case prints one
 // "HEXIR_SKIPPED: <case>: <reason>" line and makes no assertion.
@@ -9,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <optional>
@@ -16,6 +18,7 @@
 
 #include "hal/api.h"
 #include "hal/device_transfer.h"
+#include "hal/drivers/cuda/cuda_api.h"
 #include "hal/drivers/cuda/cuda_device.h"
 #include "hal/drivers/cuda/cuda_transfer_queue.h"
 #include "hal/drivers/cuda/testing/device_helpers.h"
@@ -203,6 +206,73 @@ TEST_CASE("cuda/transfers: staged sizes around a chunk boundary round trip at od
     }
   }
   REQUIRE(d.stats().transfer_staging_bytes_busy == 0);
+}
+
+TEST_CASE("cuda/transfers: small staged transfers round trip at odd offsets, each waited for on its own") {
+  // Below kCachedCopyMaxBytes a staged chunk is one memcpy; a waiter completes it on its own
+  // thread (RetireReachedForWaiter) and the next transfer reuses its block at once.
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  auto x = Alloc(d, kCachedCopyMaxBytes + 8192);
+  auto t = *d.CreateSemaphore(0);
+  uint64_t value = 0;
+  for (uint64_t n : {uint64_t(1), uint64_t(4), uint64_t(4095), uint64_t(65536 + 3),
+                     kCachedCopyMaxBytes - 1, kCachedCopyMaxBytes, kCachedCopyMaxBytes + 1}) {
+    for (uint64_t offset : {uint64_t(0), uint64_t(1), uint64_t(4095)}) {
+      INFO(n << " bytes at offset " << offset);
+      const std::vector<uint8_t> source = Pattern(n, uint32_t(3 * n + offset));
+      std::vector<uint8_t> back(n + 2, 0xee);
+      RequireOk(d.QueueWrite({}, {{t, ++value}}, source.data(), n, x, offset));
+      RequireOk(t->Wait(value, 60s));
+      RequireOk(d.QueueRead({}, {{t, ++value}}, x, offset, back.data() + 1, n));
+      RequireOk(t->Wait(value, 60s));
+      REQUIRE(back.front() == 0xee);
+      REQUIRE(back.back() == 0xee);
+      REQUIRE(std::memcmp(back.data() + 1, source.data(), n) == 0);
+    }
+  }
+  RequireOk(d.WaitIdle());
+  REQUIRE(d.stats().transfer_staging_bytes_busy == 0);
+}
+
+TEST_CASE("cuda/transfers: registered host memory is direct while registered and only for ranges wholly inside it") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  const CudaApi& api = **LoadCudaApi();
+  constexpr uint64_t kPage = 4096, kPages = 64;
+  auto x = Alloc(d, 2 * kPage);  // also makes the device's context current here
+  uint8_t* host = static_cast<uint8_t*>(std::aligned_alloc(kPage, kPages * kPage));
+  REQUIRE(host != nullptr);
+  std::memset(host, 0, kPages * kPage);
+  uint8_t* registered = host + 16 * kPage;  // pages [16, 48) pinned
+  const uint64_t registered_bytes = 32 * kPage;
+  RequireOk(CudaStatus(api, api.cuMemHostRegister(registered, registered_bytes, CU_MEMHOSTREGISTER_PORTABLE),
+                       "cuMemHostRegister"));
+  auto t = *d.CreateSemaphore(0);
+  uint64_t value = 0;
+  // Writes `n` bytes from `from` and reads them back into `to`; how many of the two were direct.
+  auto round_trip = [&](uint8_t* from, uint8_t* to, uint64_t n) {
+    for (uint64_t i = 0; i < n; ++i) from[i] = uint8_t(i * 7 + value);
+    const uint64_t direct = d.stats().transfers_direct;
+    RequireOk(d.QueueWrite({}, {{t, ++value}}, from, n, x, 0));
+    RequireOk(d.QueueRead({{t, value}}, {{t, value + 1}}, x, 0, to, n));
+    RequireOk(t->Wait(++value, 60s));
+    REQUIRE(std::memcmp(from, to, n) == 0);
+    return d.stats().transfers_direct - direct;
+  };
+  CHECK(round_trip(registered + 100, registered + 8 * kPage, kPage) == 2);
+  CHECK(round_trip(registered + 200, registered + 8 * kPage + 3, 2 * kPage) == 2);  // a wider span
+  CHECK(round_trip(registered + 300, registered + 8 * kPage, 100) == 2);  // inside one seen before
+  // Past either end of the registration: staged.
+  CHECK(round_trip(registered + registered_bytes - 10, registered + 8 * kPage, 100) == 1);
+  CHECK(round_trip(registered - 10, registered + 8 * kPage, 100) == 1);
+  RequireOk(CudaStatus(api, api.cuMemHostUnregister(registered), "cuMemHostUnregister"));
+  // The same ranges once unregistered: staged (nothing remembered outlives the registration).
+  CHECK(round_trip(registered + 100, registered + 8 * kPage, kPage) == 0);
+  CHECK(round_trip(registered + 300, registered + 8 * kPage, 100) == 0);
+  std::free(host);
 }
 
 TEST_CASE("cuda/transfers: concurrent writers and readers on four threads each get their own bytes") {
