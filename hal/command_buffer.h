@@ -106,8 +106,8 @@ struct FillCommand {
 };
 // A collective over `channel` (hal/channel.h gives each kind's buffer sizes). Ordered like a
 // dispatch, by barriers, with one freedom: a driver may run the commands after a barrier that
-// touch neither its send nor its recv range while it is still in flight (its own queue), so
-// only commands that depend on it through memory wait. Collectives run one after another in
+// do not depend on it through memory (write neither its send nor its recv range, read not its
+// recv range: hal/command_ranges.h) while it is still in flight (its own queue). Collectives run one after another in
 // recording order (every rank issues them alike).
 struct CollectiveCommand : CollectiveParams {
   vm::Ref<Channel> channel;
@@ -159,7 +159,7 @@ class CommandBuffer : public vm::RefObject {
                     uint32_t pattern_size);
   // Records a collective of `count` elements of `element_type` on `channel` (semantics and
   // buffer sizes: hal/channel.h). Ordered like a dispatch, by barriers, except that later
-  // commands touching neither of its ranges may run meanwhile (CollectiveCommand);
+  // commands that do not depend on it through memory may run meanwhile (CollectiveCommand);
   // collectives run one after another in recording order. `send`/`recv` are buffer ranges
   // or slots; a kind without a send (recv) buffer ignores it. Errors: null channel, unknown element type or reduction,
   // a peer out of range (or equal to this rank for send/recv), a buffer range too small.

@@ -1,5 +1,7 @@
 #include "hal/command_ranges.h"
 
+#include "hal/executable.h"
+
 namespace hexir::hal {
 namespace {
 
@@ -13,36 +15,45 @@ ByteRange RefRange(const BufferRef& ref, const std::vector<BufferRef>& table, ui
   return ByteRange::Of(ref.buffer->device_address() + ref.offset, length);
 }
 
-}  // namespace
-
-bool AnyOverlaps(const std::vector<ByteRange>& ranges, const ByteRange& a, const ByteRange& b) {
-  for (const ByteRange& r : ranges) {
-    if (r.Overlaps(a) || r.Overlaps(b)) return true;
+bool AnyOverlaps(const std::vector<ByteRange>& ranges, const ByteRange& r) {
+  for (const ByteRange& x : ranges) {
+    if (x.Overlaps(r)) return true;
   }
   return false;
 }
 
+}  // namespace
+
+bool DependsOnCollective(const CommandRanges& ranges, const ByteRange& send,
+                         const ByteRange& recv) {
+  return AnyOverlaps(ranges.writes, send) || AnyOverlaps(ranges.writes, recv) ||
+         AnyOverlaps(ranges.reads, recv);
+}
+
 void AppendDispatchRanges(const DispatchCommand& d, const std::vector<BufferRef>& table,
-                          std::vector<ByteRange>* out) {
-  for (const BufferRef& b : d.bindings) {
+                          CommandRanges* out) {
+  for (size_t i = 0; i < d.bindings.size(); ++i) {
+    const BufferRef& b = d.bindings[i];
     // Dispatch slots bind the table entry as is (its offset and length).
     const BufferRef& r = b.is_slot() ? table[b.slot] : b;
-    out->push_back(ByteRange::Of(r.buffer->device_address() + r.offset, r.length));
+    ByteRange range = ByteRange::Of(r.buffer->device_address() + r.offset, r.length);
+    bool written = d.executable ? d.executable->MayWriteBinding(d.entry, i) : true;
+    (written ? out->writes : out->reads).push_back(range);
   }
-  if (d.indirect) out->push_back(RefRange(d.workgroup_count_ref, table, kIndirectParamsSize));
+  if (d.indirect) out->reads.push_back(RefRange(d.workgroup_count_ref, table, kIndirectParamsSize));
 }
 
 void AppendCommandRanges(const Command& c, const std::vector<BufferRef>& table,
-                         std::vector<ByteRange>* out) {
+                         CommandRanges* out) {
   if (auto* d = std::get_if<DispatchCommand>(&c)) {
     AppendDispatchRanges(*d, table, out);
   } else if (auto* cp = std::get_if<CopyCommand>(&c)) {
-    out->push_back(ByteRange::Of(cp->source->device_address() + cp->source_offset, cp->length));
-    out->push_back(ByteRange::Of(cp->target->device_address() + cp->target_offset, cp->length));
+    out->reads.push_back(ByteRange::Of(cp->source->device_address() + cp->source_offset, cp->length));
+    out->writes.push_back(ByteRange::Of(cp->target->device_address() + cp->target_offset, cp->length));
   } else if (auto* f = std::get_if<FillCommand>(&c)) {
-    out->push_back(ByteRange::Of(f->target->device_address() + f->offset, f->length));
+    out->writes.push_back(ByteRange::Of(f->target->device_address() + f->offset, f->length));
   } else if (std::holds_alternative<RepeatCommand>(c)) {
-    out->push_back({0, UINT64_MAX});
+    out->AddEverything();
   }
 }
 

@@ -222,6 +222,8 @@ TEST_CASE("LoadFromFile maps the file: rodata and executables are used in place"
   CHECK(reinterpret_cast<uintptr_t>(exe->data) % kSegmentAlignment == 0);
   CHECK(std::memcmp(exe->data, kernel.data(), kernel.size()) == 0);
 
+  CHECK(exe->entry_written_bindings.empty());  // none given: every binding may be written
+
   // The rodata op's vm.buffer points at the same mapped bytes.
   auto context = Context::Create();
   REQUIRE(context->LoadModule(**module).ok());
@@ -232,6 +234,30 @@ TEST_CASE("LoadFromFile maps the file: rodata and executables are used in place"
   auto* buffer = RefCast<ByteBuffer>(results[0].ref.get());
   REQUIRE(buffer);
   CHECK(buffer->data() == ro.data());
+}
+
+TEST_CASE("executables: which bindings each entry writes, one mask per entry") {
+  ModuleBuilder good("written");
+  good.AddExecutable("test-format", std::vector<uint8_t>(64, 1), {"k0", "k1"}, {}, {0b100, 0b11});
+  auto bytes = good.Build();
+  REQUIRE(bytes.ok());
+  auto module = Module::LoadFromMemory(bytes->data(), bytes->size());
+  INFO(module.status().ToString());
+  REQUIRE(module.ok());
+  auto exe = (*module)->executable(0);
+  REQUIRE(exe.ok());
+  CHECK(exe->entry_written_bindings == std::vector<uint64_t>{0b100, 0b11});
+
+  // A mask count that is not the entry count: the module is refused at load, named.
+  ModuleBuilder bad("written_bad");
+  bad.AddExecutable("test-format", std::vector<uint8_t>(64, 1), {"k0", "k1"}, {}, {0b100});
+  bytes = bad.Build();
+  REQUIRE(bytes.ok());
+  module = Module::LoadFromMemory(bytes->data(), bytes->size());
+  REQUIRE_FALSE(module.ok());
+  CHECK(module.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(module.status().message(),
+             Catch::Contains("executable 0: 1 entry_written_bindings masks for 2 entry points"));
 }
 
 }  // namespace

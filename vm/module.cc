@@ -243,6 +243,11 @@ Status Module::ParseSegments(uint64_t segments_begin, std::vector<uint64_t>* seg
         return InvalidArgument("executable ", i, ": segment ordinal ", e->segment(),
                                " out of range (", segments.size(), " segments)");
       }
+      const uint32_t entries = e->entry_points() ? e->entry_points()->size() : 0;
+      if (e->entry_written_bindings() && e->entry_written_bindings()->size() != entries) {
+        return InvalidArgument("executable ", i, ": ", e->entry_written_bindings()->size(),
+                               " entry_written_bindings masks for ", entries, " entry points");
+      }
     }
   }
   return Status::Ok();
@@ -439,6 +444,10 @@ StatusOr<ExecutableView> Module::executable(size_t ordinal) const {
     for (const flatbuffers::String* ep : *e->entry_points()) view.entry_points.push_back(View(ep));
   }
   view.attrs = Attrs(e->attrs());
+  if (e->entry_written_bindings()) {  // one per entry point (ParseSegments checked)
+    view.entry_written_bindings.assign(e->entry_written_bindings()->begin(),
+                                       e->entry_written_bindings()->end());
+  }
   return view;
 }
 

@@ -40,6 +40,8 @@ struct ExecutableView {
   size_t size = 0;
   std::vector<std::string_view> entry_points; // by entry ordinal
   std::vector<std::pair<std::string_view, std::string_view>> attrs;
+  // Per entry, bit i set: binding i may be written; empty: unknown (every binding may be).
+  std::vector<uint64_t> entry_written_bindings;
 };
 
 // What a native function may ask of the bytecode module that called it.

@@ -66,6 +66,8 @@ class ModuleWriter {
     e.format = format.str();
     e.binary.assign(binary.getValue().begin(), binary.getValue().end());
     e.entry_points.push_back(entry.str());
+    if (auto written = exe->getAttrOfType<IntegerAttr>(kWrittenBindingsAttr))
+      e.entry_written_bindings.push_back(static_cast<uint64_t>(written.getInt()));
     // Target metadata: `hexir.attrs` strings are copied; each `hexir.rodata_attrs` blob
     // is stored as rodata and its key maps to the rodata ordinal (e.g. CUDA's PTX).
     if (auto attrs = exe->getAttrOfType<DictionaryAttr>(kExecutableAttrsAttr))

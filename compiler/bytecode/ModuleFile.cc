@@ -55,9 +55,11 @@ void BuildFlatBuffer(flatbuffers::FlatBufferBuilder& fbb, const ModuleData& m,
     uint32_t segment = add_segment(e.binary);
     std::vector<flatbuffers::Offset<flatbuffers::String>> entries;
     for (const auto& s : e.entry_points) entries.push_back(fbb.CreateString(s));
+    flatbuffers::Offset<flatbuffers::Vector<uint64_t>> written;
+    if (!e.entry_written_bindings.empty()) written = fbb.CreateVector(e.entry_written_bindings);
     executables.push_back(fb::CreateExecutableDef(fbb, fbb.CreateString(e.format), segment,
                                                   fbb.CreateVector(entries),
-                                                  BuildAttrs(fbb, e.attrs)));
+                                                  BuildAttrs(fbb, e.attrs), written));
   }
   std::vector<flatbuffers::Offset<flatbuffers::String>> strings;
   for (const auto& s : m.strings) strings.push_back(fbb.CreateString(s));

@@ -39,6 +39,8 @@ struct ExecutableData {
   std::vector<uint8_t> binary;
   std::vector<std::string> entry_points;
   Attrs attrs;
+  // Empty, or one mask per entry point (bit i: binding i may be written).
+  std::vector<uint64_t> entry_written_bindings;
 };
 
 struct ModuleData {

@@ -357,14 +357,16 @@ void ChannelMisuse(const ChannelGroup& g) {
 }
 
 void ChannelOverlap(const ChannelGroup& g, bool exact_overlap_count) {
-  // Per rank: x -> all_reduce -> s | barrier | fill z, copy y -> w (touch neither x nor s:
-  // they may run beside the all_reduce) | barrier | copy s -> t (reads its result), fill x
-  // with 0 (overwrites its input): both must wait for it. Once with direct buffers (CUDA: a
+  // Per rank: x -> all_reduce -> s | barrier | copy x -> u (reads only its input), fill z,
+  // copy y -> w (touch neither x nor s): they may run beside the all_reduce | barrier | copy
+  // s -> t (reads its result), fill x with 0 (overwrites its input): both must wait for it
+  // (hal/command_ranges.h). The read of x comes first: a driver that made it wait would run
+  // nothing beside the all_reduce and count no overlap. Once with direct buffers (CUDA: a
   // graph), once with the all_reduce on binding-table slots (CUDA: stream launches; copies and
   // fills take buffers, so there the ordering sees a slot and a direct reference to one buffer).
   const int32_t n = g.channels[0]->count();
   const uint64_t count = 1 << 20, bytes = 4 * count;
-  enum { kX, kS, kY, kW, kZ, kT, kBuffers };
+  enum { kX, kS, kY, kW, kZ, kT, kU, kBuffers };
   for (bool slots : {false, true}) {
     std::vector<DeviceStats> before;
     std::vector<std::vector<vm::Ref<Buffer>>> buffers(g.devices.size());
@@ -389,6 +391,7 @@ void ChannelOverlap(const ChannelGroup& g, bool exact_overlap_count) {
       RequireOk(c.Collective(g.channels[i], CollectiveKind::kAllReduce, ReductionOp::kSum,
                              int32_t(ElementType::kI32), count, 0, ref(kX), ref(kS)));
       RequireOk(c.Barrier());
+      RequireOk(c.CopyBuffer(buffers[i][kX], 0, buffers[i][kU], 0, bytes));
       RequireOk(c.FillBuffer(buffers[i][kZ], 0, bytes, 0x01020304, 4));
       RequireOk(c.CopyBuffer(buffers[i][kY], 0, buffers[i][kW], 0, bytes));
       RequireOk(c.Barrier());
@@ -405,27 +408,30 @@ void ChannelOverlap(const ChannelGroup& g, bool exact_overlap_count) {
     for (size_t i = 0; i < g.devices.size(); ++i) {
       Device& d = *g.devices[i];
       RequireOk(sems[i]->Wait(1));
-      std::vector<int32_t> t(count), w(count), z(count), x(count);
+      std::vector<int32_t> t(count), w(count), z(count), x(count), u(count);
       RequireOk(d.ReadBuffer(*buffers[i][kT], 0, t.data(), bytes));
       RequireOk(d.ReadBuffer(*buffers[i][kW], 0, w.data(), bytes));
       RequireOk(d.ReadBuffer(*buffers[i][kZ], 0, z.data(), bytes));
       RequireOk(d.ReadBuffer(*buffers[i][kX], 0, x.data(), bytes));
-      uint64_t wrong_t = 0, wrong_w = 0, wrong_z = 0, wrong_x = 0;
+      RequireOk(d.ReadBuffer(*buffers[i][kU], 0, u.data(), bytes));
+      uint64_t wrong_t = 0, wrong_w = 0, wrong_z = 0, wrong_x = 0, wrong_u = 0;
       for (uint64_t e = 0; e < count; ++e) {
         wrong_t += t[e] != n * int32_t(e % 7) + 3 * n * (n - 1) / 2;
         wrong_w += w[e] != int32_t(e);
         wrong_z += z[e] != 0x01020304;
         wrong_x += x[e] != 0;
+        wrong_u += u[e] != g.channels[i]->rank() * 3 + int32_t(e % 7);  // x before the fill
       }
       INFO((slots ? "slots" : "direct buffers") << " on " << g.channels[i]->Describe());
       CHECK(wrong_t == 0);  // the copy of the result waited for the all_reduce
       CHECK(wrong_w == 0);
       CHECK(wrong_z == 0);
       CHECK(wrong_x == 0);
+      CHECK(wrong_u == 0);
       const DeviceStats after = d.stats();
       CHECK(after.collectives_executed - before[i].collectives_executed == 1);
       const uint64_t overlapped = after.collectives_overlapped - before[i].collectives_overlapped;
-      // The fill and the copy between the barriers ran beside the all_reduce. A driver that
+      // The copies and the fill between the barriers ran beside the all_reduce. A driver that
       // counts only collectives still running then (the CPU lane) may count none.
       if (exact_overlap_count) {
         CHECK(overlapped == 1);

@@ -14,7 +14,7 @@
 // `hal.command_buffer.repeat_while_slot` on the flag's slot.
 #include "passes/vm/HostLowering.h"
 
-#include "dialects/hexir/IR/HexirAttributes.h"  // kRepeatWhileAttr
+#include "dialects/hexir/IR/HexirAttributes.h"  // kRepeatWhileAttr, kWrittenBindingsAttr
 #include "llvm/ADT/TypeSwitch.h"
 #include "passes/dispatch/InPlaceUpdates.h"
 #include "passes/schedule/Buffers.h"
@@ -39,6 +39,18 @@ Value carriedInit(Value y, ExecuteOp e) {
     y = dispatch.getArgs()[tied];
   }
   return y;  // a block argument of the function
+}
+
+// Records on `exe` that its kernel writes bindings [first, first + count) (the results; the
+// tensor operands and the parameter buffer are only read). Every dispatch of one executable
+// binds alike; were two to differ, the union stays conservative.
+void NoteWrittenBindings(ExecutableOp exe, size_t first, size_t count) {
+  uint64_t mask = 0;
+  for (size_t i = first; i < first + count && i < 64; ++i) mask |= uint64_t{1} << i;
+  if (auto old = exe->getAttrOfType<IntegerAttr>(kWrittenBindingsAttr))
+    mask |= static_cast<uint64_t>(old.getInt());
+  Builder b(exe.getContext());
+  exe->setAttr(kWrittenBindingsAttr, b.getI64IntegerAttr(static_cast<int64_t>(mask)));
 }
 
 }  // namespace
@@ -110,6 +122,7 @@ LogicalResult HostLowering::lowerDispatch(DispatchOp d, const DenseSet<Value>& y
     tensors[result] = h;
     p.bindings.push_back(h.buffer);
   }
+  NoteWrittenBindings(exe, p.bindings.size() - d.getNumResults(), d.getNumResults());
   for (Value s : scalarOperands) {
     FailureOr<Value> word = paramWord(d, s);
     if (failed(word)) return failure();

@@ -110,6 +110,14 @@ std::string DumpModule(const vm::Module& module, const DumpOptions& options) {
        << '\n';
     for (size_t e = 0; e < exe->entry_points.size(); ++e) {
       os << "    entry " << e << ": " << exe->entry_points[e] << '\n';
+      if (e < exe->entry_written_bindings.size()) {  // absent: every binding may be written
+        const uint64_t mask = exe->entry_written_bindings[e];
+        os << "      writes bindings:";
+        for (int b = 0; b < 64; ++b) {
+          if ((mask >> b) & 1) os << ' ' << b;
+        }
+        os << (mask == 0 ? " none" : "") << '\n';  // bindings past 63 count as written
+      }
     }
     Attrs(os, "    ", exe->attrs);
   }

@@ -28,6 +28,8 @@ expect '^    @[0-9]+: return \(r[0-9]+!?\)$'
 expect '^executables \(1\)$'
 expect '^  #0 format "cpu-elf-x86_64" offset [0-9]+ size [0-9]+: 7f 45 4c 46'
 expect '^    entry 0: main_dispatch_0$'
+# a + b: bindings 0 and 1 (the operands) are read, 2 (the result) written.
+expect '^      writes bindings: 2$'
 if [ "$fail" -ne 0 ]; then
   echo "--- dump ---"
   echo "$text"

@@ -220,11 +220,13 @@ uint32_t ModuleBuilder::AddRodata(std::vector<uint8_t> bytes) {
 
 uint32_t ModuleBuilder::AddExecutable(std::string format, std::vector<uint8_t> binary,
                                       std::vector<std::string> entry_points,
-                                      std::vector<std::pair<std::string, std::string>> attrs) {
+                                      std::vector<std::pair<std::string, std::string>> attrs,
+                                      std::vector<uint64_t> written_bindings) {
   segments_.push_back(std::move(binary));
   executables_.push_back(Executable{std::move(format),
                                     static_cast<uint32_t>(segments_.size() - 1),
-                                    std::move(entry_points), std::move(attrs)});
+                                    std::move(entry_points), std::move(attrs),
+                                    std::move(written_bindings)});
   return static_cast<uint32_t>(executables_.size() - 1);
 }
 
@@ -305,8 +307,10 @@ StatusOr<std::vector<uint8_t>> ModuleBuilder::Build() const {
       auto attrs = WriteAttrs(fbb, e.attrs);
       auto entries_vec = fbb.CreateVector(entries);
       auto format_str = fbb.CreateString(e.format);
-      executables.push_back(
-          format::CreateExecutableDef(fbb, format_str, e.segment, entries_vec, attrs));
+      flatbuffers::Offset<flatbuffers::Vector<uint64_t>> written;
+      if (!e.written_bindings.empty()) written = fbb.CreateVector(e.written_bindings);
+      executables.push_back(format::CreateExecutableDef(fbb, format_str, e.segment, entries_vec,
+                                                        attrs, written));
     }
     std::vector<flatbuffers::Offset<format::Attr>> attrs;
     for (const auto& [k, v] : attrs_) {

@@ -113,9 +113,11 @@ class ModuleBuilder {
   uint32_t AddString(std::string text);
   // Returns the rodata ordinal (D operand); each rodata gets its own segment.
   uint32_t AddRodata(std::vector<uint8_t> bytes);
+  // `written_bindings`: ExecutableDef.entry_written_bindings (empty: absent).
   uint32_t AddExecutable(std::string format, std::vector<uint8_t> binary,
                          std::vector<std::string> entry_points,
-                         std::vector<std::pair<std::string, std::string>> attrs = {});
+                         std::vector<std::pair<std::string, std::string>> attrs = {},
+                         std::vector<uint64_t> written_bindings = {});
   void SetGlobals(uint32_t value_count, uint32_t ref_count);
   void SetInitializer(int32_t function);
   void AddAttr(std::string key, std::string value);
@@ -136,6 +138,7 @@ class ModuleBuilder {
     uint32_t segment;
     std::vector<std::string> entry_points;
     std::vector<std::pair<std::string, std::string>> attrs;
+    std::vector<uint64_t> written_bindings;
   };
 
   std::string name_;

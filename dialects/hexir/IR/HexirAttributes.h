@@ -33,6 +33,12 @@ inline constexpr char kBinaryAttr[] = "hexir.binary";
 inline constexpr char kEntryAttr[] = "hexir.entry";
 inline constexpr char kExecutableAttrsAttr[] = "hexir.attrs";
 inline constexpr char kRodataAttrsAttr[] = "hexir.rodata_attrs";
+// The bindings an executable's kernel writes, as hexir-convert-to-vm binds a dispatch (tensor
+// operands, then results, then the parameter buffer): `hexir.written_bindings = MASK : i64`
+// (bit i = binding i; bindings past 64 count as written). The bytecode writer stores it as
+// ExecutableDef.entry_written_bindings, so drivers let a command that only reads a
+// collective's input run beside it (hal/command_ranges.h).
+inline constexpr char kWrittenBindingsAttr[] = "hexir.written_bindings";
 // What hexir-compile's IR dumps print instead of a binary: its size in bytes.
 inline constexpr char kBinarySizeAttr[] = "hexir.binary_size";
 // A device loop (hexir-form-device-loops, passes/loops/DeviceLoops.h): on a `hexir.execute`,

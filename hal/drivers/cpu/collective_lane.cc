@@ -48,14 +48,14 @@ bool CollectiveLane::busy() const {
   return done_ < entries_.size();
 }
 
-void CollectiveLane::WaitForConflicts(const std::vector<ByteRange>& ranges,
+void CollectiveLane::WaitForConflicts(const CommandRanges& ranges,
                                       size_t issued_before) {
   MutexLock lock(mu_);
   // The latest conflicting collective: the lane runs them in order, so once it is done the
   // earlier ones are too.
   size_t last = SIZE_MAX;
   for (size_t i = done_; i < issued_before && i < entries_.size(); ++i) {
-    if (AnyOverlaps(ranges, entries_[i].send, entries_[i].recv)) last = i;
+    if (DependsOnCollective(ranges, entries_[i].send, entries_[i].recv)) last = i;
   }
   if (last == SIZE_MAX) return;
   done_cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return done_ > last; });

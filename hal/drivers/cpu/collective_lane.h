@@ -2,9 +2,9 @@
 // collective) runs the device's collectives in issue order, while the queue thread goes on with
 // the commands recorded after them. Dependences come from memory, like the compiler's barriers
 // (passes/schedule/ScheduleConcurrency.cpp): before the queue thread starts a command it waits
-// (WaitForConflicts) for the in-flight collectives whose send or recv range overlaps a range
-// the command touches; a command touching neither runs while the collective waits for its
-// peers. The commands of a collective's own wave are unordered with it (HAL semantics) and
+// (WaitForConflicts) for the in-flight collectives it depends on (it writes their send or
+// recv range, or reads their recv range: hal/command_ranges.h); any other command, one that
+// reads a collective's input among them, runs while the collective waits for its peers. The commands of a collective's own wave are unordered with it (HAL semantics) and
 // never wait for it.
 //
 //   queue thread:  issue all_reduce(x -> s) | dispatch f(y) -> z | wait for s | dispatch g(s)
@@ -55,8 +55,9 @@ class CollectiveLane {
   // The number of collectives issued since the last Drain (the next one's index).
   size_t issued() const;
   // Blocks until none of the collectives issued before index `issued_before` that are still
-  // in flight overlaps one of `ranges`.
-  void WaitForConflicts(const std::vector<ByteRange>& ranges, size_t issued_before);
+  // in flight is one that commands with `ranges` depend on (hal/command_ranges.h: they write
+  // its send or recv range, or read its recv range).
+  void WaitForConflicts(const CommandRanges& ranges, size_t issued_before);
   // The queue thread starts commands independent of every collective it has not waited for.
   void NoteIndependentWork();
   // True while a collective issued since the last Drain has not completed.

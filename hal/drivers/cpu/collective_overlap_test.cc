@@ -142,6 +142,74 @@ TEST_CASE("a dispatch after a barrier runs while an all_reduce it does not touch
   SECTION("one worker (commands in turn)") { CheckOnlyDependentCommandsWait(1); }
 }
 
+// Rank 0 records: all_reduce(send -> recv) of f32; barrier; out = send + send (add_f32, whose
+// module table says it writes only binding 2: it reads the all_reduce's input, which the
+// collective only reads too). It must run before rank 1 joins; the sums are still right.
+void CheckReadOfTheInputDoesNotWait(int32_t workers) {
+  setenv("HEXIR_COLLECTIVE_TIMEOUT", "60", 1);
+  std::vector<vm::Ref<Device>> devices = {Cpu(workers), Cpu(workers)};
+  auto channels = devices[0]->CreateGroupChannels({devices[0].get(), devices[1].get()});
+  REQUIRE(channels.ok());
+  const int32_t kF32 = static_cast<int32_t>(ElementType::kF32);
+  auto floats = [](Device& d, std::vector<float> v) {
+    auto b = d.AllocateBuffer(v.size() * 4);
+    REQUIRE(b.ok());
+    REQUIRE(d.WriteBuffer(**b, 0, v.data(), v.size() * 4).ok());
+    return *b;
+  };
+  vm::ExecutableView view = cpu::testing::TestKernelView({"add_f32"});
+  view.entry_written_bindings = {uint64_t{1} << 2};
+  auto exe = devices[0]->CreateExecutable(view);
+  REQUIRE(exe.ok());
+  REQUIRE_FALSE((*exe)->MayWriteBinding(0, 0));
+  REQUIRE((*exe)->MayWriteBinding(0, 2));
+  std::vector<vm::Ref<Buffer>> sends, recvs;
+  std::vector<vm::Ref<CommandBuffer>> cbs;
+  vm::Ref<Buffer> doubled = floats(*devices[0], {-1.0f, -1.0f});
+  for (int32_t r = 0; r < 2; ++r) {
+    sends.push_back(floats(*devices[r], {float(r + 1), float(10 * (r + 1))}));
+    recvs.push_back(floats(*devices[r], {0.0f, 0.0f}));
+    auto cb = *devices[r]->CreateCommandBuffer();
+    REQUIRE(cb->Collective((*channels)[r], CollectiveKind::kAllReduce, ReductionOp::kSum, kF32, 2, 0,
+                           BufferRef::Whole(sends[r]), BufferRef::Whole(recvs[r])).ok());
+    REQUIRE(cb->Barrier().ok());
+    if (r == 0) {
+      REQUIRE(cb->Dispatch(*exe, 0, {1, 1, 1},
+                           {BufferRef::Whole(sends[0]), BufferRef::Whole(sends[0]),
+                            BufferRef::Whole(doubled)},
+                           {2, 2})
+                  .ok());
+    }
+    REQUIRE(cb->Finalize().ok());
+    cbs.push_back(cb);
+  }
+  std::vector<vm::Ref<Semaphore>> done = {*devices[0]->CreateSemaphore(0), *devices[1]->CreateSemaphore(0)};
+  REQUIRE(devices[0]->QueueExecute({}, cbs[0], {{done[0], 1}}).ok());
+  float seen[2] = {0, 0};
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (seen[1] != 20.0f && std::chrono::steady_clock::now() < give_up) {
+    REQUIRE(devices[0]->ReadBuffer(*doubled, 0, seen, 8).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CHECK(*done[0]->Query() == 0);  // the all_reduce waits for rank 1
+  REQUIRE(devices[1]->QueueExecute({}, cbs[1], {{done[1], 1}}).ok());
+  for (int32_t r = 0; r < 2; ++r) REQUIRE(done[r]->Wait(1).ok());
+  CHECK(seen[0] == 2.0f);  // the reading dispatch ran before rank 1 joined
+  CHECK(seen[1] == 20.0f);
+  for (int32_t r = 0; r < 2; ++r) {
+    INFO("rank " << r);
+    std::vector<float> sum(2);
+    REQUIRE(devices[r]->ReadBuffer(*recvs[r], 0, sum.data(), 8).ok());
+    CHECK(sum == std::vector<float>{3.0f, 30.0f});
+  }
+  CHECK(devices[0]->stats().collectives_overlapped == 1);
+}
+
+TEST_CASE("a dispatch after a barrier that only reads an all_reduce's input runs while it waits") {
+  SECTION("two workers (waves)") { CheckReadOfTheInputDoesNotWait(2); }
+  SECTION("one worker (commands in turn)") { CheckReadOfTheInputDoesNotWait(1); }
+}
+
 // Two collectives of one wave run one after the other in recording order on every rank (a
 // broadcast from rank 1, then an all_reduce of what it delivered), with a dispatch beside them.
 TEST_CASE("collectives sharing a wave run in recording order beside its dispatch") {

@@ -221,7 +221,7 @@ class CpuDevice final : public Device {
   // The executing thread's collective queue, made at the first collective; idle between
   // submissions (Execute drains it).
   std::unique_ptr<CollectiveLane> lane_;
-  std::vector<ByteRange> wave_ranges_;  // executing thread's scratch
+  CommandRanges wave_ranges_;  // executing thread's scratch
   std::shared_ptr<BlockPool> memory_;
   std::vector<void*> scratch_ptrs_;        // bindings beyond the inline ones (executing thread)
   std::vector<uint64_t> scratch_lengths_;

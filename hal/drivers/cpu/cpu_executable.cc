@@ -10,9 +10,9 @@
 
 namespace hexir::hal::cpu {
 
-CpuExecutable::CpuExecutable(std::vector<std::string> names, void* handle, int fd,
-                             std::vector<hexir_cpu_entry_fn_t> entries)
-    : Executable(kCpuDriverName, kCpuExecutableFormat, std::move(names)),
+CpuExecutable::CpuExecutable(std::vector<std::string> names, std::vector<uint64_t> written,
+                             void* handle, int fd, std::vector<hexir_cpu_entry_fn_t> entries)
+    : Executable(kCpuDriverName, kCpuExecutableFormat, std::move(names), std::move(written)),
       handle_(handle),
       fd_(fd),
       entries_(std::move(entries)) {}
@@ -71,7 +71,8 @@ StatusOr<vm::Ref<Executable>> CpuExecutable::Load(const vm::ExecutableView& view
     entries.push_back(reinterpret_cast<hexir_cpu_entry_fn_t>(sym));
   }
   return vm::Ref<Executable>::Adopt(
-      new CpuExecutable(std::move(names), handle, fd, std::move(entries)));
+      new CpuExecutable(std::move(names), view.entry_written_bindings, handle, fd,
+                        std::move(entries)));
 }
 
 }  // namespace hexir::hal::cpu

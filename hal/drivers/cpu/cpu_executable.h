@@ -31,8 +31,8 @@ class CpuExecutable final : public Executable {
   hexir_cpu_entry_fn_t entry(size_t ordinal) const { return entries_[ordinal]; }
 
  private:
-  CpuExecutable(std::vector<std::string> names, void* handle, int fd,
-                std::vector<hexir_cpu_entry_fn_t> entries);
+  CpuExecutable(std::vector<std::string> names, std::vector<uint64_t> written, void* handle,
+                int fd, std::vector<hexir_cpu_entry_fn_t> entries);
   ~CpuExecutable() override;
 
   void* handle_;

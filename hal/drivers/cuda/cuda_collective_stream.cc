@@ -77,10 +77,10 @@ Status CollectiveStream::Wait(CUstream compute, size_t flight) {
   return Status::Ok();
 }
 
-Status CollectiveStream::OrderCommand(const std::vector<ByteRange>& ranges, CUstream compute) {
+Status CollectiveStream::OrderCommand(const CommandRanges& ranges, CUstream compute) {
   size_t last = SIZE_MAX;
   for (size_t i = joined_; i < flights_.size(); ++i) {
-    if (AnyOverlaps(ranges, flights_[i].send, flights_[i].recv)) last = i;
+    if (DependsOnCollective(ranges, flights_[i].send, flights_[i].recv)) last = i;
   }
   if (last != SIZE_MAX) HEXIR_RETURN_IF_ERROR(Wait(compute, last));
   for (size_t i = joined_; i < flights_.size(); ++i) {

@@ -1,7 +1,8 @@
 // Internal to the CUDA driver: the collectives of one recording's stream launches run on a
 // stream of their own, ordered by events against the compute stream (the device stream), so
-// compute that does not touch a collective's buffers runs while NCCL works (hal/channel.h:
-// a command that touches neither a collective's send nor its recv range need not wait for it).
+// compute that does not depend on a collective through memory runs while NCCL works
+// (hal/command_ranges.h: a command that writes neither its send nor its recv range and does
+// not read its recv range need not wait for it).
 //
 //   compute:     k0 --E_before--. k1(y -> z) ----------------. wait E_after . k2(s) ... join
 //   collective:                 `-> all_reduce(x -> s) -> E_after -------'
@@ -9,9 +10,9 @@
 // Per collective: E_before recorded on the compute stream after the work queued before it
 // (its barrier: everything recorded before it), the collective stream waits for it, NCCL is
 // issued there, E_after recorded. Before each later command the compute stream waits for the
-// last in-flight collective whose send or recv range overlaps a range the command touches
-// (the collective stream runs them in order, so the earlier ones are done then); a command
-// touching none of them does not wait, and the collectives in flight beside it count as
+// last in-flight collective the command depends on (DependsOnCollective; the collective
+// stream runs them in order, so the earlier ones are done then); a command that depends on
+// none of them does not wait, and the collectives in flight beside it count as
 // overlapped (`collectives_overlapped`: a property of the recording and the buffers, as on the
 // CPU lane, not of timing). The launch ends by joining: the compute stream waits for the last
 // collective, so the submission's completion event, the watchdog's event and the next
@@ -51,7 +52,7 @@ class CollectiveStream {
   // After the collective was issued: records its end; `send`/`recv` are its ranges.
   Status After(size_t index, ByteRange send, ByteRange recv, bool profiling);
   // Before a command touching `ranges` goes onto `compute` (see the header comment).
-  Status OrderCommand(const std::vector<ByteRange>& ranges, CUstream compute);
+  Status OrderCommand(const CommandRanges& ranges, CUstream compute);
   // `compute` waits for every collective issued in this launch.
   Status Join(CUstream compute);
   // True while a collective of this launch is in flight (not joined).

@@ -43,8 +43,9 @@ CUresult LoadModule(CudaShared& shared, const void* image, CUmodule* module) {
 
 CudaExecutable::CudaExecutable(std::string format, std::vector<std::string> names,
                                std::shared_ptr<CudaShared> shared, CUmodule module,
-                               std::vector<CudaEntry> entries, bool from_ptx)
-    : Executable(kCudaDriverName, std::move(format), std::move(names)),
+                               std::vector<CudaEntry> entries, bool from_ptx,
+                               std::vector<uint64_t> written)
+    : Executable(kCudaDriverName, std::move(format), std::move(names), std::move(written)),
       shared_(std::move(shared)),
       module_(module),
       entries_(std::move(entries)),
@@ -192,7 +193,8 @@ StatusOr<vm::Ref<Executable>> CudaExecutable::Load(std::shared_ptr<CudaShared> s
   }
   return vm::Ref<Executable>::Adopt(new CudaExecutable(std::string(view.format), std::move(names),
                                                        std::move(shared), module,
-                                                       std::move(entries), from_ptx));
+                                                       std::move(entries), from_ptx,
+                                                       view.entry_written_bindings));
 }
 
 }  // namespace hexir::hal::cuda

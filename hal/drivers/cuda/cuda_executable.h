@@ -58,7 +58,7 @@ class CudaExecutable final : public Executable {
  private:
   CudaExecutable(std::string format, std::vector<std::string> names,
                  std::shared_ptr<CudaShared> shared, CUmodule module,
-                 std::vector<CudaEntry> entries, bool from_ptx);
+                 std::vector<CudaEntry> entries, bool from_ptx, std::vector<uint64_t> written);
   ~CudaExecutable() override;
 
   std::shared_ptr<CudaShared> shared_;

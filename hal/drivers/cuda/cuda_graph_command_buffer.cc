@@ -97,7 +97,7 @@ Status CudaGraphCommandBuffer::AddOps(CUgraph graph, size_t g, std::vector<CUgra
   };
   std::vector<Branch> branches;  // collectives, in recording order
   size_t joined = 0;             // branches[0, joined) precede every later node
-  std::vector<ByteRange> ranges;
+  CommandRanges ranges;
   for (const RecordedOp& op : recording.ops()) {
     CUgraphNode node = nullptr;
     std::vector<CUgraphNode> after = deps;
@@ -106,7 +106,7 @@ Status CudaGraphCommandBuffer::AddOps(CUgraph graph, size_t g, std::vector<CUgra
       ranges.clear();
       recording.OpRanges(op, nullptr, &ranges);
       for (size_t i = branches.size(); i-- > joined;) {
-        if (!AnyOverlaps(ranges, branches[i].send, branches[i].recv)) continue;
+        if (!DependsOnCollective(ranges, branches[i].send, branches[i].recv)) continue;
         after.push_back(branches[i].node);  // the earlier ones precede it
         joined = i + 1;
         break;

@@ -341,24 +341,23 @@ std::pair<ByteRange, ByteRange> CudaRecording::CollectiveRanges(const RecordedCo
 }
 
 void CudaRecording::OpRanges(const RecordedOp& op, const std::vector<BufferRef>* table,
-                             std::vector<ByteRange>* out) const {
+                             CommandRanges* out) const {
   static const std::vector<BufferRef> kNoTable;
-  const ByteRange everything{0, UINT64_MAX};
   if (op.kind == RecordedOp::kKernel) {
     const RecordedKernel& k = kernels_[op.index];
     if (table == nullptr && (k.uses_slots || k.count_slot >= 0)) {
-      out->push_back(everything);
+      out->AddEverything();
     } else {
       AppendDispatchRanges(*k.command, table ? *table : kNoTable, out);
     }
   } else if (op.kind == RecordedOp::kRepeat) {
-    out->push_back(everything);
+    out->AddEverything();
   } else if (op.kind == RecordedOp::kCopy) {
     const RecordedCopy& c = copies_[op.index];
-    out->push_back(ByteRange::Of(c.src, c.length));
-    out->push_back(ByteRange::Of(c.dst, c.length));
+    out->reads.push_back(ByteRange::Of(c.src, c.length));
+    out->writes.push_back(ByteRange::Of(c.dst, c.length));
   } else if (op.kind == RecordedOp::kFill) {
-    out->push_back(ByteRange::Of(fills_[op.index].dst, fills_[op.index].length));
+    out->writes.push_back(ByteRange::Of(fills_[op.index].dst, fills_[op.index].length));
   }
 }
 

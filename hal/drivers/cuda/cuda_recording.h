@@ -140,7 +140,7 @@ class CudaRecording {
   // it after collectives: slots resolved against `table`; without a table (a graph, built
   // once) a kernel on slots and a repeat touch everything.
   void OpRanges(const RecordedOp& op, const std::vector<BufferRef>* table,
-                std::vector<ByteRange>* out) const;
+                CommandRanges* out) const;
   // Collectives of the last launch beside which independent commands ran (stream launches:
   // counted by the collective stream; a graph launch sets its graph's count).
   uint64_t collectives_overlapped() const { return collectives_overlapped_; }
@@ -202,7 +202,7 @@ class CudaRecording {
 
   std::shared_ptr<CudaShared> shared_;
   CollectiveStream collective_stream_;
-  std::vector<ByteRange> op_ranges_;  // LaunchOps' scratch
+  CommandRanges op_ranges_;  // LaunchOps' scratch
   uint64_t collectives_overlapped_ = 0;
   std::vector<RecordedOp> ops_;
   std::vector<RecordedKernel> kernels_;
