@@ -2,6 +2,7 @@
 // producers into the tile loop) and restricting that loop to one tile per workgroup.
 // Static shapes make the workgroup count a compile-time constant; a dynamic outer extent
 // gets a fixed tile and a count the host computes from the shape (WorkgroupCount.h).
+#include "dialects/hexir/IR/HexirAttributes.h"
 #include "dialects/hexir/IR/HexirOps.h"
 #include "llvm/ADT/bit.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -63,9 +64,6 @@ int64_t ConvolutionWindow(func::FuncOp kernel) {
   return window;
 }
 
-// A matmul's B prepacked by hexir-cpu-pack-matmul-operands is read through a generic marked so
-// (CPUMatmulMicroKernel.cpp).
-constexpr char kPackedRhsAttr[] = "hexir.packed_rhs";
 // Multiply-adds of the least workgroup of a matmul on a prepacked B.
 constexpr int64_t kPackedMatmulWorkPerWorkgroup = int64_t{1} << 20;
 // Rows of the least workgroup of a matmul grid (fewer when M is smaller).

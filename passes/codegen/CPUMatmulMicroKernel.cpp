@@ -1,6 +1,7 @@
 // Emits the packed, register-blocked matmul described in CPUMatmulMicroKernel.h with the
 // vector dialect: one vector.fma per (row, vector) of the register tile and k step, so the
 // accumulators stay in registers and LLVM only allocates them.
+#include "dialects/hexir/IR/HexirAttributes.h"
 #include "passes/codegen/CPUMatmulMicroKernel.h"
 
 #include <algorithm>
@@ -69,9 +70,7 @@ namespace {
 // unpack generic (marked kPackedRhsAttr, never fused into tile loops: KernelLoweringUtils).
 // Both are exact computations (as loops they give the right answer); here, bufferized, the
 // pack becomes vector copies and the unpack is replaced by reading Bp's panels in place.
-// (The names are spelled in each of those files: a new header would rebuild all of //passes.)
-constexpr char kPackRhsAttr[] = "hexir.pack_rhs";
-constexpr char kPackedRhsAttr[] = "hexir.packed_rhs";
+// (The marks: dialects/hexir/IR/HexirAttributes.h.)
 
 // B read through an unpack: Bp, the panel holding B's column 0, NR.
 struct PrepackedRhs {

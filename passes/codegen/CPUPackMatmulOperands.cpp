@@ -15,6 +15,7 @@
 //
 // Declared without a header (hexir::compiler's Pipeline.cpp declares the two functions at
 // the end of this file): a new header under passes/ makes Bazel recompile all of //passes.
+#include "dialects/hexir/IR/HexirAttributes.h"
 #include <memory>
 #include <string>
 
@@ -38,9 +39,6 @@ bool WorthPackingRhs(int64_t m, int64_t n, int64_t k);  // CPUDistributeWorkgrou
 
 namespace {
 using namespace mlir;
-
-constexpr char kPackRhsAttr[] = "hexir.pack_rhs";
-constexpr char kPackedRhsAttr[] = "hexir.packed_rhs";
 
 // ceil(n / nr) panels of k x nr f32.
 RankedTensorType PackedRhsType(MLIRContext* ctx, int64_t k, int64_t n, int64_t nr) {

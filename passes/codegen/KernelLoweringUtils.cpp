@@ -1,3 +1,4 @@
+#include "dialects/hexir/IR/HexirAttributes.h"
 #include "passes/codegen/KernelLoweringUtils.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -12,12 +13,6 @@
 namespace hexir::codegen {
 using namespace mlir;
 
-namespace {
-// A producer marked so is never fused into tile loops: the unpacked view of a prepacked
-// matmul operand (CPUMatmulMicroKernel.cpp), which the CPU micro-kernel replaces by reading
-// its input in place, so it must stay one op on the kernel argument.
-constexpr char kPackedRhsAttr[] = "hexir.packed_rhs";
-}  // namespace
 
 func::FuncOp LookupKernel(ExecutableOp exe) {
   ModuleOp inner = exe.getInnerModule();

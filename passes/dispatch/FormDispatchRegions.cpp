@@ -52,11 +52,6 @@ bool isElementwise(linalg::GenericOp op);
 // Most times a fused elementwise producer's element may be recomputed (see isFusableProducer).
 constexpr int64_t kMaxProducerRecompute = 16;
 
-// hexir-fuse-small-reductions' mark (kRecomputeInConsumerAttr, spelled once in
-// passes/dispatch/fusion/RecomputeMark.h; repeated here so that //passes takes no new header,
-// which would recompile every compiler file: tests/lit/dispatch/fuse_small_reductions.mlir runs
-// both passes, so a difference fails there). It goes when HexirAttributes.h next changes.
-constexpr char kRecomputeMark[] = "hexir.recompute_in_consumer";
 
 // A copy hexir-fuse-small-reductions made for its one consumer: computed inside that
 // consumer's dispatch, whatever it is (a reduction too): that pass judged the recomputation.
@@ -70,7 +65,7 @@ bool isMarkedForRecompute(linalg::GenericOp g) {
 // inside that consumer's dispatch (producer fusion), never as a dispatch of its own.
 bool isFusableProducer(Operation* op) {
   auto g = dyn_cast_or_null<linalg::GenericOp>(op);
-  if (g && g->hasAttr(kRecomputeMark)) return isMarkedForRecompute(g);
+  if (g && g->hasAttr(kRecomputeInConsumerAttr)) return isMarkedForRecompute(g);
   if (!g || g->getNumResults() != 1 || !g->hasOneUse() || !isElementwise(g)) return false;
   if (g->hasAttr(kInPlaceAttr)) return false;  // its kernel writes its init's buffer
   Operation* user = *g->getUsers().begin();
@@ -212,7 +207,7 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
     if (fuseElementwise && isFusableProducer(def)) {
       if (Value mapped = map.lookupOrNull(value)) return mapped;
       Operation* clone = cloneInto(b, def, map);
-      clone->removeAttr(kRecomputeMark);
+      clone->removeAttr(kRecomputeInConsumerAttr);
       map.map(value, clone->getResult(0));
       return clone->getResult(0);
     }

@@ -33,6 +33,18 @@ inline constexpr char kBinaryAttr[] = "hexir.binary";
 inline constexpr char kEntryAttr[] = "hexir.entry";
 inline constexpr char kExecutableAttrsAttr[] = "hexir.attrs";
 inline constexpr char kRodataAttrsAttr[] = "hexir.rodata_attrs";
+// hexir-fuse-small-reductions' mark (passes/dispatch/fusion/README.md): `hexir.recompute_in_consumer
+// = N` (an i64; the copies of one chain share N) on a linalg op whose one user is a linalg op of
+// its block says "compute me inside my user's dispatch, whatever the recomputation costs" (the
+// pass that marked it judged the cost). hexir-group-small-projections groups the users of one
+// chain by N; hexir-form-dispatch-regions drops the mark from the clone it makes.
+inline constexpr char kRecomputeInConsumerAttr[] = "hexir.recompute_in_consumer";
+// A CPU matmul's B prepacked by hexir-cpu-pack-matmul-operands: the pack dispatch's generic is
+// marked `hexir.pack_rhs`, and the matmul's kernel reads B through an unpack generic marked
+// `hexir.packed_rhs` (never fused into tile loops, replaced by reading the panels in place:
+// passes/codegen/CPUMatmulMicroKernel.cpp).
+inline constexpr char kPackRhsAttr[] = "hexir.pack_rhs";
+inline constexpr char kPackedRhsAttr[] = "hexir.packed_rhs";
 // The bindings an executable's kernel writes, as hexir-convert-to-vm binds a dispatch (tensor
 // operands, then results, then the parameter buffer): `hexir.written_bindings = MASK : i64`
 // (bit i = binding i; bindings past 64 count as written). The bytecode writer stores it as

@@ -1,7 +1,7 @@
 // hexir-fuse-small-reductions: a small static reduction and the elementwise op reading it
 // (RMSNorm: sum of squares, then the scaling) are copied once per contraction that reads the
 // elementwise result, each copy marked for recomputation inside that contraction's dispatch
-// (RecomputeMark.h). Rule and cost model: README.md beside this file.
+// (kRecomputeInConsumerAttr in dialects/hexir/IR/HexirAttributes.h). Rule and cost model: README.md beside this file.
 #include <optional>
 
 #include "dialects/hexir/IR/HexirAttributes.h"
@@ -10,7 +10,6 @@
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/IR/IRMapping.h"
 #include "passes/dispatch/fusion/FusionPasses.h"
-#include "passes/dispatch/fusion/RecomputeMark.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_FUSESMALLREDUCTIONS

@@ -12,7 +12,7 @@ def FuseSmallReductions : Pass<"hexir-fuse-small-reductions", "mlir::ModuleOp"> 
     squares) followed by an elementwise scaling read by several contractions: three
     dispatches in a row before the projections can start. When the reduction and the scaling
     are small and static, each contraction gets its own copy of both, marked
-    `hexir.recompute_in_consumer` (RecomputeMark.h), which `hexir-form-dispatch-regions`
+    `hexir.recompute_in_consumer` (kRecomputeInConsumerAttr in dialects/hexir/IR/HexirAttributes.h), which `hexir-form-dispatch-regions`
     clones into the contraction's dispatch: one dispatch per projection, each recomputing the
     norm (passes/dispatch/fusion/README.md gives the rule and its cost model). Runs before
     `hexir-form-dispatch-regions`.

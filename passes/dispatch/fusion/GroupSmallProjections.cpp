@@ -16,7 +16,6 @@
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/IR/PatternMatch.h"
 #include "passes/dispatch/fusion/FusionPasses.h"
-#include "passes/dispatch/fusion/RecomputeMark.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_GROUPSMALLPROJECTIONS
