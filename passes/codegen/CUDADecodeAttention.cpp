@@ -14,6 +14,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "passes/codegen/CUDAColumnReduce.h"
 #include "passes/codegen/CUDAWarpReduce.h"
 
@@ -21,15 +23,15 @@ namespace hexir::cuda {
 using namespace mlir;
 
 std::vector<int64_t> DecodeAttention::encode() const {
-  return {kvHeads, group, headDim, cacheLen, q, k, v, out, n, splits, threads, headTile, window};
+  return {kvHeads, group, headDim, cacheLen, q, k, v, out, n, splits, threads, headTile, window, prologue};
 }
 
 std::optional<DecodeAttention> DecodeAttention::decode(llvm::ArrayRef<int64_t> w) {
-  if (w.size() != 13) return std::nullopt;
+  if (w.size() != 14) return std::nullopt;
   DecodeAttention s;
   s.kvHeads = w[0], s.group = w[1], s.headDim = w[2], s.cacheLen = w[3];
   s.q = w[4], s.k = w[5], s.v = w[6], s.out = w[7], s.n = w[8], s.splits = w[9], s.threads = w[10];
-  s.headTile = w[11], s.window = w[12];
+  s.headTile = w[11], s.window = w[12], s.prologue = w[13];
   return s;
 }
 
@@ -54,9 +56,15 @@ std::optional<DecodeAttention> MatchDecodeAttention(func::FuncOp kernel) {
   auto exe = kernel->getParentOfType<ExecutableOp>();
   auto kind = exe ? exe->getAttrOfType<StringAttr>(kDispatchGroupAttr) : StringAttr();
   if (!kind || kind.getValue() != "decode_attention") return std::nullopt;
-  // K is gathered by the first generic (scores), V by the last (weighted sum).
+  // K is gathered by the first reducing generic (scores), V by the last (weighted sum); an
+  // elementwise one before them computes q (the prologue).
   SmallVector<linalg::GenericOp> generics;
   kernel.walk([&](linalg::GenericOp g) { generics.push_back(g); });
+  linalg::GenericOp prologue;
+  if (!generics.empty() && generics.front().getNumReductionLoops() == 0) {
+    prologue = generics.front();
+    generics.erase(generics.begin());
+  }
   if (generics.size() < 2) return Refuse(kernel, "fewer than two generics");
   DecodeAttention s;
   s.k = ExtractedArgument(generics.front());
@@ -79,8 +87,24 @@ std::optional<DecodeAttention> MatchDecodeAttention(func::FuncOp kernel) {
   // the device) a static 1-D i64 tensor whose element 0 is the position: n = pos + 1, read
   // by the kernel (LowerDecodeAttention tells the two apart by the argument's type).
   int64_t q = -1, out = -1, n = -1;
+  if (prologue) {
+    // q [KVH][G][HD] = prologue(q argument), read by the scores only; the prologue's other
+    // captures (the position) are its own.
+    auto input = prologue.getNumDpsInputs() == 1 ? dyn_cast<BlockArgument>(prologue.getDpsInputs()[0]) : nullptr;
+    if (!input || input.getOwner() != &kernel.getBody().front() || input.getType() != result ||
+        prologue.getNumDpsInits() != 1 || prologue->getResult(0).getType() != result ||
+        !llvm::all_of(prologue.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }) ||
+        !prologue->getResult(0).hasOneUse() || *prologue->getResult(0).getUsers().begin() != generics.front().getOperation())
+      return Refuse(kernel, "the generic before the scores is not an elementwise map of q");
+    q = input.getArgNumber();
+    s.prologue = 1;
+  }
   for (auto [i, t] : llvm::enumerate(type.getInputs())) {
-    if ((int64_t)i == s.k || (int64_t)i == s.v) continue;
+    if ((int64_t)i == s.k || (int64_t)i == s.v || (int64_t)i == q) continue;
+    Value arg = kernel.getArgument(i);
+    if (prologue && !arg.use_empty() &&
+        llvm::all_of(arg.getUsers(), [&](Operation* u) { return prologue->isAncestor(u); }))
+      continue;
     auto position = dyn_cast<RankedTensorType>(t);
     if (t == result) {
       (q < 0 ? q : out) = i;
@@ -164,12 +188,58 @@ class KernelBuilder {
 };
 }  // namespace
 
+namespace {
+// The value the elementwise generic `g` (bufferized) computes at the point `at` whose input
+// element is `in`, its body cloned at b's insertion point (linalg.index -> at). Values its
+// body uses from above must be kernel arguments (kept) or constants (cloned); failure for
+// anything else, or a body reading its output element.
+FailureOr<Value> InlineElementwise(OpBuilder& b, linalg::GenericOp g, ValueRange at, Value in) {
+  Block& body = g.getRegion().front();
+  if (body.getNumArguments() < 1) return failure();
+  for (BlockArgument extra : body.getArguments().drop_front())
+    if (!extra.use_empty()) return failure();
+  IRMapping map;
+  map.map(body.getArgument(0), in);
+  llvm::SetVector<Value> above;
+  getUsedValuesDefinedAbove(g.getRegion(), above);
+  for (Value v : above) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (arg && arg.getOwner()->isEntryBlock() && isa<func::FuncOp>(arg.getOwner()->getParentOp())) continue;
+    Operation* def = v.getDefiningOp();
+    if (!def || !def->hasTrait<OpTrait::ConstantLike>()) return failure();
+    map.map(v, b.clone(*def)->getResult(cast<OpResult>(v).getResultNumber()));
+  }
+  for (Operation& op : body.without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+      if (index.getDim() >= at.size()) return failure();
+      map.map(index.getResult(), at[index.getDim()]);
+      continue;
+    }
+    b.clone(op, map);
+  }
+  return map.lookupOrDefault(body.getTerminator()->getOperand(0));
+}
+}  // namespace
+
 LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s) {
   if (kernel.getFunctionType().getNumResults() != 0)
     return kernel.emitError("internal: decode attention kernel still returns values");
   Block& entry = kernel.getBody().front();
-  for (Operation& op : llvm::make_early_inc_range(llvm::reverse(entry))) op.erase();
-  OpBuilder ob = OpBuilder::atBlockEnd(&entry);
+  // The prologue computing q (the importer's rotary embedding): inlined into q's loads.
+  linalg::GenericOp prologue;
+  if (s.prologue) {
+    kernel.walk([&](linalg::GenericOp g) {
+      if (g.getNumDpsInputs() == 1 && g.getDpsInputs()[0] == entry.getArgument(s.q)) prologue = g;
+    });
+    if (!prologue) return kernel.emitError("internal: decode attention's q prologue is gone");
+  }
+  // The kernel is built before the old body, which is erased once nothing refers to it.
+  SmallVector<Operation*> oldBody;
+  for (Operation& op : entry) oldBody.push_back(&op);
+  auto eraseOldBody = [&] {
+    for (Operation* op : llvm::reverse(oldBody)) op->erase();
+  };
+  OpBuilder ob = OpBuilder::atBlockBegin(&entry);
   Location loc = kernel.getLoc();
   KernelBuilder k(ob, loc);
   OpBuilder& b = ob;
@@ -217,18 +287,31 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
     });
   };
 
+  // q[a][g][d] (through the prologue, if any).
+  bool inlined = true;
+  auto qAt = [&](Value g, Value d) -> Value {
+    Value raw = k.load(Q, {a, g, d});
+    if (!prologue) return raw;
+    FailureOr<Value> v = InlineElementwise(b, prologue, ValueRange{a, g, d}, raw);
+    inlined = inlined && succeeded(v);
+    return succeeded(v) ? *v : raw;
+  };
   // q of the tile -> shared (zeros past G); o = 0; m = -inf, l = 0.
   forTileElements(tid, B, [&](Value e, Value j, Value d) {
     Value qv;
     if (ragged) {
       Value g = k.min(headOf(j), k.idx(G - 1));
-      qv = arith::SelectOp::create(b, loc, headValid(j), k.load(Q, {a, g, d}), k.f32(0.0));
+      qv = arith::SelectOp::create(b, loc, headValid(j), qAt(g, d), k.f32(0.0));
     } else {
-      qv = k.load(Q, {a, headOf(j), d});
+      qv = qAt(headOf(j), d);
     }
     k.store(qv, smem, {k.add(e, k.idx(qOff))});
     k.store(k.f32(0.0), smem, {k.add(e, k.idx(oOff))});
   });
+  if (!inlined) {
+    return prologue.emitError(
+        "decode attention: q's prologue uses a value that is neither a kernel argument nor a constant");
+  }
   k.loop(tid, k.idx(Gt), k.idx(B), {}, [&](Value j, ValueRange) {
     k.store(k.f32(kNegInf), smem, {k.add(j, k.idx(mOff))});
     k.store(k.f32(0.0), smem, {k.add(j, k.idx(lOff))});
@@ -326,6 +409,7 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
       storeOut(k.div(k.load(smem, {k.add(e, k.idx(oOff))}), k.load(smem, {k.add(j, k.idx(lOff))})), j, d);
     });
     func::ReturnOp::create(b, loc);
+    eraseOldBody();
     return success();
   }
 
@@ -367,6 +451,7 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
   NVVM::ClusterArriveOp::create(b, loc, UnitAttr());
   NVVM::ClusterWaitOp::create(b, loc, UnitAttr());
   func::ReturnOp::create(b, loc);
+  eraseOldBody();
   return success();
 }
 

@@ -7,7 +7,10 @@
 //   p[a][g][s]   = softmax_s(sum_d' q[a][g][d'] K[s][a HD + d'] / sqrt(HD))
 // for KV head a, query head g of its group, head dim d, cache rows K, V [S][KVH HD], n <= S.
 // The caches hold f32, f16 or bf16 (hexir-import --kv-cache); elements are widened to f32 as
-// they are loaded, and q, the scores, softmax and sums are f32.
+// they are loaded, and q, the scores, softmax and sums are f32. q may come from a prologue:
+// an elementwise generic over [KVH][G][HD] whose input is the q argument (the importer's
+// rotary embedding, which reads q's partner element and the position): the kernel computes
+// it for each q element as it loads q (its body inlined), so it is no dispatch of its own.
 //
 // The kernel: one cluster of `splits` blocks per KV head and tile of query heads (at most 16
 // heads of the group: their dot products share each K element); block r takes the positions
@@ -50,6 +53,7 @@ struct DecodeAttention {
   int64_t threads = kAttentionThreads;
   int64_t headTile = 1;  // query heads per block: tiles() blocks' clusters per KV head
   int64_t window = 1;    // positions scored per pass
+  int64_t prologue = 0;  // 1: q is the input of an elementwise generic computing the q used
 
   int64_t tiles() const { return (group + headTile - 1) / headTile; }
   // Positions one block holds at most: ceil(S / splits).
@@ -67,7 +71,8 @@ inline constexpr char kDecodeAttentionAttr[] = "hexir.cuda.decode_attention";
 
 // The roles and launch of an executable marked "decode_attention" (tensor form, before
 // distribution), or nullopt (with a remark on the kernel saying why) when its arguments are
-// not those of the computation above (f32 q and result; f32, f16 or bf16 caches), or a head
+// not those of the computation above (f32 q and result; f32, f16 or bf16 caches; at most one
+// prologue, whose scalar and tensor captures other than q are used by nothing else), or a head
 // is too long for one query head's q, o and a window of 32 scores in 48 KiB: such a kernel
 // keeps the generic lowering. Head tile: ceil(G / ceil(G / 16)) (equal tiles of at most 16),
 // halved while 48 KiB holds fewer than kMinAttentionWindow scores per head; splits: the

@@ -52,7 +52,6 @@ bool isElementwise(linalg::GenericOp op);
 // Most times a fused elementwise producer's element may be recomputed (see isFusableProducer).
 constexpr int64_t kMaxProducerRecompute = 16;
 
-
 // A copy hexir-fuse-small-reductions made for its one consumer: computed inside that
 // consumer's dispatch, whatever it is (a reduction too): that pass judged the recomputation.
 bool isMarkedForRecompute(linalg::GenericOp g) {
@@ -61,14 +60,18 @@ bool isMarkedForRecompute(linalg::GenericOp g) {
   return isa<linalg::LinalgOp>(user) && user->getBlock() == g->getBlock();
 }
 
-// An elementwise generic whose only user is another linalg op of its block is computed
-// inside that consumer's dispatch (producer fusion), never as a dispatch of its own.
+// An elementwise generic whose only user is another linalg op of its block, or the source
+// of an in-place insert_slice of its block (a KV-cache row: its update computes the row), is
+// computed inside that consumer's dispatch (producer fusion), never as a dispatch of its own.
 bool isFusableProducer(Operation* op) {
   auto g = dyn_cast_or_null<linalg::GenericOp>(op);
   if (g && g->hasAttr(kRecomputeInConsumerAttr)) return isMarkedForRecompute(g);
   if (!g || g->getNumResults() != 1 || !g->hasOneUse() || !isElementwise(g)) return false;
   if (g->hasAttr(kInPlaceAttr)) return false;  // its kernel writes its init's buffer
   Operation* user = *g->getUsers().begin();
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(user))
+    return insert->hasAttr(kInPlaceAttr) && insert.getSource() == g->getResult(0) &&
+           user->getBlock() == g->getBlock();
   auto consumer = dyn_cast<linalg::LinalgOp>(user);
   if (!consumer || user->getBlock() != g->getBlock()) return false;
   // A fused producer is recomputed for every consumer point that reads its element: fine for
@@ -233,10 +236,14 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
     region.getBody().push_back(body);
     b.setInsertionPointToStart(body);
     IRMapping map;
-    if (isa<tensor::InsertSliceOp>(root) && root->hasAttr(kInPlaceAttr)) {
-      // An in-place update stays alone with its destination captured (never a clone of its
-      // producer): the outliner ties the result to that capture.
-      Operation* last = b.clone(*root, map);
+    if (auto insert = dyn_cast<tensor::InsertSliceOp>(root); insert && root->hasAttr(kInPlaceAttr)) {
+      // An in-place update keeps its destination captured (never a clone of its producer):
+      // the outliner ties the result to that capture. Its source's fusable producer chain
+      // comes in (a rotary-embedded, rounded K row: one kernel instead of three).
+      IRMapping local = map;
+      if (fuseElementwise && isFusableProducer(insert.getSource().getDefiningOp()))
+        local.map(insert.getSource(), cloneProducers(b, insert.getSource(), map));
+      Operation* last = b.clone(*root, local);
       root->replaceAllUsesWith(region.getResults());
       root->erase();
       YieldOp::create(b, region.getLoc(), last->getResults());

@@ -6,7 +6,9 @@
 // lengths, a split holding no rows) and at several positions of one module (n is dynamic);
 // also with f16 and bf16 caches (hexir-import --kv-cache), against f64 loops over the
 // rounded cache values; and past one block's limits (more than 16 query heads per KV head,
-// a cache whose scores do not fit shared memory at once).
+// a cache whose scores do not fit shared memory at once). With the rotary embedding of q as
+// the group's first generic (as the importer emits it): computed inside the same dispatch
+// (CUDA: as the kernel loads q), against f64 rotations of the raw q.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -22,6 +24,7 @@ namespace {
 struct Shape {
   int64_t kv_heads, group, head_dim, cache_len;
   std::string cache = "f32";  // the caches' element type: f32, f16 or bf16
+  bool rope = false;          // q arrives before its rotary embedding (a generic of the group)
   int64_t dim() const { return kv_heads * group * head_dim; }
   int64_t kv() const { return kv_heads * head_dim; }
 };
@@ -30,6 +33,32 @@ std::string T(const std::vector<int64_t>& dims, const std::string& element = "f3
   std::string s = "tensor<";
   for (int64_t d : dims) s += (d < 0 ? std::string("?") : std::to_string(d)) + "x";
   return s + element + ">";
+}
+
+constexpr float kTheta = 10000.0f;
+
+// %q3 = the rotary embedding of %qr (type q3, [KVH][G][HD]) at %pos, on interleaved pairs
+// (2i, 2i + 1) of each head, as the importer writes it (llama2.c's float order).
+std::string RopeGeneric(const std::string& q3, int64_t head_dim, const std::string& mark) {
+  const std::string id = "affine_map<(a, g, d) -> (a, g, d)>";
+  return "  %er = tensor.empty() : " + q3 + "\n  %q3 = linalg.generic {indexing_maps = [" + id + ", " + id +
+         "], iterator_types = [\"parallel\", \"parallel\", \"parallel\"], " + mark + "} ins(%qr : " + q3 +
+         ") outs(%er : " + q3 + ") {\n    ^bb0(%x: f32, %o: f32):\n"
+         "      %a = linalg.index 0 : index\n      %g = linalg.index 1 : index\n      %d = linalg.index 2 : index\n"
+         "      %c0 = arith.constant 0 : index\n      %c1 = arith.constant 1 : index\n"
+         "      %c2 = arith.constant 2 : index\n      %pd = arith.xori %d, %c1 : index\n"
+         "      %y = tensor.extract %qr[%a, %g, %pd] : " + q3 + "\n"
+         "      %par = arith.remui %d, %c2 : index\n      %hev = arith.subi %d, %par : index\n"
+         "      %hevi = arith.index_cast %hev : index to i64\n      %hevf = arith.sitofp %hevi : i64 to f32\n"
+         "      %hd = arith.constant " + std::to_string(head_dim) + ".0 : f32\n"
+         "      %ratio = arith.divf %hevf, %hd : f32\n      %theta = arith.constant 10000.0 : f32\n"
+         "      %pw = math.powf %theta, %ratio : f32\n      %one = arith.constant 1.0 : f32\n"
+         "      %freq = arith.divf %one, %pw : f32\n      %posf = arith.sitofp %pos : i64 to f32\n"
+         "      %ang = arith.mulf %posf, %freq : f32\n      %cs = math.cos %ang : f32\n      %sn = math.sin %ang : f32\n"
+         "      %even = arith.cmpi eq, %par, %c0 : index\n      %t1 = arith.mulf %x, %cs : f32\n"
+         "      %t2 = arith.mulf %y, %sn : f32\n      %ev = arith.subf %t1, %t2 : f32\n"
+         "      %od = arith.addf %t2, %t1 : f32\n      %r = arith.select %even, %ev, %od : f32\n"
+         "      linalg.yield %r : f32\n    } -> " + q3 + "\n";
 }
 
 // The importer's decode attention (compiler/importers/llama/EmitModule.cc DecodeAttention).
@@ -50,8 +79,10 @@ std::string Program(const Shape& s) {
   };
   std::string p;
   p += "func.func @main(%q: " + T({s.dim()}) + ", %kc: " + ct + ", %vc: " + ct + ", %pos: i64) -> " + T({s.dim()}) + " {\n";
-  p += "  %q3 = tensor.expand_shape %q [[0, 1, 2]] output_shape [" + std::to_string(s.kv_heads) + ", " +
-       std::to_string(s.group) + ", " + hd + "] : " + T({s.dim()}) + " into " + q3 + "\n";
+  p += std::string("  ") + (s.rope ? "%qr" : "%q3") + " = tensor.expand_shape %q [[0, 1, 2]] output_shape [" +
+       std::to_string(s.kv_heads) + ", " + std::to_string(s.group) + ", " + hd + "] : " + T({s.dim()}) + " into " +
+       q3 + "\n";
+  if (s.rope) p += RopeGeneric(q3, s.head_dim, mark);
   p += "  %one = arith.constant 1 : i64\n  %n64 = arith.addi %pos, %one : i64\n"
        "  %n = arith.index_cast %n64 : i64 to index\n";
   p += "  %e0 = tensor.empty(%n) : " + st + "\n  %z = arith.constant 0.0 : f32\n";
@@ -90,11 +121,28 @@ std::string Program(const Shape& s) {
   return p;
 }
 
+// q rotated in f64 by the angles pos * theta^(-2i / HD) of its pairs (2i, 2i + 1) within each
+// head. The angle is the f32 product llama2.c forms (pos * freq, freq = 1 / theta^(2i / HD)
+// in f32): that product is the specification, the rotation is exact.
+std::vector<double> Rotated(const Shape& s, const float* q, int64_t pos) {
+  std::vector<double> r(s.dim());
+  for (int64_t h = 0; h < s.kv_heads * s.group; ++h)
+    for (int64_t i = 0; i < s.head_dim; i += 2) {
+      const float freq = 1.0f / std::pow(kTheta, float(i) / float(s.head_dim));
+      const double angle = double(float(pos) * freq), x0 = q[h * s.head_dim + i], x1 = q[h * s.head_dim + i + 1];
+      r[h * s.head_dim + i] = x0 * std::cos(angle) - x1 * std::sin(angle);
+      r[h * s.head_dim + i + 1] = x0 * std::sin(angle) + x1 * std::cos(angle);
+    }
+  return r;
+}
+
 // f64 reference: query head (a, g) over the rows s <= pos.
 tools::HostTensor Reference(const Shape& s, const tools::HostTensor& q, const tools::HostTensor& kc,
                             const tools::HostTensor& vc, int64_t pos) {
   tools::HostTensor out = ZerosF32({s.dim()});
-  const float *Q = F32(q), *K = F32(kc), *V = F32(vc);
+  const float *K = F32(kc), *V = F32(vc);
+  std::vector<double> Q(F32(q), F32(q) + s.dim());
+  if (s.rope) Q = Rotated(s, F32(q), pos);
   for (int64_t a = 0; a < s.kv_heads; ++a)
     for (int64_t g = 0; g < s.group; ++g) {
       const int64_t h = a * s.group + g;
@@ -103,7 +151,7 @@ tools::HostTensor Reference(const Shape& s, const tools::HostTensor& q, const to
       for (int64_t t = 0; t <= pos; ++t) {
         double dot = 0;
         for (int64_t d = 0; d < s.head_dim; ++d)
-          dot += double(Q[h * s.head_dim + d]) * K[t * s.kv() + a * s.head_dim + d];
+          dot += Q[h * s.head_dim + d] * K[t * s.kv() + a * s.head_dim + d];
         p[t] = dot / std::sqrt(double(s.head_dim));
         m = std::max(m, p[t]);
       }
@@ -148,7 +196,8 @@ void CheckAttention(const std::string& device, const std::vector<Case>& cases) {
     const Shape& s = c.shape;
     modules.push_back(CompileOrDie(Program(s), "attention_" + std::to_string(s.kv_heads) + "_" +
                                                    std::to_string(s.group) + "_" + std::to_string(s.head_dim) +
-                                                   "_" + std::to_string(s.cache_len) + "_" + s.cache,
+                                                   "_" + std::to_string(s.cache_len) + "_" + s.cache +
+                                                   (s.rope ? "_rope" : ""),
                                    device));
   }
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -164,7 +213,12 @@ void CheckAttention(const std::string& device, const std::vector<Case>& cases) {
                     << ", pos " << pos);
       auto results = CallOrDie(*session, "main", {Tensor(q), Tensor(kn), Tensor(vn), I64Scalar(pos)});
       REQUIRE(results.size() == 1);
-      RequireClose(results[0].tensor, Reference(s, q, kc, vc, pos), 1e-4, 1e-5);
+      // With the rotation: an ulp of the f32 angle (up to 2^-15 rad at pos 511) between the
+      // kernel's powf/cos and the reference's moves q by ~1e-4 of itself.
+      if (s.rope)
+        RequireClose(results[0].tensor, Reference(s, q, kc, vc, pos), 1e-3, 1e-4);
+      else
+        RequireClose(results[0].tensor, Reference(s, q, kc, vc, pos), 1e-4, 1e-5);
     }
   }
 }
@@ -211,7 +265,23 @@ void LargeGroupsAndLongCaches(const std::string& device) {
   });
 }
 
+// The rotary embedding of q in the group (the importer's form): GQA ratios 1, 4 and 8 (one
+// head tile), odd positions, caches that are no multiple of the split count (509: 8 splits
+// of 64 with a short last one; 100: 2 splits), f32, f16 and bf16 caches.
+void RotaryQ(const std::string& device) {
+  Shape tiny{4, 8, 64, 509, "f16", true}, four{2, 4, 16, 100, "f32", true}, one{8, 1, 32, 77, "bf16", true},
+      wide{1, 8, 64, 300, "f32", true};
+  CheckAttention(device, {
+      {tiny, {0, 1, 63, 255, 508}},
+      {four, {3, 37, 99}},
+      {one, {0, 45, 76}},
+      {wide, {151, 299}},
+  });
+}
+
 HEXIR_E2E_TEST_ON_DEVICES("decode attention matches f64 loops at odd head sizes and prime cache lengths", OddShapes)
+HEXIR_E2E_TEST_ON_DEVICES("decode attention with q's rotary embedding in its kernel matches f64 rotations and loops",
+                          RotaryQ)
 HEXIR_E2E_TEST_ON_DEVICES("decode attention matches f64 loops with more than 16 query heads per KV head and "
                           "scores past 48 KiB", LargeGroupsAndLongCaches)
 HEXIR_E2E_TEST_ON_DEVICES("decode attention over f16 and bf16 caches matches f64 loops over the rounded values",

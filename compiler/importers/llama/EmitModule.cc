@@ -367,6 +367,31 @@ class ModuleWriter {
                       });
   }
 
+  // Decode rotary embedding at pos_ of `v`, a static view whose last dim runs over a row of
+  // heads (q as [KVH][G][HD], a K row as [1][KV]): Rope's body on that view, so that the
+  // consumer takes it in (decode attention's kernel; the K row's in-place cache write).
+  std::string DecodeRope(const std::string& v, const std::vector<int64_t>& dims) {
+    const std::string t = T(dims);
+    std::string names;
+    for (size_t i = 0; i < dims.size(); ++i) names += (i ? ", d" : "d") + std::to_string(i);
+    const std::string map = "(" + names + ") -> (" + names + ")";
+    return e_.Generic({map, map}, std::vector<std::string>(dims.size(), "parallel"), {{v, t}},
+                      {e_.Filled(t, "", "f32"), t}, {"f32", "f32"}, [&](auto a) {
+                        std::string text;
+                        std::vector<std::string> at;
+                        for (size_t i = 0; i < dims.size(); ++i) {
+                          at.push_back(e_.Fresh());
+                          text += L(at[i] + " = linalg.index " + std::to_string(i) + " : index");
+                        }
+                        std::string pos = PosIn(&text);
+                        return text + RopeBody(a[0], at.back(), pos, [&](const std::string& pi) {
+                                 std::string ix;
+                                 for (size_t i = 0; i + 1 < at.size(); ++i) ix += at[i] + ", ";
+                                 return v + "[" + ix + pi + "] : " + t;
+                               });
+                      });
+  }
+
   // The body of a rotary generic: element `x` at pair index `i` (index) of a vector `v` at
   // position `pos` (i64), whose partner element is `tensor.extract` of partner(pi) (the
   // "v[...] : type" text for partner index pi); ends with linalg.yield.
@@ -410,25 +435,55 @@ class ModuleWriter {
     return rows.prompt ? PromptCacheWrite(cache, new_rows) : DecodeCacheWrite(cache, new_rows);
   }
 
+  // The K cache with the decode row `k` (before the rotary embedding) written at pos_. The
+  // chunked loop ropes (and rounds) the row as a [1][KV] view that only the cache write
+  // reads, so its in-place update computes it (one kernel: passes/dispatch/
+  // FormDispatchRegions.cpp); the device loop's select over the cache ropes it first.
+  std::string DecodeKeyWrite(const std::string& cache, const std::string& k) {
+    if (!state_.empty()) return DeviceCacheWrite(cache, Rope(kOneRow, k, KV_));
+    std::string k2 = e_.Fresh("krow");
+    os_ << "    " << k2 << " = tensor.expand_shape " << k << " [[0, 1]] output_shape [1, " << KV_
+        << "] : " << T({KV_}) << " into " << T({1, KV_}) << "\n";
+    return InsertRow(cache, DecodeRope(k2, {1, KV_}));
+  }
+
   // cache' = cache with row `pos` replaced by `row`: a tensor.insert_slice, which the compiler
   // lowers as an in-place update of the cache's buffer (one row written per step, not a copy
   // of the cache; passes/dispatch/InPlaceUpdates.h) since the decode loop owns the caches.
   // A narrower cache gets the row rounded first (an elementwise kernel the row's producer absorbs).
   std::string DecodeCacheWrite(const std::string& cache, const std::string& row) {
     if (!state_.empty()) return DeviceCacheWrite(cache, row);  // f32 caches only (ImportModel)
-    std::string narrow = row;
-    if (CT_ != "f32")
-      narrow = e_.Generic({"(j) -> (j)", "(j) -> (j)"}, {"parallel"}, {{row, T({KV_})}},
-                          {e_.Filled(T({KV_}, CT_), "", CT_), T({KV_}, CT_)}, {"f32", CT_}, [&](auto a) {
-                            std::string text;
-                            std::string r = ToCache(a[0], &text);
-                            return text + L("linalg.yield " + r + " : " + CT_);
-                          });
-    std::string r2 = e_.Fresh("row"), p = e_.Fresh("p"), r = e_.Fresh("cache");
-    os_ << "    " << r2 << " = tensor.expand_shape " << narrow << " [[0, 1]] output_shape [1, " << KV_
-        << "] : " << T({KV_}, CT_) << " into " << T({1, KV_}, CT_) << "\n"
-        << "    " << p << " = arith.index_cast " << pos_ << " : i64 to index\n"
-        << "    " << r << " = tensor.insert_slice " << r2 << " into " << cache << "[" << p
+    std::string narrow = Narrow(row, {KV_}), r2 = e_.Fresh("row");
+    os_ << "    " << r2 << " = tensor.expand_shape " << narrow << " [[0, 1]] output_shape [1, "
+        << KV_ << "] : " << T({KV_}, CT_) << " into " << T({1, KV_}, CT_) << "\n";
+    return InsertCacheRow(cache, r2);
+  }
+
+  // `v` (f32, static `dims`) rounded to the cache's element type (an elementwise generic its
+  // producer or consumer absorbs); `v` itself for an f32 cache.
+  std::string Narrow(const std::string& v, const std::vector<int64_t>& dims) {
+    if (CT_ == "f32") return v;
+    std::string names;
+    for (size_t i = 0; i < dims.size(); ++i) names += (i ? ", d" : "d") + std::to_string(i);
+    const std::string map = "(" + names + ") -> (" + names + ")";
+    return e_.Generic({map, map}, std::vector<std::string>(dims.size(), "parallel"), {{v, T(dims)}},
+                      {e_.Filled(T(dims, CT_), "", CT_), T(dims, CT_)}, {"f32", CT_}, [&](auto a) {
+                        std::string text;
+                        std::string r = ToCache(a[0], &text);
+                        return text + L("linalg.yield " + r + " : " + CT_);
+                      });
+  }
+
+  // cache with row pos_ replaced by `row2` (f32 [1][KV]), rounded to the cache's type.
+  std::string InsertRow(const std::string& cache, const std::string& row2) {
+    return InsertCacheRow(cache, Narrow(row2, {1, KV_}));
+  }
+
+  // cache with row pos_ replaced by `row2` ([1][KV] of the cache's type): tensor.insert_slice.
+  std::string InsertCacheRow(const std::string& cache, const std::string& row2) {
+    std::string p = e_.Fresh("p"), r = e_.Fresh("cache");
+    os_ << "    " << p << " = arith.index_cast " << pos_ << " : i64 to index\n"
+        << "    " << r << " = tensor.insert_slice " << row2 << " into " << cache << "[" << p
         << ", 0] [1, " << KV_ << "] [1, 1] : " << T({1, KV_}, CT_) << " into " << CacheType() << "\n";
     return r;
   }
@@ -573,12 +628,13 @@ class ModuleWriter {
 
   // Decode attention over the n = pos + 1 filled positions only (a dynamic extent): the
   // cached K/V rows are gathered in the kernels (tensor.extract), so the work grows with the
-  // position, not with the cache length.
+  // position, not with the cache length. `q` is before the rotary embedding, which is the
+  // group's first generic (on CUDA computed as the kernel loads q).
   std::string DecodeAttention(const std::string& q, const std::string& kc, const std::string& vc) {
     std::string q3t = T({KVH_, G_, HD_}), st = T({KVH_, G_, -1}), mt = T({KVH_, G_}),
                 ct = CacheType();
-    std::string q3 = e_.Fresh("q");
-    os_ << "    " << q3 << " = tensor.expand_shape " << q << " [[0, 1, 2]] output_shape ["
+    std::string qr = e_.Fresh("q");
+    os_ << "    " << qr << " = tensor.expand_shape " << q << " [[0, 1, 2]] output_shape ["
         << KVH_ << ", " << G_ << ", " << HD_ << "] : " << T({Q_}) << " into " << q3t << "\n";
     // The device loop covers all S positions, masked to s <= pos (the position is on the
     // device; scores past it are out of the softmax and weigh 0, so the sums are the same).
@@ -616,6 +672,7 @@ class ModuleWriter {
       };
     };
     e_.group = "decode_attention." + n.substr(1);  // one kernel per layer
+    std::string q3 = DecodeRope(qr, {KVH_, G_, HD_});
     std::string z = e_.Filled(st, "0.0", "f32", st_dyn);
     std::string sc = e_.Generic({"(a, g, s, d) -> (a, g, d)", "(a, g, s, d) -> (a, g, s)"},
                                 {"parallel", "parallel", "parallel", "reduction"}, {{q3, q3t}}, {z, st},
@@ -702,10 +759,13 @@ class ModuleWriter {
   std::array<std::string, 3> Layer(const Rows& rows, const std::string& x, const std::string& kc0,
                                    const std::string& vc0, const LayerWeights& w) {
     std::string xn = RmsNorm(rows, x, w.rms_att.name);
-    std::string q = Rope(rows, MatMul(rows, w.wq, xn, Q_, D_), Q_);
-    std::string k = Rope(rows, MatMul(rows, w.wk, xn, KV_, D_), KV_);
+    // Decode ropes q inside attention's kernel and the K row inside its cache write.
+    std::string q = MatMul(rows, w.wq, xn, Q_, D_);
+    if (rows.prompt) q = Rope(rows, q, Q_);
+    std::string k = MatMul(rows, w.wk, xn, KV_, D_);
     std::string v = MatMul(rows, w.wv, xn, KV_, D_);
-    std::string kc = WriteCache(rows, kc0, k), vc = WriteCache(rows, vc0, v);
+    std::string kc = rows.prompt ? WriteCache(rows, kc0, Rope(rows, k, KV_)) : DecodeKeyWrite(kc0, k);
+    std::string vc = WriteCache(rows, vc0, v);
     std::string att = Attention(rows, q, kc, vc);
     std::string x2 = Add(rows, x, SumOverRanks(rows, MatMul(rows, w.wo, att, D_, Q_), D_), D_);
     std::string xn2 = RmsNorm(rows, x2, w.rms_ffn.name);

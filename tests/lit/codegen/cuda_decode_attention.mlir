@@ -10,7 +10,7 @@
 // DIST-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
 // DIST-SAME:    hexir.workgroup_count = array<i64: 4, 1, 1>
 // DIST:         func.func @main_dispatch_0
-// DIST-SAME:      hexir.cuda.decode_attention = array<i64: 2, 3, 7, 61, 1, 0, 2, 3, 4, 2, 256, 3, 31>
+// DIST-SAME:      hexir.cuda.decode_attention = array<i64: 2, 3, 7, 61, 1, 0, 2, 3, 4, 2, 256, 3, 31, 0>
 // The kernel: one shared array (q 21 + o 21 + scores 3 x 31 + m, l, factor 3 each = 144 words),
 // scalar K loads (head size 7), butterflies for the max and the sum, then the cluster
 // barrier, each block's m, l and o read from both blocks of the cluster (mapa), and the
@@ -110,7 +110,7 @@ hexir.executable @main_dispatch_0 attributes {hexir.dispatch_group = "decode_att
 // shared words, within 48 KiB): 1 x 3 x 8 = 24 blocks in clusters of 8.
 // DIST-LABEL: hexir.executable @main_dispatch_1
 // DIST-SAME:    hexir.workgroup_count = array<i64: 24, 1, 1>
-// DIST:         hexir.cuda.decode_attention = array<i64: 1, 40, 64, 20000, 1, 0, 2, 3, 4, 8, 256, 14, 746>
+// DIST:         hexir.cuda.decode_attention = array<i64: 1, 40, 64, 20000, 1, 0, 2, 3, 4, 8, 256, 14, 746, 0>
 // LOWER-LABEL: hexir.executable @main_dispatch_1
 // LOWER:         llvm.mlir.global private @__hexir_shared() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<12278 x f32>
 // LOWER-COUNT-8:   nvvm.mapa
@@ -182,6 +182,105 @@ hexir.executable @main_dispatch_1 attributes {hexir.dispatch_group = "decode_att
         linalg.yield %21 : f32
       } -> tensor<1x40x64xf32>
       return %14 : tensor<1x40x64xf32>
+    }
+  }
+}
+
+// q from a prologue (the importer's rotary embedding: an elementwise generic over q reading
+// q's partner element and the position, arg 5): recognized (q = arg 1, n = arg 4, the last
+// word 1: a prologue), then computed as the kernel loads q: the partner's load, the cosine
+// of the position, no temporary for q.
+// DIST-LABEL: hexir.executable @main_dispatch_2
+// DIST:         hexir.cuda.decode_attention = array<i64: 2, 3, 7, 61, 1, 0, 2, 3, 4, 2, 256, 3, 31, 1>
+// LOWER-LABEL: hexir.executable @main_dispatch_2
+// LOWER:         llvm.func internal @main_dispatch_2_impl
+// LOWER-NOT:       llvm.alloca
+// LOWER:           llvm.call @__nv_cosf
+// LOWER:           nvvm.barrier0
+// LOWER:           nvvm.cluster.arrive
+hexir.executable @main_dispatch_2 attributes {hexir.dispatch_group = "decode_attention"} {
+  builtin.module {
+    func.func @main_dispatch_2(%arg0: tensor<61x14xf32>, %arg1: tensor<2x3x7xf32>, %arg2: tensor<61x14xf32>, %arg3: tensor<2x3x7xf32>, %arg4: index, %arg5: i64) -> tensor<2x3x7xf32> {
+      %cst = arith.constant 0.000000e+00 : f32
+      %q = tensor.empty() : tensor<2x3x7xf32>
+      %qr = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%arg1 : tensor<2x3x7xf32>) outs(%q : tensor<2x3x7xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        %a = linalg.index 0 : index
+        %g = linalg.index 1 : index
+        %d = linalg.index 2 : index
+        %c1 = arith.constant 1 : index
+        %pd = arith.xori %d, %c1 : index
+        %c6 = arith.constant 6 : index
+        %pc = arith.minui %pd, %c6 : index
+        %y = tensor.extract %arg1[%a, %g, %pc] : tensor<2x3x7xf32>
+        %pf = arith.sitofp %arg5 : i64 to f32
+        %cs = math.cos %pf : f32
+        %t = arith.mulf %y, %cs : f32
+        %r = arith.addf %in, %t : f32
+        linalg.yield %r : f32
+      } -> tensor<2x3x7xf32>
+      %0 = tensor.empty(%arg4) : tensor<2x3x?xf32>
+      %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<2x3x?xf32>) -> tensor<2x3x?xf32>
+      %2 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%qr : tensor<2x3x7xf32>) outs(%1 : tensor<2x3x?xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        %15 = linalg.index 0 : index
+        %16 = linalg.index 3 : index
+        %17 = linalg.index 2 : index
+        %c7 = arith.constant 7 : index
+        %18 = arith.muli %15, %c7 : index
+        %19 = arith.addi %18, %16 : index
+        %extracted = tensor.extract %arg0[%17, %19] : tensor<61x14xf32>
+        %20 = arith.mulf %in, %extracted : f32
+        %21 = arith.addf %out, %20 : f32
+        linalg.yield %21 : f32
+      } -> tensor<2x3x?xf32>
+      %cst_0 = arith.constant -3.000000e+38 : f32
+      %3 = tensor.empty() : tensor<2x3xf32>
+      %4 = linalg.fill ins(%cst_0 : f32) outs(%3 : tensor<2x3xf32>) -> tensor<2x3xf32>
+      %5 = linalg.generic {indexing_maps = [#map2, #map3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%2 : tensor<2x3x?xf32>) outs(%4 : tensor<2x3xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        %cst_1 = arith.constant 2.64575124 : f32
+        %15 = arith.divf %in, %cst_1 : f32
+        %16 = arith.maximumf %out, %15 : f32
+        linalg.yield %16 : f32
+      } -> tensor<2x3xf32>
+      %6 = tensor.empty(%arg4) : tensor<2x3x?xf32>
+      %7 = linalg.generic {indexing_maps = [#map2, #map3, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%2, %5 : tensor<2x3x?xf32>, tensor<2x3xf32>) outs(%6 : tensor<2x3x?xf32>) {
+      ^bb0(%in: f32, %in_1: f32, %out: f32):
+        %cst_2 = arith.constant 2.64575124 : f32
+        %15 = arith.divf %in, %cst_2 : f32
+        %16 = arith.subf %15, %in_1 : f32
+        %17 = math.exp %16 : f32
+        linalg.yield %17 : f32
+      } -> tensor<2x3x?xf32>
+      %8 = tensor.empty() : tensor<2x3xf32>
+      %9 = linalg.fill ins(%cst : f32) outs(%8 : tensor<2x3xf32>) -> tensor<2x3xf32>
+      %10 = linalg.generic {indexing_maps = [#map2, #map3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%7 : tensor<2x3x?xf32>) outs(%9 : tensor<2x3xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        %15 = arith.addf %out, %in : f32
+        linalg.yield %15 : f32
+      } -> tensor<2x3xf32>
+      %11 = tensor.empty(%arg4) : tensor<2x3x?xf32>
+      %12 = linalg.generic {indexing_maps = [#map2, #map3, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%7, %10 : tensor<2x3x?xf32>, tensor<2x3xf32>) outs(%11 : tensor<2x3x?xf32>) {
+      ^bb0(%in: f32, %in_1: f32, %out: f32):
+        %15 = arith.divf %in, %in_1 : f32
+        linalg.yield %15 : f32
+      } -> tensor<2x3x?xf32>
+      %13 = linalg.fill ins(%cst : f32) outs(%arg3 : tensor<2x3x7xf32>) -> tensor<2x3x7xf32>
+      %14 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%12 : tensor<2x3x?xf32>) outs(%13 : tensor<2x3x7xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        %15 = linalg.index 0 : index
+        %16 = linalg.index 2 : index
+        %17 = linalg.index 3 : index
+        %c7 = arith.constant 7 : index
+        %18 = arith.muli %15, %c7 : index
+        %19 = arith.addi %18, %16 : index
+        %extracted = tensor.extract %arg2[%17, %19] : tensor<61x14xf32>
+        %20 = arith.mulf %in, %extracted : f32
+        %21 = arith.addf %out, %20 : f32
+        linalg.yield %21 : f32
+      } -> tensor<2x3x7xf32>
+      return %14 : tensor<2x3x7xf32>
     }
   }
 }

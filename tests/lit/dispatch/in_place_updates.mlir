@@ -51,3 +51,74 @@ func.func @not_owned(%arg: tensor<8x4xf32>, %row: tensor<1x4xf32>, %n: index) ->
   }
   return %u1, %twice, %last : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
 }
+
+// -----
+
+// A row computed by an elementwise generic that only the in-place update reads (the llama
+// decode step's rotary-embedded, rounded K row) is computed in the update's kernel: one
+// dispatch per iteration, still tied to the destination; the row's producer chain (rotation
+// reading a partner element, then rounding to f16) comes in with it.
+// CHECK-LABEL: hexir.executable @row_producer_dispatch_1
+// CHECK:         tensor.extract
+// CHECK:         arith.truncf
+// CHECK:         tensor.insert_slice %{{.+}} into %arg{{[0-9]+}}[
+// CHECK-LABEL: func.func @row_producer(
+// CHECK:         scf.for
+// CHECK-NOT:       hexir.dispatch
+// CHECK:           hexir.dispatch @row_producer_dispatch_1({{.+}}) {hexir.tied_operands = array<i64: 1>}
+// CHECK-NEXT:      scf.yield
+func.func @row_producer(%row: tensor<1x4xf32>, %n: index) -> tensor<8x4xf16> {
+  %z = arith.constant 0.0 : f16
+  %e = tensor.empty() : tensor<8x4xf16>
+  %c = linalg.fill ins(%z : f16) outs(%e : tensor<8x4xf16>) -> tensor<8x4xf16>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %c) -> (tensor<8x4xf16>) {
+    %e1 = tensor.empty() : tensor<1x4xf32>
+    %rot = linalg.generic {indexing_maps = [affine_map<(a, b) -> (a, b)>, affine_map<(a, b) -> (a, b)>], iterator_types = ["parallel", "parallel"]} ins(%row : tensor<1x4xf32>) outs(%e1 : tensor<1x4xf32>) {
+    ^bb0(%x: f32, %o: f32):
+      %a = linalg.index 0 : index
+      %b = linalg.index 1 : index
+      %one = arith.constant 1 : index
+      %pb = arith.xori %b, %one : index
+      %y = tensor.extract %row[%a, %pb] : tensor<1x4xf32>
+      %s = arith.subf %x, %y : f32
+      linalg.yield %s : f32
+    } -> tensor<1x4xf32>
+    %e2 = tensor.empty() : tensor<1x4xf16>
+    %h = linalg.generic {indexing_maps = [affine_map<(a, b) -> (a, b)>, affine_map<(a, b) -> (a, b)>], iterator_types = ["parallel", "parallel"]} ins(%rot : tensor<1x4xf32>) outs(%e2 : tensor<1x4xf16>) {
+    ^bb0(%x: f32, %o: f16):
+      %t = arith.truncf %x : f32 to f16
+      linalg.yield %t : f16
+    } -> tensor<1x4xf16>
+    %u = tensor.insert_slice %h into %acc[%i, 0] [1, 4] [1, 1] : tensor<1x4xf16> into tensor<8x4xf16>
+    scf.yield %u : tensor<8x4xf16>
+  }
+  return %r : tensor<8x4xf16>
+}
+
+// -----
+
+// A row that something else reads too keeps its own dispatch; the update copies it in.
+// CHECK-LABEL: func.func @row_read_twice(
+// CHECK:         scf.for
+// CHECK:           hexir.dispatch @row_read_twice_dispatch_
+// CHECK:           hexir.dispatch @row_read_twice_dispatch_{{.+}} {hexir.tied_operands = array<i64: 1>}
+func.func @row_read_twice(%row: tensor<1x4xf32>, %n: index) -> (tensor<8x4xf32>, tensor<1x4xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x4xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %c, %last = %row) -> (tensor<8x4xf32>, tensor<1x4xf32>) {
+    %e1 = tensor.empty() : tensor<1x4xf32>
+    %neg = linalg.generic {indexing_maps = [affine_map<(a, b) -> (a, b)>, affine_map<(a, b) -> (a, b)>], iterator_types = ["parallel", "parallel"]} ins(%row : tensor<1x4xf32>) outs(%e1 : tensor<1x4xf32>) {
+    ^bb0(%x: f32, %o: f32):
+      %s = arith.negf %x : f32
+      linalg.yield %s : f32
+    } -> tensor<1x4xf32>
+    %u = tensor.insert_slice %neg into %acc[%i, 0] [1, 4] [1, 1] : tensor<1x4xf32> into tensor<8x4xf32>
+    scf.yield %u, %neg : tensor<8x4xf32>, tensor<1x4xf32>
+  }
+  return %r#0, %r#1 : tensor<8x4xf32>, tensor<1x4xf32>
+}
