@@ -4,8 +4,12 @@
 # (symlinks resolved) into .out/gpu/, and precompiles the end-to-end modules for --target=cuda
 # by running the e2e tests here with HEXIR_SAVE_MODULES_DIR. Then run, on the GPU machine:
 #   bash tools/gpu/run.sh          (with .out carried)
+# --tests-only: the test binaries, their modules and the HAL benchmarks only (what
+# `run.sh --part=tests` runs); skips the bench suite and the LLM benchmarks' modules.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+TESTS_ONLY=0
+case "${1:-}" in --tests-only) TESTS_ONLY=1 ;; "") ;; *) echo "usage: pack.sh [--tests-only]"; exit 2 ;; esac
 TESTS=(
   //hal/drivers/cuda:cuda_device_test
   //hal/drivers/cuda:cuda_transfer_queue_test
@@ -94,9 +98,10 @@ for t in //tests/e2e:models_test //tests/e2e:compiled_calls_test //tests/e2e:com
 done
 HEXIR_SHARED_DIR="$shared" bash tests/llm/precompile.sh .out/gpu/modules cuda >/dev/null
 
+bash bench/schedule_waves/run.sh --device=cuda --compile-only --out=.out/gpu/schedule_waves
+if [ "$TESTS_ONLY" -eq 0 ]; then
 # ---- bench/ suite at full size, compiled here, run there by run.sh ----
 bash bench/run.sh --device=cuda --compile-only --out=.out/gpu/bench >/dev/null
-bash bench/schedule_waves/run.sh --device=cuda --compile-only --out=.out/gpu/schedule_waves
 
 # ---- host loop vs Lua 5.4 and hand-written bytecode (bench/vm_loop; run.sh runs the modules) ----
 bazel build --jobs=2 //bench:vm_loop_modules //tools/hexir-compile
@@ -111,6 +116,7 @@ cp -L bazel-bin/tools/hexir-generate/hexir-generate .out/gpu/bin/
 HEXIR_SHARED_DIR="$shared" bash tests/llm/gpu_decode_bench.sh --pack .out/gpu/llm-bench
 # ---- startup benchmark: TinyLlama-shaped f16, process start -> first token (run.sh) ----
 bash tests/llm/gpu_startup_bench.sh --pack .out/gpu/llm-bench
+fi
 
 du -sh .out/gpu
 # The bundle passed the device tool's 64 MiB carry limit: it travels as one xz tarball.
