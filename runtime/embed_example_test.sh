@@ -21,9 +21,12 @@ cp runtime/libhexir_runtime.so "$prefix/lib/"
 cp runtime/examples/embed_example.c "$tmp/build/"
 # A sanitizer build of the library (bazel test --config=asan|ubsan) needs its runtime in the
 # program too: build the example with the same sanitizer.
+# (ldd's output is read whole first: `ldd | grep -q` under pipefail fails when grep exits
+# before ldd has written everything, which left the sanitizer out at random.)
 sanitize=""
-ldd runtime/libhexir_runtime.so | grep -q libasan && sanitize="$sanitize -fsanitize=address"
-ldd runtime/libhexir_runtime.so | grep -q libubsan && sanitize="$sanitize -fsanitize=undefined"
+needed=$(ldd runtime/libhexir_runtime.so)
+[[ "$needed" == *libasan* ]] && sanitize="$sanitize -fsanitize=address"
+[[ "$needed" == *libubsan* ]] && sanitize="$sanitize -fsanitize=undefined"
 (cd "$tmp/build" && cc -std=c99 -Wall -Wextra -Werror -pedantic $sanitize -I"$prefix/include" \
    embed_example.c -L"$prefix/lib" -lhexir_runtime -Wl,-rpath,"$prefix/lib" -o embed_example)
 out=$("$tmp/build/embed_example" "$tmp/add.vmfb" cpu:inline)
