@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "hal/api.h"
+#include "hal/drivers/cpu/testing/test_device.h"
 
 namespace hexir::hal {
 namespace {
@@ -9,14 +10,8 @@ namespace {
 constexpr int32_t kF32 = static_cast<int32_t>(ElementType::kF32);
 constexpr int32_t kI8 = static_cast<int32_t>(ElementType::kI8);
 
-vm::Ref<Device> Cpu() {
-  auto d = CreateDevice("cpu", {});
-  REQUIRE(d.ok());
-  return *d;
-}
-
 TEST_CASE("buffer view: accessors, byte size and shape string") {
-  auto dev = Cpu();
+  auto dev = testing::CpuDevice();
   auto buf = dev->AllocateBuffer(24);
   REQUIRE(buf.ok());
   auto view = BufferView::Create(*buf, kF32, {2, 3});
@@ -36,7 +31,7 @@ TEST_CASE("buffer view: accessors, byte size and shape string") {
 }
 
 TEST_CASE("buffer view: a buffer too small, negative dims and unknown types are rejected") {
-  auto dev = Cpu();
+  auto dev = testing::CpuDevice();
   auto buf = dev->AllocateBuffer(20);
   REQUIRE(buf.ok());
   auto small = BufferView::Create(*buf, kF32, {2, 3});
@@ -52,7 +47,7 @@ TEST_CASE("buffer view: a buffer too small, negative dims and unknown types are 
 }
 
 TEST_CASE("host io: round trip and byte-size mismatch") {
-  auto dev = Cpu();
+  auto dev = testing::CpuDevice();
   const float data[6] = {1, 2, 3, 4, 5, 6};
   std::vector<int64_t> dims = {2, 3};
   auto bad = BufferViewFromHost(*dev, kF32, dims, data, 20);
@@ -74,7 +69,7 @@ TEST_CASE("host io: round trip and byte-size mismatch") {
 }
 
 TEST_CASE("buffers: 64-byte aligned, zeroed, counted while alive") {
-  auto dev = Cpu();
+  auto dev = testing::CpuDevice();
   DeviceStats before = dev->stats();
   {
     auto a = dev->AllocateBuffer(100);
@@ -95,7 +90,7 @@ TEST_CASE("buffers: 64-byte aligned, zeroed, counted while alive") {
 }
 
 TEST_CASE("host io: read and write ranges are checked") {
-  auto dev = Cpu();
+  auto dev = testing::CpuDevice();
   auto buf = dev->AllocateBuffer(16);
   REQUIRE(buf.ok());
   uint8_t bytes[32] = {};

@@ -2,24 +2,11 @@
 #include <cstring>
 
 #include "hal/api.h"
+#include "hal/drivers/cpu/testing/test_device.h"
 #include "hal/drivers/cpu/testing/test_kernels.h"
 
 namespace hexir::hal {
 namespace {
-
-vm::Ref<Device> Cpu() {
-  DeviceOptions o;
-  o.cpu_worker_count = 1;
-  auto d = CreateDevice("cpu", o);
-  REQUIRE(d.ok());
-  return *d;
-}
-
-vm::Ref<Buffer> Buf(Device& d, uint64_t n) {
-  auto b = d.AllocateBuffer(n);
-  REQUIRE(b.ok());
-  return *b;
-}
 
 vm::Ref<CommandBuffer> NewCb(Device& d) {
   auto cb = d.CreateCommandBuffer();
@@ -28,8 +15,8 @@ vm::Ref<CommandBuffer> NewCb(Device& d) {
 }
 
 TEST_CASE("command buffer: copy and fill ranges are checked at record time") {
-  auto dev = Cpu();
-  auto a = Buf(*dev, 64), b = Buf(*dev, 32);
+  auto dev = testing::CpuDevice(1);
+  auto a = testing::DeviceBuffer(*dev, 64), b = testing::DeviceBuffer(*dev, 32);
   auto cb = NewCb(*dev);
   Status s = cb->CopyBuffer(a, 0, b, 16, 32);
   REQUIRE(s.code() == StatusCode::kOutOfRange);
@@ -48,8 +35,8 @@ TEST_CASE("command buffer: copy and fill ranges are checked at record time") {
 }
 
 TEST_CASE("command buffer: copies and fills execute like memcpy/memset") {
-  auto dev = Cpu();
-  auto a = Buf(*dev, 64), b = Buf(*dev, 64);
+  auto dev = testing::CpuDevice(1);
+  auto a = testing::DeviceBuffer(*dev, 64), b = testing::DeviceBuffer(*dev, 64);
   for (int i = 0; i < 64; ++i) a->host_data()[i] = static_cast<uint8_t>(i);
   auto cb = NewCb(*dev);
   REQUIRE(cb->CopyBuffer(a, 8, b, 0, 16).ok());
@@ -67,8 +54,8 @@ TEST_CASE("command buffer: copies and fills execute like memcpy/memset") {
 }
 
 TEST_CASE("command buffer: recorded once, submitted many times") {
-  auto dev = Cpu();
-  auto a = Buf(*dev, 64), b = Buf(*dev, 64);
+  auto dev = testing::CpuDevice(1);
+  auto a = testing::DeviceBuffer(*dev, 64), b = testing::DeviceBuffer(*dev, 64);
   auto cb = NewCb(*dev);
   REQUIRE(cb->CopyBuffer(a, 0, b, 0, 4).ok());
   REQUIRE(cb->Finalize().ok());
@@ -89,8 +76,8 @@ TEST_CASE("command buffer: recorded once, submitted many times") {
 }
 
 TEST_CASE("command buffer: barriers are counted once, when the recording is finalized") {
-  auto dev = Cpu();
-  auto a = Buf(*dev, 64), b = Buf(*dev, 64);
+  auto dev = testing::CpuDevice(1);
+  auto a = testing::DeviceBuffer(*dev, 64), b = testing::DeviceBuffer(*dev, 64);
   auto cb = NewCb(*dev);
   REQUIRE(cb->CopyBuffer(a, 0, b, 0, 4).ok());
   REQUIRE(cb->Barrier().ok());
@@ -106,8 +93,8 @@ TEST_CASE("command buffer: barriers are counted once, when the recording is fina
 }
 
 TEST_CASE("command buffer: misuse is reported") {
-  auto dev = Cpu();
-  auto a = Buf(*dev, 64);
+  auto dev = testing::CpuDevice(1);
+  auto a = testing::DeviceBuffer(*dev, 64);
   auto cb = NewCb(*dev);
   REQUIRE(cb->FillBuffer(a, 0, 4, 1, 4).ok());
   Status s = dev->QueueExecute({}, cb, {});
@@ -129,9 +116,9 @@ TEST_CASE("command buffer: misuse is reported") {
 }
 
 TEST_CASE("command buffer: indirect dispatch recording") {
-  auto dev = Cpu();
+  auto dev = testing::CpuDevice(1);
   auto exe = *dev->CreateExecutable(cpu::testing::TestKernelView({"add_f32"}));
-  auto counts = Buf(*dev, 64);
+  auto counts = testing::DeviceBuffer(*dev, 64);
   auto cb = NewCb(*dev);
   BufferRef slot = BufferRef::Slot(4);
   slot.offset = 8;

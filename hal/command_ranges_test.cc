@@ -5,24 +5,11 @@
 #include <catch2/catch.hpp>
 
 #include "hal/api.h"
+#include "hal/drivers/cpu/testing/test_device.h"
 #include "hal/drivers/cpu/testing/test_kernels.h"
 
 namespace hexir::hal {
 namespace {
-
-vm::Ref<Device> Cpu() {
-  DeviceOptions o;
-  o.cpu_worker_count = 1;
-  auto d = CreateDevice("cpu", o);
-  REQUIRE(d.ok());
-  return *d;
-}
-
-vm::Ref<Buffer> Buf(Device& d, uint64_t n) {
-  auto b = d.AllocateBuffer(n);
-  REQUIRE(b.ok());
-  return *b;
-}
 
 ByteRange Whole(const vm::Ref<Buffer>& b) { return ByteRange::Of(b->device_address(), b->byte_size()); }
 
@@ -46,8 +33,8 @@ CommandRanges AddRanges(Device& d, const vm::Ref<Buffer>& a, const vm::Ref<Buffe
 }
 
 TEST_CASE("command ranges: a dispatch reads and writes what its executable says") {
-  auto dev = Cpu();
-  auto a = Buf(*dev, 64), b = Buf(*dev, 64), out = Buf(*dev, 64);
+  auto dev = testing::CpuDevice(1);
+  auto a = testing::DeviceBuffer(*dev, 64), b = testing::DeviceBuffer(*dev, 64), out = testing::DeviceBuffer(*dev, 64);
   CommandRanges r = AddRanges(*dev, a, b, out, {uint64_t{1} << 2});
   REQUIRE(r.reads.size() == 2);
   CHECK(r.reads[0].begin == Whole(a).begin);
@@ -63,8 +50,8 @@ TEST_CASE("command ranges: a dispatch reads and writes what its executable says"
 }
 
 TEST_CASE("command ranges: which commands depend on a collective in flight") {
-  auto dev = Cpu();
-  auto x = Buf(*dev, 64), s = Buf(*dev, 64), y = Buf(*dev, 64), z = Buf(*dev, 64);
+  auto dev = testing::CpuDevice(1);
+  auto x = testing::DeviceBuffer(*dev, 64), s = testing::DeviceBuffer(*dev, 64), y = testing::DeviceBuffer(*dev, 64), z = testing::DeviceBuffer(*dev, 64);
   const ByteRange send = Whole(x), recv = Whole(s);
   // add(x, y) -> z reads the collective's input: no dependence (the chunked row-parallel
   // matmul's overlap); add(s, y) -> z reads its result; add(y, z) -> x overwrites its input.

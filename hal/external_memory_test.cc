@@ -7,18 +7,13 @@
 #include <vector>
 
 #include "hal/api.h"
+#include "hal/drivers/cpu/testing/test_device.h"
 
 namespace hexir::hal {
 namespace {
 
-vm::Ref<Device> Cpu() {
-  auto d = CreateDevice("cpu");
-  REQUIRE(d.ok());
-  return *d;
-}
-
 TEST_CASE("wrapped host memory is the buffer itself and is not counted as the device's") {
-  vm::Ref<Device> device = Cpu();
+  vm::Ref<Device> device = testing::CpuDevice();
   std::vector<float> owned = {1, 2, 3, 4};
   int releases = 0;
   const uint64_t live_before = device->stats().buffers_live;
@@ -36,7 +31,7 @@ TEST_CASE("wrapped host memory is the buffer itself and is not counted as the de
 }
 
 TEST_CASE("the owner of wrapped memory is released after the queued work that writes it") {
-  vm::Ref<Device> device = Cpu();
+  vm::Ref<Device> device = testing::CpuDevice();
   std::vector<float> owned(4, 0.0f);
   const std::vector<float> source_data = {5, 6, 7, 8};
   int releases = 0;
@@ -91,7 +86,7 @@ TEST_CASE("a device without host memory refuses to wrap memory it did not alloca
 }
 
 TEST_CASE("host memory at address 0 is refused") {
-  vm::Ref<Device> device = Cpu();
+  vm::Ref<Device> device = testing::CpuDevice();
   auto buffer = device->WrapExternalMemory(0, 16, nullptr);
   REQUIRE_FALSE(buffer.ok());
   CHECK(buffer.status().message() == "external memory of 16 bytes at address 0 for device 'cpu'");

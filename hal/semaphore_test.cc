@@ -5,19 +5,12 @@
 #include <thread>
 
 #include "hal/api.h"
+#include "hal/drivers/cpu/testing/test_device.h"
 
 namespace hexir::hal {
 namespace {
 
 using namespace std::chrono_literals;
-
-vm::Ref<Device> Cpu(bool inl = false) {
-  DeviceOptions o;
-  o.cpu_inline = inl;
-  auto d = CreateDevice("cpu", o);
-  REQUIRE(d.ok());
-  return *d;
-}
 
 vm::Ref<Semaphore> Sem(Device& d, uint64_t v) {
   auto s = d.CreateSemaphore(v);
@@ -32,7 +25,7 @@ uint64_t Value(Semaphore& s) {
 }
 
 TEST_CASE("semaphore: signal moves forward only") {
-  auto dev = Cpu();
+  auto dev = testing::CpuDevice();
   auto s = Sem(*dev, 3);
   REQUIRE(Value(*s) == 3);
   REQUIRE(s->Signal(5).ok());
@@ -44,7 +37,7 @@ TEST_CASE("semaphore: signal moves forward only") {
 }
 
 TEST_CASE("semaphore: waits time out with DeadlineExceeded and count as host waits") {
-  auto dev = Cpu();
+  auto dev = testing::CpuDevice();
   auto s = Sem(*dev, 0);
   uint64_t waits = dev->stats().host_waits;
   REQUIRE(s->Wait(0, 0ns).ok());
@@ -59,7 +52,7 @@ TEST_CASE("semaphore: waits time out with DeadlineExceeded and count as host wai
 }
 
 TEST_CASE("semaphore: a waiter wakes when another thread signals") {
-  auto dev = Cpu();
+  auto dev = testing::CpuDevice();
   auto s = Sem(*dev, 0);
   std::thread t([&] {
     std::this_thread::sleep_for(20ms);
@@ -73,7 +66,7 @@ TEST_CASE("semaphore: a waiter wakes when another thread signals") {
 }
 
 TEST_CASE("semaphore: failure reaches every waiter and sticks") {
-  auto dev = Cpu();
+  auto dev = testing::CpuDevice();
   auto s = Sem(*dev, 0);
   std::thread t([&] {
     std::this_thread::sleep_for(20ms);
@@ -105,7 +98,7 @@ uint32_t Word(Buffer& b) {
 }
 
 TEST_CASE("SignalOrFail signals every semaphore, or fails them all with the submission's error") {
-  auto dev = Cpu();
+  auto dev = testing::CpuDevice();
   auto a = Sem(*dev, 0), b = Sem(*dev, 7);
   // b cannot go back to 2: it fails with that reason, which is returned; a is still signalled.
   Status st = SignalOrFail({{a, 4}, {b, 2}}, Status::Ok());
@@ -123,7 +116,7 @@ TEST_CASE("SignalOrFail signals every semaphore, or fails them all with the subm
 }
 
 TEST_CASE("queue: submissions wait for their semaphores and run in submission order") {
-  auto dev = Cpu();
+  auto dev = testing::CpuDevice();
   auto buf = *dev->AllocateBuffer(4);
   auto gate = Sem(*dev, 0);
   auto done = Sem(*dev, 0);
@@ -141,7 +134,7 @@ TEST_CASE("queue: submissions wait for their semaphores and run in submission or
 }
 
 TEST_CASE("queue: a failed wait semaphore propagates to the signal semaphores") {
-  auto dev = Cpu();
+  auto dev = testing::CpuDevice();
   auto buf = *dev->AllocateBuffer(4);
   auto gate = Sem(*dev, 0);
   auto done = Sem(*dev, 0);
@@ -155,7 +148,7 @@ TEST_CASE("queue: a failed wait semaphore propagates to the signal semaphores") 
 }
 
 TEST_CASE("queue: a failed submission without signal semaphores is reported by WaitIdle once") {
-  auto dev = Cpu();
+  auto dev = testing::CpuDevice();
   auto buf = *dev->AllocateBuffer(4);
   auto gate = Sem(*dev, 0);
   REQUIRE(dev->QueueExecute({{gate, 1}}, FillCb(*dev, buf, 5), {}).ok());
@@ -167,7 +160,7 @@ TEST_CASE("queue: a failed submission without signal semaphores is reported by W
 }
 
 TEST_CASE("queue: WaitIdle times out while a submission is blocked") {
-  auto dev = Cpu();
+  auto dev = testing::CpuDevice();
   auto buf = *dev->AllocateBuffer(4);
   auto gate = Sem(*dev, 0);
   REQUIRE(dev->QueueExecute({{gate, 1}}, FillCb(*dev, buf, 5), {}).ok());
@@ -185,7 +178,7 @@ TEST_CASE("queue: destroying a device aborts a submission blocked on a semaphore
   auto gate_holder = vm::Ref<Semaphore>();
   auto done_holder = vm::Ref<Semaphore>();
   {
-    auto dev = Cpu();
+    auto dev = testing::CpuDevice();
     auto buf = *dev->AllocateBuffer(4);
     gate_holder = Sem(*dev, 0);
     done_holder = Sem(*dev, 0);
@@ -197,7 +190,7 @@ TEST_CASE("queue: destroying a device aborts a submission blocked on a semaphore
 }
 
 TEST_CASE("queue (inline): executes at submission; unsatisfied waits are an error") {
-  auto dev = Cpu(/*inline=*/true);
+  auto dev = testing::CpuDevice(-1, /*inline_execution=*/true);
   auto buf = *dev->AllocateBuffer(4);
   auto gate = Sem(*dev, 0);
   auto done = Sem(*dev, 0);
@@ -245,7 +238,7 @@ TEST_CASE("WaitSemaphores: all / any, deadlines, failures") {
 }
 
 TEST_CASE("semaphore wait: the spin before sleeping is bounded and sees signals and failures") {
-  auto dev = Cpu();
+  auto dev = testing::CpuDevice();
   // A timeout shorter than the spin still times out, after about the timeout: the fastest of
   // five waits (one preempted wait on a loaded machine can take a whole time slice).
   auto s = Sem(*dev, 0);

@@ -12,29 +12,15 @@
 #include "hal/api.h"
 #include "hal/channel.h"
 #include "hal/drivers/cpu/testing/test_kernels.h"
+#include "hal/drivers/cpu/testing/test_device.h"
 #include "hal/element_type.h"
 
 namespace hexir::hal {
 namespace {
 
-vm::Ref<Device> Cpu(int32_t workers) {
-  DeviceOptions o;
-  o.cpu_worker_count = workers;
-  auto d = CreateDevice("cpu", o);
-  REQUIRE(d.ok());
-  return *d;
-}
-
-vm::Ref<Buffer> Buf(Device& d, const std::vector<int32_t>& values) {
-  auto b = d.AllocateBuffer(values.size() * 4);
-  REQUIRE(b.ok());
-  REQUIRE(d.WriteBuffer(**b, 0, values.data(), values.size() * 4).ok());
-  return *b;
-}
-
 TEST_CASE("a dispatch in the wave of an all_reduce runs while the all_reduce waits for its peer") {
   setenv("HEXIR_COLLECTIVE_TIMEOUT", "60", 1);
-  std::vector<vm::Ref<Device>> devices = {Cpu(2), Cpu(2)};
+  std::vector<vm::Ref<Device>> devices = {testing::CpuDevice(2), testing::CpuDevice(2)};
   auto channels = devices[0]->CreateGroupChannels({devices[0].get(), devices[1].get()});
   INFO(channels.status().ToString());
   REQUIRE(channels.ok());
@@ -44,8 +30,8 @@ TEST_CASE("a dispatch in the wave of an all_reduce runs while the all_reduce wai
   std::vector<vm::Ref<Buffer>> sends, recvs;
   std::vector<vm::Ref<CommandBuffer>> cbs;
   for (int32_t r = 0; r < 2; ++r) {
-    sends.push_back(Buf(*devices[r], {r + 1, 10 * (r + 1)}));
-    recvs.push_back(Buf(*devices[r], {0, 0}));
+    sends.push_back(testing::DeviceBuffer<int32_t>(*devices[r], {r + 1, 10 * (r + 1)}));
+    recvs.push_back(testing::DeviceBuffer<int32_t>(*devices[r], {0, 0}));
     auto cb = devices[r]->CreateCommandBuffer();
     REQUIRE(cb.ok());
     REQUIRE((*cb)->Collective((*channels)[r], CollectiveKind::kAllReduce, ReductionOp::kSum, kI32, 2, 0,
@@ -53,7 +39,7 @@ TEST_CASE("a dispatch in the wave of an all_reduce runs while the all_reduce wai
     cbs.push_back(*cb);
   }
   // Rank 0's wave: the all_reduce, then (no barrier) marker = marker * 1 + 42.
-  vm::Ref<Buffer> marker = Buf(*devices[0], {0});
+  vm::Ref<Buffer> marker = testing::DeviceBuffer<int32_t>(*devices[0], {0});
   REQUIRE(cbs[0]->Dispatch(*exe, 0, {1, 1, 1}, {BufferRef::Whole(marker)}, {1, 1, 42}).ok());
   for (auto& cb : cbs) REQUIRE(cb->Finalize().ok());
   std::vector<vm::Ref<Semaphore>> done = {*devices[0]->CreateSemaphore(0), *devices[1]->CreateSemaphore(0)};
@@ -98,18 +84,18 @@ int32_t AwaitValue(Device& device, Buffer& marker, int32_t value) {
 // the last dispatch must see the sum (103, 130), not run before the all_reduce wrote it.
 void CheckOnlyDependentCommandsWait(int32_t workers) {
   setenv("HEXIR_COLLECTIVE_TIMEOUT", "60", 1);
-  std::vector<vm::Ref<Device>> devices = {Cpu(workers), Cpu(workers)};
+  std::vector<vm::Ref<Device>> devices = {testing::CpuDevice(workers), testing::CpuDevice(workers)};
   auto channels = devices[0]->CreateGroupChannels({devices[0].get(), devices[1].get()});
   REQUIRE(channels.ok());
   const int32_t kI32 = static_cast<int32_t>(ElementType::kI32);
   std::vector<vm::Ref<Buffer>> sends, recvs;
   std::vector<vm::Ref<CommandBuffer>> cbs;
-  vm::Ref<Buffer> marker = Buf(*devices[0], {0});
+  vm::Ref<Buffer> marker = testing::DeviceBuffer<int32_t>(*devices[0], {0});
   for (int32_t r = 0; r < 2; ++r) {
     auto exe = devices[r]->CreateExecutable(cpu::testing::TestKernelView({"affine_i32"}));
     REQUIRE(exe.ok());
-    sends.push_back(Buf(*devices[r], {r + 1, 10 * (r + 1)}));
-    recvs.push_back(Buf(*devices[r], {0, 0}));
+    sends.push_back(testing::DeviceBuffer<int32_t>(*devices[r], {r + 1, 10 * (r + 1)}));
+    recvs.push_back(testing::DeviceBuffer<int32_t>(*devices[r], {0, 0}));
     auto cb = *devices[r]->CreateCommandBuffer();
     REQUIRE(cb->Collective((*channels)[r], CollectiveKind::kAllReduce, ReductionOp::kSum, kI32, 2, 0,
                            BufferRef::Whole(sends[r]), BufferRef::Whole(recvs[r])).ok());
@@ -147,7 +133,7 @@ TEST_CASE("a dispatch after a barrier runs while an all_reduce it does not touch
 // collective only reads too). It must run before rank 1 joins; the sums are still right.
 void CheckReadOfTheInputDoesNotWait(int32_t workers) {
   setenv("HEXIR_COLLECTIVE_TIMEOUT", "60", 1);
-  std::vector<vm::Ref<Device>> devices = {Cpu(workers), Cpu(workers)};
+  std::vector<vm::Ref<Device>> devices = {testing::CpuDevice(workers), testing::CpuDevice(workers)};
   auto channels = devices[0]->CreateGroupChannels({devices[0].get(), devices[1].get()});
   REQUIRE(channels.ok());
   const int32_t kF32 = static_cast<int32_t>(ElementType::kF32);
@@ -214,7 +200,7 @@ TEST_CASE("a dispatch after a barrier that only reads an all_reduce's input runs
 // broadcast from rank 1, then an all_reduce of what it delivered), with a dispatch beside them.
 TEST_CASE("collectives sharing a wave run in recording order beside its dispatch") {
   setenv("HEXIR_COLLECTIVE_TIMEOUT", "60", 1);
-  std::vector<vm::Ref<Device>> devices = {Cpu(2), Cpu(2)};
+  std::vector<vm::Ref<Device>> devices = {testing::CpuDevice(2), testing::CpuDevice(2)};
   auto channels = devices[0]->CreateGroupChannels({devices[0].get(), devices[1].get()});
   REQUIRE(channels.ok());
   const int32_t kI32 = static_cast<int32_t>(ElementType::kI32);
@@ -223,10 +209,10 @@ TEST_CASE("collectives sharing a wave run in recording order beside its dispatch
   for (int32_t r = 0; r < 2; ++r) {
     auto exe = devices[r]->CreateExecutable(cpu::testing::TestKernelView({"affine_i32"}));
     REQUIRE(exe.ok());
-    values.push_back(Buf(*devices[r], {5 + r}));
-    delivered.push_back(Buf(*devices[r], {0}));
-    sums.push_back(Buf(*devices[r], {0}));
-    markers.push_back(Buf(*devices[r], {1}));
+    values.push_back(testing::DeviceBuffer<int32_t>(*devices[r], {5 + r}));
+    delivered.push_back(testing::DeviceBuffer<int32_t>(*devices[r], {0}));
+    sums.push_back(testing::DeviceBuffer<int32_t>(*devices[r], {0}));
+    markers.push_back(testing::DeviceBuffer<int32_t>(*devices[r], {1}));
     auto cb = *devices[r]->CreateCommandBuffer();
     REQUIRE(cb->Collective((*channels)[r], CollectiveKind::kBroadcast, ReductionOp::kSum, kI32, 1, 1,
                            BufferRef::Whole(values[r]), BufferRef::Whole(delivered[r])).ok());
