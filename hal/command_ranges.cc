@@ -1,5 +1,7 @@
 #include "hal/command_ranges.h"
 
+#include <algorithm>
+
 #include "hal/executable.h"
 
 namespace hexir::hal {
@@ -22,6 +24,31 @@ bool AnyOverlaps(const std::vector<ByteRange>& ranges, const ByteRange& r) {
   return false;
 }
 
+// A dispatch's bindings by its executable's written_bindings (slots' ranges from `slot_range`)
+// and its indirect count (read, from `count_range`).
+template <typename SlotRange, typename CountRange>
+void AppendDispatchRangesWith(const DispatchCommand& d, SlotRange slot_range,
+                              CountRange count_range, CommandRanges* out) {
+  for (size_t i = 0; i < d.bindings.size(); ++i) {
+    const BufferRef& b = d.bindings[i];
+    ByteRange range = b.is_slot() ? slot_range(b.slot)
+                                  : ByteRange::Of(b.buffer->device_address() + b.offset, b.length);
+    bool written = d.executable ? d.executable->MayWriteBinding(d.entry, i) : true;
+    (written ? out->writes : out->reads).push_back(range);
+  }
+  if (d.indirect) out->reads.push_back(count_range(d.workgroup_count_ref));
+}
+
+bool Conflict(const CommandRanges& a, const CommandRanges& b) {
+  for (const ByteRange& w : a.writes) {
+    if (AnyOverlaps(b.reads, w) || AnyOverlaps(b.writes, w)) return true;
+  }
+  for (const ByteRange& r : a.reads) {
+    if (AnyOverlaps(b.writes, r)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool DependsOnCollective(const CommandRanges& ranges, const ByteRange& send,
@@ -32,15 +59,25 @@ bool DependsOnCollective(const CommandRanges& ranges, const ByteRange& send,
 
 void AppendDispatchRanges(const DispatchCommand& d, const std::vector<BufferRef>& table,
                           CommandRanges* out) {
-  for (size_t i = 0; i < d.bindings.size(); ++i) {
-    const BufferRef& b = d.bindings[i];
-    // Dispatch slots bind the table entry as is (its offset and length).
-    const BufferRef& r = b.is_slot() ? table[b.slot] : b;
-    ByteRange range = ByteRange::Of(r.buffer->device_address() + r.offset, r.length);
-    bool written = d.executable ? d.executable->MayWriteBinding(d.entry, i) : true;
-    (written ? out->writes : out->reads).push_back(range);
-  }
-  if (d.indirect) out->reads.push_back(RefRange(d.workgroup_count_ref, table, kIndirectParamsSize));
+  // Dispatch slots bind the table entry as is (its offset and length).
+  AppendDispatchRangesWith(
+      d,
+      [&](uint32_t slot) {
+        const BufferRef& t = table[slot];
+        return ByteRange::Of(t.buffer->device_address() + t.offset, t.length);
+      },
+      [&](const BufferRef& count) { return RefRange(count, table, kIndirectParamsSize); }, out);
+}
+
+void AppendDispatchStandInRanges(const DispatchCommand& d, CommandRanges* out) {
+  AppendDispatchRangesWith(
+      d, SlotStandIn,
+      [](const BufferRef& count) {
+        return count.is_slot() ? SlotStandIn(count.slot)
+                               : ByteRange::Of(count.buffer->device_address() + count.offset,
+                                               kIndirectParamsSize);
+      },
+      out);
 }
 
 void AppendCommandRanges(const Command& c, const std::vector<BufferRef>& table,
@@ -55,6 +92,99 @@ void AppendCommandRanges(const Command& c, const std::vector<BufferRef>& table,
   } else if (std::holds_alternative<RepeatCommand>(c)) {
     out->AddEverything();
   }
+}
+
+ByteRange SlotStandIn(uint32_t slot) {
+  return ByteRange::Of(kStandInBase + uint64_t{slot} * kStandInSpan, kStandInSpan);
+}
+
+// Descending over the earlier commands, each one either already implied (an ancestor of a
+// command kept) or checked: the kept ones are then exactly the edges no path implies, since
+// an ancestor always has a lower index than its descendant. `ancestors` holds one bit row per
+// command: n^2 bits (a recording of 4096 commands: 2 MiB).
+std::vector<std::vector<uint32_t>> OrderCommands(const std::vector<OrderedCommand>& commands) {
+  const size_t n = commands.size(), words = (n + 63) / 64;
+  std::vector<std::vector<uint32_t>> deps(n);
+  std::vector<uint64_t> ancestors(n * words, 0);
+  size_t barrier = 0;          // commands below this index lie before the last barrier
+  size_t last_collective = n;  // none yet
+  for (size_t j = 0; j < n; ++j) {
+    const OrderedCommand& c = commands[j];
+    if (c.kind == OrderedCommand::kBarrier) {
+      barrier = j;
+      continue;
+    }
+    uint64_t* mine = &ancestors[j * words];
+    const bool collective = c.kind == OrderedCommand::kCollective;
+    for (size_t i = j; i-- > 0;) {
+      const OrderedCommand& e = commands[i];
+      if (e.kind == OrderedCommand::kBarrier || ((mine[i / 64] >> (i % 64)) & 1)) continue;
+      const bool ordered = i < barrier || collective || e.kind == OrderedCommand::kCollective;
+      const bool follows = (collective && i == last_collective) ||
+                           (ordered && Conflict(e.ranges, c.ranges));
+      if (!follows) continue;
+      deps[j].push_back(static_cast<uint32_t>(i));
+      mine[i / 64] |= uint64_t{1} << (i % 64);
+      const uint64_t* theirs = &ancestors[i * words];
+      for (size_t w = 0; w <= i / 64; ++w) mine[w] |= theirs[w];
+    }
+    std::reverse(deps[j].begin(), deps[j].end());
+    if (collective) last_collective = j;
+  }
+  return deps;
+}
+
+void StandInUses::Add(const CommandRanges& ranges) {
+  for (bool written : {false, true}) {
+    for (const ByteRange& r : written ? ranges.writes : ranges.reads) {
+      if (r.begin >= kStandInBase) {
+        const uint32_t slot = static_cast<uint32_t>((r.begin - kStandInBase) / kStandInSpan);
+        auto it = std::find_if(slots.begin(), slots.end(),
+                               [&](const std::pair<uint32_t, bool>& s) { return s.first == slot; });
+        if (it == slots.end()) {
+          slots.push_back({slot, written});
+        } else {
+          it->second |= written;
+        }
+      } else if (r.end <= kStandInBase) {
+        (written ? direct.writes : direct.reads).push_back(r);
+      }  // else: spans the stand-ins (everything): ordered against all, no assumption
+    }
+  }
+}
+
+// One sweep in address order: a range overlaps an earlier-starting one exactly when it starts
+// before that one's end, so the largest end seen so far per kind (slot or direct, any or
+// written) answers for every earlier range at once. Direct ranges against each other are
+// real addresses: never an assumption.
+bool StandInsAlias(const StandInUses& uses, const std::vector<ByteRange>& slot_ranges) {
+  struct Item {
+    ByteRange range;
+    bool written, slot;
+  };
+  thread_local std::vector<Item> items;
+  items.clear();
+  for (const auto& [slot, written] : uses.slots) {
+    if (slot < slot_ranges.size()) items.push_back({slot_ranges[slot], written, true});
+  }
+  if (items.empty()) return false;
+  for (const ByteRange& r : uses.direct.reads) items.push_back({r, false, false});
+  for (const ByteRange& r : uses.direct.writes) items.push_back({r, true, false});
+  std::sort(items.begin(), items.end(),
+            [](const Item& a, const Item& b) { return a.range.begin < b.range.begin; });
+  uint64_t any_end[2] = {0, 0}, written_end[2] = {0, 0};  // [0] direct, [1] slots
+  for (const Item& x : items) {
+    if (x.range.begin >= x.range.end) continue;
+    for (int kind : {0, 1}) {
+      if (kind == 0 && !x.slot) continue;  // direct against direct
+      if ((x.written && x.range.begin < any_end[kind]) || x.range.begin < written_end[kind])
+        return true;
+    }
+    const int kind = x.slot ? 1 : 0;
+    any_end[kind] = std::max(any_end[kind], x.range.end);
+    if (x.written) written_end[kind] = std::max(written_end[kind], x.range.end);
+  }
+  return false;
 }
 
 }  // namespace hexir::hal

@@ -9,9 +9,17 @@
 // the send range is no dependence: that is the overlap of a chunked row-parallel matmul, and of
 // a copy or dispatch that reads a collective's input (Executable::written_bindings says which
 // bindings a dispatch writes; without that table every binding counts as written).
+//
+// The same ranges order the commands of a recorded graph (OrderCommands): a command follows an
+// earlier one only when one writes what the other reads or writes, instead of following every
+// command before the last barrier. A graph is built before its binding table is known, so each
+// slot stands for a range of its own (SlotStandIn), distinct from every other slot and every
+// device address; whether a submission's table keeps that promise is checked when it is
+// submitted (StandInsAlias).
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "hal/command_buffer.h"
@@ -54,5 +62,48 @@ void AppendDispatchRanges(const DispatchCommand& d, const std::vector<BufferRef>
 // nothing.
 void AppendCommandRanges(const Command& c, const std::vector<BufferRef>& table,
                          CommandRanges* out);
+
+// ---- ordering a recording by its ranges ------------------------------------------------------
+
+// Binding-table slot `slot` as a range of its own: [kStandInBase + slot * kStandInSpan, +
+// kStandInSpan), above every device and host address (those lie below 2^57).
+inline constexpr uint64_t kStandInBase = uint64_t{1} << 62;
+inline constexpr uint64_t kStandInSpan = uint64_t{1} << 36;
+ByteRange SlotStandIn(uint32_t slot);
+
+// AppendDispatchRanges before the table is known: each slot binding (and a count in a slot) as
+// the slot's whole stand-in, direct buffers as their addresses.
+void AppendDispatchStandInRanges(const DispatchCommand& d, CommandRanges* out);
+
+// One recorded command as OrderCommands sees it.
+struct OrderedCommand {
+  enum Kind : uint8_t { kCommand, kBarrier, kCollective };
+  Kind kind = kCommand;
+  CommandRanges ranges;  // what it reads and writes (slots as stand-ins)
+};
+
+// Per command, the earlier commands it follows (ascending indices; none for a barrier): i < j
+// when their ranges conflict (one writes what the other reads or writes) and a barrier lies
+// between them or either is a collective (a collective is ordered by its ranges alone, in both
+// directions: hal/channel.h), and each collective after the previous one (they run in
+// recording order on every rank). Commands between two barriers stay unordered otherwise.
+// Edges implied by the others (a path through another command) are left out.
+std::vector<std::vector<uint32_t>> OrderCommands(const std::vector<OrderedCommand>& commands);
+
+// What an order computed over stand-ins assumed apart: the slots used (each once, with
+// whether any command writes it) and the direct ranges read and written.
+struct StandInUses {
+  std::vector<std::pair<uint32_t, bool>> slots;
+  CommandRanges direct;
+  // Adds the ranges of one command (a range over everything, which conflicts with all, is
+  // no assumption and is skipped).
+  void Add(const CommandRanges& ranges);
+};
+
+// True when, with slot s at `slot_ranges[s]` for this submission, a written slot overlaps
+// another used slot or a direct range, or a written direct range overlaps a used slot: two
+// commands the stand-ins kept apart may then touch the same memory, and an order computed over
+// them may miss a dependence. Empty ranges touch nothing.
+bool StandInsAlias(const StandInUses& uses, const std::vector<ByteRange>& slot_ranges);
 
 }  // namespace hexir::hal

@@ -88,5 +88,161 @@ TEST_CASE("command ranges: which commands depend on a collective in flight") {
   CHECK(DependsOnCollective(everything, send, recv));
 }
 
+// ---- ordering a recording by its ranges (OrderCommands, stand-ins) ---------------------------
+
+OrderedCommand Barrier() { return {OrderedCommand::kBarrier, {}}; }
+// A command reading `reads` and writing `writes`, each a 64-byte block at 64 * key.
+OrderedCommand Touch(std::vector<uint64_t> reads, std::vector<uint64_t> writes,
+                     OrderedCommand::Kind kind = OrderedCommand::kCommand) {
+  OrderedCommand c;
+  c.kind = kind;
+  for (uint64_t k : reads) c.ranges.reads.push_back(ByteRange::Of(64 * k, 64));
+  for (uint64_t k : writes) c.ranges.writes.push_back(ByteRange::Of(64 * k, 64));
+  return c;
+}
+
+size_t EdgeCount(const std::vector<std::vector<uint32_t>>& deps) {
+  size_t n = 0;
+  for (const auto& d : deps) n += d.size();
+  return n;
+}
+
+// bench/schedule_waves: 8 chains of 4 steps sharing a weight (key 0, read by all); chain c's
+// step s reads key in(c, s) and writes in(c, s + 1). `serial`: a barrier between every pair
+// of commands (--schedule=serial), else between the steps (waves).
+std::vector<OrderedCommand> Chains(bool serial) {
+  auto in = [](int c, int s) { return uint64_t(1 + 8 * s + c); };
+  std::vector<OrderedCommand> cmds;
+  for (int s = 0; s < 4; ++s) {
+    for (int c = 0; c < 8; ++c) {
+      if (!cmds.empty() && (serial || c == 0)) cmds.push_back(Barrier());
+      cmds.push_back(Touch({in(c, s), 0}, {in(c, s + 1)}));
+    }
+  }
+  return cmds;
+}
+
+TEST_CASE("ordering by ranges: independent chains stay separate branches, waves or serial") {
+  for (bool serial : {false, true}) {
+    INFO((serial ? "serial" : "waves"));
+    std::vector<OrderedCommand> cmds = Chains(serial);
+    auto deps = OrderCommands(cmds);
+    // One edge per step after the first (a barrier join: 3 x (8 + 8) edges and 3 join nodes).
+    CHECK(EdgeCount(deps) == 8 * 3);
+    // Each command follows its own chain's previous step, found by the key it reads.
+    for (size_t j = 0; j < cmds.size(); ++j) {
+      if (cmds[j].kind == OrderedCommand::kBarrier || deps[j].empty()) continue;
+      REQUIRE(deps[j].size() == 1);
+      CHECK(cmds[deps[j][0]].ranges.writes[0].begin == cmds[j].ranges.reads[0].begin);
+    }
+  }
+}
+
+TEST_CASE("ordering by ranges: read after write, write after read and after write; nothing "
+          "between two barriers") {
+  // 0 writes 1 | 2 reads 1, 3 writes 2 | 5 writes 1 (after the read: WAR), 6 reads 2 (RAW),
+  // 7 writes 9 (nothing in common).
+  auto deps = OrderCommands({Touch({}, {1}), Barrier(), Touch({1}, {}), Touch({}, {2}),
+                             Barrier(), Touch({}, {1}), Touch({2}, {}), Touch({}, {9})});
+  CHECK(deps[0].empty());
+  CHECK(deps[2] == std::vector<uint32_t>{0});
+  CHECK(deps[3].empty());
+  CHECK(deps[5] == std::vector<uint32_t>{2});  // 0 -> 2 -> 5: the write after write is implied
+  CHECK(deps[6] == std::vector<uint32_t>{3});
+  CHECK(deps[7].empty());
+  // Two writers of one key with no barrier between: the recorder said they may run together.
+  CHECK(EdgeCount(OrderCommands({Touch({}, {1}), Touch({}, {1}), Touch({1}, {})})) == 0);
+  // Partial overlap counts: [64, 128) against [96, 160).
+  OrderedCommand half = Touch({}, {});
+  half.ranges.reads.push_back({96, 160});
+  CHECK(OrderCommands({Touch({}, {1}), Barrier(), half})[2] == std::vector<uint32_t>{0});
+}
+
+TEST_CASE("ordering by ranges: edges a path implies are left out") {
+  // 0 -> 2 -> 4, and 4 also reads what 0 wrote: 4 follows 2 only. 6 reads all three writes.
+  auto deps = OrderCommands({Touch({}, {1}), Barrier(), Touch({1}, {2}), Barrier(),
+                             Touch({1, 2}, {3}), Barrier(), Touch({1, 2, 3}, {})});
+  CHECK(deps[2] == std::vector<uint32_t>{0});
+  CHECK(deps[4] == std::vector<uint32_t>{2});
+  CHECK(deps[6] == std::vector<uint32_t>{4});
+  // A fan-in is kept whole: 4 reads two independent writers.
+  deps = OrderCommands({Touch({}, {1}), Touch({}, {2}), Barrier(), Touch({1, 2}, {})});
+  CHECK(deps[3] == std::vector<uint32_t>{0, 1});
+}
+
+TEST_CASE("ordering by ranges: collectives, and commands that touch everything") {
+  using K = OrderedCommand;
+  // A collective sending key 1 into key 2 between barriers; the collective after it (keys 5,
+  // 6) follows it although they share nothing. Without a barrier, a read of the result (2)
+  // follows it, a read of its input (1) does not, and a write of the input does.
+  // (5 and 6 share key 1 with no barrier between them: unordered.)
+  auto deps = OrderCommands({Touch({}, {1}), Barrier(), Touch({1}, {2}, K::kCollective),
+                             Touch({5}, {6}, K::kCollective), Touch({2}, {}), Touch({1}, {3}),
+                             Touch({}, {1}), Touch({7}, {8})});
+  CHECK(deps[2] == std::vector<uint32_t>{0});
+  CHECK(deps[3] == std::vector<uint32_t>{2});
+  CHECK(deps[4] == std::vector<uint32_t>{2});
+  CHECK(deps[5] == std::vector<uint32_t>{0});  // the write before the barrier, not the collective
+  CHECK(deps[6] == std::vector<uint32_t>{2});
+  CHECK(deps[7].empty());
+  // A repeat touches everything: it follows every command before its barrier, every later one
+  // follows it (through it, not around it).
+  OrderedCommand everything;
+  everything.ranges.AddEverything();
+  deps = OrderCommands({Touch({}, {1}), Touch({}, {2}), Barrier(), everything, Barrier(),
+                        Touch({9}, {})});
+  CHECK(deps[3] == std::vector<uint32_t>{0, 1});
+  CHECK(deps[5] == std::vector<uint32_t>{3});
+}
+
+TEST_CASE("ordering by ranges: slots stand for ranges of their own, checked at submission") {
+  auto dev = Cpu();
+  auto a = Buf(*dev, 256), b = Buf(*dev, 256), direct = Buf(*dev, 64);
+  vm::ExecutableView view = cpu::testing::TestKernelView({"add_f32"});
+  view.entry_written_bindings = {uint64_t{1} << 2};
+  auto exe = dev->CreateExecutable(view);
+  REQUIRE(exe.ok());
+  auto cb = dev->CreateCommandBuffer();
+  REQUIRE(cb.ok());
+  // add(slot 0, direct) -> slot 1
+  REQUIRE((*cb)->Dispatch(*exe, 0, {1, 1, 1},
+                          {BufferRef::Slot(0), BufferRef::Whole(direct), BufferRef::Slot(1)}, {16, 16})
+              .ok());
+  const auto& d = std::get<DispatchCommand>((*cb)->commands()[0]);
+  CommandRanges r;
+  AppendDispatchStandInRanges(d, &r);
+  REQUIRE(r.reads.size() == 2);
+  CHECK(r.reads[0].begin == SlotStandIn(0).begin);
+  CHECK(r.reads[0].end == SlotStandIn(0).end);
+  CHECK(r.reads[1].begin == Whole(direct).begin);
+  REQUIRE(r.writes.size() == 1);
+  CHECK(r.writes[0].begin == SlotStandIn(1).begin);
+  CHECK_FALSE(SlotStandIn(0).Overlaps(SlotStandIn(1)));
+  CHECK_FALSE(SlotStandIn(0).Overlaps(Whole(direct)));
+
+  StandInUses uses;
+  uses.Add(r);
+  REQUIRE(uses.slots.size() == 2);
+  auto at = [&](const vm::Ref<Buffer>& buf, uint64_t offset, uint64_t length) {
+    return ByteRange::Of(buf->device_address() + offset, length);
+  };
+  // Slot 0 read, slot 1 written, `direct` read.
+  CHECK_FALSE(StandInsAlias(uses, {at(a, 0, 256), at(b, 0, 256)}));
+  CHECK_FALSE(StandInsAlias(uses, {at(a, 0, 128), at(a, 128, 128)}));  // halves of one buffer
+  CHECK(StandInsAlias(uses, {at(a, 0, 256), at(a, 0, 256)}));  // read and written: one buffer
+  CHECK(StandInsAlias(uses, {at(a, 0, 128), at(a, 64, 128)}));
+  CHECK(StandInsAlias(uses, {at(a, 0, 256), at(direct, 0, 64)}));  // writes what is read
+  CHECK_FALSE(StandInsAlias(uses, {at(direct, 0, 64), at(b, 0, 256)}));  // both only read
+  CHECK_FALSE(StandInsAlias(uses, {at(a, 0, 0), at(a, 0, 256)}));  // an empty range
+  // A command writing `direct` makes the read slot alias it.
+  CommandRanges writes_direct;
+  writes_direct.writes.push_back(Whole(direct));
+  writes_direct.AddEverything();  // spans every stand-in: no assumption, not a use
+  uses.Add(writes_direct);
+  CHECK(uses.slots.size() == 2);
+  CHECK(StandInsAlias(uses, {at(direct, 0, 64), at(b, 0, 256)}));
+  CHECK_FALSE(StandInsAlias(uses, {at(a, 0, 256), at(b, 0, 256)}));
+}
+
 }  // namespace
 }  // namespace hexir::hal

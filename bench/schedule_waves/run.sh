@@ -3,7 +3,10 @@
 # small GEMVs, 32 dispatches in one command buffer) compiled with --schedule=waves (3
 # barriers) and --schedule=serial (31), each timed by hexir-bench in one run; prints the
 # median steady-state wall time per call of each and the ratio waves / serial (below 1:
-# waves is faster) per device.
+# waves is faster) per device. On CUDA a graph's edges come from the kernels' ranges whatever
+# the barriers (hal/drivers/cuda/README.md), so the serial module runs as 8 branches too: the
+# serial module is also timed with HEXIR_CUDA_GRAPH_EDGES=barriers (its 31 barriers kept whole,
+# one chain: the order --schedule=serial states), and waves / that chain is printed beside.
 #   bash bench/schedule_waves/run.sh [--device=cpu|cuda]... [--iterations=N] [--cpu-threads=N]
 #                                    [--compile-only|--run-only] [--out=DIR]
 # Devices: cpu, plus cuda when nvidia-smi finds a GPU (or as given). Binaries come from
@@ -44,15 +47,19 @@ wall_us() {
 
 for device in "${devices[@]}"; do
   target=${device%%:*}
-  for schedule in waves serial; do
-    module="$out/chains.$schedule.$target.vmfb"
-    if [ "$mode" != run ]; then
+  schedules=(waves serial)
+  [ "$target" = cuda ] && schedules+=(serial-chain)
+  for schedule in "${schedules[@]}"; do
+    module="$out/chains.${schedule%-chain}.$target.vmfb"
+    edges=ranges
+    [ "$schedule" = serial-chain ] && edges=barriers
+    if [ "$mode" != run ] && [ "$schedule" != serial-chain ]; then
       "$(bin hexir-compile)" bench/schedule_waves/chains.mlir --target="$target" \
         --schedule="$schedule" -o "$module"
     fi
     if [ "$mode" != compile ]; then
       [ -f "$module" ] || { echo "schedule_waves: $module is missing (compile it first)" >&2; exit 1; }
-      "$(bin hexir-bench)" --module="$module" --device="$device" --function=main \
+      HEXIR_CUDA_GRAPH_EDGES=$edges "$(bin hexir-bench)" --module="$module" --device="$device" --function=main \
         --fill-inputs=0.01 --iterations="$iterations" --no-baselines --cpu-threads="$threads" \
         > "$out/$schedule.$target.txt"
     fi
@@ -63,4 +70,9 @@ for device in "${devices[@]}"; do
   [ -n "$waves" ] && [ -n "$serial" ] || { echo "schedule_waves: no wall time in the $device reports ($out)" >&2; exit 1; }
   awk -v d="$device" -v w="$waves" -v s="$serial" 'BEGIN {
     printf "%s: waves %.1f us, serial %.1f us per call (median); waves/serial = %.2f\n", d, w, s, w / s }'
+  if [ "$target" = cuda ]; then
+    chain=$(wall_us "$out/serial-chain.$target.txt")
+    awk -v d="$device" -v w="$waves" -v c="$chain" 'BEGIN {
+      printf "%s: serial as one chain (HEXIR_CUDA_GRAPH_EDGES=barriers) %.1f us; waves/serial-chain = %.2f\n", d, c, w / c }'
+  fi
 done

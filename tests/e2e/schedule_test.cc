@@ -1,12 +1,17 @@
 // End-to-end: programs with independent branches compiled with --schedule=waves and
 // --schedule=serial compute the same results (checked against C++), and the command buffer
 // recorded on the first call holds exactly the barriers the waves imply (device statistics:
-// barriers_recorded, counted when a recording is finalized). Every case runs as "[cpu]" and
-// "[cuda]" (skipped without a GPU).
+// barriers_recorded, counted when a recording is finalized). On CUDA the graph built from it
+// has edges only where a real dependence is, whichever schedule placed the barriers
+// (hal/drivers/cuda README, "Graph edges from ranges"; HEXIR_CUDA_GRAPH_EDGES=barriers: whole
+// barriers). Every case runs as "[cpu]" and "[cuda]" (skipped without a GPU).
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <cstring>
 #include <sstream>
 
+#include "hal/drivers/cuda/cuda_device.h"
 #include "hal/element_type.h"
 #include "tests/e2e/harness.h"
 #include "tools/common/invocation.h"
@@ -51,7 +56,22 @@ std::string MatMulLine(const std::string& out, const std::string& lhs, const std
 struct Outcome {
   std::vector<HostValue> results;
   hal::DeviceStats first_call;  // counters of the first call (the one that records)
+  // CUDA: nodes and edges of the graphs the first call built.
+  uint64_t graph_nodes = 0, graph_edges = 0;
 };
+
+// The graph edges CUDA builds: from ranges, unless HEXIR_CUDA_GRAPH_EDGES=barriers.
+bool CudaEdgesFromRanges() {
+  const char* v = std::getenv("HEXIR_CUDA_GRAPH_EDGES");
+  return v == nullptr || std::strcmp(v, "barriers") != 0;
+}
+
+// On CUDA, the first call's graph has `nodes` nodes and `edges` edges.
+void CheckGraph(const std::string& target, const Outcome& o, uint64_t nodes, uint64_t edges) {
+  if (target != "cuda") return;
+  CHECK(o.graph_nodes == nodes);
+  CHECK(o.graph_edges == edges);
+}
 
 // Compiles `source` with --schedule=`schedule`, calls @main twice and returns the results of
 // the second call and the counters of the first.
@@ -75,6 +95,9 @@ Outcome CompileAndCall(const std::string& source, const std::string& name,
   REQUIRE(fn.ok());
   Outcome outcome;
   hal::DeviceStats before = (*session)->device().stats();
+  const bool cuda = target == "cuda";
+  hal::cuda::CudaStats cuda_before;
+  if (cuda) cuda_before = *hal::cuda::GetCudaStats((*session)->device());
   for (int call = 0; call < 2; ++call) {
     outcome.results.clear();
     Status st = (*session)->Call(*fn, inputs, &outcome.results);
@@ -86,6 +109,11 @@ Outcome CompileAndCall(const std::string& source, const std::string& name,
       outcome.first_call.dispatches_executed = after.dispatches_executed - before.dispatches_executed;
       outcome.first_call.command_buffers_recorded =
           after.command_buffers_recorded - before.command_buffers_recorded;
+      if (cuda) {
+        hal::cuda::CudaStats c = *hal::cuda::GetCudaStats((*session)->device());
+        outcome.graph_nodes = c.graph_nodes - cuda_before.graph_nodes;
+        outcome.graph_edges = c.graph_edges - cuda_before.graph_edges;
+      }
     }
   }
   return outcome;
@@ -150,6 +178,15 @@ void IndependentChains(const std::string& target) {
   CHECK(serial.first_call.dispatches_executed == kChains * kSteps);
   CHECK(waves.first_call.barriers_recorded == kSteps - 1);
   CHECK(serial.first_call.barriers_recorded == kChains * kSteps - 1);
+  if (CudaEdgesFromRanges()) {
+    // Both: 8 branches, each step after its chain's previous one (3 edges a chain).
+    CheckGraph(target, waves, 32, kChains * (kSteps - 1));
+    CheckGraph(target, serial, 32, kChains * (kSteps - 1));
+  } else {
+    // Each barrier joins 8 nodes into the next 8 through an empty node; serial: one chain.
+    CheckGraph(target, waves, 32 + 3, 3 * (8 + 8));
+    CheckGraph(target, serial, 32, 31);
+  }
 }
 HEXIR_E2E_TEST_ON_DEVICES("8 independent chains of 4 matmuls give the serial results with 3 barriers instead of 31",
                           IndependentChains)
@@ -192,6 +229,14 @@ void Diamond(const std::string& target) {
   CHECK(serial.first_call.dispatches_executed == 4);
   CHECK(waves.first_call.barriers_recorded == 2);
   CHECK(serial.first_call.barriers_recorded == 3);
+  if (CudaEdgesFromRanges()) {
+    // t -> l, t -> r, l -> y, r -> y either way.
+    CheckGraph(target, waves, 4, 4);
+    CheckGraph(target, serial, 4, 4);
+  } else {
+    CheckGraph(target, waves, 5, 5);  // l and r joined before y
+    CheckGraph(target, serial, 4, 3);
+  }
 }
 HEXIR_E2E_TEST_ON_DEVICES("a diamond's two branches share a wave and give the serial result", Diamond)
 
@@ -223,6 +268,9 @@ void Qkv(const std::string& target) {
   CHECK(waves.first_call.dispatches_executed == 3);
   CHECK(waves.first_call.barriers_recorded == 0);
   CHECK(serial.first_call.barriers_recorded == 2);
+  // Serial's barriers order nothing that shares memory: no edge from ranges.
+  CheckGraph(target, waves, 3, 0);
+  CheckGraph(target, serial, 3, CudaEdgesFromRanges() ? 0 : 2);
 }
 HEXIR_E2E_TEST_ON_DEVICES("q, k and v projections of one input run in one wave without barriers", Qkv)
 

@@ -46,6 +46,10 @@ struct CudaStats {
   uint64_t graph_instantiations = 0;  // cuGraphInstantiate calls
   uint64_t graph_launches = 0;        // cuGraphLaunch calls
   uint64_t kernel_node_updates = 0;   // cuGraphExecKernelNodeSetParams calls
+  // Nodes and edges of the graphs built at Finalize (top level; a WHILE body or a collective's
+  // captured graph counts as its one node): what a recording's barriers became.
+  uint64_t graph_nodes = 0;
+  uint64_t graph_edges = 0;
   uint64_t stream_launches = 0;       // cuLaunchKernel calls (stream command buffers)
   // Times a host call blocked on the GPU: Semaphore::Wait and WaitIdle (DeviceStats::host_waits)
   // plus ReadBuffer/WriteBuffer of device memory (each waits for its staging copy).

@@ -556,6 +556,110 @@ TEST_CASE("cuda/independent_dispatches_run_concurrently") {
   }
 }
 
+// Kernels whose module states their writes get graph edges from ranges (hal/command_ranges.h
+// OrderCommands): bench/schedule_waves' 8 chains of 4 steps become 8 branches of 3 edges,
+// recorded as waves or serial alike; without the statement a barrier joins everything before
+// it. A table whose slots alias what the edges assumed apart runs in stream order.
+TEST_CASE("cuda/graph_edges_follow_ranges") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  const uint32_t n = 1024, chains = 8, steps = 4;
+  // Chain c's step s: slot(c, s + 1) = slot(c, s) + inc (a direct buffer every step reads).
+  auto slot = [&](uint32_t c, uint32_t s) { return c * (steps + 1) + s; };
+  auto inc = Alloc(d, n * 4);
+  Upload(d, *inc, std::vector<float>(n, 1.0f));
+  auto record = [&](const vm::Ref<Executable>& exe, bool serial) {
+    auto cb = *d.CreateCommandBuffer();
+    for (uint32_t s = 0; s < steps; ++s) {
+      for (uint32_t c = 0; c < chains; ++c) {
+        if ((s > 0 || c > 0) && (serial || c == 0)) REQUIRE(cb->Barrier().ok());
+        REQUIRE(cb->Dispatch(exe, 0, {n / 256, 1, 1},
+                             {BufferRef::Slot(slot(c, s)), BufferRef::Whole(inc),
+                              BufferRef::Slot(slot(c, s + 1))},
+                             {n, 256})
+                    .ok());
+      }
+    }
+    REQUIRE(cb->Finalize().ok());
+    return cb;
+  };
+  vm::ExecutableView plain = CubinView({"add_f32"});
+  vm::ExecutableView stated = plain;
+  stated.entry_written_bindings = {uint64_t{1} << 2};  // writes `out` only
+  std::vector<vm::Ref<Buffer>> b;
+  for (uint32_t i = 0; i < chains * (steps + 1); ++i) b.push_back(Alloc(d, n * 4));
+  auto table = [&](uint32_t aliased_slot, uint32_t buffer) {
+    std::vector<BufferRef> t;
+    for (uint32_t i = 0; i < b.size(); ++i) t.push_back(BufferRef::Whole(b[i == aliased_slot ? buffer : i]));
+    return t;
+  };
+  const std::vector<BufferRef> distinct = table(~0u, 0);
+  auto reset = [&] {
+    for (uint32_t c = 0; c < chains; ++c) {
+      Upload(d, *b[slot(c, 0)], std::vector<float>(n, float(c)));
+      for (uint32_t s = 1; s <= steps; ++s) Upload(d, *b[slot(c, s)], std::vector<float>(n, -1000.0f));
+    }
+  };
+  auto finals = [&] {
+    std::vector<float> f;
+    for (uint32_t c = 0; c < chains; ++c) {
+      std::vector<float> v = Download<float>(d, *b[slot(c, steps)], n);
+      for (float x : v) REQUIRE(x == v[0]);  // every element alike
+      f.push_back(v[0]);
+    }
+    return f;
+  };
+  std::vector<float> expected;
+  for (uint32_t c = 0; c < chains; ++c) expected.push_back(float(c + steps));
+  struct Case {
+    const char* name;
+    bool stated, serial;
+    size_t nodes, edges;
+  };
+  const Case cases[] = {
+      {"stated, waves", true, false, 32, 24},   // 8 branches: each step after its chain's last
+      {"stated, serial", true, true, 32, 24},   // the same: the barriers hide no other order
+      {"plain, waves", false, false, 35, 48},   // 3 barriers joined through 3 empty nodes
+      {"plain, serial", false, true, 32, 31}};  // one chain
+  for (const Case& k : cases) {
+    INFO(k.name);
+    CudaStats s0 = Stats(d);
+    auto cb = record(Load(d, k.stated ? stated : plain), k.serial);
+    CudaStats s1 = Stats(d);
+    auto info = DescribeGraph(*cb);
+    REQUIRE(info.ok());
+    CHECK(info->nodes == k.nodes);
+    CHECK(info->edges == k.edges);
+    CHECK(s1.graph_nodes - s0.graph_nodes == k.nodes);
+    CHECK(s1.graph_edges - s0.graph_edges == k.edges);
+    reset();
+    Run(d, cb, distinct);
+    CudaStats s2 = Stats(d);
+    CHECK(s2.graph_launches == s1.graph_launches + 1);
+    CHECK(s2.stream_launches == s1.stream_launches);
+    CHECK(finals() == expected);
+    if (!k.stated) continue;
+    // Chain 1 reads, at step 0, the buffer chain 0 writes at step 0: an order the edges do not
+    // have. The submission runs as stream launches, in recording order (chain 0 first).
+    reset();
+    Run(d, cb, table(slot(1, 0), slot(0, 1)));
+    CudaStats s3 = Stats(d);
+    CHECK(s3.graph_launches == s2.graph_launches);
+    CHECK(s3.stream_launches == s2.stream_launches + chains * steps);
+    std::vector<float> aliased = expected;
+    aliased[1] = 1.0f + steps;  // chain 0's step 0 (0 + 1), then 4 steps
+    CHECK(finals() == aliased);
+    // Distinct again: one graph launch, every node brought up to date.
+    reset();
+    Run(d, cb, distinct);
+    CudaStats s4 = Stats(d);
+    CHECK(s4.graph_launches == s3.graph_launches + 1);
+    CHECK(s4.stream_launches == s3.stream_launches);
+    CHECK(finals() == expected);
+  }
+}
+
 TEST_CASE("cuda/out_of_memory_is_reported_and_survived") {
   auto dev = OpenOrSkip();
   if (!dev) return;

@@ -184,6 +184,7 @@ StatusOr<vm::Ref<Executable>> CudaExecutable::Load(std::shared_ptr<CudaShared> s
       }
       e.param_count = n;
     }
+    e.writes_stated = !view.entry_written_bindings.empty();
     names.push_back(std::move(name));
     entries.push_back(e);
   }

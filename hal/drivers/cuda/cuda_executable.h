@@ -41,6 +41,9 @@ struct CudaEntry {
   // Declared kernel parameters (cuFuncGetParamInfo), or -1 when the driver cannot tell.
   int32_t param_count = -1;
   std::vector<uint32_t> param_sizes;  // bytes of each declared parameter (when known)
+  // The module states which bindings the entry writes (Executable::MayWriteBinding answers
+  // from its mask, not "every binding"): graphs order its kernels by their ranges.
+  bool writes_stated = false;
 };
 
 class CudaExecutable final : public Executable {

@@ -1,5 +1,6 @@
 #include "hal/drivers/cuda/cuda_graph_command_buffer.h"
 
+#include <cstdlib>
 #include <cstring>
 
 #include "hal/drivers/cuda/cuda_repeat_kernel.h"
@@ -20,6 +21,16 @@ CUDA_MEMCPY3D Copy1D(CUdeviceptr dst, CUdeviceptr src, uint64_t n) {
   return p;
 }
 
+// HEXIR_CUDA_GRAPH_EDGES=barriers (read once per process) keeps every barrier whole: the
+// order the recording states, for comparison (--schedule=serial as a chain) and debugging.
+bool GraphEdgesByRanges() {
+  static const bool by_ranges = [] {
+    const char* v = std::getenv("HEXIR_CUDA_GRAPH_EDGES");
+    return v == nullptr || std::strcmp(v, "barriers") != 0;
+  }();
+  return by_ranges;
+}
+
 }  // namespace
 
 CudaGraphCommandBuffer::~CudaGraphCommandBuffer() {
@@ -38,6 +49,13 @@ Status CudaGraphCommandBuffer::OnRecorded() {
   graphs_.push_back({&recording_, {}});
   for (size_t r = 0; r < recording_.repeats().size(); ++r) {
     graphs_.push_back({recording_.repeats()[r].body.get(), {}});
+  }
+  // Ordered by ranges when every kernel's module states its writes (a hand-written kernel's
+  // may write any binding: barriers stay whole), within OrderCommands' n^2 bits.
+  by_ranges_ = GraphEdgesByRanges();
+  for (GraphKernels& g : graphs_) {
+    by_ranges_ = by_ranges_ && g.recording->writes_stated() &&
+                 g.recording->ops().size() <= kMaxOpsOrderedByRanges;
   }
   for (GraphKernels& g : graphs_) {
     g.nodes.resize(g.recording->kernels().size());
@@ -70,10 +88,18 @@ Status CudaGraphCommandBuffer::BuildGraph() {
   const CudaApi& api = *shared_->api;
   HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphCreate(&graph_, 0), "cuGraphCreate");
   std::vector<CUgraphNode> tail;
-  return AddOps(graph_, 0, {}, &tail);
+  HEXIR_RETURN_IF_ERROR(AddOps(graph_, 0, {}, &tail));
+  size_t nodes = 0, edges = 0;
+  HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphGetNodes(graph_, nullptr, &nodes), "cuGraphGetNodes");
+  HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphGetEdges(graph_, nullptr, nullptr, nullptr, &edges),
+                             "cuGraphGetEdges");
+  shared_->counters.graph_nodes.fetch_add(nodes, std::memory_order_relaxed);
+  shared_->counters.graph_edges.fetch_add(edges, std::memory_order_relaxed);
+  return Status::Ok();
 }
 
-// Barriers become edges: every node depends on the nodes of the previous barrier segment;
+// Without stated writes (by_ranges_ false), barriers become edges: every node depends on the
+// nodes of the previous barrier segment;
 // nodes between two barriers get no edges among themselves and may run concurrently. A
 // segment of several nodes is joined through one empty node, so a barrier between N and M
 // nodes costs N + M edges rather than N * M.
@@ -86,9 +112,9 @@ Status CudaGraphCommandBuffer::BuildGraph() {
 // run beside it and count it as overlapped. The graph's tail includes the last collective.
 Status CudaGraphCommandBuffer::AddOps(CUgraph graph, size_t g, std::vector<CUgraphNode> deps,
                                       std::vector<CUgraphNode>* tail) {
+  if (by_ranges_) return AddOpsByRanges(graph, g, deps, tail);
   const CudaApi& api = *shared_->api;
   CudaRecording& recording = *graphs_[g].recording;
-  const CUdeviceptr scratch = recording.scratch();
   std::vector<CUgraphNode> segment;
   struct Branch {
     CUgraphNode node;
@@ -113,84 +139,143 @@ Status CudaGraphCommandBuffer::AddOps(CUgraph graph, size_t g, std::vector<CUgra
       }
       for (size_t i = joined; i < branches.size(); ++i) branches[i].overlapped = true;
     }
-    switch (op.kind) {
-      case RecordedOp::kBarrier:
-        if (segment.size() > 1) {
-          HEXIR_CUDA_RETURN_IF_ERROR(
-              api, api.cuGraphAddEmptyNode(&node, graph, segment.data(), segment.size()),
-              "cuGraphAddEmptyNode(barrier)");
-          deps = {node};
-        } else if (segment.size() == 1) {
-          deps = segment;
-        }
-        segment.clear();
-        continue;
-      case RecordedOp::kKernel: {
-        CUDA_KERNEL_NODE_PARAMS p = NodeParams(g, op.index);
+    if (op.kind == RecordedOp::kBarrier) {
+      if (segment.size() > 1) {
         HEXIR_CUDA_RETURN_IF_ERROR(
-            api, api.cuGraphAddKernelNode(&node, graph, after.data(), after.size(), &p),
-            "cuGraphAddKernelNode('", recording.kernels()[op.index].name(), "')");
-        graphs_[g].nodes[op.index].node = node;
-        break;
+            api, api.cuGraphAddEmptyNode(&node, graph, segment.data(), segment.size()),
+            "cuGraphAddEmptyNode(barrier)");
+        deps = {node};
+      } else if (segment.size() == 1) {
+        deps = segment;
       }
-      case RecordedOp::kCopy: {
-        const RecordedCopy& c = recording.copies()[op.index];
-        if (c.via_scratch) {
-          CUgraphNode first = nullptr;
-          CUDA_MEMCPY3D a = Copy1D(scratch, c.src, c.length);
-          HEXIR_CUDA_RETURN_IF_ERROR(api,
-                                     api.cuGraphAddMemcpyNode(&first, graph, after.data(),
-                                                              after.size(), &a, shared_->context),
-                                     "cuGraphAddMemcpyNode(", c.length, " bytes to scratch)");
-          CUDA_MEMCPY3D b = Copy1D(c.dst, scratch, c.length);
-          HEXIR_CUDA_RETURN_IF_ERROR(
-              api, api.cuGraphAddMemcpyNode(&node, graph, &first, 1, &b, shared_->context),
-              "cuGraphAddMemcpyNode(", c.length, " bytes from scratch)");
-        } else {
-          CUDA_MEMCPY3D a = Copy1D(c.dst, c.src, c.length);
-          HEXIR_CUDA_RETURN_IF_ERROR(api,
-                                     api.cuGraphAddMemcpyNode(&node, graph, after.data(),
-                                                              after.size(), &a, shared_->context),
-                                     "cuGraphAddMemcpyNode(", c.length, " bytes)");
-        }
-        break;
-      }
-      case RecordedOp::kCollective: {
-        if (!branches.empty()) after.push_back(branches.back().node);
-        HEXIR_ASSIGN_OR_RETURN(node, AddCollectiveNode(op.index, after));
-        HEXIR_ASSIGN_OR_RETURN(NcclChannel::Operation c,
-                               recording.ResolveCollective(op.index, nullptr, nullptr));
-        auto [send, recv] = CudaRecording::CollectiveRanges(recording.collectives()[op.index], c);
-        branches.push_back({node, send, recv});
-        has_nodes_ = true;
-        continue;  // a branch, not a member of its segment
-      }
-      case RecordedOp::kRepeat: {
-        HEXIR_ASSIGN_OR_RETURN(node, AddRepeatNode(graph, g, op.index, after));
-        break;
-      }
-      case RecordedOp::kFill: {
-        const RecordedFill& f = recording.fills()[op.index];
-        CUDA_MEMSET_NODE_PARAMS p;
-        std::memset(&p, 0, sizeof(p));
-        p.dst = f.dst;
-        p.value = f.pattern;
-        p.elementSize = f.pattern_size;
-        p.width = f.length / f.pattern_size;
-        p.height = 1;
-        HEXIR_CUDA_RETURN_IF_ERROR(api,
-                                   api.cuGraphAddMemsetNode(&node, graph, after.data(),
-                                                            after.size(), &p, shared_->context),
-                                   "cuGraphAddMemsetNode(", f.length, " bytes)");
-        break;
-      }
+      segment.clear();
+      continue;
     }
+    if (op.kind == RecordedOp::kCollective) {
+      if (!branches.empty()) after.push_back(branches.back().node);
+      HEXIR_ASSIGN_OR_RETURN(node, AddCollectiveNode(op.index, after));
+      HEXIR_ASSIGN_OR_RETURN(NcclChannel::Operation c,
+                             recording.ResolveCollective(op.index, nullptr, nullptr));
+      auto [send, recv] = CudaRecording::CollectiveRanges(recording.collectives()[op.index], c);
+      branches.push_back({node, send, recv});
+      has_nodes_ = true;
+      continue;  // a branch, not a member of its segment
+    }
+    HEXIR_ASSIGN_OR_RETURN(node, AddOpNode(graph, g, op, after));
     segment.push_back(node);
     has_nodes_ = true;
   }
   *tail = segment.empty() ? deps : segment;
   if (joined < branches.size()) tail->push_back(branches.back().node);
   for (const Branch& b : branches) collectives_overlapped_ += b.overlapped ? 1 : 0;
+  return Status::Ok();
+}
+
+StatusOr<CUgraphNode> CudaGraphCommandBuffer::AddOpNode(CUgraph graph, size_t g,
+                                                         const RecordedOp& op,
+                                                         const std::vector<CUgraphNode>& after) {
+  const CudaApi& api = *shared_->api;
+  CudaRecording& recording = *graphs_[g].recording;
+  CUgraphNode node = nullptr;
+  switch (op.kind) {
+    case RecordedOp::kKernel: {
+      CUDA_KERNEL_NODE_PARAMS p = NodeParams(g, op.index);
+      HEXIR_CUDA_RETURN_IF_ERROR(
+          api, api.cuGraphAddKernelNode(&node, graph, after.data(), after.size(), &p),
+          "cuGraphAddKernelNode('", recording.kernels()[op.index].name(), "')");
+      graphs_[g].nodes[op.index].node = node;
+      return node;
+    }
+    case RecordedOp::kCopy: {
+      const RecordedCopy& c = recording.copies()[op.index];
+      if (!c.via_scratch) {
+        CUDA_MEMCPY3D a = Copy1D(c.dst, c.src, c.length);
+        HEXIR_CUDA_RETURN_IF_ERROR(api,
+                                   api.cuGraphAddMemcpyNode(&node, graph, after.data(),
+                                                            after.size(), &a, shared_->context),
+                                   "cuGraphAddMemcpyNode(", c.length, " bytes)");
+        return node;
+      }
+      CUgraphNode first = nullptr;
+      CUDA_MEMCPY3D a = Copy1D(recording.scratch(), c.src, c.length);
+      HEXIR_CUDA_RETURN_IF_ERROR(api,
+                                 api.cuGraphAddMemcpyNode(&first, graph, after.data(),
+                                                          after.size(), &a, shared_->context),
+                                 "cuGraphAddMemcpyNode(", c.length, " bytes to scratch)");
+      CUDA_MEMCPY3D b = Copy1D(c.dst, recording.scratch(), c.length);
+      HEXIR_CUDA_RETURN_IF_ERROR(
+          api, api.cuGraphAddMemcpyNode(&node, graph, &first, 1, &b, shared_->context),
+          "cuGraphAddMemcpyNode(", c.length, " bytes from scratch)");
+      return node;
+    }
+    case RecordedOp::kRepeat:
+      return AddRepeatNode(graph, g, op.index, after);
+    case RecordedOp::kFill: {
+      const RecordedFill& f = recording.fills()[op.index];
+      CUDA_MEMSET_NODE_PARAMS p;
+      std::memset(&p, 0, sizeof(p));
+      p.dst = f.dst;
+      p.value = f.pattern;
+      p.elementSize = f.pattern_size;
+      p.width = f.length / f.pattern_size;
+      p.height = 1;
+      HEXIR_CUDA_RETURN_IF_ERROR(api,
+                                 api.cuGraphAddMemsetNode(&node, graph, after.data(),
+                                                          after.size(), &p, shared_->context),
+                                 "cuGraphAddMemsetNode(", f.length, " bytes)");
+      return node;
+    }
+    case RecordedOp::kCollective:
+      return AddCollectiveNode(op.index, after);
+    case RecordedOp::kBarrier:
+      break;
+  }
+  return Internal("cuda graph: a barrier has no node");
+}
+
+// Edges from ranges (hal/command_ranges.h OrderCommands): each node follows exactly the
+// earlier nodes it conflicts with across a barrier (or with a collective), none implied by a
+// path through another. Slots are stand-ins here; Launch checks each new table against them
+// (SlotsAlias). The tail: every node no other node follows.
+Status CudaGraphCommandBuffer::AddOpsByRanges(CUgraph graph, size_t g,
+                                              const std::vector<CUgraphNode>& deps,
+                                              std::vector<CUgraphNode>* tail) {
+  CudaRecording& recording = *graphs_[g].recording;
+  HEXIR_ASSIGN_OR_RETURN(std::vector<OrderedCommand> commands, recording.OrderedCommands());
+  const std::vector<std::vector<uint32_t>> order = OrderCommands(commands);
+  for (const OrderedCommand& c : commands) stand_in_uses_.Add(c.ranges);
+  const std::vector<RecordedOp>& ops = recording.ops();
+  std::vector<CUgraphNode> node_of(ops.size(), nullptr);
+  std::vector<bool> followed(ops.size(), false);
+  std::vector<CUgraphNode> after;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind == RecordedOp::kBarrier) continue;
+    after.clear();
+    if (order[i].empty()) after = deps;
+    for (uint32_t d : order[i]) {
+      after.push_back(node_of[d]);
+      followed[d] = true;
+    }
+    HEXIR_ASSIGN_OR_RETURN(node_of[i], AddOpNode(graph, g, ops[i], after));
+    has_nodes_ = true;
+  }
+  for (size_t c = 0; c < ops.size(); ++c) {
+    if (ops[c].kind != RecordedOp::kCollective) continue;
+    // Descendants of c, in recording order (a node's dependences come before it).
+    std::vector<bool> descends(ops.size(), false);
+    bool overlapped = false;
+    // Overlapped: a later node (not a collective) runs beside it, not after it.
+    for (size_t j = c + 1; j < ops.size() && !overlapped; ++j) {
+      for (uint32_t d : order[j]) descends[j] = descends[j] || d == c || descends[d];
+      overlapped = ops[j].kind != RecordedOp::kBarrier &&
+                   ops[j].kind != RecordedOp::kCollective && !descends[j];
+    }
+    collectives_overlapped_ += overlapped ? 1 : 0;
+  }
+  tail->clear();
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (node_of[i] != nullptr && !followed[i]) tail->push_back(node_of[i]);
+  if (tail->empty()) *tail = deps;
   return Status::Ok();
 }
 
@@ -310,6 +395,7 @@ Status CudaGraphCommandBuffer::Launch(const std::vector<BufferRef>& table, CUstr
   // node needs looking at: one comparison per slot, into per-thread scratch (no allocation).
   thread_local std::vector<CUdeviceptr> pointers;
   HEXIR_RETURN_IF_ERROR(recording_.StageUniforms(table, stream, &pointers));
+  if (by_ranges_ && SlotsAlias(table, pointers)) return LaunchOnStream(table, stream);
   bool slots_changed = last_table_ != pointers || exec_stale_;
   if (slots_changed) last_table_.assign(pointers.begin(), pointers.end());
   for (RepeatNodes& r : repeat_nodes_) {
@@ -336,6 +422,23 @@ Status CudaGraphCommandBuffer::Launch(const std::vector<BufferRef>& table, CUstr
   counters.graph_launches.fetch_add(1, std::memory_order_relaxed);
   recording_.set_collectives_overlapped(collectives_overlapped_);
   return recording_.TrackCollectives(stream);
+}
+
+// Checked again only when a slot's range moved (steady state: one comparison per slot).
+bool CudaGraphCommandBuffer::SlotsAlias(const std::vector<BufferRef>& table,
+                                        const std::vector<CUdeviceptr>& pointers) {
+  thread_local std::vector<ByteRange> ranges;
+  ranges.resize(pointers.size());
+  for (size_t s = 0; s < pointers.size(); ++s) ranges[s] = ByteRange::Of(pointers[s], table[s].length);
+  bool same = ranges.size() == checked_slot_ranges_.size();
+  for (size_t s = 0; same && s < ranges.size(); ++s) {
+    same = ranges[s].begin == checked_slot_ranges_[s].begin &&
+           ranges[s].end == checked_slot_ranges_[s].end;
+  }
+  if (same) return slots_alias_;
+  checked_slot_ranges_.assign(ranges.begin(), ranges.end());
+  slots_alias_ = StandInsAlias(stand_in_uses_, ranges);
+  return slots_alias_;
 }
 
 Status CudaGraphCommandBuffer::Instantiate() {

@@ -23,6 +23,9 @@
 
 namespace hexir::hal::cuda {
 
+// Above this many ops a recording keeps whole barriers (OrderCommands holds n^2 bits).
+inline constexpr size_t kMaxOpsOrderedByRanges = 8192;
+
 struct GraphInfo {
   size_t nodes = 0;
   size_t edges = 0;
@@ -70,6 +73,18 @@ class CudaGraphCommandBuffer final : public CudaCommandBuffer {
   // everything after them must wait for.
   Status AddOps(CUgraph graph, size_t g, std::vector<CUgraphNode> deps,
                 std::vector<CUgraphNode>* tail) REQUIRES(mu_);
+  // AddOps when by_ranges_: edges from OrderCommands over the ops' ranges; notes the slots
+  // and direct ranges it assumed apart in stand_in_uses_.
+  Status AddOpsByRanges(CUgraph graph, size_t g, const std::vector<CUgraphNode>& deps,
+                        std::vector<CUgraphNode>* tail) REQUIRES(mu_);
+  // The node(s) of one op of graphs_[g].recording (not a barrier) after `after`; returns the
+  // node that later ones follow.
+  StatusOr<CUgraphNode> AddOpNode(CUgraph graph, size_t g, const RecordedOp& op,
+                                  const std::vector<CUgraphNode>& after) REQUIRES(mu_);
+  // By ranges: true when this table's slots alias what the edges assumed apart
+  // (StandInsAlias); the submission then runs as stream launches, in recording order.
+  bool SlotsAlias(const std::vector<BufferRef>& table, const std::vector<CUdeviceptr>& pointers)
+      REQUIRES(mu_);
   StatusOr<CUgraphNode> AddRepeatNode(CUgraph graph, size_t g, size_t index,
                                       const std::vector<CUgraphNode>& deps) REQUIRES(mu_);
   CUDA_KERNEL_NODE_PARAMS RepeatParams(RepeatNodes& r, bool first) const REQUIRES(mu_);
@@ -101,6 +116,12 @@ class CudaGraphCommandBuffer final : public CudaCommandBuffer {
   // A stream execution changed the kernels' parameters after instantiation: the next graph
   // launch updates every kernel node.
   bool exec_stale_ GUARDED_BY(mu_) = false;
+  // Edges from ranges (AddOpsByRanges) rather than whole barriers; what they assumed apart;
+  // the slot ranges last checked against that and the answer (SlotsAlias).
+  bool by_ranges_ GUARDED_BY(mu_) = false;
+  StandInUses stand_in_uses_ GUARDED_BY(mu_);
+  std::vector<ByteRange> checked_slot_ranges_ GUARDED_BY(mu_);
+  bool slots_alias_ GUARDED_BY(mu_) = false;
   CUgraph graph_ GUARDED_BY(mu_) = nullptr;
   CUgraphExec exec_ GUARDED_BY(mu_) = nullptr;
 };

@@ -361,6 +361,51 @@ void CudaRecording::OpRanges(const RecordedOp& op, const std::vector<BufferRef>*
   }
 }
 
+StatusOr<std::vector<OrderedCommand>> CudaRecording::OrderedCommands() const {
+  std::vector<OrderedCommand> out(ops_.size());
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const RecordedOp& op = ops_[i];
+    CommandRanges& r = out[i].ranges;
+    switch (op.kind) {
+      case RecordedOp::kBarrier:
+        out[i].kind = OrderedCommand::kBarrier;
+        break;
+      case RecordedOp::kKernel:
+        AppendDispatchStandInRanges(*kernels_[op.index].command, &r);
+        break;
+      case RecordedOp::kCopy: {
+        const RecordedCopy& c = copies_[op.index];
+        r.reads.push_back(ByteRange::Of(c.src, c.length));
+        r.writes.push_back(ByteRange::Of(c.dst, c.length));
+        if (c.via_scratch) r.writes.push_back(ByteRange::Of(scratch_, c.length));
+        break;
+      }
+      case RecordedOp::kFill:
+        r.writes.push_back(ByteRange::Of(fills_[op.index].dst, fills_[op.index].length));
+        break;
+      case RecordedOp::kCollective: {
+        out[i].kind = OrderedCommand::kCollective;
+        HEXIR_ASSIGN_OR_RETURN(NcclChannel::Operation c, ResolveCollective(op.index, nullptr, nullptr));
+        auto [send, recv] = CollectiveRanges(collectives_[op.index], c);
+        r.reads.push_back(send);
+        r.writes.push_back(recv);
+        break;
+      }
+      case RecordedOp::kRepeat:
+        r.AddEverything();
+        break;
+    }
+  }
+  return out;
+}
+
+bool CudaRecording::writes_stated() const {
+  for (const RecordedKernel& k : kernels_) {
+    if (!k.entry->writes_stated) return false;
+  }
+  return true;
+}
+
 Status CudaRecording::TrackCollectives(CUstream stream) {
   for (size_t i = 0; i < collectives_.size(); ++i) {
     NcclChannel* channel = collectives_[i].channel;

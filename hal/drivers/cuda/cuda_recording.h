@@ -24,6 +24,7 @@
 
 #include "base/status.h"
 #include "hal/command_buffer.h"
+#include "hal/command_ranges.h"
 #include "hal/kernel_status.h"
 #include "hal/profiling.h"
 #include "hal/drivers/cuda/cuda_collective_stream.h"
@@ -141,6 +142,13 @@ class CudaRecording {
   // once) a kernel on slots and a repeat touch everything.
   void OpRanges(const RecordedOp& op, const std::vector<BufferRef>* table,
                 CommandRanges* out) const;
+  // The recorded ops as OrderCommands orders them (hal/command_ranges.h): each with what it
+  // reads and writes, slots as stand-ins (their table is not known yet); a copy through the
+  // scratch also writes the scratch, a collective reads its send and writes its recv range, a
+  // repeat touches everything.
+  StatusOr<std::vector<OrderedCommand>> OrderedCommands() const;
+  // Every kernel's module states which bindings it writes (CudaEntry::writes_stated).
+  bool writes_stated() const;
   // Collectives of the last launch beside which independent commands ran (stream launches:
   // counted by the collective stream; a graph launch sets its graph's count).
   uint64_t collectives_overlapped() const { return collectives_overlapped_; }
