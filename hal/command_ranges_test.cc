@@ -196,8 +196,9 @@ TEST_CASE("ordering by ranges: collectives, and commands that touch everything")
 }
 
 TEST_CASE("ordering by ranges: slots stand for ranges of their own, checked at submission") {
-  auto dev = Cpu();
-  auto a = Buf(*dev, 256), b = Buf(*dev, 256), direct = Buf(*dev, 64);
+  auto dev = testing::CpuDevice(1);
+  auto a = testing::DeviceBuffer(*dev, 256), b = testing::DeviceBuffer(*dev, 256);
+  auto direct = testing::DeviceBuffer(*dev, 64);
   vm::ExecutableView view = cpu::testing::TestKernelView({"add_f32"});
   view.entry_written_bindings = {uint64_t{1} << 2};
   auto exe = dev->CreateExecutable(view);
