@@ -170,7 +170,9 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   // Small layers: RMSNorm recomputed inside each projection's dispatch
   // (passes/dispatch/fusion/README.md; the target's default extent, SmallReductionExtent).
   if (int64_t extent = SmallReductionExtent(options); options.fuse_elementwise && extent > 0) {
-    pm.addPass(hexir::createFuseSmallReductions(FuseSmallReductionsOptions{extent}));
+    // With a CUDA device only what its codegen spreads over threads (a warp per output row
+    // recomputing the norm's sum, passes/codegen/CUDAWholeReductions.h).
+    pm.addPass(hexir::createFuseSmallReductions(FuseSmallReductionsOptions{extent, !OnlyCpu(options)}));
     // The CPU runs a kernel of less work than its least work per workgroup as one
     // workgroup anyway: q/k/v (w1/w3) after one norm become one such kernel.
     if (OnlyCpu(options))
