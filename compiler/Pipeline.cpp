@@ -127,19 +127,17 @@ std::string EffectiveSchedule(const CompileOptions& options) {
   return "waves";
 }
 
-// hexir-fuse-small-reductions' max-extent: the requested one, or the targets' default. The
-// CPU recomputes a norm once per workgroup (256: a few hundred multiply-adds per projection
-// tile). CUDA: off, since its codegen gives a kernel holding the norm's whole reduction
-// and the projection's reduction one thread, not a warp per row (the change it needs is in
-// passes/dispatch/fusion/README.md).
+// hexir-fuse-small-reductions' max-extent: the requested one, or the targets' default, 256 on
+// both. The CPU recomputes a norm once per workgroup (a few hundred multiply-adds per
+// projection tile); CUDA once per warp, each warp computing one output row
+// (passes/codegen/CUDAWholeReductions.h), for the chains whose kernels it distributes.
 bool OnlyCpu(const CompileOptions& options) {
   for (const std::string& kind : DeviceKinds(options))
     if (kind != "cpu") return false;
   return true;
 }
 int64_t SmallReductionExtent(const CompileOptions& options) {
-  if (options.small_reduction_extent >= 0) return options.small_reduction_extent;
-  return OnlyCpu(options) ? 256 : 0;
+  return options.small_reduction_extent >= 0 ? options.small_reduction_extent : 256;
 }
 
 }  // namespace

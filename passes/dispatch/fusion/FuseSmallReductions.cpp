@@ -128,8 +128,8 @@ class FuseSmallReductions : public impl::FuseSmallReductionsBase<FuseSmallReduct
     auto consumer = cast<linalg::LinalgOp>(use.getOwner());
     if (consumer.getNumReductionLoops() != 1 || consumer.getNumDpsInits() != 1) {
       why = "the contraction has " + std::to_string(consumer.getNumReductionLoops()) +
-            " reduction loops and " + std::to_string(consumer.getNumDpsInits()) +
-            " results (CUDA distributes one reduction loop into one result)";
+            " reduction loops into " + std::to_string(consumer.getNumDpsInits()) +
+            " result(s) (CUDA distributes one reduction loop into one result)";
       return false;
     }
     if (consumer->hasAttr(kBlockMatvecAttr)) {
