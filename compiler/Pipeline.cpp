@@ -127,19 +127,17 @@ std::string EffectiveSchedule(const CompileOptions& options) {
   return "waves";
 }
 
-// hexir-fuse-small-reductions' max-extent: the requested one, or the targets' default. The
-// CPU recomputes a norm once per workgroup (256: a few hundred multiply-adds per projection
-// tile). CUDA: off, since its codegen gives a kernel holding the norm's whole reduction
-// and the projection's reduction one thread, not a warp per row (the change it needs is in
-// passes/dispatch/fusion/README.md).
+// hexir-fuse-small-reductions' max-extent: the requested one, or the targets' default, 256 on
+// both. The CPU recomputes a norm once per workgroup (a few hundred multiply-adds per
+// projection tile); CUDA once per warp, each warp computing one output row
+// (passes/codegen/CUDAWholeReductions.h), for the chains whose kernels it distributes.
 bool OnlyCpu(const CompileOptions& options) {
   for (const std::string& kind : DeviceKinds(options))
     if (kind != "cpu") return false;
   return true;
 }
 int64_t SmallReductionExtent(const CompileOptions& options) {
-  if (options.small_reduction_extent >= 0) return options.small_reduction_extent;
-  return OnlyCpu(options) ? 256 : 0;
+  return options.small_reduction_extent >= 0 ? options.small_reduction_extent : 256;
 }
 
 }  // namespace
@@ -170,7 +168,9 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   // Small layers: RMSNorm recomputed inside each projection's dispatch
   // (passes/dispatch/fusion/README.md; the target's default extent, SmallReductionExtent).
   if (int64_t extent = SmallReductionExtent(options); options.fuse_elementwise && extent > 0) {
-    pm.addPass(hexir::createFuseSmallReductions(FuseSmallReductionsOptions{extent}));
+    // With a CUDA device only what its codegen spreads over threads (a warp per output row
+    // recomputing the norm's sum, passes/codegen/CUDAWholeReductions.h).
+    pm.addPass(hexir::createFuseSmallReductions(FuseSmallReductionsOptions{extent, !OnlyCpu(options)}));
     // The CPU runs a kernel of less work than its least work per workgroup as one
     // workgroup anyway: q/k/v (w1/w3) after one norm become one such kernel.
     if (OnlyCpu(options))

@@ -30,7 +30,7 @@ struct CompileOptions {
   bool fuse_elementwise = true;     // fuse elementwise consumers into producers' dispatches
   // hexir-fuse-small-reductions: a static reduction of at most this many iterations and the
   // elementwise op reading it (RMSNorm) are recomputed inside each contraction reading them
-  // (one dispatch per projection); 0: off; -1: the targets' default (cpu 256, cuda 0).
+  // (one dispatch per projection); 0: off; -1: the targets' default (256).
   int64_t small_reduction_extent = -1;
   // Calls to functions with device work stay calls (each callee records its own command
   // buffer, submitted per call) instead of being inlined into the caller's

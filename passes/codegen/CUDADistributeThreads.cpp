@@ -28,6 +28,7 @@
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/codegen/CUDAQuantizedGemv.h"
 #include "passes/codegen/CUDAWarpReduce.h"
+#include "passes/codegen/CUDAWholeReductions.h"
 #include "passes/codegen/KernelLoweringUtils.h"
 #include "passes/codegen/WorkgroupCount.h"
 
@@ -96,6 +97,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       } else {
         points = 1;
         lanes = 1;
+        remarkUndistributedWholeReductions(kernel);
       }
       kernel = inner.lookupSymbol<func::FuncOp>(exe.getSymName());
       // Dynamic extents (points < 0): blocks of blockSize / lanes points stride over the P
@@ -167,6 +169,11 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     MLIRContext* ctx = kernel.getContext();
     bool fused = allowLanes && fuseProducers && fuseProducersIntoReduction(kernel);
     TilingInterface root = codegen::KernelRoot(kernel);
+    // Whole reductions ahead of the points' one (a norm's sum, CUDAWholeReductions.h) stay
+    // outside the point loops, recomputed per point when the cost model allows it.
+    cuda::KernelReductions split = cuda::SplitKernelReductions(kernel);
+    std::string why;
+    bool recompute = split.point && !split.whole.empty() && cuda::WholeReductionsRecomputable(split, why);
     if (!root) return fail();
 
     SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();
@@ -201,19 +208,15 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     // it (matvec + residual add, RMSNorm's scaling): tiling the root per point fuses the
     // reduction in with all its parallel extents 1, checked below; a reduction whose
     // result is read whole (rank 0) stays outside the point loops and every warp computes
-    // it. The lowering finds the reduction as the kernel's only op with reduction loops.
+    // it. The lowering finds the reduction as the kernel's only op with reduction loops once
+    // the recomputed whole ones are lowered (CUDAWholeReductions.h).
     auto linalgRoot = dyn_cast<linalg::LinalgOp>(root.getOperation());
-    linalg::LinalgOp reduction;
-    int64_t reductionOps = 0;
-    kernel.walk([&](linalg::LinalgOp op) {
-      if (op.getNumReductionLoops() == 0) return;
-      reduction = op;
-      ++reductionOps;
-    });
+    linalg::LinalgOp reduction = split.point;
+    bool soleReduction = reduction && (split.whole.empty() || recompute);
     bool elementwiseRoot = linalgRoot && linalgRoot.getNumLoops() == linalgRoot.getNumParallelLoops();
     // With dynamic extents, warps stride over the points like threads do (blocks of whole
     // warps).
-    if (allowLanes && linalgRoot && reductionOps == 1 &&
+    if (allowLanes && linalgRoot && soleReduction &&
         (reduction == linalgRoot || elementwiseRoot) && cuda::WantsWarpReduction(reduction) &&
         (!dynamic || blockSize % cuda::kWarpSize == 0)) {
       lanes = cuda::kWarpSize;
@@ -230,7 +233,8 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     // Column reductions ([K][N] GEMVs, M <= kMaxColumnRows): a block per tile of columns,
     // the tile's width as the fastest loop's "vector".
     int64_t columnExtent = 0;
-    if (blockReductions && allowLanes && lanes == 1 && !dynamic && linalgRoot && reductionOps == 1 &&
+    if (blockReductions && allowLanes && lanes == 1 && !dynamic && linalgRoot && reduction &&
+        split.whole.empty() &&
         (reduction == linalgRoot || elementwiseRoot) && inputsAreArguments(reduction))
       if (std::optional<cuda::ColumnReduction> loops = cuda::MatchColumnReduction(reduction)) {
         int64_t columns = reduction.getStaticLoopRanges()[loops->column];
@@ -331,10 +335,11 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
 
     // Every op that computes must now sit inside the thread's loops: anything left at the
     // top level would run in every thread over whole tensors (and race on outputs). With a
-    // warp per point, a whole reduction into a fresh temporary may stay (see above).
+    // warp per point, or recomputed for every point, a whole reduction into a fresh temporary
+    // may stay (see above).
     for (Operation& op : kernel.getBody().front())
       if (isa<TilingInterface, DestinationStyleOpInterface>(op) && !isa<scf::ForOp>(op) &&
-          !(lanes > 1 && isWholeReductionIntoTemporary(&op)))
+          !((lanes > 1 || recompute) && cuda::IsWholeReductionIntoTemporary(&op, kernel)))
         return fail();
     if (lanes > 1 && !columnTiling && !reductionPerPoint(kernel)) return fail();
     if (columnTiling && !columnTilePerPoint(kernel, columnTiling->columns())) return fail();
@@ -400,15 +405,18 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
   // fused op is no warp reduction (a producer reads along k in another layout), the caller
   // retries without fusion.
   static bool fuseProducersIntoReduction(func::FuncOp kernel) {
-    linalg::GenericOp reduction;
-    int64_t count = 0;
-    kernel.walk([&](linalg::LinalgOp op) {
-      if (op.getNumReductionLoops() == 0) return;
-      reduction = dyn_cast<linalg::GenericOp>(op.getOperation());
-      ++count;
-    });
-    if (count != 1 || !reduction) return false;
+    cuda::KernelReductions split = cuda::SplitKernelReductions(kernel);
+    if (!split.point) return false;
     IRRewriter rewriter(kernel.getContext());
+    auto reduction = dyn_cast<linalg::GenericOp>(split.point.getOperation());
+    // A fused small layer's projection (a named matvec after the recomputed norm) becomes a
+    // generic so that the norm's scaling can join its body.
+    if (!reduction && !split.whole.empty() && hasElementwiseProducer(split.point)) {
+      rewriter.setInsertionPoint(split.point);
+      FailureOr<linalg::GenericOp> generic = linalg::generalizeNamedOp(rewriter, split.point);
+      if (succeeded(generic)) reduction = *generic;
+    }
+    if (!reduction) return false;
     bool any = false;
     for (bool fused = true; fused; any |= fused) {
       fused = false;
@@ -435,31 +443,35 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     return any;
   }
 
-  // A reduction (or the fill of its init) computing a fresh rank-0 temporary.
-  static bool isWholeReductionIntoTemporary(Operation* op) {
-    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-    if (!linalgOp || linalgOp.getNumDpsInits() != 1 || linalgOp.getNumParallelLoops() != 0)
-      return false;
-    auto init = linalgOp.getDpsInitOperand(0)->get();
-    if (cast<ShapedType>(init.getType()).getRank() != 0) return false;
-    if (auto fill = init.getDefiningOp<linalg::FillOp>())
-      init = fill.getDpsInitOperand(0)->get();
-    return init.getDefiningOp<tensor::EmptyOp>() != nullptr;
+  // An input of `op` is the one result of an elementwise generic read only there.
+  static bool hasElementwiseProducer(linalg::LinalgOp op) {
+    return llvm::any_of(op.getDpsInputOperands(), [](OpOperand* in) {
+      auto producer = in->get().getDefiningOp<linalg::GenericOp>();
+      return producer && producer->getNumResults() == 1 && producer->hasOneUse() &&
+             linalg::isElementwise(producer);
+    });
   }
 
-  // After tiling: the kernel's only reduction computes one point (every parallel extent is
-  // a static 1), as the warp lowering requires.
+  // After tiling: the points' reduction (the kernel's only one, or the one after the
+  // recomputed whole reductions) computes one point (every parallel extent is a static 1),
+  // as the warp lowering requires.
   static bool reductionPerPoint(func::FuncOp kernel) {
-    bool ok = false;
-    int64_t count = 0;
-    kernel.walk([&](linalg::LinalgOp op) {
-      if (op.getNumReductionLoops() == 0) return;
-      ++count;
-      ok = true;
-      for (auto [range, it] : llvm::zip(op.getStaticLoopRanges(), op.getIteratorTypesArray()))
-        if (it == utils::IteratorType::parallel && range != 1) ok = false;
-    });
-    return count == 1 && ok;
+    linalg::LinalgOp op = cuda::SplitKernelReductions(kernel).point;
+    if (!op) return false;
+    for (auto [range, it] : llvm::zip(op.getStaticLoopRanges(), op.getIteratorTypesArray()))
+      if (it == utils::IteratorType::parallel && range != 1) return false;
+    return true;
+  }
+
+  // A kernel holding whole reductions ahead of its points' reduction that still runs on one
+  // thread says why (a fused small layer should not: hexir-fuse-small-reductions admits
+  // only what this pass distributes).
+  static void remarkUndistributedWholeReductions(func::FuncOp kernel) {
+    cuda::KernelReductions split = cuda::SplitKernelReductions(kernel);
+    if (!split.point || split.whole.empty()) return;
+    std::string why;
+    if (cuda::WholeReductionsRecomputable(split, why)) why = "its points did not tile";
+    kernel.emitRemark("kernel with a whole reduction ahead of its points runs on one thread: ") << why;
   }
 
   // Dynamic extents: wraps the thread's loop nest in

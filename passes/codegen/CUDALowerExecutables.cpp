@@ -22,6 +22,7 @@
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/codegen/CUDAQuantizedGemv.h"
 #include "passes/codegen/CUDAWarpReduce.h"
+#include "passes/codegen/CUDAWholeReductions.h"
 #include "passes/codegen/KernelChecks.h"
 #include "passes/codegen/KernelLoweringUtils.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -436,6 +437,9 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     }
     if (failed(allocationsToStack(kernel))) return failure();
     if (auto lanes = kernel->getAttrOfType<IntegerAttr>(kLanesAttr)) {
+      // A recomputed norm's sum first (CUDAWholeReductions.h): then the point's reduction is
+      // the kernel's only one.
+      if (failed(cuda::LowerWholeReductionsPerWarp(kernel))) return failure();
       if (failed(warpReduce(kernel, lanes.getInt()))) return failure();
       kernel->removeAttr(kLanesAttr);
     }

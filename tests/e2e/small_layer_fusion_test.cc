@@ -3,9 +3,11 @@
 // residual) computes the same results fused and unfused (`--small-reduction-extent=0`), both
 // equal to a C++ reference, in fewer dispatches per call: unfused 10 (per norm its sum and
 // scaling, then q, k, v, w1, w3 + SiLU * mul, w2 + residual); CUDA fused 6 (each norm inside
-// every projection reading it); CPU fused 3 (hexir-group-small-projections: norm + q/k/v, norm
-// + w1/w3 + SiLU * mul, w2 + residual). The CUDA case forces the fusion (the target's default
-// is off) so that its code generation of the fused kernels is checked.
+// every projection reading it: a warp per row recomputes its sum,
+// passes/codegen/CUDAWholeReductions.h); CPU fused 3 (hexir-group-small-projections: norm +
+// q/k/v, norm + w1/w3 + SiLU * mul, w2 + residual). Both targets fuse by default. Every module
+// is compiled before the device is opened, so the [cuda] cases check code generation (and
+// that no fused kernel runs on one thread) also where they skip for want of a GPU.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -96,6 +98,22 @@ std::string Block() {
          "}\n";
 }
 
+// Every kernel of the CUDA module at `module` runs more than one thread a block (hexir-dump's
+// `cuda.block_size.<entry>` attributes): the fused kernels got a real distribution.
+void RequireNoOneThreadKernel(const std::string& module) {
+  CommandResult r = RunCommand("tools/hexir-dump/hexir-dump --no-code " + module + " 2>&1");
+  REQUIRE(r.exit_code == 0);
+  size_t kernels = 0;
+  for (size_t at = r.output.find("attr cuda.block_size."); at != std::string::npos;
+       at = r.output.find("attr cuda.block_size.", at + 1)) {
+    ++kernels;
+    std::string line = r.output.substr(at, r.output.find('\n', at) - at);
+    INFO(line);
+    CHECK(line.find("= \"1,1,1\"") == std::string::npos);
+  }
+  CHECK(kernels == 5);  // k and v share one executable
+}
+
 std::vector<double> Norm(const float* x, const float* w) {
   double ss = 0;
   for (int i = 0; i < kDim; ++i) ss += double(x[i]) * x[i];
@@ -130,11 +148,10 @@ std::vector<HostTensor> Reference(const std::vector<HostTensor>& in) {
   return {Apply(in[2], xa, kDim), Apply(in[3], xa, kKv), Apply(in[4], xa, kKv), out};
 }
 
-// Runs the block compiled with `flags` twice; returns the second call's results and checks
-// the dispatches each call executes.
-std::vector<HostTensor> RunBlock(const std::string& target, const std::string& name, const std::string& flags,
+// Runs `module` (the block compiled for `target`) twice; returns the second call's results
+// and checks the dispatches each call executes.
+std::vector<HostTensor> RunBlock(const std::string& target, const std::string& module,
                                  const std::vector<HostTensor>& inputs, uint64_t dispatches) {
-  std::string module = CompileOrDie(Block(), name, target, flags);
   auto session = OpenOrDie(module, target);
   std::vector<tools::HostValue> args;
   for (const HostTensor& t : inputs) args.push_back(Tensor(t));
@@ -157,10 +174,12 @@ void FusedEqualsUnfused(const std::string& target) {
                                 RandomF32({kHidden, kDim}, 7), RandomF32({kHidden, kDim}, 8),
                                 RandomF32({kDim, kHidden}, 9)};
   std::vector<HostTensor> expected = Reference(in);
+  std::string unfusedModule = CompileOrDie(Block(), "block_unfused", target, "--small-reduction-extent=0");
+  std::string fusedModule = CompileOrDie(Block(), "block_fused", target, "--small-reduction-extent=256");
+  if (target == "cuda") RequireNoOneThreadKernel(fusedModule);
   // Unfused: two norms (sum, scaling) + q, k, v + w1, w3 (+ SiLU * mul), w2 (+ residual).
-  std::vector<HostTensor> unfused = RunBlock(target, "block_unfused", "--small-reduction-extent=0", in, 10);
-  std::vector<HostTensor> fused =
-      RunBlock(target, "block_fused", "--small-reduction-extent=256", in, target == "cpu" ? 3 : 6);
+  std::vector<HostTensor> unfused = RunBlock(target, unfusedModule, in, 10);
+  std::vector<HostTensor> fused = RunBlock(target, fusedModule, in, target == "cpu" ? 3 : 6);
   for (size_t i = 0; i < expected.size(); ++i) {
     INFO("result " << i);
     RequireClose(unfused[i], expected[i], 1e-4, 1e-5);
@@ -171,17 +190,19 @@ void FusedEqualsUnfused(const std::string& target) {
 HEXIR_E2E_TEST_ON_DEVICES("a small block's norms fused into its projections give the unfused results in fewer dispatches",
                           FusedEqualsUnfused)
 
-// Without a flag the CPU fuses (its default extent is 256): the default module is the fused one.
-TEST_CASE("the CPU target fuses small norms by default") {
+// Without a flag both targets fuse (the default extent is 256): the default module is the fused one.
+void FusesByDefault(const std::string& target) {
   std::vector<HostTensor> in = {RandomF32({kDim}, 11),          RandomF32({kDim}, 12),
                                 RandomF32({kDim, kDim}, 13),    RandomF32({kKv, kDim}, 14),
                                 RandomF32({kKv, kDim}, 15),     RandomF32({kDim}, 16),
                                 RandomF32({kHidden, kDim}, 17), RandomF32({kHidden, kDim}, 18),
                                 RandomF32({kDim, kHidden}, 19)};
   std::vector<HostTensor> expected = Reference(in);
-  std::vector<HostTensor> results = RunBlock("cpu", "block_default", "", in, 3);
+  std::string module = CompileOrDie(Block(), "block_default", target, "");
+  std::vector<HostTensor> results = RunBlock(target, module, in, target == "cpu" ? 3 : 6);
   for (size_t i = 0; i < expected.size(); ++i) RequireClose(results[i], expected[i], 1e-4, 1e-5);
 }
+HEXIR_E2E_TEST_ON_DEVICES("both targets fuse small norms by default", FusesByDefault)
 
 TEST_CASE("--small-reduction-extent below -1 is refused by name") {
   std::string source = TempFile("refused.mlir");

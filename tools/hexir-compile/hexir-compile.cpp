@@ -44,7 +44,7 @@ static cl::opt<int64_t> smallReductionExtent(
     "small-reduction-extent",
     cl::desc("recompute a static reduction of at most N iterations and the elementwise op reading "
              "it (RMSNorm) inside each contraction reading them, one dispatch per projection; 0: "
-             "off (default: the target's, cpu 256, cuda 0; --no-fusion: off)"),
+             "off (default: 256 on every target; --no-fusion: off)"),
     cl::init(-1));
 static cl::opt<bool> noBranchSelection(
     "no-branch-selection",

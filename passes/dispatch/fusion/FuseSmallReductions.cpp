@@ -3,6 +3,7 @@
 // elementwise result, each copy marked for recomputation inside that contraction's dispatch
 // (kRecomputeInConsumerAttr in dialects/hexir/IR/HexirAttributes.h). Rule and cost model: README.md beside this file.
 #include <optional>
+#include <string>
 
 #include "dialects/hexir/IR/HexirAttributes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -54,6 +55,7 @@ struct Chain {
   linalg::GenericOp scaling;
   SmallVector<linalg::GenericOp> reductions;
   int64_t work = 0;
+  SmallVector<OpOperand*> uses;  // the consumers' operands that get a copy
 };
 
 class FuseSmallReductions : public impl::FuseSmallReductionsBase<FuseSmallReductions> {
@@ -103,7 +105,38 @@ class FuseSmallReductions : public impl::FuseSmallReductionsBase<FuseSmallReduct
     });
     for (OpOperand& use : g->getUses())
       if (!worthRecomputingFor(use, chain)) return std::nullopt;
+    for (OpOperand& use : g->getUses()) {
+      std::string why;
+      if (!cudaKernels || cudaDistributes(use, chain, why))
+        chain.uses.push_back(&use);
+      else
+        use.getOwner()->emitRemark("small norm not recomputed in this contraction for CUDA: ") << why;
+    }
+    if (chain.uses.empty()) return std::nullopt;
     return chain;
+  }
+
+  // CUDA (cuda-kernels): the fused kernel's points get threads only when the chain's
+  // reductions are whole (rank 0: computed ahead of the point loops, recomputed per point,
+  // passes/codegen/CUDAWholeReductions.h) and the consumer is one reduction per point.
+  static bool cudaDistributes(OpOperand& use, const Chain& chain, std::string& why) {
+    for (linalg::GenericOp r : chain.reductions)
+      if (cast<ShapedType>(r->getResult(0).getType()).getRank() != 0) {
+        why = "the reduction keeps dimensions (CUDA recomputes only a whole, rank-0 reduction per point)";
+        return false;
+      }
+    auto consumer = cast<linalg::LinalgOp>(use.getOwner());
+    if (consumer.getNumReductionLoops() != 1 || consumer.getNumDpsInits() != 1) {
+      why = "the contraction has " + std::to_string(consumer.getNumReductionLoops()) +
+            " reduction loops into " + std::to_string(consumer.getNumDpsInits()) +
+            " result(s) (CUDA distributes one reduction loop into one result)";
+      return false;
+    }
+    if (consumer->hasAttr(kBlockMatvecAttr)) {
+      why = "a block-format matvec takes the quantized GEMV kernel, which reads x from memory";
+      return false;
+    }
+    return true;
   }
 
   static bool worthRecomputingFor(OpOperand& use, const Chain& chain) {
@@ -115,14 +148,12 @@ class FuseSmallReductions : public impl::FuseSmallReductionsBase<FuseSmallReduct
     return perPoint && chain.work <= kMaxRecomputeRatio * *perPoint;
   }
 
-  // One copy of the chain per use, placed where the scaling was and marked with the chain's
-  // number; the originals go.
+  // One copy of the chain per admitted use, placed where the scaling was and marked with the
+  // chain's number; the originals go when no use is left.
   static void recompute(Chain& chain, int64_t id) {
-    SmallVector<OpOperand*> uses;
-    for (OpOperand& use : chain.scaling->getUses()) uses.push_back(&use);
     OpBuilder b(chain.scaling);
     IntegerAttr mark = b.getI64IntegerAttr(id);
-    for (OpOperand* use : uses) {
+    for (OpOperand* use : chain.uses) {
       IRMapping map;
       for (linalg::GenericOp r : chain.reductions) {
         Operation* copy = b.clone(*r, map);
@@ -133,6 +164,7 @@ class FuseSmallReductions : public impl::FuseSmallReductionsBase<FuseSmallReduct
       copy->setAttr(kRecomputeInConsumerAttr, mark);
       use->set(copy->getResult(0));
     }
+    if (!chain.scaling->use_empty()) return;
     chain.scaling->erase();
     for (linalg::GenericOp r : llvm::reverse(chain.reductions))
       if (r->use_empty()) r->erase();

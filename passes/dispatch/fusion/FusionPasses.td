@@ -21,6 +21,10 @@ def FuseSmallReductions : Pass<"hexir-fuse-small-reductions", "mlir::ModuleOp"> 
     Option<"maxExtent", "max-extent", "int64_t", /*default=*/"256",
            "largest reduction (product of its static loop extents) and largest scaled vector "
            "(elements) recomputed per consumer; 0 = off">,
+    Option<"cudaKernels", "cuda-kernels", "bool", /*default=*/"false",
+           "admit only chains and consumers whose fused kernel CUDA spreads over threads (a "
+           "rank-0 reduction, a consumer with one reduction loop and no block-matvec mark); "
+           "a refused consumer keeps the chain unfused and gets a remark saying why">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }

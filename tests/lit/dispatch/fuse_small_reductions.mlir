@@ -2,6 +2,8 @@
 // RUN: hexir-opt %s -split-input-file --hexir-fuse-small-reductions --hexir-form-dispatch-regions | FileCheck %s --check-prefix=REGIONS
 // RUN: hexir-opt %s -split-input-file --hexir-fuse-small-reductions=max-extent=32 --hexir-form-dispatch-regions | FileCheck %s --check-prefix=LIMIT
 // RUN: hexir-opt %s -split-input-file --hexir-fuse-small-reductions --hexir-group-small-projections --hexir-form-dispatch-regions | FileCheck %s --check-prefix=GROUP
+// RUN: hexir-opt %s -split-input-file --hexir-fuse-small-reductions=cuda-kernels=true | FileCheck %s --check-prefix=CUDAFUSE
+// RUN: hexir-opt %s -split-input-file --hexir-fuse-small-reductions=cuda-kernels=true 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 // RUN: hexir-opt %s -split-input-file --hexir-fuse-small-reductions --hexir-group-small-projections=max-work=8000 --hexir-form-dispatch-regions | FileCheck %s --check-prefix=BIG
 
 // RMSNorm (sum of squares, then w * x / sqrt(ss / 64 + eps)) read by the q, k and v
@@ -17,6 +19,11 @@
 // CHECK:         linalg.generic {{.*}}iterator_types = ["parallel"]{{.*}}hexir.recompute_in_consumer
 // CHECK-NOT:     linalg.generic
 // CHECK-COUNT-3: linalg.matvec
+// CUDA kernels distribute matvecs after a whole sum: the same copies.
+// CUDAFUSE-LABEL: func.func @rmsnorm_qkv
+// CUDAFUSE-COUNT-6: hexir.recompute_in_consumer
+// CUDAFUSE-NOT:     hexir.recompute_in_consumer
+// CUDAFUSE-COUNT-3: linalg.matvec
 // REGIONS-LABEL: func.func @rmsnorm_qkv
 // REGIONS:         hexir.dispatch_region -> (tensor<64xf32>)
 // REGIONS:           %[[SS:.+]] = linalg.generic {{.*}}iterator_types = ["reduction"]
@@ -185,4 +192,98 @@ func.func @consumer_too_small(%x: tensor<4x16xf32>) -> tensor<4xf32> {
     linalg.yield %s : f32
   } -> tensor<4xf32>
   return %r : tensor<4xf32>
+}
+
+// -----
+
+// CUDA (cuda-kernels=true): a norm whose sum keeps a dimension (one sum per row) is not
+// recomputed per point by a CUDA kernel: every consumer is refused with a remark, nothing is
+// copied (the CPU copies it: each point of the consumer reduces all 64 elements).
+// CHECK-LABEL: func.func @row_norm
+// CHECK:         hexir.recompute_in_consumer
+// REMARK: remark: small norm not recomputed in this contraction for CUDA: the reduction keeps dimensions (CUDA recomputes only a whole, rank-0 reduction per point)
+// CUDAFUSE-LABEL: func.func @row_norm
+// CUDAFUSE-NOT:     hexir.recompute_in_consumer
+// CUDAFUSE:         return
+#id2 = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+#w3 = affine_map<(n, i, j) -> (n, i, j)>
+#x3 = affine_map<(n, i, j) -> (i, j)>
+#o3 = affine_map<(n, i, j) -> (n)>
+func.func @row_norm(%x: tensor<4x16xf32>, %w: tensor<8x4x16xf32>) -> tensor<8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<4xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<4xf32>) -> tensor<4xf32>
+  %ss = linalg.generic {indexing_maps = [#id2, #row], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<4x16xf32>) outs(%z0 : tensor<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %m = arith.mulf %a, %a : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  %e1 = tensor.empty() : tensor<4x16xf32>
+  %xn = linalg.generic {indexing_maps = [#id2, #row, #id2], iterator_types = ["parallel", "parallel"]} ins(%x, %ss : tensor<4x16xf32>, tensor<4xf32>) outs(%e1 : tensor<4x16xf32>) {
+  ^bb0(%a: f32, %sum: f32, %o: f32):
+    %y = arith.mulf %a, %sum : f32
+    linalg.yield %y : f32
+  } -> tensor<4x16xf32>
+  %er = tensor.empty() : tensor<8xf32>
+  %zr = linalg.fill ins(%zero : f32) outs(%er : tensor<8xf32>) -> tensor<8xf32>
+  %r = linalg.generic {indexing_maps = [#w3, #x3, #o3], iterator_types = ["parallel", "reduction", "reduction"]} ins(%w, %xn : tensor<8x4x16xf32>, tensor<4x16xf32>) outs(%zr : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+// On CUDA one norm (a whole sum) read by a matvec and by a contraction with two reduction
+// loops: the matvec gets its copy (a warp per row recomputes the sum), placed where the
+// scaling was; the other consumer is refused with a remark and keeps reading the original
+// sum and scaling.
+// REMARK: remark: small norm not recomputed in this contraction for CUDA: the contraction has 2 reduction loops into 1 result(s) (CUDA distributes one reduction loop into one result)
+// CUDAFUSE-LABEL: func.func @mixed_consumers
+// CUDAFUSE:         %[[SS0:.+]] = linalg.generic {{.*}}iterator_types = ["reduction"]
+// CUDAFUSE-NOT:       hexir.recompute_in_consumer
+// CUDAFUSE:         %[[SS:.+]] = linalg.generic {{.*}}iterator_types = ["reduction"]{{.*}}hexir.recompute_in_consumer = 0
+// CUDAFUSE:         %[[XN:.+]] = linalg.generic {{.*}}ins(%{{.+}}, %[[SS]] :{{.*}}hexir.recompute_in_consumer = 0
+// CUDAFUSE:         %[[XN0:.+]] = linalg.generic {{.*}}ins(%{{.+}}, %[[SS0]] :
+// CUDAFUSE-NOT:       hexir.recompute_in_consumer
+// CUDAFUSE:         linalg.matvec ins(%{{.+}}, %[[XN]] :
+// CUDAFUSE:         linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "reduction"]{{.*}}ins(%{{.+}}, %[[XN0]] :
+#i1 = affine_map<(d) -> (d)>
+#a1 = affine_map<(d) -> ()>
+#w3 = affine_map<(n, i, j) -> (n, i, j)>
+#x3 = affine_map<(n, i, j) -> (i * 16 + j)>
+#o3 = affine_map<(n, i, j) -> (n)>
+func.func @mixed_consumers(%x: tensor<64xf32>, %wq: tensor<16x64xf32>, %w: tensor<8x4x16xf32>) -> (tensor<16xf32>, tensor<8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %ss = linalg.generic {indexing_maps = [#i1, #a1], iterator_types = ["reduction"]} ins(%x : tensor<64xf32>) outs(%z0 : tensor<f32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %m = arith.mulf %a, %a : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %e1 = tensor.empty() : tensor<64xf32>
+  %xn = linalg.generic {indexing_maps = [#i1, #a1, #i1], iterator_types = ["parallel"]} ins(%x, %ss : tensor<64xf32>, tensor<f32>) outs(%e1 : tensor<64xf32>) {
+  ^bb0(%a: f32, %sum: f32, %o: f32):
+    %y = arith.mulf %a, %sum : f32
+    linalg.yield %y : f32
+  } -> tensor<64xf32>
+  %eq = tensor.empty() : tensor<16xf32>
+  %zq = linalg.fill ins(%zero : f32) outs(%eq : tensor<16xf32>) -> tensor<16xf32>
+  %q = linalg.matvec ins(%wq, %xn : tensor<16x64xf32>, tensor<64xf32>) outs(%zq : tensor<16xf32>) -> tensor<16xf32>
+  %er = tensor.empty() : tensor<8xf32>
+  %zr = linalg.fill ins(%zero : f32) outs(%er : tensor<8xf32>) -> tensor<8xf32>
+  %r = linalg.generic {indexing_maps = [#w3, #x3, #o3], iterator_types = ["parallel", "reduction", "reduction"]} ins(%w, %xn : tensor<8x4x16xf32>, tensor<64xf32>) outs(%zr : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  return %q, %r : tensor<16xf32>, tensor<8xf32>
 }
