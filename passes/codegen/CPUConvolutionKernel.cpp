@@ -376,6 +376,10 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
   Value packed;
   OpBuilder b(kernel.getContext());
   for (auto& [op, g] : convolutions) {
+    if (LowerConvolutionOnPackedFilter(kernel, op, g, tiles)) {
+      op->erase();
+      continue;
+    }
     if (g.kind == ConvolutionKind::kDense && !packed) packed = AllocatePackedBlock(kernel, tiles);
     b.setInsertionPoint(op);
     Location loc = op.getLoc();
@@ -400,6 +404,7 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
     emit();
     op->moveBefore(branch.elseBlock()->getTerminator());
   }
+  ErasePrepackedOperands(kernel);
 }
 
 }  // namespace hexir::codegen
