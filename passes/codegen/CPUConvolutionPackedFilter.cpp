@@ -10,9 +10,11 @@
 // k loop adds tap(k) = c * plane + kh * dh * pitch + kw * dw, read from a table of the K taps
 // filled once per call (so no division in the loop). C is the NCHW output seen transposed:
 // a register tile's vector of NR/2 filters at position p is gathered from (and scattered to)
-// out[n][f..][oh][ow], f's plane stride apart, once per KC block. Any strides of x and out
-// work (a window of a larger plane, dynamic exports' strided outputs): nothing is checked at
-// run time.
+// out[n][f..][oh][ow], f's plane stride apart, once per tile (K is one block). Any strides of
+// x and out work (a window of a larger plane, dynamic exports' strided outputs): nothing is
+// checked at run time.
+#include <algorithm>
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -145,10 +147,10 @@ bool LowerConvolutionOnPackedFilter(func::FuncOp kernel, linalg::LinalgOp op,
   Value taps = memref::AllocaOp::create(entry, op.getLoc(),
                                         MemRefType::get({c * kh * kw}, entry.getIndexType()),
                                         entry.getI64IntegerAttr(64));
-  // A C tile is gathered and scattered once per KC block: a deeper block than the matmul's
-  // (B's panels are read in place, nothing is packed per block).
+  // A C tile is gathered and scattered once per KC block: one block of all K (B's panels
+  // are read in place, nothing is packed per block; a panel of K x NR streams from L2).
   MatmulTiles deeper = tiles;
-  deeper.depth = 2 * tiles.depth;
+  deeper.depth = std::max(tiles.depth, c * kh * kw);
   PackedFilterEmitter(b, op.getLoc(), deeper).emit(g, x, out, taps, *filter, c, kh, kw);
   return true;
 }
