@@ -117,7 +117,7 @@ func.func @loop(%x: tensor<?x256xf32>, %w: tensor<256x160xf32>, %n: index) -> te
 // CHECK-LABEL: func.func @main(
 // CHECK:         %[[P:.+]] = hexir.dispatch @pack_filter_20x3x3x3_16(%{{.+}}) : (tensor<20x3x3x3xf32>) -> tensor<2x27x16xf32>
 // CHECK:         hexir.dispatch @conv(%arg0, %[[P]])
-// LIFT-LABEL:  func.func @main(
+// LIFT-LABEL:  func.func @main(%arg0: tensor<1x3x10x10xf32>) -> tensor<1x20x8x8xf32>
 // LIFT-NOT:      @pack_filter
 // LIFT:          %[[G:.+]] = hexir.global.load @main_lifted_0 : tensor<2x27x16xf32>
 // LIFT:          hexir.dispatch @conv(%arg0, %[[G]])
@@ -154,6 +154,9 @@ func.func @main(%arg0: tensor<1x3x10x10xf32>) -> tensor<1x20x8x8xf32> {
 // CHECK-LABEL: func.func @main(
 // CHECK-NOT:     @pack_filter
 // CHECK:         hexir.dispatch @conv_arg(%arg0, %arg1)
+#conv_x = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>
+#conv_w = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>
+#conv_o = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
 hexir.executable @conv_arg {
   builtin.module {
     func.func @conv_arg(%x: tensor<1x3x10x10xf32>, %w: tensor<20x3x3x3xf32>, %o: tensor<1x20x8x8xf32>) -> tensor<1x20x8x8xf32> {
