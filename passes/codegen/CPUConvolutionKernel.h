@@ -47,6 +47,9 @@ std::optional<ConvolutionGeometry> MatchConvolution(mlir::linalg::LinalgOp op);
 // filter instead (CPUConvolutionPackedFilter.cpp): the output positions are the GEMM's rows,
 // the filters its columns, A loaded straight from x. Emits it before `op` and returns true,
 // or emits nothing and returns false.
+// Filters of larger C * KH * KW keep the kernels above (the packed-filter kernel's table of
+// tap offsets lives on the stack), and hexir-cpu-pack-matmul-operands does not pack them.
+constexpr int64_t kMaxPackedFilterDepth = 16384;
 bool LowerConvolutionOnPackedFilter(mlir::func::FuncOp kernel, mlir::linalg::LinalgOp op,
                                     const ConvolutionGeometry& g, const MatmulTiles& tiles);
 

@@ -26,9 +26,6 @@ using namespace mlir;
 
 namespace {
 
-// The tap table lives on the stack: K index values.
-constexpr int64_t kMaxTaps = 16384;
-
 class PackedFilterEmitter {
  public:
   PackedFilterEmitter(OpBuilder& b, Location loc, const MatmulTiles& tiles)
@@ -135,11 +132,13 @@ bool LowerConvolutionOnPackedFilter(func::FuncOp kernel, linalg::LinalgOp op,
   if (g.kind != ConvolutionKind::kDense) return false;
   Value x = op.getDpsInputs()[0], w = op.getDpsInputs()[1], out = op.getDpsInits()[0];
   auto wType = dyn_cast<MemRefType>(w.getType());
-  if (!wType || !wType.hasStaticShape() || !isa<MemRefType>(x.getType()) ||
+  // F may be dynamic (the last workgroup's slice of filters), C x KH x KW not.
+  if (!wType || wType.isDynamicDim(1) || wType.isDynamicDim(2) || wType.isDynamicDim(3) ||
+      !isa<MemRefType>(x.getType()) ||
       !isa<MemRefType>(out.getType()))
     return false;
   const int64_t c = wType.getDimSize(1), kh = wType.getDimSize(2), kw = wType.getDimSize(3);
-  if (c * kh * kw > kMaxTaps) return false;
+  if (c * kh * kw > kMaxPackedFilterDepth) return false;
   OpBuilder b(op);
   std::optional<PrepackedB> filter = FindPrepackedOperand(b, w, 0);
   if (!filter || filter->nr != tiles.columns()) return false;

@@ -12,7 +12,8 @@
 // every dispatch gets it packed the same way as the B[K][F] of its GEMM, B[k][f] = w[f][k]
 // (`pack_filter_FxCxKHxKW_NR`, ceil(F/NR) panels of C*KH*KW x NR, zero past F), read through
 // an unpack generic marked `hexir.packed_rhs` (CPUConvolutionPackedFilter.cpp reads the panels
-// in place). A filter that changes per call keeps the convolution as it was.
+// in place). A filter that changes per call, or of fewer than kMinPackedFilterDepth taps,
+// keeps the convolution as it was.
 //
 // Before hexir-lift-constant-dispatches: a pack of a constant %w has only constant operands
 // and moves into the initializer. A pack goes before the outermost loop %w does not depend
@@ -145,6 +146,13 @@ Value BuildUnpackFilter(OpBuilder& b, Location loc, Value packed, RankedTensorTy
   return unpack.getResult(0);
 }
 
+// Filters of fewer taps (C * KH * KW) keep the input-packing convolution kernel: there the
+// packed filter's kernel spends more on gathering and scattering its NCHW output tiles than
+// on its K multiply-adds per output (measured at load 10: 1x1 over 16-96 channels 2-10x
+// slower, a 7x7 stem over 3 channels (147) 1.1-1.8x; 1x1 over 256 and 3x3 over 32 channels
+// (288) 4-13x faster, 3x3 over 512 channels on 2 x 2 outputs 8x).
+constexpr int64_t kMinPackedFilterDepth = 192;
+
 // A module constant, a global (lifted earlier) or a static reshape of one.
 bool IsConstant(Value v) {
   Operation* def = v.getDefiningOp();
@@ -235,7 +243,8 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
   }
 
   // Rewrites each dense convolution of `kernel` whose filter is a capture argument of static
-  // shape read only by it and constant at every dispatch; returns (argument, w's type) of each.
+  // shape read only by it, constant at every dispatch, with kMinPackedFilterDepth to
+  // kMaxPackedFilterDepth taps; returns (argument, w's type) of each.
   SmallVector<std::pair<unsigned, RankedTensorType>> packFilters(func::FuncOp kernel,
                                                                  unsigned captures, int64_t nr,
                                                                  ArrayRef<DispatchOp> uses) {
@@ -254,6 +263,8 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
         continue;
       auto wType = cast<RankedTensorType>(arg.getType());
       if (!wType.hasStaticShape() ||
+          wType.getDimSize(1) * wType.getDimSize(2) * wType.getDimSize(3) > codegen::kMaxPackedFilterDepth ||
+          wType.getDimSize(1) * wType.getDimSize(2) * wType.getDimSize(3) < kMinPackedFilterDepth ||
           !llvm::all_of(uses, [&](DispatchOp d) { return IsConstant(d.getArgs()[arg.getArgNumber()]); }))
         continue;
       arg.setType(FilterPackedType(wType, nr));

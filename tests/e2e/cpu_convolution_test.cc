@@ -168,39 +168,43 @@ TEST_CASE("dense convolutions at awkward sizes match a double reference") {
   Check({1, 4, 20, 19, 9, 3, 3, 1, 1, 1});
 }
 
-// The same shapes with the filter a module constant: packed once at load into panels of
-// NR filters (hexir-cpu-pack-matmul-operands), the output positions the GEMM's rows.
+// Convolutions whose filter is a module constant of at least 192 taps (C * KH * KW): packed
+// once at load into panels of NR filters (hexir-cpu-pack-matmul-operands), the output
+// positions the GEMM's rows.
 Conv Constant(Conv k) {
   k.constant = true;
   return k;
 }
 
 TEST_CASE("dense convolutions on a filter packed at load match a double reference") {
-  // 3x3 over odd channels, 5 filters (one partial panel); a 7x7 stride-2 stem; dilation 2;
-  // 1x1 over a plane and with stride 2; 37 filters (3 panels, the last partial) over 300
-  // channels (K = 2700: past several KC blocks), batch 2; a window of x's plane.
-  Check(Constant({1, 3, 15, 13, 5, 3, 3, 1, 1, 1}));
-  Check(Constant({1, 3, 23, 21, 9, 7, 7, 2, 1, 1}));
-  Check(Constant({1, 5, 17, 16, 7, 3, 3, 1, 2, 1}));
-  Check(Constant({1, 19, 9, 11, 13, 1, 1, 1, 1, 1}));
-  Check(Constant({1, 6, 9, 9, 10, 1, 1, 2, 1, 1}));
+  // 3x3 over 23 channels (K = 207), 5 filters (one partial panel), a row of 13; a 7x7
+  // stride-2 stem over 4 channels (196); dilation 2; 1x1 over 193 channels on a plane and
+  // with stride 2; 37 filters (past a panel of NR = 16 or 32) over 300 channels (K = 2700),
+  // batch 2; stride 2 leaving x's last row and column unread (a window of its plane).
+  Check(Constant({1, 23, 15, 13, 5, 3, 3, 1, 1, 1}));
+  Check(Constant({1, 4, 23, 21, 9, 7, 7, 2, 1, 1}));
+  Check(Constant({1, 22, 17, 16, 7, 3, 3, 1, 2, 1}));
+  Check(Constant({1, 193, 9, 11, 13, 1, 1, 1, 1, 1}));
+  Check(Constant({1, 200, 9, 9, 10, 1, 1, 2, 1, 1}));
   Check(Constant({2, 300, 6, 6, 37, 3, 3, 1, 1, 1}));
-  Check(Constant({1, 4, 16, 16, 8, 3, 3, 2, 1, 1}));
+  Check(Constant({1, 24, 16, 16, 8, 3, 3, 2, 1, 1}));
   // 64 filters over 2 x 2 positions (ResNet's last stage in small), in 2 workgroups; 96
-  // filters in 3 workgroups of 2 whole panels (the 4 wanted, 24 filters each, rounded up to
-  // panels); 27 x 19 = 513 positions (rows past a row block).
+  // filters in 3 workgroups (the 4 wanted, 24 filters each, rounded up to whole panels); 40
+  // filters in workgroups of 32 and 8 (the last slice of the filter has a dynamic extent:
+  // MobileNetV3's projections); 27 x 19 = 513 positions (rows past a row block).
   Check(Constant({1, 40, 4, 4, 64, 3, 3, 1, 1, 1}));
-  Check(Constant({2, 64, 6, 6, 96, 1, 1, 1, 1, 1}));
-  Check(Constant({1, 3, 29, 21, 17, 3, 3, 1, 1, 1}));
+  Check(Constant({2, 256, 6, 6, 96, 1, 1, 1, 1, 1}));
+  Check(Constant({1, 256, 6, 6, 40, 1, 1, 1, 1, 1}));
+  Check(Constant({1, 23, 29, 21, 17, 3, 3, 1, 1, 1}));
   // Dynamic batch and spatial dims with a bias + ReLU epilogue; a dynamic strided window.
-  Conv dense = Constant({2, 5, 12, 10, 11, 3, 3, 1, 1, 1});
+  Conv dense = Constant({2, 25, 12, 10, 11, 3, 3, 1, 1, 1});
   dense.dynamic = true;
   dense.epilogue = true;
   Check(dense);
-  Conv strided = Constant({1, 4, 15, 14, 6, 3, 3, 2, 1, 1});
+  Conv strided = Constant({1, 24, 15, 14, 6, 3, 3, 2, 1, 1});
   strided.dynamic = true;
   Check(strided);
-  Conv stem = Constant({1, 3, 37, 37, 16, 7, 7, 2, 1, 1});
+  Conv stem = Constant({1, 4, 37, 37, 16, 7, 7, 2, 1, 1});
   stem.epilogue = true;
   Check(stem);
 }
