@@ -129,11 +129,13 @@ std::optional<ConvolutionGeometry> MatchConvolution(linalg::LinalgOp op) {
       !HasUnitStrideRows(op.getDpsInputs()[1].getType()) ||
       !HasContiguousRows(op.getDpsInits()[0].getType()))
     return std::nullopt;
-  // The weights are read as [F][C*KH*KW]: their three inner dims must be one run.
+  // The weights are read as [F][C*KH*KW]: their three inner dims must be one run (F may be
+  // dynamic: the last workgroup's slice of filters).
   if (auto w = dyn_cast<MemRefType>(op.getDpsInputs()[1].getType())) {
     SmallVector<int64_t> strides;
     int64_t offset;
-    if (failed(w.getStridesAndOffset(strides, offset)) || !w.hasStaticShape() ||
+    if (failed(w.getStridesAndOffset(strides, offset)) || w.isDynamicDim(1) || w.isDynamicDim(2) ||
+        w.isDynamicDim(3) ||
         strides[3] != 1 || strides[2] != w.getDimSize(3) ||
         strides[1] != w.getDimSize(2) * w.getDimSize(3))
       return std::nullopt;
@@ -376,6 +378,10 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
   Value packed;
   OpBuilder b(kernel.getContext());
   for (auto& [op, g] : convolutions) {
+    if (LowerConvolutionOnPackedFilter(kernel, op, g, tiles)) {
+      op->erase();
+      continue;
+    }
     if (g.kind == ConvolutionKind::kDense && !packed) packed = AllocatePackedBlock(kernel, tiles);
     b.setInsertionPoint(op);
     Location loc = op.getLoc();
@@ -400,6 +406,7 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
     emit();
     op->moveBefore(branch.elseBlock()->getTerminator());
   }
+  ErasePrepackedOperands(kernel);
 }
 
 }  // namespace hexir::codegen

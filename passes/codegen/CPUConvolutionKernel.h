@@ -16,6 +16,9 @@
 // plane is fine); out's rows must be one run: where its strides are dynamic (dynamic exports)
 // the kernel runs when they are at run time, the loop lowering otherwise.
 //
+// A dense convolution whose constant filter was packed once at load runs on the packed
+// filter instead: see LowerConvolutionOnPackedFilter below.
+//
 // Depthwise convolutions run along ow in vectors, per (n, f, oh): the KH x KW weights are
 // broadcast and multiplied into contiguous (stride 1) or gathered (stride > 1) input lanes;
 // the last vector of a row is masked.
@@ -38,6 +41,17 @@ struct ConvolutionGeometry {
 // The geometry of `op` when it is a convolution one of the kernels above takes (f32, the
 // importer's maps, unit-stride rows of x, w and out when they are memrefs).
 std::optional<ConvolutionGeometry> MatchConvolution(mlir::linalg::LinalgOp op);
+
+// A dense convolution whose filter hexir-cpu-pack-matmul-operands prepacked (read through
+// an unpack marked kPackedRhsAttr, sliced along F from a multiple of NR) runs on the packed
+// filter instead (CPUConvolutionPackedFilter.cpp): the output positions are the GEMM's rows,
+// the filters its columns, A loaded straight from x. Emits it before `op` and returns true,
+// or emits nothing and returns false.
+// Filters of larger C * KH * KW keep the kernels above (the packed-filter kernel's table of
+// tap offsets lives on the stack), and hexir-cpu-pack-matmul-operands does not pack them.
+constexpr int64_t kMaxPackedFilterDepth = 16384;
+bool LowerConvolutionOnPackedFilter(mlir::func::FuncOp kernel, mlir::linalg::LinalgOp op,
+                                    const ConvolutionGeometry& g, const MatmulTiles& tiles);
 
 // Rewrites every such convolution of the bufferized `kernel`.
 void LowerConvolutionsToKernels(mlir::func::FuncOp kernel, const MatmulTiles& tiles);

@@ -64,6 +64,18 @@ int64_t ConvolutionWindow(func::FuncOp kernel) {
   return window;
 }
 
+// NR of the kernel's prepacked convolution filter (hexir-cpu-pack-matmul-operands: an unpack
+// marked kPackedRhsAttr writing a 4-D filter), 0 if none: its workgroups' channels then
+// start at multiples of NR, so each reads whole panels in place.
+int64_t PrepackedFilterColumns(func::FuncOp kernel) {
+  int64_t nr = 0;
+  kernel.walk([&](linalg::GenericOp g) {
+    if (g->hasAttr(kPackedRhsAttr) && g.getNumDpsInits() == 1 && g.getNumLoops() == 4)
+      nr = cast<ShapedType>(g.getDpsInputs()[0].getType()).getDimSize(2);
+  });
+  return nr;
+}
+
 // Multiply-adds of the least workgroup of a matmul on a prepacked B.
 constexpr int64_t kPackedMatmulWorkPerWorkgroup = int64_t{1} << 20;
 // Rows of the least workgroup of a matmul grid (fewer when M is smaller).
@@ -212,6 +224,7 @@ class CPUDistributeWorkgroups
         wanted = llvm::bit_floor(static_cast<uint64_t>(std::min(
             wanted, std::max<int64_t>(1, *n0 / kConvolutionChannelsPerWorkgroup))));
       int64_t tile = (*n0 + wanted - 1) / wanted;
+      if (int64_t nr = axis == 1 ? PrepackedFilterColumns(kernel) : 0) tile = (tile + nr - 1) / nr * nr;
       count = (*n0 + tile - 1) / tile;
       if (count == 1) return 1;
       tileV = arith::ConstantIndexOp::create(b, rootLoc, tile);

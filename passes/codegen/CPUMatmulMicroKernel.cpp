@@ -72,13 +72,6 @@ namespace {
 // pack becomes vector copies and the unpack is replaced by reading Bp's panels in place.
 // (The marks: dialects/hexir/IR/HexirAttributes.h.)
 
-// B read through an unpack: Bp, the panel holding B's column 0, NR.
-struct PrepackedRhs {
-  Value packed;
-  Value firstPanel;
-  int64_t nr;
-};
-
 // Whether `v` is a multiple of `nr` by construction: a constant, a product with one, a sum
 // of such, or the induction variable of a loop whose start and step are.
 bool MultipleOf(Value v, int64_t nr, int depth = 0) {
@@ -107,17 +100,19 @@ linalg::GenericOp UnpackWriting(Value buffer) {
   return nullptr;
 }
 
-// `rhs` (a matmul's B memref) read through an unpack, possibly a column slice of it starting
-// at a column proven to be a multiple of NR.
-std::optional<PrepackedRhs> FindPrepackedRhs(OpBuilder& b, Value rhs) {
-  Value v = rhs;
+}  // namespace
+
+std::optional<PrepackedB> FindPrepackedOperand(OpBuilder& b, Value operand, unsigned columnDim) {
+  Value v = operand;
   OpFoldResult column = b.getIndexAttr(0);
   if (auto view = v.getDefiningOp<memref::SubViewOp>()) {
-    // Whole rows from row 0 (the matmul reads k from 0), any column slice.
-    if (!llvm::all_of(view.getMixedStrides(), [](OpFoldResult s) { return isConstantIntValue(s, 1); }) ||
-        !isConstantIntValue(view.getMixedOffsets()[0], 0))
+    // Whole extents from 0 (the op reads them from 0) in every dim but the columns'.
+    if (!llvm::all_of(view.getMixedStrides(), [](OpFoldResult s) { return isConstantIntValue(s, 1); }))
       return std::nullopt;
-    column = view.getMixedOffsets()[1];
+    for (auto [i, offset] : llvm::enumerate(view.getMixedOffsets()))
+      if (i != columnDim && !isConstantIntValue(offset, 0)) return std::nullopt;
+    if (columnDim >= view.getMixedOffsets().size()) return std::nullopt;
+    column = view.getMixedOffsets()[columnDim];
     v = view.getSource();
   }
   while (auto cast = v.getDefiningOp<memref::CastOp>()) v = cast.getSource();
@@ -127,16 +122,14 @@ std::optional<PrepackedRhs> FindPrepackedRhs(OpBuilder& b, Value rhs) {
   auto packedType = dyn_cast<MemRefType>(packed.getType());
   if (!packedType || packedType.getRank() != 3 || packedType.isDynamicDim(2)) return std::nullopt;
   const int64_t nr = packedType.getDimSize(2);
-  Value start = getValueOrCreateConstantIndexOp(b, rhs.getLoc(), column);
+  Value start = getValueOrCreateConstantIndexOp(b, operand.getLoc(), column);
   if (!MultipleOf(start, nr)) return std::nullopt;
-  Value first = arith::DivUIOp::create(b, rhs.getLoc(), start,
-                                       arith::ConstantIndexOp::create(b, rhs.getLoc(), nr));
-  return PrepackedRhs{packed, first, nr};
+  Value first = arith::DivUIOp::create(b, operand.getLoc(), start,
+                                       arith::ConstantIndexOp::create(b, operand.getLoc(), nr));
+  return PrepackedB{packed, first, nr};
 }
 
-// Erases each unpack whose buffer is no longer read (the matmuls reading it were rewritten),
-// with its buffer and the dead views of it.
-void ErasePrepackedRhs(func::FuncOp kernel) {
+void ErasePrepackedOperands(func::FuncOp kernel) {
   SmallVector<linalg::GenericOp> unpacks;
   kernel.walk([&](linalg::GenericOp g) {
     if (g->hasAttr(kPackedRhsAttr) && g.hasPureBufferSemantics()) unpacks.push_back(g);
@@ -158,6 +151,8 @@ void ErasePrepackedRhs(func::FuncOp kernel) {
     if (auto alloc = buffer.getDefiningOp<memref::AllocOp>(); alloc && alloc->use_empty()) alloc.erase();
   }
 }
+
+namespace {
 
 // Each bufferized pack generic becomes row-by-row vector copies of `lanes` f32 (masked past N):
 // B's rows read in order, each panel's K x NR written densely.
@@ -241,7 +236,9 @@ class MicroKernelEmitter {
 
   // B read in place from its prepacked panels (above): `emit` then packs nothing
   // and panel p of block nc is Bp[first + nc / NR + p].
-  void readPrepacked(const PrepackedRhs& rhs) { prepacked = rhs; }
+  void readPrepacked(const PrepackedB& rhs) { prepacked = rhs; }
+  // A and C through `callbacks` (GemmCallbacks) instead of the PackedGemm's memrefs.
+  void reachThrough(const GemmCallbacks& c) { callbacks = &c; }
 
   // `packBlock(kc, kcSize, nc, panels)` fills the packed block with B's panels
   // [nc, nc + panels * NR) of rows [kc, kc + kcSize).
@@ -392,26 +389,37 @@ class MicroKernelEmitter {
   // C[m, m + rows) x [n0, n0 + NR) += A[.][kc, kc + kcSize) * Bp, in registers.
   void registerTile(const Panel& p, Value m, int64_t rows) {
     SmallVector<Value> rowIndex;
-    for (int64_t i = 0; i < rows; ++i)
+    SmallVector<SmallVector<Value>> rowValues;  // callbacks: each row's values
+    for (int64_t i = 0; i < rows; ++i) {
       rowIndex.push_back(i == 0 ? m : arith::AddIOp::create(b, loc, m, index(i)).getResult());
+      if (callbacks) rowValues.push_back(callbacks->row(b, rowIndex[i]));
+    }
+    auto loadC = [&](OpBuilder& nb, int64_t i, int64_t v, Value mask) -> Value {
+      if (callbacks) return callbacks->loadC(nb, rowValues[i], column(p, v), mask);
+      if (!mask) return vector::LoadOp::create(nb, loc, vec, p.c, cIndex(rowIndex[i], column(p, v)));
+      return vector::MaskedLoadOp::create(nb, loc, vec, p.c, cIndex(rowIndex[i], column(p, v)), mask,
+                                          zeroVec);
+    };
+    auto storeC = [&](OpBuilder& nb, int64_t i, int64_t v, Value mask, Value value) {
+      if (callbacks) return callbacks->storeC(nb, rowValues[i], column(p, v), mask, value);
+      if (!mask)
+        vector::StoreOp::create(nb, loc, value, p.c, cIndex(rowIndex[i], column(p, v)));
+      else
+        vector::MaskedStoreOp::create(nb, loc, p.c, cIndex(rowIndex[i], column(p, v)), mask, value);
+    };
     // Full panels use plain loads and stores; the last one is masked at N.
     auto load = scf::IfOp::create(
         b, loc, p.full,
         [&](OpBuilder& nested, Location) {
           SmallVector<Value> values;
           for (int64_t i = 0; i < rows; ++i)
-            for (int64_t v = 0; v < t.vectors; ++v)
-              values.push_back(vector::LoadOp::create(nested, loc, vec, p.c,
-                                                      cIndex(rowIndex[i], column(p, v))));
+            for (int64_t v = 0; v < t.vectors; ++v) values.push_back(loadC(nested, i, v, Value()));
           scf::YieldOp::create(nested, loc, values);
         },
         [&](OpBuilder& nested, Location) {
           SmallVector<Value> values;
           for (int64_t i = 0; i < rows; ++i)
-            for (int64_t v = 0; v < t.vectors; ++v)
-              values.push_back(vector::MaskedLoadOp::create(
-                  nested, loc, vec, p.c, cIndex(rowIndex[i], column(p, v)), p.masks[v],
-                  zeroVec));
+            for (int64_t v = 0; v < t.vectors; ++v) values.push_back(loadC(nested, i, v, p.masks[v]));
           scf::YieldOp::create(nested, loc, values);
         });
     auto loop = scf::ForOp::create(
@@ -432,7 +440,8 @@ class MicroKernelEmitter {
           }
           SmallVector<Value> next;
           for (int64_t i = 0; i < rows; ++i) {
-            Value scalar = memref::LoadOp::create(b, loc, p.a, ValueRange{rowIndex[i], ak});
+            Value scalar = callbacks ? callbacks->loadA(b, rowValues[i], ak)
+                                     : Value(memref::LoadOp::create(b, loc, p.a, ValueRange{rowIndex[i], ak}));
             Value splat = vector::BroadcastOp::create(b, loc, vec, scalar);
             for (int64_t v = 0; v < t.vectors; ++v)
               next.push_back(vector::FMAOp::create(b, loc, splat, bv[v], acc[i * t.vectors + v]));
@@ -444,16 +453,12 @@ class MicroKernelEmitter {
         b, loc, p.full,
         [&](OpBuilder& nested, Location) {
           for (int64_t i = 0; i < rows; ++i)
-            for (int64_t v = 0; v < t.vectors; ++v)
-              vector::StoreOp::create(nested, loc, acc[i * t.vectors + v], p.c,
-                                      cIndex(rowIndex[i], column(p, v)));
+            for (int64_t v = 0; v < t.vectors; ++v) storeC(nested, i, v, Value(), acc[i * t.vectors + v]);
           scf::YieldOp::create(nested, loc);
         },
         [&](OpBuilder& nested, Location) {
           for (int64_t i = 0; i < rows; ++i)
-            for (int64_t v = 0; v < t.vectors; ++v)
-              vector::MaskedStoreOp::create(nested, loc, p.c, cIndex(rowIndex[i], column(p, v)),
-                                            p.masks[v], acc[i * t.vectors + v]);
+            for (int64_t v = 0; v < t.vectors; ++v) storeC(nested, i, v, p.masks[v], acc[i * t.vectors + v]);
           scf::YieldOp::create(nested, loc);
         });
   }
@@ -462,7 +467,8 @@ class MicroKernelEmitter {
   Location loc;
   const MatmulTiles& t;
   Value packed;
-  std::optional<PrepackedRhs> prepacked;
+  std::optional<PrepackedB> prepacked;
+  const GemmCallbacks* callbacks = nullptr;
   VectorType vec, maskType;
   Value zeroVec;
   SmallVector<Value> prefix;  // C's leading indices
@@ -488,6 +494,15 @@ void EmitPackedGemm(OpBuilder& b, Location loc, const MatmulTiles& tiles, Value 
   });
 }
 
+void EmitPrepackedGemm(OpBuilder& b, Location loc, const MatmulTiles& tiles, const PrepackedB& rhs,
+                       Value rows, Value columns, Value depth, const GemmCallbacks& callbacks) {
+  MicroKernelEmitter emitter(b, loc, tiles, Value());
+  emitter.readPrepacked(rhs);
+  emitter.reachThrough(callbacks);
+  emitter.emit(PackedGemm{Value(), Value(), {}, rows, columns, depth},
+               [](Value, Value, Value, Value) {});
+}
+
 void LowerMatmulsToMicroKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
   SmallVector<linalg::LinalgOp> matmuls;
   kernel.walk([&](linalg::LinalgOp op) {
@@ -502,7 +517,7 @@ void LowerMatmulsToMicroKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
     Value a = op.getDpsInputs()[0], bMat = op.getDpsInputs()[1], c = op.getDpsInits()[0];
     PackedGemm gemm{a, c, {}, memref::DimOp::create(b, loc, c, 0),
                     memref::DimOp::create(b, loc, c, 1), memref::DimOp::create(b, loc, a, 1)};
-    std::optional<PrepackedRhs> rhs = FindPrepackedRhs(b, bMat);
+    std::optional<PrepackedB> rhs = FindPrepackedOperand(b, bMat, 1);
     if (rhs && rhs->nr == tiles.columns()) {
       MicroKernelEmitter emitter(b, loc, tiles, Value());
       emitter.readPrepacked(*rhs);
@@ -519,7 +534,7 @@ void LowerMatmulsToMicroKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
     }
     op->erase();
   }
-  ErasePrepackedRhs(kernel);
+  ErasePrepackedOperands(kernel);
   LowerPackRhsKernels(kernel, tiles.lanes);
 }
 

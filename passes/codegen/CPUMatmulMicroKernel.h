@@ -23,6 +23,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -71,5 +73,39 @@ using PackBPanel = llvm::function_ref<void(mlir::OpBuilder& b, mlir::Value packe
 mlir::Value AllocatePackedBlock(mlir::func::FuncOp kernel, const MatmulTiles& tiles);
 void EmitPackedGemm(mlir::OpBuilder& b, mlir::Location loc, const MatmulTiles& tiles,
                     mlir::Value packed, const PackedGemm& gemm, PackBPanel packB);
+
+// ---- GEMMs on a prepacked B whose A and C are reached through callbacks ----------------
+// (convolutions: A gathered from the input, C the NCHW output seen transposed.)
+// B read in place from prepacked panels (hexir-cpu-pack-matmul-operands):
+// B[k][n] = packed[firstPanel + n / NR][k][n % NR], `packed` a [P][K][NR] memref.
+struct PrepackedB {
+  mlir::Value packed, firstPanel;
+  int64_t nr;
+};
+// The panels behind `operand`, a memref written by an unpack generic (marked kPackedRhsAttr),
+// or a unit-stride subview of one starting at 0 in every dim but `columnDim`, whose offset
+// there is proven a multiple of NR. Emits the panel index at the builder's insertion point.
+std::optional<PrepackedB> FindPrepackedOperand(mlir::OpBuilder& b, mlir::Value operand,
+                                               unsigned columnDim);
+// Erases each unpack whose buffer is no longer read (its readers were rewritten), with the
+// buffer and the dead views of it.
+void ErasePrepackedOperands(mlir::func::FuncOp kernel);
+
+struct GemmCallbacks {
+  using Values = llvm::ArrayRef<mlir::Value>;
+  // Values of register-tile row m computed once per tile (addresses), before the k loop.
+  std::function<llvm::SmallVector<mlir::Value>(mlir::OpBuilder&, mlir::Value m)> row;
+  // A[m][k] (an f32 scalar) from row m's values.
+  std::function<mlir::Value(mlir::OpBuilder&, Values row, mlir::Value k)> loadA;
+  // C[m][n, n + lanes) from row m's values; `mask`: lanes inside N, or null (all of them).
+  std::function<mlir::Value(mlir::OpBuilder&, Values row, mlir::Value n, mlir::Value mask)> loadC;
+  std::function<void(mlir::OpBuilder&, Values row, mlir::Value n, mlir::Value mask,
+                     mlir::Value value)>
+      storeC;
+};
+// C[M][N] += A[M][K] * B[K][N] with the loops and register tiles of the packed GEMM above.
+void EmitPrepackedGemm(mlir::OpBuilder& b, mlir::Location loc, const MatmulTiles& tiles,
+                       const PrepackedB& rhs, mlir::Value rows, mlir::Value columns,
+                       mlir::Value depth, const GemmCallbacks& callbacks);
 
 }  // namespace hexir::codegen

@@ -8,6 +8,13 @@
 //                                                    host: %wp = hexir.dispatch @pack_rhs_KxNxNR(%w)
 //                                                          hexir.dispatch @mm(%x, %wp)
 //
+// A dense convolution (CPUConvolutionKernel.h) whose filter w[F][C][KH][KW] is constant at
+// every dispatch gets it packed the same way as the B[K][F] of its GEMM, B[k][f] = w[f][k]
+// (`pack_filter_FxCxKHxKW_NR`, ceil(F/NR) panels of C*KH*KW x NR, zero past F), read through
+// an unpack generic marked `hexir.packed_rhs` (CPUConvolutionPackedFilter.cpp reads the panels
+// in place). A filter that changes per call, or of fewer than kMinPackedFilterDepth taps,
+// keeps the convolution as it was.
+//
 // Before hexir-lift-constant-dispatches: a pack of a constant %w has only constant operands
 // and moves into the initializer. A pack goes before the outermost loop %w does not depend
 // on (LICM ran before this pass). The layout and the marks: CPUMatmulMicroKernel.cpp
@@ -29,6 +36,7 @@
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Pass/Pass.h"
+#include "passes/codegen/CPUConvolutionKernel.h"
 #include "passes/codegen/CPUMatmulMicroKernel.h"
 #include "passes/codegen/CPUTarget.h"
 
@@ -90,6 +98,60 @@ Value BuildUnpackRhs(OpBuilder& b, Location loc, Value packed, int64_t k, int64_
   return unpack.getResult(0);
 }
 
+// Bp = pack(w) into `out` (PackedRhsType of K x F): Bp[p][k][j] = w[p * NR + j][k] (zero past
+// F), k = (c * KH + kh) * KW + kw.
+Value BuildPackFilter(OpBuilder& b, Location loc, Value w, Value out) {
+  auto outType = cast<RankedTensorType>(out.getType());
+  auto wType = cast<RankedTensorType>(w.getType());
+  const int64_t nr = outType.getDimSize(2), f = wType.getDimSize(0);
+  const int64_t kh = wType.getDimSize(2), kw = wType.getDimSize(3);
+  AffineMap identity = b.getMultiDimIdentityMap(3);
+  SmallVector<utils::IteratorType> parallel(3, utils::IteratorType::parallel);
+  auto pack = linalg::GenericOp::create(
+      b, loc, TypeRange{outType}, ValueRange{}, ValueRange{out}, ArrayRef<AffineMap>{identity},
+      parallel, [&](OpBuilder& nb, Location l, ValueRange) {
+        auto loop = [&](uint64_t d) -> Value { return linalg::IndexOp::create(nb, l, d); };
+        auto index = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(nb, l, v); };
+        Value p = loop(0), k = loop(1), j = loop(2);
+        Value filter = arith::AddIOp::create(nb, l, arith::MulIOp::create(nb, l, p, index(nr)), j);
+        Value inside = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, filter, index(f));
+        Value read = arith::SelectOp::create(nb, l, inside, filter, index(0));
+        Value channel = arith::DivUIOp::create(nb, l, k, index(kh * kw));
+        Value tap = arith::RemUIOp::create(nb, l, k, index(kh * kw));
+        Value row = arith::DivUIOp::create(nb, l, tap, index(kw));
+        Value column = arith::RemUIOp::create(nb, l, tap, index(kw));
+        Value v = tensor::ExtractOp::create(nb, l, w, ValueRange{read, channel, row, column});
+        Value zero = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0.0f));
+        linalg::YieldOp::create(nb, l, ValueRange{arith::SelectOp::create(nb, l, inside, v, zero)});
+      });
+  return pack.getResult(0);
+}
+
+// w = unpack(packed) as a tensor<F x C x KH x KW x f32> (`wType`).
+Value BuildUnpackFilter(OpBuilder& b, Location loc, Value packed, RankedTensorType wType) {
+  const int64_t nr = cast<RankedTensorType>(packed.getType()).getDimSize(2);
+  const int64_t kh = wType.getDimSize(2), kw = wType.getDimSize(3);
+  MLIRContext* ctx = b.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  AffineMap read = AffineMap::get(4, 0, {d(0).floorDiv(nr), d(1) * (kh * kw) + d(2) * kw + d(3), d(0) % nr}, ctx);
+  SmallVector<utils::IteratorType> parallel(4, utils::IteratorType::parallel);
+  Value empty = tensor::EmptyOp::create(b, loc, wType.getShape(), wType.getElementType());
+  auto unpack = linalg::GenericOp::create(
+      b, loc, TypeRange{wType}, ValueRange{packed}, ValueRange{empty},
+      ArrayRef<AffineMap>{read, b.getMultiDimIdentityMap(4)}, parallel,
+      [&](OpBuilder& nb, Location l, ValueRange args) {
+        linalg::YieldOp::create(nb, l, ValueRange{args[0]});
+      });
+  unpack->setAttr(kPackedRhsAttr, b.getUnitAttr());
+  return unpack.getResult(0);
+}
+
+// Filters of fewer taps (C * KH * KW) keep the input-packing convolution kernel: there the
+// packed filter's kernel spends more on gathering and scattering its NCHW output tiles than
+// on its K multiply-adds per output (measured at load 10: 1x1 over 16-96 channels 2-10x
+// slower, a 7x7 stem over 3 channels (147) 1.1-1.8x; 1x1 over 256 and 3x3 over 32 channels
+// (288) 4-13x faster, 3x3 over 512 channels on 2 x 2 outputs 8x).
+constexpr int64_t kMinPackedFilterDepth = 192;
 
 // A module constant, a global (lifted earlier) or a static reshape of one.
 bool IsConstant(Value v) {
@@ -136,7 +198,11 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
       for (Value v : uses.front().getArgs()) captures += isa<RankedTensorType>(v.getType()) ? 1 : 0;
       for (auto [arg, rhsType] : packArguments(kernel, captures, nr, uses)) {
         ExecutableOp pack = packExecutable(symbols, rhsType, nr);
-        for (DispatchOp d : uses) packOperand(d, arg, pack, nr);
+        for (DispatchOp d : uses) packOperand(d, arg, pack, PackedRhsType(&getContext(), rhsType.getDimSize(0), rhsType.getDimSize(1), nr));
+      }
+      for (auto [arg, wType] : packFilters(kernel, captures, nr, uses)) {
+        ExecutableOp pack = packFilterExecutable(symbols, wType, nr);
+        for (DispatchOp d : uses) packOperand(d, arg, pack, FilterPackedType(wType, nr));
       }
     }
   }
@@ -176,34 +242,89 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
     return packed;
   }
 
-  // The executable packing a B of `rhsType`, created on first use.
-  ExecutableOp packExecutable(SymbolTable& symbols, RankedTensorType rhsType, int64_t nr) {
-    const int64_t k = rhsType.getDimSize(0), n = rhsType.getDimSize(1);
-    std::string name = "pack_rhs_" + std::to_string(k) + "x" + std::to_string(n) + "x" + std::to_string(nr);
+  // Rewrites each dense convolution of `kernel` whose filter is a capture argument of static
+  // shape read only by it, constant at every dispatch, with kMinPackedFilterDepth to
+  // kMaxPackedFilterDepth taps; returns (argument, w's type) of each.
+  SmallVector<std::pair<unsigned, RankedTensorType>> packFilters(func::FuncOp kernel,
+                                                                 unsigned captures, int64_t nr,
+                                                                 ArrayRef<DispatchOp> uses) {
+    SmallVector<std::pair<unsigned, RankedTensorType>> packed;
+    Block& entry = kernel.getBody().front();
+    SmallVector<linalg::GenericOp> convolutions;
+    kernel.walk([&](linalg::GenericOp op) {
+      std::optional<codegen::ConvolutionGeometry> g =
+          codegen::MatchConvolution(cast<linalg::LinalgOp>(op.getOperation()));
+      if (g && g->kind == codegen::ConvolutionKind::kDense && op.hasPureTensorSemantics())
+        convolutions.push_back(op);
+    });
+    for (linalg::GenericOp op : convolutions) {
+      auto arg = dyn_cast<BlockArgument>(op.getDpsInputs()[1]);
+      if (!arg || arg.getOwner() != &entry || arg.getArgNumber() >= captures || !arg.hasOneUse())
+        continue;
+      auto wType = cast<RankedTensorType>(arg.getType());
+      if (!wType.hasStaticShape() ||
+          wType.getDimSize(1) * wType.getDimSize(2) * wType.getDimSize(3) > codegen::kMaxPackedFilterDepth ||
+          wType.getDimSize(1) * wType.getDimSize(2) * wType.getDimSize(3) < kMinPackedFilterDepth ||
+          !llvm::all_of(uses, [&](DispatchOp d) { return IsConstant(d.getArgs()[arg.getArgNumber()]); }))
+        continue;
+      arg.setType(FilterPackedType(wType, nr));
+      OpBuilder b = OpBuilder::atBlockBegin(&entry);
+      op.getDpsInputOperand(1)->set(BuildUnpackFilter(b, op.getLoc(), arg, wType));
+      packed.push_back({arg.getArgNumber(), wType});
+    }
+    if (!packed.empty())
+      kernel.setFunctionType(FunctionType::get(&getContext(), entry.getArgumentTypes(),
+                                               kernel.getResultTypes()));
+    return packed;
+  }
+
+  RankedTensorType FilterPackedType(RankedTensorType wType, int64_t nr) {
+    int64_t k = wType.getDimSize(1) * wType.getDimSize(2) * wType.getDimSize(3);
+    return PackedRhsType(&getContext(), k, wType.getDimSize(0), nr);
+  }
+
+  // The executable packing a filter of `wType`, created on first use.
+  ExecutableOp packFilterExecutable(SymbolTable& symbols, RankedTensorType wType, int64_t nr) {
+    std::string name = "pack_filter_";
+    for (int64_t i = 0; i < 4; ++i) name += (i ? "x" : "") + std::to_string(wType.getDimSize(i));
+    name += "_" + std::to_string(nr);
     if (auto exe = symbols.lookup<ExecutableOp>(name)) return exe;
+    return createPackExecutable(symbols, name, wType, FilterPackedType(wType, nr), BuildPackFilter);
+  }
+
+  // The executable `name`: a kernel (in: `inType`, out: `packedType`) -> build(in, out).
+  ExecutableOp createPackExecutable(SymbolTable& symbols, StringRef name, RankedTensorType inType,
+                                    RankedTensorType packedType,
+                                    function_ref<Value(OpBuilder&, Location, Value, Value)> build) {
     ModuleOp module = getOperation();
     Location loc = module.getLoc();
-    RankedTensorType packedType = PackedRhsType(&getContext(), k, n, nr);
     OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
     auto exe = ExecutableOp::create(b, loc, name);
     exe.getBody().push_back(new Block());
     b.setInsertionPointToStart(&exe.getBody().front());
     auto inner = ModuleOp::create(b, loc);
     b.setInsertionPointToStart(inner.getBody());
-    auto kernel = func::FuncOp::create(b, loc, name,
-                                       b.getFunctionType({rhsType, packedType}, {packedType}));
+    auto kernel = func::FuncOp::create(b, loc, name, b.getFunctionType({inType, packedType}, {packedType}));
     Block* entry = kernel.addEntryBlock();
     b.setInsertionPointToStart(entry);
-    Value result = BuildPackRhs(b, loc, entry->getArgument(0), entry->getArgument(1));
+    Value result = build(b, loc, entry->getArgument(0), entry->getArgument(1));
     func::ReturnOp::create(b, loc, result);
     symbols.insert(exe);
     return exe;
   }
 
+  // The executable packing a B of `rhsType`, created on first use.
+  ExecutableOp packExecutable(SymbolTable& symbols, RankedTensorType rhsType, int64_t nr) {
+    const int64_t k = rhsType.getDimSize(0), n = rhsType.getDimSize(1);
+    std::string name = "pack_rhs_" + std::to_string(k) + "x" + std::to_string(n) + "x" + std::to_string(nr);
+    if (auto exe = symbols.lookup<ExecutableOp>(name)) return exe;
+    return createPackExecutable(symbols, name, rhsType, PackedRhsType(&getContext(), k, n, nr),
+                                BuildPackRhs);
+  }
+
   // `d`'s operand `arg` becomes the result of a pack dispatch on it.
-  void packOperand(DispatchOp d, unsigned arg, ExecutableOp pack, int64_t nr) {
+  void packOperand(DispatchOp d, unsigned arg, ExecutableOp pack, RankedTensorType packedType) {
     Value rhs = d.getArgs()[arg];
-    auto rhsType = cast<RankedTensorType>(rhs.getType());
     Operation* at = d;
     while (auto loop = dyn_cast_or_null<LoopLikeOpInterface>(at->getParentOp())) {
       if (!loop.isDefinedOutsideOfLoop(rhs)) break;
@@ -212,7 +333,7 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
     OpBuilder b(at);
     auto packed = DispatchOp::create(
         b, d.getLoc(),
-        TypeRange{PackedRhsType(&getContext(), rhsType.getDimSize(0), rhsType.getDimSize(1), nr)},
+        TypeRange{packedType},
         FlatSymbolRefAttr::get(pack.getSymNameAttr()), ValueRange{rhs});
     if (Attribute device = d->getAttr(kDeviceAttr)) packed->setAttr(kDeviceAttr, device);
     d->setOperand(arg, packed.getResult(0));

@@ -1,5 +1,6 @@
 // The CPU convolution kernels (passes/codegen/CPUConvolutionKernel.h: dense convolutions as
-// implicit GEMMs on the packed micro-kernel, depthwise ones along the output row) against
+// implicit GEMMs on the packed micro-kernel, with a constant filter on the filter packed once
+// at load, depthwise ones along the output row) against
 // double-precision loops, in the ONNX importer's form (a linalg.generic over a pre-padded
 // NCHW input), at awkward sizes: odd channel counts, 1x1, 3x3 and 7x7 windows, stride 2,
 // dilation 2, rows that are no multiple of the vector width, grouped convolutions (which keep
@@ -25,6 +26,7 @@ struct Conv {
   int64_t stride, dilation, group;
   bool dynamic = false;  // n, h, w dynamic
   bool epilogue = false;  // + bias[f], then max(., 0)
+  bool constant = false;  // w a module constant (packed once at load), not an argument
   int64_t oh() const { return (h - dilation * (kh - 1) - 1) / stride + 1; }
   int64_t ow() const { return (w - dilation * (kw - 1) - 1) / stride + 1; }
   int64_t cg() const { return c / group; }
@@ -32,7 +34,19 @@ struct Conv {
 
 std::string Dim(int64_t d, bool dynamic) { return dynamic ? "?" : std::to_string(d); }
 
-std::string Source(const Conv& k) {
+// `w` as an MLIR dense literal of its f32 bytes, exact.
+std::string HexLiteral(const HostTensor& w, int64_t count) {
+  static const char* digits = "0123456789ABCDEF";
+  std::string hex = "\"0x";
+  const auto* bytes = reinterpret_cast<const unsigned char*>(F32(w));
+  for (int64_t i = 0; i < count * 4; ++i) {
+    hex += digits[bytes[i] >> 4];
+    hex += digits[bytes[i] & 15];
+  }
+  return hex + "\"";
+}
+
+std::string Source(const Conv& k, const HostTensor& weights) {
   bool d = k.dynamic;
   std::string x = "tensor<" + Dim(k.n, d) + "x" + std::to_string(k.c) + "x" + Dim(k.h, d) + "x" +
                   Dim(k.w, d) + "xf32>";
@@ -46,8 +60,12 @@ std::string Source(const Conv& k) {
                                   : "(d1 floordiv " + std::to_string(fg) + ") * " +
                                      std::to_string(k.cg()) + " + d4";
   std::string s = std::to_string(k.stride), dl = std::to_string(k.dilation);
-  std::string src = "func.func @main(%x: " + x + ", %w: " + wt + ", %bias: tensor<" +
-                    std::to_string(k.f) + "xf32>) -> " + o + " {\n  %z = arith.constant 0.0 : f32\n";
+  std::string src = "func.func @main(%x: " + x + (k.constant ? "" : ", %w: " + wt) +
+                    ", %bias: tensor<" + std::to_string(k.f) + "xf32>) -> " + o +
+                    " {\n  %z = arith.constant 0.0 : f32\n";
+  if (k.constant)
+    src += "  %w = arith.constant dense<" + HexLiteral(weights, k.f * k.cg() * k.kh * k.kw) +
+           "> : " + wt + "\n";
   std::string sizes;
   if (d) {
     // oh = (h - dilation * (kh - 1) - 1) / stride + 1, likewise ow.
@@ -112,19 +130,22 @@ void Check(const Conv& k) {
   INFO("x " << k.n << "x" << k.c << "x" << k.h << "x" << k.w << ", w " << k.f << "x" << k.cg()
             << "x" << k.kh << "x" << k.kw << ", stride " << k.stride << ", dilation "
             << k.dilation << ", group " << k.group << (k.dynamic ? " (dynamic)" : "")
-            << (k.epilogue ? " + bias + relu" : ""));
+            << (k.epilogue ? " + bias + relu" : "") << (k.constant ? " (constant filter)" : ""));
   std::string name = "conv_" + std::to_string(k.n) + "x" + std::to_string(k.c) + "x" +
                      std::to_string(k.h) + "x" + std::to_string(k.w) + "_" + std::to_string(k.f) +
                      "x" + std::to_string(k.kh) + "x" + std::to_string(k.kw) + "_s" +
                      std::to_string(k.stride) + "d" + std::to_string(k.dilation) + "g" +
-                     std::to_string(k.group) + (k.dynamic ? "_dyn" : "") + (k.epilogue ? "_relu" : "");
-  std::string module = CompileOrDie(Source(k), name);
+                     std::to_string(k.group) + (k.dynamic ? "_dyn" : "") + (k.epilogue ? "_relu" : "") +
+                     (k.constant ? "_const" : "");
   HostTensor x = RandomF32({k.n, k.c, k.h, k.w}, 11), w = RandomF32({k.f, k.cg(), k.kh, k.kw}, 12),
              bias = RandomF32({k.f}, 13);
+  std::string module = CompileOrDie(Source(k, w), name);
   HostTensor expected = Reference(k, x, w, bias);
   for (const char* threads : kThreadCounts) {
     INFO(threads);
-    auto out = RunOrDie(module, "main", {x, w, bias}, 1, "cpu", threads);
+    std::vector<HostTensor> inputs{x, w, bias};
+    if (k.constant) inputs = {x, bias};
+    auto out = RunOrDie(module, "main", inputs, 1, "cpu", threads);
     RequireClose(out[0], expected, 1e-5, 1e-4);
   }
 }
@@ -145,6 +166,47 @@ TEST_CASE("dense convolutions at awkward sizes match a double reference") {
   // 18 x 17 = 306 output positions: past one packed block of B (256 columns on AVX2) into a
   // partial panel of the second.
   Check({1, 4, 20, 19, 9, 3, 3, 1, 1, 1});
+}
+
+// Convolutions whose filter is a module constant of at least 192 taps (C * KH * KW): packed
+// once at load into panels of NR filters (hexir-cpu-pack-matmul-operands), the output
+// positions the GEMM's rows.
+Conv Constant(Conv k) {
+  k.constant = true;
+  return k;
+}
+
+TEST_CASE("dense convolutions on a filter packed at load match a double reference") {
+  // 3x3 over 23 channels (K = 207), 5 filters (one partial panel), a row of 13; a 7x7
+  // stride-2 stem over 4 channels (196); dilation 2; 1x1 over 193 channels on a plane and
+  // with stride 2; 37 filters (past a panel of NR = 16 or 32) over 300 channels (K = 2700),
+  // batch 2; stride 2 leaving x's last row and column unread (a window of its plane).
+  Check(Constant({1, 23, 15, 13, 5, 3, 3, 1, 1, 1}));
+  Check(Constant({1, 4, 23, 21, 9, 7, 7, 2, 1, 1}));
+  Check(Constant({1, 22, 17, 16, 7, 3, 3, 1, 2, 1}));
+  Check(Constant({1, 193, 9, 11, 13, 1, 1, 1, 1, 1}));
+  Check(Constant({1, 200, 9, 9, 10, 1, 1, 2, 1, 1}));
+  Check(Constant({2, 300, 6, 6, 37, 3, 3, 1, 1, 1}));
+  Check(Constant({1, 24, 16, 16, 8, 3, 3, 2, 1, 1}));
+  // 64 filters over 2 x 2 positions (ResNet's last stage in small), in 2 workgroups; 96
+  // filters in 3 workgroups (the 4 wanted, 24 filters each, rounded up to whole panels); 40
+  // filters in workgroups of 32 and 8 (the last slice of the filter has a dynamic extent:
+  // MobileNetV3's projections); 27 x 19 = 513 positions (rows past a row block).
+  Check(Constant({1, 40, 4, 4, 64, 3, 3, 1, 1, 1}));
+  Check(Constant({2, 256, 6, 6, 96, 1, 1, 1, 1, 1}));
+  Check(Constant({1, 256, 6, 6, 40, 1, 1, 1, 1, 1}));
+  Check(Constant({1, 23, 29, 21, 17, 3, 3, 1, 1, 1}));
+  // Dynamic batch and spatial dims with a bias + ReLU epilogue; a dynamic strided window.
+  Conv dense = Constant({2, 25, 12, 10, 11, 3, 3, 1, 1, 1});
+  dense.dynamic = true;
+  dense.epilogue = true;
+  Check(dense);
+  Conv strided = Constant({1, 24, 15, 14, 6, 3, 3, 2, 1, 1});
+  strided.dynamic = true;
+  Check(strided);
+  Conv stem = Constant({1, 4, 37, 37, 16, 7, 7, 2, 1, 1});
+  stem.epilogue = true;
+  Check(stem);
 }
 
 TEST_CASE("depthwise convolutions at awkward sizes match a double reference") {

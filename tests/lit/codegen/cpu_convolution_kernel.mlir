@@ -117,3 +117,37 @@ hexir.executable @dense_window attributes {hexir.workgroup_count = array<i64: 1,
     }
   }
 }
+
+// -----
+
+// A dense convolution on a filter prepacked by hexir-cpu-pack-matmul-operands (read through
+// the marked unpack) runs on the packed filter (codegen/CPUConvolutionPackedFilter.cpp): the
+// K = 27 tap offsets into a stack table, then 6 x 16 register tiles (positions x filters) whose
+// 8-lane B vectors are loaded from the panels in place, A broadcast from x, the output
+// gathered and scattered across the filters' planes. The unpack and its buffer are gone.
+// CHECK-LABEL: hexir.executable @prepacked
+// CHECK:         llvm.func internal @prepacked_impl(
+// CHECK-NOT:       llvm.call @malloc
+// CHECK:           llvm.alloca %{{.+}} x i64 {alignment = 64 : i64}
+// CHECK-NOT:       llvm.alloca %{{.+}} x f32
+// CHECK:           llvm.intr.masked.gather
+// CHECK-COUNT-12:  llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK:           llvm.intr.masked.scatter
+hexir.executable @prepacked attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @prepacked(%x: tensor<1x3x10x10xf32>, %wp: tensor<2x27x16xf32>, %o: tensor<1x20x8x8xf32>, %id: index) -> tensor<1x20x8x8xf32> {
+      %e = tensor.empty() : tensor<20x3x3x3xf32>
+      %w = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0 floordiv 16, d1 * 9 + d2 * 3 + d3, d0 mod 16)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%wp : tensor<2x27x16xf32>) outs(%e : tensor<20x3x3x3xf32>) attrs = {hexir.packed_rhs} {
+      ^bb0(%in: f32, %out: f32):
+        linalg.yield %in : f32
+      } -> tensor<20x3x3x3xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x3x10x10xf32>, tensor<20x3x3x3xf32>) outs(%o : tensor<1x20x8x8xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<1x20x8x8xf32>
+      return %y : tensor<1x20x8x8xf32>
+    }
+  }
+}

@@ -94,3 +94,114 @@ func.func @loop(%x: tensor<?x256xf32>, %w: tensor<256x160xf32>, %n: index) -> te
   }
   return %r : tensor<?x160xf32>
 }
+
+// -----
+
+// A dense convolution (the ONNX importer's form) with a constant filter w[20][24][3][3]: w is
+// B[k][f] of its GEMM (K = 24 * 3 * 3 = 216), packed once at load into ceil(20 / 16) = 2
+// panels of 216 x 16 by `pack_filter_20x24x3x3_16` (zero past filter 20); the kernel reads it
+// through the marked unpack w[f][c][i][j] = Bp[f floordiv 16][c * 9 + i * 3 + j][f mod 16].
+// CHECK-DAG:   #[[UNPACK:.+]] = affine_map<(d0, d1, d2, d3) -> (d0 floordiv 16, d1 * 9 + d2 * 3 + d3, d0 mod 16)>
+// CHECK-LABEL: hexir.executable @pack_filter_20x24x3x3_16
+// CHECK:         func.func @pack_filter_20x24x3x3_16(%[[W:.+]]: tensor<20x24x3x3xf32>, %[[OUT:.+]]: tensor<2x216x16xf32>) -> tensor<2x216x16xf32>
+// CHECK:           linalg.generic
+// CHECK-SAME:        outs(%[[OUT]] : tensor<2x216x16xf32>)
+// CHECK:             %[[F:.+]] = arith.addi
+// CHECK:             %[[IN:.+]] = arith.cmpi ult, %[[F]], %c20
+// CHECK:             %[[V:.+]] = tensor.extract %[[W]]
+// CHECK:             arith.select %[[IN]], %[[V]]
+// CHECK-LABEL: hexir.executable @conv
+// CHECK:         func.func @conv(%[[X:.+]]: tensor<1x24x10x10xf32>, %[[WP:.+]]: tensor<2x216x16xf32>,
+// CHECK:           %[[U:.+]] = linalg.generic {indexing_maps = [#[[UNPACK]], #{{.+}}], {{.*}} ins(%[[WP]] : tensor<2x216x16xf32>) outs(%{{.+}} : tensor<20x24x3x3xf32>) attrs = {hexir.packed_rhs}
+// CHECK:           linalg.generic {{.*}} ins(%[[X]], %[[U]] : tensor<1x24x10x10xf32>, tensor<20x24x3x3xf32>)
+// CHECK-LABEL: func.func @main(
+// CHECK:         %[[P:.+]] = hexir.dispatch @pack_filter_20x24x3x3_16(%{{.+}}) : (tensor<20x24x3x3xf32>) -> tensor<2x216x16xf32>
+// CHECK:         hexir.dispatch @conv(%arg0, %[[P]])
+// LIFT-LABEL:  func.func @main(%arg0: tensor<1x24x10x10xf32>) -> tensor<1x20x8x8xf32>
+// LIFT-NOT:      @pack_filter
+// LIFT:          %[[G:.+]] = hexir.global.load @main_lifted_0 : tensor<2x216x16xf32>
+// LIFT:          hexir.dispatch @conv(%arg0, %[[G]])
+// LIFT-LABEL:  func.func private @__hexir_lifted_init()
+// LIFT:          hexir.dispatch @pack_filter_20x24x3x3_16
+#conv_x = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>
+#conv_w = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>
+#conv_o = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+hexir.executable @conv {
+  builtin.module {
+    func.func @conv(%x: tensor<1x24x10x10xf32>, %w: tensor<20x24x3x3xf32>, %o: tensor<1x20x8x8xf32>) -> tensor<1x20x8x8xf32> {
+      %y = linalg.generic {indexing_maps = [#conv_x, #conv_w, #conv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x24x10x10xf32>, tensor<20x24x3x3xf32>) outs(%o : tensor<1x20x8x8xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<1x20x8x8xf32>
+      return %y : tensor<1x20x8x8xf32>
+    }
+  }
+}
+func.func @main(%arg0: tensor<1x24x10x10xf32>) -> tensor<1x20x8x8xf32> {
+  %w = arith.constant dense<0.5> : tensor<20x24x3x3xf32>
+  %r = hexir.dispatch @conv(%arg0, %w) : (tensor<1x24x10x10xf32>, tensor<20x24x3x3xf32>) -> tensor<1x20x8x8xf32>
+  return %r : tensor<1x20x8x8xf32>
+}
+
+// -----
+
+// The same convolution with a filter that is an argument: nothing changes (a pack per call
+// would cost what the kernel's own packing costs).
+// CHECK-LABEL: hexir.executable @conv_arg
+// CHECK-NOT:     hexir.packed_rhs
+// CHECK-LABEL: func.func @main(
+// CHECK-NOT:     @pack_filter
+// CHECK:         hexir.dispatch @conv_arg(%arg0, %arg1)
+#conv_x = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>
+#conv_w = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>
+#conv_o = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+hexir.executable @conv_arg {
+  builtin.module {
+    func.func @conv_arg(%x: tensor<1x3x10x10xf32>, %w: tensor<20x3x3x3xf32>, %o: tensor<1x20x8x8xf32>) -> tensor<1x20x8x8xf32> {
+      %y = linalg.generic {indexing_maps = [#conv_x, #conv_w, #conv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x3x10x10xf32>, tensor<20x3x3x3xf32>) outs(%o : tensor<1x20x8x8xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<1x20x8x8xf32>
+      return %y : tensor<1x20x8x8xf32>
+    }
+  }
+}
+func.func @main(%arg0: tensor<1x3x10x10xf32>, %arg1: tensor<20x3x3x3xf32>) -> tensor<1x20x8x8xf32> {
+  %r = hexir.dispatch @conv_arg(%arg0, %arg1) : (tensor<1x3x10x10xf32>, tensor<20x3x3x3xf32>) -> tensor<1x20x8x8xf32>
+  return %r : tensor<1x20x8x8xf32>
+}
+
+// -----
+
+// A constant filter of 27 taps (3 channels, 3 x 3) stays as it was: below 192 taps the
+// input-packing kernel is faster.
+// CHECK-LABEL: hexir.executable @conv_small
+// CHECK-NOT:     hexir.packed_rhs
+// CHECK-LABEL: func.func @main(
+// CHECK-NOT:     @pack_filter
+// CHECK:         hexir.dispatch @conv_small(%arg0, %{{.+}}) : (tensor<1x3x10x10xf32>, tensor<20x3x3x3xf32>)
+#conv_x = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>
+#conv_w = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>
+#conv_o = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+hexir.executable @conv_small {
+  builtin.module {
+    func.func @conv_small(%x: tensor<1x3x10x10xf32>, %w: tensor<20x3x3x3xf32>, %o: tensor<1x20x8x8xf32>) -> tensor<1x20x8x8xf32> {
+      %y = linalg.generic {indexing_maps = [#conv_x, #conv_w, #conv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x3x10x10xf32>, tensor<20x3x3x3xf32>) outs(%o : tensor<1x20x8x8xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<1x20x8x8xf32>
+      return %y : tensor<1x20x8x8xf32>
+    }
+  }
+}
+func.func @main(%arg0: tensor<1x3x10x10xf32>) -> tensor<1x20x8x8xf32> {
+  %w = arith.constant dense<0.5> : tensor<20x3x3x3xf32>
+  %r = hexir.dispatch @conv_small(%arg0, %w) : (tensor<1x3x10x10xf32>, tensor<20x3x3x3xf32>) -> tensor<1x20x8x8xf32>
+  return %r : tensor<1x20x8x8xf32>
+}

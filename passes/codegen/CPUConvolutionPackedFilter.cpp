@@ -1,0 +1,157 @@
+// Dense convolutions on a prepacked filter (declared in CPUConvolutionKernel.h): the filter
+// w[F][C][KH][KW] is B of the packed GEMM, packed once at load by
+// hexir-cpu-pack-matmul-operands as ceil(F/NR) panels of K x NR (K = C * KH * KW), and the
+// output positions are its rows:
+//
+//   C[p][f] += A[p][k] * B[k][f],   p = oh * OW + ow,  k = (c, kh, kw),  B[k][f] = w[f][k]
+//   A[p][k] = x[n][c][oh * sh + kh * dh][ow * sw + kw * dw] = x_n[row(p) + tap(k)]
+//
+// A is never packed: a register tile's row keeps row(p) = oh * sh * pitch + ow * sw, and the
+// k loop adds tap(k) = c * plane + kh * dh * pitch + kw * dw, read from a table of the K taps
+// filled once per call (so no division in the loop). C is the NCHW output seen transposed:
+// a register tile's vector of NR/2 filters at position p is gathered from (and scattered to)
+// out[n][f..][oh][ow], f's plane stride apart, once per tile (K is one block). Any strides of
+// x and out work (a window of a larger plane, dynamic exports' strided outputs): nothing is
+// checked at run time.
+#include <algorithm>
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "passes/codegen/CPUConvolutionKernel.h"
+
+namespace hexir::codegen {
+using namespace mlir;
+
+namespace {
+
+class PackedFilterEmitter {
+ public:
+  PackedFilterEmitter(OpBuilder& b, Location loc, const MatmulTiles& tiles)
+      : b(b), loc(loc), t(tiles), vec(VectorType::get({tiles.lanes}, b.getF32Type())),
+        offsets(VectorType::get({tiles.lanes}, b.getI32Type())),
+        maskType(VectorType::get({tiles.lanes}, b.getI1Type())) {}
+
+  void emit(const ConvolutionGeometry& g, Value x, Value out, Value taps, const PrepackedB& filter,
+            int64_t c, int64_t kh, int64_t kw) {
+    auto xMeta = memref::ExtractStridedMetadataOp::create(b, loc, x);
+    auto outMeta = memref::ExtractStridedMetadataOp::create(b, loc, out);
+    Value plane = xMeta.getStrides()[1], pitch = xMeta.getStrides()[2];
+    // taps[(ci * KH + i) * KW + j] = ci * plane + i * dh * pitch + j * dw
+    Value rowTap = mul(pitch, index(g.dilations[0]));
+    forLoop(index(0), index(c), [&](Value ci) {
+      forLoop(index(0), index(kh), [&](Value i) {
+        forLoop(index(0), index(kw), [&](Value j) {
+          Value k = add(mul(add(mul(ci, index(kh)), i), index(kw)), j);
+          Value tap = add(add(mul(ci, plane), mul(i, rowTap)), mul(j, index(g.dilations[1])));
+          memref::StoreOp::create(b, loc, tap, taps, ValueRange{k});
+        });
+      });
+    });
+    Value xv = flat(x, xMeta, dim(x, 1)), outv = flat(out, outMeta, dim(out, 1));
+    Value filterStride = outMeta.getStrides()[1], outPitch = outMeta.getStrides()[2];
+    Value n = dim(out, 0), filters = dim(out, 1), oh = dim(out, 2), ow = dim(out, 3);
+    Value rowStep = mul(pitch, index(g.strides[0]));
+    // Lane l of a vector of filters is l planes of out further.
+    Value lanes = arith::MulIOp::create(
+        b, loc, iota(), vector::BroadcastOp::create(b, loc, offsets, toI32(filterStride)));
+    Value all = vector::ConstantMaskOp::create(b, loc, maskType, vector::ConstantMaskKind::AllTrue);
+    Value zeroVec = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
+    forLoop(index(0), n, [&](Value batch) {
+      GemmCallbacks access;
+      // Row p: {x offset of its window, out offset of its position}.
+      access.row = [&](OpBuilder& nb, Value p) -> SmallVector<Value> {
+        Value r = arith::DivUIOp::create(nb, loc, p, ow), q = arith::RemUIOp::create(nb, loc, p, ow);
+        Value xAt = arith::AddIOp::create(nb, loc, arith::MulIOp::create(nb, loc, r, rowStep),
+                                          arith::MulIOp::create(nb, loc, q, index(g.strides[1])));
+        Value outAt = arith::AddIOp::create(nb, loc, arith::MulIOp::create(nb, loc, r, outPitch), q);
+        return {xAt, outAt};
+      };
+      access.loadA = [&](OpBuilder& nb, GemmCallbacks::Values row, Value k) -> Value {
+        Value tap = memref::LoadOp::create(nb, loc, taps, ValueRange{k});
+        return memref::LoadOp::create(nb, loc, xv,
+                                      ValueRange{batch, arith::AddIOp::create(nb, loc, row[0], tap)});
+      };
+      auto at = [&](OpBuilder& nb, GemmCallbacks::Values row, Value f) -> Value {
+        return arith::AddIOp::create(nb, loc, arith::MulIOp::create(nb, loc, f, filterStride), row[1]);
+      };
+      access.loadC = [&](OpBuilder& nb, GemmCallbacks::Values row, Value f, Value mask) -> Value {
+        return vector::GatherOp::create(nb, loc, vec, outv, ValueRange{batch, at(nb, row, f)}, lanes,
+                                        mask ? mask : all, zeroVec);
+      };
+      access.storeC = [&](OpBuilder& nb, GemmCallbacks::Values row, Value f, Value mask, Value v) {
+        vector::ScatterOp::create(nb, loc, Type(), outv, ValueRange{batch, at(nb, row, f)}, lanes,
+                                  mask ? mask : all, v);
+      };
+      EmitPrepackedGemm(b, loc, t, filter, mul(oh, ow), filters, index(c * kh * kw), access);
+    });
+  }
+
+ private:
+  // m[n][c][h][w] as [n][c * plane] with unit inner stride (the planes' elements at their
+  // offsets from the start of the batch).
+  Value flat(Value m, memref::ExtractStridedMetadataOp meta, Value channels) {
+    auto type = cast<MemRefType>(m.getType());
+    int64_t d = ShapedType::kDynamic;
+    auto layout = StridedLayoutAttr::get(b.getContext(), d, {d, 1});
+    auto view = MemRefType::get({d, d}, type.getElementType(), layout, type.getMemorySpace());
+    SmallVector<OpFoldResult> sizes{OpFoldResult(dim(m, 0)), OpFoldResult(mul(channels, meta.getStrides()[1]))};
+    SmallVector<OpFoldResult> strides{OpFoldResult(meta.getStrides()[0]), b.getIndexAttr(1)};
+    return memref::ReinterpretCastOp::create(b, loc, view, m, OpFoldResult(meta.getOffset()), sizes, strides);
+  }
+
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value dim(Value m, int64_t i) { return memref::DimOp::create(b, loc, m, i); }
+  Value add(Value l, Value r) { return arith::AddIOp::create(b, loc, l, r); }
+  Value mul(Value l, Value r) { return arith::MulIOp::create(b, loc, l, r); }
+  Value toI32(Value v) { return arith::IndexCastOp::create(b, loc, b.getI32Type(), v); }
+  Value iota() {
+    SmallVector<int32_t> lanes;
+    for (int64_t i = 0; i < t.lanes; ++i) lanes.push_back(static_cast<int32_t>(i));
+    return arith::ConstantOp::create(b, loc, offsets,
+                                     DenseElementsAttr::get(offsets, ArrayRef<int32_t>(lanes)));
+  }
+  void forLoop(Value lb, Value ub, llvm::function_ref<void(Value)> body) {
+    auto loop = scf::ForOp::create(b, loc, lb, ub, index(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    body(loop.getInductionVar());
+  }
+
+  OpBuilder& b;
+  Location loc;
+  const MatmulTiles& t;
+  VectorType vec, offsets, maskType;
+};
+
+}  // namespace
+
+bool LowerConvolutionOnPackedFilter(func::FuncOp kernel, linalg::LinalgOp op,
+                                    const ConvolutionGeometry& g, const MatmulTiles& tiles) {
+  if (g.kind != ConvolutionKind::kDense) return false;
+  Value x = op.getDpsInputs()[0], w = op.getDpsInputs()[1], out = op.getDpsInits()[0];
+  auto wType = dyn_cast<MemRefType>(w.getType());
+  // F may be dynamic (the last workgroup's slice of filters), C x KH x KW not.
+  if (!wType || wType.isDynamicDim(1) || wType.isDynamicDim(2) || wType.isDynamicDim(3) ||
+      !isa<MemRefType>(x.getType()) ||
+      !isa<MemRefType>(out.getType()))
+    return false;
+  const int64_t c = wType.getDimSize(1), kh = wType.getDimSize(2), kw = wType.getDimSize(3);
+  if (c * kh * kw > kMaxPackedFilterDepth) return false;
+  OpBuilder b(op);
+  std::optional<PrepackedB> filter = FindPrepackedOperand(b, w, 0);
+  if (!filter || filter->nr != tiles.columns()) return false;
+  OpBuilder entry = OpBuilder::atBlockBegin(&kernel.getBody().front());
+  Value taps = memref::AllocaOp::create(entry, op.getLoc(),
+                                        MemRefType::get({c * kh * kw}, entry.getIndexType()),
+                                        entry.getI64IntegerAttr(64));
+  // A C tile is gathered and scattered once per KC block: one block of all K (B's panels
+  // are read in place, nothing is packed per block; a panel of K x NR streams from L2).
+  MatmulTiles deeper = tiles;
+  deeper.depth = std::max(tiles.depth, c * kh * kw);
+  PackedFilterEmitter(b, op.getLoc(), deeper).emit(g, x, out, taps, *filter, c, kh, kw);
+  return true;
+}
+
+}  // namespace hexir::codegen
