@@ -43,5 +43,7 @@ mlir::Value Int8DotLanes(mlir::OpBuilder& b, mlir::Location loc, mlir::Value w, 
 // block 2p + 1's (the same integers): |w| (vpabsb) times q negated where w < 0 (vpmovb2m +
 // a masked move), vpmaddubsw, vpmaddwd with ones.
 mlir::Value Int8DotLanesAvx512(mlir::OpBuilder& b, mlir::Location loc, mlir::Value w, mlir::Value q, mlir::Value negQ);
+// The same lanes for `u` in [0, 127] (a format's unsigned integers): vpmaddubsw + vpmaddwd.
+mlir::Value Int8DotLanesUnsignedAvx512(mlir::OpBuilder& b, mlir::Location loc, mlir::Value u, mlir::Value q);
 
 }  // namespace hexir::codegen

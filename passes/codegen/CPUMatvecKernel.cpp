@@ -281,7 +281,7 @@ class MatvecEmitter {
     prefetchRows(weights, weightRow, add(base, kBlockPrefetchBytes));
     for (int64_t r = 0; r < rows; ++r) {
       BlockReader reader{b, loc, weights, weightRow[r], base};
-      Value lanes = Int8DotLanes(b, loc, f.int8Quants(reader), q, t.x86Avx2);
+      Value lanes = Int8DotLanes(b, loc, storedToSigned(f, f.int8Quants(reader)), q, t.x86Avx2);
       auto [scale, min] = f.scaleMin(reader, 0);
       Value both = arith::MulFOp::create(b, loc, scale, xScale);
       Value dot = arith::SIToFPOp::create(b, loc, vec, lanes);
@@ -305,9 +305,28 @@ class MatvecEmitter {
     Value base2 = add(base, f.blockBytes);
     Value q = concat(vector::LoadOp::create(b, loc, bytes, x.quants, ValueRange{block, index(0)}),
                      vector::LoadOp::create(b, loc, bytes, x.quants, ValueRange{second, index(0)}));
-    Value negQ = arith::SubIOp::create(
-        b, loc, arith::ConstantOp::create(b, loc, q.getType(), DenseElementsAttr::get(cast<VectorType>(q.getType()), int8_t(0))), q);
-    Value xScales = spread(vector::LoadOp::create(b, loc, pair, x.scales, ValueRange{block}));
+    // With int8QuantsPair, q's and the scales' lanes in its 16-value chunk order.
+    const bool chunked = f.int8QuantsPair;
+    if (chunked) {
+      SmallVector<int64_t> order;
+      for (int64_t chunk : {0, 2, 1, 3})
+        for (int64_t i = 0; i < 16; ++i) order.push_back(16 * chunk + i);
+      q = vector::ShuffleOp::create(b, loc, q, q, order);
+    }
+    Value negQ;
+    if (!f.int8Unsigned) {
+      auto qType = cast<VectorType>(q.getType());
+      negQ = arith::SubIOp::create(b, loc, arith::ConstantOp::create(b, loc, qType, DenseElementsAttr::get(qType, int8_t(0))), q);
+    }
+    // Unsigned integers u (q = u - o): lanes(u . q) - o * lanes(1 . q), the second once for
+    // all rows.
+    Value bias;
+    if (f.int8Unsigned && f.int8Offset) {
+      auto qType = cast<VectorType>(q.getType());
+      bias = Int8DotLanesUnsignedAvx512(
+          b, loc, arith::ConstantOp::create(b, loc, qType, DenseElementsAttr::get(qType, int8_t(f.int8Offset))), q);
+    }
+    Value xScales = spread(vector::LoadOp::create(b, loc, pair, x.scales, ValueRange{block}), chunked);
     Value xSum, xSum2;
     if (f.hasMin) {
       xSum = memref::LoadOp::create(b, loc, x.sums, ValueRange{block});
@@ -316,11 +335,18 @@ class MatvecEmitter {
     prefetchRows(weights, weightRow, add(base, kBlockPrefetchBytes));
     for (int64_t r = 0; r < rows; ++r) {
       BlockReader reader{b, loc, weights, weightRow[r], base}, reader2{b, loc, weights, weightRow[r], base2};
-      Value lanes = Int8DotLanesAvx512(b, loc, concat(f.int8Quants(reader), f.int8Quants(reader2)), q, negQ);
+      Value stored = chunked ? f.int8QuantsPair(reader, reader2) : concat(f.int8Quants(reader), f.int8Quants(reader2));
+      Value lanes;
+      if (f.int8Unsigned) {
+        lanes = Int8DotLanesUnsignedAvx512(b, loc, stored, q);
+        if (bias) lanes = arith::SubIOp::create(b, loc, lanes, bias);
+      } else {
+        lanes = Int8DotLanesAvx512(b, loc, stored, q, negQ);
+      }
       auto [scale, min] = f.scaleMin(reader, 0);
       auto [scale2, min2] = f.scaleMin(reader2, 0);
-      Value both = arith::MulFOp::create(b, loc, spread(vector::FromElementsOp::create(b, loc, pair, ValueRange{scale, scale2})),
-                                         xScales);
+      Value both = arith::MulFOp::create(
+          b, loc, spread(vector::FromElementsOp::create(b, loc, pair, ValueRange{scale, scale2}), chunked), xScales);
       Value dot = arith::SIToFPOp::create(b, loc, vec, lanes);
       next[r] = vector::FMAOp::create(b, loc, both, dot, next[r]);
       if (min) {
@@ -381,16 +407,23 @@ class MatvecEmitter {
   Value zeroVector(VectorType type) {
     return arith::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, 0.0f));
   }
+  // The format's signed integers q = u - int8Offset of its stored ones u.
+  Value storedToSigned(const BlockFormat& f, Value u) {
+    if (!f.int8Offset) return u;
+    auto type = cast<VectorType>(u.getType());
+    return arith::SubIOp::create(b, loc, u, arith::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, int8_t(f.int8Offset))));
+  }
   // a ++ c for two vectors of one type.
   Value concat(Value a, Value c) {
     SmallVector<int64_t> all;
     for (int64_t i = 0; i < 2 * cast<VectorType>(a.getType()).getNumElements(); ++i) all.push_back(i);
     return vector::ShuffleOp::create(b, loc, a, c, all);
   }
-  // vector<2 x f32> [s, s2] -> vector<16 x f32>: s in lanes 0-7, s2 in 8-15.
-  Value spread(Value v) {
+  // vector<2 x f32> [s, s2] -> vector<16 x f32>: s in lanes 0-7, s2 in 8-15 (`chunked`: s
+  // in lanes 0-3 and 8-11, s2 in 4-7 and 12-15, the lanes of int8QuantsPair's order).
+  Value spread(Value v, bool chunked) {
     SmallVector<int64_t> lanes;
-    for (int64_t i = 0; i < 2 * kBlockLanes; ++i) lanes.push_back(i / kBlockLanes);
+    for (int64_t i = 0; i < 2 * kBlockLanes; ++i) lanes.push_back(chunked ? (i / 4) % 2 : i / kBlockLanes);
     return vector::ShuffleOp::create(b, loc, v, v, lanes);
   }
   SmallVector<Value> rowValues(Value n0, int64_t rows) {
