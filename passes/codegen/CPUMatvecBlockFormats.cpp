@@ -75,15 +75,16 @@ struct Bytes32 {
     return arith::ConstantOp::create(r.b, r.loc, type(n), DenseElementsAttr::get(type(n), v));
   }
   // Low nibbles of the 16 bytes at `offset` (values 0..15), then their high nibbles (16..31).
-  Value nibbles(int64_t offset) {
-    Value bytes = r.Bytes(offset, 16);
-    Value low = arith::AndIOp::create(r.b, r.loc, bytes, splat(15, 16));
-    Value high = arith::ShRUIOp::create(r.b, r.loc, bytes, splat(4, 16));
+  Value nibbles(int64_t offset) { return lowThenHigh(r.Bytes(offset, 16)); }
+  // The low nibbles of `bytes` (vector<n x i8>), then their high nibbles: vector<2n x i8>.
+  Value lowThenHigh(Value bytes) {
+    int64_t n = cast<VectorType>(bytes.getType()).getNumElements();
+    Value low = arith::AndIOp::create(r.b, r.loc, bytes, splat(15, n));
+    Value high = arith::ShRUIOp::create(r.b, r.loc, bytes, splat(4, n));
     SmallVector<int64_t> both;
-    for (int64_t i = 0; i < 32; ++i) both.push_back(i);
+    for (int64_t i = 0; i < 2 * n; ++i) both.push_back(i);
     return vector::ShuffleOp::create(r.b, r.loc, low, high, both);
   }
-  Value sub(Value a, int8_t v) { return arith::SubIOp::create(r.b, r.loc, a, splat(v)); }
 };
 
 // q8_0: d (f16) at 0, 32 signed bytes at 2.
@@ -101,10 +102,15 @@ Value Q4_0Quants(BlockReader& r, int64_t v) {
   Ints i{r};
   return i.toF32(i.sub(i.nibbles(2 + 8 * (v & 1), v >= 2), 8));
 }
-Value Q4_0Int8(BlockReader& r) {
-  Bytes32 q{r};
-  return q.sub(q.nibbles(2), 8);
+Value Q4_0Int8(BlockReader& r) { return Bytes32{r}.nibbles(2); }  // q = u - 8
+// Both blocks' 16 bytes of nibbles at `offset`, side by side, then low and high nibbles.
+Value NibblePair(BlockReader& first, BlockReader& second, int64_t offset) {
+  Value bytes = first.Bytes(offset, 16), bytes2 = second.Bytes(offset, 16);
+  SmallVector<int64_t> both;
+  for (int64_t i = 0; i < 32; ++i) both.push_back(i);
+  return Bytes32{first}.lowThenHigh(vector::ShuffleOp::create(first.b, first.loc, bytes, bytes2, both));
 }
+Value Q4_0Int8Pair(BlockReader& first, BlockReader& second) { return NibblePair(first, second, 2); }
 
 // q4_1: d at 0, m at 2, nibbles as q4_0 at 4; value = d * q + m.
 std::pair<Value, Value> Q4_1ScaleMin(BlockReader& r, int64_t) { return {r.Half(0), r.Half(2)}; }
@@ -113,6 +119,7 @@ Value Q4_1Quants(BlockReader& r, int64_t v) {
   return i.toF32(i.nibbles(4 + 8 * (v & 1), v >= 2));
 }
 Value Q4_1Int8(BlockReader& r) { return Bytes32{r}.nibbles(4); }
+Value Q4_1Int8Pair(BlockReader& first, BlockReader& second) { return NibblePair(first, second, 4); }
 
 // q5_0: d at 0, qh (u32) at 2, nibbles as q4_0 at 6; value e's fifth bit is bit e of qh;
 // q = (nibble | bit << 4) - 16.
@@ -138,7 +145,7 @@ Value Q5_0Int8(BlockReader& r) {
   Value set = arith::CmpIOp::create(r.b, r.loc, arith::CmpIPredicate::ne, arith::AndIOp::create(r.b, r.loc, each, mask),
                                     q.splat(0));
   Value fifth = arith::SelectOp::create(r.b, r.loc, set, q.splat(16), q.splat(0));
-  return q.sub(arith::OrIOp::create(r.b, r.loc, q.nibbles(6), fifth), 16);
+  return arith::OrIOp::create(r.b, r.loc, q.nibbles(6), fifth);  // q = u - 16
 }
 
 // q4_k / q5_k: d at 0, dmin at 2, 12 bytes of 6-bit scales and mins at 4 (ggml's
@@ -199,10 +206,10 @@ Value Q6_KQuants(BlockReader& r, int64_t v) {
 }
 
 const BlockFormat kFormats[] = {
-    {"q4_0", 32, 18, 32, false, Q4_0Scale, Q4_0Quants, Q4_0Int8},
-    {"q4_1", 32, 20, 32, true, Q4_1ScaleMin, Q4_1Quants, Q4_1Int8},
+    {"q4_0", 32, 18, 32, false, Q4_0Scale, Q4_0Quants, Q4_0Int8, 8, true, Q4_0Int8Pair},
+    {"q4_1", 32, 20, 32, true, Q4_1ScaleMin, Q4_1Quants, Q4_1Int8, 0, true, Q4_1Int8Pair},
     {"q4_k", 256, 144, 32, true, KScaleMin, Q4_KQuants, nullptr},
-    {"q5_0", 32, 22, 32, false, Q5_0Scale, Q5_0Quants, Q5_0Int8},
+    {"q5_0", 32, 22, 32, false, Q5_0Scale, Q5_0Quants, Q5_0Int8, 16, true},
     {"q5_k", 256, 176, 32, true, KScaleMin, Q5_KQuants, nullptr},
     {"q6_k", 256, 210, 16, false, Q6_KScale, Q6_KQuants, nullptr},
     {"q8_0", 32, 34, 32, false, Q8_0Scale, Q8_0Quants, Q8_0Int8},

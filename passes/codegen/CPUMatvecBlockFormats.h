@@ -46,8 +46,17 @@ struct BlockFormat {
   // The integers q of values [8 * vec, 8 * vec + 8) of the block as vector<8 x f32>.
   mlir::Value (*quants)(BlockReader& r, int64_t vec);
   // Formats of one group of 32 that ggml dots with 8-bit activations (CPUMatvecInt8Dot.h):
-  // the block's 32 integers as vector<32 x i8>; null for the others (f32 activations).
+  // the block's 32 stored integers u as vector<32 x i8>, q = u - int8Offset; null for the
+  // others (f32 activations). `int8Unsigned`: u is in [0, 127] (nibbles, 5-bit values), so
+  // it can be vpmaddubsw's unsigned operand as it is.
   mlir::Value (*int8Quants)(BlockReader& r);
+  int64_t int8Offset = 0;
+  bool int8Unsigned = false;
+  // Two consecutive blocks' stored integers as one vector<64 x i8> in 16-value chunks
+  // [first 0-15, second 0-15, first 16-31, second 16-31] (the nibble formats' natural order:
+  // one load of both blocks' bytes, their low nibbles, then their high ones); null for the
+  // formats whose pairs are two int8Quants side by side.
+  mlir::Value (*int8QuantsPair)(BlockReader& first, BlockReader& second) = nullptr;
 };
 
 // The format named `name`, or null.

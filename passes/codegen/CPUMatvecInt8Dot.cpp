@@ -137,6 +137,25 @@ Value Int8DotLanes(OpBuilder& b, Location loc, Value w, Value q, bool x86Avx2) {
   return pairSums(pairSums(product, kInt8BlockElements / 2), kLanes);
 }
 
+// |w| as unsigned (|-128| = 128) times q with w's sign: the products of vpsignb's form, on
+// 512-bit registers (AVX512BW has no vpsignb); pairs never saturate (2 * 128 * 127).
+Value Int8DotLanesAvx512(OpBuilder& b, Location loc, Value w, Value q, Value negQ) {
+  auto bytes = cast<VectorType>(w.getType());
+  Value zero = arith::ConstantOp::create(b, loc, bytes, DenseElementsAttr::get(bytes, int8_t(0)));
+  Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, w, zero);
+  Value signedQ = arith::SelectOp::create(b, loc, negative, negQ, q);
+  return Int8DotLanesUnsignedAvx512(b, loc, math::AbsIOp::create(b, loc, w), signedQ);
+}
+
+Value Int8DotLanesUnsignedAvx512(OpBuilder& b, Location loc, Value u, Value q) {
+  auto bytes = cast<VectorType>(u.getType());
+  VectorType i16s = VectorType::get({bytes.getNumElements() / 2}, b.getIntegerType(16));
+  VectorType i32s = VectorType::get({bytes.getNumElements() / 4}, b.getI32Type());
+  Value pairs = CallX86(b, loc, i16s, "llvm.x86.avx512.pmaddubs.w.512", {u, q});
+  Value ones = arith::ConstantOp::create(b, loc, i16s, DenseElementsAttr::get(i16s, int16_t(1)));
+  return CallX86(b, loc, i32s, "llvm.x86.avx512.pmaddw.d.512", {pairs, ones});
+}
+
 void LowerDeferredIntrinsicCalls(ModuleOp module) {
   SmallVector<func::CallOp> calls;
   module.walk([&](func::CallOp call) {

@@ -37,4 +37,13 @@ Int8Activations QuantizeActivations(mlir::OpBuilder& b, mlir::Location loc, mlir
 // vpmaddubsw, vpmaddwd), as ggml's AVX2 code; otherwise plain vector ops.
 mlir::Value Int8DotLanes(mlir::OpBuilder& b, mlir::Location loc, mlir::Value w, mlir::Value q, bool x86Avx2);
 
+// AVX-512 (AVX512BW): the lanes of two blocks at once. `w` and `q` are vector<64 x i8>
+// (block 2p's 32 integers, then block 2p + 1's), `negQ` = 0 - q (computed once for all
+// rows); the result is vector<16 x i32> whose lanes 0-7 are block 2p's Int8DotLanes and 8-15
+// block 2p + 1's (the same integers): |w| (vpabsb) times q negated where w < 0 (vpmovb2m +
+// a masked move), vpmaddubsw, vpmaddwd with ones.
+mlir::Value Int8DotLanesAvx512(mlir::OpBuilder& b, mlir::Location loc, mlir::Value w, mlir::Value q, mlir::Value negQ);
+// The same lanes for `u` in [0, 127] (a format's unsigned integers): vpmaddubsw + vpmaddwd.
+mlir::Value Int8DotLanesUnsignedAvx512(mlir::OpBuilder& b, mlir::Location loc, mlir::Value u, mlir::Value q);
+
 }  // namespace hexir::codegen

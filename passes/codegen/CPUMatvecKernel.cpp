@@ -24,6 +24,7 @@ namespace {
 
 struct MatvecTiles {
   bool x86Avx2;    // AVX2 integer intrinsics for the int8 dots (vectorBits >= 256 only on x86)
+  bool x86Avx512;  // int8 dots two blocks a vector (vectorBits 512: x86 with AVX512F and BW)
   int64_t lanes;   // f32 lanes of a dense step's vectors (8 on AVX2, 16 on AVX-512)
   int64_t unroll;  // dense vectors per row and k step (independent FMA chains)
   int64_t rows;    // R
@@ -32,6 +33,7 @@ struct MatvecTiles {
 MatvecTiles ChooseMatvecTiles(const CPUTarget& target) {
   MatvecTiles t;
   t.x86Avx2 = target.vectorBits >= 256;
+  t.x86Avx512 = target.vectorBits >= 512;
   t.lanes = std::max<int64_t>(4, target.vectorBits / 32);
   t.unroll = 2;
   t.rows = 4;
@@ -225,43 +227,134 @@ class MatvecEmitter {
   // int8 dots (formats with int8Quants, K static): per block b and row r,
   //   acc[r] += (d_w * d_x[b]) * lanes(w . q[b])       (+ m_w * sum_x[b] into a scalar)
   // as ggml's vec_dot_<type>_q8_0 / q8_1 accumulate, one quantization of x for all rows.
+  // On AVX-512 two blocks a step (acc[r] of 16 lanes: even blocks in lanes 0-7, odd ones in
+  // 8-15); an odd last block takes the 8-lane step into its own accumulator.
   void emitInt8Blocks(const BlockMatvec& m, linalg::GenericOp op) {
     const BlockFormat& f = *m.format;
-    VectorType vec = VectorType::get({kBlockLanes}, b.getF32Type());
-    VectorType bytes = VectorType::get({kInt8BlockElements}, b.getI8Type());
-    Value zero = zeroVector(vec);
+    const int64_t blocks = cast<ShapedType>(m.x.getType()).getDimSize(0);
+    const int64_t perStep = t.x86Avx512 && blocks >= 2 ? 2 : 1;
+    const int64_t stepped = blocks / perStep * perStep;
+    VectorType vec = VectorType::get({perStep * kBlockLanes}, b.getF32Type());
+    VectorType tailVec = VectorType::get({kBlockLanes}, b.getF32Type());
     Value scalarZero = arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(0.0f));
     Block& entry = op->getParentOfType<func::FuncOp>().getBody().front();
     Int8Activations x = QuantizeActivations(b, loc, m.x, f.hasMin, entry);
-    Value blocks = memref::DimOp::create(b, loc, m.x, 0);
     forRowGroups(memref::DimOp::create(b, loc, m.y, 0), [&](Value n0, int64_t rows) {
       SmallVector<Value> rowAt = rowValues(n0, rows);
       SmallVector<Value> weightRow = weightRows(m, op, rowAt);
       // rows vector accumulators, then (with a min) rows scalar ones.
-      SmallVector<Value> init(rows, zero);
+      SmallVector<Value> init(rows, zeroVector(vec));
       if (f.hasMin) init.append(rows, scalarZero);
-      scf::ForOp loop = forLoopCarrying(index(0), blocks, index(1), init, [&](Value block, ValueRange acc) {
-        SmallVector<Value> next(acc);
-        Value base = arith::MulIOp::create(b, loc, block, index(f.blockBytes));
-        Value q = vector::LoadOp::create(b, loc, bytes, x.quants, ValueRange{block, index(0)});
-        Value xScale = memref::LoadOp::create(b, loc, x.scales, ValueRange{block});
-        Value xSum = f.hasMin ? memref::LoadOp::create(b, loc, x.sums, ValueRange{block}).getResult() : Value();
-        prefetchRows(m.weights, weightRow, add(base, kBlockPrefetchBytes));
-        for (int64_t r = 0; r < rows; ++r) {
-          BlockReader reader{b, loc, m.weights, weightRow[r], base};
-          Value lanes = Int8DotLanes(b, loc, f.int8Quants(reader), q, t.x86Avx2);
-          auto [scale, min] = f.scaleMin(reader, 0);
-          Value both = arith::MulFOp::create(b, loc, scale, xScale);
-          Value dot = arith::SIToFPOp::create(b, loc, vec, lanes);
-          next[r] = vector::FMAOp::create(b, loc, vector::BroadcastOp::create(b, loc, vec, both), dot, next[r]);
-          if (min)
-            next[rows + r] = arith::AddFOp::create(b, loc, next[rows + r], arith::MulFOp::create(b, loc, min, xSum));
-        }
-        return next;
+      scf::ForOp loop = forLoopCarrying(index(0), index(stepped), index(perStep), init, [&](Value block, ValueRange acc) {
+        return perStep == 2 ? int8PairStep(f, x, m.weights, weightRow, block, acc)
+                            : int8Step(f, x, m.weights, weightRow, block, acc);
       });
+      SmallVector<Value> tail(rows, Value());
+      SmallVector<Value> mins(rows, Value());
       for (int64_t r = 0; r < rows; ++r)
-        accumulate(m.y, rowAt[r], loop.getResult(r), f.hasMin ? loop.getResult(rows + r) : Value());
+        if (f.hasMin) mins[r] = loop.getResult(rows + r);
+      if (stepped < blocks) {
+        SmallVector<Value> last(rows, zeroVector(tailVec));
+        if (f.hasMin) last.append(mins);
+        last = int8Step(f, x, m.weights, weightRow, index(stepped), last);
+        for (int64_t r = 0; r < rows; ++r) {
+          tail[r] = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, last[r],
+                                                arith::FastMathFlags::reassoc);
+          if (f.hasMin) tail[r] = arith::AddFOp::create(b, loc, tail[r], last[rows + r]);
+        }
+      }
+      for (int64_t r = 0; r < rows; ++r) accumulate(m.y, rowAt[r], loop.getResult(r), tail[r] ? tail[r] : mins[r]);
     });
+  }
+
+  // One block of every row (8 lanes): acc[r] += (d_w d_x) * lanes, acc[rows + r] += m_w sum_x.
+  SmallVector<Value> int8Step(const BlockFormat& f, const Int8Activations& x, Value weights, ArrayRef<Value> weightRow,
+                              Value block, ValueRange acc) {
+    const int64_t rows = weightRow.size();
+    VectorType vec = VectorType::get({kBlockLanes}, b.getF32Type());
+    VectorType bytes = VectorType::get({kInt8BlockElements}, b.getI8Type());
+    SmallVector<Value> next(acc);
+    Value base = arith::MulIOp::create(b, loc, block, index(f.blockBytes));
+    Value q = vector::LoadOp::create(b, loc, bytes, x.quants, ValueRange{block, index(0)});
+    Value xScale = memref::LoadOp::create(b, loc, x.scales, ValueRange{block});
+    Value xSum = f.hasMin ? memref::LoadOp::create(b, loc, x.sums, ValueRange{block}).getResult() : Value();
+    prefetchRows(weights, weightRow, add(base, kBlockPrefetchBytes));
+    for (int64_t r = 0; r < rows; ++r) {
+      BlockReader reader{b, loc, weights, weightRow[r], base};
+      Value lanes = Int8DotLanes(b, loc, storedToSigned(f, f.int8Quants(reader)), q, t.x86Avx2);
+      auto [scale, min] = f.scaleMin(reader, 0);
+      Value both = arith::MulFOp::create(b, loc, scale, xScale);
+      Value dot = arith::SIToFPOp::create(b, loc, vec, lanes);
+      next[r] = vector::FMAOp::create(b, loc, vector::BroadcastOp::create(b, loc, vec, both), dot, next[r]);
+      if (min) next[rows + r] = arith::AddFOp::create(b, loc, next[rows + r], arith::MulFOp::create(b, loc, min, xSum));
+    }
+    return next;
+  }
+
+  // Blocks `block` and `block` + 1 of every row in 16 lanes (Int8DotLanesAvx512): the scale
+  // vector holds d_w d_x of the first block in lanes 0-7 and of the second in 8-15.
+  SmallVector<Value> int8PairStep(const BlockFormat& f, const Int8Activations& x, Value weights,
+                                  ArrayRef<Value> weightRow, Value block, ValueRange acc) {
+    const int64_t rows = weightRow.size();
+    VectorType vec = VectorType::get({2 * kBlockLanes}, b.getF32Type());
+    VectorType pair = VectorType::get({2}, b.getF32Type());
+    VectorType bytes = VectorType::get({kInt8BlockElements}, b.getI8Type());
+    SmallVector<Value> next(acc);
+    Value second = add(block, 1);
+    Value base = arith::MulIOp::create(b, loc, block, index(f.blockBytes));
+    Value base2 = add(base, f.blockBytes);
+    Value q = concat(vector::LoadOp::create(b, loc, bytes, x.quants, ValueRange{block, index(0)}),
+                     vector::LoadOp::create(b, loc, bytes, x.quants, ValueRange{second, index(0)}));
+    // With int8QuantsPair, q's and the scales' lanes in its 16-value chunk order.
+    const bool chunked = f.int8QuantsPair;
+    if (chunked) {
+      SmallVector<int64_t> order;
+      for (int64_t chunk : {0, 2, 1, 3})
+        for (int64_t i = 0; i < 16; ++i) order.push_back(16 * chunk + i);
+      q = vector::ShuffleOp::create(b, loc, q, q, order);
+    }
+    Value negQ;
+    if (!f.int8Unsigned) {
+      auto qType = cast<VectorType>(q.getType());
+      negQ = arith::SubIOp::create(b, loc, arith::ConstantOp::create(b, loc, qType, DenseElementsAttr::get(qType, int8_t(0))), q);
+    }
+    // Unsigned integers u (q = u - o): lanes(u . q) - o * lanes(1 . q), the second once for
+    // all rows.
+    Value bias;
+    if (f.int8Unsigned && f.int8Offset) {
+      auto qType = cast<VectorType>(q.getType());
+      bias = Int8DotLanesUnsignedAvx512(
+          b, loc, arith::ConstantOp::create(b, loc, qType, DenseElementsAttr::get(qType, int8_t(f.int8Offset))), q);
+    }
+    Value xScales = spread(vector::LoadOp::create(b, loc, pair, x.scales, ValueRange{block}), chunked);
+    Value xSum, xSum2;
+    if (f.hasMin) {
+      xSum = memref::LoadOp::create(b, loc, x.sums, ValueRange{block});
+      xSum2 = memref::LoadOp::create(b, loc, x.sums, ValueRange{second});
+    }
+    prefetchRows(weights, weightRow, add(base, kBlockPrefetchBytes));
+    for (int64_t r = 0; r < rows; ++r) {
+      BlockReader reader{b, loc, weights, weightRow[r], base}, reader2{b, loc, weights, weightRow[r], base2};
+      Value stored = chunked ? f.int8QuantsPair(reader, reader2) : concat(f.int8Quants(reader), f.int8Quants(reader2));
+      Value lanes;
+      if (f.int8Unsigned) {
+        lanes = Int8DotLanesUnsignedAvx512(b, loc, stored, q);
+        if (bias) lanes = arith::SubIOp::create(b, loc, lanes, bias);
+      } else {
+        lanes = Int8DotLanesAvx512(b, loc, stored, q, negQ);
+      }
+      auto [scale, min] = f.scaleMin(reader, 0);
+      auto [scale2, min2] = f.scaleMin(reader2, 0);
+      Value both = arith::MulFOp::create(
+          b, loc, spread(vector::FromElementsOp::create(b, loc, pair, ValueRange{scale, scale2}), chunked), xScales);
+      Value dot = arith::SIToFPOp::create(b, loc, vec, lanes);
+      next[r] = vector::FMAOp::create(b, loc, both, dot, next[r]);
+      if (min) {
+        next[rows + r] = arith::AddFOp::create(b, loc, next[rows + r], arith::MulFOp::create(b, loc, min, xSum));
+        next[rows + r] = arith::AddFOp::create(b, loc, next[rows + r], arith::MulFOp::create(b, loc, min2, xSum2));
+      }
+    }
+    return next;
   }
 
   void emitBlocks(const BlockMatvec& m, linalg::GenericOp op) {
@@ -313,6 +406,25 @@ class MatvecEmitter {
   Value add(Value a, int64_t v) { return v ? arith::AddIOp::create(b, loc, a, index(v)).getResult() : a; }
   Value zeroVector(VectorType type) {
     return arith::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, 0.0f));
+  }
+  // The format's signed integers q = u - int8Offset of its stored ones u.
+  Value storedToSigned(const BlockFormat& f, Value u) {
+    if (!f.int8Offset) return u;
+    auto type = cast<VectorType>(u.getType());
+    return arith::SubIOp::create(b, loc, u, arith::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, int8_t(f.int8Offset))));
+  }
+  // a ++ c for two vectors of one type.
+  Value concat(Value a, Value c) {
+    SmallVector<int64_t> all;
+    for (int64_t i = 0; i < 2 * cast<VectorType>(a.getType()).getNumElements(); ++i) all.push_back(i);
+    return vector::ShuffleOp::create(b, loc, a, c, all);
+  }
+  // vector<2 x f32> [s, s2] -> vector<16 x f32>: s in lanes 0-7, s2 in 8-15 (`chunked`: s
+  // in lanes 0-3 and 8-11, s2 in 4-7 and 12-15, the lanes of int8QuantsPair's order).
+  Value spread(Value v, bool chunked) {
+    SmallVector<int64_t> lanes;
+    for (int64_t i = 0; i < 2 * kBlockLanes; ++i) lanes.push_back(chunked ? (i / 4) % 2 : i / kBlockLanes);
+    return vector::ShuffleOp::create(b, loc, v, v, lanes);
   }
   SmallVector<Value> rowValues(Value n0, int64_t rows) {
     SmallVector<Value> at;

@@ -21,7 +21,7 @@ CPUTarget DescribeCPU(llvm::StringRef cpu) {
   bool avx512 = false, avx2 = false;
   if (cpu == "host") {
     llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-    avx512 = features.lookup("avx512f");
+    avx512 = features.lookup("avx512f") && features.lookup("avx512bw");
     avx2 = features.lookup("avx2") && features.lookup("fma");
     long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
     if (l1 > 0) target.l1Bytes = l1;
@@ -33,10 +33,12 @@ CPUTarget DescribeCPU(llvm::StringRef cpu) {
     std::unique_ptr<llvm::MCSubtargetInfo> info(
         llvmTarget ? llvmTarget->createMCSubtargetInfo(llvm::Triple(triple), cpu, "") : nullptr);
     if (info) {
-      avx512 = info->checkFeatures("+avx512f");
+      avx512 = info->checkFeatures("+avx512f,+avx512bw");
       avx2 = info->checkFeatures("+avx2,+fma");
     }
   }
+  // 512 bits only with AVX512BW: the int8 matvec dots use its byte multiply-adds (a Xeon Phi's
+  // AVX512F alone describes as AVX2).
   if (avx512) {
     target.vectorBits = 512;
     target.vectorRegisters = 32;

@@ -207,29 +207,40 @@ TEST_CASE("block-format matvecs of every GGUF type match ggml's dequantization i
   RunCases(source, "matvec_blocks", cases);
 }
 
-TEST_CASE("8-bit-activation matvecs (q8_0, q4_0, q4_1, q5_0) equal ggml's quantized dot in double on the host and baseline x86-64") {
-  // K = 25 blocks (odd), N = 67 (no multiple of the 4-row group); x has an all-zero block
-  // (scale 0) and a block where one large value leaves the others 0 or +-1.
-  const int64_t n = 67, k = 25 * 32;
+TEST_CASE("8-bit-activation matvecs (q8_0, q4_0, q4_1, q5_0) equal ggml's quantized dot in double on the host, AVX2 and baseline x86-64") {
+  // K = 25 blocks (odd: AVX-512 dots two blocks a step, then the last alone) and 24 (even),
+  // N = 67 (no multiple of the 4-row group); x has an all-zero block (scale 0) and a block
+  // where one large value leaves the others 0 or +-1.
+  const int64_t n = 67;
   std::string source;
   std::vector<Case> cases;
   unsigned seed = 500;
   for (const GgmlBlockInfo& format : compiler::llama::kGgmlBlockInfos) {
     if (!TakesInt8Activations(format)) continue;
-    Case c;
-    c.function = std::string(format.name) + "_int8";
-    c.n = n, c.k = k;
-    source += BlockMatvecSource(c.function, format, n, k);
-    c.w = RandomBlocks(format, n, k, seed++);
-    c.x = RandomF32({k}, seed++, -3, 3);
-    for (int j = 0; j < 32; ++j) F32(c.x)[3 * 32 + j] = 0, F32(c.x)[7 * 32 + j] *= 0.01f;
-    F32(c.x)[7 * 32 + 5] = 250;
-    QuantizedReference(format, c.w, c.x, n, k, &c.expected, &c.bound);
-    cases.push_back(std::move(c));
+    for (int64_t k : {25 * 32, 24 * 32}) {
+      Case c;
+      c.function = std::string(format.name) + "_int8_" + std::to_string(k / 32);
+      c.n = n, c.k = k;
+      source += BlockMatvecSource(c.function, format, n, k);
+      c.w = RandomBlocks(format, n, k, seed++);
+      c.x = RandomF32({k}, seed++, -3, 3);
+      for (int j = 0; j < 32; ++j) F32(c.x)[3 * 32 + j] = 0, F32(c.x)[7 * 32 + j] *= 0.01f;
+      F32(c.x)[7 * 32 + 5] = 250;
+      QuantizedReference(format, c.w, c.x, n, k, &c.expected, &c.bound);
+      cases.push_back(std::move(c));
+    }
   }
-  // The host's kernels and a baseline x86-64 target's, one workgroup and split.
-  for (auto [name, flags] : {std::pair<const char*, const char*>{"host_one", "--max-workgroups=1"}, {"host_split", ""},
-                              {"x86_64_one", "--cpu=x86-64 --max-workgroups=1"}, {"x86_64_split", "--cpu=x86-64"}}) {
+  // The host's kernels (AVX-512 where it has it), AVX2's (where the host runs them) and a
+  // baseline x86-64 target's, one workgroup and split.
+  std::vector<std::pair<const char*, const char*>> targets = {{"host_one", "--max-workgroups=1"},
+                                                              {"host_split", ""},
+                                                              {"x86_64_one", "--cpu=x86-64 --max-workgroups=1"},
+                                                              {"x86_64_split", "--cpu=x86-64"}};
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    targets.push_back({"x86_64_v3_one", "--cpu=x86-64-v3 --max-workgroups=1"});
+#endif
+  for (auto [name, flags] : targets) {
     INFO("hexir-compile " << flags);
     std::string module = CompileOrDie(source, std::string("matvec_int8_") + name, "cpu", flags);
     for (const Case& c : cases) {

@@ -1,5 +1,6 @@
 // RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables=cpu=x86-64-v3 | FileCheck %s
 // RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables=cpu=x86-64 | FileCheck %s --check-prefix=SSE
+// RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables=cpu=znver4 | FileCheck %s --check-prefix=AVX512
 
 // A q8_0 block matvec with K static dots 8-bit activations (codegen/CPUMatvecInt8Dot.h): x
 // quantized once, before the rows (absolute max, x * 127 / amax rounded to nearest even,
@@ -25,6 +26,15 @@
 // CHECK-NOT:       llvm.load {{.*}} -> i8
 // CHECK:           llvm.intr.vector.reduce.fadd
 // CHECK-NOT:     hexir_llvm_x86
+// On AVX-512 (znver4) the two blocks are one step of 64 bytes: |w| (vpabsb), q negated where
+// w < 0, vpmaddubsw and vpmaddwd on 512-bit vectors, 16 lanes of f32.
+// AVX512-LABEL: hexir.executable @q8
+// AVX512-NOT:     llvm.x86.avx2
+// AVX512:         llvm.intr.abs{{.*}}vector<64xi8>
+// AVX512:         llvm.call_intrinsic "llvm.x86.avx512.pmaddubs.w.512"({{.*}}) : {{.*}} -> vector<32xi16>
+// AVX512:         llvm.call_intrinsic "llvm.x86.avx512.pmaddw.d.512"({{.*}}) : {{.*}} -> vector<16xi32>
+// AVX512:         llvm.sitofp {{.*}} : vector<16xi32> to vector<16xf32>
+// AVX512-NOT:     llvm.x86.avx2
 // SSE-LABEL:   hexir.executable @q8
 // SSE-NOT:       llvm.call_intrinsic
 // SSE:           llvm.load {{.*}} -> vector<32xi8>
