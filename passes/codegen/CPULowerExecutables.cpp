@@ -22,11 +22,13 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/Passes.h"
 #include "passes/codegen/CPUConvolutionKernel.h"
+#include "passes/codegen/CPUElementwiseFusion.h"
 #include "passes/codegen/CPUMathApproximation.h"
 #include "passes/codegen/CPUMatmulMicroKernel.h"
 #include "passes/codegen/CPUMatvecKernel.h"
 #include "passes/codegen/CPUReductionOrder.h"
 #include "passes/codegen/CPUTarget.h"
+#include "passes/codegen/CPUTransposeTiling.h"
 #include "passes/codegen/KernelChecks.h"
 #include "passes/codegen/KernelLoweringUtils.h"
 
@@ -90,6 +92,10 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     // through the entry's return code (hal/drivers/cpu/dispatch_abi.h).
     func::FuncOp tensorKernel = codegen::LookupKernel(exe);
     if (!tensorKernel) return failure();
+    // Elementwise chains as one loop nest (codegen/CPUElementwiseFusion.h).
+    if (failed(codegen::FuseElementwiseChains(tensorKernel))) return failure();
+    // Transposing loops in cache-line blocks (codegen/CPUTransposeTiling.h).
+    if (failed(codegen::TileTransposingLoops(tensorKernel))) return failure();
     Value workgroupId;
     if (tensorKernel.getNumArguments() && tensorKernel.getArgumentTypes().back().isIndex())
       workgroupId = tensorKernel.getArguments().back();
