@@ -53,6 +53,25 @@ constexpr const char* kLLVMPipeline =
     "convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,convert-func-to-llvm,"
     "convert-cf-to-llvm,convert-arith-to-llvm,reconcile-unrealized-casts,canonicalize)";
 
+// A copy between strided views (a fused chain of pure data movement folds to one) becomes a
+// linalg.copy, lowered to loops like every other op: finalize-memref-to-llvm would call the
+// runtime's memrefCopy, which a kernel's shared object cannot resolve at dlopen. Copies
+// between identity layouts stay (they become a memcpy intrinsic).
+void LowerStridedCopiesToLinalg(ModuleOp inner) {
+  SmallVector<memref::CopyOp> copies;
+  inner.walk([&](memref::CopyOp copy) {
+    auto source = dyn_cast<MemRefType>(copy.getSource().getType());
+    auto target = dyn_cast<MemRefType>(copy.getTarget().getType());
+    if (source && target && (!source.getLayout().isIdentity() || !target.getLayout().isIdentity()))
+      copies.push_back(copy);
+  });
+  for (memref::CopyOp copy : copies) {
+    OpBuilder b(copy);
+    linalg::CopyOp::create(b, copy.getLoc(), ValueRange{copy.getSource()}, ValueRange{copy.getTarget()});
+    copy.erase();
+  }
+}
+
 class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecutables> {
  public:
   using CPULowerExecutablesBase::CPULowerExecutablesBase;
@@ -124,6 +143,7 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     codegen::AllowReassociationOfInnermostReductions(*kernel);
     // Transcendental math as polynomials LLVM vectorizes (codegen/CPUMathApproximation.h).
     if (failed(codegen::ApproximateMath(*kernel))) return failure();
+    LowerStridedCopiesToLinalg(inner);
     if (failed(runPipeline(*toLoops, inner))) return failure();
     codegen::LowerDeferredIntrinsicCalls(inner);
     // Only the bf16 patterns of arith-expand: its others would rewrite maximumf & co.

@@ -3,7 +3,7 @@
 // elementwise chains fused into one loop (passes/codegen/CPUElementwiseFusion.h), transposes
 // and transposed operands in cache-line blocks (passes/codegen/CPUTransposeTiling.h),
 // reductions over each axis (an outer axis split into runs of at least 1 KiB a workgroup:
-// hexir-cpu-distribute-workgroups), softmax and layer norm.
+// hexir-cpu-distribute-workgroups), softmax, and a fused chain of pure data movement.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -111,6 +111,41 @@ TEST_CASE("a transposed operand added to one read in order matches a reference")
       for (int64_t j = 0; j < cols; ++j)
         F32(expected)[i * cols + j] = F32(x)[j * rows + i] + F32(y)[i * cols + j];
     RunOnThreadCounts(module, {x, y}, expected, 0);
+  }
+}
+
+// A chain that only moves data (a unit dim inserted, then dropped: the ONNX LSTM's
+// Unsqueeze/Squeeze) fuses into a copy between strided views of dynamic tiles: it must run
+// as loops (a memref.copy would make the kernel call the runtime's memrefCopy, which
+// dlopen cannot resolve).
+const char* kDataMovement = R"mlir(
+func.func @main(%x: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?x16xf32>
+  %m = tensor.dim %x, %c1 : tensor<?x?x16xf32>
+  %e4 = tensor.empty(%n, %m) : tensor<?x1x?x16xf32>
+  %u = linalg.generic {indexing_maps = [affine_map<(a, b, c, d) -> (a, c, d)>, affine_map<(a, b, c, d) -> (a, b, c, d)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : tensor<?x?x16xf32>) outs(%e4 : tensor<?x1x?x16xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      linalg.yield %v : f32
+  } -> tensor<?x1x?x16xf32>
+  %e3 = tensor.empty(%n, %m) : tensor<?x?x16xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(a, c, d) -> (a, 0, c, d)>, affine_map<(a, c, d) -> (a, c, d)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%u : tensor<?x1x?x16xf32>) outs(%e3 : tensor<?x?x16xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      linalg.yield %v : f32
+  } -> tensor<?x?x16xf32>
+  return %y : tensor<?x?x16xf32>
+}
+)mlir";
+
+TEST_CASE("a fused chain that only moves data runs and is exact") {
+  std::string module = CompileOrDie(kDataMovement, "memory_bound_data_movement");
+  for (auto [rows, cols] : kShapes) {
+    INFO(rows << " x " << cols);
+    HostTensor x = RandomF32({rows, cols, 16}, 71);
+    RunOnThreadCounts(module, {x}, x, 0);
   }
 }
 
