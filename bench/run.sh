@@ -51,6 +51,11 @@ if [ "$size" = full ]; then
     "gemv_nk_bf16_256x2048|gemv_nk|N=256 K=2048 T=bf16|256x2048xbf16=0.01;2048xbf16=0.01"
     "elementwise_64M|elementwise|N=67108864|67108864xf32=0.5"
     "softmax_4096x4096|softmax|R=4096 C=4096|4096x4096xf32=0.5"
+    "layernorm_4096x4096|layernorm|R=4096 C=4096|4096x4096xf32=0.5;4096xf32=1;4096xf32=0.5"
+    "rmsnorm_4096x4096|rmsnorm|R=4096 C=4096|4096x4096xf32=0.5;4096xf32=1"
+    "sum_rows_4096x4096|reduce|R=4096 C=4096 AXIS=1 OUT=4096 MAP=(p,r)|4096x4096xf32=0.5"
+    "sum_columns_4096x4096|reduce|R=4096 C=4096 AXIS=0 OUT=4096 MAP=(r,p)|4096x4096xf32=0.5"
+    "transpose_4096x4096|transpose|R=4096 C=4096|4096x4096xf32=0.5"
     "decode_ffn_bf16_4096x14336|decode_ffn|D=4096 F=14336 T=bf16|1x4096xf32=0.5;4096x14336xbf16=0.01;4096x14336xbf16=0.01;14336x4096xbf16=0.01"
   )
 else
@@ -64,6 +69,13 @@ else
     "gemv_nk_bf16_4096x4096|gemv_nk|N=4096 K=4096 T=bf16|4096x4096xbf16=0.01;4096xbf16=0.01"
     "elementwise_4M|elementwise|N=4194304|4194304xf32=0.5"
     "softmax_1024x1024|softmax|R=1024 C=1024|1024x1024xf32=0.5"
+    "elementwise_16M|elementwise|N=16777216|16777216xf32=0.5"
+    "softmax_4096x4096|softmax|R=4096 C=4096|4096x4096xf32=0.5"
+    "layernorm_4096x4096|layernorm|R=4096 C=4096|4096x4096xf32=0.5;4096xf32=1;4096xf32=0.5"
+    "rmsnorm_4096x4096|rmsnorm|R=4096 C=4096|4096x4096xf32=0.5;4096xf32=1"
+    "sum_rows_4096x4096|reduce|R=4096 C=4096 AXIS=1 OUT=4096 MAP=(p,r)|4096x4096xf32=0.5"
+    "sum_columns_4096x4096|reduce|R=4096 C=4096 AXIS=0 OUT=4096 MAP=(r,p)|4096x4096xf32=0.5"
+    "transpose_4096x4096|transpose|R=4096 C=4096|4096x4096xf32=0.5"
     "decode_ffn_bf16_2048x5632|decode_ffn|D=2048 F=5632 T=bf16|1x2048xf32=0.5;2048x5632xbf16=0.01;2048x5632xbf16=0.01;5632x2048xbf16=0.01"
   )
 fi

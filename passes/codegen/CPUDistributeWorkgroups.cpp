@@ -148,6 +148,31 @@ Grid ChooseGrid(const PackedMatmul& mm, int64_t maxWorkgroups) {
   return Grid{mm.m, mm.n, 1, 1};
 }
 
+// Bytes of the least workgroup along a root's loop 0 when that loop walks the output's
+// contiguous (last) dimension. A reduction over an outer axis (s[i] = sum_j x[j][i]) reads
+// from every row of x the run of its workgroup's i: split 64 ways over 4096 columns, each run
+// is 4 cache lines a row apart; at least 1 KiB a run keeps reads streaming.
+constexpr int64_t kContiguousBytesPerWorkgroup = 1024;
+
+// The least tile of loop 0 (elements) by the rule above: loop 0 walks the contiguous
+// dimension of the output and of a 2-D or larger input; 1 when the rule does not apply (a
+// matvec's loop 0 walks the rows of W: each workgroup's rows are contiguous anyway).
+int64_t LeastContiguousTile(TilingInterface root) {
+  auto op = dyn_cast<linalg::LinalgOp>(root.getOperation());
+  if (!op || op.getNumDpsInits() != 1) return 1;
+  AffineExpr d0 = getAffineDimExpr(0, op.getContext());
+  AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  if (out.getNumResults() == 0 || out.getResults().back() != d0) return 1;
+  bool readsRunsOfRows = llvm::any_of(op.getDpsInputOperands(), [&](OpOperand* input) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    return map.getNumResults() >= 2 && map.getResults().back() == d0;
+  });
+  if (!readsRunsOfRows) return 1;
+  Type element = getElementTypeOrSelf(op.getDpsInits()[0].getType());
+  if (!element.isIntOrFloat()) return 1;
+  return kContiguousBytesPerWorkgroup / std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
+}
+
 class CPUDistributeWorkgroups
     : public impl::CPUDistributeWorkgroupsBase<CPUDistributeWorkgroups> {
  public:
@@ -223,6 +248,11 @@ class CPUDistributeWorkgroups
       if (axis == 1)
         wanted = llvm::bit_floor(static_cast<uint64_t>(std::min(
             wanted, std::max<int64_t>(1, *n0 / kConvolutionChannelsPerWorkgroup))));
+      // Runs of at least kContiguousBytesPerWorkgroup along the output's contiguous
+      // dimension, a power-of-two count where that rule decides it.
+      const int64_t leastRun = axis == 0 ? LeastContiguousTile(root) : 1;
+      if (leastRun > 1 && wanted > *n0 / leastRun)
+        wanted = llvm::bit_floor(static_cast<uint64_t>(std::max<int64_t>(1, *n0 / leastRun)));
       int64_t tile = (*n0 + wanted - 1) / wanted;
       if (int64_t nr = axis == 1 ? PrepackedFilterColumns(kernel) : 0) tile = (tile + nr - 1) / nr * nr;
       count = (*n0 + tile - 1) / tile;
@@ -246,6 +276,7 @@ class CPUDistributeWorkgroups
       }
       int64_t tile = std::max<int64_t>(1, (minWorkPerWorkgroup + inner - 1) / inner);
       if (micro) tile = std::max<int64_t>(tile, kMatmulRowsPerWorkgroup);
+      if (axis == 0) tile = std::max<int64_t>(tile, LeastContiguousTile(root));
       n0V = getValueOrCreateConstantIndexOp(b, rootLoc, domain[axis].size);
       tileV = codegen::BuildWorkgroupTile(b, rootLoc, n0V, tile, limit);
       count = limit;

@@ -22,11 +22,13 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/Passes.h"
 #include "passes/codegen/CPUConvolutionKernel.h"
+#include "passes/codegen/CPUElementwiseFusion.h"
 #include "passes/codegen/CPUMathApproximation.h"
 #include "passes/codegen/CPUMatmulMicroKernel.h"
 #include "passes/codegen/CPUMatvecKernel.h"
 #include "passes/codegen/CPUReductionOrder.h"
 #include "passes/codegen/CPUTarget.h"
+#include "passes/codegen/CPUTransposeTiling.h"
 #include "passes/codegen/KernelChecks.h"
 #include "passes/codegen/KernelLoweringUtils.h"
 
@@ -50,6 +52,25 @@ constexpr const char* kLLVMPipeline =
     "builtin.module(convert-scf-to-cf,convert-vector-to-llvm,expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
     "convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,convert-func-to-llvm,"
     "convert-cf-to-llvm,convert-arith-to-llvm,reconcile-unrealized-casts,canonicalize)";
+
+// A copy between strided views (a fused chain of pure data movement folds to one) becomes a
+// linalg.copy, lowered to loops like every other op: finalize-memref-to-llvm would call the
+// runtime's memrefCopy, which a kernel's shared object cannot resolve at dlopen. Copies
+// between identity layouts stay (they become a memcpy intrinsic).
+void LowerStridedCopiesToLinalg(ModuleOp inner) {
+  SmallVector<memref::CopyOp> copies;
+  inner.walk([&](memref::CopyOp copy) {
+    auto source = dyn_cast<MemRefType>(copy.getSource().getType());
+    auto target = dyn_cast<MemRefType>(copy.getTarget().getType());
+    if (source && target && (!source.getLayout().isIdentity() || !target.getLayout().isIdentity()))
+      copies.push_back(copy);
+  });
+  for (memref::CopyOp copy : copies) {
+    OpBuilder b(copy);
+    linalg::CopyOp::create(b, copy.getLoc(), ValueRange{copy.getSource()}, ValueRange{copy.getTarget()});
+    copy.erase();
+  }
+}
 
 class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecutables> {
  public:
@@ -90,6 +111,10 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     // through the entry's return code (hal/drivers/cpu/dispatch_abi.h).
     func::FuncOp tensorKernel = codegen::LookupKernel(exe);
     if (!tensorKernel) return failure();
+    // Elementwise chains as one loop nest (codegen/CPUElementwiseFusion.h).
+    if (failed(codegen::FuseElementwiseChains(tensorKernel))) return failure();
+    // Transposing loops in cache-line blocks (codegen/CPUTransposeTiling.h).
+    if (failed(codegen::TileTransposingLoops(tensorKernel))) return failure();
     Value workgroupId;
     if (tensorKernel.getNumArguments() && tensorKernel.getArgumentTypes().back().isIndex())
       workgroupId = tensorKernel.getArguments().back();
@@ -118,6 +143,7 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     codegen::AllowReassociationOfInnermostReductions(*kernel);
     // Transcendental math as polynomials LLVM vectorizes (codegen/CPUMathApproximation.h).
     if (failed(codegen::ApproximateMath(*kernel))) return failure();
+    LowerStridedCopiesToLinalg(inner);
     if (failed(runPipeline(*toLoops, inner))) return failure();
     codegen::LowerDeferredIntrinsicCalls(inner);
     // Only the bf16 patterns of arith-expand: its others would rewrite maximumf & co.

@@ -1,0 +1,291 @@
+// Memory-bound CPU kernels against double-precision C++ references at awkward sizes (inner
+// extents 1, 3, 7, 17, 1023; dynamic dims; broadcast operands), on 0, 1 and 3 worker threads:
+// elementwise chains fused into one loop (passes/codegen/CPUElementwiseFusion.h), transposes
+// and transposed operands in cache-line blocks (passes/codegen/CPUTransposeTiling.h),
+// reductions over each axis (an outer axis split into runs of at least 1 KiB a workgroup:
+// hexir-cpu-distribute-workgroups), softmax, and a fused chain of pure data movement.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/e2e/harness.h"
+
+namespace hexir::e2e {
+namespace {
+
+using tools::HostTensor;
+
+const char* kThreadCounts[] = {"--cpu-threads=0", "--cpu-threads=1", "--cpu-threads=3"};
+
+// Rows x columns of the 2-D cases: every inner extent of the brief, each with a few rows.
+const std::vector<std::pair<int64_t, int64_t>> kShapes = {
+    {1, 1}, {5, 1}, {3, 3}, {1, 7}, {9, 7}, {17, 17}, {33, 17}, {2, 1023}, {19, 1023}, {1023, 3}};
+
+void RunOnThreadCounts(const std::string& module, const std::vector<HostTensor>& inputs,
+                       const HostTensor& expected, double tolerance = 1e-5) {
+  for (const char* threads : kThreadCounts) {
+    INFO(threads);
+    auto out = RunOrDie(module, "main", inputs, 1, "cpu", threads);
+    RequireClose(out[0], expected, tolerance, tolerance);
+  }
+}
+
+// y = tanh(x * 0.5 + r) * x - x * x over dynamic rows x columns, r broadcast along rows.
+const char* kChain = R"mlir(
+#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (j)>
+func.func @main(%x: tensor<?x?xf32>, %r: tensor<?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %half = arith.constant 0.5 : f32
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %m = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %e = tensor.empty(%n, %m) : tensor<?x?xf32>
+  %a = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %r : tensor<?x?xf32>, tensor<?xf32>) outs(%e : tensor<?x?xf32>) {
+    ^bb0(%v: f32, %w: f32, %o: f32):
+      %p = arith.mulf %v, %half : f32
+      %s = arith.addf %p, %w : f32
+      linalg.yield %s : f32
+  } -> tensor<?x?xf32>
+  %b = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %x : tensor<?x?xf32>, tensor<?x?xf32>) outs(%e : tensor<?x?xf32>) {
+    ^bb0(%v: f32, %w: f32, %o: f32):
+      %t = math.tanh %v : f32
+      %p = arith.mulf %t, %w : f32
+      linalg.yield %p : f32
+  } -> tensor<?x?xf32>
+  %c = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%b, %x : tensor<?x?xf32>, tensor<?x?xf32>) outs(%e : tensor<?x?xf32>) {
+    ^bb0(%v: f32, %w: f32, %o: f32):
+      %q = arith.mulf %w, %w : f32
+      %d = arith.subf %v, %q : f32
+      linalg.yield %d : f32
+  } -> tensor<?x?xf32>
+  return %c : tensor<?x?xf32>
+}
+)mlir";
+
+TEST_CASE("a chain of three elementwise ops with a broadcast row matches a double reference") {
+  std::string module = CompileOrDie(kChain, "memory_bound_chain");
+  for (auto [rows, cols] : kShapes) {
+    INFO(rows << " x " << cols);
+    HostTensor x = RandomF32({rows, cols}, 11), r = RandomF32({cols}, 12);
+    HostTensor expected = ZerosF32({rows, cols});
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      double v = F32(x)[i];
+      F32(expected)[i] = float(std::tanh(v * 0.5 + F32(r)[i % cols]) * v - v * v);
+    }
+    RunOnThreadCounts(module, {x, r}, expected);
+  }
+}
+
+// out = x^T + y: a transpose feeding an add whose other operand is read in order.
+const char* kTransposeAdd = R"mlir(
+func.func @main(%x: tensor<?x?xf32>, %y: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %y, %c0 : tensor<?x?xf32>
+  %m = tensor.dim %y, %c1 : tensor<?x?xf32>
+  %e = tensor.empty(%n, %m) : tensor<?x?xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(i, j) -> (j, i)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : tensor<?x?xf32>, tensor<?x?xf32>) outs(%e : tensor<?x?xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %r = arith.addf %a, %b : f32
+      linalg.yield %r : f32
+  } -> tensor<?x?xf32>
+  return %s : tensor<?x?xf32>
+}
+)mlir";
+
+TEST_CASE("a transposed operand added to one read in order matches a reference") {
+  std::string module = CompileOrDie(kTransposeAdd, "memory_bound_transpose_add");
+  for (auto [rows, cols] : kShapes) {
+    INFO(rows << " x " << cols);
+    HostTensor x = RandomF32({cols, rows}, 21), y = RandomF32({rows, cols}, 22);
+    HostTensor expected = ZerosF32({rows, cols});
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        F32(expected)[i * cols + j] = F32(x)[j * rows + i] + F32(y)[i * cols + j];
+    RunOnThreadCounts(module, {x, y}, expected, 0);
+  }
+}
+
+// A chain that only moves data (a unit dim inserted, then dropped: the ONNX LSTM's
+// Unsqueeze/Squeeze) fuses into a copy between strided views of dynamic tiles: it must run
+// as loops (a memref.copy would make the kernel call the runtime's memrefCopy, which
+// dlopen cannot resolve).
+const char* kDataMovement = R"mlir(
+func.func @main(%x: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?x16xf32>
+  %m = tensor.dim %x, %c1 : tensor<?x?x16xf32>
+  %e4 = tensor.empty(%n, %m) : tensor<?x1x?x16xf32>
+  %u = linalg.generic {indexing_maps = [affine_map<(a, b, c, d) -> (a, c, d)>, affine_map<(a, b, c, d) -> (a, b, c, d)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : tensor<?x?x16xf32>) outs(%e4 : tensor<?x1x?x16xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      linalg.yield %v : f32
+  } -> tensor<?x1x?x16xf32>
+  %e3 = tensor.empty(%n, %m) : tensor<?x?x16xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(a, c, d) -> (a, 0, c, d)>, affine_map<(a, c, d) -> (a, c, d)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%u : tensor<?x1x?x16xf32>) outs(%e3 : tensor<?x?x16xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      linalg.yield %v : f32
+  } -> tensor<?x?x16xf32>
+  return %y : tensor<?x?x16xf32>
+}
+)mlir";
+
+TEST_CASE("a fused chain that only moves data runs and is exact") {
+  std::string module = CompileOrDie(kDataMovement, "memory_bound_data_movement");
+  for (auto [rows, cols] : kShapes) {
+    INFO(rows << " x " << cols);
+    HostTensor x = RandomF32({rows, cols, 16}, 71);
+    RunOnThreadCounts(module, {x}, x, 0);
+  }
+}
+
+// A batch of static transposes, [B][R][C] -> [B][C][R], sizes not a multiple of a block.
+const char* kBatchTranspose = R"mlir(
+func.func @main(%x: tensor<3x67x1029xf32>) -> tensor<3x1029x67xf32> {
+  %e = tensor.empty() : tensor<3x1029x67xf32>
+  %t = linalg.transpose ins(%x : tensor<3x67x1029xf32>) outs(%e : tensor<3x1029x67xf32>) permutation = [0, 2, 1]
+  return %t : tensor<3x1029x67xf32>
+}
+)mlir";
+
+TEST_CASE("a static batch of transposes of 67 x 1029 is exact") {
+  std::string module = CompileOrDie(kBatchTranspose, "memory_bound_batch_transpose");
+  HostTensor x = RandomF32({3, 67, 1029}, 31);
+  HostTensor expected = ZerosF32({3, 1029, 67});
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t i = 0; i < 67; ++i)
+      for (int64_t j = 0; j < 1029; ++j)
+        F32(expected)[(b * 1029 + j) * 67 + i] = F32(x)[(b * 67 + i) * 1029 + j];
+  RunOnThreadCounts(module, {x}, expected, 0);
+}
+
+// Sums of a [P][Q][R] tensor over `axis` (dynamic dims): the result keeps the other two.
+std::string ReductionSource(int axis) {
+  // Loops: the two kept axes first (parallel), the reduced one last.
+  const char* input[] = {"(d2, d0, d1)", "(d0, d2, d1)", "(d0, d1, d2)"};
+  return std::string(R"mlir(
+func.func @main(%x: tensor<?x?x?xf32>) -> tensor<?x?xf32> {
+  %z = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %p = tensor.dim %x, %c0 : tensor<?x?x?xf32>
+  %q = tensor.dim %x, %c1 : tensor<?x?x?xf32>
+  %r = tensor.dim %x, %c2 : tensor<?x?x?xf32>
+)mlir") + (axis == 0   ? "  %e = tensor.empty(%q, %r) : tensor<?x?xf32>\n"
+          : axis == 1 ? "  %e = tensor.empty(%p, %r) : tensor<?x?xf32>\n"
+                      : "  %e = tensor.empty(%p, %q) : tensor<?x?xf32>\n") +
+         R"mlir(  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> )mlir" + input[axis] +
+         R"mlir(>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : tensor<?x?x?xf32>) outs(%f : tensor<?x?xf32>) {
+    ^bb0(%v: f32, %a: f32):
+      %t = arith.addf %v, %a : f32
+      linalg.yield %t : f32
+  } -> tensor<?x?xf32>
+  return %s : tensor<?x?xf32>
+}
+)mlir";
+}
+
+TEST_CASE("sums over each axis of a 3-D tensor match a double reference") {
+  const std::vector<std::vector<int64_t>> shapes = {{1, 1, 1}, {3, 7, 17}, {17, 3, 1023}, {7, 1023, 3},
+                                                    {1023, 2, 7}, {2, 300, 300}};
+  for (int axis = 0; axis < 3; ++axis) {
+    INFO("axis " << axis);
+    std::string module = CompileOrDie(ReductionSource(axis), "memory_bound_sum_axis" + std::to_string(axis));
+    for (const std::vector<int64_t>& dims : shapes) {
+      INFO(dims[0] << " x " << dims[1] << " x " << dims[2]);
+      HostTensor x = RandomF32(dims, 41 + axis);
+      std::vector<int64_t> kept;
+      for (int d = 0; d < 3; ++d)
+        if (d != axis) kept.push_back(dims[d]);
+      std::vector<double> acc(kept[0] * kept[1], 0.0);
+      for (int64_t a = 0; a < dims[0]; ++a)
+        for (int64_t b = 0; b < dims[1]; ++b)
+          for (int64_t c = 0; c < dims[2]; ++c) {
+            int64_t at[3] = {a, b, c}, k[2], n = 0;
+            for (int d = 0; d < 3; ++d)
+              if (d != axis) k[n++] = at[d];
+            acc[k[0] * kept[1] + k[1]] += F32(x)[(a * dims[1] + b) * dims[2] + c];
+          }
+      HostTensor expected = ZerosF32(kept);
+      for (size_t i = 0; i < acc.size(); ++i) F32(expected)[i] = float(acc[i]);
+      RunOnThreadCounts(module, {x}, expected, 1e-4);
+    }
+  }
+}
+
+// Row softmax (max, exp(x - max), sum, divide) over dynamic rows x columns.
+const char* kSoftmax = R"mlir(
+#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+func.func @main(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %m = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %er = tensor.empty(%n) : tensor<?xf32>
+  %e = tensor.empty(%n, %m) : tensor<?x?xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%er : tensor<?xf32>) -> tensor<?xf32>
+  %max = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<?x?xf32>) outs(%mi : tensor<?xf32>) {
+    ^bb0(%v: f32, %a: f32):
+      %r = arith.maximumf %v, %a : f32
+      linalg.yield %r : f32
+  } -> tensor<?xf32>
+  %ex = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %max : tensor<?x?xf32>, tensor<?xf32>) outs(%e : tensor<?x?xf32>) {
+    ^bb0(%v: f32, %a: f32, %o: f32):
+      %d = arith.subf %v, %a : f32
+      %p = math.exp %d : f32
+      linalg.yield %p : f32
+  } -> tensor<?x?xf32>
+  %si = linalg.fill ins(%zero : f32) outs(%er : tensor<?xf32>) -> tensor<?xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%ex : tensor<?x?xf32>) outs(%si : tensor<?xf32>) {
+    ^bb0(%v: f32, %a: f32):
+      %r = arith.addf %v, %a : f32
+      linalg.yield %r : f32
+  } -> tensor<?xf32>
+  %y = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%ex, %sum : tensor<?x?xf32>, tensor<?xf32>) outs(%e : tensor<?x?xf32>) {
+    ^bb0(%v: f32, %s: f32, %o: f32):
+      %d = arith.divf %v, %s : f32
+      linalg.yield %d : f32
+  } -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+)mlir";
+
+TEST_CASE("row softmax matches a double reference") {
+  std::string module = CompileOrDie(kSoftmax, "memory_bound_softmax");
+  for (auto [rows, cols] : kShapes) {
+    INFO(rows << " x " << cols);
+    HostTensor x = RandomF32({rows, cols}, 51, -8, 8);
+    HostTensor expected = ZerosF32({rows, cols});
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* in = F32(x) + i * cols;
+      double top = in[0], sum = 0;
+      for (int64_t j = 1; j < cols; ++j) top = std::max(top, double(in[j]));
+      for (int64_t j = 0; j < cols; ++j) sum += std::exp(in[j] - top);
+      for (int64_t j = 0; j < cols; ++j) F32(expected)[i * cols + j] = float(std::exp(in[j] - top) / sum);
+    }
+    RunOnThreadCounts(module, {x}, expected);
+  }
+}
+
+}  // namespace
+}  // namespace hexir::e2e
