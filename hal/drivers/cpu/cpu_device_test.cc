@@ -8,6 +8,7 @@
 
 #include "hal/api.h"
 #include "hal/drivers/cpu/dispatch_abi.h"
+#include "hal/drivers/cpu/testing/test_device.h"
 #include "hal/drivers/cpu/testing/test_kernels.h"
 
 namespace hexir::hal {
@@ -15,27 +16,14 @@ namespace {
 
 using cpu::testing::TestKernelBytes;
 using cpu::testing::TestKernelView;
-
-vm::Ref<Device> Cpu(int32_t workers, bool inl = false) {
-  DeviceOptions o;
-  o.cpu_worker_count = workers;
-  o.cpu_inline = inl;
-  auto d = CreateDevice("cpu", o);
-  REQUIRE(d.ok());
-  return *d;
-}
+using testing::CpuDevice;
+using testing::DeviceBuffer;
 
 vm::Ref<Executable> Load(Device& dev, std::vector<std::string_view> entries) {
   REQUIRE(!TestKernelBytes().empty());
   auto exe = dev.CreateExecutable(TestKernelView(std::move(entries)));
   REQUIRE(exe.ok());
   return *exe;
-}
-
-vm::Ref<Buffer> Buf(Device& d, uint64_t n) {
-  auto b = d.AllocateBuffer(n);
-  REQUIRE(b.ok());
-  return *b;
 }
 
 int OpenFdCount() {
@@ -47,7 +35,7 @@ int OpenFdCount() {
 }
 
 TEST_CASE("cpu executable: entry points resolve; the memfd is released with it") {
-  auto dev = Cpu(1);
+  auto dev = CpuDevice(1);
   int fds = OpenFdCount();
   uint64_t loaded = dev->stats().executables_loaded;
   {
@@ -63,7 +51,7 @@ TEST_CASE("cpu executable: entry points resolve; the memfd is released with it")
 }
 
 TEST_CASE("cpu executable: load errors name the problem") {
-  auto dev = Cpu(1);
+  auto dev = CpuDevice(1);
   auto missing = dev->CreateExecutable(TestKernelView({"add_f32", "no_such_kernel"}));
   REQUIRE(missing.status().code() == StatusCode::kNotFound);
   REQUIRE(missing.status().message() ==
@@ -93,7 +81,7 @@ TEST_CASE("cpu executable: load errors name the problem") {
 // Runs add_f32 over n elements with tile 16 and a 2D grid and checks against a plain loop.
 void CheckAdd(Device& dev, uint32_t n) {
   auto exe = Load(dev, {"add_f32"});
-  auto a = Buf(dev, n * 4), b = Buf(dev, n * 4), out = Buf(dev, n * 4);
+  auto a = DeviceBuffer(dev, n * 4), b = DeviceBuffer(dev, n * 4), out = DeviceBuffer(dev, n * 4);
   std::vector<float> ha(n), hb(n), expect(n);
   for (uint32_t i = 0; i < n; ++i) {
     ha[i] = 0.5f * i - 3;
@@ -123,7 +111,7 @@ TEST_CASE("cpu dispatch: elementwise add matches a plain loop for 1, 2, 4 worker
   for (int32_t workers : {0, 1, 2, 4}) {
     for (bool inl : {false, true}) {
       INFO("workers " << workers << " inline " << inl);
-      auto dev = Cpu(workers, inl);
+      auto dev = CpuDevice(workers, inl);
       CheckAdd(*dev, 1000);
       CheckAdd(*dev, 1);
       REQUIRE(dev->stats().dispatches_executed == 2);
@@ -132,10 +120,10 @@ TEST_CASE("cpu dispatch: elementwise add matches a plain loop for 1, 2, 4 worker
 }
 
 TEST_CASE("cpu dispatch: workgroup ids cover a 3D grid; push constants arrive in order") {
-  auto dev = Cpu(3);
+  auto dev = CpuDevice(3);
   auto exe = Load(*dev, {"affine_i32"});
   const uint32_t n = 2 * 3 * 5;
-  auto x = Buf(*dev, n * 4);
+  auto x = DeviceBuffer(*dev, n * 4);
   std::vector<int32_t> hx(n);
   for (uint32_t i = 0; i < n; ++i) hx[i] = static_cast<int32_t>(i);
   REQUIRE(dev->WriteBuffer(*x, 0, hx.data(), n * 4).ok());
@@ -150,10 +138,10 @@ TEST_CASE("cpu dispatch: workgroup ids cover a 3D grid; push constants arrive in
 }
 
 TEST_CASE("cpu dispatch: thread indices stay below the worker count, several workers used") {
-  auto dev = Cpu(4);
+  auto dev = CpuDevice(4);
   auto exe = Load(*dev, {"record_thread"});
   const uint32_t groups = 4096;
-  auto out = Buf(*dev, groups * 4);
+  auto out = DeviceBuffer(*dev, groups * 4);
   auto cb = *dev->CreateCommandBuffer();
   REQUIRE(cb->Dispatch(exe, 0, {groups, 1, 1}, {BufferRef::Whole(out)}).ok());
   REQUIRE(cb->Finalize().ok());
@@ -184,7 +172,7 @@ TEST_CASE("cpu dispatch: a kernel's check failure is named with the values it st
   };
   for (int32_t threads : {1, 3}) {
     for (const Case& c : cases) {
-      auto dev = Cpu(threads, /*inl=*/true);
+      auto dev = CpuDevice(threads, /*inl=*/true);
       auto exe = Load(*dev, {"report_at"});
       auto cb = *dev->CreateCommandBuffer();
       REQUIRE(cb->Dispatch(exe, 0, {8, 1, 1}, {}, {5, c.code}).ok());
@@ -198,7 +186,7 @@ TEST_CASE("cpu dispatch: a kernel's check failure is named with the values it st
 
 TEST_CASE("cpu dispatch: a failing kernel fails the signal semaphore naming the entry") {
   for (bool inl : {false, true}) {
-    auto dev = Cpu(2, inl);
+    auto dev = CpuDevice(2, inl);
     auto exe = Load(*dev, {"add_f32", "fail_at"});
     auto cb = *dev->CreateCommandBuffer();
     REQUIRE(cb->Dispatch(exe, 1, {8, 1, 1}, {}, {5}).ok());
@@ -224,9 +212,9 @@ TEST_CASE("cpu dispatch: a failing kernel fails the signal semaphore naming the 
 }
 
 TEST_CASE("cpu dispatch: entry ordinal and binding errors at record time") {
-  auto dev = Cpu(1);
+  auto dev = CpuDevice(1);
   auto exe = Load(*dev, {"add_f32", "fail_at"});
-  auto buf = Buf(*dev, 256);
+  auto buf = DeviceBuffer(*dev, 256);
   auto cb = *dev->CreateCommandBuffer();
   Status s = cb->Dispatch(exe, 2, {1, 1, 1}, {});
   REQUIRE(s.code() == StatusCode::kOutOfRange);
@@ -244,11 +232,11 @@ TEST_CASE("cpu dispatch: entry ordinal and binding errors at record time") {
 }
 
 TEST_CASE("cpu dispatch: offset bindings and binding-table replay without re-recording") {
-  auto dev = Cpu(2);
+  auto dev = CpuDevice(2);
   auto exe = Load(*dev, {"add_f32", "count_misaligned"});
   const uint32_t n = 16;
   // One buffer holds a at offset 0 and b at offset 64 (suballocation).
-  auto ab = Buf(*dev, 128);
+  auto ab = DeviceBuffer(*dev, 128);
   auto cb = *dev->CreateCommandBuffer();
   REQUIRE(cb->Dispatch(exe, 0, {1, 1, 1},
                        {BufferRef::Range(ab, 0, n * 4), BufferRef::Range(ab, 64, n * 4),
@@ -263,15 +251,15 @@ TEST_CASE("cpu dispatch: offset bindings and binding-table replay without re-rec
   REQUIRE(dev->WriteBuffer(*ab, 0, ha, 64).ok());
   REQUIRE(dev->WriteBuffer(*ab, 64, hb, 64).ok());
 
-  Status s = dev->QueueExecute({}, cb, {}, {BufferRef::Whole(Buf(*dev, 64))});
+  Status s = dev->QueueExecute({}, cb, {}, {BufferRef::Whole(DeviceBuffer(*dev, 64))});
   REQUIRE(s.message() == "queue execute: the command buffer uses 2 binding table slot(s) but 1 were supplied");
   s = dev->QueueExecute({}, cb, {}, {BufferRef::Whole(nullptr), BufferRef::Whole(nullptr)});
   REQUIRE(s.message() == "queue execute: binding table slot 0: buffer is null");
 
   DeviceStats before = dev->stats();
   for (int round = 0; round < 3; ++round) {
-    auto out = Buf(*dev, 128);
-    auto flag = Buf(*dev, 4);
+    auto out = DeviceBuffer(*dev, 128);
+    auto flag = DeviceBuffer(*dev, 4);
     REQUIRE(dev->QueueExecute({}, cb, {}, {BufferRef::Range(out, 64, 64), BufferRef::Whole(flag)}).ok());
     REQUIRE(dev->WaitIdle().ok());
     float got[n];
@@ -286,10 +274,10 @@ TEST_CASE("cpu dispatch: offset bindings and binding-table replay without re-rec
 }
 
 TEST_CASE("cpu executable: the same bytes load twice as independent executables") {
-  auto dev = Cpu(1);
+  auto dev = CpuDevice(1);
   auto e1 = Load(*dev, {"add_f32"});
   auto e2 = Load(*dev, {"add_f32"});
-  auto out = Buf(*dev, 64);
+  auto out = DeviceBuffer(*dev, 64);
   e1.reset();  // unloading one must not break the other
   auto cb = *dev->CreateCommandBuffer();
   REQUIRE(cb->Dispatch(e2, 0, {1, 1, 1}, {BufferRef::Whole(out), BufferRef::Whole(out), BufferRef::Whole(out)}, {4, 4}).ok());
@@ -307,13 +295,13 @@ namespace {
 TEST_CASE("cpu dispatch: more bindings than the inline array (scratch path), slots mixed in") {
   for (int32_t workers : {1, 3}) {
     for (bool inl : {false, true}) {
-      auto dev = Cpu(workers, inl);
+      auto dev = CpuDevice(workers, inl);
       auto exe = Load(*dev, {"stamp_bindings"});
       constexpr int kBindings = 45;
       std::vector<vm::Ref<Buffer>> bufs;
       std::vector<BufferRef> bindings, table;
       for (int i = 0; i < kBindings; ++i) {
-        bufs.push_back(Buf(*dev, 128));
+        bufs.push_back(DeviceBuffer(*dev, 128));
         if (i % 3 == 0) {
           bindings.push_back(BufferRef::Slot(static_cast<uint32_t>(table.size())));
           table.push_back(BufferRef::Range(bufs.back(), 64, 64));
@@ -339,10 +327,10 @@ TEST_CASE("cpu dispatch: more bindings than the inline array (scratch path), slo
 }
 
 TEST_CASE("cpu dispatch: indirect counts from a slot at an offset, checked at execution") {
-  auto dev = Cpu(2);
+  auto dev = CpuDevice(2);
   auto exe = Load(*dev, {"record_thread"});
-  auto out = Buf(*dev, 4 * 64);
-  auto counts = Buf(*dev, 64);
+  auto out = DeviceBuffer(*dev, 4 * 64);
+  auto counts = DeviceBuffer(*dev, 64);
   const uint32_t c[3] = {4, 2, 3};
   REQUIRE(dev->WriteBuffer(*counts, 32, c, 12).ok());
   auto cb = *dev->CreateCommandBuffer();
@@ -381,10 +369,10 @@ class ForeignBuffer final : public Buffer {
 };
 
 TEST_CASE("cpu device: buffers of another driver are refused, never dereferenced") {
-  auto dev = Cpu(1);
+  auto dev = CpuDevice(1);
   auto exe = Load(*dev, {"stamp_bindings"});
   auto foreign = vm::Ref<Buffer>::Adopt(new ForeignBuffer(64));
-  auto mine = Buf(*dev, 64);
+  auto mine = DeviceBuffer(*dev, 64);
   uint8_t bytes[4] = {};
   REQUIRE(dev->WriteBuffer(*foreign, 0, bytes, 4).message() ==
           "write_buffer: the buffer is not host memory (allocated by another driver?)");
@@ -435,7 +423,7 @@ uint64_t PeakWhileRunningAhead(Device& dev, int count) {
   constexpr uint64_t kSize = 1 << 20;
   vm::Ref<Buffer> last;
   for (int i = 0; i < count; ++i) {
-    auto buf = Buf(dev, kSize);
+    auto buf = DeviceBuffer(dev, kSize);
     auto cb = *dev.CreateCommandBuffer();
     for (uint32_t k = 0; k < 8; ++k) REQUIRE(cb->FillBuffer(buf, 0, kSize, 1000 * i + k, 4).ok());
     REQUIRE(cb->Finalize().ok());
@@ -496,7 +484,7 @@ TEST_CASE("cpu queue: the cap is lifted while the queue waits on a semaphore the
 
 TEST_CASE("cpu queue: a read of a buffer no later submission uses waits for its last user only") {
   auto dev = Queued(2);
-  auto x = Buf(*dev, 64), y = Buf(*dev, 64);
+  auto x = DeviceBuffer(*dev, 64), y = DeviceBuffer(*dev, 64);
   auto gate = *dev->CreateSemaphore(0);
   auto done = *dev->CreateSemaphore(0);
   auto fill = [&](const vm::Ref<Buffer>& b, uint32_t pattern) {
@@ -547,19 +535,19 @@ Status SubmitAndWait(Device& dev, const vm::Ref<CommandBuffer>& cb) {
 std::vector<std::vector<uint8_t>> RunThreeWaves(Device& dev) {
   constexpr uint32_t n = 1000, tile = 16;
   auto exe = Load(dev, {"add_f32", "affine_i32"});
-  auto a = Buf(dev, n * 4);
+  auto a = DeviceBuffer(dev, n * 4);
   std::vector<float> ha(n);
   for (uint32_t i = 0; i < n; ++i) ha[i] = 0.25f * i - 7;
   REQUIRE(dev.WriteBuffer(*a, 0, ha.data(), n * 4).ok());
   std::vector<vm::Ref<Buffer>> b, out, copy, x;
   for (uint32_t k = 0; k < 4; ++k) {
-    b.push_back(Buf(dev, n * 4));
+    b.push_back(DeviceBuffer(dev, n * 4));
     std::vector<float> hb(n);
     for (uint32_t i = 0; i < n; ++i) hb[i] = float(k + 1) / (i + 1);
     REQUIRE(dev.WriteBuffer(*b[k], 0, hb.data(), n * 4).ok());
-    out.push_back(Buf(dev, n * 4));
-    copy.push_back(Buf(dev, n * 4));
-    x.push_back(Buf(dev, 64 * 4));
+    out.push_back(DeviceBuffer(dev, n * 4));
+    copy.push_back(DeviceBuffer(dev, n * 4));
+    x.push_back(DeviceBuffer(dev, 64 * 4));
   }
   auto cb = *dev.CreateCommandBuffer();
   for (uint32_t k = 0; k < 4; ++k) {
@@ -603,15 +591,15 @@ std::vector<std::vector<uint8_t>> RunThreeWaves(Device& dev) {
 }
 
 TEST_CASE("cpu waves: a wave's results equal the sequential ones, and barriers order waves") {
-  auto sequential = Cpu(1);
+  auto sequential = CpuDevice(1);
   auto expected = RunThreeWaves(*sequential);
   for (int32_t workers : {2, 4}) {
-    auto dev = Cpu(workers);
+    auto dev = CpuDevice(workers);
     uint64_t before = dev->stats().dispatches_executed;
     REQUIRE(RunThreeWaves(*dev) == expected);
     REQUIRE(dev->stats().dispatches_executed == before + 8);
   }
-  auto inline_device = Cpu(2, /*inl=*/true);
+  auto inline_device = CpuDevice(2, /*inl=*/true);
   REQUIRE(RunThreeWaves(*inline_device) == expected);
 }
 
@@ -628,8 +616,8 @@ vm::Ref<CommandBuffer> Rendezvous(Device& dev, const vm::Ref<Buffer>& flags, boo
 }
 
 TEST_CASE("cpu waves: two single-workgroup dispatches of one wave run at the same time on 2 workers") {
-  auto dev = Cpu(2);
-  auto flags = Buf(*dev, 64);
+  auto dev = CpuDevice(2);
+  auto flags = DeviceBuffer(*dev, 64);
   auto cb = Rendezvous(*dev, flags, /*barrier=*/false);
   Status st = SubmitAndWait(*dev, cb);
   INFO(st.ToString());
@@ -642,8 +630,8 @@ TEST_CASE("cpu waves: two single-workgroup dispatches of one wave run at the sam
 TEST_CASE("cpu waves: a barrier keeps dispatches apart (the rendezvous then times out)") {
   // Control for the case above: the same kernels separated by a barrier cannot meet, so the
   // rendezvous really measures concurrency. The first one gives up after its timeout.
-  auto dev = Cpu(2);
-  auto flags = Buf(*dev, 64);
+  auto dev = CpuDevice(2);
+  auto flags = DeviceBuffer(*dev, 64);
   auto exe = Load(*dev, {"rendezvous"});
   auto cb = *dev->CreateCommandBuffer();
   REQUIRE(cb->Dispatch(exe, 0, {1, 1, 1}, {BufferRef::Whole(flags)}, {0, 1, 50}).ok());
@@ -656,9 +644,9 @@ TEST_CASE("cpu waves: a barrier keeps dispatches apart (the rendezvous then time
 }
 
 TEST_CASE("cpu waves: a failing dispatch in a wave fails the submission with its name") {
-  auto dev = Cpu(2);
+  auto dev = CpuDevice(2);
   auto exe = Load(*dev, {"add_f32", "fail_at", "affine_i32"});
-  auto x = Buf(*dev, 256 * 4), y = Buf(*dev, 256 * 4);
+  auto x = DeviceBuffer(*dev, 256 * 4), y = DeviceBuffer(*dev, 256 * 4);
   auto cb = *dev->CreateCommandBuffer();
   REQUIRE(cb->Dispatch(exe, 2, {256, 1, 1}, {BufferRef::Whole(x)}, {256, 1, 1}).ok());
   REQUIRE(cb->Dispatch(exe, 1, {8, 1, 1}, {}, {5}).ok());
@@ -676,9 +664,9 @@ TEST_CASE("cpu waves: the profiler reports every dispatch of a wave, in command 
     std::vector<DispatchTiming> timings;
     void OnDispatch(const DispatchTiming& t) override { timings.push_back(t); }
   } rec;
-  auto dev = Cpu(2);
+  auto dev = CpuDevice(2);
   auto exe = Load(*dev, {"affine_i32", "add_f32"});
-  auto x = Buf(*dev, 64 * 4), y = Buf(*dev, 64 * 4);
+  auto x = DeviceBuffer(*dev, 64 * 4), y = DeviceBuffer(*dev, 64 * 4);
   auto cb = *dev->CreateCommandBuffer();
   REQUIRE(cb->Dispatch(exe, 0, {64, 1, 1}, {BufferRef::Whole(x)}, {64, 2, 1}).ok());
   REQUIRE(cb->Dispatch(exe, 0, {0, 1, 1}, {BufferRef::Whole(y)}, {64, 2, 1}).ok());
