@@ -134,6 +134,44 @@ std::vector<std::vector<uint32_t>> OrderCommands(const std::vector<OrderedComman
   return deps;
 }
 
+std::vector<uint32_t> LevelOrder(const std::vector<std::vector<uint32_t>>& deps) {
+  // A dependence has a lower index (OrderCommands), so one pass in index order has every
+  // dependence's level when it is needed.
+  std::vector<uint32_t> level(deps.size(), 0);
+  for (size_t j = 0; j < deps.size(); ++j) {
+    for (uint32_t d : deps[j]) level[j] = std::max(level[j], level[d] + 1);
+  }
+  std::vector<uint32_t> order(deps.size());
+  for (size_t j = 0; j < order.size(); ++j) order[j] = static_cast<uint32_t>(j);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return level[a] < level[b]; });
+  return order;
+}
+
+JoinPlan PlanJoins(const std::vector<std::vector<uint32_t>>& deps) {
+  JoinPlan plan;
+  plan.join_of.assign(deps.size(), -1);
+  // Commands with >= 2 dependences, grouped by their (ascending) lists.
+  std::vector<uint32_t> fan_in;
+  for (size_t j = 0; j < deps.size(); ++j) {
+    if (deps[j].size() >= 2) fan_in.push_back(static_cast<uint32_t>(j));
+  }
+  std::stable_sort(fan_in.begin(), fan_in.end(),
+                   [&](uint32_t a, uint32_t b) { return deps[a] < deps[b]; });
+  for (size_t begin = 0, end = 0; begin < fan_in.size(); begin = end) {
+    end = begin + 1;
+    while (end < fan_in.size() && deps[fan_in[end]] == deps[fan_in[begin]]) ++end;
+    const size_t n = deps[fan_in[begin]].size(), m = end - begin;
+    if (n * m <= n + m) continue;
+    const int32_t join = static_cast<int32_t>(plan.joins.size());
+    plan.joins.push_back(deps[fan_in[begin]]);
+    for (size_t k = begin; k < end; ++k) plan.join_of[fan_in[k]] = join;
+  }
+  for (size_t j = 0; j < deps.size(); ++j) plan.edges += plan.join_of[j] < 0 ? deps[j].size() : 1;
+  for (const std::vector<uint32_t>& j : plan.joins) plan.edges += j.size();
+  return plan;
+}
+
 void StandInUses::Add(const CommandRanges& ranges) {
   for (bool written : {false, true}) {
     for (const ByteRange& r : written ? ranges.writes : ranges.reads) {

@@ -90,6 +90,27 @@ struct OrderedCommand {
 // Edges implied by the others (a path through another command) are left out.
 std::vector<std::vector<uint32_t>> OrderCommands(const std::vector<OrderedCommand>& commands);
 
+// The order in which to create the nodes of a graph ordered by `deps` (OrderCommands' result):
+// level by level, breadth-first over the dependence DAG (a command's level is 0 without
+// dependences, else one more than its deepest dependence's), recording order within a level.
+// Every command comes after its dependences. A recording of independent chains recorded chain
+// by chain (what --schedule=serial records) is thereby created wave by wave, as a waves
+// recording is: CUDA's graph launch costs the host ~10 us more for the same graph created
+// chain by chain (bench/README.md, schedule_waves).
+std::vector<uint32_t> LevelOrder(const std::vector<std::vector<uint32_t>>& deps);
+
+// Fan-in/fan-out through an empty node: the m commands whose dependences are the same n
+// commands follow one join node that follows those n, when that saves edges (n * m > n + m:
+// n, m >= 2, not both 2). So a full join of two groups costs n + m edges and one node instead
+// of n * m edges. Commands whose dependence lists differ keep their own edges.
+struct JoinPlan {
+  std::vector<std::vector<uint32_t>> joins;  // per join node: the commands it follows
+  std::vector<int32_t> join_of;              // per command: the join it follows instead, or -1
+  // Edges of the graph with the joins (each join's own plus the commands' own), for counts.
+  size_t edges = 0;
+};
+JoinPlan PlanJoins(const std::vector<std::vector<uint32_t>>& deps);
+
 // What an order computed over stand-ins assumed apart: the slots used (each once, with
 // whether any command writes it) and the direct ranges read and written.
 struct StandInUses {

@@ -2,6 +2,8 @@
 // (hal/command_ranges.h): the rule every driver applies to run compute beside collectives.
 #include "hal/command_ranges.h"
 
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "hal/api.h"
@@ -243,6 +245,117 @@ TEST_CASE("ordering by ranges: slots stand for ranges of their own, checked at s
   CHECK(uses.slots.size() == 2);
   CHECK(StandInsAlias(uses, {at(direct, 0, 64), at(b, 0, 256)}));
   CHECK_FALSE(StandInsAlias(uses, {at(a, 0, 256), at(b, 0, 256)}));
+}
+
+// ---- creating a graph's nodes: level order and join nodes -------------------------------------
+
+// The longest dependence path ending at each command, by recursion (the reference).
+uint32_t Depth(const std::vector<std::vector<uint32_t>>& deps, uint32_t j) {
+  uint32_t depth = 0;
+  for (uint32_t d : deps[j]) depth = std::max(depth, Depth(deps, d) + 1);
+  return depth;
+}
+
+TEST_CASE("level order: chains recorded chain by chain are created wave by wave") {
+  // chains.mlir as --schedule=serial records it: chain c's steps one after another (7 chains
+  // of 3 steps, a barrier after every command); key in(c, s) as in Chains().
+  auto in = [](int c, int s) { return uint64_t(1 + 8 * s + c); };
+  std::vector<OrderedCommand> cmds;
+  for (int c = 0; c < 7; ++c) {
+    for (int s = 0; s < 3; ++s) {
+      if (!cmds.empty()) cmds.push_back(Barrier());
+      cmds.push_back(Touch({in(c, s), 0}, {in(c, s + 1)}));
+    }
+  }
+  auto deps = OrderCommands(cmds);
+  std::vector<uint32_t> order = LevelOrder(deps);
+  REQUIRE(order.size() == cmds.size());
+  std::vector<uint32_t> steps;  // the commands (not barriers) in creation order, by step
+  for (uint32_t j : order) {
+    if (cmds[j].kind == OrderedCommand::kCommand) steps.push_back(Depth(deps, j));
+  }
+  REQUIRE(steps.size() == 21);
+  for (size_t k = 0; k < steps.size(); ++k) CHECK(steps[k] == k / 7);
+  // Within a level, recording order: the first wave is chain 0, 1, ... 6's first step.
+  std::vector<uint32_t> first_wave;
+  for (uint32_t j : order) {
+    if (cmds[j].kind == OrderedCommand::kCommand && Depth(deps, j) == 0) first_wave.push_back(j);
+  }
+  CHECK(std::is_sorted(first_wave.begin(), first_wave.end()));
+}
+
+TEST_CASE("level order: uneven chains and a fan-in; every command after its dependences") {
+  // Chains of 1, 5 and 2 steps (keys 10.., 20.., 30..), then one command reading their ends.
+  std::vector<OrderedCommand> cmds;
+  const int lengths[] = {1, 5, 2};
+  std::vector<uint64_t> ends;
+  for (int c = 0; c < 3; ++c) {
+    const uint64_t base = 10 * uint64_t(c + 1);
+    for (int s = 0; s < lengths[c]; ++s) {
+      cmds.push_back(Touch({base + s}, {base + s + 1}));
+      cmds.push_back(Barrier());
+    }
+    ends.push_back(base + lengths[c]);
+  }
+  cmds.push_back(Touch(ends, {99}));
+  auto deps = OrderCommands(cmds);
+  std::vector<uint32_t> order = LevelOrder(deps);
+  std::vector<uint32_t> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t k = 0; k < sorted.size(); ++k) REQUIRE(sorted[k] == k);  // a permutation
+  std::vector<size_t> position(order.size());
+  for (size_t k = 0; k < order.size(); ++k) position[order[k]] = k;
+  uint32_t last_depth = 0;
+  for (uint32_t j : order) {
+    for (uint32_t d : deps[j]) CHECK(position[d] < position[j]);
+    CHECK(Depth(deps, j) >= last_depth);
+    last_depth = Depth(deps, j);
+  }
+  CHECK(order.back() == cmds.size() - 1);  // the fan-in: depth 5, after the longest chain
+  CHECK(Depth(deps, order.back()) == 5);
+}
+
+TEST_CASE("join nodes: a full fan-in between two groups costs n + m edges") {
+  // 3 writers | 4 readers of all three: 12 edges, or 3 + 4 through one join.
+  std::vector<OrderedCommand> cmds = {Touch({}, {1}), Touch({}, {2}), Touch({}, {3}), Barrier()};
+  for (uint64_t k = 0; k < 4; ++k) cmds.push_back(Touch({1, 2, 3}, {10 + k}));
+  auto deps = OrderCommands(cmds);
+  CHECK(EdgeCount(deps) == 12);
+  JoinPlan plan = PlanJoins(deps);
+  REQUIRE(plan.joins.size() == 1);
+  CHECK(plan.joins[0] == std::vector<uint32_t>{0, 1, 2});
+  for (size_t j = 4; j < 8; ++j) CHECK(plan.join_of[j] == 0);
+  for (size_t j = 0; j < 4; ++j) CHECK(plan.join_of[j] == -1);
+  CHECK(plan.edges == 7);
+}
+
+TEST_CASE("join nodes: only where they save edges, only for identical dependence lists") {
+  auto plan_of = [](const std::vector<std::vector<uint32_t>>& deps) { return PlanJoins(deps); };
+  // 2 x 2: 4 edges either way (a join would add a node for nothing).
+  JoinPlan two = plan_of({{}, {}, {0, 1}, {0, 1}});
+  CHECK(two.joins.empty());
+  CHECK(two.edges == 4);
+  // 2 x 3: 5 edges instead of 6.
+  JoinPlan three = plan_of({{}, {}, {0, 1}, {0, 1}, {0, 1}});
+  REQUIRE(three.joins.size() == 1);
+  CHECK(three.edges == 5);
+  // A fan-out (1 x 5) and a fan-in (5 x 1) never.
+  JoinPlan fan = plan_of({{}, {0}, {0}, {0}, {0}, {0}, {1, 2, 3, 4, 5}});
+  CHECK(fan.joins.empty());
+  CHECK(fan.edges == 10);
+  // Lists that differ by one command: each keeps its own edges; two groups of three each
+  // get their own join.
+  JoinPlan mixed = plan_of({{}, {}, {}, {0, 1, 2}, {0, 1}, {0, 1, 2}, {0, 1, 2},  //
+                            {1, 2}, {1, 2}, {1, 2}});
+  REQUIRE(mixed.joins.size() == 2);
+  CHECK(mixed.join_of[3] == mixed.join_of[5]);
+  CHECK(mixed.join_of[3] == mixed.join_of[6]);
+  CHECK(mixed.join_of[4] == -1);
+  CHECK(mixed.join_of[7] == mixed.join_of[9]);
+  CHECK(mixed.join_of[7] != mixed.join_of[3]);
+  CHECK(mixed.edges == (3 + 3) + 2 + (2 + 3));
+  // No dependences at all: no joins, no edges.
+  CHECK(plan_of({{}, {}, {}}).edges == 0);
 }
 
 }  // namespace

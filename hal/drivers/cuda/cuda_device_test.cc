@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -657,6 +658,96 @@ TEST_CASE("cuda/graph_edges_follow_ranges") {
     CHECK(s4.graph_launches == s3.graph_launches + 1);
     CHECK(s4.stream_launches == s3.stream_launches);
     CHECK(finals() == expected);
+  }
+}
+
+TEST_CASE("cuda/graph_edges_setting_names_the_accepted_values (no GPU needed)") {
+  std::string warning;
+  CHECK(ParseGraphEdges(nullptr, &warning) == GraphEdges::kRanges);
+  CHECK(warning.empty());
+  CHECK(ParseGraphEdges("", &warning) == GraphEdges::kRanges);
+  CHECK(ParseGraphEdges("ranges", &warning) == GraphEdges::kRanges);
+  CHECK(ParseGraphEdges("ranges-recording-order", &warning) == GraphEdges::kRangesRecordingOrder);
+  CHECK(ParseGraphEdges("barriers", &warning) == GraphEdges::kBarriers);
+  CHECK(warning.empty());
+  // A typo is not ignored: the default, and a message naming it and every accepted value.
+  CHECK(ParseGraphEdges("barrier", &warning) == GraphEdges::kRanges);
+  CHECK(warning ==
+        "HEXIR_CUDA_GRAPH_EDGES='barrier' is not a setting (accepted: ranges, "
+        "ranges-recording-order, barriers); using ranges");
+  ParseGraphEdges("ranges", &warning);
+  CHECK(warning.empty());
+}
+
+// Two writers, a barrier, three readers of both (add(y0, y1) -> z_k): by ranges each reader
+// follows both writers; one join node makes that 2 + 3 edges instead of 2 x 3, and the results
+// are those of the six edges (HEXIR_CUDA_GRAPH_EDGES=ranges-recording-order, no join).
+TEST_CASE("cuda/graph_fan_in_between_groups_goes_through_one_join_node") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  const uint32_t n = 1000;  // not a multiple of the 256-element tile
+  vm::ExecutableView stated = CubinView({"add_f32"});
+  stated.entry_written_bindings = {uint64_t{1} << 2};
+  auto exe = Load(d, stated);
+  auto a0 = Alloc(d, n * 4), a1 = Alloc(d, n * 4), inc = Alloc(d, n * 4);
+  auto y0 = Alloc(d, n * 4), y1 = Alloc(d, n * 4);
+  std::vector<vm::Ref<Buffer>> z = {Alloc(d, n * 4), Alloc(d, n * 4), Alloc(d, n * 4)};
+  std::vector<float> va(n), vb(n), vi(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    va[i] = float(i % 7);
+    vb[i] = float(i % 5) * 0.5f;
+    vi[i] = 0.25f;
+  }
+  Upload(d, *a0, va);
+  Upload(d, *a1, vb);
+  Upload(d, *inc, vi);
+  const uint32_t groups = (n + 255) / 256;
+  auto record = [&] {
+    auto cb = *d.CreateCommandBuffer();
+    REQUIRE(cb->Dispatch(exe, 0, {groups, 1, 1},
+                         {BufferRef::Whole(a0), BufferRef::Whole(inc), BufferRef::Whole(y0)}, {n, 256})
+                .ok());
+    REQUIRE(cb->Dispatch(exe, 0, {groups, 1, 1},
+                         {BufferRef::Whole(a1), BufferRef::Whole(inc), BufferRef::Whole(y1)}, {n, 256})
+                .ok());
+    REQUIRE(cb->Barrier().ok());
+    for (const auto& out : z) {
+      REQUIRE(cb->Dispatch(exe, 0, {groups, 1, 1},
+                           {BufferRef::Whole(y0), BufferRef::Whole(y1), BufferRef::Whole(out)}, {n, 256})
+                  .ok());
+    }
+    REQUIRE(cb->Finalize().ok());
+    return cb;
+  };
+  struct Case {
+    const char* setting;
+    size_t nodes, edges;
+  };
+  const Case cases[] = {{"ranges", 6, 5}, {"ranges-recording-order", 5, 6}};
+  for (const Case& k : cases) {
+    INFO(k.setting);
+    setenv("HEXIR_CUDA_GRAPH_EDGES", k.setting, 1);
+    CudaStats s0 = Stats(d);
+    auto cb = record();
+    unsetenv("HEXIR_CUDA_GRAPH_EDGES");
+    CudaStats s1 = Stats(d);
+    auto info = DescribeGraph(*cb);
+    REQUIRE(info.ok());
+    CHECK(info->nodes == k.nodes);
+    CHECK(info->edges == k.edges);
+    CHECK(s1.graph_nodes - s0.graph_nodes == k.nodes);
+    CHECK(s1.graph_edges - s0.graph_edges == k.edges);
+    for (const auto& out : z) Upload(d, *out, std::vector<float>(n, -1.0f));
+    Run(d, cb);
+    CHECK(Stats(d).graph_launches == s1.graph_launches + 1);
+    for (const auto& out : z) {
+      std::vector<float> got = Download<float>(d, *out, n);
+      for (uint32_t i = 0; i < n; ++i) {
+        INFO("element " << i);
+        REQUIRE(got[i] == (va[i] + vi[i]) + (vb[i] + vi[i]));
+      }
+    }
   }
 }
 

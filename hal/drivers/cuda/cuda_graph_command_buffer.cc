@@ -1,5 +1,7 @@
 #include "hal/drivers/cuda/cuda_graph_command_buffer.h"
 
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -21,17 +23,28 @@ CUDA_MEMCPY3D Copy1D(CUdeviceptr dst, CUdeviceptr src, uint64_t n) {
   return p;
 }
 
-// HEXIR_CUDA_GRAPH_EDGES=barriers (read once per process) keeps every barrier whole: the
-// order the recording states, for comparison (--schedule=serial as a chain) and debugging.
-bool GraphEdgesByRanges() {
-  static const bool by_ranges = [] {
-    const char* v = std::getenv("HEXIR_CUDA_GRAPH_EDGES");
-    return v == nullptr || std::strcmp(v, "barriers") != 0;
-  }();
-  return by_ranges;
+// The environment's setting, read at each Finalize (cheap next to building a graph, and a
+// benchmark may compare settings in one process); an unknown value is reported once.
+GraphEdges GraphEdgesFromEnvironment() {
+  std::string warning;
+  const GraphEdges edges = ParseGraphEdges(std::getenv("HEXIR_CUDA_GRAPH_EDGES"), &warning);
+  static std::atomic<bool> warned{false};
+  if (!warning.empty() && !warned.exchange(true)) std::fprintf(stderr, "hexir: %s\n", warning.c_str());
+  return edges;
 }
 
 }  // namespace
+
+GraphEdges ParseGraphEdges(const char* value, std::string* warning) {
+  warning->clear();
+  if (value == nullptr || *value == '\0' || std::strcmp(value, "ranges") == 0) return GraphEdges::kRanges;
+  if (std::strcmp(value, "ranges-recording-order") == 0) return GraphEdges::kRangesRecordingOrder;
+  if (std::strcmp(value, "barriers") == 0) return GraphEdges::kBarriers;
+  *warning = StrCat("HEXIR_CUDA_GRAPH_EDGES='", value,
+                    "' is not a setting (accepted: ranges, ranges-recording-order, barriers); "
+                    "using ranges");
+  return GraphEdges::kRanges;
+}
 
 CudaGraphCommandBuffer::~CudaGraphCommandBuffer() {
   if (!shared_->MakeCurrent().ok()) return;
@@ -52,7 +65,8 @@ Status CudaGraphCommandBuffer::OnRecorded() {
   }
   // Ordered by ranges when every kernel's module states its writes (a hand-written kernel's
   // may write any binding: barriers stay whole), within OrderCommands' n^2 bits.
-  by_ranges_ = GraphEdgesByRanges();
+  edges_setting_ = GraphEdgesFromEnvironment();
+  by_ranges_ = edges_setting_ != GraphEdges::kBarriers;
   for (GraphKernels& g : graphs_) {
     by_ranges_ = by_ranges_ && g.recording->writes_stated() &&
                  g.recording->ops().size() <= kMaxOpsOrderedByRanges;
@@ -236,25 +250,47 @@ StatusOr<CUgraphNode> CudaGraphCommandBuffer::AddOpNode(CUgraph graph, size_t g,
 // Edges from ranges (hal/command_ranges.h OrderCommands): each node follows exactly the
 // earlier nodes it conflicts with across a barrier (or with a collective), none implied by a
 // path through another. Slots are stand-ins here; Launch checks each new table against them
-// (SlotsAlias). The tail: every node no other node follows.
+// (SlotsAlias). Nodes are created level by level (LevelOrder), and a group of nodes with the
+// same several dependences follows them through one empty node (PlanJoins), unless
+// HEXIR_CUDA_GRAPH_EDGES=ranges-recording-order. The tail: every node no other node follows.
 Status CudaGraphCommandBuffer::AddOpsByRanges(CUgraph graph, size_t g,
                                               const std::vector<CUgraphNode>& deps,
                                               std::vector<CUgraphNode>* tail) {
+  const CudaApi& api = *shared_->api;
   CudaRecording& recording = *graphs_[g].recording;
   HEXIR_ASSIGN_OR_RETURN(std::vector<OrderedCommand> commands, recording.OrderedCommands());
   const std::vector<std::vector<uint32_t>> order = OrderCommands(commands);
   for (const OrderedCommand& c : commands) stand_in_uses_.Add(c.ranges);
   const std::vector<RecordedOp>& ops = recording.ops();
-  std::vector<CUgraphNode> node_of(ops.size(), nullptr);
+  const bool by_level = edges_setting_ == GraphEdges::kRanges;
+  std::vector<uint32_t> creation;
+  JoinPlan joins;
+  if (by_level) {
+    creation = LevelOrder(order);
+    joins = PlanJoins(order);
+  } else {
+    for (uint32_t i = 0; i < ops.size(); ++i) creation.push_back(i);
+    joins.join_of.assign(ops.size(), -1);
+  }
+  std::vector<CUgraphNode> node_of(ops.size(), nullptr), join_node(joins.joins.size(), nullptr);
   std::vector<bool> followed(ops.size(), false);
   std::vector<CUgraphNode> after;
-  for (size_t i = 0; i < ops.size(); ++i) {
+  for (uint32_t i : creation) {
     if (ops[i].kind == RecordedOp::kBarrier) continue;
     after.clear();
     if (order[i].empty()) after = deps;
     for (uint32_t d : order[i]) {
       after.push_back(node_of[d]);
       followed[d] = true;
+    }
+    if (const int32_t j = joins.join_of[i]; j >= 0) {
+      // The first of the group creates the join (its dependences all exist: lower levels).
+      if (join_node[j] == nullptr) {
+        HEXIR_CUDA_RETURN_IF_ERROR(
+            api, api.cuGraphAddEmptyNode(&join_node[j], graph, after.data(), after.size()),
+            "cuGraphAddEmptyNode(join of ", after.size(), " nodes)");
+      }
+      after.assign(1, join_node[j]);
     }
     HEXIR_ASSIGN_OR_RETURN(node_of[i], AddOpNode(graph, g, ops[i], after));
     has_nodes_ = true;

@@ -17,6 +17,7 @@
 // launch then brings every node up to date again.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "hal/drivers/cuda/cuda_command_buffer.h"
@@ -25,6 +26,23 @@ namespace hexir::hal::cuda {
 
 // Above this many ops a recording keeps whole barriers (OrderCommands holds n^2 bits).
 inline constexpr size_t kMaxOpsOrderedByRanges = 8192;
+
+// How a graph's edges are built: HEXIR_CUDA_GRAPH_EDGES, read when a command buffer is
+// finalized (README.md, "Graph edges from ranges").
+enum class GraphEdges {
+  // Unset, "ranges": edges from ranges (when every kernel states its writes), nodes created
+  // level by level (LevelOrder), fan-ins between groups through join nodes (PlanJoins).
+  kRanges,
+  // "ranges-recording-order": edges from ranges, nodes created in recording order, no join
+  // nodes (the graphs before level order, for comparison).
+  kRangesRecordingOrder,
+  // "barriers": every barrier whole (the order the recording states: --schedule=serial as one
+  // chain), for comparison and debugging.
+  kBarriers,
+};
+// The setting `value` names (null or empty: kRanges). Any other value gives kRanges and sets
+// *warning to a message naming the value and the accepted ones (empty otherwise).
+GraphEdges ParseGraphEdges(const char* value, std::string* warning);
 
 struct GraphInfo {
   size_t nodes = 0;
@@ -116,6 +134,8 @@ class CudaGraphCommandBuffer final : public CudaCommandBuffer {
   // A stream execution changed the kernels' parameters after instantiation: the next graph
   // launch updates every kernel node.
   bool exec_stale_ GUARDED_BY(mu_) = false;
+  // The process's setting when this command buffer was finalized.
+  GraphEdges edges_setting_ GUARDED_BY(mu_) = GraphEdges::kRanges;
   // Edges from ranges (AddOpsByRanges) rather than whole barriers; what they assumed apart;
   // the slot ranges last checked against that and the answer (SlotsAlias).
   bool by_ranges_ GUARDED_BY(mu_) = false;
