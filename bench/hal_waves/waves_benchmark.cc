@@ -4,7 +4,10 @@
 // step s form wave s). Prints the wall time per replay of each and waves/serial, on the CPU
 // driver with 2 workers and on CUDA when a GPU is present (graph mode: 8 parallel branches
 // joined at each barrier; and a row whose waves kernel states its writes, so that its graph's
-// edges come from ranges: 8 branches without joins, against the same serial chain).
+// edges come from ranges: 8 branches without joins, against the same serial chain; and two
+// rows whose stated kernel's chains are recorded one after another, as --schedule=serial
+// records them, so that only the order in which the graph's nodes are created differs: level
+// by level (the default) or in recording order, HEXIR_CUDA_GRAPH_EDGES=ranges-recording-order).
 //
 //   bazel run //bench/hal_waves:waves_benchmark -- [replays=200] [elements=16384]
 //
@@ -48,9 +51,14 @@ struct Recording {
   std::vector<vm::Ref<Buffer>> chains;
 };
 
-// serial: a barrier after every dispatch; waves: a barrier after each step of all chains.
+// kSerial: step by step (all chains' step s, then s + 1), a barrier after every dispatch;
+// kWaves: the same order, a barrier after each step of all chains; kChains: chain by chain
+// (chain c's steps one after another), a barrier after every dispatch.
+enum class Layout { kSerial, kWaves, kChains };
+
 Recording Record(Device& d, const vm::Ref<Executable>& exe, const vm::Ref<Buffer>& inc,
-                 uint32_t n, bool serial) {
+                 uint32_t n, Layout layout) {
+  const bool serial = layout != Layout::kWaves;
   Recording r;
   for (uint32_t c = 0; c < kChains; ++c) {
     r.chains.push_back(Value(d.AllocateBuffer(uint64_t{n} * 4), "alloc chain"));
@@ -58,16 +66,18 @@ Recording Record(Device& d, const vm::Ref<Executable>& exe, const vm::Ref<Buffer
     Check(d.WriteBuffer(*r.chains[c], 0, init.data(), init.size() * 4), "write chain");
   }
   r.cb = Value(d.CreateCommandBuffer(), "command buffer");
-  for (uint32_t s = 0; s < kSteps; ++s) {
-    for (uint32_t c = 0; c < kChains; ++c) {
+  for (uint32_t outer = 0; outer < kSteps; ++outer) {
+    for (uint32_t inner = 0; inner < kChains; ++inner) {
+      const uint32_t s = layout == Layout::kChains ? inner : outer;
+      const uint32_t c = layout == Layout::kChains ? outer : inner;
       Check(r.cb->Dispatch(exe, 0, {1, 1, 1},
                            {BufferRef::Whole(r.chains[c]), BufferRef::Whole(inc),
                             BufferRef::Whole(r.chains[c])},
                            {n, n}),
             "dispatch");
-      if (serial && !(s + 1 == kSteps && c + 1 == kChains)) Check(r.cb->Barrier(), "barrier");
+      if (serial && !(outer + 1 == kSteps && inner + 1 == kChains)) Check(r.cb->Barrier(), "barrier");
     }
-    if (!serial && s + 1 < kSteps) Check(r.cb->Barrier(), "barrier");
+    if (!serial && outer + 1 < kSteps) Check(r.cb->Barrier(), "barrier");
   }
   Check(r.cb->Finalize(), "finalize");
   return r;
@@ -94,17 +104,27 @@ bool ChainsCorrect(Device& d, const Recording& r, uint32_t n, const std::vector<
   return true;
 }
 
-// `waves_view` (default: `view`) loads the kernel the waves recording dispatches.
+// The "waves" side of a row: how it is recorded, the kernel it dispatches (null: the serial
+// side's) and HEXIR_CUDA_GRAPH_EDGES while it is finalized (null: unset).
+struct Waves {
+  Layout layout = Layout::kWaves;
+  const vm::ExecutableView* view = nullptr;
+  const char* graph_edges = nullptr;
+};
+
 void Run(const char* name, Device& d, const vm::ExecutableView& view, int replays, uint32_t n,
-         const vm::ExecutableView* waves_view = nullptr) {
+         const Waves& w = {}) {
+  const vm::ExecutableView* waves_view = w.view;
   auto exe = Value(d.CreateExecutable(view), "executable");
   auto waves_exe = waves_view ? Value(d.CreateExecutable(*waves_view), "executable") : exe;
   std::vector<float> inc(n);
   for (uint32_t i = 0; i < n; ++i) inc[i] = float(1 + i % 4);
   auto inc_buffer = Value(d.AllocateBuffer(uint64_t{n} * 4), "alloc inc");
   Check(d.WriteBuffer(*inc_buffer, 0, inc.data(), inc.size() * 4), "write inc");
-  Recording serial = Record(d, exe, inc_buffer, n, /*serial=*/true);
-  Recording waves = Record(d, waves_exe, inc_buffer, n, /*serial=*/false);
+  Recording serial = Record(d, exe, inc_buffer, n, Layout::kSerial);
+  if (w.graph_edges) setenv("HEXIR_CUDA_GRAPH_EDGES", w.graph_edges, 1);
+  Recording waves = Record(d, waves_exe, inc_buffer, n, w.layout);
+  unsetenv("HEXIR_CUDA_GRAPH_EDGES");
   const int warmup = 3, rounds = 5;
   ReplayUs(d, serial.cb, warmup);
   ReplayUs(d, waves.cb, warmup);
@@ -116,7 +136,7 @@ void Run(const char* name, Device& d, const vm::ExecutableView& view, int replay
   }
   const int total = warmup + rounds * replays;
   bool ok = ChainsCorrect(d, serial, n, inc, total) && ChainsCorrect(d, waves, n, inc, total);
-  std::printf("  %-22s serial %9.2f us/replay   waves %9.2f us/replay   RATIO waves/serial = "
+  std::printf("  %-44s serial %9.2f us/replay   waves %9.2f us/replay   RATIO waves/serial = "
               "%.3f (goal <= 0.4)   check: %s\n",
               name, serial_us, waves_us, waves_us / serial_us, ok ? "ok" : "MISMATCH");
   if (!ok) std::exit(1);
@@ -147,7 +167,13 @@ int Main(int argc, char** argv) {
   // from ranges (8 branches, no joins), against the serial chain of the plain kernel.
   vm::ExecutableView stated = plain;
   stated.entry_written_bindings = {uint64_t{1} << 2};
-  Run("cuda (range edges)", **gpu, plain, replays, n, &stated);
+  Run("cuda (range edges)", **gpu, plain, replays, n, {Layout::kWaves, &stated});
+  // The same graph (8 branches) from a recording chain by chain: created level by level, and
+  // in recording order (chain by chain) as before; both against the serial chain.
+  Run("cuda (range edges, chains recorded in turn)", **gpu, plain, replays, n,
+      {Layout::kChains, &stated});
+  Run("cuda (same, nodes in recording order)", **gpu, plain, replays, n,
+      {Layout::kChains, &stated, "ranges-recording-order"});
   return 0;
 }
 
