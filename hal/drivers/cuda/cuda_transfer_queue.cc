@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "base/interrupt.h"
 #include "hal/drivers/cuda/cuda_timepoints.h"
@@ -21,7 +22,15 @@ constexpr int64_t kCompletionIdleSpinNs = 100'000;
 // A waiter completing chunks itself keeps the completion thread off the lock and the driver
 // until this long after its last poll: two threads polling one event and taking turns on the
 // lock cost each other wake-ups on a small transfer's critical path (the compute queue's rule).
+// A host thread that queues a transfer keeps it off the same way from the call on: the caller
+// usually waits for it next (and completes it itself), and the completion thread's lock take and
+// event queries beside the call slowed the call's own driver calls and lock takes. A transfer
+// nobody waits for is completed by the completion thread this much later.
 constexpr int64_t kHostRetiringNs = 20'000;
+// Takes of the queue lock on a transfer's path try this many times, a pause apart, before
+// sleeping on it: its holders keep it well under a microsecond, and a thread asleep on it makes
+// the holder's unlock a futex wake-up syscall (the compute queue's rule).
+constexpr int kLockSpins = 256;
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -30,6 +39,16 @@ inline void CpuRelax() {
 }
 
 }  // namespace
+
+void CudaTransferQueue::LockSpinning() {
+  for (int i = 0; i < kLockSpins; ++i) {
+    if (mu_.TryLock()) return;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  mu_.Lock();
+}
 
 struct CudaTransferQueue::Op {
   bool read = false;
@@ -222,55 +241,54 @@ bool CudaTransferQueue::IsPinned(const void* host, uint64_t size) {
   return true;
 }
 
+// One take of the queue lock accepts the op and takes the event that either orders it after
+// the compute stream or, when nothing must be ordered (the usual case), becomes its first
+// chunk's completion event; the last chunk's push ends the op's acceptance in the same take.
 Status CudaTransferQueue::Accept(std::shared_ptr<Op> op) {
   op->accepted_ns = ProfileClockNs();
+  NoteHostRetiring();  // the caller waits next, usually: completion keeps off (kHostRetiringNs)
   MutexLock issue(issue_mu_);
+  bool held = false;
+  StatusOr<CUevent> event = static_cast<CUevent>(nullptr);
   {
-    MutexLock lock(mu_);
+    LockSpinning();
+    MutexLock lock(mu_, std::adopt_lock);
     if (!lost_.ok()) return lost_;
     ++issuing_;
+    held = !held_back_.empty();  // later transfers stay behind held-back ones
+    if (!held) event = events_.Take(api_, "transfer");
   }
-  struct Issuing {
-    CudaTransferQueue* q;
-    ~Issuing() {
-      bool stopping;
-      {
-        MutexLock lock(q->mu_);
-        --q->issuing_;
-        stopping = q->stopping_;
-      }
-      q->idle_cv_.notify_all();
-      if (stopping) q->work_cv_.notify_all();  // its exit waits for issuing_ == 0
-    }
-  } issuing{this};
+  Issuing issuing{this};
   DeviceCounters::Add(counters_->queue_submissions);
   DeviceCounters::Add(counters_->transfers_queued);
   DeviceCounters::Add(counters_->transfer_bytes_queued, op->size);
+  auto give_back = [&](CUevent e) {
+    if (e == nullptr) return;
+    LockSpinning();
+    MutexLock lock(mu_, std::adopt_lock);
+    events_.Give(e);
+  };
+  if (!event.ok()) {
+    Finish(op, event.status());
+    return event.status();
+  }
   // A failed wait fails the transfer: its error reaches whoever waits on the signals.
   for (const SemaphoreValue& w : op->waits) {
     if (auto v = w.semaphore->Query(); !v.ok()) {
+      give_back(*event);
       Finish(op, v.status());
       return Status::Ok();
     }
   }
-  bool held;
-  {
-    MutexLock lock(mu_);
-    held = !held_back_.empty();  // later transfers stay behind held-back ones
-  }
-  CUevent compute_event = nullptr;
+  CUevent compute_event = nullptr, first_chunk_event = nullptr;
   if (!held) {
-    StatusOr<CUevent> event = TakeEvent();
-    if (!event.ok()) {
-      Finish(op, event.status());
-      return event.status();
-    }
     StatusOr<TransferWaits> order = compute_order_(op->waits, *event);
     if (order.ok() && *order == TransferWaits::kAfterComputeEvent) {
       compute_event = *event;
+    } else if (order.ok() && *order == TransferWaits::kReady) {
+      first_chunk_event = *event;  // recorded on nothing yet
     } else {
-      MutexLock lock(mu_);
-      events_.Give(*event);
+      give_back(*event);
     }
     if (!order.ok()) {
       Finish(op, order.status());
@@ -291,11 +309,29 @@ Status CudaTransferQueue::Accept(std::shared_ptr<Op> op) {
     held_cv_.notify_all();
     return Status::Ok();
   }
-  return IssueLocked(op, compute_event);
+  return IssueLocked(op, compute_event, first_chunk_event, &issuing.counted);
 }
 
-Status CudaTransferQueue::IssueLocked(const std::shared_ptr<Op>& op, CUevent compute_event) {
-  Status status = IssueChunksLocked(op, compute_event);
+CudaTransferQueue::Issuing::~Issuing() {
+  if (!counted) return;  // the op's last chunk ended it (IssueChunksLocked)
+  bool stopping;
+  {
+    q->LockSpinning();
+    MutexLock lock(q->mu_, std::adopt_lock);
+    --q->issuing_;
+    stopping = q->stopping_;
+  }
+  q->idle_cv_.notify_all();
+  if (stopping) q->work_cv_.notify_all();  // its exit waits for issuing_ == 0
+}
+
+Status CudaTransferQueue::IssueLocked(const std::shared_ptr<Op>& op, CUevent compute_event,
+                                      CUevent first_chunk_event, bool* issuing) {
+  Status status = IssueChunksLocked(op, compute_event, &first_chunk_event, issuing);
+  if (first_chunk_event != nullptr) {
+    MutexLock lock(mu_);
+    events_.Give(first_chunk_event);
+  }
   if (status.ok()) return status;
   {
     MutexLock lock(mu_);
@@ -322,7 +358,8 @@ Status CudaTransferQueue::EnsureStreamLocked() {
 }
 
 // Chunk by chunk: while the DMA of one block runs, the host fills the next.
-Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUevent compute_event) {
+Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUevent compute_event,
+                                            CUevent* spare_event, bool* issuing) {
   HEXIR_RETURN_IF_ERROR(EnsureStreamLocked());
   if (compute_event) {
     // cuStreamWaitEvent captures the event's current work, so it can be reused at once.
@@ -383,12 +420,16 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
                                           c.bytes, " bytes)"));
       }
     }
-    StatusOr<CUevent> event = TakeEvent();
-    if (!event.ok()) {
-      release_block();
-      return event.status();
+    if (*spare_event != nullptr) {
+      c.event = std::exchange(*spare_event, nullptr);
+    } else {
+      StatusOr<CUevent> event = TakeEvent();
+      if (!event.ok()) {
+        release_block();
+        return event.status();
+      }
+      c.event = *event;
     }
-    c.event = *event;
     if (CUresult r = api_.cuEventRecord(c.event, stream_); r != CUDA_SUCCESS) {
       release_block();
       MutexLock lock(mu_);
@@ -396,7 +437,14 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
       return CudaStatus(api_, r, "cuEventRecord(transfer chunk)");
     }
     {
-      MutexLock lock(mu_);
+      LockSpinning();
+      MutexLock lock(mu_, std::adopt_lock);
+      if (c.last && *issuing) {
+        // Accepted and queued: the op counts as in flight from here (inflight_ is not empty,
+        // so neither AwaitIdle nor a stopping completion thread needs a notification).
+        --issuing_;
+        *issuing = false;
+      }
       if (c.last) {
         for (const SemaphoreValue& sv : op->signals)
           CudaTimepoints::Process().Add(sv.semaphore.get(), sv.value, c.event, stream_);
@@ -423,7 +471,8 @@ uint64_t StagingChunkBytes(uint64_t size) {
 }
 
 StatusOr<int> CudaTransferQueue::TakeBlock() {
-  MutexLock lock(mu_);
+  LockSpinning();
+  MutexLock lock(mu_, std::adopt_lock);
   space_cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return !free_blocks_.empty() || !lost_.ok(); });
   if (!lost_.ok()) return lost_;
   int block = free_blocks_.back();
@@ -447,7 +496,8 @@ void CudaTransferQueue::CopyStaged(void* dst, const void* src, uint64_t bytes) {
 }
 
 StatusOr<CUevent> CudaTransferQueue::TakeEvent() {
-  MutexLock lock(mu_);
+  LockSpinning();
+  MutexLock lock(mu_, std::adopt_lock);
   return events_.Take(api_, "transfer");
 }
 
@@ -495,7 +545,7 @@ void CudaTransferQueue::RetireFrontLocked(Status status) {
   if (status.ok() && c.op->read && c.block >= 0) {
     CopyStaged(c.op->target + c.done, staging_ + uint64_t(c.block) * kStagingBlockBytes, c.bytes);
   }
-  mu_.Lock();
+  LockSpinning();
   inflight_.pop_front();
   inflight_count_.fetch_sub(1, std::memory_order_release);
   if (c.block >= 0) GiveBlock(c.block);
@@ -516,7 +566,7 @@ void CudaTransferQueue::RetireFrontLocked(Status status) {
     Finish(c.op, c.op->status);  // signalled before the timepoints go: never a gap
     for (const SemaphoreValue& sv : c.op->signals)
       CudaTimepoints::Process().Remove(sv.semaphore.get(), c.event);
-    mu_.Lock();
+    LockSpinning();
     --finishing_;
   }
   events_.Give(c.event);
@@ -655,7 +705,8 @@ void CudaTransferQueue::HeldBackMain() {
     {
       MutexLock issue(issue_mu_);
       if (status.ok()) {
-        IssueLocked(op, compute_event).IgnoreError();  // its failure reached the signals
+        bool counted = false;  // its acceptance ended when it was held back
+        IssueLocked(op, compute_event, nullptr, &counted).IgnoreError();  // failures: the signals
       } else {
         Finish(op, status);
       }

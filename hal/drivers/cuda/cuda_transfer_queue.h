@@ -141,12 +141,25 @@ class CudaTransferQueue {
     bool last = false;             // the op's signals are reached with this chunk
   };
 
+  // An op between its acceptance and its last chunk's push counts in issuing_; this ends that
+  // when Accept returns unless the push did (`counted` cleared).
+  struct Issuing {
+    CudaTransferQueue* q;
+    bool counted = true;
+    ~Issuing();
+  };
   Status Accept(std::shared_ptr<Op> op);
-  // issue_mu_ held. Puts the op on the transfer stream after `compute_event` (may be null);
-  // on an error fails the op's signals and returns the error.
-  Status IssueLocked(const std::shared_ptr<Op>& op, CUevent compute_event) REQUIRES(issue_mu_);
-  Status IssueChunksLocked(const std::shared_ptr<Op>& op, CUevent compute_event)
-      REQUIRES(issue_mu_);
+  // issue_mu_ held. Puts the op on the transfer stream after `compute_event` (may be null),
+  // its first chunk's event `first_chunk_event` when given (taken from the pool, recorded on
+  // nothing; given back if unused); with *issuing set, the last chunk's push ends the op's
+  // acceptance (issuing_) and clears it. On an error fails the op's signals and returns the
+  // error.
+  Status IssueLocked(const std::shared_ptr<Op>& op, CUevent compute_event,
+                     CUevent first_chunk_event, bool* issuing) REQUIRES(issue_mu_);
+  Status IssueChunksLocked(const std::shared_ptr<Op>& op, CUevent compute_event,
+                           CUevent* spare_event, bool* issuing) REQUIRES(issue_mu_);
+  // Takes mu_, spinning on try_lock a while before sleeping on it (kLockSpins).
+  void LockSpinning() ACQUIRE(mu_);
   Status EnsureStreamLocked() REQUIRES(issue_mu_);
   // True when [host, host + size) lies in one pinned allocation of this process. The
   // context must be current. No driver call for a range inside a pageable span seen within

@@ -236,6 +236,67 @@ TEST_CASE("cuda/transfers: small staged transfers round trip at odd offsets, eac
   REQUIRE(d.stats().transfer_staging_bytes_busy == 0);
 }
 
+// The small-transfer path (the benchmark's rows up to 1 MiB): a transfer's first chunk records
+// the event its acceptance took, the last chunk's push ends the acceptance, and the completion
+// thread keeps off while the caller may still wait (kHostRetiringNs). Each transfer is still
+// counted once, staged or direct as its memory says, held back nowhere, ordered on no other
+// stream; and one nobody waits for is signalled by the queue all the same.
+TEST_CASE("cuda/transfers: small transfers are counted once each, and one nobody waits for is still signalled") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  const uint64_t max = (1 << 20) + 7;
+  auto x = Alloc(d, max + 64);
+  auto pinned = d.AllocateBuffer(max + 64, kMemoryHostVisible);  // cuMemHostAlloc: direct
+  RequireOk(pinned.status());
+  uint8_t* mapping = static_cast<uint8_t*>((*pinned)->host_data());
+  auto t = *d.CreateSemaphore(0);
+  uint64_t value = 0;
+  RequireOk(d.QueueWrite({}, {{t, ++value}}, mapping, 1, x, 0));  // after the allocations
+  RequireOk(t->Wait(value, 60s));
+  const DeviceStats before = d.stats();
+  const CudaStats cuda_before = testing::Stats(d);
+  uint64_t transfers = 0, direct = 0;
+  for (uint64_t n : {uint64_t(1), uint64_t(4), uint64_t(4097), uint64_t(65536), uint64_t(65537),
+                     uint64_t(262144 + 5), max}) {
+    for (bool use_pinned : {false, true}) {
+      INFO(n << " bytes, " << (use_pinned ? "pinned" : "pageable"));
+      const std::vector<uint8_t> source = Pattern(n, uint32_t(n) * 5 + use_pinned);
+      std::vector<uint8_t> pageable(n + 2, 0xee);
+      uint8_t* host = use_pinned ? mapping + 3 : pageable.data() + 1;
+      std::memcpy(host, source.data(), n);
+      RequireOk(d.QueueWrite({}, {{t, ++value}}, host, n, x, 17));
+      RequireOk(t->Wait(value, 60s));
+      std::memset(host, 0, n);
+      RequireOk(d.QueueRead({}, {{t, ++value}}, x, 17, host, n));
+      RequireOk(t->Wait(value, 60s));
+      REQUIRE(std::memcmp(host, source.data(), n) == 0);
+      if (!use_pinned) REQUIRE((pageable.front() == 0xee && pageable.back() == 0xee));
+      transfers += 2;
+      direct += use_pinned ? 2 : 0;
+    }
+  }
+  // A read nobody waits for: the completion thread signals it (Query does not make progress).
+  std::vector<uint8_t> unwaited(4, 0);
+  RequireOk(d.QueueRead({}, {{t, ++value}}, x, 17, unwaited.data(), 4));
+  transfers += 1;
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (*t->Query() < value && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(50us);
+  REQUIRE(*t->Query() == value);
+  const std::vector<uint8_t> first = Pattern(max, uint32_t(max) * 5 + 1);
+  REQUIRE(std::memcmp(unwaited.data(), first.data(), 4) == 0);
+  const DeviceStats after = d.stats();
+  const CudaStats cuda_after = testing::Stats(d);
+  CHECK(after.transfers_queued - before.transfers_queued == transfers);
+  CHECK(after.transfers_direct - before.transfers_direct == direct);
+  CHECK(after.host_waits - before.host_waits == transfers - 1);
+  CHECK(after.transfer_staging_bytes_busy == 0);
+  CHECK(cuda_after.submissions_held_back == cuda_before.submissions_held_back);
+  CHECK(cuda_after.waits_on_device == cuda_before.waits_on_device);
+  RequireOk(d.WaitIdle());
+}
+
 TEST_CASE("cuda/transfers: registered host memory is direct while registered and only for ranges wholly inside it") {
   auto dev = OpenOrSkip();
   if (!dev) return;
