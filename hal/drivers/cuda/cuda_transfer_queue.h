@@ -38,7 +38,8 @@
 // called from the device's wait-progress hook) polls the front chunk's event and completes it
 // on its own thread (copy out, block freed, signals), so a small transfer's wait needs no
 // wake-up from another thread; otherwise the completion thread does (it keeps off the lock and
-// the driver while a waiter retires, kHostRetiringNs). Each chunk is completed once (`retiring_`).
+// the driver while a waiter retires, and from the start of each call that queues a transfer,
+// whose caller usually waits next: kHostRetiringNs). Each chunk is completed once (`retiring_`).
 // The threads sleep on condition variables of their own (completion thread, held-back thread,
 // block and idle waiters), so queueing a chunk wakes no thread that does not need it.
 //
