@@ -988,7 +988,8 @@ Status CudaDevice::AwaitIdle(Timeout timeout) {
 
 StatusOr<TransferWaits> CudaDevice::OrderAfterCompute(const std::vector<SemaphoreValue>& waits,
                                                       CUevent event) {
-  MutexLock lock(mu_);
+  LockSpinning();  // on every queue transfer's call: never asleep behind a short holder
+  MutexLock lock(mu_, std::adopt_lock);
   if (!lost_.ok()) return lost_;
   bool on_compute_stream = false;
   for (const SemaphoreValue& w : waits) {

@@ -1,6 +1,7 @@
 #include "hal/drivers/cuda/cuda_transfer_queue.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <utility>
@@ -71,6 +72,23 @@ struct CudaTransferQueue::Op {
   Status status;  // the first chunk failure (completion thread)
 
   bool peer() const { return bool(peer_buffer); }
+  // As new, the vectors' storage kept (a recycled op's signals are copied in without an
+  // allocation); references dropped, a held-back write's copy freed.
+  void Clear() {
+    read = copy_if_held = direct = false;
+    waits.clear();
+    signals.clear();
+    source = nullptr;
+    target = nullptr;
+    std::vector<uint8_t>().swap(owned);
+    buffer.reset();
+    peer_buffer.reset();
+    peer_device = device = 0;
+    peer_context = nullptr;
+    offset = size = 0;
+    accepted_ns = 0;
+    status = Status::Ok();
+  }
   std::string What() const {
     return StrCat(peer() ? "peer copy into " : read ? "queue read of " : "queue write of ",
                   TransferRangeText(*buffer, offset, size));
@@ -121,7 +139,7 @@ Status CudaTransferQueue::Write(const std::vector<SemaphoreValue>& waits,
   if (!b || b->shared()->context != shared_->context)
     return InvalidArgument("queue write: the buffer was not allocated by ", uri_);
   HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
-  auto op = std::make_shared<Op>();
+  std::shared_ptr<Op> op = NewOp();
   op->waits = waits;
   op->signals = signals;
   op->source = static_cast<const uint8_t*>(host);
@@ -143,7 +161,7 @@ Status CudaTransferQueue::Read(const std::vector<SemaphoreValue>& waits,
   if (!b || b->shared()->context != shared_->context)
     return InvalidArgument("queue read: the buffer was not allocated by ", uri_);
   HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
-  auto op = std::make_shared<Op>();
+  std::shared_ptr<Op> op = NewOp();
   op->read = true;
   op->waits = waits;
   op->signals = signals;
@@ -171,7 +189,7 @@ Status CudaTransferQueue::CopyFromPeer(const std::vector<SemaphoreValue>& waits,
                       source->byte_size(), "-byte source and the ", target->byte_size(),
                       "-byte target");
   }
-  auto op = std::make_shared<Op>();
+  std::shared_ptr<Op> op = NewOp();
   op->waits = waits;
   op->signals = signals;
   op->device = to->device_ptr();
@@ -182,6 +200,27 @@ Status CudaTransferQueue::CopyFromPeer(const std::vector<SemaphoreValue>& waits,
   op->peer_buffer = std::move(source);
   HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
   return Accept(std::move(op));
+}
+
+std::shared_ptr<CudaTransferQueue::Op> CudaTransferQueue::NewOp() {
+  {
+    MutexLock lock(ops_mu_);
+    if (!free_ops_.empty()) {
+      std::shared_ptr<Op> op = std::move(free_ops_.back());
+      free_ops_.pop_back();
+      return op;
+    }
+  }
+  return std::make_shared<Op>();
+}
+
+void CudaTransferQueue::Recycle(std::shared_ptr<Op> op) {
+  // The sole owner (the caller's reference): no other thread can reach the op any more.
+  if (op.use_count() != 1) return;
+  std::atomic_thread_fence(std::memory_order_acquire);  // after the last other owner's uses
+  op->Clear();  // outside the locks: dropping a buffer's last reference may free it
+  MutexLock lock(ops_mu_);
+  if (free_ops_.size() < kKeptOps) free_ops_.push_back(std::move(op));
 }
 
 bool CudaTransferQueue::IsPinned(const void* host, uint64_t size) {
@@ -566,6 +605,7 @@ void CudaTransferQueue::RetireFrontLocked(Status status) {
     Finish(c.op, c.op->status);  // signalled before the timepoints go: never a gap
     for (const SemaphoreValue& sv : c.op->signals)
       CudaTimepoints::Process().Remove(sv.semaphore.get(), c.event);
+    Recycle(std::move(c.op));  // popped: only `c` holds it, unless its call has not returned
     LockSpinning();
     --finishing_;
   }

@@ -149,6 +149,12 @@ class CudaTransferQueue {
     bool counted = true;
     ~Issuing();
   };
+  // Ops are recycled (kKeptOps at most), so that a transfer's call allocates nothing in the
+  // steady state: NewOp gives a cleared one; Recycle keeps `op` when it holds the last
+  // reference (the completion of its last chunk, after its signals).
+  std::shared_ptr<Op> NewOp();
+  void Recycle(std::shared_ptr<Op> op);
+  static constexpr size_t kKeptOps = 16;
   Status Accept(std::shared_ptr<Op> op);
   // issue_mu_ held. Puts the op on the transfer stream after `compute_event` (may be null),
   // its first chunk's event `first_chunk_event` when given (taken from the pool, recorded on
@@ -213,6 +219,8 @@ class CudaTransferQueue {
     int64_t until_ns = 0;
   };
   static constexpr int64_t kPageableAnswerNs = 1'000'000;
+  Mutex ops_mu_;
+  std::vector<std::shared_ptr<Op>> free_ops_ GUARDED_BY(ops_mu_);
   Mutex pinned_mu_;
   std::vector<PinnedSpan> pinned_spans_ GUARDED_BY(pinned_mu_);
   std::vector<PageableSpan> pageable_spans_ GUARDED_BY(pinned_mu_);
