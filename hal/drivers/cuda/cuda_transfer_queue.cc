@@ -32,6 +32,10 @@ constexpr int64_t kHostRetiringNs = 20'000;
 // sleeping on it: its holders keep it well under a microsecond, and a thread asleep on it makes
 // the holder's unlock a futex wake-up syscall (the compute queue's rule).
 constexpr int kLockSpins = 256;
+// The completion thread keeps off for host threads (kHostRetiringNs) at most this long at a
+// stretch: a thread that queues transfers without end and never waits for them would
+// otherwise keep their signals back as long (the compute queue's kMaxSubmitDeferNs).
+constexpr int64_t kMaxHostDeferNs = 100'000;
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -40,6 +44,16 @@ inline void CpuRelax() {
 }
 
 }  // namespace
+
+void CudaTransferQueue::RelockSpinning(MutexLock& lock) {
+  for (int i = 0; i < kLockSpins; ++i) {
+    if (lock.native().try_lock()) return;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  lock.Lock();
+}
 
 void CudaTransferQueue::LockSpinning() {
   for (int i = 0; i < kLockSpins; ++i) {
@@ -644,6 +658,20 @@ void CudaTransferQueue::RetireReachedForWaiter() {
 // them itself (HostRetiring). Between transfers it spins a while before it sleeps.
 void CudaTransferQueue::CompletionMain() {
   const Status current = shared_->MakeCurrent();
+  // When this thread began keeping off for host threads (0: it is not): it does so for at most
+  // kMaxHostDeferNs at a stretch, so a thread that keeps queueing transfers it never waits for
+  // cannot hold their signals back indefinitely.
+  int64_t deferring_since = 0;
+  auto defer_to_host = [&] {
+    if (!HostRetiring()) return false;
+    const int64_t now = Interrupt::NowNs();
+    if (deferring_since == 0) deferring_since = now;
+    return now - deferring_since < kMaxHostDeferNs;
+  };
+  auto keep_off = [&] {  // unlocked
+    while (defer_to_host()) CpuRelax();
+    if (!HostRetiring()) deferring_since = 0;
+  };
   MutexLock lock(mu_);
   while (true) {
     if (inflight_.empty()) {
@@ -652,7 +680,10 @@ void CudaTransferQueue::CompletionMain() {
       const int64_t until = Interrupt::NowNs() + kCompletionIdleSpinNs;
       while (inflight_count_.load(std::memory_order_acquire) == 0 && Interrupt::NowNs() < until)
         CpuRelax();
-      lock.Lock();
+      // A chunk its caller will likely complete: off the lock meanwhile (taking it while the
+      // call still held it made the call's unlock a futex wake-up).
+      if (inflight_count_.load(std::memory_order_acquire) > 0) keep_off();
+      RelockSpinning(lock);
       completion_sleeping_ = true;
       work_cv_.wait(lock.native(), [&]() REQUIRES(mu_) {
         return !inflight_.empty() || (stopping_ && held_back_.empty() && issuing_ == 0);
@@ -660,12 +691,13 @@ void CudaTransferQueue::CompletionMain() {
       completion_sleeping_ = false;
       continue;
     }
-    if (HostRetiring()) {  // a waiter completes chunks: no wake-up needed when it stops
+    if (defer_to_host()) {  // a waiter completes chunks: no wake-up needed when it stops
       lock.Unlock();
-      while (HostRetiring()) CpuRelax();
-      lock.Lock();
+      keep_off();
+      RelockSpinning(lock);
       continue;
     }
+    if (!HostRetiring()) deferring_since = 0;
     if (retiring_) {  // a waiter completing a long chunk
       completion_sleeping_ = true;
       work_cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return !retiring_; });
@@ -683,11 +715,11 @@ void CudaTransferQueue::CompletionMain() {
       const int64_t spin_until = Interrupt::NowNs() + kCompletionSpinNs;
       while ((r = api_.cuEventQuery(event)) == CUDA_ERROR_NOT_READY && Interrupt::NowNs() < spin_until) {
         CpuRelax();
-        if ((left_to_host = HostRetiring())) break;
+        if ((left_to_host = defer_to_host())) break;
       }
       if (r == CUDA_ERROR_NOT_READY && !left_to_host) r = api_.cuEventSynchronize(event);
     }
-    lock.Lock();
+    RelockSpinning(lock);
     if (left_to_host || retiring_ || inflight_.empty() || inflight_.front().seq != seq) continue;
     Status status = current;
     if (status.ok() && r != CUDA_SUCCESS)

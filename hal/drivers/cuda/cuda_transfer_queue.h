@@ -167,6 +167,8 @@ class CudaTransferQueue {
                            CUevent* spare_event, bool* issuing) REQUIRES(issue_mu_);
   // Takes mu_, spinning on try_lock a while before sleeping on it (kLockSpins).
   void LockSpinning() ACQUIRE(mu_);
+  // The same for a MutexLock of mu_ that was unlocked.
+  void RelockSpinning(MutexLock& lock) ACQUIRE(mu_) NO_THREAD_SAFETY_ANALYSIS;
   Status EnsureStreamLocked() REQUIRES(issue_mu_);
   // True when [host, host + size) lies in one pinned allocation of this process. The
   // context must be current. No driver call for a range inside a pageable span seen within
