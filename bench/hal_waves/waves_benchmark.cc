@@ -23,6 +23,7 @@
 
 #include "hal/api.h"
 #include "hal/drivers/cpu/testing/test_kernels.h"
+#include "hal/drivers/cuda/cuda_device.h"
 #include "hal/drivers/cuda/testing/test_kernels.h"
 
 namespace hexir::hal {
@@ -136,9 +137,16 @@ void Run(const char* name, Device& d, const vm::ExecutableView& view, int replay
   }
   const int total = warmup + rounds * replays;
   bool ok = ChainsCorrect(d, serial, n, inc, total) && ChainsCorrect(d, waves, n, inc, total);
+  // On CUDA, what each graph holds (the waves side's edges show the setting it was built with).
+  std::string graphs;
+  auto serial_graph = cuda::DescribeGraph(*serial.cb), waves_graph = cuda::DescribeGraph(*waves.cb);
+  if (serial_graph.ok() && waves_graph.ok()) {
+    graphs = StrCat("   graphs: serial ", serial_graph->nodes, " nodes ", serial_graph->edges,
+                    " edges, waves ", waves_graph->nodes, " nodes ", waves_graph->edges, " edges");
+  }
   std::printf("  %-44s serial %9.2f us/replay   waves %9.2f us/replay   RATIO waves/serial = "
-              "%.3f (goal <= 0.4)   check: %s\n",
-              name, serial_us, waves_us, waves_us / serial_us, ok ? "ok" : "MISMATCH");
+              "%.3f (goal <= 0.4)   check: %s%s\n",
+              name, serial_us, waves_us, waves_us / serial_us, ok ? "ok" : "MISMATCH", graphs.c_str());
   if (!ok) std::exit(1);
 }
 
