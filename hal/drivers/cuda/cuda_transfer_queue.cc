@@ -34,8 +34,10 @@ constexpr int64_t kHostRetiringNs = 20'000;
 constexpr int kLockSpins = 256;
 // The completion thread keeps off for host threads (kHostRetiringNs) at most this long at a
 // stretch: a thread that queues transfers without end and never waits for them would
-// otherwise keep their signals back as long (the compute queue's kMaxSubmitDeferNs).
-constexpr int64_t kMaxHostDeferNs = 100'000;
+// otherwise keep their signals back as long (the compute queue's kMaxSubmitDeferNs). Longer
+// than a waiter's whole spin (the device's 100 us, then it sleeps) plus kHostRetiringNs, so a
+// waiter completing its own transfer never has the completion thread polling beside it.
+constexpr int64_t kMaxHostDeferNs = 200'000;
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
