@@ -90,11 +90,12 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
   }
 
  private:
-  // The copies, their consumers (at least two), the elementwise ops reading those, then
-  // the contractions reading the latter with their own elementwise consumers, in block
-  // order; nullopt when they are not one block's static ops within the cost model
-  // (withinCostModel), or when a value they compute is used before the last of them (the
-  // group's region is placed there).
+  // The largest of these candidate groups that is valid (validGroup), in block order: the
+  // copies, their consumers (at least two) and the elementwise ops reading those that are
+  // not in place (rotary, SiLU * mul); plus the in-place ones and those reading the first
+  // (cache rows, one written from a rotated row); plus the contractions reading the
+  // elementwise members with their own elementwise consumers (w2 + residual). A stage over
+  // the cost model (a long cache's rows) so leaves the smaller group as it was.
   std::optional<SmallVector<Operation*>> groupOf(ArrayRef<Operation*> copies) const {
     llvm::SetVector<Operation*> members(copies.begin(), copies.end());
     SmallVector<Operation*> consumers;
@@ -103,40 +104,56 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
         if (!members.contains(user) && !llvm::is_contained(consumers, user)) consumers.push_back(user);
     if (consumers.size() < 2) return std::nullopt;  // one projection: its region holds the chain
     members.insert(consumers.begin(), consumers.end());
-    // Elementwise users of `ops`, added to the members and returned.
-    auto addElementwiseUsers = [&](ArrayRef<Operation*> ops) {
+    // Elementwise users of `ops` (in place or not, as `inPlace` says), added to the members.
+    auto addElementwiseUsers = [&](ArrayRef<Operation*> ops, bool inPlace) {
       SmallVector<Operation*> added;
       for (Operation* op : ops)
         for (Operation* user : op->getUsers())
-          if (IsElementwiseMember(user) && members.insert(user)) added.push_back(user);
+          if (IsElementwiseMember(user) && user->hasAttr(kInPlaceAttr) == inPlace && members.insert(user))
+            added.push_back(user);
       return added;
     };
-    SmallVector<Operation*> elementwise = addElementwiseUsers(consumers);
-    elementwise.append(addElementwiseUsers(elementwise));  // a row written from a rotated row
+    SmallVector<llvm::SetVector<Operation*>> stages;
+    SmallVector<Operation*> elementwise = addElementwiseUsers(consumers, /*inPlace=*/false);
+    stages.push_back(members);
+    SmallVector<Operation*> rows = addElementwiseUsers(consumers, /*inPlace=*/true);
+    rows.append(addElementwiseUsers(elementwise, /*inPlace=*/true));
+    if (!rows.empty()) stages.push_back(members);
     SmallVector<Operation*> tail;
     for (Operation* e : elementwise)
       for (Operation* user : e->getUsers())
         if (IsTailContraction(user) && members.insert(user)) tail.push_back(user);
-    (void)addElementwiseUsers(tail);
-    Block* block = copies.front()->getBlock();
-    Operation* last = copies.front();
+    (void)addElementwiseUsers(tail, /*inPlace=*/false);
+    if (!tail.empty()) stages.push_back(members);
+    for (const llvm::SetVector<Operation*>& stage : llvm::reverse(stages)) {
+      if (!validGroup(stage)) continue;
+      SmallVector<Operation*> ordered(stage.begin(), stage.end());
+      llvm::sort(ordered, [](Operation* a, Operation* b) { return a->isBeforeInBlock(b); });
+      return ordered;
+    }
+    return std::nullopt;
+  }
+
+  // One block's static ops within the cost model (withinCostModel), each in-place member read
+  // outside the group (its result is then a kernel result tied to its operand), and no value
+  // they compute used outside before the last of them (the group's region is placed there).
+  bool validGroup(const llvm::SetVector<Operation*>& members) const {
+    Block* block = members.front()->getBlock();
+    Operation* last = members.front();
     for (Operation* m : members) {
-      if (m->getBlock() != block || !Unmarked(m, /*inPlace=*/true)) return std::nullopt;
+      if (m->getBlock() != block || !Unmarked(m, /*inPlace=*/true)) return false;
       if (last->isBeforeInBlock(m)) last = m;
-      // An in-place member's kernel result is tied to its init only when the region yields it.
       if (m->hasAttr(kInPlaceAttr) &&
           llvm::all_of(m->getUsers(), [&](Operation* u) { return members.contains(u); }))
-        return std::nullopt;
+        return false;
     }
-    if (!withinCostModel(members)) return std::nullopt;
+    if (!withinCostModel(members)) return false;
     for (Operation* m : members)
       for (Operation* user : m->getUsers()) {
         Operation* top = block->findAncestorOpInBlock(*user);
-        if (top && !members.contains(top) && top->isBeforeInBlock(last)) return std::nullopt;
+        if (top && !members.contains(top) && top->isBeforeInBlock(last)) return false;
       }
-    SmallVector<Operation*> ordered(members.begin(), members.end());
-    llvm::sort(ordered, [](Operation* a, Operation* b) { return a->isBeforeInBlock(b); });
-    return ordered;
+    return true;
   }
 
   // The cost model. A member's level is one more than the deepest member it reads (0: reads

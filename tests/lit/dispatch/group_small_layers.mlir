@@ -146,3 +146,70 @@ func.func @qkv_cache_rows(%x: tensor<16xf32>, %w: tensor<16xf32>, %wq: tensor<16
   } -> tensor<32x8xf32>
   return %q, %kc1, %vc1 : tensor<16xf32>, tensor<32x8xf32>, tensor<32x8xf32>
 }
+
+// -----
+
+// The same with caches of 128 rows: a cache row's level (8 + 128 x 8 = 1032) is over
+// max-work 768, so the group stops before the rows: norm + q/k/v + rotation as before, each
+// row written by a dispatch of its own.
+// CHECK-LABEL: func.func @qkv_long_cache
+// CHECK:         hexir.dispatch_region -> (tensor<16xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK:         } {hexir.dispatch_group = "small_layer"}
+// CHECK:         hexir.dispatch_region -> (tensor<128x8xf32>)
+// CHECK:         hexir.dispatch_region -> (tensor<128x8xf32>)
+// CHECK-NOT:     hexir.dispatch_region
+// CHECK:         return
+#id3 = affine_map<(d) -> (d)>
+#all3 = affine_map<(d) -> ()>
+#row3 = affine_map<(s, j) -> (j)>
+#cache3 = affine_map<(s, j) -> (s, j)>
+func.func @qkv_long_cache(%x: tensor<16xf32>, %w: tensor<16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>, %kc0: tensor<128x8xf32>, %vc0: tensor<128x8xf32>, %pos: index) -> (tensor<16xf32>, tensor<128x8xf32>, tensor<128x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %ss = linalg.generic {indexing_maps = [#id3, #all3], iterator_types = ["reduction"]} ins(%x : tensor<16xf32>) outs(%z0 : tensor<f32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %m = arith.mulf %a, %a : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %e1 = tensor.empty() : tensor<16xf32>
+  %xn = linalg.generic {indexing_maps = [#id3, #all3, #id3, #id3], iterator_types = ["parallel"]} ins(%x, %ss, %w : tensor<16xf32>, tensor<f32>, tensor<16xf32>) outs(%e1 : tensor<16xf32>) {
+  ^bb0(%a: f32, %sum: f32, %g: f32, %o: f32):
+    %n = arith.constant 16.0 : f32
+    %mean = arith.divf %sum, %n : f32
+    %inv = math.rsqrt %mean : f32
+    %xs = arith.mulf %a, %inv : f32
+    %y = arith.mulf %g, %xs : f32
+    linalg.yield %y : f32
+  } -> tensor<16xf32>
+  %eq = tensor.empty() : tensor<16xf32>
+  %zq = linalg.fill ins(%zero : f32) outs(%eq : tensor<16xf32>) -> tensor<16xf32>
+  %q = linalg.matvec ins(%wq, %xn : tensor<16x16xf32>, tensor<16xf32>) outs(%zq : tensor<16xf32>) -> tensor<16xf32>
+  %ek = tensor.empty() : tensor<8xf32>
+  %zk = linalg.fill ins(%zero : f32) outs(%ek : tensor<8xf32>) -> tensor<8xf32>
+  %k = linalg.matvec ins(%wk, %xn : tensor<8x16xf32>, tensor<16xf32>) outs(%zk : tensor<8xf32>) -> tensor<8xf32>
+  %v = linalg.matvec ins(%wv, %xn : tensor<8x16xf32>, tensor<16xf32>) outs(%zk : tensor<8xf32>) -> tensor<8xf32>
+  %er = tensor.empty() : tensor<8xf32>
+  %kr = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel"]} ins(%k : tensor<8xf32>) outs(%er : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %two = arith.constant 2.0 : f32
+    %y = arith.mulf %a, %two : f32
+    linalg.yield %y : f32
+  } -> tensor<8xf32>
+  %kc1 = linalg.generic {indexing_maps = [#row3, #cache3], iterator_types = ["parallel", "parallel"], hexir.in_place} ins(%kr : tensor<8xf32>) outs(%kc0 : tensor<128x8xf32>) {
+  ^bb0(%a: f32, %old: f32):
+    %s = linalg.index 0 : index
+    %here = arith.cmpi eq, %s, %pos : index
+    %y = arith.select %here, %a, %old : f32
+    linalg.yield %y : f32
+  } -> tensor<128x8xf32>
+  %vc1 = linalg.generic {indexing_maps = [#row3, #cache3], iterator_types = ["parallel", "parallel"], hexir.in_place} ins(%v : tensor<8xf32>) outs(%vc0 : tensor<128x8xf32>) {
+  ^bb0(%a: f32, %old: f32):
+    %s = linalg.index 0 : index
+    %here = arith.cmpi eq, %s, %pos : index
+    %y = arith.select %here, %a, %old : f32
+    linalg.yield %y : f32
+  } -> tensor<128x8xf32>
+  return %q, %kc1, %vc1 : tensor<16xf32>, tensor<128x8xf32>, tensor<128x8xf32>
+}
