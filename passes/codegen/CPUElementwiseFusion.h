@@ -11,8 +11,9 @@
 //     ->  %c = generic(x) {f(g(h(x)), x)}
 //
 // A producer is fused only when all its loops are parallel and the consumer is its only
-// user, into a consumer with all loops parallel: a matmul, convolution or reduction is never
-// rewritten (the kernels that match them still do), and nothing is computed twice.
+// user, into a consumer with all loops parallel that reads it through a permutation (no
+// broadcast): a matmul, convolution or reduction is never rewritten (the kernels that match
+// them still do), and nothing is computed twice.
 #pragma once
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -20,6 +20,15 @@ if [ ! -f "$CKPT" ]; then
   exit 0
 fi
 golden=$(cat tests/llm/stories260K_greedy_ids.txt)
+# per_layer DEVICE MODULE LAYERS: dispatches per layer of a decode step. A @generate call of 17
+# tokens runs 16 decode steps, so an executable run n times runs floor(n / 16) times a step
+# (the prefill adds fewer than 16), of which floor(that / LAYERS) per layer (the step's own
+# kernels, embedding and classifier, run fewer than LAYERS times a step).
+per_layer() {
+  "$BENCH" --module="$2" --device="$1" --function=generate --input=1xi64=1 --input=i64=17 \
+    --fill-inputs=0.01 --iterations=1 --no-baselines 2>&1 |
+    awk -v layers="$3" '$1 ~ /^generate_dispatch_/ { n += int(int($2 / 16) / layers) } END { print n + 0 }'
+}
 # dispatches DEVICE MODULE TOKENS: dispatches per @generate call of MODULE making TOKENS tokens.
 dispatches() {
   "$BENCH" --module="$2" --device="$1" --function=generate --input=1xi64=1 \
@@ -44,9 +53,10 @@ module() {
   echo "$TMP/$name"
 }
 # check TARGET DEVICE: ids fused and unfused, and at least the sum and the scaling of the 11
-# norms (two per layer, the final one) gone from each decode step (CPU measured: 84 -> 42 per
-# step, 15 -> 7 per layer: q/k/v + rotary and w1/w3 + SiLU * mul are one dispatch each;
-# CUDA: each projection recomputes its norm, 22 fewer).
+# norms (two per layer, the final one) gone from each decode step (CPU measured: 79 -> 27 per
+# step, 14 -> 4 per layer: norm + q/k/v + rotary + both KV-cache row writes, attention,
+# wo + residual, the whole FFN; CUDA: each projection recomputes its norm, 22 fewer); on
+# the CPU at most 5 dispatches per layer (issue #18 item 2).
 check() {
   local target=$1 device=$2 form
   declare -A step path
@@ -73,6 +83,17 @@ check() {
       fail "$target $form: dispatches per call '$d9' (9 tokens), '$d17' (17 tokens)"
     fi
   done
+  layers=$(od -An -t d4 -j 8 -N 4 "$CKPT" | tr -d ' ')  # llama2.c header: dim, hidden, layers, ...
+  if [ "${layers:-0}" -gt 0 ]; then
+    per=$(per_layer "$device" "${path[fused]}" "$layers")
+    echo "$target fused: $per dispatches per layer of a decode step ($layers layers)"
+    if [ "$target" = cpu ]; then
+      [ "$per" -ge 1 ] && [ "$per" -le 5 ] && pass "$target fused: $per dispatches per layer (<= 5)" \
+        || fail "$target fused: $per dispatches per layer (expected 1..5)"
+    fi
+  else
+    fail "$target: no layer count in $CKPT's header"
+  fi
   if [ -n "${step[fused]:-}" ] && [ -n "${step[unfused]:-}" ]; then
     saved=$((step[unfused] - step[fused]))
     [ $saved -ge 22 ] && pass "$target fused: $saved fewer dispatches per decode step (${step[unfused]} -> ${step[fused]})" \

@@ -32,6 +32,7 @@ TESTS=(
   //tests/e2e:placed_llm_test
   //tests/onnx:placement_test
   //tests/onnx:quantized_models_test
+  //tests/onnx:cuda_graph_test
   //tests/e2e:cuda_quantized_gemv_test
   //tests/e2e:layer_calls_test
   //tests/e2e:sampling_test
@@ -89,7 +90,7 @@ for t in //tests/e2e:models_test //tests/e2e:compiled_calls_test //tests/e2e:com
          //tests/e2e:schedule_test //tests/e2e:heterogeneous_test //tests/e2e:layer_calls_test \
          //tests/e2e:sampling_test //tests/e2e:streaming_test //tests/e2e:device_loops_test \
          //tests/e2e:device_loop_generate_test //tests/e2e:placed_llm_test //tests/onnx:placement_test \
-         //tests/onnx:quantized_models_test //tests/e2e:cuda_quantized_gemv_test; do
+         //tests/onnx:quantized_models_test //tests/onnx:cuda_graph_test //tests/e2e:cuda_quantized_gemv_test; do
   pkg=${t#//}; pkg=${pkg%%:*}; name=${t##*:}
   (cd "bazel-bin/$pkg/$name.runfiles/hexir" && TEST_TMPDIR=$(mktemp -d) "./$pkg/$name" >/dev/null) \
     || { echo "pack: $name failed here; fix it before a GPU run"; exit 1; }

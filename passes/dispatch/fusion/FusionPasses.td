@@ -30,20 +30,24 @@ def FuseSmallReductions : Pass<"hexir-fuse-small-reductions", "mlir::ModuleOp"> 
 }
 
 def GroupSmallProjections : Pass<"hexir-group-small-projections", "mlir::ModuleOp"> {
-  let summary = "Makes the contractions reading one small chain's copies, the copies and their elementwise consumers one dispatch group";
+  let summary = "Makes the contractions reading one small chain's copies, the copies and the ops after them one dispatch group";
   let description = [{
     After `hexir-fuse-small-reductions`: the copies marked `hexir.recompute_in_consumer = N`,
-    the contractions reading them (at least two: q/k/v, w1/w3; named ones generalized) and
-    the elementwise generics reading those contractions (rotary, SiLU * mul) get
-    `hexir.dispatch_group = "small_layer.N"` when they are static, in one block, at most
-    `max-work` loop iterations in all, and nothing else reads what they compute before the
-    last of them. `hexir-form-dispatch-regions` then makes one region (one kernel with
-    several results) of them. For targets that run such a kernel as one workgroup (the CPU:
-    less work than its least work per workgroup is one workgroup anyway).
+    the contractions reading them (at least two: q/k/v, w1/w3; named ones generalized), the
+    elementwise generics reading those, twice over (rotary, SiLU * mul, a KV-cache row written
+    in place), and the contractions reading those with their elementwise consumers (w2 + the
+    residual) get `hexir.dispatch_group = "small_layer.N"` when they are static, in one block,
+    each level of them (ops that do not read one another) at most `max-work` loop iterations,
+    and nothing else reads what they compute before the last of them.
+    `hexir-form-dispatch-regions` then makes one region (one kernel with several results) of
+    them. For targets that run such a kernel as one workgroup (the CPU: less work than its
+    least work per workgroup is one workgroup anyway). Rule and cost model:
+    passes/dispatch/fusion/README.md.
   }];
   let options = [
     Option<"maxWork", "max-work", "int64_t", /*default=*/"32768",
-           "largest group (sum of its ops' static loop iterations); 0 = off">,
+           "most work (static loop iterations) of one level of the group: ops that do not read "
+           "one another; 0 = off">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }

@@ -1,9 +1,11 @@
 // hexir-group-small-projections: the contractions reading the copies of one chain of
-// hexir-fuse-small-reductions (q/k/v after one RMSNorm; w1/w3 after the other), the copies and
-// the elementwise ops reading those contractions (rotary, SiLU * mul) become one dispatch
-// group, `hexir.dispatch_group = "small_layer.N"`, which hexir-form-dispatch-regions forms into
-// one region: one kernel that computes the norm once (the copies are equal: the target's CSE
-// merges them) and every projection after it. Rule and cost model: README.md beside this file.
+// hexir-fuse-small-reductions (q/k/v after one RMSNorm; w1/w3 after the other), the copies, the
+// elementwise ops reading those contractions (rotary, SiLU * mul, a KV-cache row written in
+// place), and one contraction after those with its elementwise consumers (w2 + residual)
+// become one dispatch group, `hexir.dispatch_group = "small_layer.N"`, which
+// hexir-form-dispatch-regions forms into one region: one kernel that computes the norm once
+// (the copies are equal: the target's CSE merges them) and every op after it. Rule and cost
+// model: README.md beside this file.
 #include <optional>
 #include <string>
 
@@ -15,6 +17,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/IR/PatternMatch.h"
+#include "passes/dispatch/InPlaceUpdates.h"
 #include "passes/dispatch/fusion/FusionPasses.h"
 
 namespace hexir {
@@ -37,14 +40,37 @@ std::optional<int64_t> StaticWork(linalg::LinalgOp op) {
   return work;
 }
 
-// No hexir.* statement other than the chain mark and a block-matvec kernel choice.
-bool Unmarked(Operation* op) {
+// No hexir.* statement other than the chain mark, a block-matvec kernel choice and, where
+// `inPlace`, an in-place update of the init (its kernel result is tied to that operand).
+bool Unmarked(Operation* op, bool inPlace = false) {
   for (NamedAttribute a : op->getDiscardableAttrDictionary()) {
     StringRef name = a.getName().getValue();
-    if (name.starts_with("hexir.") && name != kRecomputeInConsumerAttr && name != kBlockMatvecAttr)
+    if (name.starts_with("hexir.") && name != kRecomputeInConsumerAttr && name != kBlockMatvecAttr &&
+        !(inPlace && name == kInPlaceAttr))
       return false;
   }
   return true;
+}
+
+// A member after the projections: a one-result generic of all-parallel loops whose init map
+// is the identity and whose other maps are projected permutations (rotary, SiLU * mul, a
+// residual add; a KV-cache write over the whole cache reading its row as a broadcast, marked
+// in place), not a copy of any chain.
+bool IsElementwiseMember(Operation* op) {
+  auto g = dyn_cast<linalg::GenericOp>(op);
+  if (!g || g->getNumResults() != 1 || g.getNumReductionLoops() != 0 ||
+      g->hasAttr(kRecomputeInConsumerAttr) || !Unmarked(g, /*inPlace=*/true))
+    return false;
+  if (!g.getMatchingIndexingMap(g.getDpsInitOperand(0)).isIdentity()) return false;
+  return llvm::all_of(g.getIndexingMapsArray(), [](AffineMap m) { return m.isProjectedPermutation(); });
+}
+
+// A contraction after the elementwise members (w2 reading SiLU * mul): a one-result linalg
+// op with reduction loops, not a copy of any chain.
+bool IsTailContraction(Operation* op) {
+  auto l = dyn_cast<linalg::LinalgOp>(op);
+  return l && op->getNumResults() == 1 && l.getNumReductionLoops() > 0 &&
+         !op->hasAttr(kRecomputeInConsumerAttr) && Unmarked(op);
 }
 
 class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallProjections> {
@@ -64,10 +90,12 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
   }
 
  private:
-  // The copies, their consumers (at least two) and the elementwise ops reading those, in
-  // block order; nullopt when they are not one block's static ops of at most maxWork
-  // iterations in all, or when a value they compute is used before the last of them (the
-  // group's region is placed there).
+  // The largest of these candidate groups that is valid (validGroup), in block order: the
+  // copies, their consumers (at least two) and the elementwise ops reading those that are
+  // not in place (rotary, SiLU * mul); plus the in-place ones and those reading the first
+  // (cache rows, one written from a rotated row); plus the contractions reading the
+  // elementwise members with their own elementwise consumers (w2 + residual). A stage over
+  // the cost model (a long cache's rows) so leaves the smaller group as it was.
   std::optional<SmallVector<Operation*>> groupOf(ArrayRef<Operation*> copies) const {
     llvm::SetVector<Operation*> members(copies.begin(), copies.end());
     SmallVector<Operation*> consumers;
@@ -76,30 +104,83 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
         if (!members.contains(user) && !llvm::is_contained(consumers, user)) consumers.push_back(user);
     if (consumers.size() < 2) return std::nullopt;  // one projection: its region holds the chain
     members.insert(consumers.begin(), consumers.end());
-    for (Operation* c : consumers)
-      for (Operation* user : c->getUsers())
-        if (auto g = dyn_cast<linalg::GenericOp>(user);
-            g && g->getNumResults() == 1 && linalg::isElementwise(g) && Unmarked(g))
-          members.insert(g);
-    Block* block = copies.front()->getBlock();
-    Operation* last = copies.front();
-    int64_t work = 0;
-    for (Operation* m : members) {
-      auto l = dyn_cast<linalg::LinalgOp>(m);
-      std::optional<int64_t> w = l ? StaticWork(l) : std::nullopt;
-      if (!w || m->getBlock() != block || !Unmarked(m)) return std::nullopt;
-      work += *w;
-      if (last->isBeforeInBlock(m)) last = m;
+    // Elementwise users of `ops` (in place or not, as `inPlace` says), added to the members.
+    auto addElementwiseUsers = [&](ArrayRef<Operation*> ops, bool inPlace) {
+      SmallVector<Operation*> added;
+      for (Operation* op : ops)
+        for (Operation* user : op->getUsers())
+          if (IsElementwiseMember(user) && user->hasAttr(kInPlaceAttr) == inPlace && members.insert(user))
+            added.push_back(user);
+      return added;
+    };
+    SmallVector<llvm::SetVector<Operation*>> stages;
+    SmallVector<Operation*> elementwise = addElementwiseUsers(consumers, /*inPlace=*/false);
+    stages.push_back(members);
+    SmallVector<Operation*> rows = addElementwiseUsers(consumers, /*inPlace=*/true);
+    rows.append(addElementwiseUsers(elementwise, /*inPlace=*/true));
+    if (!rows.empty()) stages.push_back(members);
+    SmallVector<Operation*> tail;
+    for (Operation* e : elementwise)
+      for (Operation* user : e->getUsers())
+        if (IsTailContraction(user) && members.insert(user)) tail.push_back(user);
+    (void)addElementwiseUsers(tail, /*inPlace=*/false);
+    if (!tail.empty()) stages.push_back(members);
+    for (const llvm::SetVector<Operation*>& stage : llvm::reverse(stages)) {
+      if (!validGroup(stage)) continue;
+      SmallVector<Operation*> ordered(stage.begin(), stage.end());
+      llvm::sort(ordered, [](Operation* a, Operation* b) { return a->isBeforeInBlock(b); });
+      return ordered;
     }
-    if (work > maxWork) return std::nullopt;
+    return std::nullopt;
+  }
+
+  // One block's static ops within the cost model (withinCostModel), each in-place member read
+  // outside the group (its result is then a kernel result tied to its operand), and no value
+  // they compute used outside before the last of them (the group's region is placed there).
+  bool validGroup(const llvm::SetVector<Operation*>& members) const {
+    Block* block = members.front()->getBlock();
+    Operation* last = members.front();
+    for (Operation* m : members) {
+      if (m->getBlock() != block || !Unmarked(m, /*inPlace=*/true)) return false;
+      if (last->isBeforeInBlock(m)) last = m;
+      if (m->hasAttr(kInPlaceAttr) &&
+          llvm::all_of(m->getUsers(), [&](Operation* u) { return members.contains(u); }))
+        return false;
+    }
+    if (!withinCostModel(members)) return false;
     for (Operation* m : members)
       for (Operation* user : m->getUsers()) {
         Operation* top = block->findAncestorOpInBlock(*user);
-        if (top && !members.contains(top) && top->isBeforeInBlock(last)) return std::nullopt;
+        if (top && !members.contains(top) && top->isBeforeInBlock(last)) return false;
       }
+    return true;
+  }
+
+  // The cost model. A member's level is one more than the deepest member it reads (0: reads
+  // none); the ops of one level are what separate dispatches could run side by side, so a
+  // level's work is at most maxWork (the CPU runs that much as one workgroup anyway, and the
+  // overlap of independent dispatches of one wave is worth less than a dispatch's hand-off at
+  // that size), while levels run one after another either way, so the group trades nothing
+  // by holding several: it saves a dispatch and a barrier per level. Every member static.
+  bool withinCostModel(const llvm::SetVector<Operation*>& members) const {
+    llvm::DenseMap<Operation*, int64_t> level;
+    llvm::DenseMap<int64_t, int64_t> workOfLevel;
     SmallVector<Operation*> ordered(members.begin(), members.end());
     llvm::sort(ordered, [](Operation* a, Operation* b) { return a->isBeforeInBlock(b); });
-    return ordered;
+    for (Operation* m : ordered) {
+      auto l = dyn_cast<linalg::LinalgOp>(m);
+      std::optional<int64_t> w = l ? StaticWork(l) : std::nullopt;
+      if (!w) return false;
+      int64_t depth = 0;
+      m->walk([&](Operation* nested) {
+        for (Value v : nested->getOperands())
+          if (auto it = level.find(v.getDefiningOp()); it != level.end())
+            depth = std::max(depth, it->second + 1);
+      });
+      level[m] = depth;
+      if ((workOfLevel[depth] += *w) > maxWork) return false;
+    }
+    return true;
   }
 
   // Named contractions become generics (a dispatch group holds generics); then every member

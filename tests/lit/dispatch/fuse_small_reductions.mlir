@@ -48,7 +48,8 @@
 // GROUP:         } {hexir.dispatch_group = "small_layer"}
 // GROUP-NOT:     hexir.dispatch_region
 // GROUP:         return
-// A group of more work than max-work (4096 + 2 x 2048 + 3 x 128 > 8000) is not formed.
+// A group whose projections (one level: they could run side by side) do more work than
+// max-work (4096 + 2 x 2048 > 8000) is not formed.
 // BIG-LABEL:     func.func @rmsnorm_qkv
 // BIG-NOT:       hexir.dispatch_group
 // BIG-COUNT-3:   hexir.dispatch_region
