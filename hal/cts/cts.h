@@ -81,6 +81,7 @@ void ChannelReplayCase(const DriverConfig& config, Device& device);
 void ChannelMisuseCase(const DriverConfig& config, Device& device);
 void ChannelOverlapCase(const DriverConfig& config, Device& device);
 void ChannelFailureCase(const DriverConfig& config, Device& device);
+void ChannelDeadRankCase(const DriverConfig& config, Device& device);
 // The same cases on a group of ranks this process drives, channel i on device i (each case
 // above runs them on a group of one: its device's CreateChannel). Devices must queue (not
 // inline): every rank's collective is submitted before any is waited for.
