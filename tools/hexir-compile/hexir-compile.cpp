@@ -9,6 +9,7 @@
 #include "dialects/hexir/IR/HexirAttributes.h"
 #include "tools/common/tool_main.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -153,8 +154,8 @@ int main(int argc, char** argv) {
   for (auto* rate : {&matmulGFlops, &collectiveGBps, &collectiveBlockUs}) {
     const double v = *rate;
     if (rate->getNumOccurrences() > 0 && !(v > 0 && v < 1e12)) {
-      llvm::errs() << "hexir-compile: error: invalid_argument: --" << rate->ArgStr << ": " << v
-                   << " is not a positive number\n";
+      llvm::errs() << "hexir-compile: error: invalid_argument: --" << rate->ArgStr << ": "
+                   << llvm::format("%g", v) << " is not a positive number\n";
       return 1;
     }
   }
