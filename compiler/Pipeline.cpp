@@ -155,7 +155,11 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   if (schedule != "waves" && schedule != "serial") return mlir::failure();
   if (options.placement != "annotations" && options.placement != "auto") return mlir::failure();
   // Sharding annotations -> one SPMD program per rank (a no-op without annotations).
-  pm.addPass(hexir::createPartition(PartitionOptions{options.partition_ranks, /*explain=*/false, options.chunk_collectives}));
+  PartitionOptions partition{options.partition_ranks, /*explain=*/false, options.chunk_collectives};
+  if (options.matmul_gflops > 0) partition.matmulGFlops = options.matmul_gflops;
+  if (options.collective_gbps > 0) partition.collectiveGBps = options.collective_gbps;
+  if (options.collective_block_us > 0) partition.blockMicroseconds = options.collective_block_us;
+  pm.addPass(hexir::createPartition(partition));
   for (const Target* target : targets)
     pm.addPass(hexir::createVerifyInput(VerifyInputOptions{target->name}));
   // Dim equalities and allocation sizes the program assumes, checked on the host (one VM

@@ -45,6 +45,8 @@ struct CompileOptions {
   // Row-parallel matmul + all_reduce pairs without a hexir.collective_chunks annotation are
   // chunked as the pipeline's cost model says (false: only annotated pairs are chunked).
   bool chunk_collectives = false;
+  // The cost model's rates (passes/partition/Partitioner.h PipelineRates; 0: its default).
+  double matmul_gflops = 0, collective_gbps = 0, collective_block_us = 0;
   std::string cuda_chip = "sm_90";  // --target=cuda: SM for nvvm + ptxas -arch
   std::string cuda_features = "+ptx80";
   std::string cuda_format = "cubin";  // "cubin" (cubin + PTX) or "ptx" (PTX only)

@@ -331,8 +331,15 @@ def Partition : Pass<"hexir-partition", "mlir::ModuleOp"> {
            "Emit a remark for every rule that does not apply to an op, with its reason">,
     Option<"chunkByModel", "chunk-by-model", "bool", "false",
            "Chunk row-parallel matmul + all_reduce pairs without a hexir.collective_chunks "
-           "annotation as the pipeline's cost model says (default: only annotated ones; the "
-           "model is not calibrated: its one measurement lost, bench/README.md)">,
+           "annotation as the pipeline's cost model says, with a remark stating its predicted "
+           "times (default: only annotated ones; bench/README.md)">,
+    Option<"matmulGFlops", "matmul-gflops", "double", "20",
+           "The cost model's matmul rate per rank (GFLOP/s; measured by "
+           "bench/collective_pipeline/run.sh)">,
+    Option<"collectiveGBps", "collective-gbps", "double", "4",
+           "The cost model's all_reduce rate (GB/s, each byte counted twice)">,
+    Option<"blockMicroseconds", "block-us", "double", "40",
+           "The cost model's cost of one more block (us: a dispatch, a collective, a copy)">,
   ];
   let dependentDialects = ["::hexir::HexirDialect", "mlir::arith::ArithDialect",
                            "mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];

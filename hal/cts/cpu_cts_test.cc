@@ -30,9 +30,11 @@ hexir::hal::cts::DriverConfig CpuInlineConfig() {
 }  // namespace
 
 HEXIR_HAL_CTS_REGISTER("cpu", CpuConfig)
-// Breaks its channel on purpose (and skips unless 2+ ranks run under mpirun): run alone,
-// last, by hal/cts/mpi_cts_test.sh.
+// Break their channel on purpose, channel_dead_rank by ending a rank's process (both skip
+// unless 2+ ranks run under mpirun or torchrun-style): each run alone by hal/cts/mpi_cts_test.sh
+// and torchrun_cts_test.sh.
 HEXIR_HAL_CTS_CASE_("cpu", CpuConfig, "channel_failure", ChannelFailureCase)
+HEXIR_HAL_CTS_CASE_("cpu", CpuConfig, "channel_dead_rank", ChannelDeadRankCase)
 
 HEXIR_HAL_CTS_CASE_("cpu-inline", CpuInlineConfig, "buffers", BuffersCase)
 HEXIR_HAL_CTS_CASE_("cpu-inline", CpuInlineConfig, "copy_fill", CopyFillCase)

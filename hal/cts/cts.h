@@ -39,10 +39,6 @@ struct DriverConfig {
   // A wait on another device's queued work is ordered on the device (CUDA: cuStreamWaitEvent):
   // the dependent work runs even when that producer fails; only its signals carry the failure.
   bool orders_cross_device_waits_on_device = false;
-  // collectives_overlapped follows from the recording and the buffers alone (CUDA: the
-  // collective stream and graph branches); the CPU lane counts only collectives still running
-  // when the independent command starts.
-  bool counts_overlap_from_recording = false;
 };
 
 using CaseFn = void (*)(const DriverConfig& config, Device& device);
@@ -85,6 +81,7 @@ void ChannelReplayCase(const DriverConfig& config, Device& device);
 void ChannelMisuseCase(const DriverConfig& config, Device& device);
 void ChannelOverlapCase(const DriverConfig& config, Device& device);
 void ChannelFailureCase(const DriverConfig& config, Device& device);
+void ChannelDeadRankCase(const DriverConfig& config, Device& device);
 // The same cases on a group of ranks this process drives, channel i on device i (each case
 // above runs them on a group of one: its device's CreateChannel). Devices must queue (not
 // inline): every rank's collective is submitted before any is waited for.
@@ -97,8 +94,9 @@ void ChannelReduceScatter(const ChannelGroup& group);
 void ChannelDataMovement(const ChannelGroup& group);
 void ChannelReplay(const ChannelGroup& group);
 void ChannelMisuse(const ChannelGroup& group);
-// `exact_overlap_count`: DriverConfig::counts_overlap_from_recording.
-void ChannelOverlap(const ChannelGroup& group, bool exact_overlap_count = false);
+// collectives_overlapped follows from the recording and the buffers alone on every driver
+// (CUDA: the collective stream and graph branches; CPU: the collective lane), never timing.
+void ChannelOverlap(const ChannelGroup& group);
 
 }  // namespace hexir::hal::cts
 

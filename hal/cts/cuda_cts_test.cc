@@ -22,8 +22,7 @@ hexir::hal::cts::DriverConfig CudaConfig() {
           {{"pool",
             "the CUDA driver pools through CUDA's stream-ordered memory pool "
             "(cuMemAllocAsync), which reports no per-size-class hits"}},
-          /*orders_cross_device_waits_on_device=*/true,
-          /*counts_overlap_from_recording=*/true};
+          /*orders_cross_device_waits_on_device=*/true};
 }
 
 }  // namespace

@@ -4,12 +4,13 @@
 # processes of cpu_cts_test rendezvousing through a Gloo FileStore (HEXIR_RENDEZVOUS=file:DIR,
 # and once through the default store of a local MASTER_ADDR). Every rank must pass every case;
 # the failure case (a rank that never joins an all_reduce) must end on every rank with the
-# errors it asserts, within the time limit.
+# errors it asserts, within the time limit; in the dead-rank case the last process ends itself
+# (exit 3) and every other rank must pass (its all_reduce failed at once, naming it).
 set -uo pipefail
 cts="$1"
 fail=0
-run() {  # ranks, cases, rendezvous ("" = the MASTER_ADDR default)
-  local n="$1" cases="$2" rendezvous="$3" dir logs=() pids=() rc passed=0 port
+run() {  # ranks, cases, rendezvous ("" = the MASTER_ADDR default), dead rank ("" = none)
+  local n="$1" cases="$2" rendezvous="$3" dead="${4:-}" dir logs=() pids=() rc passed=0 port want
   dir=$(mktemp -d)
   port=$((20000 + RANDOM % 20000))
   for ((r = 0; r < n; r++)); do
@@ -18,15 +19,21 @@ run() {  # ranks, cases, rendezvous ("" = the MASTER_ADDR default)
       HEXIR_RENDEZVOUS="$rendezvous" timeout 300 "$cts" "$cases" >"$dir/rank$r.log" 2>&1 &
     pids+=($!)
   done
-  rc=0
-  for pid in "${pids[@]}"; do wait "$pid" || rc=$?; done
+  rc=0 want=$n
+  for ((r = 0; r < n; r++)); do
+    local status=0
+    wait "${pids[$r]}" || status=$?
+    if [ "$r" == "$dead" ]; then [ "$status" -eq 3 ] || rc=$status; else [ "$status" -eq 0 ] || rc=$status; fi
+  done
+  [ -n "$dead" ] && want=$((n - 1))
   for log in "${logs[@]}"; do grep -a -q "All tests passed" "$log" && passed=$((passed + 1)); done
-  if [ "$rc" -ne 0 ] || [ "$passed" -ne "$n" ]; then
+  if [ "$rc" -ne 0 ] || [ "$passed" -ne "$want" ]; then
     echo "FAIL: $n ranks, '$cases' (rendezvous '${rendezvous:-MASTER_ADDR}'): exit $rc, $passed of $n ranks passed"
     for log in "${logs[@]}"; do echo "--- $log"; cat "$log"; done
     fail=1
   else
-    echo "ok: $n ranks, '$cases' (rendezvous '${rendezvous:-MASTER_ADDR}')"
+    echo "ok: $n ranks, '$cases' (rendezvous '${rendezvous:-MASTER_ADDR}')${dead:+, rank $dead died}"
+    [ -n "$dead" ] && grep -a -h "^rank .* of $n:" "${logs[@]}"
   fi
   rm -rf "$dir" "/tmp/hexir-rendezvous-$port"
 }
@@ -37,6 +44,9 @@ for n in 2 4; do
   rm -rf "$store"
   store=$(mktemp -d)
   run "$n" "cts/cpu/channel_failure" "file:$store"
+  rm -rf "$store"
+  store=$(mktemp -d)
+  run "$n" "cts/cpu/channel_dead_rank" "file:$store" $((n - 1))
   rm -rf "$store"
 done
 run 2 "cts/cpu/channel_all_reduce" ""

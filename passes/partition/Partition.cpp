@@ -77,7 +77,8 @@ bool hasAnnotations(func::FuncOp func) {
       .wasInterrupted();
 }
 
-LogicalResult partitionFunction(func::FuncOp func, int64_t ranks, bool explain, bool chunkByModel) {
+LogicalResult partitionFunction(func::FuncOp func, int64_t ranks, bool explain, bool chunkByModel,
+                                const PipelineRates& rates) {
   std::string name = "@" + func.getSymName().str();
   if (!func.getBody().hasOneBlock())
     return func.emitError("hexir-partition: ") << name << " has several blocks; only one-block "
@@ -105,6 +106,7 @@ LogicalResult partitionFunction(func::FuncOp func, int64_t ranks, bool explain, 
   Partitioner p(b, ranks);
   p.explain = explain;
   p.chunkByModel = chunkByModel;
+  p.rates = rates;
   auto* fresh = new Block();
   func.getBody().push_front(fresh);
   for (auto [arg, s] : llvm::zip(old->getArguments(), argShardings)) {
@@ -183,9 +185,18 @@ struct PartitionPass : impl::PartitionBase<PartitionPass> {
       getOperation().emitError("hexir-partition: ranks must be >= 0 (0: read at run time), got ") << int64_t(ranks);
       return signalPassFailure();
     }
+    const PipelineRates rates{matmulGFlops, collectiveGBps, blockMicroseconds};
+    for (auto [name, value] : {std::pair{"matmul-gflops", rates.matmulGFlops},
+                               std::pair{"collective-gbps", rates.collectiveGBps},
+                               std::pair{"block-us", rates.blockMicroseconds}}) {
+      if (!(value > 0 && value < 1e12)) {
+        getOperation().emitError("hexir-partition: ") << name << " must be a positive number, got " << value;
+        return signalPassFailure();
+      }
+    }
     for (auto func : llvm::to_vector(getOperation().getOps<func::FuncOp>())) {
       if (func.isExternal() || !hasAnnotations(func)) continue;
-      if (failed(partitionFunction(func, ranks, explain, chunkByModel))) return signalPassFailure();
+      if (failed(partitionFunction(func, ranks, explain, chunkByModel, rates))) return signalPassFailure();
     }
   }
 };

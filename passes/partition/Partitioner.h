@@ -44,6 +44,18 @@ struct Sharding {
 };
 
 // A value of the new body and what it holds of the global value.
+// The row-parallel pipeline's cost model rates (RowParallelPipeline.cpp): what one rank's
+// matmul computes per second, what its all_reduce moves per second (each byte counted twice:
+// a ring sends and receives about twice the data), and what every block adds (a dispatch, a
+// collective, a copy into the result). Defaults are estimates; measured ones come from
+// bench/collective_pipeline/run.sh (hexir-compile --matmul-gflops, --collective-gbps,
+// --collective-block-us).
+struct PipelineRates {
+  double matmulGFlops = 20;
+  double collectiveGBps = 4;
+  double blockMicroseconds = 40;
+};
+
 struct Local {
   Value value;
   Sharding sharding;
@@ -93,8 +105,9 @@ class Partitioner {
   bool notMatched(Operation* op, const Twine& reason);
   bool explain = false;
   // Row-parallel pipeline (RowParallelPipeline.cpp): chunk unannotated matmuls as the cost
-  // model says (false: only those with hexir.collective_chunks).
+  // model says (false: only those with hexir.collective_chunks), with these rates.
   bool chunkByModel = false;
+  PipelineRates rates;
 
  private:
   Value zerosLike(Location loc, Value global);

@@ -32,9 +32,10 @@ namespace hexir::partition {
 // RowParallelPipeline.cpp: the replicated value of `partial` (the local value of `global`,
 // a partial sum) as row blocks of its matmul, each all_reduced while the next computes; null
 // when the matmul is not chunked.
-// Unannotated matmuls are chunked only with `byModel` (the cost model's block count).
+// Unannotated matmuls are chunked only with `byModel` (the cost model's block count at
+// `rates`, stated in a remark on the matmul).
 FailureOr<Value> PipelinedAllReduce(OpBuilder& b, Operation* user, Value global, Value partial,
-                                    bool byModel);
+                                    bool byModel, const PipelineRates& rates);
 
 namespace {
 
@@ -191,7 +192,7 @@ FailureOr<Value> Partitioner::reshard(Operation* user, Value global, Sharding to
     return scatterReduced(b, loc, v, partialReduction(from.sharding), to.dim, *part);
   }
   if (from.sharding.isPartial() && partialReduction(from.sharding) == "sum" && to.isReplicated()) {
-    FailureOr<Value> pipelined = PipelinedAllReduce(b, user, global, v, chunkByModel);
+    FailureOr<Value> pipelined = PipelinedAllReduce(b, user, global, v, chunkByModel, rates);
     if (failed(pipelined)) return failure();
     if (*pipelined) return *pipelined;
   }

@@ -18,46 +18,58 @@
 // --chunk-collectives), the cost model below; without either the pair stays whole. The model
 // is off by default: its one measurement (2 CPU devices on a 2-core machine) lost, 1.19-1.25x.
 //
-// Cost model (one rank; estimates, not measurements of this machine; with the rank count read
-// at run time the rank's K is taken as for 2 ranks): the matmul runs at
-// kFlopsPerSecond, the all_reduce moves 2 * bytes at kCollectiveBytesPerSecond (a ring of any
-// size sends and receives about twice the data), and every block costs kBlockOverheadSeconds
-// more (a dispatch, a collective, a copy into the result). As a two-stage pipeline C blocks
-// take (T_mm + T_ar) / C + (C - 1) * max(T_mm, T_ar) / C + C * overhead against T_mm + T_ar
-// + overhead unchunked; the best C of 2, 4, 8 (at least 8 rows a block) is taken when it saves
-// at least a tenth.
+// Cost model (one rank; rates from PipelineRates: estimates by default, measured ones from
+// bench/collective_pipeline/run.sh; with the rank count read at run time the rank's K is taken
+// as for 2 ranks): the matmul runs at matmulGFlops, the all_reduce moves 2 * bytes at
+// collectiveGBps, and every block costs blockMicroseconds more. As a two-stage pipeline C
+// blocks take (T_mm + T_ar) / C + (C - 1) * max(T_mm, T_ar) / C + C * overhead against T_mm +
+// T_ar + overhead unchunked; the best C of 2, 4, 8 (at least 8 rows a block) is taken when it
+// saves at least a tenth (conservative: the model assumes the collective never slows the
+// matmul, which on CPU devices sharing cores it does). Every choice by the model is stated in
+// a remark on the matmul (its predicted times), so a run can check it against the measured
+// ones.
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "passes/partition/Partitioner.h"
 
 namespace hexir::partition {
 namespace {
 
-constexpr double kFlopsPerSecond = 20e9;
-constexpr double kCollectiveBytesPerSecond = 4e9;
-constexpr double kBlockOverheadSeconds = 40e-6;
 constexpr int64_t kMinRowsPerBlock = 8;
 
-double pipelinedSeconds(double matmul, double collective, int64_t blocks) {
+double pipelinedSeconds(double matmul, double collective, double overhead, int64_t blocks) {
   const double c = static_cast<double>(blocks);
-  return (matmul + collective) / c + (c - 1) * std::max(matmul, collective) / c +
-         c * kBlockOverheadSeconds;
+  return (matmul + collective) / c + (c - 1) * std::max(matmul, collective) / c + c * overhead;
 }
 
-// The cost model's block count for a matmul of M x Kl x N (element bytes `bytes`); 1 when
-// chunking does not pay.
-int64_t modelBlockCount(int64_t m, int64_t k, int64_t n, int64_t bytes) {
-  if (ShapedType::isDynamic(k)) return 1;
-  const double tm = 2.0 * m * k * n / kFlopsPerSecond;
-  const double ta = 2.0 * m * n * bytes / kCollectiveBytesPerSecond;
-  const double whole = tm + ta + kBlockOverheadSeconds;
+// The cost model's block count for `matmul`, M x Kl x N (element bytes `bytes`), at `rates`
+// (1 when chunking does not pay), stated in a remark on it.
+int64_t modelBlockCount(Operation* matmul, int64_t m, int64_t k, int64_t n, int64_t bytes,
+                        const PipelineRates& rates) {
+  if (ShapedType::isDynamic(k)) {
+    matmul->emitRemark("hexir-partition: row-parallel pipeline: K unknown; the pair stays whole");
+    return 1;
+  }
+  const double overhead = rates.blockMicroseconds * 1e-6;
+  const double tm = 2.0 * m * k * n / (rates.matmulGFlops * 1e9);
+  const double ta = 2.0 * m * n * bytes / (rates.collectiveGBps * 1e9);
+  const double whole = tm + ta + overhead;
   int64_t best = 1;
-  double bestSeconds = 0.9 * whole;
+  double bestSeconds = whole;
+  std::string blocks;
   for (int64_t c : {2, 4, 8}) {
     if (m % c != 0 || m / c < kMinRowsPerBlock) continue;
-    if (double t = pipelinedSeconds(tm, ta, c); t < bestSeconds) best = c, bestSeconds = t;
+    const double t = pipelinedSeconds(tm, ta, overhead, c);
+    blocks += llvm::formatv(", {0} blocks {1:F1} us", c, t * 1e6).str();
+    if (t < 0.9 * whole && t < bestSeconds) best = c, bestSeconds = t;
   }
+  matmul->emitRemark(llvm::formatv(
+      "hexir-partition: row-parallel pipeline {0}x{1}x{2}: matmul {3:F1} us at {4} GFLOP/s, "
+      "all_reduce {5:F1} us at {6} GB/s, whole {7:F1} us{8}: {9} block(s)",
+      m, k, n, tm * 1e6, rates.matmulGFlops, ta * 1e6, rates.collectiveGBps, whole * 1e6, blocks,
+      best));
   return best;
 }
 
@@ -67,7 +79,7 @@ int64_t modelBlockCount(int64_t m, int64_t k, int64_t n, int64_t bytes) {
 extern const char kCollectiveChunksAttr[] = "hexir.collective_chunks";
 
 FailureOr<Value> PipelinedAllReduce(OpBuilder& b, Operation* user, Value global, Value partial,
-                                    bool byModel) {
+                                    bool byModel, const PipelineRates& rates) {
   auto matmul = partial.getDefiningOp<linalg::MatmulOp>();
   if (!matmul || !global.hasOneUse() || !partial.use_empty() ||
       !matmul.hasPureTensorSemantics() || matmul.hasUserDefinedMaps())
@@ -86,8 +98,11 @@ FailureOr<Value> PipelinedAllReduce(OpBuilder& b, Operation* user, Value global,
     int64_t whole = cast<RankedTensorType>(globalMatmul.getInputs()[0].getType()).getDimSize(1);
     if (!ShapedType::isDynamic(whole)) k = whole / 2;
   }
-  int64_t blocks = byModel ? modelBlockCount(m, k, n, type.getElementTypeBitWidth() / 8) : 1;
-  if (auto forced = matmul->getAttrOfType<IntegerAttr>(kCollectiveChunksAttr)) {
+  auto forced = matmul->getAttrOfType<IntegerAttr>(kCollectiveChunksAttr);
+  int64_t blocks = byModel && !forced
+                       ? modelBlockCount(matmul, m, k, n, type.getElementTypeBitWidth() / 8, rates)
+                       : 1;
+  if (forced) {
     blocks = forced.getInt();
     if (blocks < 1 || m % blocks != 0)
       return matmul->emitError("hexir-partition: ")

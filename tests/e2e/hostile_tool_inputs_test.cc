@@ -143,6 +143,20 @@ TEST_CASE("hexir-compile: --max-workgroups=0 is refused by name") {
                        "--max-workgroups: " + n + " is not an integer >= 1");
 }
 
+// The row-parallel pipeline model's rates: a rate of 0 or below would divide by zero or
+// make every block free.
+TEST_CASE("hexir-compile: a non-positive pipeline model rate is refused by name") {
+  std::string source = TempFile("flags_rate.mlir");
+  WriteFile(source, kAdd);
+  std::string compile = HexirCompile() + " " + source + " --target=cpu -o " + TempFile("flags_rate.vmfb");
+  RequireFlagRefused(compile + " --chunk-collectives --collective-gbps=0", "hexir-compile",
+                     "--collective-gbps: 0 is not a positive number");
+  RequireFlagRefused(compile + " --matmul-gflops=-2.5", "hexir-compile",
+                     "--matmul-gflops: -2.5 is not a positive number");
+  RequireFlagRefused(compile + " --collective-block-us=nan", "hexir-compile",
+                     "--collective-block-us: nan is not a positive number");
+}
+
 TEST_CASE("every tool answers an unknown flag with exit 1, naming it; --help still exits 0") {
   RequireError(RunCommand(Run("--no-such-flag")), "hexir-run", {"--no-such-flag"});
   RequireError(RunCommand(Run("--repeat=0 --input=4xf32=1 --input=4xf32=1")), "hexir-run", {"--repeat"});

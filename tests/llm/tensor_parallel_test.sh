@@ -161,6 +161,29 @@ for n in 2 4; do
   [ "$MPI" == 1 ] && same "stories260K on $n mpirun ranks (= reference)" "$golden" \
     "$(ranks "$n" "stories_tp$n" "$CKPT" --max-tokens=100)"
 done
+# --trace of stories260K on 2 devices of one process: the reference's first 12 ids, and per
+# rank 12 x 11 collectives (an all_reduce after wo and after w2 in each of 5 layers, and the
+# distributed argmax's) on its collectives track. None overlaps compute: every all_reduce's
+# result feeds the residual add that all later work reads (collectives_overlapped 0, counted
+# from the recording: hal/drivers/cpu/collective_lane.h).
+if [ -f "$TMP/stories_tp2.vmfb" ]; then
+  got=$(one_process 2 stories_tp2 "$CKPT" --max-tokens=12 --trace="$TMP/tp2_trace.json" 2>"$TMP/tp2_trace.err")
+  same "stories260K on 2 devices with --trace (= reference)" "$(cut -d' ' -f1-13 <<<"$golden")" "$got"
+  python3 - "$TMP/tp2_trace.json" <<'PY' && pass "trace: 132 collectives per rank" || fail "trace collectives"
+import json, sys
+events = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+for pid in (1, 2):
+    names = [e["name"] for e in events if e["pid"] == pid and e["cat"] == "collective"]
+    assert len(names) == 12 * 11 and set(names) == {"all_reduce"}, (pid, len(names), set(names))
+PY
+  grep -q "hexir-generate: trace '.*': [0-9]* dispatches, 264 collectives" "$TMP/tp2_trace.err" \
+    && grep -q "collectives_overlapped (device statistics): 0$" "$TMP/tp2_trace.err" \
+    && pass "trace summary: $(tr '\n' ' ' <"$TMP/tp2_trace.err")" || { fail "trace summary"; cat "$TMP/tp2_trace.err"; }
+  err=$("$GENERATE" --module="$TMP/stories_tp2.vmfb" --parameters="$CKPT" --max-tokens=3 --trace="$TMP/x.json" 2>&1) \
+    && fail "--trace on one rank accepted"
+  grep -q "trace traces a tensor-parallel module run as ranks of this process" <<<"$err" \
+    && pass "--trace outside ranks of one process refused" || fail "--trace refusal: $err"
+fi
 # The GGUF path (llama2c_to_gguf.py needs numpy): the f16 GGUF of stories260K on 2 ranks.
 if [ -n "$NPY" ] && [ -f "$SHARED/models/tok512.bin" ]; then
   "$NPY" tests/llm/llama2c_to_gguf.py "$CKPT" "$SHARED/models/tok512.bin" "$TMP/stories_f16.gguf" --f16 \

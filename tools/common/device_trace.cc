@@ -97,4 +97,24 @@ Status DeviceTrace::Write(const std::string& path) const {
   return Status::Ok();
 }
 
+Status TraceCalls(const char* tool, const std::string& path, std::vector<hal::Device*> devices,
+                  std::vector<std::string> names, const std::function<Status()>& calls) {
+  if (path.empty()) return calls();
+  uint64_t overlapped_before = 0;
+  for (hal::Device* d : devices) overlapped_before += d->stats().collectives_overlapped;
+  const std::vector<hal::Device*> traced = devices;
+  DeviceTrace trace(std::move(devices), std::move(names));
+  HEXIR_RETURN_IF_ERROR(calls());
+  size_t dispatches = 0, collectives = 0;
+  for (const DeviceTrace::Event& e : trace.events()) ++(e.collective ? collectives : dispatches);
+  HEXIR_RETURN_IF_ERROR(trace.Write(path));
+  uint64_t overlapped = 0;
+  for (hal::Device* d : traced) overlapped += d->stats().collectives_overlapped;
+  std::fprintf(stderr, "%s: trace '%s': %zu dispatches, %zu collectives (%zu ran while dispatches of their device ran)\n",
+               tool, path.c_str(), dispatches, collectives, trace.OverlappedCollectives());
+  std::fprintf(stderr, "%s: collectives_overlapped (device statistics): %llu\n", tool,
+               static_cast<unsigned long long>(overlapped - overlapped_before));
+  return Status::Ok();
+}
+
 }  // namespace hexir::tools

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -60,5 +61,13 @@ class DeviceTrace {
   mutable std::mutex mu_;
   std::vector<Event> events_;  // guarded by mu_
 };
+
+// A tool's --trace: runs `calls` with a DeviceTrace over `devices` installed when `path` is
+// not empty, writes it to `path`, and says on stderr ("<tool>: trace ...") how many dispatches
+// and collectives it holds, how many collectives ran while dispatches of their device ran
+// (spans that intersect) and how many the devices counted in collectives_overlapped
+// meanwhile. With an empty `path` it only runs `calls`.
+Status TraceCalls(const char* tool, const std::string& path, std::vector<hal::Device*> devices,
+                  std::vector<std::string> names, const std::function<Status()>& calls);
 
 }  // namespace hexir::tools

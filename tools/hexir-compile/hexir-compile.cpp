@@ -9,6 +9,7 @@
 #include "dialects/hexir/IR/HexirAttributes.h"
 #include "tools/common/tool_main.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -73,6 +74,20 @@ static cl::opt<bool> chunkCollectives(
              "hexir.collective_chunks annotation as the pipeline's cost model says, so block i's "
              "all_reduce overlaps block i+1's matmul (default: only annotated ones)"),
     cl::init(false));
+static cl::opt<double> matmulGFlops(
+    "matmul-gflops",
+    cl::desc("--chunk-collectives: the cost model's matmul rate per rank in GFLOP/s (default 20; "
+             "bench/collective_pipeline/run.sh measures it)"),
+    cl::init(0));
+static cl::opt<double> collectiveGBps(
+    "collective-gbps",
+    cl::desc("--chunk-collectives: the cost model's all_reduce rate in GB/s, each byte counted "
+             "twice (default 4; measured by the same script)"),
+    cl::init(0));
+static cl::opt<double> collectiveBlockUs(
+    "collective-block-us",
+    cl::desc("--chunk-collectives: the cost model's cost of one more block in us (default 40)"),
+    cl::init(0));
 static cl::opt<std::string> cudaChip("cuda-chip", cl::desc("--target=cuda: SM (default sm_90)"),
                                      cl::init("sm_90"));
 static cl::opt<std::string> cudaFormat("cuda-format",
@@ -136,6 +151,14 @@ int main(int argc, char** argv) {
   if (partitionRanks < 0) return refuse("--partition", partitionRanks, ">= 0 (0: ranks read at run time)");
   if (smallReductionExtent < -1)
     return refuse("--small-reduction-extent", smallReductionExtent, ">= 0 (0: off)");
+  for (auto* rate : {&matmulGFlops, &collectiveGBps, &collectiveBlockUs}) {
+    const double v = *rate;
+    if (rate->getNumOccurrences() > 0 && !(v > 0 && v < 1e12)) {
+      llvm::errs() << "hexir-compile: error: invalid_argument: --" << rate->ArgStr << ": "
+                   << llvm::format("%g", v) << " is not a positive number\n";
+      return 1;
+    }
+  }
 
   mlir::DialectRegistry registry;
   hexir::compiler::RegisterDialects(registry);
@@ -172,6 +195,9 @@ int main(int argc, char** argv) {
   options.device_loops = !noDeviceLoops;
   options.partition_ranks = partitionRanks;
   options.chunk_collectives = chunkCollectives;
+  options.matmul_gflops = matmulGFlops;
+  options.collective_gbps = collectiveGBps;
+  options.collective_block_us = collectiveBlockUs;
   options.dump_after = dumpAfter;
   options.dump_all = dumpAll;
   options.cuda_chip = cudaChip;

@@ -61,6 +61,7 @@ struct Flags {
   bool stream = false;        // print the text as each decode chunk ends, then the speeds
   SamplerSettings sampler;    // temperature 0 and no penalty: @generate's greedy loop
   int64_t seed = -1;          // -1: a random seed
+  std::string trace;          // --trace: a tensor-parallel run's dispatches and collectives per rank
 };
 
 // --timing's startup breakdown: milliseconds since main() began, per stage.
@@ -193,7 +194,8 @@ Status RunOnRanks(const Flags& f, const vm::Module& module, const InvocationOpti
                            " ranks: greedy decoding only (a tensor-parallel module has no sampler or "
                            "streaming functions), so --stream, --temperature and --repetition-penalty are refused");
   }
-  RankGenerateRequest request{f.module, f.parameters, prompt, f.max_tokens, f.repeat, f.timeout_seconds, f.verbose};
+  RankGenerateRequest request{f.module,          f.parameters,      prompt,    f.max_tokens,
+                              f.repeat,          f.timeout_seconds, f.verbose, f.trace};
   RankGenerateResult result;
   HEXIR_RETURN_IF_ERROR(GenerateOnRanks(module, options, request, &result));
   HEXIR_RETURN_IF_ERROR(PrintIds(result.ids, decode));
@@ -345,6 +347,11 @@ Status Run(const Flags& f) {
   HEXIR_ASSIGN_OR_RETURN(vm::Ref<vm::Module> module, vm::Module::LoadFromFile(f.module));
   const size_t device_count = options.device_uris.size();
   if (RunsAsRanks(*module, device_count)) return RunOnRanks(f, *module, options, greedy, prompt, decode);
+  if (!f.trace.empty()) {
+    return InvalidArgument("--trace traces a tensor-parallel module run as ranks of this process (--device "
+                           "given once per rank); module '", f.module, "' on ", device_count,
+                           " device(s) is not one (hexir-run --trace traces any module's calls)");
+  }
   if (device_count > std::max<size_t>(1, module->devices().size())) {
     return InvalidArgument("module '", f.module, "' runs on ", std::max<size_t>(1, module->devices().size()),
                            " device(s) and uses no collectives, but --device was given ", device_count,
@@ -465,6 +472,9 @@ int main(int argc, char** argv) {
       ->check(hexir::tools::IntegerAtLeast(0));
   app.add_flag("--stream", f.stream,
                "print the text as each decode chunk ends, then prompt and generation tokens/s to stderr");
+  app.add_option("--trace", f.trace,
+                 "write a Chrome/Perfetto trace (JSON) of every rank's dispatches and collectives, for a "
+                 "tensor-parallel module on --device repeated; stderr says how many collectives overlapped compute");
   app.add_flag("--tokenize-only", f.tokenize_only,
                "print the prompt's ids and their decoded text, and exit (no --module needed)");
   if (int exit = hexir::tools::ParseFlags("hexir-generate", app, argc, argv); exit >= 0) return exit;

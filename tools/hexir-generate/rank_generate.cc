@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "hal/element_type.h"
+#include "tools/common/device_trace.h"
 #include "tools/common/llama_parameters.h"
 #include "tools/common/rank_sessions.h"
 #include "tools/hexir-generate/decode_calls.h"
@@ -60,25 +61,16 @@ Status PrepareRank(DecodeContext target, int32_t rank, int32_t rank_count,
   return Status::Ok();
 }
 
-}  // namespace
-
-Status GenerateOnRanks(const vm::Module& module, const InvocationOptions& options,
-                       const RankGenerateRequest& request, RankGenerateResult* result) {
-  HEXIR_ASSIGN_OR_RETURN(auto ranks, RankSessions::Open(module, request.module_path, options));
-  const int32_t n = ranks->size();
-  std::vector<RankState> states(n);
-  // No collective before @generate: the ranks are prepared one after the other, and a
-  // refusal (a rank count the module was not imported for) comes before any upload.
-  for (int32_t r = 0; r < n; ++r) {
-    Status st = PrepareRank({ranks->group().context(r), ranks->devices(r)}, r, n, request, &states[r]);
-    if (!st.ok()) return std::move(st).WithContext(StrCat("rank ", r, " of ", n));
-  }
+// The --repeat calls of @generate on every rank at once; the ids must agree.
+Status CallRanks(RankSessions& ranks, const RankGenerateRequest& request, std::vector<RankState>& states,
+                 RankGenerateResult* result) {
+  const int32_t n = ranks.size();
   result->best_seconds = 1e30;
   for (int call = 0; call < std::max(1, request.repeat); ++call) {
     const auto start = std::chrono::steady_clock::now();
-    HEXIR_RETURN_IF_ERROR(ranks->group().Run([&](int32_t r) {
+    HEXIR_RETURN_IF_ERROR(ranks.group().Run([&](int32_t r) {
       RankState& s = states[r];
-      return CallGenerate({ranks->group().context(r), ranks->devices(r)}, s.generate, s.prompt, s.max_tokens,
+      return CallGenerate({ranks.group().context(r), ranks.devices(r)}, s.generate, s.prompt, s.max_tokens,
                           s.upload.views(), request.timeout_seconds, &s.ids);
     }));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -93,6 +85,29 @@ Status GenerateOnRanks(const vm::Module& module, const InvocationOptions& option
   }
   result->ids = states[0].ids;
   return Status::Ok();
+}
+
+}  // namespace
+
+Status GenerateOnRanks(const vm::Module& module, const InvocationOptions& options,
+                       const RankGenerateRequest& request, RankGenerateResult* result) {
+  HEXIR_ASSIGN_OR_RETURN(auto ranks, RankSessions::Open(module, request.module_path, options));
+  const int32_t n = ranks->size();
+  std::vector<RankState> states(n);
+  // No collective before @generate: the ranks are prepared one after the other, and a
+  // refusal (a rank count the module was not imported for) comes before any upload.
+  for (int32_t r = 0; r < n; ++r) {
+    Status st = PrepareRank({ranks->group().context(r), ranks->devices(r)}, r, n, request, &states[r]);
+    if (!st.ok()) return std::move(st).WithContext(StrCat("rank ", r, " of ", n));
+  }
+  std::vector<hal::Device*> traced;
+  std::vector<std::string> names;
+  for (int32_t r = 0; r < n; ++r) {
+    traced.push_back(ranks->devices(r)[0].get());
+    names.push_back(StrCat("rank ", r, " (", options.device_uris[r], ")"));
+  }
+  return TraceCalls("hexir-generate", request.trace, traced, names,
+                    [&] { return CallRanks(*ranks, request, states, result); });
 }
 
 }  // namespace hexir::tools

@@ -24,6 +24,7 @@ struct RankGenerateRequest {
   int repeat = 1;
   double timeout_seconds = 0;  // each call with its id download; 0: none
   bool verbose = false;
+  std::string trace;  // --trace: the calls' dispatches and collectives per rank (TraceCalls)
 };
 
 struct RankGenerateResult {

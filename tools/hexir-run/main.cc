@@ -38,29 +38,6 @@ struct Flags {
   std::string trace;           // --trace: Chrome/Perfetto JSON of every device's work
 };
 
-// --trace: records the calls' dispatches and collectives per device, writes them at the end
-// and says on stderr how many collectives ran while dispatches of their device ran (spans
-// that intersect) and how many the devices counted in collectives_overlapped.
-Status WithTrace(const std::string& path, std::vector<hal::Device*> devices, std::vector<std::string> names,
-                 const std::function<Status()>& calls) {
-  if (path.empty()) return calls();
-  uint64_t independent_before = 0;
-  for (hal::Device* d : devices) independent_before += d->stats().collectives_overlapped;
-  const std::vector<hal::Device*> traced = devices;
-  DeviceTrace trace(std::move(devices), std::move(names));
-  HEXIR_RETURN_IF_ERROR(calls());
-  size_t dispatches = 0, collectives = 0;
-  for (const DeviceTrace::Event& e : trace.events()) ++(e.collective ? collectives : dispatches);
-  HEXIR_RETURN_IF_ERROR(trace.Write(path));
-  uint64_t independent = 0;
-  for (hal::Device* d : traced) independent += d->stats().collectives_overlapped;
-  std::fprintf(stderr, "hexir-run: trace '%s': %zu dispatches, %zu collectives (%zu ran while dispatches of their device ran)\n",
-               path.c_str(), dispatches, collectives, trace.OverlappedCollectives());
-  std::fprintf(stderr, "hexir-run: collectives_overlapped (device statistics): %llu\n",
-               static_cast<unsigned long long>(independent - independent_before));
-  return Status::Ok();
-}
-
 // --list-devices: each device, then for every ordered pair the link and a measured bandwidth.
 Status ListDevices(const Flags& flags) {
   std::vector<std::string> uris = flags.devices.empty() ? hal::EnumerateDevices() : flags.devices;
@@ -129,11 +106,11 @@ Status EmitResults(const Flags& flags, const std::vector<HostValue>& results, in
 }
 
 // The calls of a run: --repeat times, each under its own --timeout deadline, traced over
-// `devices` when --trace asks.
+// `devices` when --trace asks (TraceCalls).
 template <typename Call>
 Status RepeatCalls(const Flags& flags, const std::vector<hal::Device*>& devices,
                    const std::vector<std::string>& names, Call&& call) {
-  return WithTrace(flags.trace, devices, names, [&]() -> Status {
+  return TraceCalls("hexir-run", flags.trace, devices, names, [&]() -> Status {
     for (int r = 0; r < flags.repeat; ++r) {
       vm::InvokeOptions options;
       if (flags.timeout_seconds > 0) options.deadline_ns = Interrupt::DeadlineAfter(flags.timeout_seconds);

@@ -43,23 +43,24 @@ size_t CollectiveLane::issued() const {
   return entries_.size();
 }
 
-bool CollectiveLane::busy() const {
+bool CollectiveLane::unjoined() const {
   MutexLock lock(mu_);
-  return done_ < entries_.size();
+  return joined_ < entries_.size();
 }
 
 void CollectiveLane::WaitForConflicts(const CommandRanges& ranges,
                                       size_t issued_before) {
   MutexLock lock(mu_);
-  // The latest conflicting collective: the lane runs them in order, so once it is done the
-  // earlier ones are too.
+  // The latest conflicting collective not yet joined, whether or not it has completed (the
+  // count must not depend on timing): the lane runs them in order, so joining it joins the
+  // earlier ones too.
   size_t last = SIZE_MAX;
-  for (size_t i = done_; i < issued_before && i < entries_.size(); ++i) {
+  for (size_t i = joined_; i < issued_before && i < entries_.size(); ++i) {
     if (DependsOnCollective(ranges, entries_[i].send, entries_[i].recv)) last = i;
   }
   if (last == SIZE_MAX) return;
+  joined_ = last + 1;
   done_cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return done_ > last; });
-  joined_ = std::max(joined_, last + 1);
 }
 
 void CollectiveLane::NoteIndependentWork() {

@@ -11,9 +11,11 @@
 //   lane thread:   ----- all_reduce --------------------------->|
 //
 // Counting: a collective is `collectives_overlapped` when the queue thread started commands
-// independent of it after issuing it and before waiting for it (a property of the recording
-// and the buffers, not of timing: whether the collective was still running then is the
-// trace's to show); every collective is counted in `collectives_executed` at Drain. Profiling: each collective's interval
+// independent of it after issuing it and before the first command that depends on it (or on a
+// later collective) was reached: a property of the recording and the buffers, not of timing
+// (a collective that already completed is joined by its first dependent command all the same,
+// without a wait; whether it was still running beside the independent ones is the trace's to
+// show); every collective is counted in `collectives_executed` at Drain. Profiling: each collective's interval
 // (from the lane thread's start of it to its end) reaches the profiler's OnCollective at Drain,
 // on the queue thread.
 //
@@ -54,14 +56,14 @@ class CollectiveLane {
              uint64_t recv_bytes);
   // The number of collectives issued since the last Drain (the next one's index).
   size_t issued() const;
-  // Blocks until none of the collectives issued before index `issued_before` that are still
-  // in flight is one that commands with `ranges` depend on (hal/command_ranges.h: they write
-  // its send or recv range, or read its recv range).
+  // Joins the latest collective issued before index `issued_before` and not yet joined that
+  // commands with `ranges` depend on (hal/command_ranges.h: they write its send or recv range,
+  // or read its recv range), and every one before it: blocks until they have completed.
   void WaitForConflicts(const CommandRanges& ranges, size_t issued_before);
-  // The queue thread starts commands independent of every collective it has not waited for.
+  // The queue thread starts commands independent of every collective it has not joined.
   void NoteIndependentWork();
-  // True while a collective issued since the last Drain has not completed.
-  bool busy() const;
+  // True while a collective issued since the last Drain has not been joined.
+  bool unjoined() const;
   // Waits for every issued collective, counts them, reports their intervals to `profiler`
   // (may be null) and returns the first failure.
   Status Drain(Profiler* profiler);
@@ -83,7 +85,7 @@ class CollectiveLane {
   std::condition_variable done_cv_;    // a collective completed
   std::vector<Entry> entries_ GUARDED_BY(mu_);  // issued since the last Drain, in order
   size_t done_ GUARDED_BY(mu_) = 0;             // entries_[0, done_) have completed
-  size_t joined_ GUARDED_BY(mu_) = 0;  // entries_[0, joined_): the queue thread waited for them
+  size_t joined_ GUARDED_BY(mu_) = 0;  // entries_[0, joined_): a command depended on them
   bool stopping_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

@@ -235,5 +235,59 @@ TEST_CASE("collectives sharing a wave run in recording order beside its dispatch
   }
 }
 
+// The overlap count follows from the recording alone (collective_lane.h), never from how
+// fast the collective ran: on a channel of one rank an all_reduce is a copy that completes at
+// once, yet an independent command recorded before the first dependent one counts it, every
+// time, and one recorded after it never does. Replayed 24 times per order, each with one and
+// two workers: exactly 24 and exactly 0.
+void CheckOverlapCountIsFromTheRecording(int32_t workers, bool independent_first) {
+  vm::Ref<Device> device = testing::CpuDevice(workers);
+  auto channel = device->CreateChannel();
+  REQUIRE(channel.ok());
+  auto exe = device->CreateExecutable(cpu::testing::TestKernelView({"affine_i32"}));
+  REQUIRE(exe.ok());
+  const int32_t kI32 = static_cast<int32_t>(ElementType::kI32);
+  vm::Ref<Buffer> send = testing::DeviceBuffer<int32_t>(*device, {7, 8});
+  vm::Ref<Buffer> recv = testing::DeviceBuffer<int32_t>(*device, {0, 0});
+  vm::Ref<Buffer> marker = testing::DeviceBuffer<int32_t>(*device, {0});
+  auto cb = *device->CreateCommandBuffer();
+  REQUIRE(cb->Collective(*channel, CollectiveKind::kAllReduce, ReductionOp::kSum, kI32, 2, 0,
+                         BufferRef::Whole(send), BufferRef::Whole(recv)).ok());
+  auto independent = [&] {  // marker = marker + 1: touches neither buffer
+    REQUIRE(cb->Barrier().ok());
+    REQUIRE(cb->Dispatch(*exe, 0, {1, 1, 1}, {BufferRef::Whole(marker)}, {1, 1, 1}).ok());
+  };
+  auto dependent = [&] {  // recv = recv + 100: reads the result
+    REQUIRE(cb->Barrier().ok());
+    REQUIRE(cb->Dispatch(*exe, 0, {2, 1, 1}, {BufferRef::Whole(recv)}, {2, 1, 100}).ok());
+  };
+  if (independent_first) independent();
+  dependent();
+  if (!independent_first) independent();
+  REQUIRE(cb->Finalize().ok());
+  const int kRuns = 24;
+  const DeviceStats before = device->stats();
+  auto sem = *device->CreateSemaphore(0);
+  for (int i = 1; i <= kRuns; ++i) REQUIRE(device->QueueExecute({}, cb, {{sem, uint64_t(i)}}).ok());
+  REQUIRE(sem->Wait(kRuns).ok());
+  std::vector<int32_t> result(2);
+  int32_t marks = 0;
+  REQUIRE(device->ReadBuffer(*recv, 0, result.data(), 8).ok());
+  REQUIRE(device->ReadBuffer(*marker, 0, &marks, 4).ok());
+  CHECK(result == std::vector<int32_t>{107, 108});  // each run: the copy, then + 100
+  CHECK(marks == kRuns);
+  const DeviceStats after = device->stats();
+  CHECK(after.collectives_executed - before.collectives_executed == kRuns);
+  CHECK(after.collectives_overlapped - before.collectives_overlapped ==
+        (independent_first ? kRuns : 0));
+}
+
+TEST_CASE("the overlap count does not depend on how fast the collective completes") {
+  SECTION("independent first, two workers") { CheckOverlapCountIsFromTheRecording(2, true); }
+  SECTION("independent first, one worker") { CheckOverlapCountIsFromTheRecording(1, true); }
+  SECTION("dependent first, two workers") { CheckOverlapCountIsFromTheRecording(2, false); }
+  SECTION("dependent first, one worker") { CheckOverlapCountIsFromTheRecording(1, false); }
+}
+
 }  // namespace
 }  // namespace hexir::hal

@@ -420,7 +420,7 @@ Status CpuDevice::ExecuteWave(const Command* begin, const Command* end,
     }
   }
   if (compute == 0) return Status::Ok();
-  if (lane_ && lane_->busy()) {
+  if (lane_ && lane_->unjoined()) {
     wave_ranges_.clear();
     for (const Command* c = begin; c != end; ++c) AppendCommandRanges(*c, table, &wave_ranges_);
     lane_->WaitForConflicts(wave_ranges_, issued_before);

@@ -2,20 +2,39 @@
 
 #include <dlfcn.h>
 
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 namespace hexir::hal::cpu {
 namespace {
 
 const MpiApi* g_api = nullptr;
 
+// How long MPI_Finalize may take at exit before the process leaves without it.
+constexpr auto kFinalizeLimit = std::chrono::seconds(20);
+
 // Abandoned collectives (a failed channel) do not hold MPI_Finalize back (Open MPI 4.1), so
-// every rank finalizes and mpirun sees a clean exit whatever the tool's exit status.
+// every rank finalizes and mpirun sees a clean exit whatever the tool's exit status. A rank
+// that died does: Open MPI's finalize waits for every process of the job, so when mpirun
+// keeps the job after a death (orte_abort_on_non_zero_status 0) it would never return. A
+// watchdog ends such a process with exit status 1 after kFinalizeLimit, saying why.
 void FinalizeAtExit() {
   int finalized = 0;
   if (g_api == nullptr) return;
-  if (g_api->MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) g_api->MPI_Finalize();
+  if (g_api->MPI_Finalized(&finalized) != MPI_SUCCESS || finalized) return;
+  std::thread([] {
+    std::this_thread::sleep_for(kFinalizeLimit);
+    std::fprintf(stderr, "hexir: MPI_Finalize did not return within %lld s (a rank of the job died?): "
+                 "exiting without it\n", static_cast<long long>(kFinalizeLimit.count()));
+    std::fflush(stderr);
+    _exit(1);
+  }).detach();
+  g_api->MPI_Finalize();
 }
 
 StatusOr<const MpiApi*> Load() {
