@@ -336,10 +336,12 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     // Every op that computes must now sit inside the thread's loops: anything left at the
     // top level would run in every thread over whole tensors (and race on outputs). With a
     // warp per point, or recomputed for every point, a whole reduction into a fresh temporary
-    // may stay (see above).
+    // may stay (see above); so may an in-place update's write-back of the slot its tiles
+    // wrote (a KV-cache row: codegen::IsSlotWriteBack).
     for (Operation& op : kernel.getBody().front())
       if (isa<TilingInterface, DestinationStyleOpInterface>(op) && !isa<scf::ForOp>(op) &&
-          !((lanes > 1 || recompute) && cuda::IsWholeReductionIntoTemporary(&op, kernel)))
+          !((lanes > 1 || recompute) && cuda::IsWholeReductionIntoTemporary(&op, kernel)) &&
+          !codegen::IsSlotWriteBack(&op))
         return fail();
     if (lanes > 1 && !columnTiling && !reductionPerPoint(kernel)) return fail();
     if (columnTiling && !columnTilePerPoint(kernel, columnTiling->columns())) return fail();

@@ -42,7 +42,12 @@ def CUDADistributeThreads : Pass<"hexir-cuda-distribute-threads", "mlir::ModuleO
     (`hexir.block_matvec`) alone or with elementwise consumers get the quantized GEMV kernel
     (CUDAQuantizedGemv.h: rows in groups of blocks read with 16-byte loads, decoded in
     registers, L lanes a row); `quantized-gemv=false` (or a kernel it refuses) regroups them
-    into 32-value units for the warp kernel (CUDABlockMatvec.h).
+    into 32-value units for the warp kernel (CUDABlockMatvec.h). An in-place update (the
+    kernel returns `insert_slice %row into %out[...]`, a KV-cache row write,
+    passes/dispatch/InPlaceUpdates.h) is distributed over its slot like any kernel: the root
+    is the copy of the row into the slot (codegen::KernelRoot), and the write-back of the
+    slot the threads wrote stays outside the thread loops (codegen::IsSlotWriteBack; a
+    self-copy that bufferization folds away).
     Anything else runs on one thread (P = 1).
   }];
   let options = [

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/MemRef/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -69,6 +70,23 @@ TilingInterface KernelRoot(func::FuncOp kernel) {
                                      ValueRange{slot.getResult()});
   insert.getSourceMutable().assign(copy->getResult(0));
   return cast<TilingInterface>(copy.getOperation());
+}
+
+bool IsSlotWriteBack(Operation* op) {
+  auto insert = dyn_cast<tensor::InsertSliceOp>(op);
+  if (!insert || !insert->hasOneUse() || !isa<func::ReturnOp>(*insert->user_begin())) return false;
+  auto out = dyn_cast<BlockArgument>(insert.getDest());
+  if (!out || !isa<func::FuncOp>(out.getOwner()->getParentOp())) return false;
+  // The tiled loops thread the slot through their iteration arguments: follow the
+  // outermost loop's init back to the slot it starts from.
+  auto loop = insert.getSource().getDefiningOp<scf::ForOp>();
+  if (!loop) return false;
+  unsigned i = cast<OpResult>(insert.getSource()).getResultNumber();
+  auto slot = loop.getInitArgs()[i].getDefiningOp<tensor::ExtractSliceOp>();
+  return slot && slot.getSource() == out &&
+         isEqualConstantIntOrValueArray(slot.getMixedOffsets(), insert.getMixedOffsets()) &&
+         isEqualConstantIntOrValueArray(slot.getMixedSizes(), insert.getMixedSizes()) &&
+         isEqualConstantIntOrValueArray(slot.getMixedStrides(), insert.getMixedStrides());
 }
 
 void CleanUpTiledKernel(func::FuncOp kernel) {

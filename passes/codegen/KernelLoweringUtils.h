@@ -32,6 +32,13 @@ void AddPipelineDialects(mlir::DialectRegistry& registry,
 // tiled over the slice and writes only it. Null when the kernel has no such op.
 mlir::TilingInterface KernelRoot(mlir::func::FuncOp kernel);
 
+// After KernelRoot's copy was tiled: `op` is the in-place update's final write-back,
+// `return insert_slice %v into %out[s]` with %out the kernel's output argument and %v the
+// tiled loops' result over `extract_slice %out[s]` (same offsets, sizes and strides). Its
+// bufferized form copies the slot onto itself and folds away, so it is no whole-tensor
+// work a distributed kernel would repeat in every thread: the tiles already wrote the slot.
+bool IsSlotWriteBack(mlir::Operation* op);
+
 // Tiles `root` into scf.for loops with `tileSizes` (0: that loop is not tiled), fusing every
 // producer of its operands into the tile loops, and replaces root's uses with the tiled
 // results. Failure: the op does not tile (the IR is unchanged).

@@ -12,6 +12,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "passes/Passes.h"
+#include "passes/dispatch/CacheRowProducers.h"
 #include "passes/dispatch/DispatchFormationFolds.h"
 #include "passes/dispatch/InPlaceUpdates.h"
 #include "passes/dispatch/LowerTensorOps.h"
@@ -60,10 +61,18 @@ bool isMarkedForRecompute(linalg::GenericOp g) {
   return isa<linalg::LinalgOp>(user) && user->getBlock() == g->getBlock();
 }
 
+bool isElementwiseGeneric(Operation* op) {
+  auto g = dyn_cast_or_null<linalg::GenericOp>(op);
+  return g && isElementwise(g);
+}
+
 // An elementwise generic whose only user is another linalg op of its block, or the source
 // of an in-place insert_slice of its block (a KV-cache row: its update computes the row), is
-// computed inside that consumer's dispatch (producer fusion), never as a dispatch of its own.
+// computed inside that consumer's dispatch (producer fusion), never as a dispatch of its own;
+// so is a reduction computing such a row (a GEMV writing its output straight into the cache
+// slot, CacheRowProducers.h).
 bool isFusableProducer(Operation* op) {
+  if (IsInPlaceRowProducer(op, isElementwiseGeneric)) return true;
   auto g = dyn_cast_or_null<linalg::GenericOp>(op);
   if (g && g->hasAttr(kRecomputeInConsumerAttr)) return isMarkedForRecompute(g);
   if (!g || g->getNumResults() != 1 || !g->hasOneUse() || !isElementwise(g)) return false;
@@ -131,6 +140,7 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal()) continue;
       LowerHostTensorOps(func);
+      if (fuseElementwise) DropUnitReshapesOfInPlaceRows(func);
       ApplyDispatchFormationFolds(func);
       if (failed(formGroupRegions(func))) return signalPassFailure();
       // Roots anywhere in the function (also inside scf bodies), not inside other linalg ops.

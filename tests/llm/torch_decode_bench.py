@@ -22,7 +22,7 @@ buffer and advances token and position itself: the timed loop launches (eager) o
                         --kv-heads 12 --vocab 32000 --seq-len 256 --seed 768 [--header-only]
      writes a random llama2.c checkpoint (float32, as the format requires); --header-only
      writes the same header and a sparse file of the same size (all zeros, no disk blocks):
-     enough for hexir-import, whose module depends only on the header.
+     enough for hexir-import, whose module depends only on the header (needs no torch).
 
 --dtype f16: weights, activations and KV cache in float16 (cuBLAS accumulates in f32);
 RMSNorm, rotary and softmax computed in float32. f32 disables TF32. The random checkpoint's
@@ -36,8 +36,11 @@ import struct
 import sys
 import time
 
-import torch
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:  # --write-random --header-only needs no torch
+    torch = F = None
 
 
 def layout(dim, hidden, L, H, KVH, V, seq):
@@ -61,12 +64,12 @@ def write_random(args):
                  "--heads --kv-heads --seq-len, a nonzero --vocab, dim divisible by heads")
     arrays = layout(*header)
     total = 28 + 4 * sum(math.prod(s) for _, s in arrays)
-    g = torch.Generator().manual_seed(args.seed)
     with open(args.write_random, "wb") as f:
         f.write(struct.pack("<7i", *header))
         if args.header_only:
             f.truncate(total)
             return
+        g = torch.Generator().manual_seed(args.seed)
         for name, shape in arrays:
             if name in ("rms_att", "rms_ffn", "rms_final"):
                 t = 1.0 + 0.1 * torch.randn(shape, generator=g)

@@ -277,3 +277,71 @@ hexir.executable @dynmax {
     }
   }
 }
+
+// -----
+
+// A KV-cache row update in place (passes/dispatch/InPlaceUpdates.h): the kernel returns
+// insert_slice(row into its output argument at a dynamic position). Its root is a copy of
+// the row into that slot (codegen::KernelRoot), tiled one element per thread; the final
+// write-back of the slot the threads wrote (codegen::IsSlotWriteBack) stays outside the
+// thread loops and does not refuse the distribution: 256 threads, not one.
+// CHECK-LABEL: hexir.executable @cache_row
+// CHECK-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 1, 1, 1>
+// CHECK:         func.func @cache_row(%[[ROW:.+]]: tensor<1x256xf32>, %{{.+}}: tensor<512x256xf32>, %[[OUT:.+]]: tensor<512x256xf32>, %[[POS:.+]]: index)
+// CHECK-SAME:      hexir.cuda.block_size = 256 : index, hexir.cuda.thread_count = 256 : index
+// CHECK:         %[[SLOT:.+]] = tensor.extract_slice %[[OUT]][%[[POS]], 0] [1, 256] [1, 1]
+// CHECK:         %[[ROWS:.+]] = scf.for {{.+}} iter_args(%{{.+}} = %[[SLOT]])
+// CHECK:           scf.for
+// CHECK:             tensor.extract_slice %[[ROW]][%{{.+}}, %{{.+}}] [1, 1] [1, 1]
+// CHECK:             linalg.copy ins(%{{.+}} : tensor<1x1xf32>)
+// CHECK:         tensor.insert_slice %[[ROWS]] into %[[OUT]][%[[POS]], 0] [1, 256] [1, 1]
+hexir.executable @cache_row {
+  builtin.module {
+    func.func @cache_row(%row: tensor<1x256xf32>, %cache: tensor<512x256xf32>, %out: tensor<512x256xf32>, %pos: index) -> tensor<512x256xf32> {
+      %r = tensor.insert_slice %row into %out[%pos, 0] [1, 256] [1, 1] {hexir.in_place} : tensor<1x256xf32> into tensor<512x256xf32>
+      return %r : tensor<512x256xf32>
+    }
+  }
+}
+
+// -----
+
+// The K row of an odd width (67) computed by an elementwise producer (a rotary-style
+// rotation reading the pair element, rounded to an f16 cache) inside the update: the
+// producer is fused per thread, so each of the 67 threads computes its own element.
+// CHECK-LABEL: hexir.executable @rotated_cache_row
+// CHECK-SAME:    hexir.cuda.block_size = array<i64: 67, 1, 1>
+// CHECK:         hexir.cuda.block_size = 67 : index, hexir.cuda.thread_count = 67 : index
+// CHECK:         scf.for
+// CHECK:           scf.for
+// CHECK:             math.cos
+// CHECK:             arith.truncf
+// CHECK:         tensor.insert_slice %{{.+}} into %{{.+}}[%{{.+}}, 0] [1, 67] [1, 1]
+// CHECK-NEXT:    return
+hexir.executable @rotated_cache_row {
+  builtin.module {
+    func.func @rotated_cache_row(%row: tensor<1x67xf32>, %cache: tensor<31x67xf16>, %out: tensor<31x67xf16>, %angle: f32, %pos: index) -> tensor<31x67xf16> {
+      %e = tensor.empty() : tensor<1x67xf16>
+      %k = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%row : tensor<1x67xf32>) outs(%e : tensor<1x67xf16>) {
+      ^bb0(%x: f32, %o: f16):
+        %i = linalg.index 0 : index
+        %j = linalg.index 1 : index
+        %c1 = arith.constant 1 : index
+        %c66 = arith.constant 66 : index
+        %p0 = arith.xori %j, %c1 : index
+        %p = arith.minui %p0, %c66 : index
+        %y = tensor.extract %row[%i, %p] : tensor<1x67xf32>
+        %cs = math.cos %angle : f32
+        %sn = math.sin %angle : f32
+        %a = arith.mulf %x, %cs : f32
+        %b = arith.mulf %y, %sn : f32
+        %s = arith.subf %a, %b : f32
+        %h = arith.truncf %s : f32 to f16
+        linalg.yield %h : f16
+      } -> tensor<1x67xf16>
+      %r = tensor.insert_slice %k into %out[%pos, 0] [1, 67] [1, 1] {hexir.in_place} : tensor<1x67xf16> into tensor<31x67xf16>
+      return %r : tensor<31x67xf16>
+    }
+  }
+}

@@ -122,3 +122,94 @@ func.func @row_read_twice(%row: tensor<1x4xf32>, %n: index) -> (tensor<8x4xf32>,
   }
   return %r#0, %r#1 : tensor<8x4xf32>, tensor<1x4xf32>
 }
+
+// -----
+
+// A GEMV row read only by the in-place update (the decode step's V projection), through a
+// unit reshape: the reshape folds into a rank-reducing insert of the same slot and the GEMV
+// (its fill with it) is computed in the update's kernel: one dispatch per iteration, tied to
+// the destination.
+// CHECK-LABEL: hexir.executable @gemv_row_dispatch_1
+// CHECK:         func.func @gemv_row_dispatch_1(%{{.+}}: tensor<7xf32>, %{{.+}}: tensor<5x7xf32>, %{{.+}}: tensor<9x5xf32>, %[[OUT:[a-z0-9]+]]: tensor<9x5xf32>, %[[POS:[a-z0-9]+]]: index)
+// CHECK:           linalg.fill
+// CHECK:           %[[ROW:.+]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK:           tensor.insert_slice %[[ROW]] into %[[OUT]][%[[POS]], 0] [1, 5] [1, 1] {hexir.in_place} : tensor<5xf32> into tensor<9x5xf32>
+// CHECK-LABEL: func.func @gemv_row(
+// CHECK:         scf.for
+// CHECK-NEXT:      hexir.dispatch @gemv_row_dispatch_1({{.+}}) {hexir.tied_operands = array<i64: 2>}
+// CHECK-NEXT:      scf.yield
+func.func @gemv_row(%x: tensor<7xf32>, %w: tensor<5x7xf32>, %n: index) -> tensor<9x5xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<9x5xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<9x5xf32>) -> tensor<9x5xf32>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %c) -> (tensor<9x5xf32>) {
+    %ev = tensor.empty() : tensor<5xf32>
+    %fv = linalg.fill ins(%z : f32) outs(%ev : tensor<5xf32>) -> tensor<5xf32>
+    %v = linalg.generic {indexing_maps = [affine_map<(n, k) -> (k)>, affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n)>], iterator_types = ["parallel", "reduction"]} ins(%x, %w : tensor<7xf32>, tensor<5x7xf32>) outs(%fv : tensor<5xf32>) {
+    ^bb0(%a: f32, %b: f32, %s: f32):
+      %m = arith.mulf %a, %b : f32
+      %t = arith.addf %s, %m : f32
+      linalg.yield %t : f32
+    } -> tensor<5xf32>
+    %row = tensor.expand_shape %v [[0, 1]] output_shape [1, 5] : tensor<5xf32> into tensor<1x5xf32>
+    %u = tensor.insert_slice %row into %acc[%i, 0] [1, 5] [1, 1] : tensor<1x5xf32> into tensor<9x5xf32>
+    scf.yield %u : tensor<9x5xf32>
+  }
+  return %r : tensor<9x5xf32>
+}
+
+// -----
+
+// The same GEMV rounded to an f16 cache by an elementwise generic before the reshape: the
+// GEMV and the rounding are both computed in the update's kernel. A GEMV whose row is also
+// read elsewhere (here: returned) stays its own dispatch, and the update copies its row.
+// CHECK-LABEL: hexir.executable @gemv_row_f16_dispatch_1
+// CHECK:           linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK:           arith.truncf
+// CHECK:           tensor.insert_slice %{{.+}} into %{{.+}} {hexir.in_place} : tensor<5xf16> into tensor<9x5xf16>
+// CHECK-LABEL: hexir.executable @gemv_row_f16_dispatch_3
+// CHECK:           iterator_types = ["parallel", "reduction"]
+// CHECK-LABEL: hexir.executable @gemv_row_f16_dispatch_4
+// CHECK-NOT:       iterator_types = ["parallel", "reduction"]
+// CHECK:           tensor.insert_slice
+// CHECK-LABEL: func.func @gemv_row_f16(
+// CHECK:           hexir.dispatch @gemv_row_f16_dispatch_1({{.+}}) {hexir.tied_operands = array<i64: 2>}
+// CHECK:           %[[V:.+]] = hexir.dispatch @gemv_row_f16_dispatch_3
+// CHECK:           hexir.dispatch @gemv_row_f16_dispatch_4(%[[V]], {{.+}}) {hexir.tied_operands = array<i64: 1>}
+func.func @gemv_row_f16(%x: tensor<7xf32>, %w: tensor<5x7xf32>, %pos: index) -> (tensor<9x5xf16>, tensor<9x5xf32>, tensor<5xf32>) {
+  %z = arith.constant 0.0 : f32
+  %zh = arith.constant 0.0 : f16
+  %e = tensor.empty() : tensor<9x5xf16>
+  %c = linalg.fill ins(%zh : f16) outs(%e : tensor<9x5xf16>) -> tensor<9x5xf16>
+  %ev = tensor.empty() : tensor<5xf32>
+  %fv = linalg.fill ins(%z : f32) outs(%ev : tensor<5xf32>) -> tensor<5xf32>
+  %v = linalg.generic {indexing_maps = [affine_map<(n, k) -> (k)>, affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n)>], iterator_types = ["parallel", "reduction"]} ins(%x, %w : tensor<7xf32>, tensor<5x7xf32>) outs(%fv : tensor<5xf32>) {
+  ^bb0(%a: f32, %b: f32, %s: f32):
+    %m = arith.mulf %a, %b : f32
+    %t = arith.addf %s, %m : f32
+    linalg.yield %t : f32
+  } -> tensor<5xf32>
+  %eh = tensor.empty() : tensor<5xf16>
+  %h = linalg.generic {indexing_maps = [affine_map<(n) -> (n)>, affine_map<(n) -> (n)>], iterator_types = ["parallel"]} ins(%v : tensor<5xf32>) outs(%eh : tensor<5xf16>) {
+  ^bb0(%a: f32, %o: f16):
+    %t = arith.truncf %a : f32 to f16
+    linalg.yield %t : f16
+  } -> tensor<5xf16>
+  %row = tensor.expand_shape %h [[0, 1]] output_shape [1, 5] : tensor<5xf16> into tensor<1x5xf16>
+  %u = tensor.insert_slice %row into %c[%pos, 0] [1, 5] [1, 1] : tensor<1x5xf16> into tensor<9x5xf16>
+  %e2 = tensor.empty() : tensor<9x5xf32>
+  %c2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<9x5xf32>) -> tensor<9x5xf32>
+  %ev2 = tensor.empty() : tensor<5xf32>
+  %fv2 = linalg.fill ins(%z : f32) outs(%ev2 : tensor<5xf32>) -> tensor<5xf32>
+  %v2 = linalg.generic {indexing_maps = [affine_map<(n, k) -> (k)>, affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n)>], iterator_types = ["parallel", "reduction"]} ins(%x, %w : tensor<7xf32>, tensor<5x7xf32>) outs(%fv2 : tensor<5xf32>) {
+  ^bb0(%a: f32, %b: f32, %s: f32):
+    %m = arith.mulf %a, %b : f32
+    %t = arith.addf %s, %m : f32
+    linalg.yield %t : f32
+  } -> tensor<5xf32>
+  %row2 = tensor.expand_shape %v2 [[0, 1]] output_shape [1, 5] : tensor<5xf32> into tensor<1x5xf32>
+  %u2 = tensor.insert_slice %row2 into %c2[%pos, 0] [1, 5] [1, 1] : tensor<1x5xf32> into tensor<9x5xf32>
+  return %u, %u2, %v2 : tensor<9x5xf16>, tensor<9x5xf32>, tensor<5xf32>
+}

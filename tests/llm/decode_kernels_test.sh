@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Every CUDA kernel of real decode modules spreads over threads: stories260K (f32), random768
+# (dim 768, 12 layers, f16 weights) and the TinyLlama-1.1B shape (dim 2048, 22 layers, 4 KV
+# heads, f16 weights; f32 and f16 KV cache) compiled for --target=cuda, their kernels read
+# back with hexir-dump (`cuda.block_size.<entry>`, `cost.<entry>.bytes_written`). A kernel on
+# a one-thread block fails the test unless a row of ALLOWED below names why it may (the KV
+# cache's row writes ran on one thread until codegen::IsSlotWriteBack: 256-768 powf/sin/cos
+# or copies per layer in one thread). Compile-only: no device is opened, so it runs here.
+# The random checkpoints are header-only sparse files (torch_decode_bench.py --header-only):
+# a module depends only on the header.
+source tests/llm/common.sh
+DUMP=tools/hexir-dump/hexir-dump
+BENCH_PY=tests/llm/torch_decode_bench.py
+# ALLOWED: "rule|reason". The one rule: a kernel whose output is one scalar (<= 8 bytes
+# written: the cache length, a position, a stop flag, a token id) has nothing to spread.
+ALLOWED=("scalar|writes one element (<= 8 bytes): the whole job is one thread's")
+
+# one_thread_kernels MODULE: prints "entry bytes_written" for each one-thread kernel, then a
+# last line "kernels N".
+one_thread_kernels() {
+  "$DUMP" --no-code "$1" | awk '
+    match($0, /attr cost\.[^ ]+\.bytes_written = "/) {
+      name = $2; sub(/^cost\./, "", name); sub(/\.bytes_written$/, "", name)
+      v = $4; gsub(/"/, "", v); written[name] = v }
+    match($0, /attr cuda\.block_size\.[^ ]+ = "/) {
+      name = $2; sub(/^cuda\.block_size\./, "", name)
+      v = $4; gsub(/"/, "", v); block[name] = v; ++kernels }
+    END {
+      for (k in block) if (block[k] == "1,1,1") print k, (k in written ? written[k] : "?")
+      print "kernels", kernels + 0 }'
+}
+
+# check NAME CKPT [import flags...]
+check() {
+  local name=$1 ckpt=$2; shift 2
+  "$IMPORT" "$ckpt" -o "$TMP/$name.mlir" "$@" || { fail "$name: hexir-import"; return; }
+  "$COMPILE" "$TMP/$name.mlir" --target=cuda -o "$TMP/$name.cuda.vmfb" \
+    || { fail "$name: hexir-compile --target=cuda"; return; }
+  local listing kernels bad=0
+  listing=$(one_thread_kernels "$TMP/$name.cuda.vmfb")
+  kernels=$(echo "$listing" | sed -n 's/^kernels //p')
+  [ "${kernels:-0}" -ge 20 ] || { fail "$name: only ${kernels:-0} CUDA kernels read back"; return; }
+  while read -r entry written; do
+    [ "$entry" = kernels ] && continue
+    [ -z "$entry" ] && continue
+    if [[ "$written" =~ ^[0-9]+$ ]] && [ "$written" -le 8 ]; then
+      echo "allowed: $name: $entry on one thread (${ALLOWED[0]#*|})"
+    else
+      fail "$name: kernel $entry runs on a one-thread block (writes $written bytes) and no row of ALLOWED covers it"
+      bad=1
+    fi
+  done <<<"$listing"
+  [ "$bad" -eq 0 ] && pass "$name: all $kernels CUDA kernels spread over threads (bar one-element ones)"
+}
+
+if [ -f "$SHARED/models/stories260K.bin" ]; then
+  check stories260K "$SHARED/models/stories260K.bin"
+else
+  echo "HEXIR_SKIPPED: stories260K: $SHARED/models/stories260K.bin not found"
+fi
+/usr/bin/python3 "$BENCH_PY" --write-random "$TMP/random768.bin" --dim 768 --hidden 2048 --layers 12 \
+  --heads 12 --kv-heads 12 --vocab 32000 --seq-len 256 --seed 768 --header-only
+/usr/bin/python3 "$BENCH_PY" --write-random "$TMP/tinyllama.bin" --dim 2048 --hidden 5632 --layers 22 \
+  --heads 32 --kv-heads 4 --vocab 32000 --seq-len 512 --seed 2048 --header-only
+check random768_f16 "$TMP/random768.bin" --weights=f16
+check tinyllama_f16 "$TMP/tinyllama.bin" --weights=f16
+check tinyllama_f16_kv16 "$TMP/tinyllama.bin" --weights=f16 --kv-cache=f16
+rm -f "$TMP"/random768.bin "$TMP"/tinyllama.bin
+[ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }
