@@ -475,5 +475,73 @@ TEST_CASE("RMSNorm over dynamic rows is one dispatch and matches a double refere
       1e-4);
 }
 
+// RMSNorm over the last axis of a dynamic [B][S][D] tensor: rows are (b, s), blocks of rows
+// along s inside each b.
+const char* kRmsNorm3D = R"mlir(
+#id = affine_map<(b, s, d) -> (b, s, d)>
+#row = affine_map<(b, s, d) -> (b, s)>
+#col = affine_map<(b, s, d) -> (d)>
+func.func @main(%x: tensor<?x?x?xf32>, %g: tensor<?xf32>) -> tensor<?x?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %zero = arith.constant 0.0 : f32
+  %eps = arith.constant 1.0e-5 : f32
+  %nb = tensor.dim %x, %c0 : tensor<?x?x?xf32>
+  %ns = tensor.dim %x, %c1 : tensor<?x?x?xf32>
+  %nd = tensor.dim %x, %c2 : tensor<?x?x?xf32>
+  %di = arith.index_cast %nd : index to i64
+  %n = arith.sitofp %di : i64 to f32
+  %er = tensor.empty(%nb, %ns) : tensor<?x?xf32>
+  %e = tensor.empty(%nb, %ns, %nd) : tensor<?x?x?xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%er : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %ss = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : tensor<?x?x?xf32>) outs(%z : tensor<?x?xf32>) {
+    ^bb0(%v: f32, %s: f32):
+      %q = arith.mulf %v, %v : f32
+      %r = arith.addf %q, %s : f32
+      linalg.yield %r : f32
+  } -> tensor<?x?xf32>
+  %y = linalg.generic {indexing_maps = [#id, #row, #col, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %ss, %g : tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?xf32>) outs(%e : tensor<?x?x?xf32>) {
+    ^bb0(%v: f32, %s: f32, %gg: f32, %o: f32):
+      %m = arith.divf %s, %n : f32
+      %me = arith.addf %m, %eps : f32
+      %rs = math.rsqrt %me : f32
+      %t = arith.mulf %v, %rs : f32
+      %r = arith.mulf %t, %gg : f32
+      linalg.yield %r : f32
+  } -> tensor<?x?x?xf32>
+  return %y : tensor<?x?x?xf32>
+}
+)mlir";
+
+TEST_CASE("RMSNorm over the last axis of a dynamic 3-D tensor is one dispatch and matches a double reference") {
+  std::string module = CompileOrDie(kRmsNorm3D, "memory_bound_rmsnorm_3d");
+  const std::vector<std::vector<int64_t>> shapes = {{1, 1, 1}, {3, 5, 17}, {2, 3, 4099}, {1, 67, 1023}, {5, 1, 3}};
+  for (int threads : {0, 1, 3}) {
+    INFO(threads << " worker threads");
+    auto session = OpenOrDie(module, "cpu", threads);
+    for (const std::vector<int64_t>& dims : shapes) {
+      INFO(dims[0] << " x " << dims[1] << " x " << dims[2]);
+      HostTensor x = RandomF32(dims, 81, -3, 3), g = RandomF32({dims[2]}, 82);
+      HostTensor expected = ZerosF32(dims);
+      const int64_t rows = dims[0] * dims[1], cols = dims[2];
+      for (int64_t i = 0; i < rows; ++i) {
+        const float* in = F32(x) + i * cols;
+        double ss = 0;
+        for (int64_t j = 0; j < cols; ++j) ss += double(in[j]) * in[j];
+        double scale = 1 / std::sqrt(ss / double(cols) + 1e-5);
+        for (int64_t j = 0; j < cols; ++j) F32(expected)[i * cols + j] = float(in[j] * scale * F32(g)[j]);
+      }
+      hal::DeviceStats before = session->device().stats();
+      std::vector<tools::HostValue> out = CallOrDie(*session, "main", {Tensor(x), Tensor(g)});
+      CHECK(session->device().stats().dispatches_executed - before.dispatches_executed == 1);
+      REQUIRE(out.size() == 1);
+      RequireClose(out[0].tensor, expected, 1e-4, 1e-4);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hexir::e2e
