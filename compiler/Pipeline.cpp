@@ -181,6 +181,9 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
       pm.addPass(hexir::createGroupSmallProjections(
           GroupSmallProjectionsOptions{CPUDistributeWorkgroupsOptions{}.minWorkPerWorkgroup}));
   }
+  // CPU: a row softmax or norm (reductions along rows, then elementwise ops reading them) is
+  // one kernel that runs its passes a block of rows at a time (passes/codegen/CPURowChains.h).
+  if (options.fuse_elementwise && OnlyCpu(options)) pm.addPass(hexir::createGroupRowChains());
   // Both targets apply consumers inside reductions (CUDA: lane 0 of the point's warp), so no
   // target sets unfused-reduction-extent (measured on the H200: fusing is 1.5-4% faster).
   pm.addPass(hexir::createFormDispatchRegions(

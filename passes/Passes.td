@@ -59,6 +59,21 @@ def InlineDeviceCalls : Pass<"hexir-inline-device-calls", "mlir::ModuleOp"> {
 
 //===-- dispatch ------------------------------------------------------------------------===//
 
+def GroupRowChains : Pass<"hexir-group-row-chains", "mlir::ModuleOp"> {
+  let summary = "Makes each row-wise chain of reductions and elementwise ops (softmax, norms) one dispatch group";
+  let description = [{
+    CPU only. Generics over the same rows (loop 0 parallel, the same loop count; reductions
+    reduce only their last loop; elementwise ones write their whole iteration space) linked
+    by reads that keep loop 0 (a reduction's result read along its rows, an elementwise
+    result read whole) form a chain; one with a reduction read by an elementwise member, a
+    single result used outside it, produced by its last member, gets
+    `hexir.dispatch_group = "row_chain.N"`: `hexir-form-dispatch-regions` makes one kernel of
+    it, and the CPU lowering runs all its passes over a block of rows while the rows are in
+    cache (passes/codegen/CPURowChains.h).
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
 def FormDispatchRegions : Pass<"hexir-form-dispatch-regions", "mlir::ModuleOp"> {
   let summary = "Wraps each linalg op (plus cloned producers, fused consumers) in hexir.dispatch_region";
   let description = [{

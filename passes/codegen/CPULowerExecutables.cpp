@@ -3,6 +3,7 @@
 // constants and the workgroup id into the kernel's arguments.
 #include <cstddef>
 
+#include "dialects/hexir/IR/HexirAttributes.h"
 #include "dialects/hexir/IR/HexirOps.h"
 #include "hal/drivers/cpu/dispatch_abi.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -27,6 +28,7 @@
 #include "passes/codegen/CPUMatmulMicroKernel.h"
 #include "passes/codegen/CPUMatvecKernel.h"
 #include "passes/codegen/CPUReductionOrder.h"
+#include "passes/codegen/CPURowChains.h"
 #include "passes/codegen/CPUTarget.h"
 #include "passes/codegen/CPUTransposeTiling.h"
 #include "passes/codegen/KernelChecks.h"
@@ -56,10 +58,16 @@ constexpr const char* kLLVMPipeline =
 // A copy between strided views (a fused chain of pure data movement folds to one) becomes a
 // linalg.copy, lowered to loops like every other op: finalize-memref-to-llvm would call the
 // runtime's memrefCopy, which a kernel's shared object cannot resolve at dlopen. Copies
-// between identity layouts stay (they become a memcpy intrinsic).
+// between identity layouts stay (they become a memcpy intrinsic). A copy of a view onto
+// itself (what bufferization leaves of a tile loop's insert_slice into the slice it
+// extracted) is erased.
 void LowerStridedCopiesToLinalg(ModuleOp inner) {
   SmallVector<memref::CopyOp> copies;
   inner.walk([&](memref::CopyOp copy) {
+    if (copy.getSource() == copy.getTarget()) {
+      copy.erase();
+      return;
+    }
     auto source = dyn_cast<MemRefType>(copy.getSource().getType());
     auto target = dyn_cast<MemRefType>(copy.getTarget().getType());
     if (source && target && (!source.getLayout().isIdentity() || !target.getLayout().isIdentity()))
@@ -79,7 +87,8 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
   void getDependentDialects(DialectRegistry& registry) const override {
     CPULowerExecutablesBase::getDependentDialects(registry);
     registry.insert<vector::VectorDialect>();
-    codegen::AddPipelineDialects(registry, {kBufferizePipeline, kLoopsPipeline, kLLVMPipeline});
+    codegen::AddPipelineDialects(registry, {kBufferizePipeline, kLoopsPipeline, kLLVMPipeline,
+                                            codegen::kRowChainBufferPipeline});
   }
 
   // Executables are lowered concurrently on the context's threads (one by one, in module order,
@@ -111,6 +120,11 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     // through the entry's return code (hal/drivers/cpu/dispatch_abi.h).
     func::FuncOp tensorKernel = codegen::LookupKernel(exe);
     if (!tensorKernel) return failure();
+    codegen::CPUTarget target = codegen::DescribeCPU(cpu);
+    // A row softmax or norm a block of rows at a time, the rows in L1 (codegen/CPURowChains.h).
+    auto group = exe->getAttrOfType<StringAttr>(kDispatchGroupAttr);
+    const bool rowChain = group && group.getValue() == codegen::kRowChainGroup;
+    if (rowChain && failed(codegen::TileRowChains(tensorKernel, target.l1Bytes))) return failure();
     // Elementwise chains as one loop nest (codegen/CPUElementwiseFusion.h).
     if (failed(codegen::FuseElementwiseChains(tensorKernel))) return failure();
     // Transposing loops in cache-line blocks (codegen/CPUTransposeTiling.h).
@@ -123,8 +137,11 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     FailureOr<func::FuncOp> kernel = codegen::FinishBufferizedKernel(exe);
     if (failed(kernel)) return failure();
     SmallVector<Type> signature(kernel->getArgumentTypes());
+    if (rowChain) {
+      FailureOr<OpPassManager> hoist = parsePassPipeline(codegen::kRowChainBufferPipeline);
+      if (failed(hoist) || failed(runPipeline(*hoist, inner))) return failure();
+    }
     // f32 matmuls: packed right-hand side, register-blocked vector FMAs.
-    codegen::CPUTarget target = codegen::DescribeCPU(cpu);
     codegen::MatmulTiles tiles = codegen::ChooseMatmulTiles(target);
     codegen::LowerMatmulsToMicroKernels(*kernel, tiles);
     // f32 2-D convolutions: dense ones as implicit GEMMs on the same micro-kernel,

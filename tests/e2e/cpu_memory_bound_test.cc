@@ -3,15 +3,20 @@
 // elementwise chains fused into one loop (passes/codegen/CPUElementwiseFusion.h), transposes
 // and transposed operands in cache-line blocks (passes/codegen/CPUTransposeTiling.h),
 // reductions over each axis (an outer axis split into runs of at least 1 KiB a workgroup:
-// hexir-cpu-distribute-workgroups), softmax, and a fused chain of pure data movement.
+// hexir-cpu-distribute-workgroups), a fused chain of pure data movement, and row chains (softmax,
+// layer norm, RMSNorm: one dispatch a call, rows of 1 to 4099, passes/codegen/CPURowChains.h).
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "hal/device.h"
+#include "hal/stats.h"
 #include "tests/e2e/harness.h"
+#include "tools/common/invocation.h"
 
 namespace hexir::e2e {
 namespace {
@@ -226,6 +231,49 @@ TEST_CASE("sums over each axis of a 3-D tensor match a double reference") {
   }
 }
 
+// Row chains (passes/codegen/CPURowChains.h): one dispatch per call, a block of rows at a
+// time. Rows x columns: the brief's row lengths 1, 3, 17, 1023 and 4099 (longer than a
+// block's budget, not a multiple of a vector), each with a few rows.
+const std::vector<std::pair<int64_t, int64_t>> kRowShapes = {
+    {1, 1}, {7, 1}, {3, 3}, {1, 17}, {33, 17}, {2, 1023}, {19, 1023}, {1, 4099}, {5, 4099}, {1023, 3}};
+
+using RowReference = std::function<void(const std::vector<HostTensor>&, int64_t, int64_t, HostTensor&)>;
+
+// Runs `module` on every shape (inputs from `make`) on 0, 1 and 3 worker threads against the
+// double reference; each call is one dispatch.
+void RunRowChain(const std::string& module,
+                 const std::function<std::vector<HostTensor>(int64_t, int64_t)>& make,
+                 const RowReference& reference, double tolerance,
+                 const std::vector<std::pair<int64_t, int64_t>>& shapes = kRowShapes) {
+  for (int threads : {0, 1, 3}) {
+    INFO(threads << " worker threads");
+    auto session = OpenOrDie(module, "cpu", threads);
+    for (auto [rows, cols] : shapes) {
+      INFO(rows << " x " << cols);
+      std::vector<HostTensor> inputs = make(rows, cols);
+      HostTensor expected = ZerosF32({rows, cols});
+      reference(inputs, rows, cols, expected);
+      std::vector<tools::HostValue> args;
+      for (const HostTensor& t : inputs) args.push_back(Tensor(t));
+      hal::DeviceStats before = session->device().stats();
+      std::vector<tools::HostValue> out = CallOrDie(*session, "main", args);
+      CHECK(session->device().stats().dispatches_executed - before.dispatches_executed == 1);
+      REQUIRE(out.size() == 1);
+      RequireClose(out[0].tensor, expected, tolerance, tolerance);
+    }
+  }
+}
+
+void SoftmaxReference(const std::vector<HostTensor>& in, int64_t rows, int64_t cols, HostTensor& out) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* x = F32(in[0]) + i * cols;
+    double top = x[0], sum = 0;
+    for (int64_t j = 1; j < cols; ++j) top = std::max(top, double(x[j]));
+    for (int64_t j = 0; j < cols; ++j) sum += std::exp(double(x[j]) - top);
+    for (int64_t j = 0; j < cols; ++j) F32(out)[i * cols + j] = float(std::exp(double(x[j]) - top) / sum);
+  }
+}
+
 // Row softmax (max, exp(x - max), sum, divide) over dynamic rows x columns.
 const char* kSoftmax = R"mlir(
 #id = affine_map<(i, j) -> (i, j)>
@@ -270,20 +318,228 @@ func.func @main(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
 }
 )mlir";
 
-TEST_CASE("row softmax matches a double reference") {
+TEST_CASE("row softmax over dynamic rows is one dispatch and matches a double reference") {
   std::string module = CompileOrDie(kSoftmax, "memory_bound_softmax");
-  for (auto [rows, cols] : kShapes) {
-    INFO(rows << " x " << cols);
-    HostTensor x = RandomF32({rows, cols}, 51, -8, 8);
-    HostTensor expected = ZerosF32({rows, cols});
-    for (int64_t i = 0; i < rows; ++i) {
-      const float* in = F32(x) + i * cols;
-      double top = in[0], sum = 0;
-      for (int64_t j = 1; j < cols; ++j) top = std::max(top, double(in[j]));
-      for (int64_t j = 0; j < cols; ++j) sum += std::exp(in[j] - top);
-      for (int64_t j = 0; j < cols; ++j) F32(expected)[i * cols + j] = float(std::exp(in[j] - top) / sum);
+  RunRowChain(module, [](int64_t r, int64_t c) { return std::vector<HostTensor>{RandomF32({r, c}, 51, -8, 8)}; },
+              SoftmaxReference, 1e-5);
+}
+
+// The same softmax with static shapes: 37 rows of 4099 (blocks of one row) and 300 of 17
+// (blocks of many rows, the last one partial).
+std::string StaticSoftmax(int64_t rows, int64_t cols) {
+  std::string source = kSoftmax;
+  auto replace = [&](const std::string& from, const std::string& to) {
+    for (size_t at = source.find(from); at != std::string::npos; at = source.find(from, at + to.size()))
+      source.replace(at, from.size(), to);
+  };
+  const std::string r = std::to_string(rows), c = std::to_string(cols);
+  replace("tensor<?x?xf32>", "tensor<" + r + "x" + c + "xf32>");
+  replace("tensor<?xf32>", "tensor<" + r + "xf32>");
+  replace("tensor.empty(%n, %m)", "tensor.empty()");
+  replace("tensor.empty(%n)", "tensor.empty()");
+  return source;
+}
+
+TEST_CASE("row softmax over static rows of 4099 and of 17 is one dispatch and matches a double reference") {
+  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{37, 4099}, {300, 17}}) {
+    std::string module = CompileOrDie(StaticSoftmax(rows, cols), "memory_bound_softmax_static");
+    RunRowChain(module, [](int64_t r, int64_t c) { return std::vector<HostTensor>{RandomF32({r, c}, 52, -8, 8)}; },
+                SoftmaxReference, 1e-5, {{rows, cols}});
+  }
+}
+
+// Layer norm over dynamic rows: mean, variance of x - mean, (x - mean) * rsqrt(var + eps) * g + b
+// (the column count as a float computed on the host).
+const char* kLayerNorm = R"mlir(
+#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+#col = affine_map<(i, j) -> (j)>
+func.func @main(%x: tensor<?x?xf32>, %g: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %eps = arith.constant 1.0e-5 : f32
+  %rows = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %cols = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %ci = arith.index_cast %cols : index to i64
+  %n = arith.sitofp %ci : i64 to f32
+  %er = tensor.empty(%rows) : tensor<?xf32>
+  %e = tensor.empty(%rows, %cols) : tensor<?x?xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%er : tensor<?xf32>) -> tensor<?xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<?x?xf32>) outs(%z : tensor<?xf32>) {
+    ^bb0(%v: f32, %s: f32):
+      %r = arith.addf %v, %s : f32
+      linalg.yield %r : f32
+  } -> tensor<?xf32>
+  %var = linalg.generic {indexing_maps = [#id, #row, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %sum : tensor<?x?xf32>, tensor<?xf32>) outs(%z : tensor<?xf32>) {
+    ^bb0(%v: f32, %s: f32, %a: f32):
+      %m = arith.divf %s, %n : f32
+      %d = arith.subf %v, %m : f32
+      %q = arith.mulf %d, %d : f32
+      %r = arith.addf %q, %a : f32
+      linalg.yield %r : f32
+  } -> tensor<?xf32>
+  %y = linalg.generic {indexing_maps = [#id, #row, #row, #col, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %sum, %var, %g, %b : tensor<?x?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>) outs(%e : tensor<?x?xf32>) {
+    ^bb0(%v: f32, %s: f32, %w: f32, %gg: f32, %bb: f32, %o: f32):
+      %m = arith.divf %s, %n : f32
+      %vv = arith.divf %w, %n : f32
+      %ve = arith.addf %vv, %eps : f32
+      %rs = math.rsqrt %ve : f32
+      %d = arith.subf %v, %m : f32
+      %t = arith.mulf %d, %rs : f32
+      %u = arith.mulf %t, %gg : f32
+      %r = arith.addf %u, %bb : f32
+      linalg.yield %r : f32
+  } -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+)mlir";
+
+TEST_CASE("layer norm over dynamic rows is one dispatch and matches a double reference") {
+  std::string module = CompileOrDie(kLayerNorm, "memory_bound_layernorm");
+  RunRowChain(
+      module,
+      [](int64_t r, int64_t c) {
+        return std::vector<HostTensor>{RandomF32({r, c}, 61, -3, 5), RandomF32({c}, 62), RandomF32({c}, 63)};
+      },
+      [](const std::vector<HostTensor>& in, int64_t rows, int64_t cols, HostTensor& out) {
+        for (int64_t i = 0; i < rows; ++i) {
+          const float* x = F32(in[0]) + i * cols;
+          double mean = 0, var = 0;
+          for (int64_t j = 0; j < cols; ++j) mean += x[j];
+          mean /= double(cols);
+          for (int64_t j = 0; j < cols; ++j) var += (x[j] - mean) * (x[j] - mean);
+          double scale = 1 / std::sqrt(var / double(cols) + 1e-5);
+          for (int64_t j = 0; j < cols; ++j)
+            F32(out)[i * cols + j] = float((x[j] - mean) * scale * F32(in[1])[j] + F32(in[2])[j]);
+        }
+      },
+      1e-4);
+}
+
+// RMSNorm over dynamic rows: x * rsqrt(mean(x^2) + eps) * g.
+const char* kRmsNorm = R"mlir(
+#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+#col = affine_map<(i, j) -> (j)>
+func.func @main(%x: tensor<?x?xf32>, %g: tensor<?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %eps = arith.constant 1.0e-5 : f32
+  %rows = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %cols = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %ci = arith.index_cast %cols : index to i64
+  %n = arith.sitofp %ci : i64 to f32
+  %er = tensor.empty(%rows) : tensor<?xf32>
+  %e = tensor.empty(%rows, %cols) : tensor<?x?xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%er : tensor<?xf32>) -> tensor<?xf32>
+  %ss = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<?x?xf32>) outs(%z : tensor<?xf32>) {
+    ^bb0(%v: f32, %s: f32):
+      %q = arith.mulf %v, %v : f32
+      %r = arith.addf %q, %s : f32
+      linalg.yield %r : f32
+  } -> tensor<?xf32>
+  %y = linalg.generic {indexing_maps = [#id, #row, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %ss, %g : tensor<?x?xf32>, tensor<?xf32>, tensor<?xf32>) outs(%e : tensor<?x?xf32>) {
+    ^bb0(%v: f32, %s: f32, %gg: f32, %o: f32):
+      %m = arith.divf %s, %n : f32
+      %me = arith.addf %m, %eps : f32
+      %rs = math.rsqrt %me : f32
+      %t = arith.mulf %v, %rs : f32
+      %r = arith.mulf %t, %gg : f32
+      linalg.yield %r : f32
+  } -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+)mlir";
+
+TEST_CASE("RMSNorm over dynamic rows is one dispatch and matches a double reference") {
+  std::string module = CompileOrDie(kRmsNorm, "memory_bound_rmsnorm");
+  RunRowChain(
+      module,
+      [](int64_t r, int64_t c) { return std::vector<HostTensor>{RandomF32({r, c}, 71, -3, 3), RandomF32({c}, 72)}; },
+      [](const std::vector<HostTensor>& in, int64_t rows, int64_t cols, HostTensor& out) {
+        for (int64_t i = 0; i < rows; ++i) {
+          const float* x = F32(in[0]) + i * cols;
+          double ss = 0;
+          for (int64_t j = 0; j < cols; ++j) ss += double(x[j]) * x[j];
+          double scale = 1 / std::sqrt(ss / double(cols) + 1e-5);
+          for (int64_t j = 0; j < cols; ++j) F32(out)[i * cols + j] = float(x[j] * scale * F32(in[1])[j]);
+        }
+      },
+      1e-4);
+}
+
+// RMSNorm over the last axis of a dynamic [B][S][D] tensor: rows are (b, s), blocks of rows
+// along s inside each b.
+const char* kRmsNorm3D = R"mlir(
+#id = affine_map<(b, s, d) -> (b, s, d)>
+#row = affine_map<(b, s, d) -> (b, s)>
+#col = affine_map<(b, s, d) -> (d)>
+func.func @main(%x: tensor<?x?x?xf32>, %g: tensor<?xf32>) -> tensor<?x?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %zero = arith.constant 0.0 : f32
+  %eps = arith.constant 1.0e-5 : f32
+  %nb = tensor.dim %x, %c0 : tensor<?x?x?xf32>
+  %ns = tensor.dim %x, %c1 : tensor<?x?x?xf32>
+  %nd = tensor.dim %x, %c2 : tensor<?x?x?xf32>
+  %di = arith.index_cast %nd : index to i64
+  %n = arith.sitofp %di : i64 to f32
+  %er = tensor.empty(%nb, %ns) : tensor<?x?xf32>
+  %e = tensor.empty(%nb, %ns, %nd) : tensor<?x?x?xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%er : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %ss = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : tensor<?x?x?xf32>) outs(%z : tensor<?x?xf32>) {
+    ^bb0(%v: f32, %s: f32):
+      %q = arith.mulf %v, %v : f32
+      %r = arith.addf %q, %s : f32
+      linalg.yield %r : f32
+  } -> tensor<?x?xf32>
+  %y = linalg.generic {indexing_maps = [#id, #row, #col, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %ss, %g : tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?xf32>) outs(%e : tensor<?x?x?xf32>) {
+    ^bb0(%v: f32, %s: f32, %gg: f32, %o: f32):
+      %m = arith.divf %s, %n : f32
+      %me = arith.addf %m, %eps : f32
+      %rs = math.rsqrt %me : f32
+      %t = arith.mulf %v, %rs : f32
+      %r = arith.mulf %t, %gg : f32
+      linalg.yield %r : f32
+  } -> tensor<?x?x?xf32>
+  return %y : tensor<?x?x?xf32>
+}
+)mlir";
+
+TEST_CASE("RMSNorm over the last axis of a dynamic 3-D tensor is one dispatch and matches a double reference") {
+  std::string module = CompileOrDie(kRmsNorm3D, "memory_bound_rmsnorm_3d");
+  const std::vector<std::vector<int64_t>> shapes = {{1, 1, 1}, {3, 5, 17}, {2, 3, 4099}, {1, 67, 1023}, {5, 1, 3}};
+  for (int threads : {0, 1, 3}) {
+    INFO(threads << " worker threads");
+    auto session = OpenOrDie(module, "cpu", threads);
+    for (const std::vector<int64_t>& dims : shapes) {
+      INFO(dims[0] << " x " << dims[1] << " x " << dims[2]);
+      HostTensor x = RandomF32(dims, 81, -3, 3), g = RandomF32({dims[2]}, 82);
+      HostTensor expected = ZerosF32(dims);
+      const int64_t rows = dims[0] * dims[1], cols = dims[2];
+      for (int64_t i = 0; i < rows; ++i) {
+        const float* in = F32(x) + i * cols;
+        double ss = 0;
+        for (int64_t j = 0; j < cols; ++j) ss += double(in[j]) * in[j];
+        double scale = 1 / std::sqrt(ss / double(cols) + 1e-5);
+        for (int64_t j = 0; j < cols; ++j) F32(expected)[i * cols + j] = float(in[j] * scale * F32(g)[j]);
+      }
+      hal::DeviceStats before = session->device().stats();
+      std::vector<tools::HostValue> out = CallOrDie(*session, "main", {Tensor(x), Tensor(g)});
+      CHECK(session->device().stats().dispatches_executed - before.dispatches_executed == 1);
+      REQUIRE(out.size() == 1);
+      RequireClose(out[0].tensor, expected, 1e-4, 1e-4);
     }
-    RunOnThreadCounts(module, {x}, expected);
   }
 }
 
