@@ -3,6 +3,8 @@
 // eight values with every offset static.
 #include "passes/codegen/CPUMatvecBlockFormats.h"
 
+#include <algorithm>
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -103,14 +105,26 @@ Value Q4_0Quants(BlockReader& r, int64_t v) {
   return i.toF32(i.sub(i.nibbles(2 + 8 * (v & 1), v >= 2), 8));
 }
 Value Q4_0Int8(BlockReader& r) { return Bytes32{r}.nibbles(2); }  // q = u - 8
-// Both blocks' 16 bytes of nibbles at `offset`, side by side, then low and high nibbles.
-Value NibblePair(BlockReader& first, BlockReader& second, int64_t offset) {
-  Value bytes = first.Bytes(offset, 16), bytes2 = second.Bytes(offset, 16);
-  SmallVector<int64_t> both;
-  for (int64_t i = 0; i < 32; ++i) both.push_back(i);
-  return Bytes32{first}.lowThenHigh(vector::ShuffleOp::create(first.b, first.loc, bytes, bytes2, both));
+// Both blocks' 16 bytes of nibbles at `offset` of each block, picked from `pair` (vector<64
+// x i8>, the blocks from byte 0) twice over, then the first copy's low nibbles and the
+// second's high ones: one byte permute (vpermb), a shift of the upper 32 bytes by 4 (as
+// 16-bit lanes: vpsrlvw) and a mask.
+Value NibblePair(OpBuilder& b, Location loc, Value pair, int64_t offset, int64_t blockBytes) {
+  SmallVector<int64_t> picks;
+  for (int64_t copy = 0; copy < 2; ++copy)
+    for (int64_t block = 0; block < 2; ++block)
+      for (int64_t i = 0; i < 16; ++i) picks.push_back(block * blockBytes + offset + i);
+  Value both = vector::ShuffleOp::create(b, loc, pair, pair, picks);
+  VectorType words = VectorType::get({32}, b.getIntegerType(16)), bytes = VectorType::get({64}, b.getI8Type());
+  SmallVector<int16_t> shifts(32, 0);
+  std::fill(shifts.begin() + 16, shifts.end(), int16_t(4));
+  Value shifted = arith::ShRUIOp::create(
+      b, loc, vector::BitCastOp::create(b, loc, words, both),
+      arith::ConstantOp::create(b, loc, words, DenseElementsAttr::get(words, ArrayRef<int16_t>(shifts))));
+  return arith::AndIOp::create(b, loc, vector::BitCastOp::create(b, loc, bytes, shifted),
+                               arith::ConstantOp::create(b, loc, bytes, DenseElementsAttr::get(bytes, int8_t(15))));
 }
-Value Q4_0Int8Pair(BlockReader& first, BlockReader& second) { return NibblePair(first, second, 2); }
+Value Q4_0Int8Pair(OpBuilder& b, Location loc, Value pair) { return NibblePair(b, loc, pair, 2, 18); }
 
 // q4_1: d at 0, m at 2, nibbles as q4_0 at 4; value = d * q + m.
 std::pair<Value, Value> Q4_1ScaleMin(BlockReader& r, int64_t) { return {r.Half(0), r.Half(2)}; }
@@ -119,7 +133,7 @@ Value Q4_1Quants(BlockReader& r, int64_t v) {
   return i.toF32(i.nibbles(4 + 8 * (v & 1), v >= 2));
 }
 Value Q4_1Int8(BlockReader& r) { return Bytes32{r}.nibbles(4); }
-Value Q4_1Int8Pair(BlockReader& first, BlockReader& second) { return NibblePair(first, second, 4); }
+Value Q4_1Int8Pair(OpBuilder& b, Location loc, Value pair) { return NibblePair(b, loc, pair, 4, 20); }
 
 // q5_0: d at 0, qh (u32) at 2, nibbles as q4_0 at 6; value e's fifth bit is bit e of qh;
 // q = (nibble | bit << 4) - 16.

@@ -54,9 +54,11 @@ struct BlockFormat {
   bool int8Unsigned = false;
   // Two consecutive blocks' stored integers as one vector<64 x i8> in 16-value chunks
   // [first 0-15, second 0-15, first 16-31, second 16-31] (the nibble formats' natural order:
-  // one load of both blocks' bytes, their low nibbles, then their high ones); null for the
-  // formats whose pairs are two int8Quants side by side.
-  mlir::Value (*int8QuantsPair)(BlockReader& first, BlockReader& second) = nullptr;
+  // both blocks' bytes of nibbles, their low nibbles, then their high ones), taken from
+  // `pair`, a vector<64 x i8> holding the two blocks' bytes from the first's byte 0 (one
+  // load; lanes past 2 * blockBytes <= 64 are not read); null for the formats whose pairs
+  // are two int8Quants side by side.
+  mlir::Value (*int8QuantsPair)(mlir::OpBuilder& b, mlir::Location loc, mlir::Value pair) = nullptr;
 };
 
 // The format named `name`, or null.

@@ -138,22 +138,27 @@ Value Int8DotLanes(OpBuilder& b, Location loc, Value w, Value q, bool x86Avx2) {
 }
 
 // |w| as unsigned (|-128| = 128) times q with w's sign: the products of vpsignb's form, on
-// 512-bit registers (AVX512BW has no vpsignb); pairs never saturate (2 * 128 * 127).
-Value Int8DotLanesAvx512(OpBuilder& b, Location loc, Value w, Value q, Value negQ) {
+// 512-bit registers (AVX512BW has no vpsignb).
+Value Int8DotLanesAvx512(OpBuilder& b, Location loc, Value w, Value q, Value negQ, bool vnni) {
   auto bytes = cast<VectorType>(w.getType());
   Value zero = arith::ConstantOp::create(b, loc, bytes, DenseElementsAttr::get(bytes, int8_t(0)));
   Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, w, zero);
   Value signedQ = arith::SelectOp::create(b, loc, negative, negQ, q);
-  return Int8DotLanesUnsignedAvx512(b, loc, math::AbsIOp::create(b, loc, w), signedQ);
+  return Int8DotLanesUnsignedAvx512(b, loc, math::AbsIOp::create(b, loc, w), signedQ, vnni);
 }
 
-Value Int8DotLanesUnsignedAvx512(OpBuilder& b, Location loc, Value u, Value q) {
+Value Int8DotLanesUnsignedAvx512(OpBuilder& b, Location loc, Value u, Value q, bool vnni, Value acc) {
   auto bytes = cast<VectorType>(u.getType());
   VectorType i16s = VectorType::get({bytes.getNumElements() / 2}, b.getIntegerType(16));
   VectorType i32s = VectorType::get({bytes.getNumElements() / 4}, b.getI32Type());
+  if (vnni) {
+    if (!acc) acc = arith::ConstantOp::create(b, loc, i32s, DenseElementsAttr::get(i32s, int32_t(0)));
+    return CallX86(b, loc, i32s, "llvm.x86.avx512.vpdpbusd.512", {acc, u, q});
+  }
   Value pairs = CallX86(b, loc, i16s, "llvm.x86.avx512.pmaddubs.w.512", {u, q});
   Value ones = arith::ConstantOp::create(b, loc, i16s, DenseElementsAttr::get(i16s, int16_t(1)));
-  return CallX86(b, loc, i32s, "llvm.x86.avx512.pmaddw.d.512", {pairs, ones});
+  Value lanes = CallX86(b, loc, i32s, "llvm.x86.avx512.pmaddw.d.512", {pairs, ones});
+  return acc ? arith::AddIOp::create(b, loc, acc, lanes).getResult() : lanes;
 }
 
 void LowerDeferredIntrinsicCalls(ModuleOp module) {

@@ -41,9 +41,14 @@ mlir::Value Int8DotLanes(mlir::OpBuilder& b, mlir::Location loc, mlir::Value w, 
 // (block 2p's 32 integers, then block 2p + 1's), `negQ` = 0 - q (computed once for all
 // rows); the result is vector<16 x i32> whose lanes 0-7 are block 2p's Int8DotLanes and 8-15
 // block 2p + 1's (the same integers): |w| (vpabsb) times q negated where w < 0 (vpmovb2m +
-// a masked move), vpmaddubsw, vpmaddwd with ones.
-mlir::Value Int8DotLanesAvx512(mlir::OpBuilder& b, mlir::Location loc, mlir::Value w, mlir::Value q, mlir::Value negQ);
-// The same lanes for `u` in [0, 127] (a format's unsigned integers): vpmaddubsw + vpmaddwd.
-mlir::Value Int8DotLanesUnsignedAvx512(mlir::OpBuilder& b, mlir::Location loc, mlir::Value u, mlir::Value q);
+// a masked move), then Int8DotLanesUnsignedAvx512.
+mlir::Value Int8DotLanesAvx512(mlir::OpBuilder& b, mlir::Location loc, mlir::Value w, mlir::Value q, mlir::Value negQ,
+                               bool vnni);
+// The same lanes for `u` in [0, 128] (a format's unsigned integers, or |w|), plus `acc`
+// (vector<16 x i32>; null: zero): vpmaddubsw + vpmaddwd with ones (+ vpaddd), or with
+// `vnni` (AVX512_VNNI) one vpdpbusd accumulating into acc. Equal: vpmaddubsw's pairs never
+// saturate (|pair| <= 2 * 128 * 127).
+mlir::Value Int8DotLanesUnsignedAvx512(mlir::OpBuilder& b, mlir::Location loc, mlir::Value u, mlir::Value q, bool vnni,
+                                       mlir::Value acc = {});
 
 }  // namespace hexir::codegen

@@ -4,6 +4,7 @@
 #include "passes/codegen/CPUMatvecKernel.h"
 
 #include <algorithm>
+#include <cassert>
 #include <optional>
 
 #include "mlir/Analysis/SliceAnalysis.h"
@@ -25,6 +26,7 @@ namespace {
 struct MatvecTiles {
   bool x86Avx2;    // AVX2 integer intrinsics for the int8 dots (vectorBits >= 256 only on x86)
   bool x86Avx512;  // int8 dots two blocks a vector (vectorBits 512: x86 with AVX512F and BW)
+  bool int8DotAccumulate;  // those dots by vpdpbusd (AVX512_VNNI)
   int64_t lanes;   // f32 lanes of a dense step's vectors (8 on AVX2, 16 on AVX-512)
   int64_t unroll;  // dense vectors per row and k step (independent FMA chains)
   int64_t rows;    // R
@@ -34,6 +36,7 @@ MatvecTiles ChooseMatvecTiles(const CPUTarget& target) {
   MatvecTiles t;
   t.x86Avx2 = target.vectorBits >= 256;
   t.x86Avx512 = target.vectorBits >= 512;
+  t.int8DotAccumulate = t.x86Avx512 && target.int8DotAccumulate;
   t.lanes = std::max<int64_t>(4, target.vectorBits / 32);
   t.unroll = 2;
   t.rows = 4;
@@ -292,7 +295,10 @@ class MatvecEmitter {
   }
 
   // Blocks `block` and `block` + 1 of every row in 16 lanes (Int8DotLanesAvx512): the scale
-  // vector holds d_w d_x of the first block in lanes 0-7 and of the second in 8-15.
+  // vector holds d_w d_x of the first block in lanes 0-7 and of the second in 8-15 (in
+  // int8QuantsPair's chunk order for the nibble formats, whose pair is one masked load:
+  // integers by a byte permute, both f16 scales by a word permute and vcvtph2ps). With VNNI
+  // each row's integer lanes are one vpdpbusd.
   SmallVector<Value> int8PairStep(const BlockFormat& f, const Int8Activations& x, Value weights,
                                   ArrayRef<Value> weightRow, Value block, ValueRange acc) {
     const int64_t rows = weightRow.size();
@@ -313,18 +319,15 @@ class MatvecEmitter {
         for (int64_t i = 0; i < 16; ++i) order.push_back(16 * chunk + i);
       q = vector::ShuffleOp::create(b, loc, q, q, order);
     }
+    auto qType = cast<VectorType>(q.getType());
     Value negQ;
-    if (!f.int8Unsigned) {
-      auto qType = cast<VectorType>(q.getType());
-      negQ = arith::SubIOp::create(b, loc, arith::ConstantOp::create(b, loc, qType, DenseElementsAttr::get(qType, int8_t(0))), q);
-    }
+    if (!f.int8Unsigned) negQ = arith::SubIOp::create(b, loc, byteSplat(qType, 0), q);
     // Unsigned integers u (q = u - o): lanes(u . q) - o * lanes(1 . q), the second once for
-    // all rows.
+    // all rows (with VNNI the rows' dots start from its negation).
     Value bias;
     if (f.int8Unsigned && f.int8Offset) {
-      auto qType = cast<VectorType>(q.getType());
-      bias = Int8DotLanesUnsignedAvx512(
-          b, loc, arith::ConstantOp::create(b, loc, qType, DenseElementsAttr::get(qType, int8_t(f.int8Offset))), q);
+      bias = Int8DotLanesUnsignedAvx512(b, loc, byteSplat(qType, f.int8Offset), q, t.int8DotAccumulate);
+      if (t.int8DotAccumulate) bias = arith::SubIOp::create(b, loc, zeroLike(bias), bias);
     }
     Value xScales = spread(vector::LoadOp::create(b, loc, pair, x.scales, ValueRange{block}), chunked);
     Value xSum, xSum2;
@@ -335,21 +338,33 @@ class MatvecEmitter {
     prefetchRows(weights, weightRow, add(base, kBlockPrefetchBytes));
     for (int64_t r = 0; r < rows; ++r) {
       BlockReader reader{b, loc, weights, weightRow[r], base}, reader2{b, loc, weights, weightRow[r], base2};
-      Value stored = chunked ? f.int8QuantsPair(reader, reader2) : concat(f.int8Quants(reader), f.int8Quants(reader2));
-      Value lanes;
-      if (f.int8Unsigned) {
-        lanes = Int8DotLanesUnsignedAvx512(b, loc, stored, q);
-        if (bias) lanes = arith::SubIOp::create(b, loc, lanes, bias);
+      // The blocks' integers and scales (d: every int8 format's first f16): the nibble
+      // formats' from one masked load of the pair; the others' from two loads of integers
+      // and two f16 loads (one 64-byte load of a q8_0 pair for its scales ran 5x slower).
+      Value stored, scales;
+      if (chunked) {
+        Value both = loadPair(weights, weightRow[r], base, 2 * f.blockBytes);
+        stored = f.int8QuantsPair(b, loc, both);
+        scales = spreadHalves(both, 0, f.blockBytes);
       } else {
-        lanes = Int8DotLanesAvx512(b, loc, stored, q, negQ);
+        stored = concat(f.int8Quants(reader), f.int8Quants(reader2));
+        scales = spread(vector::FromElementsOp::create(b, loc, pair, ValueRange{f.scaleMin(reader, 0).first,
+                                                                                  f.scaleMin(reader2, 0).first}),
+                        false);
       }
-      auto [scale, min] = f.scaleMin(reader, 0);
-      auto [scale2, min2] = f.scaleMin(reader2, 0);
-      Value both = arith::MulFOp::create(
-          b, loc, spread(vector::FromElementsOp::create(b, loc, pair, ValueRange{scale, scale2}), chunked), xScales);
+      Value lanes;
+      if (!f.int8Unsigned) {
+        lanes = Int8DotLanesAvx512(b, loc, stored, q, negQ, t.int8DotAccumulate);
+      } else if (t.int8DotAccumulate) {
+        lanes = Int8DotLanesUnsignedAvx512(b, loc, stored, q, true, bias);
+      } else {
+        lanes = Int8DotLanesUnsignedAvx512(b, loc, stored, q, false);
+        if (bias) lanes = arith::SubIOp::create(b, loc, lanes, bias);
+      }
       Value dot = arith::SIToFPOp::create(b, loc, vec, lanes);
-      next[r] = vector::FMAOp::create(b, loc, both, dot, next[r]);
-      if (min) {
+      next[r] = vector::FMAOp::create(b, loc, arith::MulFOp::create(b, loc, scales, xScales), dot, next[r]);
+      if (f.hasMin) {
+        Value min = f.scaleMin(reader, 0).second, min2 = f.scaleMin(reader2, 0).second;
         next[rows + r] = arith::AddFOp::create(b, loc, next[rows + r], arith::MulFOp::create(b, loc, min, xSum));
         next[rows + r] = arith::AddFOp::create(b, loc, next[rows + r], arith::MulFOp::create(b, loc, min2, xSum2));
       }
@@ -406,6 +421,29 @@ class MatvecEmitter {
   Value add(Value a, int64_t v) { return v ? arith::AddIOp::create(b, loc, a, index(v)).getResult() : a; }
   Value zeroVector(VectorType type) {
     return arith::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, 0.0f));
+  }
+  Value byteSplat(VectorType type, int8_t v) {
+    return arith::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, v));
+  }
+  Value zeroLike(Value v) {
+    return arith::ConstantOp::create(b, loc, v.getType(), b.getZeroAttr(v.getType()));
+  }
+  // Bytes [base, base + count) of `row` (count <= 64) as vector<64 x i8>, the other lanes 0:
+  // a masked load, which never faults past the row's end.
+  Value loadPair(Value weights, Value row, Value base, int64_t count) {
+    assert(count <= 64 && "a pair of blocks in one 64-byte load");
+    VectorType type = VectorType::get({64}, b.getI8Type());
+    Value mask = vector::ConstantMaskOp::create(b, loc, VectorType::get({64}, b.getI1Type()), ArrayRef<int64_t>{count});
+    return vector::MaskedLoadOp::create(b, loc, type, weights, ValueRange{row, base}, mask, byteSplat(type, 0));
+  }
+  // The f16 at byte `offset` of the two blocks in `pair` (loadPair's) as vector<16 x f32> in
+  // spread's chunked lanes: one permute of the bytes seen as 32 halves, one conversion.
+  Value spreadHalves(Value pair, int64_t offset, int64_t blockBytes) {
+    Value halves = vector::BitCastOp::create(b, loc, VectorType::get({32}, b.getF16Type()), pair);
+    SmallVector<int64_t> lanes;
+    for (int64_t i = 0; i < 2 * kBlockLanes; ++i) lanes.push_back(((i / 4) % 2 * blockBytes + offset) / 2);
+    Value picked = vector::ShuffleOp::create(b, loc, halves, halves, lanes);
+    return arith::ExtFOp::create(b, loc, VectorType::get({2 * kBlockLanes}, b.getF32Type()), picked);
   }
   // The format's signed integers q = u - int8Offset of its stored ones u.
   Value storedToSigned(const BlockFormat& f, Value u) {

@@ -18,11 +18,12 @@ namespace hexir::codegen {
 
 CPUTarget DescribeCPU(llvm::StringRef cpu) {
   CPUTarget target;
-  bool avx512 = false, avx2 = false;
+  bool avx512 = false, avx2 = false, vnni = false;
   if (cpu == "host") {
     llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
     avx512 = features.lookup("avx512f") && features.lookup("avx512bw");
     avx2 = features.lookup("avx2") && features.lookup("fma");
+    vnni = features.lookup("avx512vnni");
     long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
     if (l1 > 0) target.l1Bytes = l1;
     if (l2 > 0) target.l2Bytes = l2;
@@ -35,6 +36,7 @@ CPUTarget DescribeCPU(llvm::StringRef cpu) {
     if (info) {
       avx512 = info->checkFeatures("+avx512f,+avx512bw");
       avx2 = info->checkFeatures("+avx2,+fma");
+      vnni = info->checkFeatures("+avx512vnni");
     }
   }
   // 512 bits only with AVX512BW: the int8 matvec dots use its byte multiply-adds (a Xeon Phi's
@@ -42,6 +44,7 @@ CPUTarget DescribeCPU(llvm::StringRef cpu) {
   if (avx512) {
     target.vectorBits = 512;
     target.vectorRegisters = 32;
+    target.int8DotAccumulate = vnni;
   } else if (avx2) {
     target.vectorBits = 256;
   }

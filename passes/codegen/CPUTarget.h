@@ -1,5 +1,6 @@
 // What CPU kernel code generation needs to know about the target: the width and number of
-// vector registers (register tiles) and the data cache sizes (cache tiles).
+// vector registers (register tiles), the data cache sizes (cache tiles) and the integer dot
+// instructions (int8 matvecs).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,9 @@ struct CPUTarget {
   int64_t vectorRegisters = 16;  // architectural vector registers
   int64_t l1Bytes = 32 * 1024;   // per-core L1 data cache
   int64_t l2Bytes = 512 * 1024;  // per-core L2 cache
+  // x86 AVX512_VNNI with 512-bit vectors: vpdpbusd, four byte products summed into an i32
+  // lane and accumulated in one instruction (the int8 matvec dots).
+  bool int8DotAccumulate = false;
 };
 
 // `cpu` is "host" (this machine's features and cache sizes) or an LLVM CPU name

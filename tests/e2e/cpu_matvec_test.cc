@@ -207,7 +207,7 @@ TEST_CASE("block-format matvecs of every GGUF type match ggml's dequantization i
   RunCases(source, "matvec_blocks", cases);
 }
 
-TEST_CASE("8-bit-activation matvecs (q8_0, q4_0, q4_1, q5_0) equal ggml's quantized dot in double on the host, AVX2 and baseline x86-64") {
+TEST_CASE("8-bit-activation matvecs (q8_0, q4_0, q4_1, q5_0) equal ggml's quantized dot in double on the host, AVX-512 with and without VNNI, AVX2 and baseline x86-64") {
   // K = 25 blocks (odd: AVX-512 dots two blocks a step, then the last alone) and 24 (even),
   // N = 67 (no multiple of the 4-row group); x has an all-zero block (scale 0) and a block
   // where one large value leaves the others 0 or +-1.
@@ -230,8 +230,8 @@ TEST_CASE("8-bit-activation matvecs (q8_0, q4_0, q4_1, q5_0) equal ggml's quanti
       cases.push_back(std::move(c));
     }
   }
-  // The host's kernels (AVX-512 where it has it), AVX2's (where the host runs them) and a
-  // baseline x86-64 target's, one workgroup and split.
+  // The host's kernels (AVX-512 where it has it), AVX2's and AVX-512's with and without VNNI
+  // (where the host runs them) and a baseline x86-64 target's, one workgroup and split.
   std::vector<std::pair<const char*, const char*>> targets = {{"host_one", "--max-workgroups=1"},
                                                               {"host_split", ""},
                                                               {"x86_64_one", "--cpu=x86-64 --max-workgroups=1"},
@@ -239,6 +239,12 @@ TEST_CASE("8-bit-activation matvecs (q8_0, q4_0, q4_1, q5_0) equal ggml's quanti
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     targets.push_back({"x86_64_v3_one", "--cpu=x86-64-v3 --max-workgroups=1"});
+  // AVX-512 without VNNI (vpmaddubsw + vpmaddwd) and with VNNI but no VBMI (vpdpbusd; the
+  // nibble pairs' byte shuffle without vpermb).
+  if (__builtin_cpu_supports("avx512bw"))
+    targets.push_back({"skylake_avx512_one", "--cpu=skylake-avx512 --max-workgroups=1"});
+  if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni"))
+    targets.push_back({"cascadelake_one", "--cpu=cascadelake --max-workgroups=1"});
 #endif
   for (auto [name, flags] : targets) {
     INFO("hexir-compile " << flags);

@@ -1,6 +1,7 @@
 // RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables=cpu=x86-64-v3 | FileCheck %s
 // RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables=cpu=x86-64 | FileCheck %s --check-prefix=SSE
-// RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables=cpu=znver4 | FileCheck %s --check-prefix=AVX512
+// RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables=cpu=skylake-avx512 | FileCheck %s --check-prefix=AVX512
+// RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables=cpu=znver4 | FileCheck %s --check-prefix=VNNI
 
 // A q8_0 block matvec with K static dots 8-bit activations (codegen/CPUMatvecInt8Dot.h): x
 // quantized once, before the rows (absolute max, x * 127 / amax rounded to nearest even,
@@ -35,6 +36,13 @@
 // AVX512:         llvm.call_intrinsic "llvm.x86.avx512.pmaddw.d.512"({{.*}}) : {{.*}} -> vector<16xi32>
 // AVX512:         llvm.sitofp {{.*}} : vector<16xi32> to vector<16xf32>
 // AVX512-NOT:     llvm.x86.avx2
+// With AVX512_VNNI (znver4) the byte products, their sums and the i32 lanes are one vpdpbusd.
+// VNNI-LABEL: hexir.executable @q8
+// VNNI-NOT:     llvm.x86.avx512.pmadd
+// VNNI:         llvm.intr.abs{{.*}}vector<64xi8>
+// VNNI:         llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"({{.*}}) : (vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
+// VNNI:         llvm.sitofp {{.*}} : vector<16xi32> to vector<16xf32>
+// VNNI-NOT:     llvm.x86.avx512.pmadd
 // SSE-LABEL:   hexir.executable @q8
 // SSE-NOT:       llvm.call_intrinsic
 // SSE:           llvm.load {{.*}} -> vector<32xi8>
@@ -74,6 +82,76 @@ hexir.executable @q8 attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
         %h = arith.bitcast %bits : i16 to f16
         %d = arith.extf %h : f16 to f32
         %qi = arith.extsi %q : i8 to i32
+        %qf = arith.sitofp %qi : i32 to f32
+        %wv = arith.mulf %d, %qf : f32
+        %p = arith.mulf %a, %wv : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<6xf32>
+      return %y : tensor<6xf32>
+    }
+  }
+}
+
+// -----
+
+// q4_0 pairs of blocks (36 bytes) on AVX-512: one masked 64-byte load per row and pair, the
+// two blocks' 16 bytes picked twice by one byte shuffle, the upper copy shifted by 4 as
+// 16-bit lanes and masked to nibbles; both f16 scales picked from the same load as halves
+// (lanes in the nibbles' 16-value chunk order) and widened at once; the nibbles' offset 8
+// taken off through the dot of 8 with x, once for all rows (with VNNI, the accumulator the
+// rows' vpdpbusd start from). No scalar weight reads.
+// AVX512-LABEL: hexir.executable @q4
+// AVX512:         llvm.intr.masked.load {{.*}} -> vector<64xi8>
+// AVX512:         llvm.lshr {{.*}} : vector<32xi16>
+// AVX512:         llvm.call_intrinsic "llvm.x86.avx512.pmaddubs.w.512"
+// AVX512:         llvm.shufflevector {{.*}} [0, 0, 0, 0, 9, 9, 9, 9, 0, 0, 0, 0, 9, 9, 9, 9] : vector<32xf16>
+// AVX512:         llvm.fpext {{.*}} : vector<16xf16> to vector<16xf32>
+// AVX512-NOT:     llvm.load {{.*}} -> i8
+// VNNI-LABEL:   hexir.executable @q4
+// VNNI:           llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// VNNI:           llvm.intr.masked.load {{.*}} -> vector<64xi8>
+// VNNI:           llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// VNNI-NOT:       llvm.x86.avx512.pmadd
+// VNNI-NOT:       llvm.load {{.*}} -> i8
+hexir.executable @q4 attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @q4(%xb: tensor<2x32xf32>, %w: tensor<6x36xi8>, %o: tensor<6xf32>, %id: index) -> tensor<6xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>],
+                           iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q4_0"}
+          ins(%xb : tensor<2x32xf32>) outs(%o : tensor<6xf32>) {
+      ^bb0(%a: f32, %acc: f32):
+        %n = linalg.index 0 : index
+        %b = linalg.index 1 : index
+        %j = linalg.index 2 : index
+        %c18 = arith.constant 18 : index
+        %c16 = arith.constant 16 : index
+        %c2 = arith.constant 2 : index
+        %c1 = arith.constant 1 : index
+        %base = arith.muli %b, %c18 : index
+        %jlow = arith.remui %j, %c16 : index
+        %qat0 = arith.addi %base, %c2 : index
+        %qat = arith.addi %qat0, %jlow : index
+        %byte = tensor.extract %w[%n, %qat] : tensor<6x36xi8>
+        %lo = tensor.extract %w[%n, %base] : tensor<6x36xi8>
+        %hiat = arith.addi %base, %c1 : index
+        %hi = tensor.extract %w[%n, %hiat] : tensor<6x36xi8>
+        %lo32 = arith.extui %lo : i8 to i32
+        %hi32 = arith.extui %hi : i8 to i32
+        %c8 = arith.constant 8 : i32
+        %hish = arith.shli %hi32, %c8 : i32
+        %bits32 = arith.ori %lo32, %hish : i32
+        %bits = arith.trunci %bits32 : i32 to i16
+        %h = arith.bitcast %bits : i16 to f16
+        %d = arith.extf %h : f16 to f32
+        %u = arith.extui %byte : i8 to i32
+        %c15 = arith.constant 15 : i32
+        %c4 = arith.constant 4 : i32
+        %low = arith.andi %u, %c15 : i32
+        %high = arith.shrui %u, %c4 : i32
+        %upper = arith.cmpi uge, %j, %c16 : index
+        %nib = arith.select %upper, %high, %low : i32
+        %qi = arith.subi %nib, %c8 : i32
         %qf = arith.sitofp %qi : i32 to f32
         %wv = arith.mulf %d, %qf : f32
         %p = arith.mulf %a, %wv : f32
