@@ -66,6 +66,38 @@ bool isElementwiseGeneric(Operation* op) {
   return g && isElementwise(g);
 }
 
+// A layout change of constants (transpose(W) of a constant weight: every input a dense
+// constant (maybe reshaped) read through a permutation, so the result holds as many elements
+// as each input, static): as a dispatch of its own it is lifted to load (hexir-lift-constant-dispatches),
+// computed once; fused into its consumer it ran per call. Static exports fused it (an M = 1
+// Gemm reads W^T once per output row, recompute 1) where dynamic ones, whose dynamic M left
+// the recompute unknown, lifted it: MobileNetV3's 576 x 1024 classifier ran 8.7 ms per call
+// static, 10x the whole dynamic network. Broadcasts (a bias over rows) still fuse: lifting
+// them would store the expanded copy.
+
+// A dense constant, seen through static reshapes and casts (what the lift pass lifts too).
+bool isDenseConstant(Value v) {
+  while (Operation* def = v.getDefiningOp()) {
+    if (auto constant = dyn_cast<arith::ConstantOp>(def))
+      return isa<DenseElementsAttr>(constant.getValue());
+    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp>(def) ||
+        !cast<RankedTensorType>(def->getResult(0).getType()).hasStaticShape())
+      return false;
+    v = def->getOperand(0);
+  }
+  return false;
+}
+
+bool isConstantLayoutChange(linalg::GenericOp g) {
+  if (!cast<RankedTensorType>(g->getResult(0).getType()).hasStaticShape()) return false;
+  if (g.getNumDpsInputs() == 0) return false;
+  for (OpOperand* input : g.getDpsInputOperands()) {
+    if (!isDenseConstant(input->get())) return false;
+    if (!g.getMatchingIndexingMap(input).isPermutation()) return false;
+  }
+  return true;
+}
+
 // An elementwise generic whose only user is another linalg op of its block, or the source
 // of an in-place insert_slice of its block (a KV-cache row: its update computes the row), is
 // computed inside that consumer's dispatch (producer fusion), never as a dispatch of its own;
@@ -77,6 +109,7 @@ bool isFusableProducer(Operation* op) {
   if (g && g->hasAttr(kRecomputeInConsumerAttr)) return isMarkedForRecompute(g);
   if (!g || g->getNumResults() != 1 || !g->hasOneUse() || !isElementwise(g)) return false;
   if (g->hasAttr(kInPlaceAttr)) return false;  // its kernel writes its init's buffer
+  if (isConstantLayoutChange(g)) return false;  // lifted to load as a dispatch of its own
   Operation* user = *g->getUsers().begin();
   if (auto insert = dyn_cast<tensor::InsertSliceOp>(user))
     return insert->hasAttr(kInPlaceAttr) && insert.getSource() == g->getResult(0) &&

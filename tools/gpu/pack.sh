@@ -19,6 +19,7 @@ TESTS=(
   //tests/e2e:models_test
   //tests/e2e:compiled_calls_test
   //tests/e2e:compiler_gaps_test
+  //tests/e2e:launch_optimizations_test
   //tests/e2e:deadline_test
   //tests/e2e:decode_attention_test
   //tests/e2e:cache_row_write_test

@@ -361,3 +361,96 @@ func.func @dispatch_groups(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8x
   } -> tensor<4x8xf32>
   return %d0, %d1 : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// A transpose of a constant weight (an ONNX Gemm's transB, M = 1) is a dispatch of its own,
+// so hexir-lift-constant-dispatches moves it to load; fused, it ran on every call. The same
+// transpose of an argument, and a broadcast of a constant (a bias), are still fused.
+// CHECK-LABEL: func.func @gemm_constant_transposed_weight
+// CHECK:         %[[W:.+]] = arith.constant dense<{{.*}}> : tensor<3x2xf32>
+// CHECK:         %[[T:.+]] = hexir.dispatch_region -> (tensor<2x3xf32>) {
+// CHECK-NOT:       linalg.fill
+// CHECK:           linalg.generic {{.*}} ins(%[[W]] : tensor<3x2xf32>)
+// CHECK:           hexir.yield
+// CHECK:         %[[R:.+]] = hexir.dispatch_region -> (tensor<1x3xf32>) {
+// CHECK:           linalg.fill
+// CHECK:           linalg.generic {{.*}} ins(%{{.+}}, %[[T]] : tensor<1x2xf32>, tensor<2x3xf32>)
+// CHECK:         return %[[R]]
+#t_in = affine_map<(i, j) -> (j, i)>
+#t_out = affine_map<(i, j) -> (i, j)>
+#g_a = affine_map<(m, n, k) -> (m, k)>
+#g_b = affine_map<(m, n, k) -> (k, n)>
+#g_c = affine_map<(m, n, k) -> (m, n)>
+func.func @gemm_constant_transposed_weight(%x: tensor<1x2xf32>) -> tensor<1x3xf32> {
+  %w = arith.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]> : tensor<3x2xf32>
+  %e = tensor.empty() : tensor<2x3xf32>
+  %t = linalg.generic {indexing_maps = [#t_in, #t_out], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<3x2xf32>) outs(%e : tensor<2x3xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<2x3xf32>
+  %z = arith.constant 0.0 : f32
+  %ce = tensor.empty() : tensor<1x3xf32>
+  %c = linalg.fill ins(%z : f32) outs(%ce : tensor<1x3xf32>) -> tensor<1x3xf32>
+  %r = linalg.generic {indexing_maps = [#g_a, #g_b, #g_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %t : tensor<1x2xf32>, tensor<2x3xf32>) outs(%c : tensor<1x3xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<1x3xf32>
+  return %r : tensor<1x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gemm_argument_transposed_weight
+// CHECK:         hexir.dispatch_region -> (tensor<1x3xf32>) {
+// CHECK:           linalg.generic {{.*}} ins(%{{.+}} : tensor<3x2xf32>)
+// CHECK:           linalg.generic {{.*}} ins(%{{.+}}, %{{.+}} : tensor<1x2xf32>, tensor<2x3xf32>)
+// CHECK-NOT:     hexir.dispatch_region
+#t_in = affine_map<(i, j) -> (j, i)>
+#t_out = affine_map<(i, j) -> (i, j)>
+#g_a = affine_map<(m, n, k) -> (m, k)>
+#g_b = affine_map<(m, n, k) -> (k, n)>
+#g_c = affine_map<(m, n, k) -> (m, n)>
+func.func @gemm_argument_transposed_weight(%x: tensor<1x2xf32>, %w: tensor<3x2xf32>) -> tensor<1x3xf32> {
+  %e = tensor.empty() : tensor<2x3xf32>
+  %t = linalg.generic {indexing_maps = [#t_in, #t_out], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<3x2xf32>) outs(%e : tensor<2x3xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<2x3xf32>
+  %z = arith.constant 0.0 : f32
+  %ce = tensor.empty() : tensor<1x3xf32>
+  %c = linalg.fill ins(%z : f32) outs(%ce : tensor<1x3xf32>) -> tensor<1x3xf32>
+  %r = linalg.generic {indexing_maps = [#g_a, #g_b, #g_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %t : tensor<1x2xf32>, tensor<2x3xf32>) outs(%c : tensor<1x3xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<1x3xf32>
+  return %r : tensor<1x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @constant_bias_broadcast
+// CHECK:         hexir.dispatch_region -> (tensor<4x3xf32>) {
+// CHECK:           linalg.generic {{.*}} ins(%{{.+}} : tensor<3xf32>)
+// CHECK:           linalg.generic
+// CHECK-NOT:     hexir.dispatch_region
+#b_in = affine_map<(i, j) -> (j)>
+#id = affine_map<(i, j) -> (i, j)>
+func.func @constant_bias_broadcast(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %bias = arith.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
+  %e = tensor.empty() : tensor<4x3xf32>
+  %b = linalg.generic {indexing_maps = [#b_in, #id], iterator_types = ["parallel", "parallel"]} ins(%bias : tensor<3xf32>) outs(%e : tensor<4x3xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<4x3xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %b : tensor<4x3xf32>, tensor<4x3xf32>) outs(%e : tensor<4x3xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %c : f32
+    linalg.yield %s : f32
+  } -> tensor<4x3xf32>
+  return %r : tensor<4x3xf32>
+}
