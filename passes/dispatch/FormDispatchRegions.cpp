@@ -66,15 +66,6 @@ bool isElementwiseGeneric(Operation* op) {
   return g && isElementwise(g);
 }
 
-// A layout change of constants (transpose(W) of a constant weight: every input a dense
-// constant (maybe reshaped) read through a permutation, so the result holds as many elements
-// as each input, static): as a dispatch of its own it is lifted to load (hexir-lift-constant-dispatches),
-// computed once; fused into its consumer it ran per call. Static exports fused it (an M = 1
-// Gemm reads W^T once per output row, recompute 1) where dynamic ones, whose dynamic M left
-// the recompute unknown, lifted it: MobileNetV3's 576 x 1024 classifier ran 8.7 ms per call
-// static, 10x the whole dynamic network. Broadcasts (a bias over rows) still fuse: lifting
-// them would store the expanded copy.
-
 // A dense constant, seen through static reshapes and casts (what the lift pass lifts too).
 bool isDenseConstant(Value v) {
   while (Operation* def = v.getDefiningOp()) {
@@ -88,6 +79,14 @@ bool isDenseConstant(Value v) {
   return false;
 }
 
+// A layout change of constants (transpose(W) of a constant weight: every input a dense
+// constant (maybe reshaped) read through a permutation, so the result holds as many elements
+// as each input, static): as a dispatch of its own it is lifted to load
+// (hexir-lift-constant-dispatches), computed once; fused into its consumer it ran per call.
+// Static exports fused it (an M = 1 Gemm reads W^T once per output row, recompute 1) where
+// dynamic ones, whose dynamic M left the recompute unknown, lifted it: MobileNetV3's
+// 576 x 1024 classifier ran 8.7 ms per call static, 10x the whole dynamic network.
+// Broadcasts (a bias over rows) still fuse: lifting them would store the expanded copy.
 bool isConstantLayoutChange(linalg::GenericOp g) {
   if (!cast<RankedTensorType>(g->getResult(0).getType()).hasStaticShape()) return false;
   if (g.getNumDpsInputs() == 0) return false;
