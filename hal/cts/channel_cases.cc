@@ -458,21 +458,50 @@ HEXIR_CHANNEL_CASE_(Replay, "channel_replay")
 HEXIR_CHANNEL_CASE_(Misuse, "channel_misuse")
 #undef HEXIR_CHANNEL_CASE_
 
+namespace {
+
+// This process's place in a one-process-per-rank launch (mpirun's environment or a
+// torchrun-style one); false, after the case's skip line, unless there are 2 or more ranks.
+struct LaunchedRank {
+  int32_t size = 0, rank = 0;
+  bool mpi = false;
+};
+bool LaunchedRankOrSkip(const char* case_name, LaunchedRank* out) {
+  const bool mpi = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+  const char* size = std::getenv(mpi ? "OMPI_COMM_WORLD_SIZE" : "WORLD_SIZE");
+  const char* rank = std::getenv(mpi ? "OMPI_COMM_WORLD_RANK" : "RANK");
+  if (size == nullptr || rank == nullptr || std::atoi(size) < 2) {
+    std::printf("HEXIR_SKIPPED: cts/%s: needs 2 or more ranks under mpirun or a "
+                "torchrun-style launch\n", case_name);
+    return false;
+  }
+  *out = {std::atoi(size), std::atoi(rank), mpi};
+  return true;
+}
+
+// Submits `cb` once and waits for its signal: the wait's status, and in `seconds` the time
+// from the submission to the wait's return.
+Status SubmitAndWait(Device& d, const vm::Ref<CommandBuffer>& cb, double* seconds) {
+  auto sem = d.CreateSemaphore(0);
+  RequireOk(sem.status());
+  const auto start = std::chrono::steady_clock::now();
+  RequireOk(d.QueueExecute({}, cb, {{*sem, 1}}));
+  Status st = (*sem)->Wait(1);
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return st;
+}
+
+}  // namespace
+
 // Only with 2 or more ranks: the last rank waits in a recv that rank 0 never sends while the
 // other ranks run an all_reduce the last rank never joins. The all_reduce ranks time out
 // (HEXIR_COLLECTIVE_TIMEOUT 1 s) naming the collective; the last rank then fails by their
 // notice, naming rank 0 and its all_reduce, long before its own 60 s timeout.
 // One process per rank, under mpirun or a torchrun-style launch.
 void ChannelFailureCase(const DriverConfig&, Device& d) {
-  const bool mpi = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
-  const char* size = std::getenv(mpi ? "OMPI_COMM_WORLD_SIZE" : "WORLD_SIZE");
-  const char* rank_text = std::getenv(mpi ? "OMPI_COMM_WORLD_RANK" : "RANK");
-  if (size == nullptr || rank_text == nullptr || std::atoi(size) < 2) {
-    std::printf("HEXIR_SKIPPED: cts/channel_failure: needs 2 or more ranks under mpirun or a "
-                "torchrun-style launch\n");
-    return;
-  }
-  const int32_t n = std::atoi(size), me = std::atoi(rank_text);
+  LaunchedRank launched;
+  if (!LaunchedRankOrSkip("channel_failure", &launched)) return;
+  const int32_t n = launched.size, me = launched.rank;
   setenv("HEXIR_COLLECTIVE_TIMEOUT", me == n - 1 ? "60" : "1", 1);
   const vm::Ref<Channel> channel = GroupOf(d).channels[0];
   const std::string on = " on the " + std::string(channel->backend()) + " channel rank ";
@@ -489,13 +518,8 @@ void ChannelFailureCase(const DriverConfig&, Device& d) {
                                 BufferRef::Whole(*buffer)));
   }
   RequireOk((*cb)->Finalize());
-  auto sem = d.CreateSemaphore(0);
-  RequireOk(sem.status());
-  const auto start = std::chrono::steady_clock::now();
-  RequireOk(d.QueueExecute({}, *cb, {{*sem, 1}}));
-  Status st = (*sem)->Wait(1);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = 0;
+  Status st = SubmitAndWait(d, *cb, &seconds);
   INFO(st.ToString());
   if (me == n - 1) {
     REQUIRE(st.code() == StatusCode::kAborted);
@@ -539,15 +563,10 @@ void ChannelFailureCase(const DriverConfig&, Device& d) {
 // notice), when mpirun lets the job go on after a death (mpi_cts_test.sh runs it with
 // orte_abort_on_non_zero_status 0; by default mpirun ends the job itself, naming the rank).
 void ChannelDeadRankCase(const DriverConfig&, Device& d) {
-  const bool mpi = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
-  const char* size = std::getenv(mpi ? "OMPI_COMM_WORLD_SIZE" : "WORLD_SIZE");
-  const char* rank_text = std::getenv(mpi ? "OMPI_COMM_WORLD_RANK" : "RANK");
-  if (size == nullptr || rank_text == nullptr || std::atoi(size) < 2) {
-    std::printf("HEXIR_SKIPPED: cts/channel_dead_rank: needs 2 or more ranks under mpirun or a "
-                "torchrun-style launch\n");
-    return;
-  }
-  const int32_t n = std::atoi(size), me = std::atoi(rank_text);
+  LaunchedRank launched;
+  if (!LaunchedRankOrSkip("channel_dead_rank", &launched)) return;
+  const int32_t n = launched.size, me = launched.rank;
+  const bool mpi = launched.mpi;
   setenv("HEXIR_COLLECTIVE_TIMEOUT", mpi ? "2" : "60", 1);
   const vm::Ref<Channel> channel = GroupOf(d).channels[0];
   if (me == n - 1) {
@@ -563,13 +582,8 @@ void ChannelDeadRankCase(const DriverConfig&, Device& d) {
                               int32_t(ElementType::kF32), 4, 0, BufferRef::Whole(*buffer),
                               BufferRef::Whole(*buffer)));
   RequireOk((*cb)->Finalize());
-  auto sem = d.CreateSemaphore(0);
-  RequireOk(sem.status());
-  const auto start = std::chrono::steady_clock::now();
-  RequireOk(d.QueueExecute({}, *cb, {{*sem, 1}}));
-  Status st = (*sem)->Wait(1);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = 0;
+  Status st = SubmitAndWait(d, *cb, &seconds);
   INFO(st.ToString());
   std::printf("rank %d of %d: %s after %.2f s\n", me, n, st.ToString().c_str(), seconds);
   REQUIRE_THAT(st.message(), Catch::Contains("all_reduce (collective #1 on the " +
