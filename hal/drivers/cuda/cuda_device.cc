@@ -988,8 +988,7 @@ Status CudaDevice::AwaitIdle(Timeout timeout) {
 
 StatusOr<TransferWaits> CudaDevice::OrderAfterCompute(const std::vector<SemaphoreValue>& waits,
                                                       CUevent event) {
-  LockSpinning();  // on every queue transfer's call: never asleep behind a short holder
-  MutexLock lock(mu_, std::adopt_lock);
+  MutexLock lock(mu_);
   if (!lost_.ok()) return lost_;
   bool on_compute_stream = false;
   for (const SemaphoreValue& w : waits) {

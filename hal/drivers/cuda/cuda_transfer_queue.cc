@@ -1,10 +1,8 @@
 #include "hal/drivers/cuda/cuda_transfer_queue.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstring>
-#include <utility>
 
 #include "base/interrupt.h"
 #include "hal/drivers/cuda/cuda_timepoints.h"
@@ -23,21 +21,7 @@ constexpr int64_t kCompletionIdleSpinNs = 100'000;
 // A waiter completing chunks itself keeps the completion thread off the lock and the driver
 // until this long after its last poll: two threads polling one event and taking turns on the
 // lock cost each other wake-ups on a small transfer's critical path (the compute queue's rule).
-// A host thread that queues a transfer keeps it off the same way from the call on: the caller
-// usually waits for it next (and completes it itself), and the completion thread's lock take and
-// event queries beside the call slowed the call's own driver calls and lock takes. A transfer
-// nobody waits for is completed by the completion thread this much later.
 constexpr int64_t kHostRetiringNs = 20'000;
-// Takes of the queue lock on a transfer's path try this many times, a pause apart, before
-// sleeping on it: its holders keep it well under a microsecond, and a thread asleep on it makes
-// the holder's unlock a futex wake-up syscall (the compute queue's rule).
-constexpr int kLockSpins = 256;
-// The completion thread keeps off for host threads (kHostRetiringNs) at most this long at a
-// stretch: a thread that queues transfers without end and never waits for them would
-// otherwise keep their signals back as long (the compute queue's kMaxSubmitDeferNs). Longer
-// than a waiter's whole spin (the device's 100 us, then it sleeps) plus kHostRetiringNs, so a
-// waiter completing its own transfer never has the completion thread polling beside it.
-constexpr int64_t kMaxHostDeferNs = 200'000;
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -46,26 +30,6 @@ inline void CpuRelax() {
 }
 
 }  // namespace
-
-void CudaTransferQueue::RelockSpinning(MutexLock& lock) {
-  for (int i = 0; i < kLockSpins; ++i) {
-    if (lock.native().try_lock()) return;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
-  lock.Lock();
-}
-
-void CudaTransferQueue::LockSpinning() {
-  for (int i = 0; i < kLockSpins; ++i) {
-    if (mu_.TryLock()) return;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
-  mu_.Lock();
-}
 
 struct CudaTransferQueue::Op {
   bool read = false;
@@ -88,23 +52,6 @@ struct CudaTransferQueue::Op {
   Status status;  // the first chunk failure (completion thread)
 
   bool peer() const { return bool(peer_buffer); }
-  // As new, the vectors' storage kept (a recycled op's signals are copied in without an
-  // allocation); references dropped, a held-back write's copy freed.
-  void Clear() {
-    read = copy_if_held = direct = false;
-    waits.clear();
-    signals.clear();
-    source = nullptr;
-    target = nullptr;
-    std::vector<uint8_t>().swap(owned);
-    buffer.reset();
-    peer_buffer.reset();
-    peer_device = device = 0;
-    peer_context = nullptr;
-    offset = size = 0;
-    accepted_ns = 0;
-    status = Status::Ok();
-  }
   std::string What() const {
     return StrCat(peer() ? "peer copy into " : read ? "queue read of " : "queue write of ",
                   TransferRangeText(*buffer, offset, size));
@@ -155,7 +102,7 @@ Status CudaTransferQueue::Write(const std::vector<SemaphoreValue>& waits,
   if (!b || b->shared()->context != shared_->context)
     return InvalidArgument("queue write: the buffer was not allocated by ", uri_);
   HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
-  std::shared_ptr<Op> op = NewOp();
+  auto op = std::make_shared<Op>();
   op->waits = waits;
   op->signals = signals;
   op->source = static_cast<const uint8_t*>(host);
@@ -177,7 +124,7 @@ Status CudaTransferQueue::Read(const std::vector<SemaphoreValue>& waits,
   if (!b || b->shared()->context != shared_->context)
     return InvalidArgument("queue read: the buffer was not allocated by ", uri_);
   HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
-  std::shared_ptr<Op> op = NewOp();
+  auto op = std::make_shared<Op>();
   op->read = true;
   op->waits = waits;
   op->signals = signals;
@@ -205,7 +152,7 @@ Status CudaTransferQueue::CopyFromPeer(const std::vector<SemaphoreValue>& waits,
                       source->byte_size(), "-byte source and the ", target->byte_size(),
                       "-byte target");
   }
-  std::shared_ptr<Op> op = NewOp();
+  auto op = std::make_shared<Op>();
   op->waits = waits;
   op->signals = signals;
   op->device = to->device_ptr();
@@ -216,27 +163,6 @@ Status CudaTransferQueue::CopyFromPeer(const std::vector<SemaphoreValue>& waits,
   op->peer_buffer = std::move(source);
   HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
   return Accept(std::move(op));
-}
-
-std::shared_ptr<CudaTransferQueue::Op> CudaTransferQueue::NewOp() {
-  {
-    MutexLock lock(ops_mu_);
-    if (!free_ops_.empty()) {
-      std::shared_ptr<Op> op = std::move(free_ops_.back());
-      free_ops_.pop_back();
-      return op;
-    }
-  }
-  return std::make_shared<Op>();
-}
-
-void CudaTransferQueue::Recycle(std::shared_ptr<Op> op) {
-  // The sole owner (the caller's reference): no other thread can reach the op any more.
-  if (op.use_count() != 1) return;
-  std::atomic_thread_fence(std::memory_order_acquire);  // after the last other owner's uses
-  op->Clear();  // outside the locks: dropping a buffer's last reference may free it
-  MutexLock lock(ops_mu_);
-  if (free_ops_.size() < kKeptOps) free_ops_.push_back(std::move(op));
 }
 
 bool CudaTransferQueue::IsPinned(const void* host, uint64_t size) {
@@ -296,54 +222,55 @@ bool CudaTransferQueue::IsPinned(const void* host, uint64_t size) {
   return true;
 }
 
-// One take of the queue lock accepts the op and takes the event that either orders it after
-// the compute stream or, when nothing must be ordered (the usual case), becomes its first
-// chunk's completion event; the last chunk's push ends the op's acceptance in the same take.
 Status CudaTransferQueue::Accept(std::shared_ptr<Op> op) {
   op->accepted_ns = ProfileClockNs();
-  NoteHostRetiring();  // the caller waits next, usually: completion keeps off (kHostRetiringNs)
   MutexLock issue(issue_mu_);
-  bool held = false;
-  StatusOr<CUevent> event = static_cast<CUevent>(nullptr);
   {
-    LockSpinning();
-    MutexLock lock(mu_, std::adopt_lock);
+    MutexLock lock(mu_);
     if (!lost_.ok()) return lost_;
     ++issuing_;
-    held = !held_back_.empty();  // later transfers stay behind held-back ones
-    if (!held) event = events_.Take(api_, "transfer");
   }
-  Issuing issuing{this};
+  struct Issuing {
+    CudaTransferQueue* q;
+    ~Issuing() {
+      bool stopping;
+      {
+        MutexLock lock(q->mu_);
+        --q->issuing_;
+        stopping = q->stopping_;
+      }
+      q->idle_cv_.notify_all();
+      if (stopping) q->work_cv_.notify_all();  // its exit waits for issuing_ == 0
+    }
+  } issuing{this};
   DeviceCounters::Add(counters_->queue_submissions);
   DeviceCounters::Add(counters_->transfers_queued);
   DeviceCounters::Add(counters_->transfer_bytes_queued, op->size);
-  auto give_back = [&](CUevent e) {
-    if (e == nullptr) return;
-    LockSpinning();
-    MutexLock lock(mu_, std::adopt_lock);
-    events_.Give(e);
-  };
-  if (!event.ok()) {
-    Finish(op, event.status());
-    return event.status();
-  }
   // A failed wait fails the transfer: its error reaches whoever waits on the signals.
   for (const SemaphoreValue& w : op->waits) {
     if (auto v = w.semaphore->Query(); !v.ok()) {
-      give_back(*event);
       Finish(op, v.status());
       return Status::Ok();
     }
   }
-  CUevent compute_event = nullptr, first_chunk_event = nullptr;
+  bool held;
+  {
+    MutexLock lock(mu_);
+    held = !held_back_.empty();  // later transfers stay behind held-back ones
+  }
+  CUevent compute_event = nullptr;
   if (!held) {
+    StatusOr<CUevent> event = TakeEvent();
+    if (!event.ok()) {
+      Finish(op, event.status());
+      return event.status();
+    }
     StatusOr<TransferWaits> order = compute_order_(op->waits, *event);
     if (order.ok() && *order == TransferWaits::kAfterComputeEvent) {
       compute_event = *event;
-    } else if (order.ok() && *order == TransferWaits::kReady) {
-      first_chunk_event = *event;  // recorded on nothing yet
     } else {
-      give_back(*event);
+      MutexLock lock(mu_);
+      events_.Give(*event);
     }
     if (!order.ok()) {
       Finish(op, order.status());
@@ -364,29 +291,11 @@ Status CudaTransferQueue::Accept(std::shared_ptr<Op> op) {
     held_cv_.notify_all();
     return Status::Ok();
   }
-  return IssueLocked(op, compute_event, first_chunk_event, &issuing.counted);
+  return IssueLocked(op, compute_event);
 }
 
-CudaTransferQueue::Issuing::~Issuing() {
-  if (!counted) return;  // the op's last chunk ended it (IssueChunksLocked)
-  bool stopping;
-  {
-    q->LockSpinning();
-    MutexLock lock(q->mu_, std::adopt_lock);
-    --q->issuing_;
-    stopping = q->stopping_;
-  }
-  q->idle_cv_.notify_all();
-  if (stopping) q->work_cv_.notify_all();  // its exit waits for issuing_ == 0
-}
-
-Status CudaTransferQueue::IssueLocked(const std::shared_ptr<Op>& op, CUevent compute_event,
-                                      CUevent first_chunk_event, bool* issuing) {
-  Status status = IssueChunksLocked(op, compute_event, &first_chunk_event, issuing);
-  if (first_chunk_event != nullptr) {
-    MutexLock lock(mu_);
-    events_.Give(first_chunk_event);
-  }
+Status CudaTransferQueue::IssueLocked(const std::shared_ptr<Op>& op, CUevent compute_event) {
+  Status status = IssueChunksLocked(op, compute_event);
   if (status.ok()) return status;
   {
     MutexLock lock(mu_);
@@ -413,8 +322,7 @@ Status CudaTransferQueue::EnsureStreamLocked() {
 }
 
 // Chunk by chunk: while the DMA of one block runs, the host fills the next.
-Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUevent compute_event,
-                                            CUevent* spare_event, bool* issuing) {
+Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUevent compute_event) {
   HEXIR_RETURN_IF_ERROR(EnsureStreamLocked());
   if (compute_event) {
     // cuStreamWaitEvent captures the event's current work, so it can be reused at once.
@@ -475,16 +383,12 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
                                           c.bytes, " bytes)"));
       }
     }
-    if (*spare_event != nullptr) {
-      c.event = std::exchange(*spare_event, nullptr);
-    } else {
-      StatusOr<CUevent> event = TakeEvent();
-      if (!event.ok()) {
-        release_block();
-        return event.status();
-      }
-      c.event = *event;
+    StatusOr<CUevent> event = TakeEvent();
+    if (!event.ok()) {
+      release_block();
+      return event.status();
     }
+    c.event = *event;
     if (CUresult r = api_.cuEventRecord(c.event, stream_); r != CUDA_SUCCESS) {
       release_block();
       MutexLock lock(mu_);
@@ -492,14 +396,7 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
       return CudaStatus(api_, r, "cuEventRecord(transfer chunk)");
     }
     {
-      LockSpinning();
-      MutexLock lock(mu_, std::adopt_lock);
-      if (c.last && *issuing) {
-        // Accepted and queued: the op counts as in flight from here (inflight_ is not empty,
-        // so neither AwaitIdle nor a stopping completion thread needs a notification).
-        --issuing_;
-        *issuing = false;
-      }
+      MutexLock lock(mu_);
       if (c.last) {
         for (const SemaphoreValue& sv : op->signals)
           CudaTimepoints::Process().Add(sv.semaphore.get(), sv.value, c.event, stream_);
@@ -526,8 +423,7 @@ uint64_t StagingChunkBytes(uint64_t size) {
 }
 
 StatusOr<int> CudaTransferQueue::TakeBlock() {
-  LockSpinning();
-  MutexLock lock(mu_, std::adopt_lock);
+  MutexLock lock(mu_);
   space_cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return !free_blocks_.empty() || !lost_.ok(); });
   if (!lost_.ok()) return lost_;
   int block = free_blocks_.back();
@@ -551,8 +447,7 @@ void CudaTransferQueue::CopyStaged(void* dst, const void* src, uint64_t bytes) {
 }
 
 StatusOr<CUevent> CudaTransferQueue::TakeEvent() {
-  LockSpinning();
-  MutexLock lock(mu_, std::adopt_lock);
+  MutexLock lock(mu_);
   return events_.Take(api_, "transfer");
 }
 
@@ -600,7 +495,7 @@ void CudaTransferQueue::RetireFrontLocked(Status status) {
   if (status.ok() && c.op->read && c.block >= 0) {
     CopyStaged(c.op->target + c.done, staging_ + uint64_t(c.block) * kStagingBlockBytes, c.bytes);
   }
-  LockSpinning();
+  mu_.Lock();
   inflight_.pop_front();
   inflight_count_.fetch_sub(1, std::memory_order_release);
   if (c.block >= 0) GiveBlock(c.block);
@@ -621,8 +516,7 @@ void CudaTransferQueue::RetireFrontLocked(Status status) {
     Finish(c.op, c.op->status);  // signalled before the timepoints go: never a gap
     for (const SemaphoreValue& sv : c.op->signals)
       CudaTimepoints::Process().Remove(sv.semaphore.get(), c.event);
-    Recycle(std::move(c.op));  // popped: only `c` holds it, unless its call has not returned
-    LockSpinning();
+    mu_.Lock();
     --finishing_;
   }
   events_.Give(c.event);
@@ -660,20 +554,6 @@ void CudaTransferQueue::RetireReachedForWaiter() {
 // them itself (HostRetiring). Between transfers it spins a while before it sleeps.
 void CudaTransferQueue::CompletionMain() {
   const Status current = shared_->MakeCurrent();
-  // When this thread began keeping off for host threads (0: it is not): it does so for at most
-  // kMaxHostDeferNs at a stretch, so a thread that keeps queueing transfers it never waits for
-  // cannot hold their signals back indefinitely.
-  int64_t deferring_since = 0;
-  auto defer_to_host = [&] {
-    if (!HostRetiring()) return false;
-    const int64_t now = Interrupt::NowNs();
-    if (deferring_since == 0) deferring_since = now;
-    return now - deferring_since < kMaxHostDeferNs;
-  };
-  auto keep_off = [&] {  // unlocked
-    while (defer_to_host()) CpuRelax();
-    if (!HostRetiring()) deferring_since = 0;
-  };
   MutexLock lock(mu_);
   while (true) {
     if (inflight_.empty()) {
@@ -682,10 +562,7 @@ void CudaTransferQueue::CompletionMain() {
       const int64_t until = Interrupt::NowNs() + kCompletionIdleSpinNs;
       while (inflight_count_.load(std::memory_order_acquire) == 0 && Interrupt::NowNs() < until)
         CpuRelax();
-      // A chunk its caller will likely complete: off the lock meanwhile (taking it while the
-      // call still held it made the call's unlock a futex wake-up).
-      if (inflight_count_.load(std::memory_order_acquire) > 0) keep_off();
-      RelockSpinning(lock);
+      lock.Lock();
       completion_sleeping_ = true;
       work_cv_.wait(lock.native(), [&]() REQUIRES(mu_) {
         return !inflight_.empty() || (stopping_ && held_back_.empty() && issuing_ == 0);
@@ -693,13 +570,12 @@ void CudaTransferQueue::CompletionMain() {
       completion_sleeping_ = false;
       continue;
     }
-    if (defer_to_host()) {  // a waiter completes chunks: no wake-up needed when it stops
+    if (HostRetiring()) {  // a waiter completes chunks: no wake-up needed when it stops
       lock.Unlock();
-      keep_off();
-      RelockSpinning(lock);
+      while (HostRetiring()) CpuRelax();
+      lock.Lock();
       continue;
     }
-    if (!HostRetiring()) deferring_since = 0;
     if (retiring_) {  // a waiter completing a long chunk
       completion_sleeping_ = true;
       work_cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return !retiring_; });
@@ -717,11 +593,11 @@ void CudaTransferQueue::CompletionMain() {
       const int64_t spin_until = Interrupt::NowNs() + kCompletionSpinNs;
       while ((r = api_.cuEventQuery(event)) == CUDA_ERROR_NOT_READY && Interrupt::NowNs() < spin_until) {
         CpuRelax();
-        if ((left_to_host = defer_to_host())) break;
+        if ((left_to_host = HostRetiring())) break;
       }
       if (r == CUDA_ERROR_NOT_READY && !left_to_host) r = api_.cuEventSynchronize(event);
     }
-    RelockSpinning(lock);
+    lock.Lock();
     if (left_to_host || retiring_ || inflight_.empty() || inflight_.front().seq != seq) continue;
     Status status = current;
     if (status.ok() && r != CUDA_SUCCESS)
@@ -779,8 +655,7 @@ void CudaTransferQueue::HeldBackMain() {
     {
       MutexLock issue(issue_mu_);
       if (status.ok()) {
-        bool counted = false;  // its acceptance ended when it was held back
-        IssueLocked(op, compute_event, nullptr, &counted).IgnoreError();  // failures: the signals
+        IssueLocked(op, compute_event).IgnoreError();  // its failure reached the signals
       } else {
         Finish(op, status);
       }

@@ -38,8 +38,7 @@
 // called from the device's wait-progress hook) polls the front chunk's event and completes it
 // on its own thread (copy out, block freed, signals), so a small transfer's wait needs no
 // wake-up from another thread; otherwise the completion thread does (it keeps off the lock and
-// the driver while a waiter retires, and from the start of each call that queues a transfer,
-// whose caller usually waits next: kHostRetiringNs). Each chunk is completed once (`retiring_`).
+// the driver while a waiter retires, kHostRetiringNs). Each chunk is completed once (`retiring_`).
 // The threads sleep on condition variables of their own (completion thread, held-back thread,
 // block and idle waiters), so queueing a chunk wakes no thread that does not need it.
 //
@@ -142,33 +141,12 @@ class CudaTransferQueue {
     bool last = false;             // the op's signals are reached with this chunk
   };
 
-  // An op between its acceptance and its last chunk's push counts in issuing_; this ends that
-  // when Accept returns unless the push did (`counted` cleared).
-  struct Issuing {
-    CudaTransferQueue* q;
-    bool counted = true;
-    ~Issuing();
-  };
-  // Ops are recycled (kKeptOps at most), so that a transfer's call allocates nothing in the
-  // steady state: NewOp gives a cleared one; Recycle keeps `op` when it holds the last
-  // reference (the completion of its last chunk, after its signals).
-  std::shared_ptr<Op> NewOp();
-  void Recycle(std::shared_ptr<Op> op);
-  static constexpr size_t kKeptOps = 16;
   Status Accept(std::shared_ptr<Op> op);
-  // issue_mu_ held. Puts the op on the transfer stream after `compute_event` (may be null),
-  // its first chunk's event `first_chunk_event` when given (taken from the pool, recorded on
-  // nothing; given back if unused); with *issuing set, the last chunk's push ends the op's
-  // acceptance (issuing_) and clears it. On an error fails the op's signals and returns the
-  // error.
-  Status IssueLocked(const std::shared_ptr<Op>& op, CUevent compute_event,
-                     CUevent first_chunk_event, bool* issuing) REQUIRES(issue_mu_);
-  Status IssueChunksLocked(const std::shared_ptr<Op>& op, CUevent compute_event,
-                           CUevent* spare_event, bool* issuing) REQUIRES(issue_mu_);
-  // Takes mu_, spinning on try_lock a while before sleeping on it (kLockSpins).
-  void LockSpinning() ACQUIRE(mu_);
-  // The same for a MutexLock of mu_ that was unlocked.
-  void RelockSpinning(MutexLock& lock) ACQUIRE(mu_) NO_THREAD_SAFETY_ANALYSIS;
+  // issue_mu_ held. Puts the op on the transfer stream after `compute_event` (may be null);
+  // on an error fails the op's signals and returns the error.
+  Status IssueLocked(const std::shared_ptr<Op>& op, CUevent compute_event) REQUIRES(issue_mu_);
+  Status IssueChunksLocked(const std::shared_ptr<Op>& op, CUevent compute_event)
+      REQUIRES(issue_mu_);
   Status EnsureStreamLocked() REQUIRES(issue_mu_);
   // True when [host, host + size) lies in one pinned allocation of this process. The
   // context must be current. No driver call for a range inside a pageable span seen within
@@ -221,8 +199,6 @@ class CudaTransferQueue {
     int64_t until_ns = 0;
   };
   static constexpr int64_t kPageableAnswerNs = 1'000'000;
-  Mutex ops_mu_;
-  std::vector<std::shared_ptr<Op>> free_ops_ GUARDED_BY(ops_mu_);
   Mutex pinned_mu_;
   std::vector<PinnedSpan> pinned_spans_ GUARDED_BY(pinned_mu_);
   std::vector<PageableSpan> pageable_spans_ GUARDED_BY(pinned_mu_);
