@@ -100,6 +100,8 @@ done
 HEXIR_SHARED_DIR="$shared" bash tests/llm/precompile.sh .out/gpu/modules cuda >/dev/null
 
 bash bench/schedule_waves/run.sh --device=cuda --compile-only --out=.out/gpu/schedule_waves
+# Small ONNX models vs onnxruntime (bench/small_onnx): models, inputs and both modules.
+bash bench/small_onnx/run.sh --pack=.out/gpu/small_onnx >/dev/null
 if [ "$TESTS_ONLY" -eq 0 ]; then
 # ---- bench/ suite at full size, compiled here, run there by run.sh ----
 bash bench/run.sh --device=cuda --compile-only --out=.out/gpu/bench >/dev/null

@@ -41,6 +41,9 @@ cat "$OUT/transfer_benchmark.log"
 # HAL-level concurrency waves: 8 chains x 8 dispatches, waves/serial per replay (bench/hal_waves).
 (cd .out/gpu/tests/waves_benchmark_runfiles && ./bench/hal_waves/waves_benchmark) > "$OUT/waves_benchmark.log" 2>&1 || status=1
 cat "$OUT/waves_benchmark.log"
+# ---- small ONNX models: Hexir on CUDA and the host vs onnxruntime (bench/small_onnx) ----
+HEXIR_BIN=.out/gpu/bin bash bench/small_onnx/run.sh --from=.out/gpu/small_onnx > "$OUT/small_onnx.log" 2>&1 || status=1
+cat "$OUT/small_onnx.log"
 # ---- waves vs serial, compiled (bench/schedule_waves: 8 independent chains of small dispatches) ----
 HEXIR_BIN=.out/gpu/bin bash bench/schedule_waves/run.sh --device=cuda --run-only \
   --out=.out/gpu/schedule_waves 2>&1 | tee "$OUT/schedule_waves.log" || status=1
