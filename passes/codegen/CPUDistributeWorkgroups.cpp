@@ -64,6 +64,32 @@ int64_t ConvolutionWindow(func::FuncOp kernel) {
   return window;
 }
 
+// The channels of one workgroup of a convolution split along its channels whose batch or
+// spatial extents are dynamic (dynamic exports): the compile-time split counted them as large
+// (`count` workgroups of `tile` channels); at run time the split follows the actual work,
+// the largest power of two up to `count` of workgroups of at least `minWork` multiply-adds
+// (work = the root's extents x `window`), so a small plane is not cut into slivers that each
+// pack their own input panels. Rounded up to whole panels of `nr` (0: none) as a product
+// with `nr` (the packed-filter kernel proves its slices start at a multiple of NR). The
+// workgroups past ceil(channels / tile) run no channel.
+Value RunTimeChannelTile(OpBuilder& b, Location loc, ArrayRef<Range> domain, int64_t window,
+                         int64_t minWork, int64_t count, int64_t channels, int64_t tile, int64_t nr) {
+  auto index = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value work = index(window);
+  for (const Range& r : domain)
+    work = arith::MulIOp::create(b, loc, work, getValueOrCreateConstantIndexOp(b, loc, r.size));
+  Value byWork = arith::DivUIOp::create(b, loc, work, index(std::max<int64_t>(1, minWork)));
+  Value wanted = index(1);
+  for (int64_t c = 2; c <= count; c *= 2) {
+    Value enough = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, byWork, index(c));
+    wanted = arith::SelectOp::create(b, loc, enough, index(c), wanted);
+  }
+  Value perGroup = arith::MaxUIOp::create(
+      b, loc, arith::CeilDivUIOp::create(b, loc, index(channels), wanted), index(tile));
+  if (nr <= 0) return perGroup;
+  return arith::MulIOp::create(b, loc, arith::CeilDivUIOp::create(b, loc, perGroup, index(nr)), index(nr));
+}
+
 // NR of the kernel's prepacked convolution filter (hexir-cpu-pack-matmul-operands: an unpack
 // marked kPackedRhsAttr writing a 4-D filter), 0 if none: its workgroups' channels then
 // start at multiples of NR, so each reads whole panels in place.
@@ -259,6 +285,9 @@ class CPUDistributeWorkgroups
       if (count == 1) return 1;
       tileV = arith::ConstantIndexOp::create(b, rootLoc, tile);
       n0V = arith::ConstantIndexOp::create(b, rootLoc, *n0);
+      if (axis == 1 && llvm::any_of(domain, [](const Range& r) { return !getConstantIntValue(r.size); }))
+        tileV = RunTimeChannelTile(b, rootLoc, domain, ConvolutionWindow(kernel), minWorkPerWorkgroup,
+                                   count, *n0, tile, PrepackedFilterColumns(kernel));
     } else {
       // Dynamic extent: a fixed tile of T rows, T * (the other loops' static extents) >=
       // minWorkPerWorkgroup (a dynamic other extent counts as large: T = 1), grown to
@@ -285,7 +314,7 @@ class CPUDistributeWorkgroups
     }
 
     SmallVector<OpFoldResult> sizes(iterators.size(), b.getIndexAttr(0));
-    sizes[axis] = n0 ? OpFoldResult(b.getIndexAttr(*getConstantIntValue(tileV))) : OpFoldResult(tileV);
+    sizes[axis] = getAsOpFoldResult(tileV);
     IRRewriter rewriter(ctx);
     FailureOr<scf::SCFTileAndFuseResult> tiled =
         codegen::TileRootAndFuseProducers(rewriter, root, sizes);

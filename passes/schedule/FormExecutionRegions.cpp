@@ -91,7 +91,10 @@ Value resolveDim(OpBuilder& b, Location loc, Value v, int64_t index) {
   }
   if (auto collapse = dyn_cast_or_null<tensor::CollapseShapeOp>(def)) {
     Value size;
-    for (int64_t d : collapse.getReassociationIndices()[index]) {
+    // A copy: getReassociationIndices() returns a temporary, which a range-for over its
+    // element would outlive.
+    ReassociationIndices group = collapse.getReassociationIndices()[index];
+    for (int64_t d : group) {
       Value part = resolveDim(b, loc, collapse.getSrc(), d);
       if (!part) return Value();
       size = size ? arith::MulIOp::create(b, loc, size, part) : part;

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "tests/e2e/harness.h"
@@ -148,6 +149,48 @@ void Check(const Conv& k) {
     auto out = RunOrDie(module, "main", inputs, 1, "cpu", threads);
     RequireClose(out[0], expected, 1e-5, 1e-4);
   }
+}
+
+// One module of `k` with dynamic batch and spatial dims (k.n, k.h, k.w unused at compile
+// time), run in this process at each (batch, output rows, output columns) of `sizes`.
+void CheckOneModuleAtSizes(Conv k, std::initializer_list<std::array<int64_t, 3>> sizes) {
+  k.dynamic = true;
+  HostTensor w = RandomF32({k.f, k.cg(), k.kh, k.kw}, 12), bias = RandomF32({k.f}, 13);
+  std::string module = CompileOrDie(Source(k, w), "conv_sizes_c" + std::to_string(k.c) + "f" +
+                                                       std::to_string(k.f) + "s" + std::to_string(k.stride) +
+                                                       (k.constant ? "_const" : ""));
+  for (const auto& [n, oh, ow] : sizes) {
+    k.n = n;
+    k.h = (oh - 1) * k.stride + k.dilation * (k.kh - 1) + 1;
+    k.w = (ow - 1) * k.stride + k.dilation * (k.kw - 1) + 1;
+    INFO("x " << k.n << "x" << k.c << "x" << k.h << "x" << k.w << ", w " << k.f << "x" << k.cg() << "x"
+              << k.kh << "x" << k.kw << ", stride " << k.stride << (k.constant ? " (constant filter)" : ""));
+    HostTensor x = RandomF32({k.n, k.c, k.h, k.w}, 11 + n + oh);
+    HostTensor expected = Reference(k, x, w, bias);
+    for (const char* threads : {"--cpu-threads=0", "--cpu-threads=2"}) {
+      INFO(threads);
+      std::vector<HostTensor> inputs{x, w, bias};
+      if (k.constant) inputs = {x, bias};
+      auto out = RunOrDie(module, "main", inputs, 1, "cpu", threads);
+      RequireClose(out[0], expected, 1e-5, 1e-4);
+    }
+  }
+}
+
+TEST_CASE("one dynamic-size convolution module runs at several batch and spatial sizes, each matching a double reference") {
+  // 48 filters: split over workgroups along the channels, as many as the run-time work pays
+  // for (output planes of 1 and 57 x 57 differ by 3249x). On a filter argument (the
+  // input-packing kernel) and a constant filter of 216 taps (packed once at load); bias + ReLU.
+  Conv dense{1, 24, 0, 0, 48, 3, 3, 1, 1, 1};
+  dense.epilogue = true;
+  for (bool constant : {false, true}) {
+    dense.constant = constant;
+    CheckOneModuleAtSizes(dense, {{1, 1, 1}, {3, 7, 7}, {1, 13, 13}, {1, 57, 57}, {3, 13, 7}});
+  }
+  // Stride 2, 37 filters (a partial panel and a partial workgroup), batch 1 and 3.
+  Conv strided{1, 22, 0, 0, 37, 3, 3, 2, 1, 1};
+  strided.constant = true;
+  CheckOneModuleAtSizes(strided, {{1, 1, 1}, {3, 7, 7}, {1, 13, 13}, {3, 57, 13}});
 }
 
 TEST_CASE("dense convolutions at awkward sizes match a double reference") {

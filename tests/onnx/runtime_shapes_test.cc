@@ -144,6 +144,60 @@ TEST_CASE("Reshape to a shape read at run time resolves 0 and -1 per call") {
   CHECK(ParseFloats(same) == std::vector<float>{0, 1, 2, 3, 4, 5});
 }
 
+// Occurrences of `what` in `text`.
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST_CASE("dynamic Reshapes between groups of equal element counts are views, not copies, at two sizes") {
+  // x [T, N, 32] -> [T, 4N, 8] (attention heads of a dynamic export: -1 inferred as 4N) and
+  // back; [N, 6] -> [N, 6, 1, 1] (a keepdims pool) and back (Flatten). Only the Mul and the
+  // Adds are kernels: no index-delinearizing copy.
+  Graph m;
+  m.Input("x", {-1, -1, 32});
+  m.Input("p", {-1, 6});
+  m.Output("y", {-1, -1, 32});
+  m.Output("q", {-1, 6});
+  m.InitF("two", {1}, {2.0f});
+  m.InitI("heads", {0, -1, 8});
+  m.InitI("rows", {0, -1, 32});
+  m.InitI("keep", {0, 6, 1, 1});
+  m.Node("Mul", {"x", "two"}, {"a"});
+  m.Node("Reshape", {"a", "heads"}, {"h"});
+  m.Node("Add", {"h", "h"}, {"s"});
+  m.Node("Reshape", {"s", "rows"}, {"y"});
+  m.Node("Reshape", {"p", "keep"}, {"k"});
+  m.Node("Add", {"k", "k"}, {"d"});
+  m.Node("Flatten", {"d"}, {"q"});
+  auto r = ox::ImportOnnxModel(m.model);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  CHECK(Count(*r, "linalg.generic") == 3);
+  CHECK(r->find("linalg.index") == std::string::npos);
+  CHECK(Count(*r, "tensor.expand_shape") >= 3);
+  std::string mod = CompileForCpu(*r, "reshape_views");
+  REQUIRE(!mod.empty());
+  for (auto [t, n] : {std::pair<int64_t, int64_t>{3, 1}, {2, 5}}) {
+    INFO("T = " << t << ", N = " << n);
+    std::vector<float> x(t * n * 32), p(n * 6), y, q;
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97) - 40.0f;
+    for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<float>(i) * 0.5f;
+    for (float v : x) y.push_back(4 * v);  // row-major reshapes keep the element order
+    for (float v : p) q.push_back(2 * v);
+    std::istringstream lines(Run(mod, {std::to_string(t) + "x" + std::to_string(n) + "x32xf32=" + Floats(x),
+                                       std::to_string(n) + "x6xf32=" + Floats(p)}));
+    std::string ly, lq;
+    std::getline(lines, ly);
+    std::getline(lines, lq);
+    CHECK(Prefix(ly) == std::to_string(t) + "x" + std::to_string(n) + "x32xf32");
+    CHECK(ParseFloats(ly) == y);
+    CHECK(Prefix(lq) == std::to_string(n) + "x6xf32");
+    CHECK(ParseFloats(lq) == q);
+  }
+}
+
 TEST_CASE("Slice bounds read at run time are wrapped and clamped like numpy") {
   Graph m;
   m.Input("x", {5});

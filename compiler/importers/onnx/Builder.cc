@@ -278,6 +278,17 @@ Dim Builder::Product(const Shape& s, size_t begin, size_t end) {
   return p;
 }
 
+bool Builder::SameProduct(const Shape& a, size_t ab, size_t ae, const Shape& b, size_t bb,
+                          size_t be) const {
+  auto form = [&](const Shape& s, size_t begin, size_t end) -> std::optional<SymbolicDims::Poly> {
+    std::optional<SymbolicDims::Poly> p = SymbolicDims::Poly{{SymbolicDims::Monomial{}, 1}};
+    for (size_t i = begin; p && i < end; ++i) p = SymbolicDims::Product(*p, dims_.Of(s[i]));
+    return p;
+  };
+  std::optional<SymbolicDims::Poly> x = form(a, ab, ae), y = form(b, bb, be);
+  return x && y && *x == *y;
+}
+
 std::string Builder::DimAsFloat(const Dim& d, const std::string& et) {
   if (!d.dynamic()) return ScalarConst(et, static_cast<double>(d.v));
   std::string i = Fresh(), f = Fresh();

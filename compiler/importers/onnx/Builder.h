@@ -87,6 +87,9 @@ class Builder {
   Dim Min(const Dim& a, const Dim& b);
   Dim Max(const Dim& a, const Dim& b);
   Dim Product(const Shape& s, size_t begin, size_t end);
+  // True when the products of a[ab, ae) and b[bb, be) are provably one quantity (their
+  // polynomial forms are equal); emits nothing.
+  bool SameProduct(const Shape& a, size_t ab, size_t ae, const Shape& b, size_t bb, size_t be) const;
   Dim Rem(const Dim& a, const Dim& b);  // remainder with the dividend's sign (C %)
   Dim TruncDiv(const Dim& a, const Dim& b);  // quotient rounded toward zero (C /)
   // 1 or 0 for `a pred b` (pred: eq ne slt sle sgt sge). Folds when both are static, when they

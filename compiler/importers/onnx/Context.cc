@@ -491,10 +491,6 @@ Val Context::ReduceKnown(const Val& x, const std::vector<bool>& reduced, bool ke
 }
 
 // True when a and b are the same extent (equal static values or the same SSA value).
-static bool SameDim(const Dim& a, const Dim& b) {
-  return a.dynamic() == b.dynamic() && (a.dynamic() ? a.ssa == b.ssa : a.v == b.v);
-}
-
 // Element counts of a shape: (all static, product of the static extents).
 static std::pair<bool, int64_t> StaticCount(const Shape& shape) {
   bool all_static = true;
@@ -512,6 +508,76 @@ StatusOr<Val> Context::ReshapeTo(Val& x, const Shape& target) {
   if (xs && ts && xn != tn)
     return Error("cannot reshape " + std::to_string(xn) + " elements into " + std::to_string(tn));
   return ReshapeChecked(x, target);
+}
+
+// Row-major reshapes of x (rank > 0) into target (rank > 0) split into consecutive groups
+// whose element counts are provably equal (Builder::SameProduct): x's group i becomes
+// target's group i. Each break pairs a prefix of x with the longest prefix of target of the
+// same count (trailing unit dims join the group before them); no break covering both whole
+// shapes: no grouping.
+static std::optional<std::vector<std::pair<size_t, size_t>>> ReshapeBreaks(const Builder& b,
+                                                                           const Shape& x,
+                                                                           const Shape& target) {
+  if (x.empty() || target.empty()) return std::nullopt;
+  std::vector<std::pair<size_t, size_t>> breaks;  // ends of groups: (x end, target end)
+  size_t prev = 0;
+  for (size_t i = 1; i <= x.size(); ++i) {
+    size_t found = 0;
+    for (size_t j = target.size(); j > prev && !found; --j)
+      if (b.SameProduct(x, 0, i, target, 0, j)) found = j;
+    if (found) {
+      breaks.push_back({i, found});
+      prev = found;
+    } else if (!breaks.empty() && b.SameProduct(x, 0, i, target, 0, prev)) {
+      breaks.back().first = i;  // x's unit dims after the last break
+    }
+  }
+  if (breaks.empty() || breaks.back() != std::make_pair(x.size(), target.size())) return std::nullopt;
+  return breaks;
+}
+
+std::optional<Val> Context::ReshapeByGroups(Val& x, const Shape& target) {
+  std::optional<std::vector<std::pair<size_t, size_t>>> breaks = ReshapeBreaks(b, x.shape, target);
+  if (!breaks) return std::nullopt;
+  // The reassociation lists of both sides and the collapsed shape (one dim per group).
+  std::string xgroups, tgroups;
+  bool collapse = false, expand = false;
+  Shape mid;
+  size_t xi = 0, ti = 0;
+  for (auto [xe, te] : *breaks) {
+    auto list = [](size_t begin, size_t end) {
+      std::string l;
+      for (size_t k = begin; k < end; ++k) l += (k > begin ? ", " : "") + std::to_string(k);
+      return "[" + l + "]";
+    };
+    xgroups += (xgroups.empty() ? "" : ", ") + list(xi, xe);
+    tgroups += (tgroups.empty() ? "" : ", ") + list(ti, te);
+    collapse = collapse || xe - xi > 1;
+    expand = expand || te - ti > 1;
+    mid.push_back(xe - xi == 1 ? x.shape[xi] : te - ti == 1 ? target[ti] : b.Product(x.shape, xi, xe));
+    xi = xe;
+    ti = te;
+  }
+  Val r;
+  r.et = x.et;
+  r.shape = mid;
+  r.name = x.name;
+  if (collapse) {
+    r.name = b.Fresh();
+    b.Line(r.name + " = tensor.collapse_shape " + x.name + " [" + xgroups + "] : " +
+           Builder::TensorType(x) + " into " + Builder::TensorType(r));
+  }
+  if (expand) {
+    std::string sizes, from = Builder::TensorType(r);
+    for (const Dim& d : target) sizes += (sizes.empty() ? "" : ", ") + (d.dynamic() ? d.ssa : std::to_string(d.v));
+    r.shape = target;
+    std::string name = b.Fresh();
+    b.Line(name + " = tensor.expand_shape " + r.name + " [" + tgroups + "] output_shape [" + sizes +
+           "] : " + from + " into " + Builder::TensorType(r));
+    r.name = name;
+  }
+  r.shape = target;
+  return r;
 }
 
 Val Context::ReshapeChecked(Val& x, const Shape& target) {
@@ -572,25 +638,12 @@ Val Context::ReshapeChecked(Val& x, const Shape& target) {
     }
     return r;
   }
-  // Dynamic: when only unit dims are inserted or removed, a copy with projected maps.
-  std::vector<int64_t> xs_non1, ts_non1;
-  for (int64_t i = 0; i < x.rank(); ++i)
-    if (x.shape[i].dynamic() || x.shape[i].v != 1) xs_non1.push_back(i);
-  for (size_t i = 0; i < target.size(); ++i)
-    if (target[i].dynamic() || target[i].v != 1) ts_non1.push_back(i);
-  bool unit_only = xs_non1.size() == ts_non1.size();
-  for (size_t i = 0; unit_only && i < xs_non1.size(); ++i)
-    unit_only = SameDim(x.shape[xs_non1[i]], target[ts_non1[i]]);
-  int loops = static_cast<int>(target.size());
-  if (unit_only) {
-    std::vector<std::string> in_map(x.rank(), "0");
-    for (size_t i = 0; i < xs_non1.size(); ++i) in_map[xs_non1[i]] = "d" + std::to_string(ts_non1[i]);
-    r.name = b.Generic({&x}, {Builder::Map(loops, in_map)}, Builder::IdentityMap(loops), target,
-                       x.et, loops, std::vector<std::string>(loops, "parallel"), "",
-                       [](const std::vector<std::string>& a) { return a[0]; });
-    return r;
-  }
+  // Dynamic: groups of dims whose products are provably equal become a collapse_shape and an
+  // expand_shape, views without a copy (unit dims inserted or removed, the dynamic export's
+  // [T, N, 32] -> [T, 4N, 8] of attention heads).
+  if (std::optional<Val> view = ReshapeByGroups(x, target)) return *view;
   // General dynamic reshape: linearize the output index, delinearize into the input's.
+  int loops = static_cast<int>(target.size());
   std::vector<std::string> xdims, tdims;
   for (const Dim& d : x.shape) xdims.push_back(b.DimValue(d));
   for (const Dim& d : target) tdims.push_back(b.DimValue(d));

@@ -116,6 +116,9 @@ class Context {
                   const std::string& kind);
   // ReshapeTo once the element counts are known to agree.
   Val ReshapeChecked(Val& x, const Shape& target);
+  // A dynamic reshape as collapse_shape + expand_shape (views, no copy) when x's and target's
+  // dims split into consecutive groups of provably equal element counts; nullopt otherwise.
+  std::optional<Val> ReshapeByGroups(Val& x, const Shape& target);
   // MatMul's batch dims `batch` (BroadcastShapes of the operands' batch parts) where a `?`
   // extent meets a different one (MeetsAtRunTime): DecideAtRunTime's checks and extents, and
   // a and bm replaced by their broadcast along the batch dims that may be 1 at run time

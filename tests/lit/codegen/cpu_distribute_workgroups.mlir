@@ -184,3 +184,33 @@ hexir.executable @conv {
     }
   }
 }
+
+// -----
+
+// The same convolution with dynamic batch and spatial dims: the count is still 2 (the
+// dynamic extents count as large), and the kernel computes its channels per workgroup from
+// the run-time work (window 5 x 3 x 3 times the root's extents, over the minimum work, 1
+// here): 2 workgroups of 32 when that allows, else 1 of all 64 (the second runs none).
+// CHECK-LABEL: hexir.executable @conv_dynamic
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 2, 1, 1>
+// CHECK:         func.func @conv_dynamic(
+// CHECK:         %[[ENOUGH:.+]] = arith.cmpi uge, %{{.+}}, %[[C2:.+]] :
+// CHECK:         %[[WANTED:.+]] = arith.select %[[ENOUGH]], %[[C2]], %{{.+}} : index
+// CHECK:         %[[SPLIT:.+]] = arith.ceildivui %{{.+}}, %[[WANTED]]
+// CHECK:         %[[TILE:.+]] = arith.maxui %[[SPLIT]], %{{.+}}
+// CHECK:         scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[TILE]]
+// CHECK:           linalg.generic
+// CHECK-SAME:        tensor<?x5x?x?xf32>, tensor<?x5x3x3xf32>
+hexir.executable @conv_dynamic {
+  builtin.module {
+    func.func @conv_dynamic(%x: tensor<?x5x?x?xf32>, %w: tensor<64x5x3x3xf32>, %o: tensor<?x64x?x?xf32>) -> tensor<?x64x?x?xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<?x5x?x?xf32>, tensor<64x5x3x3xf32>) outs(%o : tensor<?x64x?x?xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<?x64x?x?xf32>
+      return %y : tensor<?x64x?x?xf32>
+    }
+  }
+}
