@@ -1,14 +1,13 @@
 // Emits the convolution kernels described in CPUConvolutionKernel.h with the vector dialect.
 #include "passes/codegen/CPUConvolutionKernel.h"
 
-#include "passes/codegen/CPUConvolutionDepthwise.h"
-
 #include <functional>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "passes/codegen/CPUConvolutionDepthwise.h"
 
 namespace hexir::codegen {
 using namespace mlir;
@@ -172,8 +171,7 @@ class ConvolutionEmitter {
                      const ConvolutionGeometry& g)
       : b(b), loc(loc), t(tiles), g(g),
         vec(VectorType::get({tiles.lanes}, b.getF32Type())),
-        offsets(VectorType::get({tiles.lanes}, b.getI32Type())),
-        maskType(VectorType::get({tiles.lanes}, b.getI1Type())) {
+        offsets(VectorType::get({tiles.lanes}, b.getI32Type())) {
     zeroVec = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
   }
 
@@ -317,7 +315,7 @@ class ConvolutionEmitter {
   Location loc;
   const MatmulTiles& t;
   ConvolutionGeometry g;
-  VectorType vec, offsets, maskType;
+  VectorType vec, offsets;
   Value zeroVec;
 };
 
