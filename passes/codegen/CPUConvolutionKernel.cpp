@@ -7,6 +7,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "passes/codegen/CPUConvolutionDepthwise.h"
 
 namespace hexir::codegen {
 using namespace mlir;
@@ -170,8 +171,7 @@ class ConvolutionEmitter {
                      const ConvolutionGeometry& g)
       : b(b), loc(loc), t(tiles), g(g),
         vec(VectorType::get({tiles.lanes}, b.getF32Type())),
-        offsets(VectorType::get({tiles.lanes}, b.getI32Type())),
-        maskType(VectorType::get({tiles.lanes}, b.getI1Type())) {
+        offsets(VectorType::get({tiles.lanes}, b.getI32Type())) {
     zeroVec = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
   }
 
@@ -260,53 +260,6 @@ class ConvolutionEmitter {
     });
   }
 
-  // out[n][f][oh][ow..] += sum over (kh, kw) of w[f][0][kh][kw] * x[n][f][ih][iw..], one
-  // vector of ow at a time.
-  void depthwise(Value x, Value w, Value out) {
-    Value n = dim(out, 0), f = dim(out, 1), oh = dim(out, 2), ow = dim(out, 3);
-    Value kh = dim(w, 2), kw = dim(w, 3);
-    Value stride = splatI32(g.strides[1]);
-    Value laneOffsets = arith::MulIOp::create(b, loc, iota(), stride);
-    forLoop(index(0), n, [&](Value batch) {
-      forLoop(index(0), f, [&](Value channel) {
-        forLoop(index(0), oh, [&](Value row) {
-          forLoop(index(0), ow, index(t.lanes), [&](Value ow0) {
-            Value mask = vector::CreateMaskOp::create(b, loc, maskType,
-                                                      ValueRange{arith::SubIOp::create(b, loc, ow, ow0)});
-            Value outAt[] = {batch, channel, row, ow0};
-            Value acc = vector::MaskedLoadOp::create(b, loc, vec, out, outAt, mask, zeroVec);
-            auto taps = scf::ForOp::create(
-                b, loc, index(0), kh, index(1), ValueRange{acc},
-                [&](OpBuilder& nested, Location, Value i, ValueRange rowAcc) {
-                  OpBuilder::InsertionGuard guard(b);
-                  b.setInsertionPointToStart(nested.getInsertionBlock());
-                  Value ih = add(mul(row, index(g.strides[0])), mul(i, index(g.dilations[0])));
-                  auto inner = scf::ForOp::create(
-                      b, loc, index(0), kw, index(1), rowAcc,
-                      [&](OpBuilder& nested2, Location, Value j, ValueRange tapAcc) {
-                        OpBuilder::InsertionGuard guard2(b);
-                        b.setInsertionPointToStart(nested2.getInsertionBlock());
-                        Value weight = memref::LoadOp::create(b, loc, w, ValueRange{channel, index(0), i, j});
-                        Value splat = vector::BroadcastOp::create(b, loc, vec, weight);
-                        Value iw = add(mul(ow0, index(g.strides[1])), mul(j, index(g.dilations[1])));
-                        Value xAt[] = {batch, channel, ih, iw};
-                        Value lanes =
-                            g.strides[1] == 1
-                                ? Value(vector::MaskedLoadOp::create(b, loc, vec, x, xAt, mask, zeroVec))
-                                : Value(vector::GatherOp::create(b, loc, vec, x, xAt, laneOffsets, mask,
-                                                                 zeroVec));
-                        Value next = vector::FMAOp::create(b, loc, lanes, splat, tapAcc[0]);
-                        scf::YieldOp::create(b, loc, next);
-                      });
-                  scf::YieldOp::create(b, loc, inner.getResults());
-                });
-            vector::MaskedStoreOp::create(b, loc, out, outAt, mask, taps.getResult(0));
-          });
-        });
-      });
-    });
-  }
-
  private:
   // m[n][c][h][w] viewed as [n][c][h * pitch] with unit inner stride, and its row pitch (the
   // stride of dim 2: w for a whole plane, more for a window of a larger one). collapse_shape
@@ -362,7 +315,7 @@ class ConvolutionEmitter {
   Location loc;
   const MatmulTiles& t;
   ConvolutionGeometry g;
-  VectorType vec, offsets, maskType;
+  VectorType vec, offsets;
   Value zeroVec;
 };
 
@@ -387,11 +340,9 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
     Location loc = op.getLoc();
     Value x = op.getDpsInputs()[0], w = op.getDpsInputs()[1], out = op.getDpsInits()[0];
     auto emit = [&] {
-      ConvolutionEmitter emitter(b, loc, tiles, g);
-      if (g.kind == ConvolutionKind::kDense)
-        emitter.dense(x, w, out, packed);
-      else
-        emitter.depthwise(x, w, out);
+      if (g.kind == ConvolutionKind::kDepthwise)
+        return EmitDepthwiseConvolution(b, loc, kernel, tiles, g, x, w, out);
+      ConvolutionEmitter(b, loc, tiles, g).dense(x, w, out, packed);
     };
     // Dense kernels write the output's planes as rows: where its strides are dynamic, the
     // kernel runs when they are contiguous at run time, the loop lowering otherwise.

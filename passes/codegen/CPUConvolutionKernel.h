@@ -19,9 +19,7 @@
 // A dense convolution whose constant filter was packed once at load runs on the packed
 // filter instead: see LowerConvolutionOnPackedFilter below.
 //
-// Depthwise convolutions run along ow in vectors, per (n, f, oh): the KH x KW weights are
-// broadcast and multiplied into contiguous (stride 1) or gathered (stride > 1) input lanes;
-// the last vector of a row is masked.
+// Depthwise convolutions have kernels of their own: see CPUConvolutionDepthwise.h.
 #pragma once
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

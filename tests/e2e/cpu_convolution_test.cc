@@ -1,11 +1,11 @@
 // The CPU convolution kernels (passes/codegen/CPUConvolutionKernel.h: dense convolutions as
 // implicit GEMMs on the packed micro-kernel, with a constant filter on the filter packed once
-// at load, depthwise ones along the output row) against
+// at load; CPUConvolutionDepthwise.h: depthwise ones on channel lanes or along the output row) against
 // double-precision loops, in the ONNX importer's form (a linalg.generic over a pre-padded
 // NCHW input), at awkward sizes: odd channel counts, 1x1, 3x3 and 7x7 windows, stride 2,
 // dilation 2, rows that are no multiple of the vector width, grouped convolutions (which keep
-// the loop lowering), batch 2, dynamic batch and spatial dims, a bias + ReLU epilogue; on 0, 1
-// and 2 worker threads.
+// the loop lowering), batch 2, dynamic batch and spatial dims, explicit pads, a bias + ReLU
+// epilogue; on 0, 1 and 2 worker threads.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -28,6 +28,7 @@ struct Conv {
   bool dynamic = false;  // n, h, w dynamic
   bool epilogue = false;  // + bias[f], then max(., 0)
   bool constant = false;  // w a module constant (packed once at load), not an argument
+  int64_t pad = 0;  // x is given unpadded (h - 2 pad by w - 2 pad) and padded by a tensor.pad
   int64_t oh() const { return (h - dilation * (kh - 1) - 1) / stride + 1; }
   int64_t ow() const { return (w - dilation * (kw - 1) - 1) / stride + 1; }
   int64_t cg() const { return c / group; }
@@ -61,9 +62,17 @@ std::string Source(const Conv& k, const HostTensor& weights) {
                                   : "(d1 floordiv " + std::to_string(fg) + ") * " +
                                      std::to_string(k.cg()) + " + d4";
   std::string s = std::to_string(k.stride), dl = std::to_string(k.dilation);
-  std::string src = "func.func @main(%x: " + x + (k.constant ? "" : ", %w: " + wt) +
-                    ", %bias: tensor<" + std::to_string(k.f) + "xf32>) -> " + o +
-                    " {\n  %z = arith.constant 0.0 : f32\n";
+  std::string x0 = "tensor<" + Dim(k.n, d) + "x" + std::to_string(k.c) + "x" +
+                   Dim(k.h - 2 * k.pad, d) + "x" + Dim(k.w - 2 * k.pad, d) + "xf32>";
+  std::string src = "func.func @main(%" + std::string(k.pad ? "x0: " + x0 : "x: " + x) +
+                    (k.constant ? "" : ", %w: " + wt) + ", %bias: tensor<" + std::to_string(k.f) +
+                    "xf32>) -> " + o + " {\n  %z = arith.constant 0.0 : f32\n";
+  if (k.pad) {
+    std::string p = std::to_string(k.pad);
+    src += "  %x = tensor.pad %x0 low[0, 0, " + p + ", " + p + "] high[0, 0, " + p + ", " + p +
+           "] {\n  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):\n    tensor.yield %z : f32\n"
+           "  } : " + x0 + " to " + x + "\n";
+  }
   if (k.constant)
     src += "  %w = arith.constant dense<" + HexLiteral(weights, k.f * k.cg() * k.kh * k.kw) +
            "> : " + wt + "\n";
@@ -131,21 +140,33 @@ void Check(const Conv& k) {
   INFO("x " << k.n << "x" << k.c << "x" << k.h << "x" << k.w << ", w " << k.f << "x" << k.cg()
             << "x" << k.kh << "x" << k.kw << ", stride " << k.stride << ", dilation "
             << k.dilation << ", group " << k.group << (k.dynamic ? " (dynamic)" : "")
-            << (k.epilogue ? " + bias + relu" : "") << (k.constant ? " (constant filter)" : ""));
+            << (k.epilogue ? " + bias + relu" : "") << (k.constant ? " (constant filter)" : "")
+            << ", pad " << k.pad);
   std::string name = "conv_" + std::to_string(k.n) + "x" + std::to_string(k.c) + "x" +
                      std::to_string(k.h) + "x" + std::to_string(k.w) + "_" + std::to_string(k.f) +
                      "x" + std::to_string(k.kh) + "x" + std::to_string(k.kw) + "_s" +
                      std::to_string(k.stride) + "d" + std::to_string(k.dilation) + "g" +
                      std::to_string(k.group) + (k.dynamic ? "_dyn" : "") + (k.epilogue ? "_relu" : "") +
-                     (k.constant ? "_const" : "");
+                     (k.constant ? "_const" : "") + (k.pad ? "_p" + std::to_string(k.pad) : "");
   HostTensor x = RandomF32({k.n, k.c, k.h, k.w}, 11), w = RandomF32({k.f, k.cg(), k.kh, k.kw}, 12),
              bias = RandomF32({k.f}, 13);
+  // With a pad, the module gets x's interior; its border is zero.
+  HostTensor x0 = RandomF32({k.n, k.c, k.h - 2 * k.pad, k.w - 2 * k.pad}, 11);
+  if (k.pad) {
+    int64_t h0 = k.h - 2 * k.pad, w0 = k.w - 2 * k.pad;
+    x = ZerosF32({k.n, k.c, k.h, k.w});
+    for (int64_t p = 0; p < k.n * k.c; ++p)
+      for (int64_t i = 0; i < h0; ++i)
+        for (int64_t j = 0; j < w0; ++j)
+          F32(x)[(p * k.h + i + k.pad) * k.w + j + k.pad] = F32(x0)[(p * h0 + i) * w0 + j];
+  }
   std::string module = CompileOrDie(Source(k, w), name);
   HostTensor expected = Reference(k, x, w, bias);
   for (const char* threads : kThreadCounts) {
     INFO(threads);
-    std::vector<HostTensor> inputs{x, w, bias};
-    if (k.constant) inputs = {x, bias};
+    const HostTensor& given = k.pad ? x0 : x;
+    std::vector<HostTensor> inputs{given, w, bias};
+    if (k.constant) inputs = {given, bias};
     auto out = RunOrDie(module, "main", inputs, 1, "cpu", threads);
     RequireClose(out[0], expected, 1e-5, 1e-4);
   }
@@ -258,6 +279,34 @@ TEST_CASE("depthwise convolutions at awkward sizes match a double reference") {
   Check({2, 3, 20, 19, 3, 3, 3, 1, 1, 3});
   Check({1, 5, 21, 21, 5, 5, 5, 2, 1, 5});
   Check({1, 4, 14, 14, 4, 3, 3, 1, 2, 4});
+}
+
+Conv Padded(Conv k, int64_t pad) {
+  k.pad = pad;
+  return k;
+}
+
+TEST_CASE("depthwise convolutions on channel lanes and output rows match a double reference") {
+  // Channels 1 (a dense 1-channel convolution), 3, 16 (one AVX-512 vector), 17 (one past
+  // it), 96; 3x3 and 5x5 windows; stride 1 and 2; dilation 2; explicit pads (a tensor.pad
+  // before the convolution); planes of 2x2 to 19x21 outputs (partial 8x8 tiles and partial
+  // groups of 4 outputs); a row of 38 outputs at stride 1 (the output-row loop nest).
+  Check(Padded({1, 1, 11, 11, 1, 3, 3, 1, 1, 1}, 1));
+  Check(Padded({1, 3, 13, 12, 3, 3, 3, 1, 1, 3}, 1));
+  Check(Padded({1, 16, 12, 12, 16, 3, 3, 2, 1, 16}, 1));
+  Check(Padded({1, 17, 14, 13, 17, 5, 5, 1, 2, 17}, 4));
+  Check(Padded({1, 96, 8, 8, 96, 5, 5, 2, 1, 96}, 2));
+  Check(Padded({1, 96, 6, 6, 96, 5, 5, 1, 1, 96}, 2));
+  Check({1, 17, 21, 23, 17, 3, 3, 1, 1, 17});
+  Check({1, 5, 9, 40, 5, 3, 3, 1, 1, 5});
+  // Batch 2 with dynamic batch and spatial dims, a pad and a bias + ReLU epilogue.
+  Conv dynamic = Padded({2, 17, 11, 14, 17, 3, 3, 1, 1, 17}, 1);
+  dynamic.dynamic = true;
+  dynamic.epilogue = true;
+  Check(dynamic);
+  Conv strided = Padded({2, 16, 13, 10, 16, 5, 5, 2, 1, 16}, 2);
+  strided.dynamic = true;
+  Check(strided);
 }
 
 TEST_CASE("grouped convolutions and a depthwise multiplier match a double reference") {

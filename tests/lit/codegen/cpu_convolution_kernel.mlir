@@ -24,14 +24,21 @@ hexir.executable @dense attributes {hexir.workgroup_count = array<i64: 1, 1, 1>}
 
 // -----
 
-// A depthwise convolution (one input channel per filter) runs along the output row: masked
-// 8-lane loads of the input, one FMA per window tap, a masked store.
+// A depthwise convolution (one input channel per filter) on rows of 11 outputs runs on channel
+// lanes (codegen/CPUConvolutionDepthwise.h): two stack buffers (the input window of a tile,
+// the weight vectors), the 9 weight vectors gathered, then 4 outputs at a time sharing each
+// weight: 36 FMAs and 4 scatters, and the odd outputs one at a time (9 FMAs, 1 scatter). The
+// static choice is folded: no row loop nest (no masked loads).
 // CHECK-LABEL: hexir.executable @depthwise
 // CHECK:         llvm.func internal @depthwise_impl(
-// CHECK-NOT:       llvm.alloca
-// CHECK:           llvm.intr.masked.load
-// CHECK:           llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
-// CHECK:           llvm.intr.masked.store
+// CHECK-COUNT-2:   llvm.alloca
+// CHECK-COUNT-9:   llvm.intr.masked.gather
+// CHECK-COUNT-36:  llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK-COUNT-4:   llvm.intr.masked.scatter
+// CHECK-COUNT-9:   llvm.intr.fmuladd
+// CHECK:           llvm.intr.masked.scatter
+// CHECK-NOT:       llvm.intr.masked.load
+// CHECK:         llvm.func @depthwise(
 hexir.executable @depthwise attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
   builtin.module {
     func.func @depthwise(%x: tensor<1x6x11x13xf32>, %w: tensor<6x1x3x3xf32>, %o: tensor<1x6x9x11xf32>, %id: index) -> tensor<1x6x9x11xf32> {
@@ -42,6 +49,33 @@ hexir.executable @depthwise attributes {hexir.workgroup_count = array<i64: 1, 1,
         linalg.yield %q : f32
       } -> tensor<1x6x9x11xf32>
       return %y : tensor<1x6x9x11xf32>
+    }
+  }
+}
+
+// -----
+
+// Rows of 18 outputs at stride 1 fill 8-lane vectors: the depthwise convolution runs along the
+// output row, no stack buffer, the 9 taps unrolled (a masked load of the input and an FMA
+// each), a masked store.
+// CHECK-LABEL: hexir.executable @depthwise_rows
+// CHECK:         llvm.func internal @depthwise_rows_impl(
+// CHECK-NOT:       llvm.alloca
+// CHECK-NOT:       llvm.intr.masked.gather
+// CHECK:           llvm.intr.masked.load
+// CHECK-COUNT-9:   llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK:           llvm.intr.masked.store
+// CHECK:         llvm.func @depthwise_rows(
+hexir.executable @depthwise_rows attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @depthwise_rows(%x: tensor<1x6x5x20xf32>, %w: tensor<6x1x3x3xf32>, %o: tensor<1x6x3x18xf32>, %id: index) -> tensor<1x6x3x18xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 + d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x6x5x20xf32>, tensor<6x1x3x3xf32>) outs(%o : tensor<1x6x3x18xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<1x6x3x18xf32>
+      return %y : tensor<1x6x3x18xf32>
     }
   }
 }
