@@ -113,21 +113,24 @@ std::optional<DenseMatvec> MatchDense(linalg::LinalgOp op) {
 }
 
 // A block-format matvec generic: x [K / B][B], y [N], the weights' i8 memref loaded in the
-// body at row `rowIndex` (a body value computed from linalg.index 0).
+// body at row `rowIndex` (a body value computed from linalg.index `rowDim`). The M-row form
+// (a prompt's, loops (m, n, b, j)) has x [M][K / B][B] and y [M][N]: rowDim 1.
 struct BlockMatvec {
   const BlockFormat* format;
   Value x, y, weights, rowIndex;
+  int64_t rowDim = 0;
 };
 
-// The value `v` of the body depends only on linalg.index 0, values defined outside and pure
-// ops (so it can be cloned with the index replaced).
-bool DependsOnlyOnRowIndex(Value v, Region& body) {
+// The value `v` of the body depends only on linalg.index `rowDim`, values defined outside
+// and pure ops (so it can be cloned with the index replaced).
+bool DependsOnlyOnRowIndex(Value v, Region& body, int64_t rowDim) {
   Operation* def = v.getDefiningOp();
   if (!def) return !body.isAncestor(v.getParentRegion());  // a block argument of the body is data
   if (!body.isAncestor(def->getParentRegion())) return true;
-  if (auto index = dyn_cast<linalg::IndexOp>(def)) return index.getDim() == 0;
+  if (auto index = dyn_cast<linalg::IndexOp>(def)) return static_cast<int64_t>(index.getDim()) == rowDim;
   if (!isPure(def) || def->getNumRegions()) return false;
-  return llvm::all_of(def->getOperands(), [&](Value operand) { return DependsOnlyOnRowIndex(operand, body); });
+  return llvm::all_of(def->getOperands(),
+                      [&](Value operand) { return DependsOnlyOnRowIndex(operand, body, rowDim); });
 }
 
 std::optional<BlockMatvec> MatchBlocks(linalg::LinalgOp op) {
@@ -136,17 +139,28 @@ std::optional<BlockMatvec> MatchBlocks(linalg::LinalgOp op) {
   if (!name) return std::nullopt;
   BlockMatvec m;
   m.format = FindBlockFormat(name.getValue());
-  if (!m.format || op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 || op.getNumLoops() != 3) return std::nullopt;
+  const int64_t loops = op.getNumLoops();
+  if (!m.format || op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 || (loops != 3 && loops != 4))
+    return std::nullopt;
+  // Loops (n, b, j), or (m, n, b, j) for M rows: x [(M)][K / B][B] at ((m), b, j), y at ((m), n).
+  m.rowDim = loops - 3;
   MLIRContext* ctx = op.getContext();
-  AffineExpr n = getAffineDimExpr(0, ctx), b = getAffineDimExpr(1, ctx), j = getAffineDimExpr(2, ctx);
+  AffineExpr n = getAffineDimExpr(m.rowDim, ctx), b = getAffineDimExpr(m.rowDim + 1, ctx),
+             j = getAffineDimExpr(m.rowDim + 2, ctx);
+  SmallVector<AffineExpr> xExprs{b, j}, yExprs{n};
+  if (m.rowDim) {
+    xExprs.insert(xExprs.begin(), getAffineDimExpr(0, ctx));
+    yExprs.insert(yExprs.begin(), getAffineDimExpr(0, ctx));
+  }
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  if (maps[0] != AffineMap::get(3, 0, {b, j}, ctx) || maps[1] != AffineMap::get(3, 0, {n}, ctx))
+  if (maps[0] != AffineMap::get(loops, 0, xExprs, ctx) || maps[1] != AffineMap::get(loops, 0, yExprs, ctx))
     return std::nullopt;
   m.x = op.getDpsInputs()[0];
   m.y = op.getDpsInits()[0];
   auto xType = cast<ShapedType>(m.x.getType());
-  if (xType.getRank() != 2 || xType.getDimSize(1) != m.format->blockElements || !xType.getElementType().isF32() ||
-      !HasUnitInnerStride(xType) || !ElementOf(m.y).isF32() || RankOf(m.y) != 1)
+  if (xType.getRank() != 2 + m.rowDim || xType.getDimSize(1 + m.rowDim) != m.format->blockElements ||
+      !xType.getElementType().isF32() || !HasUnitInnerStride(xType) || !ElementOf(m.y).isF32() ||
+      RankOf(m.y) != 1 + m.rowDim)
     return std::nullopt;
   // Every weight read is a load of one i8 [rows][bytes] memref from above at one row value.
   Region& body = generic.getRegion();
@@ -158,12 +172,12 @@ std::optional<BlockMatvec> MatchBlocks(linalg::LinalgOp op) {
     ok &= m.weights == memref && m.rowIndex == load.getIndices()[0];
   });
   if (!ok || !m.weights || !ElementOf(m.weights).isInteger(8) || !HasUnitInnerStride(m.weights.getType()) ||
-      !DependsOnlyOnRowIndex(m.rowIndex, body))
+      !DependsOnlyOnRowIndex(m.rowIndex, body, m.rowDim))
     return std::nullopt;
   // The stored rows hold exactly K / B blocks.
   int64_t rowBytes = cast<MemRefType>(m.weights.getType()).getDimSize(1);
-  if (!ShapedType::isDynamic(rowBytes) && !ShapedType::isDynamic(xType.getDimSize(0)) &&
-      rowBytes != xType.getDimSize(0) * m.format->blockBytes)
+  int64_t blocks = xType.getDimSize(m.rowDim);
+  if (!ShapedType::isDynamic(rowBytes) && !ShapedType::isDynamic(blocks) && rowBytes != blocks * m.format->blockBytes)
     return std::nullopt;
   return m;
 }
@@ -506,13 +520,13 @@ class MatvecEmitter {
   // The weight row of each output row in `rowAt` (cloneRowIndex of m.rowIndex).
   SmallVector<Value> weightRows(const BlockMatvec& m, linalg::GenericOp op, ArrayRef<Value> rowAt) {
     SmallVector<Value> weightRow;
-    for (Value row : rowAt) weightRow.push_back(cloneRowIndex(m.rowIndex, op, row));
+    for (Value row : rowAt) weightRow.push_back(cloneRowIndex(m.rowIndex, m.rowDim, op, row));
     return weightRow;
   }
 
-  // The body's weight row for output row `row`: its computation cloned with linalg.index 0
-  // replaced (MatchBlocks checked it depends on nothing else of the body).
-  Value cloneRowIndex(Value rowIndex, linalg::GenericOp op, Value row) {
+  // The body's weight row for output row `row`: its computation cloned with linalg.index
+  // `rowDim` replaced (MatchBlocks checked it depends on nothing else of the body).
+  Value cloneRowIndex(Value rowIndex, int64_t rowDim, linalg::GenericOp op, Value row) {
     Region& body = op.getRegion();
     SetVector<Operation*> slice;
     BackwardSliceOptions options;
@@ -525,6 +539,7 @@ class MatvecEmitter {
     IRMapping map;
     for (Operation* o : slice) {
       if (auto idx = dyn_cast<linalg::IndexOp>(o)) {
+        assert(static_cast<int64_t>(idx.getDim()) == rowDim && "MatchBlocks: the row depends on its index only");
         map.map(idx.getResult(), row);
         continue;
       }
@@ -540,12 +555,39 @@ class MatvecEmitter {
 
 // The format has int8 dots and x a static count of blocks the stack can hold.
 bool TakesInt8Dots(const BlockMatvec& m) {
-  int64_t blocks = cast<ShapedType>(m.x.getType()).getDimSize(0);
+  int64_t blocks = cast<ShapedType>(m.x.getType()).getDimSize(m.rowDim);
   return m.format->int8Quants && m.format->blockElements == kInt8BlockElements && !ShapedType::isDynamic(blocks) &&
          blocks <= kMaxInt8ActivationBlocks;
 }
 
 bool TakesMatvecKernel(linalg::LinalgOp op) { return MatchDense(op) || MatchBlocks(op); }
+
+// Calls `emit` with `m` itself (one row), or for the M-row form once inside a loop over the
+// M rows with x and y the row's views x[m] ([K / B][B]) and y[m] ([N]): each prompt row is a
+// matvec that reads the whole weight (a block GEMM reading it once for all rows is not here).
+void ForEachMatvecRow(OpBuilder& b, Location loc, const BlockMatvec& m,
+                      llvm::function_ref<void(const BlockMatvec&)> emit) {
+  if (!m.rowDim) return emit(m);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0), one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop = scf::ForOp::create(b, loc, zero, memref::DimOp::create(b, loc, m.x, 0), one);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  // The view of row `at` of `v`, without its leading dimension.
+  auto rowOf = [&](Value v, Value at) -> Value {
+    auto type = cast<MemRefType>(v.getType());
+    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0)), sizes, strides(type.getRank(), b.getIndexAttr(1));
+    offsets[0] = at;
+    sizes.push_back(b.getIndexAttr(1));
+    for (int64_t d = 1; d < type.getRank(); ++d) sizes.push_back(memref::getMixedSize(b, loc, v, d));
+    auto rowType = memref::SubViewOp::inferRankReducedResultType(type.getShape().drop_front(), type, offsets, sizes,
+                                                                strides);
+    return memref::SubViewOp::create(b, loc, cast<MemRefType>(rowType), v, offsets, sizes, strides);
+  };
+  BlockMatvec row = m;
+  row.x = rowOf(m.x, loop.getInductionVar());
+  row.y = rowOf(m.y, loop.getInductionVar());  // rowDim stays the body's loop of n
+  emit(row);
+}
 
 }  // namespace
 
@@ -559,12 +601,17 @@ void LowerMatvecsToVectorKernels(func::FuncOp kernel, const CPUTarget& target) {
   for (linalg::LinalgOp op : ops) {
     b.setInsertionPoint(op);
     MatvecEmitter emitter(b, op.getLoc(), tiles);
-    if (std::optional<DenseMatvec> dense = MatchDense(op))
+    if (std::optional<DenseMatvec> dense = MatchDense(op)) {
       emitter.emitDense(*dense);
-    else if (BlockMatvec blocks = *MatchBlocks(op); TakesInt8Dots(blocks))
-      emitter.emitInt8Blocks(blocks, cast<linalg::GenericOp>(op.getOperation()));
-    else
-      emitter.emitBlocks(blocks, cast<linalg::GenericOp>(op.getOperation()));
+    } else {
+      BlockMatvec blocks = *MatchBlocks(op);
+      auto generic = cast<linalg::GenericOp>(op.getOperation());
+      const bool int8 = TakesInt8Dots(blocks);
+      ForEachMatvecRow(b, op.getLoc(), blocks, [&](const BlockMatvec& row) {
+        if (int8) emitter.emitInt8Blocks(row, generic);
+        else emitter.emitBlocks(row, generic);
+      });
+    }
     op->erase();
   }
 }

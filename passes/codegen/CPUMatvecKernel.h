@@ -7,7 +7,10 @@
 //   blocks: a generic over (n, b, j) marked `hexir.block_matvec = "<ggml type>"` (the llama
 //     importer's statement that its body decodes that GGUF block format), x viewed as
 //     [K / B][B], W the i8 [rows][row bytes] memref its body loads from, at a row that is a
-//     function of n (cloned from the body: a workgroup's tile offset is in it).
+//     function of n (cloned from the body: a workgroup's tile offset is in it); or the
+//     prompt's M rows of them, a marked generic over (m, n, b, j) with x [M][K / B][B] and
+//     y [M][N] (M dynamic), lowered to a loop over m running the kernel below on the views
+//     x[m] and y[m] (each row reads the whole weight).
 // becomes, for each group of `rows` (R) rows n..n+R-1:
 //
 //   acc[r] = 0                                       (vectors of `lanes` f32, in registers)

@@ -39,6 +39,10 @@ std::optional<QuantizedGemv> QuantizedGemv::decode(llvm::ArrayRef<int64_t> w) {
 }
 
 namespace {
+// The decode step's block matvec, loops (n, b, j); a prompt's M-row form (m, n, b, j), marked
+// too (for the CPU kernel), keeps the generic kernel without a remark.
+bool IsOneRowBlockMatvec(linalg::GenericOp g) { return g->hasAttr(kBlockMatvecAttr) && g.getNumLoops() == 3; }
+
 constexpr int64_t kSMs = 132;  // the H200's: fewer blocks than this leave SMs idle
 
 // What the kernel holds, in tensor or buffer form.
@@ -153,7 +157,7 @@ FailureOr<Roles> FindRoles(func::FuncOp kernel, std::string* why) {
   Roles r;
   int64_t marked = 0;
   kernel.walk([&](linalg::GenericOp g) {
-    if (g->hasAttr(kBlockMatvecAttr)) r.gemv = g, ++marked;
+    if (IsOneRowBlockMatvec(g)) r.gemv = g, ++marked;
   });
   if (marked != 1 || r.gemv->getBlock() != &entry) return fail("not one block matvec at the top level");
   r.sum = BlockMatvecSum(r.gemv);
@@ -291,7 +295,7 @@ std::optional<std::vector<std::vector<int64_t>>> GroupOffsets(const Roles& r, co
 
 std::optional<QuantizedGemv> MatchQuantizedGemv(func::FuncOp kernel) {
   bool marked = false;
-  kernel.walk([&](linalg::GenericOp g) { marked |= g->hasAttr(kBlockMatvecAttr); });
+  kernel.walk([&](linalg::GenericOp g) { marked |= IsOneRowBlockMatvec(g); });
   if (!marked) return std::nullopt;
   auto refuse = [&](const llvm::Twine& why) -> std::nullopt_t {
     kernel.emitRemark("block matvec kept on the generic kernel: ") << why;

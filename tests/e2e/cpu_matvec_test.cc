@@ -3,8 +3,9 @@
 // generic widening them), and every GGUF block format through the llama importer's own
 // generic (its decode body, BlockDecode.h, marked hexir.block_matvec) on random blocks, with
 // the reference dequantizing them as ggml's dequantize_row_<type> does (written here from its
-// definitions). Sizes: N prime and below the kernel's 4-row group, K not a multiple of the
-// vector width, dynamic rows; one workgroup (4-row groups and the rows left) and the default
+// definitions); the prompt's form (M rows of x, M dynamic) against each row's reference.
+// Sizes: N prime and below the kernel's 4-row group, K not a multiple of the vector width,
+// dynamic rows; one workgroup (4-row groups and the rows left) and the default
 // split (a workgroup per few rows: the weights' row offset comes from the tile), on 0 and 3
 // worker threads.
 #include <catch2/catch.hpp>
@@ -205,6 +206,60 @@ TEST_CASE("block-format matvecs of every GGUF type match ggml's dequantization i
     }
   }
   RunCases(source, "matvec_blocks", cases);
+}
+
+TEST_CASE("block-format matmuls of a dynamic count of rows (the prompt's form) equal each row's matvec in double") {
+  // Every format, N = 37 (prime), K = 3 blocks (1 for the K-quants), M = 1, 5 and 0 rows of
+  // x through one function: each row quantized on its own for the 8-bit-activation formats.
+  std::string source;
+  struct RowsCase {
+    std::string function;
+    const GgmlBlockInfo* format;
+    int64_t k;
+    HostTensor w;
+  };
+  std::vector<RowsCase> cases;
+  const int64_t n = 37;
+  unsigned seed = 700;
+  for (const GgmlBlockInfo& format : compiler::llama::kGgmlBlockInfos) {
+    if (format.is_bf16()) continue;
+    const int64_t k = (format.block_elements == 256 ? 1 : 3) * format.block_elements;
+    RowsCase c{std::string(format.name) + "_rows", &format, k, RandomBlocks(format, n, k, seed++)};
+    source += BlockMatmulRowsSource(c.function, format, n, k);
+    cases.push_back(std::move(c));
+  }
+  for (const char* split : kSplits) {
+    INFO("hexir-compile " << split);
+    std::string module = CompileOrDie(source, std::string("matmul_block_rows") + (*split ? "_one" : "_split"), "cpu", split);
+    for (const RowsCase& c : cases)
+      for (int64_t m : {1, 5, 0}) {
+        INFO(c.function << " (M = " << m << ")");
+        HostTensor x = RandomF32({m, c.k}, seed++, -2, 2);
+        HostTensor expected = ZerosF32({m, n});
+        std::vector<double> bound;
+        for (int64_t r = 0; r < m; ++r) {
+          HostTensor row = ZerosF32({c.k}), y;
+          std::memcpy(F32(row), F32(x) + r * c.k, 4 * c.k);
+          std::vector<double> rowBound, w(n * c.k);
+          if (TakesInt8Activations(*c.format)) {
+            QuantizedReference(*c.format, c.w, row, n, c.k, &y, &rowBound);
+          } else {
+            for (int64_t i = 0; i < n; ++i)
+              for (int64_t b = 0; b < c.k / c.format->block_elements; ++b)
+                DequantizeBlock(*c.format, &c.w.bytes[i * c.format->RowBytes(c.k) + b * c.format->block_bytes],
+                                &w[i * c.k + b * c.format->block_elements]);
+            Reference(w, row, n, c.k, &y, &rowBound);
+          }
+          std::memcpy(F32(expected) + r * n, F32(y), 4 * n);
+          bound.insert(bound.end(), rowBound.begin(), rowBound.end());
+        }
+        for (const char* run : kRuns) {
+          INFO(run);
+          auto out = RunOrDie(module, c.function, {c.w, x}, 1, "cpu", run);
+          RequireWithin(out[0], expected, bound);
+        }
+      }
+  }
 }
 
 TEST_CASE("8-bit-activation matvecs (q8_0, q4_0, q4_1, q5_0) equal ggml's quantized dot in double on the host, AVX-512 with and without VNNI, AVX2 and baseline x86-64") {

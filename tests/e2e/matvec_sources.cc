@@ -61,6 +61,27 @@ std::string BlockMatvecSource(const std::string& name, const GgmlBlockInfo& form
              "    linalg.yield %t : f32\n  } -> " + y + "\n  return %out : " + y + "\n}\n";
 }
 
+std::string BlockMatmulRowsSource(const std::string& name, const GgmlBlockInfo& format, int64_t n, int64_t k) {
+  const int64_t bs = format.block_elements, nb = k / bs;
+  std::string w = MatrixType(n, format.RowBytes(k), "i8"), x = MatrixType(-1, k, "f32"),
+              xb = "tensor<?x" + std::to_string(nb) + "x" + std::to_string(bs) + "xf32>", y = MatrixType(-1, n, "f32");
+  std::string s = "func.func @" + name + "(%w: " + w + ", %x: " + x + ") -> " + y + " {\n" +
+                  "  %z = arith.constant 0.0 : f32\n  %c0 = arith.constant 0 : index\n  %m = tensor.dim %x, %c0 : " +
+                  x + "\n  %e = tensor.empty(%m) : " + y + "\n  %f = linalg.fill ins(%z : f32) outs(%e : " + y +
+                  ") -> " + y + "\n  %xb = tensor.expand_shape %x [[0], [1, 2]] output_shape [%m, " +
+                  std::to_string(nb) + ", " + std::to_string(bs) + "] : " + x + " into " + xb + "\n";
+  s += "  %y = linalg.generic {indexing_maps = [affine_map<(m, n, b, j) -> (m, b, j)>, affine_map<(m, n, b, j) -> (m, "
+       "n)>], iterator_types = [\"parallel\", \"parallel\", \"reduction\", \"reduction\"], hexir.block_matvec = \"" +
+       std::string(format.name) + "\"} ins(%xb : " + xb + ") outs(%f : " + y + ") {\n  ^bb0(%a: f32, %o: f32):\n";
+  std::string body = "    %i0 = linalg.index 1 : index\n    %i1 = linalg.index 2 : index\n    %i2 = linalg.index 3 : index\n";
+  int fresh = 0;
+  std::string wf = compiler::llama::DecodeBlockElement(format, "%w", w, "%i0", "%i1", "%i2",
+                                                       [&] { return "%d" + std::to_string(fresh++); }, "    ", &body);
+  return s + body + "    %p = arith.mulf %a, " + wf +
+         " : f32\n    %s = arith.addf %o, %p : f32\n    linalg.yield %s : f32\n  } -> " + y + "\n  return %y : " + y +
+         "\n}\n";
+}
+
 float HalfAt(const uint8_t* p) { return HalfToFloat(uint16_t(p[0] | p[1] << 8)); }
 
 void DequantizeBlock(const GgmlBlockInfo& format, const uint8_t* b, double* y) {

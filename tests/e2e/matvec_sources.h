@@ -26,6 +26,11 @@ std::string Output(int64_t n, const std::string& wType, const std::string& out);
 std::string BlockMatvecSource(const std::string& name, const compiler::llama::GgmlBlockInfo& format, int64_t n,
                               int64_t k, bool residual = false);
 
+// func.func @name(%w: i8 [n][row bytes], %x: [?][k] f32) -> [?][n] f32: the M rows of x each
+// times W (the importer's prompt form: a generic over (m, n, b, j), M dynamic, marked).
+std::string BlockMatmulRowsSource(const std::string& name, const compiler::llama::GgmlBlockInfo& format, int64_t n,
+                                  int64_t k);
+
 // The little-endian f16 at `p`.
 float HalfAt(const uint8_t* p);
 

@@ -296,7 +296,9 @@ class ModuleWriter {
 
   // MatMul of a block-format weight W [n][row bytes] (i8): x viewed as [k / B][B] (B values
   // per block), loops (n, block, element) with both reductions in k order; each iteration
-  // decodes W's element from its stored bytes (BlockDecode.h) in registers.
+  // decodes W's element from its stored bytes (BlockDecode.h) in registers. Decode (n, b, j)
+  // and prompt (m, n, b, j) generics alike carry the block-matvec mark (the CPU kernel takes
+  // a prompt as M matvecs).
   std::string BlockMatMul(const Rows& rows, const Operand& w, const std::string& x, int64_t n, int64_t k,
                           const std::string& zero) {
     const int64_t bs = w.kept->block_elements, nb = k / bs;
@@ -305,7 +307,7 @@ class ModuleWriter {
         << " output_shape [" << (rows.prompt ? "%m, " : "") << nb << ", " << bs << "] : " << RT(rows, {k})
         << " into " << xbt << "\n";
     const int row_dim = rows.prompt ? 1 : 0;
-    if (!rows.prompt) e_.block_matvec = w.kept->name;
+    e_.block_matvec = w.kept->name;
     std::string r = e_.Generic({RMap(rows, "n, b, j", "b, j"), RMap(rows, "n, b, j", "n")},
                       RIters(rows, {"parallel", "reduction", "reduction"}), {{xb, xbt}}, {zero, RT(rows, {n})},
                       {"f32", "f32"}, [&](auto a) {

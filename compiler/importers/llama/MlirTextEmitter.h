@@ -38,8 +38,9 @@ class Emitter {
   // While non-empty, generics carry `hexir.dispatch_group = "<group>"`: they compile to one
   // kernel (dialects/hexir/IR/HexirAttributes.h kDispatchGroupAttr).
   std::string group;
-  // While non-empty, generics carry `hexir.block_matvec = "<ggml type>"`: a matvec whose body
-  // decodes that block format (the CPU target's vector kernel, passes/codegen/CPUMatvecKernel.h).
+  // While non-empty, generics carry `hexir.block_matvec = "<ggml type>"`: a matvec (or M rows
+  // of matvecs) whose body decodes that block format (the CPU target's vector kernel,
+  // passes/codegen/CPUMatvecKernel.h).
   std::string block_matvec;
 
   // One line of a kernel body (indented inside the generic's block).

@@ -16,8 +16,10 @@ inline constexpr char kDispatchGroupAttr[] = "hexir.dispatch_group";
 // Partitioning (passes/partition): `hexir.sharding = #hexir.sharding<...>` on a function
 // argument, result or op.
 inline constexpr char kShardingAttr[] = "hexir.sharding";
-// A decode matvec whose body decodes a GGUF block format: `hexir.block_matvec = "<ggml type>"`
-// (the llama importer's statement; the CPU target's kernel, passes/codegen/CPUMatvecKernel.h).
+// A decode matvec, loops (n, b, j), or a prompt's M rows of them, loops (m, n, b, j), whose
+// body decodes a GGUF block format: `hexir.block_matvec = "<ggml type>"` (the llama
+// importer's statement; the CPU target's kernel, passes/codegen/CPUMatvecKernel.h; CUDA's
+// quantized GEMV takes the one-row form).
 inline constexpr char kBlockMatvecAttr[] = "hexir.block_matvec";
 // An executable's target kind in a module of several targets (hexir-assign-executable-targets).
 inline constexpr char kTargetAttr[] = "hexir.target";
