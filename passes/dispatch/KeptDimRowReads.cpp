@@ -196,12 +196,13 @@ struct ReadKeptDimRowsDirectly : OpRewritePattern<linalg::GenericOp> {
 };
 
 // A host generic of n - 1 all-parallel loops with identity maps, scalars aside (a generic over
-// the rows), whose
-// result `reader` (n loops) reads along its rows through `operand`.
+// the rows), whose result only `reader` (n loops) reads, along its rows, through `operand`
+// (a result also used elsewhere, LayerNormalization's Mean output, would stay a result of the
+// fused op, which then is no chain member).
 bool IsRowGenericReadAlongRows(linalg::GenericOp reader, OpOperand& operand) {
   auto rows = operand.get().getDefiningOp<linalg::GenericOp>();
   if (!rows || rows->getParentOfType<linalg::LinalgOp>() || !rows.hasPureTensorSemantics() ||
-      rows->getNumResults() != 1 || rows.getNumLoops() + 1 != reader.getNumLoops() ||
+      rows->getNumResults() != 1 || !rows->hasOneUse() || rows.getNumLoops() + 1 != reader.getNumLoops() ||
       rows.getNumParallelLoops() != rows.getNumLoops() || !rows.getBody()->getOps<linalg::IndexOp>().empty())
     return false;
   if (!llvm::all_of(rows.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity() || m.getNumResults() == 0; }))
@@ -231,8 +232,7 @@ void FuseRowGenericsIntoRowReaders(func::FuncOp func) {
       FailureOr<linalg::ElementwiseOpFusionResult> fused = linalg::fuseElementwiseOps(rewriter, input);
       if (failed(fused)) continue;
       for (auto [original, replacement] : fused->replacements)
-        rewriter.replaceUsesWithIf(original, replacement,
-                                   [&](OpOperand& use) { return use.getOwner() != rows; });
+        if (original.getDefiningOp() == reader) rewriter.replaceAllUsesWith(original, replacement);
       rewriter.eraseOp(reader);
       if (rows->use_empty()) rewriter.eraseOp(rows);
       changed = true;

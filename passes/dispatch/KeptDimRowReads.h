@@ -13,8 +13,8 @@
 //     scalars (LayerNormalization's 1 / sqrt(var + eps)) runs over [r...] on the row values
 //     instead, its result expanded back to [r..., 1];
 //   - last, a generic over the rows (n - 1 all-parallel loops, identity maps: ReduceMean's
-//     divide, the rewritten generics above) read along its rows by a generic of n loops is
-//     fused into it (upstream elementwise fusion), repeatedly; unused ones are erased.
+//     divide, the rewritten generics above) read only by a generic of n loops, along its
+//     rows, is fused into it (upstream elementwise fusion), repeatedly.
 //   - an input of a generic of n loops read at (d0, ..., d(n-2), 0) that is a kept-dims value
 //     is replaced by its row value read at (d0, ..., d(n-2)).
 // Reshapes and tensor.dim ops left unused are erased. Every rewrite keeps the program's meaning.
