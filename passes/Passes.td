@@ -69,7 +69,9 @@ def GroupRowChains : Pass<"hexir-group-row-chains", "mlir::ModuleOp"> {
     single result used outside it, produced by its last member, gets
     `hexir.dispatch_group = "row_chain.N"`: `hexir-form-dispatch-regions` makes one kernel of
     it, and the CPU lowering runs all its passes over a block of rows while the rows are in
-    cache (passes/codegen/CPURowChains.h).
+    cache (passes/codegen/CPURowChains.h). First, reads through a reduced axis kept as a
+    trailing 1 (ONNX keepdims) become row reads (passes/dispatch/KeptDimRowReads.h); a set
+    that is not one chain is split at its members used outside it.
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }

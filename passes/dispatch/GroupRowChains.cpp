@@ -9,6 +9,10 @@
 //   %s = generic reduction(%e)                                      s = reduction(e)
 //   %y = generic parallel(%e, %s)                                   y = parallel(e, s) }
 //
+// First, reads of a reduction's result through the reduced axis kept as a trailing 1 (ONNX
+// keepdims reshapes) become direct row reads, and generics over the rows between a reduction
+// and its readers (ReduceMean's divide) are fused into those readers
+// (dispatch/KeptDimRowReads.h).
 // Members: linalg.generic ops with one result, tensor semantics and no hexir.* mark, n >= 2
 // loops of which the first n - 1 are parallel; a reduction reduces its last loop into
 // (d0, ..., d(n-2)), an elementwise member writes its whole space (identity output). Links: a
@@ -16,7 +20,9 @@
 // elementwise one's as the identity). A linked set is grouped when it holds a reduction read
 // by an elementwise member and exactly one of its results is used outside it, that of its
 // last member (the region goes there); a member at the start of the chain whose result is
-// also used elsewhere (a residual sum feeding a norm) is left out of it.
+// also used elsewhere (a residual sum feeding a norm) is left out of it. A set that fails is
+// split at its members used outside it (splitAtOutsideUses: a transformer's norm, its
+// residual sum and the next norm are linked through elementwise reads).
 #include <map>
 #include <string>
 
@@ -24,10 +30,12 @@
 #include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "passes/Passes.h"
 #include "passes/codegen/CPURowChains.h"
+#include "passes/dispatch/KeptDimRowReads.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_GROUPROWCHAINS
@@ -79,6 +87,7 @@ class GroupRowChains : public impl::GroupRowChainsBase<GroupRowChains> {
   using GroupRowChainsBase::GroupRowChainsBase;
 
   void runOnOperation() override {
+    getOperation().walk([](func::FuncOp f) { ReadRowsThroughKeptDims(f); });
     int64_t next = 0;
     getOperation().walk([&](Block* block) {
       for (SmallVector<Operation*>& chain : chainsOf(*block)) {
@@ -114,10 +123,48 @@ class GroupRowChains : public impl::GroupRowChainsBase<GroupRowChains> {
     llvm::MapVector<Operation*, SmallVector<Operation*>> sets;  // leader -> members in order
     for (Operation* op : order) sets[linked.getLeaderValue(op)].push_back(op);
     SmallVector<SmallVector<Operation*>> chains;
-    for (auto& [leader, members] : sets)
-      if (std::optional<SmallVector<Operation*>> chain = groupable(members, kinds))
+    for (auto& [leader, members] : sets) {
+      if (std::optional<SmallVector<Operation*>> chain = groupable(members, kinds)) {
         chains.push_back(std::move(*chain));
+        continue;
+      }
+      for (SmallVector<Operation*>& part : splitAtOutsideUses(members, kinds))
+        chains.push_back(std::move(part));
+    }
     return chains;
+  }
+
+  // A set whose inner members are also read outside it (a norm's output feeding a matmul and
+  // the residual sum that starts the next norm) is split: each member used outside the set, in
+  // block order, ends a chain of its ancestors in the set (through reads along the rows) not
+  // in an earlier chain; the groupable ones are returned.
+  static SmallVector<SmallVector<Operation*>> splitAtOutsideUses(ArrayRef<Operation*> members,
+                                                                 std::map<Operation*, RowKind>& kinds) {
+    llvm::SmallPtrSet<Operation*, 16> inSet(members.begin(), members.end()), taken;
+    SmallVector<SmallVector<Operation*>> parts;
+    for (Operation* end : members) {
+      if (llvm::all_of(end->getUsers(), [&](Operation* u) { return inSet.contains(u); })) continue;
+      llvm::SmallPtrSet<Operation*, 16> ancestors;
+      SmallVector<Operation*> work = {end};
+      while (!work.empty()) {
+        Operation* op = work.pop_back_val();
+        if (taken.contains(op) || !ancestors.insert(op).second) continue;
+        auto consumer = cast<linalg::GenericOp>(op);
+        for (OpOperand& operand : consumer->getOpOperands()) {
+          auto producer = operand.get().getDefiningOp<linalg::GenericOp>();
+          if (producer && inSet.contains(producer) && ReadsAlongRows(consumer, operand, producer, kinds[producer]))
+            work.push_back(producer);
+        }
+      }
+      SmallVector<Operation*> part;
+      for (Operation* m : members)
+        if (ancestors.contains(m)) part.push_back(m);
+      if (std::optional<SmallVector<Operation*>> chain = groupable(part, kinds)) {
+        taken.insert(chain->begin(), chain->end());
+        parts.push_back(std::move(*chain));
+      }
+    }
+    return parts;
   }
 
   // The members that form a group, or nullopt: sources (members reading no member) used

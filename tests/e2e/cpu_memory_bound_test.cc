@@ -4,7 +4,9 @@
 // and transposed operands in cache-line blocks (passes/codegen/CPUTransposeTiling.h),
 // reductions over each axis (an outer axis split into runs of at least 1 KiB a workgroup:
 // hexir-cpu-distribute-workgroups), a fused chain of pure data movement, and row chains (softmax,
-// layer norm, RMSNorm: one dispatch a call, rows of 1 to 4099, passes/codegen/CPURowChains.h).
+// layer norm, RMSNorm: one dispatch a call, rows of 1 to 4099, passes/codegen/CPURowChains.h),
+// also in the ONNX importer's form, which keeps each reduced axis as a 1 (keepdims reshapes:
+// passes/dispatch/KeptDimRowReads.h).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -398,6 +400,19 @@ func.func @main(%x: tensor<?x?xf32>, %g: tensor<?xf32>, %b: tensor<?xf32>) -> te
 }
 )mlir";
 
+void LayerNormReference(const std::vector<HostTensor>& in, int64_t rows, int64_t cols, HostTensor& out) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* x = F32(in[0]) + i * cols;
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < cols; ++j) mean += x[j];
+    mean /= double(cols);
+    for (int64_t j = 0; j < cols; ++j) var += (x[j] - mean) * (x[j] - mean);
+    double scale = 1 / std::sqrt(var / double(cols) + 1e-5);
+    for (int64_t j = 0; j < cols; ++j)
+      F32(out)[i * cols + j] = float((x[j] - mean) * scale * F32(in[1])[j] + F32(in[2])[j]);
+  }
+}
+
 TEST_CASE("layer norm over dynamic rows is one dispatch and matches a double reference") {
   std::string module = CompileOrDie(kLayerNorm, "memory_bound_layernorm");
   RunRowChain(
@@ -405,19 +420,7 @@ TEST_CASE("layer norm over dynamic rows is one dispatch and matches a double ref
       [](int64_t r, int64_t c) {
         return std::vector<HostTensor>{RandomF32({r, c}, 61, -3, 5), RandomF32({c}, 62), RandomF32({c}, 63)};
       },
-      [](const std::vector<HostTensor>& in, int64_t rows, int64_t cols, HostTensor& out) {
-        for (int64_t i = 0; i < rows; ++i) {
-          const float* x = F32(in[0]) + i * cols;
-          double mean = 0, var = 0;
-          for (int64_t j = 0; j < cols; ++j) mean += x[j];
-          mean /= double(cols);
-          for (int64_t j = 0; j < cols; ++j) var += (x[j] - mean) * (x[j] - mean);
-          double scale = 1 / std::sqrt(var / double(cols) + 1e-5);
-          for (int64_t j = 0; j < cols; ++j)
-            F32(out)[i * cols + j] = float((x[j] - mean) * scale * F32(in[1])[j] + F32(in[2])[j]);
-        }
-      },
-      1e-4);
+      LayerNormReference, 1e-4);
 }
 
 // RMSNorm over dynamic rows: x * rsqrt(mean(x^2) + eps) * g.
@@ -540,6 +543,229 @@ TEST_CASE("RMSNorm over the last axis of a dynamic 3-D tensor is one dispatch an
       REQUIRE(out.size() == 1);
       RequireClose(out[0].tensor, expected, 1e-4, 1e-4);
     }
+  }
+}
+
+// The ONNX importer's Softmax over dynamic rows: each reduction is copied to [?][1] (its
+// dynamic keepdims reshape) and read at (i, 0).
+const char* kKeptDimsSoftmax = R"mlir(
+#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+#kept = affine_map<(i, j) -> (i, 0)>
+func.func @main(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %m = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %er = tensor.empty(%n) : tensor<?xf32>
+  %ek = tensor.empty(%n) : tensor<?x1xf32>
+  %e = tensor.empty(%n, %m) : tensor<?x?xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%er : tensor<?xf32>) -> tensor<?xf32>
+  %max = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<?x?xf32>) outs(%mi : tensor<?xf32>) {
+    ^bb0(%v: f32, %a: f32):
+      %r = arith.maximumf %a, %v : f32
+      linalg.yield %r : f32
+  } -> tensor<?xf32>
+  %mk = linalg.generic {indexing_maps = [#row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%max : tensor<?xf32>) outs(%ek : tensor<?x1xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      linalg.yield %v : f32
+  } -> tensor<?x1xf32>
+  %ex = linalg.generic {indexing_maps = [#id, #kept, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %mk : tensor<?x?xf32>, tensor<?x1xf32>) outs(%e : tensor<?x?xf32>) {
+    ^bb0(%v: f32, %a: f32, %o: f32):
+      %d = arith.subf %v, %a : f32
+      %p = math.exp %d : f32
+      linalg.yield %p : f32
+  } -> tensor<?x?xf32>
+  %si = linalg.fill ins(%zero : f32) outs(%er : tensor<?xf32>) -> tensor<?xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%ex : tensor<?x?xf32>) outs(%si : tensor<?xf32>) {
+    ^bb0(%v: f32, %a: f32):
+      %r = arith.addf %a, %v : f32
+      linalg.yield %r : f32
+  } -> tensor<?xf32>
+  %sk = linalg.generic {indexing_maps = [#row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%sum : tensor<?xf32>) outs(%ek : tensor<?x1xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      linalg.yield %v : f32
+  } -> tensor<?x1xf32>
+  %y = linalg.generic {indexing_maps = [#id, #kept, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%ex, %sk : tensor<?x?xf32>, tensor<?x1xf32>) outs(%e : tensor<?x?xf32>) {
+    ^bb0(%v: f32, %s: f32, %o: f32):
+      %d = arith.divf %v, %s : f32
+      linalg.yield %d : f32
+  } -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+)mlir";
+
+TEST_CASE("an ONNX-form softmax (keepdims copies) over dynamic rows is one dispatch and matches a double reference") {
+  std::string module = CompileOrDie(kKeptDimsSoftmax, "memory_bound_kept_dims_softmax");
+  RunRowChain(module, [](int64_t r, int64_t c) { return std::vector<HostTensor>{RandomF32({r, c}, 53, -8, 8)}; },
+              SoftmaxReference, 1e-5);
+}
+
+// The ONNX importer's LayerNormalization over dynamic rows: the means divided over the rows
+// (one loop), kept as [?][1] by copies, 1 / sqrt(var + eps) over [?][1], then scale and bias.
+const char* kKeptDimsLayerNorm = R"mlir(
+#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+#kept = affine_map<(i, j) -> (i, 0)>
+#col = affine_map<(i, j) -> (j)>
+#id1 = affine_map<(i) -> (i)>
+func.func @main(%x: tensor<?x?xf32>, %g: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %rows = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %cols = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %ci = arith.index_cast %cols : index to i64
+  %n = arith.sitofp %ci : i64 to f32
+  %er = tensor.empty(%rows) : tensor<?xf32>
+  %ek = tensor.empty(%rows) : tensor<?x1xf32>
+  %e = tensor.empty(%rows, %cols) : tensor<?x?xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%er : tensor<?xf32>) -> tensor<?xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<?x?xf32>) outs(%z : tensor<?xf32>) {
+    ^bb0(%v: f32, %a: f32):
+      %r = arith.addf %a, %v : f32
+      linalg.yield %r : f32
+  } -> tensor<?xf32>
+  %mean = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%sum : tensor<?xf32>) outs(%er : tensor<?xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      %r = arith.divf %v, %n : f32
+      linalg.yield %r : f32
+  } -> tensor<?xf32>
+  %mk = linalg.generic {indexing_maps = [#row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mean : tensor<?xf32>) outs(%ek : tensor<?x1xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      linalg.yield %v : f32
+  } -> tensor<?x1xf32>
+  %d = linalg.generic {indexing_maps = [#id, #kept, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %mk : tensor<?x?xf32>, tensor<?x1xf32>) outs(%e : tensor<?x?xf32>) {
+    ^bb0(%v: f32, %m: f32, %o: f32):
+      %r = arith.subf %v, %m : f32
+      linalg.yield %r : f32
+  } -> tensor<?x?xf32>
+  %sq = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%d : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      %r = arith.mulf %v, %v : f32
+      linalg.yield %r : f32
+  } -> tensor<?x?xf32>
+  %ss = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%sq : tensor<?x?xf32>) outs(%z : tensor<?xf32>) {
+    ^bb0(%v: f32, %a: f32):
+      %r = arith.addf %a, %v : f32
+      linalg.yield %r : f32
+  } -> tensor<?xf32>
+  %var = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%ss : tensor<?xf32>) outs(%er : tensor<?xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      %r = arith.divf %v, %n : f32
+      linalg.yield %r : f32
+  } -> tensor<?xf32>
+  %vk = linalg.generic {indexing_maps = [#row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%var : tensor<?xf32>) outs(%ek : tensor<?x1xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      linalg.yield %v : f32
+  } -> tensor<?x1xf32>
+  %inv = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%vk : tensor<?x1xf32>) outs(%ek : tensor<?x1xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      %eps = arith.constant 1.0e-5 : f32
+      %a = arith.addf %v, %eps : f32
+      %s = math.sqrt %a : f32
+      %one = arith.constant 1.0 : f32
+      %r = arith.divf %one, %s : f32
+      linalg.yield %r : f32
+  } -> tensor<?x1xf32>
+  %y = linalg.generic {indexing_maps = [#id, #kept, #col, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%d, %inv, %g, %b : tensor<?x?xf32>, tensor<?x1xf32>, tensor<?xf32>, tensor<?xf32>) outs(%e : tensor<?x?xf32>) {
+    ^bb0(%v: f32, %i: f32, %gg: f32, %bb: f32, %o: f32):
+      %t = arith.mulf %v, %i : f32
+      %u = arith.mulf %t, %gg : f32
+      %r = arith.addf %u, %bb : f32
+      linalg.yield %r : f32
+  } -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+)mlir";
+
+TEST_CASE("an ONNX-form layer norm (keepdims copies, means over the rows) is one dispatch and matches a double reference") {
+  std::string module = CompileOrDie(kKeptDimsLayerNorm, "memory_bound_kept_dims_layernorm");
+  RunRowChain(
+      module,
+      [](int64_t r, int64_t c) {
+        return std::vector<HostTensor>{RandomF32({r, c}, 64, -3, 5), RandomF32({c}, 65), RandomF32({c}, 66)};
+      },
+      LayerNormReference, 1e-4);
+}
+
+// The ONNX importer's static Softmax over the last axis of [3][11][1023]: each reduction is
+// collapsed to [33] and expanded to [3][11][1].
+const char* kKeptDimsStaticSoftmax = R"mlir(
+#id = affine_map<(a, b, c) -> (a, b, c)>
+#rows = affine_map<(a, b, c) -> (a, b)>
+#kept = affine_map<(a, b, c) -> (a, b, 0)>
+func.func @main(%x: tensor<3x11x1023xf32>) -> tensor<3x11x1023xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %er = tensor.empty() : tensor<3x11xf32>
+  %e = tensor.empty() : tensor<3x11x1023xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%er : tensor<3x11xf32>) -> tensor<3x11xf32>
+  %max = linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : tensor<3x11x1023xf32>) outs(%mi : tensor<3x11xf32>) {
+    ^bb0(%v: f32, %a: f32):
+      %r = arith.maximumf %a, %v : f32
+      linalg.yield %r : f32
+  } -> tensor<3x11xf32>
+  %mf = tensor.collapse_shape %max [[0, 1]] : tensor<3x11xf32> into tensor<33xf32>
+  %mk = tensor.expand_shape %mf [[0, 1, 2]] output_shape [3, 11, 1] : tensor<33xf32> into tensor<3x11x1xf32>
+  %ex = linalg.generic {indexing_maps = [#id, #kept, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %mk : tensor<3x11x1023xf32>, tensor<3x11x1xf32>) outs(%e : tensor<3x11x1023xf32>) {
+    ^bb0(%v: f32, %a: f32, %o: f32):
+      %d = arith.subf %v, %a : f32
+      %p = math.exp %d : f32
+      linalg.yield %p : f32
+  } -> tensor<3x11x1023xf32>
+  %si = linalg.fill ins(%zero : f32) outs(%er : tensor<3x11xf32>) -> tensor<3x11xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%ex : tensor<3x11x1023xf32>) outs(%si : tensor<3x11xf32>) {
+    ^bb0(%v: f32, %a: f32):
+      %r = arith.addf %a, %v : f32
+      linalg.yield %r : f32
+  } -> tensor<3x11xf32>
+  %sf = tensor.collapse_shape %sum [[0, 1]] : tensor<3x11xf32> into tensor<33xf32>
+  %sk = tensor.expand_shape %sf [[0, 1, 2]] output_shape [3, 11, 1] : tensor<33xf32> into tensor<3x11x1xf32>
+  %y = linalg.generic {indexing_maps = [#id, #kept, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%ex, %sk : tensor<3x11x1023xf32>, tensor<3x11x1xf32>) outs(%e : tensor<3x11x1023xf32>) {
+    ^bb0(%v: f32, %s: f32, %o: f32):
+      %d = arith.divf %v, %s : f32
+      linalg.yield %d : f32
+  } -> tensor<3x11x1023xf32>
+  return %y : tensor<3x11x1023xf32>
+}
+)mlir";
+
+TEST_CASE("an ONNX-form static softmax over [3][11][1023] (collapse, expand) is one dispatch and matches a double reference") {
+  std::string module = CompileOrDie(kKeptDimsStaticSoftmax, "memory_bound_kept_dims_static_softmax");
+  HostTensor x = RandomF32({3, 11, 1023}, 54, -8, 8);
+  HostTensor expected = ZerosF32({3, 11, 1023});
+  SoftmaxReference({x}, 33, 1023, expected);  // rows of the 3-D tensor as 33 x 1023
+  for (int threads : {0, 1, 3}) {
+    INFO(threads << " worker threads");
+    auto session = OpenOrDie(module, "cpu", threads);
+    hal::DeviceStats before = session->device().stats();
+    std::vector<tools::HostValue> out = CallOrDie(*session, "main", {Tensor(x)});
+    CHECK(session->device().stats().dispatches_executed - before.dispatches_executed == 1);
+    REQUIRE(out.size() == 1);
+    RequireClose(out[0].tensor, expected, 1e-5, 1e-5);
   }
 }
 
