@@ -196,6 +196,7 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   // Launch and VM optimizations (order and reasons: passes/README.md, pipeline step 5b).
   pm.addPass(hexir::createDeduplicateModuloConstants());
   pm.addPass(hexir::createSpecializeDispatches());
+  pm.addPass(hexir::createMergeSpecializationSwitches());
   pm.addPass(hexir::createFoldUniformOperands());
   // CPU-only modules: a micro-kernel matmul's B is packed by a dispatch of its own, shared by
   // the matmul's workgroups; for a constant B it is lifted by the next pass (once at load).

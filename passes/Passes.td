@@ -301,6 +301,20 @@ def SpecializeDispatches : Pass<"hexir-specialize-dispatches", "mlir::ModuleOp">
                            "mlir::tensor::TensorDialect"];
 }
 
+def MergeSpecializationSwitches : Pass<"hexir-merge-specialization-switches", "mlir::ModuleOp"> {
+  let summary = "Puts a run of specialization switches on one run-time value behind one switch";
+  let description = [{
+    From a switch of hexir-specialize-dispatches (`hexir.specialization_switch`) to the last
+    switch of its block whose tests (`dim == value`, dims compared through casts, static
+    dims, dispatch `dims` operands and switch results) are all the first one's, with no
+    other op holding regions between: the ops are cloned into both branches of one `scf.if`
+    on the first switch's condition, where each switch the condition decides is replaced by
+    the branch it would take. Each branch is then one segment (one submission per call)
+    instead of two per specialized dispatch.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect"];
+}
+
 def LiftConstantDispatches : Pass<"hexir-lift-constant-dispatches", "mlir::ModuleOp"> {
   let summary = "Runs dispatches whose inputs are all module constants once at load";
   let description = [{

@@ -13,7 +13,8 @@
 // left operand of a linalg.matmul (M = 1 in LLM decode, M = prompt length in prefill). A
 // result dim or scalar operand that is `tensor.dim` of a specialized (operand, dim) becomes
 // static / a constant too (hexir-fold-uniform-operands, which runs next, moves that constant
-// into the kernel). Runs before convert-scf-to-cf; each branch is its own segment.
+// into the kernel). Runs before convert-scf-to-cf; each branch is its own segment, until
+// hexir-merge-specialization-switches puts a run of switches on one value behind one.
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -24,6 +25,7 @@
 #include "passes/Passes.h"
 #include "passes/dispatch/InPlaceUpdates.h"
 #include "passes/dispatch/KernelOperands.h"
+#include "passes/dispatch/SpecializationSwitch.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_SPECIALIZEDISPATCHES
@@ -217,6 +219,7 @@ class SpecializeDispatches : public impl::SpecializeDispatchesBase<SpecializeDis
     }
     auto ifOp = scf::IfOp::create(b, loc, d.getResultTypes(), condition,
                                   /*addThenBlock=*/true, /*addElseBlock=*/true);
+    ifOp->setAttr(kSpecializationSwitchAttr, b.getUnitAttr());
     d->replaceAllUsesWith(ifOp.getResults());
 
     b.setInsertionPointToEnd(ifOp.elseBlock());

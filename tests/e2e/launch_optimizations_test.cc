@@ -141,6 +141,93 @@ void DecodeShapedMatmulRunsSpecializedKernel(const std::string& target) {
 HEXIR_E2E_TEST_ON_DEVICES("a matmul with M = 1 runs the kernel specialized for M = 1 and M = 5 the generic one, with equal results",
                           DecodeShapedMatmulRunsSpecializedKernel)
 
+// y = relu(x @ w1) @ w2 @ w3 with M dynamic: three matmuls specialized for M = 1, whose
+// switches all test M, so hexir-merge-specialization-switches puts them behind one switch.
+const char* kDynamicMlp = R"mlir(
+#map = affine_map<(i, j) -> (i, j)>
+func.func @main(%x: tensor<?x13xf32>, %w1: tensor<13x17xf32>, %w2: tensor<17x11xf32>, %w3: tensor<11x3xf32>) -> tensor<?x3xf32> {
+  %c0 = arith.constant 0 : index
+  %z = arith.constant 0.0 : f32
+  %m = tensor.dim %x, %c0 : tensor<?x13xf32>
+  %e1 = tensor.empty(%m) : tensor<?x17xf32>
+  %f1 = linalg.fill ins(%z : f32) outs(%e1 : tensor<?x17xf32>) -> tensor<?x17xf32>
+  %h1 = linalg.matmul ins(%x, %w1 : tensor<?x13xf32>, tensor<13x17xf32>) outs(%f1 : tensor<?x17xf32>) -> tensor<?x17xf32>
+  %r1 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%h1 : tensor<?x17xf32>) outs(%e1 : tensor<?x17xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %t = arith.maximumf %v, %z : f32
+    linalg.yield %t : f32
+  } -> tensor<?x17xf32>
+  %e2 = tensor.empty(%m) : tensor<?x11xf32>
+  %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<?x11xf32>) -> tensor<?x11xf32>
+  %h2 = linalg.matmul ins(%r1, %w2 : tensor<?x17xf32>, tensor<17x11xf32>) outs(%f2 : tensor<?x11xf32>) -> tensor<?x11xf32>
+  %e3 = tensor.empty(%m) : tensor<?x3xf32>
+  %f3 = linalg.fill ins(%z : f32) outs(%e3 : tensor<?x3xf32>) -> tensor<?x3xf32>
+  %h3 = linalg.matmul ins(%h2, %w3 : tensor<?x11xf32>, tensor<11x3xf32>) outs(%f3 : tensor<?x3xf32>) -> tensor<?x3xf32>
+  return %h3 : tensor<?x3xf32>
+}
+)mlir";
+
+// The MLP in f64: x [m][13] -> [m][3].
+HostTensor MlpReference(const HostTensor& x, const HostTensor& w1, const HostTensor& w2,
+                        const HostTensor& w3, int64_t m) {
+  HostTensor y = ZerosF32({m, 3});
+  for (int64_t i = 0; i < m; ++i) {
+    double h1[17], h2[11];
+    for (int j = 0; j < 17; ++j) {
+      double acc = 0;
+      for (int k = 0; k < 13; ++k) acc += double(F32(x)[i * 13 + k]) * F32(w1)[k * 17 + j];
+      h1[j] = acc > 0 ? acc : 0;
+    }
+    for (int j = 0; j < 11; ++j) {
+      double acc = 0;
+      for (int k = 0; k < 17; ++k) acc += h1[k] * F32(w2)[k * 11 + j];
+      h2[j] = acc;
+    }
+    for (int j = 0; j < 3; ++j) {
+      double acc = 0;
+      for (int k = 0; k < 11; ++k) acc += h2[k] * F32(w3)[k * 3 + j];
+      F32(y)[i * 3 + j] = float(acc);
+    }
+  }
+  return y;
+}
+
+void SpecializedRunIsOneSwitch(const std::string& target) {
+  std::string module = CompileOrDie(kDynamicMlp, "dynamic_mlp", target);
+  std::string serial = CompileOrDie(kDynamicMlp, "dynamic_mlp_serial", target, "--schedule=serial");
+  auto session = OpenOrDie(module, target);
+  auto serial_session = OpenOrDie(serial, target);
+  hal::Device& device = session->device();
+  EntryRecorder recorder;
+  device.SetProfiler(&recorder);
+  HostTensor w1 = RandomF32({13, 17}, 81), w2 = RandomF32({17, 11}, 82), w3 = RandomF32({11, 3}, 83);
+  for (int64_t m : {1, 5, 1, 7}) {
+    INFO("M = " << m);
+    HostTensor x = RandomF32({m, 13}, 90 + m);
+    hal::DeviceStats before = device.stats();
+    auto results = CallOrDie(*session, "main", {Tensor(x), Tensor(w1), Tensor(w2), Tensor(w3)});
+    hal::DeviceStats after = device.stats();
+    REQUIRE(results.size() == 1);
+    RequireClose(results[0].tensor, MlpReference(x, w1, w2, w3, m), 1e-5, 1e-5);
+    auto serial_results = CallOrDie(*serial_session, "main", {Tensor(x), Tensor(w1), Tensor(w2), Tensor(w3)});
+    RequireClose(results[0].tensor, serial_results[0].tensor, 0, 0);
+    // matmul + relu (one kernel), matmul, matmul; all specialized for M = 1 or none.
+    CHECK(after.dispatches_executed - before.dispatches_executed == 3);
+    std::set<std::string> ran = recorder.Take();
+    CHECK(ran.size() == 3);
+    for (const std::string& entry : ran) {
+      INFO(entry);
+      CHECK((entry.find("_a0d0eq1") != std::string::npos) == (m == 1));
+    }
+  }
+  device.SetProfiler(nullptr);
+  // One command buffer per branch of the one switch, recorded at its first execution (three
+  // switches, one segment per branch each, recorded six).
+  CHECK(device.stats().command_buffers_recorded == 2);
+}
+HEXIR_E2E_TEST_ON_DEVICES("three matmuls specialized for M = 1 run behind one switch: one command buffer per branch, results equal to f64 and to --schedule=serial at M = 1, 5, 1, 7",
+                          SpecializedRunIsOneSwitch)
+
 // ---- parameter transforms lifted out of calls ----------------------------------------------
 
 // y = transpose(W) @ x with W a module constant (8x16, values 0.01 * i - 0.5).

@@ -1,0 +1,244 @@
+// Puts a run of specialization switches that test one run-time value behind one switch, so
+// each branch is one segment (one command buffer, one submission per call) instead of two
+// per specialized dispatch:
+//
+//   %a = scf.if (%m == 1) {S1(%x)} else {G1(%x)}      %a, %c = scf.if (%m == 1) {
+//   %b = hexir.dispatch @relu(%a) dims(%m)        =>     %b1 = relu(S1(%x)); yield .., S2(%b1)
+//   %c = scf.if (dim(%b, 0) == 1) {S2(%b)} else         } else {
+//          {G2(%b)}                                       %b2 = relu(G1(%x)); yield .., G2(%b2)
+//                                                      }
+//
+// Terms: a switch's condition is a conjunction of `d == v` tests (v a constant). Two dims are
+// the same when their keys are: a constant, else (tensor, dim) after looking through
+// `tensor.dim` of a static dim (the constant), of a `tensor.cast` (its source), of a
+// `hexir.dispatch` result (its `dims` operand) and of a switch's result (either branch: both
+// compute the same tensor; the generic one is tried first).
+// The run: from a switch S to the last switch L of its block that S's terms decide (all of
+// L's terms are S's), with no op holding regions between them other than switches. Every op
+// of the run is cloned into both branches of a new `scf.if` on S's condition; in the then
+// branch a switch whose terms are all S's is replaced by its then branch; in the else branch
+// (S with one term only) a switch holding S's term is replaced by its else branch; other
+// switches are cloned as they are. Values of the run used after it are yielded.
+#include "dialects/hexir/IR/HexirOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "passes/Passes.h"
+#include "passes/dispatch/SpecializationSwitch.h"
+
+namespace hexir {
+#define GEN_PASS_DEF_MERGESPECIALIZATIONSWITCHES
+#include "passes/Passes.h.inc"
+
+namespace {
+using namespace mlir;
+
+constexpr int kMaxDepth = 32;
+
+// What an index value is known to be: `constant`, or dim `dim` of `tensor`, or (dim -1) the
+// value `tensor` itself.
+struct DimKey {
+  std::optional<int64_t> constant;
+  Value tensor;
+  int64_t dim = -1;
+  bool operator==(const DimKey& o) const {
+    return constant == o.constant && tensor == o.tensor && dim == o.dim;
+  }
+  bool known() const { return constant || tensor; }
+};
+
+DimKey keyOfDim(Value tensor, int64_t dim, int depth);
+
+DimKey keyOf(Value v, int depth) {
+  APInt c;
+  if (matchPattern(v, m_ConstantInt(&c))) return {c.getSExtValue(), nullptr, -1};
+  if (auto d = v.getDefiningOp<tensor::DimOp>(); d && depth < kMaxDepth)
+    if (std::optional<int64_t> i = d.getConstantIndex()) return keyOfDim(d.getSource(), *i, depth + 1);
+  return {std::nullopt, v, -1};
+}
+
+// The `dims` operand giving dynamic dim `dim` of result `r` of `d`, or null.
+Value resultDimOperand(DispatchOp d, Value r, int64_t dim) {
+  unsigned next = 0;
+  for (Value result : d.getResults()) {
+    auto type = cast<RankedTensorType>(result.getType());
+    for (int64_t i = 0; i < type.getRank(); ++i) {
+      if (!type.isDynamicDim(i)) continue;
+      if (result == r && i == dim)
+        return next < d.getResultDims().size() ? d.getResultDims()[next] : Value();
+      ++next;
+    }
+  }
+  return nullptr;
+}
+
+DimKey keyOfDim(Value tensor, int64_t dim, int depth) {
+  auto type = dyn_cast<RankedTensorType>(tensor.getType());
+  if (type && dim >= 0 && dim < type.getRank() && !type.isDynamicDim(dim))
+    return {type.getDimSize(dim), nullptr, -1};
+  if (depth < kMaxDepth) {
+    if (auto c = tensor.getDefiningOp<tensor::CastOp>()) return keyOfDim(c.getSource(), dim, depth + 1);
+    if (auto d = tensor.getDefiningOp<DispatchOp>())
+      if (Value operand = resultDimOperand(d, tensor, dim)) return keyOf(operand, depth + 1);
+    if (auto s = tensor.getDefiningOp<scf::IfOp>(); s && s->hasAttr(kSpecializationSwitchAttr)) {
+      unsigned r = cast<OpResult>(tensor).getResultNumber();
+      DimKey generic = keyOfDim(s.elseYield().getOperand(r), dim, depth + 1);
+      if (generic.known() && !(generic.tensor == s.elseYield().getOperand(r))) return generic;
+      DimKey special = keyOfDim(s.thenYield().getOperand(r), dim, depth + 1);
+      if (special.constant) return special;
+    }
+  }
+  return {std::nullopt, tensor, dim};
+}
+
+struct Term {
+  DimKey dim;
+  int64_t value;
+  bool operator==(const Term& o) const { return dim == o.dim && value == o.value; }
+};
+
+// The `d == v` tests whose conjunction `cond` is; failure for any other form.
+LogicalResult collectTerms(Value cond, SmallVectorImpl<Term>& terms) {
+  if (auto a = cond.getDefiningOp<arith::AndIOp>())
+    return success(succeeded(collectTerms(a.getLhs(), terms)) &&
+                   succeeded(collectTerms(a.getRhs(), terms)));
+  auto cmp = cond.getDefiningOp<arith::CmpIOp>();
+  if (!cmp || cmp.getPredicate() != arith::CmpIPredicate::eq) return failure();
+  APInt c;
+  Value dim = cmp.getLhs();
+  if (!matchPattern(cmp.getRhs(), m_ConstantInt(&c))) {
+    if (!matchPattern(cmp.getLhs(), m_ConstantInt(&c))) return failure();
+    dim = cmp.getRhs();
+  }
+  terms.push_back({keyOf(dim, 0), c.getSExtValue()});
+  return success();
+}
+
+// The terms of switch `s`, or none when its condition is not a conjunction of tests.
+SmallVector<Term> termsOf(scf::IfOp s) {
+  SmallVector<Term> terms;
+  if (failed(collectTerms(s.getCondition(), terms))) terms.clear();
+  return terms;
+}
+
+bool isSwitch(Operation* op) {
+  return isa<scf::IfOp>(op) && op->hasAttr(kSpecializationSwitchAttr);
+}
+
+// Which branch of `s` runs where the outer switch's condition `outer` (terms `facts`) is
+// `holds`: 1 then, 0 else, -1 unknown.
+int decide(scf::IfOp s, Value outer, ArrayRef<Term> facts, bool holds) {
+  if (s.getCondition() == outer) return holds ? 1 : 0;
+  SmallVector<Term> terms = termsOf(s);
+  if (terms.empty()) return -1;
+  if (holds)
+    return llvm::all_of(terms, [&](const Term& t) {
+             return llvm::is_contained(facts, t) || (t.dim.constant && *t.dim.constant == t.value);
+           })
+               ? 1
+               : -1;
+  if (facts.size() == 1 && llvm::is_contained(terms, facts.front())) return 0;
+  return -1;
+}
+
+// Clones `run` into `block` (which ends with no terminator yet) where the outer terms `facts`
+// are `holds`, replacing decided switches by their branch; yields `escaping`. Returns the
+// number of switches it replaced.
+unsigned buildBranch(Block* block, ArrayRef<Operation*> run, Value outer, ArrayRef<Term> facts, bool holds,
+                     ArrayRef<Value> escaping, Location loc) {
+  OpBuilder b = OpBuilder::atBlockEnd(block);
+  IRMapping map;
+  unsigned replaced = 0;
+  for (Operation* op : run) {
+    auto s = dyn_cast<scf::IfOp>(op);
+    int branch = s && isSwitch(op) ? decide(s, outer, facts, holds) : -1;
+    if (branch < 0) {
+      b.clone(*op, map);
+      continue;
+    }
+    Block& taken = branch ? s.getThenRegion().front() : s.getElseRegion().front();
+    for (Operation& inner : taken.without_terminator()) b.clone(inner, map);
+    for (auto [result, yielded] : llvm::zip(s.getResults(), taken.getTerminator()->getOperands()))
+      map.map(result, map.lookupOrDefault(yielded));
+    ++replaced;
+  }
+  SmallVector<Value> yielded;
+  for (Value v : escaping) yielded.push_back(map.lookupOrDefault(v));
+  scf::YieldOp::create(b, loc, yielded);
+  // The tests of replaced switches are left unused.
+  SmallVector<Operation*> ops;
+  for (Operation& op : block->without_terminator()) ops.push_back(&op);
+  for (Operation* op : llvm::reverse(ops))
+    if (isOpTriviallyDead(op)) op->erase();
+  return replaced;
+}
+
+// Merges the run starting at switch `first`; returns the op after the new switch, or the op
+// after `first` when there is nothing to merge.
+Operation* mergeFrom(scf::IfOp first) {
+  Operation* next = first->getNextNode();
+  SmallVector<Term> facts = termsOf(first);
+  if (facts.empty()) return next;
+  // The run's end: the last switch the facts decide, before any other op with regions.
+  Operation* last = nullptr;
+  for (Operation* op = next; op && !op->hasTrait<OpTrait::IsTerminator>(); op = op->getNextNode()) {
+    if (isSwitch(op)) {
+      if (decide(cast<scf::IfOp>(op), first.getCondition(), facts, true) == 1) last = op;
+      continue;
+    }
+    if (op->getNumRegions() > 0) break;
+  }
+  if (!last) return next;
+  SmallVector<Operation*> run;
+  for (Operation* op = first; op != last->getNextNode(); op = op->getNextNode()) run.push_back(op);
+  llvm::SmallPtrSet<Operation*, 16> inRun(run.begin(), run.end());
+  Block* block = first->getBlock();
+  SmallVector<Value> escaping;
+  for (Operation* op : run)
+    for (Value r : op->getResults())
+      if (llvm::any_of(r.getUsers(), [&](Operation* user) {
+            return !inRun.contains(block->findAncestorOpInBlock(*user));
+          }))
+        escaping.push_back(r);
+
+  OpBuilder b(first);
+  Location loc = first.getLoc();
+  auto merged = scf::IfOp::create(b, loc, ValueRange(escaping).getTypes(), first.getCondition(),
+                                  /*addThenBlock=*/false, /*addElseBlock=*/false);
+  merged->setAttr(kSpecializationSwitchAttr, b.getUnitAttr());
+  buildBranch(&merged.getThenRegion().emplaceBlock(), run, first.getCondition(), facts, true, escaping, loc);
+  buildBranch(&merged.getElseRegion().emplaceBlock(), run, first.getCondition(), facts, false, escaping, loc);
+  for (auto [v, result] : llvm::zip(escaping, merged.getResults()))
+    v.replaceUsesWithIf(result, [&](OpOperand& use) {
+      return !inRun.contains(block->findAncestorOpInBlock(*use.getOwner()));
+    });
+  Operation* after = last->getNextNode();
+  for (Operation* op : llvm::reverse(run)) op->erase();
+  return after;
+}
+
+class MergeSpecializationSwitches
+    : public impl::MergeSpecializationSwitchesBase<MergeSpecializationSwitches> {
+ public:
+  void runOnOperation() override {
+    SmallVector<Block*> blocks;
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      func.walk([&](Block* block) {
+        // A switch's own blocks go with it when a run holding it is merged.
+        if (!isSwitch(block->getParentOp())) blocks.push_back(block);
+      });
+    for (Block* block : blocks) {
+      for (Operation* op = block->empty() ? nullptr : &block->front(); op;) {
+        auto s = dyn_cast<scf::IfOp>(op);
+        op = s && isSwitch(s) ? mergeFrom(s) : op->getNextNode();
+      }
+    }
+  }
+};
+
+}  // namespace
+}  // namespace hexir

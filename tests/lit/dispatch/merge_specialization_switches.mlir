@@ -1,0 +1,187 @@
+// RUN: hexir-opt %s --split-input-file --hexir-merge-specialization-switches | FileCheck %s
+// RUN: hexir-opt %s --split-input-file --hexir-merge-specialization-switches --hexir-merge-specialization-switches | FileCheck %s
+
+// Three matmuls specialized for M = 1 (as hexir-specialize-dispatches leaves them), an
+// unspecialized relu and a check between them: one switch on M. Its then branch holds only the
+// M = 1 kernels, its else branch only the generic ones; no switch is left inside. The second
+// and third switches test dims of earlier results (a switch's result through its generic
+// branch's dims, the relu's dims operand): they are the same M.
+// CHECK-LABEL: func.func @mlp(
+// CHECK:       %[[M:.+]] = tensor.dim %arg0, %c0
+// CHECK:       %[[HOT:.+]] = arith.cmpi eq, %[[M]], %c1 : index
+// CHECK-NEXT:  %[[R:.+]]:2 = scf.if %[[HOT]] -> (tensor<?x16xf32>, tensor<?x4xf32>) {
+// CHECK-NOT:     scf.if
+// CHECK:         %[[X1:.+]] = tensor.cast %arg0 : tensor<?x8xf32> to tensor<1x8xf32>
+// CHECK:         %[[A1:.+]] = hexir.dispatch @mm1_a0d0eq1(%[[X1]], %arg1)
+// CHECK:         %[[A1D:.+]] = tensor.cast %[[A1]] : tensor<1x16xf32> to tensor<?x16xf32>
+// CHECK:         %[[B1:.+]] = hexir.dispatch @relu(%[[A1D]], %{{.+}}) dims(%{{.+}})
+// CHECK:         hexir.check
+// CHECK:         hexir.dispatch @mm2_a0d0eq1(
+// CHECK:         %[[C1:.+]] = hexir.dispatch @mm3_a0d0eq1(
+// CHECK:         scf.yield %[[B1]], %[[C1]] : tensor<?x16xf32>, tensor<?x4xf32>
+// CHECK-NEXT:  } else {
+// CHECK-NOT:     scf.if
+// CHECK:         %[[A2:.+]] = hexir.dispatch @mm1(%arg0, %arg1, %[[M]]) dims(%[[M]])
+// CHECK:         %[[B2:.+]] = hexir.dispatch @relu(%[[A2]], %{{.+}}) dims(%{{.+}})
+// CHECK:         hexir.check
+// CHECK:         hexir.dispatch @mm2(
+// CHECK:         %[[C2:.+]] = hexir.dispatch @mm3(
+// CHECK:         scf.yield %[[B2]], %[[C2]] : tensor<?x16xf32>, tensor<?x4xf32>
+// CHECK-NEXT:  } {hexir.specialization_switch}
+// CHECK-NOT:   scf.if
+// CHECK:       return %[[R]]#1, %[[R]]#0
+func.func @mlp(%arg0: tensor<?x8xf32>, %arg1: tensor<8x16xf32>, %arg2: tensor<16x16xf32>, %arg3: tensor<16x4xf32>) -> (tensor<?x4xf32>, tensor<?x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %arg0, %c0 : tensor<?x8xf32>
+  %h1 = arith.cmpi eq, %m, %c1 : index
+  %a = scf.if %h1 -> (tensor<?x16xf32>) {
+    %x1 = tensor.cast %arg0 : tensor<?x8xf32> to tensor<1x8xf32>
+    %s = hexir.dispatch @mm1_a0d0eq1(%x1, %arg1) : (tensor<1x8xf32>, tensor<8x16xf32>) -> tensor<1x16xf32>
+    %sd = tensor.cast %s : tensor<1x16xf32> to tensor<?x16xf32>
+    scf.yield %sd : tensor<?x16xf32>
+  } else {
+    %g = hexir.dispatch @mm1(%arg0, %arg1, %m) dims(%m) : (tensor<?x8xf32>, tensor<8x16xf32>, index) -> tensor<?x16xf32>
+    scf.yield %g : tensor<?x16xf32>
+  } {hexir.specialization_switch}
+  %ma = tensor.dim %a, %c0 : tensor<?x16xf32>
+  %b = hexir.dispatch @relu(%a, %ma) dims(%ma) : (tensor<?x16xf32>, index) -> tensor<?x16xf32>
+  %ok = arith.cmpi ule, %m, %c1 : index
+  hexir.check %ok, "a check between the switches"(%m) : index
+  %mb = tensor.dim %b, %c0 : tensor<?x16xf32>
+  %h2 = arith.cmpi eq, %mb, %c1 : index
+  %d = scf.if %h2 -> (tensor<?x16xf32>) {
+    %bs = tensor.cast %b : tensor<?x16xf32> to tensor<1x16xf32>
+    %s = hexir.dispatch @mm2_a0d0eq1(%bs, %arg2, %m) dims(%m) : (tensor<1x16xf32>, tensor<16x16xf32>, index) -> tensor<?x16xf32>
+    scf.yield %s : tensor<?x16xf32>
+  } else {
+    %g = hexir.dispatch @mm2(%b, %arg2, %m) dims(%m) : (tensor<?x16xf32>, tensor<16x16xf32>, index) -> tensor<?x16xf32>
+    scf.yield %g : tensor<?x16xf32>
+  } {hexir.specialization_switch}
+  %md = tensor.dim %d, %c0 : tensor<?x16xf32>
+  %h3 = arith.cmpi eq, %c1, %md : index
+  %e = scf.if %h3 -> (tensor<?x4xf32>) {
+    %ds = tensor.cast %d : tensor<?x16xf32> to tensor<1x16xf32>
+    %s = hexir.dispatch @mm3_a0d0eq1(%ds, %arg3, %m) dims(%m) : (tensor<1x16xf32>, tensor<16x4xf32>, index) -> tensor<?x4xf32>
+    scf.yield %s : tensor<?x4xf32>
+  } else {
+    %g = hexir.dispatch @mm3(%d, %arg3, %m) dims(%m) : (tensor<?x16xf32>, tensor<16x4xf32>, index) -> tensor<?x4xf32>
+    scf.yield %g : tensor<?x4xf32>
+  } {hexir.specialization_switch}
+  return %e, %b : tensor<?x4xf32>, tensor<?x16xf32>
+}
+
+// -----
+
+// Two switches on dims of different arguments: not the same value, nothing merges.
+// CHECK-LABEL: func.func @two_inputs(
+// CHECK:       scf.if
+// CHECK:       hexir.dispatch @mm1_a0d0eq1(
+// CHECK:       } else {
+// CHECK:       hexir.dispatch @mm1(
+// CHECK:       } {hexir.specialization_switch}
+// CHECK:       scf.if
+// CHECK:       hexir.dispatch @mm1_a0d0eq1(
+// CHECK:       } else {
+// CHECK:       hexir.dispatch @mm1(
+// CHECK:       } {hexir.specialization_switch}
+// CHECK-NEXT:  return
+func.func @two_inputs(%x: tensor<?x8xf32>, %y: tensor<?x8xf32>, %w: tensor<8x16xf32>) -> (tensor<?x16xf32>, tensor<?x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %mx = tensor.dim %x, %c0 : tensor<?x8xf32>
+  %hx = arith.cmpi eq, %mx, %c1 : index
+  %a = scf.if %hx -> (tensor<?x16xf32>) {
+    %x1 = tensor.cast %x : tensor<?x8xf32> to tensor<1x8xf32>
+    %s = hexir.dispatch @mm1_a0d0eq1(%x1, %w) : (tensor<1x8xf32>, tensor<8x16xf32>) -> tensor<1x16xf32>
+    %sd = tensor.cast %s : tensor<1x16xf32> to tensor<?x16xf32>
+    scf.yield %sd : tensor<?x16xf32>
+  } else {
+    %g = hexir.dispatch @mm1(%x, %w, %mx) dims(%mx) : (tensor<?x8xf32>, tensor<8x16xf32>, index) -> tensor<?x16xf32>
+    scf.yield %g : tensor<?x16xf32>
+  } {hexir.specialization_switch}
+  %my = tensor.dim %y, %c0 : tensor<?x8xf32>
+  %hy = arith.cmpi eq, %my, %c1 : index
+  %b = scf.if %hy -> (tensor<?x16xf32>) {
+    %y1 = tensor.cast %y : tensor<?x8xf32> to tensor<1x8xf32>
+    %s = hexir.dispatch @mm1_a0d0eq1(%y1, %w) : (tensor<1x8xf32>, tensor<8x16xf32>) -> tensor<1x16xf32>
+    %sd = tensor.cast %s : tensor<1x16xf32> to tensor<?x16xf32>
+    scf.yield %sd : tensor<?x16xf32>
+  } else {
+    %g = hexir.dispatch @mm1(%y, %w, %my) dims(%my) : (tensor<?x8xf32>, tensor<8x16xf32>, index) -> tensor<?x16xf32>
+    scf.yield %g : tensor<?x16xf32>
+  } {hexir.specialization_switch}
+  return %a, %b : tensor<?x16xf32>, tensor<?x16xf32>
+}
+
+// -----
+
+// A loop between two switches on the same M ends the run: both switches stay as they are.
+// CHECK-LABEL: func.func @loop_between(
+// CHECK:       scf.if
+// CHECK:       } {hexir.specialization_switch}
+// CHECK:       scf.for
+// CHECK:       scf.if
+// CHECK:       } {hexir.specialization_switch}
+func.func @loop_between(%x: tensor<?x8xf32>, %w: tensor<8x16xf32>, %n: index) -> (tensor<?x16xf32>, tensor<?x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %x, %c0 : tensor<?x8xf32>
+  %h = arith.cmpi eq, %m, %c1 : index
+  %a = scf.if %h -> (tensor<?x16xf32>) {
+    %x1 = tensor.cast %x : tensor<?x8xf32> to tensor<1x8xf32>
+    %s = hexir.dispatch @mm1_a0d0eq1(%x1, %w) : (tensor<1x8xf32>, tensor<8x16xf32>) -> tensor<1x16xf32>
+    %sd = tensor.cast %s : tensor<1x16xf32> to tensor<?x16xf32>
+    scf.yield %sd : tensor<?x16xf32>
+  } else {
+    %g = hexir.dispatch @mm1(%x, %w, %m) dims(%m) : (tensor<?x8xf32>, tensor<8x16xf32>, index) -> tensor<?x16xf32>
+    scf.yield %g : tensor<?x16xf32>
+  } {hexir.specialization_switch}
+  %l = scf.for %i = %c0 to %n step %c1 iter_args(%t = %a) -> (tensor<?x16xf32>) {
+    %r = hexir.dispatch @relu(%t, %m) dims(%m) : (tensor<?x16xf32>, index) -> tensor<?x16xf32>
+    scf.yield %r : tensor<?x16xf32>
+  }
+  %h2 = arith.cmpi eq, %m, %c1 : index
+  %b = scf.if %h2 -> (tensor<?x16xf32>) {
+    %x1 = tensor.cast %x : tensor<?x8xf32> to tensor<1x8xf32>
+    %s = hexir.dispatch @mm1_a0d0eq1(%x1, %w) : (tensor<1x8xf32>, tensor<8x16xf32>) -> tensor<1x16xf32>
+    %sd = tensor.cast %s : tensor<1x16xf32> to tensor<?x16xf32>
+    scf.yield %sd : tensor<?x16xf32>
+  } else {
+    %g = hexir.dispatch @mm1(%x, %w, %m) dims(%m) : (tensor<?x8xf32>, tensor<8x16xf32>, index) -> tensor<?x16xf32>
+    scf.yield %g : tensor<?x16xf32>
+  } {hexir.specialization_switch}
+  return %l, %b : tensor<?x16xf32>, tensor<?x16xf32>
+}
+
+// -----
+
+// A lone switch, and an scf.if that is not a specialization switch, are left alone.
+// CHECK-LABEL: func.func @lone(
+// CHECK:       scf.if
+// CHECK:       } {hexir.specialization_switch}
+// CHECK:       scf.if
+// CHECK-NOT:   hexir.specialization_switch
+// CHECK:       return
+func.func @lone(%x: tensor<?x8xf32>, %w: tensor<8x16xf32>) -> tensor<?x16xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %x, %c0 : tensor<?x8xf32>
+  %h = arith.cmpi eq, %m, %c1 : index
+  %a = scf.if %h -> (tensor<?x16xf32>) {
+    %x1 = tensor.cast %x : tensor<?x8xf32> to tensor<1x8xf32>
+    %s = hexir.dispatch @mm1_a0d0eq1(%x1, %w) : (tensor<1x8xf32>, tensor<8x16xf32>) -> tensor<1x16xf32>
+    %sd = tensor.cast %s : tensor<1x16xf32> to tensor<?x16xf32>
+    scf.yield %sd : tensor<?x16xf32>
+  } else {
+    %g = hexir.dispatch @mm1(%x, %w, %m) dims(%m) : (tensor<?x8xf32>, tensor<8x16xf32>, index) -> tensor<?x16xf32>
+    scf.yield %g : tensor<?x16xf32>
+  } {hexir.specialization_switch}
+  %b = scf.if %h -> (tensor<?x16xf32>) {
+    %r = hexir.dispatch @relu(%a, %m) dims(%m) : (tensor<?x16xf32>, index) -> tensor<?x16xf32>
+    scf.yield %r : tensor<?x16xf32>
+  } else {
+    scf.yield %a : tensor<?x16xf32>
+  }
+  return %b : tensor<?x16xf32>
+}
