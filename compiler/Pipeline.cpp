@@ -136,6 +136,11 @@ bool OnlyCpu(const CompileOptions& options) {
     if (kind != "cpu") return false;
   return true;
 }
+bool OnlyCuda(const CompileOptions& options) {
+  for (const std::string& kind : DeviceKinds(options))
+    if (kind != "cuda") return false;
+  return true;
+}
 int64_t SmallReductionExtent(const CompileOptions& options) {
   return options.small_reduction_extent >= 0 ? options.small_reduction_extent : 256;
 }
@@ -180,6 +185,15 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
     if (OnlyCpu(options))
       pm.addPass(hexir::createGroupSmallProjections(
           GroupSmallProjectionsOptions{CPUDistributeWorkgroupsOptions{}.minWorkPerWorkgroup}));
+    // CUDA runs such a group as one block, level after level with barriers between them and
+    // its temporaries in shared memory (passes/codegen/CUDABlockLevels.cpp): when each level
+    // fits the block's threads a few steps each and the temporaries fit shared memory.
+    // Each level: 128 steps for each thread of the block (stories260K's largest level, w1 +
+    // w3, is 2 x 172 x 64 = 22016); temporaries within the 48 KiB of static shared memory
+    // (the lowering's own limit, kMaxBlockLevelsSharedBytes in CUDABlockLevels.cpp).
+    else if (OnlyCuda(options))
+      pm.addPass(hexir::createGroupSmallProjections(GroupSmallProjectionsOptions{
+          128 * CUDADistributeThreadsOptions{}.blockSize, 48 * 1024}));
   }
   // CPU: a row softmax or norm (reductions along rows, then elementwise ops reading them) is
   // one kernel that runs its passes a block of rows at a time (passes/codegen/CPURowChains.h).

@@ -32,6 +32,14 @@
 #include "passes/codegen/KernelLoweringUtils.h"
 #include "passes/codegen/WorkgroupCount.h"
 
+
+namespace hexir::cuda {
+// CUDABlockLevels.cpp's API (one-block kernels for `small_layer` groups).
+extern const char kBlockLevelsAttr[];
+bool IsSmallLayerGroup(ExecutableOp exe);
+mlir::LogicalResult LowerBlockLevels(mlir::func::FuncOp kernel, int64_t blockSize);
+}  // namespace hexir::cuda
+
 namespace hexir {
 #define GEN_PASS_DEF_CUDADISTRIBUTETHREADS
 #include "passes/codegen/CUDAPasses.h.inc"
@@ -63,6 +71,14 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       if (!exe.isCompiledFor("cuda")) continue;
       func::FuncOp kernel = codegen::LookupKernel(exe);
       if (!kernel) return signalPassFailure();
+      if (cuda::IsSmallLayerGroup(exe)) {  // one block, level after level (CUDABlockLevels.cpp)
+        kernel->setAttr(cuda::kBlockLevelsAttr, UnitAttr::get(ctx));
+        kernel->setAttr(kThreadCountAttr, IntegerAttr::get(IndexType::get(ctx), -1));
+        kernel->setAttr(kBlockSizeAttr, IntegerAttr::get(IndexType::get(ctx), blockSize));
+        exe->setAttr(codegen::kWorkgroupCountAttr, DenseI64ArrayAttr::get(ctx, {1, 1, 1}));
+        exe->setAttr(kBlockSizeAttr, DenseI64ArrayAttr::get(ctx, {blockSize, 1, 1}));
+        continue;
+      }
       if (quantizedGemv)
         if (auto gemv = cuda::MatchQuantizedGemv(kernel)) {  // CUDAQuantizedGemv.h
           cuda::ScheduleQuantizedGemv(kernel, *gemv);

@@ -29,6 +29,14 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 
+
+namespace hexir::cuda {
+// CUDABlockLevels.cpp's API (one-block kernels for `small_layer` groups).
+extern const char kBlockLevelsAttr[];
+bool IsSmallLayerGroup(ExecutableOp exe);
+mlir::LogicalResult LowerBlockLevels(mlir::func::FuncOp kernel, int64_t blockSize);
+}  // namespace hexir::cuda
+
 namespace hexir {
 #define GEN_PASS_DEF_CUDALOWEREXECUTABLES
 #include "passes/codegen/CUDAPasses.h.inc"
@@ -434,6 +442,10 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       std::optional<cuda::QuantizedGemv> shape = cuda::QuantizedGemv::decode(words.asArrayRef());
       if (!shape || failed(cuda::LowerQuantizedGemv(kernel, *shape))) return failure();
       kernel->removeAttr(cuda::kQuantizedGemvAttr);
+    }
+    if (kernel->hasAttr(cuda::kBlockLevelsAttr)) {  // a small layer's group: one block
+      if (failed(cuda::LowerBlockLevels(kernel, block))) return failure();
+      kernel->removeAttr(cuda::kBlockLevelsAttr);
     }
     if (failed(allocationsToStack(kernel))) return failure();
     if (auto lanes = kernel->getAttrOfType<IntegerAttr>(kLanesAttr)) {

@@ -7,7 +7,8 @@
 # cache's row writes ran on one thread until codegen::IsSlotWriteBack: 256-768 powf/sin/cos
 # or copies per layer in one thread). Compile-only: no device is opened, so it runs here.
 # The random checkpoints are header-only sparse files (torch_decode_bench.py --header-only):
-# a module depends only on the header.
+# a module depends only on the header. Also: stories260K's decode step uses at most 5 CUDA
+# kernels a layer (read from the device loop's command buffer, compile-only).
 source tests/llm/common.sh
 DUMP=tools/hexir-dump/hexir-dump
 BENCH_PY=tests/llm/torch_decode_bench.py
@@ -53,8 +54,45 @@ check() {
   [ "$bad" -eq 0 ] && pass "$name: all $kernels CUDA kernels spread over threads (bar one-element ones)"
 }
 
+# loop_body_dispatches MODULE: the dispatches the device loop's repeating command buffer
+# records (from the last hal.command_buffer.create before repeat_while_slot up to it).
+loop_body_dispatches() {
+  "$DUMP" "$1" | awk '
+    /call.import .hal.command_buffer.create/ { n = 0 }
+    /call.import .hal.command_buffer.dispatch/ { ++n }
+    /call.import .hal.command_buffer.repeat_while_slot/ { print n; exit }'
+}
+
+# Kernels per layer of a stories260K-shaped decode step on CUDA (issue #18 item 2: at most 5;
+# 4 with the one-block small-layer kernels, passes/codegen/CUDABlockLevels.cpp, 10 before
+# them, 18 with --no-fusion): the device loop's body with 2 layers minus with 1 (header-only
+# checkpoints of stories260K's shape: dim 64, hidden 172, 8 heads, 4 KV heads, vocab 512).
+per_layer_kernels() {
+  local flags=$1 label=$2 L body1 body2
+  for L in 1 2; do
+    /usr/bin/python3 "$BENCH_PY" --write-random "$TMP/s260_$L.bin" --dim 64 --hidden 172 --layers $L \
+      --heads 8 --kv-heads 4 --vocab 512 --seq-len 512 --seed 260 --header-only
+    "$IMPORT" "$TMP/s260_$L.bin" --device-loop -o "$TMP/s260_$L.mlir" || { fail "$label: hexir-import"; return; }
+    # shellcheck disable=SC2086
+    "$COMPILE" "$TMP/s260_$L.mlir" --target=cuda $flags -o "$TMP/s260_$L.vmfb" \
+      || { fail "$label: hexir-compile --target=cuda $flags"; return; }
+  done
+  body1=$(loop_body_dispatches "$TMP/s260_1.vmfb") body2=$(loop_body_dispatches "$TMP/s260_2.vmfb")
+  echo "$label: device loop body ${body1:-?} dispatches with 1 layer, ${body2:-?} with 2"
+  PER_LAYER=$(( ${body2:-0} - ${body1:-0} ))
+  rm -f "$TMP"/s260_*
+}
+per_layer_kernels "" "stories260K shape, CUDA"
+fused=$PER_LAYER
+[ "$fused" -ge 1 ] && [ "$fused" -le 5 ] && pass "stories260K shape, CUDA: $fused kernels per layer (<= 5)" \
+  || fail "stories260K shape, CUDA: $fused kernels per layer (expected 1..5)"
+per_layer_kernels "--no-fusion" "stories260K shape, CUDA --no-fusion"
+[ "$PER_LAYER" -gt "$fused" ] && pass "stories260K shape, CUDA --no-fusion: $PER_LAYER kernels per layer (more than fused)" \
+  || fail "stories260K shape, CUDA --no-fusion: $PER_LAYER kernels per layer (expected more than $fused)"
+
 if [ -f "$SHARED/models/stories260K.bin" ]; then
   check stories260K "$SHARED/models/stories260K.bin"
+  check stories260K_device_loop "$SHARED/models/stories260K.bin" --device-loop
 else
   echo "HEXIR_SKIPPED: stories260K: $SHARED/models/stories260K.bin not found"
 fi

@@ -48,6 +48,9 @@ def GroupSmallProjections : Pass<"hexir-group-small-projections", "mlir::ModuleO
     Option<"maxWork", "max-work", "int64_t", /*default=*/"32768",
            "most work (static loop iterations) of one level of the group: ops that do not read "
            "one another; 0 = off">,
+    Option<"maxTemporaryBytes", "max-temporary-bytes", "int64_t", /*default=*/"0",
+           "most bytes of the values the group computes and reads only itself (CUDA keeps "
+           "them in one block's shared memory); 0 = no limit">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }

@@ -27,9 +27,6 @@ namespace hexir {
 namespace {
 using namespace mlir;
 
-// The group's kind on its region and executable (no target lowers it specially).
-constexpr char kGroupKind[] = "small_layer";
-
 // The product of `op`'s static loop extents, or nullopt when one is dynamic.
 std::optional<int64_t> StaticWork(linalg::LinalgOp op) {
   int64_t work = 1;
@@ -72,6 +69,10 @@ bool IsTailContraction(Operation* op) {
   return l && op->getNumResults() == 1 && l.getNumReductionLoops() > 0 &&
          !op->hasAttr(kRecomputeInConsumerAttr) && Unmarked(op);
 }
+
+// The group's kind on its region and executable; CUDA lowers it as one block
+// (passes/codegen/CUDABlockLevels.cpp, kSmallLayerGroupKind there).
+constexpr char kGroupKind[] = "small_layer";
 
 class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallProjections> {
  public:
@@ -147,7 +148,7 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
           llvm::all_of(m->getUsers(), [&](Operation* u) { return members.contains(u); }))
         return false;
     }
-    if (!withinCostModel(members)) return false;
+    if (!withinCostModel(members) || !temporariesFit(members)) return false;
     for (Operation* m : members)
       for (Operation* user : m->getUsers()) {
         Operation* top = block->findAncestorOpInBlock(*user);
@@ -181,6 +182,21 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
       if ((workOfLevel[depth] += *w) > maxWork) return false;
     }
     return true;
+  }
+
+  // The values only members read (the kernel's temporaries) take at most maxTemporaryBytes
+  // (0: any): on CUDA they live in the block's shared memory (passes/codegen/CUDABlockLevels.cpp).
+  bool temporariesFit(const llvm::SetVector<Operation*>& members) const {
+    if (maxTemporaryBytes <= 0) return true;
+    int64_t bytes = 0;
+    for (Operation* m : members)
+      for (Value r : m->getResults()) {
+        if (!llvm::all_of(r.getUsers(), [&](Operation* u) { return members.contains(u); })) continue;
+        auto type = dyn_cast<RankedTensorType>(r.getType());
+        if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat()) return false;
+        bytes += type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+      }
+    return bytes <= maxTemporaryBytes;
   }
 
   // Named contractions become generics (a dispatch group holds generics); then every member

@@ -1,0 +1,105 @@
+// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads | FileCheck %s
+// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads --hexir-cuda-lower-executables | FileCheck %s --check-prefix=LOWER
+
+// A `small_layer` group (hexir-group-small-projections, passes/dispatch/fusion/README.md) on
+// CUDA: one block of 256 threads, level after level (passes/codegen/CUDABlockLevels.cpp).
+// Before: a kernel with several ops after reductions ran on one thread (or recomputed the
+// whole chain per output point). The FFN block of a tiny llama at awkward sizes (dim 64,
+// hidden 43): RMSNorm's sum (64, one point: split over the block, an xor butterfly per warp,
+// the 8 warps' partials through shared memory), its scaling, w1 and w3 (43 rows each, one
+// level: w3 starts at thread 43), SiLU * mul, w2 (64 rows of 43), the residual add.
+// CHECK-LABEL: hexir.executable @ffn
+// CHECK-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 1, 1, 1>
+// CHECK:         func.func @ffn({{.*}}) -> tensor<64xf32> attributes {hexir.cuda.block_levels, hexir.cuda.block_size = 256 : index, hexir.cuda.thread_count = -1 : index}
+// The lowering: temporaries in shared memory (address space 3), the sum's partials, a barrier
+// between dependent levels and none between w1 and w3.
+// LOWER-LABEL: hexir.executable @ffn
+// LOWER-DAG:     llvm.mlir.global private @__hexir_level{{.*}}addr_space = 3{{.*}} : f32
+// LOWER-DAG:     llvm.mlir.global private @__hexir_level{{.*}}addr_space = 3{{.*}}!llvm.array<64 x f32>
+// LOWER-DAG:     llvm.mlir.global private @__hexir_level{{.*}}addr_space = 3{{.*}}!llvm.array<43 x f32>
+// LOWER-DAG:     llvm.mlir.global private @__hexir_shared{{.*}}addr_space = 3{{.*}}!llvm.array<8 x f32>
+// LOWER:         llvm.func internal @ffn_impl
+// LOWER:           nvvm.read.ptx.sreg.tid.x
+// The sum: each thread's strided partial, the butterfly, the warp leaders' stores, a barrier,
+// thread 0's total (the zero fill folded in: no barrier before the sum).
+// LOWER-NOT:       nvvm.barrier
+// LOWER-COUNT-5:   nvvm.shfl.sync  bfly
+// LOWER:           nvvm.barrier0
+// Then: barrier, the scaling; barrier, w1 and w3 in one level (their zero fills folded into
+// them: each row's thread stores its 0); barrier, SiLU * mul; barrier, w2; barrier, the
+// residual add. Six barriers in all.
+// LOWER-COUNT-5:   nvvm.barrier0
+// LOWER-NOT:       nvvm.barrier
+// LOWER:           llvm.return
+#id = affine_map<(d) -> (d)>
+#all = affine_map<(d) -> ()>
+#rows = affine_map<(i, k) -> (i, k)>
+#cols = affine_map<(i, k) -> (k)>
+#out = affine_map<(i, k) -> (i)>
+hexir.executable @ffn attributes {hexir.dispatch_group = "small_layer"} {
+  builtin.module {
+    func.func @ffn(%x: tensor<64xf32>, %g: tensor<64xf32>, %w1: tensor<43x64xf32>, %w3: tensor<43x64xf32>, %w2: tensor<64x43xf32>, %o: tensor<64xf32>) -> tensor<64xf32> {
+      %zero = arith.constant 0.0 : f32
+      %e0 = tensor.empty() : tensor<f32>
+      %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+      %ss = linalg.generic {indexing_maps = [#id, #all], iterator_types = ["reduction"]} ins(%x : tensor<64xf32>) outs(%z0 : tensor<f32>) {
+      ^bb0(%a: f32, %acc: f32):
+        %m = arith.mulf %a, %a : f32
+        %s = arith.addf %acc, %m : f32
+        linalg.yield %s : f32
+      } -> tensor<f32>
+      %e1 = tensor.empty() : tensor<64xf32>
+      %xn = linalg.generic {indexing_maps = [#id, #all, #id, #id], iterator_types = ["parallel"]} ins(%x, %ss, %g : tensor<64xf32>, tensor<f32>, tensor<64xf32>) outs(%e1 : tensor<64xf32>) {
+      ^bb0(%a: f32, %sum: f32, %gw: f32, %unused: f32):
+        %n = arith.constant 64.0 : f32
+        %mean = arith.divf %sum, %n : f32
+        %inv = math.rsqrt %mean : f32
+        %xs = arith.mulf %a, %inv : f32
+        %y = arith.mulf %gw, %xs : f32
+        linalg.yield %y : f32
+      } -> tensor<64xf32>
+      %eh = tensor.empty() : tensor<43xf32>
+      %zh = linalg.fill ins(%zero : f32) outs(%eh : tensor<43xf32>) -> tensor<43xf32>
+      %h1 = linalg.generic {indexing_maps = [#rows, #cols, #out], iterator_types = ["parallel", "reduction"]} ins(%w1, %xn : tensor<43x64xf32>, tensor<64xf32>) outs(%zh : tensor<43xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %m = arith.mulf %a, %b : f32
+        %s = arith.addf %acc, %m : f32
+        linalg.yield %s : f32
+      } -> tensor<43xf32>
+      %eh3 = tensor.empty() : tensor<43xf32>
+      %zh3 = linalg.fill ins(%zero : f32) outs(%eh3 : tensor<43xf32>) -> tensor<43xf32>
+      %h3 = linalg.generic {indexing_maps = [#rows, #cols, #out], iterator_types = ["parallel", "reduction"]} ins(%w3, %xn : tensor<43x64xf32>, tensor<64xf32>) outs(%zh3 : tensor<43xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %m = arith.mulf %a, %b : f32
+        %s = arith.addf %acc, %m : f32
+        linalg.yield %s : f32
+      } -> tensor<43xf32>
+      %es = tensor.empty() : tensor<43xf32>
+      %h = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%h1, %h3 : tensor<43xf32>, tensor<43xf32>) outs(%es : tensor<43xf32>) {
+      ^bb0(%a: f32, %b: f32, %unused: f32):
+        %na = arith.negf %a : f32
+        %ex = math.exp %na : f32
+        %one = arith.constant 1.0 : f32
+        %den = arith.addf %one, %ex : f32
+        %silu = arith.divf %a, %den : f32
+        %y = arith.mulf %silu, %b : f32
+        linalg.yield %y : f32
+      } -> tensor<43xf32>
+      %ed = tensor.empty() : tensor<64xf32>
+      %zd = linalg.fill ins(%zero : f32) outs(%ed : tensor<64xf32>) -> tensor<64xf32>
+      %d = linalg.generic {indexing_maps = [#rows, #cols, #out], iterator_types = ["parallel", "reduction"]} ins(%w2, %h : tensor<64x43xf32>, tensor<43xf32>) outs(%zd : tensor<64xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %m = arith.mulf %a, %b : f32
+        %s = arith.addf %acc, %m : f32
+        linalg.yield %s : f32
+      } -> tensor<64xf32>
+      %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%x, %d : tensor<64xf32>, tensor<64xf32>) outs(%o : tensor<64xf32>) {
+      ^bb0(%a: f32, %b: f32, %unused: f32):
+        %y = arith.addf %a, %b : f32
+        linalg.yield %y : f32
+      } -> tensor<64xf32>
+      return %r : tensor<64xf32>
+    }
+  }
+}
