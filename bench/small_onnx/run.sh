@@ -32,6 +32,7 @@ MODELS=(
   "ppocr_cls ocr-models/package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx 1x3x48x192"
 )
 
+[ -z "$from" ] || [ -d "$from" ] || { echo "small_onnx: --from=$from: no such folder (made by --pack)" >&2; exit 2; }
 dir=${from:-${pack:-$(mktemp -d)}}
 mkdir -p "$dir"
 if [ -z "$from" ]; then
@@ -54,7 +55,9 @@ fi
 BENCH=$(tool hexir-bench)
 hexir_ms() {  # hexir_ms DEVICE MODULE INPUT: median wall per call in ms, or a reason
   local report="$dir/$(basename "$2").$1.txt"
-  "$BENCH" --module="$2" --device="$1" --cpu-threads=0 --function=main --input=@"$3" \
+  local threads=()
+  [ "$1" != cpu ] || threads=(--cpu-threads=0)
+  "$BENCH" --module="$2" --device="$1" "${threads[@]}" --function=main --input=@"$3" \
     --iterations="$iterations" --no-baselines > "$report" 2>&1 || {
     grep -q "libcuda.so.1\|no CUDA device" "$report" && echo "no-gpu" || echo "FAILED"; return; }
   awk '/wall \(invoke \+ wait idle\)/ {printf "%.4f", $(NF-1) / 1000; exit}' "$report"
