@@ -67,10 +67,13 @@ bazel build "${TESTS[@]}" //hal/drivers/cuda:replay_benchmark //hal/drivers/cuda
 rm -rf .out/gpu && mkdir -p .out/gpu/modules .out/gpu/bin
 for t in "${TESTS[@]}"; do
   pkg=${t#//}; pkg=${pkg%%:*}; name=${t##*:}
-  mkdir -p ".out/gpu/tests/$name"
-  cp -rL "bazel-bin/$pkg/$name.runfiles/hexir/." ".out/gpu/tests/$name/"
+  # Two tests of one name (tests/e2e and tests/llm) get "package.name" folders (run.sh strips it).
+  dir=$name
+  [ ! -e ".out/gpu/tests/$dir" ] || dir="${pkg##*/}.$name"
+  mkdir -p ".out/gpu/tests/$dir"
+  cp -rL "bazel-bin/$pkg/$name.runfiles/hexir/." ".out/gpu/tests/$dir/"
   # The compiler needs LLVM, which the GPU machine lacks: modules come precompiled.
-  rm -f ".out/gpu/tests/$name/tools/hexir-compile/hexir-compile" ".out/gpu/tests/$name/tools/hexir-import/hexir-import"
+  rm -f ".out/gpu/tests/$dir/tools/hexir-compile/hexir-compile" ".out/gpu/tests/$dir/tools/hexir-import/hexir-import"
 done
 # The HAL waves benchmark runs from its runfiles (test kernels: .so and .cubin).
 mkdir -p .out/gpu/tests/waves_benchmark_runfiles

@@ -21,7 +21,7 @@ if [ "$PART" != bench ]; then
 for dir in .out/gpu/tests/*/; do
   name=$(basename "$dir")
   [ "$name" != waves_benchmark_runfiles ] || continue
-  bin=$(find "$dir" -type f -name "$name" | head -1)
+  bin=$(find "$dir" -type f -name "${name#*.}" | head -1)  # "llm.name": pack.sh's second test of a name
   rel=${bin#$dir}
   (cd "$dir" && TEST_TMPDIR=$(mktemp -d) "./$rel") > "$OUT/$name.log" 2>&1
   rc=$?
