@@ -20,7 +20,7 @@
 //   zero's sign cannot reach a result, and x86 drops its sign fix-up (vmaxps with a NaN
 //   select instead of six instructions a vector). NaN still propagates: a row holding a NaN
 //   has a NaN max, and ONNX Softmax gives that row NaN everywhere; a row holding +inf gives
-//   NaN everywhere too (inf - inf), as onnxruntime does.
+//   NaN everywhere too (inf - inf), as ONNX's reference definition (numpy) does.
 #pragma once
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
