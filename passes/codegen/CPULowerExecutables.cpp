@@ -28,6 +28,7 @@
 #include "passes/codegen/CPUMatmulMicroKernel.h"
 #include "passes/codegen/CPUMatvecKernel.h"
 #include "passes/codegen/CPUReductionOrder.h"
+#include "passes/codegen/CPURowChainArithmetic.h"
 #include "passes/codegen/CPURowChains.h"
 #include "passes/codegen/CPUTarget.h"
 #include "passes/codegen/CPUTransposeTiling.h"
@@ -125,6 +126,8 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     auto group = exe->getAttrOfType<StringAttr>(kDispatchGroupAttr);
     const bool rowChain = group && group.getValue() == codegen::kRowChainGroup;
     if (rowChain && failed(codegen::TileRowChains(tensorKernel, target.l1Bytes))) return failure();
+    // ... dividing by a row's reciprocal, its max without the zero's sign (CPURowChainArithmetic.h).
+    if (rowChain && failed(codegen::CheapenRowChainArithmetic(tensorKernel))) return failure();
     // Elementwise chains as one loop nest (codegen/CPUElementwiseFusion.h).
     if (failed(codegen::FuseElementwiseChains(tensorKernel))) return failure();
     // Transposing loops in cache-line blocks (codegen/CPUTransposeTiling.h).

@@ -4,7 +4,8 @@
 // and transposed operands in cache-line blocks (passes/codegen/CPUTransposeTiling.h),
 // reductions over each axis (an outer axis split into runs of at least 1 KiB a workgroup:
 // hexir-cpu-distribute-workgroups), a fused chain of pure data movement, and row chains (softmax,
-// layer norm, RMSNorm: one dispatch a call, rows of 1 to 4099, passes/codegen/CPURowChains.h),
+// layer norm, RMSNorm: one dispatch a call, rows of 1 to 4099, passes/codegen/CPURowChains.h;
+// softmax rows holding NaN, +-inf and +-0 against ONNX's definition: CPURowChainArithmetic.h),
 // also in the ONNX importer's form, which keeps each reduced axis as a 1 (keepdims reshapes:
 // passes/dispatch/KeptDimRowReads.h).
 #include <catch2/catch.hpp>
@@ -607,6 +608,61 @@ TEST_CASE("an ONNX-form softmax (keepdims copies) over dynamic rows is one dispa
   std::string module = CompileOrDie(kKeptDimsSoftmax, "memory_bound_kept_dims_softmax");
   RunRowChain(module, [](int64_t r, int64_t c) { return std::vector<HostTensor>{RandomF32({r, c}, 53, -8, 8)}; },
               SoftmaxReference, 1e-5);
+}
+
+// ONNX Softmax's definition (numpy: max propagating NaN, exp(x - max), sum, divide) in double.
+void OnnxSoftmaxReference(HostTensor& in, int64_t rows, int64_t cols, HostTensor& out) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* x = F32(in) + i * cols;
+    double top = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < cols; ++j) top = std::isnan(top) || std::isnan(x[j]) ? NAN : std::max(top, double(x[j]));
+    for (int64_t j = 0; j < cols; ++j) sum += std::exp(double(x[j]) - top);
+    for (int64_t j = 0; j < cols; ++j) F32(out)[i * cols + j] = float(std::exp(double(x[j]) - top) / sum);
+  }
+}
+
+// Rows of `cols` values in [-8, 8] but: a NaN (row 1), +inf (row 2), one -inf (row 3), all
+// -inf (row 4), +0 and -0 as the max (row 5: 0 first, -0 last, the rest negative), values
+// near the float maximum (row 6). ONNX gives rows 1, 2 and 4 NaN everywhere (NaN - m, inf -
+// inf, -inf - -inf), row 3 a 0 at the -inf.
+HostTensor SpecialSoftmaxRows(int64_t cols) {
+  HostTensor x = RandomF32({7, cols}, 55, -8, 8);
+  float* v = F32(x);
+  auto at = [&](int64_t row, int64_t col) -> float& { return v[row * cols + col]; };
+  at(1, cols / 2) = NAN;
+  at(2, cols - 1) = INFINITY;
+  at(3, cols / 3) = -INFINITY;
+  for (int64_t j = 0; j < cols; ++j) at(4, j) = -INFINITY;
+  for (int64_t j = 0; j < cols; ++j) at(5, j) = -1.0f - float(j % 5);
+  at(5, 0) = 0.0f;
+  at(5, cols - 1) = -0.0f;
+  for (int64_t j = 0; j < cols; ++j) at(6, j) = 3.0e38f - float(j % 3) * 1.0e32f;
+  return x;
+}
+
+TEST_CASE("row softmax keeps ONNX's NaN and infinity results at rows of 1, 7 and 4099") {
+  for (const char* source : {kSoftmax, kKeptDimsSoftmax}) {
+    std::string module = CompileOrDie(source, "memory_bound_softmax_special");
+    for (int threads : {0, 3}) {
+      auto session = OpenOrDie(module, "cpu", threads);
+      for (int64_t cols : {1, 7, 4099}) {
+        INFO(threads << " worker threads, rows of " << cols);
+        HostTensor x = SpecialSoftmaxRows(cols), expected = ZerosF32({7, cols});
+        OnnxSoftmaxReference(x, 7, cols, expected);
+        std::vector<tools::HostValue> out = CallOrDie(*session, "main", {Tensor(x)});
+        REQUIRE(out.size() == 1);
+        for (int64_t i = 0; i < 7 * cols; ++i) {
+          INFO("row " << i / cols << ", column " << i % cols);
+          float got = F32(out[0].tensor)[i], want = F32(expected)[i];
+          if (std::isnan(want)) {
+            CHECK(std::isnan(got));
+          } else {
+            CHECK(std::fabs(got - want) <= 1e-5 + 1e-5 * std::fabs(want));
+          }
+        }
+      }
+    }
+  }
 }
 
 // The ONNX importer's LayerNormalization over dynamic rows: the means divided over the rows
