@@ -114,9 +114,21 @@ std::vector<tools::HostValue> CallOrDie(tools::Session& session, const std::stri
 std::string HexirRun() { return "tools/hexir-run/hexir-run"; }
 std::string HexirCompile() { return "tools/hexir-compile/hexir-compile"; }
 
+// The first 8 hex digits of the source's and flags' FNV-1a digest: part of a saved module's file
+// name, so two tests that give one name to different programs (compiled_calls_test and
+// launch_optimizations_test both named theirs "dynamic_matmul") do not overwrite each other's
+// module in one HEXIR_SAVE_MODULES_DIR (on the GPU machine one of them then ran the other's).
+std::string SourceDigest(const std::string& text) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return std::string(hex, 8);
+}
+
 std::string CompileOrDie(const std::string& mlir_source, const std::string& name,
                          const std::string& target, const std::string& extra_flags) {
-  std::string file = name + "." + target + ".vmfb";
+  std::string file = name + "." + SourceDigest(extra_flags + "\n" + mlir_source) + "." + target + ".vmfb";
   if (const char* dir = std::getenv("HEXIR_PRECOMPILED_DIR")) {
     return std::string(dir) + "/" + file;
   }

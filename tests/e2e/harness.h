@@ -79,7 +79,8 @@ std::vector<tools::HostValue> CallOrDie(tools::Session& session, const std::stri
     }                                                                            \
   }
 
-// Modules: CompileOrDie writes each module as <name>.<target>.vmfb; with HEXIR_SAVE_MODULES_DIR
+// Modules: CompileOrDie writes each module as <name>.<digest>.<target>.vmfb (digest: 8 hex digits
+// of the flags and source, so one name given to two programs cannot collide); with HEXIR_SAVE_MODULES_DIR
 // set it also copies it there, and with HEXIR_PRECOMPILED_DIR set it takes the module from
 // there instead of running hexir-compile (for machines without LLVM, such as the GPU machine).
 // HEXIR_COMPILE_FLAGS adds flags to every hexir-compile (e.g. --cpu=x86-64-v3 for modules that
