@@ -35,6 +35,8 @@
 #     the seeded random768 checkpoint in a temporary folder (and TinyLlama's, quantized there
 #     by .out/gpu/bin/hexir-quantize, one GGUF at a time); PyTorch from HEXIR_TORCH_PYTHON
 #     (default python3 on PATH). (tools/gpu/run.sh runs this.)
+# HEXIR_GPU_BENCH_ROWS=tinyllama runs only the TinyLlama rows (f16, f16 KV cache, quantized):
+# issue 19's H200 figure in one short call.
 # Checking this script where no GPU is: HEXIR_GPU_BENCH_DEVICE=cpu on both halves compiles
 # --target=cpu modules (same file names) and runs them on the CPU; HEXIR_GPU_BENCH_TINYLLAMA
 # (the --write-random shape flags, same on both halves) shrinks the TinyLlama rows, e.g.
@@ -52,6 +54,8 @@ RANDOM768=(--dim 768 --hidden 2048 --layers 12 --heads 12 --kv-heads 12 --vocab 
 read -r -a TINYLLAMA <<<"${HEXIR_GPU_BENCH_TINYLLAMA:---dim 2048 --hidden 5632 --layers 22 --heads 32 --kv-heads 4 --vocab 32000 --seq-len 512 --seed 2048}"
 QUANT_TYPES=(q4_0 q4_k q8_0)
 DEV=${HEXIR_GPU_BENCH_DEVICE:-cuda}  # cpu: only to check this script where no GPU is (CPU modules)
+ROWS=${HEXIR_GPU_BENCH_ROWS:-all}  # tinyllama: only the TinyLlama rows (f16 and quantized)
+case "$ROWS" in all|tinyllama) ;; *) echo "gpu_decode_bench: HEXIR_GPU_BENCH_ROWS=$ROWS is not all or tinyllama"; exit 2 ;; esac
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -170,11 +174,13 @@ bench() {
 
 echo "gpu_decode_bench: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)," \
      "torch $("$PY" -c 'import torch; print(torch.__version__)')"
-bench stories260K "$MODS/stories260K.cuda.vmfb" "$SHARED/models/stories260K.bin" "$TOKENS" f32
-"$PY" "$BENCH_PY" --write-random "$tmp/random768.bin" "${RANDOM768[@]}" \
-  || { echo "gpu_decode_bench: writing the random768 checkpoint failed"; exit 1; }
 r768_tokens=$((TOKENS < 256 ? TOKENS : 256))
-bench random768_f16 "$MODS/random768_f16.cuda.vmfb" "$tmp/random768.bin" "$r768_tokens" f16
+if [ "$ROWS" = all ]; then
+  bench stories260K "$MODS/stories260K.cuda.vmfb" "$SHARED/models/stories260K.bin" "$TOKENS" f32
+  "$PY" "$BENCH_PY" --write-random "$tmp/random768.bin" "${RANDOM768[@]}" \
+    || { echo "gpu_decode_bench: writing the random768 checkpoint failed"; exit 1; }
+  bench random768_f16 "$MODS/random768_f16.cuda.vmfb" "$tmp/random768.bin" "$r768_tokens" f16
+fi
 # same_ids A B: the kv16 row's ids against the f32-cache row's (all of them).
 same_ids() {
   local a b
@@ -210,10 +216,12 @@ quant_row() {
     r2 = (h + 0 > 0 && g + 0 > 0) ? sprintf("%.2f", h / g) : "-"
     printf "%-24s %12s %10s %16s  %s", m, h, r1, r2, a }')")
 }
-if [ -f "$MODS/random768_f16_kv16.cuda.vmfb" ]; then
+if [ "$ROWS" = all ] && [ -f "$MODS/random768_f16_kv16.cuda.vmfb" ]; then
   bench random768_f16_kv16 "$MODS/random768_f16_kv16.cuda.vmfb" "$tmp/random768.bin" "$r768_tokens" f16
   same_ids random768_f16 random768_f16_kv16
 fi
+[ "$ROWS" = all ] || [ -f "$MODS/tinyllama_f16.cuda.vmfb" ] ||
+  { echo "gpu_decode_bench: missing $MODS/tinyllama_f16.cuda.vmfb for HEXIR_GPU_BENCH_ROWS=tinyllama"; status=1; }
 if [ -f "$MODS/tinyllama_f16.cuda.vmfb" ]; then
   "$PY" "$BENCH_PY" --write-random "$tmp/tinyllama.bin" "${TINYLLAMA[@]}" \
     || { echo "gpu_decode_bench: writing the tinyllama checkpoint failed"; exit 1; }
@@ -241,7 +249,9 @@ fi
 # @layer kept as calls (--keep-device-calls) against the default module (calls inlined by the
 # compiler), alternating, 3 rounds each.
 layer_rows=()
-for pair in "stories260K:$SHARED/models/stories260K.bin:$TOKENS" "random768_f16:$tmp/random768.bin:$r768_tokens"; do
+pairs=()
+[ "$ROWS" != all ] || pairs=("stories260K:$SHARED/models/stories260K.bin:$TOKENS" "random768_f16:$tmp/random768.bin:$r768_tokens")
+for pair in "${pairs[@]}"; do
   IFS=: read -r name ckpt tokens <<<"$pair"
   [ -f "$MODS/${name}_calls.cuda.vmfb" ] || { layer_rows+=("$name: no --keep-device-calls module in the bundle"); continue; }
   best_calls="" best_inl=""
@@ -261,10 +271,12 @@ echo "ms per generated token (greedy from BOS; graph+sync: graph replay reading 
 printf "%-16s %6s %12s %12s %12s %12s %11s %11s  %s\n" model tokens hexir torch-eager torch-graph graph+sync \
   hexir/eager hexir/graph "first 20 ids agree"
 for r in "${rows[@]}"; do echo "$r"; done
-echo
-echo "@layer called L times (hexir-compile --keep-device-calls) vs the default (calls inlined by the compiler), ms per token, best of 3 alternating"
-printf "%-16s %14s %14s %10s\n" model "@layer calls" inlined calls/inlined
-for r in "${layer_rows[@]}"; do echo "$r"; done
+if [ ${#layer_rows[@]} -gt 0 ]; then
+  echo
+  echo "@layer called L times (hexir-compile --keep-device-calls) vs the default (calls inlined by the compiler), ms per token, best of 3 alternating"
+  printf "%-16s %14s %14s %10s\n" model "@layer calls" inlined calls/inlined
+  for r in "${layer_rows[@]}"; do echo "$r"; done
+fi
 if [ ${#quant_rows[@]} -gt 0 ]; then
   echo
   echo "TinyLlama-shaped, quantized by hexir-quantize from the same checkpoint, ms per generated token"
