@@ -40,7 +40,7 @@ PY
 echo "measured rates: matmul $GFLOPS GFLOP/s per rank, all_reduce $GBPS GB/s"
 sed "s/@M@/$M/g; s/@K@/$K/g; s/@N@/$N/g; s/@ATTR@//" tests/partition/row_parallel.mlir.in >"$TMP/model.mlir"
 rates=(--chunk-collectives --matmul-gflops="$GFLOPS" --collective-gbps="$GBPS")
-"$COMPILE" "$TMP/model.mlir" --target=cpu "${rates[@]}" -o "$TMP/model.vmfb" 2>&1 | grep -o "remark: .*" || true
+"$COMPILE" "$TMP/model.mlir" --target=cpu --remarks "${rates[@]}" -o "$TMP/model.vmfb" 2>&1 | grep -o "remark: .*" || true
 for variant in model whole; do
   extra=(); [ $variant = model ] && extra=("${rates[@]}")
   "$COMPILE" "$TMP/$variant.mlir" --target=cpu "${extra[@]}" --dump-after=hexir-partition -o /dev/null 2>&1 \

@@ -10,19 +10,38 @@
 #     with an f16 KV cache (hexir-import --kv-cache=f16: random768_f16_kv16);
 #   tinyllama: a TinyLlama-1.1B-shaped random llama (dim 2048, hidden 5632, 22 layers, 32
 #     heads, 4 KV heads, vocab 32000, KV cache 512, seed 2048), f16 weights, f32 and f16 KV
-#     cache (tinyllama_f16, tinyllama_f16_kv16); only when its modules are in the bundle.
+#     cache (tinyllama_f16, tinyllama_f16_kv16); only when its modules are in the bundle;
+#     and the same checkpoint quantized by hexir-quantize to q4_0, q4_k and q8_0
+#     (tinyllama_q4_0, ...; blocks kept as stored, the CUDA quantized GEMV dequantizing in
+#     registers) plus q4_0 on the generic block-matvec kernel (hexir-compile
+#     --cuda-generic-block-matvec: tinyllama_q4_0_generic), each against Hexir's own
+#     tinyllama_f16 time and PyTorch f16's CUDA-graph time from that row (issue 19's H200
+#     goal: q4_0 and q4_k at <= 0.5x Hexir's f16). Their ids are compared with Hexir f16's
+#     (informational: quantization moves the logits; q8_0 should follow f16 longest), the
+#     generic-kernel row's with the quantized GEMV's (same file: they should agree).
 # The kv16 rows' ids must equal the f32-cache rows' (the "kv16 ids" lines).
 # Two halves:
 #   here (LLVM, Bazel):  bash tests/llm/gpu_decode_bench.sh --pack DIR
 #     compiles stories260K.cuda.vmfb and random768_f16.cuda.vmfb into DIR. A module depends
 #     only on the checkpoint header, so random768's is imported from a header-identical sparse
-#     file (torch_decode_bench.py --header-only); the 0.44 GB checkpoint never travels.
+#     file (torch_decode_bench.py --header-only); the 0.44 GB checkpoint never travels. The
+#     quantized modules are imported from hexir-quantize's GGUF of the sparse (all-zero)
+#     TinyLlama file: its header (metadata, tensor names, shapes, block types) is the real
+#     file's, only the block bytes differ; the GGUF is deleted once imported.
 #     (tools/gpu/pack.sh runs this with DIR=.out/gpu/llm-bench.)
 #   on the GPU machine:  bash tests/llm/gpu_decode_bench.sh [TOKENS=200]
 #     from the bundle: .out/gpu/bin/hexir-generate, .out/gpu/llm-bench/*.vmfb,
 #     .out/gpu/shared/models/stories260K.bin (HEXIR_GPU_BUNDLE overrides .out/gpu); regenerates
-#     the seeded random768 checkpoint in a temporary folder; PyTorch from HEXIR_TORCH_PYTHON
+#     the seeded random768 checkpoint in a temporary folder (and TinyLlama's, quantized there
+#     by .out/gpu/bin/hexir-quantize, one GGUF at a time); PyTorch from HEXIR_TORCH_PYTHON
 #     (default python3 on PATH). (tools/gpu/run.sh runs this.)
+# HEXIR_GPU_BENCH_ROWS=tinyllama runs only the TinyLlama rows (f16, f16 KV cache, quantized):
+# issue 19's H200 figure in one short call.
+# Checking this script where no GPU is: HEXIR_GPU_BENCH_DEVICE=cpu on both halves compiles
+# --target=cpu modules (same file names) and runs them on the CPU; HEXIR_GPU_BENCH_TINYLLAMA
+# (the --write-random shape flags, same on both halves) shrinks the TinyLlama rows, e.g.
+#   HEXIR_GPU_BENCH_TINYLLAMA="--dim 256 --hidden 768 --layers 2 --heads 8 --kv-heads 2
+#     --vocab 512 --seq-len 64 --seed 7"
 # Hexir's time: the fastest of 3 @generate calls (--timing: KV cache zero-fill, the BOS
 # prefill, the decode loop reading its stop flag once per 8 steps, the ids' download) divided by the ids it
 # generated; PyTorch decodes exactly that many tokens (fastest of 3 after a warm-up). Prints a
@@ -32,7 +51,11 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 BENCH_PY=tests/llm/torch_decode_bench.py
 RANDOM768=(--dim 768 --hidden 2048 --layers 12 --heads 12 --kv-heads 12 --vocab 32000 --seq-len 256 --seed 768)
-TINYLLAMA=(--dim 2048 --hidden 5632 --layers 22 --heads 32 --kv-heads 4 --vocab 32000 --seq-len 512 --seed 2048)
+read -r -a TINYLLAMA <<<"${HEXIR_GPU_BENCH_TINYLLAMA:---dim 2048 --hidden 5632 --layers 22 --heads 32 --kv-heads 4 --vocab 32000 --seq-len 512 --seed 2048}"
+QUANT_TYPES=(q4_0 q4_k q8_0)
+DEV=${HEXIR_GPU_BENCH_DEVICE:-cuda}  # cpu: only to check this script where no GPU is (CPU modules)
+ROWS=${HEXIR_GPU_BENCH_ROWS:-all}  # tinyllama: only the TinyLlama rows (f16 and quantized)
+case "$ROWS" in all|tinyllama) ;; *) echo "gpu_decode_bench: HEXIR_GPU_BENCH_ROWS=$ROWS is not all or tinyllama"; exit 2 ;; esac
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -41,35 +64,46 @@ if [ "${1:-}" = "--pack" ]; then
   [ -n "${2:-}" ] || { echo "usage: gpu_decode_bench.sh --pack DIR"; exit 2; }
   out=$(mkdir -p "$2" && cd "$2" && pwd)
   shared=${HEXIR_SHARED_DIR:-$(cd .. && pwd)/shared}
-  bazel build --jobs=2 //tools/hexir-import //tools/hexir-compile >/dev/null 2>&1
+  bazel build --jobs=2 //tools/hexir-import //tools/hexir-compile //tools/hexir-quantize >/dev/null 2>&1
   IMPORT=bazel-bin/tools/hexir-import/hexir-import
+  QUANTIZE=bazel-bin/tools/hexir-quantize/hexir-quantize
   COMPILE=bazel-bin/tools/hexir-compile/hexir-compile
   flags=${HEXIR_COMPILE_FLAGS:---cpu=x86-64-v3}  # host kernels must run on the GPU machine's CPU
   "$IMPORT" "$shared/models/stories260K.bin" -o "$tmp/stories.mlir"
   # shellcheck disable=SC2086
-  "$COMPILE" "$tmp/stories.mlir" --target=cuda $flags -o "$out/stories260K.cuda.vmfb"
+  "$COMPILE" "$tmp/stories.mlir" --target="$DEV" $flags -o "$out/stories260K.cuda.vmfb"
   # The same program with the L @layer calls kept as calls (--keep-device-calls: a submission
   # per call) against the default, where hexir-inline-device-calls records every layer into the
   # decode step's one command buffer: the "@layer calls vs inlined" rows (issue 14: calls must
   # not be slower, ratio <= 1.03). (The default import and --inline-layers compile to the same
   # module, so comparing those two measured nothing.)
   # shellcheck disable=SC2086
-  "$COMPILE" "$tmp/stories.mlir" --target=cuda --keep-device-calls $flags -o "$out/stories260K_calls.cuda.vmfb"
+  "$COMPILE" "$tmp/stories.mlir" --target="$DEV" --keep-device-calls $flags -o "$out/stories260K_calls.cuda.vmfb"
   "${PACK_PYTHON:-/usr/bin/python3}" "$BENCH_PY" --write-random "$tmp/random768.bin" "${RANDOM768[@]}" --header-only
   "$IMPORT" "$tmp/random768.bin" --weights=f16 -o "$tmp/random768.mlir"
   # shellcheck disable=SC2086
-  "$COMPILE" "$tmp/random768.mlir" --target=cuda $flags -o "$out/random768_f16.cuda.vmfb"
+  "$COMPILE" "$tmp/random768.mlir" --target="$DEV" $flags -o "$out/random768_f16.cuda.vmfb"
   # shellcheck disable=SC2086
-  "$COMPILE" "$tmp/random768.mlir" --target=cuda --keep-device-calls $flags -o "$out/random768_f16_calls.cuda.vmfb"
+  "$COMPILE" "$tmp/random768.mlir" --target="$DEV" --keep-device-calls $flags -o "$out/random768_f16_calls.cuda.vmfb"
   "${PACK_PYTHON:-/usr/bin/python3}" "$BENCH_PY" --write-random "$tmp/tinyllama.bin" "${TINYLLAMA[@]}" --header-only
   for m in random768 tinyllama; do
     "$IMPORT" "$tmp/$m.bin" --weights=f16 --kv-cache=f16 -o "$tmp/${m}_kv16.mlir"
     # shellcheck disable=SC2086
-    "$COMPILE" "$tmp/${m}_kv16.mlir" --target=cuda $flags -o "$out/${m}_f16_kv16.cuda.vmfb"
+    "$COMPILE" "$tmp/${m}_kv16.mlir" --target="$DEV" $flags -o "$out/${m}_f16_kv16.cuda.vmfb"
   done
   "$IMPORT" "$tmp/tinyllama.bin" --weights=f16 -o "$tmp/tinyllama.mlir"
   # shellcheck disable=SC2086
-  "$COMPILE" "$tmp/tinyllama.mlir" --target=cuda $flags -o "$out/tinyllama_f16.cuda.vmfb"
+  "$COMPILE" "$tmp/tinyllama.mlir" --target="$DEV" $flags -o "$out/tinyllama_f16.cuda.vmfb"
+  for q in "${QUANT_TYPES[@]}"; do
+    "$QUANTIZE" "$tmp/tinyllama.bin" -o "$tmp/tinyllama_$q.gguf" --type="$q" >/dev/null
+    "$IMPORT" "$tmp/tinyllama_$q.gguf" -o "$tmp/tinyllama_$q.mlir"
+    rm -f "$tmp/tinyllama_$q.gguf"
+    # shellcheck disable=SC2086
+    "$COMPILE" "$tmp/tinyllama_$q.mlir" --target="$DEV" $flags -o "$out/tinyllama_$q.cuda.vmfb"
+  done
+  # shellcheck disable=SC2086
+  "$COMPILE" "$tmp/tinyllama_q4_0.mlir" --target="$DEV" --cuda-generic-block-matvec $flags \
+    -o "$out/tinyllama_q4_0_generic.cuda.vmfb"
   echo "gpu_decode_bench: modules in $out: $(cd "$out" && echo *.vmfb)"
   exit 0
 fi
@@ -77,10 +111,10 @@ fi
 TOKENS=${1:-200}
 BUNDLE=${HEXIR_GPU_BUNDLE:-.out/gpu}
 GEN=$BUNDLE/bin/hexir-generate
+QUANTIZE=$BUNDLE/bin/hexir-quantize
 MODS=$BUNDLE/llm-bench
 SHARED=${HEXIR_SHARED_DIR:-$BUNDLE/shared}
 PY=${HEXIR_TORCH_PYTHON:-python3}
-DEV=${HEXIR_GPU_BENCH_DEVICE:-cuda}  # cpu: only to check this script where no GPU is (CPU modules in the bundle)
 for f in "$GEN" "$MODS/stories260K.cuda.vmfb" "$MODS/random768_f16.cuda.vmfb" "$SHARED/models/stories260K.bin"; do
   [ -f "$f" ] || { echo "gpu_decode_bench: missing $f (run tools/gpu/pack.sh here first)"; exit 1; }
 done
@@ -88,6 +122,7 @@ done
   || { echo "gpu_decode_bench: $PY has no CUDA torch (set HEXIR_TORCH_PYTHON)"; exit 1; }
 status=0
 rows=()
+last_hx_ms="-" last_graph="-"  # the last bench row's Hexir and PyTorch CUDA-graph ms/token
 
 # bench NAME MODULE CKPT TOKENS DTYPE: one table row; logs in $tmp/NAME.*
 bench() {
@@ -130,6 +165,7 @@ bench() {
   echo "$name: hexir ids: $hx_ids"
   echo "$name: torch ids: $pt_ids"
   grep -h '^config\|graph-ids' "$tmp/$name.torch" "$tmp/$name.torch.err" | sed "s/^/$name: torch /"
+  last_hx_ms=$hx_ms last_graph=$graph
   rows+=("$(awk -v m="$name" -v n="$n" -v h="$hx_ms" -v e="$eager" -v g="$graph" -v s="$gsync" -v a="$agree" 'BEGIN {
     r1 = (h + 0 > 0 && e + 0 > 0) ? sprintf("%.2f", h / e) : "-"
     r2 = (h + 0 > 0 && g + 0 > 0) ? sprintf("%.2f", h / g) : "-"
@@ -138,11 +174,13 @@ bench() {
 
 echo "gpu_decode_bench: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)," \
      "torch $("$PY" -c 'import torch; print(torch.__version__)')"
-bench stories260K "$MODS/stories260K.cuda.vmfb" "$SHARED/models/stories260K.bin" "$TOKENS" f32
-"$PY" "$BENCH_PY" --write-random "$tmp/random768.bin" "${RANDOM768[@]}" \
-  || { echo "gpu_decode_bench: writing the random768 checkpoint failed"; exit 1; }
 r768_tokens=$((TOKENS < 256 ? TOKENS : 256))
-bench random768_f16 "$MODS/random768_f16.cuda.vmfb" "$tmp/random768.bin" "$r768_tokens" f16
+if [ "$ROWS" = all ]; then
+  bench stories260K "$MODS/stories260K.cuda.vmfb" "$SHARED/models/stories260K.bin" "$TOKENS" f32
+  "$PY" "$BENCH_PY" --write-random "$tmp/random768.bin" "${RANDOM768[@]}" \
+    || { echo "gpu_decode_bench: writing the random768 checkpoint failed"; exit 1; }
+  bench random768_f16 "$MODS/random768_f16.cuda.vmfb" "$tmp/random768.bin" "$r768_tokens" f16
+fi
 # same_ids A B: the kv16 row's ids against the f32-cache row's (all of them).
 same_ids() {
   local a b
@@ -152,32 +190,68 @@ same_ids() {
     status=1
   fi
 }
-if [ -f "$MODS/random768_f16_kv16.cuda.vmfb" ]; then
+# hexir_ms MODULE CKPT TOKENS [IDS_FILE]: Hexir's ms per generated token (fastest of 3 calls),
+# or "-"; its stdout (the ids) into IDS_FILE.
+hexir_ms() {
+  local err
+  err=$(timeout 150 "$GEN" --module="$1" --parameters="$2" --device="$DEV" --max-tokens="$3" \
+    --repeat=3 --timing 2>&1 >"${4:-/dev/null}") || { echo "-"; return; }
+  sed -n 's/^hexir-generate: .* + \([0-9]*\) generated tokens in \([0-9.]*\) ms.*/\1 \2/p' <<<"$err" |
+    awk '{ if ($1 > 0) printf "%.4f", $2 / $1; else print "-" }'
+}
+# quant_row NAME MODULE GGUF [REF=tinyllama_f16]: a quantized TinyLlama row against the
+# tinyllama_f16 row (f16_ms, f16_graph); its ids against row REF's ($tmp/REF.hexir).
+quant_rows=()
+f16_ms="-" f16_graph="-" quant_seconds=0
+quant_row() {
+  local name=$1 ref=${4:-tinyllama_f16} ms agree a b
+  ms=$(hexir_ms "$2" "$3" "$TOKENS" "$tmp/$name.hexir")
+  [ "$ms" != "-" ] || { echo "gpu_decode_bench: $name: hexir-generate failed"; status=1; }
+  a=$(sed -n 's/^ids: //p' "$tmp/$name.hexir" 2>/dev/null) b=$(sed -n 's/^ids: //p' "$tmp/$ref.hexir")
+  agree=$(awk -v a="$a" -v b="$b" 'BEGIN { n = split(a, x); m = split(b, y); if (n == 0 || m == 0) { print "-"; exit }
+    for (i = 1; i <= n && i <= m && x[i] == y[i]; i++); printf "%d of %d", i - 1, (n < m ? n : m) }') agree="$agree (${ref#tinyllama_})"
+  echo "$name: hexir ids: $(echo "$a" | tr ' ' '\n' | head -20 | tr '\n' ' ')"
+  quant_rows+=("$(awk -v m="$name" -v h="$ms" -v f="$f16_ms" -v g="$f16_graph" -v a="$agree" 'BEGIN {
+    r1 = (h + 0 > 0 && f + 0 > 0) ? sprintf("%.2f", h / f) : "-"
+    r2 = (h + 0 > 0 && g + 0 > 0) ? sprintf("%.2f", h / g) : "-"
+    printf "%-24s %12s %10s %16s  %s", m, h, r1, r2, a }')")
+}
+if [ "$ROWS" = all ] && [ -f "$MODS/random768_f16_kv16.cuda.vmfb" ]; then
   bench random768_f16_kv16 "$MODS/random768_f16_kv16.cuda.vmfb" "$tmp/random768.bin" "$r768_tokens" f16
   same_ids random768_f16 random768_f16_kv16
 fi
+[ "$ROWS" = all ] || [ -f "$MODS/tinyllama_f16.cuda.vmfb" ] ||
+  { echo "gpu_decode_bench: missing $MODS/tinyllama_f16.cuda.vmfb for HEXIR_GPU_BENCH_ROWS=tinyllama"; status=1; }
 if [ -f "$MODS/tinyllama_f16.cuda.vmfb" ]; then
   "$PY" "$BENCH_PY" --write-random "$tmp/tinyllama.bin" "${TINYLLAMA[@]}" \
     || { echo "gpu_decode_bench: writing the tinyllama checkpoint failed"; exit 1; }
   bench tinyllama_f16 "$MODS/tinyllama_f16.cuda.vmfb" "$tmp/tinyllama.bin" "$TOKENS" f16
+  f16_ms=$last_hx_ms f16_graph=$last_graph
   if [ -f "$MODS/tinyllama_f16_kv16.cuda.vmfb" ]; then
     bench tinyllama_f16_kv16 "$MODS/tinyllama_f16_kv16.cuda.vmfb" "$tmp/tinyllama.bin" "$TOKENS" f16
     same_ids tinyllama_f16 tinyllama_f16_kv16
   fi
+  quant_start=$SECONDS
+  for q in "${QUANT_TYPES[@]}"; do
+    [ -f "$MODS/tinyllama_$q.cuda.vmfb" ] || { quant_rows+=("tinyllama_$q: no module in the bundle"); continue; }
+    if ! "$QUANTIZE" "$tmp/tinyllama.bin" -o "$tmp/tinyllama_$q.gguf" --type="$q" >"$tmp/quantize_$q.log" 2>&1; then
+      echo "gpu_decode_bench: hexir-quantize --type=$q failed:"; tail -3 "$tmp/quantize_$q.log" | sed 's/^/  /'
+      status=1; continue
+    fi
+    quant_row "tinyllama_$q" "$MODS/tinyllama_$q.cuda.vmfb" "$tmp/tinyllama_$q.gguf"
+    [ "$q" != q4_0 ] || [ ! -f "$MODS/tinyllama_q4_0_generic.cuda.vmfb" ] ||
+      quant_row tinyllama_q4_0_generic "$MODS/tinyllama_q4_0_generic.cuda.vmfb" "$tmp/tinyllama_$q.gguf" tinyllama_q4_0
+    rm -f "$tmp/tinyllama_$q.gguf"
+  done
+  quant_seconds=$((SECONDS - quant_start))
 fi
 
-# hexir_ms MODULE CKPT TOKENS: Hexir's ms per generated token (fastest of 3 calls), or "-".
-hexir_ms() {
-  local err
-  err=$(timeout 150 "$GEN" --module="$1" --parameters="$2" --device="$DEV" --max-tokens="$3" \
-    --repeat=3 --timing 2>&1 >/dev/null) || { echo "-"; return; }
-  sed -n 's/^hexir-generate: .* + \([0-9]*\) generated tokens in \([0-9.]*\) ms.*/\1 \2/p' <<<"$err" |
-    awk '{ if ($1 > 0) printf "%.4f", $2 / $1; else print "-" }'
-}
 # @layer kept as calls (--keep-device-calls) against the default module (calls inlined by the
 # compiler), alternating, 3 rounds each.
 layer_rows=()
-for pair in "stories260K:$SHARED/models/stories260K.bin:$TOKENS" "random768_f16:$tmp/random768.bin:$r768_tokens"; do
+pairs=()
+[ "$ROWS" != all ] || pairs=("stories260K:$SHARED/models/stories260K.bin:$TOKENS" "random768_f16:$tmp/random768.bin:$r768_tokens")
+for pair in "${pairs[@]}"; do
   IFS=: read -r name ckpt tokens <<<"$pair"
   [ -f "$MODS/${name}_calls.cuda.vmfb" ] || { layer_rows+=("$name: no --keep-device-calls module in the bundle"); continue; }
   best_calls="" best_inl=""
@@ -197,8 +271,19 @@ echo "ms per generated token (greedy from BOS; graph+sync: graph replay reading 
 printf "%-16s %6s %12s %12s %12s %12s %11s %11s  %s\n" model tokens hexir torch-eager torch-graph graph+sync \
   hexir/eager hexir/graph "first 20 ids agree"
 for r in "${rows[@]}"; do echo "$r"; done
-echo
-echo "@layer called L times (hexir-compile --keep-device-calls) vs the default (calls inlined by the compiler), ms per token, best of 3 alternating"
-printf "%-16s %14s %14s %10s\n" model "@layer calls" inlined calls/inlined
-for r in "${layer_rows[@]}"; do echo "$r"; done
+if [ ${#layer_rows[@]} -gt 0 ]; then
+  echo
+  echo "@layer called L times (hexir-compile --keep-device-calls) vs the default (calls inlined by the compiler), ms per token, best of 3 alternating"
+  printf "%-16s %14s %14s %10s\n" model "@layer calls" inlined calls/inlined
+  for r in "${layer_rows[@]}"; do echo "$r"; done
+fi
+if [ ${#quant_rows[@]} -gt 0 ]; then
+  echo
+  echo "TinyLlama-shaped, quantized by hexir-quantize from the same checkpoint, ms per generated token"
+  echo "(x f16: over Hexir's tinyllama_f16 row; x torch-graph: over PyTorch f16's CUDA-graph replay;"
+  echo " issue 19's goal: q4_0 and q4_k x f16 <= 0.50; ids: the first N equal Hexir's (row))"
+  printf "%-24s %12s %10s %16s  %s\n" model hexir "x f16" "x torch-graph" "ids equal to"
+  for r in "${quant_rows[@]}"; do echo "$r"; done
+  echo "quantized rows took ${quant_seconds} s (hexir-quantize of each type + 3 timed calls per module)"
+fi
 exit $status

@@ -120,9 +120,10 @@ cp -L "$(command -v lua5.4)" .out/gpu/bin/ 2>/dev/null || echo "pack: no lua5.4 
 REPEATS=1 OUT=.out/gpu/vm_loop bash bench/vm_loop/run.sh 1000 >/dev/null
 
 # ---- LLM decode benchmark (tests/llm/gpu_decode_bench.sh; run.sh runs it last) ----
-# hexir-generate plus the two CUDA modules (stories260K f32, random768 f16) into .out/gpu/llm-bench.
-bazel build --jobs=2 //tools/hexir-generate
-cp -L bazel-bin/tools/hexir-generate/hexir-generate .out/gpu/bin/
+# hexir-generate, hexir-quantize (the quantized TinyLlama rows' GGUFs are written there, from the
+# seeded checkpoint) and the CUDA modules into .out/gpu/llm-bench.
+bazel build --jobs=2 //tools/hexir-generate //tools/hexir-quantize
+cp -L bazel-bin/tools/hexir-generate/hexir-generate bazel-bin/tools/hexir-quantize/hexir-quantize .out/gpu/bin/
 HEXIR_SHARED_DIR="$shared" bash tests/llm/gpu_decode_bench.sh --pack .out/gpu/llm-bench
 # ---- startup benchmark: TinyLlama-shaped f16, process start -> first token (run.sh) ----
 bash tests/llm/gpu_startup_bench.sh --pack .out/gpu/llm-bench

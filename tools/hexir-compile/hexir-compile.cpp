@@ -14,6 +14,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
@@ -120,6 +121,11 @@ static cl::opt<std::string> dumpAfter("dump-after",
                                       cl::init(""));
 static cl::opt<bool> dumpAll("dump-all", cl::desc("print the IR (stderr) after every pass"),
                              cl::init(false));
+static cl::opt<bool> remarks("remarks",
+                             cl::desc("print the passes' remarks (stderr): why a kernel kept a generic "
+                                      "lowering, the partitioner's cost model; default: errors and "
+                                      "warnings only"),
+                             cl::init(false));
 static cl::opt<bool> emitMLIR("emit-vm-mlir",
                               cl::desc("print the VM-form IR instead of writing bytecode "
                                        "(kernel binaries replaced by their size)"),
@@ -175,6 +181,11 @@ int main(int argc, char** argv) {
   llvm::SourceMgr sources;
   sources.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   mlir::SourceMgrDiagnosticHandler diagnostics(sources, &context);
+  // Registered after the printer, so it sees each diagnostic first: a remark (with its notes)
+  // is dropped unless --remarks asked for it.
+  context.getDiagEngine().registerHandler([](mlir::Diagnostic& d) {
+    return mlir::success(d.getSeverity() == mlir::DiagnosticSeverity::Remark && !remarks);
+  });
   mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceFile<mlir::ModuleOp>(sources, &context);
   if (!module) return 1;
 
