@@ -448,14 +448,21 @@ hal::DeviceStats EightCallsRun(const std::string& target, const std::string& nam
 
 void EightCallsKept(const std::string& target) {
   hal::DeviceStats stats = EightCallsRun(target, "eight_calls_kept", "--keep-device-calls", [](const auto& count) {
+    // The layer once in the bytecode: its host form, called 8 times, and its recording
+    // function, called by the caller's one recording (8 times, at 8 slot offsets).
     CHECK(count("func.func private @layer(") == 1);
+    CHECK(count("func.func private @layer.record(") == 1);
     CHECK(count("hexir_vm.call @layer(") == 8);
+    CHECK(count("hexir_vm.call @layer.record(") == 8);
+    CHECK(count("\"hal.device.queue.execute_bound\"") == 1);
   });
-  CHECK(stats.command_buffers_recorded == 1);  // the layer's segment, replayed 8 times
-  CHECK(stats.queue_submissions == 8);
+  // The 8 calls record into the caller's one command buffer, submitted once: as inlined.
+  CHECK(stats.command_buffers_recorded == 1);
+  CHECK(stats.queue_submissions == 1);
+  CHECK(stats.dispatches_executed == 8);
   CHECK(stats.executables_loaded == 1);
 }
-HEXIR_E2E_TEST_ON_DEVICES("a function called 8 times, kept as calls: one bytecode function, one executable, one recording",
+HEXIR_E2E_TEST_ON_DEVICES("a function called 8 times, kept as calls, records into the caller's one command buffer: one bytecode function, one executable, one recording, one submission",
                           EightCallsKept)
 
 void EightCallsInlined(const std::string& target) {
