@@ -479,6 +479,60 @@ void EightCallsInlined(const std::string& target) {
 HEXIR_E2E_TEST_ON_DEVICES("a function with device work called 8 times records into the caller's one command buffer: one submission, one executable",
                           EightCallsInlined)
 
+// A recorded callee with a dynamic dim: rows cross the call as registers (no views), the
+// callee's host work sizes its result and parameter buffer per call, and its one recording
+// serves every call site and every row count (7, 1, 13: prime, one, odd). (An elementwise
+// body: a dynamic-M matmul specializes M = 1 behind a host branch, so its callee has several
+// blocks and stays a call of its own.)
+const char* kDynamicLayerCalls = R"mlir(
+#rows = affine_map<(i, j) -> (i, j)>
+#cols = affine_map<(i, j) -> (j)>
+func.func @net(%x: tensor<?x16xf32>, %w: tensor<16xf32>) -> tensor<?x16xf32> {
+  %a = func.call @layer(%x, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  %b = func.call @layer(%a, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  %c = func.call @layer(%b, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  return %c : tensor<?x16xf32>
+}
+func.func private @layer(%x: tensor<?x16xf32>, %w: tensor<16xf32>) -> tensor<?x16xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x16xf32>
+  %e = tensor.empty(%n) : tensor<?x16xf32>
+  %r = linalg.generic {indexing_maps = [#rows, #cols, #rows], iterator_types = ["parallel", "parallel"]} ins(%x, %w : tensor<?x16xf32>, tensor<16xf32>) outs(%e : tensor<?x16xf32>) {
+  ^bb0(%a: f32, %s: f32, %o: f32):
+    %m = arith.mulf %a, %s : f32
+    %t = math.tanh %m : f32
+    linalg.yield %t : f32
+  } -> tensor<?x16xf32>
+  return %r : tensor<?x16xf32>
+}
+)mlir";
+
+void DynamicLayerCallsKept(const std::string& target) {
+  std::string module = CompileOrDie(kDynamicLayerCalls, "dynamic_layer_calls_kept", target, "--keep-device-calls");
+  auto session = OpenOrDie(module, target);
+  HostTensor w = RandomF32({16}, 7, -2.0f, 2.0f);
+  for (int64_t rows : {7, 1, 13}) {
+    INFO("rows " << rows);
+    HostTensor x = RandomF32({rows, 16}, unsigned(rows));
+    hal::DeviceStats before = session->device().stats();
+    auto results = CallOrDie(*session, "net", {Tensor(x), Tensor(w)});
+    hal::DeviceStats after = session->device().stats();
+    HostTensor expected = ZerosF32({rows, 16});
+    for (int64_t i = 0; i < rows; ++i)
+      for (int j = 0; j < 16; ++j) {
+        double v = F32(x)[i * 16 + j];
+        for (int l = 0; l < 3; ++l) v = double(float(std::tanh(v * F32(w)[j])));
+        F32(expected)[i * 16 + j] = float(v);
+      }
+    RequireClose(results[0].tensor, expected, 1e-5, 1e-6);
+    CHECK(after.queue_submissions - before.queue_submissions == 1);  // the three calls: one submission
+    CHECK(after.dispatches_executed - before.dispatches_executed == 3);
+    CHECK(after.command_buffers_recorded == 1);  // recorded at the first call, for every row count
+  }
+}
+HEXIR_E2E_TEST_ON_DEVICES("a recorded callee with dynamic rows (7, 1, 13): one submission, one recording, f64 reference",
+                          DynamicLayerCallsKept)
+
 // ---- lifetimes ------------------------------------------------------------------------------
 
 const char* kCountLoop = R"mlir(
