@@ -12,8 +12,9 @@
 //
 // A run is a sequence of ops that keep a command buffer open: dispatches, collectives
 // (hexir.all_reduce, ...), host reshapes (aliases) and host ops that only compute host values
-// (checks, dims, arith, empties, the channel's rank and count). Any
-// other op (a call, a host read, a branch, a return) ends it. Host ops stay outside the
+// (checks, dims, arith, empties, the channel's rank and count), and calls of functions that
+// record into their caller (RecordedCalls.h; marked here first). Any other op (another
+// call, a host read, a branch, a return) ends it. Host ops stay outside the
 // region, before it: they run on the host before the region is submitted. A `tensor.dim` of
 // a value the region produces is first resolved to the host value that sized it (a
 // dispatch's `dims` operand, a reshape's output size, a constant); a host op that still
@@ -30,6 +31,7 @@
 //
 // A `hexir.execute` already in the block (a device loop of hexir-form-device-loops) ends the
 // run before it, keeps its body and gets the awaits of what its body reads.
+#include "dialects/hexir/IR/HexirAttributes.h"
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -39,6 +41,7 @@
 #include "passes/Passes.h"
 #include "passes/schedule/Affinity.h"
 #include "passes/schedule/Buffers.h"
+#include "passes/schedule/RecordedCalls.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_FORMEXECUTIONREGIONS
@@ -53,11 +56,37 @@ bool isHostValueOp(Operation& op) {
          (op.getDialect() && op.getDialect()->getNamespace() == "arith");
 }
 
-// A command of a region: a dispatch or a collective.
-bool isCommand(Operation& op) { return isa<DispatchOp>(op) || GetCollective(&op); }
+// A command of a region: a dispatch, a collective, or a call recorded into the caller's
+// command buffer (RecordedCalls.h; the callee is marked before any region is formed).
+bool isCommand(Operation& op) {
+  return isa<DispatchOp>(op) || GetCollective(&op) || schedule::RecordedCallee(&op);
+}
 
 bool keepsRegionOpen(Operation& op) {
   return isCommand(op) || schedule::IsAlias(&op) || isHostValueOp(op);
+}
+
+// A function whose calls may record into the caller's command buffer (RecordedCalls.h):
+// private, one block of dispatches, reshapes and host-value ops (so it forms one region),
+// tensor results, no placement. Its host work runs at each call, before the caller's
+// region is submitted.
+bool canRecordIntoCaller(func::FuncOp f) {
+  if (f.isExternal() || !f.isPrivate() || !f.getBody().hasOneBlock()) return false;
+  auto isHexirAttr = [](NamedAttribute a) { return a.getName().strref().starts_with("hexir."); };
+  if (llvm::any_of(f->getAttrs(), isHexirAttr)) return false;
+  for (unsigned i = 0; i < f.getNumArguments(); ++i)
+    if (DictionaryAttr attrs = f.getArgAttrDict(i); attrs && llvm::any_of(attrs.getValue(), isHexirAttr))
+      return false;
+  if (!llvm::all_of(f.getResultTypes(), [](Type t) { return isa<RankedTensorType>(t); })) return false;
+  bool dispatches = false;
+  for (Operation& op : f.getBody().front()) {
+    if (isa<func::ReturnOp>(op)) continue;
+    if (!keepsRegionOpen(op) || GetCollective(&op) || isa<func::CallOp>(op) ||
+        schedule::ExplicitDevice(&op))
+      return false;
+    dispatches |= isa<DispatchOp>(op);
+  }
+  return dispatches;
 }
 
 // The host value of dimension `index` of `v` computed without `v` itself, or null.
@@ -269,6 +298,14 @@ class RegionBuilder {
 class FormExecutionRegions : public impl::FormExecutionRegionsBase<FormExecutionRegions> {
  public:
   void runOnOperation() override {
+    // Callees recording into their callers are marked first, so that their calls are commands
+    // wherever they are met (one device only: placement decides per op with several).
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> recorded;
+    if (!module->hasAttr(kDevicesAttr))
+      for (auto func : module.getOps<func::FuncOp>())
+        if (canRecordIntoCaller(func)) recorded.push_back(func);
+    for (func::FuncOp func : recorded) func->setAttr(kRecordsIntoCallerAttr, UnitAttr::get(&getContext()));
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal()) continue;
       DominanceInfo dominance(func);
@@ -279,6 +316,14 @@ class FormExecutionRegions : public impl::FormExecutionRegionsBase<FormExecution
           blocks.push_back(block);
       });
       for (Block* block : blocks) builder.formInBlock(*block);
+    }
+    for (func::FuncOp func : recorded) {
+      std::string why;
+      if (!schedule::RecordedRegionOf(func, &why)) {
+        func.emitError() << "hexir-form-execution-regions: @" << func.getName()
+                         << " cannot record into its callers: " << why;
+        return signalPassFailure();
+      }
     }
   }
 };

@@ -19,10 +19,12 @@
 // the results (a dynamic dim counts as kDynamicExtent); collectives count as the largest, so
 // they are never deferred and come first in their wave. Within a wave the larger
 // dispatches come first. Reshapes follow their source. Re-running the pass recomputes the
-// barriers.
+// barriers. A call recorded into the region (schedule/RecordedCalls.h) is a fence: a wave of
+// its own, after every earlier command and before every later one.
 #include <limits>
 
 #include "dialects/hexir/IR/HexirOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "passes/Passes.h"
 #include "passes/schedule/Buffers.h"
@@ -76,14 +78,22 @@ RegionSchedule dependences(ExecuteOp execute) {
   RegionSchedule s;
   DenseMap<Operation*, unsigned> index;
   for (Operation& op : execute.getBody().front()) {
-    if (!isa<DispatchOp>(op) && !GetCollective(&op)) continue;
+    if (!isa<DispatchOp>(op) && !GetCollective(&op) && !isa<func::CallOp>(op)) continue;
     index[&op] = s.dispatches.size();
     s.dispatches.push_back(&op);
   }
   s.deps.resize(s.dispatches.size());
-  std::optional<unsigned> previousCollective;
+  std::optional<unsigned> previousCollective, previousCall;
   for (auto [i, op] : llvm::enumerate(s.dispatches)) {
     SetVector<unsigned> deps;
+    // A recorded call is a fence: it follows every earlier command and precedes every later
+    // one (its commands are recorded behind barriers of their own; calls of one callee share
+    // its transient buffers).
+    if (isa<func::CallOp>(op))
+      for (unsigned e = 0; e < i; ++e) deps.insert(e);
+    else if (previousCall)
+      deps.insert(*previousCall);
+    if (isa<func::CallOp>(op)) previousCall = i;
     for (Value v : op->getOperands())
       if (isa<RankedTensorType>(v.getType()))
         if (int64_t w = writerOf(v, index); w >= 0) deps.insert(w);

@@ -14,6 +14,8 @@
 //   from argument views once and then flow through registers.
 // The lowering itself is HostLowering (HostLowering.h: one file per concern); this file is
 // the pass driver and the module initializer.
+#include <algorithm>
+
 #include "dialects/hexir/IR/HexirAttributes.h"
 #include "passes/Passes.h"
 #include "passes/vm/HalImports.h"
@@ -67,7 +69,11 @@ class ConvertToVM : public impl::ConvertToVMBase<ConvertToVM> {
     ModuleState state(module);
     for (auto exe : module.getOps<ExecutableOp>())
       state.executableOrdinals[exe.getSymName()] = state.executableOrdinals.size();
-    for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
+    // Recorded callees first: their callers need their slot counts.
+    SmallVector<func::FuncOp> funcs = llvm::to_vector(module.getOps<func::FuncOp>());
+    std::stable_partition(funcs.begin(), funcs.end(),
+                          [](func::FuncOp f) { return f->hasAttr(kRecordsIntoCallerAttr); });
+    for (func::FuncOp func : funcs) {
       if (func.isExternal()) continue;
       if (func->hasAttr(kInitializerAttr)) state.initializerForms.push_back(func.getName().str());
       if (failed(HostLowering(func, state).run())) return signalPassFailure();

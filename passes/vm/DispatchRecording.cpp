@@ -70,15 +70,19 @@ FailureOr<std::optional<int64_t>> WorkgroupCounts::Append(OpBuilder& b, Location
 }
 
 void RecordDispatch(OpBuilder& b, Location loc, Value cb, Value exe, ExecutableOp exeOp,
-                    ArrayRef<int64_t> bindingSlots, std::optional<CountSlot> count) {
+                    ArrayRef<int64_t> bindingSlots, std::optional<CountSlot> count, Value slotBase) {
+  auto slotValue = [&](int64_t s) {
+    Value ordinal = Constant(b, loc, s);
+    return slotBase ? Inst(b, loc, "add.i64", {slotBase, ordinal}) : ordinal;
+  };
   auto slots = [&] {
     SmallVector<Value> values;
-    for (int64_t s : bindingSlots) values.push_back(Constant(b, loc, s));
+    for (int64_t s : bindingSlots) values.push_back(slotValue(s));
     return values;
   };
   Value entry = Constant(b, loc, 0);
   if (count) {
-    Value slot = Constant(b, loc, count->slot), offset = Constant(b, loc, count->offset);
+    Value slot = slotValue(count->slot), offset = Constant(b, loc, count->offset);
     Value bindingCount = Constant(b, loc, static_cast<int64_t>(bindingSlots.size()));
     hal_import::CommandBufferDispatchIndirectSlots(b, loc, cb, exe, entry, slot, offset,
                                                    bindingCount, slots());

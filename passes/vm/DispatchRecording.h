@@ -46,9 +46,11 @@ struct CountSlot {
 };
 
 // Records the dispatch of `exe` (entry 0) into `cb` with the given binding-table slot
-// ordinals: indirect from `count` when given, else with exeOp's static count.
+// ordinals: indirect from `count` when given, else with exeOp's static count. With a
+// `slotBase` (an i64 register: a recorded callee's first slot in its caller's table), every
+// ordinal is relative to it.
 void RecordDispatch(mlir::OpBuilder& b, mlir::Location loc, mlir::Value cb, mlir::Value exe,
                     ExecutableOp exeOp, llvm::ArrayRef<int64_t> bindingSlots,
-                    std::optional<CountSlot> count);
+                    std::optional<CountSlot> count, mlir::Value slotBase = {});
 
 }  // namespace hexir::vm_lowering

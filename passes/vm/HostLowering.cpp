@@ -39,8 +39,12 @@ LogicalResult HostLowering::run() {
     Type vt = vmType(t);
     if (!vt) return func.emitError() << "unsupported argument type " << t << " for target 'cpu'";
     argTypes.push_back(vt);
+    // A recorded callee takes a tensor as its buffer and dynamic dims (LowerRecordedCalls.cpp).
+    if (auto tensor = dyn_cast<RankedTensorType>(t); tensor && recordedForm)
+      argTypes.append(tensor.getNumDynamicDims(), b.getI64Type());
   }
-  for (Type t : func.getResultTypes()) {
+  // A recorded callee's results are known once its region is lowered (lowerReturn).
+  for (Type t : recordedForm ? TypeRange{} : func.getResultTypes()) {
     Type vt = vmType(t);
     if (!vt) return func.emitError() << "unsupported result type " << t << " for target 'cpu'";
     resultTypes.push_back(vt);
@@ -49,8 +53,10 @@ LogicalResult HostLowering::run() {
   vmFunc = func::FuncOp::create(b, func.getLoc(), func.getName(),
                                 b.getFunctionType(argTypes, resultTypes));
   vmFunc.setVisibility(func.getVisibility());
-  vmFunc->setAttr("hexir_vm.abi_args", b.getStringAttr(joinTypes(func.getArgumentTypes())));
-  vmFunc->setAttr("hexir_vm.abi_results", b.getStringAttr(joinTypes(func.getResultTypes())));
+  if (!recordedForm) {
+    vmFunc->setAttr("hexir_vm.abi_args", b.getStringAttr(joinTypes(func.getArgumentTypes())));
+    vmFunc->setAttr("hexir_vm.abi_results", b.getStringAttr(joinTypes(func.getResultTypes())));
+  }
   // A module of several devices: the device each argument lives on ("0;1"), so the caller
   // uploads it there (tools::Session); absent when every argument is on device 0.
   std::string argDevices;
@@ -164,7 +170,11 @@ LogicalResult HostLowering::lowerBody() {
   });
   for (int64_t ordinal : used)
     if (!devices.count(ordinal)) devices[ordinal] = hal_import::DeviceAt(b, loc, i64(ordinal));
-  for (auto [i, arg] : llvm::enumerate(region.front().getArguments())) {
+  if (recordedForm) {  // buffers and dims, like block arguments: no views, nothing to assert
+    addBlockArguments(&region.front(), entry);
+    materializeStaticDims();
+  }
+  for (auto [i, arg] : llvm::enumerate(recordedForm ? ArrayRef<BlockArgument>{} : region.front().getArguments())) {
     Value vmArg = entry->addArgument(vmType(arg.getType()), arg.getLoc());
     auto tensor = dyn_cast<RankedTensorType>(arg.getType());
     if (!tensor) {

@@ -10,6 +10,8 @@
 //   LowerTensors.cpp          constants, empties, reshapes/casts (aliases), checks, dims, reads
 //   LowerExecutionRegions.cpp hexir.execute -> allocations, parameter buffers, the memoized
 //                             command buffer (record once, replay), timepoints -> semaphores
+//   LowerRecordedCalls.cpp    calls recorded into the caller's command buffer: the callee's
+//                             host form and `.record` function, the call site
 //   LowerCollectives.cpp      collectives in a region, the channel's rank and count
 //   LowerControlFlow.cpp      calls, branches, returns
 // Tensors are (buffer ref, dims as i64 registers); scalars are i64/f64 registers.
@@ -21,6 +23,7 @@
 // Not thread-safe: one instance per function, used once.
 #pragma once
 
+#include "dialects/hexir/IR/HexirAttributes.h"
 #include "dialects/hexir/IR/HexirOps.h"
 #include "dialects/vm/IR/VMOps.h"
 #include "hal/element_type.h"
@@ -55,6 +58,9 @@ struct ModuleState {
   // that write them are called by the module initializer after the constant uploads.
   llvm::StringMap<int64_t> tensorGlobals;
   SmallVector<std::string> initializerForms;
+  // Callees recorded into their callers' command buffers (schedule/RecordedCalls.h), lowered
+  // before the other functions: the number of binding-table slots each call site fills.
+  llvm::StringMap<int64_t> recordedSlotCounts;
 };
 
 // A host tensor: its buffer and its dims (i64 registers; constants for static dims).
@@ -78,15 +84,25 @@ struct PendingCollective {
   bool replayable = true;
 };
 
-// A command (a dispatch, or a collective when `collective` is set) of the execution region
-// being lowered, in recording order.
+// A command (a dispatch, a collective when `collective` is set, or a call recorded into the
+// region when `recordedCall` is set) of the execution region being lowered, in recording order.
 struct PendingDispatch {
   DispatchOp op;
   std::optional<PendingCollective> collective;
+  // A recorded call: the callee; `bindings` are its slot buffers, given consecutive slots from
+  // `firstSlot` (the callee records with slot ordinals relative to it).
+  FlatSymbolRefAttr recordedCall;
+  int64_t firstSlot = 0;
   SmallVector<Value> bindings;  // buffers, params buffer last
   bool barrierBefore = false;   // a hexir.barrier precedes it in the region
   std::optional<int64_t> countOffset;  // indirect: the count's byte offset in the params buffer
 };
+
+// The function recording a recorded callee's commands into a caller's command buffer
+// (`<callee>.record(cb, first slot)`, LowerRecordedCalls.cpp).
+inline FlatSymbolRefAttr RecordFunctionSymbol(FlatSymbolRefAttr callee) {
+  return FlatSymbolRefAttr::get(callee.getContext(), (callee.getValue() + ".record").str());
+}
 
 // A timepoint after lowering: the semaphore the region signals and the value it reaches.
 struct LoweredTimepoint {
@@ -109,7 +125,8 @@ LogicalResult emitNoPattern(Operation* op, HostLowering& lowering);
 class HostLowering {
  public:
   HostLowering(func::FuncOp func, ModuleState& state)
-      : func(func), state(state), ctx(func.getContext()), b(func), ref(vmir::RefType::get(ctx)) {}
+      : func(func), state(state), ctx(func.getContext()), b(func), ref(vmir::RefType::get(ctx)),
+        recordedForm(func->hasAttr(kRecordsIntoCallerAttr)) {}
 
   // Replaces `func` by its VM form; on failure (a diagnostic at the offending op) leaves it.
   LogicalResult run();
@@ -128,6 +145,7 @@ class HostLowering {
   LogicalResult lowerExtract(tensor::ExtractOp e);
   // execution regions (LowerExecutionRegions.cpp), channel queries (LowerCollectives.cpp)
   LogicalResult lowerExecute(ExecuteOp e);
+  LogicalResult lowerRecordedCall(func::CallOp c);
   LogicalResult lowerChannelQuery(Operation* op);
   // calls and control flow (LowerControlFlow.cpp)
   LogicalResult lowerCall(func::CallOp c);
@@ -179,8 +197,11 @@ class HostLowering {
                         const DenseMap<Value, int64_t>& slotOf);
   Value lookupExecutable(const PendingDispatch& p, llvm::StringMap<Value>& executables);
   void recordDispatch(Value cb, const PendingDispatch& p, Value exe,
-                      const DenseMap<Value, int64_t>& slotOf);
+                      const DenseMap<Value, int64_t>& slotOf, Value slotBase);
+  void assignSlots(SmallVectorImpl<Value>& slots, DenseMap<Value, int64_t>& slotOf);
+  void recordCommands(Value commands, const DenseMap<Value, int64_t>& slotOf, Value slotBase);
   void emitRegion(ExecuteOp e);
+  void emitRecordedRegion(ExecuteOp e);
 
   // ---- calls and control flow (LowerControlFlow.cpp) ----
   LogicalResult edgeOperands(Operation* op, ValueRange operands, SmallVectorImpl<Value>& out);
@@ -192,6 +213,12 @@ class HostLowering {
 
   func::FuncOp func, vmFunc;
   ModuleState& state;
+  // `func` records into its callers (schedule/RecordedCalls.h): its VM form takes and returns
+  // tensors as buffer + dynamic dims, records nothing and submits nothing, and returns its
+  // region's slot buffers after its results; `<name>.record(cb, first slot)` records its
+  // region's commands into a caller's command buffer.
+  bool recordedForm = false;
+  SmallVector<Value> recordedSlots;
   MLIRContext* ctx;
   OpBuilder b;  // builds the VM function (the patterns' rewriter only hears their reasons)
   Type ref;

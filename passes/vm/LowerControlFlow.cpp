@@ -7,6 +7,10 @@
 namespace hexir::vm_lowering {
 
 LogicalResult HostLowering::lowerCall(func::CallOp c) {
+  if (state.recordedSlotCounts.count(c.getCallee()))  // lowered before its callers
+    return c.emitError() << "call of @" << c.getCallee()
+                         << " outside an execution region: its callee records into its callers' "
+                            "command buffers (run hexir-form-execution-regions)";
   SmallVector<Value> args;
   for (Value v : c.getOperands()) {
     if (auto t = dyn_cast<RankedTensorType>(v.getType())) {
@@ -61,6 +65,14 @@ LogicalResult HostLowering::lowerCondBranch(cf::CondBranchOp br) {
 
 LogicalResult HostLowering::lowerReturn(func::ReturnOp r) {
   SmallVector<Value> results;
+  if (recordedForm) {  // buffers and dims, then the region's slot buffers
+    if (failed(edgeOperands(r, r.getOperands(), results))) return failure();
+    results.append(recordedSlots.begin(), recordedSlots.end());
+    vmir::ReturnOp::create(b, loc, results);
+    vmFunc.setType(b.getFunctionType(vmFunc.getBody().front().getArgumentTypes(),
+                                     ValueRange(results).getTypes()));
+    return success();
+  }
   for (Value v : r.getOperands()) {
     if (auto t = dyn_cast<RankedTensorType>(v.getType())) {
       auto it = tensors.find(v);

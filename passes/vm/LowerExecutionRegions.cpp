@@ -177,9 +177,9 @@ Value HostLowering::lookupExecutable(const PendingDispatch& p, llvm::StringMap<V
   return exe;
 }
 
-// Records one dispatch of a region into `cb`.
+// Records one dispatch of a region into `cb` (slot ordinals relative to `slotBase` when set).
 void HostLowering::recordDispatch(Value cb, const PendingDispatch& p, Value exe,
-                                  const DenseMap<Value, int64_t>& slotOf) {
+                                  const DenseMap<Value, int64_t>& slotOf, Value slotBase) {
   DispatchOp op = p.op;
   loc = op.getLoc();
   auto exeOp = SymbolTable::lookupNearestSymbolFrom<ExecutableOp>(op, op.getExecutableAttr());
@@ -187,7 +187,48 @@ void HostLowering::recordDispatch(Value cb, const PendingDispatch& p, Value exe,
   for (Value v : p.bindings) slotOrdinals.push_back(slotOf.lookup(v));
   std::optional<CountSlot> countSlot;
   if (p.countOffset) countSlot = CountSlot{slotOf.lookup(p.bindings.back()), *p.countOffset};
-  RecordDispatch(b, loc, cb, exe, exeOp, slotOrdinals, countSlot);
+  RecordDispatch(b, loc, cb, exe, exeOp, slotOrdinals, countSlot, slotBase);
+}
+
+// The binding table of the region being lowered: each distinct buffer of its dispatches and
+// collectives once; a recorded call's slot buffers in consecutive slots of their own (the
+// callee's recording addresses them relative to the first).
+void HostLowering::assignSlots(SmallVectorImpl<Value>& slots, DenseMap<Value, int64_t>& slotOf) {
+  for (auto& p : pending) {
+    if (p.recordedCall) {
+      p.firstSlot = static_cast<int64_t>(slots.size());
+      slots.append(p.bindings.begin(), p.bindings.end());
+      continue;
+    }
+    for (Value v : p.bindings)
+      if (slotOf.try_emplace(v, slots.size()).second) slots.push_back(v);
+  }
+}
+
+// Records the region's commands into `commands`, a barrier where the region has one.
+void HostLowering::recordCommands(Value commands, const DenseMap<Value, int64_t>& slotOf,
+                                  Value slotBase) {
+  llvm::StringMap<Value> executables;
+  Value channel;
+  for (const PendingDispatch& p : pending) {
+    if (p.collective) {
+      if (p.barrierBefore) hal_import::CommandBufferBarrier(b, loc, commands);
+      if (!channel) channel = defaultChannel();
+      recordCollective(commands, channel, p, slotOf);
+      continue;
+    }
+    if (p.recordedCall) {
+      if (p.barrierBefore) hal_import::CommandBufferBarrier(b, loc, commands);
+      Value first = i64(p.firstSlot);
+      if (slotBase) first = instI("add.i64", {slotBase, first});
+      vmir::CallOp::create(b, loc, TypeRange{}, RecordFunctionSymbol(p.recordedCall),
+                           ValueRange{commands, first});
+      continue;
+    }
+    Value exe = lookupExecutable(p, executables);
+    if (p.barrierBefore) hal_import::CommandBufferBarrier(b, loc, commands);
+    recordDispatch(commands, p, exe, slotOf, slotBase);
+  }
 }
 
 // Emits the region's command buffer: record once (lazily, into a ref global) with barriers
@@ -196,9 +237,7 @@ void HostLowering::recordDispatch(Value cb, const PendingDispatch& p, Value exe,
 void HostLowering::emitRegion(ExecuteOp e) {
   SmallVector<Value> slots;
   DenseMap<Value, int64_t> slotOf;
-  for (auto& p : pending)
-    for (Value v : p.bindings)
-      if (slotOf.try_emplace(v, slots.size()).second) slots.push_back(v);
+  assignSlots(slots, slotOf);
   // A device loop: the flag's buffer is a slot too.
   auto repeat = e->getAttrOfType<DenseI64ArrayAttr>(kRepeatWhileAttr);
   Value flag = repeat ? tensors.lookup(e.getYield().getValues()[repeat[0]]).buffer : Value();
@@ -244,19 +283,7 @@ void HostLowering::emitRegion(ExecuteOp e) {
   // A device loop's commands are its body: a command buffer of its own, which the region's
   // command buffer repeats while the flag is nonzero.
   Value commands = flag ? hal_import::CommandBufferCreate(b, loc, device) : cb;
-  llvm::StringMap<Value> executables;
-  Value channel;
-  for (const PendingDispatch& p : pending) {
-    if (p.collective) {
-      if (p.barrierBefore) hal_import::CommandBufferBarrier(b, loc, commands);
-      if (!channel) channel = defaultChannel();
-      recordCollective(commands, channel, p, slotOf);
-      continue;
-    }
-    Value exe = lookupExecutable(p, executables);
-    if (p.barrierBefore) hal_import::CommandBufferBarrier(b, loc, commands);
-    recordDispatch(commands, p, exe, slotOf);
-  }
+  recordCommands(commands, slotOf, /*slotBase=*/Value());
   if (flag) {
     loc = e.getLoc();
     hal_import::CommandBufferFinalize(b, loc, commands);
@@ -386,6 +413,12 @@ LogicalResult HostLowering::lowerExecuteOnDevice(ExecuteOp e) {
                   barrier = false;
                   return success();
                 })
+            .Case<func::CallOp>([&](auto c) {
+              if (failed(lowerRecordedCall(c))) return failure();
+              pending.back().barrierBefore = barrier && pending.size() > 1;
+              barrier = false;
+              return success();
+            })
             .Case<TransferOp>([&](auto t) { return lowerTransfer(t, e); })
             .Case<BarrierOp>([&](auto) {
               barrier = true;
@@ -405,7 +438,10 @@ LogicalResult HostLowering::lowerExecuteOnDevice(ExecuteOp e) {
     }
   }
   loc = e.getLoc();
-  if (!pending.empty()) emitRegion(e);
+  if (recordedForm)
+    emitRecordedRegion(e);
+  else if (!pending.empty())
+    emitRegion(e);
   for (auto [result, yielded] : llvm::zip(e.getResults(), e.getYield().getValues()))
     tensors[result] = tensors.lookup(yielded);
   for (auto& [init, original] : inits) tensors[init] = original;

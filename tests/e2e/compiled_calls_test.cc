@@ -448,14 +448,21 @@ hal::DeviceStats EightCallsRun(const std::string& target, const std::string& nam
 
 void EightCallsKept(const std::string& target) {
   hal::DeviceStats stats = EightCallsRun(target, "eight_calls_kept", "--keep-device-calls", [](const auto& count) {
+    // The layer once in the bytecode: its host form, called 8 times, and its recording
+    // function, called by the caller's one recording (8 times, at 8 slot offsets).
     CHECK(count("func.func private @layer(") == 1);
+    CHECK(count("func.func private @layer.record(") == 1);
     CHECK(count("hexir_vm.call @layer(") == 8);
+    CHECK(count("hexir_vm.call @layer.record(") == 8);
+    CHECK(count("\"hal.device.queue.execute_bound\"") == 1);
   });
-  CHECK(stats.command_buffers_recorded == 1);  // the layer's segment, replayed 8 times
-  CHECK(stats.queue_submissions == 8);
+  // The 8 calls record into the caller's one command buffer, submitted once: as inlined.
+  CHECK(stats.command_buffers_recorded == 1);
+  CHECK(stats.queue_submissions == 1);
+  CHECK(stats.dispatches_executed == 8);
   CHECK(stats.executables_loaded == 1);
 }
-HEXIR_E2E_TEST_ON_DEVICES("a function called 8 times, kept as calls: one bytecode function, one executable, one recording",
+HEXIR_E2E_TEST_ON_DEVICES("a function called 8 times, kept as calls, records into the caller's one command buffer: one bytecode function, one executable, one recording, one submission",
                           EightCallsKept)
 
 void EightCallsInlined(const std::string& target) {
@@ -471,6 +478,60 @@ void EightCallsInlined(const std::string& target) {
 }
 HEXIR_E2E_TEST_ON_DEVICES("a function with device work called 8 times records into the caller's one command buffer: one submission, one executable",
                           EightCallsInlined)
+
+// A recorded callee with a dynamic dim: rows cross the call as registers (no views), the
+// callee's host work sizes its result and parameter buffer per call, and its one recording
+// serves every call site and every row count (7, 1, 13: prime, one, odd). (An elementwise
+// body: a dynamic-M matmul specializes M = 1 behind a host branch, so its callee has several
+// blocks and stays a call of its own.)
+const char* kDynamicLayerCalls = R"mlir(
+#rows = affine_map<(i, j) -> (i, j)>
+#cols = affine_map<(i, j) -> (j)>
+func.func @net(%x: tensor<?x16xf32>, %w: tensor<16xf32>) -> tensor<?x16xf32> {
+  %a = func.call @layer(%x, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  %b = func.call @layer(%a, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  %c = func.call @layer(%b, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  return %c : tensor<?x16xf32>
+}
+func.func private @layer(%x: tensor<?x16xf32>, %w: tensor<16xf32>) -> tensor<?x16xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x16xf32>
+  %e = tensor.empty(%n) : tensor<?x16xf32>
+  %r = linalg.generic {indexing_maps = [#rows, #cols, #rows], iterator_types = ["parallel", "parallel"]} ins(%x, %w : tensor<?x16xf32>, tensor<16xf32>) outs(%e : tensor<?x16xf32>) {
+  ^bb0(%a: f32, %s: f32, %o: f32):
+    %m = arith.mulf %a, %s : f32
+    %t = math.tanh %m : f32
+    linalg.yield %t : f32
+  } -> tensor<?x16xf32>
+  return %r : tensor<?x16xf32>
+}
+)mlir";
+
+void DynamicLayerCallsKept(const std::string& target) {
+  std::string module = CompileOrDie(kDynamicLayerCalls, "dynamic_layer_calls_kept", target, "--keep-device-calls");
+  auto session = OpenOrDie(module, target);
+  HostTensor w = RandomF32({16}, 7, -2.0f, 2.0f);
+  for (int64_t rows : {7, 1, 13}) {
+    INFO("rows " << rows);
+    HostTensor x = RandomF32({rows, 16}, unsigned(rows));
+    hal::DeviceStats before = session->device().stats();
+    auto results = CallOrDie(*session, "net", {Tensor(x), Tensor(w)});
+    hal::DeviceStats after = session->device().stats();
+    HostTensor expected = ZerosF32({rows, 16});
+    for (int64_t i = 0; i < rows; ++i)
+      for (int j = 0; j < 16; ++j) {
+        double v = F32(x)[i * 16 + j];
+        for (int l = 0; l < 3; ++l) v = double(float(std::tanh(v * F32(w)[j])));
+        F32(expected)[i * 16 + j] = float(v);
+      }
+    RequireClose(results[0].tensor, expected, 1e-5, 1e-6);
+    CHECK(after.queue_submissions - before.queue_submissions == 1);  // the three calls: one submission
+    CHECK(after.dispatches_executed - before.dispatches_executed == 3);
+    CHECK(after.command_buffers_recorded == 1);  // recorded at the first call, for every row count
+  }
+}
+HEXIR_E2E_TEST_ON_DEVICES("a recorded callee with dynamic rows (7, 1, 13): one submission, one recording, f64 reference",
+                          DynamicLayerCallsKept)
 
 // ---- lifetimes ------------------------------------------------------------------------------
 

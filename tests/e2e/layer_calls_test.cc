@@ -3,7 +3,8 @@
 // A small random llama (3 layers, grouped-query attention) generates the same ids through
 // @layer as with the layers written out (--inline-layers), with the same number of command
 // buffers recorded and submitted and dispatches executed; kept as calls
-// (--keep-device-calls), every layer call is a submission of its own.
+// (--keep-device-calls), @layer is recorded into the decode step's command buffer
+// (passes/schedule/RecordedCalls.h): the same ids, submissions, recordings and dispatches.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -113,11 +114,16 @@ void LayerCallsEqualInlinedLayers(const std::string& device) {
     CHECK(a.submissions == b.submissions);
     CHECK(a.recordings == b.recordings);
     CHECK(a.dispatches == b.dispatches);
-    // Kept as calls, each decode step submits at least one more command buffer per layer.
-    CHECK(c.submissions >= a.submissions + uint64_t(kLayers) * uint64_t(max_new - 1));
+    // Kept as calls, the layers still record into the decode step's one command buffer.
+    CHECK(c.submissions == b.submissions);
+    CHECK(c.recordings == b.recordings);
+    // The callee writes its KV-cache rows through copies instead of in place (a function
+    // argument is no destination the program owns: passes/README.md, InPlaceUpdates), so it
+    // runs more dispatches; the rows themselves are equal (same ids).
+    CHECK(c.dispatches >= b.dispatches);
   }
 }
-HEXIR_E2E_TEST_ON_DEVICES("a decode step calling @layer per layer equals the written-out layers: ids, submissions, recordings, dispatches",
+HEXIR_E2E_TEST_ON_DEVICES("@layer calls, inlined or kept, equal the written-out layers: ids, submissions, recordings, dispatches",
                           LayerCallsEqualInlinedLayers)
 
 }  // namespace

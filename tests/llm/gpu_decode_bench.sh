@@ -72,8 +72,9 @@ if [ "${1:-}" = "--pack" ]; then
   "$IMPORT" "$shared/models/stories260K.bin" -o "$tmp/stories.mlir"
   # shellcheck disable=SC2086
   "$COMPILE" "$tmp/stories.mlir" --target="$DEV" $flags -o "$out/stories260K.cuda.vmfb"
-  # The same program with the L @layer calls kept as calls (--keep-device-calls: a submission
-  # per call) against the default, where hexir-inline-device-calls records every layer into the
+  # The same program with the L @layer calls kept as calls (--keep-device-calls: recorded into
+  # the decode step's command buffer, the layer once in the bytecode) against the default, where
+  # hexir-inline-device-calls records every layer into the
   # decode step's one command buffer: the "@layer calls vs inlined" rows (issue 14: calls must
   # not be slower, ratio <= 1.03). (The default import and --inline-layers compile to the same
   # module, so comparing those two measured nothing.)

@@ -55,8 +55,9 @@ static cl::opt<bool> noBranchSelection(
     cl::init(false));
 static cl::opt<bool> keepDeviceCalls(
     "keep-device-calls",
-    cl::desc("calls to functions with device work stay calls (the callee's command buffer is "
-             "submitted per call) instead of recording into the caller's"),
+    cl::desc("calls to functions with device work stay calls instead of being inlined (a "
+             "private one-region callee records into the caller's command buffer; others "
+             "submit their own)"),
     cl::init(false));
 static cl::opt<bool> noDeviceLoops(
     "no-device-loops",

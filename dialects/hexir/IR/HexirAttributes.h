@@ -60,4 +60,7 @@ inline constexpr char kBinarySizeAttr[] = "hexir.binary_size";
 // `flag` is nonzero, at most `limit` runs; hexir-convert-to-vm lowers it to
 // `hal.command_buffer.repeat_while_slot` (passes/vm/LowerExecutionRegions.cpp).
 inline constexpr char kRepeatWhileAttr[] = "hexir.repeat_while";
+// On a func.func (hexir-form-execution-regions, passes/schedule/RecordedCalls.h): its calls
+// are commands of the caller's `hexir.execute`, recorded into the caller's command buffer.
+inline constexpr char kRecordsIntoCallerAttr[] = "hexir.records_into_caller";
 }  // namespace hexir

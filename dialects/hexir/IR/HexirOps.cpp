@@ -1,6 +1,9 @@
 #include "dialects/hexir/IR/HexirOps.h"
 
+#include "dialects/hexir/IR/HexirAttributes.h"
+
 #include "llvm/ADT/TypeSwitch.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -67,6 +70,14 @@ mlir::LogicalResult ExecuteOp::verify() {
                   mlir::tensor::CollapseShapeOp, mlir::tensor::CastOp>(op) ||
         GetCollective(&op))
       continue;
+    if (auto call = llvm::dyn_cast<mlir::func::CallOp>(op)) {
+      auto callee = mlir::SymbolTable::lookupNearestSymbolFrom<mlir::func::FuncOp>(
+          call, call.getCalleeAttr());
+      if (!callee || !callee->hasAttr(kRecordsIntoCallerAttr))
+        return op.emitOpError("in a hexir.execute region must call a function marked "
+                              "hexir.records_into_caller");
+      continue;
+    }
     if (auto transfer = llvm::dyn_cast<TransferOp>(op)) {
       if (getQueue() != "transfer" || static_cast<int64_t>(transfer.getTo()) != device)
         return op.emitOpError("must be in a \"transfer\" region of its target device ")
@@ -74,8 +85,8 @@ mlir::LogicalResult ExecuteOp::verify() {
       continue;
     }
     return op.emitOpError("cannot be in a hexir.execute region (only hexir.dispatch, "
-                          "collectives, hexir.transfer, hexir.barrier and tensor "
-                          "reshapes/casts)");
+                          "collectives, hexir.transfer, hexir.barrier, tensor "
+                          "reshapes/casts and recorded calls)");
   }
   return mlir::success();
 }

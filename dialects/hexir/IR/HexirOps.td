@@ -114,7 +114,9 @@ def Hexir_ExecuteOp : Hexir_Op<"execute", [SingleBlock]> {
     Results: the yielded tensors, then the timepoint the region signals when it completes.
     A dispatch result that is not yielded (nor aliased by a yielded value) is *transient*:
     it lives only while the region runs. Without a `hexir.barrier` between them, two
-    dispatches may run concurrently.
+    dispatches may run concurrently. A `func.call` of a function marked
+    `hexir.records_into_caller` (passes/schedule/RecordedCalls.h) is a command too: the
+    callee's one region is recorded into this region's command buffer at that point.
 
     ```mlir
     %r, %t = hexir.execute on(0, "compute") await(%t0) -> tensor<4xf32> {

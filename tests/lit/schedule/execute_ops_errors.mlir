@@ -32,7 +32,7 @@ func.func @yield_mismatch(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 func.func @host_op_inside(%x: tensor<4xf32>, %i: index) {
   %t = hexir.execute on(0, "compute") {
-    // expected-error @+1 {{'arith.addi' op cannot be in a hexir.execute region (only hexir.dispatch, collectives, hexir.transfer, hexir.barrier and tensor reshapes/casts)}}
+    // expected-error @+1 {{'arith.addi' op cannot be in a hexir.execute region (only hexir.dispatch, collectives, hexir.transfer, hexir.barrier, tensor reshapes/casts and recorded calls)}}
     %j = arith.addi %i, %i : index
     hexir.yield
   }

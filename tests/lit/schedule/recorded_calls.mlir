@@ -1,0 +1,117 @@
+// RUN: hexir-opt %s -split-input-file --hexir-form-execution-regions --hexir-schedule-concurrency | FileCheck %s
+
+// A private callee whose body is device work records into its caller: it is marked, forms one
+// region of its own, and each call to it is a command of the caller's region (no region
+// boundary at the calls: one command buffer). Each call is a fence: a barrier before and
+// after it, even where a dispatch does not depend on it (@k(%x) after the second call).
+// CHECK-LABEL: func.func @net(
+// CHECK-SAME:    %[[X:[a-z0-9]+]]: tensor<4xf32>, %[[W:[a-z0-9]+]]: tensor<4xf32>
+// CHECK:         %[[R:.+]]:2, %{{.+}} = hexir.execute on(0, "compute") -> tensor<4xf32>, tensor<4xf32> {
+// CHECK-NEXT:      %[[A:.+]] = hexir.dispatch @k(%[[X]])
+// CHECK-NEXT:      hexir.barrier
+// CHECK-NEXT:      %[[H0:.+]] = func.call @layer(%[[A]], %[[W]])
+// CHECK-NEXT:      hexir.barrier
+// CHECK-NEXT:      %[[H1:.+]] = func.call @layer(%[[H0]], %[[W]])
+// CHECK-NEXT:      hexir.barrier
+// CHECK-NEXT:      %[[B:.+]] = hexir.dispatch @k(%[[X]])
+// CHECK-NEXT:      hexir.yield %[[H1]], %[[B]]
+// CHECK-NOT:     hexir.execute
+// CHECK:         return %[[R]]#0, %[[R]]#1
+// CHECK-LABEL: func.func private @layer(
+// CHECK-SAME:    hexir.records_into_caller
+// CHECK:         hexir.execute on(0, "compute") -> tensor<4xf32> {
+// CHECK-NEXT:      hexir.dispatch @k
+// CHECK-NEXT:      hexir.dispatch @k
+// CHECK-NEXT:      hexir.barrier
+// CHECK-NEXT:      hexir.dispatch @k
+hexir.executable @k attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+}
+func.func @net(%x: tensor<4xf32>, %w: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %a = hexir.dispatch @k(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %h0 = func.call @layer(%a, %w) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %h1 = func.call @layer(%h0, %w) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %b = hexir.dispatch @k(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %h1, %b : tensor<4xf32>, tensor<4xf32>
+}
+func.func private @layer(%x: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
+  %p = hexir.dispatch @k(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %q = hexir.dispatch @k(%w) : (tensor<4xf32>) -> tensor<4xf32>
+  %r = hexir.dispatch @k(%p, %q) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Dynamic dims: the callee's host work (its dim and check) runs at each call, before the
+// caller's region is submitted; a dim of a call result is not resolved, so it closes the
+// caller's region before it.
+// CHECK-LABEL: func.func @dynamic(
+// CHECK:         %[[R:.+]], %{{.+}} = hexir.execute on(0, "compute") -> tensor<?xf32> {
+// CHECK-NEXT:      func.call @scale(
+// CHECK-NEXT:      hexir.yield
+// CHECK:         tensor.dim %[[R]]
+// CHECK-LABEL: func.func private @scale(
+// CHECK-SAME:    hexir.records_into_caller
+// CHECK:         tensor.dim
+// CHECK:         hexir.check
+// CHECK:         hexir.execute
+hexir.executable @k attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+}
+func.func @dynamic(%x: tensor<?xf32>) -> index {
+  %c0 = arith.constant 0 : index
+  %r = func.call @scale(%x) : (tensor<?xf32>) -> tensor<?xf32>
+  %n = tensor.dim %r, %c0 : tensor<?xf32>
+  return %n : index
+}
+func.func private @scale(%x: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?xf32>
+  %ok = arith.cmpi sge, %n, %c0 : index
+  hexir.check %ok, "x {}"(%n) : index
+  %r = hexir.dispatch @k(%x) dims(%n) : (tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// -----
+
+// Calls that keep ending the caller's region: a public callee, a callee reading a value on
+// the host (two regions), a callee returning a host scalar, a placed callee. None is marked.
+// CHECK-LABEL: func.func @others(
+// CHECK:         hexir.execute
+// CHECK-NEXT:      hexir.dispatch @k
+// CHECK-NEXT:      hexir.yield
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %{{.+}} = call @public_layer(
+// CHECK-NEXT:    %{{.+}} = call @reads(
+// CHECK-NEXT:    %{{.+}} = call @scalar(
+// CHECK-NEXT:    %{{.+}} = call @placed(
+// CHECK-NOT:     hexir.records_into_caller
+hexir.executable @k attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+}
+func.func @others(%x: tensor<4xf32>) -> (tensor<4xf32>, f32, index, tensor<4xf32>) {
+  %a = hexir.dispatch @k(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %b = func.call @public_layer(%a) : (tensor<4xf32>) -> tensor<4xf32>
+  %c = func.call @reads(%b) : (tensor<4xf32>) -> f32
+  %d = func.call @scalar(%b) : (tensor<4xf32>) -> index
+  %e = func.call @placed(%b) : (tensor<4xf32>) -> tensor<4xf32>
+  return %b, %c, %d, %e : tensor<4xf32>, f32, index, tensor<4xf32>
+}
+func.func @public_layer(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = hexir.dispatch @k(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+func.func private @reads(%x: tensor<4xf32>) -> f32 {
+  %c0 = arith.constant 0 : index
+  %r = hexir.dispatch @k(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %v = tensor.extract %r[%c0] : tensor<4xf32>
+  return %v : f32
+}
+func.func private @scalar(%x: tensor<4xf32>) -> index {
+  %c4 = arith.constant 4 : index
+  %r = hexir.dispatch @k(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %c4 : index
+}
+func.func private @placed(%x: tensor<4xf32>) -> tensor<4xf32> attributes {hexir.device = 0 : i64} {
+  %r = hexir.dispatch @k(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
