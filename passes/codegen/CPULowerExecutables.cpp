@@ -22,6 +22,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/Passes.h"
+#include "passes/codegen/CPUConstantPad.h"
 #include "passes/codegen/CPUConvolutionKernel.h"
 #include "passes/codegen/CPUElementwiseFusion.h"
 #include "passes/codegen/CPUMathApproximation.h"
@@ -125,6 +126,8 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     auto group = exe->getAttrOfType<StringAttr>(kDispatchGroupAttr);
     const bool rowChain = group && group.getValue() == codegen::kRowChainGroup;
     if (rowChain && failed(codegen::TileRowChains(tensorKernel, target.l1Bytes))) return failure();
+    // Constant pads as a fill and a copy of the source (codegen/CPUConstantPad.h).
+    codegen::LowerConstantPadsToCopies(tensorKernel);
     // Elementwise chains as one loop nest (codegen/CPUElementwiseFusion.h).
     if (failed(codegen::FuseElementwiseChains(tensorKernel))) return failure();
     // Transposing loops in cache-line blocks (codegen/CPUTransposeTiling.h).
