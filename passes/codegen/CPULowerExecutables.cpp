@@ -22,6 +22,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/Passes.h"
+#include "passes/codegen/CPUConstantPad.h"
 #include "passes/codegen/CPUConvolutionKernel.h"
 #include "passes/codegen/CPUElementwiseFusion.h"
 #include "passes/codegen/CPUMathApproximation.h"
@@ -128,6 +129,8 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     if (rowChain && failed(codegen::TileRowChains(tensorKernel, target.l1Bytes))) return failure();
     // ... dividing by a row's reciprocal, its max without the zero's sign (CPURowChainArithmetic.h).
     if (rowChain && failed(codegen::CheapenRowChainArithmetic(tensorKernel))) return failure();
+    // Constant pads as a fill and a copy of the source (codegen/CPUConstantPad.h).
+    codegen::LowerConstantPadsToCopies(tensorKernel);
     // Elementwise chains as one loop nest (codegen/CPUElementwiseFusion.h).
     if (failed(codegen::FuseElementwiseChains(tensorKernel))) return failure();
     // Transposing loops in cache-line blocks (codegen/CPUTransposeTiling.h).
