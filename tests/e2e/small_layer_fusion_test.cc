@@ -10,8 +10,10 @@
 // code generation (and that no fused kernel runs on one thread) also where they skip for want
 // of a GPU.
 #include <catch2/catch.hpp>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -185,7 +187,11 @@ void FusedEqualsUnfused(const std::string& target) {
     INFO("result " << i);
     RequireClose(unfused[i], expected[i], 1e-4, 1e-5);
     RequireClose(fused[i], expected[i], 1e-4, 1e-5);
-    RequireClose(fused[i], unfused[i], 1e-6, 1e-6);
+    // On the CPU both modules sum in one order, so they agree to an ulp or so. On CUDA the fused
+    // block kernel sums with warp shuffles (CUDABlockLevels.cpp), in another order than the
+    // unfused kernels: the H200 gave result 3 (-21.29) tens of ulp apart, so there each is
+    // held to the f64 reference only.
+    if (target == "cpu") RequireClose(fused[i], unfused[i], 1e-6, 1e-6);
   }
 }
 HEXIR_E2E_TEST_ON_DEVICES("a small block's norms fused into its projections give the unfused results in fewer dispatches",
@@ -206,6 +212,10 @@ void FusesByDefault(const std::string& target) {
 HEXIR_E2E_TEST_ON_DEVICES("both targets fuse small norms by default", FusesByDefault)
 
 TEST_CASE("--small-reduction-extent below -1 is refused by name") {
+  if (access(HexirCompile().c_str(), X_OK) != 0) {  // the GPU machine's bundle has no compiler
+    std::printf("HEXIR_SKIPPED: --small-reduction-extent refusal: no %s here\n", HexirCompile().c_str());
+    return;
+  }
   std::string source = TempFile("refused.mlir");
   WriteFile(source, Block());
   CommandResult r = RunCommand(HexirCompile() + " " + source + " --small-reduction-extent=-2 -o " +
