@@ -53,3 +53,22 @@ build_module() {
     || { fail "hexir-compile $name"; return 1; }
   if [ -n "${HEXIR_SAVE_MODULES_DIR:-}" ]; then cp "$TMP/$name.vmfb" "$HEXIR_SAVE_MODULES_DIR/llm_$name.$TARGET.vmfb"; fi
 }
+# small_fusion_module TARGET FORM (fused|unfused): the path of small_layer_fusion_test.sh's
+# stories260K module llm_small_FORM.TARGET.vmfb: the --device-loop import on the CPU, the chunked
+# host loop's on CUDA; unfused with --small-reduction-extent=0. Taken from HEXIR_PRECOMPILED_DIR
+# when there, else compiled into $TMP (and saved to HEXIR_SAVE_MODULES_DIR: precompile.sh).
+small_fusion_module() {
+  local target=$1 form=$2 flags="" loop=--device-loop
+  local name=llm_small_$form.$target.vmfb
+  if [ -n "${HEXIR_PRECOMPILED_DIR:-}" ] && [ -f "$HEXIR_PRECOMPILED_DIR/$name" ]; then
+    echo "$HEXIR_PRECOMPILED_DIR/$name"
+    return 0
+  fi
+  [ "$target" = cuda ] && loop=""
+  [ -f "$TMP/s$loop.mlir" ] || "$IMPORT" "$SHARED/models/stories260K.bin" $loop -o "$TMP/s$loop.mlir" >&2 || return 1
+  [ "$form" = unfused ] && flags=--small-reduction-extent=0
+  # shellcheck disable=SC2086
+  "$COMPILE" "$TMP/s$loop.mlir" --target="$target" $flags ${HEXIR_COMPILE_FLAGS:-} -o "$TMP/$name" >&2 || return 1
+  [ -z "${HEXIR_SAVE_MODULES_DIR:-}" ] || cp "$TMP/$name" "$HEXIR_SAVE_MODULES_DIR/"
+  echo "$TMP/$name"
+}

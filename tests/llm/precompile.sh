@@ -48,18 +48,8 @@ for spec in "${HF_CONFIGS[@]}"; do
   # shellcheck disable=SC2086
   build_module "$TMP/hf_$name" "hf_$name" $import_flags
 done
-# small_layer_fusion_test.sh: stories260K fused (the default) and unfused, imported as that test
-# does (the chunked host loop for CUDA, --device-loop for the CPU).
-loop=--device-loop
-[ "$TARGET" = cuda ] && loop=""
-# shellcheck disable=SC2086
-"$IMPORT" "$SHARED/models/stories260K.bin" $loop -o "$TMP/small.mlir"
-for form in fused unfused; do
-  flags=""
-  [ "$form" = unfused ] && flags=--small-reduction-extent=0
-  # shellcheck disable=SC2086
-  "$COMPILE" "$TMP/small.mlir" --target="$TARGET" $flags ${HEXIR_COMPILE_FLAGS:-} -o "$OUT/llm_small_$form.$TARGET.vmfb"
-done
+# small_layer_fusion_test.sh: its fused and unfused stories260K modules (common.sh).
+for form in fused unfused; do small_fusion_module "$TARGET" $form >/dev/null; done
 # llama_cpp_quantized_test.sh: hexir-quantize's files (deterministic) of both models.
 QUANTIZE=bazel-bin/tools/hexir-quantize/hexir-quantize
 /usr/bin/python3 tests/llm/quantized_reference.py write-random "$TMP/qrandom.bin" 256 512 2 8 4 512 512 2

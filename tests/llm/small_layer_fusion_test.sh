@@ -35,23 +35,6 @@ dispatches() {
     --input=i64="$3" --fill-inputs=0.01 --iterations=1 --no-baselines 2>&1 |
     sed -n 's/.*dispatches per call: \([0-9]*\).*/\1/p' | head -1
 }
-# module TARGET FORM: the module's path (compiled here unless precompiled; saved when asked).
-module() {
-  local target=$1 form=$2 flags=""
-  local name=llm_small_$form.$target.vmfb
-  if [ -n "${HEXIR_PRECOMPILED_DIR:-}" ] && [ -f "$HEXIR_PRECOMPILED_DIR/$name" ]; then
-    echo "$HEXIR_PRECOMPILED_DIR/$name"
-    return 0
-  fi
-  local loop=--device-loop
-  [ "$target" = cuda ] && loop=""
-  [ -f "$TMP/s$loop.mlir" ] || "$IMPORT" "$CKPT" $loop -o "$TMP/s$loop.mlir" >&2 || return 1
-  [ "$form" = unfused ] && flags=--small-reduction-extent=0
-  # shellcheck disable=SC2086
-  "$COMPILE" "$TMP/s$loop.mlir" --target="$target" $flags ${HEXIR_COMPILE_FLAGS:-} -o "$TMP/$name" >&2 || return 1
-  [ -z "${HEXIR_SAVE_MODULES_DIR:-}" ] || cp "$TMP/$name" "$HEXIR_SAVE_MODULES_DIR/"
-  echo "$TMP/$name"
-}
 # check TARGET DEVICE: ids fused and unfused, and at least the sum and the scaling of the 11
 # norms (two per layer, the final one) gone from each decode step (CPU measured: 79 -> 27 per
 # step, 14 -> 4 per layer: norm + q/k/v + rotary + both KV-cache row writes, attention,
@@ -61,7 +44,7 @@ check() {
   local target=$1 device=$2 form
   declare -A step path
   for form in fused unfused; do
-    path[$form]=$(module "$target" $form) || { fail "$target: hexir-compile $form"; return; }
+    path[$form]=$(small_fusion_module "$target" $form) || { fail "$target: hexir-compile $form"; return; }
   done
   if [ "$target" = cuda ] && ! "$GENERATE" --module="${path[fused]}" --device="$device" \
       --parameters="$CKPT" --max-tokens=1 >/dev/null 2>"$TMP/probe.txt"; then
