@@ -3,7 +3,8 @@
 // annotations (layer ranges, pre/post-processing, a loop body on the other device) and give
 // exactly the one-device results; device statistics show where the dispatches ran and how
 // many transfers moved bytes (none in place between shared-memory devices, one per crossing
-// with --copy-shared-memory). The tools bind, check, list and dump the device list.
+// with --copy-shared-memory) and how many queue waits a call issues (only where it crosses
+// devices). The tools bind, check, list and dump the device list.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -147,6 +148,55 @@ TEST_CASE("with --copy-shared-memory each crossing is one queued transfer per ca
   CHECK(after1.transfers_queued - before1.transfers_queued == 2);
   CHECK(after0.transfers_queued - before0.transfers_queued == 2);
   CHECK(after1.transfer_bytes_queued - before1.transfer_bytes_queued == 2 * kRows * kWidth * 4);
+}
+
+// Queue waits a call issues (device statistics; #14 item 3): the compile-time elision
+// (passes/schedule/ElideTimepoints.cpp) leaves only the awaits that cross devices, and the
+// driver's run-time elision (hal/queue_waits.h) counts each remaining wait once, as ordered
+// (queue_waits) or as already reached / implied by queue order (queue_waits_elided), which
+// depends on timing: the sum does not.
+struct WaitCounts {
+  uint64_t ordered = 0, elided = 0;
+  uint64_t total() const { return ordered + elided; }
+};
+WaitCounts WaitsBetween(const hal::DeviceStats& before, const hal::DeviceStats& after) {
+  return {after.queue_waits - before.queue_waits, after.queue_waits_elided - before.queue_waits_elided};
+}
+
+TEST_CASE("a call waits only where it crosses devices: none on one device, one per crossing in place, fence + await when copied") {
+  const std::string source = SplitMlpSource();
+  const std::vector<HostTensor> inputs = MlpInputs();
+  constexpr uint64_t kCalls = 3;
+  // One device: one region per call, awaiting nothing; the host waits once, for the result.
+  auto single = OpenOrDie(CompileOrDie(source, "split_mlp_one", "cpu"), "cpu");
+  hal::DeviceStats b = single->device(0).stats();
+  for (uint64_t call = 0; call < kCalls; ++call) CallOrDie(*single, "main", Values(inputs));
+  hal::DeviceStats a = single->device(0).stats();
+  CHECK(WaitsBetween(b, a).total() == 0);
+  CHECK(a.queue_submissions - b.queue_submissions == kCalls);
+  CHECK(a.host_waits - b.host_waits == kCalls);
+
+  // Two devices, values crossing in place: device 1's region awaits device 0's, device 0's
+  // in-place return transfer awaits device 1's; nothing else waits.
+  auto in_place = OpenTwoCpus(CompileOrDie(source, "split_mlp_two", "cpu", "--target=cpu"));
+  hal::DeviceStats b0 = in_place->device(0).stats(), b1 = in_place->device(1).stats();
+  for (uint64_t call = 0; call < kCalls; ++call) CallOrDie(*in_place, "main", Values(inputs));
+  hal::DeviceStats a0 = in_place->device(0).stats(), a1 = in_place->device(1).stats();
+  CHECK(WaitsBetween(b0, a0).total() == kCalls);
+  CHECK(WaitsBetween(b1, a1).total() == kCalls);
+
+  // Copied (--copy-shared-memory): a transfer runs on the target device after a queue fence
+  // (QueueFence: the target's empty submission waits for the source's) and its await of the
+  // producer; device 1's compute region then awaits its own transfer queue's timepoint, which
+  // the driver elides by queue order (the CPU has one in-order queue), every call.
+  auto copied = OpenTwoCpus(
+      CompileOrDie(source, "split_mlp_copy", "cpu", "--target=cpu --copy-shared-memory"));
+  b0 = copied->device(0).stats(), b1 = copied->device(1).stats();
+  for (uint64_t call = 0; call < kCalls; ++call) CallOrDie(*copied, "main", Values(inputs));
+  a0 = copied->device(0).stats(), a1 = copied->device(1).stats();
+  CHECK(WaitsBetween(b0, a0).total() == 2 * kCalls);
+  CHECK(WaitsBetween(b1, a1).total() == 3 * kCalls);
+  CHECK(WaitsBetween(b1, a1).elided >= kCalls);
 }
 
 // Pre-processing (scale and shift) and post-processing (clamp) on device 0, the model
