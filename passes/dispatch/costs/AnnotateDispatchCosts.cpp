@@ -2,6 +2,7 @@
 // and its matmul baselines. Counted on linalg-on-tensors before codegen, where the op
 // structure (iteration domain, body, contraction dims) is still explicit.
 #include <map>
+#include <optional>
 #include <string>
 
 #include "dialects/hexir/IR/HexirOps.h"
@@ -10,6 +11,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "passes/dispatch/costs/CostPasses.h"
 
 namespace hexir {
@@ -134,6 +136,23 @@ std::pair<int64_t, std::string> product(ArrayRef<std::string> extents) {
   return {n, syms};
 }
 
+// Bytes a kernel writes into output argument `out` when the value it returns for it is a
+// chain of tensor.insert_slice ops ending at `out` itself (a row written into a KV cache in
+// place): the inserted sources' bytes, since the rest of `out` is left as it was. Nullopt
+// when the result is anything else or a source has a dynamic shape (the whole tensor counts).
+std::optional<Cost> insertedSliceBytes(Value result, BlockArgument out) {
+  Cost bytes;
+  Value v = result;
+  while (auto insert = v.getDefiningOp<tensor::InsertSliceOp>()) {
+    RankedTensorType source = insert.getSourceType();
+    if (!source.hasStaticShape()) return std::nullopt;
+    bytes.addScaled(tensorBytes(source, -1), 1);
+    v = insert.getDest();
+  }
+  if (v != out || v == result) return std::nullopt;
+  return bytes;
+}
+
 class AnnotateDispatchCosts : public impl::AnnotateDispatchCostsBase<AnnotateDispatchCosts> {
  public:
   void runOnOperation() override {
@@ -154,17 +173,27 @@ class AnnotateDispatchCosts : public impl::AnnotateDispatchCostsBase<AnnotateDis
     int inputs = tensors - static_cast<int>(ft.getNumResults());
     Cost read, written, flops;
     int seen = 0;
+    // Inputs the body never uses (the input a result is tied to, in place) are not read.
+    Block& body = kernel.getBody().front();
     for (auto [i, t] : llvm::enumerate(ft.getInputs())) {
       auto rt = dyn_cast<RankedTensorType>(t);
       if (!rt) continue;
-      if (seen++ < inputs) read.addScaled(tensorBytes(rt, static_cast<int>(i)), 1);
+      if (seen++ < inputs && !body.getArgument(i).use_empty())
+        read.addScaled(tensorBytes(rt, static_cast<int>(i)), 1);
     }
-    // Outputs: their argument's dims (the kernel writes into its output arguments).
+    // Outputs: their argument's dims (the kernel writes into its output arguments), or only
+    // the slices it inserts into one in place.
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
     seen = 0;
     for (auto [i, t] : llvm::enumerate(ft.getInputs())) {
       auto rt = dyn_cast<RankedTensorType>(t);
       if (!rt) continue;
-      if (seen++ >= inputs) written.addScaled(tensorBytes(rt, static_cast<int>(i)), 1);
+      if (seen++ < inputs) continue;
+      int result = seen - 1 - inputs;
+      std::optional<Cost> slices;
+      if (result < static_cast<int>(ret.getNumOperands()))
+        slices = insertedSliceBytes(ret.getOperand(result), body.getArgument(i));
+      written.addScaled(slices ? *slices : tensorBytes(rt, static_cast<int>(i)), 1);
     }
     bool flopsKnown = true;
     std::string ops, matmul;

@@ -1,7 +1,8 @@
 // hexir-annotate-dispatch-costs / hexir-attach-dispatch-costs on hand-written executables:
 // the counts are checked against arithmetic done here (2*M*N*K for a matmul, bytes of the
 // operands, body ops x iteration points), dynamic dims give formulas, and attach merges into
-// an existing hexir.attrs instead of replacing it.
+// an existing hexir.attrs instead of replacing it; a row inserted in place into an output
+// counts as the row's bytes.
 #include <catch2/catch.hpp>
 
 #include "compiler/Pipeline.h"
@@ -86,6 +87,69 @@ TEST_CASE("dispatch costs: static matmul (GEMV), dynamic elementwise, attach mer
   REQUIRE(Attr(mm, "hexir.attrs", "cuda.block_size.mm") == "256,1,1");
   REQUIRE(Attr(mm, "hexir.attrs", "cost.mm.flops") == std::to_string(2LL * 14336 * 4096));
   REQUIRE(Attr(ew, "hexir.attrs", "cost.ew.ops") == "generic");
+}
+
+// A KV-cache row written in place (the llama importer's rotary K row and V row): the cache is
+// the tied input (unused by the body) and the output; only the inserted row moves.
+const char* kInPlace = R"mlir(
+#id = affine_map<(i, j) -> (i, j)>
+module {
+  hexir.executable @row {
+    builtin.module {
+      func.func @row(%x: tensor<1x32xf32>, %cache: tensor<512x32xf32>, %o: tensor<512x32xf32>, %pos: index) -> tensor<512x32xf32> {
+        %e = tensor.empty() : tensor<1x32xf32>
+        %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+            ins(%x : tensor<1x32xf32>) outs(%e : tensor<1x32xf32>) {
+          ^bb0(%v: f32, %w: f32):
+            %m = arith.mulf %v, %v : f32
+            linalg.yield %m : f32
+        } -> tensor<1x32xf32>
+        %r = tensor.insert_slice %g into %o[%pos, 0] [1, 32] [1, 1] {hexir.in_place} : tensor<1x32xf32> into tensor<512x32xf32>
+        return %r : tensor<512x32xf32>
+      }
+    }
+  }
+  hexir.executable @two_rows {
+    builtin.module {
+      func.func @two_rows(%x: tensor<32xf16>, %o: tensor<512x32xf16>, %p: index, %q: index) -> tensor<512x32xf16> {
+        %a = tensor.insert_slice %x into %o[%p, 0] [1, 32] [1, 1] : tensor<32xf16> into tensor<512x32xf16>
+        %b = tensor.insert_slice %x into %a[%q, 0] [1, 32] [1, 1] : tensor<32xf16> into tensor<512x32xf16>
+        return %b : tensor<512x32xf16>
+      }
+    }
+  }
+  hexir.executable @into_other {
+    builtin.module {
+      func.func @into_other(%x: tensor<32xf32>, %c: tensor<512x32xf32>, %o: tensor<512x32xf32>, %p: index) -> tensor<512x32xf32> {
+        %a = tensor.insert_slice %x into %c[%p, 0] [1, 32] [1, 1] : tensor<32xf32> into tensor<512x32xf32>
+        return %a : tensor<512x32xf32>
+      }
+    }
+  }
+}
+)mlir";
+
+TEST_CASE("dispatch costs: a row inserted in place moves the row, not the cache") {
+  mlir::DialectRegistry registry;
+  hexir::compiler::RegisterDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(kInPlace, &ctx);
+  REQUIRE(module);
+  mlir::PassManager pm(&ctx, mlir::ModuleOp::getOperationName());
+  pm.addPass(hexir::createAnnotateDispatchCosts());
+  REQUIRE(mlir::succeeded(pm.run(*module)));
+  auto exes = llvm::to_vector(module->getOps<hexir::ExecutableOp>());
+  REQUIRE(exes.size() == 3);
+  // The row's 32 floats in and out; the tied cache input is not read.
+  CHECK(Attr(exes[0], "hexir.costs", "cost.row.bytes_read") == "128");
+  CHECK(Attr(exes[0], "hexir.costs", "cost.row.bytes_written") == "128");
+  // Two f16 rows inserted in a chain: 2 x 64 bytes.
+  CHECK(Attr(exes[1], "hexir.costs", "cost.two_rows.bytes_written") == "128");
+  // Inserted into another tensor (the cache input), returned as the output: the whole output
+  // is written (the cache copied), and the cache is read.
+  CHECK(Attr(exes[2], "hexir.costs", "cost.into_other.bytes_written") == std::to_string(512 * 32 * 4));
+  CHECK(Attr(exes[2], "hexir.costs", "cost.into_other.bytes_read") == std::to_string(128 + 512 * 32 * 4));
 }
 
 }  // namespace
