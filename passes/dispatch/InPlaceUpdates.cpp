@@ -1,5 +1,6 @@
 #include "passes/dispatch/InPlaceUpdates.h"
 
+#include "dialects/hexir/IR/HexirAttributes.h"
 #include "dialects/hexir/IR/HexirOps.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -21,11 +22,12 @@ class Ownership {
     if (v.getParentBlock() != user->getBlock()) return false;  // would run more than once
     unsigned byUser = 0;
     for (OpOperand& use : v.getUses()) {
-      if (use.getOwner() == user) {
+      // A use inside `user`'s regions (a dispatch region's capture) is `user`'s own.
+      Operation* other = user->getBlock()->findAncestorOpInBlock(*use.getOwner());
+      if (other == user) {
         ++byUser;
         continue;
       }
-      Operation* other = user->getBlock()->findAncestorOpInBlock(*use.getOwner());
       if (!other || !other->isBeforeInBlock(user)) return false;
     }
     return byUser == 1 && fresh(v);
@@ -45,11 +47,20 @@ class Ownership {
             tensor::FromElementsOp>(def))
       return true;
     // A function formed before this one (a callee) already holds dispatch regions: their
-    // results are fresh kernel outputs, except an in-place update's (the destination's buffer).
+    // results are fresh kernel outputs, except an in-place update's, which is its
+    // destination's buffer (owned when the destination was, consumed by the region).
     if (auto region = dyn_cast<DispatchRegionOp>(def)) {
-      bool inPlace = false;
-      region.walk([&](tensor::InsertSliceOp op) { inPlace |= op->hasAttr(kInPlaceAttr); });
-      return !inPlace;
+      Value yielded = cast<YieldOp>(region.getBody().front().getTerminator()).getValues()[i];
+      Operation* inner = yielded.getDefiningOp();
+      if (!inner || !region->isProperAncestor(inner)) return false;  // a capture passed through
+      Value destination;
+      if (auto insert = dyn_cast<tensor::InsertSliceOp>(inner); insert && insert->hasAttr(kInPlaceAttr))
+        destination = insert.getDest();
+      if (auto g = dyn_cast<linalg::GenericOp>(inner); g && g->hasAttr(kInPlaceAttr))
+        destination = g.getDpsInitOperand(0)->get();
+      if (!destination) return true;
+      Operation* d = destination.getDefiningOp();
+      return (d && region->isProperAncestor(d)) || ownedAt(destination, region);
     }
     if (auto insert = dyn_cast<tensor::InsertSliceOp>(def))
       return !insert->hasAttr(kInPlaceAttr) || ownedAt(insert.getDest(), insert);
@@ -82,7 +93,26 @@ class Ownership {
       auto yield = cast<scf::YieldOp>(w.getAfter().front().getTerminator());
       return ownedAt(w.getInits()[n], w) && ownedAt(yield.getOperand(n), yield);
     }
-    return false;  // function arguments and anything else
+    if (auto f = dyn_cast<func::FuncOp>(parent)) return donatedArgument(f, n);
+    return false;  // anything else
+  }
+
+  // Argument n of `f` is donated by every caller: `f` is private in a module of one device,
+  // its symbol is used only by calls, and each call's operand n is owned at that call (its
+  // last use there). Then `f` may update it in place and the caller sees the update through
+  // the call's result (schedule/Buffers.h: the call's result is tied to that operand).
+  bool donatedArgument(func::FuncOp f, unsigned n) {
+    if (!f.isPrivate() || f.isExternal() || !f.getBody().hasOneBlock()) return false;
+    auto module = f->getParentOfType<ModuleOp>();
+    if (!module || module->hasAttr(kDevicesAttr)) return false;
+    std::optional<SymbolTable::UseRange> uses = SymbolTable::getSymbolUses(f, module);
+    if (!uses || uses->empty()) return false;
+    for (const SymbolTable::SymbolUse& use : *uses) {
+      auto call = dyn_cast<func::CallOp>(use.getUser());
+      if (!call || call.getCallee() != f.getName() || n >= call.getNumOperands()) return false;
+      if (!ownedAt(call.getOperand(n), call)) return false;
+    }
+    return true;
   }
 
   // Iteration value i of a for loop (its iter_arg and its result): the init or a yield.

@@ -6,8 +6,12 @@
 // owns (produced by a kernel or an allocation of this function, or returned fresh by a
 // callee, possibly carried through scf loop arguments and results), every other use of it
 // (and of every value it was forwarded from) comes earlier in the same block, and the update
-// runs once per definition of the destination (same block). Function arguments, constants,
-// reshapes (aliases) and anything else are not owned: those inserts copy, as before.
+// runs once per definition of the destination (same block). An argument of a private
+// function of a one-device module is owned when every use of the function is a call whose
+// operand is owned at that call (the call is its last use): the callers *donate* it, so a
+// callee's KV-cache row update writes the caller's cache (the call's result is then tied to
+// that operand, schedule/Buffers.h). Public functions' arguments, constants, reshapes
+// (aliases) and anything else are not owned: those inserts copy, as before.
 //
 // MLIR-free callers do not exist; thread-compatible (pure analysis of the IR it is given).
 #pragma once

@@ -22,7 +22,8 @@
 // not yielded: transients.
 //
 // A region awaits the timepoints of the regions producing the tensors it reads, and of the
-// earlier regions reading a buffer it updates in place (write after read).
+// earlier regions reading a buffer it updates in place (write after read), a recorded
+// call's tied results included (marked `hexir.tied_operands` here, schedule/Buffers.h).
 //
 // Affinity (modules of several devices, after hexir-insert-transfers): a region holds the
 // dispatches of one device (`on(N, "compute")`, N = their hexir.device; a dispatch of another
@@ -40,6 +41,7 @@
 #include "mlir/IR/Dominance.h"
 #include "passes/Passes.h"
 #include "passes/schedule/Affinity.h"
+#include "passes/dispatch/InPlaceUpdates.h"  // kTiedOperandsAttr
 #include "passes/schedule/Buffers.h"
 #include "passes/schedule/RecordedCalls.h"
 
@@ -257,12 +259,10 @@ class RegionBuilder {
     for (Operation* op : members) {
       for (Value v : op->getOperands())
         if (!v.getDefiningOp() || !memberSet.contains(v.getDefiningOp())) awaitProducer(v);
-      auto dispatch = dyn_cast<DispatchOp>(op);
-      if (!dispatch) continue;
-      for (unsigned r = 0; r < dispatch->getNumResults(); ++r) {
-        int64_t tied = schedule::TiedOperandOf(dispatch, r);
-        if (tied < 0) continue;
-        Value root = schedule::BufferRoot(dispatch.getArgs()[tied]);
+      for (unsigned r = 0; r < op->getNumResults(); ++r) {
+        Value tied = schedule::TiedOperand(op, r);  // a dispatch's or a recorded call's
+        if (!tied) continue;
+        Value root = schedule::BufferRoot(tied);
         if (root.getDefiningOp() && memberSet.contains(root.getDefiningOp())) continue;
         for (Operation* reader : readersOf(root))
           if (auto earlier = reader->getParentOfType<ExecuteOp>())
@@ -306,6 +306,16 @@ class FormExecutionRegions : public impl::FormExecutionRegionsBase<FormExecution
       for (auto func : module.getOps<func::FuncOp>())
         if (canRecordIntoCaller(func)) recorded.push_back(func);
     for (func::FuncOp func : recorded) func->setAttr(kRecordsIntoCallerAttr, UnitAttr::get(&getContext()));
+    // A recorded call whose callee returns an argument's buffer (updated in place: a donated
+    // argument, dispatch/InPlaceUpdates.h) says so at the call site, as a dispatch does.
+    Builder builder(&getContext());
+    module.walk([&](func::CallOp call) {
+      func::FuncOp callee = schedule::RecordedCallee(call);
+      if (!callee) return;
+      SmallVector<int64_t> tied = schedule::TiedCallOperands(callee);
+      if (llvm::any_of(tied, [](int64_t t) { return t >= 0; }))
+        call->setAttr(kTiedOperandsAttr, builder.getDenseI64ArrayAttr(tied));
+    });
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal()) continue;
       DominanceInfo dominance(func);

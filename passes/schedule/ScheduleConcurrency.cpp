@@ -19,8 +19,15 @@
 // the results (a dynamic dim counts as kDynamicExtent); collectives count as the largest, so
 // they are never deferred and come first in their wave. Within a wave the larger
 // dispatches come first. Reshapes follow their source. Re-running the pass recomputes the
-// barriers. A call recorded into the region (schedule/RecordedCalls.h) is a fence: a wave of
-// its own, after every earlier command and before every later one.
+// barriers. A call recorded into the region (schedule/RecordedCalls.h) is a command like a
+// dispatch: it depends on the writers of its tensor operands, its tied results (an argument
+// its callee updates in place) on every earlier reader of that buffer, and on the previous
+// call of the same callee (calls of one callee share its transients); it spans its callee's
+// waves (its recording holds the callee's barriers), so its consumers start after its last
+// wave, and independent commands share its first and last waves:
+//
+//   a = f(x); c = call @g(y); b = h(a)   ==>   a = f(x); c = call @g(y) [2 waves]; b = h(a)
+//   (before: barrier; call; barrier)           (h joins @g's second wave: no barrier at all)
 #include <limits>
 
 #include "dialects/hexir/IR/HexirOps.h"
@@ -28,6 +35,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "passes/Passes.h"
 #include "passes/schedule/Buffers.h"
+#include "passes/schedule/RecordedCalls.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_SCHEDULECONCURRENCY
@@ -56,10 +64,22 @@ int64_t costOf(Operation* command) {
 }
 
 struct RegionSchedule {
-  SmallVector<Operation*> dispatches;           // dispatches and collectives, body order
+  SmallVector<Operation*> dispatches;           // dispatches, collectives and recorded calls, body order
   SmallVector<SmallVector<unsigned>> deps;      // indices of earlier dispatches
-  SmallVector<int64_t> wave;
+  SmallVector<int64_t> span;                    // waves a command occupies (a call: its callee's)
+  SmallVector<int64_t> wave;                    // the first of them
 };
+
+// The waves a recorded call's commands take in the caller's command buffer: its callee's
+// region's barriers + 1 (the callee's regions are scheduled before their callers').
+int64_t spanOf(Operation* command) {
+  func::FuncOp callee = schedule::RecordedCallee(command);
+  if (!callee) return 1;
+  ExecuteOp region = schedule::RecordedRegionOf(callee);
+  if (!region) return 1;
+  auto barriers = region.getBody().front().getOps<BarrierOp>();
+  return 1 + std::distance(barriers.begin(), barriers.end());
+}
 
 // The dispatch of the region writing `v`'s contents (through aliases), or -1.
 int64_t writerOf(Value v, const DenseMap<Operation*, unsigned>& index) {
@@ -81,19 +101,18 @@ RegionSchedule dependences(ExecuteOp execute) {
     if (!isa<DispatchOp>(op) && !GetCollective(&op) && !isa<func::CallOp>(op)) continue;
     index[&op] = s.dispatches.size();
     s.dispatches.push_back(&op);
+    s.span.push_back(spanOf(&op));
   }
   s.deps.resize(s.dispatches.size());
-  std::optional<unsigned> previousCollective, previousCall;
+  std::optional<unsigned> previousCollective;
+  llvm::StringMap<unsigned> previousCallOf;  // callee -> its latest call in the region
   for (auto [i, op] : llvm::enumerate(s.dispatches)) {
     SetVector<unsigned> deps;
-    // A recorded call is a fence: it follows every earlier command and precedes every later
-    // one (its commands are recorded behind barriers of their own; calls of one callee share
-    // its transient buffers).
-    if (isa<func::CallOp>(op))
-      for (unsigned e = 0; e < i; ++e) deps.insert(e);
-    else if (previousCall)
-      deps.insert(*previousCall);
-    if (isa<func::CallOp>(op)) previousCall = i;
+    // Calls of one callee share its transient buffers: each follows the previous one.
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto [it, first] = previousCallOf.try_emplace(call.getCallee(), i);
+      if (!first) deps.insert(std::exchange(it->second, i));
+    }
     for (Value v : op->getOperands())
       if (isa<RankedTensorType>(v.getType()))
         if (int64_t w = writerOf(v, index); w >= 0) deps.insert(w);
@@ -102,11 +121,12 @@ RegionSchedule dependences(ExecuteOp execute) {
       if (previousCollective) deps.insert(*previousCollective);
       previousCollective = i;
     }
-    auto d = dyn_cast<DispatchOp>(op);
-    for (unsigned r = 0; d && r < d->getNumResults(); ++r) {
-      int64_t tied = schedule::TiedOperandOf(d, r);
-      if (tied < 0) continue;
-      Value root = schedule::BufferRoot(d.getArgs()[tied]);
+    // An in-place update (a dispatch's or a recorded call's tied result) follows every
+    // earlier reader of the buffer it writes.
+    for (unsigned r = 0; r < op->getNumResults(); ++r) {
+      Value tied = schedule::TiedOperand(op, r);
+      if (!tied) continue;
+      Value root = schedule::BufferRoot(tied);
       for (unsigned e = 0; e < i; ++e)
         for (Value v : s.dispatches[e]->getOperands())
           if (isa<RankedTensorType>(v.getType()) && schedule::BufferRoot(v) == root) deps.insert(e);
@@ -119,15 +139,15 @@ RegionSchedule dependences(ExecuteOp execute) {
 void placeInWaves(RegionSchedule& s) {
   size_t n = s.dispatches.size();
   SmallVector<int64_t> asap(n, 0), alap(n, 0), cost(n);
-  int64_t depth = 0;
+  int64_t depth = 0;  // the last wave
   for (size_t i = 0; i < n; ++i) {
-    for (unsigned d : s.deps[i]) asap[i] = std::max(asap[i], asap[d] + 1);
-    depth = std::max(depth, asap[i]);
+    for (unsigned d : s.deps[i]) asap[i] = std::max(asap[i], asap[d] + s.span[d]);
+    depth = std::max(depth, asap[i] + s.span[i] - 1);
     cost[i] = costOf(s.dispatches[i]);
   }
-  for (size_t i = 0; i < n; ++i) alap[i] = depth;
+  for (size_t i = 0; i < n; ++i) alap[i] = depth - s.span[i] + 1;
   for (size_t i = n; i-- > 0;)
-    for (unsigned d : s.deps[i]) alap[d] = std::min(alap[d], alap[i] - 1);
+    for (unsigned d : s.deps[i]) alap[d] = std::min(alap[d], alap[i] - s.span[d]);
   // The largest critical-path cost starting in each wave.
   SmallVector<int64_t> criticalCost(depth + 1, 0);
   for (size_t i = 0; i < n; ++i)
@@ -135,7 +155,7 @@ void placeInWaves(RegionSchedule& s) {
   s.wave.assign(n, 0);
   for (size_t i = 0; i < n; ++i) {
     int64_t earliest = 0;
-    for (unsigned d : s.deps[i]) earliest = std::max(earliest, s.wave[d] + 1);
+    for (unsigned d : s.deps[i]) earliest = std::max(earliest, s.wave[d] + s.span[d]);
     bool defer = alap[i] > earliest && cost[i] < criticalCost[earliest];
     s.wave[i] = defer ? alap[i] : earliest;
   }
@@ -157,13 +177,20 @@ void rebuildBody(ExecuteOp execute, const RegionSchedule& s, bool serial) {
 
   OpBuilder b(execute.getContext());
   Operation* terminator = body.getTerminator();
+  // The wave the recording is in: a recorded call's commands end `span - 1` barriers later,
+  // so a command planned inside a call's span goes after it (and its consumers after that).
+  int64_t current = 0;
+  SmallVector<int64_t> end(s.dispatches.size(), 0);  // the last wave of each command, as emitted
   for (auto [position, i] : llvm::enumerate(order)) {
     Operation* d = s.dispatches[i];
-    bool newWave = serial ? position > 0 : position > 0 && s.wave[i] != s.wave[order[position - 1]];
-    if (newWave) {
+    int64_t wave = std::max(serial ? current + 1 : s.wave[i], current);
+    for (unsigned dep : s.deps[i]) wave = std::max(wave, end[dep] + 1);
+    if (position > 0 && wave > current) {
       b.setInsertionPoint(terminator);
       BarrierOp::create(b, d->getLoc());
     }
+    current = wave + s.span[i] - 1;
+    end[i] = current;
     d->moveBefore(terminator);
   }
   for (Operation* alias : aliases) {
@@ -185,11 +212,16 @@ class ScheduleConcurrency : public impl::ScheduleConcurrencyBase<ScheduleConcurr
                                  << "' (expected waves or serial)";
       return signalPassFailure();
     }
-    getOperation().walk([&](ExecuteOp execute) {
+    auto schedule = [&](ExecuteOp execute) {
       RegionSchedule s = dependences(execute);
       if (mode == "waves") placeInWaves(s);
       rebuildBody(execute, s, mode == "serial");
-    });
+    };
+    // Recorded callees first: a call's span is its callee's scheduled waves.
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (func->hasAttr(kRecordsIntoCallerAttr)) func.walk(schedule);
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (!func->hasAttr(kRecordsIntoCallerAttr)) func.walk(schedule);
   }
 };
 

@@ -43,6 +43,8 @@ LogicalResult HostLowering::run() {
     if (auto tensor = dyn_cast<RankedTensorType>(t); tensor && recordedForm)
       argTypes.append(tensor.getNumDynamicDims(), b.getI64Type());
   }
+  // A recorded callee: then the buffer the call site keeps for each result (or null).
+  if (recordedForm) argTypes.append(func.getNumResults(), ref);
   // A recorded callee's results are known once its region is lowered (lowerReturn).
   for (Type t : recordedForm ? TypeRange{} : func.getResultTypes()) {
     Type vt = vmType(t);
@@ -173,6 +175,7 @@ LogicalResult HostLowering::lowerBody() {
   if (recordedForm) {  // buffers and dims, like block arguments: no views, nothing to assert
     addBlockArguments(&region.front(), entry);
     materializeStaticDims();
+    mapHeldResultBuffers(entry);
   }
   for (auto [i, arg] : llvm::enumerate(recordedForm ? ArrayRef<BlockArgument>{} : region.front().getArguments())) {
     Value vmArg = entry->addArgument(vmType(arg.getType()), arg.getLoc());

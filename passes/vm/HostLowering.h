@@ -145,7 +145,7 @@ class HostLowering {
   LogicalResult lowerExtract(tensor::ExtractOp e);
   // execution regions (LowerExecutionRegions.cpp), channel queries (LowerCollectives.cpp)
   LogicalResult lowerExecute(ExecuteOp e);
-  LogicalResult lowerRecordedCall(func::CallOp c);
+  LogicalResult lowerRecordedCall(func::CallOp c, const DenseSet<Value>& yieldedRoots);
   LogicalResult lowerChannelQuery(Operation* op);
   // calls and control flow (LowerControlFlow.cpp)
   LogicalResult lowerCall(func::CallOp c);
@@ -202,6 +202,7 @@ class HostLowering {
   void recordCommands(Value commands, const DenseMap<Value, int64_t>& slotOf, Value slotBase);
   void emitRegion(ExecuteOp e);
   void emitRecordedRegion(ExecuteOp e);
+  void mapHeldResultBuffers(Block* entry);  // a recorded callee: its held-buffer arguments
 
   // ---- calls and control flow (LowerControlFlow.cpp) ----
   LogicalResult edgeOperands(Operation* op, ValueRange operands, SmallVectorImpl<Value>& out);
@@ -217,8 +218,13 @@ class HostLowering {
   // tensors as buffer + dynamic dims, records nothing and submits nothing, and returns its
   // region's slot buffers after its results; `<name>.record(cb, first slot)` records its
   // region's commands into a caller's command buffer.
+  // Its VM form also takes, after its arguments, one buffer per result that the caller keeps
+  // for that call site (null where the caller yields the result): a fresh result is that
+  // buffer when it is large enough (hal.device.transient), so a result used only inside the
+  // caller's region is allocated once per call site, not once per call.
   bool recordedForm = false;
   SmallVector<Value> recordedSlots;
+  DenseMap<Value, Value> heldResultBuffers;  // region value (a fresh root) -> the caller's buffer
   MLIRContext* ctx;
   OpBuilder b;  // builds the VM function (the patterns' rewriter only hears their reasons)
   Type ref;

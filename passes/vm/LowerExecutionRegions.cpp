@@ -157,6 +157,8 @@ LogicalResult HostLowering::lowerDispatch(DispatchOp d, const DenseSet<Value>& y
 Value HostLowering::allocateResult(Value result, const HostTensor& h,
                                    const DenseSet<Value>& yieldedRoots) {
   Value bytes = byteSize(cast<RankedTensorType>(result.getType()), h.dims);
+  if (Value held = heldResultBuffers.lookup(result))  // a recorded callee's result
+    return hal_import::DeviceTransient(b, loc, device, held, bytes);
   if (!yieldedRoots.contains(result)) {
     int64_t global = state.refGlobals++;
     Value held = vmir::GlobalLoadRefOp::create(b, loc, ref, b.getI64IntegerAttr(global));
@@ -414,7 +416,7 @@ LogicalResult HostLowering::lowerExecuteOnDevice(ExecuteOp e) {
                   return success();
                 })
             .Case<func::CallOp>([&](auto c) {
-              if (failed(lowerRecordedCall(c))) return failure();
+              if (failed(lowerRecordedCall(c, yieldedRoots))) return failure();
               pending.back().barrierBefore = barrier && pending.size() > 1;
               barrier = false;
               return success();

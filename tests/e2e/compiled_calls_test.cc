@@ -443,6 +443,10 @@ hal::DeviceStats EightCallsRun(const std::string& target, const std::string& nam
   call.queue_submissions = after.queue_submissions - before.queue_submissions;
   call.dispatches_executed = after.dispatches_executed - before.dispatches_executed;
   call.executables_loaded = after.executables_loaded;
+  // A second call replays: the buffers it allocates are what every later call allocates.
+  hal::DeviceStats replay_before = session->device().stats();
+  RequireClose(CallOrDie(*session, "net", inputs)[0].tensor, h, 1e-4, 1e-5);
+  call.buffers_allocated = session->device().stats().buffers_allocated - replay_before.buffers_allocated;
   return call;
 }
 
@@ -461,6 +465,10 @@ void EightCallsKept(const std::string& target) {
   CHECK(stats.queue_submissions == 1);
   CHECK(stats.dispatches_executed == 8);
   CHECK(stats.executables_loaded == 1);
+  // Allocations per call as inlined: the 9 arguments uploaded and the returned result. The 7
+  // results used only inside the caller's region are kept per call site (held buffers,
+  // passes/vm/LowerRecordedCalls.cpp); before, each call allocated its result (9 + 8).
+  CHECK(stats.buffers_allocated == 9 + 1);
 }
 HEXIR_E2E_TEST_ON_DEVICES("a function called 8 times, kept as calls, records into the caller's one command buffer: one bytecode function, one executable, one recording, one submission",
                           EightCallsKept)
@@ -475,6 +483,7 @@ void EightCallsInlined(const std::string& target) {
   CHECK(stats.queue_submissions == 1);
   CHECK(stats.dispatches_executed == 8);
   CHECK(stats.executables_loaded == 1);
+  CHECK(stats.buffers_allocated == 9 + 1);  // the arguments uploaded, the returned result
 }
 HEXIR_E2E_TEST_ON_DEVICES("a function with device work called 8 times records into the caller's one command buffer: one submission, one executable",
                           EightCallsInlined)

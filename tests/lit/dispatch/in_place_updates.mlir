@@ -213,3 +213,49 @@ func.func @gemv_row_f16(%x: tensor<7xf32>, %w: tensor<5x7xf32>, %pos: index) -> 
   %u2 = tensor.insert_slice %row2 into %c2[%pos, 0] [1, 5] [1, 1] : tensor<1x5xf32> into tensor<9x5xf32>
   return %u, %u2, %v2 : tensor<9x5xf16>, tensor<9x5xf32>, tensor<5xf32>
 }
+
+// -----
+
+// Donated arguments: a private callee's destination argument is owned when every caller
+// passes a buffer it owns, at its last use there (a fresh fill, then the previous call's
+// result: the KV cache a llama @layer updates). The callee's row update is in place (its
+// result tied to the argument), so each call updates the caller's cache instead of copying
+// it (before: the argument was never owned, a full copy per call).
+// CHECK-LABEL: func.func private @write_row(
+// CHECK:         hexir.dispatch @write_row_dispatch_0(%{{.+}}, %{{.+}}) {hexir.tied_operands = array<i64: 1>}
+// CHECK-LABEL: func.func @two_steps(
+func.func private @write_row(%row: tensor<1x4xf32>, %cache: tensor<8x4xf32>, %i: index) -> tensor<8x4xf32> {
+  %u = tensor.insert_slice %row into %cache[%i, 0] [1, 4] [1, 1] : tensor<1x4xf32> into tensor<8x4xf32>
+  return %u : tensor<8x4xf32>
+}
+func.func @two_steps(%row: tensor<1x4xf32>) -> tensor<8x4xf32> {
+  %z = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %e = tensor.empty() : tensor<8x4xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %a = func.call @write_row(%row, %c, %c0) : (tensor<1x4xf32>, tensor<8x4xf32>, index) -> tensor<8x4xf32>
+  %b = func.call @write_row(%row, %a, %c1) : (tensor<1x4xf32>, tensor<8x4xf32>, index) -> tensor<8x4xf32>
+  return %b : tensor<8x4xf32>
+}
+
+// -----
+
+// Not donated: one caller reads its buffer after the call (so the callee must not write it),
+// so the callee copies at every call (no tie).
+// CHECK-LABEL: func.func private @write_row_copy(
+// CHECK:         hexir.dispatch @write_row_copy_dispatch_0(
+// CHECK-NOT:     hexir.tied_operands
+// CHECK:         return
+func.func private @write_row_copy(%row: tensor<1x4xf32>, %cache: tensor<8x4xf32>, %i: index) -> tensor<8x4xf32> {
+  %u = tensor.insert_slice %row into %cache[%i, 0] [1, 4] [1, 1] : tensor<1x4xf32> into tensor<8x4xf32>
+  return %u : tensor<8x4xf32>
+}
+func.func @read_after(%row: tensor<1x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+  %z = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %e = tensor.empty() : tensor<8x4xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %a = func.call @write_row_copy(%row, %c, %c0) : (tensor<1x4xf32>, tensor<8x4xf32>, index) -> tensor<8x4xf32>
+  return %a, %c : tensor<8x4xf32>, tensor<8x4xf32>
+}

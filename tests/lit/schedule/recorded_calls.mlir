@@ -2,18 +2,20 @@
 
 // A private callee whose body is device work records into its caller: it is marked, forms one
 // region of its own, and each call to it is a command of the caller's region (no region
-// boundary at the calls: one command buffer). Each call is a fence: a barrier before and
-// after it, even where a dispatch does not depend on it (@k(%x) after the second call).
+// boundary at the calls: one command buffer). A call is ordered by its buffers like a
+// dispatch, not a fence: the first call waits for %a (a barrier), the second for the first
+// (its operand, and calls of one callee share its transients), and @k(%x), which reads
+// neither, shares the first wave with %a instead of a wave of its own after the calls (before:
+// barrier, call, barrier, call, barrier, @k(%x)).
 // CHECK-LABEL: func.func @net(
 // CHECK-SAME:    %[[X:[a-z0-9]+]]: tensor<4xf32>, %[[W:[a-z0-9]+]]: tensor<4xf32>
 // CHECK:         %[[R:.+]]:2, %{{.+}} = hexir.execute on(0, "compute") -> tensor<4xf32>, tensor<4xf32> {
 // CHECK-NEXT:      %[[A:.+]] = hexir.dispatch @k(%[[X]])
+// CHECK-NEXT:      %[[B:.+]] = hexir.dispatch @k(%[[X]])
 // CHECK-NEXT:      hexir.barrier
 // CHECK-NEXT:      %[[H0:.+]] = func.call @layer(%[[A]], %[[W]])
 // CHECK-NEXT:      hexir.barrier
 // CHECK-NEXT:      %[[H1:.+]] = func.call @layer(%[[H0]], %[[W]])
-// CHECK-NEXT:      hexir.barrier
-// CHECK-NEXT:      %[[B:.+]] = hexir.dispatch @k(%[[X]])
 // CHECK-NEXT:      hexir.yield %[[H1]], %[[B]]
 // CHECK-NOT:     hexir.execute
 // CHECK:         return %[[R]]#0, %[[R]]#1
@@ -38,6 +40,41 @@ func.func private @layer(%x: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> 
   %q = hexir.dispatch @k(%w) : (tensor<4xf32>) -> tensor<4xf32>
   %r = hexir.dispatch @k(%p, %q) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %r : tensor<4xf32>
+}
+
+// -----
+
+// A callee that updates an argument in place (its result tied to the argument: a KV cache
+// donated by its callers, dispatch/InPlaceUpdates.h) says so at each call site
+// (`hexir.tied_operands`, like a dispatch): the call follows the earlier reader of the buffer
+// it writes (write after read: a barrier before it), and the reader of its tied result follows
+// the call.
+// CHECK-LABEL: func.func @step(
+// CHECK:         hexir.execute on(0, "compute")
+// CHECK-NEXT:      %[[CACHE:.+]] = hexir.dispatch @k(
+// CHECK-NEXT:      hexir.barrier
+// CHECK-NEXT:      hexir.dispatch @k(%[[CACHE]])
+// CHECK-NEXT:      hexir.barrier
+// CHECK-NEXT:      %[[U:.+]]:2 = func.call @update(%{{.+}}, %[[CACHE]]) {hexir.tied_operands = array<i64: -1, 1>}
+// CHECK-NEXT:      hexir.barrier
+// CHECK-NEXT:      hexir.dispatch @k(%[[U]]#1)
+// CHECK-LABEL: func.func private @update(
+// CHECK-SAME:    hexir.records_into_caller
+hexir.executable @k attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+}
+hexir.executable @row attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+}
+func.func @step(%x: tensor<4xf32>, %c: tensor<8x4xf32>) -> (tensor<4xf32>, tensor<8x4xf32>, tensor<4xf32>) {
+  %cache = hexir.dispatch @k(%c) : (tensor<8x4xf32>) -> tensor<8x4xf32>
+  %read = hexir.dispatch @k(%cache) : (tensor<8x4xf32>) -> tensor<4xf32>
+  %u:2 = func.call @update(%x, %cache) : (tensor<4xf32>, tensor<8x4xf32>) -> (tensor<4xf32>, tensor<8x4xf32>)
+  %after = hexir.dispatch @k(%u#1) : (tensor<8x4xf32>) -> tensor<4xf32>
+  return %u#0, %u#1, %after : tensor<4xf32>, tensor<8x4xf32>, tensor<4xf32>
+}
+func.func private @update(%x: tensor<4xf32>, %cache: tensor<8x4xf32>) -> (tensor<4xf32>, tensor<8x4xf32>) {
+  %y = hexir.dispatch @k(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %w = hexir.dispatch @row(%y, %cache) {hexir.tied_operands = array<i64: 1>} : (tensor<4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
+  return %y, %w : tensor<4xf32>, tensor<8x4xf32>
 }
 
 // -----

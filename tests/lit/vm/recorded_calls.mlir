@@ -1,16 +1,24 @@
 // RUN: hexir-opt %s -split-input-file --hexir-convert-to-vm -verify-diagnostics | FileCheck %s
 
 // A callee recorded into its caller (passes/schedule/RecordedCalls.h). Its VM form takes and
-// returns tensors as buffers (+ dynamic dims), does its region's host work (the transient
-// %p, the result allocation, no parameter buffer: static shapes) and returns its three slot
-// buffers (%x, %p, %r) after its result; it records and submits nothing. `@layer.record`
-// records its two dispatches with slot ordinals relative to its second argument. The caller
-// records once: its own dispatch in slots 0-1, each call's slots from 2 and 5; one
-// submission with 2 + 3 + 3 slots.
+// returns tensors as buffers (+ dynamic dims), then one buffer per result that the call site
+// keeps (null where the caller yields the result), does its region's host work (the transient
+// %p; the result from the held buffer through hal.device.transient, allocated only when it is
+// null or too small; no parameter buffer: static shapes) and returns its three slot buffers
+// (%x, %p, %r) after its result; it records and submits nothing. The first call's result is
+// used only inside the caller's region: the caller keeps it in a ref global of that call site
+// and passes it back at every call (one allocation per call site, not per call); the second
+// call's result is yielded: null, the callee allocates it. `@layer.record` records its two
+// dispatches with slot ordinals relative to its second argument. The caller records once:
+// its own dispatch in slots 0-1, each call's slots from 2 and 5; one submission with 2 + 3 + 3
+// slots.
 // CHECK-LABEL: func.func @net(
 // CHECK:         %[[A:.+]] = hexir_vm.call.import "hal.device.transient"
-// CHECK:         %[[H0:.+]]:4 = hexir_vm.call @layer(%[[A]]) : (!hexir_vm.ref) -> (!hexir_vm.ref, !hexir_vm.ref, !hexir_vm.ref, !hexir_vm.ref)
-// CHECK:         %[[H1:.+]]:4 = hexir_vm.call @layer(%[[H0]]#0)
+// CHECK:         %[[HELD:.+]] = hexir_vm.global.load.ref [[G:[0-9]+]]
+// CHECK-NEXT:    %[[H0:.+]]:4 = hexir_vm.call @layer(%[[A]], %[[HELD]]) : (!hexir_vm.ref, !hexir_vm.ref) -> (!hexir_vm.ref, !hexir_vm.ref, !hexir_vm.ref, !hexir_vm.ref)
+// CHECK:         hexir_vm.global.store.ref %[[H0]]#0, [[G]]
+// CHECK:         %[[NONE:.+]] = hexir_vm.null
+// CHECK-NEXT:    %[[H1:.+]]:4 = hexir_vm.call @layer(%[[H0]]#0, %[[NONE]])
 // CHECK-NOT:     hal.device.queue.execute_bound
 // CHECK:         %[[CB:.+]] = hexir_vm.call.import "hal.command_buffer.create"
 // CHECK:         hexir_vm.call.import "hal.command_buffer.dispatch_slots"
@@ -24,10 +32,12 @@
 // CHECK:         hexir_vm.call.import "hal.device.queue.execute_bound"(%{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %[[A]], %[[H0]]#1, %[[H0]]#2, %[[H0]]#3, %[[H1]]#1, %[[H1]]#2, %[[H1]]#3)
 // CHECK-NOT:     hal.device.queue.execute_bound
 // CHECK-LABEL: func.func private @layer(
-// CHECK-SAME:    %[[X:.+]]: !hexir_vm.ref) -> (!hexir_vm.ref, !hexir_vm.ref, !hexir_vm.ref, !hexir_vm.ref)
+// CHECK-SAME:    %[[X:.+]]: !hexir_vm.ref, %[[KEPT:.+]]: !hexir_vm.ref) -> (!hexir_vm.ref, !hexir_vm.ref, !hexir_vm.ref, !hexir_vm.ref)
 // CHECK-NOT:     hal.buffer_view
+// CHECK-NOT:     hal.device.queue.alloca
 // CHECK:         %[[P:.+]] = hexir_vm.call.import "hal.device.transient"
-// CHECK:         %[[R:.+]] = hexir_vm.call.import "hal.device.queue.alloca"
+// CHECK-NOT:     hal.device.queue.alloca
+// CHECK:         %[[R:.+]] = hexir_vm.call.import "hal.device.transient"(%{{.+}}, %[[KEPT]], %{{.+}})
 // CHECK-NOT:     hal.command_buffer
 // CHECK-NOT:     hal.device.queue.execute
 // CHECK:         hexir_vm.return %[[R]], %[[X]], %[[P]], %[[R]]
@@ -71,10 +81,10 @@ func.func private @layer(%x: tensor<4xf32>) -> tensor<4xf32> attributes {hexir.r
 // buffer, which is one of its three slots (argument, result, parameters).
 // CHECK-LABEL: func.func @dyn(
 // CHECK:         %[[N:.+]] = hexir_vm.call.import "hal.buffer_view.dim"
-// CHECK:         %[[C:.+]]:5 = hexir_vm.call @scale(%{{.+}}, %[[N]]) : (!hexir_vm.ref, i64) -> (!hexir_vm.ref, i64, !hexir_vm.ref, !hexir_vm.ref, !hexir_vm.ref)
+// CHECK:         %[[C:.+]]:5 = hexir_vm.call @scale(%{{.+}}, %[[N]], %{{.+}}) : (!hexir_vm.ref, i64, !hexir_vm.ref) -> (!hexir_vm.ref, i64, !hexir_vm.ref, !hexir_vm.ref, !hexir_vm.ref)
 // CHECK:         hexir_vm.call.import "hal.buffer_view.create"(%[[C]]#0, %{{.+}}, %[[C]]#1)
 // CHECK-LABEL: func.func private @scale(
-// CHECK-SAME:    %{{.+}}: !hexir_vm.ref, %[[D:.+]]: i64)
+// CHECK-SAME:    %{{.+}}: !hexir_vm.ref, %[[D:.+]]: i64, %{{.+}}: !hexir_vm.ref)
 // CHECK-NOT:     hal.buffer_view
 // CHECK:         hexir_vm.call.import "hal.allocator.allocate_uniform"
 // CHECK:         hexir_vm.call.import "hal.buffer.store_i64"(%{{.+}}, %{{.+}}, %[[D]], %[[D]])
