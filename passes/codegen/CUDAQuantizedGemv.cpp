@@ -4,6 +4,7 @@
 #include "passes/codegen/CUDAQuantizedGemv.h"
 
 #include <functional>
+#include <map>
 #include <string>
 
 #include "dialects/hexir/IR/HexirAttributes.h"
@@ -480,6 +481,7 @@ class GemvBuilder {
     Value termValue = r.sum.getLhs() == accArg ? r.sum.getRhs() : r.sum.getLhs();
     TermForm form = FormOf(termValue, body->getArgument(0));
     CseCloner cse(b);
+    std::map<std::pair<const void*, bool>, Value> converted;
     std::vector<DecodedTerm> terms;
     for (int64_t t = 0; t < s.groupValues(); ++t) {
       SmallVector<std::optional<int64_t>> env = {std::nullopt, std::nullopt, t % s.blockValues};
@@ -509,8 +511,10 @@ class GemvBuilder {
         if (isa<arith::SIToFPOp, arith::UIToFPOp>(op) && op.getResult(0).getType().isF32()) {
           const bool isSigned = isa<arith::SIToFPOp>(op);
           Value in = m.lookupOrDefault(op.getOperand(0));
-          if (FitsExponentTrick(in, isSigned)) {
-            m.map(op.getResult(0), SmallIntToF32(b, loc, in, isSigned));
+          if (FitsExponentTrick(in, isSigned)) {  // once per integer (a sub-block's scale: once)
+            Value& f = converted[{in.getAsOpaquePointer(), isSigned}];
+            if (!f) f = SmallIntToF32(b, loc, in, isSigned);
+            m.map(op.getResult(0), f);
             continue;
           }
         }
