@@ -7,6 +7,7 @@
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -66,6 +67,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     CUDALowerExecutablesBase::getDependentDialects(registry);
     codegen::AddPipelineDialects(registry, {kBufferizePipeline, kLoopsPipeline, kNVVMPipeline});
     registry.insert<vector::VectorDialect>();  // warp reductions' vector loads
+    registry.insert<math::MathDialect>();      // the quantized GEMV's fma chains
   }
 
   void runOnOperation() override {

@@ -3,6 +3,8 @@
 // the two agree on what the kernel holds.
 #include "passes/codegen/CUDAQuantizedGemv.h"
 
+#include <functional>
+#include <map>
 #include <string>
 
 #include "dialects/hexir/IR/HexirAttributes.h"
@@ -19,6 +21,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "passes/codegen/CUDABlockMatvec.h"
 #include "passes/codegen/CUDAColumnReduce.h"
+#include "passes/codegen/CUDAGemvDecode.h"
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/codegen/KernelLoweringUtils.h"
 #include "passes/codegen/WorkgroupCount.h"
@@ -148,6 +151,42 @@ bool IsPrologue(linalg::GenericOp g, int64_t k, Block& entry) {
   return !reads && OnlyConstantsAndArguments(g.getRegion(), entry);
 }
 
+// A pure arith op on scalars (a row offset's index_cast).
+bool IsScalarArith(Operation* op) {
+  return isa<arith::ArithDialect>(op->getDialect()) && op->getNumRegions() == 0 && isPure(op) &&
+         llvm::all_of(op->getResultTypes(), [](Type t) { return t.isIntOrIndex(); });
+}
+
+// A write of `value` ([N]) as one row of a 2-D kernel argument at a row offset given by
+// kernel arguments or constants (the decode step's V projection into its KV cache row):
+// tensor.insert_slice value into arg[p, 0] [1, N] [1, 1] (tensor form) or memref.copy of
+// `value` into such a subview of arg (buffer form). The written value (the insert's result,
+// the subview) or null.
+Value IsRowWrite(Operation* op, Value value, int64_t rows, Block& entry) {
+  std::function<bool(Value)> fromEntry = [&](Value v) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    if ((arg && arg.getOwner() == &entry) || matchPattern(v, m_Constant())) return true;
+    Operation* def = v.getDefiningOp();
+    return def && IsScalarArith(def) && llvm::all_of(def->getOperands(), fromEntry);
+  };
+  auto isRow = [&](OffsetSizeAndStrideOpInterface slice, Value whole) {
+    auto type = dyn_cast<ShapedType>(whole.getType());
+    auto arg = dyn_cast<BlockArgument>(whole);
+    if (!arg || arg.getOwner() != &entry || !type || type.getRank() != 2 || type.getDimSize(1) != rows) return false;
+    ArrayRef<int64_t> sizes = slice.getStaticSizes(), strides = slice.getStaticStrides();
+    if (sizes.size() != 2 || sizes[0] != 1 || sizes[1] != rows || strides[0] != 1 || strides[1] != 1) return false;
+    if (slice.getStaticOffsets().back() != 0) return false;
+    return llvm::all_of(slice.getOffsets(), fromEntry);
+  };
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(op))
+    return insert.getSource() == value && isRow(insert, insert.getDest()) ? insert.getResult() : Value();
+  if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+    auto view = copy.getTarget().getDefiningOp<memref::SubViewOp>();
+    return copy.getSource() == value && view && isRow(view, view.getSource()) ? view.getResult() : Value();
+  }
+  return Value();
+}
+
 FailureOr<Roles> FindRoles(func::FuncOp kernel, std::string* why) {
   auto fail = [&](const char* reason) -> FailureOr<Roles> {
     *why = reason;
@@ -237,24 +276,31 @@ FailureOr<Roles> FindRoles(func::FuncOp kernel, std::string* why) {
   // Elementwise consumers, each of the previous value.
   Value current = buffers ? acc : r.gemv.getResult(0);
   for (Operation* op = r.gemv->getNextNode(); op != entry.getTerminator(); op = op->getNextNode()) {
-    if (isa<memref::DeallocOp>(op)) continue;
+    if (isa<memref::DeallocOp, memref::SubViewOp, arith::ConstantOp>(op) || IsScalarArith(op)) continue;
+    if (auto row = IsRowWrite(op, current, rows, entry)) {  // the KV cache's row
+      current = row;
+      continue;
+    }
     auto g = dyn_cast<linalg::GenericOp>(op);
-    if (!g) return fail("an op other than elementwise consumers follows");
+    if (!g) return fail("an op other than elementwise consumers and a row write follows");
     if (!llvm::is_contained(g.getDpsInputs(), current) || !IsEpilogue(g, rows, entry))
       return fail("a consumer is not elementwise over the result");
     r.epilogue.push_back(g);
     current = buffers ? g.getDpsInitOperand(0)->get() : g.getResult(0);
   }
   if (buffers) {
-    auto arg = dyn_cast<BlockArgument>(current);
+    Value written = current;
+    if (auto view = written.getDefiningOp<memref::SubViewOp>()) written = view.getSource();
+    auto arg = dyn_cast<BlockArgument>(written);
     if (!arg || arg.getOwner() != &entry) return fail("the result is not written to a kernel argument");
   } else {
     auto ret = cast<func::ReturnOp>(entry.getTerminator());
     if (ret.getNumOperands() != 1 || ret.getOperand(0) != current || !current.hasOneUse())
       return fail("the kernel does not return the last value");
     for (Operation& op : entry)
-      if (!isa<linalg::FillOp, tensor::ExpandShapeOp, tensor::EmptyOp, arith::ConstantOp, func::ReturnOp>(op) &&
-          op.getName() != r.gemv->getName())
+      if (!isa<linalg::FillOp, tensor::ExpandShapeOp, tensor::EmptyOp, tensor::InsertSliceOp, arith::ConstantOp,
+               func::ReturnOp>(op) &&
+          !IsScalarArith(&op) && op.getName() != r.gemv->getName())
         return fail("the kernel computes something else");
     for (Operation& op : entry)
       if (auto g = dyn_cast<linalg::GenericOp>(op);
@@ -321,10 +367,13 @@ std::optional<QuantizedGemv> MatchQuantizedGemv(func::FuncOp kernel) {
   if (s.groupBlocks == 0) return refuse("no group of blocks fits");
   for (s.align = 16; s.align > 1 && (s.groupBytes() % s.align || rowBytes % s.align);) s.align /= 2;
   if (s.groupBytes() / s.align > kMaxGemvGroupLoads) return refuse("too many loads a group");
-  if (!r->prologue.empty() && s.blocks * s.blockValues * 4 > kMaxGemvSharedBytes) return refuse("x too long for shared memory");
+  if (!r->prologue.empty() && !s.stagesX()) return refuse("x too long for shared memory");
   if (!GroupOffsets(*r, s, &why)) return refuse("byte offsets are not the group start plus a constant (" + why + ")");
   for (s.lanes = 1; s.lanes < s.groups() && s.lanes < 32;) s.lanes *= 2;
-  for (s.warps = 8; s.warps > 1 && s.gridBlocks() < kSMs;) s.warps /= 2;
+  // Blocks that stage x keep 4 warps (each thread copies a share of x; more rows a block
+  // share one copy).
+  const int64_t minWarps = s.stagesX() ? 4 : 1;
+  for (s.warps = 8; s.warps > minWarps && s.gridBlocks() < kSMs;) s.warps /= 2;
   return s;
 }
 
@@ -339,6 +388,34 @@ void ScheduleQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
 }
 
 namespace {
+// The importer's term x * w with w = p * q, p * q + c or p * q - c (CUDAGemvDecode.h):
+// `scaled` the multiplication p * q, `offset` c; null `scaled` when the term has another form.
+struct TermForm {
+  arith::MulFOp scaled;
+  Value offset;
+  bool subtract = false;
+};
+
+TermForm FormOf(Value term, Value x) {
+  TermForm form;
+  auto product = term.getDefiningOp<arith::MulFOp>();
+  if (!product || (product.getLhs() == x) == (product.getRhs() == x)) return form;
+  Value w = product.getLhs() == x ? product.getRhs() : product.getLhs();
+  if (auto add = w.getDefiningOp<arith::AddFOp>()) {
+    form.scaled = add.getLhs().getDefiningOp<arith::MulFOp>();
+    form.offset = add.getRhs();
+    if (!form.scaled) form.scaled = add.getRhs().getDefiningOp<arith::MulFOp>(), form.offset = add.getLhs();
+  } else if (auto sub = w.getDefiningOp<arith::SubFOp>()) {
+    form.scaled = sub.getLhs().getDefiningOp<arith::MulFOp>();
+    form.offset = sub.getRhs();
+    form.subtract = true;
+  } else {
+    form.scaled = w.getDefiningOp<arith::MulFOp>();
+  }
+  if (!form.scaled) form = TermForm{};
+  return form;
+}
+
 // Emits the kernel's ops before `b`'s insertion point.
 class GemvBuilder {
  public:
@@ -384,7 +461,7 @@ class GemvBuilder {
       if (xShared) {
         Value& v = xs[t / 4];
         if (!v) {
-          Value at = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, u, idx(s.groupValues())),
+          Value at = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, u, idx(s.sharedGroupStride())),
                                            idx(t - t % 4));
           v = vector::LoadOp::create(b, loc, VectorType::get({4}, b.getF32Type()), xShared, ValueRange{at}, false,
                                      llvm::MaybeAlign(16));
@@ -402,7 +479,10 @@ class GemvBuilder {
     Block* body = r.gemv.getBlock();
     BlockArgument accArg = body->getArgument(1);
     Value termValue = r.sum.getLhs() == accArg ? r.sum.getRhs() : r.sum.getLhs();
-    SmallVector<Value> terms;
+    TermForm form = FormOf(termValue, body->getArgument(0));
+    CseCloner cse(b);
+    std::map<std::pair<const void*, bool>, Value> converted;
+    std::vector<DecodedTerm> terms;
     for (int64_t t = 0; t < s.groupValues(); ++t) {
       SmallVector<std::optional<int64_t>> env = {std::nullopt, std::nullopt, t % s.blockValues};
       DenseMap<Value, Attribute> memo;
@@ -422,17 +502,42 @@ class GemvBuilder {
         SmallVector<Attribute> known;
         for (Value v : op.getResults()) known.push_back(Evaluate(v, env, memo));
         if (llvm::all_of(known, [](Attribute a) { return a != nullptr; })) {
-          for (auto [v, a] : llvm::zip(op.getResults(), known)) m.map(v, constant(a));
+          for (auto [v, a] : llvm::zip(op.getResults(), known)) m.map(v, cse.constant(a, loc));
           continue;
         }
         for (Value operand : op.getOperands())
           if (!m.contains(operand))
-            if (Attribute a = Evaluate(operand, env, memo)) m.map(operand, constant(a));
-        b.clone(op, m);
+            if (Attribute a = Evaluate(operand, env, memo)) m.map(operand, cse.constant(a, loc));
+        if (isa<arith::SIToFPOp, arith::UIToFPOp>(op) && op.getResult(0).getType().isF32()) {
+          const bool isSigned = isa<arith::SIToFPOp>(op);
+          Value in = m.lookupOrDefault(op.getOperand(0));
+          if (FitsExponentTrick(in, isSigned)) {  // once per integer (a sub-block's scale: once)
+            Value& f = converted[{in.getAsOpaquePointer(), isSigned}];
+            if (!f) f = SmallIntToF32(b, loc, in, isSigned);
+            m.map(op.getResult(0), f);
+            continue;
+          }
+        }
+        cse.clone(op, m);
       }
-      terms.push_back(m.lookup(termValue));
+      DecodedTerm term;
+      term.whole = m.lookup(termValue);
+      if (form.scaled) {
+        term.x = m.lookup(body->getArgument(0));
+        term.a = m.lookupOrDefault(form.scaled.getLhs());
+        term.v = m.lookupOrDefault(form.scaled.getRhs());
+        if (form.offset) term.c = m.lookupOrDefault(form.offset);
+        term.subtract = form.subtract;
+      }
+      terms.push_back(term);
     }
-    return SumTree(b, loc, std::move(terms));
+    // a: the factor shared by more values (the fewer distinct Values across the group).
+    llvm::DenseSet<Value> lhs, rhs;
+    for (const DecodedTerm& t : terms)
+      if (t.factored()) lhs.insert(t.a), rhs.insert(t.v);
+    if (rhs.size() < lhs.size())
+      for (DecodedTerm& t : terms) std::swap(t.a, t.v);
+    return FactoredSum(b, loc, terms);
   }
 
   // Element `at` of elementwise generic `g` whose input `previous` (a buffer, or null) holds
@@ -482,7 +587,7 @@ class GemvBuilder {
     memref::StoreOp::create(b, loc, value, r.result, ValueRange{row});
   }
 
-  Value xShared;  // x staged in shared memory (when computed by a prologue), or null
+  Value xShared;  // x staged in shared memory (padded: QuantizedGemv::sharedGroupStride), or null
   OpBuilder& b;
   Location loc;
   Roles& r;
@@ -524,15 +629,37 @@ LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
   Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, k.idx(s.rows));
   Value loadRow = arith::MinUIOp::create(b, loc, row, k.idx(s.rows - 1));
 
-  if (!r.prologue.empty()) {  // every thread computes a share of x into shared memory
-    const int64_t K = s.blocks * s.blockValues;
-    k.xShared = WorkgroupArray(b, loc, kernel, b.getF32Type(), K);
+  // x staged in shared memory, each group's values followed by 4 unused ones (the padding
+  // puts the 16-byte reads of a row's lanes, one group apart, in different banks).
+  auto padded = [&](Value at) {
+    Value group = arith::DivUIOp::create(b, loc, at, k.idx(s.groupValues()));
+    return arith::AddIOp::create(b, loc, at, arith::MulIOp::create(b, loc, group, k.idx(kGemvSharedPad))).getResult();
+  };
+  const int64_t K = s.blocks * s.blockValues;
+  if (!r.prologue.empty()) {  // every thread computes a share of x
+    k.xShared = WorkgroupArray(b, loc, kernel, b.getF32Type(), s.sharedBytes() / 4);
     auto fill = scf::ForOp::create(b, loc, tid, k.idx(K), k.idx(s.threads()));
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(fill.getBody()->getTerminator());
       Value at = fill.getInductionVar();
-      memref::StoreOp::create(b, loc, k.prologue(at), k.xShared, ValueRange{at});
+      memref::StoreOp::create(b, loc, k.prologue(at), k.xShared, ValueRange{padded(at)});
+    }
+    gpu::BarrierOp::create(b, loc);
+  } else if (auto xType = dyn_cast<MemRefType>(r.x.getType());
+             s.stagesX() && s.blockValues % 4 == 0 && xType && xType.getLayout().isIdentity()) {  // every thread copies 16-byte pieces of x
+    k.xShared = WorkgroupArray(b, loc, kernel, b.getF32Type(), s.sharedBytes() / 4);
+    auto vec4 = VectorType::get({4}, b.getF32Type());
+    auto copy = scf::ForOp::create(b, loc, arith::MulIOp::create(b, loc, tid, k.idx(4)), k.idx(K),
+                                   k.idx(4 * s.threads()));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(copy.getBody()->getTerminator());
+      Value at = copy.getInductionVar();
+      Value block = arith::DivUIOp::create(b, loc, at, k.idx(s.blockValues));
+      Value j = arith::RemUIOp::create(b, loc, at, k.idx(s.blockValues));
+      Value piece = vector::LoadOp::create(b, loc, vec4, r.x, ValueRange{block, j}, false, llvm::MaybeAlign(16));
+      vector::StoreOp::create(b, loc, piece, k.xShared, ValueRange{padded(at)}, false, llvm::MaybeAlign(16));
     }
     gpu::BarrierOp::create(b, loc);
   }

@@ -16,15 +16,23 @@
 // with its byte offsets evaluated at compile time (offset = group start + a constant, checked
 // to step by exactly the group's bytes from one group to the next), each byte read taken from
 // the loaded vectors, so the decode keeps no byte loads, no index arithmetic and no branch;
-// x is read with 16-byte loads (L1-cached, shared by the rows of a block); an x computed in
-// the kernel by elementwise generics (the final RMSNorm's scaling fused into the classifier)
-// is computed once per block into shared memory, a share per thread, before a barrier. Sums
-// are f32:
-// per group a pairwise tree of its products, per lane a running sum over its groups, then
+// the clones share what values share (a block's scale: decoded once), small integers become
+// f32 without the conversion unit, and terms x * (a * v +- c) are summed as a * fma-chain of
+// x v +- c * sum x (CUDAGemvDecode.h). x is staged once per block in shared memory (each
+// group's values then 4 unused f32s, so a row's lanes, one group apart, read different
+// banks): copied in 16-byte pieces, or computed there by elementwise generics (the final
+// RMSNorm's scaling fused into the classifier), a share per thread, before a barrier; an x
+// too long for shared memory (over 48 KB) is read with 16-byte loads from global memory.
+// H200 profile that led here (session 18): x read from L1 by every lane (1 KB a group) kept
+// the earlier kernel L1-bound (87.8% L1 throughput, 6.5% of DRAM bandwidth), and its
+// cvt.rn.f32.s32 per value issues at 16 a clock per SM. Sums are f32:
+// per group the factored sums' pairwise tree, per lane a running sum over its groups, then
 // an xor butterfly over the row's L lanes; the row's first lane adds the init (the fill),
-// applies the fused consumers to its element and stores it. Rows past N (the last warp of a
-// grid that N does not fill) compute on row N - 1 and store nothing, so every shuffle sees
-// its whole warp. Nothing is expanded: every weight byte is read once, by one lane.
+// applies the fused consumers to its element and stores it, into the result or into one row
+// of a 2-D kernel argument (the decode step's V projection writing its KV cache row). Rows
+// past N (the last warp of a grid that N does not fill) compute on row N - 1 and store
+// nothing, so every shuffle sees its whole warp. Nothing is expanded: every weight byte is
+// read once, by one lane.
 #pragma once
 
 #include <optional>
@@ -41,8 +49,11 @@ inline constexpr int64_t kMaxGemvGroupBytes = 288;
 inline constexpr int64_t kMaxGemvGroupLoads = 72;
 // Most values one group decodes (code size: the decode is written out per value).
 inline constexpr int64_t kMaxGemvGroupValues = 256;
-// Shared memory for an x computed in the kernel (the static limit without opting in).
+// Shared memory for x (the static limit without opting in), and the f32s after each
+// group's values there (16 bytes: a row's lanes read 16-byte pieces one group apart, which
+// the padding moves to different banks).
 inline constexpr int64_t kMaxGemvSharedBytes = 48 * 1024;
+inline constexpr int64_t kGemvSharedPad = 4;
 
 struct QuantizedGemv {
   int64_t rows = 0;         // N (static)
@@ -60,6 +71,10 @@ struct QuantizedGemv {
   int64_t threads() const { return 32 * warps; }
   int64_t rowsPerBlock() const { return warps * (32 / lanes); }
   int64_t gridBlocks() const { return (rows + rowsPerBlock() - 1) / rowsPerBlock(); }
+  // x in shared memory: a group's values then kGemvSharedPad unused ones.
+  int64_t sharedGroupStride() const { return groupValues() + kGemvSharedPad; }
+  int64_t sharedBytes() const { return groups() * sharedGroupStride() * 4; }
+  bool stagesX() const { return sharedBytes() <= kMaxGemvSharedBytes; }
   std::vector<int64_t> encode() const;
   static std::optional<QuantizedGemv> decode(llvm::ArrayRef<int64_t> words);
 };
@@ -74,12 +89,15 @@ inline constexpr char kQuantizedGemvAttr[] = "hexir.cuda.quantized_gemv";
 // kMaxGemvSharedBytes), every byte read from one i8 [N][row bytes] kernel argument at row n
 // and an offset that is a function of (b, j) alone, an init filled with a scalar, static
 // shapes; then zero or more elementwise generics over [N] (identity maps, no reads in their
-// bodies) each consuming the previous result, the last one returned. Group: the most blocks
+// bodies) each consuming the previous result, the last one returned, or inserted as row p of
+// a 2-D kernel argument ([1, N] at [p, 0], p a kernel argument or scalar arithmetic on
+// them) and that returned. Group: the most blocks
 // (8, 4, 2, 1) dividing the row with at most kMaxGemvGroupBytes bytes and
 // kMaxGemvGroupValues values; load width: the largest power of two <= 16 dividing both the
 // group's and the row's bytes, refused below kMaxGemvGroupLoads loads a group. Lanes: the
 // groups per row rounded up to a power of two, at most 32; warps per block: 8, halved while
-// fewer than 132 blocks (the H200's SMs) would run. nullopt (nothing changed) otherwise.
+// fewer than 132 blocks (the H200's SMs) would run, down to 4 where x is staged in shared
+// memory (1 otherwise). nullopt (nothing changed) otherwise.
 std::optional<QuantizedGemv> MatchQuantizedGemv(mlir::func::FuncOp kernel);
 
 // Records the launch of `shape` on `kernel`'s executable (block size, workgroup count) and

@@ -3,7 +3,9 @@
 // GGUF block format, against ggml's dequantization in double times x: rows that fill no
 // whole block of rows (67, 300), K of one and three blocks (loads narrower than 16 bytes:
 // a row of 3 q4_0 blocks is 54 bytes), K of 24 and 64 blocks (16-byte loads of 8-block
-// groups), the decode step's 256 x 2048 k/v shape, a fused residual add. q6_k's 210-byte
+// groups), the decode step's 256 x 2048 k/v shape, a fused residual add, the V projection
+// written into row 10 of a 19-row KV cache (the other rows must stay as they were), 131 rows
+// (prime) of K = 5632 (TinyLlama's w2: 22 groups, more than a warp's lanes). q6_k's 210-byte
 // blocks keep the generic kernel; the generic kernel (hexir-compile
 // --cuda-generic-block-matvec) is checked on the same cases. Without a GPU the modules are
 // compiled (code generation runs) and the test reports itself skipped.
@@ -28,18 +30,23 @@ struct Case {
   std::string function;
   int64_t n, k;
   bool residual;
+  int64_t cacheRows = 0, cacheRow = 0;  // > 0: W x written into row cacheRow of a [cacheRows][n] cache
   HostTensor w, x, r, expected;
   std::vector<double> bound;  // per row: 1e-5 of sum |w x| (f32 sums over up to 2048 terms)
 };
 
-Case MakeCase(const GgmlBlockInfo& format, int64_t n, int64_t blocks, bool residual, unsigned seed) {
+Case MakeCase(const GgmlBlockInfo& format, int64_t n, int64_t blocks, bool residual, unsigned seed,
+              int64_t cacheRows = 0) {
   Case c;
   c.format = &format;
   c.n = n, c.k = blocks * format.block_elements, c.residual = residual;
-  c.function = std::string(format.name) + "_" + std::to_string(n) + "x" + std::to_string(c.k) + (residual ? "_res" : "");
+  c.cacheRows = cacheRows, c.cacheRow = cacheRows / 2 + 1;
+  c.function = std::string(format.name) + "_" + std::to_string(n) + "x" + std::to_string(c.k) + (residual ? "_res" : "") +
+               (cacheRows ? "_row" : "");
+  if (cacheRows) c.r = RandomF32({cacheRows, n}, seed + 3);  // the cache: every other row must stay
   c.w = RandomBlocks(format, n, c.k, seed);
   c.x = RandomF32({c.k}, seed + 1);
-  c.r = RandomF32({n}, seed + 2);
+  if (!cacheRows) c.r = RandomF32({n}, seed + 2);
   c.expected = ZerosF32({n});
   c.bound.assign(n, 0);
   std::vector<double> values(format.block_elements);
@@ -68,6 +75,11 @@ std::vector<Case> Cases() {
     cases.push_back(MakeCase(format, 67, 3, false, seed += 3));
     cases.push_back(MakeCase(format, 300, k256 ? 3 : 24, true, seed += 3));
     cases.push_back(MakeCase(format, 256, k256 ? 8 : 64, false, seed += 3));
+    // The decode step's V projection written into its KV cache row (19 rows, row 10).
+    cases.push_back(MakeCase(format, 256, k256 ? 8 : 64, false, seed += 3, 19));
+    // Prime rows, and K of 22 groups of 8 blocks (TinyLlama's w2, 5632 = 22 x 256): more
+    // groups than a warp has lanes.
+    cases.push_back(MakeCase(format, 131, k256 ? 22 : 176, !k256, seed += 3));
   }
   return cases;
 }
@@ -75,7 +87,9 @@ std::vector<Case> Cases() {
 void Check(const std::string& variant, const std::string& flags) {
   std::vector<Case> cases = Cases();
   std::string source;
-  for (const Case& c : cases) source += BlockMatvecSource(c.function, *c.format, c.n, c.k, c.residual);
+  for (const Case& c : cases)
+    source += c.cacheRows ? BlockMatvecRowWriteSource(c.function, *c.format, c.n, c.k, c.cacheRows)
+                          : BlockMatvecSource(c.function, *c.format, c.n, c.k, c.residual);
   // Compiled before any device check: where modules are being saved for the GPU machine,
   // or where there is no GPU, code generation still runs.
   std::string module = CompileOrDie(source, "quantized_gemv_" + variant, "cuda", flags);
@@ -84,13 +98,22 @@ void Check(const std::string& variant, const std::string& flags) {
     INFO(variant << ": " << c.function);
     std::vector<tools::HostValue> inputs = {Tensor(c.w), Tensor(c.x)};
     if (c.residual) inputs.push_back(Tensor(c.r));
+    if (c.cacheRows) inputs.push_back(Tensor(c.r)), inputs.push_back(I64Scalar(c.cacheRow));
     auto results = CallOrDie(*session, c.function, inputs);
     REQUIRE(results.size() == 1);
-    const HostTensor& y = results[0].tensor;
-    REQUIRE(y.dims == c.expected.dims);
+    const HostTensor& out = results[0].tensor;
+    // A cache: the other rows as they were, y in row cacheRow.
+    const float* y = F32(out) + c.cacheRow * c.n * (c.cacheRows > 0);
+    if (c.cacheRows) {
+      REQUIRE(out.dims == c.r.dims);
+      for (int64_t i = 0; i < c.cacheRows * c.n; ++i)
+        if (i / c.n != c.cacheRow) REQUIRE(F32(out)[i] == F32(c.r)[i]);
+    } else {
+      REQUIRE(out.dims == c.expected.dims);
+    }
     for (int64_t i = 0; i < c.n; ++i) {
-      INFO("row " << i << ": " << F32(y)[i] << " vs " << F32(c.expected)[i]);
-      REQUIRE(std::fabs(double(F32(y)[i]) - F32(c.expected)[i]) <= c.bound[i]);
+      INFO("row " << i << ": " << y[i] << " vs " << F32(c.expected)[i]);
+      REQUIRE(std::fabs(double(y[i]) - F32(c.expected)[i]) <= c.bound[i]);
     }
   }
 }

@@ -61,6 +61,24 @@ std::string BlockMatvecSource(const std::string& name, const GgmlBlockInfo& form
              "    linalg.yield %t : f32\n  } -> " + y + "\n  return %out : " + y + "\n}\n";
 }
 
+std::string BlockMatvecRowWriteSource(const std::string& name, const GgmlBlockInfo& format, int64_t n, int64_t k,
+                                      int64_t rows) {
+  std::string product = BlockMatvecSource(name + "_product", format, n, k);
+  std::string y = "tensor<" + std::to_string(n) + "xf32>", cache = MatrixType(rows, n, "f32");
+  // The product's body, then the write instead of its return.
+  const std::string tail = "  return %y : " + y + "\n}\n";
+  product.replace(0, product.find(')'), "func.func @" + name + "(%w: " + MatrixType(n, format.RowBytes(k), "i8") +
+                                              ", %x: tensor<" + std::to_string(k) + "xf32>, %cache: " + cache +
+                                              ", %at: i64");
+  product.replace(product.find(") -> " + y + " {"), (") -> " + y + " {").size(), ") -> " + cache + " {");
+  product.replace(product.rfind(tail), tail.size(),
+                  "  %p = arith.index_cast %at : i64 to index\n  %row = tensor.expand_shape %y [[0, 1]] output_shape [1, " +
+                      std::to_string(n) + "] : " + y + " into " + MatrixType(1, n, "f32") +
+                      "\n  %written = tensor.insert_slice %row into %cache[%p, 0] [1, " + std::to_string(n) + "] [1, 1] : " +
+                      MatrixType(1, n, "f32") + " into " + cache + "\n  return %written : " + cache + "\n}\n");
+  return product;
+}
+
 std::string BlockMatmulRowsSource(const std::string& name, const GgmlBlockInfo& format, int64_t n, int64_t k) {
   const int64_t bs = format.block_elements, nb = k / bs;
   std::string w = MatrixType(n, format.RowBytes(k), "i8"), x = MatrixType(-1, k, "f32"),

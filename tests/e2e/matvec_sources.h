@@ -26,6 +26,12 @@ std::string Output(int64_t n, const std::string& wType, const std::string& out);
 std::string BlockMatvecSource(const std::string& name, const compiler::llama::GgmlBlockInfo& format, int64_t n,
                               int64_t k, bool residual = false);
 
+// func.func @name(%w: i8 [n][row bytes], %x: [k] f32, %cache: [rows][n] f32, %at: i64) ->
+// [rows][n] f32: W x written into row %at of the cache (a [1][n] tensor.insert_slice), as the
+// llama importer writes the decode step's V projection into its KV cache.
+std::string BlockMatvecRowWriteSource(const std::string& name, const compiler::llama::GgmlBlockInfo& format,
+                                      int64_t n, int64_t k, int64_t rows);
+
 // func.func @name(%w: i8 [n][row bytes], %x: [?][k] f32) -> [?][n] f32: the M rows of x each
 // times W (the importer's prompt form: a generic over (m, n, b, j), M dynamic, marked).
 std::string BlockMatmulRowsSource(const std::string& name, const compiler::llama::GgmlBlockInfo& format, int64_t n,

@@ -5,12 +5,13 @@
 // writes them (34-byte blocks: an f16 scale, then 32 int8 quants).
 
 // 64 rows, k = 2048 (64 blocks): groups of 8 blocks (272 bytes, 17 16-byte loads), 8 groups
-// a row, so 8 lanes a row and 4 rows a warp; one warp a block (16 blocks: fewer blocks than
-// SMs either way). [rows, blocks, B, block bytes, G, A, lanes, warps].
+// a row, so 8 lanes a row and 4 rows a warp; x staged in shared memory, so 4 warps a block
+// (4 blocks: fewer blocks than SMs either way). [rows, blocks, B, block bytes, G, A, lanes,
+// warps].
 // DIST-LABEL: hexir.executable @q8
-// DIST-SAME:    hexir.cuda.block_size = array<i64: 32, 1, 1>, hexir.workgroup_count = array<i64: 16, 1, 1>
+// DIST-SAME:    hexir.cuda.block_size = array<i64: 128, 1, 1>, hexir.workgroup_count = array<i64: 4, 1, 1>
 // DIST:         func.func @q8
-// DIST-SAME:      hexir.cuda.block_size = 32 : index, hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 8, 16, 8, 1>, hexir.cuda.thread_count = -1 : index
+// DIST-SAME:      hexir.cuda.block_size = 128 : index, hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 8, 16, 8, 4>, hexir.cuda.thread_count = -1 : index
 // DIST:         hexir.block_matvec = "q8_0"
 // Lowered: 17 16-byte loads a group, no byte load, a 3-step butterfly over the row's 8 lanes.
 // LOWER-LABEL:  hexir.executable @q8
@@ -60,12 +61,12 @@ hexir.executable @q8 {
 
 // -----
 
-// 300 rows, k = 768 (3 groups a row: 4 lanes, 8 rows a warp; 38 warps, the last one's rows
-// past 300 load row 299 and store nothing) with the residual add fused: lane 0 of each row
+// 300 rows, k = 768 (3 groups a row: 4 lanes, 8 rows a warp; 38 warps in 10 blocks of 4, the
+// last one's rows past 300 load row 299 and store nothing) with the residual add fused: lane 0 of each row
 // adds r[n] and stores.
 // DIST-LABEL: hexir.executable @q8_res
-// DIST-SAME:    hexir.cuda.block_size = array<i64: 32, 1, 1>, hexir.workgroup_count = array<i64: 38, 1, 1>
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 300, 24, 32, 34, 8, 16, 4, 1>
+// DIST-SAME:    hexir.cuda.block_size = array<i64: 128, 1, 1>, hexir.workgroup_count = array<i64: 10, 1, 1>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 300, 24, 32, 34, 8, 16, 4, 4>
 // LOWER-LABEL:  hexir.executable @q8_res
 // LOWER-COUNT-2:  nvvm.shfl.sync  bfly
 // LOWER-NOT:      nvvm.shfl.sync
@@ -122,7 +123,7 @@ hexir.executable @q8_res {
 // row (3 groups), 5 rows in one warp.
 // DIST-LABEL: hexir.executable @q8_k3
 // DIST-SAME:    hexir.workgroup_count = array<i64: 1, 1, 1>
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 5, 3, 32, 34, 1, 2, 4, 1>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 5, 3, 32, 34, 1, 2, 4, 4>
 // LOWER-LABEL:  hexir.executable @q8_k3
 // LOWER-COUNT-17: llvm.load {{.*}} -> vector<2xi8>
 // LOWER-COUNT-2:  nvvm.shfl.sync  bfly
@@ -171,7 +172,7 @@ hexir.executable @q8_k3 {
 // fused into the classifier): each block computes it once into shared memory, then a
 // barrier, then the rows read x from there.
 // DIST-LABEL: hexir.executable @computed_x
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 8, 16, 8, 1>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 8, 16, 8, 4>
 // LOWER-LABEL:  hexir.executable @computed_x
 // LOWER:          llvm.mlir.global private @__hexir_shared() {addr_space = 3 : i32
 // LOWER:          nvvm.barrier0
@@ -251,6 +252,79 @@ hexir.executable @q6k {
         linalg.yield %s : f32
       } -> tensor<64xf32>
       return %y : tensor<64xf32>
+    }
+  }
+}
+
+// -----
+
+// The decode step's V projection (q4_0, 256 x 2048) written into its KV cache row %pos, as
+// the importer fuses it: the quantized GEMV takes it (the row write is its store). The decode
+// is cheap: x staged in shared memory behind one barrier; each value's nibble becomes an f32
+// without the conversion unit (an integer add of 1.5 x 2^23's bits, a bitcast, a
+// subtraction: no sitofp), the block's scale is decoded once and applied to the block's fma
+// chain (one fma a value: libdevice's __nv_fmaf, fma.rn.f32 in the PTX), 9 16-byte loads a
+// group of 8 blocks.
+// DIST-LABEL: hexir.executable @v_row
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 256, 64, 32, 18, 8, 16, 8, 4>
+// LOWER-LABEL:  hexir.executable @v_row
+// LOWER:          nvvm.barrier0
+// LOWER-COUNT-9:  llvm.load {{.*}} -> vector<16xi8>
+// LOWER-NOT:      llvm.load {{.*}} -> vector<16xi8>
+// LOWER-NOT:      llvm.sitofp
+// LOWER-COUNT-31: llvm.call @__nv_fmaf
+// LOWER-NOT:      llvm.sitofp
+// LOWER:          nvvm.shfl.sync  bfly
+// LOWER:          llvm.store
+// LOWER:        llvm.func @v_row(
+hexir.executable @v_row {
+  builtin.module {
+    func.func @v_row(%arg0: tensor<256x1152xi8>, %arg1: tensor<64x32xf32>, %arg3: tensor<512x256xf32>, %arg4: index) -> tensor<512x256xf32> {
+      %cst = arith.constant 0.000000e+00 : f32
+      %0 = tensor.empty() : tensor<256xf32>
+      %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<256xf32>) -> tensor<256xf32>
+      %2 = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q4_0"} ins(%arg1 : tensor<64x32xf32>) outs(%1 : tensor<256xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        %3 = linalg.index 0 : index
+        %4 = linalg.index 1 : index
+        %5 = linalg.index 2 : index
+        %c18 = arith.constant 18 : index
+        %6 = arith.muli %4, %c18 : index
+        %c15 = arith.constant 15 : index
+        %7 = arith.andi %5, %c15 : index
+        %c4 = arith.constant 4 : index
+        %8 = arith.shrui %5, %c4 : index
+        %c2 = arith.constant 2 : index
+        %9 = arith.addi %6, %c2 : index
+        %10 = arith.addi %9, %7 : index
+        %extracted = tensor.extract %arg0[%3, %10] : tensor<256x1152xi8>
+        %11 = arith.extui %extracted : i8 to i32
+        %12 = arith.muli %8, %c4 : index
+        %13 = arith.index_cast %12 : index to i32
+        %14 = arith.shrui %11, %13 : i32
+        %c15_i32 = arith.constant 15 : i32
+        %15 = arith.andi %14, %c15_i32 : i32
+        %c8_i32 = arith.constant 8 : i32
+        %16 = arith.subi %15, %c8_i32 : i32
+        %17 = arith.sitofp %16 : i32 to f32
+        %c1 = arith.constant 1 : index
+        %extracted_1 = tensor.extract %arg0[%3, %6] : tensor<256x1152xi8>
+        %19 = arith.extui %extracted_1 : i8 to i32
+        %20 = arith.addi %6, %c1 : index
+        %extracted_2 = tensor.extract %arg0[%3, %20] : tensor<256x1152xi8>
+        %21 = arith.extui %extracted_2 : i8 to i32
+        %22 = arith.shli %21, %c8_i32 : i32
+        %23 = arith.ori %19, %22 : i32
+        %24 = arith.trunci %23 : i32 to i16
+        %25 = arith.bitcast %24 : i16 to f16
+        %26 = arith.extf %25 : f16 to f32
+        %27 = arith.mulf %26, %17 : f32
+        %28 = arith.mulf %in, %27 : f32
+        %29 = arith.addf %out, %28 : f32
+        linalg.yield %29 : f32
+      } -> tensor<256xf32>
+      %inserted_slice = tensor.insert_slice %2 into %arg3[%arg4, 0] [1, 256] [1, 1] {hexir.in_place} : tensor<256xf32> into tensor<512x256xf32>
+      return %inserted_slice : tensor<512x256xf32>
     }
   }
 }
