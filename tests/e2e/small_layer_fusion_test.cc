@@ -6,8 +6,8 @@
 // (hexir-group-small-projections: norm + q/k/v; the whole FFN, norm + w1/w3 + SiLU * mul + w2
 // + residual; CUDA runs each group as one block, passes/codegen/CUDABlockLevels.cpp: 6 before,
 // each norm recomputed inside every projection reading it). Both targets fuse by
-// default. Norms wider than the default extent (2048, 2047, 1000) recomputed in one
-// projection each with --small-reduction-extent=4096: 1 dispatch instead of 3, against f64.
+// default. Norms wider than the default extent (2048, 2047, 1000, 4400) recomputed in one
+// projection each with --small-reduction-extent=8192: 1 dispatch instead of 3, against f64.
 // Every module is compiled before the device is opened, so the [cuda] cases check
 // code generation (and that no fused kernel runs on one thread) also where they skip for want
 // of a GPU.
@@ -216,10 +216,11 @@ void FusesByDefault(const std::string& target) {
 HEXIR_E2E_TEST_ON_DEVICES("both targets fuse small norms by default", FusesByDefault)
 
 // A norm wider than the default extent (TinyLlama's 2048, odd 2047, 1000 = 7 whole steps of a
-// warp's 16-byte loads and a tail of 104) recomputed in the one projection reading it
-// (--small-reduction-extent=4096): one dispatch a call instead of three (sum, scaling,
-// matvec), equal to the f64 reference for 257 rows (a warp each) and 31 (several warps a row
-// on CUDA: every warp recomputes the sum, in one order, passes/codegen/CUDAWholeReductions.cpp).
+// warp's 16-byte loads and a tail of 104, 4400 = 34 steps: a loop of 8-step blocks, 2 more and
+// a tail of 48) recomputed in the one projection reading it (--small-reduction-extent=8192):
+// one dispatch a call instead of three (sum, scaling, matvec), equal to the f64 reference for
+// 257 rows (a warp each) and 31 or 33 (several warps a row on CUDA: every warp recomputes the
+// sum, in one order, passes/codegen/CUDAWholeReductions.cpp).
 std::string WideNormMatvec(int dim, int rows) {
   std::string d = std::to_string(dim), r = std::to_string(rows);
   return "#id = affine_map<(d) -> (d)>\n"
@@ -253,13 +254,13 @@ std::string WideNormMatvec(int dim, int rows) {
 }
 
 void WideNormsRecomputed(const std::string& target) {
-  const std::vector<std::pair<int, int>> shapes = {{2048, 257}, {2047, 31}, {1000, 257}, {2048, 31}};
+  const std::vector<std::pair<int, int>> shapes = {{2048, 257}, {2047, 31}, {1000, 257}, {2048, 31}, {4400, 33}};
   // Every module first (the GPU machine's bundle takes them precompiled from tools/gpu/pack.sh,
   // which saves them here, where opening the device skips the case).
   std::vector<std::pair<std::string, std::string>> modules;  // fused, unfused
   for (auto [dim, rows] : shapes) {
     std::string name = "wide_norm_" + std::to_string(dim) + "_" + std::to_string(rows);
-    modules.emplace_back(CompileOrDie(WideNormMatvec(dim, rows), name, target, "--small-reduction-extent=4096"),
+    modules.emplace_back(CompileOrDie(WideNormMatvec(dim, rows), name, target, "--small-reduction-extent=8192"),
                          CompileOrDie(WideNormMatvec(dim, rows), name + "_unfused", target, ""));
     if (target == "cuda") RequireNoOneThreadKernel(modules.back().first, 1);  // a warp (or several) a row
   }
