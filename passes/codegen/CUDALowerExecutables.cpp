@@ -22,6 +22,7 @@
 #include "passes/codegen/CUDAMatmul.h"
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/codegen/CUDAQuantizedGemv.h"
+#include "passes/codegen/CUDAVectorAccess.h"
 #include "passes/codegen/CUDAWarpReduce.h"
 #include "passes/codegen/CUDAWholeReductions.h"
 #include "passes/codegen/KernelChecks.h"
@@ -50,10 +51,11 @@ constexpr const char* kLoopsPipeline =
     "builtin.module(convert-linalg-to-loops,lower-affine,canonicalize,cse,convert-scf-to-cf,"
     "expand-strided-metadata,lower-affine)";
 // Warp reductions: bytes per lane per load (one 128-bit access), at most this many elements
-// per lane and step, and independent steps (accumulators) in flight per lane (8: on the H200
-// a 4096x4096 bf16 [N][K] GEMV took 10.8 us against 11.8 with 4; bench/gemv/README.md).
-constexpr int64_t kVectorBytes = 16;
-constexpr int64_t kMaxVectorWidth = 8;
+// per lane and step (CUDAVectorAccess.h), and independent steps (accumulators) in flight per
+// lane (8: on the H200 a 4096x4096 bf16 [N][K] GEMV took 10.8 us against 11.8 with 4;
+// bench/gemv/README.md).
+constexpr int64_t kVectorBytes = cuda::kVectorAccessBytes;
+constexpr int64_t kMaxVectorWidth = cuda::kMaxVectorAccessWidth;
 constexpr int64_t kUnroll = 8;
 constexpr const char* kNVVMPipeline =
     "builtin.module(gpu.module(convert-gpu-to-nvvm,convert-nvvm-to-llvm,reconcile-unrealized-casts,"
@@ -110,7 +112,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
   //   lane 0: out = combine(out, partial); then whatever follows the reduction (a fused
   //   elementwise consumer) in the warp's point
   // (Kc = K rounded down to L V, Ks to L V U; "lane" is tid % L, "32" above is L). Each lane reads V contiguous elements
-  // per step: an input whose rows are provably aligned to V elements (rowsAligned) with
+  // per step: an input whose rows are provably aligned to V elements (cuda::RowsAligned) with
   // one vector load (16 bytes for the narrowest type), others with V scalar loads. The
   // loop steps do not depend on the lane, so static trip counts stay static for LLVM.
   // Each lane combines its elements in a different order than a sequential loop, as
@@ -178,7 +180,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     for (; width > 1; width /= 2) {
       bool any = false;
       for (auto [i, in] : llvm::enumerate(inputs))
-        any |= vectorized[i] = alongK[i] && rowsAligned(in->get(), width);
+        any |= vectorized[i] = alongK[i] && cuda::RowsAligned(in->get(), width);
       if (any) break;
     }
 
@@ -335,30 +337,6 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       for (Operation* user : o->getUsers())
         if (!inTail.contains(block->findAncestorOpInBlock(*user))) return;
     for (Operation* o : tail) o->moveBefore(ifFirst.thenBlock()->getTerminator());
-  }
-
-  // Whether every address of `m`'s elements [..., k] with k a multiple of `width` is aligned
-  // to `width` elements: unit innermost stride, every other stride a static multiple of
-  // `width`, and an offset that is a multiple of `width`: a kernel argument (offset 0; its
-  // base is a binding, 16-byte aligned, see buildEntry) or a subview of such a memref whose
-  // innermost offset is a static multiple of `width`.
-  static bool rowsAligned(Value m, int64_t width) {
-    auto type = dyn_cast<MemRefType>(m.getType());
-    SmallVector<int64_t> strides;
-    int64_t offset;
-    if (!type || type.getRank() == 0 || failed(type.getStridesAndOffset(strides, offset)) ||
-        strides.back() != 1)
-      return false;
-    for (int64_t s : ArrayRef<int64_t>(strides).drop_back())
-      if (ShapedType::isDynamic(s) || s % width != 0) return false;
-    if (auto arg = dyn_cast<BlockArgument>(m))
-      return offset == 0 && isa<func::FuncOp>(arg.getOwner()->getParentOp());
-    if (auto cast = m.getDefiningOp<memref::CastOp>()) return rowsAligned(cast.getSource(), width);
-    auto sub = m.getDefiningOp<memref::SubViewOp>();
-    if (!sub || sub.getSourceType().getRank() != type.getRank()) return false;
-    int64_t innerOffset = sub.getStaticOffsets().back();
-    return !ShapedType::isDynamic(innerOffset) && innerOffset % width == 0 &&
-           sub.getStaticStrides().back() == 1 && rowsAligned(sub.getSource(), width);
   }
 
   // A thread computing a 1 x 4 strip of a matmul should walk k once for the strip, not once

@@ -6,7 +6,9 @@
 // (hexir-group-small-projections: norm + q/k/v; the whole FFN, norm + w1/w3 + SiLU * mul + w2
 // + residual; CUDA runs each group as one block, passes/codegen/CUDABlockLevels.cpp: 6 before,
 // each norm recomputed inside every projection reading it). Both targets fuse by
-// default. Every module is compiled before the device is opened, so the [cuda] cases check
+// default. Norms wider than the default extent (2048, 2047, 1000, 4400) recomputed in one
+// projection each with --small-reduction-extent=8192: 1 dispatch instead of 3, against f64.
+// Every module is compiled before the device is opened, so the [cuda] cases check
 // code generation (and that no fused kernel runs on one thread) also where they skip for want
 // of a GPU.
 #include <catch2/catch.hpp>
@@ -15,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hal/device.h"
@@ -103,7 +106,7 @@ std::string Block() {
 
 // Every kernel of the CUDA module at `module` runs more than one thread a block (hexir-dump's
 // `cuda.block_size.<entry>` attributes): the fused kernels got a real distribution.
-void RequireNoOneThreadKernel(const std::string& module) {
+void RequireNoOneThreadKernel(const std::string& module, size_t expected_kernels) {
   CommandResult r = RunCommand("tools/hexir-dump/hexir-dump --no-code " + module + " 2>&1");
   REQUIRE(r.exit_code == 0);
   size_t kernels = 0;
@@ -114,7 +117,7 @@ void RequireNoOneThreadKernel(const std::string& module) {
     INFO(line);
     CHECK(line.find("= \"1,1,1\"") == std::string::npos);
   }
-  CHECK(kernels == 2);  // norm + q/k/v; the whole FFN: one block each (CUDABlockLevels.cpp)
+  CHECK(kernels == expected_kernels);
 }
 
 std::vector<double> Norm(const float* x, const float* w) {
@@ -179,7 +182,8 @@ void FusedEqualsUnfused(const std::string& target) {
   std::vector<HostTensor> expected = Reference(in);
   std::string unfusedModule = CompileOrDie(Block(), "block_unfused", target, "--small-reduction-extent=0");
   std::string fusedModule = CompileOrDie(Block(), "block_fused", target, "--small-reduction-extent=256");
-  if (target == "cuda") RequireNoOneThreadKernel(fusedModule);
+  // norm + q/k/v; the whole FFN: one block each (CUDABlockLevels.cpp)
+  if (target == "cuda") RequireNoOneThreadKernel(fusedModule, 2);
   // Unfused: two norms (sum, scaling) + q, k, v + w1, w3 (+ SiLU * mul), w2 (+ residual).
   std::vector<HostTensor> unfused = RunBlock(target, unfusedModule, in, 10);
   std::vector<HostTensor> fused = RunBlock(target, fusedModule, in, 2);
@@ -210,6 +214,81 @@ void FusesByDefault(const std::string& target) {
   for (size_t i = 0; i < expected.size(); ++i) RequireClose(results[i], expected[i], 1e-4, 1e-5);
 }
 HEXIR_E2E_TEST_ON_DEVICES("both targets fuse small norms by default", FusesByDefault)
+
+// A norm wider than the default extent (TinyLlama's 2048, odd 2047, 1000 = 7 whole steps of a
+// warp's 16-byte loads and a tail of 104, 4400 = 34 steps: a loop of 8-step blocks, 2 more and
+// a tail of 48) recomputed in the one projection reading it (--small-reduction-extent=8192):
+// one dispatch a call instead of three (sum, scaling, matvec), equal to the f64 reference for
+// 257 rows (a warp each) and 31 or 33 (several warps a row on CUDA: every warp recomputes the
+// sum, in one order, passes/codegen/CUDAWholeReductions.cpp).
+std::string WideNormMatvec(int dim, int rows) {
+  std::string d = std::to_string(dim), r = std::to_string(rows);
+  return "#id = affine_map<(d) -> (d)>\n"
+         "#all = affine_map<(d) -> ()>\n"
+         "func.func @main(%x: tensor<" + d + "xf32>, %g: tensor<" + d + "xf32>, %w: tensor<" + r + "x" + d +
+         "xf32>) -> tensor<" + r + "xf32> {\n"
+         "  %zero = arith.constant 0.0 : f32\n"
+         "  %e0 = tensor.empty() : tensor<f32>\n"
+         "  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>\n"
+         "  %ss = linalg.generic {indexing_maps = [#id, #all], iterator_types = [\"reduction\"]} "
+         "ins(%x : tensor<" + d + "xf32>) outs(%z0 : tensor<f32>) {\n"
+         "  ^bb0(%a: f32, %acc: f32):\n"
+         "    %m = arith.mulf %a, %a : f32\n"
+         "    %s = arith.addf %acc, %m : f32\n"
+         "    linalg.yield %s : f32\n"
+         "  } -> tensor<f32>\n"
+         "  %e = tensor.empty() : tensor<" + d + "xf32>\n"
+         "  %xn = linalg.generic {indexing_maps = [#id, #all, #id, #id], iterator_types = [\"parallel\"]} "
+         "ins(%x, %ss, %g : tensor<" + d + "xf32>, tensor<f32>, tensor<" + d + "xf32>) outs(%e : tensor<" + d + "xf32>) {\n"
+         "  ^bb0(%a: f32, %sum: f32, %gw: f32, %o: f32):\n"
+         "    %n = arith.constant " + d + ".0 : f32\n"
+         "    %eps = arith.constant 1.0e-5 : f32\n"
+         "    %mean = arith.divf %sum, %n : f32\n"
+         "    %q = arith.addf %mean, %eps : f32\n"
+         "    %sq = math.sqrt %q : f32\n"
+         "    %xs = arith.divf %a, %sq : f32\n"
+         "    %y = arith.mulf %gw, %xs : f32\n"
+         "    linalg.yield %y : f32\n"
+         "  } -> tensor<" + d + "xf32>\n" +
+         Matvec("y", "%w", "%xn", rows, dim) + "  return %y : tensor<" + r + "xf32>\n}\n";
+}
+
+void WideNormsRecomputed(const std::string& target) {
+  const std::vector<std::pair<int, int>> shapes = {{2048, 257}, {2047, 31}, {1000, 257}, {2048, 31}, {4400, 33}};
+  // Every module first (the GPU machine's bundle takes them precompiled from tools/gpu/pack.sh,
+  // which saves them here, where opening the device skips the case).
+  std::vector<std::pair<std::string, std::string>> modules;  // fused, unfused
+  for (auto [dim, rows] : shapes) {
+    std::string name = "wide_norm_" + std::to_string(dim) + "_" + std::to_string(rows);
+    modules.emplace_back(CompileOrDie(WideNormMatvec(dim, rows), name, target, "--small-reduction-extent=8192"),
+                         CompileOrDie(WideNormMatvec(dim, rows), name + "_unfused", target, ""));
+    if (target == "cuda") RequireNoOneThreadKernel(modules.back().first, 1);  // a warp (or several) a row
+  }
+  for (size_t c = 0; c < shapes.size(); ++c) {
+    auto [dim, rows] = shapes[c];
+    INFO("norm of " << dim << ", " << rows << " rows");
+    // x in [1, 3) (nonzero mean square: a wrong sum moves every output), g around 1.
+    std::vector<HostTensor> in = {RandomF32({dim}, 21, 1.0f, 3.0f), RandomF32({dim}, 22, 0.5f, 1.5f),
+                                  RandomF32({rows, dim}, 23)};
+    double ss = 0;
+    for (int i = 0; i < dim; ++i) ss += double(F32(in[0])[i]) * F32(in[0])[i];
+    double inv = 1.0 / std::sqrt(ss / dim + kEps);
+    std::vector<double> xn(dim);
+    for (int i = 0; i < dim; ++i) xn[i] = F32(in[1])[i] * (F32(in[0])[i] * inv);
+    HostTensor expected = Apply(in[2], xn, rows);
+    for (auto [module, dispatches] : {std::pair{modules[c].first, uint64_t{1}}, {modules[c].second, uint64_t{3}}}) {
+      INFO((dispatches == 1 ? "fused" : "unfused"));
+      auto session = OpenOrDie(module, target);
+      std::vector<tools::HostValue> args = {Tensor(in[0]), Tensor(in[1]), Tensor(in[2])};
+      hal::DeviceStats before = session->device().stats();
+      std::vector<tools::HostValue> out = CallOrDie(*session, "main", args);
+      CHECK(session->device().stats().dispatches_executed - before.dispatches_executed == dispatches);
+      REQUIRE(out.size() == 1);
+      RequireClose(out[0].tensor, expected, 1e-4, 1e-4);
+    }
+  }
+}
+HEXIR_E2E_TEST_ON_DEVICES("norms wider than the default extent recomputed in their projection match f64", WideNormsRecomputed)
 
 TEST_CASE("--small-reduction-extent below -1 is refused by name") {
   if (access(HexirCompile().c_str(), X_OK) != 0) {  // the GPU machine's bundle has no compiler

@@ -142,3 +142,110 @@ hexir.executable @long_sum {
     }
   }
 }
+
+// -----
+
+// RMSNorm's sum over 1000 f32 ahead of rows of f16 weights (the llama importer's widened
+// form): each lane's 7 whole steps of 4 elements (7 x 128 = 896) are unrolled, their 16-byte
+// loads all issued before the first sum (no loop, as a 2048 norm's 16 steps), into 7 partial
+// sums; the last 104 elements one per lane in a loop; then the sum's butterfly. The row's own
+// 16-byte loads of x and of W (8 f16) follow.
+// LOWER-LABEL: hexir.executable @wide_norm_f16_rows
+// LOWER:         llvm.func internal @wide_norm_f16_rows_impl
+// LOWER-COUNT-7:   llvm.load {{.*}} {alignment = 16 : i64} : !llvm.ptr -> vector<4xf32>
+// LOWER-NOT:       llvm.load
+// LOWER:           llvm.fmul
+// LOWER:           llvm.cond_br
+// LOWER-COUNT-5:   nvvm.shfl.sync  bfly
+// LOWER:           llvm.load {{.*}} -> vector<8xf16>
+// LOWER-COUNT-5:   nvvm.shfl.sync  bfly
+// LOWER-NOT:       nvvm.shfl.sync
+#id = affine_map<(d) -> (d)>
+#all = affine_map<(d) -> ()>
+#row = affine_map<(i, k) -> (i, k)>
+#col = affine_map<(i, k) -> (k)>
+#sc = affine_map<(i, k) -> ()>
+#out = affine_map<(i, k) -> (i)>
+hexir.executable @wide_norm_f16_rows {
+  builtin.module {
+    func.func @wide_norm_f16_rows(%x: tensor<1000xf32>, %w: tensor<24x1000xf16>, %o: tensor<24xf32>) -> tensor<24xf32> {
+      %zero = arith.constant 0.0 : f32
+      %e0 = tensor.empty() : tensor<f32>
+      %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+      %ss = linalg.generic {indexing_maps = [#id, #all], iterator_types = ["reduction"]} ins(%x : tensor<1000xf32>) outs(%z0 : tensor<f32>) {
+      ^bb0(%a: f32, %acc: f32):
+        %m = arith.mulf %a, %a : f32
+        %s = arith.addf %acc, %m : f32
+        linalg.yield %s : f32
+      } -> tensor<f32>
+      %z = linalg.fill ins(%zero : f32) outs(%o : tensor<24xf32>) -> tensor<24xf32>
+      %y = linalg.generic {indexing_maps = [#row, #col, #sc, #out], iterator_types = ["parallel", "reduction"]} ins(%w, %x, %ss : tensor<24x1000xf16>, tensor<1000xf32>, tensor<f32>) outs(%z : tensor<24xf32>) {
+      ^bb0(%a: f16, %b: f32, %c: f32, %acc: f32):
+        %n = arith.constant 1000.0 : f32
+        %eps = arith.constant 1.0e-5 : f32
+        %mean = arith.divf %c, %n : f32
+        %r = arith.addf %mean, %eps : f32
+        %sq = math.rsqrt %r : f32
+        %aw = arith.extf %a : f16 to f32
+        %xs = arith.mulf %b, %sq : f32
+        %p = arith.mulf %aw, %xs : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<24xf32>
+      return %y : tensor<24xf32>
+    }
+  }
+}
+
+// -----
+
+// A 4400-wide sum: 34 whole steps a lane, more than the 32 unrolled in full: a loop over
+// blocks of 8 steps (8 16-byte loads, then 8 partial sums carried by the loop), the 2 steps
+// left unrolled, then the 48-element tail one per lane, then the butterfly.
+// LOWER-LABEL: hexir.executable @long_norm_f16_rows
+// LOWER:         llvm.func internal @long_norm_f16_rows_impl
+// LOWER:           llvm.br ^bb{{[0-9]+}}({{.*}} : i64, f32, f32, f32, f32, f32, f32, f32, f32)
+// LOWER-COUNT-8:   llvm.load {{.*}} {alignment = 16 : i64} : !llvm.ptr -> vector<4xf32>
+// LOWER-NOT:       llvm.load
+// LOWER:           llvm.br ^bb{{[0-9]+}}({{.*}} : i64, f32, f32, f32, f32, f32, f32, f32, f32)
+// LOWER-COUNT-2:   llvm.load {{.*}} {alignment = 16 : i64} : !llvm.ptr -> vector<4xf32>
+// LOWER:           llvm.load {{.*}} : !llvm.ptr -> f32
+// LOWER-COUNT-5:   nvvm.shfl.sync  bfly
+// LOWER:           llvm.load {{.*}} -> vector<8xf16>
+#id = affine_map<(d) -> (d)>
+#all = affine_map<(d) -> ()>
+#row = affine_map<(i, k) -> (i, k)>
+#col = affine_map<(i, k) -> (k)>
+#sc = affine_map<(i, k) -> ()>
+#out = affine_map<(i, k) -> (i)>
+hexir.executable @long_norm_f16_rows {
+  builtin.module {
+    func.func @long_norm_f16_rows(%x: tensor<4400xf32>, %w: tensor<24x4400xf16>, %o: tensor<24xf32>) -> tensor<24xf32> {
+      %zero = arith.constant 0.0 : f32
+      %e0 = tensor.empty() : tensor<f32>
+      %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+      %ss = linalg.generic {indexing_maps = [#id, #all], iterator_types = ["reduction"]} ins(%x : tensor<4400xf32>) outs(%z0 : tensor<f32>) {
+      ^bb0(%a: f32, %acc: f32):
+        %m = arith.mulf %a, %a : f32
+        %s = arith.addf %acc, %m : f32
+        linalg.yield %s : f32
+      } -> tensor<f32>
+      %z = linalg.fill ins(%zero : f32) outs(%o : tensor<24xf32>) -> tensor<24xf32>
+      %y = linalg.generic {indexing_maps = [#row, #col, #sc, #out], iterator_types = ["parallel", "reduction"]} ins(%w, %x, %ss : tensor<24x4400xf16>, tensor<4400xf32>, tensor<f32>) outs(%z : tensor<24xf32>) {
+      ^bb0(%a: f16, %b: f32, %c: f32, %acc: f32):
+        %n = arith.constant 4400.0 : f32
+        %eps = arith.constant 1.0e-5 : f32
+        %mean = arith.divf %c, %n : f32
+        %r = arith.addf %mean, %eps : f32
+        %sq = math.rsqrt %r : f32
+        %aw = arith.extf %a : f16 to f32
+        %xs = arith.mulf %b, %sq : f32
+        %p = arith.mulf %aw, %xs : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<24xf32>
+      return %y : tensor<24xf32>
+    }
+  }
+}
+
