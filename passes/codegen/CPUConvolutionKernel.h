@@ -45,9 +45,18 @@ std::optional<ConvolutionGeometry> MatchConvolution(mlir::linalg::LinalgOp op);
 // filter instead (CPUConvolutionPackedFilter.cpp): the output positions are the GEMM's rows,
 // the filters its columns, A loaded straight from x. Emits it before `op` and returns true,
 // or emits nothing and returns false.
+// Its register tiles are at most kPackedFilterMaxTileRows rows (the target's MR otherwise).
 // Filters of larger C * KH * KW keep the kernels above (the packed-filter kernel's table of
 // tap offsets lives on the stack), and hexir-cpu-pack-matmul-operands does not pack them.
 constexpr int64_t kMaxPackedFilterDepth = 16384;
+// The packed-filter kernel's register tile keeps one x address per row in a general register
+// (row(p) is a run-time value unless the plane and the tile's place in it are constants, which
+// only a static plane of at most one tile gives): x86-64's 15 allocatable general registers
+// hold 8 of them beside the k loop's own (step, tap table, tap, B panel). AVX-512's 14 rows
+// spilled a dozen accumulators a k step (vmovaps to and from the stack between the FMAs):
+// 3x3 convolutions with dynamic 4x4 to 16x16 planes ran 1.2-1.7x their static export, and
+// static 8x8 and 16x16 planes lost 1.1-1.3x too (bench/README.md, "Dynamic against static").
+constexpr int64_t kPackedFilterMaxTileRows = 8;
 bool LowerConvolutionOnPackedFilter(mlir::func::FuncOp kernel, mlir::linalg::LinalgOp op,
                                     const ConvolutionGeometry& g, const MatmulTiles& tiles);
 

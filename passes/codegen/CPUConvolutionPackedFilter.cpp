@@ -6,7 +6,8 @@
 //   C[p][f] += A[p][k] * B[k][f],   p = oh * OW + ow,  k = (c, kh, kw),  B[k][f] = w[f][k]
 //   A[p][k] = x[n][c][oh * sh + kh * dh][ow * sw + kw * dw] = x_n[row(p) + tap(k)]
 //
-// A is never packed: a register tile's row keeps row(p) = oh * sh * pitch + ow * sw, and the
+// A is never packed: a register tile's row keeps row(p) = oh * sh * pitch + ow * sw (in a
+// general register: tiles of at most kPackedFilterMaxTileRows rows), and the
 // k loop adds tap(k) = c * plane + kh * dh * pitch + kw * dw, read from a table of the K taps
 // filled once per call (so no division in the loop). C is the NCHW output seen transposed:
 // a register tile's vector of NR/2 filters at position p is gathered from (and scattered to)
@@ -148,8 +149,11 @@ bool LowerConvolutionOnPackedFilter(func::FuncOp kernel, linalg::LinalgOp op,
                                         entry.getI64IntegerAttr(64));
   // A C tile is gathered and scattered once per KC block: one block of all K (B's panels
   // are read in place, nothing is packed per block; a panel of K x NR streams from L2).
+  // Tiles of at most kPackedFilterMaxTileRows rows: each row's x address is a register.
   MatmulTiles deeper = tiles;
   deeper.depth = std::max(tiles.depth, c * kh * kw);
+  deeper.rows = std::min(tiles.rows, kPackedFilterMaxTileRows);
+  deeper.rowBlock = std::max(deeper.rows, tiles.rowBlock / deeper.rows * deeper.rows);
   PackedFilterEmitter(b, op.getLoc(), deeper).emit(g, x, out, taps, *filter, c, kh, kw);
   return true;
 }

@@ -1,5 +1,6 @@
 #include "passes/dispatch/KeptDimRowReads.h"
 
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -241,6 +242,28 @@ void FuseRowGenericsIntoRowReaders(func::FuncOp func) {
   }
 }
 
+// A dim of a tensor.expand_shape's result is its output_shape entry:
+//
+//   %e = tensor.expand_shape %r [[0], [1, 2]] output_shape [%n, %t, 1] : ... into tensor<?x?x1xf32>
+//   %d = tensor.dim %e, %c1                                  ==>  %t
+//
+// With dynamic dims (a dynamic export) the importer's shape checks read the kept-dims value's
+// dims after its readers read the row value directly; folded, the reshape dies and the row
+// value has no user outside its chain.
+struct DimOfExpandShapeToOutputSize : OpRewritePattern<tensor::DimOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(tensor::DimOp dim, PatternRewriter& rewriter) const override {
+    auto expand = dim.getSource().getDefiningOp<tensor::ExpandShapeOp>();
+    if (!expand) return rewriter.notifyMatchFailure(dim, "not a dim of a tensor.expand_shape");
+    std::optional<int64_t> index = dim.getConstantIndex();
+    if (!index) return rewriter.notifyMatchFailure(dim, "the dim index is not a constant");
+    OpFoldResult size = expand.getMixedOutputShape()[*index];
+    rewriter.replaceOp(dim, getValueOrCreateConstantIndexOp(rewriter, dim.getLoc(), size));
+    return success();
+  }
+};
+
 }  // namespace
 
 void PopulateKeptDimRowReadPatterns(RewritePatternSet& patterns) {
@@ -251,6 +274,9 @@ void ReadRowsThroughKeptDims(func::FuncOp func) {
   RewritePatternSet patterns(func.getContext());
   PopulateKeptDimRowReadPatterns(patterns);
   walkAndApplyPatterns(func, std::move(patterns));
+  RewritePatternSet dims(func.getContext());
+  dims.add<DimOfExpandShapeToOutputSize>(func.getContext());
+  walkAndApplyPatterns(func, std::move(dims));
   SmallVector<Operation*> reshapes;
   func.walk([&](Operation* op) {
     if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::DimOp>(op)) reshapes.push_back(op);

@@ -17,6 +17,8 @@
 //     rows, is fused into it (upstream elementwise fusion), repeatedly.
 //   - an input of a generic of n loops read at (d0, ..., d(n-2), 0) that is a kept-dims value
 //     is replaced by its row value read at (d0, ..., d(n-2)).
+// Then a tensor.dim of an expand_shape becomes its output_shape entry (the importer's shape
+// checks of a dynamic export read the kept-dims value's dims: an outside use of the row value).
 // Reshapes and tensor.dim ops left unused are erased. Every rewrite keeps the program's meaning.
 #pragma once
 

@@ -214,6 +214,21 @@ TEST_CASE("one dynamic-size convolution module runs at several batch and spatial
   CheckOneModuleAtSizes(strided, {{1, 1, 1}, {3, 7, 7}, {1, 13, 13}, {3, 57, 13}});
 }
 
+TEST_CASE("a dynamic-size convolution on a filter packed at load is exact around its 8-row register tiles") {
+  // The packed-filter kernel's tiles are 8 output positions by NR filters, then the rows left
+  // as tiles of 4, 2 and 1 (CPUConvolutionKernel.h, kPackedFilterMaxTileRows): positions
+  // 1, 7, 8, 9, 15, 17 (prime), 2 x 2 .. 16 x 16 planes (ResNet's stages in small), batch 3 of
+  // 5 x 13; 67 filters (prime: a partial panel) over 29 channels (K = 261); stride 1 and 2.
+  Conv dense{1, 29, 0, 0, 67, 3, 3, 1, 1, 1};
+  dense.constant = true;
+  dense.epilogue = true;
+  CheckOneModuleAtSizes(dense, {{1, 1, 1}, {1, 1, 7}, {1, 2, 4}, {1, 3, 3}, {1, 3, 5}, {1, 1, 17},
+                                {1, 2, 2}, {1, 4, 4}, {1, 8, 8}, {1, 16, 16}, {3, 5, 13}});
+  Conv strided{1, 29, 0, 0, 67, 3, 3, 2, 1, 1};
+  strided.constant = true;
+  CheckOneModuleAtSizes(strided, {{1, 1, 1}, {1, 3, 3}, {1, 1, 17}, {3, 5, 13}, {1, 8, 8}});
+}
+
 TEST_CASE("dense convolutions at awkward sizes match a double reference") {
   // 3x3 over odd channels and a row of 13; stride 2 with a 7x7 window (a ResNet stem);
   // dilation 2; 1x1 over a whole plane (a matmul) and with stride 2; more filters than a

@@ -610,6 +610,63 @@ TEST_CASE("an ONNX-form softmax (keepdims copies) over dynamic rows is one dispa
               SoftmaxReference, 1e-5);
 }
 
+// The same Softmax with its keepdims reshapes as tensor.expand_shape ops of dynamic size (a
+// dynamic export's Reshape): the compiler's shape checks read their dims, which before
+// dispatch/KeptDimRowReads.h folded them kept the reductions used outside the chain (4
+// dispatches a call).
+const char* kExpandKeptDimsSoftmax = R"mlir(
+#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+#kept = affine_map<(i, j) -> (i, 0)>
+func.func @main(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %m = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %er = tensor.empty(%n) : tensor<?xf32>
+  %ek = tensor.empty(%n) : tensor<?x1xf32>
+  %e = tensor.empty(%n, %m) : tensor<?x?xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%er : tensor<?xf32>) -> tensor<?xf32>
+  %max = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<?x?xf32>) outs(%mi : tensor<?xf32>) {
+    ^bb0(%v: f32, %a: f32):
+      %r = arith.maximumf %a, %v : f32
+      linalg.yield %r : f32
+  } -> tensor<?xf32>
+  %mk = tensor.expand_shape %max [[0, 1]] output_shape [%n, 1] : tensor<?xf32> into tensor<?x1xf32>
+  %ex = linalg.generic {indexing_maps = [#id, #kept, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %mk : tensor<?x?xf32>, tensor<?x1xf32>) outs(%e : tensor<?x?xf32>) {
+    ^bb0(%v: f32, %a: f32, %o: f32):
+      %d = arith.subf %v, %a : f32
+      %p = math.exp %d : f32
+      linalg.yield %p : f32
+  } -> tensor<?x?xf32>
+  %si = linalg.fill ins(%zero : f32) outs(%er : tensor<?xf32>) -> tensor<?xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%ex : tensor<?x?xf32>) outs(%si : tensor<?xf32>) {
+    ^bb0(%v: f32, %a: f32):
+      %r = arith.addf %a, %v : f32
+      linalg.yield %r : f32
+  } -> tensor<?xf32>
+  %sk = tensor.expand_shape %sum [[0, 1]] output_shape [%n, 1] : tensor<?xf32> into tensor<?x1xf32>
+  %y = linalg.generic {indexing_maps = [#id, #kept, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%ex, %sk : tensor<?x?xf32>, tensor<?x1xf32>) outs(%e : tensor<?x?xf32>) {
+    ^bb0(%v: f32, %s: f32, %o: f32):
+      %d = arith.divf %v, %s : f32
+      linalg.yield %d : f32
+  } -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+)mlir";
+
+TEST_CASE("an ONNX-form softmax whose keepdims reshapes are dynamic expand_shapes is one dispatch and matches a double reference") {
+  std::string module = CompileOrDie(kExpandKeptDimsSoftmax, "memory_bound_expand_kept_dims_softmax");
+  RunRowChain(module, [](int64_t r, int64_t c) { return std::vector<HostTensor>{RandomF32({r, c}, 59, -8, 8)}; },
+              SoftmaxReference, 1e-5);
+}
+
 // ONNX Softmax's definition (numpy: max propagating NaN, exp(x - max), sum, divide) in double.
 void OnnxSoftmaxReference(HostTensor& in, int64_t rows, int64_t cols, HostTensor& out) {
   for (int64_t i = 0; i < rows; ++i) {

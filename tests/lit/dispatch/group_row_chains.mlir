@@ -136,6 +136,68 @@ func.func @not_chains(%x: tensor<8x64xf32>) -> (tensor<8xf32>, tensor<8x64xf32>)
 #rows3 = affine_map<(d0, d1, d2) -> (d0, d1)>
 #kept3 = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
 
+// A dynamic export's Softmax over [?][?][?]: each reduction expanded to [?][?][1] (one
+// expand appending the unit dim), whose dims the importer's shape checks read. The dims
+// become the expands' output sizes, the expands die, and the four generics are one group
+// (as in the static form below); the checks read %n and %t.
+// CHECK-LABEL: func.func @dynamic_softmax
+// CHECK-NOT:     tensor.expand_shape
+// CHECK:         linalg.generic {{.*}}"reduction"]{{.*}}hexir.dispatch_group = "row_chain.0"
+// CHECK:         linalg.generic {{.*}}hexir.dispatch_group = "row_chain.0"
+// CHECK:         linalg.generic {{.*}}"reduction"]{{.*}}hexir.dispatch_group = "row_chain.0"
+// CHECK:         linalg.generic {{.*}}hexir.dispatch_group = "row_chain.0"
+// CHECK:         return %{{.*}}, %arg2, %arg1, %arg2
+// CHECK-NOT:     tensor.expand_shape
+func.func @dynamic_softmax(%x: tensor<?x?x?xf32>, %n: index, %t: index) -> (tensor<?x?x?xf32>, index, index, index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %l = tensor.dim %x, %c2 : tensor<?x?x?xf32>
+  %er = tensor.empty(%n, %t) : tensor<?x?xf32>
+  %e = tensor.empty(%n, %t, %l) : tensor<?x?x?xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%er : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %max = linalg.generic {indexing_maps = [#id3, #rows3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : tensor<?x?x?xf32>) outs(%mi : tensor<?x?xf32>) {
+    ^bb0(%v: f32, %a: f32):
+      %r = arith.maximumf %a, %v : f32
+      linalg.yield %r : f32
+  } -> tensor<?x?xf32>
+  %mk = tensor.expand_shape %max [[0], [1, 2]] output_shape [%n, %t, 1] : tensor<?x?xf32> into tensor<?x?x1xf32>
+  %md = tensor.dim %mk, %c1 : tensor<?x?x1xf32>
+  %ex = linalg.generic {indexing_maps = [#id3, #kept3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %mk : tensor<?x?x?xf32>, tensor<?x?x1xf32>) outs(%e : tensor<?x?x?xf32>) {
+    ^bb0(%v: f32, %a: f32, %o: f32):
+      %d = arith.subf %v, %a : f32
+      %p = math.exp %d : f32
+      linalg.yield %p : f32
+  } -> tensor<?x?x?xf32>
+  %si = linalg.fill ins(%zero : f32) outs(%er : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %sum = linalg.generic {indexing_maps = [#id3, #rows3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%ex : tensor<?x?x?xf32>) outs(%si : tensor<?x?xf32>) {
+    ^bb0(%v: f32, %a: f32):
+      %r = arith.addf %a, %v : f32
+      linalg.yield %r : f32
+  } -> tensor<?x?xf32>
+  %sk = tensor.expand_shape %sum [[0], [1, 2]] output_shape [%n, %t, 1] : tensor<?x?xf32> into tensor<?x?x1xf32>
+  %sd0 = tensor.dim %sk, %c0 : tensor<?x?x1xf32>
+  %sd1 = tensor.dim %sk, %c1 : tensor<?x?x1xf32>
+  %y = linalg.generic {indexing_maps = [#id3, #kept3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%ex, %sk : tensor<?x?x?xf32>, tensor<?x?x1xf32>) outs(%e : tensor<?x?x?xf32>) {
+    ^bb0(%v: f32, %s: f32, %o: f32):
+      %d = arith.divf %v, %s : f32
+      linalg.yield %d : f32
+  } -> tensor<?x?x?xf32>
+  return %y, %md, %sd0, %sd1 : tensor<?x?x?xf32>, index, index, index
+}
+
+// -----
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#rows3 = affine_map<(d0, d1, d2) -> (d0, d1)>
+#kept3 = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
+
 // The ONNX importer's Softmax over the last axis of [2][5][37]: each reduction is reshaped to
 // keep the axis as 1 (collapse to [10], expand to [2][5][1]) and read at (d0, d1, 0). The
 // reads go to the reductions directly, the reshapes die, and the four generics are one group.

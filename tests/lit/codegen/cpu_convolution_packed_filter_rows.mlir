@@ -1,0 +1,45 @@
+// RUN: hexir-opt %s --hexir-cpu-lower-executables=cpu=x86-64-v4 | FileCheck %s
+
+// On AVX-512 (MR = 14 for matmuls) a convolution on a prepacked filter takes register tiles
+// of at most 8 rows (codegen/CPUConvolutionKernel.h, kPackedFilterMaxTileRows): each row's
+// x address is a general register, and 14 of them spilled the accumulators. With a dynamic
+// plane (a dynamic ONNX export) the positions run as whole tiles of 8 x 32 (8 rows x 2
+// vectors of 16 lanes: 16 FMAs a k step), then the rows left as tiles of 4, 2 and 1 (8, 4
+// and 2 FMAs); each tile's output gathered before its k loop and scattered after it.
+// CHECK-LABEL: hexir.executable @prepacked_dynamic
+// CHECK:         llvm.func internal @prepacked_dynamic_impl(
+// CHECK:           llvm.intr.masked.gather
+// CHECK-COUNT-16:  llvm.intr.fmuladd({{.*}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
+// CHECK-NOT:       llvm.intr.fmuladd
+// CHECK:           llvm.intr.masked.scatter
+// CHECK:           llvm.intr.masked.gather
+// CHECK-COUNT-8:   llvm.intr.fmuladd({{.*}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
+// CHECK-NOT:       llvm.intr.fmuladd
+// CHECK:           llvm.intr.masked.scatter
+// CHECK:           llvm.intr.masked.gather
+// CHECK-COUNT-4:   llvm.intr.fmuladd({{.*}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
+// CHECK-NOT:       llvm.intr.fmuladd
+// CHECK:           llvm.intr.masked.scatter
+// CHECK:           llvm.intr.masked.gather
+// CHECK-COUNT-2:   llvm.intr.fmuladd({{.*}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
+// CHECK-NOT:       llvm.intr.fmuladd
+// CHECK:           llvm.intr.masked.scatter
+// CHECK:         llvm.func @prepacked_dynamic(
+hexir.executable @prepacked_dynamic attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @prepacked_dynamic(%x: tensor<?x16x?x?xf32>, %wp: tensor<2x144x32xf32>, %o: tensor<?x40x?x?xf32>, %id: index) -> tensor<?x40x?x?xf32> {
+      %e = tensor.empty() : tensor<40x16x3x3xf32>
+      %w = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0 floordiv 32, d1 * 9 + d2 * 3 + d3, d0 mod 32)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%wp : tensor<2x144x32xf32>) outs(%e : tensor<40x16x3x3xf32>) attrs = {hexir.packed_rhs} {
+      ^bb0(%in: f32, %out: f32):
+        linalg.yield %in : f32
+      } -> tensor<40x16x3x3xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<?x16x?x?xf32>, tensor<40x16x3x3xf32>) outs(%o : tensor<?x40x?x?xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<?x40x?x?xf32>
+      return %y : tensor<?x40x?x?xf32>
+    }
+  }
+}
