@@ -5,6 +5,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "passes/codegen/CPUForLoop.h"
 
 namespace hexir::codegen {
 using namespace mlir;
@@ -186,10 +187,7 @@ class DepthwiseEmitter {
     return vector::GatherOp::create(b, loc, vec, flat, ValueRange{at}, laneOffsets, mask, zeroVec);
   }
   void forLoop(Value lb, Value ub, Value step, llvm::function_ref<void(Value)> body) {
-    auto loop = scf::ForOp::create(b, loc, lb, ub, step);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(loop.getBody()->getTerminator());
-    body(loop.getInductionVar());
+    EmitForLoop(b, loc, lb, ub, step, body);
   }
 
   OpBuilder& b;

@@ -8,6 +8,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "passes/codegen/CPUConvolutionDepthwise.h"
+#include "passes/codegen/CPUForLoop.h"
 
 namespace hexir::codegen {
 using namespace mlir;
@@ -305,10 +306,7 @@ class ConvolutionEmitter {
     forLoop(lb, ub, index(1), body);
   }
   void forLoop(Value lb, Value ub, Value step, llvm::function_ref<void(Value)> body) {
-    auto loop = scf::ForOp::create(b, loc, lb, ub, step);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(loop.getBody()->getTerminator());
-    body(loop.getInductionVar());
+    EmitForLoop(b, loc, lb, ub, step, body);
   }
 
   OpBuilder& b;

@@ -20,6 +20,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "passes/codegen/CPUForLoop.h"
 #include "passes/codegen/CPUConvolutionKernel.h"
 
 namespace hexir::codegen {
@@ -114,10 +115,7 @@ class PackedFilterEmitter {
                                      DenseElementsAttr::get(offsets, ArrayRef<int32_t>(lanes)));
   }
   void forLoop(Value lb, Value ub, llvm::function_ref<void(Value)> body) {
-    auto loop = scf::ForOp::create(b, loc, lb, ub, index(1));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(loop.getBody()->getTerminator());
-    body(loop.getInductionVar());
+    EmitForLoop(b, loc, lb, ub, index(1), body);
   }
 
   OpBuilder& b;

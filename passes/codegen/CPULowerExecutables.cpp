@@ -22,6 +22,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/Passes.h"
+#include "passes/codegen/CPUCollapseContiguousLoops.h"
 #include "passes/codegen/CPUConstantPad.h"
 #include "passes/codegen/CPUConvolutionKernel.h"
 #include "passes/codegen/CPUElementwiseFusion.h"
@@ -135,6 +136,8 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     if (failed(codegen::FuseElementwiseChains(tensorKernel))) return failure();
     // Transposing loops in cache-line blocks (codegen/CPUTransposeTiling.h).
     if (failed(codegen::TileTransposingLoops(tensorKernel))) return failure();
+    // Trailing loops read as one run by every operand as one loop (CPUCollapseContiguousLoops.h).
+    codegen::CollapseContiguousLoops(tensorKernel);
     Value workgroupId;
     if (tensorKernel.getNumArguments() && tensorKernel.getArgumentTypes().back().isIndex())
       workgroupId = tensorKernel.getArguments().back();

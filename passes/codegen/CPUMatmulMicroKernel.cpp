@@ -13,6 +13,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "passes/codegen/CPUForLoop.h"
 #include "passes/codegen/CPUUnitStride.h"
 
 namespace hexir::codegen {
@@ -369,10 +370,7 @@ class MicroKernelEmitter {
 
   // scf.for lb..ub step with `body` emitted at the builder's insertion point inside.
   void forLoop(Value lb, Value ub, Value step, llvm::function_ref<void(Value)> body) {
-    auto loop = scf::ForOp::create(b, loc, lb, ub, step);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(loop.getBody()->getTerminator());
-    body(loop.getInductionVar());
+    EmitForLoop(b, loc, lb, ub, step, body);
   }
 
   Value column(const Panel& p, int64_t v) {

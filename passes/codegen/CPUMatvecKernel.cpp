@@ -16,6 +16,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "passes/codegen/CPUMatvecBlockFormats.h"
 #include "passes/codegen/CPUMatvecInt8Dot.h"
+#include "passes/codegen/CPUForLoop.h"
 #include "passes/codegen/CPUUnitStride.h"
 
 namespace hexir::codegen {
@@ -493,10 +494,7 @@ class MatvecEmitter {
   }
 
   void forLoop(Value lb, Value ub, Value step, llvm::function_ref<void(Value)> body) {
-    auto loop = scf::ForOp::create(b, loc, lb, ub, step);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(loop.getBody()->getTerminator());
-    body(loop.getInductionVar());
+    EmitForLoop(b, loc, lb, ub, step, body);
   }
 
   // scf.for lb..ub step carrying `init`; `body` returns the next values.

@@ -7,7 +7,8 @@
 // layer norm, RMSNorm: one dispatch a call, rows of 1 to 4099, passes/codegen/CPURowChains.h;
 // softmax rows holding NaN, +-inf and +-0 against ONNX's definition: CPURowChainArithmetic.h),
 // also in the ONNX importer's form, which keeps each reduced axis as a 1 (keepdims reshapes:
-// passes/dispatch/KeptDimRowReads.h).
+// passes/dispatch/KeptDimRowReads.h), and static NCHW ops whose planes run as one loop
+// (passes/codegen/CPUCollapseContiguousLoops.h).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -879,6 +880,59 @@ TEST_CASE("an ONNX-form static softmax over [3][11][1023] (collapse, expand) is 
     CHECK(session->device().stats().dispatches_executed - before.dispatches_executed == 1);
     REQUIRE(out.size() == 1);
     RequireClose(out[0].tensor, expected, 1e-5, 1e-5);
+  }
+}
+
+
+// The squeeze-excitation tail of a mobile network over static NCHW planes, in the ONNX
+// importer's form: y = x * sigmoid(x) * s[n][c] with s broadcast as [N][C][1][1] (maps
+// (n, c, 0, 0)). Its trailing loops (h, w) run as one loop over the plane
+// (passes/codegen/CPUCollapseContiguousLoops.h), also for planes of 1, 2x2, 3x3, 7x7 and
+// channels of 1, odd and prime counts, and a batch of 3 split over workgroups.
+std::string ScaledSiluSource(int64_t n, int64_t c, int64_t h, int64_t w) {
+  std::string x = "tensor<" + std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(h) + "x" +
+                  std::to_string(w) + "xf32>";
+  std::string s = "tensor<" + std::to_string(n) + "x" + std::to_string(c) + "x1x1xf32>";
+  return R"mlir(
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#channel = affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>
+func.func @main(%x: )mlir" + x + ", %s: " + s + ") -> " + x + R"mlir( {
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : )mlir" + x + R"mlir(
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : )mlir" + x + ") outs(%e : " + x + R"mlir() {
+    ^bb0(%v: f32, %o: f32):
+      %n = arith.negf %v : f32
+      %p = math.exp %n : f32
+      %d = arith.addf %one, %p : f32
+      %r = arith.divf %v, %d : f32
+      linalg.yield %r : f32
+  } -> )mlir" + x + R"mlir(
+  %y = linalg.generic {indexing_maps = [#channel, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%s, %g : )mlir" + s + ", " + x + ") outs(%e : " + x + R"mlir() {
+    ^bb0(%a: f32, %v: f32, %o: f32):
+      %m = arith.mulf %a, %v : f32
+      linalg.yield %m : f32
+  } -> )mlir" + x + R"mlir(
+  return %y : )mlir" + x + R"mlir(
+}
+)mlir";
+}
+
+TEST_CASE("a squeeze-excitation scale of SiLU over static NCHW planes matches a double reference") {
+  const std::vector<std::vector<int64_t>> shapes = {
+      {1, 1, 1, 1}, {1, 7, 1, 1}, {1, 13, 2, 2}, {1, 5, 3, 3}, {3, 11, 7, 7}, {1, 4, 32, 32}, {2, 3, 17, 5}};
+  for (const auto& d : shapes) {
+    INFO(d[0] << "x" << d[1] << "x" << d[2] << "x" << d[3]);
+    std::string module = CompileOrDie(ScaledSiluSource(d[0], d[1], d[2], d[3]), "memory_bound_scaled_silu");
+    HostTensor x = RandomF32(d, 81, -6, 6), s = RandomF32({d[0], d[1], 1, 1}, 82);
+    HostTensor expected = ZerosF32(d);
+    const int64_t plane = d[2] * d[3];
+    for (int64_t i = 0; i < d[0] * d[1] * plane; ++i) {
+      double v = F32(x)[i];
+      F32(expected)[i] = float(v / (1 + std::exp(-v)) * F32(s)[i / plane]);
+    }
+    RunOnThreadCounts(module, {x, s}, expected);
   }
 }
 

@@ -1,0 +1,175 @@
+// One OpRewritePattern, applied once per op (walkAndApplyPatterns): the collapsed op is not
+// collapsed again, and nothing is folded around it.
+#include "passes/codegen/CPUCollapseContiguousLoops.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
+namespace hexir::codegen {
+namespace {
+using namespace mlir;
+
+// Where loops [first, map.getNumDims()) appear in `map`: -1 when none does, else the result
+// position of `first` when they are consecutive results in order; failure otherwise (a loop
+// missing from the run, out of order, or inside a compound expression).
+FailureOr<int64_t> RunPosition(AffineMap map, int64_t first) {
+  const int64_t loops = map.getNumDims();
+  int64_t at = -1, seen = 0;
+  for (auto [pos, expr] : llvm::enumerate(map.getResults())) {
+    auto dim = dyn_cast<AffineDimExpr>(expr);
+    if (!dim) {
+      for (int64_t d = first; d < loops; ++d)
+        if (expr.isFunctionOfDim(d)) return failure();
+      continue;
+    }
+    int64_t d = dim.getPosition();
+    if (d < first) continue;
+    if (d == first) at = static_cast<int64_t>(pos);
+    if (at < 0 || static_cast<int64_t>(pos) != at + (d - first)) return failure();
+    ++seen;
+  }
+  if (at < 0 ? seen != 0 : seen != loops - first) return failure();
+  return at;
+}
+
+// `v`'s buffer holds dims [first, last] as one run: dims first+1..last are whole (a slice
+// keeps their full extent at unit stride) all the way down to an identity-layout buffer.
+bool DenseRun(Value v, int64_t first, int64_t last) {
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    Operation* owner = arg.getOwner()->getParentOp();
+    if (isa<func::FuncOp>(owner)) return arg.getOwner()->isEntryBlock();
+    if (auto loop = dyn_cast<scf::ForOp>(owner))
+      if (OpOperand* init = loop.getTiedLoopInit(arg)) return DenseRun(init->get(), first, last);
+    return false;
+  }
+  Operation* def = v.getDefiningOp();
+  if (isa<tensor::EmptyOp, arith::ConstantOp>(def)) return true;
+  auto result = cast<OpResult>(v);
+  if (auto op = dyn_cast<linalg::LinalgOp>(def))
+    return DenseRun(op.getDpsInitOperand(result.getResultNumber())->get(), first, last);
+  if (auto loop = dyn_cast<scf::ForOp>(def))
+    return DenseRun(loop.getInits()[result.getResultNumber()], first, last);
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(def)) return DenseRun(insert.getDest(), first, last);
+  auto slice = dyn_cast<tensor::ExtractSliceOp>(def);
+  if (!slice || slice.getSourceType().getRank() != slice.getResultType().getRank()) return false;
+  for (int64_t d = first; d <= last; ++d) {
+    if (slice.getStaticStrides()[d] != 1) return false;
+    if (d > first && (slice.getSourceType().isDynamicDim(d) ||
+                      slice.getStaticSizes()[d] != slice.getSourceType().getDimSize(d)))
+      return false;
+  }
+  return DenseRun(slice.getSource(), first, last);
+}
+
+// The reassociation of an operand whose results [at, at + length) collapse into one dim.
+SmallVector<ReassociationIndices> Reassociation(int64_t rank, int64_t at, int64_t length) {
+  SmallVector<ReassociationIndices> groups;
+  for (int64_t d = 0; d < rank;) {
+    ReassociationIndices group{d};
+    int64_t next = d + 1;
+    if (d == at)
+      for (; next < at + length; ++next) group.push_back(next);
+    groups.push_back(group);
+    d = next;
+  }
+  return groups;
+}
+
+// `map` over loops [0, first] with loops [first, n) as the one loop `first`.
+AffineMap CollapsedMap(AffineMap map, int64_t first) {
+  SmallVector<AffineExpr> results;
+  for (AffineExpr expr : map.getResults()) {
+    auto dim = dyn_cast<AffineDimExpr>(expr);
+    if (dim && dim.getPosition() > static_cast<unsigned>(first)) continue;
+    results.push_back(expr);
+  }
+  return AffineMap::get(first + 1, 0, results, map.getContext());
+}
+
+/// generic (d0, ..., dn-1) with loops [first, n) read in order as a run of each operand's dims
+///   -> generic (d0, ..., d_first) over collapse_shape'd operands; the results expanded back.
+struct CollapseTrailingLoops : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp op, PatternRewriter& rewriter) const override {
+    const int64_t loops = op.getNumLoops();
+    if (!op.hasPureTensorSemantics() || loops < 2 || op.getNumParallelLoops() != static_cast<unsigned>(loops))
+      return rewriter.notifyMatchFailure(op, "not an all-parallel op on tensors of 2 or more loops");
+    if (!op->getDiscardableAttrDictionary().empty())
+      return rewriter.notifyMatchFailure(op, "marked for a kernel of its own");
+    for (OpOperand& operand : op->getOpOperands()) {
+      auto type = dyn_cast<ShapedType>(operand.get().getType());
+      if (type && !type.hasStaticShape()) return rewriter.notifyMatchFailure(op, "dynamic shape");
+    }
+    // Loops whose index the body reads stay loops of their own.
+    int64_t lastIndexed = -1;
+    op.getBody()->walk([&](linalg::IndexOp index) {
+      lastIndexed = std::max<int64_t>(lastIndexed, index.getDim());
+    });
+    // The longest run of trailing loops every operand reads as one dense run, or not at all.
+    SmallVector<int64_t> at;
+    int64_t first = lastIndexed + 1;
+    for (; first < loops - 1; ++first) {
+      at.clear();
+      bool fits = true;
+      for (OpOperand& operand : op->getOpOperands()) {
+        FailureOr<int64_t> pos = RunPosition(op.getMatchingIndexingMap(&operand), first);
+        // An output holds every loop; an input may broadcast over the run.
+        if (failed(pos) || (*pos < 0 && op.isDpsInit(&operand)) ||
+            (*pos >= 0 && !DenseRun(operand.get(), *pos, *pos + loops - 1 - first))) {
+          fits = false;
+          break;
+        }
+        at.push_back(*pos);
+      }
+      if (fits) break;
+    }
+    if (first >= loops - 1) return rewriter.notifyMatchFailure(op, "no trailing loops to collapse");
+
+    const int64_t length = loops - first;
+    Location loc = op.getLoc();
+    SmallVector<Value> inputs, inits;
+    SmallVector<AffineMap> maps;
+    SmallVector<Type> resultTypes;
+    for (OpOperand& operand : op->getOpOperands()) {
+      Value v = operand.get();
+      int64_t pos = at[operand.getOperandNumber()];
+      if (pos >= 0) {
+        auto type = cast<RankedTensorType>(v.getType());
+        v = tensor::CollapseShapeOp::create(rewriter, loc, v, Reassociation(type.getRank(), pos, length));
+      }
+      maps.push_back(CollapsedMap(op.getMatchingIndexingMap(&operand), first));
+      if (op.isDpsInit(&operand)) {
+        inits.push_back(v);
+        resultTypes.push_back(v.getType());
+      } else {
+        inputs.push_back(v);
+      }
+    }
+    SmallVector<utils::IteratorType> iterators(first + 1, utils::IteratorType::parallel);
+    auto collapsed = linalg::GenericOp::create(rewriter, loc, resultTypes, inputs, inits, maps, iterators);
+    rewriter.inlineRegionBefore(op.getRegion(), collapsed.getRegion(), collapsed.getRegion().begin());
+    SmallVector<Value> results;
+    for (auto [i, result] : llvm::enumerate(collapsed->getResults())) {
+      OpOperand* init = op.getDpsInitOperand(i);
+      auto type = cast<RankedTensorType>(init->get().getType());
+      SmallVector<ReassociationIndices> groups = Reassociation(type.getRank(), at[init->getOperandNumber()], length);
+      results.push_back(tensor::ExpandShapeOp::create(rewriter, loc, type, result, groups));
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+}  // namespace
+
+void CollapseContiguousLoops(func::FuncOp kernel) {
+  RewritePatternSet patterns(kernel.getContext());
+  patterns.add<CollapseTrailingLoops>(kernel.getContext());
+  walkAndApplyPatterns(kernel, std::move(patterns));
+}
+
+}  // namespace hexir::codegen

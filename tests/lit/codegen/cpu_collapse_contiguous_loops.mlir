@@ -1,0 +1,62 @@
+// RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables | FileCheck %s
+
+// codegen::CollapseContiguousLoops (passes/codegen/CPUCollapseContiguousLoops.h): the
+// squeeze-excitation scale y = x * s[n][c] over 2 x 3 planes of 5 x 7, s read as (n, c, 0, 0),
+// runs its plane as one loop of 35: three loops (n, c, plane), not four.
+// CHECK-LABEL: hexir.executable @channel_scale
+// CHECK-COUNT-3: llvm.cond_br
+// CHECK-NOT:     llvm.cond_br
+// CHECK:         llvm.func @channel_scale(
+hexir.executable @channel_scale attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @channel_scale(%s: tensor<2x3x1x1xf32>, %x: tensor<2x3x5x7xf32>, %o: tensor<2x3x5x7xf32>, %id: index) -> tensor<2x3x5x7xf32> {
+      %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %x : tensor<2x3x1x1xf32>, tensor<2x3x5x7xf32>) outs(%o : tensor<2x3x5x7xf32>) {
+      ^bb0(%a: f32, %v: f32, %out: f32):
+        %m = arith.mulf %a, %v : f32
+        linalg.yield %m : f32
+      } -> tensor<2x3x5x7xf32>
+      return %r : tensor<2x3x5x7xf32>
+    }
+  }
+}
+
+// -----
+
+// Every loop read in order by every operand: one loop of 2 x 3 x 5 x 7.
+// CHECK-LABEL: hexir.executable @same_shape
+// CHECK-COUNT-1: llvm.cond_br
+// CHECK-NOT:     llvm.cond_br
+// CHECK:         llvm.func @same_shape(
+hexir.executable @same_shape attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @same_shape(%y: tensor<2x3x5x7xf32>, %x: tensor<2x3x5x7xf32>, %o: tensor<2x3x5x7xf32>, %id: index) -> tensor<2x3x5x7xf32> {
+      %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%y, %x : tensor<2x3x5x7xf32>, tensor<2x3x5x7xf32>) outs(%o : tensor<2x3x5x7xf32>) {
+      ^bb0(%a: f32, %v: f32, %out: f32):
+        %m = arith.addf %a, %v : f32
+        linalg.yield %m : f32
+      } -> tensor<2x3x5x7xf32>
+      return %r : tensor<2x3x5x7xf32>
+    }
+  }
+}
+
+// -----
+
+// A row broadcast over the planes' rows (r read as (n, c, w)) reads w without h: h and w stay
+// two loops, and so do n and c (r is not one run of them either way).
+// CHECK-LABEL: hexir.executable @row_broadcast
+// CHECK-COUNT-4: llvm.cond_br
+// CHECK-NOT:     llvm.cond_br
+// CHECK:         llvm.func @row_broadcast(
+hexir.executable @row_broadcast attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @row_broadcast(%y: tensor<2x3x7xf32>, %x: tensor<2x3x5x7xf32>, %o: tensor<2x3x5x7xf32>, %id: index) -> tensor<2x3x5x7xf32> {
+      %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%y, %x : tensor<2x3x7xf32>, tensor<2x3x5x7xf32>) outs(%o : tensor<2x3x5x7xf32>) {
+      ^bb0(%a: f32, %v: f32, %out: f32):
+        %m = arith.addf %a, %v : f32
+        linalg.yield %m : f32
+      } -> tensor<2x3x5x7xf32>
+      return %r : tensor<2x3x5x7xf32>
+    }
+  }
+}
