@@ -34,6 +34,7 @@
 #include "passes/codegen/CPURowChains.h"
 #include "passes/codegen/CPUTarget.h"
 #include "passes/codegen/CPUTransposeTiling.h"
+#include "passes/codegen/RowSelectWrites.h"
 #include "passes/codegen/KernelChecks.h"
 #include "passes/codegen/KernelLoweringUtils.h"
 
@@ -145,6 +146,9 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     if (failed(runPipeline(*bufferize, inner))) return failure();
     FailureOr<func::FuncOp> kernel = codegen::FinishBufferizedKernel(exe);
     if (failed(kernel)) return failure();
+    // A cache row written through a whole-cache select touches only its row
+    // (codegen/RowSelectWrites.h; a device loop's KV-cache update in a small-layer group).
+    codegen::NarrowRowSelectWrites(*kernel);
     SmallVector<Type> signature(kernel->getArgumentTypes());
     if (rowChain) {
       FailureOr<OpPassManager> hoist = parsePassPipeline(codegen::kRowChainBufferPipeline);

@@ -35,6 +35,7 @@
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "passes/codegen/CUDAColumnReduce.h"
 #include "passes/codegen/CUDAWarpReduce.h"
+#include "passes/codegen/RowSelectWrites.h"
 
 namespace hexir::cuda {
 using namespace mlir;
@@ -332,6 +333,8 @@ LogicalResult LowerBlockLevels(func::FuncOp kernel, int64_t blockSize) {
     return WalkResult::advance();
   });
   if (nested.wasInterrupted()) return failure();
+  // A cache row written through a whole-cache select touches only its row.
+  codegen::NarrowRowSelectWrites(kernel);
   if (failed(AllocationsToShared(kernel))) return failure();
 
   IRRewriter rw(kernel.getContext());

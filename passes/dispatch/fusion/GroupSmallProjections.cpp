@@ -19,6 +19,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "passes/dispatch/InPlaceUpdates.h"
 #include "passes/dispatch/fusion/FusionPasses.h"
+#include "passes/dispatch/fusion/RowInsertSelects.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_GROUPSMALLPROJECTIONS
@@ -80,6 +81,10 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
 
   void runOnOperation() override {
     if (maxWork <= 0) return;
+    // The chunked host loop's KV-cache rows as the device loop writes them (RowInsertSelects.h):
+    // members of the rows stage below; those left out are insert_slices again at the end.
+    SmallVector<linalg::GenericOp> rowSelects;
+    for (auto func : getOperation().getOps<func::FuncOp>()) rowSelects.append(RowInsertsAsSelects(func, maxWork));
     llvm::MapVector<int64_t, SmallVector<Operation*>> chains;  // copies by chain number
     getOperation().walk([&](linalg::GenericOp g) {
       if (auto n = g->getAttrOfType<IntegerAttr>(kRecomputeInConsumerAttr))
@@ -88,6 +93,7 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
     IRRewriter rewriter(&getContext());
     for (auto& [id, copies] : chains)
       if (std::optional<SmallVector<Operation*>> members = groupOf(copies)) mark(rewriter, id, *members);
+    UngroupedSelectsToRowInserts(rowSelects);
   }
 
  private:

@@ -213,3 +213,118 @@ func.func @qkv_long_cache(%x: tensor<16xf32>, %w: tensor<16xf32>, %wq: tensor<16
   } -> tensor<128x8xf32>
   return %q, %kc1, %vc1 : tensor<16xf32>, tensor<128x8xf32>, tensor<128x8xf32>
 }
+
+// -----
+
+// The chunked host loop's form of the same rows (RowInsertSelects.h): each written by an
+// in-place tensor.insert_slice of a unit expansion at a host position. Rewritten into the
+// device loop's whole-cache select (marked in place), they join the group: one region, one
+// dispatch (the caches are this function's own fills, so the inserts may update them in
+// place; the fills, clonable, come into the region too; a loop-carried cache is a tied
+// operand, as in @qkv_cache_rows).
+// CHECK-LABEL: func.func @qkv_row_inserts
+// CHECK:         hexir.dispatch_region -> (tensor<16xf32>, tensor<32x8xf32>, tensor<32x8xf32>)
+// CHECK-COUNT-2:   arith.select {{.*}} : f32
+// CHECK:         } {hexir.dispatch_group = "small_layer"}
+// CHECK-NOT:     hexir.dispatch_region
+// CHECK-NOT:     tensor.insert_slice
+// CHECK:         return
+// TIED-LABEL: func.func @qkv_row_inserts(
+// TIED:         hexir.dispatch @qkv_row_inserts_dispatch_0(
+// TIED-NOT:     hexir.dispatch @
+// TIED:         return
+#id4 = affine_map<(d) -> (d)>
+#all4 = affine_map<(d) -> ()>
+func.func @qkv_row_inserts(%x: tensor<16xf32>, %w: tensor<16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>, %pos64: i64) -> (tensor<16xf32>, tensor<32x8xf32>, tensor<32x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ec = tensor.empty() : tensor<32x8xf32>
+  %kc0 = linalg.fill ins(%zero : f32) outs(%ec : tensor<32x8xf32>) -> tensor<32x8xf32>
+  %ev = tensor.empty() : tensor<32x8xf32>
+  %vc0 = linalg.fill ins(%zero : f32) outs(%ev : tensor<32x8xf32>) -> tensor<32x8xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %ss = linalg.generic {indexing_maps = [#id4, #all4], iterator_types = ["reduction"]} ins(%x : tensor<16xf32>) outs(%z0 : tensor<f32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %m = arith.mulf %a, %a : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %e1 = tensor.empty() : tensor<16xf32>
+  %xn = linalg.generic {indexing_maps = [#id4, #all4, #id4, #id4], iterator_types = ["parallel"]} ins(%x, %ss, %w : tensor<16xf32>, tensor<f32>, tensor<16xf32>) outs(%e1 : tensor<16xf32>) {
+  ^bb0(%a: f32, %sum: f32, %g: f32, %o: f32):
+    %n = arith.constant 16.0 : f32
+    %mean = arith.divf %sum, %n : f32
+    %inv = math.rsqrt %mean : f32
+    %xs = arith.mulf %a, %inv : f32
+    %y = arith.mulf %g, %xs : f32
+    linalg.yield %y : f32
+  } -> tensor<16xf32>
+  %eq = tensor.empty() : tensor<16xf32>
+  %zq = linalg.fill ins(%zero : f32) outs(%eq : tensor<16xf32>) -> tensor<16xf32>
+  %q = linalg.matvec ins(%wq, %xn : tensor<16x16xf32>, tensor<16xf32>) outs(%zq : tensor<16xf32>) -> tensor<16xf32>
+  %ek = tensor.empty() : tensor<8xf32>
+  %zk = linalg.fill ins(%zero : f32) outs(%ek : tensor<8xf32>) -> tensor<8xf32>
+  %k = linalg.matvec ins(%wk, %xn : tensor<8x16xf32>, tensor<16xf32>) outs(%zk : tensor<8xf32>) -> tensor<8xf32>
+  %v = linalg.matvec ins(%wv, %xn : tensor<8x16xf32>, tensor<16xf32>) outs(%zk : tensor<8xf32>) -> tensor<8xf32>
+  %pos = arith.index_cast %pos64 : i64 to index
+  %kx = tensor.expand_shape %k [[0, 1]] output_shape [1, 8] : tensor<8xf32> into tensor<1x8xf32>
+  %kc1 = tensor.insert_slice %kx into %kc0[%pos, 0] [1, 8] [1, 1] : tensor<1x8xf32> into tensor<32x8xf32>
+  %vx = tensor.expand_shape %v [[0, 1]] output_shape [1, 8] : tensor<8xf32> into tensor<1x8xf32>
+  %vc1 = tensor.insert_slice %vx into %vc0[%pos, 0] [1, 8] [1, 1] : tensor<1x8xf32> into tensor<32x8xf32>
+  return %q, %kc1, %vc1 : tensor<16xf32>, tensor<32x8xf32>, tensor<32x8xf32>
+}
+
+// -----
+
+// The same rows into caches of 128 rows: a select's level (128 x 8 = 1024) would be over the
+// cost model, so the rows stay in-place insert_slices (each a dispatch of its own writing one
+// row, its projection computed inside it) and q/k/v are grouped as before.
+// CHECK-LABEL: func.func @qkv_row_inserts_long_cache
+// CHECK:         hexir.dispatch_region -> (tensor<16xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK:         } {hexir.dispatch_group = "small_layer"}
+// CHECK:         hexir.dispatch_region -> (tensor<128x8xf32>)
+// CHECK-NEXT:      tensor.insert_slice {{.*}} {hexir.in_place}
+// CHECK:         hexir.dispatch_region -> (tensor<128x8xf32>)
+// CHECK-NEXT:      tensor.insert_slice {{.*}} {hexir.in_place}
+// CHECK-NOT:     arith.select
+// CHECK:         return
+#id5 = affine_map<(d) -> (d)>
+#all5 = affine_map<(d) -> ()>
+func.func @qkv_row_inserts_long_cache(%x: tensor<16xf32>, %w: tensor<16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>, %pos64: i64) -> (tensor<16xf32>, tensor<128x8xf32>, tensor<128x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ec = tensor.empty() : tensor<128x8xf32>
+  %kc0 = linalg.fill ins(%zero : f32) outs(%ec : tensor<128x8xf32>) -> tensor<128x8xf32>
+  %ev = tensor.empty() : tensor<128x8xf32>
+  %vc0 = linalg.fill ins(%zero : f32) outs(%ev : tensor<128x8xf32>) -> tensor<128x8xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %ss = linalg.generic {indexing_maps = [#id5, #all5], iterator_types = ["reduction"]} ins(%x : tensor<16xf32>) outs(%z0 : tensor<f32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %m = arith.mulf %a, %a : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %e1 = tensor.empty() : tensor<16xf32>
+  %xn = linalg.generic {indexing_maps = [#id5, #all5, #id5, #id5], iterator_types = ["parallel"]} ins(%x, %ss, %w : tensor<16xf32>, tensor<f32>, tensor<16xf32>) outs(%e1 : tensor<16xf32>) {
+  ^bb0(%a: f32, %sum: f32, %g: f32, %o: f32):
+    %n = arith.constant 16.0 : f32
+    %mean = arith.divf %sum, %n : f32
+    %inv = math.rsqrt %mean : f32
+    %xs = arith.mulf %a, %inv : f32
+    %y = arith.mulf %g, %xs : f32
+    linalg.yield %y : f32
+  } -> tensor<16xf32>
+  %eq = tensor.empty() : tensor<16xf32>
+  %zq = linalg.fill ins(%zero : f32) outs(%eq : tensor<16xf32>) -> tensor<16xf32>
+  %q = linalg.matvec ins(%wq, %xn : tensor<16x16xf32>, tensor<16xf32>) outs(%zq : tensor<16xf32>) -> tensor<16xf32>
+  %ek = tensor.empty() : tensor<8xf32>
+  %zk = linalg.fill ins(%zero : f32) outs(%ek : tensor<8xf32>) -> tensor<8xf32>
+  %k = linalg.matvec ins(%wk, %xn : tensor<8x16xf32>, tensor<16xf32>) outs(%zk : tensor<8xf32>) -> tensor<8xf32>
+  %v = linalg.matvec ins(%wv, %xn : tensor<8x16xf32>, tensor<16xf32>) outs(%zk : tensor<8xf32>) -> tensor<8xf32>
+  %pos = arith.index_cast %pos64 : i64 to index
+  %kx = tensor.expand_shape %k [[0, 1]] output_shape [1, 8] : tensor<8xf32> into tensor<1x8xf32>
+  %kc1 = tensor.insert_slice %kx into %kc0[%pos, 0] [1, 8] [1, 1] : tensor<1x8xf32> into tensor<128x8xf32>
+  %vx = tensor.expand_shape %v [[0, 1]] output_shape [1, 8] : tensor<8xf32> into tensor<1x8xf32>
+  %vc1 = tensor.insert_slice %vx into %vc0[%pos, 0] [1, 8] [1, 1] : tensor<1x8xf32> into tensor<128x8xf32>
+  return %q, %kc1, %vc1 : tensor<16xf32>, tensor<128x8xf32>, tensor<128x8xf32>
+}
