@@ -54,16 +54,27 @@ std::string Attr(mlir::Operation* op, const char* dict, const std::string& key) 
   return s ? s.str() : "<missing " + key + ">";
 }
 
-TEST_CASE("dispatch costs: static matmul (GEMV), dynamic elementwise, attach merges") {
+// The dialects hexir-compile registers.
+mlir::DialectRegistry Registry() {
   mlir::DialectRegistry registry;
   hexir::compiler::RegisterDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(kModule, &ctx);
+  return registry;
+}
+
+// `source` parsed and run through hexir-annotate-dispatch-costs.
+mlir::OwningOpRef<mlir::ModuleOp> Annotated(const char* source, mlir::MLIRContext& ctx) {
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(source, &ctx);
   REQUIRE(module);
   mlir::PassManager pm(&ctx, mlir::ModuleOp::getOperationName());
   pm.addPass(hexir::createAnnotateDispatchCosts());
   REQUIRE(mlir::succeeded(pm.run(*module)));
+  return module;
+}
+
+TEST_CASE("dispatch costs: static matmul (GEMV), dynamic elementwise, attach merges") {
+  mlir::MLIRContext ctx(Registry());
+  ctx.loadAllAvailableDialects();
+  mlir::OwningOpRef<mlir::ModuleOp> module = Annotated(kModule, ctx);
   auto exes = llvm::to_vector(module->getOps<hexir::ExecutableOp>());
   REQUIRE(exes.size() == 2);
   mlir::Operation* mm = exes[0];
@@ -130,15 +141,9 @@ module {
 )mlir";
 
 TEST_CASE("dispatch costs: a row inserted in place moves the row, not the cache") {
-  mlir::DialectRegistry registry;
-  hexir::compiler::RegisterDialects(registry);
-  mlir::MLIRContext ctx(registry);
+  mlir::MLIRContext ctx(Registry());
   ctx.loadAllAvailableDialects();
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(kInPlace, &ctx);
-  REQUIRE(module);
-  mlir::PassManager pm(&ctx, mlir::ModuleOp::getOperationName());
-  pm.addPass(hexir::createAnnotateDispatchCosts());
-  REQUIRE(mlir::succeeded(pm.run(*module)));
+  mlir::OwningOpRef<mlir::ModuleOp> module = Annotated(kInPlace, ctx);
   auto exes = llvm::to_vector(module->getOps<hexir::ExecutableOp>());
   REQUIRE(exes.size() == 3);
   // The row's 32 floats in and out; the tied cache input is not read.
