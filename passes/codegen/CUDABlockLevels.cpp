@@ -15,9 +15,8 @@
 //     level are not).
 // hexir-cuda-distribute-threads marks such a kernel (kBlockLevelsAttr, one block of its
 // block size); hexir-cuda-lower-executables calls LowerBlockLevels on the bufferized kernel.
-//
-// Declared where used (CUDADistributeThreads.cpp, CUDALowerExecutables.cpp) as
-// "CUDABlockLevels.cpp's API": IsSmallLayerGroup, kBlockLevelsAttr, LowerBlockLevels.
+#include "passes/codegen/CUDABlockLevels.h"
+
 #include "dialects/hexir/IR/HexirAttributes.h"
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -47,10 +46,8 @@ constexpr char kSmallLayerGroupKind[] = "small_layer";
 // hexir-compile groups only within it, compiler/Pipeline.cpp).
 constexpr int64_t kMaxBlockLevelsSharedBytes = 48 * 1024;
 
-// The kernel attribute (unit) of a kernel lowered by LowerBlockLevels.
-extern const char kBlockLevelsAttr[] = "hexir.cuda.block_levels";
+const char kBlockLevelsAttr[] = "hexir.cuda.block_levels";
 
-// The executable is a `small_layer` dispatch group (kDispatchGroupAttr's kind).
 bool IsSmallLayerGroup(ExecutableOp exe) {
   auto kind = exe->getAttrOfType<StringAttr>(kDispatchGroupAttr);
   return kind && kind.getValue() == kSmallLayerGroupKind;

@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/TilingInterface.h"
 #include "passes/codegen/CUDABlockMatvec.h"
+#include "passes/codegen/CUDABlockLevels.h"
 #include "passes/codegen/CUDAColumnReduce.h"
 #include "passes/codegen/CUDADecodeAttention.h"
 #include "passes/codegen/CUDAMatmul.h"
@@ -31,14 +32,6 @@
 #include "passes/codegen/CUDAWholeReductions.h"
 #include "passes/codegen/KernelLoweringUtils.h"
 #include "passes/codegen/WorkgroupCount.h"
-
-
-namespace hexir::cuda {
-// CUDABlockLevels.cpp's API (one-block kernels for `small_layer` groups).
-extern const char kBlockLevelsAttr[];
-bool IsSmallLayerGroup(ExecutableOp exe);
-mlir::LogicalResult LowerBlockLevels(mlir::func::FuncOp kernel, int64_t blockSize);
-}  // namespace hexir::cuda
 
 namespace hexir {
 #define GEN_PASS_DEF_CUDADISTRIBUTETHREADS

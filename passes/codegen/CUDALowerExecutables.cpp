@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "passes/codegen/CUDABlockLevels.h"
 #include "passes/codegen/CUDAColumnReduce.h"
 #include "passes/codegen/CUDADecodeAttention.h"
 #include "passes/codegen/CUDAMatmul.h"
@@ -32,12 +33,6 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 
 
-namespace hexir::cuda {
-// CUDABlockLevels.cpp's API (one-block kernels for `small_layer` groups).
-extern const char kBlockLevelsAttr[];
-bool IsSmallLayerGroup(ExecutableOp exe);
-mlir::LogicalResult LowerBlockLevels(mlir::func::FuncOp kernel, int64_t blockSize);
-}  // namespace hexir::cuda
 
 namespace hexir {
 #define GEN_PASS_DEF_CUDALOWEREXECUTABLES
