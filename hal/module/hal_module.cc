@@ -557,6 +557,34 @@ Status AllocatorAllocateUniform(HalModuleState& s, NativeCall& c) {
   return AllocateOfTypes(s, c, kMemoryHostVisible | kMemoryUniform);
 }
 
+// A recorded callee's parameter buffer (passes/vm/LowerRecordedCalls.cpp): the previous call
+// site's when its words are equal, so equal parameter lists of one execution share one buffer
+// as they do when inlined. `previous` is only read: a uniform buffer is never written once the
+// submissions that read it may run.
+Status AllocatorReuseUniform(HalModuleState& s, NativeCall& c) {
+  HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 1));
+  HEXIR_ASSIGN_OR_RETURN(Device * device, DeviceArg(s, c, 0));
+  HEXIR_ASSIGN_OR_RETURN(Buffer * previous, RefArg<Buffer>(c, 1, /*allow_null=*/true));
+  std::string_view kinds = ArgKinds(c);
+  std::vector<uint8_t> bytes;
+  for (size_t i = 2; i < c.args.size(); ++i) {
+    if (i < kinds.size() && kinds[i] != 'i') return ArgError(c, i, "values must be i");
+    uint64_t v = static_cast<uint64_t>(IntArg(c, i));
+    for (int k = 0; k < 8; ++k) bytes.push_back(static_cast<uint8_t>(v >> (8 * k)));
+  }
+  if (previous != nullptr && (previous->memory_types() & kMemoryUniform) &&
+      previous->host_data() != nullptr && previous->byte_size() == bytes.size() &&
+      std::memcmp(previous->host_data(), bytes.data(), bytes.size()) == 0) {
+    SetRef(c, vm::Ref<Buffer>::Retain(previous));
+    return Status::Ok();
+  }
+  HEXIR_ASSIGN_OR_RETURN(vm::Ref<Buffer> b,
+                         device->AllocateBuffer(bytes.size(), kMemoryHostVisible | kMemoryUniform));
+  if (!bytes.empty()) HEXIR_RETURN_IF_ERROR(device->WriteBuffer(*b, 0, bytes.data(), bytes.size()));
+  SetRef(c, std::move(b));
+  return Status::Ok();
+}
+
 Status DeviceTransient(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 3, 1));
   HEXIR_ASSIGN_OR_RETURN(Device * device, DeviceArg(s, c, 0));

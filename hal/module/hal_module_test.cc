@@ -124,7 +124,7 @@ TEST_CASE("hal module: exports every hal_imports.def function with its pattern")
 #include "hal/module/hal_imports.def"
 #undef HAL_IMPORT
   };
-  REQUIRE(expected.size() == 46);
+  REQUIRE(expected.size() == 47);
   REQUIRE(h.module->functions().size() == expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     REQUIRE(h.module->functions()[i].name == expected[i].first);
@@ -309,6 +309,37 @@ TEST_CASE("hal module: dispatch argument errors") {
   s = h.Call("hal.command_buffer.dispatch", "rriiiii",
              {R(cb), R(exe), I(0), I(-1), I(1), I(1), I(0)});
   REQUIRE(s.message() == "hal.command_buffer.dispatch: argument 3: workgroup count -1 is outside [0, 2^32)");
+}
+
+TEST_CASE("hal module: reuse_uniform hands back the previous buffer only when it holds the same words") {
+  Harness h;
+  auto dev = vm::Ref<vm::RefObject>(h.device);
+  auto words = [](vm::RefObject* b) {
+    auto* buffer = static_cast<Buffer*>(b);
+    std::vector<int64_t> w(buffer->byte_size() / 8);
+    std::memcpy(w.data(), buffer->host_data(), buffer->byte_size());
+    return w;
+  };
+  auto first = h.CallRef("hal.allocator.reuse_uniform", "rrii_r", {R(dev), R(nullptr), I(7), I(-3)});
+  REQUIRE(words(first.get()) == std::vector<int64_t>{7, -3});
+  REQUIRE((static_cast<Buffer*>(first.get())->memory_types() & kMemoryUniform) != 0);
+  const uint64_t allocated = h.device->stats().buffers_allocated;
+  auto same = h.CallRef("hal.allocator.reuse_uniform", "rrii_r", {R(dev), R(first), I(7), I(-3)});
+  CHECK(same.get() == first.get());
+  CHECK(h.device->stats().buffers_allocated == allocated);
+  // Other words, fewer words, or a buffer that is not uniform: a new buffer, the old one unchanged.
+  auto other = h.CallRef("hal.allocator.reuse_uniform", "rrii_r", {R(dev), R(first), I(7), I(4)});
+  CHECK(other.get() != first.get());
+  CHECK(words(other.get()) == std::vector<int64_t>{7, 4});
+  CHECK(words(first.get()) == std::vector<int64_t>{7, -3});
+  auto shorter = h.CallRef("hal.allocator.reuse_uniform", "rri_r", {R(dev), R(first), I(7)});
+  CHECK(shorter.get() != first.get());
+  auto host = h.CallRef("hal.allocator.allocate_host", "ri_r", {R(dev), I(16)});
+  std::memcpy(static_cast<Buffer*>(host.get())->host_data(), words(first.get()).data(), 16);
+  auto fresh = h.CallRef("hal.allocator.reuse_uniform", "rrii_r", {R(dev), R(host), I(7), I(-3)});
+  CHECK(fresh.get() != host.get());
+  Status s = h.Call("hal.allocator.reuse_uniform", "rrfi_r", {R(dev), R(nullptr), vm::Variant{0, nullptr}, I(1)});
+  CHECK_FALSE(s.ok());
 }
 
 TEST_CASE("hal module: executables are cached per (module instance, ordinal) per context") {

@@ -22,7 +22,8 @@
 // barriers. A call recorded into the region (schedule/RecordedCalls.h) is a command like a
 // dispatch: it depends on the writers of its tensor operands, its tied results (an argument
 // its callee updates in place) on every earlier reader of that buffer, and on the previous
-// call of the same callee (calls of one callee share its transients); it spans its callee's
+// call of the same callee (calls of one callee are kept in order: each call site has its own
+// transients now, vm/LowerRecordedCalls.cpp, so independent ones could overlap); it spans its callee's
 // waves (its recording holds the callee's barriers), so its consumers start after its last
 // wave, and independent commands share its first and last waves:
 //
@@ -108,7 +109,8 @@ RegionSchedule dependences(ExecuteOp execute) {
   llvm::StringMap<unsigned> previousCallOf;  // callee -> its latest call in the region
   for (auto [i, op] : llvm::enumerate(s.dispatches)) {
     SetVector<unsigned> deps;
-    // Calls of one callee share its transient buffers: each follows the previous one.
+    // Calls of one callee: each follows the previous one (they share no buffer since each call
+    // site has its own transients; the order is kept, not needed).
     if (auto call = dyn_cast<func::CallOp>(op)) {
       auto [it, first] = previousCallOf.try_emplace(call.getCallee(), i);
       if (!first) deps.insert(std::exchange(it->second, i));

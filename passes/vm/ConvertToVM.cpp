@@ -69,7 +69,7 @@ class ConvertToVM : public impl::ConvertToVMBase<ConvertToVM> {
     ModuleState state(module);
     for (auto exe : module.getOps<ExecutableOp>())
       state.executableOrdinals[exe.getSymName()] = state.executableOrdinals.size();
-    // Recorded callees first: their callers need their slot counts.
+    // Recorded callees first: their callers need their slots (vm_lowering::RecordedCallee).
     SmallVector<func::FuncOp> funcs = llvm::to_vector(module.getOps<func::FuncOp>());
     std::stable_partition(funcs.begin(), funcs.end(),
                           [](func::FuncOp f) { return f->hasAttr(kRecordsIntoCallerAttr); });

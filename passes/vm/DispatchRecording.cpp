@@ -70,11 +70,9 @@ FailureOr<std::optional<int64_t>> WorkgroupCounts::Append(OpBuilder& b, Location
 }
 
 void RecordDispatch(OpBuilder& b, Location loc, Value cb, Value exe, ExecutableOp exeOp,
-                    ArrayRef<int64_t> bindingSlots, std::optional<CountSlot> count, Value slotBase) {
-  auto slotValue = [&](int64_t s) {
-    Value ordinal = Constant(b, loc, s);
-    return slotBase ? Inst(b, loc, "add.i64", {slotBase, ordinal}) : ordinal;
-  };
+                    ArrayRef<int64_t> bindingSlots, std::optional<CountSlot> count,
+                    ArrayRef<Value> slotValues) {
+  auto slotValue = [&](int64_t s) { return slotValues.empty() ? Constant(b, loc, s) : slotValues[s]; };
   auto slots = [&] {
     SmallVector<Value> values;
     for (int64_t s : bindingSlots) values.push_back(slotValue(s));

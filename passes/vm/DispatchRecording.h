@@ -46,11 +46,11 @@ struct CountSlot {
 };
 
 // Records the dispatch of `exe` (entry 0) into `cb` with the given binding-table slot
-// ordinals: indirect from `count` when given, else with exeOp's static count. With a
-// `slotBase` (an i64 register: a recorded callee's first slot in its caller's table), every
-// ordinal is relative to it.
+// ordinals: indirect from `count` when given, else with exeOp's static count. With
+// `slotValues` (a recorded callee's `.record` function: i64 registers holding its caller's
+// slot ordinal of each of its slots), ordinal s is recorded as slotValues[s].
 void RecordDispatch(mlir::OpBuilder& b, mlir::Location loc, mlir::Value cb, mlir::Value exe,
                     ExecutableOp exeOp, llvm::ArrayRef<int64_t> bindingSlots,
-                    std::optional<CountSlot> count, mlir::Value slotBase = {});
+                    std::optional<CountSlot> count, llvm::ArrayRef<mlir::Value> slotValues = {});
 
 }  // namespace hexir::vm_lowering

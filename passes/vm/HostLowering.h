@@ -40,6 +40,31 @@
 namespace hexir::vm_lowering {
 using namespace mlir;
 
+// Where a recorded callee's binding-table slot gets its buffer at a call site: an argument of
+// the callee's VM form (the caller's own buffer: `index` = the argument's position), a result
+// (`index` = the result number: the call's result buffer), or the callee's own (a transient or
+// a parameter buffer: `index` = its position among the buffers returned after the results).
+// The caller binds each distinct buffer once, as for inlined dispatches, so a buffer written
+// by one call and read by the next is one slot (a graph orders its users by slots).
+struct RecordedSlot {
+  enum Kind { kArgument, kResult, kOwn } kind;
+  int64_t index;
+};
+// The callee's arguments after its held results, one per buffer its region makes that a call
+// site carries to the next call: a transient (the call site keeps its own, like a held result,
+// so no two call sites share a buffer) or a parameter buffer (the previous call's in the
+// caller's region, reused when its words are equal). `own`: where the call returns the buffer
+// among its own buffers.
+struct CarriedBuffer {
+  enum Kind { kTransient, kParameters } kind;
+  int64_t own = -1;
+};
+struct RecordedCallee {
+  SmallVector<RecordedSlot> slots;  // in the callee's slot order (`.record`'s i64 arguments)
+  int64_t ownBuffers = 0;           // returned after the results
+  SmallVector<CarriedBuffer> carried;
+};
+
 // State shared by every function of the module: globals and the initializer's body.
 struct ModuleState {
   explicit ModuleState(ModuleOp module) : module(module) {}
@@ -59,8 +84,8 @@ struct ModuleState {
   llvm::StringMap<int64_t> tensorGlobals;
   SmallVector<std::string> initializerForms;
   // Callees recorded into their callers' command buffers (schedule/RecordedCalls.h), lowered
-  // before the other functions: the number of binding-table slots each call site fills.
-  llvm::StringMap<int64_t> recordedSlotCounts;
+  // before the other functions: what each call site binds (RecordedCallee).
+  llvm::StringMap<RecordedCallee> recordedCallees;
 };
 
 // A host tensor: its buffer and its dims (i64 registers; constants for static dims).
@@ -89,17 +114,16 @@ struct PendingCollective {
 struct PendingDispatch {
   DispatchOp op;
   std::optional<PendingCollective> collective;
-  // A recorded call: the callee; `bindings` are its slot buffers, given consecutive slots from
-  // `firstSlot` (the callee records with slot ordinals relative to it).
+  // A recorded call: the callee; `bindings` are the buffers of its slots, in the callee's slot
+  // order (its `.record` function takes the caller's slot ordinal of each).
   FlatSymbolRefAttr recordedCall;
-  int64_t firstSlot = 0;
   SmallVector<Value> bindings;  // buffers, params buffer last
   bool barrierBefore = false;   // a hexir.barrier precedes it in the region
   std::optional<int64_t> countOffset;  // indirect: the count's byte offset in the params buffer
 };
 
 // The function recording a recorded callee's commands into a caller's command buffer
-// (`<callee>.record(cb, first slot)`, LowerRecordedCalls.cpp).
+// (`<callee>.record(cb, slot ordinals...)`, LowerRecordedCalls.cpp).
 inline FlatSymbolRefAttr RecordFunctionSymbol(FlatSymbolRefAttr callee) {
   return FlatSymbolRefAttr::get(callee.getContext(), (callee.getValue() + ".record").str());
 }
@@ -197,12 +221,16 @@ class HostLowering {
                         const DenseMap<Value, int64_t>& slotOf);
   Value lookupExecutable(const PendingDispatch& p, llvm::StringMap<Value>& executables);
   void recordDispatch(Value cb, const PendingDispatch& p, Value exe,
-                      const DenseMap<Value, int64_t>& slotOf, Value slotBase);
+                      const DenseMap<Value, int64_t>& slotOf, ArrayRef<Value> slotValues);
   void assignSlots(SmallVectorImpl<Value>& slots, DenseMap<Value, int64_t>& slotOf);
-  void recordCommands(Value commands, const DenseMap<Value, int64_t>& slotOf, Value slotBase);
+  void recordCommands(Value commands, const DenseMap<Value, int64_t>& slotOf,
+                      ArrayRef<Value> slotValues);
   void emitRegion(ExecuteOp e);
   void emitRecordedRegion(ExecuteOp e);
+  void endRegion();  // forgets the region's pending commands, parameter lists, counts
   void mapHeldResultBuffers(Block* entry);  // a recorded callee: its held-buffer arguments
+  Value parameterBuffer(ArrayRef<Value> params);  // a region's, shared by equal lists
+  LogicalResult describeRecordedSlots(func::ReturnOp r, SmallVectorImpl<Value>& results);
 
   // ---- calls and control flow (LowerControlFlow.cpp) ----
   LogicalResult edgeOperands(Operation* op, ValueRange operands, SmallVectorImpl<Value>& out);
@@ -221,9 +249,16 @@ class HostLowering {
   // Its VM form also takes, after its arguments, one buffer per result that the caller keeps
   // for that call site (null where the caller yields the result): a fresh result is that
   // buffer when it is large enough (hal.device.transient), so a result used only inside the
-  // caller's region is allocated once per call site, not once per call.
+  // caller's region is allocated once per call site, not once per call. Then one buffer per
+  // transient and per parameter list of its region (CarriedBuffer), in the order its region
+  // makes them: the call site's own transient (held by the caller per call site, as inlined
+  // layers have their own), and the previous call's parameter buffer (null for the first call
+  // of a caller's region), reused when its words are equal (hal.allocator.reuse_uniform), so L
+  // calls allocate the buffers L inlined bodies would.
   bool recordedForm = false;
   SmallVector<Value> recordedSlots;
+  SmallVector<std::pair<CarriedBuffer::Kind, Value>> carriedBuffers;  // in argument order
+  Value carriedBuffer(CarriedBuffer::Kind kind, Value bytesOrNull, ArrayRef<Value> params);
   DenseMap<Value, Value> heldResultBuffers;  // region value (a fresh root) -> the caller's buffer
   MLIRContext* ctx;
   OpBuilder b;  // builds the VM function (the patterns' rewriter only hears their reasons)
@@ -243,6 +278,9 @@ class HostLowering {
   // The execution region being lowered.
   SmallVector<PendingDispatch> pending;
   SmallVector<std::pair<SmallVector<Value>, Value>> regionParams;
+  // Per recorded callee called in the region: the buffers its last call returned, per carried
+  // buffer (RecordedCallee::carried).
+  llvm::StringMap<SmallVector<Value>> calleeCarriedBuffers;
   WorkgroupCounts workgroupCounts;  // dynamic counts emitted for this region (shared words)
 };
 

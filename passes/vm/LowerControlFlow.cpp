@@ -7,7 +7,7 @@
 namespace hexir::vm_lowering {
 
 LogicalResult HostLowering::lowerCall(func::CallOp c) {
-  if (state.recordedSlotCounts.count(c.getCallee()))  // lowered before its callers
+  if (state.recordedCallees.count(c.getCallee()))  // lowered before its callers
     return c.emitError() << "call of @" << c.getCallee()
                          << " outside an execution region: its callee records into its callers' "
                             "command buffers (run hexir-form-execution-regions)";
@@ -65,9 +65,8 @@ LogicalResult HostLowering::lowerCondBranch(cf::CondBranchOp br) {
 
 LogicalResult HostLowering::lowerReturn(func::ReturnOp r) {
   SmallVector<Value> results;
-  if (recordedForm) {  // buffers and dims, then the region's slot buffers
-    if (failed(edgeOperands(r, r.getOperands(), results))) return failure();
-    results.append(recordedSlots.begin(), recordedSlots.end());
+  if (recordedForm) {  // buffers and dims, then the region's own slot buffers
+    if (failed(describeRecordedSlots(r, results))) return failure();
     vmir::ReturnOp::create(b, loc, results);
     vmFunc.setType(b.getFunctionType(vmFunc.getBody().front().getArgumentTypes(),
                                      ValueRange(results).getTypes()));

@@ -132,21 +132,27 @@ LogicalResult HostLowering::lowerDispatch(DispatchOp d, const DenseSet<Value>& y
   FailureOr<std::optional<int64_t>> countOffset = workgroupCounts.Append(b, loc, d, exe, params);
   if (failed(countOffset)) return failure();
   p.countOffset = *countOffset;
-  if (!params.empty()) {
-    // Dispatches of one region with the same parameters share one buffer.
-    Value buffer;
-    for (auto& [values, existing] : regionParams)
-      if (values == params) buffer = existing;
-    if (!buffer) {
-      buffer = hal_import::AllocatorAllocateUniform(b, loc, device,
-                                                    i64(8 * static_cast<int64_t>(params.size())));
-      hal_import::BufferStoreI64(b, loc, buffer, i64(0), params);
-      regionParams.push_back({params, buffer});
-    }
-    p.bindings.push_back(buffer);
-  }
+  if (!params.empty()) p.bindings.push_back(parameterBuffer(params));
   pending.push_back(std::move(p));
   return success();
+}
+
+// The region's parameter buffer holding `params`: dispatches of one region with the same
+// parameters share one. A recorded callee's is the previous call's when its words are equal
+// (an argument of its VM form, LowerRecordedCalls.cpp), else a new one.
+Value HostLowering::parameterBuffer(ArrayRef<Value> params) {
+  for (auto& [values, existing] : regionParams)
+    if (ArrayRef<Value>(values) == params) return existing;
+  Value buffer;
+  if (recordedForm) {
+    buffer = carriedBuffer(CarriedBuffer::kParameters, Value(), params);
+  } else {
+    buffer = hal_import::AllocatorAllocateUniform(b, loc, device,
+                                                  i64(8 * static_cast<int64_t>(params.size())));
+    hal_import::BufferStoreI64(b, loc, buffer, i64(0), params);
+  }
+  regionParams.push_back({SmallVector<Value>(params), buffer});
+  return buffer;
 }
 
 // The buffer of a command's fresh result with dims `h.dims`. A transient (not yielded, nor
@@ -159,6 +165,8 @@ Value HostLowering::allocateResult(Value result, const HostTensor& h,
   Value bytes = byteSize(cast<RankedTensorType>(result.getType()), h.dims);
   if (Value held = heldResultBuffers.lookup(result))  // a recorded callee's result
     return hal_import::DeviceTransient(b, loc, device, held, bytes);
+  if (!yieldedRoots.contains(result) && recordedForm)  // the call site's own
+    return carriedBuffer(CarriedBuffer::kTransient, bytes, {});
   if (!yieldedRoots.contains(result)) {
     int64_t global = state.refGlobals++;
     Value held = vmir::GlobalLoadRefOp::create(b, loc, ref, b.getI64IntegerAttr(global));
@@ -179,9 +187,9 @@ Value HostLowering::lookupExecutable(const PendingDispatch& p, llvm::StringMap<V
   return exe;
 }
 
-// Records one dispatch of a region into `cb` (slot ordinals relative to `slotBase` when set).
+// Records one dispatch of a region into `cb` (slot ordinals through `slotValues` when given).
 void HostLowering::recordDispatch(Value cb, const PendingDispatch& p, Value exe,
-                                  const DenseMap<Value, int64_t>& slotOf, Value slotBase) {
+                                  const DenseMap<Value, int64_t>& slotOf, ArrayRef<Value> slotValues) {
   DispatchOp op = p.op;
   loc = op.getLoc();
   auto exeOp = SymbolTable::lookupNearestSymbolFrom<ExecutableOp>(op, op.getExecutableAttr());
@@ -189,27 +197,21 @@ void HostLowering::recordDispatch(Value cb, const PendingDispatch& p, Value exe,
   for (Value v : p.bindings) slotOrdinals.push_back(slotOf.lookup(v));
   std::optional<CountSlot> countSlot;
   if (p.countOffset) countSlot = CountSlot{slotOf.lookup(p.bindings.back()), *p.countOffset};
-  RecordDispatch(b, loc, cb, exe, exeOp, slotOrdinals, countSlot, slotBase);
+  RecordDispatch(b, loc, cb, exe, exeOp, slotOrdinals, countSlot, slotValues);
 }
 
-// The binding table of the region being lowered: each distinct buffer of its dispatches and
-// collectives once; a recorded call's slot buffers in consecutive slots of their own (the
-// callee's recording addresses them relative to the first).
+// The binding table of the region being lowered: each distinct buffer of its dispatches,
+// collectives and recorded calls once (a recorded callee's recording takes the slot of each
+// of its buffers), so a buffer one command writes and another reads is one slot.
 void HostLowering::assignSlots(SmallVectorImpl<Value>& slots, DenseMap<Value, int64_t>& slotOf) {
-  for (auto& p : pending) {
-    if (p.recordedCall) {
-      p.firstSlot = static_cast<int64_t>(slots.size());
-      slots.append(p.bindings.begin(), p.bindings.end());
-      continue;
-    }
+  for (auto& p : pending)
     for (Value v : p.bindings)
       if (slotOf.try_emplace(v, slots.size()).second) slots.push_back(v);
-  }
 }
 
 // Records the region's commands into `commands`, a barrier where the region has one.
 void HostLowering::recordCommands(Value commands, const DenseMap<Value, int64_t>& slotOf,
-                                  Value slotBase) {
+                                  ArrayRef<Value> slotValues) {
   llvm::StringMap<Value> executables;
   Value channel;
   for (const PendingDispatch& p : pending) {
@@ -221,15 +223,17 @@ void HostLowering::recordCommands(Value commands, const DenseMap<Value, int64_t>
     }
     if (p.recordedCall) {
       if (p.barrierBefore) hal_import::CommandBufferBarrier(b, loc, commands);
-      Value first = i64(p.firstSlot);
-      if (slotBase) first = instI("add.i64", {slotBase, first});
-      vmir::CallOp::create(b, loc, TypeRange{}, RecordFunctionSymbol(p.recordedCall),
-                           ValueRange{commands, first});
+      SmallVector<Value> operands = {commands};
+      for (Value v : p.bindings) {
+        int64_t slot = slotOf.lookup(v);
+        operands.push_back(slotValues.empty() ? i64(slot) : slotValues[slot]);
+      }
+      vmir::CallOp::create(b, loc, TypeRange{}, RecordFunctionSymbol(p.recordedCall), operands);
       continue;
     }
     Value exe = lookupExecutable(p, executables);
     if (p.barrierBefore) hal_import::CommandBufferBarrier(b, loc, commands);
-    recordDispatch(commands, p, exe, slotOf, slotBase);
+    recordDispatch(commands, p, exe, slotOf, slotValues);
   }
 }
 
@@ -285,7 +289,7 @@ void HostLowering::emitRegion(ExecuteOp e) {
   // A device loop's commands are its body: a command buffer of its own, which the region's
   // command buffer repeats while the flag is nonzero.
   Value commands = flag ? hal_import::CommandBufferCreate(b, loc, device) : cb;
-  recordCommands(commands, slotOf, /*slotBase=*/Value());
+  recordCommands(commands, slotOf, /*slotValues=*/{});
   if (flag) {
     loc = e.getLoc();
     hal_import::CommandBufferFinalize(b, loc, commands);
@@ -303,9 +307,14 @@ void HostLowering::emitRegion(ExecuteOp e) {
                                 waitSemaphore ? waitValue : i64(0),
                                 signalSemaphore ? signalSemaphore : none,
                                 signalSemaphore ? signalValue : i64(0), slots);
+  endRegion();
+}
+
+void HostLowering::endRegion() {
   pending.clear();
   regionParams.clear();
   workgroupCounts.Clear();
+  calleeCarriedBuffers.clear();
 }
 
 // A transfer region: a copy into a new buffer of the target device, in queue order after the
@@ -433,9 +442,7 @@ LogicalResult HostLowering::lowerExecuteOnDevice(ExecuteOp e) {
               return o->emitError() << "unsupported op '" << o->getName() << "' in hexir.execute";
             });
     if (failed(lowered)) {
-      pending.clear();
-      regionParams.clear();
-      workgroupCounts.Clear();
+      endRegion();
       return failure();
     }
   }

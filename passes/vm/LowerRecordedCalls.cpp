@@ -1,22 +1,33 @@
 // Calls recorded into the caller's command buffer (passes/schedule/RecordedCalls.h).
 //
 //   callee @layer (one region)                   caller's region holding `call @layer`
-//   func @layer(%x: ref, %w: ref, dims...,       %h, dims..., %s0..%sK = call @layer(..., held...)
-//               held: ref x results)             (host work: allocations, parameters)
-//       -> (results: ref, dims..., slots: ref x K)   global.store.ref of each held result
+//   func @layer(%x: ref, %w: ref, dims...,       %h, dims..., %o0..%oJ = call @layer(..., held...,
+//               held: ref x results,                                            carried...)
+//               carried: ref x (transients and   (host work: allocations, parameters)
+//                               param lists)     global.store.ref of each held result and
+//                                                transient
+//       -> (results: ref, dims..., own: ref x J) global.store.ref of each held result
 //     host work of its region; no recording,     record block (first execution only):
-//     no submission; returns the region's           call @layer.record(%cb, first slot)
-//     binding-table buffers (slot order)         queue.execute_bound(..., slots..., %s0..%sK)
-//   func @layer.record(%cb: ref, %first: i64)
-//     dispatch_slots with ordinals %first + k
+//     no submission; returns the buffers of its     call @layer.record(%cb, slot of each buffer)
+//     slots that are neither arguments nor       queue.execute_bound(..., each buffer once)
+//     results (transients, parameter buffers)
+//   func @layer.record(%cb: ref, %s0..%sK: i64)
+//     dispatch_slots with ordinals %s0..%sK
 //
-// Each call site's buffers sit in K consecutive slots of the caller's table, so the callee's
-// one recording serves every call site, and the caller's region stays one command buffer.
+// The caller binds each distinct buffer of its region once, the callee's too (RecordedSlot:
+// an argument is the caller's buffer, a result the call's result buffer, the callee's own
+// buffers are returned), and passes `.record` the slot of each, so the callee's one recording
+// serves every call site, the caller's region stays one command buffer, and a buffer one call
+// writes and the next reads is one slot, as inlined (a CUDA graph orders its kernels by slots;
+// the same buffer in two slots would make it fall back to stream launches).
 // A result the caller uses only inside its region is kept per call site (a ref global, passed
 // in as `held`: hal.device.transient reuses it when large enough), so it is allocated once,
 // not at every call; a result the caller yields is passed null and allocated per call, as an
-// inlined one would be. Calls of one callee share its transient buffers: the scheduling
-// passes order each call after the previous call of its callee (ScheduleConcurrency.cpp).
+// inlined one would be. So is each transient of the callee (its own per call site, as each
+// inlined body has its own: no two call sites bind one buffer). Each parameter buffer of the
+// callee is the previous call's when its words are equal (the caller passes the buffers the
+// previous call of the callee in the region returned: hal.allocator.reuse_uniform), so L calls
+// allocate what L inlined bodies do.
 #include "passes/schedule/Buffers.h"
 #include "passes/schedule/RecordedCalls.h"
 #include "passes/vm/HalImports.h"
@@ -25,11 +36,12 @@
 namespace hexir::vm_lowering {
 
 LogicalResult HostLowering::lowerRecordedCall(func::CallOp c, const DenseSet<Value>& yieldedRoots) {
-  auto count = state.recordedSlotCounts.find(c.getCallee());
-  if (count == state.recordedSlotCounts.end())
+  auto found = state.recordedCallees.find(c.getCallee());
+  if (found == state.recordedCallees.end())
     return c.emitError() << "call of @" << c.getCallee()
                          << " in an execution region: the callee is not lowered as a recorded "
                             "callee (hexir.records_into_caller)";
+  const RecordedCallee& callee = found->second;
   SmallVector<Value> args;
   if (failed(edgeOperands(c, c.getOperands(), args))) return failure();
   // A fresh result used only inside this region (a transient of the caller) is kept for this
@@ -42,12 +54,24 @@ LogicalResult HostLowering::lowerRecordedCall(func::CallOp c, const DenseSet<Val
     args.push_back(transient ? vmir::GlobalLoadRefOp::create(b, loc, ref, b.getI64IntegerAttr(*held.back())).getResult()
                              : null());
   }
+  // Carried buffers: the transients this call site keeps (a ref global each) and the
+  // parameter buffers of the previous call of this callee in the region (null at first).
+  SmallVector<Value>& previous = calleeCarriedBuffers[c.getCallee()];
+  SmallVector<int64_t> transientGlobals;
+  for (auto [j, carried] : llvm::enumerate(callee.carried)) {
+    if (carried.kind == CarriedBuffer::kTransient) {
+      transientGlobals.push_back(state.refGlobals++);
+      args.push_back(vmir::GlobalLoadRefOp::create(b, loc, ref, b.getI64IntegerAttr(transientGlobals.back())));
+      continue;
+    }
+    args.push_back(j < previous.size() ? previous[j] : null());
+  }
   SmallVector<Type> results;
   for (Type t : c.getResultTypes()) {
     results.push_back(ref);
     results.append(cast<RankedTensorType>(t).getNumDynamicDims(), b.getI64Type());
   }
-  results.append(count->second, ref);
+  results.append(callee.ownBuffers, ref);
   auto call = vmir::CallOp::create(b, loc, results, c.getCalleeAttr(), args);
   unsigned next = 0;
   for (Value r : c.getResults()) {
@@ -55,13 +79,31 @@ LogicalResult HostLowering::lowerRecordedCall(func::CallOp c, const DenseSet<Val
     h.buffer = call.getResult(next++);
     for (int64_t d : cast<RankedTensorType>(r.getType()).getShape())
       h.dims.push_back(ShapedType::isDynamic(d) ? call.getResult(next++) : i64(d));
+    // A tied result is its operand's buffer: the caller's own value, so it keeps one slot.
+    if (Value tied = schedule::TiedOperand(c, cast<OpResult>(r).getResultNumber()))
+      h.buffer = tensors.lookup(tied).buffer;
     tensors[r] = h;
     if (std::optional<int64_t> global = held[cast<OpResult>(r).getResultNumber()])
       vmir::GlobalStoreRefOp::create(b, loc, h.buffer, b.getI64IntegerAttr(*global));
   }
+  const unsigned own = next;
   PendingDispatch p;
   p.recordedCall = c.getCalleeAttr();
-  for (; next < call.getNumResults(); ++next) p.bindings.push_back(call.getResult(next));
+  for (const RecordedSlot& s : callee.slots) {
+    switch (s.kind) {
+      case RecordedSlot::kArgument: p.bindings.push_back(args[s.index]); break;
+      case RecordedSlot::kResult: p.bindings.push_back(tensors.lookup(c.getResult(s.index)).buffer); break;
+      case RecordedSlot::kOwn: p.bindings.push_back(call.getResult(own + s.index)); break;
+    }
+  }
+  previous.clear();
+  auto global = transientGlobals.begin();
+  for (const CarriedBuffer& carried : callee.carried) {
+    Value buffer = call.getResult(own + carried.own);
+    previous.push_back(buffer);
+    if (carried.kind == CarriedBuffer::kTransient)
+      vmir::GlobalStoreRefOp::create(b, loc, buffer, b.getI64IntegerAttr(*global++));
+  }
   pending.push_back(std::move(p));
   return success();
 }
@@ -83,32 +125,77 @@ void HostLowering::mapHeldResultBuffers(Block* entry) {
   }
 }
 
+// A buffer a recorded callee's region makes and its call site carries to the next call (an
+// argument of its VM form, HostLowering.h): its transient of `bytes`, the call site's held one
+// when large enough; its parameter buffer holding `params`, the previous call's when equal.
+Value HostLowering::carriedBuffer(CarriedBuffer::Kind kind, Value bytes, ArrayRef<Value> params) {
+  Value carried = vmFunc.getBody().front().addArgument(ref, loc);
+  Value buffer = kind == CarriedBuffer::kTransient
+                     ? hal_import::DeviceTransient(b, loc, device, carried, bytes)
+                     : hal_import::AllocatorReuseUniform(b, loc, device, carried, params);
+  carriedBuffers.push_back({kind, buffer});
+  return buffer;
+}
+
 // A recorded callee's region: its host work is done (allocations, parameter buffers); its
-// slot buffers go back to the caller (lowerReturn) and its commands into `<name>.record`.
+// slot buffers go back to the caller (lowerReturn) and its commands into `<name>.record`,
+// which takes the caller's slot ordinal of each.
 void HostLowering::emitRecordedRegion(ExecuteOp e) {
   SmallVector<Value> slots;
   DenseMap<Value, int64_t> slotOf;
   assignSlots(slots, slotOf);
   recordedSlots.assign(slots.begin(), slots.end());
-  state.recordedSlotCounts[func.getName()] = static_cast<int64_t>(slots.size());
 
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointAfter(vmFunc);
   FlatSymbolRefAttr name = RecordFunctionSymbol(FlatSymbolRefAttr::get(func.getNameAttr()));
-  auto record = func::FuncOp::create(b, e.getLoc(), name.getValue(),
-                                     b.getFunctionType({ref, b.getI64Type()}, {}));
+  SmallVector<Type> argTypes = {ref};
+  argTypes.append(slots.size(), b.getI64Type());
+  auto record = func::FuncOp::create(b, e.getLoc(), name.getValue(), b.getFunctionType(argTypes, {}));
   record.setPrivate();
   Block* entry = record.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value functionDevice = device;
   device = hal_import::DeviceDefault(b, loc);
-  recordCommands(entry->getArgument(0), slotOf, /*slotBase=*/entry->getArgument(1));
+  SmallVector<Value> slotValues(std::next(entry->args_begin()), entry->args_end());
+  recordCommands(entry->getArgument(0), slotOf, slotValues);
   loc = e.getLoc();
   vmir::ReturnOp::create(b, loc, ValueRange{});
   device = functionDevice;
-  pending.clear();
-  regionParams.clear();
-  workgroupCounts.Clear();
+  endRegion();
+}
+
+// A recorded callee's return: its results (buffers and dims), then the buffers of its slots
+// that the caller does not have (RecordedSlot::kOwn); what each slot is goes to the module
+// state for its callers.
+LogicalResult HostLowering::describeRecordedSlots(func::ReturnOp r, SmallVectorImpl<Value>& results) {
+  if (failed(edgeOperands(r, r.getOperands(), results))) return failure();
+  DenseMap<Value, RecordedSlot> known;
+  for (BlockArgument a : vmFunc.getBody().front().getArguments())
+    known.try_emplace(a, RecordedSlot{RecordedSlot::kArgument, a.getArgNumber()});
+  for (auto [i, v] : llvm::enumerate(r.getOperands()))
+    if (isa<RankedTensorType>(v.getType()))
+      known.try_emplace(tensors.lookup(v).buffer, RecordedSlot{RecordedSlot::kResult, int64_t(i)});
+  RecordedCallee callee;
+  DenseMap<Value, int64_t> ownIndex;
+  for (Value s : recordedSlots) {
+    auto it = known.find(s);
+    if (it != known.end()) {
+      callee.slots.push_back(it->second);
+      continue;
+    }
+    ownIndex[s] = callee.ownBuffers;
+    callee.slots.push_back({RecordedSlot::kOwn, callee.ownBuffers++});
+    results.push_back(s);
+  }
+  for (auto [kind, buffer] : carriedBuffers) {
+    auto it = ownIndex.find(buffer);
+    if (it == ownIndex.end())
+      return r.emitError("a transient or parameter buffer of the recorded callee is in none of its slots");
+    callee.carried.push_back({kind, it->second});
+  }
+  state.recordedCallees[func.getName()] = std::move(callee);
+  return success();
 }
 
 }  // namespace hexir::vm_lowering

@@ -518,14 +518,25 @@ func.func private @layer(%x: tensor<?x16xf32>, %w: tensor<16xf32>) -> tensor<?x1
 
 void DynamicLayerCallsKept(const std::string& target) {
   std::string module = CompileOrDie(kDynamicLayerCalls, "dynamic_layer_calls_kept", target, "--keep-device-calls");
+  std::string inlined_module = CompileOrDie(kDynamicLayerCalls, "dynamic_layer_calls", target);
   auto session = OpenOrDie(module, target);
+  auto inlined = OpenOrDie(inlined_module, target);
   HostTensor w = RandomF32({16}, 7, -2.0f, 2.0f);
-  for (int64_t rows : {7, 1, 13}) {
+  for (int64_t rows : {7, 1, 13, 13}) {
     INFO("rows " << rows);
     HostTensor x = RandomF32({rows, 16}, unsigned(rows));
+    hal::DeviceStats inlined_before = inlined->device().stats();
+    CallOrDie(*inlined, "net", {Tensor(x), Tensor(w)});
+    hal::DeviceStats inlined_after = inlined->device().stats();
     hal::DeviceStats before = session->device().stats();
     auto results = CallOrDie(*session, "net", {Tensor(x), Tensor(w)});
     hal::DeviceStats after = session->device().stats();
+    // Allocations as inlined: the three calls' parameter buffers hold equal words, so the
+    // second and third reuse the first's (hal.allocator.reuse_uniform), as the inlined
+    // dispatches share one; the intermediate results are kept per call site (held buffers).
+    CHECK(after.buffers_allocated - before.buffers_allocated ==
+          inlined_after.buffers_allocated - inlined_before.buffers_allocated);
+    CHECK(after.command_buffers_recorded == inlined_after.command_buffers_recorded);
     HostTensor expected = ZerosF32({rows, 16});
     for (int64_t i = 0; i < rows; ++i)
       for (int j = 0; j < 16; ++j) {
@@ -539,7 +550,7 @@ void DynamicLayerCallsKept(const std::string& target) {
     CHECK(after.command_buffers_recorded == 1);  // recorded at the first call, for every row count
   }
 }
-HEXIR_E2E_TEST_ON_DEVICES("a recorded callee with dynamic rows (7, 1, 13): one submission, one recording, f64 reference",
+HEXIR_E2E_TEST_ON_DEVICES("a recorded callee with dynamic rows (7, 1, 13, 13): one submission, one recording, the inlined allocations, f64 reference",
                           DynamicLayerCallsKept)
 
 // ---- lifetimes ------------------------------------------------------------------------------

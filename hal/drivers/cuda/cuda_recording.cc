@@ -438,13 +438,18 @@ bool CudaRecording::ResolveSlotPointers(RecordedKernel& k,
 
 // A uniform slot's shadow is reused by every launch: the copy for launch N+1 is queued after
 // launch N on the same stream. Host memory stays valid until the copy ran because the
-// submission retains its binding table until it completes.
+// submission retains its binding table until it completes. A range bound in several slots (a
+// recorded callee's parameter buffer shared by its call sites) is copied once, into the first
+// slot's shadow (kernels only read uniform slots, so sharing one shadow aliases nothing
+// written).
 Status CudaRecording::StageUniforms(const std::vector<BufferRef>& table, CUstream stream,
                                     std::vector<CUdeviceptr>* pointers) {
   constexpr uint64_t kMaxUniformBytes = 64 * 1024;
   const CudaApi& api = *shared_->api;
   if (shadows_.size() < table.size()) shadows_.resize(table.size());
   pointers->resize(table.size());
+  thread_local std::vector<size_t> staged;  // this launch's staged slots
+  staged.clear();
   for (size_t i = 0; i < table.size(); ++i) {
     const BufferRef& r = table[i];
     const Buffer& b = *r.buffer;
@@ -452,6 +457,14 @@ Status CudaRecording::StageUniforms(const std::vector<BufferRef>& table, CUstrea
     if (!(b.memory_types() & kMemoryUniform) || b.host_data() == nullptr || r.length == 0 ||
         r.length > kMaxUniformBytes)
       continue;
+    auto same = std::find_if(staged.begin(), staged.end(), [&](size_t j) {
+      return table[j].buffer.get() == &b && table[j].offset == r.offset && table[j].length == r.length;
+    });
+    if (same != staged.end()) {
+      (*pointers)[i] = (*pointers)[*same];
+      continue;
+    }
+    staged.push_back(i);
     Shadow& sh = shadows_[i];
     if (sh.capacity < r.length) {
       if (sh.ptr) api.cuMemFreeAsync(sh.ptr, stream);

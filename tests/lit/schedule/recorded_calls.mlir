@@ -4,7 +4,7 @@
 // region of its own, and each call to it is a command of the caller's region (no region
 // boundary at the calls: one command buffer). A call is ordered by its buffers like a
 // dispatch, not a fence: the first call waits for %a (a barrier), the second for the first
-// (its operand, and calls of one callee share its transients), and @k(%x), which reads
+// (its operand, and calls of one callee are kept in order), and @k(%x), which reads
 // neither, shares the first wave with %a instead of a wave of its own after the calls (before:
 // barrier, call, barrier, call, barrier, @k(%x)).
 // CHECK-LABEL: func.func @net(
