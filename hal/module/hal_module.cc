@@ -566,21 +566,28 @@ Status AllocatorReuseUniform(HalModuleState& s, NativeCall& c) {
   HEXIR_ASSIGN_OR_RETURN(Device * device, DeviceArg(s, c, 0));
   HEXIR_ASSIGN_OR_RETURN(Buffer * previous, RefArg<Buffer>(c, 1, /*allow_null=*/true));
   std::string_view kinds = ArgKinds(c);
-  std::vector<uint8_t> bytes;
+  const size_t words = c.args.size() - 2;
+  uint8_t bytes[8 * 64];  // the words little-endian; more than 64 words: a heap copy below
+  std::vector<uint8_t> heap;
+  uint8_t* out = bytes;
+  if (words > 64) {
+    heap.resize(8 * words);
+    out = heap.data();
+  }
   for (size_t i = 2; i < c.args.size(); ++i) {
     if (i < kinds.size() && kinds[i] != 'i') return ArgError(c, i, "values must be i");
     uint64_t v = static_cast<uint64_t>(IntArg(c, i));
-    for (int k = 0; k < 8; ++k) bytes.push_back(static_cast<uint8_t>(v >> (8 * k)));
+    for (int k = 0; k < 8; ++k) out[8 * (i - 2) + k] = static_cast<uint8_t>(v >> (8 * k));
   }
   if (previous != nullptr && (previous->memory_types() & kMemoryUniform) &&
-      previous->host_data() != nullptr && previous->byte_size() == bytes.size() &&
-      std::memcmp(previous->host_data(), bytes.data(), bytes.size()) == 0) {
+      previous->host_data() != nullptr && previous->byte_size() == 8 * words &&
+      std::memcmp(previous->host_data(), out, 8 * words) == 0) {
     SetRef(c, vm::Ref<Buffer>::Retain(previous));
     return Status::Ok();
   }
   HEXIR_ASSIGN_OR_RETURN(vm::Ref<Buffer> b,
-                         device->AllocateBuffer(bytes.size(), kMemoryHostVisible | kMemoryUniform));
-  if (!bytes.empty()) HEXIR_RETURN_IF_ERROR(device->WriteBuffer(*b, 0, bytes.data(), bytes.size()));
+                         device->AllocateBuffer(8 * words, kMemoryHostVisible | kMemoryUniform));
+  if (words > 0) HEXIR_RETURN_IF_ERROR(device->WriteBuffer(*b, 0, out, 8 * words));
   SetRef(c, std::move(b));
   return Status::Ok();
 }

@@ -16,6 +16,7 @@
 
 #include "compiler/importers/llama/Checkpoint.h"
 #include "compiler/importers/llama/EmitModule.h"
+#include "hal/drivers/cuda/cuda_device.h"
 #include "hal/element_type.h"
 #include "tests/e2e/harness.h"
 
@@ -45,7 +46,18 @@ LlamaConfig SmallConfig() {
 struct Generation {
   std::vector<int64_t> ids;
   uint64_t submissions = 0, recordings = 0, dispatches = 0, allocations = 0;
+  // CUDA only (zero elsewhere): graph launches, kernels launched on a stream instead (a graph
+  // that cannot replay as recorded, e.g. one buffer in two binding-table slots, falls back to
+  // them), kernel nodes updated.
+  uint64_t graph_launches = 0, stream_launches = 0, node_updates = 0;
 };
+
+hal::cuda::CudaStats CudaStatsOf(hal::Device& device) {
+  if (device.uri().substr(0, 4) != "cuda") return {};
+  auto stats = hal::cuda::GetCudaStats(device);
+  REQUIRE(stats.ok());
+  return *stats;
+}
 
 class Model {
  public:
@@ -76,8 +88,10 @@ class Model {
     std::vector<HostValue> inputs = {Tensor(p), I64Scalar(max_new)};
     inputs.insert(inputs.end(), weights_.begin(), weights_.end());
     hal::DeviceStats before = session_->device().stats();
+    hal::cuda::CudaStats cuda_before = CudaStatsOf(session_->device());
     std::vector<HostValue> results = CallOrDie(*session_, "generate", inputs);
     hal::DeviceStats after = session_->device().stats();
+    hal::cuda::CudaStats cuda_after = CudaStatsOf(session_->device());
     REQUIRE(results.size() == 1);
     const HostTensor& t = results[0].tensor;
     Generation g;
@@ -87,6 +101,9 @@ class Model {
     g.recordings = after.command_buffers_recorded - before.command_buffers_recorded;
     g.dispatches = after.dispatches_executed - before.dispatches_executed;
     g.allocations = after.buffers_allocated - before.buffers_allocated;
+    g.graph_launches = cuda_after.graph_launches - cuda_before.graph_launches;
+    g.stream_launches = cuda_after.stream_launches - cuda_before.stream_launches;
+    g.node_updates = cuda_after.kernel_node_updates - cuda_before.kernel_node_updates;
     return g;
   }
 
@@ -124,6 +141,12 @@ void LayerCallsEqualInlinedLayers(const std::string& device) {
     CHECK(c.submissions == b.submissions);
     CHECK(c.recordings == b.recordings);
     CHECK(c.dispatches >= b.dispatches);
+    // On CUDA the decode step's graph replays as inlined: each buffer in one slot (a buffer
+    // one call writes and the next reads was in two, and every launch fell back to stream
+    // launches), no more node updates.
+    CHECK(c.graph_launches == b.graph_launches);
+    CHECK(c.stream_launches == b.stream_launches);
+    CHECK(c.node_updates <= b.node_updates);
   }
   // Per decode step (16 steps against 3: the prefill, the same in both calls, cancels), kept
   // calls run exactly the inlined dispatches: the callee writes its KV-cache rows into the
