@@ -243,9 +243,10 @@ class HostLowering {
   func::FuncOp func, vmFunc;
   ModuleState& state;
   // `func` records into its callers (schedule/RecordedCalls.h): its VM form takes and returns
-  // tensors as buffer + dynamic dims, records nothing and submits nothing, and returns its
-  // region's slot buffers after its results; `<name>.record(cb, first slot)` records its
-  // region's commands into a caller's command buffer.
+  // tensors as buffer + dynamic dims, records nothing and submits nothing, and returns after
+  // its results the slot buffers its callers do not have (RecordedSlot::kOwn);
+  // `<name>.record(cb, slot ordinals...)` records its region's commands into a caller's
+  // command buffer with the caller's slot of each of its slots.
   // Its VM form also takes, after its arguments, one buffer per result that the caller keeps
   // for that call site (null where the caller yields the result): a fresh result is that
   // buffer when it is large enough (hal.device.transient), so a result used only inside the
