@@ -118,13 +118,13 @@ std::string Source(const Conv& k, const HostTensor& weights) {
   if (k.silu)
     return src + "  %g = linalg.generic {indexing_maps = [" + same + ", " + same + "], iterator_types = " +
            parallel4 + "} ins(%y : " + o + ") outs(%e : " + o + ") {\n"
-           "  ^bb0(%v: f32, %o: f32):\n    %one = arith.constant 1.0 : f32\n"
-           "    %n = arith.negf %v : f32\n    %x1 = math.exp %n : f32\n"
-           "    %d = arith.addf %one, %x1 : f32\n    %r = arith.divf %one, %d : f32\n"
-           "    linalg.yield %r : f32\n  } -> " + o + "\n"
+           "  ^bb0(%v: f32, %o: f32):\n    %sg1 = arith.constant 1.0 : f32\n"
+           "    %sg2 = arith.negf %v : f32\n    %sg3 = math.exp %sg2 : f32\n"
+           "    %sg4 = arith.addf %sg1, %sg3 : f32\n    %sg5 = arith.divf %sg1, %sg4 : f32\n"
+           "    linalg.yield %sg5 : f32\n  } -> " + o + "\n"
            "  %r = linalg.generic {indexing_maps = [" + same + ", " + same + ", " + same +
            "], iterator_types = " + parallel4 + "} ins(%y, %g : " + o + ", " + o + ") outs(%e : " + o +
-           ") {\n  ^bb0(%v: f32, %s: f32, %o: f32):\n    %m = arith.mulf %v, %s : f32\n"
+           ") {\n  ^bb0(%v: f32, %sg: f32, %o: f32):\n    %m = arith.mulf %v, %sg : f32\n"
            "    linalg.yield %m : f32\n  } -> " + o + "\n  return %r : " + o + "\n}\n";
   if (!k.epilogue) return src + "  return %y : " + o + "\n}\n";
   src += "  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, "
