@@ -82,7 +82,9 @@ def FormDispatchRegions : Pass<"hexir-form-dispatch-regions", "mlir::ModuleOp"> 
     Roots are linalg ops other than a `linalg.fill` whose users are all linalg ops.
     Into each region go: clones of `tensor.empty`, `linalg.fill` (of an empty) and scalar
     `arith.constant` feeding the root, and, when `fuse-elementwise` is set, elementwise
-    `linalg.generic` consumers that are the only user of the region's result.
+    `linalg.generic` consumers that are the only user of the region's result (after a
+    convolution, also one whose other readers of that result are its fusable producers,
+    which come in with it: SiLU's sigmoid beside its multiply).
   }];
   let options = [
     Option<"fuseElementwise", "fuse-elementwise", "bool", /*default=*/"true",

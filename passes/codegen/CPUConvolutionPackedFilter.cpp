@@ -11,7 +11,8 @@
 // k loop adds tap(k) = c * plane + kh * dh * pitch + kw * dw, read from a table of the K taps
 // filled once per call (so no division in the loop). C is the NCHW output seen transposed:
 // a register tile's vector of NR/2 filters at position p is gathered from (and scattered to)
-// out[n][f..][oh][ow], f's plane stride apart, once per tile (K is one block). Any strides of
+// out[n][f..][oh][ow], f's plane stride apart, once per tile (K is one block; a plane of one
+// position, filter stride 1, loads and stores it as one vector instead). Any strides of
 // x and out work (a window of a larger plane, dynamic exports' strided outputs): nothing is
 // checked at run time.
 #include <algorithm>
@@ -27,6 +28,14 @@ namespace hexir::codegen {
 using namespace mlir;
 
 namespace {
+
+// out[n][f][oh][ow] whose filter stride is statically 1: a plane of one position.
+bool HasUnitFilterStride(Value out) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  auto type = cast<MemRefType>(out.getType());
+  return succeeded(type.getStridesAndOffset(strides, offset)) && strides[1] == 1;
+}
 
 class PackedFilterEmitter {
  public:
@@ -60,6 +69,9 @@ class PackedFilterEmitter {
         b, loc, iota(), vector::BroadcastOp::create(b, loc, offsets, toI32(filterStride)));
     Value all = vector::ConstantMaskOp::create(b, loc, maskType, vector::ConstantMaskKind::AllTrue);
     Value zeroVec = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
+    // A plane of one position (squeeze-excitation's FCs, a classifier as a 1x1 convolution):
+    // consecutive filters are consecutive in out, so a vector of filters is a plain load.
+    const bool onePosition = HasUnitFilterStride(out);
     forLoop(index(0), n, [&](Value batch) {
       GemmCallbacks access;
       // Row p: {x offset of its window, out offset of its position}.
@@ -79,12 +91,20 @@ class PackedFilterEmitter {
         return arith::AddIOp::create(nb, loc, arith::MulIOp::create(nb, loc, f, filterStride), row[1]);
       };
       access.loadC = [&](OpBuilder& nb, GemmCallbacks::Values row, Value f, Value mask) -> Value {
-        return vector::GatherOp::create(nb, loc, vec, outv, ValueRange{batch, at(nb, row, f)}, lanes,
-                                        mask ? mask : all, zeroVec);
+        ValueRange indices{batch, at(nb, row, f)};
+        if (onePosition)
+          return mask ? Value(vector::MaskedLoadOp::create(nb, loc, vec, outv, indices, mask, zeroVec))
+                      : Value(vector::LoadOp::create(nb, loc, vec, outv, indices));
+        return vector::GatherOp::create(nb, loc, vec, outv, indices, lanes, mask ? mask : all, zeroVec);
       };
       access.storeC = [&](OpBuilder& nb, GemmCallbacks::Values row, Value f, Value mask, Value v) {
-        vector::ScatterOp::create(nb, loc, Type(), outv, ValueRange{batch, at(nb, row, f)}, lanes,
-                                  mask ? mask : all, v);
+        ValueRange indices{batch, at(nb, row, f)};
+        if (onePosition && mask)
+          vector::MaskedStoreOp::create(nb, loc, outv, indices, mask, v);
+        else if (onePosition)
+          vector::StoreOp::create(nb, loc, v, outv, indices);
+        else
+          vector::ScatterOp::create(nb, loc, Type(), outv, indices, lanes, mask ? mask : all, v);
       };
       EmitPrepackedGemm(b, loc, t, filter, mul(oh, ow), filters, index(c * kh * kw), access);
     });

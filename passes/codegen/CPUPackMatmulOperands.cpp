@@ -12,8 +12,9 @@
 // every dispatch gets it packed the same way as the B[K][F] of its GEMM, B[k][f] = w[f][k]
 // (`pack_filter_FxCxKHxKW_NR`, ceil(F/NR) panels of C*KH*KW x NR, zero past F), read through
 // an unpack generic marked `hexir.packed_rhs` (CPUConvolutionPackedFilter.cpp reads the panels
-// in place). A filter that changes per call, or of fewer than kMinPackedFilterDepth taps,
-// keeps the convolution as it was.
+// in place). A filter that changes per call, or of fewer than kMinPackedFilterDepth taps
+// (except on output planes of at most kTinyPlanePositions positions), keeps the convolution
+// as it was.
 //
 // Before hexir-lift-constant-dispatches: a pack of a constant %w has only constant operands
 // and moves into the initializer. A pack goes before the outermost loop %w does not depend
@@ -152,6 +153,18 @@ Value BuildUnpackFilter(OpBuilder& b, Location loc, Value packed, RankedTensorTy
 // slower, a 7x7 stem over 3 channels (147) 1.1-1.8x; 1x1 over 256 and 3x3 over 32 channels
 // (288) 4-13x faster, 3x3 over 512 channels on 2 x 2 outputs 8x).
 constexpr int64_t kMinPackedFilterDepth = 192;
+// Except on output planes of at most this many positions (squeeze-excitation's FCs on 1 x 1,
+// the last stages' 2 x 2): there the input-packing kernel fills 1-4 of its NR columns, and
+// the packed filter's tile is the few positions by NR filters (one position: out's filters
+// are consecutive, loaded and stored as vectors, no gather).
+constexpr int64_t kTinyPlanePositions = 4;
+
+// A static output plane (out[n][f][oh][ow]) of at most kTinyPlanePositions positions.
+bool HasTinyOutputPlane(linalg::GenericOp convolution) {
+  auto out = cast<RankedTensorType>(convolution.getDpsInits()[0].getType());
+  return !out.isDynamicDim(2) && !out.isDynamicDim(3) &&
+         out.getDimSize(2) * out.getDimSize(3) <= kTinyPlanePositions;
+}
 
 // A module constant, a global (lifted earlier) or a static reshape of one.
 bool IsConstant(Value v) {
@@ -243,8 +256,8 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
   }
 
   // Rewrites each dense convolution of `kernel` whose filter is a capture argument of static
-  // shape read only by it, constant at every dispatch, with kMinPackedFilterDepth to
-  // kMaxPackedFilterDepth taps; returns (argument, w's type) of each.
+  // shape read only by it, constant at every dispatch, with kMinPackedFilterDepth (any on a
+  // tiny output plane) to kMaxPackedFilterDepth taps; returns (argument, w's type) of each.
   SmallVector<std::pair<unsigned, RankedTensorType>> packFilters(func::FuncOp kernel,
                                                                  unsigned captures, int64_t nr,
                                                                  ArrayRef<DispatchOp> uses) {
@@ -264,7 +277,8 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
       auto wType = cast<RankedTensorType>(arg.getType());
       if (!wType.hasStaticShape() ||
           wType.getDimSize(1) * wType.getDimSize(2) * wType.getDimSize(3) > codegen::kMaxPackedFilterDepth ||
-          wType.getDimSize(1) * wType.getDimSize(2) * wType.getDimSize(3) < kMinPackedFilterDepth ||
+          (wType.getDimSize(1) * wType.getDimSize(2) * wType.getDimSize(3) < kMinPackedFilterDepth &&
+           !HasTinyOutputPlane(op)) ||
           !llvm::all_of(uses, [&](DispatchOp d) { return IsConstant(d.getArgs()[arg.getArgNumber()]); }))
         continue;
       arg.setType(FilterPackedType(wType, nr));

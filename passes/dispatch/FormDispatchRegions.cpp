@@ -12,6 +12,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "passes/Passes.h"
+#include "passes/codegen/CPUConvolutionKernel.h"
 #include "passes/dispatch/CacheRowProducers.h"
 #include "passes/dispatch/DispatchFormationFolds.h"
 #include "passes/dispatch/InPlaceUpdates.h"
@@ -148,6 +149,14 @@ bool isFusableProducer(Operation* op) {
     }
   }
   return true;
+}
+
+// A convolution: linalg's (named or recognized generic) or the ONNX importer's 2-D form,
+// dense or depthwise (codegen/CPUConvolutionKernel.h).
+bool isConvolution(Operation* op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  return linalgOp && (linalg::isaConvolutionOpInterface(linalgOp) ||
+                      codegen::MatchConvolution(linalgOp).has_value());
 }
 
 bool isClonable(Operation* op) {
@@ -297,14 +306,25 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
     root->erase();
 
     // Fuse single-user elementwise consumers: the region then yields the consumer. A generic
-    // updating its init in place keeps its result (the outliner ties it to the init).
-    while (fuseElementwise && !root0->hasAttr(kInPlaceAttr) && region->getNumResults() == 1 &&
-           region->hasOneUse()) {
-      auto consumer = dyn_cast<linalg::GenericOp>(*region->getUsers().begin());
+    // updating its init in place keeps its result (the outliner ties it to the init). A
+    // convolution's result may also be read by the consumer's fusable producers (SiLU,
+    // x * sigmoid(x): readers = {sigmoid}), which come into the region with it.
+    while (fuseElementwise && !root0->hasAttr(kInPlaceAttr) && region->getNumResults() == 1) {
+      SmallVector<Operation*> readers;
+      auto consumer = dyn_cast_or_null<linalg::GenericOp>(
+          region->hasOneUse() ? *region->getUsers().begin()
+          : isConvolution(root0)
+              ? ConsumerOfReadResult(region.getResult(0), readers)
+              : nullptr);
       if (!consumer || !isElementwise(consumer) || consumer->getNumResults() != 1 ||
           consumer->getBlock() != region->getBlock())
         break;
-      if (regionReduces(body) && broadcastsResult(consumer, region.getResult(0))) break;
+      if (regionReduces(body) && (broadcastsResult(consumer, region.getResult(0)) ||
+                                  llvm::any_of(readers, [&](Operation* r) {
+                                    return broadcastsResult(cast<linalg::GenericOp>(r),
+                                                            region.getResult(0));
+                                  })))
+        break;
       // A consumer annotated for another device stays a dispatch of its own.
       Attribute consumerDevice = consumer->getAttr(kDeviceAttr);
       if (consumerDevice && region->getAttr(kDeviceAttr) &&
@@ -313,9 +333,18 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
       if (unfusedReductionExtent > 0 && longestReduction(root0) >= unfusedReductionExtent) break;
       DominanceInfo dom;
       bool available = true;
-      for (Value operand : consumer->getOperands())
-        if (operand != region.getResult(0) && !availableAt(operand, region, dom))
+      for (Operation* reader : readers) {
+        for (Value operand : reader->getOperands())
+          if (operand != region.getResult(0) && !availableAt(operand, region, dom))
+            available = false;
+        if (!capturesAvailableAt(reader, region, dom)) available = false;
+      }
+      for (Value operand : consumer->getOperands()) {
+        Operation* def = operand.getDefiningOp();
+        if (operand != region.getResult(0) && !llvm::is_contained(readers, def) &&
+            !availableAt(operand, region, dom))
           available = false;
+      }
       if (!available || !capturesAvailableAt(consumer, region, dom)) break;
       map.map(region.getResult(0), last->getResult(0));
       b.setInsertionPointToEnd(body);
@@ -329,12 +358,32 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
       consumer->replaceAllUsesWith(fused.getResults());
       fusedAway.insert(consumer);
       consumer->erase();
+      for (Operation* reader : readers) reader->erase();  // cloned in with the consumer
       region->erase();
       region = fused;
       body = &region.getBody().front();
     }
     b.setInsertionPointToEnd(body);
     YieldOp::create(b, region.getLoc(), last->getResults());
+  }
+
+  // The one elementwise consumer of `result` when its other readers are fusable producers
+  // read only by that consumer (cloned into its region with it): SiLU's sigmoid beside the
+  // multiply, x * sigmoid(x). Null otherwise; `readers` gets those producers.
+  Operation* ConsumerOfReadResult(Value result, SmallVector<Operation*>& readers) {
+    Operation* consumer = nullptr;
+    for (Operation* user : result.getUsers()) {
+      if (user->hasOneUse() && isElementwiseGeneric(user) && isFusableProducer(user)) {
+        if (!llvm::is_contained(readers, user)) readers.push_back(user);
+        continue;
+      }
+      if (consumer && consumer != user) return nullptr;
+      consumer = user;
+    }
+    if (!consumer || readers.empty()) return nullptr;
+    for (Operation* reader : readers)
+      if (*reader->getUsers().begin() != consumer) return nullptr;
+    return consumer;
   }
 
   // A region computing a reduction must not take a consumer that reads its result more than

@@ -5,11 +5,13 @@
 // NCHW input), at awkward sizes: odd channel counts, 1x1, 3x3 and 7x7 windows, stride 2,
 // dilation 2, rows that are no multiple of the vector width, grouped convolutions (which keep
 // the loop lowering), batch 2, dynamic batch and spatial dims, explicit pads, a bias + ReLU
-// epilogue; on 0, 1 and 2 worker threads.
+// epilogue, a bias + SiLU (fused into the convolution's dispatch), filters of few taps on
+// output planes of 1 to 4 positions; on 0, 1 and 2 worker threads.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <string>
 
 #include "tests/e2e/harness.h"
@@ -27,6 +29,7 @@ struct Conv {
   int64_t stride, dilation, group;
   bool dynamic = false;  // n, h, w dynamic
   bool epilogue = false;  // + bias[f], then max(., 0)
+  bool silu = false;  // the importer's Conv + SiLU: bias[f] as the init, then v * sigmoid(v)
   bool constant = false;  // w a module constant (packed once at load), not an argument
   int64_t pad = 0;  // x is given unpadded (h - 2 pad by w - 2 pad) and padded by a tensor.pad
   int64_t oh() const { return (h - dilation * (kh - 1) - 1) / stride + 1; }
@@ -93,7 +96,14 @@ std::string Source(const Conv& k, const HostTensor& weights) {
     sizes = "%n, %oh, %ow";
   }
   src += "  %e = tensor.empty(" + sizes + ") : " + o + "\n";
-  src += "  %f = linalg.fill ins(%z : f32) outs(%e : " + o + ") -> " + o + "\n";
+  if (k.silu)
+    src += "  %f = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1)>, "
+           "affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = [\"parallel\", "
+           "\"parallel\", \"parallel\", \"parallel\"]} ins(%bias : tensor<" + std::to_string(k.f) +
+           "xf32>) outs(%e : " + o + ") {\n  ^bb0(%b: f32, %o: f32):\n    linalg.yield %b : f32\n  } -> " +
+           o + "\n";
+  else
+    src += "  %f = linalg.fill ins(%z : f32) outs(%e : " + o + ") -> " + o + "\n";
   src += "  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, " +
          chan + ", d2 * " + s + " + d5 * " + dl + ", d3 * " + s + " + d6 * " + dl +
          ")>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, "
@@ -103,6 +113,19 @@ std::string Source(const Conv& k, const HostTensor& weights) {
          "  ^bb0(%a: f32, %b: f32, %acc: f32):\n"
          "    %p = arith.mulf %a, %b : f32\n    %q = arith.addf %acc, %p : f32\n"
          "    linalg.yield %q : f32\n  } -> " + o + "\n";
+  const std::string same = "affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>";
+  const std::string parallel4 = "[\"parallel\", \"parallel\", \"parallel\", \"parallel\"]";
+  if (k.silu)
+    return src + "  %g = linalg.generic {indexing_maps = [" + same + ", " + same + "], iterator_types = " +
+           parallel4 + "} ins(%y : " + o + ") outs(%e : " + o + ") {\n"
+           "  ^bb0(%v: f32, %o: f32):\n    %sg1 = arith.constant 1.0 : f32\n"
+           "    %sg2 = arith.negf %v : f32\n    %sg3 = math.exp %sg2 : f32\n"
+           "    %sg4 = arith.addf %sg1, %sg3 : f32\n    %sg5 = arith.divf %sg1, %sg4 : f32\n"
+           "    linalg.yield %sg5 : f32\n  } -> " + o + "\n"
+           "  %r = linalg.generic {indexing_maps = [" + same + ", " + same + ", " + same +
+           "], iterator_types = " + parallel4 + "} ins(%y, %g : " + o + ", " + o + ") outs(%e : " + o +
+           ") {\n  ^bb0(%v: f32, %sg: f32, %o: f32):\n    %m = arith.mulf %v, %sg : f32\n"
+           "    linalg.yield %m : f32\n  } -> " + o + "\n  return %r : " + o + "\n}\n";
   if (!k.epilogue) return src + "  return %y : " + o + "\n}\n";
   src += "  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, "
          "affine_map<(d0, d1, d2, d3) -> (d1)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], "
@@ -131,6 +154,7 @@ HostTensor Reference(const Conv& k, const HostTensor& x, const HostTensor& w, co
                        F32(w)[((f * cg + c) * k.kh + a) * k.kw + b];
               }
           if (k.epilogue) acc = std::max(acc + F32(bias)[f], 0.0);
+          if (k.silu) acc = (acc + F32(bias)[f]) / (1 + std::exp(-(acc + F32(bias)[f])));
           F32(out)[((n * k.f + f) * oh + i) * ow + j] = float(acc);
         }
   return out;
@@ -140,14 +164,14 @@ void Check(const Conv& k) {
   INFO("x " << k.n << "x" << k.c << "x" << k.h << "x" << k.w << ", w " << k.f << "x" << k.cg()
             << "x" << k.kh << "x" << k.kw << ", stride " << k.stride << ", dilation "
             << k.dilation << ", group " << k.group << (k.dynamic ? " (dynamic)" : "")
-            << (k.epilogue ? " + bias + relu" : "") << (k.constant ? " (constant filter)" : "")
+            << (k.epilogue ? " + bias + relu" : "") << (k.silu ? " + bias + silu" : "") << (k.constant ? " (constant filter)" : "")
             << ", pad " << k.pad);
   std::string name = "conv_" + std::to_string(k.n) + "x" + std::to_string(k.c) + "x" +
                      std::to_string(k.h) + "x" + std::to_string(k.w) + "_" + std::to_string(k.f) +
                      "x" + std::to_string(k.kh) + "x" + std::to_string(k.kw) + "_s" +
                      std::to_string(k.stride) + "d" + std::to_string(k.dilation) + "g" +
                      std::to_string(k.group) + (k.dynamic ? "_dyn" : "") + (k.epilogue ? "_relu" : "") +
-                     (k.constant ? "_const" : "") + (k.pad ? "_p" + std::to_string(k.pad) : "");
+                     (k.silu ? "_silu" : "") + (k.constant ? "_const" : "") + (k.pad ? "_p" + std::to_string(k.pad) : "");
   HostTensor x = RandomF32({k.n, k.c, k.h, k.w}, 11), w = RandomF32({k.f, k.cg(), k.kh, k.kw}, 12),
              bias = RandomF32({k.f}, 13);
   // With a pad, the module gets x's interior; its border is zero.
@@ -286,6 +310,36 @@ TEST_CASE("dense convolutions on a filter packed at load match a double referenc
   Conv stem = Constant({1, 4, 37, 37, 16, 7, 7, 2, 1, 1});
   stem.epilogue = true;
   Check(stem);
+}
+
+Conv Silu(Conv k) {
+  k.silu = true;
+  return k;
+}
+
+TEST_CASE("convolutions on output planes of 1 to 4 positions with a SiLU match a double reference") {
+  // Constant filters of few taps on planes of at most 4 positions are packed too (tiny
+  // planes: the input-packing kernel would fill 1-4 of its NR columns): squeeze-excitation's
+  // FCs on a 1 x 1 plane (37 -> 53 filters, 5 -> 67: a partial panel), batch 2 of them, 300
+  // taps on one position (a plane of one: out's filters loaded as vectors), 2 x 2 and 1 x 3
+  // planes of 24 and 7 taps, a 3 x 3 stride-2 window onto a 2 x 2 plane; bias + SiLU (the
+  // convolution's region takes the sigmoid and the multiply).
+  Check(Silu(Constant({1, 37, 1, 1, 53, 1, 1, 1, 1, 1})));
+  Check(Silu(Constant({1, 5, 1, 1, 67, 1, 1, 1, 1, 1})));
+  Check(Silu(Constant({2, 37, 1, 1, 19, 1, 1, 1, 1, 1})));
+  Check(Silu(Constant({1, 300, 1, 1, 45, 1, 1, 1, 1, 1})));
+  Check(Silu(Constant({1, 24, 2, 2, 41, 1, 1, 1, 1, 1})));
+  Check(Constant({1, 7, 1, 3, 33, 1, 1, 1, 1, 1}));
+  Check(Silu(Constant({1, 3, 5, 5, 17, 3, 3, 2, 1, 1})));
+  // The same on a filter argument (the input-packing kernel), a 3 x 3 plane (9 positions:
+  // not tiny) and dynamic batch and spatial dims, each with the SiLU fused.
+  Check(Silu({1, 37, 1, 1, 53, 1, 1, 1, 1, 1}));
+  Check(Silu(Constant({1, 11, 3, 3, 29, 1, 1, 1, 1, 1})));
+  Conv dynamic = Silu(Constant({2, 13, 5, 4, 21, 3, 3, 1, 1, 1}));
+  dynamic.dynamic = true;
+  Check(dynamic);
+  // A depthwise convolution's SiLU joins its dispatch too (17 channels, stride 2).
+  Check(Silu({1, 17, 9, 9, 17, 3, 3, 2, 1, 17}));
 }
 
 TEST_CASE("depthwise convolutions at awkward sizes match a double reference") {

@@ -205,3 +205,37 @@ func.func @main(%arg0: tensor<1x3x10x10xf32>) -> tensor<1x20x8x8xf32> {
   %r = hexir.dispatch @conv_small(%arg0, %w) : (tensor<1x3x10x10xf32>, tensor<20x3x3x3xf32>) -> tensor<1x20x8x8xf32>
   return %r : tensor<1x20x8x8xf32>
 }
+
+// -----
+
+// A squeeze-excitation FC: a 1x1 convolution of 12 taps on a 1 x 1 output plane. On planes
+// of at most 4 positions filters of any taps are packed (the input-packing kernel would fill
+// one of its NR columns): ceil(40 / 16) = 3 panels of 12 x 16.
+// CHECK-LABEL: hexir.executable @pack_filter_40x12x1x1_16
+// CHECK:         func.func @pack_filter_40x12x1x1_16(%{{.+}}: tensor<40x12x1x1xf32>, %{{.+}}: tensor<3x12x16xf32>)
+// CHECK-LABEL: hexir.executable @squeeze_fc
+// CHECK:         attrs = {hexir.packed_rhs}
+// CHECK-LABEL: func.func @main(
+// CHECK:         %[[P:.+]] = hexir.dispatch @pack_filter_40x12x1x1_16(%{{.+}}) : (tensor<40x12x1x1xf32>) -> tensor<3x12x16xf32>
+// CHECK:         hexir.dispatch @squeeze_fc(%arg0, %[[P]])
+#conv_x = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>
+#conv_w = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>
+#conv_o = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+hexir.executable @squeeze_fc {
+  builtin.module {
+    func.func @squeeze_fc(%x: tensor<1x12x1x1xf32>, %w: tensor<40x12x1x1xf32>, %o: tensor<1x40x1x1xf32>) -> tensor<1x40x1x1xf32> {
+      %y = linalg.generic {indexing_maps = [#conv_x, #conv_w, #conv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x12x1x1xf32>, tensor<40x12x1x1xf32>) outs(%o : tensor<1x40x1x1xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<1x40x1x1xf32>
+      return %y : tensor<1x40x1x1xf32>
+    }
+  }
+}
+func.func @main(%arg0: tensor<1x12x1x1xf32>) -> tensor<1x40x1x1xf32> {
+  %w = arith.constant dense<0.5> : tensor<40x12x1x1xf32>
+  %r = hexir.dispatch @squeeze_fc(%arg0, %w) : (tensor<1x12x1x1xf32>, tensor<40x12x1x1xf32>) -> tensor<1x40x1x1xf32>
+  return %r : tensor<1x40x1x1xf32>
+}

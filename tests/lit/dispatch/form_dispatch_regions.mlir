@@ -454,3 +454,84 @@ func.func @constant_bias_broadcast(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
   } -> tensor<4x3xf32>
   return %r : tensor<4x3xf32>
 }
+
+// -----
+
+// SiLU after a convolution (the ONNX importer's Conv, Sigmoid, Mul): the convolution's
+// result is read by the sigmoid and by the multiply; the sigmoid is the multiply's fusable
+// producer, so both join the convolution's region, which yields the multiply.
+// CHECK-LABEL: func.func @convolution_silu
+// CHECK:         %[[R:.+]] = hexir.dispatch_region -> (tensor<1x5x3x3xf32>) {
+// CHECK:           %[[C:.+]] = linalg.generic {{.*}}"reduction", "reduction", "reduction"]{{.*}} ins(%{{.+}}, %{{.+}} : tensor<1x3x5x5xf32>, tensor<5x3x3x3xf32>)
+// CHECK:           %[[S:.+]] = linalg.generic {{.*}} ins(%[[C]] : tensor<1x5x3x3xf32>)
+// CHECK:             math.exp
+// CHECK:           %[[M:.+]] = linalg.generic {{.*}} ins(%[[C]], %[[S]] :
+// CHECK:             arith.mulf
+// CHECK:           hexir.yield %[[M]]
+// CHECK-NOT:     hexir.dispatch_region
+// CHECK:         return %[[R]]
+// NOFUSE-LABEL: func.func @convolution_silu
+// NOFUSE-COUNT-3: hexir.dispatch_region
+#x = affine_map<(n, f, h, w, c, i, j) -> (n, c, h + i, w + j)>
+#w = affine_map<(n, f, h, w, c, i, j) -> (f, c, i, j)>
+#o = affine_map<(n, f, h, w, c, i, j) -> (n, f, h, w)>
+#e4 = affine_map<(a, b, c, d) -> (a, b, c, d)>
+func.func @convolution_silu(%x: tensor<1x3x5x5xf32>, %w: tensor<5x3x3x3xf32>) -> tensor<1x5x3x3xf32> {
+  %e = tensor.empty() : tensor<1x5x3x3xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<1x5x3x3xf32>) -> tensor<1x5x3x3xf32>
+  %c = linalg.generic {indexing_maps = [#x, #w, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x3x5x5xf32>, tensor<5x3x3x3xf32>) outs(%f : tensor<1x5x3x3xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<1x5x3x3xf32>
+  %sig = linalg.generic {indexing_maps = [#e4, #e4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%c : tensor<1x5x3x3xf32>) outs(%e : tensor<1x5x3x3xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %a : f32
+    %x1 = math.exp %n : f32
+    %d = arith.addf %one, %x1 : f32
+    %r = arith.divf %one, %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x5x3x3xf32>
+  %y = linalg.generic {indexing_maps = [#e4, #e4, #e4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%c, %sig : tensor<1x5x3x3xf32>, tensor<1x5x3x3xf32>) outs(%e : tensor<1x5x3x3xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  } -> tensor<1x5x3x3xf32>
+  return %y : tensor<1x5x3x3xf32>
+}
+
+// -----
+
+// The same read pattern after a matmul (SwiGLU's gate) keeps the consumer apart: only
+// convolutions take a consumer that their result's other readers feed.
+// CHECK-LABEL: func.func @matmul_silu_not_fused
+// CHECK:         hexir.dispatch_region
+// CHECK:           linalg.matmul
+// CHECK:         hexir.dispatch_region
+// CHECK:           math.exp
+// CHECK:           arith.mulf
+#id2 = affine_map<(i, j) -> (i, j)>
+func.func @matmul_silu_not_fused(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%f : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %sig = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%m : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %x : f32
+    %x1 = math.exp %n : f32
+    %d = arith.addf %one, %x1 : f32
+    %r = arith.divf %one, %d : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  %y = linalg.generic {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%m, %sig : tensor<4x16xf32>, tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %s: f32, %o: f32):
+    %t = arith.mulf %x, %s : f32
+    linalg.yield %t : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
