@@ -7,7 +7,8 @@
 #            eager (Debian's python3-torch, bench/zoo/torch_time.py: the same model and seed),
 #            each on 1 and 2 threads; the dynamic export runs on the static export's input.
 #   kernels: f32 matmul 512^3 and 1024^3 vs OpenBLAS sgemm (hexir-bench's baseline, same thread
-#            count through OPENBLAS_NUM_THREADS); a 64 MiB elementwise chain and a 4096x4096
+#            count through OPENBLAS_NUM_THREADS; then least and CPU times of both,
+#            zoo/gemm_times.py); a 64 MiB elementwise chain and a 4096x4096
 #            softmax vs a one-thread memcpy of the same bytes (64 MiB read + 64 MiB written).
 #
 #   bash bench/zoo/run.sh [--out=DIR] [--iterations=N] [--zoo-only | --kernels-only] [MODEL...]
@@ -114,6 +115,8 @@ if [ "$kernels" = 1 ]; then
       line="$line ${th}t ${g[$th]} ms ($gflops GFLOP/s, Hexir/OpenBLAS time ${blas:-?});"
     done
     echo "$line 2t speed-up $(ratio "${g[1]}" "${g[2]}")x"
+    # The same module's least and CPU times with OpenBLAS's (steadier than medians under load).
+    for th in 1 2; do "$PY" bench/zoo/gemm_times.py "$BENCH" "$out/gemm_f32_$n.vmfb" "$n" "$th"; done
   done
   for c in "elementwise_64MiB|elementwise|N=16777216|--input=16777216xf32=0.5" \
            "softmax_4096x4096|softmax|R=4096 C=4096|--input=4096x4096xf32=0.5"; do

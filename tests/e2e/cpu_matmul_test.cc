@@ -2,7 +2,7 @@
 // against double-precision C++ references at sizes that are no multiple of any tile: fewer
 // rows than a register tile, columns inside one vector, a depth crossing the packed panel's,
 // more rows than one cache block, dynamic dims, and a fused bias + ReLU epilogue, each on
-// 0, 1 and 3 worker threads. Matmuls large enough to be split, and those with a constant B,
+// 0, 1, 2 and 3 worker threads (bit-equal results across them). Matmuls large enough to be split, and those with a constant B,
 // read B prepacked by a dispatch of its own (codegen/CPUMatmulMicroKernel.cpp; the constant's packed
 // at load) on a grid of rows x columns: prime sizes, dynamic rows, an epilogue, constant B.
 #include <catch2/catch.hpp>
@@ -19,7 +19,9 @@ namespace {
 
 using tools::HostTensor;
 
-const char* kThreadCounts[] = {"--cpu-threads=0", "--cpu-threads=1", "--cpu-threads=3"};
+// Inline (0), one worker, two workers, three workers (uneven shares of a power-of-two grid).
+const char* kThreadCounts[] = {"--cpu-threads=0", "--cpu-threads=1", "--cpu-threads=2",
+                               "--cpu-threads=3"};
 
 std::string Dim(int64_t d) { return d < 0 ? "?" : std::to_string(d); }
 
@@ -101,10 +103,17 @@ void Check(int64_t m, int64_t n, int64_t k, Dims dims, bool epilogue, bool const
   std::vector<HostTensor> inputs = {a};
   if (!constantB) inputs.push_back(b);
   if (epilogue) inputs.push_back(bias);
+  // Each output is summed by one workgroup in the same order whatever thread runs it, so
+  // every thread count gives the inline run's bits.
+  HostTensor inlineResult;
   for (const char* threads : kThreadCounts) {
     INFO(threads);
     auto out = RunOrDie(module, "main", inputs, 1, "cpu", threads);
     RequireClose(out[0], expected, 1e-5, 1e-4);
+    if (inlineResult.bytes.empty())
+      inlineResult = out[0];
+    else
+      REQUIRE(out[0].bytes == inlineResult.bytes);
   }
 }
 
@@ -143,6 +152,18 @@ TEST_CASE("f32 matmuls on a prepacked B split over rows and columns match a doub
   // below one register tile.
   Check(300, 257, 263, Dims::kDynamicRows, /*epilogue=*/false);
   Check(7, 509, 131, Dims::kDynamicRows, /*epilogue=*/false);
+}
+
+TEST_CASE("f32 matmuls split over a grid at awkward sizes give equal results on 1 and 2 workers") {
+  // Grids whose tiles end inside a register tile (M = 14k + 1..13 rows per workgroup, the
+  // AVX-512 register tile being 14 x 32) and inside a panel of B (N = 32k + 1..31), K past
+  // two cache blocks of depth with a remainder: each checked against the double reference
+  // and bit-equal across 0, 1, 2 and 3 workers (Check above).
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{263, 161, 421}, {150, 513, 389},
+                         {517, 67, 97}}) {
+    Check(m, n, k, Dims::kStatic, /*epilogue=*/false);
+  }
+  Check(211, 193, 199, Dims::kDynamicRows, /*epilogue=*/true);
 }
 
 TEST_CASE("f32 matmuls on a constant B, packed once at load, match a double reference") {

@@ -80,8 +80,13 @@ void WorkerPool::ParallelFor(uint64_t count,
   MutexLock call_lock(call_mu_);
   job_.body = &body;
   job_.count = count;
-  // Small chunks balance uneven workgroups; several per thread keeps the atomic cheap.
-  job_.chunk = std::max<uint64_t>(1, count / (uint64_t{thread_count()} * 8));
+  // One index per claim up to kIndicesPerThreadForChunks a thread: a thread that stalls
+  // (descheduled on a busy machine) then holds back only the workgroup it is in, and the last
+  // workgroups spread over every thread. A compiled dispatch has at most 64 workgroups (the
+  // compiler's default) of at least ~a microsecond each, so the atomic is noise; only long
+  // loops (waves of many small commands) claim chunks.
+  job_.chunk =
+      std::max<uint64_t>(1, count / (uint64_t{thread_count()} * kIndicesPerThreadForChunks));
   job_.next.store(0, std::memory_order_relaxed);
   job_.stop.store(false, std::memory_order_relaxed);
   if (threads_.empty() || count == 1) {

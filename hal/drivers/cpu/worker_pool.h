@@ -53,6 +53,8 @@ class WorkerPool {
   static constexpr uint64_t kGenerationUnit = uint64_t{1} << 33;
   static constexpr uint64_t kJoinedMask = kOpen - 1;
   static constexpr int kSpinIterations = 2000;
+  // Loops of up to this many indices per thread are claimed one index at a time.
+  static constexpr uint64_t kIndicesPerThreadForChunks = 64;
 
   static void RunJob(Job& job, uint32_t thread_index);
   void WorkerMain(uint32_t thread_index);

@@ -54,5 +54,30 @@ TEST_CASE("worker pool: many back-to-back small loops (spin/sleep hand-off) lose
   }
 }
 
+TEST_CASE("worker pool: a stalled index holds back no other index of a dispatch-sized loop") {
+  // 64 indices (a compiled dispatch's most workgroups) on 2 threads: index 0 stalls until
+  // every other index ran, which only the other thread can do, one index at a time (a chunk
+  // claimed with index 0 would wait for index 0). Bounded wait: a failure is a REQUIRE, not a
+  // hang.
+  WorkerPool pool(2);
+  for (int round = 0; round < 20; ++round) {
+    constexpr uint64_t kCount = 64;
+    std::atomic<uint64_t> others{0};
+    bool all_others_ran = false;
+    pool.ParallelFor(kCount, [&](uint64_t i, uint32_t) {
+      if (i != 0) {
+        others.fetch_add(1);
+        return true;
+      }
+      auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (others.load() < kCount - 1 && std::chrono::steady_clock::now() < end)
+        std::this_thread::yield();
+      all_others_ran = others.load() == kCount - 1;
+      return true;
+    });
+    REQUIRE(all_others_ran);
+  }
+}
+
 }  // namespace
 }  // namespace hexir::hal::cpu
