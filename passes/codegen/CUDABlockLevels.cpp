@@ -34,6 +34,7 @@
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "passes/codegen/CUDAColumnReduce.h"
 #include "passes/codegen/CUDAWarpReduce.h"
+#include "passes/codegen/KernelLoweringUtils.h"
 #include "passes/codegen/RowSelectWrites.h"
 
 namespace hexir::cuda {
@@ -148,10 +149,7 @@ struct FillStore {
     if (!fill) return;
     SmallVector<Value> dims(coordinates);
     while (dims.size() < loops) dims.push_back(Index(b, loc, 0));
-    SmallVector<Value> indices;
-    for (unsigned r = 0; r < map.getNumResults(); ++r)
-      indices.push_back(affine::AffineApplyOp::create(b, loc, map.getSubMap({r}), dims));
-    memref::StoreOp::create(b, loc, fill, out, indices);
+    memref::StoreOp::create(b, loc, fill, out, codegen::IndicesAt(b, loc, map, dims));
   }
 };
 
@@ -241,10 +239,7 @@ void BlockReduce(RewriterBase& rw, func::FuncOp kernel, linalg::GenericOp op, Op
   Block* body = op.getBlock();
   BlockArgument acc = body->getArgument(op.getNumDpsInputs());
   auto indicesAt = [&](OpBuilder& b, AffineMap map, ArrayRef<Value> dims) {
-    SmallVector<Value> indices;
-    for (unsigned r = 0; r < map.getNumResults(); ++r)
-      indices.push_back(affine::AffineApplyOp::create(b, loc, map.getSubMap({r}), dims));
-    return indices;
+    return codegen::IndicesAt(b, loc, map, dims);
   };
   auto combine = [&](OpBuilder& b, Value accValue, Value other) -> Value {
     IRMapping m;

@@ -18,6 +18,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "passes/codegen/CUDAWarpReduce.h"
+#include "passes/codegen/KernelLoweringUtils.h"
 
 namespace hexir::cuda {
 using namespace mlir;
@@ -129,10 +130,7 @@ class ColumnLowering {
   using Loaded = SmallVector<SmallVector<Value>>;  // [input][column j]
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   SmallVector<Value> indicesAt(OpBuilder& nb, AffineMap map, ArrayRef<Value> dims) {
-    SmallVector<Value> indices;
-    for (unsigned r = 0; r < map.getNumResults(); ++r)
-      indices.push_back(affine::AffineApplyOp::create(nb, loc, map.getSubMap({r}), dims));
-    return indices;
+    return codegen::IndicesAt(nb, loc, map, dims);
   }
   Value combine(OpBuilder& nb, Value accValue, Value other) {
     BlockArgument acc = op.getBlock()->getArgument(op.getNumDpsInputs());

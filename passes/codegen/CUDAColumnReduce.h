@@ -68,9 +68,10 @@ std::optional<ColumnTiling> ChooseColumnTiling(mlir::linalg::LinalgOp op,
                                                int64_t rows);
 
 // Warps per output of a row (warp) reduction with `points` static outputs and a static
-// reduced extent `extent` of elements of `bytes` bytes: doubled from 1 while points * warps
-// stays within kResidentThreads / 32 / 4 (a quarter of the resident warps) and every lane
-// keeps at least one 16-byte step, at most kMaxWarpsPerPoint.
+// reduced extent `extent` of elements of `bytes` bytes: doubled from 1, up to
+// kMaxWarpsPerPoint, while points * the doubled count stays within the resident warps
+// (kResidentThreads / 32) and every lane of the doubled count keeps at least one 16-byte step
+// of the extent.
 int64_t ChooseWarpsPerPoint(int64_t points, int64_t extent, int64_t bytes);
 
 // A shared-memory array of `count` elements of `element` for `kernel` (a memref.global in

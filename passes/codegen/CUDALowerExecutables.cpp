@@ -141,10 +141,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     Block* body = op.getBlock();
     BlockArgument acc = body->getArgument(op.getNumDpsInputs());
     auto indicesAt = [&](OpBuilder& nb, AffineMap map, ArrayRef<Value> dims) {
-      SmallVector<Value> indices;
-      for (unsigned r = 0; r < map.getNumResults(); ++r)
-        indices.push_back(affine::AffineApplyOp::create(nb, loc, map.getSubMap({r}), dims));
-      return indices;
+      return codegen::IndicesAt(nb, loc, map, dims);
     };
     auto load = [&](OpBuilder& nb, OpOperand* operand, ArrayRef<Value> dims) -> Value {
       return memref::LoadOp::create(nb, loc, operand->get(),

@@ -24,6 +24,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "passes/codegen/CUDAVectorAccess.h"
 #include "passes/codegen/CUDAWarpReduce.h"
+#include "passes/codegen/KernelLoweringUtils.h"
 
 namespace hexir::cuda {
 using namespace mlir;
@@ -155,11 +156,7 @@ class WholeReductionLowering {
 
   // Input `in`'s index at loop position `k`.
   SmallVector<Value> indices(OpBuilder& nb, OpOperand* in, Value k) {
-    AffineMap map = op_.getMatchingIndexingMap(in);
-    SmallVector<Value> result;
-    for (unsigned r = 0; r < map.getNumResults(); ++r)
-      result.push_back(affine::AffineApplyOp::create(nb, loc_, map.getSubMap({r}), ValueRange{k}));
-    return result;
+    return codegen::IndicesAt(nb, loc_, op_.getMatchingIndexingMap(in), ValueRange{k});
   }
 
   // Whether input `in` is read along the loop in its last dimension only (element k at

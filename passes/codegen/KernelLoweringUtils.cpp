@@ -1,6 +1,7 @@
 #include "dialects/hexir/IR/HexirAttributes.h"
 #include "passes/codegen/KernelLoweringUtils.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Transforms.h"
@@ -234,6 +235,14 @@ LogicalResult AppendKernelArguments(OpBuilder& b, Location loc, ExecutableOp exe
     }
   }
   return success();
+}
+
+llvm::SmallVector<mlir::Value> IndicesAt(mlir::OpBuilder& b, mlir::Location loc,
+                                         mlir::AffineMap map, mlir::ValueRange dims) {
+  llvm::SmallVector<mlir::Value> indices;
+  for (unsigned r = 0; r < map.getNumResults(); ++r)
+    indices.push_back(mlir::affine::AffineApplyOp::create(b, loc, map.getSubMap({r}), dims));
+  return indices;
 }
 
 }  // namespace hexir::codegen

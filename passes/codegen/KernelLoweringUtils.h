@@ -96,4 +96,9 @@ mlir::LogicalResult AppendKernelArguments(mlir::OpBuilder& b, mlir::Location loc
                                           llvm::function_ref<mlir::Value()> param,
                                           llvm::SmallVectorImpl<mlir::Value>& args);
 
+// The memref indices that `map`'s results give at loop coordinates `dims`: one affine.apply
+// of each result (a linalg operand's element at a loop point).
+llvm::SmallVector<mlir::Value> IndicesAt(mlir::OpBuilder& b, mlir::Location loc,
+                                         mlir::AffineMap map, mlir::ValueRange dims);
+
 }  // namespace hexir::codegen
