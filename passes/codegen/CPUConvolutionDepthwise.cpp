@@ -1,5 +1,7 @@
-// Emits the depthwise convolution kernels described in CPUConvolutionDepthwise.h.
+// Emits the staged-plane depthwise kernel described in CPUConvolutionDepthwise.h.
 #include "passes/codegen/CPUConvolutionDepthwise.h"
+
+#include <algorithm>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -12,180 +14,215 @@ using namespace mlir;
 
 namespace {
 
-// A memref seen as one unit-stride run from its base (gathers and scatters address it by
-// element offsets), with its strides.
-struct FlatView {
-  Value flat;
-  SmallVector<Value> strides;
+// Output vectors of one step of the extended positions.
+constexpr int64_t kVectorsPerStep = 4;
+
+// The tile sizes, all static (the stack buffers' sizes follow from them).
+struct StagedTiles {
+  int64_t sh, sw, dh, dw, kh, kw;
+  int64_t extraRows, extraColumns;  // (KH - 1) * dh / sh, (KW - 1) * dw / sw
+  int64_t columns, rows;            // T and R at most
+  int64_t lanes;
+  int64_t pitch() const { return columns + extraColumns; }  // P at most
+  // One phase plane: its rows, then a vector's gap that the whole-vector writes of its last
+  // row may overrun without reaching the next plane.
+  int64_t planeSize() const { return (rows + extraRows) * pitch() + lanes; }
+  int64_t phases() const { return sh * sw; }
 };
 
-class DepthwiseEmitter {
+StagedTiles ChooseTiles(const ConvolutionGeometry& g, int64_t lanes, int64_t kh, int64_t kw, int64_t oh,
+                        int64_t ow) {
+  StagedTiles t;
+  t.lanes = lanes;
+  t.sh = g.strides[0], t.sw = g.strides[1], t.dh = g.dilations[0], t.dw = g.dilations[1];
+  t.kh = kh, t.kw = kw;
+  t.extraRows = (kh - 1) * t.dh / t.sh;
+  t.extraColumns = (kw - 1) * t.dw / t.sw;
+  t.columns = ShapedType::isDynamic(ow) ? kDepthwiseMaxColumns : std::min(ow, kDepthwiseMaxColumns);
+  t.rows = std::max<int64_t>(1, kDepthwiseTileElements / t.pitch());
+  if (!ShapedType::isDynamic(oh)) t.rows = std::min(t.rows, oh);
+  return t;
+}
+
+class StagedEmitter {
  public:
-  DepthwiseEmitter(OpBuilder& b, Location loc, const MatmulTiles& tiles, const ConvolutionGeometry& g,
-                   int64_t kh, int64_t kw)
-      : b(b), loc(loc), lanes(tiles.lanes), g(g), kh(kh), kw(kw),
-        vec(VectorType::get({tiles.lanes}, b.getF32Type())),
-        offsets(VectorType::get({tiles.lanes}, b.getI32Type())),
-        maskType(VectorType::get({tiles.lanes}, b.getI1Type())) {
+  StagedEmitter(OpBuilder& b, Location loc, int64_t lanes, const StagedTiles& t)
+      : b(b), loc(loc), lanes(lanes), t(t), vec(VectorType::get({lanes}, b.getF32Type())),
+        maskType(VectorType::get({lanes}, b.getI1Type())) {
     zeroVec = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
   }
 
-  // Rows and columns of the input window a full channel-lane tile reads.
-  int64_t windowRows() const { return (kDepthwiseTileRows - 1) * g.strides[0] + (kh - 1) * g.dilations[0] + 1; }
-  int64_t windowColumns() const {
-    return (kDepthwiseTileColumns - 1) * g.strides[1] + (kw - 1) * g.dilations[1] + 1;
+  // Buffer sizes, whole vectors: the staged planes and the slack the last plane's taps read
+  // past (garbage positions only); the extended positions.
+  int64_t stageSize() const { return roundUp(t.phases() * t.planeSize() + kVectorsPerStep * lanes + t.extraColumns); }
+  int64_t extendedSize() const { return roundUp(t.rows * t.pitch() + kVectorsPerStep * lanes); }
+
+  void zero(Value buffer, int64_t size) {
+    forLoop(index(0), index(size), index(lanes),
+            [&](Value i) { vector::StoreOp::create(b, loc, zeroVec, buffer, ValueRange{i}); });
   }
 
-  // True when every lane offset (channel stride x lane) of the channel-lane nest fits an i32
-  // and the row nest would not fill its vectors.
-  Value prefersChannelLanes(const FlatView& x, const FlatView& w, const FlatView& out, Value ow) {
-    Value limit = index(int64_t{1} << 31);
-    Value fits = cmp(arith::CmpIPredicate::ult, mul(x.strides[1], index(lanes)), limit);
-    fits = andI(fits, cmp(arith::CmpIPredicate::ult, mul(out.strides[1], index(lanes)), limit));
-    fits = andI(fits, cmp(arith::CmpIPredicate::ult, mul(w.strides[0], index(lanes)), limit));
-    if (g.strides[1] != 1) return fits;
-    return andI(fits, cmp(arith::CmpIPredicate::ult, ow, index(2 * lanes)));
-  }
-
-  FlatView flatten(Value m) {
-    auto type = cast<MemRefType>(m.getType());
-    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, m);
-    int64_t d = ShapedType::kDynamic;
-    auto view = MemRefType::get({d}, type.getElementType(),
-                                StridedLayoutAttr::get(b.getContext(), d, {1}), type.getMemorySpace());
-    // Its reach: dim 0 times its stride bounds every element of m.
-    Value size = mul(meta.getSizes()[0], meta.getStrides()[0]);
-    Value flat = memref::ReinterpretCastOp::create(b, loc, view, m, OpFoldResult(meta.getOffset()),
-                                                   SmallVector<OpFoldResult>{size},
-                                                   SmallVector<OpFoldResult>{b.getIndexAttr(1)});
-    return {flat, SmallVector<Value>(meta.getStrides())};
-  }
-
-  // out[n][c0 + lane][oh][ow] per block of `lanes` channels; see the header.
-  void channelLanes(const FlatView& x, const FlatView& w, const FlatView& out, Value n, Value f,
-                    Value oh, Value ow, Value window, Value weights) {
-    Value xLanes = laneOffsets(x.strides[1]), outLanes = laneOffsets(out.strides[1]);
-    Value wLanes = laneOffsets(w.strides[0]);
-    const int64_t columns = windowColumns();
-    forLoop(index(0), f, index(lanes), [&](Value c0) {
-      Value mask = vector::CreateMaskOp::create(b, loc, maskType, ValueRange{sub(f, c0)});
-      // The block's weights, one vector per tap (w's inner dims are one run: [KH][KW]).
-      Value wBase = mul(c0, w.strides[0]);
-      for (int64_t t = 0; t < kh * kw; ++t) {
-        Value v = gather(w.flat, add(wBase, index(t)), wLanes, mask);
-        vector::StoreOp::create(b, loc, v, weights, ValueRange{index(t * lanes)});
-      }
-      forLoop(index(0), n, index(1), [&](Value batch) {
-        Value xBatch = add(mul(batch, x.strides[0]), mul(c0, x.strides[1]));
-        Value outBatch = add(mul(batch, out.strides[0]), mul(c0, out.strides[1]));
-        forLoop(index(0), oh, index(kDepthwiseTileRows), [&](Value r0) {
-          Value rows = minU(index(kDepthwiseTileRows), sub(oh, r0));
-          Value inRows = add(mul(sub(rows, index(1)), index(g.strides[0])),
-                             index((kh - 1) * g.dilations[0] + 1));
-          forLoop(index(0), ow, index(kDepthwiseTileColumns), [&](Value q0) {
-            Value cols = minU(index(kDepthwiseTileColumns), sub(ow, q0));
-            Value inCols = add(mul(sub(cols, index(1)), index(g.strides[1])),
-                               index((kw - 1) * g.dilations[1] + 1));
-            // The tile's input window, [row][column][channel].
-            Value xTile = add(xBatch, add(mul(mul(r0, index(g.strides[0])), x.strides[2]),
-                                          mul(q0, index(g.strides[1]))));
-            forLoop(index(0), inRows, index(1), [&](Value i) {
-              Value from = add(xTile, mul(i, x.strides[2]));
-              Value to = mul(i, index(columns * lanes));
-              forLoop(index(0), inCols, index(1), [&](Value j) {
-                Value v = gather(x.flat, add(from, j), xLanes, mask);
-                vector::StoreOp::create(b, loc, v, window, ValueRange{add(to, mul(j, index(lanes)))});
-              });
-            });
-            forLoop(index(0), rows, index(1), [&](Value r) {
-              Value outRow = add(outBatch, add(mul(add(r0, r), out.strides[2]), q0));
-              Value bufRow = mul(r, index(g.strides[0] * columns * lanes));
-              Value whole = sub(cols, arith::RemUIOp::create(b, loc, cols, index(kDepthwiseOutputsPerStep)));
-              auto outputs = [&](Value q, int64_t count) {
-                Value bufAt = add(bufRow, mul(q, index(g.strides[1] * lanes)));
-                SmallVector<Value> acc;
-                for (int64_t k = 0; k < count; ++k)
-                  acc.push_back(gather(out.flat, add(outRow, add(q, index(k))), outLanes, mask));
-                for (int64_t i = 0; i < kh; ++i)
-                  for (int64_t j = 0; j < kw; ++j) {
-                    Value wv = vector::LoadOp::create(b, loc, vec, weights, ValueRange{index((i * kw + j) * lanes)});
-                    for (int64_t k = 0; k < count; ++k) {
-                      int64_t at = (i * g.dilations[0] * columns + j * g.dilations[1] + k * g.strides[1]) * lanes;
-                      Value xv = vector::LoadOp::create(b, loc, vec, window, ValueRange{add(bufAt, index(at))});
-                      acc[k] = vector::FMAOp::create(b, loc, xv, wv, acc[k]);
-                    }
-                  }
-                for (int64_t k = 0; k < count; ++k)
-                  vector::ScatterOp::create(b, loc, Type(), out.flat, ValueRange{add(outRow, add(q, index(k)))},
-                                            outLanes, mask, acc[k]);
-              };
-              forLoop(index(0), whole, index(kDepthwiseOutputsPerStep),
-                      [&](Value q) { outputs(q, kDepthwiseOutputsPerStep); });
-              forLoop(whole, cols, index(1), [&](Value q) { outputs(q, 1); });
-            });
+  // out[n][c] += depthwise(x[n][c], w[c]) for every n, c.
+  void emit(Value x, Value w, Value out, Value stage, Value ext) {
+    zero(stage, stageSize());
+    zero(ext, extendedSize());
+    Value n = dim(out, 0), f = dim(out, 1), oh = dim(out, 2), ow = dim(out, 3);
+    Value height = dim(x, 2), width = dim(x, 3);
+    forLoop(index(0), n, index(1), [&](Value batch) {
+      forLoop(index(0), f, index(1), [&](Value c) {
+        forLoop(index(0), oh, index(t.rows), [&](Value r0) {
+          Value rows = minU(index(t.rows), sub(oh, r0));
+          forLoop(index(0), ow, index(t.columns), [&](Value q0) {
+            Value columns = minU(index(t.columns), sub(ow, q0));
+            Value pitch = add(columns, index(t.extraColumns));
+            Plane plane{x, batch, c, height, width};
+            stageTile(plane, stage, r0, q0, rows, pitch);
+            compute(w, c, stage, ext, mul(rows, pitch), pitch);
+            accumulate(out, batch, c, ext, r0, q0, rows, columns, pitch);
           });
         });
       });
     });
   }
 
-  // out[n][f][oh][ow..] += sum over (kh, kw) of w[f][0][kh][kw] * x[n][f][ih][iw..], one
-  // vector of ow at a time, the taps unrolled.
-  void outputRows(Value x, Value w, Value out, Value n, Value f, Value oh, Value ow) {
-    Value laneStride = arith::MulIOp::create(b, loc, iota(), splatI32(g.strides[1]));
-    forLoop(index(0), n, index(1), [&](Value batch) {
-      forLoop(index(0), f, index(1), [&](Value channel) {
-        forLoop(index(0), oh, index(1), [&](Value row) {
-          forLoop(index(0), ow, index(lanes), [&](Value ow0) {
-            Value mask = vector::CreateMaskOp::create(b, loc, maskType, ValueRange{sub(ow, ow0)});
-            Value outAt[] = {batch, channel, row, ow0};
-            Value acc = vector::MaskedLoadOp::create(b, loc, vec, out, outAt, mask, zeroVec);
-            for (int64_t i = 0; i < kh; ++i) {
-              Value ih = add(mul(row, index(g.strides[0])), index(i * g.dilations[0]));
-              for (int64_t j = 0; j < kw; ++j) {
-                Value weight = memref::LoadOp::create(b, loc, w, ValueRange{channel, index(0), index(i), index(j)});
-                Value splat = vector::BroadcastOp::create(b, loc, vec, weight);
-                Value iw = add(mul(ow0, index(g.strides[1])), index(j * g.dilations[1]));
-                Value xAt[] = {batch, channel, ih, iw};
-                Value lanesX = g.strides[1] == 1
-                                   ? Value(vector::MaskedLoadOp::create(b, loc, vec, x, xAt, mask, zeroVec))
-                                   : Value(vector::GatherOp::create(b, loc, vec, x, xAt, laneStride, mask, zeroVec));
-                acc = vector::FMAOp::create(b, loc, lanesX, splat, acc);
-              }
-            }
-            vector::MaskedStoreOp::create(b, loc, out, outAt, mask, acc);
+ private:
+  int64_t roundUp(int64_t size) const { return (size + lanes - 1) / lanes * lanes; }
+
+  // One channel's input plane x[n][c] and its extent.
+  struct Plane {
+    Value x, batch, channel, height, width;
+  };
+
+  // Stages the input rows of the output tile at (r0, q0): phase (a, b), row s, column k holds
+  // x[n][c][(r0 + s) * sh + a][(q0 + k) * sw + b], zero past x's last row or column (only
+  // positions outside the tile's outputs read those).
+  void stageTile(const Plane& plane, Value stage, Value r0, Value q0, Value rows, Value pitch) {
+    Value stagedRows = add(rows, index(t.extraRows));
+    Value from = mul(q0, index(t.sw));  // x's first column the tile reads
+    Value count = minU(sub(plane.width, from), mul(pitch, index(t.sw)));
+    for (int64_t a = 0; a < t.sh; ++a) {
+      forLoop(index(0), stagedRows, index(1), [&](Value s) {
+        Value at = add(mul(add(r0, s), index(t.sh)), index(a));
+        Value dst = add(index(a * t.sw * t.planeSize()), mul(s, pitch));
+        auto inside = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::ult, at, plane.height),
+                                        /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(inside.thenBlock()->getTerminator());
+        stageRow(plane, at, from, count, stage, dst, pitch);
+        b.setInsertionPoint(inside.elseBlock()->getTerminator());
+        for (int64_t p = 0; p < t.sw; ++p)
+          forLoop(index(0), pitch, index(lanes), [&](Value k) {
+            vector::StoreOp::create(b, loc, zeroVec, stage, ValueRange{add(add(dst, index(p * t.planeSize())), k)});
           });
-        });
+      });
+    }
+  }
+
+  // Phase b's row at dst + b * planeSize, columns k < pitch: x[n][c][row][from + k * sw + b]
+  // for k * sw + b < count, zero after. Whole vectors are stored (past `pitch`: the next staged
+  // row, written after this one, or the plane's gap). Stride 1 is one masked load a vector,
+  // stride 2 (MobileNets') two masked loads and two shuffles for both phases, wider strides a
+  // masked gather per phase.
+  void stageRow(const Plane& plane, Value row, Value from, Value count, Value stage, Value dst, Value pitch) {
+    auto xAt = [&](Value column) { return SmallVector<Value>{plane.batch, plane.channel, row, column}; };
+    auto mask = [&](Value remaining) {
+      return vector::CreateMaskOp::create(b, loc, maskType, ValueRange{remaining}).getResult();
+    };
+    if (t.sw == 1) {
+      forLoop(index(0), pitch, index(lanes), [&](Value k) {
+        Value v = vector::MaskedLoadOp::create(b, loc, vec, plane.x, xAt(add(from, k)), mask(sub(count, k)), zeroVec);
+        vector::StoreOp::create(b, loc, v, stage, ValueRange{add(dst, k)});
+      });
+      return;
+    }
+    if (t.sw == 2) {
+      SmallVector<int64_t> even, odd;
+      for (int64_t i = 0; i < lanes; ++i) {
+        even.push_back(2 * i);
+        odd.push_back(2 * i + 1);
+      }
+      forLoop(index(0), pitch, index(lanes), [&](Value k) {
+        Value k2 = mul(k, index(2));
+        // Masks may be negative counts (no lane): create_mask clamps them.
+        Value lo = vector::MaskedLoadOp::create(b, loc, vec, plane.x, xAt(add(from, k2)), mask(sub(count, k2)), zeroVec);
+        Value k2hi = add(k2, index(lanes));
+        Value hi = vector::MaskedLoadOp::create(b, loc, vec, plane.x, xAt(add(from, k2hi)), mask(sub(count, k2hi)), zeroVec);
+        vector::StoreOp::create(b, loc, vector::ShuffleOp::create(b, loc, lo, hi, even), stage, ValueRange{add(dst, k)});
+        vector::StoreOp::create(b, loc, vector::ShuffleOp::create(b, loc, lo, hi, odd), stage,
+                                ValueRange{add(add(dst, k), index(t.planeSize()))});
+      });
+      return;
+    }
+    auto offsets = VectorType::get({lanes}, b.getI32Type());
+    SmallVector<int32_t> strided;
+    for (int64_t i = 0; i < lanes; ++i) strided.push_back(static_cast<int32_t>(i * t.sw));
+    Value laneOffsets = arith::ConstantOp::create(b, loc, offsets, DenseElementsAttr::get(offsets, ArrayRef<int32_t>(strided)));
+    forLoop(index(0), pitch, index(lanes), [&](Value k) {
+      for (int64_t p = 0; p < t.sw; ++p) {
+        // Lanes whose column k * sw + p + lane * sw is below count.
+        Value start = add(mul(k, index(t.sw)), index(p));
+        Value lanesIn = arith::DivSIOp::create(b, loc, add(sub(count, start), index(t.sw - 1)), index(t.sw));
+        Value v = vector::GatherOp::create(b, loc, vec, plane.x, xAt(add(from, start)), laneOffsets, mask(lanesIn), zeroVec);
+        vector::StoreOp::create(b, loc, v, stage, ValueRange{add(add(dst, k), index(p * t.planeSize()))});
+      }
+    });
+  }
+
+  // ext[e] for e < extended (see the header), kVectorsPerStep vectors a step, then one.
+  void compute(Value w, Value c, Value stage, Value ext, Value extended, Value pitch) {
+    // Offset of tap (i, j)'s run in the staged buffer.
+    SmallVector<Value> taps;
+    for (int64_t i = 0; i < t.kh; ++i)
+      for (int64_t j = 0; j < t.kw; ++j) {
+        int64_t phase = ((i * t.dh) % t.sh) * t.sw + (j * t.dw) % t.sw;
+        taps.push_back(add(index(phase * t.planeSize() + (j * t.dw) / t.sw), mul(index((i * t.dh) / t.sh), pitch)));
+      }
+    auto step = [&](Value e0, int64_t vectors) {
+      SmallVector<Value> acc(2 * vectors, zeroVec);  // two partial sums per vector
+      for (int64_t i = 0; i < t.kh; ++i)
+        for (int64_t j = 0; j < t.kw; ++j) {
+          int64_t tap = i * t.kw + j;
+          Value weight = memref::LoadOp::create(b, loc, w, ValueRange{c, index(0), index(i), index(j)});
+          Value splat = vector::BroadcastOp::create(b, loc, vec, weight);
+          Value at = add(taps[tap], e0);
+          for (int64_t v = 0; v < vectors; ++v) {
+            Value xv = vector::LoadOp::create(b, loc, vec, stage, ValueRange{add(at, index(v * lanes))});
+            Value& sum = acc[(tap % 2) * vectors + v];
+            sum = vector::FMAOp::create(b, loc, xv, splat, sum);
+          }
+        }
+      for (int64_t v = 0; v < vectors; ++v) {
+        Value sum = arith::AddFOp::create(b, loc, acc[v], acc[vectors + v]);
+        vector::StoreOp::create(b, loc, sum, ext, ValueRange{add(e0, index(v * lanes))});
+      }
+    };
+    const int64_t block = kVectorsPerStep * lanes;
+    Value whole = sub(extended, arith::RemUIOp::create(b, loc, extended, index(block)));
+    forLoop(index(0), whole, index(block), [&](Value e0) { step(e0, kVectorsPerStep); });
+    forLoop(whole, extended, index(lanes), [&](Value e0) { step(e0, 1); });
+  }
+
+  // out[n][c][r0 + r][q0 + q] += ext[r * pitch + q] for r < rows, q < columns.
+  void accumulate(Value out, Value batch, Value c, Value ext, Value r0, Value q0, Value rows, Value columns,
+                  Value pitch) {
+    forLoop(index(0), rows, index(1), [&](Value r) {
+      forLoop(index(0), columns, index(lanes), [&](Value q) {
+        Value mask = vector::CreateMaskOp::create(b, loc, maskType, ValueRange{sub(columns, q)});
+        Value outAt[] = {batch, c, add(r0, r), add(q0, q)};
+        Value acc = vector::MaskedLoadOp::create(b, loc, vec, out, outAt, mask, zeroVec);
+        Value e = vector::LoadOp::create(b, loc, vec, ext, ValueRange{add(mul(r, pitch), q)});
+        vector::MaskedStoreOp::create(b, loc, out, outAt, mask, arith::AddFOp::create(b, loc, acc, e));
       });
     });
   }
 
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value dim(Value m, int64_t i) { return memref::DimOp::create(b, loc, m, i); }
-
- private:
   Value add(Value l, Value r) { return arith::AddIOp::create(b, loc, l, r); }
   Value sub(Value l, Value r) { return arith::SubIOp::create(b, loc, l, r); }
   Value mul(Value l, Value r) { return arith::MulIOp::create(b, loc, l, r); }
   Value minU(Value l, Value r) { return arith::MinUIOp::create(b, loc, l, r); }
-  Value andI(Value l, Value r) { return arith::AndIOp::create(b, loc, l, r); }
   Value cmp(arith::CmpIPredicate p, Value l, Value r) { return arith::CmpIOp::create(b, loc, p, l, r); }
-  Value splatI32(int64_t v) {
-    return arith::ConstantOp::create(b, loc, offsets, DenseElementsAttr::get(offsets, static_cast<int32_t>(v)));
-  }
-  Value iota() {
-    SmallVector<int32_t> values;
-    for (int64_t i = 0; i < lanes; ++i) values.push_back(static_cast<int32_t>(i));
-    return arith::ConstantOp::create(b, loc, offsets, DenseElementsAttr::get(offsets, ArrayRef<int32_t>(values)));
-  }
-  // lane * stride as i32 lanes (prefersChannelLanes checked that they fit).
-  Value laneOffsets(Value stride) {
-    Value s = arith::IndexCastOp::create(b, loc, b.getI32Type(), stride);
-    return arith::MulIOp::create(b, loc, iota(), vector::BroadcastOp::create(b, loc, offsets, s));
-  }
-  Value gather(Value flat, Value at, Value laneOffsets, Value mask) {
-    return vector::GatherOp::create(b, loc, vec, flat, ValueRange{at}, laneOffsets, mask, zeroVec);
-  }
   void forLoop(Value lb, Value ub, Value step, llvm::function_ref<void(Value)> body) {
     EmitForLoop(b, loc, lb, ub, step, body);
   }
@@ -193,9 +230,8 @@ class DepthwiseEmitter {
   OpBuilder& b;
   Location loc;
   int64_t lanes;
-  ConvolutionGeometry g;
-  int64_t kh, kw;
-  VectorType vec, offsets, maskType;
+  StagedTiles t;
+  VectorType vec, maskType;
   Value zeroVec;
 };
 
@@ -209,21 +245,16 @@ Value AllocateAtEntry(func::FuncOp kernel, int64_t count) {
 
 }  // namespace
 
-void EmitDepthwiseConvolution(OpBuilder& b, Location loc, func::FuncOp kernel, const MatmulTiles& tiles,
+void EmitDepthwiseConvolution(OpBuilder& b, Location loc, func::FuncOp kernel, int64_t lanes,
                               const ConvolutionGeometry& g, Value x, Value w, Value out) {
   auto wType = cast<MemRefType>(w.getType());
-  int64_t kh = wType.getDimSize(2), kw = wType.getDimSize(3);
-  DepthwiseEmitter e(b, loc, tiles, g, kh, kw);
-  Value window = AllocateAtEntry(kernel, e.windowRows() * e.windowColumns() * tiles.lanes);
-  Value weights = AllocateAtEntry(kernel, kh * kw * tiles.lanes);
-  Value n = e.dim(out, 0), f = e.dim(out, 1), oh = e.dim(out, 2), ow = e.dim(out, 3);
-  FlatView xf = e.flatten(x), wf = e.flatten(w), of = e.flatten(out);
-  auto branch = scf::IfOp::create(b, loc, e.prefersChannelLanes(xf, wf, of, ow), /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(branch.thenBlock()->getTerminator());
-  e.channelLanes(xf, wf, of, n, f, oh, ow, window, weights);
-  b.setInsertionPoint(branch.elseBlock()->getTerminator());
-  e.outputRows(x, w, out, n, f, oh, ow);
+  auto outType = cast<MemRefType>(out.getType());
+  StagedTiles t = ChooseTiles(g, lanes, wType.getDimSize(2), wType.getDimSize(3), outType.getDimSize(2),
+                              outType.getDimSize(3));
+  StagedEmitter e(b, loc, lanes, t);
+  Value stage = AllocateAtEntry(kernel, e.stageSize());
+  Value ext = AllocateAtEntry(kernel, e.extendedSize());
+  e.emit(x, w, out, stage, ext);
 }
 
 }  // namespace hexir::codegen

@@ -339,7 +339,7 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
     Value x = op.getDpsInputs()[0], w = op.getDpsInputs()[1], out = op.getDpsInits()[0];
     auto emit = [&] {
       if (g.kind == ConvolutionKind::kDepthwise)
-        return EmitDepthwiseConvolution(b, loc, kernel, tiles, g, x, w, out);
+        return EmitDepthwiseConvolution(b, loc, kernel, tiles.lanes, g, x, w, out);
       ConvolutionEmitter(b, loc, tiles, g).dense(x, w, out, packed);
     };
     // Dense kernels write the output's planes as rows: where its strides are dynamic, the

@@ -158,7 +158,7 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     codegen::MatmulTiles tiles = codegen::ChooseMatmulTiles(target);
     codegen::LowerMatmulsToMicroKernels(*kernel, tiles);
     // f32 2-D convolutions: dense ones as implicit GEMMs on the same micro-kernel,
-    // depthwise ones along the output row in vectors (codegen/CPUConvolutionKernel.h).
+    // depthwise ones on staged planes (codegen/CPUConvolutionKernel.h, CPUConvolutionDepthwise.h).
     codegen::LowerConvolutionsToKernels(*kernel, tiles);
     // M = 1 matvecs (dense f32/f16, GGUF blocks): rows read along k with vector loads.
     codegen::LowerMatvecsToVectorKernels(*kernel, target);

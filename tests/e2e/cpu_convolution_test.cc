@@ -1,6 +1,6 @@
 // The CPU convolution kernels (passes/codegen/CPUConvolutionKernel.h: dense convolutions as
 // implicit GEMMs on the packed micro-kernel, with a constant filter on the filter packed once
-// at load; CPUConvolutionDepthwise.h: depthwise ones on channel lanes or along the output row) against
+// at load; CPUConvolutionDepthwise.h: depthwise ones on staged planes) against
 // double-precision loops, in the ONNX importer's form (a linalg.generic over a pre-padded
 // NCHW input), at awkward sizes: odd channel counts, 1x1, 3x3 and 7x7 windows, stride 2,
 // dilation 2, rows that are no multiple of the vector width, grouped convolutions (which keep
@@ -355,7 +355,7 @@ Conv Padded(Conv k, int64_t pad) {
   return k;
 }
 
-TEST_CASE("depthwise convolutions on channel lanes and output rows match a double reference") {
+TEST_CASE("depthwise convolutions at MobileNet-like sizes with pads match a double reference") {
   // Channels 1 (a dense 1-channel convolution), 3, 16 (one AVX-512 vector), 17 (one past
   // it), 96; 3x3 and 5x5 windows; stride 1 and 2; dilation 2; explicit pads (a tensor.pad
   // before the convolution); planes of 2x2 to 19x21 outputs (partial 8x8 tiles and partial
@@ -376,6 +376,33 @@ TEST_CASE("depthwise convolutions on channel lanes and output rows match a doubl
   Conv strided = Padded({2, 16, 13, 10, 16, 5, 5, 2, 1, 16}, 2);
   strided.dynamic = true;
   Check(strided);
+}
+
+TEST_CASE("depthwise convolutions on staged planes match a double reference at output planes of 1x1 to 9x9") {
+  // CPUConvolutionDepthwise.h: each output plane from 1x1 to 9x9, square and one row or
+  // column shorter, the window cycling through 3x3, 5x5 and 7x7 padded by 1, 2 and 3 (a
+  // tensor.pad before the convolution), stride 1 and 2 alternating, 13 channels (odd).
+  for (int64_t o = 1; o <= 9; ++o) {
+    int64_t k = 3 + 2 * (o % 3), stride = 1 + o % 2, pad = k / 2;
+    int64_t h = (o - 1) * stride + k, w = (std::max<int64_t>(o - 1, 1) - 1) * stride + k;
+    Check(Padded({1, 13, h, h, 13, k, k, stride, 1, 13}, pad));
+    Check(Padded({1, 13, h, w, 13, k, k, stride, 1, 13}, pad));
+  }
+}
+
+TEST_CASE("depthwise convolutions on staged planes past one tile match a double reference") {
+  // Rows of 148 and 69 outputs (64-column tiles and a partial one), planes of 38 and 14 rows
+  // (bands of rows); stride 2 with dilation 2; stride 3 (a masked gather per phase, the last
+  // columns of x unread); one channel; dynamic batch and planes in one
+  // module at 1x1, 2x2, 9x9 and 4 x 70 outputs, batch 1 to 3, stride 1 and 2.
+  Check({1, 3, 40, 150, 3, 3, 3, 1, 1, 3});
+  Check(Padded({1, 5, 31, 141, 5, 5, 5, 2, 1, 5}, 2));
+  Check({1, 4, 15, 15, 4, 3, 3, 2, 2, 4});
+  Check({1, 7, 17, 21, 7, 3, 3, 3, 1, 7});
+  Check(Padded({1, 3, 12, 12, 3, 5, 5, 3, 1, 3}, 2));
+  Check(Padded({2, 1, 9, 9, 1, 7, 7, 1, 1, 1}, 3));
+  CheckOneModuleAtSizes({1, 19, 0, 0, 19, 5, 5, 2, 1, 19}, {{1, 1, 1}, {3, 2, 2}, {2, 9, 9}, {1, 4, 70}});
+  CheckOneModuleAtSizes({1, 21, 0, 0, 21, 3, 3, 1, 1, 21}, {{1, 1, 1}, {3, 2, 2}, {2, 9, 9}, {1, 4, 70}});
 }
 
 TEST_CASE("grouped convolutions and a depthwise multiplier match a double reference") {

@@ -24,20 +24,24 @@ hexir.executable @dense attributes {hexir.workgroup_count = array<i64: 1, 1, 1>}
 
 // -----
 
-// A depthwise convolution (one input channel per filter) on rows of 11 outputs runs on channel
-// lanes (codegen/CPUConvolutionDepthwise.h): two stack buffers (the input window of a tile,
-// the weight vectors), the 9 weight vectors gathered, then 4 outputs at a time sharing each
-// weight: 36 FMAs and 4 scatters, and the odd outputs one at a time (9 FMAs, 1 scatter). The
-// static choice is folded: no row loop nest (no masked loads).
+// A depthwise convolution (one input channel per filter) runs on staged planes
+// (codegen/CPUConvolutionDepthwise.h): two stack buffers (the staged phase planes, the extended
+// positions); per channel the input rows copied into the staged plane (masked loads, whole
+// vector stores), then the 9 x 11 outputs as 9 rows of pitch 11 + 2
+// = 117 extended positions: 3 steps of 4 vectors (the 9 taps as broadcast weights: 36 FMAs
+// a step, emitted once) and the last 21 one vector at a time (9 FMAs), then each row's 11 outputs added
+// to out (masked). No gather or scatter.
 // CHECK-LABEL: hexir.executable @depthwise
 // CHECK:         llvm.func internal @depthwise_impl(
 // CHECK-COUNT-2:   llvm.alloca
-// CHECK-COUNT-9:   llvm.intr.masked.gather
+// CHECK-NOT:       llvm.intr.masked.gather
+// CHECK:           llvm.intr.masked.load
+// CHECK-NOT:       llvm.intr.masked.store
 // CHECK-COUNT-36:  llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
-// CHECK-COUNT-4:   llvm.intr.masked.scatter
-// CHECK-COUNT-9:   llvm.intr.fmuladd
-// CHECK:           llvm.intr.masked.scatter
-// CHECK-NOT:       llvm.intr.masked.load
+// CHECK-COUNT-9:   llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK:           llvm.intr.masked.load
+// CHECK:           llvm.intr.masked.store
+// CHECK-NOT:       llvm.intr.masked.{{gather|scatter}}
 // CHECK:         llvm.func @depthwise(
 hexir.executable @depthwise attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
   builtin.module {
@@ -55,27 +59,31 @@ hexir.executable @depthwise attributes {hexir.workgroup_count = array<i64: 1, 1,
 
 // -----
 
-// Rows of 18 outputs at stride 1 fill 8-lane vectors: the depthwise convolution runs along the
-// output row, no stack buffer, the 9 taps unrolled (a masked load of the input and an FMA
-// each), a masked store.
-// CHECK-LABEL: hexir.executable @depthwise_rows
-// CHECK:         llvm.func internal @depthwise_rows_impl(
-// CHECK-NOT:       llvm.alloca
+// Stride 2 along H and W (a 5x5 window over 13 x 13: 5 x 5 outputs): each input row is
+// deinterleaved into its even and odd columns (two shuffles of two masked loads) for the four
+// phase planes; 5 rows of pitch 5 + 2 = 35 extended positions: one step of 4 vectors (25 taps: 100
+// FMAs) and one vector (25).
+// CHECK-LABEL: hexir.executable @depthwise_strided
+// CHECK:         llvm.func internal @depthwise_strided_impl(
 // CHECK-NOT:       llvm.intr.masked.gather
 // CHECK:           llvm.intr.masked.load
-// CHECK-COUNT-9:   llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK:           llvm.shufflevector %{{.+}}, %{{.+}} [0, 2, 4, 6, 8, 10, 12, 14] : vector<8xf32>
+// CHECK:           llvm.shufflevector %{{.+}}, %{{.+}} [1, 3, 5, 7, 9, 11, 13, 15] : vector<8xf32>
+// CHECK-COUNT-100: llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK-COUNT-25:  llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
 // CHECK:           llvm.intr.masked.store
-// CHECK:         llvm.func @depthwise_rows(
-hexir.executable @depthwise_rows attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+// CHECK-NOT:       llvm.intr.masked.{{gather|scatter}}
+// CHECK:         llvm.func @depthwise_strided(
+hexir.executable @depthwise_strided attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
   builtin.module {
-    func.func @depthwise_rows(%x: tensor<1x6x5x20xf32>, %w: tensor<6x1x3x3xf32>, %o: tensor<1x6x3x18xf32>, %id: index) -> tensor<1x6x3x18xf32> {
-      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 + d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x6x5x20xf32>, tensor<6x1x3x3xf32>) outs(%o : tensor<1x6x3x18xf32>) {
+    func.func @depthwise_strided(%x: tensor<1x6x13x13xf32>, %w: tensor<6x1x5x5xf32>, %o: tensor<1x6x5x5xf32>, %id: index) -> tensor<1x6x5x5xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 + d4, d2 * 2 + d5, d3 * 2 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x6x13x13xf32>, tensor<6x1x5x5xf32>) outs(%o : tensor<1x6x5x5xf32>) {
       ^bb0(%a: f32, %b: f32, %acc: f32):
         %p = arith.mulf %a, %b : f32
         %q = arith.addf %acc, %p : f32
         linalg.yield %q : f32
-      } -> tensor<1x6x3x18xf32>
-      return %y : tensor<1x6x3x18xf32>
+      } -> tensor<1x6x5x5xf32>
+      return %y : tensor<1x6x5x5xf32>
     }
   }
 }
