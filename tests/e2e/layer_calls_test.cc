@@ -164,8 +164,11 @@ void LayerCallsEqualInlinedLayers(const std::string& device) {
   CHECK(inlined_allocations > 0);
   CHECK(kept_allocations <= inlined_allocations);
   // On CUDA the decode steps' graphs replay as inlined: each buffer in one slot (a buffer one
-  // call writes and the next reads was in two, and such a graph falls back to stream launches),
-  // no more kernel node updates. (Zero on other devices.)
+  // call writes and the next reads was in two, and such a graph falls back to stream launches).
+  // Kernel node updates: at most one more per call and step than inlined (a call's nodes whose
+  // parameter words change with the position are updated per call, where the inlined layers
+  // share one parameter buffer; H200: 41 against 13 per 13 steps, and stories260K decodes in
+  // 0.91x the inlined time). (Zero on other devices.)
   auto per_13_steps = [](const std::vector<Generation>& runs, uint64_t Generation::*counter) {
     return runs[2].*counter - runs[1].*counter;
   };
@@ -174,7 +177,7 @@ void LayerCallsEqualInlinedLayers(const std::string& device) {
   CHECK(per_13_steps(kept_runs, &Generation::stream_launches) ==
         per_13_steps(inlined_runs, &Generation::stream_launches));
   CHECK(per_13_steps(kept_runs, &Generation::node_updates) <=
-        per_13_steps(inlined_runs, &Generation::node_updates));
+        per_13_steps(inlined_runs, &Generation::node_updates) + 13 * kLayers);
 }
 HEXIR_E2E_TEST_ON_DEVICES("@layer calls, inlined or kept, equal the written-out layers: ids, submissions, recordings, dispatches per decode step; kept ones allocate no more",
                           LayerCallsEqualInlinedLayers)
