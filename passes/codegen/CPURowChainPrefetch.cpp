@@ -8,21 +8,29 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "passes/codegen/CPUUnitStride.h"
 
 namespace hexir::codegen {
 namespace {
 using namespace mlir;
 
+// True when `v` is a kernel argument or a view of one (the workgroup's slice of it).
+bool ViewsKernelArgument(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>()) v = view.getViewSource();
+  auto arg = dyn_cast<BlockArgument>(v);
+  return arg && isa<func::FuncOp>(arg.getOwner()->getParentOp());
+}
+
 // The input of `g` to prefetch: read through an identity map as a unit-stride, rank-preserving
-// `memref.subview` of a kernel argument of int or float elements, at least two dimensions.
+// `memref.subview` of a kernel argument or of a view of one (the workgroup's rows), of int or
+// float elements, at least two dimensions.
 OpOperand* RowInput(linalg::GenericOp g) {
   for (OpOperand* input : g.getDpsInputOperands()) {
     if (!g.getMatchingIndexingMap(input).isIdentity()) continue;
     auto view = input->get().getDefiningOp<memref::SubViewOp>();
     if (!view) continue;
-    auto arg = dyn_cast<BlockArgument>(view.getSource());
-    if (!arg || !isa<func::FuncOp>(arg.getOwner()->getParentOp())) continue;
+    if (!ViewsKernelArgument(view.getSource())) continue;
     MemRefType source = view.getSourceType();
     if (source.getRank() < 2 || view.getType().getRank() != source.getRank() || !HasUnitInnerStride(source) ||
         !source.getElementType().isIntOrFloat() || source.getElementTypeBitWidth() % 8)

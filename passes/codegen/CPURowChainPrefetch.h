@@ -9,12 +9,13 @@
 // arithmetic overlaps the two.
 //
 // In each block loop, the first all-parallel linalg.generic that reads, through an identity
-// map, a `memref.subview` of a kernel argument (rank >= 2, unit strides, the rows along the
-// second-to-last dimension) is tiled along its innermost loop into runs of
+// map, a `memref.subview` of a kernel argument or of a view of one (the workgroup's rows; rank
+// >= 2, unit strides, the rows along the second-to-last dimension) is tiled along its innermost loop into runs of
 // kPrefetchRunBytes (1 along the other loops). Before each run, one `memref.prefetch` (read,
 // locality 2: into L2, since the block's own rows and temporaries fill L1) per cache line of
-// the same run `B` rows further, B the subview's row count (the block), the row clamped to the
-// argument's last and the column to the row's last (a prefetch never faults, but an index past
+// the same run `B` rows further in the subview's source, B the subview's row count (the block),
+// the row clamped to the source's last (a workgroup's last block prefetches nothing new) and
+// the column to the row's last (a prefetch never faults, but an index past
 // the buffer is not a valid memref access):
 //
 //   before: linalg.generic ins(%xb, %m) outs(%t)      // %xb = subview %x[%i, 0] [B, C] [1, 1]
