@@ -11,7 +11,9 @@
 // In each block loop, the first all-parallel linalg.generic that reads, through an identity
 // map, a `memref.subview` of a kernel argument or of a view of one (the workgroup's rows; rank
 // >= 2, unit strides, the rows along the second-to-last dimension) is tiled along its innermost loop into runs of
-// kPrefetchRunBytes (1 along the other loops). Before each run, one `memref.prefetch` (read,
+// kPrefetchRunBytes (1 along the other loops; 1 KiB: LLVM unrolls a run into 16 vectors and
+// loads the exp polynomial's constants once per run: runs of 256 bytes reloaded them every 4
+// vectors, and were slower). Before each run, one `memref.prefetch` (read,
 // locality 2: into L2, since the block's own rows and temporaries fill L1) per cache line of
 // the same run `B` rows further in the subview's source, B the subview's row count (the block),
 // the row clamped to the source's last (a workgroup's last block prefetches nothing new) and
@@ -19,9 +21,9 @@
 // the buffer is not a valid memref access):
 //
 //   before: linalg.generic ins(%xb, %m) outs(%t)      // %xb = subview %x[%i, 0] [B, C] [1, 1]
-//   after:  scf.for %r = 0 to B { scf.for %j = 0 to C step 64 {
-//             memref.prefetch %x[min(%i + %r + B, R - 1), min(%j + 16 * l, C - 1)], read, locality<2>  (l = 0..3)
-//             linalg.generic ins(%xb[%r, %j][1, 64], %m[%r]) outs(%t[%r, %j][1, 64]) } }
+//   after:  scf.for %r = 0 to B { scf.for %j = 0 to C step 256 {
+//             memref.prefetch %x[min(%i + %r + B, R - 1), min(%j + 16 * l, C - 1)], read, locality<2>  (l = 0..15)
+//             linalg.generic ins(%xb[%r, %j][1, 256], %m[%r]) outs(%t[%r, %j][1, 256]) } }
 #pragma once
 
 #include <cstdint>
@@ -30,8 +32,8 @@
 
 namespace hexir::codegen {
 
-// Bytes of one run of the tiled generic: four 64-byte lines, four prefetches per run.
-inline constexpr int64_t kPrefetchRunBytes = 256;
+// Bytes of one run of the tiled generic: sixteen 64-byte lines, sixteen prefetches per run.
+inline constexpr int64_t kPrefetchRunBytes = 1024;
 inline constexpr int64_t kCacheLineBytes = 64;
 
 // The rewrite above in each block loop of `kernel`; returns the number of generics rewritten.

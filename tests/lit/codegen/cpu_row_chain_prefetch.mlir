@@ -2,12 +2,12 @@
 
 // codegen::PrefetchNextRowBlocks (passes/codegen/CPURowChainPrefetch.h) on a row softmax of
 // 8 x 4096 (blocks of one row): the exp pass, the first all-parallel op reading x, runs in
-// runs of 64 floats, each after four prefetches (read, locality 2, data) of the same run one
+// runs of 256 floats, each after sixteen prefetches (read, locality 2, data) of the same run one
 // block further, the row clamped to x's last (min with 7) and the column to the row's last
 // (min with 4095); the max pass before it is not tiled.
 // CHECK-LABEL: hexir.executable @softmax
 // CHECK:         llvm.func internal @softmax_impl(
-// CHECK-COUNT-4: "llvm.intr.prefetch"(%{{.*}}) <{cache = 1 : i32, hint = 2 : i32, rw = 0 : i32}>
+// CHECK-COUNT-16: "llvm.intr.prefetch"(%{{.*}}) <{cache = 1 : i32, hint = 2 : i32, rw = 0 : i32}>
 // CHECK-NOT:     llvm.intr.prefetch
 // CHECK:         llvm.func @softmax(
 hexir.executable @softmax attributes {hexir.dispatch_group = "row_chain", hexir.workgroup_count = array<i64: 1, 1, 1>} {
