@@ -21,6 +21,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/CommandLine.h"
 #include "passes/Passes.h"
 #include "passes/codegen/CPUCollapseContiguousLoops.h"
 #include "passes/codegen/CPUConstantPad.h"
@@ -31,7 +32,9 @@
 #include "passes/codegen/CPUMatvecKernel.h"
 #include "passes/codegen/CPUReductionOrder.h"
 #include "passes/codegen/CPURowChainArithmetic.h"
+#include "passes/codegen/CPURowChainPrefetch.h"
 #include "passes/codegen/CPURowChains.h"
+#include "passes/codegen/CPUStreamingStores.h"
 #include "passes/codegen/CPUTarget.h"
 #include "passes/codegen/CPUTransposeTiling.h"
 #include "passes/codegen/RowSelectWrites.h"
@@ -44,6 +47,15 @@ namespace hexir {
 
 namespace {
 using namespace mlir;
+
+// A process-wide flag (hexir-compile and hexir-opt list it), not a pass option: tests lower it
+// to run the streaming path at small sizes.
+llvm::cl::opt<int64_t> cpuStreamingStoreBytes(
+    "cpu-streaming-store-bytes",
+    llvm::cl::desc("CPU kernels write a result of at least N bytes (a kernel argument of static "
+                   "shape) with non-temporal stores, past the caches "
+                   "(passes/codegen/CPUStreamingStores.h); <= 0: never (default 16 MiB)"),
+    llvm::cl::init(int64_t{16} << 20));
 
 using codegen::kBufferizePipeline;
 // bf16 arithmetic and math run in f32 (arith-emulate-unsupported-floats,
@@ -153,6 +165,8 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     if (rowChain) {
       FailureOr<OpPassManager> hoist = parsePassPipeline(codegen::kRowChainBufferPipeline);
       if (failed(hoist) || failed(runPipeline(*hoist, inner))) return failure();
+      // The next block's rows prefetched during this block's arithmetic (CPURowChainPrefetch.h).
+      codegen::PrefetchNextRowBlocks(*kernel);
     }
     // f32 matmuls: packed right-hand side, register-blocked vector FMAs.
     codegen::MatmulTiles tiles = codegen::ChooseMatmulTiles(target);
@@ -162,6 +176,9 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     codegen::LowerConvolutionsToKernels(*kernel, tiles);
     // M = 1 matvecs (dense f32/f16, GGUF blocks): rows read along k with vector loads.
     codegen::LowerMatvecsToVectorKernels(*kernel, target);
+    // Results too large for the cache: through a chunk in L1, then non-temporal vector stores
+    // (codegen/CPUStreamingStores.h); after the kernels above, which match the untiled ops.
+    const bool streamed = codegen::StreamLargeOutputs(*kernel, cpuStreamingStoreBytes, target.vectorBits / 8) > 0;
     // Matmul's k moves outside j (the inner loop then writes consecutive outputs); a dot
     // product along a contiguous input (matvec's [out][in] weights) keeps k innermost, and
     // reductions left innermost may be reassociated so that LLVM vectorizes them.
@@ -183,6 +200,8 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
       if (failed(applyPatternsGreedily(inner, std::move(patterns)))) return failure();
     }
     if (failed(runPipeline(*toLLVM, inner))) return failure();
+    if (streamed)
+      if (auto lowered = inner.lookupSymbol<LLVM::LLVMFuncOp>(exe.getSymName())) codegen::FenceStreamingStores(lowered);
     return buildEntry(exe, inner, signature);
   }
 

@@ -8,7 +8,8 @@
 // softmax rows holding NaN, +-inf and +-0 against ONNX's definition: CPURowChainArithmetic.h),
 // also in the ONNX importer's form, which keeps each reduced axis as a 1 (keepdims reshapes:
 // passes/dispatch/KeptDimRowReads.h), and static NCHW ops whose planes run as one loop
-// (passes/codegen/CPUCollapseContiguousLoops.h).
+// (passes/codegen/CPUCollapseContiguousLoops.h); results written with non-temporal stores
+// (passes/codegen/CPUStreamingStores.h) at aligned and misaligned row pitches.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -89,6 +90,34 @@ TEST_CASE("a chain of three elementwise ops with a broadcast row matches a doubl
       F32(expected)[i] = float(std::tanh(v * 0.5 + F32(r)[i % cols]) * v - v * v);
     }
     RunOnThreadCounts(module, {x, r}, expected);
+  }
+}
+
+// The chain with static rows x columns, written with non-temporal stores
+// (passes/codegen/CPUStreamingStores.h, every result streamed: --cpu-streaming-store-bytes=1):
+// rows of 1024 (each chunk's destination aligned: the vector path), 5000 (a row's start
+// aligned every 16 rows; chunks of 1024 and a last one of 904, not a multiple of 16 lanes: the
+// copy) and 16411 (one row).
+TEST_CASE("the elementwise chain written with non-temporal stores matches a double reference") {
+  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{64, 1024}, {3, 5000}, {1, 16411}}) {
+    INFO(rows << " x " << cols);
+    std::string source = kChain;
+    auto replace = [&](const std::string& from, const std::string& to) {
+      for (size_t at = source.find(from); at != std::string::npos; at = source.find(from, at + to.size()))
+        source.replace(at, from.size(), to);
+    };
+    const std::string r = std::to_string(rows), c = std::to_string(cols);
+    replace("tensor<?x?xf32>", "tensor<" + r + "x" + c + "xf32>");
+    replace("tensor<?xf32>", "tensor<" + c + "xf32>");
+    replace("tensor.empty(%n, %m)", "tensor.empty()");
+    std::string module = CompileOrDie(source, "memory_bound_chain_streamed", "cpu", "--cpu-streaming-store-bytes=1");
+    HostTensor x = RandomF32({rows, cols}, 13), b = RandomF32({cols}, 14);
+    HostTensor expected = ZerosF32({rows, cols});
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      double v = F32(x)[i];
+      F32(expected)[i] = float(std::tanh(v * 0.5 + F32(b)[i % cols]) * v - v * v);
+    }
+    RunOnThreadCounts(module, {x, b}, expected);
   }
 }
 
@@ -348,6 +377,19 @@ TEST_CASE("row softmax over static rows of 4099 and of 17 is one dispatch and ma
   for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{37, 4099}, {300, 17}}) {
     std::string module = CompileOrDie(StaticSoftmax(rows, cols), "memory_bound_softmax_static");
     RunRowChain(module, [](int64_t r, int64_t c) { return std::vector<HostTensor>{RandomF32({r, c}, 52, -8, 8)}; },
+                SoftmaxReference, 1e-5, {{rows, cols}});
+  }
+}
+
+// The static softmax written with non-temporal stores (passes/codegen/CPUStreamingStores.h,
+// --cpu-streaming-store-bytes=1): rows of 4096 (every chunk aligned), 1040 (a chunk of 1024 and
+// one of 16, both aligned), 4099 (rows misaligned but every 16th: both paths) and 17 (shorter
+// than four vectors: not streamed).
+TEST_CASE("a static softmax written with non-temporal stores matches a double reference") {
+  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{33, 4096}, {40, 1040}, {37, 4099}, {300, 17}}) {
+    std::string module = CompileOrDie(StaticSoftmax(rows, cols), "memory_bound_softmax_streamed", "cpu",
+                                      "--cpu-streaming-store-bytes=1");
+    RunRowChain(module, [](int64_t r, int64_t c) { return std::vector<HostTensor>{RandomF32({r, c}, 53, -8, 8)}; },
                 SoftmaxReference, 1e-5, {{rows, cols}});
   }
 }
