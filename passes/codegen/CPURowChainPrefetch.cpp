@@ -10,6 +10,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "passes/codegen/CPUUnitStride.h"
+#include "passes/codegen/KernelLoweringUtils.h"
 
 namespace hexir::codegen {
 namespace {
@@ -55,15 +56,9 @@ LogicalResult TileWithPrefetches(RewriterBase& rewriter, linalg::GenericOp g) {
   const int64_t rank = source.getRank(), elementBytes = source.getElementTypeBitWidth() / 8;
   const int64_t runElements = std::max<int64_t>(1, kPrefetchRunBytes / elementBytes);
   const int64_t lineElements = std::max<int64_t>(1, kCacheLineBytes / elementBytes);
-  SmallVector<int64_t> sizes(g.getNumLoops(), 1);
-  sizes.back() = runElements;
-  linalg::LinalgTilingOptions options;
-  options.setTileSizes(sizes);
-  rewriter.setInsertionPoint(g);
-  FailureOr<linalg::TiledLinalgOp> tiled = linalg::tileLinalgOp(rewriter, g, options);
+  FailureOr<linalg::LinalgOp> tiled = codegen::TileInnermostLoop(rewriter, g, runElements);
   if (failed(tiled)) return failure();
-  rewriter.eraseOp(g);
-  Operation* tile = tiled->op;
+  Operation* tile = *tiled;
   Location loc = tile->getLoc();
   rewriter.setInsertionPoint(tile);
   // Absolute offsets of the run: the block's offsets plus the run's within the block.

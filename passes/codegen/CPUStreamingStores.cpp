@@ -11,6 +11,7 @@
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "passes/codegen/CPUForLoop.h"
 #include "passes/codegen/CPUUnitStride.h"
+#include "passes/codegen/KernelLoweringUtils.h"
 
 namespace hexir::codegen {
 namespace {
@@ -94,15 +95,9 @@ void EmitChunkCopy(OpBuilder& b, Location loc, Value full, Value chunk, Value de
 // Tiles `g` into chunks written through the stack buffer `full` (memref<1x...x1xCxT>).
 LogicalResult StreamThroughChunks(RewriterBase& rewriter, linalg::GenericOp g, Value full, int64_t chunkElements,
                                   int64_t vectorBytes) {
-  SmallVector<int64_t> sizes(g.getNumLoops(), 1);
-  sizes.back() = chunkElements;
-  linalg::LinalgTilingOptions options;
-  options.setTileSizes(sizes);
-  rewriter.setInsertionPoint(g);
-  FailureOr<linalg::TiledLinalgOp> tiled = linalg::tileLinalgOp(rewriter, g, options);
+  FailureOr<linalg::LinalgOp> tiled = codegen::TileInnermostLoop(rewriter, g, chunkElements);
   if (failed(tiled)) return failure();
-  rewriter.eraseOp(g);
-  linalg::LinalgOp tile = tiled->op;
+  linalg::LinalgOp tile = *tiled;
   OpOperand* init = tile.getDpsInitOperand(0);
   Value dest = init->get();
   Location loc = tile.getLoc();

@@ -245,4 +245,19 @@ llvm::SmallVector<mlir::Value> IndicesAt(mlir::OpBuilder& b, mlir::Location loc,
   return indices;
 }
 
+mlir::FailureOr<mlir::linalg::LinalgOp> TileInnermostLoop(mlir::RewriterBase& rewriter,
+                                                         mlir::linalg::LinalgOp op,
+                                                         int64_t innermost) {
+  llvm::SmallVector<int64_t> sizes(op.getNumLoops(), 1);
+  sizes.back() = innermost;
+  mlir::linalg::LinalgTilingOptions options;
+  options.setTileSizes(sizes);
+  rewriter.setInsertionPoint(op);
+  mlir::FailureOr<mlir::linalg::TiledLinalgOp> tiled =
+      mlir::linalg::tileLinalgOp(rewriter, op, options);
+  if (mlir::failed(tiled)) return mlir::failure();
+  rewriter.eraseOp(op);
+  return tiled->op;
+}
+
 }  // namespace hexir::codegen

@@ -101,4 +101,11 @@ mlir::LogicalResult AppendKernelArguments(mlir::OpBuilder& b, mlir::Location loc
 llvm::SmallVector<mlir::Value> IndicesAt(mlir::OpBuilder& b, mlir::Location loc,
                                          mlir::AffineMap map, mlir::ValueRange dims);
 
+// Tiles `op` by 1 in every loop but the innermost, which is tiled by `innermost`, at `op`'s
+// place; erases `op` and returns the tiled op (failure, `op` untouched, when linalg cannot
+// tile it).
+mlir::FailureOr<mlir::linalg::LinalgOp> TileInnermostLoop(mlir::RewriterBase& rewriter,
+                                                         mlir::linalg::LinalgOp op,
+                                                         int64_t innermost);
+
 }  // namespace hexir::codegen
