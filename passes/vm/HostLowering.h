@@ -149,8 +149,8 @@ LogicalResult emitNoPattern(Operation* op, HostLowering& lowering);
 class HostLowering {
  public:
   HostLowering(func::FuncOp func, ModuleState& state)
-      : func(func), state(state), ctx(func.getContext()), b(func), ref(vmir::RefType::get(ctx)),
-        recordedForm(func->hasAttr(kRecordsIntoCallerAttr)) {}
+      : func(func), state(state), recordedForm(func->hasAttr(kRecordsIntoCallerAttr)),
+        ctx(func.getContext()), b(func), ref(vmir::RefType::get(ctx)) {}
 
   // Replaces `func` by its VM form; on failure (a diagnostic at the offending op) leaves it.
   LogicalResult run();
