@@ -557,6 +557,18 @@ Status AllocatorAllocateUniform(HalModuleState& s, NativeCall& c) {
   return AllocateOfTypes(s, c, kMemoryHostVisible | kMemoryUniform);
 }
 
+// Arguments first.. of `c` (each an i) as 8-byte little-endian words appended to `bytes`.
+Status I64WordsFrom(NativeCall& c, size_t first, std::vector<uint8_t>* bytes) {
+  std::string_view kinds = ArgKinds(c);
+  bytes->reserve(bytes->size() + 8 * (c.args.size() - std::min(first, c.args.size())));
+  for (size_t i = first; i < c.args.size(); ++i) {
+    if (i < kinds.size() && kinds[i] != 'i') return ArgError(c, i, "values must be i");
+    uint64_t v = static_cast<uint64_t>(IntArg(c, i));
+    for (int k = 0; k < 8; ++k) bytes->push_back(static_cast<uint8_t>(v >> (8 * k)));
+  }
+  return Status::Ok();
+}
+
 // A recorded callee's parameter buffer (passes/vm/LowerRecordedCalls.cpp): the previous call
 // site's when its words are equal, so equal parameter lists of one execution share one buffer
 // as they do when inlined. `previous` is only read: a uniform buffer is never written once the
@@ -565,29 +577,17 @@ Status AllocatorReuseUniform(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 1));
   HEXIR_ASSIGN_OR_RETURN(Device * device, DeviceArg(s, c, 0));
   HEXIR_ASSIGN_OR_RETURN(Buffer * previous, RefArg<Buffer>(c, 1, /*allow_null=*/true));
-  std::string_view kinds = ArgKinds(c);
-  const size_t words = c.args.size() - 2;
-  uint8_t bytes[8 * 64];  // the words little-endian; more than 64 words: a heap copy below
-  std::vector<uint8_t> heap;
-  uint8_t* out = bytes;
-  if (words > 64) {
-    heap.resize(8 * words);
-    out = heap.data();
-  }
-  for (size_t i = 2; i < c.args.size(); ++i) {
-    if (i < kinds.size() && kinds[i] != 'i') return ArgError(c, i, "values must be i");
-    uint64_t v = static_cast<uint64_t>(IntArg(c, i));
-    for (int k = 0; k < 8; ++k) out[8 * (i - 2) + k] = static_cast<uint8_t>(v >> (8 * k));
-  }
+  std::vector<uint8_t> bytes;
+  HEXIR_RETURN_IF_ERROR(I64WordsFrom(c, 2, &bytes));
   if (previous != nullptr && (previous->memory_types() & kMemoryUniform) &&
-      previous->host_data() != nullptr && previous->byte_size() == 8 * words &&
-      std::memcmp(previous->host_data(), out, 8 * words) == 0) {
+      previous->host_data() != nullptr && previous->byte_size() == bytes.size() &&
+      std::memcmp(previous->host_data(), bytes.data(), bytes.size()) == 0) {
     SetRef(c, vm::Ref<Buffer>::Retain(previous));
     return Status::Ok();
   }
-  HEXIR_ASSIGN_OR_RETURN(vm::Ref<Buffer> b,
-                         device->AllocateBuffer(8 * words, kMemoryHostVisible | kMemoryUniform));
-  if (words > 0) HEXIR_RETURN_IF_ERROR(device->WriteBuffer(*b, 0, out, 8 * words));
+  HEXIR_ASSIGN_OR_RETURN(vm::Ref<Buffer> b, device->AllocateBuffer(
+                                                bytes.size(), kMemoryHostVisible | kMemoryUniform));
+  if (!bytes.empty()) HEXIR_RETURN_IF_ERROR(device->WriteBuffer(*b, 0, bytes.data(), bytes.size()));
   SetRef(c, std::move(b));
   return Status::Ok();
 }
@@ -705,13 +705,8 @@ Status BufferStoreI64(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 0));
   HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, 0));
   HEXIR_RETURN_IF_ERROR(NonNegative(c, 1, "byte offset"));
-  std::string_view kinds = ArgKinds(c);
   std::vector<uint8_t> bytes;
-  for (size_t i = 2; i < c.args.size(); ++i) {
-    if (i < kinds.size() && kinds[i] != 'i') return ArgError(c, i, "values must be i");
-    uint64_t v = static_cast<uint64_t>(IntArg(c, i));
-    for (int k = 0; k < 8; ++k) bytes.push_back(static_cast<uint8_t>(v >> (8 * k)));
-  }
+  HEXIR_RETURN_IF_ERROR(I64WordsFrom(c, 2, &bytes));
   if (bytes.empty()) return Status::Ok();
   // With several devices the buffer may be another device's: a host-visible buffer is written
   // through its mapping (the contract above: no queued work uses the range).
