@@ -16,6 +16,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -49,18 +50,51 @@ bool FitsExponentTrick(mlir::Value v, bool isSigned);
 // float(v) for such a `v` (an integer of at most 32 bits) through the exponent trick above.
 mlir::Value SmallIntToF32(mlir::OpBuilder& b, mlir::Location loc, mlir::Value v, bool isSigned);
 
+// A bit field of a loaded byte plus a constant: ((zext(byte) >> shift) & (2^width - 1)) +
+// offset, the byte element `byte` of `load` (a vector of 4, 8 or 16 i8 loaded from W):
+// the importer's nibbles (q4_0: - 8; q4_1, q4_k: + 0).
+struct ByteField {
+  mlir::Value load;
+  int64_t byte = 0, shift = 0, width = 8, offset = 0;
+};
+
+// `v` (an integer, the cloned decode's) as such a field, or nullopt.
+std::optional<ByteField> MatchByteField(mlir::Value v);
+
+// Converts fields to f32 in place, without extracting them: the field's bits, masked where
+// they lie in their 32-bit word of the load (bit P = 8 (byte % 4) + shift; the word shifted
+// right by 16 first where P + width > 23), or'ed with 2^23's exponent, give the f32
+// 2^23 + q 2^P exactly; one subtraction of 2^23 - offset 2^P leaves (q + offset) 2^P. One
+// and-or (a LOP3) and one add a value, against a byte extraction, a field extraction, an
+// integer add and an f32 add (SmallIntToF32). The result is scaled by 2^P (`scaleLog2`),
+// which FactoredSum takes out once per fma chain. Words and shifted words are made once.
+class ByteFieldConverter {
+ public:
+  explicit ByteFieldConverter(mlir::OpBuilder& b) : b(b) {}
+  // (q + offset) 2^P and P.
+  std::pair<mlir::Value, int64_t> convert(const ByteField& f, mlir::Location loc);
+
+ private:
+  mlir::OpBuilder& b;
+  llvm::DenseMap<mlir::Value, mlir::Value> words;              // load -> vector of i32
+  std::map<std::tuple<const void*, int64_t, bool>, mlir::Value> word;  // (load, word, shifted)
+};
+
 // One value's term of the sum: `whole` (x * w as cloned), and where the decode had the form
-// above, x, a, v, c (null without an offset) and whether c is subtracted.
+// above, x, a, v, c (null without an offset) and whether c is subtracted; v may be scaled by
+// 2^scaleLog2 (ByteFieldConverter).
 struct DecodedTerm {
   mlir::Value whole;
   mlir::Value x, a, v, c;
   bool subtract = false;
+  int64_t scaleLog2 = 0;
   bool factored() const { return static_cast<bool>(a); }
 };
 
-// The sum of `terms`: factored terms grouped by (a, c, subtract) in runs of at most 32
-// (fma chains of bounded length), each run a * sum(x v) +- c * sum(x); the others added
-// whole; all of it a pairwise tree.
+// The sum of `terms`: factored terms grouped by (a, c, subtract, scaleLog2) in runs of at
+// most 32 (fma chains of bounded length); the runs of one (a, c, subtract) combined as
+// acc = sum over runs of sum(x v) 2^-scaleLog2 (an fma each, exact power-of-two factors),
+// then a * acc +- c * sum(x); the others added whole; all of it a pairwise tree.
 mlir::Value FactoredSum(mlir::OpBuilder& b, mlir::Location loc, const std::vector<DecodedTerm>& terms);
 
 }  // namespace hexir::cuda

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "dialects/hexir/IR/HexirAttributes.h"
+#include "llvm/ADT/SetVector.h"
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -30,14 +31,14 @@ namespace hexir::cuda {
 using namespace mlir;
 
 std::vector<int64_t> QuantizedGemv::encode() const {
-  return {rows, blocks, blockValues, blockBytes, groupBlocks, align, lanes, warps};
+  return {rows, blocks, blockValues, blockBytes, groupBlocks, align, lanes, warps, stage};
 }
 
 std::optional<QuantizedGemv> QuantizedGemv::decode(llvm::ArrayRef<int64_t> w) {
-  if (w.size() != 8) return std::nullopt;
+  if (w.size() != 9) return std::nullopt;
   QuantizedGemv s;
   s.rows = w[0], s.blocks = w[1], s.blockValues = w[2], s.blockBytes = w[3];
-  s.groupBlocks = w[4], s.align = w[5], s.lanes = w[6], s.warps = w[7];
+  s.groupBlocks = w[4], s.align = w[5], s.lanes = w[6], s.warps = w[7], s.stage = w[8];
   return s;
 }
 
@@ -339,6 +340,32 @@ std::optional<std::vector<std::vector<int64_t>>> GroupOffsets(const Roles& r, co
 }
 }  // namespace
 
+namespace {
+// How evenly `blocks` spread over the SMs: the average blocks an SM runs over the most any
+// runs (1: every SM as busy as the busiest; 176 blocks: 1.33 / 2).
+double Spread(int64_t blocks) {
+  const int64_t most = (blocks + kSMs - 1) / kSMs;
+  return double(blocks) / double(most * kSMs);
+}
+}  // namespace
+
+void ChooseWarps(QuantizedGemv& s) {
+  s.stage = s.fitsShared() ? 1 : 0;
+  if (!s.stage) {
+    for (s.warps = 8; s.warps > 1 && s.gridBlocks() < kSMs;) s.warps /= 2;
+    return;
+  }
+  // Staged x: at least 4 warps a block share a block's copy; the warps (8, 4) whose grid
+  // spreads most evenly (ties: more warps, fewer copies of x).
+  int64_t best = 8;
+  double bestSpread = -1;
+  for (int64_t w = 8; w >= 4; w /= 2) {
+    s.warps = w;
+    if (Spread(s.gridBlocks()) > bestSpread + 1e-9) best = w, bestSpread = Spread(s.gridBlocks());
+  }
+  s.warps = best;
+}
+
 std::optional<QuantizedGemv> MatchQuantizedGemv(func::FuncOp kernel) {
   bool marked = false;
   kernel.walk([&](linalg::GenericOp g) { marked |= IsOneRowBlockMatvec(g); });
@@ -360,20 +387,18 @@ std::optional<QuantizedGemv> MatchQuantizedGemv(func::FuncOp kernel) {
   s.blockBytes = rowBytes / s.blocks;
   s.groupBlocks = 0;
   for (int64_t g : {8, 4, 2, 1})
-    if (s.blocks % g == 0 && g * s.blockBytes <= kMaxGemvGroupBytes && g * s.blockValues <= kMaxGemvGroupValues) {
+    if (s.blocks % g == 0 && g * s.blockBytes <= kMaxGemvGroupBytes &&
+        g * s.blockValues <= (g == 1 ? kMaxGemvGroupValues : kMaxGemvGroupValuesOfBlocks)) {
       s.groupBlocks = g;
       break;
     }
   if (s.groupBlocks == 0) return refuse("no group of blocks fits");
   for (s.align = 16; s.align > 1 && (s.groupBytes() % s.align || rowBytes % s.align);) s.align /= 2;
   if (s.groupBytes() / s.align > kMaxGemvGroupLoads) return refuse("too many loads a group");
-  if (!r->prologue.empty() && !s.stagesX()) return refuse("x too long for shared memory");
+  if (!r->prologue.empty() && !s.fitsShared()) return refuse("x too long for shared memory");
   if (!GroupOffsets(*r, s, &why)) return refuse("byte offsets are not the group start plus a constant (" + why + ")");
   for (s.lanes = 1; s.lanes < s.groups() && s.lanes < 32;) s.lanes *= 2;
-  // Blocks that stage x keep 4 warps (each thread copies a share of x; more rows a block
-  // share one copy).
-  const int64_t minWarps = s.stagesX() ? 4 : 1;
-  for (s.warps = 8; s.warps > minWarps && s.gridBlocks() < kSMs;) s.warps /= 2;
+  ChooseWarps(s);
   return s;
 }
 
@@ -416,6 +441,17 @@ TermForm FormOf(Value term, Value x) {
   return form;
 }
 
+// Erases `op` and then its operands' defining ops while they have no uses left: pure ops of
+// `block` only (the unused conversions a group's decode made in the loop body).
+void EraseIfUnused(Operation* op, Block* block) {
+  if (!op || op->getBlock() != block || !op->use_empty() || !isPure(op)) return;
+  llvm::SetVector<Operation*> operands;
+  for (Value v : op->getOperands())
+    if (Operation* def = v.getDefiningOp()) operands.insert(def);
+  op->erase();
+  for (Operation* def : operands) EraseIfUnused(def, block);
+}
+
 // Emits the kernel's ops before `b`'s insertion point.
 class GemvBuilder {
  public:
@@ -426,9 +462,13 @@ class GemvBuilder {
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value constant(Attribute a) { return arith::ConstantOp::create(b, loc, cast<TypedAttr>(a)); }
 
-  // The group's bytes (vector loads of `align` bytes at row `row`, group start `base`) and
-  // x values, then the sum of its terms.
-  Value groupSum(Value row, Value u) {
+  // The type of one load of the group's bytes (i8, or a vector of `align` of them).
+  Type loadType() {
+    return s.align == 1 ? Type(b.getI8Type()) : Type(VectorType::get({s.align}, b.getI8Type()));
+  }
+
+  // Group u's bytes of row `row`: vector loads of `align` bytes, all issued together.
+  SmallVector<Value> loadGroup(Value row, Value u) {
     const int64_t A = s.align;
     Value base = arith::MulIOp::create(b, loc, u, idx(s.groupBytes()));
     SmallVector<Value> loads;
@@ -437,10 +477,16 @@ class GemvBuilder {
       if (A == 1) {
         loads.push_back(memref::LoadOp::create(b, loc, r.weight, ValueRange{row, col}));
       } else {
-        loads.push_back(vector::LoadOp::create(b, loc, VectorType::get({A}, b.getI8Type()), r.weight,
+        loads.push_back(vector::LoadOp::create(b, loc, cast<VectorType>(loadType()), r.weight,
                                                ValueRange{row, col}, /*nontemporal=*/false, llvm::MaybeAlign(A)));
       }
     }
+    return loads;
+  }
+
+  // The sum of group u's terms of row `row` from its loaded bytes and x.
+  Value groupSum(Value row, ValueRange loads, Value u) {
+    const int64_t A = s.align;
     DenseMap<int64_t, Value> bytes, blockIndex, xs;
     auto byte = [&](int64_t c) -> Value {
       Value& v = bytes[c];
@@ -482,6 +528,8 @@ class GemvBuilder {
     TermForm form = FormOf(termValue, body->getArgument(0));
     CseCloner cse(b);
     std::map<std::pair<const void*, bool>, Value> converted;
+    ByteFieldConverter fields(b);
+    DenseMap<Value, std::pair<Value, int64_t>> inPlace;  // converted -> (scaled in place, log2 scale)
     std::vector<DecodedTerm> terms;
     for (int64_t t = 0; t < s.groupValues(); ++t) {
       SmallVector<std::optional<int64_t>> env = {std::nullopt, std::nullopt, t % s.blockValues};
@@ -515,6 +563,10 @@ class GemvBuilder {
             Value& f = converted[{in.getAsOpaquePointer(), isSigned}];
             if (!f) f = SmallIntToF32(b, loc, in, isSigned);
             m.map(op.getResult(0), f);
+            // A field of a loaded word (a nibble): also converted in place, scaled, for use
+            // as a factored term's v (the conversion above then goes unused and is erased).
+            if (std::optional<ByteField> field = MatchByteField(in); field && !inPlace.count(f))
+              inPlace[f] = fields.convert(*field, loc);
             continue;
           }
         }
@@ -537,7 +589,15 @@ class GemvBuilder {
       if (t.factored()) lhs.insert(t.a), rhs.insert(t.v);
     if (rhs.size() < lhs.size())
       for (DecodedTerm& t : terms) std::swap(t.a, t.v);
-    return FactoredSum(b, loc, terms);
+    for (DecodedTerm& t : terms)
+      if (auto it = inPlace.find(t.v); t.factored() && it != inPlace.end())
+        std::tie(t.v, t.scaleLog2) = it->second;
+    Value sum = FactoredSum(b, loc, terms);
+    // What the in-place conversions replaced (and any of them left unused) goes.
+    SmallVector<Operation*> dead;
+    for (auto& [from, to] : inPlace) dead.push_back(from.getDefiningOp()), dead.push_back(to.first.getDefiningOp());
+    for (Operation* op : dead) EraseIfUnused(op, b.getInsertionBlock());
+    return sum;
   }
 
   // Element `at` of elementwise generic `g` whose input `previous` (a buffer, or null) holds
@@ -635,6 +695,10 @@ LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
     Value group = arith::DivUIOp::create(b, loc, at, k.idx(s.groupValues()));
     return arith::AddIOp::create(b, loc, at, arith::MulIOp::create(b, loc, group, k.idx(kGemvSharedPad))).getResult();
   };
+  // The lane's first group's bytes, issued before x is staged (their latency overlaps the
+  // copy and the barrier); lanes without a group load the last one and use nothing of it.
+  Value firstGroup = arith::MinUIOp::create(b, loc, lane, k.idx(s.groups() - 1));
+  SmallVector<Value> firstLoads = k.loadGroup(loadRow, firstGroup);
   const int64_t K = s.blocks * s.blockValues;
   if (!r.prologue.empty()) {  // every thread computes a share of x
     k.xShared = WorkgroupArray(b, loc, kernel, b.getF32Type(), s.sharedBytes() / 4);
@@ -663,15 +727,46 @@ LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
     }
     gpu::BarrierOp::create(b, loc);
   }
+  // Software-pipelined over the lane's groups (where a lane has more than one): each
+  // iteration issues the next group's loads (where there is one) before decoding the current
+  // one's, so a lane's bytes in flight overlap its arithmetic.
+  const bool pipelined = s.groups() > L;
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-  auto loop = scf::ForOp::create(b, loc, lane, k.idx(s.groups()), k.idx(L), ValueRange{zero});
+  SmallVector<Value> carried = {zero};
+  if (pipelined) llvm::append_range(carried, firstLoads);
+  auto loop = scf::ForOp::create(b, loc, lane, k.idx(s.groups()), k.idx(L), carried);
   {
     OpBuilder::InsertionGuard guard(b);
     Block* loopBody = loop.getBody();
     if (loopBody->mightHaveTerminator()) loopBody->getTerminator()->erase();
     b.setInsertionPointToEnd(loopBody);
-    Value sum = k.groupSum(loadRow, loop.getInductionVar());
-    scf::YieldOp::create(b, loc, ValueRange{arith::AddFOp::create(b, loc, loop.getRegionIterArgs()[0], sum)});
+    Value u = loop.getInductionVar();
+    if (!pipelined) {  // one group at most: its loads are the first ones
+      Value sum = k.groupSum(loadRow, firstLoads, u);
+      scf::YieldOp::create(b, loc, ValueRange{arith::AddFOp::create(b, loc, loop.getRegionIterArgs()[0], sum)});
+    }
+  }
+  if (pipelined) {
+    OpBuilder::InsertionGuard guard(b);
+    Block* loopBody = loop.getBody();
+    b.setInsertionPointToEnd(loopBody);
+    Value u = loop.getInductionVar();
+    ValueRange current = loop.getRegionIterArgs().drop_front();
+    Value nextU = arith::AddIOp::create(b, loc, u, k.idx(L));
+    Value hasNext = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, nextU, k.idx(s.groups()));
+    SmallVector<Type> loadTypes(current.size(), k.loadType());
+    auto next = scf::IfOp::create(b, loc, loadTypes, hasNext, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(next.thenBlock());
+      scf::YieldOp::create(b, loc, k.loadGroup(loadRow, nextU));
+      b.setInsertionPointToStart(next.elseBlock());
+      scf::YieldOp::create(b, loc, current);
+    }
+    Value sum = k.groupSum(loadRow, current, u);
+    SmallVector<Value> yielded = {arith::AddFOp::create(b, loc, loop.getRegionIterArgs()[0], sum)};
+    llvm::append_range(yielded, next.getResults());
+    scf::YieldOp::create(b, loc, yielded);
   }
   Value partial = loop.getResult(0);
   for (int32_t offset = L / 2; offset > 0; offset /= 2) {

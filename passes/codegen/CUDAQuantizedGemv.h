@@ -5,24 +5,28 @@
 //   y[n] = init + sum_{b, j} x[b][j] * decode(W[n], b, j)     W: i8 [N][row bytes]
 //   out  = epilogue(y)                                      (fused elementwise consumers:
 //                                                            residual add, SiLU * up)
-// A row is read in groups of G consecutive blocks whose bytes are a multiple of the load
-// width A (16 bytes where the row allows: q4_0 and q5_0 8 blocks = 144 / 176 bytes, q8_0 8
-// = 272, q4_1 4 = 80, q4_k and q5_k 1 = 144 / 176; A shrinks to what the row length and
-// the group allow, down to 1). L lanes of a warp share a row (L a power of two near the
-// groups per row, so no lane idles where a row has 8 groups), lane l taking groups l, l + L,
-// ...; a warp holds 32 / L rows. Each group is loaded with G bytes / A vector loads issued
-// together (all of a row's bytes are in flight at once for a q4_0 row of 2048 values), then
+// A row is read in groups of G consecutive blocks of at most 64 values (or one block of up
+// to 256) whose bytes are a multiple of the load width A (q4_0 2 blocks = 36 bytes in 4-byte
+// loads, q5_0 2 = 44 (4), q8_0 2 = 68 (4), q4_1 2 = 40 (8), q4_k and q5_k 1 = 144 / 176 (16);
+// A is the largest power of two <= 16 the row length and the group allow, down to 1). L
+// lanes of a warp share a row (L a power of two near the groups per row, so no lane idles
+// where a row has 8 groups), lane l taking groups l, l + L, ...; a warp holds 32 / L rows.
+// Each group is loaded with G bytes / A vector loads issued together, then
 // decoded in registers: the importer's decode body is cloned once per value of the group
 // with its byte offsets evaluated at compile time (offset = group start + a constant, checked
 // to step by exactly the group's bytes from one group to the next), each byte read taken from
 // the loaded vectors, so the decode keeps no byte loads, no index arithmetic and no branch;
 // the clones share what values share (a block's scale: decoded once), small integers become
-// f32 without the conversion unit, and terms x * (a * v +- c) are summed as a * fma-chain of
-// x v +- c * sum x (CUDAGemvDecode.h). x is staged once per block in shared memory (each
+// f32 without the conversion unit (a nibble in place in its loaded word: one LOP3 and one add),
+// and terms x * (a * v +- c) are summed as a * fma-chains of x v +- c * sum x
+// (CUDAGemvDecode.h). The lane's first group's loads are issued before x is staged, and a lane
+// with several groups issues the next one's loads before decoding the current one (software
+// pipelining). x is staged once per block in shared memory (each
 // group's values then 4 unused f32s, so a row's lanes, one group apart, read different
 // banks): copied in 16-byte pieces, or computed there by elementwise generics (the final
 // RMSNorm's scaling fused into the classifier), a share per thread, before a barrier; an x
-// too long for shared memory (over 48 KB) is read with 16-byte loads from global memory.
+// too long for shared memory (over 48 KB), or where staging would leave over half the SMs idle
+// (ChooseWarps), is read with 16-byte loads from global memory.
 // H200 profile that led here (session 18): x read from L1 by every lane (1 KB a group) kept
 // the earlier kernel L1-bound (87.8% L1 throughput, 6.5% of DRAM bandwidth), and its
 // cvt.rn.f32.s32 per value issues at 16 a clock per SM. Sums are f32:
@@ -47,8 +51,13 @@ namespace hexir::cuda {
 // generic warp-reduction kernel of CUDABlockMatvec.h).
 inline constexpr int64_t kMaxGemvGroupBytes = 288;
 inline constexpr int64_t kMaxGemvGroupLoads = 72;
-// Most values one group decodes (code size: the decode is written out per value).
+// Most values one group decodes (code size: the decode is written out per value): one block
+// of up to 256 (the K-quants'), or several blocks of at most 64 (q4_0: 2 blocks, 36 bytes).
+// H200 profile (session 20): with 256-value groups (q4_0: 8 blocks) every kernel took 5.4-8.5
+// us whatever its bytes (the 256-row k/v projections' 0.3 MB as long as w1's 6.5 MB): the
+// warps walk ~1300 instructions of straight-line code, fetched cold.
 inline constexpr int64_t kMaxGemvGroupValues = 256;
+inline constexpr int64_t kMaxGemvGroupValuesOfBlocks = 64;
 // Shared memory for x (the static limit without opting in), and the f32s after each
 // group's values there (16 bytes: a row's lanes read 16-byte pieces one group apart, which
 // the padding moves to different banks).
@@ -64,6 +73,7 @@ struct QuantizedGemv {
   int64_t align = 1;        // A: bytes per load
   int64_t lanes = 32;       // L: lanes per row
   int64_t warps = 8;        // warps per block
+  int64_t stage = 1;        // 1: x staged in shared memory (where it fits), 0: read from global
 
   int64_t groups() const { return blocks / groupBlocks; }          // U, per row
   int64_t groupBytes() const { return groupBlocks * blockBytes; }
@@ -74,7 +84,8 @@ struct QuantizedGemv {
   // x in shared memory: a group's values then kGemvSharedPad unused ones.
   int64_t sharedGroupStride() const { return groupValues() + kGemvSharedPad; }
   int64_t sharedBytes() const { return groups() * sharedGroupStride() * 4; }
-  bool stagesX() const { return sharedBytes() <= kMaxGemvSharedBytes; }
+  bool fitsShared() const { return sharedBytes() <= kMaxGemvSharedBytes; }
+  bool stagesX() const { return stage && fitsShared(); }
   std::vector<int64_t> encode() const;
   static std::optional<QuantizedGemv> decode(llvm::ArrayRef<int64_t> words);
 };
@@ -93,12 +104,19 @@ inline constexpr char kQuantizedGemvAttr[] = "hexir.cuda.quantized_gemv";
 // a 2-D kernel argument ([1, N] at [p, 0], p a kernel argument or scalar arithmetic on
 // them) and that returned. Group: the most blocks
 // (8, 4, 2, 1) dividing the row with at most kMaxGemvGroupBytes bytes and
-// kMaxGemvGroupValues values; load width: the largest power of two <= 16 dividing both the
+// kMaxGemvGroupValuesOfBlocks values (one block: kMaxGemvGroupValues); load width: the largest power of two <= 16 dividing both the
 // group's and the row's bytes, refused below kMaxGemvGroupLoads loads a group. Lanes: the
-// groups per row rounded up to a power of two, at most 32; warps per block: 8, halved while
-// fewer than 132 blocks (the H200's SMs) would run, down to 4 where x is staged in shared
-// memory (1 otherwise). nullopt (nothing changed) otherwise.
+// groups per row rounded up to a power of two, at most 32; warps per block and staging:
+// ChooseWarps. nullopt (nothing changed) otherwise.
 std::optional<QuantizedGemv> MatchQuantizedGemv(mlir::func::FuncOp kernel);
+
+// Chooses `s.warps` and `s.stage` (its other fields set): x staged in shared memory where it
+// fits, with the warps a block (8 or 4) whose grid spreads most evenly over the H200's 132
+// SMs (ties: 8); else x read from global memory, warps halved from 8 while under 132
+// blocks. (x read from global memory by one-warp blocks where the staged grid left most SMs
+// idle, the 256-row k/v projections: 64 blocks instead of 16, measured slower on the H200,
+// 7.6 against 6.2 us.)
+void ChooseWarps(QuantizedGemv& s);
 
 // Records the launch of `shape` on `kernel`'s executable (block size, workgroup count) and
 // the kernel attribute lowering reads.

@@ -5,7 +5,9 @@
 // a row of 3 q4_0 blocks is 54 bytes), K of 24 and 64 blocks (16-byte loads of 8-block
 // groups), the decode step's 256 x 2048 k/v shape, a fused residual add, the V projection
 // written into row 10 of a 19-row KV cache (the other rows must stay as they were), 131 rows
-// (prime) of K = 5632 (TinyLlama's w2: 22 groups, more than a warp's lanes). q6_k's 210-byte
+// (prime) of K = 5632 (TinyLlama's w2: 22 groups, more than a warp's lanes), K of 45
+// super-blocks or 330 blocks at 600 and 37 rows (a lane's several groups pipelined; x staged
+// and read from global memory). q6_k's 210-byte
 // blocks keep the generic kernel; the generic kernel (hexir-compile
 // --cuda-generic-block-matvec) is checked on the same cases. Without a GPU the modules are
 // compiled (code generation runs) and the test reports itself skipped.
@@ -80,6 +82,11 @@ std::vector<Case> Cases() {
     // Prime rows, and K of 22 groups of 8 blocks (TinyLlama's w2, 5632 = 22 x 256): more
     // groups than a warp has lanes.
     cases.push_back(MakeCase(format, 131, k256 ? 22 : 176, !k256, seed += 3));
+    // Long rows, more groups than lanes (45 super-blocks; 330 blocks in groups of 2): each
+    // lane's groups software-pipelined, with x staged (600 rows: 75 blocks of 8 warps) and
+    // read from global memory (37 rows).
+    cases.push_back(MakeCase(format, 600, k256 ? 45 : 330, true, seed += 3));
+    cases.push_back(MakeCase(format, 37, k256 ? 45 : 330, false, seed += 3));
   }
   return cases;
 }

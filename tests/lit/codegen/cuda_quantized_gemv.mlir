@@ -4,20 +4,24 @@
 // The quantized GEMV (CUDAQuantizedGemv.h) on q8_0 decode matvecs as the llama importer
 // writes them (34-byte blocks: an f16 scale, then 32 int8 quants).
 
-// 64 rows, k = 2048 (64 blocks): groups of 8 blocks (272 bytes, 17 16-byte loads), 8 groups
-// a row, so 8 lanes a row and 4 rows a warp; x staged in shared memory, so 4 warps a block
-// (4 blocks: fewer blocks than SMs either way). [rows, blocks, B, block bytes, G, A, lanes,
-// warps].
+// 64 rows, k = 2048 (64 blocks): groups of 2 blocks (68 bytes, 17 4-byte loads; 64 values:
+// the decode is written out per value, and the code of 8-block groups made every kernel as
+// slow as its straight-line code), 32 groups a row, so 32 lanes a row and a row a warp; x
+// staged in shared memory, 4 warps a block (16 blocks; 8 warps would make 8).
+// [rows, blocks, B, block bytes, G, A, lanes, warps, stage].
 // DIST-LABEL: hexir.executable @q8
-// DIST-SAME:    hexir.cuda.block_size = array<i64: 128, 1, 1>, hexir.workgroup_count = array<i64: 4, 1, 1>
+// DIST-SAME:    hexir.cuda.block_size = array<i64: 128, 1, 1>, hexir.workgroup_count = array<i64: 16, 1, 1>
 // DIST:         func.func @q8
-// DIST-SAME:      hexir.cuda.block_size = 128 : index, hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 8, 16, 8, 4>, hexir.cuda.thread_count = -1 : index
+// DIST-SAME:      hexir.cuda.block_size = 128 : index, hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 2, 4, 32, 4, 1>, hexir.cuda.thread_count = -1 : index
 // DIST:         hexir.block_matvec = "q8_0"
-// Lowered: 17 16-byte loads a group, no byte load, a 3-step butterfly over the row's 8 lanes.
+// Lowered: 17 4-byte loads a group (issued before x is staged), no byte load, a 5-step
+// butterfly over the row's 32 lanes.
 // LOWER-LABEL:  hexir.executable @q8
-// LOWER-COUNT-17: llvm.load {{.*}} -> vector<16xi8>
+// LOWER-COUNT-17: llvm.load {{.*}} -> vector<4xi8>
 // LOWER-NOT:      llvm.load {{.*}} -> i8
-// LOWER-COUNT-3:  nvvm.shfl.sync  bfly
+// LOWER:          nvvm.barrier0
+// LOWER-NOT:      llvm.load {{.*}} -> vector<4xi8>
+// LOWER-COUNT-5:  nvvm.shfl.sync  bfly
 // LOWER-NOT:      nvvm.shfl.sync
 // LOWER:        llvm.func @q8(
 hexir.executable @q8 {
@@ -61,14 +65,122 @@ hexir.executable @q8 {
 
 // -----
 
-// 300 rows, k = 768 (3 groups a row: 4 lanes, 8 rows a warp; 38 warps in 10 blocks of 4, the
-// last one's rows past 300 load row 299 and store nothing) with the residual add fused: lane 0 of each row
-// adds r[n] and stores.
+// TinyLlama's w1 shape (5632 rows, k = 2048) in q8_0, a row a warp: 8 warps a block would
+// make 704 blocks (5.33 an SM against 6 on the busiest), 4 warps make 1408 (10.67 / 11): 4
+// warps, x staged. The lane's group's 17 loads are issued before x is copied and the
+// barrier.
+// DIST-LABEL: hexir.executable @q8_w1
+// DIST-SAME:    hexir.cuda.block_size = array<i64: 128, 1, 1>, hexir.workgroup_count = array<i64: 1408, 1, 1>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 5632, 64, 32, 34, 2, 4, 32, 4, 1>
+// LOWER-LABEL:  hexir.executable @q8_w1
+// LOWER-COUNT-17: llvm.load {{.*}} -> vector<4xi8>
+// LOWER:          nvvm.barrier0
+// LOWER-NOT:      llvm.load {{.*}} -> vector<4xi8>
+// LOWER:        llvm.func @q8_w1(
+hexir.executable @q8_w1 {
+  builtin.module {
+    func.func @q8_w1(%w: tensor<5632x2176xi8>, %x: tensor<2048xf32>, %o: tensor<5632xf32>) -> tensor<5632xf32> {
+      %zero = arith.constant 0.0 : f32
+      %f = linalg.fill ins(%zero : f32) outs(%o : tensor<5632xf32>) -> tensor<5632xf32>
+      %xb = tensor.expand_shape %x [[0, 1]] output_shape [64, 32] : tensor<2048xf32> into tensor<64x32xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q8_0"} ins(%xb : tensor<64x32xf32>) outs(%f : tensor<5632xf32>) {
+      ^bb0(%xv: f32, %acc: f32):
+        %n = linalg.index 0 : index
+        %b = linalg.index 1 : index
+        %j = linalg.index 2 : index
+        %c34 = arith.constant 34 : index
+        %c1 = arith.constant 1 : index
+        %c2 = arith.constant 2 : index
+        %base = arith.muli %b, %c34 : index
+        %lo_at = arith.addi %base, %c1 : index
+        %q_at0 = arith.addi %base, %c2 : index
+        %q_at = arith.addi %q_at0, %j : index
+        %d0 = tensor.extract %w[%n, %base] : tensor<5632x2176xi8>
+        %d1 = tensor.extract %w[%n, %lo_at] : tensor<5632x2176xi8>
+        %lo = arith.extui %d0 : i8 to i16
+        %hi0 = arith.extui %d1 : i8 to i16
+        %c8 = arith.constant 8 : i16
+        %hi = arith.shli %hi0, %c8 : i16
+        %bits = arith.ori %lo, %hi : i16
+        %dh = arith.bitcast %bits : i16 to f16
+        %d = arith.extf %dh : f16 to f32
+        %q8 = tensor.extract %w[%n, %q_at] : tensor<5632x2176xi8>
+        %q = arith.sitofp %q8 : i8 to f32
+        %wv = arith.mulf %d, %q : f32
+        %p = arith.mulf %xv, %wv : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<5632xf32>
+      return %y : tensor<5632xf32>
+    }
+  }
+}
+
+// -----
+
+// k = 12800 (400 blocks: 200 groups of 2 a row, 32 lanes, so each lane takes 6 or 7
+// groups): software-pipelined, the first group's 17 loads before the loop, the next group's
+// 17 inside it (under a branch: where there is a next group) before the current group is
+// decoded. x (54 KB with its padding) is read from global memory, warps halved to 1 (64
+// blocks).
+// DIST-LABEL: hexir.executable @q8_long
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 64, 400, 32, 34, 2, 4, 32, 1, 0>
+// LOWER-LABEL:  hexir.executable @q8_long
+// LOWER-COUNT-17: llvm.load {{.*}} -> vector<4xi8>
+// LOWER:          llvm.cond_br
+// LOWER-COUNT-17: llvm.load {{.*}} -> vector<4xi8>
+// LOWER-NOT:      llvm.load {{.*}} -> vector<4xi8>
+// LOWER:          llvm.call @__nv_fmaf
+// LOWER:        llvm.func @q8_long(
+hexir.executable @q8_long {
+  builtin.module {
+    func.func @q8_long(%w: tensor<64x13600xi8>, %x: tensor<12800xf32>, %o: tensor<64xf32>) -> tensor<64xf32> {
+      %zero = arith.constant 0.0 : f32
+      %f = linalg.fill ins(%zero : f32) outs(%o : tensor<64xf32>) -> tensor<64xf32>
+      %xb = tensor.expand_shape %x [[0, 1]] output_shape [400, 32] : tensor<12800xf32> into tensor<400x32xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q8_0"} ins(%xb : tensor<400x32xf32>) outs(%f : tensor<64xf32>) {
+      ^bb0(%xv: f32, %acc: f32):
+        %n = linalg.index 0 : index
+        %b = linalg.index 1 : index
+        %j = linalg.index 2 : index
+        %c34 = arith.constant 34 : index
+        %c1 = arith.constant 1 : index
+        %c2 = arith.constant 2 : index
+        %base = arith.muli %b, %c34 : index
+        %lo_at = arith.addi %base, %c1 : index
+        %q_at0 = arith.addi %base, %c2 : index
+        %q_at = arith.addi %q_at0, %j : index
+        %d0 = tensor.extract %w[%n, %base] : tensor<64x13600xi8>
+        %d1 = tensor.extract %w[%n, %lo_at] : tensor<64x13600xi8>
+        %lo = arith.extui %d0 : i8 to i16
+        %hi0 = arith.extui %d1 : i8 to i16
+        %c8 = arith.constant 8 : i16
+        %hi = arith.shli %hi0, %c8 : i16
+        %bits = arith.ori %lo, %hi : i16
+        %dh = arith.bitcast %bits : i16 to f16
+        %d = arith.extf %dh : f16 to f32
+        %q8 = tensor.extract %w[%n, %q_at] : tensor<64x13600xi8>
+        %q = arith.sitofp %q8 : i8 to f32
+        %wv = arith.mulf %d, %q : f32
+        %p = arith.mulf %xv, %wv : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<64xf32>
+      return %y : tensor<64xf32>
+    }
+  }
+}
+
+// -----
+
+// 300 rows, k = 768 (12 groups of 2 blocks a row: 16 lanes, 2 rows a warp; 38 blocks of 4
+// warps, the last one's rows past 300 load row 299 and store nothing) with the residual add
+// fused: lane 0 of each row adds r[n] and stores.
 // DIST-LABEL: hexir.executable @q8_res
-// DIST-SAME:    hexir.cuda.block_size = array<i64: 128, 1, 1>, hexir.workgroup_count = array<i64: 10, 1, 1>
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 300, 24, 32, 34, 8, 16, 4, 4>
+// DIST-SAME:    hexir.cuda.block_size = array<i64: 128, 1, 1>, hexir.workgroup_count = array<i64: 38, 1, 1>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 300, 24, 32, 34, 2, 4, 16, 4, 1>
 // LOWER-LABEL:  hexir.executable @q8_res
-// LOWER-COUNT-2:  nvvm.shfl.sync  bfly
+// LOWER-COUNT-4:  nvvm.shfl.sync  bfly
 // LOWER-NOT:      nvvm.shfl.sync
 // LOWER:          llvm.fadd
 // LOWER:          llvm.store
@@ -123,7 +235,7 @@ hexir.executable @q8_res {
 // row (3 groups), 5 rows in one warp.
 // DIST-LABEL: hexir.executable @q8_k3
 // DIST-SAME:    hexir.workgroup_count = array<i64: 1, 1, 1>
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 5, 3, 32, 34, 1, 2, 4, 4>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 5, 3, 32, 34, 1, 2, 4, 8, 1>
 // LOWER-LABEL:  hexir.executable @q8_k3
 // LOWER-COUNT-17: llvm.load {{.*}} -> vector<2xi8>
 // LOWER-COUNT-2:  nvvm.shfl.sync  bfly
@@ -170,13 +282,14 @@ hexir.executable @q8_k3 {
 
 // x computed inside the kernel by an elementwise generic (as the final RMSNorm's scaling
 // fused into the classifier): each block computes it once into shared memory, then a
-// barrier, then the rows read x from there.
+// barrier, then the rows read x from there (however few blocks: staged x is what computes
+// it). The lane's first group's loads are issued before x is computed.
 // DIST-LABEL: hexir.executable @computed_x
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 8, 16, 8, 4>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 2, 4, 32, 4, 1>
 // LOWER-LABEL:  hexir.executable @computed_x
 // LOWER:          llvm.mlir.global private @__hexir_shared() {addr_space = 3 : i32
+// LOWER-COUNT-17: llvm.load {{.*}} -> vector<4xi8>
 // LOWER:          nvvm.barrier0
-// LOWER-COUNT-17: llvm.load {{.*}} -> vector<16xi8>
 hexir.executable @computed_x {
   builtin.module {
     func.func @computed_x(%w: tensor<64x2176xi8>, %x: tensor<2048xf32>, %o: tensor<64xf32>) -> tensor<64xf32> {
@@ -259,22 +372,31 @@ hexir.executable @q6k {
 // -----
 
 // The decode step's V projection (q4_0, 256 x 2048) written into its KV cache row %pos, as
-// the importer fuses it: the quantized GEMV takes it (the row write is its store). The decode
-// is cheap: x staged in shared memory behind one barrier; each value's nibble becomes an f32
-// without the conversion unit (an integer add of 1.5 x 2^23's bits, a bitcast, a
-// subtraction: no sitofp), the block's scale is decoded once and applied to the block's fma
-// chain (one fma a value: libdevice's __nv_fmaf, fma.rn.f32 in the PTX), 9 16-byte loads a
-// group of 8 blocks.
+// the importer fuses it: the quantized GEMV takes it (the row write is its store). Groups of
+// 2 blocks (36 bytes, 9 4-byte loads, issued before x is staged), 32 lanes a row, 4 warps a
+// block (64 blocks). The decode is cheap: each value's nibble becomes an f32 in place in its
+// 32-bit word of the load (the 4-byte vector bitcast to one i32, the nibble masked where it
+// lies and or'ed with 2^23's exponent bits, 0x4B000000 = 1258291200, a bitcast, one
+// subtraction of 2^23 + 8 x 2^P; the upper half-word shifted right by 16 first): no sitofp,
+// no nibble extraction (the bytes extracted are the f16 scales'); the block's scale is
+// decoded once and applied to the block's fma chains (one per nibble position P, each taken
+// out by its exact 2^-P in one fma: libdevice's __nv_fmaf, fma.rn.f32 in the PTX).
 // DIST-LABEL: hexir.executable @v_row
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 256, 64, 32, 18, 8, 16, 8, 4>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 256, 64, 32, 18, 2, 4, 32, 4, 1>
 // LOWER-LABEL:  hexir.executable @v_row
+// LOWER-COUNT-9:  llvm.load {{.*}} -> vector<4xi8>
 // LOWER:          nvvm.barrier0
-// LOWER-COUNT-9:  llvm.load {{.*}} -> vector<16xi8>
-// LOWER-NOT:      llvm.load {{.*}} -> vector<16xi8>
+// LOWER-NOT:      llvm.load {{.*}} -> vector<4xi8>
+// LOWER:          llvm.bitcast {{.*}} : vector<4xi8> to vector<1xi32>
+// LOWER:          llvm.and
+// LOWER-NEXT:     llvm.or
+// LOWER-NEXT:     llvm.bitcast {{.*}} : i32 to f32
+// LOWER-NOT:      llvm.sitofp
+// LOWER:          llvm.lshr
 // LOWER-NOT:      llvm.sitofp
 // LOWER-COUNT-31: llvm.call @__nv_fmaf
 // LOWER-NOT:      llvm.sitofp
-// LOWER:          nvvm.shfl.sync  bfly
+// LOWER-COUNT-5:  nvvm.shfl.sync  bfly
 // LOWER:          llvm.store
 // LOWER:        llvm.func @v_row(
 hexir.executable @v_row {
