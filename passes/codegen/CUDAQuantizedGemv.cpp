@@ -8,8 +8,8 @@
 #include <string>
 
 #include "dialects/hexir/IR/HexirAttributes.h"
-#include "llvm/ADT/SetVector.h"
 #include "dialects/hexir/IR/HexirOps.h"
+#include "llvm/ADT/SetVector.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -31,14 +31,14 @@ namespace hexir::cuda {
 using namespace mlir;
 
 std::vector<int64_t> QuantizedGemv::encode() const {
-  return {rows, blocks, blockValues, blockBytes, groupBlocks, align, lanes, warps, stage};
+  return {rows, blocks, blockValues, blockBytes, groupBlocks, align, lanes, warps};
 }
 
 std::optional<QuantizedGemv> QuantizedGemv::decode(llvm::ArrayRef<int64_t> w) {
-  if (w.size() != 9) return std::nullopt;
+  if (w.size() != 8) return std::nullopt;
   QuantizedGemv s;
   s.rows = w[0], s.blocks = w[1], s.blockValues = w[2], s.blockBytes = w[3];
-  s.groupBlocks = w[4], s.align = w[5], s.lanes = w[6], s.warps = w[7], s.stage = w[8];
+  s.groupBlocks = w[4], s.align = w[5], s.lanes = w[6], s.warps = w[7];
   return s;
 }
 
@@ -350,8 +350,7 @@ double Spread(int64_t blocks) {
 }  // namespace
 
 void ChooseWarps(QuantizedGemv& s) {
-  s.stage = s.fitsShared() ? 1 : 0;
-  if (!s.stage) {
+  if (!s.stagesX()) {
     for (s.warps = 8; s.warps > 1 && s.gridBlocks() < kSMs;) s.warps /= 2;
     return;
   }
@@ -395,7 +394,7 @@ std::optional<QuantizedGemv> MatchQuantizedGemv(func::FuncOp kernel) {
   if (s.groupBlocks == 0) return refuse("no group of blocks fits");
   for (s.align = 16; s.align > 1 && (s.groupBytes() % s.align || rowBytes % s.align);) s.align /= 2;
   if (s.groupBytes() / s.align > kMaxGemvGroupLoads) return refuse("too many loads a group");
-  if (!r->prologue.empty() && !s.fitsShared()) return refuse("x too long for shared memory");
+  if (!r->prologue.empty() && !s.stagesX()) return refuse("x too long for shared memory");
   if (!GroupOffsets(*r, s, &why)) return refuse("byte offsets are not the group start plus a constant (" + why + ")");
   for (s.lanes = 1; s.lanes < s.groups() && s.lanes < 32;) s.lanes *= 2;
   ChooseWarps(s);

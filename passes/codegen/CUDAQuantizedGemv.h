@@ -25,8 +25,9 @@
 // group's values then 4 unused f32s, so a row's lanes, one group apart, read different
 // banks): copied in 16-byte pieces, or computed there by elementwise generics (the final
 // RMSNorm's scaling fused into the classifier), a share per thread, before a barrier; an x
-// too long for shared memory (over 48 KB), or where staging would leave over half the SMs idle
-// (ChooseWarps), is read with 16-byte loads from global memory.
+// too long for shared memory (over 48 KB) is read with 16-byte loads from global memory.
+// (Reading it so where staging left most SMs idle, the 256-row k/v projections in one-warp
+// blocks, 64 instead of 16, measured slower on the H200: 7.6 against 6.2 us.)
 // H200 profile that led here (session 18): x read from L1 by every lane (1 KB a group) kept
 // the earlier kernel L1-bound (87.8% L1 throughput, 6.5% of DRAM bandwidth), and its
 // cvt.rn.f32.s32 per value issues at 16 a clock per SM. Sums are f32:
@@ -73,7 +74,6 @@ struct QuantizedGemv {
   int64_t align = 1;        // A: bytes per load
   int64_t lanes = 32;       // L: lanes per row
   int64_t warps = 8;        // warps per block
-  int64_t stage = 1;        // 1: x staged in shared memory (where it fits), 0: read from global
 
   int64_t groups() const { return blocks / groupBlocks; }          // U, per row
   int64_t groupBytes() const { return groupBlocks * blockBytes; }
@@ -84,8 +84,7 @@ struct QuantizedGemv {
   // x in shared memory: a group's values then kGemvSharedPad unused ones.
   int64_t sharedGroupStride() const { return groupValues() + kGemvSharedPad; }
   int64_t sharedBytes() const { return groups() * sharedGroupStride() * 4; }
-  bool fitsShared() const { return sharedBytes() <= kMaxGemvSharedBytes; }
-  bool stagesX() const { return stage && fitsShared(); }
+  bool stagesX() const { return sharedBytes() <= kMaxGemvSharedBytes; }
   std::vector<int64_t> encode() const;
   static std::optional<QuantizedGemv> decode(llvm::ArrayRef<int64_t> words);
 };
@@ -104,18 +103,15 @@ inline constexpr char kQuantizedGemvAttr[] = "hexir.cuda.quantized_gemv";
 // a 2-D kernel argument ([1, N] at [p, 0], p a kernel argument or scalar arithmetic on
 // them) and that returned. Group: the most blocks
 // (8, 4, 2, 1) dividing the row with at most kMaxGemvGroupBytes bytes and
-// kMaxGemvGroupValuesOfBlocks values (one block: kMaxGemvGroupValues); load width: the largest power of two <= 16 dividing both the
-// group's and the row's bytes, refused below kMaxGemvGroupLoads loads a group. Lanes: the
-// groups per row rounded up to a power of two, at most 32; warps per block and staging:
-// ChooseWarps. nullopt (nothing changed) otherwise.
+// kMaxGemvGroupValuesOfBlocks values (one block: kMaxGemvGroupValues); load width: the
+// largest power of two <= 16 dividing both the group's and the row's bytes, refused below
+// kMaxGemvGroupLoads loads a group. Lanes: the groups per row rounded up to a power of two,
+// at most 32; warps per block: ChooseWarps. nullopt (nothing changed) otherwise.
 std::optional<QuantizedGemv> MatchQuantizedGemv(mlir::func::FuncOp kernel);
 
-// Chooses `s.warps` and `s.stage` (its other fields set): x staged in shared memory where it
-// fits, with the warps a block (8 or 4) whose grid spreads most evenly over the H200's 132
-// SMs (ties: 8); else x read from global memory, warps halved from 8 while under 132
-// blocks. (x read from global memory by one-warp blocks where the staged grid left most SMs
-// idle, the 256-row k/v projections: 64 blocks instead of 16, measured slower on the H200,
-// 7.6 against 6.2 us.)
+// Chooses `s.warps` (its other fields set): where x is staged in shared memory, the warps a
+// block (8 or 4) whose grid spreads most evenly over the H200's 132 SMs (ties: 8); else 8,
+// halved while under 132 blocks.
 void ChooseWarps(QuantizedGemv& s);
 
 // Records the launch of `shape` on `kernel`'s executable (block size, workgroup count) and
