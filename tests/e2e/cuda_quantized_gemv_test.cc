@@ -2,13 +2,12 @@
 // block-format matvec (its decode body, BlockDecode.h, marked hexir.block_matvec) for every
 // GGUF block format, against ggml's dequantization in double times x: rows that fill no
 // whole block of rows (67, 300), K of one and three blocks (loads narrower than 16 bytes:
-// a row of 3 q4_0 blocks is 54 bytes), K of 24 and 64 blocks (16-byte loads of 8-block
-// groups), the decode step's 256 x 2048 k/v shape, a fused residual add, the V projection
+// a row of 3 q4_0 blocks is 54 bytes), K of 24 and 64 blocks (2-block groups in 4- or
+// 8-byte loads; the K-quants' 16-byte), the decode step's 256 x 2048 k/v shape, a fused residual add, the V projection
 // written into row 10 of a 19-row KV cache (the other rows must stay as they were), 131 rows
 // (prime) of K = 5632 (TinyLlama's w2: 22 groups, more than a warp's lanes), K of 45
-// super-blocks or 330 blocks at 600 and 37 rows (a lane's several groups pipelined; x staged
-// and read from global memory). q6_k's 210-byte
-// blocks keep the generic kernel; the generic kernel (hexir-compile
+// super-blocks or 330 blocks at 600 and 37 rows (a lane's several groups pipelined). q6_k's
+// 210-byte blocks keep the generic kernel; the generic kernel (hexir-compile
 // --cuda-generic-block-matvec) is checked on the same cases. Without a GPU the modules are
 // compiled (code generation runs) and the test reports itself skipped.
 #include <catch2/catch.hpp>
@@ -83,8 +82,8 @@ std::vector<Case> Cases() {
     // groups than a warp has lanes.
     cases.push_back(MakeCase(format, 131, k256 ? 22 : 176, !k256, seed += 3));
     // Long rows, more groups than lanes (45 super-blocks; 330 blocks in groups of 2): each
-    // lane's groups software-pipelined, with x staged (600 rows: 75 blocks of 8 warps) and
-    // read from global memory (37 rows).
+    // lane's groups software-pipelined, x (45 KB and 47 KB with the padding) staged; 600
+    // rows (75 blocks of 8 warps) and 37.
     cases.push_back(MakeCase(format, 600, k256 ? 45 : 330, true, seed += 3));
     cases.push_back(MakeCase(format, 37, k256 ? 45 : 330, false, seed += 3));
   }
