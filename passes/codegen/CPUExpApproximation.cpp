@@ -56,12 +56,12 @@ struct ExpApproximation : OpRewritePattern<math::ExpOp> {
     Value n = arith::SubFOp::create(rewriter, loc, t, shift);
     Value r = fma(n, f32(-kLn2High), x);
     r = fma(n, f32(-kLn2Low), r);
-    // Estrin: (1 + c1 r) + r^2 ((c2 + c3 r) + r^2 (c4 + c5 r)).
-    Value r2 = arith::MulFOp::create(rewriter, loc, r, r);
-    Value low = fma(f32(kC1), r, f32(1.0f));
-    Value middle = fma(f32(kC3), r, f32(kC2));
-    Value high = fma(f32(kC5), r, f32(kC4));
-    Value p = fma(fma(high, r2, middle), r2, low);
+    // Horner: 1 + r (c1 + r (c2 + r (c3 + r (c4 + r c5)))).
+    Value p = fma(f32(kC5), r, f32(kC4));
+    p = fma(p, r, f32(kC3));
+    p = fma(p, r, f32(kC2));
+    p = fma(p, r, f32(kC1));
+    p = fma(p, r, f32(1.0f));
     // 2^n from t's bits: t = 1.5 * 2^23 + n, whose bits shifted by 23 leave n << 23.
     Value bits = arith::BitcastOp::create(rewriter, loc, i32, t);
     bits = arith::ShLIOp::create(rewriter, loc, bits, int32(23));
