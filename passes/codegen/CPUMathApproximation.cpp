@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "passes/codegen/CPUExpApproximation.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
@@ -50,7 +52,10 @@ LogicalResult ApproximateMath(func::FuncOp kernel) {
     return llvm::is_contained({"exp", "expm1", "log", "log1p", "log2", "erf", "tanh"}, name);
   };
   populateMathF32ExpansionPatterns(patterns, approximated);
-  populateMathPolynomialApproximationPatterns(patterns, approximated);
+  // f32 exp is ours (codegen/CPUExpApproximation.h), also where expm1's expansion makes one.
+  PopulateExpApproximation(patterns);
+  populateMathPolynomialApproximationPatterns(
+      patterns, [&](StringRef name) { return name != "math.exp" && approximated(name); });
   return applyPatternsGreedily(kernel, std::move(patterns));
 }
 

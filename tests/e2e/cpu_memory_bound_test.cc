@@ -357,6 +357,14 @@ TEST_CASE("row softmax over dynamic rows is one dispatch and matches a double re
               SoftmaxReference, 1e-5);
 }
 
+// Values spread over exp's whole range: x - max reaches -240, so most exps are clamped at -88
+// or flushed to zero, the rest span 2^-126 to 1 (codegen/CPUExpApproximation.h).
+TEST_CASE("row softmax of values from -120 to 120 (exps flushed and near FLT_MIN) matches a double reference") {
+  std::string module = CompileOrDie(kSoftmax, "memory_bound_softmax_wide");
+  RunRowChain(module, [](int64_t r, int64_t c) { return std::vector<HostTensor>{RandomF32({r, c}, 54, -120, 120)}; },
+              SoftmaxReference, 1e-5);
+}
+
 // The same softmax with static shapes: 37 rows of 4099 (blocks of one row) and 300 of 17
 // (blocks of many rows, the last one partial).
 std::string StaticSoftmax(int64_t rows, int64_t cols) {

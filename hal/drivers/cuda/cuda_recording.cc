@@ -448,7 +448,7 @@ Status CudaRecording::StageUniforms(const std::vector<BufferRef>& table, CUstrea
   const CudaApi& api = *shared_->api;
   if (shadows_.size() < table.size()) shadows_.resize(table.size());
   pointers->resize(table.size());
-  thread_local std::vector<size_t> staged;  // this launch's staged slots
+  std::vector<size_t>& staged = staged_slots_;
   staged.clear();
   for (size_t i = 0; i < table.size(); ++i) {
     const BufferRef& r = table[i];

@@ -241,6 +241,7 @@ class CudaRecording {
     uint64_t capacity = 0;
   };
   std::vector<Shadow> shadows_;  // per slot
+  std::vector<size_t> staged_slots_;  // StageUniforms: this launch's staged slots
 };
 
 }  // namespace hexir::hal::cuda

@@ -1,4 +1,16 @@
 // RUN: hexir-opt %s -split-input-file --cpu-streaming-store-bytes=16384 --hexir-cpu-lower-executables="cpu=x86-64-v3" | FileCheck %s
+// RUN: hexir-opt %s -split-input-file --cpu-streaming-store-bytes=0 --hexir-cpu-lower-executables="cpu=x86-64-v3" | FileCheck %s --check-prefix=NEVER
+// RUN: hexir-opt %s -split-input-file --cpu-streaming-store-bytes=-4096 --hexir-cpu-lower-executables="cpu=x86-64-v3" | FileCheck %s --check-prefix=NEVER
+// RUN: not hexir-opt %s --cpu-streaming-store-bytes=lots --hexir-cpu-lower-executables 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not hexir-opt %s --cpu-streaming-store-bytes=99999999999999999999 --hexir-cpu-lower-executables 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not hexir-compile %s --cpu-streaming-store-bytes=16MiB -o %t.vmfb 2>&1 | FileCheck %s --check-prefix=BAD
+
+// The threshold flag: 0 or a negative size never streams; a value that is not an integer
+// (a word, a unit, one past int64) is refused by the command line with the flag named, no
+// crash, no output.
+// NEVER-NOT:   nontemporal
+// NEVER-NOT:   llvm.fence
+// BAD:         for the --cpu-streaming-store-bytes option: '{{.*}}' value invalid
 
 // codegen::StreamLargeOutputs (passes/codegen/CPUStreamingStores.h): y = x * 2 over 4 x 4096
 // f32 (64 KiB, past the 16 KiB threshold) is computed a chunk of 64 at a time into a 256-byte
