@@ -384,7 +384,7 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
   //   %a = matvec(W1, x)   %b = matvec(W3, x)   %c = generic(%a, %b) -> one region {W1, W3, c}
   // Both are plain reductions of the same loops and static extents (no hexir.* mark: a
   // quantized block matvec has a kernel of its own), the sibling is read only by the consumer
-  // and through a permutation, and what it reads is available where the region stands.
+  // and through a permutation, and both read only values computed before the region.
   bool isSiblingReduction(Operation* op, Operation* root, Operation* consumer, Operation* region,
                           DominanceInfo& dom) {
     if (!fuseSiblingReductions || !fuseElementwise || !op) return false;
@@ -402,8 +402,13 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
         ShapedType::isDynamicShape(sibling.getStaticLoopRanges()))
       return false;
     if (broadcastsResult(cast<linalg::GenericOp>(consumer), op->getResult(0))) return false;
+    // Both read only what is computed before the region (or a fill): a recomputed norm chain
+    // (hexir-fuse-small-reductions) in front of either would leave the CUDA kernel with whole
+    // reductions beside two point reductions, which it does not distribute.
+    for (Operation& o : region->getRegion(0).front())
+      if (isa<linalg::LinalgOp>(o) && &o != root && !isa<linalg::FillOp>(o)) return false;
     for (Value operand : op->getOperands())
-      if (!availableAt(operand, region, dom)) return false;
+      if (!dom.properlyDominates(operand, region) && !isClonable(operand.getDefiningOp())) return false;
     return capturesAvailableAt(op, region, dom);
   }
 

@@ -78,3 +78,38 @@ func.func @sibling_read_elsewhere(%x: tensor<48xf32>, %w1: tensor<37x48xf32>, %w
   } -> tensor<37xf32>
   return %g, %h3 : tensor<37xf32>, tensor<37xf32>
 }
+
+// -----
+
+// Not siblings: each matvec reads its own copy of a chain to recompute (hexir-fuse-small-
+// reductions' mark): a kernel with such a chain in front of two point reductions is not one
+// the CUDA target distributes, so w1 (with its copy) and w3 + consumer (with its copy) stay
+// two regions.
+// CHECK-LABEL: func.func @recomputed_inputs
+// CHECK-COUNT-2: hexir.dispatch_region
+// CHECK-NOT:     hexir.dispatch_region
+#id = affine_map<(d) -> (d)>
+func.func @recomputed_inputs(%x: tensor<48xf32>, %w1: tensor<37x48xf32>, %w3: tensor<37x48xf32>) -> tensor<37xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ex = tensor.empty() : tensor<48xf32>
+  %xa = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<48xf32>) outs(%ex : tensor<48xf32>) attrs = {hexir.recompute_in_consumer = 2 : i64} {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %a : f32
+    linalg.yield %m : f32
+  } -> tensor<48xf32>
+  %xb = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<48xf32>) outs(%ex : tensor<48xf32>) attrs = {hexir.recompute_in_consumer = 2 : i64} {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %a : f32
+    linalg.yield %m : f32
+  } -> tensor<48xf32>
+  %e = tensor.empty() : tensor<37xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<37xf32>) -> tensor<37xf32>
+  %h1 = linalg.matvec ins(%w1, %xa : tensor<37x48xf32>, tensor<48xf32>) outs(%z : tensor<37xf32>) -> tensor<37xf32>
+  %h3 = linalg.matvec ins(%w3, %xb : tensor<37x48xf32>, tensor<48xf32>) outs(%z : tensor<37xf32>) -> tensor<37xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%h1, %h3 : tensor<37xf32>, tensor<37xf32>) outs(%e : tensor<37xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<37xf32>
+  return %g : tensor<37xf32>
+}
