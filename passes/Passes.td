@@ -87,8 +87,8 @@ def FormDispatchRegions : Pass<"hexir-form-dispatch-regions", "mlir::ModuleOp"> 
     which come in with it: SiLU's sigmoid beside its multiply). With
     `fuse-sibling-reductions`, such a consumer of a reduction's region may also read a
     sibling reduction (same loops and extents as the root, no `hexir.*` mark, read only by
-    that consumer and through a permutation, its operands available at the region): the
-    sibling is cloned into the region before the consumer.
+    that consumer and through a permutation, both reading only values computed before the
+    region or fills): the sibling is cloned into the region before the consumer.
   }];
   let options = [
     Option<"fuseElementwise", "fuse-elementwise", "bool", /*default=*/"true",
