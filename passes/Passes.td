@@ -84,7 +84,11 @@ def FormDispatchRegions : Pass<"hexir-form-dispatch-regions", "mlir::ModuleOp"> 
     `arith.constant` feeding the root, and, when `fuse-elementwise` is set, elementwise
     `linalg.generic` consumers that are the only user of the region's result (after a
     convolution, also one whose other readers of that result are its fusable producers,
-    which come in with it: SiLU's sigmoid beside its multiply).
+    which come in with it: SiLU's sigmoid beside its multiply). With
+    `fuse-sibling-reductions`, such a consumer of a reduction's region may also read a
+    sibling reduction (same loops and extents as the root, no `hexir.*` mark, read only by
+    that consumer and through a permutation, both reading only values computed before the
+    region or fills): the sibling is cloned into the region before the consumer.
   }];
   let options = [
     Option<"fuseElementwise", "fuse-elementwise", "bool", /*default=*/"true",
@@ -93,6 +97,11 @@ def FormDispatchRegions : Pass<"hexir-form-dispatch-regions", "mlir::ModuleOp"> 
            "when > 0, no consumer joins a region whose root reduces at least this many "
            "elements per point (targets that give such a reduction a warp per point and "
            "cannot apply a consumer there); 0 = no limit">,
+    Option<"fuseSiblingReductions", "fuse-sibling-reductions", "bool", /*default=*/"false",
+           "an elementwise consumer joining a reduction's region also brings in another "
+           "reduction it reads when that one has the root's iteration domain and is read only "
+           "there (w1 and w3 + SiLU * mul: one kernel, a warp per row computing both dots; "
+           "CUDA-only modules)">,
   ];
   let dependentDialects = ["::hexir::HexirDialect", "mlir::arith::ArithDialect",
                            "mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];

@@ -221,7 +221,10 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     // the recomputed whole ones are lowered (CUDAWholeReductions.h).
     auto linalgRoot = dyn_cast<linalg::LinalgOp>(root.getOperation());
     linalg::LinalgOp reduction = split.point;
-    bool soleReduction = reduction && (split.whole.empty() || recompute);
+    // Sibling reductions (w1 and w3 read by SiLU * mul): the warp computes each in turn, so
+    // each must suit a warp.
+    bool soleReduction = reduction && (split.whole.empty() || recompute) &&
+                         llvm::all_of(split.siblings, cuda::WantsWarpReduction);
     bool elementwiseRoot = linalgRoot && linalgRoot.getNumLoops() == linalgRoot.getNumParallelLoops();
     // With dynamic extents, warps stride over the points like threads do (blocks of whole
     // warps).
@@ -243,7 +246,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     // the tile's width as the fastest loop's "vector".
     int64_t columnExtent = 0;
     if (blockReductions && allowLanes && lanes == 1 && !dynamic && linalgRoot && reduction &&
-        split.whole.empty() &&
+        split.whole.empty() && split.siblings.empty() &&
         (reduction == linalgRoot || elementwiseRoot) && inputsAreArguments(reduction))
       if (std::optional<cuda::ColumnReduction> loops = cuda::MatchColumnReduction(reduction)) {
         int64_t columns = reduction.getStaticLoopRanges()[loops->column];
@@ -417,7 +420,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
   // retries without fusion.
   static bool fuseProducersIntoReduction(func::FuncOp kernel) {
     cuda::KernelReductions split = cuda::SplitKernelReductions(kernel);
-    if (!split.point) return false;
+    if (!split.point || !split.siblings.empty()) return false;
     IRRewriter rewriter(kernel.getContext());
     auto reduction = dyn_cast<linalg::GenericOp>(split.point.getOperation());
     // A fused small layer's projection (a named matvec after the recomputed norm) becomes a
@@ -464,13 +467,16 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
   }
 
   // After tiling: the points' reduction (the kernel's only one, or the one after the
-  // recomputed whole reductions) computes one point (every parallel extent is a static 1),
-  // as the warp lowering requires.
+  // recomputed whole reductions, and its siblings) computes one point (every parallel extent
+  // is a static 1), as the warp lowering requires.
   static bool reductionPerPoint(func::FuncOp kernel) {
-    linalg::LinalgOp op = cuda::SplitKernelReductions(kernel).point;
-    if (!op) return false;
-    for (auto [range, it] : llvm::zip(op.getStaticLoopRanges(), op.getIteratorTypesArray()))
-      if (it == utils::IteratorType::parallel && range != 1) return false;
+    cuda::KernelReductions split = cuda::SplitKernelReductions(kernel);
+    if (!split.point) return false;
+    SmallVector<linalg::LinalgOp> ops = split.siblings;
+    ops.push_back(split.point);
+    for (linalg::LinalgOp op : ops)
+      for (auto [range, it] : llvm::zip(op.getStaticLoopRanges(), op.getIteratorTypesArray()))
+        if (it == utils::IteratorType::parallel && range != 1) return false;
     return true;
   }
 

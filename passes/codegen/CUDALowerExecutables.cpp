@@ -115,13 +115,40 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
   // Whole warps pass the thread guard together (thread_count and blocks are multiples of
   // 32), so the full-mask shuffles see all 32 lanes; the shuffles also order every lane's
   // earlier init store before lane 0 reads `out`.
+  // Sibling reductions (CUDAWholeReductions.h: w1 and w3 read by SiLU * mul) are lowered
+  // one after the other in this form; only what follows the last runs in lane 0 alone (lane
+  // 0 holds every sibling's result).
   static LogicalResult warpReduce(func::FuncOp kernel, int64_t lanes) {
     const cuda::KernelReduction found = cuda::SoleKernelReduction(kernel);
-    linalg::LinalgOp op = found.op;
-    Operation* combiner = found.combiner;
-    if (!combiner)
-      return kernel.emitError("internal: warp-reduction kernel without a reducible op");
-    if (!op.hasPureBufferSemantics()) return op.emitError("internal: reduction not bufferized");
+    SmallVector<linalg::LinalgOp> ops;
+    if (found.combiner) {
+      ops.push_back(found.op);
+    } else {
+      cuda::KernelReductions split = cuda::SplitKernelReductions(kernel);
+      if (!split.point || split.siblings.empty() || !split.whole.empty())
+        return kernel.emitError("internal: warp-reduction kernel without a reducible op");
+      ops.push_back(split.point);
+      ops.append(split.siblings.begin(), split.siblings.end());
+    }
+    scf::IfOp last;
+    for (linalg::LinalgOp op : ops) {
+      Operation* combiner = cuda::WarpReducibleCombiner(op);
+      if (!combiner) return op.emitError("internal: sibling reduction is not warp-reducible");
+      FailureOr<scf::IfOp> ifFirst = warpReduceOne(kernel, op, combiner, lanes);
+      if (failed(ifFirst)) return failure();
+      last = *ifFirst;
+    }
+    onFirstLane(last);
+    return success();
+  }
+
+  // One reduction of the form above; returns its `if lane == 0` (the store of the result).
+  static FailureOr<scf::IfOp> warpReduceOne(func::FuncOp kernel, linalg::LinalgOp op,
+                                            Operation* combiner, int64_t lanes) {
+    if (!op.hasPureBufferSemantics()) {
+      op.emitError("internal: reduction not bufferized");
+      return failure();
+    }
     OpBuilder b(op);
     Location loc = op.getLoc();
     SmallVector<Range> ranges = op.createLoopRanges(b, loc);
@@ -132,7 +159,8 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       if (it == utils::IteratorType::reduction) {
         reduced = d;
       } else if (getConstantIntValue(ranges[d].size) != 1) {
-        return op.emitError("internal: warp reduction over more than one point");
+        op.emitError("internal: warp reduction over more than one point");
+        return failure();
       }
     }
     Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
@@ -313,8 +341,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     memref::StoreOp::create(tb, loc, result, out->get(),
                             indicesAt(tb, op.getMatchingIndexingMap(out), dims));
     op->erase();
-    onFirstLane(ifFirst);
-    return success();
+    return ifFirst;
   }
 
   // What follows the reduction in its block (a fused consumer of the warp's point) runs in
@@ -480,6 +507,9 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     impl->removeAttr("llvm.emit_c_interface");
     bool hasParams = false;
     int64_t memrefCount = codegen::PrepareLoweredKernel(impl, signature, &hasParams);
+    // Inlined into the entry even when large (sibling reductions: two unrolled dots), so that
+    // its loads see the entry's noalias arguments (ld.global.nc) and its temporaries registers.
+    impl.setAlwaysInline(true);
     bool reportsErrors =
         codegen::LowerKernelErrorCalls(gpuModule, impl, codegen::ErrorRecord::kDispatchStatus);
 

@@ -41,6 +41,34 @@ bool IsWholeReductionIntoTemporary(Operation* op, func::FuncOp kernel) {
   return def && isa<tensor::EmptyOp, memref::AllocaOp, memref::AllocOp>(def);
 }
 
+namespace {
+// `v` is an argument of `kernel`, or a slice or view of one.
+bool isArgumentOrSliceOf(Value v, func::FuncOp kernel) {
+  while (Operation* def = v.getDefiningOp()) {
+    if (!isa<tensor::ExtractSliceOp, memref::SubViewOp, memref::ReinterpretCastOp>(def)) return false;
+    v = def->getOperand(0);
+  }
+  auto arg = dyn_cast<BlockArgument>(v);
+  return arg && arg.getOwner() == &kernel.getBody().front();
+}
+
+// Reductions of the same loops (iterators and static extents, one reduction loop each) with
+// one result each, reading only the kernel's arguments (so none depends on another's result):
+// what one point's warp computes one after another.
+bool areSiblings(ArrayRef<linalg::LinalgOp> ops, func::FuncOp kernel) {
+  linalg::LinalgOp first = ops.front();
+  for (linalg::LinalgOp op : ops)
+    if (op.getNumReductionLoops() != 1 || op->getNumResults() > 1 || op.getNumDpsInits() != 1 ||
+        llvm::any_of(op.getDpsInputOperands(),
+                     [&](OpOperand* in) { return !isArgumentOrSliceOf(in->get(), kernel); }) ||
+        ShapedType::isDynamicShape(op.getStaticLoopRanges()) ||
+        op.getStaticLoopRanges() != first.getStaticLoopRanges() ||
+        op.getIteratorTypesArray() != first.getIteratorTypesArray())
+      return false;
+  return true;
+}
+}  // namespace
+
 KernelReductions SplitKernelReductions(func::FuncOp kernel) {
   SmallVector<linalg::LinalgOp> all, others;
   kernel.walk([&](linalg::LinalgOp op) {
@@ -54,6 +82,10 @@ KernelReductions SplitKernelReductions(func::FuncOp kernel) {
   for (linalg::LinalgOp op : all)
     (IsWholeReductionIntoTemporary(op, kernel) ? split.whole : others).push_back(op);
   if (others.size() == 1) split.point = others.front();
+  if (others.size() > 1 && split.whole.empty() && areSiblings(others, kernel)) {
+    split.point = others.front();
+    split.siblings.assign(others.begin() + 1, others.end());
+  }
   return split;
 }
 

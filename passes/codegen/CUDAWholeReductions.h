@@ -25,10 +25,15 @@ inline constexpr int64_t kMaxWholeRecomputeRatio = 2;
 
 // The kernel's reductions split into the one computing its output points and the whole ones
 // computed ahead of it. `point` is null when there is no single such op. With one reduction
-// in all it is `point` (the kernel's only reduction, whatever its shape).
+// in all it is `point` (the kernel's only reduction, whatever its shape). Sibling reductions
+// (several reductions of the same loops and static extents, none whole: w1 and w3 read by
+// SiLU * mul, hexir-form-dispatch-regions' fuse-sibling-reductions) are `point` (the first
+// in the kernel's order) and `siblings` (the others, in order): the warp of a point computes
+// each in turn.
 struct KernelReductions {
   mlir::linalg::LinalgOp point;
   llvm::SmallVector<mlir::linalg::LinalgOp> whole;
+  llvm::SmallVector<mlir::linalg::LinalgOp> siblings;
 };
 KernelReductions SplitKernelReductions(mlir::func::FuncOp kernel);
 

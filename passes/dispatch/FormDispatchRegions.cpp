@@ -339,15 +339,21 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
             available = false;
         if (!capturesAvailableAt(reader, region, dom)) available = false;
       }
+      SmallVector<Operation*> siblings;  // reductions computed in the region beside the root
       for (Value operand : consumer->getOperands()) {
         Operation* def = operand.getDefiningOp();
-        if (operand != region.getResult(0) && !llvm::is_contained(readers, def) &&
-            !availableAt(operand, region, dom))
+        if (operand == region.getResult(0) || llvm::is_contained(readers, def) ||
+            llvm::is_contained(siblings, def) || availableAt(operand, region, dom))
+          continue;
+        if (isSiblingReduction(def, root0, consumer, region, dom))
+          siblings.push_back(def);
+        else
           available = false;
       }
       if (!available || !capturesAvailableAt(consumer, region, dom)) break;
       map.map(region.getResult(0), last->getResult(0));
       b.setInsertionPointToEnd(body);
+      for (Operation* sibling : siblings) map.map(sibling->getResult(0), cloneInto(b, sibling, map)->getResult(0));
       last = cloneInto(b, consumer, map);
       // Rebuild the region op with the consumer's result types and move the body over.
       OpBuilder outer(region);
@@ -359,12 +365,51 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
       fusedAway.insert(consumer);
       consumer->erase();
       for (Operation* reader : readers) reader->erase();  // cloned in with the consumer
+      for (Operation* sibling : siblings) {
+        fusedAway.insert(sibling);
+        sibling->erase();
+      }
       region->erase();
       region = fused;
       body = &region.getBody().front();
     }
     b.setInsertionPointToEnd(body);
     YieldOp::create(b, region.getLoc(), last->getResults());
+  }
+
+  // A reduction `op` that `consumer` (an elementwise consumer joining `root`'s region) also
+  // reads may be computed in that region (fuse-sibling-reductions): w1 beside w3 + SiLU * mul,
+  // two matvecs over the same x whose rows the consumer pairs. Each point of the consumer
+  // then needs one point of each, so the kernel is still a warp per row, computing two dots.
+  //   %a = matvec(W1, x)   %b = matvec(W3, x)   %c = generic(%a, %b) -> one region {W1, W3, c}
+  // Both are plain reductions of the same loops and static extents (no hexir.* mark: a
+  // quantized block matvec has a kernel of its own), the sibling is read only by the consumer
+  // and through a permutation, and both read only values computed before the region.
+  bool isSiblingReduction(Operation* op, Operation* root, Operation* consumer, Operation* region,
+                          DominanceInfo& dom) {
+    if (!fuseSiblingReductions || !fuseElementwise || !op) return false;
+    auto sibling = dyn_cast<linalg::LinalgOp>(op);
+    auto rootOp = dyn_cast<linalg::LinalgOp>(root);
+    if (!sibling || !rootOp || sibling.getNumReductionLoops() != 1 || rootOp.getNumReductionLoops() != 1 ||
+        op->getNumResults() != 1 || !op->hasOneUse() || *op->getUsers().begin() != consumer ||
+        op->getBlock() != consumer->getBlock() || fusedAway.contains(op))
+      return false;
+    for (Operation* o : {op, root})
+      for (NamedAttribute a : o->getDiscardableAttrs())
+        if (a.getName().getValue().starts_with("hexir.")) return false;
+    if (sibling.getStaticLoopRanges() != rootOp.getStaticLoopRanges() ||
+        sibling.getIteratorTypesArray() != rootOp.getIteratorTypesArray() ||
+        ShapedType::isDynamicShape(sibling.getStaticLoopRanges()))
+      return false;
+    if (broadcastsResult(cast<linalg::GenericOp>(consumer), op->getResult(0))) return false;
+    // Both read only what is computed before the region (or a fill): a recomputed norm chain
+    // (hexir-fuse-small-reductions) in front of either would leave the CUDA kernel with whole
+    // reductions beside two point reductions, which it does not distribute.
+    for (Operation& o : region->getRegion(0).front())
+      if (isa<linalg::LinalgOp>(o) && &o != root && !isa<linalg::FillOp>(o)) return false;
+    for (Value operand : op->getOperands())
+      if (!dom.properlyDominates(operand, region) && !isClonable(operand.getDefiningOp())) return false;
+    return capturesAvailableAt(op, region, dom);
   }
 
   // The one elementwise consumer of `result` when its other readers are fusable producers
