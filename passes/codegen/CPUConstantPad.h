@@ -19,7 +19,8 @@
 // unit-stride loops that LLVM vectorizes (2.6 us). Anything else (dynamic shapes, a tiled pad
 // whose indices are offset, a condition that is not exactly the source's bounds, and
 // dispatch/LowerTensorOps' form of a tensor.pad, whose coordinates are selected to 0 outside
-// the source and which LLVM already vectorizes: 1.7 us) is left as it was.
+// the source and which LLVM already vectorizes: 1.7 us) is left as it was; CPUDynamicPad.h
+// then takes the dynamic and tiled ones.
 #pragma once
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

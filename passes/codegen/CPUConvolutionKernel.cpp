@@ -185,7 +185,8 @@ class ConvolutionEmitter {
     Value oc = flattenPlanes(out).first;
     Value rowStep = mul(wp, index(g.strides[0]));  // x offset of one output row
     forLoop(index(0), n, [&](Value batch) {
-      PackedGemm gemm{a, oc, {batch}, f, mul(oh, ow), mul(c, window)};
+      Value gemmColumns = mul(oh, ow);
+      PackedGemm gemm{a, oc, {batch}, f, gemmColumns, mul(c, window)};
       // Offset in x's plane of output position p: (p / OW) * sh * Wp + (p % OW) * sw.
       auto planeOffset = [&](Value p) {
         return add(mul(arith::DivUIOp::create(b, loc, p, ow), rowStep),
@@ -195,20 +196,6 @@ class ConvolutionEmitter {
                      [&](OpBuilder&, Value panel, Value kc, Value kcSize, Value n0, Value full,
                          ArrayRef<Value> masks) {
         Value first = planeOffset(n0);
-        // The input offsets of the panel's columns, per vector of lanes.
-        SmallVector<Value> columnOffsets;
-        for (int64_t v = 0; v < t.vectors; ++v) {
-          Value p = add(n0, index(v * t.lanes));
-          Value pv = add(vector::BroadcastOp::create(b, loc, offsets, toI32(p)), iota());
-          Value owv = vector::BroadcastOp::create(b, loc, offsets, toI32(ow));
-          Value rows = arith::DivUIOp::create(b, loc, pv, owv);
-          Value cols = arith::RemUIOp::create(b, loc, pv, owv);
-          columnOffsets.push_back(arith::AddIOp::create(
-              b, loc,
-              arith::MulIOp::create(b, loc, rows,
-                                    vector::BroadcastOp::create(b, loc, offsets, toI32(rowStep))),
-              arith::MulIOp::create(b, loc, cols, splatI32(g.strides[1]))));
-        }
         // k = (channel, kh, kw) -> the channel and the offset of the window tap in the plane.
         auto tap = [&](Value k) -> std::pair<Value, Value> {
           Value kk = add(kc, k);
@@ -218,6 +205,21 @@ class ConvolutionEmitter {
           return {channel, add(mul(i, mul(wp, index(g.dilations[0]))), mul(j, index(g.dilations[1])))};
         };
         auto gathered = [&]() {
+          // The input offsets of the panel's columns, per vector of lanes (vector divisions by
+          // OW: only where the panel is gathered).
+          SmallVector<Value> columnOffsets;
+          for (int64_t v = 0; v < t.vectors; ++v) {
+            Value p = add(n0, index(v * t.lanes));
+            Value pv = add(vector::BroadcastOp::create(b, loc, offsets, toI32(p)), iota());
+            Value owv = vector::BroadcastOp::create(b, loc, offsets, toI32(ow));
+            Value rows = arith::DivUIOp::create(b, loc, pv, owv);
+            Value cols = arith::RemUIOp::create(b, loc, pv, owv);
+            columnOffsets.push_back(arith::AddIOp::create(
+                b, loc,
+                arith::MulIOp::create(b, loc, rows,
+                                      vector::BroadcastOp::create(b, loc, offsets, toI32(rowStep))),
+                arith::MulIOp::create(b, loc, cols, splatI32(g.strides[1]))));
+          }
           forLoop(index(0), kcSize, [&](Value k) {
             auto [channel, offset] = tap(k);
             Value shift = vector::BroadcastOp::create(b, loc, offsets, toI32(offset));
@@ -231,26 +233,45 @@ class ConvolutionEmitter {
           });
         };
         if (g.strides[1] != 1) return gathered();
-        // Consecutive in x: the offsets of the first and last column differ by NR - 1.
-        Value last = planeOffset(add(n0, index(t.columns() - 1)));
-        Value consecutive = arith::AndIOp::create(
-            b, loc, full,
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, arith::SubIOp::create(b, loc, last, first),
-                                  index(t.columns() - 1)));
+        // Consecutive in x: the offsets of the panel's first and last column inside N differ
+        // by their distance. A full panel loads its vectors; a partial one (a plane of fewer
+        // than NR positions, or its last panel: every dynamic plane, where the gather's
+        // offsets are run-time values) loads them masked, the lanes past N zero.
+        Value inside = arith::MinUIOp::create(b, loc, arith::SubIOp::create(b, loc, gemmColumns, n0),
+                                              index(t.columns()));
+        Value lastInside = arith::SubIOp::create(b, loc, inside, index(1));
+        Value consecutive = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::eq,
+            arith::SubIOp::create(b, loc, planeOffset(add(n0, lastInside)), first), lastInside);
+        auto loads = [&](bool masked) {
+          forLoop(index(0), kcSize, [&](Value k) {
+            auto [channel, offset] = tap(k);
+            Value start = add(first, offset);
+            for (int64_t v = 0; v < t.vectors; ++v) {
+              SmallVector<Value, 3> at{batch, channel, add(start, index(v * t.lanes))};
+              Value lanes = masked ? Value(vector::MaskedLoadOp::create(b, loc, vec, xc, at, masks[v], zeroVec))
+                                   : Value(vector::LoadOp::create(b, loc, vec, xc, at));
+              vector::StoreOp::create(b, loc, lanes, panel, ValueRange{k, index(v * t.lanes)});
+            }
+          });
+        };
         scf::IfOp::create(
             b, loc, consecutive,
             [&](OpBuilder& nested, Location) {
               OpBuilder::InsertionGuard guard(b);
               b.setInsertionPoint(scf::YieldOp::create(nested, loc));
-              forLoop(index(0), kcSize, [&](Value k) {
-                auto [channel, offset] = tap(k);
-                Value start = add(first, offset);
-                for (int64_t v = 0; v < t.vectors; ++v) {
-                  Value lanes = vector::LoadOp::create(
-                      b, loc, vec, xc, ValueRange{batch, channel, add(start, index(v * t.lanes))});
-                  vector::StoreOp::create(b, loc, lanes, panel, ValueRange{k, index(v * t.lanes)});
-                }
-              });
+              scf::IfOp::create(
+                  b, loc, full,
+                  [&](OpBuilder& inner, Location) {
+                    OpBuilder::InsertionGuard guard(b);
+                    b.setInsertionPoint(scf::YieldOp::create(inner, loc));
+                    loads(/*masked=*/false);
+                  },
+                  [&](OpBuilder& inner, Location) {
+                    OpBuilder::InsertionGuard guard(b);
+                    b.setInsertionPoint(scf::YieldOp::create(inner, loc));
+                    loads(/*masked=*/true);
+                  });
             },
             [&](OpBuilder& nested, Location) {
               OpBuilder::InsertionGuard guard(b);

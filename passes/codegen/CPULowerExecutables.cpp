@@ -26,6 +26,7 @@
 #include "passes/codegen/CPUCollapseContiguousLoops.h"
 #include "passes/codegen/CPUConstantPad.h"
 #include "passes/codegen/CPUConvolutionKernel.h"
+#include "passes/codegen/CPUDynamicPad.h"
 #include "passes/codegen/CPUElementwiseFusion.h"
 #include "passes/codegen/CPUMathApproximation.h"
 #include "passes/codegen/CPUMatmulMicroKernel.h"
@@ -145,6 +146,8 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     if (rowChain && failed(codegen::CheapenRowChainArithmetic(tensorKernel))) return failure();
     // Constant pads as a fill and a copy of the source (codegen/CPUConstantPad.h).
     codegen::LowerConstantPadsToCopies(tensorKernel);
+    // ... and those of run-time extents or tiled (codegen/CPUDynamicPad.h).
+    codegen::LowerDynamicPadsToCopies(tensorKernel);
     // Elementwise chains as one loop nest (codegen/CPUElementwiseFusion.h).
     if (failed(codegen::FuseElementwiseChains(tensorKernel))) return failure();
     // Transposing loops in cache-line blocks (codegen/CPUTransposeTiling.h).

@@ -1,9 +1,10 @@
 // Constant pads on the CPU (passes/codegen/CPUConstantPad.h: a static pad in the ONNX
 // importer's form becomes a fill of the output and a copy of the source into its interior;
-// tiled, dynamic and tensor.pad ones keep their per-element generic) against a reference
-// built element by element, at awkward shapes: odd and prime extents, asymmetric pads, a pad
-// of only one side, rows of 1 and 1023, a non-zero padding value, ranks 1 to 4, dynamic dims;
-// on 0, 1 and 3 worker threads. The importer's own output is also checked by the node
+// CPUDynamicPad.h: tiled ones and those of run-time extents too; tensor.pad ones keep their
+// per-element generic) against a reference built element by element, at awkward shapes: odd
+// and prime extents, asymmetric pads, a pad of only one side, a negative low (a crop), rows
+// of 1 and 1023, a non-zero padding value, ranks 1 to 4, dynamic dims (one module at several
+// sizes); on 0, 1 and 3 worker threads. The importer's own output is also checked by the node
 // conformance tests (test_constant_pad, test_conv_with_strides_and_asymmetric_padding).
 #include <catch2/catch.hpp>
 
@@ -63,9 +64,20 @@ std::string TensorPadSource(const Pad& p) {
 
 // The ONNX importer's form (compiler/importers/onnx Context::Pad): a generic over the result
 // reading x at min(max(i - low, 0), extent - 1) where a dim is padded, the value outside.
+// Dynamic: every extent is x's `tensor.dim`, read outside the generic (as in a dynamic
+// export, where they reach the kernel as arguments).
 std::string ImporterPadSource(const Pad& p) {
-  std::string in = TensorType(p.shape, false), out = TensorType(PaddedShape(p), false);
-  std::string maps = "affine_map<(", iterators, body, at, valid;
+  std::string in = TensorType(p.shape, p.dynamic), out = TensorType(PaddedShape(p), p.dynamic);
+  std::string maps = "affine_map<(", iterators, body, at, valid, dims, sizes;
+  if (p.dynamic)
+    for (size_t d = 0; d < p.shape.size(); ++d) {
+      std::string k = std::to_string(d);
+      dims += "  %c" + k + " = arith.constant " + k + " : index\n" +
+              "  %dim" + k + " = tensor.dim %x, %c" + k + " : " + in + "\n" +
+              "  %pads" + k + " = arith.constant " + std::to_string(p.low[d] + p.high[d]) + " : index\n" +
+              "  %size" + k + " = arith.addi %dim" + k + ", %pads" + k + " : index\n";
+      sizes += (d ? ", %size" : "%size") + k;
+    }
   for (size_t d = 0; d < p.shape.size(); ++d) {
     std::string k = std::to_string(d);
     maps += (d ? ", d" : "d") + k;
@@ -76,14 +88,15 @@ std::string ImporterPadSource(const Pad& p) {
       continue;
     }
     std::string low = std::to_string(p.low[d]), extent = std::to_string(p.shape[d]);
+    std::string n = p.dynamic ? "%dim" + k : "%n" + k;
     body += "    %low" + k + " = arith.constant " + low + " : index\n" +
-            "    %n" + k + " = arith.constant " + extent + " : index\n" +
+            (p.dynamic ? "" : "    %n" + k + " = arith.constant " + extent + " : index\n") +
             "    %s" + k + " = arith.subi %i" + k + ", %low" + k + " : index\n" +
-            "    %last" + k + " = arith.subi %n" + k + ", %one : index\n" +
+            "    %last" + k + " = arith.subi " + n + ", %one : index\n" +
             "    %m" + k + " = arith.maxsi %s" + k + ", %zero : index\n" +
             "    %a" + k + " = arith.minsi %m" + k + ", %last" + k + " : index\n" +
             "    %ge" + k + " = arith.cmpi sge, %s" + k + ", %zero : index\n" +
-            "    %lt" + k + " = arith.cmpi slt, %s" + k + ", %n" + k + " : index\n" +
+            "    %lt" + k + " = arith.cmpi slt, %s" + k + ", " + n + " : index\n" +
             "    %ok" + k + " = arith.andi %ge" + k + ", %lt" + k + " : i1\n";
     if (!valid.empty()) {
       body += "    %and" + k + " = arith.andi " + valid + ", %ok" + k + " : i1\n";
@@ -94,8 +107,8 @@ std::string ImporterPadSource(const Pad& p) {
     at += (d ? ", %a" : "%a") + k;
   }
   maps += ") -> (" + maps.substr(std::string("affine_map<(").size()) + ")>";
-  return "func.func @main(%x: " + in + ") -> " + out + " {\n" +
-         "  %e = tensor.empty() : " + out + "\n" +
+  return "func.func @main(%x: " + in + ") -> " + out + " {\n" + dims +
+         "  %e = tensor.empty(" + sizes + ") : " + out + "\n" +
          "  %r = linalg.generic {indexing_maps = [" + maps + "], iterator_types = [" + iterators +
          "]} outs(%e : " + out + ") {\n" +
          "  ^bb0(%o: f32):\n" +
@@ -153,9 +166,41 @@ TEST_CASE("static constant pads in the ONNX importer's form at awkward shapes ar
   Check({{1, 17, 1, 33}, {0, 0, 2, 1}, {0, 1, 0, 0}, -3.0e38}, "lowest");
   Check({{1, 5, 7, 11}, {0, 2, 3, 4}, {0, 3, 2, 1}, 0.5}, "three_dims");
   Check({{1, 13, 16, 16}, {0, 0, 1, 1}, {0, 0, 1, 1}, 0.0}, "depthwise_input");
-  // Split over workgroups along a padded outer dim (the tiled generic stays per element).
+  // Split over workgroups along a padded outer dim (a tile: codegen/CPUDynamicPad.h).
   Check({{3, 5, 7, 11}, {1, 2, 3, 4}, {4, 3, 2, 1}, 0.5}, "every_dim_tiled");
   Check({{1023}, {1}, {0}, 2.25}, "rank1_tiled");
+  // A negative low crops the source.
+  Check({{3, 9}, {1, -2}, {0, 1}, 0.25}, "crop");
+}
+
+// One dynamic module of `p`'s rank, lows, highs and value run at each source shape of `shapes`.
+void CheckOneModuleAtSizes(Pad p, const std::string& name, std::initializer_list<std::vector<int64_t>> shapes) {
+  p.dynamic = true;
+  std::string module = CompileOrDie(ImporterPadSource(p), "constant_pad_" + name);
+  for (const std::vector<int64_t>& shape : shapes) {
+    p.shape = shape;
+    INFO(name << ": source " << Join(p.shape) << ", low " << Join(p.low) << ", high " << Join(p.high)
+              << ", value " << p.value << " (one dynamic module)");
+    HostTensor x = RandomF32(p.shape, 19);
+    HostTensor expected = Reference(p, x);
+    for (const char* threads : {"--cpu-threads=0", "--cpu-threads=3"}) {
+      INFO(threads);
+      auto out = RunOrDie(module, "main", {x}, 1, "cpu", threads);
+      RequireClose(out[0], expected, 0, 0);  // a copy: exact
+    }
+  }
+}
+
+TEST_CASE("dynamic constant pads in the ONNX importer's form, one module at several sizes, are exact") {
+  // A convolution's input (codegen/CPUDynamicPad.h: a fill and a copy, the extents kernel
+  // arguments): planes of 1 to 57, batch 1 and 3 (split over workgroups along the batch).
+  CheckOneModuleAtSizes({{1, 5, 1, 1}, {0, 0, 1, 2}, {0, 0, 2, 1}, 0.0}, "dynamic_nchw",
+                        {{1, 5, 1, 1}, {3, 5, 3, 7}, {1, 5, 7, 7}, {3, 5, 13, 1}, {1, 5, 57, 57}, {3, 5, 57, 13}});
+  // Every dim padded, a non-zero value, a one-sided pad; the outer padded dim tiled.
+  CheckOneModuleAtSizes({{1, 1, 1}, {2, 0, 3}, {1, 4, 0}, -2.5}, "dynamic_every_dim",
+                        {{1, 1, 1}, {3, 7, 13}, {13, 3, 1}, {57, 1, 7}});
+  // A negative low crops the source (s = i + 1).
+  CheckOneModuleAtSizes({{1, 1}, {0, -1}, {0, 3}, 1.0}, "dynamic_crop", {{1, 1}, {3, 7}, {7, 1023}, {1, 2}});
 }
 
 TEST_CASE("static tensor.pad ops (LowerTensorOps' generic, left per element) are exact") {

@@ -238,6 +238,35 @@ TEST_CASE("one dynamic-size convolution module runs at several batch and spatial
   CheckOneModuleAtSizes(strided, {{1, 1, 1}, {3, 7, 7}, {1, 13, 13}, {3, 57, 13}});
 }
 
+TEST_CASE("one dynamic-size 1x1 convolution module, its panels loaded whole, masked or gathered, matches a double reference") {
+  // A 1x1 convolution over a whole plane reads consecutive columns: full panels are loaded,
+  // partial ones (planes of fewer positions than a panel, every plane's last) loaded masked
+  // (CPUConvolutionKernel.h). Planes of 1 to 57 x 57, batch 1 and 3; 40 filters over 24
+  // channels (an argument filter) and over 13 (a constant one, not packed: 13 taps).
+  Conv pointwise{1, 24, 0, 0, 40, 1, 1, 1, 1, 1};
+  pointwise.epilogue = true;
+  CheckOneModuleAtSizes(pointwise, {{1, 1, 1}, {3, 3, 3}, {1, 7, 7}, {3, 13, 13}, {1, 57, 57}, {3, 5, 7}});
+  Conv few{1, 13, 0, 0, 40, 1, 1, 1, 1, 1};
+  few.constant = true;
+  CheckOneModuleAtSizes(few, {{1, 1, 1}, {3, 2, 2}, {1, 4, 4}, {1, 13, 13}, {3, 57, 3}});
+}
+
+TEST_CASE("dynamic-size convolutions on output planes of 1 to 4 positions and a few more match a double reference") {
+  // Planes of fewer positions than a panel's columns (partial panels: loaded masked when
+  // consecutive in x, gathered otherwise) in one module: 1 x 1, 1 x 3, 1 x 4, 2 x 1, 2 x 2
+  // (batch 1 and 3), then 2 x 3 and 5 x 5. A 1x1 over 37 channels (K no multiple of the
+  // lanes), a 3x3 at stride 2 over 7 (K = 63), a 3x3 at dilation 2 over 19 channels with a
+  // constant filter of 171 taps (not packed at load).
+  Conv pointwise{1, 37, 0, 0, 23, 1, 1, 1, 1, 1};
+  pointwise.epilogue = true;
+  CheckOneModuleAtSizes(pointwise, {{1, 1, 1}, {1, 1, 3}, {3, 1, 4}, {1, 2, 1}, {3, 2, 2}, {1, 2, 3}, {1, 5, 5}});
+  Conv strided{1, 7, 0, 0, 19, 3, 3, 2, 1, 1};
+  CheckOneModuleAtSizes(strided, {{1, 1, 1}, {3, 1, 4}, {1, 2, 2}, {1, 2, 3}, {3, 5, 5}});
+  Conv dilated{1, 19, 0, 0, 11, 3, 3, 1, 2, 1};
+  dilated.constant = true;
+  CheckOneModuleAtSizes(dilated, {{1, 1, 1}, {1, 2, 2}, {3, 1, 3}, {1, 4, 4}});
+}
+
 TEST_CASE("a dynamic-size convolution on a filter packed at load is exact around its 8-row register tiles") {
   // The packed-filter kernel's tiles are 8 output positions by NR filters, then the rows left
   // as tiles of 4, 2 and 1 (CPUConvolutionKernel.h, kPackedFilterMaxTileRows): positions

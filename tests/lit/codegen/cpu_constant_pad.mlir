@@ -124,36 +124,3 @@ hexir.executable @edge_repeat attributes {hexir.workgroup_count = array<i64: 1, 
     }
   }
 }
-
-// -----
-
-// Dynamic shapes (a dynamic export's pad) keep the generic.
-// CHECK-LABEL: hexir.executable @dynamic_pad
-// CHECK:         llvm.select {{.*}} : i1, f32
-hexir.executable @dynamic_pad attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
-  builtin.module {
-    func.func @dynamic_pad(%x: tensor<?x7xf32>, %o: tensor<?x9xf32>, %id: index) -> tensor<?x9xf32> {
-      %c1 = arith.constant 1 : index
-      %c7 = arith.constant 7 : index
-      %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} outs(%o : tensor<?x9xf32>) {
-      ^bb0(%out: f32):
-        %c0 = arith.constant 0 : index
-        %one = arith.constant 1 : index
-        %i0 = linalg.index 0 : index
-        %i1 = linalg.index 1 : index
-        %s1 = arith.subi %i1, %c1 : index
-        %l1 = arith.subi %c7, %one : index
-        %m1 = arith.maxsi %s1, %c0 : index
-        %a1 = arith.minsi %m1, %l1 : index
-        %g1 = arith.cmpi sge, %s1, %c0 : index
-        %t1 = arith.cmpi slt, %s1, %c7 : index
-        %v = arith.andi %g1, %t1 : i1
-        %e = tensor.extract %x[%i0, %a1] : tensor<?x7xf32>
-        %cst = arith.constant 0.000000e+00 : f32
-        %y = arith.select %v, %e, %cst : f32
-        linalg.yield %y : f32
-      } -> tensor<?x9xf32>
-      return %r : tensor<?x9xf32>
-    }
-  }
-}

@@ -112,11 +112,13 @@ hexir.executable @multiplier attributes {hexir.workgroup_count = array<i64: 1, 1
 
 // Dynamic batch and spatial dims (a dynamic ONNX export): the same implicit GEMM, on views of
 // the planes rebuilt from the strided metadata; it runs when the rows are contiguous at run
-// time (stride of dim 2 == size of dim 3), the loop lowering otherwise.
+// time (stride of dim 2 == size of dim 3), the loop lowering otherwise. A panel whose columns
+// inside N are consecutive in x is loaded (a partial one masked), otherwise gathered.
 // CHECK-LABEL: hexir.executable @dense_dynamic
 // CHECK:         llvm.func internal @dense_dynamic_impl(
 // CHECK:           llvm.icmp "eq"
 // CHECK:           llvm.cond_br
+// CHECK:           llvm.intr.masked.load
 // CHECK:           llvm.intr.masked.gather
 // CHECK-COUNT-12:  llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
 // CHECK:           llvm.fmul {{.*}} : f32

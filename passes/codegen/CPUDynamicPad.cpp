@@ -1,0 +1,228 @@
+// Rewrites the pads described in CPUDynamicPad.h.
+#include "passes/codegen/CPUDynamicPad.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
+namespace hexir::codegen {
+using namespace mlir;
+
+namespace {
+
+// `v` when it is an integer constant or a sum or difference of such (the importer writes
+// the last coordinate as `extent - 1` unfolded).
+std::optional<int64_t> ConstantOf(Value v) {
+  if (std::optional<int64_t> c = getConstantIntValue(v)) return c;
+  if (auto add = v.getDefiningOp<arith::AddIOp>()) {
+    std::optional<int64_t> l = ConstantOf(add.getLhs()), r = ConstantOf(add.getRhs());
+    if (l && r) return *l + *r;
+  }
+  if (auto sub = v.getDefiningOp<arith::SubIOp>()) {
+    std::optional<int64_t> l = ConstantOf(sub.getLhs()), r = ConstantOf(sub.getRhs());
+    if (l && r) return *l - *r;
+  }
+  return std::nullopt;
+}
+
+bool IsIndexOf(Value v, unsigned dim) {
+  auto index = v.getDefiningOp<linalg::IndexOp>();
+  return index && index.getDim() == dim;
+}
+
+// `v` as a value the rewrite can use before the generic: a constant, or a value defined
+// outside its body.
+std::optional<OpFoldResult> Outside(Value v, Region& body) {
+  if (std::optional<int64_t> c = ConstantOf(v)) return OpFoldResult(IntegerAttr::get(IndexType::get(v.getContext()), *c));
+  if (body.isAncestor(v.getParentRegion())) return std::nullopt;
+  return OpFoldResult(v);
+}
+
+// The leaves of an and-tree of i1 values.
+void Conjuncts(Value v, SmallVectorImpl<Value>& out) {
+  if (auto both = v.getDefiningOp<arith::AndIOp>()) {
+    Conjuncts(both.getLhs(), out);
+    Conjuncts(both.getRhs(), out);
+    return;
+  }
+  out.push_back(v);
+}
+
+// i_d, or i_d + off as an addi or as the affine.apply a tiled generic's index becomes
+// (d0 + s0 over the tile offset and the index). Returns the offset (null: none).
+std::optional<OpFoldResult> MatchPosition(Value p, unsigned dim, Region& body) {
+  if (IsIndexOf(p, dim)) return OpFoldResult();
+  Value a, b;
+  if (auto add = p.getDefiningOp<arith::AddIOp>()) {
+    a = add.getLhs();
+    b = add.getRhs();
+  } else if (auto apply = p.getDefiningOp<affine::AffineApplyOp>()) {
+    AffineMap map = apply.getAffineMap();
+    auto sum = map.getNumResults() == 1 ? dyn_cast<AffineBinaryOpExpr>(map.getResult(0)) : nullptr;
+    if (!sum || sum.getKind() != AffineExprKind::Add) return std::nullopt;
+    auto operand = [&](AffineExpr e) -> Value {
+      if (auto d = dyn_cast<AffineDimExpr>(e)) return apply.getOperand(d.getPosition());
+      if (auto s = dyn_cast<AffineSymbolExpr>(e)) return apply.getOperand(map.getNumDims() + s.getPosition());
+      return nullptr;
+    };
+    a = operand(sum.getLHS());
+    b = operand(sum.getRHS());
+    if (!a || !b) return std::nullopt;
+  } else {
+    return std::nullopt;
+  }
+  if (IsIndexOf(b, dim)) std::swap(a, b);
+  if (!IsIndexOf(a, dim)) return std::nullopt;
+  return Outside(b, body);
+}
+
+struct PadDim {
+  OpFoldResult offset;  // the tile's offset along the dim; null: 0
+  Value shifted;        // s_d in the body; null when the dim is not padded
+  OpFoldResult low, extent;
+  Value last;  // the clamp's upper bound, E_d - 1
+};
+
+struct DynamicPad {
+  Value source, value;  // value: defined above the generic, or a constant inside its body
+  SmallVector<PadDim> dims;
+};
+
+// `last` is `extent - 1`: both constants, or extent - 1 / extent + -1 written out.
+bool IsOneBelow(Value last, OpFoldResult extent) {
+  std::optional<int64_t> e = getConstantIntValue(extent);
+  std::optional<int64_t> l = ConstantOf(last);
+  if (e && l) return *l == *e - 1;
+  auto value = dyn_cast<Value>(extent);
+  if (!value) return false;
+  if (auto sub = last.getDefiningOp<arith::SubIOp>())
+    return sub.getLhs() == value && ConstantOf(sub.getRhs()) == 1;
+  if (auto add = last.getDefiningOp<arith::AddIOp>())
+    return (add.getLhs() == value && ConstantOf(add.getRhs()) == -1) ||
+           (add.getRhs() == value && ConstantOf(add.getLhs()) == -1);
+  return false;
+}
+
+std::optional<DynamicPad> MatchDynamicPad(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 0 || op.getNumDpsInits() != 1 || op->getNumResults() != 1 ||
+      op.getNumParallelLoops() != op.getNumLoops() || !op.getIndexingMapsArray()[0].isIdentity())
+    return std::nullopt;
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!type) return std::nullopt;
+  Region& body = op.getRegion();
+  auto yield = cast<linalg::YieldOp>(body.front().getTerminator());
+  auto select = yield.getValues()[0].getDefiningOp<arith::SelectOp>();
+  if (!select) return std::nullopt;
+  auto extract = select.getTrueValue().getDefiningOp<tensor::ExtractOp>();
+  Value value = select.getFalseValue();
+  if (!extract || body.isAncestor(extract.getTensor().getParentRegion())) return std::nullopt;
+  if (body.isAncestor(value.getParentRegion()) && !value.getDefiningOp<arith::ConstantOp>()) return std::nullopt;
+  auto sourceType = cast<RankedTensorType>(extract.getTensor().getType());
+  if (sourceType.getRank() != type.getRank() || sourceType.getElementType() != type.getElementType())
+    return std::nullopt;
+  DynamicPad pad{extract.getTensor(), value, {}};
+  for (auto [d, at] : llvm::enumerate(extract.getIndices())) {
+    PadDim dim;
+    if (std::optional<OpFoldResult> offset = MatchPosition(at, d, body)) {
+      dim.offset = *offset;
+      pad.dims.push_back(dim);
+      continue;
+    }
+    // min(max(s, 0), last) with s = position - low.
+    auto upper = at.getDefiningOp<arith::MinSIOp>();
+    auto lower = upper ? upper.getLhs().getDefiningOp<arith::MaxSIOp>() : nullptr;
+    if (!lower || ConstantOf(lower.getRhs()) != 0) return std::nullopt;
+    auto shift = lower.getLhs().getDefiningOp<arith::SubIOp>();
+    if (!shift) return std::nullopt;
+    std::optional<OpFoldResult> offset = MatchPosition(shift.getLhs(), d, body);
+    std::optional<OpFoldResult> low = Outside(shift.getRhs(), body);
+    if (!offset || !low) return std::nullopt;
+    dim.offset = *offset;
+    dim.low = *low;
+    dim.shifted = shift.getResult();
+    dim.last = upper.getRhs();
+    pad.dims.push_back(dim);
+  }
+  // The condition must be exactly 0 <= s_d < E_d for every padded dim (and constant trues),
+  // and each clamp's bound E_d - 1.
+  SmallVector<Value> conjuncts;
+  Conjuncts(select.getCondition(), conjuncts);
+  SmallVector<bool> above(pad.dims.size(), false);
+  for (Value c : conjuncts) {
+    if (std::optional<int64_t> k = ConstantOf(c)) {
+      if (*k == 0) return std::nullopt;
+      continue;
+    }
+    auto cmp = c.getDefiningOp<arith::CmpIOp>();
+    PadDim* dim = nullptr;
+    for (PadDim& candidate : pad.dims)
+      if (cmp && candidate.shifted && candidate.shifted == cmp.getLhs()) dim = &candidate;
+    if (!dim) return std::nullopt;
+    if (cmp.getPredicate() == arith::CmpIPredicate::sge && ConstantOf(cmp.getRhs()) == 0) {
+      above[dim - pad.dims.data()] = true;
+    } else if (cmp.getPredicate() == arith::CmpIPredicate::slt && !dim->extent) {
+      std::optional<OpFoldResult> extent = Outside(cmp.getRhs(), body);
+      if (!extent) return std::nullopt;
+      dim->extent = *extent;
+    } else {
+      return std::nullopt;
+    }
+  }
+  for (auto [d, dim] : llvm::enumerate(pad.dims))
+    if (dim.shifted && (!above[d] || !dim.extent || !IsOneBelow(dim.last, dim.extent))) return std::nullopt;
+  return pad;
+}
+
+}  // namespace
+
+int LowerDynamicPadsToCopies(func::FuncOp kernel) {
+  SmallVector<std::pair<linalg::GenericOp, DynamicPad>> pads;
+  kernel.walk([&](linalg::GenericOp op) {
+    if (std::optional<DynamicPad> pad = MatchDynamicPad(op)) pads.push_back({op, *pad});
+  });
+  for (auto& [op, pad] : pads) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    Value init = op.getDpsInits()[0];
+    auto index = [&](OpFoldResult v) { return getValueOrCreateConstantIndexOp(b, loc, v); };
+    auto zero = arith::ConstantIndexOp::create(b, loc, 0);
+    auto clamp = [&](Value v, Value lo, Value hi) {
+      return b.createOrFold<arith::MinSIOp>(loc, b.createOrFold<arith::MaxSIOp>(loc, v, lo), hi);
+    };
+    SmallVector<OpFoldResult> sourceOffsets, offsets, sizes, strides;
+    for (auto [d, dim] : llvm::enumerate(pad.dims)) {
+      OpFoldResult extent = tensor::getMixedSize(b, loc, init, d);
+      strides.push_back(b.getIndexAttr(1));
+      if (!dim.shifted) {
+        sourceOffsets.push_back(dim.offset ? dim.offset : b.getIndexAttr(0));
+        offsets.push_back(b.getIndexAttr(0));
+        sizes.push_back(extent);
+        continue;
+      }
+      // L = low - off; lo = clamp(L, 0, O); hi = clamp(L + E, lo, O); E within the source.
+      Value out = index(extent);
+      Value shift = index(dim.low);
+      if (dim.offset) shift = b.createOrFold<arith::SubIOp>(loc, shift, index(dim.offset));
+      Value e = b.createOrFold<arith::MinSIOp>(loc, index(dim.extent),
+                                               index(tensor::getMixedSize(b, loc, pad.source, d)));
+      Value lo = clamp(shift, zero, out);
+      Value hi = clamp(b.createOrFold<arith::AddIOp>(loc, shift, e), lo, out);
+      sourceOffsets.push_back(getAsOpFoldResult(b.createOrFold<arith::SubIOp>(loc, lo, shift)));
+      offsets.push_back(getAsOpFoldResult(lo));
+      sizes.push_back(getAsOpFoldResult(b.createOrFold<arith::SubIOp>(loc, hi, lo)));
+    }
+    Value value = pad.value;
+    if (op.getRegion().isAncestor(value.getParentRegion())) value = b.clone(*value.getDefiningOp())->getResult(0);
+    Value filled = linalg::FillOp::create(b, loc, ValueRange{value}, ValueRange{init}).getResult(0);
+    Value slice = tensor::ExtractSliceOp::create(b, loc, pad.source, sourceOffsets, sizes, strides);
+    Value padded = tensor::InsertSliceOp::create(b, loc, slice, filled, offsets, sizes, strides);
+    op->getResult(0).replaceAllUsesWith(padded);
+    op->erase();
+  }
+  return static_cast<int>(pads.size());
+}
+
+}  // namespace hexir::codegen
