@@ -55,10 +55,11 @@ constexpr int64_t kMaxInt8ActivationBlocks = 2048;
 // bytes: 4096 -14% and -12% in two runs, 6144 to 16384 -16 to -21%; f32 within its noise,
 // +-10%: it converts nothing, so the out-of-order window alone runs further ahead).
 constexpr int64_t kPrefetchBytes = 4096;
-// Block rows likewise (random768, one thread, CPU time per decode token against 2048: q4_0
-// -13 to -18%, q8_0 -20 to -26%; 8192 no better, 16384 worse; 512 was 12% slower than 2048 on
-// q8_0).
-constexpr int64_t kBlockPrefetchBytes = 4096;
+// Block rows further (random768, one thread, least CPU time per decode token of 3-4
+// alternated rounds, load 5-7, against 4096: q4_0 -20% (12288 -26%, 16384 -15%), q8_0 -12%;
+// the kernels before the VNNI dots measured 4096 against 2048: q4_0 -13 to -18%, q8_0 -20 to
+// -26%, 8192 no better then; 512 was 12% slower than 2048 on q8_0).
+constexpr int64_t kBlockPrefetchBytes = 8192;
 
 Type ElementOf(Value v) { return cast<ShapedType>(v.getType()).getElementType(); }
 int64_t RankOf(Value v) { return cast<ShapedType>(v.getType()).getRank(); }

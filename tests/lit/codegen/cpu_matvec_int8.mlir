@@ -9,10 +9,11 @@
 // in int32 lanes: on AVX2 (x86-64-v3) ggml's |w| * sign(q, w) byte products summed in pairs
 // and the pairs in pairs (vpsignb twice, vpmaddubsw, vpmaddwd with ones), the intrinsics'
 // stand-in declarations gone; on SSE products of the bytes widened to i32, even + odd lanes
-// twice. No per-element byte reads.
+// twice. No per-element byte reads. Each row is prefetched 8192 bytes ahead.
 // CHECK-LABEL: hexir.executable @q8
 // CHECK-NOT:     hexir_llvm_x86
 // CHECK:         llvm.func internal @q8_impl(
+// CHECK:           llvm.mlir.constant(8192 : index)
 // CHECK:           llvm.alloca {{.*}} x i8
 // CHECK:           llvm.intr.vector.reduce.fmax
 // CHECK:           llvm.intr.roundeven({{.*}}) : (vector<8xf32>) -> vector<8xf32>
