@@ -11,7 +11,9 @@
 //     prompt's M rows of them, a marked generic over (m, n, b, j) with x [M][K / B][B] and
 //     y [M][N] (M dynamic), lowered to a loop over m running the kernel below on the views
 //     x[m] and y[m] (each row reads the whole weight).
-// becomes, for each group of `rows` (R) rows n..n+R-1:
+// becomes, for each group of `rows` (R) rows n..n+R-1 (R = 4 for f32 weights and the blocks
+// dotted in f32; 1 for f16 weights and the int8 dots, whose conversions leave the loads of
+// 4 rows a row apart waiting on memory, where one row is one sequential stream):
 //
 //   acc[r] = 0                                       (vectors of `lanes` f32, in registers)
 //   dense:  for k in steps of lanes*unroll: xv = x[k..]; acc[r][u] += widen(W[n+r][k..]) * xv

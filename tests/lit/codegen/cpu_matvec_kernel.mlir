@@ -21,12 +21,13 @@ hexir.executable @mv attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
 
 // -----
 
-// f16 weights (a generic widening them): vector loads of 8 halves, widened in registers;
-// each row prefetched 4096 bytes (2048 halves) ahead.
+// f16 weights (a generic widening them): one row at a time (one sequential stream), vector
+// loads of 8 halves, widened in registers; the row prefetched 4096 bytes (2048 halves) ahead.
 // CHECK-LABEL: hexir.executable @mv_f16
 // CHECK:         llvm.func internal @mv_f16_impl(
 // CHECK:           llvm.mlir.constant(2048 : index)
 // CHECK:           "llvm.intr.prefetch"
+// CHECK-NOT:       "llvm.intr.prefetch"
 // CHECK:           llvm.load {{.*}} -> vector<8xf16>
 // CHECK:           llvm.fpext {{.*}} : vector<8xf16> to vector<8xf32>
 // CHECK:           llvm.intr.fmuladd
