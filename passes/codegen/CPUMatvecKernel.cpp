@@ -58,12 +58,12 @@ constexpr int64_t kMaxInt8ActivationBlocks = 2048;
 
 // How far ahead of the bytes being read each dense row is prefetched: the R rows are R
 // streams a row apart, which the hardware prefetchers alone do not keep ahead of the loads.
-// A row group of R consecutive rows is one region of memory read at R places, so far enough
-// ahead lies in the groups that follow, as for the block rows below (random768 f16, one
-// thread, load 5-9, least CPU time per decode token of 3-5 alternated rounds against 512
-// bytes: 4096 -14% and -12% in two runs, 6144 to 16384 -16 to -21%; f32 within its noise,
-// +-10%: it converts nothing, so the out-of-order window alone runs further ahead).
-constexpr int64_t kPrefetchBytes = 4096;
+constexpr int64_t kPrefetchBytes = 512;
+// f16 rows further: their conversions hold the out-of-order window to fewer bytes in flight
+// (random768 f16, one thread, load 5-9, least CPU time per decode token of 3-5 alternated
+// rounds, 4 rows a group, against 512 bytes: 4096 -14% and -12% in two runs, 6144 to 16384
+// -16 to -21%; f32 at 4096 within its noise, +-10%, in four runs: kept at 512).
+constexpr int64_t kConvertedPrefetchBytes = 4096;
 // Block rows further (random768, one thread, least CPU time per decode token of 3-4
 // alternated rounds, load 5-7, against 4096: q4_0 -20% (12288 -26%, 16384 -15%), q8_0 -12%;
 // the kernels before the VNNI dots measured 4096 against 2048: q4_0 -13 to -18%, q8_0 -20 to
@@ -229,7 +229,8 @@ class MatvecEmitter {
       SmallVector<Value> init(rows * t.unroll, zero);
       scf::ForOp main = forLoopCarrying(index(0), full, index(step), init, [&](Value k, ValueRange acc) {
         SmallVector<Value> next(acc);
-        prefetchRows(m.weights, rowAt, add(k, kPrefetchBytes / (wElem.getIntOrFloatBitWidth() / 8)));
+        const int64_t ahead = wElem.isF32() ? kPrefetchBytes : kConvertedPrefetchBytes;
+        prefetchRows(m.weights, rowAt, add(k, ahead / (wElem.getIntOrFloatBitWidth() / 8)));
         for (int64_t u = 0; u < t.unroll; ++u) {
           Value ku = add(k, u * t.lanes);
           Value xv = vector::LoadOp::create(b, loc, vec, m.x, ValueRange{ku});

@@ -29,7 +29,7 @@
 //   blocks: for each block b: acc[r] += (d_w * d_x[b]) * int32 lanes of sum_v w_q[v] * q[b][v]
 //                               (+ m_w * sum_x[b] into a scalar, for q4_1's min)
 // (the integer lanes on AVX2 as ggml computes them: vpsignb, vpmaddubsw, vpmaddwd).
-// Each step first prefetches every row 4096 bytes (dense) or 8192 bytes (blocks) past the
+// Each step first prefetches every row 512 bytes (f32), 4096 (f16) or 8192 (blocks) past the
 // bytes it reads (R rows are R streams, which the hardware prefetchers alone leave waiting
 // on memory).
 // The rows left below R run the same code with R = 1. No per-element scalar gathers: each
