@@ -30,7 +30,8 @@ struct MatvecTiles {
   bool int8DotAccumulate;  // those dots by vpdpbusd (AVX512_VNNI)
   int64_t lanes;   // f32 lanes of a dense step's vectors (8 on AVX2, 16 on AVX-512)
   int64_t unroll;  // dense vectors per row and k step (independent FMA chains)
-  int64_t rows;    // R
+  int64_t rows;    // R: f32 weights
+  int64_t decodedRows;  // R: weights converted in registers (f16, int8 dots)
 };
 
 MatvecTiles ChooseMatvecTiles(const CPUTarget& target) {
@@ -41,20 +42,33 @@ MatvecTiles ChooseMatvecTiles(const CPUTarget& target) {
   t.lanes = std::max<int64_t>(4, target.vectorBits / 32);
   t.unroll = 2;
   t.rows = 4;
+  // Weights that are converted before their FMAs (f16 widened, blocks' integer dots) are
+  // read one row at a time: one sequential stream, which the hardware prefetchers follow,
+  // instead of 4 rows a row apart; x is reloaded per row from L1 (random768, one thread,
+  // load 3-4, least CPU time per decode token of 3 alternated rounds, 1 row against 4:
+  // q4_0 -15%, q8_0 -26%, f16 -20%; f32, whose loads outrun its FMAs, +8%: kept at 4; 2 rows
+  // no better than 4 on f16, 8 rows 3% better). The block formats dotted in f32 (the
+  // K-quants, emitBlocks) keep 4: not measured.
+  t.decodedRows = 1;
   return t;
 }
 
 // The most activation blocks quantized into the kernel's stack (80 KiB at 2048).
 constexpr int64_t kMaxInt8ActivationBlocks = 2048;
 
-// How far ahead of the bytes being read each row is prefetched: the R rows are R streams
-// a row apart, which the hardware prefetchers alone do not keep ahead of the loads.
+// How far ahead of the bytes being read each dense row is prefetched: the R rows are R
+// streams a row apart, which the hardware prefetchers alone do not keep ahead of the loads.
 constexpr int64_t kPrefetchBytes = 512;
-// Block rows are prefetched further ahead: a row group of R consecutive rows is one region
-// of memory read at R places, and 4096 bytes past each place lies in the groups that follow
-// (random768, one thread, CPU time per decode token against 2048: q4_0 -13 to -18%, q8_0
-// -20 to -26%; 8192 no better, 16384 worse; 512 was 12% slower than 2048 on q8_0).
-constexpr int64_t kBlockPrefetchBytes = 4096;
+// f16 rows further: their conversions hold the out-of-order window to fewer bytes in flight
+// (random768 f16, one thread, load 5-9, least CPU time per decode token of 3-5 alternated
+// rounds, 4 rows a group, against 512 bytes: 4096 -14% and -12% in two runs, 6144 to 16384
+// -16 to -21%; f32 at 4096 within its noise, +-10%, in four runs: kept at 512).
+constexpr int64_t kConvertedPrefetchBytes = 4096;
+// Block rows further (random768, one thread, least CPU time per decode token of 3-4
+// alternated rounds, load 5-7, against 4096: q4_0 -20% (12288 -26%, 16384 -15%), q8_0 -12%;
+// the kernels before the VNNI dots measured 4096 against 2048: q4_0 -13 to -18%, q8_0 -20 to
+// -26%, 8192 no better then; 512 was 12% slower than 2048 on q8_0).
+constexpr int64_t kBlockPrefetchBytes = 8192;
 
 Type ElementOf(Value v) { return cast<ShapedType>(v.getType()).getElementType(); }
 int64_t RankOf(Value v) { return cast<ShapedType>(v.getType()).getRank(); }
@@ -188,11 +202,12 @@ class MatvecEmitter {
  public:
   MatvecEmitter(OpBuilder& b, Location loc, const MatvecTiles& tiles) : b(b), loc(loc), t(tiles) {}
 
-  // Runs `group(n0, R)` over [0, rows) in groups of t.rows, then one row at a time.
-  void forRowGroups(Value rows, llvm::function_ref<void(Value, int64_t)> group) {
+  // Runs `group(n0, R)` over [0, rows) in groups of R = `groupRows`, then one row at a time.
+  void forRowGroups(Value rows, int64_t groupRows, llvm::function_ref<void(Value, int64_t)> group) {
+    if (groupRows == 1) return forLoop(index(0), rows, index(1), [&](Value n0) { group(n0, 1); });
     Value whole = arith::MulIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, rows, index(t.rows)), index(t.rows));
-    forLoop(index(0), whole, index(t.rows), [&](Value n0) { group(n0, t.rows); });
+        b, loc, arith::DivUIOp::create(b, loc, rows, index(groupRows)), index(groupRows));
+    forLoop(index(0), whole, index(groupRows), [&](Value n0) { group(n0, groupRows); });
     forLoop(whole, rows, index(1), [&](Value n0) { group(n0, 1); });
   }
 
@@ -208,12 +223,14 @@ class MatvecEmitter {
     int64_t step = t.lanes * t.unroll;
     // Whole steps of lanes * unroll values, then the rest one (masked) vector at a time.
     Value full = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, depth, index(step)), index(step));
-    forRowGroups(memref::DimOp::create(b, loc, m.y, 0), [&](Value n0, int64_t rows) {
+    const int64_t groupRows = wElem.isF32() ? t.rows : t.decodedRows;
+    forRowGroups(memref::DimOp::create(b, loc, m.y, 0), groupRows, [&](Value n0, int64_t rows) {
       SmallVector<Value> rowAt = rowValues(n0, rows);
       SmallVector<Value> init(rows * t.unroll, zero);
       scf::ForOp main = forLoopCarrying(index(0), full, index(step), init, [&](Value k, ValueRange acc) {
         SmallVector<Value> next(acc);
-        prefetchRows(m.weights, rowAt, add(k, kPrefetchBytes / (wElem.getIntOrFloatBitWidth() / 8)));
+        const int64_t ahead = wElem.isF32() ? kPrefetchBytes : kConvertedPrefetchBytes;
+        prefetchRows(m.weights, rowAt, add(k, ahead / (wElem.getIntOrFloatBitWidth() / 8)));
         for (int64_t u = 0; u < t.unroll; ++u) {
           Value ku = add(k, u * t.lanes);
           Value xv = vector::LoadOp::create(b, loc, vec, m.x, ValueRange{ku});
@@ -258,7 +275,7 @@ class MatvecEmitter {
     Value scalarZero = arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(0.0f));
     Block& entry = op->getParentOfType<func::FuncOp>().getBody().front();
     Int8Activations x = QuantizeActivations(b, loc, m.x, f.hasMin, entry);
-    forRowGroups(memref::DimOp::create(b, loc, m.y, 0), [&](Value n0, int64_t rows) {
+    forRowGroups(memref::DimOp::create(b, loc, m.y, 0), t.decodedRows, [&](Value n0, int64_t rows) {
       SmallVector<Value> rowAt = rowValues(n0, rows);
       SmallVector<Value> weightRow = weightRows(m, op, rowAt);
       // rows vector accumulators, then (with a min) rows scalar ones.
@@ -393,7 +410,7 @@ class MatvecEmitter {
     VectorType vec = VectorType::get({kBlockLanes}, b.getF32Type());
     Value zero = zeroVector(vec);
     Value blocks = memref::DimOp::create(b, loc, m.x, 0);
-    forRowGroups(memref::DimOp::create(b, loc, m.y, 0), [&](Value n0, int64_t rows) {
+    forRowGroups(memref::DimOp::create(b, loc, m.y, 0), t.rows, [&](Value n0, int64_t rows) {
       SmallVector<Value> rowAt = rowValues(n0, rows);
       SmallVector<Value> weightRow = weightRows(m, op, rowAt);
       SmallVector<Value> init(rows, zero);

@@ -11,7 +11,9 @@
 //     prompt's M rows of them, a marked generic over (m, n, b, j) with x [M][K / B][B] and
 //     y [M][N] (M dynamic), lowered to a loop over m running the kernel below on the views
 //     x[m] and y[m] (each row reads the whole weight).
-// becomes, for each group of `rows` (R) rows n..n+R-1:
+// becomes, for each group of `rows` (R) rows n..n+R-1 (R = 4 for f32 weights and the blocks
+// dotted in f32; 1 for f16 weights and the int8 dots, whose conversions leave the loads of
+// 4 rows a row apart waiting on memory, where one row is one sequential stream):
 //
 //   acc[r] = 0                                       (vectors of `lanes` f32, in registers)
 //   dense:  for k in steps of lanes*unroll: xv = x[k..]; acc[r][u] += widen(W[n+r][k..]) * xv
@@ -27,7 +29,7 @@
 //   blocks: for each block b: acc[r] += (d_w * d_x[b]) * int32 lanes of sum_v w_q[v] * q[b][v]
 //                               (+ m_w * sum_x[b] into a scalar, for q4_1's min)
 // (the integer lanes on AVX2 as ggml computes them: vpsignb, vpmaddubsw, vpmaddwd).
-// Each step first prefetches every row 512 bytes (dense) or 4096 bytes (blocks) past the
+// Each step first prefetches every row 512 bytes (f32), 4096 (f16) or 8192 (blocks) past the
 // bytes it reads (R rows are R streams, which the hardware prefetchers alone leave waiting
 // on memory).
 // The rows left below R run the same code with R = 1. No per-element scalar gathers: each

@@ -15,6 +15,10 @@
 # ~/.cache/hexir-llama-cpp; installed with npm when absent), llama_cpp_bench.mjs, one thread,
 # fastest of 3 after a warm-up. The machine is shared: each round runs Hexir then llama.cpp
 # back to back, and the ratio is reported per round and as the median of the rounds.
+# Both sides also state the least CPU time of a call per generated token (hexir-generate
+# --timing, process.cpuUsage in llama_cpp_bench.mjs): the "CPU" ratio, llama.cpp's CPU time per
+# token over Hexir's, is the one a loaded machine leaves comparable (a preempted call's wall
+# grows, its CPU time does not; memory shared with other work still slows both).
 # Whether the two sides generate the same ids is printed (block types may differ: llama.cpp
 # multiplies by 8-bit-quantized activations).
 set -euo pipefail
@@ -61,6 +65,8 @@ EOF
 }
 
 rate() { sed -n 's/.*: \([0-9.]*\) tokens\/s.*/\1/p'; }
+cpu_ms() { sed -n 's/.*, \([0-9.]*\) ms per token.*/\1/p'; }
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR + 1) / 2)]}'; }
 echo "greedy decoding from BOS, one CPU thread ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $ROUNDS rounds"
 summary=()
 for c in "${CASES[@]}"; do
@@ -77,19 +83,22 @@ for c in "${CASES[@]}"; do
   $B/hexir-import/hexir-import "$gguf" --weights=$weights -o "$tmp/m.mlir"
   $B/hexir-compile/hexir-compile "$tmp/m.mlir" --target=cpu --max-workgroups=1 -o "$tmp/$model.$type.vmfb"
   gen=($B/hexir-generate/hexir-generate --module="$tmp/$model.$type.vmfb" --parameters="$gguf" --max-tokens="$tokens" --cpu-threads=0)
-  ratios=()
+  ratios=() cpu_ratios=()
   for ((r = 1; r <= ROUNDS; ++r)); do
-    hx=$("${gen[@]}" --repeat=3 --timing 2>&1 >/dev/null | tail -1 | rate)
-    lc=$(cd "$tmp/lc" && node llama_cpp_bench.mjs "$gguf" "$tokens" 1 2>"$tmp/lc.err" >"$tmp/lc.ids"; tail -1 "$tmp/lc.err" | rate)
+    hx_line=$("${gen[@]}" --repeat=3 --timing 2>&1 >/dev/null | tail -1)
+    lc_line=$(cd "$tmp/lc" && node llama_cpp_bench.mjs "$gguf" "$tokens" 1 2>"$tmp/lc.err" >"$tmp/lc.ids"; tail -1 "$tmp/lc.err")
+    hx=$(echo "$hx_line" | rate) lc=$(echo "$lc_line" | rate)
+    hx_cpu=$(echo "$hx_line" | cpu_ms) lc_cpu=$(echo "$lc_line" | cpu_ms)
     ratio=$(python3 -c "print('%.2f' % ($hx / $lc))")
-    ratios+=("$ratio")
-    echo "  $model $type round $r: hexir $hx tokens/s, llama.cpp $lc tokens/s: ${ratio}x"
+    cpu_ratio=$(python3 -c "print('%.2f' % ($lc_cpu / $hx_cpu))")
+    ratios+=("$ratio") cpu_ratios+=("$cpu_ratio")
+    echo "  $model $type round $r: hexir $hx tokens/s ($hx_cpu CPU ms/token), llama.cpp $lc tokens/s ($lc_cpu CPU ms/token): ${ratio}x, CPU ${cpu_ratio}x (load $(cut -d' ' -f1 /proc/loadavg))"
   done
   hx_ids=$("${gen[@]}" | head -1)
   lc_ids=$(head -1 "$tmp/lc.ids")
   same=$([ "$lc_ids" == "$hx_ids" ] && echo "same ids" || echo "ids differ")
-  median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR + 1) / 2)]}')
-  summary+=("$(printf '  %-12s %-5s %4s tokens: hexir / llama.cpp = %sx (median of %s rounds; %s)' "$model" "$type" "$tokens" "$median" "$ROUNDS" "$same")")
+  summary+=("$(printf '  %-12s %-5s %4s tokens: hexir / llama.cpp = %sx tokens/s, %sx CPU time (medians of %s rounds; %s)' \
+    "$model" "$type" "$tokens" "$(median "${ratios[@]}")" "$(median "${cpu_ratios[@]}")" "$ROUNDS" "$same")")
 done
 echo "summary:"
 printf '%s\n' "${summary[@]}"

@@ -9,15 +9,17 @@
 // in int32 lanes: on AVX2 (x86-64-v3) ggml's |w| * sign(q, w) byte products summed in pairs
 // and the pairs in pairs (vpsignb twice, vpmaddubsw, vpmaddwd with ones), the intrinsics'
 // stand-in declarations gone; on SSE products of the bytes widened to i32, even + odd lanes
-// twice. No per-element byte reads.
+// twice. No per-element byte reads. One row at a time, prefetched 8192 bytes ahead.
 // CHECK-LABEL: hexir.executable @q8
 // CHECK-NOT:     hexir_llvm_x86
 // CHECK:         llvm.func internal @q8_impl(
+// CHECK:           llvm.mlir.constant(8192 : index)
 // CHECK:           llvm.alloca {{.*}} x i8
 // CHECK:           llvm.intr.vector.reduce.fmax
 // CHECK:           llvm.intr.roundeven({{.*}}) : (vector<8xf32>) -> vector<8xf32>
 // CHECK:           llvm.fptrunc {{.*}} : f32 to f16
 // CHECK:           "llvm.intr.prefetch"
+// CHECK-NOT:       "llvm.intr.prefetch"
 // CHECK:           [[W:%[0-9]+]] = llvm.load {{.*}} -> vector<32xi8>
 // CHECK-NEXT:      [[ABS:%[0-9]+]] = llvm.call_intrinsic "llvm.x86.avx2.psign.b"([[W]], [[W]])
 // CHECK-NEXT:      [[SIGNED:%[0-9]+]] = llvm.call_intrinsic "llvm.x86.avx2.psign.b"({{%[0-9]+}}, [[W]])

@@ -1,10 +1,11 @@
 // RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables=cpu=x86-64-v3 | FileCheck %s
 
 // An f32 linalg.matvec becomes the vector matvec (codegen/CPUMatvecKernel.h): 4 rows x 2
-// vectors of 8 lanes per k step (8 FMA chains; each row prefetched 512 bytes ahead), the
-// rest of K with masked loads, one reduction per row.
+// vectors of 8 lanes per k step (8 FMA chains; each row prefetched 512 bytes, 128 floats,
+// ahead), the rest of K with masked loads, one reduction per row.
 // CHECK-LABEL: hexir.executable @mv
 // CHECK:         llvm.func internal @mv_impl(
+// CHECK:           llvm.mlir.constant(128 : index)
 // CHECK-COUNT-4:   "llvm.intr.prefetch"({{.*}}) <{cache = 1 : i32, hint = 3 : i32, rw = 0 : i32}>
 // CHECK-COUNT-8:   llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
 // CHECK:           llvm.intr.masked.load
@@ -20,9 +21,13 @@ hexir.executable @mv attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
 
 // -----
 
-// f16 weights (a generic widening them): vector loads of 8 halves, widened in registers.
+// f16 weights (a generic widening them): one row at a time (one sequential stream), vector
+// loads of 8 halves, widened in registers; the row prefetched 4096 bytes (2048 halves) ahead.
 // CHECK-LABEL: hexir.executable @mv_f16
 // CHECK:         llvm.func internal @mv_f16_impl(
+// CHECK:           llvm.mlir.constant(2048 : index)
+// CHECK:           "llvm.intr.prefetch"
+// CHECK-NOT:       "llvm.intr.prefetch"
 // CHECK:           llvm.load {{.*}} -> vector<8xf16>
 // CHECK:           llvm.fpext {{.*}} : vector<8xf16> to vector<8xf32>
 // CHECK:           llvm.intr.fmuladd
