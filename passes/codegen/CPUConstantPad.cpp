@@ -1,5 +1,6 @@
 // Rewrites the constant pads described in CPUConstantPad.h.
 #include "passes/codegen/CPUConstantPad.h"
+#include "passes/codegen/CPUPadReads.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -11,39 +12,13 @@ using namespace mlir;
 
 namespace {
 
-// `v` when it is an integer constant or a sum or difference of such (the importer writes
-// the last coordinate as `extent - 1` unfolded).
-std::optional<int64_t> ConstantOf(Value v) {
-  if (std::optional<int64_t> c = getConstantIntValue(v)) return c;
-  if (auto add = v.getDefiningOp<arith::AddIOp>()) {
-    std::optional<int64_t> l = ConstantOf(add.getLhs()), r = ConstantOf(add.getRhs());
-    if (l && r) return *l + *r;
-  }
-  if (auto sub = v.getDefiningOp<arith::SubIOp>()) {
-    std::optional<int64_t> l = ConstantOf(sub.getLhs()), r = ConstantOf(sub.getRhs());
-    if (l && r) return *l - *r;
-  }
-  return std::nullopt;
-}
+using pad_reads::Conjuncts;
+using pad_reads::ConstantOf;
+using pad_reads::IsIndexOf;
 
 bool IsConstant(Value v, int64_t want) {
   std::optional<int64_t> c = ConstantOf(v);
   return c && *c == want;
-}
-
-bool IsIndexOf(Value v, unsigned dim) {
-  auto index = v.getDefiningOp<linalg::IndexOp>();
-  return index && index.getDim() == dim;
-}
-
-// The leaves of an and-tree of i1 values.
-void Conjuncts(Value v, SmallVectorImpl<Value>& out) {
-  if (auto both = v.getDefiningOp<arith::AndIOp>()) {
-    Conjuncts(both.getLhs(), out);
-    Conjuncts(both.getRhs(), out);
-    return;
-  }
-  out.push_back(v);
 }
 
 struct ConstantPad {

@@ -1,5 +1,6 @@
 // Rewrites the pads described in CPUDynamicPad.h.
 #include "passes/codegen/CPUDynamicPad.h"
+#include "passes/codegen/CPUPadReads.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -13,25 +14,9 @@ using namespace mlir;
 
 namespace {
 
-// `v` when it is an integer constant or a sum or difference of such (the importer writes
-// the last coordinate as `extent - 1` unfolded).
-std::optional<int64_t> ConstantOf(Value v) {
-  if (std::optional<int64_t> c = getConstantIntValue(v)) return c;
-  if (auto add = v.getDefiningOp<arith::AddIOp>()) {
-    std::optional<int64_t> l = ConstantOf(add.getLhs()), r = ConstantOf(add.getRhs());
-    if (l && r) return *l + *r;
-  }
-  if (auto sub = v.getDefiningOp<arith::SubIOp>()) {
-    std::optional<int64_t> l = ConstantOf(sub.getLhs()), r = ConstantOf(sub.getRhs());
-    if (l && r) return *l - *r;
-  }
-  return std::nullopt;
-}
-
-bool IsIndexOf(Value v, unsigned dim) {
-  auto index = v.getDefiningOp<linalg::IndexOp>();
-  return index && index.getDim() == dim;
-}
+using pad_reads::Conjuncts;
+using pad_reads::ConstantOf;
+using pad_reads::IsIndexOf;
 
 // `v` as a value the rewrite can use before the generic: a constant, or a value defined
 // outside its body.
@@ -39,16 +24,6 @@ std::optional<OpFoldResult> Outside(Value v, Region& body) {
   if (std::optional<int64_t> c = ConstantOf(v)) return OpFoldResult(IntegerAttr::get(IndexType::get(v.getContext()), *c));
   if (body.isAncestor(v.getParentRegion())) return std::nullopt;
   return OpFoldResult(v);
-}
-
-// The leaves of an and-tree of i1 values.
-void Conjuncts(Value v, SmallVectorImpl<Value>& out) {
-  if (auto both = v.getDefiningOp<arith::AndIOp>()) {
-    Conjuncts(both.getLhs(), out);
-    Conjuncts(both.getRhs(), out);
-    return;
-  }
-  out.push_back(v);
 }
 
 // i_d, or i_d + off as an addi or as the affine.apply a tiled generic's index becomes
