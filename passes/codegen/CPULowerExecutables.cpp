@@ -26,6 +26,7 @@
 #include "passes/codegen/CPUCollapseContiguousLoops.h"
 #include "passes/codegen/CPUConstantPad.h"
 #include "passes/codegen/CPUConvolutionKernel.h"
+#include "passes/codegen/CPUDecodeAttention.h"
 #include "passes/codegen/CPUDynamicPad.h"
 #include "passes/codegen/CPUElementwiseFusion.h"
 #include "passes/codegen/CPUMathApproximation.h"
@@ -164,6 +165,9 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     // A cache row written through a whole-cache select touches only its row
     // (codegen/RowSelectWrites.h; a device loop's KV-cache update in a small-layer group).
     codegen::NarrowRowSelectWrites(*kernel);
+    // A decode attention group as vector loops over contiguous cache rows, no gathers
+    // (codegen/CPUDecodeAttention.h).
+    codegen::LowerDecodeAttentionToVectorLoops(*kernel, target.vectorBits);
     SmallVector<Type> signature(kernel->getArgumentTypes());
     if (rowChain) {
       FailureOr<OpPassManager> hoist = parsePassPipeline(codegen::kRowChainBufferPipeline);

@@ -8,7 +8,8 @@
 // rounded cache values; and past one block's limits (more than 16 query heads per KV head,
 // a cache whose scores do not fit shared memory at once). With the rotary embedding of q as
 // the group's first generic (as the importer emits it): computed inside the same dispatch
-// (CUDA: as the kernel loads q), against f64 rotations of the raw q.
+// (CUDA: as the kernel loads q), against f64 rotations of the raw q. On one CPU workgroup the
+// group is vector loops over contiguous cache rows (passes/codegen/CPUDecodeAttention.h).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -190,15 +191,15 @@ struct Case {
 
 // Every module is compiled before the first runs (a machine without the device, or without
 // the compiler, then saves or finds all of them: HEXIR_SAVE_MODULES_DIR / HEXIR_PRECOMPILED_DIR).
-void CheckAttention(const std::string& device, const std::vector<Case>& cases) {
+void CheckAttention(const std::string& device, const std::vector<Case>& cases, const std::string& flags = "") {
   std::vector<std::string> modules;
   for (const Case& c : cases) {
     const Shape& s = c.shape;
     modules.push_back(CompileOrDie(Program(s), "attention_" + std::to_string(s.kv_heads) + "_" +
                                                    std::to_string(s.group) + "_" + std::to_string(s.head_dim) +
                                                    "_" + std::to_string(s.cache_len) + "_" + s.cache +
-                                                   (s.rope ? "_rope" : ""),
-                                   device));
+                                                   (s.rope ? "_rope" : "") + (flags.empty() ? "" : "_flags"),
+                                   device, flags));
   }
   for (size_t i = 0; i < cases.size(); ++i) {
     const Shape& s = cases[i].shape;
@@ -279,7 +280,30 @@ void RotaryQ(const std::string& device) {
   });
 }
 
+// One CPU workgroup (--max-workgroups=1, the one-thread LLM configuration): the whole group
+// is one kernel, lowered to vector loops over contiguous cache rows
+// (passes/codegen/CPUDecodeAttention.h). Head sizes 48, 64, 80 (16-lane vectors), 12 (4
+// lanes) and 7 (1 lane); GQA 4:1 and 1:1; positions 1, 7, 255 (n = 2, 8, 256: the whole
+// cache); f32 and f16 caches, with and without q's rotary embedding. bf16 caches and 17 query
+// heads per KV head keep the loop lowering (checked too).
+void OneWorkgroup(const std::string& device) {
+  const std::string flags = "--max-workgroups=1";
+  CheckAttention(device, {
+      {{2, 4, 48, 256}, {0, 1, 7, 255}},
+      {{3, 1, 80, 256, "f16"}, {1, 7, 255}},
+      {{2, 4, 80, 256, "f16", true}, {1, 7, 255}},
+      {{4, 1, 64, 256, "f32", true}, {1, 7, 255}},
+      {{12, 1, 64, 256, "f16"}, {0, 200}},
+      {{2, 3, 7, 61}, {0, 1, 60}},
+      {{3, 5, 12, 37, "f16", true}, {0, 19, 36}},
+      {{3, 5, 12, 37, "bf16"}, {0, 36}},
+      {{1, 17, 8, 97}, {0, 96}},
+  }, flags);
+}
+
 HEXIR_E2E_TEST_ON_DEVICES("decode attention matches f64 loops at odd head sizes and prime cache lengths", OddShapes)
+HEXIR_E2E_TEST_ON_DEVICES("decode attention on one workgroup (CPU vector loops) matches f64 loops at head sizes "
+                          "48/64/80, GQA 4:1 and 1:1, f32 and f16 caches", OneWorkgroup)
 HEXIR_E2E_TEST_ON_DEVICES("decode attention with q's rotary embedding in its kernel matches f64 rotations and loops",
                           RotaryQ)
 HEXIR_E2E_TEST_ON_DEVICES("decode attention matches f64 loops with more than 16 query heads per KV head and "
