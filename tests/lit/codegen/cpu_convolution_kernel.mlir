@@ -59,6 +59,66 @@ hexir.executable @depthwise attributes {hexir.workgroup_count = array<i64: 1, 1,
 
 // -----
 
+// The importer's zero pad joined the depthwise convolution's dispatch
+// (fuse-pads-into-depthwise): the pad becomes a fill and a copy into a buffer of the padded
+// shape (codegen/CPUConstantPad.h) that the kernel does not allocate, fill or copy: it stages
+// its planes from the unpadded x (codegen/CPUConvolutionDepthwise.h), the top row and left
+// column zero. No malloc, no copy loop, the same two stack buffers.
+// CHECK-LABEL: hexir.executable @depthwise_padded
+// CHECK-NOT:     @malloc
+// CHECK:         llvm.func internal @depthwise_padded_impl(
+// CHECK-COUNT-2:   llvm.alloca
+// CHECK-NOT:       @malloc
+// CHECK:           llvm.intr.masked.load
+// CHECK-NOT:       @malloc
+// CHECK:         llvm.func @depthwise_padded(
+hexir.executable @depthwise_padded attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @depthwise_padded(%x0: tensor<1x6x9x11xf32>, %w: tensor<6x1x3x3xf32>, %o: tensor<1x6x9x11xf32>, %id: index) -> tensor<1x6x9x11xf32> {
+      %z = arith.constant 0.0 : f32
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      %c9 = arith.constant 9 : index
+      %c10 = arith.constant 10 : index
+      %c11 = arith.constant 11 : index
+      %e = tensor.empty() : tensor<1x6x11x13xf32>
+      %x = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%e : tensor<1x6x11x13xf32>) {
+      ^bb0(%out: f32):
+        %i0 = linalg.index 0 : index
+        %i1 = linalg.index 1 : index
+        %i2 = linalg.index 2 : index
+        %i3 = linalg.index 3 : index
+        %r = arith.subi %i2, %c1 : index
+        %r1 = arith.maxsi %r, %c0 : index
+        %r2 = arith.minsi %r1, %c8 : index
+        %r3 = arith.cmpi sge, %r, %c0 : index
+        %r4 = arith.cmpi slt, %r, %c9 : index
+        %r5 = arith.andi %r3, %r4 : i1
+        %q = arith.subi %i3, %c1 : index
+        %q1 = arith.maxsi %q, %c0 : index
+        %q2 = arith.minsi %q1, %c10 : index
+        %q3 = arith.cmpi sge, %q, %c0 : index
+        %q4 = arith.cmpi slt, %q, %c11 : index
+        %q5 = arith.andi %q3, %q4 : i1
+        %in = arith.andi %r5, %q5 : i1
+        %v = tensor.extract %x0[%i0, %i1, %r2, %q2] : tensor<1x6x9x11xf32>
+        %s = arith.select %in, %v, %z : f32
+        linalg.yield %s : f32
+      } -> tensor<1x6x11x13xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 + d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x6x11x13xf32>, tensor<6x1x3x3xf32>) outs(%o : tensor<1x6x9x11xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %pp = arith.mulf %a, %b : f32
+        %qq = arith.addf %acc, %pp : f32
+        linalg.yield %qq : f32
+      } -> tensor<1x6x9x11xf32>
+      return %y : tensor<1x6x9x11xf32>
+    }
+  }
+}
+
+// -----
+
 // Stride 2 along H and W (a 5x5 window over 13 x 13: 5 x 5 outputs): each input row is
 // deinterleaved into its even and odd columns (two shuffles of two masked loads) for the four
 // phase planes; 5 rows of pitch 5 + 2 = 35 extended positions: one step of 4 vectors (25 taps: 100
