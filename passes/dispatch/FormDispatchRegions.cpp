@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "passes/Passes.h"
 #include "passes/codegen/CPUConvolutionKernel.h"
@@ -160,8 +161,9 @@ bool isConvolution(Operation* op) {
 }
 
 // The ONNX importer's constant-zero pad (a generic over the padded result, no inputs, yielding
-// select(inside, tensor.extract(source, clamped), 0.0), each coordinate the loop index or
-// clamped by min(max(., 0), extent - 1); not LowerTensorOps' form of a tensor.pad, which
+// select(inside, tensor.extract(source, clamped), 0.0), each coordinate the loop index (a
+// constant for a unit dim) or clamped by min(max(., 0), extent - 1); not LowerTensorOps' form
+// of a tensor.pad, which
 // codegen leaves a generic) of static shape whose one reader is a
 // depthwise convolution of its block, as that convolution's input x: with
 // fuse-pads-into-depthwise (CPU) it joins the convolution's dispatch, whose kernel stages its
@@ -183,7 +185,9 @@ bool isZeroPadOfDepthwiseConvolution(Operation* op) {
       !cast<RankedTensorType>(extract.getTensor().getType()).hasStaticShape())
     return false;
   for (Value at : extract.getIndices())
-    if (!at.getDefiningOp<linalg::IndexOp>() && !at.getDefiningOp<arith::MinSIOp>()) return false;
+    if (!at.getDefiningOp<linalg::IndexOp>() && !at.getDefiningOp<arith::MinSIOp>() &&
+        !matchPattern(at, m_Constant()))  // a unit dim's index folded to 0
+      return false;
   auto conv = dyn_cast<linalg::LinalgOp>(*g->getUsers().begin());
   if (!conv || conv->getBlock() != g->getBlock() || conv->getOperand(0) != g->getResult(0)) return false;
   std::optional<codegen::ConvolutionGeometry> geometry = codegen::MatchConvolution(conv);

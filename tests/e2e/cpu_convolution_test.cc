@@ -497,6 +497,10 @@ TEST_CASE("depthwise convolutions reading the importer's zero pad in their kerne
   Check(ImporterPadded({1, 9, 0, 0, 9, 5, 5, 1, 1, 9}, 7, 13, {2, 1, 0, 3}));
   Check(ImporterPadded({1, 3, 0, 0, 3, 3, 3, 2, 1, 3}, 3, 140, {1, 1, 1, 1}));  // 3 column tiles
   Check(ImporterPadded({1, 7, 0, 0, 7, 3, 3, 1, 2, 7}, 10, 11, {2, 2, 2, 2}));  // dilation 2
+  // Split over workgroups along the channels (the pad tiled with its convolution): 240
+  // channels of 4x4 (a 5x5 window), 72 of 13x13 at stride 2 (a partial last workgroup).
+  Check(ImporterPadded({1, 240, 0, 0, 240, 5, 5, 1, 1, 240}, 4, 4, {2, 2, 2, 2}));
+  Check(ImporterPadded({1, 72, 0, 0, 72, 3, 3, 2, 1, 72}, 13, 13, {1, 1, 1, 1}));
   Conv silu = ImporterPadded({1, 17, 0, 0, 17, 3, 3, 2, 1, 17}, 9, 9, {1, 1, 1, 1});
   silu.silu = true;
   Check(silu);

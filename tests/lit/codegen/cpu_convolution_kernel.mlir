@@ -119,6 +119,80 @@ hexir.executable @depthwise_padded attributes {hexir.workgroup_count = array<i64
 
 // -----
 
+// The same over 8 workgroups of 30 channels (hexir-cpu-distribute-workgroups' form: the pad
+// tiled, its channel an affine.apply of the tile offset, its batch index folded to 0): the
+// tiled pad becomes a fill and a copy (codegen/CPUDynamicPad.h) and the kernel again reads the
+// unpadded tile of x, no malloc.
+// CHECK-LABEL: hexir.executable @depthwise_padded_tiled
+// CHECK-NOT:     @malloc
+// CHECK:         llvm.func internal @depthwise_padded_tiled_impl(
+// CHECK-COUNT-2:   llvm.alloca
+// CHECK-NOT:       @malloc
+// CHECK:           llvm.intr.masked.load
+// CHECK-NOT:       @malloc
+// CHECK:         llvm.func @depthwise_padded_tiled(
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#map1 = affine_map<(d0)[s0] -> (d0 + s0)>
+#map2 = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 + d4, d2 + d5, d3 + d6)>
+#map3 = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>
+#map4 = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+hexir.executable @depthwise_padded_tiled attributes {hexir.workgroup_count = array<i64: 8, 1, 1>} {
+  builtin.module {
+    func.func @depthwise_padded_tiled(%arg0: tensor<1x240x4x4xf32>, %arg1: tensor<240x1x5x5xf32>, %arg2: tensor<1x240x4x4xf32>, %arg3: index) -> tensor<1x240x4x4xf32> {
+      %c240 = arith.constant 240 : index
+      %c30 = arith.constant 30 : index
+      %c2 = arith.constant 2 : index
+      %c0 = arith.constant 0 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %cst = arith.constant 0.000000e+00 : f32
+      %0 = arith.muli %arg3, %c30 : index
+      %1 = arith.addi %0, %c30 : index
+      %2 = arith.minsi %1, %c240 : index
+      %3 = scf.for %arg4 = %0 to %2 step %c30 iter_args(%arg5 = %arg2) -> (tensor<1x240x4x4xf32>) {
+        %4 = tensor.empty() : tensor<1x30x8x8xf32>
+        %5 = linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%4 : tensor<1x30x8x8xf32>) {
+        ^bb0(%out: f32):
+          %8 = linalg.index 1 : index
+          %9 = affine.apply #map1(%arg4)[%8]
+          %10 = linalg.index 2 : index
+          %11 = linalg.index 3 : index
+          %12 = arith.subi %10, %c2 : index
+          %13 = arith.maxsi %12, %c0 : index
+          %14 = arith.minsi %13, %c3 : index
+          %15 = arith.cmpi sge, %12, %c0 : index
+          %16 = arith.cmpi slt, %12, %c4 : index
+          %17 = arith.andi %15, %16 : i1
+          %18 = arith.subi %11, %c2 : index
+          %19 = arith.maxsi %18, %c0 : index
+          %20 = arith.minsi %19, %c3 : index
+          %21 = arith.cmpi sge, %18, %c0 : index
+          %22 = arith.cmpi slt, %18, %c4 : index
+          %23 = arith.andi %21, %22 : i1
+          %24 = arith.andi %17, %23 : i1
+          %extracted = tensor.extract %arg0[%c0, %9, %14, %20] : tensor<1x240x4x4xf32>
+          %25 = arith.select %24, %extracted, %cst : f32
+          linalg.yield %25 : f32
+        } -> tensor<1x30x8x8xf32>
+        %extracted_slice = tensor.extract_slice %arg1[%arg4, 0, 0, 0] [30, 1, 5, 5] [1, 1, 1, 1] : tensor<240x1x5x5xf32> to tensor<30x1x5x5xf32>
+        %extracted_slice_0 = tensor.extract_slice %arg5[0, %arg4, 0, 0] [1, 30, 4, 4] [1, 1, 1, 1] : tensor<1x240x4x4xf32> to tensor<1x30x4x4xf32>
+        %6 = linalg.fill ins(%cst : f32) outs(%extracted_slice_0 : tensor<1x30x4x4xf32>) -> tensor<1x30x4x4xf32>
+        %7 = linalg.generic {indexing_maps = [#map2, #map3, #map4], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%5, %extracted_slice : tensor<1x30x8x8xf32>, tensor<30x1x5x5xf32>) outs(%6 : tensor<1x30x4x4xf32>) {
+        ^bb0(%in: f32, %in_1: f32, %out: f32):
+          %8 = arith.mulf %in, %in_1 : f32
+          %9 = arith.addf %out, %8 : f32
+          linalg.yield %9 : f32
+        } -> tensor<1x30x4x4xf32>
+        %inserted_slice = tensor.insert_slice %7 into %arg5[0, %arg4, 0, 0] [1, 30, 4, 4] [1, 1, 1, 1] : tensor<1x30x4x4xf32> into tensor<1x240x4x4xf32>
+        scf.yield %inserted_slice : tensor<1x240x4x4xf32>
+      }
+      return %3 : tensor<1x240x4x4xf32>
+    }
+  }
+}
+
+// -----
+
 // Stride 2 along H and W (a 5x5 window over 13 x 13: 5 x 5 outputs): each input row is
 // deinterleaved into its even and odd columns (two shuffles of two masked loads) for the four
 // phase planes; 5 rows of pitch 5 + 2 = 35 extended positions: one step of 4 vectors (25 taps: 100

@@ -4,7 +4,8 @@
 // The ONNX importer's zero pad (x0 read at clamped coordinates, zero outside) read only as a
 // depthwise convolution's input: with fuse-pads-into-depthwise (CPU-only modules) it is
 // cloned into the convolution's region (one dispatch, whose kernel stages from x0:
-// codegen/CPUConvolutionDepthwise.h); without it, the pad is a dispatch of its own.
+// codegen/CPUConvolutionDepthwise.h); without it, the pad is a dispatch of its own. The batch
+// of 1 is read at 0 (its index folded, as canonicalization leaves it).
 // CHECK-LABEL: func.func @depthwise
 // CHECK:         %[[R:.+]] = hexir.dispatch_region -> (tensor<1x17x7x7xf32>) {
 // CHECK:           %[[X:.+]] = linalg.generic
@@ -45,7 +46,7 @@ func.func @depthwise(%x0: tensor<1x17x13x13xf32>, %w: tensor<17x1x3x3xf32>) -> t
     %b4 = arith.cmpi slt, %b, %c13 : index
     %b5 = arith.andi %b3, %b4 : i1
     %in = arith.andi %a5, %b5 : i1
-    %v = tensor.extract %x0[%i0, %i1, %a2, %b2] : tensor<1x17x13x13xf32>
+    %v = tensor.extract %x0[%c0, %i1, %a2, %b2] : tensor<1x17x13x13xf32>
     %r = arith.select %in, %v, %z : f32
     linalg.yield %r : f32
   } -> tensor<1x17x15x15xf32>
