@@ -201,10 +201,12 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   // Both targets apply consumers inside reductions (CUDA: lane 0 of the point's warp), so no
   // target sets unfused-reduction-extent (measured on the H200: fusing is 1.5-4% faster).
   // CUDA computes sibling reductions read by one consumer in one kernel, a warp per row
-  // computing both (w1 and w3 + SiLU * mul: one launch fewer per layer).
+  // computing both (w1 and w3 + SiLU * mul: one launch fewer per layer). CPU: a zero pad
+  // before a depthwise convolution is read by its kernel, no padded copy (CPUConvolutionDepthwise.h).
   pm.addPass(hexir::createFormDispatchRegions(FormDispatchRegionsOptions{
       options.fuse_elementwise, /*unfusedReductionExtent=*/0,
-      /*fuseSiblingReductions=*/options.fuse_elementwise && OnlyCuda(options)}));
+      /*fuseSiblingReductions=*/options.fuse_elementwise && OnlyCuda(options),
+      /*fusePadsIntoDepthwise=*/options.fuse_elementwise && OnlyCpu(options)}));
   pm.addPass(hexir::createOutlineDispatchRegions());
   pm.addPass(hexir::createDeduplicateExecutables());
   // Host functions: work that does not depend on a loop (shape arithmetic, dispatches on

@@ -88,7 +88,10 @@ def FormDispatchRegions : Pass<"hexir-form-dispatch-regions", "mlir::ModuleOp"> 
     `fuse-sibling-reductions`, such a consumer of a reduction's region may also read a
     sibling reduction (same loops and extents as the root, no `hexir.*` mark, read only by
     that consumer and through a permutation, both reading only values computed before the
-    region or fills): the sibling is cloned into the region before the consumer.
+    region or fills): the sibling is cloned into the region before the consumer. With
+    `fuse-pads-into-depthwise` (CPU-only modules), the ONNX importer's constant-zero pad of
+    static shape read only as a depthwise convolution's input is cloned into that
+    convolution's region.
   }];
   let options = [
     Option<"fuseElementwise", "fuse-elementwise", "bool", /*default=*/"true",
@@ -102,6 +105,10 @@ def FormDispatchRegions : Pass<"hexir-form-dispatch-regions", "mlir::ModuleOp"> 
            "reduction it reads when that one has the root's iteration domain and is read only "
            "there (w1 and w3 + SiLU * mul: one kernel, a warp per row computing both dots; "
            "CUDA-only modules)">,
+    Option<"fusePadsIntoDepthwise", "fuse-pads-into-depthwise", "bool", /*default=*/"false",
+           "a constant-zero pad of static shape read only as a depthwise convolution's input "
+           "joins that convolution's dispatch, whose kernel reads the unpadded source "
+           "(CPU-only modules: codegen/CPUConvolutionDepthwise.h)">,
   ];
   let dependentDialects = ["::hexir::HexirDialect", "mlir::arith::ArithDialect",
                            "mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];

@@ -4,8 +4,10 @@
 #include <algorithm>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "passes/codegen/CPUForLoop.h"
 
@@ -44,10 +46,100 @@ StagedTiles ChooseTiles(const ConvolutionGeometry& g, int64_t lanes, int64_t kh,
   return t;
 }
 
+// x as the kernel's zero pad of an unpadded source (a constant-zero pad fused into the
+// convolution's dispatch, hexir-form-dispatch-regions' fuse-pads-into-depthwise): a buffer
+// of x's shape written only by a fill of zero, then a copy of `source` into its window at
+// rows [top, top + H) and columns [left, left + W), both before the convolution in its block.
+// The kernel then stages its planes from `source` (zero outside it) and `writes` (the fill,
+// the copy and its window) are erased: no padded copy is made.
+struct ZeroPaddedSource {
+  Value source;
+  int64_t top = 0, left = 0;
+  SmallVector<Operation*> writes;
+};
+
+bool IsZeroFill(Operation* op, Value buffer) {
+  auto fill = dyn_cast<linalg::FillOp>(op);
+  if (!fill || fill.getOutputs()[0] != buffer) return false;
+  auto value = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+  auto f = value ? dyn_cast<FloatAttr>(value.getValue()) : FloatAttr();
+  return f && f.getValue().isZero();
+}
+
+// The source of a copy (memref.copy or linalg.copy) into `target`, or null.
+Value CopySource(Operation* op, Value target) {
+  if (auto copy = dyn_cast<memref::CopyOp>(op)) return copy.getTarget() == target ? copy.getSource() : Value();
+  if (auto copy = dyn_cast<linalg::CopyOp>(op))
+    return copy.getOutputs()[0] == target && copy.hasPureBufferSemantics() ? copy.getInputs()[0] : Value();
+  return Value();
+}
+
+// True when `v` is a view of an argument of the kernel (which reads its inputs only): the
+// source then holds at the convolution what the copy read.
+bool IsViewOfArgument(Value v) {
+  while (Operation* def = v.getDefiningOp()) {
+    if (!isa<memref::SubViewOp, memref::CastOp, memref::ReinterpretCastOp>(def)) return false;
+    v = def->getOperand(0);
+  }
+  return isa<BlockArgument>(v);
+}
+
+std::optional<ZeroPaddedSource> MatchZeroPaddedSource(Operation* conv, Value x, const StagedTiles& t) {
+  auto alloc = x.getDefiningOp<memref::AllocOp>();
+  if (!alloc || alloc.getType().getRank() != 4) return std::nullopt;
+  Operation *fill = nullptr, *copy = nullptr;
+  memref::SubViewOp window;
+  ZeroPaddedSource pad;
+  for (Operation* user : alloc->getUsers()) {
+    if (user == conv || isa<memref::DeallocOp>(user)) continue;
+    if (IsZeroFill(user, x) && !fill) {
+      fill = user;
+      continue;
+    }
+    auto view = dyn_cast<memref::SubViewOp>(user);
+    if (!view || window || !view->hasOneUse()) return std::nullopt;
+    window = view;
+    copy = *view->getUsers().begin();
+    pad.source = CopySource(copy, view.getResult());
+    if (!pad.source) return std::nullopt;
+  }
+  if (!fill || !window || !IsViewOfArgument(pad.source)) return std::nullopt;
+  Block* block = conv->getBlock();
+  if (fill->getBlock() != block || copy->getBlock() != block || window->getBlock() != block ||
+      !fill->isBeforeInBlock(copy) || !copy->isBeforeInBlock(conv))
+    return std::nullopt;
+  // The window: all batches and channels (a workgroup's slice of them: maybe a run-time
+  // extent, the buffer's own), a static block of rows and columns of the source's static
+  // extents, unit strides.
+  auto sourceType = dyn_cast<MemRefType>(pad.source.getType());
+  ArrayRef<int64_t> offsets = window.getStaticOffsets(), strides = window.getStaticStrides();
+  SmallVector<OpFoldResult> sizes = window.getMixedSizes(), padded = alloc.getMixedSizes();
+  auto isStatic = [](OpFoldResult size, int64_t want) {
+    std::optional<int64_t> c = getConstantIntValue(size);
+    return c && *c == want && !ShapedType::isDynamic(want);
+  };
+  if (!sourceType || sourceType.getRank() != 4 || offsets[0] != 0 || offsets[1] != 0 ||
+      ShapedType::isDynamic(offsets[2]) || ShapedType::isDynamic(offsets[3]) ||
+      !isStatic(sizes[2], sourceType.getDimSize(2)) || !isStatic(sizes[3], sourceType.getDimSize(3)) ||
+      !isEqualConstantIntOrValue(sizes[0], padded[0]) || !isEqualConstantIntOrValue(sizes[1], padded[1]) ||
+      llvm::any_of(strides, [](int64_t s) { return s != 1; }))
+    return std::nullopt;
+  // Rows of the source at unit stride (the staging's vector loads).
+  SmallVector<int64_t> sourceStrides;
+  int64_t sourceOffset;
+  if (failed(sourceType.getStridesAndOffset(sourceStrides, sourceOffset)) || sourceStrides.back() != 1)
+    return std::nullopt;
+  pad.top = offsets[2], pad.left = offsets[3];
+  // Pads within the window's reach (wider ones keep the padded copy).
+  if (pad.top > (t.kh - 1) * t.dh || pad.left > (t.kw - 1) * t.dw) return std::nullopt;
+  pad.writes = {copy, window, fill};
+  return pad;
+}
+
 class StagedEmitter {
  public:
-  StagedEmitter(OpBuilder& b, Location loc, int64_t lanes, const StagedTiles& t)
-      : b(b), loc(loc), lanes(lanes), t(t), vec(VectorType::get({lanes}, b.getF32Type())),
+  StagedEmitter(OpBuilder& b, Location loc, int64_t lanes, const StagedTiles& t, int64_t top = 0, int64_t left = 0)
+      : b(b), loc(loc), lanes(lanes), t(t), top(top), left(left), vec(VectorType::get({lanes}, b.getF32Type())),
         maskType(VectorType::get({lanes}, b.getI1Type())) {
     zeroVec = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
   }
@@ -94,21 +186,25 @@ class StagedEmitter {
   };
 
   // Stages the input rows of the output tile at (r0, q0): phase (a, b), row s, column k holds
-  // x[n][c][(r0 + s) * sh + a][(q0 + k) * sw + b], zero past x's last row or column (only
-  // positions outside the tile's outputs read those).
+  // x[n][c][(r0 + s) * sh + a - top][(q0 + k) * sw + b - left], zero outside x (past its last
+  // row or column only positions outside the tile's outputs read; before its first, the pad).
   void stageTile(const Plane& plane, Value stage, Value r0, Value q0, Value rows, Value pitch) {
     Value stagedRows = add(rows, index(t.extraRows));
-    Value from = mul(q0, index(t.sw));  // x's first column the tile reads
-    Value count = minU(sub(plane.width, from), mul(pitch, index(t.sw)));
+    Value from = mul(q0, index(t.sw));  // the first (padded) column the tile reads
+    Value count = left ? Value() : minU(sub(plane.width, from), mul(pitch, index(t.sw)));
     for (int64_t a = 0; a < t.sh; ++a) {
       forLoop(index(0), stagedRows, index(1), [&](Value s) {
         Value at = add(mul(add(r0, s), index(t.sh)), index(a));
+        if (top) at = sub(at, index(top));  // rows above x wrap past its height (unsigned)
         Value dst = add(index(a * t.sw * t.planeSize()), mul(s, pitch));
         auto inside = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::ult, at, plane.height),
                                         /*withElseRegion=*/true);
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(inside.thenBlock()->getTerminator());
-        stageRow(plane, at, from, count, stage, dst, pitch);
+        if (left)
+          stageRowPadded(plane, at, from, stage, dst, pitch);
+        else
+          stageRow(plane, at, from, count, stage, dst, pitch);
         b.setInsertionPoint(inside.elseBlock()->getTerminator());
         for (int64_t p = 0; p < t.sw; ++p)
           forLoop(index(0), pitch, index(lanes), [&](Value k) {
@@ -116,6 +212,41 @@ class StagedEmitter {
           });
       });
     }
+  }
+
+  // A row of a tile whose first columns may lie in the left pad: the staged columns from
+  // `lead` on, the first whose every phase is at or right of x's column 0 (lead = ceil((left -
+  // from) / sw), 0 past the first tile), are staged as by stageRow from x's column
+  // from + lead * sw - left; the `lead` columns before, in every phase, one element each (x's
+  // or zero).
+  void stageRowPadded(const Plane& plane, Value row, Value from, Value stage, Value dst, Value pitch) {
+    Value gap = arith::MaxSIOp::create(b, loc, sub(index(left), from), index(0));
+    Value lead = arith::MinSIOp::create(b, loc, arith::DivUIOp::create(b, loc, add(gap, index(t.sw - 1)), index(t.sw)),
+                                        pitch);
+    Value start = sub(add(from, mul(lead, index(t.sw))), index(left));
+    Value rest = sub(pitch, lead);
+    Value count = arith::MinSIOp::create(b, loc, sub(plane.width, start), mul(rest, index(t.sw)));
+    stageRow(plane, row, start, count, stage, add(dst, lead), rest);
+    Type f32 = b.getF32Type();
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(f32));
+    forLoop(index(0), lead, index(1), [&](Value k) {
+      for (int64_t p = 0; p < t.sw; ++p) {
+        // x's column, wrapped past its width (unsigned) when left of column 0.
+        Value column = sub(add(add(from, mul(k, index(t.sw))), index(p)), index(left));
+        auto inside = scf::IfOp::create(b, loc, TypeRange{f32}, cmp(arith::CmpIPredicate::ult, column, plane.width),
+                                        /*withElseRegion=*/true);
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(inside.thenBlock());
+          Value v = memref::LoadOp::create(b, loc, plane.x, ValueRange{plane.batch, plane.channel, row, column});
+          scf::YieldOp::create(b, loc, v);
+          b.setInsertionPointToStart(inside.elseBlock());
+          scf::YieldOp::create(b, loc, zero);
+        }
+        memref::StoreOp::create(b, loc, inside.getResult(0), stage,
+                                ValueRange{add(add(dst, k), index(p * t.planeSize()))});
+      }
+    });
   }
 
   // Phase b's row at dst + b * planeSize, columns k < pitch: x[n][c][row][from + k * sw + b]
@@ -231,6 +362,7 @@ class StagedEmitter {
   Location loc;
   int64_t lanes;
   StagedTiles t;
+  int64_t top, left;  // x's zero pad above and left (ZeroPaddedSource), 0 when x is the input
   VectorType vec, maskType;
   Value zeroVec;
 };
@@ -246,15 +378,18 @@ Value AllocateAtEntry(func::FuncOp kernel, int64_t count) {
 }  // namespace
 
 void EmitDepthwiseConvolution(OpBuilder& b, Location loc, func::FuncOp kernel, int64_t lanes,
-                              const ConvolutionGeometry& g, Value x, Value w, Value out) {
+                              const ConvolutionGeometry& g, Operation* convolution, Value x, Value w, Value out) {
   auto wType = cast<MemRefType>(w.getType());
   auto outType = cast<MemRefType>(out.getType());
   StagedTiles t = ChooseTiles(g, lanes, wType.getDimSize(2), wType.getDimSize(3), outType.getDimSize(2),
                               outType.getDimSize(3));
-  StagedEmitter e(b, loc, lanes, t);
+  std::optional<ZeroPaddedSource> pad = MatchZeroPaddedSource(convolution, x, t);
+  StagedEmitter e(b, loc, lanes, t, pad ? pad->top : 0, pad ? pad->left : 0);
   Value stage = AllocateAtEntry(kernel, e.stageSize());
   Value ext = AllocateAtEntry(kernel, e.extendedSize());
-  e.emit(x, w, out, stage, ext);
+  e.emit(pad ? pad->source : x, w, out, stage, ext);
+  if (pad)
+    for (Operation* write : pad->writes) write->erase();
 }
 
 }  // namespace hexir::codegen

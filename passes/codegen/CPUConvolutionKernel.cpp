@@ -360,7 +360,7 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
     Value x = op.getDpsInputs()[0], w = op.getDpsInputs()[1], out = op.getDpsInits()[0];
     auto emit = [&] {
       if (g.kind == ConvolutionKind::kDepthwise)
-        return EmitDepthwiseConvolution(b, loc, kernel, tiles.lanes, g, x, w, out);
+        return EmitDepthwiseConvolution(b, loc, kernel, tiles.lanes, g, op, x, w, out);
       ConvolutionEmitter(b, loc, tiles, g).dense(x, w, out, packed);
     };
     // Dense kernels write the output's planes as rows: where its strides are dynamic, the
@@ -375,6 +375,16 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
     b.setInsertionPoint(branch.thenBlock()->getTerminator());
     emit();
     op->moveBefore(branch.elseBlock()->getTerminator());
+  }
+  // Buffers nothing reads any more (a fused pad's, CPUConvolutionDepthwise.h) are not allocated.
+  SmallVector<memref::AllocOp> unread;
+  kernel.walk([&](memref::AllocOp alloc) {
+    if (llvm::all_of(alloc->getUsers(), [](Operation* user) { return isa<memref::DeallocOp>(user); }))
+      unread.push_back(alloc);
+  });
+  for (memref::AllocOp alloc : unread) {
+    for (Operation* user : llvm::make_early_inc_range(alloc->getUsers())) user->erase();
+    alloc->erase();
   }
   ErasePrepackedOperands(kernel);
 }

@@ -101,6 +101,12 @@ std::optional<DynamicPad> MatchDynamicPad(linalg::GenericOp op) {
   DynamicPad pad{extract.getTensor(), value, {}};
   for (auto [d, at] : llvm::enumerate(extract.getIndices())) {
     PadDim dim;
+    // A dim of one element on both sides read at 0 (a static batch of 1, whose index a tiled
+    // generic folds to the constant): not padded, as i_d would be.
+    if (type.getDimSize(d) == 1 && sourceType.getDimSize(d) == 1 && ConstantOf(at) == 0) {
+      pad.dims.push_back(dim);
+      continue;
+    }
     if (std::optional<OpFoldResult> offset = MatchPosition(at, d, body)) {
       dim.offset = *offset;
       pad.dims.push_back(dim);

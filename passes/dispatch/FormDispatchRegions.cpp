@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "passes/Passes.h"
 #include "passes/codegen/CPUConvolutionKernel.h"
@@ -159,6 +160,40 @@ bool isConvolution(Operation* op) {
                       codegen::MatchConvolution(linalgOp).has_value());
 }
 
+// The ONNX importer's constant-zero pad (a generic over the padded result, no inputs, yielding
+// select(inside, tensor.extract(source, clamped), 0.0), each coordinate the loop index (a
+// constant for a unit dim) or clamped by min(max(., 0), extent - 1); not LowerTensorOps' form
+// of a tensor.pad, which
+// codegen leaves a generic) of static shape whose one reader is a
+// depthwise convolution of its block, as that convolution's input x: with
+// fuse-pads-into-depthwise (CPU) it joins the convolution's dispatch, whose kernel stages its
+// planes from the unpadded source writing zero borders (codegen/CPUConvolutionDepthwise.h)
+// instead of a pad dispatch writing a padded copy of the whole input first.
+bool isZeroPadOfDepthwiseConvolution(Operation* op) {
+  auto g = dyn_cast_or_null<linalg::GenericOp>(op);
+  if (!g || g.getNumDpsInputs() != 0 || g->getNumResults() != 1 || !g->hasOneUse() ||
+      g.getNumReductionLoops() != 0)
+    return false;
+  auto type = cast<RankedTensorType>(g->getResult(0).getType());
+  if (!type.hasStaticShape() || type.getRank() != 4) return false;
+  auto yield = cast<linalg::YieldOp>(g.getRegion().front().getTerminator());
+  auto select = yield.getValues()[0].getDefiningOp<arith::SelectOp>();
+  auto extract = select ? select.getTrueValue().getDefiningOp<tensor::ExtractOp>() : nullptr;
+  auto value = select ? select.getFalseValue().getDefiningOp<arith::ConstantOp>() : nullptr;
+  auto zero = value ? dyn_cast<FloatAttr>(value.getValue()) : FloatAttr();
+  if (!extract || !zero || !zero.getValue().isZero() ||
+      !cast<RankedTensorType>(extract.getTensor().getType()).hasStaticShape())
+    return false;
+  for (Value at : extract.getIndices())
+    if (!at.getDefiningOp<linalg::IndexOp>() && !at.getDefiningOp<arith::MinSIOp>() &&
+        !matchPattern(at, m_Constant()))  // a unit dim's index folded to 0
+      return false;
+  auto conv = dyn_cast<linalg::LinalgOp>(*g->getUsers().begin());
+  if (!conv || conv->getBlock() != g->getBlock() || conv->getOperand(0) != g->getResult(0)) return false;
+  std::optional<codegen::ConvolutionGeometry> geometry = codegen::MatchConvolution(conv);
+  return geometry && geometry->kind == codegen::ConvolutionKind::kDepthwise;
+}
+
 bool isClonable(Operation* op) {
   return op && (isa<tensor::EmptyOp>(op) || isScalarConstant(op) || isClonableFill(op));
 }
@@ -188,8 +223,7 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
       SmallVector<Operation*> roots;
       func.walk([&](Operation* op) {
         if (isa<linalg::LinalgOp>(op) && !isClonableFill(op) &&
-            !(fuseElementwise && isFusableProducer(op)) &&
-            !op->getParentOfType<linalg::LinalgOp>() && !op->getParentOfType<DispatchRegionOp>())
+            !joinsConsumer(op) && !op->getParentOfType<linalg::LinalgOp>() && !op->getParentOfType<DispatchRegionOp>())
           roots.push_back(op);
         if (isa<tensor::InsertSliceOp>(op) && op->hasAttr(kInPlaceAttr)) roots.push_back(op);
       });
@@ -209,6 +243,12 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
 
  private:
   llvm::SmallPtrSet<Operation*, 8> fusedAway;  // roots erased by consumer fusion
+
+  // A producer computed inside its consumer's dispatch, never a dispatch of its own.
+  bool joinsConsumer(Operation* op) {
+    return (fuseElementwise && isFusableProducer(op)) ||
+           (fusePadsIntoDepthwise && isZeroPadOfDepthwiseConvolution(op));
+  }
 
   // Generics marked `hexir.dispatch_group = "KIND.INSTANCE"` (kDispatchGroupAttr) become one
   // region per instance, placed at its last member: the members are cloned in order (their
@@ -258,7 +298,7 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
   // Clones `value`'s producer chain into the region if clonable; returns the value to use.
   Value cloneProducers(OpBuilder& b, Value value, IRMapping& map) {
     Operation* def = value.getDefiningOp();
-    if (fuseElementwise && isFusableProducer(def)) {
+    if (joinsConsumer(def)) {
       if (Value mapped = map.lookupOrNull(value)) return mapped;
       Operation* clone = cloneInto(b, def, map);
       clone->removeAttr(kRecomputeInConsumerAttr);
@@ -467,7 +507,7 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
     if (dom.properlyDominates(value, region)) return true;
     Operation* def = value.getDefiningOp();
     if (isScalarConstant(def)) return true;  // hoisted by capturesAvailableAt's caller rule
-    bool clonable = isClonable(def) || (fuseElementwise && isFusableProducer(def));
+    bool clonable = isClonable(def) || joinsConsumer(def);
     if (!clonable) return false;
     for (Value operand : def->getOperands())
       if (!availableAt(operand, region, dom)) return false;

@@ -32,6 +32,16 @@ struct Conv {
   bool silu = false;  // the importer's Conv + SiLU: bias[f] as the init, then v * sigmoid(v)
   bool constant = false;  // w a module constant (packed once at load), not an argument
   int64_t pad = 0;  // x is given unpadded (h - 2 pad by w - 2 pad) and padded by a tensor.pad
+  // With `importerPad`, padded instead by the ONNX importer's zero pad (a generic reading x at
+  // clamped coordinates, which joins a depthwise convolution's dispatch) of pads {top, left,
+  // bottom, right} (`pad` unused).
+  bool importerPad = false;
+  std::array<int64_t, 4> pads{};
+  int64_t top() const { return importerPad ? pads[0] : pad; }
+  int64_t left() const { return importerPad ? pads[1] : pad; }
+  int64_t h0() const { return h - (importerPad ? pads[0] + pads[2] : 2 * pad); }  // x's given extents
+  int64_t w0() const { return w - (importerPad ? pads[1] + pads[3] : 2 * pad); }
+  bool padded() const { return pad || importerPad; }
   int64_t oh() const { return (h - dilation * (kh - 1) - 1) / stride + 1; }
   int64_t ow() const { return (w - dilation * (kw - 1) - 1) / stride + 1; }
   int64_t cg() const { return c / group; }
@@ -66,8 +76,8 @@ std::string Source(const Conv& k, const HostTensor& weights) {
                                      std::to_string(k.cg()) + " + d4";
   std::string s = std::to_string(k.stride), dl = std::to_string(k.dilation);
   std::string x0 = "tensor<" + Dim(k.n, d) + "x" + std::to_string(k.c) + "x" +
-                   Dim(k.h - 2 * k.pad, d) + "x" + Dim(k.w - 2 * k.pad, d) + "xf32>";
-  std::string src = "func.func @main(%" + std::string(k.pad ? "x0: " + x0 : "x: " + x) +
+                   Dim(k.h0(), d) + "x" + Dim(k.w0(), d) + "xf32>";
+  std::string src = "func.func @main(%" + std::string(k.padded() ? "x0: " + x0 : "x: " + x) +
                     (k.constant ? "" : ", %w: " + wt) + ", %bias: tensor<" + std::to_string(k.f) +
                     "xf32>) -> " + o + " {\n  %z = arith.constant 0.0 : f32\n";
   if (k.pad) {
@@ -75,6 +85,29 @@ std::string Source(const Conv& k, const HostTensor& weights) {
     src += "  %x = tensor.pad %x0 low[0, 0, " + p + ", " + p + "] high[0, 0, " + p + ", " + p +
            "] {\n  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):\n    tensor.yield %z : f32\n"
            "  } : " + x0 + " to " + x + "\n";
+  }
+  if (k.importerPad) {
+    // compiler/importers/onnx Context::Pad's form: x0 at min(max(i - low, 0), extent - 1),
+    // the padding value outside x0.
+    auto c = [](int64_t v) { return "arith.constant " + std::to_string(v) + " : index"; };
+    src += "  %pc0 = " + c(0) + "\n  %pt = " + c(k.top()) + "\n  %pl = " + c(k.left()) + "\n  %ph = " +
+           c(k.h0()) + "\n  %pw = " + c(k.w0()) + "\n  %ph1 = " + c(k.h0() - 1) + "\n  %pw1 = " + c(k.w0() - 1) +
+           "\n  %pe = tensor.empty() : " + x + "\n"
+           "  %x = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], "
+           "iterator_types = [\"parallel\", \"parallel\", \"parallel\", \"parallel\"]} outs(%pe : " + x + ") {\n"
+           "  ^bb0(%po: f32):\n"
+           "    %i0 = linalg.index 0 : index\n    %i1 = linalg.index 1 : index\n"
+           "    %i2 = linalg.index 2 : index\n    %i3 = linalg.index 3 : index\n"
+           "    %r = arith.subi %i2, %pt : index\n    %r1 = arith.maxsi %r, %pc0 : index\n"
+           "    %r2 = arith.minsi %r1, %ph1 : index\n    %r3 = arith.cmpi sge, %r, %pc0 : index\n"
+           "    %r4 = arith.cmpi slt, %r, %ph : index\n    %r5 = arith.andi %r3, %r4 : i1\n"
+           "    %q = arith.subi %i3, %pl : index\n    %q1 = arith.maxsi %q, %pc0 : index\n"
+           "    %q2 = arith.minsi %q1, %pw1 : index\n    %q3 = arith.cmpi sge, %q, %pc0 : index\n"
+           "    %q4 = arith.cmpi slt, %q, %pw : index\n    %q5 = arith.andi %q3, %q4 : i1\n"
+           "    %in = arith.andi %r5, %q5 : i1\n"
+           "    %v = tensor.extract %x0[%i0, %i1, %r2, %q2] : " + x0 + "\n"
+           "    %pz = arith.constant 0.0 : f32\n    %s = arith.select %in, %v, %pz : f32\n"
+           "    linalg.yield %s : f32\n  } -> " + x + "\n";
   }
   if (k.constant)
     src += "  %w = arith.constant dense<" + HexLiteral(weights, k.f * k.cg() * k.kh * k.kw) +
@@ -165,30 +198,34 @@ void Check(const Conv& k) {
             << "x" << k.kh << "x" << k.kw << ", stride " << k.stride << ", dilation "
             << k.dilation << ", group " << k.group << (k.dynamic ? " (dynamic)" : "")
             << (k.epilogue ? " + bias + relu" : "") << (k.silu ? " + bias + silu" : "") << (k.constant ? " (constant filter)" : "")
-            << ", pad " << k.pad);
+            << ", pad " << k.pad << (k.importerPad ? " (the importer's, top/left " : "")
+            << (k.importerPad ? std::to_string(k.top()) + "/" + std::to_string(k.left()) + ")" : ""));
   std::string name = "conv_" + std::to_string(k.n) + "x" + std::to_string(k.c) + "x" +
                      std::to_string(k.h) + "x" + std::to_string(k.w) + "_" + std::to_string(k.f) +
                      "x" + std::to_string(k.kh) + "x" + std::to_string(k.kw) + "_s" +
                      std::to_string(k.stride) + "d" + std::to_string(k.dilation) + "g" +
                      std::to_string(k.group) + (k.dynamic ? "_dyn" : "") + (k.epilogue ? "_relu" : "") +
-                     (k.silu ? "_silu" : "") + (k.constant ? "_const" : "") + (k.pad ? "_p" + std::to_string(k.pad) : "");
+                     (k.silu ? "_silu" : "") + (k.constant ? "_const" : "") + (k.pad ? "_p" + std::to_string(k.pad) : "") +
+                     (k.importerPad ? "_ip" + std::to_string(k.pads[0]) + std::to_string(k.pads[1]) +
+                                          std::to_string(k.pads[2]) + std::to_string(k.pads[3])
+                                    : "");
   HostTensor x = RandomF32({k.n, k.c, k.h, k.w}, 11), w = RandomF32({k.f, k.cg(), k.kh, k.kw}, 12),
              bias = RandomF32({k.f}, 13);
   // With a pad, the module gets x's interior; its border is zero.
-  HostTensor x0 = RandomF32({k.n, k.c, k.h - 2 * k.pad, k.w - 2 * k.pad}, 11);
-  if (k.pad) {
-    int64_t h0 = k.h - 2 * k.pad, w0 = k.w - 2 * k.pad;
+  HostTensor x0 = RandomF32({k.n, k.c, k.h0(), k.w0()}, 11);
+  if (k.padded()) {
+    int64_t h0 = k.h0(), w0 = k.w0();
     x = ZerosF32({k.n, k.c, k.h, k.w});
     for (int64_t p = 0; p < k.n * k.c; ++p)
       for (int64_t i = 0; i < h0; ++i)
         for (int64_t j = 0; j < w0; ++j)
-          F32(x)[(p * k.h + i + k.pad) * k.w + j + k.pad] = F32(x0)[(p * h0 + i) * w0 + j];
+          F32(x)[(p * k.h + i + k.top()) * k.w + j + k.left()] = F32(x0)[(p * h0 + i) * w0 + j];
   }
   std::string module = CompileOrDie(Source(k, w), name);
   HostTensor expected = Reference(k, x, w, bias);
   for (const char* threads : kThreadCounts) {
     INFO(threads);
-    const HostTensor& given = k.pad ? x0 : x;
+    const HostTensor& given = k.padded() ? x0 : x;
     std::vector<HostTensor> inputs{given, w, bias};
     if (k.constant) inputs = {given, bias};
     auto out = RunOrDie(module, "main", inputs, 1, "cpu", threads);
@@ -432,6 +469,41 @@ TEST_CASE("depthwise convolutions on staged planes past one tile match a double 
   Check(Padded({2, 1, 9, 9, 1, 7, 7, 1, 1, 1}, 3));
   CheckOneModuleAtSizes({1, 19, 0, 0, 19, 5, 5, 2, 1, 19}, {{1, 1, 1}, {3, 2, 2}, {2, 9, 9}, {1, 4, 70}});
   CheckOneModuleAtSizes({1, 21, 0, 0, 21, 3, 3, 1, 1, 21}, {{1, 1, 1}, {3, 2, 2}, {2, 9, 9}, {1, 4, 70}});
+}
+
+// `k` (x's unpadded extents h0 x w0) padded by the importer's zero pad of {top, left, bottom,
+// right}: the pad joins the depthwise convolution's dispatch (fuse-pads-into-depthwise), whose
+// kernel stages from the unpadded x (CPUConvolutionDepthwise.h).
+Conv ImporterPadded(Conv k, int64_t h0, int64_t w0, std::array<int64_t, 4> pads) {
+  k.importerPad = true;
+  k.pads = pads;
+  k.h = h0 + pads[0] + pads[2];
+  k.w = w0 + pads[1] + pads[3];
+  return k;
+}
+
+TEST_CASE("depthwise convolutions reading the importer's zero pad in their kernel match a double reference") {
+  // Pads 1 and 2 (symmetric, and asymmetric as TF-style exports pad: more below and right,
+  // or only below and right, or only above and left), stride 1 and 2, 3x3 and 5x5 windows,
+  // planes of 1, 3, 7 and 57, odd channel counts, batch 1 and 3; a SiLU joining the dispatch.
+  for (int64_t size : {1, 3, 7, 57})
+    for (int64_t stride : {1, 2}) {
+      Check(ImporterPadded({1, 13, 0, 0, 13, 3, 3, stride, 1, 13}, size, size, {1, 1, 1, 1}));
+      Check(ImporterPadded({3, 7, 0, 0, 7, 5, 5, stride, 1, 7}, size, size, {2, 2, 2, 2}));
+    }
+  Check(ImporterPadded({1, 11, 0, 0, 11, 3, 3, 2, 1, 11}, 8, 9, {0, 0, 1, 1}));
+  Check(ImporterPadded({1, 11, 0, 0, 11, 5, 5, 2, 1, 11}, 9, 8, {1, 1, 2, 2}));
+  Check(ImporterPadded({3, 5, 0, 0, 5, 3, 3, 1, 1, 5}, 7, 6, {1, 0, 1, 2}));
+  Check(ImporterPadded({1, 9, 0, 0, 9, 5, 5, 1, 1, 9}, 7, 13, {2, 1, 0, 3}));
+  Check(ImporterPadded({1, 3, 0, 0, 3, 3, 3, 2, 1, 3}, 3, 140, {1, 1, 1, 1}));  // 3 column tiles
+  Check(ImporterPadded({1, 7, 0, 0, 7, 3, 3, 1, 2, 7}, 10, 11, {2, 2, 2, 2}));  // dilation 2
+  // Split over workgroups along the channels (the pad tiled with its convolution): 240
+  // channels of 4x4 (a 5x5 window), 72 of 13x13 at stride 2 (a partial last workgroup).
+  Check(ImporterPadded({1, 240, 0, 0, 240, 5, 5, 1, 1, 240}, 4, 4, {2, 2, 2, 2}));
+  Check(ImporterPadded({1, 72, 0, 0, 72, 3, 3, 2, 1, 72}, 13, 13, {1, 1, 1, 1}));
+  Conv silu = ImporterPadded({1, 17, 0, 0, 17, 3, 3, 2, 1, 17}, 9, 9, {1, 1, 1, 1});
+  silu.silu = true;
+  Check(silu);
 }
 
 TEST_CASE("grouped convolutions and a depthwise multiplier match a double reference") {

@@ -59,6 +59,140 @@ hexir.executable @depthwise attributes {hexir.workgroup_count = array<i64: 1, 1,
 
 // -----
 
+// The importer's zero pad joined the depthwise convolution's dispatch
+// (fuse-pads-into-depthwise): the pad becomes a fill and a copy into a buffer of the padded
+// shape (codegen/CPUConstantPad.h) that the kernel does not allocate, fill or copy: it stages
+// its planes from the unpadded x (codegen/CPUConvolutionDepthwise.h), the top row and left
+// column zero. No malloc, no copy loop, the same two stack buffers.
+// CHECK-LABEL: hexir.executable @depthwise_padded
+// CHECK-NOT:     @malloc
+// CHECK:         llvm.func internal @depthwise_padded_impl(
+// CHECK-COUNT-2:   llvm.alloca
+// CHECK-NOT:       @malloc
+// CHECK:           llvm.intr.masked.load
+// CHECK-NOT:       @malloc
+// CHECK:         llvm.func @depthwise_padded(
+hexir.executable @depthwise_padded attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @depthwise_padded(%x0: tensor<1x6x9x11xf32>, %w: tensor<6x1x3x3xf32>, %o: tensor<1x6x9x11xf32>, %id: index) -> tensor<1x6x9x11xf32> {
+      %z = arith.constant 0.0 : f32
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      %c9 = arith.constant 9 : index
+      %c10 = arith.constant 10 : index
+      %c11 = arith.constant 11 : index
+      %e = tensor.empty() : tensor<1x6x11x13xf32>
+      %x = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%e : tensor<1x6x11x13xf32>) {
+      ^bb0(%out: f32):
+        %i0 = linalg.index 0 : index
+        %i1 = linalg.index 1 : index
+        %i2 = linalg.index 2 : index
+        %i3 = linalg.index 3 : index
+        %r = arith.subi %i2, %c1 : index
+        %r1 = arith.maxsi %r, %c0 : index
+        %r2 = arith.minsi %r1, %c8 : index
+        %r3 = arith.cmpi sge, %r, %c0 : index
+        %r4 = arith.cmpi slt, %r, %c9 : index
+        %r5 = arith.andi %r3, %r4 : i1
+        %q = arith.subi %i3, %c1 : index
+        %q1 = arith.maxsi %q, %c0 : index
+        %q2 = arith.minsi %q1, %c10 : index
+        %q3 = arith.cmpi sge, %q, %c0 : index
+        %q4 = arith.cmpi slt, %q, %c11 : index
+        %q5 = arith.andi %q3, %q4 : i1
+        %in = arith.andi %r5, %q5 : i1
+        %v = tensor.extract %x0[%i0, %i1, %r2, %q2] : tensor<1x6x9x11xf32>
+        %s = arith.select %in, %v, %z : f32
+        linalg.yield %s : f32
+      } -> tensor<1x6x11x13xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 + d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x6x11x13xf32>, tensor<6x1x3x3xf32>) outs(%o : tensor<1x6x9x11xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %pp = arith.mulf %a, %b : f32
+        %qq = arith.addf %acc, %pp : f32
+        linalg.yield %qq : f32
+      } -> tensor<1x6x9x11xf32>
+      return %y : tensor<1x6x9x11xf32>
+    }
+  }
+}
+
+// -----
+
+// The same over 8 workgroups of 30 channels (hexir-cpu-distribute-workgroups' form: the pad
+// tiled, its channel an affine.apply of the tile offset, its batch index folded to 0): the
+// tiled pad becomes a fill and a copy (codegen/CPUDynamicPad.h) and the kernel again reads the
+// unpadded tile of x, no malloc.
+// CHECK-LABEL: hexir.executable @depthwise_padded_tiled
+// CHECK-NOT:     @malloc
+// CHECK:         llvm.func internal @depthwise_padded_tiled_impl(
+// CHECK-COUNT-2:   llvm.alloca
+// CHECK-NOT:       @malloc
+// CHECK:           llvm.intr.masked.load
+// CHECK-NOT:       @malloc
+// CHECK:         llvm.func @depthwise_padded_tiled(
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#map1 = affine_map<(d0)[s0] -> (d0 + s0)>
+#map2 = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 + d4, d2 + d5, d3 + d6)>
+#map3 = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>
+#map4 = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+hexir.executable @depthwise_padded_tiled attributes {hexir.workgroup_count = array<i64: 8, 1, 1>} {
+  builtin.module {
+    func.func @depthwise_padded_tiled(%arg0: tensor<1x240x4x4xf32>, %arg1: tensor<240x1x5x5xf32>, %arg2: tensor<1x240x4x4xf32>, %arg3: index) -> tensor<1x240x4x4xf32> {
+      %c240 = arith.constant 240 : index
+      %c30 = arith.constant 30 : index
+      %c2 = arith.constant 2 : index
+      %c0 = arith.constant 0 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %cst = arith.constant 0.000000e+00 : f32
+      %0 = arith.muli %arg3, %c30 : index
+      %1 = arith.addi %0, %c30 : index
+      %2 = arith.minsi %1, %c240 : index
+      %3 = scf.for %arg4 = %0 to %2 step %c30 iter_args(%arg5 = %arg2) -> (tensor<1x240x4x4xf32>) {
+        %4 = tensor.empty() : tensor<1x30x8x8xf32>
+        %5 = linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%4 : tensor<1x30x8x8xf32>) {
+        ^bb0(%out: f32):
+          %8 = linalg.index 1 : index
+          %9 = affine.apply #map1(%arg4)[%8]
+          %10 = linalg.index 2 : index
+          %11 = linalg.index 3 : index
+          %12 = arith.subi %10, %c2 : index
+          %13 = arith.maxsi %12, %c0 : index
+          %14 = arith.minsi %13, %c3 : index
+          %15 = arith.cmpi sge, %12, %c0 : index
+          %16 = arith.cmpi slt, %12, %c4 : index
+          %17 = arith.andi %15, %16 : i1
+          %18 = arith.subi %11, %c2 : index
+          %19 = arith.maxsi %18, %c0 : index
+          %20 = arith.minsi %19, %c3 : index
+          %21 = arith.cmpi sge, %18, %c0 : index
+          %22 = arith.cmpi slt, %18, %c4 : index
+          %23 = arith.andi %21, %22 : i1
+          %24 = arith.andi %17, %23 : i1
+          %extracted = tensor.extract %arg0[%c0, %9, %14, %20] : tensor<1x240x4x4xf32>
+          %25 = arith.select %24, %extracted, %cst : f32
+          linalg.yield %25 : f32
+        } -> tensor<1x30x8x8xf32>
+        %extracted_slice = tensor.extract_slice %arg1[%arg4, 0, 0, 0] [30, 1, 5, 5] [1, 1, 1, 1] : tensor<240x1x5x5xf32> to tensor<30x1x5x5xf32>
+        %extracted_slice_0 = tensor.extract_slice %arg5[0, %arg4, 0, 0] [1, 30, 4, 4] [1, 1, 1, 1] : tensor<1x240x4x4xf32> to tensor<1x30x4x4xf32>
+        %6 = linalg.fill ins(%cst : f32) outs(%extracted_slice_0 : tensor<1x30x4x4xf32>) -> tensor<1x30x4x4xf32>
+        %7 = linalg.generic {indexing_maps = [#map2, #map3, #map4], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%5, %extracted_slice : tensor<1x30x8x8xf32>, tensor<30x1x5x5xf32>) outs(%6 : tensor<1x30x4x4xf32>) {
+        ^bb0(%in: f32, %in_1: f32, %out: f32):
+          %8 = arith.mulf %in, %in_1 : f32
+          %9 = arith.addf %out, %8 : f32
+          linalg.yield %9 : f32
+        } -> tensor<1x30x4x4xf32>
+        %inserted_slice = tensor.insert_slice %7 into %arg5[0, %arg4, 0, 0] [1, 30, 4, 4] [1, 1, 1, 1] : tensor<1x30x4x4xf32> into tensor<1x240x4x4xf32>
+        scf.yield %inserted_slice : tensor<1x240x4x4xf32>
+      }
+      return %3 : tensor<1x240x4x4xf32>
+    }
+  }
+}
+
+// -----
+
 // Stride 2 along H and W (a 5x5 window over 13 x 13: 5 x 5 outputs): each input row is
 // deinterleaved into its even and odd columns (two shuffles of two masked loads) for the four
 // phase planes; 5 rows of pitch 5 + 2 = 35 extended positions: one step of 4 vectors (25 taps: 100
