@@ -442,6 +442,11 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
         ShapedType::isDynamicShape(sibling.getStaticLoopRanges()))
       return false;
     if (broadcastsResult(cast<linalg::GenericOp>(consumer), op->getResult(0))) return false;
+    // Both read one same input (the x of w1 and w3): siblings over different inputs are
+    // independent branches (a diamond's l @ w3 and t @ w2), which fusing would serialize.
+    if (llvm::none_of(sibling.getDpsInputs(),
+                      [&](Value v) { return llvm::is_contained(rootOp.getDpsInputs(), v); }))
+      return false;
     // Both read only what is computed before the region (or a fill): a recomputed norm chain
     // (hexir-fuse-small-reductions) in front of either would leave the CUDA kernel with whole
     // reductions beside two point reductions, which it does not distribute.

@@ -81,6 +81,35 @@ func.func @sibling_read_elsewhere(%x: tensor<48xf32>, %w1: tensor<37x48xf32>, %w
 
 // -----
 
+// Not siblings: the two matvecs read different vectors (independent branches, as a diamond's
+// two arms: fusing them would run the second arm after the first's producer): w1 alone, w3
+// with the consumer.
+// CHECK-LABEL: func.func @sibling_other_input
+// CHECK:         hexir.dispatch_region
+// CHECK:           linalg.matvec ins(%arg2, %arg0
+// CHECK-NEXT:      hexir.yield
+// CHECK:         hexir.dispatch_region
+// CHECK:           linalg.matvec ins(%arg3, %arg1
+// CHECK:           linalg.generic
+// CHECK-NOT:     hexir.dispatch_region
+// CHECK-NOT:     hexir.dispatch_region
+#id = affine_map<(d) -> (d)>
+func.func @sibling_other_input(%x: tensor<48xf32>, %y: tensor<48xf32>, %w1: tensor<37x48xf32>, %w3: tensor<37x48xf32>) -> tensor<37xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<37xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<37xf32>) -> tensor<37xf32>
+  %h1 = linalg.matvec ins(%w1, %x : tensor<37x48xf32>, tensor<48xf32>) outs(%z : tensor<37xf32>) -> tensor<37xf32>
+  %h3 = linalg.matvec ins(%w3, %y : tensor<37x48xf32>, tensor<48xf32>) outs(%z : tensor<37xf32>) -> tensor<37xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%h1, %h3 : tensor<37xf32>, tensor<37xf32>) outs(%e : tensor<37xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<37xf32>
+  return %g : tensor<37xf32>
+}
+
+// -----
+
 // Not siblings: each matvec reads its own copy of a chain to recompute (hexir-fuse-small-
 // reductions' mark): a kernel with such a chain in front of two point reductions is not one
 // the CUDA target distributes, so w1 (with its copy) and w3 + consumer (with its copy) stay
