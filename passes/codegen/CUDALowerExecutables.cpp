@@ -488,6 +488,15 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     return buildEntry(exe, gpuModule, signature, block, cluster, minBlocks);
   }
 
+  // griddepcontrol needs sm_90 or later: the executable's own chip (the wgmma kernel's
+  // sm_90a) or the pass's.
+  bool SupportsGridDependencyControl(ExecutableOp exe) {
+    StringRef target = chip;
+    if (auto own = exe->getAttrOfType<StringAttr>(kExecutableChipAttr)) target = own.getValue();
+    unsigned number = 0;
+    return target.consume_front("sm_") && !target.consumeInteger(10, number) && number >= 90;
+  }
+
   // extern "C" __global__ void <name>(void* binding0, ..., [void* params]): memref argument
   // i is binding i; everything that varies per call (dynamic dims of the memrefs in argument
   // order, then scalars in order) is one i64 word each of a parameter buffer bound after
@@ -538,6 +547,16 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     }
     Block* body = entry.addEntryBlock(b);
     b.setInsertionPointToStart(body);
+    // Programmatic dependent launch (sm_90+): the next kernel of a graph may launch as soon
+    // as every block of this one has started (launch_dependents), and this one waits, before
+    // its first memory access (the parameter buffer included), until the kernels it depends
+    // on completed and their writes are visible. Without a programmatic prerequisite the
+    // wait returns at once. The driver makes programmatic edges only into kernels whose entry
+    // begins so (hexir-cuda-serialize-executables checks it: "cuda.programmatic_wait.<entry>").
+    if (SupportsGridDependencyControl(exe)) {
+      NVVM::GriddepcontrolOp::create(b, loc, NVVM::GridDepActionKind::launch_dependents);
+      NVVM::GriddepcontrolOp::create(b, loc, NVVM::GridDepActionKind::wait);
+    }
     int64_t binding = 0, word = 0;
     auto param = [&]() -> Value {
       Value base = body->getArgument(memrefCount);

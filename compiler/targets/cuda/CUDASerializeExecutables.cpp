@@ -13,6 +13,7 @@
 #include "llvm/Support/Program.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/codegen/CUDAPasses.h"
@@ -109,6 +110,20 @@ class CUDASerializeExecutables
     return (*buffer)->getBuffer().str();
   }
 
+  // True when the entry executes griddepcontrol.wait before anything else (only
+  // launch_dependents may precede it): no access to memory before its prerequisite kernels
+  // completed, what a programmatic edge into it requires.
+  static bool entryWaitsFirst(gpu::GPUModuleOp module, StringRef name) {
+    auto entry = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
+    if (!entry || entry.getBody().empty()) return false;
+    for (Operation& op : entry.getBody().front()) {
+      auto control = dyn_cast<NVVM::GriddepcontrolOp>(op);
+      if (!control) return false;
+      if (control.getKind() == NVVM::GridDepActionKind::wait) return true;
+    }
+    return false;
+  }
+
   LogicalResult serialize(ExecutableOp exe) {
     ModuleOp inner = exe.getInnerModule();
     if (!inner) return exe.emitError("executable has no module to serialize");
@@ -116,6 +131,7 @@ class CUDASerializeExecutables
     if (!module) return exe.emitError("executable has no gpu.module (run hexir-cuda-lower-executables)");
     auto block = exe->getAttrOfType<DenseI64ArrayAttr>(kBlockSizeAttr);
     if (!block || block.size() != 3) return exe.emitError("executable has no ") << kBlockSizeAttr;
+    const bool waitsFirst = entryWaitsFirst(module, exe.getSymName());
     FailureOr<std::string> ptx = toPTX(exe, inner, module);
     if (failed(ptx)) return failure();
     // ptxas and the driver's JIT read NUL-terminated text.
@@ -133,6 +149,9 @@ class CUDASerializeExecutables
     if (auto shared = exe->getAttrOfType<IntegerAttr>(kSharedBytesAttr))
       attrs.push_back(b.getNamedAttr("cuda.shared_bytes." + entry,
                                      b.getStringAttr(std::to_string(shared.getInt()))));
+    // The driver makes programmatic (PDL) graph edges only into kernels that wait first.
+    if (waitsFirst)
+      attrs.push_back(b.getNamedAttr("cuda.programmatic_wait." + entry, b.getStringAttr("1")));
     // The CUDA driver (hal/drivers/cuda/cuda_executable.h) JIT-loads the "cuda.ptx" attr
     // when the cubin does not load; its ExecutableView has no access to rodata, so the
     // PTX is inline there as well as in the cuda.ptx_segment rodata segment.

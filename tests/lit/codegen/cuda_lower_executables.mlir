@@ -25,6 +25,10 @@
 // Static descriptors: offset 0, sizes, row-major strides.
 // CHECK:         llvm.func @k(%[[A:.+]]: !llvm.ptr {llvm.align = 16 : i64, llvm.noalias}, %[[O:.+]]: !llvm.ptr {llvm.align = 16 : i64, llvm.noalias}, %[[P:.+]]: !llvm.ptr {llvm.align = 16 : i64, llvm.noalias})
 // CHECK-SAME:      attributes {nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>}
+// Programmatic dependent launch: dependents may launch once every block started; nothing is
+// read (not even the parameter buffer) before the prerequisite kernels completed.
+// CHECK-NEXT:      nvvm.griddepcontrol launch_dependents
+// CHECK-NEXT:      nvvm.griddepcontrol wait
 // CHECK-DAG:       %[[Z:.+]] = llvm.mlir.constant(0 : i64) : i64
 // CHECK-DAG:       %[[D0:.+]] = llvm.mlir.constant(2 : i64) : i64
 // CHECK-DAG:       %[[D1:.+]] = llvm.mlir.constant(200 : i64) : i64

@@ -7,7 +7,9 @@
 // RUN: env CUDA_HOME=%t.missing not hexir-compile %s --target=cuda -o %t.bad.vmfb 2>&1 | FileCheck %s --check-prefix=NOKIT
 // RUN: env CUDA_HOME=%t.missing not hexir-compile %s --target=cuda --cuda-format=ptx -o %t.bad.vmfb 2>&1 | FileCheck %s --check-prefix=NOLIBDEVICE
 
-// Each executable: a cubin (ELF, e_machine 190 = EM_CUDA) for sm_90, its block size, and
+// Each executable: a cubin (ELF, e_machine 190 = EM_CUDA) for sm_90, its block size, that
+// its entry waits for its prerequisite grids before anything else (programmatic edges into it
+// are safe: griddepcontrol.launch_dependents then .wait first), and
 // its PTX twice: inline as the driver's JIT fallback attr cuda.ptx, and as a rodata
 // segment named by cuda.ptx_segment. The PTX entry takes one .u64
 // per binding (operands, results, then the parameter buffer when there are scalars).
@@ -16,6 +18,7 @@
 // CHECK-LABEL: executable 0 format=cuda-cubin-sm_90 entry_points=mbr_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190 size>0=True
 // CHECK:         attr cuda.block_size.mbr_dispatch_0 = 64,1,1
+// CHECK-NEXT:    attr cuda.programmatic_wait.mbr_dispatch_0 = 1
 // CHECK-NEXT:    attr cuda.ptx = <text, {{[0-9]+}} lines>
 // CHECK-NEXT:    attr cuda.ptx_segment = [[PTX0:[0-9]+]]
 // CHECK-NEXT:    cuda.ptx equals the cuda.ptx_segment text: True
@@ -27,6 +30,8 @@
 // CHECK-NEXT:      .param .u64 {{.*}}mbr_dispatch_0_param_3
 // CHECK-NEXT:    )
 // CHECK-NEXT:    .maxntid 64, 1, 1
+// CHECK:         griddepcontrol.launch_dependents;
+// CHECK-NEXT:    griddepcontrol.wait;
 // CHECK:         %tid.x
 // CHECK:         %ctaid.x
 // CHECK:         ld.global
@@ -37,6 +42,7 @@
 // CHECK-LABEL: executable 1 format=cuda-cubin-sm_90 entry_points=chain_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190
 // CHECK:         attr cuda.block_size.chain_dispatch_0 = 256,1,1
+// CHECK-NEXT:    attr cuda.programmatic_wait.chain_dispatch_0 = 1
 // CHECK-NEXT:    attr cuda.ptx = <text
 // CHECK-NEXT:    attr cuda.ptx_segment = [[PTX1:[0-9]+]]
 // CHECK-NOT:     executable
@@ -52,16 +58,19 @@
 // CHECK-LABEL: executable 2 format=cuda-cubin-sm_90 entry_points=rowsum_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190
 // CHECK:         attr cuda.block_size.rowsum_dispatch_0 = 6,1,1
+// CHECK-NEXT:    attr cuda.programmatic_wait.rowsum_dispatch_0 = 1
 
 // Transpose 6x50 -> 50x6: 300 threads, writes coalesced.
 // CHECK-LABEL: executable 3 format=cuda-cubin-sm_90 entry_points=transpose_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190
 // CHECK:         attr cuda.block_size.transpose_dispatch_0 = 256,1,1
+// CHECK-NEXT:    attr cuda.programmatic_wait.transpose_dispatch_0 = 1
 
 // A host f32 scalar travels in the parameter buffer: one more .u64 pointer parameter.
 // CHECK-LABEL: executable 4 format=cuda-cubin-sm_90 entry_points=scale_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190
 // CHECK:         attr cuda.block_size.scale_dispatch_0 = 8,1,1
+// CHECK-NEXT:    attr cuda.programmatic_wait.scale_dispatch_0 = 1
 // CHECK-NEXT:    attr cuda.ptx = <text
 // CHECK-NEXT:    attr cuda.ptx_segment =
 // CHECK:         .visible .entry scale_dispatch_0(
@@ -74,6 +83,7 @@
 // CHECK-LABEL: executable 5 format=cuda-cubin-sm_90 entry_points=wide_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190
 // CHECK:         attr cuda.block_size.wide_dispatch_0 = 256,1,1
+// CHECK-NEXT:    attr cuda.programmatic_wait.wide_dispatch_0 = 1
 // CHECK:         ld.global.nc.v4.b32
 // CHECK:         ld.global.nc.v4.b32
 // CHECK:         st.global.v4.b32
@@ -84,6 +94,7 @@
 // CHECK-LABEL: executable 6 format=cuda-cubin-sm_90 entry_points=mm_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190
 // CHECK:         attr cuda.block_size.mm_dispatch_0 = 256,1,1
+// CHECK-NEXT:    attr cuda.programmatic_wait.mm_dispatch_0 = 1
 // CHECK:         .minnctapersm 2
 // CHECK:         .shared .align 16 .b8 __hexir_shared[16384];
 // CHECK:         ld.global.v4.b32
@@ -99,6 +110,7 @@
 // CHECK-LABEL: executable 7 format=cuda-cubin-sm_90 entry_points=sumsq_dispatch_0
 // CHECK-NEXT:    binary: ELF e_machine=190
 // CHECK:         attr cuda.block_size.sumsq_dispatch_0 = 128,1,1
+// CHECK-NEXT:    attr cuda.programmatic_wait.sumsq_dispatch_0 = 1
 // CHECK:         .shared .align 16 .b8 __hexir_shared[16];
 // CHECK:         setp.gt.u32 {{.*}}, 8191;
 // CHECK:         ld.global.nc.v4.b32
