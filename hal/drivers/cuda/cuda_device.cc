@@ -1299,6 +1299,7 @@ StatusOr<CudaStats> GetCudaStats(const Device& device) {
   s.kernel_node_updates = g(c.kernel_node_updates);
   s.graph_nodes = g(c.graph_nodes);
   s.graph_edges = g(c.graph_edges);
+  s.programmatic_edges = g(c.programmatic_edges);
   s.stream_launches = g(c.stream_launches);
   s.host_synchronizations = device.stats().host_waits + g(c.transfer_synchronizations);
   s.waits_on_device = g(c.waits_on_device);

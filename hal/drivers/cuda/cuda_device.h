@@ -50,6 +50,10 @@ struct CudaStats {
   // captured graph counts as its one node): what a recording's barriers became.
   uint64_t graph_nodes = 0;
   uint64_t graph_edges = 0;
+  // Of graph_edges and of the edges inside WHILE bodies: kernel->kernel edges made
+  // programmatic (PDL: the next kernel launches while this one runs and waits in its entry;
+  // HEXIR_CUDA_PDL, README.md "Programmatic dependent launch").
+  uint64_t programmatic_edges = 0;
   uint64_t stream_launches = 0;       // cuLaunchKernel calls (stream command buffers)
   // Times a host call blocked on the GPU: Semaphore::Wait and WaitIdle (DeviceStats::host_waits)
   // plus ReadBuffer/WriteBuffer of device memory (each waits for its staging copy).

@@ -679,6 +679,21 @@ TEST_CASE("cuda/graph_edges_setting_names_the_accepted_values (no GPU needed)") 
   CHECK(warning.empty());
 }
 
+TEST_CASE("cuda/programmatic_launch_setting_names_the_accepted_values (no GPU needed)") {
+  std::string warning;
+  CHECK(ParseProgrammaticLaunch(nullptr, &warning) == ProgrammaticLaunch::kProgrammatic);
+  CHECK(ParseProgrammaticLaunch("", &warning) == ProgrammaticLaunch::kProgrammatic);
+  CHECK(ParseProgrammaticLaunch("on", &warning) == ProgrammaticLaunch::kProgrammatic);
+  CHECK(ParseProgrammaticLaunch("programmatic", &warning) == ProgrammaticLaunch::kProgrammatic);
+  CHECK(ParseProgrammaticLaunch("launch-order", &warning) == ProgrammaticLaunch::kLaunchOrder);
+  CHECK(ParseProgrammaticLaunch("off", &warning) == ProgrammaticLaunch::kOff);
+  CHECK(warning.empty());
+  CHECK(ParseProgrammaticLaunch("0", &warning) == ProgrammaticLaunch::kProgrammatic);
+  CHECK(warning ==
+        "HEXIR_CUDA_PDL='0' is not a setting (accepted: on, programmatic, launch-order, off); "
+        "using programmatic");
+}
+
 // Two writers, a barrier, three readers of both (add(y0, y1) -> z_k): by ranges each reader
 // follows both writers; one join node makes that 2 + 3 edges instead of 2 x 3, and the results
 // are those of the six edges (HEXIR_CUDA_GRAPH_EDGES=ranges-recording-order, no join).

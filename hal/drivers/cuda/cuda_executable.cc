@@ -70,6 +70,7 @@ StatusOr<vm::Ref<Executable>> CudaExecutable::Load(std::shared_ptr<CudaShared> s
   }
   std::string_view ptx_attr;
   std::vector<std::pair<std::string_view, std::string_view>> block_attrs, shared_attrs;
+  std::vector<std::string_view> waiting_entries;  // "cuda.programmatic_wait.<entry>" = "1"
   for (const auto& [key, value] : view.attrs) {
     if (key == kPtxAttr) ptx_attr = value;
     if (key.substr(0, std::strlen(kBlockSizeAttrPrefix)) == kBlockSizeAttrPrefix) {
@@ -77,6 +78,10 @@ StatusOr<vm::Ref<Executable>> CudaExecutable::Load(std::shared_ptr<CudaShared> s
     }
     if (key.substr(0, std::strlen(kSharedBytesAttrPrefix)) == kSharedBytesAttrPrefix) {
       shared_attrs.emplace_back(key.substr(std::strlen(kSharedBytesAttrPrefix)), value);
+    }
+    if (key.substr(0, std::strlen(kProgrammaticWaitAttrPrefix)) == kProgrammaticWaitAttrPrefix &&
+        value == "1") {
+      waiting_entries.push_back(key.substr(std::strlen(kProgrammaticWaitAttrPrefix)));
     }
   }
   HEXIR_RETURN_IF_ERROR(shared->MakeCurrent());
@@ -152,6 +157,7 @@ StatusOr<vm::Ref<Executable>> CudaExecutable::Load(std::shared_ptr<CudaShared> s
       e.shared_bytes = *bytes;
     }
     if (!error.ok()) break;
+    for (std::string_view entry : waiting_entries) e.programmatic_wait |= entry == name;
     // Above 48 KiB a kernel gets dynamic shared memory only once its limit is raised.
     if (e.shared_bytes > 0) {
       r = api.cuFuncSetAttribute(e.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

@@ -10,6 +10,9 @@
 //   attrs "cuda.shared_bytes.<entry>" = "B" (dynamic shared memory of every launch, default 0;
 //     the entry's limit is raised to B at load, which fails naming the entry when the
 //     device has less).
+//   attrs "cuda.programmatic_wait.<entry>" = "1": the entry executes griddepcontrol.wait before
+//     any memory access (what hexir-cuda-serialize-executables states for Hexir's kernels), so
+//     graphs may reach it through programmatic (PDL) edges.
 //
 // Ownership: refcounted; owns the CUmodule (unloaded on destruction, on the device's context).
 // Immutable after creation: thread-safe.
@@ -33,6 +36,7 @@ inline constexpr const char kPtxFormat[] = "cuda-ptx";
 inline constexpr const char kPtxAttr[] = "cuda.ptx";
 inline constexpr const char kBlockSizeAttrPrefix[] = "cuda.block_size.";
 inline constexpr const char kSharedBytesAttrPrefix[] = "cuda.shared_bytes.";
+inline constexpr const char kProgrammaticWaitAttrPrefix[] = "cuda.programmatic_wait.";
 
 struct CudaEntry {
   CUfunction function = nullptr;
@@ -44,6 +48,9 @@ struct CudaEntry {
   // The module states which bindings the entry writes (Executable::MayWriteBinding answers
   // from its mask, not "every binding"): graphs order its kernels by their ranges.
   bool writes_stated = false;
+  // The entry waits for its prerequisite grids before touching memory ("cuda.programmatic_wait"):
+  // a graph's kernel->kernel edges into it may be programmatic.
+  bool programmatic_wait = false;
 };
 
 class CudaExecutable final : public Executable {

@@ -33,7 +33,29 @@ GraphEdges GraphEdgesFromEnvironment() {
   return edges;
 }
 
+ProgrammaticLaunch ProgrammaticLaunchFromEnvironment() {
+  std::string warning;
+  const ProgrammaticLaunch pdl = ParseProgrammaticLaunch(std::getenv("HEXIR_CUDA_PDL"), &warning);
+  static std::atomic<bool> warned{false};
+  if (!warning.empty() && !warned.exchange(true)) std::fprintf(stderr, "hexir: %s\n", warning.c_str());
+  return pdl;
+}
+
 }  // namespace
+
+ProgrammaticLaunch ParseProgrammaticLaunch(const char* value, std::string* warning) {
+  warning->clear();
+  if (value == nullptr || *value == '\0' || std::strcmp(value, "on") == 0 ||
+      std::strcmp(value, "programmatic") == 0) {
+    return ProgrammaticLaunch::kProgrammatic;
+  }
+  if (std::strcmp(value, "launch-order") == 0) return ProgrammaticLaunch::kLaunchOrder;
+  if (std::strcmp(value, "off") == 0) return ProgrammaticLaunch::kOff;
+  *warning = StrCat("HEXIR_CUDA_PDL='", value,
+                    "' is not a setting (accepted: on, programmatic, launch-order, off); "
+                    "using programmatic");
+  return ProgrammaticLaunch::kProgrammatic;
+}
 
 GraphEdges ParseGraphEdges(const char* value, std::string* warning) {
   warning->clear();
@@ -67,6 +89,13 @@ Status CudaGraphCommandBuffer::OnRecorded() {
   // may write any binding: barriers stay whole), within OrderCommands' n^2 bits.
   edges_setting_ = GraphEdgesFromEnvironment();
   by_ranges_ = edges_setting_ != GraphEdges::kBarriers;
+  // Programmatic edges are added with cuGraphAddNode (CUDA 12.3+; absent: full edges).
+  switch (shared_->api->cuGraphAddNode ? ProgrammaticLaunchFromEnvironment()
+                                       : ProgrammaticLaunch::kOff) {
+    case ProgrammaticLaunch::kProgrammatic: pdl_port_ = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC; break;
+    case ProgrammaticLaunch::kLaunchOrder: pdl_port_ = CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER; break;
+    case ProgrammaticLaunch::kOff: pdl_port_ = 0; break;
+  }
   for (GraphKernels& g : graphs_) {
     by_ranges_ = by_ranges_ && g.recording->writes_stated() &&
                  g.recording->ops().size() <= kMaxOpsOrderedByRanges;
@@ -109,7 +138,70 @@ Status CudaGraphCommandBuffer::BuildGraph() {
                              "cuGraphGetEdges");
   shared_->counters.graph_nodes.fetch_add(nodes, std::memory_order_relaxed);
   shared_->counters.graph_edges.fetch_add(edges, std::memory_order_relaxed);
+  shared_->counters.programmatic_edges.fetch_add(programmatic_edges_, std::memory_order_relaxed);
   return Status::Ok();
+}
+
+Status CudaGraphCommandBuffer::RebuildWithFullEdges() {
+  const CudaApi& api = *shared_->api;
+  api.cuGraphDestroy(graph_);
+  graph_ = nullptr;
+  pdl_port_ = 0;
+  kernel_nodes_.clear();
+  repeat_nodes_.clear();
+  stand_in_uses_ = StandInUses();
+  collectives_overlapped_ = 0;
+  programmatic_edges_ = 0;
+  has_nodes_ = false;
+  return BuildGraph();
+}
+
+StatusOr<CUgraphNode> CudaGraphCommandBuffer::AddKernelNode(CUgraph graph,
+                                                            const RecordedKernel& kernel,
+                                                            const CUDA_KERNEL_NODE_PARAMS& p,
+                                                            const std::vector<CUgraphNode>& after) {
+  const CudaApi& api = *shared_->api;
+  CUgraphNode node = nullptr;
+  if (pdl_port_ != 0 && kernel.entry->programmatic_wait) {
+    std::vector<CUgraphEdgeData> edges(after.size());
+    std::memset(edges.data(), 0, edges.size() * sizeof(CUgraphEdgeData));
+    size_t programmatic = 0;
+    for (size_t i = 0; i < after.size(); ++i) {
+      if (kernel_nodes_.count(after[i]) == 0) continue;  // a copy, fill, join or loop: full
+      edges[i].from_port = pdl_port_;
+      edges[i].type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+      ++programmatic;
+    }
+    if (programmatic > 0) {
+      CUgraphNodeParams params;
+      std::memset(&params, 0, sizeof(params));
+      params.type = CU_GRAPH_NODE_TYPE_KERNEL;
+      params.kernel.func = p.func;
+      params.kernel.gridDimX = p.gridDimX;
+      params.kernel.gridDimY = p.gridDimY;
+      params.kernel.gridDimZ = p.gridDimZ;
+      params.kernel.blockDimX = p.blockDimX;
+      params.kernel.blockDimY = p.blockDimY;
+      params.kernel.blockDimZ = p.blockDimZ;
+      params.kernel.sharedMemBytes = p.sharedMemBytes;
+      params.kernel.kernelParams = p.kernelParams;
+      const CUresult r = api.cuGraphAddNode(&node, graph, after.data(), edges.data(),
+                                            after.size(), &params);
+      if (r == CUDA_SUCCESS) {
+        programmatic_edges_ += programmatic;
+        return node;
+      }
+      static std::atomic<bool> warned{false};
+      if (!warned.exchange(true)) {
+        std::fprintf(stderr, "hexir: cuda graph: programmatic edges into '%s' refused (%s); "
+                     "full edges instead\n", kernel.name().c_str(), CudaErrorText(api, r).c_str());
+      }
+    }
+  }
+  HEXIR_CUDA_RETURN_IF_ERROR(
+      api, api.cuGraphAddKernelNode(&node, graph, after.data(), after.size(), &p),
+      "cuGraphAddKernelNode('", kernel.name(), "')");
+  return node;
 }
 
 // Without stated writes (by_ranges_ false), barriers become edges: every node depends on the
@@ -194,10 +286,9 @@ StatusOr<CUgraphNode> CudaGraphCommandBuffer::AddOpNode(CUgraph graph, size_t g,
   switch (op.kind) {
     case RecordedOp::kKernel: {
       CUDA_KERNEL_NODE_PARAMS p = NodeParams(g, op.index);
-      HEXIR_CUDA_RETURN_IF_ERROR(
-          api, api.cuGraphAddKernelNode(&node, graph, after.data(), after.size(), &p),
-          "cuGraphAddKernelNode('", recording.kernels()[op.index].name(), "')");
+      HEXIR_ASSIGN_OR_RETURN(node, AddKernelNode(graph, recording.kernels()[op.index], p, after));
       graphs_[g].nodes[op.index].node = node;
+      kernel_nodes_.insert(node);
       return node;
     }
     case RecordedOp::kCopy: {
@@ -479,8 +570,20 @@ bool CudaGraphCommandBuffer::SlotsAlias(const std::vector<BufferRef>& table,
 
 Status CudaGraphCommandBuffer::Instantiate() {
   const CudaApi& api = *shared_->api;
-  HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphInstantiate(&exec_, graph_, 0),
-                             "cuGraphInstantiate(", recording_.kernel_count(), " kernel nodes)");
+  CUresult r = api.cuGraphInstantiate(&exec_, graph_, 0);
+  if (r != CUDA_SUCCESS && programmatic_edges_ > 0) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) {
+      std::fprintf(stderr, "hexir: cuda graph: instantiation with %llu programmatic edges "
+                   "refused (%s); built again with full edges\n",
+                   static_cast<unsigned long long>(programmatic_edges_),
+                   CudaErrorText(api, r).c_str());
+    }
+    HEXIR_RETURN_IF_ERROR(RebuildWithFullEdges());
+    r = api.cuGraphInstantiate(&exec_, graph_, 0);
+  }
+  HEXIR_CUDA_RETURN_IF_ERROR(api, r, "cuGraphInstantiate(", recording_.kernel_count(),
+                             " kernel nodes)");
   shared_->counters.graph_instantiations.fetch_add(1, std::memory_order_relaxed);
   return Status::Ok();
 }

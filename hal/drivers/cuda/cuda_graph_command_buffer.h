@@ -18,6 +18,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "hal/drivers/cuda/cuda_command_buffer.h"
@@ -43,6 +44,24 @@ enum class GraphEdges {
 // The setting `value` names (null or empty: kRanges). Any other value gives kRanges and sets
 // *warning to a message naming the value and the accepted ones (empty otherwise).
 GraphEdges ParseGraphEdges(const char* value, std::string* warning);
+
+// Programmatic dependent launch (PDL) between the kernels of a graph: HEXIR_CUDA_PDL, read
+// when a command buffer is finalized (README.md, "Programmatic dependent launch").
+enum class ProgrammaticLaunch {
+  // Unset, "on", "programmatic": an edge from a kernel node into a kernel whose entry waits
+  // for its prerequisites first (CudaEntry::programmatic_wait) is programmatic and leaves from
+  // CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC: the next kernel launches once every block of this
+  // one executed griddepcontrol.launch_dependents (or exited).
+  kProgrammatic,
+  // "launch-order": the same edges leave from CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER (once
+  // every block of this one started), for comparison.
+  kLaunchOrder,
+  // "off": every edge full (completion and memory visibility), as before PDL.
+  kOff,
+};
+// The setting `value` names (null or empty: kProgrammatic). Any other value gives
+// kProgrammatic and sets *warning to a message naming the value and the accepted ones.
+ProgrammaticLaunch ParseProgrammaticLaunch(const char* value, std::string* warning);
 
 struct GraphInfo {
   size_t nodes = 0;
@@ -103,6 +122,14 @@ class CudaGraphCommandBuffer final : public CudaCommandBuffer {
   // (StandInsAlias); the submission then runs as stream launches, in recording order.
   bool SlotsAlias(const std::vector<BufferRef>& table, const std::vector<CUdeviceptr>& pointers)
       REQUIRES(mu_);
+  // A recorded kernel's node after `after`: the edges from kernel nodes programmatic when
+  // pdl_port_ is set and the kernel waits first (a driver refusing them: full edges).
+  StatusOr<CUgraphNode> AddKernelNode(CUgraph graph, const RecordedKernel& kernel,
+                                      const CUDA_KERNEL_NODE_PARAMS& params,
+                                      const std::vector<CUgraphNode>& after) REQUIRES(mu_);
+  // The driver refused to instantiate the graph with programmatic edges: the graph is built
+  // again with full edges only.
+  Status RebuildWithFullEdges() REQUIRES(mu_);
   StatusOr<CUgraphNode> AddRepeatNode(CUgraph graph, size_t g, size_t index,
                                       const std::vector<CUgraphNode>& deps) REQUIRES(mu_);
   CUDA_KERNEL_NODE_PARAMS RepeatParams(RepeatNodes& r, bool first) const REQUIRES(mu_);
@@ -140,6 +167,11 @@ class CudaGraphCommandBuffer final : public CudaCommandBuffer {
   // the slot ranges last checked against that and the answer (SlotsAlias).
   bool by_ranges_ GUARDED_BY(mu_) = false;
   StandInUses stand_in_uses_ GUARDED_BY(mu_);
+  // The port programmatic edges leave from (0: none, every edge full); the nodes of recorded
+  // kernels (what a programmatic edge may leave from); the programmatic edges made.
+  unsigned char pdl_port_ GUARDED_BY(mu_) = 0;
+  std::unordered_set<CUgraphNode> kernel_nodes_ GUARDED_BY(mu_);
+  uint64_t programmatic_edges_ GUARDED_BY(mu_) = 0;
   std::vector<ByteRange> checked_slot_ranges_ GUARDED_BY(mu_);
   bool slots_alias_ GUARDED_BY(mu_) = false;
   CUgraph graph_ GUARDED_BY(mu_) = nullptr;

@@ -34,6 +34,7 @@ struct CudaCounters {
   std::atomic<uint64_t> kernel_node_updates{0};
   std::atomic<uint64_t> graph_nodes{0};  // of the graphs built (CudaStats)
   std::atomic<uint64_t> graph_edges{0};
+  std::atomic<uint64_t> programmatic_edges{0};
   std::atomic<uint64_t> stream_launches{0};
   std::atomic<uint64_t> transfer_synchronizations{0};
   std::atomic<uint64_t> waits_on_device{0};        // cuStreamWaitEvent on another stream's timepoint
