@@ -32,6 +32,7 @@ TESTS=(
   //tests/e2e:low_precision_floats_test
   //tests/e2e:shape_checks_test
   //tests/e2e:schedule_test
+  //tests/e2e:programmatic_launch_test
   //tests/e2e:heterogeneous_test
   //tests/e2e:placed_llm_test
   //tests/onnx:placement_test
@@ -95,7 +96,7 @@ for t in //tests/e2e:models_test //tests/e2e:compiled_calls_test //tests/e2e:com
          //tests/e2e:deadline_test //tests/e2e:decode_attention_test //tests/e2e:cache_row_write_test //tests/e2e:small_layer_fusion_test //tests/e2e:sibling_gemv_test //tests/e2e:launch_optimizations_test //tests/e2e:tensor_core_matmul_test //tests/e2e:dynamic_grids_test //tests/e2e:generate_limits_test \
          //tests/e2e:kernel_checks_test \
          //tests/e2e:low_precision_floats_test //tests/e2e:shape_checks_test \
-         //tests/e2e:schedule_test //tests/e2e:heterogeneous_test //tests/e2e:layer_calls_test \
+         //tests/e2e:schedule_test //tests/e2e:programmatic_launch_test //tests/e2e:heterogeneous_test //tests/e2e:layer_calls_test \
          //tests/e2e:sampling_test //tests/e2e:streaming_test //tests/e2e:device_loops_test \
          //tests/e2e:device_loop_generate_test //tests/e2e:placed_llm_test //tests/onnx:placement_test \
          //tests/onnx:quantized_models_test //tests/onnx:cuda_graph_test //tests/e2e:cuda_quantized_gemv_test; do
