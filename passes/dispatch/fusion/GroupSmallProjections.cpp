@@ -4,8 +4,10 @@
 // place), and one contraction after those with its elementwise consumers (w2 + residual)
 // become one dispatch group, `hexir.dispatch_group = "small_layer.N"`, which
 // hexir-form-dispatch-regions forms into one region: one kernel that computes the norm once
-// (the copies are equal: the target's CSE merges them) and every op after it. Rule and cost
-// model: README.md beside this file.
+// (the copies are equal: the target's CSE merges them) and every op after it. With
+// max-norm-extent (CUDA), a norm too wide to copy becomes a group of its one-point sum and its
+// scaling ("small_layer.normK": one block instead of two kernels). Rule and cost model:
+// README.md beside this file.
 #include <optional>
 #include <string>
 
