@@ -32,6 +32,10 @@ struct CompileOptions {
   // elementwise op reading it (RMSNorm) are recomputed inside each contraction reading them
   // (one dispatch per projection); 0: off; -1: the targets' default (256).
   int64_t small_reduction_extent = -1;
+  // CUDA-only modules: a norm too wide to recompute whose sum and scaling have at most this many
+  // iterations each is one kernel (one block) instead of two (hexir-group-small-projections'
+  // max-norm-extent); 0: off; -1: the default (1024).
+  int64_t norm_pair_extent = -1;
   // Calls to functions with device work stay calls (each callee records its own command
   // buffer, submitted per call) instead of being inlined into the caller's
   // (hexir-inline-device-calls).

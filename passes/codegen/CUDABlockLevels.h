@@ -17,6 +17,11 @@ extern const char kBlockLevelsAttr[];
 // The executable is a `small_layer` dispatch group (kDispatchGroupAttr's kind).
 bool IsSmallLayerGroup(ExecutableOp exe);
 
+// The threads of a small-layer group's block: `blockSize`, or for a norm pair (a one-point
+// reduction and the elementwise op after it, nothing else) wider than 4 steps a thread, a
+// thread per 2 elements of its widest op, at most 1024.
+int64_t BlockLevelsThreads(mlir::func::FuncOp kernel, int64_t blockSize);
+
 // Lowers the bufferized kernel of a small-layer group to one block of `blockSize` threads.
 mlir::LogicalResult LowerBlockLevels(mlir::func::FuncOp kernel, int64_t blockSize);
 

@@ -65,11 +65,12 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       func::FuncOp kernel = codegen::LookupKernel(exe);
       if (!kernel) return signalPassFailure();
       if (cuda::IsSmallLayerGroup(exe)) {  // one block, level after level (CUDABlockLevels.cpp)
+        int64_t threads = cuda::BlockLevelsThreads(kernel, blockSize);
         kernel->setAttr(cuda::kBlockLevelsAttr, UnitAttr::get(ctx));
         kernel->setAttr(kThreadCountAttr, IntegerAttr::get(IndexType::get(ctx), -1));
-        kernel->setAttr(kBlockSizeAttr, IntegerAttr::get(IndexType::get(ctx), blockSize));
+        kernel->setAttr(kBlockSizeAttr, IntegerAttr::get(IndexType::get(ctx), threads));
         exe->setAttr(codegen::kWorkgroupCountAttr, DenseI64ArrayAttr::get(ctx, {1, 1, 1}));
-        exe->setAttr(kBlockSizeAttr, DenseI64ArrayAttr::get(ctx, {blockSize, 1, 1}));
+        exe->setAttr(kBlockSizeAttr, DenseI64ArrayAttr::get(ctx, {threads, 1, 1}));
         continue;
       }
       if (quantizedGemv)

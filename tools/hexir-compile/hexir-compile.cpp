@@ -48,6 +48,12 @@ static cl::opt<int64_t> smallReductionExtent(
              "it (RMSNorm) inside each contraction reading them, one dispatch per projection; 0: "
              "off (default: 256 on every target; --no-fusion: off)"),
     cl::init(-1));
+static cl::opt<int64_t> normPairExtent(
+    "norm-pair-extent",
+    cl::desc("CUDA-only modules: a norm too wide for --small-reduction-extent whose sum and "
+             "scaling have at most N iterations each runs as one kernel (one block) instead of "
+             "two; 0: off (default: 1024)"),
+    cl::init(-1));
 static cl::opt<bool> noBranchSelection(
     "no-branch-selection",
     cl::desc("host control flow as cmp + cond_br / br with block-argument copies, registers first "
@@ -158,6 +164,7 @@ int main(int argc, char** argv) {
   if (partitionRanks < 0) return refuse("--partition", partitionRanks, ">= 0 (0: ranks read at run time)");
   if (smallReductionExtent < -1)
     return refuse("--small-reduction-extent", smallReductionExtent, ">= 0 (0: off)");
+  if (normPairExtent < -1) return refuse("--norm-pair-extent", normPairExtent, ">= 0 (0: off)");
   for (auto* rate : {&matmulGFlops, &collectiveGBps, &collectiveBlockUs}) {
     const double v = *rate;
     if (rate->getNumOccurrences() > 0 && !(v > 0 && v < 1e12)) {
@@ -202,6 +209,7 @@ int main(int argc, char** argv) {
   options.max_workgroups = maxWorkgroups;
   options.fuse_elementwise = !noFusion;
   options.small_reduction_extent = smallReductionExtent;
+  options.norm_pair_extent = normPairExtent;
   options.select_branches = !noBranchSelection;
   options.keep_device_calls = keepDeviceCalls;
   options.device_loops = !noDeviceLoops;

@@ -41,7 +41,9 @@ def GroupSmallProjections : Pass<"hexir-group-small-projections", "mlir::ModuleO
     and nothing else reads what they compute before the last of them.
     `hexir-form-dispatch-regions` then makes one region (one kernel with several results) of
     them. For targets that run such a kernel as one workgroup (the CPU: less work than its
-    least work per workgroup is one workgroup anyway). Rule and cost model:
+    least work per workgroup is one workgroup anyway). With `max-norm-extent` > 0 (CUDA), a
+    norm too wide to recompute (no chain) still becomes one group of two members: its
+    one-point reduction and the elementwise scaling reading it. Rule and cost model:
     passes/dispatch/fusion/README.md.
   }];
   let options = [
@@ -51,6 +53,10 @@ def GroupSmallProjections : Pass<"hexir-group-small-projections", "mlir::ModuleO
     Option<"maxTemporaryBytes", "max-temporary-bytes", "int64_t", /*default=*/"0",
            "most bytes of the values the group computes and reads only itself (CUDA keeps "
            "them in one block's shared memory); 0 = no limit">,
+    Option<"maxNormExtent", "max-norm-extent", "int64_t", /*default=*/"0",
+           "also group a one-point reduction no chain copies (a norm's sum of squares) with "
+           "the elementwise ops reading it (the scaling) when both have at most this many "
+           "loop iterations: one kernel instead of two (CUDA: one block); 0 = off">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }

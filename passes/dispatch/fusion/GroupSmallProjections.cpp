@@ -4,14 +4,17 @@
 // place), and one contraction after those with its elementwise consumers (w2 + residual)
 // become one dispatch group, `hexir.dispatch_group = "small_layer.N"`, which
 // hexir-form-dispatch-regions forms into one region: one kernel that computes the norm once
-// (the copies are equal: the target's CSE merges them) and every op after it. Rule and cost
-// model: README.md beside this file.
+// (the copies are equal: the target's CSE merges them) and every op after it. With
+// max-norm-extent (CUDA), a norm too wide to copy becomes a group of its one-point sum and its
+// scaling ("small_layer.normK": one block instead of two kernels). Rule and cost model:
+// README.md beside this file.
 #include <optional>
 #include <string>
 
 #include "dialects/hexir/IR/HexirAttributes.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -71,6 +74,29 @@ bool IsTailContraction(Operation* op) {
          !op->hasAttr(kRecomputeInConsumerAttr) && Unmarked(op);
 }
 
+// hexir-form-dispatch-regions computes `e` inside its one consumer anyway (its element read by
+// at most 16 of the consumer's points, kMaxProducerRecompute there): a pair would save no
+// dispatch.
+bool JoinsItsConsumer(linalg::GenericOp e) {
+  if (!e->hasOneUse()) return false;
+  auto consumer = dyn_cast<linalg::LinalgOp>(*e->getUsers().begin());
+  if (!consumer) return false;
+  SmallVector<int64_t> ranges = consumer.getStaticLoopRanges();
+  int64_t recompute = 1;
+  for (OpOperand& use : consumer->getOpOperands()) {
+    if (use.get() != e->getResult(0)) continue;
+    llvm::SmallBitVector used(ranges.size());
+    for (AffineExpr x : consumer.getMatchingIndexingMap(&use).getResults())
+      if (auto d = dyn_cast<AffineDimExpr>(x)) used.set(d.getPosition());
+    for (size_t d = 0; d < ranges.size(); ++d)
+      if (!used.test(d)) {
+        if (ShapedType::isDynamic(ranges[d])) return false;
+        recompute *= ranges[d];
+      }
+  }
+  return recompute <= 16;
+}
+
 // The group's kind on its region and executable; CUDA lowers it as one block
 // (passes/codegen/CUDABlockLevels.cpp, kSmallLayerGroupKind there).
 constexpr char kGroupKind[] = "small_layer";
@@ -93,6 +119,13 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
     IRRewriter rewriter(&getContext());
     for (auto& [id, copies] : chains)
       if (std::optional<SmallVector<Operation*>> members = groupOf(copies)) mark(rewriter, id, *members);
+    if (maxNormExtent > 0) {
+      int64_t pair = 0;
+      getOperation().walk([&](linalg::GenericOp r) {
+        if (std::optional<SmallVector<Operation*>> members = normPairOf(r))
+          markAs(rewriter, "norm" + std::to_string(pair++), *members);
+      });
+    }
     UngroupedSelectsToRowInserts(rowSelects);
   }
 
@@ -139,6 +172,35 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
       return ordered;
     }
     return std::nullopt;
+  }
+
+  // A norm too wide for hexir-fuse-small-reductions' copies (TinyLlama's 2048): `r`, a
+  // one-point reduction (every parallel loop of extent 1: the sum of squares) of at most
+  // maxNormExtent iterations, and its users, all elementwise members (not in place) of at
+  // most maxNormExtent points (the scaling), none of them marked. Two dependent dispatches
+  // become one (CUDA: the block-wide sum, a barrier, the scaling by all threads).
+  std::optional<SmallVector<Operation*>> normPairOf(linalg::GenericOp r) const {
+    if (r->getNumResults() != 1 || r.getNumReductionLoops() == 0 ||
+        r->getDiscardableAttrDictionary().size() != 0 || r->getResult(0).use_empty())
+      return std::nullopt;
+    std::optional<int64_t> work = StaticWork(r);
+    if (!work || *work > maxNormExtent) return std::nullopt;
+    SmallVector<int64_t> ranges = r.getStaticLoopRanges();
+    for (auto [n, kind] : llvm::zip(ranges, r.getIteratorTypesArray()))
+      if (kind == utils::IteratorType::parallel && n != 1) return std::nullopt;
+    llvm::SetVector<Operation*> members;
+    members.insert(r);
+    for (Operation* user : r->getUsers()) {
+      auto e = dyn_cast<linalg::GenericOp>(user);
+      if (!e || !IsElementwiseMember(e) || e->getDiscardableAttrDictionary().size() != 0) return std::nullopt;
+      std::optional<int64_t> points = StaticWork(e);
+      if (!points || *points > maxNormExtent || JoinsItsConsumer(e)) return std::nullopt;
+      members.insert(e);
+    }
+    if (!validGroup(members)) return std::nullopt;
+    SmallVector<Operation*> ordered(members.begin(), members.end());
+    llvm::sort(ordered, [](Operation* a, Operation* b) { return a->isBeforeInBlock(b); });
+    return ordered;
   }
 
   // One block's static ops within the cost model (withinCostModel), each in-place member read
@@ -219,7 +281,13 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
       if (failed(g)) return;  // left ungrouped: its region still holds the chain
       generics.push_back(*g);
     }
-    StringAttr name = rewriter.getStringAttr(std::string(kGroupKind) + "." + std::to_string(id));
+    markAs(rewriter, std::to_string(id), generics);
+  }
+
+  // Every member (generics) gets the group's name `small_layer.INSTANCE` and loses the
+  // chain mark.
+  void markAs(IRRewriter& rewriter, const std::string& instance, ArrayRef<Operation*> generics) const {
+    StringAttr name = rewriter.getStringAttr(std::string(kGroupKind) + "." + instance);
     for (Operation* g : generics) {
       g->removeAttr(kRecomputeInConsumerAttr);
       g->setAttr(kDispatchGroupAttr, name);

@@ -103,3 +103,86 @@ hexir.executable @ffn attributes {hexir.dispatch_group = "small_layer"} {
     }
   }
 }
+
+// -----
+
+// A norm pair (hexir-group-small-projections' max-norm-extent): TinyLlama's RMSNorm, here 2047
+// wide with an f16 weight, as one block: the block-wide sum (each thread's strided partial,
+// one butterfly, the warps' partials through shared memory), a barrier, the scaling strided
+// over the threads. Two kernels before (the sum, then the scaling). Wider than 4 steps of 256
+// threads, so 1024 threads, 2 elements each (CUDABlockLevels.h, BlockLevelsThreads); the
+// 768-wide pair after it keeps 256.
+// CHECK-LABEL: hexir.executable @norm_pair
+// CHECK-SAME:    hexir.cuda.block_size = array<i64: 1024, 1, 1>
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 1, 1, 1>
+// CHECK:         func.func @norm_pair({{.*}}) -> tensor<2047xf32> attributes {hexir.cuda.block_levels, hexir.cuda.block_size = 1024 : index
+// LOWER-LABEL: hexir.executable @norm_pair
+// LOWER:         llvm.mlir.global private @__hexir_shared{{.*}}addr_space = 3{{.*}}!llvm.array<32 x f32>
+// LOWER:         llvm.func internal @norm_pair_impl
+// LOWER-NOT:       nvvm.barrier
+// LOWER-COUNT-5:   nvvm.shfl.sync  bfly
+// LOWER-COUNT-2:   nvvm.barrier0
+// LOWER-NOT:       nvvm.barrier
+// LOWER:           llvm.load {{.*}} -> f16
+// LOWER-NOT:       nvvm.barrier
+// LOWER:           llvm.return
+#nid = affine_map<(d) -> (d)>
+#nall = affine_map<(d) -> ()>
+hexir.executable @norm_pair attributes {hexir.dispatch_group = "small_layer"} {
+  builtin.module {
+    func.func @norm_pair(%x: tensor<2047xf32>, %g: tensor<2047xf16>, %o: tensor<2047xf32>) -> tensor<2047xf32> {
+      %zero = arith.constant 0.0 : f32
+      %e0 = tensor.empty() : tensor<f32>
+      %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+      %ss = linalg.generic {indexing_maps = [#nid, #nall], iterator_types = ["reduction"]} ins(%x : tensor<2047xf32>) outs(%z0 : tensor<f32>) {
+      ^bb0(%a: f32, %acc: f32):
+        %m = arith.mulf %a, %a : f32
+        %s = arith.addf %acc, %m : f32
+        linalg.yield %s : f32
+      } -> tensor<f32>
+      %xn = linalg.generic {indexing_maps = [#nid, #nall, #nid, #nid], iterator_types = ["parallel"]} ins(%x, %ss, %g : tensor<2047xf32>, tensor<f32>, tensor<2047xf16>) outs(%o : tensor<2047xf32>) {
+      ^bb0(%a: f32, %sum: f32, %gw: f16, %unused: f32):
+        %gf = arith.extf %gw : f16 to f32
+        %n = arith.constant 2047.0 : f32
+        %mean = arith.divf %sum, %n : f32
+        %inv = math.rsqrt %mean : f32
+        %xs = arith.mulf %a, %inv : f32
+        %y = arith.mulf %gf, %xs : f32
+        linalg.yield %y : f32
+      } -> tensor<2047xf32>
+      return %xn : tensor<2047xf32>
+    }
+  }
+}
+
+// -----
+
+// CHECK-LABEL: hexir.executable @norm_pair_768
+// CHECK-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
+// LOWER-LABEL: hexir.executable @norm_pair_768
+// LOWER:         llvm.mlir.global private @__hexir_shared{{.*}}addr_space = 3{{.*}}!llvm.array<8 x f32>
+#mid = affine_map<(d) -> (d)>
+#mall = affine_map<(d) -> ()>
+hexir.executable @norm_pair_768 attributes {hexir.dispatch_group = "small_layer"} {
+  builtin.module {
+    func.func @norm_pair_768(%x: tensor<768xf32>, %g: tensor<768xf32>, %o: tensor<768xf32>) -> tensor<768xf32> {
+      %zero = arith.constant 0.0 : f32
+      %e0 = tensor.empty() : tensor<f32>
+      %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+      %ss = linalg.generic {indexing_maps = [#mid, #mall], iterator_types = ["reduction"]} ins(%x : tensor<768xf32>) outs(%z0 : tensor<f32>) {
+      ^bb0(%a: f32, %acc: f32):
+        %m = arith.mulf %a, %a : f32
+        %s = arith.addf %acc, %m : f32
+        linalg.yield %s : f32
+      } -> tensor<f32>
+      %xn = linalg.generic {indexing_maps = [#mid, #mall, #mid, #mid], iterator_types = ["parallel"]} ins(%x, %ss, %g : tensor<768xf32>, tensor<f32>, tensor<768xf32>) outs(%o : tensor<768xf32>) {
+      ^bb0(%a: f32, %sum: f32, %gw: f32, %unused: f32):
+        %inv = math.rsqrt %sum : f32
+        %xs = arith.mulf %a, %inv : f32
+        %y = arith.mulf %gw, %xs : f32
+        linalg.yield %y : f32
+      } -> tensor<768xf32>
+      return %xn : tensor<768xf32>
+    }
+  }
+}
