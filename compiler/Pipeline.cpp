@@ -169,8 +169,9 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
     pm.addPass(hexir::createVerifyInput(VerifyInputOptions{target->name}));
   // Dim equalities and allocation sizes the program assumes, checked on the host (one VM
   // `assert` each) before any dispatch that relies on them.
-  // A call to a function with device work records into the caller's command buffer.
-  if (!options.keep_device_calls) pm.addPass(hexir::createInlineDeviceCalls());
+  // Calls stay calls unless asked (a one-region callee records into its caller's command
+  // buffer, FormExecutionRegions); inlined, each call site gets a copy of the callee.
+  if (options.inline_device_calls) pm.addPass(hexir::createInlineDeviceCalls());
   pm.addPass(hexir::createInsertShapeChecks());
   // Device loops: carried values written back in place (passes/loops/DeviceLoops.h).
   if (options.device_loops) pm.addPass(hexir::createPrepareDeviceLoops());

@@ -36,10 +36,11 @@ struct CompileOptions {
   // iterations each is one kernel (one block) instead of two (hexir-group-small-projections'
   // max-norm-extent); 0: off; -1: the default (1024).
   int64_t norm_pair_extent = -1;
-  // Calls to functions with device work stay calls (each callee records its own command
-  // buffer, submitted per call) instead of being inlined into the caller's
-  // (hexir-inline-device-calls).
-  bool keep_device_calls = false;
+  // Calls to functions with device work are inlined into their callers
+  // (hexir-inline-device-calls: one copy of the callee per call site). false (the default):
+  // calls stay calls; a callee of one region records into its caller's command buffer
+  // (passes/README.md step 10 "Recorded calls"), any other submits its own.
+  bool inline_device_calls = false;
   // An scf.while with a device condition and a device-only body runs as one device loop
   // (hexir-prepare-device-loops, hexir-form-device-loops); false keeps every loop on the host.
   bool device_loops = true;

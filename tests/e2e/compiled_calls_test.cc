@@ -451,7 +451,7 @@ hal::DeviceStats EightCallsRun(const std::string& target, const std::string& nam
 }
 
 void EightCallsKept(const std::string& target) {
-  hal::DeviceStats stats = EightCallsRun(target, "eight_calls_kept", "--keep-device-calls", [](const auto& count) {
+  hal::DeviceStats stats = EightCallsRun(target, "eight_calls_kept", "", [](const auto& count) {
     // The layer once in the bytecode: its host form, called 8 times, and its recording
     // function, called by the caller's one recording (8 times, at 8 slot offsets).
     CHECK(count("func.func private @layer(") == 1);
@@ -474,7 +474,7 @@ HEXIR_E2E_TEST_ON_DEVICES("a function called 8 times, kept as calls, records int
                           EightCallsKept)
 
 void EightCallsInlined(const std::string& target) {
-  hal::DeviceStats stats = EightCallsRun(target, "eight_calls", "", [](const auto& count) {
+  hal::DeviceStats stats = EightCallsRun(target, "eight_calls", "--inline-device-calls", [](const auto& count) {
     CHECK(count("func.func private @layer(") == 0);
     CHECK(count("hexir_vm.call @layer(") == 0);
   });
@@ -485,7 +485,7 @@ void EightCallsInlined(const std::string& target) {
   CHECK(stats.executables_loaded == 1);
   CHECK(stats.buffers_allocated == 9 + 1);  // the arguments uploaded, the returned result
 }
-HEXIR_E2E_TEST_ON_DEVICES("a function with device work called 8 times records into the caller's one command buffer: one submission, one executable",
+HEXIR_E2E_TEST_ON_DEVICES("a function with device work called 8 times, inlined, records into the caller's one command buffer: one submission, one executable",
                           EightCallsInlined)
 
 // A recorded callee with a dynamic dim: rows cross the call as registers (no views), the
@@ -517,8 +517,8 @@ func.func private @layer(%x: tensor<?x16xf32>, %w: tensor<16xf32>) -> tensor<?x1
 )mlir";
 
 void DynamicLayerCallsKept(const std::string& target) {
-  std::string module = CompileOrDie(kDynamicLayerCalls, "dynamic_layer_calls_kept", target, "--keep-device-calls");
-  std::string inlined_module = CompileOrDie(kDynamicLayerCalls, "dynamic_layer_calls", target);
+  std::string module = CompileOrDie(kDynamicLayerCalls, "dynamic_layer_calls_kept", target);
+  std::string inlined_module = CompileOrDie(kDynamicLayerCalls, "dynamic_layer_calls", target, "--inline-device-calls");
   auto session = OpenOrDie(module, target);
   auto inlined = OpenOrDie(inlined_module, target);
   HostTensor w = RandomF32({16}, 7, -2.0f, 2.0f);

@@ -1,12 +1,12 @@
 // Segments survive calls: the llama importer's decode step calls @layer once per layer, and
-// hexir-compile inlines those calls into the step's command buffer (hexir-inline-device-calls).
-// A small random llama (3 layers, grouped-query attention) generates the same ids through
-// @layer as with the layers written out (--inline-layers), with the same number of command
-// buffers recorded and submitted and dispatches executed; kept as calls
-// (--keep-device-calls), @layer is recorded into the decode step's command buffer
-// (passes/schedule/RecordedCalls.h): the same ids, submissions and recordings, and per decode
-// step the same dispatches (the caches updated in place through the calls, never copied) and
-// no more buffer allocations.
+// hexir-compile keeps those calls (the default), recording @layer into the decode step's
+// command buffer (passes/schedule/RecordedCalls.h). A small random llama (3 layers,
+// grouped-query attention) generates the same ids through @layer as with the layers written
+// out (--inline-layers); with the calls inlined by the compiler (--inline-device-calls:
+// hexir-inline-device-calls) the same number of command buffers recorded and submitted and
+// dispatches executed as written out; kept: the same ids, submissions and recordings, and per
+// decode step the same dispatches (the caches updated in place through the calls, never
+// copied) and no more buffer allocations.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -114,10 +114,12 @@ class Model {
 
 void LayerCallsEqualInlinedLayers(const std::string& device) {
   RequireDeviceUnlessSavingModules(device);
-  const std::string calls_module = Model::Compile(device, /*layer_calls=*/true, "", "layer_calls");
-  const std::string inlined_module = Model::Compile(device, /*layer_calls=*/false, "", "inlined_layers");
-  const std::string kept_module =
-      Model::Compile(device, /*layer_calls=*/true, "--keep-device-calls", "kept_layer_calls");
+  const std::string calls_module =
+      Model::Compile(device, /*layer_calls=*/true, "--inline-device-calls", "layer_calls");
+  // Written out, and its @prefill_layer calls inlined too: the form `calls` must equal.
+  const std::string inlined_module =
+      Model::Compile(device, /*layer_calls=*/false, "--inline-device-calls", "inlined_layers");
+  const std::string kept_module = Model::Compile(device, /*layer_calls=*/true, "", "kept_layer_calls");
   RequireDevice(device);
   Model calls(calls_module, device);
   Model inlined(inlined_module, device);

@@ -92,8 +92,10 @@ per_layer_kernels "--no-fusion" "stories260K shape, CUDA --no-fusion"
 [ "$PER_LAYER" -gt "$fused" ] && pass "stories260K shape, CUDA --no-fusion: $PER_LAYER kernels per layer (more than fused)" \
   || fail "stories260K shape, CUDA --no-fusion: $PER_LAYER kernels per layer (expected more than $fused)"
 
-# Kernels per layer of the TinyLlama-shaped decode step on CUDA (default import: the decode
-# loop's step is the last command buffer `generate` records), 2 layers minus 1 (issue #15:
+# Kernels per layer of the TinyLlama-shaped decode step on CUDA (default import, the calls
+# inlined by --inline-device-calls: the decode loop's step is the last command buffer
+# `generate` records), 2 layers minus 1; kept as calls (the default), the kernels `@layer`
+# records into the step (its recording function, layer.record) must be as many (issue #15:
 # 13 a layer before sibling reductions, passes/codegen/CUDAWholeReductions.h: norm sum, norm
 # scaling, q, k, k rotary + cache row, v + cache row, attention, wo + residual, norm sum,
 # norm scaling, w1 and w3 + SiLU * mul, w2 + residual = 12; 10 when each 2048-wide norm is one
@@ -106,21 +108,33 @@ decode_step_dispatches() {
     /call.import .hal.command_buffer.finalize/ { if (fn == "\"generate\"") last = n }
     END { print last + 0 }'
 }
+# function_dispatches MODULE FN: the dispatches function FN records.
+function_dispatches() {
+  "$DUMP" "$1" | awk -v f="\"$2\"" '
+    /^  #[0-9]+ "/ { fn = $2 }
+    /call.import .hal.command_buffer.dispatch/ && fn == f { ++n }
+    END { print n + 0 }'
+}
 # tinyllama_per_layer MAX [hexir-compile flags...]
 tinyllama_per_layer() {
-  local max=$1 L steps=(); shift
+  local max=$1 L steps=() kept; shift
   for L in 1 2; do
     /usr/bin/python3 "$BENCH_PY" --write-random "$TMP/tl_$L.bin" --dim 2048 --hidden 5632 --layers $L \
       --heads 32 --kv-heads 4 --vocab 32000 --seq-len 512 --seed 2048 --header-only
     "$IMPORT" "$TMP/tl_$L.bin" --weights=f16 -o "$TMP/tl_$L.mlir" || { fail "tinyllama $L layers: hexir-import"; return; }
-    "$COMPILE" "$TMP/tl_$L.mlir" --target=cuda "$@" -o "$TMP/tl_$L.vmfb" || { fail "tinyllama $L layers: hexir-compile $*"; return; }
+    "$COMPILE" "$TMP/tl_$L.mlir" --target=cuda --inline-device-calls "$@" -o "$TMP/tl_$L.vmfb" \
+      || { fail "tinyllama $L layers: hexir-compile --inline-device-calls $*"; return; }
     steps+=("$(decode_step_dispatches "$TMP/tl_$L.vmfb")")
   done
+  "$COMPILE" "$TMP/tl_1.mlir" --target=cuda "$@" -o "$TMP/tl_kept.vmfb" || { fail "tinyllama 1 layer: hexir-compile $*"; return; }
+  kept=$(function_dispatches "$TMP/tl_kept.vmfb" layer.record)
   rm -f "$TMP"/tl_*
   local per=$(( steps[1] - steps[0] ))
-  echo "TinyLlama shape f16, CUDA $*: decode step ${steps[0]} dispatches with 1 layer, ${steps[1]} with 2"
+  echo "TinyLlama shape f16, CUDA $*: decode step ${steps[0]} dispatches with 1 layer, ${steps[1]} with 2 (inlined); @layer records $kept (kept)"
   [ "$per" -ge 1 ] && [ "$per" -le "$max" ] && pass "TinyLlama shape f16, CUDA $*: $per kernels per decode layer (<= $max)" \
     || fail "TinyLlama shape f16, CUDA $*: $per kernels per decode layer (expected 1..$max)"
+  [ "$kept" = "$per" ] && pass "TinyLlama shape f16, CUDA $*: @layer kept as calls records $kept kernels, as inlined" \
+    || fail "TinyLlama shape f16, CUDA $*: @layer kept as calls records $kept kernels, inlined $per per layer"
 }
 tinyllama_per_layer 12
 tinyllama_per_layer 10 --norm-pair-extent=16384

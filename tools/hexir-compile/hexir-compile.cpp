@@ -59,11 +59,16 @@ static cl::opt<bool> noBranchSelection(
     cl::desc("host control flow as cmp + cond_br / br with block-argument copies, registers first "
              "fit (no fused branches, for.i64 or coalescing): the unoptimised form, to compare"),
     cl::init(false));
+static cl::opt<bool> inlineDeviceCalls(
+    "inline-device-calls",
+    cl::desc("inline calls to functions with device work into their callers, one copy per call "
+             "site (default: calls stay calls; a private one-region callee records into the "
+             "caller's command buffer, others submit their own)"),
+    cl::init(false));
+// The default since calls stay calls; accepted so that older scripts keep working.
 static cl::opt<bool> keepDeviceCalls(
     "keep-device-calls",
-    cl::desc("calls to functions with device work stay calls instead of being inlined (a "
-             "private one-region callee records into the caller's command buffer; others "
-             "submit their own)"),
+    cl::desc("calls to functions with device work stay calls (the default; no effect)"),
     cl::init(false));
 static cl::opt<bool> noDeviceLoops(
     "no-device-loops",
@@ -211,7 +216,11 @@ int main(int argc, char** argv) {
   options.small_reduction_extent = smallReductionExtent;
   options.norm_pair_extent = normPairExtent;
   options.select_branches = !noBranchSelection;
-  options.keep_device_calls = keepDeviceCalls;
+  if (keepDeviceCalls && inlineDeviceCalls) {
+    llvm::errs() << "hexir-compile: --keep-device-calls and --inline-device-calls contradict each other\n";
+    return 1;
+  }
+  options.inline_device_calls = inlineDeviceCalls;
   options.device_loops = !noDeviceLoops;
   options.partition_ranks = partitionRanks;
   options.chunk_collectives = chunkCollectives;

@@ -92,13 +92,17 @@ class ModuleWriter {
         theta_(F32Literal(c.rope_theta, "10000.0", 10000.0f)),
         inv_scale_(F32Literal(1.0f / c.rope_scale, "1.0", 1.0f)), chunk_(decode_chunk),
         // Placed layers are written out (each generic annotated with its layer's device): a
-        // call of a device-annotated function is not inlined (hexir-inline-device-calls).
+        // call of a device-annotated function neither records into its caller nor is inlined.
         layer_calls_(layer_calls && placement_.layer_devices.empty()), e_(os_) {
     // The device loop needs one device and no collectives (passes/loops/DeviceLoops.h); its
     // body reads the position from the device, so the layers are written out (@layer takes an
     // i64 position).
     device_loop_ = device_loop && ranks == 1 && placement_.layer_devices.empty() && placement_.head_device < 0;
     if (device_loop_) layer_calls_ = false;
+    // A tensor-parallel layer holds collectives: a call of it cannot record into the decode
+    // step's command buffer (passes/README.md "Recorded calls") and would submit its own, so
+    // the layers are written out (one command buffer per step, as inlined calls were).
+    if (ranks > 1) layer_calls_ = false;
   }
 
   std::string Run() {
@@ -1100,7 +1104,7 @@ class ModuleWriter {
   }
 
   // One chunk: up to chunk_ decode steps (M = 1 each) from the state %bpos, %bn, %btok,
-  // %bstop, %bids and `caches`, through @layer (inlined by the compiler) or the layers written
+  // %bstop, %bids and `caches`, through @layer (recorded into the step by the compiler) or the layers written
   // out, so that one step is one recorded segment;
   // the token travels on the device (argmax -> embedding). Ids produced after a stop token
   // are not written (the flag guards the ids update), so the result does not depend on

@@ -50,8 +50,10 @@ struct EmitOptions {
   // the ids do not depend on it.
   int64_t decode_chunk = 8;
   // Decode runs each layer as a call of @layer (one function per distinct list of weight
-  // types, like @prefill_layer); hexir-compile inlines the calls into the step's command
-  // buffer (hexir-inline-device-calls). false: the layers are written out in the loop body.
+  // types, like @prefill_layer); hexir-compile records the calls into the step's command
+  // buffer (passes/README.md "Recorded calls"; --inline-device-calls copies them into the
+  // step). false: the layers are written out in the loop body (so they are with
+  // tensor_parallel > 1, whose layers hold collectives, and with a placement).
   bool layer_calls = true;
   // @generate's decode loop runs on the device: one scf.while step per token whose condition
   // is a device flag (passes/loops/DeviceLoops.h), so that hexir-compile makes the whole loop
