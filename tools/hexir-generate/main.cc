@@ -324,7 +324,8 @@ void PrintStartup(const StartupMarks& m, const std::vector<vm::Ref<hal::BufferVi
   const double first_call_ms = MsSinceStart(m.first_call_done);
   std::fprintf(stderr,
                "hexir-generate: startup (ms since main): parameters mapped %.1f, module loaded %.1f "
-               "(load %.1f), upload issued %.1f (convert + issue %.1f: %zu tensors, %.1f MiB), upload "
+               "(load %.1f), upload started %.1f (buffers allocated %.1f: %zu tensors, %.1f MiB; converted and "
+               "written on a worker thread), upload "
                "complete %.1f, first call done %.1f (%zu tokens), first token ~%.1f (first call less "
                "%zu per-token times), per token %.3f ms\n",
                MsSinceStart(m.parameters_mapped), MsSinceStart(m.module_loaded),
@@ -400,17 +401,24 @@ Status Run(const Flags& f) {
                          FitToCache(target, f.module, prompt.size(), f.max_tokens, config->seq_len, f.verbose));
 
   hal::Device& device = session->device();
-  // Upload once; the refs are reused by every call (tools/common/llama_parameters.h: queue
-  // writes in layer order; a tensor already in the module's type and layout goes from the
-  // mapping as is; others are converted while earlier ones are on the wire, and Hugging Face
-  // q/k rows are permuted from rotate-half to interleaved pairs).
+  int64_t prompt_len = int64_t(prompt.size());
+  // The prompt first: on CUDA its write would otherwise queue behind the weights' writes.
+  HEXIR_ASSIGN_OR_RETURN(
+      auto prompt_view,
+      hal::BufferViewFromHost(device, static_cast<int32_t>(hal::ElementType::kI64),
+                              Span<const int64_t>(&prompt_len, 1), prompt.data(), prompt.size() * 8));
+  // Upload once; the refs are reused by every call (tools/common/llama_parameters.h: writes in
+  // layer order on a worker thread; a tensor already in the module's type and layout goes from
+  // the mapping as is; others are converted while earlier ones are on the wire, and Hugging
+  // Face q/k rows are permuted from rotate-half to interleaved pairs). No host wait and no
+  // barrier: each weight's buffer carries its write's timeline value as its readiness
+  // (hal::Buffer::SetReadyAfter), so the first call starts at once and its commands wait for
+  // exactly the tensors they read (the CPU driver per command: layer 0 computes while later
+  // layers convert; other drivers at the submission).
   marks.upload_begin = Clock::now();
   HEXIR_ASSIGN_OR_RETURN(LlamaParameters::PendingUpload upload,
-                         parameters->UploadAsync(device, weight_type));
+                         parameters->UploadAsync(device, weight_type, LlamaParameters::UploadThread::kWorker));
   marks.upload_issued = Clock::now();
-  // No host wait: an empty submission waiting for the last write orders every later
-  // submission of the (in-order) queue, the first call's included, after the upload.
-  HEXIR_RETURN_IF_ERROR(OrderAfter(device, upload.ready()));
   // --timing only: a watcher thread notes when the upload landed (it does not delay anything).
   std::thread watcher;
   if (f.timing) {
@@ -425,11 +433,6 @@ Status Run(const Flags& f) {
     }
   } join_watcher{watcher};
   const std::vector<vm::Ref<hal::BufferView>>& weight_views = upload.views();
-  int64_t prompt_len = int64_t(prompt.size());
-  HEXIR_ASSIGN_OR_RETURN(
-      auto prompt_view,
-      hal::BufferViewFromHost(device, static_cast<int32_t>(hal::ElementType::kI64),
-                              Span<const int64_t>(&prompt_len, 1), prompt.data(), prompt.size() * 8));
 
   Calls calls;
   if (streams) {
