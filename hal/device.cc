@@ -31,6 +31,14 @@ Status Device::QueueExecute(const std::vector<SemaphoreValue>& waits,
         with_arguments = waits;
         submit_waits = &with_arguments;
       }
+      // A timeline: one wait per semaphore, for the highest value (an upload's tensors are
+      // values of one semaphore).
+      for (SemaphoreValue& w : with_arguments) {
+        if (w.semaphore.get() == ready.semaphore.get()) {
+          if (ready.value > w.value) w.value = ready.value;
+          return;
+        }
+      }
       with_arguments.push_back(std::move(ready));
     };
     for (const BufferRef& ref : binding_table) note(ref.buffer.get());

@@ -111,6 +111,15 @@ class Device : public vm::RefObject {
                       const std::vector<SemaphoreValue>& signals,
                       const std::vector<BufferRef>& binding_table = {});
 
+  // True when the driver's execution awaits, before each command, the pending readiness of
+  // the buffers that command uses (Buffer::PendingReady): QueueExecute then passes such a
+  // submission on unchanged. Such a driver must not need anything queued after the
+  // submission to reach the timepoint (a readiness signalled by a later write of its own
+  // in-order queue would deadlock): the writer signals from elsewhere (a host thread, another
+  // queue). Default false: the timepoints become submission waits (one per semaphore, its
+  // highest value). Callers may ask it: an uploader can then submit a call before the writes.
+  virtual bool AwaitsArgumentsPerCommand() const { return false; }
+
   // ---- stream-ordered queue operations --------------------------------------------------------
   // Each is a queue submission like QueueExecute: it runs in queue order after `waits` and
   // signals `signals` when done (failures fail the signals). Arguments are checked at the call.
@@ -259,13 +268,6 @@ class Device : public vm::RefObject {
   // The driver's part of WaitIdle (same contract; the wrapper counts the host wait).
   virtual Status AwaitIdle(Timeout timeout) = 0;
 
-  // True when the driver's execution awaits, before each command, the pending readiness of
-  // the buffers that command uses (Buffer::PendingReady): QueueExecute then passes such a
-  // submission on unchanged. Such a driver must not need anything queued after the
-  // submission to reach the timepoint (a readiness signalled by a later write of its own
-  // in-order queue would deadlock): the writer signals from elsewhere (a host thread, another
-  // queue). Default false: the timepoints become submission waits.
-  virtual bool AwaitsArgumentsPerCommand() const { return false; }
 
   // The driver's part of QueueExecute (same contract).
   virtual Status Submit(const std::vector<SemaphoreValue>& waits,

@@ -15,6 +15,7 @@
 #include "compiler/importers/llama/HfLlama.h"
 #include "compiler/importers/llama/TensorParallel.h"
 #include "hal/element_type.h"
+#include "hal/profiling.h"
 #include "tools/common/bulk_convert.h"
 
 namespace hexir::tools {
@@ -173,6 +174,7 @@ struct LlamaParameters::PendingUpload::State {
   std::map<std::string, std::unique_ptr<Shard>> shards;  // safetensors files by path
   ConversionSlot slots[kConversionSlots];
   std::vector<PlannedTensor> planned;
+  std::vector<PendingUpload::Span> spans;  // WriteTensors', per tensor
   std::thread worker;  // UploadThread::kWorker: converts and writes
   Status worker_status;  // set by the worker before it exits
   bool waited = false;
@@ -196,6 +198,9 @@ const std::vector<vm::Ref<hal::BufferView>>& LlamaParameters::PendingUpload::vie
   return state_->views;
 }
 const hal::SemaphoreValue& LlamaParameters::PendingUpload::ready() const { return state_->ready; }
+const std::vector<LlamaParameters::PendingUpload::Span>& LlamaParameters::PendingUpload::spans() const {
+  return state_->spans;
+}
 
 Status LlamaParameters::PendingUpload::Wait() {
   if (!state_->waited) {
@@ -286,6 +291,7 @@ Status LlamaParameters::WriteTensors(hal::Device& device, int32_t element_type, 
   for (size_t index = 0; index < weights_.size(); ++index) {
     const llama::WeightTensor& w = weights_[index];
     PlannedTensor& plan = state.planned[index];
+    const int64_t begin_ns = hal::ProfileClockNs();
     const uint8_t* stored = plan.stored;
     const void* data = stored;
     size_t bytes = size_t(w.byte_size());
@@ -334,6 +340,7 @@ Status LlamaParameters::WriteTensors(hal::Device& device, int32_t element_type, 
       HEXIR_RETURN_IF_ERROR(device.QueueWrite({}, {{state.ready.semaphore, index + 1}}, data, bytes, plan.buffer, 0)
                                 .WithContext(StrCat("tensor '", w.name, "'")));
     }
+    state.spans.push_back({begin_ns, hal::ProfileClockNs()});
   }
   return Status::Ok();
 }

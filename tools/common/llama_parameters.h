@@ -68,6 +68,13 @@ class LlamaParameters {
 
     const std::vector<vm::Ref<hal::BufferView>>& views() const;
     const hal::SemaphoreValue& ready() const;
+    // Per tensor, in argument order: {start of its conversion (or write), its write's end}
+    // on the steady clock (hal::ProfileClockNs); the end is the signal for a host-visible
+    // buffer filled directly, the issue of the queue write otherwise. Complete after Wait().
+    struct Span {
+      int64_t begin_ns = 0, end_ns = 0;
+    };
+    const std::vector<Span>& spans() const;
     // Joins the worker (UploadThread::kWorker), one host wait for `ready` (the first failed
     // write's error names its tensor's range), then frees the host memory. Idempotent.
     Status Wait();

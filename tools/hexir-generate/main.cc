@@ -34,6 +34,8 @@
 #include "hal/api.h"
 #include "hal/element_type.h"
 #include "tools/common/invocation.h"
+#include "runtime/rank_group.h"
+#include "tools/common/device_trace.h"
 #include "tools/common/llama_parameters.h"
 #include "tools/common/llama_stream.h"
 #include "tools/common/rank_sessions.h"
@@ -338,6 +340,37 @@ void PrintStartup(const StartupMarks& m, const std::vector<vm::Ref<hal::BufferVi
   PrintSpeed(prompt_length, calls.ids.size(), calls.best_seconds, repeat, calls.best_cpu_seconds);
 }
 
+// --trace of a run on one process: the calls' dispatches and argument waits, and the upload's
+// tensors (LlamaParameters::PendingUpload::spans) on device 0's "uploads" track; says on
+// stderr how many dispatches began before the last tensor was written (the upload overlapped
+// by compute: hal/README.md, Argument readiness).
+Status WriteUploadTrace(const std::string& path, DeviceTrace& trace, LlamaParameters::PendingUpload& upload) {
+  HEXIR_RETURN_IF_ERROR(upload.Wait());
+  const std::vector<LlamaParameters::PendingUpload::Span>& spans = upload.spans();
+  int64_t upload_begin = INT64_MAX, upload_end = 0;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    trace.AddUpload(0, StrCat("weight ", i), spans[i].begin_ns, spans[i].end_ns);
+    upload_begin = std::min(upload_begin, spans[i].begin_ns);
+    upload_end = std::max(upload_end, spans[i].end_ns);
+  }
+  size_t dispatches = 0, before_last = 0, waits = 0;
+  int64_t first_dispatch = INT64_MAX;
+  for (const DeviceTrace::Event& e : trace.events()) {
+    if (e.track == DeviceTrace::Track::kArgumentWaits) ++waits;
+    if (e.track != DeviceTrace::Track::kDispatches) continue;
+    ++dispatches;
+    first_dispatch = std::min(first_dispatch, e.begin_ns);
+    if (e.begin_ns < upload_end) ++before_last;
+  }
+  HEXIR_RETURN_IF_ERROR(trace.Write(path));
+  const auto ms = [&](int64_t ns) { return ns == INT64_MAX ? -1.0 : double(ns - upload_begin) / 1e6; };
+  std::fprintf(stderr,
+               "hexir-generate: trace '%s': %zu dispatches, %zu tensors uploaded (from 0 to %.3f ms), %zu argument "
+               "waits; %zu dispatches began before the last tensor was written (the first at %.3f ms)\n",
+               path.c_str(), dispatches, spans.size(), ms(upload_end), waits, before_last, ms(first_dispatch));
+  return Status::Ok();
+}
+
 Status Run(const Flags& f) {
   StartupMarks marks;
   HEXIR_ASSIGN_OR_RETURN(auto parameters, LlamaParameters::Open(f.parameters));
@@ -373,7 +406,7 @@ Status Run(const Flags& f) {
   HEXIR_ASSIGN_OR_RETURN(vm::Ref<vm::Module> module, vm::Module::LoadFromFile(f.module));
   const size_t device_count = options.device_uris.size();
   if (RunsAsRanks(*module, device_count)) return RunOnRanks(f, *module, options, greedy, prompt, decode);
-  if (!f.trace.empty()) {
+  if (!f.trace.empty() && runtime::UsesCollectives(*module)) {
     return InvalidArgument("--trace traces a tensor-parallel module run as ranks of this process (--device "
                            "given once per rank); module '", f.module, "' on ", device_count,
                            " device(s) is not one (hexir-run --trace traces any module's calls)");
@@ -414,11 +447,29 @@ Status Run(const Flags& f) {
   // barrier: each weight's buffer carries its write's timeline value as its readiness
   // (hal::Buffer::SetReadyAfter), so the first call starts at once and its commands wait for
   // exactly the tensors they read (the CPU driver per command: layer 0 computes while later
-  // layers convert; other drivers at the submission).
+  // layers convert).
+  // A driver that awaits them at the submission (CUDA for now) would hold the first call back
+  // until the last write is issued anyway: there the writes are issued first, as before, and
+  // one barrier orders the first call after the last.
+  const bool per_command = device.AwaitsArgumentsPerCommand();
+  // --trace (one process, no ranks): the upload and every call, on the session's devices.
+  std::unique_ptr<DeviceTrace> trace;
+  if (!f.trace.empty()) {
+    std::vector<hal::Device*> devices;
+    std::vector<std::string> names;
+    for (const vm::Ref<hal::Device>& d : session->devices()) {
+      devices.push_back(d.get());
+      names.push_back(std::string(d->uri()));
+    }
+    trace = std::make_unique<DeviceTrace>(std::move(devices), std::move(names));
+  }
   marks.upload_begin = Clock::now();
   HEXIR_ASSIGN_OR_RETURN(LlamaParameters::PendingUpload upload,
-                         parameters->UploadAsync(device, weight_type, LlamaParameters::UploadThread::kWorker));
+                         parameters->UploadAsync(device, weight_type,
+                                                 per_command ? LlamaParameters::UploadThread::kWorker
+                                                             : LlamaParameters::UploadThread::kCaller));
   marks.upload_issued = Clock::now();
+  if (!per_command) HEXIR_RETURN_IF_ERROR(OrderAfter(device, upload.ready()));
   // --timing only: a watcher thread notes when the upload landed (it does not delay anything).
   std::thread watcher;
   if (f.timing) {
@@ -448,6 +499,7 @@ Status Run(const Flags& f) {
     if (call == 0) marks.first_call_done = Clock::now();
   }
 
+  if (trace) HEXIR_RETURN_IF_ERROR(WriteUploadTrace(f.trace, *trace, upload));
   if (!prints) return Status::Ok();
   HEXIR_RETURN_IF_ERROR(PrintIds(calls.ids, decode));
   if (f.timing) {
