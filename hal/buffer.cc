@@ -21,4 +21,21 @@ Buffer::~Buffer() {
   }
 }
 
+void Buffer::SetReadyAfter(SemaphoreValue ready) {
+  ready_semaphore_ = std::move(ready.semaphore);
+  ready_value_ = ready.value;
+  ready_pending_.store(static_cast<bool>(ready_semaphore_), std::memory_order_release);
+}
+
+bool Buffer::PendingReady(SemaphoreValue* ready) const {
+  if (!ready_pending_.load(std::memory_order_acquire)) return false;
+  StatusOr<uint64_t> value = ready_semaphore_->Query();
+  if (value.ok() && *value >= ready_value_) {
+    ready_pending_.store(false, std::memory_order_release);
+    return false;
+  }
+  *ready = {ready_semaphore_, ready_value_};
+  return true;
+}
+
 }  // namespace hexir::hal

@@ -10,10 +10,12 @@
 // business (queues order their own accesses).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
 #include "hal/queue_use.h"
+#include "hal/semaphore.h"
 #include "hal/stats.h"
 #include "vm/ref.h"
 
@@ -44,6 +46,19 @@ class Buffer : public vm::RefObject {
   // The last queue submission that used the buffer (noted by drivers; hal/queue_use.h).
   QueueUse& queue_use() const { return queue_use_; }
 
+  // Argument readiness (hal/README.md "Argument readiness"): the bytes are valid only once
+  // `ready` is reached (the write that fills them may be issued later, by another thread:
+  // parameters uploaded while the first layers compute). Device::QueueExecute honours it for
+  // the buffers a submission names: a driver that awaits arguments per command (CPU) waits
+  // before each command reading the buffer, others add it to the submission's waits (except
+  // a submission that signals it: the write filling the buffer). Set
+  // it before the buffer is handed to any submission; not thread-safe against submissions.
+  void SetReadyAfter(SemaphoreValue ready);
+  // False when no readiness is pending (none set, or reached: then it is cleared for good, so
+  // later submissions pay one atomic load); else *ready is the pending timepoint. A failed
+  // semaphore counts as pending (the waiter sees its error). Thread-safe.
+  bool PendingReady(SemaphoreValue* ready) const;
+
  protected:
   Buffer(uint64_t byte_size, uint32_t memory_types, std::shared_ptr<DeviceCounters> counters);
   ~Buffer() override;
@@ -53,6 +68,9 @@ class Buffer : public vm::RefObject {
   uint32_t memory_types_;
   std::shared_ptr<DeviceCounters> counters_;
   mutable QueueUse queue_use_;
+  mutable std::atomic<bool> ready_pending_{false};
+  vm::Ref<Semaphore> ready_semaphore_;  // set by SetReadyAfter, then immutable
+  uint64_t ready_value_ = 0;
 };
 
 }  // namespace hexir::hal

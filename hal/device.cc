@@ -15,10 +15,39 @@ Status Device::QueueExecute(const std::vector<SemaphoreValue>& waits,
     return Unimplemented("queue execute: the command buffer records collectives, which the '",
                          uri(), "' device does not run");
   }
+  // Argument readiness: the drivers that do not await it per command wait for it here.
+  const std::vector<SemaphoreValue>* submit_waits = &waits;
+  std::vector<SemaphoreValue> with_arguments;
+  if (command_buffer && !AwaitsArgumentsPerCommand()) {
+    auto note = [&](const Buffer* buffer) {
+      SemaphoreValue ready;
+      if (!buffer || !buffer->PendingReady(&ready)) return;
+      // The submission that signals the readiness fills the buffer (a queue write): it does
+      // not wait for itself.
+      for (const SemaphoreValue& signal : signals)
+        if (signal.semaphore.get() == ready.semaphore.get() && signal.value >= ready.value) return;
+      DeviceCounters::Add(counters_->argument_waits);
+      if (submit_waits != &with_arguments) {
+        with_arguments = waits;
+        submit_waits = &with_arguments;
+      }
+      // A timeline: one wait per semaphore, for the highest value (an upload's tensors are
+      // values of one semaphore).
+      for (SemaphoreValue& w : with_arguments) {
+        if (w.semaphore.get() == ready.semaphore.get()) {
+          if (ready.value > w.value) w.value = ready.value;
+          return;
+        }
+      }
+      with_arguments.push_back(std::move(ready));
+    };
+    for (const BufferRef& ref : binding_table) note(ref.buffer.get());
+    for (const Buffer* buffer : command_buffer->direct_buffers()) note(buffer);
+  }
   Profiler* profiler = counters()->profiler.load(std::memory_order_relaxed);
-  if (!profiler) return Submit(waits, command_buffer, signals, binding_table);
+  if (!profiler) return Submit(*submit_waits, command_buffer, signals, binding_table);
   int64_t begin = ProfileClockNs();
-  Status st = Submit(waits, command_buffer, signals, binding_table);
+  Status st = Submit(*submit_waits, command_buffer, signals, binding_table);
   profiler->OnHostSpan("queue_execute", begin, ProfileClockNs());
   return st;
 }

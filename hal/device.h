@@ -102,10 +102,23 @@ class Device : public vm::RefObject {
   // at submission (null or unfinalized command buffer, bad binding table, foreign executable);
   // execution errors fail the signal semaphores. Drivers implement Submit; this wrapper
   // reports the host time of the submission to the device's profiler when one is set.
+  // Argument readiness: a buffer of the table or named by the commands whose readiness is
+  // pending (Buffer::SetReadyAfter) is awaited before the first command using it when the
+  // driver AwaitsArgumentsPerCommand(), else its timepoint is added to `waits`; each such
+  // wait counts stats argument_waits.
   Status QueueExecute(const std::vector<SemaphoreValue>& waits,
                       const vm::Ref<CommandBuffer>& command_buffer,
                       const std::vector<SemaphoreValue>& signals,
                       const std::vector<BufferRef>& binding_table = {});
+
+  // True when the driver's execution awaits, before each command, the pending readiness of
+  // the buffers that command uses (Buffer::PendingReady): QueueExecute then passes such a
+  // submission on unchanged. Such a driver must not need anything queued after the
+  // submission to reach the timepoint (a readiness signalled by a later write of its own
+  // in-order queue would deadlock): the writer signals from elsewhere (a host thread, another
+  // queue). Default false: the timepoints become submission waits (one per semaphore, its
+  // highest value). Callers may ask it: an uploader can then submit a call before the writes.
+  virtual bool AwaitsArgumentsPerCommand() const { return false; }
 
   // ---- stream-ordered queue operations --------------------------------------------------------
   // Each is a queue submission like QueueExecute: it runs in queue order after `waits` and
@@ -254,6 +267,7 @@ class Device : public vm::RefObject {
 
   // The driver's part of WaitIdle (same contract; the wrapper counts the host wait).
   virtual Status AwaitIdle(Timeout timeout) = 0;
+
 
   // The driver's part of QueueExecute (same contract).
   virtual Status Submit(const std::vector<SemaphoreValue>& waits,

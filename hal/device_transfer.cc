@@ -40,6 +40,8 @@ Status QueueDeviceTransfer(Device& from, Device& to, const std::vector<Semaphore
   }
   // Copies that run on `to` first wait for everything queued on `from` (a fence, made once).
   std::vector<SemaphoreValue> after_source = waits;
+  // A source still being written (argument readiness, hal/buffer.h): every path waits for it.
+  if (SemaphoreValue ready; source->PendingReady(&ready)) after_source.push_back(std::move(ready));
   bool fenced = &from == &to;
   auto fence_source = [&]() -> Status {
     if (fenced) return Status::Ok();
@@ -91,7 +93,9 @@ Status QueueDeviceTransfer(Device& from, Device& to, const std::vector<Semaphore
       if (!arrived.ok()) return std::move(arrived).status().WithContext(context());
       std::vector<SemaphoreValue> read_signals = signals;
       read_signals.push_back({*arrived, 1});
-      st = from.QueueRead(waits, read_signals, source, 0, target->host_data(), length);
+      std::vector<SemaphoreValue> read_waits = waits;
+      if (SemaphoreValue ready; source->PendingReady(&ready)) read_waits.push_back(std::move(ready));
+      st = from.QueueRead(read_waits, read_signals, source, 0, target->host_data(), length);
       if (st.ok()) st = to.QueueBarrier({{*arrived, 1}}, {});
       break;
     }

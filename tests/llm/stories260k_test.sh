@@ -39,6 +39,17 @@ esac
 five=$("$GENERATE" --module="$TMP/stories.vmfb" --device="$DEVICE" --parameters="$CKPT" --max-tokens=5)
 [ "$five" == "$(echo "$golden" | cut -d' ' -f1-6)" ] && pass "--max-tokens=5" || fail "--max-tokens=5: '$five'"
 
+# --trace on one device: the same ids; the upload's tensors on the "uploads" track (written
+# on a worker thread while the call runs on the CPU: hal/README.md, Argument readiness).
+traced=$("$GENERATE" --module="$TMP/stories.vmfb" --device="$DEVICE" --parameters="$CKPT" --max-tokens=5 \
+         --trace="$TMP/trace.json" 2>"$TMP/trace.err")
+[ "$traced" == "$five" ] && pass "--trace gives the same ids" || fail "--trace: '$traced' $(cat "$TMP/trace.err")"
+uploads=$(sed -n "s/.*dispatches, \([0-9]*\) tensors uploaded.*/\1/p" "$TMP/trace.err")
+[ -n "$uploads" ] && [ "$uploads" -gt 40 ] \
+  && python3 -c "import json,sys; e=json.load(open(sys.argv[1]))['traceEvents']; \
+assert sum(x.get('cat') == 'upload' for x in e) == int(sys.argv[2]) and any(x.get('cat') == 'dispatch' for x in e)" \
+     "$TMP/trace.json" "$uploads" \
+  && pass "trace: every tensor's upload and the dispatches: $(cat "$TMP/trace.err")" || fail "trace: $(cat "$TMP/trace.err")"
 # --timeout: a generous one changes nothing; one far too short stops the call by name.
 timed=$("$GENERATE" --module="$TMP/stories.vmfb" --device="$DEVICE" --parameters="$CKPT" --max-tokens=5 --timeout=600)
 [ "$timed" == "$five" ] && pass "--timeout=600 gives the same ids" || fail "--timeout=600: '$timed'"

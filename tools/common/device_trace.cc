@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <string_view>
 
 #include "hal/executable.h"
 
@@ -19,6 +20,9 @@ std::string JsonString(const std::string& s) {
   return out + "\"";
 }
 
+const char* const kTrackNames[] = {"dispatches", "collectives", "uploads", "argument waits"};
+const char* const kTrackCategories[] = {"dispatch", "collective", "upload", "argument_wait"};
+
 }  // namespace
 
 DeviceTrace::DeviceTrace(std::vector<hal::Device*> devices, std::vector<std::string> names)
@@ -34,11 +38,19 @@ DeviceTrace::~DeviceTrace() {
 }
 
 void DeviceTrace::DeviceProfiler::OnDispatch(const hal::DispatchTiming& t) {
-  trace_->Add({device_, false, t.executable ? t.executable->entry_name(t.entry) : "?", t.begin_ns, t.end_ns});
+  trace_->Add({device_, Track::kDispatches, t.executable ? t.executable->entry_name(t.entry) : "?", t.begin_ns, t.end_ns});
 }
 
 void DeviceTrace::DeviceProfiler::OnCollective(const char* name, int64_t begin_ns, int64_t end_ns) {
-  trace_->Add({device_, true, name, begin_ns, end_ns});
+  trace_->Add({device_, Track::kCollectives, name, begin_ns, end_ns});
+}
+
+void DeviceTrace::DeviceProfiler::OnHostSpan(const char* name, int64_t begin_ns, int64_t end_ns) {
+  if (std::string_view(name) == "argument_wait") trace_->Add({device_, Track::kArgumentWaits, name, begin_ns, end_ns});
+}
+
+void DeviceTrace::AddUpload(size_t device, std::string name, int64_t begin_ns, int64_t end_ns) {
+  Add({device, Track::kUploads, std::move(name), begin_ns, end_ns});
 }
 
 void DeviceTrace::Add(Event e) {
@@ -55,9 +67,9 @@ size_t DeviceTrace::OverlappedCollectives() const {
   const std::vector<Event> all = events();
   size_t overlapped = 0;
   for (const Event& c : all) {
-    if (!c.collective) continue;
+    if (c.track != Track::kCollectives) continue;
     for (const Event& d : all) {
-      if (d.collective || d.device != c.device) continue;
+      if (d.track != Track::kDispatches || d.device != c.device) continue;
       if (d.begin_ns <= c.end_ns && c.begin_ns <= d.end_ns) {  // the intervals intersect
         ++overlapped;
         break;
@@ -77,15 +89,16 @@ Status DeviceTrace::Write(const std::string& path) const {
   for (size_t i = 0; i < names_.size(); ++i) {
     s += "{\"ph\":\"M\",\"pid\":" + std::to_string(i + 1) + ",\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":" +
          JsonString(names_[i]) + "}},\n";
-    for (int tid : {1, 2}) {
+    for (int tid : {1, 2, 3, 4}) {
       s += "{\"ph\":\"M\",\"pid\":" + std::to_string(i + 1) + ",\"tid\":" + std::to_string(tid) +
-           ",\"name\":\"thread_name\",\"args\":{\"name\":\"" + (tid == 1 ? "dispatches" : "collectives") + "\"}},\n";
+           ",\"name\":\"thread_name\",\"args\":{\"name\":\"" + kTrackNames[tid - 1] + "\"}},\n";
     }
   }
   for (size_t i = 0; i < all.size(); ++i) {
     const Event& e = all[i];
+    const int track = static_cast<int>(e.track);
     std::snprintf(line, sizeof(line), "{\"ph\":\"X\",\"cat\":\"%s\",\"pid\":%zu,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"name\":",
-                  e.collective ? "collective" : "dispatch", e.device + 1, e.collective ? 2 : 1,
+                  kTrackCategories[track], e.device + 1, track + 1,
                   double(e.begin_ns - t0) / 1e3, double(e.end_ns - e.begin_ns) / 1e3);
     s += line + JsonString(e.name) + (i + 1 < all.size() ? "},\n" : "}\n");
   }
@@ -106,7 +119,10 @@ Status TraceCalls(const char* tool, const std::string& path, std::vector<hal::De
   DeviceTrace trace(std::move(devices), std::move(names));
   HEXIR_RETURN_IF_ERROR(calls());
   size_t dispatches = 0, collectives = 0;
-  for (const DeviceTrace::Event& e : trace.events()) ++(e.collective ? collectives : dispatches);
+  for (const DeviceTrace::Event& e : trace.events()) {
+    if (e.track == DeviceTrace::Track::kCollectives) ++collectives;
+    if (e.track == DeviceTrace::Track::kDispatches) ++dispatches;
+  }
   HEXIR_RETURN_IF_ERROR(trace.Write(path));
   uint64_t overlapped = 0;
   for (hal::Device* d : traced) overlapped += d->stats().collectives_overlapped;

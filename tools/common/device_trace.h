@@ -3,6 +3,9 @@
 // "dispatches" track (each dispatch from its first workgroup's start to its last one's end)
 // and a "collectives" track (each collective's run). A collective whose span intersects a
 // dispatch span of its device ran while that compute proceeded (hal/drivers/cpu/collective_lane.h).
+// Two more tracks: "uploads" (AddUpload: hexir-generate's weights, each
+// from its conversion's start to its write's signal) and "argument waits" (the driver's host
+// waits for an argument's readiness before a command: hal/README.md, Argument readiness).
 //
 // Ownership: a DeviceTrace installs itself as the devices' profiler (hal/profiling.h) until it
 // is destroyed; the devices must outlive it and be idle when it is. Thread-safety: the
@@ -23,10 +26,11 @@ namespace hexir::tools {
 
 class DeviceTrace {
  public:
+  enum class Track { kDispatches, kCollectives, kUploads, kArgumentWaits };
   struct Event {
     size_t device = 0;
-    bool collective = false;
-    std::string name;  // the dispatch's entry point or the collective's kind
+    Track track = Track::kDispatches;
+    std::string name;  // the dispatch's entry point, the collective's kind, the tensor
     int64_t begin_ns = 0, end_ns = 0;
   };
 
@@ -37,6 +41,8 @@ class DeviceTrace {
   DeviceTrace& operator=(const DeviceTrace&) = delete;
 
   std::vector<Event> events() const;
+  // A span of the "uploads" track of device `device` (steady clock ns, hal::ProfileClockNs).
+  void AddUpload(size_t device, std::string name, int64_t begin_ns, int64_t end_ns);
   // Collectives whose span intersects the span of a dispatch of the same device.
   size_t OverlappedCollectives() const;
   // Writes the trace (timestamps in microseconds from the first event).
@@ -48,6 +54,7 @@ class DeviceTrace {
     DeviceProfiler(DeviceTrace* trace, size_t device) : trace_(trace), device_(device) {}
     void OnDispatch(const hal::DispatchTiming& t) override;
     void OnCollective(const char* name, int64_t begin_ns, int64_t end_ns) override;
+    void OnHostSpan(const char* name, int64_t begin_ns, int64_t end_ns) override;
 
    private:
     DeviceTrace* trace_;

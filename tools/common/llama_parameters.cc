@@ -8,12 +8,14 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "compiler/importers/llama/Gguf.h"
 #include "compiler/importers/llama/GgufLlama.h"
 #include "compiler/importers/llama/HfLlama.h"
 #include "compiler/importers/llama/TensorParallel.h"
 #include "hal/element_type.h"
+#include "hal/profiling.h"
 #include "tools/common/bulk_convert.h"
 
 namespace hexir::tools {
@@ -158,11 +160,23 @@ struct ConversionSlot {
   uint64_t in_flight = 0;
 };
 
+// One tensor's upload, planned on the calling thread (checked, buffer allocated).
+struct PlannedTensor {
+  const uint8_t* stored = nullptr;  // its first byte in the mapped file
+  size_t row_bytes = 0, stored_row_bytes = 0;
+  bool converted = false;
+  vm::Ref<hal::Buffer> buffer;
+};
+
 struct LlamaParameters::PendingUpload::State {
   std::vector<vm::Ref<hal::BufferView>> views;
   hal::SemaphoreValue ready;
   std::map<std::string, std::unique_ptr<Shard>> shards;  // safetensors files by path
   ConversionSlot slots[kConversionSlots];
+  std::vector<PlannedTensor> planned;
+  std::vector<PendingUpload::Span> spans;  // WriteTensors', per tensor
+  std::thread worker;  // UploadThread::kWorker: converts and writes
+  Status worker_status;  // set by the worker before it exits
   bool waited = false;
   Status status;
 };
@@ -184,11 +198,16 @@ const std::vector<vm::Ref<hal::BufferView>>& LlamaParameters::PendingUpload::vie
   return state_->views;
 }
 const hal::SemaphoreValue& LlamaParameters::PendingUpload::ready() const { return state_->ready; }
+const std::vector<LlamaParameters::PendingUpload::Span>& LlamaParameters::PendingUpload::spans() const {
+  return state_->spans;
+}
 
 Status LlamaParameters::PendingUpload::Wait() {
   if (!state_->waited) {
     state_->waited = true;
+    if (state_->worker.joinable()) state_->worker.join();
     if (state_->ready.semaphore) state_->status = state_->ready.semaphore->Wait(state_->ready.value);
+    if (state_->status.ok()) state_->status = state_->worker_status;
     state_->shards.clear();
     for (ConversionSlot& slot : state_->slots) slot = ConversionSlot();
   }
@@ -196,12 +215,13 @@ Status LlamaParameters::PendingUpload::Wait() {
 }
 
 StatusOr<LlamaParameters::PendingUpload> LlamaParameters::UploadAsync(hal::Device& device,
-                                                                      int32_t element_type) const {
-  const int32_t kF16 = static_cast<int32_t>(hal::ElementType::kF16);
+                                                                      int32_t element_type,
+                                                                      UploadThread thread) const {
   PendingUpload upload;
   PendingUpload::State& state = *upload.state_;
   HEXIR_ASSIGN_OR_RETURN(vm::Ref<hal::Semaphore> timeline, device.CreateSemaphore(0));
-  state.ready = {timeline, 0};
+  state.ready = {timeline, weights_.size()};
+  // Plan every tensor first (checks, buffers, views: the views exist before any byte lands).
   for (size_t index = 0; index < weights_.size(); ++index) {
     const llama::WeightTensor& w = weights_[index];
     const uint8_t* file_data = data_;
@@ -215,37 +235,83 @@ StatusOr<LlamaParameters::PendingUpload> LlamaParameters::UploadAsync(hal::Devic
       file_data = shard->data;
       file_size = shard->size;
     }
+    PlannedTensor plan;
     size_t bytes = size_t(w.byte_size());
     // The bytes of the file the tensor spans: a column part's rows are stored_columns apart.
     // (kept block formats: whole blocks of those columns).
-    const size_t row_bytes = size_t(w.RowBytes(w.dims.size() > 1 ? w.dims[1] : 0));
-    const size_t stored_row_bytes = size_t(w.RowBytes(w.stored_columns));
-    const size_t span = w.stored_columns > 0 ? size_t(w.dims[0] - 1) * stored_row_bytes + row_bytes : bytes;
+    plan.row_bytes = size_t(w.RowBytes(w.dims.size() > 1 ? w.dims[1] : 0));
+    plan.stored_row_bytes = size_t(w.RowBytes(w.stored_columns));
+    const size_t span = w.stored_columns > 0 ? size_t(w.dims[0] - 1) * plan.stored_row_bytes + plan.row_bytes : bytes;
     if (w.offset < 0 || size_t(w.offset) > file_size || span > file_size - size_t(w.offset))
       return InvalidArgument("tensor '", w.name, "' at offset ", w.offset, " (", span, " bytes) runs past the end of '",
                              w.file.empty() ? path_ : w.file, "'");
-    const uint8_t* stored = file_data + w.offset;
-    const void* data = stored;
+    plan.stored = file_data + w.offset;
     // Kept GGUF matrices (block formats, bf16) go as stored (a column part's blocks gathered);
     // the kernels decode them.
     const int32_t view_type = w.kept ? KeptElementType(w) : element_type;
-    const bool converted = !w.kept && (static_cast<int32_t>(w.type) != element_type || w.rotate_half_heads > 0);
-    if (w.stored_columns > 0 || converted) {
+    plan.converted = !w.kept && (static_cast<int32_t>(w.type) != element_type || w.rotate_half_heads > 0);
+    if (plan.converted) bytes = bytes / (w.type == hal::ElementType::kF32 ? 4 : 2) *
+                                (element_type == static_cast<int32_t>(hal::ElementType::kF16) ? 2 : 4);
+    const std::vector<int64_t> view_dims = w.ArgumentDims();
+    const Span<const int64_t> dims(view_dims.data(), view_dims.size());
+    HEXIR_ASSIGN_OR_RETURN(uint64_t expected, hal::ComputeByteSize(dims, view_type));
+    if (expected != bytes)
+      return InvalidArgument("tensor '", w.name, "' ", hal::FormatShape(dims, view_type), " needs ", expected,
+                             " bytes, got ", bytes);
+    // Not zero-filled (the write covers every byte): QueueAlloca without semaphores.
+    StatusOr<vm::Ref<hal::Buffer>> buffer = device.QueueAlloca({}, {}, bytes);
+    if (!buffer.ok()) return std::move(buffer).status().WithContext(StrCat("tensor '", w.name, "'"));
+    // Argument readiness: a call may use the buffer before its write landed (hal/buffer.h).
+    (*buffer)->SetReadyAfter({timeline, index + 1});
+    plan.buffer = *buffer;
+    HEXIR_ASSIGN_OR_RETURN(auto view, hal::BufferView::Create(std::move(*buffer), view_type, view_dims));
+    state.views.push_back(std::move(view));
+    state.planned.push_back(std::move(plan));
+  }
+  if (thread == UploadThread::kCaller) {
+    HEXIR_RETURN_IF_ERROR(WriteTensors(device, element_type, state, /*direct_host_writes=*/false));
+    return upload;
+  }
+  // The worker converts and writes in layer order while the caller submits calls; a failure
+  // fails the timeline, so the calls waiting for a tensor fail with its error.
+  state.worker = std::thread([this, &device, element_type, &state] {
+    Status st = WriteTensors(device, element_type, state, /*direct_host_writes=*/true);
+    if (!st.ok()) {
+      state.worker_status = st;
+      state.ready.semaphore->Fail(std::move(st));
+    }
+  });
+  return upload;
+}
+
+Status LlamaParameters::WriteTensors(hal::Device& device, int32_t element_type, PendingUpload::State& state,
+                                     bool direct_host_writes) const {
+  const int32_t kF16 = static_cast<int32_t>(hal::ElementType::kF16);
+  hal::Semaphore& timeline = *state.ready.semaphore;
+  for (size_t index = 0; index < weights_.size(); ++index) {
+    const llama::WeightTensor& w = weights_[index];
+    PlannedTensor& plan = state.planned[index];
+    const int64_t begin_ns = hal::ProfileClockNs();
+    const uint8_t* stored = plan.stored;
+    const void* data = stored;
+    size_t bytes = size_t(w.byte_size());
+    if (w.stored_columns > 0 || plan.converted) {
       // The slot's previous tensor must have landed before its memory is overwritten.
       ConversionSlot& slot = state.slots[index % kConversionSlots];
       if (slot.in_flight > 0) {
-        Status landed = timeline->Wait(slot.in_flight);
+        Status landed = timeline.Wait(slot.in_flight);
         if (!landed.ok()) return std::move(landed).WithContext(StrCat("uploading tensor '", w.name, "'"));
       }
       slot.in_flight = index + 1;
       if (w.stored_columns > 0) {  // a row-parallel part: gather its columns of every row
-        slot.gathered.resize(size_t(w.dims[0]) * row_bytes);
+        slot.gathered.resize(size_t(w.dims[0]) * plan.row_bytes);
         for (int64_t r = 0; r < w.dims[0]; ++r)
-          std::memcpy(&slot.gathered[size_t(r) * row_bytes], stored + size_t(r) * stored_row_bytes, row_bytes);
+          std::memcpy(&slot.gathered[size_t(r) * plan.row_bytes], stored + size_t(r) * plan.stored_row_bytes,
+                      plan.row_bytes);
         stored = slot.gathered.data();
         data = stored;
       }
-      if (converted) {
+      if (plan.converted) {
         const size_t n = bytes / (w.type == hal::ElementType::kF32 ? 4 : 2);
         if (element_type == kF16 && w.type == hal::ElementType::kF32 && w.rotate_half_heads == 0) {
           slot.half.resize(n);  // straight from the mapping: one pass over its pages
@@ -265,22 +331,18 @@ StatusOr<LlamaParameters::PendingUpload> LlamaParameters::UploadAsync(hal::Devic
         bytes = n * (element_type == kF16 ? 2 : 4);
       }
     }
-    const std::vector<int64_t> view_dims = w.ArgumentDims();
-    const Span<const int64_t> dims(view_dims.data(), view_dims.size());
-    HEXIR_ASSIGN_OR_RETURN(uint64_t expected, hal::ComputeByteSize(dims, view_type));
-    if (expected != bytes)
-      return InvalidArgument("tensor '", w.name, "' ", hal::FormatShape(dims, view_type), " needs ", expected,
-                             " bytes, got ", bytes);
-    // Not zero-filled (the write covers every byte): QueueAlloca without semaphores.
-    StatusOr<vm::Ref<hal::Buffer>> buffer = device.QueueAlloca({}, {}, bytes);
-    if (!buffer.ok()) return std::move(buffer).status().WithContext(StrCat("tensor '", w.name, "'"));
-    HEXIR_RETURN_IF_ERROR(device.QueueWrite({}, {{timeline, index + 1}}, data, bytes, *buffer, 0)
-                              .WithContext(StrCat("tensor '", w.name, "'")));
-    state.ready.value = index + 1;
-    HEXIR_ASSIGN_OR_RETURN(auto view, hal::BufferView::Create(std::move(*buffer), view_type, view_dims));
-    state.views.push_back(std::move(view));
+    if (direct_host_writes && plan.buffer->host_data()) {
+      // Host memory (CPU): copied here and signalled from this thread. A queue write would
+      // queue behind the calls already waiting for it on an in-order host queue.
+      std::memcpy(plan.buffer->host_data(), data, bytes);
+      HEXIR_RETURN_IF_ERROR(timeline.Signal(index + 1).WithContext(StrCat("tensor '", w.name, "'")));
+    } else {
+      HEXIR_RETURN_IF_ERROR(device.QueueWrite({}, {{state.ready.semaphore, index + 1}}, data, bytes, plan.buffer, 0)
+                                .WithContext(StrCat("tensor '", w.name, "'")));
+    }
+    state.spans.push_back({begin_ns, hal::ProfileClockNs()});
   }
-  return upload;
+  return Status::Ok();
 }
 
 StatusOr<std::vector<vm::Ref<hal::BufferView>>> LlamaParameters::Upload(hal::Device& device,

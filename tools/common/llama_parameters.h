@@ -68,8 +68,15 @@ class LlamaParameters {
 
     const std::vector<vm::Ref<hal::BufferView>>& views() const;
     const hal::SemaphoreValue& ready() const;
-    // One host wait for `ready` (the first failed write's error names its tensor's range),
-    // then frees the host memory. Idempotent.
+    // Per tensor, in argument order: {start of its conversion (or write), its write's end}
+    // on the steady clock (hal::ProfileClockNs); the end is the signal for a host-visible
+    // buffer filled directly, the issue of the queue write otherwise. Complete after Wait().
+    struct Span {
+      int64_t begin_ns = 0, end_ns = 0;
+    };
+    const std::vector<Span>& spans() const;
+    // Joins the worker (UploadThread::kWorker), one host wait for `ready` (the first failed
+    // write's error names its tensor's range), then frees the host memory. Idempotent.
     Status Wait();
 
    private:
@@ -86,10 +93,22 @@ class LlamaParameters {
   // rotate-half to interleaved pairs) into one of kConversionSlots reused host buffers while
   // the previous tensors are on the wire; a slot is reused after its write's signal (the only
   // host waits). A weight with a `file` is read from that file (sharded safetensors).
+  // Every view's buffer exists on return and carries its write's timeline value as its
+  // readiness (hal::Buffer::SetReadyAfter): a call may be submitted at once, and its commands
+  // wait for exactly the tensors they read (per command on the CPU driver, at the submission
+  // on others).
+  // `thread`: kCaller converts and issues every write before returning; kWorker returns once
+  // the buffers exist and converts and writes on a worker thread, in the same order, while the
+  // caller goes on (a host-visible buffer, as on the CPU driver, is then filled directly and
+  // its value signalled from the worker: a queue write would queue behind the call waiting for
+  // it). A worker's error fails the timeline (calls waiting for a tensor fail with it) and is
+  // returned by Wait().
   // Errors: a tensor whose offset and size run past the end of its file (naming the tensor
   // and the file), allocation and write errors (naming the tensor).
   static constexpr int kConversionSlots = 3;
-  StatusOr<PendingUpload> UploadAsync(hal::Device& device, int32_t element_type) const;
+  enum class UploadThread { kCaller, kWorker };
+  StatusOr<PendingUpload> UploadAsync(hal::Device& device, int32_t element_type,
+                                      UploadThread thread = UploadThread::kCaller) const;
 
   // UploadAsync, then Wait: the views are ready on return.
   StatusOr<std::vector<vm::Ref<hal::BufferView>>> Upload(hal::Device& device,
@@ -97,6 +116,9 @@ class LlamaParameters {
 
  private:
   LlamaParameters() = default;
+  // UploadAsync's conversions and writes of the planned tensors, in order.
+  Status WriteTensors(hal::Device& device, int32_t element_type, PendingUpload::State& state,
+                      bool direct_host_writes) const;
   std::string path_;
   uint8_t* data_ = nullptr;
   size_t size_ = 0;

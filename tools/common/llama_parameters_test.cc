@@ -101,5 +101,33 @@ TEST_CASE("f16 uploads convert every tensor through the reused slots and round t
   std::remove(path.c_str());
 }
 
+TEST_CASE("a worker-thread upload gives the caller's bytes, each buffer ready at its own value") {
+  const std::string path = WriteCheckpoint();
+  auto p = LlamaParameters::Open(path);
+  REQUIRE(p.ok());
+  auto device = hal::CreateDevice("cpu", {});
+  REQUIRE(device.ok());
+  const int32_t f16 = int32_t(hal::ElementType::kF16);
+  auto reference = (*p)->Upload(**device, f16);
+  REQUIRE(reference.ok());
+  const hal::DeviceStats before = (*device)->stats();
+  auto upload = (*p)->UploadAsync(**device, f16, LlamaParameters::UploadThread::kWorker);
+  INFO(upload.status().ToString());
+  REQUIRE(upload.ok());
+  const auto& weights = (*p)->weights();
+  // Every view exists at return, whatever the worker has written so far.
+  REQUIRE(upload->views().size() == weights.size());
+  REQUIRE(upload->Wait().ok());
+  for (size_t i = 0; i < weights.size(); ++i) {
+    INFO("tensor " << weights[i].name);
+    hal::SemaphoreValue pending;
+    REQUIRE(!upload->views()[i]->buffer().PendingReady(&pending));
+    REQUIRE(Read(**device, *upload->views()[i]) == Read(**device, *(*reference)[i]));
+  }
+  // CPU buffers are host memory: filled by the worker directly, no queue writes.
+  REQUIRE((*device)->stats().transfers_queued == before.transfers_queued);
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace hexir::tools

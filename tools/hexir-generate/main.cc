@@ -34,6 +34,8 @@
 #include "hal/api.h"
 #include "hal/element_type.h"
 #include "tools/common/invocation.h"
+#include "runtime/rank_group.h"
+#include "tools/common/device_trace.h"
 #include "tools/common/llama_parameters.h"
 #include "tools/common/llama_stream.h"
 #include "tools/common/rank_sessions.h"
@@ -324,7 +326,8 @@ void PrintStartup(const StartupMarks& m, const std::vector<vm::Ref<hal::BufferVi
   const double first_call_ms = MsSinceStart(m.first_call_done);
   std::fprintf(stderr,
                "hexir-generate: startup (ms since main): parameters mapped %.1f, module loaded %.1f "
-               "(load %.1f), upload issued %.1f (convert + issue %.1f: %zu tensors, %.1f MiB), upload "
+               "(load %.1f), upload started %.1f (buffers allocated %.1f: %zu tensors, %.1f MiB; converted and "
+               "written on a worker thread), upload "
                "complete %.1f, first call done %.1f (%zu tokens), first token ~%.1f (first call less "
                "%zu per-token times), per token %.3f ms\n",
                MsSinceStart(m.parameters_mapped), MsSinceStart(m.module_loaded),
@@ -335,6 +338,37 @@ void PrintStartup(const StartupMarks& m, const std::vector<vm::Ref<hal::BufferVi
                m.upload_landed == Clock::time_point{} ? -1.0 : MsSinceStart(m.upload_landed), first_call_ms,
                calls.ids.size(), first_call_ms - double(n - 1) * per_token_ms, n - 1, per_token_ms);
   PrintSpeed(prompt_length, calls.ids.size(), calls.best_seconds, repeat, calls.best_cpu_seconds);
+}
+
+// --trace of a run on one process: the calls' dispatches and argument waits, and the upload's
+// tensors (LlamaParameters::PendingUpload::spans) on device 0's "uploads" track; says on
+// stderr how many dispatches began before the last tensor was written (the upload overlapped
+// by compute: hal/README.md, Argument readiness).
+Status WriteUploadTrace(const std::string& path, DeviceTrace& trace, LlamaParameters::PendingUpload& upload) {
+  HEXIR_RETURN_IF_ERROR(upload.Wait());
+  const std::vector<LlamaParameters::PendingUpload::Span>& spans = upload.spans();
+  int64_t upload_begin = INT64_MAX, upload_end = 0;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    trace.AddUpload(0, StrCat("weight ", i), spans[i].begin_ns, spans[i].end_ns);
+    upload_begin = std::min(upload_begin, spans[i].begin_ns);
+    upload_end = std::max(upload_end, spans[i].end_ns);
+  }
+  size_t dispatches = 0, before_last = 0, waits = 0;
+  int64_t first_dispatch = INT64_MAX;
+  for (const DeviceTrace::Event& e : trace.events()) {
+    if (e.track == DeviceTrace::Track::kArgumentWaits) ++waits;
+    if (e.track != DeviceTrace::Track::kDispatches) continue;
+    ++dispatches;
+    first_dispatch = std::min(first_dispatch, e.begin_ns);
+    if (e.begin_ns < upload_end) ++before_last;
+  }
+  HEXIR_RETURN_IF_ERROR(trace.Write(path));
+  const auto ms = [&](int64_t ns) { return ns == INT64_MAX ? -1.0 : double(ns - upload_begin) / 1e6; };
+  std::fprintf(stderr,
+               "hexir-generate: trace '%s': %zu dispatches, %zu tensors uploaded (from 0 to %.3f ms), %zu argument "
+               "waits; %zu dispatches began before the last tensor was written (the first at %.3f ms)\n",
+               path.c_str(), dispatches, spans.size(), ms(upload_end), waits, before_last, ms(first_dispatch));
+  return Status::Ok();
 }
 
 Status Run(const Flags& f) {
@@ -372,7 +406,7 @@ Status Run(const Flags& f) {
   HEXIR_ASSIGN_OR_RETURN(vm::Ref<vm::Module> module, vm::Module::LoadFromFile(f.module));
   const size_t device_count = options.device_uris.size();
   if (RunsAsRanks(*module, device_count)) return RunOnRanks(f, *module, options, greedy, prompt, decode);
-  if (!f.trace.empty()) {
+  if (!f.trace.empty() && runtime::UsesCollectives(*module)) {
     return InvalidArgument("--trace traces a tensor-parallel module run as ranks of this process (--device "
                            "given once per rank); module '", f.module, "' on ", device_count,
                            " device(s) is not one (hexir-run --trace traces any module's calls)");
@@ -400,17 +434,42 @@ Status Run(const Flags& f) {
                          FitToCache(target, f.module, prompt.size(), f.max_tokens, config->seq_len, f.verbose));
 
   hal::Device& device = session->device();
-  // Upload once; the refs are reused by every call (tools/common/llama_parameters.h: queue
-  // writes in layer order; a tensor already in the module's type and layout goes from the
-  // mapping as is; others are converted while earlier ones are on the wire, and Hugging Face
-  // q/k rows are permuted from rotate-half to interleaved pairs).
+  int64_t prompt_len = int64_t(prompt.size());
+  // The prompt first: on CUDA its write would otherwise queue behind the weights' writes.
+  HEXIR_ASSIGN_OR_RETURN(
+      auto prompt_view,
+      hal::BufferViewFromHost(device, static_cast<int32_t>(hal::ElementType::kI64),
+                              Span<const int64_t>(&prompt_len, 1), prompt.data(), prompt.size() * 8));
+  // Upload once; the refs are reused by every call (tools/common/llama_parameters.h: writes in
+  // layer order on a worker thread; a tensor already in the module's type and layout goes from
+  // the mapping as is; others are converted while earlier ones are on the wire, and Hugging
+  // Face q/k rows are permuted from rotate-half to interleaved pairs). No host wait and no
+  // barrier: each weight's buffer carries its write's timeline value as its readiness
+  // (hal::Buffer::SetReadyAfter), so the first call starts at once and its commands wait for
+  // exactly the tensors they read (the CPU driver per command: layer 0 computes while later
+  // layers convert).
+  // A driver that awaits them at the submission (CUDA for now) would hold the first call back
+  // until the last write is issued anyway: there the writes are issued first, as before, and
+  // one barrier orders the first call after the last.
+  const bool per_command = device.AwaitsArgumentsPerCommand();
+  // --trace (one process, no ranks): the upload and every call, on the session's devices.
+  std::unique_ptr<DeviceTrace> trace;
+  if (!f.trace.empty()) {
+    std::vector<hal::Device*> devices;
+    std::vector<std::string> names;
+    for (const vm::Ref<hal::Device>& d : session->devices()) {
+      devices.push_back(d.get());
+      names.push_back(std::string(d->uri()));
+    }
+    trace = std::make_unique<DeviceTrace>(std::move(devices), std::move(names));
+  }
   marks.upload_begin = Clock::now();
   HEXIR_ASSIGN_OR_RETURN(LlamaParameters::PendingUpload upload,
-                         parameters->UploadAsync(device, weight_type));
+                         parameters->UploadAsync(device, weight_type,
+                                                 per_command ? LlamaParameters::UploadThread::kWorker
+                                                             : LlamaParameters::UploadThread::kCaller));
   marks.upload_issued = Clock::now();
-  // No host wait: an empty submission waiting for the last write orders every later
-  // submission of the (in-order) queue, the first call's included, after the upload.
-  HEXIR_RETURN_IF_ERROR(OrderAfter(device, upload.ready()));
+  if (!per_command) HEXIR_RETURN_IF_ERROR(OrderAfter(device, upload.ready()));
   // --timing only: a watcher thread notes when the upload landed (it does not delay anything).
   std::thread watcher;
   if (f.timing) {
@@ -425,11 +484,6 @@ Status Run(const Flags& f) {
     }
   } join_watcher{watcher};
   const std::vector<vm::Ref<hal::BufferView>>& weight_views = upload.views();
-  int64_t prompt_len = int64_t(prompt.size());
-  HEXIR_ASSIGN_OR_RETURN(
-      auto prompt_view,
-      hal::BufferViewFromHost(device, static_cast<int32_t>(hal::ElementType::kI64),
-                              Span<const int64_t>(&prompt_len, 1), prompt.data(), prompt.size() * 8));
 
   Calls calls;
   if (streams) {
@@ -445,6 +499,7 @@ Status Run(const Flags& f) {
     if (call == 0) marks.first_call_done = Clock::now();
   }
 
+  if (trace) HEXIR_RETURN_IF_ERROR(WriteUploadTrace(f.trace, *trace, upload));
   if (!prints) return Status::Ok();
   HEXIR_RETURN_IF_ERROR(PrintIds(calls.ids, decode));
   if (f.timing) {

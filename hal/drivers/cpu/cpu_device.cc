@@ -12,6 +12,7 @@
 
 #include "base/mutex.h"
 #include "hal/allocator.h"
+#include "hal/argument_readiness.h"
 #include "hal/drivers/cpu/collective_lane.h"
 #include "hal/drivers/cpu/cpu_collective.h"
 #include "hal/drivers/cpu/cpu_dispatch.h"
@@ -177,6 +178,9 @@ class CpuDevice final : public Device {
 
   Status ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
                                     uint64_t size, const Interrupt& interrupt) override;
+
+  // The queue thread awaits each wave's arguments (ExecuteWave).
+  bool AwaitsArgumentsPerCommand() const override { return true; }
 
   Status ReadBuffer(const Buffer& buffer, uint64_t offset, void* data, uint64_t size) override {
     HEXIR_RETURN_IF_ERROR(
@@ -407,6 +411,10 @@ Status CpuDevice::ExecuteWaves(const std::vector<Command>& commands,
 
 Status CpuDevice::ExecuteWave(const Command* begin, const Command* end,
                               const std::vector<BufferRef>& table) {
+  // Argument readiness: the wave's commands start once the buffers they use are ready
+  // (earlier waves already ran while later arguments were being written).
+  for (const Command* c = begin; c != end; ++c)
+    HEXIR_RETURN_IF_ERROR(AwaitArgumentsReady(*c, table, *counters()));
   const size_t issued_before = lane_ ? lane_->issued() : 0;
   size_t compute = 0;
   const Command* single = nullptr;
