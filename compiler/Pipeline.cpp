@@ -193,13 +193,14 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
     // w3, is 2 x 172 x 64 = 22016); temporaries within the 48 KiB of static shared memory
     // (the lowering's own limit, kMaxBlockLevelsSharedBytes in CUDABlockLevels.cpp).
     // A norm too wide to recompute is one such block too, its sum and its scaling: one kernel
-    // instead of two. Default 1024 (4 steps a thread): measured on the H200 (200 tokens,
-    // 3 alternating rounds) random768's 768 gained (0.95x), TinyLlama's 2048 lost (1.02x:
-    // one block's 8 strided steps a thread cost more than the launch saved).
+    // instead of two. Default 16384: measured on the H200 (200 tokens, 3 alternating rounds)
+    // random768's 768 gained (0.95x); TinyLlama's 2048 as one block of 1024 threads with the
+    // kernels' programmatic launches gained too (0.967x; as 256 threads without them it had
+    // lost, 1.02x).
     else if (OnlyCuda(options))
       pm.addPass(hexir::createGroupSmallProjections(GroupSmallProjectionsOptions{
           128 * CUDADistributeThreadsOptions{}.blockSize, 48 * 1024,
-          options.norm_pair_extent >= 0 ? options.norm_pair_extent : 1024}));
+          options.norm_pair_extent >= 0 ? options.norm_pair_extent : 16384}));
   }
   // CPU: a row softmax or norm (reductions along rows, then elementwise ops reading them) is
   // one kernel that runs its passes a block of rows at a time (passes/codegen/CPURowChains.h).

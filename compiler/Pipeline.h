@@ -34,7 +34,7 @@ struct CompileOptions {
   int64_t small_reduction_extent = -1;
   // CUDA-only modules: a norm too wide to recompute whose sum and scaling have at most this many
   // iterations each is one kernel (one block) instead of two (hexir-group-small-projections'
-  // max-norm-extent); 0: off; -1: the default (1024).
+  // max-norm-extent); 0: off; -1: the default (16384).
   int64_t norm_pair_extent = -1;
   // Calls to functions with device work are inlined into their callers
   // (hexir-inline-device-calls: one copy of the callee per call site). false (the default):

@@ -280,8 +280,8 @@ void WideNormsRecomputed(const std::string& target) {
     for (int i = 0; i < dim; ++i) xn[i] = F32(in[1])[i] * (F32(in[0])[i] * inv);
     HostTensor expected = Apply(in[2], xn, rows);
     // Unfused: the norm's sum, its scaling, the projection; on CUDA the sum and the scaling of
-    // a norm of at most 1024 are one kernel (hexir-compile --norm-pair-extent's default).
-    const uint64_t unfused = target == "cuda" && dim <= 1024 ? 2 : 3;
+    // a norm of at most 16384 are one kernel (hexir-compile --norm-pair-extent's default).
+    const uint64_t unfused = target == "cuda" && dim <= 16384 ? 2 : 3;
     for (auto [module, dispatches] : {std::pair{modules[c].first, uint64_t{1}}, {modules[c].second, unfused}}) {
       INFO((dispatches == 1 ? "fused" : "unfused"));
       auto session = OpenOrDie(module, target);

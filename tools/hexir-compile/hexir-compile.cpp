@@ -52,7 +52,7 @@ static cl::opt<int64_t> normPairExtent(
     "norm-pair-extent",
     cl::desc("CUDA-only modules: a norm too wide for --small-reduction-extent whose sum and "
              "scaling have at most N iterations each runs as one kernel (one block) instead of "
-             "two; 0: off (default: 1024)"),
+             "two; 0: off (default: 16384)"),
     cl::init(-1));
 static cl::opt<bool> noBranchSelection(
     "no-branch-selection",
