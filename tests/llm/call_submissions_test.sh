@@ -8,7 +8,8 @@
 #   call equal (hexir-bench's "queue submissions"); stories260K's ids equal the golden ones;
 # - two CPU devices (--embedding-device 0: the layers on device 1) and 2 tensor-parallel ranks
 #   (collectives in every layer): no callee can record there, so the default module is the
-#   --inline-device-calls one, byte for byte;
+#   --inline-device-calls one, byte for byte (tensor-parallel: also the one of the layers
+#   written out, hexir-import --inline-layers);
 # - stories260K and random768 for --target=cuda (compile-only): every function left a call
 #   records into its caller (hexir-dump lists NAME.record beside it: @layer, @prefill_layer).
 source tests/llm/common.sh
@@ -76,6 +77,13 @@ identical() {
 compile_pair placed "$TMP/placed.mlir" --target=cpu --target=cpu && identical placed
 "$IMPORT" "$CKPT" --tensor-parallel=2 -o "$TMP/tp.mlir" || fail "tensor-parallel: hexir-import"
 compile_pair tp "$TMP/tp.mlir" --target=cpu && identical tp
+# The tensor-parallel @layer calls, inlined by default, give the written-out layers' module.
+"$IMPORT" "$CKPT" --tensor-parallel=2 --inline-layers -o "$TMP/tp_out.mlir" || fail "tensor-parallel: hexir-import --inline-layers"
+if "$COMPILE" "$TMP/tp_out.mlir" --target=cpu -o "$TMP/tp_out.vmfb" && cmp -s "$TMP/tp.vmfb" "$TMP/tp_out.vmfb"; then
+  pass "tp: @layer calls compile to the written-out layers' module"
+else
+  fail "tp: the @layer calls' module differs from the written-out layers' (--inline-layers)"
+fi
 
 # CUDA (compile-only): a called function that does not record into its caller (no
 # "NAME.record" beside it) submits its own command buffers at each call; none may be left.
