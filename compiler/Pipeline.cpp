@@ -28,6 +28,9 @@ namespace hexir {
 // make Bazel recompile all of //passes).
 std::unique_ptr<mlir::Pass> CreateCPUPackMatmulOperands(llvm::StringRef cpu);
 void RegisterCPUPackMatmulOperands();
+// passes/input/InlineDeviceCalls.cpp: hexir-inline-unrecordable-calls.
+std::unique_ptr<mlir::Pass> CreateInlineUnrecordableCalls();
+void RegisterInlineUnrecordableCalls();
 }  // namespace hexir
 
 namespace hexir::compiler {
@@ -43,6 +46,7 @@ void RegisterPasses() {
   mlir::registerAllPasses();
   hexir::registerHexirPasses();
   hexir::RegisterCPUPackMatmulOperands();
+  hexir::RegisterInlineUnrecordableCalls();
   hexir::registerHexirCUDAPasses();
   hexir::registerHexirCostPasses();
   hexir::registerHexirFusionPasses();
@@ -169,9 +173,12 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
     pm.addPass(hexir::createVerifyInput(VerifyInputOptions{target->name}));
   // Dim equalities and allocation sizes the program assumes, checked on the host (one VM
   // `assert` each) before any dispatch that relies on them.
-  // Calls stay calls unless asked (a one-region callee records into its caller's command
-  // buffer, FormExecutionRegions); inlined, each call site gets a copy of the callee.
+  // Calls whose callee will record into its caller's command buffer stay calls (one region,
+  // FormExecutionRegions); the others are inlined, each call site a copy of the callee, so no
+  // call submits a command buffer of its own (passes/README.md step 1a). Asked: every call
+  // inlined, or every call kept.
   if (options.inline_device_calls) pm.addPass(hexir::createInlineDeviceCalls());
+  else if (!options.keep_device_calls) pm.addPass(hexir::CreateInlineUnrecordableCalls());
   pm.addPass(hexir::createInsertShapeChecks());
   // Device loops: carried values written back in place (passes/loops/DeviceLoops.h).
   if (options.device_loops) pm.addPass(hexir::createPrepareDeviceLoops());
