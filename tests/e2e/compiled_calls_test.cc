@@ -488,20 +488,8 @@ void EightCallsInlined(const std::string& target) {
 HEXIR_E2E_TEST_ON_DEVICES("a function with device work called 8 times, inlined, records into the caller's one command buffer: one submission, one executable",
                           EightCallsInlined)
 
-// A recorded callee with a dynamic dim: rows cross the call as registers (no views), the
-// callee's host work sizes its result and parameter buffer per call, and its one recording
-// serves every call site and every row count (7, 1, 13: prime, one, odd). (An elementwise
-// body: a dynamic-M matmul specializes M = 1 behind a host branch, so its callee has several
-// blocks and stays a call of its own.)
-const char* kDynamicLayerCalls = R"mlir(
-#rows = affine_map<(i, j) -> (i, j)>
-#cols = affine_map<(i, j) -> (j)>
-func.func @net(%x: tensor<?x16xf32>, %w: tensor<16xf32>) -> tensor<?x16xf32> {
-  %a = func.call @layer(%x, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
-  %b = func.call @layer(%a, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
-  %c = func.call @layer(%b, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
-  return %c : tensor<?x16xf32>
-}
+// @layer of the dynamic-row call cases: x * w, then tanh, rows x 16.
+const char* kTanhLayer = R"mlir(
 func.func private @layer(%x: tensor<?x16xf32>, %w: tensor<16xf32>) -> tensor<?x16xf32> {
   %c0 = arith.constant 0 : index
   %n = tensor.dim %x, %c0 : tensor<?x16xf32>
@@ -515,6 +503,22 @@ func.func private @layer(%x: tensor<?x16xf32>, %w: tensor<16xf32>) -> tensor<?x1
   return %r : tensor<?x16xf32>
 }
 )mlir";
+
+// A recorded callee with a dynamic dim: rows cross the call as registers (no views), the
+// callee's host work sizes its result and parameter buffer per call, and its one recording
+// serves every call site and every row count (7, 1, 13: prime, one, odd). (An elementwise
+// body: a dynamic-M matmul specializes M = 1 behind a host branch, so its callee has several
+// blocks and stays a call of its own.)
+const std::string kDynamicLayerCalls = R"mlir(
+#rows = affine_map<(i, j) -> (i, j)>
+#cols = affine_map<(i, j) -> (j)>
+func.func @net(%x: tensor<?x16xf32>, %w: tensor<16xf32>) -> tensor<?x16xf32> {
+  %a = func.call @layer(%x, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  %b = func.call @layer(%a, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  %c = func.call @layer(%b, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  return %c : tensor<?x16xf32>
+}
+)mlir" + std::string(kTanhLayer);
 
 void DynamicLayerCallsKept(const std::string& target) {
   std::string module = CompileOrDie(kDynamicLayerCalls, "dynamic_layer_calls_kept", target);
@@ -557,7 +561,7 @@ HEXIR_E2E_TEST_ON_DEVICES("a recorded callee with dynamic rows (7, 1, 13, 13): o
 // hexir-insert-shape-checks) is resolved through the callee to a dim of the call's operand,
 // so the call and the add stay one command buffer: one submission, as inlined (before: the
 // dim closed the caller's region, two). Rows 6, 1, 11.
-const char* kCallResultDim = R"mlir(
+const std::string kCallResultDim = R"mlir(
 #rows = affine_map<(i, j) -> (i, j)>
 #cols = affine_map<(i, j) -> (j)>
 func.func @net(%x: tensor<?x16xf32>, %w: tensor<16xf32>, %y: tensor<?x16xf32>) -> tensor<?x16xf32> {
@@ -569,19 +573,7 @@ func.func @net(%x: tensor<?x16xf32>, %w: tensor<16xf32>, %y: tensor<?x16xf32>) -
   %b = func.call @layer(%s, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
   return %b : tensor<?x16xf32>
 }
-func.func private @layer(%x: tensor<?x16xf32>, %w: tensor<16xf32>) -> tensor<?x16xf32> {
-  %c0 = arith.constant 0 : index
-  %n = tensor.dim %x, %c0 : tensor<?x16xf32>
-  %e = tensor.empty(%n) : tensor<?x16xf32>
-  %r = linalg.generic {indexing_maps = [#rows, #cols, #rows], iterator_types = ["parallel", "parallel"]} ins(%x, %w : tensor<?x16xf32>, tensor<16xf32>) outs(%e : tensor<?x16xf32>) {
-  ^bb0(%a: f32, %s: f32, %o: f32):
-    %m = arith.mulf %a, %s : f32
-    %t = math.tanh %m : f32
-    linalg.yield %t : f32
-  } -> tensor<?x16xf32>
-  return %r : tensor<?x16xf32>
-}
-)mlir";
+)mlir" + std::string(kTanhLayer);
 
 void CallResultDimResolved(const std::string& target) {
   std::string module = CompileOrDie(kCallResultDim, "call_result_dim", target);

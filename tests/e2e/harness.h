@@ -91,6 +91,10 @@ std::string HexirCompile();  // path to the hexir-compile binary
 
 tools::HostTensor RandomF32(std::vector<int64_t> dims, unsigned seed, float lo = -1, float hi = 1);
 tools::HostTensor ZerosF32(std::vector<int64_t> dims);
+// Values q / 1024 (q in [-1024, 1024], uniform from `seed`), exact in f32 and in f16: the tensor
+// as f32, or as f16 with `f16` (the same values), and the values as doubles for a reference.
+tools::HostTensor DyadicTensor(std::vector<int64_t> dims, unsigned seed, bool f16,
+                               std::vector<double>& values);
 float* F32(tools::HostTensor& t);
 const float* F32(const tools::HostTensor& t);
 

@@ -28,7 +28,6 @@ namespace {
 
 using tools::HostTensor;
 
-constexpr int32_t kF16Code = 2;  // hal element type f16 (hal/element_types.def)
 constexpr double kEps = 1e-5;
 
 struct Shape {
@@ -82,36 +81,6 @@ std::string NormThenGemv(const Shape& s) {
          "}\n";
 }
 
-// f16 bits of `v`, a multiple of 2^-10 in [-1, 1] (exact in f16: a normal number or zero).
-uint16_t ExactF16(double v) {
-  if (v == 0) return 0;
-  uint16_t sign = v < 0 ? 0x8000 : 0;
-  double a = std::fabs(v);
-  int e = static_cast<int>(std::floor(std::log2(a)));
-  auto mantissa = static_cast<uint16_t>(std::lround((a / std::ldexp(1.0, e) - 1.0) * 1024));
-  return sign | static_cast<uint16_t>((e + 15) << 10) | mantissa;
-}
-
-// The norm weight g of `k` values q / 1024 (exact in f32 and f16), as doubles for the reference.
-HostTensor NormWeight(const Shape& s, unsigned seed, std::vector<double>& values) {
-  HostTensor r = RandomF32({s.k}, seed);
-  values.resize(s.k);
-  for (int i = 0; i < s.k; ++i) {
-    values[i] = std::round(F32(r)[i] * 1024) / 1024;
-    F32(r)[i] = static_cast<float>(values[i]);
-  }
-  if (!s.f16) return r;
-  HostTensor h;
-  h.element_type = kF16Code;
-  h.dims = r.dims;
-  h.bytes.resize(values.size() * 2);
-  for (size_t i = 0; i < values.size(); ++i) {
-    uint16_t bits = ExactF16(values[i]);
-    std::memcpy(h.bytes.data() + 2 * i, &bits, 2);
-  }
-  return h;
-}
-
 // The CUDA module's kernels: how many (`expected`), none on one thread.
 void RequireKernels(const std::string& module, size_t expected) {
   CommandResult r = RunCommand("tools/hexir-dump/hexir-dump --no-code " + module + " 2>&1");
@@ -150,7 +119,7 @@ void NormThenGemvMatchesF64(const std::string& target) {
     const Shape& s = shapes[c];
     INFO(s.rows << " x " << s.k << (s.f16 ? " f16" : " f32"));
     std::vector<double> g;
-    HostTensor x = RandomF32({s.k}, 61 + c), gw = NormWeight(s, 71 + c, g), w = RandomF32({s.rows, s.k}, 81 + c);
+    HostTensor x = RandomF32({s.k}, 61 + c), gw = DyadicTensor({s.k}, 71 + c, s.f16, g), w = RandomF32({s.rows, s.k}, 81 + c);
     double ss = 0;
     for (int k = 0; k < s.k; ++k) ss += static_cast<double>(F32(x)[k]) * F32(x)[k];
     double inv = 1.0 / std::sqrt(ss / s.k + kEps);
