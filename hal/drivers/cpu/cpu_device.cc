@@ -80,7 +80,11 @@ class CpuDevice final : public Device {
               const bool large = n >= kPinnedBlockMinBytes;
               const uint64_t bytes = large ? (n + 4095) / 4096 * 4096 : n;
               const bool huge = bytes >= kHugePageBytes;
-              void* p = std::aligned_alloc(huge ? kHugePageBytes : large ? 4096 : kBufferAlignment, bytes);
+              // posix_memalign: no size-multiple-of-alignment rule (aligned_alloc has one, which
+              // a 2 MiB-aligned block of 3 MiB breaks; AddressSanitizer refuses it).
+              void* p = nullptr;
+              if (posix_memalign(&p, huge ? kHugePageBytes : large ? 4096 : kBufferAlignment, bytes) != 0)
+                p = nullptr;
               if (p && huge) AskForHugePages(p, bytes);
               if (large) PinHostBlock(p, bytes);
               return p;
