@@ -202,6 +202,20 @@ tools::HostTensor RandomF32(std::vector<int64_t> dims, unsigned seed, float lo, 
   return t;
 }
 
+void RequireNoOneThreadKernel(const std::string& module, size_t expected_kernels) {
+  CommandResult r = RunCommand("tools/hexir-dump/hexir-dump --no-code " + module + " 2>&1");
+  REQUIRE(r.exit_code == 0);
+  size_t kernels = 0;
+  for (size_t at = r.output.find("attr cuda.block_size."); at != std::string::npos;
+       at = r.output.find("attr cuda.block_size.", at + 1)) {
+    ++kernels;
+    std::string line = r.output.substr(at, r.output.find('\n', at) - at);
+    INFO(line);
+    CHECK(line.find("= \"1,1,1\"") == std::string::npos);
+  }
+  CHECK(kernels == expected_kernels);
+}
+
 namespace {
 // f16 bits of `v`, a multiple of 2^-10 in [-1, 1] (exact in f16: a normal number or zero).
 uint16_t ExactF16(double v) {

@@ -21,6 +21,11 @@ struct CommandResult {
 // Runs a shell command, capturing its output.
 CommandResult RunCommand(const std::string& command);
 
+// The CUDA module at `module` has `expected_kernels` kernels, each running more than one thread
+// a block (hexir-dump's `cuda.block_size.<entry>` attributes: fused kernels got a real
+// distribution).
+void RequireNoOneThreadKernel(const std::string& module, size_t expected_kernels);
+
 // Path of a fresh file in the test's temporary directory.
 std::string TempFile(const std::string& name);
 void WriteFile(const std::string& path, const std::string& text);

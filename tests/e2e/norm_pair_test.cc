@@ -81,21 +81,6 @@ std::string NormThenGemv(const Shape& s) {
          "}\n";
 }
 
-// The CUDA module's kernels: how many (`expected`), none on one thread.
-void RequireKernels(const std::string& module, size_t expected) {
-  CommandResult r = RunCommand("tools/hexir-dump/hexir-dump --no-code " + module + " 2>&1");
-  REQUIRE(r.exit_code == 0);
-  size_t kernels = 0;
-  for (size_t at = r.output.find("attr cuda.block_size."); at != std::string::npos;
-       at = r.output.find("attr cuda.block_size.", at + 1)) {
-    ++kernels;
-    std::string line = r.output.substr(at, r.output.find('\n', at) - at);
-    INFO(line);
-    CHECK(line.find("= \"1,1,1\"") == std::string::npos);
-  }
-  CHECK(kernels == expected);
-}
-
 void NormThenGemvMatchesF64(const std::string& target) {
   // 2047: odd, a tail after 7 full block strides; 2048 f16: TinyLlama's dim; 769 f16: just
   // over 3 strides; 4099: prime, 5 rows (the scaling joins its projection instead: 2 kernels
@@ -106,14 +91,14 @@ void NormThenGemvMatchesF64(const std::string& target) {
   for (const Shape& s : shapes) {
     std::string name = "norm_pair_" + std::to_string(s.rows) + "x" + std::to_string(s.k) + (s.f16 ? "_f16" : "_f32");
     modules.push_back(CompileOrDie(NormThenGemv(s), name, target, "--norm-pair-extent=16384"));
-    if (target == "cuda") RequireKernels(modules.back(), s.k <= 16384 ? 2 : 3);
+    if (target == "cuda") RequireNoOneThreadKernel(modules.back(), s.k <= 16384 ? 2 : 3);
   }
   // The default extent (16384) pairs random768's and TinyLlama's norms; 1024 leaves a
   // 2047-wide one as two kernels.
   if (target == "cuda") {
-    RequireKernels(CompileOrDie(NormThenGemv(shapes[2]), "norm_pair_default_769", target, ""), 2);
-    RequireKernels(CompileOrDie(NormThenGemv(shapes[0]), "norm_pair_default_2047", target, ""), 2);
-    RequireKernels(CompileOrDie(NormThenGemv(shapes[0]), "norm_pair_1024_2047", target, "--norm-pair-extent=1024"), 3);
+    RequireNoOneThreadKernel(CompileOrDie(NormThenGemv(shapes[2]), "norm_pair_default_769", target, ""), 2);
+    RequireNoOneThreadKernel(CompileOrDie(NormThenGemv(shapes[0]), "norm_pair_default_2047", target, ""), 2);
+    RequireNoOneThreadKernel(CompileOrDie(NormThenGemv(shapes[0]), "norm_pair_1024_2047", target, "--norm-pair-extent=1024"), 3);
   }
   for (size_t c = 0; c < shapes.size(); ++c) {
     const Shape& s = shapes[c];
