@@ -31,6 +31,9 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
 
 
 
@@ -56,6 +59,95 @@ constexpr const char* kNVVMPipeline =
     "builtin.module(gpu.module(convert-gpu-to-nvvm,convert-nvvm-to-llvm,reconcile-unrealized-casts,"
     "canonicalize,cse))";
 
+// Read by hexir-cuda-serialize-executables ("cuda.read_only_bindings.<entry>"): the bindings
+// of an executable that no dispatch of the program writes, as array<i64>.
+constexpr const char* kReadOnlyBindingsAttr = "hexir.cuda.read_only_bindings";
+// dispatch/InPlaceUpdates.h kTiedOperandsAttr (outside this library): a dispatch result written
+// into the operand of this index.
+constexpr const char* kTiedOperandsAttr = "hexir.tied_operands";
+
+// Whether the buffer behind a host tensor is never written while the program runs: every
+// buffer it may be is an argument of a public function or a constant (followed back through
+// reshapes, casts, extract_slice and into the call sites of private callees), and from there
+// (forward through the same ops and into callees) it is only read: a dispatch operand tied to
+// no result (an in-place update writes its operand), a call operand whose callee only reads
+// it, or `tensor.dim`. Any other use (a return: a donated argument; an in-place insert; a
+// transfer; a loop-carried value) counts as a possible write. False whenever unsure.
+class ReadOnlyTensors {
+ public:
+  explicit ReadOnlyTensors(ModuleOp module) : module(module), symbols(module) {}
+
+  bool readOnly(Value v, int depth = 0) {
+    if (depth > 32) return false;
+    if (Operation* def = v.getDefiningOp()) {
+      if (isView(def)) return readOnly(def->getOperand(0), depth + 1);
+      return matchPattern(v, m_Constant()) && neverWritten(v);
+    }
+    auto arg = cast<BlockArgument>(v);
+    auto func = dyn_cast_or_null<func::FuncOp>(arg.getOwner()->getParentOp());
+    if (!func || arg.getOwner() != &func.getBody().front()) return false;
+    if (func.isPublic()) return neverWritten(v);
+    std::optional<SymbolTable::UseRange> uses = SymbolTable::getSymbolUses(func, module);
+    if (!uses) return false;
+    for (const SymbolTable::SymbolUse& use : *uses) {
+      auto call = dyn_cast<func::CallOp>(use.getUser());
+      if (!call || arg.getArgNumber() >= call.getNumOperands() ||
+          !readOnly(call.getOperand(arg.getArgNumber()), depth + 1))
+        return false;
+    }
+    return true;
+  }
+
+ private:
+  static bool isView(Operation* op) {
+    return isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp, tensor::ExtractSliceOp>(op);
+  }
+
+  bool neverWritten(Value root) {
+    auto [it, fresh] = written.try_emplace(root, true);
+    if (!fresh) return !it->second;
+    SmallVector<Value> work = {root};
+    llvm::DenseSet<Value> seen = {root};
+    auto push = [&](Value v) {
+      if (seen.insert(v).second) work.push_back(v);
+    };
+    bool onlyRead = true;
+    while (!work.empty() && onlyRead) {
+      Value v = work.pop_back_val();
+      for (OpOperand& use : v.getUses()) {
+        Operation* user = use.getOwner();
+        if (isView(user) && use.getOperandNumber() == 0) {
+          push(user->getResult(0));
+        } else if (isa<tensor::DimOp>(user)) {
+        } else if (auto dispatch = dyn_cast<DispatchOp>(user)) {
+          auto tied = dispatch->getAttrOfType<DenseI64ArrayAttr>(kTiedOperandsAttr);
+          if (tied && llvm::is_contained(tied.asArrayRef(), int64_t(use.getOperandNumber()))) onlyRead = false;
+        } else if (auto call = dyn_cast<func::CallOp>(user)) {
+          auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+          if (!callee || callee.isExternal() || callee.isPublic()) onlyRead = false;
+          else push(callee.getArgument(use.getOperandNumber()));
+        } else {
+          onlyRead = false;
+        }
+        if (!onlyRead) break;
+      }
+    }
+    written[root] = !onlyRead;
+    return onlyRead;
+  }
+
+  ModuleOp module;
+  SymbolTable symbols;
+  llvm::DenseMap<Value, bool> written;
+};
+
+// A block's slice of a read-only binding, L2-prefetched before the kernel waits for its
+// prerequisites: block b < blocks reads bytes [b * bytes, (b + 1) * bytes) of binding
+// `binding` (a GEMV's weight rows, whole rows per block).
+struct RowPrefetch {
+  int64_t binding, bytes, blocks;
+};
+
 class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExecutables> {
  public:
   using CUDALowerExecutablesBase::CUDALowerExecutablesBase;
@@ -68,11 +160,34 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
   }
 
   void runOnOperation() override {
+    ReadOnlyTensors tensors(getOperation());
+    llvm::StringMap<SmallVector<DispatchOp>> sites;
+    getOperation().walk([&](DispatchOp d) { sites[d.getExecutable()].push_back(d); });
     for (auto exe : getOperation().getOps<ExecutableOp>())
-      if (exe.isCompiledFor("cuda") && failed(lower(exe))) return signalPassFailure();
+      if (exe.isCompiledFor("cuda") && failed(lower(exe, readOnlyBindings(exe, sites[exe.getSymName()], tensors))))
+        return signalPassFailure();
   }
 
  private:
+  // The kernel's input tensors (argument j = dispatch operand j = binding j) that are
+  // read-only at every dispatch site of the executable (none when it has no sites).
+  static llvm::DenseSet<int64_t> readOnlyBindings(ExecutableOp exe, ArrayRef<DispatchOp> sites,
+                                                   ReadOnlyTensors& tensors) {
+    llvm::DenseSet<int64_t> bindings;
+    ModuleOp inner = exe.getInnerModule();
+    auto kernel = inner ? inner.lookupSymbol<func::FuncOp>(exe.getSymName()) : func::FuncOp();
+    if (!kernel || sites.empty()) return bindings;
+    for (unsigned j = 0; j < kernel.getNumArguments(); ++j) {
+      if (!isa<RankedTensorType>(kernel.getArgumentTypes()[j])) break;
+      bool all = true;
+      for (DispatchOp d : sites)
+        all = all && j < d.getArgs().size() && d.getArgs()[j].getType() == kernel.getArgumentTypes()[j] &&
+              tensors.readOnly(d.getArgs()[j]);
+      if (all) bindings.insert(j);
+    }
+    return bindings;
+  }
+
   // Temporaries are per thread (distribution made them point-sized): device-side malloc
   // would be slow and unsupported by the driver, so they live on the thread's stack.
   static LogicalResult allocationsToStack(func::FuncOp kernel) {
@@ -118,7 +233,10 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
   // Sibling reductions (CUDAWholeReductions.h: w1 and w3 read by SiLU * mul) are lowered
   // one after the other in this form; only what follows the last runs in lane 0 alone (lane
   // 0 holds every sibling's result).
-  static LogicalResult warpReduce(func::FuncOp kernel, int64_t lanes) {
+  // `prefetches` (null: none wanted) collects the rows of read-only weights that each block
+  // reads whole (`outputs` in all, `perBlock` consecutive ones a block).
+  static LogicalResult warpReduce(func::FuncOp kernel, int64_t lanes, const llvm::DenseSet<int64_t>& readOnly,
+                                  int64_t outputs, int64_t perBlock, SmallVector<RowPrefetch>* prefetches) {
     const cuda::KernelReduction found = cuda::SoleKernelReduction(kernel);
     SmallVector<linalg::LinalgOp> ops;
     if (found.combiner) {
@@ -134,12 +252,41 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     for (linalg::LinalgOp op : ops) {
       Operation* combiner = cuda::WarpReducibleCombiner(op);
       if (!combiner) return op.emitError("internal: sibling reduction is not warp-reducible");
+      if (prefetches)
+        for (OpOperand* in : op.getDpsInputOperands())
+          if (std::optional<RowPrefetch> row = weightRow(kernel, in->get(), readOnly, outputs, perBlock);
+              row && llvm::none_of(*prefetches, [&](const RowPrefetch& p) { return p.binding == row->binding; }))
+            prefetches->push_back(*row);
       FailureOr<scf::IfOp> ifFirst = warpReduceOne(kernel, op, combiner, lanes);
       if (failed(ifFirst)) return failure();
       last = *ifFirst;
     }
     onFirstLane(last);
     return success();
+  }
+
+  // The rows of a read-only [outputs][K] binding that a block reduces (a subview [i, 0] [1, K]
+  // of the kernel argument, identity layout: block b reduces rows b P .. b P + P - 1 for P =
+  // perBlock), in 16-byte multiples (what the bulk prefetch takes); else nothing.
+  static std::optional<RowPrefetch> weightRow(func::FuncOp kernel, Value input, const llvm::DenseSet<int64_t>& readOnly,
+                                              int64_t outputs, int64_t perBlock) {
+    auto view = input.getDefiningOp<memref::SubViewOp>();
+    if (!view) return std::nullopt;
+    auto arg = dyn_cast<BlockArgument>(view.getSource());
+    if (!arg || arg.getOwner() != &kernel.getBody().front() || !readOnly.contains(arg.getArgNumber()))
+      return std::nullopt;
+    auto type = dyn_cast<MemRefType>(arg.getType());
+    if (!type || type.getRank() != 2 || !type.hasStaticShape() || !type.getLayout().isIdentity() ||
+        type.getDimSize(0) != outputs || !type.getElementType().isIntOrFloat())
+      return std::nullopt;
+    if (view.getStaticSizes() != ArrayRef<int64_t>{1, type.getDimSize(1)} ||
+        view.getStaticStrides() != ArrayRef<int64_t>{1, 1} || view.getStaticOffsets().back() != 0)
+      return std::nullopt;
+    int64_t bits = type.getElementType().getIntOrFloatBitWidth();
+    if ((type.getDimSize(1) * bits) % (8 * 16) != 0) return std::nullopt;
+    int64_t binding = 0;
+    for (unsigned i = 0; i < arg.getArgNumber(); ++i) binding += isa<MemRefType>(kernel.getArgumentTypes()[i]);
+    return RowPrefetch{binding, perBlock * type.getDimSize(1) * bits / 8, outputs / perBlock};
   }
 
   // One reduction of the form above; returns its `if lane == 0` (the store of the result).
@@ -307,8 +454,22 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       accs[0] = single(superEnd, chunkEnd, laneOffset, chunk, width, accs[0]);
     }
     // The tail's bound is on the lane's own k (the steps above end within Kc for every lane).
-    Value tailStart = arith::AddIOp::create(b, loc, chunkEnd, lane);
-    accs[0] = single(tailStart, extent, zero, lanes, 1, accs[0]);
+    // Static and a whole number n (< V) of elements per lane: unrolled, its n loads issued
+    // before the first use (a loop waits out one load's latency per element: TinyLlama's w2,
+    // K = 5632, had 4 such round trips per thread); the same order of accumulation.
+    std::optional<int64_t> whole = getConstantIntValue(extent);
+    if (whole && to && (*whole - *to) % lanes == 0) {
+      SmallVector<Value> ks;
+      SmallVector<Loaded> loaded;
+      for (int64_t k = *to; k < *whole; k += lanes) {
+        ks.push_back(arith::AddIOp::create(b, loc, index(k), lane));
+        loaded.push_back(loadStep(b, ks.back(), 1));
+      }
+      for (auto [j, k] : llvm::enumerate(ks)) accs[0] = computeStep(b, k, loaded[j], 1, accs[0]);
+    } else {
+      Value tailStart = arith::AddIOp::create(b, loc, chunkEnd, lane);
+      accs[0] = single(tailStart, extent, zero, lanes, 1, accs[0]);
+    }
     Value partial = accs[0];
     for (int64_t u = 1; u < kUnroll; ++u) partial = combine(b, partial, accs[u]);
 
@@ -393,7 +554,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     }
   }
 
-  LogicalResult lower(ExecutableOp exe) {
+  LogicalResult lower(ExecutableOp exe, const llvm::DenseSet<int64_t>& readOnly) {
     MLIRContext* ctx = &getContext();
     ModuleOp inner = exe.getInnerModule();
     if (!inner) return exe.emitError("executable has no module");
@@ -418,6 +579,12 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     if (failed(bufferized)) return failure();
     kernel = *bufferized;
     SmallVector<Type> signature(kernel.getArgumentTypes());
+    SmallVector<RowPrefetch> prefetches;
+    if (!readOnly.empty()) {
+      SmallVector<int64_t> sorted(readOnly.begin(), readOnly.end());
+      llvm::sort(sorted);
+      exe->setAttr(kReadOnlyBindingsAttr, DenseI64ArrayAttr::get(ctx, sorted));
+    }
     int64_t cluster = 1, minBlocks = 0, sharedBytes = 0;
     std::string targetChip = chip;
     if (auto words = kernel->getAttrOfType<DenseI64ArrayAttr>(cuda::kDecodeAttentionAttr)) {
@@ -451,7 +618,13 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       // A recomputed norm's sum first (CUDAWholeReductions.h): then the point's reduction is
       // the kernel's only one.
       if (failed(cuda::LowerWholeReductionsPerWarp(kernel))) return failure();
-      if (failed(warpReduce(kernel, lanes.getInt()))) return failure();
+      // Whole blocks of outputs (block / lanes each): their weight rows are prefetched before
+      // the wait (buildEntry).
+      const int64_t width = lanes.getInt();
+      const bool wholeBlocks = points > 0 && points % block == 0 && block % width == 0;
+      if (failed(warpReduce(kernel, width, readOnly, points / width, block / width,
+                            wholeBlocks ? &prefetches : nullptr)))
+        return failure();
       kernel->removeAttr(kLanesAttr);
     }
     if (auto column = kernel->getAttrOfType<DenseI64ArrayAttr>(kColumnTilingAttr)) {
@@ -485,7 +658,8 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     kernel->removeAttr(kThreadCountAttr);
     kernel->removeAttr(kBlockSizeAttr);
     if (failed(runPipeline(*nvvm, inner))) return failure();
-    return buildEntry(exe, gpuModule, signature, block, cluster, minBlocks);
+    if (!SupportsGridDependencyControl(exe)) prefetches.clear();  // nothing to overlap
+    return buildEntry(exe, gpuModule, signature, block, cluster, minBlocks, prefetches);
   }
 
   // griddepcontrol needs sm_90 or later: the executable's own chip (the wgmma kernel's
@@ -497,6 +671,37 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     return target.consume_front("sm_") && !target.consumeInteger(10, number) && number >= 90;
   }
 
+  // In the entry block: `if (tid.x == 0 && ctaid.x < blocks) prefetch each slice`; the builder
+  // is left at the start of the block where the entry continues.
+  static void prefetchRows(OpBuilder& b, Location loc, LLVM::LLVMFuncOp entry,
+                             ArrayRef<RowPrefetch> prefetches) {
+    Type i32 = b.getI32Type(), i64 = b.getI64Type();
+    auto constant = [&](Type t, int64_t v) { return LLVM::ConstantOp::create(b, loc, t, v).getResult(); };
+    Block* first = b.getInsertionBlock();
+    Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
+    Value bid = NVVM::BlockIdXOp::create(b, loc, i32);
+    Value cond = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, tid, constant(i32, 0));
+    cond = LLVM::AndOp::create(b, loc, cond,
+                               LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, bid,
+                                                    constant(i32, prefetches.front().blocks)));
+    Block* issue = b.createBlock(&entry.getBody());
+    Block* rest = b.createBlock(&entry.getBody());
+    b.setInsertionPointToEnd(first);
+    LLVM::CondBrOp::create(b, loc, cond, issue, rest);
+    b.setInsertionPointToStart(issue);
+    auto global = LLVM::LLVMPointerType::get(b.getContext(), 1);
+    Value row = LLVM::ZExtOp::create(b, loc, i64, bid);
+    for (const RowPrefetch& p : prefetches) {
+      Value offset = LLVM::MulOp::create(b, loc, row, constant(i64, p.bytes));
+      Value at = LLVM::GEPOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), b.getI8Type(),
+                                     first->getArgument(p.binding), ArrayRef<LLVM::GEPArg>{offset});
+      NVVM::CpAsyncBulkPrefetchOp::create(b, loc, LLVM::AddrSpaceCastOp::create(b, loc, global, at),
+                                          constant(i32, p.bytes), Value());
+    }
+    LLVM::BrOp::create(b, loc, rest);
+    b.setInsertionPointToStart(rest);
+  }
+
   // extern "C" __global__ void <name>(void* binding0, ..., [void* params]): memref argument
   // i is binding i; everything that varies per call (dynamic dims of the memrefs in argument
   // order, then scalars in order) is one i64 word each of a parameter buffer bound after
@@ -506,7 +711,8 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
   // `cluster` > 1: blocks run in clusters of that many along x (`.reqnctapercluster`).
   // `minBlocks` > 0: registers are capped so that many blocks fit an SM (`.minnctapersm`).
   LogicalResult buildEntry(ExecutableOp exe, gpu::GPUModuleOp gpuModule, ArrayRef<Type> signature,
-                           int64_t block, int64_t cluster, int64_t minBlocks) {
+                           int64_t block, int64_t cluster, int64_t minBlocks,
+                           ArrayRef<RowPrefetch> prefetches) {
     MLIRContext* ctx = &getContext();
     auto impl = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(exe.getSymName());
     if (!impl) return exe.emitError("lowered kernel not found");
@@ -555,6 +761,11 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     // begins so (hexir-cuda-serialize-executables checks it: "cuda.programmatic_wait.<entry>").
     if (SupportsGridDependencyControl(exe)) {
       NVVM::GriddepcontrolOp::create(b, loc, NVVM::GridDepActionKind::launch_dependents);
+      // Weights first: thread 0 of block b asks L2 for the rows of read-only bindings the
+      // block will reduce (no dispatch of the program writes them, kReadOnlyBindingsAttr), so
+      // the stream starts while the prerequisite kernels drain. A prefetch is a hint, not an
+      // access: the programmatic edge's rule (nothing read before the wait) still holds.
+      if (!prefetches.empty()) prefetchRows(b, loc, entry, prefetches);
       NVVM::GriddepcontrolOp::create(b, loc, NVVM::GridDepActionKind::wait);
     }
     int64_t binding = 0, word = 0;

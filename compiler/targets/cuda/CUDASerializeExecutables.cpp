@@ -14,6 +14,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/codegen/CUDAPasses.h"
@@ -110,18 +111,34 @@ class CUDASerializeExecutables
     return (*buffer)->getBuffer().str();
   }
 
-  // True when the entry executes griddepcontrol.wait before anything else (only
-  // launch_dependents may precede it): no access to memory before its prerequisite kernels
-  // completed, what a programmatic edge into it requires.
+  // True when every path through the entry executes griddepcontrol.wait before any memory
+  // access: before it only launch_dependents, L2 prefetches (hints, not accesses: the
+  // lowering's weight rows), branches and ops free of memory effects. No access to memory
+  // before its prerequisite kernels completed is what a programmatic edge into it requires.
   static bool entryWaitsFirst(gpu::GPUModuleOp module, StringRef name) {
     auto entry = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
     if (!entry || entry.getBody().empty()) return false;
-    for (Operation& op : entry.getBody().front()) {
-      auto control = dyn_cast<NVVM::GriddepcontrolOp>(op);
-      if (!control) return false;
-      if (control.getKind() == NVVM::GridDepActionKind::wait) return true;
+    SmallVector<Block*> work = {&entry.getBody().front()};
+    llvm::SmallPtrSet<Block*, 4> seen = {work.front()};
+    while (!work.empty()) {
+      Block* block = work.pop_back_val();
+      bool waited = false;
+      for (Operation& op : *block) {
+        if (auto control = dyn_cast<NVVM::GriddepcontrolOp>(op)) {
+          if ((waited = control.getKind() == NVVM::GridDepActionKind::wait)) break;
+          continue;
+        }
+        if (isa<NVVM::CpAsyncBulkPrefetchOp>(op)) continue;
+        if (isa<LLVM::BrOp, LLVM::CondBrOp>(op)) {
+          for (Block* next : op.getSuccessors())
+            if (seen.insert(next).second) work.push_back(next);
+          continue;
+        }
+        if (!isMemoryEffectFree(&op) || op.getNumRegions() != 0) return false;
+      }
+      if (!waited && block->getSuccessors().empty()) return false;  // returned without waiting
     }
-    return false;
+    return true;
   }
 
   LogicalResult serialize(ExecutableOp exe) {
@@ -149,6 +166,12 @@ class CUDASerializeExecutables
     if (auto shared = exe->getAttrOfType<IntegerAttr>(kSharedBytesAttr))
       attrs.push_back(b.getNamedAttr("cuda.shared_bytes." + entry,
                                      b.getStringAttr(std::to_string(shared.getInt()))));
+    // Bindings no dispatch of the program writes (hexir-cuda-lower-executables), e.g. "1,2".
+    if (auto readOnly = exe->getAttrOfType<DenseI64ArrayAttr>("hexir.cuda.read_only_bindings")) {
+      std::string list;
+      for (int64_t binding : readOnly.asArrayRef()) list += (list.empty() ? "" : ",") + std::to_string(binding);
+      attrs.push_back(b.getNamedAttr("cuda.read_only_bindings." + entry, b.getStringAttr(list)));
+    }
     // The driver makes programmatic (PDL) graph edges only into kernels that wait first.
     if (waitsFirst)
       attrs.push_back(b.getNamedAttr("cuda.programmatic_wait." + entry, b.getStringAttr("1")));
@@ -172,6 +195,7 @@ class CUDASerializeExecutables
     exe->removeAttr(kBlockSizeAttr);
     exe->removeAttr(kExecutableChipAttr);
     exe->removeAttr(kSharedBytesAttr);
+    exe->removeAttr("hexir.cuda.read_only_bindings");
     inner.erase();
     return success();
   }

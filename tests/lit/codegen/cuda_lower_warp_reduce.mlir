@@ -217,3 +217,36 @@ hexir.executable @argmax {
     }
   }
 }
+
+// -----
+
+// A static tail of a whole number of elements per lane (K = 1152 = 4 steps of 32 x 8 + 128,
+// 4 per lane): unrolled, its 4 scalar loads of W and of x issued before the first use (no
+// loop waiting out each load), accumulated in the loop's order (k = 1024 + lane + 32 j).
+// CHECK-LABEL: hexir.executable @mvtail
+// CHECK:         llvm.func internal @mvtail_impl(
+// CHECK-COUNT-4:   llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr -> vector<8xf16>
+// CHECK-COUNT-32:  llvm.fpext
+// CHECK-COUNT-4:   llvm.load %{{.+}} : !llvm.ptr -> f16
+// CHECK-NEXT:      llvm.getelementptr
+// CHECK-NEXT:      llvm.load %{{.+}} : !llvm.ptr -> f32
+// CHECK-NOT:       llvm.load
+// CHECK-COUNT-4:   llvm.fpext
+// CHECK-NOT:       llvm.br
+// CHECK:           nvvm.shfl.sync  bfly
+hexir.executable @mvtail {
+  builtin.module {
+    func.func @mvtail(%w: tensor<64x1152xf16>, %x: tensor<1152xf32>, %o: tensor<64xf32>) -> tensor<64xf32> {
+      %zero = arith.constant 0.0 : f32
+      %z = linalg.fill ins(%zero : f32) outs(%o : tensor<64xf32>) -> tensor<64xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (k)>, affine_map<(i, k) -> (i)>], iterator_types = ["parallel", "reduction"]} ins(%w, %x : tensor<64x1152xf16>, tensor<1152xf32>) outs(%z : tensor<64xf32>) {
+      ^bb0(%a: f16, %b: f32, %acc: f32):
+        %af = arith.extf %a : f16 to f32
+        %p = arith.mulf %af, %b : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<64xf32>
+      return %y : tensor<64xf32>
+    }
+  }
+}

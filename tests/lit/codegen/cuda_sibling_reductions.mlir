@@ -18,7 +18,10 @@
 // CHECK:           linalg.generic {{.*}}iterator_types = ["parallel"]
 // CHECK-SAME:        : tensor<1xf32>, tensor<1xf32>)
 // CHECK:           tensor.insert_slice
+// Both weights are arguments of the public @main: each block of 2 rows prefetches its 2 rows
+// of w1 and of w3 (2 x 4096 bytes) into L2 before the programmatic wait.
 // LOWER-LABEL: hexir.executable @ffn_gate
+// LOWER-SAME:    hexir.cuda.read_only_bindings = array<i64: 0, 1, 2>
 // LOWER:         llvm.func internal @ffn_gate_impl({{.*}}) attributes {always_inline}
 // LOWER-COUNT-5: nvvm.shfl.sync  bfly
 // LOWER:         llvm.store
@@ -27,6 +30,13 @@
 // LOWER:         llvm.call @__nv_expf
 // LOWER-NOT:     nvvm.shfl.sync
 // LOWER:         llvm.func @ffn_gate(
+// LOWER:           llvm.mlir.constant(384 : i32) : i32
+// LOWER:           llvm.cond_br
+// LOWER:           llvm.mlir.constant(8192 : i64) : i64
+// LOWER:           nvvm.cp.async.bulk.prefetch %{{.+}}, %{{.+}} : <1>
+// LOWER:           nvvm.cp.async.bulk.prefetch %{{.+}}, %{{.+}} : <1>
+// LOWER-NEXT:      llvm.br
+// LOWER:           nvvm.griddepcontrol  wait
 hexir.executable @ffn_gate {
   builtin.module {
     func.func @ffn_gate(%w1: tensor<768x2048xf16>, %w3: tensor<768x2048xf16>, %x: tensor<2048xf32>, %o: tensor<768xf32>) -> tensor<768xf32> {
@@ -62,4 +72,8 @@ hexir.executable @ffn_gate {
       return %g : tensor<768xf32>
     }
   }
+}
+func.func @main(%w1: tensor<768x2048xf16>, %w3: tensor<768x2048xf16>, %x: tensor<2048xf32>) -> tensor<768xf32> {
+  %g = hexir.dispatch @ffn_gate(%w1, %w3, %x) : (tensor<768x2048xf16>, tensor<768x2048xf16>, tensor<2048xf32>) -> tensor<768xf32>
+  return %g : tensor<768xf32>
 }

@@ -11,7 +11,8 @@
 // its entry waits for its prerequisite grids before anything else (programmatic edges into it
 // are safe: griddepcontrol.launch_dependents then .wait first), and
 // its PTX twice: inline as the driver's JIT fallback attr cuda.ptx, and as a rodata
-// segment named by cuda.ptx_segment. The PTX entry takes one .u64
+// segment named by cuda.ptx_segment; the bindings that no dispatch of the program writes
+// (here the public function's arguments: cuda.read_only_bindings). The PTX entry takes one .u64
 // per binding (operands, results, then the parameter buffer when there are scalars).
 
 // matmul + bias + relu: one fused dispatch, one thread per output element (4x16 = 64).
@@ -20,6 +21,7 @@
 // CHECK:         attr cuda.block_size.mbr_dispatch_0 = 64,1,1
 // CHECK-NEXT:    attr cuda.programmatic_wait.mbr_dispatch_0 = 1
 // CHECK-NEXT:    attr cuda.ptx = <text, {{[0-9]+}} lines>
+// CHECK-NEXT:    attr cuda.read_only_bindings.mbr_dispatch_0 = 0,1,2
 // CHECK-NEXT:    attr cuda.ptx_segment = [[PTX0:[0-9]+]]
 // CHECK-NEXT:    cuda.ptx equals the cuda.ptx_segment text: True
 // CHECK:         .target sm_90
@@ -44,6 +46,7 @@
 // CHECK:         attr cuda.block_size.chain_dispatch_0 = 256,1,1
 // CHECK-NEXT:    attr cuda.programmatic_wait.chain_dispatch_0 = 1
 // CHECK-NEXT:    attr cuda.ptx = <text
+// CHECK-NEXT:    attr cuda.read_only_bindings.chain_dispatch_0 = 0
 // CHECK-NEXT:    attr cuda.ptx_segment = [[PTX1:[0-9]+]]
 // CHECK-NOT:     executable
 // CHECK:         .target sm_90
@@ -72,6 +75,7 @@
 // CHECK:         attr cuda.block_size.scale_dispatch_0 = 8,1,1
 // CHECK-NEXT:    attr cuda.programmatic_wait.scale_dispatch_0 = 1
 // CHECK-NEXT:    attr cuda.ptx = <text
+// CHECK-NEXT:    attr cuda.read_only_bindings.scale_dispatch_0 = 0
 // CHECK-NEXT:    attr cuda.ptx_segment =
 // CHECK:         .visible .entry scale_dispatch_0(
 // CHECK-NEXT:      .param .u64 {{.*}}scale_dispatch_0_param_0,
