@@ -64,6 +64,9 @@ struct CompileOptions {
   // GGUF block-format matvecs on the quantized GEMV kernel (false: the generic warp kernel
   // over 32-value units; passes/codegen/CUDAQuantizedGemv.h).
   bool cuda_quantized_gemv = true;
+  // sm_90+: GEMV weights that no dispatch writes, of at most this many bytes, are prefetched
+  // into L2 before each kernel's programmatic wait (0: none; hexir-cuda-lower-executables).
+  int64_t cuda_prefetch_max_bytes = 4 << 20;
   // Order of each execution region's dispatches (hexir-schedule-concurrency): "waves"
   // (barriers only between dependent waves) or "serial" (a barrier between every pair);
   // empty: the target's default (cpu: waves; cuda: serial, measured in Pipeline.cpp).

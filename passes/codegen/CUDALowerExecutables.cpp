@@ -236,7 +236,8 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
   // `prefetches` (null: none wanted) collects the rows of read-only weights that each block
   // reads whole (`outputs` in all, `perBlock` consecutive ones a block).
   static LogicalResult warpReduce(func::FuncOp kernel, int64_t lanes, const llvm::DenseSet<int64_t>& readOnly,
-                                  int64_t outputs, int64_t perBlock, SmallVector<RowPrefetch>* prefetches) {
+                                  int64_t outputs, int64_t perBlock, int64_t maxBytes,
+                                  SmallVector<RowPrefetch>* prefetches) {
     const cuda::KernelReduction found = cuda::SoleKernelReduction(kernel);
     SmallVector<linalg::LinalgOp> ops;
     if (found.combiner) {
@@ -254,7 +255,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       if (!combiner) return op.emitError("internal: sibling reduction is not warp-reducible");
       if (prefetches)
         for (OpOperand* in : op.getDpsInputOperands())
-          if (std::optional<RowPrefetch> row = weightRow(kernel, in->get(), readOnly, outputs, perBlock);
+          if (std::optional<RowPrefetch> row = weightRow(kernel, in->get(), readOnly, outputs, perBlock, maxBytes);
               row && llvm::none_of(*prefetches, [&](const RowPrefetch& p) { return p.binding == row->binding; }))
             prefetches->push_back(*row);
       FailureOr<scf::IfOp> ifFirst = warpReduceOne(kernel, op, combiner, lanes);
@@ -265,11 +266,15 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     return success();
   }
 
-  // The rows of a read-only [outputs][K] binding that a block reduces (a subview [i, 0] [1, K]
-  // of the kernel argument, identity layout: block b reduces rows b P .. b P + P - 1 for P =
-  // perBlock), in 16-byte multiples (what the bulk prefetch takes); else nothing.
+  // The rows of a read-only [outputs][K] binding of at most `maxBytes` that a block reduces (a
+  // subview [i, 0] [1, K] of the kernel argument, identity layout: block b reduces rows b P ..
+  // b P + P - 1 for P = perBlock), in 16-byte multiples (what the bulk prefetch takes); else
+  // nothing. The bound: on the H200 a prefetch paid where the whole weight lands in L2 while
+  // the predecessor drains (random768's 1.2-3.1 MB GEMVs: decode 0.898x with prefetches), and
+  // cost its issue time where it cannot (TinyLlama's 46 MB w1/w3 alone 14.0 -> 17.8 us, the
+  // 131 MB classifier 32.6 -> 37.8: decode 1.088x against 0.977x without prefetches).
   static std::optional<RowPrefetch> weightRow(func::FuncOp kernel, Value input, const llvm::DenseSet<int64_t>& readOnly,
-                                              int64_t outputs, int64_t perBlock) {
+                                              int64_t outputs, int64_t perBlock, int64_t maxBytes) {
     auto view = input.getDefiningOp<memref::SubViewOp>();
     if (!view) return std::nullopt;
     auto arg = dyn_cast<BlockArgument>(view.getSource());
@@ -283,7 +288,8 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
         view.getStaticStrides() != ArrayRef<int64_t>{1, 1} || view.getStaticOffsets().back() != 0)
       return std::nullopt;
     int64_t bits = type.getElementType().getIntOrFloatBitWidth();
-    if ((type.getDimSize(1) * bits) % (8 * 16) != 0) return std::nullopt;
+    if ((type.getDimSize(1) * bits) % (8 * 16) != 0 || type.getNumElements() * bits / 8 > maxBytes)
+      return std::nullopt;
     int64_t binding = 0;
     for (unsigned i = 0; i < arg.getArgNumber(); ++i) binding += isa<MemRefType>(kernel.getArgumentTypes()[i]);
     return RowPrefetch{binding, perBlock * type.getDimSize(1) * bits / 8, outputs / perBlock};
@@ -622,7 +628,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       // the wait (buildEntry).
       const int64_t width = lanes.getInt();
       const bool wholeBlocks = points > 0 && points % block == 0 && block % width == 0;
-      if (failed(warpReduce(kernel, width, readOnly, points / width, block / width,
+      if (failed(warpReduce(kernel, width, readOnly, points / width, block / width, prefetchMaxBytes,
                             wholeBlocks ? &prefetches : nullptr)))
         return failure();
       kernel->removeAttr(kLanesAttr);

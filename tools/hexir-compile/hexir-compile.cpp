@@ -116,6 +116,12 @@ static cl::opt<bool> cudaGenericBlockMatvec(
     cl::desc("--target=cuda: GGUF block-format matvecs on the generic warp-reduction kernel "
              "(32-value units) instead of the quantized GEMV kernel"),
     cl::init(false));
+static cl::opt<int64_t> cudaPrefetchMaxBytes(
+    "cuda-prefetch-max-bytes",
+    cl::desc("--target=cuda, sm_90+: a GEMV's weight that no dispatch writes, of at most N "
+             "bytes, is prefetched into L2 (each block its rows) before the kernel waits for its "
+             "prerequisites; 0: none (default: 4194304)"),
+    cl::init(4 << 20));
 static cl::opt<std::string> schedule("schedule",
                                      cl::desc("order of each command buffer's dispatches: waves "
                                               "(barriers only between dependent waves) or serial "
@@ -170,6 +176,7 @@ int main(int argc, char** argv) {
   if (smallReductionExtent < -1)
     return refuse("--small-reduction-extent", smallReductionExtent, ">= 0 (0: off)");
   if (normPairExtent < -1) return refuse("--norm-pair-extent", normPairExtent, ">= 0 (0: off)");
+  if (cudaPrefetchMaxBytes < 0) return refuse("--cuda-prefetch-max-bytes", cudaPrefetchMaxBytes, ">= 0 (0: none)");
   for (auto* rate : {&matmulGFlops, &collectiveGBps, &collectiveBlockUs}) {
     const double v = *rate;
     if (rate->getNumOccurrences() > 0 && !(v > 0 && v < 1e12)) {
@@ -234,6 +241,7 @@ int main(int argc, char** argv) {
   options.cuda_format = cudaFormat;
   options.cuda_allow_tf32 = allowTf32;
   options.cuda_quantized_gemv = !cudaGenericBlockMatvec;
+  options.cuda_prefetch_max_bytes = cudaPrefetchMaxBytes;
   options.schedule = schedule;
   options.cuda_grid_from_shape = !cudaFixedGrids;
   options.progress = isatty(STDERR_FILENO) != 0;

@@ -1,4 +1,8 @@
 // RUN: hexir-opt %s --hexir-cuda-distribute-threads --hexir-cuda-lower-executables | FileCheck %s
+// RUN: hexir-opt %s --hexir-cuda-distribute-threads --hexir-cuda-lower-executables=prefetch-max-bytes=80000 | FileCheck %s --check-prefix=BOUND
+// RUN: hexir-opt %s --hexir-cuda-distribute-threads --hexir-cuda-lower-executables=prefetch-max-bytes=79999 | FileCheck %s --check-prefix=NONE
+// RUN: hexir-opt %s --hexir-cuda-distribute-threads --hexir-cuda-lower-executables=prefetch-max-bytes=0 | FileCheck %s --check-prefix=NONE
+// RUN: not hexir-compile %s --target=cuda --cuda-prefetch-max-bytes=-1 -o %t.vmfb 2>&1 | FileCheck %s --check-prefix=REFUSED
 
 // Weights streamed before the programmatic wait. A GEMV with whole rows per block (W x, 40
 // rows of K = 1000 f16, a row per block of 2 warps: 40 blocks) whose W no dispatch of the
@@ -6,6 +10,15 @@
 // with one bulk prefetch, after launch_dependents and before griddepcontrol.wait. Read-only
 // bindings (every dispatch site's operand is a public function's argument or a constant,
 // only read: no tied result, no return) are recorded on the executable; x is read-only too.
+// Only weights of at most prefetch-max-bytes (default 4 MiB) are prefetched: W is 80000
+// bytes; 0 turns prefetches off; the read-only bindings are recorded either way.
+// BOUND-LABEL: llvm.func @gemv(
+// BOUND:         nvvm.cp.async.bulk.prefetch
+// BOUND:         nvvm.griddepcontrol wait
+// NONE-LABEL:  hexir.executable @gemv
+// NONE-SAME:     hexir.cuda.read_only_bindings = array<i64: 0, 1>
+// NONE-NOT:      nvvm.cp.async.bulk.prefetch
+// REFUSED: hexir-compile: error: invalid_argument: --cuda-prefetch-max-bytes: -1 is not an integer >= 0 (0: none)
 // CHECK-LABEL: hexir.executable @gemv
 // CHECK-SAME:    hexir.cuda.read_only_bindings = array<i64: 0, 1>
 // CHECK:         llvm.func @gemv(%[[X:.+]]: !llvm.ptr {{{.*}}}, %[[W:.+]]: !llvm.ptr {{{.*}}}, %{{.+}}: !llvm.ptr {{{.*}}})
