@@ -446,11 +446,12 @@ Status Run(const Flags& f) {
   // Face q/k rows are permuted from rotate-half to interleaved pairs). No host wait and no
   // barrier: each weight's buffer carries its write's timeline value as its readiness
   // (hal::Buffer::SetReadyAfter), so the first call starts at once and its commands wait for
-  // exactly the tensors they read (the CPU driver per command: layer 0 computes while later
-  // layers convert).
-  // A driver that awaits them at the submission (CUDA for now) would hold the first call back
-  // until the last write is issued anyway: there the writes are issued first, as before, and
-  // one barrier orders the first call after the last.
+  // exactly the tensors they read (the CPU driver per command on its queue thread, the CUDA
+  // driver per command on the GPU, cuda_readiness_words.h: layer 0 computes while later
+  // layers convert and upload).
+  // A driver that awaits them at the submission would hold the first call back until the
+  // last write is issued anyway: there the writes are issued first, as before, and one
+  // barrier orders the first call after the last.
   const bool per_command = device.AwaitsArgumentsPerCommand();
   // --trace (one process, no ranks): the upload and every call, on the session's devices.
   std::unique_ptr<DeviceTrace> trace;

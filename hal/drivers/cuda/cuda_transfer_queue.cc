@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/interrupt.h"
+#include "hal/drivers/cuda/cuda_readiness_words.h"
 #include "hal/drivers/cuda/cuda_timepoints.h"
 #include "hal/profiling.h"
 #include "hal/queue_submission.h"
@@ -265,7 +266,7 @@ Status CudaTransferQueue::Accept(std::shared_ptr<Op> op) {
       Finish(op, event.status());
       return event.status();
     }
-    StatusOr<TransferWaits> order = compute_order_(op->waits, *event);
+    StatusOr<TransferWaits> order = compute_order_(op->waits, op->buffer.get(), *event);
     if (order.ok() && *order == TransferWaits::kAfterComputeEvent) {
       compute_event = *event;
     } else {
@@ -381,6 +382,15 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
                                           : op->read ? "cuMemcpyDtoHAsync("
                                                      : "cuMemcpyHtoDAsync(",
                                           c.bytes, " bytes)"));
+      }
+    }
+    if (c.last && !op->signals.empty()) {
+      // Argument readiness awaited on the GPU: the words of these signals, in stream order
+      // after the copies (cuda_readiness_words.h).
+      Status written = CudaReadinessWords::Process().WriteAfterCopies(api_, op->signals, stream_);
+      if (!written.ok()) {
+        release_block();
+        return written;
       }
     }
     StatusOr<CUevent> event = TakeEvent();
@@ -630,7 +640,7 @@ void CudaTransferQueue::HeldBackMain() {
         status = event.status();
         break;
       }
-      StatusOr<TransferWaits> order = compute_order_(op->waits, *event);
+      StatusOr<TransferWaits> order = compute_order_(op->waits, op->buffer.get(), *event);
       if (order.ok() && *order == TransferWaits::kAfterComputeEvent) {
         compute_event = *event;
       } else {
