@@ -344,7 +344,8 @@ void PrintStartup(const StartupMarks& m, const std::vector<vm::Ref<hal::BufferVi
 // tensors (LlamaParameters::PendingUpload::spans) on device 0's "uploads" track; says on
 // stderr how many dispatches began before the last tensor was written (the upload overlapped
 // by compute: hal/README.md, Argument readiness).
-Status WriteUploadTrace(const std::string& path, DeviceTrace& trace, LlamaParameters::PendingUpload& upload) {
+Status WriteUploadTrace(const std::string& path, DeviceTrace& trace, LlamaParameters::PendingUpload& upload,
+                        const hal::Device& device) {
   HEXIR_RETURN_IF_ERROR(upload.Wait());
   const std::vector<LlamaParameters::PendingUpload::Span>& spans = upload.spans();
   int64_t upload_begin = INT64_MAX, upload_end = 0;
@@ -366,8 +367,10 @@ Status WriteUploadTrace(const std::string& path, DeviceTrace& trace, LlamaParame
   const auto ms = [&](int64_t ns) { return ns == INT64_MAX ? -1.0 : double(ns - upload_begin) / 1e6; };
   std::fprintf(stderr,
                "hexir-generate: trace '%s': %zu dispatches, %zu tensors uploaded (from 0 to %.3f ms), %zu argument "
-               "waits; %zu dispatches began before the last tensor was written (the first at %.3f ms)\n",
-               path.c_str(), dispatches, spans.size(), ms(upload_end), waits, before_last, ms(first_dispatch));
+               "waits (%llu counted by the device: host waits on the CPU, waits put on the stream on CUDA); %zu "
+               "dispatches began before the last tensor was written (the first at %.3f ms)\n",
+               path.c_str(), dispatches, spans.size(), ms(upload_end), waits,
+               static_cast<unsigned long long>(device.stats().argument_waits), before_last, ms(first_dispatch));
   return Status::Ok();
 }
 
@@ -500,7 +503,7 @@ Status Run(const Flags& f) {
     if (call == 0) marks.first_call_done = Clock::now();
   }
 
-  if (trace) HEXIR_RETURN_IF_ERROR(WriteUploadTrace(f.trace, *trace, upload));
+  if (trace) HEXIR_RETURN_IF_ERROR(WriteUploadTrace(f.trace, *trace, upload, device));
   if (!prints) return Status::Ok();
   HEXIR_RETURN_IF_ERROR(PrintIds(calls.ids, decode));
   if (f.timing) {
