@@ -1087,22 +1087,24 @@ StatusOr<TransferWaits> CudaDevice::OrderAfterCompute(const std::vector<Semaphor
                                                       const Buffer* buffer, CUevent event) {
   // Without the lock: every wait reached and the buffer's allocation fenced. The uploads that
   // fill a gated submission's arguments take this path: the device's lock may be held, for a
-  // while, by that submission's launch (a profiled one waits for its kernels).
-  {
-    bool reached = true;
+  // while, by that submission's launch (a profiled one waits for its kernels), which fences
+  // the allocations before it starts; so the lock is only tried, the condition re-checked
+  // between tries (a write that came just before the fence must not block behind it).
+  auto ready_without_lock = [&] {
     for (const SemaphoreValue& w : waits) {
       auto v = w.semaphore->Query();
-      if (!v.ok() || *v < w.value) {
-        reached = false;
-        break;
-      }
+      if (!v.ok() || *v < w.value) return false;
     }
     const uint64_t serial =
         AllocationSerial(buffer, counters()->buffers_allocated.load(std::memory_order_relaxed));
-    if (reached && serial <= allocations_fenced_.load(std::memory_order_acquire))
-      return TransferWaits::kReady;
+    return serial <= allocations_fenced_.load(std::memory_order_acquire);
+  };
+  if (ready_without_lock()) return TransferWaits::kReady;
+  while (!mu_.TryLock()) {
+    if (ready_without_lock()) return TransferWaits::kReady;
+    std::this_thread::yield();
   }
-  MutexLock lock(mu_);
+  MutexLock lock(mu_, std::adopt_lock);
   if (!lost_.ok()) return lost_;
   bool on_compute_stream = false;
   for (const SemaphoreValue& w : waits) {
