@@ -308,7 +308,7 @@ class CudaDevice final : public Device {
   Status AwaitIdle(Timeout timeout) override;
   // Per command on the GPU (cuda_readiness_words.h) when the driver has the stream memory
   // operations; a submission that cannot be gated waits for its arguments as a whole.
-  bool AwaitsArgumentsPerCommand() const override { return ReadinessWordsSupported(api_); }
+  bool AwaitsArgumentsPerCommand() const override { return gated_arguments_; }
   Status WriteBuffer(Buffer& buffer, uint64_t offset, const void* data, uint64_t size) override;
   Status ReadBuffer(const Buffer& buffer, uint64_t offset, void* data, uint64_t size) override;
   Status ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
@@ -437,6 +437,8 @@ class CudaDevice final : public Device {
   std::shared_ptr<CudaWaitProgress> wait_progress_ = std::make_shared<CudaWaitProgress>(this);
   const uint32_t max_in_flight_;  // DeviceOptions::queue_max_in_flight (0: no cap)
   const bool force_peer_copy_ = PeerCopyForcedByEnvironment();  // HEXIR_CUDA_PEER_COPY=force
+  // HEXIR_CUDA_GATED_ARGUMENTS=1 and the stream memory operations (cuda_readiness_words.h).
+  const bool gated_arguments_ = GatedArgumentsEnabledByEnvironment() && ReadinessWordsSupported(api_);
   std::unique_ptr<CudaTransferQueue> transfers_;
   // buffers_allocated when a transfer (or a gated submission) last fenced; written under mu_,
   // read without it by OrderAfterCompute's fast path.
@@ -797,7 +799,9 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
   thread_local std::vector<SemaphoreValue> pending_arguments;
   std::vector<SemaphoreValue> with_arguments;
   const std::vector<SemaphoreValue>* submit_waits = &waits;
-  const bool gated = CollectArgumentReadiness(*command_buffer, *ccb, resolved, &pending_arguments);
+  // Off (gated_arguments_ false): Device::QueueExecute already added them to `waits`.
+  const bool gated =
+      !gated_arguments_ || CollectArgumentReadiness(*command_buffer, *ccb, resolved, &pending_arguments);
   if (!gated) {
     with_arguments = waits;
     for (SemaphoreValue& p : pending_arguments) {
@@ -1099,10 +1103,14 @@ StatusOr<TransferWaits> CudaDevice::OrderAfterCompute(const std::vector<Semaphor
         AllocationSerial(buffer, counters()->buffers_allocated.load(std::memory_order_relaxed));
     return serial <= allocations_fenced_.load(std::memory_order_acquire);
   };
-  if (ready_without_lock()) return TransferWaits::kReady;
-  while (!mu_.TryLock()) {
+  if (gated_arguments_) {
     if (ready_without_lock()) return TransferWaits::kReady;
-    std::this_thread::yield();
+    while (!mu_.TryLock()) {
+      if (ready_without_lock()) return TransferWaits::kReady;
+      std::this_thread::yield();
+    }
+  } else {
+    mu_.Lock();
   }
   MutexLock lock(mu_, std::adopt_lock);
   if (!lost_.ok()) return lost_;
@@ -1124,7 +1132,7 @@ StatusOr<TransferWaits> CudaDevice::OrderAfterCompute(const std::vector<Semaphor
   // wait for compute work queued since, which may itself await that write's readiness
   // (argument readiness on the GPU, cuda_readiness_words.h).
   const uint64_t allocations = counters()->buffers_allocated.load(std::memory_order_relaxed);
-  const uint64_t serial = AllocationSerial(buffer, allocations);
+  const uint64_t serial = gated_arguments_ ? AllocationSerial(buffer, allocations) : allocations;
   if (!on_compute_stream && serial <= allocations_fenced_.load(std::memory_order_acquire))
     return TransferWaits::kReady;
   allocations_fenced_.store(allocations, std::memory_order_release);

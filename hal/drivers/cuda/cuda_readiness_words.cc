@@ -1,6 +1,8 @@
 #include "hal/drivers/cuda/cuda_readiness_words.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "hal/drivers/cuda/cuda_timepoints.h"
 
@@ -20,6 +22,11 @@ void RaiseWord(uint32_t* word, uint32_t value) {
 }
 
 }  // namespace
+
+bool GatedArgumentsEnabledByEnvironment() {
+  const char* v = std::getenv("HEXIR_CUDA_GATED_ARGUMENTS");
+  return v != nullptr && std::string_view(v) == "1";
+}
 
 CudaReadinessWords& CudaReadinessWords::Process() {
   // Never destroyed: the releaser thread and the pinned slabs live as long as the process.

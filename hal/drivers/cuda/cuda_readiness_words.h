@@ -51,6 +51,13 @@ inline bool ReadinessWordsSupported(const CudaApi& api) {
   return api.cuStreamWaitValue32 != nullptr && api.cuStreamWriteValue32 != nullptr;
 }
 
+// Gated executions are opt-in: HEXIR_CUDA_GATED_ARGUMENTS=1 (read when a device is created).
+// Off (the default), a device awaits argument readiness at the submission, as before, and
+// transfers order themselves after the compute stream's allocations as before: on the H200
+// the unit test passes, but hexir-generate's overlapped first call (worker-thread upload,
+// --trace) did not finish within 20 s (README.md).
+bool GatedArgumentsEnabledByEnvironment();
+
 class CudaReadinessWords {
  public:
   static CudaReadinessWords& Process();
