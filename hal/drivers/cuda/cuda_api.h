@@ -53,7 +53,7 @@ namespace hexir::hal::cuda {
 // (cuda_readiness_words.h) needs the stream memory operations.
 #define HEXIR_CUDA_OPTIONAL_FUNCTIONS(X)                                          \
   X(cuFuncGetParamInfo) X(cuGraphConditionalHandleCreate) X(cuGraphAddNode)       \
-  X(cuStreamWaitValue32) X(cuStreamWriteValue32)
+  X(cuStreamWaitValue32) X(cuStreamWriteValue32) X(cuFuncLoad)
 
 struct CudaApi {
 #define HEXIR_CUDA_FIELD_(name) decltype(&::name) name = nullptr;

@@ -680,6 +680,16 @@ Status CudaRecording::LaunchEachOp(const std::vector<BufferRef>& table,
   return Status::Ok();
 }
 
+Status CudaRecording::LoadKernels() {
+  const CudaApi& api = *shared_->api;
+  if (kernels_loaded_ || api.cuFuncLoad == nullptr) return Status::Ok();
+  for (const RecordedKernel& k : kernels_) {
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuFuncLoad(k.entry->function), "cuFuncLoad('", k.name(), "')");
+  }
+  kernels_loaded_ = true;
+  return Status::Ok();
+}
+
 Status CudaRecording::GateOp(const RecordedOp& op, CUstream stream) {
   switch (op.kind) {
     case RecordedOp::kKernel:

@@ -193,6 +193,11 @@ class CudaRecording {
   // With a gate (until the next call: one launch, under its command buffer's lock), a stream
   // launch calls it before each op (not inside repeat bodies: a repeat waits for everything).
   void set_gate(RecordingGate* gate) { gate_ = gate; }
+  // Loads every kernel's function now (cuFuncLoad, when the driver has it; once): under lazy
+  // loading (CUDA_MODULE_LOADING=LAZY, the default since CUDA 12.2) a kernel is loaded at its
+  // first launch, which may wait for the context's work, and a gated launch's stream may by
+  // then be stopped at a readiness word whose write has not been issued.
+  Status LoadKernels();
   Status LaunchOnStream(const std::vector<BufferRef>& table, CUstream stream) {
     return Launch(table, stream, /*profiling=*/false);
   }
@@ -231,6 +236,7 @@ class CudaRecording {
   CollectiveStream collective_stream_;
   CommandRanges op_ranges_;  // LaunchOps' scratch
   RecordingGate* gate_ = nullptr;  // set_gate
+  bool kernels_loaded_ = false;    // LoadKernels
   uint64_t collectives_overlapped_ = 0;
   std::vector<RecordedOp> ops_;
   std::vector<RecordedKernel> kernels_;
