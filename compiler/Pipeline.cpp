@@ -28,6 +28,9 @@ namespace hexir {
 // make Bazel recompile all of //passes).
 std::unique_ptr<mlir::Pass> CreateCPUPackMatmulOperands(llvm::StringRef cpu);
 void RegisterCPUPackMatmulOperands();
+// passes/input/InlineDeviceCalls.cpp: hexir-inline-unrecordable-calls.
+std::unique_ptr<mlir::Pass> CreateInlineUnrecordableCalls();
+void RegisterInlineUnrecordableCalls();
 }  // namespace hexir
 
 namespace hexir::compiler {
@@ -43,6 +46,7 @@ void RegisterPasses() {
   mlir::registerAllPasses();
   hexir::registerHexirPasses();
   hexir::RegisterCPUPackMatmulOperands();
+  hexir::RegisterInlineUnrecordableCalls();
   hexir::registerHexirCUDAPasses();
   hexir::registerHexirCostPasses();
   hexir::registerHexirFusionPasses();
@@ -169,9 +173,12 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
     pm.addPass(hexir::createVerifyInput(VerifyInputOptions{target->name}));
   // Dim equalities and allocation sizes the program assumes, checked on the host (one VM
   // `assert` each) before any dispatch that relies on them.
-  // Calls stay calls unless asked (a one-region callee records into its caller's command
-  // buffer, FormExecutionRegions); inlined, each call site gets a copy of the callee.
+  // Calls whose callee will record into its caller's command buffer stay calls (one region,
+  // FormExecutionRegions); the others are inlined, each call site a copy of the callee, so no
+  // call submits a command buffer of its own (passes/README.md step 1a). Asked: every call
+  // inlined, or every call kept.
   if (options.inline_device_calls) pm.addPass(hexir::createInlineDeviceCalls());
+  else if (!options.keep_device_calls) pm.addPass(hexir::CreateInlineUnrecordableCalls());
   pm.addPass(hexir::createInsertShapeChecks());
   // Device loops: carried values written back in place (passes/loops/DeviceLoops.h).
   if (options.device_loops) pm.addPass(hexir::createPrepareDeviceLoops());
@@ -193,13 +200,14 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
     // w3, is 2 x 172 x 64 = 22016); temporaries within the 48 KiB of static shared memory
     // (the lowering's own limit, kMaxBlockLevelsSharedBytes in CUDABlockLevels.cpp).
     // A norm too wide to recompute is one such block too, its sum and its scaling: one kernel
-    // instead of two. Default 1024 (4 steps a thread): measured on the H200 (200 tokens,
-    // 3 alternating rounds) random768's 768 gained (0.95x), TinyLlama's 2048 lost (1.02x:
-    // one block's 8 strided steps a thread cost more than the launch saved).
+    // instead of two. Default 16384: measured on the H200 (200 tokens, 3 alternating rounds)
+    // random768's 768 gained (0.95x); TinyLlama's 2048 as one block of 1024 threads with the
+    // kernels' programmatic launches gained too (0.967x; as 256 threads without them it had
+    // lost, 1.02x).
     else if (OnlyCuda(options))
       pm.addPass(hexir::createGroupSmallProjections(GroupSmallProjectionsOptions{
           128 * CUDADistributeThreadsOptions{}.blockSize, 48 * 1024,
-          options.norm_pair_extent >= 0 ? options.norm_pair_extent : 1024}));
+          options.norm_pair_extent >= 0 ? options.norm_pair_extent : 16384}));
   }
   // CPU: a row softmax or norm (reductions along rows, then elementwise ops reading them) is
   // one kernel that runs its passes a block of rows at a time (passes/codegen/CPURowChains.h).

@@ -34,13 +34,17 @@ struct CompileOptions {
   int64_t small_reduction_extent = -1;
   // CUDA-only modules: a norm too wide to recompute whose sum and scaling have at most this many
   // iterations each is one kernel (one block) instead of two (hexir-group-small-projections'
-  // max-norm-extent); 0: off; -1: the default (1024).
+  // max-norm-extent); 0: off; -1: the default (16384).
   int64_t norm_pair_extent = -1;
   // Calls to functions with device work are inlined into their callers
-  // (hexir-inline-device-calls: one copy of the callee per call site). false (the default):
-  // calls stay calls; a callee of one region records into its caller's command buffer
-  // (passes/README.md step 10 "Recorded calls"), any other submits its own.
+  // (hexir-inline-device-calls: one copy of the callee per call site). Neither this nor
+  // keep_device_calls (the default): calls whose callee records into its caller's command
+  // buffer stay calls (passes/README.md step 10 "Recorded calls"), the others are inlined
+  // (hexir-inline-unrecordable-calls, step 1a).
   bool inline_device_calls = false;
+  // Every call stays a call: a callee that cannot record into its caller submits its own
+  // command buffer (for comparison; ignored with inline_device_calls).
+  bool keep_device_calls = false;
   // An scf.while with a device condition and a device-only body runs as one device loop
   // (hexir-prepare-device-loops, hexir-form-device-loops); false keeps every loop on the host.
   bool device_loops = true;

@@ -569,22 +569,37 @@ Status I64WordsFrom(NativeCall& c, size_t first, std::vector<uint8_t>* bytes) {
   return Status::Ok();
 }
 
+// True when arguments first.. of `c` (each an i) are, as 8-byte little-endian words, the
+// bytes at `data` (a non-i argument: false; I64WordsFrom then reports it).
+bool SameI64Words(NativeCall& c, size_t first, const uint8_t* data) {
+  std::string_view kinds = ArgKinds(c);
+  for (size_t i = first; i < c.args.size(); ++i, data += 8) {
+    if (i < kinds.size() && kinds[i] != 'i') return false;
+    uint64_t v = static_cast<uint64_t>(IntArg(c, i));
+    for (int k = 0; k < 8; ++k)
+      if (data[k] != static_cast<uint8_t>(v >> (8 * k))) return false;
+  }
+  return true;
+}
+
 // A recorded callee's parameter buffer (passes/vm/LowerRecordedCalls.cpp): the previous call
 // site's when its words are equal, so equal parameter lists of one execution share one buffer
 // as they do when inlined. `previous` is only read: a uniform buffer is never written once the
 // submissions that read it may run.
+// (Also every execution of a CPU executable's region, passes/vm/LowerExecutionRegions.cpp:
+// the words are compared in place, so a repeated list costs no allocation at all.)
 Status AllocatorReuseUniform(HalModuleState& s, NativeCall& c) {
   HEXIR_RETURN_IF_ERROR(CheckCounts(c, 2, 1));
   HEXIR_ASSIGN_OR_RETURN(Device * device, DeviceArg(s, c, 0));
   HEXIR_ASSIGN_OR_RETURN(Buffer * previous, RefArg<Buffer>(c, 1, /*allow_null=*/true));
-  std::vector<uint8_t> bytes;
-  HEXIR_RETURN_IF_ERROR(I64WordsFrom(c, 2, &bytes));
   if (previous != nullptr && (previous->memory_types() & kMemoryUniform) &&
-      previous->host_data() != nullptr && previous->byte_size() == bytes.size() &&
-      std::memcmp(previous->host_data(), bytes.data(), bytes.size()) == 0) {
+      previous->host_data() != nullptr && previous->byte_size() == 8 * (c.args.size() - 2) &&
+      SameI64Words(c, 2, previous->host_data())) {
     SetRef(c, vm::Ref<Buffer>::Retain(previous));
     return Status::Ok();
   }
+  std::vector<uint8_t> bytes;
+  HEXIR_RETURN_IF_ERROR(I64WordsFrom(c, 2, &bytes));
   HEXIR_ASSIGN_OR_RETURN(vm::Ref<Buffer> b, device->AllocateBuffer(
                                                 bytes.size(), kMemoryHostVisible | kMemoryUniform));
   if (!bytes.empty()) HEXIR_RETURN_IF_ERROR(device->WriteBuffer(*b, 0, bytes.data(), bytes.size()));

@@ -340,6 +340,9 @@ TEST_CASE("hal module: reuse_uniform hands back the previous buffer only when it
   CHECK(fresh.get() != host.get());
   Status s = h.Call("hal.allocator.reuse_uniform", "rrfi_r", {R(dev), R(nullptr), vm::Variant{0, nullptr}, I(1)});
   CHECK_FALSE(s.ok());
+  // A non-i word beside a previous buffer of the right size: the same error, not a reuse.
+  s = h.Call("hal.allocator.reuse_uniform", "rrfi_r", {R(dev), R(first), vm::Variant{0, nullptr}, I(1)});
+  CHECK_FALSE(s.ok());
 }
 
 TEST_CASE("hal module: executables are cached per (module instance, ordinal) per context") {

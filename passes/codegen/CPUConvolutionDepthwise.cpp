@@ -136,11 +136,36 @@ std::optional<ZeroPaddedSource> MatchZeroPaddedSource(Operation* conv, Value x, 
   return pad;
 }
 
+// The taps (i, j) that read at least one element of x (h x w, after a fused zero pad of
+// `top` rows and `left` columns) at some output of an oh x ow plane, in row-major order; every
+// tap when a plane takes several tiles or an extent is dynamic. On small padded planes most
+// taps read only the pad: a 5x5 window over 2 x 2 outputs of a 2 x 2 input reads x with 9 of
+// its 25 taps (MobileNetV3's and EfficientNet-B0's last stages), the other 16 multiply zeros.
+SmallVector<int64_t> LiveTaps(const StagedTiles& t, int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t top,
+                              int64_t left) {
+  bool onePlaneTile = !ShapedType::isDynamic(oh) && !ShapedType::isDynamic(ow) && oh <= t.rows && ow <= t.columns;
+  bool known = onePlaneTile && !ShapedType::isDynamic(h) && !ShapedType::isDynamic(w);
+  // True when some output o < extent of stride s reads an element in [0, size) through
+  // offset `shift` (the tap's reach minus the pad).
+  auto reaches = [](int64_t extent, int64_t s, int64_t shift, int64_t size) {
+    for (int64_t o = 0; o < extent; ++o)
+      if (o * s + shift >= 0 && o * s + shift < size) return true;
+    return false;
+  };
+  SmallVector<int64_t> taps;
+  for (int64_t i = 0; i < t.kh; ++i)
+    for (int64_t j = 0; j < t.kw; ++j)
+      if (!known || (reaches(oh, t.sh, i * t.dh - top, h) && reaches(ow, t.sw, j * t.dw - left, w)))
+        taps.push_back(i * t.kw + j);
+  return taps;
+}
+
 class StagedEmitter {
  public:
-  StagedEmitter(OpBuilder& b, Location loc, int64_t lanes, const StagedTiles& t, int64_t top = 0, int64_t left = 0)
-      : b(b), loc(loc), lanes(lanes), t(t), top(top), left(left), vec(VectorType::get({lanes}, b.getF32Type())),
-        maskType(VectorType::get({lanes}, b.getI1Type())) {
+  StagedEmitter(OpBuilder& b, Location loc, int64_t lanes, const StagedTiles& t, SmallVector<int64_t> liveTaps,
+                int64_t top = 0, int64_t left = 0)
+      : b(b), loc(loc), lanes(lanes), t(t), liveTaps(std::move(liveTaps)), top(top), left(left),
+        vec(VectorType::get({lanes}, b.getF32Type())), maskType(VectorType::get({lanes}, b.getI1Type())) {
     zeroVec = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
   }
 
@@ -299,7 +324,8 @@ class StagedEmitter {
     });
   }
 
-  // ext[e] for e < extended (see the header), kVectorsPerStep vectors a step, then one.
+  // ext[e] for e < extended (see the header), kVectorsPerStep vectors a step, then one; the
+  // live taps only (the others read zeros only).
   void compute(Value w, Value c, Value stage, Value ext, Value extended, Value pitch) {
     // Offset of tap (i, j)'s run in the staged buffer.
     SmallVector<Value> taps;
@@ -310,18 +336,17 @@ class StagedEmitter {
       }
     auto step = [&](Value e0, int64_t vectors) {
       SmallVector<Value> acc(2 * vectors, zeroVec);  // two partial sums per vector
-      for (int64_t i = 0; i < t.kh; ++i)
-        for (int64_t j = 0; j < t.kw; ++j) {
-          int64_t tap = i * t.kw + j;
-          Value weight = memref::LoadOp::create(b, loc, w, ValueRange{c, index(0), index(i), index(j)});
-          Value splat = vector::BroadcastOp::create(b, loc, vec, weight);
-          Value at = add(taps[tap], e0);
-          for (int64_t v = 0; v < vectors; ++v) {
-            Value xv = vector::LoadOp::create(b, loc, vec, stage, ValueRange{add(at, index(v * lanes))});
-            Value& sum = acc[(tap % 2) * vectors + v];
-            sum = vector::FMAOp::create(b, loc, xv, splat, sum);
-          }
+      for (auto [n, tap] : llvm::enumerate(liveTaps)) {
+        int64_t i = tap / t.kw, j = tap % t.kw;
+        Value weight = memref::LoadOp::create(b, loc, w, ValueRange{c, index(0), index(i), index(j)});
+        Value splat = vector::BroadcastOp::create(b, loc, vec, weight);
+        Value at = add(taps[tap], e0);
+        for (int64_t v = 0; v < vectors; ++v) {
+          Value xv = vector::LoadOp::create(b, loc, vec, stage, ValueRange{add(at, index(v * lanes))});
+          Value& sum = acc[(n % 2) * vectors + v];
+          sum = vector::FMAOp::create(b, loc, xv, splat, sum);
         }
+      }
       for (int64_t v = 0; v < vectors; ++v) {
         Value sum = arith::AddFOp::create(b, loc, acc[v], acc[vectors + v]);
         vector::StoreOp::create(b, loc, sum, ext, ValueRange{add(e0, index(v * lanes))});
@@ -362,6 +387,7 @@ class StagedEmitter {
   Location loc;
   int64_t lanes;
   StagedTiles t;
+  SmallVector<int64_t> liveTaps;  // LiveTaps: row-major i * KW + j
   int64_t top, left;  // x's zero pad above and left (ZeroPaddedSource), 0 when x is the input
   VectorType vec, maskType;
   Value zeroVec;
@@ -384,7 +410,11 @@ void EmitDepthwiseConvolution(OpBuilder& b, Location loc, func::FuncOp kernel, i
   StagedTiles t = ChooseTiles(g, lanes, wType.getDimSize(2), wType.getDimSize(3), outType.getDimSize(2),
                               outType.getDimSize(3));
   std::optional<ZeroPaddedSource> pad = MatchZeroPaddedSource(convolution, x, t);
-  StagedEmitter e(b, loc, lanes, t, pad ? pad->top : 0, pad ? pad->left : 0);
+  auto sourceType = cast<MemRefType>((pad ? pad->source : x).getType());
+  int64_t top = pad ? pad->top : 0, left = pad ? pad->left : 0;
+  SmallVector<int64_t> live = LiveTaps(t, sourceType.getDimSize(2), sourceType.getDimSize(3), outType.getDimSize(2),
+                                       outType.getDimSize(3), top, left);
+  StagedEmitter e(b, loc, lanes, t, std::move(live), top, left);
   Value stage = AllocateAtEntry(kernel, e.stageSize());
   Value ext = AllocateAtEntry(kernel, e.extendedSize());
   e.emit(pad ? pad->source : x, w, out, stage, ext);

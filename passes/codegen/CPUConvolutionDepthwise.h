@@ -33,6 +33,12 @@
 // columns left of the source element by element, the rest as above), and the fill and the
 // copy are erased: no padded copy of the input is written (EfficientNet-B0: 17 pad
 // dispatches, MobileNetV3: 12). Pads wider than the window's reach keep the copy.
+//
+// On a plane of one tile (static extents) the taps that read only the zero pad at every
+// output (a fused pad's rows above and columns left, or rows and columns past x's end) are
+// not emitted: a 5x5 window over 2 x 2 outputs of a 2 x 2 input keeps 9 of its 25 taps, over
+// a 1x1 plane the center one (MobileNetV3's and EfficientNet-B0's last stages: 576 and 1152
+// channels of 2 x 2 at 64 x 64 images).
 #pragma once
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -10,14 +10,30 @@
 // functions and their arguments; such callees stay calls). Host-only callees (scalars) stay
 // calls: a call costs nothing on the device there. Callees are inlined to a fixed point, so
 // nested calls flatten; a private callee left without uses is erased.
+//
+// hexir-inline-unrecordable-calls (hexir-compile's default) inlines only the callees above
+// that could not record into their callers (schedule/RecordedCalls.h): a kept call of such a
+// callee would end the caller's command buffer and submit its own, so a program would submit
+// more per call than inlined. Kept: a private callee in a one-device module whose body is
+// linalg ops (at least one), reshapes, slices, pads, empties, dims, checks, global loads and
+// scalar arith, returning tensors, with no `linalg.matmul` whose left operand has a dynamic
+// dim 0 (hexir-specialize-dispatches gives it an M = 1 switch, so the callee becomes several
+// blocks after convert-scf-to-cf). The predicate is decided on the input, before dispatch
+// formation, so an inlined callee forms exactly what hexir-inline-device-calls forms; it is
+// conservative: a callee it keeps forms one region later, or hexir-form-execution-regions
+// leaves it a call of its own (never an error).
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "dialects/hexir/IR/HexirAttributes.h"
+#include "dialects/hexir/IR/HexirOps.h"
 #include "passes/Passes.h"
 
 namespace hexir {
@@ -71,6 +87,32 @@ llvm::SmallPtrSet<Operation*, 4> functionsOnCallCycles(ModuleOp module, SymbolTa
   return cyclic;
 }
 
+// True when every call of `callee` will record into its caller's command buffer (the
+// conservative input-level form of hexir-form-execution-regions' test, see the header).
+bool willRecordIntoCaller(func::FuncOp callee) {
+  auto module = callee->getParentOfType<ModuleOp>();
+  if (!callee.isPrivate() || (module && module->hasAttr(kDevicesAttr))) return false;
+  if (!llvm::all_of(callee.getResultTypes(), [](Type t) { return isa<RankedTensorType>(t); }))
+    return false;
+  bool deviceWork = false;
+  for (Operation& op : callee.getBody().front()) {
+    if (auto mm = dyn_cast<linalg::MatmulOp>(op))
+      if (cast<ShapedType>(mm.getDpsInputs()[0].getType()).isDynamicDim(0)) return false;
+    if (isa<linalg::LinalgOp>(op)) {
+      deviceWork = true;
+      continue;
+    }
+    if (isa<func::ReturnOp, CheckOp, GlobalLoadOp, tensor::EmptyOp, tensor::DimOp, tensor::CastOp,
+            tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::ExtractSliceOp,
+            tensor::InsertSliceOp, tensor::PadOp>(op))
+      continue;
+    bool scalarArith = op.getDialect() && op.getDialect()->getNamespace() == "arith" &&
+                       llvm::none_of(op.getResultTypes(), [](Type t) { return isa<ShapedType>(t); });
+    if (!scalarArith) return false;  // calls, host reads, collectives, control flow, stores...
+  }
+  return deviceWork;
+}
+
 // A dispatch group (`hexir.dispatch_group = "KIND.INSTANCE"`, FormDispatchRegions) names one
 // instance: each inlined copy of a callee's group becomes an instance of its own
 // ("KIND.INSTANCE_c<site>"), so that two call sites never form one region (kDispatchGroupAttr).
@@ -99,6 +141,18 @@ void inlineCall(func::CallOp call, func::FuncOp callee, unsigned site) {
 
 class InlineDeviceCalls : public impl::InlineDeviceCallsBase<InlineDeviceCalls> {
  public:
+  InlineDeviceCalls() = default;
+  explicit InlineDeviceCalls(bool onlyUnrecordable) : onlyUnrecordable_(onlyUnrecordable) {}
+
+  StringRef getArgument() const override {
+    return onlyUnrecordable_ ? "hexir-inline-unrecordable-calls" : "hexir-inline-device-calls";
+  }
+  StringRef getDescription() const override {
+    return onlyUnrecordable_ ? "Inlines the calls to functions with device work that could not "
+                               "record into their callers' command buffers"
+                             : impl::InlineDeviceCallsBase<InlineDeviceCalls>::getDescription();
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
@@ -106,7 +160,8 @@ class InlineDeviceCalls : public impl::InlineDeviceCallsBase<InlineDeviceCalls> 
     auto inlinable = [&](func::FuncOp callee) {
       return callee && !callee.isExternal() && callee.getBody().hasOneBlock() &&
              !cyclic.contains(callee) && !hasHexirAttribute(callee) &&
-             isa<func::ReturnOp>(callee.getBody().front().getTerminator()) && touchesTensors(callee);
+             isa<func::ReturnOp>(callee.getBody().front().getTerminator()) && touchesTensors(callee) &&
+             !(onlyUnrecordable_ && willRecordIntoCaller(callee));
     };
     llvm::SetVector<Operation*> inlined;
     unsigned sites = 0;  // inlined call sites so far (dispatch group instance suffixes)
@@ -128,7 +183,18 @@ class InlineDeviceCalls : public impl::InlineDeviceCallsBase<InlineDeviceCalls> 
       if (callee.isPrivate() && SymbolTable::symbolKnownUseEmpty(callee, module)) symbols.erase(callee);
     }
   }
+
+ private:
+  bool onlyUnrecordable_ = false;
 };
 
 }  // namespace
+
+// Declared in compiler/Pipeline.cpp (a new header under passes/ would make Bazel recompile all
+// of //passes; a new Passes.td entry likewise).
+std::unique_ptr<mlir::Pass> CreateInlineUnrecordableCalls() {
+  return std::make_unique<InlineDeviceCalls>(/*onlyUnrecordable=*/true);
+}
+void RegisterInlineUnrecordableCalls() { mlir::registerPass(&CreateInlineUnrecordableCalls); }
+
 }  // namespace hexir

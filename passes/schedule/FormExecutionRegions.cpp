@@ -17,7 +17,8 @@
 // call, a host read, a branch, a return) ends it. Host ops stay outside the
 // region, before it: they run on the host before the region is submitted. A `tensor.dim` of
 // a value the region produces is first resolved to the host value that sized it (a
-// dispatch's `dims` operand, a reshape's output size, a constant); a host op that still
+// dispatch's `dims` operand, a reshape's output size, a constant, a recorded call's result
+// through its callee); a host op that still
 // reads a region value closes the region before it. Values used only inside the region are
 // not yielded: transients.
 //
@@ -91,11 +92,64 @@ bool canRecordIntoCaller(func::FuncOp f) {
   return dispatches;
 }
 
+Value resolveDim(OpBuilder& b, Location loc, Value v, int64_t index);
+
+// Dimension `index` of result `result` of `call` (a recorded call) as a host value of the
+// caller, or null: the callee's returned value is followed (through its region's yield,
+// casts, in-place results and the `dims` of the dispatch making it) to a dim of one of its
+// arguments, a scalar argument or a constant, which the call's operands give in the caller.
+//   @layer(%x: ?x16) { %n = tensor.dim %x, 0; %r = dispatch @f(%x) dims(%n); return %r }
+//   %a = call @layer(%y); tensor.dim %a, 0   ==>   tensor.dim %y, 0 (resolved in turn)
+Value resolveCallResultDim(OpBuilder& b, Location loc, func::CallOp call, func::FuncOp callee,
+                           unsigned result, int64_t index) {
+  Block& entry = callee.getBody().front();
+  Value v = cast<func::ReturnOp>(entry.getTerminator()).getOperand(result);
+  for (int depth = 0; depth < 64; ++depth) {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return arg.getOwner() == &entry ? resolveDim(b, loc, call.getOperand(arg.getArgNumber()), index) : Value();
+    if (!cast<RankedTensorType>(v.getType()).isDynamicDim(index))
+      return arith::ConstantIndexOp::create(b, loc, cast<RankedTensorType>(v.getType()).getDimSize(index));
+    Operation* def = v.getDefiningOp();
+    if (auto execute = dyn_cast<ExecuteOp>(def)) {
+      auto yield = cast<YieldOp>(execute.getBody().front().getTerminator());
+      v = yield.getValues()[cast<OpResult>(v).getResultNumber()];
+      continue;
+    }
+    if (auto cast = dyn_cast<tensor::CastOp>(def)) {
+      v = cast.getSource();
+      continue;
+    }
+    auto dispatch = dyn_cast<DispatchOp>(def);
+    if (!dispatch) return Value();
+    unsigned resultNumber = cast<OpResult>(v).getResultNumber();
+    if (int64_t tied = schedule::TiedOperandOf(dispatch, resultNumber); tied >= 0) {
+      v = dispatch.getArgs()[tied];
+      continue;
+    }
+    int64_t position = 0;
+    for (Value r : dispatch.getResults().take_front(resultNumber))
+      position += cast<RankedTensorType>(r.getType()).getNumDynamicDims();
+    for (int64_t i = 0; i < index; ++i) position += cast<RankedTensorType>(v.getType()).isDynamicDim(i) ? 1 : 0;
+    Value size = dispatch.getResultDims()[position];
+    if (auto arg = dyn_cast<BlockArgument>(size))
+      return arg.getOwner() == &entry ? call.getOperand(arg.getArgNumber()) : Value();
+    if (std::optional<int64_t> c = getConstantIntValue(size)) return arith::ConstantIndexOp::create(b, loc, *c);
+    auto dim = size.getDefiningOp<tensor::DimOp>();
+    std::optional<int64_t> dimIndex = dim ? dim.getConstantIndex() : std::nullopt;
+    if (!dimIndex) return Value();
+    v = dim.getSource();
+    index = *dimIndex;
+  }
+  return Value();
+}
+
 // The host value of dimension `index` of `v` computed without `v` itself, or null.
 Value resolveDim(OpBuilder& b, Location loc, Value v, int64_t index) {
   auto type = cast<RankedTensorType>(v.getType());
   if (!type.isDynamicDim(index))
     return arith::ConstantIndexOp::create(b, loc, type.getDimSize(index));
+  // A block argument is never a region's value: its dim is a host op.
+  if (isa<BlockArgument>(v)) return tensor::DimOp::create(b, loc, v, index);
   Operation* def = v.getDefiningOp();
   if (auto dispatch = dyn_cast_or_null<DispatchOp>(def)) {
     unsigned resultNumber = cast<OpResult>(v).getResultNumber();
@@ -107,6 +161,9 @@ Value resolveDim(OpBuilder& b, Location loc, Value v, int64_t index) {
     for (int64_t i = 0; i < index; ++i) position += type.isDynamicDim(i) ? 1 : 0;
     return dispatch.getResultDims()[position];
   }
+  if (func::FuncOp callee = def ? schedule::RecordedCallee(def) : func::FuncOp())
+    return resolveCallResultDim(b, loc, cast<func::CallOp>(def), callee,
+                                cast<OpResult>(v).getResultNumber(), index);
   if (auto expand = dyn_cast_or_null<tensor::ExpandShapeOp>(def))
     return getValueOrCreateConstantIndexOp(b, loc, expand.getMixedOutputShape()[index]);
   if (auto cast = dyn_cast_or_null<tensor::CastOp>(def)) return resolveDim(b, loc, cast.getSource(), index);

@@ -54,10 +54,13 @@ struct RecordedSlot {
 // site carries to the next call: a transient (the call site keeps its own, like a held result,
 // so no two call sites share a buffer) or a parameter buffer (the previous call's in the
 // caller's region, reused when its words are equal). `own`: where the call returns the buffer
-// among its own buffers.
+// among its own buffers. `acrossExecutions`: a CPU executable's parameter buffer, which the
+// first call of the callee in a region also gets back: the buffer the first call returned at
+// the region's previous execution (a ref global per call site), as an inlined body's is.
 struct CarriedBuffer {
   enum Kind { kTransient, kParameters } kind;
   int64_t own = -1;
+  bool acrossExecutions = false;
 };
 struct RecordedCallee {
   SmallVector<RecordedSlot> slots;  // in the callee's slot order (`.record`'s i64 arguments)
@@ -229,7 +232,9 @@ class HostLowering {
   void emitRecordedRegion(ExecuteOp e);
   void endRegion();  // forgets the region's pending commands, parameter lists, counts
   void mapHeldResultBuffers(Block* entry);  // a recorded callee: its held-buffer arguments
-  Value parameterBuffer(ArrayRef<Value> params);  // a region's, shared by equal lists
+  // A region's, shared by equal lists. `reused`: kept in a ref global and reused by the next
+  // execution when its words are equal (a CPU executable's, see LowerExecutionRegions.cpp).
+  Value parameterBuffer(ArrayRef<Value> params, bool reused);
   LogicalResult describeRecordedSlots(func::ReturnOp r, SmallVectorImpl<Value>& results);
 
   // ---- calls and control flow (LowerControlFlow.cpp) ----
@@ -258,8 +263,9 @@ class HostLowering {
   // calls allocate the buffers L inlined bodies would.
   bool recordedForm = false;
   SmallVector<Value> recordedSlots;
-  SmallVector<std::pair<CarriedBuffer::Kind, Value>> carriedBuffers;  // in argument order
-  Value carriedBuffer(CarriedBuffer::Kind kind, Value bytesOrNull, ArrayRef<Value> params);
+  SmallVector<std::pair<CarriedBuffer, Value>> carriedBuffers;  // in argument order (`own` unset)
+  Value carriedBuffer(CarriedBuffer::Kind kind, Value bytesOrNull, ArrayRef<Value> params,
+                      bool acrossExecutions = false);
   DenseMap<Value, Value> heldResultBuffers;  // region value (a fresh root) -> the caller's buffer
   MLIRContext* ctx;
   OpBuilder b;  // builds the VM function (the patterns' rewriter only hears their reasons)

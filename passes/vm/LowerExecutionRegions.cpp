@@ -1,6 +1,7 @@
 // Lowering of hexir.execute: each execution region becomes its host work (result buffers:
 // `hal.device.queue.alloca`, transients in ref globals through `hal.device.transient`; one
-// parameter buffer per distinct parameter list) and one memoized command buffer in a ref
+// parameter buffer per distinct parameter list, a CPU executable's reused across executions
+// while its words repeat) and one memoized command buffer in a ref
 // global: recorded on the region's first execution in a context (`global.load.ref G;
 // ref.is_null; cond_br` to the record block), then submitted with `queue.execute_bound` and
 // this execution's buffers. Nothing a recording contains depends on a call: bindings are
@@ -14,7 +15,7 @@
 // `hal.command_buffer.repeat_while_slot` on the flag's slot.
 #include "passes/vm/HostLowering.h"
 
-#include "dialects/hexir/IR/HexirAttributes.h"  // kRepeatWhileAttr, kWrittenBindingsAttr
+#include "dialects/hexir/IR/HexirAttributes.h"  // kFormatAttr, kRepeatWhileAttr, kWrittenBindingsAttr
 #include "llvm/ADT/TypeSwitch.h"
 #include "passes/dispatch/InPlaceUpdates.h"
 #include "passes/schedule/Buffers.h"
@@ -132,20 +133,31 @@ LogicalResult HostLowering::lowerDispatch(DispatchOp d, const DenseSet<Value>& y
   FailureOr<std::optional<int64_t>> countOffset = workgroupCounts.Append(b, loc, d, exe, params);
   if (failed(countOffset)) return failure();
   p.countOffset = *countOffset;
-  if (!params.empty()) p.bindings.push_back(parameterBuffer(params));
+  if (!params.empty()) {
+    auto format = exe->getAttrOfType<StringAttr>(kFormatAttr);
+    p.bindings.push_back(parameterBuffer(params, format && format.getValue().starts_with("cpu-")));
+  }
   pending.push_back(std::move(p));
   return success();
 }
 
 // The region's parameter buffer holding `params`: dispatches of one region with the same
 // parameters share one. A recorded callee's is the previous call's when its words are equal
-// (an argument of its VM form, LowerRecordedCalls.cpp), else a new one.
-Value HostLowering::parameterBuffer(ArrayRef<Value> params) {
+// (an argument of its VM form, LowerRecordedCalls.cpp), else a new one; so is a `reused` one
+// (a CPU executable's: the previous execution's, kept in a ref global, so that a dynamic module
+// whose shapes repeat allocates none per call; never written once a submission may read it, a
+// new one when a word changed). CUDA modules keep a fresh buffer per execution.
+Value HostLowering::parameterBuffer(ArrayRef<Value> params, bool reused) {
   for (auto& [values, existing] : regionParams)
     if (ArrayRef<Value>(values) == params) return existing;
   Value buffer;
   if (recordedForm) {
-    buffer = carriedBuffer(CarriedBuffer::kParameters, Value(), params);
+    buffer = carriedBuffer(CarriedBuffer::kParameters, Value(), params, reused);
+  } else if (reused) {
+    int64_t global = state.refGlobals++;
+    Value held = vmir::GlobalLoadRefOp::create(b, loc, ref, b.getI64IntegerAttr(global));
+    buffer = hal_import::AllocatorReuseUniform(b, loc, device, held, params);
+    vmir::GlobalStoreRefOp::create(b, loc, buffer, b.getI64IntegerAttr(global));
   } else {
     buffer = hal_import::AllocatorAllocateUniform(b, loc, device,
                                                   i64(8 * static_cast<int64_t>(params.size())));

@@ -55,16 +55,25 @@ LogicalResult HostLowering::lowerRecordedCall(func::CallOp c, const DenseSet<Val
                              : null());
   }
   // Carried buffers: the transients this call site keeps (a ref global each) and the
-  // parameter buffers of the previous call of this callee in the region (null at first).
+  // parameter buffers of the previous call of this callee in the region (at the first: null,
+  // or a CPU executable's from the region's previous execution, kept in a ref global).
   SmallVector<Value>& previous = calleeCarriedBuffers[c.getCallee()];
   SmallVector<int64_t> transientGlobals;
+  SmallVector<std::pair<size_t, int64_t>> parameterGlobals;  // (carried index, ref global)
   for (auto [j, carried] : llvm::enumerate(callee.carried)) {
     if (carried.kind == CarriedBuffer::kTransient) {
       transientGlobals.push_back(state.refGlobals++);
       args.push_back(vmir::GlobalLoadRefOp::create(b, loc, ref, b.getI64IntegerAttr(transientGlobals.back())));
       continue;
     }
-    args.push_back(j < previous.size() ? previous[j] : null());
+    if (j < previous.size()) {
+      args.push_back(previous[j]);
+    } else if (carried.acrossExecutions) {
+      parameterGlobals.push_back({j, state.refGlobals++});
+      args.push_back(vmir::GlobalLoadRefOp::create(b, loc, ref, b.getI64IntegerAttr(parameterGlobals.back().second)));
+    } else {
+      args.push_back(null());
+    }
   }
   SmallVector<Type> results;
   for (Type t : c.getResultTypes()) {
@@ -104,6 +113,8 @@ LogicalResult HostLowering::lowerRecordedCall(func::CallOp c, const DenseSet<Val
     if (carried.kind == CarriedBuffer::kTransient)
       vmir::GlobalStoreRefOp::create(b, loc, buffer, b.getI64IntegerAttr(*global++));
   }
+  for (auto [j, parameterGlobal] : parameterGlobals)
+    vmir::GlobalStoreRefOp::create(b, loc, previous[j], b.getI64IntegerAttr(parameterGlobal));
   pending.push_back(std::move(p));
   return success();
 }
@@ -128,12 +139,13 @@ void HostLowering::mapHeldResultBuffers(Block* entry) {
 // A buffer a recorded callee's region makes and its call site carries to the next call (an
 // argument of its VM form, HostLowering.h): its transient of `bytes`, the call site's held one
 // when large enough; its parameter buffer holding `params`, the previous call's when equal.
-Value HostLowering::carriedBuffer(CarriedBuffer::Kind kind, Value bytes, ArrayRef<Value> params) {
+Value HostLowering::carriedBuffer(CarriedBuffer::Kind kind, Value bytes, ArrayRef<Value> params,
+                                  bool acrossExecutions) {
   Value carried = vmFunc.getBody().front().addArgument(ref, loc);
   Value buffer = kind == CarriedBuffer::kTransient
                      ? hal_import::DeviceTransient(b, loc, device, carried, bytes)
                      : hal_import::AllocatorReuseUniform(b, loc, device, carried, params);
-  carriedBuffers.push_back({kind, buffer});
+  carriedBuffers.push_back({CarriedBuffer{kind, -1, acrossExecutions}, buffer});
   return buffer;
 }
 
@@ -188,11 +200,12 @@ LogicalResult HostLowering::describeRecordedSlots(func::ReturnOp r, SmallVectorI
     callee.slots.push_back({RecordedSlot::kOwn, callee.ownBuffers++});
     results.push_back(s);
   }
-  for (auto [kind, buffer] : carriedBuffers) {
+  for (auto [carried, buffer] : carriedBuffers) {
     auto it = ownIndex.find(buffer);
     if (it == ownIndex.end())
       return r.emitError("a transient or parameter buffer of the recorded callee is in none of its slots");
-    callee.carried.push_back({kind, it->second});
+    carried.own = it->second;
+    callee.carried.push_back(carried);
   }
   state.recordedCallees[func.getName()] = std::move(callee);
   return success();

@@ -488,20 +488,8 @@ void EightCallsInlined(const std::string& target) {
 HEXIR_E2E_TEST_ON_DEVICES("a function with device work called 8 times, inlined, records into the caller's one command buffer: one submission, one executable",
                           EightCallsInlined)
 
-// A recorded callee with a dynamic dim: rows cross the call as registers (no views), the
-// callee's host work sizes its result and parameter buffer per call, and its one recording
-// serves every call site and every row count (7, 1, 13: prime, one, odd). (An elementwise
-// body: a dynamic-M matmul specializes M = 1 behind a host branch, so its callee has several
-// blocks and stays a call of its own.)
-const char* kDynamicLayerCalls = R"mlir(
-#rows = affine_map<(i, j) -> (i, j)>
-#cols = affine_map<(i, j) -> (j)>
-func.func @net(%x: tensor<?x16xf32>, %w: tensor<16xf32>) -> tensor<?x16xf32> {
-  %a = func.call @layer(%x, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
-  %b = func.call @layer(%a, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
-  %c = func.call @layer(%b, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
-  return %c : tensor<?x16xf32>
-}
+// @layer of the dynamic-row call cases: x * w, then tanh, rows x 16.
+const char* kTanhLayer = R"mlir(
 func.func private @layer(%x: tensor<?x16xf32>, %w: tensor<16xf32>) -> tensor<?x16xf32> {
   %c0 = arith.constant 0 : index
   %n = tensor.dim %x, %c0 : tensor<?x16xf32>
@@ -515,6 +503,22 @@ func.func private @layer(%x: tensor<?x16xf32>, %w: tensor<16xf32>) -> tensor<?x1
   return %r : tensor<?x16xf32>
 }
 )mlir";
+
+// A recorded callee with a dynamic dim: rows cross the call as registers (no views), the
+// callee's host work sizes its result and parameter buffer per call, and its one recording
+// serves every call site and every row count (7, 1, 13: prime, one, odd). (An elementwise
+// body: a dynamic-M matmul specializes M = 1 behind a host branch, so its callee has several
+// blocks and stays a call of its own.)
+const std::string kDynamicLayerCalls = R"mlir(
+#rows = affine_map<(i, j) -> (i, j)>
+#cols = affine_map<(i, j) -> (j)>
+func.func @net(%x: tensor<?x16xf32>, %w: tensor<16xf32>) -> tensor<?x16xf32> {
+  %a = func.call @layer(%x, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  %b = func.call @layer(%a, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  %c = func.call @layer(%b, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  return %c : tensor<?x16xf32>
+}
+)mlir" + std::string(kTanhLayer);
 
 void DynamicLayerCallsKept(const std::string& target) {
   std::string module = CompileOrDie(kDynamicLayerCalls, "dynamic_layer_calls_kept", target);
@@ -552,6 +556,126 @@ void DynamicLayerCallsKept(const std::string& target) {
 }
 HEXIR_E2E_TEST_ON_DEVICES("a recorded callee with dynamic rows (7, 1, 13, 13): one submission, one recording, the inlined allocations, f64 reference",
                           DynamicLayerCallsKept)
+
+// A dim of a recorded call's result read by the caller (here the shape check before the add,
+// hexir-insert-shape-checks) is resolved through the callee to a dim of the call's operand,
+// so the call and the add stay one command buffer: one submission, as inlined (before: the
+// dim closed the caller's region, two). Rows 6, 1, 11.
+const std::string kCallResultDim = R"mlir(
+#rows = affine_map<(i, j) -> (i, j)>
+#cols = affine_map<(i, j) -> (j)>
+func.func @net(%x: tensor<?x16xf32>, %w: tensor<16xf32>, %y: tensor<?x16xf32>) -> tensor<?x16xf32> {
+  %a = func.call @layer(%x, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %y, %c0 : tensor<?x16xf32>
+  %e = tensor.empty(%n) : tensor<?x16xf32>
+  %s = linalg.add ins(%a, %y : tensor<?x16xf32>, tensor<?x16xf32>) outs(%e : tensor<?x16xf32>) -> tensor<?x16xf32>
+  %b = func.call @layer(%s, %w) : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  return %b : tensor<?x16xf32>
+}
+)mlir" + std::string(kTanhLayer);
+
+void CallResultDimResolved(const std::string& target) {
+  std::string module = CompileOrDie(kCallResultDim, "call_result_dim", target);
+  std::string inlined_module = CompileOrDie(kCallResultDim, "call_result_dim_inlined", target, "--inline-device-calls");
+  auto session = OpenOrDie(module, target);
+  auto inlined = OpenOrDie(inlined_module, target);
+  HostTensor w = RandomF32({16}, 8, -2.0f, 2.0f);
+  for (int64_t rows : {6, 1, 11}) {
+    INFO("rows " << rows);
+    HostTensor x = RandomF32({rows, 16}, unsigned(rows) + 60), y = RandomF32({rows, 16}, unsigned(rows) + 70);
+    hal::DeviceStats inlined_before = inlined->device().stats();
+    CallOrDie(*inlined, "net", {Tensor(x), Tensor(w), Tensor(y)});
+    hal::DeviceStats inlined_after = inlined->device().stats();
+    hal::DeviceStats before = session->device().stats();
+    auto results = CallOrDie(*session, "net", {Tensor(x), Tensor(w), Tensor(y)});
+    hal::DeviceStats after = session->device().stats();
+    CHECK(after.queue_submissions - before.queue_submissions == 1);
+    CHECK(after.queue_submissions - before.queue_submissions ==
+          inlined_after.queue_submissions - inlined_before.queue_submissions);
+    HostTensor expected = ZerosF32({rows, 16});
+    for (int64_t i = 0; i < rows; ++i)
+      for (int j = 0; j < 16; ++j) {
+        double a = double(float(std::tanh(double(F32(x)[i * 16 + j]) * F32(w)[j])));
+        double s = double(float(a + F32(y)[i * 16 + j]));
+        F32(expected)[i * 16 + j] = float(std::tanh(s * F32(w)[j]));
+      }
+    RequireClose(results[0].tensor, expected, 1e-5, 1e-6);
+  }
+}
+HEXIR_E2E_TEST_ON_DEVICES("a dim of a recorded call's result (a shape check) keeps the call in its caller's command buffer: one submission per call, as inlined (rows 6, 1, 11), f64 reference",
+                          CallResultDimResolved)
+
+// A callee that cannot record into its caller is inlined by default
+// (hexir-inline-unrecordable-calls): a dynamic-M matmul gets an M = 1 switch on the host, so
+// @project would be several blocks, and a kept call of it would end @net's command buffer and
+// submit its own (--keep-device-calls: 3 calls, 4 submissions for M > 1). By default the
+// submissions per call equal --inline-device-calls' (one) at every row count (1 takes the
+// specialized kernels, 5 and 13 the generic ones), and so do the dispatches.
+const char* kDynamicMatmulCalls = R"mlir(
+func.func @net(%x: tensor<?x8xf32>, %w: tensor<8x8xf32>) -> tensor<?x8xf32> {
+  %a = func.call @project(%x, %w) : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %b = func.call @project(%a, %w) : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %c = func.call @project(%b, %w) : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  return %c : tensor<?x8xf32>
+}
+func.func private @project(%x: tensor<?x8xf32>, %w: tensor<8x8xf32>) -> tensor<?x8xf32> {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %x, %c0 : tensor<?x8xf32>
+  %e = tensor.empty(%m) : tensor<?x8xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %r = linalg.matmul ins(%x, %w : tensor<?x8xf32>, tensor<8x8xf32>) outs(%f : tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}
+)mlir";
+
+void UnrecordableCalleeInlined(const std::string& target) {
+  std::string module = CompileOrDie(kDynamicMatmulCalls, "dynamic_matmul_calls", target);
+  std::string inlined_module =
+      CompileOrDie(kDynamicMatmulCalls, "dynamic_matmul_calls_inlined", target, "--inline-device-calls");
+  std::string kept_module =
+      CompileOrDie(kDynamicMatmulCalls, "dynamic_matmul_calls_kept", target, "--keep-device-calls");
+  auto session = OpenOrDie(module, target);
+  auto inlined = OpenOrDie(inlined_module, target);
+  auto kept = OpenOrDie(kept_module, target);
+  HostTensor w = RandomF32({8, 8}, 5, -0.5f, 0.5f);
+  for (int64_t rows : {5, 1, 13, 1}) {
+    INFO("rows " << rows);
+    HostTensor x = RandomF32({rows, 8}, unsigned(rows) + 40);
+    auto call = [&](tools::Session& s, std::vector<HostValue>* results) {
+      hal::DeviceStats before = s.device().stats();
+      *results = CallOrDie(s, "net", {Tensor(x), Tensor(w)});
+      hal::DeviceStats after = s.device().stats();
+      return std::make_pair(after.queue_submissions - before.queue_submissions,
+                            after.dispatches_executed - before.dispatches_executed);
+    };
+    std::vector<HostValue> results, inlined_results, kept_results;
+    auto [submissions, dispatches] = call(*session, &results);
+    auto [inlined_submissions, inlined_dispatches] = call(*inlined, &inlined_results);
+    auto [kept_submissions, kept_dispatches] = call(*kept, &kept_results);
+    CHECK(submissions == inlined_submissions);
+    CHECK(dispatches == inlined_dispatches);
+    CHECK(submissions == 1);
+    CHECK(kept_submissions > submissions);  // what the default avoids
+    HostTensor expected = ZerosF32({rows, 8});
+    for (int64_t i = 0; i < rows; ++i) {
+      std::vector<double> v(8);
+      for (int j = 0; j < 8; ++j) v[j] = F32(x)[i * 8 + j];
+      for (int l = 0; l < 3; ++l) {
+        std::vector<double> next(8, 0.0);
+        for (int j = 0; j < 8; ++j)
+          for (int k = 0; k < 8; ++k) next[j] += v[k] * F32(w)[k * 8 + j];
+        v = next;
+      }
+      for (int j = 0; j < 8; ++j) F32(expected)[i * 8 + j] = float(v[j]);
+    }
+    RequireClose(results[0].tensor, expected, 1e-5, 1e-5);
+    RequireClose(kept_results[0].tensor, expected, 1e-5, 1e-5);
+  }
+}
+HEXIR_E2E_TEST_ON_DEVICES("a callee with a dynamic-M matmul (several blocks) is inlined by default: submissions and dispatches per call as --inline-device-calls (rows 5, 1, 13, 1), f64 reference",
+                          UnrecordableCalleeInlined)
 
 // ---- lifetimes ------------------------------------------------------------------------------
 

@@ -506,6 +506,27 @@ TEST_CASE("depthwise convolutions reading the importer's zero pad in their kerne
   Check(silu);
 }
 
+TEST_CASE("depthwise convolutions on small padded planes whose taps partly read only the pad match a double reference") {
+  // CPUConvolutionDepthwise.h, live taps: a plane of one tile skips the taps that read only
+  // the importer's zero pad at every output. 5x5 and 7x7 windows over planes of 1 to 7 (1x1:
+  // the center tap only; 2x2: 9 of 25; 3 x 5: rows and columns apart), stride 1 and 2,
+  // asymmetric pads (only below and right, only above and left, a row of 1 x 7), dilation 2
+  // (3x3 over 2x2 padded by 2: the center tap only), odd channel counts, batch 2; a SiLU
+  // joining the dispatch.
+  for (int64_t size = 1; size <= 7; ++size) {
+    Check(ImporterPadded({1, 19, 0, 0, 19, 5, 5, 1, 1, 19}, size, size, {2, 2, 2, 2}));
+    Check(ImporterPadded({1, 9, 0, 0, 9, 7, 7, 1 + size % 2, 1, 9}, size, std::max<int64_t>(size - 2, 1), {3, 3, 3, 3}));
+  }
+  Check(ImporterPadded({2, 5, 0, 0, 5, 5, 5, 2, 1, 5}, 2, 2, {2, 2, 2, 2}));
+  Check(ImporterPadded({1, 7, 0, 0, 7, 5, 5, 1, 1, 7}, 3, 5, {0, 0, 4, 4}));
+  Check(ImporterPadded({1, 7, 0, 0, 7, 5, 5, 1, 1, 7}, 3, 5, {4, 4, 0, 0}));
+  Check(ImporterPadded({1, 3, 0, 0, 3, 5, 5, 1, 1, 3}, 1, 7, {2, 2, 2, 2}));
+  Check(ImporterPadded({1, 11, 0, 0, 11, 3, 3, 1, 2, 11}, 2, 2, {2, 2, 2, 2}));
+  Conv silu = ImporterPadded({1, 33, 0, 0, 33, 5, 5, 1, 1, 33}, 2, 2, {2, 2, 2, 2});
+  silu.silu = true;
+  Check(silu);
+}
+
 TEST_CASE("grouped convolutions and a depthwise multiplier match a double reference") {
   // Two groups of three channels; two filters per channel (not depthwise: the loop lowering).
   Check({1, 6, 8, 9, 4, 3, 3, 1, 1, 2});

@@ -3,7 +3,8 @@
 // context. Results match a C++ reference, the command buffer is recorded once, and the count
 // each dispatch ran with follows the length: on the CPU through the profiler hook
 // (hal/profiling.h); on CUDA the recorded graph is instantiated once and replayed with
-// updated kernel nodes, never falling back to stream launches.
+// updated kernel nodes, never falling back to stream launches. On the CPU a call whose row count
+// repeats allocates no parameter buffer.
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -110,6 +111,28 @@ TEST_CASE("the CPU workgroup count follows the row count while the recording is 
   // Two recordings: N = 1 runs the matmul specialized for M = 1 (hexir-specialize-dispatches)
   // behind a host switch; every other length replays the one generic recording.
   CHECK(device.stats().command_buffers_recorded - start.command_buffers_recorded == 2);
+}
+
+// A CPU executable's parameter buffer is kept across calls and reused while its words repeat
+// (hal.allocator.reuse_uniform, passes/vm/LowerExecutionRegions.cpp): a call whose row count
+// repeats the previous call's allocates only its three argument uploads and its result, as a
+// static module does; a new row count allocates one parameter buffer more.
+TEST_CASE("a CPU call whose row count repeats allocates no parameter buffer") {
+  std::string module = CompileOrDie(kRows, "dynamic_grid", "cpu");
+  auto session = OpenOrDie(module, "cpu");
+  hal::Device& device = session->device();
+  CallRows(*session, 13);  // executables loaded, command buffer recorded
+  struct Step {
+    int64_t rows;
+    uint64_t allocations;
+  };
+  const Step steps[] = {{13, 4}, {13, 4}, {1000, 5}, {1000, 4}, {13, 5}, {13, 4}};
+  for (const Step& step : steps) {
+    hal::DeviceStats before = device.stats();
+    CallRows(*session, step.rows);
+    INFO("N = " << step.rows);
+    CHECK(device.stats().buffers_allocated - before.buffers_allocated == step.allocations);
+  }
 }
 
 TEST_CASE("a CUDA graph with a count from the row count is instantiated once and updated") {

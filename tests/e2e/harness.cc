@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <random>
@@ -199,6 +200,52 @@ tools::HostTensor RandomF32(std::vector<int64_t> dims, unsigned seed, float lo, 
   float* p = F32(t);
   for (int64_t i = 0; i < t.element_count(); ++i) p[i] = dist(rng);
   return t;
+}
+
+void RequireNoOneThreadKernel(const std::string& module, size_t expected_kernels) {
+  CommandResult r = RunCommand("tools/hexir-dump/hexir-dump --no-code " + module + " 2>&1");
+  REQUIRE(r.exit_code == 0);
+  size_t kernels = 0;
+  for (size_t at = r.output.find("attr cuda.block_size."); at != std::string::npos;
+       at = r.output.find("attr cuda.block_size.", at + 1)) {
+    ++kernels;
+    std::string line = r.output.substr(at, r.output.find('\n', at) - at);
+    INFO(line);
+    CHECK(line.find("= \"1,1,1\"") == std::string::npos);
+  }
+  CHECK(kernels == expected_kernels);
+}
+
+namespace {
+// f16 bits of `v`, a multiple of 2^-10 in [-1, 1] (exact in f16: a normal number or zero).
+uint16_t ExactF16(double v) {
+  if (v == 0) return 0;
+  uint16_t sign = v < 0 ? 0x8000 : 0;
+  double a = std::fabs(v);
+  int e = static_cast<int>(std::floor(std::log2(a)));
+  auto mantissa = static_cast<uint16_t>(std::lround((a / std::ldexp(1.0, e) - 1.0) * 1024));
+  return sign | static_cast<uint16_t>((e + 15) << 10) | mantissa;
+}
+}  // namespace
+
+tools::HostTensor DyadicTensor(std::vector<int64_t> dims, unsigned seed, bool f16,
+                               std::vector<double>& values) {
+  tools::HostTensor r = RandomF32(std::move(dims), seed);
+  values.resize(static_cast<size_t>(r.element_count()));
+  for (size_t i = 0; i < values.size(); ++i) {
+    values[i] = std::round(F32(r)[i] * 1024) / 1024;
+    F32(r)[i] = static_cast<float>(values[i]);
+  }
+  if (!f16) return r;
+  tools::HostTensor h;
+  h.element_type = static_cast<int32_t>(hal::ElementType::kF16);
+  h.dims = r.dims;
+  h.bytes.resize(values.size() * 2);
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint16_t bits = ExactF16(values[i]);
+    std::memcpy(h.bytes.data() + 2 * i, &bits, 2);
+  }
+  return h;
 }
 
 float* F32(tools::HostTensor& t) { return reinterpret_cast<float*>(t.bytes.data()); }

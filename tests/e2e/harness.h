@@ -21,6 +21,11 @@ struct CommandResult {
 // Runs a shell command, capturing its output.
 CommandResult RunCommand(const std::string& command);
 
+// The CUDA module at `module` has `expected_kernels` kernels, each running more than one thread
+// a block (hexir-dump's `cuda.block_size.<entry>` attributes: fused kernels got a real
+// distribution).
+void RequireNoOneThreadKernel(const std::string& module, size_t expected_kernels);
+
 // Path of a fresh file in the test's temporary directory.
 std::string TempFile(const std::string& name);
 void WriteFile(const std::string& path, const std::string& text);
@@ -91,6 +96,10 @@ std::string HexirCompile();  // path to the hexir-compile binary
 
 tools::HostTensor RandomF32(std::vector<int64_t> dims, unsigned seed, float lo = -1, float hi = 1);
 tools::HostTensor ZerosF32(std::vector<int64_t> dims);
+// Values q / 1024 (q in [-1024, 1024], uniform from `seed`), exact in f32 and in f16: the tensor
+// as f32, or as f16 with `f16` (the same values), and the values as doubles for a reference.
+tools::HostTensor DyadicTensor(std::vector<int64_t> dims, unsigned seed, bool f16,
+                               std::vector<double>& values);
 float* F32(tools::HostTensor& t);
 const float* F32(const tools::HostTensor& t);
 

@@ -25,7 +25,6 @@ namespace {
 
 using tools::HostTensor;
 
-constexpr int32_t kF16Code = 2;  // hal element type f16 (hal/element_types.def)
 
 struct Shape {
   int rows, k;
@@ -73,37 +72,6 @@ std::string Gate(const Shape& s) {
          "}\n";
 }
 
-// f16 bits of `v`, a multiple of 2^-10 in [-1, 1] (exact in f16: a normal number or zero).
-uint16_t ExactF16(double v) {
-  if (v == 0) return 0;
-  uint16_t sign = v < 0 ? 0x8000 : 0;
-  double a = std::fabs(v);
-  int e = static_cast<int>(std::floor(std::log2(a)));
-  auto mantissa = static_cast<uint16_t>(std::lround((a / std::ldexp(1.0, e) - 1.0) * 1024));
-  return sign | static_cast<uint16_t>((e + 15) << 10) | mantissa;
-}
-
-// Weights [rows][k] with values q / 1024, q in [-1024, 1024], from `seed`: as f32 or f16 (the
-// same values, exact in both), and as doubles for the reference.
-HostTensor Weights(const Shape& s, unsigned seed, std::vector<double>& values) {
-  HostTensor r = RandomF32({s.rows, s.k}, seed);
-  values.resize(static_cast<size_t>(s.rows) * s.k);
-  for (size_t i = 0; i < values.size(); ++i) {
-    values[i] = std::round(F32(r)[i] * 1024) / 1024;
-    F32(r)[i] = static_cast<float>(values[i]);
-  }
-  if (!s.f16) return r;
-  HostTensor h;
-  h.element_type = kF16Code;
-  h.dims = r.dims;
-  h.bytes.resize(values.size() * 2);
-  for (size_t i = 0; i < values.size(); ++i) {
-    uint16_t bits = ExactF16(values[i]);
-    std::memcpy(h.bytes.data() + 2 * i, &bits, 2);
-  }
-  return h;
-}
-
 // The kernels of the CUDA module at `module`: how many, and that none runs on one thread; with
 // `warp`, that its PTX holds two xor butterflies (5 shuffles each), one per dot.
 void RequireOneSiblingKernel(const std::string& module, bool warp) {
@@ -140,7 +108,7 @@ void SiblingGemvsMatchF64(const std::string& target) {
     const Shape& s = shapes[c];
     INFO(s.rows << " x " << s.k << (s.f16 ? " f16" : " f32"));
     std::vector<double> w1, w3;
-    HostTensor x = RandomF32({s.k}, 31 + c), a = Weights(s, 41 + c, w1), b = Weights(s, 51 + c, w3);
+    HostTensor x = RandomF32({s.k}, 31 + c), a = DyadicTensor({s.rows, s.k}, 41 + c, s.f16, w1), b = DyadicTensor({s.rows, s.k}, 51 + c, s.f16, w3);
     HostTensor expected = ZerosF32({s.rows});
     for (int n = 0; n < s.rows; ++n) {
       double h1 = 0, h3 = 0;

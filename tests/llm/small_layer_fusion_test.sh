@@ -28,7 +28,7 @@ golden=$(cat tests/llm/stories260K_greedy_ids.txt)
 counts() {
   "$BENCH" --module="$2" --device="$1" --function=generate --input=1xi64=1 \
     --input=i64="$3" --fill-inputs=0.01 --iterations=1 --no-baselines 2>&1 |
-    awk '$1 ~ /^generate_dispatch_/ { print $1, $2 }
+    awk '$1 ~ /_dispatch_[0-9]+$/ { print $1, $2 }
          /dispatches per call:/ && !t++ { sub(/.*dispatches per call: /, ""); print "total", $1 + 0 }'
 }
 # per_step FILE9 FILE17 DIVISOR: from the counts at 9 and 17 tokens (8 more decode steps, the

@@ -52,7 +52,7 @@ static cl::opt<int64_t> normPairExtent(
     "norm-pair-extent",
     cl::desc("CUDA-only modules: a norm too wide for --small-reduction-extent whose sum and "
              "scaling have at most N iterations each runs as one kernel (one block) instead of "
-             "two; 0: off (default: 1024)"),
+             "two; 0: off (default: 16384)"),
     cl::init(-1));
 static cl::opt<bool> noBranchSelection(
     "no-branch-selection",
@@ -61,14 +61,14 @@ static cl::opt<bool> noBranchSelection(
     cl::init(false));
 static cl::opt<bool> inlineDeviceCalls(
     "inline-device-calls",
-    cl::desc("inline calls to functions with device work into their callers, one copy per call "
-             "site (default: calls stay calls; a private one-region callee records into the "
-             "caller's command buffer, others submit their own)"),
+    cl::desc("inline every call to a function with device work into its caller, one copy per "
+             "call site (default: a call whose callee records into the caller's command buffer "
+             "stays a call, the others are inlined)"),
     cl::init(false));
-// The default since calls stay calls; accepted so that older scripts keep working.
 static cl::opt<bool> keepDeviceCalls(
     "keep-device-calls",
-    cl::desc("calls to functions with device work stay calls (the default; no effect)"),
+    cl::desc("keep every call to a function with device work (default: only those whose callee "
+             "records into the caller's command buffer; the others would submit their own)"),
     cl::init(false));
 static cl::opt<bool> noDeviceLoops(
     "no-device-loops",
@@ -221,6 +221,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   options.inline_device_calls = inlineDeviceCalls;
+  options.keep_device_calls = keepDeviceCalls;
   options.device_loops = !noDeviceLoops;
   options.partition_ranks = partitionRanks;
   options.chunk_collectives = chunkCollectives;

@@ -318,7 +318,7 @@ Status StreamCalls(const Flags& f, Session& session, const std::vector<vm::Ref<h
 
 // --timing: the startup breakdown (milliseconds since main) and the speed line.
 void PrintStartup(const StartupMarks& m, const std::vector<vm::Ref<hal::BufferView>>& weight_views,
-                  size_t prompt_length, const Calls& calls, int repeat) {
+                  bool worker_upload, size_t prompt_length, const Calls& calls, int repeat) {
   uint64_t upload_bytes = 0;
   for (const auto& v : weight_views) upload_bytes += v->byte_size();
   const size_t n = std::max<size_t>(calls.ids.size(), 1);
@@ -326,15 +326,15 @@ void PrintStartup(const StartupMarks& m, const std::vector<vm::Ref<hal::BufferVi
   const double first_call_ms = MsSinceStart(m.first_call_done);
   std::fprintf(stderr,
                "hexir-generate: startup (ms since main): parameters mapped %.1f, module loaded %.1f "
-               "(load %.1f), upload started %.1f (buffers allocated %.1f: %zu tensors, %.1f MiB; converted and "
-               "written on a worker thread), upload "
+               "(load %.1f), upload started %.1f (%s %.1f: %zu tensors, %.1f MiB%s), upload "
                "complete %.1f, first call done %.1f (%zu tokens), first token ~%.1f (first call less "
                "%zu per-token times), per token %.3f ms\n",
                MsSinceStart(m.parameters_mapped), MsSinceStart(m.module_loaded),
                std::chrono::duration<double, std::milli>(m.module_loaded - m.module_load_begin).count(),
-               MsSinceStart(m.upload_issued),
+               MsSinceStart(m.upload_issued), worker_upload ? "buffers allocated" : "convert + issue",
                std::chrono::duration<double, std::milli>(m.upload_issued - m.upload_begin).count(),
                weight_views.size(), double(upload_bytes) / (1 << 20),
+               worker_upload ? "; converted and written on a worker thread" : "",
                m.upload_landed == Clock::time_point{} ? -1.0 : MsSinceStart(m.upload_landed), first_call_ms,
                calls.ids.size(), first_call_ms - double(n - 1) * per_token_ms, n - 1, per_token_ms);
   PrintSpeed(prompt_length, calls.ids.size(), calls.best_seconds, repeat, calls.best_cpu_seconds);
@@ -508,7 +508,7 @@ Status Run(const Flags& f) {
   HEXIR_RETURN_IF_ERROR(PrintIds(calls.ids, decode));
   if (f.timing) {
     if (watcher.joinable()) watcher.join();
-    PrintStartup(marks, weight_views, prompt.size(), calls, f.repeat);
+    PrintStartup(marks, weight_views, per_command, prompt.size(), calls, f.repeat);
   }
   return Status::Ok();
 }

@@ -99,10 +99,6 @@ class ModuleWriter {
     // i64 position).
     device_loop_ = device_loop && ranks == 1 && placement_.layer_devices.empty() && placement_.head_device < 0;
     if (device_loop_) layer_calls_ = false;
-    // A tensor-parallel layer holds collectives: a call of it cannot record into the decode
-    // step's command buffer (passes/README.md "Recorded calls") and would submit its own, so
-    // the layers are written out (one command buffer per step, as inlined calls were).
-    if (ranks > 1) layer_calls_ = false;
   }
 
   std::string Run() {

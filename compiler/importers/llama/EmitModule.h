@@ -52,8 +52,9 @@ struct EmitOptions {
   // Decode runs each layer as a call of @layer (one function per distinct list of weight
   // types, like @prefill_layer); hexir-compile records the calls into the step's command
   // buffer (passes/README.md "Recorded calls"; --inline-device-calls copies them into the
-  // step). false: the layers are written out in the loop body (so they are with
-  // tensor_parallel > 1, whose layers hold collectives, and with a placement).
+  // step; a tensor-parallel layer holds collectives, cannot record, and is inlined by
+  // default, passes/README.md step 1a). false: the layers are written out in the loop body
+  // (so they are with a placement).
   bool layer_calls = true;
   // @generate's decode loop runs on the device: one scf.while step per token whose condition
   // is a device flag (passes/loops/DeviceLoops.h), so that hexir-compile makes the whole loop

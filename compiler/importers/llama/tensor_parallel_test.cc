@@ -176,14 +176,14 @@ TEST_CASE("the tensor-parallel program all-reduces wo and w2 per layer and the a
   EmitOptions options;
   options.tensor_parallel = 2;
   std::string text = EmitLlamaModule(c, options);
-  // Per layer: wo and w2, in the prefill function (one, called per layer) and in each written-out
-  // decode layer (tensor-parallel decode layers are written out even with layer_calls: a call
-  // holding collectives cannot record into the step's command buffer); plus the argmax of the
-  // prefill and of each decode step.
-  REQUIRE(Count(text, "hexir.all_reduce \"sum\"") == 2 + 2 * 2);
-  REQUIRE(Count(text, "func.call @layer(") == 0);
+  // Per layer: wo and w2, in the prefill function and in the decode step's @layer function
+  // (one each, called per layer; hexir-compile inlines these calls by default, since a
+  // callee holding collectives cannot record into its caller); plus the argmax of the
+  // prefill and of each decode step. Written-out decode layers have them once per layer.
+  REQUIRE(Count(text, "hexir.all_reduce \"sum\"") == 2 + 2);
+  REQUIRE(Count(text, "func.call @layer(") == 2);
   options.layer_calls = false;
-  REQUIRE(EmitLlamaModule(c, options) == text);
+  REQUIRE(Count(EmitLlamaModule(c, options), "hexir.all_reduce \"sum\"") == 2 + 2 * 2);
   REQUIRE(Count(text, "hexir.all_reduce \"max\"") == 2);
   REQUIRE(Count(text, "func.func @tensor_parallel() -> (i64, i64, i64)") == 1);
   REQUIRE(Count(text, "tensor-parallel module for 2 ranks runs on a channel of {} ranks") == 1);

@@ -368,6 +368,20 @@ class ForeignBuffer final : public Buffer {
   uint8_t* host_data() const override { return nullptr; }
 };
 
+TEST_CASE("cpu device: buffers of 2 MiB and more start on a 2 MiB boundary (huge pages), zeroed") {
+  auto dev = CpuDevice(1);
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  for (uint64_t bytes : {2 * kMiB, 3 * kMiB - 100, 7 * kMiB + 5}) {
+    auto buffer = DeviceBuffer(*dev, bytes);
+    const uint8_t* p = buffer->host_data();
+    REQUIRE(reinterpret_cast<uintptr_t>(p) % (2 * kMiB) == 0);
+    REQUIRE(p[0] == 0);
+    REQUIRE(p[bytes - 1] == 0);
+  }
+  auto small = DeviceBuffer(*dev, kMiB);  // a 1 MiB size class: page-aligned only
+  REQUIRE(reinterpret_cast<uintptr_t>(small->host_data()) % 4096 == 0);
+}
+
 TEST_CASE("cpu device: buffers of another driver are refused, never dereferenced") {
   auto dev = CpuDevice(1);
   auto exe = Load(*dev, {"stamp_bindings"});

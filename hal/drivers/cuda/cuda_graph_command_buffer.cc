@@ -163,8 +163,7 @@ StatusOr<CUgraphNode> CudaGraphCommandBuffer::AddKernelNode(CUgraph graph,
   const CudaApi& api = *shared_->api;
   CUgraphNode node = nullptr;
   if (pdl_port_ != 0 && kernel.entry->programmatic_wait) {
-    std::vector<CUgraphEdgeData> edges(after.size());
-    std::memset(edges.data(), 0, edges.size() * sizeof(CUgraphEdgeData));
+    std::vector<CUgraphEdgeData> edges(after.size());  // value-initialized: full edges
     size_t programmatic = 0;
     for (size_t i = 0; i < after.size(); ++i) {
       if (kernel_nodes_.count(after[i]) == 0) continue;  // a copy, fill, join or loop: full

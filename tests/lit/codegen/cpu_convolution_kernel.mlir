@@ -119,6 +119,60 @@ hexir.executable @depthwise_padded attributes {hexir.workgroup_count = array<i64
 
 // -----
 
+// The importer's zero pad of 2 around a 2 x 2 plane under a 5x5 window (the last stages of
+// MobileNetV3 and EfficientNet-B0): the plane is one tile, and of the 25 taps only the 9 of
+// rows and columns 1..3 reach x at some output (codegen/CPUConvolutionDepthwise.h, live
+// taps); the others would multiply the staged zeros. 2 rows of pitch 2 + 4 = 12 extended
+// positions: no step of 4 vectors, the loop of one vector a step holds 9 FMAs (was 25).
+// CHECK-LABEL: hexir.executable @depthwise_small_plane
+// CHECK:         llvm.func internal @depthwise_small_plane_impl(
+// CHECK-COUNT-9:   llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK-NOT:       llvm.intr.fmuladd
+// CHECK:         llvm.func @depthwise_small_plane(
+hexir.executable @depthwise_small_plane attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @depthwise_small_plane(%x0: tensor<1x6x2x2xf32>, %w: tensor<6x1x5x5xf32>, %o: tensor<1x6x2x2xf32>, %id: index) -> tensor<1x6x2x2xf32> {
+      %z = arith.constant 0.0 : f32
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %e = tensor.empty() : tensor<1x6x6x6xf32>
+      %x = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%e : tensor<1x6x6x6xf32>) {
+      ^bb0(%out: f32):
+        %i0 = linalg.index 0 : index
+        %i1 = linalg.index 1 : index
+        %i2 = linalg.index 2 : index
+        %i3 = linalg.index 3 : index
+        %r = arith.subi %i2, %c2 : index
+        %r1 = arith.maxsi %r, %c0 : index
+        %r2 = arith.minsi %r1, %c1 : index
+        %r3 = arith.cmpi sge, %r, %c0 : index
+        %r4 = arith.cmpi slt, %r, %c2 : index
+        %r5 = arith.andi %r3, %r4 : i1
+        %q = arith.subi %i3, %c2 : index
+        %q1 = arith.maxsi %q, %c0 : index
+        %q2 = arith.minsi %q1, %c1 : index
+        %q3 = arith.cmpi sge, %q, %c0 : index
+        %q4 = arith.cmpi slt, %q, %c2 : index
+        %q5 = arith.andi %q3, %q4 : i1
+        %in = arith.andi %r5, %q5 : i1
+        %v = tensor.extract %x0[%i0, %i1, %r2, %q2] : tensor<1x6x2x2xf32>
+        %s = arith.select %in, %v, %z : f32
+        linalg.yield %s : f32
+      } -> tensor<1x6x6x6xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 + d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x6x6x6xf32>, tensor<6x1x5x5xf32>) outs(%o : tensor<1x6x2x2xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %pp = arith.mulf %a, %b : f32
+        %qq = arith.addf %acc, %pp : f32
+        linalg.yield %qq : f32
+      } -> tensor<1x6x2x2xf32>
+      return %y : tensor<1x6x2x2xf32>
+    }
+  }
+}
+
+// -----
+
 // The same over 8 workgroups of 30 channels (hexir-cpu-distribute-workgroups' form: the pad
 // tiled, its channel an affine.apply of the tile offset, its batch index folded to 0): the
 // tiled pad becomes a fill and a copy (codegen/CPUDynamicPad.h) and the kernel again reads the

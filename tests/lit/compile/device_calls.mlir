@@ -1,12 +1,32 @@
-// RUN: hexir-compile %s --target=cpu --emit-vm-mlir -o - | FileCheck %s --check-prefix=KEPT
+// RUN: hexir-compile %s --target=cpu --emit-vm-mlir -o - | FileCheck %s --check-prefix=DEFAULT
 // RUN: hexir-compile %s --target=cpu --keep-device-calls --emit-vm-mlir -o - | FileCheck %s --check-prefix=KEPT
 // RUN: hexir-compile %s --target=cpu --inline-device-calls --emit-vm-mlir -o - | FileCheck %s --check-prefix=INLINED
 // RUN: not hexir-compile %s --target=cpu --keep-device-calls --inline-device-calls -o %t.vmfb 2>&1 | FileCheck %s --check-prefix=BOTH
 
-// Calls to functions with device work stay calls by default (--keep-device-calls, the old
-// spelling, changes nothing): the private one-region @layer records into @net's one command
-// buffer (passes/README.md step 10 "Recorded calls"), once in the bytecode; the public @scale
-// is not recorded, each call of it submits its own command buffer.
+// By default a call stays a call where its callee records into the caller's command buffer
+// and is inlined elsewhere (hexir-inline-unrecordable-calls, passes/README.md step 1a): the
+// private one-region @layer records into @net's one command buffer (step 10 "Recorded
+// calls"), once in the bytecode; the public @scale cannot record, so its calls are inlined
+// (as with --inline-device-calls: one dispatch, one submission).
+// DEFAULT-LABEL: func.func @net(
+// DEFAULT:         hexir_vm.call @layer(
+// DEFAULT:         hexir_vm.call @layer(
+// DEFAULT:         hexir_vm.call @layer.record(
+// DEFAULT:         hexir_vm.call @layer.record(
+// DEFAULT:         "hal.device.queue.execute_bound"
+// DEFAULT-NOT:     "hal.device.queue.execute_bound"
+// DEFAULT-LABEL: func.func private @layer(
+// DEFAULT-LABEL: func.func private @layer.record(
+// DEFAULT:         "hal.command_buffer.dispatch_slots"
+// DEFAULT-LABEL: func.func @twice(
+// DEFAULT-NOT:     hexir_vm.call @
+// DEFAULT-COUNT-1: "hal.command_buffer.dispatch_slots"
+// DEFAULT:         "hal.device.queue.execute_bound"
+// DEFAULT-NOT:     hexir_vm.call @
+// DEFAULT-LABEL: func.func @scale(
+
+// --keep-device-calls keeps every call: @layer as by default; the public @scale is not
+// recorded, each call of it submits its own command buffer (two submissions per @twice).
 // KEPT-LABEL: func.func @net(
 // KEPT:         hexir_vm.call @layer(
 // KEPT:         hexir_vm.call @layer(

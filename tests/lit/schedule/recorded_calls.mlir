@@ -80,13 +80,16 @@ func.func private @update(%x: tensor<4xf32>, %cache: tensor<8x4xf32>) -> (tensor
 // -----
 
 // Dynamic dims: the callee's host work (its dim and check) runs at each call, before the
-// caller's region is submitted; a dim of a call result is not resolved, so it closes the
-// caller's region before it.
+// caller's region is submitted; a dim of a call result is the dim the callee gives it (its
+// dispatch's `dims`, a dim of its argument): a dim of the call's operand in the caller, which
+// reads nothing of the region (the result, unused then, is not yielded).
 // CHECK-LABEL: func.func @dynamic(
-// CHECK:         %[[R:.+]], %{{.+}} = hexir.execute on(0, "compute") -> tensor<?xf32> {
-// CHECK-NEXT:      func.call @scale(
+// CHECK-SAME:    %[[X:[a-z0-9]+]]: tensor<?xf32>
+// CHECK:         hexir.execute on(0, "compute") {
+// CHECK-NEXT:      func.call @scale(%[[X]])
 // CHECK-NEXT:      hexir.yield
-// CHECK:         tensor.dim %[[R]]
+// CHECK:         %[[N:.+]] = tensor.dim %[[X]]
+// CHECK:         return %[[N]]
 // CHECK-LABEL: func.func private @scale(
 // CHECK-SAME:    hexir.records_into_caller
 // CHECK:         tensor.dim
@@ -151,4 +154,35 @@ func.func private @scalar(%x: tensor<4xf32>) -> index {
 func.func private @placed(%x: tensor<4xf32>) -> tensor<4xf32> attributes {hexir.device = 0 : i64} {
   %r = hexir.dispatch @k(%x) : (tensor<4xf32>) -> tensor<4xf32>
   return %r : tensor<4xf32>
+}
+
+// -----
+
+// A dim of a recorded call's result is the dim its callee gives it (the `dims` of the
+// dispatch it returns, a dim of its argument), resolved in the caller to a dim of the call's
+// operand: a host op before the region, so the call and the dispatch after it stay in one
+// region (before: the dim read the call's result and split the caller's command buffer).
+// CHECK-LABEL: func.func @rows(
+// CHECK-SAME:    %[[X:[a-z0-9]+]]: tensor<?x4xf32>
+// CHECK:         %[[N:.+]] = tensor.dim %[[X]], %{{.+}} : tensor<?x4xf32>
+// CHECK:         hexir.execute on(0, "compute")
+// CHECK:           func.call @scale(%[[X]])
+// CHECK:           hexir.dispatch @k2({{.+}}) dims(%[[N]])
+// CHECK-NOT:     hexir.execute
+// CHECK-LABEL: func.func private @scale(
+// CHECK-SAME:    hexir.records_into_caller
+hexir.executable @k2 attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+}
+func.func @rows(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %h = func.call @scale(%x) : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %h, %c0 : tensor<?x4xf32>
+  %r = hexir.dispatch @k2(%h, %n) dims(%n) : (tensor<?x4xf32>, index) -> tensor<?x4xf32>
+  return %r : tensor<?x4xf32>
+}
+func.func private @scale(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %x, %c0 : tensor<?x4xf32>
+  %r = hexir.dispatch @k2(%x, %m) dims(%m) : (tensor<?x4xf32>, index) -> tensor<?x4xf32>
+  return %r : tensor<?x4xf32>
 }

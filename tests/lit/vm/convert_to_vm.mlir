@@ -214,3 +214,44 @@ func.func @check_and_cast(%a: tensor<?xf32>) -> tensor<8xf32> {
   %s = tensor.cast %a : tensor<?xf32> to tensor<8xf32>
   return %s : tensor<8xf32>
 }
+
+// -----
+
+// A CPU executable's parameter buffer is kept in a ref global and passed to
+// hal.allocator.reuse_uniform with this call's words: the previous call's buffer when they are
+// equal (a dynamic module whose shapes repeat allocates no parameter buffer per call), a new
+// one otherwise; it is never written after a submission read it, so no buffer.store_i64.
+// CHECK-LABEL: module attributes {hexir_vm.ref_globals = 2 : i64}
+// CHECK-LABEL: func.func @cpu_params(
+// CHECK:         %[[D0:.+]] = hexir_vm.call.import "hal.buffer_view.dim"
+// CHECK:         hal.device.queue.alloca
+// CHECK:         %[[HELD:.+]] = hexir_vm.global.load.ref 0
+// CHECK-NEXT:    %[[P:.+]] = hexir_vm.call.import "hal.allocator.reuse_uniform"(%{{.+}}, %[[HELD]], %[[D0]], %[[D0]])
+// CHECK-NEXT:    hexir_vm.global.store.ref %[[P]], 0
+// CHECK-NOT:     hal.buffer.store_i64
+// CHECK-NOT:     hal.allocator.allocate_uniform
+// CHECK:         hexir_vm.call.import "hal.device.queue.execute_bound"({{.*}}, %[[P]])
+hexir.executable @k attributes {hexir.format = "cpu-elf-x86_64", hexir.workgroup_count = array<i64: 1, 1, 1>} {
+}
+func.func @cpu_params(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %a, %c0 : tensor<?x4xf32>
+  %0 = hexir.dispatch @k(%a) dims(%n) : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+// A CUDA executable's parameter buffer is allocated and written every call.
+// CHECK-LABEL: func.func @cuda_params(
+// CHECK:         %[[P:.+]] = hexir_vm.call.import "hal.allocator.allocate_uniform"
+// CHECK:         hexir_vm.call.import "hal.buffer.store_i64"(%[[P]],
+// CHECK-NOT:     hal.allocator.reuse_uniform
+hexir.executable @k attributes {hexir.format = "cuda-ptx", hexir.workgroup_count = array<i64: 1, 1, 1>} {
+}
+func.func @cuda_params(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %a, %c0 : tensor<?x4xf32>
+  %0 = hexir.dispatch @k(%a) dims(%n) : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}

@@ -126,6 +126,42 @@ func.func private @scale(%x: tensor<?xf32>) -> tensor<?xf32> attributes {hexir.r
 
 // -----
 
+// The same calls of a CPU executable: the first call's parameter buffer argument is the one
+// it returned at the region's previous execution (ref global G, stored back after the call),
+// so a repeated shape allocates no parameter buffer per execution, as inlined dispatches do.
+// CHECK-LABEL: func.func @dyn_cpu(
+// CHECK:         %[[N:.+]] = hexir_vm.call.import "hal.buffer_view.dim"
+// CHECK:         hexir_vm.global.load.ref
+// CHECK-NEXT:    %[[HELD:.+]] = hexir_vm.global.load.ref [[G:[0-9]+]]
+// CHECK-NEXT:    %[[C:.+]]:3 = hexir_vm.call @scale_cpu(%{{.+}}, %[[N]], %{{.+}}, %[[HELD]])
+// CHECK:         hexir_vm.global.store.ref %[[C]]#2, [[G]]
+// CHECK:         %[[D:.+]]:3 = hexir_vm.call @scale_cpu(%[[C]]#0, %[[C]]#1, %{{.+}}, %[[C]]#2)
+// CHECK-NOT:     hexir_vm.global.store.ref %[[D]]#2
+// CHECK-LABEL: func.func private @scale_cpu(
+// CHECK:         hal.allocator.reuse_uniform
+hexir.executable @k attributes {hexir.format = "cpu-elf-x86_64", hexir.workgroup_count = array<i64: 1, 1, 1>} {
+}
+func.func @dyn_cpu(%x: tensor<?xf32>) -> tensor<?xf32> {
+  %r, %t = hexir.execute on(0, "compute") -> tensor<?xf32> {
+    %h = func.call @scale_cpu(%x) : (tensor<?xf32>) -> tensor<?xf32>
+    hexir.barrier
+    %g = func.call @scale_cpu(%h) : (tensor<?xf32>) -> tensor<?xf32>
+    hexir.yield %g : tensor<?xf32>
+  }
+  return %r : tensor<?xf32>
+}
+func.func private @scale_cpu(%x: tensor<?xf32>) -> tensor<?xf32> attributes {hexir.records_into_caller} {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?xf32>
+  %r, %t = hexir.execute on(0, "compute") -> tensor<?xf32> {
+    %a = hexir.dispatch @k(%x) dims(%n) : (tensor<?xf32>) -> tensor<?xf32>
+    hexir.yield %a : tensor<?xf32>
+  }
+  return %r : tensor<?xf32>
+}
+
+// -----
+
 // A recorded callee called outside an execution region (the scheduling passes put every call
 // of it in one) is refused by name.
 hexir.executable @k attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
