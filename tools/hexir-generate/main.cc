@@ -450,11 +450,11 @@ Status Run(const Flags& f) {
   // barrier: each weight's buffer carries its write's timeline value as its readiness
   // (hal::Buffer::SetReadyAfter), so the first call starts at once and its commands wait for
   // exactly the tensors they read (the CPU driver per command on its queue thread, the CUDA
-  // driver per command on the GPU with HEXIR_CUDA_GATED_ARGUMENTS=1, cuda_readiness_words.h:
-  // layer 0 computes while later layers convert and upload).
-  // A driver that awaits them at the submission would hold the first call back until the
-  // last write is issued anyway: there the writes are issued first, as before, and one
-  // barrier orders the first call after the last.
+  // driver per command on the GPU, cuda_argument_gate.h: layer 0 computes while later layers
+  // convert and upload).
+  // A driver that awaits them at the submission (CUDA with HEXIR_CUDA_GATED_ARGUMENTS=0) would
+  // hold the first call back until the last write is issued anyway: there the writes are
+  // issued first, as before, and one barrier orders the first call after the last.
   const bool per_command = device.AwaitsArgumentsPerCommand();
   // --trace (one process, no ranks): the upload and every call, on the session's devices.
   std::unique_ptr<DeviceTrace> trace;

@@ -1,12 +1,13 @@
-// Argument readiness on the CUDA driver, awaited per command on the GPU
-// (cuda_readiness_words.h): a chain of dispatches whose weights are written by a host thread
-// through the transfer queue after the submission, each weight marked ready at its own
-// timeline value. The first dispatch writes into mapped host memory, and the writer issues
-// the last weight's write only once it sees that result there: a driver that held the
-// submission back until every write was issued would never get there (the writer gives up
-// after 20 s and the case fails). The results equal a host loop; the last weight's wait went
-// on the stream before its write existed (a word wait); a replay after everything landed
-// waits for nothing and launches the graph.
+// Argument readiness on the CUDA driver, awaited per command (cuda_argument_gate.h): a chain
+// of dispatches whose weights are written by a host thread through the transfer queue after
+// the submission, each weight marked ready at its own timeline value. The first dispatch
+// writes into mapped host memory, and the writer issues the last weight's write only once it
+// sees that result there: a driver that held the submission back until every write was
+// issued would never get there (the writer gives up after 20 s and the case fails). The
+// results equal a host loop; the launch waited on the host for the last weight's write to be
+// issued (an issue wait); a replay after everything landed waits for nothing and launches
+// the graph. A write that fails, or one never issued, fails the submission with that error
+// (or, never issued, after HEXIR_CUDA_ARGUMENT_STALL_MS), no hang.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -90,18 +91,11 @@ bool HostSees(const Buffer& b, const std::vector<float>& want) {
   return now == want;
 }
 
-// Gated executions are opt-in (cuda_readiness_words.h); set before any device is opened.
-const bool kGated = setenv("HEXIR_CUDA_GATED_ARGUMENTS", "1", 1) == 0;
-
 TEST_CASE("cuda argument readiness: the first dispatch completes before the last write is issued") {
-  REQUIRE(kGated);
   auto dev = OpenOrSkip();
   if (!dev) return;
   Device& d = **dev;
-  if (!d.AwaitsArgumentsPerCommand()) {
-    WARN("skipped: the CUDA driver lacks the stream memory operations (cuStreamWaitValue32)");
-    return;
-  }
+  REQUIRE(d.AwaitsArgumentsPerCommand());  // the default (HEXIR_CUDA_GATED_ARGUMENTS unset)
   auto timeline = *d.CreateSemaphore(0);
   Chain c = MakeChain(d, timeline);
   const DeviceStats s0 = d.stats();
@@ -129,10 +123,10 @@ TEST_CASE("cuda argument readiness: the first dispatch completes before the last
   CHECK(first_done_before_last);
   const DeviceStats s1 = d.stats();
   const CudaStats c1 = Stats(d);
-  // Per command: at least the last weight's wait went on the stream before its write was
-  // issued (a word wait); the submission itself was not held back.
+  // Per command: the last weight's write was awaited on the host until issued (an issue
+  // wait), then on the GPU (event waits); no submission waits were added.
   CHECK(s1.argument_waits > s0.argument_waits);
-  CHECK(c1.argument_value_waits > c0.argument_value_waits);
+  CHECK(c1.argument_issue_waits > c0.argument_issue_waits);
   CHECK(c1.submissions_held_back == c0.submissions_held_back);
   std::vector<float> got(kN);
   RequireOk(d.ReadBuffer(*c.y.back(), 0, got.data(), kN * 4));
@@ -144,7 +138,7 @@ TEST_CASE("cuda argument readiness: the first dispatch completes before the last
   const DeviceStats s2 = d.stats();
   const CudaStats c2 = Stats(d);
   CHECK(s2.argument_waits == s1.argument_waits);
-  CHECK(c2.argument_value_waits == c1.argument_value_waits);
+  CHECK(c2.argument_issue_waits == c1.argument_issue_waits);
   CHECK(c2.graph_launches == c1.graph_launches + 1);
   RequireOk(d.ReadBuffer(*c.y.back(), 0, got.data(), kN * 4));
   CHECK(got == c.expect);
@@ -165,7 +159,50 @@ TEST_CASE("cuda argument readiness: a failed readiness releases the stream and f
   REQUIRE(!st.ok());
   CHECK(st.message().find("the upload of tensor 'w1' failed") != std::string::npos);
   CHECK(st.message().find("argument's readiness") != std::string::npos);
-  // The stream drained (the word was released on the host): the device goes idle.
+  // Nothing on the stream waits for the failed write: the device goes idle.
+  (void)d.WaitIdle();
+}
+
+TEST_CASE("cuda argument readiness: a write that fails in the transfer queue fails the call") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  auto timeline = *d.CreateSemaphore(0);
+  Chain c = MakeChain(d, timeline);
+  auto done = *d.CreateSemaphore(0);
+  RequireOk(d.QueueExecute({}, c.cb, {{done, 1}}));
+  // Weight 0 lands; weight 1's write waits for a semaphore that fails: the transfer fails and
+  // fails the timeline with its error (what an upload worker's failed write does).
+  RequireOk(d.QueueWrite({}, {{timeline, 1}}, c.hw[0].data(), kN * 4, c.w[0], 0));
+  auto source = *d.CreateSemaphore(0);
+  RequireOk(d.QueueWrite({{source, 1}}, {{timeline, 2}}, c.hw[1].data(), kN * 4, c.w[1], 0));
+  source->Fail(DataLoss("reading tensor 'w2' from the checkpoint failed"));
+  Status st = done->Wait(1);
+  REQUIRE(!st.ok());
+  CHECK(st.message().find("reading tensor 'w2' from the checkpoint failed") != std::string::npos);
+  (void)d.WaitIdle();
+}
+
+TEST_CASE("cuda argument readiness: a write never issued fails the call after the stall limit") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  setenv("HEXIR_CUDA_ARGUMENT_STALL_MS", "300", 1);
+  auto timeline = *d.CreateSemaphore(0);
+  Chain c = MakeChain(d, timeline);
+  auto done = *d.CreateSemaphore(0);
+  RequireOk(d.QueueWrite({}, {{timeline, 1}}, c.hw[0].data(), kN * 4, c.w[0], 0));
+  const auto t0 = std::chrono::steady_clock::now();
+  RequireOk(d.QueueExecute({}, c.cb, {{done, 1}}));  // returns: the deferred thread waits
+  Status st = done->Wait(1, std::chrono::seconds(20));
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  unsetenv("HEXIR_CUDA_ARGUMENT_STALL_MS");
+  REQUIRE(st.code() == StatusCode::kDeadlineExceeded);
+  INFO(st.message());
+  CHECK(st.message().find("timeline value 2") != std::string::npos);
+  CHECK(st.message().find("add_f32") != std::string::npos);
+  CHECK(st.message().find("HEXIR_CUDA_ARGUMENT_STALL_MS") != std::string::npos);
+  CHECK(waited < 10);
   (void)d.WaitIdle();
 }
 

@@ -33,7 +33,7 @@ class CudaCommandBuffer : public CommandBuffer {
   // with a profiler installed, as profiled stream launches (CudaRecording::LaunchProfiled).
   Status Enqueue(const std::vector<BufferRef>& table, CUstream stream);
   // One execution as stream launches (whatever the class) with `gate` called before each op
-  // (argument readiness awaited per command on the GPU, cuda_readiness_words.h); a graph
+  // (argument readiness awaited per command, cuda_argument_gate.h); a graph
   // command buffer refreshes its nodes at its next launch, as after a profiled one.
   Status EnqueueGated(const std::vector<BufferRef>& table, CUstream stream, RecordingGate& gate);
   // True when a stream launch with `table` (resolved) synchronizes with the host inside (a

@@ -17,7 +17,7 @@
 #include "hal/drivers/cuda/cuda_executable.h"
 #include "hal/drivers/cuda/cuda_graph_command_buffer.h"
 #include "hal/drivers/cuda/cuda_peer_link.h"
-#include "hal/drivers/cuda/cuda_readiness_words.h"
+#include "hal/drivers/cuda/cuda_argument_gate.h"
 #include "hal/drivers/cuda/cuda_submission.h"
 #include "hal/drivers/cuda/cuda_timepoints.h"
 #include "hal/drivers/cuda/cuda_transfer_queue.h"
@@ -306,8 +306,8 @@ class CudaDevice final : public Device {
                 const std::vector<SemaphoreValue>& signals,
                 const std::vector<BufferRef>& binding_table) override;
   Status AwaitIdle(Timeout timeout) override;
-  // Per command on the GPU (cuda_readiness_words.h) when the driver has the stream memory
-  // operations; a submission that cannot be gated waits for its arguments as a whole.
+  // Per command (cuda_argument_gate.h) unless HEXIR_CUDA_GATED_ARGUMENTS=0; a submission that
+  // cannot be gated waits for its arguments as a whole.
   bool AwaitsArgumentsPerCommand() const override { return gated_arguments_; }
   Status WriteBuffer(Buffer& buffer, uint64_t offset, const void* data, uint64_t size) override;
   Status ReadBuffer(const Buffer& buffer, uint64_t offset, void* data, uint64_t size) override;
@@ -414,18 +414,27 @@ class CudaDevice final : public Device {
     const CudaBuffer* b = AsCudaBuffer(buffer);
     return b && b->allocation_serial() ? b->allocation_serial() : otherwise;
   }
+  // allocations_fenced_ = max(itself, `allocations`) (fenced with and without mu_).
+  void RaiseAllocationsFenced(uint64_t allocations) {
+    uint64_t fenced = allocations_fenced_.load(std::memory_order_relaxed);
+    while (fenced < allocations &&
+           !allocations_fenced_.compare_exchange_weak(fenced, allocations, std::memory_order_acq_rel)) {
+    }
+  }
   // Argument readiness of a submission (`cb` as submitted, `table` resolved): the pending
   // readiness of the buffers it names, one per semaphore (highest value), into *pending;
-  // true when they can be awaited per command on the GPU (cuda_readiness_words.h), false when
-  // the submission must wait for them as a whole (no stream memory operations, a value too
-  // large, a launch that synchronizes with the host).
+  // true when they can be awaited per command (cuda_argument_gate.h), false when the
+  // submission must wait for them as a whole (a launch that synchronizes with the host).
   bool CollectArgumentReadiness(const CommandBuffer& cb, const CudaCommandBuffer& ccb,
                                 const std::vector<BufferRef>& table,
                                 std::vector<SemaphoreValue>* pending) const;
-  // mu_ held. The execution of `s` (argument_waits not empty) as stream launches that wait on
-  // the GPU, per command, for the arguments they read; first the allocations queued so far
-  // are fenced for the transfers (a host synchronization, unless a gated submission is
-  // still in flight), so that the writes filling those arguments never wait for `s`.
+  // mu_ held. The execution of `s` (argument_waits not empty) as stream launches, each op
+  // ordered on the GPU after the writes of the arguments it reads (cuda_argument_gate.h: a
+  // write not issued yet is awaited on the host first, so this holds mu_ until the last
+  // write it needs is issued: Submit leaves such a submission to the deferred thread). First
+  // the allocations queued so far are fenced for the transfers (a host synchronization,
+  // unless a gated submission is still in flight), so that the writes filling those
+  // arguments never wait on the GPU for `s`.
   Status EnqueueGatedLocked(Submission& s) REQUIRES(mu_);
   // The transfer queue's view of the compute stream (CudaTransferQueue::ComputeOrder).
   StatusOr<TransferWaits> OrderAfterCompute(const std::vector<SemaphoreValue>& waits,
@@ -437,11 +446,11 @@ class CudaDevice final : public Device {
   std::shared_ptr<CudaWaitProgress> wait_progress_ = std::make_shared<CudaWaitProgress>(this);
   const uint32_t max_in_flight_;  // DeviceOptions::queue_max_in_flight (0: no cap)
   const bool force_peer_copy_ = PeerCopyForcedByEnvironment();  // HEXIR_CUDA_PEER_COPY=force
-  // HEXIR_CUDA_GATED_ARGUMENTS=1 and the stream memory operations (cuda_readiness_words.h).
-  const bool gated_arguments_ = GatedArgumentsEnabledByEnvironment() && ReadinessWordsSupported(api_);
+  // Unless HEXIR_CUDA_GATED_ARGUMENTS=0 (cuda_argument_gate.h).
+  const bool gated_arguments_ = GatedArgumentsEnabledByEnvironment();
   std::unique_ptr<CudaTransferQueue> transfers_;
-  // buffers_allocated when a transfer (or a gated submission) last fenced; written under mu_,
-  // read without it by OrderAfterCompute's fast path.
+  // buffers_allocated when a transfer (or a gated submission) last fenced; only raised
+  // (RaiseAllocationsFenced), with or without mu_ (OrderAfterCompute's gated path).
   std::atomic<uint64_t> allocations_fenced_{0};
   uint64_t gated_seq_ GUARDED_BY(mu_) = 0;  // seq of the last gated submission (EnqueueGatedLocked)
 
@@ -723,10 +732,10 @@ Status CudaDevice::EnqueueGatedLocked(Submission& s) {
     event_pool_.Give(fence);
     HEXIR_CUDA_RETURN_IF_ERROR(api_, r, "fencing allocations before a gated submission");
     shared_->counters.transfer_synchronizations.fetch_add(1, std::memory_order_relaxed);
-    allocations_fenced_.store(allocations, std::memory_order_release);
+    RaiseAllocationsFenced(allocations);
   }
   gated_seq_ = enqueued_seq_ + 1;  // PushInflightLocked gives it this seq
-  ArgumentGate gate(api_, shared_->counters, *counters(), s.binding_table, s.argument_waits);
+  ArgumentGate gate(api_, shared_->counters, *counters(), s.binding_table, s.argument_waits, uri_);
   return s.command_buffer->EnqueueGated(s.binding_table, shared_->stream, gate);
 }
 
@@ -748,10 +757,7 @@ bool CudaDevice::CollectArgumentReadiness(const CommandBuffer& cb, const CudaCom
   for (const BufferRef& ref : table) note(ref.buffer.get());
   for (const Buffer* buffer : cb.direct_buffers()) note(buffer);
   if (pending->empty()) return true;
-  if (!ReadinessWordsSupported(api_) || ccb.StreamLaunchWaitsOnHost(table)) return false;
-  for (const SemaphoreValue& p : *pending)
-    if (p.value > kMaxReadinessWordValue) return false;
-  return true;
+  return !ccb.StreamLaunchWaitsOnHost(table);
 }
 
 void CudaDevice::PushInflightLocked(std::unique_ptr<Submission> s) {
@@ -856,12 +862,15 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
   }
   DeviceCounters::Add(counters()->queue_submissions);
   bool hold = KeepUnreachedWaits(*submit_waits, queue_signals_, *counters(), &s.waits);
+  // A gated submission whose launch would wait on the host for a write not issued yet goes to
+  // the deferred thread: the caller may be the thread that issues that write next.
+  const bool awaits_issue = !s.argument_waits.empty() && !ArgumentWritesIssued(s.argument_waits);
   // Work of another CUDA queue already on its stream: ordered on the GPU at enqueue, not held.
   if (hold && deferred_.empty()) hold = !WaitsSatisfiedLocked(s.waits);
   if (hold) shared_->counters.submissions_held_back.fetch_add(1, std::memory_order_relaxed);
   for (const SemaphoreValue& sv : s.signals) queue_signals_.Add(sv.semaphore.get(), sv.value);
   // A queue-ordered wait on a held-back producer is held back too: deferred_ is not empty.
-  if (hold || !deferred_.empty()) {
+  if (hold || awaits_issue || !deferred_.empty()) {
     deferred_.push_back(std::move(owned));
     deferred_cv_.notify_one();
     space_cv_.notify_all();
@@ -1089,26 +1098,32 @@ Status CudaDevice::AwaitIdle(Timeout timeout) {
 
 StatusOr<TransferWaits> CudaDevice::OrderAfterCompute(const std::vector<SemaphoreValue>& waits,
                                                       const Buffer* buffer, CUevent event) {
-  // Without the lock: every wait reached and the buffer's allocation fenced. The uploads that
-  // fill a gated submission's arguments take this path: the device's lock may be held, for a
-  // while, by that submission's launch (a profiled one waits for its kernels), which fences
-  // the allocations before it starts; so the lock is only tried, the condition re-checked
-  // between tries (a write that came just before the fence must not block behind it).
-  auto ready_without_lock = [&] {
+  // Gated executions (cuda_argument_gate.h): a transfer whose waits are all reached never
+  // takes the lock. The uploads that fill a gated submission's arguments come here while that
+  // submission's launch holds the lock, waiting on the host for exactly these writes to be
+  // issued. Only the allocation may need ordering: the compute stream gets an event without
+  // the lock, wherever the launch in progress stands (everything on that stream waits only
+  // for work already issued, so the transfer cannot end up waiting for itself).
+  if (gated_arguments_) {
+    bool reached = true;
     for (const SemaphoreValue& w : waits) {
       auto v = w.semaphore->Query();
-      if (!v.ok() || *v < w.value) return false;
+      reached = reached && v.ok() && *v >= w.value;
     }
-    const uint64_t serial =
-        AllocationSerial(buffer, counters()->buffers_allocated.load(std::memory_order_relaxed));
-    return serial <= allocations_fenced_.load(std::memory_order_acquire);
-  };
-  if (gated_arguments_) {
-    if (ready_without_lock()) return TransferWaits::kReady;
-    while (!mu_.TryLock()) {
-      if (ready_without_lock()) return TransferWaits::kReady;
-      std::this_thread::yield();
+    if (reached) {
+      const uint64_t allocations = counters()->buffers_allocated.load(std::memory_order_acquire);
+      if (AllocationSerial(buffer, allocations) <= allocations_fenced_.load(std::memory_order_acquire))
+        return TransferWaits::kReady;
+      HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
+      HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventRecord(event, shared_->stream),
+                                 "cuEventRecord(compute stream -> transfer stream, allocations)");
+      RaiseAllocationsFenced(allocations);
+      return TransferWaits::kAfterComputeEvent;
     }
+    // Waits not reached: the lock is only tried. A gated launch holding it may be waiting for
+    // a write queued behind this transfer: held back (the held-back thread retries in 20 ms
+    // slices and notices a failed wait), never blocked here.
+    if (!mu_.TryLock()) return TransferWaits::kHostPending;
   } else {
     mu_.Lock();
   }
@@ -1129,13 +1144,12 @@ StatusOr<TransferWaits> CudaDevice::OrderAfterCompute(const std::vector<Semaphor
   // Device memory is allocated and zero-filled on the compute stream: a transfer must not
   // overtake that. Fence once per batch of allocations, and only for a buffer allocated since
   // the last fence (its allocation serial): a write into a buffer allocated earlier must not
-  // wait for compute work queued since, which may itself await that write's readiness
-  // (argument readiness on the GPU, cuda_readiness_words.h).
+  // wait for compute work queued since (gated executions, cuda_argument_gate.h).
   const uint64_t allocations = counters()->buffers_allocated.load(std::memory_order_relaxed);
   const uint64_t serial = gated_arguments_ ? AllocationSerial(buffer, allocations) : allocations;
   if (!on_compute_stream && serial <= allocations_fenced_.load(std::memory_order_acquire))
     return TransferWaits::kReady;
-  allocations_fenced_.store(allocations, std::memory_order_release);
+  RaiseAllocationsFenced(allocations);
   HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
   HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventRecord(event, shared_->stream),
                              "cuEventRecord(compute stream -> transfer stream)");
@@ -1433,7 +1447,7 @@ StatusOr<CudaStats> GetCudaStats(const Device& device) {
   s.waits_on_device = g(c.waits_on_device);
   s.submissions_held_back = g(c.submissions_held_back);
   s.peer_copies = g(c.peer_copies);
-  s.argument_value_waits = g(c.argument_value_waits);
+  s.argument_issue_waits = g(c.argument_issue_waits);
   return s;
 }
 

@@ -91,7 +91,7 @@ struct RecordedOp {
   size_t index;  // into kernels() / copies() / fills() / collectives() / repeats()
 };
 
-// A stream launch's per-op hook (argument readiness awaited on the GPU, cuda_readiness_words.h):
+// A stream launch's per-op hook (argument readiness awaited per command, cuda_argument_gate.h):
 // called before each op is put on the stream, it may put waits on the stream first.
 class RecordingGate {
  public:
@@ -195,8 +195,8 @@ class CudaRecording {
   void set_gate(RecordingGate* gate) { gate_ = gate; }
   // Loads every kernel's function now (cuFuncLoad, when the driver has it; once): under lazy
   // loading (CUDA_MODULE_LOADING=LAZY, the default since CUDA 12.2) a kernel is loaded at its
-  // first launch, which may wait for the context's work, and a gated launch's stream may by
-  // then be stopped at a readiness word whose write has not been issued.
+  // first launch, which may wait for the context's work: a gated launch (which waits for
+  // uploads between its ops) loads them all before its first op instead.
   Status LoadKernels();
   Status LaunchOnStream(const std::vector<BufferRef>& table, CUstream stream) {
     return Launch(table, stream, /*profiling=*/false);

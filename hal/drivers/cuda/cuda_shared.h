@@ -40,7 +40,7 @@ struct CudaCounters {
   std::atomic<uint64_t> waits_on_device{0};        // cuStreamWaitEvent on another stream's timepoint
   std::atomic<uint64_t> submissions_held_back{0};  // held on the host for an unreached wait
   std::atomic<uint64_t> peer_copies{0};            // cuMemcpyPeerAsync calls (cuda_peer_link.h)
-  std::atomic<uint64_t> argument_value_waits{0};   // cuStreamWaitValue32 on a readiness word
+  std::atomic<uint64_t> argument_issue_waits{0};   // host waits for an argument's write issue
 };
 
 // Pinned, device-mapped host blocks (cuMemHostAlloc) kept for reuse: pinning and unpinning

@@ -31,7 +31,7 @@ struct Submission {
   vm::Ref<CudaCommandBuffer> command_buffer;  // null: a staging copy of a read
   std::vector<SemaphoreValue> signals;
   std::vector<BufferRef> binding_table;
-  // Pending argument readiness awaited per command on the GPU (cuda_readiness_words.h), one
+  // Pending argument readiness awaited per command (cuda_argument_gate.h), one
   // per semaphore at its highest value: the execution is gated (stream launches with waits),
   // and a failed one fails the submission when it retires.
   std::vector<SemaphoreValue> argument_waits;

@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "base/interrupt.h"
-#include "hal/drivers/cuda/cuda_readiness_words.h"
 #include "hal/drivers/cuda/cuda_timepoints.h"
 #include "hal/profiling.h"
 #include "hal/queue_submission.h"
@@ -382,15 +381,6 @@ Status CudaTransferQueue::IssueChunksLocked(const std::shared_ptr<Op>& op, CUeve
                                           : op->read ? "cuMemcpyDtoHAsync("
                                                      : "cuMemcpyHtoDAsync(",
                                           c.bytes, " bytes)"));
-      }
-    }
-    if (c.last && !op->signals.empty()) {
-      // Argument readiness awaited on the GPU: the words of these signals, in stream order
-      // after the copies (cuda_readiness_words.h).
-      Status written = CudaReadinessWords::Process().WriteAfterCopies(api_, op->signals, stream_);
-      if (!written.ok()) {
-        release_block();
-        return written;
       }
     }
     StatusOr<CUevent> event = TakeEvent();
