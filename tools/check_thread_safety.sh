@@ -25,6 +25,7 @@ FILES=(
   hal/drivers/cuda/cuda_repeat_kernel.cc
   hal/drivers/cuda/cuda_device.cc
   hal/drivers/cuda/cuda_peer_link.cc
+  hal/drivers/cuda/cuda_argument_gate.cc
   hal/drivers/cuda/cuda_timepoints.cc
   hal/drivers/cuda/cuda_transfer_queue.cc
   hal/drivers/cuda/host_copy_pool.cc

@@ -95,8 +95,8 @@ class LlamaParameters {
   // host waits). A weight with a `file` is read from that file (sharded safetensors).
   // Every view's buffer exists on return and carries its write's timeline value as its
   // readiness (hal::Buffer::SetReadyAfter): a call may be submitted at once, and its commands
-  // wait for exactly the tensors they read (per command on the CPU driver, at the submission
-  // on others).
+  // wait for exactly the tensors they read (per command on the CPU and CUDA drivers, at the
+  // submission on others).
   // `thread`: kCaller converts and issues every write before returning; kWorker returns once
   // the buffers exist and converts and writes on a worker thread, in the same order, while the
   // caller goes on (a host-visible buffer, as on the CPU driver, is then filled directly and

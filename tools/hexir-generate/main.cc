@@ -344,7 +344,8 @@ void PrintStartup(const StartupMarks& m, const std::vector<vm::Ref<hal::BufferVi
 // tensors (LlamaParameters::PendingUpload::spans) on device 0's "uploads" track; says on
 // stderr how many dispatches began before the last tensor was written (the upload overlapped
 // by compute: hal/README.md, Argument readiness).
-Status WriteUploadTrace(const std::string& path, DeviceTrace& trace, LlamaParameters::PendingUpload& upload) {
+Status WriteUploadTrace(const std::string& path, DeviceTrace& trace, LlamaParameters::PendingUpload& upload,
+                        const hal::Device& device) {
   HEXIR_RETURN_IF_ERROR(upload.Wait());
   const std::vector<LlamaParameters::PendingUpload::Span>& spans = upload.spans();
   int64_t upload_begin = INT64_MAX, upload_end = 0;
@@ -366,8 +367,10 @@ Status WriteUploadTrace(const std::string& path, DeviceTrace& trace, LlamaParame
   const auto ms = [&](int64_t ns) { return ns == INT64_MAX ? -1.0 : double(ns - upload_begin) / 1e6; };
   std::fprintf(stderr,
                "hexir-generate: trace '%s': %zu dispatches, %zu tensors uploaded (from 0 to %.3f ms), %zu argument "
-               "waits; %zu dispatches began before the last tensor was written (the first at %.3f ms)\n",
-               path.c_str(), dispatches, spans.size(), ms(upload_end), waits, before_last, ms(first_dispatch));
+               "waits (%llu counted by the device: host waits on the CPU, waits put on the stream on CUDA); %zu "
+               "dispatches began before the last tensor was written (the first at %.3f ms)\n",
+               path.c_str(), dispatches, spans.size(), ms(upload_end), waits,
+               static_cast<unsigned long long>(device.stats().argument_waits), before_last, ms(first_dispatch));
   return Status::Ok();
 }
 
@@ -446,11 +449,12 @@ Status Run(const Flags& f) {
   // Face q/k rows are permuted from rotate-half to interleaved pairs). No host wait and no
   // barrier: each weight's buffer carries its write's timeline value as its readiness
   // (hal::Buffer::SetReadyAfter), so the first call starts at once and its commands wait for
-  // exactly the tensors they read (the CPU driver per command: layer 0 computes while later
-  // layers convert).
-  // A driver that awaits them at the submission (CUDA for now) would hold the first call back
-  // until the last write is issued anyway: there the writes are issued first, as before, and
-  // one barrier orders the first call after the last.
+  // exactly the tensors they read (the CPU driver per command on its queue thread, the CUDA
+  // driver per command on the GPU, cuda_argument_gate.h: layer 0 computes while later layers
+  // convert and upload).
+  // A driver that awaits them at the submission (CUDA with HEXIR_CUDA_GATED_ARGUMENTS=0) would
+  // hold the first call back until the last write is issued anyway: there the writes are
+  // issued first, as before, and one barrier orders the first call after the last.
   const bool per_command = device.AwaitsArgumentsPerCommand();
   // --trace (one process, no ranks): the upload and every call, on the session's devices.
   std::unique_ptr<DeviceTrace> trace;
@@ -499,7 +503,7 @@ Status Run(const Flags& f) {
     if (call == 0) marks.first_call_done = Clock::now();
   }
 
-  if (trace) HEXIR_RETURN_IF_ERROR(WriteUploadTrace(f.trace, *trace, upload));
+  if (trace) HEXIR_RETURN_IF_ERROR(WriteUploadTrace(f.trace, *trace, upload, device));
   if (!prints) return Status::Ok();
   HEXIR_RETURN_IF_ERROR(PrintIds(calls.ids, decode));
   if (f.timing) {

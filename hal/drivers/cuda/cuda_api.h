@@ -48,9 +48,12 @@ namespace hexir::hal::cuda {
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphAddChildGraphNode)
 
 // Optional functions: null when the driver lacks them (callers degrade). Conditional graph
-// nodes (repeat_while as a WHILE node, cuda_repeat_kernel.h) need the last two (CUDA 12.4+).
-#define HEXIR_CUDA_OPTIONAL_FUNCTIONS(X) \
-  X(cuFuncGetParamInfo) X(cuGraphConditionalHandleCreate) X(cuGraphAddNode)
+// nodes (repeat_while as a WHILE node, cuda_repeat_kernel.h) need cuGraphConditionalHandleCreate
+// and cuGraphAddNode (CUDA 12.4+); a gated launch (cuda_argument_gate.h) loads its kernels
+// first with cuFuncLoad (CUDA 12.4+) where the driver has it.
+#define HEXIR_CUDA_OPTIONAL_FUNCTIONS(X)                                          \
+  X(cuFuncGetParamInfo) X(cuGraphConditionalHandleCreate) X(cuGraphAddNode)       \
+  X(cuFuncLoad)
 
 struct CudaApi {
 #define HEXIR_CUDA_FIELD_(name) decltype(&::name) name = nullptr;

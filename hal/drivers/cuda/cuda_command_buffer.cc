@@ -34,6 +34,36 @@ Status CudaCommandBuffer::Enqueue(const std::vector<BufferRef>& table, CUstream 
   return launched;
 }
 
+Status CudaCommandBuffer::EnqueueGated(const std::vector<BufferRef>& table, CUstream stream,
+                                       RecordingGate& gate) {
+  MutexLock lock(mu_);
+  const auto& dc = device_counters();
+  Profiler* profiler = dc ? dc->profiler.load(std::memory_order_relaxed) : nullptr;
+  if (dc && recording_.has_collectives()) {
+    DeviceCounters::Add(dc->collectives_executed, recording_.collectives().size());
+  }
+  OnProfiledLaunch();  // the graph (if any) sees changed kernel parameters at its next launch
+  HEXIR_RETURN_IF_ERROR(recording_.LoadKernels());
+  recording_.set_gate(&gate);
+  Status launched = profiler ? recording_.LaunchProfiled(table, stream, profiler)
+                             : recording_.LaunchOnStream(table, stream);
+  recording_.set_gate(nullptr);
+  if (dc && recording_.has_collectives() && launched.ok()) {
+    DeviceCounters::Add(dc->collectives_overlapped, recording_.collectives_overlapped());
+  }
+  return launched;
+}
+
+bool CudaCommandBuffer::StreamLaunchWaitsOnHost(const std::vector<BufferRef>& table) const {
+  if (recording_.has_repeats()) return true;
+  for (const RecordedKernel& k : recording_.kernels()) {
+    if (!k.indirect) continue;
+    StatusOr<std::optional<Grid>> count = recording_.HostCount(k, table);
+    if (!count.ok() || !*count) return true;  // copied back from the device
+  }
+  return false;
+}
+
 Status CudaCommandBuffer::CheckKernelStatus() {
   if (!recording_.has_status_words() && !recording_.has_collectives()) return Status::Ok();
   MutexLock lock(mu_);

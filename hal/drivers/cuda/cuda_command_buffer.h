@@ -32,6 +32,14 @@ class CudaCommandBuffer : public CommandBuffer {
   // Enqueues one execution on `stream` with `table` (already validated, lengths resolved);
   // with a profiler installed, as profiled stream launches (CudaRecording::LaunchProfiled).
   Status Enqueue(const std::vector<BufferRef>& table, CUstream stream);
+  // One execution as stream launches (whatever the class) with `gate` called before each op
+  // (argument readiness awaited per command, cuda_argument_gate.h); a graph
+  // command buffer refreshes its nodes at its next launch, as after a profiled one.
+  Status EnqueueGated(const std::vector<BufferRef>& table, CUstream stream, RecordingGate& gate);
+  // True when a stream launch with `table` (resolved) synchronizes with the host inside (a
+  // repeat's condition, an indirect count only the device knows): such an execution is not
+  // gated (the host would wait, under the device's lock, for writes that may still need it).
+  bool StreamLaunchWaitsOnHost(const std::vector<BufferRef>& table) const;
 
   // After an execution completed: the first kernel-reported failure (CudaRecording::
   // CheckKernelStatus: the named error of its code); resets the status records.

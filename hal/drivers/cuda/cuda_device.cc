@@ -17,6 +17,7 @@
 #include "hal/drivers/cuda/cuda_executable.h"
 #include "hal/drivers/cuda/cuda_graph_command_buffer.h"
 #include "hal/drivers/cuda/cuda_peer_link.h"
+#include "hal/drivers/cuda/cuda_argument_gate.h"
 #include "hal/drivers/cuda/cuda_submission.h"
 #include "hal/drivers/cuda/cuda_timepoints.h"
 #include "hal/drivers/cuda/cuda_transfer_queue.h"
@@ -188,8 +189,8 @@ class CudaDevice final : public Device {
         max_in_flight_(max_in_flight),
         transfers_(std::make_unique<CudaTransferQueue>(
             shared_, counters(), uri_,
-            [this](const std::vector<SemaphoreValue>& waits, CUevent event) {
-              return OrderAfterCompute(waits, event);
+            [this](const std::vector<SemaphoreValue>& waits, const Buffer* buffer, CUevent event) {
+              return OrderAfterCompute(waits, buffer, event);
             })) {
     completion_thread_ = std::thread([this] { CompletionMain(); });
     deferred_thread_ = std::thread([this] { DeferredMain(); });
@@ -305,6 +306,9 @@ class CudaDevice final : public Device {
                 const std::vector<SemaphoreValue>& signals,
                 const std::vector<BufferRef>& binding_table) override;
   Status AwaitIdle(Timeout timeout) override;
+  // Per command (cuda_argument_gate.h) unless HEXIR_CUDA_GATED_ARGUMENTS=0; a submission that
+  // cannot be gated waits for its arguments as a whole.
+  bool AwaitsArgumentsPerCommand() const override { return gated_arguments_; }
   Status WriteBuffer(Buffer& buffer, uint64_t offset, const void* data, uint64_t size) override;
   Status ReadBuffer(const Buffer& buffer, uint64_t offset, void* data, uint64_t size) override;
   Status ReadBufferAfterPendingWork(const Buffer& buffer, uint64_t offset, void* data,
@@ -404,8 +408,37 @@ class CudaDevice final : public Device {
   Status AwaitStagingCopyLocked(const char* what, uint64_t n) REQUIRES(staging_mu_);
   void CompletionMain();
   void DeferredMain();
+  // `buffer`'s allocation serial (CudaBuffer::allocation_serial), or `otherwise` when it has
+  // none (not a CUDA buffer, no counters).
+  static uint64_t AllocationSerial(const Buffer* buffer, uint64_t otherwise) {
+    const CudaBuffer* b = AsCudaBuffer(buffer);
+    return b && b->allocation_serial() ? b->allocation_serial() : otherwise;
+  }
+  // allocations_fenced_ = max(itself, `allocations`) (fenced with and without mu_).
+  void RaiseAllocationsFenced(uint64_t allocations) {
+    uint64_t fenced = allocations_fenced_.load(std::memory_order_relaxed);
+    while (fenced < allocations &&
+           !allocations_fenced_.compare_exchange_weak(fenced, allocations, std::memory_order_acq_rel)) {
+    }
+  }
+  // Argument readiness of a submission (`cb` as submitted, `table` resolved): the pending
+  // readiness of the buffers it names, one per semaphore (highest value), into *pending;
+  // true when they can be awaited per command (cuda_argument_gate.h), false when the
+  // submission must wait for them as a whole (a launch that synchronizes with the host).
+  bool CollectArgumentReadiness(const CommandBuffer& cb, const CudaCommandBuffer& ccb,
+                                const std::vector<BufferRef>& table,
+                                std::vector<SemaphoreValue>* pending) const;
+  // mu_ held. The execution of `s` (argument_waits not empty) as stream launches, each op
+  // ordered on the GPU after the writes of the arguments it reads (cuda_argument_gate.h: a
+  // write not issued yet is awaited on the host first, so this holds mu_ until the last
+  // write it needs is issued: Submit leaves such a submission to the deferred thread). First
+  // the allocations queued so far are fenced for the transfers (a host synchronization,
+  // unless a gated submission is still in flight), so that the writes filling those
+  // arguments never wait on the GPU for `s`.
+  Status EnqueueGatedLocked(Submission& s) REQUIRES(mu_);
   // The transfer queue's view of the compute stream (CudaTransferQueue::ComputeOrder).
-  StatusOr<TransferWaits> OrderAfterCompute(const std::vector<SemaphoreValue>& waits, CUevent event);
+  StatusOr<TransferWaits> OrderAfterCompute(const std::vector<SemaphoreValue>& waits,
+                                            const Buffer* buffer, CUevent event);
 
   std::shared_ptr<CudaShared> shared_;
   const CudaApi& api_;
@@ -413,8 +446,13 @@ class CudaDevice final : public Device {
   std::shared_ptr<CudaWaitProgress> wait_progress_ = std::make_shared<CudaWaitProgress>(this);
   const uint32_t max_in_flight_;  // DeviceOptions::queue_max_in_flight (0: no cap)
   const bool force_peer_copy_ = PeerCopyForcedByEnvironment();  // HEXIR_CUDA_PEER_COPY=force
+  // Unless HEXIR_CUDA_GATED_ARGUMENTS=0 (cuda_argument_gate.h).
+  const bool gated_arguments_ = GatedArgumentsEnabledByEnvironment();
   std::unique_ptr<CudaTransferQueue> transfers_;
-  uint64_t allocations_fenced_ GUARDED_BY(mu_) = 0;  // buffers_allocated when a transfer last fenced
+  // buffers_allocated when a transfer (or a gated submission) last fenced; only raised
+  // (RaiseAllocationsFenced), with or without mu_ (OrderAfterCompute's gated path).
+  std::atomic<uint64_t> allocations_fenced_{0};
+  uint64_t gated_seq_ GUARDED_BY(mu_) = 0;  // seq of the last gated submission (EnqueueGatedLocked)
 
   mutable Mutex mu_;
   std::condition_variable completion_cv_, deferred_cv_;
@@ -656,7 +694,10 @@ void CudaDevice::EnqueueLocked(std::unique_ptr<Submission> owned) {
     status = CudaTimepoints::Process().OrderStream(api_, s.waits, shared_->stream, &ordered);
     if (ordered) shared_->counters.waits_on_device.fetch_add(ordered, std::memory_order_relaxed);
   }
-  if (status.ok()) status = s.command_buffer->Enqueue(s.binding_table, shared_->stream);
+  if (status.ok()) {
+    status = s.argument_waits.empty() ? s.command_buffer->Enqueue(s.binding_table, shared_->stream)
+                                      : EnqueueGatedLocked(s);
+  }
   if (status.ok()) {
     auto event = TakeEventLocked();
     status = event.status();
@@ -680,6 +721,43 @@ void CudaDevice::EnqueueLocked(std::unique_ptr<Submission> owned) {
   }
   DeviceCounters::Add(counters()->dispatches_executed, s.command_buffer->dispatch_count());
   PushInflightLocked(std::move(owned));
+}
+
+Status CudaDevice::EnqueueGatedLocked(Submission& s) {
+  const uint64_t allocations = counters()->buffers_allocated.load(std::memory_order_relaxed);
+  if (allocations > allocations_fenced_.load(std::memory_order_relaxed) && retired_seq_ >= gated_seq_) {
+    HEXIR_ASSIGN_OR_RETURN(CUevent fence, TakeEventLocked());
+    CUresult r = api_.cuEventRecord(fence, shared_->stream);
+    if (r == CUDA_SUCCESS) r = api_.cuEventSynchronize(fence);
+    event_pool_.Give(fence);
+    HEXIR_CUDA_RETURN_IF_ERROR(api_, r, "fencing allocations before a gated submission");
+    shared_->counters.transfer_synchronizations.fetch_add(1, std::memory_order_relaxed);
+    RaiseAllocationsFenced(allocations);
+  }
+  gated_seq_ = enqueued_seq_ + 1;  // PushInflightLocked gives it this seq
+  ArgumentGate gate(api_, shared_->counters, *counters(), s.binding_table, s.argument_waits, uri_);
+  return s.command_buffer->EnqueueGated(s.binding_table, shared_->stream, gate);
+}
+
+bool CudaDevice::CollectArgumentReadiness(const CommandBuffer& cb, const CudaCommandBuffer& ccb,
+                                          const std::vector<BufferRef>& table,
+                                          std::vector<SemaphoreValue>* pending) const {
+  pending->clear();
+  auto note = [&](const Buffer* buffer) {
+    SemaphoreValue ready;
+    if (!buffer || !buffer->PendingReady(&ready)) return;
+    for (SemaphoreValue& p : *pending) {
+      if (p.semaphore.get() == ready.semaphore.get()) {
+        p.value = std::max(p.value, ready.value);
+        return;
+      }
+    }
+    pending->push_back(std::move(ready));
+  };
+  for (const BufferRef& ref : table) note(ref.buffer.get());
+  for (const Buffer* buffer : cb.direct_buffers()) note(buffer);
+  if (pending->empty()) return true;
+  return !ccb.StreamLaunchWaitsOnHost(table);
 }
 
 void CudaDevice::PushInflightLocked(std::unique_ptr<Submission> s) {
@@ -722,6 +800,27 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
     resolved.clear();  // holds no buffer past the call
     return st;
   }
+  // Argument readiness: awaited per command on the GPU (gated), or by the submission as a
+  // whole (added to its waits, except a readiness this submission signals itself).
+  thread_local std::vector<SemaphoreValue> pending_arguments;
+  std::vector<SemaphoreValue> with_arguments;
+  const std::vector<SemaphoreValue>* submit_waits = &waits;
+  // Off (gated_arguments_ false): Device::QueueExecute already added them to `waits`.
+  const bool gated =
+      !gated_arguments_ || CollectArgumentReadiness(*command_buffer, *ccb, resolved, &pending_arguments);
+  if (!gated) {
+    with_arguments = waits;
+    for (SemaphoreValue& p : pending_arguments) {
+      bool signalled_here = false;
+      for (const SemaphoreValue& signal : signals)
+        signalled_here |= signal.semaphore.get() == p.semaphore.get() && signal.value >= p.value;
+      if (signalled_here) continue;
+      DeviceCounters::Add(counters()->argument_waits);
+      with_arguments.push_back(std::move(p));
+    }
+    pending_arguments.clear();
+    submit_waits = &with_arguments;
+  }
   NoteHostSubmitting();
   // The one lock of the submission: the table (by storage exchange) and signals go into a
   // recycled submission's storage under it (no allocation once warm), before any
@@ -733,6 +832,7 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
   s.binding_table.swap(resolved);  // `resolved` gets the recycled, cleared storage
   s.command_buffer = std::move(ccb);
   s.signals.assign(signals.begin(), signals.end());
+  s.argument_waits.swap(pending_arguments);  // `pending_arguments` gets the cleared storage
   if (max_in_flight_ != 0) {
     // Back-pressure, lifted while submissions are held back for a semaphore: the blocked
     // host thread could be the one that will signal it.
@@ -761,13 +861,16 @@ Status CudaDevice::Submit(const std::vector<SemaphoreValue>& waits,
     return lost_;
   }
   DeviceCounters::Add(counters()->queue_submissions);
-  bool hold = KeepUnreachedWaits(waits, queue_signals_, *counters(), &s.waits);
+  bool hold = KeepUnreachedWaits(*submit_waits, queue_signals_, *counters(), &s.waits);
+  // A gated submission whose launch would wait on the host for a write not issued yet goes to
+  // the deferred thread: the caller may be the thread that issues that write next.
+  const bool awaits_issue = !s.argument_waits.empty() && !ArgumentWritesIssued(s.argument_waits);
   // Work of another CUDA queue already on its stream: ordered on the GPU at enqueue, not held.
   if (hold && deferred_.empty()) hold = !WaitsSatisfiedLocked(s.waits);
   if (hold) shared_->counters.submissions_held_back.fetch_add(1, std::memory_order_relaxed);
   for (const SemaphoreValue& sv : s.signals) queue_signals_.Add(sv.semaphore.get(), sv.value);
   // A queue-ordered wait on a held-back producer is held back too: deferred_ is not empty.
-  if (hold || !deferred_.empty()) {
+  if (hold || awaits_issue || !deferred_.empty()) {
     deferred_.push_back(std::move(owned));
     deferred_cv_.notify_one();
     space_cv_.notify_all();
@@ -799,6 +902,13 @@ void CudaDevice::RetireFrontLocked(CUresult r) {
   for (const SemaphoreValue& w : s.waits) {
     if (!status.ok()) break;
     status = AwaitProducerSignal(w);
+  }
+  // A gated execution ran past a failed argument readiness (its word was released): the
+  // results are not valid.
+  for (const SemaphoreValue& w : s.argument_waits) {
+    if (!status.ok()) break;
+    status = w.semaphore->Query().status();
+    if (!status.ok()) status = std::move(status).WithContext("waiting for an argument's readiness");
   }
   if (s.pooled_event) {
     if (s.seq == completion_watching_seq_) {
@@ -987,8 +1097,37 @@ Status CudaDevice::AwaitIdle(Timeout timeout) {
 }
 
 StatusOr<TransferWaits> CudaDevice::OrderAfterCompute(const std::vector<SemaphoreValue>& waits,
-                                                      CUevent event) {
-  MutexLock lock(mu_);
+                                                      const Buffer* buffer, CUevent event) {
+  // Gated executions (cuda_argument_gate.h): a transfer whose waits are all reached never
+  // takes the lock. The uploads that fill a gated submission's arguments come here while that
+  // submission's launch holds the lock, waiting on the host for exactly these writes to be
+  // issued. Only the allocation may need ordering: the compute stream gets an event without
+  // the lock, wherever the launch in progress stands (everything on that stream waits only
+  // for work already issued, so the transfer cannot end up waiting for itself).
+  if (gated_arguments_) {
+    bool reached = true;
+    for (const SemaphoreValue& w : waits) {
+      auto v = w.semaphore->Query();
+      reached = reached && v.ok() && *v >= w.value;
+    }
+    if (reached) {
+      const uint64_t allocations = counters()->buffers_allocated.load(std::memory_order_acquire);
+      if (AllocationSerial(buffer, allocations) <= allocations_fenced_.load(std::memory_order_acquire))
+        return TransferWaits::kReady;
+      HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
+      HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventRecord(event, shared_->stream),
+                                 "cuEventRecord(compute stream -> transfer stream, allocations)");
+      RaiseAllocationsFenced(allocations);
+      return TransferWaits::kAfterComputeEvent;
+    }
+    // Waits not reached: the lock is only tried. A gated launch holding it may be waiting for
+    // a write queued behind this transfer: held back (the held-back thread retries in 20 ms
+    // slices and notices a failed wait), never blocked here.
+    if (!mu_.TryLock()) return TransferWaits::kHostPending;
+  } else {
+    mu_.Lock();
+  }
+  MutexLock lock(mu_, std::adopt_lock);
   if (!lost_.ok()) return lost_;
   bool on_compute_stream = false;
   for (const SemaphoreValue& w : waits) {
@@ -1003,11 +1142,14 @@ StatusOr<TransferWaits> CudaDevice::OrderAfterCompute(const std::vector<Semaphor
     if (!CudaTimepoints::Process().Covers(w)) return TransferWaits::kHostPending;
   }
   // Device memory is allocated and zero-filled on the compute stream: a transfer must not
-  // overtake that. Fence once per batch of allocations (any buffer counts) rather than
-  // tracking each buffer.
+  // overtake that. Fence once per batch of allocations, and only for a buffer allocated since
+  // the last fence (its allocation serial): a write into a buffer allocated earlier must not
+  // wait for compute work queued since (gated executions, cuda_argument_gate.h).
   const uint64_t allocations = counters()->buffers_allocated.load(std::memory_order_relaxed);
-  if (!on_compute_stream && allocations == allocations_fenced_) return TransferWaits::kReady;
-  allocations_fenced_ = allocations;
+  const uint64_t serial = gated_arguments_ ? AllocationSerial(buffer, allocations) : allocations;
+  if (!on_compute_stream && serial <= allocations_fenced_.load(std::memory_order_acquire))
+    return TransferWaits::kReady;
+  RaiseAllocationsFenced(allocations);
   HEXIR_RETURN_IF_ERROR(shared_->MakeCurrent());
   HEXIR_CUDA_RETURN_IF_ERROR(api_, api_.cuEventRecord(event, shared_->stream),
                              "cuEventRecord(compute stream -> transfer stream)");
@@ -1305,6 +1447,7 @@ StatusOr<CudaStats> GetCudaStats(const Device& device) {
   s.waits_on_device = g(c.waits_on_device);
   s.submissions_held_back = g(c.submissions_held_back);
   s.peer_copies = g(c.peer_copies);
+  s.argument_issue_waits = g(c.argument_issue_waits);
   return s;
 }
 

@@ -69,6 +69,10 @@ struct CudaStats {
   // device-to-device copies between logical devices of one GPU are not counted here (both
   // count DeviceStats::transfers_peer).
   uint64_t peer_copies = 0;
+  // Argument readiness awaited per command (cuda_argument_gate.h): commands of a submission's
+  // first execution whose argument's write was not issued yet when the command was reached,
+  // so the launching thread waited on the host until it was (then cuStreamWaitEvent on it).
+  uint64_t argument_issue_waits = 0;
 };
 // InvalidArgument when `device` is not a CUDA device.
 StatusOr<CudaStats> GetCudaStats(const Device& device);

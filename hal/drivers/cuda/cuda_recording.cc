@@ -144,7 +144,8 @@ Status CudaRecording::Build(const std::vector<Command>& commands) {
         return InvalidArgument("cuda command buffer: copy_buffer between non-CUDA buffers");
       }
       RecordedCopy op{DevicePtr(*cp->source) + cp->source_offset,
-                      DevicePtr(*cp->target) + cp->target_offset, cp->length, false};
+                      DevicePtr(*cp->target) + cp->target_offset, cp->length, false,
+                      cp->source.get()};
       // memcpy nodes do not allow overlap; the HAL's copy is a memmove.
       op.via_scratch = op.src < op.dst + op.length && op.dst < op.src + op.length;
       if (op.via_scratch) scratch_size_ = std::max(scratch_size_, op.length);
@@ -608,6 +609,7 @@ Status CudaRecording::LaunchEachOp(const std::vector<BufferRef>& table,
   const CudaApi& api = *shared_->api;
   for (const RecordedOp& op : ops_) {
     if (op.kind == RecordedOp::kBarrier) continue;
+    if (gate_) HEXIR_RETURN_IF_ERROR(GateOp(op, stream));
     if (op.kind == RecordedOp::kRepeat) {
       HEXIR_RETURN_IF_ERROR(collective_stream_.Join(stream));  // it touches everything
     } else if (op.kind != RecordedOp::kCollective && collective_stream_.in_flight()) {
@@ -676,6 +678,30 @@ Status CudaRecording::LaunchEachOp(const std::vector<BufferRef>& table,
     }
   }
   return Status::Ok();
+}
+
+Status CudaRecording::LoadKernels() {
+  const CudaApi& api = *shared_->api;
+  if (kernels_loaded_ || api.cuFuncLoad == nullptr) return Status::Ok();
+  for (const RecordedKernel& k : kernels_) {
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuFuncLoad(k.entry->function), "cuFuncLoad('", k.name(), "')");
+  }
+  kernels_loaded_ = true;
+  return Status::Ok();
+}
+
+Status CudaRecording::GateOp(const RecordedOp& op, CUstream stream) {
+  switch (op.kind) {
+    case RecordedOp::kKernel:
+      return gate_->BeforeDispatch(*kernels_[op.index].command, stream);
+    case RecordedOp::kCopy:
+      return gate_->BeforeBuffer(copies_[op.index].source, stream);
+    case RecordedOp::kCollective:
+    case RecordedOp::kRepeat:
+      return gate_->BeforeAll(stream);
+    default:
+      return Status::Ok();  // a fill reads nothing
+  }
 }
 
 Status CudaRecording::CheckKernelStatus() {

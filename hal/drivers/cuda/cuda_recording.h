@@ -57,6 +57,7 @@ struct RecordedCopy {
   CUdeviceptr src = 0, dst = 0;
   uint64_t length = 0;
   bool via_scratch = false;  // source and target overlap: two copies through the scratch
+  const Buffer* source = nullptr;  // retained by the command
 };
 struct RecordedFill {
   CUdeviceptr dst = 0;
@@ -88,6 +89,19 @@ struct RecordedRepeat {
 struct RecordedOp {
   enum Kind { kKernel, kCopy, kFill, kBarrier, kCollective, kRepeat } kind;
   size_t index;  // into kernels() / copies() / fills() / collectives() / repeats()
+};
+
+// A stream launch's per-op hook (argument readiness awaited per command, cuda_argument_gate.h):
+// called before each op is put on the stream, it may put waits on the stream first.
+class RecordingGate {
+ public:
+  virtual ~RecordingGate() = default;
+  // Before a kernel: the buffers its dispatch reads.
+  virtual Status BeforeDispatch(const DispatchCommand& dispatch, CUstream stream) = 0;
+  // Before a copy: its source.
+  virtual Status BeforeBuffer(const Buffer* buffer, CUstream stream) = 0;
+  // Before a collective or a repeat (their buffers are not looked at): everything.
+  virtual Status BeforeAll(CUstream stream) = 0;
 };
 
 // InvalidArgument naming the dispatch when `grid` exceeds CUDA's (2^31-1)x65535x65535.
@@ -176,6 +190,14 @@ class CudaRecording {
 
   // Every op as stream launches on `stream` (a count only the device knows is copied back, one
   // host synchronization each). Changes the kernels' slot parameters.
+  // With a gate (until the next call: one launch, under its command buffer's lock), a stream
+  // launch calls it before each op (not inside repeat bodies: a repeat waits for everything).
+  void set_gate(RecordingGate* gate) { gate_ = gate; }
+  // Loads every kernel's function now (cuFuncLoad, when the driver has it; once): under lazy
+  // loading (CUDA_MODULE_LOADING=LAZY, the default since CUDA 12.2) a kernel is loaded at its
+  // first launch, which may wait for the context's work: a gated launch (which waits for
+  // uploads between its ops) loads them all before its first op instead.
+  Status LoadKernels();
   Status LaunchOnStream(const std::vector<BufferRef>& table, CUstream stream) {
     return Launch(table, stream, /*profiling=*/false);
   }
@@ -200,6 +222,8 @@ class CudaRecording {
   // LaunchOps' loop; LaunchOps joins the collectives it leaves in flight.
   Status LaunchEachOp(const std::vector<BufferRef>& table,
                       const std::vector<CUdeviceptr>& pointers, CUstream stream, bool profiling);
+  // gate_->Before* for `op` (set).
+  Status GateOp(const RecordedOp& op, CUstream stream);
   // A repeat as a host loop: the condition copied back before each iteration (one host
   // synchronization each), the body launched on the stream.
   Status LaunchRepeatOnStream(size_t index, const std::vector<BufferRef>& table,
@@ -211,6 +235,8 @@ class CudaRecording {
   std::shared_ptr<CudaShared> shared_;
   CollectiveStream collective_stream_;
   CommandRanges op_ranges_;  // LaunchOps' scratch
+  RecordingGate* gate_ = nullptr;  // set_gate
+  bool kernels_loaded_ = false;    // LoadKernels
   uint64_t collectives_overlapped_ = 0;
   std::vector<RecordedOp> ops_;
   std::vector<RecordedKernel> kernels_;

@@ -40,6 +40,7 @@ struct CudaCounters {
   std::atomic<uint64_t> waits_on_device{0};        // cuStreamWaitEvent on another stream's timepoint
   std::atomic<uint64_t> submissions_held_back{0};  // held on the host for an unreached wait
   std::atomic<uint64_t> peer_copies{0};            // cuMemcpyPeerAsync calls (cuda_peer_link.h)
+  std::atomic<uint64_t> argument_issue_waits{0};   // host waits for an argument's write issue
 };
 
 // Pinned, device-mapped host blocks (cuMemHostAlloc) kept for reuse: pinning and unpinning
@@ -92,7 +93,8 @@ class CudaBuffer final : public Buffer {
   CudaBuffer(uint64_t size, uint32_t types, std::shared_ptr<DeviceCounters> counters,
              std::shared_ptr<CudaShared> shared, CUdeviceptr ptr, void* host,
              uint64_t host_class_bytes = 0)
-      : Buffer(size, types, std::move(counters)),
+      : Buffer(size, types, counters),
+        allocation_serial_(counters ? counters->buffers_allocated.load(std::memory_order_relaxed) : 0),
         shared_(std::move(shared)),
         ptr_(ptr),
         host_(host),
@@ -105,8 +107,13 @@ class CudaBuffer final : public Buffer {
   // Makes this an external buffer: `release` replaces the free when the buffer dies.
   void SetExternalRelease(std::function<void()> release) { external_release_ = std::move(release); }
   const std::shared_ptr<CudaShared>& shared() const { return shared_; }
+  // The device's buffers_allocated count just after this buffer was counted (0 without
+  // counters): a transfer into it must be ordered after the compute stream's allocations up
+  // to this count (CudaDevice::OrderAfterCompute), not after later ones.
+  uint64_t allocation_serial() const { return allocation_serial_; }
 
  private:
+  const uint64_t allocation_serial_;
   std::shared_ptr<CudaShared> shared_;
   CUdeviceptr ptr_;
   void* host_;

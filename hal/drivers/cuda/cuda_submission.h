@@ -31,6 +31,10 @@ struct Submission {
   vm::Ref<CudaCommandBuffer> command_buffer;  // null: a staging copy of a read
   std::vector<SemaphoreValue> signals;
   std::vector<BufferRef> binding_table;
+  // Pending argument readiness awaited per command (cuda_argument_gate.h), one
+  // per semaphore at its highest value: the execution is gated (stream launches with waits),
+  // and a failed one fails the submission when it retires.
+  std::vector<SemaphoreValue> argument_waits;
   CUevent event = nullptr;
   bool pooled_event = true;  // false: the staging event, which stays with the device
   uint64_t seq = 0;          // position on the stream (1, 2, ...), set when enqueued
@@ -41,6 +45,7 @@ struct Submission {
     command_buffer.reset();
     signals.clear();
     binding_table.clear();
+    argument_waits.clear();
     event = nullptr;
     pooled_event = true;
     seq = 0;

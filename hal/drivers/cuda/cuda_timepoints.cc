@@ -12,9 +12,28 @@ CudaTimepoints& CudaTimepoints::Process() {
 
 void CudaTimepoints::Add(const Semaphore* semaphore, uint64_t value, CUevent event,
                          CUstream stream) {
+  {
+    MutexLock lock(mu_);
+    by_semaphore_[semaphore].push_back({value, event, stream});
+    ++live_;
+    ++added_;
+  }
+  added_cv_.notify_all();  // no syscall without a waiter (a gated launch's host wait)
+}
+
+uint64_t CudaTimepoints::HighestCovered(const Semaphore* semaphore) const {
   MutexLock lock(mu_);
-  by_semaphore_[semaphore].push_back({value, event, stream});
-  ++live_;
+  auto it = by_semaphore_.find(semaphore);
+  uint64_t highest = 0;
+  if (it != by_semaphore_.end())
+    for (const Timepoint& t : it->second) highest = std::max(highest, t.value);
+  return highest;
+}
+
+void CudaTimepoints::AwaitAdd(uint64_t* seen, Timeout timeout) const {
+  MutexLock lock(mu_);
+  added_cv_.wait_for(lock.native(), timeout, [&]() REQUIRES(mu_) { return added_ != *seen; });
+  *seen = added_;
 }
 
 void CudaTimepoints::Remove(const Semaphore* semaphore, CUevent event) {

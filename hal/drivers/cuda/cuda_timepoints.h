@@ -16,6 +16,7 @@
 // device's or a transfer queue's lock, never the other way round).
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -44,6 +45,13 @@ class CudaTimepoints {
   Status OrderStream(const CudaApi& api, const std::vector<SemaphoreValue>& waits,
                      CUstream stream, uint64_t* ordered = nullptr) const;
 
+  // The highest value a timepoint of `semaphore` reaches (0: none), for a waiter that
+  // measures progress (cuda_argument_gate.h).
+  uint64_t HighestCovered(const Semaphore* semaphore) const;
+  // Blocks until a timepoint is added (any semaphore) or `timeout` passed; `*seen` is the
+  // count of timepoints added so far, returned by the previous call (start with 0).
+  void AwaitAdd(uint64_t* seen, Timeout timeout) const;
+
  private:
   struct Timepoint {
     uint64_t value;
@@ -55,6 +63,8 @@ class CudaTimepoints {
   mutable Mutex mu_;
   std::unordered_map<const Semaphore*, std::vector<Timepoint>> by_semaphore_ GUARDED_BY(mu_);
   size_t live_ GUARDED_BY(mu_) = 0;  // timepoints in all lists
+  uint64_t added_ GUARDED_BY(mu_) = 0;  // timepoints ever added (AwaitAdd)
+  mutable std::condition_variable added_cv_;
 };
 
 }  // namespace hexir::hal::cuda

@@ -3,14 +3,19 @@
 // dependent work is not held back on the host, it runs after its producer, and a failed
 // producer still fails its signals.
 //
-// Without a GPU (or without the nvcc-built kernels) every case prints one
-// "HEXIR_SKIPPED: <case>: <reason>" line and makes no assertion.
+// Without a GPU (or without the nvcc-built kernels) every device case prints one
+// "HEXIR_SKIPPED: <case>: <reason>" line and makes no assertion. The registry's own case (a
+// gated launch's host wait for a write's issue: HighestCovered, AwaitAdd) runs anywhere: it
+// calls no CUDA function.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "hal/api.h"
 #include "hal/drivers/cuda/cuda_device.h"
+#include "hal/drivers/cuda/cuda_timepoints.h"
 #include "hal/drivers/cuda/testing/device_helpers.h"
 #include "hal/drivers/cuda/testing/open_or_skip.h"
 #include "hal/drivers/cuda/testing/test_kernels.h"
@@ -24,6 +29,41 @@ using testing::CubinView;
 using testing::OpenOrSkip;
 using testing::RequireOk;
 using testing::Stats;
+
+TEST_CASE("cuda/timepoints: the registry wakes a waiter when a timepoint is added and reports the highest value") {
+  CudaTimepoints& registry = CudaTimepoints::Process();
+  vm::Ref<Semaphore> timeline = vm::Ref<Semaphore>::Adopt(new Semaphore(0, nullptr));
+  // Stand-ins: Add / Remove / Covers / HighestCovered never call CUDA with them.
+  CUevent e1 = reinterpret_cast<CUevent>(uintptr_t(0x1000)), e2 = reinterpret_cast<CUevent>(uintptr_t(0x2000));
+  CUstream stream = reinterpret_cast<CUstream>(uintptr_t(0x3000));
+  CHECK(registry.HighestCovered(timeline.get()) == 0);
+  uint64_t seen = 0;
+  registry.AwaitAdd(&seen, 0ms);  // catches up with timepoints added by earlier cases
+  std::atomic<bool> added{false};
+  std::thread adder([&] {
+    std::this_thread::sleep_for(50ms);
+    added = true;
+    registry.Add(timeline.get(), 2, e1, stream);
+  });
+  const uint64_t before = seen;
+  while (!registry.Covers({timeline, 2})) registry.AwaitAdd(&seen, 60s);  // woken by the Add
+  adder.join();
+  CHECK(added);
+  CHECK(seen > before);
+  registry.Add(timeline.get(), 5, e2, stream);
+  CHECK(registry.HighestCovered(timeline.get()) == 5);
+  CHECK(registry.Covers({timeline, 4}));
+  registry.Remove(timeline.get(), e2);
+  CHECK(registry.HighestCovered(timeline.get()) == 2);
+  CHECK(!registry.Covers({timeline, 3}));
+  registry.Remove(timeline.get(), e1);
+  CHECK(registry.HighestCovered(timeline.get()) == 0);
+  // Caught up and no Add: the wait returns at its timeout with the same count.
+  registry.AwaitAdd(&seen, 0ms);
+  const uint64_t settled = seen;
+  registry.AwaitAdd(&seen, 20ms);
+  CHECK(seen == settled);
+}
 
 TEST_CASE("cuda/timepoints: work on a second device that waits for the first device's running dispatch is ordered on the GPU") {
   auto first = OpenOrSkip(), second = OpenOrSkip();

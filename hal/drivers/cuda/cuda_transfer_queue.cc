@@ -265,7 +265,7 @@ Status CudaTransferQueue::Accept(std::shared_ptr<Op> op) {
       Finish(op, event.status());
       return event.status();
     }
-    StatusOr<TransferWaits> order = compute_order_(op->waits, *event);
+    StatusOr<TransferWaits> order = compute_order_(op->waits, op->buffer.get(), *event);
     if (order.ok() && *order == TransferWaits::kAfterComputeEvent) {
       compute_event = *event;
     } else {
@@ -630,7 +630,7 @@ void CudaTransferQueue::HeldBackMain() {
         status = event.status();
         break;
       }
-      StatusOr<TransferWaits> order = compute_order_(op->waits, *event);
+      StatusOr<TransferWaits> order = compute_order_(op->waits, op->buffer.get(), *event);
       if (order.ok() && *order == TransferWaits::kAfterComputeEvent) {
         compute_event = *event;
       } else {

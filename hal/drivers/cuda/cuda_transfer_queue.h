@@ -94,8 +94,9 @@ class CudaTransferQueue {
  public:
   // Answers for `waits` (none failed) without this queue's locks held; records `event` on the
   // compute stream for kAfterComputeEvent. An error means the device is lost.
-  using ComputeOrder =
-      std::function<StatusOr<TransferWaits>(const std::vector<SemaphoreValue>& waits, CUevent event)>;
+  // `buffer` is the transfer's buffer on this device (its allocation must be ordered first).
+  using ComputeOrder = std::function<StatusOr<TransferWaits>(
+      const std::vector<SemaphoreValue>& waits, const Buffer* buffer, CUevent event)>;
 
   CudaTransferQueue(std::shared_ptr<CudaShared> shared, std::shared_ptr<DeviceCounters> counters,
                     std::string uri, ComputeOrder compute_order);
