@@ -130,15 +130,20 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       ops.push_back(split.point);
       ops.append(split.siblings.begin(), split.siblings.end());
     }
-    scf::IfOp last;
-    for (linalg::LinalgOp op : ops) {
+    // Sibling projections (cuda::kSiblingProjectionsGroup) hold their reductions in
+    // different branches: what follows each branch's last one runs in lane 0.
+    SmallVector<scf::IfOp> lastInBlock;
+    for (auto [i, op] : llvm::enumerate(ops)) {
       Operation* combiner = cuda::WarpReducibleCombiner(op);
       if (!combiner) return op.emitError("internal: sibling reduction is not warp-reducible");
+      bool lastOfBlock = llvm::none_of(llvm::drop_begin(ops, i + 1), [&](linalg::LinalgOp later) {
+        return later->getBlock() == op->getBlock();
+      });
       FailureOr<scf::IfOp> ifFirst = warpReduceOne(kernel, op, combiner, lanes);
       if (failed(ifFirst)) return failure();
-      last = *ifFirst;
+      if (lastOfBlock) lastInBlock.push_back(*ifFirst);
     }
-    onFirstLane(last);
+    for (scf::IfOp ifFirst : lastInBlock) onFirstLane(ifFirst);
     return success();
   }
 
