@@ -35,6 +35,11 @@ using namespace mlir;
 // CUDADistributeThreads partitions over blocks: cuda::kSiblingProjectionsGroup
 // (passes/codegen/CUDAWholeReductions.h, a header of the CUDA passes' own library).
 constexpr char kSiblingProjectionsGroup[] = "sibling_projections";
+// The shortest reduction a CUDA warp reduces (cuda::kMinWarpReduction, CUDAWarpReduce.h):
+// CUDADistributeThreads partitions only chains it distributes a warp a row, in blocks of two
+// warps (so at least two rows each).
+constexpr int64_t kMinProjectionReduction = 64;
+constexpr int64_t kMinProjectionRows = 2;
 
 bool isScalarConstant(Operation* op) {
   auto c = dyn_cast_or_null<arith::ConstantOp>(op);
@@ -334,13 +339,23 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
       if (a.getName().getValue().starts_with("hexir.")) return Value();
     SmallVector<unsigned> reduced;
     reduction.getReductionDims(reduced);
+    SmallVector<int64_t> ranges = reduction.getStaticLoopRanges();
+    int64_t rows = 1;
+    for (auto [d, n] : llvm::enumerate(ranges))
+      if (d != reduced[0]) rows *= n;
+    if (ranges[reduced[0]] < kMinProjectionReduction || rows < kMinProjectionRows) return Value();
+    AffineExpr k = getAffineDimExpr(reduced[0], reduction.getContext());
     Value vector;
     for (OpOperand* in : reduction.getDpsInputOperands()) {
       if (region.getBody().isAncestor(in->get().getParentRegion()))
         return Value();  // computed in the region
       AffineMap map = reduction.getMatchingIndexingMap(in);
-      if (map.getNumResults() == 1 && map.getResult(0) == getAffineDimExpr(reduced[0], map.getContext()))
-        vector = in->get();
+      // Rows contiguous along k (a warp's lanes read them coalesced): k only as the last index.
+      for (unsigned r = 0; r < map.getNumResults(); ++r)
+        if (map.getResult(r).isFunctionOfDim(reduced[0]) &&
+            (r + 1 != map.getNumResults() || map.getResult(r) != k))
+          return Value();
+      if (map.getNumResults() == 1 && map.getResult(0) == k) vector = in->get();
     }
     return vector;
   }
