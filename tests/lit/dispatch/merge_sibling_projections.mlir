@@ -1,11 +1,10 @@
-// RUN: hexir-opt %s -split-input-file --hexir-form-dispatch-regions=fuse-sibling-reductions=true | FileCheck %s
-// RUN: hexir-opt %s -split-input-file --hexir-form-dispatch-regions | FileCheck %s --check-prefix=OFF
+// RUN: hexir-opt %s -split-input-file --hexir-form-dispatch-regions=fuse-sibling-reductions=true --hexir-merge-sibling-projections | FileCheck %s
+// RUN: hexir-opt %s -split-input-file --hexir-form-dispatch-regions=fuse-sibling-reductions=true | FileCheck %s --check-prefix=OFF
 
-// A llama decode layer's projections (GQA: 24 q rows, 6 k and v rows) of one x: with
-// fuse-sibling-reductions their regions become one `sibling_projections` region at the last
-// (v's, which writes its row into the cache in place), yielding q, k and the cache; the k
-// rotary's region, which reads k and sat between k and v, moves after it. Without the option:
-// four regions (q, k, the rotary, v with its cache row).
+// A llama decode layer's projections (GQA: 24 q rows, 6 k and v rows) of one x: their regions
+// become one `sibling_projections` region at the last (v's, which writes its row into the cache
+// in place), yielding q, k and the cache; the k rotary's region, which reads k and sat between
+// k and v, moves after it. Without the pass: four regions (q, k, the rotary, v with its row).
 // CHECK-LABEL: func.func @qkv
 // CHECK:         %[[P:.+]]:3 = hexir.dispatch_region -> (tensor<24xf32>, tensor<6xf32>, tensor<9x6xf32>) {
 // CHECK:           %[[Q:.+]] = linalg.matvec ins(%{{.+}}, %{{.+}} : tensor<24x64xf32>
