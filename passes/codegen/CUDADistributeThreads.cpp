@@ -10,6 +10,8 @@
 // 32-value units so that they take the warp path (CUDABlockMatvec.h). Work is done on a
 // clone so that a kernel which does not tile cleanly falls back (warp per point without
 // producer fusion, thread per point, one thread).
+#include <functional>
+
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -89,6 +91,11 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
         exe->setAttr(kBlockSizeAttr, DenseI64ArrayAttr::get(ctx, {attention->threads, 1, 1}));
         continue;
       }
+      if (auto kind = exe->getAttrOfType<StringAttr>(kDispatchGroupAttr);
+          kind && kind.getValue() == cuda::kSiblingProjectionsGroup) {
+        if (distributeSiblingProjections(exe, kernel)) continue;
+        kernel.emitRemark("sibling projections not partitioned over blocks; one thread runs them");
+      }
       bool hopper = chip == "sm_90" || chip == "sm_90a";
       if (auto matmul = cuda::MatchTensorCoreMatmul(kernel, hopper, allowTf32)) {  // CUDAMatmul.h
         cuda::ScheduleTensorCoreMatmul(kernel, *matmul);
@@ -141,6 +148,130 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
   }
 
  private:
+  // Sibling projections (cuda::kSiblingProjectionsGroup): results computed by independent
+  // chains (q, k and v GEMVs of one vector, v's written into its cache slot). Each result's
+  // chain, alone in a clone of the kernel, is distributed a warp per row as its own kernel
+  // would be (one warp a row: blocks of kWarpsPerBlock warps everywhere); the kernel then
+  // gives each chain its own range of blocks:
+  //   gid = bid * B + tid
+  //   r0, r1, ... = if gid < T0 { chain 0 (block id bid) ; yield c0, out1, ... }
+  //                 else if B0 B <= gid < B0 B + T1 { chain 1 (block id bid - B0) ; ... }
+  //                 else ... else { yield out0, out1, ... }
+  // (T: a chain's threads, B0: its first block). The conditions hold for whole warps, so
+  // the lowering's shuffles see every lane (its sibling reductions: one per branch).
+  bool distributeSiblingProjections(ExecutableOp exe, func::FuncOp kernel) {
+    MLIRContext* ctx = kernel.getContext();
+    auto ret = cast<func::ReturnOp>(kernel.getBody().front().getTerminator());
+    unsigned results = ret.getNumOperands();
+    if (results < 2) return false;
+    // The output argument each result is computed in (through destination operands).
+    SmallVector<unsigned> outArg;
+    for (Value v : ret.getOperands()) {
+      while (!isa<BlockArgument>(v)) {
+        auto dps = dyn_cast_or_null<DestinationStyleOpInterface>(v.getDefiningOp());
+        if (!dps) return false;
+        v = dps.getTiedOpOperand(cast<OpResult>(v))->get();
+      }
+      outArg.push_back(cast<BlockArgument>(v).getArgNumber());
+    }
+    const int64_t lanesPerPoint = cuda::kWarpSize, block = kWarpsPerBlock * cuda::kWarpSize;
+    SmallVector<func::FuncOp> parts, scratch;
+    SmallVector<int64_t> threads, firstBlock;
+    int64_t blocks = 0;
+    auto cleanUp = [&]() {
+      for (func::FuncOp f : scratch) f.erase();
+      return false;
+    };
+    bool savedBlockReductions = blockReductions;
+    blockReductions = false;  // one warp a row in every chain: one block shape
+    for (unsigned r = 0; r < results; ++r) {
+      OpBuilder cloner(kernel);
+      auto part = cast<func::FuncOp>(cloner.clone(*kernel));
+      part.setSymName((kernel.getSymName() + "_part" + Twine(r)).str());
+      scratch.push_back(part);
+      auto partRet = cast<func::ReturnOp>(part.getBody().front().getTerminator());
+      Value mine = partRet.getOperand(r);
+      partRet->setOperands(ValueRange{mine});
+      part.setFunctionType(FunctionType::get(ctx, kernel.getArgumentTypes(), {mine.getType()}));
+      for (bool erased = true; erased;) {
+        erased = false;
+        for (Operation& op : llvm::make_early_inc_range(llvm::reverse(part.getBody().front())))
+          if (&op != partRet && isOpTriviallyDead(&op)) {
+            op.erase();
+            erased = true;
+          }
+      }
+      int64_t points = 1, lanes = 1;
+      func::FuncOp distributed = distribute(part, points, lanes, warpReductions, /*fuseProducers=*/true);
+      if (distributed) scratch.push_back(distributed);
+      if (!distributed || lanes != lanesPerPoint || points < kWarpsPerBlock || columnTiling) {
+        blockReductions = savedBlockReductions;
+        return cleanUp();
+      }
+      parts.push_back(distributed);
+      threads.push_back(points * lanesPerPoint);
+      firstBlock.push_back(blocks);
+      blocks += (points * lanesPerPoint + block - 1) / block;
+    }
+    blockReductions = savedBlockReductions;
+
+    OpBuilder b(kernel);
+    Location loc = kernel.getLoc();
+    auto merged = func::FuncOp::create(b, loc, (kernel.getSymName() + "_partitioned").str(),
+                                       kernel.getFunctionType());
+    Block* entry = merged.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    auto index = [&](OpBuilder& nb, int64_t v) { return arith::ConstantIndexOp::create(nb, loc, v).getResult(); };
+    Value gid = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, bid, index(b, block)), tid);
+    TypeRange types = kernel.getResultTypes();
+    auto outputs = [&](unsigned computed, Value value) {
+      SmallVector<Value> values;
+      for (unsigned s = 0; s < results; ++s) values.push_back(s == computed ? value : entry->getArgument(outArg[s]));
+      return values;
+    };
+    // Chain r in the then-branch of an if on its thread range; the rest in its else-branch.
+    std::function<SmallVector<Value>(OpBuilder&, unsigned)> chain = [&](OpBuilder& nb, unsigned r) {
+      if (r == results) return outputs(results, Value());
+      Value begin = index(nb, firstBlock[r] * block);
+      Value inRange = arith::AndIOp::create(
+          nb, loc, arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::uge, gid, begin),
+          arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ult, gid,
+                                index(nb, firstBlock[r] * block + threads[r])));
+      auto branch = scf::IfOp::create(nb, loc, types, inRange, /*withElseRegion=*/true);
+      OpBuilder tb = OpBuilder::atBlockEnd(branch.thenBlock());
+      Value partBlock = arith::SubIOp::create(tb, loc, bid, index(tb, firstBlock[r]));
+      IRMapping m;
+      m.map(parts[r].getArguments(), entry->getArguments());
+      for (Operation& op : parts[r].getBody().front()) {
+        if (auto partRet = dyn_cast<func::ReturnOp>(op)) {
+          scf::YieldOp::create(tb, loc, outputs(r, m.lookupOrDefault(partRet.getOperand(0))));
+          break;
+        }
+        tb.clone(op, m);
+      }
+      branch.thenBlock()->walk([&](gpu::BlockIdOp id) {
+        id.getResult().replaceAllUsesWith(partBlock);
+        id.erase();
+      });
+      OpBuilder eb = OpBuilder::atBlockEnd(branch.elseBlock());
+      scf::YieldOp::create(eb, loc, chain(eb, r + 1));
+      return SmallVector<Value>(branch.getResults());
+    };
+    SmallVector<Value> values = chain(b, 0);
+    func::ReturnOp::create(b, loc, values);
+    cleanUp();
+    kernel.erase();
+    merged.setSymName(exe.getSymName());
+    merged->setAttr(kLanesAttr, IntegerAttr::get(IndexType::get(ctx), lanesPerPoint));
+    merged->setAttr(kThreadCountAttr, IntegerAttr::get(IndexType::get(ctx), -1));  // guarded above
+    merged->setAttr(kBlockSizeAttr, IntegerAttr::get(IndexType::get(ctx), block));
+    exe->setAttr(codegen::kWorkgroupCountAttr, DenseI64ArrayAttr::get(ctx, {blocks, 1, 1}));
+    exe->setAttr(kBlockSizeAttr, DenseI64ArrayAttr::get(ctx, {block, 1, 1}));
+    return true;
+  }
+
   // Threads per block for `points` static points of `lanes` threads each. Warp reductions
   // use blocks of kWarpsPerBlock warps: a few hundred rows still spread over every SM (768
   // rows in blocks of 8 warps would fill only 96 of the H200's 132). More than a warp per

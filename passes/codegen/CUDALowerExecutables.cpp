@@ -249,8 +249,14 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       ops.push_back(split.point);
       ops.append(split.siblings.begin(), split.siblings.end());
     }
-    scf::IfOp last;
-    for (linalg::LinalgOp op : ops) {
+    // Sibling projections (cuda::kSiblingProjectionsGroup) hold their reductions in
+    // different branches: what follows each branch's last one runs in lane 0.
+    SmallVector<scf::IfOp> lastInBlock;
+    // Their blocks are partitioned per projection, not b P .. b P + P - 1 over one weight's
+    // rows: no prefetch (weightRow's block-to-row mapping does not hold).
+    if (llvm::any_of(ops, [&](linalg::LinalgOp op) { return op->getBlock() != ops.front()->getBlock(); }))
+      prefetches = nullptr;
+    for (auto [i, op] : llvm::enumerate(ops)) {
       Operation* combiner = cuda::WarpReducibleCombiner(op);
       if (!combiner) return op.emitError("internal: sibling reduction is not warp-reducible");
       if (prefetches)
@@ -258,11 +264,14 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
           if (std::optional<RowPrefetch> row = weightRow(kernel, in->get(), readOnly, outputs, perBlock, maxBytes);
               row && llvm::none_of(*prefetches, [&](const RowPrefetch& p) { return p.binding == row->binding; }))
             prefetches->push_back(*row);
+      bool lastOfBlock = llvm::none_of(llvm::drop_begin(ops, i + 1), [&](linalg::LinalgOp later) {
+        return later->getBlock() == op->getBlock();
+      });
       FailureOr<scf::IfOp> ifFirst = warpReduceOne(kernel, op, combiner, lanes);
       if (failed(ifFirst)) return failure();
-      last = *ifFirst;
+      if (lastOfBlock) lastInBlock.push_back(*ifFirst);
     }
-    onFirstLane(last);
+    for (scf::IfOp ifFirst : lastInBlock) onFirstLane(ifFirst);
     return success();
   }
 

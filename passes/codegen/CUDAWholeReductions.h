@@ -18,6 +18,11 @@
 
 namespace hexir::cuda {
 
+// The dispatch group kind of merged sibling projections (hexir-form-dispatch-regions with
+// fuse-sibling-reductions: q, k and v GEMVs of one vector, each with its own consumers and
+// result): CUDADistributeThreads gives each result's chain its own range of blocks.
+inline constexpr char kSiblingProjectionsGroup[] = "sibling_projections";
+
 // Recomputing the whole reductions for one point costs at most this many times the point's
 // own reduction (as hexir-fuse-small-reductions' kMaxRecomputeRatio: RMSNorm of D before a
 // projection row of D multiply-adds).

@@ -10,7 +10,7 @@
 # a module depends only on the header. Also: stories260K's decode step uses at most 5 CUDA
 # kernels a layer (read from the device loop's command buffer, compile-only), the
 # TinyLlama-shaped one at most 12, 10 with --norm-pair-extent=16384 (its decode step's command
-# buffer, 2 layers minus 1).
+# buffer, 2 layers minus 1), 8 with --sibling-projections.
 source tests/llm/common.sh
 DUMP=tools/hexir-dump/hexir-dump
 BENCH_PY=tests/llm/torch_decode_bench.py
@@ -138,6 +138,8 @@ tinyllama_per_layer() {
 }
 tinyllama_per_layer 10
 tinyllama_per_layer 12 --norm-pair-extent=1024
+# q, k and v + its cache row as one kernel (hexir-merge-sibling-projections, off by default).
+tinyllama_per_layer 8 --sibling-projections
 
 if [ -f "$SHARED/models/stories260K.bin" ]; then
   check stories260K "$SHARED/models/stories260K.bin"

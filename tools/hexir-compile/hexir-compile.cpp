@@ -54,6 +54,12 @@ static cl::opt<int64_t> normPairExtent(
              "scaling have at most N iterations each runs as one kernel (one block) instead of "
              "two; 0: off (default: 16384)"),
     cl::init(-1));
+static cl::opt<bool> siblingProjections(
+    "sibling-projections",
+    cl::desc("CUDA-only modules: projections of one vector (a llama layer's q, k and v + its "
+             "cache row) run as one kernel, its blocks partitioned over their rows (off by "
+             "default: measured slower on the H200, passes/dispatch/fusion/README.md)"),
+    cl::init(false));
 static cl::opt<bool> noBranchSelection(
     "no-branch-selection",
     cl::desc("host control flow as cmp + cond_br / br with block-argument copies, registers first "
@@ -222,6 +228,7 @@ int main(int argc, char** argv) {
   options.fuse_elementwise = !noFusion;
   options.small_reduction_extent = smallReductionExtent;
   options.norm_pair_extent = normPairExtent;
+  options.sibling_projections = siblingProjections;
   options.select_branches = !noBranchSelection;
   if (keepDeviceCalls && inlineDeviceCalls) {
     llvm::errs() << "hexir-compile: --keep-device-calls and --inline-device-calls contradict each other\n";

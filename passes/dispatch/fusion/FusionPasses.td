@@ -61,4 +61,16 @@ def GroupSmallProjections : Pass<"hexir-group-small-projections", "mlir::ModuleO
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def MergeSiblingProjections : Pass<"hexir-merge-sibling-projections", "mlir::ModuleOp"> {
+  let summary = "Merges the dispatch regions of projections of one vector into one region";
+  let description = [{
+    After `hexir-form-dispatch-regions` (CUDA-only modules, `hexir-compile
+    --sibling-projections`): regions of one block that each compute one projection of the same
+    vector (q, k and v + its in-place cache row of a llama decode layer) with the same reduced
+    extent become one region yielding all their results, marked `hexir.dispatch_group =
+    "sibling_projections"`, which `hexir-cuda-distribute-threads` runs as one kernel whose
+    blocks are partitioned over the projections' rows. Rule: passes/dispatch/fusion/README.md.
+  }];
+}
+
 #endif
