@@ -8,13 +8,14 @@
 // (prime) of K = 5632 (TinyLlama's w2: 22 groups, more than a warp's lanes), K of 45
 // super-blocks or 330 blocks at 600 and 37 rows (a lane's several groups pipelined), K = 2304
 // (9 super-blocks) at 97 rows, q4_k/q5_k with extreme scales (63, d and dmin 65504 or
-// subnormal), and the same cases with launch shapes forced by hidden flags (several row passes
-// a block, one-warp blocks, fewer or more lanes than groups). q6_k's
+// subnormal), and the q4_0, q8_0 and q4_k cases with launch shapes forced by hidden flags
+// (several row passes a block, one-warp blocks, fewer or more lanes than groups). q6_k's
 // 210-byte blocks keep the generic kernel; the generic kernel (hexir-compile
 // --cuda-generic-block-matvec) is checked on the same cases. Without a GPU the modules are
 // compiled (code generation runs) and the test reports itself skipped.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -111,8 +112,12 @@ std::vector<Case> Cases() {
   return cases;
 }
 
-void Check(const std::string& variant, const std::string& flags) {
-  std::vector<Case> cases = Cases();
+// `formats`: the block formats checked (empty: all).
+void Check(const std::string& variant, const std::string& flags, const std::vector<std::string>& formats = {}) {
+  std::vector<Case> cases;
+  for (Case& c : Cases())
+    if (formats.empty() || std::find(formats.begin(), formats.end(), c.format->name) != formats.end())
+      cases.push_back(std::move(c));
   std::string source;
   for (const Case& c : cases)
     source += c.cacheRows ? BlockMatvecRowWriteSource(c.function, *c.format, c.n, c.k, c.cacheRows)
@@ -145,9 +150,10 @@ void Check(const std::string& variant, const std::string& flags) {
   }
 }
 
-void CheckOrSkip(const char* name, const std::string& variant, const std::string& flags) {
+void CheckOrSkip(const char* name, const std::string& variant, const std::string& flags,
+                 const std::vector<std::string>& formats = {}) {
   try {
-    Check(variant, flags);
+    Check(variant, flags, formats);
   } catch (const DeviceUnavailable& e) {
     std::printf("HEXIR_SKIPPED: %s: %s\n", name, e.reason.c_str());
   }
@@ -157,15 +163,16 @@ TEST_CASE("the quantized GEMV of every GGUF block format matches ggml's dequanti
   CheckOrSkip("quantized GEMV", "kernel", "");
 }
 
-// Launch shapes the default does not choose for these cases: several row passes a block
-// (the pipeline crossing rows; the last pass partly past the rows), one-warp blocks with
-// fewer lanes than groups, and more lanes than groups.
+// Launch shapes the default does not choose for these cases, on the formats decode uses
+// (q4_0, q8_0, q4_k; compile time): several row passes a block (the pipeline crossing rows,
+// the last pass partly past the rows), one-warp blocks with fewer lanes than groups, and more
+// lanes than groups.
 TEST_CASE("the quantized GEMV with several row passes, one-warp blocks and narrow rows matches the same references") {
-  CheckOrSkip("quantized GEMV, 3 passes", "passes3", "--cuda-quantized-gemv-passes=3");
+  const std::vector<std::string> formats = {"q4_0", "q8_0", "q4_k"};
   CheckOrSkip("quantized GEMV, 1 warp, 4 lanes, 2 passes", "narrow",
-              "--cuda-quantized-gemv-warps=1 --cuda-quantized-gemv-lanes=4 --cuda-quantized-gemv-passes=2");
+              "--cuda-quantized-gemv-warps=1 --cuda-quantized-gemv-lanes=4 --cuda-quantized-gemv-passes=2", formats);
   CheckOrSkip("quantized GEMV, 2 warps, 32 lanes, 5 passes", "wide",
-              "--cuda-quantized-gemv-warps=2 --cuda-quantized-gemv-lanes=32 --cuda-quantized-gemv-passes=5");
+              "--cuda-quantized-gemv-warps=2 --cuda-quantized-gemv-lanes=32 --cuda-quantized-gemv-passes=5", formats);
 }
 
 TEST_CASE("the generic block matvec kernel it replaces matches the same references") {
