@@ -3,6 +3,7 @@
 // the two agree on what the kernel holds.
 #include "passes/codegen/CUDAQuantizedGemv.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <string>
@@ -20,6 +21,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/Support/CommandLine.h"
 #include "passes/codegen/CUDABlockMatvec.h"
 #include "passes/codegen/CUDAColumnReduce.h"
 #include "passes/codegen/CUDAGemvDecode.h"
@@ -31,14 +33,16 @@ namespace hexir::cuda {
 using namespace mlir;
 
 std::vector<int64_t> QuantizedGemv::encode() const {
-  return {rows, blocks, blockValues, blockBytes, groupBlocks, align, lanes, warps};
+  return {rows, blocks, blockValues, blockBytes, groupBlocks, align, lanes, warps, passes};
 }
 
 std::optional<QuantizedGemv> QuantizedGemv::decode(llvm::ArrayRef<int64_t> w) {
-  if (w.size() != 8) return std::nullopt;
+  if (w.size() != 9) return std::nullopt;
   QuantizedGemv s;
   s.rows = w[0], s.blocks = w[1], s.blockValues = w[2], s.blockBytes = w[3];
-  s.groupBlocks = w[4], s.align = w[5], s.lanes = w[6], s.warps = w[7];
+  s.groupBlocks = w[4], s.align = w[5], s.lanes = w[6], s.warps = w[7], s.passes = w[8];
+  if (s.lanes < 1 || s.lanes > 32 || (s.lanes & (s.lanes - 1)) || s.warps < 1 || s.warps > 32 || s.passes < 1)
+    return std::nullopt;
   return s;
 }
 
@@ -349,7 +353,18 @@ double Spread(int64_t blocks) {
 }
 }  // namespace
 
+namespace {
+// Overrides of the chosen launch, for measurements and tests (CUDAQuantizedGemv.h).
+llvm::cl::opt<int64_t> lanesFlag("cuda-quantized-gemv-lanes", llvm::cl::Hidden, llvm::cl::init(0),
+                                 llvm::cl::desc("lanes a row of every quantized GEMV (1-32, a power of two; 0: chosen)"));
+llvm::cl::opt<int64_t> warpsFlag("cuda-quantized-gemv-warps", llvm::cl::Hidden, llvm::cl::init(0),
+                                 llvm::cl::desc("warps a block of every quantized GEMV (1-32; 0: chosen)"));
+llvm::cl::opt<int64_t> passesFlag("cuda-quantized-gemv-passes", llvm::cl::Hidden, llvm::cl::init(0),
+                                  llvm::cl::desc("row passes of every quantized GEMV's blocks (0: chosen)"));
+}  // namespace
+
 void ChooseWarps(QuantizedGemv& s) {
+  s.passes = 1;
   if (!s.stagesX()) {
     for (s.warps = 8; s.warps > 1 && s.gridBlocks() < kSMs;) s.warps /= 2;
     return;
@@ -397,7 +412,10 @@ std::optional<QuantizedGemv> MatchQuantizedGemv(func::FuncOp kernel) {
   if (!r->prologue.empty() && !s.stagesX()) return refuse("x too long for shared memory");
   if (!GroupOffsets(*r, s, &why)) return refuse("byte offsets are not the group start plus a constant (" + why + ")");
   for (s.lanes = 1; s.lanes < s.groups() && s.lanes < 32;) s.lanes *= 2;
+  if (lanesFlag > 0 && lanesFlag <= 32 && (lanesFlag & (lanesFlag - 1)) == 0) s.lanes = lanesFlag;
   ChooseWarps(s);
+  if (warpsFlag > 0 && warpsFlag <= 32) s.warps = warpsFlag;
+  if (passesFlag > 0) s.passes = std::min<int64_t>(passesFlag, s.rowBlocks());
   return s;
 }
 
@@ -679,14 +697,17 @@ LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
   Value lane32 = arith::RemUIOp::create(b, loc, tid, k.idx(32));
   Value warp = arith::DivUIOp::create(b, loc, tid, k.idx(32));
   Value lane = arith::RemUIOp::create(b, loc, lane32, k.idx(L));
-  // row = bid R + warp (32 / L) + lane32 / L; loads use min(row, N - 1).
-  Value row = arith::AddIOp::create(
-      b, loc,
-      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, bid, k.idx(s.rowsPerBlock())),
-                            arith::MulIOp::create(b, loc, warp, k.idx(32 / L))),
-      arith::DivUIOp::create(b, loc, lane32, k.idx(L)));
-  Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, k.idx(s.rows));
-  Value loadRow = arith::MinUIOp::create(b, loc, row, k.idx(s.rows - 1));
+  // The lane's row in its block's rows: warp (32 / L) + lane32 / L; pass p's row:
+  // (p gridBlocks + bid) R + that. Loads use min(row, N - 1).
+  Value slot = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, warp, k.idx(32 / L)),
+                                     arith::DivUIOp::create(b, loc, lane32, k.idx(L)));
+  auto rowOf = [&](Value pass) -> Value {
+    Value blockRow = bid;
+    if (pass)
+      blockRow = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, pass, k.idx(s.gridBlocks())), bid);
+    return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, blockRow, k.idx(s.rowsPerBlock())), slot);
+  };
+  auto loadRowOf = [&](Value row) -> Value { return arith::MinUIOp::create(b, loc, row, k.idx(s.rows - 1)); };
 
   // x staged in shared memory, each group's values followed by 4 unused ones (the padding
   // puts the 16-byte reads of a row's lanes, one group apart, in different banks).
@@ -697,7 +718,8 @@ LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
   // The lane's first group's bytes, issued before x is staged (their latency overlaps the
   // copy and the barrier); lanes without a group load the last one and use nothing of it.
   Value firstGroup = arith::MinUIOp::create(b, loc, lane, k.idx(s.groups() - 1));
-  SmallVector<Value> firstLoads = k.loadGroup(loadRow, firstGroup);
+  Value firstRow = rowOf(Value());
+  SmallVector<Value> firstLoads = k.loadGroup(loadRowOf(firstRow), firstGroup);
   const int64_t K = s.blocks * s.blockValues;
   if (!r.prologue.empty()) {  // every thread computes a share of x
     k.xShared = WorkgroupArray(b, loc, kernel, b.getF32Type(), s.sharedBytes() / 4);
@@ -713,79 +735,137 @@ LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
              s.stagesX() && s.blockValues % 4 == 0 && xType && xType.getLayout().isIdentity()) {  // every thread copies 16-byte pieces of x
     k.xShared = WorkgroupArray(b, loc, kernel, b.getF32Type(), s.sharedBytes() / 4);
     auto vec4 = VectorType::get({4}, b.getF32Type());
-    auto copy = scf::ForOp::create(b, loc, arith::MulIOp::create(b, loc, tid, k.idx(4)), k.idx(K),
-                                   k.idx(4 * s.threads()));
-    {
+    // Piece q (of K / 4) is thread q % T's, its (q / T)th; a thread loads up to 8 of its
+    // pieces, then stores them (one wait for L2 per 8 pieces, not per piece).
+    const int64_t pieces = K / 4, T = s.threads();
+    const int64_t perThread = (pieces + T - 1) / T;
+    const int64_t unroll = std::min<int64_t>(perThread, 8);
+    const int64_t chunks = (perThread + unroll - 1) / unroll;
+    auto copyChunk = [&](Value first, bool known) {  // first: the chunk's first piece of thread 0
+      SmallVector<std::pair<Value, Value>> loaded;  // (piece, value)
+      SmallVector<bool> always;
+      for (int64_t i = 0; i < unroll; ++i) {
+        if (known && i * T >= pieces) break;
+        Value q = arith::AddIOp::create(b, loc, arith::AddIOp::create(b, loc, first, tid), k.idx(i * T));
+        const bool inside = known && (i + 1) * T <= pieces;
+        Value at = arith::MulIOp::create(b, loc, inside ? q : arith::MinUIOp::create(b, loc, q, k.idx(pieces - 1)),
+                                         k.idx(4));
+        Value block = arith::DivUIOp::create(b, loc, at, k.idx(s.blockValues));
+        Value j = arith::RemUIOp::create(b, loc, at, k.idx(s.blockValues));
+        loaded.push_back({q, vector::LoadOp::create(b, loc, vec4, r.x, ValueRange{block, j}, false, llvm::MaybeAlign(16))});
+        always.push_back(inside);
+      }
+      for (auto [i, piece] : llvm::enumerate(loaded)) {
+        auto [q, value] = piece;
+        OpBuilder::InsertionGuard guard(b);
+        if (!always[i]) {
+          Value in = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, q, k.idx(pieces));
+          auto guarded = scf::IfOp::create(b, loc, in, /*withElseRegion=*/false);
+          b.setInsertionPoint(guarded.thenBlock()->getTerminator());
+        }
+        Value at = arith::MulIOp::create(b, loc, q, k.idx(4));
+        vector::StoreOp::create(b, loc, value, k.xShared, ValueRange{padded(at)}, false, llvm::MaybeAlign(16));
+      }
+    };
+    if (chunks == 1) {
+      copyChunk(k.idx(0), /*known=*/true);
+    } else {
+      auto copy = scf::ForOp::create(b, loc, k.idx(0), k.idx(chunks * unroll * T), k.idx(unroll * T));
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(copy.getBody()->getTerminator());
-      Value at = copy.getInductionVar();
-      Value block = arith::DivUIOp::create(b, loc, at, k.idx(s.blockValues));
-      Value j = arith::RemUIOp::create(b, loc, at, k.idx(s.blockValues));
-      Value piece = vector::LoadOp::create(b, loc, vec4, r.x, ValueRange{block, j}, false, llvm::MaybeAlign(16));
-      vector::StoreOp::create(b, loc, piece, k.xShared, ValueRange{padded(at)}, false, llvm::MaybeAlign(16));
+      copyChunk(copy.getInductionVar(), /*known=*/false);
     }
     gpu::BarrierOp::create(b, loc);
   }
-  // Software-pipelined over the lane's groups (where a lane has more than one): each
-  // iteration issues the next group's loads (where there is one) before decoding the current
-  // one's, so a lane's bytes in flight overlap its arithmetic.
-  const bool pipelined = s.groups() > L;
+  // Software-pipelined over the lane's groups (where a lane has more than one, or there are
+  // several passes): each iteration issues the next group's loads (this row's next group,
+  // else the next pass's first) before decoding the current one's, so a lane's bytes in
+  // flight overlap its arithmetic.
+  const bool pipelined = s.groups() > L || s.passes > 1;
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-  SmallVector<Value> carried = {zero};
-  if (pipelined) llvm::append_range(carried, firstLoads);
-  auto loop = scf::ForOp::create(b, loc, lane, k.idx(s.groups()), k.idx(L), carried);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    Block* loopBody = loop.getBody();
-    if (loopBody->mightHaveTerminator()) loopBody->getTerminator()->erase();
-    b.setInsertionPointToEnd(loopBody);
-    Value u = loop.getInductionVar();
-    if (!pipelined) {  // one group at most: its loads are the first ones
-      Value sum = k.groupSum(loadRow, firstLoads, u);
-      scf::YieldOp::create(b, loc, ValueRange{arith::AddFOp::create(b, loc, loop.getRegionIterArgs()[0], sum)});
-    }
-  }
-  if (pipelined) {
-    OpBuilder::InsertionGuard guard(b);
-    Block* loopBody = loop.getBody();
-    b.setInsertionPointToEnd(loopBody);
-    Value u = loop.getInductionVar();
-    ValueRange current = loop.getRegionIterArgs().drop_front();
-    Value nextU = arith::AddIOp::create(b, loc, u, k.idx(L));
-    Value hasNext = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, nextU, k.idx(s.groups()));
-    SmallVector<Type> loadTypes(current.size(), k.loadType());
-    auto next = scf::IfOp::create(b, loc, loadTypes, hasNext, /*withElseRegion=*/true);
+  // One pass (`pass` null: the only one) over `row`, its first group's loads `loads`; the
+  // loads it leaves in flight (the next pass's first group's).
+  auto onePass = [&](Value pass, Value row, ValueRange loads) -> SmallVector<Value> {
+    Value loadRow = loadRowOf(row);
+    SmallVector<Value> carried = {zero};
+    if (pipelined) llvm::append_range(carried, loads);
+    auto loop = scf::ForOp::create(b, loc, lane, k.idx(s.groups()), k.idx(L), carried);
     {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(next.thenBlock());
-      scf::YieldOp::create(b, loc, k.loadGroup(loadRow, nextU));
-      b.setInsertionPointToStart(next.elseBlock());
-      scf::YieldOp::create(b, loc, current);
+      OpBuilder::InsertionGuard guard(b);
+      Block* loopBody = loop.getBody();
+      if (loopBody->mightHaveTerminator()) loopBody->getTerminator()->erase();
+      b.setInsertionPointToEnd(loopBody);
+      Value u = loop.getInductionVar();
+      if (!pipelined) {  // one group at most: its loads are the first ones
+        Value sum = k.groupSum(loadRow, loads, u);
+        scf::YieldOp::create(b, loc, ValueRange{arith::AddFOp::create(b, loc, loop.getRegionIterArgs()[0], sum)});
+      } else {
+        ValueRange current = loop.getRegionIterArgs().drop_front();
+        Value nextU = arith::AddIOp::create(b, loc, u, k.idx(L));
+        Value hasNext = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, nextU, k.idx(s.groups()));
+        SmallVector<Type> loadTypes(current.size(), k.loadType());
+        auto next = scf::IfOp::create(b, loc, loadTypes, hasNext, /*withElseRegion=*/true);
+        {
+          OpBuilder::InsertionGuard inner(b);
+          b.setInsertionPointToStart(next.thenBlock());
+          scf::YieldOp::create(b, loc, k.loadGroup(loadRow, nextU));
+          b.setInsertionPointToStart(next.elseBlock());
+          if (pass) {  // the next pass's first group, where there is a next pass
+            Value nextPass = arith::AddIOp::create(b, loc, pass, k.idx(1));
+            Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, nextPass, k.idx(s.passes));
+            auto following = scf::IfOp::create(b, loc, loadTypes, more, /*withElseRegion=*/true);
+            b.setInsertionPointToStart(following.thenBlock());
+            scf::YieldOp::create(b, loc, k.loadGroup(loadRowOf(rowOf(nextPass)), firstGroup));
+            b.setInsertionPointToStart(following.elseBlock());
+            scf::YieldOp::create(b, loc, current);
+            b.setInsertionPointAfter(following);
+            scf::YieldOp::create(b, loc, following.getResults());
+          } else {
+            scf::YieldOp::create(b, loc, current);
+          }
+        }
+        Value sum = k.groupSum(loadRow, current, u);
+        SmallVector<Value> yielded = {arith::AddFOp::create(b, loc, loop.getRegionIterArgs()[0], sum)};
+        llvm::append_range(yielded, next.getResults());
+        scf::YieldOp::create(b, loc, yielded);
+      }
     }
-    Value sum = k.groupSum(loadRow, current, u);
-    SmallVector<Value> yielded = {arith::AddFOp::create(b, loc, loop.getRegionIterArgs()[0], sum)};
-    llvm::append_range(yielded, next.getResults());
-    scf::YieldOp::create(b, loc, yielded);
-  }
-  Value partial = loop.getResult(0);
-  for (int32_t offset = L / 2; offset > 0; offset /= 2) {
-    Value other = gpu::ShuffleOp::create(b, loc, partial, offset, 32, gpu::ShuffleMode::XOR).getResult(0);
-    partial = arith::AddFOp::create(b, loc, partial, other);
-  }
-  Value first = arith::AndIOp::create(
-      b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, k.idx(0)), inRange);
-  auto ifFirst = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
-  {
+    Value partial = loop.getResult(0);
+    for (int32_t offset = L / 2; offset > 0; offset /= 2) {
+      Value other = gpu::ShuffleOp::create(b, loc, partial, offset, 32, gpu::ShuffleMode::XOR).getResult(0);
+      partial = arith::AddFOp::create(b, loc, partial, other);
+    }
+    Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, k.idx(s.rows));
+    Value first = arith::AndIOp::create(
+        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, k.idx(0)), inRange);
+    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(ifFirst.thenBlock()->getTerminator());
+      Value init = r.init;
+      if (Attribute a; matchPattern(init, m_Constant(&a))) init = k.constant(a);
+      Value value;
+      if (r.sum.getLhs() == r.gemv.getBlock()->getArgument(1))
+        value = arith::AddFOp::create(b, loc, init, partial);
+      else
+        value = arith::AddFOp::create(b, loc, partial, init);
+      k.epilogueAndStore(value, row);
+    }
+    SmallVector<Value> left;
+    if (pipelined) llvm::append_range(left, loop.getResults().drop_front());
+    return left;
+  };
+  if (s.passes == 1) {
+    onePass(Value(), firstRow, firstLoads);
+  } else {
+    auto passes = scf::ForOp::create(b, loc, k.idx(0), k.idx(s.passes), k.idx(1), firstLoads);
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(ifFirst.thenBlock()->getTerminator());
-    Value init = r.init;
-    if (Attribute a; matchPattern(init, m_Constant(&a))) init = k.constant(a);
-    Value value;
-    if (r.sum.getLhs() == r.gemv.getBlock()->getArgument(1))
-      value = arith::AddFOp::create(b, loc, init, partial);
-    else
-      value = arith::AddFOp::create(b, loc, partial, init);
-    k.epilogueAndStore(value, row);
+    Block* passBody = passes.getBody();
+    if (passBody->mightHaveTerminator()) passBody->getTerminator()->erase();
+    b.setInsertionPointToEnd(passBody);
+    Value pass = passes.getInductionVar();
+    SmallVector<Value> left = onePass(pass, rowOf(pass), passes.getRegionIterArgs());
+    scf::YieldOp::create(b, loc, left);
   }
   // What the new body still reads (x's reshape) stays.
   for (Operation* op : llvm::reverse(old))

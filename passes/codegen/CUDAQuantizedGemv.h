@@ -5,6 +5,11 @@
 //   y[n] = init + sum_{b, j} x[b][j] * decode(W[n], b, j)     W: i8 [N][row bytes]
 //   out  = epilogue(y)                                      (fused elementwise consumers:
 //                                                            residual add, SiLU * up)
+// Rows: pass p (0 <= p < P) of block `bid` takes rows (p gridBlocks + bid) R + r, R the
+// rows a block's warps hold, r the lane's row in the block; each pass ends with its rows'
+// butterflies and stores, and the next pass's first group's loads are issued before the
+// current pass's last group is decoded (the pipeline runs across rows). P > 1 stages x once
+// for P row blocks and keeps the grid within one wave of resident blocks.
 // A row is read in groups of G consecutive blocks of at most 64 values (or one block of up
 // to 256) whose bytes are a multiple of the load width A (q4_0 2 blocks = 36 bytes in 4-byte
 // loads, q5_0 2 = 44 (4), q8_0 2 = 68 (4), q4_1 2 = 40 (8), q4_k and q5_k 1 = 144 / 176 (16);
@@ -21,9 +26,11 @@
 // and terms x * (a * v +- c) are summed as a * fma-chains of x v +- c * sum x
 // (CUDAGemvDecode.h). The lane's first group's loads are issued before x is staged, and a lane
 // with several groups issues the next one's loads before decoding the current one (software
-// pipelining). x is staged once per block in shared memory (each
-// group's values then 4 unused f32s, so a row's lanes, one group apart, read different
-// banks): copied in 16-byte pieces, or computed there by elementwise generics (the final
+// pipelining). x is staged once per block in shared memory (each group's values then 4
+// unused f32s, so a row's lanes, one group apart, read different banks): copied in 16-byte
+// pieces (a thread's pieces loaded 8 at a time before any is stored, so a block waits for
+// L2 once per 8 pieces, not once per piece: H200, session 22, profiled, q4_k w1 9.5 -> 8.4
+// us, q 7.6 -> 6.9, q4_0 w1 8.3 -> 7.4), or computed there by elementwise generics (the final
 // RMSNorm's scaling fused into the classifier), a share per thread, before a barrier; an x
 // too long for shared memory (over 48 KB) is read with 16-byte loads from global memory.
 // (Reading it so where staging left most SMs idle, the 256-row k/v projections in one-warp
@@ -74,13 +81,15 @@ struct QuantizedGemv {
   int64_t align = 1;        // A: bytes per load
   int64_t lanes = 32;       // L: lanes per row
   int64_t warps = 8;        // warps per block
+  int64_t passes = 1;       // P: rows a lane's slot takes in turn (x staged once for all)
 
   int64_t groups() const { return blocks / groupBlocks; }          // U, per row
   int64_t groupBytes() const { return groupBlocks * blockBytes; }
   int64_t groupValues() const { return groupBlocks * blockValues; }
   int64_t threads() const { return 32 * warps; }
-  int64_t rowsPerBlock() const { return warps * (32 / lanes); }
-  int64_t gridBlocks() const { return (rows + rowsPerBlock() - 1) / rowsPerBlock(); }
+  int64_t rowsPerBlock() const { return warps * (32 / lanes); }   // a pass's
+  int64_t rowBlocks() const { return (rows + rowsPerBlock() - 1) / rowsPerBlock(); }
+  int64_t gridBlocks() const { return (rowBlocks() + passes - 1) / passes; }
   // x in shared memory: a group's values then kGemvSharedPad unused ones.
   int64_t sharedGroupStride() const { return groupValues() + kGemvSharedPad; }
   int64_t sharedBytes() const { return groups() * sharedGroupStride() * 4; }
@@ -109,9 +118,14 @@ inline constexpr char kQuantizedGemvAttr[] = "hexir.cuda.quantized_gemv";
 // at most 32; warps per block: ChooseWarps. nullopt (nothing changed) otherwise.
 std::optional<QuantizedGemv> MatchQuantizedGemv(mlir::func::FuncOp kernel);
 
-// Chooses `s.warps` (its other fields set): where x is staged in shared memory, the warps a
-// block (8 or 4) whose grid spreads most evenly over the H200's 132 SMs (ties: 8); else 8,
-// halved while under 132 blocks.
+// Chooses `s.warps` and `s.passes` (its other fields set): where x is staged in shared
+// memory, the warps a block (8 or 4) whose grid spreads most evenly over the H200's 132 SMs
+// (ties: 8); else 8, halved while under 132 blocks. Passes: 1.
+// The hidden flags --cuda-quantized-gemv-{lanes,warps,passes}=N override the choices
+// (every quantized GEMV of the compilation; 0: chosen as above) for measurements and tests.
+// H200, session 22, TinyLlama-shaped decode (ms/token, q4_0 / q4_k; default 1.028 / 1.861):
+// 2 passes 1.025 / 2.220, 2 warps 1.059 / 2.116, 1 warp 1.291 / 2.156, 8 lanes 1.738 /
+// 1.970; per kernel (profiled) 4 passes and 16 lanes were no faster anywhere either.
 void ChooseWarps(QuantizedGemv& s);
 
 // Records the launch of `shape` on `kernel`'s executable (block size, workgroup count) and

@@ -6,12 +6,16 @@
 // 8-byte loads; the K-quants' 16-byte), the decode step's 256 x 2048 k/v shape, a fused residual add, the V projection
 // written into row 10 of a 19-row KV cache (the other rows must stay as they were), 131 rows
 // (prime) of K = 5632 (TinyLlama's w2: 22 groups, more than a warp's lanes), K of 45
-// super-blocks or 330 blocks at 600 and 37 rows (a lane's several groups pipelined). q6_k's
+// super-blocks or 330 blocks at 600 and 37 rows (a lane's several groups pipelined), K = 2304
+// (9 super-blocks) at 97 rows, q4_k/q5_k with extreme scales (63, d and dmin 65504 or
+// subnormal), and the q4_0, q8_0 and q4_k cases with launch shapes forced by hidden flags
+// (several row passes a block, one-warp blocks, fewer or more lanes than groups). q6_k's
 // 210-byte blocks keep the generic kernel; the generic kernel (hexir-compile
 // --cuda-generic-block-matvec) is checked on the same cases. Without a GPU the modules are
 // compiled (code generation runs) and the test reports itself skipped.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -36,16 +40,30 @@ struct Case {
   std::vector<double> bound;  // per row: 1e-5 of sum |w x| (f32 sums over up to 2048 terms)
 };
 
+// The K-quants' extreme scales: every sub-block's 6-bit scale and minimum 63, d and dmin
+// the largest f16 (65504) or a subnormal one in turn, so d scale and dmin min span 2^30.
+void ExtremeScales(const GgmlBlockInfo& format, HostTensor& w) {
+  const std::string name = format.name;
+  if (name != "q4_k" && name != "q5_k") return;
+  for (int64_t at = 0, i = 0; at < int64_t(w.bytes.size()); at += format.block_bytes, ++i) {
+    const uint16_t d = i % 2 ? 0x7BFF : 0x0001, dmin = i % 3 ? 0x0001 : 0x7BFF;
+    w.bytes[at] = uint8_t(d), w.bytes[at + 1] = uint8_t(d >> 8);
+    w.bytes[at + 2] = uint8_t(dmin), w.bytes[at + 3] = uint8_t(dmin >> 8);
+    for (int b = 4; b < 16; ++b) w.bytes[at + b] = 0xFF;
+  }
+}
+
 Case MakeCase(const GgmlBlockInfo& format, int64_t n, int64_t blocks, bool residual, unsigned seed,
-              int64_t cacheRows = 0) {
+              int64_t cacheRows = 0, bool extreme = false) {
   Case c;
   c.format = &format;
   c.n = n, c.k = blocks * format.block_elements, c.residual = residual;
   c.cacheRows = cacheRows, c.cacheRow = cacheRows / 2 + 1;
   c.function = std::string(format.name) + "_" + std::to_string(n) + "x" + std::to_string(c.k) + (residual ? "_res" : "") +
-               (cacheRows ? "_row" : "");
+               (cacheRows ? "_row" : "") + (extreme ? "_extreme" : "");
   if (cacheRows) c.r = RandomF32({cacheRows, n}, seed + 3);  // the cache: every other row must stay
   c.w = RandomBlocks(format, n, c.k, seed);
+  if (extreme) ExtremeScales(format, c.w);
   c.x = RandomF32({c.k}, seed + 1);
   if (!cacheRows) c.r = RandomF32({n}, seed + 2);
   c.expected = ZerosF32({n});
@@ -86,12 +104,20 @@ std::vector<Case> Cases() {
     // rows (75 blocks of 8 warps) and 37.
     cases.push_back(MakeCase(format, 600, k256 ? 45 : 330, true, seed += 3));
     cases.push_back(MakeCase(format, 37, k256 ? 45 : 330, false, seed += 3));
+    // K = 2304 (9 super-blocks, 72 blocks): an odd count of groups, lanes left idle.
+    cases.push_back(MakeCase(format, 97, k256 ? 9 : 72, false, seed += 3));
+    if (std::string(format.name) == "q4_k" || std::string(format.name) == "q5_k")
+      cases.push_back(MakeCase(format, 45, 9, false, seed += 3, 0, /*extreme=*/true));
   }
   return cases;
 }
 
-void Check(const std::string& variant, const std::string& flags) {
-  std::vector<Case> cases = Cases();
+// `formats`: the block formats checked (empty: all).
+void Check(const std::string& variant, const std::string& flags, const std::vector<std::string>& formats = {}) {
+  std::vector<Case> cases;
+  for (Case& c : Cases())
+    if (formats.empty() || std::find(formats.begin(), formats.end(), c.format->name) != formats.end())
+      cases.push_back(std::move(c));
   std::string source;
   for (const Case& c : cases)
     source += c.cacheRows ? BlockMatvecRowWriteSource(c.function, *c.format, c.n, c.k, c.cacheRows)
@@ -124,9 +150,10 @@ void Check(const std::string& variant, const std::string& flags) {
   }
 }
 
-void CheckOrSkip(const char* name, const std::string& variant, const std::string& flags) {
+void CheckOrSkip(const char* name, const std::string& variant, const std::string& flags,
+                 const std::vector<std::string>& formats = {}) {
   try {
-    Check(variant, flags);
+    Check(variant, flags, formats);
   } catch (const DeviceUnavailable& e) {
     std::printf("HEXIR_SKIPPED: %s: %s\n", name, e.reason.c_str());
   }
@@ -134,6 +161,18 @@ void CheckOrSkip(const char* name, const std::string& variant, const std::string
 
 TEST_CASE("the quantized GEMV of every GGUF block format matches ggml's dequantization in double") {
   CheckOrSkip("quantized GEMV", "kernel", "");
+}
+
+// Launch shapes the default does not choose for these cases, on the formats decode uses
+// (q4_0, q8_0, q4_k; compile time): several row passes a block (the pipeline crossing rows,
+// the last pass partly past the rows), one-warp blocks with fewer lanes than groups, and more
+// lanes than groups.
+TEST_CASE("the quantized GEMV with several row passes, one-warp blocks and narrow rows matches the same references") {
+  const std::vector<std::string> formats = {"q4_0", "q8_0", "q4_k"};
+  CheckOrSkip("quantized GEMV, 1 warp, 4 lanes, 2 passes", "narrow",
+              "--cuda-quantized-gemv-warps=1 --cuda-quantized-gemv-lanes=4 --cuda-quantized-gemv-passes=2", formats);
+  CheckOrSkip("quantized GEMV, 2 warps, 32 lanes, 5 passes", "wide",
+              "--cuda-quantized-gemv-warps=2 --cuda-quantized-gemv-lanes=32 --cuda-quantized-gemv-passes=5", formats);
 }
 
 TEST_CASE("the generic block matvec kernel it replaces matches the same references") {

@@ -8,11 +8,11 @@
 // the decode is written out per value, and the code of 8-block groups made every kernel as
 // slow as its straight-line code), 32 groups a row, so 32 lanes a row and a row a warp; x
 // staged in shared memory, 4 warps a block (16 blocks; 8 warps would make 8).
-// [rows, blocks, B, block bytes, G, A, lanes, warps].
+// [rows, blocks, B, block bytes, G, A, lanes, warps, passes].
 // DIST-LABEL: hexir.executable @q8
 // DIST-SAME:    hexir.cuda.block_size = array<i64: 128, 1, 1>, hexir.workgroup_count = array<i64: 16, 1, 1>
 // DIST:         func.func @q8
-// DIST-SAME:      hexir.cuda.block_size = 128 : index, hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 2, 4, 32, 4>, hexir.cuda.thread_count = -1 : index
+// DIST-SAME:      hexir.cuda.block_size = 128 : index, hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 2, 4, 32, 4, 1>, hexir.cuda.thread_count = -1 : index
 // DIST:         hexir.block_matvec = "q8_0"
 // Lowered: 17 4-byte loads a group (issued before x is staged), no byte load, a 5-step
 // butterfly over the row's 32 lanes.
@@ -71,7 +71,7 @@ hexir.executable @q8 {
 // barrier.
 // DIST-LABEL: hexir.executable @q8_w1
 // DIST-SAME:    hexir.cuda.block_size = array<i64: 128, 1, 1>, hexir.workgroup_count = array<i64: 1408, 1, 1>
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 5632, 64, 32, 34, 2, 4, 32, 4>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 5632, 64, 32, 34, 2, 4, 32, 4, 1>
 // LOWER-LABEL:  hexir.executable @q8_w1
 // LOWER-COUNT-17: llvm.load {{.*}} -> vector<4xi8>
 // LOWER:          nvvm.barrier0
@@ -124,7 +124,7 @@ hexir.executable @q8_w1 {
 // decoded. x (54 KB with its padding) is read from global memory, warps halved to 1 (64
 // blocks).
 // DIST-LABEL: hexir.executable @q8_long
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 64, 400, 32, 34, 2, 4, 32, 1>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 64, 400, 32, 34, 2, 4, 32, 1, 1>
 // LOWER-LABEL:  hexir.executable @q8_long
 // LOWER-COUNT-17: llvm.load {{.*}} -> vector<4xi8>
 // LOWER:          llvm.cond_br
@@ -178,7 +178,7 @@ hexir.executable @q8_long {
 // fused: lane 0 of each row adds r[n] and stores.
 // DIST-LABEL: hexir.executable @q8_res
 // DIST-SAME:    hexir.cuda.block_size = array<i64: 128, 1, 1>, hexir.workgroup_count = array<i64: 38, 1, 1>
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 300, 24, 32, 34, 2, 4, 16, 4>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 300, 24, 32, 34, 2, 4, 16, 4, 1>
 // LOWER-LABEL:  hexir.executable @q8_res
 // LOWER-COUNT-4:  nvvm.shfl.sync  bfly
 // LOWER-NOT:      nvvm.shfl.sync
@@ -235,7 +235,7 @@ hexir.executable @q8_res {
 // row (3 groups), 5 rows in one warp.
 // DIST-LABEL: hexir.executable @q8_k3
 // DIST-SAME:    hexir.workgroup_count = array<i64: 1, 1, 1>
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 5, 3, 32, 34, 1, 2, 4, 8>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 5, 3, 32, 34, 1, 2, 4, 8, 1>
 // LOWER-LABEL:  hexir.executable @q8_k3
 // LOWER-COUNT-17: llvm.load {{.*}} -> vector<2xi8>
 // LOWER-COUNT-2:  nvvm.shfl.sync  bfly
@@ -285,7 +285,7 @@ hexir.executable @q8_k3 {
 // barrier, then the rows read x from there (however few blocks: staged x is what computes
 // it). The lane's first group's loads are issued before x is computed.
 // DIST-LABEL: hexir.executable @computed_x
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 2, 4, 32, 4>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 2, 4, 32, 4, 1>
 // LOWER-LABEL:  hexir.executable @computed_x
 // LOWER:          llvm.mlir.global private @__hexir_shared() {addr_space = 3 : i32
 // LOWER-COUNT-17: llvm.load {{.*}} -> vector<4xi8>
@@ -382,7 +382,7 @@ hexir.executable @q6k {
 // decoded once and applied to the block's fma chains (one per nibble position P, each taken
 // out by its exact 2^-P in one fma: libdevice's __nv_fmaf, fma.rn.f32 in the PTX).
 // DIST-LABEL: hexir.executable @v_row
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 256, 64, 32, 18, 2, 4, 32, 4>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 256, 64, 32, 18, 2, 4, 32, 4, 1>
 // LOWER-LABEL:  hexir.executable @v_row
 // LOWER-COUNT-9:  llvm.load {{.*}} -> vector<4xi8>
 // LOWER:          nvvm.barrier0
