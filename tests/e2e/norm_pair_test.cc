@@ -7,10 +7,12 @@
 // sizes: odd and prime widths, widths not a multiple of the block's 256 threads, f32 and f16
 // norm weights, and a width over the limit (16384) that stays 3 dispatches. Every module is
 // compiled before the device is opened, so the [cuda] cases check code generation (no kernel
-// on one thread) also where they skip for want of a GPU.
+// on one thread) also where they skip for want of a GPU. The same grouping makes the llama
+// importer's one-stage greedy argmax (a vocabulary up to 2048) one kernel: checked for ties.
 #include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
@@ -125,6 +127,84 @@ void NormThenGemvMatchesF64(const std::string& target) {
   }
 }
 HEXIR_E2E_TEST_ON_DEVICES("a wide RMSNorm is one CUDA kernel before its projection and matches f64", NormThenGemvMatchesF64)
+
+// The llama importer's greedy argmax of a vocabulary of at most 2048 (compiler/importers/llama
+// EmitModule.cc ArgmaxOf, one stage): each logit becomes the key (order-preserving bits << 32)
+// | (2^32 - 1 - v), the keys' maximum is one value and its decode reads it: one CUDA kernel
+// (one block: a block-wide i64 max, a barrier, the decode), the first index among ties.
+std::string ArgmaxOneStage(int v) {
+  const std::string t = "tensor<" + std::to_string(v) + "xf32>";
+  return "func.func @main(%l: " + t + ") -> tensor<i64> {\n"
+         "  %min = arith.constant -9223372036854775808 : i64\n"
+         "  %e = tensor.empty() : tensor<i64>\n"
+         "  %m0 = linalg.fill ins(%min : i64) outs(%e : tensor<i64>) -> tensor<i64>\n"
+         "  %best = linalg.generic {indexing_maps = [affine_map<(c) -> (c)>, affine_map<(c) -> ()>], "
+         "iterator_types = [\"reduction\"]} ins(%l : " + t + ") outs(%m0 : tensor<i64>) {\n"
+         "  ^bb0(%x: f32, %acc: i64):\n"
+         "    %c = linalg.index 0 : index\n"
+         "    %bits = arith.bitcast %x : f32 to i32\n"
+         "    %zero = arith.constant 0 : i32\n"
+         "    %neg = arith.cmpi slt, %bits, %zero : i32\n"
+         "    %mask = arith.constant 2147483647 : i32\n"
+         "    %flip = arith.xori %bits, %mask : i32\n"
+         "    %ord = arith.select %neg, %flip, %bits : i32\n"
+         "    %ord64 = arith.extsi %ord : i32 to i64\n"
+         "    %sh = arith.constant 32 : i64\n"
+         "    %hi = arith.shli %ord64, %sh : i64\n"
+         "    %vi = arith.index_cast %c : index to i64\n"
+         "    %top = arith.constant 4294967295 : i64\n"
+         "    %lo = arith.subi %top, %vi : i64\n"
+         "    %key = arith.ori %hi, %lo : i64\n"
+         "    %m = arith.maxsi %acc, %key : i64\n"
+         "    linalg.yield %m : i64\n"
+         "  } -> tensor<i64>\n"
+         "  %de = tensor.empty() : tensor<i64>\n"
+         "  %id = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>], "
+         "iterator_types = []} ins(%best : tensor<i64>) outs(%de : tensor<i64>) {\n"
+         "  ^bb0(%k: i64, %unused: i64):\n"
+         "    %top = arith.constant 4294967295 : i64\n"
+         "    %lo = arith.andi %k, %top : i64\n"
+         "    %v = arith.subi %top, %lo : i64\n"
+         "    linalg.yield %v : i64\n"
+         "  } -> tensor<i64>\n"
+         "  return %id : tensor<i64>\n"
+         "}\n";
+}
+
+void ArgmaxOneStageFirstAmongTies(const std::string& target) {
+  // stories260K's 512; 1000 (not a multiple of the block); 2047 (odd, the largest one-stage
+  // vocabulary but one); the maximum tied at two indices, once among all-negative logits.
+  struct Case {
+    int v, first, second;
+    bool negative;
+  };
+  const std::vector<Case> cases = {{512, 300, 301, false}, {1000, 999, 998, false}, {2047, 17, 2046, true},
+                                   {1000, 0, 500, true}};
+  std::vector<std::string> modules;
+  for (const Case& c : cases) {
+    modules.push_back(CompileOrDie(ArgmaxOneStage(c.v), "argmax_" + std::to_string(c.v), target, ""));
+    if (target == "cuda") RequireNoOneThreadKernel(modules.back(), 1);
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    INFO("vocabulary " << c.v << ", maximum at " << c.first << " and " << c.second);
+    HostTensor l = RandomF32({c.v}, 91 + i, c.negative ? -9.0f : -1.0f, c.negative ? -2.0f : 1.0f);
+    float top = c.negative ? -1.5f : 1.5f;
+    F32(l)[c.first] = F32(l)[c.second] = top;
+    auto session = OpenOrDie(modules[i], target);
+    std::vector<tools::HostValue> args = {Tensor(l)};
+    hal::DeviceStats before = session->device().stats();
+    std::vector<tools::HostValue> out = CallOrDie(*session, "main", args);
+    if (target == "cuda") CHECK(session->device().stats().dispatches_executed - before.dispatches_executed == 1u);
+    REQUIRE(out.size() == 1);
+    REQUIRE(out[0].tensor.bytes.size() == sizeof(int64_t));
+    int64_t id = 0;
+    std::memcpy(&id, out[0].tensor.bytes.data(), sizeof(id));
+    CHECK(id == std::min(c.first, c.second));
+  }
+}
+HEXIR_E2E_TEST_ON_DEVICES("a greedy argmax of up to 2048 logits is one CUDA kernel and takes the first index among ties",
+                          ArgmaxOneStageFirstAmongTies)
 
 TEST_CASE("--norm-pair-extent below -1 or not a number is refused by name") {
   if (access(HexirCompile().c_str(), X_OK) != 0) {  // the GPU machine's bundle has no compiler

@@ -1,9 +1,10 @@
 // hexir-fuse-small-reductions end to end (passes/dispatch/fusion/README.md): a llama-shaped
-// block with two RMSNorms (64 wide) read by q/k/v and by w1/w3 (then SiLU * mul, w2 and the
-// residual) computes the same results fused and unfused (`--small-reduction-extent=0`), both
-// equal to a C++ reference, in fewer dispatches per call: unfused 10 (per norm its sum and
-// scaling, then q, k, v, w1, w3 + SiLU * mul, w2 + residual; 9 on CUDA, whose w1 and w3 +
-// SiLU * mul are one kernel: tests/e2e/sibling_gemv_test.cc); fused 2 on both targets
+// block with two RMSNorms (64 wide as stories260K's; also 72 and 48 wide) read by q/k/v and by
+// w1/w3 (then SiLU * mul, w2 and the residual) computes the same results fused and unfused
+// (`--small-reduction-extent=0`), both equal to a C++ reference, in fewer dispatches per
+// call: unfused 10 (per norm its sum and scaling, then q, k, v, w1, w3 + SiLU * mul, w2 +
+// residual; 9 on CUDA, whose w1 and w3 + SiLU * mul are one kernel:
+// tests/e2e/sibling_gemv_test.cc); fused 2 on both targets
 // (hexir-group-small-projections: norm + q/k/v; the whole FFN, norm + w1/w3 + SiLU * mul + w2
 // + residual; CUDA runs each group as one block, passes/codegen/CUDABlockLevels.cpp: 6 before,
 // each norm recomputed inside every projection reading it). Both targets fuse by
@@ -32,24 +33,29 @@ namespace {
 
 using tools::HostTensor;
 
-constexpr int kDim = 64, kKv = 32, kHidden = 172;
+// A block's sizes: the norms' width (q's rows), k's and v's rows, the FFN's hidden width.
+struct Sizes {
+  int dim, kv, hidden;
+};
+constexpr Sizes kStories = {64, 32, 172};
 constexpr float kEps = 1e-5f;
 
 // rmsnorm(x, w) = w * x / sqrt(mean(x^2) + eps): a reduction, then an elementwise scaling.
 // NAME is the result; X and W the operands.
-std::string RmsNorm(const std::string& name, const std::string& x, const std::string& w) {
+std::string RmsNorm(const std::string& name, const std::string& x, const std::string& w, int dim) {
+  const std::string t = "tensor<" + std::to_string(dim) + "xf32>";
   return "  %" + name + "_ss = linalg.generic {indexing_maps = [#id, #all], iterator_types = [\"reduction\"]} "
-         "ins(" + x + " : tensor<64xf32>) outs(%z0 : tensor<f32>) {\n"
+         "ins(" + x + " : " + t + ") outs(%z0 : tensor<f32>) {\n"
          "  ^bb0(%a: f32, %acc: f32):\n"
          "    %m = arith.mulf %a, %a : f32\n"
          "    %s = arith.addf %acc, %m : f32\n"
          "    linalg.yield %s : f32\n"
          "  } -> tensor<f32>\n"
          "  %" + name + " = linalg.generic {indexing_maps = [#id, #all, #id, #id], iterator_types = [\"parallel\"]} "
-         "ins(" + x + ", %" + name + "_ss, " + w + " : tensor<64xf32>, tensor<f32>, tensor<64xf32>) "
-         "outs(%e64 : tensor<64xf32>) {\n"
+         "ins(" + x + ", %" + name + "_ss, " + w + " : " + t + ", tensor<f32>, " + t + ") "
+         "outs(%e64 : " + t + ") {\n"
          "  ^bb0(%a: f32, %sum: f32, %g: f32, %o: f32):\n"
-         "    %n = arith.constant 64.0 : f32\n"
+         "    %n = arith.constant " + std::to_string(dim) + ".0 : f32\n"
          "    %eps = arith.constant 1.0e-5 : f32\n"
          "    %mean = arith.divf %sum, %n : f32\n"
          "    %r = arith.addf %mean, %eps : f32\n"
@@ -57,7 +63,7 @@ std::string RmsNorm(const std::string& name, const std::string& x, const std::st
          "    %xs = arith.divf %a, %sq : f32\n"
          "    %y = arith.mulf %g, %xs : f32\n"
          "    linalg.yield %y : f32\n"
-         "  } -> tensor<64xf32>\n";
+         "  } -> " + t + "\n";
 }
 
 // y = W x for W [ROWS][COLS].
@@ -69,23 +75,26 @@ std::string Matvec(const std::string& y, const std::string& w, const std::string
          "xf32>) outs(%" + y + "_z : tensor<" + r + "xf32>) -> tensor<" + r + "xf32>\n";
 }
 
-std::string Block() {
+std::string Block(Sizes z = kStories) {
+  auto T = [](int n) { return "tensor<" + std::to_string(n) + "xf32>"; };
+  auto M = [](int r, int c) { return "tensor<" + std::to_string(r) + "x" + std::to_string(c) + "xf32>"; };
   return "#id = affine_map<(d) -> (d)>\n"
          "#all = affine_map<(d) -> ()>\n"
-         "func.func @main(%x: tensor<64xf32>, %wa: tensor<64xf32>, %wq: tensor<64x64xf32>, "
-         "%wk: tensor<32x64xf32>, %wv: tensor<32x64xf32>, %wf: tensor<64xf32>, %w1: tensor<172x64xf32>, "
-         "%w3: tensor<172x64xf32>, %w2: tensor<64x172xf32>) -> (tensor<64xf32>, tensor<32xf32>, "
-         "tensor<32xf32>, tensor<64xf32>) {\n"
+         "func.func @main(%x: " + T(z.dim) + ", %wa: " + T(z.dim) + ", %wq: " + M(z.dim, z.dim) +
+         ", %wk: " + M(z.kv, z.dim) + ", %wv: " + M(z.kv, z.dim) + ", %wf: " + T(z.dim) + ", %w1: " +
+         M(z.hidden, z.dim) + ", %w3: " + M(z.hidden, z.dim) + ", %w2: " + M(z.dim, z.hidden) + ") -> (" + T(z.dim) +
+         ", " + T(z.kv) + ", " + T(z.kv) + ", " + T(z.dim) + ") {\n"
          "  %zero = arith.constant 0.0 : f32\n"
          "  %e0 = tensor.empty() : tensor<f32>\n"
          "  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>\n"
-         "  %e64 = tensor.empty() : tensor<64xf32>\n" +
-         RmsNorm("xa", "%x", "%wa") + Matvec("q", "%wq", "%xa", kDim, kDim) + Matvec("k", "%wk", "%xa", kKv, kDim) +
-         Matvec("v", "%wv", "%xa", kKv, kDim) + RmsNorm("xf", "%x", "%wf") +
-         Matvec("h1", "%w1", "%xf", kHidden, kDim) + Matvec("h3", "%w3", "%xf", kHidden, kDim) +
-         "  %eh = tensor.empty() : tensor<172xf32>\n"
+         "  %e64 = tensor.empty() : " + T(z.dim) + "\n" +
+         RmsNorm("xa", "%x", "%wa", z.dim) + Matvec("q", "%wq", "%xa", z.dim, z.dim) +
+         Matvec("k", "%wk", "%xa", z.kv, z.dim) + Matvec("v", "%wv", "%xa", z.kv, z.dim) +
+         RmsNorm("xf", "%x", "%wf", z.dim) + Matvec("h1", "%w1", "%xf", z.hidden, z.dim) +
+         Matvec("h3", "%w3", "%xf", z.hidden, z.dim) +
+         "  %eh = tensor.empty() : " + T(z.hidden) + "\n"
          "  %g = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = [\"parallel\"]} "
-         "ins(%h1, %h3 : tensor<172xf32>, tensor<172xf32>) outs(%eh : tensor<172xf32>) {\n"
+         "ins(%h1, %h3 : " + T(z.hidden) + ", " + T(z.hidden) + ") outs(%eh : " + T(z.hidden) + ") {\n"
          "  ^bb0(%a: f32, %b: f32, %o: f32):\n"
          "    %n = arith.negf %a : f32\n"
          "    %ex = math.exp %n : f32\n"
@@ -94,24 +103,24 @@ std::string Block() {
          "    %s = arith.divf %a, %d : f32\n"
          "    %r = arith.mulf %s, %b : f32\n"
          "    linalg.yield %r : f32\n"
-         "  } -> tensor<172xf32>\n" +
-         Matvec("f", "%w2", "%g", kDim, kHidden) +
+         "  } -> " + T(z.hidden) + "\n" +
+         Matvec("f", "%w2", "%g", z.dim, z.hidden) +
          "  %out = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = [\"parallel\"]} "
-         "ins(%x, %f : tensor<64xf32>, tensor<64xf32>) outs(%e64 : tensor<64xf32>) {\n"
+         "ins(%x, %f : " + T(z.dim) + ", " + T(z.dim) + ") outs(%e64 : " + T(z.dim) + ") {\n"
          "  ^bb0(%a: f32, %b: f32, %o: f32):\n"
          "    %s = arith.addf %a, %b : f32\n"
          "    linalg.yield %s : f32\n"
-         "  } -> tensor<64xf32>\n"
-         "  return %q, %k, %v, %out : tensor<64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<64xf32>\n"
+         "  } -> " + T(z.dim) + "\n"
+         "  return %q, %k, %v, %out : " + T(z.dim) + ", " + T(z.kv) + ", " + T(z.kv) + ", " + T(z.dim) + "\n"
          "}\n";
 }
 
-std::vector<double> Norm(const float* x, const float* w) {
+std::vector<double> Norm(const float* x, const float* w, int dim) {
   double ss = 0;
-  for (int i = 0; i < kDim; ++i) ss += double(x[i]) * x[i];
-  double inv = 1.0 / std::sqrt(ss / kDim + kEps);
-  std::vector<double> y(kDim);
-  for (int i = 0; i < kDim; ++i) y[i] = w[i] * (x[i] * inv);
+  for (int i = 0; i < dim; ++i) ss += double(x[i]) * x[i];
+  double inv = 1.0 / std::sqrt(ss / dim + kEps);
+  std::vector<double> y(dim);
+  for (int i = 0; i < dim; ++i) y[i] = w[i] * (x[i] * inv);
   return y;
 }
 
@@ -127,17 +136,17 @@ HostTensor Apply(const HostTensor& w, const std::vector<double>& x, int rows) {
 }
 
 // The block's four results from the C++ reference (double sums).
-std::vector<HostTensor> Reference(const std::vector<HostTensor>& in) {
-  std::vector<double> xa = Norm(F32(in[0]), F32(in[1])), xf = Norm(F32(in[0]), F32(in[5]));
-  HostTensor h1 = Apply(in[6], xf, kHidden), h3 = Apply(in[7], xf, kHidden);
-  std::vector<double> g(kHidden);
-  for (int i = 0; i < kHidden; ++i) {
+std::vector<HostTensor> Reference(const std::vector<HostTensor>& in, Sizes z = kStories) {
+  std::vector<double> xa = Norm(F32(in[0]), F32(in[1]), z.dim), xf = Norm(F32(in[0]), F32(in[5]), z.dim);
+  HostTensor h1 = Apply(in[6], xf, z.hidden), h3 = Apply(in[7], xf, z.hidden);
+  std::vector<double> g(z.hidden);
+  for (int i = 0; i < z.hidden; ++i) {
     double a = F32(h1)[i];
     g[i] = a / (1.0 + std::exp(-a)) * F32(h3)[i];
   }
-  HostTensor out = Apply(in[8], g, kDim);
-  for (int i = 0; i < kDim; ++i) F32(out)[i] += F32(in[0])[i];
-  return {Apply(in[2], xa, kDim), Apply(in[3], xa, kKv), Apply(in[4], xa, kKv), out};
+  HostTensor out = Apply(in[8], g, z.dim);
+  for (int i = 0; i < z.dim; ++i) F32(out)[i] += F32(in[0])[i];
+  return {Apply(in[2], xa, z.dim), Apply(in[3], xa, z.kv), Apply(in[4], xa, z.kv), out};
 }
 
 // Runs `module` (the block compiled for `target`) twice; returns the second call's results
@@ -159,30 +168,47 @@ std::vector<HostTensor> RunBlock(const std::string& target, const std::string& m
   return results;
 }
 
+std::vector<HostTensor> BlockInputs(Sizes z, uint32_t seed) {
+  return {RandomF32({z.dim}, seed),           RandomF32({z.dim}, seed + 1, 0.5f, 1.5f),
+          RandomF32({z.dim, z.dim}, seed + 2), RandomF32({z.kv, z.dim}, seed + 3),
+          RandomF32({z.kv, z.dim}, seed + 4),  RandomF32({z.dim}, seed + 5, 0.5f, 1.5f),
+          RandomF32({z.hidden, z.dim}, seed + 6), RandomF32({z.hidden, z.dim}, seed + 7),
+          RandomF32({z.dim, z.hidden}, seed + 8)};
+}
+
+// stories260K's sizes, then awkward ones: 72/40/93 (reductions of 72 and 93, rows that fill
+// no warp) and 48/24/101 (w1/w3's 202 rows and w2's reduction of 101), each against f64.
 void FusedEqualsUnfused(const std::string& target) {
-  std::vector<HostTensor> in = {RandomF32({kDim}, 1),          RandomF32({kDim}, 2, 0.5f, 1.5f),
-                                RandomF32({kDim, kDim}, 3),    RandomF32({kKv, kDim}, 4),
-                                RandomF32({kKv, kDim}, 5),     RandomF32({kDim}, 6, 0.5f, 1.5f),
-                                RandomF32({kHidden, kDim}, 7), RandomF32({kHidden, kDim}, 8),
-                                RandomF32({kDim, kHidden}, 9)};
-  std::vector<HostTensor> expected = Reference(in);
-  std::string unfusedModule = CompileOrDie(Block(), "block_unfused", target, "--small-reduction-extent=0");
-  std::string fusedModule = CompileOrDie(Block(), "block_fused", target, "--small-reduction-extent=256");
-  // norm + q/k/v; the whole FFN: one block each (CUDABlockLevels.cpp)
-  if (target == "cuda") RequireNoOneThreadKernel(fusedModule, 2);
-  // Unfused: two norms (sum, scaling) + q, k, v + w1, w3 (+ SiLU * mul), w2 (+ residual); on
-  // CUDA w1 and w3 + SiLU * mul are one kernel (fuse-sibling-reductions): 9.
-  std::vector<HostTensor> unfused = RunBlock(target, unfusedModule, in, target == "cuda" ? 9 : 10);
-  std::vector<HostTensor> fused = RunBlock(target, fusedModule, in, 2);
-  for (size_t i = 0; i < expected.size(); ++i) {
-    INFO("result " << i);
-    RequireClose(unfused[i], expected[i], 1e-4, 1e-5);
-    RequireClose(fused[i], expected[i], 1e-4, 1e-5);
-    // On the CPU both modules sum in one order, so they agree to an ulp or so. On CUDA the fused
-    // block kernel sums with warp shuffles (CUDABlockLevels.cpp), in another order than the
-    // unfused kernels: the H200 gave result 3 (-21.29) tens of ulp apart, so there each is
-    // held to the f64 reference only.
-    if (target == "cpu") RequireClose(fused[i], unfused[i], 1e-6, 1e-6);
+  const std::vector<Sizes> sizes = {kStories, {72, 40, 93}, {48, 24, 101}};
+  // Every module first (the GPU machine's bundle takes them precompiled from tools/gpu/pack.sh,
+  // which saves them here, where opening the device skips the case).
+  std::vector<std::pair<std::string, std::string>> modules;  // unfused, fused
+  for (Sizes z : sizes) {
+    const std::string tag = std::to_string(z.dim) + "_" + std::to_string(z.kv) + "_" + std::to_string(z.hidden);
+    modules.emplace_back(CompileOrDie(Block(z), "block_unfused_" + tag, target, "--small-reduction-extent=0"),
+                         CompileOrDie(Block(z), "block_fused_" + tag, target, "--small-reduction-extent=256"));
+    // norm + q/k/v; the whole FFN: one block each (CUDABlockLevels.cpp)
+    if (target == "cuda") RequireNoOneThreadKernel(modules.back().second, 2);
+  }
+  for (size_t c = 0; c < sizes.size(); ++c) {
+    Sizes z = sizes[c];
+    INFO("dim " << z.dim << ", kv " << z.kv << ", hidden " << z.hidden);
+    std::vector<HostTensor> in = BlockInputs(z, 1);
+    std::vector<HostTensor> expected = Reference(in, z);
+    // Unfused: two norms (sum, scaling) + q, k, v + w1, w3 (+ SiLU * mul), w2 (+ residual); on
+    // CUDA w1 and w3 + SiLU * mul are one kernel (fuse-sibling-reductions): 9.
+    std::vector<HostTensor> unfused = RunBlock(target, modules[c].first, in, target == "cuda" ? 9 : 10);
+    std::vector<HostTensor> fused = RunBlock(target, modules[c].second, in, 2);
+    for (size_t i = 0; i < expected.size(); ++i) {
+      INFO("result " << i);
+      RequireClose(unfused[i], expected[i], 1e-4, 1e-5);
+      RequireClose(fused[i], expected[i], 1e-4, 1e-5);
+      // On the CPU both modules sum in one order, so they agree to an ulp or so. On CUDA the
+      // fused block kernel sums with warp shuffles (CUDABlockLevels.cpp), in another order
+      // than the unfused kernels: the H200 gave result 3 (-21.29) tens of ulp apart, so there
+      // each is held to the f64 reference only.
+      if (target == "cpu") RequireClose(fused[i], unfused[i], 1e-6, 1e-6);
+    }
   }
 }
 HEXIR_E2E_TEST_ON_DEVICES("a small block's norms fused into its projections give the unfused results in fewer dispatches",
@@ -190,11 +216,9 @@ HEXIR_E2E_TEST_ON_DEVICES("a small block's norms fused into its projections give
 
 // Without a flag both targets fuse (the default extent is 256): the default module is the fused one.
 void FusesByDefault(const std::string& target) {
-  std::vector<HostTensor> in = {RandomF32({kDim}, 11),          RandomF32({kDim}, 12),
-                                RandomF32({kDim, kDim}, 13),    RandomF32({kKv, kDim}, 14),
-                                RandomF32({kKv, kDim}, 15),     RandomF32({kDim}, 16),
-                                RandomF32({kHidden, kDim}, 17), RandomF32({kHidden, kDim}, 18),
-                                RandomF32({kDim, kHidden}, 19)};
+  std::vector<HostTensor> in = {RandomF32({64}, 11),       RandomF32({64}, 12),       RandomF32({64, 64}, 13),
+                                RandomF32({32, 64}, 14),   RandomF32({32, 64}, 15),   RandomF32({64}, 16),
+                                RandomF32({172, 64}, 17),  RandomF32({172, 64}, 18),  RandomF32({64, 172}, 19)};
   std::vector<HostTensor> expected = Reference(in);
   std::string module = CompileOrDie(Block(), "block_default", target, "");
   std::vector<HostTensor> results = RunBlock(target, module, in, 2);

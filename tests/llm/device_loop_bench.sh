@@ -70,4 +70,14 @@ done
 "$BIN/hexir-bench" --module="$DIR/stories260K_device.cuda.vmfb" --device=cuda --function=generate \
   --input=1xi64=1 --input=i64="$TOKENS" --fill-inputs=0.01 --iterations=5 --no-baselines 2>&1 |
   grep -E "dispatches per call|per steady call|wall \(invoke" | sed 's/^/stories260K device loop, hexir-bench: /'
+# Where a step's time goes: the chunked module's decode kernels in hexir-bench's profiled mode
+# (stream launches with an event around each kernel, ~4 us for an empty kernel on the H200;
+# a device loop's body is not reported to the profiler), by time per call: total us, entry,
+# launches per call, us per launch.
+"$BIN/hexir-bench" --module="$DIR/stories260K_chunked.cuda.vmfb" --device=cuda --function=generate \
+  --input=1xi64=1 --input=i64=64 --fill-inputs=0.01 --iterations=3 --no-baselines --peak-gbps=4800 \
+  --peak-gflops=60000 2>&1 |
+  awk '/per-dispatch breakdown/ { on = 1; next } /^\[2\]/ { on = 0 }
+       on && $1 ~ /_dispatch_/ && $1 !~ /prefill/ { printf "%9.1f us  %-24s n=%-5s %s us\n", $2 * $3, $1, $2, $3 }' |
+  sort -rn | head -12 | sed 's/^/stories260K chunked, 64 tokens, per call: /'
 exit $status

@@ -54,6 +54,8 @@ constexpr Rows kPromptRows{true};
 
 // The device loop's state (EmitDeviceLoop): one i64 tensor read by the kernels.
 constexpr char kStateType[] = "tensor<4xi64>";
+// Vocabularies up to this size take the greedy argmax in one stage (ArgmaxOf).
+constexpr int64_t kOneStageVocab = 2048;
 constexpr int kStatePos = 0, kStateCount = 1, kStateToken = 2, kStateStop = 3;
 
 // One layer's weights, named as in LlamaWeights ("layerN.<field>").
@@ -825,35 +827,21 @@ class ModuleWriter {
   // Keys are max-reduced in two stages over logits viewed as [R][C] (C the largest divisor
   // of V up to 256): R row maxima (R parallel points), then their maximum, then decoded. The
   // reduction so has parallelism on any device instead of one thread walking the vocabulary.
+  // A vocabulary of at most kOneStageVocab is one stage (R = 1: the keys' maximum, decoded):
+  // CUDA runs a one-value reduction and its decode as one block (hexir-compile
+  // --norm-pair-extent, as RMSNorm's sum and scaling), one kernel a token instead of two.
   // Tensor parallelism: this rank's logits are the vocabulary rows [rank * V, (rank + 1) * V)
   // (%tp_vocab_base = rank * V), keys carry those global indices, and an all_reduce "max" of
   // the ranks' keys picks the model's argmax before decoding.
   std::string ArgmaxOf(const std::string& logits) {
-    int64_t C = 1;
-    for (int64_t c = std::min<int64_t>(V_, 256); c >= 1; --c)
-      if (V_ % c == 0) {
-        C = c;
-        break;
-      }
-    const int64_t R = V_ / C;
     const std::string kMin = "-9223372036854775808";
-    std::string vt = T({V_}), rt = T({R}, "i64"), lt = T({R, C});
-    std::string l2 = e_.Fresh("logits");
-    os_ << "    " << l2 << " = tensor.expand_shape " << logits << " [[0, 1]] output_shape [" << R << ", "
-        << C << "] : " << vt << " into " << lt << "\n";
-    std::string k0 = e_.Filled(rt, kMin, "i64");
-    std::string chunks = e_.Generic({"(r, c) -> (r, c)", "(r, c) -> (r)"}, {"parallel", "reduction"},
-                                    {{l2, lt}}, {k0, rt}, {"f32", "i64"}, [&](auto a) {
+    // The key of logit `value` at vocabulary index `v` (index), then max-combined with `acc`.
+    auto keyMax = [&](const std::string& value, const std::string& v, const std::string& acc) {
       auto f = [&]() { return e_.Fresh(); };
-      std::string r = f(), c = f(), cc = f(), base = f(), v = f(), bits = f(), zero = f(), neg = f(),
-                  mask = f(), flip = f(), ord = f(), ord64 = f(), sh = f(), hi = f(), vi = f(),
-                  top = f(), lo = f(), key = f(), m = f(), vg = f();
-      return L(r + " = linalg.index 0 : index") + L(c + " = linalg.index 1 : index") +
-             L(cc + " = arith.constant " + std::to_string(C) + " : index") +
-             L(base + " = arith.muli " + r + ", " + cc + " : index") +
-             L(v + " = arith.addi " + base + ", " + c + " : index") +
-             (N_ > 1 ? L(vg + " = arith.addi " + v + ", %tp_vocab_base : index") : "") +
-             L(bits + " = arith.bitcast " + a[0] + " : f32 to i32") +
+      std::string bits = f(), zero = f(), neg = f(), mask = f(), flip = f(), ord = f(), ord64 = f(), sh = f(),
+                  hi = f(), vi = f(), top = f(), lo = f(), key = f(), m = f(), vg = f();
+      return (N_ > 1 ? L(vg + " = arith.addi " + v + ", %tp_vocab_base : index") : "") +
+             L(bits + " = arith.bitcast " + value + " : f32 to i32") +
              L(zero + " = arith.constant 0 : i32") +
              L(neg + " = arith.cmpi slt, " + bits + ", " + zero + " : i32") +
              L(mask + " = arith.constant 2147483647 : i32") +
@@ -864,15 +852,44 @@ class ModuleWriter {
              L(vi + " = arith.index_cast " + (N_ > 1 ? vg : v) + " : index to i64") +
              L(top + " = arith.constant 4294967295 : i64") + L(lo + " = arith.subi " + top + ", " + vi + " : i64") +
              L(key + " = arith.ori " + hi + ", " + lo + " : i64") +
-             L(m + " = arith.maxsi " + a[1] + ", " + key + " : i64") + L("linalg.yield " + m + " : i64");
-    });
+             L(m + " = arith.maxsi " + acc + ", " + key + " : i64") + L("linalg.yield " + m + " : i64");
+    };
     std::string m0 = e_.Filled("tensor<i64>", kMin, "i64");
-    std::string best = e_.Generic({"(r) -> (r)", "(r) -> ()"}, {"reduction"}, {{chunks, rt}}, {m0, "tensor<i64>"},
-                                  {"i64", "i64"}, [&](auto a) {
-                                    std::string m = e_.Fresh();
-                                    return L(m + " = arith.maxsi " + a[1] + ", " + a[0] + " : i64") +
-                                           L("linalg.yield " + m + " : i64");
-                                  });
+    std::string best;
+    if (V_ <= kOneStageVocab) {
+      best = e_.Generic({"(c) -> (c)", "(c) -> ()"}, {"reduction"}, {{logits, T({V_})}}, {m0, "tensor<i64>"},
+                        {"f32", "i64"}, [&](auto a) {
+                          std::string c = e_.Fresh();
+                          return L(c + " = linalg.index 0 : index") + keyMax(a[0], c, a[1]);
+                        });
+    } else {
+      int64_t C = 1;
+      for (int64_t c = std::min<int64_t>(V_, 256); c >= 1; --c)
+        if (V_ % c == 0) {
+          C = c;
+          break;
+        }
+      const int64_t R = V_ / C;
+      std::string vt = T({V_}), rt = T({R}, "i64"), lt = T({R, C});
+      std::string l2 = e_.Fresh("logits");
+      os_ << "    " << l2 << " = tensor.expand_shape " << logits << " [[0, 1]] output_shape [" << R << ", "
+          << C << "] : " << vt << " into " << lt << "\n";
+      std::string k0 = e_.Filled(rt, kMin, "i64");
+      std::string chunks = e_.Generic({"(r, c) -> (r, c)", "(r, c) -> (r)"}, {"parallel", "reduction"},
+                                      {{l2, lt}}, {k0, rt}, {"f32", "i64"}, [&](auto a) {
+        std::string r = e_.Fresh(), c = e_.Fresh(), cc = e_.Fresh(), base = e_.Fresh(), v = e_.Fresh();
+        return L(r + " = linalg.index 0 : index") + L(c + " = linalg.index 1 : index") +
+               L(cc + " = arith.constant " + std::to_string(C) + " : index") +
+               L(base + " = arith.muli " + r + ", " + cc + " : index") +
+               L(v + " = arith.addi " + base + ", " + c + " : index") + keyMax(a[0], v, a[1]);
+      });
+      best = e_.Generic({"(r) -> (r)", "(r) -> ()"}, {"reduction"}, {{chunks, rt}}, {m0, "tensor<i64>"},
+                        {"i64", "i64"}, [&](auto a) {
+                          std::string m = e_.Fresh();
+                          return L(m + " = arith.maxsi " + a[1] + ", " + a[0] + " : i64") +
+                                 L("linalg.yield " + m + " : i64");
+                        });
+    }
     if (N_ > 1) {
       // Tensor parallelism: the keys hold global vocabulary indices, so the maximum over the
       // ranks' keys is the single-device maximum with its tie rule.
