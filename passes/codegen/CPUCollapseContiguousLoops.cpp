@@ -168,8 +168,10 @@ struct CollapseTrailingLoops : OpRewritePattern<linalg::GenericOp> {
 
 // The trailing loops [first, n) of a bufferized all-parallel generic that every operand
 // reads in order as a run of its dims (or not at all), and the run's position per operand
-// (-1: none), the longest such run past the loops whose index the body reads; failure when
-// there is none, or when no run's extent is dynamic (static runs are the tensor pattern's).
+// (-1: none), the longest such run past the loops whose index the body reads and, with 3 or
+// more loops, past the outermost one (the batch: a workgroup's slice of the channels is one
+// dense block of channels x plane, not of batch x channels x plane); failure when there is
+// none, or when no run's extent is dynamic (static runs are the tensor pattern's).
 struct Run {
   int64_t first;
   SmallVector<int64_t> at;
@@ -181,7 +183,7 @@ FailureOr<Run> DynamicRun(linalg::GenericOp op) {
     return failure();
   int64_t lastIndexed = -1;
   op.getBody()->walk([&](linalg::IndexOp index) { lastIndexed = std::max<int64_t>(lastIndexed, index.getDim()); });
-  for (int64_t first = lastIndexed + 1; first < loops - 1; ++first) {
+  for (int64_t first = std::max<int64_t>(lastIndexed + 1, loops >= 3 ? 1 : 0); first < loops - 1; ++first) {
     Run run{first, {}};
     bool fits = true, dynamic = false;
     for (OpOperand& operand : op->getOpOperands()) {
