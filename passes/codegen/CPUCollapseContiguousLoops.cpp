@@ -189,7 +189,11 @@ FailureOr<Run> DynamicRun(linalg::GenericOp op) {
     for (OpOperand& operand : op->getOpOperands()) {
       auto type = dyn_cast<MemRefType>(operand.get().getType());
       FailureOr<int64_t> pos = RunPosition(op.getMatchingIndexingMap(&operand), first);
-      if (!type || failed(pos) || (*pos < 0 && op.isDpsInit(&operand))) {
+      SmallVector<int64_t> strides;
+      int64_t offset;
+      // A strided layout (extract_strided_metadata's operand), as bufferization gives.
+      if (!type || failed(type.getStridesAndOffset(strides, offset)) || failed(pos) ||
+          (*pos < 0 && op.isDpsInit(&operand))) {
         fits = false;
         break;
       }
