@@ -89,9 +89,9 @@ def FormDispatchRegions : Pass<"hexir-form-dispatch-regions", "mlir::ModuleOp"> 
     sibling reduction (same loops and extents as the root, no `hexir.*` mark, read only by
     that consumer and through a permutation, both reading only values computed before the
     region or fills): the sibling is cloned into the region before the consumer. With
-    `fuse-pads-into-depthwise` (CPU-only modules), the ONNX importer's constant-zero pad of
-    static shape read only as a depthwise convolution's input is cloned into that
-    convolution's region.
+    `fuse-pads-into-depthwise` (CPU-only modules), the ONNX importer's constant-zero pad (of
+    static or run-time extents) read only as a depthwise convolution's input is cloned into
+    that convolution's region.
   }];
   let options = [
     Option<"fuseElementwise", "fuse-elementwise", "bool", /*default=*/"true",
@@ -106,7 +106,7 @@ def FormDispatchRegions : Pass<"hexir-form-dispatch-regions", "mlir::ModuleOp"> 
            "there (w1 and w3 + SiLU * mul: one kernel, a warp per row computing both dots; "
            "CUDA-only modules)">,
     Option<"fusePadsIntoDepthwise", "fuse-pads-into-depthwise", "bool", /*default=*/"false",
-           "a constant-zero pad of static shape read only as a depthwise convolution's input "
+           "a constant-zero pad read only as a depthwise convolution's input "
            "joins that convolution's dispatch, whose kernel reads the unpadded source "
            "(CPU-only modules: codegen/CPUConvolutionDepthwise.h)">,
   ];

@@ -4,8 +4,10 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace hexir::codegen {
@@ -164,7 +166,112 @@ struct CollapseTrailingLoops : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+// The trailing loops [first, n) of a bufferized all-parallel generic that every operand
+// reads in order as a run of its dims (or not at all), and the run's position per operand
+// (-1: none), the longest such run past the loops whose index the body reads and, with 3 or
+// more loops, past the outermost one (the batch: a workgroup's slice of the channels is one
+// dense block of channels x plane, not of batch x channels x plane); failure when there is
+// none, or when no run's extent is dynamic (static runs are the tensor pattern's).
+struct Run {
+  int64_t first;
+  SmallVector<int64_t> at;
+};
+FailureOr<Run> DynamicRun(linalg::GenericOp op) {
+  const int64_t loops = op.getNumLoops();
+  if (!op.hasPureBufferSemantics() || loops < 2 || op.getNumParallelLoops() != static_cast<unsigned>(loops) ||
+      !op->getDiscardableAttrDictionary().empty())
+    return failure();
+  int64_t lastIndexed = -1;
+  op.getBody()->walk([&](linalg::IndexOp index) { lastIndexed = std::max<int64_t>(lastIndexed, index.getDim()); });
+  for (int64_t first = std::max<int64_t>(lastIndexed + 1, loops >= 3 ? 1 : 0); first < loops - 1; ++first) {
+    Run run{first, {}};
+    bool fits = true, dynamic = false;
+    for (OpOperand& operand : op->getOpOperands()) {
+      auto type = dyn_cast<MemRefType>(operand.get().getType());
+      FailureOr<int64_t> pos = RunPosition(op.getMatchingIndexingMap(&operand), first);
+      SmallVector<int64_t> strides;
+      int64_t offset;
+      // A strided layout (extract_strided_metadata's operand), as bufferization gives.
+      if (!type || failed(type.getStridesAndOffset(strides, offset)) || failed(pos) ||
+          (*pos < 0 && op.isDpsInit(&operand))) {
+        fits = false;
+        break;
+      }
+      for (int64_t d = *pos; *pos >= 0 && d < *pos + loops - first; ++d) dynamic |= type.isDynamicDim(d);
+      run.at.push_back(*pos);
+    }
+    if (!fits) continue;
+    if (!dynamic) return failure();
+    return run;
+  }
+  return failure();
+}
+
+/// generic over memrefs with a dynamic run of trailing loops (DynamicRun)
+///   -> scf.if (every operand's run is one dense block at run time: unit inner stride, each
+///      stride the next one's times its size) { the generic over views of the operands with
+///      the run as one unit-stride dim (memref.reinterpret_cast), the run as one loop }
+///      else { the generic as it was }
+void CollapseAtRunTime(linalg::GenericOp op, const Run& run) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  const int64_t length = op.getNumLoops() - run.first, d = ShapedType::kDynamic;
+  Value dense = arith::ConstantIntOp::create(b, loc, 1, 1);
+  SmallVector<Value> views;
+  for (OpOperand& operand : op->getOpOperands()) {
+    int64_t at = run.at[operand.getOperandNumber()];
+    if (at < 0) {
+      views.push_back(operand.get());
+      continue;
+    }
+    auto type = cast<MemRefType>(operand.get().getType());
+    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, operand.get());
+    ValueRange sizes = meta.getSizes(), strides = meta.getStrides();
+    auto eq = [&](Value l, Value r) { return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, l, r); };
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    dense = arith::AndIOp::create(b, loc, dense, eq(strides[at + length - 1], one));
+    Value count = sizes[at + length - 1];
+    for (int64_t k = at + length - 2; k >= at; --k) {
+      dense = arith::AndIOp::create(b, loc, dense, eq(strides[k], arith::MulIOp::create(b, loc, strides[k + 1], sizes[k + 1])));
+      count = arith::MulIOp::create(b, loc, count, sizes[k]);
+    }
+    SmallVector<OpFoldResult> viewSizes, viewStrides;
+    SmallVector<int64_t> shape, layoutStrides;
+    for (int64_t k = 0; k < type.getRank(); ++k) {
+      if (k > at && k < at + length) continue;
+      bool collapsed = k == at;
+      viewSizes.push_back(collapsed ? OpFoldResult(count) : OpFoldResult(sizes[k]));
+      viewStrides.push_back(collapsed ? OpFoldResult(b.getIndexAttr(1)) : OpFoldResult(strides[k]));
+      shape.push_back(d);
+      layoutStrides.push_back(collapsed ? 1 : d);
+    }
+    auto layout = StridedLayoutAttr::get(b.getContext(), d, layoutStrides);
+    auto view = MemRefType::get(shape, type.getElementType(), layout, type.getMemorySpace());
+    views.push_back(memref::ReinterpretCastOp::create(b, loc, view, operand.get(), OpFoldResult(meta.getOffset()),
+                                                      viewSizes, viewStrides));
+  }
+  auto branch = scf::IfOp::create(b, loc, dense, /*withElseRegion=*/true);
+  op->moveBefore(branch.elseBlock()->getTerminator());
+  b.setInsertionPoint(branch.thenBlock()->getTerminator());
+  SmallVector<AffineMap> maps;
+  for (OpOperand& operand : op->getOpOperands()) maps.push_back(CollapsedMap(op.getMatchingIndexingMap(&operand), run.first));
+  SmallVector<utils::IteratorType> iterators(run.first + 1, utils::IteratorType::parallel);
+  const int64_t inputs = op.getNumDpsInputs();
+  auto collapsed = linalg::GenericOp::create(b, loc, TypeRange{}, ArrayRef<Value>(views).take_front(inputs),
+                                             ArrayRef<Value>(views).drop_front(inputs), maps, iterators);
+  IRMapping mapping;
+  op.getRegion().cloneInto(&collapsed.getRegion(), mapping);
+}
+
 }  // namespace
+
+void CollapseDynamicLoopsAtRunTime(func::FuncOp kernel) {
+  SmallVector<std::pair<linalg::GenericOp, Run>> ops;
+  kernel.walk([&](linalg::GenericOp op) {
+    if (FailureOr<Run> run = DynamicRun(op); succeeded(run)) ops.push_back({op, *run});
+  });
+  for (auto& [op, run] : ops) CollapseAtRunTime(op, run);
+}
 
 void CollapseContiguousLoops(func::FuncOp kernel) {
   RewritePatternSet patterns(kernel.getContext());

@@ -109,18 +109,22 @@ std::optional<ZeroPaddedSource> MatchZeroPaddedSource(Operation* conv, Value x, 
       !fill->isBeforeInBlock(copy) || !copy->isBeforeInBlock(conv))
     return std::nullopt;
   // The window: all batches and channels (a workgroup's slice of them: maybe a run-time
-  // extent, the buffer's own), a static block of rows and columns of the source's static
-  // extents, unit strides.
+  // extent, the buffer's own), the source's rows and columns (static extents, or a dynamic
+  // pad's run-time ones: the sizes of the view of the source it copies,
+  // CPUDynamicPad.h) at static offsets, unit strides.
   auto sourceType = dyn_cast<MemRefType>(pad.source.getType());
   ArrayRef<int64_t> offsets = window.getStaticOffsets(), strides = window.getStaticStrides();
   SmallVector<OpFoldResult> sizes = window.getMixedSizes(), padded = alloc.getMixedSizes();
-  auto isStatic = [](OpFoldResult size, int64_t want) {
+  auto sourceView = pad.source.getDefiningOp<memref::SubViewOp>();
+  auto isSourceExtent = [&](OpFoldResult size, int64_t d) {
     std::optional<int64_t> c = getConstantIntValue(size);
-    return c && *c == want && !ShapedType::isDynamic(want);
+    if (c && *c == sourceType.getDimSize(d) && !ShapedType::isDynamic(*c)) return true;
+    return sourceView && sourceView.getSourceType().getRank() == 4 &&
+           isEqualConstantIntOrValue(size, sourceView.getMixedSizes()[d]);
   };
   if (!sourceType || sourceType.getRank() != 4 || offsets[0] != 0 || offsets[1] != 0 ||
       ShapedType::isDynamic(offsets[2]) || ShapedType::isDynamic(offsets[3]) ||
-      !isStatic(sizes[2], sourceType.getDimSize(2)) || !isStatic(sizes[3], sourceType.getDimSize(3)) ||
+      !isSourceExtent(sizes[2], 2) || !isSourceExtent(sizes[3], 3) ||
       !isEqualConstantIntOrValue(sizes[0], padded[0]) || !isEqualConstantIntOrValue(sizes[1], padded[1]) ||
       llvm::any_of(strides, [](int64_t s) { return s != 1; }))
     return std::nullopt;
@@ -163,8 +167,8 @@ SmallVector<int64_t> LiveTaps(const StagedTiles& t, int64_t h, int64_t w, int64_
 class StagedEmitter {
  public:
   StagedEmitter(OpBuilder& b, Location loc, int64_t lanes, const StagedTiles& t, SmallVector<int64_t> liveTaps,
-                int64_t top = 0, int64_t left = 0)
-      : b(b), loc(loc), lanes(lanes), t(t), liveTaps(std::move(liveTaps)), top(top), left(left),
+                bool guardTaps, int64_t top = 0, int64_t left = 0)
+      : b(b), loc(loc), lanes(lanes), t(t), liveTaps(std::move(liveTaps)), guardTaps(guardTaps), top(top), left(left),
         vec(VectorType::get({lanes}, b.getF32Type())), maskType(VectorType::get({lanes}, b.getI1Type())) {
     zeroVec = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
   }
@@ -185,16 +189,18 @@ class StagedEmitter {
     zero(ext, extendedSize());
     Value n = dim(out, 0), f = dim(out, 1), oh = dim(out, 2), ow = dim(out, 3);
     Value height = dim(x, 2), width = dim(x, 3);
+    Value tileRows = dynamicRows(ow);
     forLoop(index(0), n, index(1), [&](Value batch) {
       forLoop(index(0), f, index(1), [&](Value c) {
-        forLoop(index(0), oh, index(t.rows), [&](Value r0) {
-          Value rows = minU(index(t.rows), sub(oh, r0));
+        forLoop(index(0), oh, tileRows, [&](Value r0) {
+          Value rows = minU(tileRows, sub(oh, r0));
           forLoop(index(0), ow, index(t.columns), [&](Value q0) {
             Value columns = minU(index(t.columns), sub(ow, q0));
             Value pitch = add(columns, index(t.extraColumns));
             Plane plane{x, batch, c, height, width};
             stageTile(plane, stage, r0, q0, rows, pitch);
-            compute(w, c, stage, ext, mul(rows, pitch), pitch);
+            Tile tile{plane, r0, q0, rows, columns};
+            compute(w, c, stage, ext, mul(rows, pitch), pitch, guardTaps ? &tile : nullptr);
             accumulate(out, batch, c, ext, r0, q0, rows, columns, pitch);
           });
         });
@@ -324,9 +330,71 @@ class StagedEmitter {
     });
   }
 
+  // Rows of a tile: t.rows, or with a dynamic output width as many as the staged planes and
+  // the extended positions hold at the plane's own pitch (min(T, OW) + extra columns; the
+  // buffers are sized for T): a 16-wide plane takes 25 rows a tile instead of 7, as its
+  // static kernel does (one tile, staged once, no restaging of the window's extra rows).
+  Value dynamicRows(Value ow) {
+    if (!guardTaps) return index(t.rows);
+    Value pitch = add(minU(ow, index(t.columns)), index(t.extraColumns));
+    Value byExtended = arith::DivUIOp::create(b, loc, index(t.rows * t.pitch()), pitch);
+    Value byStage = sub(arith::DivUIOp::create(b, loc, index((t.rows + t.extraRows) * t.pitch()), pitch),
+                        index(t.extraRows));
+    return minU(byExtended, byStage);
+  }
+
+  // An output tile (rows x columns at (r0, q0)) of one plane.
+  struct Tile {
+    Plane plane;
+    Value r0, q0, rows, columns;
+  };
+
+  // Whether tap (i, j) reads an element of x at some output of the tile: some of the rows
+  // (r0 + r) * sh + i * dh - top, r < rows, and some of the columns (q0 + q) * sw + j * dw -
+  // left, q < columns, lie in x (a superset: the first and the last of each, in order). The
+  // others read only the staged zeros. Both bounds grow with i (j), so every tap reads x
+  // when tap (0, 0)'s last row and column are at or past x's first and tap (KH - 1, KW - 1)'s
+  // first ones before its end (`all`).
+  Value reaches(Value first, Value count, int64_t s, int64_t shift, Value extent, bool lastAtOrPastZero) {
+    Value lo = add(mul(first, index(s)), index(shift));
+    if (!lastAtOrPastZero) return cmp(arith::CmpIPredicate::slt, lo, extent);
+    Value hi = add(lo, mul(sub(count, index(1)), index(s)));
+    return cmp(arith::CmpIPredicate::sge, hi, index(0));
+  }
+  Value tapReads(const Tile& tile, int64_t i, int64_t j) {
+    Value rowIn = andI(reaches(tile.r0, tile.rows, t.sh, i * t.dh - top, tile.plane.height, true),
+                       reaches(tile.r0, tile.rows, t.sh, i * t.dh - top, tile.plane.height, false));
+    Value columnIn = andI(reaches(tile.q0, tile.columns, t.sw, j * t.dw - left, tile.plane.width, true),
+                          reaches(tile.q0, tile.columns, t.sw, j * t.dw - left, tile.plane.width, false));
+    return andI(rowIn, columnIn);
+  }
+  Value allTapsRead(const Tile& tile) {
+    int64_t i = t.kh - 1, j = t.kw - 1;
+    return andI(andI(reaches(tile.r0, tile.rows, t.sh, -top, tile.plane.height, true),
+                     reaches(tile.q0, tile.columns, t.sw, -left, tile.plane.width, true)),
+                andI(reaches(tile.r0, tile.rows, t.sh, i * t.dh - top, tile.plane.height, false),
+                     reaches(tile.q0, tile.columns, t.sw, j * t.dw - left, tile.plane.width, false)));
+  }
+
   // ext[e] for e < extended (see the header), kVectorsPerStep vectors a step, then one; the
-  // live taps only (the others read zeros only).
-  void compute(Value w, Value c, Value stage, Value ext, Value extended, Value pitch) {
+  // live taps only (the others read zeros only). With a `tile` (dynamic extents), a tile
+  // where some tap reads only zeros runs each tap under its condition (on small padded
+  // planes most taps read only the pad: a 5x5 over 2 x 2 outputs, 9 of 25), the others the
+  // unconditional steps.
+  void compute(Value w, Value c, Value stage, Value ext, Value extended, Value pitch, const Tile* tile) {
+    if (!tile) return computeSteps(w, c, stage, ext, extended, pitch, {});
+    auto all = scf::IfOp::create(b, loc, allTapsRead(*tile), /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(all.thenBlock()->getTerminator());
+    computeSteps(w, c, stage, ext, extended, pitch, {});
+    b.setInsertionPoint(all.elseBlock()->getTerminator());
+    SmallVector<Value> reading;
+    for (int64_t i = 0; i < t.kh; ++i)
+      for (int64_t j = 0; j < t.kw; ++j) reading.push_back(tapReads(*tile, i, j));
+    computeSteps(w, c, stage, ext, extended, pitch, reading);
+  }
+
+  void computeSteps(Value w, Value c, Value stage, Value ext, Value extended, Value pitch, ArrayRef<Value> reading) {
     // Offset of tap (i, j)'s run in the staged buffer.
     SmallVector<Value> taps;
     for (int64_t i = 0; i < t.kh; ++i)
@@ -338,14 +406,29 @@ class StagedEmitter {
       SmallVector<Value> acc(2 * vectors, zeroVec);  // two partial sums per vector
       for (auto [n, tap] : llvm::enumerate(liveTaps)) {
         int64_t i = tap / t.kw, j = tap % t.kw;
-        Value weight = memref::LoadOp::create(b, loc, w, ValueRange{c, index(0), index(i), index(j)});
-        Value splat = vector::BroadcastOp::create(b, loc, vec, weight);
-        Value at = add(taps[tap], e0);
-        for (int64_t v = 0; v < vectors; ++v) {
-          Value xv = vector::LoadOp::create(b, loc, vec, stage, ValueRange{add(at, index(v * lanes))});
-          Value& sum = acc[(n % 2) * vectors + v];
-          sum = vector::FMAOp::create(b, loc, xv, splat, sum);
+        MutableArrayRef<Value> sums = MutableArrayRef<Value>(acc).slice((n % 2) * vectors, vectors);
+        auto accumulate = [&]() {
+          Value weight = memref::LoadOp::create(b, loc, w, ValueRange{c, index(0), index(i), index(j)});
+          Value splat = vector::BroadcastOp::create(b, loc, vec, weight);
+          Value at = add(taps[tap], e0);
+          for (int64_t v = 0; v < vectors; ++v) {
+            Value xv = vector::LoadOp::create(b, loc, vec, stage, ValueRange{add(at, index(v * lanes))});
+            sums[v] = vector::FMAOp::create(b, loc, xv, splat, sums[v]);
+          }
+        };
+        if (reading.empty()) {
+          accumulate();
+          continue;
         }
+        SmallVector<Type> types(vectors, vec);
+        auto tapIf = scf::IfOp::create(b, loc, types, reading[tap], /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(tapIf.elseBlock());
+        scf::YieldOp::create(b, loc, ValueRange(sums));
+        b.setInsertionPointToStart(tapIf.thenBlock());
+        accumulate();
+        scf::YieldOp::create(b, loc, ValueRange(sums));
+        for (int64_t v = 0; v < vectors; ++v) sums[v] = tapIf.getResult(v);
       }
       for (int64_t v = 0; v < vectors; ++v) {
         Value sum = arith::AddFOp::create(b, loc, acc[v], acc[vectors + v]);
@@ -378,6 +461,7 @@ class StagedEmitter {
   Value sub(Value l, Value r) { return arith::SubIOp::create(b, loc, l, r); }
   Value mul(Value l, Value r) { return arith::MulIOp::create(b, loc, l, r); }
   Value minU(Value l, Value r) { return arith::MinUIOp::create(b, loc, l, r); }
+  Value andI(Value l, Value r) { return arith::AndIOp::create(b, loc, l, r); }
   Value cmp(arith::CmpIPredicate p, Value l, Value r) { return arith::CmpIOp::create(b, loc, p, l, r); }
   void forLoop(Value lb, Value ub, Value step, llvm::function_ref<void(Value)> body) {
     EmitForLoop(b, loc, lb, ub, step, body);
@@ -388,6 +472,7 @@ class StagedEmitter {
   int64_t lanes;
   StagedTiles t;
   SmallVector<int64_t> liveTaps;  // LiveTaps: row-major i * KW + j
+  bool guardTaps;                 // extents dynamic: each tile tests its taps (tapsReading)
   int64_t top, left;  // x's zero pad above and left (ZeroPaddedSource), 0 when x is the input
   VectorType vec, maskType;
   Value zeroVec;
@@ -414,7 +499,11 @@ void EmitDepthwiseConvolution(OpBuilder& b, Location loc, func::FuncOp kernel, i
   int64_t top = pad ? pad->top : 0, left = pad ? pad->left : 0;
   SmallVector<int64_t> live = LiveTaps(t, sourceType.getDimSize(2), sourceType.getDimSize(3), outType.getDimSize(2),
                                        outType.getDimSize(3), top, left);
-  StagedEmitter e(b, loc, lanes, t, std::move(live), top, left);
+  // A static plane's dead taps are known above; a dynamic one's per tile.
+  bool dynamicExtents = llvm::any_of(
+      ArrayRef<int64_t>{sourceType.getDimSize(2), sourceType.getDimSize(3), outType.getDimSize(2), outType.getDimSize(3)},
+      ShapedType::isDynamic);
+  StagedEmitter e(b, loc, lanes, t, std::move(live), dynamicExtents, top, left);
   Value stage = AllocateAtEntry(kernel, e.stageSize());
   Value ext = AllocateAtEntry(kernel, e.extendedSize());
   e.emit(pad ? pad->source : x, w, out, stage, ext);

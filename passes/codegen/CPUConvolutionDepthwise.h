@@ -25,10 +25,12 @@
 // x, w and out are read through their strides (dynamic batch, planes and channel slices).
 //
 // A zero pad fused into the kernel (hexir-form-dispatch-regions' fuse-pads-into-depthwise, CPU:
-// the importer's constant-zero pad of static shape before the convolution) bufferizes to a
-// buffer of x's shape that a fill of zero and then a copy of the unpadded source into a
-// static window (rows [top, top + H), columns [left, left + W), every batch and channel)
-// write before the convolution reads it. The kernel then stages from the source instead,
+// the importer's constant-zero pad before the convolution, of static or run-time extents)
+// bufferizes to a buffer of x's shape that a fill of zero and then a copy of the unpadded
+// source into a window at static offsets (rows [top, top + H), columns [left, left + W),
+// every batch and channel; H and W the source's extents, static or, for a dynamic export's
+// pad, the run-time sizes of the view of the source that CPUDynamicPad.h copies) write
+// before the convolution reads it. The kernel then stages from the source instead,
 // each row and column shifted by the pad and zero outside the source (a staged row's first
 // columns left of the source element by element, the rest as above), and the fill and the
 // copy are erased: no padded copy of the input is written (EfficientNet-B0: 17 pad
@@ -39,6 +41,12 @@
 // not emitted: a 5x5 window over 2 x 2 outputs of a 2 x 2 input keeps 9 of its 25 taps, over
 // a 1x1 plane the center one (MobileNetV3's and EfficientNet-B0's last stages: 576 and 1152
 // channels of 2 x 2 at 64 x 64 images).
+//
+// With dynamic extents (a dynamic export) the same is decided per tile at run time: a tile
+// whose every tap reaches x (4 compares: the bounds grow with the tap) runs the taps as
+// above, any other each tap under a branch on whether it reaches x. And the tile's rows
+// follow from the plane's run-time pitch (min(T, OW) + the window's extra columns) as far
+// as the buffers, sized for T columns, hold: a 16-wide plane takes 25 rows a tile, not 7.
 #pragma once
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

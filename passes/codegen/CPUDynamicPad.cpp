@@ -1,5 +1,6 @@
 // Rewrites the pads described in CPUDynamicPad.h.
 #include "passes/codegen/CPUDynamicPad.h"
+#include "passes/codegen/CPUConvolutionKernel.h"
 #include "passes/codegen/CPUPadReads.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -157,6 +158,23 @@ std::optional<DynamicPad> MatchDynamicPad(linalg::GenericOp op) {
   return pad;
 }
 
+// True when `op`'s result is read only as the input x of a depthwise convolution and its
+// padded dims are the plane's (2 and 3), each untiled with a constant low >= 0: the window
+// may then be placed at the static lows (the form CPUConvolutionDepthwise.h reads from).
+bool FeedsDepthwiseAtStaticLows(linalg::GenericOp op, const DynamicPad& pad) {
+  if (!op->hasOneUse() || pad.dims.size() != 4) return false;
+  auto conv = dyn_cast<linalg::LinalgOp>(*op->getUsers().begin());
+  if (!conv || conv->getOperand(0) != op->getResult(0)) return false;
+  std::optional<ConvolutionGeometry> g = MatchConvolution(conv);
+  if (!g || g->kind != ConvolutionKind::kDepthwise) return false;
+  for (auto [d, dim] : llvm::enumerate(pad.dims)) {
+    if (!dim.shifted) continue;
+    std::optional<int64_t> low = getConstantIntValue(dim.low);
+    if (d < 2 || dim.offset || !low || *low < 0) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int LowerDynamicPadsToCopies(func::FuncOp kernel) {
@@ -173,6 +191,7 @@ int LowerDynamicPadsToCopies(func::FuncOp kernel) {
     auto clamp = [&](Value v, Value lo, Value hi) {
       return b.createOrFold<arith::MinSIOp>(loc, b.createOrFold<arith::MaxSIOp>(loc, v, lo), hi);
     };
+    const bool staticLows = FeedsDepthwiseAtStaticLows(op, pad);
     SmallVector<OpFoldResult> sourceOffsets, offsets, sizes, strides;
     for (auto [d, dim] : llvm::enumerate(pad.dims)) {
       OpFoldResult extent = tensor::getMixedSize(b, loc, init, d);
@@ -189,6 +208,15 @@ int LowerDynamicPadsToCopies(func::FuncOp kernel) {
       if (dim.offset) shift = b.createOrFold<arith::SubIOp>(loc, shift, index(dim.offset));
       Value e = b.createOrFold<arith::MinSIOp>(loc, index(dim.extent),
                                                index(tensor::getMixedSize(b, loc, pad.source, d)));
+      if (staticLows) {
+        // Offset L itself (a constant): size = clamp(O - L, 0, E), 0 when L >= O (then
+        // nothing is copied), so the same elements as below.
+        sourceOffsets.push_back(b.getIndexAttr(0));
+        offsets.push_back(dim.low);
+        Value room = b.createOrFold<arith::MaxSIOp>(loc, b.createOrFold<arith::SubIOp>(loc, out, shift), zero);
+        sizes.push_back(getAsOpFoldResult(b.createOrFold<arith::MinSIOp>(loc, room, e)));
+        continue;
+      }
       Value lo = clamp(shift, zero, out);
       Value hi = clamp(b.createOrFold<arith::AddIOp>(loc, shift, e), lo, out);
       sourceOffsets.push_back(getAsOpFoldResult(b.createOrFold<arith::SubIOp>(loc, lo, shift)));

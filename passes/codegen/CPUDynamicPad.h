@@ -27,6 +27,12 @@
 // argument cannot read outside it (the generic's bound check would have reported it; here the
 // region past the source is padded instead). A fill and a unit-stride copy, both of which
 // LLVM vectorizes. Anything else is left as it was.
+//
+// A pad read only as a depthwise convolution's x (fused into its dispatch), padding only
+// dims 2 and 3, untiled there, with constant lows L >= 0: its window is placed at L itself
+// (lo = L, size = clamp(O - L, 0, E), source offset 0: the same elements; nothing copied when
+// L >= O), the static offsets CPUConvolutionDepthwise.h needs to stage from the source
+// instead of this padded copy.
 #pragma once
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -197,6 +197,9 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     codegen::AllowReassociationOfInnermostReductions(*kernel);
     // Transcendental math as polynomials LLVM vectorizes (codegen/CPUMathApproximation.h).
     if (failed(codegen::ApproximateMath(*kernel))) return failure();
+    // Elementwise loops over runs of dynamic extent as one loop when dense at run time
+    // (codegen/CPUCollapseContiguousLoops.h).
+    codegen::CollapseDynamicLoopsAtRunTime(*kernel);
     LowerStridedCopiesToLinalg(inner);
     if (failed(runPipeline(*toLoops, inner))) return failure();
     codegen::LowerDeferredIntrinsicCalls(inner);

@@ -164,8 +164,8 @@ bool isConvolution(Operation* op) {
 // select(inside, tensor.extract(source, clamped), 0.0), each coordinate the loop index (a
 // constant for a unit dim) or clamped by min(max(., 0), extent - 1); not LowerTensorOps' form
 // of a tensor.pad, which
-// codegen leaves a generic) of static shape whose one reader is a
-// depthwise convolution of its block, as that convolution's input x: with
+// codegen leaves a generic), of static or run-time extents (a dynamic export's), whose one
+// reader is a depthwise convolution of its block, as that convolution's input x: with
 // fuse-pads-into-depthwise (CPU) it joins the convolution's dispatch, whose kernel stages its
 // planes from the unpadded source writing zero borders (codegen/CPUConvolutionDepthwise.h)
 // instead of a pad dispatch writing a padded copy of the whole input first.
@@ -175,15 +175,13 @@ bool isZeroPadOfDepthwiseConvolution(Operation* op) {
       g.getNumReductionLoops() != 0)
     return false;
   auto type = cast<RankedTensorType>(g->getResult(0).getType());
-  if (!type.hasStaticShape() || type.getRank() != 4) return false;
+  if (type.getRank() != 4) return false;
   auto yield = cast<linalg::YieldOp>(g.getRegion().front().getTerminator());
   auto select = yield.getValues()[0].getDefiningOp<arith::SelectOp>();
   auto extract = select ? select.getTrueValue().getDefiningOp<tensor::ExtractOp>() : nullptr;
   auto value = select ? select.getFalseValue().getDefiningOp<arith::ConstantOp>() : nullptr;
   auto zero = value ? dyn_cast<FloatAttr>(value.getValue()) : FloatAttr();
-  if (!extract || !zero || !zero.getValue().isZero() ||
-      !cast<RankedTensorType>(extract.getTensor().getType()).hasStaticShape())
-    return false;
+  if (!extract || !zero || !zero.getValue().isZero()) return false;
   for (Value at : extract.getIndices())
     if (!at.getDefiningOp<linalg::IndexOp>() && !at.getDefiningOp<arith::MinSIOp>() &&
         !matchPattern(at, m_Constant()))  // a unit dim's index folded to 0

@@ -6,7 +6,9 @@
 // dilation 2, rows that are no multiple of the vector width, grouped convolutions (which keep
 // the loop lowering), batch 2, dynamic batch and spatial dims, explicit pads, a bias + ReLU
 // epilogue, a bias + SiLU (fused into the convolution's dispatch), filters of few taps on
-// output planes of 1 to 4 positions; on 0, 1 and 2 worker threads.
+// output planes of 1 to 4 positions, the importer's zero pads (static, and of run-time
+// extents as in a dynamic export) read by the depthwise kernel from the unpadded input; on
+// 0, 1 and 2 worker threads.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -89,10 +91,22 @@ std::string Source(const Conv& k, const HostTensor& weights) {
   if (k.importerPad) {
     // compiler/importers/onnx Context::Pad's form: x0 at min(max(i - low, 0), extent - 1),
     // the padding value outside x0.
+    // With dynamic dims (a dynamic export's pad), x0's extents are tensor.dims and the padded
+    // extents are sums of them.
     auto c = [](int64_t v) { return "arith.constant " + std::to_string(v) + " : index"; };
-    src += "  %pc0 = " + c(0) + "\n  %pt = " + c(k.top()) + "\n  %pl = " + c(k.left()) + "\n  %ph = " +
-           c(k.h0()) + "\n  %pw = " + c(k.w0()) + "\n  %ph1 = " + c(k.h0() - 1) + "\n  %pw1 = " + c(k.w0() - 1) +
-           "\n  %pe = tensor.empty() : " + x + "\n"
+    src += "  %pc0 = " + c(0) + "\n  %pt = " + c(k.top()) + "\n  %pl = " + c(k.left()) + "\n";
+    if (d) {
+      src += "  %pc1 = " + c(1) + "\n  %pc2 = " + c(2) + "\n  %pc3 = " + c(3) + "\n  %pv = " +
+             c(k.pads[0] + k.pads[2]) + "\n  %pu = " + c(k.pads[1] + k.pads[3]) +
+             "\n  %pn = tensor.dim %x0, %pc0 : " + x0 + "\n  %ph = tensor.dim %x0, %pc2 : " + x0 +
+             "\n  %pw = tensor.dim %x0, %pc3 : " + x0 + "\n  %ph1 = arith.subi %ph, %pc1 : index\n"
+             "  %pw1 = arith.subi %pw, %pc1 : index\n  %phe = arith.addi %ph, %pv : index\n"
+             "  %pwe = arith.addi %pw, %pu : index\n  %pe = tensor.empty(%pn, %phe, %pwe) : " + x + "\n";
+    } else {
+      src += "  %ph = " + c(k.h0()) + "\n  %pw = " + c(k.w0()) + "\n  %ph1 = " + c(k.h0() - 1) +
+             "\n  %pw1 = " + c(k.w0() - 1) + "\n  %pe = tensor.empty() : " + x + "\n";
+    }
+    src += ""
            "  %x = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], "
            "iterator_types = [\"parallel\", \"parallel\", \"parallel\", \"parallel\"]} outs(%pe : " + x + ") {\n"
            "  ^bb0(%po: f32):\n"
@@ -504,6 +518,58 @@ TEST_CASE("depthwise convolutions reading the importer's zero pad in their kerne
   Conv silu = ImporterPadded({1, 17, 0, 0, 17, 3, 3, 2, 1, 17}, 9, 9, {1, 1, 1, 1});
   silu.silu = true;
   Check(silu);
+}
+
+// One dynamic-size module of `k` padded by the importer's zero pad of `pads` (a dynamic
+// export's pad: its extents tensor.dims, fused into the depthwise convolution's dispatch and
+// read from the unpadded x by the kernel, CPUConvolutionDepthwise.h), run in this process at
+// each (batch, x's rows, x's columns) of `sizes`.
+void CheckImporterPaddedAtSizes(Conv k, std::array<int64_t, 4> pads,
+                                std::initializer_list<std::array<int64_t, 3>> sizes) {
+  k = ImporterPadded(k, 1, 1, pads);
+  k.dynamic = true;
+  HostTensor w = RandomF32({k.f, k.cg(), k.kh, k.kw}, 12), bias = RandomF32({k.f}, 13);
+  std::string module = CompileOrDie(Source(k, w), "conv_ip_sizes_c" + std::to_string(k.c) + "k" +
+                                                      std::to_string(k.kh) + "s" + std::to_string(k.stride) +
+                                                      "d" + std::to_string(k.dilation) + (k.silu ? "_silu" : ""));
+  for (const auto& [n, h0, w0] : sizes) {
+    k.n = n;
+    k.h = h0 + pads[0] + pads[2];
+    k.w = w0 + pads[1] + pads[3];
+    INFO("x " << n << "x" << k.c << "x" << h0 << "x" << w0 << " padded " << pads[0] << "/" << pads[1] << "/"
+              << pads[2] << "/" << pads[3] << ", " << k.kh << "x" << k.kw << ", stride " << k.stride
+              << ", dilation " << k.dilation << (k.silu ? " + silu" : ""));
+    HostTensor x0 = RandomF32({n, k.c, h0, w0}, 11 + n + h0), x = ZerosF32({n, k.c, k.h, k.w});
+    for (int64_t p = 0; p < n * k.c; ++p)
+      for (int64_t i = 0; i < h0; ++i)
+        for (int64_t j = 0; j < w0; ++j)
+          F32(x)[(p * k.h + i + pads[0]) * k.w + j + pads[1]] = F32(x0)[(p * h0 + i) * w0 + j];
+    HostTensor expected = Reference(k, x, w, bias);
+    for (const char* threads : {"--cpu-threads=0", "--cpu-threads=2"}) {
+      INFO(threads);
+      auto out = RunOrDie(module, "main", {x0, w, bias}, 1, "cpu", threads);
+      RequireClose(out[0], expected, 1e-5, 1e-4);
+    }
+  }
+}
+
+TEST_CASE("depthwise convolutions reading a zero pad of run-time extents in their kernel match a double reference") {
+  // A dynamic export's pads joined to their depthwise convolutions, each module at several
+  // sizes: planes of 1 and 2 (most taps read only the pad: each tile tests its taps), odd
+  // planes, a 16-wide plane (tile rows chosen from its pitch), 3 column tiles (140),
+  // batch 3, stride 2, dilation 2, pads on one side only, 240 channels split over
+  // workgroups, a SiLU joining the dispatch.
+  CheckImporterPaddedAtSizes({1, 13, 0, 0, 13, 3, 3, 1, 1, 13}, {1, 1, 1, 1},
+                             {{1, 1, 1}, {3, 2, 2}, {1, 7, 5}, {2, 16, 16}, {1, 3, 140}});
+  CheckImporterPaddedAtSizes({1, 7, 0, 0, 7, 5, 5, 2, 1, 7}, {2, 2, 2, 2},
+                             {{1, 1, 1}, {1, 2, 2}, {3, 9, 9}, {1, 4, 70}, {2, 33, 17}});
+  CheckImporterPaddedAtSizes({1, 11, 0, 0, 11, 3, 3, 2, 1, 11}, {0, 0, 1, 1}, {{1, 2, 2}, {3, 8, 9}, {1, 13, 13}});
+  CheckImporterPaddedAtSizes({1, 5, 0, 0, 5, 5, 5, 1, 1, 5}, {2, 1, 0, 3}, {{1, 2, 3}, {2, 7, 13}});
+  CheckImporterPaddedAtSizes({1, 7, 0, 0, 7, 3, 3, 1, 2, 7}, {2, 2, 2, 2}, {{1, 1, 1}, {1, 2, 2}, {3, 10, 11}});
+  CheckImporterPaddedAtSizes({1, 240, 0, 0, 240, 5, 5, 1, 1, 240}, {2, 2, 2, 2}, {{1, 2, 2}, {1, 4, 4}, {2, 9, 7}});
+  Conv silu{1, 17, 0, 0, 17, 3, 3, 2, 1, 17};
+  silu.silu = true;
+  CheckImporterPaddedAtSizes(silu, {1, 1, 1, 1}, {{1, 1, 1}, {2, 9, 9}});
 }
 
 TEST_CASE("depthwise convolutions on small padded planes whose taps partly read only the pad match a double reference") {

@@ -22,6 +22,35 @@ hexir.executable @channel_scale attributes {hexir.workgroup_count = array<i64: 1
 
 // -----
 
+// codegen::CollapseDynamicLoopsAtRunTime: the same scale over planes of run-time extents (a
+// dynamic export's). A branch on the operands' strides (x's and the output's planes dense:
+// each a unit inner stride and a row stride equal to the row's size) runs three loops, the
+// plane one loop over unit-stride views (memref.reinterpret_cast); the other branch the four
+// loops as they were.
+// CHECK-LABEL: hexir.executable @channel_scale_dynamic
+// CHECK:         llvm.icmp "eq"
+// CHECK:         llvm.cond_br
+// CHECK-COUNT-3:   llvm.cond_br
+// CHECK:           llvm.fmul
+// CHECK-COUNT-4:   llvm.cond_br
+// CHECK:           llvm.fmul
+// CHECK-NOT:     llvm.cond_br
+// CHECK:         llvm.func @channel_scale_dynamic(
+hexir.executable @channel_scale_dynamic attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @channel_scale_dynamic(%s: tensor<?x3x1x1xf32>, %x: tensor<?x3x?x?xf32>, %o: tensor<?x3x?x?xf32>, %id: index) -> tensor<?x3x?x?xf32> {
+      %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %x : tensor<?x3x1x1xf32>, tensor<?x3x?x?xf32>) outs(%o : tensor<?x3x?x?xf32>) {
+      ^bb0(%a: f32, %v: f32, %out: f32):
+        %m = arith.mulf %a, %v : f32
+        linalg.yield %m : f32
+      } -> tensor<?x3x?x?xf32>
+      return %r : tensor<?x3x?x?xf32>
+    }
+  }
+}
+
+// -----
+
 // Every loop read in order by every operand: one loop of 2 x 3 x 5 x 7.
 // CHECK-LABEL: hexir.executable @same_shape
 // CHECK-COUNT-1: llvm.cond_br
