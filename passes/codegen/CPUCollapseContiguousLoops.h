@@ -25,4 +25,16 @@ namespace hexir::codegen {
 // Collapses the trailing contiguous loops of every such op of `kernel`.
 void CollapseContiguousLoops(mlir::func::FuncOp kernel);
 
+// The innermost loop that is still short after that (a plane of at most `maxRun` positions:
+// NCHW's 4 x 4 and 2 x 2 planes, the bias and activation after a convolution over them) LLVM
+// unrolls fully and then leaves scalar, one load, op and store per element. On the bufferized
+// kernel, after the math approximations (row chains excepted: CPURowChains.h tiles them):
+// every all-parallel `linalg.generic` without `hexir.*` marks, on f32 buffers, of static
+// loops, whose innermost loop (extent 2..maxRun) each operand reads as its last dim at unit
+// stride or not at all, whose body is lane-wise arith/math on f32 and integers,
+// becomes loops over the outer dims and, per run of `lanes` positions of the inner one,
+// vector loads (a broadcast scalar for operands that do not read it), the body on vectors and
+// vector stores (a last run of fewer lanes as a narrower vector).
+void VectorizeShortContiguousRuns(mlir::func::FuncOp kernel, int64_t lanes, int64_t maxRun);
+
 }  // namespace hexir::codegen

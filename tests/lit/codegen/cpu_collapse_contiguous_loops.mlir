@@ -1,4 +1,4 @@
-// RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables | FileCheck %s
+// RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables --cpu-short-run-positions=1 | FileCheck %s
 
 // codegen::CollapseContiguousLoops (passes/codegen/CPUCollapseContiguousLoops.h): the
 // squeeze-excitation scale y = x * s[n][c] over 2 x 3 planes of 5 x 7, s read as (n, c, 0, 0),
