@@ -39,6 +39,16 @@
 // not emitted: a 5x5 window over 2 x 2 outputs of a 2 x 2 input keeps 9 of its 25 taps, over
 // a 1x1 plane the center one (MobileNetV3's and EfficientNet-B0's last stages: 576 and 1152
 // channels of 2 x 2 at 64 x 64 images).
+//
+// Small static planes (at most kDepthwiseChannelLanePositions outputs and
+// kDepthwiseChannelLaneInputs input elements, after a fused pad: 2 x 2 and 4 x 4 outputs) have
+// too few positions to fill a vector per channel (a staged 4 x 4 output took ~52 ns a channel,
+// mostly staging and loop overhead): there the channels are the lanes. Per batch and block
+// of `lanes` channels (the last one masked), every tap reading x somewhere (the plane and the
+// pad are static, so the taps and positions that read only the pad are known and skipped)
+// has its weights gathered once (w's channel stride apart), every input position read is
+// gathered once (x's channel stride apart), the oh * ow outputs are accumulators, fully
+// unrolled FMAs, then each output position of out is gathered, added to and scattered back.
 #pragma once
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -51,6 +61,10 @@ namespace hexir::codegen {
 // extended positions a tile computes at most (its rows follow from the row pitch).
 constexpr int64_t kDepthwiseMaxColumns = 64;
 constexpr int64_t kDepthwiseTileElements = 512;
+// Static planes of at most this many output positions and input elements take the
+// channel-lane kernel instead (see above).
+constexpr int64_t kDepthwiseChannelLanePositions = 16;
+constexpr int64_t kDepthwiseChannelLaneInputs = 36;
 
 // Emits `out += depthwise(x, w)` of `convolution` at `b`'s insertion point (before it); its
 // stack buffers are allocated at the entry of `kernel` and zeroed before the convolution. The
