@@ -423,6 +423,14 @@ class ChannelLaneEmitter {
     Value n = memref::DimOp::create(b, loc, out, 0), f = memref::DimOp::create(b, loc, out, 1);
     EmitForLoop(b, loc, c0, n, index(1), [&](Value batch) {
       EmitForLoop(b, loc, c0, f, index(lanes), [&](Value c) {
+        // The weights and inputs of the block after next (their gathers, lines apart, would
+        // otherwise wait on L2/L3 one after another: a 1x1 before streams its filter through).
+        prefetch(weights, {c, c0, c0, c0}, 0, t.kh * t.kw, wChannel, [&](int64_t e) {
+          return SmallVector<Value>{index(0), index(e / t.kw), index(e % t.kw)};
+        });
+        prefetch(x, {batch, c, c0, c0}, 1, h * w, xChannel, [&](int64_t e) {
+          return SmallVector<Value>{index(e / w), index(e % w)};
+        });
         Value remaining = arith::SubIOp::create(b, loc, f, c);
         Value mask = vector::CreateMaskOp::create(b, loc, maskType, ValueRange{remaining});
         DenseMap<int64_t, Value> inputs;  // ih * w + iw -> x's lanes there
@@ -456,6 +464,22 @@ class ChannelLaneEmitter {
   }
 
  private:
+  // One prefetch per cache line of the `lanes` channels kPrefetchBlocks blocks past `at`'s,
+  // when each channel's elements (`size` of them) are contiguous and `stride` apart (dim
+  // `channelDim`; `inner` maps an element of a channel to its indices past that dim).
+  void prefetch(Value m, SmallVector<Value> at, int64_t channelDim, int64_t size, int64_t stride,
+                llvm::function_ref<SmallVector<Value>(int64_t)> inner) {
+    if (stride != size) return;
+    constexpr int64_t kPrefetchBlocks = 2, kLineFloats = 16;
+    Value first = arith::AddIOp::create(b, loc, at[channelDim], index(kPrefetchBlocks * lanes));
+    for (int64_t e = 0; e < lanes * size; e += kLineFloats) {
+      SmallVector<Value> indices(at.begin(), at.begin() + channelDim);
+      indices.push_back(arith::AddIOp::create(b, loc, first, index(e / size)));
+      indices.append(inner(e % size));
+      memref::PrefetchOp::create(b, loc, m, indices, /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
+    }
+  }
+
   // lane * stride for each lane.
   Value offsets(int64_t stride) {
     SmallVector<int64_t> values;

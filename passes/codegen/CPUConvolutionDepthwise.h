@@ -49,6 +49,10 @@
 // has its weights gathered once (w's channel stride apart), every input position read is
 // gathered once (x's channel stride apart), the oh * ow outputs are accumulators, fully
 // unrolled FMAs, then each output position of out is gathered, added to and scattered back.
+// The weights and inputs of the block two ahead are prefetched a cache line at a time (where
+// each channel's are contiguous): the gathers touch a line per lane, and after a 1x1 that
+// streamed its filter through the caches each waited on L3 in turn (EfficientNet-B0's 5x5
+// over 1152 channels of 2 x 2: 35 us without, 14 us with).
 #pragma once
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
