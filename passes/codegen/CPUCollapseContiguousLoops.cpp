@@ -2,6 +2,8 @@
 // collapsed again, and nothing is folded around it.
 #include "passes/codegen/CPUCollapseContiguousLoops.h"
 
+#include <algorithm>
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -100,8 +102,14 @@ struct CollapseTrailingLoops : OpRewritePattern<linalg::GenericOp> {
 
   LogicalResult matchAndRewrite(linalg::GenericOp op, PatternRewriter& rewriter) const override {
     const int64_t loops = op.getNumLoops();
-    if (!op.hasPureTensorSemantics() || loops < 2 || op.getNumParallelLoops() != static_cast<unsigned>(loops))
-      return rewriter.notifyMatchFailure(op, "not an all-parallel op on tensors of 2 or more loops");
+    if (!op.hasPureTensorSemantics() || loops < 2) return rewriter.notifyMatchFailure(op, "not an op on tensors of 2 or more loops");
+    // Parallel loops, then (a pool's, a mean's) reductions that no output reads.
+    SmallVector<utils::IteratorType> iteratorTypes = op.getIteratorTypesArray();
+    const int64_t firstReduction = std::find(iteratorTypes.begin(), iteratorTypes.end(), utils::IteratorType::reduction) -
+                                   iteratorTypes.begin();
+    if (std::find(iteratorTypes.begin() + firstReduction, iteratorTypes.end(), utils::IteratorType::parallel) !=
+        iteratorTypes.end())
+      return rewriter.notifyMatchFailure(op, "a parallel loop inside a reduction");
     if (!op->getDiscardableAttrDictionary().empty())
       return rewriter.notifyMatchFailure(op, "marked for a kernel of its own");
     for (OpOperand& operand : op->getOpOperands()) {
@@ -115,14 +123,17 @@ struct CollapseTrailingLoops : OpRewritePattern<linalg::GenericOp> {
     });
     // The longest run of trailing loops every operand reads as one dense run, or not at all.
     SmallVector<int64_t> at;
-    int64_t first = lastIndexed + 1;
+    // The collapsed loops are all parallel or all reductions.
+    int64_t first = std::max(lastIndexed + 1, firstReduction < loops ? firstReduction : int64_t{0});
     for (; first < loops - 1; ++first) {
       at.clear();
       bool fits = true;
       for (OpOperand& operand : op->getOpOperands()) {
         FailureOr<int64_t> pos = RunPosition(op.getMatchingIndexingMap(&operand), first);
-        // An output holds every loop; an input may broadcast over the run.
-        if (failed(pos) || (*pos < 0 && op.isDpsInit(&operand)) ||
+        // An output holds every parallel loop and no reduction; an input may broadcast over
+        // a parallel run.
+        const bool reduced = firstReduction < loops;
+        if (failed(pos) || (op.isDpsInit(&operand) && (*pos < 0) != reduced) || (reduced && !op.isDpsInit(&operand) && *pos < 0) ||
             (*pos >= 0 && !DenseRun(operand.get(), *pos, *pos + loops - 1 - first))) {
           fits = false;
           break;
@@ -154,11 +165,16 @@ struct CollapseTrailingLoops : OpRewritePattern<linalg::GenericOp> {
       }
     }
     SmallVector<utils::IteratorType> iterators(first + 1, utils::IteratorType::parallel);
+    iterators.back() = iteratorTypes.back();
     auto collapsed = linalg::GenericOp::create(rewriter, loc, resultTypes, inputs, inits, maps, iterators);
     rewriter.inlineRegionBefore(op.getRegion(), collapsed.getRegion(), collapsed.getRegion().begin());
     SmallVector<Value> results;
     for (auto [i, result] : llvm::enumerate(collapsed->getResults())) {
       OpOperand* init = op.getDpsInitOperand(i);
+      if (at[init->getOperandNumber()] < 0) {  // a reduction's output: not collapsed
+        results.push_back(result);
+        continue;
+      }
       auto type = cast<RankedTensorType>(init->get().getType());
       SmallVector<ReassociationIndices> groups = Reassociation(type.getRank(), at[init->getOperandNumber()], length);
       results.push_back(tensor::ExpandShapeOp::create(rewriter, loc, type, result, groups));

@@ -12,7 +12,12 @@
 //     ->  generic (d0, d1, e) ins(s: (d0, d1, 0, 0), collapse(x): (d0, d1, e)) outs(collapse(y))
 //         and the result expanded back to y's shape
 //
-// Only all-parallel `linalg.generic`s without `hexir.*` marks, of static shapes, whose body
+// Trailing reduction loops likewise (a global average pool's h and w: one reduction loop of
+// h * w that LLVM vectorizes with partial sums, where the unrolled w loop of 16 stayed scalar:
+// EfficientNet-B0's pool over 144 x 16 x 16 9.5 -> 1.5 us), when no output reads them and every input
+// reads them as one dense run.
+//
+// Only `linalg.generic`s without `hexir.*` marks (parallel loops, then only reductions), of static shapes, whose body
 // reads no collapsed loop's index, and whose collapsed operands are dense in those dims
 // (kernel arguments, temporaries, constants, or slices of them that keep the run's inner dims
 // whole), so bufferization collapses each operand's buffer as a view, never a copy.

@@ -1043,5 +1043,57 @@ TEST_CASE("bias and hard-swish or ReLU over small static NCHW planes match a dou
   }
 }
 
+// A global average pool over static NCHW planes (the importer's ReduceMean/GlobalAveragePool
+// form: a sum over h and w, then a divide): the two reduction loops run as one loop over the
+// plane (passes/codegen/CPUCollapseContiguousLoops.h), planes of 2x2, 7x7, 16x16, 5 x 13 and
+// 1 x 1023, channels 1, 13 and 97, batch 2.
+std::string MeanPoolSource(int64_t n, int64_t c, int64_t h, int64_t w) {
+  std::string x = "tensor<" + std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(h) + "x" +
+                  std::to_string(w) + "xf32>";
+  std::string y = "tensor<" + std::to_string(n) + "x" + std::to_string(c) + "xf32>";
+  return R"mlir(
+func.func @main(%x: )mlir" + x + ") -> " + y + R"mlir( {
+  %zero = arith.constant 0.0 : f32
+  %count = arith.constant )mlir" + std::to_string(h * w) + R"mlir(.0 : f32
+  %e = tensor.empty() : )mlir" + y + R"mlir(
+  %z = linalg.fill ins(%zero : f32) outs(%e : )mlir" + y + ") -> " + y + R"mlir(
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%x : )mlir" + x + ") outs(%z : " + y + R"mlir() {
+    ^bb0(%v: f32, %acc: f32):
+      %a = arith.addf %acc, %v : f32
+      linalg.yield %a : f32
+  } -> )mlir" + y + R"mlir(
+  %m = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%s : )mlir" + y + ") outs(%e : " + y + R"mlir() {
+    ^bb0(%v: f32, %o: f32):
+      %d = arith.divf %v, %count : f32
+      linalg.yield %d : f32
+  } -> )mlir" + y + R"mlir(
+  return %m : )mlir" + y + R"mlir(
+}
+)mlir";
+}
+
+TEST_CASE("a global average pool over static NCHW planes matches a double reference") {
+  // (A plane of 1 is left out: its divide by 1.0 folds away and hexir-compile refuses the
+  // kernel, "not bufferized in place", with or without the collapse.)
+  const std::vector<std::pair<int64_t, int64_t>> planes = {{2, 2}, {7, 7}, {16, 16}, {5, 13}, {1, 1023}};
+  for (auto [h, w] : planes) {
+    for (int64_t c : {1, 13, 97}) {
+      INFO(c << " x " << h << " x " << w);
+      const int64_t n = 2;
+      std::string module = CompileOrDie(MeanPoolSource(n, c, h, w), "memory_bound_mean_pool");
+      HostTensor x = RandomF32({n, c, h, w}, 93, -3, 3);
+      HostTensor expected = ZerosF32({n, c});
+      for (int64_t i = 0; i < n * c; ++i) {
+        double sum = 0;
+        for (int64_t j = 0; j < h * w; ++j) sum += F32(x)[i * h * w + j];
+        F32(expected)[i] = float(sum / double(h * w));
+      }
+      RunOnThreadCounts(module, {x}, expected, 1e-5);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hexir::e2e
