@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -188,6 +189,11 @@ struct CollapseTrailingLoops : OpRewritePattern<linalg::GenericOp> {
 // integers (constants become splats; f16/bf16 arithmetic is left to its own lowering).
 bool LaneWise(Operation* op) {
   if (isa<arith::ConstantOp>(op)) return isa<FloatAttr, IntegerAttr>(cast<arith::ConstantOp>(op).getValue());
+  // Math ops that LLVM has vector intrinsics for; the others become libm calls per element
+  // (convert-math-to-libm), which it scalarizes only for scalars.
+  if (isa<math::MathDialect>(op->getDialect()) &&
+      !isa<math::FmaOp, math::AbsFOp, math::SqrtOp, math::FloorOp, math::CeilOp, math::CopySignOp>(op))
+    return false;
   if (op->getNumRegions() || op->getNumResults() != 1 || !OpTrait::hasElementwiseMappableTraits(op)) return false;
   for (Type type : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()))
     if (!type.isF32() && !type.isSignlessInteger()) return false;
