@@ -36,7 +36,8 @@ void CollapseContiguousLoops(mlir::func::FuncOp kernel);
 // kernel, after the math approximations (row chains excepted: CPURowChains.h tiles them):
 // every all-parallel `linalg.generic` without `hexir.*` marks, on f32 buffers, of static
 // loops, whose innermost loop (extent 2..maxRun) each operand reads as its last dim at unit
-// stride or not at all, whose body is lane-wise arith/math on f32 and integers,
+// stride or not at all, whose body is lane-wise arith on f32 and integers (math ops only
+// where LLVM has a vector intrinsic: fma, abs, sqrt, floor, ceil, copysign),
 // becomes loops over the outer dims and, per run of `lanes` positions of the inner one,
 // vector loads (a broadcast scalar for operands that do not read it), the body on vectors and
 // vector stores (a last run of fewer lanes as a narrower vector).
