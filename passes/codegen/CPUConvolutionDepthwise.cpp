@@ -478,6 +478,109 @@ class StagedEmitter {
   Value zeroVec;
 };
 
+// Static strides of a memref, or none.
+std::optional<SmallVector<int64_t>> StaticStrides(Value v) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  auto type = dyn_cast<MemRefType>(v.getType());
+  if (!type || failed(type.getStridesAndOffset(strides, offset))) return std::nullopt;
+  if (llvm::any_of(ArrayRef<int64_t>(strides).drop_front(), ShapedType::isDynamic)) return std::nullopt;
+  return strides;
+}
+
+// Small static planes with channels in the lanes (see the header): per batch and block of
+// `lanes` channels (the last masked), each input position the live taps read gathered once
+// (x's channel stride apart), each live tap's weights gathered once, the outputs as
+// oh * ow accumulators in registers, then out gathered, added and scattered once.
+class ChannelLaneEmitter {
+ public:
+  ChannelLaneEmitter(OpBuilder& b, Location loc, int64_t lanes, const StagedTiles& t, int64_t h, int64_t w,
+                     int64_t oh, int64_t ow, int64_t top, int64_t left)
+      : b(b), loc(loc), lanes(lanes), t(t), h(h), w(w), oh(oh), ow(ow), top(top), left(left),
+        vec(VectorType::get({lanes}, b.getF32Type())),
+        maskType(VectorType::get({lanes}, b.getI1Type())),
+        offsetType(VectorType::get({lanes}, b.getIndexType())) {}
+
+  void emit(Value x, Value weights, Value out, int64_t xChannel, int64_t wChannel, int64_t outChannel) {
+    Value zeroVec = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
+    Value xOffsets = offsets(xChannel), wOffsets = offsets(wChannel), outOffsets = offsets(outChannel);
+    Value c0 = index(0);
+    Value n = memref::DimOp::create(b, loc, out, 0), f = memref::DimOp::create(b, loc, out, 1);
+    EmitForLoop(b, loc, c0, n, index(1), [&](Value batch) {
+      EmitForLoop(b, loc, c0, f, index(lanes), [&](Value c) {
+        // The weights and inputs of the block after next (their gathers, lines apart, would
+        // otherwise wait on L2/L3 one after another: a 1x1 before streams its filter through).
+        prefetch(weights, {c, c0, c0, c0}, 0, t.kh * t.kw, wChannel, [&](int64_t e) {
+          return SmallVector<Value>{index(0), index(e / t.kw), index(e % t.kw)};
+        });
+        prefetch(x, {batch, c, c0, c0}, 1, h * w, xChannel, [&](int64_t e) {
+          return SmallVector<Value>{index(e / w), index(e % w)};
+        });
+        Value remaining = arith::SubIOp::create(b, loc, f, c);
+        Value mask = vector::CreateMaskOp::create(b, loc, maskType, ValueRange{remaining});
+        DenseMap<int64_t, Value> inputs;  // ih * w + iw -> x's lanes there
+        SmallVector<Value> acc(oh * ow, zeroVec);
+        for (int64_t i = 0; i < t.kh; ++i)
+          for (int64_t j = 0; j < t.kw; ++j) {
+            Value tapWeights;
+            for (int64_t r = 0; r < oh; ++r)
+              for (int64_t q = 0; q < ow; ++q) {
+                int64_t ih = r * t.sh + i * t.dh - top, iw = q * t.sw + j * t.dw - left;
+                if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+                if (!tapWeights)
+                  tapWeights = vector::GatherOp::create(b, loc, vec, weights, ValueRange{c, c0, index(i), index(j)},
+                                                        wOffsets, mask, zeroVec);
+                Value& in = inputs[ih * w + iw];
+                if (!in)
+                  in = vector::GatherOp::create(b, loc, vec, x, ValueRange{batch, c, index(ih), index(iw)}, xOffsets,
+                                                mask, zeroVec);
+                acc[r * ow + q] = vector::FMAOp::create(b, loc, in, tapWeights, acc[r * ow + q]);
+              }
+          }
+        for (int64_t r = 0; r < oh; ++r)
+          for (int64_t q = 0; q < ow; ++q) {
+            Value at[] = {batch, c, index(r), index(q)};
+            Value old = vector::GatherOp::create(b, loc, vec, out, at, outOffsets, mask, zeroVec);
+            Value sum = arith::AddFOp::create(b, loc, old, acc[r * ow + q]);
+            vector::ScatterOp::create(b, loc, Type(), out, at, outOffsets, mask, sum);
+          }
+      });
+    });
+  }
+
+ private:
+  // One prefetch per cache line of the `lanes` channels kPrefetchBlocks blocks past `at`'s,
+  // when each channel's elements (`size` of them) are contiguous and `stride` apart (dim
+  // `channelDim`; `inner` maps an element of a channel to its indices past that dim).
+  void prefetch(Value m, SmallVector<Value> at, int64_t channelDim, int64_t size, int64_t stride,
+                llvm::function_ref<SmallVector<Value>(int64_t)> inner) {
+    if (stride != size) return;
+    constexpr int64_t kPrefetchBlocks = 2, kLineFloats = 16;
+    Value first = arith::AddIOp::create(b, loc, at[channelDim], index(kPrefetchBlocks * lanes));
+    for (int64_t e = 0; e < lanes * size; e += kLineFloats) {
+      SmallVector<Value> indices(at.begin(), at.begin() + channelDim);
+      indices.push_back(arith::AddIOp::create(b, loc, first, index(e / size)));
+      indices.append(inner(e % size));
+      memref::PrefetchOp::create(b, loc, m, indices, /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
+    }
+  }
+
+  // lane * stride for each lane.
+  Value offsets(int64_t stride) {
+    SmallVector<int64_t> values;
+    for (int64_t l = 0; l < lanes; ++l) values.push_back(l * stride);
+    return arith::ConstantOp::create(b, loc, offsetType, DenseElementsAttr::get(offsetType, ArrayRef<int64_t>(values)));
+  }
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+
+  OpBuilder& b;
+  Location loc;
+  int64_t lanes;
+  StagedTiles t;
+  int64_t h, w, oh, ow, top, left;
+  VectorType vec, maskType, offsetType;
+};
+
 // A 64-byte aligned stack buffer of `count` f32 at the kernel's entry.
 Value AllocateAtEntry(func::FuncOp kernel, int64_t count) {
   OpBuilder b(kernel.getContext());
@@ -499,6 +602,21 @@ void EmitDepthwiseConvolution(OpBuilder& b, Location loc, func::FuncOp kernel, i
   int64_t top = pad ? pad->top : 0, left = pad ? pad->left : 0;
   SmallVector<int64_t> live = LiveTaps(t, sourceType.getDimSize(2), sourceType.getDimSize(3), outType.getDimSize(2),
                                        outType.getDimSize(3), top, left);
+  Value source = pad ? pad->source : x;
+  const int64_t h = sourceType.getDimSize(2), width = sourceType.getDimSize(3);
+  const int64_t oh = outType.getDimSize(2), ow = outType.getDimSize(3);
+  std::optional<SmallVector<int64_t>> xStrides = StaticStrides(source), wStrides = StaticStrides(w),
+                                      outStrides = StaticStrides(out);
+  if (!ShapedType::isDynamic(h) && !ShapedType::isDynamic(width) && !ShapedType::isDynamic(oh) &&
+      !ShapedType::isDynamic(ow) && oh * ow <= kDepthwiseChannelLanePositions &&
+      h * width <= kDepthwiseChannelLaneInputs && xStrides && wStrides && outStrides && !ShapedType::isDynamic((*wStrides)[0]) &&
+      wType.getDimSize(1) == 1) {
+    ChannelLaneEmitter(b, loc, lanes, t, h, width, oh, ow, top, left)
+        .emit(source, w, out, (*xStrides)[1], (*wStrides)[0], (*outStrides)[1]);
+    if (pad)
+      for (Operation* write : pad->writes) write->erase();
+    return;
+  }
   // A static plane's dead taps are known above; a dynamic one's per tile.
   bool dynamicExtents = llvm::any_of(
       ArrayRef<int64_t>{sourceType.getDimSize(2), sourceType.getDimSize(3), outType.getDimSize(2), outType.getDimSize(3)},

@@ -59,6 +59,13 @@ llvm::cl::opt<int64_t> cpuStreamingStoreBytes(
                    "(passes/codegen/CPUStreamingStores.h); <= 0: never (default 16 MiB)"),
     llvm::cl::init(int64_t{16} << 20));
 
+// Process-wide like the one above (tests and A/B measurements vary it).
+llvm::cl::opt<int64_t> cpuShortRunPositions(
+    "cpu-short-run-positions",
+    llvm::cl::desc("CPU elementwise kernels whose innermost loop has at most N positions run it as "
+                   "vectors (passes/codegen/CPUCollapseContiguousLoops.h); < 2: never (default 64)"),
+    llvm::cl::init(int64_t{64}));
+
 using codegen::kBufferizePipeline;
 // bf16 arithmetic and math run in f32 (arith-emulate-unsupported-floats,
 // math-extend-to-supported-types; f16 stays: LLVM handles it) and the conversions become
@@ -200,6 +207,10 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     // Elementwise loops over runs of dynamic extent as one loop when dense at run time
     // (codegen/CPUCollapseContiguousLoops.h).
     codegen::CollapseDynamicLoopsAtRunTime(*kernel);
+    // Short innermost loops (planes of a few positions) as vectors: LLVM leaves them scalar
+    // (codegen/CPUCollapseContiguousLoops.h).
+    // Row chains tile their rows themselves (codegen/CPURowChains.h).
+    if (!rowChain) codegen::VectorizeShortContiguousRuns(*kernel, target.vectorBits / 32, cpuShortRunPositions);
     LowerStridedCopiesToLinalg(inner);
     if (failed(runPipeline(*toLoops, inner))) return failure();
     codegen::LowerDeferredIntrinsicCalls(inner);

@@ -593,6 +593,31 @@ TEST_CASE("depthwise convolutions on small padded planes whose taps partly read 
   Check(silu);
 }
 
+TEST_CASE("depthwise convolutions with channels in the lanes on small static planes match a double reference") {
+  // CPUConvolutionDepthwise.h, channel lanes: outputs of 1x1, 2x2, 3x3, 4x4 and 2 x 4 from
+  // inputs of at most 36 elements; channel counts below, at and past a vector (1, 15, 16, 17,
+  // 47, 97: a masked last block); 3x3, 5x5 and 7x7 windows; stride 2; dilation 2; the
+  // importer's pad read in the kernel and a plain padded input; batch 3; a bias + ReLU and a
+  // SiLU epilogue.
+  for (int64_t c : {1, 15, 16, 17, 47, 97}) {
+    Check(ImporterPadded({1, c, 0, 0, c, 5, 5, 1, 1, c}, 2, 2, {2, 2, 2, 2}));
+    Check(ImporterPadded({1, c, 0, 0, c, 5, 5, 1, 1, c}, 4, 4, {2, 2, 2, 2}));
+    Check(ImporterPadded({1, c, 0, 0, c, 3, 3, 2, 1, c}, 6, 6, {1, 1, 1, 1}));
+  }
+  Check(ImporterPadded({3, 23, 0, 0, 23, 7, 7, 1, 1, 23}, 1, 1, {3, 3, 3, 3}));
+  Check(ImporterPadded({1, 29, 0, 0, 29, 3, 3, 1, 1, 29}, 3, 3, {1, 1, 1, 1}));
+  Check(ImporterPadded({1, 21, 0, 0, 21, 3, 3, 1, 2, 21}, 4, 4, {2, 2, 2, 2}));
+  Check(ImporterPadded({1, 18, 0, 0, 18, 5, 5, 2, 1, 18}, 4, 8, {2, 2, 1, 1}));
+  Check({2, 19, 4, 4, 19, 3, 3, 1, 1, 19});
+  Check(Padded({1, 35, 4, 4, 35, 3, 3, 1, 1, 35}, 1));
+  Conv relu = ImporterPadded({1, 33, 0, 0, 33, 5, 5, 1, 1, 33}, 4, 4, {2, 2, 2, 2});
+  relu.epilogue = true;
+  Check(relu);
+  Conv silu = ImporterPadded({2, 41, 0, 0, 41, 3, 3, 1, 1, 41}, 2, 2, {1, 1, 1, 1});
+  silu.silu = true;
+  Check(silu);
+}
+
 TEST_CASE("grouped convolutions and a depthwise multiplier match a double reference") {
   // Two groups of three channels; two filters per channel (not depthwise: the loop lowering).
   Check({1, 6, 8, 9, 4, 3, 3, 1, 1, 2});

@@ -12,6 +12,7 @@
 // (passes/codegen/CPUStreamingStores.h) at aligned and misaligned row pitches.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -938,7 +939,9 @@ TEST_CASE("an ONNX-form static softmax over [3][11][1023] (collapse, expand) is 
 // importer's form: y = x * sigmoid(x) * s[n][c] with s broadcast as [N][C][1][1] (maps
 // (n, c, 0, 0)). Its trailing loops (h, w) run as one loop over the plane
 // (passes/codegen/CPUCollapseContiguousLoops.h), also for planes of 1, 2x2, 3x3, 7x7 and
-// channels of 1, odd and prime counts, and a batch of 3 split over workgroups.
+// channels of 1, odd and prime counts, and a batch of 3 split over workgroups; planes of at
+// most 64 positions as vectors of the plane (2x2, 3x3, 4x4, 6x6, 7x7, 8x8, 1x17: full
+// vectors and a narrower last one), 5x13 = 65 left to LLVM.
 std::string ScaledSiluSource(int64_t n, int64_t c, int64_t h, int64_t w) {
   std::string x = "tensor<" + std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(h) + "x" +
                   std::to_string(w) + "xf32>";
@@ -971,7 +974,8 @@ func.func @main(%x: )mlir" + x + ", %s: " + s + ") -> " + x + R"mlir( {
 
 TEST_CASE("a squeeze-excitation scale of SiLU over static NCHW planes matches a double reference") {
   const std::vector<std::vector<int64_t>> shapes = {
-      {1, 1, 1, 1}, {1, 7, 1, 1}, {1, 13, 2, 2}, {1, 5, 3, 3}, {3, 11, 7, 7}, {1, 4, 32, 32}, {2, 3, 17, 5}};
+      {1, 1, 1, 1}, {1, 7, 1, 1}, {1, 13, 2, 2}, {1, 5, 3, 3}, {3, 11, 7, 7}, {1, 4, 32, 32}, {2, 3, 17, 5},
+      {1, 9, 4, 4}, {1, 7, 6, 6}, {2, 19, 8, 8}, {1, 3, 5, 13}, {1, 5, 1, 17}};
   for (const auto& d : shapes) {
     INFO(d[0] << "x" << d[1] << "x" << d[2] << "x" << d[3]);
     std::string module = CompileOrDie(ScaledSiluSource(d[0], d[1], d[2], d[3]), "memory_bound_scaled_silu");
@@ -983,6 +987,111 @@ TEST_CASE("a squeeze-excitation scale of SiLU over static NCHW planes matches a 
       F32(expected)[i] = float(v / (1 + std::exp(-v)) * F32(s)[i / plane]);
     }
     RunOnThreadCounts(module, {x, s}, expected);
+  }
+}
+
+// A convolution's epilogue over small NCHW planes: bias b[c] (map (d1)) then hard-swish
+// (x + 3 clamped to [0, 6], times x, over 6) or ReLU, the plane's positions as vector lanes
+// (passes/codegen/CPUCollapseContiguousLoops.h, VectorizeShortContiguousRuns).
+std::string BiasActivationSource(int64_t c, int64_t h, int64_t w, bool hardswish) {
+  std::string x = "tensor<1x" + std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w) + "xf32>";
+  std::string b = "tensor<" + std::to_string(c) + "xf32>";
+  std::string activation = hardswish ? R"mlir(
+      %t = arith.addf %y, %c3 : f32
+      %lo = arith.maximumf %t, %c0 : f32
+      %hi = arith.minimumf %lo, %c6 : f32
+      %p = arith.mulf %y, %hi : f32
+      %r = arith.divf %p, %c6 : f32)mlir"
+                                     : R"mlir(
+      %r = arith.maximumf %y, %c0 : f32)mlir";
+  return R"mlir(
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#bias = affine_map<(d0, d1, d2, d3) -> (d1)>
+func.func @main(%x: )mlir" + x + ", %b: " + b + ") -> " + x + R"mlir( {
+  %c0 = arith.constant 0.0 : f32
+  %c3 = arith.constant 3.0 : f32
+  %c6 = arith.constant 6.0 : f32
+  %e = tensor.empty() : )mlir" + x + R"mlir(
+  %z = linalg.generic {indexing_maps = [#bias, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%b, %x : )mlir" + b + ", " + x + ") outs(%e : " + x + R"mlir() {
+    ^bb0(%a: f32, %v: f32, %o: f32):
+      %y = arith.addf %v, %a : f32)mlir" + activation + R"mlir(
+      linalg.yield %r : f32
+  } -> )mlir" + x + R"mlir(
+  return %z : )mlir" + x + R"mlir(
+}
+)mlir";
+}
+
+TEST_CASE("bias and hard-swish or ReLU over small static NCHW planes match a double reference") {
+  const std::vector<std::vector<int64_t>> shapes = {{1, 1}, {2, 2}, {3, 3}, {4, 4}, {5, 7}, {8, 8}, {3, 23}};
+  for (bool hardswish : {true, false}) {
+    for (const auto& d : shapes) {
+      for (int64_t c : {1, 13, 97}) {
+        INFO((hardswish ? "hard-swish " : "ReLU ") << c << " x " << d[0] << " x " << d[1]);
+        std::string module = CompileOrDie(BiasActivationSource(c, d[0], d[1], hardswish), "memory_bound_bias_activation");
+        HostTensor x = RandomF32({1, c, d[0], d[1]}, 91, -6, 6), b = RandomF32({c}, 92, -2, 2);
+        HostTensor expected = ZerosF32({1, c, d[0], d[1]});
+        const int64_t plane = d[0] * d[1];
+        for (int64_t i = 0; i < c * plane; ++i) {
+          double y = double(F32(x)[i]) + F32(b)[i / plane];
+          F32(expected)[i] = float(hardswish ? y * std::min(std::max(y + 3, 0.0), 6.0) / 6 : std::max(y, 0.0));
+        }
+        RunOnThreadCounts(module, {x, b}, expected);
+      }
+    }
+  }
+}
+
+// A global average pool over static NCHW planes (the importer's ReduceMean/GlobalAveragePool
+// form: a sum over h and w, then a divide): the two reduction loops run as one loop over the
+// plane (passes/codegen/CPUCollapseContiguousLoops.h), planes of 2x2, 7x7, 16x16, 5 x 13 and
+// 1 x 1023, channels 1, 13 and 97, batch 2.
+std::string MeanPoolSource(int64_t n, int64_t c, int64_t h, int64_t w) {
+  std::string x = "tensor<" + std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(h) + "x" +
+                  std::to_string(w) + "xf32>";
+  std::string y = "tensor<" + std::to_string(n) + "x" + std::to_string(c) + "xf32>";
+  return R"mlir(
+func.func @main(%x: )mlir" + x + ") -> " + y + R"mlir( {
+  %zero = arith.constant 0.0 : f32
+  %count = arith.constant )mlir" + std::to_string(h * w) + R"mlir(.0 : f32
+  %e = tensor.empty() : )mlir" + y + R"mlir(
+  %z = linalg.fill ins(%zero : f32) outs(%e : )mlir" + y + ") -> " + y + R"mlir(
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%x : )mlir" + x + ") outs(%z : " + y + R"mlir() {
+    ^bb0(%v: f32, %acc: f32):
+      %a = arith.addf %acc, %v : f32
+      linalg.yield %a : f32
+  } -> )mlir" + y + R"mlir(
+  %m = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%s : )mlir" + y + ") outs(%e : " + y + R"mlir() {
+    ^bb0(%v: f32, %o: f32):
+      %d = arith.divf %v, %count : f32
+      linalg.yield %d : f32
+  } -> )mlir" + y + R"mlir(
+  return %m : )mlir" + y + R"mlir(
+}
+)mlir";
+}
+
+TEST_CASE("a global average pool over static NCHW planes matches a double reference") {
+  // (A plane of 1 is left out: its divide by 1.0 folds away and hexir-compile refuses the
+  // kernel, "not bufferized in place", with or without the collapse.)
+  const std::vector<std::pair<int64_t, int64_t>> planes = {{2, 2}, {7, 7}, {16, 16}, {5, 13}, {1, 1023}};
+  for (auto [h, w] : planes) {
+    for (int64_t c : {1, 13, 97}) {
+      INFO(c << " x " << h << " x " << w);
+      const int64_t n = 2;
+      std::string module = CompileOrDie(MeanPoolSource(n, c, h, w), "memory_bound_mean_pool");
+      HostTensor x = RandomF32({n, c, h, w}, 93, -3, 3);
+      HostTensor expected = ZerosF32({n, c});
+      for (int64_t i = 0; i < n * c; ++i) {
+        double sum = 0;
+        for (int64_t j = 0; j < h * w; ++j) sum += F32(x)[i * h * w + j];
+        F32(expected)[i] = float(sum / double(h * w));
+      }
+      RunOnThreadCounts(module, {x}, expected, 1e-5);
+    }
   }
 }
 

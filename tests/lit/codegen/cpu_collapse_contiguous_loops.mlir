@@ -1,4 +1,4 @@
-// RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables | FileCheck %s
+// RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables --cpu-short-run-positions=1 | FileCheck %s
 
 // codegen::CollapseContiguousLoops (passes/codegen/CPUCollapseContiguousLoops.h): the
 // squeeze-excitation scale y = x * s[n][c] over 2 x 3 planes of 5 x 7, s read as (n, c, 0, 0),
@@ -86,6 +86,47 @@ hexir.executable @row_broadcast attributes {hexir.workgroup_count = array<i64: 1
         linalg.yield %m : f32
       } -> tensor<2x3x5x7xf32>
       return %r : tensor<2x3x5x7xf32>
+    }
+  }
+}
+
+// -----
+
+// A global sum pool over 2 x 3 planes of 5 x 7 (the reductions h and w, which no output reads
+// and x reads as one run): one reduction loop of 35, three loops (n, c, plane), not four.
+// CHECK-LABEL: hexir.executable @plane_sum
+// CHECK-COUNT-3: llvm.cond_br
+// CHECK-NOT:     llvm.cond_br
+// CHECK:         llvm.func @plane_sum(
+hexir.executable @plane_sum attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @plane_sum(%x: tensor<2x3x5x7xf32>, %o: tensor<2x3xf32>, %id: index) -> tensor<2x3xf32> {
+      %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%x : tensor<2x3x5x7xf32>) outs(%o : tensor<2x3xf32>) {
+      ^bb0(%v: f32, %acc: f32):
+        %s = arith.addf %acc, %v : f32
+        linalg.yield %s : f32
+      } -> tensor<2x3xf32>
+      return %r : tensor<2x3xf32>
+    }
+  }
+}
+
+// -----
+
+// A reduction over h alone with w parallel inside it is left as it is: four loops.
+// CHECK-LABEL: hexir.executable @column_sum
+// CHECK-COUNT-4: llvm.cond_br
+// CHECK-NOT:     llvm.cond_br
+// CHECK:         llvm.func @column_sum(
+hexir.executable @column_sum attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @column_sum(%x: tensor<2x3x5x7xf32>, %o: tensor<2x3x7xf32>, %id: index) -> tensor<2x3x7xf32> {
+      %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>], iterator_types = ["parallel", "parallel", "reduction", "parallel"]} ins(%x : tensor<2x3x5x7xf32>) outs(%o : tensor<2x3x7xf32>) {
+      ^bb0(%v: f32, %acc: f32):
+        %s = arith.addf %acc, %v : f32
+        linalg.yield %s : f32
+      } -> tensor<2x3x7xf32>
+      return %r : tensor<2x3x7xf32>
     }
   }
 }

@@ -182,14 +182,18 @@ hexir.executable @depthwise_padded_dynamic attributes {hexir.workgroup_count = a
 // -----
 
 // The importer's zero pad of 2 around a 2 x 2 plane under a 5x5 window (the last stages of
-// MobileNetV3 and EfficientNet-B0): the plane is one tile, and of the 25 taps only the 9 of
-// rows and columns 1..3 reach x at some output (codegen/CPUConvolutionDepthwise.h, live
-// taps); the others would multiply the staged zeros. 2 rows of pitch 2 + 4 = 12 extended
-// positions: no step of 4 vectors, the loop of one vector a step holds 9 FMAs (was 25).
+// MobileNetV3 and EfficientNet-B0): a small static plane, so the channels are the lanes
+// (codegen/CPUConvolutionDepthwise.h): of the 25 taps only the 9 of rows and columns 1..3
+// reach x at some output, each output reads 4 of them (16 FMAs, no loop over taps); the 9
+// taps' weights and the 4 input positions gathered once per block of 8 channels, the 4
+// outputs gathered and scattered once; the next blocks' weights and inputs prefetched.
 // CHECK-LABEL: hexir.executable @depthwise_small_plane
 // CHECK:         llvm.func internal @depthwise_small_plane_impl(
-// CHECK-COUNT-9:   llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK:           llvm.intr.prefetch
+// CHECK-COUNT-16:  llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
 // CHECK-NOT:       llvm.intr.fmuladd
+// CHECK-COUNT-4:   llvm.intr.masked.scatter
+// CHECK-NOT:       llvm.intr.masked.scatter
 // CHECK:         llvm.func @depthwise_small_plane(
 hexir.executable @depthwise_small_plane attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
   builtin.module {
@@ -238,13 +242,13 @@ hexir.executable @depthwise_small_plane attributes {hexir.workgroup_count = arra
 // The same over 8 workgroups of 30 channels (hexir-cpu-distribute-workgroups' form: the pad
 // tiled, its channel an affine.apply of the tile offset, its batch index folded to 0): the
 // tiled pad becomes a fill and a copy (codegen/CPUDynamicPad.h) and the kernel again reads the
-// unpadded tile of x, no malloc.
+// unpadded tile of x (channels in the lanes: gathers from it), no malloc and no stack buffer.
 // CHECK-LABEL: hexir.executable @depthwise_padded_tiled
 // CHECK-NOT:     @malloc
 // CHECK:         llvm.func internal @depthwise_padded_tiled_impl(
-// CHECK-COUNT-2:   llvm.alloca
+// CHECK-NOT:       llvm.alloca
 // CHECK-NOT:       @malloc
-// CHECK:           llvm.intr.masked.load
+// CHECK:           llvm.intr.masked.gather
 // CHECK-NOT:       @malloc
 // CHECK:         llvm.func @depthwise_padded_tiled(
 #map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>

@@ -1,4 +1,4 @@
-// RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables | FileCheck %s
+// RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables --cpu-short-run-positions=1 | FileCheck %s
 
 // codegen::PopulateExpApproximation (passes/codegen/CPUExpApproximation.h): an f32 math.exp
 // becomes x clamped to [-88, 89] (NaN kept: unordered compares), t = (x log2(e) - 0.5) +

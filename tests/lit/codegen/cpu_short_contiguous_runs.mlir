@@ -1,0 +1,100 @@
+// RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables=cpu=x86-64-v4 | FileCheck %s
+
+// codegen::VectorizeShortContiguousRuns (passes/codegen/CPUCollapseContiguousLoops.h): the
+// squeeze-excitation scale y = x * s[n][c] over 2 x 3 planes of 5 x 7 (one run of 35 after
+// the collapse) is a loop over n and c, each running its plane as vectors of 16, 16 and 3
+// lanes, s[n][c] loaded once and broadcast; no scalar loop over the plane.
+// CHECK-LABEL: hexir.executable @channel_scale
+// CHECK-COUNT-2: llvm.cond_br
+// CHECK-NOT:     llvm.cond_br
+// CHECK:         %[[S:.*]] = llvm.load %{{.*}} : !llvm.ptr -> f32
+// CHECK:         llvm.load %{{.*}} : !llvm.ptr -> vector<16xf32>
+// CHECK:         llvm.fmul %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK:         llvm.store %{{.*}}, %{{.*}} : vector<16xf32>, !llvm.ptr
+// CHECK:         llvm.store %{{.*}}, %{{.*}} : vector<16xf32>, !llvm.ptr
+// CHECK:         llvm.load %{{.*}} : !llvm.ptr -> vector<3xf32>
+// CHECK:         llvm.fmul %{{.*}}, %{{.*}} : vector<3xf32>
+// CHECK:         llvm.store %{{.*}}, %{{.*}} : vector<3xf32>, !llvm.ptr
+// CHECK:         llvm.func @channel_scale(
+hexir.executable @channel_scale attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @channel_scale(%s: tensor<2x3x1x1xf32>, %x: tensor<2x3x5x7xf32>, %o: tensor<2x3x5x7xf32>, %id: index) -> tensor<2x3x5x7xf32> {
+      %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %x : tensor<2x3x1x1xf32>, tensor<2x3x5x7xf32>) outs(%o : tensor<2x3x5x7xf32>) {
+      ^bb0(%a: f32, %v: f32, %out: f32):
+        %m = arith.mulf %a, %v : f32
+        linalg.yield %m : f32
+      } -> tensor<2x3x5x7xf32>
+      return %r : tensor<2x3x5x7xf32>
+    }
+  }
+}
+
+// -----
+
+// A hard-swish (constants as splats, compares and selects lane-wise) after a bias broadcast
+// along channels over 5 channels of 2 x 2: one loop over the channels, 4 lanes each.
+// CHECK-LABEL: hexir.executable @bias_hardswish
+// CHECK-COUNT-1: llvm.cond_br
+// CHECK-NOT:     llvm.cond_br
+// CHECK:         llvm.load %{{.*}} : !llvm.ptr -> vector<4xf32>
+// CHECK:         llvm.intr.maximum(%{{.*}}, %{{.*}}) : (vector<4xf32>, vector<4xf32>) -> vector<4xf32>
+// CHECK:         llvm.store %{{.*}}, %{{.*}} : vector<4xf32>, !llvm.ptr
+// CHECK:         llvm.func @bias_hardswish(
+hexir.executable @bias_hardswish attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @bias_hardswish(%b: tensor<5xf32>, %x: tensor<1x5x2x2xf32>, %o: tensor<1x5x2x2xf32>, %id: index) -> tensor<1x5x2x2xf32> {
+      %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%b, %x : tensor<5xf32>, tensor<1x5x2x2xf32>) outs(%o : tensor<1x5x2x2xf32>) {
+      ^bb0(%bias: f32, %v: f32, %out: f32):
+        %c3 = arith.constant 3.0 : f32
+        %c0 = arith.constant 0.0 : f32
+        %c6 = arith.constant 6.0 : f32
+        %y = arith.addf %v, %bias : f32
+        %t = arith.addf %y, %c3 : f32
+        %lo = arith.maximumf %t, %c0 : f32
+        %hi = arith.minimumf %lo, %c6 : f32
+        %p = arith.mulf %y, %hi : f32
+        %q = arith.divf %p, %c6 : f32
+        linalg.yield %q : f32
+      } -> tensor<1x5x2x2xf32>
+      return %r : tensor<1x5x2x2xf32>
+    }
+  }
+}
+
+// -----
+
+// A plane of 65 positions is left to LLVM's loop vectorizer (one loop of 3 x 65 after the
+// collapse, scalar in the IR), and so is an f16 operand.
+// CHECK-LABEL: hexir.executable @long_run
+// CHECK-NOT:     vector<
+// CHECK:         llvm.func @long_run(
+hexir.executable @long_run attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @long_run(%s: tensor<1x3x1x1xf32>, %x: tensor<1x3x5x13xf32>, %o: tensor<1x3x5x13xf32>, %id: index) -> tensor<1x3x5x13xf32> {
+      %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %x : tensor<1x3x1x1xf32>, tensor<1x3x5x13xf32>) outs(%o : tensor<1x3x5x13xf32>) {
+      ^bb0(%a: f32, %v: f32, %out: f32):
+        %m = arith.mulf %a, %v : f32
+        linalg.yield %m : f32
+      } -> tensor<1x3x5x13xf32>
+      return %r : tensor<1x3x5x13xf32>
+    }
+  }
+}
+
+// -----
+
+// CHECK-LABEL: hexir.executable @f16_scale
+// CHECK-NOT:     vector<
+// CHECK:         llvm.func @f16_scale(
+hexir.executable @f16_scale attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @f16_scale(%s: tensor<1x3x1x1xf16>, %x: tensor<1x3x2x2xf16>, %o: tensor<1x3x2x2xf16>, %id: index) -> tensor<1x3x2x2xf16> {
+      %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %x : tensor<1x3x1x1xf16>, tensor<1x3x2x2xf16>) outs(%o : tensor<1x3x2x2xf16>) {
+      ^bb0(%a: f16, %v: f16, %out: f16):
+        %m = arith.mulf %a, %v : f16
+        linalg.yield %m : f16
+      } -> tensor<1x3x2x2xf16>
+      return %r : tensor<1x3x2x2xf16>
+    }
+  }
+}
