@@ -290,6 +290,10 @@ void CollapseDynamicLoopsAtRunTime(func::FuncOp kernel) {
     if (FailureOr<Run> run = DynamicRun(op); succeeded(run)) ops.push_back({op, *run});
   });
   for (auto& [op, run] : ops) CollapseAtRunTime(op, run);
+}
+
+namespace {
+
 // A body op that applies to vectors lane by lane: arith/math elementwise ops on f32 and
 // integers (constants become splats; f16/bf16 arithmetic is left to its own lowering).
 bool LaneWise(Operation* op) {
