@@ -34,6 +34,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
+#include "passes/dispatch/InPlaceUpdates.h"  // kTiedOperandsAttr
 
 
 
@@ -62,9 +63,6 @@ constexpr const char* kNVVMPipeline =
 // Read by hexir-cuda-serialize-executables ("cuda.read_only_bindings.<entry>"): the bindings
 // of an executable that no dispatch of the program writes, as array<i64>.
 constexpr const char* kReadOnlyBindingsAttr = "hexir.cuda.read_only_bindings";
-// dispatch/InPlaceUpdates.h kTiedOperandsAttr (outside this library): a dispatch result written
-// into the operand of this index.
-constexpr const char* kTiedOperandsAttr = "hexir.tied_operands";
 
 // Whether the buffer behind a host tensor is never written while the program runs: every
 // buffer it may be is an argument of a public function or a constant (followed back through
