@@ -11,7 +11,8 @@
 // subnormal), and the q4_0, q8_0 and q4_k cases with launch shapes forced by hidden flags
 // (several row passes a block, one-warp blocks, fewer or more lanes than groups). q6_k's
 // 210-byte blocks keep the generic kernel; the generic kernel (hexir-compile
-// --cuda-generic-block-matvec) is checked on the same cases. Without a GPU the modules are
+// --cuda-generic-block-matvec) is checked on the same cases, and the prompt's M-row form at
+// M = 1 and 5 on every format. Without a GPU the modules are
 // compiled (code generation runs) and the test reports itself skipped.
 #include <catch2/catch.hpp>
 
@@ -173,6 +174,67 @@ TEST_CASE("the quantized GEMV with several row passes, one-warp blocks and narro
               "--cuda-quantized-gemv-warps=1 --cuda-quantized-gemv-lanes=4 --cuda-quantized-gemv-passes=2", formats);
   CheckOrSkip("quantized GEMV, 2 warps, 32 lanes, 5 passes", "wide",
               "--cuda-quantized-gemv-warps=2 --cuda-quantized-gemv-lanes=32 --cuda-quantized-gemv-passes=5", formats);
+}
+
+// The importer's prompt form (m, n, b, j), M dynamic (CUDABlockMatvec.h: regrouped into a warp
+// per (m, n) where a row has at least 64 units of 32 values, else a thread per (m, n)): every
+// format at 67 rows (not a whole block of rows) of K = 2304 (72 units), and of three blocks
+// (one thread per point), at M = 1 (a 1-token prompt) and 5.
+void CheckRows() {
+  struct RowsCase {
+    const GgmlBlockInfo* format;
+    std::string function;
+    int64_t k;
+    HostTensor w;
+  };
+  const int64_t n = 67;
+  unsigned seed = 2300;
+  std::vector<RowsCase> cases;
+  std::string source;
+  for (const GgmlBlockInfo& format : compiler::llama::kGgmlBlockInfos) {
+    if (format.is_bf16()) continue;
+    for (int64_t k : {int64_t(2304), 3 * format.block_elements}) {
+      RowsCase c{&format, std::string(format.name) + "_rows_" + std::to_string(k), k, RandomBlocks(format, n, k, seed++)};
+      source += BlockMatmulRowsSource(c.function, format, n, k);
+      cases.push_back(std::move(c));
+    }
+  }
+  std::string module = CompileOrDie(source, "quantized_gemv_rows", "cuda", "");
+  auto session = OpenOrDie(module, "cuda");
+  std::vector<double> values;
+  for (const RowsCase& c : cases)
+    for (int64_t m : {1, 5}) {
+      INFO(c.function << " (M = " << m << ")");
+      HostTensor x = RandomF32({m, c.k}, seed++);
+      auto results = CallOrDie(*session, c.function, {Tensor(c.w), Tensor(x)});
+      REQUIRE(results.size() == 1);
+      const HostTensor& out = results[0].tensor;
+      REQUIRE(out.dims == std::vector<int64_t>{m, n});
+      const int64_t blocks = c.k / c.format->block_elements;
+      values.resize(c.format->block_elements);
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t i = 0; i < n; ++i) {
+          double acc = 0, mag = 0;
+          for (int64_t b = 0; b < blocks; ++b) {
+            DequantizeBlock(*c.format, &c.w.bytes[i * c.format->RowBytes(c.k) + b * c.format->block_bytes],
+                            values.data());
+            for (int64_t j = 0; j < c.format->block_elements; ++j) {
+              const double p = values[j] * F32(x)[r * c.k + b * c.format->block_elements + j];
+              acc += p, mag += std::fabs(p);
+            }
+          }
+          INFO("row " << r << ", column " << i << ": " << F32(out)[r * n + i] << " vs " << acc);
+          REQUIRE(std::fabs(double(F32(out)[r * n + i]) - acc) <= 1e-5 * mag + 1e-6);
+        }
+    }
+}
+
+TEST_CASE("the M-row prompt form of every block format matches the same references at M = 1 and 5") {
+  try {
+    CheckRows();
+  } catch (const DeviceUnavailable& e) {
+    std::printf("HEXIR_SKIPPED: block matvec rows: %s\n", e.reason.c_str());
+  }
 }
 
 TEST_CASE("the generic block matvec kernel it replaces matches the same references") {

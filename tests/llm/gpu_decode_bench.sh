@@ -44,7 +44,10 @@
 #     --vocab 512 --seq-len 64 --seed 7"
 # Hexir's time: the fastest of 3 @generate calls (--timing: KV cache zero-fill, the BOS
 # prefill, the decode loop reading its stop flag once per 8 steps, the ids' download) divided by the ids it
-# generated; PyTorch decodes exactly that many tokens (fastest of 3 after a warm-up). Prints a
+# generated; PyTorch decodes exactly that many tokens (fastest of 3 after a warm-up). The
+# TinyLlama rows also give the decode loop's time alone ("decode"): (T(N) - T(8)) / (N - 8)
+# from a second module call of 8 tokens (fastest of 3), so the prefill and the per-call
+# work (zero-fill, download) drop out. Prints a
 # table; "ids" says whether the first 20 greedy ids of Hexir and PyTorch agree (f16 random768:
 # informational, its f16 activations in PyTorch may diverge from Hexir's f32 ones).
 set -uo pipefail
@@ -134,7 +137,7 @@ last_hx_ms="-" last_graph="-"  # the last bench row's Hexir and PyTorch CUDA-gra
 # bench NAME MODULE CKPT TOKENS DTYPE: one table row; logs in $tmp/NAME.*
 bench() {
   local name=$1 module=$2 ckpt=$3 tokens=$4 dtype=$5
-  local hx_ms="-" n=$tokens total eager="-" graph="-" gsync="-" agree="-"
+  local hx_ms="-" n=$tokens total="" eager="-" graph="-" gsync="-" agree="-"
   timeout 150 "$GEN" --module="$module" --parameters="$ckpt" --device="$DEV" --max-tokens="$tokens" \
     --repeat=3 --timing >"$tmp/$name.hexir" 2>"$tmp/$name.hexir.err"
   local rc=$?
@@ -172,7 +175,7 @@ bench() {
   echo "$name: hexir ids: $hx_ids"
   echo "$name: torch ids: $pt_ids"
   grep -h '^config\|graph-ids' "$tmp/$name.torch" "$tmp/$name.torch.err" | sed "s/^/$name: torch /"
-  last_hx_ms=$hx_ms last_graph=$graph
+  last_hx_ms=$hx_ms last_graph=$graph last_hx_n=$n last_hx_total=${total:-}
   rows+=("$(awk -v m="$name" -v n="$n" -v h="$hx_ms" -v e="$eager" -v g="$graph" -v s="$gsync" -v a="$agree" 'BEGIN {
     r1 = (h + 0 > 0 && e + 0 > 0) ? sprintf("%.2f", h / e) : "-"
     r2 = (h + 0 > 0 && g + 0 > 0) ? sprintf("%.2f", h / g) : "-"
@@ -197,31 +200,51 @@ same_ids() {
     status=1
   fi
 }
-# hexir_ms MODULE CKPT TOKENS [IDS_FILE]: Hexir's ms per generated token (fastest of 3 calls),
-# or "-"; its stdout (the ids) into IDS_FILE.
-hexir_ms() {
-  local err
+# hexir_total MODULE CKPT TOKENS [IDS_FILE]: "N MS": the ids generated and the fastest of 3
+# calls in ms, or "-"; its stdout (the ids) into IDS_FILE.
+hexir_total() {
+  local err t
   err=$(timeout 150 "$GEN" --module="$1" --parameters="$2" --device="$DEV" --max-tokens="$3" \
     --repeat=3 --timing 2>&1 >"${4:-/dev/null}") || { echo "-"; return; }
-  sed -n 's/^hexir-generate: .* + \([0-9]*\) generated tokens in \([0-9.]*\) ms.*/\1 \2/p' <<<"$err" |
-    awk '{ if ($1 > 0) printf "%.4f", $2 / $1; else print "-" }'
+  t=$(sed -n 's/^hexir-generate: .* + \([0-9]*\) generated tokens in \([0-9.]*\) ms.*/\1 \2/p' <<<"$err")
+  echo "${t:--}"
+}
+# hexir_ms MODULE CKPT TOKENS [IDS_FILE]: Hexir's ms per generated token (fastest of 3 calls),
+# or "-".
+hexir_ms() {
+  hexir_total "$@" | awk '{ if (NF == 2 && $1 > 0) printf "%.4f", $2 / $1; else print "-" }'
+}
+# decode_ms N MS MODULE CKPT: the decode loop's ms per token from a call of N tokens taking MS
+# and one of 8 tokens (fastest of 3), or "-".
+decode_ms() {
+  local short
+  [ -n "$2" ] && [ "$1" -gt 8 ] 2>/dev/null || { echo "-"; return; }
+  short=$(hexir_total "$3" "$4" 8)
+  awk -v n="$1" -v t="$2" -v s="$short" 'BEGIN { split(s, a, " ")
+    if (a[1] + 0 > 0 && n > a[1]) printf "%.4f", (t - a[2]) / (n - a[1]); else print "-" }'
 }
 # quant_row NAME MODULE GGUF [REF=tinyllama_f16]: a quantized TinyLlama row against the
 # tinyllama_f16 row (f16_ms, f16_graph); its ids against row REF's ($tmp/REF.hexir).
 quant_rows=()
-f16_ms="-" f16_graph="-" quant_seconds=0
+f16_ms="-" f16_graph="-" f16_decode="-" quant_seconds=0
 quant_row() {
-  local name=$1 ref=${4:-tinyllama_f16} ms agree a b
-  ms=$(hexir_ms "$2" "$3" "$TOKENS" "$tmp/$name.hexir")
+  local name=$1 ref=${4:-tinyllama_f16} ms="-" decode="-" total agree a b
+  total=$(hexir_total "$2" "$3" "$TOKENS" "$tmp/$name.hexir")
+  if [ "$total" != "-" ]; then
+    ms=$(awk -v s="$total" 'BEGIN { split(s, a, " "); if (a[1] > 0) printf "%.4f", a[2] / a[1]; else print "-" }')
+    decode=$(decode_ms $total "$2" "$3")
+  fi
   [ "$ms" != "-" ] || { echo "gpu_decode_bench: $name: hexir-generate failed"; status=1; }
   a=$(sed -n 's/^ids: //p' "$tmp/$name.hexir" 2>/dev/null) b=$(sed -n 's/^ids: //p' "$tmp/$ref.hexir")
   agree=$(awk -v a="$a" -v b="$b" 'BEGIN { n = split(a, x); m = split(b, y); if (n == 0 || m == 0) { print "-"; exit }
     for (i = 1; i <= n && i <= m && x[i] == y[i]; i++); printf "%d of %d", i - 1, (n < m ? n : m) }') agree="$agree (${ref#tinyllama_})"
   echo "$name: hexir ids: $(echo "$a" | tr ' ' '\n' | head -20 | tr '\n' ' ')"
-  quant_rows+=("$(awk -v m="$name" -v h="$ms" -v f="$f16_ms" -v g="$f16_graph" -v a="$agree" 'BEGIN {
+  quant_rows+=("$(awk -v m="$name" -v h="$ms" -v f="$f16_ms" -v g="$f16_graph" -v a="$agree" \
+    -v d="$decode" -v fd="$f16_decode" 'BEGIN {
     r1 = (h + 0 > 0 && f + 0 > 0) ? sprintf("%.2f", h / f) : "-"
     r2 = (h + 0 > 0 && g + 0 > 0) ? sprintf("%.2f", h / g) : "-"
-    printf "%-24s %12s %10s %16s  %s", m, h, r1, r2, a }')")
+    r3 = (d + 0 > 0 && fd + 0 > 0) ? sprintf("%.2f", d / fd) : "-"
+    printf "%-24s %12s %10s %16s %10s %14s  %s", m, h, r1, r2, d, r3, a }')")
 }
 if [ "$ROWS" = all ] && [ -f "$MODS/random768_f16_kv16.cuda.vmfb" ]; then
   bench random768_f16_kv16 "$MODS/random768_f16_kv16.cuda.vmfb" "$tmp/random768.bin" "$r768_tokens" f16
@@ -234,6 +257,7 @@ if [ -f "$MODS/tinyllama_f16.cuda.vmfb" ]; then
     || { echo "gpu_decode_bench: writing the tinyllama checkpoint failed"; exit 1; }
   bench tinyllama_f16 "$MODS/tinyllama_f16.cuda.vmfb" "$tmp/tinyllama.bin" "$TOKENS" f16
   f16_ms=$last_hx_ms f16_graph=$last_graph
+  f16_decode=$(decode_ms "$last_hx_n" "$last_hx_total" "$MODS/tinyllama_f16.cuda.vmfb" "$tmp/tinyllama.bin")
   if [ -f "$MODS/tinyllama_f16_kv16.cuda.vmfb" ]; then
     bench tinyllama_f16_kv16 "$MODS/tinyllama_f16_kv16.cuda.vmfb" "$tmp/tinyllama.bin" "$TOKENS" f16
     same_ids tinyllama_f16 tinyllama_f16_kv16
@@ -320,8 +344,9 @@ if [ ${#quant_rows[@]} -gt 0 ]; then
   echo
   echo "TinyLlama-shaped, quantized by hexir-quantize from the same checkpoint, ms per generated token"
   echo "(x f16: over Hexir's tinyllama_f16 row; x torch-graph: over PyTorch f16's CUDA-graph replay;"
-  echo " issue 19's goal: q4_0 and q4_k x f16 <= 0.50; ids: the first N equal Hexir's (row))"
-  printf "%-24s %12s %10s %16s  %s\n" model hexir "x f16" "x torch-graph" "ids equal to"
+  echo " issue 19's goal: q4_0 and q4_k x f16 <= 0.50; ids: the first N equal Hexir's (row);"
+  echo " decode: the decode loop alone, (T(N) - T(8)) / (N - 8), x f16 decode: over tinyllama_f16's, $f16_decode)"
+  printf "%-24s %12s %10s %16s %10s %14s  %s\n" model hexir "x f16" "x torch-graph" decode "x f16 decode" "ids equal to"
   for r in "${quant_rows[@]}"; do echo "$r"; done
   echo "quantized rows took ${quant_seconds} s (hexir-quantize of each type + 3 timed calls per module)"
 fi

@@ -126,3 +126,61 @@ hexir.executable @b16 {
     }
   }
 }
+
+// -----
+
+// A prompt's M rows (m, n, b, j), M dynamic, as the llama importer writes a prefill
+// projection (q8_0, 64 rows, k = 2048: 64 blocks of 34 bytes): regrouped into (m, n, u), a warp
+// per (m, n), the units' x read at row m; blocks of warps stride over the M x 64 points.
+// DIST-LABEL: hexir.executable @prompt
+// DIST-SAME:    hexir.workgroup_count_dynamic
+// DIST:         func.func @prompt
+// DIST-SAME:      hexir.cuda.lanes = 32 : index, hexir.cuda.thread_count = -1 : index
+// DIST:         tensor.empty() : tensor<64xi8>
+// DIST:         linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%{{.+}} : tensor<64xi8>)
+// DIST:           tensor.extract %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}] : tensor<?x64x32xf32>
+// DIST-NOT:     hexir.block_matvec
+// LOWER-LABEL:  hexir.executable @prompt
+// LOWER-COUNT-5:  nvvm.shfl.sync  bfly
+// LOWER-NOT:      nvvm.shfl.sync
+// LOWER:        llvm.func @prompt(
+hexir.executable @prompt {
+  builtin.module {
+    func.func @prompt(%w: tensor<64x2176xi8>, %x: tensor<?x2048xf32>, %o: tensor<?x64xf32>) -> tensor<?x64xf32> {
+      %zero = arith.constant 0.0 : f32
+      %c0 = arith.constant 0 : index
+      %m = tensor.dim %x, %c0 : tensor<?x2048xf32>
+      %f = linalg.fill ins(%zero : f32) outs(%o : tensor<?x64xf32>) -> tensor<?x64xf32>
+      %xb = tensor.expand_shape %x [[0], [1, 2]] output_shape [%m, 64, 32] : tensor<?x2048xf32> into tensor<?x64x32xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(m, n, b, j) -> (m, b, j)>, affine_map<(m, n, b, j) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction", "reduction"], hexir.block_matvec = "q8_0"} ins(%xb : tensor<?x64x32xf32>) outs(%f : tensor<?x64xf32>) {
+      ^bb0(%xv: f32, %acc: f32):
+        %n = linalg.index 1 : index
+        %b = linalg.index 2 : index
+        %j = linalg.index 3 : index
+        %c34 = arith.constant 34 : index
+        %c1 = arith.constant 1 : index
+        %c2 = arith.constant 2 : index
+        %base = arith.muli %b, %c34 : index
+        %lo_at = arith.addi %base, %c1 : index
+        %q_at0 = arith.addi %base, %c2 : index
+        %q_at = arith.addi %q_at0, %j : index
+        %d0 = tensor.extract %w[%n, %base] : tensor<64x2176xi8>
+        %d1 = tensor.extract %w[%n, %lo_at] : tensor<64x2176xi8>
+        %lo = arith.extui %d0 : i8 to i16
+        %hi0 = arith.extui %d1 : i8 to i16
+        %c8 = arith.constant 8 : i16
+        %hi = arith.shli %hi0, %c8 : i16
+        %bits = arith.ori %lo, %hi : i16
+        %dh = arith.bitcast %bits : i16 to f16
+        %d = arith.extf %dh : f16 to f32
+        %q8 = tensor.extract %w[%n, %q_at] : tensor<64x2176xi8>
+        %q = arith.sitofp %q8 : i8 to f32
+        %wv = arith.mulf %d, %q : f32
+        %p = arith.mulf %xv, %wv : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<?x64xf32>
+      return %y : tensor<?x64xf32>
+    }
+  }
+}
