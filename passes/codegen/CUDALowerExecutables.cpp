@@ -302,21 +302,6 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     return RowPrefetch{binding, perBlock * type.getDimSize(1) * bits / 8, outputs / perBlock};
   }
 
-  // A quantized GEMV's weight rows (CUDAQuantizedGemv.h): with one row pass, block b < N / R
-  // reads rows [b R, b R + R) of W ([N][row bytes] i8) whole; read-only and within `maxBytes`
-  // as above. Its blocks are R rows x row bytes, a multiple of 16 (every format's rows here).
-  static std::optional<RowPrefetch> quantizedGemvRows(func::FuncOp kernel, const cuda::QuantizedGemv& s,
-                                                      const llvm::DenseSet<int64_t>& readOnly, int64_t maxBytes) {
-    std::optional<unsigned> arg = cuda::QuantizedGemvWeightArgument(kernel);
-    if (!arg || s.passes != 1 || !readOnly.contains(*arg)) return std::nullopt;
-    const int64_t rowBytes = s.blocks * s.blockBytes, perBlock = s.rowsPerBlock();
-    if ((perBlock * rowBytes) % 16 != 0 || s.rows * rowBytes > maxBytes || s.rows / perBlock == 0)
-      return std::nullopt;
-    int64_t binding = 0;
-    for (unsigned i = 0; i < *arg; ++i) binding += isa<MemRefType>(kernel.getArgumentTypes()[i]);
-    return RowPrefetch{binding, perBlock * rowBytes, s.rows / perBlock};
-  }
-
   // One reduction of the form above; returns its `if lane == 0` (the store of the result).
   static FailureOr<scf::IfOp> warpReduceOne(func::FuncOp kernel, linalg::LinalgOp op,
                                             Operation* combiner, int64_t lanes) {
@@ -634,10 +619,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     }
     if (auto words = kernel->getAttrOfType<DenseI64ArrayAttr>(cuda::kQuantizedGemvAttr)) {
       std::optional<cuda::QuantizedGemv> shape = cuda::QuantizedGemv::decode(words.asArrayRef());
-      if (!shape) return kernel.emitError("internal: malformed ") << cuda::kQuantizedGemvAttr;
-      if (std::optional<RowPrefetch> rows = quantizedGemvRows(kernel, *shape, readOnly, prefetchMaxBytes))
-        prefetches.push_back(*rows);
-      if (failed(cuda::LowerQuantizedGemv(kernel, *shape))) return failure();
+      if (!shape || failed(cuda::LowerQuantizedGemv(kernel, *shape))) return failure();
       kernel->removeAttr(cuda::kQuantizedGemvAttr);
     }
     if (kernel->hasAttr(cuda::kBlockLevelsAttr)) {  // a small layer's group: one block

@@ -673,13 +673,6 @@ class GemvBuilder {
 };
 }  // namespace
 
-std::optional<unsigned> QuantizedGemvWeightArgument(func::FuncOp kernel) {
-  std::string why;
-  FailureOr<Roles> found = FindRoles(kernel, &why);
-  if (failed(found)) return std::nullopt;
-  return found->weight.getArgNumber();
-}
-
 LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
   std::string why;
   FailureOr<Roles> found = FindRoles(kernel, &why);

@@ -132,12 +132,6 @@ void ChooseWarps(QuantizedGemv& s);
 // the kernel attribute lowering reads.
 void ScheduleQuantizedGemv(mlir::func::FuncOp kernel, const QuantizedGemv& shape);
 
-// The number of `kernel`'s argument holding W (either form), or nullopt when `kernel` is not
-// the computation above. With one row pass (P = 1) block b reads W's rows [b R, b R + R)
-// whole: CUDALowerExecutables L2-prefetches them before the programmatic wait, like the
-// warp-reduction GEMVs' rows, when W is read-only and within its prefetch bound.
-std::optional<unsigned> QuantizedGemvWeightArgument(mlir::func::FuncOp kernel);
-
 // Replaces the body of the bufferized `kernel` with the kernel above.
 mlir::LogicalResult LowerQuantizedGemv(mlir::func::FuncOp kernel, const QuantizedGemv& shape);
 

@@ -104,58 +104,6 @@ hexir.executable @gemv_written {
     }
   }
 }
-// The quantized GEMV (CUDAQuantizedGemv.h; q8_0, 64 rows of 2176 bytes, a row a warp, 4
-// warps a block: 16 blocks of 4 rows) on a read-only W: block b < 16 prefetches its rows,
-// bytes [b 8704, b 8704 + 8704), before the wait. W (139264 bytes) is over the BOUND and
-// NONE runs' bounds: not prefetched there.
-// CHECK-LABEL: hexir.executable @q8gemv
-// CHECK-SAME:    hexir.cuda.read_only_bindings = array<i64: 0, 1>
-// CHECK:         llvm.func @q8gemv(%[[QW:.+]]: !llvm.ptr {{{.*}}}, %{{.+}}: !llvm.ptr {{{.*}}}, %{{.+}}: !llvm.ptr {{{.*}}})
-// CHECK-NEXT:      nvvm.griddepcontrol launch_dependents
-// CHECK:           llvm.mlir.constant(16 : i32) : i32
-// CHECK:           llvm.cond_br
-// CHECK:           llvm.mlir.constant(8704 : i64) : i64
-// CHECK:           llvm.getelementptr %[[QW]]
-// CHECK:           nvvm.cp.async.bulk.prefetch
-// CHECK:           nvvm.griddepcontrol wait
-hexir.executable @q8gemv {
-  builtin.module {
-    func.func @q8gemv(%w: tensor<64x2176xi8>, %x: tensor<2048xf32>, %o: tensor<64xf32>) -> tensor<64xf32> {
-      %zero = arith.constant 0.0 : f32
-      %f = linalg.fill ins(%zero : f32) outs(%o : tensor<64xf32>) -> tensor<64xf32>
-      %xb = tensor.expand_shape %x [[0, 1]] output_shape [64, 32] : tensor<2048xf32> into tensor<64x32xf32>
-      %y = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q8_0"} ins(%xb : tensor<64x32xf32>) outs(%f : tensor<64xf32>) {
-      ^bb0(%xv: f32, %acc: f32):
-        %n = linalg.index 0 : index
-        %b = linalg.index 1 : index
-        %j = linalg.index 2 : index
-        %c34 = arith.constant 34 : index
-        %c1 = arith.constant 1 : index
-        %c2 = arith.constant 2 : index
-        %base = arith.muli %b, %c34 : index
-        %lo_at = arith.addi %base, %c1 : index
-        %q_at0 = arith.addi %base, %c2 : index
-        %q_at = arith.addi %q_at0, %j : index
-        %d0 = tensor.extract %w[%n, %base] : tensor<64x2176xi8>
-        %d1 = tensor.extract %w[%n, %lo_at] : tensor<64x2176xi8>
-        %lo = arith.extui %d0 : i8 to i16
-        %hi0 = arith.extui %d1 : i8 to i16
-        %c8 = arith.constant 8 : i16
-        %hi = arith.shli %hi0, %c8 : i16
-        %bits = arith.ori %lo, %hi : i16
-        %dh = arith.bitcast %bits : i16 to f16
-        %d = arith.extf %dh : f16 to f32
-        %q8 = tensor.extract %w[%n, %q_at] : tensor<64x2176xi8>
-        %q = arith.sitofp %q8 : i8 to f32
-        %wv = arith.mulf %d, %q : f32
-        %p = arith.mulf %xv, %wv : f32
-        %s = arith.addf %acc, %p : f32
-        linalg.yield %s : f32
-      } -> tensor<64xf32>
-      return %y : tensor<64xf32>
-    }
-  }
-}
 hexir.executable @fill {
   builtin.module {
     func.func @fill(%w: tensor<40x1000xf16>, %o: tensor<40x1000xf16>) -> tensor<40x1000xf16> {
@@ -173,8 +121,7 @@ func.func private @layer(%x: tensor<1000xf32>, %w: tensor<40x1000xf16>) -> tenso
 func.func private @donate(%w: tensor<40x1000xf16>) -> tensor<40x1000xf16> {
   return %w : tensor<40x1000xf16>
 }
-func.func @main(%x: tensor<1000xf32>, %w: tensor<40x1000xf16>, %v: tensor<40x1000xf16>, %u: tensor<40x1000xf16>, %qw: tensor<64x2176xi8>, %qx: tensor<2048xf32>) -> (tensor<40xf32>, tensor<40xf32>, tensor<40xf32>, tensor<40xf32>, tensor<40x1000xf16>, tensor<64xf32>) {
-  %q = hexir.dispatch @q8gemv(%qw, %qx) : (tensor<64x2176xi8>, tensor<2048xf32>) -> tensor<64xf32>
+func.func @main(%x: tensor<1000xf32>, %w: tensor<40x1000xf16>, %v: tensor<40x1000xf16>, %u: tensor<40x1000xf16>) -> (tensor<40xf32>, tensor<40xf32>, tensor<40xf32>, tensor<40xf32>, tensor<40x1000xf16>) {
   %a = func.call @layer(%x, %w) : (tensor<1000xf32>, tensor<40x1000xf16>) -> tensor<40xf32>
   %c = hexir.dispatch @fill(%w) : (tensor<40x1000xf16>) -> tensor<40x1000xf16>
   %b = hexir.dispatch @gemv_computed(%x, %c) : (tensor<1000xf32>, tensor<40x1000xf16>) -> tensor<40xf32>
@@ -182,5 +129,5 @@ func.func @main(%x: tensor<1000xf32>, %w: tensor<40x1000xf16>, %v: tensor<40x100
   %d = hexir.dispatch @gemv_written(%x, %v) : (tensor<1000xf32>, tensor<40x1000xf16>) -> tensor<40xf32>
   %kept = func.call @donate(%u) : (tensor<40x1000xf16>) -> tensor<40x1000xf16>
   %e = hexir.dispatch @gemv_written(%x, %u) : (tensor<1000xf32>, tensor<40x1000xf16>) -> tensor<40xf32>
-  return %a, %b, %d, %e, %kept, %q : tensor<40xf32>, tensor<40xf32>, tensor<40xf32>, tensor<40xf32>, tensor<40x1000xf16>, tensor<64xf32>
+  return %a, %b, %d, %e, %kept : tensor<40xf32>, tensor<40xf32>, tensor<40xf32>, tensor<40xf32>, tensor<40x1000xf16>
 }
