@@ -17,7 +17,10 @@
 // A prompt's M-row form (m, n, b, j), x [M][blocks][B] with M dynamic, is regrouped the same
 // way into (m, n, u): a warp per (m, n). Unregrouped, each of its threads walked a whole row
 // value by value, decoding a K-quant's sub-block scale per value, in a grid of N M / 256
-// threads: a 1-token prompt of a TinyLlama-shaped q4_k model took most of a 200-token call.
+// threads: a 1-token prompt of a TinyLlama-shaped q4_k model took most of a 200-token call
+// (H200, session 23, 200 tokens greedy from BOS, ms/token of the whole call: q4_k 1.856 ->
+// 1.250, q4_0 1.025 -> 0.940, q8_0 1.130 -> 1.041; the decode loop alone unchanged; ids
+// equal).
 #pragma once
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
