@@ -119,20 +119,21 @@ std::optional<DecodeAttention> MatchDecodeAttention(func::FuncOp kernel) {
   }
   if (q < 0 || out < 0 || n < 0) return Refuse(kernel, "no q, result buffer and length n");
   s.q = q, s.out = out, s.n = n;
-  // Equal head tiles of at most 16; smaller while a window of 32 scores per head does not fit.
+  // Equal head tiles of at most 16; smaller while a window of 32 positions does not fit.
   const int64_t words = kMaxAttentionSharedBytes / 4;
   s.headTile = (s.group + (s.group + kMaxAttentionHeadTile - 1) / kMaxAttentionHeadTile - 1) /
                ((s.group + kMaxAttentionHeadTile - 1) / kMaxAttentionHeadTile);
-  auto fits = [&](int64_t window) { return s.headTile * (2 * s.headDim + window + 3) <= words; };
-  while (s.headTile > 1 && !fits(kMinAttentionWindow)) s.headTile = (s.headTile + 1) / 2;
-  if (!fits(std::min(kMinAttentionWindow, s.cacheLen)))
+  auto fits = [&](int64_t window) { return DecodeAttention::sharedWords(s.headTile, s.headDim, window) <= words; };
+  while (s.headTile > 1 && !fits(std::min(kMinAttentionWindow, s.cacheLen))) s.headTile = (s.headTile + 1) / 2;
+  if (!fits(std::min(kMinStagedWindow, s.cacheLen)))
     return Refuse(kernel, "a head of " + llvm::Twine(s.headDim) + " does not fit shared memory");
   // Splits fill the GPU once (two blocks per SM) while each keeps >= 16 rows of a full cache.
   s.splits = 1;
   while (s.splits < kMaxAttentionSplits && s.kvHeads * s.tiles() * s.splits * 2 <= 2 * 132 &&
          s.cacheLen >= 16 * s.splits * 2)
     s.splits *= 2;
-  s.window = std::min(s.chunk(), words / s.headTile - 2 * s.headDim - 3);
+  s.window = std::min(s.chunk(), kMaxAttentionWindow);
+  while (!fits(s.window)) --s.window;
   return s;
 }
 
@@ -258,9 +259,10 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
   const int64_t G = s.group, Gt = s.headTile, HD = s.headDim, C = s.splits, B = s.threads, W = s.window;
   const int64_t warps = B / kWarpSize;
   const bool ragged = s.tiles() * Gt != G;
-  // Shared words: q [Gt][HD] | o [Gt][HD] | scores [Gt][W] | m [Gt] | l [Gt] | alpha [Gt].
+  // Shared words: q [Gt][HD] | o [Gt][HD] | scores [Gt][W] | m [Gt] | l [Gt] | alpha [Gt] |
+  // K rows [W][HD + 1] | V rows [W][HD].
   const int64_t qOff = 0, oOff = Gt * HD, scOff = 2 * Gt * HD, mOff = scOff + Gt * W, lOff = mOff + Gt,
-                alphaOff = lOff + Gt;
+                alphaOff = lOff + Gt, ksOff = alphaOff + Gt, vsOff = ksOff + W * (HD + 1);
   Value smem = WorkgroupArray(b, loc, kernel, b.getF32Type(), s.sharedWords());
 
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
@@ -319,38 +321,62 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
   });
   k.barrier();
 
-  // K rows: 16-byte loads of f32, 8-byte loads of f16/bf16 (4 elements) when HD allows.
-  const int64_t width = (HD % 4 == 0) ? 4 : 1;
+  // The window's rows of head a, `vec` elements a load: 16 bytes when HD allows (4 f32 or 8
+  // f16/bf16), else 4 elements, else 1. Item i of a cache is row i / R, columns (i % R) vec.
   Type cacheElement = cast<MemRefType>(K.getType()).getElementType();
+  const int64_t elementBytes = cacheElement.getIntOrFloatBitWidth() / 8;
+  const int64_t vec = HD % (16 / elementBytes) == 0 ? 16 / elementBytes : (HD % 4 == 0 ? 4 : 1);
+  const int64_t R = HD / vec, items = W * R, perThread = (items + B - 1) / B;
+  const int64_t kStride = HD + 1;  // K rows padded: thread t reads row t's word d in bank (t + d) % 32
   Value scale = k.f32(std::sqrt(float(HD)));
   Value warp = k.div(tid, k.idx(kWarpSize)), lane = k.rem(tid, k.idx(kWarpSize));
   k.loop(zero, len, k.idx(W), {}, [&](Value w0, ValueRange) {
     Value first = k.add(start, w0), wlen = k.min(k.idx(W), k.sub(len, w0));
-    // Scores: a thread per position, the tile's Gt dot products sharing each K element.
-    k.loop(tid, wlen, k.idx(B), {}, [&](Value t, ValueRange) {
-      Value row = k.add(first, t);
-      SmallVector<Value> init(Gt, k.f32(0.0));
-      ValueRange acc = k.loop(zero, k.idx(HD), k.idx(width), init, [&](Value d, ValueRange accs) {
-        SmallVector<Value> next(accs.begin(), accs.end());
-        SmallVector<Value> kv;
-        Value col = k.add(rowBase, d);
-        if (width > 1) {
-          int64_t bytes = width * cacheElement.getIntOrFloatBitWidth() / 8;
-          Value vec = vector::LoadOp::create(b, loc, VectorType::get({width}, cacheElement), K,
-                                             ValueRange{row, col}, /*nontemporal=*/false,
-                                             llvm::MaybeAlign(bytes));
-          for (int64_t i = 0; i < width; ++i) kv.push_back(k.widen(vector::ExtractOp::create(b, loc, vec, i)));
-        } else {
-          kv.push_back(k.widen(k.load(K, {row, col})));
-        }
-        for (int64_t i = 0; i < width; ++i)
-          for (int64_t j = 0; j < Gt; ++j) {
-            Value qv = k.load(smem, {k.add(d, k.idx(qOff + j * HD + i))});
-            next[j] = k.add(next[j], k.mul(qv, kv[i]));
-          }
-        return next;
+    Value lastRow = k.sub(n, one);  // n >= 1 here: the block has rows
+    // Every load of the window first (one memory round trip), then the stores. Items past
+    // the window (the last pass of a ragged split) repeat the window's last item, and rows
+    // past the block's last read the last filled row: both store values nothing reads, or
+    // the same values another thread stores.
+    struct Staged {
+      Value slot, col, k, v;
+    };
+    SmallVector<Staged> staged;
+    auto loadAt = [&](Value cache, Value row, Value col) -> Value {
+      if (vec == 1) return k.load(cache, {row, col});
+      return vector::LoadOp::create(b, loc, VectorType::get({vec}, cacheElement), cache, ValueRange{row, col},
+                                    /*nontemporal=*/false, llvm::MaybeAlign(vec * elementBytes));
+    };
+    for (int64_t m = 0; m < perThread; ++m) {
+      Value item = k.add(tid, k.idx(m * B));
+      if ((m + 1) * B > items) item = k.min(item, k.idx(items - 1));
+      Value slot = k.div(item, k.idx(R)), col = k.mul(k.rem(item, k.idx(R)), k.idx(vec));
+      Value row = k.min(k.add(first, slot), lastRow), at = k.add(rowBase, col);
+      staged.push_back({slot, col, loadAt(K, row, at), loadAt(V, row, at)});
+    }
+    for (const Staged& st : staged) {
+      for (int64_t i = 0; i < vec; ++i) {
+        Value kv = vec == 1 ? st.k : (Value)vector::ExtractOp::create(b, loc, st.k, i);
+        Value vv = vec == 1 ? st.v : (Value)vector::ExtractOp::create(b, loc, st.v, i);
+        Value col = k.add(st.col, k.idx(i));
+        k.store(k.widen(kv), smem, {k.add(k.add(k.mul(st.slot, k.idx(kStride)), col), k.idx(ksOff))});
+        k.store(k.widen(vv), smem, {k.add(k.add(k.mul(st.slot, k.idx(HD)), col), k.idx(vsOff))});
+      }
+    }
+    k.barrier();
+
+    // Scores: a thread per (query head j, position t) pair, t fastest (q[j] is broadcast,
+    // K rows are padded), summed over d in order.
+    k.loop(tid, k.idx(Gt * W), k.idx(B), {}, [&](Value e, ValueRange) {
+      Value j = k.div(e, k.idx(W)), t = k.rem(e, k.idx(W));
+      k.ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, t, wlen), [&] {
+        Value qBase = k.add(k.mul(j, k.idx(HD)), k.idx(qOff));
+        Value kBase = k.add(k.mul(t, k.idx(kStride)), k.idx(ksOff));
+        Value acc = k.loop(zero, k.idx(HD), one, {k.f32(0.0)}, [&](Value d, ValueRange accs) {
+          Value prod = k.mul(k.load(smem, {k.add(qBase, d)}), k.load(smem, {k.add(kBase, d)}));
+          return SmallVector<Value>{k.add(accs[0], prod)};
+        })[0];
+        k.store(k.div(acc, scale), smem, {k.add(k.add(k.mul(j, k.idx(W)), t), k.idx(scOff))});
       });
-      for (int64_t j = 0; j < Gt; ++j) k.store(k.div(acc[j], scale), smem, {k.add(t, k.idx(scOff + j * W))});
       return SmallVector<Value>{};
     });
     k.barrier();
@@ -383,18 +409,18 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
     k.barrier();
 
     // o[j][d] = o[j][d] alpha[j] + sum_t p[j][t] V[first + t][a HD + d] (consecutive threads:
-    // consecutive d).
+    // consecutive d; V from shared memory).
     forTileElements(tid, B, [&](Value e, Value j, Value d) {
-      Value base = k.add(k.mul(j, k.idx(W)), k.idx(scOff)), col = k.add(rowBase, d);
+      Value base = k.add(k.mul(j, k.idx(W)), k.idx(scOff)), vCol = k.add(d, k.idx(vsOff));
       Value oAt = k.add(e, k.idx(oOff));
       Value rescaled = k.mul(k.load(smem, {oAt}), k.load(smem, {k.add(j, k.idx(alphaOff))}));
       Value o = k.loop(zero, wlen, one, {rescaled}, [&](Value t, ValueRange acc) {
         Value p = k.load(smem, {k.add(base, t)});
-        return SmallVector<Value>{k.add(acc[0], k.mul(p, k.widen(k.load(V, {k.add(first, t), col}))))};
+        return SmallVector<Value>{k.add(acc[0], k.mul(p, k.load(smem, {k.add(k.mul(t, k.idx(HD)), vCol)})))};
       })[0];
       k.store(o, smem, {oAt});
     });
-    // The next window's scores and factors overwrite what this one read.
+    // The next window's rows, scores and factors overwrite what this one read.
     k.barrier();
     return SmallVector<Value>{};
   });

@@ -13,16 +13,23 @@
 // it for each q element as it loads q (its body inlined), so it is no dispatch of its own.
 //
 // The kernel: one cluster of `splits` blocks per KV head and tile of query heads (at most 16
-// heads of the group: their dot products share each K element); block r takes the positions
+// heads of the group: they share each K and V row); block r takes the positions
 // [r c, r c + c) with c = ceil(n / splits), so only filled rows are read and each K/V row is
 // read once per head tile (q of the tile in shared memory). Per block, in windows of at most
-// `window` positions (the scores of one window in shared memory): scores (one thread per
-// position, a tile's accumulators), per query head the running maximum m, the sum l of
-// exp(score - m) and the unnormalized sums o = sum p V (a warp per head for m and l, a
-// thread per (g, d) for o), the previous windows' l and o rescaled by exp(m_old - m_new)
-// (online softmax). The blocks of a cluster then meet through distributed shared memory
-// (sm_90 `mapa`, cluster barriers): out = sum_r o_r exp(m_r - M) / sum_r l_r exp(m_r - M),
-// M = max_r m_r, each block writing a share of it.
+// `window` positions: every thread first issues all its 16-byte loads of the window's K and V
+// rows (head a's columns; rows past the block's last read the last filled row again and are
+// never used), then stores them widened to f32 in shared memory (K rows padded by one word:
+// a thread per position reads them without bank conflicts), so a window costs one memory
+// round trip instead of one per row. Then the scores (a thread per (query head, position)
+// pair), per query head the running maximum m, the sum l of exp(score - m) and the
+// unnormalized sums o = sum p V (a warp per head for m and l, a thread per (g, d) for o), the
+// previous windows' l and o rescaled by exp(m_old - m_new) (online softmax). The blocks of a
+// cluster then meet through distributed shared memory (sm_90 `mapa`, cluster barriers): out =
+// sum_r o_r exp(m_r - M) / sum_r l_r exp(m_r - M), M = max_r m_r, in the fixed rank order
+// (no dependence on block timing), each block writing a share of it. Before the kernel waits
+// for its prerequisites (programmatic dependent launch), each block asks L2 for its share of
+// both caches (CUDALowerExecutables; when they are small enough): rows written by earlier
+// steps stream in while the kernels producing q and this step's rows drain.
 #pragma once
 
 #include <optional>
@@ -38,9 +45,12 @@ inline constexpr int64_t kAttentionThreads = 256;
 inline constexpr int64_t kMaxAttentionSharedBytes = 48 * 1024;
 // Most query heads one block scores together (accumulators per thread while scoring).
 inline constexpr int64_t kMaxAttentionHeadTile = 16;
-// Fewest positions a window holds (one per lane of the warp that reduces a head's scores)
-// unless the block has fewer.
+// Positions a window holds: at most kMaxAttentionWindow (its rows' loads in flight at once);
+// head tiles shrink while fewer than kMinAttentionWindow fit, and a window of one head is
+// never below kMinStagedWindow (else the kernel keeps the generic lowering).
+inline constexpr int64_t kMaxAttentionWindow = 64;
 inline constexpr int64_t kMinAttentionWindow = 32;
+inline constexpr int64_t kMinStagedWindow = 8;
 
 struct DecodeAttention {
   int64_t kvHeads = 0, group = 0, headDim = 0, cacheLen = 0;
@@ -59,8 +69,11 @@ struct DecodeAttention {
   // Positions one block holds at most: ceil(S / splits).
   int64_t chunk() const { return (cacheLen + splits - 1) / splits; }
   // f32 words of shared memory: q and o [headTile][HD], the scores of a window, m, l and
-  // the rescale factor per head.
-  int64_t sharedWords() const { return headTile * (2 * headDim + window + 3); }
+  // the rescale factor per head; the window's K rows [window][HD + 1] and V rows [window][HD].
+  static int64_t sharedWords(int64_t headTile, int64_t headDim, int64_t window) {
+    return headTile * (2 * headDim + window + 3) + window * (2 * headDim + 1);
+  }
+  int64_t sharedWords() const { return sharedWords(headTile, headDim, window); }
   int64_t blocks() const { return kvHeads * tiles() * splits; }
   std::vector<int64_t> encode() const;
   static std::optional<DecodeAttention> decode(llvm::ArrayRef<int64_t> words);
@@ -73,11 +86,12 @@ inline constexpr char kDecodeAttentionAttr[] = "hexir.cuda.decode_attention";
 // distribution), or nullopt (with a remark on the kernel saying why) when its arguments are
 // not those of the computation above (f32 q and result; f32, f16 or bf16 caches; at most one
 // prologue, whose scalar and tensor captures other than q are used by nothing else), or a head
-// is too long for one query head's q, o and a window of 32 scores in 48 KiB: such a kernel
-// keeps the generic lowering. Head tile: ceil(G / ceil(G / 16)) (equal tiles of at most 16),
-// halved while 48 KiB holds fewer than kMinAttentionWindow scores per head; splits: the
-// largest of 1, 2, 4, 8 with KVH x tiles x splits <= 2 x the H200's 132 SMs and at least 16
-// cache rows per split; window: the block's whole chunk when it fits, else what fits.
+// is too long for one query head's q, o and a window of kMinStagedWindow positions (scores, K
+// and V rows) in 48 KiB: such a kernel keeps the generic lowering. Head tile: ceil(G / ceil(G
+// / 16)) (equal tiles of at most 16), halved while 48 KiB holds fewer than
+// kMinAttentionWindow positions; splits: the largest of 1, 2, 4, 8 with KVH x tiles x splits
+// <= 2 x the H200's 132 SMs and at least 16 cache rows per split; window: the block's whole
+// chunk up to kMaxAttentionWindow, less when 48 KiB holds less.
 std::optional<DecodeAttention> MatchDecodeAttention(mlir::func::FuncOp kernel);
 
 // Replaces the body of the bufferized `kernel` with the flash-decoding kernel above.

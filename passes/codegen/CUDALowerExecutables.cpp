@@ -139,12 +139,32 @@ class ReadOnlyTensors {
   llvm::DenseMap<Value, bool> written;
 };
 
-// A block's slice of a read-only binding, L2-prefetched before the kernel waits for its
-// prerequisites: block b < blocks reads bytes [b * bytes, (b + 1) * bytes) of binding
-// `binding` (a GEMV's weight rows, whole rows per block).
+// A block's slice of a binding, L2-prefetched before the kernel waits for its prerequisites:
+// block b < blocks reads bytes [b * bytes, (b + 1) * bytes) of binding `binding` (a GEMV's
+// read-only weight rows, whole rows per block; or a share of decode attention's KV caches).
 struct RowPrefetch {
   int64_t binding, bytes, blocks;
 };
+
+// Decode attention's K and V caches, whole, in equal shares of the kernel's blocks (the most
+// blocks that split them into 16-byte multiples), when each cache is at most `maxBytes`: the
+// rows earlier steps wrote stream into L2 while the kernels producing q and this step's rows
+// drain (the block's own rows are not known before the wait: the position is a parameter).
+// L2 is the device's point of coherence, so a line prefetched while a prerequisite writes
+// this step's row holds the written values when the kernel reads it after the wait.
+void attentionPrefetches(const cuda::DecodeAttention& shape, ArrayRef<Type> signature, int64_t maxBytes,
+                         SmallVector<RowPrefetch>& prefetches) {
+  auto cache = dyn_cast<MemRefType>(signature[shape.k]);
+  if (!cache || !cache.hasStaticShape() || cache != signature[shape.v]) return;
+  const int64_t bytes = cache.getNumElements() * cache.getElementTypeBitWidth() / 8;
+  if (bytes > maxBytes) return;
+  for (int64_t blocks = shape.blocks(); blocks > 0; --blocks)
+    if (bytes % (blocks * 16) == 0) {
+      prefetches.push_back({shape.k, bytes / blocks, blocks});
+      prefetches.push_back({shape.v, bytes / blocks, blocks});
+      return;
+    }
+}
 
 class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExecutables> {
  public:
@@ -605,6 +625,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       if (!shape || failed(cuda::LowerDecodeAttention(kernel, *shape))) return failure();
       cluster = shape->splits;
       kernel->removeAttr(cuda::kDecodeAttentionAttr);
+      attentionPrefetches(*shape, signature, prefetchMaxBytes, prefetches);
     }
     if (auto words = kernel->getAttrOfType<DenseI64ArrayAttr>(cuda::kTensorCoreMatmulAttr)) {
       std::optional<cuda::TensorCoreMatmul> shape = cuda::TensorCoreMatmul::decode(words.asArrayRef());

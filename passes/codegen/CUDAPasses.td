@@ -95,7 +95,9 @@ def CUDALowerExecutables : Pass<"hexir-cuda-lower-executables", "mlir::ModuleOp"
     Option<"features", "features", "std::string", /*default=*/"\"+ptx80\"", "PTX features">,
     Option<"prefetchMaxBytes", "prefetch-max-bytes", "int64_t", /*default=*/"4194304",
            "sm_90+: a GEMV's weight that no dispatch writes, of at most this many bytes, is "
-           "prefetched into L2 by each block (its rows) before the programmatic wait (0: none)">,
+           "prefetched into L2 by each block (its rows) before the programmatic wait, and so "
+           "are decode attention's K and V caches of at most this many bytes each (a share "
+           "per block) (0: none)">,
   ];
   let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect",
                            "mlir::gpu::GPUDialect", "mlir::memref::MemRefDialect",

@@ -254,15 +254,35 @@ void NarrowCaches(const std::string& device) {
   });
 }
 
-// Past one block's limits (CUDA: 16 query heads scored together, 48 KiB of scores): 32 query
-// heads per KV head (two head tiles of 16), 17 (tiles of 9, the last one ragged), and a cache
-// of 12000 rows whose 8 splits hold 1500 rows each, scored in windows of 733 (online softmax).
+// Past one block's limits (CUDA: 16 query heads scored together, 48 KiB of shared memory): 32
+// query heads per KV head (two head tiles of 16), 17 (tiles of 9, the last one ragged), and a
+// cache of 12000 rows whose 8 splits hold 1500 rows each, scored in windows of 64 rows (online
+// softmax).
 void LargeGroupsAndLongCaches(const std::string& device) {
   CheckAttention(device, {
       {{2, 32, 64, 300}, {0, 150, 299}},
       {{3, 17, 8, 97}, {0, 50, 96}},
       {{1, 16, 16, 12000}, {730, 5000, 11999}},
       {{2, 17, 12, 6007, "bf16"}, {6006}},
+  });
+}
+
+// The kernel's windows (CUDA: at most 64 rows staged in shared memory at once) and splits
+// at their boundaries: 1, 3, 12 and 32 KV heads, GQA groups 1, 4 and 8; positions 0, 1,
+// 63/64/65 (n = 64 fills 8 splits of 8 rows exactly), a split's last row and the next
+// (cache 1000: n = 125 and 126 over 8 splits), several windows per split (2048 rows: 256
+// rows a split, 4 windows), the whole cache; head sizes 64 and 128 (16-byte loads of f32
+// and of f16/bf16), 6 (scalar loads) and 12 with f16 (8-byte loads).
+void WindowsAndSplits(const std::string& device) {
+  CheckAttention(device, {
+      {{1, 1, 64, 512}, {0, 1, 63, 64, 65, 511}},
+      {{3, 4, 64, 1000, "f16"}, {0, 124, 125, 126, 999}},
+      {{4, 8, 64, 2048, "f16"}, {1, 511, 1023, 2047}},
+      {{32, 1, 64, 512}, {1, 63, 511}},
+      {{12, 1, 64, 256, "f16"}, {0, 128, 255}},
+      {{2, 8, 128, 300, "bf16"}, {0, 150, 299}},
+      {{3, 1, 6, 97}, {0, 47, 96}},
+      {{3, 4, 12, 130, "f16"}, {0, 64, 129}},
   });
 }
 
@@ -311,6 +331,8 @@ HEXIR_E2E_TEST_ON_DEVICES("decode attention matches f64 loops with more than 16 
 HEXIR_E2E_TEST_ON_DEVICES("decode attention over f16 and bf16 caches matches f64 loops over the rounded values",
                           NarrowCaches)
 HEXIR_E2E_TEST_ON_DEVICES("decode attention matches f64 loops at llama shapes and every split filled", LlamaShapes)
+HEXIR_E2E_TEST_ON_DEVICES("decode attention matches f64 loops at window and split boundaries, 1 to 32 KV heads, "
+                          "GQA 1, 4 and 8", WindowsAndSplits)
 
 }  // namespace
 }  // namespace hexir::e2e

@@ -126,7 +126,8 @@ static cl::opt<int64_t> cudaPrefetchMaxBytes(
     "cuda-prefetch-max-bytes",
     cl::desc("--target=cuda, sm_90+: a GEMV's weight that no dispatch writes, of at most N "
              "bytes, is prefetched into L2 (each block its rows) before the kernel waits for its "
-             "prerequisites; 0: none (default: 4194304)"),
+             "prerequisites, and so are decode attention's K and V caches of at most N bytes "
+             "each (a share per block); 0: none (default: 4194304)"),
     cl::init(4 << 20));
 static cl::opt<std::string> schedule("schedule",
                                      cl::desc("order of each command buffer's dispatches: waves "

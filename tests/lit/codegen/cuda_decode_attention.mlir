@@ -5,18 +5,20 @@
 // q [2][3][7], K/V caches [61][14], n dynamic). Distribution recognizes it: K is arg 0, q
 // arg 1, V arg 2, the result buffer arg 3, n arg 4; cache 61 keeps >= 16 rows per split for
 // 2 splits (not 4: 61 < 64), so clusters of 2 blocks per KV head: 4 blocks of 256 threads;
-// one head tile of 3, one window of 31 rows (the whole split).
+// one head tile of 3, one window of 31 rows (the whole split). The cache (3416 bytes) splits
+// into no 16-byte multiples per block: no L2 prefetch before the wait.
 // DIST-LABEL: hexir.executable @main_dispatch_0
 // DIST-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
 // DIST-SAME:    hexir.workgroup_count = array<i64: 4, 1, 1>
 // DIST:         func.func @main_dispatch_0
 // DIST-SAME:      hexir.cuda.decode_attention = array<i64: 2, 3, 7, 61, 1, 0, 2, 3, 4, 2, 256, 3, 31, 0>
-// The kernel: one shared array (q 21 + o 21 + scores 3 x 31 + m, l, factor 3 each = 144 words),
-// scalar K loads (head size 7), butterflies for the max and the sum, then the cluster
+// The kernel: one shared array (q 21 + o 21 + scores 3 x 31 + m, l, factor 3 each = 144 words,
+// then the window's K rows 31 x 8 and V rows 31 x 7 = 609 words), scalar K and V loads (head
+// size 7), butterflies for the max and the sum, then the cluster
 // barrier, each block's m, l and o read from both blocks of the cluster (mapa), and the
 // barrier that keeps shared memory alive until the reads are done.
 // LOWER-LABEL: hexir.executable @main_dispatch_0
-// LOWER:         llvm.mlir.global private @__hexir_shared() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<144 x f32>
+// LOWER:         llvm.mlir.global private @__hexir_shared() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<609 x f32>
 // LOWER:         llvm.func internal @main_dispatch_0_impl
 // LOWER:           nvvm.barrier0
 // LOWER-COUNT-5:   nvvm.shfl.sync  bfly
@@ -31,6 +33,8 @@
 // LOWER:         llvm.func @main_dispatch_0(
 // LOWER-SAME:      nvvm.cluster_dim = array<i32: 2, 1, 1>
 // LOWER-SAME:      nvvm.maxntid = array<i32: 256, 1, 1>
+// LOWER-NEXT:      nvvm.griddepcontrol  launch_dependents
+// LOWER-NEXT:      nvvm.griddepcontrol  wait
 #map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
 #map1 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
 #map2 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
@@ -105,20 +109,30 @@ hexir.executable @main_dispatch_0 attributes {hexir.dispatch_group = "decode_att
   }
 }
 
-// 40 query heads per KV head, a 20000-row cache: three head tiles of 14 (the last holding 12
-// heads), 8 splits of 2500 rows scored in windows of 746 (14 x (2 x 64 + 746 + 3) = 12278
-// shared words, within 48 KiB): 1 x 3 x 8 = 24 blocks in clusters of 8.
+// 40 query heads per KV head, a 1920-row cache: three head tiles of 14 (the last holding 12
+// heads), 8 splits of 240 rows scored in windows of 64 (14 x (2 x 64 + 64 + 3) + 64 x (2 x 64
+// + 1) = 10986 shared words, within 48 KiB): 1 x 3 x 8 = 24 blocks in clusters of 8. Head
+// size 64 of f32: each thread's 4 K and 4 V items of a window are 16-byte loads, all issued
+// before the first is stored. Each 480 KiB cache splits into 24 shares of 20480 bytes, which
+// thread 0 of each block L2-prefetches between launch_dependents and the wait.
 // DIST-LABEL: hexir.executable @main_dispatch_1
 // DIST-SAME:    hexir.workgroup_count = array<i64: 24, 1, 1>
-// DIST:         hexir.cuda.decode_attention = array<i64: 1, 40, 64, 20000, 1, 0, 2, 3, 4, 8, 256, 14, 746, 0>
+// DIST:         hexir.cuda.decode_attention = array<i64: 1, 40, 64, 1920, 1, 0, 2, 3, 4, 8, 256, 14, 64, 0>
 // LOWER-LABEL: hexir.executable @main_dispatch_1
-// LOWER:         llvm.mlir.global private @__hexir_shared() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<12278 x f32>
+// LOWER:         llvm.mlir.global private @__hexir_shared() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<10986 x f32>
+// LOWER-COUNT-8:   llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr -> vector<4xf32>
+// LOWER:           llvm.extractelement
 // LOWER-COUNT-8:   nvvm.mapa
 // LOWER:         llvm.func @main_dispatch_1(
 // LOWER-SAME:      nvvm.cluster_dim = array<i32: 8, 1, 1>
+// LOWER-NEXT:      nvvm.griddepcontrol  launch_dependents
+// LOWER:           llvm.mlir.constant(24 : i32)
+// LOWER:           nvvm.cp.async.bulk.prefetch %{{.+}}, %{{.+}} : <1>
+// LOWER:           nvvm.cp.async.bulk.prefetch %{{.+}}, %{{.+}} : <1>
+// LOWER:           nvvm.griddepcontrol  wait
 hexir.executable @main_dispatch_1 attributes {hexir.dispatch_group = "decode_attention"} {
   builtin.module {
-    func.func @main_dispatch_1(%arg0: tensor<20000x64xf32>, %arg1: tensor<1x40x64xf32>, %arg2: tensor<20000x64xf32>, %arg3: tensor<1x40x64xf32>, %arg4: index) -> tensor<1x40x64xf32> {
+    func.func @main_dispatch_1(%arg0: tensor<1920x64xf32>, %arg1: tensor<1x40x64xf32>, %arg2: tensor<1920x64xf32>, %arg3: tensor<1x40x64xf32>, %arg4: index) -> tensor<1x40x64xf32> {
       %cst = arith.constant 0.000000e+00 : f32
       %0 = tensor.empty(%arg4) : tensor<1x40x?xf32>
       %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x40x?xf32>) -> tensor<1x40x?xf32>
@@ -130,7 +144,7 @@ hexir.executable @main_dispatch_1 attributes {hexir.dispatch_group = "decode_att
         %c7 = arith.constant 64 : index
         %18 = arith.muli %15, %c7 : index
         %19 = arith.addi %18, %16 : index
-        %extracted = tensor.extract %arg0[%17, %19] : tensor<20000x64xf32>
+        %extracted = tensor.extract %arg0[%17, %19] : tensor<1920x64xf32>
         %20 = arith.mulf %in, %extracted : f32
         %21 = arith.addf %out, %20 : f32
         linalg.yield %21 : f32
@@ -176,7 +190,7 @@ hexir.executable @main_dispatch_1 attributes {hexir.dispatch_group = "decode_att
         %c7 = arith.constant 64 : index
         %18 = arith.muli %15, %c7 : index
         %19 = arith.addi %18, %16 : index
-        %extracted = tensor.extract %arg2[%17, %19] : tensor<20000x64xf32>
+        %extracted = tensor.extract %arg2[%17, %19] : tensor<1920x64xf32>
         %20 = arith.mulf %in, %extracted : f32
         %21 = arith.addf %out, %20 : f32
         linalg.yield %21 : f32
