@@ -140,10 +140,11 @@ class ReadOnlyTensors {
 };
 
 // A block's slice of a read-only binding, L2-prefetched before the kernel waits for its
-// prerequisites: block b < blocks reads bytes [b * bytes, (b + 1) * bytes) of binding
-// `binding` (a GEMV's weight rows, whole rows per block).
+// prerequisites: block b in [first, first + blocks) reads bytes [(b - first) * bytes,
+// (b - first + 1) * bytes) of binding `binding` (a GEMV's weight rows, whole rows per block;
+// first > 0: a sibling projection's range of blocks).
 struct RowPrefetch {
-  int64_t binding, bytes, blocks;
+  int64_t binding, bytes, blocks, first = 0;
 };
 
 class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExecutables> {
@@ -250,18 +251,24 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     // Sibling projections (cuda::kSiblingProjectionsGroup) hold their reductions in
     // different branches: what follows each branch's last one runs in lane 0.
     SmallVector<scf::IfOp> lastInBlock;
-    // Their blocks are partitioned per projection, not b P .. b P + P - 1 over one weight's
-    // rows: no prefetch (weightRow's block-to-row mapping does not hold).
-    if (llvm::any_of(ops, [&](linalg::LinalgOp op) { return op->getBlock() != ops.front()->getBlock(); }))
-      prefetches = nullptr;
+    // Their blocks are partitioned per projection (cuda::kSiblingBlocksAttr: reduction i,
+    // in kernel order, is chain i): block b of chain i reduces its rows (b - first_i) P ..
+    // (b - first_i) P + P - 1, prefetched when the chain's blocks are whole.
+    const bool partitioned =
+        llvm::any_of(ops, [&](linalg::LinalgOp op) { return op->getBlock() != ops.front()->getBlock(); });
+    auto chains = kernel->getAttrOfType<DenseI64ArrayAttr>(cuda::kSiblingBlocksAttr);
+    if (partitioned && (!chains || chains.size() != 2 * (int64_t)ops.size())) prefetches = nullptr;
     for (auto [i, op] : llvm::enumerate(ops)) {
       Operation* combiner = cuda::WarpReducibleCombiner(op);
       if (!combiner) return op.emitError("internal: sibling reduction is not warp-reducible");
-      if (prefetches)
+      const int64_t first = partitioned ? chains[2 * i] : 0, rows = partitioned ? chains[2 * i + 1] : outputs;
+      if (prefetches && rows % perBlock == 0)
         for (OpOperand* in : op.getDpsInputOperands())
-          if (std::optional<RowPrefetch> row = weightRow(kernel, in->get(), readOnly, outputs, perBlock, maxBytes);
-              row && llvm::none_of(*prefetches, [&](const RowPrefetch& p) { return p.binding == row->binding; }))
+          if (std::optional<RowPrefetch> row = weightRow(kernel, in->get(), readOnly, rows, perBlock, maxBytes);
+              row && llvm::none_of(*prefetches, [&](const RowPrefetch& p) { return p.binding == row->binding; })) {
+            row->first = first;
             prefetches->push_back(*row);
+          }
       bool lastOfBlock = llvm::none_of(llvm::drop_begin(ops, i + 1), [&](linalg::LinalgOp later) {
         return later->getBlock() == op->getBlock();
       });
@@ -300,6 +307,23 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     int64_t binding = 0;
     for (unsigned i = 0; i < arg.getArgNumber(); ++i) binding += isa<MemRefType>(kernel.getArgumentTypes()[i]);
     return RowPrefetch{binding, perBlock * type.getDimSize(1) * bits / 8, outputs / perBlock};
+  }
+
+  // A one-block norm pair's read-only bindings (its weight) of at most `maxBytes`, whole, in
+  // 16-byte multiples: the block reads its weight only after the sum of squares, so without
+  // the prefetch that read is a second round trip to memory on the kernel's critical path.
+  static void wholeBindings(func::FuncOp kernel, const llvm::DenseSet<int64_t>& readOnly, int64_t maxBytes,
+                            SmallVector<RowPrefetch>& prefetches) {
+    int64_t binding = 0;
+    for (auto [j, t] : llvm::enumerate(kernel.getArgumentTypes())) {
+      auto type = dyn_cast<MemRefType>(t);
+      if (!type) continue;
+      int64_t at = binding++;
+      if (!readOnly.contains(j) || !type.hasStaticShape() || !type.getElementType().isIntOrFloat()) continue;
+      int64_t bytes = type.getNumElements() * type.getElementType().getIntOrFloatBitWidth() / 8;
+      if (bytes == 0 || bytes % 16 != 0 || bytes > maxBytes) continue;
+      prefetches.push_back(RowPrefetch{at, bytes, /*blocks=*/1});
+    }
   }
 
   // One reduction of the form above; returns its `if lane == 0` (the store of the result).
@@ -623,6 +647,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       kernel->removeAttr(cuda::kQuantizedGemvAttr);
     }
     if (kernel->hasAttr(cuda::kBlockLevelsAttr)) {  // a small layer's group: one block
+      if (cuda::IsNormPair(kernel)) wholeBindings(kernel, readOnly, prefetchMaxBytes, prefetches);
       if (failed(cuda::LowerBlockLevels(kernel, block))) return failure();
       kernel->removeAttr(cuda::kBlockLevelsAttr);
     }
@@ -634,11 +659,13 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       // Whole blocks of outputs (block / lanes each): their weight rows are prefetched before
       // the wait (buildEntry).
       const int64_t width = lanes.getInt();
-      const bool wholeBlocks = points > 0 && points % block == 0 && block % width == 0;
+      const bool partitioned = kernel->hasAttr(cuda::kSiblingBlocksAttr);  // whole blocks per chain
+      const bool wholeBlocks = (partitioned || (points > 0 && points % block == 0)) && block % width == 0;
       if (failed(warpReduce(kernel, width, readOnly, points / width, block / width, prefetchMaxBytes,
                             wholeBlocks ? &prefetches : nullptr)))
         return failure();
       kernel->removeAttr(kLanesAttr);
+      kernel->removeAttr(cuda::kSiblingBlocksAttr);
     }
     if (auto column = kernel->getAttrOfType<DenseI64ArrayAttr>(kColumnTilingAttr)) {
       if (column.size() != 4) return kernel.emitError("internal: malformed ") << kColumnTilingAttr;
@@ -684,8 +711,8 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     return target.consume_front("sm_") && !target.consumeInteger(10, number) && number >= 90;
   }
 
-  // In the entry block: `if (tid.x == 0 && ctaid.x < blocks) prefetch each slice`; the builder
-  // is left at the start of the block where the entry continues.
+  // In the entry block: `if (tid.x == 0) for each slice: if (ctaid.x - first <u blocks)
+  // prefetch it`; the builder is left at the start of the block where the entry continues.
   static void prefetchRows(OpBuilder& b, Location loc, LLVM::LLVMFuncOp entry,
                              ArrayRef<RowPrefetch> prefetches) {
     Type i32 = b.getI32Type(), i64 = b.getI64Type();
@@ -693,24 +720,31 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     Block* first = b.getInsertionBlock();
     Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
     Value bid = NVVM::BlockIdXOp::create(b, loc, i32);
-    Value cond = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, tid, constant(i32, 0));
-    cond = LLVM::AndOp::create(b, loc, cond,
-                               LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, bid,
-                                                    constant(i32, prefetches.front().blocks)));
-    Block* issue = b.createBlock(&entry.getBody());
     Block* rest = b.createBlock(&entry.getBody());
     b.setInsertionPointToEnd(first);
-    LLVM::CondBrOp::create(b, loc, cond, issue, rest);
-    b.setInsertionPointToStart(issue);
+    Block* next = b.createBlock(rest);
+    b.setInsertionPointToEnd(first);
+    LLVM::CondBrOp::create(b, loc, LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, tid, constant(i32, 0)),
+                           next, rest);
     auto global = LLVM::LLVMPointerType::get(b.getContext(), 1);
-    Value row = LLVM::ZExtOp::create(b, loc, i64, bid);
     for (const RowPrefetch& p : prefetches) {
-      Value offset = LLVM::MulOp::create(b, loc, row, constant(i64, p.bytes));
+      b.setInsertionPointToStart(next);
+      Value row = LLVM::SubOp::create(b, loc, bid, constant(i32, p.first));
+      Value mine = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, row, constant(i32, p.blocks));
+      Block* issue = b.createBlock(rest);
+      Block* after = b.createBlock(rest);
+      b.setInsertionPointToEnd(next);
+      LLVM::CondBrOp::create(b, loc, mine, issue, after);
+      b.setInsertionPointToStart(issue);
+      Value offset = LLVM::MulOp::create(b, loc, LLVM::ZExtOp::create(b, loc, i64, row), constant(i64, p.bytes));
       Value at = LLVM::GEPOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), b.getI8Type(),
                                      first->getArgument(p.binding), ArrayRef<LLVM::GEPArg>{offset});
       NVVM::CpAsyncBulkPrefetchOp::create(b, loc, LLVM::AddrSpaceCastOp::create(b, loc, global, at),
                                           constant(i32, p.bytes), Value());
+      LLVM::BrOp::create(b, loc, after);
+      next = after;
     }
+    b.setInsertionPointToStart(next);
     LLVM::BrOp::create(b, loc, rest);
     b.setInsertionPointToStart(rest);
   }
