@@ -221,9 +221,9 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
       options.fuse_elementwise, /*unfusedReductionExtent=*/0,
       /*fuseSiblingReductions=*/options.fuse_elementwise && OnlyCuda(options),
       /*fusePadsIntoDepthwise=*/options.fuse_elementwise && OnlyCpu(options)}));
-  // CUDA: q, k and v (+ v's cache row) of one normed row as one kernel, blocks partitioned
-  // over their rows, one warps-per-row count for all of them (8 kernels a layer instead of
-  // 10; passes/dispatch/fusion/README.md has the H200 figures).
+  // CUDA, on request: q, k and v (+ v's cache row) of one normed row as one kernel, blocks
+  // partitioned over their rows. Off by default: 8 kernels a layer instead of 10 measured
+  // slower on the H200 (passes/dispatch/fusion/README.md).
   if (options.sibling_projections && options.fuse_elementwise && OnlyCuda(options))
     pm.addPass(hexir::createMergeSiblingProjections());
   pm.addPass(hexir::createOutlineDispatchRegions());

@@ -38,7 +38,7 @@ struct CompileOptions {
   int64_t norm_pair_extent = -1;
   // CUDA-only modules: the dispatch regions of projections of one vector (q, k, v + its cache
   // row) become one kernel, blocks partitioned over their rows (hexir-merge-sibling-projections).
-  bool sibling_projections = true;
+  bool sibling_projections = false;
   // Calls to functions with device work are inlined into their callers
   // (hexir-inline-device-calls: one copy of the callee per call site). Neither this nor
   // keep_device_calls (the default): calls whose callee records into its caller's command

@@ -31,7 +31,6 @@
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -156,16 +155,6 @@ struct FillStore {
   }
 };
 
-// Loops of at most this many steps a thread are unrolled where they are made: each step's
-// loads can then be issued before the previous step's results are used (a norm pair at
-// TinyLlama's 2048 on 1024 threads had two dependent round trips to memory per loop).
-constexpr int64_t kMaxUnrolledSteps = 8;
-
-void UnrollShortLoop(scf::ForOp loop) {
-  std::optional<APInt> trips = loop.getStaticTripCount();
-  if (trips && trips->getZExtValue() <= kMaxUnrolledSteps) (void)loopUnrollFull(loop);
-}
-
 // `op` (parallel dims first, static) with a thread per point: its points p = 0..P strided by
 // the block, starting at thread `offset` (mod the block) so that ops of one level use
 // different threads; each thread loops over its points' reductions itself. `fill` (or null):
@@ -204,24 +193,9 @@ LogicalResult ThreadPerPoint(RewriterBase& rw, linalg::GenericOp op, Value tid, 
     nest.push_back(loop);
   }
   rw.setInsertionPoint(nest.front());
-  // Every thread walks the same static number of whole steps (p = i + start, i = 0, B, ...
-  // below P rounded down to B) and, under an if, the one step of the last partial round:
-  // static trip counts, which a few steps long are unrolled (see UnrollShortLoop).
-  const int64_t whole = points - points % block;
-  Value p;
-  scf::ForOp strided;
-  scf::IfOp partial;
-  if (whole > 0) {
-    strided = scf::ForOp::create(rw, loc, Index(rw, loc, 0), Index(rw, loc, whole), Index(rw, loc, block));
-    rw.setInsertionPointToStart(strided.getBody());
-    p = arith::AddIOp::create(rw, loc, strided.getInductionVar(), start);
-  } else {
-    Value inside = arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::ult, start, Index(rw, loc, points));
-    partial = scf::IfOp::create(rw, loc, inside, /*withElseRegion=*/false);
-    rw.setInsertionPointToStart(partial.thenBlock());
-    p = start;
-  }
-  Value rest = p;
+  auto strided = scf::ForOp::create(rw, loc, start, Index(rw, loc, points), Index(rw, loc, block));
+  rw.setInsertionPointToStart(strided.getBody());
+  Value rest = strided.getInductionVar();
   SmallVector<Value> coordinates;
   for (int64_t d = parallelCount - 1; d >= 0; --d) {
     Value coordinate = rest;
@@ -234,21 +208,9 @@ LogicalResult ThreadPerPoint(RewriterBase& rw, linalg::GenericOp op, Value tid, 
   }
   store.emit(rw, loc, coordinates);
   Block* inner = nest.back().getBody();
-  Block* step = strided ? strided.getBody() : partial.thenBlock();
   for (Operation& moved : llvm::make_early_inc_range(inner->without_terminator()))
-    moved.moveBefore(step->getTerminator());
+    moved.moveBefore(strided.getBody()->getTerminator());
   rw.eraseOp(nest.front());
-  if (strided && whole < points) {  // the last round's step: a copy of the loop's body
-    rw.setInsertionPointAfter(strided);
-    Value last = arith::AddIOp::create(rw, loc, Index(rw, loc, whole), start);
-    Value inside = arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::ult, last, Index(rw, loc, points));
-    auto tail = scf::IfOp::create(rw, loc, inside, /*withElseRegion=*/false);
-    IRMapping m;
-    m.map(strided.getInductionVar(), Index(rw, loc, whole));
-    OpBuilder tb = OpBuilder::atBlockTerminator(tail.thenBlock());
-    for (Operation& op : strided.getBody()->without_terminator()) tb.clone(op, m);
-  }
-  if (strided) UnrollShortLoop(strided);
   return success();
 }
 
@@ -291,61 +253,26 @@ void BlockReduce(RewriterBase& rw, func::FuncOp kernel, linalg::GenericOp op, Op
   TypedAttr neutral = *arith::getNeutralElement(combiner);
   Value identity = arith::ConstantOp::create(rw, loc, neutral);
   int64_t extent = op.getStaticLoopRanges()[reduced];
-  // The thread's elements k = tid + i for i = 0, B, ... below the extent rounded down to B,
-  // then k = that + tid where still inside: static trip counts. Up to kMaxUnrolledSteps
-  // steps are unrolled here with all their loads first (one round trip to memory, not one a
-  // step); the combining order is the loop's.
-  auto loadStep = [&](OpBuilder& b, Location l, Value k) {
-    SmallVector<Value> dims(iterators.size(), zero), loaded;
-    dims[reduced] = k;
-    for (OpOperand* in : op.getDpsInputOperands())
-      loaded.push_back(memref::LoadOp::create(b, l, in->get(), indicesAt(b, op.getMatchingIndexingMap(in), dims)));
-    return loaded;
-  };
-  auto computeStep = [&](OpBuilder& b, Value k, ArrayRef<Value> loaded, Value accValue) {
-    IRMapping m;
-    for (auto [in, value] : llvm::zip(op.getDpsInputOperands(), loaded))
-      m.map(body->getArgument(in->getOperandNumber()), value);
-    m.map(acc, accValue);
-    for (Operation& inner : body->without_terminator()) {
-      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
-        m.map(index.getResult(), (int64_t)index.getDim() == reduced ? k : zero);
-        continue;
-      }
-      b.clone(inner, m);
-    }
-    return m.lookupOrDefault(body->getTerminator()->getOperand(0));
-  };
-  const int64_t whole = extent - extent % block;
-  Value partialSum = identity;
-  if (whole / block <= kMaxUnrolledSteps) {
-    SmallVector<Value> ks;
-    SmallVector<SmallVector<Value>> loaded;
-    for (int64_t i = 0; i < whole; i += block) {
-      ks.push_back(arith::AddIOp::create(rw, loc, tid, Index(rw, loc, i)));
-      loaded.push_back(loadStep(rw, loc, ks.back()));
-    }
-    for (auto [k, values] : llvm::zip(ks, loaded)) partialSum = computeStep(rw, k, values, partialSum);
-  } else {
-    auto loop = scf::ForOp::create(
-        rw, loc, Index(rw, loc, 0), Index(rw, loc, whole), Index(rw, loc, block), ValueRange{identity},
-        [&](OpBuilder& b, Location l, Value i, ValueRange accs) {
-          Value k = arith::AddIOp::create(b, l, i, tid);
-          scf::YieldOp::create(b, l, computeStep(b, k, loadStep(b, l, k), accs[0]));
-        });
-    partialSum = loop.getResult(0);
-  }
-  if (whole < extent) {
-    Value k = arith::AddIOp::create(rw, loc, tid, Index(rw, loc, whole));
-    Value inside = arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::ult, k, Index(rw, loc, extent));
-    auto tail = scf::IfOp::create(rw, loc, TypeRange{partialSum.getType()}, inside, /*withElseRegion=*/true);
-    OpBuilder tb = OpBuilder::atBlockEnd(tail.thenBlock());
-    scf::YieldOp::create(tb, loc, computeStep(tb, k, loadStep(tb, loc, k), partialSum));
-    OpBuilder eb = OpBuilder::atBlockEnd(tail.elseBlock());
-    scf::YieldOp::create(eb, loc, partialSum);
-    partialSum = tail.getResult(0);
-  }
-  Value partial = partialSum;
+  auto loop = scf::ForOp::create(
+      rw, loc, tid, Index(rw, loc, extent), Index(rw, loc, block), ValueRange{identity},
+      [&](OpBuilder& b, Location l, Value k, ValueRange accs) {
+        SmallVector<Value> dims(iterators.size(), zero);
+        dims[reduced] = k;
+        IRMapping m;
+        for (OpOperand* in : op.getDpsInputOperands())
+          m.map(body->getArgument(in->getOperandNumber()),
+                memref::LoadOp::create(b, l, in->get(), indicesAt(b, op.getMatchingIndexingMap(in), dims)));
+        m.map(acc, accs[0]);
+        for (Operation& inner : body->without_terminator()) {
+          if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+            m.map(index.getResult(), (int64_t)index.getDim() == reduced ? k : zero);
+            continue;
+          }
+          b.clone(inner, m);
+        }
+        scf::YieldOp::create(b, l, m.lookupOrDefault(body->getTerminator()->getOperand(0)));
+      });
+  Value partial = loop.getResult(0);
   for (int32_t offset = kWarpSize / 2; offset > 0; offset /= 2)
     partial = combine(rw, partial,
                       gpu::ShuffleOp::create(rw, loc, partial, offset, kWarpSize, gpu::ShuffleMode::XOR)
@@ -383,10 +310,7 @@ void BlockReduce(RewriterBase& rw, func::FuncOp kernel, linalg::GenericOp op, Op
 // A norm pair as one block of 256 threads walks 8 strided steps a thread at TinyLlama's 2048
 // (measured slower on the H200 than its two kernels): wider pairs get up to 1024 threads, 2
 // elements each. Other groups keep `blockSize` (their levels are rows, not long vectors).
-namespace {
-// The kernel's two generics when it is a norm pair (a reduction, then an elementwise op;
-// fills aside, nothing else), else nothing.
-std::optional<std::pair<linalg::GenericOp, linalg::GenericOp>> NormPairOps(func::FuncOp kernel) {
+int64_t BlockLevelsThreads(func::FuncOp kernel, int64_t blockSize) {
   SmallVector<linalg::GenericOp> ops;
   bool other = false;
   kernel.walk([&](linalg::LinalgOp op) {
@@ -395,17 +319,7 @@ std::optional<std::pair<linalg::GenericOp, linalg::GenericOp>> NormPairOps(func:
     else other = true;
   });
   if (other || ops.size() != 2 || ops[0].getNumReductionLoops() == 0 || ops[1].getNumReductionLoops() != 0)
-    return std::nullopt;
-  return std::make_pair(ops[0], ops[1]);
-}
-}  // namespace
-
-bool IsNormPair(func::FuncOp kernel) { return NormPairOps(kernel).has_value(); }
-
-int64_t BlockLevelsThreads(func::FuncOp kernel, int64_t blockSize) {
-  auto pair = NormPairOps(kernel);
-  if (!pair) return blockSize;
-  SmallVector<linalg::GenericOp> ops = {pair->first, pair->second};
+    return blockSize;
   int64_t widest = 0;
   for (linalg::GenericOp g : ops) {
     int64_t n = 1;

@@ -22,10 +22,6 @@ bool IsSmallLayerGroup(ExecutableOp exe);
 // thread per 2 elements of its widest op, at most 1024.
 int64_t BlockLevelsThreads(mlir::func::FuncOp kernel, int64_t blockSize);
 
-// The kernel is a norm pair: one reduction, then one elementwise op (fills aside), nothing
-// else (tensor or bufferized form).
-bool IsNormPair(mlir::func::FuncOp kernel);
-
 // Lowers the bufferized kernel of a small-layer group to one block of `blockSize` threads.
 mlir::LogicalResult LowerBlockLevels(mlir::func::FuncOp kernel, int64_t blockSize);
 

@@ -309,23 +309,6 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     return RowPrefetch{binding, perBlock * type.getDimSize(1) * bits / 8, outputs / perBlock};
   }
 
-  // A one-block norm pair's read-only bindings (its weight) of at most `maxBytes`, whole, in
-  // 16-byte multiples: the block reads its weight only after the sum of squares, so without
-  // the prefetch that read is a second round trip to memory on the kernel's critical path.
-  static void wholeBindings(func::FuncOp kernel, const llvm::DenseSet<int64_t>& readOnly, int64_t maxBytes,
-                            SmallVector<RowPrefetch>& prefetches) {
-    int64_t binding = 0;
-    for (auto [j, t] : llvm::enumerate(kernel.getArgumentTypes())) {
-      auto type = dyn_cast<MemRefType>(t);
-      if (!type) continue;
-      int64_t at = binding++;
-      if (!readOnly.contains(j) || !type.hasStaticShape() || !type.getElementType().isIntOrFloat()) continue;
-      int64_t bytes = type.getNumElements() * type.getElementType().getIntOrFloatBitWidth() / 8;
-      if (bytes == 0 || bytes % 16 != 0 || bytes > maxBytes) continue;
-      prefetches.push_back(RowPrefetch{at, bytes, /*blocks=*/1});
-    }
-  }
-
   // One reduction of the form above; returns its `if lane == 0` (the store of the result).
   static FailureOr<scf::IfOp> warpReduceOne(func::FuncOp kernel, linalg::LinalgOp op,
                                             Operation* combiner, int64_t lanes) {
@@ -647,7 +630,6 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       kernel->removeAttr(cuda::kQuantizedGemvAttr);
     }
     if (kernel->hasAttr(cuda::kBlockLevelsAttr)) {  // a small layer's group: one block
-      if (cuda::IsNormPair(kernel)) wholeBindings(kernel, readOnly, prefetchMaxBytes, prefetches);
       if (failed(cuda::LowerBlockLevels(kernel, block))) return failure();
       kernel->removeAttr(cuda::kBlockLevelsAttr);
     }
@@ -711,36 +693,60 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     return target.consume_front("sm_") && !target.consumeInteger(10, number) && number >= 90;
   }
 
-  // In the entry block: `if (tid.x == 0) for each slice: if (ctaid.x - first <u blocks)
-  // prefetch it`; the builder is left at the start of the block where the entry continues.
+  // In the entry block, when every slice starts at block 0 over the same blocks (one weight,
+  // or w1 and w3): `if (tid.x == 0 && ctaid.x < blocks) prefetch each slice`; otherwise (merged
+  // sibling projections, a range of blocks a slice): `if (tid.x == 0) for each slice: if
+  // (ctaid.x - first <u blocks) prefetch it`. The builder is left at the start of the block
+  // where the entry continues.
   static void prefetchRows(OpBuilder& b, Location loc, LLVM::LLVMFuncOp entry,
                              ArrayRef<RowPrefetch> prefetches) {
     Type i32 = b.getI32Type(), i64 = b.getI64Type();
     auto constant = [&](Type t, int64_t v) { return LLVM::ConstantOp::create(b, loc, t, v).getResult(); };
+    auto global = LLVM::LLVMPointerType::get(b.getContext(), 1);
     Block* first = b.getInsertionBlock();
     Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
     Value bid = NVVM::BlockIdXOp::create(b, loc, i32);
-    Block* rest = b.createBlock(&entry.getBody());
-    b.setInsertionPointToEnd(first);
-    Block* next = b.createBlock(rest);
-    b.setInsertionPointToEnd(first);
-    LLVM::CondBrOp::create(b, loc, LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, tid, constant(i32, 0)),
-                           next, rest);
-    auto global = LLVM::LLVMPointerType::get(b.getContext(), 1);
-    for (const RowPrefetch& p : prefetches) {
-      b.setInsertionPointToStart(next);
-      Value row = LLVM::SubOp::create(b, loc, bid, constant(i32, p.first));
-      Value mine = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, row, constant(i32, p.blocks));
-      Block* issue = b.createBlock(rest);
-      Block* after = b.createBlock(rest);
-      b.setInsertionPointToEnd(next);
-      LLVM::CondBrOp::create(b, loc, mine, issue, after);
-      b.setInsertionPointToStart(issue);
-      Value offset = LLVM::MulOp::create(b, loc, LLVM::ZExtOp::create(b, loc, i64, row), constant(i64, p.bytes));
+    auto issue = [&](const RowPrefetch& p, Value row64) {  // the slice's row of blocks, as i64
+      Value offset = LLVM::MulOp::create(b, loc, row64, constant(i64, p.bytes));
       Value at = LLVM::GEPOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), b.getI8Type(),
                                      first->getArgument(p.binding), ArrayRef<LLVM::GEPArg>{offset});
       NVVM::CpAsyncBulkPrefetchOp::create(b, loc, LLVM::AddrSpaceCastOp::create(b, loc, global, at),
                                           constant(i32, p.bytes), Value());
+    };
+    const bool uniform = llvm::all_of(prefetches, [&](const RowPrefetch& p) {
+      return p.first == 0 && p.blocks == prefetches.front().blocks;
+    });
+    if (uniform) {
+      Value cond = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, tid, constant(i32, 0));
+      cond = LLVM::AndOp::create(b, loc, cond,
+                                 LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, bid,
+                                                      constant(i32, prefetches.front().blocks)));
+      Block* block = b.createBlock(&entry.getBody());
+      Block* rest = b.createBlock(&entry.getBody());
+      b.setInsertionPointToEnd(first);
+      LLVM::CondBrOp::create(b, loc, cond, block, rest);
+      b.setInsertionPointToStart(block);
+      Value row64 = LLVM::ZExtOp::create(b, loc, i64, bid);
+      for (const RowPrefetch& p : prefetches) issue(p, row64);
+      LLVM::BrOp::create(b, loc, rest);
+      b.setInsertionPointToStart(rest);
+      return;
+    }
+    Block* rest = b.createBlock(&entry.getBody());
+    Block* next = b.createBlock(rest);
+    b.setInsertionPointToEnd(first);
+    LLVM::CondBrOp::create(b, loc, LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, tid, constant(i32, 0)),
+                           next, rest);
+    for (const RowPrefetch& p : prefetches) {
+      b.setInsertionPointToStart(next);
+      Value row = LLVM::SubOp::create(b, loc, bid, constant(i32, p.first));
+      Value mine = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, row, constant(i32, p.blocks));
+      Block* block = b.createBlock(rest);
+      Block* after = b.createBlock(rest);
+      b.setInsertionPointToEnd(next);
+      LLVM::CondBrOp::create(b, loc, mine, block, after);
+      b.setInsertionPointToStart(block);
+      issue(p, LLVM::ZExtOp::create(b, loc, i64, row));
       LLVM::BrOp::create(b, loc, after);
       next = after;
     }

@@ -5,12 +5,12 @@
 // v written into row `pos` of the V cache (in place: @layer is private and its caches are
 // donated by @main). Checked against an f64 reference at awkward sizes: odd model dims, GQA
 // 32/4 and 5/1 heads, head_dim 6 and 64, f32 and f16 weights, positions 0 and at the cache's
-// last row; every cache row but `pos` must come back unchanged. On CUDA q, k and v + its
-// cache row are one kernel by default (hexir-merge-sibling-projections, blocks partitioned
-// over their rows, W warps a row for all of them): also checked with
-// `--sibling-projections=false` (2 dispatches more where the rows are long enough for a warp
-// each, dim >= 64) and with W forced to 1 and 4 (`--cuda-sibling-warps-per-row`; chosen: 1 at
-// dims 64 and 77, 2 at 768 and 2047, 4 at 1030 with f16 weights, 8 with f32).
+// last row; every cache row but `pos` must come back unchanged. On CUDA also with
+// `hexir-compile --sibling-projections` (hexir-merge-sibling-projections: q, k and v + its
+// cache row one kernel, blocks partitioned over their rows, W warps a row for all of them),
+// which records 2 dispatches fewer where the rows are long enough for a warp each (dim >= 64),
+// with W chosen (1 at dims 64 and 77, 2 at 768 and 2047, 4 at 1030 with f16 weights, 8 with
+// f32) and forced to 1 and 4 (`--cuda-sibling-warps-per-row`).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -139,7 +139,8 @@ void DecodeProjectionsMatchF64(const std::string& target) {
                                      {64, 4, 2, 16, 8, 3, false}};
   std::vector<std::string> flags = {""};
   if (target == "cuda")
-    flags = {"--sibling-projections=false", "", "--cuda-sibling-warps-per-row=1", "--cuda-sibling-warps-per-row=4"};
+    flags = {"", "--sibling-projections", "--sibling-projections --cuda-sibling-warps-per-row=1",
+             "--sibling-projections --cuda-sibling-warps-per-row=4"};
   std::vector<std::string> modules;  // shape-major, then flags
   for (const Shape& s : shapes)
     for (const std::string& f : flags) modules.push_back(CompileOrDie(Layer(s), Name(s), target, f));

@@ -87,9 +87,8 @@ void NormThenGemvMatchesF64(const std::string& target) {
   // 2047: odd, a tail after 7 full block strides; 2048 f16: TinyLlama's dim; 769 f16: just
   // over 3 strides; 4099: prime, 5 rows (the scaling joins its projection instead: 2 kernels
   // either way); 16383: the limit's last odd width; 16411: over the limit (16384), 3 kernels;
-  // 768 f16: random768's dim, 3 whole strides of 256 threads (unrolled, no tail); 700: 2
-  // strides and a partial one; 3001: 2 strides of 1024 threads and a partial one; 16383's
-  // 15 strides stay a loop (more than the 8 unrolled).
+  // 768 f16: random768's dim, 3 whole strides of 256 threads; 700: 2 strides and a partial
+  // one; 3001: 2 strides of 1024 threads and a partial one.
   const std::vector<Shape> shapes = {{37, 2047, false}, {64, 2048, true}, {33, 769, true},
                                      {5, 4099, false},  {19, 16383, true}, {17, 16411, false},
                                      {11, 768, true},   {7, 700, false},   {9, 3001, true}};

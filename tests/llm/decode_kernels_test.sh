@@ -9,9 +9,8 @@
 # The random checkpoints are header-only sparse files (torch_decode_bench.py --header-only):
 # a module depends only on the header. Also: stories260K's decode step uses at most 5 CUDA
 # kernels a layer (read from the device loop's command buffer, compile-only), the
-# TinyLlama-shaped one at most 8 (its decode step's command buffer, 2 layers minus 1: q, k
-# and v one kernel, each norm one), 10 with --norm-pair-extent=1024 (each norm two kernels)
-# and 10 with --sibling-projections=false.
+# TinyLlama-shaped one at most 12, 10 with --norm-pair-extent=16384 (its decode step's command
+# buffer, 2 layers minus 1), 8 with --sibling-projections.
 source tests/llm/common.sh
 DUMP=tools/hexir-dump/hexir-dump
 BENCH_PY=tests/llm/torch_decode_bench.py
@@ -100,8 +99,7 @@ per_layer_kernels "--no-fusion" "stories260K shape, CUDA --no-fusion"
 # 13 a layer before sibling reductions, passes/codegen/CUDAWholeReductions.h: norm sum, norm
 # scaling, q, k, k rotary + cache row, v + cache row, attention, wo + residual, norm sum,
 # norm scaling, w1 and w3 + SiLU * mul, w2 + residual = 12; 10 since each 2048-wide norm is one
-# block, --norm-pair-extent's default 16384; 8 since q, k and v + the V row are one kernel,
-# hexir-merge-sibling-projections).
+# block, --norm-pair-extent's default 16384; 12 with --norm-pair-extent=1024).
 decode_step_dispatches() {
   "$DUMP" "$1" | awk '
     /^  #[0-9]+ "/ { fn = $2 }
@@ -138,10 +136,10 @@ tinyllama_per_layer() {
   [ "$kept" = "$per" ] && pass "TinyLlama shape f16, CUDA $*: @layer kept as calls records $kept kernels, as inlined" \
     || fail "TinyLlama shape f16, CUDA $*: @layer kept as calls records $kept kernels, inlined $per per layer"
 }
-# q, k and v + its cache row as one kernel (hexir-merge-sibling-projections, the default).
-tinyllama_per_layer 8
-tinyllama_per_layer 10 --norm-pair-extent=1024
-tinyllama_per_layer 10 --sibling-projections=false
+tinyllama_per_layer 10
+tinyllama_per_layer 12 --norm-pair-extent=1024
+# q, k and v + its cache row as one kernel (hexir-merge-sibling-projections, off by default).
+tinyllama_per_layer 8 --sibling-projections
 
 if [ -f "$SHARED/models/stories260K.bin" ]; then
   check stories260K "$SHARED/models/stories260K.bin"

@@ -57,9 +57,9 @@ static cl::opt<int64_t> normPairExtent(
 static cl::opt<bool> siblingProjections(
     "sibling-projections",
     cl::desc("CUDA-only modules: projections of one vector (a llama layer's q, k and v + its "
-             "cache row) run as one kernel, its blocks partitioned over their rows (default; "
-             "=false: one kernel each)"),
-    cl::init(true));
+             "cache row) run as one kernel, its blocks partitioned over their rows (off by "
+             "default: measured slower on the H200, passes/dispatch/fusion/README.md)"),
+    cl::init(false));
 static cl::opt<bool> noBranchSelection(
     "no-branch-selection",
     cl::desc("host control flow as cmp + cond_br / br with block-argument copies, registers first "

@@ -157,28 +157,10 @@ hexir.executable @norm_pair attributes {hexir.dispatch_group = "small_layer"} {
 
 // -----
 
-// 768 wide on 256 threads: 3 whole strides a thread, unrolled with their 3 loads first (one
-// round trip to memory, not three), combined in the loop's order; the scaling's 3 strides
-// unrolled likewise (no loop left).
 // CHECK-LABEL: hexir.executable @norm_pair_768
 // CHECK-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>
 // LOWER-LABEL: hexir.executable @norm_pair_768
 // LOWER:         llvm.mlir.global private @__hexir_shared{{.*}}addr_space = 3{{.*}}!llvm.array<8 x f32>
-// LOWER:         llvm.func internal @norm_pair_768_impl
-// LOWER:           %[[X0:.+]] = llvm.load %{{.+}} : !llvm.ptr -> f32
-// LOWER:           %[[X1:.+]] = llvm.load %{{.+}} : !llvm.ptr -> f32
-// LOWER:           %[[X2:.+]] = llvm.load %{{.+}} : !llvm.ptr -> f32
-// LOWER-NEXT:      %[[S0:.+]] = llvm.fmul %[[X0]], %[[X0]] : f32
-// LOWER-NEXT:      %[[A0:.+]] = llvm.fadd %[[S0]], %{{.+}} : f32
-// LOWER-NEXT:      %[[S1:.+]] = llvm.fmul %[[X1]], %[[X1]] : f32
-// LOWER-NEXT:      %[[A1:.+]] = llvm.fadd %[[A0]], %[[S1]] : f32
-// LOWER-NEXT:      %[[S2:.+]] = llvm.fmul %[[X2]], %[[X2]] : f32
-// LOWER-NEXT:      llvm.fadd %[[A1]], %[[S2]] : f32
-// LOWER-COUNT-5:   nvvm.shfl.sync  bfly
-// LOWER-COUNT-2:   nvvm.barrier0
-// LOWER-COUNT-3:   llvm.call @__nv_rsqrtf
-// LOWER-NOT:       llvm.br
-// LOWER:           llvm.return
 #mid = affine_map<(d) -> (d)>
 #mall = affine_map<(d) -> ()>
 hexir.executable @norm_pair_768 attributes {hexir.dispatch_group = "small_layer"} {
@@ -203,62 +185,4 @@ hexir.executable @norm_pair_768 attributes {hexir.dispatch_group = "small_layer"
       return %xn : tensor<768xf32>
     }
   }
-}
-
-// -----
-
-// A norm pair whose input and weight are a public function's arguments (read-only,
-// cuda_weight_prefetch.mlir): thread 0 asks L2 for each whole (x: 2048 f32, 8192 bytes; the
-// weight: 2048 f16, 4096 bytes) between launch_dependents and the wait, since the block reads
-// the weight only after its sum of squares (in a decode layer x is the residual stream, a
-// dispatch's result: only the weight). TinyLlama's 2048 on 1024 threads: each thread's 2
-// elements of x loaded one after the other, before any use.
-// CHECK-LABEL: hexir.executable @norm_pair_read_only
-// CHECK-SAME:    hexir.cuda.block_size = array<i64: 1024, 1, 1>
-// LOWER-LABEL: hexir.executable @norm_pair_read_only
-// LOWER-SAME:    hexir.cuda.read_only_bindings = array<i64: 0, 1>
-// LOWER:         llvm.func internal @norm_pair_read_only_impl
-// LOWER:           %[[X0:.+]] = llvm.load %{{.+}} : !llvm.ptr -> f32
-// LOWER-NOT:       llvm.fmul
-// LOWER:           %[[X1:.+]] = llvm.load %{{.+}} : !llvm.ptr -> f32
-// LOWER-NEXT:      llvm.fmul %[[X0]], %[[X0]] : f32
-// LOWER:           llvm.return
-// LOWER:         llvm.func @norm_pair_read_only(%[[X:.+]]: !llvm.ptr {{{.*}}}, %[[G:.+]]: !llvm.ptr {{{.*}}}, %{{.+}}: !llvm.ptr {{{.*}}})
-// LOWER-NEXT:      nvvm.griddepcontrol launch_dependents
-// LOWER:           llvm.mlir.constant(8192 : i64) : i64
-// LOWER:           llvm.getelementptr %[[X]]
-// LOWER:           nvvm.cp.async.bulk.prefetch
-// LOWER:           llvm.mlir.constant(4096 : i64) : i64
-// LOWER:           llvm.getelementptr %[[G]]
-// LOWER:           nvvm.cp.async.bulk.prefetch
-// LOWER:           nvvm.griddepcontrol wait
-#rid = affine_map<(d) -> (d)>
-#rall = affine_map<(d) -> ()>
-hexir.executable @norm_pair_read_only attributes {hexir.dispatch_group = "small_layer"} {
-  builtin.module {
-    func.func @norm_pair_read_only(%x: tensor<2048xf32>, %g: tensor<2048xf16>, %o: tensor<2048xf32>) -> tensor<2048xf32> {
-      %zero = arith.constant 0.0 : f32
-      %e0 = tensor.empty() : tensor<f32>
-      %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
-      %ss = linalg.generic {indexing_maps = [#rid, #rall], iterator_types = ["reduction"]} ins(%x : tensor<2048xf32>) outs(%z0 : tensor<f32>) {
-      ^bb0(%a: f32, %acc: f32):
-        %m = arith.mulf %a, %a : f32
-        %s = arith.addf %acc, %m : f32
-        linalg.yield %s : f32
-      } -> tensor<f32>
-      %xn = linalg.generic {indexing_maps = [#rid, #rall, #rid, #rid], iterator_types = ["parallel"]} ins(%x, %ss, %g : tensor<2048xf32>, tensor<f32>, tensor<2048xf16>) outs(%o : tensor<2048xf32>) {
-      ^bb0(%a: f32, %sum: f32, %gw: f16, %unused: f32):
-        %inv = math.rsqrt %sum : f32
-        %xs = arith.mulf %a, %inv : f32
-        %gf = arith.extf %gw : f16 to f32
-        %y = arith.mulf %gf, %xs : f32
-        linalg.yield %y : f32
-      } -> tensor<2048xf32>
-      return %xn : tensor<2048xf32>
-    }
-  }
-}
-func.func @main(%x: tensor<2048xf32>, %g: tensor<2048xf16>) -> tensor<2048xf32> {
-  %y = hexir.dispatch @norm_pair_read_only(%x, %g) : (tensor<2048xf32>, tensor<2048xf16>) -> tensor<2048xf32>
-  return %y : tensor<2048xf32>
 }

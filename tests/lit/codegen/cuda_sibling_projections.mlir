@@ -2,11 +2,13 @@
 // RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads --hexir-cuda-lower-executables | FileCheck %s --check-prefix=LOWER
 
 // Sibling projections (hexir-form-dispatch-regions, fuse-sibling-reductions): a GQA layer's
-// q (96 rows), k (24) and v (24, written into row %pos of the cache in place) of one x. Each
-// chain is distributed a warp a row, as alone, in blocks of 2 warps; the kernel gives each
-// its own range of blocks (q: threads [0, 3072), blocks 0..47; k: [3072, 3840), blocks
+// q (96 rows), k (24) and v (24, written into row %pos of the cache in place) of one x. One
+// warps-per-row count for all chains from their 144 rows of 64: 1 (a second warp needs a row
+// of at least two warps of 16-byte steps, 512 f16), a warp a row in blocks of 2 warps; the
+// kernel gives each its own range of blocks (q: threads [0, 3072), blocks 0..47; k: [3072, 3840), blocks
 // 48..59; v: [3840, 4608), blocks 60..71), each under an if on the thread's global id, its
-// block id made relative to the chain's first block. Lowered: one butterfly per chain.
+// block id made relative to the chain's first block; hexir.cuda.sibling_blocks records
+// [first block, rows] a chain. Lowered: one butterfly per chain.
 // CHECK-LABEL: hexir.executable @qkv
 // CHECK-SAME:    hexir.cuda.block_size = array<i64: 64, 1, 1>
 // CHECK-SAME:    hexir.workgroup_count = array<i64: 72, 1, 1>

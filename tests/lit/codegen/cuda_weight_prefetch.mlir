@@ -6,8 +6,7 @@
 
 // Weights streamed before the programmatic wait. A GEMV with whole rows per block (W x, 40
 // rows of K = 1000 f16, a row per block of 2 warps: 40 blocks) whose W no dispatch of the
-// program writes: thread 0 of block b < 40 (b - 0 < 40 unsigned: a slice's blocks may start
-// past 0, cuda_sibling_projections.mlir) asks L2 for its row, bytes [b 2000, b 2000 + 2000),
+// program writes: thread 0 of block b < 40 asks L2 for its row, bytes [b 2000, b 2000 + 2000),
 // with one bulk prefetch, after launch_dependents and before griddepcontrol.wait. Read-only
 // bindings (every dispatch site's operand is a public function's argument or a constant,
 // only read: no tied result, no return) are recorded on the executable; x is read-only too.
@@ -28,22 +27,17 @@
 // CHECK-NEXT:      %[[BID:.+]] = nvvm.read.ptx.sreg.ctaid.x : i32
 // CHECK-NEXT:      %[[ZERO:.+]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK-NEXT:      %[[FIRST:.+]] = llvm.icmp "eq" %[[TID]], %[[ZERO]] : i32
-// CHECK-NEXT:      llvm.cond_br %[[FIRST]], ^[[SLICE:bb[0-9]+]], ^[[WAIT:bb[0-9]+]]
-// CHECK:         ^[[SLICE]]:
-// CHECK-NEXT:      %[[FROM:.+]] = llvm.mlir.constant(0 : i32) : i32
-// CHECK-NEXT:      %[[ROWID:.+]] = llvm.sub %[[BID]], %[[FROM]] : i32
 // CHECK-NEXT:      %[[BLOCKS:.+]] = llvm.mlir.constant(40 : i32) : i32
-// CHECK-NEXT:      %[[INSIDE:.+]] = llvm.icmp "ult" %[[ROWID]], %[[BLOCKS]] : i32
-// CHECK-NEXT:      llvm.cond_br %[[INSIDE]], ^[[PREFETCH:bb[0-9]+]], ^[[NEXT:bb[0-9]+]]
+// CHECK-NEXT:      %[[INSIDE:.+]] = llvm.icmp "ult" %[[BID]], %[[BLOCKS]] : i32
+// CHECK:           %[[ISSUE:.+]] = llvm.and %[[FIRST]], %[[INSIDE]] : i1
+// CHECK:           llvm.cond_br %[[ISSUE]], ^[[PREFETCH:bb[0-9]+]], ^[[WAIT:bb[0-9]+]]
 // CHECK:         ^[[PREFETCH]]:
+// CHECK:           %[[B64:.+]] = llvm.zext %[[BID]] : i32 to i64
 // CHECK:           %[[ROW:.+]] = llvm.mlir.constant(2000 : i64) : i64
-// CHECK:           %[[B64:.+]] = llvm.zext %[[ROWID]] : i32 to i64
 // CHECK:           %[[OFFSET:.+]] = llvm.mul %[[B64]], %[[ROW]] : i64
 // CHECK:           %[[AT:.+]] = llvm.getelementptr %[[W]][%[[OFFSET]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK:           %[[GLOBAL:.+]] = llvm.addrspacecast %[[AT]] : !llvm.ptr to !llvm.ptr<1>
 // CHECK:           nvvm.cp.async.bulk.prefetch %[[GLOBAL]], %{{.+}} : <1>
-// CHECK-NEXT:      llvm.br ^[[NEXT]]
-// CHECK:         ^[[NEXT]]:
 // CHECK-NEXT:      llvm.br ^[[WAIT]]
 // CHECK:         ^[[WAIT]]:
 // CHECK-NEXT:      nvvm.griddepcontrol wait
