@@ -62,7 +62,7 @@ constexpr int64_t kWarpsPerBlock = 2;        // warp-reduction kernels
 // Overrides the sibling projections' chosen warps a row, for measurements and tests.
 llvm::cl::opt<int64_t> forcedSiblingWarps(
     "cuda-sibling-warps-per-row", llvm::cl::Hidden, llvm::cl::init(0),
-    llvm::cl::desc("warps a row of merged sibling projections (1-16, a power of two; 0: chosen)"));
+    llvm::cl::desc("warps a row of merged sibling projections (1-16; 0: chosen from their rows)"));
 
 class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistributeThreads> {
  public:
@@ -196,7 +196,8 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       scratch.clear();
       return false;
     };
-    // Distributes every chain with W warps a row (0: a warp a row, only to learn the rows).
+    // Distributes every chain with W warps a row (0: a warp a row in blocks of kWarpsPerBlock
+    // warps; that first call also learns each chain's rows, reduced extent and element size).
     auto distributeChains = [&](int64_t warps) {
       parts.clear(), threads.clear(), firstBlock.clear(), rows.clear();
       blocks = 0;
