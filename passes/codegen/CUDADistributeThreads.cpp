@@ -12,6 +12,9 @@
 // producer fusion, thread per point, one thread).
 #include <functional>
 
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/CommandLine.h"
+
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -55,6 +58,11 @@ Value globalThreadId(OpBuilder& b, Location loc, int64_t blockSize) {
 constexpr int64_t kVector = 4;             // elements per thread, elementwise kernels
 constexpr int64_t kMinVectorThreads = 1024;  // only when at least this many threads remain
 constexpr int64_t kWarpsPerBlock = 2;        // warp-reduction kernels
+
+// Overrides the sibling projections' chosen warps a row, for measurements and tests.
+llvm::cl::opt<int64_t> forcedSiblingWarps(
+    "cuda-sibling-warps-per-row", llvm::cl::Hidden, llvm::cl::init(0),
+    llvm::cl::desc("warps a row of merged sibling projections (1-16; 0: chosen from their rows)"));
 
 class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistributeThreads> {
  public:
@@ -150,15 +158,21 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
  private:
   // Sibling projections (cuda::kSiblingProjectionsGroup): results computed by independent
   // chains (q, k and v GEMVs of one vector, v's written into its cache slot). Each result's
-  // chain, alone in a clone of the kernel, is distributed a warp per row as its own kernel
-  // would be (one warp a row: blocks of kWarpsPerBlock warps everywhere); the kernel then
+  // chain, alone in a clone of the kernel, is distributed as a row reduction with one
+  // warps-per-row count W for all chains, chosen from their total row count
+  // (cuda::ChooseWarpsPerPoint: 2 for TinyLlama's 2048 + 256 + 256 rows and random768's 3 x
+  // 768; each alone would take 4 and 8: one block shape needs one W). W = 1: a warp a row
+  // in blocks of kWarpsPerBlock warps; W > 1: a block of W warps a row. The kernel then
   // gives each chain its own range of blocks:
   //   gid = bid * B + tid
   //   r0, r1, ... = if gid < T0 { chain 0 (block id bid) ; yield c0, out1, ... }
   //                 else if B0 B <= gid < B0 B + T1 { chain 1 (block id bid - B0) ; ... }
   //                 else ... else { yield out0, out1, ... }
-  // (T: a chain's threads, B0: its first block). The conditions hold for whole warps, so
-  // the lowering's shuffles see every lane (its sibling reductions: one per branch).
+  // (T: a chain's threads, B0: its first block). The conditions hold for whole blocks
+  // (every chain starts on a block boundary; with W > 1 it ends on one too), so the
+  // lowering's shuffles see every lane and its barriers (W > 1) every thread of the block.
+  // kSiblingBlocksAttr records each chain's first block and rows (its weight rows' L2
+  // prefetch, CUDALowerExecutables).
   bool distributeSiblingProjections(ExecutableOp exe, func::FuncOp kernel) {
     MLIRContext* ctx = kernel.getContext();
     auto ret = cast<func::ReturnOp>(kernel.getBody().front().getTerminator());
@@ -174,46 +188,82 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       }
       outArg.push_back(cast<BlockArgument>(v).getArgNumber());
     }
-    const int64_t lanesPerPoint = cuda::kWarpSize, block = kWarpsPerBlock * cuda::kWarpSize;
     SmallVector<func::FuncOp> parts, scratch;
-    SmallVector<int64_t> threads, firstBlock;
-    int64_t blocks = 0;
+    SmallVector<int64_t> threads, firstBlock, rows;
+    int64_t blocks = 0, extent = 0, bytes = 0;
     auto cleanUp = [&]() {
       for (func::FuncOp f : scratch) f.erase();
+      scratch.clear();
       return false;
     };
-    bool savedBlockReductions = blockReductions;
-    blockReductions = false;  // one warp a row in every chain: one block shape
-    for (unsigned r = 0; r < results; ++r) {
-      OpBuilder cloner(kernel);
-      auto part = cast<func::FuncOp>(cloner.clone(*kernel));
-      part.setSymName((kernel.getSymName() + "_part" + Twine(r)).str());
-      scratch.push_back(part);
-      auto partRet = cast<func::ReturnOp>(part.getBody().front().getTerminator());
-      Value mine = partRet.getOperand(r);
-      partRet->setOperands(ValueRange{mine});
-      part.setFunctionType(FunctionType::get(ctx, kernel.getArgumentTypes(), {mine.getType()}));
-      for (bool erased = true; erased;) {
-        erased = false;
-        for (Operation& op : llvm::make_early_inc_range(llvm::reverse(part.getBody().front())))
-          if (&op != partRet && isOpTriviallyDead(&op)) {
-            op.erase();
-            erased = true;
-          }
-      }
-      int64_t points = 1, lanes = 1;
-      func::FuncOp distributed = distribute(part, points, lanes, warpReductions, /*fuseProducers=*/true);
-      if (distributed) scratch.push_back(distributed);
-      if (!distributed || lanes != lanesPerPoint || points < kWarpsPerBlock || columnTiling) {
+    // Distributes every chain with W warps a row (0: a warp a row in blocks of kWarpsPerBlock
+    // warps; that first call also learns each chain's rows, reduced extent and element size).
+    auto distributeChains = [&](int64_t warps) {
+      parts.clear(), threads.clear(), firstBlock.clear(), rows.clear();
+      blocks = 0;
+      const int64_t lanesPerPoint = cuda::kWarpSize * std::max<int64_t>(warps, 1);
+      const int64_t block = warps > 1 ? lanesPerPoint : kWarpsPerBlock * cuda::kWarpSize;
+      const bool savedBlockReductions = blockReductions;
+      blockReductions = warps > 1;
+      forcedWarpsPerPoint = warps;
+      auto restore = llvm::make_scope_exit([&] {
         blockReductions = savedBlockReductions;
-        return cleanUp();
+        forcedWarpsPerPoint = 0;
+      });
+      for (unsigned r = 0; r < results; ++r) {
+        OpBuilder cloner(kernel);
+        auto part = cast<func::FuncOp>(cloner.clone(*kernel));
+        part.setSymName((kernel.getSymName() + "_part" + Twine(r)).str());
+        scratch.push_back(part);
+        auto partRet = cast<func::ReturnOp>(part.getBody().front().getTerminator());
+        Value mine = partRet.getOperand(r);
+        partRet->setOperands(ValueRange{mine});
+        part.setFunctionType(FunctionType::get(ctx, kernel.getArgumentTypes(), {mine.getType()}));
+        for (bool erased = true; erased;) {
+          erased = false;
+          for (Operation& op : llvm::make_early_inc_range(llvm::reverse(part.getBody().front())))
+            if (&op != partRet && isOpTriviallyDead(&op)) {
+              op.erase();
+              erased = true;
+            }
+        }
+        if (warps == 0) {  // the chain's reduced extent and narrowest element
+          cuda::KernelReductions split = cuda::SplitKernelReductions(part);
+          if (!split.point) return cleanUp();
+          int64_t e = split.point.getStaticLoopRanges()[reducedDim(split.point)];
+          if (ShapedType::isDynamic(e)) return cleanUp();
+          extent = extent ? std::min(extent, e) : e;
+          int64_t b = narrowestAlongReduction(split.point);
+          bytes = bytes && b ? std::min(bytes, b) : std::max(bytes, b);
+        }
+        int64_t points = 1, lanes = 1;
+        func::FuncOp distributed = distribute(part, points, lanes, warpReductions, /*fuseProducers=*/true);
+        if (distributed) scratch.push_back(distributed);
+        if (!distributed || lanes != lanesPerPoint || points < 1 || columnTiling ||
+            (warps <= 1 && points < kWarpsPerBlock))
+          return cleanUp();
+        parts.push_back(distributed);
+        rows.push_back(points);
+        threads.push_back(points * lanesPerPoint);
+        firstBlock.push_back(blocks);
+        blocks += (points * lanesPerPoint + block - 1) / block;
       }
-      parts.push_back(distributed);
-      threads.push_back(points * lanesPerPoint);
-      firstBlock.push_back(blocks);
-      blocks += (points * lanesPerPoint + block - 1) / block;
+      return true;
+    };
+    if (!distributeChains(0)) return false;
+    int64_t warps = forcedSiblingWarps > 0
+                        ? std::min<int64_t>(forcedSiblingWarps, cuda::kMaxWarpsPerPoint)
+                        : cuda::ChooseWarpsPerPoint(llvm::sum_of(rows), extent, bytes);
+    if (warps > 1) {
+      cleanUp();
+      if (!distributeChains(warps)) {  // a warp a row, as before
+        warps = 1;
+        if (!distributeChains(0)) return false;
+      }
     }
-    blockReductions = savedBlockReductions;
+    warps = std::max<int64_t>(warps, 1);
+    const int64_t lanesPerPoint = cuda::kWarpSize * warps;
+    const int64_t block = warps > 1 ? lanesPerPoint : kWarpsPerBlock * cuda::kWarpSize;
 
     OpBuilder b(kernel);
     Location loc = kernel.getLoc();
@@ -265,6 +315,9 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
     kernel.erase();
     merged.setSymName(exe.getSymName());
     merged->setAttr(kLanesAttr, IntegerAttr::get(IndexType::get(ctx), lanesPerPoint));
+    SmallVector<int64_t> partition;
+    for (unsigned r = 0; r < results; ++r) partition.append({firstBlock[r], rows[r]});
+    merged->setAttr(cuda::kSiblingBlocksAttr, DenseI64ArrayAttr::get(ctx, partition));
     merged->setAttr(kThreadCountAttr, IntegerAttr::get(IndexType::get(ctx), -1));  // guarded above
     merged->setAttr(kBlockSizeAttr, IntegerAttr::get(IndexType::get(ctx), block));
     exe->setAttr(codegen::kWorkgroupCountAttr, DenseI64ArrayAttr::get(ctx, {blocks, 1, 1}));
@@ -368,7 +421,9 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
       // 256-row k/v GEMVs, RMSNorm's one sum).
       int64_t reducedExtent = reduction.getStaticLoopRanges()[reducedDim(reduction)];
       if (blockReductions && !dynamic && !ShapedType::isDynamic(reducedExtent))
-        lanes *= cuda::ChooseWarpsPerPoint(points, reducedExtent, narrowestAlongReduction(reduction));
+        lanes *= forcedWarpsPerPoint > 0
+                     ? forcedWarpsPerPoint
+                     : cuda::ChooseWarpsPerPoint(points, reducedExtent, narrowestAlongReduction(reduction));
       if (parallel.empty()) return kernel;  // one point: the whole kernel, one block
     } else if (fused) {
       lanes = cuda::kWarpSize;  // the fusion cost the warp reduction: retry without it
@@ -670,6 +725,7 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
   }
 
   std::optional<cuda::ColumnTiling> columnTiling;  // of the last distribute() call
+  int64_t forcedWarpsPerPoint = 0;  // > 0: distribute() takes this W (sibling projections)
   codegen::DynamicWorkgroupCount pointShape;  // of the last distribute() call
   bool pointShapeKnown = true;
 };

@@ -140,10 +140,11 @@ class ReadOnlyTensors {
 };
 
 // A block's slice of a binding, L2-prefetched before the kernel waits for its prerequisites:
-// block b < blocks reads bytes [b * bytes, (b + 1) * bytes) of binding `binding` (a GEMV's
-// read-only weight rows, whole rows per block; or a share of decode attention's KV caches).
+// block b in [first, first + blocks) reads bytes [(b - first) * bytes, (b - first + 1) * bytes)
+// of binding `binding` (a GEMV's read-only weight rows, whole rows per block, first > 0: a
+// sibling projection's range of blocks; or a share of decode attention's KV caches).
 struct RowPrefetch {
-  int64_t binding, bytes, blocks;
+  int64_t binding, bytes, blocks, first = 0;
 };
 
 // Decode attention's K and V caches, whole, in equal shares of the kernel's blocks (the most
@@ -270,18 +271,24 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     // Sibling projections (cuda::kSiblingProjectionsGroup) hold their reductions in
     // different branches: what follows each branch's last one runs in lane 0.
     SmallVector<scf::IfOp> lastInBlock;
-    // Their blocks are partitioned per projection, not b P .. b P + P - 1 over one weight's
-    // rows: no prefetch (weightRow's block-to-row mapping does not hold).
-    if (llvm::any_of(ops, [&](linalg::LinalgOp op) { return op->getBlock() != ops.front()->getBlock(); }))
-      prefetches = nullptr;
+    // Their blocks are partitioned per projection (cuda::kSiblingBlocksAttr: reduction i,
+    // in kernel order, is chain i): block b of chain i reduces its rows (b - first_i) P ..
+    // (b - first_i) P + P - 1, prefetched when the chain's blocks are whole.
+    const bool partitioned =
+        llvm::any_of(ops, [&](linalg::LinalgOp op) { return op->getBlock() != ops.front()->getBlock(); });
+    auto chains = kernel->getAttrOfType<DenseI64ArrayAttr>(cuda::kSiblingBlocksAttr);
+    if (partitioned && (!chains || chains.size() != 2 * (int64_t)ops.size())) prefetches = nullptr;
     for (auto [i, op] : llvm::enumerate(ops)) {
       Operation* combiner = cuda::WarpReducibleCombiner(op);
       if (!combiner) return op.emitError("internal: sibling reduction is not warp-reducible");
-      if (prefetches)
+      const int64_t first = partitioned ? chains[2 * i] : 0, rows = partitioned ? chains[2 * i + 1] : outputs;
+      if (prefetches && rows % perBlock == 0)
         for (OpOperand* in : op.getDpsInputOperands())
-          if (std::optional<RowPrefetch> row = weightRow(kernel, in->get(), readOnly, outputs, perBlock, maxBytes);
-              row && llvm::none_of(*prefetches, [&](const RowPrefetch& p) { return p.binding == row->binding; }))
+          if (std::optional<RowPrefetch> row = weightRow(kernel, in->get(), readOnly, rows, perBlock, maxBytes);
+              row && llvm::none_of(*prefetches, [&](const RowPrefetch& p) { return p.binding == row->binding; })) {
+            row->first = first;
             prefetches->push_back(*row);
+          }
       bool lastOfBlock = llvm::none_of(llvm::drop_begin(ops, i + 1), [&](linalg::LinalgOp later) {
         return later->getBlock() == op->getBlock();
       });
@@ -655,11 +662,13 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       // Whole blocks of outputs (block / lanes each): their weight rows are prefetched before
       // the wait (buildEntry).
       const int64_t width = lanes.getInt();
-      const bool wholeBlocks = points > 0 && points % block == 0 && block % width == 0;
+      const bool partitioned = kernel->hasAttr(cuda::kSiblingBlocksAttr);  // whole blocks per chain
+      const bool wholeBlocks = (partitioned || (points > 0 && points % block == 0)) && block % width == 0;
       if (failed(warpReduce(kernel, width, readOnly, points / width, block / width, prefetchMaxBytes,
                             wholeBlocks ? &prefetches : nullptr)))
         return failure();
       kernel->removeAttr(kLanesAttr);
+      kernel->removeAttr(cuda::kSiblingBlocksAttr);
     }
     if (auto column = kernel->getAttrOfType<DenseI64ArrayAttr>(kColumnTilingAttr)) {
       if (column.size() != 4) return kernel.emitError("internal: malformed ") << kColumnTilingAttr;
@@ -705,33 +714,64 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     return target.consume_front("sm_") && !target.consumeInteger(10, number) && number >= 90;
   }
 
-  // In the entry block: `if (tid.x == 0 && ctaid.x < blocks) prefetch each slice`; the builder
-  // is left at the start of the block where the entry continues.
+  // In the entry block, when every slice starts at block 0 over the same blocks (one weight,
+  // or w1 and w3): `if (tid.x == 0 && ctaid.x < blocks) prefetch each slice`; otherwise (merged
+  // sibling projections, a range of blocks a slice): `if (tid.x == 0) for each slice: if
+  // (ctaid.x - first <u blocks) prefetch it`. The builder is left at the start of the block
+  // where the entry continues.
   static void prefetchRows(OpBuilder& b, Location loc, LLVM::LLVMFuncOp entry,
                              ArrayRef<RowPrefetch> prefetches) {
     Type i32 = b.getI32Type(), i64 = b.getI64Type();
     auto constant = [&](Type t, int64_t v) { return LLVM::ConstantOp::create(b, loc, t, v).getResult(); };
+    auto global = LLVM::LLVMPointerType::get(b.getContext(), 1);
     Block* first = b.getInsertionBlock();
     Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
     Value bid = NVVM::BlockIdXOp::create(b, loc, i32);
-    Value cond = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, tid, constant(i32, 0));
-    cond = LLVM::AndOp::create(b, loc, cond,
-                               LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, bid,
-                                                    constant(i32, prefetches.front().blocks)));
-    Block* issue = b.createBlock(&entry.getBody());
-    Block* rest = b.createBlock(&entry.getBody());
-    b.setInsertionPointToEnd(first);
-    LLVM::CondBrOp::create(b, loc, cond, issue, rest);
-    b.setInsertionPointToStart(issue);
-    auto global = LLVM::LLVMPointerType::get(b.getContext(), 1);
-    Value row = LLVM::ZExtOp::create(b, loc, i64, bid);
-    for (const RowPrefetch& p : prefetches) {
-      Value offset = LLVM::MulOp::create(b, loc, row, constant(i64, p.bytes));
+    auto issue = [&](const RowPrefetch& p, Value row64) {  // the slice's row of blocks, as i64
+      Value offset = LLVM::MulOp::create(b, loc, row64, constant(i64, p.bytes));
       Value at = LLVM::GEPOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), b.getI8Type(),
                                      first->getArgument(p.binding), ArrayRef<LLVM::GEPArg>{offset});
       NVVM::CpAsyncBulkPrefetchOp::create(b, loc, LLVM::AddrSpaceCastOp::create(b, loc, global, at),
                                           constant(i32, p.bytes), Value());
+    };
+    const bool uniform = llvm::all_of(prefetches, [&](const RowPrefetch& p) {
+      return p.first == 0 && p.blocks == prefetches.front().blocks;
+    });
+    if (uniform) {
+      Value cond = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, tid, constant(i32, 0));
+      cond = LLVM::AndOp::create(b, loc, cond,
+                                 LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, bid,
+                                                      constant(i32, prefetches.front().blocks)));
+      Block* block = b.createBlock(&entry.getBody());
+      Block* rest = b.createBlock(&entry.getBody());
+      b.setInsertionPointToEnd(first);
+      LLVM::CondBrOp::create(b, loc, cond, block, rest);
+      b.setInsertionPointToStart(block);
+      Value row64 = LLVM::ZExtOp::create(b, loc, i64, bid);
+      for (const RowPrefetch& p : prefetches) issue(p, row64);
+      LLVM::BrOp::create(b, loc, rest);
+      b.setInsertionPointToStart(rest);
+      return;
     }
+    Block* rest = b.createBlock(&entry.getBody());
+    Block* next = b.createBlock(rest);
+    b.setInsertionPointToEnd(first);
+    LLVM::CondBrOp::create(b, loc, LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, tid, constant(i32, 0)),
+                           next, rest);
+    for (const RowPrefetch& p : prefetches) {
+      b.setInsertionPointToStart(next);
+      Value row = LLVM::SubOp::create(b, loc, bid, constant(i32, p.first));
+      Value mine = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, row, constant(i32, p.blocks));
+      Block* block = b.createBlock(rest);
+      Block* after = b.createBlock(rest);
+      b.setInsertionPointToEnd(next);
+      LLVM::CondBrOp::create(b, loc, mine, block, after);
+      b.setInsertionPointToStart(block);
+      issue(p, LLVM::ZExtOp::create(b, loc, i64, row));
+      LLVM::BrOp::create(b, loc, after);
+      next = after;
+    }
+    b.setInsertionPointToStart(next);
     LLVM::BrOp::create(b, loc, rest);
     b.setInsertionPointToStart(rest);
   }

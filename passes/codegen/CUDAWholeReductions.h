@@ -22,6 +22,10 @@ namespace hexir::cuda {
 // fuse-sibling-reductions: q, k and v GEMVs of one vector, each with its own consumers and
 // result): CUDADistributeThreads gives each result's chain its own range of blocks.
 inline constexpr char kSiblingProjectionsGroup[] = "sibling_projections";
+// On such a kernel once partitioned: each chain's first block and row count, in the order of
+// its results ([first0, rows0, first1, rows1, ...]); CUDALowerExecutables prefetches each
+// block's own weight rows from it.
+inline constexpr char kSiblingBlocksAttr[] = "hexir.cuda.sibling_blocks";
 
 // Recomputing the whole reductions for one point costs at most this many times the point's
 // own reduction (as hexir-fuse-small-reductions' kMaxRecomputeRatio: RMSNorm of D before a

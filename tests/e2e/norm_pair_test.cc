@@ -7,8 +7,10 @@
 // sizes: odd and prime widths, widths not a multiple of the block's 256 threads, f32 and f16
 // norm weights, and a width over the limit (16384) that stays 3 dispatches. Every module is
 // compiled before the device is opened, so the [cuda] cases check code generation (no kernel
-// on one thread) also where they skip for want of a GPU. The same grouping makes the llama
-// importer's one-stage greedy argmax (a vocabulary up to 2048) one kernel: checked for ties.
+// on one thread) also where they skip for want of a GPU. Also with the norm's input written
+// by the kernel before it (a GEMV + residual: on sm_90 a programmatic edge into the norm), over
+// three calls. The same grouping makes the llama importer's one-stage greedy argmax (a
+// vocabulary up to 2048) one kernel: checked for ties.
 #include <catch2/catch.hpp>
 #include <unistd.h>
 
@@ -37,20 +39,22 @@ struct Shape {
   bool f16;  // the norm weight g in f16 (widened in the scaling's body)
 };
 
-std::string NormThenGemv(const Shape& s) {
+constexpr char kMaps[] =
+    "#id = affine_map<(d) -> (d)>\n"
+    "#all = affine_map<(d) -> ()>\n"
+    "#nk = affine_map<(n, k) -> (n, k)>\n"
+    "#k = affine_map<(n, k) -> (k)>\n"
+    "#n = affine_map<(n, k) -> (n)>\n";
+
+// %out = W (g %<input> / sqrt(mean(%<input>^2) + eps)), W: %w (rows x k).
+std::string NormThenGemvBody(const Shape& s, const std::string& input) {
   std::string n = std::to_string(s.rows), k = std::to_string(s.k), t = s.f16 ? "f16" : "f32";
-  std::string vk = "tensor<" + k + "xf32>", vn = "tensor<" + n + "xf32>";
-  return "#id = affine_map<(d) -> (d)>\n"
-         "#all = affine_map<(d) -> ()>\n"
-         "#nk = affine_map<(n, k) -> (n, k)>\n"
-         "#k = affine_map<(n, k) -> (k)>\n"
-         "#n = affine_map<(n, k) -> (n)>\n"
-         "func.func @main(%x: " + vk + ", %g: tensor<" + k + "x" + t + ">, %w: tensor<" + n + "x" + k + "xf32>) -> " + vn + " {\n"
-         "  %zero = arith.constant 0.0 : f32\n"
+  std::string vk = "tensor<" + k + "xf32>", vn = "tensor<" + n + "xf32>", x = "%" + input;
+  return "  %zero = arith.constant 0.0 : f32\n"
          "  %e0 = tensor.empty() : tensor<f32>\n"
          "  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>\n"
          "  %ss = linalg.generic {indexing_maps = [#id, #all], iterator_types = [\"reduction\"]} "
-         "ins(%x : " + vk + ") outs(%z0 : tensor<f32>) {\n"
+         "ins(" + x + " : " + vk + ") outs(%z0 : tensor<f32>) {\n"
          "  ^bb0(%a: f32, %acc: f32):\n"
          "    %m = arith.mulf %a, %a : f32\n"
          "    %s = arith.addf %acc, %m : f32\n"
@@ -58,7 +62,7 @@ std::string NormThenGemv(const Shape& s) {
          "  } -> tensor<f32>\n"
          "  %e1 = tensor.empty() : " + vk + "\n"
          "  %xn = linalg.generic {indexing_maps = [#id, #all, #id, #id], iterator_types = [\"parallel\"]} "
-         "ins(%x, %ss, %g : " + vk + ", tensor<f32>, tensor<" + k + "x" + t + ">) outs(%e1 : " + vk + ") {\n"
+         "ins(" + x + ", %ss, %g : " + vk + ", tensor<f32>, tensor<" + k + "x" + t + ">) outs(%e1 : " + vk + ") {\n"
          "  ^bb0(%a: f32, %sum: f32, %gw: " + t + ", %o: f32):\n" +
          (s.f16 ? "    %gf = arith.extf %gw : f16 to f32\n" : "") +
          "    %d = arith.constant " + std::to_string(s.k) + ".0 : f32\n"
@@ -78,17 +82,59 @@ std::string NormThenGemv(const Shape& s) {
          "    %m = arith.mulf %a, %b : f32\n"
          "    %s = arith.addf %acc, %m : f32\n"
          "    linalg.yield %s : f32\n"
-         "  } -> " + vn + "\n"
-         "  return %out : " + vn + "\n"
-         "}\n";
+         "  } -> " + vn + "\n";
+}
+
+std::string NormThenGemv(const Shape& s) {
+  std::string n = std::to_string(s.rows), k = std::to_string(s.k), t = s.f16 ? "f16" : "f32";
+  std::string vk = "tensor<" + k + "xf32>", vn = "tensor<" + n + "xf32>";
+  return std::string(kMaps) + "func.func @main(%x: " + vk + ", %g: tensor<" + k + "x" + t + ">, %w: tensor<" + n +
+         "x" + k + "xf32>) -> " + vn + " {\n" + NormThenGemvBody(s, "x") + "  return %out : " + vn + "\n}\n";
+}
+
+// The norm's input written by the kernel before it, as in a decode layer (the residual stream
+// after w2 + residual): h = r + W0 v (an m-long GEMV with the residual add fused, its own
+// kernel; h is also returned), then the norm pair of h and the projection. On sm_90 the norm
+// pair's kernel may launch through a programmatic edge while the GEMV still runs (an 8 MB W0
+// keeps it running), so every read of h must come after its griddepcontrol.wait. Session 23
+// measured a norm-pair variant (unrolled strides, the sum's loads in the entry block) that gave
+// wrong decode ids in TinyLlama and random768 while the tests above, whose x is an argument,
+// passed (passes/dispatch/fusion/README.md).
+std::string ResidualThenNormThenGemv(const Shape& s, int m) {
+  std::string n = std::to_string(s.rows), k = std::to_string(s.k), t = s.f16 ? "f16" : "f32", mm = std::to_string(m);
+  std::string vk = "tensor<" + k + "xf32>", vn = "tensor<" + n + "xf32>";
+  return std::string(kMaps) + "func.func @main(%r: " + vk + ", %w0: tensor<" + k + "x" + mm + "xf32>, %v: tensor<" +
+         mm + "xf32>, %g: tensor<" + k + "x" + t + ">, %w: tensor<" + n + "x" + k + "xf32>) -> (" + vk + ", " + vn +
+         ") {\n"
+         "  %pz = arith.constant 0.0 : f32\n"
+         "  %pe = tensor.empty() : " + vk + "\n"
+         "  %pf = linalg.fill ins(%pz : f32) outs(%pe : " + vk + ") -> " + vk + "\n"
+         "  %mv = linalg.generic {indexing_maps = [#nk, #k, #n], iterator_types = [\"parallel\", \"reduction\"]} "
+         "ins(%w0, %v : tensor<" + k + "x" + mm + "xf32>, tensor<" + mm + "xf32>) outs(%pf : " + vk + ") {\n"
+         "  ^bb0(%a: f32, %b: f32, %acc: f32):\n"
+         "    %p = arith.mulf %a, %b : f32\n"
+         "    %q = arith.addf %acc, %p : f32\n"
+         "    linalg.yield %q : f32\n"
+         "  } -> " + vk + "\n"
+         "  %he = tensor.empty() : " + vk + "\n"
+         "  %h = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = [\"parallel\"]} "
+         "ins(%r, %mv : " + vk + ", " + vk + ") outs(%he : " + vk + ") {\n"
+         "  ^bb0(%a: f32, %b: f32, %o: f32):\n"
+         "    %q = arith.addf %a, %b : f32\n"
+         "    linalg.yield %q : f32\n"
+         "  } -> " + vk + "\n" +
+         NormThenGemvBody(s, "h") + "  return %h, %out : " + vk + ", " + vn + "\n}\n";
 }
 
 void NormThenGemvMatchesF64(const std::string& target) {
   // 2047: odd, a tail after 7 full block strides; 2048 f16: TinyLlama's dim; 769 f16: just
   // over 3 strides; 4099: prime, 5 rows (the scaling joins its projection instead: 2 kernels
-  // either way); 16383: the limit's last odd width; 16411: over the limit (16384), 3 kernels.
+  // either way); 16383: the limit's last odd width; 16411: over the limit (16384), 3 kernels;
+  // 768 f16: random768's dim, 3 whole strides of 256 threads; 700: 2 strides and a partial
+  // one; 3001: 2 strides of 1024 threads and a partial one.
   const std::vector<Shape> shapes = {{37, 2047, false}, {64, 2048, true}, {33, 769, true},
-                                     {5, 4099, false},  {19, 16383, true}, {17, 16411, false}};
+                                     {5, 4099, false},  {19, 16383, true}, {17, 16411, false},
+                                     {11, 768, true},   {7, 700, false},   {9, 3001, true}};
   std::vector<std::string> modules;
   for (const Shape& s : shapes) {
     std::string name = "norm_pair_" + std::to_string(s.rows) + "x" + std::to_string(s.k) + (s.f16 ? "_f16" : "_f32");
@@ -127,6 +173,51 @@ void NormThenGemvMatchesF64(const std::string& target) {
   }
 }
 HEXIR_E2E_TEST_ON_DEVICES("a wide RMSNorm is one CUDA kernel before its projection and matches f64", NormThenGemvMatchesF64)
+
+void ResidualThenNormMatchesF64(const std::string& target) {
+  // TinyLlama's and random768's norms (f16 weights), an odd f32 one; W0 of 1024 columns.
+  const std::vector<Shape> shapes = {{64, 2048, true}, {11, 768, true}, {37, 2047, false}};
+  const int m = 1024;
+  std::vector<std::string> modules;
+  for (const Shape& s : shapes) {
+    std::string name = "residual_norm_" + std::to_string(s.rows) + "x" + std::to_string(s.k) + (s.f16 ? "_f16" : "_f32");
+    modules.push_back(CompileOrDie(ResidualThenNormThenGemv(s, m), name, target, ""));
+    if (target == "cuda") RequireNoOneThreadKernel(modules.back(), 3);  // GEMV + residual, the norm, the GEMV
+  }
+  for (size_t c = 0; c < shapes.size(); ++c) {
+    const Shape& s = shapes[c];
+    INFO(s.rows << " x " << s.k << (s.f16 ? " f16" : " f32"));
+    std::vector<double> g;
+    HostTensor r = RandomF32({s.k}, 31 + c), w0 = RandomF32({s.k, m}, 41 + c, -0.05f, 0.05f), v = RandomF32({m}, 51 + c);
+    HostTensor gw = DyadicTensor({s.k}, 71 + c, s.f16, g), w = RandomF32({s.rows, s.k}, 81 + c);
+    std::vector<double> h(s.k);
+    double ss = 0;
+    for (int k = 0; k < s.k; ++k) {
+      double acc = F32(r)[k];
+      for (int j = 0; j < m; ++j) acc += static_cast<double>(F32(w0)[static_cast<size_t>(k) * m + j]) * F32(v)[j];
+      h[k] = acc;
+      ss += acc * acc;
+    }
+    double inv = 1.0 / std::sqrt(ss / s.k + kEps);
+    HostTensor want_h = ZerosF32({s.k}), expected = ZerosF32({s.rows});
+    for (int k = 0; k < s.k; ++k) F32(want_h)[k] = static_cast<float>(h[k]);
+    for (int n = 0; n < s.rows; ++n) {
+      double y = 0;
+      for (int k = 0; k < s.k; ++k) y += F32(w)[static_cast<size_t>(n) * s.k + k] * (h[k] * inv * g[k]);
+      F32(expected)[n] = static_cast<float>(y);
+    }
+    auto session = OpenOrDie(modules[c], target);
+    std::vector<tools::HostValue> args = {Tensor(r), Tensor(w0), Tensor(v), Tensor(gw), Tensor(w)};
+    for (int call = 0; call < 3; ++call) {  // the first call records; later ones replay
+      INFO("call " << call);
+      std::vector<tools::HostValue> out = CallOrDie(*session, "main", args);
+      REQUIRE(out.size() == 2);
+      RequireClose(out[0].tensor, want_h, 1e-4, 1e-4);
+      RequireClose(out[1].tensor, expected, 2e-4, 2e-4);
+    }
+  }
+}
+HEXIR_E2E_TEST_ON_DEVICES("a wide RMSNorm whose input the kernel before it writes matches f64", ResidualThenNormMatchesF64)
 
 // The llama importer's greedy argmax of a vocabulary of at most 2048 (compiler/importers/llama
 // EmitModule.cc ArgmaxOf, one stage): each logit becomes the key (order-preserving bits << 32)
