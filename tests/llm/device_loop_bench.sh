@@ -27,7 +27,7 @@ if [ "${1:-}" = "--pack" ]; then
   cp "$shared/models/stories260K.bin" "$out/"
   "${PACK_PYTHON:-/usr/bin/python3}" "$BENCH_PY" --write-random "$tmp/random768.bin" "${RANDOM768[@]}" --header-only
   for form in chunked device; do
-    flag=""; [ $form = device ] && flag=--device-loop
+    flag=--host-loop; [ $form = device ] && flag=--device-loop
     "$IMPORT" "$shared/models/stories260K.bin" $flag -o "$tmp/s.mlir"
     "$COMPILE" "$tmp/s.mlir" --target=cuda --cpu=x86-64-v3 -o "$out/stories260K_$form.cuda.vmfb"
     "$IMPORT" "$tmp/random768.bin" --weights=f16 $flag -o "$tmp/r.mlir"
