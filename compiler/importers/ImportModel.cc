@@ -28,6 +28,7 @@ StatusOr<llama::EmitOptions> LlamaOptions(const ImportModelOptions& o) {
   options.decode_chunk = o.decode_chunk;
   options.layer_calls = !o.inline_layers;
   options.device_loop = o.device_loop;
+  options.small_model_device_loop = !o.host_loop;
   options.tensor_parallel = o.tensor_parallel;
   options.placement.embedding_device = o.embedding_device;
   if (!o.layer_devices.empty()) {
@@ -39,6 +40,8 @@ StatusOr<llama::EmitOptions> LlamaOptions(const ImportModelOptions& o) {
   if (o.device_loop && (o.tensor_parallel != 1 || o.embedding_device >= 0 || !o.layer_devices.empty()))
     return InvalidArgument("--device-loop cannot be combined with --tensor-parallel, --embedding-device or "
                            "--layer-devices (a device loop runs on one device without collectives)");
+  if (o.device_loop && o.host_loop)
+    return InvalidArgument("--device-loop and --host-loop exclude each other");
   if (o.device_loop && o.kv_cache != "f32")
     return InvalidArgument("--device-loop cannot be combined with --kv-cache=", o.kv_cache,
                            " (the device loop's cache write and attention are f32 only)");

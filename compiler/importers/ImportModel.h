@@ -21,6 +21,9 @@ struct ImportModelOptions {
   int64_t decode_chunk = 8;     // llama2c/gguf/hf: decode steps per host check of the stop flag
   bool inline_layers = false;   // llama2c/gguf/hf: decode layers written out, not calls of @layer
   bool device_loop = false;     // llama2c/gguf/hf: @generate's decode loop on the device (llama/EmitModule.h)
+  // llama2c/gguf/hf: the chunked host loop even for a small model (without it and without
+  // device_loop, a small model takes the device loop: llama/EmitModule.h SmallDecodeModel).
+  bool host_loop = false;
   int64_t tensor_parallel = 1;  // llama2c/gguf/hf: ranks of the SPMD program (llama/TensorParallel.h)
   // Device placement (modules compiled with --target repeated; see the importers' READMEs).
   int64_t embedding_device = -1;  // llama2c/gguf/hf: the head's device, layers on the other

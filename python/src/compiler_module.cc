@@ -123,7 +123,10 @@ py::tuple ImportModel(const std::string& path, py::dict options_dict) {
     else if (name == "cache_len") options.cache_len = value.cast<int64_t>();
     else if (name == "weights") options.weights = value.cast<std::string>();
     else if (name == "kv_cache") options.kv_cache = value.cast<std::string>();
-    else if (name == "decode_chunk") options.decode_chunk = value.cast<int64_t>();
+    else if (name == "decode_chunk") {
+      options.decode_chunk = value.cast<int64_t>();
+      options.host_loop = true;  // chunks asked for: the chunked loop even for a small model (as hexir-import)
+    }
     else if (name == "parameters") options.parameters = py::str(py::module_::import("os").attr("fspath")(value));
     else if (name == "parameter_threshold") options.parameter_threshold = value.cast<int64_t>();
     else

@@ -340,5 +340,33 @@ TEST_CASE("hexir-import: a directory or a full stdout is a named error") {
                {"cannot write '" + dir + "'"});
 }
 
+TEST_CASE("hexir-import: a small llama gets the device loop by default; --host-loop, --decode-chunk the chunked loop; "
+          "--device-loop with --host-loop is refused") {
+  int32_t header[7] = {8, 12, 1, 2, 2, 10, 6};  // 0.5 Mi weights at most: SmallDecodeModel
+  std::string bytes(reinterpret_cast<const char*>(header), sizeof(header));
+  bytes.resize(28 + 4 * 2000, '\0');
+  std::string ckpt = TempFile("loop_default.bin");
+  WriteFile(ckpt, bytes);
+  auto device_loops = [&](const std::string& flags) {
+    CommandResult r = RunCommand(kImport + " " + ckpt + " " + flags + " -o - 2>&1");
+    INFO(flags << ": " << r.output.substr(0, 400));
+    REQUIRE(r.exit_code == 0);
+    size_t n = 0;
+    for (size_t at = r.output.find("hexir.max_iterations"); at != std::string::npos;
+         at = r.output.find("hexir.max_iterations", at + 1))
+      ++n;
+    CHECK(r.output.find("func.func private @layer(") != std::string::npos);  // kept for the chunks
+    return n;
+  };
+  CHECK(device_loops("") == 1);
+  CHECK(device_loops("--device-loop") == 1);
+  CHECK(device_loops("--host-loop") == 0);
+  CHECK(device_loops("--decode-chunk=4") == 0);
+  CHECK(device_loops("--decode-chunk=4 --device-loop") == 1);
+  CHECK(device_loops("--kv-cache=f16") == 0);
+  RequireError(RunCommand(kImport + " " + ckpt + " --device-loop --host-loop -o - 2>&1"), "hexir-import",
+               {"--device-loop and --host-loop exclude each other"});
+}
+
 }  // namespace
 }  // namespace hexir::e2e

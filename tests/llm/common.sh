@@ -64,7 +64,7 @@ small_fusion_module() {
     echo "$HEXIR_PRECOMPILED_DIR/$name"
     return 0
   fi
-  [ "$target" = cuda ] && loop=""
+  [ "$target" = cuda ] && loop=--host-loop
   [ -f "$TMP/s$loop.mlir" ] || "$IMPORT" "$SHARED/models/stories260K.bin" $loop -o "$TMP/s$loop.mlir" >&2 || return 1
   [ "$form" = unfused ] && flags=--small-reduction-extent=0
   # shellcheck disable=SC2086

@@ -27,7 +27,7 @@ if [ "${1:-}" = "--pack" ]; then
   cp "$shared/models/stories260K.bin" "$out/"
   "${PACK_PYTHON:-/usr/bin/python3}" "$BENCH_PY" --write-random "$tmp/random768.bin" "${RANDOM768[@]}" --header-only
   for form in chunked device; do
-    flag=""; [ $form = device ] && flag=--device-loop
+    flag=--host-loop; [ $form = device ] && flag=--device-loop
     "$IMPORT" "$shared/models/stories260K.bin" $flag -o "$tmp/s.mlir"
     "$COMPILE" "$tmp/s.mlir" --target=cuda --cpu=x86-64-v3 -o "$out/stories260K_$form.cuda.vmfb"
     "$IMPORT" "$tmp/random768.bin" --weights=f16 $flag -o "$tmp/r.mlir"
@@ -80,4 +80,34 @@ done
   awk '/per-dispatch breakdown/ { on = 1; next } /^\[2\]/ { on = 0 }
        on && $1 ~ /_dispatch_/ && $1 !~ /prefill/ { printf "%9.1f us  %-24s n=%-5s %s us\n", $2 * $3, $1, $2, $3 }' |
   sort -rn | head -12 | sed 's/^/stories260K chunked, 64 tokens, per call: /'
+# Device time of each kernel of a device-loop step, without the profiler's launch overhead:
+# Nsight Compute (where installed) on the device-loop module run as stream launches
+# (HEXIR_CUDA_DEVICE_LOOPS=0: the same kernels, each a launch ncu can see), 4 tokens, the
+# least gpu__time_duration of each @generate kernel, largest first.
+NCU=${HEXIR_NCU:-$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)}
+if [ -n "$NCU" ]; then
+  HEXIR_CUDA_DEVICE_LOOPS=0 timeout 120 "$NCU" --kernel-name regex:'^generate_dispatch' \
+    --metrics gpu__time_duration.sum --csv --print-units base "$BIN/hexir-generate" \
+    --module="$DIR/stories260K_device.cuda.vmfb" --parameters="$DIR/stories260K.bin" --device=cuda \
+    --max-tokens=4 >"$tmp/ncu.csv" 2>"$tmp/ncu.err" || tail -3 "$tmp/ncu.err" >&2
+  "$PY" - "$tmp/ncu.csv" <<'PY' | sed 's/^/stories260K device loop, ncu: /'
+import collections, csv, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+if not rows:
+    sys.exit(print("no kernel rows"))
+h = rows[0]
+name, value = h.index("Kernel Name"), h.index("Metric Value")
+least = collections.defaultdict(lambda: float("inf"))
+for r in rows[1:]:
+    try:
+        least[r[name]] = min(least[r[name]], float(r[value].replace(",", "")))  # "5,120"
+    except ValueError:
+        pass
+for k, ns in sorted(least.items(), key=lambda kv: -kv[1]):
+    print(f"{ns / 1000:8.2f} us  {k}")
+print(f"{sum(least.values()) / 1000:8.1f} us  the sum over {len(least)} kernels")
+PY
+else
+  echo "stories260K device loop, ncu: not installed (HEXIR_NCU names it)"
+fi
 exit $status

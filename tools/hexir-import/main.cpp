@@ -52,15 +52,20 @@ int main(int argc, char** argv) {
   app.add_option("--kv-cache", o.kv_cache,
                  "llama2c/gguf/hf: KV-cache element type, f32 (default), f16 or bf16 (rows rounded when "
                  "written, attention accumulates in f32)");
-  app.add_option("--decode-chunk", o.decode_chunk,
-                 "llama2c/gguf: decode steps per host check of the stop flag (default 8; 1 = check every token)");
+  CLI::Option* decode_chunk = app.add_option(
+      "--decode-chunk", o.decode_chunk,
+      "llama2c/gguf: decode steps per host check of the stop flag (default 8; 1 = check every token); "
+      "given, the chunked host loop (as --host-loop) unless --device-loop");
   app.add_flag("--inline-layers", o.inline_layers,
                "llama2c/gguf/hf: write each decode layer out in the step instead of calling @layer "
                "(the same command buffer once compiled; for comparison)");
   app.add_flag("--device-loop", o.device_loop,
                "llama2c/gguf/hf: the whole decode loop on the device (one step per iteration, the stop "
-               "condition a device flag: one CUDA graph launch per @generate); default: chunks checked "
-               "by the host (--decode-chunk), the CPU's better form");
+               "condition a device flag: one CUDA graph launch per @generate); default: for a small model "
+               "(at most 0.5 Mi weights, f32 KV cache, one device) the device loop, else chunks checked by the "
+               "host (--decode-chunk), the CPU's better form for larger models");
+  app.add_flag("--host-loop", o.host_loop,
+               "llama2c/gguf/hf: the chunked host loop (--decode-chunk) even for a small model");
   app.add_option("--tensor-parallel", o.tensor_parallel,
                  "llama2c/gguf/hf: one SPMD program for N ranks (Megatron-style shards; run it with "
                  "mpirun -n N hexir-generate)")
@@ -81,5 +86,6 @@ int main(int argc, char** argv) {
       ->check(hexir::tools::IntegerAtLeast(0));
   if (int exit = hexir::tools::ParseFlags("hexir-import", app, argc, argv); exit >= 0) return exit;
   o.progress = isatty(STDERR_FILENO) != 0;
+  if (decode_chunk->count() > 0 && !o.device_loop) o.host_loop = true;  // chunks asked for
   return hexir::tools::RunTool("hexir-import", [&] { return Run(flags); });
 }

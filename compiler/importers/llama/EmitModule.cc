@@ -97,10 +97,9 @@ class ModuleWriter {
         // call of a device-annotated function neither records into its caller nor is inlined.
         layer_calls_(layer_calls && placement_.layer_devices.empty()), e_(os_) {
     // The device loop needs one device and no collectives (passes/loops/DeviceLoops.h); its
-    // body reads the position from the device, so the layers are written out (@layer takes an
-    // i64 position).
+    // body reads the position from the device, so its layers are written out (@layer takes an
+    // i64 position); the streaming pair's chunks keep their @layer calls.
     device_loop_ = device_loop && ranks == 1 && placement_.layer_devices.empty() && placement_.head_device < 0;
-    if (device_loop_) layer_calls_ = false;
   }
 
   std::string Run() {
@@ -1474,6 +1473,12 @@ Status CheckElementTypes(const EmitOptions& options) {
   return Status::Ok();
 }
 
+bool SmallDecodeModel(const LlamaConfig& c) {
+  const int64_t layer = c.dim * (c.dim + 2 * c.kv_dim()) + c.dim * c.dim + 3 * c.dim * c.hidden_dim + 2 * c.dim;
+  const int64_t parameters = c.n_layers * layer + c.vocab_size * c.dim * (c.shared_classifier ? 1 : 2) + c.dim;
+  return parameters <= kSmallDecodeModelParameters;
+}
+
 std::string EmitLlamaModule(const LlamaConfig& config, const EmitOptions& options) {
   return EmitLlamaModule(config, LlamaWeights(config), options);
 }
@@ -1486,9 +1491,16 @@ std::string EmitLlamaModule(const LlamaConfig& config, const std::vector<WeightT
   // importers refuse what TensorParallelWeights refuses before emitting.
   StatusOr<std::vector<WeightTensor>> parts = TensorParallelWeights(config, weights, ranks, 0);
   StatusOr<ResolvedPlacement> placement = ResolvePlacement(options.placement, config.n_layers);
+  // hexir-import's default (EmitOptions::small_model_device_loop): the device loop for a small
+  // model where it qualifies (one rank, unplaced, f32 KV cache, no weights kept in blocks).
+  const bool device_loop =
+      options.device_loop ||
+      (options.small_model_device_loop && SmallDecodeModel(config) && ranks == 1 && options.cache_type == "f32" &&
+       !options.placement.placed() &&
+       std::none_of(weights.begin(), weights.end(), [](const WeightTensor& t) { return t.kept != nullptr; }));
   ModuleWriter w(config, ranks > 1 && parts.ok() ? *parts : weights, cache_len, options.weight_type,
                  options.cache_type, options.decode_chunk, options.layer_calls, ranks,
-                 placement.ok() ? *placement : ResolvedPlacement{}, options.device_loop);
+                 placement.ok() ? *placement : ResolvedPlacement{}, device_loop);
   return w.Run();
 }
 

@@ -62,8 +62,17 @@ struct EmitOptions {
   // position lives on the device: the K/V row write and the attention's mask read it in the
   // kernels (each step touches all S cache rows instead of pos + 1). Ids equal the chunked
   // loop's. Ignored (the chunked loop) with tensor_parallel > 1 or a placement; the streaming
-  // pair keeps its chunks. false: the chunked host loop (decode_chunk), the CPU's choice.
+  // pair keeps its chunks. false: the chunked host loop (decode_chunk), the CPU's choice for
+  // larger models, unless small_model_device_loop picks the device loop. The kept @layer
+  // calls stay for the prefill and the streaming pair; the device loop's body writes its
+  // layers out (its position is a device value, @layer takes a host i64).
   bool device_loop = false;
+  // The device loop for a small model (SmallDecodeModel below) where it qualifies (one rank,
+  // no placement, an f32 KV cache), else the chunked loop: hexir-import's default. Measured
+  // (issue 18): stories260K's device loop wins on the CPU (0.78x CPU time a token) and on the
+  // H200 (0.91x); random768's loses on the CPU (1.33x) while it wins on the H200 (0.97x), and
+  // the module does not know its target.
+  bool small_model_device_loop = false;
   // Tensor parallelism (TensorParallel.h): > 1 emits one rank's SPMD program for this many
   // ranks (Megatron-style shards, all_reduce after wo and w2, a distributed argmax); the
   // weights passed must then be TensorParallelWeights'. 1: one device.
@@ -72,6 +81,14 @@ struct EmitOptions {
   // with ResolvePlacement first (an invalid one is emitted unplaced).
   LlamaPlacement placement;
 };
+
+// Whether `config`'s model is small enough that the device loop wins on every target (at most
+// kSmallDecodeModelParameters weights; stories260K has 0.26 Mi). Measured on the CPU (one
+// thread, 200 tokens, CPU time a token, device loop / chunked): stories260K 0.78x; a random
+// llama of 2.3 Mi weights (dim 128, 6 layers, vocab 4096, cache 512) 2.6x, stories15M's shape
+// 1.1x, random768 1.33x: the device form attends over all cache rows every step.
+inline constexpr int64_t kSmallDecodeModelParameters = int64_t{1} << 19;
+bool SmallDecodeModel(const LlamaConfig& config);
 
 // The importers' check of the element types: weights f32 or f16, KV cache f32, f16 or bf16
 // (InvalidArgument naming the offending value otherwise).

@@ -196,6 +196,62 @@ TEST_CASE("the emitted program: prefill layer calls, a chunked decode loop calli
   CHECK(Count(inlined, "func.call @prefill_layer(") == 3);
 }
 
+LlamaConfig Shape(int64_t dim, int64_t hidden, int64_t layers, int64_t heads, int64_t vocab, int64_t seq) {
+  LlamaConfig c;
+  c.dim = dim;
+  c.hidden_dim = hidden;
+  c.n_layers = layers;
+  c.n_heads = c.n_kv_heads = heads;
+  c.vocab_size = vocab;
+  c.seq_len = seq;
+  return c;
+}
+
+TEST_CASE("hexir-import's default: the device loop for a small model that qualifies, @layer calls kept in the streaming pair") {
+  // At most 0.5 Mi weights (SmallDecodeModel): stories260K's shape is small; stories15M's, a
+  // 2.3 Mi-weight llama and random768's are not (the CPU measured slower with the device loop).
+  LlamaConfig stories = Shape(64, 172, 5, 8, 512, 512);
+  stories.n_kv_heads = 4;
+  CHECK(SmallDecodeModel(stories));
+  CHECK_FALSE(SmallDecodeModel(Shape(288, 768, 6, 6, 32000, 256)));
+  CHECK_FALSE(SmallDecodeModel(Shape(128, 384, 6, 4, 4096, 512)));
+  CHECK_FALSE(SmallDecodeModel(Shape(768, 2048, 12, 12, 32000, 256)));
+  auto b = Header({8, 12, 3, 4, 2, -10, 6}, 28 + 4 * Floats(false));
+  auto c = ParseLlamaHeader(b.data(), b.size());
+  REQUIRE(c.ok());
+  EmitOptions options{5};
+  options.small_model_device_loop = true;
+  const std::string module = EmitLlamaModule(*c, options);
+  const size_t streaming = module.find("func.func @generate_begin(");
+  REQUIRE(streaming != std::string::npos);
+  const std::string text = module.substr(0, streaming), pair = module.substr(streaming);
+  // @generate: the device loop (its step limit), its layers written out; the streaming pair's
+  // chunks still call @layer.
+  CHECK(Count(text, "hexir.max_iterations = 5 : i64") == 1);
+  CHECK(Count(text, "scf.for %j = ") == 0);
+  CHECK(Count(text, "func.call @layer(") == 0);
+  CHECK(Count(module, "func.func private @layer(") == 1);
+  CHECK(Count(pair, "func.call @layer(") == 3);
+  CHECK(Count(pair, "hexir.max_iterations") == 0);
+  // The same with device_loop set (--device-loop), minus nothing: the module is equal.
+  EmitOptions forced{5};
+  forced.device_loop = true;
+  CHECK(EmitLlamaModule(*c, forced) == module);
+  // Not qualifying (an f16 cache: the device loop's cache write is f32 only; two ranks): the
+  // chunked loop, as without the option.
+  for (int variant = 0; variant < 2; ++variant) {
+    INFO(variant);
+    EmitOptions o = options, reference{5};
+    if (variant == 0) o.cache_type = reference.cache_type = "f16";
+    if (variant == 1) o.tensor_parallel = reference.tensor_parallel = 2;
+    CHECK(EmitLlamaModule(*c, o) == EmitLlamaModule(*c, reference));
+  }
+  // A model over the limit: the chunked loop.
+  const std::string large = EmitLlamaModule(Shape(288, 768, 6, 6, 32000, 256), options);
+  CHECK(Count(large, "hexir.max_iterations") == 0);
+  CHECK(Count(large, "scf.for %j = ") == 2);  // @generate's chunk and @generate_chunk's
+}
+
 TEST_CASE("a narrow KV cache: f16/bf16 cache tensors everywhere, rows rounded once, widened where attention reads") {
   auto b = Header({8, 12, 3, 4, 2, -10, 6}, 28 + 4 * Floats(false));
   auto c = ParseLlamaHeader(b.data(), b.size());
