@@ -384,6 +384,21 @@ class MicroKernelEmitter {
     return at;
   }
 
+  // A prepacked panel is read once per tile straight from memory (a constant filter or
+  // weight, often from L3 or DRAM: a small plane's 1x1 convolution streams its whole
+  // filter per call for a few positions), so its row kPrefetchBytes ahead is prefetched
+  // per k step: one prefetch per cache line of the row. Past the panel's last row the
+  // address is the next panel's (the panels are contiguous) or past the buffer, which a
+  // prefetch never faults on.
+  void prefetchPanelAhead(Value panel, Value k) {
+    constexpr int64_t kPrefetchBytes = 4096, kLineFloats = 16;
+    const int64_t rowsAhead = std::max<int64_t>(1, kPrefetchBytes / (t.columns() * 4));
+    Value ahead = arith::AddIOp::create(b, loc, k, index(rowsAhead));
+    for (int64_t j = 0; j < t.columns(); j += kLineFloats)
+      memref::PrefetchOp::create(b, loc, prepacked->packed, ValueRange{panel, ahead, index(j)},
+                                 /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
+  }
+
   // C[m, m + rows) x [n0, n0 + NR) += A[.][kc, kc + kcSize) * Bp, in registers.
   void registerTile(const Panel& p, Value m, int64_t rows) {
     SmallVector<Value> rowIndex;
@@ -431,6 +446,7 @@ class MicroKernelEmitter {
             for (int64_t v = 0; v < t.vectors; ++v)
               bv.push_back(vector::LoadOp::create(b, loc, vec, prepacked->packed,
                                                   ValueRange{p.index, ak, index(v * t.lanes)}));
+            prefetchPanelAhead(p.index, ak);
           } else {
             Value bk = arith::AddIOp::create(b, loc, p.base, k);
             for (int64_t v = 0; v < t.vectors; ++v)

@@ -1045,8 +1045,8 @@ TEST_CASE("bias and hard-swish or ReLU over small static NCHW planes match a dou
 
 // A global average pool over static NCHW planes (the importer's ReduceMean/GlobalAveragePool
 // form: a sum over h and w, then a divide): the two reduction loops run as one loop over the
-// plane (passes/codegen/CPUCollapseContiguousLoops.h), planes of 2x2, 7x7, 16x16, 5 x 13 and
-// 1 x 1023, channels 1, 13 and 97, batch 2.
+// plane (passes/codegen/CPUCollapseContiguousLoops.h), planes of 1x1, 2x2, 7x7, 16x16, 5 x 13
+// and 1 x 1023, channels 1, 13 and 97, batch 2.
 std::string MeanPoolSource(int64_t n, int64_t c, int64_t h, int64_t w) {
   std::string x = "tensor<" + std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(h) + "x" +
                   std::to_string(w) + "xf32>";
@@ -1075,9 +1075,8 @@ func.func @main(%x: )mlir" + x + ") -> " + y + R"mlir( {
 }
 
 TEST_CASE("a global average pool over static NCHW planes matches a double reference") {
-  // (A plane of 1 is left out: its divide by 1.0 folds away and hexir-compile refuses the
-  // kernel, "not bufferized in place", with or without the collapse.)
-  const std::vector<std::pair<int64_t, int64_t>> planes = {{2, 2}, {7, 7}, {16, 16}, {5, 13}, {1, 1023}};
+  // On a plane of 1 x 1 the divide by 1.0 folds away: the sum then writes the output.
+  const std::vector<std::pair<int64_t, int64_t>> planes = {{1, 1}, {2, 2}, {7, 7}, {16, 16}, {5, 13}, {1, 1023}};
   for (auto [h, w] : planes) {
     for (int64_t c : {1, 13, 97}) {
       INFO(c << " x " << h << " x " << w);
