@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "llvm/Support/CommandLine.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -18,6 +20,16 @@
 
 namespace hexir::codegen {
 using namespace mlir;
+
+namespace {
+// Process-wide (hexir-compile and hexir-opt list it): A/B measurements vary it.
+llvm::cl::opt<int64_t> cpuPanelPrefetchBytes(
+    "cpu-panel-prefetch-bytes",
+    llvm::cl::desc("CPU GEMMs of at most 16 static rows on prepacked panels prefetch each panel "
+                   "N bytes ahead of the k step (passes/codegen/CPUMatmulMicroKernel.cpp); "
+                   "<= 0: never (default 4096)"),
+    llvm::cl::init(int64_t{4096}));
+}  // namespace
 
 MatmulTiles ChooseMatmulTiles(const CPUTarget& target) {
   MatmulTiles t;
@@ -245,6 +257,13 @@ class MicroKernelEmitter {
   // [nc, nc + panels * NR) of rows [kc, kc + kcSize).
   void emit(const PackedGemm& g, llvm::function_ref<void(Value, Value, Value, Value)> packBlock) {
     Value zero = index(0);
+    // Prepacked panels of a GEMM of at most kStreamedPanelMaxRows rows (known at compile
+    // time) are read by one or two register tiles each: streamed, so prefetched
+    // (prefetchPanelAhead). Panels that more tiles share stay in L2 after the first, and
+    // the prefetches only took issue slots (DenseNet's 3x3 over 48 x 18 x 18 on a prepacked
+    // filter, 256 positions: 1.23x its time).
+    std::optional<int64_t> staticRows = getConstantIntValue(g.rows);
+    streamsPanels = prepacked && staticRows && *staticRows <= kStreamedPanelMaxRows && cpuPanelPrefetchBytes > 0;
     prefix = g.cPrefix;
     columns = g.columns;
     zeroVec = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
@@ -384,15 +403,16 @@ class MicroKernelEmitter {
     return at;
   }
 
-  // A prepacked panel is read once per tile straight from memory (a constant filter or
-  // weight, often from L3 or DRAM: a small plane's 1x1 convolution streams its whole
-  // filter per call for a few positions), so its row kPrefetchBytes ahead is prefetched
-  // per k step: one prefetch per cache line of the row. Past the panel's last row the
-  // address is the next panel's (the panels are contiguous) or past the buffer, which a
-  // prefetch never faults on.
+  // A prepacked panel of a GEMM of few rows is read once or twice straight from memory (a
+  // constant filter or weight, often from L3 or DRAM: a small plane's 1x1 convolution
+  // streams its whole filter per call for a few positions), so its row
+  // --cpu-panel-prefetch-bytes (4 KiB) ahead is prefetched per k step: one prefetch per
+  // cache line of the row. Past the panel's last row the address is the next panel's (the
+  // panels are contiguous) or past the buffer, which a prefetch never faults on.
+  static constexpr int64_t kStreamedPanelMaxRows = 16;
   void prefetchPanelAhead(Value panel, Value k) {
-    constexpr int64_t kPrefetchBytes = 4096, kLineFloats = 16;
-    const int64_t rowsAhead = std::max<int64_t>(1, kPrefetchBytes / (t.columns() * 4));
+    constexpr int64_t kLineFloats = 16;
+    const int64_t rowsAhead = std::max<int64_t>(1, cpuPanelPrefetchBytes / (t.columns() * 4));
     Value ahead = arith::AddIOp::create(b, loc, k, index(rowsAhead));
     for (int64_t j = 0; j < t.columns(); j += kLineFloats)
       memref::PrefetchOp::create(b, loc, prepacked->packed, ValueRange{panel, ahead, index(j)},
@@ -446,7 +466,7 @@ class MicroKernelEmitter {
             for (int64_t v = 0; v < t.vectors; ++v)
               bv.push_back(vector::LoadOp::create(b, loc, vec, prepacked->packed,
                                                   ValueRange{p.index, ak, index(v * t.lanes)}));
-            prefetchPanelAhead(p.index, ak);
+            if (streamsPanels) prefetchPanelAhead(p.index, ak);
           } else {
             Value bk = arith::AddIOp::create(b, loc, p.base, k);
             for (int64_t v = 0; v < t.vectors; ++v)
@@ -483,6 +503,7 @@ class MicroKernelEmitter {
   Value packed;
   std::optional<PrepackedB> prepacked;
   const GemmCallbacks* callbacks = nullptr;
+  bool streamsPanels = false;
   VectorType vec, maskType;
   Value zeroVec;
   SmallVector<Value> prefix;  // C's leading indices
