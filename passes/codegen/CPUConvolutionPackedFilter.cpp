@@ -106,7 +106,12 @@ class PackedFilterEmitter {
         else
           vector::ScatterOp::create(nb, loc, Type(), outv, indices, lanes, mask ? mask : all, v);
       };
-      EmitPrepackedGemm(b, loc, t, filter, mul(oh, ow), filters, index(c * kh * kw), access);
+      // A static plane's positions as a constant: the GEMM streams the panels of a few.
+      auto outType = cast<MemRefType>(out.getType());
+      Value positions = outType.isDynamicDim(2) || outType.isDynamicDim(3)
+                            ? mul(oh, ow)
+                            : index(outType.getDimSize(2) * outType.getDimSize(3));
+      EmitPrepackedGemm(b, loc, t, filter, positions, filters, index(c * kh * kw), access);
     });
   }
 

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/IR/Threading.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -102,6 +103,53 @@ void LowerStridedCopiesToLinalg(ModuleOp inner) {
     OpBuilder b(copy);
     linalg::CopyOp::create(b, copy.getLoc(), ValueRange{copy.getSource()}, ValueRange{copy.getTarget()});
     copy.erase();
+  }
+}
+
+// Whether a view of `buffer` (or the buffer) leaves its block's iteration: yielded out of a
+// region, returned or passed to a call. A buffer that never does holds nothing from one
+// iteration of an enclosing loop to the next.
+bool EscapesItsIteration(Value buffer) {
+  SmallVector<Value> views{buffer};
+  while (!views.empty()) {
+    Value v = views.pop_back_val();
+    for (Operation* user : v.getUsers()) {
+      if (user->hasTrait<OpTrait::IsTerminator>() || isa<CallOpInterface, memref::DeallocOp>(user))
+        return true;
+      // Views (subview, reshapes, casts, strided metadata): anything aliasing it.
+      for (Value r : user->getResults())
+        if (isa<BaseMemRefType>(r.getType())) views.push_back(r);
+    }
+  }
+  return false;
+}
+
+// Temporaries of static shape that bufferization allocated inside the kernel (a
+// convolution's tile before its fused bias + SiLU, a fused producer's tile) become stack
+// buffers at the kernel's entry: one per kernel instead of a malloc and free per
+// workgroup, or per iteration of a loop around them. Each at most kStackTemporaryBytes,
+// kStackTemporariesBytes in all (workers run on 8 MiB thread stacks; the packed GEMM block
+// takes at most 256 KiB more); larger ones, dynamic ones and those a view of which leaves
+// its iteration stay on the heap.
+void PromoteSmallTemporariesToStack(func::FuncOp kernel) {
+  constexpr int64_t kStackTemporaryBytes = 64 * 1024, kStackTemporariesBytes = 128 * 1024;
+  SmallVector<memref::AllocOp> allocs;
+  kernel.walk([&](memref::AllocOp alloc) { allocs.push_back(alloc); });
+  int64_t total = 0;
+  OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
+  for (memref::AllocOp alloc : allocs) {
+    MemRefType type = alloc.getType();
+    if (!type.hasStaticShape() || type.getMemorySpace() || !type.getElementType().isIntOrFloat() ||
+        !alloc.getDynamicSizes().empty() || !alloc.getSymbolOperands().empty())
+      continue;
+    const int64_t bytes = type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+    if (bytes > kStackTemporaryBytes || total + bytes > kStackTemporariesBytes ||
+        EscapesItsIteration(alloc.getResult()))
+      continue;
+    total += bytes;
+    auto alloca = memref::AllocaOp::create(b, alloc.getLoc(), type, alloc.getAlignmentAttr());
+    alloc.getResult().replaceAllUsesWith(alloca.getResult());
+    alloc.erase();
   }
 }
 
@@ -212,6 +260,7 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     // Row chains tile their rows themselves (codegen/CPURowChains.h).
     if (!rowChain) codegen::VectorizeShortContiguousRuns(*kernel, target.vectorBits / 32, cpuShortRunPositions);
     LowerStridedCopiesToLinalg(inner);
+    PromoteSmallTemporariesToStack(*kernel);
     if (failed(runPipeline(*toLoops, inner))) return failure();
     codegen::LowerDeferredIntrinsicCalls(inner);
     // Only the bf16 patterns of arith-expand: its others would rewrite maximumf & co.

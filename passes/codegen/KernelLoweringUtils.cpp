@@ -118,9 +118,18 @@ FailureOr<func::FuncOp> FinishBufferizedKernel(ExecutableOp exe) {
   for (auto [i, operand] : llvm::enumerate(ret.getOperands())) {
     Value v = operand;
     while (auto cast = v.getDefiningOp<memref::CastOp>()) v = cast.getSource();
+    int64_t out = int64_t(memrefArgs.size()) - int64_t(ret.getNumOperands()) + int64_t(i);
+    // The result is a buffer the kernel allocated (its last op folded away, e.g. a mean
+    // over a 1 x 1 plane whose divide by 1.0 canonicalized to the sum, so nothing wrote the
+    // output): the output, which nothing else reads or writes, becomes that buffer.
+    if (auto alloc = v.getDefiningOp<memref::AllocOp>();
+        alloc && out >= 0 && alloc.getType() == memrefArgs[out].getType() && memrefArgs[out].use_empty()) {
+      alloc.getResult().replaceAllUsesWith(memrefArgs[out]);
+      alloc.erase();
+      v = memrefArgs[out];
+    }
     auto arg = dyn_cast<BlockArgument>(v);
     allArguments &= bool(arg);
-    int64_t out = int64_t(memrefArgs.size()) - int64_t(ret.getNumOperands()) + int64_t(i);
     if (!arg || out < 0 || arg == memrefArgs[out]) continue;
     // The result folded to an input (e.g. x / 1.0 canonicalized to x): copy it into the
     // output, which nothing else writes.

@@ -1045,8 +1045,8 @@ TEST_CASE("bias and hard-swish or ReLU over small static NCHW planes match a dou
 
 // A global average pool over static NCHW planes (the importer's ReduceMean/GlobalAveragePool
 // form: a sum over h and w, then a divide): the two reduction loops run as one loop over the
-// plane (passes/codegen/CPUCollapseContiguousLoops.h), planes of 2x2, 7x7, 16x16, 5 x 13 and
-// 1 x 1023, channels 1, 13 and 97, batch 2.
+// plane (passes/codegen/CPUCollapseContiguousLoops.h), planes of 1x1, 2x2, 7x7, 16x16, 5 x 13
+// and 1 x 1023, channels 1, 13 and 97, batch 2.
 std::string MeanPoolSource(int64_t n, int64_t c, int64_t h, int64_t w) {
   std::string x = "tensor<" + std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(h) + "x" +
                   std::to_string(w) + "xf32>";
@@ -1075,9 +1075,8 @@ func.func @main(%x: )mlir" + x + ") -> " + y + R"mlir( {
 }
 
 TEST_CASE("a global average pool over static NCHW planes matches a double reference") {
-  // (A plane of 1 is left out: its divide by 1.0 folds away and hexir-compile refuses the
-  // kernel, "not bufferized in place", with or without the collapse.)
-  const std::vector<std::pair<int64_t, int64_t>> planes = {{2, 2}, {7, 7}, {16, 16}, {5, 13}, {1, 1023}};
+  // On a plane of 1 x 1 the divide by 1.0 folds away: the sum then writes the output.
+  const std::vector<std::pair<int64_t, int64_t>> planes = {{1, 1}, {2, 2}, {7, 7}, {16, 16}, {5, 13}, {1, 1023}};
   for (auto [h, w] : planes) {
     for (int64_t c : {1, 13, 97}) {
       INFO(c << " x " << h << " x " << w);
@@ -1091,6 +1090,91 @@ TEST_CASE("a global average pool over static NCHW planes matches a double refere
         F32(expected)[i] = float(sum / double(h * w));
       }
       RunOnThreadCounts(module, {x}, expected, 1e-5);
+    }
+  }
+}
+
+// The importer's MaxPool (its input padded by a dispatch of its own, here already padded; a
+// window operand that only gives the extents; out filled with -inf) runs as vector loops
+// over runs of the output row (passes/codegen/CPUConvolutionKernel.cpp, max pools): stride
+// 1 as loads, 2 as two loads and their even lanes, 3 as gathers; rows of 1 to 33 outputs
+// (masked past the row), dilation 2, 1 and 13 channels, batch 2, a NaN input and -inf
+// padding included.
+std::string MaxPoolSource(std::vector<int64_t> x, std::vector<int64_t> y, int64_t kh, int64_t kw, int64_t sh,
+                          int64_t sw, int64_t dh, int64_t dw) {
+  auto type = [](const std::vector<int64_t>& d) {
+    std::string t = "tensor<";
+    for (int64_t e : d) t += std::to_string(e) + "x";
+    return t + "f32>";
+  };
+  auto term = [](int64_t s, const char* d, int64_t k, const char* e) {
+    return "d" + std::string(d) + " * " + std::to_string(s) + " + d" + e + " * " + std::to_string(k);
+  };
+  std::string xt = type(x), yt = type(y), wt = "tensor<" + std::to_string(kh) + "x" + std::to_string(kw) + "xf32>";
+  return R"mlir(
+func.func @main(%x: )mlir" + xt + ") -> " + yt + R"mlir( {
+  %ninf = arith.constant 0xFF800000 : f32
+  %win = tensor.empty() : )mlir" + wt + R"mlir(
+  %e = tensor.empty() : )mlir" + yt + R"mlir(
+  %z = linalg.fill ins(%ninf : f32) outs(%e : )mlir" + yt + ") -> " + yt + R"mlir(
+  %m = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, )mlir" +
+         term(sh, "2", dh, "4") + ", " + term(sw, "3", dw, "5") + R"mlir()>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
+      ins(%x, %win : )mlir" + xt + ", " + wt + ") outs(%z : " + yt + R"mlir() {
+    ^bb0(%v: f32, %w: f32, %acc: f32):
+      %a = arith.maximumf %acc, %v : f32
+      linalg.yield %a : f32
+  } -> )mlir" + yt + R"mlir(
+  return %m : )mlir" + yt + R"mlir(
+}
+)mlir";
+}
+
+TEST_CASE("max pools over padded NCHW planes match a reference at strides 1, 2 and 3") {
+  struct Pool {
+    int64_t h, w, kh, kw, sh, sw, dh, dw;
+  };
+  const std::vector<Pool> pools = {
+      {34, 34, 3, 3, 2, 2, 1, 1},  // DenseNet's and ResNet's 3x3 / 2 (16 x 16 outputs)
+      {9, 37, 3, 3, 2, 2, 1, 1},   // 18 outputs a row: a run of 16 and one of 2
+      {5, 3, 3, 3, 2, 2, 1, 1},    // one output
+      {7, 35, 2, 2, 1, 1, 1, 1},   // stride 1: 34 outputs a row
+      {8, 40, 3, 2, 3, 3, 1, 1},   // stride 3 (gathers), 13 outputs a row
+      {11, 21, 3, 3, 2, 2, 2, 2},  // dilation 2
+  };
+  for (const Pool& p : pools) {
+    for (int64_t c : {1, 13}) {
+      const int64_t n = 2;
+      const int64_t oh = (p.h - (p.kh - 1) * p.dh - 1) / p.sh + 1, ow = (p.w - (p.kw - 1) * p.dw - 1) / p.sw + 1;
+      INFO(c << " x " << p.h << " x " << p.w << " window " << p.kh << "x" << p.kw << " stride " << p.sh << "x"
+             << p.sw << " dilation " << p.dh);
+      std::string module = CompileOrDie(MaxPoolSource({n, c, p.h, p.w}, {n, c, oh, ow}, p.kh, p.kw, p.sh, p.sw, p.dh, p.dw),
+                                        "memory_bound_max_pool");
+      HostTensor x = RandomF32({n, c, p.h, p.w}, 71, -3, 3);
+      float* xs = F32(x);
+      for (int64_t i = 0; i < n * c * p.h; ++i) xs[i * p.w] = -INFINITY;  // the padding column
+      xs[p.w + 1] = NAN;  // propagates to the outputs whose window holds it
+      HostTensor expected = ZerosF32({n, c, oh, ow});
+      for (int64_t b = 0; b < n * c; ++b)
+        for (int64_t i = 0; i < oh; ++i)
+          for (int64_t j = 0; j < ow; ++j) {
+            float m = -INFINITY;
+            for (int64_t u = 0; u < p.kh; ++u)
+              for (int64_t v = 0; v < p.kw; ++v) {
+                float e = xs[(b * p.h + i * p.sh + u * p.dh) * p.w + j * p.sw + v * p.dw];
+                m = (std::isnan(m) || std::isnan(e)) ? NAN : std::max(m, e);
+              }
+            F32(expected)[(b * oh + i) * ow + j] = m;
+          }
+      for (const char* threads : kThreadCounts) {
+        INFO(threads);
+        auto out = RunOrDie(module, "main", {x}, 1, "cpu", threads);
+        REQUIRE(out[0].dims == expected.dims);
+        for (int64_t i = 0; i < expected.element_count(); ++i) {
+          const float got = F32(out[0])[i], want = F32(expected)[i];
+          INFO("element " << i << ": got " << got << ", expected " << want);
+          REQUIRE((std::isnan(want) ? std::isnan(got) : got == want));
+        }
+      }
     }
   }
 }

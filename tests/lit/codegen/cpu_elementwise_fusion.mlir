@@ -30,9 +30,9 @@ hexir.executable @same_shape attributes {hexir.workgroup_count = array<i64: 1, 1
 
 // A consumer broadcasting the producer's row over 64 rows (a KV-cache row written over the
 // whole cache) would recompute each sin 64 times fused: the producer stays a loop of its
-// own, writing its 8 values to a temporary once.
+// own, writing its 8 values to a temporary (on the stack) once.
 // CHECK-LABEL: hexir.executable @broadcast
-// CHECK:         @malloc
+// CHECK:         llvm.alloca %{{.+}} x f32
 // CHECK:         llvm.intr.sin
 hexir.executable @broadcast attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
   builtin.module {

@@ -147,3 +147,33 @@ hexir.executable @mm_order attributes {hexir.workgroup_count = array<i64: 1, 1, 
     }
   }
 }
+
+// -----
+
+// A kernel whose result is a buffer it allocated (a mean over a 1 x 1 plane: the divide by
+// 1.0 folded away, leaving the sum into a filled tensor.empty) writes the output instead:
+// no allocation, the sum's stores go to the output binding (KernelLoweringUtils.cpp,
+// FinishBufferizedKernel).
+// CHECK-LABEL: hexir.executable @folded_mean
+// CHECK-NOT:     llvm.call @malloc
+// CHECK:         llvm.func internal @folded_mean_impl(%[[X:[^:]+]]: !llvm.ptr, %[[XA:[^:]+]]: !llvm.ptr {llvm.noalias}, {{.*}}, %[[O:[^:]+]]: !llvm.ptr, %[[OA:[^:]+]]: !llvm.ptr {llvm.noalias},
+// CHECK:           %[[AT:.+]] = llvm.getelementptr inbounds|nuw %[[OA]][%{{.+}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK:           llvm.store %{{.+}}, %[[AT]] : f32, !llvm.ptr
+// CHECK:           llvm.fadd
+// CHECK:           llvm.store %{{.+}}, %{{.+}} : f32, !llvm.ptr
+// CHECK:         llvm.func @folded_mean(
+hexir.executable @folded_mean attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @folded_mean(%x: tensor<2x13x1x1xf32>, %o: tensor<2x13xf32>, %id: index) -> tensor<2x13xf32> {
+      %zero = arith.constant 0.0 : f32
+      %e = tensor.empty() : tensor<2x13xf32>
+      %z = linalg.fill ins(%zero : f32) outs(%e : tensor<2x13xf32>) -> tensor<2x13xf32>
+      %s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%x : tensor<2x13x1x1xf32>) outs(%z : tensor<2x13xf32>) {
+      ^bb0(%v: f32, %acc: f32):
+        %a = arith.addf %acc, %v : f32
+        linalg.yield %a : f32
+      } -> tensor<2x13xf32>
+      return %s : tensor<2x13xf32>
+    }
+  }
+}
