@@ -2,6 +2,7 @@
 #include "passes/codegen/CPUConvolutionDepthwise.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -659,6 +660,50 @@ std::optional<scf::IfOp> EmitPlaneSizeVariants(OpBuilder& b, Location loc, int64
   return cast<scf::IfOp>(b.getInsertionBlock()->getParentOp());
 }
 
+// Whether x's plane is h x w and out's oh x ow at run time.
+Value PlaneIs(OpBuilder& b, Location loc, Value x, Value out, const PlaneSize& p) {
+  Value extents[] = {memref::DimOp::create(b, loc, x, 2), memref::DimOp::create(b, loc, x, 3),
+                     memref::DimOp::create(b, loc, out, 2), memref::DimOp::create(b, loc, out, 3)};
+  int64_t values[] = {p.h, p.w, p.oh, p.ow};
+  Value matches;
+  for (int d = 0; d < 4; ++d) {
+    Value eq = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, extents[d],
+                                     arith::ConstantIndexOp::create(b, loc, values[d]));
+    matches = matches ? arith::AndIOp::create(b, loc, matches, eq).getResult() : eq;
+  }
+  return matches;
+}
+
+// `m` (rank 4) seen with a static h x w plane (its strides unchanged).
+Value CastPlane(OpBuilder& b, Location loc, Value m, int64_t h, int64_t w) {
+  auto type = cast<MemRefType>(m.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[2] = h, shape[3] = w;
+  auto cast = MemRefType::get(shape, type.getElementType(), type.getLayout(), type.getMemorySpace());
+  return memref::CastOp::create(b, loc, cast, m);
+}
+
+// The square planes that a staged kernel of static extents takes when a dynamic export meets
+// them at run time: kStagedPlaneOutputs outputs (the stages of 64 x 64, 128 x 128 and 224 x 224
+// images), each with the inputs its window reads (as ChannelLanePlaneSizes), less those the
+// channel lanes take.
+SmallVector<PlaneSize> StagedPlaneSizes(const StagedTiles& t, bool padded, Value x, Value out) {
+  auto xType = cast<MemRefType>(x.getType()), outType = cast<MemRefType>(out.getType());
+  int64_t staticSizes[] = {xType.getDimSize(2), xType.getDimSize(3), outType.getDimSize(2), outType.getDimSize(3)};
+  SmallVector<PlaneSize> sizes;
+  for (int64_t o : kStagedPlaneOutputs)
+    for (int64_t r = 0; r < std::min(t.sh, t.sw); ++r) {
+      PlaneSize p{(o - 1) * t.sh + 1 + r + (padded ? 0 : (t.kh - 1) * t.dh),
+                  (o - 1) * t.sw + 1 + r + (padded ? 0 : (t.kw - 1) * t.dw), o, o};
+      if (o * o <= kDepthwiseChannelLanePositions && p.h * p.w <= kDepthwiseChannelLaneInputs) continue;
+      int64_t values[] = {p.h, p.w, p.oh, p.ow};
+      bool matches = true;
+      for (int d = 0; d < 4; ++d) matches &= ShapedType::isDynamic(staticSizes[d]) || staticSizes[d] == values[d];
+      if (matches) sizes.push_back(p);
+    }
+  return sizes;
+}
+
 // A 64-byte aligned stack buffer of `count` f32 at the kernel's entry.
 Value AllocateAtEntry(func::FuncOp kernel, int64_t count) {
   OpBuilder b(kernel.getContext());
@@ -701,14 +746,32 @@ void EmitDepthwiseConvolution(OpBuilder& b, Location loc, func::FuncOp kernel, i
       ArrayRef<int64_t>{sourceType.getDimSize(2), sourceType.getDimSize(3), outType.getDimSize(2), outType.getDimSize(3)},
       ShapedType::isDynamic);
   StagedEmitter e(b, loc, lanes, t, std::move(live), dynamicExtents, top, left);
-  Value stage = AllocateAtEntry(kernel, e.stageSize());
-  Value ext = AllocateAtEntry(kernel, e.extendedSize());
+  // Static-extent staged kernels for a few square planes, chosen at run time.
+  SmallVector<std::pair<PlaneSize, std::unique_ptr<StagedEmitter>>> staged;
+  int64_t stageSize = e.stageSize(), extendedSize = e.extendedSize();
+  if (dynamicExtents)
+    for (const PlaneSize& p : StagedPlaneSizes(t, pad.has_value(), source, out)) {
+      StagedTiles pt = ChooseTiles(g, lanes, t.kh, t.kw, p.oh, p.ow);
+      auto pe = std::make_unique<StagedEmitter>(b, loc, lanes, pt, LiveTaps(pt, p.h, p.w, p.oh, p.ow, top, left),
+                                                /*guardTaps=*/false, top, left);
+      stageSize = std::max(stageSize, pe->stageSize());
+      extendedSize = std::max(extendedSize, pe->extendedSize());
+      staged.push_back({p, std::move(pe)});
+    }
+  Value stage = AllocateAtEntry(kernel, stageSize);
+  Value ext = AllocateAtEntry(kernel, extendedSize);
   std::optional<scf::IfOp> variants;
   if (dynamicExtents && wType.getDimSize(1) == 1)
     variants = EmitPlaneSizeVariants(b, loc, lanes, t, pad.has_value(), top, left, source, w, out);
   {
     OpBuilder::InsertionGuard guard(b);
     if (variants) b.setInsertionPointToStart(&variants->getElseRegion().front());
+    for (auto& [p, pe] : staged) {
+      auto choice = scf::IfOp::create(b, loc, PlaneIs(b, loc, source, out, p), /*withElseRegion=*/true);
+      b.setInsertionPointToStart(&choice.getThenRegion().front());
+      pe->emit(CastPlane(b, loc, source, p.h, p.w), w, CastPlane(b, loc, out, p.oh, p.ow), stage, ext);
+      b.setInsertionPointToStart(&choice.getElseRegion().front());
+    }
     e.emit(source, w, out, stage, ext);
   }
   if (pad)
