@@ -621,21 +621,27 @@ TEST_CASE("depthwise convolutions with channels in the lanes on small static pla
 TEST_CASE("dynamic-size depthwise convolutions choose channel lanes by the run-time plane size and match a double reference") {
   // CPUConvolutionDepthwise.h, plane-size variants: one module per geometry, run at every
   // square plane a channel-lane variant is specialised on (outputs 1 x 1 to 4 x 4; at
-  // stride 2 both input sizes of each output size) and at planes that take the staged
-  // kernel (5 x 5 outputs, 7 x 7 inputs, non-square planes, inputs that no variant lists):
+  // stride 2 both input sizes of each output size), at planes of a static-extent staged
+  // variant (4 x 4 from 8 x 8 at stride 2, 7 x 7, 8 x 8, 14 x 14, 16 x 16 outputs) and at
+  // planes that take the staged kernel of dynamic extents (5 x 5 outputs, 27 x 27 inputs,
+  // non-square planes, inputs that no variant lists):
   // batch 1 and 3; channel counts past a vector (a masked last block: 19, 33, 97) and below
   // one (5); 5x5 and 3x3 windows with the importer's pad, one-sided pads, dilation 2; an
   // unpadded window (the input o + 2 wide); a SiLU joining the dispatch.
   CheckImporterPaddedAtSizes({1, 97, 0, 0, 97, 5, 5, 1, 1, 97}, {2, 2, 2, 2},
-                             {{1, 1, 1}, {3, 2, 2}, {1, 3, 3}, {2, 4, 4}, {1, 5, 5}, {1, 2, 3}, {3, 4, 1}});
+                             {{1, 1, 1}, {3, 2, 2}, {1, 3, 3}, {2, 4, 4}, {1, 5, 5}, {1, 2, 3}, {3, 4, 1}, {1, 7, 7},
+                              {3, 8, 8}, {1, 14, 14}, {1, 16, 16}, {1, 16, 15}});
   CheckImporterPaddedAtSizes({1, 33, 0, 0, 33, 5, 5, 2, 1, 33}, {2, 2, 2, 2},
-                             {{1, 1, 1}, {3, 2, 2}, {1, 3, 3}, {1, 4, 4}, {2, 5, 5}, {1, 6, 6}, {1, 7, 7}, {1, 6, 5}});
-  CheckImporterPaddedAtSizes({1, 19, 0, 0, 19, 3, 3, 2, 1, 19}, {0, 0, 1, 1}, {{1, 2, 2}, {3, 3, 3}, {1, 4, 4}, {1, 6, 6}});
+                             {{1, 1, 1}, {3, 2, 2}, {1, 3, 3}, {1, 4, 4}, {2, 5, 5}, {1, 6, 6}, {1, 7, 7}, {1, 6, 5},
+                              {1, 8, 8}, {1, 13, 13}, {2, 16, 16}, {1, 27, 27}, {1, 32, 32}});
+  CheckImporterPaddedAtSizes({1, 19, 0, 0, 19, 3, 3, 2, 1, 19}, {0, 0, 1, 1},
+                             {{1, 2, 2}, {3, 3, 3}, {1, 4, 4}, {1, 6, 6}, {1, 14, 14}, {1, 15, 15}, {3, 16, 16}});
   CheckImporterPaddedAtSizes({1, 5, 0, 0, 5, 3, 3, 1, 2, 5}, {2, 2, 2, 2}, {{1, 1, 1}, {3, 2, 2}, {1, 4, 4}, {1, 5, 5}});
   Conv silu{1, 19, 0, 0, 19, 3, 3, 1, 1, 19};
   silu.silu = true;
   CheckImporterPaddedAtSizes(silu, {1, 1, 1, 1}, {{3, 1, 1}, {1, 2, 2}, {1, 3, 3}, {3, 4, 4}, {1, 9, 9}});
-  CheckOneModuleAtSizes({1, 17, 0, 0, 17, 3, 3, 1, 1, 17}, {{1, 1, 1}, {3, 2, 2}, {1, 4, 4}, {1, 5, 5}, {1, 2, 3}});
+  CheckOneModuleAtSizes({1, 17, 0, 0, 17, 3, 3, 1, 1, 17},
+                        {{1, 1, 1}, {3, 2, 2}, {1, 4, 4}, {1, 5, 5}, {1, 2, 3}, {1, 7, 7}, {3, 8, 8}, {1, 16, 16}});
 }
 
 TEST_CASE("grouped convolutions and a depthwise multiplier match a double reference") {
