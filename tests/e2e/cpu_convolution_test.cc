@@ -294,9 +294,12 @@ TEST_CASE("one dynamic-size 1x1 convolution module, its panels loaded whole, mas
   // partial ones (planes of fewer positions than a panel, every plane's last) loaded masked
   // (CPUConvolutionKernel.h). Planes of 1 to 57 x 57, batch 1 and 3; 40 filters over 24
   // channels (an argument filter) and over 13 (a constant one, not packed: 13 taps).
+  // Planes of 2 x 2 and 4 x 4 take the kernel on a static view of the plane, chosen at run
+  // time (CPUConvolutionKernel.cpp, kDensePlaneOutputs); 2 x 4 and 4 x 2 do not.
   Conv pointwise{1, 24, 0, 0, 40, 1, 1, 1, 1, 1};
   pointwise.epilogue = true;
-  CheckOneModuleAtSizes(pointwise, {{1, 1, 1}, {3, 3, 3}, {1, 7, 7}, {3, 13, 13}, {1, 57, 57}, {3, 5, 7}});
+  CheckOneModuleAtSizes(pointwise, {{1, 1, 1}, {3, 3, 3}, {1, 7, 7}, {3, 13, 13}, {1, 57, 57}, {3, 5, 7}, {1, 2, 2},
+                                    {3, 2, 2}, {1, 4, 4}, {3, 4, 4}, {1, 2, 4}, {3, 4, 2}});
   Conv few{1, 13, 0, 0, 40, 1, 1, 1, 1, 1};
   few.constant = true;
   CheckOneModuleAtSizes(few, {{1, 1, 1}, {3, 2, 2}, {1, 4, 4}, {1, 13, 13}, {3, 57, 3}});

@@ -464,6 +464,38 @@ hexir.executable @dense_dynamic attributes {hexir.workgroup_count = array<i64: 1
 
 // -----
 
+// A 1x1 convolution over planes of run-time extents: where the rows are contiguous, run-time
+// tests of x's and out's planes (2 x 2, then 4 x 4) choose the implicit GEMM on views of that
+// static plane (its panels loaded whole or masked, never gathered: N = 4 or 16 known), the
+// GEMM on the dynamic plane otherwise (its partial panels maybe gathered); the loop lowering
+// when the rows are not contiguous.
+// CHECK-LABEL: hexir.executable @pointwise_dynamic
+// CHECK:         llvm.func internal @pointwise_dynamic_impl(
+// CHECK-COUNT-5:   llvm.icmp "eq"
+// CHECK-NOT:       llvm.intr.masked.gather
+// CHECK:           llvm.intr.fmuladd
+// CHECK-COUNT-4:   llvm.icmp "eq"
+// CHECK-NOT:       llvm.intr.masked.gather
+// CHECK:           llvm.intr.fmuladd
+// CHECK:           llvm.intr.masked.gather
+// CHECK:           llvm.fmul {{.*}} : f32
+// CHECK:         llvm.func @pointwise_dynamic(
+hexir.executable @pointwise_dynamic attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @pointwise_dynamic(%x: tensor<?x5x?x?xf32>, %w: tensor<7x5x1x1xf32>, %o: tensor<?x7x?x?xf32>, %id: index) -> tensor<?x7x?x?xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<?x5x?x?xf32>, tensor<7x5x1x1xf32>) outs(%o : tensor<?x7x?x?xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<?x7x?x?xf32>
+      return %y : tensor<?x7x?x?xf32>
+    }
+  }
+}
+
+// -----
+
 // Stride 2 over a window of a larger plane (the last row and column are never read, so
 // workgroup tiling slices them off): x is read through its row pitch, no contiguity needed.
 // CHECK-LABEL: hexir.executable @dense_window
