@@ -68,11 +68,11 @@
 // inputs (each h whose window gives o at the stride: a fused pad's (o - 1) s + 1 .. o s, an
 // unpadded input's (o - 1) s + (KH - 1) d + 1 ..; at most kDepthwiseChannelLaneInputs), the
 // channel strides read from the views at run time; every other plane takes the staged kernel
-// (MobileNetV3's 576-channel 5x5 over 2 x 2: 22.7 -> 3.7 us, as static). Likewise, the
+// (MobileNetV3's 576-channel 5x5 over 2 x 2: 22.4 -> 3.7 us, as static). Likewise, the
 // staged kernel of static extents for the square planes of kStagedPlaneOutputs outputs (and
 // the inputs their window reads) that the channel lanes do not take: its tiles, rows and
 // live taps compile-time constants, as in a static export (MobileNetV3's 72-channel 3x3
-// over 16 x 16 at stride 2: 11 -> 5.7 us; the dynamic kernel's loops with run-time bounds
+// over 16 x 16 at stride 2: 9.7 -> 5.4 us, static 5.3; the dynamic kernel's loops with run-time bounds
 // around a few vectors of work cost 1.5-2.5x). One pair of stack buffers serves all.
 #pragma once
 

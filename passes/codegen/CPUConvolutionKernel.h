@@ -20,8 +20,8 @@
 // the kernel runs when they are at run time, the loop lowering otherwise. A 1x1 convolution at
 // stride 1 over such planes first tests them at run time for 2 x 2 and 4 x 4 and runs the
 // kernel on views of that static plane there (kDensePlaneOutputs in the .cpp: EfficientNet-B0's
-// 80 -> 480 over 4 x 4 31 -> 15 us, static 15; MobileNetV3's 96 -> 576 over 2 x 2 15.7 -> 9.3
-// us, static 3.6 on its filter packed at load, which a dynamic plane does not get).
+// 80 -> 480 over 4 x 4 16.5 -> 11.2 us, static 13.5; MobileNetV3's 96 -> 576 over 2 x 2 15.3 ->
+// 9.4 us, static 3.5 on its filter packed at load, which a dynamic plane does not get).
 //
 // A dense convolution whose constant filter was packed once at load runs on the packed
 // filter instead: see LowerConvolutionOnPackedFilter below.
