@@ -185,34 +185,45 @@ struct CollapseTrailingLoops : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
-// The trailing loops [first, n) of a bufferized all-parallel generic that every operand
-// reads in order as a run of its dims (or not at all), and the run's position per operand
-// (-1: none), the longest such run past the loops whose index the body reads and, with 3 or
-// more loops, past the outermost one (the batch: a workgroup's slice of the channels is one
-// dense block of channels x plane, not of batch x channels x plane); failure when there is
-// none, or when no run's extent is dynamic (static runs are the tensor pattern's).
+// The trailing loops [first, n) of a bufferized generic, all parallel or (a pool's, a mean's)
+// all reductions after parallel ones, that every operand reads in order as a run of its
+// dims (or not at all: an input broadcast over parallel loops; a reduction's output), and
+// the run's position per operand (-1: none), the longest such run past the loops whose
+// index the body reads and, with 3 or more loops, past the outermost one (the batch: a
+// workgroup's slice of the channels is one dense block of channels x plane, not of batch x
+// channels x plane); failure when there is none, or when no run's extent is dynamic (static
+// runs are the tensor pattern's).
 struct Run {
   int64_t first;
   SmallVector<int64_t> at;
+  bool reduced = false;  // the run's loops are reductions
 };
 FailureOr<Run> DynamicRun(linalg::GenericOp op) {
   const int64_t loops = op.getNumLoops();
-  if (!op.hasPureBufferSemantics() || loops < 2 || op.getNumParallelLoops() != static_cast<unsigned>(loops) ||
-      !op->getDiscardableAttrDictionary().empty())
+  if (!op.hasPureBufferSemantics() || loops < 2 || !op->getDiscardableAttrDictionary().empty()) return failure();
+  SmallVector<utils::IteratorType> iteratorTypes = op.getIteratorTypesArray();
+  const int64_t firstReduction =
+      std::find(iteratorTypes.begin(), iteratorTypes.end(), utils::IteratorType::reduction) - iteratorTypes.begin();
+  if (std::find(iteratorTypes.begin() + firstReduction, iteratorTypes.end(), utils::IteratorType::parallel) !=
+      iteratorTypes.end())
     return failure();
+  const bool reduced = firstReduction < loops;
   int64_t lastIndexed = -1;
   op.getBody()->walk([&](linalg::IndexOp index) { lastIndexed = std::max<int64_t>(lastIndexed, index.getDim()); });
-  for (int64_t first = std::max<int64_t>(lastIndexed + 1, loops >= 3 ? 1 : 0); first < loops - 1; ++first) {
-    Run run{first, {}};
+  for (int64_t first = std::max<int64_t>({lastIndexed + 1, loops >= 3 ? 1 : 0, reduced ? firstReduction : 0});
+       first < loops - 1; ++first) {
+    Run run{first, {}, reduced};
     bool fits = true, dynamic = false;
     for (OpOperand& operand : op->getOpOperands()) {
       auto type = dyn_cast<MemRefType>(operand.get().getType());
       FailureOr<int64_t> pos = RunPosition(op.getMatchingIndexingMap(&operand), first);
       SmallVector<int64_t> strides;
       int64_t offset;
-      // A strided layout (extract_strided_metadata's operand), as bufferization gives.
+      // A strided layout (extract_strided_metadata's operand), as bufferization gives. An
+      // output holds every parallel loop and no reduction; with reductions every input reads
+      // the run.
       if (!type || failed(type.getStridesAndOffset(strides, offset)) || failed(pos) ||
-          (*pos < 0 && op.isDpsInit(&operand))) {
+          (op.isDpsInit(&operand) && (*pos < 0) != reduced) || (reduced && !op.isDpsInit(&operand) && *pos < 0)) {
         fits = false;
         break;
       }
@@ -275,6 +286,7 @@ void CollapseAtRunTime(linalg::GenericOp op, const Run& run) {
   SmallVector<AffineMap> maps;
   for (OpOperand& operand : op->getOpOperands()) maps.push_back(CollapsedMap(op.getMatchingIndexingMap(&operand), run.first));
   SmallVector<utils::IteratorType> iterators(run.first + 1, utils::IteratorType::parallel);
+  if (run.reduced) iterators.back() = utils::IteratorType::reduction;
   const int64_t inputs = op.getNumDpsInputs();
   auto collapsed = linalg::GenericOp::create(b, loc, TypeRange{}, ArrayRef<Value>(views).take_front(inputs),
                                              ArrayRef<Value>(views).drop_front(inputs), maps, iterators);

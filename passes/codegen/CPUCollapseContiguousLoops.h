@@ -40,7 +40,9 @@ void CollapseContiguousLoops(mlir::func::FuncOp kernel);
 // the next one's times its size), on
 // views rebuilt from the strided metadata (unit stride, which collapse_shape cannot give a
 // dynamic dim), and as it was otherwise. A hardswish over ? x 576 x ? x ? on a 2 x 2 plane:
-// 2.3 us as 4 loops (the inner one of 2), 0.2 us static.
+// 2.3 us as 4 loops (the inner one of 2), 0.2 us static. Likewise trailing reductions that no
+// output reads and every input reads as one run (a dynamic export's global average pools,
+// the plane one reduction loop: EfficientNet-B0's 17 pools 50 -> 16 us a call, static 22).
 void CollapseDynamicLoopsAtRunTime(mlir::func::FuncOp kernel);
 // The innermost loop that is still short after that (a plane of at most `maxRun` positions:
 // NCHW's 4 x 4 and 2 x 2 planes, the bias and activation after a convolution over them) LLVM

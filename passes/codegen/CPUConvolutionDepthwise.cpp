@@ -2,6 +2,7 @@
 #include "passes/codegen/CPUConvolutionDepthwise.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -501,7 +502,10 @@ class ChannelLaneEmitter {
         maskType(VectorType::get({lanes}, b.getI1Type())),
         offsetType(VectorType::get({lanes}, b.getIndexType())) {}
 
-  void emit(Value x, Value weights, Value out, int64_t xChannel, int64_t wChannel, int64_t outChannel) {
+  // The channel strides are static, or run-time values on a dynamic export's planes (a
+  // plane-size variant, EmitDepthwiseConvolution).
+  void emit(Value x, Value weights, Value out, OpFoldResult xChannel, OpFoldResult wChannel,
+            OpFoldResult outChannel) {
     Value zeroVec = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
     Value xOffsets = offsets(xChannel), wOffsets = offsets(wChannel), outOffsets = offsets(outChannel);
     Value c0 = index(0);
@@ -552,9 +556,12 @@ class ChannelLaneEmitter {
   // One prefetch per cache line of the `lanes` channels kPrefetchBlocks blocks past `at`'s,
   // when each channel's elements (`size` of them) are contiguous and `stride` apart (dim
   // `channelDim`; `inner` maps an element of a channel to its indices past that dim).
-  void prefetch(Value m, SmallVector<Value> at, int64_t channelDim, int64_t size, int64_t stride,
+  // A run-time stride is taken as `size` (a dense plane's; a prefetch elsewhere is only a
+  // wasted hint).
+  void prefetch(Value m, SmallVector<Value> at, int64_t channelDim, int64_t size, OpFoldResult stride,
                 llvm::function_ref<SmallVector<Value>(int64_t)> inner) {
-    if (stride != size) return;
+    std::optional<int64_t> known = getConstantIntValue(stride);
+    if (known && *known != size) return;
     constexpr int64_t kPrefetchBlocks = 2, kLineFloats = 16;
     Value first = arith::AddIOp::create(b, loc, at[channelDim], index(kPrefetchBlocks * lanes));
     for (int64_t e = 0; e < lanes * size; e += kLineFloats) {
@@ -566,10 +573,15 @@ class ChannelLaneEmitter {
   }
 
   // lane * stride for each lane.
-  Value offsets(int64_t stride) {
+  Value offsets(OpFoldResult stride) {
     SmallVector<int64_t> values;
-    for (int64_t l = 0; l < lanes; ++l) values.push_back(l * stride);
-    return arith::ConstantOp::create(b, loc, offsetType, DenseElementsAttr::get(offsetType, ArrayRef<int64_t>(values)));
+    std::optional<int64_t> known = getConstantIntValue(stride);
+    for (int64_t l = 0; l < lanes; ++l) values.push_back(l * known.value_or(1));
+    Value steps =
+        arith::ConstantOp::create(b, loc, offsetType, DenseElementsAttr::get(offsetType, ArrayRef<int64_t>(values)));
+    if (known) return steps;
+    Value strides = vector::BroadcastOp::create(b, loc, offsetType, cast<Value>(stride));
+    return arith::MulIOp::create(b, loc, steps, strides);
   }
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
 
@@ -580,6 +592,117 @@ class ChannelLaneEmitter {
   int64_t h, w, oh, ow, top, left;
   VectorType vec, maskType, offsetType;
 };
+
+// The square planes (h x h inputs, o x o outputs) small enough for the channel-lane kernel that
+// a dynamic export's convolution of this geometry may see at run time: o = 1..4 outputs, each
+// with the inputs of a same-padded window (a fused pad: h in [(o - 1) s + 1, o s]) or of an
+// unpadded one (h in [(o - 1) s + (k - 1) d + 1, ... + s - 1]); static extents must match.
+struct PlaneSize {
+  int64_t h, w, oh, ow;
+};
+
+SmallVector<PlaneSize> ChannelLanePlaneSizes(const StagedTiles& t, bool padded, ArrayRef<int64_t> staticSizes) {
+  SmallVector<PlaneSize> sizes;
+  for (int64_t o = 1; o * o <= kDepthwiseChannelLanePositions; ++o)
+    for (int64_t r = 0; r < std::max(t.sh, t.sw); ++r) {
+      int64_t h = (o - 1) * t.sh + 1 + r + (padded ? 0 : (t.kh - 1) * t.dh);
+      int64_t w = (o - 1) * t.sw + 1 + r + (padded ? 0 : (t.kw - 1) * t.dw);
+      if (r >= t.sh || r >= t.sw || h * w > kDepthwiseChannelLaneInputs) continue;
+      PlaneSize p{h, w, o, o};
+      int64_t values[] = {p.h, p.w, p.oh, p.ow};
+      bool matches = true;
+      for (int d = 0; d < 4; ++d) matches &= ShapedType::isDynamic(staticSizes[d]) || staticSizes[d] == values[d];
+      if (matches) sizes.push_back(p);
+    }
+  return sizes;
+}
+
+// A dynamic export's depthwise convolution on planes small enough for the channel lanes: a
+// chain of run-time tests of the plane's extents, each taking the channel-lane kernel
+// specialised on one PlaneSize (channel strides read at run time), the staged kernel in the
+// last else region, which the returned op holds (none when no size applies or the operands'
+// rows are not at unit stride, which the gathers need).
+std::optional<scf::IfOp> EmitPlaneSizeVariants(OpBuilder& b, Location loc, int64_t lanes, const StagedTiles& t,
+                                               bool padded, int64_t top, int64_t left, Value x, Value w, Value out) {
+  auto unitRows = [](Value v) {
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    auto type = cast<MemRefType>(v.getType());
+    return type.getRank() == 4 && succeeded(type.getStridesAndOffset(strides, offset)) && strides.back() == 1;
+  };
+  if (!unitRows(x) || !unitRows(w) || !unitRows(out)) return std::nullopt;
+  auto xType = cast<MemRefType>(x.getType()), outType = cast<MemRefType>(out.getType());
+  int64_t staticSizes[] = {xType.getDimSize(2), xType.getDimSize(3), outType.getDimSize(2), outType.getDimSize(3)};
+  SmallVector<PlaneSize> sizes = ChannelLanePlaneSizes(t, padded, staticSizes);
+  if (sizes.empty()) return std::nullopt;
+  Value extents[] = {memref::DimOp::create(b, loc, x, 2), memref::DimOp::create(b, loc, x, 3),
+                     memref::DimOp::create(b, loc, out, 2), memref::DimOp::create(b, loc, out, 3)};
+  auto channelStride = [&](Value m, int d) -> Value {
+    return memref::ExtractStridedMetadataOp::create(b, loc, m).getStrides()[d];
+  };
+  Value xChannel = channelStride(x, 1), wChannel = channelStride(w, 0), outChannel = channelStride(out, 1);
+  OpBuilder::InsertionGuard guard(b);
+  for (const PlaneSize& p : sizes) {
+    Value matches;
+    int64_t values[] = {p.h, p.w, p.oh, p.ow};
+    for (int d = 0; d < 4; ++d) {
+      Value eq = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, extents[d],
+                                       arith::ConstantIndexOp::create(b, loc, values[d]));
+      matches = matches ? arith::AndIOp::create(b, loc, matches, eq).getResult() : eq;
+    }
+    auto choice = scf::IfOp::create(b, loc, matches, /*withElseRegion=*/true);
+    b.setInsertionPointToStart(&choice.getThenRegion().front());
+    ChannelLaneEmitter(b, loc, lanes, t, p.h, p.w, p.oh, p.ow, top, left)
+        .emit(x, w, out, xChannel, wChannel, outChannel);
+    b.setInsertionPointToStart(&choice.getElseRegion().front());
+  }
+  // The innermost else region holds the staged kernel: hand its if back.
+  return cast<scf::IfOp>(b.getInsertionBlock()->getParentOp());
+}
+
+// Whether x's plane is h x w and out's oh x ow at run time.
+Value PlaneIs(OpBuilder& b, Location loc, Value x, Value out, const PlaneSize& p) {
+  Value extents[] = {memref::DimOp::create(b, loc, x, 2), memref::DimOp::create(b, loc, x, 3),
+                     memref::DimOp::create(b, loc, out, 2), memref::DimOp::create(b, loc, out, 3)};
+  int64_t values[] = {p.h, p.w, p.oh, p.ow};
+  Value matches;
+  for (int d = 0; d < 4; ++d) {
+    Value eq = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, extents[d],
+                                     arith::ConstantIndexOp::create(b, loc, values[d]));
+    matches = matches ? arith::AndIOp::create(b, loc, matches, eq).getResult() : eq;
+  }
+  return matches;
+}
+
+// `m` (rank 4) seen with a static h x w plane (its strides unchanged).
+Value CastPlane(OpBuilder& b, Location loc, Value m, int64_t h, int64_t w) {
+  auto type = cast<MemRefType>(m.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[2] = h, shape[3] = w;
+  auto cast = MemRefType::get(shape, type.getElementType(), type.getLayout(), type.getMemorySpace());
+  return memref::CastOp::create(b, loc, cast, m);
+}
+
+// The square planes that a staged kernel of static extents takes when a dynamic export meets
+// them at run time: kStagedPlaneOutputs outputs (the stages of 64 x 64, 128 x 128 and 224 x 224
+// images), each with the inputs its window reads (as ChannelLanePlaneSizes), less those the
+// channel lanes take.
+SmallVector<PlaneSize> StagedPlaneSizes(const StagedTiles& t, bool padded, Value x, Value out) {
+  auto xType = cast<MemRefType>(x.getType()), outType = cast<MemRefType>(out.getType());
+  int64_t staticSizes[] = {xType.getDimSize(2), xType.getDimSize(3), outType.getDimSize(2), outType.getDimSize(3)};
+  SmallVector<PlaneSize> sizes;
+  for (int64_t o : kStagedPlaneOutputs)
+    for (int64_t r = 0; r < std::min(t.sh, t.sw); ++r) {
+      PlaneSize p{(o - 1) * t.sh + 1 + r + (padded ? 0 : (t.kh - 1) * t.dh),
+                  (o - 1) * t.sw + 1 + r + (padded ? 0 : (t.kw - 1) * t.dw), o, o};
+      if (o * o <= kDepthwiseChannelLanePositions && p.h * p.w <= kDepthwiseChannelLaneInputs) continue;
+      int64_t values[] = {p.h, p.w, p.oh, p.ow};
+      bool matches = true;
+      for (int d = 0; d < 4; ++d) matches &= ShapedType::isDynamic(staticSizes[d]) || staticSizes[d] == values[d];
+      if (matches) sizes.push_back(p);
+    }
+  return sizes;
+}
 
 // A 64-byte aligned stack buffer of `count` f32 at the kernel's entry.
 Value AllocateAtEntry(func::FuncOp kernel, int64_t count) {
@@ -612,7 +735,8 @@ void EmitDepthwiseConvolution(OpBuilder& b, Location loc, func::FuncOp kernel, i
       h * width <= kDepthwiseChannelLaneInputs && xStrides && wStrides && outStrides && !ShapedType::isDynamic((*wStrides)[0]) &&
       wType.getDimSize(1) == 1) {
     ChannelLaneEmitter(b, loc, lanes, t, h, width, oh, ow, top, left)
-        .emit(source, w, out, (*xStrides)[1], (*wStrides)[0], (*outStrides)[1]);
+        .emit(source, w, out, b.getIndexAttr((*xStrides)[1]), b.getIndexAttr((*wStrides)[0]),
+              b.getIndexAttr((*outStrides)[1]));
     if (pad)
       for (Operation* write : pad->writes) write->erase();
     return;
@@ -622,9 +746,34 @@ void EmitDepthwiseConvolution(OpBuilder& b, Location loc, func::FuncOp kernel, i
       ArrayRef<int64_t>{sourceType.getDimSize(2), sourceType.getDimSize(3), outType.getDimSize(2), outType.getDimSize(3)},
       ShapedType::isDynamic);
   StagedEmitter e(b, loc, lanes, t, std::move(live), dynamicExtents, top, left);
-  Value stage = AllocateAtEntry(kernel, e.stageSize());
-  Value ext = AllocateAtEntry(kernel, e.extendedSize());
-  e.emit(pad ? pad->source : x, w, out, stage, ext);
+  // Static-extent staged kernels for a few square planes, chosen at run time.
+  SmallVector<std::pair<PlaneSize, std::unique_ptr<StagedEmitter>>> staged;
+  int64_t stageSize = e.stageSize(), extendedSize = e.extendedSize();
+  if (dynamicExtents)
+    for (const PlaneSize& p : StagedPlaneSizes(t, pad.has_value(), source, out)) {
+      StagedTiles pt = ChooseTiles(g, lanes, t.kh, t.kw, p.oh, p.ow);
+      auto pe = std::make_unique<StagedEmitter>(b, loc, lanes, pt, LiveTaps(pt, p.h, p.w, p.oh, p.ow, top, left),
+                                                /*guardTaps=*/false, top, left);
+      stageSize = std::max(stageSize, pe->stageSize());
+      extendedSize = std::max(extendedSize, pe->extendedSize());
+      staged.push_back({p, std::move(pe)});
+    }
+  Value stage = AllocateAtEntry(kernel, stageSize);
+  Value ext = AllocateAtEntry(kernel, extendedSize);
+  std::optional<scf::IfOp> variants;
+  if (dynamicExtents && wType.getDimSize(1) == 1)
+    variants = EmitPlaneSizeVariants(b, loc, lanes, t, pad.has_value(), top, left, source, w, out);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    if (variants) b.setInsertionPointToStart(&variants->getElseRegion().front());
+    for (auto& [p, pe] : staged) {
+      auto choice = scf::IfOp::create(b, loc, PlaneIs(b, loc, source, out, p), /*withElseRegion=*/true);
+      b.setInsertionPointToStart(&choice.getThenRegion().front());
+      pe->emit(CastPlane(b, loc, source, p.h, p.w), w, CastPlane(b, loc, out, p.oh, p.ow), stage, ext);
+      b.setInsertionPointToStart(&choice.getElseRegion().front());
+    }
+    e.emit(source, w, out, stage, ext);
+  }
   if (pad)
     for (Operation* write : pad->writes) write->erase();
 }

@@ -61,6 +61,19 @@
 // each channel's are contiguous): the gathers touch a line per lane, and after a 1x1 that
 // streamed its filter through the caches each waited on L3 in turn (EfficientNet-B0's 5x5
 // over 1152 channels of 2 x 2: 35 us without, 14 us with).
+//
+// A dynamic export's planes are the same small planes at run time (its last stages: 2 x 2 at
+// 64 x 64 images): before the staged kernel, run-time tests of the plane's extents choose a
+// channel-lane kernel specialised on one square plane of o x o outputs (o = 1..4) and h x h
+// inputs (each h whose window gives o at the stride: a fused pad's (o - 1) s + 1 .. o s, an
+// unpadded input's (o - 1) s + (KH - 1) d + 1 ..; at most kDepthwiseChannelLaneInputs), the
+// channel strides read from the views at run time; every other plane takes the staged kernel
+// (MobileNetV3's 576-channel 5x5 over 2 x 2: 22.4 -> 3.7 us, as static). Likewise, the
+// staged kernel of static extents for the square planes of kStagedPlaneOutputs outputs (and
+// the inputs their window reads) that the channel lanes do not take: its tiles, rows and
+// live taps compile-time constants, as in a static export (MobileNetV3's 72-channel 3x3
+// over 16 x 16 at stride 2: 9.7 -> 5.4 us, static 5.3; the dynamic kernel's loops with run-time bounds
+// around a few vectors of work cost 1.5-2.5x). One pair of stack buffers serves all.
 #pragma once
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -77,6 +90,9 @@ constexpr int64_t kDepthwiseTileElements = 512;
 // channel-lane kernel instead (see above).
 constexpr int64_t kDepthwiseChannelLanePositions = 16;
 constexpr int64_t kDepthwiseChannelLaneInputs = 36;
+// Output sides of the square planes a dynamic export's staged kernel has static-extent
+// variants for (see above).
+constexpr int64_t kStagedPlaneOutputs[] = {4, 7, 8, 14, 16};
 
 // Emits `out += depthwise(x, w)` of `convolution` at `b`'s insertion point (before it); its
 // stack buffers are allocated at the entry of `kernel` and zeroed before the convolution. The

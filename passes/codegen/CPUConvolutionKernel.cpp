@@ -473,6 +473,49 @@ void LowerMaxPoolsToVectorLoops(func::FuncOp kernel, int64_t lanes) {
   }
 }
 
+// `m` (rank 4) seen with a static o x o plane (its strides unchanged).
+Value CastToPlane(OpBuilder& b, Location loc, Value m, int64_t o) {
+  auto type = cast<MemRefType>(m.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[2] = shape[3] = o;
+  return memref::CastOp::create(b, loc, MemRefType::get(shape, type.getElementType(), type.getLayout(), type.getMemorySpace()), m);
+}
+
+// The dense kernel; a 1x1 convolution at stride 1 over planes of run-time extents first tests
+// them for each o of kDensePlaneOutputs (x's and out's planes o x o) and runs the kernel on
+// views of that static plane there (its panels' loads and the GEMM's N compile-time
+// constants, as in a static export), the kernel on the dynamic plane otherwise.
+constexpr int64_t kDensePlaneOutputs[] = {2, 4};
+void EmitDenseOnPlaneSizes(OpBuilder& b, Location loc, const MatmulTiles& tiles, const ConvolutionGeometry& g,
+                           Value x, Value w, Value out, Value packed) {
+  auto xType = cast<MemRefType>(x.getType()), wType = cast<MemRefType>(w.getType()),
+       outType = cast<MemRefType>(out.getType());
+  bool pointwise = wType.getDimSize(2) == 1 && wType.getDimSize(3) == 1 && g.strides[0] == 1 && g.strides[1] == 1;
+  bool dynamicPlane = xType.isDynamicDim(2) || xType.isDynamicDim(3) || outType.isDynamicDim(2) ||
+                      outType.isDynamicDim(3);
+  OpBuilder::InsertionGuard guard(b);
+  if (pointwise && dynamicPlane) {
+    for (int64_t o : kDensePlaneOutputs) {
+      bool fits = true;
+      for (int d : {2, 3}) fits &= (xType.isDynamicDim(d) || xType.getDimSize(d) == o) &&
+                                   (outType.isDynamicDim(d) || outType.getDimSize(d) == o);
+      if (!fits) continue;
+      Value matches;
+      for (Value m : {x, out})
+        for (int d : {2, 3}) {
+          Value eq = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, memref::DimOp::create(b, loc, m, d),
+                                           arith::ConstantIndexOp::create(b, loc, o));
+          matches = matches ? arith::AndIOp::create(b, loc, matches, eq).getResult() : eq;
+        }
+      auto choice = scf::IfOp::create(b, loc, matches, /*withElseRegion=*/true);
+      b.setInsertionPointToStart(&choice.getThenRegion().front());
+      ConvolutionEmitter(b, loc, tiles, g).dense(CastToPlane(b, loc, x, o), w, CastToPlane(b, loc, out, o), packed);
+      b.setInsertionPointToStart(&choice.getElseRegion().front());
+    }
+  }
+  ConvolutionEmitter(b, loc, tiles, g).dense(x, w, out, packed);
+}
+
 }  // namespace
 
 void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
@@ -497,7 +540,7 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
     auto emit = [&] {
       if (g.kind == ConvolutionKind::kDepthwise)
         return EmitDepthwiseConvolution(b, loc, kernel, tiles.lanes, g, op, x, w, out);
-      ConvolutionEmitter(b, loc, tiles, g).dense(x, w, out, packed);
+      EmitDenseOnPlaneSizes(b, loc, tiles, g, x, w, out, packed);
     };
     // Dense kernels write the output's planes as rows: where its strides are dynamic, the
     // kernel runs when they are contiguous at run time, the loop lowering otherwise.

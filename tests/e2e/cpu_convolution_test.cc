@@ -294,9 +294,12 @@ TEST_CASE("one dynamic-size 1x1 convolution module, its panels loaded whole, mas
   // partial ones (planes of fewer positions than a panel, every plane's last) loaded masked
   // (CPUConvolutionKernel.h). Planes of 1 to 57 x 57, batch 1 and 3; 40 filters over 24
   // channels (an argument filter) and over 13 (a constant one, not packed: 13 taps).
+  // Planes of 2 x 2 and 4 x 4 take the kernel on a static view of the plane, chosen at run
+  // time (CPUConvolutionKernel.cpp, kDensePlaneOutputs); 2 x 4 and 4 x 2 do not.
   Conv pointwise{1, 24, 0, 0, 40, 1, 1, 1, 1, 1};
   pointwise.epilogue = true;
-  CheckOneModuleAtSizes(pointwise, {{1, 1, 1}, {3, 3, 3}, {1, 7, 7}, {3, 13, 13}, {1, 57, 57}, {3, 5, 7}});
+  CheckOneModuleAtSizes(pointwise, {{1, 1, 1}, {3, 3, 3}, {1, 7, 7}, {3, 13, 13}, {1, 57, 57}, {3, 5, 7}, {1, 2, 2},
+                                    {3, 2, 2}, {1, 4, 4}, {3, 4, 4}, {1, 2, 4}, {3, 4, 2}});
   Conv few{1, 13, 0, 0, 40, 1, 1, 1, 1, 1};
   few.constant = true;
   CheckOneModuleAtSizes(few, {{1, 1, 1}, {3, 2, 2}, {1, 4, 4}, {1, 13, 13}, {3, 57, 3}});
@@ -616,6 +619,32 @@ TEST_CASE("depthwise convolutions with channels in the lanes on small static pla
   Conv silu = ImporterPadded({2, 41, 0, 0, 41, 3, 3, 1, 1, 41}, 2, 2, {1, 1, 1, 1});
   silu.silu = true;
   Check(silu);
+}
+
+TEST_CASE("dynamic-size depthwise convolutions choose channel lanes by the run-time plane size and match a double reference") {
+  // CPUConvolutionDepthwise.h, plane-size variants: one module per geometry, run at every
+  // square plane a channel-lane variant is specialised on (outputs 1 x 1 to 4 x 4; at
+  // stride 2 both input sizes of each output size), at planes of a static-extent staged
+  // variant (4 x 4 from 8 x 8 at stride 2, 7 x 7, 8 x 8, 14 x 14, 16 x 16 outputs) and at
+  // planes that take the staged kernel of dynamic extents (5 x 5 outputs, 27 x 27 inputs,
+  // non-square planes, inputs that no variant lists):
+  // batch 1 and 3; channel counts past a vector (a masked last block: 19, 33, 97) and below
+  // one (5); 5x5 and 3x3 windows with the importer's pad, one-sided pads, dilation 2; an
+  // unpadded window (the input o + 2 wide); a SiLU joining the dispatch.
+  CheckImporterPaddedAtSizes({1, 97, 0, 0, 97, 5, 5, 1, 1, 97}, {2, 2, 2, 2},
+                             {{1, 1, 1}, {3, 2, 2}, {1, 3, 3}, {2, 4, 4}, {1, 5, 5}, {1, 2, 3}, {3, 4, 1}, {1, 7, 7},
+                              {3, 8, 8}, {1, 14, 14}, {1, 16, 16}, {1, 16, 15}});
+  CheckImporterPaddedAtSizes({1, 33, 0, 0, 33, 5, 5, 2, 1, 33}, {2, 2, 2, 2},
+                             {{1, 1, 1}, {3, 2, 2}, {1, 3, 3}, {1, 4, 4}, {2, 5, 5}, {1, 6, 6}, {1, 7, 7}, {1, 6, 5},
+                              {1, 8, 8}, {1, 13, 13}, {2, 16, 16}, {1, 27, 27}, {1, 32, 32}});
+  CheckImporterPaddedAtSizes({1, 19, 0, 0, 19, 3, 3, 2, 1, 19}, {0, 0, 1, 1},
+                             {{1, 2, 2}, {3, 3, 3}, {1, 4, 4}, {1, 6, 6}, {1, 14, 14}, {1, 15, 15}, {3, 16, 16}});
+  CheckImporterPaddedAtSizes({1, 5, 0, 0, 5, 3, 3, 1, 2, 5}, {2, 2, 2, 2}, {{1, 1, 1}, {3, 2, 2}, {1, 4, 4}, {1, 5, 5}});
+  Conv silu{1, 19, 0, 0, 19, 3, 3, 1, 1, 19};
+  silu.silu = true;
+  CheckImporterPaddedAtSizes(silu, {1, 1, 1, 1}, {{3, 1, 1}, {1, 2, 2}, {1, 3, 3}, {3, 4, 4}, {1, 9, 9}});
+  CheckOneModuleAtSizes({1, 17, 0, 0, 17, 3, 3, 1, 1, 17},
+                        {{1, 1, 1}, {3, 2, 2}, {1, 4, 4}, {1, 5, 5}, {1, 2, 3}, {1, 7, 7}, {3, 8, 8}, {1, 16, 16}});
 }
 
 TEST_CASE("grouped convolutions and a depthwise multiplier match a double reference") {

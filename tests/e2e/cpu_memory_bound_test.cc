@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -1176,6 +1177,43 @@ TEST_CASE("max pools over padded NCHW planes match a reference at strides 1, 2 a
         }
       }
     }
+  }
+}
+
+// A sum pool over NCHW planes of run-time extents (a dynamic export's squeeze-excitation
+// pools): where x's plane is dense at run time the two reduction loops run as one loop over
+// it (passes/codegen/CPUCollapseContiguousLoops.h, CollapseDynamicLoopsAtRunTime).
+constexpr char kDynamicSumPool[] = R"mlir(
+func.func @main(%x: tensor<?x97x?x?xf32>) -> tensor<?x97xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x97x?x?xf32>
+  %e = tensor.empty(%n) : tensor<?x97xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<?x97xf32>) -> tensor<?x97xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%x : tensor<?x97x?x?xf32>) outs(%z : tensor<?x97xf32>) {
+    ^bb0(%v: f32, %acc: f32):
+      %a = arith.addf %acc, %v : f32
+      linalg.yield %a : f32
+  } -> tensor<?x97xf32>
+  return %s : tensor<?x97xf32>
+}
+)mlir";
+
+TEST_CASE("a sum pool over NCHW planes of run-time extents matches a double reference at several sizes") {
+  std::string module = CompileOrDie(kDynamicSumPool, "memory_bound_dynamic_sum_pool");
+  const std::vector<std::array<int64_t, 3>> sizes = {{1, 1, 1}, {3, 2, 2}, {1, 7, 7}, {2, 16, 16}, {1, 5, 13}, {3, 1, 1023}};
+  for (auto [n, h, w] : sizes) {
+    INFO(n << " x 97 x " << h << " x " << w);
+    const int64_t c = 97;
+    HostTensor x = RandomF32({n, c, h, w}, 94, -3, 3);
+    HostTensor expected = ZerosF32({n, c});
+    for (int64_t i = 0; i < n * c; ++i) {
+      double sum = 0;
+      for (int64_t j = 0; j < h * w; ++j) sum += F32(x)[i * h * w + j];
+      F32(expected)[i] = float(sum);
+    }
+    RunOnThreadCounts(module, {x}, expected, 1e-4);
   }
 }
 

@@ -113,6 +113,34 @@ hexir.executable @plane_sum attributes {hexir.workgroup_count = array<i64: 1, 1,
 
 // -----
 
+// codegen::CollapseDynamicLoopsAtRunTime on a reduction: the same pool over planes of run-time
+// extents (a dynamic export's squeeze-excitation pools). A branch on x's strides (its plane
+// dense) runs three loops, the plane one reduction loop over a unit-stride view; the other
+// branch the four loops as they were.
+// CHECK-LABEL: hexir.executable @plane_sum_dynamic
+// CHECK:         llvm.icmp "eq"
+// CHECK:         llvm.cond_br
+// CHECK-COUNT-3:   llvm.cond_br
+// CHECK:           llvm.fadd
+// CHECK-COUNT-4:   llvm.cond_br
+// CHECK:           llvm.fadd
+// CHECK-NOT:     llvm.cond_br
+// CHECK:         llvm.func @plane_sum_dynamic(
+hexir.executable @plane_sum_dynamic attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @plane_sum_dynamic(%x: tensor<?x3x?x?xf32>, %o: tensor<?x3xf32>, %id: index) -> tensor<?x3xf32> {
+      %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%x : tensor<?x3x?x?xf32>) outs(%o : tensor<?x3xf32>) {
+      ^bb0(%v: f32, %acc: f32):
+        %s = arith.addf %acc, %v : f32
+        linalg.yield %s : f32
+      } -> tensor<?x3xf32>
+      return %r : tensor<?x3xf32>
+    }
+  }
+}
+
+// -----
+
 // A reduction over h alone with w parallel inside it is left as it is: four loops.
 // CHECK-LABEL: hexir.executable @column_sum
 // CHECK-COUNT-4: llvm.cond_br

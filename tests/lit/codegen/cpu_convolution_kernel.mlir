@@ -181,6 +181,78 @@ hexir.executable @depthwise_padded_dynamic attributes {hexir.workgroup_count = a
 
 // -----
 
+// A dynamic export's 5x5 depthwise convolution padded by 2 (MobileNetV3's and EfficientNet-B0's
+// last stages at run time): before the staged kernel, run-time tests of the plane's extents
+// choose a channel-lane kernel specialised on one square plane of 1 to 4 outputs (h = o at
+// stride 1; at most 36 inputs), the channel strides read from the views: the 1 x 1 plane
+// runs the center tap only (1 FMA), the 2 x 2 one 16 FMAs (4 taps an output), each
+// variant's outputs gathered and scattered once; the staged kernel (masked row loads)
+// takes every other plane.
+// CHECK-LABEL: hexir.executable @depthwise_plane_size_variants
+// CHECK:         llvm.func internal @depthwise_plane_size_variants_impl(
+// CHECK-COUNT-2:   llvm.alloca
+// CHECK:           llvm.icmp "eq"
+// CHECK:           llvm.intr.masked.gather
+// CHECK:           llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK-NOT:       llvm.intr.fmuladd
+// CHECK:           llvm.intr.masked.scatter
+// CHECK-NOT:       llvm.intr.masked.scatter
+// CHECK:           llvm.icmp "eq"
+// CHECK-COUNT-16:  llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK-NOT:       llvm.intr.fmuladd
+// CHECK-COUNT-4:   llvm.intr.masked.scatter
+// CHECK:           llvm.intr.masked.load
+// CHECK:         llvm.func @depthwise_plane_size_variants(
+hexir.executable @depthwise_plane_size_variants attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @depthwise_plane_size_variants(%x0: tensor<?x6x?x?xf32>, %w: tensor<6x1x5x5xf32>, %o: tensor<?x6x?x?xf32>, %h: index, %wd: index, %id: index) -> tensor<?x6x?x?xf32> {
+      %z = arith.constant 0.0 : f32
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %n = tensor.dim %x0, %c0 : tensor<?x6x?x?xf32>
+      %c4 = arith.constant 4 : index
+      %hp = arith.addi %h, %c4 : index
+      %wp = arith.addi %wd, %c4 : index
+      %e = tensor.empty(%n, %hp, %wp) : tensor<?x6x?x?xf32>
+      %x = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%e : tensor<?x6x?x?xf32>) {
+      ^bb0(%out: f32):
+        %i0 = linalg.index 0 : index
+        %i1 = linalg.index 1 : index
+        %i2 = linalg.index 2 : index
+        %i3 = linalg.index 3 : index
+        %r = arith.subi %i2, %c2 : index
+        %h1 = arith.subi %h, %c1 : index
+        %r1 = arith.maxsi %r, %c0 : index
+        %r2 = arith.minsi %r1, %h1 : index
+        %r3 = arith.cmpi sge, %r, %c0 : index
+        %r4 = arith.cmpi slt, %r, %h : index
+        %r5 = arith.andi %r3, %r4 : i1
+        %q = arith.subi %i3, %c2 : index
+        %w1 = arith.subi %wd, %c1 : index
+        %q1 = arith.maxsi %q, %c0 : index
+        %q2 = arith.minsi %q1, %w1 : index
+        %q3 = arith.cmpi sge, %q, %c0 : index
+        %q4 = arith.cmpi slt, %q, %wd : index
+        %q5 = arith.andi %q3, %q4 : i1
+        %in = arith.andi %r5, %q5 : i1
+        %v = tensor.extract %x0[%i0, %i1, %r2, %q2] : tensor<?x6x?x?xf32>
+        %s = arith.select %in, %v, %z : f32
+        linalg.yield %s : f32
+      } -> tensor<?x6x?x?xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 + d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<?x6x?x?xf32>, tensor<6x1x5x5xf32>) outs(%o : tensor<?x6x?x?xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %pp = arith.mulf %a, %b : f32
+        %qq = arith.addf %acc, %pp : f32
+        linalg.yield %qq : f32
+      } -> tensor<?x6x?x?xf32>
+      return %y : tensor<?x6x?x?xf32>
+    }
+  }
+}
+
+// -----
+
 // The importer's zero pad of 2 around a 2 x 2 plane under a 5x5 window (the last stages of
 // MobileNetV3 and EfficientNet-B0): a small static plane, so the channels are the lanes
 // (codegen/CPUConvolutionDepthwise.h): of the 25 taps only the 9 of rows and columns 1..3
@@ -380,6 +452,38 @@ hexir.executable @dense_dynamic attributes {hexir.workgroup_count = array<i64: 1
   builtin.module {
     func.func @dense_dynamic(%x: tensor<?x5x?x?xf32>, %w: tensor<7x5x3x3xf32>, %o: tensor<?x7x?x?xf32>, %id: index) -> tensor<?x7x?x?xf32> {
       %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<?x5x?x?xf32>, tensor<7x5x3x3xf32>) outs(%o : tensor<?x7x?x?xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<?x7x?x?xf32>
+      return %y : tensor<?x7x?x?xf32>
+    }
+  }
+}
+
+// -----
+
+// A 1x1 convolution over planes of run-time extents: where the rows are contiguous, run-time
+// tests of x's and out's planes (2 x 2, then 4 x 4) choose the implicit GEMM on views of that
+// static plane (its panels loaded whole or masked, never gathered: N = 4 or 16 known), the
+// GEMM on the dynamic plane otherwise (its partial panels maybe gathered); the loop lowering
+// when the rows are not contiguous.
+// CHECK-LABEL: hexir.executable @pointwise_dynamic
+// CHECK:         llvm.func internal @pointwise_dynamic_impl(
+// CHECK-COUNT-5:   llvm.icmp "eq"
+// CHECK-NOT:       llvm.intr.masked.gather
+// CHECK:           llvm.intr.fmuladd
+// CHECK-COUNT-4:   llvm.icmp "eq"
+// CHECK-NOT:       llvm.intr.masked.gather
+// CHECK:           llvm.intr.fmuladd
+// CHECK:           llvm.intr.masked.gather
+// CHECK:           llvm.fmul {{.*}} : f32
+// CHECK:         llvm.func @pointwise_dynamic(
+hexir.executable @pointwise_dynamic attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @pointwise_dynamic(%x: tensor<?x5x?x?xf32>, %w: tensor<7x5x1x1xf32>, %o: tensor<?x7x?x?xf32>, %id: index) -> tensor<?x7x?x?xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<?x5x?x?xf32>, tensor<7x5x1x1xf32>) outs(%o : tensor<?x7x?x?xf32>) {
       ^bb0(%a: f32, %b: f32, %acc: f32):
         %p = arith.mulf %a, %b : f32
         %q = arith.addf %acc, %p : f32
