@@ -21,6 +21,7 @@
 #include "hal/drivers/cpu/cpu_executable.h"
 #include "hal/drivers/cpu/dispatch_abi.h"
 #include "hal/drivers/cpu/wave_runner.h"
+#include "hal/drivers/cpu/work_estimate.h"
 #include "hal/drivers/cpu/worker_pool.h"
 #include "hal/host_pinning.h"
 #include "hal/queue_submission.h"
@@ -72,7 +73,8 @@ class CpuDevice final : public Device {
         pool_(options.cpu_worker_count < 0
                   ? static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()))
                   : options.cpu_worker_count),
-        waves_(pool_, counters()),
+        min_work_per_thread_ns_(MinWorkPerThreadNs()),
+        waves_(pool_, counters(), min_work_per_thread_ns_),
         memory_(std::make_shared<BlockPool>(
             // Large blocks page-aligned, and pinned while a GPU driver asks for it
             // (hal/host_pinning.h): its transfers from/to them then need no staging.
@@ -242,6 +244,7 @@ class CpuDevice final : public Device {
   const bool inline_;
   const uint32_t max_in_flight_;  // 0: unbounded
   WorkerPool pool_;
+  const double min_work_per_thread_ns_;  // work_estimate.h
   WaveRunner waves_;  // the executing thread's (queue thread's) concurrent waves
   // The executing thread's collective queue, made at the first collective; idle between
   // submissions (Execute drains it).
@@ -352,7 +355,11 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
   const uint64_t nx = count[0], ny = count[1], nz = count[2];
   const uint64_t total = nx * ny * nz;
   if (total == 0) return Status::Ok();
-  if (total == 1 || pool_.thread_count() == 1) {
+  const uint32_t threads =
+      ThreadsForWork(exe.work_ns(cmd.entry), total, pool_.thread_count(), min_work_per_thread_ns_);
+  if (threads == 1 && total > 1 && pool_.thread_count() > 1)
+    DeviceCounters::Add(counters()->dispatches_kept_on_one_thread);
+  if (threads == 1) {
     hexir_cpu_kernel_error_t kernel_error = {};
     hexir_cpu_workgroup_state_t wg = {};
     wg.error = &kernel_error;
@@ -392,7 +399,7 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
     MutexLock lock(l->error_mu);
     if (l->error.ok()) l->error = WorkgroupError(*l->exe, l->entry, wg.workgroup_id, rc, kernel_error);
     return false;
-  });
+  }, threads);
   return std::move(loop.error);
 }
 
