@@ -3,7 +3,8 @@
 // 0 (inline), 1, 2 and 3 CPU workers, with the work policy of hal/drivers/cpu/work_estimate.h
 // at its default, off (HEXIR_CPU_MIN_WORK_PER_THREAD_NS=0: every loop shared) and keeping
 // everything on one thread (a huge minimum): the results are equal bit for bit and close to
-// C++ loops, and `dispatches_kept_on_one_thread` counts what the policy kept.
+// C++ loops, and `dispatches_kept_on_one_thread` counts what the policy kept,
+// `submissions_run_by_submitter` the submissions small enough to run on the calling thread.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -70,7 +71,7 @@ std::string Source() {
 
 struct Run {
   std::vector<HostValue> results;
-  uint64_t dispatches = 0, kept = 0;  // of the second call
+  uint64_t dispatches = 0, kept = 0, by_submitter = 0;  // of the second call
 };
 
 // Two calls on a device of `threads` workers (0: inline) created with the policy variable set
@@ -100,6 +101,7 @@ Run CallWith(const std::string& module, int threads, const char* min_work,
     hal::DeviceStats after = (*session)->device().stats();
     run.dispatches = after.dispatches_executed - before.dispatches_executed;
     run.kept = after.dispatches_kept_on_one_thread - before.dispatches_kept_on_one_thread;
+    run.by_submitter = after.submissions_run_by_submitter - before.submissions_run_by_submitter;
   }
   return run;
 }
@@ -139,6 +141,7 @@ TEST_CASE("worker schedules: a wave of independent dispatches gives equal bits o
     RequireClose(reference.results[i].tensor, *expected[i], 1e-5, 1e-5);
   }
   CHECK(reference.kept == 0);  // inline: one thread, nothing to keep
+  CHECK(reference.by_submitter == 0);  // inline: every submission runs on the caller anyway
   for (int threads : {1, 2, 3}) {
     for (const char* min_work : {static_cast<const char*>(nullptr), "0", "1e15"}) {
       INFO(threads << " workers, HEXIR_CPU_MIN_WORK_PER_THREAD_NS=" << (min_work ? min_work : "(unset)"));
@@ -147,6 +150,13 @@ TEST_CASE("worker schedules: a wave of independent dispatches gives equal bits o
       CHECK(run.dispatches == 4);
       if (threads == 1 || (min_work && std::strcmp(min_work, "0") == 0)) {
         CHECK(run.kept == 0);  // one worker has nobody to share with; 0 shares everything
+      }
+      // The call's work (~0.1 ms estimated) is small enough for the calling thread to run it
+      // rather than hand it to the queue thread; not with the policy off.
+      if (min_work && std::strcmp(min_work, "0") == 0) {
+        CHECK(run.by_submitter == 0);
+      } else {
+        CHECK(run.by_submitter >= 1);
       }
       if (threads > 1 && min_work && std::strcmp(min_work, "1e15") == 0) {
         CHECK(run.kept == 4);  // the wave (or each dispatch) kept on the executing thread

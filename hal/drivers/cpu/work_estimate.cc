@@ -7,6 +7,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "hal/drivers/cpu/cpu_executable.h"
+
 namespace hexir::hal::cpu {
 namespace {
 
@@ -52,6 +54,24 @@ std::vector<double> EstimateEntryWorkNs(const vm::ExecutableView& view) {
     const bool known = c.flops >= 0 && c.read >= 0 && c.written >= 0;
     work.push_back(known ? c.flops / kFlopsPerNs + (c.read + c.written) / kBytesPerNs
                          : kUnknownWorkNs);
+  }
+  return work;
+}
+
+double CommandsWorkNs(const std::vector<Command>& commands) {
+  double work = 0;
+  for (const Command& c : commands) {
+    if (auto* d = std::get_if<DispatchCommand>(&c)) {
+      const double w = static_cast<const CpuExecutable*>(d->executable.get())->work_ns(d->entry);
+      if (w < 0) return kUnknownWorkNs;
+      work += w;
+    } else if (auto* copy = std::get_if<CopyCommand>(&c)) {
+      work += TransferWorkNs(copy->length);
+    } else if (auto* fill = std::get_if<FillCommand>(&c)) {
+      work += TransferWorkNs(fill->length);
+    } else if (!std::holds_alternative<BarrierCommand>(c)) {
+      return kUnknownWorkNs;  // a repeat (its trip count) or a collective (its peers)
+    }
   }
   return work;
 }

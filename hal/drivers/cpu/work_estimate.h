@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "hal/command_buffer.h"
 #include "vm/native_module.h"
 
 namespace hexir::hal::cpu {
@@ -38,6 +39,15 @@ std::vector<double> EstimateEntryWorkNs(const vm::ExecutableView& view);
 
 // Estimated work of copying or filling `bytes` (read and written once each).
 inline double TransferWorkNs(uint64_t bytes) { return 2.0 * static_cast<double>(bytes) / kBytesPerNs; }
+
+// A queued submission whose estimated work is at most this (and whose waits are reached, the
+// queue idle) runs on the submitting thread: handing it to the queue thread and waking the
+// waiting host afterwards costs two thread wake-ups, tens of microseconds on a loaded machine.
+inline constexpr double kSubmitterRunsMaxWorkNs = 100000;
+
+// Estimated work of a recorded command sequence: its dispatches' and copies' and fills'; a
+// repeat, a collective or a dispatch of unknown work makes it unknown (kUnknownWorkNs).
+double CommandsWorkNs(const std::vector<Command>& commands);
 
 // Threads for a loop of `indices` indices and `work_ns` of estimated work (kUnknownWorkNs:
 // unknown) on a pool of `pool_threads`: one per `min_work_per_thread_ns`, at least 1, at most
