@@ -43,7 +43,7 @@ inline double TransferWorkNs(uint64_t bytes) { return 2.0 * static_cast<double>(
 // A queued submission whose estimated work is at most this (and whose waits are reached, the
 // queue idle) runs on the submitting thread: handing it to the queue thread and waking the
 // waiting host afterwards costs two thread wake-ups, tens of microseconds on a loaded machine.
-inline constexpr double kSubmitterRunsMaxWorkNs = 100000;
+inline constexpr double kSubmitterRunsMaxWorkNs = 1000000;
 
 // Estimated work of a recorded command sequence: its dispatches' and copies' and fills'; a
 // repeat, a collective or a dispatch of unknown work makes it unknown (kUnknownWorkNs).
