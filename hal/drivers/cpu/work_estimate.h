@@ -27,8 +27,9 @@ inline constexpr double kBytesPerNs = 50;
 // Default of HEXIR_CPU_MIN_WORK_PER_THREAD_NS: a loop gets one thread per this much
 // estimated work. Waking or joining a worker, and moving the data a kernel's producer left in
 // one core's cache, costs microseconds on a quiet machine and tens of microseconds where the
-// worker has to be scheduled first (measured on MobileNetV3-small's 1-5 us dispatches).
-inline constexpr double kDefaultMinWorkPerThreadNs = 20000;
+// worker has to be scheduled first (measured on MobileNetV3-small's 1-5 us dispatches). The
+// estimate runs 2-4x the real time, so kernels of ~5-10 us and more are shared.
+inline constexpr double kDefaultMinWorkPerThreadNs = 10000;
 
 // The minimum work per thread in effect: HEXIR_CPU_MIN_WORK_PER_THREAD_NS when set to a
 // number >= 0 (0 = share every loop, as without the policy), else the default.

@@ -110,7 +110,7 @@ void WorkerPool::ParallelFor(uint64_t count, const std::function<bool(uint64_t, 
   uint64_t s = state_.fetch_and(~kOpen, std::memory_order_acq_rel) & ~kOpen;
   auto done = [&] { return (state_.load(std::memory_order_acquire) & kJoinedMask) == 0; };
   if ((s & kJoinedMask) == 0) return;
-  for (int i = 0; i < kSpinIterations && !done(); ++i) CpuRelax();
+  for (int i = 0; i < kJoinWaitSpinIterations && !done(); ++i) CpuRelax();
   if (!done()) {
     MutexLock lock(mu_);
     done_cv_.wait(lock.native(), done);
