@@ -21,6 +21,7 @@
 #include "hal/drivers/cpu/cpu_executable.h"
 #include "hal/drivers/cpu/dispatch_abi.h"
 #include "hal/drivers/cpu/wave_runner.h"
+#include "hal/drivers/cpu/work_estimate.h"
 #include "hal/drivers/cpu/worker_pool.h"
 #include "hal/host_pinning.h"
 #include "hal/queue_submission.h"
@@ -72,7 +73,8 @@ class CpuDevice final : public Device {
         pool_(options.cpu_worker_count < 0
                   ? static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()))
                   : options.cpu_worker_count),
-        waves_(pool_, counters()),
+        min_work_per_thread_ns_(MinWorkPerThreadNs()),
+        waves_(pool_, counters(), min_work_per_thread_ns_),
         memory_(std::make_shared<BlockPool>(
             // Large blocks page-aligned, and pinned while a GPU driver asks for it
             // (hal/host_pinning.h): its transfers from/to them then need no staging.
@@ -234,6 +236,8 @@ class CpuDevice final : public Device {
   Status Complete(Submission& s, Status status, bool keep_error);
   Status AwaitWaits(const std::vector<SemaphoreValue>& waits);
   void QueueMain();
+  void Finish(Submission& s, Status status) EXCLUDES(mu_);
+  bool SubmitterMayRun(const Submission& s, const std::vector<SemaphoreValue>& waits) const;
 
   static constexpr uint64_t kBufferAlignment = 64;
   static constexpr const char* kForeignBuffer =
@@ -242,6 +246,7 @@ class CpuDevice final : public Device {
   const bool inline_;
   const uint32_t max_in_flight_;  // 0: unbounded
   WorkerPool pool_;
+  const double min_work_per_thread_ns_;  // work_estimate.h
   WaveRunner waves_;  // the executing thread's (queue thread's) concurrent waves
   // The executing thread's collective queue, made at the first collective; idle between
   // submissions (Execute drains it).
@@ -352,7 +357,11 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
   const uint64_t nx = count[0], ny = count[1], nz = count[2];
   const uint64_t total = nx * ny * nz;
   if (total == 0) return Status::Ok();
-  if (total == 1 || pool_.thread_count() == 1) {
+  const uint32_t threads =
+      ThreadsForWork(exe.work_ns(cmd.entry), total, pool_.thread_count(), min_work_per_thread_ns_);
+  if (threads == 1 && total > 1 && pool_.thread_count() > 1)
+    DeviceCounters::Add(counters()->dispatches_kept_on_one_thread);
+  if (threads == 1) {
     hexir_cpu_kernel_error_t kernel_error = {};
     hexir_cpu_workgroup_state_t wg = {};
     wg.error = &kernel_error;
@@ -392,7 +401,7 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
     MutexLock lock(l->error_mu);
     if (l->error.ok()) l->error = WorkgroupError(*l->exe, l->entry, wg.workgroup_id, rc, kernel_error);
     return false;
-  });
+  }, threads);
   return std::move(loop.error);
 }
 
@@ -549,6 +558,7 @@ Status CpuDevice::Submit(const std::vector<SemaphoreValue>& waits,
     return Complete(s, std::move(status), /*keep_error=*/false);
   }
 
+  bool submitter_runs = SubmitterMayRun(s, waits);
   {
     MutexLock lock(mu_);
     if (max_in_flight_ != 0) {
@@ -565,9 +575,21 @@ Status CpuDevice::Submit(const std::vector<SemaphoreValue>& waits,
     for (const SemaphoreValue& sv : signals) pending_signals_.Add(sv.semaphore.get(), sv.value);
     s.seq = ++queued_seq_;
     NoteQueueUse(queue_tag_, s.seq, *s.command_buffer, s.binding_table);
-    queue_.push_back(std::move(s));
+    if (!(submitter_runs && queue_.empty() && !busy_ && !stopping_)) {
+      queue_.push_back(std::move(s));
+      submitter_runs = false;
+    } else {
+      busy_ = true;  // the queue thread waits for this one like for its own
+    }
   }
-  queue_cv_.notify_one();
+  if (!submitter_runs) {
+    queue_cv_.notify_one();
+    return Status::Ok();
+  }
+  // As the queue thread would: errors reach WaitIdle and the signal semaphores, not the caller.
+  DeviceCounters::Add(counters()->submissions_run_by_submitter);
+  Status status = Execute(*s.command_buffer, s.binding_table);
+  Finish(s, std::move(status));
   return Status::Ok();
 }
 
@@ -592,7 +614,9 @@ Status CpuDevice::AwaitWaits(const std::vector<SemaphoreValue>& waits) {
 void CpuDevice::QueueMain() {
   MutexLock lock(mu_);
   while (true) {
-    queue_cv_.wait(lock.native(), [&]() REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
+    // Not while a submitter runs its own submission (busy_ without the queue thread).
+    queue_cv_.wait(lock.native(),
+                   [&]() REQUIRES(mu_) { return stopping_ || (!queue_.empty() && !busy_); });
     if (queue_.empty()) return;  // stopping and drained
     Submission s = std::move(queue_.front());
     queue_.pop_front();
@@ -600,22 +624,62 @@ void CpuDevice::QueueMain() {
     lock.Unlock();
     Status status = AwaitWaits(s.waits);
     if (status.ok()) status = Execute(*s.command_buffer, s.binding_table);
-    Complete(s, std::move(status), /*keep_error=*/true).IgnoreError();
-    std::vector<SemaphoreValue> signalled = std::move(s.signals);
-    const uint64_t seq = s.seq;
-    s = Submission();  // release refs before reporting idle
+    Finish(s, std::move(status));
     lock.Lock();
+  }
+}
+
+// Completes the submission that set busy_ (queue thread or submitter), then lets the next go.
+void CpuDevice::Finish(Submission& s, Status status) {
+  Complete(s, std::move(status), /*keep_error=*/true).IgnoreError();
+  std::vector<SemaphoreValue> signalled = std::move(s.signals);
+  const uint64_t seq = s.seq;
+  s = Submission();  // release refs before reporting idle
+  {
+    MutexLock lock(mu_);
     completed_seq_ = seq;
     for (const SemaphoreValue& sv : signalled) pending_signals_.Retire(sv.semaphore.get(), sv.value);
-    lock.Unlock();
-    signalled.clear();  // semaphore refs dropped off the lock
-    lock.Lock();
-    busy_ = false;
-    stalled_ = false;
-    space_cv_.notify_one();
-    // Also wakes reads waiting for this submission only (ReadBufferAfterPendingWork).
-    idle_cv_.notify_all();
   }
+  signalled.clear();  // semaphore refs dropped off the lock
+  MutexLock lock(mu_);
+  busy_ = false;
+  stalled_ = false;
+  space_cv_.notify_one();
+  // Also wakes reads waiting for this submission only (ReadBufferAfterPendingWork).
+  idle_cv_.notify_all();
+  // A submission queued while a submitter ran its own.
+  if (!queue_.empty()) queue_cv_.notify_one();
+}
+
+// A submission the submitting thread may run itself: small known work (a hand-off to the
+// queue thread would cost about as much), no wait to hold it back, no argument still being
+// written (its writer could be this very thread, later).
+bool CpuDevice::SubmitterMayRun(const Submission& s, const std::vector<SemaphoreValue>& waits) const {
+  if (inline_ || min_work_per_thread_ns_ <= 0) return false;
+  const double work = CommandsWorkNs(s.command_buffer->commands());
+  if (work < 0 || work > kSubmitterRunsMaxWorkNs) return false;
+  for (const SemaphoreValue& w : waits) {
+    auto value = w.semaphore->Query();
+    if (!value.ok() || *value < w.value) return false;
+  }
+  SemaphoreValue pending;
+  auto ready = [&](const BufferRef& ref) {
+    const Buffer* b = ref.is_slot() ? (ref.slot < s.binding_table.size()
+                                           ? s.binding_table[ref.slot].buffer.get()
+                                           : nullptr)
+                                    : ref.buffer.get();
+    return b == nullptr || !b->PendingReady(&pending);
+  };
+  for (const Command& c : s.command_buffer->commands()) {
+    if (auto* d = std::get_if<DispatchCommand>(&c)) {
+      for (const BufferRef& b : d->bindings)
+        if (!ready(b)) return false;
+      if (d->indirect && !ready(d->workgroup_count_ref)) return false;
+    } else if (auto* cp = std::get_if<CopyCommand>(&c)) {
+      if (cp->source && cp->source->PendingReady(&pending)) return false;
+    }
+  }
+  return true;
 }
 
 // A read of a buffer that later queued submissions do not use waits only for the last one

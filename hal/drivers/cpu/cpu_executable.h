@@ -29,15 +29,19 @@ class CpuExecutable final : public Executable {
   static StatusOr<vm::Ref<Executable>> Load(const vm::ExecutableView& view);
 
   hexir_cpu_entry_fn_t entry(size_t ordinal) const { return entries_[ordinal]; }
+  // The entry's estimated one-thread work from the module's cost attrs (work_estimate.h;
+  // kUnknownWorkNs when the module does not say).
+  double work_ns(size_t ordinal) const { return work_ns_[ordinal]; }
 
  private:
   CpuExecutable(std::vector<std::string> names, std::vector<uint64_t> written, void* handle,
-                int fd, std::vector<hexir_cpu_entry_fn_t> entries);
+                int fd, std::vector<hexir_cpu_entry_fn_t> entries, std::vector<double> work_ns);
   ~CpuExecutable() override;
 
   void* handle_;
   int fd_;
   std::vector<hexir_cpu_entry_fn_t> entries_;
+  std::vector<double> work_ns_;  // by entry ordinal
 };
 
 }  // namespace hexir::hal::cpu

@@ -4,6 +4,7 @@
 
 #include "hal/drivers/cpu/cpu_dispatch.h"
 #include "hal/drivers/cpu/cpu_executable.h"
+#include "hal/drivers/cpu/work_estimate.h"
 
 namespace hexir::hal::cpu {
 namespace {
@@ -22,8 +23,9 @@ void AtomicMax(std::atomic<int64_t>& a, int64_t v) {
 
 }  // namespace
 
-WaveRunner::WaveRunner(WorkerPool& pool, std::shared_ptr<DeviceCounters> counters)
-    : pool_(pool), counters_(std::move(counters)) {
+WaveRunner::WaveRunner(WorkerPool& pool, std::shared_ptr<DeviceCounters> counters,
+                       double min_work_per_thread_ns)
+    : pool_(pool), counters_(std::move(counters)), min_work_per_thread_ns_(min_work_per_thread_ns) {
   body_ = [this](uint64_t index, uint32_t thread_index) { return RunIndex(index, thread_index); };
 }
 
@@ -45,6 +47,8 @@ Status WaveRunner::Run(const Command* begin, const Command* end,
   }
   size_t binding_next = 0;
   uint64_t total = 0;
+  size_t dispatches = 0;
+  double work_ns = 0;  // kUnknownWorkNs once any command's work is unknown
   item_count_ = 0;
   for (const Command* c = begin; c != end; ++c) {
     if (std::holds_alternative<BarrierCommand>(*c) || std::holds_alternative<CollectiveCommand>(*c)) continue;
@@ -71,9 +75,19 @@ Status WaveRunner::Run(const Command* begin, const Command* end,
       item.state.binding_lengths = lengths;
       item.count = uint64_t{count[0]} * count[1] * count[2];
       DeviceCounters::Add(counters_->dispatches_executed);
+      ++dispatches;
+      const double w = item.executable->work_ns(cmd.entry);
+      work_ns = (w < 0 || work_ns < 0) ? kUnknownWorkNs : work_ns + w;
+    } else if (work_ns >= 0) {
+      auto* copy = std::get_if<CopyCommand>(c);
+      auto* fill = std::get_if<FillCommand>(c);
+      work_ns += TransferWorkNs(copy ? copy->length : fill ? fill->length : 0);
     }
     total += item.count;
   }
+  const uint32_t threads = ThreadsForWork(work_ns, total, pool_.thread_count(), min_work_per_thread_ns_);
+  if (threads == 1 && total > 1 && pool_.thread_count() > 1)
+    DeviceCounters::Add(counters_->dispatches_kept_on_one_thread, dispatches);
   profiling_ = profiler != nullptr;
   const int64_t wave_begin = profiling_ ? ProfileClockNs() : 0;
   for (size_t i = 0; profiling_ && i < item_count_; ++i) {
@@ -85,7 +99,7 @@ Status WaveRunner::Run(const Command* begin, const Command* end,
     MutexLock lock(error_mu_);
     error_ = Status::Ok();
   }
-  pool_.ParallelFor(total, body_);
+  pool_.ParallelFor(total, body_, threads);
   if (profiling_) {
     for (size_t i = 0; i < item_count_; ++i) {
       const Item& item = items_[i];

@@ -3,7 +3,8 @@
 // over the concatenation of their index spaces: dispatch d contributes its workgroups
 // [first_d, first_d + count_d), a copy or fill contributes one index. Two single-workgroup
 // dispatches of one wave thus run on two workers at once; a barrier ends the wave, so commands
-// it separates stay ordered.
+// it separates stay ordered. A wave whose estimated work is small (work_estimate.h) runs on
+// the executing thread alone, its commands in recording order.
 //
 // Collectives are not the runner's: the device's collective lane (collective_lane.h) runs
 // them, and Run skips them.
@@ -38,7 +39,10 @@ class CpuExecutable;
 
 class WaveRunner {
  public:
-  WaveRunner(WorkerPool& pool, std::shared_ptr<DeviceCounters> counters);
+  // `min_work_per_thread_ns`: a wave gets one thread per this much estimated work
+  // (work_estimate.h); a smaller wave runs on the executing thread alone.
+  WaveRunner(WorkerPool& pool, std::shared_ptr<DeviceCounters> counters,
+             double min_work_per_thread_ns);
   WaveRunner(const WaveRunner&) = delete;
   WaveRunner& operator=(const WaveRunner&) = delete;
 
@@ -67,6 +71,7 @@ class WaveRunner {
 
   WorkerPool& pool_;
   std::shared_ptr<DeviceCounters> counters_;
+  const double min_work_per_thread_ns_;
   // Built once: capturing only `this` keeps std::function from allocating per wave.
   std::function<bool(uint64_t, uint32_t)> body_;
   std::unique_ptr<Item[]> items_;

@@ -62,6 +62,10 @@ void WorkerPool::WorkerMain(uint32_t thread_index) {
       });
     }
     if (shutdown_.load(std::memory_order_acquire)) return;
+    if (thread_index >= job_.max_threads.load(std::memory_order_relaxed)) {
+      seen = s & ~kJoinedMask & ~kOpen;  // not wanted in this loop: wait for the next one
+      continue;
+    }
     // Join only the open loop of generation s: the CAS fails if it closed meanwhile.
     if (!state_.compare_exchange_strong(s, s + 1, std::memory_order_acq_rel)) continue;
     seen = s & ~kJoinedMask & ~kOpen;
@@ -74,8 +78,8 @@ void WorkerPool::WorkerMain(uint32_t thread_index) {
   }
 }
 
-void WorkerPool::ParallelFor(uint64_t count,
-                             const std::function<bool(uint64_t, uint32_t)>& body) {
+void WorkerPool::ParallelFor(uint64_t count, const std::function<bool(uint64_t, uint32_t)>& body,
+                             uint32_t max_threads) {
   if (count == 0) return;
   MutexLock call_lock(call_mu_);
   job_.body = &body;
@@ -85,11 +89,12 @@ void WorkerPool::ParallelFor(uint64_t count,
   // workgroups spread over every thread. A compiled dispatch has at most 64 workgroups (the
   // compiler's default) of at least ~a microsecond each, so the atomic is noise; only long
   // loops (waves of many small commands) claim chunks.
-  job_.chunk =
-      std::max<uint64_t>(1, count / (uint64_t{thread_count()} * kIndicesPerThreadForChunks));
+  const uint32_t threads = std::max<uint32_t>(1, std::min(max_threads, thread_count()));
+  job_.chunk = std::max<uint64_t>(1, count / (uint64_t{threads} * kIndicesPerThreadForChunks));
   job_.next.store(0, std::memory_order_relaxed);
   job_.stop.store(false, std::memory_order_relaxed);
-  if (threads_.empty() || count == 1) {
+  job_.max_threads.store(threads, std::memory_order_relaxed);
+  if (threads == 1 || count == 1) {
     RunJob(job_, 0);
     return;
   }
@@ -105,7 +110,7 @@ void WorkerPool::ParallelFor(uint64_t count,
   uint64_t s = state_.fetch_and(~kOpen, std::memory_order_acq_rel) & ~kOpen;
   auto done = [&] { return (state_.load(std::memory_order_acquire) & kJoinedMask) == 0; };
   if ((s & kJoinedMask) == 0) return;
-  for (int i = 0; i < kSpinIterations && !done(); ++i) CpuRelax();
+  for (int i = 0; i < kJoinWaitSpinIterations && !done(); ++i) CpuRelax();
   if (!done()) {
     MutexLock lock(mu_);
     done_cv_.wait(lock.native(), done);

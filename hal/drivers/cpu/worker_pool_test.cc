@@ -27,6 +27,26 @@ TEST_CASE("worker pool: every index runs exactly once, on a valid thread index")
   }
 }
 
+TEST_CASE("worker pool: max_threads bounds the threads a loop runs on") {
+  WorkerPool pool(4);
+  for (uint32_t max_threads : {0u, 1u, 2u, 3u}) {
+    for (int round = 0; round < 200; ++round) {
+      const uint64_t count = 64;
+      std::vector<std::atomic<int>> hits(count);
+      std::atomic<uint32_t> max_thread{0};
+      pool.ParallelFor(count, [&](uint64_t i, uint32_t t) {
+        hits[i].fetch_add(1);
+        uint32_t m = max_thread.load();
+        while (t > m && !max_thread.compare_exchange_weak(m, t)) {}
+        return true;
+      }, max_threads);
+      for (uint64_t i = 0; i < count; ++i) REQUIRE(hits[i].load() == 1);
+      INFO("max_threads " << max_threads);
+      REQUIRE(max_thread.load() < std::max(max_threads, 1u));
+    }
+  }
+}
+
 TEST_CASE("worker pool: a body returning false stops the loop") {
   WorkerPool pool(4);
   std::atomic<uint64_t> ran{0};
