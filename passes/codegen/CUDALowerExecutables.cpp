@@ -831,8 +831,10 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     // as every block of this one has started (launch_dependents), and this one waits, before
     // its first memory access (the parameter buffer included), until the kernels it depends
     // on completed and their writes are visible. Without a programmatic prerequisite the
-    // wait returns at once. The driver makes programmatic edges only into kernels whose entry
-    // begins so (hexir-cuda-serialize-executables checks it: "cuda.programmatic_wait.<entry>").
+    // wait returns at once. The wait is inline PTX clobbering memory (kGridDependencyWaitAsm,
+    // CUDAPasses.h), so no later access can be moved above it. The driver makes programmatic
+    // edges only into kernels whose entry begins so (hexir-cuda-serialize-executables checks
+    // it: "cuda.programmatic_wait.<entry>").
     if (SupportsGridDependencyControl(exe)) {
       NVVM::GriddepcontrolOp::create(b, loc, NVVM::GridDepActionKind::launch_dependents);
       // Weights first: thread 0 of block b asks L2 for the rows of read-only bindings the
@@ -840,7 +842,10 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       // the stream starts while the prerequisite kernels drain. A prefetch is a hint, not an
       // access: the programmatic edge's rule (nothing read before the wait) still holds.
       if (!prefetches.empty()) prefetchRows(b, loc, entry, prefetches);
-      NVVM::GriddepcontrolOp::create(b, loc, NVVM::GridDepActionKind::wait);
+      LLVM::InlineAsmOp::create(b, loc, /*res=*/Type(), ValueRange{}, kGridDependencyWaitAsm, "~{memory}",
+                                /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                LLVM::tailcallkind::TailCallKind::None, /*asm_dialect=*/LLVM::AsmDialectAttr(),
+                                /*operand_attrs=*/ArrayAttr());
     }
     int64_t binding = 0, word = 0;
     auto param = [&]() -> Value {

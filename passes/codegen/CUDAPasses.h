@@ -31,6 +31,13 @@ inline constexpr char kBlockSizeAttr[] = "hexir.cuda.block_size";
 inline constexpr char kExecutableChipAttr[] = "hexir.cuda.chip";
 inline constexpr char kSharedBytesAttr[] = "hexir.cuda.shared_bytes";
 
+// The programmatic-launch wait that begins an sm_90 entry (hexir-cuda-lower-executables), as
+// inline PTX with side effects and a memory clobber, the form CUDA's own headers use: LLVM 22
+// declares `llvm.nvvm.griddepcontrol.wait` IntrNoMem, so its passes could move a load above
+// the intrinsic, before the prerequisite kernels' writes are visible; an asm that clobbers
+// memory keeps every access after it. hexir-cuda-serialize-executables recognizes this string.
+inline constexpr char kGridDependencyWaitAsm[] = "griddepcontrol.wait;";
+
 // Registers the CUDA passes with the global registry (hexir-opt, pipelines).
 #define GEN_PASS_REGISTRATION
 #include "passes/codegen/CUDAPasses.h.inc"

@@ -111,7 +111,8 @@ class CUDASerializeExecutables
     return (*buffer)->getBuffer().str();
   }
 
-  // True when every path through the entry executes griddepcontrol.wait before any memory
+  // True when every path through the entry executes griddepcontrol.wait (the intrinsic, or
+  // the lowering's inline PTX, kGridDependencyWaitAsm) before any memory
   // access: before it only launch_dependents, L2 prefetches (hints, not accesses: the
   // lowering's weight rows), branches and ops free of memory effects. No access to memory
   // before its prerequisite kernels completed is what a programmatic edge into it requires.
@@ -127,6 +128,11 @@ class CUDASerializeExecutables
         if (auto control = dyn_cast<NVVM::GriddepcontrolOp>(op)) {
           if ((waited = control.getKind() == NVVM::GridDepActionKind::wait)) break;
           continue;
+        }
+        if (auto wait = dyn_cast<LLVM::InlineAsmOp>(op); wait && wait.getAsmString() == kGridDependencyWaitAsm &&
+                                                           wait.getHasSideEffects()) {
+          waited = true;
+          break;
         }
         if (isa<NVVM::CpAsyncBulkPrefetchOp>(op)) continue;
         if (isa<LLVM::BrOp, LLVM::CondBrOp>(op)) {

@@ -34,7 +34,7 @@
 // LOWER-SAME:      nvvm.cluster_dim = array<i32: 2, 1, 1>
 // LOWER-SAME:      nvvm.maxntid = array<i32: 256, 1, 1>
 // LOWER-NEXT:      nvvm.griddepcontrol  launch_dependents
-// LOWER-NEXT:      nvvm.griddepcontrol  wait
+// LOWER-NEXT:      llvm.inline_asm has_side_effects "griddepcontrol.wait;", "~{memory}"
 #map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
 #map1 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
 #map2 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
@@ -129,7 +129,7 @@ hexir.executable @main_dispatch_0 attributes {hexir.dispatch_group = "decode_att
 // LOWER:           llvm.mlir.constant(24 : i32)
 // LOWER:           nvvm.cp.async.bulk.prefetch %{{.+}}, %{{.+}} : <1>
 // LOWER:           nvvm.cp.async.bulk.prefetch %{{.+}}, %{{.+}} : <1>
-// LOWER:           nvvm.griddepcontrol  wait
+// LOWER:           llvm.inline_asm has_side_effects "griddepcontrol.wait;", "~{memory}"
 hexir.executable @main_dispatch_1 attributes {hexir.dispatch_group = "decode_attention"} {
   builtin.module {
     func.func @main_dispatch_1(%arg0: tensor<1920x64xf32>, %arg1: tensor<1x40x64xf32>, %arg2: tensor<1920x64xf32>, %arg3: tensor<1x40x64xf32>, %arg4: index) -> tensor<1x40x64xf32> {

@@ -28,7 +28,7 @@
 // Programmatic dependent launch: dependents may launch once every block started; nothing is
 // read (not even the parameter buffer) before the prerequisite kernels completed.
 // CHECK-NEXT:      nvvm.griddepcontrol launch_dependents
-// CHECK-NEXT:      nvvm.griddepcontrol wait
+// CHECK-NEXT:      llvm.inline_asm has_side_effects "griddepcontrol.wait;", "~{memory}"
 // CHECK-DAG:       %[[Z:.+]] = llvm.mlir.constant(0 : i64) : i64
 // CHECK-DAG:       %[[D0:.+]] = llvm.mlir.constant(2 : i64) : i64
 // CHECK-DAG:       %[[D1:.+]] = llvm.mlir.constant(200 : i64) : i64

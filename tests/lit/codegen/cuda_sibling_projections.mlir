@@ -126,7 +126,7 @@ hexir.executable @qkv attributes {hexir.dispatch_group = "sibling_projections"} 
 // LOWER:           llvm.sub %[[BID]], %[[V0]] : i32
 // LOWER:           llvm.mlir.constant(24 : i32) : i32
 // LOWER:           nvvm.cp.async.bulk.prefetch
-// LOWER:           nvvm.griddepcontrol wait
+// LOWER:           llvm.inline_asm has_side_effects "griddepcontrol.wait;", "~{memory}"
 hexir.executable @qkv_wide attributes {hexir.dispatch_group = "sibling_projections"} {
   builtin.module {
     func.func @qkv_wide(%x: tensor<1024xf32>, %wq: tensor<96x1024xf16>, %wk: tensor<24x1024xf16>, %wv: tensor<24x1024xf16>, %q: tensor<96xf32>, %k: tensor<24xf32>, %v: tensor<24xf32>) -> (tensor<96xf32>, tensor<24xf32>, tensor<24xf32>) {

@@ -36,7 +36,7 @@
 // LOWER:           nvvm.cp.async.bulk.prefetch %{{.+}}, %{{.+}} : <1>
 // LOWER:           nvvm.cp.async.bulk.prefetch %{{.+}}, %{{.+}} : <1>
 // LOWER-NEXT:      llvm.br
-// LOWER:           nvvm.griddepcontrol  wait
+// LOWER:           llvm.inline_asm has_side_effects "griddepcontrol.wait;", "~{memory}"
 hexir.executable @ffn_gate {
   builtin.module {
     func.func @ffn_gate(%w1: tensor<768x2048xf16>, %w3: tensor<768x2048xf16>, %x: tensor<2048xf32>, %o: tensor<768xf32>) -> tensor<768xf32> {

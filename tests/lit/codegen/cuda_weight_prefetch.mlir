@@ -14,7 +14,7 @@
 // bytes; 0 turns prefetches off; the read-only bindings are recorded either way.
 // BOUND-LABEL: llvm.func @gemv(
 // BOUND:         nvvm.cp.async.bulk.prefetch
-// BOUND:         nvvm.griddepcontrol wait
+// BOUND:         llvm.inline_asm has_side_effects "griddepcontrol.wait;", "~{memory}"
 // NONE-LABEL:  hexir.executable @gemv
 // NONE-SAME:     hexir.cuda.read_only_bindings = array<i64: 0, 1>
 // NONE-NOT:      nvvm.cp.async.bulk.prefetch
@@ -40,7 +40,7 @@
 // CHECK:           nvvm.cp.async.bulk.prefetch %[[GLOBAL]], %{{.+}} : <1>
 // CHECK-NEXT:      llvm.br ^[[WAIT]]
 // CHECK:         ^[[WAIT]]:
-// CHECK-NEXT:      nvvm.griddepcontrol wait
+// CHECK-NEXT:      llvm.inline_asm has_side_effects "griddepcontrol.wait;", "~{memory}"
 // CHECK:           llvm.call @gemv_impl
 hexir.executable @gemv {
   builtin.module {
@@ -64,7 +64,7 @@ hexir.executable @gemv {
 // CHECK-SAME:    hexir.cuda.read_only_bindings = array<i64: 0>
 // CHECK:         llvm.func @gemv_computed(
 // CHECK-NEXT:      nvvm.griddepcontrol launch_dependents
-// CHECK-NEXT:      nvvm.griddepcontrol wait
+// CHECK-NEXT:      llvm.inline_asm has_side_effects "griddepcontrol.wait;", "~{memory}"
 hexir.executable @gemv_computed {
   builtin.module {
     func.func @gemv_computed(%x: tensor<1000xf32>, %w: tensor<40x1000xf16>, %o: tensor<40xf32>) -> tensor<40xf32> {
@@ -87,7 +87,7 @@ hexir.executable @gemv_computed {
 // CHECK-SAME:    hexir.cuda.read_only_bindings = array<i64: 0>,
 // CHECK:         llvm.func @gemv_written(
 // CHECK-NEXT:      nvvm.griddepcontrol launch_dependents
-// CHECK-NEXT:      nvvm.griddepcontrol wait
+// CHECK-NEXT:      llvm.inline_asm has_side_effects "griddepcontrol.wait;", "~{memory}"
 hexir.executable @gemv_written {
   builtin.module {
     func.func @gemv_written(%x: tensor<1000xf32>, %w: tensor<40x1000xf16>, %o: tensor<40xf32>) -> tensor<40xf32> {

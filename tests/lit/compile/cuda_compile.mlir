@@ -33,6 +33,7 @@
 // CHECK-NEXT:    )
 // CHECK-NEXT:    .maxntid 64, 1, 1
 // CHECK:         griddepcontrol.launch_dependents;
+// CHECK-NEXT:    // begin inline asm
 // CHECK-NEXT:    griddepcontrol.wait;
 // CHECK:         %tid.x
 // CHECK:         %ctaid.x
