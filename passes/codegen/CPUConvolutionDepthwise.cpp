@@ -597,11 +597,7 @@ class ChannelLaneEmitter {
 // a dynamic export's convolution of this geometry may see at run time: o = 1..4 outputs, each
 // with the inputs of a same-padded window (a fused pad: h in [(o - 1) s + 1, o s]) or of an
 // unpadded one (h in [(o - 1) s + (k - 1) d + 1, ... + s - 1]); static extents must match.
-struct PlaneSize {
-  int64_t h, w, oh, ow;
-};
-
-SmallVector<PlaneSize> ChannelLanePlaneSizes(const StagedTiles& t, bool padded, ArrayRef<int64_t> staticSizes) {
+SmallVector<PlaneSize> ChannelLanePlaneSizes(const StagedTiles& t, bool padded, Value x, Value out) {
   SmallVector<PlaneSize> sizes;
   for (int64_t o = 1; o * o <= kDepthwiseChannelLanePositions; ++o)
     for (int64_t r = 0; r < std::max(t.sh, t.sw); ++r) {
@@ -609,10 +605,7 @@ SmallVector<PlaneSize> ChannelLanePlaneSizes(const StagedTiles& t, bool padded, 
       int64_t w = (o - 1) * t.sw + 1 + r + (padded ? 0 : (t.kw - 1) * t.dw);
       if (r >= t.sh || r >= t.sw || h * w > kDepthwiseChannelLaneInputs) continue;
       PlaneSize p{h, w, o, o};
-      int64_t values[] = {p.h, p.w, p.oh, p.ow};
-      bool matches = true;
-      for (int d = 0; d < 4; ++d) matches &= ShapedType::isDynamic(staticSizes[d]) || staticSizes[d] == values[d];
-      if (matches) sizes.push_back(p);
+      if (PlaneFitsStaticExtents(p, x, out)) sizes.push_back(p);
     }
   return sizes;
 }
@@ -631,26 +624,15 @@ std::optional<scf::IfOp> EmitPlaneSizeVariants(OpBuilder& b, Location loc, int64
     return type.getRank() == 4 && succeeded(type.getStridesAndOffset(strides, offset)) && strides.back() == 1;
   };
   if (!unitRows(x) || !unitRows(w) || !unitRows(out)) return std::nullopt;
-  auto xType = cast<MemRefType>(x.getType()), outType = cast<MemRefType>(out.getType());
-  int64_t staticSizes[] = {xType.getDimSize(2), xType.getDimSize(3), outType.getDimSize(2), outType.getDimSize(3)};
-  SmallVector<PlaneSize> sizes = ChannelLanePlaneSizes(t, padded, staticSizes);
+  SmallVector<PlaneSize> sizes = ChannelLanePlaneSizes(t, padded, x, out);
   if (sizes.empty()) return std::nullopt;
-  Value extents[] = {memref::DimOp::create(b, loc, x, 2), memref::DimOp::create(b, loc, x, 3),
-                     memref::DimOp::create(b, loc, out, 2), memref::DimOp::create(b, loc, out, 3)};
   auto channelStride = [&](Value m, int d) -> Value {
     return memref::ExtractStridedMetadataOp::create(b, loc, m).getStrides()[d];
   };
   Value xChannel = channelStride(x, 1), wChannel = channelStride(w, 0), outChannel = channelStride(out, 1);
   OpBuilder::InsertionGuard guard(b);
   for (const PlaneSize& p : sizes) {
-    Value matches;
-    int64_t values[] = {p.h, p.w, p.oh, p.ow};
-    for (int d = 0; d < 4; ++d) {
-      Value eq = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, extents[d],
-                                       arith::ConstantIndexOp::create(b, loc, values[d]));
-      matches = matches ? arith::AndIOp::create(b, loc, matches, eq).getResult() : eq;
-    }
-    auto choice = scf::IfOp::create(b, loc, matches, /*withElseRegion=*/true);
+    auto choice = scf::IfOp::create(b, loc, PlaneIs(b, loc, x, out, p), /*withElseRegion=*/true);
     b.setInsertionPointToStart(&choice.getThenRegion().front());
     ChannelLaneEmitter(b, loc, lanes, t, p.h, p.w, p.oh, p.ow, top, left)
         .emit(x, w, out, xChannel, wChannel, outChannel);
@@ -660,46 +642,18 @@ std::optional<scf::IfOp> EmitPlaneSizeVariants(OpBuilder& b, Location loc, int64
   return cast<scf::IfOp>(b.getInsertionBlock()->getParentOp());
 }
 
-// Whether x's plane is h x w and out's oh x ow at run time.
-Value PlaneIs(OpBuilder& b, Location loc, Value x, Value out, const PlaneSize& p) {
-  Value extents[] = {memref::DimOp::create(b, loc, x, 2), memref::DimOp::create(b, loc, x, 3),
-                     memref::DimOp::create(b, loc, out, 2), memref::DimOp::create(b, loc, out, 3)};
-  int64_t values[] = {p.h, p.w, p.oh, p.ow};
-  Value matches;
-  for (int d = 0; d < 4; ++d) {
-    Value eq = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, extents[d],
-                                     arith::ConstantIndexOp::create(b, loc, values[d]));
-    matches = matches ? arith::AndIOp::create(b, loc, matches, eq).getResult() : eq;
-  }
-  return matches;
-}
-
-// `m` (rank 4) seen with a static h x w plane (its strides unchanged).
-Value CastPlane(OpBuilder& b, Location loc, Value m, int64_t h, int64_t w) {
-  auto type = cast<MemRefType>(m.getType());
-  SmallVector<int64_t> shape(type.getShape());
-  shape[2] = h, shape[3] = w;
-  auto cast = MemRefType::get(shape, type.getElementType(), type.getLayout(), type.getMemorySpace());
-  return memref::CastOp::create(b, loc, cast, m);
-}
-
 // The square planes that a staged kernel of static extents takes when a dynamic export meets
 // them at run time: kStagedPlaneOutputs outputs (the stages of 64 x 64, 128 x 128 and 224 x 224
 // images), each with the inputs its window reads (as ChannelLanePlaneSizes), less those the
 // channel lanes take.
 SmallVector<PlaneSize> StagedPlaneSizes(const StagedTiles& t, bool padded, Value x, Value out) {
-  auto xType = cast<MemRefType>(x.getType()), outType = cast<MemRefType>(out.getType());
-  int64_t staticSizes[] = {xType.getDimSize(2), xType.getDimSize(3), outType.getDimSize(2), outType.getDimSize(3)};
   SmallVector<PlaneSize> sizes;
   for (int64_t o : kStagedPlaneOutputs)
     for (int64_t r = 0; r < std::min(t.sh, t.sw); ++r) {
       PlaneSize p{(o - 1) * t.sh + 1 + r + (padded ? 0 : (t.kh - 1) * t.dh),
                   (o - 1) * t.sw + 1 + r + (padded ? 0 : (t.kw - 1) * t.dw), o, o};
       if (o * o <= kDepthwiseChannelLanePositions && p.h * p.w <= kDepthwiseChannelLaneInputs) continue;
-      int64_t values[] = {p.h, p.w, p.oh, p.ow};
-      bool matches = true;
-      for (int d = 0; d < 4; ++d) matches &= ShapedType::isDynamic(staticSizes[d]) || staticSizes[d] == values[d];
-      if (matches) sizes.push_back(p);
+      if (PlaneFitsStaticExtents(p, x, out)) sizes.push_back(p);
     }
   return sizes;
 }
@@ -713,6 +667,37 @@ Value AllocateAtEntry(func::FuncOp kernel, int64_t count) {
 }
 
 }  // namespace
+
+bool PlaneFitsStaticExtents(const PlaneSize& p, Value x, Value out) {
+  auto xType = cast<MemRefType>(x.getType()), outType = cast<MemRefType>(out.getType());
+  const int64_t staticSizes[] = {xType.getDimSize(2), xType.getDimSize(3), outType.getDimSize(2),
+                                 outType.getDimSize(3)};
+  const int64_t values[] = {p.h, p.w, p.oh, p.ow};
+  for (int d = 0; d < 4; ++d)
+    if (!ShapedType::isDynamic(staticSizes[d]) && staticSizes[d] != values[d]) return false;
+  return true;
+}
+
+Value PlaneIs(OpBuilder& b, Location loc, Value x, Value out, const PlaneSize& p) {
+  Value extents[] = {memref::DimOp::create(b, loc, x, 2), memref::DimOp::create(b, loc, x, 3),
+                     memref::DimOp::create(b, loc, out, 2), memref::DimOp::create(b, loc, out, 3)};
+  int64_t values[] = {p.h, p.w, p.oh, p.ow};
+  Value matches;
+  for (int d = 0; d < 4; ++d) {
+    Value eq = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, extents[d],
+                                     arith::ConstantIndexOp::create(b, loc, values[d]));
+    matches = matches ? arith::AndIOp::create(b, loc, matches, eq).getResult() : eq;
+  }
+  return matches;
+}
+
+Value CastPlane(OpBuilder& b, Location loc, Value m, int64_t h, int64_t w) {
+  auto type = cast<MemRefType>(m.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[2] = h, shape[3] = w;
+  auto cast = MemRefType::get(shape, type.getElementType(), type.getLayout(), type.getMemorySpace());
+  return memref::CastOp::create(b, loc, cast, m);
+}
 
 void EmitDepthwiseConvolution(OpBuilder& b, Location loc, func::FuncOp kernel, int64_t lanes,
                               const ConvolutionGeometry& g, Operation* convolution, Value x, Value w, Value out) {

@@ -94,6 +94,18 @@ constexpr int64_t kDepthwiseChannelLaneInputs = 36;
 // variants for (see above).
 constexpr int64_t kStagedPlaneOutputs[] = {4, 7, 8, 14, 16};
 
+// Run-time plane-size variants of a dynamic export's convolutions (the depthwise kernels here,
+// the 1x1 GEMM in CPUConvolutionKernel.cpp): x's plane h x w, out's oh x ow.
+struct PlaneSize {
+  int64_t h, w, oh, ow;
+};
+// Whether the static extents of x's and out's planes (dims 2 and 3) allow `p`.
+bool PlaneFitsStaticExtents(const PlaneSize& p, mlir::Value x, mlir::Value out);
+// Whether x's and out's planes are `p` at run time (an i1).
+mlir::Value PlaneIs(mlir::OpBuilder& b, mlir::Location loc, mlir::Value x, mlir::Value out, const PlaneSize& p);
+// `m` (rank 4) seen with a static h x w plane (its strides unchanged).
+mlir::Value CastPlane(mlir::OpBuilder& b, mlir::Location loc, mlir::Value m, int64_t h, int64_t w);
+
 // Emits `out += depthwise(x, w)` of `convolution` at `b`'s insertion point (before it); its
 // stack buffers are allocated at the entry of `kernel` and zeroed before the convolution. The
 // caller erases `convolution`.

@@ -473,14 +473,6 @@ void LowerMaxPoolsToVectorLoops(func::FuncOp kernel, int64_t lanes) {
   }
 }
 
-// `m` (rank 4) seen with a static o x o plane (its strides unchanged).
-Value CastToPlane(OpBuilder& b, Location loc, Value m, int64_t o) {
-  auto type = cast<MemRefType>(m.getType());
-  SmallVector<int64_t> shape(type.getShape());
-  shape[2] = shape[3] = o;
-  return memref::CastOp::create(b, loc, MemRefType::get(shape, type.getElementType(), type.getLayout(), type.getMemorySpace()), m);
-}
-
 // The dense kernel; a 1x1 convolution at stride 1 over planes of run-time extents first tests
 // them for each o of kDensePlaneOutputs (x's and out's planes o x o) and runs the kernel on
 // views of that static plane there (its panels' loads and the GEMM's N compile-time
@@ -496,20 +488,11 @@ void EmitDenseOnPlaneSizes(OpBuilder& b, Location loc, const MatmulTiles& tiles,
   OpBuilder::InsertionGuard guard(b);
   if (pointwise && dynamicPlane) {
     for (int64_t o : kDensePlaneOutputs) {
-      bool fits = true;
-      for (int d : {2, 3}) fits &= (xType.isDynamicDim(d) || xType.getDimSize(d) == o) &&
-                                   (outType.isDynamicDim(d) || outType.getDimSize(d) == o);
-      if (!fits) continue;
-      Value matches;
-      for (Value m : {x, out})
-        for (int d : {2, 3}) {
-          Value eq = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, memref::DimOp::create(b, loc, m, d),
-                                           arith::ConstantIndexOp::create(b, loc, o));
-          matches = matches ? arith::AndIOp::create(b, loc, matches, eq).getResult() : eq;
-        }
-      auto choice = scf::IfOp::create(b, loc, matches, /*withElseRegion=*/true);
+      const PlaneSize plane{o, o, o, o};
+      if (!PlaneFitsStaticExtents(plane, x, out)) continue;
+      auto choice = scf::IfOp::create(b, loc, PlaneIs(b, loc, x, out, plane), /*withElseRegion=*/true);
       b.setInsertionPointToStart(&choice.getThenRegion().front());
-      ConvolutionEmitter(b, loc, tiles, g).dense(CastToPlane(b, loc, x, o), w, CastToPlane(b, loc, out, o), packed);
+      ConvolutionEmitter(b, loc, tiles, g).dense(CastPlane(b, loc, x, o, o), w, CastPlane(b, loc, out, o, o), packed);
       b.setInsertionPointToStart(&choice.getElseRegion().front());
     }
   }

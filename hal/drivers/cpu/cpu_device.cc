@@ -656,7 +656,8 @@ void CpuDevice::Finish(Submission& s, Status status) {
 // written (its writer could be this very thread, later).
 bool CpuDevice::SubmitterMayRun(const Submission& s, const std::vector<SemaphoreValue>& waits) const {
   if (inline_ || min_work_per_thread_ns_ <= 0) return false;
-  const double work = CommandsWorkNs(s.command_buffer->commands());
+  const std::vector<Command>& commands = s.command_buffer->commands();
+  const double work = CommandsWorkNs(commands.data(), commands.data() + commands.size());
   if (work < 0 || work > kSubmitterRunsMaxWorkNs) return false;
   for (const SemaphoreValue& w : waits) {
     auto value = w.semaphore->Query();

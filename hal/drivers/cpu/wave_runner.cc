@@ -48,7 +48,6 @@ Status WaveRunner::Run(const Command* begin, const Command* end,
   size_t binding_next = 0;
   uint64_t total = 0;
   size_t dispatches = 0;
-  double work_ns = 0;  // kUnknownWorkNs once any command's work is unknown
   item_count_ = 0;
   for (const Command* c = begin; c != end; ++c) {
     if (std::holds_alternative<BarrierCommand>(*c) || std::holds_alternative<CollectiveCommand>(*c)) continue;
@@ -76,16 +75,11 @@ Status WaveRunner::Run(const Command* begin, const Command* end,
       item.count = uint64_t{count[0]} * count[1] * count[2];
       DeviceCounters::Add(counters_->dispatches_executed);
       ++dispatches;
-      const double w = item.executable->work_ns(cmd.entry);
-      work_ns = (w < 0 || work_ns < 0) ? kUnknownWorkNs : work_ns + w;
-    } else if (work_ns >= 0) {
-      auto* copy = std::get_if<CopyCommand>(c);
-      auto* fill = std::get_if<FillCommand>(c);
-      work_ns += TransferWorkNs(copy ? copy->length : fill ? fill->length : 0);
     }
     total += item.count;
   }
-  const uint32_t threads = ThreadsForWork(work_ns, total, pool_.thread_count(), min_work_per_thread_ns_);
+  const uint32_t threads =
+      ThreadsForWork(CommandsWorkNs(begin, end), total, pool_.thread_count(), min_work_per_thread_ns_);
   if (threads == 1 && total > 1 && pool_.thread_count() > 1)
     DeviceCounters::Add(counters_->dispatches_kept_on_one_thread, dispatches);
   profiling_ = profiler != nullptr;

@@ -58,9 +58,10 @@ std::vector<double> EstimateEntryWorkNs(const vm::ExecutableView& view) {
   return work;
 }
 
-double CommandsWorkNs(const std::vector<Command>& commands) {
+double CommandsWorkNs(const Command* begin, const Command* end) {
   double work = 0;
-  for (const Command& c : commands) {
+  for (const Command* it = begin; it != end; ++it) {
+    const Command& c = *it;
     if (auto* d = std::get_if<DispatchCommand>(&c)) {
       const double w = static_cast<const CpuExecutable*>(d->executable.get())->work_ns(d->entry);
       if (w < 0) return kUnknownWorkNs;

@@ -46,9 +46,10 @@ inline double TransferWorkNs(uint64_t bytes) { return 2.0 * static_cast<double>(
 // waiting host afterwards costs two thread wake-ups, tens of microseconds on a loaded machine.
 inline constexpr double kSubmitterRunsMaxWorkNs = 1000000;
 
-// Estimated work of a recorded command sequence: its dispatches' and copies' and fills'; a
-// repeat, a collective or a dispatch of unknown work makes it unknown (kUnknownWorkNs).
-double CommandsWorkNs(const std::vector<Command>& commands);
+// Estimated work of the recorded commands [begin, end) (a submission's, or a wave's): their
+// dispatches' and copies' and fills'; a repeat, a collective or a dispatch of unknown work
+// makes it unknown (kUnknownWorkNs).
+double CommandsWorkNs(const Command* begin, const Command* end);
 
 // Threads for a loop of `indices` indices and `work_ns` of estimated work (kUnknownWorkNs:
 // unknown) on a pool of `pool_threads`: one per `min_work_per_thread_ns`, at least 1, at most

@@ -1,28 +1,39 @@
 #include "hal/drivers/cpu/worker_pool.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <set>
 #include <thread>
+#include <vector>
 
 namespace hexir::hal::cpu {
 namespace {
+
+// Runs a loop of `count` indices on `pool` (at most `max_threads`), recording how often each
+// index ran and the highest thread index seen.
+struct RecordedLoop {
+  std::vector<std::atomic<int>> hits;
+  std::atomic<uint32_t> max_thread{0};
+
+  RecordedLoop(WorkerPool& pool, uint64_t count, uint32_t max_threads = UINT32_MAX) : hits(count) {
+    pool.ParallelFor(count, [&](uint64_t i, uint32_t t) {
+      hits[i].fetch_add(1);
+      uint32_t m = max_thread.load();
+      while (t > m && !max_thread.compare_exchange_weak(m, t)) {}
+      return true;
+    }, max_threads);
+  }
+};
 
 TEST_CASE("worker pool: every index runs exactly once, on a valid thread index") {
   for (int32_t threads : {0, 1, 2, 4}) {
     WorkerPool pool(threads);
     REQUIRE(pool.thread_count() == static_cast<uint32_t>(std::max(threads, 1)));
     for (uint64_t count : {0ull, 1ull, 7ull, 1000ull}) {
-      std::vector<std::atomic<int>> hits(count);
-      std::atomic<uint32_t> max_thread{0};
-      pool.ParallelFor(count, [&](uint64_t i, uint32_t t) {
-        hits[i].fetch_add(1);
-        uint32_t m = max_thread.load();
-        while (t > m && !max_thread.compare_exchange_weak(m, t)) {}
-        return true;
-      });
-      for (uint64_t i = 0; i < count; ++i) REQUIRE(hits[i].load() == 1);
-      REQUIRE(max_thread.load() < pool.thread_count());
+      RecordedLoop loop(pool, count);
+      for (uint64_t i = 0; i < count; ++i) REQUIRE(loop.hits[i].load() == 1);
+      REQUIRE(loop.max_thread.load() < pool.thread_count());
     }
   }
 }
@@ -32,17 +43,10 @@ TEST_CASE("worker pool: max_threads bounds the threads a loop runs on") {
   for (uint32_t max_threads : {0u, 1u, 2u, 3u}) {
     for (int round = 0; round < 200; ++round) {
       const uint64_t count = 64;
-      std::vector<std::atomic<int>> hits(count);
-      std::atomic<uint32_t> max_thread{0};
-      pool.ParallelFor(count, [&](uint64_t i, uint32_t t) {
-        hits[i].fetch_add(1);
-        uint32_t m = max_thread.load();
-        while (t > m && !max_thread.compare_exchange_weak(m, t)) {}
-        return true;
-      }, max_threads);
-      for (uint64_t i = 0; i < count; ++i) REQUIRE(hits[i].load() == 1);
+      RecordedLoop loop(pool, count, max_threads);
+      for (uint64_t i = 0; i < count; ++i) REQUIRE(loop.hits[i].load() == 1);
       INFO("max_threads " << max_threads);
-      REQUIRE(max_thread.load() < std::max(max_threads, 1u));
+      REQUIRE(loop.max_thread.load() < std::max(max_threads, 1u));
     }
   }
 }
