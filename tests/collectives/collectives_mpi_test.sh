@@ -25,7 +25,7 @@ done
 
 # Without mpirun: one rank. The 2-rank module's all_gather refuses the channel.
 err=$("$RUN" --module="$TMP/c2.vmfb" --device=cpu "--input=4xf32=$x" 2>&1) && fail "2-rank module ran on one rank"
-echo "$err" | grep -q "hexir.all_gather: the program was written for 2 ranks, the channel has 1" \
+grep -q "hexir.all_gather: the program was written for 2 ranks, the channel has 1" <<<"$err" \
   && pass "one rank: $err" || fail "one-rank message: $err"
 
 # One process driving N devices (two worker threads each, so collectives overlap their wave).

@@ -254,7 +254,7 @@ fi
 # A hidden size of 6 on 4 ranks: refused by name.
 sed "s/@H@/6/g" "$here/mlp.mlir.in" >"$TMP/mlp6.mlir"
 err=$("$COMPILE" "$TMP/mlp6.mlir" --target=cpu --partition=4 -o "$TMP/mlp6_4.vmfb" 2>&1) && fail "--partition=4 compiled a hidden size of 6"
-echo "$err" | grep -q "hexir.sharding on argument 1 of @mlp: dimension 1 (6) is not divisible by the 4 ranks" \
+grep -q "hexir.sharding on argument 1 of @mlp: dimension 1 (6) is not divisible by the 4 ranks" <<<"$err" \
   && pass "--partition=4, hidden 6: refused at compile time" || fail "compile-time message: $err"
 if [ "$have_mpirun" = 1 ] && "$COMPILE" "$TMP/mlp6.mlir" --target=cpu -o "$TMP/mlp6.vmfb"; then
   mkdir -p "$TMP/mlp6"
