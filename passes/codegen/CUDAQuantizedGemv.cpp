@@ -370,10 +370,16 @@ void ChooseWarps(QuantizedGemv& s) {
     return;
   }
   // Staged x: at least 4 warps a block share a block's copy; the warps (8, 4) whose grid
-  // spreads most evenly (ties: more warps, fewer copies of x).
+  // spreads most evenly (ties: more warps, fewer copies of x). Where 4 warps leave more than
+  // three quarters of the SMs idle (the 256-row k/v projections in the K-quants: 16 blocks),
+  // 2 and 1 are tried too: more blocks, each staging its own copy of x. H200, session 26,
+  // TinyLlama decode: q4_k's k/v in 64 one-warp blocks 0.946x the time a token; q4_0's and
+  // q8_0's (64 blocks at 4 warps) in 128 two-warp blocks 1.037x / 1.060x, so they keep 4.
+  s.warps = 4;
+  const int64_t fewest = s.gridBlocks() < kSMs / 4 ? 1 : 4;
   int64_t best = 8;
   double bestSpread = -1;
-  for (int64_t w = 8; w >= 4; w /= 2) {
+  for (int64_t w = 8; w >= fewest; w /= 2) {
     s.warps = w;
     if (Spread(s.gridBlocks()) > bestSpread + 1e-9) best = w, bestSpread = Spread(s.gridBlocks());
   }

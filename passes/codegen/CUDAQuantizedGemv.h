@@ -119,8 +119,13 @@ inline constexpr char kQuantizedGemvAttr[] = "hexir.cuda.quantized_gemv";
 std::optional<QuantizedGemv> MatchQuantizedGemv(mlir::func::FuncOp kernel);
 
 // Chooses `s.warps` and `s.passes` (its other fields set): where x is staged in shared
-// memory, the warps a block (8 or 4) whose grid spreads most evenly over the H200's 132 SMs
-// (ties: 8); else 8, halved while under 132 blocks. Passes: 1.
+// memory, the warps a block (8 or 4; 8, 4, 2 or 1 where 4 warps make fewer than 132 / 4
+// blocks: the K-quants' 256-row k/v projections) whose grid spreads most evenly over the
+// H200's 132 SMs (ties: more warps); else 8, halved while under 132 blocks. Passes: 1.
+// H200, session 26 (tests/llm/gpu_quant_profile.sh): q4_k k/v in 64 one-warp blocks instead
+// of 16 four-warp ones, TinyLlama decode 0.946x the time a token (though each is slower
+// alone under ncu: 5.06 against 4.3-4.5 us); q4_0 / q8_0 k/v in 128 two-warp blocks instead
+// of 64 four-warp ones 1.037x / 1.060x (so the threshold).
 // The hidden flags --cuda-quantized-gemv-{lanes,warps,passes}=N override the choices
 // (every quantized GEMV of the compilation; 0: chosen as above) for measurements and tests.
 // H200, session 22, TinyLlama-shaped decode (ms/token, q4_0 / q4_k; default 1.028 / 1.861):

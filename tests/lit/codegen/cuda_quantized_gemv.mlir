@@ -7,12 +7,13 @@
 // 64 rows, k = 2048 (64 blocks): groups of 2 blocks (68 bytes, 17 4-byte loads; 64 values:
 // the decode is written out per value, and the code of 8-block groups made every kernel as
 // slow as its straight-line code), 32 groups a row, so 32 lanes a row and a row a warp; x
-// staged in shared memory, 4 warps a block (16 blocks; 8 warps would make 8).
+// staged in shared memory; 4 warps a block would make 16 blocks (8 warps 8), under a quarter
+// of the 132 SMs, so 2 and 1 are tried too: a warp a block (64 blocks, the most spread).
 // [rows, blocks, B, block bytes, G, A, lanes, warps, passes].
 // DIST-LABEL: hexir.executable @q8
-// DIST-SAME:    hexir.cuda.block_size = array<i64: 128, 1, 1>, hexir.workgroup_count = array<i64: 16, 1, 1>
+// DIST-SAME:    hexir.cuda.block_size = array<i64: 32, 1, 1>, hexir.workgroup_count = array<i64: 64, 1, 1>
 // DIST:         func.func @q8
-// DIST-SAME:      hexir.cuda.block_size = 128 : index, hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 2, 4, 32, 4, 1>, hexir.cuda.thread_count = -1 : index
+// DIST-SAME:      hexir.cuda.block_size = 32 : index, hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 2, 4, 32, 1, 1>, hexir.cuda.thread_count = -1 : index
 // DIST:         hexir.block_matvec = "q8_0"
 // Lowered: 17 4-byte loads a group (issued before x is staged), no byte load, a 5-step
 // butterfly over the row's 32 lanes.
@@ -283,9 +284,10 @@ hexir.executable @q8_k3 {
 // x computed inside the kernel by an elementwise generic (as the final RMSNorm's scaling
 // fused into the classifier): each block computes it once into shared memory, then a
 // barrier, then the rows read x from there (however few blocks: staged x is what computes
-// it). The lane's first group's loads are issued before x is computed.
+// it; 64 rows: a warp a block, as @q8). The lane's first group's loads are issued before x
+// is computed.
 // DIST-LABEL: hexir.executable @computed_x
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 2, 4, 32, 4, 1>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 2, 4, 32, 1, 1>
 // LOWER-LABEL:  hexir.executable @computed_x
 // LOWER:          llvm.mlir.global private @__hexir_shared() {addr_space = 3 : i32
 // LOWER-COUNT-17: llvm.load {{.*}} -> vector<4xi8>
