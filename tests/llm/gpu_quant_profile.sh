@@ -49,8 +49,9 @@ fi
 DIR=${1:?usage: gpu_quant_profile.sh DIR [ROUNDS] [TOKENS]}
 ROUNDS=${2:-3} TOKENS=${3:-200}
 GEN=$DIR/bin/hexir-generate
-mapfile -t VARIANTS < <(cd "$DIR" && ls -d */ | tr -d / | grep -v '^bin$')
-NCU=${HEXIR_NCU:-$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)}
+VARIANTS=()
+for d in "$DIR"/*/; do d=${d%/}; d=${d##*/}; [ "$d" = bin ] || VARIANTS+=("$d"); done
+NCU=${HEXIR_NCU:-$(command -v ncu || { [ -x /usr/local/cuda/bin/ncu ] && echo /usr/local/cuda/bin/ncu; })}
 python3 "$DIR/bin/torch_decode_bench.py" --write-random "$tmp/tinyllama.bin" "${TINYLLAMA[@]}" || exit 1
 ckpt() { if [ "$1" = f16 ]; then echo "$tmp/tinyllama.bin"; else echo "$tmp/tinyllama_$1.gguf"; fi; }
 for m in "${MODELS[@]}"; do
