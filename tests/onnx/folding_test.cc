@@ -3,7 +3,9 @@
 // no shape tensor or host arithmetic in a static import, keep a dynamic batch one host dim, and
 // compute the right values end to end.
 #include <catch2/catch.hpp>
+#include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "compiler/importers/onnx/Importer.h"
@@ -18,6 +20,14 @@ using ox::testing::ParseFloats;
 using ox::testing::RunMain;
 
 bool Has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+// Whether one line of `text` contains both `a` and `b`.
+bool HasLine(const std::string& text, const std::string& a, const std::string& b) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (Has(line, a) && Has(line, b)) return true;
+  return false;
+}
 
 // PyTorch's `t.expand(n, -1, -1)`: shape = Where(Equal([n,-1,-1], -1 * ones), ones, [n,-1,-1]),
 // then the class token cls [1,1,3] is expanded and put in front of x [n,2,3] -> [n,3,3].
@@ -90,6 +100,72 @@ TEST_CASE("a dynamic batch passes Equal/Where as the same host dim and runs at t
   std::vector<float> got = ParseFloats(out);
   REQUIRE(got.size() == 27);
   CHECK(std::vector<float>(got.begin() + 18, got.begin() + 21) == std::vector<float>{10, 20, 30});
+}
+
+// ShuffleNet's channel shuffle on a pooled (computed-extent) plane: x [n,4,h,w] -> MaxPool 2x2/2
+// -> p [n,4,h/2,w/2], whose extents Shape/Gather read to build Reshape [n,2,2,h',w'],
+// Transpose (0,2,1,3,4), Reshape [n,4,h',w']. Shape's results are extents (never negative), so
+// both targets are the pooled dims themselves: no run-time 0/-1 selects, no new host dims.
+TEST_CASE("a channel shuffle over a computed plane reshapes by the plane's own extents") {
+  Graph m;
+  m.Input("x", {-1, 4, -1, -1});
+  m.Output("y", {-1, 4, -1, -1});
+  m.InitI("zero", {0});
+  m.InitI("two", {2});
+  m.InitI("four", {4});
+  m.InitScalarI("i0", 0);
+  m.InitScalarI("i2", 2);
+  m.InitScalarI("i3", 3);
+  auto* pool = m.Node("MaxPool", {"x"}, {"p"});
+  Graph::AttrInts(pool, "kernel_shape", {2, 2});
+  Graph::AttrInts(pool, "strides", {2, 2});
+  m.Node("Shape", {"p"}, {"s"});
+  const char* dims[][2] = {{"i0", "n"}, {"i2", "h"}, {"i3", "w"}};
+  for (auto& d : dims) {
+    m.Node("Gather", {"s", d[0]}, {std::string(d[1]) + "0"});
+    m.Node("Unsqueeze", {std::string(d[1]) + "0", "zero"}, {d[1]});
+  }
+  auto* split = m.Node("Concat", {"n", "two", "two", "h", "w"}, {"split"});
+  Graph::AttrI(split, "axis", 0);
+  auto* merge = m.Node("Concat", {"n", "four", "h", "w"}, {"merge"});
+  Graph::AttrI(merge, "axis", 0);
+  m.Node("Reshape", {"p", "split"}, {"r"});
+  auto* t = m.Node("Transpose", {"r"}, {"t"});
+  Graph::AttrInts(t, "perm", {0, 2, 1, 3, 4});
+  m.Node("Reshape", {"t", "merge"}, {"y"});
+  auto r = ox::ImportOnnxModel(m.model);
+  REQUIRE(r.ok());
+  INFO(*r);
+  CHECK(!HasLine(*r, "arith.select", ": index"));  // MaxPool's padding selects are f32
+  CHECK(!Has(*r, "arith.cmpi eq"));
+  CHECK(!Has(*r, "xi64>"));
+  std::string mod = CompileForCpu(*r, "channel_shuffle_dynamic");
+  REQUIRE(!mod.empty());
+  int code = 0;
+  // Channel c of plane (i, j) holds 100c + 10i + j; pooling keeps each 2x2 window's bottom-right.
+  auto input = [](int n, int h, int w) {
+    std::string s = std::to_string(n) + "x4x" + std::to_string(h) + "x" + std::to_string(w) + "xf32=";
+    for (int b = 0; b < n; ++b)
+      for (int c = 0; c < 4; ++c)
+        for (int i = 0; i < h; ++i)
+          for (int j = 0; j < w; ++j) s += std::to_string(1000 * b + 100 * c + 10 * i + j) + " ";
+    return s;
+  };
+  auto expected = [](int n, int h, int w) {
+    std::vector<float> v;
+    for (int b = 0; b < n; ++b)
+      for (int c : {0, 2, 1, 3})  // channels (g, k) of 2 groups of 2 read as (k, g)
+        for (int i = 1; i < h; i += 2)
+          for (int j = 1; j < w; j += 2) v.push_back(static_cast<float>(1000 * b + 100 * c + 10 * i + j));
+    return v;
+  };
+  for (auto [n, h, w] : {std::tuple{1, 4, 6}, std::tuple{2, 6, 2}}) {
+    std::string out = RunMain(mod, input(n, h, w), &code);
+    INFO(out);
+    REQUIRE(code == 0);
+    CHECK(out.find(std::to_string(n) + "x4x" + std::to_string(h / 2) + "x" + std::to_string(w / 2) + "xf32=") == 0);
+    CHECK(ParseFloats(out) == expected(n, h, w));
+  }
 }
 
 TEST_CASE("Pad amounts from Mod, Min/Max, Abs/Neg/Sign, Cast, comparisons and logic fold") {

@@ -86,6 +86,12 @@ struct Graph {
     a->set_type(::onnx::AttributeProto::INT);
     a->set_i(v);
   }
+  static void AttrInts(::onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::INTS);
+    for (int64_t i : v) a->add_ints(i);
+  }
   // A subgraph attribute (If's branches, Loop's and Scan's body), empty, named `name`.
   static ::onnx::GraphProto* AttrGraph(::onnx::NodeProto* n, const std::string& name) {
     auto* a = n->add_attribute();

@@ -59,6 +59,8 @@ ZOO = {
     "densenet": (lambda: tvm.DenseNet(growth_rate=12, block_config=(2, 3, 4, 3),
                                       num_init_features=16, num_classes=10), image(1, 64),
                  [image(1, 64), image(2, 48)], IMAGE_AXES),
+    "shufflenet_v2_x0_5": (lambda: tvm.shufflenet_v2_x0_5(num_classes=10), image(1, 64),
+                           [image(1, 64), image(2, 96)], IMAGE_AXES),
     # Position embeddings fix the image size: the batch is the dynamic dim.
     "vit": (lambda: VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
                                       hidden_dim=32, mlp_dim=64, num_classes=10), image(1, 32),

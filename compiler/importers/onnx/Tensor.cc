@@ -168,7 +168,11 @@ Status LowerShape(Context& c) {
   if (en < 0) en += r;
   st = std::max<int64_t>(0, std::min(st, r));
   en = std::max<int64_t>(st, std::min(en, r));
-  c.SetOut(0, KnownInts("i64", std::vector<Dim>(x.shape.begin() + st, x.shape.begin() + en)));
+  std::vector<Dim> extents(x.shape.begin() + st, x.shape.begin() + en);
+  // Extents of a tensor: a Reshape or Slice built from them needs no run-time sign checks.
+  for (const Dim& d : extents)
+    if (d.dynamic()) c.b.MarkNonNegative(d.ssa);
+  c.SetOut(0, KnownInts("i64", std::move(extents)));
   return Status::Ok();
 }
 
