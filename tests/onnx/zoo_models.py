@@ -14,6 +14,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torchvision.models as tvm
+from torchvision.models.convnext import CNBlockConfig, ConvNeXt
 from torchvision.models.vision_transformer import VisionTransformer
 
 
@@ -61,6 +62,16 @@ ZOO = {
                  [image(1, 64), image(2, 48)], IMAGE_AXES),
     "shufflenet_v2_x0_5": (lambda: tvm.shufflenet_v2_x0_5(num_classes=10), image(1, 64),
                            [image(1, 64), image(2, 96)], IMAGE_AXES),
+    "regnet_y_400mf": (lambda: tvm.regnet_y_400mf(num_classes=10), image(1, 64),
+                       [image(1, 64), image(2, 96)], IMAGE_AXES),
+    "squeezenet1_1": (lambda: tvm.squeezenet1_1(num_classes=10), image(1, 64),
+                      [image(1, 64), image(2, 96)], IMAGE_AXES),
+    # ConvNeXt-T's stages (7x7 depthwise, LayerNorm over channels, layer scale) at a sixth of
+    # its widths and depths.
+    "convnext_narrow": (lambda: ConvNeXt([CNBlockConfig(16, 32, 1), CNBlockConfig(32, 64, 1),
+                                          CNBlockConfig(64, 128, 2), CNBlockConfig(128, None, 1)],
+                                         num_classes=10), image(1, 64),
+                        [image(1, 64), image(2, 96)], IMAGE_AXES),
     # Position embeddings fix the image size: the batch is the dynamic dim.
     "vit": (lambda: VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
                                       hidden_dim=32, mlp_dim=64, num_classes=10), image(1, 32),
