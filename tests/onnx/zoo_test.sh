@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The torchvision model zoo (zoo_models.py: ResNet-18, MobileNetV3-small, EfficientNet-B0, a
 # small DenseNet, ShuffleNetV2-x0.5, RegNetY-400MF, SqueezeNet 1.1, a narrow ConvNeXt, a small
-# ViT, nn.TransformerEncoder, an LSTM; random weights exported by torch.onnx.export at test time), each exported with fixed dims and with dynamic batch and
+# ViT, nn.TransformerEncoder, an LSTM; random weights exported by torch.onnx.export at test
+# time), each exported with fixed dims and with dynamic batch and
 # spatial/sequence dims: hexir-import (weights over 4 KiB to a parameter file) ->
 # hexir-compile -> hexir-run --parameters on the CPU, compared with PyTorch's outputs within
 # 1e-4 relative, the dynamic export at two input sizes from one module. Every case runs; the
