@@ -654,15 +654,9 @@ TEST_CASE("TfIdfVectorizer counts unigrams once and bigrams at every skip, weigh
     m.Input("x", {6}, ::onnx::TensorProto::INT64);
     m.Output("y", {4});
     auto* n = m.Node("TfIdfVectorizer", {"x"}, {"y"}, "tfidf");
-    auto ints = [&](const std::string& name, std::vector<int64_t> v) {
-      auto* a = n->add_attribute();
-      a->set_name(name);
-      a->set_type(::onnx::AttributeProto::INTS);
-      for (int64_t i : v) a->add_ints(i);
-    };
-    ints("ngram_counts", {0, 2});
-    ints("ngram_indexes", {0, 1, 2, 3});
-    ints("pool_int64s", {1, 3, 1, 2, 2, 1});
+    Graph::AttrInts(n, "ngram_counts", {0, 2});
+    Graph::AttrInts(n, "ngram_indexes", {0, 1, 2, 3});
+    Graph::AttrInts(n, "pool_int64s", {1, 3, 1, 2, 2, 1});
     Graph::AttrI(n, "min_gram_length", 1);
     Graph::AttrI(n, "max_gram_length", 2);
     Graph::AttrI(n, "max_skip_count", 1);

@@ -112,13 +112,6 @@ void InitInts(Graph& m, const std::string& name, int type, std::vector<int64_t> 
   for (int v : values) t->add_int32_data(v);
 }
 
-void AttrInts(::onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& values) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INTS);
-  for (int64_t v : values) a->add_ints(v);
-}
-
 HostValue F32Tensor(std::vector<int64_t> dims, const std::vector<float>& values) {
   HostTensor t;
   t.element_type = static_cast<int32_t>(ElementType::kF32);
@@ -208,8 +201,8 @@ void QOperatorConv(const std::string& device) {
   InitInts(m, "zw2", kI8, {kF}, zw_conv_integer);
   m.Node("QuantizeLinear", {"x", "sx", "zx"}, {"xq"});
   auto* conv = m.Node("QLinearConv", {"xq", "sx", "zx", "wq", "sw", "zw", "sy", "zy", "bias"}, {"yq"});
-  AttrInts(conv, "pads", {1, 1, 1, 1});
-  AttrInts(conv, "strides", {2, 2});
+  Graph::AttrInts(conv, "pads", {1, 1, 1, 1});
+  Graph::AttrInts(conv, "strides", {2, 2});
   m.Node("ConvInteger", {"xq", "wq", "zx", "zw2"}, {"ci"});
   const std::vector<float> x = ImageWithExtremes();
   std::vector<HostValue> out = ImportAndRun(m, "qoperator_conv", device, {F32Tensor({1, kC, kH, kH}, x)});
@@ -320,8 +313,8 @@ void QdqModel(const std::string& device) {
   m.Node("DequantizeLinear", {"xq", "sx", "zx"}, {"xd"});
   Graph::AttrI(m.Node("DequantizeLinear", {"wq", "sw"}, {"wd"}), "axis", 0);
   auto* conv = m.Node("Conv", {"xd", "wd", "bias"}, {"conv"});
-  AttrInts(conv, "pads", {1, 1, 1, 1});
-  AttrInts(conv, "strides", {2, 2});
+  Graph::AttrInts(conv, "pads", {1, 1, 1, 1});
+  Graph::AttrInts(conv, "strides", {2, 2});
   m.Node("Relu", {"conv"}, {"r"});
   m.Node("QuantizeLinear", {"r", "sr", "zr"}, {"rq"});
   m.Node("DequantizeLinear", {"rq", "sr", "zr"}, {"rd"});

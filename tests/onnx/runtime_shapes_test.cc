@@ -476,20 +476,14 @@ TEST_CASE("extents computed apart but equal (padded conv, stride-2 branches, one
   m.Output("d", {1, 1, -1, -1});
   m.InitF("w3", {1, 1, 3, 3}, std::vector<float>(9, 1.0f));
   m.InitF("w1", {1, 1, 1, 1}, {2.0f});
-  auto ints = [](::onnx::NodeProto* n, const std::string& name, std::vector<int64_t> v) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(::onnx::AttributeProto::INTS);
-    for (int64_t i : v) a->add_ints(i);
-  };
   auto* same = m.Node("Conv", {"x", "w3"}, {"c"}, "same");  // (h + 2 - 3) / 1 + 1 = h
-  ints(same, "pads", {1, 1, 1, 1});
+  Graph::AttrInts(same, "pads", {1, 1, 1, 1});
   m.Node("Add", {"c", "x"}, {"y"}, "residual");
   auto* down3 = m.Node("Conv", {"x", "w3"}, {"p"}, "down3");  // (h + 2 - 3) / 2 + 1
-  ints(down3, "pads", {1, 1, 1, 1});
-  ints(down3, "strides", {2, 2});
+  Graph::AttrInts(down3, "pads", {1, 1, 1, 1});
+  Graph::AttrInts(down3, "strides", {2, 2});
   auto* down1 = m.Node("Conv", {"x", "w1"}, {"q"}, "down1");  // (h - 1) / 2 + 1
-  ints(down1, "strides", {2, 2});
+  Graph::AttrInts(down1, "strides", {2, 2});
   m.Node("Add", {"p", "q"}, {"d"}, "downsample");
   auto r = ox::ImportOnnxModel(m.model);
   INFO((r.ok() ? std::string() : r.status().message()));
