@@ -12,7 +12,8 @@
 # hexir-generate --cpu-threads=0 (one thread, dispatches inline) from BOS, fastest of
 # $REPEATS (3) calls; llama.cpp (npm node-llama-cpp@3.21.1 in $LLAMA_CPP_DIR, see
 # tests/llm/benchmark.sh) decodes the same GGUF on one thread, fastest of 3 after a warm-up.
-# Prints tokens/s of both and hexir/llama.cpp per weight type (> 1: Hexir is faster), and the
+# Prints tokens/s of both and hexir/llama.cpp per weight type (> 1: Hexir is faster), the ratio
+# of their CPU ms per token (< 1: Hexir is faster; steadier under load), and the
 # weight bandwidth Hexir's tokens/s implies (a token reads every weight once: ~ the GGUF's size). Both sides run in the same few minutes, so a
 # loaded machine slows both: read the ratio, not the absolute figures.
 set -euo pipefail
@@ -64,6 +65,7 @@ if [ $have_llama = 1 ]; then
   trap 'rm -f "$LLAMA_CPP_DIR/$lc_script"; [ -n "$keep" ] || rm -rf "$dir"' EXIT
 fi
 rate() { sed -n 's/.*: \([0-9.]*\) tokens\/s.*/\1/p'; }
+cpums() { sed -n 's/.*, \([0-9.]*\) ms per token.*/\1/p'; }
 
 echo "random768 decode, $TOKENS tokens from BOS, one thread ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1 /proc/loadavg))"
 f32gguf=$dir/random768.f32.gguf
@@ -90,5 +92,9 @@ for wt in $TYPES; do
     l=$(echo "$lc" | rate)
     echo "  $wt llama.cpp: $lc"
     [ -z "$l" ] || /usr/bin/python3 -c "print('  $wt hexir / llama.cpp tokens/s: %.2fx' % ($h / $l))"
+    # CPU time per token: less disturbed by other processes on a loaded machine than wall time.
+    hc=$(echo "$hx" | cpums) lcc=$(echo "$lc" | cpums)
+    [ -z "$hc" ] || [ -z "$lcc" ] \
+      || /usr/bin/python3 -c "print('  $wt hexir / llama.cpp CPU ms per token: %.2fx' % ($hc / $lcc))"
   fi
 done
