@@ -4,12 +4,16 @@
 # random768 (dim 768, hidden 2048, 12 layers, 12/12 heads, vocab 32000, seq_len 256, seed 768,
 # written by tests/llm/torch_decode_bench.py --write-random: /usr/bin/python3 with torch) is
 # converted to GGUF f32 and f16 (tests/llm/llama2c_to_gguf.py) with a synthetic 32000-piece
-# tokenizer (llama.cpp refuses a GGUF without one; the ids are never decoded). Each GGUF is
-# imported by hexir-import (f16 GGUF: --weights=f16), compiled --target=cpu and decoded by
+# tokenizer (llama.cpp refuses a GGUF without one; the ids are never decoded); every other type
+# (bf16, q8_0, q4_0, q4_1, q5_0, q4_k, q5_k, q6_k: rows of 768 and 2048 take every block size)
+# is written from the f32 GGUF by hexir-quantize (its tokenizer copied). TYPES="f32 q4_k ..."
+# picks a subset (default: all ten). Each GGUF is imported by hexir-import (f16 GGUF:
+# --weights=f16; block types kept as stored), compiled --target=cpu and decoded by
 # hexir-generate --cpu-threads=0 (one thread, dispatches inline) from BOS, fastest of
 # $REPEATS (3) calls; llama.cpp (npm node-llama-cpp@3.21.1 in $LLAMA_CPP_DIR, see
 # tests/llm/benchmark.sh) decodes the same GGUF on one thread, fastest of 3 after a warm-up.
-# Prints tokens/s of both and hexir/llama.cpp per weight type (> 1: Hexir is faster), and the
+# Prints tokens/s of both and hexir/llama.cpp per weight type (> 1: Hexir is faster), the ratio
+# of their CPU ms per token (< 1: Hexir is faster; steadier under load), and the
 # weight bandwidth Hexir's tokens/s implies (a token reads every weight once: ~ the GGUF's size). Both sides run in the same few minutes, so a
 # loaded machine slows both: read the ratio, not the absolute figures.
 set -euo pipefail
@@ -27,8 +31,10 @@ B=${HEXIR_BIN:-}
 IMPORT=${B:+$B/hexir-import}; IMPORT=${IMPORT:-bazel-bin/tools/hexir-import/hexir-import}
 COMPILE=${B:+$B/hexir-compile}; COMPILE=${COMPILE:-bazel-bin/tools/hexir-compile/hexir-compile}
 GEN=${B:+$B/hexir-generate}; GEN=${GEN:-bazel-bin/tools/hexir-generate/hexir-generate}
-for f in "$IMPORT" "$COMPILE" "$GEN"; do
-  [ -x "$f" ] || { echo "run.sh: missing $f (bazel build //tools/hexir-import //tools/hexir-compile //tools/hexir-generate)"; exit 1; }
+QUANTIZE=${B:+$B/hexir-quantize}; QUANTIZE=${QUANTIZE:-bazel-bin/tools/hexir-quantize/hexir-quantize}
+TYPES=${TYPES:-f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q4_k q5_k q6_k}
+for f in "$IMPORT" "$COMPILE" "$GEN" "$QUANTIZE"; do
+  [ -x "$f" ] || { echo "run.sh: missing $f (bazel build //tools/hexir-import //tools/hexir-compile //tools/hexir-generate //tools/hexir-quantize)"; exit 1; }
 done
 if [ -n "$keep" ]; then dir=$(mkdir -p "$keep" && cd "$keep" && pwd); else
   dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT; fi
@@ -59,13 +65,21 @@ if [ $have_llama = 1 ]; then
   trap 'rm -f "$LLAMA_CPP_DIR/$lc_script"; [ -n "$keep" ] || rm -rf "$dir"' EXIT
 fi
 rate() { sed -n 's/.*: \([0-9.]*\) tokens\/s.*/\1/p'; }
+cpums() { sed -n 's/.*, \([0-9.]*\) ms per token.*/\1/p'; }
 
 echo "random768 decode, $TOKENS tokens from BOS, one thread ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1 /proc/loadavg))"
-for wt in f32 f16; do
+f32gguf=$dir/random768.f32.gguf
+[ -f "$f32gguf" ] || /usr/bin/python3 tests/llm/llama2c_to_gguf.py "$ckpt" "$dir/tok32000.bin" "$f32gguf"
+for wt in $TYPES; do
   gguf=$dir/random768.$wt.gguf
-  [ -f "$gguf" ] || /usr/bin/python3 tests/llm/llama2c_to_gguf.py "$ckpt" "$dir/tok32000.bin" "$gguf" \
-    $([ $wt = f16 ] && echo --f16)
-  "$IMPORT" "$gguf" --weights=$wt -o "$dir/$wt.mlir"
+  case $wt in
+    f32) weights=(--weights=f32) ;;
+    f16) weights=(--weights=f16)
+         [ -f "$gguf" ] || /usr/bin/python3 tests/llm/llama2c_to_gguf.py "$ckpt" "$dir/tok32000.bin" "$gguf" --f16 ;;
+    *) weights=()
+       [ -f "$gguf" ] || "$QUANTIZE" "$f32gguf" -o "$gguf" --type="$wt" >/dev/null ;;
+  esac
+  "$IMPORT" "$gguf" "${weights[@]}" -o "$dir/$wt.mlir"
   "$COMPILE" "$dir/$wt.mlir" --target=cpu -o "$dir/$wt.vmfb"
   hx=$("$GEN" --module="$dir/$wt.vmfb" --parameters="$gguf" --max-tokens="$TOKENS" --cpu-threads=0 \
          --repeat="$REPEATS" --timing 2>&1 >/dev/null | tail -1)
@@ -78,5 +92,9 @@ for wt in f32 f16; do
     l=$(echo "$lc" | rate)
     echo "  $wt llama.cpp: $lc"
     [ -z "$l" ] || /usr/bin/python3 -c "print('  $wt hexir / llama.cpp tokens/s: %.2fx' % ($h / $l))"
+    # CPU time per token: less disturbed by other processes on a loaded machine than wall time.
+    hc=$(echo "$hx" | cpums) lcc=$(echo "$lc" | cpums)
+    [ -z "$hc" ] || [ -z "$lcc" ] \
+      || /usr/bin/python3 -c "print('  $wt hexir / llama.cpp CPU ms per token: %.2fx' % ($hc / $lcc))"
   fi
 done
