@@ -13,9 +13,10 @@
 //   ^body: %v = call.import "hal.buffer_view.dim"(%x, %c1)   ^head(%i): ...
 //          ... br ^head(%n)                                   ^body: ... br ^head(%n)
 //
-// An op is hoisted when every operand is defined outside the loop and the op is one of:
-//   - a hexir_vm op with no memory effects (Pure) that cannot trap: constants, rodata, null,
-//     ref.is_null, trunc, and `inst` unless its mnemonic is a division or remainder
+// An op is hoisted when every operand is defined outside the loop or by a constant (copied
+// next to it: constants are never hoisted on their own, each would hold a register across the
+// loop) and the op is one of:
+//   - a hexir_vm op with no memory effects (Pure) that cannot trap: rodata, ref.is_null, trunc, and `inst` unless its mnemonic is a division or remainder
 //     (MayTrap): those trap on a zero divisor, which may only occur on iterations that never
 //     run, so they are hoisted only when the loop is known to reach them (their block dominates
 //     every block that exits the loop: they run before any exit can be taken);
@@ -128,9 +129,28 @@ bool ReachedWheneverLoopRuns(Operation* op, CFGLoop* loop, DominanceInfo& dom) {
   return llvm::all_of(exiting, [&](Block* e) { return dom.dominates(op->getBlock(), e); });
 }
 
+bool IsConstant(Operation* op) {
+  return isa_and_nonnull<vmir::ConstI64Op, vmir::ConstF64Op, vmir::NullRefOp>(op);
+}
+
+// Moves `op` to the end of `preheader`, its constant operands defined in `loop` copied there.
+void Rematerialize(Operation* op, Block* preheader, CFGLoop* loop) {
+  op->moveBefore(preheader->getTerminator());
+  for (OpOperand& use : op->getOpOperands()) {
+    Operation* def = use.get().getDefiningOp();
+    if (!IsConstant(def) || !loop->contains(def->getBlock())) continue;
+    OpBuilder b(op);
+    use.set(b.clone(*def)->getResult(0));
+  }
+}
+
 // Hoists the invariant ops of `loop` into `preheader`; returns how many moved.
 int HoistOutOf(CFGLoop* loop, Block* preheader, DominanceInfo& dom) {
-  auto invariant = [&](Value v) { return !loop->contains(v.getParentBlock()); };
+  // Constants are not hoisted on their own (hundreds would stay live across the loop, one
+  // register each); a hoisted op takes a copy of each constant operand (Rematerialize).
+  auto invariant = [&](Value v) {
+    return !loop->contains(v.getParentBlock()) || IsConstant(v.getDefiningOp());
+  };
   auto loadInLoop = [&](Value v) {  // a cached import's global operand, checked separately
     auto load = v.getDefiningOp<vmir::GlobalLoadRefOp>();
     return load && loop->contains(load->getBlock());
@@ -144,8 +164,8 @@ int HoistOutOf(CFGLoop* loop, Block* preheader, DominanceInfo& dom) {
       for (Operation* op : ops) {
         if (op->getBlock() != block) continue;  // moved with a cached import
         bool allInvariant = llvm::all_of(op->getOperands(), invariant);
-        if (allInvariant && Hoistable(op, loop, dom)) {
-          op->moveBefore(preheader->getTerminator());
+        if (allInvariant && !IsConstant(op) && Hoistable(op, loop, dom)) {
+          Rematerialize(op, preheader, loop);
           changed = true;
           ++moved;
           continue;
@@ -162,7 +182,7 @@ int HoistOutOf(CFGLoop* loop, Block* preheader, DominanceInfo& dom) {
             (call.getCallee() == "hal.device.transient" && !ReachedWheneverLoopRuns(call, loop, dom)))
           continue;
         for (Operation* o : {load.getOperation(), call.getOperation(), store.getOperation()})
-          o->moveBefore(preheader->getTerminator());
+          Rematerialize(o, preheader, loop);
         changed = true;
         moved += 3;
       }

@@ -1,18 +1,21 @@
 // RUN: hexir-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(hexir-hoist-vm-loop-invariants))' | FileCheck %s
 
-// Hoisted: constants, an add of invariant values and a metadata query of an invariant view
-// move to the preheader; the add of the induction variable and of the carried sum stay.
+// Hoisted: a metadata query of an invariant view and an add of invariant values move to the
+// preheader, with a copy of their constant operand; the constant itself stays for the add of
+// the induction variable (a hoisted constant would hold a register across the loop), and so
+// does the add of the carried sum.
 // CHECK-LABEL: func.func @pure_invariants(
 // CHECK-SAME:    %[[V:[a-z0-9]+]]: !hexir_vm.ref, %[[N:[a-z0-9]+]]: i64
 // CHECK:         %[[C1:.+]] = hexir_vm.const.i64 1
-// CHECK:         %[[D:.+]] = hexir_vm.call.import "hal.buffer_view.dim"(%[[V]], %[[C1]])
-// CHECK:         %[[D2:.+]] = hexir_vm.inst "add.i64"(%[[D]], %[[N]])
-// CHECK:         hexir_vm.br ^[[HEAD:.+]](
+// CHECK-NEXT:    %[[D:.+]] = hexir_vm.call.import "hal.buffer_view.dim"(%[[V]], %[[C1]])
+// CHECK-NEXT:    %[[D2:.+]] = hexir_vm.inst "add.i64"(%[[D]], %[[N]])
+// CHECK-NEXT:    hexir_vm.br ^[[HEAD:.+]](
 // CHECK:       ^[[HEAD]](%[[I:.+]]: i64, %[[ACC:.+]]: i64):
 // CHECK:         hexir_vm.cond_br
 // CHECK-NEXT:  ^{{.+}}:
+// CHECK-NEXT:    %[[C1B:.+]] = hexir_vm.const.i64 1
 // CHECK-NEXT:    hexir_vm.inst "add.i64"(%[[ACC]], %[[D2]])
-// CHECK-NEXT:    hexir_vm.inst "add.i64"(%[[I]], %[[C1]])
+// CHECK-NEXT:    hexir_vm.inst "add.i64"(%[[I]], %[[C1B]])
 // CHECK-NEXT:    hexir_vm.br ^[[HEAD]]
 func.func @pure_invariants(%view: !hexir_vm.ref, %n: i64) -> i64 {
   %c0 = hexir_vm.const.i64 0
