@@ -16,17 +16,20 @@
 // An op is hoisted when every operand is defined outside the loop or by a constant (copied
 // next to it: constants are never hoisted on their own, each would hold a register across the
 // loop) and the op is one of:
-//   - a hexir_vm op with no memory effects (Pure) that cannot trap: rodata, ref.is_null, trunc, and `inst` unless its mnemonic is a division or remainder
-//     (MayTrap): those trap on a zero divisor, which may only occur on iterations that never
-//     run, so they are hoisted only when the loop is known to reach them (their block dominates
-//     every block that exits the loop: they run before any exit can be taken);
+//   - a hexir_vm op with no memory effects (Pure) that cannot trap: rodata, ref.is_null,
+//     trunc, and `inst` unless its mnemonic is a division or remainder (MayTrap): those trap
+//     on a zero divisor, which may only occur on iterations that never run, so they are
+//     hoisted only when the loop is known to reach them (their block dominates every block
+//     that exits the loop: they run before any exit can be taken);
 //   - a call of a HAL import in kPureImports: a query of an immutable object's metadata or an
 //     executable lookup (cached per context), which neither writes state another op reads nor
-//     fails on a valid ref.
-// Never hoisted: any other import (allocation, transient and queue operations, command-buffer
-// recording, waits, reads: effects or per-iteration lifetimes), calls, global loads/stores
-// (a store in the loop may change them), asserts, terminators. Loops without a preheader are
-// left alone. Tests: tests/lit/vm/hoist_loop_invariants.mlir.
+//     fails on a valid ref;
+//   - an import cached in a ref global (kCachedInGlobal: load, import, store, moved together).
+// A header argument that receives one value on every edge is replaced by that value first.
+// Never hoisted: any other import (allocation, queue operations, command-buffer recording,
+// waits, reads: effects or per-iteration lifetimes), calls, other global loads/stores (a store
+// in the loop may change them), asserts, terminators. Loops without a preheader are left
+// alone. Tests: tests/lit/vm/hoist_loop_invariants.mlir.
 #include "dialects/vm/IR/VMOps.h"
 #include "llvm/ADT/STLExtras.h"
 #include "mlir/Analysis/CFGLoopInfo.h"
