@@ -31,6 +31,9 @@ void RegisterCPUPackMatmulOperands();
 // passes/input/InlineDeviceCalls.cpp: hexir-inline-unrecordable-calls.
 std::unique_ptr<mlir::Pass> CreateInlineUnrecordableCalls();
 void RegisterInlineUnrecordableCalls();
+// passes/vm/HoistLoopInvariants.cpp: hexir-hoist-vm-loop-invariants.
+std::unique_ptr<mlir::Pass> CreateHoistVMLoopInvariants();
+void RegisterHoistVMLoopInvariants();
 }  // namespace hexir
 
 namespace hexir::compiler {
@@ -47,6 +50,7 @@ void RegisterPasses() {
   hexir::registerHexirPasses();
   hexir::RegisterCPUPackMatmulOperands();
   hexir::RegisterInlineUnrecordableCalls();
+  hexir::RegisterHoistVMLoopInvariants();
   hexir::registerHexirCUDAPasses();
   hexir::registerHexirCostPasses();
   hexir::registerHexirFusionPasses();
@@ -260,6 +264,8 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   pm.addPass(hexir::createScheduleConcurrency(ScheduleConcurrencyOptions{schedule}));
   pm.addPass(hexir::createElideTimepoints());
   pm.addPass(hexir::createConvertToVM());
+  // Host work of lowered loops that does not change across iterations runs once, before them.
+  pm.addNestedPass<mlir::func::FuncOp>(hexir::CreateHoistVMLoopInvariants());
   pm.addPass(mlir::createCSEPass());  // repeated VM constants
   return mlir::success();
 }
