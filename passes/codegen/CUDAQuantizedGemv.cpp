@@ -53,15 +53,24 @@ bool IsOneRowBlockMatvec(linalg::GenericOp g) { return g->hasAttr(kBlockMatvecAt
 
 constexpr int64_t kSMs = 132;  // the H200's: fewer blocks than this leave SMs idle
 
-// What the kernel holds, in tensor or buffer form.
-struct Roles {
+// One block matvec of the kernel.
+struct Matvec {
   linalg::GenericOp gemv;
   arith::AddFOp sum;                // acc + term in gemv's body
   BlockArgument weight;             // W, a kernel argument
   SmallVector<Operation*> reads;    // W's reads in gemv's body (tensor.extract / memref.load)
+  linalg::FillOp fill;              // of its accumulator
+  Value init;                       // the scalar gemv's accumulator is filled with
+  Value acc() { return gemv.getDpsInitOperand(0)->get(); }
+};
+
+// What the kernel holds, in tensor or buffer form.
+struct Roles : Matvec {
   Value x;                          // gemv's input [blocks][B]
   SmallVector<linalg::GenericOp> prologue;  // elementwise producers of x over [K], in order
-  Value init;                       // the scalar gemv's accumulator is filled with
+  // The sibling (hexir-form-dispatch-regions' fuse-sibling-reductions: w1 beside w3): a
+  // second block matvec of x, its W of the same shape, read only by the first consumer.
+  std::optional<Matvec> sibling;
   SmallVector<linalg::GenericOp> epilogue;  // elementwise consumers, in order
   Value result;                     // where the last value goes (buffer form: a kernel argument)
 };
@@ -199,11 +208,16 @@ FailureOr<Roles> FindRoles(func::FuncOp kernel, std::string* why) {
   };
   Block& entry = kernel.getBody().front();
   Roles r;
-  int64_t marked = 0;
+  SmallVector<linalg::GenericOp> marked;
   kernel.walk([&](linalg::GenericOp g) {
-    if (IsOneRowBlockMatvec(g)) r.gemv = g, ++marked;
+    if (IsOneRowBlockMatvec(g)) marked.push_back(g);
   });
-  if (marked != 1 || r.gemv->getBlock() != &entry) return fail("not one block matvec at the top level");
+  if (marked.empty() || marked.size() > 2 || llvm::any_of(marked, [&](linalg::GenericOp g) {
+        return g->getBlock() != &entry;
+      }))
+    return fail("not one block matvec (or two siblings) at the top level");
+  r.gemv = marked.front();
+  if (marked.size() == 2) r.sibling = Matvec{}, r.sibling->gemv = marked.back();
   r.sum = BlockMatvecSum(r.gemv);
   if (!r.sum) return fail("the block matvec is not out[n] += f(x[b][j], n, b, j)");
   const bool buffers = r.gemv.hasPureBufferSemantics();
@@ -242,46 +256,68 @@ FailureOr<Roles> FindRoles(func::FuncOp kernel, std::string* why) {
     xSource = computed.front();
   }
 
-  // W: every read is of one i8 [N][row bytes] kernel argument at [n, offset(b, j)].
-  Block* body = r.gemv.getBlock();
-  if (!OnlyConstantsAndArguments(r.gemv.getRegion(), entry)) return fail("the body uses values from the kernel");
-  for (Operation& op : body->without_terminator()) {
-    if (!IsRead(&op)) {
-      if (!isPure(&op)) return fail("the body has side effects");
-      continue;
+  // W: every read is of one i8 [N][row bytes] kernel argument at [n, offset(b, j)]; the
+  // accumulator filled with a kernel argument or a constant.
+  auto weightAndFill = [&](Matvec& m) -> LogicalResult {
+    auto bad = [&](const char* reason) {
+      *why = reason;
+      return failure();
+    };
+    Block* body = m.gemv.getBlock();
+    if (!OnlyConstantsAndArguments(m.gemv.getRegion(), entry)) return bad("the body uses values from the kernel");
+    for (Operation& op : body->without_terminator()) {
+      if (!IsRead(&op)) {
+        if (!isPure(&op)) return bad("the body has side effects");
+        continue;
+      }
+      auto w = dyn_cast<BlockArgument>(ReadSource(&op));
+      if (!w || w.getOwner() != &entry || (m.weight && w != m.weight)) return bad("reads other than one weight argument");
+      m.weight = w;
+      ValueRange indices = ReadIndices(&op);
+      auto row = indices.size() == 2 ? indices[0].getDefiningOp<linalg::IndexOp>() : linalg::IndexOp();
+      if (!row || row.getDim() != 0) return bad("a weight read is not at row n");
+      m.reads.push_back(&op);
     }
-    auto w = dyn_cast<BlockArgument>(ReadSource(&op));
-    if (!w || w.getOwner() != &entry || (r.weight && w != r.weight)) return fail("reads other than one weight argument");
-    r.weight = w;
-    ValueRange indices = ReadIndices(&op);
-    auto row = indices.size() == 2 ? indices[0].getDefiningOp<linalg::IndexOp>() : linalg::IndexOp();
-    if (!row || row.getDim() != 0) return fail("a weight read is not at row n");
-    r.reads.push_back(&op);
+    if (!m.weight) return bad("no weight read");
+    auto wType = cast<ShapedType>(m.weight.getType());
+    if (!wType.hasStaticShape() || wType.getRank() != 2 || !wType.getElementType().isInteger(8) ||
+        wType.getDimSize(0) != rows || wType.getDimSize(1) % xType.getDimSize(0) != 0)
+      return bad("the weight is not i8 [N][blocks x block bytes]");
+    if (!buffers) {
+      m.fill = m.acc().getDefiningOp<linalg::FillOp>();
+    } else {
+      // (Siblings' fills of one value are one after CSE: bufferized, a copy of the filled one.)
+      Value filled = m.acc();
+      for (Operation* op = m.gemv->getPrevNode(); op && !m.fill; op = op->getPrevNode()) {
+        if (auto f = dyn_cast<linalg::FillOp>(op); f && f.getDpsInitOperand(0)->get() == filled) m.fill = f;
+        if (auto copy = dyn_cast<memref::CopyOp>(op); copy && copy.getTarget() == filled) filled = copy.getSource();
+      }
+    }
+    if (!m.fill) return bad("the accumulator is not filled");
+    m.init = m.fill.getInputs()[0];
+    if (auto arg = dyn_cast<BlockArgument>(m.init); !(arg && arg.getOwner() == &entry) && !matchPattern(m.init, m_Constant()))
+      return bad("the fill value is computed in the kernel");
+    return success();
+  };
+  if (failed(weightAndFill(r))) return failure();
+  if (r.sibling) {
+    Matvec& sib = *r.sibling;
+    sib.sum = BlockMatvecSum(sib.gemv);
+    if (!sib.sum) return fail("the sibling block matvec is not out[n] += f(x[b][j], n, b, j)");
+    if (sib.gemv.getDpsInputOperand(0)->get() != r.x) return fail("the sibling block matvec reads another x");
+    if (sib.acc().getType() != r.acc().getType()) return fail("the sibling's result differs in shape");
+    if (failed(weightAndFill(sib))) return failure();
+    if (sib.weight.getType() != r.weight.getType()) return fail("the sibling's weight differs in shape");
   }
-  if (!r.weight) return fail("no weight read");
-  auto wType = cast<ShapedType>(r.weight.getType());
-  if (!wType.hasStaticShape() || wType.getRank() != 2 || !wType.getElementType().isInteger(8) ||
-      wType.getDimSize(0) != rows || wType.getDimSize(1) % xType.getDimSize(0) != 0)
-    return fail("the weight is not i8 [N][blocks x block bytes]");
 
-  // The accumulator's fill.
-  Value acc = r.gemv.getDpsInitOperand(0)->get();
-  linalg::FillOp fill;
-  if (!buffers) {
-    fill = acc.getDefiningOp<linalg::FillOp>();
-  } else {
-    for (Operation* op = r.gemv->getPrevNode(); op && !fill; op = op->getPrevNode())
-      if (auto f = dyn_cast<linalg::FillOp>(op); f && f.getDpsInitOperand(0)->get() == acc) fill = f;
-  }
-  if (!fill) return fail("the accumulator is not filled");
-  r.init = fill.getInputs()[0];
-  if (auto arg = dyn_cast<BlockArgument>(r.init); !(arg && arg.getOwner() == &entry) && !matchPattern(r.init, m_Constant()))
-    return fail("the fill value is computed in the kernel");
-
-  // Elementwise consumers, each of the previous value.
+  // Elementwise consumers, each of the previous value (the first also of the sibling's).
+  Value acc = r.acc();
+  Value siblingValue = !r.sibling ? Value() : buffers ? r.sibling->acc() : r.sibling->gemv.getResult(0);
   Value current = buffers ? acc : r.gemv.getResult(0);
   for (Operation* op = r.gemv->getNextNode(); op != entry.getTerminator(); op = op->getNextNode()) {
     if (isa<memref::DeallocOp, memref::SubViewOp, arith::ConstantOp>(op) || IsScalarArith(op)) continue;
+    if (r.sibling && (op == r.sibling->gemv || op == r.sibling->fill || isa<tensor::EmptyOp, memref::AllocOp>(op)))
+      continue;
     if (auto row = IsRowWrite(op, current, rows, entry)) {  // the KV cache's row
       current = row;
       continue;
@@ -290,9 +326,12 @@ FailureOr<Roles> FindRoles(func::FuncOp kernel, std::string* why) {
     if (!g) return fail("an op other than elementwise consumers and a row write follows");
     if (!llvm::is_contained(g.getDpsInputs(), current) || !IsEpilogue(g, rows, entry))
       return fail("a consumer is not elementwise over the result");
+    if (r.sibling && (r.epilogue.empty() != llvm::is_contained(g.getDpsInputs(), siblingValue)))
+      return fail("the sibling is read by other than the first consumer");
     r.epilogue.push_back(g);
     current = buffers ? g.getDpsInitOperand(0)->get() : g.getResult(0);
   }
+  if (r.sibling && r.epilogue.empty()) return fail("the sibling's result is not consumed");
   if (buffers) {
     Value written = current;
     if (auto view = written.getDefiningOp<memref::SubViewOp>()) written = view.getSource();
@@ -309,7 +348,8 @@ FailureOr<Roles> FindRoles(func::FuncOp kernel, std::string* why) {
         return fail("the kernel computes something else");
     for (Operation& op : entry)
       if (auto g = dyn_cast<linalg::GenericOp>(op);
-          g && g != r.gemv && !llvm::is_contained(r.epilogue, g) && !llvm::is_contained(r.prologue, g))
+          g && g != r.gemv && !(r.sibling && g == r.sibling->gemv) && !llvm::is_contained(r.epilogue, g) &&
+          !llvm::is_contained(r.prologue, g))
         return fail("the kernel computes something else");
   }
   r.result = current;
@@ -318,7 +358,7 @@ FailureOr<Roles> FindRoles(func::FuncOp kernel, std::string* why) {
 
 // offsets[t][r]: the byte group u's value t reads through reads[r], less u * groupBytes,
 // checked on the first, second and last group; nullopt when an offset is no such function.
-std::optional<std::vector<std::vector<int64_t>>> GroupOffsets(const Roles& r, const QuantizedGemv& s,
+std::optional<std::vector<std::vector<int64_t>>> GroupOffsets(const Matvec& r, const QuantizedGemv& s,
                                                                std::string* why = nullptr) {
   std::vector<std::vector<int64_t>> offsets(s.groupValues(), std::vector<int64_t>(r.reads.size()));
   SmallVector<int64_t> checked = {0};
@@ -417,6 +457,8 @@ std::optional<QuantizedGemv> MatchQuantizedGemv(func::FuncOp kernel) {
   if (s.groupBytes() / s.align > kMaxGemvGroupLoads) return refuse("too many loads a group");
   if (!r->prologue.empty() && !s.stagesX()) return refuse("x too long for shared memory");
   if (!GroupOffsets(*r, s, &why)) return refuse("byte offsets are not the group start plus a constant (" + why + ")");
+  if (r->sibling && !GroupOffsets(*r->sibling, s, &why))
+    return refuse("the sibling's byte offsets are not the group start plus a constant (" + why + ")");
   for (s.lanes = 1; s.lanes < s.groups() && s.lanes < 32;) s.lanes *= 2;
   if (lanesFlag > 0 && lanesFlag <= 32 && (lanesFlag & (lanesFlag - 1)) == 0) s.lanes = lanesFlag;
   ChooseWarps(s);
@@ -478,9 +520,28 @@ void EraseIfUnused(Operation* op, Block* block) {
 // Emits the kernel's ops before `b`'s insertion point.
 class GemvBuilder {
  public:
-  GemvBuilder(OpBuilder& b, Location loc, Roles& r, const QuantizedGemv& s,
-              const std::vector<std::vector<int64_t>>& offsets)
-      : b(b), loc(loc), r(r), s(s), offsets(offsets) {}
+  using Offsets = std::vector<std::vector<int64_t>>;
+  GemvBuilder(OpBuilder& b, Location loc, Roles& r, const QuantizedGemv& s, const Offsets& offsets,
+              const Offsets& siblingOffsets)
+      : b(b), loc(loc), r(r), s(s), offsets(offsets), siblingOffsets(siblingOffsets) {}
+
+  // Sums a lane keeps: the block matvec's, and its sibling's where there is one.
+  int64_t sums() const { return r.sibling ? 2 : 1; }
+
+  // Group u's bytes of row `row` of W, then of the sibling's W.
+  SmallVector<Value> loadGroups(Value row, Value u) {
+    SmallVector<Value> loads = loadGroup(r.weight, row, u);
+    if (r.sibling) llvm::append_range(loads, loadGroup(r.sibling->weight, row, u));
+    return loads;
+  }
+
+  // The sums of group u of row `row` from loadGroups' values.
+  SmallVector<Value> groupSums(Value row, ValueRange loads, Value u) {
+    const int64_t n = loads.size() / sums();
+    SmallVector<Value> out = {groupSum(row, loads.take_front(n), u, r, offsets)};
+    if (r.sibling) out.push_back(groupSum(row, loads.drop_front(n), u, *r.sibling, siblingOffsets));
+    return out;
+  }
 
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value constant(Attribute a) { return arith::ConstantOp::create(b, loc, cast<TypedAttr>(a)); }
@@ -491,24 +552,24 @@ class GemvBuilder {
   }
 
   // Group u's bytes of row `row`: vector loads of `align` bytes, all issued together.
-  SmallVector<Value> loadGroup(Value row, Value u) {
+  SmallVector<Value> loadGroup(Value weight, Value row, Value u) {
     const int64_t A = s.align;
     Value base = arith::MulIOp::create(b, loc, u, idx(s.groupBytes()));
     SmallVector<Value> loads;
     for (int64_t at = 0; at < s.groupBytes(); at += A) {
       Value col = arith::AddIOp::create(b, loc, base, idx(at));
       if (A == 1) {
-        loads.push_back(memref::LoadOp::create(b, loc, r.weight, ValueRange{row, col}));
+        loads.push_back(memref::LoadOp::create(b, loc, weight, ValueRange{row, col}));
       } else {
-        loads.push_back(vector::LoadOp::create(b, loc, cast<VectorType>(loadType()), r.weight,
+        loads.push_back(vector::LoadOp::create(b, loc, cast<VectorType>(loadType()), weight,
                                                ValueRange{row, col}, /*nontemporal=*/false, llvm::MaybeAlign(A)));
       }
     }
     return loads;
   }
 
-  // The sum of group u's terms of row `row` from its loaded bytes and x.
-  Value groupSum(Value row, ValueRange loads, Value u) {
+  // The sum of group u's terms of matvec mv's row `row` from its loaded bytes and x.
+  Value groupSum(Value row, ValueRange loads, Value u, Matvec& mv, const Offsets& byteOffsets) {
     const int64_t A = s.align;
     DenseMap<int64_t, Value> bytes, blockIndex, xs;
     auto byte = [&](int64_t c) -> Value {
@@ -545,9 +606,9 @@ class GemvBuilder {
       return vector::ExtractOp::create(b, loc, v, t % 4);
     };
 
-    Block* body = r.gemv.getBlock();
+    Block* body = mv.gemv.getBlock();
     BlockArgument accArg = body->getArgument(1);
-    Value termValue = r.sum.getLhs() == accArg ? r.sum.getRhs() : r.sum.getLhs();
+    Value termValue = mv.sum.getLhs() == accArg ? mv.sum.getRhs() : mv.sum.getLhs();
     TermForm form = FormOf(termValue, body->getArgument(0));
     CseCloner cse(b);
     std::map<std::pair<const void*, bool>, Value> converted;
@@ -560,9 +621,9 @@ class GemvBuilder {
       IRMapping m;
       m.map(body->getArgument(0), xAt(t));
       for (Operation& op : body->without_terminator()) {
-        if (&op == r.sum.getOperation()) continue;
-        if (auto read = llvm::find(r.reads, &op); read != r.reads.end()) {
-          m.map(op.getResult(0), byte(offsets[t][read - r.reads.begin()]));
+        if (&op == mv.sum.getOperation()) continue;
+        if (auto read = llvm::find(mv.reads, &op); read != mv.reads.end()) {
+          m.map(op.getResult(0), byte(byteOffsets[t][read - mv.reads.begin()]));
           continue;
         }
         if (auto index = dyn_cast<linalg::IndexOp>(op)) {
@@ -625,12 +686,16 @@ class GemvBuilder {
 
   // Element `at` of elementwise generic `g` whose input `previous` (a buffer, or null) holds
   // `value` there: the other inputs loaded (rank 0: the one element), the body cloned.
-  Value elementwise(linalg::GenericOp g, Value at, Value previous, Value value) {
+  // (`other`, or null, holds `otherValue` there: the sibling's result.)
+  Value elementwise(linalg::GenericOp g, Value at, Value previous, Value value, Value other = {},
+                    Value otherValue = {}) {
     Block* body = g.getBlock();
     IRMapping m;
     for (auto [i, in] : llvm::enumerate(g.getDpsInputs())) {
       Value element = value;
-      if (in != previous) {
+      if (other && in == other) {
+        element = otherValue;
+      } else if (in != previous) {
         SmallVector<Value> indices;
         if (cast<ShapedType>(in.getType()).getRank() == 1) indices.push_back(at);
         element = memref::LoadOp::create(b, loc, in, indices);
@@ -660,11 +725,11 @@ class GemvBuilder {
     return value;
   }
 
-  // The row's value through the fused consumers, then stored.
-  void epilogueAndStore(Value value, Value row) {
+  // The row's value (and its sibling's, or null) through the fused consumers, then stored.
+  void epilogueAndStore(Value value, Value siblingValue, Value row) {
     Value current = r.gemv.getDpsInitOperand(0)->get();
     for (linalg::GenericOp g : r.epilogue) {
-      value = elementwise(g, row, current, value);
+      value = elementwise(g, row, current, value, r.sibling ? r.sibling->acc() : Value(), siblingValue);
       current = g.getDpsInitOperand(0)->get();
     }
     memref::StoreOp::create(b, loc, value, r.result, ValueRange{row});
@@ -675,7 +740,8 @@ class GemvBuilder {
   Location loc;
   Roles& r;
   const QuantizedGemv& s;
-  const std::vector<std::vector<int64_t>>& offsets;
+  const Offsets& offsets;
+  const Offsets& siblingOffsets;  // empty without a sibling
 };
 }  // namespace
 
@@ -687,6 +753,10 @@ LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
   if (!r.gemv.hasPureBufferSemantics()) return kernel.emitError("internal: quantized GEMV not bufferized");
   std::optional<std::vector<std::vector<int64_t>>> offsets = GroupOffsets(r, s);
   if (!offsets) return kernel.emitError("internal: quantized GEMV offsets changed after bufferization");
+  std::optional<std::vector<std::vector<int64_t>>> siblingOffsets;
+  if (r.sibling && !(siblingOffsets = GroupOffsets(*r.sibling, s)))
+    return kernel.emitError("internal: quantized GEMV sibling's offsets changed after bufferization");
+  if (!siblingOffsets) siblingOffsets.emplace();
 
   Block& entry = kernel.getBody().front();
   Operation* ret = entry.getTerminator();
@@ -695,7 +765,7 @@ LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
     if (&op != ret) old.push_back(&op);
   OpBuilder b(ret);
   Location loc = r.gemv.getLoc();
-  GemvBuilder k(b, loc, r, s, *offsets);
+  GemvBuilder k(b, loc, r, s, *offsets, *siblingOffsets);
   const int64_t L = s.lanes;
 
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
@@ -725,7 +795,7 @@ LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
   // copy and the barrier); lanes without a group load the last one and use nothing of it.
   Value firstGroup = arith::MinUIOp::create(b, loc, lane, k.idx(s.groups() - 1));
   Value firstRow = rowOf(Value());
-  SmallVector<Value> firstLoads = k.loadGroup(loadRowOf(firstRow), firstGroup);
+  SmallVector<Value> firstLoads = k.loadGroups(loadRowOf(firstRow), firstGroup);
   const int64_t K = s.blocks * s.blockValues;
   if (!r.prologue.empty()) {  // every thread computes a share of x
     k.xShared = WorkgroupArray(b, loc, kernel, b.getF32Type(), s.sharedBytes() / 4);
@@ -793,7 +863,8 @@ LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
   // loads it leaves in flight (the next pass's first group's).
   auto onePass = [&](Value pass, Value row, ValueRange loads) -> SmallVector<Value> {
     Value loadRow = loadRowOf(row);
-    SmallVector<Value> carried = {zero};
+    const int64_t S = k.sums();
+    SmallVector<Value> carried(S, zero);
     if (pipelined) llvm::append_range(carried, loads);
     auto loop = scf::ForOp::create(b, loc, lane, k.idx(s.groups()), k.idx(L), carried);
     {
@@ -802,11 +873,16 @@ LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
       if (loopBody->mightHaveTerminator()) loopBody->getTerminator()->erase();
       b.setInsertionPointToEnd(loopBody);
       Value u = loop.getInductionVar();
+      auto added = [&](ValueRange sums) {  // the running sums plus the group's
+        SmallVector<Value> out;
+        for (auto [running, sum] : llvm::zip(loop.getRegionIterArgs().take_front(S), sums))
+          out.push_back(arith::AddFOp::create(b, loc, running, sum));
+        return out;
+      };
       if (!pipelined) {  // one group at most: its loads are the first ones
-        Value sum = k.groupSum(loadRow, loads, u);
-        scf::YieldOp::create(b, loc, ValueRange{arith::AddFOp::create(b, loc, loop.getRegionIterArgs()[0], sum)});
+        scf::YieldOp::create(b, loc, added(k.groupSums(loadRow, loads, u)));
       } else {
-        ValueRange current = loop.getRegionIterArgs().drop_front();
+        ValueRange current = loop.getRegionIterArgs().drop_front(S);
         Value nextU = arith::AddIOp::create(b, loc, u, k.idx(L));
         Value hasNext = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, nextU, k.idx(s.groups()));
         SmallVector<Type> loadTypes(current.size(), k.loadType());
@@ -814,14 +890,14 @@ LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
         {
           OpBuilder::InsertionGuard inner(b);
           b.setInsertionPointToStart(next.thenBlock());
-          scf::YieldOp::create(b, loc, k.loadGroup(loadRow, nextU));
+          scf::YieldOp::create(b, loc, k.loadGroups(loadRow, nextU));
           b.setInsertionPointToStart(next.elseBlock());
           if (pass) {  // the next pass's first group, where there is a next pass
             Value nextPass = arith::AddIOp::create(b, loc, pass, k.idx(1));
             Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, nextPass, k.idx(s.passes));
             auto following = scf::IfOp::create(b, loc, loadTypes, more, /*withElseRegion=*/true);
             b.setInsertionPointToStart(following.thenBlock());
-            scf::YieldOp::create(b, loc, k.loadGroup(loadRowOf(rowOf(nextPass)), firstGroup));
+            scf::YieldOp::create(b, loc, k.loadGroups(loadRowOf(rowOf(nextPass)), firstGroup));
             b.setInsertionPointToStart(following.elseBlock());
             scf::YieldOp::create(b, loc, current);
             b.setInsertionPointAfter(following);
@@ -830,17 +906,17 @@ LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
             scf::YieldOp::create(b, loc, current);
           }
         }
-        Value sum = k.groupSum(loadRow, current, u);
-        SmallVector<Value> yielded = {arith::AddFOp::create(b, loc, loop.getRegionIterArgs()[0], sum)};
+        SmallVector<Value> yielded = added(k.groupSums(loadRow, current, u));
         llvm::append_range(yielded, next.getResults());
         scf::YieldOp::create(b, loc, yielded);
       }
     }
-    Value partial = loop.getResult(0);
-    for (int32_t offset = L / 2; offset > 0; offset /= 2) {
-      Value other = gpu::ShuffleOp::create(b, loc, partial, offset, 32, gpu::ShuffleMode::XOR).getResult(0);
-      partial = arith::AddFOp::create(b, loc, partial, other);
-    }
+    SmallVector<Value> partials(loop.getResults().take_front(S));
+    for (int32_t offset = L / 2; offset > 0; offset /= 2)
+      for (Value& partial : partials) {
+        Value other = gpu::ShuffleOp::create(b, loc, partial, offset, 32, gpu::ShuffleMode::XOR).getResult(0);
+        partial = arith::AddFOp::create(b, loc, partial, other);
+      }
     Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, k.idx(s.rows));
     Value first = arith::AndIOp::create(
         b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, k.idx(0)), inRange);
@@ -848,17 +924,16 @@ LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(ifFirst.thenBlock()->getTerminator());
-      Value init = r.init;
-      if (Attribute a; matchPattern(init, m_Constant(&a))) init = k.constant(a);
-      Value value;
-      if (r.sum.getLhs() == r.gemv.getBlock()->getArgument(1))
-        value = arith::AddFOp::create(b, loc, init, partial);
-      else
-        value = arith::AddFOp::create(b, loc, partial, init);
-      k.epilogueAndStore(value, row);
+      auto initialized = [&](Matvec& m, Value partial) -> Value {  // in the body's order
+        Value init = m.init;
+        if (Attribute a; matchPattern(init, m_Constant(&a))) init = k.constant(a);
+        if (m.sum.getLhs() == m.gemv.getBlock()->getArgument(1)) return arith::AddFOp::create(b, loc, init, partial);
+        return arith::AddFOp::create(b, loc, partial, init);
+      };
+      k.epilogueAndStore(initialized(r, partials[0]), r.sibling ? initialized(*r.sibling, partials[1]) : Value(), row);
     }
     SmallVector<Value> left;
-    if (pipelined) llvm::append_range(left, loop.getResults().drop_front());
+    if (pipelined) llvm::append_range(left, loop.getResults().drop_front(S));
     return left;
   };
   if (s.passes == 1) {

@@ -45,6 +45,15 @@
 // past N (the last warp of a grid that N does not fill) compute on row N - 1 and store
 // nothing, so every shuffle sees its whole warp. Nothing is expanded: every weight byte is
 // read once, by one lane.
+// Siblings: a second marked generic of the same x, weight shape and format after the first
+// (hexir-form-dispatch-regions' fuse-sibling-reductions: a llama layer's w3 beside w1), read
+// only by the first consumer (SiLU(w1 x) * w3 x): each lane loads the group of both rows
+// (its W's bytes then the sibling's, pipelined together) and keeps two sums, butterflied in
+// turn; the first consumer reads the sibling's value in its place. Its fill may be the
+// first's (one after CSE; bufferized, a copy of the filled buffer). H200, TinyLlama decode
+// (tests/llm/gpu_quant_profile.sh, 4 alternating rounds): q4_0 0.8778 -> 0.7567 ms/token
+// (0.862x; 7 -> 6 GEMV kernels a layer, w1 + w3 9.0 us where each was 5.9-6.2); q4_k merged
+// measured 1.017x slower, so the fusion takes blocks of at most 64 values only.
 #pragma once
 
 #include <optional>
@@ -102,7 +111,7 @@ struct QuantizedGemv {
 inline constexpr char kQuantizedGemvAttr[] = "hexir.cuda.quantized_gemv";
 
 // The launch of `kernel` (tensor form, before distribution) when it is the computation above
-// and nothing else: the marked generic with one input x ([blocks][B] f32, a kernel argument
+// and nothing else: the marked generic (and maybe its sibling, above) with one input x ([blocks][B] f32, a kernel argument
 // or a reshape of one, or of the result of elementwise generics over [K] reading kernel
 // arguments ([K] or rank 0) and at most one earlier such result, K x 4 bytes within
 // kMaxGemvSharedBytes), every byte read from one i8 [N][row bytes] kernel argument at row n

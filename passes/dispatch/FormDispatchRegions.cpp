@@ -1,6 +1,7 @@
 // Forms one hexir.dispatch_region per root linalg op. Producers that are cheap to
 // recompute (tensor.empty, linalg.fill of an empty, scalar constants) are cloned into the
 // region so that, e.g., a matmul's zero-init is part of the matmul kernel.
+#include "dialects/hexir/IR/HexirAttributes.h"
 #include "dialects/hexir/IR/HexirOps.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallBitVector.h"
@@ -391,7 +392,13 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
       if (!available || !capturesAvailableAt(consumer, region, dom)) break;
       map.map(region.getResult(0), last->getResult(0));
       b.setInsertionPointToEnd(body);
-      for (Operation* sibling : siblings) map.map(sibling->getResult(0), cloneInto(b, sibling, map)->getResult(0));
+      for (Operation* sibling : siblings) {
+        // An input that is a reshape of the root's input like it reads the root's (one x).
+        for (Value in : cast<linalg::LinalgOp>(sibling).getDpsInputs())
+          for (Value rootIn : cast<linalg::LinalgOp>(root0).getDpsInputs())
+            if (in != rootIn && in.getType() == rootIn.getType() && sameReshapeSource(in, rootIn)) map.map(in, rootIn);
+        map.map(sibling->getResult(0), cloneInto(b, sibling, map)->getResult(0));
+      }
       last = cloneInto(b, consumer, map);
       // Rebuild the region op with the consumer's result types and move the body over.
       OpBuilder outer(region);
@@ -415,26 +422,42 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
     YieldOp::create(b, region.getLoc(), last->getResults());
   }
 
+  // `a` and `b` are tensor.expand_shapes of one value with the same reassociation.
+  static bool sameReshapeSource(Value a, Value b) {
+    auto ea = a.getDefiningOp<tensor::ExpandShapeOp>(), eb = b.getDefiningOp<tensor::ExpandShapeOp>();
+    return ea && eb && ea.getSrc() == eb.getSrc() && ea.getReassociationIndices() == eb.getReassociationIndices();
+  }
+
   // A reduction `op` that `consumer` (an elementwise consumer joining `root`'s region) also
   // reads may be computed in that region (fuse-sibling-reductions): w1 beside w3 + SiLU * mul,
   // two matvecs over the same x whose rows the consumer pairs. Each point of the consumer
   // then needs one point of each, so the kernel is still a warp per row, computing two dots.
   //   %a = matvec(W1, x)   %b = matvec(W3, x)   %c = generic(%a, %b) -> one region {W1, W3, c}
-  // Both are plain reductions of the same loops and static extents (no hexir.* mark: a
-  // quantized block matvec has a kernel of its own), the sibling is read only by the consumer
+  // Both are plain reductions of the same loops and static extents (no hexir.* mark, or both
+  // one-row quantized block matvecs of one format over the same x: q4_0's w1 and w3), the sibling is read only by the consumer
   // and through a permutation, and both read only values computed before the region.
   bool isSiblingReduction(Operation* op, Operation* root, Operation* consumer, Operation* region,
                           DominanceInfo& dom) {
     if (!fuseSiblingReductions || !fuseElementwise || !op) return false;
     auto sibling = dyn_cast<linalg::LinalgOp>(op);
     auto rootOp = dyn_cast<linalg::LinalgOp>(root);
-    if (!sibling || !rootOp || sibling.getNumReductionLoops() != 1 || rootOp.getNumReductionLoops() != 1 ||
-        op->getNumResults() != 1 || !op->hasOneUse() || *op->getUsers().begin() != consumer ||
+    // (A one-row block matvec reduces over (block, value in block): two loops.)
+    const unsigned reductions = op->hasAttr(kBlockMatvecAttr) ? 2 : 1;
+    if (!sibling || !rootOp || sibling.getNumReductionLoops() != reductions ||
+        rootOp.getNumReductionLoops() != reductions || op->getNumResults() != 1 || !op->hasOneUse() || *op->getUsers().begin() != consumer ||
         op->getBlock() != consumer->getBlock() || fusedAway.contains(op))
       return false;
+    // The only mark allowed: both one-row block matvecs of one format (the quantized GEMV
+    // kernel computes the two; codegen/CUDAQuantizedGemv.h).
     for (Operation* o : {op, root})
       for (NamedAttribute a : o->getDiscardableAttrs())
-        if (a.getName().getValue().starts_with("hexir.")) return false;
+        if (a.getName().getValue().starts_with("hexir.") && a.getName().getValue() != kBlockMatvecAttr) return false;
+    Attribute format = op->getAttr(kBlockMatvecAttr);
+    if (format != root->getAttr(kBlockMatvecAttr) || (format && sibling.getNumLoops() != 3)) return false;
+    // Blocks of at most 64 values only (q4_0, q8_0, ...): the K-quants' 256-value super-blocks,
+    // two 144-byte groups in a lane's registers at once, measured slower merged (H200, TinyLlama
+    // q4_k decode 1.017x the time a token; q4_0 0.862x).
+    if (format && sibling.getStaticLoopRanges()[2] > 64) return false;
     if (sibling.getStaticLoopRanges() != rootOp.getStaticLoopRanges() ||
         sibling.getIteratorTypesArray() != rootOp.getIteratorTypesArray() ||
         ShapedType::isDynamicShape(sibling.getStaticLoopRanges()))
@@ -442,16 +465,24 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
     if (broadcastsResult(cast<linalg::GenericOp>(consumer), op->getResult(0))) return false;
     // Both read one same input (the x of w1 and w3): siblings over different inputs are
     // independent branches (a diamond's l @ w3 and t @ w2), which fusing would serialize.
-    if (llvm::none_of(sibling.getDpsInputs(),
-                      [&](Value v) { return llvm::is_contained(rootOp.getDpsInputs(), v); }))
+    // (A block matvec's x is its own tensor.expand_shape of the vector: compared through it.)
+    if (llvm::none_of(sibling.getDpsInputs(), [&](Value v) {
+          return llvm::any_of(rootOp.getDpsInputs(),
+                              [&](Value w) { return v == w || (v.getType() == w.getType() && sameReshapeSource(v, w)); });
+        }))
       return false;
     // Both read only what is computed before the region (or a fill): a recomputed norm chain
     // (hexir-fuse-small-reductions) in front of either would leave the CUDA kernel with whole
     // reductions beside two point reductions, which it does not distribute.
     for (Operation& o : region->getRegion(0).front())
       if (isa<linalg::LinalgOp>(o) && &o != root && !isa<linalg::FillOp>(o)) return false;
+    auto rootReshape = [&](Value v) {  // read as the root's input (the clone is remapped)
+      return llvm::any_of(rootOp.getDpsInputs(),
+                          [&](Value w) { return v.getType() == w.getType() && sameReshapeSource(v, w); });
+    };
     for (Value operand : op->getOperands())
-      if (!dom.properlyDominates(operand, region) && !isClonable(operand.getDefiningOp())) return false;
+      if (!dom.properlyDominates(operand, region) && !isClonable(operand.getDefiningOp()) && !rootReshape(operand))
+        return false;
     return capturesAvailableAt(op, region, dom);
   }
 

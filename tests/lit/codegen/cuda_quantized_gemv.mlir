@@ -452,3 +452,95 @@ hexir.executable @v_row {
     }
   }
 }
+
+// -----
+
+// Sibling block matvecs (hexir-form-dispatch-regions' fuse-sibling-reductions: w1 and w3 of
+// one x, both filled by one fill after CSE) read by SiLU(w1) * w3: one kernel, each lane
+// computing both rows' sums (two butterflies of 4 steps), then the epilogue of the two.
+// DIST-LABEL: hexir.executable @q8_sib
+// DIST-SAME:    hexir.cuda.block_size = array<i64: 128, 1, 1>, hexir.workgroup_count = array<i64: 38, 1, 1>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 300, 24, 32, 34, 2, 4, 16, 4, 1>
+// LOWER-LABEL:  hexir.executable @q8_sib
+// LOWER-COUNT-8:  nvvm.shfl.sync  bfly
+// LOWER-NOT:      nvvm.shfl.sync
+// LOWER:          llvm.call @__nv_expf
+// LOWER:          llvm.store
+hexir.executable @q8_sib {
+  builtin.module {
+    func.func @q8_sib(%w1: tensor<300x816xi8>, %x: tensor<768xf32>, %w3: tensor<300x816xi8>, %o: tensor<300xf32>) -> tensor<300xf32> {
+      %zero = arith.constant 0.0 : f32
+      %one = arith.constant 1.0 : f32
+      %t = tensor.empty() : tensor<300xf32>
+      %f = linalg.fill ins(%zero : f32) outs(%t : tensor<300xf32>) -> tensor<300xf32>
+      %xb = tensor.expand_shape %x [[0, 1]] output_shape [24, 32] : tensor<768xf32> into tensor<24x32xf32>
+      %h1 = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q8_0"} ins(%xb : tensor<24x32xf32>) outs(%f : tensor<300xf32>) {
+      ^bb0(%xv: f32, %acc: f32):
+        %n = linalg.index 0 : index
+        %b = linalg.index 1 : index
+        %j = linalg.index 2 : index
+        %c34 = arith.constant 34 : index
+        %c1 = arith.constant 1 : index
+        %c2 = arith.constant 2 : index
+        %base = arith.muli %b, %c34 : index
+        %lo_at = arith.addi %base, %c1 : index
+        %q_at0 = arith.addi %base, %c2 : index
+        %q_at = arith.addi %q_at0, %j : index
+        %d0 = tensor.extract %w1[%n, %base] : tensor<300x816xi8>
+        %d1 = tensor.extract %w1[%n, %lo_at] : tensor<300x816xi8>
+        %lo = arith.extui %d0 : i8 to i16
+        %hi0 = arith.extui %d1 : i8 to i16
+        %c8 = arith.constant 8 : i16
+        %hi = arith.shli %hi0, %c8 : i16
+        %bits = arith.ori %lo, %hi : i16
+        %dh = arith.bitcast %bits : i16 to f16
+        %d = arith.extf %dh : f16 to f32
+        %q8 = tensor.extract %w1[%n, %q_at] : tensor<300x816xi8>
+        %q = arith.sitofp %q8 : i8 to f32
+        %wv = arith.mulf %d, %q : f32
+        %p = arith.mulf %xv, %wv : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<300xf32>
+      %h3 = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q8_0"} ins(%xb : tensor<24x32xf32>) outs(%f : tensor<300xf32>) {
+      ^bb0(%xv: f32, %acc: f32):
+        %n = linalg.index 0 : index
+        %b = linalg.index 1 : index
+        %j = linalg.index 2 : index
+        %c34 = arith.constant 34 : index
+        %c1 = arith.constant 1 : index
+        %c2 = arith.constant 2 : index
+        %base = arith.muli %b, %c34 : index
+        %lo_at = arith.addi %base, %c1 : index
+        %q_at0 = arith.addi %base, %c2 : index
+        %q_at = arith.addi %q_at0, %j : index
+        %d0 = tensor.extract %w3[%n, %base] : tensor<300x816xi8>
+        %d1 = tensor.extract %w3[%n, %lo_at] : tensor<300x816xi8>
+        %lo = arith.extui %d0 : i8 to i16
+        %hi0 = arith.extui %d1 : i8 to i16
+        %c8 = arith.constant 8 : i16
+        %hi = arith.shli %hi0, %c8 : i16
+        %bits = arith.ori %lo, %hi : i16
+        %dh = arith.bitcast %bits : i16 to f16
+        %d = arith.extf %dh : f16 to f32
+        %q8 = tensor.extract %w3[%n, %q_at] : tensor<300x816xi8>
+        %q = arith.sitofp %q8 : i8 to f32
+        %wv = arith.mulf %d, %q : f32
+        %p = arith.mulf %xv, %wv : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<300xf32>
+      %z = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%h1, %h3 : tensor<300xf32>, tensor<300xf32>) outs(%o : tensor<300xf32>) {
+      ^bb0(%a: f32, %c: f32, %u: f32):
+        %na = arith.negf %a : f32
+        %e = math.exp %na : f32
+        %den = arith.addf %e, %one : f32
+        %sg = arith.divf %one, %den : f32
+        %silu = arith.mulf %a, %sg : f32
+        %g = arith.mulf %silu, %c : f32
+        linalg.yield %g : f32
+      } -> tensor<300xf32>
+      return %z : tensor<300xf32>
+    }
+  }
+}
