@@ -395,8 +395,8 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
       for (Operation* sibling : siblings) {
         // An input that is a reshape of the root's input like it reads the root's (one x).
         for (Value in : cast<linalg::LinalgOp>(sibling).getDpsInputs())
-          for (Value rootIn : cast<linalg::LinalgOp>(root0).getDpsInputs())
-            if (in != rootIn && in.getType() == rootIn.getType() && sameReshapeSource(in, rootIn)) map.map(in, rootIn);
+          if (Value rootIn = rootInputFor(in, cast<linalg::LinalgOp>(root0)); rootIn && rootIn != in)
+            map.map(in, rootIn);
         map.map(sibling->getResult(0), cloneInto(b, sibling, map)->getResult(0));
       }
       last = cloneInto(b, consumer, map);
@@ -422,10 +422,19 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
     YieldOp::create(b, region.getLoc(), last->getResults());
   }
 
-  // `a` and `b` are tensor.expand_shapes of one value with the same reassociation.
-  static bool sameReshapeSource(Value a, Value b) {
-    auto ea = a.getDefiningOp<tensor::ExpandShapeOp>(), eb = b.getDefiningOp<tensor::ExpandShapeOp>();
-    return ea && eb && ea.getSrc() == eb.getSrc() && ea.getReassociationIndices() == eb.getReassociationIndices();
+  // The input of `root` that `v` stands for: `v` itself, or a tensor.expand_shape of the same
+  // value with the same reassociation (a block matvec's x is its own reshape of the vector);
+  // null when none.
+  static Value rootInputFor(Value v, linalg::LinalgOp root) {
+    auto same = [&](Value w) {
+      if (v == w) return true;
+      auto ev = v.getDefiningOp<tensor::ExpandShapeOp>(), ew = w.getDefiningOp<tensor::ExpandShapeOp>();
+      return ev && ew && v.getType() == w.getType() && ev.getSrc() == ew.getSrc() &&
+             ev.getReassociationIndices() == ew.getReassociationIndices();
+    };
+    for (Value w : root.getDpsInputs())
+      if (same(w)) return w;
+    return {};
   }
 
   // A reduction `op` that `consumer` (an elementwise consumer joining `root`'s region) also
@@ -466,22 +475,17 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
     // Both read one same input (the x of w1 and w3): siblings over different inputs are
     // independent branches (a diamond's l @ w3 and t @ w2), which fusing would serialize.
     // (A block matvec's x is its own tensor.expand_shape of the vector: compared through it.)
-    if (llvm::none_of(sibling.getDpsInputs(), [&](Value v) {
-          return llvm::any_of(rootOp.getDpsInputs(),
-                              [&](Value w) { return v == w || (v.getType() == w.getType() && sameReshapeSource(v, w)); });
-        }))
+    if (llvm::none_of(sibling.getDpsInputs(), [&](Value v) { return bool(rootInputFor(v, rootOp)); }))
       return false;
     // Both read only what is computed before the region (or a fill): a recomputed norm chain
     // (hexir-fuse-small-reductions) in front of either would leave the CUDA kernel with whole
     // reductions beside two point reductions, which it does not distribute.
     for (Operation& o : region->getRegion(0).front())
       if (isa<linalg::LinalgOp>(o) && &o != root && !isa<linalg::FillOp>(o)) return false;
-    auto rootReshape = [&](Value v) {  // read as the root's input (the clone is remapped)
-      return llvm::any_of(rootOp.getDpsInputs(),
-                          [&](Value w) { return v.getType() == w.getType() && sameReshapeSource(v, w); });
-    };
+    // (An operand read as the root's input is remapped to it in the clone.)
     for (Value operand : op->getOperands())
-      if (!dom.properlyDominates(operand, region) && !isClonable(operand.getDefiningOp()) && !rootReshape(operand))
+      if (!dom.properlyDominates(operand, region) && !isClonable(operand.getDefiningOp()) &&
+          !rootInputFor(operand, rootOp))
         return false;
     return capturesAvailableAt(op, region, dom);
   }
