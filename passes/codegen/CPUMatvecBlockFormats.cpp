@@ -219,13 +219,106 @@ Value Q6_KQuants(BlockReader& r, int64_t v) {
   return i.toF32(i.sub(i.ori(low, i.shl(high, 4)), 32));
 }
 
+// The K-quants' super-block integers for the q8_K dots (BlockFormat::SuperBlockInt8), with
+// vector<n x iW> helpers.
+struct Lanes {
+  BlockReader& r;
+  Value splat(Type element, int64_t n, int64_t v) {
+    auto type = VectorType::get({n}, element);
+    return arith::ConstantOp::create(r.b, r.loc, type, DenseElementsAttr::get(type, APInt(element.getIntOrFloatBitWidth(), v)));
+  }
+  Value pick(Value v, ArrayRef<int64_t> lanes) { return vector::ShuffleOp::create(r.b, r.loc, v, v, lanes); }
+  Value concat(Value a, Value c) {
+    SmallVector<int64_t> all;
+    for (int64_t i = 0; i < 2 * cast<VectorType>(a.getType()).getNumElements(); ++i) all.push_back(i);
+    return vector::ShuffleOp::create(r.b, r.loc, a, c, all);
+  }
+  // `v` (vector<64 x i8>) with the bits of each byte selected by `bits` per 32-byte half set
+  // to 16, the others 0: the fifth bit of q5_k's values.
+  Value fifthBits(Value v, int64_t lowHalfBit, int64_t highHalfBit) {
+    VectorType type = VectorType::get({64}, r.b.getI8Type());
+    SmallVector<int8_t> masks(64, int8_t(1 << lowHalfBit));
+    std::fill(masks.begin() + 32, masks.end(), int8_t(1 << highHalfBit));
+    Value mask = arith::ConstantOp::create(r.b, r.loc, type, DenseElementsAttr::get(type, ArrayRef<int8_t>(masks)));
+    Value zero = splat(r.b.getI8Type(), 64, 0);
+    Value set = arith::CmpIOp::create(r.b, r.loc, arith::CmpIPredicate::ne, arith::AndIOp::create(r.b, r.loc, v, mask), zero);
+    return arith::SelectOp::create(r.b, r.loc, set, splat(r.b.getI8Type(), 64, 16), zero);
+  }
+};
+
+// q4_k / q5_k: KScaleMin's 6-bit sc and m of the 8 groups of 32 as two vector<8 x i32>, from
+// one 16-byte load of the 12 bytes at 4 (ending at byte 20 of the block): lanes s < 4 take
+// the low six bits, lanes s >= 4 four bits and two high bits from another byte.
+std::pair<Value, Value> KScalesAndMins(BlockReader& r) {
+  Lanes l{r};
+  Value q = arith::ExtUIOp::create(r.b, r.loc, VectorType::get({16}, r.b.getI32Type()), r.Bytes(4, 16));
+  auto andi = [&](Value a, int64_t m) { return arith::AndIOp::create(r.b, r.loc, a, l.splat(r.b.getI32Type(), 8, m)).getResult(); };
+  auto shr = [&](Value a, int64_t n) { return arith::ShRUIOp::create(r.b, r.loc, a, l.splat(r.b.getI32Type(), 8, n)).getResult(); };
+  auto shl = [&](Value a, int64_t n) { return arith::ShLIOp::create(r.b, r.loc, a, l.splat(r.b.getI32Type(), 8, n)).getResult(); };
+  auto ori = [&](Value a, Value c) { return arith::OrIOp::create(r.b, r.loc, a, c).getResult(); };
+  Value low = arith::ConstantOp::create(
+      r.b, r.loc, VectorType::get({8}, r.b.getI1Type()),
+      DenseElementsAttr::get(VectorType::get({8}, r.b.getI1Type()), ArrayRef<bool>{true, true, true, true, false, false, false, false}));
+  Value scA = l.pick(q, {0, 1, 2, 3, 8, 9, 10, 11}), scHigh = l.pick(q, {0, 1, 2, 3, 0, 1, 2, 3});
+  Value mA = l.pick(q, {4, 5, 6, 7, 8, 9, 10, 11}), mHigh = l.pick(q, {4, 5, 6, 7, 4, 5, 6, 7});
+  Value sc = arith::SelectOp::create(r.b, r.loc, low, andi(scA, 63), ori(andi(scA, 15), shl(shr(scHigh, 6), 4)));
+  Value m = arith::SelectOp::create(r.b, r.loc, low, andi(mA, 63), ori(shr(mA, 4), shl(shr(mHigh, 6), 4)));
+  return {sc, m};
+}
+Value KSuperScales(BlockReader& r) {
+  SmallVector<int64_t> twice;
+  for (int64_t g = 0; g < 16; ++g) twice.push_back(g / 2);
+  return Lanes{r}.pick(KScalesAndMins(r).first, twice);
+}
+Value KSuperMins(BlockReader& r) { return KScalesAndMins(r).second; }
+std::pair<Value, Value> KSuperD(BlockReader& r) { return {r.Half(0), r.Half(2)}; }
+// q4_k chunk c: bytes [16 + 32c, + 32), low nibbles (group 2c) then high ones (2c + 1).
+Value Q4_KSuperChunk(BlockReader& r, int64_t c) { return Bytes32{r}.lowThenHigh(r.Bytes(16 + 32 * c, 32)); }
+// q5_k chunk c: q4_k's nibbles at 48, the fifth bits of groups 2c and 2c + 1 from qh[32] at 16.
+Value Q5_KSuperChunk(BlockReader& r, int64_t c) {
+  Lanes l{r};
+  Value qh = r.Bytes(16, 32);
+  Value nibbles = Bytes32{r}.lowThenHigh(r.Bytes(48 + 32 * c, 32));
+  return arith::OrIOp::create(r.b, r.loc, nibbles, l.fifthBits(l.concat(qh, qh), 2 * c, 2 * c + 1));
+}
+// q6_k chunk c (quarters t = 2 (c % 2) and t + 1 of half h = c / 2): the low nibbles (c
+// even) or high ones of ql[64h, 64h + 64), the two bits 2t.. of qh[32h + l] (as 16-bit
+// lanes shifted right by 2t, then masked: a byte's bits 2t, 2t + 1 never come from the
+// next byte for 2t <= 6) as bits 4-5.
+Value Q6_KSuperChunk(BlockReader& r, int64_t c) {
+  Lanes l{r};
+  const int64_t h = c / 2, t = 2 * (c % 2);
+  VectorType bytes = VectorType::get({64}, r.b.getI8Type()), words = VectorType::get({32}, r.b.getIntegerType(16));
+  Value ql = r.Bytes(64 * h, 64);
+  Value nibbles = c % 2 ? arith::ShRUIOp::create(r.b, r.loc, ql, l.splat(r.b.getI8Type(), 64, 4)).getResult()
+                        : arith::AndIOp::create(r.b, r.loc, ql, l.splat(r.b.getI8Type(), 64, 15)).getResult();
+  Value qh = r.Bytes(128 + 32 * h, 32);
+  SmallVector<int16_t> shifts(32, int16_t(2 * t));
+  std::fill(shifts.begin() + 16, shifts.end(), int16_t(2 * t + 2));
+  Value shifted = arith::ShRUIOp::create(
+      r.b, r.loc, vector::BitCastOp::create(r.b, r.loc, words, l.concat(qh, qh)),
+      arith::ConstantOp::create(r.b, r.loc, words, DenseElementsAttr::get(words, ArrayRef<int16_t>(shifts))));
+  Value two = arith::AndIOp::create(r.b, r.loc, vector::BitCastOp::create(r.b, r.loc, bytes, shifted),
+                                    l.splat(r.b.getI8Type(), 64, 3));
+  return arith::OrIOp::create(r.b, r.loc, nibbles, arith::ShLIOp::create(r.b, r.loc, two, l.splat(r.b.getI8Type(), 64, 4)));
+}
+// q6_k: the 16 signed scales at 192, d at 208.
+Value Q6_KSuperScales(BlockReader& r) {
+  return arith::ExtSIOp::create(r.b, r.loc, VectorType::get({16}, r.b.getI32Type()), r.Bytes(192, 16));
+}
+std::pair<Value, Value> Q6_KSuperD(BlockReader& r) { return {r.Half(208), Value()}; }
+
+const BlockFormat::SuperBlockInt8 kQ4_KSuper{Q4_KSuperChunk, KSuperScales, KSuperMins, KSuperD, 0};
+const BlockFormat::SuperBlockInt8 kQ5_KSuper{Q5_KSuperChunk, KSuperScales, KSuperMins, KSuperD, 0};
+const BlockFormat::SuperBlockInt8 kQ6_KSuper{Q6_KSuperChunk, Q6_KSuperScales, nullptr, Q6_KSuperD, 32};
+
 const BlockFormat kFormats[] = {
     {"q4_0", 32, 18, 32, false, Q4_0Scale, Q4_0Quants, Q4_0Int8, 8, true, Q4_0Int8Pair},
     {"q4_1", 32, 20, 32, true, Q4_1ScaleMin, Q4_1Quants, Q4_1Int8, 0, true, Q4_1Int8Pair},
-    {"q4_k", 256, 144, 32, true, KScaleMin, Q4_KQuants, nullptr},
+    {"q4_k", 256, 144, 32, true, KScaleMin, Q4_KQuants, nullptr, 0, false, nullptr, &kQ4_KSuper},
     {"q5_0", 32, 22, 32, false, Q5_0Scale, Q5_0Quants, Q5_0Int8, 16, true},
-    {"q5_k", 256, 176, 32, true, KScaleMin, Q5_KQuants, nullptr},
-    {"q6_k", 256, 210, 16, false, Q6_KScale, Q6_KQuants, nullptr},
+    {"q5_k", 256, 176, 32, true, KScaleMin, Q5_KQuants, nullptr, 0, false, nullptr, &kQ5_KSuper},
+    {"q6_k", 256, 210, 16, false, Q6_KScale, Q6_KQuants, nullptr, 0, false, nullptr, &kQ6_KSuper},
     {"q8_0", 32, 34, 32, false, Q8_0Scale, Q8_0Quants, Q8_0Int8},
 };
 

@@ -59,6 +59,24 @@ struct BlockFormat {
   // load; lanes past 2 * blockBytes <= 64 are not read); null for the formats whose pairs
   // are two int8Quants side by side.
   mlir::Value (*int8QuantsPair)(mlir::OpBuilder& b, mlir::Location loc, mlir::Value pair) = nullptr;
+  // The K-quants' super-blocks of 256, which ggml dots with q8_K activations (x quantized
+  // per 256 values, CPUMatvecInt8Dot.h) as integers within the block:
+  //   dot = d * d_x * (sum_g sc[g] * (u_g . q_g) - superOffset * sum_g sc[g] * xsum16[g])
+  //         - dmin * d_x * sum_s m[s] * xsum32[s]
+  // with u the stored unsigned integers (q = u - superOffset), sc the integer scale of each
+  // 16 values g, m the integer min of each 32 values s. Null for the other formats.
+  struct SuperBlockInt8 {
+    // u of values [64 chunk, 64 chunk + 64) as vector<64 x i8>, each in [0, 63].
+    mlir::Value (*chunk)(BlockReader& r, int64_t chunk);
+    // sc of the 16 groups of 16 values as vector<16 x i32>.
+    mlir::Value (*scales)(BlockReader& r);
+    // m of the 8 groups of 32 values as vector<8 x i32>; null without a min.
+    mlir::Value (*mins)(BlockReader& r);
+    // (d, dmin) as f32 scalars; dmin null without a min.
+    std::pair<mlir::Value, mlir::Value> (*d)(BlockReader& r);
+    int64_t offset;
+  };
+  const SuperBlockInt8* superInt8 = nullptr;
 };
 
 // The format named `name`, or null.

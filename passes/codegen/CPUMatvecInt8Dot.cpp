@@ -79,6 +79,58 @@ Int8Activations QuantizeActivations(OpBuilder& b, Location loc, Value x, bool wi
   return out;
 }
 
+SuperBlockActivations QuantizeSuperBlockActivations(OpBuilder& b, Location loc, Value x, Block& entry) {
+  const int64_t blocks = cast<MemRefType>(x.getType()).getDimSize(0);
+  constexpr int64_t kWide = 16, kVectors = kSuperBlockElements / kWide;
+  SuperBlockActivations out;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&entry);
+    out.quants = memref::AllocaOp::create(b, loc, MemRefType::get({blocks, kSuperBlockElements}, b.getI8Type()));
+    out.scales = memref::AllocaOp::create(b, loc, MemRefType::get({blocks}, b.getF32Type()));
+    out.sums16 = memref::AllocaOp::create(b, loc, MemRefType::get({blocks, kVectors}, b.getI32Type()));
+    out.sums32 = memref::AllocaOp::create(b, loc, MemRefType::get({blocks, kVectors / 2}, b.getI32Type()));
+  }
+  VectorType f32s = VectorType::get({kWide}, b.getF32Type());
+  VectorType i32s = VectorType::get({kWide}, b.getI32Type());
+  VectorType i8s = VectorType::get({kWide}, b.getI8Type());
+  auto loop = scf::ForOp::create(b, loc, Index(b, loc, 0), Index(b, loc, blocks), Index(b, loc, 1));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  Value block = loop.getInductionVar();
+  SmallVector<Value> xv;
+  Value absMax;
+  for (int64_t v = 0; v < kVectors; ++v) {
+    xv.push_back(vector::LoadOp::create(b, loc, f32s, x, ValueRange{block, Index(b, loc, v * kWide)}));
+    Value abs = math::AbsFOp::create(b, loc, xv.back());
+    absMax = v ? arith::MaxNumFOp::create(b, loc, absMax, abs).getResult() : abs;
+  }
+  Value amax = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF, absMax);
+  Value nonZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, amax, F32(b, loc, 0.0f));
+  Value scale = arith::DivFOp::create(b, loc, F32(b, loc, 127.0f), amax);
+  Value inverse = arith::SelectOp::create(b, loc, nonZero, scale, F32(b, loc, 0.0f));
+  Value d = arith::SelectOp::create(b, loc, nonZero, arith::DivFOp::create(b, loc, F32(b, loc, 1.0f), scale),
+                                    F32(b, loc, 0.0f));
+  Value inverseV = vector::BroadcastOp::create(b, loc, f32s, inverse);
+  Value pairSum;
+  for (int64_t v = 0; v < kVectors; ++v) {
+    Value rounded = math::RoundEvenOp::create(b, loc, arith::MulFOp::create(b, loc, xv[v], inverseV));
+    Value ints = arith::FPToSIOp::create(b, loc, i32s, rounded);
+    vector::StoreOp::create(b, loc, arith::TruncIOp::create(b, loc, i8s, ints), out.quants,
+                            ValueRange{block, Index(b, loc, v * kWide)});
+    Value sum = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, ints);
+    memref::StoreOp::create(b, loc, sum, out.sums16, ValueRange{block, Index(b, loc, v)});
+    if (v % 2 == 0) {
+      pairSum = sum;
+    } else {
+      memref::StoreOp::create(b, loc, arith::AddIOp::create(b, loc, pairSum, sum), out.sums32,
+                              ValueRange{block, Index(b, loc, v / 2)});
+    }
+  }
+  memref::StoreOp::create(b, loc, d, out.scales, ValueRange{block});
+  return out;
+}
+
 namespace {
 
 // The declaration standing for LLVM intrinsic `name` carries its name in this attribute.
@@ -159,6 +211,15 @@ Value Int8DotLanesUnsignedAvx512(OpBuilder& b, Location loc, Value u, Value q, b
   Value ones = arith::ConstantOp::create(b, loc, i16s, DenseElementsAttr::get(i16s, int16_t(1)));
   Value lanes = CallX86(b, loc, i32s, "llvm.x86.avx512.pmaddw.d.512", {pairs, ones});
   return acc ? arith::AddIOp::create(b, loc, acc, lanes).getResult() : lanes;
+}
+
+Value Int8ScaledDotLanesAvx512(OpBuilder& b, Location loc, Value u, Value q, Value s, bool vnni, Value acc) {
+  auto bytes = cast<VectorType>(u.getType());
+  VectorType i16s = VectorType::get({bytes.getNumElements() / 2}, b.getIntegerType(16));
+  VectorType i32s = VectorType::get({bytes.getNumElements() / 4}, b.getI32Type());
+  Value pairs = CallX86(b, loc, i16s, "llvm.x86.avx512.pmaddubs.w.512", {u, q});
+  if (vnni) return CallX86(b, loc, i32s, "llvm.x86.avx512.vpdpwssd.512", {acc, pairs, s});
+  return arith::AddIOp::create(b, loc, acc, CallX86(b, loc, i32s, "llvm.x86.avx512.pmaddw.d.512", {pairs, s}));
 }
 
 void LowerDeferredIntrinsicCalls(ModuleOp module) {

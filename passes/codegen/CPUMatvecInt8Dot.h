@@ -32,6 +32,26 @@ struct Int8Activations {
 Int8Activations QuantizeActivations(mlir::OpBuilder& b, mlir::Location loc, mlir::Value x, bool withSums,
                                     mlir::Block& entry);
 
+// Values per K-quant super-block (ggml's QK_K) and the q8_K activations its dots take:
+// per 256 values
+//   amax = max |x[j]|, s = 127 / amax, q[j] = roundeven(x[j] * s), d = 1 / s   (0 if amax = 0)
+// d kept f32, and the integer sums of q over each 16 and each 32 values (ggml's
+// quantize_row_q8_K takes s = -127 / x[j] at the largest |x[j]|: q and d of the opposite
+// signs when that x is positive, the same products).
+inline constexpr int64_t kSuperBlockElements = 256;
+
+struct SuperBlockActivations {
+  mlir::Value quants;  // memref<B x 256 x i8>
+  mlir::Value scales;  // memref<B x f32>: d
+  mlir::Value sums16;  // memref<B x 16 x i32>
+  mlir::Value sums32;  // memref<B x 8 x i32>
+};
+
+// Emits the q8_K quantization of `x` (a memref<B x 256 x f32>, B static, unit inner stride)
+// at the builder's insertion point, its buffers allocated at the start of `entry`.
+SuperBlockActivations QuantizeSuperBlockActivations(mlir::OpBuilder& b, mlir::Location loc, mlir::Value x,
+                                                    mlir::Block& entry);
+
 // The int32 lanes of w . q for two vector<32 x i8> (w in [-128, 127], q in [-127, 127]).
 // `x86Avx2`: with AVX2's byte multiply-adds (llvm.x86.avx2.* intrinsics: vpsignb,
 // vpmaddubsw, vpmaddwd), as ggml's AVX2 code; otherwise plain vector ops.
@@ -50,5 +70,13 @@ mlir::Value Int8DotLanesAvx512(mlir::OpBuilder& b, mlir::Location loc, mlir::Val
 // saturate (|pair| <= 2 * 128 * 127).
 mlir::Value Int8DotLanesUnsignedAvx512(mlir::OpBuilder& b, mlir::Location loc, mlir::Value u, mlir::Value q, bool vnni,
                                        mlir::Value acc = {});
+
+// The K-quants' scaled lanes: `acc` (vector<16 x i32>) plus, in lane i, the sum over the byte
+// pairs 2i and 2i + 1 of (u . q)_pair * s_pair for `u` (vector<64 x i8>, each in [0, 127]),
+// `q` (each in [-127, 127]) and `s` (vector<32 x i16>, one per pair; |s| <= 127):
+// vpmaddubsw (|pair| <= 2 * 127 * 127, never saturates), then with `vnni` one vpdpwssd,
+// else vpmaddwd + vpaddd.
+mlir::Value Int8ScaledDotLanesAvx512(mlir::OpBuilder& b, mlir::Location loc, mlir::Value u, mlir::Value q,
+                                     mlir::Value s, bool vnni, mlir::Value acc);
 
 }  // namespace hexir::codegen

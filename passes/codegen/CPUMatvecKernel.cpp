@@ -56,6 +56,9 @@ MatvecTiles ChooseMatvecTiles(const CPUTarget& target) {
 // The most activation blocks quantized into the kernel's stack (80 KiB at 2048).
 constexpr int64_t kMaxInt8ActivationBlocks = 2048;
 
+// Super-block rows of at most this many blocks are unrolled (emitInt8SuperBlocks).
+constexpr int64_t kUnrolledSuperBlocks = 8;
+
 // How far ahead of the bytes being read each dense row is prefetched: the R rows are R
 // streams a row apart, which the hardware prefetchers alone do not keep ahead of the loads.
 constexpr int64_t kPrefetchBytes = 512;
@@ -405,6 +408,85 @@ class MatvecEmitter {
     return next;
   }
 
+  // K-quant super-blocks dotted with q8_K activations (BlockFormat::SuperBlockInt8; AVX-512:
+  // 64 values a vector). Per row and block:
+  //   isum (16 int32 lanes) = sum_c lanes(u_c . q_c) * sc(c's groups) - offset * sc * xsum16
+  //   acc[r] (16 f32) += (d_w d_x) * isum;  with mins accMin[r] (8 f32) += (dmin_w d_x) * m * xsum32
+  // y[n] += sum(acc) - sum(accMin): llama.cpp's vec_dot_<k>_q8_K, exact within a block.
+  void emitInt8SuperBlocks(const BlockMatvec& m, linalg::GenericOp op) {
+    const BlockFormat& f = *m.format;
+    const BlockFormat::SuperBlockInt8& s = *f.superInt8;
+    constexpr int64_t kChunk = 64, kGroups = kSuperBlockElements / 16, kMinGroups = kSuperBlockElements / 32;
+    const int64_t blocks = cast<ShapedType>(m.x.getType()).getDimSize(0);
+    VectorType accType = VectorType::get({kGroups}, b.getF32Type()), minType = VectorType::get({kMinGroups}, b.getF32Type());
+    VectorType i32s = VectorType::get({kGroups}, b.getI32Type()), i32Mins = VectorType::get({kMinGroups}, b.getI32Type());
+    VectorType bytes = VectorType::get({kChunk}, b.getI8Type());
+    Block& entry = op->getParentOfType<func::FuncOp>().getBody().front();
+    SuperBlockActivations x = QuantizeSuperBlockActivations(b, loc, m.x, entry);
+    const bool hasMin = s.mins != nullptr;
+    forRowGroups(memref::DimOp::create(b, loc, m.y, 0), t.decodedRows, [&](Value n0, int64_t rows) {
+      SmallVector<Value> rowAt = rowValues(n0, rows);
+      SmallVector<Value> weightRow = weightRows(m, op, rowAt);
+      SmallVector<Value> init(rows, zeroVector(accType));
+      if (hasMin) init.append(rows, zeroVector(minType));
+      auto step = [&](Value block, ValueRange acc) {
+        SmallVector<Value> next(acc);
+        Value base = arith::MulIOp::create(b, loc, block, index(f.blockBytes));
+        prefetchRows(m.weights, weightRow, add(base, kBlockPrefetchBytes));
+        SmallVector<Value> q;
+        for (int64_t c = 0; c < kSuperBlockElements / kChunk; ++c)
+          q.push_back(vector::LoadOp::create(b, loc, bytes, x.quants, ValueRange{block, index(c * kChunk)}));
+        Value dx = memref::LoadOp::create(b, loc, x.scales, ValueRange{block});
+        Value sums16 = s.offset ? vector::LoadOp::create(b, loc, i32s, x.sums16, ValueRange{block, index(0)}).getResult()
+                                : Value();
+        Value sums32 = hasMin ? vector::LoadOp::create(b, loc, i32Mins, x.sums32, ValueRange{block, index(0)}).getResult()
+                              : Value();
+        for (int64_t r = 0; r < rows; ++r) {
+          BlockReader reader{b, loc, m.weights, weightRow[r], base};
+          Value scales = s.scales(reader);
+          Value isum = zeroLike(scales);
+          if (s.offset)
+            isum = arith::MulIOp::create(b, loc, arith::MulIOp::create(b, loc, scales, sums16), intSplat(i32s, -s.offset));
+          Value narrow = arith::TruncIOp::create(b, loc, VectorType::get({kGroups}, b.getIntegerType(16)), scales);
+          for (int64_t c = 0; c < kSuperBlockElements / kChunk; ++c) {
+            SmallVector<int64_t> groups;  // byte pair j of the chunk: values 2j, 2j + 1, group 4c + j / 8
+            for (int64_t j = 0; j < kChunk / 2; ++j) groups.push_back(4 * c + j / 8);
+            Value pairScales = vector::ShuffleOp::create(b, loc, narrow, narrow, groups);
+            isum = Int8ScaledDotLanesAvx512(b, loc, s.chunk(reader, c), q[c], pairScales, t.int8DotAccumulate, isum);
+          }
+          auto [d, dmin] = s.d(reader);
+          Value both = arith::MulFOp::create(b, loc, d, dx);
+          next[r] = vector::FMAOp::create(b, loc, arith::SIToFPOp::create(b, loc, accType, isum),
+                                          vector::BroadcastOp::create(b, loc, accType, both), next[r]);
+          if (hasMin) {
+            Value mins = arith::MulIOp::create(b, loc, s.mins(reader), sums32);
+            Value minBoth = arith::MulFOp::create(b, loc, dmin, dx);
+            next[rows + r] = vector::FMAOp::create(b, loc, arith::SIToFPOp::create(b, loc, minType, mins),
+                                                   vector::BroadcastOp::create(b, loc, minType, minBoth), next[rows + r]);
+          }
+        }
+        return next;
+      };
+      // Rows of a few blocks (K <= 2048: a layer's projections) unrolled: the loop's own
+      // overhead and its exit are a third of a 3-block row's time.
+      SmallVector<Value> sums;
+      if (blocks <= kUnrolledSuperBlocks) {
+        sums = init;
+        for (int64_t blk = 0; blk < blocks; ++blk) sums = step(index(blk), sums);
+      } else {
+        scf::ForOp loop = forLoopCarrying(index(0), index(blocks), index(1), init, step);
+        sums.assign(loop.getResults().begin(), loop.getResults().end());
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        Value minus;
+        if (hasMin)
+          minus = arith::NegFOp::create(b, loc, vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                                                            sums[rows + r], arith::FastMathFlags::reassoc));
+        accumulate(m.y, rowAt[r], sums[r], minus);
+      }
+    });
+  }
+
   void emitBlocks(const BlockMatvec& m, linalg::GenericOp op) {
     const BlockFormat& f = *m.format;
     VectorType vec = VectorType::get({kBlockLanes}, b.getF32Type());
@@ -456,6 +538,9 @@ class MatvecEmitter {
     return arith::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, 0.0f));
   }
   Value byteSplat(VectorType type, int8_t v) {
+    return arith::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, v));
+  }
+  Value intSplat(VectorType type, int32_t v) {
     return arith::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, v));
   }
   Value zeroLike(Value v) {
@@ -569,11 +654,17 @@ class MatvecEmitter {
   const MatvecTiles& t;
 };
 
-// The format has int8 dots and x a static count of blocks the stack can hold.
-bool TakesInt8Dots(const BlockMatvec& m) {
+// How a block matvec dots: with 8-bit activations when x is a static count of blocks the
+// stack can hold and the format has int8 dots (the K-quants' super-blocks on AVX-512 only).
+enum class BlockDots { kF32, kInt8, kInt8SuperBlocks };
+BlockDots ChooseBlockDots(const BlockMatvec& m, const MatvecTiles& tiles) {
   int64_t blocks = cast<ShapedType>(m.x.getType()).getDimSize(m.rowDim);
-  return m.format->int8Quants && m.format->blockElements == kInt8BlockElements && !ShapedType::isDynamic(blocks) &&
-         blocks <= kMaxInt8ActivationBlocks;
+  const BlockFormat& f = *m.format;
+  if (ShapedType::isDynamic(blocks) || blocks * f.blockElements > kMaxInt8ActivationBlocks * kInt8BlockElements)
+    return BlockDots::kF32;
+  if (f.int8Quants && f.blockElements == kInt8BlockElements) return BlockDots::kInt8;
+  if (f.superInt8 && f.blockElements == kSuperBlockElements && tiles.x86Avx512) return BlockDots::kInt8SuperBlocks;
+  return BlockDots::kF32;
 }
 
 bool TakesMatvecKernel(linalg::LinalgOp op) { return MatchDense(op) || MatchBlocks(op); }
@@ -622,10 +713,13 @@ void LowerMatvecsToVectorKernels(func::FuncOp kernel, const CPUTarget& target) {
     } else {
       BlockMatvec blocks = *MatchBlocks(op);
       auto generic = cast<linalg::GenericOp>(op.getOperation());
-      const bool int8 = TakesInt8Dots(blocks);
+      const BlockDots dots = ChooseBlockDots(blocks, tiles);
       ForEachMatvecRow(b, op.getLoc(), blocks, [&](const BlockMatvec& row) {
-        if (int8) emitter.emitInt8Blocks(row, generic);
-        else emitter.emitBlocks(row, generic);
+        switch (dots) {
+          case BlockDots::kInt8: return emitter.emitInt8Blocks(row, generic);
+          case BlockDots::kInt8SuperBlocks: return emitter.emitInt8SuperBlocks(row, generic);
+          case BlockDots::kF32: return emitter.emitBlocks(row, generic);
+        }
       });
     }
     op->erase();

@@ -29,6 +29,13 @@
 //   blocks: for each block b: acc[r] += (d_w * d_x[b]) * int32 lanes of sum_v w_q[v] * q[b][v]
 //                               (+ m_w * sum_x[b] into a scalar, for q4_1's min)
 // (the integer lanes on AVX2 as ggml computes them: vpsignb, vpmaddubsw, vpmaddwd).
+// q4_k, q5_k, q6_k with K static (<= 256 super-blocks) on AVX-512 dot ggml's q8_K activations
+// (x quantized per 256 values, f32 scale, integer sums per 16 and 32 values) within each
+// super-block in integers, as llama.cpp's vec_dot_<k>_q8_K:
+//   isum = sum over 64-value chunks c of vpmaddubsw(u_c, q_c) * sc (per 16 values; vpdpwssd)
+//          (- 32 * sc . xsum16 for q6_k)
+//   acc[r] += (d_w * d_x[b]) * isum  (16 lanes)   accMin[r] += (dmin_w * d_x[b]) * m . xsum32
+// rows of at most 8 super-blocks unrolled.
 // Each step first prefetches every row 512 bytes (f32), 4096 (f16) or 8192 (blocks) past the
 // bytes it reads (R rows are R streams, which the hardware prefetchers alone leave waiting
 // on memory).

@@ -112,6 +112,59 @@ void QuantizedReference(const GgmlBlockInfo& format, const HostTensor& w, const 
   }
 }
 
+// The K-quants (q4_k, q5_k, q6_k) on targets with AVX512BW dot with ggml's q8_K activations
+// (CPUMatvecInt8Dot.h): per 256 values s = 127 / amax, q = the nearest integer (ties to even)
+// to x * s, d = 1 / s (f32).
+bool TakesSuperBlockActivations(const GgmlBlockInfo& format, bool avx512) {
+  std::string name = format.name;
+  return avx512 && (name == "q4_k" || name == "q5_k" || name == "q6_k");
+}
+bool HostHasAvx512() {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+#else
+  return false;
+#endif
+}
+
+// y = W a in double, a the q8_K-quantized x (values d * q), tolerance 1e-5 of sum |w a|.
+void SuperBlockReference(const GgmlBlockInfo& format, const HostTensor& w, const HostTensor& x, int64_t n, int64_t k,
+                         HostTensor* y, std::vector<double>* bound) {
+  std::vector<double> a(k);
+  for (int64_t b = 0; b < k / 256; ++b) {
+    const float* v = F32(x) + 256 * b;
+    float amax = 0;
+    for (int j = 0; j < 256; ++j) amax = std::max(amax, std::fabs(v[j]));
+    const float s = amax != 0.0f ? 127.0f / amax : 0.0f, d = amax != 0.0f ? 1.0f / s : 0.0f;
+    for (int j = 0; j < 256; ++j) a[256 * b + j] = double(d) * std::nearbyint(v[j] * s);
+  }
+  *y = ZerosF32({n});
+  bound->assign(n, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    double acc = 0, mag = 0;
+    for (int64_t b = 0; b < k / 256; ++b) {
+      double values[256];
+      DequantizeBlock(format, &w.bytes[i * format.RowBytes(k) + b * format.block_bytes], values);
+      for (int j = 0; j < 256; ++j) acc += values[j] * a[256 * b + j], mag += std::fabs(values[j] * a[256 * b + j]);
+    }
+    F32(*y)[i] = float(acc);
+    (*bound)[i] = 1e-5 * mag + 1e-6;
+  }
+}
+
+// The reference of the kernel a target with (`avx512`) or without AVX512BW runs for `format`.
+void FormatReference(const GgmlBlockInfo& format, bool avx512, const HostTensor& w, const HostTensor& x, int64_t n,
+                     int64_t k, HostTensor* y, std::vector<double>* bound) {
+  if (TakesInt8Activations(format)) return QuantizedReference(format, w, x, n, k, y, bound);
+  if (TakesSuperBlockActivations(format, avx512)) return SuperBlockReference(format, w, x, n, k, y, bound);
+  std::vector<double> values(n * k);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t b = 0; b < k / format.block_elements; ++b)
+      DequantizeBlock(format, &w.bytes[i * format.RowBytes(k) + b * format.block_bytes],
+                      &values[i * k + b * format.block_elements]);
+  Reference(values, x, n, k, y, bound);
+}
+
 void RequireWithin(const HostTensor& actual, const HostTensor& expected, const std::vector<double>& bound) {
   REQUIRE(actual.dims == expected.dims);
   for (size_t i = 0; i < bound.size(); ++i) {
@@ -191,17 +244,8 @@ TEST_CASE("block-format matvecs of every GGUF type match ggml's dequantization i
       c.n = n, c.k = k;
       source += BlockMatvecSource(c.function, format, dynamic ? -1 : n, k);
       c.w = RandomBlocks(format, n, k, seed++);
-      std::vector<double> w(n * k);
-      const int64_t nb = k / format.block_elements;
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t b = 0; b < nb; ++b)
-          DequantizeBlock(format, &c.w.bytes[i * format.RowBytes(k) + b * format.block_bytes],
-                     &w[i * k + b * format.block_elements]);
       c.x = RandomF32({k}, seed++);
-      if (TakesInt8Activations(format))
-        QuantizedReference(format, c.w, c.x, n, k, &c.expected, &c.bound);
-      else
-        Reference(w, c.x, n, k, &c.expected, &c.bound);
+      FormatReference(format, HostHasAvx512(), c.w, c.x, n, k, &c.expected, &c.bound);
       cases.push_back(std::move(c));
     }
   }
@@ -240,16 +284,8 @@ TEST_CASE("block-format matmuls of a dynamic count of rows (the prompt's form) e
         for (int64_t r = 0; r < m; ++r) {
           HostTensor row = ZerosF32({c.k}), y;
           std::memcpy(F32(row), F32(x) + r * c.k, 4 * c.k);
-          std::vector<double> rowBound, w(n * c.k);
-          if (TakesInt8Activations(*c.format)) {
-            QuantizedReference(*c.format, c.w, row, n, c.k, &y, &rowBound);
-          } else {
-            for (int64_t i = 0; i < n; ++i)
-              for (int64_t b = 0; b < c.k / c.format->block_elements; ++b)
-                DequantizeBlock(*c.format, &c.w.bytes[i * c.format->RowBytes(c.k) + b * c.format->block_bytes],
-                                &w[i * c.k + b * c.format->block_elements]);
-            Reference(w, row, n, c.k, &y, &rowBound);
-          }
+          std::vector<double> rowBound;
+          FormatReference(*c.format, HostHasAvx512(), c.w, row, n, c.k, &y, &rowBound);
           std::memcpy(F32(expected) + r * n, F32(y), 4 * n);
           bound.insert(bound.end(), rowBound.begin(), rowBound.end());
         }
@@ -262,50 +298,64 @@ TEST_CASE("block-format matmuls of a dynamic count of rows (the prompt's form) e
   }
 }
 
-TEST_CASE("8-bit-activation matvecs (q8_0, q4_0, q4_1, q5_0) equal ggml's quantized dot in double on the host, AVX-512 with and without VNNI, AVX2 and baseline x86-64") {
+TEST_CASE("8-bit-activation matvecs (q8_0, q4_0, q4_1, q5_0; the K-quants on AVX-512) equal ggml's quantized dot in double on the host, AVX-512 with and without VNNI, AVX2 and baseline x86-64") {
   // K = 25 blocks (odd: AVX-512 dots two blocks a step, then the last alone) and 24 (even),
-  // N = 67 (no multiple of the 4-row group); x has an all-zero block (scale 0) and a block
-  // where one large value leaves the others 0 or +-1.
+  // 7 and 8 super-blocks for the K-quants, N = 67 (no multiple of the 4-row group); x has an
+  // all-zero block (scale 0) and a block where one large value leaves the others 0 or +-1.
   const int64_t n = 67;
   std::string source;
-  std::vector<Case> cases;
+  struct FormatCase {
+    const GgmlBlockInfo* format;
+    Case c;
+  };
+  std::vector<FormatCase> cases;
   unsigned seed = 500;
   for (const GgmlBlockInfo& format : compiler::llama::kGgmlBlockInfos) {
-    if (!TakesInt8Activations(format)) continue;
-    for (int64_t k : {25 * 32, 24 * 32}) {
+    if (!TakesInt8Activations(format) && !TakesSuperBlockActivations(format, true)) continue;
+    const int64_t be = format.block_elements;
+    for (int64_t blocks : be == 256 ? std::vector<int64_t>{7, 8} : std::vector<int64_t>{25, 24}) {
+      const int64_t k = blocks * be;
       Case c;
-      c.function = std::string(format.name) + "_int8_" + std::to_string(k / 32);
+      c.function = std::string(format.name) + "_int8_" + std::to_string(blocks);
       c.n = n, c.k = k;
       source += BlockMatvecSource(c.function, format, n, k);
       c.w = RandomBlocks(format, n, k, seed++);
       c.x = RandomF32({k}, seed++, -3, 3);
-      for (int j = 0; j < 32; ++j) F32(c.x)[3 * 32 + j] = 0, F32(c.x)[7 * 32 + j] *= 0.01f;
-      F32(c.x)[7 * 32 + 5] = 250;
-      QuantizedReference(format, c.w, c.x, n, k, &c.expected, &c.bound);
-      cases.push_back(std::move(c));
+      const int64_t zero = (be == 256 ? 1 : 3) * be, spike = (be == 256 ? 4 : 7) * be;
+      for (int64_t j = 0; j < be; ++j) F32(c.x)[zero + j] = 0, F32(c.x)[spike + j] *= 0.01f;
+      F32(c.x)[spike + 5] = 250;
+      cases.push_back({&format, std::move(c)});
     }
   }
   // The host's kernels (AVX-512 where it has it), AVX2's and AVX-512's with and without VNNI
-  // (where the host runs them) and a baseline x86-64 target's, one workgroup and split.
-  std::vector<std::pair<const char*, const char*>> targets = {{"host_one", "--max-workgroups=1"},
-                                                              {"host_split", ""},
-                                                              {"x86_64_one", "--cpu=x86-64 --max-workgroups=1"},
-                                                              {"x86_64_split", "--cpu=x86-64"}};
+  // (where the host runs them) and a baseline x86-64 target's, one workgroup and split; the
+  // K-quants take q8_K activations where the target has AVX512BW, f32 x elsewhere.
+  struct Target {
+    const char* name;
+    const char* flags;
+    bool avx512;
+  };
+  std::vector<Target> targets = {{"host_one", "--max-workgroups=1", HostHasAvx512()},
+                                 {"host_split", "", HostHasAvx512()},
+                                 {"x86_64_one", "--cpu=x86-64 --max-workgroups=1", false},
+                                 {"x86_64_split", "--cpu=x86-64", false}};
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    targets.push_back({"x86_64_v3_one", "--cpu=x86-64-v3 --max-workgroups=1"});
+    targets.push_back({"x86_64_v3_one", "--cpu=x86-64-v3 --max-workgroups=1", false});
   // AVX-512 without VNNI (vpmaddubsw + vpmaddwd) and with VNNI but no VBMI (vpdpbusd; the
   // nibble pairs' byte shuffle without vpermb).
   if (__builtin_cpu_supports("avx512bw"))
-    targets.push_back({"skylake_avx512_one", "--cpu=skylake-avx512 --max-workgroups=1"});
+    targets.push_back({"skylake_avx512_one", "--cpu=skylake-avx512 --max-workgroups=1", true});
   if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni"))
-    targets.push_back({"cascadelake_one", "--cpu=cascadelake --max-workgroups=1"});
+    targets.push_back({"cascadelake_one", "--cpu=cascadelake --max-workgroups=1", true});
 #endif
-  for (auto [name, flags] : targets) {
-    INFO("hexir-compile " << flags);
-    std::string module = CompileOrDie(source, std::string("matvec_int8_") + name, "cpu", flags);
-    for (const Case& c : cases) {
+  for (const Target& target : targets) {
+    INFO("hexir-compile " << target.flags);
+    std::string module = CompileOrDie(source, std::string("matvec_int8_") + target.name, "cpu", target.flags);
+    for (FormatCase& fc : cases) {
+      Case& c = fc.c;
       INFO(c.function);
+      FormatReference(*fc.format, target.avx512, c.w, c.x, n, c.k, &c.expected, &c.bound);
       auto out = RunOrDie(module, c.function, {c.w, c.x}, 1, "cpu", "--cpu-threads=0");
       RequireWithin(out[0], c.expected, c.bound);
     }

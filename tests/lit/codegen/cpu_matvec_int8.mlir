@@ -223,3 +223,53 @@ hexir.executable @q4_rows attributes {hexir.workgroup_count = array<i64: 1, 1, 1
     }
   }
 }
+
+// -----
+
+// A q4_k block matvec (super-blocks of 256) on AVX-512 dots q8_K activations: x quantized per
+// 256 values in 16-lane vectors (scale 1 / (127 / amax), kept f32; no f16 rounding), then
+// per row and super-block four 64-value chunks, each one vpmaddubsw of the weights' unsigned
+// integers with x's bytes and the pairs scaled by the 16-value groups' integer scales: with
+// VNNI (znver4) one vpdpwssd each, without (skylake-avx512) vpmaddwd; two super-blocks
+// unrolled: 8 chunks, no loop over blocks. AVX2 (x86-64-v3) keeps the f32 dots.
+// CHECK-LABEL:  hexir.executable @q4k
+// CHECK-NOT:      llvm.x86.avx512
+// CHECK:          llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// AVX512-LABEL: hexir.executable @q4k
+// AVX512:         llvm.intr.roundeven({{.*}}) : (vector<16xf32>) -> vector<16xf32>
+// AVX512-NOT:     llvm.fptrunc
+// AVX512:         llvm.call_intrinsic "llvm.x86.avx512.pmaddubs.w.512"
+// AVX512-NEXT:    llvm.call_intrinsic "llvm.x86.avx512.pmaddw.d.512"
+// AVX512-NOT:     vpdpwssd
+// VNNI-LABEL:   hexir.executable @q4k
+// VNNI:           llvm.intr.roundeven({{.*}}) : (vector<16xf32>) -> vector<16xf32>
+// VNNI-COUNT-8:   llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"
+// VNNI-NOT:       llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"
+// VNNI-NOT:       llvm.load {{.*}} -> i8
+// VNNI:           llvm.intr.vector.reduce.fadd
+hexir.executable @q4k attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @q4k(%xb: tensor<2x256xf32>, %w: tensor<6x288xi8>, %o: tensor<6xf32>, %id: index) -> tensor<6xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>],
+                           iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q4_k"}
+          ins(%xb : tensor<2x256xf32>) outs(%o : tensor<6xf32>) {
+      ^bb0(%a: f32, %acc: f32):
+        %n = linalg.index 0 : index
+        %b = linalg.index 1 : index
+        %j = linalg.index 2 : index
+        %c144 = arith.constant 144 : index
+        %c2 = arith.constant 2 : index
+        %base = arith.muli %b, %c144 : index
+        %jhalf = arith.divui %j, %c2 : index
+        %at = arith.addi %base, %jhalf : index
+        %byte = tensor.extract %w[%n, %at] : tensor<6x288xi8>
+        %u = arith.extui %byte : i8 to i32
+        %qf = arith.sitofp %u : i32 to f32
+        %p = arith.mulf %a, %qf : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<6xf32>
+      return %y : tensor<6xf32>
+    }
+  }
+}
