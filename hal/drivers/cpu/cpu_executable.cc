@@ -38,7 +38,11 @@ StatusOr<vm::Ref<Executable>> CpuExecutable::Load(const vm::ExecutableView& view
     return InvalidArgument("cpu driver: executable data (", view.size,
                            " bytes) is not an ELF shared object");
   }
-  int fd = memfd_create("hexir-cpu-executable", MFD_CLOEXEC);
+  // Named after its first entry point, so that profilers (perf's dso column, /proc/PID/maps)
+  // tell the kernels apart: "memfd:hexir-cpu:layer_dispatch_6 (deleted)".
+  std::string memfdName = "hexir-cpu";
+  if (!view.entry_points.empty()) memfdName += ":" + std::string(view.entry_points[0]).substr(0, 200);
+  int fd = memfd_create(memfdName.c_str(), MFD_CLOEXEC);
   if (fd < 0) return ResourceExhausted("cpu driver: memfd_create failed: ", std::strerror(errno));
   size_t written = 0;
   while (written < view.size) {
