@@ -30,8 +30,8 @@ struct MatvecTiles {
   bool int8DotAccumulate;  // those dots by vpdpbusd (AVX512_VNNI)
   int64_t lanes;   // f32 lanes of a dense step's vectors (8 on AVX2, 16 on AVX-512)
   int64_t unroll;  // dense vectors per row and k step (independent FMA chains)
-  int64_t rows;    // R: f32 weights
-  int64_t decodedRows;  // R: weights converted in registers (f16, int8 dots)
+  int64_t rows;    // R: blocks dotted in f32
+  int64_t decodedRows;  // R: dense weights (f32, f16) and int8 dots
 };
 
 MatvecTiles ChooseMatvecTiles(const CPUTarget& target) {
@@ -42,13 +42,16 @@ MatvecTiles ChooseMatvecTiles(const CPUTarget& target) {
   t.lanes = std::max<int64_t>(4, target.vectorBits / 32);
   t.unroll = 2;
   t.rows = 4;
-  // Weights that are converted before their FMAs (f16 widened, blocks' integer dots) are
-  // read one row at a time: one sequential stream, which the hardware prefetchers follow,
-  // instead of 4 rows a row apart; x is reloaded per row from L1 (random768, one thread,
-  // load 3-4, least CPU time per decode token of 3 alternated rounds, 1 row against 4:
-  // q4_0 -15%, q8_0 -26%, f16 -20%; f32, whose loads outrun its FMAs, +8%: kept at 4; 2 rows
-  // no better than 4 on f16, 8 rows 3% better). The block formats dotted in f32 (the
-  // K-quants, emitBlocks) keep 4: not measured.
+  // Dense weights (f32, f16 widened) and the blocks' integer dots are read one row at a time:
+  // one sequential stream, which the hardware prefetchers follow, instead of 4 rows a row
+  // apart; x is reloaded per row from L1 (random768, one thread, load 3-4, least CPU time per
+  // decode token of 3 alternated rounds, 1 row against 4: q4_0 -15%, q8_0 -26%, f16 -20%; 2
+  // rows no better than 4 on f16, 8 rows 3% better). f32 kept 4 rows and 512 bytes of
+  // prefetch until session 27 measured 1 row and 4096 bytes (kDensePrefetchBytes) at
+  // 0.66-0.70x the time per token (random768 f32, 20 tokens, two alternated rounds: 20.9-22.6
+  // against 31.7-32.2 ms; 1 row at 512 bytes 29.8-32.2, 4 rows at 4096 28.3-30.0, 2 rows at
+  // 2048 36.6-37.4, 1 row at 8192-16384 18.6-21.6). The block formats dotted in f32 (the
+  // K-quants without AVX-512, emitBlocks) keep 4: not measured.
   t.decodedRows = 1;
   return t;
 }
@@ -59,14 +62,11 @@ constexpr int64_t kMaxInt8ActivationBlocks = 2048;
 // Super-block rows of at most this many blocks are unrolled (emitInt8SuperBlocks).
 constexpr int64_t kUnrolledSuperBlocks = 8;
 
-// How far ahead of the bytes being read each dense row is prefetched: the R rows are R
-// streams a row apart, which the hardware prefetchers alone do not keep ahead of the loads.
-constexpr int64_t kPrefetchBytes = 512;
-// f16 rows further: their conversions hold the out-of-order window to fewer bytes in flight
-// (random768 f16, one thread, load 5-9, least CPU time per decode token of 3-5 alternated
-// rounds, 4 rows a group, against 512 bytes: 4096 -14% and -12% in two runs, 6144 to 16384
-// -16 to -21%; f32 at 4096 within its noise, +-10%, in four runs: kept at 512).
-constexpr int64_t kConvertedPrefetchBytes = 4096;
+// How far ahead of the bytes being read each dense row is prefetched (random768 f16, one
+// thread, load 5-9, least CPU time per decode token of 3-5 alternated rounds, 4 rows a group,
+// against 512 bytes: 4096 -14% and -12% in two runs, 6144 to 16384 -16 to -21%; f32 one row
+// a group: 512 bytes 1.42x 4096's time, see ChooseMatvecTiles).
+constexpr int64_t kDensePrefetchBytes = 4096;
 // Block rows further (random768, one thread, least CPU time per decode token of 3-4
 // alternated rounds, load 5-7, against 4096: q4_0 -20% (12288 -26%, 16384 -15%), q8_0 -12%;
 // the kernels before the VNNI dots measured 4096 against 2048: q4_0 -13 to -18%, q8_0 -20 to
@@ -226,14 +226,12 @@ class MatvecEmitter {
     int64_t step = t.lanes * t.unroll;
     // Whole steps of lanes * unroll values, then the rest one (masked) vector at a time.
     Value full = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, depth, index(step)), index(step));
-    const int64_t groupRows = wElem.isF32() ? t.rows : t.decodedRows;
-    forRowGroups(memref::DimOp::create(b, loc, m.y, 0), groupRows, [&](Value n0, int64_t rows) {
+    forRowGroups(memref::DimOp::create(b, loc, m.y, 0), t.decodedRows, [&](Value n0, int64_t rows) {
       SmallVector<Value> rowAt = rowValues(n0, rows);
       SmallVector<Value> init(rows * t.unroll, zero);
       scf::ForOp main = forLoopCarrying(index(0), full, index(step), init, [&](Value k, ValueRange acc) {
         SmallVector<Value> next(acc);
-        const int64_t ahead = wElem.isF32() ? kPrefetchBytes : kConvertedPrefetchBytes;
-        prefetchRows(m.weights, rowAt, add(k, ahead / (wElem.getIntOrFloatBitWidth() / 8)));
+        prefetchRows(m.weights, rowAt, add(k, kDensePrefetchBytes / (wElem.getIntOrFloatBitWidth() / 8)));
         for (int64_t u = 0; u < t.unroll; ++u) {
           Value ku = add(k, u * t.lanes);
           Value xv = vector::LoadOp::create(b, loc, vec, m.x, ValueRange{ku});

@@ -11,9 +11,9 @@
 //     prompt's M rows of them, a marked generic over (m, n, b, j) with x [M][K / B][B] and
 //     y [M][N] (M dynamic), lowered to a loop over m running the kernel below on the views
 //     x[m] and y[m] (each row reads the whole weight).
-// becomes, for each group of `rows` (R) rows n..n+R-1 (R = 4 for f32 weights and the blocks
-// dotted in f32; 1 for f16 weights and the int8 dots, whose conversions leave the loads of
-// 4 rows a row apart waiting on memory, where one row is one sequential stream):
+// becomes, for each group of `rows` (R) rows n..n+R-1 (R = 4 for the blocks dotted in f32; 1
+// for dense weights and the int8 dots: the loads of 4 rows a row apart wait on memory, where
+// one row is one sequential stream):
 //
 //   acc[r] = 0                                       (vectors of `lanes` f32, in registers)
 //   dense:  for k in steps of lanes*unroll: xv = x[k..]; acc[r][u] += widen(W[n+r][k..]) * xv
@@ -36,9 +36,8 @@
 //          (- 32 * sc . xsum16 for q6_k)
 //   acc[r] += (d_w * d_x[b]) * isum  (16 lanes)   accMin[r] += (dmin_w * d_x[b]) * m . xsum32
 // rows of at most 8 super-blocks unrolled.
-// Each step first prefetches every row 512 bytes (f32), 4096 (f16) or 8192 (blocks) past the
-// bytes it reads (R rows are R streams, which the hardware prefetchers alone leave waiting
-// on memory).
+// Each step first prefetches every row 4096 bytes (dense) or 8192 (blocks) past the bytes it
+// reads (the hardware prefetchers alone leave the loads waiting on memory).
 // The rows left below R run the same code with R = 1. No per-element scalar gathers: each
 // row's bytes are read with vector loads along k, x once per group of rows. The formats
 // (q8_0, q4_0, q4_1, q5_0, q4_k, q5_k, q6_k; ggml's block layouts) are decoded in

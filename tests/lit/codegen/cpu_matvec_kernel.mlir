@@ -1,13 +1,16 @@
 // RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables=cpu=x86-64-v3 | FileCheck %s
 
-// An f32 linalg.matvec becomes the vector matvec (codegen/CPUMatvecKernel.h): 4 rows x 2
-// vectors of 8 lanes per k step (8 FMA chains; each row prefetched 512 bytes, 128 floats,
-// ahead), the rest of K with masked loads, one reduction per row.
+// An f32 linalg.matvec becomes the vector matvec (codegen/CPUMatvecKernel.h): one row at a
+// time (one sequential stream), 2 vectors of 8 lanes per k step (the row prefetched 4096
+// bytes, 1024 floats, ahead), the rest of K with masked loads, one reduction per row.
 // CHECK-LABEL: hexir.executable @mv
 // CHECK:         llvm.func internal @mv_impl(
-// CHECK:           llvm.mlir.constant(128 : index)
-// CHECK-COUNT-4:   "llvm.intr.prefetch"({{.*}}) <{cache = 1 : i32, hint = 3 : i32, rw = 0 : i32}>
-// CHECK-COUNT-8:   llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK:           llvm.mlir.constant(1024 : index)
+// CHECK:           "llvm.intr.prefetch"({{.*}}) <{cache = 1 : i32, hint = 3 : i32, rw = 0 : i32}>
+// CHECK-NOT:       "llvm.intr.prefetch"
+// CHECK-COUNT-2:   llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK-NOT:       llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK:           llvm.intr.masked.load
 // CHECK:           llvm.intr.masked.load
 // CHECK:           llvm.intr.vector.reduce.fadd
 hexir.executable @mv attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
