@@ -246,31 +246,30 @@ struct Lanes {
   }
 };
 
-// q4_k / q5_k: KScaleMin's 6-bit sc and m of the 8 groups of 32 as two vector<8 x i32>, from
-// one 16-byte load of the 12 bytes at 4 (ending at byte 20 of the block): lanes s < 4 take
-// the low six bits, lanes s >= 4 four bits and two high bits from another byte.
-std::pair<Value, Value> KScalesAndMins(BlockReader& r) {
+// q4_k / q5_k: KScaleMin's 6-bit sc and m of the 8 groups, as ggml's vec_dot_q4_K_q8_K
+// unpacks them: three u32 words w0..w2 of the 12 bytes at 4, on scalar registers,
+//   sc0-3 = w0 & 0x3f..   sc4-7 = (w2 & 0x0f..) | ((w0 >> 6) & 0x03..) << 4
+//   m0-3  = w1 & 0x3f..   m4-7  = ((w2 >> 4) & 0x0f..) | ((w1 >> 6) & 0x03..) << 4
+// then one vector of their 16 bytes, widened: sc each for its two groups of 16, m as is.
+std::pair<Value, Value> KSuperScalesMins(BlockReader& r) {
+  auto c = [&](uint32_t v) { return ScalarI32(r, int64_t(int32_t(v))); };
+  auto andi = [&](Value a, uint32_t m) { return arith::AndIOp::create(r.b, r.loc, a, c(m)).getResult(); };
+  auto shr = [&](Value a, int64_t n) { return arith::ShRUIOp::create(r.b, r.loc, a, c(n)).getResult(); };
+  auto shl = [&](Value a, int64_t n) { return arith::ShLIOp::create(r.b, r.loc, a, c(n)).getResult(); };
+  auto ori = [&](Value a, Value b) { return arith::OrIOp::create(r.b, r.loc, a, b).getResult(); };
+  Value w0 = r.Word(4), w1 = r.Word(8), w2 = r.Word(12);
+  Value sc03 = andi(w0, 0x3f3f3f3f), m03 = andi(w1, 0x3f3f3f3f);
+  Value sc47 = ori(andi(w2, 0x0f0f0f0f), shl(andi(shr(w0, 6), 0x03030303), 4));
+  Value m47 = ori(andi(shr(w2, 4), 0x0f0f0f0f), shl(andi(shr(w1, 6), 0x03030303), 4));
+  Value words = vector::FromElementsOp::create(r.b, r.loc, VectorType::get({4}, r.b.getI32Type()),
+                                               ValueRange{sc03, sc47, m03, m47});
+  Value bytes = vector::BitCastOp::create(r.b, r.loc, VectorType::get({16}, r.b.getI8Type()), words);
+  Value wide = arith::ExtUIOp::create(r.b, r.loc, VectorType::get({16}, r.b.getI32Type()), bytes);
   Lanes l{r};
-  Value q = arith::ExtUIOp::create(r.b, r.loc, VectorType::get({16}, r.b.getI32Type()), r.Bytes(4, 16));
-  auto andi = [&](Value a, int64_t m) { return arith::AndIOp::create(r.b, r.loc, a, l.splat(r.b.getI32Type(), 8, m)).getResult(); };
-  auto shr = [&](Value a, int64_t n) { return arith::ShRUIOp::create(r.b, r.loc, a, l.splat(r.b.getI32Type(), 8, n)).getResult(); };
-  auto shl = [&](Value a, int64_t n) { return arith::ShLIOp::create(r.b, r.loc, a, l.splat(r.b.getI32Type(), 8, n)).getResult(); };
-  auto ori = [&](Value a, Value c) { return arith::OrIOp::create(r.b, r.loc, a, c).getResult(); };
-  Value low = arith::ConstantOp::create(
-      r.b, r.loc, VectorType::get({8}, r.b.getI1Type()),
-      DenseElementsAttr::get(VectorType::get({8}, r.b.getI1Type()), ArrayRef<bool>{true, true, true, true, false, false, false, false}));
-  Value scA = l.pick(q, {0, 1, 2, 3, 8, 9, 10, 11}), scHigh = l.pick(q, {0, 1, 2, 3, 0, 1, 2, 3});
-  Value mA = l.pick(q, {4, 5, 6, 7, 8, 9, 10, 11}), mHigh = l.pick(q, {4, 5, 6, 7, 4, 5, 6, 7});
-  Value sc = arith::SelectOp::create(r.b, r.loc, low, andi(scA, 63), ori(andi(scA, 15), shl(shr(scHigh, 6), 4)));
-  Value m = arith::SelectOp::create(r.b, r.loc, low, andi(mA, 63), ori(shr(mA, 4), shl(shr(mHigh, 6), 4)));
-  return {sc, m};
-}
-Value KSuperScales(BlockReader& r) {
   SmallVector<int64_t> twice;
   for (int64_t g = 0; g < 16; ++g) twice.push_back(g / 2);
-  return Lanes{r}.pick(KScalesAndMins(r).first, twice);
+  return {l.pick(wide, twice), l.pick(wide, {8, 9, 10, 11, 12, 13, 14, 15})};
 }
-Value KSuperMins(BlockReader& r) { return KScalesAndMins(r).second; }
 std::pair<Value, Value> KSuperD(BlockReader& r) { return {r.Half(0), r.Half(2)}; }
 // q4_k chunk c: bytes [16 + 32c, + 32), low nibbles (group 2c) then high ones (2c + 1).
 Value Q4_KSuperChunk(BlockReader& r, int64_t c) { return Bytes32{r}.lowThenHigh(r.Bytes(16 + 32 * c, 32)); }
@@ -303,14 +302,14 @@ Value Q6_KSuperChunk(BlockReader& r, int64_t c) {
   return arith::OrIOp::create(r.b, r.loc, nibbles, arith::ShLIOp::create(r.b, r.loc, two, l.splat(r.b.getI8Type(), 64, 4)));
 }
 // q6_k: the 16 signed scales at 192, d at 208.
-Value Q6_KSuperScales(BlockReader& r) {
-  return arith::ExtSIOp::create(r.b, r.loc, VectorType::get({16}, r.b.getI32Type()), r.Bytes(192, 16));
+std::pair<Value, Value> Q6_KSuperScales(BlockReader& r) {
+  return {arith::ExtSIOp::create(r.b, r.loc, VectorType::get({16}, r.b.getI32Type()), r.Bytes(192, 16)), Value()};
 }
 std::pair<Value, Value> Q6_KSuperD(BlockReader& r) { return {r.Half(208), Value()}; }
 
-const BlockFormat::SuperBlockInt8 kQ4_KSuper{Q4_KSuperChunk, KSuperScales, KSuperMins, KSuperD, 0};
-const BlockFormat::SuperBlockInt8 kQ5_KSuper{Q5_KSuperChunk, KSuperScales, KSuperMins, KSuperD, 0};
-const BlockFormat::SuperBlockInt8 kQ6_KSuper{Q6_KSuperChunk, Q6_KSuperScales, nullptr, Q6_KSuperD, 32};
+const BlockFormat::SuperBlockInt8 kQ4_KSuper{Q4_KSuperChunk, KSuperScalesMins, KSuperD, 0, true};
+const BlockFormat::SuperBlockInt8 kQ5_KSuper{Q5_KSuperChunk, KSuperScalesMins, KSuperD, 0, true};
+const BlockFormat::SuperBlockInt8 kQ6_KSuper{Q6_KSuperChunk, Q6_KSuperScales, Q6_KSuperD, 32, false};
 
 const BlockFormat kFormats[] = {
     {"q4_0", 32, 18, 32, false, Q4_0Scale, Q4_0Quants, Q4_0Int8, 8, true, Q4_0Int8Pair},

@@ -68,13 +68,13 @@ struct BlockFormat {
   struct SuperBlockInt8 {
     // u of values [64 chunk, 64 chunk + 64) as vector<64 x i8>, each in [0, 63].
     mlir::Value (*chunk)(BlockReader& r, int64_t chunk);
-    // sc of the 16 groups of 16 values as vector<16 x i32>.
-    mlir::Value (*scales)(BlockReader& r);
-    // m of the 8 groups of 32 values as vector<8 x i32>; null without a min.
-    mlir::Value (*mins)(BlockReader& r);
+    // sc of the 16 groups of 16 values as vector<16 x i32>, and m of the 8 groups of 32
+    // values as vector<8 x i32> (null without a min).
+    std::pair<mlir::Value, mlir::Value> (*scalesMins)(BlockReader& r);
     // (d, dmin) as f32 scalars; dmin null without a min.
     std::pair<mlir::Value, mlir::Value> (*d)(BlockReader& r);
     int64_t offset;
+    bool hasMin;
   };
   const SuperBlockInt8* superInt8 = nullptr;
 };

@@ -47,11 +47,11 @@ MatvecTiles ChooseMatvecTiles(const CPUTarget& target) {
   // apart; x is reloaded per row from L1 (random768, one thread, load 3-4, least CPU time per
   // decode token of 3 alternated rounds, 1 row against 4: q4_0 -15%, q8_0 -26%, f16 -20%; 2
   // rows no better than 4 on f16, 8 rows 3% better). f32 kept 4 rows and 512 bytes of
-  // prefetch until session 27 measured 1 row and 4096 bytes (kDensePrefetchBytes) at
-  // 0.66-0.70x the time per token (random768 f32, 20 tokens, two alternated rounds: 20.9-22.6
-  // against 31.7-32.2 ms; 1 row at 512 bytes 29.8-32.2, 4 rows at 4096 28.3-30.0, 2 rows at
-  // 2048 36.6-37.4, 1 row at 8192-16384 18.6-21.6). The block formats dotted in f32 (the
-  // K-quants without AVX-512, emitBlocks) keep 4: not measured.
+  // software prefetch until session 27: one row and 4096 bytes took 0.66-0.70x the time per
+  // token (random768 f32, 20 tokens, two alternated rounds: 20.9-22.6 against 31.7-32.2 ms;
+  // 4 rows at 4096 28.3-30.0, 2 rows at 2048 36.6-37.4), and one row without software
+  // prefetch 0.86x of that (below). The block formats dotted in f32 (the K-quants
+  // without AVX-512, emitBlocks) keep 4: not measured.
   t.decodedRows = 1;
   return t;
 }
@@ -62,12 +62,13 @@ constexpr int64_t kMaxInt8ActivationBlocks = 2048;
 // Super-block rows of at most this many blocks are unrolled (emitInt8SuperBlocks).
 constexpr int64_t kUnrolledSuperBlocks = 8;
 
-// How far ahead of the bytes being read each dense row is prefetched (random768 f16, one
-// thread, load 5-9, least CPU time per decode token of 3-5 alternated rounds, 4 rows a group,
-// against 512 bytes: 4096 -14% and -12% in two runs, 6144 to 16384 -16 to -21%; f32 one row
-// a group: 512 bytes 1.42x 4096's time, see ChooseMatvecTiles).
-constexpr int64_t kDensePrefetchBytes = 4096;
-// Block rows further (random768, one thread, least CPU time per decode token of 3-4
+// Dense rows and the K-quants' super-block rows (one row at a time) are not prefetched in
+// software: the hardware prefetchers alone keep one sequential stream ahead (random768,
+// one thread, least CPU time per decode token of 3 alternated rounds, 20 tokens, session 27,
+// without against with (4096 bytes dense, 8192 blocks): f16 0.87x, f32 0.86x, q4_k 0.72x,
+// q5_k 0.80x, q6_k 0.76x; the 32-value int8 dots below keep theirs: q8_0 1.30x slower
+// without, q4_0 0.93x, q4_1 0.94x, q5_0 1.01x).
+// How far ahead the 32-value blocks' rows are prefetched (random768, one thread, least CPU time per decode token of 3-4
 // alternated rounds, load 5-7, against 4096: q4_0 -20% (12288 -26%, 16384 -15%), q8_0 -12%;
 // the kernels before the VNNI dots measured 4096 against 2048: q4_0 -13 to -18%, q8_0 -20 to
 // -26%, 8192 no better then; 512 was 12% slower than 2048 on q8_0).
@@ -231,7 +232,6 @@ class MatvecEmitter {
       SmallVector<Value> init(rows * t.unroll, zero);
       scf::ForOp main = forLoopCarrying(index(0), full, index(step), init, [&](Value k, ValueRange acc) {
         SmallVector<Value> next(acc);
-        prefetchRows(m.weights, rowAt, add(k, kDensePrefetchBytes / (wElem.getIntOrFloatBitWidth() / 8)));
         for (int64_t u = 0; u < t.unroll; ++u) {
           Value ku = add(k, u * t.lanes);
           Value xv = vector::LoadOp::create(b, loc, vec, m.x, ValueRange{ku});
@@ -421,7 +421,7 @@ class MatvecEmitter {
     VectorType bytes = VectorType::get({kChunk}, b.getI8Type());
     Block& entry = op->getParentOfType<func::FuncOp>().getBody().front();
     SuperBlockActivations x = QuantizeSuperBlockActivations(b, loc, m.x, entry);
-    const bool hasMin = s.mins != nullptr;
+    const bool hasMin = s.hasMin;
     forRowGroups(memref::DimOp::create(b, loc, m.y, 0), t.decodedRows, [&](Value n0, int64_t rows) {
       SmallVector<Value> rowAt = rowValues(n0, rows);
       SmallVector<Value> weightRow = weightRows(m, op, rowAt);
@@ -430,7 +430,6 @@ class MatvecEmitter {
       auto step = [&](Value block, ValueRange acc) {
         SmallVector<Value> next(acc);
         Value base = arith::MulIOp::create(b, loc, block, index(f.blockBytes));
-        prefetchRows(m.weights, weightRow, add(base, kBlockPrefetchBytes));
         SmallVector<Value> q;
         for (int64_t c = 0; c < kSuperBlockElements / kChunk; ++c)
           q.push_back(vector::LoadOp::create(b, loc, bytes, x.quants, ValueRange{block, index(c * kChunk)}));
@@ -441,7 +440,7 @@ class MatvecEmitter {
                               : Value();
         for (int64_t r = 0; r < rows; ++r) {
           BlockReader reader{b, loc, m.weights, weightRow[r], base};
-          Value scales = s.scales(reader);
+          auto [scales, minsOfGroups] = s.scalesMins(reader);
           Value isum = zeroLike(scales);
           if (s.offset)
             isum = arith::MulIOp::create(b, loc, arith::MulIOp::create(b, loc, scales, sums16), intSplat(i32s, -s.offset));
@@ -457,7 +456,7 @@ class MatvecEmitter {
           next[r] = vector::FMAOp::create(b, loc, arith::SIToFPOp::create(b, loc, accType, isum),
                                           vector::BroadcastOp::create(b, loc, accType, both), next[r]);
           if (hasMin) {
-            Value mins = arith::MulIOp::create(b, loc, s.mins(reader), sums32);
+            Value mins = arith::MulIOp::create(b, loc, minsOfGroups, sums32);
             Value minBoth = arith::MulFOp::create(b, loc, dmin, dx);
             next[rows + r] = vector::FMAOp::create(b, loc, arith::SIToFPOp::create(b, loc, minType, mins),
                                                    vector::BroadcastOp::create(b, loc, minType, minBoth), next[rows + r]);

@@ -36,8 +36,8 @@
 //          (- 32 * sc . xsum16 for q6_k)
 //   acc[r] += (d_w * d_x[b]) * isum  (16 lanes)   accMin[r] += (dmin_w * d_x[b]) * m . xsum32
 // rows of at most 8 super-blocks unrolled.
-// Each step first prefetches every row 4096 bytes (dense) or 8192 (blocks) past the bytes it
-// reads (the hardware prefetchers alone leave the loads waiting on memory).
+// Each step of the 32-value blocks first prefetches every row 8192 bytes past the bytes it
+// reads; dense and super-block rows are left to the hardware prefetchers (faster here).
 // The rows left below R run the same code with R = 1. No per-element scalar gathers: each
 // row's bytes are read with vector loads along k, x once per group of rows. The formats
 // (q8_0, q4_0, q4_1, q5_0, q4_k, q5_k, q6_k; ggml's block layouts) are decoded in

@@ -231,7 +231,8 @@ hexir.executable @q4_rows attributes {hexir.workgroup_count = array<i64: 1, 1, 1
 // per row and super-block four 64-value chunks, each one vpmaddubsw of the weights' unsigned
 // integers with x's bytes and the pairs scaled by the 16-value groups' integer scales: with
 // VNNI (znver4) one vpdpwssd each, without (skylake-avx512) vpmaddwd; two super-blocks
-// unrolled: 8 chunks, no loop over blocks. AVX2 (x86-64-v3) keeps the f32 dots.
+// unrolled: 8 chunks, no loop over blocks, no software prefetch (the hardware's follows the
+// one row). AVX2 (x86-64-v3) keeps the f32 dots.
 // CHECK-LABEL:  hexir.executable @q4k
 // CHECK-NOT:      llvm.x86.avx512
 // CHECK:          llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
@@ -243,6 +244,7 @@ hexir.executable @q4_rows attributes {hexir.workgroup_count = array<i64: 1, 1, 1
 // AVX512-NOT:     vpdpwssd
 // VNNI-LABEL:   hexir.executable @q4k
 // VNNI:           llvm.intr.roundeven({{.*}}) : (vector<16xf32>) -> vector<16xf32>
+// VNNI-NOT:       "llvm.intr.prefetch"
 // VNNI-COUNT-8:   llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"
 // VNNI-NOT:       llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"
 // VNNI-NOT:       llvm.load {{.*}} -> i8

@@ -1,12 +1,10 @@
 // RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables=cpu=x86-64-v3 | FileCheck %s
 
 // An f32 linalg.matvec becomes the vector matvec (codegen/CPUMatvecKernel.h): one row at a
-// time (one sequential stream), 2 vectors of 8 lanes per k step (the row prefetched 4096
-// bytes, 1024 floats, ahead), the rest of K with masked loads, one reduction per row.
+// time (one sequential stream, no software prefetch: the hardware's follows it), 2 vectors of
+// 8 lanes per k step, the rest of K with masked loads, one reduction per row.
 // CHECK-LABEL: hexir.executable @mv
 // CHECK:         llvm.func internal @mv_impl(
-// CHECK:           llvm.mlir.constant(1024 : index)
-// CHECK:           "llvm.intr.prefetch"({{.*}}) <{cache = 1 : i32, hint = 3 : i32, rw = 0 : i32}>
 // CHECK-NOT:       "llvm.intr.prefetch"
 // CHECK-COUNT-2:   llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
 // CHECK-NOT:       llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
@@ -24,12 +22,10 @@ hexir.executable @mv attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
 
 // -----
 
-// f16 weights (a generic widening them): one row at a time (one sequential stream), vector
-// loads of 8 halves, widened in registers; the row prefetched 4096 bytes (2048 halves) ahead.
+// f16 weights (a generic widening them): one row at a time (one sequential stream, not
+// prefetched in software), vector loads of 8 halves, widened in registers.
 // CHECK-LABEL: hexir.executable @mv_f16
 // CHECK:         llvm.func internal @mv_f16_impl(
-// CHECK:           llvm.mlir.constant(2048 : index)
-// CHECK:           "llvm.intr.prefetch"
 // CHECK-NOT:       "llvm.intr.prefetch"
 // CHECK:           llvm.load {{.*}} -> vector<8xf16>
 // CHECK:           llvm.fpext {{.*}} : vector<8xf16> to vector<8xf32>
