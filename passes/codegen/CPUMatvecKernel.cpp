@@ -276,6 +276,8 @@ class MatvecEmitter {
     Value scalarZero = arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(0.0f));
     Block& entry = op->getParentOfType<func::FuncOp>().getBody().front();
     Int8Activations x = QuantizeActivations(b, loc, m.x, f.hasMin, entry);
+    PairedActivations pairs;
+    if (perStep == 2) pairs = pairActivations(f, x, stepped / 2, entry);
     forRowGroups(memref::DimOp::create(b, loc, m.y, 0), t.decodedRows, [&](Value n0, int64_t rows) {
       SmallVector<Value> rowAt = rowValues(n0, rows);
       SmallVector<Value> weightRow = weightRows(m, op, rowAt);
@@ -283,7 +285,7 @@ class MatvecEmitter {
       SmallVector<Value> init(rows, zeroVector(vec));
       if (f.hasMin) init.append(rows, scalarZero);
       scf::ForOp loop = forLoopCarrying(index(0), index(stepped), index(perStep), init, [&](Value block, ValueRange acc) {
-        return perStep == 2 ? int8PairStep(f, x, m.weights, weightRow, block, acc)
+        return perStep == 2 ? int8PairStep(f, x, pairs, m.weights, weightRow, block, acc)
                             : int8Step(f, x, m.weights, weightRow, block, acc);
       });
       SmallVector<Value> tail(rows, Value());
@@ -328,42 +330,81 @@ class MatvecEmitter {
     return next;
   }
 
+  // What the AVX-512 pair steps read of x, computed once per matvec instead of per row: for
+  // pair p (blocks 2p, 2p + 1), its 64 quants in the format's lane order (int8QuantsPair's
+  // chunks, rewritten in place in x.quants, viewed flat), its two scales spread over 16
+  // lanes, and for unsigned integers with an offset o the lanes of o . q (negated with VNNI:
+  // the rows' vpdpbusd start from them).
+  struct PairedActivations {
+    Value quants;  // memref<2P * 32 x i8>: x.quants flat
+    Value scales;  // memref<P x 16 x f32>
+    Value bias;    // memref<P x 16 x i32>, or null
+  };
+  PairedActivations pairActivations(const BlockFormat& f, const Int8Activations& x, int64_t count, Block& entry) {
+    VectorType bytes = VectorType::get({2 * kInt8BlockElements}, b.getI8Type());
+    const bool biased = f.int8Unsigned && f.int8Offset;
+    PairedActivations out;
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointAfterValue(x.quants);
+      out.quants = memref::CollapseShapeOp::create(b, loc, x.quants, ArrayRef<ReassociationIndices>{{0, 1}});
+      b.setInsertionPointToStart(&entry);
+      out.scales = memref::AllocaOp::create(b, loc, MemRefType::get({count, 2 * kBlockLanes}, b.getF32Type()));
+      if (biased) out.bias = memref::AllocaOp::create(b, loc, MemRefType::get({count, 2 * kBlockLanes}, b.getI32Type()));
+    }
+    const bool chunked = f.int8QuantsPair;
+    VectorType pair = VectorType::get({2}, b.getF32Type());
+    forLoop(index(0), index(count), index(1), [&](Value p) {
+      Value at = arith::MulIOp::create(b, loc, p, index(2 * kInt8BlockElements));
+      Value q = vector::LoadOp::create(b, loc, bytes, out.quants, ValueRange{at});
+      if (chunked) {
+        SmallVector<int64_t> order;
+        for (int64_t chunk : {0, 2, 1, 3})
+          for (int64_t i = 0; i < 16; ++i) order.push_back(16 * chunk + i);
+        q = vector::ShuffleOp::create(b, loc, q, q, order);
+        vector::StoreOp::create(b, loc, q, out.quants, ValueRange{at});
+      }
+      Value block = arith::MulIOp::create(b, loc, p, index(2));
+      Value scales = spread(vector::LoadOp::create(b, loc, pair, x.scales, ValueRange{block}), chunked);
+      vector::StoreOp::create(b, loc, scales, out.scales, ValueRange{p, index(0)});
+      if (biased) {
+        Value bias = Int8DotLanesUnsignedAvx512(b, loc, byteSplat(bytes, f.int8Offset), q, t.int8DotAccumulate);
+        if (t.int8DotAccumulate) bias = arith::SubIOp::create(b, loc, zeroLike(bias), bias);
+        vector::StoreOp::create(b, loc, bias, out.bias, ValueRange{p, index(0)});
+      }
+    });
+    return out;
+  }
+
   // Blocks `block` and `block` + 1 of every row in 16 lanes (Int8DotLanesAvx512): the scale
   // vector holds d_w d_x of the first block in lanes 0-7 and of the second in 8-15 (in
   // int8QuantsPair's chunk order for the nibble formats, whose pair is one masked load:
   // integers by a byte permute, both f16 scales by a word permute and vcvtph2ps). With VNNI
   // each row's integer lanes are one vpdpbusd.
-  SmallVector<Value> int8PairStep(const BlockFormat& f, const Int8Activations& x, Value weights,
-                                  ArrayRef<Value> weightRow, Value block, ValueRange acc) {
+  SmallVector<Value> int8PairStep(const BlockFormat& f, const Int8Activations& x, const PairedActivations& pairs,
+                                  Value weights, ArrayRef<Value> weightRow, Value block, ValueRange acc) {
     const int64_t rows = weightRow.size();
     VectorType vec = VectorType::get({2 * kBlockLanes}, b.getF32Type());
     VectorType pair = VectorType::get({2}, b.getF32Type());
-    VectorType bytes = VectorType::get({kInt8BlockElements}, b.getI8Type());
+    VectorType bytes = VectorType::get({2 * kInt8BlockElements}, b.getI8Type());
+    VectorType lanesI32 = VectorType::get({2 * kBlockLanes}, b.getI32Type());
     SmallVector<Value> next(acc);
     Value second = add(block, 1);
     Value base = arith::MulIOp::create(b, loc, block, index(f.blockBytes));
     Value base2 = add(base, f.blockBytes);
-    Value q = concat(vector::LoadOp::create(b, loc, bytes, x.quants, ValueRange{block, index(0)}),
-                     vector::LoadOp::create(b, loc, bytes, x.quants, ValueRange{second, index(0)}));
-    // With int8QuantsPair, q's and the scales' lanes in its 16-value chunk order.
+    // q, the scales and the offset's lanes as pairActivations left them (q's and the scales'
+    // lanes in int8QuantsPair's 16-value chunk order where the format has it).
     const bool chunked = f.int8QuantsPair;
-    if (chunked) {
-      SmallVector<int64_t> order;
-      for (int64_t chunk : {0, 2, 1, 3})
-        for (int64_t i = 0; i < 16; ++i) order.push_back(16 * chunk + i);
-      q = vector::ShuffleOp::create(b, loc, q, q, order);
-    }
-    auto qType = cast<VectorType>(q.getType());
+    Value p = arith::DivUIOp::create(b, loc, block, index(2));
+    Value q = vector::LoadOp::create(b, loc, bytes, pairs.quants,
+                                     ValueRange{arith::MulIOp::create(b, loc, block, index(kInt8BlockElements))});
     Value negQ;
-    if (!f.int8Unsigned) negQ = arith::SubIOp::create(b, loc, byteSplat(qType, 0), q);
-    // Unsigned integers u (q = u - o): lanes(u . q) - o * lanes(1 . q), the second once for
-    // all rows (with VNNI the rows' dots start from its negation).
+    if (!f.int8Unsigned) negQ = arith::SubIOp::create(b, loc, byteSplat(bytes, 0), q);
+    // Unsigned integers u (q = u - o): lanes(u . q) - o * lanes(1 . q) (with VNNI the rows'
+    // dots start from the second's negation).
     Value bias;
-    if (f.int8Unsigned && f.int8Offset) {
-      bias = Int8DotLanesUnsignedAvx512(b, loc, byteSplat(qType, f.int8Offset), q, t.int8DotAccumulate);
-      if (t.int8DotAccumulate) bias = arith::SubIOp::create(b, loc, zeroLike(bias), bias);
-    }
-    Value xScales = spread(vector::LoadOp::create(b, loc, pair, x.scales, ValueRange{block}), chunked);
+    if (pairs.bias) bias = vector::LoadOp::create(b, loc, lanesI32, pairs.bias, ValueRange{p, index(0)});
+    Value xScales = vector::LoadOp::create(b, loc, vec, pairs.scales, ValueRange{p, index(0)});
     Value xSum, xSum2;
     if (f.hasMin) {
       xSum = memref::LoadOp::create(b, loc, x.sums, ValueRange{block});
