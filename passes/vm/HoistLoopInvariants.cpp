@@ -16,11 +16,11 @@
 // An op is hoisted when every operand is defined outside the loop or by a constant (copied
 // next to it: constants are never hoisted on their own, each would hold a register across the
 // loop) and the op is one of:
-//   - a hexir_vm op with no memory effects (Pure) that cannot trap: rodata, ref.is_null,
-//     trunc, and `inst` unless its mnemonic is a division or remainder (MayTrap): those trap
-//     on a zero divisor, which may only occur on iterations that never run, so they are
-//     hoisted only when the loop is known to reach them (their block dominates every block
-//     that exits the loop: they run before any exit can be taken);
+//   - a hexir_vm op with no memory effects: rodata, ref.is_null, trunc, `inst`. One that is
+//     not speculatable (an `inst` division or remainder, vmir::InstTraps: they trap on a zero
+//     divisor, which may only occur on iterations that never run) is hoisted only when the
+//     loop is known to reach it (its block dominates every block that exits the loop: it
+//     runs before any exit can be taken);
 //   - a call of a HAL import in kPureImports: a query of an immutable object's metadata or an
 //     executable lookup (cached per context), which neither writes state another op reads nor
 //     fails on a valid ref;
@@ -50,12 +50,6 @@ constexpr const char* kPureImports[] = {
     "hal.executable.lookup",
 };
 
-// Instructions that trap on some operands (vm/isa.def: division and remainder by zero).
-bool MayTrap(vmir::InstOp inst) {
-  StringRef m = inst.getMnemonic();
-  return (m.starts_with("div.") || m.starts_with("rem.")) && !m.ends_with(".f64");
-}
-
 bool IsPureImport(vmir::CallImportOp call) {
   return llvm::is_contained(llvm::ArrayRef(kPureImports), call.getCallee());
 }
@@ -67,8 +61,7 @@ bool Hoistable(Operation* op, CFGLoop* loop, DominanceInfo& dom) {
   if (op->hasTrait<OpTrait::IsTerminator>() || op->getNumRegions()) return false;
   if (auto call = dyn_cast<vmir::CallImportOp>(op)) return IsPureImport(call);
   if (!isa<vmir::VMDialect>(op->getDialect()) || !isMemoryEffectFree(op)) return false;
-  auto inst = dyn_cast<vmir::InstOp>(op);
-  return !inst || !MayTrap(inst) || ReachedWheneverLoopRuns(op, loop, dom);
+  return isSpeculatable(op) || ReachedWheneverLoopRuns(op, loop, dom);
 }
 
 // A header argument that receives the same value (or itself) on every edge is that value:

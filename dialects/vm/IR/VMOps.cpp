@@ -55,6 +55,14 @@ mlir::LogicalResult InstOp::verify() {
   return mlir::success();
 }
 
+bool InstTraps(llvm::StringRef mnemonic) {
+  return (mnemonic.starts_with("div.") || mnemonic.starts_with("rem.")) && !mnemonic.ends_with(".f64");
+}
+
+mlir::Speculation::Speculatability InstOp::getSpeculatability() {
+  return InstTraps(getMnemonic()) ? mlir::Speculation::NotSpeculatable : mlir::Speculation::Speculatable;
+}
+
 mlir::SuccessorOperands BrOp::getSuccessorOperands(unsigned) {
   return mlir::SuccessorOperands(getDestOperandsMutable());
 }

@@ -24,4 +24,7 @@ char SignatureChar(mlir::Type type);
 // The operand-kind string of the vm/isa.def instruction `mnemonic` ("VVV" for add.i64),
 // empty if there is none.
 std::string_view InstOperandKinds(llvm::StringRef mnemonic);
+// Whether the `inst` mnemonic traps on some operands (integer division and remainder by
+// zero, vm/isa.def): InstOp's speculatability.
+bool InstTraps(llvm::StringRef mnemonic);
 }  // namespace hexir::vmir

@@ -62,12 +62,16 @@ def VM_ReturnOp : VM_Op<"return", [Pure, Terminator, ReturnLike]> {
 }
 
 
-def VM_InstOp : VM_Op<"inst", [Pure]> {
+def VM_InstOp : VM_Op<"inst", [NoMemoryEffect,
+                                DeclareOpInterfaceMethods<ConditionallySpeculatable>]> {
   let summary = "any value-register-only instruction of vm/isa.def, named by its mnemonic";
   let description = [{
     For instructions whose operand string is all `V` (results first): `add.i64`,
     `cmp.lt.s.i64`, `select.i64`, `cast.si64.f64`, ... The writer looks the mnemonic up
     in the ISA table; the verifier checks that it exists and that the counts match.
+    No memory effects; speculatable except integer division and remainder (`div.*`,
+    `rem.*` but not `.f64`), which trap on a zero divisor, so generic passes (LICM,
+    CSE's hoisting) never move them to where they would run unguarded.
   }];
   let arguments = (ins StrAttr:$mnemonic, Variadic<AnyTypeOf<[I64, F64]>>:$operands);
   let results = (outs Variadic<AnyTypeOf<[I64, F64]>>:$results);
