@@ -26,11 +26,13 @@ struct Snapshot {
   hal::DeviceStats hal;
   hal::cuda::CudaStats cuda;
   bool is_cuda = false;
+  vm::ContextStats vm;
 };
 
-Snapshot Take(hal::Device& device) {
+Snapshot Take(hal::Device& device, const vm::ContextStats& vm) {
   Snapshot s;
   s.hal = device.stats();
+  s.vm = vm;
   auto cs = hal::cuda::GetCudaStats(device);
   if (cs.ok()) {
     s.cuda = *cs;
@@ -50,6 +52,8 @@ CallCounters Delta(const Snapshot& a, const Snapshot& b, double calls) {
   c.pool_misses = d(a.hal.pool_misses, b.hal.pool_misses);
   c.command_buffers_recorded = d(a.hal.command_buffers_recorded, b.hal.command_buffers_recorded);
   c.executables_loaded = d(a.hal.executables_loaded, b.hal.executables_loaded);
+  c.vm_instructions = d(a.vm.instructions, b.vm.instructions);
+  c.vm_import_calls = d(a.vm.import_calls, b.vm.import_calls);
   c.cuda = a.is_cuda;
   if (c.cuda) {
     c.graph_launches = d(a.cuda.graph_launches, b.cuda.graph_launches);
@@ -265,21 +269,21 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
 
   // 1. first call.
   double host = 0, wall = 0;
-  Snapshot s0 = Take(device);
+  Snapshot s0 = Take(device, session->context().stats());
   HEXIR_RETURN_IF_ERROR(call(&host, &wall, nullptr, -1).WithContext("first call"));
-  Snapshot s1 = Take(device);
+  Snapshot s1 = Take(device, session->context().stats());
   r.first_call_wall_s = wall;
   r.first_call = Delta(s0, s1, 1);
 
   // 2. steady state, unprofiled.
   std::vector<double> walls, hosts;
-  Snapshot s2 = Take(device);
+  Snapshot s2 = Take(device, session->context().stats());
   for (int i = 0; i < o.iterations; ++i) {
     HEXIR_RETURN_IF_ERROR(call(&host, &wall, nullptr, -1));
     walls.push_back(wall);
     hosts.push_back(host);
   }
-  Snapshot s3 = Take(device);
+  Snapshot s3 = Take(device, session->context().stats());
   r.steady = Delta(s2, s3, o.iterations);
   r.wall_s = Median(walls);
   r.host_s = Median(hosts);

@@ -55,6 +55,7 @@ struct DispatchRow {
 struct CallCounters {  // per steady-state call (deltas / iterations)
   double queue_submissions = 0, dispatches = 0, host_waits = 0, buffers_allocated = 0,
          pool_hits = 0, pool_misses = 0, command_buffers_recorded = 0, executables_loaded = 0;
+  double vm_instructions = 0, vm_import_calls = 0;  // the VM context's (vm::ContextStats)
   bool cuda = false;
   double graph_launches = 0, stream_launches = 0, kernel_node_updates = 0,
          graph_instantiations = 0, module_loads = 0, host_synchronizations = 0;

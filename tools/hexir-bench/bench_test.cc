@@ -168,6 +168,12 @@ TEST_CASE("cpu: trace is JSON with one device event per dispatch; roofline SVG i
   REQUIRE(report->dispatches_per_call >= 2);
   // The HAL's own counter says how many dispatches a steady call executes.
   REQUIRE(report->steady.dispatches == report->dispatches_per_call);
+  // The VM's counters per call: every call executes the same bytecode after the first (which
+  // also records and loads), each queue submission one of its import calls.
+  REQUIRE(report->steady.vm_instructions == std::floor(report->steady.vm_instructions));
+  REQUIRE(report->steady.vm_import_calls >= report->steady.queue_submissions);
+  REQUIRE(report->steady.vm_instructions > report->steady.vm_import_calls);
+  REQUIRE(report->first_call.vm_instructions >= report->steady.vm_instructions);
   std::string dir = std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp";
   REQUIRE(WriteTrace(*report, dir + "/t.json").ok());
   REQUIRE(WriteRoofline(*report, dir + "/r.svg").ok());

@@ -110,9 +110,10 @@ std::string FormatReport(const BenchReport& r) {
                c.graph_instantiations, c.module_loads);
     }
     s += Fmt("), dispatches %.1f, synchronizations %.1f, allocations %.1f (pool hits %.1f, misses %.1f), "
-             "recordings %.1f, executable loads %.1f\n",
+             "recordings %.1f, executable loads %.1f; VM instructions %.1f, import calls %.1f\n",
              c.dispatches, c.cuda ? c.host_synchronizations : c.host_waits, c.buffers_allocated,
-             c.pool_hits, c.pool_misses, c.command_buffers_recorded, c.executables_loaded);
+             c.pool_hits, c.pool_misses, c.command_buffers_recorded, c.executables_loaded, c.vm_instructions,
+             c.vm_import_calls);
   };
   counters("per steady call", r.steady);
   counters("first call     ", r.first_call);
