@@ -271,14 +271,23 @@ std::pair<Value, Value> KSuperScalesMins(BlockReader& r) {
   return {l.pick(wide, twice), l.pick(wide, {8, 9, 10, 11, 12, 13, 14, 15})};
 }
 std::pair<Value, Value> KSuperD(BlockReader& r) { return {r.Half(0), r.Half(2)}; }
-// q4_k chunk c: bytes [16 + 32c, + 32), low nibbles (group 2c) then high ones (2c + 1).
-Value Q4_KSuperChunk(BlockReader& r, int64_t c) { return Bytes32{r}.lowThenHigh(r.Bytes(16 + 32 * c, 32)); }
-// q5_k chunk c: q4_k's nibbles at 48, the fifth bits of groups 2c and 2c + 1 from qh[32] at 16.
+// q4_k / q5_k chunks in kNibbleOrder: chunk c holds the low (c even) or high nibbles of the 64
+// bytes at `offset` + 64 (c / 2): groups 4 (c / 2) + c % 2 and 4 (c / 2) + c % 2 + 2.
+const int64_t kNibbleOrder[] = {0, 2, 1, 3, 4, 6, 5, 7};
+Value NibbleChunk(BlockReader& r, int64_t offset, int64_t c) {
+  Lanes l{r};
+  Value all = r.Bytes(offset + 64 * (c / 2), 64);
+  if (c % 2) return arith::ShRUIOp::create(r.b, r.loc, all, l.splat(r.b.getI8Type(), 64, 4));
+  return arith::AndIOp::create(r.b, r.loc, all, l.splat(r.b.getI8Type(), 64, 15));
+}
+// q4_k: 128 bytes of nibbles at 16.
+Value Q4_KSuperChunk(BlockReader& r, int64_t c) { return NibbleChunk(r, 16, c); }
+// q5_k: q4_k's nibbles at 48, the fifth bit of group s from bit s of qh[32] at 16.
 Value Q5_KSuperChunk(BlockReader& r, int64_t c) {
   Lanes l{r};
   Value qh = r.Bytes(16, 32);
-  Value nibbles = Bytes32{r}.lowThenHigh(r.Bytes(48 + 32 * c, 32));
-  return arith::OrIOp::create(r.b, r.loc, nibbles, l.fifthBits(l.concat(qh, qh), 2 * c, 2 * c + 1));
+  return arith::OrIOp::create(r.b, r.loc, NibbleChunk(r, 48, c),
+                              l.fifthBits(l.concat(qh, qh), kNibbleOrder[2 * c], kNibbleOrder[2 * c + 1]));
 }
 // q6_k chunk c (quarters t = 2 (c % 2) and t + 1 of half h = c / 2): the low nibbles (c
 // even) or high ones of ql[64h, 64h + 64), the two bits 2t.. of qh[32h + l] (as 16-bit
@@ -307,8 +316,8 @@ std::pair<Value, Value> Q6_KSuperScales(BlockReader& r) {
 }
 std::pair<Value, Value> Q6_KSuperD(BlockReader& r) { return {r.Half(208), Value()}; }
 
-const BlockFormat::SuperBlockInt8 kQ4_KSuper{Q4_KSuperChunk, KSuperScalesMins, KSuperD, 0, true};
-const BlockFormat::SuperBlockInt8 kQ5_KSuper{Q5_KSuperChunk, KSuperScalesMins, KSuperD, 0, true};
+const BlockFormat::SuperBlockInt8 kQ4_KSuper{Q4_KSuperChunk, KSuperScalesMins, KSuperD, 0, true, kNibbleOrder};
+const BlockFormat::SuperBlockInt8 kQ5_KSuper{Q5_KSuperChunk, KSuperScalesMins, KSuperD, 0, true, kNibbleOrder};
 const BlockFormat::SuperBlockInt8 kQ6_KSuper{Q6_KSuperChunk, Q6_KSuperScales, Q6_KSuperD, 32, false};
 
 const BlockFormat kFormats[] = {

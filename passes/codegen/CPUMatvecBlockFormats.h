@@ -66,7 +66,8 @@ struct BlockFormat {
   // with u the stored unsigned integers (q = u - superOffset), sc the integer scale of each
   // 16 values g, m the integer min of each 32 values s. Null for the other formats.
   struct SuperBlockInt8 {
-    // u of values [64 chunk, 64 chunk + 64) as vector<64 x i8>, each in [0, 63].
+    // u of chunk `chunk` (64 values: the 32-value groups order[2 chunk] and order[2 chunk +
+    // 1], natural order without `order`) as vector<64 x i8>, each in [0, 63].
     mlir::Value (*chunk)(BlockReader& r, int64_t chunk);
     // sc of the 16 groups of 16 values as vector<16 x i32>, and m of the 8 groups of 32
     // values as vector<8 x i32> (null without a min).
@@ -75,6 +76,10 @@ struct BlockFormat {
     std::pair<mlir::Value, mlir::Value> (*d)(BlockReader& r);
     int64_t offset;
     bool hasMin;
+    // The 32-value groups in the chunks' order (x's quants are stored so), or empty: the
+    // nibble formats' bytes hold groups 2c (low nibbles) and 2c + 1 (high) of 32 bytes c, so
+    // a 64-byte load's low nibbles are groups 0 and 2, its high ones 1 and 3.
+    llvm::ArrayRef<int64_t> order = {};
   };
   const SuperBlockInt8* superInt8 = nullptr;
 };

@@ -79,7 +79,8 @@ Int8Activations QuantizeActivations(OpBuilder& b, Location loc, Value x, bool wi
   return out;
 }
 
-SuperBlockActivations QuantizeSuperBlockActivations(OpBuilder& b, Location loc, Value x, Block& entry) {
+SuperBlockActivations QuantizeSuperBlockActivations(OpBuilder& b, Location loc, Value x, Block& entry,
+                                                    ArrayRef<int64_t> order) {
   const int64_t blocks = cast<MemRefType>(x.getType()).getDimSize(0);
   constexpr int64_t kWide = 16, kVectors = kSuperBlockElements / kWide;
   SuperBlockActivations out;
@@ -116,8 +117,11 @@ SuperBlockActivations QuantizeSuperBlockActivations(OpBuilder& b, Location loc, 
   for (int64_t v = 0; v < kVectors; ++v) {
     Value rounded = math::RoundEvenOp::create(b, loc, arith::MulFOp::create(b, loc, xv[v], inverseV));
     Value ints = arith::FPToSIOp::create(b, loc, i32s, rounded);
+    // Group g = v * kWide / 32 goes to the slot that holds it in `order`.
+    int64_t group = v * kWide / 32, slot = group;
+    if (!order.empty()) slot = std::find(order.begin(), order.end(), group) - order.begin();
     vector::StoreOp::create(b, loc, arith::TruncIOp::create(b, loc, i8s, ints), out.quants,
-                            ValueRange{block, Index(b, loc, v * kWide)});
+                            ValueRange{block, Index(b, loc, slot * 32 + v * kWide % 32)});
     Value sum = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, ints);
     memref::StoreOp::create(b, loc, sum, out.sums16, ValueRange{block, Index(b, loc, v)});
     if (v % 2 == 0) {

@@ -48,9 +48,11 @@ struct SuperBlockActivations {
 };
 
 // Emits the q8_K quantization of `x` (a memref<B x 256 x f32>, B static, unit inner stride)
-// at the builder's insertion point, its buffers allocated at the start of `entry`.
+// at the builder's insertion point, its buffers allocated at the start of `entry`. The quants
+// of each block's 32-value groups are stored in `order` (slot i holds group order[i]; empty:
+// natural order), the sums in natural order.
 SuperBlockActivations QuantizeSuperBlockActivations(mlir::OpBuilder& b, mlir::Location loc, mlir::Value x,
-                                                    mlir::Block& entry);
+                                                    mlir::Block& entry, llvm::ArrayRef<int64_t> order = {});
 
 // The int32 lanes of w . q for two vector<32 x i8> (w in [-128, 127], q in [-127, 127]).
 // `x86Avx2`: with AVX2's byte multiply-adds (llvm.x86.avx2.* intrinsics: vpsignb,

@@ -461,7 +461,7 @@ class MatvecEmitter {
     VectorType i32s = VectorType::get({kGroups}, b.getI32Type()), i32Mins = VectorType::get({kMinGroups}, b.getI32Type());
     VectorType bytes = VectorType::get({kChunk}, b.getI8Type());
     Block& entry = op->getParentOfType<func::FuncOp>().getBody().front();
-    SuperBlockActivations x = QuantizeSuperBlockActivations(b, loc, m.x, entry);
+    SuperBlockActivations x = QuantizeSuperBlockActivations(b, loc, m.x, entry, s.order);
     const bool hasMin = s.hasMin;
     forRowGroups(memref::DimOp::create(b, loc, m.y, 0), t.decodedRows, [&](Value n0, int64_t rows) {
       SmallVector<Value> rowAt = rowValues(n0, rows);
@@ -487,8 +487,13 @@ class MatvecEmitter {
             isum = arith::MulIOp::create(b, loc, arith::MulIOp::create(b, loc, scales, sums16), intSplat(i32s, -s.offset));
           Value narrow = arith::TruncIOp::create(b, loc, VectorType::get({kGroups}, b.getIntegerType(16)), scales);
           for (int64_t c = 0; c < kSuperBlockElements / kChunk; ++c) {
-            SmallVector<int64_t> groups;  // byte pair j of the chunk: values 2j, 2j + 1, group 4c + j / 8
-            for (int64_t j = 0; j < kChunk / 2; ++j) groups.push_back(4 * c + j / 8);
+            // Byte pair j of the chunk: values 2j, 2j + 1 of its 32-value group j / 16 (32-value
+            // group s, in natural order, holds the 16-value groups 2s and 2s + 1).
+            SmallVector<int64_t> groups;
+            for (int64_t j = 0; j < kChunk / 2; ++j) {
+              const int64_t slot = 2 * c + j / 16, group = s.order.empty() ? slot : s.order[slot];
+              groups.push_back(2 * group + j % 16 / 8);
+            }
             Value pairScales = vector::ShuffleOp::create(b, loc, narrow, narrow, groups);
             isum = Int8ScaledDotLanesAvx512(b, loc, s.chunk(reader, c), q[c], pairScales, t.int8DotAccumulate, isum);
           }
