@@ -333,8 +333,9 @@ class MatvecEmitter {
   // What the AVX-512 pair steps read of x, computed once per matvec instead of per row: for
   // pair p (blocks 2p, 2p + 1), its 64 quants in the format's lane order (int8QuantsPair's
   // chunks, rewritten in place in x.quants, viewed flat), its two scales spread over 16
-  // lanes, and for unsigned integers with an offset o the lanes of o . q (negated with VNNI:
-  // the rows' vpdpbusd start from them).
+  // lanes, and for unsigned integers with an offset o (and q8_0's signed ones with VNNI,
+  // dotted as w + 128: o = 128) the lanes of o . q (negated with VNNI: the rows' vpdpbusd
+  // start from them).
   struct PairedActivations {
     Value quants;  // memref<2P * 32 x i8>: x.quants flat
     Value scales;  // memref<P x 16 x f32>
@@ -342,7 +343,9 @@ class MatvecEmitter {
   };
   PairedActivations pairActivations(const BlockFormat& f, const Int8Activations& x, int64_t count, Block& entry) {
     VectorType bytes = VectorType::get({2 * kInt8BlockElements}, b.getI8Type());
-    const bool biased = f.int8Unsigned && f.int8Offset;
+    const bool biased = f.int8Unsigned ? f.int8Offset != 0 : t.int8DotAccumulate;
+    // Signed integers w with VNNI are dotted as w + 128 (unsigned, vpdpbusd's first operand).
+    const int8_t offset = f.int8Unsigned ? int8_t(f.int8Offset) : int8_t(-128);
     PairedActivations out;
     {
       OpBuilder::InsertionGuard guard(b);
@@ -368,7 +371,7 @@ class MatvecEmitter {
       Value scales = spread(vector::LoadOp::create(b, loc, pair, x.scales, ValueRange{block}), chunked);
       vector::StoreOp::create(b, loc, scales, out.scales, ValueRange{p, index(0)});
       if (biased) {
-        Value bias = Int8DotLanesUnsignedAvx512(b, loc, byteSplat(bytes, f.int8Offset), q, t.int8DotAccumulate);
+        Value bias = Int8DotLanesUnsignedAvx512(b, loc, byteSplat(bytes, offset), q, t.int8DotAccumulate);
         if (t.int8DotAccumulate) bias = arith::SubIOp::create(b, loc, zeroLike(bias), bias);
         vector::StoreOp::create(b, loc, bias, out.bias, ValueRange{p, index(0)});
       }
@@ -399,7 +402,7 @@ class MatvecEmitter {
     Value q = vector::LoadOp::create(b, loc, bytes, pairs.quants,
                                      ValueRange{arith::MulIOp::create(b, loc, block, index(kInt8BlockElements))});
     Value negQ;
-    if (!f.int8Unsigned) negQ = arith::SubIOp::create(b, loc, byteSplat(bytes, 0), q);
+    if (!f.int8Unsigned && !t.int8DotAccumulate) negQ = arith::SubIOp::create(b, loc, byteSplat(bytes, 0), q);
     // Unsigned integers u (q = u - o): lanes(u . q) - o * lanes(1 . q) (with VNNI the rows'
     // dots start from the second's negation).
     Value bias;
@@ -428,8 +431,12 @@ class MatvecEmitter {
                         false);
       }
       Value lanes;
-      if (!f.int8Unsigned) {
-        lanes = Int8DotLanesAvx512(b, loc, stored, q, negQ, t.int8DotAccumulate);
+      if (!f.int8Unsigned && t.int8DotAccumulate) {
+        // w . q = (w + 128) . q - 128 * sum q: w + 128 is w with its sign bit flipped.
+        Value unsignedW = arith::XOrIOp::create(b, loc, stored, byteSplat(bytes, int8_t(-128)));
+        lanes = Int8DotLanesUnsignedAvx512(b, loc, unsignedW, q, true, bias);
+      } else if (!f.int8Unsigned) {
+        lanes = Int8DotLanesAvx512(b, loc, stored, q, negQ, false);
       } else if (t.int8DotAccumulate) {
         lanes = Int8DotLanesUnsignedAvx512(b, loc, stored, q, true, bias);
       } else {
