@@ -333,26 +333,24 @@ class MatvecEmitter {
   // What the AVX-512 pair steps read of x, computed once per matvec instead of per row: for
   // pair p (blocks 2p, 2p + 1), its 64 quants in the format's lane order (int8QuantsPair's
   // chunks, rewritten in place in x.quants, viewed flat), its two scales spread over 16
-  // lanes, and for unsigned integers with an offset o (and q8_0's signed ones with VNNI,
-  // dotted as w + 128: o = 128) the lanes of o . q (negated with VNNI: the rows' vpdpbusd
-  // start from them).
+  // lanes, and for unsigned integers with an offset o the lanes of o . q (negated with VNNI:
+  // the rows' vpdpbusd start from them).
   struct PairedActivations {
     Value quants;  // memref<2P * 32 x i8>: x.quants flat
-    Value scales;  // memref<P x 16 x f32>
+    Value scales;  // memref<P x 16 x f32> (the nibble formats), or null
     Value bias;    // memref<P x 16 x i32>, or null
   };
   PairedActivations pairActivations(const BlockFormat& f, const Int8Activations& x, int64_t count, Block& entry) {
     VectorType bytes = VectorType::get({2 * kInt8BlockElements}, b.getI8Type());
-    const bool biased = f.int8Unsigned ? f.int8Offset != 0 : t.int8DotAccumulate;
-    // Signed integers w with VNNI are dotted as w + 128 (unsigned, vpdpbusd's first operand).
-    const int8_t offset = f.int8Unsigned ? int8_t(f.int8Offset) : int8_t(-128);
+    const bool biased = f.int8Unsigned && f.int8Offset;
     PairedActivations out;
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointAfterValue(x.quants);
       out.quants = memref::CollapseShapeOp::create(b, loc, x.quants, ArrayRef<ReassociationIndices>{{0, 1}});
       b.setInsertionPointToStart(&entry);
-      out.scales = memref::AllocaOp::create(b, loc, MemRefType::get({count, 2 * kBlockLanes}, b.getF32Type()));
+      if (f.int8QuantsPair)
+        out.scales = memref::AllocaOp::create(b, loc, MemRefType::get({count, 2 * kBlockLanes}, b.getF32Type()));
       if (biased) out.bias = memref::AllocaOp::create(b, loc, MemRefType::get({count, 2 * kBlockLanes}, b.getI32Type()));
     }
     const bool chunked = f.int8QuantsPair;
@@ -367,11 +365,13 @@ class MatvecEmitter {
         q = vector::ShuffleOp::create(b, loc, q, q, order);
         vector::StoreOp::create(b, loc, q, out.quants, ValueRange{at});
       }
-      Value block = arith::MulIOp::create(b, loc, p, index(2));
-      Value scales = spread(vector::LoadOp::create(b, loc, pair, x.scales, ValueRange{block}), chunked);
-      vector::StoreOp::create(b, loc, scales, out.scales, ValueRange{p, index(0)});
+      if (chunked) {
+        Value block = arith::MulIOp::create(b, loc, p, index(2));
+        Value scales = spread(vector::LoadOp::create(b, loc, pair, x.scales, ValueRange{block}), chunked);
+        vector::StoreOp::create(b, loc, scales, out.scales, ValueRange{p, index(0)});
+      }
       if (biased) {
-        Value bias = Int8DotLanesUnsignedAvx512(b, loc, byteSplat(bytes, offset), q, t.int8DotAccumulate);
+        Value bias = Int8DotLanesUnsignedAvx512(b, loc, byteSplat(bytes, f.int8Offset), q, t.int8DotAccumulate);
         if (t.int8DotAccumulate) bias = arith::SubIOp::create(b, loc, zeroLike(bias), bias);
         vector::StoreOp::create(b, loc, bias, out.bias, ValueRange{p, index(0)});
       }
@@ -402,12 +402,15 @@ class MatvecEmitter {
     Value q = vector::LoadOp::create(b, loc, bytes, pairs.quants,
                                      ValueRange{arith::MulIOp::create(b, loc, block, index(kInt8BlockElements))});
     Value negQ;
-    if (!f.int8Unsigned && !t.int8DotAccumulate) negQ = arith::SubIOp::create(b, loc, byteSplat(bytes, 0), q);
+    if (!f.int8Unsigned) negQ = arith::SubIOp::create(b, loc, byteSplat(bytes, 0), q);
     // Unsigned integers u (q = u - o): lanes(u . q) - o * lanes(1 . q) (with VNNI the rows'
     // dots start from the second's negation).
     Value bias;
     if (pairs.bias) bias = vector::LoadOp::create(b, loc, lanesI32, pairs.bias, ValueRange{p, index(0)});
-    Value xScales = vector::LoadOp::create(b, loc, vec, pairs.scales, ValueRange{p, index(0)});
+    // The nibble formats' w scales come spread (spreadHalves), x's are loaded so; the others
+    // multiply the two pairs of scalars before one spread.
+    Value xScales = chunked ? vector::LoadOp::create(b, loc, vec, pairs.scales, ValueRange{p, index(0)}).getResult()
+                            : vector::LoadOp::create(b, loc, pair, x.scales, ValueRange{block}).getResult();
     Value xSum, xSum2;
     if (f.hasMin) {
       xSum = memref::LoadOp::create(b, loc, x.sums, ValueRange{block});
@@ -426,17 +429,16 @@ class MatvecEmitter {
         scales = spreadHalves(both, 0, f.blockBytes);
       } else {
         stored = concat(f.int8Quants(reader), f.int8Quants(reader2));
-        scales = spread(vector::FromElementsOp::create(b, loc, pair, ValueRange{f.scaleMin(reader, 0).first,
-                                                                                  f.scaleMin(reader2, 0).first}),
-                        false);
+        Value both = vector::FromElementsOp::create(b, loc, pair, ValueRange{f.scaleMin(reader, 0).first,
+                                                                            f.scaleMin(reader2, 0).first});
+        scales = spread(arith::MulFOp::create(b, loc, both, xScales), false);
       }
       Value lanes;
-      if (!f.int8Unsigned && t.int8DotAccumulate) {
-        // w . q = (w + 128) . q - 128 * sum q: w + 128 is w with its sign bit flipped.
-        Value unsignedW = arith::XOrIOp::create(b, loc, stored, byteSplat(bytes, int8_t(-128)));
-        lanes = Int8DotLanesUnsignedAvx512(b, loc, unsignedW, q, true, bias);
-      } else if (!f.int8Unsigned) {
-        lanes = Int8DotLanesAvx512(b, loc, stored, q, negQ, false);
+      // (q8_0's signed w as w + 128 from -128 * lanes(q), one vpdpbusd, measured slower under
+      // llvm-mca znver4: 2271 against 2099 cycles for 4 pairs, its 64-byte load of those
+      // lanes a row and pair costing more of the FP load port than vpabsb and the select.)
+      if (!f.int8Unsigned) {
+        lanes = Int8DotLanesAvx512(b, loc, stored, q, negQ, t.int8DotAccumulate);
       } else if (t.int8DotAccumulate) {
         lanes = Int8DotLanesUnsignedAvx512(b, loc, stored, q, true, bias);
       } else {
@@ -444,7 +446,8 @@ class MatvecEmitter {
         if (bias) lanes = arith::SubIOp::create(b, loc, lanes, bias);
       }
       Value dot = arith::SIToFPOp::create(b, loc, vec, lanes);
-      next[r] = vector::FMAOp::create(b, loc, arith::MulFOp::create(b, loc, scales, xScales), dot, next[r]);
+      if (chunked) scales = arith::MulFOp::create(b, loc, scales, xScales);
+      next[r] = vector::FMAOp::create(b, loc, scales, dot, next[r]);
       if (f.hasMin) {
         Value min = f.scaleMin(reader, 0).second, min2 = f.scaleMin(reader2, 0).second;
         next[rows + r] = arith::AddFOp::create(b, loc, next[rows + r], arith::MulFOp::create(b, loc, min, xSum));

@@ -38,15 +38,11 @@
 // AVX512:         llvm.call_intrinsic "llvm.x86.avx512.pmaddw.d.512"({{.*}}) : {{.*}} -> vector<16xi32>
 // AVX512:         llvm.sitofp {{.*}} : vector<16xi32> to vector<16xf32>
 // AVX512-NOT:     llvm.x86.avx2
-// With AVX512_VNNI (znver4) the byte products, their sums and the i32 lanes are one vpdpbusd
-// of w + 128 (w's sign bit flipped: unsigned) with q, started from -128 * lanes(q) (computed
-// once per pair for all rows, itself a vpdpbusd): no |w|, no negated q.
+// With AVX512_VNNI (znver4) the byte products, their sums and the i32 lanes are one vpdpbusd.
 // VNNI-LABEL: hexir.executable @q8
 // VNNI-NOT:     llvm.x86.avx512.pmadd
+// VNNI:         llvm.intr.abs{{.*}}vector<64xi8>
 // VNNI:         llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"({{.*}}) : (vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
-// VNNI-NOT:     llvm.intr.abs
-// VNNI:         llvm.xor {{.*}} : vector<64xi8>
-// VNNI-NEXT:    llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"({{.*}}) : (vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
 // VNNI:         llvm.sitofp {{.*}} : vector<16xi32> to vector<16xf32>
 // VNNI-NOT:     llvm.x86.avx512.pmadd
 // SSE-LABEL:   hexir.executable @q8
