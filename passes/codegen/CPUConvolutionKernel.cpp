@@ -270,25 +270,53 @@ class ConvolutionEmitter {
             }
           });
         };
-        if (g.strides[1] != 1) return gathered();
-        // Consecutive in x: the offsets of the panel's first and last column inside N differ
-        // by their distance. A full panel loads its vectors; a partial one (a plane of fewer
-        // than NR positions, or its last panel: every dynamic plane, where the gather's
-        // offsets are run-time values) loads them masked, the lanes past N zero.
+        const int64_t sw = g.strides[1];
+        if (sw > 2) return gathered();
+        // Consecutive in x (stride 1) or every other element (stride 2): the offsets of the
+        // panel's first and last column inside N differ by sw times their distance (the
+        // panel inside one output row). A full panel loads its vectors; a partial one (a plane
+        // of fewer than NR positions, or its last panel: every dynamic plane, where the
+        // gather's offsets are run-time values) loads them masked, the lanes past N zero. At
+        // stride 2 each vector is the even elements of two loads (the second's last element,
+        // never needed, masked off: it may lie past x).
         Value inside = arith::MinUIOp::create(b, loc, arith::SubIOp::create(b, loc, gemmColumns, n0),
                                               index(t.columns()));
         Value lastInside = arith::SubIOp::create(b, loc, inside, index(1));
         Value consecutive = arith::CmpIOp::create(
             b, loc, arith::CmpIPredicate::eq,
-            arith::SubIOp::create(b, loc, planeOffset(add(n0, lastInside)), first), lastInside);
+            arith::SubIOp::create(b, loc, planeOffset(add(n0, lastInside)), first), mul(lastInside, index(sw)));
+        auto maskOf = [&](Value count) -> Value {
+          return vector::CreateMaskOp::create(b, loc, VectorType::get({t.lanes}, b.getI1Type()), ValueRange{count});
+        };
+        SmallVector<int64_t> even;
+        for (int64_t i = 0; i < t.lanes; ++i) even.push_back(2 * i);
         auto loads = [&](bool masked) {
           forLoop(index(0), kcSize, [&](Value k) {
             auto [channel, offset] = tap(k);
             Value start = add(first, offset);
             for (int64_t v = 0; v < t.vectors; ++v) {
-              SmallVector<Value, 3> at{batch, channel, add(start, index(v * t.lanes))};
-              Value lanes = masked ? Value(vector::MaskedLoadOp::create(b, loc, vec, xc, at, masks[v], zeroVec))
-                                   : Value(vector::LoadOp::create(b, loc, vec, xc, at));
+              SmallVector<Value, 3> at{batch, channel, add(start, index(v * t.lanes * sw))};
+              Value lanes;
+              if (sw == 1) {
+                lanes = masked ? Value(vector::MaskedLoadOp::create(b, loc, vec, xc, at, masks[v], zeroVec))
+                               : Value(vector::LoadOp::create(b, loc, vec, xc, at));
+              } else {
+                // x elements the vector's lanes inside N reach: 2 * lanes - 1 when all are.
+                Value reach = index(2 * t.lanes - 1);
+                if (masked) {
+                  Value live = arith::MinSIOp::create(
+                      b, loc, arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, inside, index(v * t.lanes)), index(0)),
+                      index(t.lanes));
+                  reach = arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, mul(live, index(2)), index(1)), index(0));
+                }
+                Value lo = masked ? Value(vector::MaskedLoadOp::create(
+                                        b, loc, vec, xc, at, maskOf(arith::MinSIOp::create(b, loc, reach, index(t.lanes))), zeroVec))
+                                  : Value(vector::LoadOp::create(b, loc, vec, xc, at));
+                SmallVector<Value, 3> next{batch, channel, add(at[2], index(t.lanes))};
+                Value rest = arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, reach, index(t.lanes)), index(0));
+                Value hi = vector::MaskedLoadOp::create(b, loc, vec, xc, next, maskOf(rest), zeroVec);
+                lanes = vector::ShuffleOp::create(b, loc, lo, hi, even);
+              }
               vector::StoreOp::create(b, loc, lanes, panel, ValueRange{k, index(v * t.lanes)});
             }
           });
@@ -522,16 +550,32 @@ void LowerMaxPoolsToVectorLoops(func::FuncOp kernel, int64_t lanes) {
   }
 }
 
-// Tiles for a grouped convolution's GEMMs over a static plane of at most one vector of
-// positions: NR one vector of the fewest lanes (at least 4) that holds them, so that a 2 x 2
-// plane computes 4 columns, not 32 (RegNetY's 3x3s over 440 channels of 2 x 2: 55 GEMMs of
-// 8 x 72 x 4 a batch). The other tiles as given; the packed block is reused (PackedView).
-MatmulTiles NarrowTiles(const MatmulTiles& t, int64_t positions) {
-  if (ShapedType::isDynamic(positions) || positions > t.lanes) return t;
-  MatmulTiles narrow = t;
-  narrow.lanes = std::clamp<int64_t>(static_cast<int64_t>(llvm::PowerOf2Ceil(positions)), 4, t.lanes);
-  narrow.vectors = 1;
-  return narrow;
+// `t` with NR = `columns` (a power of two from 4 to NR): one vector of that many lanes below
+// t's vector width, else t's vectors.
+MatmulTiles WithColumns(const MatmulTiles& t, int64_t columns) {
+  MatmulTiles c = t;
+  c.lanes = std::min(columns, t.lanes);
+  c.vectors = columns / c.lanes;
+  return c;
+}
+
+// Tiles for a grouped convolution's GEMMs (each group's Fg filters the rows, a few, so that
+// B's panels, gathered or loaded from x, cost about as much as the FMAs) over out's plane of
+// `positions` outputs `ow` wide (kDynamic: unknown) at column stride `sw`:
+// - at most one vector of positions: NR one vector of the fewest lanes (at least 4) that
+//   holds them, so that a 2 x 2 plane computes 4 columns, not 32 (RegNetY's 3x3s over 440
+//   channels of 2 x 2: 55 GEMMs of 8 x 72 x 4 a batch);
+// - else, at strides 1 and 2, the largest NR dividing OW (at least 4): each panel inside one
+//   output row, so loaded from x (two loads and their even elements at stride 2), not
+//   gathered (48 channels of 16 x 16 at stride 2: NR 16 on AVX-512, not 32 over two rows).
+// The other tiles as given; the packed block is reused (PackedView).
+MatmulTiles GroupedTiles(const MatmulTiles& t, int64_t positions, int64_t ow, int64_t sw) {
+  if (!ShapedType::isDynamic(positions) && positions <= t.lanes)
+    return WithColumns(t, std::max<int64_t>(4, static_cast<int64_t>(llvm::PowerOf2Ceil(positions))));
+  if (ShapedType::isDynamic(ow) || sw > 2) return t;
+  for (int64_t nr = t.columns(); nr >= 4; nr /= 2)
+    if (ow % nr == 0) return WithColumns(t, nr);
+  return t;
 }
 
 // The packed block (AllocatePackedBlock of `wide`) seen as the block of `narrow`: the same
@@ -549,7 +593,9 @@ Value PackedView(OpBuilder& b, Location loc, Value packed, const MatmulTiles& wi
 // runs the kernel on views of that static plane there (its panels' loads and the GEMM's N
 // compile-time constants, as in a static export), the kernel on the dynamic plane otherwise.
 // A grouped convolution likewise tests out's plane for each o of kGroupedPlaneOutputs (x
-// keeps its run-time extents) and there runs on NarrowTiles of that static plane.
+// keeps its run-time extents) and there runs on GroupedTiles of that static plane; on other
+// run-time planes, at strides 1 and 2, it tests which of NR, one vector and half a vector (at
+// least 4) is the largest dividing OW and runs on those tiles.
 constexpr int64_t kDensePlaneOutputs[] = {2, 4};
 constexpr int64_t kGroupedPlaneOutputs[] = {2, 4};
 void EmitDenseOnPlaneSizes(OpBuilder& b, Location loc, const MatmulTiles& tiles, const ConvolutionGeometry& g,
@@ -560,12 +606,14 @@ void EmitDenseOnPlaneSizes(OpBuilder& b, Location loc, const MatmulTiles& tiles,
   bool dynamicPlane = xType.isDynamicDim(2) || xType.isDynamicDim(3) || outType.isDynamicDim(2) ||
                       outType.isDynamicDim(3);
   bool grouped = g.kind == ConvolutionKind::kGrouped;
+  auto emitOn = [&](Value x, Value out, const MatmulTiles& on) {
+    ConvolutionEmitter(b, loc, on, g).dense(x, w, out, PackedView(b, loc, packed, tiles, on));
+  };
   auto emit = [&](Value x, Value out) {
     auto type = cast<MemRefType>(out.getType());
     int64_t positions = type.isDynamicDim(2) || type.isDynamicDim(3) ? ShapedType::kDynamic
                                                                      : type.getDimSize(2) * type.getDimSize(3);
-    MatmulTiles narrow = grouped ? NarrowTiles(tiles, positions) : tiles;
-    ConvolutionEmitter(b, loc, narrow, g).dense(x, w, out, PackedView(b, loc, packed, tiles, narrow));
+    emitOn(x, out, grouped ? GroupedTiles(tiles, positions, type.getDimSize(3), g.strides[1]) : tiles);
   };
   OpBuilder::InsertionGuard guard(b);
   if (pointwise && dynamicPlane && !grouped) {
@@ -590,6 +638,21 @@ void EmitDenseOnPlaneSizes(OpBuilder& b, Location loc, const MatmulTiles& tiles,
       auto choice = scf::IfOp::create(b, loc, arith::AndIOp::create(b, loc, is(2), is(3)), /*withElseRegion=*/true);
       b.setInsertionPointToStart(&choice.getThenRegion().front());
       emit(x, CastPlane(b, loc, out, o, o));
+      b.setInsertionPointToStart(&choice.getElseRegion().front());
+    }
+    // OW % nr == 0 and OW % 2nr != 0: nr the largest NR dividing OW (NR itself: the
+    // default), for nr of one vector and of half a vector (OW 16 and 8 on AVX-512).
+    for (int64_t nr = tiles.columns() / 2; g.strides[1] <= 2 && nr >= std::max<int64_t>(4, tiles.lanes / 2); nr /= 2) {
+      auto remainder = [&](int64_t d) -> Value {
+        return arith::RemUIOp::create(b, loc, memref::DimOp::create(b, loc, out, 3), arith::ConstantIndexOp::create(b, loc, d));
+      };
+      Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+      Value divides = arith::AndIOp::create(
+          b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, remainder(nr), zero),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, remainder(2 * nr), zero));
+      auto choice = scf::IfOp::create(b, loc, divides, /*withElseRegion=*/true);
+      b.setInsertionPointToStart(&choice.getThenRegion().front());
+      emitOn(x, out, WithColumns(tiles, nr));
       b.setInsertionPointToStart(&choice.getElseRegion().front());
     }
   }

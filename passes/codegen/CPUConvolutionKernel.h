@@ -30,14 +30,17 @@
 //
 // Grouped convolutions run the dense kernel once per group, on views of the group's Cg
 // channels of x and its Fg filters of w and out (static F, a multiple of Fg: workgroups do not
-// split them, CPUDistributeWorkgroups). Over a static plane of at most one vector of outputs
-// the GEMMs take tiles of one vector of the fewest lanes that hold them (a 2 x 2 plane 4
-// columns, not NR); a dynamic plane is first tested at run time for 2 x 2 and 4 x 4 outputs
-// and runs on out seen with that static plane there. The importer's generic of a dynamic
-// export had run as loops with run-time bounds: RegNetY-400MF's 3x3s (groups of 8) took 200-
-// 360 us each against 35-75 us static; now 25-70 us, the static export's 20-70.
-//
-// Depthwise convolutions have kernels of their own: see CPUConvolutionDepthwise.h.
+// split them, CPUDistributeWorkgroups). With a few filters (the GEMM's rows) per group, B's
+// panels cost about as much as the FMAs, so their tiles follow out's plane (GroupedTiles in
+// the .cpp): a static plane of at most one vector of outputs takes one vector of the fewest
+// lanes that hold them (a 2 x 2 plane 4 columns, not NR); a wider one at stride 1 or 2 the
+// largest NR dividing OW, so that each panel is one output row, loaded (at stride 2 the even
+// elements of two loads), not gathered. A dynamic plane is tested at run time for 2 x 2 and
+// 4 x 4 outputs (out seen with that static plane there), then for the NR dividing OW (one
+// vector, half a vector). The importer's generic of a dynamic export had run as loops with
+// run-time bounds: RegNetY-400MF's 3x3s (groups of 8) took 200-360 us each against 35-75 us
+// static.
+
 #pragma once
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

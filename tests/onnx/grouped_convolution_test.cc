@@ -2,8 +2,8 @@
 // group (passes/codegen/CPUConvolutionKernel.h): a dynamic export's batch and plane are run-time
 // values, its channels, groups and window static. Results against a reference loop written from
 // the operator's definition, at odd planes, planes of 2 x 2 and 4 x 4 outputs (the kernel's
-// static-plane variants), groups of 8 and 24 channels, strides 1 and 2, symmetric and
-// asymmetric pads.
+// static-plane variants), rows of 8 and 16 outputs (panels of whole rows), groups of 8 and 24
+// channels, strides 1 and 2, symmetric and asymmetric pads.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
@@ -130,11 +130,14 @@ TEST_CASE("grouped Convs over a run-time batch and plane match a reference loop 
   CheckAt(mod, 1, 4, 4);  // g8 4 x 4 outputs, g24 2 x 2 (the static-plane variants)
   CheckAt(mod, 3, 2, 2);  // g8 2 x 2, g24 1 x 1
   CheckAt(mod, 1, 5, 3);  // g8 5 x 3, g24 2 x 2
+  CheckAt(mod, 1, 5, 16);  // g8 5 x 16 and g24 3 x 8: panels of whole output rows, loaded
+  CheckAt(mod, 2, 2, 11);  // g24 1 x 6: one partial panel in one row, masked stride-2 loads
 }
 
 TEST_CASE("grouped Convs over a static plane match a reference loop") {
   CheckAt(Build({1, kChannels, 7, 9}, "grouped_static"), 1, 7, 9);
   CheckAt(Build({2, kChannels, 4, 4}, "grouped_static_small"), 2, 4, 4);
+  CheckAt(Build({1, kChannels, 6, 16}, "grouped_static_rows"), 1, 6, 16);
 }
 
 }  // namespace

@@ -417,13 +417,15 @@ hexir.executable @depthwise_strided attributes {hexir.workgroup_count = array<i6
 // -----
 
 // A grouped convolution (chan = (f floordiv Fg) * Cg + c: 2 groups of 8 filters over 8
-// channels) runs the dense kernel per group on views of the group's channels and filters:
-// per group the 8 x 16 GEMM as a 6-row and a 2-row register tile of 8-lane FMAs.
+// channels) runs the dense kernel per group on views of the group's channels and filters.
+// Its 4 x 4 plane takes NR = 4 (GroupedTiles: the largest NR dividing OW), so each panel is
+// one output row, loaded, not gathered: per group the 8 x 16 GEMM as a 6-row and a 2-row
+// register tile of 4-lane FMAs.
 // CHECK-LABEL: hexir.executable @grouped
 // CHECK:         llvm.func internal @grouped_impl(
-// CHECK:           llvm.intr.masked.gather
-// CHECK-COUNT-12:  llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
-// CHECK-COUNT-4:   llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK:           llvm.intr.masked.load {{.*}} -> vector<4xf32>
+// CHECK-COUNT-6:   llvm.intr.fmuladd({{.*}}) : (vector<4xf32>, vector<4xf32>, vector<4xf32>) -> vector<4xf32>
+// CHECK-COUNT-2:   llvm.intr.fmuladd({{.*}}) : (vector<4xf32>, vector<4xf32>, vector<4xf32>) -> vector<4xf32>
 // CHECK-NOT:       llvm.fmul
 // CHECK:         llvm.func @grouped(
 hexir.executable @grouped attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
@@ -444,7 +446,7 @@ hexir.executable @grouped attributes {hexir.workgroup_count = array<i64: 1, 1, 1
 
 // Two filters per input channel (a depthwise multiplier) is a grouped convolution of one
 // channel per group; over a static 2 x 2 plane its GEMMs run on tiles of one 4-lane vector
-// (NarrowTiles), not 16 columns for 4.
+// (GroupedTiles), not 16 columns for 4.
 // CHECK-LABEL: hexir.executable @multiplier
 // CHECK:         llvm.func internal @multiplier_impl(
 // CHECK:           llvm.intr.masked.gather {{.*}} -> vector<4xf32>
@@ -467,18 +469,26 @@ hexir.executable @multiplier attributes {hexir.workgroup_count = array<i64: 1, 1
 
 // -----
 
-// A grouped convolution over a run-time batch and plane (a dynamic export): out's plane is
-// tested at run time for 2 x 2 (4-lane tiles, 6 + 2 rows) and 4 x 4 (a static plane), the
-// dynamic plane otherwise; the loop lowering where out's rows are not contiguous.
+// A grouped convolution over a run-time batch and plane (a dynamic export) at stride 2: out's
+// plane is tested at run time for 2 x 2 (4-lane tiles, 6 + 2 rows) and 4 x 4 (NR 4), then
+// OW for 8 and 4 as the largest NR dividing it (one vector, half a vector), the dynamic plane
+// on the default tiles (2 vectors) otherwise; a panel inside one output row is the even
+// elements of two loads, one other gathered; the loop lowering where out's rows are not
+// contiguous.
 // CHECK-LABEL: hexir.executable @grouped_dynamic
 // CHECK:         llvm.func internal @grouped_dynamic_impl(
 // CHECK:           llvm.icmp "eq"
+// CHECK:           llvm.shufflevector {{.*}} [0, 2, 4, 6] : vector<4xf32>
 // CHECK:           llvm.intr.masked.gather {{.*}} -> vector<4xf32>
 // CHECK-COUNT-8:   llvm.intr.fmuladd({{.*}}) : (vector<4xf32>, vector<4xf32>, vector<4xf32>) -> vector<4xf32>
-// CHECK:           llvm.icmp "eq"
-// CHECK:           llvm.intr.masked.gather {{.*}} -> vector<8xf32>
+// CHECK:           llvm.shufflevector {{.*}} [0, 2, 4, 6] : vector<4xf32>
+// CHECK-COUNT-8:   llvm.intr.fmuladd({{.*}}) : (vector<4xf32>, vector<4xf32>, vector<4xf32>) -> vector<4xf32>
+// CHECK:           llvm.shufflevector {{.*}} [0, 2, 4, 6, 8, 10, 12, 14] : vector<8xf32>
+// CHECK-COUNT-8:   llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK:           llvm.shufflevector {{.*}} [0, 2, 4, 6] : vector<4xf32>
+// CHECK-COUNT-8:   llvm.intr.fmuladd({{.*}}) : (vector<4xf32>, vector<4xf32>, vector<4xf32>) -> vector<4xf32>
+// CHECK:           llvm.shufflevector {{.*}} [0, 2, 4, 6, 8, 10, 12, 14] : vector<8xf32>
 // CHECK-COUNT-16:  llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
-// CHECK:           llvm.intr.masked.load
 // CHECK:           llvm.fmul {{.*}} : f32
 // CHECK:         llvm.func @grouped_dynamic(
 hexir.executable @grouped_dynamic attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
