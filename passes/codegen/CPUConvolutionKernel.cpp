@@ -628,14 +628,9 @@ void EmitDenseOnPlaneSizes(OpBuilder& b, Location loc, const MatmulTiles& tiles,
   }
   if (grouped && (outType.isDynamicDim(2) || outType.isDynamicDim(3))) {
     for (int64_t o : kGroupedPlaneOutputs) {
-      auto is = [&](int64_t d) -> Value {
-        return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, memref::DimOp::create(b, loc, out, d),
-                                     arith::ConstantIndexOp::create(b, loc, o));
-      };
-      if ((!outType.isDynamicDim(2) && outType.getDimSize(2) != o) ||
-          (!outType.isDynamicDim(3) && outType.getDimSize(3) != o))
-        continue;
-      auto choice = scf::IfOp::create(b, loc, arith::AndIOp::create(b, loc, is(2), is(3)), /*withElseRegion=*/true);
+      const PlaneSize plane{ShapedType::kDynamic, ShapedType::kDynamic, o, o};
+      if (!PlaneFitsStaticExtents(plane, x, out)) continue;
+      auto choice = scf::IfOp::create(b, loc, PlaneIs(b, loc, x, out, plane), /*withElseRegion=*/true);
       b.setInsertionPointToStart(&choice.getThenRegion().front());
       emit(x, CastPlane(b, loc, out, o, o));
       b.setInsertionPointToStart(&choice.getElseRegion().front());

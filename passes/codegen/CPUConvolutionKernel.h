@@ -79,6 +79,9 @@ constexpr int64_t kMaxPackedFilterDepth = 16384;
 // 3x3 convolutions with dynamic 4x4 to 16x16 planes ran 1.2-1.7x their static export, and
 // static 8x8 and 16x16 planes lost 1.1-1.3x too (bench/README.md, "Dynamic against static").
 constexpr int64_t kPackedFilterMaxTileRows = 8;
+// Output sides of the square planes a dynamic export's packed-filter kernel has static-plane
+// variants for (tested at run time; see CPUConvolutionPackedFilter.cpp).
+constexpr int64_t kPackedFilterPlaneOutputs[] = {2, 4};
 bool LowerConvolutionOnPackedFilter(mlir::func::FuncOp kernel, mlir::linalg::LinalgOp op,
                                     const ConvolutionGeometry& g, const MatmulTiles& tiles);
 

@@ -624,3 +624,36 @@ hexir.executable @prepacked attributes {hexir.workgroup_count = array<i64: 1, 1,
     }
   }
 }
+
+// -----
+
+// The same convolution over a run-time batch and plane (a dynamic export): out's plane is
+// tested at run time for 2 x 2 and 4 x 4 (kPackedFilterPlaneOutputs), where the GEMM's rows
+// are a constant; the 2 x 2 plane's 4 positions are one register tile, whose panels are
+// streamed (prefetched) as in a static export; the dynamic plane after.
+// CHECK-LABEL: hexir.executable @prepacked_dynamic
+// CHECK:         llvm.func internal @prepacked_dynamic_impl(
+// CHECK:           llvm.icmp "eq"
+// CHECK:           llvm.intr.prefetch
+// CHECK:           llvm.intr.masked.scatter
+// CHECK:           llvm.icmp "eq"
+// CHECK-NOT:       llvm.intr.prefetch
+// CHECK:         llvm.func @prepacked_dynamic(
+hexir.executable @prepacked_dynamic attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @prepacked_dynamic(%x: tensor<?x3x?x?xf32>, %wp: tensor<2x27x16xf32>, %o: tensor<?x20x?x?xf32>, %id: index) -> tensor<?x20x?x?xf32> {
+      %e = tensor.empty() : tensor<20x3x3x3xf32>
+      %w = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0 floordiv 16, d1 * 9 + d2 * 3 + d3, d0 mod 16)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%wp : tensor<2x27x16xf32>) outs(%e : tensor<20x3x3x3xf32>) attrs = {hexir.packed_rhs} {
+      ^bb0(%in: f32, %out: f32):
+        linalg.yield %in : f32
+      } -> tensor<20x3x3x3xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<?x3x?x?xf32>, tensor<20x3x3x3xf32>) outs(%o : tensor<?x20x?x?xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<?x20x?x?xf32>
+      return %y : tensor<?x20x?x?xf32>
+    }
+  }
+}
