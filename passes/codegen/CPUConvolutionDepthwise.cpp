@@ -674,7 +674,8 @@ bool PlaneFitsStaticExtents(const PlaneSize& p, Value x, Value out) {
                                  outType.getDimSize(3)};
   const int64_t values[] = {p.h, p.w, p.oh, p.ow};
   for (int d = 0; d < 4; ++d)
-    if (!ShapedType::isDynamic(staticSizes[d]) && staticSizes[d] != values[d]) return false;
+    if (!ShapedType::isDynamic(staticSizes[d]) && !ShapedType::isDynamic(values[d]) && staticSizes[d] != values[d])
+      return false;
   return true;
 }
 
@@ -684,6 +685,7 @@ Value PlaneIs(OpBuilder& b, Location loc, Value x, Value out, const PlaneSize& p
   int64_t values[] = {p.h, p.w, p.oh, p.ow};
   Value matches;
   for (int d = 0; d < 4; ++d) {
+    if (ShapedType::isDynamic(values[d])) continue;
     Value eq = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, extents[d],
                                      arith::ConstantIndexOp::create(b, loc, values[d]));
     matches = matches ? arith::AndIOp::create(b, loc, matches, eq).getResult() : eq;

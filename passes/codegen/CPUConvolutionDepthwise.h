@@ -95,7 +95,8 @@ constexpr int64_t kDepthwiseChannelLaneInputs = 36;
 constexpr int64_t kStagedPlaneOutputs[] = {4, 7, 8, 14, 16};
 
 // Run-time plane-size variants of a dynamic export's convolutions (the depthwise kernels here,
-// the 1x1 GEMM in CPUConvolutionKernel.cpp): x's plane h x w, out's oh x ow.
+// the 1x1 and grouped GEMMs in CPUConvolutionKernel.cpp, the packed-filter GEMM): x's plane
+// h x w, out's oh x ow; an extent of ShapedType::kDynamic is not constrained.
 struct PlaneSize {
   int64_t h, w, oh, ow;
 };

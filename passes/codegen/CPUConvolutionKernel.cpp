@@ -43,6 +43,23 @@ bool Is(const std::optional<SmallVector<int64_t>>& got, std::initializer_list<in
   return got && llvm::equal(*got, want);
 }
 
+// Fg of a grouped convolution's input channel `chan` = (f floordiv Fg) * Cg + c (loops d1 = f,
+// d4 = c), the importer's form; 1 for f * Cg + c (one filter per group). nullopt otherwise.
+std::optional<int64_t> GroupFilters(AffineExpr chan, int64_t cg) {
+  MLIRContext* ctx = chan.getContext();
+  AffineExpr f = getAffineDimExpr(1, ctx), c = getAffineDimExpr(4, ctx);
+  if (chan == f * cg + c) return 1;
+  std::optional<int64_t> fg;
+  chan.walk([&](AffineExpr e) {
+    auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+    auto divisor = bin ? dyn_cast<AffineConstantExpr>(bin.getRHS()) : AffineConstantExpr();
+    if (e.getKind() == AffineExprKind::FloorDiv && bin.getLHS() == f && divisor && divisor.getValue() > 1)
+      fg = divisor.getValue();
+  });
+  if (!fg || chan != f.floorDiv(*fg) * cg + c) return std::nullopt;
+  return fg;
+}
+
 // Memrefs whose last dim has unit stride.
 bool HasUnitStrideRows(Type type) {
   auto memref = dyn_cast<MemRefType>(type);
@@ -105,13 +122,20 @@ std::optional<ConvolutionGeometry> MatchConvolution(linalg::LinalgOp op) {
   SmallVector<std::optional<SmallVector<int64_t>>> x;
   for (AffineExpr e : maps[0].getResults()) x.push_back(LinearCoefficients(e, 7));
   if (!Is(x[0], {1, 0, 0, 0, 0, 0, 0}) || !x[2] || !x[3]) return std::nullopt;
+  auto wType = cast<ShapedType>(op.getDpsInputs()[1].getType());
   ConvolutionGeometry g;
   if (Is(x[1], {0, 0, 0, 0, 1, 0, 0})) {
     g.kind = ConvolutionKind::kDense;
-  } else if (Is(x[1], {0, 1, 0, 0, 1, 0, 0})) {
+  } else if (Is(x[1], {0, 1, 0, 0, 1, 0, 0}) && wType.getDimSize(1) == 1) {
     // One input channel per filter: chan = f.
-    if (cast<ShapedType>(op.getDpsInputs()[1].getType()).getDimSize(1) != 1) return std::nullopt;
     g.kind = ConvolutionKind::kDepthwise;
+  } else if (std::optional<int64_t> fg = wType.isDynamicDim(1) ? std::nullopt
+                                         : GroupFilters(maps[0].getResult(1), wType.getDimSize(1))) {
+    // Whole groups of static filters: out's F static, a multiple of Fg.
+    int64_t filters = cast<ShapedType>(op.getDpsInits()[0].getType()).getDimSize(1);
+    if (ShapedType::isDynamic(filters) || filters % *fg) return std::nullopt;
+    g.kind = ConvolutionKind::kGrouped;
+    g.groupFilters = *fg;
   } else {
     return std::nullopt;
   }
@@ -176,7 +200,21 @@ class ConvolutionEmitter {
     zeroVec = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
   }
 
+  // Dense: one implicit GEMM per batch. Grouped: per group i, the dense convolution of its
+  // Fg filters (out's and w's [i * Fg, (i + 1) * Fg)) over its Cg channels of x (from i * Cg).
   void dense(Value x, Value w, Value out, Value packed) {
+    if (g.kind != ConvolutionKind::kGrouped) return gemms(x, w, out, packed);
+    int64_t fg = g.groupFilters, cg = cast<MemRefType>(w.getType()).getDimSize(1);
+    int64_t groups = cast<MemRefType>(out.getType()).getDimSize(1) / fg;
+    forLoop(index(0), index(groups), [&](Value i) {
+      gemms(channels(x, 1, mul(i, index(cg)), cg), channels(w, 0, mul(i, index(fg)), fg),
+            channels(out, 1, mul(i, index(fg)), fg), packed);
+    });
+  }
+
+ private:
+  // The implicit GEMMs of a dense convolution, one per batch.
+  void gemms(Value x, Value w, Value out, Value packed) {
     Value n = dim(out, 0), f = dim(out, 1), oh = dim(out, 2), ow = dim(out, 3);
     Value c = dim(w, 1), kh = dim(w, 2), kw = dim(w, 3);
     auto [xc, wp] = flattenPlanes(x);  // wp: x's row pitch
@@ -232,25 +270,53 @@ class ConvolutionEmitter {
             }
           });
         };
-        if (g.strides[1] != 1) return gathered();
-        // Consecutive in x: the offsets of the panel's first and last column inside N differ
-        // by their distance. A full panel loads its vectors; a partial one (a plane of fewer
-        // than NR positions, or its last panel: every dynamic plane, where the gather's
-        // offsets are run-time values) loads them masked, the lanes past N zero.
+        const int64_t sw = g.strides[1];
+        if (sw > 2) return gathered();
+        // Consecutive in x (stride 1) or every other element (stride 2): the offsets of the
+        // panel's first and last column inside N differ by sw times their distance (the
+        // panel inside one output row). A full panel loads its vectors; a partial one (a plane
+        // of fewer than NR positions, or its last panel: every dynamic plane, where the
+        // gather's offsets are run-time values) loads them masked, the lanes past N zero. At
+        // stride 2 each vector is the even elements of two loads (the second's last element,
+        // never needed, masked off: it may lie past x).
         Value inside = arith::MinUIOp::create(b, loc, arith::SubIOp::create(b, loc, gemmColumns, n0),
                                               index(t.columns()));
         Value lastInside = arith::SubIOp::create(b, loc, inside, index(1));
         Value consecutive = arith::CmpIOp::create(
             b, loc, arith::CmpIPredicate::eq,
-            arith::SubIOp::create(b, loc, planeOffset(add(n0, lastInside)), first), lastInside);
+            arith::SubIOp::create(b, loc, planeOffset(add(n0, lastInside)), first), mul(lastInside, index(sw)));
+        auto maskOf = [&](Value count) -> Value {
+          return vector::CreateMaskOp::create(b, loc, VectorType::get({t.lanes}, b.getI1Type()), ValueRange{count});
+        };
+        SmallVector<int64_t> even;
+        for (int64_t i = 0; i < t.lanes; ++i) even.push_back(2 * i);
         auto loads = [&](bool masked) {
           forLoop(index(0), kcSize, [&](Value k) {
             auto [channel, offset] = tap(k);
             Value start = add(first, offset);
             for (int64_t v = 0; v < t.vectors; ++v) {
-              SmallVector<Value, 3> at{batch, channel, add(start, index(v * t.lanes))};
-              Value lanes = masked ? Value(vector::MaskedLoadOp::create(b, loc, vec, xc, at, masks[v], zeroVec))
-                                   : Value(vector::LoadOp::create(b, loc, vec, xc, at));
+              SmallVector<Value, 3> at{batch, channel, add(start, index(v * t.lanes * sw))};
+              Value lanes;
+              if (sw == 1) {
+                lanes = masked ? Value(vector::MaskedLoadOp::create(b, loc, vec, xc, at, masks[v], zeroVec))
+                               : Value(vector::LoadOp::create(b, loc, vec, xc, at));
+              } else {
+                // x elements the vector's lanes inside N reach: 2 * lanes - 1 when all are.
+                Value reach = index(2 * t.lanes - 1);
+                if (masked) {
+                  Value live = arith::MinSIOp::create(
+                      b, loc, arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, inside, index(v * t.lanes)), index(0)),
+                      index(t.lanes));
+                  reach = arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, mul(live, index(2)), index(1)), index(0));
+                }
+                Value lo = masked ? Value(vector::MaskedLoadOp::create(
+                                        b, loc, vec, xc, at, maskOf(arith::MinSIOp::create(b, loc, reach, index(t.lanes))), zeroVec))
+                                  : Value(vector::LoadOp::create(b, loc, vec, xc, at));
+                SmallVector<Value, 3> next{batch, channel, add(at[2], index(t.lanes))};
+                Value rest = arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, reach, index(t.lanes)), index(0));
+                Value hi = vector::MaskedLoadOp::create(b, loc, vec, xc, next, maskOf(rest), zeroVec);
+                lanes = vector::ShuffleOp::create(b, loc, lo, hi, even);
+              }
               vector::StoreOp::create(b, loc, lanes, panel, ValueRange{k, index(v * t.lanes)});
             }
           });
@@ -282,7 +348,18 @@ class ConvolutionEmitter {
     });
   }
 
- private:
+  // m's `size` entries of dim `d` from `offset` (a group's channels or filters).
+  Value channels(Value m, int64_t d, Value offset, int64_t size) {
+    auto type = cast<MemRefType>(m.getType());
+    SmallVector<OpFoldResult> offsets(4, b.getIndexAttr(0)), sizes, strides(4, b.getIndexAttr(1));
+    for (int64_t i = 0; i < 4; ++i)
+      sizes.push_back(i == d ? OpFoldResult(b.getIndexAttr(size))
+                      : type.isDynamicDim(i) ? OpFoldResult(dim(m, i))
+                                             : OpFoldResult(b.getIndexAttr(type.getDimSize(i))));
+    offsets[d] = offset;
+    return memref::SubViewOp::create(b, loc, m, offsets, sizes, strides);
+  }
+
   // m[n][c][h][w] viewed as [n][c][h * pitch] with unit inner stride, and its row pitch (the
   // stride of dim 2: w for a whole plane, more for a window of a larger one). collapse_shape
   // cannot express a window, nor unit stride when h and w are dynamic (a dynamic size may be 1
@@ -473,11 +550,54 @@ void LowerMaxPoolsToVectorLoops(func::FuncOp kernel, int64_t lanes) {
   }
 }
 
-// The dense kernel; a 1x1 convolution at stride 1 over planes of run-time extents first tests
-// them for each o of kDensePlaneOutputs (x's and out's planes o x o) and runs the kernel on
-// views of that static plane there (its panels' loads and the GEMM's N compile-time
-// constants, as in a static export), the kernel on the dynamic plane otherwise.
+// `t` with NR = `columns` (a power of two from 4 to NR): one vector of that many lanes below
+// t's vector width, else t's vectors.
+MatmulTiles WithColumns(const MatmulTiles& t, int64_t columns) {
+  MatmulTiles c = t;
+  c.lanes = std::min(columns, t.lanes);
+  c.vectors = columns / c.lanes;
+  return c;
+}
+
+// Tiles for a grouped convolution's GEMMs (each group's Fg filters the rows, a few, so that
+// B's panels, gathered or loaded from x, cost about as much as the FMAs) over out's plane of
+// `positions` outputs `ow` wide (kDynamic: unknown) at column stride `sw`:
+// - at most one vector of positions: NR one vector of the fewest lanes (at least 4) that
+//   holds them, so that a 2 x 2 plane computes 4 columns, not 32 (RegNetY's 3x3s over 440
+//   channels of 2 x 2: 55 GEMMs of 8 x 72 x 4 a batch);
+// - else, at strides 1 and 2, the largest NR dividing OW (at least 4): each panel inside one
+//   output row, so loaded from x (two loads and their even elements at stride 2), not
+//   gathered (48 channels of 16 x 16 at stride 2: NR 16 on AVX-512, not 32 over two rows).
+// The other tiles as given; the packed block is reused (PackedView).
+MatmulTiles GroupedTiles(const MatmulTiles& t, int64_t positions, int64_t ow, int64_t sw) {
+  if (!ShapedType::isDynamic(positions) && positions <= t.lanes)
+    return WithColumns(t, std::max<int64_t>(4, static_cast<int64_t>(llvm::PowerOf2Ceil(positions))));
+  if (ShapedType::isDynamic(ow) || sw > 2) return t;
+  for (int64_t nr = t.columns(); nr >= 4; nr /= 2)
+    if (ow % nr == 0) return WithColumns(t, nr);
+  return t;
+}
+
+// The packed block (AllocatePackedBlock of `wide`) seen as the block of `narrow`: the same
+// bytes in panels of fewer columns (blockColumns and depth are the same).
+Value PackedView(OpBuilder& b, Location loc, Value packed, const MatmulTiles& wide, const MatmulTiles& narrow) {
+  if (narrow.columns() == wide.columns()) return packed;
+  int64_t rows = narrow.blockColumns / narrow.columns() * narrow.depth;
+  auto type = MemRefType::get({rows, narrow.columns()}, b.getF32Type());
+  return memref::ReinterpretCastOp::create(b, loc, type, packed, 0, {rows, narrow.columns()},
+                                           {narrow.columns(), 1});
+}
+
+// The dense and grouped kernels. A 1x1 convolution at stride 1 over planes of run-time
+// extents first tests them for each o of kDensePlaneOutputs (x's and out's planes o x o) and
+// runs the kernel on views of that static plane there (its panels' loads and the GEMM's N
+// compile-time constants, as in a static export), the kernel on the dynamic plane otherwise.
+// A grouped convolution likewise tests out's plane for each o of kGroupedPlaneOutputs (x
+// keeps its run-time extents) and there runs on GroupedTiles of that static plane; on other
+// run-time planes, at strides 1 and 2, it tests which of NR, one vector and half a vector (at
+// least 4) is the largest dividing OW and runs on those tiles.
 constexpr int64_t kDensePlaneOutputs[] = {2, 4};
+constexpr int64_t kGroupedPlaneOutputs[] = {2, 4};
 void EmitDenseOnPlaneSizes(OpBuilder& b, Location loc, const MatmulTiles& tiles, const ConvolutionGeometry& g,
                            Value x, Value w, Value out, Value packed) {
   auto xType = cast<MemRefType>(x.getType()), wType = cast<MemRefType>(w.getType()),
@@ -485,18 +605,53 @@ void EmitDenseOnPlaneSizes(OpBuilder& b, Location loc, const MatmulTiles& tiles,
   bool pointwise = wType.getDimSize(2) == 1 && wType.getDimSize(3) == 1 && g.strides[0] == 1 && g.strides[1] == 1;
   bool dynamicPlane = xType.isDynamicDim(2) || xType.isDynamicDim(3) || outType.isDynamicDim(2) ||
                       outType.isDynamicDim(3);
+  bool grouped = g.kind == ConvolutionKind::kGrouped;
+  auto emitOn = [&](Value x, Value out, const MatmulTiles& on) {
+    ConvolutionEmitter(b, loc, on, g).dense(x, w, out, PackedView(b, loc, packed, tiles, on));
+  };
+  auto emit = [&](Value x, Value out) {
+    auto type = cast<MemRefType>(out.getType());
+    int64_t positions = type.isDynamicDim(2) || type.isDynamicDim(3) ? ShapedType::kDynamic
+                                                                     : type.getDimSize(2) * type.getDimSize(3);
+    emitOn(x, out, grouped ? GroupedTiles(tiles, positions, type.getDimSize(3), g.strides[1]) : tiles);
+  };
   OpBuilder::InsertionGuard guard(b);
-  if (pointwise && dynamicPlane) {
+  if (pointwise && dynamicPlane && !grouped) {
     for (int64_t o : kDensePlaneOutputs) {
       const PlaneSize plane{o, o, o, o};
       if (!PlaneFitsStaticExtents(plane, x, out)) continue;
       auto choice = scf::IfOp::create(b, loc, PlaneIs(b, loc, x, out, plane), /*withElseRegion=*/true);
       b.setInsertionPointToStart(&choice.getThenRegion().front());
-      ConvolutionEmitter(b, loc, tiles, g).dense(CastPlane(b, loc, x, o, o), w, CastPlane(b, loc, out, o, o), packed);
+      emit(CastPlane(b, loc, x, o, o), CastPlane(b, loc, out, o, o));
       b.setInsertionPointToStart(&choice.getElseRegion().front());
     }
   }
-  ConvolutionEmitter(b, loc, tiles, g).dense(x, w, out, packed);
+  if (grouped && (outType.isDynamicDim(2) || outType.isDynamicDim(3))) {
+    for (int64_t o : kGroupedPlaneOutputs) {
+      const PlaneSize plane{ShapedType::kDynamic, ShapedType::kDynamic, o, o};
+      if (!PlaneFitsStaticExtents(plane, x, out)) continue;
+      auto choice = scf::IfOp::create(b, loc, PlaneIs(b, loc, x, out, plane), /*withElseRegion=*/true);
+      b.setInsertionPointToStart(&choice.getThenRegion().front());
+      emit(x, CastPlane(b, loc, out, o, o));
+      b.setInsertionPointToStart(&choice.getElseRegion().front());
+    }
+    // OW % nr == 0 and OW % 2nr != 0: nr the largest NR dividing OW (NR itself: the
+    // default), for nr of one vector and of half a vector (OW 16 and 8 on AVX-512).
+    for (int64_t nr = tiles.columns() / 2; g.strides[1] <= 2 && nr >= std::max<int64_t>(4, tiles.lanes / 2); nr /= 2) {
+      auto remainder = [&](int64_t d) -> Value {
+        return arith::RemUIOp::create(b, loc, memref::DimOp::create(b, loc, out, 3), arith::ConstantIndexOp::create(b, loc, d));
+      };
+      Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+      Value divides = arith::AndIOp::create(
+          b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, remainder(nr), zero),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, remainder(2 * nr), zero));
+      auto choice = scf::IfOp::create(b, loc, divides, /*withElseRegion=*/true);
+      b.setInsertionPointToStart(&choice.getThenRegion().front());
+      emitOn(x, out, WithColumns(tiles, nr));
+      b.setInsertionPointToStart(&choice.getElseRegion().front());
+    }
+  }
+  emit(x, out);
 }
 
 }  // namespace
@@ -516,7 +671,7 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
       op->erase();
       continue;
     }
-    if (g.kind == ConvolutionKind::kDense && !packed) packed = AllocatePackedBlock(kernel, tiles);
+    if (g.kind != ConvolutionKind::kDepthwise && !packed) packed = AllocatePackedBlock(kernel, tiles);
     b.setInsertionPoint(op);
     Location loc = op.getLoc();
     Value x = op.getDpsInputs()[0], w = op.getDpsInputs()[1], out = op.getDpsInits()[0];
@@ -525,9 +680,9 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
         return EmitDepthwiseConvolution(b, loc, kernel, tiles.lanes, g, op, x, w, out);
       EmitDenseOnPlaneSizes(b, loc, tiles, g, x, w, out, packed);
     };
-    // Dense kernels write the output's planes as rows: where its strides are dynamic, the
-    // kernel runs when they are contiguous at run time, the loop lowering otherwise.
-    Value contiguous = g.kind == ConvolutionKind::kDense ? RowsAreContiguous(b, loc, {out}) : Value();
+    // Dense and grouped kernels write the output's planes as rows: where its strides are
+    // dynamic, the kernel runs when they are contiguous at run time, the loop lowering otherwise.
+    Value contiguous = g.kind != ConvolutionKind::kDepthwise ? RowsAreContiguous(b, loc, {out}) : Value();
     if (!contiguous) {
       emit();
       op->erase();

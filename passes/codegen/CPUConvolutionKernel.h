@@ -4,7 +4,9 @@
 //
 //   out[n][f][oh][ow] += x[n][chan][oh * sh + kh * dh][ow * sw + kw * dw] * w[f][c][kh][kw]
 //
-// with chan = c (dense) or f + c with one input channel per filter (depthwise).
+// with chan = c (dense), f + c with one input channel per filter (depthwise), or
+// (f floordiv Fg) * Cg + c (grouped: G groups of Fg filters, each over Cg channels; f * Cg + c
+// when Fg = 1).
 //
 // Dense convolutions are the packed GEMM of CPUMatmulMicroKernel.h (implicit GEMM), per n:
 //   C[f][p] += A[f][k] * B[k][p],  A = w as [F][C*KH*KW] (no copy), p = oh * OW + ow,
@@ -26,7 +28,19 @@
 // A dense convolution whose constant filter was packed once at load runs on the packed
 // filter instead: see LowerConvolutionOnPackedFilter below.
 //
-// Depthwise convolutions have kernels of their own: see CPUConvolutionDepthwise.h.
+// Grouped convolutions run the dense kernel once per group, on views of the group's Cg
+// channels of x and its Fg filters of w and out (static F, a multiple of Fg: workgroups do not
+// split them, CPUDistributeWorkgroups). With a few filters (the GEMM's rows) per group, B's
+// panels cost about as much as the FMAs, so their tiles follow out's plane (GroupedTiles in
+// the .cpp): a static plane of at most one vector of outputs takes one vector of the fewest
+// lanes that hold them (a 2 x 2 plane 4 columns, not NR); a wider one at stride 1 or 2 the
+// largest NR dividing OW, so that each panel is one output row, loaded (at stride 2 the even
+// elements of two loads), not gathered. A dynamic plane is tested at run time for 2 x 2 and
+// 4 x 4 outputs (out seen with that static plane there), then for the NR dividing OW (one
+// vector, half a vector). The importer's generic of a dynamic export had run as loops with
+// run-time bounds: RegNetY-400MF's 3x3s (groups of 8) took 200-360 us each against 35-75 us
+// static.
+
 #pragma once
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -35,12 +49,13 @@
 
 namespace hexir::codegen {
 
-enum class ConvolutionKind { kDense, kDepthwise };
+enum class ConvolutionKind { kDense, kDepthwise, kGrouped };
 
 struct ConvolutionGeometry {
   ConvolutionKind kind;
   int64_t strides[2];
   int64_t dilations[2];
+  int64_t groupFilters = 1;  // kGrouped: Fg, the filters of a group
 };
 
 // The geometry of `op` when it is a convolution one of the kernels above takes (f32, the
@@ -64,6 +79,9 @@ constexpr int64_t kMaxPackedFilterDepth = 16384;
 // 3x3 convolutions with dynamic 4x4 to 16x16 planes ran 1.2-1.7x their static export, and
 // static 8x8 and 16x16 planes lost 1.1-1.3x too (bench/README.md, "Dynamic against static").
 constexpr int64_t kPackedFilterMaxTileRows = 8;
+// Output sides of the square planes a dynamic export's packed-filter kernel has static-plane
+// variants for (tested at run time; see CPUConvolutionPackedFilter.cpp).
+constexpr int64_t kPackedFilterPlaneOutputs[] = {2, 4};
 bool LowerConvolutionOnPackedFilter(mlir::func::FuncOp kernel, mlir::linalg::LinalgOp op,
                                     const ConvolutionGeometry& g, const MatmulTiles& tiles);
 

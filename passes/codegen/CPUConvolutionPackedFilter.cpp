@@ -22,6 +22,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "passes/codegen/CPUForLoop.h"
+#include "passes/codegen/CPUConvolutionDepthwise.h"
 #include "passes/codegen/CPUConvolutionKernel.h"
 
 namespace hexir::codegen {
@@ -177,7 +178,24 @@ bool LowerConvolutionOnPackedFilter(func::FuncOp kernel, linalg::LinalgOp op,
   deeper.depth = std::max(tiles.depth, c * kh * kw);
   deeper.rows = std::min(tiles.rows, kPackedFilterMaxTileRows);
   deeper.rowBlock = std::max(deeper.rows, tiles.rowBlock / deeper.rows * deeper.rows);
-  PackedFilterEmitter(b, op.getLoc(), deeper).emit(g, x, out, taps, *filter, c, kh, kw);
+  Location loc = op.getLoc();
+  auto emit = [&](Value on) { PackedFilterEmitter(b, loc, deeper).emit(g, x, on, taps, *filter, c, kh, kw); };
+  // A run-time out plane (a dynamic export) is first tested for each o of
+  // kPackedFilterPlaneOutputs: there the GEMM's rows are a constant, and a GEMM of one
+  // register tile streams its panels (prefetched) as in a static export (RegNetY-400MF's
+  // 440 -> 440 1x1s over 2 x 2, the filter from L3 or memory each call).
+  auto outType = cast<MemRefType>(out.getType());
+  if (outType.isDynamicDim(2) || outType.isDynamicDim(3)) {
+    for (int64_t o : kPackedFilterPlaneOutputs) {
+      const PlaneSize plane{ShapedType::kDynamic, ShapedType::kDynamic, o, o};
+      if (!PlaneFitsStaticExtents(plane, x, out)) continue;
+      auto choice = scf::IfOp::create(b, loc, PlaneIs(b, loc, x, out, plane), /*withElseRegion=*/true);
+      b.setInsertionPointToStart(&choice.getThenRegion().front());
+      emit(CastPlane(b, loc, out, o, o));
+      b.setInsertionPointToStart(&choice.getElseRegion().front());
+    }
+  }
+  emit(out);
   return true;
 }
 

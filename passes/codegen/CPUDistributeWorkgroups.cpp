@@ -35,10 +35,14 @@ constexpr int64_t kConvolutionChannelsPerWorkgroup = 16;
 
 // A kernel whose convolution takes a CPU convolution kernel and whose result op writes the
 // N x F x spatial output in order is split along its output channels (loop 1): they are
-// static even when batch and spatial dims are not, and batch 1 has nothing to split.
+// static even when batch and spatial dims are not, and batch 1 has nothing to split. Not a
+// grouped one: its kernel takes whole groups of static filters (a slice would be dynamic).
 bool SplitsAlongChannels(func::FuncOp kernel, TilingInterface root) {
   bool convolution = false;
-  kernel.walk([&](linalg::LinalgOp op) { convolution |= codegen::MatchConvolution(op).has_value(); });
+  kernel.walk([&](linalg::LinalgOp op) {
+    std::optional<codegen::ConvolutionGeometry> g = codegen::MatchConvolution(op);
+    convolution |= g && g->kind != codegen::ConvolutionKind::kGrouped;
+  });
   auto linalgRoot = dyn_cast<linalg::LinalgOp>(root.getOperation());
   if (!convolution || !linalgRoot || linalgRoot.getNumDpsInits() != 1 ||
       linalgRoot.getNumLoops() < 4 ||

@@ -154,7 +154,7 @@ bool isFusableProducer(Operation* op) {
 }
 
 // A convolution: linalg's (named or recognized generic) or the ONNX importer's 2-D form,
-// dense or depthwise (codegen/CPUConvolutionKernel.h).
+// dense, depthwise or grouped (codegen/CPUConvolutionKernel.h).
 bool isConvolution(Operation* op) {
   auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
   return linalgOp && (linalg::isaConvolutionOpInterface(linalgOp) ||

@@ -416,20 +416,91 @@ hexir.executable @depthwise_strided attributes {hexir.workgroup_count = array<i6
 
 // -----
 
-// Two filters per input channel (a depthwise multiplier) keep the loop lowering.
-// CHECK-LABEL: hexir.executable @multiplier
-// CHECK-NOT:     llvm.intr.masked
-// CHECK:         llvm.func @multiplier(
-hexir.executable @multiplier attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+// A grouped convolution (chan = (f floordiv Fg) * Cg + c: 2 groups of 8 filters over 8
+// channels) runs the dense kernel per group on views of the group's channels and filters.
+// Its 4 x 4 plane takes NR = 4 (GroupedTiles: the largest NR dividing OW), so each panel is
+// one output row, loaded, not gathered: per group the 8 x 16 GEMM as a 6-row and a 2-row
+// register tile of 4-lane FMAs.
+// CHECK-LABEL: hexir.executable @grouped
+// CHECK:         llvm.func internal @grouped_impl(
+// CHECK:           llvm.intr.masked.load {{.*}} -> vector<4xf32>
+// CHECK-COUNT-6:   llvm.intr.fmuladd({{.*}}) : (vector<4xf32>, vector<4xf32>, vector<4xf32>) -> vector<4xf32>
+// CHECK-COUNT-2:   llvm.intr.fmuladd({{.*}}) : (vector<4xf32>, vector<4xf32>, vector<4xf32>) -> vector<4xf32>
+// CHECK-NOT:       llvm.fmul
+// CHECK:         llvm.func @grouped(
+hexir.executable @grouped attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
   builtin.module {
-    func.func @multiplier(%x: tensor<1x3x5x5xf32>, %w: tensor<6x1x3x3xf32>, %o: tensor<1x6x3x3xf32>, %id: index) -> tensor<1x6x3x3xf32> {
-      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 floordiv 2 + d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x3x5x5xf32>, tensor<6x1x3x3xf32>) outs(%o : tensor<1x6x3x3xf32>) {
+    func.func @grouped(%x: tensor<1x16x6x6xf32>, %w: tensor<16x8x3x3xf32>, %o: tensor<1x16x4x4xf32>, %id: index) -> tensor<1x16x4x4xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, (d1 floordiv 8) * 8 + d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x16x6x6xf32>, tensor<16x8x3x3xf32>) outs(%o : tensor<1x16x4x4xf32>) {
       ^bb0(%a: f32, %b: f32, %acc: f32):
         %p = arith.mulf %a, %b : f32
         %q = arith.addf %acc, %p : f32
         linalg.yield %q : f32
-      } -> tensor<1x6x3x3xf32>
-      return %y : tensor<1x6x3x3xf32>
+      } -> tensor<1x16x4x4xf32>
+      return %y : tensor<1x16x4x4xf32>
+    }
+  }
+}
+
+// -----
+
+// Two filters per input channel (a depthwise multiplier) is a grouped convolution of one
+// channel per group; over a static 2 x 2 plane its GEMMs run on tiles of one 4-lane vector
+// (GroupedTiles), not 16 columns for 4.
+// CHECK-LABEL: hexir.executable @multiplier
+// CHECK:         llvm.func internal @multiplier_impl(
+// CHECK:           llvm.intr.masked.gather {{.*}} -> vector<4xf32>
+// CHECK-COUNT-2:   llvm.intr.fmuladd({{.*}}) : (vector<4xf32>, vector<4xf32>, vector<4xf32>) -> vector<4xf32>
+// CHECK-NOT:       llvm.fmul
+// CHECK:         llvm.func @multiplier(
+hexir.executable @multiplier attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @multiplier(%x: tensor<1x3x4x4xf32>, %w: tensor<6x1x3x3xf32>, %o: tensor<1x6x2x2xf32>, %id: index) -> tensor<1x6x2x2xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 floordiv 2 + d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x3x4x4xf32>, tensor<6x1x3x3xf32>) outs(%o : tensor<1x6x2x2xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<1x6x2x2xf32>
+      return %y : tensor<1x6x2x2xf32>
+    }
+  }
+}
+
+// -----
+
+// A grouped convolution over a run-time batch and plane (a dynamic export) at stride 2: out's
+// plane is tested at run time for 2 x 2 (4-lane tiles, 6 + 2 rows) and 4 x 4 (NR 4), then
+// OW for 8 and 4 as the largest NR dividing it (one vector, half a vector), the dynamic plane
+// on the default tiles (2 vectors) otherwise; a panel inside one output row is the even
+// elements of two loads, one other gathered; the loop lowering where out's rows are not
+// contiguous.
+// CHECK-LABEL: hexir.executable @grouped_dynamic
+// CHECK:         llvm.func internal @grouped_dynamic_impl(
+// CHECK:           llvm.icmp "eq"
+// CHECK:           llvm.shufflevector {{.*}} [0, 2, 4, 6] : vector<4xf32>
+// CHECK:           llvm.intr.masked.gather {{.*}} -> vector<4xf32>
+// CHECK-COUNT-8:   llvm.intr.fmuladd({{.*}}) : (vector<4xf32>, vector<4xf32>, vector<4xf32>) -> vector<4xf32>
+// CHECK:           llvm.shufflevector {{.*}} [0, 2, 4, 6] : vector<4xf32>
+// CHECK-COUNT-8:   llvm.intr.fmuladd({{.*}}) : (vector<4xf32>, vector<4xf32>, vector<4xf32>) -> vector<4xf32>
+// CHECK:           llvm.shufflevector {{.*}} [0, 2, 4, 6, 8, 10, 12, 14] : vector<8xf32>
+// CHECK-COUNT-8:   llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK:           llvm.shufflevector {{.*}} [0, 2, 4, 6] : vector<4xf32>
+// CHECK-COUNT-8:   llvm.intr.fmuladd({{.*}}) : (vector<4xf32>, vector<4xf32>, vector<4xf32>) -> vector<4xf32>
+// CHECK:           llvm.shufflevector {{.*}} [0, 2, 4, 6, 8, 10, 12, 14] : vector<8xf32>
+// CHECK-COUNT-16:  llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK:           llvm.fmul {{.*}} : f32
+// CHECK:         llvm.func @grouped_dynamic(
+hexir.executable @grouped_dynamic attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @grouped_dynamic(%x: tensor<?x16x?x?xf32>, %w: tensor<16x8x3x3xf32>, %o: tensor<?x16x?x?xf32>, %id: index) -> tensor<?x16x?x?xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, (d1 floordiv 8) * 8 + d4, d2 * 2 + d5, d3 * 2 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<?x16x?x?xf32>, tensor<16x8x3x3xf32>) outs(%o : tensor<?x16x?x?xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<?x16x?x?xf32>
+      return %y : tensor<?x16x?x?xf32>
     }
   }
 }
@@ -550,6 +621,39 @@ hexir.executable @prepacked attributes {hexir.workgroup_count = array<i64: 1, 1,
         linalg.yield %q : f32
       } -> tensor<1x20x8x8xf32>
       return %y : tensor<1x20x8x8xf32>
+    }
+  }
+}
+
+// -----
+
+// The same convolution over a run-time batch and plane (a dynamic export): out's plane is
+// tested at run time for 2 x 2 and 4 x 4 (kPackedFilterPlaneOutputs), where the GEMM's rows
+// are a constant; the 2 x 2 plane's 4 positions are one register tile, whose panels are
+// streamed (prefetched) as in a static export; the dynamic plane after.
+// CHECK-LABEL: hexir.executable @prepacked_dynamic
+// CHECK:         llvm.func internal @prepacked_dynamic_impl(
+// CHECK:           llvm.icmp "eq"
+// CHECK:           llvm.intr.prefetch
+// CHECK:           llvm.intr.masked.scatter
+// CHECK:           llvm.icmp "eq"
+// CHECK-NOT:       llvm.intr.prefetch
+// CHECK:         llvm.func @prepacked_dynamic(
+hexir.executable @prepacked_dynamic attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @prepacked_dynamic(%x: tensor<?x3x?x?xf32>, %wp: tensor<2x27x16xf32>, %o: tensor<?x20x?x?xf32>, %id: index) -> tensor<?x20x?x?xf32> {
+      %e = tensor.empty() : tensor<20x3x3x3xf32>
+      %w = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0 floordiv 16, d1 * 9 + d2 * 3 + d3, d0 mod 16)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%wp : tensor<2x27x16xf32>) outs(%e : tensor<20x3x3x3xf32>) attrs = {hexir.packed_rhs} {
+      ^bb0(%in: f32, %out: f32):
+        linalg.yield %in : f32
+      } -> tensor<20x3x3x3xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<?x3x?x?xf32>, tensor<20x3x3x3xf32>) outs(%o : tensor<?x20x?x?xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<?x20x?x?xf32>
+      return %y : tensor<?x20x?x?xf32>
     }
   }
 }

@@ -5,9 +5,20 @@
 // x address is a general register, and 14 of them spilled the accumulators. With a dynamic
 // plane (a dynamic ONNX export) the positions run as whole tiles of 8 x 32 (8 rows x 2
 // vectors of 16 lanes: 16 FMAs a k step), then the rows left as tiles of 4, 2 and 1 (8, 4
-// and 2 FMAs); each tile's output gathered before its k loop and scattered after it.
+// and 2 FMAs); each tile's output gathered before its k loop and scattered after it. Before
+// it, the static-plane variants (kPackedFilterPlaneOutputs): 2 x 2 (4 rows: one tile, 8
+// FMAs, its panels prefetched) and 4 x 4 (16 rows: two whole tiles of 8).
 // CHECK-LABEL: hexir.executable @prepacked_dynamic
 // CHECK:         llvm.func internal @prepacked_dynamic_impl(
+// CHECK:           llvm.icmp "eq"
+// CHECK:           llvm.intr.prefetch
+// CHECK-COUNT-8:   llvm.intr.fmuladd({{.*}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
+// CHECK-NOT:       llvm.intr.fmuladd
+// CHECK:           llvm.intr.masked.scatter
+// CHECK:           llvm.icmp "eq"
+// CHECK-COUNT-16:  llvm.intr.fmuladd({{.*}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
+// CHECK-NOT:       llvm.intr.fmuladd
+// CHECK:           llvm.intr.masked.scatter
 // CHECK:           llvm.intr.masked.gather
 // CHECK-COUNT-16:  llvm.intr.fmuladd({{.*}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
 // CHECK-NOT:       llvm.intr.fmuladd

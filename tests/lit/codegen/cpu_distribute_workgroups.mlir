@@ -187,6 +187,28 @@ hexir.executable @conv {
 
 // -----
 
+// A grouped convolution (4 groups of 16 filters over 5 channels) is not split along its
+// channels (its kernel takes whole groups of static filters): batch 1 has nothing to split.
+// CHECK-LABEL: hexir.executable @conv_grouped
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 1, 1, 1>
+// CHECK:         linalg.generic
+// CHECK-SAME:      ins(%{{.+}}, %{{.+}} : tensor<1x20x10x10xf32>, tensor<64x5x3x3xf32>)
+hexir.executable @conv_grouped {
+  builtin.module {
+    func.func @conv_grouped(%x: tensor<1x20x10x10xf32>, %w: tensor<64x5x3x3xf32>, %o: tensor<1x64x8x8xf32>) -> tensor<1x64x8x8xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, (d1 floordiv 16) * 5 + d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x20x10x10xf32>, tensor<64x5x3x3xf32>) outs(%o : tensor<1x64x8x8xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<1x64x8x8xf32>
+      return %y : tensor<1x64x8x8xf32>
+    }
+  }
+}
+
+// -----
+
 // The same convolution with dynamic batch and spatial dims: the count is still 2 (the
 // dynamic extents count as large), and the kernel computes its channels per workgroup from
 // the run-time work (window 5 x 3 x 3 times the root's extents, over the minimum work, 1
