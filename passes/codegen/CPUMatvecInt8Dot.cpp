@@ -30,6 +30,24 @@ Value RoundToHalf(OpBuilder& b, Location loc, Value v) {
   return arith::ExtFOp::create(b, loc, b.getF32Type(), half);
 }
 
+// A loop over x's blocks (memref<B x N x f32>) at the builder's insertion point, which it
+// leaves inside the loop's body: `xv` gets the block's N / `lanes` vectors, the result is
+// the block's largest |x|.
+Value ForEachBlockAbsMax(OpBuilder& b, Location loc, Value x, int64_t lanes, SmallVector<Value>& xv) {
+  auto type = cast<MemRefType>(x.getType());
+  VectorType vec = VectorType::get({lanes}, b.getF32Type());
+  auto loop = scf::ForOp::create(b, loc, Index(b, loc, 0), Index(b, loc, type.getDimSize(0)), Index(b, loc, 1));
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  Value block = loop.getInductionVar();
+  Value absMax;
+  for (int64_t v = 0; v < type.getDimSize(1) / lanes; ++v) {
+    xv.push_back(vector::LoadOp::create(b, loc, vec, x, ValueRange{block, Index(b, loc, v * lanes)}));
+    Value abs = math::AbsFOp::create(b, loc, xv.back());
+    absMax = v ? arith::MaxNumFOp::create(b, loc, absMax, abs).getResult() : abs;
+  }
+  return vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF, absMax);
+}
+
 }  // namespace
 
 Int8Activations QuantizeActivations(OpBuilder& b, Location loc, Value x, bool withSums, Block& entry) {
@@ -45,18 +63,10 @@ Int8Activations QuantizeActivations(OpBuilder& b, Location loc, Value x, bool wi
   VectorType f32x8 = VectorType::get({kLanes}, b.getF32Type());
   VectorType i32x8 = VectorType::get({kLanes}, b.getI32Type());
   VectorType i8x8 = VectorType::get({kLanes}, b.getI8Type());
-  auto loop = scf::ForOp::create(b, loc, Index(b, loc, 0), Index(b, loc, blocks), Index(b, loc, 1));
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(loop.getBody()->getTerminator());
-  Value block = loop.getInductionVar();
   SmallVector<Value> xv;
-  Value absMax;
-  for (int64_t v = 0; v < kInt8BlockElements / kLanes; ++v) {
-    xv.push_back(vector::LoadOp::create(b, loc, f32x8, x, ValueRange{block, Index(b, loc, v * kLanes)}));
-    Value abs = math::AbsFOp::create(b, loc, xv.back());
-    absMax = v ? arith::MaxNumFOp::create(b, loc, absMax, abs).getResult() : abs;
-  }
-  Value amax = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF, absMax);
+  Value amax = ForEachBlockAbsMax(b, loc, x, kLanes, xv);
+  Value block = cast<scf::ForOp>(b.getInsertionBlock()->getParentOp()).getInductionVar();
   Value d = arith::DivFOp::create(b, loc, amax, F32(b, loc, 127.0f));
   Value nonZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, amax, F32(b, loc, 0.0f));
   Value inverse = arith::SelectOp::create(b, loc, nonZero, arith::DivFOp::create(b, loc, F32(b, loc, 127.0f), amax),
@@ -95,18 +105,10 @@ SuperBlockActivations QuantizeSuperBlockActivations(OpBuilder& b, Location loc, 
   VectorType f32s = VectorType::get({kWide}, b.getF32Type());
   VectorType i32s = VectorType::get({kWide}, b.getI32Type());
   VectorType i8s = VectorType::get({kWide}, b.getI8Type());
-  auto loop = scf::ForOp::create(b, loc, Index(b, loc, 0), Index(b, loc, blocks), Index(b, loc, 1));
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(loop.getBody()->getTerminator());
-  Value block = loop.getInductionVar();
   SmallVector<Value> xv;
-  Value absMax;
-  for (int64_t v = 0; v < kVectors; ++v) {
-    xv.push_back(vector::LoadOp::create(b, loc, f32s, x, ValueRange{block, Index(b, loc, v * kWide)}));
-    Value abs = math::AbsFOp::create(b, loc, xv.back());
-    absMax = v ? arith::MaxNumFOp::create(b, loc, absMax, abs).getResult() : abs;
-  }
-  Value amax = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF, absMax);
+  Value amax = ForEachBlockAbsMax(b, loc, x, kWide, xv);
+  Value block = cast<scf::ForOp>(b.getInsertionBlock()->getParentOp()).getInductionVar();
   Value nonZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, amax, F32(b, loc, 0.0f));
   Value scale = arith::DivFOp::create(b, loc, F32(b, loc, 127.0f), amax);
   Value inverse = arith::SelectOp::create(b, loc, nonZero, scale, F32(b, loc, 0.0f));
