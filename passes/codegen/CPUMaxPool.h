@@ -23,7 +23,8 @@
 
 namespace hexir::codegen {
 
-// Output channels whose maximum chains one iteration interleaves.
+// Output channels whose maximum chains one iteration interleaves (SqueezeNet's three pools
+// alone, least of 200 calls: 4 and 16 channels 0-10% slower than 8).
 constexpr int64_t kMaxPoolChannels = 8;
 
 // Rewrites every max pool of the bufferized `kernel` as above (vectors of `lanes` f32); the
