@@ -32,6 +32,7 @@
 #include "passes/codegen/CPUElementwiseFusion.h"
 #include "passes/codegen/CPUMathApproximation.h"
 #include "passes/codegen/CPUMatmulMicroKernel.h"
+#include "passes/codegen/CPUMaxPool.h"
 #include "passes/codegen/CPUMatvecKernel.h"
 #include "passes/codegen/CPUReductionOrder.h"
 #include "passes/codegen/CPURowChainArithmetic.h"
@@ -233,6 +234,9 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     // f32 matmuls: packed right-hand side, register-blocked vector FMAs.
     codegen::MatmulTiles tiles = codegen::ChooseMatmulTiles(target);
     codegen::LowerMatmulsToMicroKernels(*kernel, tiles);
+    // f32 max pools: vector loops over runs of a row's outputs, channels interleaved
+    // (codegen/CPUMaxPool.h).
+    codegen::LowerMaxPools(*kernel, tiles.lanes);
     // f32 2-D convolutions: dense ones as implicit GEMMs on the same micro-kernel,
     // depthwise ones on staged planes (codegen/CPUConvolutionKernel.h, CPUConvolutionDepthwise.h).
     codegen::LowerConvolutionsToKernels(*kernel, tiles);

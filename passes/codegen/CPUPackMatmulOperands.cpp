@@ -159,6 +159,17 @@ constexpr int64_t kMinPackedFilterDepth = 192;
 // are consecutive, loaded and stored as vectors, no gather).
 constexpr int64_t kTinyPlanePositions = 4;
 
+// And except windows wider than 1x1 over at least this many channels: there the
+// input-packing kernel gathers each of its panels tap by tap (an im2col), the packed filter
+// reads x in place (SqueezeNet's 3x3 over 16 channels (144 taps) on 15 x 15 outputs, one
+// thread: 100 -> 50 us; its 3x3 stem over 3 channels was no faster packed, 86 -> 87-91 us).
+constexpr int64_t kMinPackedWindowChannels = 16;
+
+// w[F][C][KH][KW] with KH x KW > 1 and C >= kMinPackedWindowChannels.
+bool IsWideWindowOverChannels(RankedTensorType wType) {
+  return wType.getDimSize(2) * wType.getDimSize(3) > 1 && wType.getDimSize(1) >= kMinPackedWindowChannels;
+}
+
 // A static output plane (out[n][f][oh][ow]) of at most kTinyPlanePositions positions.
 bool HasTinyOutputPlane(linalg::GenericOp convolution) {
   auto out = cast<RankedTensorType>(convolution.getDpsInits()[0].getType());
@@ -257,7 +268,8 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
 
   // Rewrites each dense convolution of `kernel` whose filter is a capture argument of static
   // shape read only by it, constant at every dispatch, with kMinPackedFilterDepth (any on a
-  // tiny output plane) to kMaxPackedFilterDepth taps; returns (argument, w's type) of each.
+  // tiny output plane or of a wide window over channels) to kMaxPackedFilterDepth taps;
+  // returns (argument, w's type) of each.
   SmallVector<std::pair<unsigned, RankedTensorType>> packFilters(func::FuncOp kernel,
                                                                  unsigned captures, int64_t nr,
                                                                  ArrayRef<DispatchOp> uses) {
@@ -278,7 +290,7 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
       if (!wType.hasStaticShape() ||
           wType.getDimSize(1) * wType.getDimSize(2) * wType.getDimSize(3) > codegen::kMaxPackedFilterDepth ||
           (wType.getDimSize(1) * wType.getDimSize(2) * wType.getDimSize(3) < kMinPackedFilterDepth &&
-           !HasTinyOutputPlane(op)) ||
+           !HasTinyOutputPlane(op) && !IsWideWindowOverChannels(wType)) ||
           !llvm::all_of(uses, [&](DispatchOp d) { return IsConstant(d.getArgs()[arg.getArgNumber()]); }))
         continue;
       arg.setType(FilterPackedType(wType, nr));

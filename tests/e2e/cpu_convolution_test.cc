@@ -395,6 +395,22 @@ TEST_CASE("dense convolutions on a filter packed at load match a double referenc
   Check(stem);
 }
 
+TEST_CASE("dense convolutions of windows wider than 1x1 over 16 to 191 channels on a filter packed at load match a double reference") {
+  // Fewer than 192 taps, packed since the window is wider than 1x1 and over at least 16
+  // channels: SqueezeNet's expand3x3 (3x3 over 16 channels, 64 filters on a padded 15 x 15
+  // plane, bias + ReLU); 19 channels, 5 filters (a partial panel), stride 2; 5x5 over 17
+  // channels, dilation 2; 3x3 over 16 channels with dynamic batch and spatial dims, batch 2.
+  Conv expand = Constant({1, 16, 17, 17, 64, 3, 3, 1, 1, 1});
+  expand.pad = 1;
+  expand.epilogue = true;
+  Check(expand);
+  Check(Constant({1, 19, 13, 11, 5, 3, 3, 2, 1, 1}));
+  Check(Constant({1, 17, 14, 15, 21, 5, 5, 1, 2, 1}));
+  Conv dynamic = Constant({2, 16, 9, 11, 33, 3, 3, 1, 1, 1});
+  dynamic.dynamic = true;
+  Check(dynamic);
+}
+
 Conv Silu(Conv k) {
   k.silu = true;
   return k;

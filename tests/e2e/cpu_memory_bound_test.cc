@@ -1096,13 +1096,13 @@ TEST_CASE("a global average pool over static NCHW planes matches a double refere
 }
 
 // The importer's MaxPool (its input padded by a dispatch of its own, here already padded; a
-// window operand that only gives the extents; out filled with -inf) runs as vector loops
-// over runs of the output row (passes/codegen/CPUConvolutionKernel.cpp, max pools): stride
-// 1 as loads, 2 as two loads and their even lanes, 3 as gathers; rows of 1 to 33 outputs
-// (masked past the row), dilation 2, 1 and 13 channels, batch 2, a NaN input and -inf
-// padding included.
+// window operand that only gives the extents; out filled with -inf, or `init`) runs as
+// vector loops over runs of the output row, 8 channels a step (passes/codegen/CPUMaxPool.h),
+// the accumulators starting as the fill's value: stride 1 as loads, 2 as two loads and their
+// even lanes, 3 as gathers; rows of 1 to 33 outputs (masked past the row), dilation 2, 1, 13
+// (a step of 8 and 5 of one) and 24 channels, batch 2, a NaN input and -inf padding included.
 std::string MaxPoolSource(std::vector<int64_t> x, std::vector<int64_t> y, int64_t kh, int64_t kw, int64_t sh,
-                          int64_t sw, int64_t dh, int64_t dw) {
+                          int64_t sw, int64_t dh, int64_t dw, const std::string& init = "0xFF800000") {
   auto type = [](const std::vector<int64_t>& d) {
     std::string t = "tensor<";
     for (int64_t e : d) t += std::to_string(e) + "x";
@@ -1114,7 +1114,7 @@ std::string MaxPoolSource(std::vector<int64_t> x, std::vector<int64_t> y, int64_
   std::string xt = type(x), yt = type(y), wt = "tensor<" + std::to_string(kh) + "x" + std::to_string(kw) + "xf32>";
   return R"mlir(
 func.func @main(%x: )mlir" + xt + ") -> " + yt + R"mlir( {
-  %ninf = arith.constant 0xFF800000 : f32
+  %ninf = arith.constant )mlir" + init + R"mlir( : f32
   %win = tensor.empty() : )mlir" + wt + R"mlir(
   %e = tensor.empty() : )mlir" + yt + R"mlir(
   %z = linalg.fill ins(%ninf : f32) outs(%e : )mlir" + yt + ") -> " + yt + R"mlir(
@@ -1133,9 +1133,12 @@ func.func @main(%x: )mlir" + xt + ") -> " + yt + R"mlir( {
 TEST_CASE("max pools over padded NCHW planes match a reference at strides 1, 2 and 3") {
   struct Pool {
     int64_t h, w, kh, kw, sh, sw, dh, dw;
+    float init = -INFINITY;  // out's fill
   };
   const std::vector<Pool> pools = {
       {34, 34, 3, 3, 2, 2, 1, 1},  // DenseNet's and ResNet's 3x3 / 2 (16 x 16 outputs)
+      {31, 31, 3, 3, 2, 2, 1, 1},  // SqueezeNet's first (15 x 15 outputs)
+      {7, 7, 3, 3, 2, 2, 1, 1, 0.25f},  // out filled with 0.25: outputs at least 0.25
       {9, 37, 3, 3, 2, 2, 1, 1},   // 18 outputs a row: a run of 16 and one of 2
       {5, 3, 3, 3, 2, 2, 1, 1},    // one output
       {7, 35, 2, 2, 1, 1, 1, 1},   // stride 1: 34 outputs a row
@@ -1143,13 +1146,15 @@ TEST_CASE("max pools over padded NCHW planes match a reference at strides 1, 2 a
       {11, 21, 3, 3, 2, 2, 2, 2},  // dilation 2
   };
   for (const Pool& p : pools) {
-    for (int64_t c : {1, 13}) {
+    for (int64_t c : {1, 13, 24}) {
       const int64_t n = 2;
       const int64_t oh = (p.h - (p.kh - 1) * p.dh - 1) / p.sh + 1, ow = (p.w - (p.kw - 1) * p.dw - 1) / p.sw + 1;
       INFO(c << " x " << p.h << " x " << p.w << " window " << p.kh << "x" << p.kw << " stride " << p.sh << "x"
              << p.sw << " dilation " << p.dh);
-      std::string module = CompileOrDie(MaxPoolSource({n, c, p.h, p.w}, {n, c, oh, ow}, p.kh, p.kw, p.sh, p.sw, p.dh, p.dw),
-                                        "memory_bound_max_pool");
+      std::string module =
+          CompileOrDie(MaxPoolSource({n, c, p.h, p.w}, {n, c, oh, ow}, p.kh, p.kw, p.sh, p.sw, p.dh, p.dw,
+                                     std::isinf(p.init) ? "0xFF800000" : std::to_string(p.init)),
+                       "memory_bound_max_pool");
       HostTensor x = RandomF32({n, c, p.h, p.w}, 71, -3, 3);
       float* xs = F32(x);
       for (int64_t i = 0; i < n * c * p.h; ++i) xs[i * p.w] = -INFINITY;  // the padding column
@@ -1158,7 +1163,7 @@ TEST_CASE("max pools over padded NCHW planes match a reference at strides 1, 2 a
       for (int64_t b = 0; b < n * c; ++b)
         for (int64_t i = 0; i < oh; ++i)
           for (int64_t j = 0; j < ow; ++j) {
-            float m = -INFINITY;
+            float m = p.init;
             for (int64_t u = 0; u < p.kh; ++u)
               for (int64_t v = 0; v < p.kw; ++v) {
                 float e = xs[(b * p.h + i * p.sh + u * p.dh) * p.w + j * p.sw + v * p.dw];

@@ -177,8 +177,8 @@ func.func @main(%arg0: tensor<1x3x10x10xf32>, %arg1: tensor<20x3x3x3xf32>) -> te
 
 // -----
 
-// A constant filter of 27 taps (3 channels, 3 x 3) stays as it was: below 192 taps the
-// input-packing kernel is faster.
+// A constant filter of 27 taps (3 channels, 3 x 3: a stem) stays as it was: below 192 taps
+// and 16 channels the input-packing kernel is as fast or faster.
 // CHECK-LABEL: hexir.executable @conv_small
 // CHECK-NOT:     hexir.packed_rhs
 // CHECK-LABEL: func.func @main(
@@ -204,6 +204,59 @@ func.func @main(%arg0: tensor<1x3x10x10xf32>) -> tensor<1x20x8x8xf32> {
   %w = arith.constant dense<0.5> : tensor<20x3x3x3xf32>
   %r = hexir.dispatch @conv_small(%arg0, %w) : (tensor<1x3x10x10xf32>, tensor<20x3x3x3xf32>) -> tensor<1x20x8x8xf32>
   return %r : tensor<1x20x8x8xf32>
+}
+
+// -----
+
+// A 3x3 window over 16 channels (144 taps, SqueezeNet's expand3x3) is packed although below
+// 192 taps: the input-packing kernel would gather its panels tap by tap. A 1x1 over 144
+// channels (as many taps) on the same plane stays as it was.
+// CHECK-LABEL: hexir.executable @pack_filter_24x16x3x3_16
+// CHECK:         func.func @pack_filter_24x16x3x3_16(%{{.+}}: tensor<24x16x3x3xf32>, %{{.+}}: tensor<2x144x16xf32>)
+// CHECK-LABEL: hexir.executable @expand3x3
+// CHECK:         attrs = {hexir.packed_rhs}
+// CHECK-LABEL: hexir.executable @pointwise144
+// CHECK-NOT:     hexir.packed_rhs
+// CHECK-LABEL: func.func @main(
+// CHECK:         %[[P:.+]] = hexir.dispatch @pack_filter_24x16x3x3_16(%{{.+}}) : (tensor<24x16x3x3xf32>) -> tensor<2x144x16xf32>
+// CHECK:         hexir.dispatch @expand3x3(%arg0, %[[P]])
+// CHECK-NOT:     @pack_filter
+// CHECK:         hexir.dispatch @pointwise144(%arg1, %{{.+}}) : (tensor<1x144x8x8xf32>, tensor<24x144x1x1xf32>)
+#conv_x = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>
+#conv_w = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>
+#conv_o = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+hexir.executable @expand3x3 {
+  builtin.module {
+    func.func @expand3x3(%x: tensor<1x16x10x10xf32>, %w: tensor<24x16x3x3xf32>, %o: tensor<1x24x8x8xf32>) -> tensor<1x24x8x8xf32> {
+      %y = linalg.generic {indexing_maps = [#conv_x, #conv_w, #conv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x16x10x10xf32>, tensor<24x16x3x3xf32>) outs(%o : tensor<1x24x8x8xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<1x24x8x8xf32>
+      return %y : tensor<1x24x8x8xf32>
+    }
+  }
+}
+hexir.executable @pointwise144 {
+  builtin.module {
+    func.func @pointwise144(%x: tensor<1x144x8x8xf32>, %w: tensor<24x144x1x1xf32>, %o: tensor<1x24x8x8xf32>) -> tensor<1x24x8x8xf32> {
+      %y = linalg.generic {indexing_maps = [#conv_x, #conv_w, #conv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x144x8x8xf32>, tensor<24x144x1x1xf32>) outs(%o : tensor<1x24x8x8xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<1x24x8x8xf32>
+      return %y : tensor<1x24x8x8xf32>
+    }
+  }
+}
+func.func @main(%arg0: tensor<1x16x10x10xf32>, %arg1: tensor<1x144x8x8xf32>) -> (tensor<1x24x8x8xf32>, tensor<1x24x8x8xf32>) {
+  %w = arith.constant dense<0.5> : tensor<24x16x3x3xf32>
+  %r = hexir.dispatch @expand3x3(%arg0, %w) : (tensor<1x16x10x10xf32>, tensor<24x16x3x3xf32>) -> tensor<1x24x8x8xf32>
+  %w1 = arith.constant dense<0.25> : tensor<24x144x1x1xf32>
+  %s = hexir.dispatch @pointwise144(%arg1, %w1) : (tensor<1x144x8x8xf32>, tensor<24x144x1x1xf32>) -> tensor<1x24x8x8xf32>
+  return %r, %s : tensor<1x24x8x8xf32>, tensor<1x24x8x8xf32>
 }
 
 // -----
