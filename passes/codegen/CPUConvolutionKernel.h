@@ -85,9 +85,7 @@ constexpr int64_t kPackedFilterPlaneOutputs[] = {2, 4};
 bool LowerConvolutionOnPackedFilter(mlir::func::FuncOp kernel, mlir::linalg::LinalgOp op,
                                     const ConvolutionGeometry& g, const MatmulTiles& tiles);
 
-// Rewrites every such convolution of the bufferized `kernel`, and every max pool in the
-// importer's form (a 6-loop generic of maximumf over a padded input and a window operand
-// that only gives the extents) as vector loops over runs of a row's outputs.
+// Rewrites every such convolution of the bufferized `kernel` (max pools: CPUMaxPool.h).
 void LowerConvolutionsToKernels(mlir::func::FuncOp kernel, const MatmulTiles& tiles);
 
 }  // namespace hexir::codegen
