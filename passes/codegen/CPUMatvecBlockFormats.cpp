@@ -316,9 +316,9 @@ std::pair<Value, Value> Q6_KSuperScales(BlockReader& r) {
 }
 std::pair<Value, Value> Q6_KSuperD(BlockReader& r) { return {r.Half(208), Value()}; }
 
-const BlockFormat::SuperBlockInt8 kQ4_KSuper{Q4_KSuperChunk, KSuperScalesMins, KSuperD, 0, true, kNibbleOrder};
-const BlockFormat::SuperBlockInt8 kQ5_KSuper{Q5_KSuperChunk, KSuperScalesMins, KSuperD, 0, true, kNibbleOrder};
-const BlockFormat::SuperBlockInt8 kQ6_KSuper{Q6_KSuperChunk, Q6_KSuperScales, Q6_KSuperD, 32, false};
+const BlockFormat::SuperBlockInt8 kQ4_KSuper{Q4_KSuperChunk, KSuperScalesMins, KSuperD, 0, kNibbleOrder};
+const BlockFormat::SuperBlockInt8 kQ5_KSuper{Q5_KSuperChunk, KSuperScalesMins, KSuperD, 0, kNibbleOrder};
+const BlockFormat::SuperBlockInt8 kQ6_KSuper{Q6_KSuperChunk, Q6_KSuperScales, Q6_KSuperD, 32};
 
 const BlockFormat kFormats[] = {
     {"q4_0", 32, 18, 32, false, Q4_0Scale, Q4_0Quants, Q4_0Int8, 8, true, Q4_0Int8Pair},

@@ -70,12 +70,11 @@ struct BlockFormat {
     // 1], natural order without `order`) as vector<64 x i8>, each in [0, 63].
     mlir::Value (*chunk)(BlockReader& r, int64_t chunk);
     // sc of the 16 groups of 16 values as vector<16 x i32>, and m of the 8 groups of 32
-    // values as vector<8 x i32> (null without a min).
+    // values as vector<8 x i32> (null without the format's hasMin).
     std::pair<mlir::Value, mlir::Value> (*scalesMins)(BlockReader& r);
     // (d, dmin) as f32 scalars; dmin null without a min.
     std::pair<mlir::Value, mlir::Value> (*d)(BlockReader& r);
     int64_t offset;
-    bool hasMin;
     // The 32-value groups in the chunks' order (x's quants are stored so), or empty: the
     // nibble formats' bytes hold groups 2c (low nibbles) and 2c + 1 (high) of 32 bytes c, so
     // a 64-byte load's low nibbles are groups 0 and 2, its high ones 1 and 3.

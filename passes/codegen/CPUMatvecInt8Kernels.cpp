@@ -98,6 +98,7 @@ MatvecEmitter::PairedActivations MatvecEmitter::pairActivations(const BlockForma
     if (biased) out.bias = memref::AllocaOp::create(b, loc, MemRefType::get({count, 2 * kBlockLanes}, b.getI32Type()));
   }
   const bool chunked = f.int8QuantsPair;
+  if (!chunked && !biased) return out;  // q8_0: its pairs read x.quants as they are
   VectorType pair = VectorType::get({2}, b.getF32Type());
   forLoop(index(0), index(count), index(1), [&](Value p) {
     Value at = arith::MulIOp::create(b, loc, p, index(2 * kInt8BlockElements));
@@ -108,8 +109,6 @@ MatvecEmitter::PairedActivations MatvecEmitter::pairActivations(const BlockForma
         for (int64_t i = 0; i < 16; ++i) order.push_back(16 * chunk + i);
       q = vector::ShuffleOp::create(b, loc, q, q, order);
       vector::StoreOp::create(b, loc, q, out.quants, ValueRange{at});
-    }
-    if (chunked) {
       Value block = arith::MulIOp::create(b, loc, p, index(2));
       Value scales = spread(vector::LoadOp::create(b, loc, pair, x.scales, ValueRange{block}), chunked);
       vector::StoreOp::create(b, loc, scales, out.scales, ValueRange{p, index(0)});
@@ -217,7 +216,7 @@ void MatvecEmitter::emitInt8SuperBlocks(const BlockMatvec& m, linalg::GenericOp 
   VectorType bytes = VectorType::get({kChunk}, b.getI8Type());
   Block& entry = op->getParentOfType<func::FuncOp>().getBody().front();
   SuperBlockActivations x = QuantizeSuperBlockActivations(b, loc, m.x, entry, s.order);
-  const bool hasMin = s.hasMin;
+  const bool hasMin = f.hasMin;
   forRowGroups(memref::DimOp::create(b, loc, m.y, 0), t.decodedRows, [&](Value n0, int64_t rows) {
     SmallVector<Value> rowAt = rowValues(n0, rows);
     SmallVector<Value> weightRow = weightRows(m, op, rowAt);
