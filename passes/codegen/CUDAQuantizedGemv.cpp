@@ -26,6 +26,7 @@
 #include "passes/codegen/CUDAColumnReduce.h"
 #include "passes/codegen/CUDAGemvDecode.h"
 #include "passes/codegen/CUDAPasses.h"
+#include "passes/codegen/CUDAQuantizedGemvInt8.h"
 #include "passes/codegen/KernelLoweringUtils.h"
 #include "passes/codegen/WorkgroupCount.h"
 
@@ -33,14 +34,14 @@ namespace hexir::cuda {
 using namespace mlir;
 
 std::vector<int64_t> QuantizedGemv::encode() const {
-  return {rows, blocks, blockValues, blockBytes, groupBlocks, align, lanes, warps, passes};
+  return {rows, blocks, blockValues, blockBytes, groupBlocks, align, lanes, warps, passes, int8X};
 }
 
 std::optional<QuantizedGemv> QuantizedGemv::decode(llvm::ArrayRef<int64_t> w) {
-  if (w.size() != 9) return std::nullopt;
+  if (w.size() != 10) return std::nullopt;
   QuantizedGemv s;
   s.rows = w[0], s.blocks = w[1], s.blockValues = w[2], s.blockBytes = w[3];
-  s.groupBlocks = w[4], s.align = w[5], s.lanes = w[6], s.warps = w[7], s.passes = w[8];
+  s.groupBlocks = w[4], s.align = w[5], s.lanes = w[6], s.warps = w[7], s.passes = w[8], s.int8X = w[9] != 0;
   if (s.lanes < 1 || s.lanes > 32 || (s.lanes & (s.lanes - 1)) || s.warps < 1 || s.warps > 32 || s.passes < 1)
     return std::nullopt;
   return s;
@@ -399,6 +400,9 @@ llvm::cl::opt<int64_t> lanesFlag("cuda-quantized-gemv-lanes", llvm::cl::Hidden, 
                                  llvm::cl::desc("lanes a row of every quantized GEMV (1-32, a power of two; 0: chosen)"));
 llvm::cl::opt<int64_t> warpsFlag("cuda-quantized-gemv-warps", llvm::cl::Hidden, llvm::cl::init(0),
                                  llvm::cl::desc("warps a block of every quantized GEMV (1-32; 0: chosen)"));
+llvm::cl::opt<std::string> xFlag("cuda-quantized-gemv-x", llvm::cl::Hidden, llvm::cl::init("int8"),
+                                llvm::cl::desc("x of every quantized GEMV: int8 (quantized per 32 values, dp4a "
+                                               "dots, where the format allows) or f32"));
 llvm::cl::opt<int64_t> passesFlag("cuda-quantized-gemv-passes", llvm::cl::Hidden, llvm::cl::init(0),
                                   llvm::cl::desc("row passes of every quantized GEMV's blocks (0: chosen)"));
 }  // namespace
@@ -459,6 +463,11 @@ std::optional<QuantizedGemv> MatchQuantizedGemv(func::FuncOp kernel) {
   if (!GroupOffsets(*r, s, &why)) return refuse("byte offsets are not the group start plus a constant (" + why + ")");
   if (r->sibling && !GroupOffsets(*r->sibling, s, &why))
     return refuse("the sibling's byte offsets are not the group start plus a constant (" + why + ")");
+  // 8-bit x where the format has an int8 dot, the group's loads hold whole words and x fits.
+  auto format = r->gemv->getAttrOfType<StringAttr>(kBlockMatvecAttr);
+  s.int8X = xFlag != "f32" && format && FindInt8GemvFormat(format.getValue()) && s.align >= 4 &&
+            s.groupValues() % kInt8XBlock == 0;
+  if (s.int8X && !s.stagesX()) s.int8X = false;
   for (s.lanes = 1; s.lanes < s.groups() && s.lanes < 32;) s.lanes *= 2;
   if (lanesFlag > 0 && lanesFlag <= 32 && (lanesFlag & (lanesFlag - 1)) == 0) s.lanes = lanesFlag;
   ChooseWarps(s);
@@ -538,6 +547,12 @@ class GemvBuilder {
   // The sums of group u of row `row` from loadGroups' values.
   SmallVector<Value> groupSums(Value row, ValueRange loads, Value u) {
     const int64_t n = loads.size() / sums();
+    if (int8Format) {  // x's group read once for both
+      Int8XGroup x = LoadInt8XGroup(b, loc, s, xShared, u);
+      SmallVector<Value> out = {Int8GroupSum(b, loc, *int8Format, s, loads.take_front(n), x)};
+      if (r.sibling) out.push_back(Int8GroupSum(b, loc, *int8Format, s, loads.drop_front(n), x));
+      return out;
+    }
     SmallVector<Value> out = {groupSum(row, loads.take_front(n), u, r, offsets)};
     if (r.sibling) out.push_back(groupSum(row, loads.drop_front(n), u, *r.sibling, siblingOffsets));
     return out;
@@ -736,6 +751,7 @@ class GemvBuilder {
   }
 
   Value xShared;  // x staged in shared memory (padded: QuantizedGemv::sharedGroupStride), or null
+  const Int8GemvFormat* int8Format = nullptr;  // where x is staged in 8 bits (s.int8X)
   OpBuilder& b;
   Location loc;
   Roles& r;
@@ -797,7 +813,36 @@ LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
   Value firstRow = rowOf(Value());
   SmallVector<Value> firstLoads = k.loadGroups(loadRowOf(firstRow), firstGroup);
   const int64_t K = s.blocks * s.blockValues;
-  if (!r.prologue.empty()) {  // every thread computes a share of x
+  if (s.int8X) {  // every thread quantizes 8-value pieces of x (CUDAQuantizedGemvInt8.h)
+    auto name = r.gemv->getAttrOfType<StringAttr>(kBlockMatvecAttr);
+    k.int8Format = name ? FindInt8GemvFormat(name.getValue()) : nullptr;
+    if (!k.int8Format) return kernel.emitError("internal: quantized GEMV with 8-bit x of a format without an int8 dot");
+    k.xShared = WorkgroupArray(b, loc, kernel, b.getI32Type(), s.sharedBytes() / 4);
+    auto xType = dyn_cast<MemRefType>(r.x.getType());
+    const bool vectors = xType && xType.getLayout().isIdentity();
+    auto eight = [&](Value at) {
+      SmallVector<Value> values;
+      if (!r.prologue.empty()) {
+        for (int64_t i = 0; i < 8; ++i) values.push_back(k.prologue(arith::AddIOp::create(b, loc, at, k.idx(i))));
+        return values;
+      }
+      Value block = arith::DivUIOp::create(b, loc, at, k.idx(s.blockValues));
+      Value j = arith::RemUIOp::create(b, loc, at, k.idx(s.blockValues));
+      for (int64_t i = 0; i < 8; i += vectors ? 4 : 1) {
+        Value ji = arith::AddIOp::create(b, loc, j, k.idx(i));
+        if (!vectors) {
+          values.push_back(memref::LoadOp::create(b, loc, r.x, ValueRange{block, ji}));
+          continue;
+        }
+        Value four = vector::LoadOp::create(b, loc, VectorType::get({4}, b.getF32Type()), r.x, ValueRange{block, ji},
+                                            false, llvm::MaybeAlign(16));
+        for (int64_t l = 0; l < 4; ++l) values.push_back(vector::ExtractOp::create(b, loc, four, l));
+      }
+      return values;
+    };
+    StageInt8X(b, loc, s, k.xShared, tid, eight);
+    gpu::BarrierOp::create(b, loc);
+  } else if (!r.prologue.empty()) {  // every thread computes a share of x
     k.xShared = WorkgroupArray(b, loc, kernel, b.getF32Type(), s.sharedBytes() / 4);
     auto fill = scf::ForOp::create(b, loc, tid, k.idx(K), k.idx(s.threads()));
     {

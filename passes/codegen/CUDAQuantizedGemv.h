@@ -45,6 +45,13 @@
 // past N (the last warp of a grid that N does not fill) compute on row N - 1 and store
 // nothing, so every shuffle sees its whole warp. Nothing is expanded: every weight byte is
 // read once, by one lane.
+// 8-bit x (the default where the format has an int8 dot: q4_0, q4_1, q5_0, q8_0, q4_k, q5_k,
+// and the group's loads hold whole 4-byte words; hidden flag --cuda-quantized-gemv-x=f32 for
+// the f32 path above): x is staged quantized per 32 values (ggml's q8_1: one f32 scale and
+// sum each) and a group's weights are dotted with it by dp4a, the importer's decode body
+// not cloned (the format's layout is CUDAQuantizedGemvInt8.h's); what differs from the f32
+// path is only the staging and a group's sum. The result is W x^, x^ the quantized x (as
+// llama.cpp's MMVQ computes it).
 // Siblings: a second marked generic of the same x, weight shape and format after the first
 // (hexir-form-dispatch-regions' fuse-sibling-reductions: a llama layer's w3 beside w1), read
 // only by the first consumer (SiLU(w1 x) * w3 x): each lane loads the group of both rows
@@ -91,6 +98,8 @@ struct QuantizedGemv {
   int64_t lanes = 32;       // L: lanes per row
   int64_t warps = 8;        // warps per block
   int64_t passes = 1;       // P: rows a lane's slot takes in turn (x staged once for all)
+  bool int8X = false;       // x quantized to 8 bits in shared memory, dotted by dp4a
+                            // (CUDAQuantizedGemvInt8.h); else f32 x, the decode in f32
 
   int64_t groups() const { return blocks / groupBlocks; }          // U, per row
   int64_t groupBytes() const { return groupBlocks * blockBytes; }
@@ -99,9 +108,15 @@ struct QuantizedGemv {
   int64_t rowsPerBlock() const { return warps * (32 / lanes); }   // a pass's
   int64_t rowBlocks() const { return (rows + rowsPerBlock() - 1) / rowsPerBlock(); }
   int64_t gridBlocks() const { return (rowBlocks() + passes - 1) / passes; }
-  // x in shared memory: a group's values then kGemvSharedPad unused ones.
+  // f32 x in shared memory: a group's values then kGemvSharedPad unused ones.
   int64_t sharedGroupStride() const { return groupValues() + kGemvSharedPad; }
-  int64_t sharedBytes() const { return groups() * sharedGroupStride() * 4; }
+  // 8-bit x: a group's bytes, then (d, s) as two f32 per 32 values, in an odd count of 16
+  // bytes (a row's lanes, one group apart, read different banks).
+  int64_t int8GroupBytes() const {
+    const int64_t pieces = (groupValues() + 8 * (groupValues() / 32) + 15) / 16;
+    return 16 * (pieces % 2 ? pieces : pieces + 1);
+  }
+  int64_t sharedBytes() const { return groups() * (int8X ? int8GroupBytes() : sharedGroupStride() * 4); }
   bool stagesX() const { return sharedBytes() <= kMaxGemvSharedBytes; }
   std::vector<int64_t> encode() const;
   static std::optional<QuantizedGemv> decode(llvm::ArrayRef<int64_t> words);

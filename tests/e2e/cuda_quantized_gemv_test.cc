@@ -1,6 +1,8 @@
 // The CUDA quantized GEMV (passes/codegen/CUDAQuantizedGemv.h) on the llama importer's own
 // block-format matvec (its decode body, BlockDecode.h, marked hexir.block_matvec) for every
-// GGUF block format, against ggml's dequantization in double times x: rows that fill no
+// GGUF block format, against ggml's dequantization in double times x (times x quantized as
+// the kernel's 8-bit dot quantizes it, CUDAQuantizedGemvInt8.h, where the kernel takes that
+// path; the f32 path, --cuda-quantized-gemv-x=f32, against x itself): rows that fill no
 // whole block of rows (67, 300), K of one and three blocks (loads narrower than 16 bytes:
 // a row of 3 q4_0 blocks is 54 bytes), K of 24 and 64 blocks (2-block groups in 4- or
 // 8-byte loads; the K-quants' 16-byte), the decode step's 256 x 2048 k/v shape, a fused residual add, the V projection
@@ -31,14 +33,40 @@ namespace {
 using compiler::llama::GgmlBlockInfo;
 using tools::HostTensor;
 
+// Whether the kernel dots `format` with 8-bit x (CUDAQuantizedGemvInt8.h) at K = `blocks`
+// blocks: every format but q6_k where a group's loads hold whole 4-byte words (groups of two
+// 32-value blocks where the row has an even count, else one; a K-quant super-block).
+bool TakesInt8X(const GgmlBlockInfo& format, int64_t blocks) {
+  const std::string name = format.name;
+  if (name == "q6_k") return false;
+  const int64_t group = format.block_elements == 256 || blocks % 2 ? 1 : 2;
+  return (group * format.block_bytes) % 4 == 0 && (blocks * format.block_bytes) % 4 == 0;
+}
+
+// x as the kernel's 8-bit dot sees it: per 32 values d = max |x| f32(1 / 127) and x^ = d
+// round-to-nearest-even(x (1 / d)) (the product exact: the kernel's fma rounds it once; 0
+// where d is 0), in the kernel's f32 operations.
+std::vector<double> QuantizedX(const float* x, int64_t k) {
+  std::vector<double> out(k);
+  for (int64_t at = 0; at < k; at += 32) {
+    float amax = 0;
+    for (int64_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[at + j]));
+    const float d = amax * (1.0f / 127.0f);
+    const float inverse = d == 0.0f ? 0.0f : 1.0f / d;
+    for (int64_t j = 0; j < 32; ++j)
+      out[at + j] = double(d) * std::nearbyint(double(x[at + j]) * double(inverse));
+  }
+  return out;
+}
+
 struct Case {
   const GgmlBlockInfo* format;
   std::string function;
   int64_t n, k;
   bool residual;
   int64_t cacheRows = 0, cacheRow = 0;  // > 0: W x written into row cacheRow of a [cacheRows][n] cache
-  HostTensor w, x, r, expected;
-  std::vector<double> bound;  // per row: 1e-5 of sum |w x| (f32 sums over up to 2048 terms)
+  HostTensor w, x, r, expected, expectedInt8;  // W x, and W x^ (8-bit x)
+  std::vector<double> bound, boundInt8;         // per row: 1e-5 of sum |w x| (f32 sums over up to 2048 terms)
 };
 
 // The K-quants' extreme scales: every sub-block's 6-bit scale and minimum 63, d and dmin
@@ -67,20 +95,23 @@ Case MakeCase(const GgmlBlockInfo& format, int64_t n, int64_t blocks, bool resid
   if (extreme) ExtremeScales(format, c.w);
   c.x = RandomF32({c.k}, seed + 1);
   if (!cacheRows) c.r = RandomF32({n}, seed + 2);
-  c.expected = ZerosF32({n});
-  c.bound.assign(n, 0);
+  const std::vector<double> xq = QuantizedX(F32(c.x), c.k);
+  c.expected = ZerosF32({n}), c.expectedInt8 = ZerosF32({n});
+  c.bound.assign(n, 0), c.boundInt8.assign(n, 0);
   std::vector<double> values(format.block_elements);
   for (int64_t i = 0; i < n; ++i) {
     double acc = residual ? F32(c.r)[i] : 0, mag = std::fabs(acc);
+    double accq = acc, magq = mag;
     for (int64_t b = 0; b < blocks; ++b) {
       DequantizeBlock(format, &c.w.bytes[i * format.RowBytes(c.k) + b * format.block_bytes], values.data());
       for (int64_t j = 0; j < format.block_elements; ++j) {
         const double p = values[j] * F32(c.x)[b * format.block_elements + j];
-        acc += p, mag += std::fabs(p);
+        const double pq = values[j] * xq[b * format.block_elements + j];
+        acc += p, mag += std::fabs(p), accq += pq, magq += std::fabs(pq);
       }
     }
-    F32(c.expected)[i] = float(acc);
-    c.bound[i] = 1e-5 * mag + 1e-6;
+    F32(c.expected)[i] = float(acc), F32(c.expectedInt8)[i] = float(accq);
+    c.bound[i] = 1e-5 * mag + 1e-6, c.boundInt8[i] = 1e-5 * magq + 1e-6;
   }
   return c;
 }
@@ -113,8 +144,10 @@ std::vector<Case> Cases() {
   return cases;
 }
 
-// `formats`: the block formats checked (empty: all).
-void Check(const std::string& variant, const std::string& flags, const std::vector<std::string>& formats = {}) {
+// `formats`: the block formats checked (empty: all). `int8`: the kernel's x is 8-bit where
+// the format allows (TakesInt8X), so those cases are checked against W x^.
+void Check(const std::string& variant, const std::string& flags, const std::vector<std::string>& formats = {},
+           bool int8 = false) {
   std::vector<Case> cases;
   for (Case& c : Cases())
     if (formats.empty() || std::find(formats.begin(), formats.end(), c.format->name) != formats.end())
@@ -144,24 +177,28 @@ void Check(const std::string& variant, const std::string& flags, const std::vect
     } else {
       REQUIRE(out.dims == c.expected.dims);
     }
+    const bool quantized = int8 && TakesInt8X(*c.format, c.k / c.format->block_elements);
+    const HostTensor& expected = quantized ? c.expectedInt8 : c.expected;
+    const std::vector<double>& bound = quantized ? c.boundInt8 : c.bound;
     for (int64_t i = 0; i < c.n; ++i) {
-      INFO("row " << i << ": " << y[i] << " vs " << F32(c.expected)[i]);
-      REQUIRE(std::fabs(double(y[i]) - F32(c.expected)[i]) <= c.bound[i]);
+      INFO("row " << i << ": " << y[i] << " vs " << F32(expected)[i] << (quantized ? " (8-bit x)" : ""));
+      REQUIRE(std::fabs(double(y[i]) - F32(expected)[i]) <= bound[i]);
     }
   }
 }
 
 void CheckOrSkip(const char* name, const std::string& variant, const std::string& flags,
-                 const std::vector<std::string>& formats = {}) {
+                 const std::vector<std::string>& formats = {}, bool int8 = false) {
   try {
-    Check(variant, flags, formats);
+    Check(variant, flags, formats, int8);
   } catch (const DeviceUnavailable& e) {
     std::printf("HEXIR_SKIPPED: %s: %s\n", name, e.reason.c_str());
   }
 }
 
 TEST_CASE("the quantized GEMV of every GGUF block format matches ggml's dequantization in double") {
-  CheckOrSkip("quantized GEMV", "kernel", "");
+  CheckOrSkip("quantized GEMV (8-bit x)", "kernel", "", {}, /*int8=*/true);
+  CheckOrSkip("quantized GEMV (f32 x)", "f32x", "--cuda-quantized-gemv-x=f32");
 }
 
 // Launch shapes the default does not choose for these cases, on the formats decode uses
@@ -171,9 +208,11 @@ TEST_CASE("the quantized GEMV of every GGUF block format matches ggml's dequanti
 TEST_CASE("the quantized GEMV with several row passes, one-warp blocks and narrow rows matches the same references") {
   const std::vector<std::string> formats = {"q4_0", "q8_0", "q4_k"};
   CheckOrSkip("quantized GEMV, 1 warp, 4 lanes, 2 passes", "narrow",
-              "--cuda-quantized-gemv-warps=1 --cuda-quantized-gemv-lanes=4 --cuda-quantized-gemv-passes=2", formats);
+              "--cuda-quantized-gemv-warps=1 --cuda-quantized-gemv-lanes=4 --cuda-quantized-gemv-passes=2", formats,
+              /*int8=*/true);
   CheckOrSkip("quantized GEMV, 2 warps, 32 lanes, 5 passes", "wide",
-              "--cuda-quantized-gemv-warps=2 --cuda-quantized-gemv-lanes=32 --cuda-quantized-gemv-passes=5", formats);
+              "--cuda-quantized-gemv-warps=2 --cuda-quantized-gemv-lanes=32 --cuda-quantized-gemv-passes=5", formats,
+              /*int8=*/true);
 }
 
 // The importer's prompt form (m, n, b, j), M dynamic (CUDABlockMatvec.h: regrouped into a warp

@@ -1,5 +1,5 @@
-// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads | FileCheck %s --check-prefix=DIST
-// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads --hexir-cuda-lower-executables | FileCheck %s --check-prefix=LOWER
+// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads --cuda-quantized-gemv-x=f32 | FileCheck %s --check-prefix=DIST
+// RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads --cuda-quantized-gemv-x=f32 --hexir-cuda-lower-executables | FileCheck %s --check-prefix=LOWER
 
 // The quantized GEMV (CUDAQuantizedGemv.h) on q8_0 decode matvecs as the llama importer
 // writes them (34-byte blocks: an f16 scale, then 32 int8 quants).
@@ -13,7 +13,7 @@
 // DIST-LABEL: hexir.executable @q8
 // DIST-SAME:    hexir.cuda.block_size = array<i64: 32, 1, 1>, hexir.workgroup_count = array<i64: 64, 1, 1>
 // DIST:         func.func @q8
-// DIST-SAME:      hexir.cuda.block_size = 32 : index, hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 2, 4, 32, 1, 1>, hexir.cuda.thread_count = -1 : index
+// DIST-SAME:      hexir.cuda.block_size = 32 : index, hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 2, 4, 32, 1, 1, 0>, hexir.cuda.thread_count = -1 : index
 // DIST:         hexir.block_matvec = "q8_0"
 // Lowered: 17 4-byte loads a group (issued before x is staged), no byte load, a 5-step
 // butterfly over the row's 32 lanes.
@@ -72,7 +72,7 @@ hexir.executable @q8 {
 // barrier.
 // DIST-LABEL: hexir.executable @q8_w1
 // DIST-SAME:    hexir.cuda.block_size = array<i64: 128, 1, 1>, hexir.workgroup_count = array<i64: 1408, 1, 1>
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 5632, 64, 32, 34, 2, 4, 32, 4, 1>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 5632, 64, 32, 34, 2, 4, 32, 4, 1, 0>
 // LOWER-LABEL:  hexir.executable @q8_w1
 // LOWER-COUNT-17: llvm.load {{.*}} -> vector<4xi8>
 // LOWER:          nvvm.barrier0
@@ -125,7 +125,7 @@ hexir.executable @q8_w1 {
 // decoded. x (54 KB with its padding) is read from global memory, warps halved to 1 (64
 // blocks).
 // DIST-LABEL: hexir.executable @q8_long
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 64, 400, 32, 34, 2, 4, 32, 1, 1>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 64, 400, 32, 34, 2, 4, 32, 1, 1, 0>
 // LOWER-LABEL:  hexir.executable @q8_long
 // LOWER-COUNT-17: llvm.load {{.*}} -> vector<4xi8>
 // LOWER:          llvm.cond_br
@@ -179,7 +179,7 @@ hexir.executable @q8_long {
 // fused: lane 0 of each row adds r[n] and stores.
 // DIST-LABEL: hexir.executable @q8_res
 // DIST-SAME:    hexir.cuda.block_size = array<i64: 128, 1, 1>, hexir.workgroup_count = array<i64: 38, 1, 1>
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 300, 24, 32, 34, 2, 4, 16, 4, 1>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 300, 24, 32, 34, 2, 4, 16, 4, 1, 0>
 // LOWER-LABEL:  hexir.executable @q8_res
 // LOWER-COUNT-4:  nvvm.shfl.sync  bfly
 // LOWER-NOT:      nvvm.shfl.sync
@@ -236,7 +236,7 @@ hexir.executable @q8_res {
 // row (3 groups), 5 rows in one warp.
 // DIST-LABEL: hexir.executable @q8_k3
 // DIST-SAME:    hexir.workgroup_count = array<i64: 1, 1, 1>
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 5, 3, 32, 34, 1, 2, 4, 8, 1>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 5, 3, 32, 34, 1, 2, 4, 8, 1, 0>
 // LOWER-LABEL:  hexir.executable @q8_k3
 // LOWER-COUNT-17: llvm.load {{.*}} -> vector<2xi8>
 // LOWER-COUNT-2:  nvvm.shfl.sync  bfly
@@ -287,7 +287,7 @@ hexir.executable @q8_k3 {
 // it; 64 rows: a warp a block, as @q8). The lane's first group's loads are issued before x
 // is computed.
 // DIST-LABEL: hexir.executable @computed_x
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 2, 4, 32, 1, 1>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 2, 4, 32, 1, 1, 0>
 // LOWER-LABEL:  hexir.executable @computed_x
 // LOWER:          llvm.mlir.global private @__hexir_shared() {addr_space = 3 : i32
 // LOWER-COUNT-17: llvm.load {{.*}} -> vector<4xi8>
@@ -384,7 +384,7 @@ hexir.executable @q6k {
 // decoded once and applied to the block's fma chains (one per nibble position P, each taken
 // out by its exact 2^-P in one fma: libdevice's __nv_fmaf, fma.rn.f32 in the PTX).
 // DIST-LABEL: hexir.executable @v_row
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 256, 64, 32, 18, 2, 4, 32, 4, 1>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 256, 64, 32, 18, 2, 4, 32, 4, 1, 0>
 // LOWER-LABEL:  hexir.executable @v_row
 // LOWER-COUNT-9:  llvm.load {{.*}} -> vector<4xi8>
 // LOWER:          nvvm.barrier0
@@ -460,7 +460,7 @@ hexir.executable @v_row {
 // computing both rows' sums (two butterflies of 4 steps), then the epilogue of the two.
 // DIST-LABEL: hexir.executable @q8_sib
 // DIST-SAME:    hexir.cuda.block_size = array<i64: 128, 1, 1>, hexir.workgroup_count = array<i64: 38, 1, 1>
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 300, 24, 32, 34, 2, 4, 16, 4, 1>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 300, 24, 32, 34, 2, 4, 16, 4, 1, 0>
 // LOWER-LABEL:  hexir.executable @q8_sib
 // LOWER-COUNT-8:  nvvm.shfl.sync  bfly
 // LOWER-NOT:      nvvm.shfl.sync

@@ -1,5 +1,5 @@
-// RUN: hexir-opt %s --hexir-cuda-distribute-threads --cuda-quantized-gemv-passes=3 | FileCheck %s --check-prefix=DIST
-// RUN: hexir-opt %s --hexir-cuda-distribute-threads --hexir-cuda-lower-executables --cuda-quantized-gemv-passes=3 | FileCheck %s --check-prefix=LOWER
+// RUN: hexir-opt %s --hexir-cuda-distribute-threads --cuda-quantized-gemv-x=f32 --cuda-quantized-gemv-passes=3 | FileCheck %s --check-prefix=DIST
+// RUN: hexir-opt %s --hexir-cuda-distribute-threads --cuda-quantized-gemv-x=f32 --hexir-cuda-lower-executables --cuda-quantized-gemv-passes=3 | FileCheck %s --check-prefix=LOWER
 
 // The quantized GEMV (CUDAQuantizedGemv.h) with several row passes a block (the hidden flag
 // --cuda-quantized-gemv-passes; the default is 1): q8_0, 600 rows, k = 2048, a row a warp,
@@ -12,7 +12,7 @@
 // [rows, blocks, B, block bytes, G, A, lanes, warps, passes].
 // DIST-LABEL: hexir.executable @q8_passes
 // DIST-SAME:    hexir.cuda.block_size = array<i64: 256, 1, 1>, hexir.workgroup_count = array<i64: 25, 1, 1>
-// DIST:         hexir.cuda.quantized_gemv = array<i64: 600, 64, 32, 34, 2, 4, 32, 8, 3>
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 600, 64, 32, 34, 2, 4, 32, 8, 3, 0>
 // LOWER-LABEL:  hexir.executable @q8_passes
 // LOWER-COUNT-17: llvm.load {{.*}} -> vector<4xi8>
 // LOWER-COUNT-2:  llvm.load {{.*}} -> vector<4xf32>
