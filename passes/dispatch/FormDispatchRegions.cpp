@@ -463,10 +463,14 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
         if (a.getName().getValue().starts_with("hexir.") && a.getName().getValue() != kBlockMatvecAttr) return false;
     Attribute format = op->getAttr(kBlockMatvecAttr);
     if (format != root->getAttr(kBlockMatvecAttr) || (format && sibling.getNumLoops() != 3)) return false;
-    // Blocks of at most 64 values only (q4_0, q8_0, ...): the K-quants' 256-value super-blocks,
-    // two 144-byte groups in a lane's registers at once, measured slower merged (H200, TinyLlama
-    // q4_k decode 1.017x the time a token; q4_0 0.862x).
-    if (format && sibling.getStaticLoopRanges()[2] > 64) return false;
+    // Formats whose pairs the quantized GEMV kernel computes (codegen/CUDAQuantizedGemv.h):
+    // blocks of at most 64 values (q4_0, q8_0, ...; H200, TinyLlama q4_0 decode 0.862x the time
+    // a token merged) and the super-blocks it dots with 8-bit x, q4_k and q5_k (q4_k 0.908x,
+    // ids equal; 1.017x when its decode was f32). q6_k's 210-byte blocks keep the generic
+    // kernel, which computes one matvec.
+    if (format && sibling.getStaticLoopRanges()[2] > 64 &&
+        !llvm::is_contained({StringRef("q4_k"), StringRef("q5_k")}, cast<StringAttr>(format).getValue()))
+      return false;
     if (sibling.getStaticLoopRanges() != rootOp.getStaticLoopRanges() ||
         sibling.getIteratorTypesArray() != rootOp.getIteratorTypesArray() ||
         ShapedType::isDynamicShape(sibling.getStaticLoopRanges()))

@@ -271,8 +271,9 @@ func.func @ffn_gate_mixed(%x: tensor<96xf32>, %w1: tensor<37x96xi8>, %w3: tensor
 
 // -----
 
-// Nor are block matvecs of 256-value (super-)blocks: the K-quants' two 144-byte groups a
-// lane measured slower in one kernel (passes/dispatch/FormDispatchRegions.cpp).
+// Nor are block matvecs of 256-value super-blocks that the quantized GEMV kernel does not
+// take (q6_k's 210-byte blocks keep the generic kernel, one matvec a kernel;
+// passes/dispatch/FormDispatchRegions.cpp).
 // CHECK-LABEL: func.func @ffn_gate_super_blocks
 // CHECK-COUNT-2: hexir.dispatch_region
 // CHECK:         return
@@ -282,7 +283,7 @@ func.func @ffn_gate_super_blocks(%x: tensor<256xf32>, %w1: tensor<37x256xi8>, %w
   %t1 = tensor.empty() : tensor<37xf32>
   %fh1 = linalg.fill ins(%zero : f32) outs(%t1 : tensor<37xf32>) -> tensor<37xf32>
   %xb1 = tensor.expand_shape %x [[0, 1]] output_shape [1, 256] : tensor<256xf32> into tensor<1x256xf32>
-  %h1 = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q8_0"} ins(%xb1 : tensor<1x256xf32>) outs(%fh1 : tensor<37xf32>) {
+  %h1 = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q6_k"} ins(%xb1 : tensor<1x256xf32>) outs(%fh1 : tensor<37xf32>) {
   ^bb0(%xv: f32, %acc: f32):
     %n = linalg.index 0 : index
     %b = linalg.index 1 : index
@@ -299,7 +300,69 @@ func.func @ffn_gate_super_blocks(%x: tensor<256xf32>, %w1: tensor<37x256xi8>, %w
   %t3 = tensor.empty() : tensor<37xf32>
   %fh3 = linalg.fill ins(%zero : f32) outs(%t3 : tensor<37xf32>) -> tensor<37xf32>
   %xb3 = tensor.expand_shape %x [[0, 1]] output_shape [1, 256] : tensor<256xf32> into tensor<1x256xf32>
-  %h3 = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q8_0"} ins(%xb3 : tensor<1x256xf32>) outs(%fh3 : tensor<37xf32>) {
+  %h3 = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q6_k"} ins(%xb3 : tensor<1x256xf32>) outs(%fh3 : tensor<37xf32>) {
+  ^bb0(%xv: f32, %acc: f32):
+    %n = linalg.index 0 : index
+    %b = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %c32 = arith.constant 256 : index
+    %base = arith.muli %b, %c32 : index
+    %at = arith.addi %base, %j : index
+    %q8 = tensor.extract %w3[%n, %at] : tensor<37x256xi8>
+    %q = arith.sitofp %q8 : i8 to f32
+    %p = arith.mulf %xv, %q : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<37xf32>
+  %to = tensor.empty() : tensor<37xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%h1, %h3 : tensor<37xf32>, tensor<37xf32>) outs(%to : tensor<37xf32>) {
+  ^bb0(%a: f32, %c: f32, %u: f32):
+    %na = arith.negf %a : f32
+    %e = math.exp %na : f32
+    %den = arith.addf %e, %one : f32
+    %sg = arith.divf %one, %den : f32
+    %silu = arith.mulf %a, %sg : f32
+    %r = arith.mulf %silu, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<37xf32>
+  return %g : tensor<37xf32>
+}
+
+// -----
+
+// q4_k's (and q5_k's) super-blocks are, since the quantized GEMV dots them with 8-bit x:
+// one region, w3's matvec cloned in before the consumer.
+// CHECK-LABEL: func.func @ffn_gate_q4k
+// CHECK:         hexir.dispatch_region
+// CHECK-COUNT-2:   hexir.block_matvec = "q4_k"
+// CHECK-NOT:     hexir.dispatch_region
+// CHECK:         return
+// OFF-LABEL:   func.func @ffn_gate_q4k
+// OFF-COUNT-2: hexir.dispatch_region
+func.func @ffn_gate_q4k(%x: tensor<256xf32>, %w1: tensor<37x256xi8>, %w3: tensor<37x256xi8>) -> tensor<37xf32> {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %t1 = tensor.empty() : tensor<37xf32>
+  %fh1 = linalg.fill ins(%zero : f32) outs(%t1 : tensor<37xf32>) -> tensor<37xf32>
+  %xb1 = tensor.expand_shape %x [[0, 1]] output_shape [1, 256] : tensor<256xf32> into tensor<1x256xf32>
+  %h1 = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q4_k"} ins(%xb1 : tensor<1x256xf32>) outs(%fh1 : tensor<37xf32>) {
+  ^bb0(%xv: f32, %acc: f32):
+    %n = linalg.index 0 : index
+    %b = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %c32 = arith.constant 256 : index
+    %base = arith.muli %b, %c32 : index
+    %at = arith.addi %base, %j : index
+    %q8 = tensor.extract %w1[%n, %at] : tensor<37x256xi8>
+    %q = arith.sitofp %q8 : i8 to f32
+    %p = arith.mulf %xv, %q : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<37xf32>
+  %t3 = tensor.empty() : tensor<37xf32>
+  %fh3 = linalg.fill ins(%zero : f32) outs(%t3 : tensor<37xf32>) -> tensor<37xf32>
+  %xb3 = tensor.expand_shape %x [[0, 1]] output_shape [1, 256] : tensor<256xf32> into tensor<1x256xf32>
+  %h3 = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q4_k"} ins(%xb3 : tensor<1x256xf32>) outs(%fh3 : tensor<37xf32>) {
   ^bb0(%xv: f32, %acc: f32):
     %n = linalg.index 0 : index
     %b = linalg.index 1 : index
