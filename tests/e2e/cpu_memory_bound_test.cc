@@ -5,6 +5,7 @@
 // reductions over each axis (an outer axis split into runs of at least 1 KiB a workgroup:
 // hexir-cpu-distribute-workgroups), a fused chain of pure data movement, and row chains (softmax,
 // layer norm, RMSNorm: one dispatch a call, rows of 1 to 4099, passes/codegen/CPURowChains.h;
+// a layer norm over a dynamic count of rows of 32, its block temporaries on the stack;
 // softmax rows holding NaN, +-inf and +-0 against ONNX's definition: CPURowChainArithmetic.h),
 // also in the ONNX importer's form, which keeps each reduced axis as a 1 (keepdims reshapes:
 // passes/dispatch/KeptDimRowReads.h), and static NCHW ops whose planes run as one loop
@@ -475,6 +476,34 @@ TEST_CASE("layer norm over dynamic rows is one dispatch and matches a double ref
         return std::vector<HostTensor>{RandomF32({r, c}, 61, -3, 5), RandomF32({c}, 62), RandomF32({c}, 63)};
       },
       LayerNormReference, 1e-4);
+}
+
+// The layer norm over a dynamic count of rows of 32 (a transformer's hidden size): its blocks of
+// rows are a static size clamped at the last block, so the block's temporaries are views of
+// stack slots of the static size (PromoteSmallTemporariesToStack in
+// passes/codegen/CPULowerExecutables.cpp); row counts below, at and past one block.
+std::string LayerNormOfRows32() {
+  std::string source = kLayerNorm;
+  auto replace = [&](const std::string& from, const std::string& to) {
+    for (size_t at = source.find(from); at != std::string::npos; at = source.find(from, at + to.size()))
+      source.replace(at, from.size(), to);
+  };
+  replace("%g: tensor<?xf32>, %b: tensor<?xf32>", "%g: tensor<32xf32>, %b: tensor<32xf32>");
+  replace("tensor<?xf32>, tensor<?xf32>) outs(%e", "tensor<32xf32>, tensor<32xf32>) outs(%e");
+  replace("%cols = tensor.dim %x, %c1 : tensor<?x?xf32>", "%cols = arith.constant 32 : index");
+  replace("tensor.empty(%rows, %cols)", "tensor.empty(%rows)");
+  replace("tensor<?x?xf32>", "tensor<?x32xf32>");
+  return source;
+}
+
+TEST_CASE("layer norm over a dynamic count of rows of 32 is one dispatch and matches a double reference") {
+  std::string module = CompileOrDie(LayerNormOfRows32(), "memory_bound_layernorm_rows32");
+  RunRowChain(
+      module,
+      [](int64_t r, int64_t c) {
+        return std::vector<HostTensor>{RandomF32({r, c}, 64, -3, 5), RandomF32({c}, 65), RandomF32({c}, 66)};
+      },
+      LayerNormReference, 1e-4, {{1, 32}, {7, 32}, {20, 32}, {85, 32}, {86, 32}, {257, 32}, {1023, 32}});
 }
 
 // RMSNorm over dynamic rows: x * rsqrt(mean(x^2) + eps) * g.
