@@ -186,8 +186,8 @@ void PromoteSmallTemporariesToStack(func::FuncOp kernel) {
   OpBuilder entry = OpBuilder::atBlockBegin(&kernel.getBody().front());
   for (memref::AllocOp alloc : allocs) {
     MemRefType type = alloc.getType();
-    if (type.getMemorySpace() || !type.getElementType().isIntOrFloat() || !type.getLayout().isIdentity() ||
-        !alloc.getSymbolOperands().empty())
+    if (type.getMemorySpace() || !type.getElementType().isIntOrFloat() || !alloc.getSymbolOperands().empty() ||
+        (!type.hasStaticShape() && !type.getLayout().isIdentity()))
       continue;
     const int64_t elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
     // The slot's elements; bounded: no run-time choice.
