@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -321,7 +322,8 @@ bool LaneWise(Operation* op) {
   return true;
 }
 
-/// On buffers, an all-parallel generic whose innermost loop (extent E <= max) every operand
+/// On buffers, an all-parallel generic whose innermost loop (static extent E <= max; the outer
+/// ones of any extent, static or run-time) every operand
 /// reads at unit stride as its last dim, or not at all:
 ///   for the outer loops: for runs r of min(E - r, lanes) lanes:
 ///     v_i = vector.load x_i[.., r] | broadcast(memref.load x_i[..]); body on vectors;
@@ -329,8 +331,8 @@ bool LaneWise(Operation* op) {
 /// (LLVM fully unrolls such a loop, then leaves it scalar: the SE scale over 672 x 4 x 4 took
 /// 5.4 us, its 16 lanes at a time 0.6 us).
 struct VectorizeShortRun : OpRewritePattern<linalg::GenericOp> {
-  VectorizeShortRun(MLIRContext* ctx, int64_t lanes, int64_t max)
-      : OpRewritePattern(ctx), lanes(lanes), max(max) {}
+  VectorizeShortRun(MLIRContext* ctx, int64_t lanes, int64_t max, bool onlyRunTimeOuterLoops)
+      : OpRewritePattern(ctx), lanes(lanes), max(max), onlyRunTimeOuterLoops(onlyRunTimeOuterLoops) {}
 
   LogicalResult matchAndRewrite(linalg::GenericOp op, PatternRewriter& rewriter) const override {
     const int64_t loops = op.getNumLoops();
@@ -339,8 +341,10 @@ struct VectorizeShortRun : OpRewritePattern<linalg::GenericOp> {
     if (!op->getDiscardableAttrDictionary().empty())
       return rewriter.notifyMatchFailure(op, "marked for a kernel of its own");
     SmallVector<int64_t> extents = op.getStaticLoopRanges();
-    if (llvm::any_of(extents, ShapedType::isDynamic)) return rewriter.notifyMatchFailure(op, "dynamic loop");
     const int64_t inner = loops - 1, length = extents[inner];
+    if (ShapedType::isDynamic(length)) return rewriter.notifyMatchFailure(op, "dynamic innermost loop");
+    if (onlyRunTimeOuterLoops && llvm::none_of(extents, ShapedType::isDynamic))
+      return rewriter.notifyMatchFailure(op, "static loops (left as they are)");
     if (length < 2 || length > max) return rewriter.notifyMatchFailure(op, "innermost loop not short");
     for (Operation& bodyOp : op.getBody()->without_terminator())
       if (!LaneWise(&bodyOp)) return rewriter.notifyMatchFailure(&bodyOp, "not a lane-wise op");
@@ -365,6 +369,8 @@ struct VectorizeShortRun : OpRewritePattern<linalg::GenericOp> {
     }
 
     Location loc = op.getLoc();
+    // Outer loops of run-time extent (a dynamic export's rows) iterate to the operands' dims.
+    SmallVector<Range> ranges = cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(rewriter, loc);
     SmallVector<Value> ivs;
     for (int64_t d = 0; d < inner; ++d) {
       Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
@@ -372,7 +378,7 @@ struct VectorizeShortRun : OpRewritePattern<linalg::GenericOp> {
         ivs.push_back(zero);
         continue;
       }
-      auto loop = scf::ForOp::create(rewriter, loc, zero, arith::ConstantIndexOp::create(rewriter, loc, extents[d]),
+      auto loop = scf::ForOp::create(rewriter, loc, zero, getValueOrCreateConstantIndexOp(rewriter, loc, ranges[d].size),
                                      arith::ConstantIndexOp::create(rewriter, loc, 1));
       rewriter.setInsertionPoint(loop.getBody()->getTerminator());
       ivs.push_back(loop.getInductionVar());
@@ -432,13 +438,14 @@ struct VectorizeShortRun : OpRewritePattern<linalg::GenericOp> {
   }
 
   int64_t lanes, max;
+  bool onlyRunTimeOuterLoops;
 };
 
 }  // namespace
 
-void VectorizeShortContiguousRuns(func::FuncOp kernel, int64_t lanes, int64_t maxRun) {
+void VectorizeShortContiguousRuns(func::FuncOp kernel, int64_t lanes, int64_t maxRun, bool onlyRunTimeOuterLoops) {
   RewritePatternSet patterns(kernel.getContext());
-  patterns.add<VectorizeShortRun>(kernel.getContext(), lanes, maxRun);
+  patterns.add<VectorizeShortRun>(kernel.getContext(), lanes, maxRun, onlyRunTimeOuterLoops);
   walkAndApplyPatterns(kernel, std::move(patterns));
 }
 

@@ -8,6 +8,7 @@
 #include "hal/drivers/cpu/dispatch_abi.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -358,8 +359,10 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     codegen::CollapseDynamicLoopsAtRunTime(*kernel);
     // Short innermost loops (planes of a few positions) as vectors: LLVM leaves them scalar
     // (codegen/CPUCollapseContiguousLoops.h).
-    // Row chains tile their rows themselves (codegen/CPURowChains.h).
-    if (!rowChain) codegen::VectorizeShortContiguousRuns(*kernel, target.vectorBits / 32, cpuShortRunPositions);
+    // Row chains tile their rows themselves (codegen/CPURowChains.h): only the elementwise ops of
+    // a block of a run-time row count.
+    codegen::VectorizeShortContiguousRuns(*kernel, target.vectorBits / 32, cpuShortRunPositions,
+                                          /*onlyRunTimeOuterLoops=*/rowChain);
     LowerStridedCopiesToLinalg(inner);
     PromoteSmallTemporariesToStack(*kernel);
     if (failed(runPipeline(*toLoops, inner))) return failure();

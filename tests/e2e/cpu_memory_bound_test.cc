@@ -5,7 +5,8 @@
 // reductions over each axis (an outer axis split into runs of at least 1 KiB a workgroup:
 // hexir-cpu-distribute-workgroups), a fused chain of pure data movement, and row chains (softmax,
 // layer norm, RMSNorm: one dispatch a call, rows of 1 to 4099, passes/codegen/CPURowChains.h;
-// a layer norm over a dynamic count of rows of 32, its block temporaries on the stack;
+// a layer norm over a dynamic count of rows of 32, its block temporaries on the stack; a bias
+// and ReLU over dynamic rows of 17, 32, 64 (rows as vectors);
 // softmax rows holding NaN, +-inf and +-0 against ONNX's definition: CPURowChainArithmetic.h),
 // also in the ONNX importer's form, which keeps each reduced axis as a 1 (keepdims reshapes:
 // passes/dispatch/KeptDimRowReads.h), and static NCHW ops whose planes run as one loop
@@ -504,6 +505,46 @@ TEST_CASE("layer norm over a dynamic count of rows of 32 is one dispatch and mat
         return std::vector<HostTensor>{RandomF32({r, c}, 64, -3, 5), RandomF32({c}, 65), RandomF32({c}, 66)};
       },
       LayerNormReference, 1e-4, {{1, 32}, {7, 32}, {20, 32}, {85, 32}, {86, 32}, {257, 32}, {1023, 32}});
+}
+
+// A bias and ReLU over a dynamic count of rows of C (a dynamic export's epilogue over a static
+// hidden size): each row as vectors of 16 lanes and a narrower last one, the loop over rows to
+// the run-time count (VectorizeShortContiguousRuns, passes/codegen/CPUCollapseContiguousLoops.h).
+std::string BiasReluOverRows(int64_t cols) {
+  const std::string c = std::to_string(cols);
+  return R"mlir(
+func.func @main(%x: tensor<?x)mlir" + c + R"mlir(xf32>, %b: tensor<)mlir" + c + R"mlir(xf32>) -> tensor<?x)mlir" + c + R"mlir(xf32> {
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %x, %c0 : tensor<?x)mlir" + c + R"mlir(xf32>
+  %e = tensor.empty(%rows) : tensor<?x)mlir" + c + R"mlir(xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%x, %b : tensor<?x)mlir" + c + R"mlir(xf32>, tensor<)mlir" + c + R"mlir(xf32>) outs(%e : tensor<?x)mlir" + c + R"mlir(xf32>) {
+    ^bb0(%v: f32, %bb: f32, %o: f32):
+      %zero = arith.constant 0.0 : f32
+      %s = arith.addf %v, %bb : f32
+      %r = arith.maximumf %s, %zero : f32
+      linalg.yield %r : f32
+  } -> tensor<?x)mlir" + c + R"mlir(xf32>
+  return %y : tensor<?x)mlir" + c + R"mlir(xf32>
+}
+)mlir";
+}
+
+TEST_CASE("a bias and ReLU over a dynamic count of rows of 17, 32 and 64 matches a reference") {
+  for (int64_t cols : {17, 32, 64}) {
+    INFO(cols << " columns");
+    std::string module = CompileOrDie(BiasReluOverRows(cols), "memory_bound_bias_relu_rows");
+    RunRowChain(
+        module,
+        [](int64_t r, int64_t c) { return std::vector<HostTensor>{RandomF32({r, c}, 81, -2, 2), RandomF32({c}, 82)}; },
+        [](const std::vector<HostTensor>& in, int64_t rows, int64_t c, HostTensor& out) {
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < c; ++j)
+              F32(out)[i * c + j] = std::max(0.0f, F32(in[0])[i * c + j] + F32(in[1])[j]);
+        },
+        0, {{1, cols}, {3, cols}, {20, cols}, {1023, cols}});
+  }
 }
 
 // RMSNorm over dynamic rows: x * rsqrt(mean(x^2) + eps) * g.
