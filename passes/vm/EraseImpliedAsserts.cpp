@@ -100,27 +100,12 @@ class EraseImpliedVMAsserts : public PassWrapper<EraseImpliedVMAsserts, Operatio
   }
 
  private:
-  // Whether `v` is never 0: a nonzero constant or max.s.i64 with a positive constant (the
-  // shape checks' divisor max(product of dims, 1)).
-  static bool NonZero(Value v) {
-    if (std::optional<int64_t> k = ConstantOf(v)) return *k != 0;
-    auto max = v.getDefiningOp<vmir::InstOp>();
-    return max && max.getMnemonic() == "max.s.i64" && llvm::any_of(max.getOperands(), [](Value o) {
-             std::optional<int64_t> k = ConstantOf(o);
-             return k && *k > 0;
-           });
-  }
-
   // The computation of an erased condition that nothing else reads: `inst`s that cannot trap
-  // (a division stays unless its divisor is NonZero) and constants.
+  // (speculatable: a division stays unless its divisor is provably positive) and constants.
   static void EraseIfUnread(Value v) {
     Operation* op = v.getDefiningOp();
     if (!op || !op->use_empty()) return;
-    auto inst = dyn_cast<vmir::InstOp>(op);
-    const bool safe = isa<vmir::ConstI64Op>(op) ||
-                      (inst && (isSpeculatable(op) || (inst.getMnemonic() == "div.u.i64" &&
-                                                       NonZero(inst.getOperands()[1]))));
-    if (!safe) return;
+    if (!isa<vmir::ConstI64Op>(op) && !(isa<vmir::InstOp>(op) && isSpeculatable(op))) return;
     SmallVector<Value> operands(op->getOperands());
     op->erase();
     for (Value operand : operands) EraseIfUnread(operand);
