@@ -57,10 +57,12 @@ void CollapseDynamicLoopsAtRunTime(mlir::func::FuncOp kernel);
 // becomes loops over the outer dims and, per run of `lanes` positions of the inner one,
 // vector loads (a broadcast scalar for operands that do not read it), the body on vectors and
 // vector stores (a last run of fewer lanes as a narrower vector).
-// `onlyRunTimeOuterLoops`: only ops with an outer loop of run-time extent (row chains: the
-// elementwise ops of a dynamic export's block of rows, which LLVM vectorized across the rows
-// with gathers and scatters; static blocks are left to LLVM as before).
+// `onlyRunTimeLoops` (row chains): only ops with a loop of run-time extent, the elementwise ops
+// of a dynamic export's block of rows, which LLVM vectorized across the rows with gathers and
+// scatters, or along rows of a run-time length 4 lanes at a time; there the innermost loop may
+// be of run-time length (whole vectors, then a masked one; no integer division in the body).
+// Static blocks are left to LLVM as before.
 void VectorizeShortContiguousRuns(mlir::func::FuncOp kernel, int64_t lanes, int64_t maxRun,
-                                  bool onlyRunTimeOuterLoops = false);
+                                  bool onlyRunTimeLoops = false);
 
 }  // namespace hexir::codegen

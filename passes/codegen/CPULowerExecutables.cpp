@@ -362,7 +362,7 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     // Row chains tile their rows themselves (codegen/CPURowChains.h): only the elementwise ops of
     // a block of a run-time row count.
     codegen::VectorizeShortContiguousRuns(*kernel, target.vectorBits / 32, cpuShortRunPositions,
-                                          /*onlyRunTimeOuterLoops=*/rowChain);
+                                          /*onlyRunTimeLoops=*/rowChain);
     LowerStridedCopiesToLinalg(inner);
     PromoteSmallTemporariesToStack(*kernel);
     if (failed(runPipeline(*toLoops, inner))) return failure();

@@ -361,6 +361,16 @@ TEST_CASE("row softmax over dynamic rows is one dispatch and matches a double re
               SoftmaxReference, 1e-5);
 }
 
+// Row lengths 1 to 33: every width of the masked last vector after 0, 1 or 2 whole ones
+// (a dynamic row chain's rows of run-time length, VectorizeShortContiguousRuns).
+TEST_CASE("row softmax over dynamic rows of every length from 1 to 33 matches a double reference") {
+  std::string module = CompileOrDie(kSoftmax, "memory_bound_softmax_lengths");
+  std::vector<std::pair<int64_t, int64_t>> shapes;
+  for (int64_t cols = 1; cols <= 33; ++cols) shapes.push_back({cols % 5 + 1, cols});
+  RunRowChain(module, [](int64_t r, int64_t c) { return std::vector<HostTensor>{RandomF32({r, c}, 55, -8, 8)}; },
+              SoftmaxReference, 1e-5, shapes);
+}
+
 // Values spread over exp's whole range: x - max reaches -240, so most exps are clamped at -88
 // or flushed to zero, the rest span 2^-126 to 1 (codegen/CPUExpApproximation.h).
 TEST_CASE("row softmax of values from -120 to 120 (exps flushed and near FLT_MIN) matches a double reference") {
