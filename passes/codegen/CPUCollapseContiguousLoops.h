@@ -61,7 +61,9 @@ void CollapseDynamicLoopsAtRunTime(mlir::func::FuncOp kernel);
 // of a dynamic export's block of rows, which LLVM vectorized across the rows with gathers and
 // scatters, or along rows of a run-time length 4 lanes at a time; there the innermost loop may
 // be of run-time length (whole vectors, then a masked one; no integer division in the body).
-// Static blocks are left to LLVM as before.
+// Blocks whose types are static are left to LLVM as before; a static export's block whose row
+// length is a run-time value in its type (a tile clamped at the end that later folds to a
+// constant: the encoder's 8 x 10 x 10 softmax) takes the masked form too (2.89 -> 2.75 us).
 void VectorizeShortContiguousRuns(mlir::func::FuncOp kernel, int64_t lanes, int64_t maxRun,
                                   bool onlyRunTimeLoops = false);
 
