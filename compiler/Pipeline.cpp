@@ -34,6 +34,9 @@ void RegisterInlineUnrecordableCalls();
 // passes/vm/HoistLoopInvariants.cpp: hexir-hoist-vm-loop-invariants.
 std::unique_ptr<mlir::Pass> CreateHoistVMLoopInvariants();
 void RegisterHoistVMLoopInvariants();
+// passes/vm/EraseImpliedAsserts.cpp: hexir-erase-implied-vm-asserts.
+std::unique_ptr<mlir::Pass> CreateEraseImpliedVMAsserts();
+void RegisterEraseImpliedVMAsserts();
 }  // namespace hexir
 
 namespace hexir::compiler {
@@ -51,6 +54,7 @@ void RegisterPasses() {
   hexir::RegisterCPUPackMatmulOperands();
   hexir::RegisterInlineUnrecordableCalls();
   hexir::RegisterHoistVMLoopInvariants();
+  hexir::RegisterEraseImpliedVMAsserts();
   hexir::registerHexirCUDAPasses();
   hexir::registerHexirCostPasses();
   hexir::registerHexirFusionPasses();
@@ -267,6 +271,8 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   // Host work of lowered loops that does not change across iterations runs once, before them.
   pm.addNestedPass<mlir::func::FuncOp>(hexir::CreateHoistVMLoopInvariants());
   pm.addPass(mlir::createCSEPass());  // repeated VM constants
+  // Shape checks that an earlier check of the same or a stronger condition already made.
+  pm.addNestedPass<mlir::func::FuncOp>(hexir::CreateEraseImpliedVMAsserts());
   return mlir::success();
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -321,16 +322,19 @@ bool LaneWise(Operation* op) {
   return true;
 }
 
-/// On buffers, an all-parallel generic whose innermost loop (extent E <= max) every operand
+/// On buffers, an all-parallel generic whose innermost loop (static extent E <= max; the outer
+/// ones of any extent, static or run-time) every operand
 /// reads at unit stride as its last dim, or not at all:
 ///   for the outer loops: for runs r of min(E - r, lanes) lanes:
 ///     v_i = vector.load x_i[.., r] | broadcast(memref.load x_i[..]); body on vectors;
 ///     vector.store y[.., r]
 /// (LLVM fully unrolls such a loop, then leaves it scalar: the SE scale over 672 x 4 x 4 took
-/// 5.4 us, its 16 lanes at a time 0.6 us).
+/// 5.4 us, its 16 lanes at a time 0.6 us). In row chains (onlyRunTimeLoops) the innermost loop
+/// may be of run-time length too: whole vectors in a loop, the last partial one masked
+/// (a dynamic softmax's rows of 10: LLVM's loop ran 4 lanes, then scalars).
 struct VectorizeShortRun : OpRewritePattern<linalg::GenericOp> {
-  VectorizeShortRun(MLIRContext* ctx, int64_t lanes, int64_t max)
-      : OpRewritePattern(ctx), lanes(lanes), max(max) {}
+  VectorizeShortRun(MLIRContext* ctx, int64_t lanes, int64_t max, bool onlyRunTimeLoops)
+      : OpRewritePattern(ctx), lanes(lanes), max(max), onlyRunTimeLoops(onlyRunTimeLoops) {}
 
   LogicalResult matchAndRewrite(linalg::GenericOp op, PatternRewriter& rewriter) const override {
     const int64_t loops = op.getNumLoops();
@@ -339,11 +343,19 @@ struct VectorizeShortRun : OpRewritePattern<linalg::GenericOp> {
     if (!op->getDiscardableAttrDictionary().empty())
       return rewriter.notifyMatchFailure(op, "marked for a kernel of its own");
     SmallVector<int64_t> extents = op.getStaticLoopRanges();
-    if (llvm::any_of(extents, ShapedType::isDynamic)) return rewriter.notifyMatchFailure(op, "dynamic loop");
     const int64_t inner = loops - 1, length = extents[inner];
-    if (length < 2 || length > max) return rewriter.notifyMatchFailure(op, "innermost loop not short");
-    for (Operation& bodyOp : op.getBody()->without_terminator())
+    const bool dynamicRun = ShapedType::isDynamic(length);
+    if (dynamicRun && !onlyRunTimeLoops) return rewriter.notifyMatchFailure(op, "dynamic innermost loop");
+    if (onlyRunTimeLoops && llvm::none_of(extents, ShapedType::isDynamic))
+      return rewriter.notifyMatchFailure(op, "static loops (left as they are)");
+    if (!dynamicRun && (length < 2 || length > max)) return rewriter.notifyMatchFailure(op, "innermost loop not short");
+    for (Operation& bodyOp : op.getBody()->without_terminator()) {
       if (!LaneWise(&bodyOp)) return rewriter.notifyMatchFailure(&bodyOp, "not a lane-wise op");
+      // A masked tail computes its off lanes on zeros: no integer division (it traps).
+      if (dynamicRun && isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp, arith::CeilDivSIOp,
+                            arith::CeilDivUIOp, arith::FloorDivSIOp>(bodyOp))
+        return rewriter.notifyMatchFailure(&bodyOp, "integer division in a masked run");
+    }
     SmallVector<bool> runs;  // operand i reads the inner loop as its last dim
     for (OpOperand& operand : op->getOpOperands()) {
       AffineMap map = op.getMatchingIndexingMap(&operand);
@@ -365,6 +377,8 @@ struct VectorizeShortRun : OpRewritePattern<linalg::GenericOp> {
     }
 
     Location loc = op.getLoc();
+    // Outer loops of run-time extent (a dynamic export's rows) iterate to the operands' dims.
+    SmallVector<Range> ranges = cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(rewriter, loc);
     SmallVector<Value> ivs;
     for (int64_t d = 0; d < inner; ++d) {
       Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
@@ -372,15 +386,16 @@ struct VectorizeShortRun : OpRewritePattern<linalg::GenericOp> {
         ivs.push_back(zero);
         continue;
       }
-      auto loop = scf::ForOp::create(rewriter, loc, zero, arith::ConstantIndexOp::create(rewriter, loc, extents[d]),
+      auto loop = scf::ForOp::create(rewriter, loc, zero, getValueOrCreateConstantIndexOp(rewriter, loc, ranges[d].size),
                                      arith::ConstantIndexOp::create(rewriter, loc, 1));
       rewriter.setInsertionPoint(loop.getBody()->getTerminator());
       ivs.push_back(loop.getInductionVar());
     }
+    // One run of `width` lanes at `start` of the inner loop; lanes off `mask` (when given) are
+    // neither read nor written.
     Block* body = op.getBody();
-    for (int64_t start = 0; start < length; start += lanes) {
-      const int64_t width = std::min(lanes, length - start);
-      ivs.push_back(arith::ConstantIndexOp::create(rewriter, loc, start));
+    auto emitRun = [&](Value start, int64_t width, Value mask) {
+      ivs.push_back(start);
       auto indices = [&](AffineMap map) {
         SmallVector<Value> at;
         for (AffineExpr expr : map.getResults()) {
@@ -400,7 +415,12 @@ struct VectorizeShortRun : OpRewritePattern<linalg::GenericOp> {
         if (arg.use_empty()) continue;
         AffineMap map = op.getMatchingIndexingMap(&operand);
         Value v = operand.get();
-        if (runs[operand.getOperandNumber()])
+        if (runs[operand.getOperandNumber()] && mask)
+          mapping.map(arg, vector::MaskedLoadOp::create(
+                               rewriter, loc, lanesOf(arg.getType()), v, indices(map), mask,
+                               arith::ConstantOp::create(rewriter, loc, lanesOf(arg.getType()),
+                                                         rewriter.getZeroAttr(lanesOf(arg.getType())))));
+        else if (runs[operand.getOperandNumber()])
           mapping.map(arg, vector::LoadOp::create(rewriter, loc, lanesOf(arg.getType()), v, indices(map)));
         else
           mapping.map(arg, vector::BroadcastOp::create(rewriter, loc, lanesOf(arg.getType()),
@@ -422,23 +442,51 @@ struct VectorizeShortRun : OpRewritePattern<linalg::GenericOp> {
       }
       for (auto [i, yielded] : llvm::enumerate(body->getTerminator()->getOperands())) {
         OpOperand* init = op.getDpsInitOperand(i);
-        vector::StoreOp::create(rewriter, loc, vectorOf(yielded), init->get(),
-                                indices(op.getMatchingIndexingMap(init)));
+        if (mask)
+          vector::MaskedStoreOp::create(rewriter, loc, init->get(), indices(op.getMatchingIndexingMap(init)), mask,
+                                        vectorOf(yielded));
+        else
+          vector::StoreOp::create(rewriter, loc, vectorOf(yielded), init->get(),
+                                  indices(op.getMatchingIndexingMap(init)));
       }
       ivs.pop_back();
+    };
+    if (!dynamicRun) {
+      for (int64_t start = 0; start < length; start += lanes)
+        emitRun(arith::ConstantIndexOp::create(rewriter, loc, start), std::min(lanes, length - start), Value());
+    } else {
+      // A run of run-time length (a dynamic row chain's rows): whole vectors, then the last
+      // partial one masked.
+      Value n = getValueOrCreateConstantIndexOp(rewriter, loc, ranges[inner].size);
+      Value step = arith::ConstantIndexOp::create(rewriter, loc, lanes);
+      Value whole = arith::SubIOp::create(rewriter, loc, n, arith::RemUIOp::create(rewriter, loc, n, step));
+      OpBuilder::InsertionGuard guard(rewriter);
+      auto loop = scf::ForOp::create(rewriter, loc, arith::ConstantIndexOp::create(rewriter, loc, 0), whole, step);
+      rewriter.setInsertionPoint(loop.getBody()->getTerminator());
+      emitRun(loop.getInductionVar(), lanes, Value());
+      rewriter.setInsertionPointAfter(loop);
+      Value left = arith::SubIOp::create(rewriter, loc, n, whole);
+      Value any = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ne, left,
+                                        arith::ConstantIndexOp::create(rewriter, loc, 0));
+      auto tail = scf::IfOp::create(rewriter, loc, any, /*withElseRegion=*/false);
+      rewriter.setInsertionPoint(tail.thenBlock()->getTerminator());
+      Value mask = vector::CreateMaskOp::create(rewriter, loc, VectorType::get({lanes}, rewriter.getI1Type()),
+                                                ValueRange{left});
+      emitRun(whole, lanes, mask);
     }
     rewriter.eraseOp(op);
     return success();
   }
 
   int64_t lanes, max;
+  bool onlyRunTimeLoops;
 };
 
 }  // namespace
 
-void VectorizeShortContiguousRuns(func::FuncOp kernel, int64_t lanes, int64_t maxRun) {
+void VectorizeShortContiguousRuns(func::FuncOp kernel, int64_t lanes, int64_t maxRun, bool onlyRunTimeLoops) {
   RewritePatternSet patterns(kernel.getContext());
-  patterns.add<VectorizeShortRun>(kernel.getContext(), lanes, maxRun);
+  patterns.add<VectorizeShortRun>(kernel.getContext(), lanes, maxRun, onlyRunTimeLoops);
   walkAndApplyPatterns(kernel, std::move(patterns));
 }
 

@@ -6,6 +6,9 @@
 #include "dialects/hexir/IR/HexirAttributes.h"
 #include "dialects/hexir/IR/HexirOps.h"
 #include "hal/drivers/cpu/dispatch_abi.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -15,6 +18,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/IR/Threading.h"
@@ -125,31 +129,125 @@ bool EscapesItsIteration(Value buffer) {
   return false;
 }
 
-// Temporaries of static shape that bufferization allocated inside the kernel (a
-// convolution's tile before its fused bias + SiLU, a fused producer's tile) become stack
-// buffers at the kernel's entry: one per kernel instead of a malloc and free per
-// workgroup, or per iteration of a loop around them. Each at most kStackTemporaryBytes,
-// kStackTemporariesBytes in all (workers run on 8 MiB thread stacks; the packed GEMM block
-// takes at most 256 KiB more); larger ones, dynamic ones and those a view of which leaves
-// its iteration stay on the heap.
+// A constant that `size` (an alloc's dynamic size) never exceeds, or nullopt: a constant, a
+// min with a constant operand, an affine.min with a constant result (a tile of a static size
+// clamped at the iteration space's end).
+std::optional<int64_t> ConstantUpperBound(Value size) {
+  if (std::optional<int64_t> c = getConstantIntValue(size)) return c;
+  std::optional<int64_t> bound;
+  auto tighten = [&](std::optional<int64_t> b) {
+    if (b && (!bound || *b < *bound)) bound = b;
+  };
+  if (auto min = size.getDefiningOp<affine::AffineMinOp>()) {
+    for (AffineExpr e : min.getMap().getResults())
+      if (auto c = dyn_cast<AffineConstantExpr>(e)) tighten(c.getValue());
+  } else if (isa_and_nonnull<arith::MinSIOp, arith::MinUIOp>(size.getDefiningOp())) {
+    for (Value operand : size.getDefiningOp()->getOperands()) tighten(ConstantUpperBound(operand));
+  }
+  if (bound && *bound < 0) return std::nullopt;
+  return bound;
+}
+
+// A view of `slot` (a flat stack buffer) as `type` (identity layout) with `sizes`: offset 0,
+// row-major strides, static where every later size is.
+Value ViewStackSlot(OpBuilder& b, Location loc, Value slot, MemRefType type, ArrayRef<OpFoldResult> sizes) {
+  SmallVector<OpFoldResult> strides(sizes.size());
+  OpFoldResult stride = b.getIndexAttr(1);
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    strides[d] = stride;
+    std::optional<int64_t> s = getConstantIntValue(stride), n = getConstantIntValue(sizes[d]);
+    if (s && n) {
+      stride = b.getIndexAttr(*s * *n);
+    } else {
+      stride = arith::MulIOp::create(b, loc, getValueOrCreateConstantIndexOp(b, loc, stride),
+                                     getValueOrCreateConstantIndexOp(b, loc, sizes[d]))
+                   .getResult();
+    }
+  }
+  return memref::ReinterpretCastOp::create(b, loc, type, slot, b.getIndexAttr(0), sizes, strides);
+}
+
+// Temporaries that bufferization allocated inside the kernel (a convolution's tile before its
+// fused bias + SiLU, a fused producer's tile, a row chain's block of rows) become stack buffers
+// at the kernel's entry: one per kernel instead of a malloc and free per workgroup, or per
+// iteration of a loop around them. A static shape is allocated as is; a dynamic one whose
+// sizes have constant upper bounds (ConstantUpperBound: a static tile clamped at the end) gets
+// a slot of the bound's size and a view of its run-time sizes; any other dynamic one gets a
+// slot of kDynamicSlotBytes and a run-time choice: the view when its elements fit, else the
+// heap (a dynamic row chain's block: rows of a run-time length, as many as fit L1). Each at
+// most kStackTemporaryBytes, kStackTemporariesBytes in all (workers run on 8 MiB thread
+// stacks; the packed GEMM block takes at most 256 KiB more); larger ones and those a view of
+// which leaves its iteration stay on the heap.
 void PromoteSmallTemporariesToStack(func::FuncOp kernel) {
-  constexpr int64_t kStackTemporaryBytes = 64 * 1024, kStackTemporariesBytes = 128 * 1024;
+  constexpr int64_t kStackTemporaryBytes = 64 * 1024, kStackTemporariesBytes = 128 * 1024,
+                    kDynamicSlotBytes = 16 * 1024;
   SmallVector<memref::AllocOp> allocs;
   kernel.walk([&](memref::AllocOp alloc) { allocs.push_back(alloc); });
   int64_t total = 0;
-  OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
+  OpBuilder entry = OpBuilder::atBlockBegin(&kernel.getBody().front());
   for (memref::AllocOp alloc : allocs) {
     MemRefType type = alloc.getType();
-    if (!type.hasStaticShape() || type.getMemorySpace() || !type.getElementType().isIntOrFloat() ||
-        !alloc.getDynamicSizes().empty() || !alloc.getSymbolOperands().empty())
+    if (type.getMemorySpace() || !type.getElementType().isIntOrFloat() || !alloc.getSymbolOperands().empty() ||
+        (!type.hasStaticShape() && !type.getLayout().isIdentity()))
       continue;
-    const int64_t bytes = type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+    const int64_t elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
+    // The slot's elements; bounded: no run-time choice.
+    int64_t elements = 1;
+    bool bounded = true;
+    for (int64_t d = 0, dynamic = 0; d < type.getRank(); ++d) {
+      int64_t n = type.getDimSize(d);
+      if (ShapedType::isDynamic(n)) {
+        std::optional<int64_t> bound = ConstantUpperBound(alloc.getDynamicSizes()[dynamic++]);
+        if (!bound) {
+          bounded = false;
+          break;
+        }
+        n = *bound;
+      }
+      elements *= n;
+    }
+    if (!bounded) elements = kDynamicSlotBytes / elementBytes;
+    const int64_t bytes = elements * elementBytes;
     if (bytes > kStackTemporaryBytes || total + bytes > kStackTemporariesBytes ||
         EscapesItsIteration(alloc.getResult()))
       continue;
     total += bytes;
-    auto alloca = memref::AllocaOp::create(b, alloc.getLoc(), type, alloc.getAlignmentAttr());
-    alloc.getResult().replaceAllUsesWith(alloca.getResult());
+    Location loc = alloc.getLoc();
+    if (type.hasStaticShape()) {
+      auto alloca = memref::AllocaOp::create(entry, loc, type, alloc.getAlignmentAttr());
+      alloc.getResult().replaceAllUsesWith(alloca.getResult());
+      alloc.erase();
+      continue;
+    }
+    auto slotType = MemRefType::get({elements}, type.getElementType());
+    Value slot = memref::AllocaOp::create(entry, loc, slotType, alloc.getAlignmentAttr());
+    OpBuilder b(alloc);
+    SmallVector<OpFoldResult> sizes = alloc.getMixedSizes();
+    Value buffer;
+    if (bounded) {
+      buffer = ViewStackSlot(b, loc, slot, type, sizes);
+    } else {
+      // elements <= slot: the view, else a heap buffer (deallocated where its ownership ends,
+      // buffer-deallocation-pipeline).
+      Value count = arith::ConstantIndexOp::create(b, loc, 1);
+      for (Value size : alloc.getDynamicSizes()) count = arith::MulIOp::create(b, loc, count, size);
+      int64_t staticCount = 1;
+      for (int64_t n : type.getShape())
+        if (!ShapedType::isDynamic(n)) staticCount *= n;
+      count = arith::MulIOp::create(b, loc, count, arith::ConstantIndexOp::create(b, loc, staticCount));
+      Value fits = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, count,
+                                         arith::ConstantIndexOp::create(b, loc, elements));
+      auto choice = scf::IfOp::create(
+          b, loc, fits,
+          [&](OpBuilder& t, Location l) { scf::YieldOp::create(t, l, ViewStackSlot(t, l, slot, type, sizes)); },
+          [&](OpBuilder& e, Location l) {
+            scf::YieldOp::create(e, l, memref::AllocOp::create(e, l, type, alloc.getDynamicSizes(),
+                                                               alloc.getAlignmentAttr())
+                                           .getResult());
+          });
+      buffer = choice.getResult(0);
+    }
+    alloc.getResult().replaceAllUsesWith(buffer);
     alloc.erase();
   }
 }
@@ -261,8 +359,10 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     codegen::CollapseDynamicLoopsAtRunTime(*kernel);
     // Short innermost loops (planes of a few positions) as vectors: LLVM leaves them scalar
     // (codegen/CPUCollapseContiguousLoops.h).
-    // Row chains tile their rows themselves (codegen/CPURowChains.h).
-    if (!rowChain) codegen::VectorizeShortContiguousRuns(*kernel, target.vectorBits / 32, cpuShortRunPositions);
+    // Row chains tile their rows themselves (codegen/CPURowChains.h): only the elementwise ops of
+    // a block of a run-time row count.
+    codegen::VectorizeShortContiguousRuns(*kernel, target.vectorBits / 32, cpuShortRunPositions,
+                                          /*onlyRunTimeLoops=*/rowChain);
     LowerStridedCopiesToLinalg(inner);
     PromoteSmallTemporariesToStack(*kernel);
     if (failed(runPipeline(*toLoops, inner))) return failure();

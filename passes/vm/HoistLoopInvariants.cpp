@@ -18,7 +18,8 @@
 // loop) and the op is one of:
 //   - a hexir_vm op with no memory effects: rodata, ref.is_null, trunc, `inst`. One that is
 //     not speculatable (an `inst` division or remainder, vmir::InstTraps: they trap on a zero
-//     divisor, which may only occur on iterations that never run) is hoisted only when the
+//     divisor, which may only occur on iterations that never run; not one by a positive
+//     constant or max.s.i64 with one, InstOp::getSpeculatability) is hoisted only when the
 //     loop is known to reach it (its block dominates every block that exits the loop: it
 //     runs before any exit can be taken);
 //   - a call of a HAL import in kPureImports: a query of an immutable object's metadata or an

@@ -5,6 +5,8 @@
 // reductions over each axis (an outer axis split into runs of at least 1 KiB a workgroup:
 // hexir-cpu-distribute-workgroups), a fused chain of pure data movement, and row chains (softmax,
 // layer norm, RMSNorm: one dispatch a call, rows of 1 to 4099, passes/codegen/CPURowChains.h;
+// a layer norm over a dynamic count of rows of 32, its block temporaries on the stack; a bias
+// and ReLU over dynamic rows of 17, 32, 64 (rows as vectors);
 // softmax rows holding NaN, +-inf and +-0 against ONNX's definition: CPURowChainArithmetic.h),
 // also in the ONNX importer's form, which keeps each reduced axis as a 1 (keepdims reshapes:
 // passes/dispatch/KeptDimRowReads.h), and static NCHW ops whose planes run as one loop
@@ -359,6 +361,16 @@ TEST_CASE("row softmax over dynamic rows is one dispatch and matches a double re
               SoftmaxReference, 1e-5);
 }
 
+// Row lengths 1 to 33: every width of the masked last vector after 0, 1 or 2 whole ones
+// (a dynamic row chain's rows of run-time length, VectorizeShortContiguousRuns).
+TEST_CASE("row softmax over dynamic rows of every length from 1 to 33 matches a double reference") {
+  std::string module = CompileOrDie(kSoftmax, "memory_bound_softmax_lengths");
+  std::vector<std::pair<int64_t, int64_t>> shapes;
+  for (int64_t cols = 1; cols <= 33; ++cols) shapes.push_back({cols % 5 + 1, cols});
+  RunRowChain(module, [](int64_t r, int64_t c) { return std::vector<HostTensor>{RandomF32({r, c}, 55, -8, 8)}; },
+              SoftmaxReference, 1e-5, shapes);
+}
+
 // Values spread over exp's whole range: x - max reaches -240, so most exps are clamped at -88
 // or flushed to zero, the rest span 2^-126 to 1 (codegen/CPUExpApproximation.h).
 TEST_CASE("row softmax of values from -120 to 120 (exps flushed and near FLT_MIN) matches a double reference") {
@@ -475,6 +487,74 @@ TEST_CASE("layer norm over dynamic rows is one dispatch and matches a double ref
         return std::vector<HostTensor>{RandomF32({r, c}, 61, -3, 5), RandomF32({c}, 62), RandomF32({c}, 63)};
       },
       LayerNormReference, 1e-4);
+}
+
+// The layer norm over a dynamic count of rows of 32 (a transformer's hidden size): its blocks of
+// rows are a static size clamped at the last block, so the block's temporaries are views of
+// stack slots of the static size (PromoteSmallTemporariesToStack in
+// passes/codegen/CPULowerExecutables.cpp); row counts below, at and past one block.
+std::string LayerNormOfRows32() {
+  std::string source = kLayerNorm;
+  auto replace = [&](const std::string& from, const std::string& to) {
+    for (size_t at = source.find(from); at != std::string::npos; at = source.find(from, at + to.size()))
+      source.replace(at, from.size(), to);
+  };
+  replace("%g: tensor<?xf32>, %b: tensor<?xf32>", "%g: tensor<32xf32>, %b: tensor<32xf32>");
+  replace("tensor<?xf32>, tensor<?xf32>) outs(%e", "tensor<32xf32>, tensor<32xf32>) outs(%e");
+  replace("%cols = tensor.dim %x, %c1 : tensor<?x?xf32>", "%cols = arith.constant 32 : index");
+  replace("tensor.empty(%rows, %cols)", "tensor.empty(%rows)");
+  replace("tensor<?x?xf32>", "tensor<?x32xf32>");
+  return source;
+}
+
+TEST_CASE("layer norm over a dynamic count of rows of 32 is one dispatch and matches a double reference") {
+  std::string module = CompileOrDie(LayerNormOfRows32(), "memory_bound_layernorm_rows32");
+  RunRowChain(
+      module,
+      [](int64_t r, int64_t c) {
+        return std::vector<HostTensor>{RandomF32({r, c}, 64, -3, 5), RandomF32({c}, 65), RandomF32({c}, 66)};
+      },
+      LayerNormReference, 1e-4, {{1, 32}, {7, 32}, {20, 32}, {85, 32}, {86, 32}, {257, 32}, {1023, 32}});
+}
+
+// A bias and ReLU over a dynamic count of rows of C (a dynamic export's epilogue over a static
+// hidden size): each row as vectors of 16 lanes and a narrower last one, the loop over rows to
+// the run-time count (VectorizeShortContiguousRuns, passes/codegen/CPUCollapseContiguousLoops.h).
+std::string BiasReluOverRows(int64_t cols) {
+  const std::string c = std::to_string(cols);
+  return R"mlir(
+func.func @main(%x: tensor<?x)mlir" + c + R"mlir(xf32>, %b: tensor<)mlir" + c + R"mlir(xf32>) -> tensor<?x)mlir" + c + R"mlir(xf32> {
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %x, %c0 : tensor<?x)mlir" + c + R"mlir(xf32>
+  %e = tensor.empty(%rows) : tensor<?x)mlir" + c + R"mlir(xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%x, %b : tensor<?x)mlir" + c + R"mlir(xf32>, tensor<)mlir" + c + R"mlir(xf32>) outs(%e : tensor<?x)mlir" + c + R"mlir(xf32>) {
+    ^bb0(%v: f32, %bb: f32, %o: f32):
+      %zero = arith.constant 0.0 : f32
+      %s = arith.addf %v, %bb : f32
+      %r = arith.maximumf %s, %zero : f32
+      linalg.yield %r : f32
+  } -> tensor<?x)mlir" + c + R"mlir(xf32>
+  return %y : tensor<?x)mlir" + c + R"mlir(xf32>
+}
+)mlir";
+}
+
+TEST_CASE("a bias and ReLU over a dynamic count of rows of 17, 32 and 64 matches a reference") {
+  for (int64_t cols : {17, 32, 64}) {
+    INFO(cols << " columns");
+    std::string module = CompileOrDie(BiasReluOverRows(cols), "memory_bound_bias_relu_rows");
+    RunRowChain(
+        module,
+        [](int64_t r, int64_t c) { return std::vector<HostTensor>{RandomF32({r, c}, 81, -2, 2), RandomF32({c}, 82)}; },
+        [](const std::vector<HostTensor>& in, int64_t rows, int64_t c, HostTensor& out) {
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < c; ++j)
+              F32(out)[i * c + j] = std::max(0.0f, F32(in[0])[i * c + j] + F32(in[1])[j]);
+        },
+        0, {{1, cols}, {3, cols}, {20, cols}, {1023, cols}});
+  }
 }
 
 // RMSNorm over dynamic rows: x * rsqrt(mean(x^2) + eps) * g.

@@ -1,5 +1,7 @@
 #include "dialects/vm/IR/VMOps.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include "llvm/ADT/TypeSwitch.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -59,8 +61,28 @@ bool InstTraps(llvm::StringRef mnemonic) {
   return (mnemonic.starts_with("div.") || mnemonic.starts_with("rem.")) && !mnemonic.ends_with(".f64");
 }
 
+namespace {
+bool PositiveConstant(mlir::Value v) {
+  auto c = v.getDefiningOp<ConstI64Op>();
+  return c && static_cast<int64_t>(c.getValue()) > 0;
+}
+
+// A 64-bit divisor that is never 0 nor -1: a positive constant, or max.s.i64 with one (the
+// shape arithmetic's max(extent, 1), max(size, 512)).
+bool PositiveDivisor(mlir::Value v) {
+  if (PositiveConstant(v)) return true;
+  auto max = v.getDefiningOp<InstOp>();
+  return max && max.getMnemonic() == "max.s.i64" && llvm::any_of(max.getOperands(), PositiveConstant);
+}
+}  // namespace
+
+// A division or remainder traps only on its divisor (0, or -1 signed): by a PositiveDivisor
+// (64-bit forms only: an i32 form truncates it) it cannot.
 mlir::Speculation::Speculatability InstOp::getSpeculatability() {
-  return InstTraps(getMnemonic()) ? mlir::Speculation::NotSpeculatable : mlir::Speculation::Speculatable;
+  if (!InstTraps(getMnemonic())) return mlir::Speculation::Speculatable;
+  if (getMnemonic().ends_with(".i64") && getOperands().size() == 2 && PositiveDivisor(getOperands()[1]))
+    return mlir::Speculation::Speculatable;
+  return mlir::Speculation::NotSpeculatable;
 }
 
 mlir::SuccessorOperands BrOp::getSuccessorOperands(unsigned) {

@@ -71,7 +71,9 @@ def VM_InstOp : VM_Op<"inst", [NoMemoryEffect,
     in the ISA table; the verifier checks that it exists and that the counts match.
     No memory effects; speculatable except integer division and remainder (`div.*`,
     `rem.*` but not `.f64`), which trap on a zero divisor, so generic passes (LICM,
-    CSE's hoisting) never move them to where they would run unguarded.
+    CSE's hoisting) never move them to where they would run unguarded; a 64-bit one whose
+    divisor is a positive constant or `max.s.i64` with one (shape arithmetic) is
+    speculatable.
   }];
   let arguments = (ins StrAttr:$mnemonic, Variadic<AnyTypeOf<[I64, F64]>>:$operands);
   let results = (outs Variadic<AnyTypeOf<[I64, F64]>>:$results);

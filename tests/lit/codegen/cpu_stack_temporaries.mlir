@@ -38,3 +38,113 @@ hexir.executable @tile_temporary attributes {hexir.workgroup_count = array<i64: 
     }
   }
 }
+
+
+// A row chain over a dynamic count of rows of 32 (a layer norm's shape in a dynamic export):
+// blocks of 85 rows (L1 / 3 streams / 32 floats) clamped at the last block, so each block's
+// temporaries (its sums and its exp) are dynamic allocations of at most 85 and 85 x 32
+// elements: views of stack slots of those sizes at the entry, no malloc per block.
+// CHECK-LABEL: hexir.executable @rows_dynamic
+// CHECK-NOT:     llvm.call @malloc
+// CHECK:         llvm.func internal @rows_dynamic_impl(
+// CHECK-DAG:       %[[ROWS:.+]] = llvm.mlir.constant(85 : index) : i64
+// CHECK-DAG:       %[[BLOCK:.+]] = llvm.mlir.constant(2720 : index) : i64
+// CHECK-DAG:       llvm.alloca %[[ROWS]] x f32 {alignment = 64 : i64}
+// CHECK-DAG:       llvm.alloca %[[BLOCK]] x f32 {alignment = 64 : i64}
+// CHECK-NOT:       llvm.call @malloc
+// CHECK-NOT:       llvm.call @free
+// CHECK:         llvm.func @rows_dynamic(
+hexir.executable @rows_dynamic attributes {hexir.dispatch_group = "row_chain", hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @rows_dynamic(%x: tensor<?x32xf32>, %o: tensor<?x32xf32>, %id: index) -> tensor<?x32xf32> {
+      %ninf = arith.constant 0xFF800000 : f32
+      %zero = arith.constant 0.0 : f32
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %m = tensor.dim %x, %c0 : tensor<?x32xf32>
+      %er = tensor.empty(%m) : tensor<?xf32>
+      %e = tensor.empty(%m) : tensor<?x32xf32>
+      %mi = linalg.fill ins(%ninf : f32) outs(%er : tensor<?xf32>) -> tensor<?xf32>
+      %max = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<?x32xf32>) outs(%mi : tensor<?xf32>) {
+      ^bb0(%v: f32, %a: f32):
+        %r = arith.maximumf %v, %a : f32
+        linalg.yield %r : f32
+      } -> tensor<?xf32>
+      %ex = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x, %max : tensor<?x32xf32>, tensor<?xf32>) outs(%e : tensor<?x32xf32>) {
+      ^bb0(%v: f32, %a: f32, %u: f32):
+        %d = arith.subf %v, %a : f32
+        %p = math.exp %d : f32
+        linalg.yield %p : f32
+      } -> tensor<?x32xf32>
+      %si = linalg.fill ins(%zero : f32) outs(%er : tensor<?xf32>) -> tensor<?xf32>
+      %sum = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]} ins(%ex : tensor<?x32xf32>) outs(%si : tensor<?xf32>) {
+      ^bb0(%v: f32, %a: f32):
+        %r = arith.addf %v, %a : f32
+        linalg.yield %r : f32
+      } -> tensor<?xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%ex, %sum : tensor<?x32xf32>, tensor<?xf32>) outs(%o : tensor<?x32xf32>) {
+      ^bb0(%v: f32, %s: f32, %u: f32):
+        %q = arith.divf %v, %s : f32
+        linalg.yield %q : f32
+      } -> tensor<?x32xf32>
+      return %y : tensor<?x32xf32>
+    }
+  }
+}
+
+
+// The same chain over rows of a run-time length: a block holds as many rows as fit L1, so its
+// temporaries have no constant bound. Each gets a stack slot of 16 KiB (4096 floats) and a
+// run-time choice: the slot's view when the block's elements fit, else malloc, freed only then.
+// CHECK-LABEL: hexir.executable @softmax_dynamic
+// CHECK:         llvm.func internal @softmax_dynamic_impl(
+// CHECK:           %[[SLOT:.+]] = llvm.mlir.constant(4096 : index) : i64
+// CHECK:           llvm.alloca %[[SLOT]] x f32 {alignment = 64 : i64}
+// CHECK:           llvm.alloca %[[SLOT]] x f32 {alignment = 64 : i64}
+// CHECK:           %[[FITS:.+]] = llvm.icmp "ule" %{{.+}}, %[[SLOT]] : i64
+// CHECK-NEXT:      %[[SPILLS:.+]] = llvm.icmp "ugt" %{{.+}}, %[[SLOT]] : i64
+// CHECK-NEXT:      llvm.cond_br %[[FITS]], ^{{bb[0-9]+}}, ^[[HEAP:bb[0-9]+]]
+// CHECK:         ^[[HEAP]]:
+// CHECK:           llvm.call @malloc
+// CHECK:           llvm.cond_br %[[SPILLS]], ^[[FREE:bb[0-9]+]], ^
+// CHECK-NEXT:    ^[[FREE]]:
+// CHECK-NEXT:      llvm.call @free
+// CHECK:         llvm.func @softmax_dynamic(
+hexir.executable @softmax_dynamic attributes {hexir.dispatch_group = "row_chain", hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @softmax_dynamic(%x: tensor<?x?xf32>, %o: tensor<?x?xf32>, %id: index) -> tensor<?x?xf32> {
+      %ninf = arith.constant 0xFF800000 : f32
+      %zero = arith.constant 0.0 : f32
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %m = tensor.dim %x, %c0 : tensor<?x?xf32>
+      %n = tensor.dim %x, %c1 : tensor<?x?xf32>
+      %er = tensor.empty(%m) : tensor<?xf32>
+      %e = tensor.empty(%m, %n) : tensor<?x?xf32>
+      %mi = linalg.fill ins(%ninf : f32) outs(%er : tensor<?xf32>) -> tensor<?xf32>
+      %max = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<?x?xf32>) outs(%mi : tensor<?xf32>) {
+      ^bb0(%v: f32, %a: f32):
+        %r = arith.maximumf %v, %a : f32
+        linalg.yield %r : f32
+      } -> tensor<?xf32>
+      %ex = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x, %max : tensor<?x?xf32>, tensor<?xf32>) outs(%e : tensor<?x?xf32>) {
+      ^bb0(%v: f32, %a: f32, %u: f32):
+        %d = arith.subf %v, %a : f32
+        %p = math.exp %d : f32
+        linalg.yield %p : f32
+      } -> tensor<?x?xf32>
+      %si = linalg.fill ins(%zero : f32) outs(%er : tensor<?xf32>) -> tensor<?xf32>
+      %sum = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]} ins(%ex : tensor<?x?xf32>) outs(%si : tensor<?xf32>) {
+      ^bb0(%v: f32, %a: f32):
+        %r = arith.addf %v, %a : f32
+        linalg.yield %r : f32
+      } -> tensor<?xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%ex, %sum : tensor<?x?xf32>, tensor<?xf32>) outs(%o : tensor<?x?xf32>) {
+      ^bb0(%v: f32, %s: f32, %u: f32):
+        %q = arith.divf %v, %s : f32
+        linalg.yield %q : f32
+      } -> tensor<?x?xf32>
+      return %y : tensor<?x?xf32>
+    }
+  }
+}

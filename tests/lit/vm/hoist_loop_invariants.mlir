@@ -65,6 +65,46 @@ func.func @division_only_when_reached(%n: i64, %m: i64) -> i64 {
 
 // -----
 
+// A division in the body by max(n, 512) (a workgroup count's shape arithmetic: the divisor is
+// at least 512) cannot trap: hoisted with its divisor although the body may never run; one by
+// max(n, -1) (may be 0 or -1) or a 32-bit one (truncates its divisor) stays.
+// CHECK-LABEL: func.func @division_by_positive_max(
+// CHECK-SAME:    %[[N:[a-z0-9]+]]: i64, %[[M:[a-z0-9]+]]: i64
+// CHECK:         %[[C512:.+]] = hexir_vm.const.i64 512
+// CHECK-NEXT:    %[[D:.+]] = hexir_vm.inst "max.s.i64"(%[[N]], %[[C512]])
+// CHECK-NEXT:    %[[Q:.+]] = hexir_vm.inst "div.s.i64"(%[[M]], %[[D]])
+// CHECK:         hexir_vm.br ^[[HEAD:.+]](
+// CHECK:       ^[[HEAD]](%{{.+}}: i64):
+// CHECK:         hexir_vm.cond_br
+// CHECK-NEXT:  ^{{.+}}:
+// CHECK-NOT:     "div.s.i64"(%[[M]], %[[D]])
+// CHECK:         hexir_vm.inst "div.s.i64"(%[[M]], %{{.+}})
+// CHECK:         hexir_vm.inst "div.s.i32"(%[[M]], %{{.+}})
+// CHECK:         hexir_vm.inst "add.i64"(%{{.+}}, %[[Q]])
+func.func @division_by_positive_max(%n: i64, %m: i64) -> i64 {
+  %c0 = hexir_vm.const.i64 0
+  hexir_vm.br ^head(%c0 : i64)
+^head(%i: i64):
+  %p = hexir_vm.inst "cmp.lt.s.i64"(%i, %n) : (i64, i64) -> i64
+  hexir_vm.cond_br %p, ^body, ^exit
+^body:
+  %c512 = hexir_vm.const.i64 512
+  %d = hexir_vm.inst "max.s.i64"(%n, %c512) : (i64, i64) -> i64
+  %q = hexir_vm.inst "div.s.i64"(%m, %d) : (i64, i64) -> i64
+  %cm1 = hexir_vm.const.i64 -1
+  %e = hexir_vm.inst "max.s.i64"(%n, %cm1) : (i64, i64) -> i64
+  %r = hexir_vm.inst "div.s.i64"(%m, %e) : (i64, i64) -> i64
+  %s = hexir_vm.inst "div.s.i32"(%m, %d) : (i64, i64) -> i64
+  %t = hexir_vm.inst "add.i64"(%r, %s) : (i64, i64) -> i64
+  %u = hexir_vm.inst "add.i64"(%t, %q) : (i64, i64) -> i64
+  %j = hexir_vm.inst "add.i64"(%i, %u) : (i64, i64) -> i64
+  hexir_vm.br ^head(%j : i64)
+^exit:
+  hexir_vm.return %i : i64
+}
+
+// -----
+
 // Refused: imports with effects (an allocation whose buffer is per iteration, queue work) and
 // globals (a store in the loop may change what a load reads) stay, although their operands
 // are invariant.
