@@ -276,6 +276,83 @@ TEST_CASE("the M-row prompt form of every block format matches the same referenc
   }
 }
 
+// Sibling block matvecs (a llama layer's w1 and w3 of one x, then SiLU(w1 x) * (w3 x)): one
+// quantized GEMV kernel computing both rows' sums (the 32-value formats and q4_k/q5_k;
+// hexir-form-dispatch-regions' fuse-sibling-reductions), at 131 rows (prime) of K = 2304 (36
+// 2-block groups, 9 super-blocks: lanes left idle) and 2048, and K of 3 blocks (the 32-value
+// formats' f32 path: 18-, 22- and 34-byte groups), against both products in double
+// through SiLU * up in double.
+void CheckSiblings() {
+  struct SiblingCase {
+    const GgmlBlockInfo* format;
+    std::string function;
+    int64_t k;
+    HostTensor w1, w3, x;
+  };
+  const int64_t n = 131;
+  unsigned seed = 2600;
+  std::vector<SiblingCase> cases;
+  std::string source;
+  for (const GgmlBlockInfo& format : compiler::llama::kGgmlBlockInfos) {
+    const std::string name = format.name;
+    if (format.is_bf16() || name == "q6_k") continue;
+    std::vector<int64_t> ks = {2304, 2048};
+    if (format.block_elements == 32) ks.push_back(96);
+    for (int64_t k : ks) {
+      SiblingCase c{&format, name + "_sibling_" + std::to_string(k), k, RandomBlocks(format, n, k, seed),
+                    RandomBlocks(format, n, k, seed + 1), RandomF32({k}, seed + 2)};
+      seed += 3;
+      source += BlockMatvecSiblingSource(c.function, format, n, k);
+      cases.push_back(std::move(c));
+    }
+  }
+  std::string module = CompileOrDie(source, "quantized_gemv_siblings", "cuda", "");
+  auto session = OpenOrDie(module, "cuda");
+  std::vector<double> values;
+  for (const SiblingCase& c : cases) {
+    INFO(c.function);
+    auto results = CallOrDie(*session, c.function, {Tensor(c.w1), Tensor(c.w3), Tensor(c.x)});
+    REQUIRE(results.size() == 1);
+    const HostTensor& out = results[0].tensor;
+    REQUIRE(out.dims == std::vector<int64_t>{n});
+    const int64_t blocks = c.k / c.format->block_elements;
+    const bool quantized = TakesInt8X(*c.format, blocks);
+    const std::vector<double> xq = QuantizedX(F32(c.x), c.k);
+    values.resize(c.format->block_elements);
+    // Row i of W x (x^ where the kernel quantizes x) and its f32 sums' bound.
+    auto product = [&](const HostTensor& w, int64_t i, double* bound) {
+      double acc = 0, mag = 0;
+      for (int64_t b = 0; b < blocks; ++b) {
+        DequantizeBlock(*c.format, &w.bytes[i * c.format->RowBytes(c.k) + b * c.format->block_bytes], values.data());
+        for (int64_t j = 0; j < c.format->block_elements; ++j) {
+          const int64_t at = b * c.format->block_elements + j;
+          const double p = values[j] * (quantized ? xq[at] : double(F32(c.x)[at]));
+          acc += p, mag += std::fabs(p);
+        }
+      }
+      *bound = 1e-5 * mag + 1e-6;
+      return acc;
+    };
+    for (int64_t i = 0; i < n; ++i) {
+      double da = 0, dc = 0;
+      const double a = product(c.w1, i, &da), up = product(c.w3, i, &dc);
+      const double expected = a / (1 + std::exp(-a)) * up;
+      // SiLU's slope is at most 1.1: the products' bounds carried through, plus f32 rounding.
+      const double bound = 1.1 * da * (std::fabs(up) + dc) + (std::fabs(a) + da) * dc + 1e-5 * std::fabs(expected) + 1e-6;
+      INFO("row " << i << ": " << F32(out)[i] << " vs " << expected << (quantized ? " (8-bit x)" : ""));
+      REQUIRE(std::fabs(double(F32(out)[i]) - expected) <= bound);
+    }
+  }
+}
+
+TEST_CASE("sibling block matvecs with SiLU * up (w1, w3 in one kernel) match the references") {
+  try {
+    CheckSiblings();
+  } catch (const DeviceUnavailable& e) {
+    std::printf("HEXIR_SKIPPED: sibling block matvecs: %s\n", e.reason.c_str());
+  }
+}
+
 TEST_CASE("the generic block matvec kernel it replaces matches the same references") {
   CheckOrSkip("generic block matvec", "generic", "--cuda-generic-block-matvec");
 }

@@ -79,6 +79,37 @@ std::string BlockMatvecRowWriteSource(const std::string& name, const GgmlBlockIn
   return product;
 }
 
+std::string BlockMatvecSiblingSource(const std::string& name, const GgmlBlockInfo& format, int64_t n, int64_t k) {
+  const int64_t bs = format.block_elements, nb = k / bs;
+  std::string w = MatrixType(n, format.RowBytes(k), "i8"), x = "tensor<" + std::to_string(k) + "xf32>",
+              xb = MatrixType(nb, bs, "f32"), y = "tensor<" + std::to_string(n) + "xf32>";
+  std::string s = "func.func @" + name + "(%w1: " + w + ", %w3: " + w + ", %x: " + x + ") -> " + y + " {\n" +
+                  "  %z = arith.constant 0.0 : f32\n  %one = arith.constant 1.0 : f32\n";
+  for (const char* v : {"1", "3"}) {
+    const std::string id = v;
+    s += "  %e" + id + " = tensor.empty() : " + y + "\n  %f" + id + " = linalg.fill ins(%z : f32) outs(%e" + id +
+         " : " + y + ") -> " + y + "\n  %xb" + id + " = tensor.expand_shape %x [[0, 1]] output_shape [" +
+         std::to_string(nb) + ", " + std::to_string(bs) + "] : " + x + " into " + xb + "\n";
+    s += "  %y" + id +
+         " = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], "
+         "iterator_types = [\"parallel\", \"reduction\", \"reduction\"], hexir.block_matvec = \"" +
+         std::string(format.name) + "\"} ins(%xb" + id + " : " + xb + ") outs(%f" + id + " : " + y +
+         ") {\n  ^bb0(%a: f32, %o: f32):\n";
+    std::string body = "    %i0 = linalg.index 0 : index\n    %i1 = linalg.index 1 : index\n    %i2 = linalg.index 2 : index\n";
+    int fresh = 0;
+    std::string wf = compiler::llama::DecodeBlockElement(format, "%w" + id, w, "%i0", "%i1", "%i2",
+                                                         [&] { return "%d" + std::to_string(fresh++); }, "    ", &body);
+    s += body + "    %p = arith.mulf %a, " + wf + " : f32\n    %s = arith.addf %o, %p : f32\n    linalg.yield %s : f32\n  } -> " +
+         y + "\n";
+  }
+  return s + "  %e = tensor.empty() : " + y +
+         "\n  %g = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], "
+         "iterator_types = [\"parallel\"]} ins(%y1, %y3 : " + y + ", " + y + ") outs(%e : " + y +
+         ") {\n  ^bb0(%a: f32, %c: f32, %u: f32):\n    %na = arith.negf %a : f32\n    %ex = math.exp %na : f32\n"
+         "    %den = arith.addf %ex, %one : f32\n    %sg = arith.divf %one, %den : f32\n    %silu = arith.mulf %a, %sg : f32\n"
+         "    %r = arith.mulf %silu, %c : f32\n    linalg.yield %r : f32\n  } -> " + y + "\n  return %g : " + y + "\n}\n";
+}
+
 std::string BlockMatmulRowsSource(const std::string& name, const GgmlBlockInfo& format, int64_t n, int64_t k) {
   const int64_t bs = format.block_elements, nb = k / bs;
   std::string w = MatrixType(n, format.RowBytes(k), "i8"), x = MatrixType(-1, k, "f32"),

@@ -32,6 +32,12 @@ std::string BlockMatvecSource(const std::string& name, const compiler::llama::Gg
 std::string BlockMatvecRowWriteSource(const std::string& name, const compiler::llama::GgmlBlockInfo& format,
                                       int64_t n, int64_t k, int64_t rows);
 
+// func.func @name(%w1: i8 [n][row bytes], %w3: same, %x: [k] f32) -> [n] f32: SiLU(W1 x) *
+// (W3 x), two marked generics of one x and their consumer, as a llama decode layer's w1, w3
+// and gate (CUDA modules fuse the pair into one quantized GEMV kernel).
+std::string BlockMatvecSiblingSource(const std::string& name, const compiler::llama::GgmlBlockInfo& format, int64_t n,
+                                     int64_t k);
+
 // func.func @name(%w: i8 [n][row bytes], %x: [?][k] f32) -> [?][n] f32: the M rows of x each
 // times W (the importer's prompt form: a generic over (m, n, b, j), M dynamic, marked).
 std::string BlockMatmulRowsSource(const std::string& name, const compiler::llama::GgmlBlockInfo& format, int64_t n,
