@@ -1,7 +1,8 @@
-// Distributes a kernel over workgroups by tiling loop 0 of its result op (fusing its
-// producers into the tile loop) and restricting that loop to one tile per workgroup.
-// Static shapes make the workgroup count a compile-time constant; a dynamic outer extent
-// gets a fixed tile and a count the host computes from the shape (WorkgroupCount.h).
+// Distributes a kernel over workgroups by tiling loop 0 of its result op (a convolution's:
+// its channels or output rows), fusing its producers into the tile loop, and restricting
+// that loop to one tile per workgroup. Static shapes make the workgroup count a compile-time
+// constant; a dynamic outer extent gets a fixed tile and a count the host computes from the
+// shape (WorkgroupCount.h).
 #include "dialects/hexir/IR/HexirAttributes.h"
 #include "dialects/hexir/IR/HexirOps.h"
 #include "llvm/ADT/bit.h"
@@ -53,6 +54,27 @@ bool SplitsAlongChannels(func::FuncOp kernel, TilingInterface root) {
   AffineMap out = linalgRoot.getMatchingIndexingMap(linalgRoot.getDpsInitOperand(0));
   return out.getResults() == ArrayRef<AffineExpr>{getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx),
                                                   getAffineDimExpr(2, ctx), getAffineDimExpr(3, ctx)};
+}
+
+// Output positions of the least workgroup of a convolution split along its output rows.
+constexpr int64_t kConvolutionPositionsPerWorkgroup = 256;
+
+// A dense convolution on the input-packing kernel (codegen/CPUConvolutionKernel.h: no
+// prepacked filter) over a static plane of at least two workgroups' positions is split along
+// its output rows (loop 2) instead of its channels: a workgroup of channels packs the panels
+// of the whole input, one of rows only those of its rows, so the input is packed once a call
+// however many workgroups there are (SqueezeNet's 3x3 / 2 stem over 3 channels ran as 4
+// workgroups of 16 channels, each gathering all 27 x 961 of its panels). Each workgroup still
+// reads all the filters, in place.
+bool SplitsAlongRows(func::FuncOp kernel, ArrayRef<Range> domain) {
+  bool dense = false, other = false;
+  kernel.walk([&](linalg::LinalgOp op) {
+    if (std::optional<codegen::ConvolutionGeometry> g = codegen::MatchConvolution(op))
+      (g->kind == codegen::ConvolutionKind::kDense ? dense : other) = true;
+  });
+  if (!dense || other || domain.size() < 4) return false;
+  std::optional<int64_t> oh = getConstantIntValue(domain[2].size), ow = getConstantIntValue(domain[3].size);
+  return oh && ow && *oh * *ow >= 2 * kConvolutionPositionsPerWorkgroup;
 }
 
 // The largest static C * KH * KW of the kernel's convolutions (dynamic extents count as large).
@@ -244,7 +266,9 @@ class CPUDistributeWorkgroups
     if (iterators.empty() || iterators[0] != utils::IteratorType::parallel) return 1;
     OpBuilder b(root);
     SmallVector<Range> domain = root.getIterationDomain(b);
-    const size_t axis = SplitsAlongChannels(kernel, root) ? 1 : 0;
+    const size_t axis = !SplitsAlongChannels(kernel, root)                                  ? 0
+                        : !PrepackedFilterColumns(kernel) && SplitsAlongRows(kernel, domain) ? 2
+                                                                                             : 1;
     std::optional<int64_t> n0 = getConstantIntValue(domain[axis].size);
     std::optional<int64_t> lb0 = getConstantIntValue(domain[axis].offset);
     if (!lb0 || *lb0 != 0) return 1;
@@ -266,7 +290,7 @@ class CPUDistributeWorkgroups
         work = n ? std::min<int64_t>(work * std::max<int64_t>(*n, 1), int64_t{1} << 40) : int64_t{1} << 40;
       }
       // A convolution's work is its output times its window (c, kh, kw).
-      if (axis == 1) work = std::min<int64_t>(work * ConvolutionWindow(kernel), int64_t{1} << 40);
+      if (axis != 0) work = std::min<int64_t>(work * ConvolutionWindow(kernel), int64_t{1} << 40);
       int64_t byWork = std::max<int64_t>(1, work / std::max<int64_t>(1, minWorkPerWorkgroup));
       int64_t wanted = std::max<int64_t>(1, std::min({*n0, int64_t(maxWorkgroups), byWork}));
       // Each workgroup of a micro-kernel matmul packs B: it needs enough rows for the
@@ -278,6 +302,12 @@ class CPUDistributeWorkgroups
       if (axis == 1)
         wanted = llvm::bit_floor(static_cast<uint64_t>(std::min(
             wanted, std::max<int64_t>(1, *n0 / kConvolutionChannelsPerWorkgroup))));
+      // Or along its rows: at least kConvolutionPositionsPerWorkgroup output positions each.
+      if (axis == 2) {
+        int64_t ow = *getConstantIntValue(domain[3].size);
+        int64_t leastRows = (kConvolutionPositionsPerWorkgroup + ow - 1) / ow;
+        wanted = llvm::bit_floor(static_cast<uint64_t>(std::min(wanted, std::max<int64_t>(1, *n0 / leastRows))));
+      }
       // Runs of at least kContiguousBytesPerWorkgroup along the output's contiguous
       // dimension, a power-of-two count where that rule decides it.
       const int64_t leastRun = axis == 0 ? LeastContiguousTile(root) : 1;

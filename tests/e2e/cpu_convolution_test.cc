@@ -362,6 +362,18 @@ Conv Constant(Conv k) {
   return k;
 }
 
+TEST_CASE("dense convolutions over planes of at least 512 outputs, split along their output rows, match a double reference") {
+  // Workgroups of output rows (hexir-cpu-distribute-workgroups), the last one shorter (its
+  // rows a run-time extent, its epilogue's outer loops too): a 3x3 / 2 stem over 3 channels
+  // of 33 x 32 outputs with bias + ReLU, a 7x7 / 2 one of 32 x 23, a 1x1 over 37 x 29 with
+  // bias + ReLU, dilation 2 at batch 2, a constant filter of 27 taps (not packed at load).
+  Check({1, 3, 67, 65, 20, 3, 3, 2, 1, 1, false, true});
+  Check({1, 3, 69, 51, 9, 7, 7, 2, 1, 1});
+  Check({1, 19, 37, 29, 21, 1, 1, 1, 1, 1, false, true});
+  Check({2, 5, 29, 26, 7, 3, 3, 1, 2, 1});
+  Check(Constant({1, 3, 67, 65, 20, 3, 3, 2, 1, 1, false, true}));
+}
+
 TEST_CASE("dense convolutions on a filter packed at load match a double reference") {
   // 3x3 over 23 channels (K = 207), 5 filters (one partial panel), a row of 13; a 7x7
   // stride-2 stem over 4 channels (196); dilation 2; 1x1 over 193 channels on a plane and

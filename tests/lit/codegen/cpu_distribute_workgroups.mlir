@@ -187,6 +187,35 @@ hexir.executable @conv {
 
 // -----
 
+// A dense convolution on the input-packing kernel over a static plane of 33 x 32 = 1056 output
+// positions (at least two workgroups of 256) is split along its output rows (loop 2) instead:
+// each workgroup packs the panels of its own rows only. At least ceil(256 / 32) = 8 rows
+// each, a power-of-two count within max-workgroups = 3: 2 workgroups of 17 rows, each over
+// all 20 filters, reading its window of x: rows from 34 * id, 65 columns (the last two unread).
+// CHECK-LABEL: hexir.executable @conv_rows
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 2, 1, 1>
+// CHECK:         func.func @conv_rows(
+// CHECK-DAG:     %[[C17:.+]] = arith.constant 17 : index
+// CHECK:         scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[C17]]
+// CHECK:           linalg.generic
+// CHECK-SAME:        ins(%{{.+}}, %{{.+}} : tensor<1x3x?x65xf32>, tensor<20x3x3x3xf32>)
+// CHECK-SAME:        outs(%{{.+}} : tensor<1x20x?x32xf32>)
+hexir.executable @conv_rows {
+  builtin.module {
+    func.func @conv_rows(%x: tensor<1x3x67x67xf32>, %w: tensor<20x3x3x3xf32>, %o: tensor<1x20x33x32xf32>) -> tensor<1x20x33x32xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 * 2 + d5, d3 * 2 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x3x67x67xf32>, tensor<20x3x3x3xf32>) outs(%o : tensor<1x20x33x32xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<1x20x33x32xf32>
+      return %y : tensor<1x20x33x32xf32>
+    }
+  }
+}
+
+// -----
+
 // A grouped convolution (4 groups of 16 filters over 5 channels) is not split along its
 // channels (its kernel takes whole groups of static filters): batch 1 has nothing to split.
 // CHECK-LABEL: hexir.executable @conv_grouped
