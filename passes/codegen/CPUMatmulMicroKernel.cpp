@@ -439,8 +439,10 @@ class MicroKernelEmitter {
       else
         vector::MaskedStoreOp::create(nb, loc, p.c, cIndex(rowIndex[i], column(p, v)), mask, value);
     };
+    const bool addTile = callbacks && callbacks->addTile;
+    SmallVector<Value> zeros(addTile ? rows * t.vectors : 0, zeroVec);
     // Full panels use plain loads and stores; the last one is masked at N.
-    auto load = scf::IfOp::create(
+    auto load = addTile ? scf::IfOp() : scf::IfOp::create(
         b, loc, p.full,
         [&](OpBuilder& nested, Location) {
           SmallVector<Value> values;
@@ -455,7 +457,7 @@ class MicroKernelEmitter {
           scf::YieldOp::create(nested, loc, values);
         });
     auto loop = scf::ForOp::create(
-        b, loc, index(0), p.kcSize, index(1), load.getResults(),
+        b, loc, index(0), p.kcSize, index(1), addTile ? ValueRange(zeros) : load.getResults(),
         [&](OpBuilder& nested, Location, Value k, ValueRange acc) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(nested.getInsertionBlock());
@@ -482,6 +484,19 @@ class MicroKernelEmitter {
           scf::YieldOp::create(b, loc, next);
         });
     ValueRange acc = loop.getResults();
+    if (addTile) {
+      scf::IfOp::create(
+          b, loc, p.full,
+          [&](OpBuilder& nested, Location) {
+            callbacks->addTile(nested, rowValues, p.n0, {}, acc);
+            scf::YieldOp::create(nested, loc);
+          },
+          [&](OpBuilder& nested, Location) {
+            callbacks->addTile(nested, rowValues, p.n0, p.masks, acc);
+            scf::YieldOp::create(nested, loc);
+          });
+      return;
+    }
     scf::IfOp::create(
         b, loc, p.full,
         [&](OpBuilder& nested, Location) {

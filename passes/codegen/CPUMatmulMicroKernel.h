@@ -102,6 +102,13 @@ struct GemmCallbacks {
   std::function<void(mlir::OpBuilder&, Values row, mlir::Value n, mlir::Value mask,
                      mlir::Value value)>
       storeC;
+  // Optional, for a C whose register-tile rows are not its vectors (a transposed one): the
+  // accumulators then start at zero (loadC is not called) and the tile is added to C at once:
+  // C[m + i][n + v * lanes, +lanes) += acc[i * vectors + v] (`masks`: the lanes inside N per
+  // vector, empty when all are).
+  std::function<void(mlir::OpBuilder&, llvm::ArrayRef<llvm::SmallVector<mlir::Value>> rows,
+                     mlir::Value n, llvm::ArrayRef<mlir::Value> masks, mlir::ValueRange acc)>
+      addTile;
 };
 // C[M][N] += A[M][K] * B[K][N] with the loops and register tiles of the packed GEMM above.
 void EmitPrepackedGemm(mlir::OpBuilder& b, mlir::Location loc, const MatmulTiles& tiles,

@@ -407,6 +407,17 @@ TEST_CASE("dense convolutions on a filter packed at load match a double referenc
   Check(stem);
 }
 
+TEST_CASE("dense convolutions on a filter packed at load add register tiles of 8, 4, 2 and 1 rows to out transposed and match a double reference") {
+  // The tiles' positions consecutive in out, across output rows (OW 7, 5, 3), each filter's
+  // rows one vector; partial panels of filters (37 = 32 + 5, 20, 45 = 32 + 13, 33) masked;
+  // 5 x 7 = 35 positions (tiles of 8, 8, 8, 8, 2, 1), 4 x 4, 6 x 5 at stride 2 (8, 8, 8, 4,
+  // 2), 3 x 3 at batch 2 (8, 1).
+  Check(Constant({1, 16, 7, 9, 37, 3, 3, 1, 1, 1}));
+  Check(Constant({1, 20, 6, 6, 20, 3, 3, 1, 1, 1}));
+  Check(Constant({1, 17, 13, 11, 45, 3, 3, 2, 1, 1}));
+  Check(Constant({2, 24, 5, 5, 33, 3, 3, 1, 1, 1, false, true}));
+}
+
 TEST_CASE("dense convolutions of windows wider than 1x1 over 16 to 191 channels on a filter packed at load match a double reference") {
   // Fewer than 192 taps, packed since the window is wider than 1x1 and over at least 16
   // channels: SqueezeNet's expand3x3 (3x3 over 16 channels, 64 filters on a padded 15 x 15

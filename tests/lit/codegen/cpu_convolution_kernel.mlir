@@ -597,14 +597,15 @@ hexir.executable @dense_window attributes {hexir.workgroup_count = array<i64: 1,
 // the marked unpack) runs on the packed filter (codegen/CPUConvolutionPackedFilter.cpp): the
 // K = 27 tap offsets into a stack table, then 6 x 16 register tiles (positions x filters) whose
 // 8-lane B vectors are loaded from the panels in place, A broadcast from x, the output
-// gathered and scattered across the filters' planes. The unpack and its buffer are gone.
+// gathered, added to and scattered across the filters' planes after the k loop (tiles of 6
+// rows are not transposed in registers). The unpack and its buffer are gone.
 // CHECK-LABEL: hexir.executable @prepacked
 // CHECK:         llvm.func internal @prepacked_impl(
 // CHECK-NOT:       llvm.call @malloc
 // CHECK:           llvm.alloca %{{.+}} x i64 {alignment = 64 : i64}
 // CHECK-NOT:       llvm.alloca %{{.+}} x f32
-// CHECK:           llvm.intr.masked.gather
 // CHECK-COUNT-12:  llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK:           llvm.intr.masked.gather
 // CHECK:           llvm.intr.masked.scatter
 hexir.executable @prepacked attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
   builtin.module {

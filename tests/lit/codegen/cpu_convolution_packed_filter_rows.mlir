@@ -5,35 +5,41 @@
 // x address is a general register, and 14 of them spilled the accumulators. With a dynamic
 // plane (a dynamic ONNX export) the positions run as whole tiles of 8 x 32 (8 rows x 2
 // vectors of 16 lanes: 16 FMAs a k step), then the rows left as tiles of 4, 2 and 1 (8, 4
-// and 2 FMAs); each tile's output gathered before its k loop and scattered after it. Before
-// it, the static-plane variants (kPackedFilterPlaneOutputs): 2 x 2 (4 rows: one tile, 8
-// FMAs, its panels prefetched) and 4 x 4 (16 rows: two whole tiles of 8).
+// and 2 FMAs); the accumulators start at zero and each tile is added to the output after its
+// k loop: where its positions are consecutive in out (a run-time test), transposed in
+// registers, each filter's rows one vector of 8, 4 or 2 lanes (masked in the partial panel),
+// else gathered and scattered (a tile of one row always). Before it, the static-plane
+// variants (kPackedFilterPlaneOutputs): 2 x 2 (4 rows: one tile, 8 FMAs, its panels
+// prefetched, its positions consecutive at compile time: no scatter) and 4 x 4 (16 rows: two
+// whole tiles of 8).
 // CHECK-LABEL: hexir.executable @prepacked_dynamic
 // CHECK:         llvm.func internal @prepacked_dynamic_impl(
 // CHECK:           llvm.icmp "eq"
 // CHECK:           llvm.intr.prefetch
 // CHECK-COUNT-8:   llvm.intr.fmuladd({{.*}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
 // CHECK-NOT:       llvm.intr.fmuladd
-// CHECK:           llvm.intr.masked.scatter
+// CHECK-NOT:       llvm.intr.masked.scatter
+// CHECK:           llvm.intr.masked.store {{.*}} : vector<4xf32>, vector<4xi1> into !llvm.ptr
 // CHECK:           llvm.icmp "eq"
 // CHECK-COUNT-16:  llvm.intr.fmuladd({{.*}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
 // CHECK-NOT:       llvm.intr.fmuladd
 // CHECK:           llvm.intr.masked.scatter
-// CHECK:           llvm.intr.masked.gather
+// CHECK:           llvm.intr.masked.store {{.*}} : vector<8xf32>, vector<8xi1> into !llvm.ptr
 // CHECK-COUNT-16:  llvm.intr.fmuladd({{.*}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
 // CHECK-NOT:       llvm.intr.fmuladd
 // CHECK:           llvm.intr.masked.scatter
-// CHECK:           llvm.intr.masked.gather
+// CHECK:           llvm.intr.masked.store {{.*}} : vector<8xf32>, vector<8xi1> into !llvm.ptr
 // CHECK-COUNT-8:   llvm.intr.fmuladd({{.*}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
 // CHECK-NOT:       llvm.intr.fmuladd
 // CHECK:           llvm.intr.masked.scatter
-// CHECK:           llvm.intr.masked.gather
+// CHECK:           llvm.intr.masked.store {{.*}} : vector<4xf32>, vector<4xi1> into !llvm.ptr
 // CHECK-COUNT-4:   llvm.intr.fmuladd({{.*}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
 // CHECK-NOT:       llvm.intr.fmuladd
 // CHECK:           llvm.intr.masked.scatter
-// CHECK:           llvm.intr.masked.gather
+// CHECK:           llvm.intr.masked.store {{.*}} : vector<2xf32>, vector<2xi1> into !llvm.ptr
 // CHECK-COUNT-2:   llvm.intr.fmuladd({{.*}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
 // CHECK-NOT:       llvm.intr.fmuladd
+// CHECK:           llvm.intr.masked.gather
 // CHECK:           llvm.intr.masked.scatter
 // CHECK:         llvm.func @prepacked_dynamic(
 hexir.executable @prepacked_dynamic attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
