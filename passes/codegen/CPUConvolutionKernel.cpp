@@ -193,8 +193,8 @@ Value RowsAreContiguous(OpBuilder& b, Location loc, ArrayRef<Value> operands) {
 class ConvolutionEmitter {
  public:
   ConvolutionEmitter(OpBuilder& b, Location loc, const MatmulTiles& tiles,
-                     const ConvolutionGeometry& g)
-      : b(b), loc(loc), t(tiles), g(g),
+                     const ConvolutionGeometry& g, Value taps = Value())
+      : b(b), loc(loc), t(tiles), g(g), taps(taps),
         vec(VectorType::get({tiles.lanes}, b.getF32Type())),
         offsets(VectorType::get({tiles.lanes}, b.getI32Type())) {
     zeroVec = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
@@ -217,8 +217,38 @@ class ConvolutionEmitter {
   void gemms(Value x, Value w, Value out, Value packed) {
     Value n = dim(out, 0), f = dim(out, 1), oh = dim(out, 2), ow = dim(out, 3);
     Value c = dim(w, 1), kh = dim(w, 2), kw = dim(w, 3);
-    auto [xc, wp] = flattenPlanes(x);  // wp: x's row pitch
+    auto [planes, wp] = flattenPlanes(x);  // wp: x's row pitch
+    Value xc = planes;
     Value window = mul(kh, kw);
+    // With a table, x is seen as [n][1][C * channel stride] and tap k's offset in it,
+    // c * (channel stride) + kh * dh * pitch + kw * dw, is filled once per GEMM: the panels'
+    // k loops load it instead of dividing k by the window and KW (with constant divisors,
+    // still about 25 scalar instructions a step of k: DenseNet's 7x7 / 2 stem over 3
+    // channels spent a third of its time packing, most of it there).
+    if (taps) {
+      auto meta = memref::ExtractStridedMetadataOp::create(b, loc, x);
+      Value channelStride = meta.getStrides()[1];
+      Value span = mul(c, channelStride);
+      int64_t d = ShapedType::kDynamic;
+      auto type = cast<MemRefType>(x.getType());
+      auto view = MemRefType::get({type.getDimSize(0), 1, d}, type.getElementType(),
+                                  StridedLayoutAttr::get(b.getContext(), d, {d, d, 1}), type.getMemorySpace());
+      xc = memref::ReinterpretCastOp::create(
+          b, loc, view, x, OpFoldResult(meta.getOffset()),
+          SmallVector<OpFoldResult>{type.isDynamicDim(0) ? OpFoldResult(dim(x, 0)) : b.getIndexAttr(type.getDimSize(0)),
+                                    b.getIndexAttr(1), OpFoldResult(span)},
+          SmallVector<OpFoldResult>{meta.getStrides()[0], OpFoldResult(span), b.getIndexAttr(1)});
+      Value rowTap = mul(wp, index(g.dilations[0]));
+      forLoop(index(0), c, [&](Value ci) {
+        forLoop(index(0), kh, [&](Value i) {
+          forLoop(index(0), kw, [&](Value j) {
+            Value k = add(mul(add(mul(ci, kh), i), kw), j);
+            Value at = add(add(mul(ci, channelStride), mul(i, rowTap)), mul(j, index(g.dilations[1])));
+            memref::StoreOp::create(b, loc, at, taps, ValueRange{k});
+          });
+        });
+      });
+    }
     Value a = memref::CollapseShapeOp::create(b, loc, w, ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}});
     Value oc = flattenPlanes(out).first;
     Value rowStep = mul(wp, index(g.strides[0]));  // x offset of one output row
@@ -237,6 +267,7 @@ class ConvolutionEmitter {
         // k = (channel, kh, kw) -> the channel and the offset of the window tap in the plane.
         auto tap = [&](Value k) -> std::pair<Value, Value> {
           Value kk = add(kc, k);
+          if (taps) return {index(0), memref::LoadOp::create(b, loc, taps, ValueRange{kk})};
           Value channel = arith::DivUIOp::create(b, loc, kk, window);
           Value r = arith::RemUIOp::create(b, loc, kk, window);
           Value i = arith::DivUIOp::create(b, loc, r, kw), j = arith::RemUIOp::create(b, loc, r, kw);
@@ -411,6 +442,7 @@ class ConvolutionEmitter {
   Location loc;
   const MatmulTiles& t;
   ConvolutionGeometry g;
+  Value taps;  // a stack table of K index entries (see gemms), or null
   VectorType vec, offsets;
   Value zeroVec;
 };
@@ -464,7 +496,7 @@ Value PackedView(OpBuilder& b, Location loc, Value packed, const MatmulTiles& wi
 constexpr int64_t kDensePlaneOutputs[] = {2, 4};
 constexpr int64_t kGroupedPlaneOutputs[] = {2, 4};
 void EmitDenseOnPlaneSizes(OpBuilder& b, Location loc, const MatmulTiles& tiles, const ConvolutionGeometry& g,
-                           Value x, Value w, Value out, Value packed) {
+                           Value x, Value w, Value out, Value packed, Value taps) {
   auto xType = cast<MemRefType>(x.getType()), wType = cast<MemRefType>(w.getType()),
        outType = cast<MemRefType>(out.getType());
   bool pointwise = wType.getDimSize(2) == 1 && wType.getDimSize(3) == 1 && g.strides[0] == 1 && g.strides[1] == 1;
@@ -472,7 +504,7 @@ void EmitDenseOnPlaneSizes(OpBuilder& b, Location loc, const MatmulTiles& tiles,
                       outType.isDynamicDim(3);
   bool grouped = g.kind == ConvolutionKind::kGrouped;
   auto emitOn = [&](Value x, Value out, const MatmulTiles& on) {
-    ConvolutionEmitter(b, loc, on, g).dense(x, w, out, PackedView(b, loc, packed, tiles, on));
+    ConvolutionEmitter(b, loc, on, g, taps).dense(x, w, out, PackedView(b, loc, packed, tiles, on));
   };
   auto emit = [&](Value x, Value out) {
     auto type = cast<MemRefType>(out.getType());
@@ -519,6 +551,19 @@ void EmitDenseOnPlaneSizes(OpBuilder& b, Location loc, const MatmulTiles& tiles,
   emit(x, out);
 }
 
+// A stack table (at the kernel's entry) of the C * KH * KW tap offsets of a dense or grouped
+// convolution of filter `w`, when there are more than one and at most kMaxTapTable of them;
+// null otherwise (the k loops then compute each tap).
+constexpr int64_t kMaxTapTable = 4096;
+Value TapTable(func::FuncOp kernel, Value w) {
+  auto type = cast<MemRefType>(w.getType());
+  const int64_t k = type.getDimSize(1) * type.getDimSize(2) * type.getDimSize(3);
+  if (type.getDimSize(2) * type.getDimSize(3) == 1 || k > kMaxTapTable) return Value();
+  OpBuilder entry = OpBuilder::atBlockBegin(&kernel.getBody().front());
+  return memref::AllocaOp::create(entry, kernel.getLoc(), MemRefType::get({k}, entry.getIndexType()),
+                                  entry.getI64IntegerAttr(64));
+}
+
 }  // namespace
 
 void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
@@ -542,7 +587,7 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
     auto emit = [&] {
       if (g.kind == ConvolutionKind::kDepthwise)
         return EmitDepthwiseConvolution(b, loc, kernel, tiles.lanes, g, op, x, w, out);
-      EmitDenseOnPlaneSizes(b, loc, tiles, g, x, w, out, packed);
+      EmitDenseOnPlaneSizes(b, loc, tiles, g, x, w, out, packed, TapTable(kernel, w));
     };
     // Dense and grouped kernels write the output's planes as rows: where its strides are
     // dynamic, the kernel runs when they are contiguous at run time, the loop lowering otherwise.

@@ -354,6 +354,16 @@ TEST_CASE("dense convolutions at awkward sizes match a double reference") {
   Check({1, 4, 20, 19, 9, 3, 3, 1, 1, 1});
 }
 
+TEST_CASE("dense and grouped convolutions reading their tap offsets from a table match a double reference") {
+  // The input-packing kernel's table of C x KH x KW tap offsets: a 5x5 window at stride 2
+  // and dilation 2 over 7 channels at batch 2; grouped 3x3s (a table per group's GEMM, the
+  // same offsets); 460 x 3 x 3 = 4140 taps, past the table (computed per step of k).
+  Check({2, 7, 19, 23, 11, 5, 5, 2, 2, 1});
+  Check({1, 12, 11, 10, 8, 3, 3, 1, 1, 4});
+  Check({1, 6, 13, 15, 9, 3, 3, 2, 1, 3});
+  Check({1, 460, 5, 5, 6, 3, 3, 1, 1, 1});
+}
+
 // Convolutions whose filter is a module constant of at least 192 taps (C * KH * KW): packed
 // once at load into panels of NR filters (hexir-cpu-pack-matmul-operands), the output
 // positions the GEMM's rows.

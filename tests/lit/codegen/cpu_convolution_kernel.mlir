@@ -1,11 +1,15 @@
 // RUN: hexir-opt %s -split-input-file --hexir-cpu-lower-executables=cpu=x86-64-v3 | FileCheck %s
 
 // A dense 3x3 convolution in the importer's form becomes the implicit GEMM on the packed
-// micro-kernel (codegen/CPUConvolutionKernel.h): the panel is gathered from the input (or
-// loaded when consecutive), then 6 x 16 register tiles of 8-lane FMAs.
+// micro-kernel (codegen/CPUConvolutionKernel.h): the offsets of its 5 x 3 x 3 taps into a
+// stack table once, then each panel gathered from the input (or loaded when consecutive), its
+// k loop reading the tap's offset from the table, then 6 x 16 register tiles of 8-lane FMAs.
 // CHECK-LABEL: hexir.executable @dense
 // CHECK:         llvm.func internal @dense_impl(
+// CHECK:           llvm.alloca %{{.+}} x i64 {alignment = 64 : i64}
 // CHECK:           llvm.alloca %{{.+}} x f32 {alignment = 64 : i64}
+// CHECK:           llvm.store %{{.+}}, %{{.+}} : i64, !llvm.ptr
+// CHECK:           llvm.load %{{.+}} : !llvm.ptr -> i64
 // CHECK:           llvm.intr.masked.gather
 // CHECK-COUNT-12:  llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
 hexir.executable @dense attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
