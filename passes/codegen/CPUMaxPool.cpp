@@ -171,7 +171,82 @@ void EmitMaxPool(OpBuilder& b, Location loc, int64_t lanes, const PoolGeometry& 
     for (int64_t i = 0; i < count; ++i)
       vector::MaskedStoreOp::create(b, loc, out, ValueRange{n, channels[i], oh, ow0}, live, rows.getResult(i));
   };
+  // Overlapping windows along h (a static KH, sh a multiple of dh below KH * dh: 3x3 / 2),
+  // down a column of runs: each row's horizontal maximum over the KW taps is computed once
+  // and kept in registers for the KH / (sh / dh) output rows whose windows hold it; each
+  // output is the maximum of its KH rows' (SqueezeNet's 3x3 / 2 pools: 6 maximums and row
+  // loads an output vector where the taps took 9). The same values as the tap order (the
+  // maximum of the same inputs; only which NaN's payload a result of several carries may
+  // differ).
+  auto windowType = cast<MemRefType>(window.getType());
+  const int64_t windowRows = windowType.isDynamicDim(0) ? ShapedType::kDynamic : windowType.getDimSize(0);
+  const int64_t shift = g.strides[0] % g.dilations[0] ? 0 : g.strides[0] / g.dilations[0];
+  const bool rolling = !ShapedType::isDynamic(windowRows) && shift > 0 && shift < windowRows;
+  auto column = [&](Value n, Value c0, Value ow0, int64_t count) {
+    Value live = mask(sub(ow, ow0));
+    SmallVector<Value> channels;
+    for (int64_t i = 0; i < count; ++i) channels.push_back(i ? add(c0, index(i)) : c0);
+    // The horizontal maximum of row `row` of each channel.
+    auto rowMaxima = [&](Value row) {
+      SmallVector<Value> maxima(count);
+      for (int64_t i = 0; i < count; ++i) maxima[i] = tap(n, channels[i], row, mul(ow0, index(g.strides[1])), live);
+      auto rest = scf::ForOp::create(b, loc, index(1), kw, index(1), maxima);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(rest.getBody());
+        Value col = add(mul(ow0, index(g.strides[1])), mul(rest.getInductionVar(), index(g.dilations[1])));
+        SmallVector<Value> next;
+        for (int64_t i = 0; i < count; ++i)
+          next.push_back(arith::MaximumFOp::create(b, loc, rest.getRegionIterArgs()[i],
+                                                   tap(n, channels[i], row, col, live)));
+        scf::YieldOp::create(b, loc, next);
+      }
+      return SmallVector<Value>(rest.getResults());
+    };
+    // Rows held: [kh][channel] for the window of output row oh (none without output rows:
+    // the first window's rows may then lie past x).
+    Value oh = dim(out, 2);
+    auto any = scf::IfOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, oh, index(0)),
+                                 /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard outer(b);
+    b.setInsertionPoint(any.thenBlock()->getTerminator());
+    SmallVector<Value> held;
+    for (int64_t k = 0; k < windowRows; ++k) llvm::append_range(held, rowMaxima(index(k * g.dilations[0])));
+    auto rows = scf::ForOp::create(b, loc, index(0), oh, index(1), held);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(rows.getBody());
+      Value r = rows.getInductionVar();
+      ValueRange kept = rows.getRegionIterArgs();
+      for (int64_t i = 0; i < count; ++i) {
+        Value m = filled ? filled
+                         : vector::MaskedLoadOp::create(b, loc, vec, out, ValueRange{n, channels[i], r, ow0}, live,
+                                                        zeroVec).getResult();
+        for (int64_t k = 0; k < windowRows; ++k) m = arith::MaximumFOp::create(b, loc, m, kept[k * count + i]);
+        vector::MaskedStoreOp::create(b, loc, out, ValueRange{n, channels[i], r, ow0}, live, m);
+      }
+      // The next output row's window: the rows it shares, then its `shift` new ones (none
+      // after the last output row, whose next rows may lie past x).
+      Value next = add(r, index(1));
+      auto more = scf::IfOp::create(b, loc, kept.getTypes(),
+                                    arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, next, oh),
+                                    /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(&more.getThenRegion().front());
+        SmallVector<Value> shifted(kept.drop_front(shift * count));
+        for (int64_t k = windowRows - shift; k < windowRows; ++k)
+          llvm::append_range(shifted, rowMaxima(add(mul(next, index(g.strides[0])), index(k * g.dilations[0]))));
+        scf::YieldOp::create(b, loc, shifted);
+        b.setInsertionPointToStart(&more.getElseRegion().front());
+        scf::YieldOp::create(b, loc, kept);
+      }
+      scf::YieldOp::create(b, loc, more.getResults());
+    }
+  };
   auto plane = [&](Value n, Value c0, int64_t count) {
+    if (rolling)
+      return EmitForLoop(b, loc, index(0), ow, index(lanes), [&](Value ow0) { column(n, c0, ow0, count); });
     EmitForLoop(b, loc, index(0), dim(out, 2), index(1), [&](Value oh) {
       EmitForLoop(b, loc, index(0), ow, index(lanes), [&](Value ow0) { run(n, c0, oh, ow0, count); });
     });

@@ -17,6 +17,14 @@
 // 44, 38 and 31 us). Where the kernel fills out with a constant just before the pool (the
 // importer's -inf), the accumulators start as that constant and the fill goes (it was
 // vectorized across channels as scatters).
+//
+// Windows that overlap along h (a static KH, sh a multiple of dh and below KH * dh: 3x3 / 2)
+// run down each column of runs instead: each input row's maximum over its KW taps is computed
+// once and held in registers for the output rows whose windows share it, each output the
+// maximum of its KH held rows (3x3 / 2: 6 maximums an output vector where the taps took 9;
+// SqueezeNet's three pools, one thread, least of 6 alternating runs under load, 33.5 -> 26.5
+// us). The same values as the tap order; only which NaN's payload a result of several NaNs
+// carries may differ.
 #pragma once
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -1180,7 +1180,8 @@ TEST_CASE("a global average pool over static NCHW planes matches a double refere
 // vector loops over runs of the output row, 8 channels a step (passes/codegen/CPUMaxPool.h),
 // the accumulators starting as the fill's value: stride 1 as loads, 2 as two loads and their
 // even lanes, 3 as gathers; rows of 1 to 33 outputs (masked past the row), dilation 2, 1, 13
-// (a step of 8 and 5 of one) and 24 channels, batch 2, a NaN input and -inf padding included.
+// (a step of 8 and 5 of one) and 24 channels, batch 2, a NaN input and -inf padding included;
+// windows overlapping along h with each row's maximum held for the rows that share it.
 std::string MaxPoolSource(std::vector<int64_t> x, std::vector<int64_t> y, int64_t kh, int64_t kw, int64_t sh,
                           int64_t sw, int64_t dh, int64_t dw, const std::string& init = "0xFF800000") {
   auto type = [](const std::vector<int64_t>& d) {
@@ -1224,6 +1225,12 @@ TEST_CASE("max pools over padded NCHW planes match a reference at strides 1, 2 a
       {7, 35, 2, 2, 1, 1, 1, 1},   // stride 1: 34 outputs a row
       {8, 40, 3, 2, 3, 3, 1, 1},   // stride 3 (gathers), 13 outputs a row
       {11, 21, 3, 3, 2, 2, 2, 2},  // dilation 2
+      // Windows overlapping along h (each row's horizontal maximum held for the output rows
+      // that read it): 3x3 at stride 1 (two rows shared), 4x4 at stride 2 (two new rows an
+      // output row), 3x3 at stride 4 and dilation 2 (one row shared).
+      {10, 20, 3, 3, 1, 1, 1, 1},
+      {13, 19, 4, 4, 2, 2, 1, 1},
+      {17, 9, 3, 3, 4, 1, 2, 1},
   };
   for (const Pool& p : pools) {
     for (int64_t c : {1, 13, 24}) {

@@ -2,22 +2,24 @@
 
 // The importer's MaxPool (a 6-loop generic, maximumf, a window operand that only gives the
 // extents) as vector loops over runs of 16 outputs of a row (codegen/CPUMaxPool.h): 8
-// channels a step, each its own chain of maxima; the -inf fill of out just before it is
-// gone (the accumulators start as -inf: no load of out, no scatter); each tap's inputs at
-// stride 2 as two masked loads of the row and their even lanes, no gathers; the window's
-// buffer is gone (no allocation).
+// channels a step; its 3x3 windows at stride 2 overlap by a row, so down the column of runs
+// each input row's maximum over its 3 taps (2 maxima) is computed once and held for the two
+// output rows that read it: first the window of output row 0 (3 rows x 8 channels), then per
+// output row each channel's maximum of its 3 held rows (the -inf fill of out just before it
+// is gone: the first maximum with -inf folds away, no load of out) stored, then, unless it
+// was the last row (the "ult" test), the next window's 2 new rows; each tap's inputs at stride 2 as two masked
+// loads of the row and their even lanes, no gathers or scatters; the window's buffer is gone
+// (no allocation).
 // CHECK-LABEL: hexir.executable @pool_stride2
 // CHECK:         llvm.func internal @pool_stride2_impl(
 // CHECK-NOT:       llvm.alloca
 // CHECK-NOT:       llvm.call @malloc
-// CHECK-NOT:       llvm.load
 // CHECK-NOT:       llvm.intr.masked.scatter
-// CHECK:           llvm.mlir.constant(dense<0xFF800000> : vector<16xf32>)
-// CHECK-NOT:       llvm.load
-// CHECK-NOT:       llvm.intr.masked.scatter
-// CHECK-COUNT-8:   llvm.intr.maximum(%{{.+}}, %{{.+}}) : (vector<16xf32>, vector<16xf32>) -> vector<16xf32>
 // CHECK-NOT:       llvm.intr.masked.gather
-// CHECK-COUNT-8:   llvm.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : vector<16xf32>, !llvm.ptr
+// CHECK-NOT:       0xFF800000
+// CHECK:           llvm.icmp "ult"
+// CHECK-NOT:       llvm.intr.masked.gather
+// CHECK-NOT:       0xFF800000
 // CHECK:         llvm.func @pool_stride2(
 hexir.executable @pool_stride2 attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
   builtin.module {
@@ -65,17 +67,19 @@ hexir.executable @pool_stride3 attributes {hexir.workgroup_count = array<i64: 1,
 
 // -----
 
-// No fill before it: the accumulators are loaded from out. 12 channels: one step of 8 (8
-// chains), then 4 steps of one.
+// No fill before it: the accumulators are loaded from out. A 2x2 window at stride 1: the
+// window of output row 0 (2 rows x 8 channels, 1 maximum each), then per output row and
+// channel out loaded, its maximum with the 2 held rows stored. 12 channels: one step of 8,
+// then 4 steps of one.
 // CHECK-LABEL: hexir.executable @pool_accumulate
 // CHECK:         llvm.func internal @pool_accumulate_impl(
-// CHECK-COUNT-8:   llvm.intr.masked.load
-// CHECK-COUNT-8:   llvm.intr.maximum(%{{.+}}, %{{.+}}) : (vector<16xf32>, vector<16xf32>) -> vector<16xf32>
-// CHECK-COUNT-8:   llvm.intr.masked.store
+// CHECK-COUNT-16:  llvm.intr.maximum(%{{.+}}, %{{.+}}) : (vector<16xf32>, vector<16xf32>) -> vector<16xf32>
+// CHECK-NOT:       llvm.intr.masked.store
 // CHECK:           llvm.intr.masked.load
-// CHECK:           llvm.intr.maximum(%{{.+}}, %{{.+}}) : (vector<16xf32>, vector<16xf32>) -> vector<16xf32>
+// CHECK-COUNT-2:   llvm.intr.maximum(%{{.+}}, %{{.+}}) : (vector<16xf32>, vector<16xf32>) -> vector<16xf32>
 // CHECK-NOT:       llvm.intr.maximum
 // CHECK:           llvm.intr.masked.store
+// CHECK:           llvm.icmp "ult"
 // CHECK:         llvm.func @pool_accumulate(
 
 hexir.executable @pool_accumulate attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
