@@ -352,6 +352,66 @@ class ConvolutionEmitter {
             }
           });
         };
+        // Two runs per vector: lanes [0, OW - q0) in the first row from `first`, the rest in
+        // the next row from `first + rowStep - OW * sw` (its lanes' offsets keep stride sw).
+        auto straddling = [&]() {
+          auto laneMask = VectorType::get({t.lanes}, b.getI1Type());
+          Value lanesIdx = iota();
+          Value none = arith::ConstantOp::create(b, loc, laneMask, DenseElementsAttr::get(laneMask, false));
+          SmallVector<int64_t> loEven, hiEven;
+          for (int64_t e = 0; e < t.lanes; ++e) {
+            loEven.push_back(e % 2 ? t.lanes : e / 2);
+            hiEven.push_back(e % 2 ? t.lanes : t.lanes / 2 + e / 2);
+          }
+          struct Run {
+            Value base, lanes, lo, hi;  // x offset of lane 0, its lanes, their elements' masks
+          };
+          SmallVector<std::array<Run, 2>> runs;
+          Value next = arith::SubIOp::create(b, loc, rowStep, mul(ow, index(sw)));
+          for (int64_t v = 0; v < t.vectors; ++v) {
+            Value p = add(n0, index(v * t.lanes));
+            Value base = planeOffset(p);
+            Value split = arith::SubIOp::create(b, loc, ow, arith::RemUIOp::create(b, loc, p, ow));
+            Value inRow0 = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lanesIdx,
+                                                vector::BroadcastOp::create(b, loc, offsets, toI32(split)));
+            Value inFirst = arith::AndIOp::create(b, loc, inRow0, masks[v]);
+            Value inSecond = arith::AndIOp::create(
+                b, loc, arith::XOrIOp::create(b, loc, inRow0, arith::ConstantOp::create(b, loc, laneMask, DenseElementsAttr::get(laneMask, true))),
+                masks[v]);
+            std::array<Run, 2> pair;
+            for (int r = 0; r < 2; ++r) {
+              Value in = r ? inSecond : inFirst;
+              pair[r].base = r ? add(base, next) : base;
+              pair[r].lanes = in;
+              if (sw == 2) {
+                pair[r].lo = vector::ShuffleOp::create(b, loc, in, none, loEven);
+                pair[r].hi = vector::ShuffleOp::create(b, loc, in, none, hiEven);
+              }
+            }
+            runs.push_back(pair);
+          }
+          forLoop(index(0), kcSize, [&](Value k) {
+            auto [channel, offset] = tap(k);
+            for (int64_t v = 0; v < t.vectors; ++v) {
+              Value merged;
+              for (int r = 0; r < 2; ++r) {
+                const Run& run = runs[v][r];
+                SmallVector<Value, 3> at{batch, channel, add(run.base, offset)};
+                Value lanes;
+                if (sw == 1) {
+                  lanes = vector::MaskedLoadOp::create(b, loc, vec, xc, at, run.lanes, zeroVec);
+                } else {
+                  Value lo = vector::MaskedLoadOp::create(b, loc, vec, xc, at, run.lo, zeroVec);
+                  SmallVector<Value, 3> upper{batch, channel, add(at[2], index(t.lanes))};
+                  Value hi = vector::MaskedLoadOp::create(b, loc, vec, xc, upper, run.hi, zeroVec);
+                  lanes = vector::ShuffleOp::create(b, loc, lo, hi, even);
+                }
+                merged = r ? Value(arith::SelectOp::create(b, loc, runs[v][0].lanes, merged, lanes)) : lanes;
+              }
+              vector::StoreOp::create(b, loc, merged, panel, ValueRange{k, index(v * t.lanes)});
+            }
+          });
+        };
         scf::IfOp::create(
             b, loc, consecutive,
             [&](OpBuilder& nested, Location) {
@@ -373,7 +433,22 @@ class ConvolutionEmitter {
             [&](OpBuilder& nested, Location) {
               OpBuilder::InsertionGuard guard(b);
               b.setInsertionPoint(scf::YieldOp::create(nested, loc));
-              gathered();
+              // Rows of at least one vector: each vector's lanes lie in at most two output
+              // rows, each a run of x (every sw-th element), loaded as above, masked to its
+              // lanes, the two merged (SqueezeNet's 3x3 / 2 stem over 31 x 31 outputs, whose
+              // panels of 32 straddle rows: no gathers).
+              scf::IfOp::create(
+                  b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, ow, index(t.lanes)),
+                  [&](OpBuilder& inner, Location) {
+                    OpBuilder::InsertionGuard guard(b);
+                    b.setInsertionPoint(scf::YieldOp::create(inner, loc));
+                    straddling();
+                  },
+                  [&](OpBuilder& inner, Location) {
+                    OpBuilder::InsertionGuard guard(b);
+                    b.setInsertionPoint(scf::YieldOp::create(inner, loc));
+                    gathered();
+                  });
             });
       });
     });

@@ -14,8 +14,9 @@
 // B is never materialised: each packed panel gathers its NR columns from x, with plain vector
 // loads when they are consecutive in x (stride 1 and the panel inside one output row, or a
 // 1x1 convolution over a whole unpadded plane; a partial panel, the plane's last or a plane
-// of fewer than NR positions, with masked loads of its columns inside N) and vector.gather
-// otherwise; a window wider than 1x1 reads tap k's offset in x (c * channel stride + kh * dh *
+// of fewer than NR positions, with masked loads of its columns inside N), at strides 1 and 2
+// over output rows of at least one vector as two masked runs a vector (its lanes in each of
+// the two output rows it spans, merged), and vector.gather otherwise; a window wider than 1x1 reads tap k's offset in x (c * channel stride + kh * dh *
 // pitch + kw * dw) from a stack table filled once per GEMM (at most 4096 taps; more are
 // computed per step of k). 1x1 convolutions are therefore matmuls over the plane (with dynamic planes too,
 // whose gather offsets are run-time values: a 1x1 112 -> 672 over 4 x 4 took 64 us a call

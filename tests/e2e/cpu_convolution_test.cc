@@ -354,6 +354,18 @@ TEST_CASE("dense convolutions at awkward sizes match a double reference") {
   Check({1, 4, 20, 19, 9, 3, 3, 1, 1, 1});
 }
 
+TEST_CASE("dense convolutions whose panels straddle output rows, loaded as two runs a vector, match a double reference") {
+  // Rows of at least one vector of outputs and no multiple of NR: each panel vector's lanes
+  // in two output rows, each a run of x (stride 2: every other element), merged. Stride 2
+  // over 22 and 17 outputs a row; stride 1 with dilation 2 over 19; stride 1 over 16 (a
+  // vector exactly on AVX-512) at batch 2; a window of a wider plane (x's last columns unread).
+  Check({1, 3, 41, 45, 10, 3, 3, 2, 1, 1});
+  Check({1, 2, 19, 35, 5, 3, 3, 2, 1, 1, false, true});
+  Check({1, 5, 20, 23, 7, 3, 3, 1, 2, 1});
+  Check({2, 4, 11, 18, 6, 3, 3, 1, 1, 1});
+  Check({1, 3, 30, 40, 9, 5, 5, 2, 1, 1});
+}
+
 TEST_CASE("dense and grouped convolutions reading their tap offsets from a table match a double reference") {
   // The input-packing kernel's table of C x KH x KW tap offsets: a 5x5 window at stride 2
   // and dilation 2 over 7 channels at batch 2; grouped 3x3s (a table per group's GEMM, the

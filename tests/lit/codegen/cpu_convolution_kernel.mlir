@@ -2,15 +2,21 @@
 
 // A dense 3x3 convolution in the importer's form becomes the implicit GEMM on the packed
 // micro-kernel (codegen/CPUConvolutionKernel.h): the offsets of its 5 x 3 x 3 taps into a
-// stack table once, then each panel gathered from the input (or loaded when consecutive), its
-// k loop reading the tap's offset from the table, then 6 x 16 register tiles of 8-lane FMAs.
+// stack table once, then each panel loaded from the input (its k loop reading the tap's
+// offset from the table): whole vectors when its columns are consecutive, else, rows of 11
+// being at least one vector of 8, each vector as the masked loads of its lanes in two output
+// rows merged by a select (never gathered); then 6 x 16 register tiles of 8-lane FMAs.
 // CHECK-LABEL: hexir.executable @dense
 // CHECK:         llvm.func internal @dense_impl(
+// CHECK-NOT:       llvm.intr.masked.gather
 // CHECK:           llvm.alloca %{{.+}} x i64 {alignment = 64 : i64}
 // CHECK:           llvm.alloca %{{.+}} x f32 {alignment = 64 : i64}
 // CHECK:           llvm.store %{{.+}}, %{{.+}} : i64, !llvm.ptr
 // CHECK:           llvm.load %{{.+}} : !llvm.ptr -> i64
-// CHECK:           llvm.intr.masked.gather
+// CHECK:           llvm.intr.masked.load
+// CHECK:           llvm.intr.masked.load
+// CHECK:           llvm.select %{{.+}}, %{{.+}}, %{{.+}} : vector<8xi1>, vector<8xf32>
+// CHECK-NOT:       llvm.intr.masked.gather
 // CHECK-COUNT-12:  llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
 hexir.executable @dense attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
   builtin.module {
