@@ -30,7 +30,8 @@ class PassProgress : public mlir::PassInstrumentation {
       ops_ = 0;
       op->walk([&](mlir::Operation*) { ++ops_; });
     }
-    last_pass_ = pass->getArgument().str();
+    // A nested pipeline's adaptor has no argument: the name shown stays its last pass's.
+    if (!pass->getArgument().empty()) last_pass_ = pass->getArgument().str();
     auto now = std::chrono::steady_clock::now();
     if (shown_ && now - last_ < std::chrono::milliseconds(200)) return;
     Draw(now);
