@@ -140,6 +140,20 @@ void EmitMaxPool(OpBuilder& b, Location loc, int64_t lanes, const PoolGeometry& 
     }
     return vector::GatherOp::create(b, loc, vec, x, ValueRange{n, c, row, col}, gatherOffsets, live, zeroVec);
   };
+  // `acc` (one value per channel) folded with the taps [from, KW) of row `row` of the run
+  // from ow0: a loop over the taps, one maximum chain per channel.
+  auto maxOverTaps = [&](ValueRange acc, Value n, ArrayRef<Value> channels, Value row, Value ow0, Value live,
+                         int64_t from) -> SmallVector<Value> {
+    auto taps = scf::ForOp::create(b, loc, index(from), kw, index(1), acc);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(taps.getBody());
+    Value col = add(mul(ow0, index(g.strides[1])), mul(taps.getInductionVar(), index(g.dilations[1])));
+    SmallVector<Value> next;
+    for (auto [i, channel] : llvm::enumerate(channels))
+      next.push_back(arith::MaximumFOp::create(b, loc, taps.getRegionIterArgs()[i], tap(n, channel, row, col, live)));
+    scf::YieldOp::create(b, loc, next);
+    return SmallVector<Value>(taps.getResults());
+  };
   // The run of outputs from ow0 of row oh of `count` channels from c0, one chain each.
   auto run = [&](Value n, Value c0, Value oh, Value ow0, int64_t count) {
     Value live = mask(sub(ow, ow0));
@@ -155,18 +169,7 @@ void EmitMaxPool(OpBuilder& b, Location loc, int64_t lanes, const PoolGeometry& 
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(rows.getBody());
       Value row = add(mul(oh, index(g.strides[0])), mul(rows.getInductionVar(), index(g.dilations[0])));
-      auto taps = scf::ForOp::create(b, loc, index(0), kw, index(1), rows.getRegionIterArgs());
-      {
-        OpBuilder::InsertionGuard inner(b);
-        b.setInsertionPointToStart(taps.getBody());
-        Value col = add(mul(ow0, index(g.strides[1])), mul(taps.getInductionVar(), index(g.dilations[1])));
-        SmallVector<Value> next;
-        for (int64_t i = 0; i < count; ++i)
-          next.push_back(arith::MaximumFOp::create(b, loc, taps.getRegionIterArgs()[i],
-                                                   tap(n, channels[i], row, col, live)));
-        scf::YieldOp::create(b, loc, next);
-      }
-      scf::YieldOp::create(b, loc, taps.getResults());
+      scf::YieldOp::create(b, loc, maxOverTaps(rows.getRegionIterArgs(), n, channels, row, ow0, live, 0));
     }
     for (int64_t i = 0; i < count; ++i)
       vector::MaskedStoreOp::create(b, loc, out, ValueRange{n, channels[i], oh, ow0}, live, rows.getResult(i));
@@ -190,18 +193,7 @@ void EmitMaxPool(OpBuilder& b, Location loc, int64_t lanes, const PoolGeometry& 
     auto rowMaxima = [&](Value row) {
       SmallVector<Value> maxima(count);
       for (int64_t i = 0; i < count; ++i) maxima[i] = tap(n, channels[i], row, mul(ow0, index(g.strides[1])), live);
-      auto rest = scf::ForOp::create(b, loc, index(1), kw, index(1), maxima);
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(rest.getBody());
-        Value col = add(mul(ow0, index(g.strides[1])), mul(rest.getInductionVar(), index(g.dilations[1])));
-        SmallVector<Value> next;
-        for (int64_t i = 0; i < count; ++i)
-          next.push_back(arith::MaximumFOp::create(b, loc, rest.getRegionIterArgs()[i],
-                                                   tap(n, channels[i], row, col, live)));
-        scf::YieldOp::create(b, loc, next);
-      }
-      return SmallVector<Value>(rest.getResults());
+      return maxOverTaps(maxima, n, channels, row, ow0, live, 1);
     };
     // Rows held: [kh][channel] for the window of output row oh (none without output rows:
     // the first window's rows may then lie past x).

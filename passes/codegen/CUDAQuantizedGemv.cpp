@@ -400,9 +400,12 @@ llvm::cl::opt<int64_t> lanesFlag("cuda-quantized-gemv-lanes", llvm::cl::Hidden, 
                                  llvm::cl::desc("lanes a row of every quantized GEMV (1-32, a power of two; 0: chosen)"));
 llvm::cl::opt<int64_t> warpsFlag("cuda-quantized-gemv-warps", llvm::cl::Hidden, llvm::cl::init(0),
                                  llvm::cl::desc("warps a block of every quantized GEMV (1-32; 0: chosen)"));
-llvm::cl::opt<std::string> xFlag("cuda-quantized-gemv-x", llvm::cl::Hidden, llvm::cl::init("int8"),
-                                llvm::cl::desc("x of every quantized GEMV: int8 (quantized per 32 values, dp4a "
-                                               "dots, where the format allows) or f32"));
+enum class GemvX { kInt8, kF32 };
+llvm::cl::opt<GemvX> xFlag("cuda-quantized-gemv-x", llvm::cl::Hidden, llvm::cl::init(GemvX::kInt8),
+                           llvm::cl::desc("x of every quantized GEMV"),
+                           llvm::cl::values(clEnumValN(GemvX::kInt8, "int8",
+                                                       "quantized per 32 values, dp4a dots, where the format allows"),
+                                            clEnumValN(GemvX::kF32, "f32", "f32 x, the weights decoded to f32")));
 llvm::cl::opt<int64_t> passesFlag("cuda-quantized-gemv-passes", llvm::cl::Hidden, llvm::cl::init(0),
                                   llvm::cl::desc("row passes of every quantized GEMV's blocks (0: chosen)"));
 }  // namespace
@@ -465,8 +468,8 @@ std::optional<QuantizedGemv> MatchQuantizedGemv(func::FuncOp kernel) {
     return refuse("the sibling's byte offsets are not the group start plus a constant (" + why + ")");
   // 8-bit x where the format has an int8 dot, the group's loads hold whole words and x fits.
   auto format = r->gemv->getAttrOfType<StringAttr>(kBlockMatvecAttr);
-  s.int8X = xFlag != "f32" && format && FindInt8GemvFormat(format.getValue()) && s.align >= 4 &&
-            s.groupValues() % kInt8XBlock == 0;
+  s.int8X = xFlag == GemvX::kInt8 && format && FindInt8GemvFormat(format.getValue(), s.blockValues, s.blockBytes) &&
+            s.align >= 4 && s.groupValues() % kInt8XBlock == 0;
   if (s.int8X && !s.stagesX()) s.int8X = false;
   for (s.lanes = 1; s.lanes < s.groups() && s.lanes < 32;) s.lanes *= 2;
   if (lanesFlag > 0 && lanesFlag <= 32 && (lanesFlag & (lanesFlag - 1)) == 0) s.lanes = lanesFlag;
@@ -815,7 +818,7 @@ LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
   const int64_t K = s.blocks * s.blockValues;
   if (s.int8X) {  // every thread quantizes 8-value pieces of x (CUDAQuantizedGemvInt8.h)
     auto name = r.gemv->getAttrOfType<StringAttr>(kBlockMatvecAttr);
-    k.int8Format = name ? FindInt8GemvFormat(name.getValue()) : nullptr;
+    k.int8Format = name ? FindInt8GemvFormat(name.getValue(), s.blockValues, s.blockBytes) : nullptr;
     if (!k.int8Format) return kernel.emitError("internal: quantized GEMV with 8-bit x of a format without an int8 dot");
     k.xShared = WorkgroupArray(b, loc, kernel, b.getI32Type(), s.sharedBytes() / 4);
     auto xType = dyn_cast<MemRefType>(r.x.getType());

@@ -191,9 +191,9 @@ const Int8GemvFormat kFormats[] = {
 };
 }  // namespace
 
-const Int8GemvFormat* FindInt8GemvFormat(llvm::StringRef name) {
+const Int8GemvFormat* FindInt8GemvFormat(llvm::StringRef name, int64_t blockValues, int64_t blockBytes) {
   for (const Int8GemvFormat& f : kFormats)
-    if (name == f.name) return &f;
+    if (name == f.name) return f.blockValues == blockValues && f.blockBytes == blockBytes ? &f : nullptr;
   return nullptr;
 }
 

@@ -35,8 +35,10 @@ inline constexpr int64_t kInt8XBlock = 32;
 struct Int8GemvFormat;
 
 // The format named `name` (ggml's: q4_0, q4_1, q5_0, q8_0, q4_k, q5_k) when its weights can
-// be dotted with 8-bit x, else null (q6_k, whose blocks keep the generic kernel).
-const Int8GemvFormat* FindInt8GemvFormat(llvm::StringRef name);
+// be dotted with 8-bit x and its blocks are `blockValues` values in `blockBytes` bytes (the
+// kernel's; another layout under that name keeps the f32 decode), else null (q6_k, whose
+// blocks keep the generic kernel).
+const Int8GemvFormat* FindInt8GemvFormat(llvm::StringRef name, int64_t blockValues, int64_t blockBytes);
 
 // Emits the quantization of x into `xShared` (i32 words, s.sharedBytes() bytes) by the
 // block's threads (`tid` the thread's index): task t (of K / 8) is values [8t, 8t + 8), the

@@ -1,6 +1,8 @@
 // RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads | FileCheck %s --check-prefix=DIST
 // RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads --hexir-cuda-lower-executables | FileCheck %s --check-prefix=LOWER
 // RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads --cuda-quantized-gemv-x=f32 | FileCheck %s --check-prefix=F32
+// RUN: not hexir-opt %s --cuda-quantized-gemv-x=f16 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: for the --cuda-quantized-gemv-x option: Cannot find option named 'f16'!
 
 // The quantized GEMV with 8-bit x (CUDAQuantizedGemvInt8.h), the default where the format
 // has an int8 dot: each block quantizes x into shared memory (per 32 values: the maximum
@@ -223,3 +225,53 @@ hexir.executable @q4k {
     }
   }
 }
+
+// -----
+
+// A matvec named q4_0 whose blocks are not q4_0's (32 values in 34 bytes, q8_0's layout): the
+// name alone does not take the 8-bit path (its word decoders would read the wrong bytes); the
+// f32 decode of the body keeps it (last shape word 0, no dp4a).
+// DIST-LABEL: hexir.executable @named_q4_0
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 2, 4, 32, 1, 1, 0>
+// LOWER-LABEL:  hexir.executable @named_q4_0
+// LOWER-NOT:      nvvm.dot.accumulate.4way
+// LOWER:        llvm.func @named_q4_0(
+hexir.executable @named_q4_0 {
+  builtin.module {
+    func.func @named_q4_0(%w: tensor<64x2176xi8>, %x: tensor<2048xf32>, %o: tensor<64xf32>) -> tensor<64xf32> {
+      %zero = arith.constant 0.0 : f32
+      %f = linalg.fill ins(%zero : f32) outs(%o : tensor<64xf32>) -> tensor<64xf32>
+      %xb = tensor.expand_shape %x [[0, 1]] output_shape [64, 32] : tensor<2048xf32> into tensor<64x32xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q4_0"} ins(%xb : tensor<64x32xf32>) outs(%f : tensor<64xf32>) {
+      ^bb0(%xv: f32, %acc: f32):
+        %n = linalg.index 0 : index
+        %b = linalg.index 1 : index
+        %j = linalg.index 2 : index
+        %c34 = arith.constant 34 : index
+        %c1 = arith.constant 1 : index
+        %c2 = arith.constant 2 : index
+        %base = arith.muli %b, %c34 : index
+        %lo_at = arith.addi %base, %c1 : index
+        %q_at0 = arith.addi %base, %c2 : index
+        %q_at = arith.addi %q_at0, %j : index
+        %d0 = tensor.extract %w[%n, %base] : tensor<64x2176xi8>
+        %d1 = tensor.extract %w[%n, %lo_at] : tensor<64x2176xi8>
+        %lo = arith.extui %d0 : i8 to i16
+        %hi0 = arith.extui %d1 : i8 to i16
+        %c8 = arith.constant 8 : i16
+        %hi = arith.shli %hi0, %c8 : i16
+        %bits = arith.ori %lo, %hi : i16
+        %dh = arith.bitcast %bits : i16 to f16
+        %d = arith.extf %dh : f16 to f32
+        %q8 = tensor.extract %w[%n, %q_at] : tensor<64x2176xi8>
+        %q = arith.sitofp %q8 : i8 to f32
+        %wv = arith.mulf %d, %q : f32
+        %p = arith.mulf %xv, %wv : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<64xf32>
+      return %y : tensor<64xf32>
+    }
+  }
+}
+
