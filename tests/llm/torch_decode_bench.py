@@ -18,6 +18,12 @@ buffer and advances token and position itself: the timed loop launches (eager) o
               graph_ms_per_token: X        (CUDA only: one captured step, replayed N times)
               graph_sync_ms_per_token: X   (the same, reading each id to the host, like
                                             hexir-generate's loop condition does)
+  torch_decode_bench.py CKPT.bin --prefill IDS [--device ...] [--dtype ...] [--repeat R]
+     prints   prefill_ms: X                (fastest of R runs, after a warm-up: one batched
+                                            forward over the prompt IDS (comma-separated, BOS not
+                                            added) writing positions 0..T-1 of the KV caches,
+                                            causal attention, then the last position's greedy id)
+              prefill_next_id: N
   torch_decode_bench.py --write-random OUT.bin --dim 768 --hidden 2048 --layers 12 --heads 12
                         --kv-heads 12 --vocab 32000 --seq-len 256 --seed 768 [--header-only]
      writes a random llama2.c checkpoint (float32, as the format requires); --header-only
@@ -174,6 +180,46 @@ class Decoder:
         self.pos.add_(1)
 
 
+    def prefill(self, ids):
+        """One forward over the prompt `ids` ([T] on the device) from position 0: the whole
+        prompt batched (one matmul a projection, causal attention over the prompt), caches
+        written at 0..T-1; returns the greedy id after the last prompt token ([1])."""
+        w, H, KVH, hs, T = self.w, self.cfg["heads"], self.cfg["kv_heads"], self.hs, ids.numel()
+        x = w["emb"].index_select(0, ids)                              # [T][D]
+        cos, sin = self.cos[:T].view(T, 1, -1), self.sin[:T].view(T, 1, -1)
+
+        def rope(v, heads):                                            # [T][heads][hs]
+            p = v.float().view(T, heads, hs // 2, 2)
+            v0, v1 = p[..., 0], p[..., 1]
+            return torch.stack([v0 * cos - v1 * sin, v0 * sin + v1 * cos], dim=-1).view(T, heads, hs)
+
+        for l in range(self.cfg["layers"]):
+            xb = self.rmsnorm(x, w["rms_att"][l])
+            q = rope(F.linear(xb, w["wq"][l]), H).to(self.dtype).transpose(0, 1)    # [H][T][hs]
+            k = rope(F.linear(xb, w["wk"][l]), KVH).to(self.dtype).transpose(0, 1)  # [KVH][T][hs]
+            v = F.linear(xb, w["wv"][l]).view(T, KVH, hs).transpose(0, 1)
+            self.kc[l][:, :T].copy_(k)
+            self.vc[l][:, :T].copy_(v)
+            att = causal_attention(q, k.repeat_interleave(self.group, dim=0),
+                                   v.repeat_interleave(self.group, dim=0), self.scale)
+            x = x + F.linear(att.transpose(0, 1).reshape(T, -1), w["wo"][l])
+            xb = self.rmsnorm(x, w["rms_ffn"][l])
+            x = x + F.linear(F.silu(F.linear(xb, w["w1"][l])) * F.linear(xb, w["w3"][l]), w["w2"][l])
+        x = self.rmsnorm(x[-1:], w["rms_final"])
+        return torch.argmax(F.linear(x, w["cls"]).float(), dim=-1)
+
+
+def causal_attention(q, k, v, scale):
+    """softmax(q k^T scale, causal) v over [heads][T][hs]: PyTorch's fused kernel where it has
+    one (2.0+), else the three steps (softmax in float32)."""
+    if hasattr(F, "scaled_dot_product_attention"):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+    T = q.shape[1]
+    scores = torch.matmul(q, k.transpose(1, 2)).float() * scale
+    future = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
+    return torch.matmul(torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1).to(v.dtype), v)
+
+
 def sync(device):
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -202,6 +248,7 @@ def main():
     ap.add_argument("--print-ids", type=int, default=20)
     ap.add_argument("--no-graph", action="store_true")
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--prefill", help="time a batched forward over these comma-separated prompt ids")
     ap.add_argument("--write-random")
     ap.add_argument("--header-only", action="store_true")
     for name in ("dim", "hidden", "layers", "heads", "kv-heads", "vocab", "seq-len", "seed"):
@@ -221,6 +268,28 @@ def main():
     dtype = torch.float16 if args.dtype == "f16" else torch.float32
     cfg, w = load(args.checkpoint, dev, dtype)
     S = args.cache_len or cfg["seq_len"]
+    if args.prefill:
+        prompt = [int(t) for t in args.prefill.split(",")]
+        if not 0 < len(prompt) <= S:
+            sys.exit("torch_decode_bench: --prefill of %d ids must fit the KV cache (%d)" % (len(prompt), S))
+        dec = Decoder(cfg, w, dev, dtype, S, 1)
+        ids = torch.tensor(prompt, dtype=torch.long, device=dev)
+        with torch.no_grad():
+            nxt = dec.prefill(ids)  # warm-up (cuBLAS handles, kernels)
+            best = float("inf")
+            for _ in range(args.repeat):
+                dec.reset()
+                sync(dev)
+                start = time.perf_counter()
+                nxt = dec.prefill(ids)
+                next_id = int(nxt.item())  # the host has the id, as hexir-generate's call ends
+                best = min(best, time.perf_counter() - start)
+        print("prefill_next_id: %d" % next_id)
+        print("prefill_ms: %.4f" % (best * 1e3))
+        print("config: prefill of %d ids, %s, torch %s on %s" %
+              (len(prompt), args.dtype, torch.__version__,
+               torch.cuda.get_device_name() if dev.startswith("cuda") else "cpu"), file=sys.stderr)
+        return
     n = args.tokens
     if not 0 < n <= S:
         sys.exit("torch_decode_bench: --tokens %d must be in 1..%d (the KV cache)" % (n, S))
