@@ -220,6 +220,10 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   // CPU: a row softmax or norm (reductions along rows, then elementwise ops reading them) is
   // one kernel that runs its passes a block of rows at a time (passes/codegen/CPURowChains.h).
   if (options.fuse_elementwise && OnlyCpu(options)) pm.addPass(hexir::createGroupRowChains());
+  // CUDA: a matmul of f32 activations by f16/bf16 weights over many rows (a prompt's prefill)
+  // reads its activations rounded to the weights' type, so the tensor-core kernel takes it
+  // (passes/dispatch/CastMatmulActivations.cpp; H200, 512-token TinyLlama prefill: bench/README.md).
+  if (options.cast_matmul_activations && OnlyCuda(options)) pm.addPass(hexir::createCastMatmulActivations());
   // Both targets apply consumers inside reductions (CUDA: lane 0 of the point's warp), so no
   // target sets unfused-reduction-extent (measured on the H200: fusing is 1.5-4% faster).
   // CUDA computes sibling reductions read by one consumer in one kernel, a warp per row

@@ -39,6 +39,10 @@ struct CompileOptions {
   // CUDA-only modules: the dispatch regions of projections of one vector (q, k, v + its cache
   // row) become one kernel, blocks partitioned over their rows (hexir-merge-sibling-projections).
   bool sibling_projections = false;
+  // CUDA-only modules: f32 activations of a matmul by f16/bf16 weights with M dynamic or
+  // above 16 are rounded to the weights' type first (hexir-cast-matmul-activations), so the
+  // tensor-core kernel takes it (a prompt's prefill).
+  bool cast_matmul_activations = true;
   // Calls to functions with device work are inlined into their callers
   // (hexir-inline-device-calls: one copy of the callee per call site). Neither this nor
   // keep_device_calls (the default): calls whose callee records into its caller's command

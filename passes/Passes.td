@@ -76,6 +76,22 @@ def GroupRowChains : Pass<"hexir-group-row-chains", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def CastMatmulActivations : Pass<"hexir-cast-matmul-activations", "mlir::ModuleOp"> {
+  let summary = "Rounds the f32 activations of a many-row matmul by f16/bf16 weights to the weights' type";
+  let description = [{
+    A linalg contraction (matmul, batch_matmul or a generic with a contraction body) of an
+    f32 A ([b][m][k]) by an f16 or bf16 B ([b][k][n] or [b][n][k]) into a filled f32 C, with
+    N, K (>= 16) and the batch static and M dynamic or above 16, reads A through a new
+    elementwise generic rounding it to B's type (marked `hexir.operand_cast`: never
+    recomputed inside a consumer's dispatch); the contraction widens both operands in its
+    body. One cast per activation value and type. Named ops are generalized. The CUDA
+    tensor-core kernel then takes the matmul (a prompt's prefill projections); CUDA-only
+    modules, `hexir-compile --cuda-matmul-activations=weights` (the default; `f32` skips it).
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 def FormDispatchRegions : Pass<"hexir-form-dispatch-regions", "mlir::ModuleOp"> {
   let summary = "Wraps each linalg op (plus cloned producers, fused consumers) in hexir.dispatch_region";
   let description = [{

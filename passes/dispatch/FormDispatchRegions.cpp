@@ -108,6 +108,7 @@ bool isConstantLayoutChange(linalg::GenericOp g) {
 bool isFusableProducer(Operation* op) {
   if (IsInPlaceRowProducer(op, isElementwiseGeneric)) return true;
   auto g = dyn_cast_or_null<linalg::GenericOp>(op);
+  if (g && g->hasAttr(kOperandCastAttr)) return false;  // a tensor-core operand: materialized
   if (g && g->hasAttr(kRecomputeInConsumerAttr)) return isMarkedForRecompute(g);
   if (!g || g->getNumResults() != 1 || !g->hasOneUse() || !isElementwise(g)) return false;
   if (g->hasAttr(kInPlaceAttr)) return false;  // its kernel writes its init's buffer

@@ -30,6 +30,10 @@ struct Case {
   // Epilogue: "" (f32 result), "bias_relu_bf16" (+ bias[n], relu, rounded to bf16),
   // "residual" (+ R[m][n], f32).
   std::string epilogue;
+  // A's element type when it differs from `type` (B's): "f32" activations by f16/bf16
+  // weights, which CUDA-only modules read rounded to B's type (hexir-cast-matmul-activations).
+  std::string aType = "";
+  const std::string& lhsType() const { return aType.empty() ? type : aType; }
 };
 
 std::string Dims(const std::vector<int64_t>& dims, const std::string& element) {
@@ -45,7 +49,7 @@ std::vector<int64_t> WithBatch(const Case& c, int64_t x, int64_t y) {
 
 std::string Program(const Case& c) {
   const int64_t m = c.dynamicM ? -1 : c.m;
-  const std::string a = Dims(WithBatch(c, m, c.k), c.type),
+  const std::string a = Dims(WithBatch(c, m, c.k), c.lhsType()),
                     b = Dims(WithBatch(c, c.transposedB ? c.n : c.k, c.transposedB ? c.k : c.n), c.type),
                     acc = Dims(WithBatch(c, m, c.n), "f32");
   std::string p = "func.func @main(%a: " + a + ", %b: " + b;
@@ -65,10 +69,11 @@ std::string Program(const Case& c) {
     p += "  %c = linalg.generic {indexing_maps = [affine_map<(" + pre + "i, j, k) -> (" + pre + "i, k)>, affine_map<(" +
          pre + "i, j, k) -> (" + pre + "j, k)>, affine_map<(" + pre + "i, j, k) -> (" + pre + "i, j)>], iterator_types = [" +
          (c.batch ? "\"parallel\", " : "") + "\"parallel\", \"parallel\", \"reduction\"]} ins(%a, %b : " + a + ", " + b +
-         ") outs(%f : " + acc + ") {\n  ^bb0(%x: " + c.type + ", %y: " + c.type + ", %s: f32):\n" +
-         (c.type == "f32" ? "    %pr = arith.mulf %x, %y : f32\n"
-                          : "    %xf = arith.extf %x : " + c.type + " to f32\n    %yf = arith.extf %y : " + c.type +
-                                " to f32\n    %pr = arith.mulf %xf, %yf : f32\n") +
+         ") outs(%f : " + acc + ") {\n  ^bb0(%x: " + c.lhsType() + ", %y: " + c.type + ", %s: f32):\n" +
+         (c.lhsType() == "f32" ? "    %xf = arith.addf %x, %zero : f32\n"
+                               : "    %xf = arith.extf %x : " + c.lhsType() + " to f32\n") +
+         (c.type == "f32" ? "    %yf = arith.addf %y, %zero : f32\n" : "    %yf = arith.extf %y : " + c.type + " to f32\n") +
+         "    %pr = arith.mulf %xf, %yf : f32\n" +
          "    %t = arith.addf %s, %pr : f32\n    linalg.yield %t : f32\n  } -> " + acc + "\n";
   } else {
     p += std::string("  %c = linalg.") + (c.batch ? "batch_matmul" : "matmul") + " ins(%a, %b : " + a + ", " + b +
@@ -138,12 +143,15 @@ HostTensor BF16ToF32Tensor(const HostTensor& t) {
 // of f32's 23 mantissa bits (round to nearest: relative error <= 2^-11), so element (i, j)
 // may differ from the exact sum by (2 * 2^-11 + 2^-22) sum_k |a_ik b_kj| plus f32
 // accumulation (K 2^-24 of the same sum); the check allows 2^-10 (1 + K 2^-14) of it.
-void Check(const Case& c, const std::string& module, tools::Session& session, int64_t m, bool tf32 = false) {
+void Check(const Case& c, const std::string& device, tools::Session& session, int64_t m, bool tf32 = false) {
   INFO(c.type << " batch " << c.batch << " M " << m << " K " << c.k << " N " << c.n
                << (c.transposedB ? " B[N][K]" : " B[K][N]") << " epilogue '" << c.epilogue << "'");
   const int64_t batches = c.batch ? c.batch : 1;
   std::vector<float> av, bv;
-  HostTensor a = RandomLow(c.type, WithBatch(c, m, c.k), 11 + m, av);
+  HostTensor a = RandomLow(c.lhsType(), WithBatch(c, m, c.k), 11 + m, av);
+  // f32 A by f16/bf16 B on CUDA: the tensor cores read A rounded to B's type.
+  if (c.lhsType() != c.type && device == "cuda")
+    for (float& x : av) x = c.type == "bf16" ? BF16ToFloat(FloatToBF16(x)) : HalfToFloat(FloatToHalf(x));
   HostTensor b = RandomLow(c.type, WithBatch(c, c.transposedB ? c.n : c.k, c.transposedB ? c.k : c.n), 12, bv);
   std::vector<tools::HostValue> inputs = {Tensor(a), Tensor(b)};
   HostTensor extra;
@@ -205,9 +213,9 @@ void CheckCases(const std::string& device, const std::string& name, const std::v
     INFO("module " << module);
     auto session = OpenOrDie(module, device);
     if (cases[i].dynamicM) {
-      for (int64_t m : dynamicMs[i]) Check(cases[i], module, *session, m, tf32);
+      for (int64_t m : dynamicMs[i]) Check(cases[i], device, *session, m, tf32);
     } else {
-      Check(cases[i], module, *session, cases[i].m, tf32);
+      Check(cases[i], device, *session, cases[i].m, tf32);
     }
   }
 }
@@ -302,7 +310,25 @@ void DynamicRows(const std::string& device) {
              {{17, 300, 1000}, {33, 129}, {5, 64, 129, 700}});
 }
 
+// f32 activations by f16/bf16 weights (a prompt's prefill projections): on CUDA the
+// activations are rounded to the weights' type first and the tensor-core kernel runs
+// (hexir-cast-matmul-activations; the reference rounds them too, so an f32 path would miss
+// it by ~2^-12 sum |ab|, above the tolerance); the CPU keeps f32. M dynamic (1: a one-token
+// prompt, still rounded; 17, 300), B [N][K] (the llama layout) with a residual, [K][N] bf16
+// with prime K, and a static M of 40 through a named matmul.
+void MixedOperands(const std::string& device) {
+  CheckCases(device, "mixed_matmul",
+             {
+                 {"f16", 0, 0, 256, 320, true, true, "residual", "f32"},
+                 {"bf16", 0, 0, 251, 136, true, false, "", "f32"},
+                 {"f16", 0, 40, 96, 72, false, false, "", "f32"},
+             },
+             {{1, 17, 300}, {33, 129}, {}});
+}
+
 HEXIR_E2E_TEST_ON_DEVICES("f16 and bf16 matmuls match f64 loops at odd, prime and batched sizes with epilogues", OddSizes)
+HEXIR_E2E_TEST_ON_DEVICES("f32 activations by f16 and bf16 weights match f64 loops over the activations as each "
+                          "device reads them", MixedOperands)
 HEXIR_E2E_TEST_ON_DEVICES("f16 and bf16 matmuls with dynamic M match f64 loops at every M", DynamicRows)
 HEXIR_E2E_TEST_ON_DEVICES("f16 and bf16 matmuls with K split across blocks match f64 loops", SplitK)
 HEXIR_E2E_TEST_ON_DEVICES("f32 matmuls match f64 loops at odd, prime, batched and dynamic sizes", F32Operands)

@@ -60,6 +60,17 @@ static cl::opt<bool> siblingProjections(
              "cache row) run as one kernel, its blocks partitioned over their rows (off by "
              "default: measured slower on the H200, passes/dispatch/fusion/README.md)"),
     cl::init(false));
+enum class MatmulActivations { kWeights, kF32 };
+static cl::opt<MatmulActivations> cudaMatmulActivations(
+    "cuda-matmul-activations",
+    cl::desc("CUDA-only modules: f32 activations of a matmul by f16/bf16 weights with more than 16 "
+             "(or a run-time number of) rows, a prompt's prefill"),
+    cl::values(clEnumValN(MatmulActivations::kWeights, "weights",
+                          "rounded to the weights' type for the tensor-core kernel, f32 "
+                          "accumulation (default; llama.cpp's and PyTorch's f16 prefill)"),
+               clEnumValN(MatmulActivations::kF32, "f32",
+                          "kept f32: a warp per output element, no tensor cores")),
+    cl::init(MatmulActivations::kWeights));
 static cl::opt<bool> noBranchSelection(
     "no-branch-selection",
     cl::desc("host control flow as cmp + cond_br / br with block-argument copies, registers first "
@@ -230,6 +241,7 @@ int main(int argc, char** argv) {
   options.small_reduction_extent = smallReductionExtent;
   options.norm_pair_extent = normPairExtent;
   options.sibling_projections = siblingProjections;
+  options.cast_matmul_activations = cudaMatmulActivations == MatmulActivations::kWeights;
   options.select_branches = !noBranchSelection;
   if (keepDeviceCalls && inlineDeviceCalls) {
     llvm::errs() << "hexir-compile: --keep-device-calls and --inline-device-calls contradict each other\n";

@@ -41,6 +41,11 @@ inline constexpr char kRodataAttrsAttr[] = "hexir.rodata_attrs";
 // pass that marked it judged the cost). hexir-group-small-projections groups the users of one
 // chain by N; hexir-form-dispatch-regions drops the mark from the clone it makes.
 inline constexpr char kRecomputeInConsumerAttr[] = "hexir.recompute_in_consumer";
+// hexir-cast-matmul-activations' mark (passes/dispatch/CastMatmulActivations.cpp): a unit
+// `hexir.operand_cast` on the elementwise generic rounding a matmul's f32 activations to its
+// weights' f16/bf16 says "materialize me": hexir-form-dispatch-regions never recomputes it
+// inside a consumer's dispatch (the tensor-core kernel reads its operands from memory).
+inline constexpr char kOperandCastAttr[] = "hexir.operand_cast";
 // A CPU matmul's B prepacked by hexir-cpu-pack-matmul-operands: the pack dispatch's generic is
 // marked `hexir.pack_rhs`, and the matmul's kernel reads B through an unpack generic marked
 // `hexir.packed_rhs` (never fused into tile loops, replaced by reading the panels in place:
