@@ -39,8 +39,8 @@ Value Uncollapsed(Value v, SmallVector<ReassociationIndices>* groups = nullptr) 
 }
 
 // `op` writes all of `out` with a value per filter: linalg.fill of a scalar, or a generic
-// yielding its one input, a 1-D f32 memref read at dim 1 of out's four (or of out's
-// collapsed view).
+// yielding its one input, a 1-D f32 memref of unit stride read at dim 1 of out's four (or
+// of out's collapsed view).
 bool MatchInit(Operation* op, Value out, ConvolutionEpilogue& e) {
   if (auto fill = dyn_cast_or_null<linalg::FillOp>(op)) {
     if (!fill.hasPureBufferSemantics() || fill.getOutputs()[0] != out ||
@@ -58,8 +58,12 @@ bool MatchInit(Operation* op, Value out, ConvolutionEpilogue& e) {
   auto biasType = dyn_cast<MemRefType>(bias.getType());
   MLIRContext* ctx = op->getContext();
   SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  // Unit stride (a workgroup's slice of the bias: a subview at a run-time offset).
   if (!AllParallel(generic, loops) || !biasType || biasType.getRank() != 1 ||
-      !biasType.getElementType().isF32() || !biasType.getLayout().isIdentity() ||
+      !biasType.getElementType().isF32() || failed(biasType.getStridesAndOffset(strides, offset)) ||
+      strides[0] != 1 ||
       maps[0] != AffineMap::get(loops, 0, {getAffineDimExpr(1, ctx)}, ctx) || !maps[1].isIdentity())
     return false;
   Block& body = generic->getRegion(0).front();

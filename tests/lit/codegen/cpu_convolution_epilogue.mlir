@@ -142,3 +142,56 @@ hexir.executable @result_read_twice attributes {hexir.workgroup_count = array<i6
     }
   }
 }
+
+// -----
+
+// A workgroup's slice of the filters (hexir-cpu-distribute-workgroups): the bias is a
+// subview at a run-time offset (unit stride), the ReLU writes the workgroup's slice of out
+// (a view made after the convolution, moved before it). Absorbed all the same: the tile
+// starts at the bias' scalars, no temporary beside the packed block.
+// CHECK-LABEL: hexir.executable @sliced_bias
+// CHECK:         llvm.func internal @sliced_bias_impl(
+// CHECK:           llvm.alloca %{{.+}} x f32 {alignment = 64 : i64}
+// CHECK-NOT:       llvm.alloca
+// CHECK-NOT:       llvm.intr.maximum({{.*}}) : (vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK:           llvm.load %{{.+}} : !llvm.ptr -> f32
+// CHECK-COUNT-12:  llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK-COUNT-12:  llvm.intr.maximum({{.*}}) : (vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK-NOT:       llvm.intr.maximum({{.*}}) : (f32, f32)
+// CHECK:         llvm.func @sliced_bias(
+hexir.executable @sliced_bias attributes {hexir.workgroup_count = array<i64: 4, 1, 1>} {
+  builtin.module {
+    func.func @sliced_bias(%bias: tensor<64xf32>, %x: tensor<1x16x15x15xf32>, %w: tensor<64x16x1x1xf32>, %o: tensor<1x64x15x15xf32>, %id: index) -> tensor<1x64x15x15xf32> {
+      %zero = arith.constant 0.000000e+00 : f32
+      %c64 = arith.constant 64 : index
+      %c16 = arith.constant 16 : index
+      %0 = arith.muli %id, %c16 : index
+      %1 = arith.addi %0, %c16 : index
+      %2 = arith.minsi %1, %c64 : index
+      %3 = scf.for %f = %0 to %2 step %c16 iter_args(%acc = %o) -> (tensor<1x64x15x15xf32>) {
+        %ws = tensor.extract_slice %w[%f, 0, 0, 0] [16, 16, 1, 1] [1, 1, 1, 1] : tensor<64x16x1x1xf32> to tensor<16x16x1x1xf32>
+        %bs = tensor.extract_slice %bias[%f] [16] [1] : tensor<64xf32> to tensor<16xf32>
+        %e = tensor.empty() : tensor<1x16x15x15xf32>
+        %b = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%bs : tensor<16xf32>) outs(%e : tensor<1x16x15x15xf32>) {
+        ^bb0(%in: f32, %out: f32):
+          linalg.yield %in : f32
+        } -> tensor<1x16x15x15xf32>
+        %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %ws : tensor<1x16x15x15xf32>, tensor<16x16x1x1xf32>) outs(%b : tensor<1x16x15x15xf32>) {
+        ^bb0(%a: f32, %c: f32, %s: f32):
+          %p = arith.mulf %a, %c : f32
+          %q = arith.addf %s, %p : f32
+          linalg.yield %q : f32
+        } -> tensor<1x16x15x15xf32>
+        %os = tensor.extract_slice %acc[0, %f, 0, 0] [1, 16, 15, 15] [1, 1, 1, 1] : tensor<1x64x15x15xf32> to tensor<1x16x15x15xf32>
+        %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%y : tensor<1x16x15x15xf32>) outs(%os : tensor<1x16x15x15xf32>) {
+        ^bb0(%in: f32, %out: f32):
+          %m = arith.maximumf %in, %zero : f32
+          linalg.yield %m : f32
+        } -> tensor<1x16x15x15xf32>
+        %ins = tensor.insert_slice %r into %acc[0, %f, 0, 0] [1, 16, 15, 15] [1, 1, 1, 1] : tensor<1x16x15x15xf32> into tensor<1x64x15x15xf32>
+        scf.yield %ins : tensor<1x64x15x15xf32>
+      }
+      return %3 : tensor<1x64x15x15xf32>
+    }
+  }
+}
