@@ -171,6 +171,15 @@ std::optional<ConvolutionGeometry> MatchConvolution(linalg::LinalgOp op) {
 
 namespace {
 
+// A memref whose last two dims are one unit-stride run by its type (no run-time check).
+bool HasStaticContiguousRows(Type type) {
+  auto memref = dyn_cast<MemRefType>(type);
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return memref && memref.getRank() == 4 && succeeded(memref.getStridesAndOffset(strides, offset)) &&
+         strides[3] == 1 && !memref.isDynamicDim(3) && strides[2] == memref.getDimSize(3);
+}
+
 // True at run time when dims 2 and 3 of every operand form one run (stride 2 == size 3);
 // null when the types already say so.
 Value RowsAreContiguous(OpBuilder& b, Location loc, ArrayRef<Value> operands) {
@@ -202,19 +211,37 @@ class ConvolutionEmitter {
 
   // Dense: one implicit GEMM per batch. Grouped: per group i, the dense convolution of its
   // Fg filters (out's and w's [i * Fg, (i + 1) * Fg)) over its Cg channels of x (from i * Cg).
-  void dense(Value x, Value w, Value out, Value packed) {
-    if (g.kind != ConvolutionKind::kGrouped) return gemms(x, w, out, packed);
+  // `epilogue`: out starts at its filters' bias (a group's slice of it) and is ReLU'd.
+  void dense(Value x, Value w, Value out, Value packed, const ConvolutionEpilogue& epilogue) {
+    if (g.kind != ConvolutionKind::kGrouped) return gemms(x, w, out, packed, epilogue);
     int64_t fg = g.groupFilters, cg = cast<MemRefType>(w.getType()).getDimSize(1);
     int64_t groups = cast<MemRefType>(out.getType()).getDimSize(1) / fg;
     forLoop(index(0), index(groups), [&](Value i) {
+      ConvolutionEpilogue group = epilogue;
+      if (group.bias)
+        group.bias = memref::SubViewOp::create(b, loc, group.bias, ArrayRef<OpFoldResult>{mul(i, index(fg))},
+                                               ArrayRef<OpFoldResult>{b.getIndexAttr(fg)},
+                                               ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
       gemms(channels(x, 1, mul(i, index(cg)), cg), channels(w, 0, mul(i, index(fg)), fg),
-            channels(out, 1, mul(i, index(fg)), fg), packed);
+            channels(out, 1, mul(i, index(fg)), fg), packed, group);
     });
   }
 
  private:
+  // The epilogue on the GEMM's rows (the filters): row m starts at bias[m] or the fill value.
+  GemmEpilogue FilterRowsEpilogue(const ConvolutionEpilogue& epilogue) {
+    GemmEpilogue e;
+    e.relu = epilogue.relu;
+    if (!epilogue.initializes()) return e;
+    e.init = [this, epilogue](OpBuilder& nb, Value m, Value, Value) -> Value {
+      Value value = epilogue.fill ? epilogue.fill : memref::LoadOp::create(nb, loc, epilogue.bias, ValueRange{m});
+      return vector::BroadcastOp::create(nb, loc, vec, value);
+    };
+    return e;
+  }
+
   // The implicit GEMMs of a dense convolution, one per batch.
-  void gemms(Value x, Value w, Value out, Value packed) {
+  void gemms(Value x, Value w, Value out, Value packed, const ConvolutionEpilogue& epilogue) {
     Value n = dim(out, 0), f = dim(out, 1), oh = dim(out, 2), ow = dim(out, 3);
     Value c = dim(w, 1), kh = dim(w, 2), kw = dim(w, 3);
     auto [planes, wp] = flattenPlanes(x);  // wp: x's row pitch
@@ -254,7 +281,7 @@ class ConvolutionEmitter {
     Value rowStep = mul(wp, index(g.strides[0]));  // x offset of one output row
     forLoop(index(0), n, [&](Value batch) {
       Value gemmColumns = mul(oh, ow);
-      PackedGemm gemm{a, oc, {batch}, f, gemmColumns, mul(c, window)};
+      PackedGemm gemm{a, oc, {batch}, f, gemmColumns, mul(c, window), FilterRowsEpilogue(epilogue)};
       // Offset in x's plane of output position p: (p / OW) * sh * Wp + (p % OW) * sw.
       auto planeOffset = [&](Value p) {
         return add(mul(arith::DivUIOp::create(b, loc, p, ow), rowStep),
@@ -571,7 +598,8 @@ Value PackedView(OpBuilder& b, Location loc, Value packed, const MatmulTiles& wi
 constexpr int64_t kDensePlaneOutputs[] = {2, 4};
 constexpr int64_t kGroupedPlaneOutputs[] = {2, 4};
 void EmitDenseOnPlaneSizes(OpBuilder& b, Location loc, const MatmulTiles& tiles, const ConvolutionGeometry& g,
-                           Value x, Value w, Value out, Value packed, Value taps) {
+                           Value x, Value w, Value out, Value packed, Value taps,
+                           const ConvolutionEpilogue& epilogue) {
   auto xType = cast<MemRefType>(x.getType()), wType = cast<MemRefType>(w.getType()),
        outType = cast<MemRefType>(out.getType());
   bool pointwise = wType.getDimSize(2) == 1 && wType.getDimSize(3) == 1 && g.strides[0] == 1 && g.strides[1] == 1;
@@ -579,7 +607,7 @@ void EmitDenseOnPlaneSizes(OpBuilder& b, Location loc, const MatmulTiles& tiles,
                       outType.isDynamicDim(3);
   bool grouped = g.kind == ConvolutionKind::kGrouped;
   auto emitOn = [&](Value x, Value out, const MatmulTiles& on) {
-    ConvolutionEmitter(b, loc, on, g, taps).dense(x, w, out, PackedView(b, loc, packed, tiles, on));
+    ConvolutionEmitter(b, loc, on, g, taps).dense(x, w, out, PackedView(b, loc, packed, tiles, on), epilogue);
   };
   auto emit = [&](Value x, Value out) {
     auto type = cast<MemRefType>(out.getType());
@@ -651,7 +679,10 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
   Value packed;
   OpBuilder b(kernel.getContext());
   for (auto& [op, g] : convolutions) {
-    if (LowerConvolutionOnPackedFilter(kernel, op, g, tiles)) {
+    // Only where the kernel below runs unconditionally (no run-time test of out's rows).
+    ConvolutionEpilogue epilogue;
+    if (g.kind != ConvolutionKind::kDepthwise) epilogue = AbsorbConvolutionEpilogue(op, HasStaticContiguousRows);
+    if (LowerConvolutionOnPackedFilter(kernel, op, g, tiles, epilogue)) {
       op->erase();
       continue;
     }
@@ -662,7 +693,7 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
     auto emit = [&] {
       if (g.kind == ConvolutionKind::kDepthwise)
         return EmitDepthwiseConvolution(b, loc, kernel, tiles.lanes, g, op, x, w, out);
-      EmitDenseOnPlaneSizes(b, loc, tiles, g, x, w, out, packed, TapTable(kernel, w));
+      EmitDenseOnPlaneSizes(b, loc, tiles, g, x, w, out, packed, TapTable(kernel, w), epilogue);
     };
     // Dense and grouped kernels write the output's planes as rows: where its strides are
     // dynamic, the kernel runs when they are contiguous at run time, the loop lowering otherwise.

@@ -48,6 +48,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "passes/codegen/CPUConvolutionEpilogue.h"
 #include "passes/codegen/CPUMatmulMicroKernel.h"
 
 namespace hexir::codegen {
@@ -85,10 +86,15 @@ constexpr int64_t kPackedFilterMaxTileRows = 8;
 // Output sides of the square planes a dynamic export's packed-filter kernel has static-plane
 // variants for (tested at run time; see CPUConvolutionPackedFilter.cpp).
 constexpr int64_t kPackedFilterPlaneOutputs[] = {2, 4};
+// `epilogue` (CPUConvolutionEpilogue.h): the register tiles start at the bias of their
+// filters and are stored, ReLU'd, not added to out.
 bool LowerConvolutionOnPackedFilter(mlir::func::FuncOp kernel, mlir::linalg::LinalgOp op,
-                                    const ConvolutionGeometry& g, const MatmulTiles& tiles);
+                                    const ConvolutionGeometry& g, const MatmulTiles& tiles,
+                                    const ConvolutionEpilogue& epilogue);
 
-// Rewrites every such convolution of the bufferized `kernel` (max pools: CPUMaxPool.h).
+// Rewrites every such convolution of the bufferized `kernel` (max pools: CPUMaxPool.h); a
+// dense or grouped one whose out (or its ReLU's output) has statically contiguous rows first
+// absorbs its bias fill and ReLU (CPUConvolutionEpilogue.h).
 void LowerConvolutionsToKernels(mlir::func::FuncOp kernel, const MatmulTiles& tiles);
 
 }  // namespace hexir::codegen

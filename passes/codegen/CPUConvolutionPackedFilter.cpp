@@ -50,7 +50,7 @@ class PackedFilterEmitter {
         maskType(VectorType::get({tiles.lanes}, b.getI1Type())) {}
 
   void emit(const ConvolutionGeometry& g, Value x, Value out, Value taps, const PrepackedB& filter,
-            int64_t c, int64_t kh, int64_t kw) {
+            int64_t c, int64_t kh, int64_t kw, const ConvolutionEpilogue& epilogue) {
     auto xMeta = memref::ExtractStridedMetadataOp::create(b, loc, x);
     auto outMeta = memref::ExtractStridedMetadataOp::create(b, loc, out);
     Value plane = xMeta.getStrides()[1], pitch = xMeta.getStrides()[2];
@@ -118,15 +118,17 @@ class PackedFilterEmitter {
       // to and scattered.
       if (!onePosition)
         access.addTile = [&](OpBuilder& nb, ArrayRef<SmallVector<Value>> rows, Value f, ArrayRef<Value> masks,
-                             ValueRange acc) {
+                             ValueRange acc, bool store) {
           const int64_t r = static_cast<int64_t>(rows.size());
           auto scattered = [&](OpBuilder& sb) {
             for (int64_t i = 0; i < r; ++i)
               for (int64_t v = 0; v < t.vectors; ++v) {
                 Value mask = masks.empty() ? all : masks[v];
                 ValueRange indices{batch, at(sb, rows[i], arith::AddIOp::create(sb, loc, f, index(v * t.lanes)))};
-                Value old = vector::GatherOp::create(sb, loc, vec, outv, indices, lanes, mask, zeroVec);
-                Value sum = arith::AddFOp::create(sb, loc, old, acc[i * t.vectors + v]);
+                Value sum = acc[i * t.vectors + v];
+                if (!store)
+                  sum = arith::AddFOp::create(
+                      sb, loc, vector::GatherOp::create(sb, loc, vec, outv, indices, lanes, mask, zeroVec), sum);
                 vector::ScatterOp::create(sb, loc, Type(), outv, indices, lanes, mask, sum);
               }
           };
@@ -137,7 +139,7 @@ class PackedFilterEmitter {
           scf::IfOp::create(
               nb, loc, consecutive,
               [&](OpBuilder& tb, Location) {
-                AddTransposed(tb, batch, outv, filterStride, f, rows[0][1], r, acc, masks);
+                AddTransposed(tb, batch, outv, filterStride, f, rows[0][1], r, acc, masks, store);
                 scf::YieldOp::create(tb, loc);
               },
               [&](OpBuilder& eb, Location) {
@@ -150,19 +152,36 @@ class PackedFilterEmitter {
       Value positions = outType.isDynamicDim(2) || outType.isDynamicDim(3)
                             ? mul(oh, ow)
                             : index(outType.getDimSize(2) * outType.getDimSize(3));
-      EmitPrepackedGemm(b, loc, t, filter, positions, filters, index(c * kh * kw), access);
+      EmitPrepackedGemm(b, loc, t, filter, positions, filters, index(c * kh * kw), access,
+                        FilterColumnsEpilogue(epilogue));
     });
   }
 
  private:
+  // The epilogue on the GEMM's columns (the filters): a vector of filters [n, n + lanes)
+  // starts at bias[n..] (masked past F), or the fill value.
+  GemmEpilogue FilterColumnsEpilogue(const ConvolutionEpilogue& epilogue) {
+    GemmEpilogue e;
+    e.relu = epilogue.relu;
+    if (!epilogue.initializes()) return e;
+    e.init = [this, epilogue](OpBuilder& nb, Value, Value n, Value mask) -> Value {
+      if (epilogue.fill) return vector::BroadcastOp::create(nb, loc, vec, epilogue.fill);
+      if (!mask) return vector::LoadOp::create(nb, loc, vec, epilogue.bias, ValueRange{n});
+      Value zero = arith::ConstantOp::create(nb, loc, vec, DenseElementsAttr::get(vec, 0.0f));
+      return vector::MaskedLoadOp::create(nb, loc, vec, epilogue.bias, ValueRange{n}, mask, zero);
+    };
+    return e;
+  }
+
   // out[batch][(f + l) * filterStride + p0, +r) += column l of the r x NR tile acc (row i's
   // vector v: filters f + v * lanes, +lanes). Per vector of filters, the r row vectors are
   // transposed by log2(r) rounds of two-source shuffles (each pairs two vectors holding the
   // same filters for blocks of adjacent rows, and keeps half the filters for twice the rows),
   // after which each vector holds lanes / r filters' r rows; each filter's slice is then
   // loaded, added to and stored as one vector of r lanes (masked off past F).
+  // With `store`, the slices are stored instead (out is not read).
   void AddTransposed(OpBuilder& nb, Value batch, Value outv, Value filterStride, Value f, Value p0, int64_t r,
-                     ValueRange acc, ArrayRef<Value> masks) {
+                     ValueRange acc, ArrayRef<Value> masks, bool store) {
     struct Held {
       SmallVector<std::pair<int64_t, int64_t>> lanes;  // (row, filter) of each lane
       Value value;
@@ -224,14 +243,19 @@ class PackedFilterEmitter {
           Value fl = arith::AddIOp::create(nb, loc, f, index(v * t.lanes + filter));
           ValueRange indices{batch, arith::AddIOp::create(nb, loc, arith::MulIOp::create(nb, loc, fl, filterStride), p0)};
           if (masks.empty()) {
-            Value old = vector::LoadOp::create(nb, loc, rowType, outv, indices);
-            vector::StoreOp::create(nb, loc, arith::AddFOp::create(nb, loc, old, slice), outv, indices);
+            Value sum = store ? slice
+                              : Value(arith::AddFOp::create(
+                                    nb, loc, vector::LoadOp::create(nb, loc, rowType, outv, indices), slice));
+            vector::StoreOp::create(nb, loc, sum, outv, indices);
             continue;
           }
           Value live = vector::BroadcastOp::create(nb, loc, VectorType::get({r}, b.getI1Type()),
                                                    vector::ExtractOp::create(nb, loc, masks[v], ArrayRef<int64_t>{filter}));
-          Value old = vector::MaskedLoadOp::create(nb, loc, rowType, outv, indices, live, zeroRow);
-          vector::MaskedStoreOp::create(nb, loc, outv, indices, live, arith::AddFOp::create(nb, loc, old, slice));
+          Value sum = store ? slice
+                            : Value(arith::AddFOp::create(
+                                  nb, loc, vector::MaskedLoadOp::create(nb, loc, rowType, outv, indices, live, zeroRow),
+                                  slice));
+          vector::MaskedStoreOp::create(nb, loc, outv, indices, live, sum);
         }
     }
   }
@@ -272,7 +296,8 @@ class PackedFilterEmitter {
 }  // namespace
 
 bool LowerConvolutionOnPackedFilter(func::FuncOp kernel, linalg::LinalgOp op,
-                                    const ConvolutionGeometry& g, const MatmulTiles& tiles) {
+                                    const ConvolutionGeometry& g, const MatmulTiles& tiles,
+                                    const ConvolutionEpilogue& epilogue) {
   if (g.kind != ConvolutionKind::kDense) return false;
   Value x = op.getDpsInputs()[0], w = op.getDpsInputs()[1], out = op.getDpsInits()[0];
   auto wType = dyn_cast<MemRefType>(w.getType());
@@ -298,7 +323,9 @@ bool LowerConvolutionOnPackedFilter(func::FuncOp kernel, linalg::LinalgOp op,
   deeper.rows = std::min(tiles.rows, kPackedFilterMaxTileRows);
   deeper.rowBlock = std::max(deeper.rows, tiles.rowBlock / deeper.rows * deeper.rows);
   Location loc = op.getLoc();
-  auto emit = [&](Value on) { PackedFilterEmitter(b, loc, deeper).emit(g, x, on, taps, *filter, c, kh, kw); };
+  auto emit = [&](Value on) {
+    PackedFilterEmitter(b, loc, deeper).emit(g, x, on, taps, *filter, c, kh, kw, epilogue);
+  };
   // A run-time out plane (a dynamic export) is first tested for each o of
   // kPackedFilterPlaneOutputs: there the GEMM's rows are a constant, and a GEMM of one
   // register tile streams its panels (prefetched) as in a static export (RegNetY-400MF's

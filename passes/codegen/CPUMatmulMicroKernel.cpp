@@ -266,6 +266,8 @@ class MicroKernelEmitter {
     streamsPanels = prepacked && staticRows && *staticRows <= t.rows && cpuPanelPrefetchBytes > 0;
     prefix = g.cPrefix;
     columns = g.columns;
+    depth = g.depth;
+    epilogue = g.epilogue;
     zeroVec = arith::ConstantOp::create(b, loc, vec, DenseElementsAttr::get(vec, 0.0f));
     forLoop(zero, g.depth, index(t.depth), [&](Value kc) {
       Value kcEnd = arith::MinSIOp::create(
@@ -440,9 +442,25 @@ class MicroKernelEmitter {
         vector::MaskedStoreOp::create(nb, loc, p.c, cIndex(rowIndex[i], column(p, v)), mask, value);
     };
     const bool addTile = callbacks && callbacks->addTile;
-    SmallVector<Value> zeros(addTile ? rows * t.vectors : 0, zeroVec);
+    // An epilogue's start values: init(row, columns) for each vector, masked in a partial panel.
+    auto initial = [&](OpBuilder& nb, bool masked) {
+      SmallVector<Value> values;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t v = 0; v < t.vectors; ++v)
+          values.push_back(epilogue.init(nb, rowIndex[i], column(p, v), masked ? p.masks[v] : Value()));
+      return values;
+    };
+    SmallVector<Value> zeros(addTile && !epilogue.init ? rows * t.vectors : 0, zeroVec);
+    if (addTile && epilogue.init) {
+      // K is one block: the accumulators start at the epilogue's values.
+      auto start = scf::IfOp::create(
+          b, loc, p.full,
+          [&](OpBuilder& nested, Location) { scf::YieldOp::create(nested, loc, initial(nested, false)); },
+          [&](OpBuilder& nested, Location) { scf::YieldOp::create(nested, loc, initial(nested, true)); });
+      zeros.assign(start.getResults().begin(), start.getResults().end());
+    }
     // Full panels use plain loads and stores; the last one is masked at N.
-    auto load = addTile ? scf::IfOp() : scf::IfOp::create(
+    auto loadTile = [&](OpBuilder& b) { return scf::IfOp::create(
         b, loc, p.full,
         [&](OpBuilder& nested, Location) {
           SmallVector<Value> values;
@@ -455,9 +473,28 @@ class MicroKernelEmitter {
           for (int64_t i = 0; i < rows; ++i)
             for (int64_t v = 0; v < t.vectors; ++v) values.push_back(loadC(nested, i, v, p.masks[v]));
           scf::YieldOp::create(nested, loc, values);
-        });
+        }); };
+    // With an epilogue's init, the first K block starts at it (C is not read), later ones at C.
+    SmallVector<Value> start;
+    if (!addTile && epilogue.init) {
+      Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, p.kc, index(0));
+      auto choice = scf::IfOp::create(
+          b, loc, first,
+          [&](OpBuilder& nested, Location) {
+            auto fresh = scf::IfOp::create(
+                nested, loc, p.full,
+                [&](OpBuilder& inner, Location) { scf::YieldOp::create(inner, loc, initial(inner, false)); },
+                [&](OpBuilder& inner, Location) { scf::YieldOp::create(inner, loc, initial(inner, true)); });
+            scf::YieldOp::create(nested, loc, fresh.getResults());
+          },
+          [&](OpBuilder& nested, Location) { scf::YieldOp::create(nested, loc, loadTile(nested).getResults()); });
+      start.assign(choice.getResults().begin(), choice.getResults().end());
+    } else if (!addTile) {
+      auto load = loadTile(b);
+      start.assign(load.getResults().begin(), load.getResults().end());
+    }
     auto loop = scf::ForOp::create(
-        b, loc, index(0), p.kcSize, index(1), addTile ? ValueRange(zeros) : load.getResults(),
+        b, loc, index(0), p.kcSize, index(1), addTile ? ValueRange(zeros) : ValueRange(start),
         [&](OpBuilder& nested, Location, Value k, ValueRange acc) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(nested.getInsertionBlock());
@@ -483,16 +520,25 @@ class MicroKernelEmitter {
           }
           scf::YieldOp::create(b, loc, next);
         });
-    ValueRange acc = loop.getResults();
+    SmallVector<Value> results(loop.getResults());
+    if (epilogue.relu) {
+      // max(acc, 0) where this is the last K block (a select on a scalar: folds when K is one).
+      Value last = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         arith::AddIOp::create(b, loc, p.kc, p.kcSize), depth);
+      for (Value& v : results)
+        v = arith::SelectOp::create(b, loc, last, arith::MaximumFOp::create(b, loc, v, zeroVec), v);
+    }
+    ValueRange acc = results;
+    const bool store = static_cast<bool>(epilogue.init);
     if (addTile) {
       scf::IfOp::create(
           b, loc, p.full,
           [&](OpBuilder& nested, Location) {
-            callbacks->addTile(nested, rowValues, p.n0, {}, acc);
+            callbacks->addTile(nested, rowValues, p.n0, {}, acc, store);
             scf::YieldOp::create(nested, loc);
           },
           [&](OpBuilder& nested, Location) {
-            callbacks->addTile(nested, rowValues, p.n0, p.masks, acc);
+            callbacks->addTile(nested, rowValues, p.n0, p.masks, acc, store);
             scf::YieldOp::create(nested, loc);
           });
       return;
@@ -522,6 +568,8 @@ class MicroKernelEmitter {
   Value zeroVec;
   SmallVector<Value> prefix;  // C's leading indices
   Value columns;              // N
+  Value depth;                // K
+  GemmEpilogue epilogue;
 };
 
 }  // namespace
@@ -544,11 +592,12 @@ void EmitPackedGemm(OpBuilder& b, Location loc, const MatmulTiles& tiles, Value 
 }
 
 void EmitPrepackedGemm(OpBuilder& b, Location loc, const MatmulTiles& tiles, const PrepackedB& rhs,
-                       Value rows, Value columns, Value depth, const GemmCallbacks& callbacks) {
+                       Value rows, Value columns, Value depth, const GemmCallbacks& callbacks,
+                       const GemmEpilogue& epilogue) {
   MicroKernelEmitter emitter(b, loc, tiles, Value());
   emitter.readPrepacked(rhs);
   emitter.reachThrough(callbacks);
-  emitter.emit(PackedGemm{Value(), Value(), {}, rows, columns, depth},
+  emitter.emit(PackedGemm{Value(), Value(), {}, rows, columns, depth, epilogue},
                [](Value, Value, Value, Value) {});
 }
 

@@ -60,10 +60,19 @@ void LowerMatmulsToMicroKernels(mlir::func::FuncOp kernel, const MatmulTiles& ti
 // of a block, which stores B[kc + k][n0 + j] into packed[k][j] (`packed`: the panel's
 // [KC][NR] view of the block) for k < kcSize, j < NR, zero where n0 + j >= N
 // (`masks[v]`: lanes of vector v inside N; `full`: the whole panel is inside N).
+// A convolution's bias and ReLU in the GEMM (CPUConvolutionEpilogue.h): with `init`, C is
+// not read: each register tile's accumulators start at init(row m, columns [n, n + lanes),
+// their mask or null) in the first K block; with `relu`, the last K block stores
+// max(acc, 0) (arith.maximumf, as the ReLU generic it replaces). `relu` needs `init`.
+struct GemmEpilogue {
+  std::function<mlir::Value(mlir::OpBuilder&, mlir::Value m, mlir::Value n, mlir::Value mask)> init;
+  bool relu = false;
+};
 struct PackedGemm {
   mlir::Value a, c;
   llvm::SmallVector<mlir::Value> cPrefix;
   mlir::Value rows, columns, depth;  // M, N, K (index)
+  GemmEpilogue epilogue = {};
 };
 using PackBPanel = llvm::function_ref<void(mlir::OpBuilder& b, mlir::Value packed, mlir::Value kc,
                                            mlir::Value kcSize, mlir::Value n0, mlir::Value full,
@@ -105,14 +114,16 @@ struct GemmCallbacks {
   // Optional, for a C whose register-tile rows are not its vectors (a transposed one): the
   // accumulators then start at zero (loadC is not called) and the tile is added to C at once:
   // C[m + i][n + v * lanes, +lanes) += acc[i * vectors + v] (`masks`: the lanes inside N per
-  // vector, empty when all are).
+  // vector, empty when all are); with `store` (an epilogue's init: the accumulators started
+  // at it, and K must then be one block) written to C instead of added.
   std::function<void(mlir::OpBuilder&, llvm::ArrayRef<llvm::SmallVector<mlir::Value>> rows,
-                     mlir::Value n, llvm::ArrayRef<mlir::Value> masks, mlir::ValueRange acc)>
+                     mlir::Value n, llvm::ArrayRef<mlir::Value> masks, mlir::ValueRange acc, bool store)>
       addTile;
 };
 // C[M][N] += A[M][K] * B[K][N] with the loops and register tiles of the packed GEMM above.
 void EmitPrepackedGemm(mlir::OpBuilder& b, mlir::Location loc, const MatmulTiles& tiles,
                        const PrepackedB& rhs, mlir::Value rows, mlir::Value columns,
-                       mlir::Value depth, const GemmCallbacks& callbacks);
+                       mlir::Value depth, const GemmCallbacks& callbacks,
+                       const GemmEpilogue& epilogue = {});
 
 }  // namespace hexir::codegen

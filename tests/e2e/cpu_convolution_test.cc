@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "tests/e2e/harness.h"
 
@@ -32,6 +34,9 @@ struct Conv {
   bool dynamic = false;  // n, h, w dynamic
   bool epilogue = false;  // + bias[f], then max(., 0)
   bool silu = false;  // the importer's Conv + SiLU: bias[f] as the init, then v * sigmoid(v)
+  // The importer's Conv with a bias: bias[f] as the init (a broadcast generic before the
+  // convolution), then, with `relu`, Relu as a generic of maximumf(v, 0) into another tensor.
+  bool bias = false, relu = false;
   bool constant = false;  // w a module constant (packed once at load), not an argument
   int64_t pad = 0;  // x is given unpadded (h - 2 pad by w - 2 pad) and padded by a tensor.pad
   // With `importerPad`, padded instead by the ONNX importer's zero pad (a generic reading x at
@@ -143,7 +148,7 @@ std::string Source(const Conv& k, const HostTensor& weights) {
     sizes = "%n, %oh, %ow";
   }
   src += "  %e = tensor.empty(" + sizes + ") : " + o + "\n";
-  if (k.silu)
+  if (k.silu || k.bias)
     src += "  %f = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1)>, "
            "affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = [\"parallel\", "
            "\"parallel\", \"parallel\", \"parallel\"]} ins(%bias : tensor<" + std::to_string(k.f) +
@@ -173,6 +178,11 @@ std::string Source(const Conv& k, const HostTensor& weights) {
            "], iterator_types = " + parallel4 + "} ins(%y, %g : " + o + ", " + o + ") outs(%e : " + o +
            ") {\n  ^bb0(%v: f32, %sg: f32, %o: f32):\n    %m = arith.mulf %v, %sg : f32\n"
            "    linalg.yield %m : f32\n  } -> " + o + "\n  return %r : " + o + "\n}\n";
+  if (k.relu)
+    return src + "  %r = linalg.generic {indexing_maps = [" + same + ", " + same + "], iterator_types = " +
+           parallel4 + "} ins(%y : " + o + ") outs(%e : " + o + ") {\n"
+           "  ^bb0(%v: f32, %o: f32):\n    %m = arith.maximumf %v, %z : f32\n    linalg.yield %m : f32\n"
+           "  } -> " + o + "\n  return %r : " + o + "\n}\n";
   if (!k.epilogue) return src + "  return %y : " + o + "\n}\n";
   src += "  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, "
          "affine_map<(d0, d1, d2, d3) -> (d1)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], "
@@ -201,17 +211,20 @@ HostTensor Reference(const Conv& k, const HostTensor& x, const HostTensor& w, co
                        F32(w)[((f * cg + c) * k.kh + a) * k.kw + b];
               }
           if (k.epilogue) acc = std::max(acc + F32(bias)[f], 0.0);
+          if (k.bias) acc += F32(bias)[f];
+          if (k.relu) acc = std::max(acc, 0.0);
           if (k.silu) acc = (acc + F32(bias)[f]) / (1 + std::exp(-(acc + F32(bias)[f])));
           F32(out)[((n * k.f + f) * oh + i) * ow + j] = float(acc);
         }
   return out;
 }
 
-void Check(const Conv& k) {
+void Check(const Conv& k, std::initializer_list<const char*> threadCounts = {}) {
   INFO("x " << k.n << "x" << k.c << "x" << k.h << "x" << k.w << ", w " << k.f << "x" << k.cg()
             << "x" << k.kh << "x" << k.kw << ", stride " << k.stride << ", dilation "
             << k.dilation << ", group " << k.group << (k.dynamic ? " (dynamic)" : "")
-            << (k.epilogue ? " + bias + relu" : "") << (k.silu ? " + bias + silu" : "") << (k.constant ? " (constant filter)" : "")
+            << (k.epilogue ? " + bias + relu" : "") << (k.silu ? " + bias + silu" : "")
+            << (k.bias ? " + bias (init)" : "") << (k.relu ? " + relu (maximumf)" : "") << (k.constant ? " (constant filter)" : "")
             << ", pad " << k.pad << (k.importerPad ? " (the importer's, top/left " : "")
             << (k.importerPad ? std::to_string(k.top()) + "/" + std::to_string(k.left()) + ")" : ""));
   std::string name = "conv_" + std::to_string(k.n) + "x" + std::to_string(k.c) + "x" +
@@ -219,7 +232,8 @@ void Check(const Conv& k) {
                      "x" + std::to_string(k.kh) + "x" + std::to_string(k.kw) + "_s" +
                      std::to_string(k.stride) + "d" + std::to_string(k.dilation) + "g" +
                      std::to_string(k.group) + (k.dynamic ? "_dyn" : "") + (k.epilogue ? "_relu" : "") +
-                     (k.silu ? "_silu" : "") + (k.constant ? "_const" : "") + (k.pad ? "_p" + std::to_string(k.pad) : "") +
+                     (k.silu ? "_silu" : "") + (k.bias ? "_bias" : "") + (k.relu ? "_max" : "") +
+                     (k.constant ? "_const" : "") + (k.pad ? "_p" + std::to_string(k.pad) : "") +
                      (k.importerPad ? "_ip" + std::to_string(k.pads[0]) + std::to_string(k.pads[1]) +
                                           std::to_string(k.pads[2]) + std::to_string(k.pads[3])
                                     : "");
@@ -237,7 +251,9 @@ void Check(const Conv& k) {
   }
   std::string module = CompileOrDie(Source(k, w), name);
   HostTensor expected = Reference(k, x, w, bias);
-  for (const char* threads : kThreadCounts) {
+  std::vector<const char*> threadList(threadCounts);
+  if (threadList.empty()) threadList.assign(std::begin(kThreadCounts), std::end(kThreadCounts));
+  for (const char* threads : threadList) {
     INFO(threads);
     const HostTensor& given = k.padded() ? x0 : x;
     std::vector<HostTensor> inputs{given, w, bias};
@@ -484,6 +500,52 @@ TEST_CASE("convolutions on output planes of 1 to 4 positions with a SiLU match a
   Check(dynamic);
   // A depthwise convolution's SiLU joins its dispatch too (17 channels, stride 2).
   Check(Silu({1, 17, 9, 9, 17, 3, 3, 2, 1, 17}));
+}
+
+// The importer's Conv with a bias (then Relu): bias[f] broadcast into out before the
+// convolution, maximumf(v, 0) into another tensor after it. The dense, grouped and
+// packed-filter kernels start their register tiles at the bias and store the ReLU'd tile
+// (CPUConvolutionEpilogue.h); 0, 1 and 3 workers.
+Conv BiasRelu(Conv k, bool relu = true) {
+  k.bias = true;
+  k.relu = relu;
+  return k;
+}
+
+TEST_CASE("convolutions with the importer's bias init and ReLU fused into their kernel match a double reference") {
+  const auto threads = {"--cpu-threads=0", "--cpu-threads=1", "--cpu-threads=3"};
+  // The input-packing kernel: a 3x3 / 2 stem over 3 channels (SqueezeNet's, 33 x 32 outputs:
+  // split along output rows into workgroups), 37 filters (prime: partial register tiles of
+  // rows) over a 1x1 of 29 channels on a 13 x 11 plane, 7 filters over 61 channels of 3x3
+  // (K = 549: three K blocks, the bias only in the first, the ReLU only in the last), 1x1
+  // at stride 2, batch 2; a bias without ReLU.
+  Check(BiasRelu({1, 3, 67, 65, 23, 3, 3, 2, 1, 1}), threads);
+  Check(BiasRelu({1, 29, 13, 11, 37, 1, 1, 1, 1, 1}), threads);
+  Check(BiasRelu({1, 61, 9, 7, 7, 3, 3, 1, 1, 1}), threads);
+  Check(BiasRelu({2, 6, 9, 9, 13, 1, 1, 2, 1, 1}), threads);
+  Check(BiasRelu({1, 19, 11, 13, 17, 3, 3, 1, 1, 1}, /*relu=*/false), threads);
+  // Grouped (a bias slice per group): 4 groups of 3 filters, 3 groups of 5 at stride 2.
+  Check(BiasRelu({1, 12, 11, 10, 12, 3, 3, 1, 1, 4}), threads);
+  Check(BiasRelu({1, 9, 13, 15, 15, 3, 3, 2, 1, 3}), threads);
+  // On a filter packed at load (the positions the rows, the filters the columns: the bias a
+  // vector of filters, masked past F): SqueezeNet's expand3x3 (16 channels, 64 filters, 15 x
+  // 15), 37 filters (32 + 5) over 5 x 7 positions (tiles of 8, 2 and 1 rows: transposed and
+  // scattered), 1x1s over 193 channels on 3 x 3 and on one position (filters as vectors),
+  // dilation 2, batch 2 with 67 filters over 29 channels; a bias without ReLU.
+  Check(BiasRelu(Constant({1, 16, 17, 17, 64, 3, 3, 1, 1, 1})), threads);
+  Check(BiasRelu(Constant({1, 16, 7, 9, 37, 3, 3, 1, 1, 1})), threads);
+  Check(BiasRelu(Constant({1, 193, 3, 3, 13, 1, 1, 1, 1, 1})), threads);
+  Check(BiasRelu(Constant({1, 193, 1, 1, 41, 1, 1, 1, 1, 1})), threads);
+  Check(BiasRelu(Constant({1, 22, 17, 16, 7, 3, 3, 1, 2, 1})), threads);
+  Check(BiasRelu(Constant({2, 29, 7, 9, 67, 3, 3, 1, 1, 1})), threads);
+  Check(BiasRelu(Constant({1, 23, 15, 13, 5, 3, 3, 1, 1, 1}), /*relu=*/false), threads);
+  // Dynamic batch and plane (out's rows checked at run time: the separate passes kept).
+  Conv dynamic = BiasRelu(Constant({2, 25, 12, 10, 11, 3, 3, 1, 1, 1}));
+  dynamic.dynamic = true;
+  Check(dynamic, threads);
+  Conv dynamicInput = BiasRelu({2, 13, 9, 11, 19, 3, 3, 1, 1, 1});
+  dynamicInput.dynamic = true;
+  Check(dynamicInput, threads);
 }
 
 TEST_CASE("depthwise convolutions at awkward sizes match a double reference") {
