@@ -132,7 +132,7 @@ struct PendingDispatch {
 // repeat (`hal.allocator.reuse_uniform`, emitted before the region's recording with every
 // word): one import call and one binding-table slot per region, not one per dispatch.
 struct PackedParams {
-  SmallVector<Value> words;  // zero-padded to 8-word multiples per list
+  SmallVector<Value> words;  // each list zero-padded to an 8-word multiple but the last
   SmallVector<std::pair<SmallVector<Value>, int64_t>> lists;  // list -> byte offset
   Operation* load = nullptr;  // global.load.ref, reuse_uniform, global.store.ref
   Operation* reuse = nullptr;

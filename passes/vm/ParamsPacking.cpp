@@ -18,13 +18,14 @@ constexpr int64_t kListAlignment = 64;  // hal::kBindingAlignment
 std::pair<Value, int64_t> HostLowering::packedParameters(ArrayRef<Value> params) {
   for (auto& [values, offset] : packed.lists)
     if (ArrayRef<Value>(values) == params) return {packed.reuse->getResult(0), offset};
-  const int64_t offset = static_cast<int64_t>(packed.words.size()) * kWordBytes;
-  packed.words.append(params.begin(), params.end());
+  // Zeros up to the next aligned offset (the last list needs none after it).
   Value zero;
   while (static_cast<int64_t>(packed.words.size()) * kWordBytes % kListAlignment != 0) {
     if (!zero) zero = i64(0);
     packed.words.push_back(zero);
   }
+  const int64_t offset = static_cast<int64_t>(packed.words.size()) * kWordBytes;
+  packed.words.append(params.begin(), params.end());
   packed.lists.push_back({SmallVector<Value>(params), offset});
   if (!packed.reuse) {
     int64_t global = state.refGlobals++;
@@ -46,11 +47,7 @@ void HostLowering::emitPackedParameters() {
   Block::iterator at = b.getInsertionPoint();
   for (Operation* op : {packed.load, packed.reuse, packed.store}) op->moveBefore(block, at);
   SmallVector<Value> operands = {packed.reuse->getOperand(0), packed.load->getResult(0)};
-  // The trailing zeros of the last list need not be stored.
-  ArrayRef<Value> words = packed.words;
-  const ArrayRef<Value> last = packed.lists.back().first;
-  const int64_t used = packed.lists.back().second / kWordBytes + static_cast<int64_t>(last.size());
-  operands.append(words.begin(), words.begin() + std::max<int64_t>(used, 0));
+  operands.append(packed.words.begin(), packed.words.end());
   packed.reuse->setOperands(operands);
 }
 
