@@ -457,6 +457,7 @@ Status QueueExecute(HalModuleState& s, NativeCall& c) {
   std::vector<SemaphoreValue> waits, signals;
   HEXIR_RETURN_IF_ERROR(ParseWaitSignal(c, 2, &waits, &signals));
   std::vector<BufferRef> table;
+  table.reserve(c.args.size() - 6);
   for (size_t i = 6; i < c.args.size(); ++i) {
     HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, i));
     table.push_back(BufferRef::Whole(vm::Ref<Buffer>::Retain(b)));
@@ -598,8 +599,15 @@ bool SameI64Words(NativeCall& c, size_t first, const uint8_t* data) {
   for (size_t i = first; i < c.args.size(); ++i, data += 8) {
     if (i < kinds.size() && kinds[i] != 'i') return false;
     uint64_t v = static_cast<uint64_t>(IntArg(c, i));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    // One load per word (a region's packed list is ~100 words, compared every call).
+    uint64_t held;
+    std::memcpy(&held, data, 8);
+    if (held != v) return false;
+#else
     for (int k = 0; k < 8; ++k)
       if (data[k] != static_cast<uint8_t>(v >> (8 * k))) return false;
+#endif
   }
   return true;
 }
