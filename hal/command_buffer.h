@@ -45,7 +45,10 @@ inline constexpr uint64_t kBindingAlignment = 64;
 struct BufferRef {
   static constexpr uint32_t kNoSlot = ~uint32_t{0};
   vm::Ref<Buffer> buffer;          // must be non-null unless is_slot()
-  uint64_t offset = 0;             // a multiple of kBindingAlignment in dispatch bindings
+  // A multiple of kBindingAlignment in dispatch bindings. A slot's is added to its table
+  // entry's offset (so dispatches may share one buffer at different offsets, as a region's
+  // packed parameter words do); the CPU driver takes it, the CUDA driver refuses a nonzero one.
+  uint64_t offset = 0;
   uint64_t length = kWholeBuffer;  // kWholeBuffer: to the end of the buffer
   uint32_t slot = kNoSlot;
 

@@ -215,7 +215,7 @@ Status CommandBufferCreate(HalModuleState& s, NativeCall& c) {
 }
 
 // How a dispatch import names its bindings (and, for indirect ones, its workgroup count).
-enum class BindingKind { kBuffers, kSlots };
+enum class BindingKind { kBuffers, kSlots, kSlotsAt };
 
 Status ParseSlot(const NativeCall& c, size_t i, uint32_t* slot) {
   int64_t v = IntArg(c, i);
@@ -226,20 +226,34 @@ Status ParseSlot(const NativeCall& c, size_t i, uint32_t* slot) {
   return Status::Ok();
 }
 
-// Parses "binding count N, N bindings, push constants" starting at argument `count_index`.
+// Parses "binding count N, N bindings, push constants" starting at argument `count_index`
+// (kSlotsAt: each binding a slot ordinal and a byte offset into its table entry).
 Status ParseBindings(const NativeCall& c, size_t count_index, BindingKind kind,
                      std::vector<BufferRef>* bindings, std::vector<uint32_t>* push_constants) {
   const size_t first = count_index + 1;
   int64_t binding_count = IntArg(c, count_index);
-  if (binding_count < 0 || static_cast<uint64_t>(binding_count) > c.args.size() - first) {
+  const uint64_t per_binding = kind == BindingKind::kSlotsAt ? 2 : 1;
+  if (binding_count < 0 ||
+      static_cast<uint64_t>(binding_count) > (c.args.size() - first) / per_binding) {
     return ArgError(c, count_index, StrCat("binding count ", binding_count, " does not fit the ",
                                            c.args.size() - first, " trailing argument(s)"));
   }
   std::string_view kinds = ArgKinds(c);
   bool check_kinds = kinds.size() == c.args.size();
   bindings->reserve(binding_count);
-  for (size_t i = first; i < first + binding_count; ++i) {
-    if (kind == BindingKind::kBuffers) {
+  const size_t end = first + per_binding * static_cast<size_t>(binding_count);
+  for (size_t i = first; i < end; i += per_binding) {
+    if (kind == BindingKind::kSlotsAt) {
+      if (check_kinds && (kinds[i] != 'i' || kinds[i + 1] != 'i')) {
+        return ArgError(c, i, "binding table slots and offsets must be 'i' values");
+      }
+      uint32_t slot;
+      HEXIR_RETURN_IF_ERROR(ParseSlot(c, i, &slot));
+      HEXIR_RETURN_IF_ERROR(NonNegative(c, i + 1, "binding byte offset"));
+      BufferRef r = BufferRef::Slot(slot);
+      r.offset = static_cast<uint64_t>(IntArg(c, i + 1));
+      bindings->push_back(std::move(r));
+    } else if (kind == BindingKind::kBuffers) {
       HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, i));
       bindings->push_back(BufferRef::Whole(vm::Ref<Buffer>::Retain(b)));
     } else {
@@ -251,7 +265,7 @@ Status ParseBindings(const NativeCall& c, size_t count_index, BindingKind kind,
       bindings->push_back(BufferRef::Slot(slot));
     }
   }
-  for (size_t i = first + binding_count; i < c.args.size(); ++i) {
+  for (size_t i = end; i < c.args.size(); ++i) {
     if (check_kinds && kinds[i] != 'i') {
       return ArgError(c, i, StrCat("push constants must be 'i' values, got '", kinds[i], "'"));
     }
@@ -443,6 +457,7 @@ Status QueueExecute(HalModuleState& s, NativeCall& c) {
   std::vector<SemaphoreValue> waits, signals;
   HEXIR_RETURN_IF_ERROR(ParseWaitSignal(c, 2, &waits, &signals));
   std::vector<BufferRef> table;
+  table.reserve(c.args.size() - 6);
   for (size_t i = 6; i < c.args.size(); ++i) {
     HEXIR_ASSIGN_OR_RETURN(Buffer * b, RefArg<Buffer>(c, i));
     table.push_back(BufferRef::Whole(vm::Ref<Buffer>::Retain(b)));
@@ -494,6 +509,14 @@ Status CommandBufferDispatchIndirect(HalModuleState&, NativeCall& c) {
 
 Status CommandBufferDispatchIndirectSlots(HalModuleState&, NativeCall& c) {
   return DispatchIndirect(c, BindingKind::kSlots);
+}
+
+Status CommandBufferDispatchSlotsAt(HalModuleState&, NativeCall& c) {
+  return DispatchStatic(c, BindingKind::kSlotsAt);
+}
+
+Status CommandBufferDispatchIndirectSlotsAt(HalModuleState&, NativeCall& c) {
+  return DispatchIndirect(c, BindingKind::kSlotsAt);
 }
 
 Status CommandBufferRepeatWhileSlot(HalModuleState&, NativeCall& c) {
@@ -576,8 +599,15 @@ bool SameI64Words(NativeCall& c, size_t first, const uint8_t* data) {
   for (size_t i = first; i < c.args.size(); ++i, data += 8) {
     if (i < kinds.size() && kinds[i] != 'i') return false;
     uint64_t v = static_cast<uint64_t>(IntArg(c, i));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    // One load per word (a region's packed list is ~100 words, compared every call).
+    uint64_t held;
+    std::memcpy(&held, data, 8);
+    if (held != v) return false;
+#else
     for (int k = 0; k < 8; ++k)
       if (data[k] != static_cast<uint8_t>(v >> (8 * k))) return false;
+#endif
   }
   return true;
 }

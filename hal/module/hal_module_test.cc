@@ -124,7 +124,7 @@ TEST_CASE("hal module: exports every hal_imports.def function with its pattern")
 #include "hal/module/hal_imports.def"
 #undef HAL_IMPORT
   };
-  REQUIRE(expected.size() == 47);
+  REQUIRE(expected.size() == 49);
   REQUIRE(h.module->functions().size() == expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     REQUIRE(h.module->functions()[i].name == expected[i].first);
@@ -448,6 +448,60 @@ TEST_CASE("hal module: dispatch_slots recorded once, execute_bound with new tabl
                {R(cb), R(exe), I(0), I(1), I(1), I(1), I(1), I(-2), R(one)});
     REQUIRE(s.message() == "hal.command_buffer.dispatch_slots: argument 7: binding table slot -2 is "
                            "outside [0, 2^32-1)");
+  }
+}
+
+TEST_CASE("hal module: dispatch_slots_at binds slots at byte offsets into their buffers") {
+  for (bool inl : {false, true}) {
+    Harness h(inl);
+    auto dev = vm::Ref<vm::RefObject>(h.device);
+    auto exe = h.CallRef("hal.executable.lookup", "ri_r", {R(dev), I(0)});
+    // One buffer (slot 0) holds a at byte 0 and b at byte 64, and the indirect count at 192;
+    // out is slot 1 at byte 64. out = a + b over 4 elements, then again indirectly: 2
+    // workgroups of tile 2.
+    auto cb = h.CallRef("hal.command_buffer.create", "r_r", {R(dev)});
+    REQUIRE(h.Call("hal.command_buffer.dispatch_slots_at", "rriiiiiiiiiiiiii",
+                   {R(cb), R(exe), I(0), I(1), I(1), I(1), I(3), I(0), I(0), I(0), I(64), I(1),
+                    I(64), I(4), I(4)})
+                .ok());
+    REQUIRE(h.Call("hal.command_buffer.barrier", "r", {R(cb)}).ok());
+    REQUIRE(h.Call("hal.command_buffer.dispatch_indirect_slots_at", "rriiiiiiiiiiiii",
+                   {R(cb), R(exe), I(0), I(0), I(192), I(3), I(0), I(64), I(0), I(64), I(1),
+                    I(128), I(4), I(2)})
+                .ok());
+    REQUIRE(h.Call("hal.command_buffer.finalize", "r", {R(cb)}).ok());
+    float packed[64] = {};
+    for (int i = 0; i < 4; ++i) packed[i] = float(10 + i), packed[16 + i] = float(i);
+    const uint32_t count[3] = {2, 1, 1};
+    auto in = *h.device->AllocateBuffer(256);
+    REQUIRE(h.device->WriteBuffer(*in, 0, packed, 192).ok());
+    REQUIRE(h.device->WriteBuffer(*in, 192, count, 12).ok());
+    auto out = *h.device->AllocateBuffer(256);
+    auto sem = h.CallRef("hal.semaphore.create", "ri_r", {R(dev), I(0)});
+    REQUIRE(h.Call("hal.device.queue.execute_bound", "rrririrr",
+                   {R(dev), R(cb), R(nullptr), I(0), R(sem), I(1), R(in), R(out)})
+                .ok());
+    REQUIRE(h.Call("hal.semaphore.wait", "ri", {R(sem), I(1)}).ok());
+    float got[64];
+    REQUIRE(h.device->ReadBuffer(*out, 0, got, 256).ok());
+    for (int i = 0; i < 4; ++i) {
+      REQUIRE(got[16 + i] == float(10 + 2 * i));  // a + b at out + 64
+      REQUIRE(got[32 + i] == float(2 * i));       // b + b at out + 128 (the indirect one)
+    }
+    // Offsets must keep the 64-byte binding alignment; a binding is a (slot, offset) pair.
+    Status s = h.Call("hal.command_buffer.dispatch_slots_at", "rriiiiiii",
+                      {R(cb), R(exe), I(0), I(1), I(1), I(1), I(1), I(0), I(8)});
+    REQUIRE(s.message() == "hal.command_buffer.dispatch_slots_at: command buffer dispatch: the "
+                           "command buffer is finalized; record a new one");
+    auto fresh = h.CallRef("hal.command_buffer.create", "r_r", {R(dev)});
+    s = h.Call("hal.command_buffer.dispatch_slots_at", "rriiiiiii",
+               {R(fresh), R(exe), I(0), I(1), I(1), I(1), I(1), I(0), I(8)});
+    REQUIRE(s.message() == "hal.command_buffer.dispatch_slots_at: dispatch of 'add_f32': binding 0: "
+                           "offset 8 is not a multiple of 64");
+    s = h.Call("hal.command_buffer.dispatch_slots_at", "rriiiiiii",
+               {R(fresh), R(exe), I(0), I(1), I(1), I(1), I(2), I(0), I(0)});
+    REQUIRE(s.message() == "hal.command_buffer.dispatch_slots_at: argument 6: binding count 2 does "
+                           "not fit the 2 trailing argument(s)");
   }
 }
 

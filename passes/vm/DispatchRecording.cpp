@@ -71,25 +71,37 @@ FailureOr<std::optional<int64_t>> WorkgroupCounts::Append(OpBuilder& b, Location
 
 void RecordDispatch(OpBuilder& b, Location loc, Value cb, Value exe, ExecutableOp exeOp,
                     ArrayRef<int64_t> bindingSlots, std::optional<CountSlot> count,
-                    ArrayRef<Value> slotValues) {
+                    ArrayRef<Value> slotValues, ArrayRef<int64_t> bindingOffsets) {
   auto slotValue = [&](int64_t s) { return slotValues.empty() ? Constant(b, loc, s) : slotValues[s]; };
+  // Some binding at an offset into its slot: the `_at` imports, (slot, offset) per binding.
+  const bool at = llvm::any_of(bindingOffsets, [](int64_t o) { return o != 0; });
   auto slots = [&] {
     SmallVector<Value> values;
-    for (int64_t s : bindingSlots) values.push_back(slotValue(s));
+    for (auto [i, s] : llvm::enumerate(bindingSlots)) {
+      values.push_back(slotValue(s));
+      if (at) values.push_back(Constant(b, loc, bindingOffsets[i]));
+    }
     return values;
   };
   Value entry = Constant(b, loc, 0);
   if (count) {
     Value slot = slotValue(count->slot), offset = Constant(b, loc, count->offset);
     Value bindingCount = Constant(b, loc, static_cast<int64_t>(bindingSlots.size()));
-    hal_import::CommandBufferDispatchIndirectSlots(b, loc, cb, exe, entry, slot, offset,
-                                                   bindingCount, slots());
+    if (at)
+      hal_import::CommandBufferDispatchIndirectSlotsAt(b, loc, cb, exe, entry, slot, offset,
+                                                       bindingCount, slots());
+    else
+      hal_import::CommandBufferDispatchIndirectSlots(b, loc, cb, exe, entry, slot, offset,
+                                                     bindingCount, slots());
     return;
   }
   auto wg = exeOp->getAttrOfType<DenseI64ArrayAttr>(codegen::kWorkgroupCountAttr);
   Value x = Constant(b, loc, wg[0]), y = Constant(b, loc, wg[1]), z = Constant(b, loc, wg[2]);
   Value bindingCount = Constant(b, loc, static_cast<int64_t>(bindingSlots.size()));
-  hal_import::CommandBufferDispatchSlots(b, loc, cb, exe, entry, x, y, z, bindingCount, slots());
+  if (at)
+    hal_import::CommandBufferDispatchSlotsAt(b, loc, cb, exe, entry, x, y, z, bindingCount, slots());
+  else
+    hal_import::CommandBufferDispatchSlots(b, loc, cb, exe, entry, x, y, z, bindingCount, slots());
 }
 
 }  // namespace hexir::vm_lowering

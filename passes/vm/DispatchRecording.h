@@ -48,9 +48,12 @@ struct CountSlot {
 // Records the dispatch of `exe` (entry 0) into `cb` with the given binding-table slot
 // ordinals: indirect from `count` when given, else with exeOp's static count. With
 // `slotValues` (a recorded callee's `.record` function: i64 registers holding its caller's
-// slot ordinal of each of its slots), ordinal s is recorded as slotValues[s].
+// slot ordinal of each of its slots), ordinal s is recorded as slotValues[s]. With a nonzero
+// `bindingOffsets` entry (binding i's byte offset into its slot's buffer: a region's packed
+// parameter words), it is recorded with the `_at` imports, a (slot, offset) pair per binding.
 void RecordDispatch(mlir::OpBuilder& b, mlir::Location loc, mlir::Value cb, mlir::Value exe,
                     ExecutableOp exeOp, llvm::ArrayRef<int64_t> bindingSlots,
-                    std::optional<CountSlot> count, llvm::ArrayRef<mlir::Value> slotValues = {});
+                    std::optional<CountSlot> count, llvm::ArrayRef<mlir::Value> slotValues = {},
+                    llvm::ArrayRef<int64_t> bindingOffsets = {});
 
 }  // namespace hexir::vm_lowering

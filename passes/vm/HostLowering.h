@@ -123,6 +123,20 @@ struct PendingDispatch {
   SmallVector<Value> bindings;  // buffers, params buffer last
   bool barrierBefore = false;   // a hexir.barrier precedes it in the region
   std::optional<int64_t> countOffset;  // indirect: the count's byte offset in the params buffer
+  // Its parameter words' byte offset in the params buffer (nonzero: the region's packed one).
+  int64_t paramsOffset = 0;
+};
+
+// The parameter words of a region's CPU dispatches packed into one buffer, each list at a
+// 64-byte aligned offset (equal lists once), kept in a ref global and reused while the words
+// repeat (`hal.allocator.reuse_uniform`, emitted before the region's recording with every
+// word): one import call and one binding-table slot per region, not one per dispatch.
+struct PackedParams {
+  SmallVector<Value> words;  // each list zero-padded to an 8-word multiple but the last
+  SmallVector<std::pair<SmallVector<Value>, int64_t>> lists;  // list -> byte offset
+  Operation* load = nullptr;  // global.load.ref, reuse_uniform, global.store.ref
+  Operation* reuse = nullptr;
+  Operation* store = nullptr;
 };
 
 // The function recording a recorded callee's commands into a caller's command buffer
@@ -235,6 +249,9 @@ class HostLowering {
   // A region's, shared by equal lists. `reused`: kept in a ref global and reused by the next
   // execution when its words are equal (a CPU executable's, see LowerExecutionRegions.cpp).
   Value parameterBuffer(ArrayRef<Value> params, bool reused);
+  // The region's packed parameter buffer and the byte offset of `params` in it (ParamsPacking.cpp).
+  std::pair<Value, int64_t> packedParameters(ArrayRef<Value> params);
+  void emitPackedParameters();  // the one reuse_uniform, at b's insertion point, every word
   LogicalResult describeRecordedSlots(func::ReturnOp r, SmallVectorImpl<Value>& results);
 
   // ---- calls and control flow (LowerControlFlow.cpp) ----
@@ -285,6 +302,7 @@ class HostLowering {
   // The execution region being lowered.
   SmallVector<PendingDispatch> pending;
   SmallVector<std::pair<SmallVector<Value>, Value>> regionParams;
+  PackedParams packed;
   // Per recorded callee called in the region: the buffers its last call returned, per carried
   // buffer (RecordedCallee::carried).
   llvm::StringMap<SmallVector<Value>> calleeCarriedBuffers;

@@ -1,7 +1,8 @@
 // Lowering of hexir.execute: each execution region becomes its host work (result buffers:
 // `hal.device.queue.alloca`, transients in ref globals through `hal.device.transient`; one
-// parameter buffer per distinct parameter list, a CPU executable's reused across executions
-// while its words repeat) and one memoized command buffer in a ref
+// parameter buffer per distinct parameter list, except CPU executables' lists: packed into one
+// buffer per region, reused across executions while its words repeat, ParamsPacking.cpp) and
+// one memoized command buffer in a ref
 // global: recorded on the region's first execution in a context (`global.load.ref G;
 // ref.is_null; cond_br` to the record block), then submitted with `queue.execute_bound` and
 // this execution's buffers. Nothing a recording contains depends on a call: bindings are
@@ -135,7 +136,15 @@ LogicalResult HostLowering::lowerDispatch(DispatchOp d, const DenseSet<Value>& y
   p.countOffset = *countOffset;
   if (!params.empty()) {
     auto format = exe->getAttrOfType<StringAttr>(kFormatAttr);
-    p.bindings.push_back(parameterBuffer(params, format && format.getValue().starts_with("cpu-")));
+    bool reused = format && format.getValue().starts_with("cpu-");
+    if (reused && !recordedForm) {
+      auto [buffer, offset] = packedParameters(params);
+      p.bindings.push_back(buffer);
+      p.paramsOffset = offset;
+      if (p.countOffset) *p.countOffset += offset;
+    } else {
+      p.bindings.push_back(parameterBuffer(params, reused));
+    }
   }
   pending.push_back(std::move(p));
   return success();
@@ -209,7 +218,9 @@ void HostLowering::recordDispatch(Value cb, const PendingDispatch& p, Value exe,
   for (Value v : p.bindings) slotOrdinals.push_back(slotOf.lookup(v));
   std::optional<CountSlot> countSlot;
   if (p.countOffset) countSlot = CountSlot{slotOf.lookup(p.bindings.back()), *p.countOffset};
-  RecordDispatch(b, loc, cb, exe, exeOp, slotOrdinals, countSlot, slotValues);
+  SmallVector<int64_t> offsets(p.bindings.size(), 0);
+  if (!offsets.empty()) offsets.back() = p.paramsOffset;
+  RecordDispatch(b, loc, cb, exe, exeOp, slotOrdinals, countSlot, slotValues, offsets);
 }
 
 // The binding table of the region being lowered: each distinct buffer of its dispatches,
@@ -253,6 +264,7 @@ void HostLowering::recordCommands(Value commands, const DenseMap<Value, int64_t>
 // exactly where the region has them, then submit it with this execution's buffers, waiting
 // on the region's remaining awaits and signalling its timepoint when someone awaits it.
 void HostLowering::emitRegion(ExecuteOp e) {
+  emitPackedParameters();
   SmallVector<Value> slots;
   DenseMap<Value, int64_t> slotOf;
   assignSlots(slots, slotOf);
@@ -325,6 +337,7 @@ void HostLowering::emitRegion(ExecuteOp e) {
 void HostLowering::endRegion() {
   pending.clear();
   regionParams.clear();
+  packed = PackedParams();
   workgroupCounts.Clear();
   calleeCarriedBuffers.clear();
 }

@@ -154,17 +154,18 @@ void LayerCallsEqualInlinedLayers(const std::string& device) {
   const uint64_t kept_per_13_steps = kept_runs[2].dispatches - kept_runs[1].dispatches;
   CHECK(inlined_per_13_steps > 0);
   CHECK(kept_per_13_steps == inlined_per_13_steps);
-  // And no more buffers allocated per decode step than inlined: results used only inside the
-  // step and the callee's transients are kept per call site, and the calls' parameter buffers
-  // holding equal words are one buffer (hal.allocator.reuse_uniform). Fewer, in fact: the
-  // inlined layers' equal parameter lists are shared only where they are one SSA value, and
-  // each inlined layer recomputes its cache positions on the host (92 against 118 here).
+  // And at most one buffer more per call and decode step than inlined: results used only
+  // inside the step and the callee's transients are kept per call site, and the calls'
+  // parameter buffers holding equal words are one buffer (hal.allocator.reuse_uniform). The
+  // inlined step packs all its CPU parameter words into one buffer (passes/vm/ParamsPacking.cpp),
+  // a new one per step as the position changes; a kept call's region carries its own (not
+  // packed with the caller's): 92 against 53 here (before packing, 92 against 118).
   const uint64_t inlined_allocations = inlined_runs[2].allocations - inlined_runs[1].allocations;
   const uint64_t kept_allocations = kept_runs[2].allocations - kept_runs[1].allocations;
   INFO("buffers allocated per 13 decode steps: inlined " << inlined_allocations << ", kept "
                                                          << kept_allocations);
   CHECK(inlined_allocations > 0);
-  CHECK(kept_allocations <= inlined_allocations);
+  CHECK(kept_allocations <= inlined_allocations + 13 * kLayers);
   // On CUDA the decode steps' graphs replay as inlined: each buffer in one slot (a buffer one
   // call writes and the next reads was in two, and such a graph falls back to stream launches).
   // Kernel node updates: at most one more per call and step than inlined (a call's nodes whose

@@ -1,5 +1,6 @@
 #include "hal/drivers/cpu/cpu_dispatch.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "hal/kernel_error.h"
@@ -9,10 +10,17 @@ namespace hexir::hal::cpu {
 void ResolveBindings(const DispatchCommand& cmd, const std::vector<BufferRef>& table,
                      void** ptrs, uint64_t* lengths) {
   for (size_t i = 0; i < cmd.bindings.size(); ++i) {
-    const BufferRef& b =
-        cmd.bindings[i].is_slot() ? table[cmd.bindings[i].slot] : cmd.bindings[i];
-    ptrs[i] = b.buffer->host_data() + b.offset;
-    lengths[i] = b.length;
+    const BufferRef& b = cmd.bindings[i];
+    if (!b.is_slot()) {
+      ptrs[i] = b.buffer->host_data() + b.offset;
+      lengths[i] = b.length;
+      continue;
+    }
+    // A slot at an offset into its entry: past the entry's end it is an empty range.
+    const BufferRef& t = table[b.slot];
+    const uint64_t skip = std::min(b.offset, t.length);
+    ptrs[i] = t.buffer->host_data() + t.offset + skip;
+    lengths[i] = t.length - skip;
   }
 }
 

@@ -107,6 +107,11 @@ Status CudaRecording::AddDispatch(const DispatchCommand& d) {
   HEXIR_RETURN_IF_ERROR(CheckAbi(name, *k.entry, d.bindings.size(), d.push_constants.size()));
   for (const BufferRef& b : d.bindings) {
     if (b.is_slot()) {
+      if (b.offset != 0) {
+        return Unimplemented("cuda command buffer: dispatch of '", name,
+                             "': a binding at byte offset ", b.offset,
+                             " into a binding-table slot (dispatch_slots_at) is CPU-only");
+      }
       k.slot_of.push_back(static_cast<int32_t>(b.slot));
       k.values.push_back(0);
       k.uses_slots = true;
