@@ -4,7 +4,7 @@
 // operands read from memory: the CUDA tensor-core kernel's case (passes/codegen/CUDAMatmul.h).
 // Without it such a matmul has no tensor-core kernel and runs as a warp per output element,
 // each reading its whole row of A and of B (H200, TinyLlama-shaped f16 llama, 512-token
-// prefill: 226 ms against PyTorch's 20; bench/README.md "Prefill on the H200").
+// prefill: 226 ms against PyTorch's 20-31; bench/README.md "Prompt prefill on the H200").
 //
 //   %c = linalg.generic ins(%a, %w : tensor<?x2048xf32>, tensor<2048x2048xf16>) ...  {extf(w) * a + c}
 // becomes
