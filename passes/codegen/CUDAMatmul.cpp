@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "passes/codegen/CUDAPasses.h"  // kBlockSizeAttr, kThreadCountAttr
+#include "passes/codegen/MatmulLayout.h"
 #include "passes/codegen/WorkgroupCount.h"
 
 namespace hexir::cuda {
@@ -124,32 +125,13 @@ std::optional<TensorCoreMatmul> MatchTensorCoreMatmul(func::FuncOp kernel, bool 
     return std::nullopt;
   };
 
-  FailureOr<linalg::ContractionDimensions> dims = linalg::inferContractionDims(op);
-  if (failed(dims) || dims->batch.size() > 1 || dims->m.size() != 1 || dims->n.size() != 1 ||
-      dims->k.size() != 1)
-    return refuse(op, "not one M, N and K loop (and at most one batch loop)");
-  MLIRContext* ctx = op->getContext();
-  auto expr = [&](unsigned d) { return getAffineDimExpr(d, ctx); };
-  SmallVector<AffineExpr> prefix;
-  if (!dims->batch.empty()) prefix.push_back(expr(dims->batch[0]));
-  auto results = [&](unsigned x, unsigned y) {
-    SmallVector<AffineExpr> r(prefix);
-    r.push_back(expr(x));
-    r.push_back(expr(y));
-    return r;
-  };
-  unsigned m = dims->m[0], n = dims->n[0], k = dims->k[0];
+  std::string why;
+  std::optional<codegen::MatmulLayout> layout = codegen::MatchMatmulLayout(op, why);
+  if (!layout) return refuse(op, why);
+  const unsigned m = layout->m, n = layout->n, k = layout->k;
   TensorCoreMatmul s;
-  AffineMap mapA = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
-  AffineMap mapB = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
+  s.transposedB = layout->transposedB;
   AffineMap mapC = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  if (mapA.getResults() != ArrayRef<AffineExpr>(results(m, k)) ||
-      mapC.getResults() != ArrayRef<AffineExpr>(results(m, n)))
-    return refuse(op, "A is not [B][M][K] or C not [B][M][N]");
-  if (mapB.getResults() == ArrayRef<AffineExpr>(results(n, k)))
-    s.transposedB = true;
-  else if (mapB.getResults() != ArrayRef<AffineExpr>(results(k, n)))
-    return refuse(op, "B is neither [B][K][N] nor [B][N][K]");
   Value init = op.getDpsInitOperand(0)->get();
   if (!getElementTypeOrSelf(init.getType()).isF32()) return refuse(op, "the accumulator is not f32");
   if (!init.getDefiningOp<linalg::FillOp>()) return refuse(op, "the accumulator is not filled");
@@ -159,12 +141,12 @@ std::optional<TensorCoreMatmul> MatchTensorCoreMatmul(func::FuncOp kernel, bool 
   s.a = a.getArgNumber(), s.b = b.getArgNumber(), s.f16 = ea.isF16();
 
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  s.batch = dims->batch.empty() ? 1 : ranges[dims->batch[0]];
+  s.batch = layout->batch ? ranges[*layout->batch] : 1;
   s.m = ranges[m], s.n = ranges[n], s.k = ranges[k];
   if (ShapedType::isDynamic(s.batch) || ShapedType::isDynamic(s.n) || ShapedType::isDynamic(s.k))
     return refuse(op, "a dynamic batch, N or K");
   if (ShapedType::isDynamic(s.m)) s.m = -1;
-  if (s.m >= 0 && s.m <= kMaxGemvRows) return std::nullopt;  // the GEMV kernels' case
+  if (s.m >= 0 && s.m <= codegen::kMaxGemvRows) return std::nullopt;  // the GEMV kernels' case
   if (s.n < 16 || s.k < 16) return refuse(op, "N or K below 16");
   // 16-byte chunks (8 f16/bf16 elements, 4 f32): each row of A (K) and of B (N, or K when
   // transposed) must start 16 bytes aligned.

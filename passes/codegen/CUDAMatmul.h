@@ -51,8 +51,7 @@ inline constexpr int64_t kSimtTileK = 8;  // the f32 kernel's (CUDAMatmulSimt.cp
 inline constexpr int64_t kMaxWgmmaSharedBytes = 200 * 1024;
 // Shared memory the kernel may use (the static limit without opting in).
 inline constexpr int64_t kMaxMatmulSharedBytes = 48 * 1024;
-// Largest M left to the GEMV kernels.
-inline constexpr int64_t kMaxGemvRows = 16;
+// (The largest M left to the GEMV kernels: codegen::kMaxGemvRows, MatmulLayout.h.)
 
 struct TensorCoreMatmul {
   int64_t batch = 1;       // static; 1 when the op has no batch loop

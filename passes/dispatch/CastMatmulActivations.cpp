@@ -30,6 +30,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "passes/Passes.h"
+#include "passes/codegen/MatmulLayout.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_CASTMATMULACTIVATIONS
@@ -38,10 +39,8 @@ namespace hexir {
 namespace {
 using namespace mlir;
 
-// Largest static M left to the GEMV kernels (CUDAMatmul.h's kMaxGemvRows).
-constexpr int64_t kMaxGemvRows = 16;
-
-// Whether `op` is a contraction of the rule above.
+// Whether `op` is a contraction of the rule above (its layout: codegen/MatmulLayout.h, the
+// tensor-core kernel's).
 bool IsMixedMatmul(linalg::LinalgOp op) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 || op->getNumResults() != 1 ||
       !linalg::isaContractionOpInterface(op))
@@ -52,30 +51,14 @@ bool IsMixedMatmul(linalg::LinalgOp op) {
   if (!ea.isF32() || !(eb.isF16() || eb.isBF16()) || !getElementTypeOrSelf(init.getType()).isF32() ||
       !init.getDefiningOp<linalg::FillOp>())
     return false;
-  FailureOr<linalg::ContractionDimensions> dims = linalg::inferContractionDims(op);
-  if (failed(dims) || dims->batch.size() > 1 || dims->m.size() != 1 || dims->n.size() != 1 ||
-      dims->k.size() != 1)
-    return false;
-  MLIRContext* ctx = op->getContext();
-  auto results = [&](unsigned x, unsigned y) {
-    SmallVector<AffineExpr> r;
-    if (!dims->batch.empty()) r.push_back(getAffineDimExpr(dims->batch[0], ctx));
-    r.push_back(getAffineDimExpr(x, ctx));
-    r.push_back(getAffineDimExpr(y, ctx));
-    return r;
-  };
-  const unsigned m = dims->m[0], n = dims->n[0], k = dims->k[0];
-  auto mapOf = [&](OpOperand* operand) { return op.getMatchingIndexingMap(operand).getResults(); };
-  if (mapOf(op.getDpsInputOperand(0)) != ArrayRef<AffineExpr>(results(m, k)) ||
-      mapOf(op.getDpsInitOperand(0)) != ArrayRef<AffineExpr>(results(m, n)) ||
-      (mapOf(op.getDpsInputOperand(1)) != ArrayRef<AffineExpr>(results(k, n)) &&
-       mapOf(op.getDpsInputOperand(1)) != ArrayRef<AffineExpr>(results(n, k))))
-    return false;
+  std::string why;
+  std::optional<codegen::MatmulLayout> layout = codegen::MatchMatmulLayout(op, why);
+  if (!layout) return false;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  for (unsigned d : {n, k})
+  for (unsigned d : {layout->n, layout->k})
     if (ShapedType::isDynamic(ranges[d]) || ranges[d] < 16) return false;
-  if (!dims->batch.empty() && ShapedType::isDynamic(ranges[dims->batch[0]])) return false;
-  return ShapedType::isDynamic(ranges[m]) || ranges[m] > kMaxGemvRows;
+  if (layout->batch && ShapedType::isDynamic(ranges[*layout->batch])) return false;
+  return ShapedType::isDynamic(ranges[layout->m]) || ranges[layout->m] > codegen::kMaxGemvRows;
 }
 
 class CastMatmulActivations : public impl::CastMatmulActivationsBase<CastMatmulActivations> {

@@ -1,5 +1,7 @@
 // RUN: hexir-opt %s --split-input-file --hexir-cast-matmul-activations | FileCheck %s
 // RUN: hexir-opt %s --split-input-file --hexir-cast-matmul-activations --hexir-form-dispatch-regions | FileCheck %s --check-prefix=REGIONS
+// RUN: not hexir-compile %s --target=cuda --cuda-matmul-activations=f16 -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: for the --cuda-matmul-activations option: Cannot find option named 'f16'!
 
 // A prefill's projections: f32 activations [?][64] by f16 weights [N][K] (transposed B). q and
 // k read one normed value: one cast, shared; each generic now widens both operands.
