@@ -40,6 +40,7 @@ std::optional<Coordinate> MatchCoordinate(Value at, unsigned dim, int64_t extent
   auto lower = upper ? upper.getLhs().getDefiningOp<arith::MaxSIOp>() : nullptr;
   if (!lower || !IsConstant(lower.getRhs(), 0) || !IsConstant(upper.getRhs(), extent - 1)) return std::nullopt;
   Value s = lower.getLhs();
+  if (IsIndexOf(s, dim)) return Coordinate{s, 0};  // a low of 0 folded away: an end-only pad
   auto shift = s.getDefiningOp<arith::SubIOp>();
   std::optional<int64_t> low = shift ? ConstantOf(shift.getRhs()) : std::nullopt;
   if (!shift || !IsIndexOf(shift.getLhs(), dim) || !low || *low < 0) return std::nullopt;

@@ -10,7 +10,8 @@
 //
 //   out[i] = (low <= i < low + extent(src) in every dim) ? src[i - low] : value
 //
-// with static shapes and constant lows, it becomes
+// with static shapes and constant lows (a low of 0 folded away: the clamp reads the index
+// itself), it becomes
 //
 //   %f = linalg.fill ins(%value) outs(%out)
 //   %r = tensor.insert_slice %src into %f[low...] [extent(src)...] [1...]

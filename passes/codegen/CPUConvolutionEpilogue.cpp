@@ -124,16 +124,20 @@ bool HoistAbove(Value v, Operation* before) {
 
 }  // namespace
 
-ConvolutionEpilogue AbsorbConvolutionEpilogue(linalg::LinalgOp conv, bool (*outContiguous)(Type)) {
+std::optional<EpilogueOps> FindConvolutionEpilogue(linalg::LinalgOp conv, ArrayRef<Operation*> instead) {
   ConvolutionEpilogue e;
   Value out = conv.getDpsInits()[0];
-  Operation* init = NextEffectful(conv, /*forward=*/false);
-  if (!MatchInit(init, out, e)) return ConvolutionEpilogue();
-  // The ReLU, when out is a temporary that only the fill, the convolution and it use.
+  EpilogueOps found;
+  found.init = NextEffectful(conv, /*forward=*/false);
+  if (!MatchInit(found.init, out, e)) return std::nullopt;
+  // The ReLU, when out is a temporary that only the fill, the convolution and it use (and the
+  // ops that run `instead` of them).
   Operation* relu = NextEffectful(conv, /*forward=*/true);
   Value result = MatchRelu(relu, out);
-  // Users of out other than the three (through its collapsed views) and its dealloc.
-  auto ours = [&](Operation* user) { return user == init || user == conv || user == relu; };
+  auto ours = [&](Operation* user) {
+    return user == found.init || user == conv || user == relu || llvm::is_contained(instead, user);
+  };
+  // Users of out other than these (through its collapsed views) and its dealloc.
   auto onlyOurs = [&](Operation* user) {
     if (ours(user) || isa<memref::DeallocOp>(user)) return true;
     return isa<memref::CollapseShapeOp>(user) && llvm::all_of(user->getUsers(), ours);
@@ -143,9 +147,25 @@ ConvolutionEpilogue AbsorbConvolutionEpilogue(linalg::LinalgOp conv, bool (*outC
     bool temporary = alloc && isa<memref::AllocOp, memref::AllocaOp>(alloc) && llvm::all_of(out.getUsers(), onlyOurs);
     Value resultRoot = Root(result);
     bool separate = resultRoot != Root(conv.getDpsInputs()[0]) && resultRoot != Root(conv.getDpsInputs()[1]);
-    if (!temporary || !separate || !outContiguous(result.getType()) || !HoistAbove(result, conv))
-      result = Value();
+    if (!temporary || !separate) result = Value();
   }
+  if (result) {
+    found.relu = relu;
+    found.result = result;
+  }
+  return found;
+}
+
+ConvolutionEpilogue AbsorbConvolutionEpilogue(linalg::LinalgOp conv, bool (*outContiguous)(Type),
+                                              ArrayRef<Operation*> instead) {
+  ConvolutionEpilogue e;
+  Value out = conv.getDpsInits()[0];
+  std::optional<EpilogueOps> found = FindConvolutionEpilogue(conv, instead);
+  if (!found) return ConvolutionEpilogue();
+  MatchInit(found->init, out, e);
+  Operation *init = found->init, *relu = found->relu;
+  Value result = found->result;
+  if (result && (!outContiguous(result.getType()) || !HoistAbove(result, conv))) result = Value();
   if (!outContiguous((result ? result : out).getType())) return ConvolutionEpilogue();
   llvm::SetVector<Operation*> views;  // collapsed views of out and of the ReLU's output
   for (Operation* op : {init, result ? relu : nullptr})

@@ -10,8 +10,12 @@
 // with T a temporary only these read. Absorbed, the convolution writes O (or T, without the
 // ReLU) itself: its register tiles start at bias[f] (or the fill value) instead of reading
 // out, and its last K block stores maximumf(acc, 0): the bias and ReLU passes and the
-// temporary are gone (SqueezeNet's, bench/README.md "Convolution epilogues").
+// temporary are gone (SqueezeNet's, bench/README.md "Convolution epilogues"). Where out's rows
+// are contiguous only at run time (a dynamic export's), CPUConvolutionKernel.cpp absorbs a
+// copy of the three ops under its run-time test and keeps the originals for the else branch.
 #pragma once
+
+#include <optional>
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
@@ -30,7 +34,21 @@ struct ConvolutionEpilogue {
 // Then erases the ops found, points `conv`'s out at the ReLU's output and returns what the
 // kernel must do instead; returns an empty epilogue (and changes nothing) otherwise. With
 // `outContiguous`, the ReLU's output must also pass it (the kernel writes it as rows).
+// `instead`: ops that also use out but run instead of these (the originals the loop lowering
+// keeps on the other side of a run-time test, when `conv` and its epilogue are copies).
 ConvolutionEpilogue AbsorbConvolutionEpilogue(mlir::linalg::LinalgOp conv,
-                                              bool (*outContiguous)(mlir::Type));
+                                              bool (*outContiguous)(mlir::Type),
+                                              llvm::ArrayRef<mlir::Operation*> instead = {});
+
+// The ops AbsorbConvolutionEpilogue would absorb, changing nothing and testing no contiguity:
+// the op writing out's initial value, and the ReLU with the buffer it writes (both null when
+// there is none to absorb).
+struct EpilogueOps {
+  mlir::Operation* init = nullptr;
+  mlir::Operation* relu = nullptr;
+  mlir::Value result;
+};
+std::optional<EpilogueOps> FindConvolutionEpilogue(mlir::linalg::LinalgOp conv,
+                                                   llvm::ArrayRef<mlir::Operation*> instead = {});
 
 }  // namespace hexir::codegen

@@ -679,7 +679,9 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
   Value packed;
   OpBuilder b(kernel.getContext());
   for (auto& [op, g] : convolutions) {
-    // Only where the kernel below runs unconditionally (no run-time test of out's rows).
+    // Here where out's rows are contiguous by type; under the run-time test of its rows below
+    // otherwise (the input-packing kernel only: on a packed filter, whose kernel writes out at
+    // any strides, a dynamic export's epilogue made its 3x3s 2-3% slower, SqueezeNet 1.1).
     ConvolutionEpilogue epilogue;
     if (g.kind != ConvolutionKind::kDepthwise) epilogue = AbsorbConvolutionEpilogue(op, HasStaticContiguousRows);
     if (LowerConvolutionOnPackedFilter(kernel, op, g, tiles, epilogue)) {
@@ -690,22 +692,53 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
     b.setInsertionPoint(op);
     Location loc = op.getLoc();
     Value x = op.getDpsInputs()[0], w = op.getDpsInputs()[1], out = op.getDpsInits()[0];
-    auto emit = [&] {
+    auto emit = [&](linalg::LinalgOp on, const ConvolutionEpilogue& e) {
+      Value onX = on.getDpsInputs()[0], onW = on.getDpsInputs()[1], onOut = on.getDpsInits()[0];
       if (g.kind == ConvolutionKind::kDepthwise)
-        return EmitDepthwiseConvolution(b, loc, kernel, tiles.lanes, g, op, x, w, out);
-      EmitDenseOnPlaneSizes(b, loc, tiles, g, x, w, out, packed, TapTable(kernel, w), epilogue);
+        return EmitDepthwiseConvolution(b, loc, kernel, tiles.lanes, g, on, onX, onW, onOut);
+      EmitDenseOnPlaneSizes(b, loc, tiles, g, onX, onW, onOut, packed, TapTable(kernel, onW), e);
     };
     // Dense and grouped kernels write the output's planes as rows: where its strides are
     // dynamic, the kernel runs when they are contiguous at run time, the loop lowering otherwise.
-    Value contiguous = g.kind != ConvolutionKind::kDepthwise ? RowsAreContiguous(b, loc, {out}) : Value();
+    // An epilogue not absorbed above for want of rows contiguous by type (a dynamic export's:
+    // a workgroup's slice of the ReLU's output has run-time strides) is absorbed under the same
+    // test, by a copy of the three ops; the originals stay in the else branch.
+    std::optional<EpilogueOps> runTimeEpilogue;
+    if (g.kind != ConvolutionKind::kDepthwise && !epilogue.initializes())
+      runTimeEpilogue = FindConvolutionEpilogue(op);
+    SmallVector<Operation*> originals;
+    if (runTimeEpilogue) {
+      originals = {runTimeEpilogue->init, op};
+      if (runTimeEpilogue->relu) originals.push_back(runTimeEpilogue->relu);
+      b.setInsertionPointAfter(originals.back());
+    }
+    // The buffer the kernel writes: the ReLU's output where it absorbs the ReLU (out, the
+    // temporary, then only the loop lowering's: a test of it would be one more user of out).
+    Value written = runTimeEpilogue && runTimeEpilogue->result ? runTimeEpilogue->result : out;
+    Value contiguous = g.kind != ConvolutionKind::kDepthwise ? RowsAreContiguous(b, loc, {written}) : Value();
     if (!contiguous) {
-      emit();
+      b.setInsertionPoint(op);
+      emit(op, epilogue);
       op->erase();
       continue;
     }
     auto branch = scf::IfOp::create(b, loc, contiguous, /*withElseRegion=*/true);
     b.setInsertionPoint(branch.thenBlock()->getTerminator());
-    emit();
+    if (runTimeEpilogue) {
+      IRMapping copies;
+      linalg::LinalgOp copy;
+      for (Operation* original : originals) {
+        Operation* cloned = b.clone(*original, copies);
+        if (original == op.getOperation()) copy = cast<linalg::LinalgOp>(cloned);
+      }
+      for (Operation* original : originals) original->moveBefore(branch.elseBlock()->getTerminator());
+      ConvolutionEpilogue absorbed = AbsorbConvolutionEpilogue(copy, [](Type) { return true; }, originals);
+      b.setInsertionPoint(copy);
+      emit(copy, absorbed);
+      copy->erase();
+      continue;
+    }
+    emit(op, epilogue);
     op->moveBefore(branch.elseBlock()->getTerminator());
   }
   // Buffers nothing reads any more (a fused pad's, CPUConvolutionDepthwise.h) are not allocated.

@@ -66,6 +66,12 @@ constexpr int64_t kConvolutionPositionsPerWorkgroup = 256;
 // however many workgroups there are (SqueezeNet's 3x3 / 2 stem over 3 channels ran as 4
 // workgroups of 16 channels, each gathering all 27 x 961 of its panels). Each workgroup still
 // reads all the filters, in place.
+// A plane of run-time extents (a dynamic export's) is split along its rows too, in tiles of
+// kDynamicPlaneRowsPerWorkgroup rows (its width unknown: 8 rows of a 31-wide plane are about
+// kConvolutionPositionsPerWorkgroup positions); split along its channels, each workgroup
+// gathered the whole input (SqueezeNet 1.1's dynamic stem, 4 workgroups of 16 channels:
+// 51 us a call against the static export's 37).
+constexpr int64_t kDynamicPlaneRowsPerWorkgroup = 8;
 bool SplitsAlongRows(func::FuncOp kernel, ArrayRef<Range> domain) {
   bool dense = false, other = false;
   kernel.walk([&](linalg::LinalgOp op) {
@@ -74,7 +80,8 @@ bool SplitsAlongRows(func::FuncOp kernel, ArrayRef<Range> domain) {
   });
   if (!dense || other || domain.size() < 4) return false;
   std::optional<int64_t> oh = getConstantIntValue(domain[2].size), ow = getConstantIntValue(domain[3].size);
-  return oh && ow && *oh * *ow >= 2 * kConvolutionPositionsPerWorkgroup;
+  if (!oh || !ow) return true;
+  return *oh * *ow >= 2 * kConvolutionPositionsPerWorkgroup;
 }
 
 // The largest static C * KH * KW of the kernel's convolutions (dynamic extents count as large).
@@ -304,8 +311,9 @@ class CPUDistributeWorkgroups
             wanted, std::max<int64_t>(1, *n0 / kConvolutionChannelsPerWorkgroup))));
       // Or along its rows: at least kConvolutionPositionsPerWorkgroup output positions each.
       if (axis == 2) {
-        int64_t ow = *getConstantIntValue(domain[3].size);
-        int64_t leastRows = (kConvolutionPositionsPerWorkgroup + ow - 1) / ow;
+        std::optional<int64_t> ow = getConstantIntValue(domain[3].size);
+        int64_t leastRows =
+            ow ? (kConvolutionPositionsPerWorkgroup + *ow - 1) / *ow : kDynamicPlaneRowsPerWorkgroup;
         wanted = llvm::bit_floor(static_cast<uint64_t>(std::min(wanted, std::max<int64_t>(1, *n0 / leastRows))));
       }
       // Runs of at least kContiguousBytesPerWorkgroup along the output's contiguous
@@ -340,6 +348,7 @@ class CPUDistributeWorkgroups
       int64_t tile = std::max<int64_t>(1, (minWorkPerWorkgroup + inner - 1) / inner);
       if (micro) tile = std::max<int64_t>(tile, kMatmulRowsPerWorkgroup);
       if (axis == 0) tile = std::max<int64_t>(tile, LeastContiguousTile(root));
+      if (axis == 2) tile = std::max<int64_t>(tile, kDynamicPlaneRowsPerWorkgroup);
       n0V = getValueOrCreateConstantIndexOp(b, rootLoc, domain[axis].size);
       tileV = codegen::BuildWorkgroupTile(b, rootLoc, n0V, tile, limit);
       count = limit;

@@ -117,14 +117,20 @@ std::optional<DynamicPad> MatchDynamicPad(linalg::GenericOp op) {
     auto upper = at.getDefiningOp<arith::MinSIOp>();
     auto lower = upper ? upper.getLhs().getDefiningOp<arith::MaxSIOp>() : nullptr;
     if (!lower || ConstantOf(lower.getRhs()) != 0) return std::nullopt;
-    auto shift = lower.getLhs().getDefiningOp<arith::SubIOp>();
-    if (!shift) return std::nullopt;
-    std::optional<OpFoldResult> offset = MatchPosition(shift.getLhs(), d, body);
-    std::optional<OpFoldResult> low = Outside(shift.getRhs(), body);
+    // s is the position itself where a low of 0 was folded away (a ceil-mode pool's or a
+    // convolution's end-only pad: the extra elements its last window may reach).
+    Value shifted = lower.getLhs();
+    std::optional<OpFoldResult> offset = MatchPosition(shifted, d, body), low;
+    if (offset) {
+      low = OpFoldResult(IntegerAttr::get(IndexType::get(op.getContext()), 0));
+    } else if (auto shift = shifted.getDefiningOp<arith::SubIOp>()) {
+      offset = MatchPosition(shift.getLhs(), d, body);
+      low = Outside(shift.getRhs(), body);
+    }
     if (!offset || !low) return std::nullopt;
     dim.offset = *offset;
     dim.low = *low;
-    dim.shifted = shift.getResult();
+    dim.shifted = shifted;
     dim.last = upper.getRhs();
     pad.dims.push_back(dim);
   }

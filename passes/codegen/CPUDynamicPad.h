@@ -10,6 +10,7 @@
 //
 //   read  src[p_d]                 with p_d = i_d + off_d            (a dim not padded), or
 //   read  src[clamp(s_d, 0, E_d - 1)] with s_d = i_d + off_d - low_d, inside iff 0 <= s_d < E_d
+//         (s_d = i_d + off_d where a low of 0 was folded away: an end-only pad)
 //   out[i] = inside in every padded dim ? that read : value
 //
 // (off_d, low_d, E_d values defined outside the body, or constants; off_d absent when the dim

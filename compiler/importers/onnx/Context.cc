@@ -709,7 +709,37 @@ Val Context::Pad(Val& x, const std::vector<Dim>& begin, const std::vector<Dim>& 
   Val r;
   r.et = x.et;
   r.shape = out;
-  r.name = b.IndexGeneric(out, x.et, [&](const std::vector<std::string>&) {
+  // Every amount a run-time value or a static 0 (a dynamic export's end-only pad: the extra
+  // elements a ceil-mode pool's last window, or a window larger than its input, may reach;
+  // usually none): the host chooses x itself when they are all 0 at run time, so the consumer
+  // reads x in place instead of a padded copy (SqueezeNet 1.1's stem and three pools).
+  bool runTimeOnly = true;
+  for (size_t i = 0; i < begin.size(); ++i)
+    for (const Dim& d : {begin[i], end[i]}) runTimeOnly = runTimeOnly && (d.dynamic() || d.v == 0);
+  std::string none;  // i1: every run-time amount is 0
+  for (size_t i = 0; runTimeOnly && i < begin.size(); ++i)
+    for (const Dim& d : {begin[i], end[i]}) {
+      if (!d.dynamic()) continue;
+      std::string zero = b.Fresh();
+      b.Line(zero + " = arith.cmpi eq, " + b.DimValue(d) + ", " + b.IndexConst(0) + " : index");
+      none = b.AndI1(none, zero);
+    }
+  std::string type, from;
+  if (!none.empty()) {
+    type = Builder::TensorType(r);
+    from = Builder::TensorType(x);
+    r.name = b.Fresh();
+    b.Line(r.name + " = scf.if " + none + " -> (" + type + ") {");
+    b.EnterRegion();
+    std::string plain = x.name;
+    if (from != type) {  // a static extent of x where the padded one is `?`
+      plain = b.Fresh();
+      b.Line("  " + plain + " = tensor.cast " + x.name + " : " + from + " to " + type);
+    }
+    b.Line("  scf.yield " + plain + " : " + type);
+    b.Line("} else {");
+  }
+  std::string padded = b.IndexGeneric(out, x.et, [&](const std::vector<std::string>&) {
         std::string zero = b.IndexConst(0), one = b.IndexConst(1);
         std::string valid;
         std::vector<std::string> src;
@@ -754,6 +784,13 @@ Val Context::Pad(Val& x, const std::vector<Dim>& begin, const std::vector<Dim>& 
         std::string pv = b.ScalarConst(x.et, value);
         return b.Select(valid, e, pv, x.et);
       });
+  if (none.empty()) {
+    r.name = padded;
+    return r;
+  }
+  b.Line("  scf.yield " + padded + " : " + type);
+  b.ExitRegion();
+  b.Line("}");
   return r;
 }
 

@@ -124,3 +124,44 @@ hexir.executable @edge_repeat attributes {hexir.workgroup_count = array<i64: 1, 
     }
   }
 }
+
+// -----
+
+// An end-only pad (a ceil-mode max pool's last window past an even plane) whose lows of 0
+// canonicalization folded away: the clamp reads max(i, 0) of the index itself. The fill and
+// the copy all the same.
+// CHECK-LABEL: hexir.executable @end_only_pad
+// CHECK-NOT:     llvm.select {{.*}} : i1, f32
+// CHECK:         llvm.return
+hexir.executable @end_only_pad attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @end_only_pad(%x: tensor<1x4x6x6xf32>, %o: tensor<1x4x7x7xf32>, %id: index) -> tensor<1x4x7x7xf32> {
+      %c0 = arith.constant 0 : index
+      %c5 = arith.constant 5 : index
+      %c6 = arith.constant 6 : index
+      %cst = arith.constant 0xFF800000 : f32
+      %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%o : tensor<1x4x7x7xf32>) {
+      ^bb0(%out: f32):
+        %i0 = linalg.index 0 : index
+        %i1 = linalg.index 1 : index
+        %i2 = linalg.index 2 : index
+        %m2 = arith.maxsi %i2, %c0 : index
+        %a2 = arith.minsi %m2, %c5 : index
+        %g2 = arith.cmpi sge, %i2, %c0 : index
+        %t2 = arith.cmpi slt, %i2, %c6 : index
+        %v2 = arith.andi %g2, %t2 : i1
+        %i3 = linalg.index 3 : index
+        %m3 = arith.maxsi %i3, %c0 : index
+        %a3 = arith.minsi %m3, %c5 : index
+        %g3 = arith.cmpi sge, %i3, %c0 : index
+        %t3 = arith.cmpi slt, %i3, %c6 : index
+        %v3 = arith.andi %g3, %t3 : i1
+        %v = arith.andi %v2, %v3 : i1
+        %e = tensor.extract %x[%i0, %i1, %a2, %a3] : tensor<1x4x6x6xf32>
+        %y = arith.select %v, %e, %cst : f32
+        linalg.yield %y : f32
+      } -> tensor<1x4x7x7xf32>
+      return %r : tensor<1x4x7x7xf32>
+    }
+  }
+}

@@ -238,23 +238,62 @@ hexir.executable @conv_grouped {
 
 // -----
 
-// The same convolution with dynamic batch and spatial dims: the count is still 2 (the
-// dynamic extents count as large), and the kernel computes its channels per workgroup from
-// the run-time work (window 5 x 3 x 3 times the root's extents, over the minimum work, 1
-// here): 2 workgroups of 32 when that allows, else 1 of all 64 (the second runs none).
+// A dense convolution on the input-packing kernel with dynamic batch and spatial dims: split
+// along its output rows, as a static plane of >= 512 positions is (each workgroup packs only
+// its rows' panels), in tiles of 8 rows (the plane's width unknown) grown to ceil(rows / 3)
+// past 3 tiles; the host computes the count from the rows (parameter word 4, dim 2 of out).
 // CHECK-LABEL: hexir.executable @conv_dynamic
-// CHECK-SAME:    hexir.workgroup_count = array<i64: 2, 1, 1>
+// CHECK-SAME:    hexir.workgroup_count_dynamic = {extent_factor = 1 : i64, extent_words = array<i64: 4>, limit = 3 : i64, tile = 8 : i64}
 // CHECK:         func.func @conv_dynamic(
-// CHECK:         %[[ENOUGH:.+]] = arith.cmpi uge, %{{.+}}, %[[C2:.+]] :
-// CHECK:         %[[WANTED:.+]] = arith.select %[[ENOUGH]], %[[C2]], %{{.+}} : index
-// CHECK:         %[[SPLIT:.+]] = arith.ceildivui %{{.+}}, %[[WANTED]]
-// CHECK:         %[[TILE:.+]] = arith.maxui %[[SPLIT]], %{{.+}}
-// CHECK:         scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[TILE]]
+// CHECK:         %[[ROWS:.+]] = tensor.dim %{{.+}}, %c2 : tensor<?x64x?x?xf32>
+// CHECK:         %[[GROWN:.+]] = arith.ceildivsi %[[ROWS]], %c3
+// CHECK:         %[[TILE:.+]] = arith.maxsi %[[GROWN]], %c8
+// CHECK:         scf.for %[[ROW:.+]] = %{{.+}} to %{{.+}} step %[[TILE]]
+// CHECK:           tensor.extract_slice %{{.+}}[0, 0, %[[ROW]], 0]
 // CHECK:           linalg.generic
-// CHECK-SAME:        tensor<?x5x?x?xf32>, tensor<?x5x3x3xf32>
+// CHECK-SAME:        tensor<?x5x?x?xf32>, tensor<64x5x3x3xf32>
 hexir.executable @conv_dynamic {
   builtin.module {
     func.func @conv_dynamic(%x: tensor<?x5x?x?xf32>, %w: tensor<64x5x3x3xf32>, %o: tensor<?x64x?x?xf32>) -> tensor<?x64x?x?xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<?x5x?x?xf32>, tensor<64x5x3x3xf32>) outs(%o : tensor<?x64x?x?xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<?x64x?x?xf32>
+      return %y : tensor<?x64x?x?xf32>
+    }
+  }
+}
+
+// -----
+
+// The same on a filter packed at load (its unpack marked hexir.packed_rhs): split along its
+// channels instead, whole panels of 16 each (the kernel reads them in place). The count is
+// still 2 (the dynamic extents count as large), and the kernel computes its channels per
+// workgroup from the run-time work (window 5 x 3 x 3 times the root's extents, over the
+// minimum work, 1 here): 2 workgroups of 32 when that allows, else 1 of all 64 (the second
+// runs none).
+// CHECK-LABEL: hexir.executable @conv_dynamic_prepacked
+// CHECK-SAME:    hexir.workgroup_count = array<i64: 2, 1, 1>
+// CHECK:         func.func @conv_dynamic_prepacked(
+// CHECK:         %[[ENOUGH:.+]] = arith.cmpi uge, %{{.+}}, %[[C2:.+]] :
+// CHECK:         %[[WANTED:.+]] = arith.select %[[ENOUGH]], %[[C2]], %{{.+}} : index
+// CHECK:         %[[SPLIT:.+]] = arith.ceildivui %{{.+}}, %[[WANTED]]
+// CHECK:         %[[PER:.+]] = arith.maxui %[[SPLIT]], %{{.+}}
+// CHECK:         %[[PANELS:.+]] = arith.ceildivui %[[PER]], %c16
+// CHECK:         %[[TILE:.+]] = arith.muli %[[PANELS]], %c16
+// CHECK:         scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[TILE]]
+// CHECK:           linalg.generic
+// CHECK-SAME:        tensor<?x5x?x?xf32>, tensor<?x5x3x3xf32>
+hexir.executable @conv_dynamic_prepacked {
+  builtin.module {
+    func.func @conv_dynamic_prepacked(%x: tensor<?x5x?x?xf32>, %wp: tensor<4x45x16xf32>, %o: tensor<?x64x?x?xf32>) -> tensor<?x64x?x?xf32> {
+      %e = tensor.empty() : tensor<64x5x3x3xf32>
+      %w = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0 floordiv 16, d1 * 9 + d2 * 3 + d3, d0 mod 16)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%wp : tensor<4x45x16xf32>) outs(%e : tensor<64x5x3x3xf32>) attrs = {hexir.packed_rhs} {
+      ^bb0(%in: f32, %out: f32):
+        linalg.yield %in : f32
+      } -> tensor<64x5x3x3xf32>
       %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<?x5x?x?xf32>, tensor<64x5x3x3xf32>) outs(%o : tensor<?x64x?x?xf32>) {
       ^bb0(%a: f32, %b: f32, %acc: f32):
         %p = arith.mulf %a, %b : f32

@@ -130,3 +130,46 @@ hexir.executable @dynamic_pad attributes {hexir.workgroup_count = array<i64: 1, 
     }
   }
 }
+
+// -----
+
+// An end-only pad (a dynamic export's ceil-mode max pool: the -inf elements its last window
+// may reach past the input), whose low of 0 canonicalization folded away: the clamp reads
+// max(i, 0) of the index itself. Still the fill and the copy.
+// CHECK-LABEL: hexir.executable @end_only_pad
+// CHECK-NOT:     llvm.select {{.*}} : i1, f32
+// CHECK-NOT:     hexir_kernel_error
+// CHECK:         llvm.return
+hexir.executable @end_only_pad attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @end_only_pad(%x: tensor<?x8x?x?xf32>, %o: tensor<?x8x?x?xf32>, %h: index, %w: index, %id: index) -> tensor<?x8x?x?xf32> {
+      %cst = arith.constant 0xFF800000 : f32
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%o : tensor<?x8x?x?xf32>) {
+      ^bb0(%out: f32):
+        %i0 = linalg.index 0 : index
+        %i1 = linalg.index 1 : index
+        %i2 = linalg.index 2 : index
+        %l2 = arith.subi %h, %c1 : index
+        %m2 = arith.maxsi %i2, %c0 : index
+        %a2 = arith.minsi %m2, %l2 : index
+        %g2 = arith.cmpi sge, %i2, %c0 : index
+        %t2 = arith.cmpi slt, %i2, %h : index
+        %v2 = arith.andi %g2, %t2 : i1
+        %i3 = linalg.index 3 : index
+        %l3 = arith.subi %w, %c1 : index
+        %m3 = arith.maxsi %i3, %c0 : index
+        %a3 = arith.minsi %m3, %l3 : index
+        %g3 = arith.cmpi sge, %i3, %c0 : index
+        %t3 = arith.cmpi slt, %i3, %w : index
+        %v3 = arith.andi %g3, %t3 : i1
+        %v = arith.andi %v2, %v3 : i1
+        %e = tensor.extract %x[%i0, %i1, %a2, %a3] : tensor<?x8x?x?xf32>
+        %y = arith.select %v, %e, %cst : f32
+        linalg.yield %y : f32
+      } -> tensor<?x8x?x?xf32>
+      return %r : tensor<?x8x?x?xf32>
+    }
+  }
+}
