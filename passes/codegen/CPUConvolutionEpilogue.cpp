@@ -137,9 +137,10 @@ std::optional<EpilogueOps> FindConvolutionEpilogue(linalg::LinalgOp conv, ArrayR
   auto ours = [&](Operation* user) {
     return user == found.init || user == conv || user == relu || llvm::is_contained(instead, user);
   };
-  // Users of out other than these (through its collapsed views) and its dealloc.
+  // Users of out other than these (through its collapsed views), its dealloc and ops reading
+  // only its shape (a run-time test of its plane, CPUConvolutionKernel.cpp).
   auto onlyOurs = [&](Operation* user) {
-    if (ours(user) || isa<memref::DeallocOp>(user)) return true;
+    if (ours(user) || isa<memref::DeallocOp, memref::DimOp, memref::ExtractStridedMetadataOp>(user)) return true;
     return isa<memref::CollapseShapeOp>(user) && llvm::all_of(user->getUsers(), ours);
   };
   if (result && result != out) {

@@ -684,6 +684,44 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
     // any strides, a dynamic export's epilogue made its 3x3s 2-3% slower, SqueezeNet 1.1).
     ConvolutionEpilogue epilogue;
     if (g.kind != ConvolutionKind::kDepthwise) epilogue = AbsorbConvolutionEpilogue(op, HasStaticContiguousRows);
+    // A shallow filter over a run-time plane, packed besides (a dual unpack,
+    // CPUPackMatmulOperands.cpp): the packed kernel on a plane of at most kTinyPlanePositions
+    // outputs, the input-packing kernel below on the original filter otherwise.
+    // The epilogue ops not absorbed above go with it into both branches: the packed kernel
+    // (out at any strides) absorbs a copy of them, the else branch keeps them for the
+    // input-packing kernel's run-time absorption below.
+    if (g.kind == ConvolutionKind::kDense) {
+      b.setInsertionPoint(op);
+      if (Value original = DualUnpackOriginal(b, op.getDpsInputs()[1])) {
+        Location loc = op.getLoc();
+        Value out = op.getDpsInits()[0];
+        Value positions = arith::MulIOp::create(b, loc, memref::DimOp::create(b, loc, out, 2),
+                                                memref::DimOp::create(b, loc, out, 3));
+        Value tiny = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, positions,
+                                           arith::ConstantIndexOp::create(b, loc, kTinyPlanePositions));
+        SmallVector<Operation*> group = {op};
+        std::optional<EpilogueOps> around;
+        if (!epilogue.initializes()) around = FindConvolutionEpilogue(op);
+        if (around) {
+          group = {around->init, op};
+          if (around->relu) group.push_back(around->relu);
+        }
+        b.setInsertionPointAfter(group.back());
+        auto branch = scf::IfOp::create(b, loc, tiny, /*withElseRegion=*/true);
+        b.setInsertionPoint(branch.thenBlock()->getTerminator());
+        IRMapping copies;
+        linalg::LinalgOp onPanels;
+        for (Operation* member : group) {
+          Operation* copy = b.clone(*member, copies);
+          if (member == op.getOperation()) onPanels = cast<linalg::LinalgOp>(copy);
+        }
+        for (Operation* member : group) member->moveBefore(branch.elseBlock()->getTerminator());
+        ConvolutionEpilogue panelsEpilogue =
+            around ? AbsorbConvolutionEpilogue(onPanels, [](Type) { return true; }, group) : epilogue;
+        if (LowerConvolutionOnPackedFilter(kernel, onPanels, g, tiles, panelsEpilogue)) onPanels->erase();
+        op.getDpsInputOperand(1)->set(original);
+      }
+    }
     if (LowerConvolutionOnPackedFilter(kernel, op, g, tiles, epilogue)) {
       op->erase();
       continue;

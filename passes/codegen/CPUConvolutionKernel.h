@@ -83,6 +83,13 @@ constexpr int64_t kMaxPackedFilterDepth = 16384;
 // 3x3 convolutions with dynamic 4x4 to 16x16 planes ran 1.2-1.7x their static export, and
 // static 8x8 and 16x16 planes lost 1.1-1.3x too (bench/README.md, "Dynamic against static").
 constexpr int64_t kPackedFilterMaxTileRows = 8;
+// Output planes of at most this many positions (squeeze-excitation's FCs on 1 x 1, the last
+// stages' 2 x 2) take a prepacked filter of any depth: there the input-packing kernel fills
+// 1-4 of its NR columns, and the packed filter's tile is the few positions by NR filters (one
+// position: out's filters are consecutive, loaded and stored as vectors, no gather). A
+// shallower filter over a run-time plane is packed besides (hexir-cpu-pack-matmul-operands'
+// dual unpack) and LowerConvolutionsToKernels chooses by this test at run time.
+constexpr int64_t kTinyPlanePositions = 4;
 // Output sides of the square planes a dynamic export's packed-filter kernel has static-plane
 // variants for (tested at run time; see CPUConvolutionPackedFilter.cpp).
 constexpr int64_t kPackedFilterPlaneOutputs[] = {2, 4};

@@ -125,11 +125,14 @@ Value RunTimeChannelTile(OpBuilder& b, Location loc, ArrayRef<Range> domain, int
 
 // NR of the kernel's prepacked convolution filter (hexir-cpu-pack-matmul-operands: an unpack
 // marked kPackedRhsAttr writing a 4-D filter), 0 if none: its workgroups' channels then
-// start at multiples of NR, so each reads whole panels in place.
-int64_t PrepackedFilterColumns(func::FuncOp kernel) {
+// start at multiples of NR, so each reads whole panels in place. Without `dual`, a filter
+// packed besides its original (a dual unpack: the input-packing kernel reads the original
+// over all but tiny run-time planes) does not count.
+int64_t PrepackedFilterColumns(func::FuncOp kernel, bool dual = true) {
   int64_t nr = 0;
   kernel.walk([&](linalg::GenericOp g) {
-    if (g->hasAttr(kPackedRhsAttr) && g.getNumDpsInits() == 1 && g.getNumLoops() == 4)
+    if (g->hasAttr(kPackedRhsAttr) && g.getNumDpsInits() == 1 && g.getNumLoops() == 4 &&
+        (dual || g.getNumDpsInputs() == 1))
       nr = cast<ShapedType>(g.getDpsInputs()[0].getType()).getDimSize(2);
   });
   return nr;
@@ -274,7 +277,7 @@ class CPUDistributeWorkgroups
     OpBuilder b(root);
     SmallVector<Range> domain = root.getIterationDomain(b);
     const size_t axis = !SplitsAlongChannels(kernel, root)                                  ? 0
-                        : !PrepackedFilterColumns(kernel) && SplitsAlongRows(kernel, domain) ? 2
+                        : !PrepackedFilterColumns(kernel, /*dual=*/false) && SplitsAlongRows(kernel, domain) ? 2
                                                                                              : 1;
     std::optional<int64_t> n0 = getConstantIntValue(domain[axis].size);
     std::optional<int64_t> lb0 = getConstantIntValue(domain[axis].offset);

@@ -142,6 +142,19 @@ std::optional<PrepackedB> FindPrepackedOperand(OpBuilder& b, Value operand, unsi
   return PrepackedB{packed, first, nr};
 }
 
+Value DualUnpackOriginal(OpBuilder& b, Value operand) {
+  Value v = operand;
+  auto view = v.getDefiningOp<memref::SubViewOp>();
+  if (view) v = view.getSource();
+  while (auto cast = v.getDefiningOp<memref::CastOp>()) v = cast.getSource();
+  linalg::GenericOp unpack = UnpackWriting(v);
+  if (!unpack || unpack.getNumDpsInputs() != 2) return Value();
+  Value original = unpack.getDpsInputs()[1];
+  if (!view) return original;
+  return memref::SubViewOp::create(b, operand.getLoc(), original, view.getMixedOffsets(), view.getMixedSizes(),
+                                   view.getMixedStrides());
+}
+
 void ErasePrepackedOperands(func::FuncOp kernel) {
   SmallVector<linalg::GenericOp> unpacks;
   kernel.walk([&](linalg::GenericOp g) {

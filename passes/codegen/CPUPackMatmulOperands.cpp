@@ -14,7 +14,10 @@
 // an unpack generic marked `hexir.packed_rhs` (CPUConvolutionPackedFilter.cpp reads the panels
 // in place). A filter that changes per call, or of fewer than kMinPackedFilterDepth taps
 // (except on output planes of at most kTinyPlanePositions positions), keeps the convolution
-// as it was.
+// as it was; over an output plane of run-time extents (a dynamic export's, where either may
+// win) it gets both: the packed filter as one more capture, read through an unpack that also
+// takes the original filter as a second input, and CPUConvolutionKernel.cpp chooses at run
+// time (the packed kernel on a tiny plane, the input-packing one on the original otherwise).
 //
 // Before hexir-lift-constant-dispatches: a pack of a constant %w has only constant operands
 // and moves into the initializer. A pack goes before the outermost loop %w does not depend
@@ -40,6 +43,7 @@
 #include "passes/codegen/CPUConvolutionKernel.h"
 #include "passes/codegen/CPUMatmulMicroKernel.h"
 #include "passes/codegen/CPUTarget.h"
+#include "passes/dispatch/InPlaceUpdates.h"
 
 namespace hexir {
 namespace codegen {
@@ -147,17 +151,32 @@ Value BuildUnpackFilter(OpBuilder& b, Location loc, Value packed, RankedTensorTy
   return unpack.getResult(0);
 }
 
+// The same unpack also taking `original` (w itself) as a second input, which its body does
+// not read: the convolution's kernel reads it there when it chooses the input-packing kernel
+// at run time (codegen::DualFilterOriginal).
+Value BuildDualUnpackFilter(OpBuilder& b, Location loc, Value packed, Value original) {
+  auto wType = cast<RankedTensorType>(original.getType());
+  auto unpack = BuildUnpackFilter(b, loc, packed, wType).getDefiningOp<linalg::GenericOp>();
+  auto dual = linalg::GenericOp::create(
+      b, loc, TypeRange{wType}, ValueRange{packed, original}, unpack.getDpsInits(),
+      ArrayRef<AffineMap>{unpack.getIndexingMapsArray()[0], b.getMultiDimIdentityMap(4),
+                          b.getMultiDimIdentityMap(4)},
+      SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
+      [&](OpBuilder& nb, Location l, ValueRange args) { linalg::YieldOp::create(nb, l, ValueRange{args[0]}); });
+  dual->setAttr(kPackedRhsAttr, b.getUnitAttr());
+  unpack.erase();
+  return dual.getResult(0);
+}
+
 // Filters of fewer taps (C * KH * KW) keep the input-packing convolution kernel: there the
 // packed filter's kernel spends more on gathering and scattering its NCHW output tiles than
 // on its K multiply-adds per output (measured at load 10: 1x1 over 16-96 channels 2-10x
 // slower, a 7x7 stem over 3 channels (147) 1.1-1.8x; 1x1 over 256 and 3x3 over 32 channels
 // (288) 4-13x faster, 3x3 over 512 channels on 2 x 2 outputs 8x).
 constexpr int64_t kMinPackedFilterDepth = 192;
-// Except on output planes of at most this many positions (squeeze-excitation's FCs on 1 x 1,
-// the last stages' 2 x 2): there the input-packing kernel fills 1-4 of its NR columns, and
-// the packed filter's tile is the few positions by NR filters (one position: out's filters
-// are consecutive, loaded and stored as vectors, no gather).
-constexpr int64_t kTinyPlanePositions = 4;
+// Except on output planes of at most codegen::kTinyPlanePositions positions
+// (CPUConvolutionKernel.h; over a run-time plane, the kernel's choice at run time).
+using codegen::kTinyPlanePositions;
 
 // And except windows wider than 1x1 over at least this many channels: there the
 // input-packing kernel gathers each of its panels tap by tap (an im2col), the packed filter
@@ -227,6 +246,10 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
       for (auto [arg, wType] : packFilters(kernel, captures, nr, uses)) {
         ExecutableOp pack = packFilterExecutable(symbols, wType, nr);
         for (DispatchOp d : uses) packOperand(d, arg, pack, FilterPackedType(wType, nr));
+      }
+      for (auto [arg, wType, at] : dualFilters(kernel, captures, nr, uses)) {
+        ExecutableOp pack = packFilterExecutable(symbols, wType, nr);
+        for (DispatchOp d : uses) addPackedOperand(d, arg, at, pack, FilterPackedType(wType, nr));
       }
     }
   }
@@ -304,6 +327,47 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
     return packed;
   }
 
+  // Gives each dense convolution of `kernel` over an output plane of run-time extents whose
+  // filter is a capture argument of static shape read only by it, constant at every dispatch,
+  // of fewer than kMinPackedFilterDepth taps (and not a wide window over channels, which
+  // packFilters took) a packed copy of it as a new capture argument, inserted after the
+  // captures (and the earlier ones'), read through a dual unpack; returns (filter argument,
+  // w's type, the new argument's index) of each.
+  SmallVector<std::tuple<unsigned, RankedTensorType, unsigned>> dualFilters(func::FuncOp kernel,
+                                                                          unsigned captures, int64_t nr,
+                                                                          ArrayRef<DispatchOp> uses) {
+    SmallVector<std::tuple<unsigned, RankedTensorType, unsigned>> duals;
+    Block& entry = kernel.getBody().front();
+    SmallVector<linalg::GenericOp> convolutions;
+    kernel.walk([&](linalg::GenericOp op) {
+      std::optional<codegen::ConvolutionGeometry> g =
+          codegen::MatchConvolution(cast<linalg::LinalgOp>(op.getOperation()));
+      if (g && g->kind == codegen::ConvolutionKind::kDense && op.hasPureTensorSemantics())
+        convolutions.push_back(op);
+    });
+    for (linalg::GenericOp op : convolutions) {
+      auto arg = dyn_cast<BlockArgument>(op.getDpsInputs()[1]);
+      if (!arg || arg.getOwner() != &entry || arg.getArgNumber() >= captures || !arg.hasOneUse())
+        continue;
+      auto wType = cast<RankedTensorType>(arg.getType());
+      auto out = cast<RankedTensorType>(op.getDpsInits()[0].getType());
+      if (!wType.hasStaticShape() || (!out.isDynamicDim(2) && !out.isDynamicDim(3)) ||
+          wType.getDimSize(1) * wType.getDimSize(2) * wType.getDimSize(3) >= kMinPackedFilterDepth ||
+          IsWideWindowOverChannels(wType) ||
+          !llvm::all_of(uses, [&](DispatchOp d) { return IsConstant(d.getArgs()[arg.getArgNumber()]); }))
+        continue;
+      const unsigned at = captures + static_cast<unsigned>(duals.size());
+      BlockArgument packed = entry.insertArgument(at, FilterPackedType(wType, nr), op.getLoc());
+      OpBuilder b = OpBuilder::atBlockBegin(&entry);
+      op.getDpsInputOperand(1)->set(BuildDualUnpackFilter(b, op.getLoc(), packed, arg));
+      duals.push_back({arg.getArgNumber(), wType, at});
+    }
+    if (!duals.empty())
+      kernel.setFunctionType(FunctionType::get(&getContext(), entry.getArgumentTypes(),
+                                               kernel.getResultTypes()));
+    return duals;
+  }
+
   RankedTensorType FilterPackedType(RankedTensorType wType, int64_t nr) {
     int64_t k = wType.getDimSize(1) * wType.getDimSize(2) * wType.getDimSize(3);
     return PackedRhsType(&getContext(), k, wType.getDimSize(0), nr);
@@ -363,6 +427,24 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
         FlatSymbolRefAttr::get(pack.getSymNameAttr()), ValueRange{rhs});
     if (Attribute device = d->getAttr(kDeviceAttr)) packed->setAttr(kDeviceAttr, device);
     d->setOperand(arg, packed.getResult(0));
+  }
+
+  // `d` gets the result of a pack dispatch on its operand `arg` as a new operand at `at`
+  // (after its tensors); results tied to operands at or past `at` follow them.
+  void addPackedOperand(DispatchOp d, unsigned arg, unsigned at, ExecutableOp pack,
+                        RankedTensorType packedType) {
+    packOperand(d, arg, pack, packedType);
+    Value packed = d.getArgs()[arg];
+    d->setOperand(arg, packed.getDefiningOp()->getOperand(0));
+    SmallVector<Value> args(d.getArgs());
+    args.insert(args.begin() + at, packed);
+    d.getArgsMutable().assign(args);
+    if (auto tied = d->getAttrOfType<DenseI64ArrayAttr>(kTiedOperandsAttr)) {
+      SmallVector<int64_t> shifted(tied.asArrayRef());
+      for (int64_t& operand : shifted)
+        if (operand >= static_cast<int64_t>(at)) ++operand;
+      d->setAttr(kTiedOperandsAttr, DenseI64ArrayAttr::get(d.getContext(), shifted));
+    }
   }
 };
 

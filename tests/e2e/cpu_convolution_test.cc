@@ -309,7 +309,9 @@ TEST_CASE("one dynamic-size 1x1 convolution module, its panels loaded whole, mas
   // A 1x1 convolution over a whole plane reads consecutive columns: full panels are loaded,
   // partial ones (planes of fewer positions than a panel, every plane's last) loaded masked
   // (CPUConvolutionKernel.h). Planes of 1 to 57 x 57, batch 1 and 3; 40 filters over 24
-  // channels (an argument filter) and over 13 (a constant one, not packed: 13 taps).
+  // channels (an argument filter) and over 13 (a constant one of 13 taps, packed besides at
+  // load: on planes of at most 4 positions its packed kernel runs, chosen at run time, the
+  // input-packing one on the original filter otherwise; bias + ReLU absorbed by both).
   // Planes of 2 x 2 and 4 x 4 take the kernel on a static view of the plane, chosen at run
   // time (CPUConvolutionKernel.cpp, kDensePlaneOutputs); 2 x 4 and 4 x 2 do not.
   Conv pointwise{1, 24, 0, 0, 40, 1, 1, 1, 1, 1};
@@ -318,7 +320,8 @@ TEST_CASE("one dynamic-size 1x1 convolution module, its panels loaded whole, mas
                                     {3, 2, 2}, {1, 4, 4}, {3, 4, 4}, {1, 2, 4}, {3, 4, 2}});
   Conv few{1, 13, 0, 0, 40, 1, 1, 1, 1, 1};
   few.constant = true;
-  CheckOneModuleAtSizes(few, {{1, 1, 1}, {3, 2, 2}, {1, 4, 4}, {1, 13, 13}, {3, 57, 3}});
+  few.epilogue = true;
+  CheckOneModuleAtSizes(few, {{1, 1, 1}, {3, 2, 2}, {1, 1, 4}, {1, 4, 4}, {1, 13, 13}, {3, 57, 3}});
 }
 
 TEST_CASE("dynamic-size convolutions on output planes of 1 to 4 positions and a few more match a double reference") {
@@ -326,7 +329,8 @@ TEST_CASE("dynamic-size convolutions on output planes of 1 to 4 positions and a 
   // consecutive in x, gathered otherwise) in one module: 1 x 1, 1 x 3, 1 x 4, 2 x 1, 2 x 2
   // (batch 1 and 3), then 2 x 3 and 5 x 5. A 1x1 over 37 channels (K no multiple of the
   // lanes), a 3x3 at stride 2 over 7 (K = 63), a 3x3 at dilation 2 over 19 channels with a
-  // constant filter of 171 taps (not packed at load).
+  // constant filter of 171 taps (packed besides at load: its packed kernel on the planes of
+  // at most 4 positions, the input-packing one on the others).
   Conv pointwise{1, 37, 0, 0, 23, 1, 1, 1, 1, 1};
   pointwise.epilogue = true;
   CheckOneModuleAtSizes(pointwise, {{1, 1, 1}, {1, 1, 3}, {3, 1, 4}, {1, 2, 1}, {3, 2, 2}, {1, 2, 3}, {1, 5, 5}});

@@ -668,3 +668,37 @@ hexir.executable @prepacked_dynamic attributes {hexir.workgroup_count = array<i6
     }
   }
 }
+
+// -----
+
+// A filter packed besides its original (hexir-cpu-pack-matmul-operands' dual unpack: a
+// shallow filter over a run-time plane): a run-time test of the plane's positions (at most
+// kTinyPlanePositions = 4) chooses the packed kernel (its tiles transposed by shuffles), else
+// the input-packing kernel on the original filter; the unpack's buffer is never allocated.
+// CHECK-LABEL: hexir.executable @dual_filter
+// CHECK:         llvm.func internal @dual_filter_impl(
+// CHECK-NOT:       llvm.call @malloc
+// CHECK:           %[[POSITIONS:.+]] = llvm.mul %{{.+}}, %{{.+}} : i64
+// CHECK:           %[[TINY:.+]] = llvm.icmp "ule" %[[POSITIONS]], %{{.+}} : i64
+// CHECK:           llvm.cond_br %[[TINY]]
+// CHECK:           llvm.shufflevector %{{.+}}, %{{.+}} [0, 8, 1, 9, 2, 10, 3, 11] : vector<8xf32>
+// CHECK-NOT:       llvm.call @malloc
+// CHECK:         llvm.func @dual_filter(
+hexir.executable @dual_filter attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @dual_filter(%x: tensor<?x12x?x?xf32>, %w: tensor<40x12x1x1xf32>, %wp: tensor<3x12x16xf32>, %o: tensor<?x40x?x?xf32>, %id: index) -> tensor<?x40x?x?xf32> {
+      %e = tensor.empty() : tensor<40x12x1x1xf32>
+      %u = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0 floordiv 16, d1, d0 mod 16)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%wp, %w : tensor<3x12x16xf32>, tensor<40x12x1x1xf32>) outs(%e : tensor<40x12x1x1xf32>) attrs = {hexir.packed_rhs} {
+      ^bb0(%in: f32, %orig: f32, %out: f32):
+        linalg.yield %in : f32
+      } -> tensor<40x12x1x1xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %u : tensor<?x12x?x?xf32>, tensor<40x12x1x1xf32>) outs(%o : tensor<?x40x?x?xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<?x40x?x?xf32>
+      return %y : tensor<?x40x?x?xf32>
+    }
+  }
+}

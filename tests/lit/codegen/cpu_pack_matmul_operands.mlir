@@ -292,3 +292,51 @@ func.func @main(%arg0: tensor<1x12x1x1xf32>) -> tensor<1x40x1x1xf32> {
   %r = hexir.dispatch @squeeze_fc(%arg0, %w) : (tensor<1x12x1x1xf32>, tensor<40x12x1x1xf32>) -> tensor<1x40x1x1xf32>
   return %r : tensor<1x40x1x1xf32>
 }
+
+// -----
+
+// The same FC over a plane of run-time extents (a dynamic export's squeeze-excitation): the
+// filter is packed besides, not instead: the kernel keeps %w and gets the panels as a new
+// capture after it (before the output), read through an unpack that takes both, and the
+// dispatch passes the pack's result there; CPUConvolutionKernel.cpp chooses at run time.
+// CHECK-LABEL: hexir.executable @squeeze_fc_dynamic
+// CHECK:         func.func @squeeze_fc_dynamic(%[[X:.+]]: tensor<?x12x?x?xf32>, %[[W:.+]]: tensor<40x12x1x1xf32>, %[[P:.+]]: tensor<3x12x16xf32>, %[[O:.+]]: tensor<?x40x?x?xf32>, %{{.+}}: index)
+// CHECK:           %[[U:.+]] = linalg.generic {{.+}} ins(%[[P]], %[[W]] : tensor<3x12x16xf32>, tensor<40x12x1x1xf32>)
+// CHECK-SAME:        attrs = {hexir.packed_rhs}
+// CHECK:           linalg.generic {{.+}} ins(%[[X]], %[[U]] : tensor<?x12x?x?xf32>, tensor<40x12x1x1xf32>)
+// CHECK-LABEL: func.func @main(
+// CHECK:         %[[PACKED:.+]] = hexir.dispatch @pack_filter_40x12x1x1_16(%[[F:.+]]) : (tensor<40x12x1x1xf32>) -> tensor<3x12x16xf32>
+// CHECK:         hexir.dispatch @squeeze_fc_dynamic(%arg0, %[[F]], %[[PACKED]], %{{.+}}) dims
+// LIFT-LABEL:  func.func @squeeze_fc_dynamic(
+// LIFT:          func.func @main(
+// LIFT:            %[[LIFTED:.+]] = hexir.global.load @main_lifted_0 : tensor<3x12x16xf32>
+// LIFT:            hexir.dispatch @squeeze_fc_dynamic(%arg0, %{{.+}}, %[[LIFTED]], %{{.+}}) dims
+// LIFT:          func.func private @__hexir_lifted_init()
+// LIFT:            hexir.dispatch @pack_filter_40x12x1x1_16(
+#conv_x = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>
+#conv_w = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>
+#conv_o = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+hexir.executable @squeeze_fc_dynamic {
+  builtin.module {
+    func.func @squeeze_fc_dynamic(%x: tensor<?x12x?x?xf32>, %w: tensor<40x12x1x1xf32>, %o: tensor<?x40x?x?xf32>, %n: index) -> tensor<?x40x?x?xf32> {
+      %y = linalg.generic {indexing_maps = [#conv_x, #conv_w, #conv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<?x12x?x?xf32>, tensor<40x12x1x1xf32>) outs(%o : tensor<?x40x?x?xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<?x40x?x?xf32>
+      return %y : tensor<?x40x?x?xf32>
+    }
+  }
+}
+func.func @main(%arg0: tensor<?x12x?x?xf32>) -> tensor<?x40x?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %n = tensor.dim %arg0, %c0 : tensor<?x12x?x?xf32>
+  %h = tensor.dim %arg0, %c2 : tensor<?x12x?x?xf32>
+  %v = tensor.dim %arg0, %c3 : tensor<?x12x?x?xf32>
+  %w = arith.constant dense<0.5> : tensor<40x12x1x1xf32>
+  %r = hexir.dispatch @squeeze_fc_dynamic(%arg0, %w, %n) dims(%n, %h, %v) : (tensor<?x12x?x?xf32>, tensor<40x12x1x1xf32>, index) -> tensor<?x40x?x?xf32>
+  return %r : tensor<?x40x?x?xf32>
+}
