@@ -18,42 +18,9 @@ namespace {
 using pad_reads::Conjuncts;
 using pad_reads::ConstantOf;
 using pad_reads::IsIndexOf;
-
-// `v` as a value the rewrite can use before the generic: a constant, or a value defined
-// outside its body.
-std::optional<OpFoldResult> Outside(Value v, Region& body) {
-  if (std::optional<int64_t> c = ConstantOf(v)) return OpFoldResult(IntegerAttr::get(IndexType::get(v.getContext()), *c));
-  if (body.isAncestor(v.getParentRegion())) return std::nullopt;
-  return OpFoldResult(v);
-}
-
-// i_d, or i_d + off as an addi or as the affine.apply a tiled generic's index becomes
-// (d0 + s0 over the tile offset and the index). Returns the offset (null: none).
-std::optional<OpFoldResult> MatchPosition(Value p, unsigned dim, Region& body) {
-  if (IsIndexOf(p, dim)) return OpFoldResult();
-  Value a, b;
-  if (auto add = p.getDefiningOp<arith::AddIOp>()) {
-    a = add.getLhs();
-    b = add.getRhs();
-  } else if (auto apply = p.getDefiningOp<affine::AffineApplyOp>()) {
-    AffineMap map = apply.getAffineMap();
-    auto sum = map.getNumResults() == 1 ? dyn_cast<AffineBinaryOpExpr>(map.getResult(0)) : nullptr;
-    if (!sum || sum.getKind() != AffineExprKind::Add) return std::nullopt;
-    auto operand = [&](AffineExpr e) -> Value {
-      if (auto d = dyn_cast<AffineDimExpr>(e)) return apply.getOperand(d.getPosition());
-      if (auto s = dyn_cast<AffineSymbolExpr>(e)) return apply.getOperand(map.getNumDims() + s.getPosition());
-      return nullptr;
-    };
-    a = operand(sum.getLHS());
-    b = operand(sum.getRHS());
-    if (!a || !b) return std::nullopt;
-  } else {
-    return std::nullopt;
-  }
-  if (IsIndexOf(b, dim)) std::swap(a, b);
-  if (!IsIndexOf(a, dim)) return std::nullopt;
-  return Outside(b, body);
-}
+using pad_reads::IsOneBelow;
+using pad_reads::MatchPosition;
+using pad_reads::Outside;
 
 struct PadDim {
   OpFoldResult offset;  // the tile's offset along the dim; null: 0
@@ -66,21 +33,6 @@ struct DynamicPad {
   Value source, value;  // value: defined above the generic, or a constant inside its body
   SmallVector<PadDim> dims;
 };
-
-// `last` is `extent - 1`: both constants, or extent - 1 / extent + -1 written out.
-bool IsOneBelow(Value last, OpFoldResult extent) {
-  std::optional<int64_t> e = getConstantIntValue(extent);
-  std::optional<int64_t> l = ConstantOf(last);
-  if (e && l) return *l == *e - 1;
-  auto value = dyn_cast<Value>(extent);
-  if (!value) return false;
-  if (auto sub = last.getDefiningOp<arith::SubIOp>())
-    return sub.getLhs() == value && ConstantOf(sub.getRhs()) == 1;
-  if (auto add = last.getDefiningOp<arith::AddIOp>())
-    return (add.getLhs() == value && ConstantOf(add.getRhs()) == -1) ||
-           (add.getRhs() == value && ConstantOf(add.getLhs()) == -1);
-  return false;
-}
 
 std::optional<DynamicPad> MatchDynamicPad(linalg::GenericOp op) {
   if (op.getNumDpsInputs() != 0 || op.getNumDpsInits() != 1 || op->getNumResults() != 1 ||

@@ -1,12 +1,15 @@
-// The value patterns of the ONNX importer's pad body (compiler/importers/onnx Context::Pad), as
-// CPUConstantPad.h's static rewrite and CPUDynamicPad.h's fill-and-copy rewrite both match
-// them: integer constants the importer leaves unfolded (`extent - 1`), a `linalg.index` of one
-// dim, and the and-tree of the inside-the-source conditions.
+// The value patterns of the ONNX importer's pad and concat bodies (compiler/importers/onnx
+// Context::Pad, LowerConcat), as CPUConstantPad.h's static rewrite, CPUDynamicPad.h's
+// fill-and-copy rewrite and CPUConcatCopies.h match them: integer constants the importer
+// leaves unfolded (`extent - 1`), a `linalg.index` of one dim (maybe offset by a workgroup's
+// tile), values defined outside the body, and the and-tree of the inside-the-source
+// conditions.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -30,6 +33,58 @@ inline std::optional<int64_t> ConstantOf(mlir::Value v) {
 inline bool IsIndexOf(mlir::Value v, unsigned dim) {
   auto index = v.getDefiningOp<mlir::linalg::IndexOp>();
   return index && index.getDim() == dim;
+}
+
+// `v` as a value the rewrite can use before the generic: a constant, or a value defined
+// outside its body.
+inline std::optional<mlir::OpFoldResult> Outside(mlir::Value v, mlir::Region& body) {
+  if (std::optional<int64_t> c = ConstantOf(v))
+    return mlir::OpFoldResult(mlir::IntegerAttr::get(mlir::IndexType::get(v.getContext()), *c));
+  if (body.isAncestor(v.getParentRegion())) return std::nullopt;
+  return mlir::OpFoldResult(v);
+}
+
+// i_d, or i_d + off as an addi or as the affine.apply a tiled generic's index becomes
+// (d0 + s0 over the tile offset and the index). Returns the offset (null: none).
+inline std::optional<mlir::OpFoldResult> MatchPosition(mlir::Value p, unsigned dim, mlir::Region& body) {
+  if (IsIndexOf(p, dim)) return mlir::OpFoldResult();
+  mlir::Value a, b;
+  if (auto add = p.getDefiningOp<mlir::arith::AddIOp>()) {
+    a = add.getLhs();
+    b = add.getRhs();
+  } else if (auto apply = p.getDefiningOp<mlir::affine::AffineApplyOp>()) {
+    mlir::AffineMap map = apply.getAffineMap();
+    auto sum = map.getNumResults() == 1 ? mlir::dyn_cast<mlir::AffineBinaryOpExpr>(map.getResult(0)) : nullptr;
+    if (!sum || sum.getKind() != mlir::AffineExprKind::Add) return std::nullopt;
+    auto operand = [&](mlir::AffineExpr e) -> mlir::Value {
+      if (auto d = mlir::dyn_cast<mlir::AffineDimExpr>(e)) return apply.getOperand(d.getPosition());
+      if (auto s = mlir::dyn_cast<mlir::AffineSymbolExpr>(e)) return apply.getOperand(map.getNumDims() + s.getPosition());
+      return nullptr;
+    };
+    a = operand(sum.getLHS());
+    b = operand(sum.getRHS());
+    if (!a || !b) return std::nullopt;
+  } else {
+    return std::nullopt;
+  }
+  if (IsIndexOf(b, dim)) std::swap(a, b);
+  if (!IsIndexOf(a, dim)) return std::nullopt;
+  return Outside(b, body);
+}
+
+// `last` is `extent - 1`: both constants, or extent - 1 / extent + -1 written out.
+inline bool IsOneBelow(mlir::Value last, mlir::OpFoldResult extent) {
+  std::optional<int64_t> e = mlir::getConstantIntValue(extent);
+  std::optional<int64_t> l = ConstantOf(last);
+  if (e && l) return *l == *e - 1;
+  auto value = mlir::dyn_cast<mlir::Value>(extent);
+  if (!value) return false;
+  if (auto sub = last.getDefiningOp<mlir::arith::SubIOp>())
+    return sub.getLhs() == value && ConstantOf(sub.getRhs()) == 1;
+  if (auto add = last.getDefiningOp<mlir::arith::AddIOp>())
+    return (add.getLhs() == value && ConstantOf(add.getRhs()) == -1) ||
+           (add.getRhs() == value && ConstantOf(add.getLhs()) == -1);
+  return false;
 }
 
 // The leaves of an and-tree of i1 values.

@@ -1,0 +1,186 @@
+// Rewrites the concatenations described in CPUConcatCopies.h.
+#include "passes/codegen/CPUConcatCopies.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "passes/codegen/CPUPadReads.h"
+
+namespace hexir::codegen {
+using namespace mlir;
+
+namespace {
+
+using pad_reads::IsOneBelow;
+using pad_reads::MatchPosition;
+using pad_reads::Outside;
+
+struct Source {
+  Value tensor;
+  OpFoldResult offset;  // off_k along the axis
+  OpFoldResult size;    // size_k along the axis
+};
+
+struct Concatenation {
+  int64_t axis = -1;
+  SmallVector<OpFoldResult> tileOffsets;  // per dim: the workgroup tile's offset, null: 0
+  SmallVector<Source> sources;            // in offset order: src_0 first
+};
+
+// One read `extract` = src[.., clamp(p - off, 0, size - 1), ..] (p - 0 folded to p) along
+// one dim (the axis, untiled), every other dim at the output's position. Fills `c`'s axis and
+// tile offsets (the first read) or checks them (the others); returns the read's p (the axis
+// position in the body) and its source.
+std::optional<std::pair<Value, Source>> MatchRead(tensor::ExtractOp extract, Region& body, RankedTensorType type,
+                                                   Concatenation& c) {
+  if (body.isAncestor(extract.getTensor().getParentRegion())) return std::nullopt;
+  auto sourceType = cast<RankedTensorType>(extract.getTensor().getType());
+  if (sourceType.getRank() != type.getRank() || sourceType.getElementType() != type.getElementType())
+    return std::nullopt;
+  const bool first = c.axis < 0;
+  Source source{extract.getTensor(), {}, {}};
+  Value position;
+  for (auto [d, at] : llvm::enumerate(extract.getIndices())) {
+    if (std::optional<OpFoldResult> offset = MatchPosition(at, d, body)) {
+      if (static_cast<int64_t>(d) == c.axis) return std::nullopt;
+      if (first) c.tileOffsets.push_back(*offset);
+      else if (c.tileOffsets[d] != *offset) return std::nullopt;
+      continue;
+    }
+    // min(max(s, 0), size - 1) with s = p - off, or p itself (an offset of 0 folded away).
+    auto upper = at.getDefiningOp<arith::MinSIOp>();
+    auto lower = upper ? upper.getLhs().getDefiningOp<arith::MaxSIOp>() : nullptr;
+    if (!lower || pad_reads::ConstantOf(lower.getRhs()) != 0) return std::nullopt;
+    Value s = lower.getLhs();
+    std::optional<OpFoldResult> offset;
+    if (MatchPosition(s, d, body)) {
+      position = s;
+      offset = OpFoldResult(IntegerAttr::get(IndexType::get(at.getContext()), 0));
+    } else if (auto shift = s.getDefiningOp<arith::SubIOp>()) {
+      position = shift.getLhs();
+      offset = Outside(shift.getRhs(), body);
+    }
+    // The axis: untiled (its tile offset null), the same dim for every source.
+    std::optional<OpFoldResult> tile = position ? MatchPosition(position, d, body) : std::nullopt;
+    if (!offset || !tile || *tile || (first ? c.axis >= 0 : c.axis != static_cast<int64_t>(d))) return std::nullopt;
+    if (first) {
+      c.axis = static_cast<int64_t>(d);
+      c.tileOffsets.push_back(OpFoldResult());
+    }
+    // size - 1: the source's extent along the axis, as a constant or a value outside the body.
+    Value last = upper.getRhs();
+    std::optional<OpFoldResult> size;
+    if (auto sub = last.getDefiningOp<arith::SubIOp>()) size = Outside(sub.getLhs(), body);
+    if (std::optional<int64_t> l = pad_reads::ConstantOf(last))
+      size = OpFoldResult(IntegerAttr::get(IndexType::get(at.getContext()), *l + 1));
+    if (!size || !IsOneBelow(last, *size)) return std::nullopt;
+    source.offset = *offset;
+    source.size = *size;
+  }
+  if (c.axis < 0 || !position) return std::nullopt;
+  return std::make_pair(position, source);
+}
+
+std::optional<Concatenation> MatchConcatenation(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 0 || op.getNumDpsInits() != 1 || op->getNumResults() != 1 ||
+      op.getNumParallelLoops() != op.getNumLoops() || !op.getIndexingMapsArray()[0].isIdentity())
+    return std::nullopt;
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!type) return std::nullopt;
+  Region& body = op.getRegion();
+  Value v = cast<linalg::YieldOp>(body.front().getTerminator()).getValues()[0];
+  // The select chain from the last source down to src_0.
+  SmallVector<std::pair<arith::CmpIOp, tensor::ExtractOp>> later;
+  while (auto select = v.getDefiningOp<arith::SelectOp>()) {
+    auto cmp = select.getCondition().getDefiningOp<arith::CmpIOp>();
+    auto extract = select.getTrueValue().getDefiningOp<tensor::ExtractOp>();
+    if (!cmp || cmp.getPredicate() != arith::CmpIPredicate::sge || !extract) return std::nullopt;
+    later.push_back({cmp, extract});
+    v = select.getFalseValue();
+  }
+  auto first = v.getDefiningOp<tensor::ExtractOp>();
+  if (!first || later.empty()) return std::nullopt;
+  Concatenation c;
+  std::optional<std::pair<Value, Source>> read0 = MatchRead(first, body, type, c);
+  if (!read0) return std::nullopt;
+  const Value position = read0->first;
+  c.sources.push_back(read0->second);
+  for (auto& [cmp, extract] : llvm::reverse(later)) {
+    std::optional<std::pair<Value, Source>> read = MatchRead(extract, body, type, c);
+    // Selected where p >= off_k, the same p and off_k as its read.
+    std::optional<OpFoldResult> bound = Outside(cmp.getRhs(), body);
+    if (!read || read->first != position || cmp.getLhs() != position || !bound || *bound != read->second.offset)
+      return std::nullopt;
+    c.sources.push_back(read->second);
+  }
+  return c;
+}
+
+}  // namespace
+
+int LowerConcatenationsToCopies(func::FuncOp kernel) {
+  SmallVector<std::pair<linalg::GenericOp, Concatenation>> found;
+  kernel.walk([&](linalg::GenericOp op) {
+    if (std::optional<Concatenation> c = MatchConcatenation(op)) found.push_back({op, *c});
+  });
+  for (auto& [op, c] : found) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    Value init = op.getDpsInits()[0];
+    auto index = [&](OpFoldResult v) { return getValueOrCreateConstantIndexOp(b, loc, v); };
+    auto equal = [&](Value x, Value y) {
+      return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, x, y);
+    };
+    // The run-time test: off_0 = 0, off_{k+1} = off_k + size_k, the last ending at the extent.
+    Value end = index(c.sources.front().offset);
+    Value exact = equal(end, arith::ConstantIndexOp::create(b, loc, 0));
+    for (Source& s : c.sources) {
+      exact = b.createOrFold<arith::AndIOp>(loc, exact, equal(index(s.offset), end));
+      end = b.createOrFold<arith::AddIOp>(loc, end, index(s.size));
+    }
+    exact = b.createOrFold<arith::AndIOp>(loc, exact, equal(end, index(tensor::getMixedSize(b, loc, init, c.axis))));
+    // And each source holds the positions the output reads along the other dims (the
+    // generic's reads were bound-checked; a copy's are not).
+    for (Source& s : c.sources)
+      for (int64_t d = 0; d < static_cast<int64_t>(c.tileOffsets.size()); ++d) {
+        if (d == c.axis) continue;
+        Value reach = index(tensor::getMixedSize(b, loc, init, d));
+        if (c.tileOffsets[d]) reach = b.createOrFold<arith::AddIOp>(loc, reach, index(c.tileOffsets[d]));
+        Value fits = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::sle, reach,
+                                                   index(tensor::getMixedSize(b, loc, s.tensor, d)));
+        exact = b.createOrFold<arith::AndIOp>(loc, exact, fits);
+      }
+    auto branch = scf::IfOp::create(b, loc, op->getResultTypes(), exact, /*withElseRegion=*/true);
+    b.setInsertionPointToStart(branch.thenBlock());
+    Value result = init;
+    for (Source& s : c.sources) {
+      SmallVector<OpFoldResult> sourceOffsets, offsets, sizes, strides;
+      for (int64_t d = 0; d < static_cast<int64_t>(c.tileOffsets.size()); ++d) {
+        strides.push_back(b.getIndexAttr(1));
+        if (d == c.axis) {
+          sourceOffsets.push_back(b.getIndexAttr(0));
+          offsets.push_back(s.offset);
+          sizes.push_back(s.size);
+          continue;
+        }
+        sourceOffsets.push_back(c.tileOffsets[d] ? c.tileOffsets[d] : b.getIndexAttr(0));
+        offsets.push_back(b.getIndexAttr(0));
+        sizes.push_back(tensor::getMixedSize(b, loc, init, d));
+      }
+      Value slice = tensor::ExtractSliceOp::create(b, loc, s.tensor, sourceOffsets, sizes, strides);
+      result = tensor::InsertSliceOp::create(b, loc, slice, result, offsets, sizes, strides);
+    }
+    scf::YieldOp::create(b, loc, result);
+    b.setInsertionPointToStart(branch.elseBlock());
+    Operation* original = b.clone(*op);
+    scf::YieldOp::create(b, loc, original->getResults());
+    op->getResult(0).replaceAllUsesWith(branch.getResult(0));
+    op->erase();
+  }
+  return static_cast<int>(found.size());
+}
+
+}  // namespace hexir::codegen
