@@ -206,6 +206,22 @@ bool IsConstant(Value v) {
   return false;
 }
 
+// The dense convolutions of `kernel` (tensors) whose filter is a capture argument (one of the
+// first `captures`) that nothing else reads, with that argument.
+SmallVector<std::pair<linalg::GenericOp, BlockArgument>> FilterCaptures(func::FuncOp kernel, unsigned captures) {
+  SmallVector<std::pair<linalg::GenericOp, BlockArgument>> found;
+  Block& entry = kernel.getBody().front();
+  kernel.walk([&](linalg::GenericOp op) {
+    std::optional<codegen::ConvolutionGeometry> g =
+        codegen::MatchConvolution(cast<linalg::LinalgOp>(op.getOperation()));
+    if (!g || g->kind != codegen::ConvolutionKind::kDense || !op.hasPureTensorSemantics()) return;
+    auto arg = dyn_cast<BlockArgument>(op.getDpsInputs()[1]);
+    if (arg && arg.getOwner() == &entry && arg.getArgNumber() < captures && arg.hasOneUse())
+      found.push_back({op, arg});
+  });
+  return found;
+}
+
 class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, OperationPass<ModuleOp>> {
  public:
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CPUPackMatmulOperands)
@@ -298,17 +314,7 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
                                                                  ArrayRef<DispatchOp> uses) {
     SmallVector<std::pair<unsigned, RankedTensorType>> packed;
     Block& entry = kernel.getBody().front();
-    SmallVector<linalg::GenericOp> convolutions;
-    kernel.walk([&](linalg::GenericOp op) {
-      std::optional<codegen::ConvolutionGeometry> g =
-          codegen::MatchConvolution(cast<linalg::LinalgOp>(op.getOperation()));
-      if (g && g->kind == codegen::ConvolutionKind::kDense && op.hasPureTensorSemantics())
-        convolutions.push_back(op);
-    });
-    for (linalg::GenericOp op : convolutions) {
-      auto arg = dyn_cast<BlockArgument>(op.getDpsInputs()[1]);
-      if (!arg || arg.getOwner() != &entry || arg.getArgNumber() >= captures || !arg.hasOneUse())
-        continue;
+    for (auto [op, arg] : FilterCaptures(kernel, captures)) {
       auto wType = cast<RankedTensorType>(arg.getType());
       if (!wType.hasStaticShape() ||
           wType.getDimSize(1) * wType.getDimSize(2) * wType.getDimSize(3) > codegen::kMaxPackedFilterDepth ||
@@ -338,17 +344,7 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
                                                                           ArrayRef<DispatchOp> uses) {
     SmallVector<std::tuple<unsigned, RankedTensorType, unsigned>> duals;
     Block& entry = kernel.getBody().front();
-    SmallVector<linalg::GenericOp> convolutions;
-    kernel.walk([&](linalg::GenericOp op) {
-      std::optional<codegen::ConvolutionGeometry> g =
-          codegen::MatchConvolution(cast<linalg::LinalgOp>(op.getOperation()));
-      if (g && g->kind == codegen::ConvolutionKind::kDense && op.hasPureTensorSemantics())
-        convolutions.push_back(op);
-    });
-    for (linalg::GenericOp op : convolutions) {
-      auto arg = dyn_cast<BlockArgument>(op.getDpsInputs()[1]);
-      if (!arg || arg.getOwner() != &entry || arg.getArgNumber() >= captures || !arg.hasOneUse())
-        continue;
+    for (auto [op, arg] : FilterCaptures(kernel, captures)) {
       auto wType = cast<RankedTensorType>(arg.getType());
       auto out = cast<RankedTensorType>(op.getDpsInits()[0].getType());
       if (!wType.hasStaticShape() || (!out.isDynamicDim(2) && !out.isDynamicDim(3)) ||
