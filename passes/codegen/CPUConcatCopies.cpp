@@ -50,34 +50,23 @@ std::optional<std::pair<Value, Source>> MatchRead(tensor::ExtractOp extract, Reg
       else if (c.tileOffsets[d] != *offset) return std::nullopt;
       continue;
     }
-    // min(max(s, 0), size - 1) with s = p - off, or p itself (an offset of 0 folded away).
-    auto upper = at.getDefiningOp<arith::MinSIOp>();
-    auto lower = upper ? upper.getLhs().getDefiningOp<arith::MaxSIOp>() : nullptr;
-    if (!lower || pad_reads::ConstantOf(lower.getRhs()) != 0) return std::nullopt;
-    Value s = lower.getLhs();
-    std::optional<OpFoldResult> offset;
-    if (MatchPosition(s, d, body)) {
-      position = s;
-      offset = OpFoldResult(IntegerAttr::get(IndexType::get(at.getContext()), 0));
-    } else if (auto shift = s.getDefiningOp<arith::SubIOp>()) {
-      position = shift.getLhs();
-      offset = Outside(shift.getRhs(), body);
-    }
-    // The axis: untiled (its tile offset null), the same dim for every source.
-    std::optional<OpFoldResult> tile = position ? MatchPosition(position, d, body) : std::nullopt;
-    if (!offset || !tile || *tile || (first ? c.axis >= 0 : c.axis != static_cast<int64_t>(d))) return std::nullopt;
+    // min(max(s, 0), size - 1) with s = p - off, or p itself (an offset of 0 folded away);
+    // the axis untiled, the same dim for every source.
+    std::optional<pad_reads::ClampedRead> read = pad_reads::MatchClampedRead(at, d, body);
+    if (!read || read->tile || (first ? c.axis >= 0 : c.axis != static_cast<int64_t>(d))) return std::nullopt;
+    position = read->position;
     if (first) {
       c.axis = static_cast<int64_t>(d);
       c.tileOffsets.push_back(OpFoldResult());
     }
     // size - 1: the source's extent along the axis, as a constant or a value outside the body.
-    Value last = upper.getRhs();
+    Value last = read->last;
     std::optional<OpFoldResult> size;
     if (auto sub = last.getDefiningOp<arith::SubIOp>()) size = Outside(sub.getLhs(), body);
     if (std::optional<int64_t> l = pad_reads::ConstantOf(last))
       size = OpFoldResult(IntegerAttr::get(IndexType::get(at.getContext()), *l + 1));
     if (!size || !IsOneBelow(last, *size)) return std::nullopt;
-    source.offset = *offset;
+    source.offset = read->low;
     source.size = *size;
   }
   if (c.axis < 0 || !position) return std::nullopt;

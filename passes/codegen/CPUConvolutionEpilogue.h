@@ -41,8 +41,8 @@ ConvolutionEpilogue AbsorbConvolutionEpilogue(mlir::linalg::LinalgOp conv,
                                               llvm::ArrayRef<mlir::Operation*> instead = {});
 
 // The ops AbsorbConvolutionEpilogue would absorb, changing nothing and testing no contiguity:
-// the op writing out's initial value, and the ReLU with the buffer it writes (both null when
-// there is none to absorb).
+// the op writing out's initial value (nullopt without one), and the ReLU with the buffer it
+// writes (both null when there is none to absorb).
 struct EpilogueOps {
   mlir::Operation* init = nullptr;
   mlir::Operation* relu = nullptr;

@@ -667,6 +667,39 @@ Value TapTable(func::FuncOp kernel, Value w) {
                                   entry.getI64IntegerAttr(64));
 }
 
+// The convolution `op` with the epilogue ops `around` found (its init before, its ReLU after),
+// in block order.
+SmallVector<Operation*> WithEpilogueOps(linalg::LinalgOp op, const std::optional<EpilogueOps>& around) {
+  SmallVector<Operation*> group;
+  if (around) group.push_back(around->init);
+  group.push_back(op);
+  if (around && around->relu) group.push_back(around->relu);
+  return group;
+}
+
+// A run-time choice of a kernel for `op`: an scf.if on `condition` at the builder's insertion
+// point (after `group`, WithEpilogueOps), a copy of the group in its then block, the originals
+// moved into its else block. Returns the convolution's copy with the epilogue it absorbed from
+// the ops copied with it (the caller's condition gives the kernel the out it needs: any
+// strides), or `absorbed` when the group is the convolution alone; the builder is left before
+// the copy.
+std::pair<linalg::LinalgOp, ConvolutionEpilogue> BranchOnCopy(OpBuilder& b, Value condition, linalg::LinalgOp op,
+                                                              ArrayRef<Operation*> group,
+                                                              const ConvolutionEpilogue& absorbed) {
+  auto branch = scf::IfOp::create(b, op.getLoc(), condition, /*withElseRegion=*/true);
+  b.setInsertionPoint(branch.thenBlock()->getTerminator());
+  IRMapping copies;
+  linalg::LinalgOp copy;
+  for (Operation* member : group) {
+    Operation* cloned = b.clone(*member, copies);
+    if (member == op.getOperation()) copy = cast<linalg::LinalgOp>(cloned);
+  }
+  for (Operation* member : group) member->moveBefore(branch.elseBlock()->getTerminator());
+  b.setInsertionPoint(copy);
+  if (group.size() == 1) return {copy, absorbed};
+  return {copy, AbsorbConvolutionEpilogue(copy, [](Type) { return true; }, group)};
+}
+
 }  // namespace
 
 void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
@@ -699,25 +732,11 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
                                                 memref::DimOp::create(b, loc, out, 3));
         Value tiny = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, positions,
                                            arith::ConstantIndexOp::create(b, loc, kTinyPlanePositions));
-        SmallVector<Operation*> group = {op};
         std::optional<EpilogueOps> around;
         if (!epilogue.initializes()) around = FindConvolutionEpilogue(op);
-        if (around) {
-          group = {around->init, op};
-          if (around->relu) group.push_back(around->relu);
-        }
+        SmallVector<Operation*> group = WithEpilogueOps(op, around);
         b.setInsertionPointAfter(group.back());
-        auto branch = scf::IfOp::create(b, loc, tiny, /*withElseRegion=*/true);
-        b.setInsertionPoint(branch.thenBlock()->getTerminator());
-        IRMapping copies;
-        linalg::LinalgOp onPanels;
-        for (Operation* member : group) {
-          Operation* copy = b.clone(*member, copies);
-          if (member == op.getOperation()) onPanels = cast<linalg::LinalgOp>(copy);
-        }
-        for (Operation* member : group) member->moveBefore(branch.elseBlock()->getTerminator());
-        ConvolutionEpilogue panelsEpilogue =
-            around ? AbsorbConvolutionEpilogue(onPanels, [](Type) { return true; }, group) : epilogue;
+        auto [onPanels, panelsEpilogue] = BranchOnCopy(b, tiny, op, group, epilogue);
         if (LowerConvolutionOnPackedFilter(kernel, onPanels, g, tiles, panelsEpilogue)) onPanels->erase();
         op.getDpsInputOperand(1)->set(original);
       }
@@ -744,12 +763,8 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
     std::optional<EpilogueOps> runTimeEpilogue;
     if (g.kind != ConvolutionKind::kDepthwise && !epilogue.initializes())
       runTimeEpilogue = FindConvolutionEpilogue(op);
-    SmallVector<Operation*> originals;
-    if (runTimeEpilogue) {
-      originals = {runTimeEpilogue->init, op};
-      if (runTimeEpilogue->relu) originals.push_back(runTimeEpilogue->relu);
-      b.setInsertionPointAfter(originals.back());
-    }
+    SmallVector<Operation*> group = WithEpilogueOps(op, runTimeEpilogue);
+    if (runTimeEpilogue) b.setInsertionPointAfter(group.back());
     // The buffer the kernel writes: the ReLU's output where it absorbs the ReLU (out, the
     // temporary, then only the loop lowering's: a test of it would be one more user of out).
     Value written = runTimeEpilogue && runTimeEpilogue->result ? runTimeEpilogue->result : out;
@@ -760,24 +775,9 @@ void LowerConvolutionsToKernels(func::FuncOp kernel, const MatmulTiles& tiles) {
       op->erase();
       continue;
     }
-    auto branch = scf::IfOp::create(b, loc, contiguous, /*withElseRegion=*/true);
-    b.setInsertionPoint(branch.thenBlock()->getTerminator());
-    if (runTimeEpilogue) {
-      IRMapping copies;
-      linalg::LinalgOp copy;
-      for (Operation* original : originals) {
-        Operation* cloned = b.clone(*original, copies);
-        if (original == op.getOperation()) copy = cast<linalg::LinalgOp>(cloned);
-      }
-      for (Operation* original : originals) original->moveBefore(branch.elseBlock()->getTerminator());
-      ConvolutionEpilogue absorbed = AbsorbConvolutionEpilogue(copy, [](Type) { return true; }, originals);
-      b.setInsertionPoint(copy);
-      emit(copy, absorbed);
-      copy->erase();
-      continue;
-    }
-    emit(op, epilogue);
-    op->moveBefore(branch.elseBlock()->getTerminator());
+    auto [copy, copyEpilogue] = BranchOnCopy(b, contiguous, op, group, epilogue);
+    emit(copy, copyEpilogue);
+    copy->erase();
   }
   // Buffers nothing reads any more (a fused pad's, CPUConvolutionDepthwise.h) are not allocated.
   SmallVector<memref::AllocOp> unread;

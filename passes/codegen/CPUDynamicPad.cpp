@@ -65,25 +65,13 @@ std::optional<DynamicPad> MatchDynamicPad(linalg::GenericOp op) {
       pad.dims.push_back(dim);
       continue;
     }
-    // min(max(s, 0), last) with s = position - low.
-    auto upper = at.getDefiningOp<arith::MinSIOp>();
-    auto lower = upper ? upper.getLhs().getDefiningOp<arith::MaxSIOp>() : nullptr;
-    if (!lower || ConstantOf(lower.getRhs()) != 0) return std::nullopt;
-    // s is the position itself where a low of 0 was folded away (a ceil-mode pool's or a
-    // convolution's end-only pad: the extra elements its last window may reach).
-    Value shifted = lower.getLhs();
-    std::optional<OpFoldResult> offset = MatchPosition(shifted, d, body), low;
-    if (offset) {
-      low = OpFoldResult(IntegerAttr::get(IndexType::get(op.getContext()), 0));
-    } else if (auto shift = shifted.getDefiningOp<arith::SubIOp>()) {
-      offset = MatchPosition(shift.getLhs(), d, body);
-      low = Outside(shift.getRhs(), body);
-    }
-    if (!offset || !low) return std::nullopt;
-    dim.offset = *offset;
-    dim.low = *low;
-    dim.shifted = shifted;
-    dim.last = upper.getRhs();
+    // min(max(s, 0), last) with s = position - low (or the position: a low of 0 folded away).
+    std::optional<pad_reads::ClampedRead> read = pad_reads::MatchClampedRead(at, d, body);
+    if (!read) return std::nullopt;
+    dim.offset = read->tile;
+    dim.low = read->low;
+    dim.shifted = read->shifted;
+    dim.last = read->last;
     pad.dims.push_back(dim);
   }
   // The condition must be exactly 0 <= s_d < E_d for every padded dim (and constant trues),

@@ -132,40 +132,33 @@ Value BuildPackFilter(OpBuilder& b, Location loc, Value w, Value out) {
   return pack.getResult(0);
 }
 
-// w = unpack(packed) as a tensor<F x C x KH x KW x f32> (`wType`).
-Value BuildUnpackFilter(OpBuilder& b, Location loc, Value packed, RankedTensorType wType) {
+// w = unpack(packed) as a tensor<F x C x KH x KW x f32> (`wType`). With `original` (w
+// itself), a dual unpack: w is its second input too, which its body does not read; the
+// convolution's kernel reads it there when it chooses the input-packing kernel at run time
+// (codegen::DualUnpackOriginal).
+Value BuildUnpackFilter(OpBuilder& b, Location loc, Value packed, RankedTensorType wType,
+                        Value original = Value()) {
   const int64_t nr = cast<RankedTensorType>(packed.getType()).getDimSize(2);
   const int64_t kh = wType.getDimSize(2), kw = wType.getDimSize(3);
   MLIRContext* ctx = b.getContext();
   auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
   AffineMap read = AffineMap::get(4, 0, {d(0).floorDiv(nr), d(1) * (kh * kw) + d(2) * kw + d(3), d(0) % nr}, ctx);
+  SmallVector<Value> inputs = {packed};
+  SmallVector<AffineMap> maps = {read};
+  if (original) {
+    inputs.push_back(original);
+    maps.push_back(b.getMultiDimIdentityMap(4));
+  }
+  maps.push_back(b.getMultiDimIdentityMap(4));
   SmallVector<utils::IteratorType> parallel(4, utils::IteratorType::parallel);
   Value empty = tensor::EmptyOp::create(b, loc, wType.getShape(), wType.getElementType());
   auto unpack = linalg::GenericOp::create(
-      b, loc, TypeRange{wType}, ValueRange{packed}, ValueRange{empty},
-      ArrayRef<AffineMap>{read, b.getMultiDimIdentityMap(4)}, parallel,
+      b, loc, TypeRange{wType}, inputs, ValueRange{empty}, maps, parallel,
       [&](OpBuilder& nb, Location l, ValueRange args) {
         linalg::YieldOp::create(nb, l, ValueRange{args[0]});
       });
   unpack->setAttr(kPackedRhsAttr, b.getUnitAttr());
   return unpack.getResult(0);
-}
-
-// The same unpack also taking `original` (w itself) as a second input, which its body does
-// not read: the convolution's kernel reads it there when it chooses the input-packing kernel
-// at run time (codegen::DualFilterOriginal).
-Value BuildDualUnpackFilter(OpBuilder& b, Location loc, Value packed, Value original) {
-  auto wType = cast<RankedTensorType>(original.getType());
-  auto unpack = BuildUnpackFilter(b, loc, packed, wType).getDefiningOp<linalg::GenericOp>();
-  auto dual = linalg::GenericOp::create(
-      b, loc, TypeRange{wType}, ValueRange{packed, original}, unpack.getDpsInits(),
-      ArrayRef<AffineMap>{unpack.getIndexingMapsArray()[0], b.getMultiDimIdentityMap(4),
-                          b.getMultiDimIdentityMap(4)},
-      SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
-      [&](OpBuilder& nb, Location l, ValueRange args) { linalg::YieldOp::create(nb, l, ValueRange{args[0]}); });
-  dual->setAttr(kPackedRhsAttr, b.getUnitAttr());
-  unpack.erase();
-  return dual.getResult(0);
 }
 
 // Filters of fewer taps (C * KH * KW) keep the input-packing convolution kernel: there the
@@ -355,7 +348,7 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
       const unsigned at = captures + static_cast<unsigned>(duals.size());
       BlockArgument packed = entry.insertArgument(at, FilterPackedType(wType, nr), op.getLoc());
       OpBuilder b = OpBuilder::atBlockBegin(&entry);
-      op.getDpsInputOperand(1)->set(BuildDualUnpackFilter(b, op.getLoc(), packed, arg));
+      op.getDpsInputOperand(1)->set(BuildUnpackFilter(b, op.getLoc(), packed, wType, arg));
       duals.push_back({arg.getArgNumber(), wType, at});
     }
     if (!duals.empty())
@@ -408,8 +401,9 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
                                 BuildPackRhs);
   }
 
-  // `d`'s operand `arg` becomes the result of a pack dispatch on it.
-  void packOperand(DispatchOp d, unsigned arg, ExecutableOp pack, RankedTensorType packedType) {
+  // A pack dispatch on `d`'s operand `arg`, before the outermost loop that operand does not
+  // depend on; its result.
+  Value packDispatch(DispatchOp d, unsigned arg, ExecutableOp pack, RankedTensorType packedType) {
     Value rhs = d.getArgs()[arg];
     Operation* at = d;
     while (auto loop = dyn_cast_or_null<LoopLikeOpInterface>(at->getParentOp())) {
@@ -422,18 +416,20 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
         TypeRange{packedType},
         FlatSymbolRefAttr::get(pack.getSymNameAttr()), ValueRange{rhs});
     if (Attribute device = d->getAttr(kDeviceAttr)) packed->setAttr(kDeviceAttr, device);
-    d->setOperand(arg, packed.getResult(0));
+    return packed.getResult(0);
+  }
+
+  // `d`'s operand `arg` becomes the result of a pack dispatch on it.
+  void packOperand(DispatchOp d, unsigned arg, ExecutableOp pack, RankedTensorType packedType) {
+    d->setOperand(arg, packDispatch(d, arg, pack, packedType));
   }
 
   // `d` gets the result of a pack dispatch on its operand `arg` as a new operand at `at`
   // (after its tensors); results tied to operands at or past `at` follow them.
   void addPackedOperand(DispatchOp d, unsigned arg, unsigned at, ExecutableOp pack,
                         RankedTensorType packedType) {
-    packOperand(d, arg, pack, packedType);
-    Value packed = d.getArgs()[arg];
-    d->setOperand(arg, packed.getDefiningOp()->getOperand(0));
     SmallVector<Value> args(d.getArgs());
-    args.insert(args.begin() + at, packed);
+    args.insert(args.begin() + at, packDispatch(d, arg, pack, packedType));
     d.getArgsMutable().assign(args);
     if (auto tied = d->getAttrOfType<DenseI64ArrayAttr>(kTiedOperandsAttr)) {
       SmallVector<int64_t> shifted(tied.asArrayRef());

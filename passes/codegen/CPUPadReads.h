@@ -87,6 +87,35 @@ inline bool IsOneBelow(mlir::Value last, mlir::OpFoldResult extent) {
   return false;
 }
 
+// A clamped read of dim `dim`, min(max(s, 0), last), with s = p - low (p the position: the
+// index, maybe offset by a workgroup's tile) or p itself (a low of 0 folded away: an end-only
+// pad, a concatenation's first source).
+struct ClampedRead {
+  mlir::Value shifted;      // s
+  mlir::Value position;     // p
+  mlir::OpFoldResult tile;  // p's tile offset; null: none
+  mlir::OpFoldResult low;   // a constant or a value outside the body
+  mlir::Value last;         // the clamp's upper bound
+};
+inline std::optional<ClampedRead> MatchClampedRead(mlir::Value at, unsigned dim, mlir::Region& body) {
+  auto upper = at.getDefiningOp<mlir::arith::MinSIOp>();
+  auto lower = upper ? upper.getLhs().getDefiningOp<mlir::arith::MaxSIOp>() : nullptr;
+  if (!lower || ConstantOf(lower.getRhs()) != 0) return std::nullopt;
+  ClampedRead read{lower.getLhs(), lower.getLhs(), {}, {}, upper.getRhs()};
+  std::optional<mlir::OpFoldResult> tile = MatchPosition(read.shifted, dim, body), low;
+  if (tile) {
+    low = mlir::OpFoldResult(mlir::IntegerAttr::get(mlir::IndexType::get(at.getContext()), 0));
+  } else if (auto shift = read.shifted.getDefiningOp<mlir::arith::SubIOp>()) {
+    read.position = shift.getLhs();
+    tile = MatchPosition(read.position, dim, body);
+    low = Outside(shift.getRhs(), body);
+  }
+  if (!tile || !low) return std::nullopt;
+  read.tile = *tile;
+  read.low = *low;
+  return read;
+}
+
 // The leaves of an and-tree of i1 values.
 inline void Conjuncts(mlir::Value v, llvm::SmallVectorImpl<mlir::Value>& out) {
   if (auto both = v.getDefiningOp<mlir::arith::AndIOp>()) {

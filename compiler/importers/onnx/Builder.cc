@@ -484,6 +484,25 @@ std::string Builder::AndI1(const std::string& acc, const std::string& cond) {
   return v;
 }
 
+std::string Builder::XOr(const std::string& cond, const Val& x, const std::string& type,
+                         const std::function<std::string()>& otherwise) {
+  const std::string from = TensorType(x), r = Fresh();
+  Line(r + " = scf.if " + cond + " -> (" + type + ") {");
+  EnterRegion();
+  std::string plain = x.name;
+  if (from != type) {
+    plain = Fresh();
+    Line("  " + plain + " = tensor.cast " + x.name + " : " + from + " to " + type);
+  }
+  Line("  scf.yield " + plain + " : " + type);
+  Line("} else {");
+  std::string other = otherwise();
+  Line("  scf.yield " + other + " : " + type);
+  ExitRegion();
+  Line("}");
+  return r;
+}
+
 std::vector<std::string> Builder::LoopIndices(int loops) {
   std::vector<std::string> idx;
   for (int i = 0; i < loops; ++i) {

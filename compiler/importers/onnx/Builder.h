@@ -145,6 +145,11 @@ class Builder {
   std::vector<std::string> Delinearize(const std::string& lin, const std::vector<std::string>& extents);
   // acc && cond on i1 (acc empty: cond itself, nothing emitted).
   std::string AndI1(const std::string& acc, const std::string& cond);
+  // A host `scf.if` on `cond` of a value of `type`: x itself (tensor.cast to `type` where a
+  // static extent of x is `?` there) when it holds, else the value `otherwise` emits inside
+  // the else region (index constants there are not cached: EnterRegion). Its result's name.
+  std::string XOr(const std::string& cond, const Val& x, const std::string& type,
+                  const std::function<std::string()>& otherwise);
 
   // `%i = linalg.index k : index` for k in [0, loops), inside a generic body.
   std::vector<std::string> LoopIndices(int loops);

@@ -724,22 +724,8 @@ Val Context::Pad(Val& x, const std::vector<Dim>& begin, const std::vector<Dim>& 
       b.Line(zero + " = arith.cmpi eq, " + b.DimValue(d) + ", " + b.IndexConst(0) + " : index");
       none = b.AndI1(none, zero);
     }
-  std::string type, from;
-  if (!none.empty()) {
-    type = Builder::TensorType(r);
-    from = Builder::TensorType(x);
-    r.name = b.Fresh();
-    b.Line(r.name + " = scf.if " + none + " -> (" + type + ") {");
-    b.EnterRegion();
-    std::string plain = x.name;
-    if (from != type) {  // a static extent of x where the padded one is `?`
-      plain = b.Fresh();
-      b.Line("  " + plain + " = tensor.cast " + x.name + " : " + from + " to " + type);
-    }
-    b.Line("  scf.yield " + plain + " : " + type);
-    b.Line("} else {");
-  }
-  std::string padded = b.IndexGeneric(out, x.et, [&](const std::vector<std::string>&) {
+  auto padded = [&] {
+    return b.IndexGeneric(out, x.et, [&](const std::vector<std::string>&) {
         std::string zero = b.IndexConst(0), one = b.IndexConst(1);
         std::string valid;
         std::vector<std::string> src;
@@ -784,13 +770,8 @@ Val Context::Pad(Val& x, const std::vector<Dim>& begin, const std::vector<Dim>& 
         std::string pv = b.ScalarConst(x.et, value);
         return b.Select(valid, e, pv, x.et);
       });
-  if (none.empty()) {
-    r.name = padded;
-    return r;
-  }
-  b.Line("  scf.yield " + padded + " : " + type);
-  b.ExitRegion();
-  b.Line("}");
+  };
+  r.name = none.empty() ? padded() : b.XOr(none, x, Builder::TensorType(r), padded);
   return r;
 }
 

@@ -58,28 +58,17 @@ Val BatchBroadcast(Builder& b, const Val& x, size_t k, const Context::RunTimeExt
     r.shape[j] = e.out[off + j];
   }
   if (same.empty()) return x;
-  const std::string type = Builder::TensorType(r), from = Builder::TensorType(x);
-  r.name = b.Fresh();
-  b.Line(r.name + " = scf.if " + same + " -> (" + type + ") {");
-  b.EnterRegion();
-  std::string plain = x.name;
-  if (from != type) {  // a `?` extent now known to be the output's static one
-    plain = b.Fresh();
-    b.Line("  " + plain + " = tensor.cast " + x.name + " : " + from + " to " + type);
-  }
-  b.Line("  scf.yield " + plain + " : " + type);
-  b.Line("} else {");
   const int loops = static_cast<int>(x.rank());
-  std::string copy = b.IndexGeneric(r.shape, x.et, [&](const std::vector<std::string>&) {
-    std::vector<std::string> at = b.LoopIndices(loops);
-    std::string zero = b.IndexConst(0);
-    for (size_t j = 0; j < batch; ++j)
-      if (!e.unit[k][off + j].empty()) at[j] = b.Select(e.unit[k][off + j], zero, at[j], "index");
-    return b.Extract(x, at);
+  // x itself (a `?` extent now known to be the output's static one: cast) when they are.
+  r.name = b.XOr(same, x, Builder::TensorType(r), [&] {
+    return b.IndexGeneric(r.shape, x.et, [&](const std::vector<std::string>&) {
+      std::vector<std::string> at = b.LoopIndices(loops);
+      std::string zero = b.IndexConst(0);
+      for (size_t j = 0; j < batch; ++j)
+        if (!e.unit[k][off + j].empty()) at[j] = b.Select(e.unit[k][off + j], zero, at[j], "index");
+      return b.Extract(x, at);
+    });
   });
-  b.Line("  scf.yield " + copy + " : " + type);
-  b.ExitRegion();
-  b.Line("}");
   return r;
 }
 
