@@ -11,6 +11,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "passes/codegen/WorkgroupCount.h"
 
 namespace hexir::codegen {
 using namespace mlir;
@@ -38,6 +39,7 @@ bool IsIdentityMemRef(Type t) {
 struct Roles {
   int64_t kvHeads = 0, group = 0, headDim = 0, cacheLen = 0;
   Value q, k, v, out, n;
+  Value workgroup;  // the unused trailing workgroup id hexir-cpu-distribute-workgroups added, or null
   double scale = 1.0;
   linalg::GenericOp prologue;
 };
@@ -45,7 +47,7 @@ struct Roles {
 std::optional<Roles> Match(func::FuncOp kernel) {
   auto exe = kernel->getParentOfType<ExecutableOp>();
   auto kind = exe ? exe->getAttrOfType<StringAttr>(kDispatchGroupAttr) : StringAttr();
-  if (!kind || kind.getValue() != "decode_attention" || !kernel.getBody().hasOneBlock()) return std::nullopt;
+  if (!kind || kind.getValue() != kDecodeAttentionGroup || !kernel.getBody().hasOneBlock()) return std::nullopt;
   Block& entry = kernel.getBody().front();
   // The whole group in one workgroup: every generic at the top level, no loops around them.
   SmallVector<linalg::GenericOp> generics;
@@ -106,6 +108,8 @@ std::optional<Roles> Match(func::FuncOp kernel) {
     r.n = arg;
   }
   if (!r.n) return std::nullopt;
+  BlockArgument last = entry.getArguments().back();
+  if (last.getType().isIndex() && last.use_empty()) r.workgroup = last;
   // The importer's scale: the constant the scores are divided by after the dot.
   r.scale = std::sqrt(double(r.headDim));
   for (linalg::GenericOp g : generics)
@@ -117,6 +121,40 @@ std::optional<Roles> Match(func::FuncOp kernel) {
       break;
     }
   return r;
+}
+
+// Restricts the prologue (an elementwise generic over q [kvHeads][G][HD], identity maps) to
+// the KV heads [first, first + count): its operands become their [count][G][HD] views and
+// its body's index 0 is offset by `first`. False (unchanged) when its maps are not the
+// identity.
+bool RestrictPrologueToHeads(linalg::GenericOp prologue, Value first, int64_t count) {
+  if (!llvm::all_of(prologue.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); })) return false;
+  OpBuilder b(prologue);
+  Location loc = prologue.getLoc();
+  for (OpOperand& operand : prologue->getOpOperands()) {
+    auto type = cast<MemRefType>(operand.get().getType());
+    SmallVector<OpFoldResult> offsets{first, b.getIndexAttr(0), b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes{b.getIndexAttr(count), b.getIndexAttr(type.getDimSize(1)),
+                                    b.getIndexAttr(type.getDimSize(2))};
+    SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+    operand.set(memref::SubViewOp::create(b, loc, operand.get(), offsets, sizes, strides));
+  }
+  prologue.getBody()->walk([&](linalg::IndexOp index) {
+    if (index.getDim() != 0) return;
+    OpBuilder after(index);
+    after.setInsertionPointAfter(index);
+    auto head = arith::AddIOp::create(after, index.getLoc(), index, first);
+    index.getResult().replaceAllUsesExcept(head, head);
+  });
+  return true;
+}
+
+// The most workgroups for `kvHeads` heads within `limit`: the largest divisor (each
+// workgroup takes as many heads).
+int64_t HeadWorkgroups(int64_t kvHeads, int64_t limit) {
+  for (int64_t count = std::min(kvHeads, limit); count > 1; --count)
+    if (kvHeads % count == 0) return count;
+  return 1;
 }
 
 // The ops of `entry` the prologue needs (its operands and captures, transitively).
@@ -159,11 +197,29 @@ class Builder {
 }  // namespace
 
 bool LowerDecodeAttentionToVectorLoops(func::FuncOp kernel, int64_t vectorBits) {
+  auto limit = kernel->getAttrOfType<IntegerAttr>(kMaxWorkgroupsAttr);
+  kernel->removeAttr(kMaxWorkgroupsAttr);
   std::optional<Roles> r = Match(kernel);
   if (!r) return false;
+  // The KV heads split evenly over up to kMaxWorkgroupsAttr workgroups where
+  // hexir-cpu-distribute-workgroups left the kernel whole with a workgroup id (q's rotary
+  // prologue then computes the workgroup's heads only); else every head in one.
+  int64_t workgroups = 1;
+  if (limit && r->workgroup)
+    workgroups = HeadWorkgroups(r->kvHeads, limit.getInt());
+  const int64_t heads = r->kvHeads / workgroups;
+  Value firstHead;
+  if (workgroups > 1) {
+    OpBuilder front(kernel.getBody().front().getTerminator());
+    front.setInsertionPointToStart(&kernel.getBody().front());
+    firstHead = arith::MulIOp::create(front, kernel.getLoc(), r->workgroup,
+                                      arith::ConstantIndexOp::create(front, kernel.getLoc(), heads));
+    if (r->prologue && !RestrictPrologueToHeads(r->prologue, firstHead, heads)) workgroups = 1, firstHead = nullptr;
+  }
   Block& entry = kernel.getBody().front();
   llvm::SmallPtrSet<Operation*, 16> keep;
   if (r->prologue) keep = PrologueSlice(entry, r->prologue);
+  if (firstHead) keep.insert(firstHead.getDefiningOp()), keep.insert(firstHead.getDefiningOp()->getOperand(1).getDefiningOp());
   SmallVector<Operation*> oldBody;
   for (Operation& op : entry.without_terminator())
     if (!keep.contains(&op)) oldBody.push_back(&op);
@@ -200,7 +256,8 @@ bool LowerDecodeAttentionToVectorLoops(func::FuncOp kernel, int64_t vectorBits) 
     Value x = vector::LoadOp::create(b, loc, vc, cache, ValueRange{row, col});
     return cacheElement.isF32() ? x : (Value)arith::ExtFOp::create(b, loc, vf, x);
   };
-  k.loop(zero, k.idx(r->kvHeads), {}, [&](Value a, ValueRange) {
+  Value headsFrom = firstHead ? firstHead : zero;
+  k.loop(headsFrom, k.addi(headsFrom, k.idx(heads)), {}, [&](Value a, ValueRange) {
     Value col0 = k.muli(a, k.idx(HD));
     // Scores: each K chunk loaded once for the group's G query heads.
     k.loop(zero, n, {}, [&](Value s, ValueRange) {
@@ -262,6 +319,9 @@ bool LowerDecodeAttentionToVectorLoops(func::FuncOp kernel, int64_t vectorBits) 
     return SmallVector<Value>{};
   });
   for (Operation* op : llvm::reverse(oldBody)) op->erase();
+  if (workgroups > 1)
+    kernel->getParentOfType<ExecutableOp>()->setAttr(
+        kWorkgroupCountAttr, DenseI64ArrayAttr::get(kernel.getContext(), {workgroups, 1, 1}));
   return true;
 }
 

@@ -17,7 +17,9 @@
 #include "mlir/Interfaces/TilingInterface.h"
 #include "passes/Passes.h"
 #include "passes/codegen/CPUConvolutionKernel.h"
+#include "passes/codegen/CPUDecodeAttention.h"
 #include "passes/codegen/CPUMatmulMicroKernel.h"
+#include "passes/codegen/CPUMatvecKernel.h"
 #include "passes/codegen/KernelLoweringUtils.h"
 #include "passes/codegen/WorkgroupCount.h"
 
@@ -33,6 +35,10 @@ constexpr int64_t kMatmulRowsPerWorkgroup = 32;
 // Output channels of the least workgroup of a convolution kernel (codegen/
 // CPUConvolutionKernel.h): each packs its own panels of the input.
 constexpr int64_t kConvolutionChannelsPerWorkgroup = 16;
+
+// Rows of a matvec on 8-bit activations per workgroup, at least (random768's 768-row
+// projections: 16 workgroups).
+constexpr int64_t kInt8MatvecRowsPerWorkgroup = 48;
 
 // A kernel whose convolution takes a CPU convolution kernel and whose result op writes the
 // N x F x spatial output in order is split along its output channels (loop 1): they are
@@ -270,6 +276,14 @@ class CPUDistributeWorkgroups
 
     auto ret = cast<func::ReturnOp>(entry.getTerminator());
     if (ret.getNumOperands() != 1) return 1;
+    // A decode attention group stays whole: its lowering gives each workgroup a KV head and
+    // sets the count (CPUDecodeAttention.h); tiling it would recompute the scores (and q's
+    // rotary) once per consumer in every workgroup.
+    auto group = kernel->getParentOfType<ExecutableOp>()->getAttrOfType<StringAttr>(kDispatchGroupAttr);
+    if (group && group.getValue() == codegen::kDecodeAttentionGroup) {
+      kernel->setAttr(codegen::kMaxWorkgroupsAttr, IntegerAttr::get(IntegerType::get(ctx, 64), maxWorkgroups));
+      return 1;
+    }
     TilingInterface root = codegen::KernelRoot(kernel);
     if (!root) return 1;
     SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();
@@ -308,6 +322,12 @@ class CPUDistributeWorkgroups
       // 16 workers equal shares.
       if (micro) wanted = llvm::bit_floor(static_cast<uint64_t>(
                      std::min(wanted, std::max<int64_t>(1, *n0 / kMatmulRowsPerWorkgroup))));
+      // Each workgroup of a matvec on 8-bit activations first quantizes all of x (about the
+      // work of 3 rows): enough rows for that to be a few percent, a power-of-two count.
+      auto linalgRoot = dyn_cast<linalg::LinalgOp>(root.getOperation());
+      if (axis == 0 && linalgRoot && codegen::QuantizesActivations(linalgRoot))
+        wanted = llvm::bit_floor(static_cast<uint64_t>(
+            std::min(wanted, std::max<int64_t>(1, *n0 / kInt8MatvecRowsPerWorkgroup))));
       // Likewise for convolutions along their channels.
       if (axis == 1)
         wanted = llvm::bit_floor(static_cast<uint64_t>(std::min(

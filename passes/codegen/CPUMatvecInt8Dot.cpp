@@ -30,6 +30,10 @@ Value RoundToHalf(OpBuilder& b, Location loc, Value v) {
   return arith::ExtFOp::create(b, loc, b.getF32Type(), half);
 }
 
+// The block's |x| maximum as plain vmaxps steps: a NaN in x makes every output it reaches
+// NaN whatever the scale, so the NaN-aware forms (a compare and a blend a step) buy nothing.
+constexpr auto kNoNaN = arith::FastMathFlags::nnan;
+
 // A loop over x's blocks (memref<B x N x f32>) at the builder's insertion point, which it
 // leaves inside the loop's body: `xv` gets the block's N / `lanes` vectors, the result is
 // the block's largest |x|.
@@ -43,9 +47,9 @@ Value ForEachBlockAbsMax(OpBuilder& b, Location loc, Value x, int64_t lanes, Sma
   for (int64_t v = 0; v < type.getDimSize(1) / lanes; ++v) {
     xv.push_back(vector::LoadOp::create(b, loc, vec, x, ValueRange{block, Index(b, loc, v * lanes)}));
     Value abs = math::AbsFOp::create(b, loc, xv.back());
-    absMax = v ? arith::MaxNumFOp::create(b, loc, absMax, abs).getResult() : abs;
+    absMax = v ? arith::MaxNumFOp::create(b, loc, absMax, abs, kNoNaN).getResult() : abs;
   }
-  return vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF, absMax);
+  return vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF, absMax, kNoNaN);
 }
 
 }  // namespace

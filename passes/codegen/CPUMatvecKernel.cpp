@@ -263,14 +263,15 @@ namespace {
 // How a block matvec dots: with 8-bit activations when x is a static count of blocks the
 // stack can hold and the format has int8 dots (the K-quants' super-blocks on AVX-512 only).
 enum class BlockDots { kF32, kInt8, kInt8SuperBlocks };
-BlockDots ChooseBlockDots(const BlockMatvec& m, const MatvecTiles& tiles) {
-  int64_t blocks = cast<ShapedType>(m.x.getType()).getDimSize(m.rowDim);
-  const BlockFormat& f = *m.format;
+BlockDots ChooseBlockDots(const BlockFormat& f, int64_t blocks, bool x86Avx512) {
   if (ShapedType::isDynamic(blocks) || blocks * f.blockElements > kMaxInt8ActivationBlocks * kInt8BlockElements)
     return BlockDots::kF32;
   if (f.int8Quants && f.blockElements == kInt8BlockElements) return BlockDots::kInt8;
-  if (f.superInt8 && f.blockElements == kSuperBlockElements && tiles.x86Avx512) return BlockDots::kInt8SuperBlocks;
+  if (f.superInt8 && f.blockElements == kSuperBlockElements && x86Avx512) return BlockDots::kInt8SuperBlocks;
   return BlockDots::kF32;
+}
+BlockDots ChooseBlockDots(const BlockMatvec& m, const MatvecTiles& tiles) {
+  return ChooseBlockDots(*m.format, cast<ShapedType>(m.x.getType()).getDimSize(m.rowDim), tiles.x86Avx512);
 }
 
 bool TakesMatvecKernel(linalg::LinalgOp op) { return MatchDense(op) || MatchBlocks(op); }
@@ -303,6 +304,14 @@ void ForEachMatvecRow(OpBuilder& b, Location loc, const BlockMatvec& m,
 }
 
 }  // namespace
+
+bool QuantizesActivations(linalg::LinalgOp op) {
+  auto name = op->getAttrOfType<StringAttr>(kBlockMatvecAttr);
+  const BlockFormat* format = name ? FindBlockFormat(name.getValue()) : nullptr;
+  if (!format || op.getNumLoops() != 3 || op.getNumDpsInputs() != 1) return false;
+  auto x = dyn_cast<ShapedType>(op.getDpsInputs()[0].getType());
+  return x && x.getRank() == 2 && ChooseBlockDots(*format, x.getDimSize(0), /*x86Avx512=*/true) != BlockDots::kF32;
+}
 
 void LowerMatvecsToVectorKernels(func::FuncOp kernel, const CPUTarget& target) {
   const MatvecTiles tiles = ChooseMatvecTiles(target);

@@ -25,7 +25,8 @@
 //   y[n+r] += reduce_add(acc[r])
 //
 // q8_0, q4_0, q4_1, q5_0 with K static (<= 2048 blocks) instead dot with 8-bit activations,
-// as ggml does (CPUMatvecInt8Dot.h): x quantized once to blocks (q[b], d_x[b], sum_x[b]),
+// as ggml does (CPUMatvecInt8Dot.h): x quantized once a workgroup to blocks (q[b], d_x[b],
+// sum_x[b]; hexir-cpu-distribute-workgroups gives such a matvec at least 48 rows a workgroup),
 //   blocks: for each block b: acc[r] += (d_w * d_x[b]) * int32 lanes of sum_v w_q[v] * q[b][v]
 //                               (+ m_w * sum_x[b] into a scalar, for q4_1's min)
 // (the integer lanes on AVX2 as ggml computes them: vpsignb, vpmaddubsw, vpmaddwd).
@@ -57,6 +58,11 @@ namespace hexir::codegen {
 // Rewrites every such matvec of the bufferized `kernel` for `target` (dense: vectors of its
 // f32 lanes; blocks: 8 lanes); the others are left as they are.
 void LowerMatvecsToVectorKernels(mlir::func::FuncOp kernel, const CPUTarget& target);
+
+// Whether `op` (tensors or buffers) is a one-row block matvec whose kernel quantizes x to
+// 8-bit blocks before its rows (every workgroup does, for all of x); the K-quants' only on
+// AVX-512, which this assumes.
+bool QuantizesActivations(mlir::linalg::LinalgOp op);
 
 // The x86 intrinsics of the int8 dots are calls of private declarations until the kernel's
 // buffers are deallocated; this turns them into llvm.call_intrinsic (after the loops

@@ -300,8 +300,8 @@ void RotaryQ(const std::string& device) {
   });
 }
 
-// One CPU workgroup (--max-workgroups=1, the one-thread LLM configuration): the whole group
-// is one kernel, lowered to vector loops over contiguous cache rows
+// One CPU workgroup (--max-workgroups=1): the whole group is one kernel, lowered to vector
+// loops over contiguous cache rows (by default the same loops, a KV head a workgroup)
 // (passes/codegen/CPUDecodeAttention.h). Head sizes 48, 64, 80 (16-lane vectors), 12 (4
 // lanes) and 7 (1 lane); GQA 4:1 and 1:1; positions 1, 7, 255 (n = 2, 8, 256: the whole
 // cache); f32 and f16 caches, with and without q's rotary embedding. bf16 caches and 17 query
@@ -321,7 +321,21 @@ void OneWorkgroup(const std::string& device) {
   }, flags);
 }
 
+// The CPU vector loops with the KV heads split over workgroups (--max-workgroups=4: the
+// largest divisor of the head count within 4): 6 heads as 3 workgroups of 2 with q's rotary
+// embedding restricted to each workgroup's heads, 8 as 4 of 2 over an f16 cache, 5 (prime)
+// in one workgroup.
+void SplitHeads(const std::string& device) {
+  CheckAttention(device, {
+      {{6, 2, 16, 100, "f32", true}, {0, 37, 99}},
+      {{8, 4, 64, 256, "f16", true}, {1, 255}},
+      {{5, 1, 32, 64}, {0, 63}},
+  }, "--max-workgroups=4");
+}
+
 HEXIR_E2E_TEST_ON_DEVICES("decode attention matches f64 loops at odd head sizes and prime cache lengths", OddShapes)
+HEXIR_E2E_TEST_ON_DEVICES("decode attention with its KV heads split over CPU workgroups matches f64 loops and "
+                          "rotations", SplitHeads)
 HEXIR_E2E_TEST_ON_DEVICES("decode attention on one workgroup (CPU vector loops) matches f64 loops at head sizes "
                           "48/64/80, GQA 4:1 and 1:1, f32 and f16 caches", OneWorkgroup)
 HEXIR_E2E_TEST_ON_DEVICES("decode attention with q's rotary embedding in its kernel matches f64 rotations and loops",
