@@ -583,11 +583,18 @@ Status AllocatorAllocateUniform(HalModuleState& s, NativeCall& c) {
 // Arguments first.. of `c` (each an i) as 8-byte little-endian words appended to `bytes`.
 Status I64WordsFrom(NativeCall& c, size_t first, std::vector<uint8_t>* bytes) {
   std::string_view kinds = ArgKinds(c);
-  bytes->reserve(bytes->size() + 8 * (c.args.size() - std::min(first, c.args.size())));
-  for (size_t i = first; i < c.args.size(); ++i) {
+  size_t at = bytes->size();
+  // Sized once and written a word at a time (a region's list is ~100 words, built every call
+  // whose words changed: a decode step's position).
+  bytes->resize(at + 8 * (c.args.size() - std::min(first, c.args.size())));
+  for (size_t i = first; i < c.args.size(); ++i, at += 8) {
     if (i < kinds.size() && kinds[i] != 'i') return ArgError(c, i, "values must be i");
     uint64_t v = static_cast<uint64_t>(IntArg(c, i));
-    for (int k = 0; k < 8; ++k) bytes->push_back(static_cast<uint8_t>(v >> (8 * k)));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    std::memcpy(bytes->data() + at, &v, 8);
+#else
+    for (int k = 0; k < 8; ++k) (*bytes)[at + k] = static_cast<uint8_t>(v >> (8 * k));
+#endif
   }
   return Status::Ok();
 }
