@@ -197,16 +197,18 @@ class Builder {
 }  // namespace
 
 bool LowerDecodeAttentionToVectorLoops(func::FuncOp kernel, int64_t vectorBits) {
-  auto limit = kernel->getAttrOfType<IntegerAttr>(kMaxWorkgroupsAttr);
-  kernel->removeAttr(kMaxWorkgroupsAttr);
+  auto limits = kernel->getAttrOfType<DenseI64ArrayAttr>(kWorkgroupLimitsAttr);
+  kernel->removeAttr(kWorkgroupLimitsAttr);
   std::optional<Roles> r = Match(kernel);
   if (!r) return false;
-  // The KV heads split evenly over up to kMaxWorkgroupsAttr workgroups where
+  // The KV heads split evenly over workgroups within kWorkgroupLimitsAttr where
   // hexir-cpu-distribute-workgroups left the kernel whole with a workgroup id (q's rotary
   // prologue then computes the workgroup's heads only); else every head in one.
   int64_t workgroups = 1;
-  if (limit && r->workgroup)
-    workgroups = HeadWorkgroups(r->kvHeads, limit.getInt());
+  if (limits && limits.size() == 2 && r->workgroup) {
+    const int64_t work = 2 * r->kvHeads * r->group * r->headDim * r->cacheLen;
+    workgroups = HeadWorkgroups(r->kvHeads, std::min(limits[0], work / std::max<int64_t>(1, limits[1])));
+  }
   const int64_t heads = r->kvHeads / workgroups;
   Value firstHead;
   if (workgroups > 1) {

@@ -18,7 +18,7 @@
 // clamped to the cache's rows. The scores live in a stack buffer [G][S]. q's prologue (the
 // importer's rotary embedding, an elementwise generic over q) keeps its loop lowering and
 // its output buffer is read as q. f16 caches are widened as loaded. The KV heads are split
-// evenly over workgroups where the kernel allows it (kMaxWorkgroupsAttr below), each
+// evenly over workgroups where the kernel allows it (kWorkgroupLimitsAttr below), each
 // workgroup's prologue restricted to its heads. Kernels that are not this computation (not
 // a whole-kernel group; bf16 caches; more than 16 query heads per KV head; scores over 256
 // KiB) keep the generic lowering, in one workgroup.
@@ -31,10 +31,12 @@ namespace hexir::codegen {
 // The dispatch group kind (kDispatchGroupAttr) of such an executable.
 inline constexpr char kDecodeAttentionGroup[] = "decode_attention";
 // hexir-cpu-distribute-workgroups leaves such a kernel whole (one workgroup, a workgroup id
-// argument it does not read) and records its workgroup limit in this attribute of the
-// kernel; the rewrite below then splits the KV heads evenly over up to that many workgroups
-// (the largest divisor of the head count) and sets the executable's count.
-inline constexpr char kMaxWorkgroupsAttr[] = "hexir.max_workgroups";
+// argument it does not read) and records its limits in this attribute of the kernel,
+// [max-workgroups, min-work-per-workgroup]; the rewrite below then splits the KV heads evenly
+// over at most that many workgroups of at least that much work each (work: 2 kvHeads G HD
+// cache rows multiply-adds, the longest context; the count the largest divisor of the head
+// count within both) and sets the executable's count.
+inline constexpr char kWorkgroupLimitsAttr[] = "hexir.workgroup_limits";
 
 // Returns true when `kernel` (bufferized, of an executable marked "decode_attention") was
 // rewritten as above; false leaves it unchanged.

@@ -281,7 +281,8 @@ class CPUDistributeWorkgroups
     // rotary) once per consumer in every workgroup.
     auto group = kernel->getParentOfType<ExecutableOp>()->getAttrOfType<StringAttr>(kDispatchGroupAttr);
     if (group && group.getValue() == codegen::kDecodeAttentionGroup) {
-      kernel->setAttr(codegen::kMaxWorkgroupsAttr, IntegerAttr::get(IntegerType::get(ctx, 64), maxWorkgroups));
+      kernel->setAttr(codegen::kWorkgroupLimitsAttr,
+                      DenseI64ArrayAttr::get(ctx, {int64_t(maxWorkgroups), int64_t(minWorkPerWorkgroup)}));
       return 1;
     }
     TilingInterface root = codegen::KernelRoot(kernel);

@@ -322,12 +322,12 @@ void OneWorkgroup(const std::string& device) {
 }
 
 // The CPU vector loops with the KV heads split over workgroups (--max-workgroups=4: the
-// largest divisor of the head count within 4): 6 heads as 3 workgroups of 2 with q's rotary
-// embedding restricted to each workgroup's heads, 8 as 4 of 2 over an f16 cache, 5 (prime)
-// in one workgroup.
+// largest divisor of the head count within 4 and within the work bound, 2 x heads x group x
+// head size x cache rows / 32768): 6 heads as 3 workgroups of 2 with q's rotary embedding
+// restricted to each workgroup's heads, 8 as 4 of 2 over an f16 cache, 5 (prime) in one.
 void SplitHeads(const std::string& device) {
   CheckAttention(device, {
-      {{6, 2, 16, 100, "f32", true}, {0, 37, 99}},
+      {{6, 2, 16, 512, "f32", true}, {0, 37, 511}},
       {{8, 4, 64, 256, "f16", true}, {1, 255}},
       {{5, 1, 32, 64}, {0, 63}},
   }, "--max-workgroups=4");

@@ -65,10 +65,10 @@ hexir.executable @down {
 // -----
 
 // A decode attention group stays whole (no tile loop): its lowering splits the KV heads
-// over workgroups (CPUDecodeAttention.h), up to the limit recorded on the kernel.
+// over workgroups (CPUDecodeAttention.h), within the limits recorded on the kernel (max-workgroups, min-work-per-workgroup).
 // CHECK-LABEL: hexir.executable @attention
 // CHECK-SAME:    hexir.workgroup_count = array<i64: 1, 1, 1>
-// CHECK:         func.func @attention(%{{.+}}: tensor<12x1x64xf32>, %{{.+}}: tensor<256x768xf32>, %{{.+}}: index, %{{.+}}: index) -> tensor<12x1x64xf32> attributes {hexir.max_workgroups = 64 : i64}
+// CHECK:         func.func @attention(%{{.+}}: tensor<12x1x64xf32>, %{{.+}}: tensor<256x768xf32>, %{{.+}}: index, %{{.+}}: index) -> tensor<12x1x64xf32> attributes {hexir.workgroup_limits = array<i64: 64, 32768>}
 // CHECK-NOT:     scf.for
 #map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
 #map1 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
