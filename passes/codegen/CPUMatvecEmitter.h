@@ -91,12 +91,15 @@ class MatvecEmitter {
     Value quants;  // memref<2P * 32 x i8>: x.quants flat
     Value scales;  // memref<P x 16 x f32> (the nibble formats), or null
     Value bias;    // memref<P x 16 x i32>, or null
+    Value quadScales;  // memref<P/2 x 16 x f32>: quad q's four scales in int8QuadStep's lanes, or null
   };
   PairedActivations pairActivations(const BlockFormat& f, const Int8Activations& x, int64_t count, Block& entry);
   SmallVector<Value> int8Step(const BlockFormat& f, const Int8Activations& x, Value weights, ArrayRef<Value> weightRow,
                               Value block, ValueRange acc);
   SmallVector<Value> int8PairStep(const BlockFormat& f, const Int8Activations& x, const PairedActivations& pairs,
                                   Value weights, ArrayRef<Value> weightRow, Value block, ValueRange acc);
+  SmallVector<Value> int8QuadStep(const BlockFormat& f, const PairedActivations& pairs, Value weights,
+                                  ArrayRef<Value> weightRow, Value block, ValueRange acc);
 
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value add(Value a, int64_t v) { return v ? arith::AddIOp::create(b, loc, a, index(v)).getResult() : a; }

@@ -37,7 +37,16 @@ void MatvecEmitter::emitInt8Blocks(const BlockMatvec& m, linalg::GenericOp op) {
     // rows vector accumulators, then (with a min) rows scalar ones.
     SmallVector<Value> init(rows, zeroVector(vec));
     if (f.hasMin) init.append(rows, scalarZero);
-    scf::ForOp loop = forLoopCarrying(index(0), index(stepped), index(perStep), init, [&](Value block, ValueRange acc) {
+    // Four blocks a step where int8QuadStep applies, then pairs (or single blocks).
+    const int64_t quads = pairs.quadScales ? stepped / 4 * 4 : 0;
+    if (quads) {
+      scf::ForOp quadLoop = forLoopCarrying(index(0), index(quads), index(4), init, [&](Value block, ValueRange acc) {
+        return int8QuadStep(f, pairs, m.weights, weightRow, block, acc);
+      });
+      init.assign(quadLoop.getResults().begin(), quadLoop.getResults().end());
+    }
+    scf::ForOp loop = forLoopCarrying(index(quads), index(stepped), index(perStep), init,
+                                      [&](Value block, ValueRange acc) {
       return perStep == 2 ? int8PairStep(f, x, pairs, m.weights, weightRow, block, acc)
                           : int8Step(f, x, m.weights, weightRow, block, acc);
     });
@@ -83,6 +92,12 @@ SmallVector<Value> MatvecEmitter::int8Step(const BlockFormat& f, const Int8Activ
   return next;
 }
 
+namespace {
+// int8QuadStep's lane j of 16 holds two adjacent lanes of one pair's dot: pair j / 8, its lanes
+// 2 (j % 8) and 2 (j % 8) + 1, which the chunk order gives to that pair's block (j / 2) % 2.
+int64_t QuadLaneBlock(int64_t j) { return 2 * (j / 8) + (j / 2) % 2; }
+}  // namespace
+
 MatvecEmitter::PairedActivations MatvecEmitter::pairActivations(const BlockFormat& f, const Int8Activations& x,
                                                                 int64_t count, Block& entry) {
   VectorType bytes = VectorType::get({2 * kInt8BlockElements}, b.getI8Type());
@@ -98,6 +113,21 @@ MatvecEmitter::PairedActivations MatvecEmitter::pairActivations(const BlockForma
     if (biased) out.bias = memref::AllocaOp::create(b, loc, MemRefType::get({count, 2 * kBlockLanes}, b.getI32Type()));
   }
   const bool chunked = f.int8QuantsPair;
+  if (chunked && !f.hasMin && count >= 2) {
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&entry);
+      out.quadScales = memref::AllocaOp::create(b, loc, MemRefType::get({count / 2, 2 * kBlockLanes}, b.getF32Type()));
+    }
+    VectorType four = VectorType::get({4}, b.getF32Type());
+    SmallVector<int64_t> lanes;
+    for (int64_t j = 0; j < 2 * kBlockLanes; ++j) lanes.push_back(QuadLaneBlock(j));
+    forLoop(index(0), index(count / 2), index(1), [&](Value qd) {
+      Value v = vector::LoadOp::create(b, loc, four, x.scales, ValueRange{arith::MulIOp::create(b, loc, qd, index(4))});
+      vector::StoreOp::create(b, loc, vector::ShuffleOp::create(b, loc, v, v, lanes), out.quadScales,
+                              ValueRange{qd, index(0)});
+    });
+  }
   if (!chunked && !biased) return out;  // q8_0: its pairs read x.quants as they are
   VectorType pair = VectorType::get({2}, b.getF32Type());
   forLoop(index(0), index(count), index(1), [&](Value p) {
@@ -197,6 +227,58 @@ SmallVector<Value> MatvecEmitter::int8PairStep(const BlockFormat& f, const Int8A
       next[rows + r] = arith::AddFOp::create(b, loc, next[rows + r], arith::MulFOp::create(b, loc, min, xSum));
       next[rows + r] = arith::AddFOp::create(b, loc, next[rows + r], arith::MulFOp::create(b, loc, min2, xSum2));
     }
+  }
+  return next;
+}
+
+// Blocks `block` .. `block` + 3 of every row (the nibble formats without a min, AVX-512): two
+// pairs' integer lanes as in int8PairStep, then adjacent lanes of both summed into one
+// vector (two permutes and an add), so the conversion, the scale and the FMA run once for
+// four blocks: acc[r] += (d_w d_x in QuadLaneBlock's lanes) * lanes.
+SmallVector<Value> MatvecEmitter::int8QuadStep(const BlockFormat& f, const PairedActivations& pairs, Value weights,
+                                               ArrayRef<Value> weightRow, Value block, ValueRange acc) {
+  const int64_t rows = weightRow.size();
+  VectorType vec = VectorType::get({2 * kBlockLanes}, b.getF32Type());
+  VectorType bytes = VectorType::get({2 * kInt8BlockElements}, b.getI8Type());
+  VectorType lanesI32 = VectorType::get({2 * kBlockLanes}, b.getI32Type());
+  VectorType halves = VectorType::get({32}, b.getF16Type());
+  SmallVector<Value> next(acc);
+  Value p = arith::DivUIOp::create(b, loc, block, index(2));
+  Value qd = arith::DivUIOp::create(b, loc, block, index(4));
+  Value q[2], bias[2];
+  for (int64_t h = 0; h < 2; ++h) {
+    Value at = arith::MulIOp::create(b, loc, add(block, 2 * h), index(kInt8BlockElements));
+    q[h] = vector::LoadOp::create(b, loc, bytes, pairs.quants, ValueRange{at});
+    if (pairs.bias) bias[h] = vector::LoadOp::create(b, loc, lanesI32, pairs.bias, ValueRange{add(p, h), index(0)});
+  }
+  Value xScales = vector::LoadOp::create(b, loc, vec, pairs.quadScales, ValueRange{qd, index(0)});
+  Value base = arith::MulIOp::create(b, loc, block, index(f.blockBytes));
+  prefetchRows(weights, weightRow, add(base, kBlockPrefetchBytes));
+  SmallVector<int64_t> even, odd, scaleLanes;
+  for (int64_t j = 0; j < 2 * kBlockLanes; ++j) {
+    even.push_back(j / 8 * 16 + 2 * (j % 8));
+    odd.push_back(j / 8 * 16 + 2 * (j % 8) + 1);
+    // Block QuadLaneBlock(j)'s d: pair j / 8's half at byte (j / 2 % 2) * blockBytes.
+    scaleLanes.push_back(j / 8 * 32 + (j / 2 % 2) * f.blockBytes / 2);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    Value both[2], lanes[2];
+    for (int64_t h = 0; h < 2; ++h) {
+      both[h] = loadPair(weights, weightRow[r], add(base, 2 * h * f.blockBytes), 2 * f.blockBytes);
+      Value stored = f.int8QuantsPair(b, loc, both[h]);
+      if (t.int8DotAccumulate && bias[h]) {
+        lanes[h] = Int8DotLanesUnsignedAvx512(b, loc, stored, q[h], true, bias[h]);
+      } else {
+        lanes[h] = Int8DotLanesUnsignedAvx512(b, loc, stored, q[h], t.int8DotAccumulate);
+        if (bias[h]) lanes[h] = arith::SubIOp::create(b, loc, lanes[h], bias[h]);
+      }
+    }
+    Value summed = arith::AddIOp::create(b, loc, vector::ShuffleOp::create(b, loc, lanes[0], lanes[1], even),
+                                         vector::ShuffleOp::create(b, loc, lanes[0], lanes[1], odd));
+    Value h0 = vector::BitCastOp::create(b, loc, halves, both[0]), h1 = vector::BitCastOp::create(b, loc, halves, both[1]);
+    Value wScales = arith::ExtFOp::create(b, loc, vec, vector::ShuffleOp::create(b, loc, h0, h1, scaleLanes).getResult());
+    Value scales = arith::MulFOp::create(b, loc, wScales, xScales);
+    next[r] = vector::FMAOp::create(b, loc, scales, arith::SIToFPOp::create(b, loc, vec, summed), next[r]);
   }
   return next;
 }

@@ -29,6 +29,8 @@
 // sum_x[b]; hexir-cpu-distribute-workgroups gives such a matvec at least 48 rows a workgroup),
 //   blocks: for each block b: acc[r] += (d_w * d_x[b]) * int32 lanes of sum_v w_q[v] * q[b][v]
 //                               (+ m_w * sum_x[b] into a scalar, for q4_1's min)
+//   (on AVX-512 two blocks a step, or four for the nibble formats without a min: two pairs'
+//   lanes summed pairwise into one vector before the conversion and the FMA)
 // (the integer lanes on AVX2 as ggml computes them: vpsignb, vpmaddubsw, vpmaddwd).
 // q4_k, q5_k, q6_k with K static (<= 256 super-blocks) on AVX-512 dot ggml's q8_K activations
 // (x quantized per 256 values, f32 scale, integer sums per 16 and 32 values) within each

@@ -299,7 +299,9 @@ TEST_CASE("block-format matmuls of a dynamic count of rows (the prompt's form) e
 }
 
 TEST_CASE("8-bit-activation matvecs (q8_0, q4_0, q4_1, q5_0; the K-quants on AVX-512) equal ggml's quantized dot in double on the host, AVX-512 with and without VNNI, AVX2 and baseline x86-64") {
-  // K = 25 blocks (odd: AVX-512 dots two blocks a step, then the last alone) and 24 (even),
+  // K = 25 blocks (odd: AVX-512 dots four blocks a step where the format has no min, two
+  // a step otherwise, then the last alone), 24 (even) and 27 (six steps of four, one of two,
+  // one block),
   // 7 and 8 super-blocks for the K-quants, N = 67 (no multiple of the 4-row group); x has an
   // all-zero block (scale 0) and a block where one large value leaves the others 0 or +-1.
   const int64_t n = 67;
@@ -313,7 +315,7 @@ TEST_CASE("8-bit-activation matvecs (q8_0, q4_0, q4_1, q5_0; the K-quants on AVX
   for (const GgmlBlockInfo& format : compiler::llama::kGgmlBlockInfos) {
     if (!TakesInt8Activations(format) && !TakesSuperBlockActivations(format, true)) continue;
     const int64_t be = format.block_elements;
-    for (int64_t blocks : be == 256 ? std::vector<int64_t>{7, 8} : std::vector<int64_t>{25, 24}) {
+    for (int64_t blocks : be == 256 ? std::vector<int64_t>{7, 8} : std::vector<int64_t>{25, 24, 27}) {
       const int64_t k = blocks * be;
       Case c;
       c.function = std::string(format.name) + "_int8_" + std::to_string(blocks);

@@ -167,6 +167,75 @@ hexir.executable @q4 attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
 
 // -----
 
+// Six q4_0 blocks on AVX-512: one step of four blocks, then a pair. The four: two pairs'
+// integer lanes (as above), then adjacent lanes of both summed into one vector (even and
+// odd lanes of the two, one add), the four f16 scales picked from the two loads' halves in
+// those lanes and widened at once: one conversion, one multiply by x's scales and one FMA
+// for four blocks. Then the pair's own scale shuffle.
+// VNNI-LABEL:   hexir.executable @q4quad
+// VNNI:           llvm.intr.masked.load {{.*}} -> vector<64xi8>
+// VNNI:           llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// VNNI:           llvm.intr.masked.load {{.*}} -> vector<64xi8>
+// VNNI:           llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// VNNI-DAG:       llvm.shufflevector {{.*}} [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30] : vector<16xi32>
+// VNNI-DAG:       llvm.shufflevector {{.*}} [1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31] : vector<16xi32>
+// VNNI:           llvm.add {{.*}} : vector<16xi32>
+// VNNI:           llvm.shufflevector {{.*}} [0, 0, 9, 9, 0, 0, 9, 9, 32, 32, 41, 41, 32, 32, 41, 41] : vector<32xf16>
+// VNNI:           llvm.fpext {{.*}} : vector<16xf16> to vector<16xf32>
+// VNNI:           llvm.intr.fmuladd
+// VNNI:           llvm.shufflevector {{.*}} [0, 0, 0, 0, 9, 9, 9, 9, 0, 0, 0, 0, 9, 9, 9, 9] : vector<32xf16>
+// VNNI-NOT:       llvm.load {{.*}} -> i8
+hexir.executable @q4quad attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @q4quad(%xb: tensor<6x32xf32>, %w: tensor<6x108xi8>, %o: tensor<6xf32>, %id: index) -> tensor<6xf32> {
+      %y = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>],
+                           iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q4_0"}
+          ins(%xb : tensor<6x32xf32>) outs(%o : tensor<6xf32>) {
+      ^bb0(%a: f32, %acc: f32):
+        %n = linalg.index 0 : index
+        %b = linalg.index 1 : index
+        %j = linalg.index 2 : index
+        %c18 = arith.constant 18 : index
+        %c16 = arith.constant 16 : index
+        %c2 = arith.constant 2 : index
+        %c1 = arith.constant 1 : index
+        %base = arith.muli %b, %c18 : index
+        %jlow = arith.remui %j, %c16 : index
+        %qat0 = arith.addi %base, %c2 : index
+        %qat = arith.addi %qat0, %jlow : index
+        %byte = tensor.extract %w[%n, %qat] : tensor<6x108xi8>
+        %lo = tensor.extract %w[%n, %base] : tensor<6x108xi8>
+        %hiat = arith.addi %base, %c1 : index
+        %hi = tensor.extract %w[%n, %hiat] : tensor<6x108xi8>
+        %lo32 = arith.extui %lo : i8 to i32
+        %hi32 = arith.extui %hi : i8 to i32
+        %c8 = arith.constant 8 : i32
+        %hish = arith.shli %hi32, %c8 : i32
+        %bits32 = arith.ori %lo32, %hish : i32
+        %bits = arith.trunci %bits32 : i32 to i16
+        %h = arith.bitcast %bits : i16 to f16
+        %d = arith.extf %h : f16 to f32
+        %u = arith.extui %byte : i8 to i32
+        %c15 = arith.constant 15 : i32
+        %c4 = arith.constant 4 : i32
+        %low = arith.andi %u, %c15 : i32
+        %high = arith.shrui %u, %c4 : i32
+        %upper = arith.cmpi uge, %j, %c16 : index
+        %nib = arith.select %upper, %high, %low : i32
+        %qi = arith.subi %nib, %c8 : i32
+        %qf = arith.sitofp %qi : i32 to f32
+        %wv = arith.mulf %d, %qf : f32
+        %p = arith.mulf %a, %wv : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<6xf32>
+      return %y : tensor<6xf32>
+    }
+  }
+}
+
+// -----
+
 // A prompt's q4_0 block matmul (loops (m, n, b, j), M dynamic, marked like the decode
 // step's): a loop over the M rows, each row of x quantized and dotted as the one-row kernel
 // does (vpdpbusd on pairs from one masked load), no scalar weight reads.
