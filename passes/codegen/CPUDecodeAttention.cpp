@@ -209,19 +209,25 @@ bool LowerDecodeAttentionToVectorLoops(func::FuncOp kernel, int64_t vectorBits) 
     const int64_t work = 2 * r->kvHeads * r->group * r->headDim * r->cacheLen;
     workgroups = HeadWorkgroups(r->kvHeads, std::min(limits[0], work / std::max<int64_t>(1, limits[1])));
   }
-  const int64_t heads = r->kvHeads / workgroups;
-  Value firstHead;
-  if (workgroups > 1) {
-    OpBuilder front(kernel.getBody().front().getTerminator());
-    front.setInsertionPointToStart(&kernel.getBody().front());
-    firstHead = arith::MulIOp::create(front, kernel.getLoc(), r->workgroup,
-                                      arith::ConstantIndexOp::create(front, kernel.getLoc(), heads));
-    if (r->prologue && !RestrictPrologueToHeads(r->prologue, firstHead, heads)) workgroups = 1, firstHead = nullptr;
-  }
   Block& entry = kernel.getBody().front();
+  int64_t heads = r->kvHeads / workgroups;
+  // The workgroup's first head (id * heads) at the entry, kept with the prologue's slice.
+  Value firstHead;
+  SmallVector<Operation*> headOps;
+  if (workgroups > 1) {
+    OpBuilder front = OpBuilder::atBlockBegin(&entry);
+    auto perWorkgroup = arith::ConstantIndexOp::create(front, kernel.getLoc(), heads);
+    auto first = arith::MulIOp::create(front, kernel.getLoc(), r->workgroup, perWorkgroup);
+    headOps = {perWorkgroup, first};
+    firstHead = first;
+    if (r->prologue && !RestrictPrologueToHeads(r->prologue, firstHead, heads)) {
+      first->erase(), perWorkgroup->erase();
+      headOps.clear(), firstHead = nullptr, workgroups = 1, heads = r->kvHeads;
+    }
+  }
   llvm::SmallPtrSet<Operation*, 16> keep;
   if (r->prologue) keep = PrologueSlice(entry, r->prologue);
-  if (firstHead) keep.insert(firstHead.getDefiningOp()), keep.insert(firstHead.getDefiningOp()->getOperand(1).getDefiningOp());
+  keep.insert(headOps.begin(), headOps.end());
   SmallVector<Operation*> oldBody;
   for (Operation& op : entry.without_terminator())
     if (!keep.contains(&op)) oldBody.push_back(&op);

@@ -276,9 +276,9 @@ class CPUDistributeWorkgroups
 
     auto ret = cast<func::ReturnOp>(entry.getTerminator());
     if (ret.getNumOperands() != 1) return 1;
-    // A decode attention group stays whole: its lowering gives each workgroup a KV head and
-    // sets the count (CPUDecodeAttention.h); tiling it would recompute the scores (and q's
-    // rotary) once per consumer in every workgroup.
+    // A decode attention group stays whole: its lowering splits the KV heads over workgroups
+    // within these limits and sets the count (CPUDecodeAttention.h); tiling it recomputed the
+    // fused scores (and q's rotary) once per consumer in every workgroup.
     auto group = kernel->getParentOfType<ExecutableOp>()->getAttrOfType<StringAttr>(kDispatchGroupAttr);
     if (group && group.getValue() == codegen::kDecodeAttentionGroup) {
       kernel->setAttr(codegen::kWorkgroupLimitsAttr,
