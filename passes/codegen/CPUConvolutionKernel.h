@@ -23,7 +23,7 @@
 // gathered, 38 us masked, 27 us static). x is read through its row pitch (a window of a larger
 // plane is fine); out's rows must be one run: where its strides are dynamic (dynamic exports)
 // the kernel runs when they are at run time, the loop lowering otherwise. A 1x1 convolution at
-// stride 1 over such planes first tests them at run time for 2 x 2 and 4 x 4 and runs the
+// stride 1 over such planes first tests them at run time for 2 x 2, 3 x 3, 4 x 4 and 7 x 7 and runs the
 // kernel on views of that static plane there (kDensePlaneOutputs in the .cpp: EfficientNet-B0's
 // 80 -> 480 over 4 x 4 16.5 -> 11.2 us, static 13.5; MobileNetV3's 96 -> 576 over 2 x 2 15.3 ->
 // 9.4 us, static 3.5 on its filter packed at load; a constant shallow filter over a dynamic

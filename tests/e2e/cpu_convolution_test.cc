@@ -312,12 +312,14 @@ TEST_CASE("one dynamic-size 1x1 convolution module, its panels loaded whole, mas
   // channels (an argument filter) and over 13 (a constant one of 13 taps, packed besides at
   // load: on planes of at most 4 positions its packed kernel runs, chosen at run time, the
   // input-packing one on the original filter otherwise; bias + ReLU absorbed by both).
-  // Planes of 2 x 2 and 4 x 4 take the kernel on a static view of the plane, chosen at run
-  // time (CPUConvolutionKernel.cpp, kDensePlaneOutputs); 2 x 4 and 4 x 2 do not.
+  // Planes of 2 x 2, 3 x 3, 4 x 4 and 7 x 7 take the kernel on a static view of the plane,
+  // chosen at run time (CPUConvolutionKernel.cpp, kDensePlaneOutputs); 2 x 4, 4 x 2, 3 x 7 and
+  // 7 x 3 do not.
   Conv pointwise{1, 24, 0, 0, 40, 1, 1, 1, 1, 1};
   pointwise.epilogue = true;
-  CheckOneModuleAtSizes(pointwise, {{1, 1, 1}, {3, 3, 3}, {1, 7, 7}, {3, 13, 13}, {1, 57, 57}, {3, 5, 7}, {1, 2, 2},
-                                    {3, 2, 2}, {1, 4, 4}, {3, 4, 4}, {1, 2, 4}, {3, 4, 2}});
+  CheckOneModuleAtSizes(pointwise, {{1, 1, 1}, {3, 3, 3}, {1, 3, 3}, {1, 7, 7}, {3, 7, 7}, {3, 13, 13}, {1, 57, 57},
+                                    {3, 5, 7}, {1, 2, 2}, {3, 2, 2}, {1, 4, 4}, {3, 4, 4}, {1, 2, 4}, {3, 4, 2},
+                                    {1, 3, 7}, {3, 7, 3}});
   Conv few{1, 13, 0, 0, 40, 1, 1, 1, 1, 1};
   few.constant = true;
   few.epilogue = true;

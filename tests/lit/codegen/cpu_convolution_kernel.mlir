@@ -546,10 +546,11 @@ hexir.executable @dense_dynamic attributes {hexir.workgroup_count = array<i64: 1
 // -----
 
 // A 1x1 convolution over planes of run-time extents: where the rows are contiguous, run-time
-// tests of x's and out's planes (2 x 2, then 4 x 4) choose the implicit GEMM on views of that
-// static plane (its panels loaded whole or masked, never gathered: N = 4 or 16 known), the
-// GEMM on the dynamic plane otherwise (its partial panels maybe gathered); the loop lowering
-// when the rows are not contiguous.
+// tests of x's and out's planes (2 x 2, 3 x 3, 4 x 4, then 7 x 7) choose the implicit GEMM on
+// views of that static plane (N = 4, 9, 16 or 49 known; the first three's panels loaded whole
+// or masked, never gathered; 7 x 7's panels of 8 cross its rows of 7, each tested for one
+// run as on a dynamic plane), the GEMM on the dynamic plane otherwise (its partial panels
+// maybe gathered); the loop lowering when the rows are not contiguous.
 // CHECK-LABEL: hexir.executable @pointwise_dynamic
 // CHECK:         llvm.func internal @pointwise_dynamic_impl(
 // CHECK-COUNT-5:   llvm.icmp "eq"
@@ -557,6 +558,11 @@ hexir.executable @dense_dynamic attributes {hexir.workgroup_count = array<i64: 1
 // CHECK:           llvm.intr.fmuladd
 // CHECK-COUNT-4:   llvm.icmp "eq"
 // CHECK-NOT:       llvm.intr.masked.gather
+// CHECK:           llvm.intr.fmuladd
+// CHECK-COUNT-4:   llvm.icmp "eq"
+// CHECK-NOT:       llvm.intr.masked.gather
+// CHECK:           llvm.intr.fmuladd
+// CHECK-COUNT-4:   llvm.icmp "eq"
 // CHECK:           llvm.intr.fmuladd
 // CHECK:           llvm.intr.masked.gather
 // CHECK:           llvm.fmul {{.*}} : f32
