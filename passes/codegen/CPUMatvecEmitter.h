@@ -98,6 +98,7 @@ class MatvecEmitter {
                               Value block, ValueRange acc);
   SmallVector<Value> int8PairStep(const BlockFormat& f, const Int8Activations& x, const PairedActivations& pairs,
                                   Value weights, ArrayRef<Value> weightRow, Value block, ValueRange acc);
+  Value unsignedDotLanes(Value u, Value q, Value bias);
   SmallVector<Value> int8QuadStep(const BlockFormat& f, const PairedActivations& pairs, Value weights,
                                   ArrayRef<Value> weightRow, Value block, ValueRange acc);
 

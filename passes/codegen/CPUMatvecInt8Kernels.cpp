@@ -113,7 +113,7 @@ MatvecEmitter::PairedActivations MatvecEmitter::pairActivations(const BlockForma
     if (biased) out.bias = memref::AllocaOp::create(b, loc, MemRefType::get({count, 2 * kBlockLanes}, b.getI32Type()));
   }
   const bool chunked = f.int8QuantsPair;
-  if (chunked && !f.hasMin && count >= 2) {
+  if (chunked && f.int8Unsigned && !f.hasMin && count >= 2) {
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&entry);
@@ -207,18 +207,11 @@ SmallVector<Value> MatvecEmitter::int8PairStep(const BlockFormat& f, const Int8A
                                                                           f.scaleMin(reader2, 0).first});
       scales = spread(arith::MulFOp::create(b, loc, both, xScales), false);
     }
-    Value lanes;
     // (q8_0's signed w as w + 128 from -128 * lanes(q), one vpdpbusd, measured slower under
     // llvm-mca znver4: 2271 against 2099 cycles for 4 pairs, its 64-byte load of those
     // lanes a row and pair costing more of the FP load port than vpabsb and the select.)
-    if (!f.int8Unsigned) {
-      lanes = Int8DotLanesAvx512(b, loc, stored, q, negQ, t.int8DotAccumulate);
-    } else if (t.int8DotAccumulate) {
-      lanes = Int8DotLanesUnsignedAvx512(b, loc, stored, q, true, bias);
-    } else {
-      lanes = Int8DotLanesUnsignedAvx512(b, loc, stored, q, false);
-      if (bias) lanes = arith::SubIOp::create(b, loc, lanes, bias);
-    }
+    Value lanes = f.int8Unsigned ? unsignedDotLanes(stored, q, bias)
+                                 : Int8DotLanesAvx512(b, loc, stored, q, negQ, t.int8DotAccumulate);
     Value dot = arith::SIToFPOp::create(b, loc, vec, lanes);
     if (chunked) scales = arith::MulFOp::create(b, loc, scales, xScales);
     next[r] = vector::FMAOp::create(b, loc, scales, dot, next[r]);
@@ -229,6 +222,15 @@ SmallVector<Value> MatvecEmitter::int8PairStep(const BlockFormat& f, const Int8A
     }
   }
   return next;
+}
+
+// lanes(u . q) - lanes(o . q) for unsigned integers u and the offset's lanes `bias` (null
+// without an offset): with VNNI one vpdpbusd starting from the bias's negation (as
+// pairActivations stores it then), else vpmaddubsw + vpmaddwd and a subtraction.
+Value MatvecEmitter::unsignedDotLanes(Value u, Value q, Value bias) {
+  if (t.int8DotAccumulate) return Int8DotLanesUnsignedAvx512(b, loc, u, q, true, bias);
+  Value lanes = Int8DotLanesUnsignedAvx512(b, loc, u, q, false);
+  return bias ? arith::SubIOp::create(b, loc, lanes, bias).getResult() : lanes;
 }
 
 // Blocks `block` .. `block` + 3 of every row (the nibble formats without a min, AVX-512): two
@@ -265,13 +267,7 @@ SmallVector<Value> MatvecEmitter::int8QuadStep(const BlockFormat& f, const Paire
     Value both[2], lanes[2];
     for (int64_t h = 0; h < 2; ++h) {
       both[h] = loadPair(weights, weightRow[r], add(base, 2 * h * f.blockBytes), 2 * f.blockBytes);
-      Value stored = f.int8QuantsPair(b, loc, both[h]);
-      if (t.int8DotAccumulate && bias[h]) {
-        lanes[h] = Int8DotLanesUnsignedAvx512(b, loc, stored, q[h], true, bias[h]);
-      } else {
-        lanes[h] = Int8DotLanesUnsignedAvx512(b, loc, stored, q[h], t.int8DotAccumulate);
-        if (bias[h]) lanes[h] = arith::SubIOp::create(b, loc, lanes[h], bias[h]);
-      }
+      lanes[h] = unsignedDotLanes(f.int8QuantsPair(b, loc, both[h]), q[h], bias[h]);
     }
     Value summed = arith::AddIOp::create(b, loc, vector::ShuffleOp::create(b, loc, lanes[0], lanes[1], even),
                                          vector::ShuffleOp::create(b, loc, lanes[0], lanes[1], odd));
