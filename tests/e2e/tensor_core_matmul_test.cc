@@ -70,10 +70,11 @@ std::string Program(const Case& c) {
          pre + "i, j, k) -> (" + pre + "j, k)>, affine_map<(" + pre + "i, j, k) -> (" + pre + "i, j)>], iterator_types = [" +
          (c.batch ? "\"parallel\", " : "") + "\"parallel\", \"parallel\", \"reduction\"]} ins(%a, %b : " + a + ", " + b +
          ") outs(%f : " + acc + ") {\n  ^bb0(%x: " + c.lhsType() + ", %y: " + c.type + ", %s: f32):\n" +
-         (c.lhsType() == "f32" ? "    %xf = arith.addf %x, %zero : f32\n"
-                               : "    %xf = arith.extf %x : " + c.lhsType() + " to f32\n") +
-         (c.type == "f32" ? "    %yf = arith.addf %y, %zero : f32\n" : "    %yf = arith.extf %y : " + c.type + " to f32\n") +
-         "    %pr = arith.mulf %xf, %yf : f32\n" +
+         // f32 operands are used as they are (an `x + 0` would make the body no contraction).
+         (c.lhsType() == "f32" ? "" : "    %xf = arith.extf %x : " + c.lhsType() + " to f32\n") +
+         (c.type == "f32" ? "" : "    %yf = arith.extf %y : " + c.type + " to f32\n") +
+         "    %pr = arith.mulf " + (c.lhsType() == "f32" ? "%x" : "%xf") + ", " + (c.type == "f32" ? "%y" : "%yf") +
+         " : f32\n" +
          "    %t = arith.addf %s, %pr : f32\n    linalg.yield %t : f32\n  } -> " + acc + "\n";
   } else {
     p += std::string("  %c = linalg.") + (c.batch ? "batch_matmul" : "matmul") + " ins(%a, %b : " + a + ", " + b +
