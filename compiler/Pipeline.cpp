@@ -179,6 +179,13 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   pm.addPass(hexir::createPartition(partition));
   for (const Target* target : targets)
     pm.addPass(hexir::createVerifyInput(VerifyInputOptions{target->name}));
+  // The llama importer's prompt attention is one kernel on CUDA only (passes/codegen/
+  // CUDADecodeAttention.h): elsewhere its generics are dispatched as unmarked ones.
+  if (!OnlyCuda(options)) {
+    DissolveDispatchGroupsOptions dissolve;
+    dissolve.kinds = {"prompt_attention"};
+    pm.addPass(hexir::createDissolveDispatchGroups(dissolve));
+  }
   // Dim equalities and allocation sizes the program assumes, checked on the host (one VM
   // `assert` each) before any dispatch that relies on them.
   // Calls whose callee will record into its caller's command buffer stay calls (one region,

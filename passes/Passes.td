@@ -92,6 +92,19 @@ def CastMatmulActivations : Pass<"hexir-cast-matmul-activations", "mlir::ModuleO
                            "mlir::tensor::TensorDialect"];
 }
 
+def DissolveDispatchGroups : Pass<"hexir-dissolve-dispatch-groups", "mlir::ModuleOp"> {
+  let summary = "Drops the one-kernel marks of dispatch groups of the given kinds";
+  let description = [{
+    Generics marked `hexir.dispatch_group = "KIND.INSTANCE"` with KIND in `kinds` lose the
+    mark: they form dispatches as unmarked generics do (and the fusions that skip marked
+    generics see them). For groups only some targets lower as one kernel (the llama
+    importer's "prompt_attention": CUDA's flash attention), run where another target is.
+  }];
+  let options = [
+    ListOption<"kinds", "kinds", "std::string", "group kinds whose marks are dropped">,
+  ];
+}
+
 def FormDispatchRegions : Pass<"hexir-form-dispatch-regions", "mlir::ModuleOp"> {
   let summary = "Wraps each linalg op (plus cloned producers, fused consumers) in hexir.dispatch_region";
   let description = [{

@@ -18,20 +18,25 @@
 #include "mlir/Transforms/RegionUtils.h"
 #include "passes/codegen/CUDAColumnReduce.h"
 #include "passes/codegen/CUDAWarpReduce.h"
+#include "passes/codegen/WorkgroupCount.h"
 
 namespace hexir::cuda {
 using namespace mlir;
 
 std::vector<int64_t> DecodeAttention::encode() const {
-  return {kvHeads, group, headDim, cacheLen, q, k, v, out, n, splits, threads, headTile, window, prologue};
+  std::vector<int64_t> words = {kvHeads, group,   headDim,  cacheLen, q,      k,       v,
+                                 out,     n,       splits,   threads,  headTile, window, prologue};
+  if (prompt) words.insert(words.end(), {prompt, rowTile});  // decode's words stay 14
+  return words;
 }
 
 std::optional<DecodeAttention> DecodeAttention::decode(llvm::ArrayRef<int64_t> w) {
-  if (w.size() != 14) return std::nullopt;
+  if (w.size() != 14 && w.size() != 16) return std::nullopt;
   DecodeAttention s;
   s.kvHeads = w[0], s.group = w[1], s.headDim = w[2], s.cacheLen = w[3];
   s.q = w[4], s.k = w[5], s.v = w[6], s.out = w[7], s.n = w[8], s.splits = w[9], s.threads = w[10];
   s.headTile = w[11], s.window = w[12], s.prologue = w[13];
+  if (w.size() == 16) s.prompt = w[14], s.rowTile = w[15];
   return s;
 }
 
@@ -46,9 +51,43 @@ int64_t ExtractedArgument(linalg::GenericOp g) {
   return found;
 }
 
-std::nullopt_t Refuse(func::FuncOp kernel, const llvm::Twine& why) {
-  kernel.emitRemark("decode attention kept on the generic lowering: ") << why;
+std::nullopt_t Refuse(func::FuncOp kernel, const llvm::Twine& why, const char* what = "decode") {
+  kernel.emitRemark(what) << " attention kept on the generic lowering: " << why;
   return std::nullopt;
+}
+
+// The kernel argument `v` is (through tensor reshapes), or -1.
+int64_t ReshapedArgument(func::FuncOp kernel, Value v) {
+  while (Operation* def = v.getDefiningOp()) {
+    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def)) return -1;
+    v = def->getOperand(0);
+  }
+  auto arg = cast<BlockArgument>(v);
+  return arg.getOwner() == &kernel.getBody().front() ? (int64_t)arg.getArgNumber() : -1;
+}
+
+bool IsCacheElement(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
+
+// Equal head tiles of at most 16 query heads, halved while `slots(headTile)` query slots
+// and a window of min(32, S) positions do not fit 48 KiB; false when one slot with a window
+// of min(8, S) does not fit.
+bool ChooseHeadTile(DecodeAttention& s, llvm::function_ref<int64_t(int64_t)> slots) {
+  const int64_t words = kMaxAttentionSharedBytes / 4;
+  const int64_t parts = (s.group + kMaxAttentionHeadTile - 1) / kMaxAttentionHeadTile;
+  s.headTile = (s.group + parts - 1) / parts;
+  auto fits = [&](int64_t tile, int64_t window) {
+    return DecodeAttention::sharedWords(slots(tile), s.headDim, window) <= words;
+  };
+  while (s.headTile > 1 && !fits(s.headTile, std::min(kMinAttentionWindow, s.cacheLen)))
+    s.headTile = (s.headTile + 1) / 2;
+  return fits(s.headTile, std::min(kMinStagedWindow, s.cacheLen));
+}
+
+// The largest window of at most kMaxAttentionWindow positions (and the block's chunk) that
+// fits 48 KiB with the block's query slots.
+void ChooseWindow(DecodeAttention& s) {
+  s.window = std::min(s.chunk(), kMaxAttentionWindow);
+  while (s.sharedWords() > kMaxAttentionSharedBytes / 4) --s.window;
 }
 }  // namespace
 
@@ -119,22 +158,90 @@ std::optional<DecodeAttention> MatchDecodeAttention(func::FuncOp kernel) {
   }
   if (q < 0 || out < 0 || n < 0) return Refuse(kernel, "no q, result buffer and length n");
   s.q = q, s.out = out, s.n = n;
-  // Equal head tiles of at most 16; smaller while a window of 32 positions does not fit.
-  const int64_t words = kMaxAttentionSharedBytes / 4;
-  s.headTile = (s.group + (s.group + kMaxAttentionHeadTile - 1) / kMaxAttentionHeadTile - 1) /
-               ((s.group + kMaxAttentionHeadTile - 1) / kMaxAttentionHeadTile);
-  auto fits = [&](int64_t window) { return DecodeAttention::sharedWords(s.headTile, s.headDim, window) <= words; };
-  while (s.headTile > 1 && !fits(std::min(kMinAttentionWindow, s.cacheLen))) s.headTile = (s.headTile + 1) / 2;
-  if (!fits(std::min(kMinStagedWindow, s.cacheLen)))
+  if (!ChooseHeadTile(s, [](int64_t tile) { return tile; }))
     return Refuse(kernel, "a head of " + llvm::Twine(s.headDim) + " does not fit shared memory");
   // Splits fill the GPU once (two blocks per SM) while each keeps >= 16 rows of a full cache.
   s.splits = 1;
   while (s.splits < kMaxAttentionSplits && s.kvHeads * s.tiles() * s.splits * 2 <= 2 * 132 &&
          s.cacheLen >= 16 * s.splits * 2)
     s.splits *= 2;
-  s.window = std::min(s.chunk(), kMaxAttentionWindow);
-  while (!fits(s.window)) --s.window;
+  ChooseWindow(s);
   return s;
+}
+
+std::optional<DecodeAttention> MatchPromptAttention(func::FuncOp kernel) {
+  auto exe = kernel->getParentOfType<ExecutableOp>();
+  auto kind = exe ? exe->getAttrOfType<StringAttr>(kDispatchGroupAttr) : StringAttr();
+  if (!kind || kind.getValue() != "prompt_attention") return std::nullopt;
+  auto refuse = [&](const llvm::Twine& why) { return Refuse(kernel, why, "prompt"); };
+  SmallVector<linalg::GenericOp> generics;
+  kernel.walk([&](linalg::GenericOp g) { generics.push_back(g); });
+  if (generics.size() < 2 || generics.front().getNumDpsInputs() != 2 || generics.back().getNumDpsInputs() != 2 ||
+      generics.front().getNumLoops() != 5 || generics.back().getNumLoops() != 5)
+    return refuse("not scores of q and K ... a sum over V (5 loops each)");
+  DecodeAttention s;
+  s.prompt = 1;
+  s.n = -1;
+  s.q = ReshapedArgument(kernel, generics.front().getDpsInputs()[0]);
+  s.k = ReshapedArgument(kernel, generics.front().getDpsInputs()[1]);
+  s.v = ReshapedArgument(kernel, generics.back().getDpsInputs()[1]);
+  if (s.q < 0 || s.k < 0 || s.v < 0 || s.k == s.v || s.q == s.k || s.q == s.v)
+    return refuse("q, K and V are not distinct kernel arguments");
+  FunctionType type = kernel.getFunctionType();
+  if (type.getNumResults() != 1) return refuse("not one result");
+  auto result = dyn_cast<RankedTensorType>(type.getResult(0));
+  if (!result || result.getRank() != 4 || !result.getElementType().isF32() || !result.isDynamicDim(0) ||
+      result.getNumDynamicDims() != 1)
+    return refuse("the result is not a [M][KVH][G][HD] f32 tensor of dynamic M");
+  s.kvHeads = result.getDimSize(1), s.group = result.getDimSize(2), s.headDim = result.getDimSize(3);
+  const int64_t width = s.kvHeads * s.group * s.headDim;
+  // q and the result buffer: like the result, or [M][KVH G HD].
+  auto isRows = [&](Type t) {
+    auto r = dyn_cast<RankedTensorType>(t);
+    return r && r.getElementType().isF32() && r.getNumDynamicDims() == 1 && r.isDynamicDim(0) &&
+           (r == result || (r.getRank() == 2 && r.getDimSize(1) == width));
+  };
+  if (!isRows(type.getInput(s.q))) return refuse("q is not [M][KVH][G][HD] f32");
+  auto cache = dyn_cast<RankedTensorType>(type.getInput(s.k));
+  if (!cache || cache != type.getInput(s.v) || !cache.hasStaticShape() || !IsCacheElement(cache.getElementType()) ||
+      !((cache.getRank() == 2 && cache.getDimSize(1) == s.kvHeads * s.headDim) ||
+        (cache.getRank() == 3 && cache.getDimSize(1) == s.kvHeads && cache.getDimSize(2) == s.headDim)))
+    return refuse("caches are not static [S][KVH HD] f32, f16 or bf16 tensors of one type");
+  s.cacheLen = cache.getDimSize(0);
+  // Arguments: tensors, then the result's buffer, then scalars (M, unused here).
+  s.out = -1;
+  for (auto [i, t] : llvm::enumerate(type.getInputs())) {
+    if ((int64_t)i == s.q || (int64_t)i == s.k || (int64_t)i == s.v) continue;
+    if (s.out < 0 && isRows(t)) {
+      s.out = i;
+    } else if (!t.isIndex() && !t.isInteger(64)) {
+      return refuse("an unexpected argument");
+    }
+  }
+  if (s.out < 0) return refuse("no result buffer");
+  // Slots: head tiles as in decode, then prompt rows up to 16 slots while a window of
+  // min(32, S) positions fits.
+  if (!ChooseHeadTile(s, [](int64_t tile) { return tile; }))
+    return refuse("a head of " + llvm::Twine(s.headDim) + " does not fit shared memory");
+  s.rowTile = std::max<int64_t>(1, kMaxAttentionHeadTile / s.headTile);
+  while (s.rowTile > 1 && DecodeAttention::sharedWords(s.slots(), s.headDim, std::min(kMinAttentionWindow, s.cacheLen)) >
+                              kMaxAttentionSharedBytes / 4)
+    --s.rowTile;
+  s.splits = 1;
+  ChooseWindow(s);
+  return s;
+}
+
+LogicalResult SetPromptAttentionGrid(func::FuncOp kernel, const DecodeAttention& s) {
+  auto exe = kernel->getParentOfType<ExecutableOp>();
+  OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
+  auto rows = tensor::DimOp::create(b, kernel.getLoc(), kernel.getArgument(s.q), 0);
+  std::optional<int64_t> word = codegen::ParameterWordOf(kernel, rows, kernel.getNumArguments());
+  rows->erase();
+  if (!exe || !word) return failure();
+  codegen::SetDynamicWorkgroupCount(
+      exe, codegen::DynamicWorkgroupCount{{*word}, s.kvHeads * s.tiles(), s.rowTile, /*limit=*/1 << 24});
+  return success();
 }
 
 namespace {
@@ -246,6 +353,241 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
   OpBuilder& b = ob;
   Value Q = entry.getArgument(s.q), K = entry.getArgument(s.k), V = entry.getArgument(s.v),
         Out = entry.getArgument(s.out);
+  // Gt heads of the block's tile, of which those at g0 + j >= G (a ragged last tile) are
+  // computed on zero q and never stored; prompt blocks: Mt rows of them, query slot j the
+  // head j % Gt of row j / Gt (rows past M likewise).
+  const int64_t G = s.group, Gt = s.headTile, Mt = s.rowTile, QS = s.slots(), HD = s.headDim, C = s.splits,
+                B = s.threads, W = s.window;
+  const bool prompt = s.prompt != 0;
+  if (prompt && C != 1) return kernel.emitError("internal: prompt attention with splits");
+  const int64_t warps = B / kWarpSize;
+  const bool ragged = s.tiles() * Gt != G;
+  // Shared words: q [QS][HD] | o [QS][HD] | scores [QS][W] | m [QS] | l [QS] | alpha [QS] |
+  // K rows [W][HD + 1] | V rows [W][HD].
+  const int64_t qOff = 0, oOff = QS * HD, scOff = 2 * QS * HD, mOff = scOff + QS * W, lOff = mOff + QS,
+                alphaOff = lOff + QS, ksOff = alphaOff + QS, vsOff = ksOff + W * (HD + 1);
+  Value smem = WorkgroupArray(b, loc, kernel, b.getF32Type(), s.sharedWords());
+
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value zero = k.idx(0), one = k.idx(1);
+  const double kNegInf = -3.0e38;  // the importer's softmax identity
+  auto lessThan = [&](Value x, Value y) { return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y); };
+  auto both = [&](Value x, Value y) { return arith::AndIOp::create(b, loc, x, y).getResult(); };
+  // body(e, j, d) for each element e = j HD + d of the slots' [QS][HD], e from `first` by `step`.
+  auto forTileElements = [&](Value first, int64_t step, llvm::function_ref<void(Value, Value, Value)> body) {
+    k.loop(first, k.idx(QS * HD), k.idx(step), {}, [&](Value e, ValueRange) {
+      body(e, k.div(e, k.idx(HD)), k.rem(e, k.idx(HD)));
+      return SmallVector<Value>{};
+    });
+  };
+  // Prompt rows: q and out are [M][KVH][G][HD] or [M][KVH G HD].
+  Value rows = prompt ? (Value)memref::DimOp::create(b, loc, Q, 0) : Value();
+  auto rowIndices = [&](Value t, Value row, Value a, Value g, Value d) -> SmallVector<Value> {
+    if (cast<MemRefType>(t.getType()).getRank() == 4) return {row, a, g, d};
+    return {row, k.add(k.mul(k.add(k.mul(a, k.idx(G)), g), k.idx(HD)), d)};
+  };
+  // A cache element of row `row`, column `col` of head a: caches [S][KVH HD] or [S][KVH][HD].
+  auto cacheIndices = [&](Value cache, Value row, Value a, Value col) -> SmallVector<Value> {
+    if (cast<MemRefType>(cache.getType()).getRank() == 3) return {row, a, col};
+    return {row, k.add(k.mul(a, k.idx(HD)), col)};
+  };
+
+  Type cacheElement = cast<MemRefType>(K.getType()).getElementType();
+  const int64_t elementBytes = cacheElement.getIntOrFloatBitWidth() / 8;
+  const int64_t vec = HD % (16 / elementBytes) == 0 ? 16 / elementBytes : (HD % 4 == 0 ? 4 : 1);
+  const int64_t R = HD / vec, items = W * R, perThread = (items + B - 1) / B;
+  const int64_t kStride = HD + 1;  // K rows padded: thread t reads row t's word d in bank (t + d) % 32
+  Value scale = k.f32(std::sqrt(float(HD)));
+  Value warp = k.div(tid, k.idx(kWarpSize)), lane = k.rem(tid, k.idx(kWarpSize));
+
+  // One tile's attention, for KV head a, heads g0.. and (prompt) rows row0..: positions
+  // [start, start + len) of the n filled ones, leaving o (unnormalized), m and l in shared
+  // memory. False when q's prologue cannot be inlined.
+  struct Tile {
+    Value a, g0, row0;
+  };
+  auto attend = [&](const Tile& tile, Value start, Value len, Value n) -> bool {
+    Value a = tile.a;
+    auto headOf = [&](Value j) { return k.add(tile.g0, Mt == 1 ? j : k.rem(j, k.idx(Gt))); };
+    auto rowOf = [&](Value j) { return k.add(tile.row0, k.div(j, k.idx(Gt))); };
+    // q[a][g][d] (through the prologue, if any), or q[row][a][g][d].
+    bool inlined = true;
+    auto qAt = [&](Value j, Value d) -> Value {
+      Value g = headOf(j);
+      if (ragged) g = k.min(g, k.idx(G - 1));
+      if (prompt) return k.load(Q, rowIndices(Q, k.min(rowOf(j), k.sub(rows, one)), a, g, d));
+      Value raw = k.load(Q, {a, g, d});
+      if (!prologue) return raw;
+      FailureOr<Value> v = InlineElementwise(b, prologue, ValueRange{a, g, d}, raw);
+      inlined = inlined && succeeded(v);
+      return succeeded(v) ? *v : raw;
+    };
+    // q of the slots -> shared (zeros past G); o = 0; m = -inf, l = 0.
+    forTileElements(tid, B, [&](Value e, Value j, Value d) {
+      Value qv = qAt(j, d);
+      if (ragged) qv = arith::SelectOp::create(b, loc, lessThan(headOf(j), k.idx(G)), qv, k.f32(0.0));
+      k.store(qv, smem, {k.add(e, k.idx(qOff))});
+      k.store(k.f32(0.0), smem, {k.add(e, k.idx(oOff))});
+    });
+    k.loop(tid, k.idx(QS), k.idx(B), {}, [&](Value j, ValueRange) {
+      k.store(k.f32(kNegInf), smem, {k.add(j, k.idx(mOff))});
+      k.store(k.f32(0.0), smem, {k.add(j, k.idx(lOff))});
+      return SmallVector<Value>{};
+    });
+    k.barrier();
+
+    // The window's rows of head a, `vec` elements a load: 16 bytes when HD allows (4 f32 or 8
+    // f16/bf16), else 4 elements, else 1. Item i of a cache is row i / R, columns (i % R) vec.
+    k.loop(zero, len, k.idx(W), {}, [&](Value w0, ValueRange) {
+      Value first = k.add(start, w0), wlen = k.min(k.idx(W), k.sub(len, w0));
+      Value lastRow = k.sub(n, one);  // n >= 1 here: the block has rows
+      // Every load of the window first (one memory round trip), then the stores. Items past
+      // the window (the last pass of a ragged split) repeat the window's last item, and rows
+      // past the block's last read the last filled row: both store values nothing reads, or
+      // the same values another thread stores.
+      struct Staged {
+        Value slot, col, k, v;
+      };
+      SmallVector<Staged> staged;
+      auto loadAt = [&](Value cache, Value row, Value col) -> Value {
+        SmallVector<Value> at = cacheIndices(cache, row, a, col);
+        if (vec == 1) return k.load(cache, at);
+        return vector::LoadOp::create(b, loc, VectorType::get({vec}, cacheElement), cache, at,
+                                      /*nontemporal=*/false, llvm::MaybeAlign(vec * elementBytes));
+      };
+      for (int64_t m = 0; m < perThread; ++m) {
+        Value item = k.add(tid, k.idx(m * B));
+        if ((m + 1) * B > items) item = k.min(item, k.idx(items - 1));
+        Value slot = k.div(item, k.idx(R)), col = k.mul(k.rem(item, k.idx(R)), k.idx(vec));
+        Value row = k.min(k.add(first, slot), lastRow);
+        staged.push_back({slot, col, loadAt(K, row, col), loadAt(V, row, col)});
+      }
+      for (const Staged& st : staged) {
+        for (int64_t i = 0; i < vec; ++i) {
+          Value kv = vec == 1 ? st.k : (Value)vector::ExtractOp::create(b, loc, st.k, i);
+          Value vv = vec == 1 ? st.v : (Value)vector::ExtractOp::create(b, loc, st.v, i);
+          Value col = k.add(st.col, k.idx(i));
+          k.store(k.widen(kv), smem, {k.add(k.add(k.mul(st.slot, k.idx(kStride)), col), k.idx(ksOff))});
+          k.store(k.widen(vv), smem, {k.add(k.add(k.mul(st.slot, k.idx(HD)), col), k.idx(vsOff))});
+        }
+      }
+      k.barrier();
+
+      // Scores: a thread per (query slot j, position t) pair, t fastest (q[j] is broadcast,
+      // K rows are padded), summed over d in order; prompt positions past the slot's row
+      // score -inf (causal: they weigh 0).
+      k.loop(tid, k.idx(QS * W), k.idx(B), {}, [&](Value e, ValueRange) {
+        Value j = k.div(e, k.idx(W)), t = k.rem(e, k.idx(W));
+        k.ifThen(lessThan(t, wlen), [&] {
+          Value qBase = k.add(k.mul(j, k.idx(HD)), k.idx(qOff));
+          Value kBase = k.add(k.mul(t, k.idx(kStride)), k.idx(ksOff));
+          Value acc = k.loop(zero, k.idx(HD), one, {k.f32(0.0)}, [&](Value d, ValueRange accs) {
+            Value prod = k.mul(k.load(smem, {k.add(qBase, d)}), k.load(smem, {k.add(kBase, d)}));
+            return SmallVector<Value>{k.add(accs[0], prod)};
+          })[0];
+          Value score = k.div(acc, scale);
+          if (prompt)
+            score = arith::SelectOp::create(b, loc, lessThan(rowOf(j), k.add(first, t)), k.f32(kNegInf), score);
+          k.store(score, smem, {k.add(k.add(k.mul(j, k.idx(W)), t), k.idx(scOff))});
+        });
+        return SmallVector<Value>{};
+      });
+      k.barrier();
+
+      // Per query slot (a warp per slot): the window's maximum, the running one m, p =
+      // exp(score - m) in place, l = l exp(m_old - m) + sum p, the factor kept for o.
+      k.loop(warp, k.idx(QS), k.idx(warps), {}, [&](Value j, ValueRange) {
+        Value base = k.add(k.mul(j, k.idx(W)), k.idx(scOff));
+        Value mOld = k.load(smem, {k.add(j, k.idx(mOff))});
+        Value m = k.loop(lane, wlen, k.idx(kWarpSize), {mOld}, [&](Value t, ValueRange acc) {
+          return SmallVector<Value>{k.fmax(acc[0], k.load(smem, {k.add(base, t)}))};
+        })[0];
+        m = k.butterfly(m, /*isMax=*/true);
+        Value l = k.loop(lane, wlen, k.idx(kWarpSize), {k.f32(0.0)}, [&](Value t, ValueRange acc) {
+          Value at = k.add(base, t);
+          Value p = k.exp(k.sub(k.load(smem, {at}), m));
+          k.store(p, smem, {at});
+          return SmallVector<Value>{k.add(acc[0], p)};
+        })[0];
+        l = k.butterfly(l, /*isMax=*/false);
+        k.ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero), [&] {
+          Value alpha = k.exp(k.sub(mOld, m));
+          Value lAt = k.add(j, k.idx(lOff));
+          k.store(m, smem, {k.add(j, k.idx(mOff))});
+          k.store(k.add(k.mul(k.load(smem, {lAt}), alpha), l), smem, {lAt});
+          k.store(alpha, smem, {k.add(j, k.idx(alphaOff))});
+        });
+        return SmallVector<Value>{};
+      });
+      k.barrier();
+
+      // o[j][d] = o[j][d] alpha[j] + sum_t p[j][t] V[first + t][a HD + d] (consecutive threads:
+      // consecutive d; V from shared memory).
+      forTileElements(tid, B, [&](Value e, Value j, Value d) {
+        Value base = k.add(k.mul(j, k.idx(W)), k.idx(scOff)), vCol = k.add(d, k.idx(vsOff));
+        Value oAt = k.add(e, k.idx(oOff));
+        Value rescaled = k.mul(k.load(smem, {oAt}), k.load(smem, {k.add(j, k.idx(alphaOff))}));
+        Value o = k.loop(zero, wlen, one, {rescaled}, [&](Value t, ValueRange acc) {
+          Value p = k.load(smem, {k.add(base, t)});
+          return SmallVector<Value>{k.add(acc[0], k.mul(p, k.load(smem, {k.add(k.mul(t, k.idx(HD)), vCol)})))};
+        })[0];
+        k.store(o, smem, {oAt});
+      });
+      // The next window's rows, scores and factors overwrite what this one read.
+      k.barrier();
+      return SmallVector<Value>{};
+    });
+    return inlined;
+  };
+
+  // out[a][g0 + j][d] (out[row][a][g][d]) = value, for the slots inside the group (and M).
+  auto storeOut = [&](const Tile& tile, Value value, Value j, Value d) {
+    Value g = k.add(tile.g0, Mt == 1 ? j : k.rem(j, k.idx(Gt)));
+    Value row = prompt ? k.add(tile.row0, k.div(j, k.idx(Gt))) : Value();
+    Value valid = ragged ? lessThan(g, k.idx(G)) : Value();
+    if (prompt) valid = valid ? both(valid, lessThan(row, rows)) : lessThan(row, rows);
+    auto store = [&] {
+      if (prompt) return k.store(value, Out, rowIndices(Out, row, tile.a, g, d));
+      k.store(value, Out, {tile.a, g, d});
+    };
+    if (!valid) return store();
+    k.ifThen(valid, store);
+  };
+  auto storeNormalized = [&](const Tile& tile) {
+    forTileElements(tid, B, [&](Value e, Value j, Value d) {
+      storeOut(tile, k.div(k.load(smem, {k.add(e, k.idx(oOff))}), k.load(smem, {k.add(j, k.idx(lOff))})), j, d);
+    });
+  };
+  auto inliningFailed = [&] {
+    return prologue.emitError(
+        "decode attention: q's prologue uses a value that is neither a kernel argument nor a constant");
+  };
+
+  if (prompt) {
+    // Work items (row tile, KV head, head tile), the last rows' tiles first, strided over
+    // the launched blocks; a block's positions: [0, its last row].
+    const int64_t perRowTile = s.kvHeads * s.tiles();
+    Value rowTiles = k.div(k.add(rows, k.idx(Mt - 1)), k.idx(Mt));
+    Value grid = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+    bool inlined = true;
+    k.loop(bid, k.mul(rowTiles, k.idx(perRowTile)), grid, {}, [&](Value item, ValueRange) {
+      Value rowTile = k.sub(k.sub(rowTiles, one), k.div(item, k.idx(perRowTile)));
+      Value rest = k.rem(item, k.idx(perRowTile));
+      Tile tile{k.div(rest, k.idx(s.tiles())), k.mul(k.rem(rest, k.idx(s.tiles())), k.idx(Gt)),
+                k.mul(rowTile, k.idx(Mt))};
+      Value n = k.min(k.min(k.add(tile.row0, k.idx(Mt)), rows), k.idx(s.cacheLen));
+      inlined = attend(tile, zero, n, n) && inlined;
+      storeNormalized(tile);
+      k.barrier();  // the next item's q and o overwrite what this one stored from
+      return SmallVector<Value>{};
+    });
+    if (!inlined) return inliningFailed();
+    func::ReturnOp::create(b, loc);
+    eraseOldBody();
+    return success();
+  }
+
   Value n = entry.getArgument(s.n);
   if (isa<MemRefType>(n.getType())) {  // a position buffer: n = position + 1
     Value pos = memref::LoadOp::create(b, loc, n, ValueRange{arith::ConstantIndexOp::create(b, loc, 0)});
@@ -254,186 +596,15 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
   } else if (!n.getType().isIndex()) {
     n = arith::IndexCastOp::create(b, loc, b.getIndexType(), n);
   }
-  // Gt heads of the block's tile, of which those at g0 + j >= G (a ragged last tile) are
-  // computed on zero q and never stored.
-  const int64_t G = s.group, Gt = s.headTile, HD = s.headDim, C = s.splits, B = s.threads, W = s.window;
-  const int64_t warps = B / kWarpSize;
-  const bool ragged = s.tiles() * Gt != G;
-  // Shared words: q [Gt][HD] | o [Gt][HD] | scores [Gt][W] | m [Gt] | l [Gt] | alpha [Gt] |
-  // K rows [W][HD + 1] | V rows [W][HD].
-  const int64_t qOff = 0, oOff = Gt * HD, scOff = 2 * Gt * HD, mOff = scOff + Gt * W, lOff = mOff + Gt,
-                alphaOff = lOff + Gt, ksOff = alphaOff + Gt, vsOff = ksOff + W * (HD + 1);
-  Value smem = WorkgroupArray(b, loc, kernel, b.getF32Type(), s.sharedWords());
-
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value cluster = k.div(bid, k.idx(C)), r = k.rem(bid, k.idx(C));
-  Value a = k.div(cluster, k.idx(s.tiles()));
-  Value g0 = k.mul(k.rem(cluster, k.idx(s.tiles())), k.idx(Gt));
+  Tile tile{k.div(cluster, k.idx(s.tiles())), k.mul(k.rem(cluster, k.idx(s.tiles())), k.idx(Gt)), Value()};
   n = k.min(n, k.idx(s.cacheLen));  // never past the cache
   Value chunk = k.div(k.add(n, k.idx(C - 1)), k.idx(C));
   Value start = k.min(k.mul(r, chunk), n);
   Value len = k.sub(k.min(k.add(start, chunk), n), start);
-  Value rowBase = k.mul(a, k.idx(HD));  // column of head a in a cache row
-  Value zero = k.idx(0), one = k.idx(1);
-  const double kNegInf = -3.0e38;  // the importer's softmax identity
-  auto headOf = [&](Value j) { return k.add(g0, j); };
-  auto headValid = [&](Value j) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, headOf(j), k.idx(G));
-  };
-  // body(e, j, d) for each element e = j HD + d of the tile's [Gt][HD], e from `first` by `step`.
-  auto forTileElements = [&](Value first, int64_t step, llvm::function_ref<void(Value, Value, Value)> body) {
-    k.loop(first, k.idx(Gt * HD), k.idx(step), {}, [&](Value e, ValueRange) {
-      body(e, k.div(e, k.idx(HD)), k.rem(e, k.idx(HD)));
-      return SmallVector<Value>{};
-    });
-  };
-
-  // q[a][g][d] (through the prologue, if any).
-  bool inlined = true;
-  auto qAt = [&](Value g, Value d) -> Value {
-    Value raw = k.load(Q, {a, g, d});
-    if (!prologue) return raw;
-    FailureOr<Value> v = InlineElementwise(b, prologue, ValueRange{a, g, d}, raw);
-    inlined = inlined && succeeded(v);
-    return succeeded(v) ? *v : raw;
-  };
-  // q of the tile -> shared (zeros past G); o = 0; m = -inf, l = 0.
-  forTileElements(tid, B, [&](Value e, Value j, Value d) {
-    Value qv;
-    if (ragged) {
-      Value g = k.min(headOf(j), k.idx(G - 1));
-      qv = arith::SelectOp::create(b, loc, headValid(j), qAt(g, d), k.f32(0.0));
-    } else {
-      qv = qAt(headOf(j), d);
-    }
-    k.store(qv, smem, {k.add(e, k.idx(qOff))});
-    k.store(k.f32(0.0), smem, {k.add(e, k.idx(oOff))});
-  });
-  if (!inlined) {
-    return prologue.emitError(
-        "decode attention: q's prologue uses a value that is neither a kernel argument nor a constant");
-  }
-  k.loop(tid, k.idx(Gt), k.idx(B), {}, [&](Value j, ValueRange) {
-    k.store(k.f32(kNegInf), smem, {k.add(j, k.idx(mOff))});
-    k.store(k.f32(0.0), smem, {k.add(j, k.idx(lOff))});
-    return SmallVector<Value>{};
-  });
-  k.barrier();
-
-  // The window's rows of head a, `vec` elements a load: 16 bytes when HD allows (4 f32 or 8
-  // f16/bf16), else 4 elements, else 1. Item i of a cache is row i / R, columns (i % R) vec.
-  Type cacheElement = cast<MemRefType>(K.getType()).getElementType();
-  const int64_t elementBytes = cacheElement.getIntOrFloatBitWidth() / 8;
-  const int64_t vec = HD % (16 / elementBytes) == 0 ? 16 / elementBytes : (HD % 4 == 0 ? 4 : 1);
-  const int64_t R = HD / vec, items = W * R, perThread = (items + B - 1) / B;
-  const int64_t kStride = HD + 1;  // K rows padded: thread t reads row t's word d in bank (t + d) % 32
-  Value scale = k.f32(std::sqrt(float(HD)));
-  Value warp = k.div(tid, k.idx(kWarpSize)), lane = k.rem(tid, k.idx(kWarpSize));
-  k.loop(zero, len, k.idx(W), {}, [&](Value w0, ValueRange) {
-    Value first = k.add(start, w0), wlen = k.min(k.idx(W), k.sub(len, w0));
-    Value lastRow = k.sub(n, one);  // n >= 1 here: the block has rows
-    // Every load of the window first (one memory round trip), then the stores. Items past
-    // the window (the last pass of a ragged split) repeat the window's last item, and rows
-    // past the block's last read the last filled row: both store values nothing reads, or
-    // the same values another thread stores.
-    struct Staged {
-      Value slot, col, k, v;
-    };
-    SmallVector<Staged> staged;
-    auto loadAt = [&](Value cache, Value row, Value col) -> Value {
-      if (vec == 1) return k.load(cache, {row, col});
-      return vector::LoadOp::create(b, loc, VectorType::get({vec}, cacheElement), cache, ValueRange{row, col},
-                                    /*nontemporal=*/false, llvm::MaybeAlign(vec * elementBytes));
-    };
-    for (int64_t m = 0; m < perThread; ++m) {
-      Value item = k.add(tid, k.idx(m * B));
-      if ((m + 1) * B > items) item = k.min(item, k.idx(items - 1));
-      Value slot = k.div(item, k.idx(R)), col = k.mul(k.rem(item, k.idx(R)), k.idx(vec));
-      Value row = k.min(k.add(first, slot), lastRow), at = k.add(rowBase, col);
-      staged.push_back({slot, col, loadAt(K, row, at), loadAt(V, row, at)});
-    }
-    for (const Staged& st : staged) {
-      for (int64_t i = 0; i < vec; ++i) {
-        Value kv = vec == 1 ? st.k : (Value)vector::ExtractOp::create(b, loc, st.k, i);
-        Value vv = vec == 1 ? st.v : (Value)vector::ExtractOp::create(b, loc, st.v, i);
-        Value col = k.add(st.col, k.idx(i));
-        k.store(k.widen(kv), smem, {k.add(k.add(k.mul(st.slot, k.idx(kStride)), col), k.idx(ksOff))});
-        k.store(k.widen(vv), smem, {k.add(k.add(k.mul(st.slot, k.idx(HD)), col), k.idx(vsOff))});
-      }
-    }
-    k.barrier();
-
-    // Scores: a thread per (query head j, position t) pair, t fastest (q[j] is broadcast,
-    // K rows are padded), summed over d in order.
-    k.loop(tid, k.idx(Gt * W), k.idx(B), {}, [&](Value e, ValueRange) {
-      Value j = k.div(e, k.idx(W)), t = k.rem(e, k.idx(W));
-      k.ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, t, wlen), [&] {
-        Value qBase = k.add(k.mul(j, k.idx(HD)), k.idx(qOff));
-        Value kBase = k.add(k.mul(t, k.idx(kStride)), k.idx(ksOff));
-        Value acc = k.loop(zero, k.idx(HD), one, {k.f32(0.0)}, [&](Value d, ValueRange accs) {
-          Value prod = k.mul(k.load(smem, {k.add(qBase, d)}), k.load(smem, {k.add(kBase, d)}));
-          return SmallVector<Value>{k.add(accs[0], prod)};
-        })[0];
-        k.store(k.div(acc, scale), smem, {k.add(k.add(k.mul(j, k.idx(W)), t), k.idx(scOff))});
-      });
-      return SmallVector<Value>{};
-    });
-    k.barrier();
-
-    // Per query head (a warp per head): the window's maximum, the running one m, p =
-    // exp(score - m) in place, l = l exp(m_old - m) + sum p, the factor kept for o.
-    k.loop(warp, k.idx(Gt), k.idx(warps), {}, [&](Value j, ValueRange) {
-      Value base = k.add(k.mul(j, k.idx(W)), k.idx(scOff));
-      Value mOld = k.load(smem, {k.add(j, k.idx(mOff))});
-      Value m = k.loop(lane, wlen, k.idx(kWarpSize), {mOld}, [&](Value t, ValueRange acc) {
-        return SmallVector<Value>{k.fmax(acc[0], k.load(smem, {k.add(base, t)}))};
-      })[0];
-      m = k.butterfly(m, /*isMax=*/true);
-      Value l = k.loop(lane, wlen, k.idx(kWarpSize), {k.f32(0.0)}, [&](Value t, ValueRange acc) {
-        Value at = k.add(base, t);
-        Value p = k.exp(k.sub(k.load(smem, {at}), m));
-        k.store(p, smem, {at});
-        return SmallVector<Value>{k.add(acc[0], p)};
-      })[0];
-      l = k.butterfly(l, /*isMax=*/false);
-      k.ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero), [&] {
-        Value alpha = k.exp(k.sub(mOld, m));
-        Value lAt = k.add(j, k.idx(lOff));
-        k.store(m, smem, {k.add(j, k.idx(mOff))});
-        k.store(k.add(k.mul(k.load(smem, {lAt}), alpha), l), smem, {lAt});
-        k.store(alpha, smem, {k.add(j, k.idx(alphaOff))});
-      });
-      return SmallVector<Value>{};
-    });
-    k.barrier();
-
-    // o[j][d] = o[j][d] alpha[j] + sum_t p[j][t] V[first + t][a HD + d] (consecutive threads:
-    // consecutive d; V from shared memory).
-    forTileElements(tid, B, [&](Value e, Value j, Value d) {
-      Value base = k.add(k.mul(j, k.idx(W)), k.idx(scOff)), vCol = k.add(d, k.idx(vsOff));
-      Value oAt = k.add(e, k.idx(oOff));
-      Value rescaled = k.mul(k.load(smem, {oAt}), k.load(smem, {k.add(j, k.idx(alphaOff))}));
-      Value o = k.loop(zero, wlen, one, {rescaled}, [&](Value t, ValueRange acc) {
-        Value p = k.load(smem, {k.add(base, t)});
-        return SmallVector<Value>{k.add(acc[0], k.mul(p, k.load(smem, {k.add(k.mul(t, k.idx(HD)), vCol)})))};
-      })[0];
-      k.store(o, smem, {oAt});
-    });
-    // The next window's rows, scores and factors overwrite what this one read.
-    k.barrier();
-    return SmallVector<Value>{};
-  });
-
-  // out[a][g0 + j][d] = value, for the tile's heads inside the group.
-  auto storeOut = [&](Value value, Value j, Value d) {
-    if (!ragged) return k.store(value, Out, {a, headOf(j), d});
-    k.ifThen(headValid(j), [&] { k.store(value, Out, {a, headOf(j), d}); });
-  };
+  if (!attend(tile, start, len, n)) return inliningFailed();
   if (C == 1) {
-    forTileElements(tid, B, [&](Value e, Value j, Value d) {
-      storeOut(k.div(k.load(smem, {k.add(e, k.idx(oOff))}), k.load(smem, {k.add(j, k.idx(lOff))})), j, d);
-    });
+    storeNormalized(tile);
     func::ReturnOp::create(b, loc);
     eraseOldBody();
     return success();
@@ -471,7 +642,7 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
       L = k.add(L, k.mul(remoteLoad(rank, k.add(j, k.idx(lOff))), w));
       O = k.add(O, k.mul(remoteLoad(rank, k.add(e, k.idx(oOff))), w));
     }
-    storeOut(k.div(O, L), j, d);
+    storeOut(tile, k.div(O, L), j, d);
   });
   // No block leaves while another may still read its shared memory.
   NVVM::ClusterArriveOp::create(b, loc, UnitAttr());

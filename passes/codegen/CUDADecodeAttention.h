@@ -30,6 +30,15 @@
 // for its prerequisites (programmatic dependent launch), each block asks L2 for its share of
 // both caches (CUDALowerExecutables; when they are small enough): rows written by earlier
 // steps stream in while the kernels producing q and this step's rows drain.
+//
+// A prompt's attention (executables marked "prompt_attention": the llama importer's prefill,
+// M prompt rows at positions 0..M-1, causal) takes the same kernel with a row dimension:
+//   out[m][a][g][d] = sum_{s <= m} p[m][a][g][s] V[s][a HD + d]
+// for M (dynamic) rows of q [M][KVH][G][HD]. A block's query slots are a tile of `rowTile`
+// rows times `headTile` heads (all sharing K/V row s, the causal mask s <= m applied per
+// slot); it reads the positions [0, last row of its tile] (no splits: M x KVH x tiles blocks
+// fill the GPU), and blocks stride over the tiles by the launched grid (its size follows M,
+// WorkgroupCount.h), the tiles of the last rows (the longest) first.
 #pragma once
 
 #include <optional>
@@ -64,16 +73,22 @@ struct DecodeAttention {
   int64_t headTile = 1;  // query heads per block: tiles() blocks' clusters per KV head
   int64_t window = 1;    // positions scored per pass
   int64_t prologue = 0;  // 1: q is the input of an elementwise generic computing the q used
+  // Prompt attention: 1 (q and out are [M][KVH][G][HD] or [M][KVH G HD], M dynamic; the
+  // caches [S][KVH HD] or [S][KVH][HD]; n unused: -1). rowTile: prompt rows per block.
+  int64_t prompt = 0, rowTile = 1;
 
   int64_t tiles() const { return (group + headTile - 1) / headTile; }
+  // Query slots of a block: rowTile rows x headTile heads.
+  int64_t slots() const { return rowTile * headTile; }
   // Positions one block holds at most: ceil(S / splits).
   int64_t chunk() const { return (cacheLen + splits - 1) / splits; }
   // f32 words of shared memory: q and o [headTile][HD], the scores of a window, m, l and
   // the rescale factor per head; the window's K rows [window][HD + 1] and V rows [window][HD].
+  // (headTile: query slots.)
   static int64_t sharedWords(int64_t headTile, int64_t headDim, int64_t window) {
     return headTile * (2 * headDim + window + 3) + window * (2 * headDim + 1);
   }
-  int64_t sharedWords() const { return sharedWords(headTile, headDim, window); }
+  int64_t sharedWords() const { return sharedWords(slots(), headDim, window); }
   int64_t blocks() const { return kvHeads * tiles() * splits; }
   std::vector<int64_t> encode() const;
   static std::optional<DecodeAttention> decode(llvm::ArrayRef<int64_t> words);
@@ -93,6 +108,18 @@ inline constexpr char kDecodeAttentionAttr[] = "hexir.cuda.decode_attention";
 // <= 2 x the H200's 132 SMs and at least 16 cache rows per split; window: the block's whole
 // chunk up to kMaxAttentionWindow, less when 48 KiB holds less.
 std::optional<DecodeAttention> MatchDecodeAttention(mlir::func::FuncOp kernel);
+
+// The roles and tiles of an executable marked "prompt_attention" (tensor form): q the first
+// input of the first generic (the scores), K its second, V the second input of the last (the
+// weighted sum), through reshapes of kernel arguments; f32 q and result, caches as above.
+// Query slots rowTile x headTile <= 16: head tiles as in decode, then rows filling the rest,
+// fewer while 48 KiB holds fewer than kMinAttentionWindow positions; window as in decode.
+// nullopt (with a remark) when the arguments are not those.
+std::optional<DecodeAttention> MatchPromptAttention(mlir::func::FuncOp kernel);
+
+// The dynamic workgroup count of a matched prompt attention (ceil(M x KVH x tiles /
+// rowTile) blocks, WorkgroupCount.h) on its executable; failure when M is no parameter word.
+mlir::LogicalResult SetPromptAttentionGrid(mlir::func::FuncOp kernel, const DecodeAttention& shape);
 
 // Replaces the body of the bufferized `kernel` with the flash-decoding kernel above.
 mlir::LogicalResult LowerDecodeAttention(mlir::func::FuncOp kernel, const DecodeAttention& shape);

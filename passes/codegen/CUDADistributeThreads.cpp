@@ -99,6 +99,16 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
         exe->setAttr(kBlockSizeAttr, DenseI64ArrayAttr::get(ctx, {attention->threads, 1, 1}));
         continue;
       }
+      if (auto attention = cuda::MatchPromptAttention(kernel)) {  // CUDADecodeAttention.h
+        if (succeeded(cuda::SetPromptAttentionGrid(kernel, *attention))) {
+          kernel->setAttr(cuda::kDecodeAttentionAttr, DenseI64ArrayAttr::get(ctx, attention->encode()));
+          kernel->setAttr(kThreadCountAttr, IntegerAttr::get(IndexType::get(ctx), -1));
+          kernel->setAttr(kBlockSizeAttr, IntegerAttr::get(IndexType::get(ctx), attention->threads));
+          exe->setAttr(kBlockSizeAttr, DenseI64ArrayAttr::get(ctx, {attention->threads, 1, 1}));
+          continue;
+        }
+        kernel.emitRemark("prompt attention kept on the generic lowering: its row count is no parameter word");
+      }
       if (auto kind = exe->getAttrOfType<StringAttr>(kDispatchGroupAttr);
           kind && kind.getValue() == cuda::kSiblingProjectionsGroup) {
         if (distributeSiblingProjections(exe, kernel)) continue;

@@ -632,7 +632,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       if (!shape || failed(cuda::LowerDecodeAttention(kernel, *shape))) return failure();
       cluster = shape->splits;
       kernel->removeAttr(cuda::kDecodeAttentionAttr);
-      attentionPrefetches(*shape, signature, prefetchMaxBytes, prefetches);
+      if (!shape->prompt) attentionPrefetches(*shape, signature, prefetchMaxBytes, prefetches);
     }
     if (auto words = kernel->getAttrOfType<DenseI64ArrayAttr>(cuda::kTensorCoreMatmulAttr)) {
       std::optional<cuda::TensorCoreMatmul> shape = cuda::TensorCoreMatmul::decode(words.asArrayRef());

@@ -692,7 +692,9 @@ class ModuleWriter {
     return att;
   }
 
-  // Prompt attention: every row m over all S cache positions, causal (s <= m).
+  // Prompt attention: every row m over all S cache positions, causal (s <= m). Its generics
+  // form one dispatch group, "prompt_attention" (on CUDA one kernel, passes/codegen/
+  // CUDADecodeAttention.h; other targets dissolve the group, FormDispatchRegions).
   std::string PromptAttention(const std::string& q, const std::string& kc, const std::string& vc) {
     std::string q4t = T({-1, KVH_, G_, HD_}), c3t = T({S_, KVH_, HD_}, CT_), st = T({-1, KVH_, G_, S_}),
                 mt = T({-1, KVH_, G_});
@@ -702,6 +704,7 @@ class ModuleWriter {
     for (auto [dst, src] : {std::pair{k3, kc}, std::pair{v3, vc}})
       os_ << "    " << dst << " = tensor.expand_shape " << src << " [[0], [1, 2]] output_shape ["
           << S_ << ", " << KVH_ << ", " << HD_ << "] : " << CacheType() << " into " << c3t << "\n";
+    e_.group = "prompt_attention." + e_.Fresh("pa").substr(1);  // one kernel per layer (CUDA)
     std::string z = e_.Filled(st, "0.0", "f32", "%m");
     std::string sc = e_.Generic(
         {"(m, a, g, s, d) -> (m, a, g, d)", "(m, a, g, s, d) -> (s, a, d)", "(m, a, g, s, d) -> (m, a, g, s)"},
@@ -725,6 +728,7 @@ class ModuleWriter {
           return text + L(q + " = arith.mulf " + a[0] + ", " + kv + " : f32") +
                  L(r + " = arith.addf " + a[2] + ", " + q + " : f32") + L("linalg.yield " + r + " : f32");
         });
+    e_.group.clear();
     std::string att = e_.Fresh("att");
     os_ << "    " << att << " = tensor.collapse_shape " << o4 << " [[0], [1, 2, 3]] : " << q4t
         << " into " << T({-1, Q_}) << "\n";
