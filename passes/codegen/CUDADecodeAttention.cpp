@@ -400,6 +400,27 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
   const int64_t kStride = HD + 1;  // K rows padded: thread t reads row t's word d in bank (t + d) % 32
   Value scale = k.f32(std::sqrt(float(HD)));
   Value warp = k.div(tid, k.idx(kWarpSize)), lane = k.rem(tid, k.idx(kWarpSize));
+  // Query slots a thread scores (Rs) or sums P V for (Rv) together: the largest of 4 and 2
+  // dividing QS that still gives every thread a (slots, position) or (slots, d) item, else 1.
+  auto slotsPerThread = [&](int64_t items) -> int64_t {
+    for (int64_t r : {4, 2})
+      if (QS % r == 0 && QS / r * items >= B) return r;
+    return 1;
+  };
+  const int64_t Rs = slotsPerThread(W), Rv = slotsPerThread(HD);
+  // 16-byte shared loads of 4 consecutive words: q rows (offset j HD) when HD % 4 == 0, p
+  // rows (offset scOff + j W) when W and scOff are multiples of 4.
+  const int64_t dStep = HD % 4 == 0 ? 4 : 1, tStep = W % 4 == 0 && scOff % 4 == 0 ? 4 : 1;
+  auto loadWords = [&](Value word, int64_t n) -> SmallVector<Value> {
+    if (n == 1) return {k.load(smem, {word})};
+    Value v = vector::LoadOp::create(b, loc, VectorType::get({n}, b.getF32Type()), smem, ValueRange{word},
+                                     /*nontemporal=*/false, llvm::MaybeAlign(4 * n));
+    SmallVector<Value> words;
+    for (int64_t i = 0; i < n; ++i) words.push_back(vector::ExtractOp::create(b, loc, v, i));
+    return words;
+  };
+  // wlen rounded up to a multiple of tStep (<= W).
+  auto roundedWindow = [&](Value wlen) { return k.mul(k.div(k.add(wlen, k.idx(tStep - 1)), k.idx(tStep)), k.idx(tStep)); };
 
   // One tile's attention, for KV head a, heads g0.. and (prompt) rows row0..: positions
   // [start, start + len) of the n filled ones, leaving o (unnormalized), m and l in shared
@@ -474,22 +495,34 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
       }
       k.barrier();
 
-      // Scores: a thread per (query slot j, position t) pair, t fastest (q[j] is broadcast,
-      // K rows are padded), summed over d in order; prompt positions past the slot's row
-      // score -inf (causal: they weigh 0).
-      k.loop(tid, k.idx(QS * W), k.idx(B), {}, [&](Value e, ValueRange) {
-        Value j = k.div(e, k.idx(W)), t = k.rem(e, k.idx(W));
+      // Scores: a thread per (Rs query slots j0.., position t), t fastest (q rows are
+      // broadcast, K rows padded), each K element loaded once for the Rs slots, q read 4
+      // consecutive d at a time where rows allow; summed over d in order. Prompt positions
+      // past a slot's row score -inf (causal: they weigh 0).
+      k.loop(tid, k.idx(QS / Rs * W), k.idx(B), {}, [&](Value e, ValueRange) {
+        Value j0 = k.mul(k.div(e, k.idx(W)), k.idx(Rs)), t = k.rem(e, k.idx(W));
         k.ifThen(lessThan(t, wlen), [&] {
-          Value qBase = k.add(k.mul(j, k.idx(HD)), k.idx(qOff));
           Value kBase = k.add(k.mul(t, k.idx(kStride)), k.idx(ksOff));
-          Value acc = k.loop(zero, k.idx(HD), one, {k.f32(0.0)}, [&](Value d, ValueRange accs) {
-            Value prod = k.mul(k.load(smem, {k.add(qBase, d)}), k.load(smem, {k.add(kBase, d)}));
-            return SmallVector<Value>{k.add(accs[0], prod)};
-          })[0];
-          Value score = k.div(acc, scale);
-          if (prompt)
-            score = arith::SelectOp::create(b, loc, lessThan(rowOf(j), k.add(first, t)), k.f32(kNegInf), score);
-          k.store(score, smem, {k.add(k.add(k.mul(j, k.idx(W)), t), k.idx(scOff))});
+          SmallVector<Value> init(Rs, k.f32(0.0));
+          ValueRange accs = k.loop(zero, k.idx(HD), k.idx(dStep), init, [&](Value d, ValueRange acc) {
+            SmallVector<Value> kv, next;
+            for (int64_t i = 0; i < dStep; ++i) kv.push_back(k.load(smem, {k.add(kBase, k.add(d, k.idx(i)))}));
+            for (int64_t r = 0; r < Rs; ++r) {
+              Value qAt = k.add(k.mul(k.add(j0, k.idx(r)), k.idx(HD)), k.add(d, k.idx(qOff)));
+              SmallVector<Value> qs = loadWords(qAt, dStep);
+              Value a = acc[r];
+              for (int64_t i = 0; i < dStep; ++i) a = k.add(a, k.mul(qs[i], kv[i]));
+              next.push_back(a);
+            }
+            return next;
+          });
+          for (int64_t r = 0; r < Rs; ++r) {
+            Value j = k.add(j0, k.idx(r));
+            Value score = k.div(accs[r], scale);
+            if (prompt)
+              score = arith::SelectOp::create(b, loc, lessThan(rowOf(j), k.add(first, t)), k.f32(kNegInf), score);
+            k.store(score, smem, {k.add(k.add(k.mul(j, k.idx(W)), t), k.idx(scOff))});
+          }
         });
         return SmallVector<Value>{};
       });
@@ -511,6 +544,12 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
           return SmallVector<Value>{k.add(acc[0], p)};
         })[0];
         l = k.butterfly(l, /*isMax=*/false);
+        // p past the window up to a multiple of tStep: 0 (the sums below read them).
+        if (tStep > 1)
+          k.loop(k.add(wlen, lane), roundedWindow(wlen), k.idx(kWarpSize), {}, [&](Value t, ValueRange) {
+            k.store(k.f32(0.0), smem, {k.add(base, t)});
+            return SmallVector<Value>{};
+          });
         k.ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero), [&] {
           Value alpha = k.exp(k.sub(mOld, m));
           Value lAt = k.add(j, k.idx(lOff));
@@ -522,17 +561,34 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
       });
       k.barrier();
 
-      // o[j][d] = o[j][d] alpha[j] + sum_t p[j][t] V[first + t][a HD + d] (consecutive threads:
-      // consecutive d; V from shared memory).
-      forTileElements(tid, B, [&](Value e, Value j, Value d) {
-        Value base = k.add(k.mul(j, k.idx(W)), k.idx(scOff)), vCol = k.add(d, k.idx(vsOff));
-        Value oAt = k.add(e, k.idx(oOff));
-        Value rescaled = k.mul(k.load(smem, {oAt}), k.load(smem, {k.add(j, k.idx(alphaOff))}));
-        Value o = k.loop(zero, wlen, one, {rescaled}, [&](Value t, ValueRange acc) {
-          Value p = k.load(smem, {k.add(base, t)});
-          return SmallVector<Value>{k.add(acc[0], k.mul(p, k.load(smem, {k.add(k.mul(t, k.idx(HD)), vCol)})))};
-        })[0];
-        k.store(o, smem, {oAt});
+      // o[j][d] = o[j][d] alpha[j] + sum_t p[j][t] V[first + t][a HD + d]: a thread per (Rv
+      // slots j0.., d) (consecutive threads: consecutive d; V from shared memory, each element
+      // loaded once for the Rv slots; p read 4 consecutive t at a time where rows allow).
+      k.loop(tid, k.idx(QS / Rv * HD), k.idx(B), {}, [&](Value e, ValueRange) {
+        Value j0 = k.mul(k.div(e, k.idx(HD)), k.idx(Rv)), d = k.rem(e, k.idx(HD));
+        SmallVector<Value> oAt, init;
+        for (int64_t r = 0; r < Rv; ++r) {
+          Value j = k.add(j0, k.idx(r));
+          oAt.push_back(k.add(k.add(k.mul(j, k.idx(HD)), d), k.idx(oOff)));
+          init.push_back(k.mul(k.load(smem, {oAt.back()}), k.load(smem, {k.add(j, k.idx(alphaOff))})));
+        }
+        Value vCol = k.add(d, k.idx(vsOff));
+        Value end = tStep > 1 ? roundedWindow(wlen) : wlen;
+        ValueRange o = k.loop(zero, end, k.idx(tStep), init, [&](Value t, ValueRange acc) {
+          SmallVector<Value> vs, next;
+          for (int64_t i = 0; i < tStep; ++i)
+            vs.push_back(k.load(smem, {k.add(k.mul(k.add(t, k.idx(i)), k.idx(HD)), vCol)}));
+          for (int64_t r = 0; r < Rv; ++r) {
+            Value pAt = k.add(k.add(k.mul(k.add(j0, k.idx(r)), k.idx(W)), t), k.idx(scOff));
+            SmallVector<Value> ps = loadWords(pAt, tStep);
+            Value a = acc[r];
+            for (int64_t i = 0; i < tStep; ++i) a = k.add(a, k.mul(ps[i], vs[i]));
+            next.push_back(a);
+          }
+          return next;
+        });
+        for (int64_t r = 0; r < Rv; ++r) k.store(o[r], smem, {oAt[r]});
+        return SmallVector<Value>{};
       });
       // The next window's rows, scores and factors overwrite what this one read.
       k.barrier();

@@ -20,12 +20,14 @@
 // rows (head a's columns; rows past the block's last read the last filled row again and are
 // never used), then stores them widened to f32 in shared memory (K rows padded by one word:
 // a thread per position reads them without bank conflicts), so a window costs one memory
-// round trip instead of one per row. Then the scores (a thread per (query head, position)
-// pair), per query head the running maximum m, the sum l of exp(score - m) and the
-// unnormalized sums o = sum p V (a warp per head for m and l, a thread per (g, d) for o), the
-// previous windows' l and o rescaled by exp(m_old - m_new) (online softmax). The blocks of a
-// cluster then meet through distributed shared memory (sm_90 `mapa`, cluster barriers): out =
-// sum_r o_r exp(m_r - M) / sum_r l_r exp(m_r - M), M = max_r m_r, in the fixed rank order
+// round trip instead of one per row. Then the scores (a thread per (Rs query heads, position):
+// each K element loaded once for the Rs heads, q rows read 4 words at a time), per query head
+// the running maximum m, the sum l of exp(score - m) and the unnormalized sums o = sum p V (a
+// warp per head for m and l, a thread per (Rv heads, d) for o, p rows read 4 positions at a
+// time), the previous windows' l and o rescaled by exp(m_old - m_new) (online softmax). Rs and
+// Rv: the largest of 4 and 2 dividing the block's heads that still give each thread an item.
+// The blocks of a cluster then meet through distributed shared memory (sm_90 `mapa`, cluster
+// barriers): out = sum_r o_r exp(m_r - M) / sum_r l_r exp(m_r - M), M = max_r m_r, in the fixed rank order
 // (no dependence on block timing), each block writing a share of it. Before the kernel waits
 // for its prerequisites (programmatic dependent launch), each block asks L2 for its share of
 // both caches (CUDALowerExecutables; when they are small enough): rows written by earlier

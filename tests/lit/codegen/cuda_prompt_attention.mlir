@@ -16,7 +16,10 @@
 // The kernel: one shared array (q, o [16][8], scores [16][64], m, l, factor [16]: 1328 words;
 // the window's K rows [64][9] and V rows [64][8]: 1088), M from q's dim, the work items
 // strided by the grid (nctaid), q loaded, the window's f16 rows in 16-byte loads, the causal
-// scores, a warp's max and sum per query slot, no cluster (one block per tile).
+// scores (a thread per 4 slots and a position: each K element loaded once for the 4, q rows
+// read 4 words at a time from shared memory), a warp's max and sum per query slot, P V (a
+// thread per slot and d: head size 8 leaves too few (4 slots, d) items for 256 threads; p
+// read 4 positions at a time), no cluster (one block per tile).
 // LOWER-LABEL: hexir.executable @prefill_layer_dispatch_9
 // LOWER:         llvm.mlir.global private @__hexir_shared() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<2416 x f32>
 // LOWER:         llvm.func internal @prefill_layer_dispatch_9_impl
@@ -24,8 +27,15 @@
 // LOWER:           nvvm.barrier0
 // LOWER:           llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr -> vector<8xf16>
 // LOWER:           nvvm.barrier0
+// LOWER-COUNT-4:   llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xf32>
+// LOWER-NOT:       -> vector<4xf32>
+// LOWER:           nvvm.barrier0
 // LOWER-COUNT-5:   nvvm.shfl.sync  bfly
 // LOWER:           llvm.intr.maximum
+// LOWER:           nvvm.barrier0
+// LOWER:           llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xf32>
+// LOWER-NOT:       -> vector<4xf32>
+// LOWER:           nvvm.barrier0
 // LOWER-NOT:       nvvm.cluster
 // LOWER:         llvm.func @prefill_layer_dispatch_9(
 // LOWER-SAME:      nvvm.maxntid = array<i32: 256, 1, 1>
