@@ -15,8 +15,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "base/half_float.h"
-#include "hal/element_type.h"
 #include "tests/e2e/harness.h"
 
 namespace hexir::e2e {
@@ -164,24 +162,6 @@ tools::HostTensor Reference(const Shape& s, const tools::HostTensor& q, const to
       }
     }
   return out;
-}
-
-// `t` (f32) rounded to `element` in place (so the reference reads the rounded values), and
-// the same values as a tensor of `element` (t itself for f32).
-tools::HostTensor Narrowed(tools::HostTensor& t, const std::string& element) {
-  if (element == "f32") return t;
-  const bool half = element == "f16";
-  tools::HostTensor n;
-  n.element_type = static_cast<int32_t>(half ? hal::ElementType::kF16 : hal::ElementType::kBF16);
-  n.dims = t.dims;
-  n.bytes.resize(t.element_count() * 2);
-  float* values = F32(t);
-  for (int64_t i = 0; i < t.element_count(); ++i) {
-    uint16_t bits = half ? FloatToHalf(values[i]) : FloatToBF16(values[i]);
-    values[i] = half ? HalfToFloat(bits) : BF16ToFloat(bits);
-    std::memcpy(&n.bytes[2 * i], &bits, 2);
-  }
-  return n;
 }
 
 struct Case {

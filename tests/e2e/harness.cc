@@ -13,6 +13,7 @@
 #include <map>
 #include <random>
 
+#include "base/half_float.h"
 #include "hal/element_type.h"
 
 namespace hexir::e2e {
@@ -246,6 +247,22 @@ tools::HostTensor DyadicTensor(std::vector<int64_t> dims, unsigned seed, bool f1
     std::memcpy(h.bytes.data() + 2 * i, &bits, 2);
   }
   return h;
+}
+
+tools::HostTensor Narrowed(tools::HostTensor& t, const std::string& element) {
+  if (element == "f32") return t;
+  const bool half = element == "f16";
+  tools::HostTensor n;
+  n.element_type = static_cast<int32_t>(half ? hal::ElementType::kF16 : hal::ElementType::kBF16);
+  n.dims = t.dims;
+  n.bytes.resize(t.element_count() * 2);
+  float* values = F32(t);
+  for (int64_t i = 0; i < t.element_count(); ++i) {
+    uint16_t bits = half ? FloatToHalf(values[i]) : FloatToBF16(values[i]);
+    values[i] = half ? HalfToFloat(bits) : BF16ToFloat(bits);
+    std::memcpy(&n.bytes[2 * i], &bits, 2);
+  }
+  return n;
 }
 
 float* F32(tools::HostTensor& t) { return reinterpret_cast<float*>(t.bytes.data()); }

@@ -100,6 +100,9 @@ tools::HostTensor ZerosF32(std::vector<int64_t> dims);
 // as f32, or as f16 with `f16` (the same values), and the values as doubles for a reference.
 tools::HostTensor DyadicTensor(std::vector<int64_t> dims, unsigned seed, bool f16,
                                std::vector<double>& values);
+// `t` (f32) rounded to `element` ("f32", "f16" or "bf16") in place, so that a reference reads
+// the rounded values, and the same values as a tensor of `element` (t itself for f32).
+tools::HostTensor Narrowed(tools::HostTensor& t, const std::string& element);
 float* F32(tools::HostTensor& t);
 const float* F32(const tools::HostTensor& t);
 

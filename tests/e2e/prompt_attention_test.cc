@@ -11,8 +11,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "base/half_float.h"
-#include "hal/element_type.h"
 #include "tests/e2e/harness.h"
 
 namespace hexir::e2e {
@@ -42,6 +40,18 @@ std::string Program(const Shape& s) {
   // A cache element widened to f32 (as the importer's Ext does), named `cv`.
   const std::string widen = s.cache == "f32" ? "" : "      %c = arith.extf %kv : " + s.cache + " to f32\n";
   const std::string cv = s.cache == "f32" ? "%kv" : "%c";
+  // `result` = the sum over the last of `loops` of lhs x the cache element (K or V, at (s, a,
+  // d), widened to f32): the scores q K and the weighted sum P V, generics of the group.
+  auto Contraction = [&](const std::string& result, const std::string& loops, const std::string& lhsMap,
+                         const std::string& outMap, const std::string& lhs, const std::string& lhsType,
+                         const std::string& cache, const std::string& init, const std::string& outType) {
+    return "  " + result + " = linalg.generic {indexing_maps = [affine_map<" + loops + " -> " + lhsMap +
+           ">, affine_map<" + loops + " -> (s, a, d)>, affine_map<" + loops + " -> " + outMap +
+           ">], iterator_types = [\"parallel\", \"parallel\", \"parallel\", \"parallel\", \"reduction\"], " +
+           mark + "} ins(" + lhs + ", " + cache + " : " + lhsType + ", " + c3 + ") outs(" + init + " : " + outType +
+           ") {\n    ^bb0(%x: f32, %kv: " + s.cache + ", %acc: f32):\n" + widen + "      %p = arith.mulf %x, " + cv +
+           " : f32\n      %r = arith.addf %acc, %p : f32\n      linalg.yield %r : f32\n    } -> " + outType + "\n";
+  };
   auto causal = [](const std::string& out) {
     return "      %mi = linalg.index 0 : index\n      %si = linalg.index 3 : index\n"
            "      %" + out + " = arith.cmpi ule, %si, %mi : index\n";
@@ -56,12 +66,7 @@ std::string Program(const Shape& s) {
          std::to_string(S) + ", " + std::to_string(A) + ", " + std::to_string(HD) + "] : " + ct + " into " + c3 + "\n";
   p += "  %z = arith.constant 0.0 : f32\n  %e0 = tensor.empty(%m) : " + st + "\n";
   p += "  %f0 = linalg.fill ins(%z : f32) outs(%e0 : " + st + ") -> " + st + "\n";
-  p += "  %sc = linalg.generic {indexing_maps = [affine_map<(m, a, g, s, d) -> (m, a, g, d)>, "
-       "affine_map<(m, a, g, s, d) -> (s, a, d)>, affine_map<(m, a, g, s, d) -> (m, a, g, s)>], iterator_types = "
-       "[\"parallel\", \"parallel\", \"parallel\", \"parallel\", \"reduction\"], " + mark + "} ins(%q4, %k3 : " + q4 +
-       ", " + c3 + ") outs(%f0 : " + st + ") {\n    ^bb0(%x: f32, %kv: " + s.cache + ", %acc: f32):\n" + widen +
-       "      %p = arith.mulf %x, " + cv + " : f32\n      %r = arith.addf %acc, %p : f32\n      linalg.yield %r : f32\n"
-       "    } -> " + st + "\n";
+  p += Contraction("%sc", "(m, a, g, s, d)", "(m, a, g, d)", "(m, a, g, s)", "%q4", q4, "%k3", "%f0", st);
   const std::string id = "affine_map<(m, a, g, s) -> (m, a, g, s)>", row = "affine_map<(m, a, g, s) -> (m, a, g)>",
                     red = "iterator_types = [\"parallel\", \"parallel\", \"parallel\", \"reduction\"], " + mark,
                     par = "iterator_types = [\"parallel\", \"parallel\", \"parallel\", \"parallel\"], " + mark;
@@ -86,12 +91,7 @@ std::string Program(const Shape& s) {
        st + ", " + mt + ") outs(%e4 : " + st + ") {\n    ^bb0(%x: f32, %l: f32, %o: f32):\n"
        "      %r = arith.divf %x, %l : f32\n      linalg.yield %r : f32\n    } -> " + st + "\n";
   p += "  %e5 = tensor.empty(%m) : " + q4 + "\n  %f5 = linalg.fill ins(%z : f32) outs(%e5 : " + q4 + ") -> " + q4 + "\n";
-  p += "  %o4 = linalg.generic {indexing_maps = [affine_map<(m, a, g, d, s) -> (m, a, g, s)>, "
-       "affine_map<(m, a, g, d, s) -> (s, a, d)>, affine_map<(m, a, g, d, s) -> (m, a, g, d)>], iterator_types = "
-       "[\"parallel\", \"parallel\", \"parallel\", \"parallel\", \"reduction\"], " + mark + "} ins(%pr, %v3 : " + st +
-       ", " + c3 + ") outs(%f5 : " + q4 + ") {\n    ^bb0(%x: f32, %kv: " + s.cache + ", %acc: f32):\n" + widen +
-       "      %p = arith.mulf %x, " + cv + " : f32\n      %r = arith.addf %acc, %p : f32\n      linalg.yield %r : f32\n"
-       "    } -> " + q4 + "\n";
+  p += Contraction("%o4", "(m, a, g, d, s)", "(m, a, g, s)", "(m, a, g, d)", "%pr", st, "%v3", "%f5", q4);
   p += "  %att = tensor.collapse_shape %o4 [[0], [1, 2, 3]] : " + q4 + " into " + qt + "\n";
   p += "  return %att : " + qt + "\n}\n";
   return p;
@@ -122,24 +122,6 @@ tools::HostTensor Reference(const Shape& s, int64_t rows, const tools::HostTenso
         }
       }
   return out;
-}
-
-// `t` (f32) rounded to `element` in place (so the reference reads the rounded values), and
-// the same values as a tensor of `element` (t itself for f32).
-tools::HostTensor Narrowed(tools::HostTensor& t, const std::string& element) {
-  if (element == "f32") return t;
-  const bool half = element == "f16";
-  tools::HostTensor n;
-  n.element_type = static_cast<int32_t>(half ? hal::ElementType::kF16 : hal::ElementType::kBF16);
-  n.dims = t.dims;
-  n.bytes.resize(t.element_count() * 2);
-  float* values = F32(t);
-  for (int64_t i = 0; i < t.element_count(); ++i) {
-    uint16_t bits = half ? FloatToHalf(values[i]) : FloatToBF16(values[i]);
-    values[i] = half ? HalfToFloat(bits) : BF16ToFloat(bits);
-    std::memcpy(&n.bytes[2 * i], &bits, 2);
-  }
-  return n;
 }
 
 struct Case {
