@@ -68,15 +68,14 @@ int64_t ReshapedArgument(func::FuncOp kernel, Value v) {
 
 bool IsCacheElement(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
 
-// Equal head tiles of at most 16 query heads, halved while `slots(headTile)` query slots
-// and a window of min(32, S) positions do not fit 48 KiB; false when one slot with a window
-// of min(8, S) does not fit.
-bool ChooseHeadTile(DecodeAttention& s, llvm::function_ref<int64_t(int64_t)> slots) {
+// Equal head tiles of at most 16 query heads, halved while a tile and a window of min(32, S)
+// positions do not fit 48 KiB; false when one head with a window of min(8, S) does not fit.
+bool ChooseHeadTile(DecodeAttention& s) {
   const int64_t words = kMaxAttentionSharedBytes / 4;
   const int64_t parts = (s.group + kMaxAttentionHeadTile - 1) / kMaxAttentionHeadTile;
   s.headTile = (s.group + parts - 1) / parts;
   auto fits = [&](int64_t tile, int64_t window) {
-    return DecodeAttention::sharedWords(slots(tile), s.headDim, window) <= words;
+    return DecodeAttention::sharedWords(tile, s.headDim, window) <= words;
   };
   while (s.headTile > 1 && !fits(s.headTile, std::min(kMinAttentionWindow, s.cacheLen)))
     s.headTile = (s.headTile + 1) / 2;
@@ -158,7 +157,7 @@ std::optional<DecodeAttention> MatchDecodeAttention(func::FuncOp kernel) {
   }
   if (q < 0 || out < 0 || n < 0) return Refuse(kernel, "no q, result buffer and length n");
   s.q = q, s.out = out, s.n = n;
-  if (!ChooseHeadTile(s, [](int64_t tile) { return tile; }))
+  if (!ChooseHeadTile(s))
     return Refuse(kernel, "a head of " + llvm::Twine(s.headDim) + " does not fit shared memory");
   // Splits fill the GPU once (two blocks per SM) while each keeps >= 16 rows of a full cache.
   s.splits = 1;
@@ -221,7 +220,7 @@ std::optional<DecodeAttention> MatchPromptAttention(func::FuncOp kernel) {
   if (s.out < 0) return refuse("no result buffer");
   // Slots: head tiles as in decode, then prompt rows up to 16 slots while a window of
   // min(32, S) positions fits.
-  if (!ChooseHeadTile(s, [](int64_t tile) { return tile; }))
+  if (!ChooseHeadTile(s))
     return refuse("a head of " + llvm::Twine(s.headDim) + " does not fit shared memory");
   s.rowTile = std::max<int64_t>(1, kMaxAttentionHeadTile / s.headTile);
   while (s.rowTile > 1 && DecodeAttention::sharedWords(s.slots(), s.headDim, std::min(kMinAttentionWindow, s.cacheLen)) >
@@ -428,16 +427,17 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
   struct Tile {
     Value a, g0, row0;
   };
+  // Query slot j's head (g0 + j % Gt) and prompt row (row0 + j / Gt).
+  auto headOf = [&](const Tile& tile, Value j) { return k.add(tile.g0, Mt == 1 ? j : k.rem(j, k.idx(Gt))); };
+  auto rowOf = [&](const Tile& tile, Value j) { return k.add(tile.row0, k.div(j, k.idx(Gt))); };
   auto attend = [&](const Tile& tile, Value start, Value len, Value n) -> bool {
     Value a = tile.a;
-    auto headOf = [&](Value j) { return k.add(tile.g0, Mt == 1 ? j : k.rem(j, k.idx(Gt))); };
-    auto rowOf = [&](Value j) { return k.add(tile.row0, k.div(j, k.idx(Gt))); };
     // q[a][g][d] (through the prologue, if any), or q[row][a][g][d].
     bool inlined = true;
     auto qAt = [&](Value j, Value d) -> Value {
-      Value g = headOf(j);
+      Value g = headOf(tile, j);
       if (ragged) g = k.min(g, k.idx(G - 1));
-      if (prompt) return k.load(Q, rowIndices(Q, k.min(rowOf(j), k.sub(rows, one)), a, g, d));
+      if (prompt) return k.load(Q, rowIndices(Q, k.min(rowOf(tile, j), k.sub(rows, one)), a, g, d));
       Value raw = k.load(Q, {a, g, d});
       if (!prologue) return raw;
       FailureOr<Value> v = InlineElementwise(b, prologue, ValueRange{a, g, d}, raw);
@@ -447,7 +447,7 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
     // q of the slots -> shared (zeros past G); o = 0; m = -inf, l = 0.
     forTileElements(tid, B, [&](Value e, Value j, Value d) {
       Value qv = qAt(j, d);
-      if (ragged) qv = arith::SelectOp::create(b, loc, lessThan(headOf(j), k.idx(G)), qv, k.f32(0.0));
+      if (ragged) qv = arith::SelectOp::create(b, loc, lessThan(headOf(tile, j), k.idx(G)), qv, k.f32(0.0));
       k.store(qv, smem, {k.add(e, k.idx(qOff))});
       k.store(k.f32(0.0), smem, {k.add(e, k.idx(oOff))});
     });
@@ -520,7 +520,7 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
             Value j = k.add(j0, k.idx(r));
             Value score = k.div(accs[r], scale);
             if (prompt)
-              score = arith::SelectOp::create(b, loc, lessThan(rowOf(j), k.add(first, t)), k.f32(kNegInf), score);
+              score = arith::SelectOp::create(b, loc, lessThan(rowOf(tile, j), k.add(first, t)), k.f32(kNegInf), score);
             k.store(score, smem, {k.add(k.add(k.mul(j, k.idx(W)), t), k.idx(scOff))});
           }
         });
@@ -599,8 +599,8 @@ LogicalResult LowerDecodeAttention(func::FuncOp kernel, const DecodeAttention& s
 
   // out[a][g0 + j][d] (out[row][a][g][d]) = value, for the slots inside the group (and M).
   auto storeOut = [&](const Tile& tile, Value value, Value j, Value d) {
-    Value g = k.add(tile.g0, Mt == 1 ? j : k.rem(j, k.idx(Gt)));
-    Value row = prompt ? k.add(tile.row0, k.div(j, k.idx(Gt))) : Value();
+    Value g = headOf(tile, j);
+    Value row = prompt ? rowOf(tile, j) : Value();
     Value valid = ragged ? lessThan(g, k.idx(G)) : Value();
     if (prompt) valid = valid ? both(valid, lessThan(row, rows)) : lessThan(row, rows);
     auto store = [&] {

@@ -18,7 +18,7 @@ class DissolveDispatchGroups : public impl::DissolveDispatchGroupsBase<DissolveD
   void runOnOperation() override {
     getOperation().walk([&](linalg::GenericOp g) {
       auto name = g->getAttrOfType<StringAttr>(kDispatchGroupAttr);
-      if (name && llvm::is_contained(kinds, name.getValue().rsplit('.').first.str()))
+      if (name && llvm::is_contained(kinds, std::string(DispatchGroupKind(name.getValue()))))
         g->removeAttr(kDispatchGroupAttr);
     });
   }

@@ -272,7 +272,7 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
       OpBuilder b(last);
       auto region = DispatchRegionOp::create(b, last->getLoc(), ValueRange(escaping).getTypes());
       region->setAttr(kDispatchGroupAttr,
-                      b.getStringAttr(name.getValue().rsplit('.').first));
+                      b.getStringAttr(DispatchGroupKind(name.getValue())));
       Block* body = new Block();
       region.getBody().push_back(body);
       b.setInsertionPointToStart(body);

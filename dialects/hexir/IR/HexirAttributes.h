@@ -3,6 +3,8 @@
 // of them as text), header-only.
 #pragma once
 
+#include <string_view>
+
 namespace hexir {
 // Device placement (passes/schedule/PlaceDevices.cpp): `hexir.device = N` (an i64 index into
 // the module's device list, `hexir.devices`) on an op, a function or a function argument.
@@ -13,6 +15,8 @@ inline constexpr char kDevicesAttr[] = "hexir.devices";
 // importer's statement, passes/dispatch/FormDispatchRegions.cpp); the region and its
 // executable carry "KIND" (e.g. "decode_attention", passes/codegen/CUDADecodeAttention.h).
 inline constexpr char kDispatchGroupAttr[] = "hexir.dispatch_group";
+// The KIND of a group name "KIND.INSTANCE" (the whole name when it has no '.').
+inline std::string_view DispatchGroupKind(std::string_view name) { return name.substr(0, name.rfind('.')); }
 // Partitioning (passes/partition): `hexir.sharding = #hexir.sharding<...>` on a function
 // argument, result or op.
 inline constexpr char kShardingAttr[] = "hexir.sharding";
