@@ -47,6 +47,7 @@
 #include "passes/codegen/CPUStreamingStores.h"
 #include "passes/codegen/CPUTarget.h"
 #include "passes/codegen/CPUTransposeTiling.h"
+#include "passes/codegen/CPUWorkWords.h"
 #include "passes/codegen/RowSelectWrites.h"
 #include "passes/codegen/KernelChecks.h"
 #include "passes/codegen/KernelLoweringUtils.h"
@@ -429,6 +430,8 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     };
     // The trailing index argument (added by hexir-cpu-distribute-workgroups) is the id.
     bool hasId = !signature.empty() && signature.back().isIndex();
+    // Dynamic costs over this entry's parameter words, for the driver (CPUWorkWords.h).
+    codegen::AttachWorkWords(exe, hasId ? signature.drop_back() : signature, memrefCount);
     SmallVector<Value> args;
     if (failed(codegen::AppendKernelArguments(
             b, loc, exe, "cpu", hasId ? signature.drop_back() : signature,

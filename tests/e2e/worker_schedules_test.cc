@@ -5,6 +5,8 @@
 // everything on one thread (a huge minimum): the results are equal bit for bit and close to
 // C++ loops, and `dispatches_kept_on_one_thread` counts what the policy kept,
 // `submissions_run_by_submitter` the submissions small enough to run on the calling thread.
+// The same policy applies to dispatches of run-time shape: their work is evaluated from
+// their parameter words (passes/codegen/CPUWorkWords.h) for each call's sizes.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -162,6 +164,76 @@ TEST_CASE("worker schedules: a wave of independent dispatches gives equal bits o
         CHECK(run.kept == 4);  // the wave (or each dispatch) kept on the executing thread
       }
     }
+  }
+}
+
+// Run-time shapes: y = tanh(x) * 0.5 + x over ? x ?, and x3 @ w over ? rows.
+const char* kDynamic = R"mlir(
+#id = affine_map<(i, j) -> (i, j)>
+func.func @main(%x: tensor<?x?xf32>, %x3: tensor<?x45xf32>, %w: tensor<45x33xf32>) -> (tensor<?x?xf32>, tensor<?x33xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %d0 = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %d1 = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %e = tensor.empty(%d0, %d1) : tensor<?x?xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = math.tanh %a : f32
+    %h = arith.mulf %t, %half : f32
+    %r = arith.addf %h, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<?x?xf32>
+  %m = tensor.dim %x3, %c0 : tensor<?x45xf32>
+  %me = tensor.empty(%m) : tensor<?x33xf32>
+  %mz = linalg.fill ins(%zero : f32) outs(%me : tensor<?x33xf32>) -> tensor<?x33xf32>
+  %mm = linalg.matmul ins(%x3, %w : tensor<?x45xf32>, tensor<45x33xf32>) outs(%mz : tensor<?x33xf32>) -> tensor<?x33xf32>
+  return %y, %mm : tensor<?x?xf32>, tensor<?x33xf32>
+}
+)mlir";
+
+TEST_CASE("worker schedules: dispatches of run-time shape are kept on one thread when a call's sizes are small") {
+  std::string module = CompileOrDie(kDynamic, "worker_schedules_dynamic");
+  HostTensor w = RandomF32({45, 33}, 4);
+  struct Sizes {
+    int64_t rows, cols, m;
+    bool small;
+  };
+  // Small: ~50 elements and a 3-row matmul (well under the default 10 us a thread). Large:
+  // 2 M elements (~330 us estimated) and a 1500-row matmul (~90 us): shared.
+  for (Sizes sizes : {Sizes{5, 11, 3, true}, Sizes{2000, 1001, 1500, false}}) {
+    INFO(sizes.rows << " x " << sizes.cols << ", matmul rows " << sizes.m);
+    HostTensor x = RandomF32({sizes.rows, sizes.cols}, 1), x3 = RandomF32({sizes.m, 45}, 3);
+    std::vector<HostValue> inputs = {Tensor(x), Tensor(x3), Tensor(w)};
+    HostTensor y = ZerosF32({sizes.rows, sizes.cols}), y3 = ZerosF32({sizes.m, 33});
+    for (int64_t i = 0; i < sizes.rows * sizes.cols; ++i) F32(y)[i] = std::tanh(F32(x)[i]) * 0.5f + F32(x)[i];
+    for (int64_t i = 0; i < sizes.m; ++i)
+      for (int64_t j = 0; j < 33; ++j) {
+        double s = 0;
+        for (int64_t p = 0; p < 45; ++p) s += double{F32(x3)[i * 45 + p]} * F32(w)[p * 33 + j];
+        F32(y3)[i * 33 + j] = static_cast<float>(s);
+      }
+    Run reference = CallWith(module, 0, nullptr, inputs);
+    REQUIRE(reference.results.size() == 2);
+    RequireClose(reference.results[0].tensor, y, 1e-5, 1e-5);
+    RequireClose(reference.results[1].tensor, y3, 1e-5, 1e-5);
+    Run run = CallWith(module, 2, nullptr, inputs);
+    RequireSameBits(run.results, reference.results);
+    REQUIRE(run.dispatches >= 2);
+    if (sizes.small) {
+      // The dispatches of several workgroups kept on the executing thread (a run-time shape
+      // counted as unknown work was shared), and that thread is the caller's.
+      CHECK(run.kept >= 1);
+      CHECK(run.by_submitter >= 1);
+    } else {
+      CHECK(run.kept == 0);
+    }
+    // The policy off: everything shared, bits unchanged.
+    Run shared = CallWith(module, 2, "0", inputs);
+    RequireSameBits(shared.results, reference.results);
+    CHECK(shared.kept == 0);
   }
 }
 

@@ -358,7 +358,7 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
   const uint64_t total = nx * ny * nz;
   if (total == 0) return Status::Ok();
   const uint32_t threads =
-      ThreadsForWork(exe.work_ns(cmd.entry), total, pool_.thread_count(), min_work_per_thread_ns_);
+      ThreadsForWork(DispatchWorkNs(cmd, table), total, pool_.thread_count(), min_work_per_thread_ns_);
   if (threads == 1 && total > 1 && pool_.thread_count() > 1)
     DeviceCounters::Add(counters()->dispatches_kept_on_one_thread);
   if (threads == 1) {
@@ -656,9 +656,6 @@ void CpuDevice::Finish(Submission& s, Status status) {
 // written (its writer could be this very thread, later).
 bool CpuDevice::SubmitterMayRun(const Submission& s, const std::vector<SemaphoreValue>& waits) const {
   if (inline_ || min_work_per_thread_ns_ <= 0) return false;
-  const std::vector<Command>& commands = s.command_buffer->commands();
-  const double work = CommandsWorkNs(commands.data(), commands.data() + commands.size());
-  if (work < 0 || work > kSubmitterRunsMaxWorkNs) return false;
   for (const SemaphoreValue& w : waits) {
     auto value = w.semaphore->Query();
     if (!value.ok() || *value < w.value) return false;
@@ -680,7 +677,10 @@ bool CpuDevice::SubmitterMayRun(const Submission& s, const std::vector<Semaphore
       if (cp->source && cp->source->PendingReady(&pending)) return false;
     }
   }
-  return true;
+  // Last: a dispatch of run-time shape reads its parameter words, now written.
+  const std::vector<Command>& commands = s.command_buffer->commands();
+  const double work = CommandsWorkNs(commands.data(), commands.data() + commands.size(), s.binding_table);
+  return work >= 0 && work <= kSubmitterRunsMaxWorkNs;
 }
 
 // A read of a buffer that later queued submissions do not use waits only for the last one

@@ -7,21 +7,23 @@
 
 namespace hexir::hal::cpu {
 
+void ResolveBinding(const BufferRef& b, const std::vector<BufferRef>& table, void** ptr,
+                    uint64_t* length) {
+  if (!b.is_slot()) {
+    *ptr = b.buffer->host_data() + b.offset;
+    *length = b.length;
+    return;
+  }
+  // A slot at an offset into its entry: past the entry's end it is an empty range.
+  const BufferRef& t = table[b.slot];
+  const uint64_t skip = std::min(b.offset, t.length);
+  *ptr = t.buffer->host_data() + t.offset + skip;
+  *length = t.length - skip;
+}
+
 void ResolveBindings(const DispatchCommand& cmd, const std::vector<BufferRef>& table,
                      void** ptrs, uint64_t* lengths) {
-  for (size_t i = 0; i < cmd.bindings.size(); ++i) {
-    const BufferRef& b = cmd.bindings[i];
-    if (!b.is_slot()) {
-      ptrs[i] = b.buffer->host_data() + b.offset;
-      lengths[i] = b.length;
-      continue;
-    }
-    // A slot at an offset into its entry: past the entry's end it is an empty range.
-    const BufferRef& t = table[b.slot];
-    const uint64_t skip = std::min(b.offset, t.length);
-    ptrs[i] = t.buffer->host_data() + t.offset + skip;
-    lengths[i] = t.length - skip;
-  }
+  for (size_t i = 0; i < cmd.bindings.size(); ++i) ResolveBinding(cmd.bindings[i], table, &ptrs[i], &lengths[i]);
 }
 
 StatusOr<WorkgroupCount> DispatchWorkgroupCount(const DispatchCommand& cmd,

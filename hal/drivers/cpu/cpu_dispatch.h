@@ -15,6 +15,10 @@
 
 namespace hexir::hal::cpu {
 
+// Writes `binding`'s host pointer and length into *ptr / *length (a slot from `table`).
+void ResolveBinding(const BufferRef& binding, const std::vector<BufferRef>& table, void** ptr,
+                    uint64_t* length);
+
 // Writes binding i's host pointer and length into ptrs[i] / lengths[i] (slots from `table`).
 void ResolveBindings(const DispatchCommand& cmd, const std::vector<BufferRef>& table,
                      void** ptrs, uint64_t* lengths);

@@ -8,18 +8,17 @@
 #include <cstring>
 #include <string>
 
-#include "hal/drivers/cpu/work_estimate.h"
 
 namespace hexir::hal::cpu {
 
 CpuExecutable::CpuExecutable(std::vector<std::string> names, std::vector<uint64_t> written,
                              void* handle, int fd, std::vector<hexir_cpu_entry_fn_t> entries,
-                             std::vector<double> work_ns)
+                             std::vector<EntryWork> work)
     : Executable(kCpuDriverName, kCpuExecutableFormat, std::move(names), std::move(written)),
       handle_(handle),
       fd_(fd),
       entries_(std::move(entries)),
-      work_ns_(std::move(work_ns)) {}
+      work_(std::move(work)) {}
 
 // The memfd stays open while the library is loaded: glibc's dlopen reuses an already loaded
 // object whose *path* matches, so closing the fd early would let a later executable that gets
@@ -80,7 +79,7 @@ StatusOr<vm::Ref<Executable>> CpuExecutable::Load(const vm::ExecutableView& view
   }
   return vm::Ref<Executable>::Adopt(
       new CpuExecutable(std::move(names), view.entry_written_bindings, handle, fd,
-                        std::move(entries), EstimateEntryWorkNs(view)));
+                        std::move(entries), EstimateEntryWork(view)));
 }
 
 }  // namespace hexir::hal::cpu

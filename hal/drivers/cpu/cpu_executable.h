@@ -13,6 +13,7 @@
 
 #include "base/status.h"
 #include "hal/drivers/cpu/dispatch_abi.h"
+#include "hal/drivers/cpu/work_estimate.h"
 #include "hal/executable.h"
 #include "hal/stats.h"
 #include "vm/native_module.h"
@@ -30,18 +31,18 @@ class CpuExecutable final : public Executable {
 
   hexir_cpu_entry_fn_t entry(size_t ordinal) const { return entries_[ordinal]; }
   // The entry's estimated one-thread work from the module's cost attrs (work_estimate.h;
-  // kUnknownWorkNs when the module does not say).
-  double work_ns(size_t ordinal) const { return work_ns_[ordinal]; }
+  // unknown when the module does not say; DispatchWorkNs evaluates it for a dispatch).
+  const EntryWork& work(size_t ordinal) const { return work_[ordinal]; }
 
  private:
   CpuExecutable(std::vector<std::string> names, std::vector<uint64_t> written, void* handle,
-                int fd, std::vector<hexir_cpu_entry_fn_t> entries, std::vector<double> work_ns);
+                int fd, std::vector<hexir_cpu_entry_fn_t> entries, std::vector<EntryWork> work);
   ~CpuExecutable() override;
 
   void* handle_;
   int fd_;
   std::vector<hexir_cpu_entry_fn_t> entries_;
-  std::vector<double> work_ns_;  // by entry ordinal
+  std::vector<EntryWork> work_;  // by entry ordinal
 };
 
 }  // namespace hexir::hal::cpu

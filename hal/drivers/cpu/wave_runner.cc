@@ -79,7 +79,7 @@ Status WaveRunner::Run(const Command* begin, const Command* end,
     total += item.count;
   }
   const uint32_t threads =
-      ThreadsForWork(CommandsWorkNs(begin, end), total, pool_.thread_count(), min_work_per_thread_ns_);
+      ThreadsForWork(CommandsWorkNs(begin, end, table), total, pool_.thread_count(), min_work_per_thread_ns_);
   if (threads == 1 && total > 1 && pool_.thread_count() > 1)
     DeviceCounters::Add(counters_->dispatches_kept_on_one_thread, dispatches);
   profiling_ = profiler != nullptr;

@@ -7,7 +7,11 @@
 // (passes/dispatch costs; "?" where a dynamic shape leaves it open). It is a nominal
 // one-thread time, not a prediction: flops at kFlopsPerNs plus bytes at kBytesPerNs, both
 // rates chosen low so that the work of a compute-bound kernel is not underestimated.
-// Unknown work (no attrs, a dynamic count) counts as large: such loops are shared as before.
+// A field of run-time shape comes as "cost.<entry>.<field>.words", a polynomial over the
+// dispatch's parameter words ("6144 + 12*w0*w1*w2"), with "cost.<entry>.params" naming the
+// parameter binding (passes/codegen/CPUWorkWords.h): evaluated per dispatch from the words it
+// is given. Unknown work (no attrs, a field without words, words out of the binding's range
+// or negative) counts as large: such loops are shared as before.
 #pragma once
 
 #include <cstdint>
@@ -35,8 +39,29 @@ inline constexpr double kDefaultMinWorkPerThreadNs = 10000;
 // number >= 0 (0 = share every loop, as without the policy), else the default.
 double MinWorkPerThreadNs();
 
-// Estimated one-thread work per entry ordinal of `view` (kUnknownWorkNs where unknown).
-std::vector<double> EstimateEntryWorkNs(const vm::ExecutableView& view);
+// One entry's estimated one-thread work: a constant, or a sum of products of the i64 words
+// of its parameter binding (each term's coefficient already in ns), or unknown.
+struct EntryWork {
+  struct Term {
+    double ns = 0;                // coefficient: flops / kFlopsPerNs or bytes / kBytesPerNs
+    std::vector<uint32_t> words;  // the words multiplied (none: a constant)
+  };
+  bool known = false;
+  uint32_t param_binding = 0;  // where the words are (when terms has a word)
+  uint32_t words_read = 0;     // 1 + the largest word index (0: a constant)
+  std::vector<Term> terms;
+
+  // The work for parameter words `words` (`count` of them; unused for a constant), or
+  // kUnknownWorkNs: unknown, too few words, or a negative one.
+  double Evaluate(const int64_t* words, size_t count) const;
+};
+
+// Estimated one-thread work per entry ordinal of `view`.
+std::vector<EntryWork> EstimateEntryWork(const vm::ExecutableView& view);
+
+// The estimated work of dispatch `cmd` with the binding table `table` (its words read from
+// its parameter binding's memory now: call it once the words are written).
+double DispatchWorkNs(const DispatchCommand& cmd, const std::vector<BufferRef>& table);
 
 // Estimated work of copying or filling `bytes` (read and written once each).
 inline double TransferWorkNs(uint64_t bytes) { return 2.0 * static_cast<double>(bytes) / kBytesPerNs; }
@@ -46,10 +71,10 @@ inline double TransferWorkNs(uint64_t bytes) { return 2.0 * static_cast<double>(
 // waiting host afterwards costs two thread wake-ups, tens of microseconds on a loaded machine.
 inline constexpr double kSubmitterRunsMaxWorkNs = 1000000;
 
-// Estimated work of the recorded commands [begin, end) (a submission's, or a wave's): their
-// dispatches' and copies' and fills'; a repeat, a collective or a dispatch of unknown work
-// makes it unknown (kUnknownWorkNs).
-double CommandsWorkNs(const Command* begin, const Command* end);
+// Estimated work of the recorded commands [begin, end) (a submission's, or a wave's, bound to
+// `table`): their dispatches' and copies' and fills'; a repeat, a collective or a dispatch of
+// unknown work makes it unknown (kUnknownWorkNs).
+double CommandsWorkNs(const Command* begin, const Command* end, const std::vector<BufferRef>& table);
 
 // Threads for a loop of `indices` indices and `work_ns` of estimated work (kUnknownWorkNs:
 // unknown) on a pool of `pool_threads`: one per `min_work_per_thread_ns`, at least 1, at most

@@ -12,16 +12,58 @@ TEST_CASE("work estimate: flops and bytes from the cost attrs, unknown where one
   view.attrs = {
       {"cost.a.flops", "1000000"}, {"cost.a.bytes_read", "40000"}, {"cost.a.bytes_written", "10000"},
       {"cost.b.flops", "?"}, {"cost.b.bytes_read", "8"}, {"cost.b.bytes_written", "8"},
-      {"cost.b.flops.formula", "a0d0 * 2"},
+      {"cost.b.flops.formula", "2*a0d0"},  // a formula for people, no words: unknown
       {"cost.c.flops", "0"}, {"cost.c.bytes_read", "5e4"},  // no bytes_written
       {"cost.x.flops", "1"}, {"note", "cost.d.flops"},  // another entry; not a cost attr
   };
-  std::vector<double> work = EstimateEntryWorkNs(view);
+  std::vector<EntryWork> work = EstimateEntryWork(view);
   REQUIRE(work.size() == 4);
-  CHECK(work[0] == Approx(1000000 / kFlopsPerNs + 50000 / kBytesPerNs));
-  CHECK(work[1] == kUnknownWorkNs);
-  CHECK(work[2] == kUnknownWorkNs);
-  CHECK(work[3] == kUnknownWorkNs);
+  CHECK(work[0].known);
+  CHECK(work[0].words_read == 0);
+  CHECK(work[0].Evaluate(nullptr, 0) == Approx(1000000 / kFlopsPerNs + 50000 / kBytesPerNs));
+  for (int i = 1; i < 4; ++i) {
+    INFO("entry " << i);
+    CHECK(!work[i].known);
+    CHECK(work[i].Evaluate(nullptr, 0) == kUnknownWorkNs);
+  }
+}
+
+TEST_CASE("work estimate: run-time shapes as polynomials over the parameter words") {
+  vm::ExecutableView view;
+  view.entry_points = {"dyn", "no_params", "bad_symbol", "bad_coefficient", "one_unknown"};
+  view.attrs = {
+      {"cost.dyn.flops", "?"}, {"cost.dyn.flops.words", "100*w0*w2 + 50"},
+      {"cost.dyn.bytes_read", "1000"}, {"cost.dyn.bytes_written", "?"},
+      {"cost.dyn.bytes_written.words", "8*w1"}, {"cost.dyn.params", "3"},
+      {"cost.no_params.flops", "?"}, {"cost.no_params.flops.words", "2*w0"},
+      {"cost.no_params.bytes_read", "0"}, {"cost.no_params.bytes_written", "0"},
+      {"cost.bad_symbol.flops", "?"}, {"cost.bad_symbol.flops.words", "2*a0d0"},
+      {"cost.bad_symbol.bytes_read", "0"}, {"cost.bad_symbol.bytes_written", "0"},
+      {"cost.bad_symbol.params", "1"},
+      {"cost.bad_coefficient.flops", "?"}, {"cost.bad_coefficient.flops.words", "x*w0"},
+      {"cost.bad_coefficient.bytes_read", "0"}, {"cost.bad_coefficient.bytes_written", "0"},
+      {"cost.bad_coefficient.params", "1"},
+      // Words for the bytes but none for the flops: unknown as a whole.
+      {"cost.one_unknown.flops", "?"}, {"cost.one_unknown.bytes_read", "?"},
+      {"cost.one_unknown.bytes_read.words", "4*w0"}, {"cost.one_unknown.bytes_written", "0"},
+      {"cost.one_unknown.params", "1"},
+  };
+  std::vector<EntryWork> work = EstimateEntryWork(view);
+  REQUIRE(work.size() == 5);
+  const EntryWork& dyn = work[0];
+  REQUIRE(dyn.known);
+  CHECK(dyn.param_binding == 3);
+  CHECK(dyn.words_read == 3);
+  const int64_t words[] = {7, 11, 13};
+  CHECK(dyn.Evaluate(words, 3) ==
+        Approx((100.0 * 7 * 13 + 50) / kFlopsPerNs + (1000.0 + 8 * 11) / kBytesPerNs));
+  CHECK(dyn.Evaluate(words, 2) == kUnknownWorkNs);  // too few words
+  const int64_t negative[] = {7, -1, 13};
+  CHECK(dyn.Evaluate(negative, 3) == kUnknownWorkNs);
+  for (int i = 1; i < 5; ++i) {
+    INFO("entry " << view.entry_points[i]);
+    CHECK(!work[i].known);
+  }
 }
 
 TEST_CASE("work estimate: one thread per minimum work, at most the pool and the indices") {

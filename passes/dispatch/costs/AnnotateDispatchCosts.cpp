@@ -94,7 +94,44 @@ int64_t bodyOps(linalg::LinalgOp op) {
   return n;
 }
 
-// Each loop's extent: static, or the symbol of a kernel argument dimension it iterates.
+// The extent of dim `r` of `v` inside `kernel`'s body as a number or a symbol: dim r of a
+// tensor argument I ("aIdr"), or an index argument I ("aI") that sized the tensor.empty the
+// value was built on, following destination-style results to their inits (a fill or a bias
+// generic on an empty output) and tensor.dim of arguments; "" where it is none of these.
+std::string dimExtent(Value v, int64_t r, func::FuncOp kernel) {
+  Block* body = &kernel.getBody().front();
+  for (int depth = 0; depth < 32; ++depth) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || r >= t.getRank()) return "";
+    if (!t.isDynamicDim(r)) return std::to_string(t.getDimSize(r));
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return arg.getOwner() == body ? "a" + std::to_string(arg.getArgNumber()) + "d" + std::to_string(r) : "";
+    Operation* def = v.getDefiningOp();
+    if (auto empty = dyn_cast<tensor::EmptyOp>(def)) {
+      Value size = empty.getDynamicSize(r);
+      if (auto arg = dyn_cast<BlockArgument>(size))
+        return arg.getOwner() == body ? "a" + std::to_string(arg.getArgNumber()) : "";
+      auto dim = size.getDefiningOp<tensor::DimOp>();
+      std::optional<int64_t> index = dim ? dim.getConstantIndex() : std::nullopt;
+      if (!index) return "";
+      v = dim.getSource();
+      r = *index;
+      continue;
+    }
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(def)) {
+      v = dps.getTiedOpOperand(cast<OpResult>(v))->get();
+      continue;
+    }
+    if (auto cast = dyn_cast<tensor::CastOp>(def)) {
+      v = cast.getSource();
+      continue;
+    }
+    return "";
+  }
+  return "";
+}
+
+// Each loop's extent: static, or the extent (dimExtent) of an operand dimension it iterates.
 SmallVector<std::string> loopExtents(linalg::LinalgOp op, func::FuncOp kernel, bool* ok) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   SmallVector<std::string> out(ranges.size());
@@ -105,15 +142,10 @@ SmallVector<std::string> loopExtents(linalg::LinalgOp op, func::FuncOp kernel, b
       continue;
     }
     for (OpOperand& operand : op->getOpOperands()) {
-      auto arg = dyn_cast<BlockArgument>(operand.get());
-      if (!arg || arg.getOwner() != &kernel.getBody().front()) continue;
       AffineMap map = maps[operand.getOperandNumber()];
-      for (unsigned r = 0; r < map.getNumResults(); ++r) {
+      for (unsigned r = 0; r < map.getNumResults() && out[l].empty(); ++r) {
         auto dim = dyn_cast<AffineDimExpr>(map.getResult(r));
-        if (dim && dim.getPosition() == l) {
-          out[l] = "a" + std::to_string(arg.getArgNumber()) + "d" + std::to_string(r);
-          break;
-        }
+        if (dim && dim.getPosition() == l) out[l] = dimExtent(operand.get(), r, kernel);
       }
       if (!out[l].empty()) break;
     }
