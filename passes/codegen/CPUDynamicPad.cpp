@@ -104,13 +104,20 @@ std::optional<DynamicPad> MatchDynamicPad(linalg::GenericOp op) {
   return pad;
 }
 
-// True when `op`'s result is read only as the input x of a depthwise convolution and its
+// True when `op`'s result is read only as the input x of a depthwise convolution (its
+// extents may be read too: workgroup distribution leaves tensor.dim ops of it) and its
 // padded dims are the plane's (2 and 3), each untiled with a constant low >= 0: the window
 // may then be placed at the static lows (the form CPUConvolutionDepthwise.h reads from).
 bool FeedsDepthwiseAtStaticLows(linalg::GenericOp op, const DynamicPad& pad) {
-  if (!op->hasOneUse() || pad.dims.size() != 4) return false;
-  auto conv = dyn_cast<linalg::LinalgOp>(*op->getUsers().begin());
-  if (!conv || conv->getOperand(0) != op->getResult(0)) return false;
+  if (pad.dims.size() != 4) return false;
+  Operation* reader = nullptr;
+  for (OpOperand& use : op->getResult(0).getUses()) {
+    if (isa<tensor::DimOp>(use.getOwner())) continue;
+    if (reader || use.getOperandNumber() != 0) return false;
+    reader = use.getOwner();
+  }
+  auto conv = dyn_cast_or_null<linalg::LinalgOp>(reader);
+  if (!conv) return false;
   std::optional<ConvolutionGeometry> g = MatchConvolution(conv);
   if (!g || g->kind != ConvolutionKind::kDepthwise) return false;
   for (auto [d, dim] : llvm::enumerate(pad.dims)) {
