@@ -29,7 +29,8 @@
 // region past the source is padded instead). A fill and a unit-stride copy, both of which
 // LLVM vectorizes. Anything else is left as it was.
 //
-// A pad read only as a depthwise convolution's x (fused into its dispatch), padding only
+// A pad read only as a depthwise convolution's x (fused into its dispatch; tensor.dim ops of
+// it, which workgroup distribution leaves, read no element), padding only
 // dims 2 and 3, untiled there, with constant lows L >= 0: its window is placed at L itself
 // (lo = L, size = clamp(O - L, 0, E), source offset 0: the same elements; nothing copied when
 // L >= O), the static offsets CPUConvolutionDepthwise.h needs to stage from the source

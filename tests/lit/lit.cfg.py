@@ -17,7 +17,9 @@ config.substitutions.append(("hexir-opt", tool("HEXIR_OPT", "bazel-bin/tools/hex
 config.substitutions.append(("hexir-compile", tool("HEXIR_COMPILE", "bazel-bin/tools/hexir-compile/hexir-compile")))
 config.substitutions.append(("hexir-dump", tool("HEXIR_DUMP", "bazel-bin/tools/hexir-dump/hexir-dump")))
 config.substitutions.append(("FileCheck", os.environ.get("FILECHECK", "/usr/lib/llvm-22/bin/FileCheck")))
-config.substitutions.append(("not", os.environ.get("NOT", "/usr/lib/llvm-22/bin/not")))
+# `not` as a word only (lit substitutes regular expressions): pass names such as
+# hexir-annotate-dispatch-costs contain it.
+config.substitutions.append((r"(?<![\w-])not(?![\w-])", os.environ.get("NOT", "/usr/lib/llvm-22/bin/not")))
 
 # CUDA code generation tests need the toolkit's ptxas (CUDA_HOME, else /usr/local/cuda).
 _cuda_home = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
