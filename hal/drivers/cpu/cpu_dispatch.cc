@@ -10,14 +10,16 @@ namespace hexir::hal::cpu {
 void ResolveBinding(const BufferRef& b, const std::vector<BufferRef>& table, void** ptr,
                     uint64_t* length) {
   if (!b.is_slot()) {
-    *ptr = b.buffer->host_data() + b.offset;
+    uint8_t* data = b.buffer->host_data();
+    *ptr = data ? data + b.offset : nullptr;
     *length = b.length;
     return;
   }
   // A slot at an offset into its entry: past the entry's end it is an empty range.
   const BufferRef& t = table[b.slot];
   const uint64_t skip = std::min(b.offset, t.length);
-  *ptr = t.buffer->host_data() + t.offset + skip;
+  uint8_t* data = t.buffer->host_data();
+  *ptr = data ? data + t.offset + skip : nullptr;
   *length = t.length - skip;
 }
 

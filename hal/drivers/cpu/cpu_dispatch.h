@@ -15,7 +15,8 @@
 
 namespace hexir::hal::cpu {
 
-// Writes `binding`'s host pointer and length into *ptr / *length (a slot from `table`).
+// Writes `binding`'s host pointer and length into *ptr / *length (a slot from `table`; null
+// for a buffer the host cannot reach).
 void ResolveBinding(const BufferRef& binding, const std::vector<BufferRef>& table, void** ptr,
                     uint64_t* length);
 

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -134,13 +135,12 @@ double DispatchWorkNs(const DispatchCommand& cmd, const std::vector<BufferRef>& 
   const EntryWork& w = static_cast<const CpuExecutable*>(cmd.executable.get())->work(cmd.entry);
   if (!w.known) return kUnknownWorkNs;
   if (w.words_read == 0) return w.Evaluate(nullptr, 0);
-  if (w.param_binding >= cmd.bindings.size()) return kUnknownWorkNs;
+  int64_t words[64];
+  if (w.param_binding >= cmd.bindings.size() || w.words_read > std::size(words)) return kUnknownWorkNs;
   void* ptr = nullptr;
   uint64_t length = 0;
   ResolveBinding(cmd.bindings[w.param_binding], table, &ptr, &length);
   if (ptr == nullptr || length < 8ull * w.words_read) return kUnknownWorkNs;
-  int64_t words[64];
-  if (w.words_read > 64) return kUnknownWorkNs;
   std::memcpy(words, ptr, 8ull * w.words_read);
   return w.Evaluate(words, w.words_read);
 }
