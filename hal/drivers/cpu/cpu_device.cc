@@ -357,10 +357,12 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
   const uint64_t nx = count[0], ny = count[1], nz = count[2];
   const uint64_t total = nx * ny * nz;
   if (total == 0) return Status::Ok();
+  // The estimate (its parameter words read and evaluated) only where there is a choice.
+  const bool shareable = total > 1 && pool_.thread_count() > 1;
   const uint32_t threads =
-      ThreadsForWork(DispatchWorkNs(cmd, table), total, pool_.thread_count(), min_work_per_thread_ns_);
-  if (threads == 1 && total > 1 && pool_.thread_count() > 1)
-    DeviceCounters::Add(counters()->dispatches_kept_on_one_thread);
+      shareable ? ThreadsForWork(DispatchWorkNs(cmd, table), total, pool_.thread_count(), min_work_per_thread_ns_)
+                : 1;
+  if (threads == 1 && shareable) DeviceCounters::Add(counters()->dispatches_kept_on_one_thread);
   if (threads == 1) {
     hexir_cpu_kernel_error_t kernel_error = {};
     hexir_cpu_workgroup_state_t wg = {};

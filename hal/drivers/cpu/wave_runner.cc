@@ -78,10 +78,11 @@ Status WaveRunner::Run(const Command* begin, const Command* end,
     }
     total += item.count;
   }
+  const bool shareable = total > 1 && pool_.thread_count() > 1;
   const uint32_t threads =
-      ThreadsForWork(CommandsWorkNs(begin, end, table), total, pool_.thread_count(), min_work_per_thread_ns_);
-  if (threads == 1 && total > 1 && pool_.thread_count() > 1)
-    DeviceCounters::Add(counters_->dispatches_kept_on_one_thread, dispatches);
+      shareable ? ThreadsForWork(CommandsWorkNs(begin, end, table), total, pool_.thread_count(), min_work_per_thread_ns_)
+                : 1;
+  if (threads == 1 && shareable) DeviceCounters::Add(counters_->dispatches_kept_on_one_thread, dispatches);
   profiling_ = profiler != nullptr;
   const int64_t wave_begin = profiling_ ? ProfileClockNs() : 0;
   for (size_t i = 0; profiling_ && i < item_count_; ++i) {
