@@ -4,7 +4,6 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
-#include <iterator>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -34,7 +33,8 @@ double MinWorkPerThreadNs() {
 
 namespace {
 
-// Parses "c + c*wK*wJ + ..." into terms scaled by `per_ns`; false when malformed.
+// Parses "c + c*wK*wJ + ..." into `out`'s constant and terms, scaled by `per_ns`; false when
+// malformed.
 bool ParseWords(std::string_view text, double per_ns, EntryWork* out) {
   while (!text.empty()) {
     const size_t plus = text.find(" + ");
@@ -53,11 +53,13 @@ bool ParseWords(std::string_view text, double per_ns, EntryWork* out) {
       uint32_t word = 0;
       if (symbol.size() < 2 || symbol[0] != 'w') return false;
       auto [ptr, ec] = std::from_chars(symbol.data() + 1, symbol.data() + symbol.size(), word);
-      if (ec != std::errc() || ptr != symbol.data() + symbol.size() || word >= (1u << 16)) return false;
+      if (ec != std::errc() || ptr != symbol.data() + symbol.size() || word >= EntryWork::kMaxWords)
+        return false;
       t.words.push_back(word);
       out->words_read = std::max(out->words_read, word + 1);
     }
-    out->terms.push_back(std::move(t));
+    if (t.words.empty()) out->constant_ns += t.ns;
+    else out->terms.push_back(std::move(t));
   }
   return true;
 }
@@ -66,7 +68,7 @@ bool ParseWords(std::string_view text, double per_ns, EntryWork* out) {
 
 double EntryWork::Evaluate(const int64_t* words, size_t count) const {
   if (!known || count < words_read) return kUnknownWorkNs;
-  double work = 0;
+  double work = constant_ns;
   for (const Term& t : terms) {
     double term = t.ns;
     for (uint32_t w : t.words) {
@@ -117,7 +119,7 @@ std::vector<EntryWork> EstimateEntryWork(const vm::ExecutableView& view) {
     for (auto [field, per_ns] : {std::pair{&c.flops, kFlopsPerNs}, std::pair{&c.read, kBytesPerNs},
                                  std::pair{&c.written, kBytesPerNs}}) {
       const double value = ParseCost(field->value);
-      if (value >= 0) w.terms.push_back({value / per_ns, {}});
+      if (value >= 0) w.constant_ns += value / per_ns;
       else if (field->words.empty() || !ParseWords(field->words, per_ns, &w)) w.known = false;
     }
     if (w.words_read > 0) {
@@ -134,9 +136,9 @@ std::vector<EntryWork> EstimateEntryWork(const vm::ExecutableView& view) {
 double DispatchWorkNs(const DispatchCommand& cmd, const std::vector<BufferRef>& table) {
   const EntryWork& w = static_cast<const CpuExecutable*>(cmd.executable.get())->work(cmd.entry);
   if (!w.known) return kUnknownWorkNs;
-  if (w.words_read == 0) return w.Evaluate(nullptr, 0);
-  int64_t words[64];
-  if (w.param_binding >= cmd.bindings.size() || w.words_read > std::size(words)) return kUnknownWorkNs;
+  if (w.words_read == 0) return w.constant_ns;
+  if (w.param_binding >= cmd.bindings.size()) return kUnknownWorkNs;
+  int64_t words[EntryWork::kMaxWords];
   void* ptr = nullptr;
   uint64_t length = 0;
   ResolveBinding(cmd.bindings[w.param_binding], table, &ptr, &length);

@@ -39,16 +39,20 @@ inline constexpr double kDefaultMinWorkPerThreadNs = 10000;
 // number >= 0 (0 = share every loop, as without the policy), else the default.
 double MinWorkPerThreadNs();
 
-// One entry's estimated one-thread work: a constant, or a sum of products of the i64 words
-// of its parameter binding (each term's coefficient already in ns), or unknown.
+// One entry's estimated one-thread work: a constant plus a sum of products of the i64 words
+// of its parameter binding (coefficients already in ns), or unknown. Folded when the
+// executable loads: a static entry is its constant alone.
 struct EntryWork {
+  // Most parameter words a formula may read (DispatchWorkNs copies them to the stack).
+  static constexpr uint32_t kMaxWords = 64;
   struct Term {
     double ns = 0;                // coefficient: flops / kFlopsPerNs or bytes / kBytesPerNs
-    std::vector<uint32_t> words;  // the words multiplied (none: a constant)
+    std::vector<uint32_t> words;  // the words multiplied (at least one)
   };
   bool known = false;
-  uint32_t param_binding = 0;  // where the words are (when terms has a word)
-  uint32_t words_read = 0;     // 1 + the largest word index (0: a constant)
+  double constant_ns = 0;
+  uint32_t param_binding = 0;  // where the words are (when there are terms)
+  uint32_t words_read = 0;     // 1 + the largest word index (0: no terms)
   std::vector<Term> terms;
 
   // The work for parameter words `words` (`count` of them; unused for a constant), or

@@ -60,6 +60,9 @@ std::string typeName(Type t) {
   return s;
 }
 
+// The symbol of dim `d` of kernel argument `arg` in a formula ("aIdJ"; CPUWorkWords.h reads it).
+std::string argDimSymbol(int64_t arg, int64_t d) { return "a" + std::to_string(arg) + "d" + std::to_string(d); }
+
 // Bytes of a tensor that is kernel argument `arg` (or a result, arg < 0: dynamic dims unknown).
 Cost tensorBytes(RankedTensorType t, int arg) {
   Cost c;
@@ -70,7 +73,7 @@ Cost tensorBytes(RankedTensorType t, int arg) {
       n *= t.getDimSize(d);
     } else {
       syms += (syms.empty() ? "" : "*") +
-              (arg >= 0 ? "a" + std::to_string(arg) + "d" + std::to_string(d)
+              (arg >= 0 ? argDimSymbol(arg, d)
                         : "r" + std::to_string(-arg - 1) + "d" + std::to_string(d));
     }
   }
@@ -105,7 +108,7 @@ std::string dimExtent(Value v, int64_t r, func::FuncOp kernel) {
     if (!t || r >= t.getRank()) return "";
     if (!t.isDynamicDim(r)) return std::to_string(t.getDimSize(r));
     if (auto arg = dyn_cast<BlockArgument>(v))
-      return arg.getOwner() == body ? "a" + std::to_string(arg.getArgNumber()) + "d" + std::to_string(r) : "";
+      return arg.getOwner() == body ? argDimSymbol(arg.getArgNumber(), r) : "";
     Operation* def = v.getDefiningOp();
     if (auto empty = dyn_cast<tensor::EmptyOp>(def)) {
       Value size = empty.getDynamicSize(r);
