@@ -4,10 +4,16 @@
 // (Device::profiler()) and do nothing else. With a profiler installed:
 //   - CPU: each dispatch is timed on the executing thread (steady clock around the workgroup
 //     loop), reported when it ends; each QueueExecute call is reported as a host span.
-//   - CUDA: command buffers run as stream launches (not graph replays) with an event before
-//     and after every kernel; the submitting thread waits for the submission's last event and
-//     reports each dispatch's event interval mapped onto the host steady clock. This
-//     serializes submissions: profile separately from wall-time measurements.
+//   - CUDA (Profiler::cuda_mode()): a command buffer replayed as a graph is replayed as a copy
+//     of its graph with an event record node before each kernel node (after the kernel's
+//     prerequisites) and one after it (kGraphReplay, the default: the kernels run as in an
+//     unprofiled replay, programmatic launches included, and each dispatch's interval is what
+//     it adds inside the graph); what a graph cannot express there (a device loop, a
+//     collective, an indirect count only the device knows), stream-mode command buffers and
+//     kStreamLaunches run as stream launches with an event before and after every kernel.
+//     The submitting thread waits for the submission's last event and reports each
+//     dispatch's event interval mapped onto the host steady clock. This serializes
+//     submissions: profile separately from wall-time measurements.
 // Timestamps: nanoseconds of std::chrono::steady_clock (ProfileClockNs()).
 //
 // Ownership: the device does not own the profiler; the caller keeps it alive until it is
@@ -37,12 +43,18 @@ struct DispatchTiming {
   int64_t begin_ns = 0;  // device execution interval on the host steady clock
   int64_t end_ns = 0;
   bool device_events = false;  // true: measured with device events (CUDA), false: host clock
+  bool in_graph = false;       // CUDA: measured inside a graph replay (else stream launches)
 };
+
+// How a CUDA device times the command buffers it replays as graphs (see above).
+enum class CudaProfileMode { kGraphReplay, kStreamLaunches };
 
 class Profiler {
  public:
   virtual ~Profiler() = default;
   virtual void OnDispatch(const DispatchTiming& timing) = 0;
+  // Read by the CUDA driver at each profiled submission.
+  virtual CudaProfileMode cuda_mode() const { return CudaProfileMode::kGraphReplay; }
   // A host call into the driver (e.g. "queue_execute") from begin_ns to end_ns.
   virtual void OnHostSpan(const char* name, int64_t begin_ns, int64_t end_ns) {
     (void)name, (void)begin_ns, (void)end_ns;

@@ -217,6 +217,30 @@ double CallCounters::driver_calls() const {
          graph_instantiations + module_loads;
 }
 
+// What the profiled calls measured on CUDA, from how their dispatches were timed.
+static std::string CudaProfilingMode(hal::CudaProfileMode mode, const std::vector<DispatchEvent>& events) {
+  size_t in_graph = 0;
+  for (const DispatchEvent& e : events) in_graph += e.in_graph ? 1 : 0;
+  const char* stream = "stream launches with an event before and after every kernel (launch "
+                       "gaps outside the intervals, no programmatic overlap)";
+  if (in_graph == 0) {
+    return StrCat("CUDA: profiled calls run command buffers as ", stream,
+                  mode == hal::CudaProfileMode::kStreamLaunches
+                      ? " (--cuda-profile=stream)"
+                      : " (nothing was replayable as a graph: a device loop, a collective, an "
+                        "indirect count only the device knows, or a stream-mode command buffer)");
+  }
+  std::string s = "CUDA: profiled calls replay each graph with an event record node after a "
+                  "kernel's prerequisites and one after the kernel: a dispatch's time is what it "
+                  "adds inside the graph (programmatic launches included)";
+  if (in_graph < events.size()) {
+    s += StrCat("; ", events.size() - in_graph, " of ", events.size(),
+                " timings from ", stream, " (device loops, collectives, indirect counts only "
+                "the device knows)");
+  }
+  return s;
+}
+
 StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   if (o.iterations < 1) return InvalidArgument("--iterations must be >= 1, got ", o.iterations);
   BenchReport r;
@@ -224,11 +248,10 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   r.function = o.function;
   r.iterations = o.iterations;
   const bool cuda = o.device.rfind("cuda", 0) == 0;
-  r.profiling_mode =
-      cuda ? "CUDA: profiled calls run command buffers as stream launches (not graph replay) with "
-             "an event before and after every kernel; device times are event intervals"
-           : "CPU: the driver reads the host steady clock around each dispatch on the executing "
-             "thread (all workgroups of the dispatch inside)";
+  if (!cuda) {
+    r.profiling_mode = "CPU: the driver reads the host steady clock around each dispatch on the "
+                       "executing thread (all workgroups of the dispatch inside)";
+  }
   InvocationOptions io;
   io.device_uri = o.device;
   io.cpu_threads = o.cpu_threads;
@@ -289,7 +312,7 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   r.host_s = Median(hosts);
 
   // 3. profiled calls.
-  Collector collector;
+  Collector collector(o.cuda_profile);
   device.SetProfiler(&collector);
   std::vector<double> pwalls;
   Status st;
@@ -301,6 +324,7 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   HEXIR_RETURN_IF_ERROR(st);
   r.profiled_wall_s = Median(pwalls);
   r.dispatch_events = collector.dispatches();
+  if (cuda) r.profiling_mode = CudaProfilingMode(o.cuda_profile, r.dispatch_events);
   r.host_spans = collector.host_spans();
   SummarizeDispatches(o.iterations, pwalls, &r);
 

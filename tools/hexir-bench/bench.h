@@ -35,6 +35,8 @@ struct BenchOptions {
   double peak_gbps = 0;    // 0: measure
   double peak_gflops = 0;  // 0: measure
   bool baselines = true;
+  // CUDA: how profiled calls time the kernels of graph-mode command buffers (hal/profiling.h).
+  hal::CudaProfileMode cuda_profile = hal::CudaProfileMode::kGraphReplay;
   // > 0: each call (invoke + wait idle) is bounded like hexir-run --timeout; past it the
   // bench stops with DeadlineExceeded naming the function and the phase.
   double timeout_seconds = 0;

@@ -10,6 +10,7 @@ void Collector::OnDispatch(const hal::DispatchTiming& t) {
   e.begin_ns = t.begin_ns;
   e.end_ns = t.end_ns;
   e.device_events = t.device_events;
+  e.in_graph = t.in_graph;
   std::lock_guard<std::mutex> lock(mu_);
   e.call = call_;
   dispatches_.push_back(std::move(e));

@@ -16,6 +16,7 @@ struct DispatchEvent {
   std::string entry;
   int64_t begin_ns = 0, end_ns = 0;
   bool device_events = false;
+  bool in_graph = false;  // CUDA: timed inside a graph replay
   int call = -1;  // the profiled call it belongs to
 };
 
@@ -28,6 +29,9 @@ struct HostSpan {
 
 class Collector final : public hal::Profiler {
  public:
+  explicit Collector(hal::CudaProfileMode cuda_mode = hal::CudaProfileMode::kGraphReplay)
+      : cuda_mode_(cuda_mode) {}
+  hal::CudaProfileMode cuda_mode() const override { return cuda_mode_; }
   void OnDispatch(const hal::DispatchTiming& t) override;
   void OnHostSpan(const char* name, int64_t begin_ns, int64_t end_ns) override;
   void AddHostSpan(HostSpan span);
@@ -37,6 +41,7 @@ class Collector final : public hal::Profiler {
   std::vector<HostSpan> host_spans() const;
 
  private:
+  const hal::CudaProfileMode cuda_mode_;
   mutable std::mutex mu_;
   int call_ = -1;
   std::vector<DispatchEvent> dispatches_;

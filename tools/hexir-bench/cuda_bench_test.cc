@@ -1,13 +1,17 @@
 // hexir-bench on CUDA against independent measurements (skipped loudly without a GPU):
 //  - its cuBLAS baseline figures vs cublasGemmEx timed here with CUDA events, within 10%
 //    (f32 2048^3 and the decode-shaped bf16 GEMV 1x4096x4096);
-//  - its device-time total (profiled, events per kernel) of a compiled 2048^3 f32 GEMM vs the
+//  - its device-time total (profiled inside graph replay) of a compiled 2048^3 f32 GEMM vs the
 //    same call timed here (graph replay, invoke + wait idle, host clock), within 10%;
+//  - a decode FFN's kernels timed inside graph replay: every dispatch, intervals that tile
+//    each call's span (no gap, none reaching back before its prerequisites), and the same
+//    dispatches as stream launches with --cuda-profile=stream;
 //  - the trace holds exactly one device event per executed dispatch, as valid JSON.
 #include <dlfcn.h>
 #include <glob.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -151,6 +155,7 @@ TEST_CASE("cuda: the report's device time agrees with an independent timing with
     REQUIRE(report.ok());
     REQUIRE(report->dispatches_per_call == 1);
     REQUIRE(report->dispatch_events[0].device_events);
+    REQUIRE(report->dispatch_events[0].in_graph);
     auto session = Session::Open(module, InvocationOptions{"cuda", {}, -1});
     REQUIRE(session.ok());
     auto fn = (*session)->LookupFunction("main");
@@ -180,6 +185,61 @@ TEST_CASE("cuda: the report's device time agrees with an independent timing with
   std::printf("%s", log.c_str());
   INFO(log);
   REQUIRE(agreed);
+}
+
+// Per call, the dispatch intervals sorted by begin: their union covers the call's span from
+// the first begin to the last end (a replayed graph has no idle gap a kernel does not
+// account for), and their sum is not above the span plus what parallel branches add (here
+// at most the span again: no interval reaches back to the graph's start).
+TEST_CASE("cuda: profiled calls time each kernel inside graph replay") {
+  if (!HaveGpu("cuda graph replay profiling")) return;
+  BenchOptions o;
+  o.module_path = "tools/hexir-bench/testdata/decode_ffn_f16_256x704.cuda.vmfb";
+  o.device = "cuda";
+  o.inputs = {"1x256xf32=0.5", "256x704xf16=0.01", "256x704xf16=0.01", "704x256xf16=0.01"};
+  o.iterations = 5;
+  o.baselines = false;
+  o.peak_gbps = 1000;
+  o.peak_gflops = 10000;
+  auto report = RunBench(o);
+  REQUIRE(report.ok());
+  INFO(report->profiling_mode);
+  REQUIRE(report->dispatches_per_call >= 3);
+  REQUIRE(report->dispatch_events.size() == size_t(o.iterations) * report->dispatches_per_call);
+  REQUIRE(report->profiling_mode.find("replay each graph") != std::string::npos);
+  for (int call = 0; call < o.iterations; ++call) {
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    for (const auto& e : report->dispatch_events) {
+      if (e.call != call) continue;
+      REQUIRE(e.device_events);
+      REQUIRE(e.in_graph);
+      REQUIRE(e.end_ns >= e.begin_ns);
+      spans.push_back({e.begin_ns, e.end_ns});
+    }
+    REQUIRE(int(spans.size()) == report->dispatches_per_call);
+    std::sort(spans.begin(), spans.end());
+    int64_t first = spans.front().first, last = first, covered = 0, sum = 0, reach = first;
+    for (const auto& [b, e] : spans) {
+      last = std::max(last, e);
+      sum += e - b;
+      covered += std::max<int64_t>(0, e - std::max(b, reach));
+      reach = std::max(reach, e);
+    }
+    const int64_t span = last - first;
+    INFO("call " << call << ": span " << span << " ns, covered " << covered << ", sum " << sum);
+    REQUIRE(span > 0);
+    REQUIRE(covered >= span * 99 / 100);
+    REQUIRE(sum <= 2 * span);
+  }
+  o.cuda_profile = hal::CudaProfileMode::kStreamLaunches;
+  auto streamed = RunBench(o);
+  REQUIRE(streamed.ok());
+  REQUIRE(streamed->dispatches_per_call == report->dispatches_per_call);
+  REQUIRE(streamed->profiling_mode.find("--cuda-profile=stream") != std::string::npos);
+  for (const auto& e : streamed->dispatch_events) {
+    REQUIRE(e.device_events);
+    REQUIRE_FALSE(e.in_graph);
+  }
 }
 
 TEST_CASE("cuda: trace holds one device event per dispatch") {

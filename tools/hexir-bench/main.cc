@@ -51,9 +51,18 @@ int main(int argc, char** argv) {
                  "Seconds each call (invoke + wait idle) may take; past it the bench stops with "
                  "deadline_exceeded (default: no limit)")
       ->check(hexir::tools::FiniteRange(1e-3, 1e9));
+  std::string cuda_profile = "graph";
+  app.add_option("--cuda-profile", cuda_profile,
+                 "How profiled calls time CUDA kernels: graph (inside a replay of each graph, "
+                 "event nodes around every kernel) or stream (stream launches, an event pair "
+                 "around every kernel)")
+      ->check(CLI::IsMember({"graph", "stream"}))
+      ->capture_default_str();
   app.add_option("--trace", trace, "Write a Chrome/Perfetto trace (JSON)");
   app.add_option("--roofline", roofline, "Write a roofline plot (SVG)");
   if (int exit = hexir::tools::ParseFlags("hexir-bench", app, argc, argv); exit >= 0) return exit;
+  o.cuda_profile = cuda_profile == "stream" ? hexir::hal::CudaProfileMode::kStreamLaunches
+                                            : hexir::hal::CudaProfileMode::kGraphReplay;
   return hexir::tools::RunTool("hexir-bench",
                                [&] { return hexir::tools::bench::Run(o, trace, roofline); });
 }

@@ -50,10 +50,13 @@ namespace hexir::hal::cuda {
 // Optional functions: null when the driver lacks them (callers degrade). Conditional graph
 // nodes (repeat_while as a WHILE node, cuda_repeat_kernel.h) need cuGraphConditionalHandleCreate
 // and cuGraphAddNode (CUDA 12.4+); a gated launch (cuda_argument_gate.h) loads its kernels
-// first with cuFuncLoad (CUDA 12.4+) where the driver has it.
+// first with cuFuncLoad (CUDA 12.4+) where the driver has it. Profiling inside graph replay
+// (cuda_graph_profile.h) clones a graph and adds event record nodes, reading each kernel's
+// prerequisites with cuGraphNodeGetDependencies (its edge-data form, CUDA 12.3+).
 #define HEXIR_CUDA_OPTIONAL_FUNCTIONS(X)                                          \
   X(cuFuncGetParamInfo) X(cuGraphConditionalHandleCreate) X(cuGraphAddNode)       \
-  X(cuFuncLoad)
+  X(cuFuncLoad) X(cuGraphClone) X(cuGraphNodeFindInClone)                         \
+  X(cuGraphNodeGetDependencies) X(cuGraphAddEventRecordNode)
 
 struct CudaApi {
 #define HEXIR_CUDA_FIELD_(name) decltype(&::name) name = nullptr;

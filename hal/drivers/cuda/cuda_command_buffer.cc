@@ -25,8 +25,7 @@ Status CudaCommandBuffer::Enqueue(const std::vector<BufferRef>& table, CUstream 
   if (profiler == nullptr) {
     launched = Launch(table, stream);
   } else {
-    OnProfiledLaunch();
-    launched = recording_.LaunchProfiled(table, stream, profiler);
+    launched = LaunchProfiled(table, stream, profiler);
   }
   if (dc && recording_.has_collectives() && launched.ok()) {
     DeviceCounters::Add(dc->collectives_overlapped, recording_.collectives_overlapped());

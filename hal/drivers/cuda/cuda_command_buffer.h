@@ -30,7 +30,7 @@ class CudaCommandBuffer : public CommandBuffer {
   const std::shared_ptr<CudaShared>& shared() const { return shared_; }
 
   // Enqueues one execution on `stream` with `table` (already validated, lengths resolved);
-  // with a profiler installed, as profiled stream launches (CudaRecording::LaunchProfiled).
+  // with a profiler installed, as a profiled execution (LaunchProfiled).
   Status Enqueue(const std::vector<BufferRef>& table, CUstream stream);
   // One execution as stream launches (whatever the class) with `gate` called before each op
   // (argument readiness awaited per command, cuda_argument_gate.h); a graph
@@ -58,7 +58,15 @@ class CudaCommandBuffer : public CommandBuffer {
   virtual Status OnRecorded() REQUIRES(mu_) { return Status::Ok(); }
   // One execution, not profiled.
   virtual Status Launch(const std::vector<BufferRef>& table, CUstream stream) REQUIRES(mu_) = 0;
-  // A profiled execution (stream launches) is about to run.
+  // One execution timed per kernel for `profiler` (hal/profiling.h): here, stream launches
+  // with an event pair around each kernel (CudaRecording::LaunchProfiled); a graph command
+  // buffer replays its graph with event nodes where it can.
+  virtual Status LaunchProfiled(const std::vector<BufferRef>& table, CUstream stream,
+                                Profiler* profiler) REQUIRES(mu_) {
+    OnProfiledLaunch();
+    return recording_.LaunchProfiled(table, stream, profiler);
+  }
+  // Stream launches of the recording (profiled or gated) are about to run.
   virtual void OnProfiledLaunch() REQUIRES(mu_) {}
 
   // Serializes finalization, executions and status checks (what each class keeps per

@@ -501,19 +501,8 @@ StatusOr<CUgraphNode> CudaGraphCommandBuffer::AddCollectiveNode(
 Status CudaGraphCommandBuffer::Launch(const std::vector<BufferRef>& table, CUstream stream) {
   if (graphs_.empty()) return LaunchOnStream(table, stream);  // OnRecorded chose the stream
   if (!has_nodes_) return Status::Ok();  // nothing to run (CUDA graphs may not be empty)
-  // Indirect counts are read on the host now; a count only the device knows (a slot bound to
-  // non-uniform memory) or an empty grid (a kernel node cannot launch none) runs this
-  // submission as stream launches.
-  for (GraphKernels& g : graphs_) {
-    std::vector<RecordedKernel>& kernels = g.recording->kernels();
-    for (size_t i = 0; i < kernels.size(); ++i) {
-      if (!kernels[i].indirect) continue;
-      HEXIR_ASSIGN_OR_RETURN(std::optional<Grid> wg, g.recording->HostCount(kernels[i], table));
-      if (!wg || IsEmptyGrid(*wg)) return LaunchOnStream(table, stream);
-      HEXIR_RETURN_IF_ERROR(CheckGrid(kernels[i].name(), *wg));
-      g.nodes[i].grid = *wg;
-    }
-  }
+  HEXIR_ASSIGN_OR_RETURN(bool graph_grids, ResolveHostGrids(table));
+  if (!graph_grids) return LaunchOnStream(table, stream);
   const CudaApi& api = *shared_->api;
   CudaCounters& counters = shared_->counters;
   if (exec_ == nullptr) HEXIR_RETURN_IF_ERROR(Instantiate());
@@ -548,6 +537,77 @@ Status CudaGraphCommandBuffer::Launch(const std::vector<BufferRef>& table, CUstr
   counters.graph_launches.fetch_add(1, std::memory_order_relaxed);
   recording_.set_collectives_overlapped(collectives_overlapped_);
   return recording_.TrackCollectives(stream);
+}
+
+// Indirect counts are read on the host now; a count only the device knows (a slot bound to
+// non-uniform memory) or an empty grid (a kernel node cannot launch none) runs this
+// submission as stream launches.
+StatusOr<bool> CudaGraphCommandBuffer::ResolveHostGrids(const std::vector<BufferRef>& table) {
+  for (GraphKernels& g : graphs_) {
+    std::vector<RecordedKernel>& kernels = g.recording->kernels();
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      if (!kernels[i].indirect) continue;
+      HEXIR_ASSIGN_OR_RETURN(std::optional<Grid> wg, g.recording->HostCount(kernels[i], table));
+      if (!wg || IsEmptyGrid(*wg)) return false;
+      HEXIR_RETURN_IF_ERROR(CheckGrid(kernels[i].name(), *wg));
+      g.nodes[i].grid = *wg;
+    }
+  }
+  return true;
+}
+
+// The template's kernel nodes take this launch's parameters (as RefreshAndInstantiate does),
+// a copy with event nodes replays them, and the executable graph refreshes every node at its
+// next launch (exec_stale_).
+Status CudaGraphCommandBuffer::LaunchProfiled(const std::vector<BufferRef>& table,
+                                              CUstream stream, Profiler* profiler) {
+  const CudaApi& api = *shared_->api;
+  if (profiler->cuda_mode() != CudaProfileMode::kGraphReplay || graphs_.size() != 1 ||
+      recording_.has_collectives() || !GraphProfile::Supported(api)) {
+    return CudaCommandBuffer::LaunchProfiled(table, stream, profiler);
+  }
+  if (!has_nodes_) return Status::Ok();
+  HEXIR_ASSIGN_OR_RETURN(bool graph_grids, ResolveHostGrids(table));
+  if (!graph_grids) return CudaCommandBuffer::LaunchProfiled(table, stream, profiler);
+  thread_local std::vector<CUdeviceptr> pointers;
+  HEXIR_RETURN_IF_ERROR(recording_.StageUniforms(table, stream, &pointers));
+  if (by_ranges_ && SlotsAlias(table, pointers)) {
+    return CudaCommandBuffer::LaunchProfiled(table, stream, profiler);
+  }
+  exec_stale_ = true;
+  std::vector<RecordedKernel>& kernels = recording_.kernels();
+  std::vector<CUgraphNode> nodes(kernels.size());
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (kernels[i].uses_slots) CudaRecording::ResolveSlotPointers(kernels[i], pointers);
+    CUDA_KERNEL_NODE_PARAMS p = NodeParams(0, i);
+    nodes[i] = graphs_[0].nodes[i].node;
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphKernelNodeSetParams(nodes[i], &p),
+                               "cuGraphKernelNodeSetParams('", kernels[i].name(), "')");
+  }
+  if (!profile_) profile_ = std::make_unique<GraphProfile>(shared_);
+  std::vector<std::pair<int64_t, int64_t>> intervals;
+  std::string refusal;
+  HEXIR_ASSIGN_OR_RETURN(bool replayed, profile_->Replay(graph_, nodes, stream, &intervals, &refusal));
+  if (!replayed) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) {
+      std::fprintf(stderr, "hexir: cuda graph profiling: %s; profiled as stream launches\n",
+                   refusal.c_str());
+    }
+    return CudaCommandBuffer::LaunchProfiled(table, stream, profiler);
+  }
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    DispatchTiming t;
+    t.executable = kernels[i].command->executable.get();
+    t.entry = kernels[i].command->entry;
+    t.workgroup_count = graphs_[0].nodes[i].grid;
+    t.begin_ns = intervals[i].first;
+    t.end_ns = intervals[i].second;
+    t.device_events = true;
+    t.in_graph = true;
+    profiler->OnDispatch(t);
+  }
+  return Status::Ok();
 }
 
 // Checked again only when a slot's range moved (steady state: one comparison per slot).

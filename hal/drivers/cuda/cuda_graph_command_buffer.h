@@ -17,11 +17,13 @@
 // launch then brings every node up to date again.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
 #include "hal/drivers/cuda/cuda_command_buffer.h"
+#include "hal/drivers/cuda/cuda_graph_profile.h"
 
 namespace hexir::hal::cuda {
 
@@ -82,6 +84,11 @@ class CudaGraphCommandBuffer final : public CudaCommandBuffer {
  protected:
   Status OnRecorded() override REQUIRES(mu_);
   Status Launch(const std::vector<BufferRef>& table, CUstream stream) override REQUIRES(mu_);
+  // CudaProfileMode::kGraphReplay: a copy of the graph with event nodes (cuda_graph_profile.h)
+  // where the graph expresses the whole submission and holds no device loop or collective
+  // (those stay profiled as stream launches, as do kStreamLaunches and drivers before 12.3).
+  Status LaunchProfiled(const std::vector<BufferRef>& table, CUstream stream,
+                        Profiler* profiler) override REQUIRES(mu_);
   void OnProfiledLaunch() override REQUIRES(mu_) { exec_stale_ = true; }
 
  private:
@@ -134,6 +141,9 @@ class CudaGraphCommandBuffer final : public CudaCommandBuffer {
                                       const std::vector<CUgraphNode>& deps) REQUIRES(mu_);
   CUDA_KERNEL_NODE_PARAMS RepeatParams(RepeatNodes& r, bool first) const REQUIRES(mu_);
   Status Instantiate() REQUIRES(mu_);
+  // Reads the indirect counts the host can read into the kernels' next grids; false when a
+  // count only the device knows or an empty grid makes this submission stream launches.
+  StatusOr<bool> ResolveHostGrids(const std::vector<BufferRef>& table) REQUIRES(mu_);
   // Brings the kernel nodes of graphs_[g] up to date in the executable graph for this launch
   // (slot pointers: last_table_); a refused update inside a repeat body sets reinstantiate_.
   Status UpdateKernels(size_t g, bool slots_changed) REQUIRES(mu_);
@@ -176,6 +186,8 @@ class CudaGraphCommandBuffer final : public CudaCommandBuffer {
   bool slots_alias_ GUARDED_BY(mu_) = false;
   CUgraph graph_ GUARDED_BY(mu_) = nullptr;
   CUgraphExec exec_ GUARDED_BY(mu_) = nullptr;
+  // Profiled replays (created at the first).
+  std::unique_ptr<GraphProfile> profile_ GUARDED_BY(mu_);
 };
 
 }  // namespace hexir::hal::cuda

@@ -1,0 +1,90 @@
+#include "hal/drivers/cuda/cuda_graph_profile.h"
+
+#include "hal/profiling.h"
+
+namespace hexir::hal::cuda {
+
+GraphProfile::~GraphProfile() {
+  if (events_.empty() || !shared_->MakeCurrent().ok()) return;
+  for (CUevent e : events_) shared_->api->cuEventDestroy(e);
+}
+
+bool GraphProfile::Supported(const CudaApi& api) {
+  return api.cuGraphClone && api.cuGraphNodeFindInClone && api.cuGraphNodeGetDependencies &&
+         api.cuGraphAddEventRecordNode;
+}
+
+Status GraphProfile::AddEventNodes(CUgraph copy, const std::vector<CUgraphNode>& kernels) {
+  const CudaApi& api = *shared_->api;
+  std::vector<CUgraphNode> deps;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    CUgraphNode node = nullptr;
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphNodeFindInClone(&node, kernels[i], copy),
+                               "cuGraphNodeFindInClone(profiled kernel ", i, ")");
+    size_t count = 0;
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphNodeGetDependencies(node, nullptr, nullptr, &count),
+                               "cuGraphNodeGetDependencies(profiled kernel ", i, ")");
+    deps.resize(count);
+    if (count > 0) {
+      HEXIR_CUDA_RETURN_IF_ERROR(
+          api, api.cuGraphNodeGetDependencies(node, deps.data(), nullptr, &count),
+          "cuGraphNodeGetDependencies(profiled kernel ", i, ")");
+    }
+    CUgraphNode before = nullptr, after = nullptr;
+    HEXIR_CUDA_RETURN_IF_ERROR(
+        api, api.cuGraphAddEventRecordNode(&before, copy, deps.data(), count, events_[2 * i]),
+        "cuGraphAddEventRecordNode(before profiled kernel ", i, ")");
+    HEXIR_CUDA_RETURN_IF_ERROR(
+        api, api.cuGraphAddEventRecordNode(&after, copy, &node, 1, events_[2 * i + 1]),
+        "cuGraphAddEventRecordNode(after profiled kernel ", i, ")");
+  }
+  return Status::Ok();
+}
+
+StatusOr<bool> GraphProfile::Replay(CUgraph graph, const std::vector<CUgraphNode>& kernels,
+                                    CUstream stream,
+                                    std::vector<std::pair<int64_t, int64_t>>* intervals,
+                                    std::string* refusal) {
+  const CudaApi& api = *shared_->api;
+  while (events_.size() < 2 * kernels.size() + 1) {
+    CUevent e = nullptr;
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuEventCreate(&e, CU_EVENT_DEFAULT),
+                               "cuEventCreate(graph profiling)");
+    events_.push_back(e);
+  }
+  CUgraph copy = nullptr;
+  Status built = CudaStatus(api, api.cuGraphClone(&copy, graph), "cuGraphClone(profiling)");
+  CUgraphExec exec = nullptr;
+  if (built.ok()) built = AddEventNodes(copy, kernels);
+  if (built.ok()) {
+    built = CudaStatus(api, api.cuGraphInstantiate(&exec, copy, 0),
+                       "cuGraphInstantiate(profiled copy)");
+  }
+  if (copy) api.cuGraphDestroy(copy);  // the executable graph keeps what it needs
+  if (!built.ok()) {
+    *refusal = built.ToString();
+    return false;
+  }
+  CUevent closing = events_[2 * kernels.size()];
+  Status st = CudaStatus(api, api.cuGraphLaunch(exec, stream), "cuGraphLaunch(profiled copy)");
+  if (st.ok()) st = CudaStatus(api, api.cuEventRecord(closing, stream), "cuEventRecord(profiling)");
+  if (st.ok()) {
+    st = CudaStatus(api, api.cuEventSynchronize(closing), "cuEventSynchronize(profiling)");
+  }
+  const int64_t closing_ns = ProfileClockNs();
+  api.cuGraphExecDestroy(exec);  // the launch completed (or was never queued)
+  if (!st.ok()) return st;
+  intervals->resize(kernels.size());
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    float before_ms = 0, after_ms = 0;
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuEventElapsedTime(&before_ms, events_[2 * i], closing),
+                               "cuEventElapsedTime(graph profiling)");
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuEventElapsedTime(&after_ms, events_[2 * i + 1], closing),
+                               "cuEventElapsedTime(graph profiling)");
+    (*intervals)[i] = {closing_ns - static_cast<int64_t>(double(before_ms) * 1e6),
+                       closing_ns - static_cast<int64_t>(double(after_ms) * 1e6)};
+  }
+  return true;
+}
+
+}  // namespace hexir::hal::cuda
