@@ -74,6 +74,6 @@ for k, n in ((4096, 4096), (4096, 14336), (2048, 256), (14336, 4096)):
     wt = w.t().contiguous()
     for _ in range(2): torch.matmul(x, w); torch.nn.functional.linear(x, wt)
 torch.cuda.synchronize()' 2>/dev/null | summarize all
-echo "bench/run.sh (variant main; per-dispatch times from profiled stream launches):"
+echo "bench/run.sh (variant main; per-dispatch times inside graph replay, hexir-bench --cuda-profile=graph):"
 (cd "$D/scripts" && HEXIR_BIN="$D/bin" bash bench/run.sh --device=cuda --run-only --only="$CASES" --out="$D/main" \
    --iterations=20 | grep -v "^reports\|^results")

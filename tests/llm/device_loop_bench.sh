@@ -71,9 +71,9 @@ done
   --input=1xi64=1 --input=i64="$TOKENS" --fill-inputs=0.01 --iterations=5 --no-baselines 2>&1 |
   grep -E "dispatches per call|per steady call|wall \(invoke" | sed 's/^/stories260K device loop, hexir-bench: /'
 # Where a step's time goes: the chunked module's decode kernels in hexir-bench's profiled mode
-# (stream launches with an event around each kernel, ~4 us for an empty kernel on the H200;
-# a device loop's body is not reported to the profiler), by time per call: total us, entry,
-# launches per call, us per launch.
+# (each chunk's graph replayed with event nodes around each kernel: what a kernel adds inside
+# the replay; a device loop's body is not reported to the profiler), by time per call: total
+# us, entry, launches per call, us per launch.
 "$BIN/hexir-bench" --module="$DIR/stories260K_chunked.cuda.vmfb" --device=cuda --function=generate \
   --input=1xi64=1 --input=i64=64 --fill-inputs=0.01 --iterations=3 --no-baselines --peak-gbps=4800 \
   --peak-gflops=60000 2>&1 |
