@@ -227,16 +227,16 @@ static std::string CudaProfilingMode(hal::CudaProfileMode mode, const std::vecto
     return StrCat("CUDA: profiled calls run command buffers as ", stream,
                   mode == hal::CudaProfileMode::kStreamLaunches
                       ? " (--cuda-profile=stream)"
-                      : " (nothing was replayable as a graph: a device loop, a collective, an "
-                        "indirect count only the device knows, or a stream-mode command buffer)");
+                      : " (no submission was timed inside a graph replay; "
+                        "HEXIR_CUDA_PROFILE_VERBOSE=1 prints why)");
   }
   std::string s = "CUDA: profiled calls replay each graph with an event record node after a "
                   "kernel's prerequisites and one after the kernel: a dispatch's time is what it "
                   "adds inside the graph (programmatic launches included)";
   if (in_graph < events.size()) {
-    s += StrCat("; ", events.size() - in_graph, " of ", events.size(),
-                " timings from ", stream, " (device loops, collectives, indirect counts only "
-                "the device knows)");
+    s += StrCat("; ", events.size() - in_graph, " of ", events.size(), " timings from ", stream,
+                " (HEXIR_CUDA_PROFILE_VERBOSE=1 prints why: a device loop, a collective, a "
+                "gated submission, ...)");
   }
   return s;
 }

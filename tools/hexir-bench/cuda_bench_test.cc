@@ -3,15 +3,12 @@
 //    (f32 2048^3 and the decode-shaped bf16 GEMV 1x4096x4096);
 //  - its device-time total (profiled inside graph replay) of a compiled 2048^3 f32 GEMM vs the
 //    same call timed here (graph replay, invoke + wait idle, host clock), within 10%;
-//  - a decode FFN's kernels timed inside graph replay: every dispatch, intervals that tile
-//    each call's span (no gap, none reaching back before its prerequisites), and the same
-//    dispatches as stream launches with --cuda-profile=stream;
+//  - the same GEMM with --cuda-profile=stream: stream-launch timings, stated in the report;
 //  - the trace holds exactly one device event per executed dispatch, as valid JSON.
 #include <dlfcn.h>
 #include <glob.h>
 
 #include <catch2/catch.hpp>
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -187,58 +184,28 @@ TEST_CASE("cuda: the report's device time agrees with an independent timing with
   REQUIRE(agreed);
 }
 
-// Per call, the dispatch intervals sorted by begin: their union covers the call's span from
-// the first begin to the last end (a replayed graph has no idle gap a kernel does not
-// account for), and their sum is not above the span plus what parallel branches add (here
-// at most the span again: no interval reaches back to the graph's start).
-TEST_CASE("cuda: profiled calls time each kernel inside graph replay") {
-  if (!HaveGpu("cuda graph replay profiling")) return;
+// The same GEMM profiled with --cuda-profile=stream: one stream-launch timing per call, and
+// the report says so.
+TEST_CASE("cuda: --cuda-profile=stream times the kernels as stream launches") {
+  if (!HaveGpu("cuda stream profiling")) return;
   BenchOptions o;
-  o.module_path = "tools/hexir-bench/testdata/decode_ffn_f16_256x704.cuda.vmfb";
+  o.module_path = "tools/hexir-bench/testdata/gemm_f32_2048.cuda.vmfb";
   o.device = "cuda";
-  o.inputs = {"1x256xf32=0.5", "256x704xf16=0.01", "256x704xf16=0.01", "704x256xf16=0.01"};
-  o.iterations = 5;
+  o.inputs = {"2048x2048xf32=0.01", "2048x2048xf32=0.01"};
+  o.iterations = 3;
   o.baselines = false;
   o.peak_gbps = 1000;
   o.peak_gflops = 10000;
+  o.cuda_profile = hal::CudaProfileMode::kStreamLaunches;
   auto report = RunBench(o);
   REQUIRE(report.ok());
   INFO(report->profiling_mode);
-  REQUIRE(report->dispatches_per_call >= 3);
-  REQUIRE(report->dispatch_events.size() == size_t(o.iterations) * report->dispatches_per_call);
-  REQUIRE(report->profiling_mode.find("replay each graph") != std::string::npos);
-  for (int call = 0; call < o.iterations; ++call) {
-    std::vector<std::pair<int64_t, int64_t>> spans;
-    for (const auto& e : report->dispatch_events) {
-      if (e.call != call) continue;
-      REQUIRE(e.device_events);
-      REQUIRE(e.in_graph);
-      REQUIRE(e.end_ns >= e.begin_ns);
-      spans.push_back({e.begin_ns, e.end_ns});
-    }
-    REQUIRE(int(spans.size()) == report->dispatches_per_call);
-    std::sort(spans.begin(), spans.end());
-    int64_t first = spans.front().first, last = first, covered = 0, sum = 0, reach = first;
-    for (const auto& [b, e] : spans) {
-      last = std::max(last, e);
-      sum += e - b;
-      covered += std::max<int64_t>(0, e - std::max(b, reach));
-      reach = std::max(reach, e);
-    }
-    const int64_t span = last - first;
-    INFO("call " << call << ": span " << span << " ns, covered " << covered << ", sum " << sum);
-    REQUIRE(span > 0);
-    REQUIRE(covered >= span * 99 / 100);
-    REQUIRE(sum <= 2 * span);
-  }
-  o.cuda_profile = hal::CudaProfileMode::kStreamLaunches;
-  auto streamed = RunBench(o);
-  REQUIRE(streamed.ok());
-  REQUIRE(streamed->dispatches_per_call == report->dispatches_per_call);
-  REQUIRE(streamed->profiling_mode.find("--cuda-profile=stream") != std::string::npos);
-  for (const auto& e : streamed->dispatch_events) {
+  REQUIRE(report->profiling_mode.find("--cuda-profile=stream") != std::string::npos);
+  REQUIRE(report->dispatch_events.size() == size_t(o.iterations));
+  for (const auto& e : report->dispatch_events) {
     REQUIRE(e.device_events);
     REQUIRE_FALSE(e.in_graph);
+    REQUIRE(e.end_ns > e.begin_ns);
   }
 }
 

@@ -42,6 +42,7 @@ Status CudaCommandBuffer::EnqueueGated(const std::vector<BufferRef>& table, CUst
     DeviceCounters::Add(dc->collectives_executed, recording_.collectives().size());
   }
   OnProfiledLaunch();  // the graph (if any) sees changed kernel parameters at its next launch
+  if (profiler) NoteStreamProfiling("arguments still being written (a gated submission)");
   HEXIR_RETURN_IF_ERROR(recording_.LoadKernels());
   recording_.set_gate(&gate);
   Status launched = profiler ? recording_.LaunchProfiled(table, stream, profiler)

@@ -556,24 +556,38 @@ StatusOr<bool> CudaGraphCommandBuffer::ResolveHostGrids(const std::vector<Buffer
   return true;
 }
 
+// HEXIR_CUDA_PROFILE_VERBOSE set: why a profiled submission ran as stream launches, once per
+// reason and process.
+void NoteStreamProfiling(const char* why) {
+  static const bool verbose = std::getenv("HEXIR_CUDA_PROFILE_VERBOSE") != nullptr;
+  if (!verbose) return;
+  static Mutex mu;
+  static std::unordered_set<std::string>* seen = new std::unordered_set<std::string>();
+  MutexLock lock(mu);
+  if (seen->insert(why).second) std::fprintf(stderr, "hexir: cuda profiling as stream launches: %s\n", why);
+}
+
 // The template's kernel nodes take this launch's parameters (as RefreshAndInstantiate does),
 // a copy with event nodes replays them, and the executable graph refreshes every node at its
 // next launch (exec_stale_).
 Status CudaGraphCommandBuffer::LaunchProfiled(const std::vector<BufferRef>& table,
                                               CUstream stream, Profiler* profiler) {
   const CudaApi& api = *shared_->api;
-  if (profiler->cuda_mode() != CudaProfileMode::kGraphReplay || graphs_.size() != 1 ||
-      recording_.has_collectives() || !GraphProfile::Supported(api)) {
+  auto on_stream = [&](const char* why) {
+    NoteStreamProfiling(why);
     return CudaCommandBuffer::LaunchProfiled(table, stream, profiler);
-  }
+  };
+  if (profiler->cuda_mode() != CudaProfileMode::kGraphReplay) return on_stream("stream mode asked");
+  if (graphs_.empty()) return on_stream("not a graph (a device count or slot collective)");
+  if (graphs_.size() != 1) return on_stream("a device loop");
+  if (recording_.has_collectives()) return on_stream("a collective");
+  if (!GraphProfile::Supported(api)) return on_stream("driver before CUDA 12.3");
   if (!has_nodes_) return Status::Ok();
   HEXIR_ASSIGN_OR_RETURN(bool graph_grids, ResolveHostGrids(table));
-  if (!graph_grids) return CudaCommandBuffer::LaunchProfiled(table, stream, profiler);
+  if (!graph_grids) return on_stream("an indirect count only the device knows, or none");
   thread_local std::vector<CUdeviceptr> pointers;
   HEXIR_RETURN_IF_ERROR(recording_.StageUniforms(table, stream, &pointers));
-  if (by_ranges_ && SlotsAlias(table, pointers)) {
-    return CudaCommandBuffer::LaunchProfiled(table, stream, profiler);
-  }
+  if (by_ranges_ && SlotsAlias(table, pointers)) return on_stream("slots that alias");
   exec_stale_ = true;
   std::vector<RecordedKernel>& kernels = recording_.kernels();
   std::vector<CUgraphNode> nodes(kernels.size());

@@ -27,6 +27,10 @@
 
 namespace hexir::hal::cuda {
 
+// With HEXIR_CUDA_PROFILE_VERBOSE set, prints (once per reason) why a profiled submission
+// was timed as stream launches instead of inside graph replay.
+void NoteStreamProfiling(const char* why);
+
 // Above this many ops a recording keeps whole barriers (OrderCommands holds n^2 bits).
 inline constexpr size_t kMaxOpsOrderedByRanges = 8192;
 
