@@ -573,7 +573,7 @@ void NoteStreamProfiling(const char* why) {
 Status CudaGraphCommandBuffer::LaunchProfiled(const std::vector<BufferRef>& table,
                                               CUstream stream, Profiler* profiler) {
   const CudaApi& api = *shared_->api;
-  auto on_stream = [&](const char* why) {
+  auto on_stream = [&](const char* why) REQUIRES(mu_) {
     NoteStreamProfiling(why);
     return CudaCommandBuffer::LaunchProfiled(table, stream, profiler);
   };
