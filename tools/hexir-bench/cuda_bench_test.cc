@@ -134,17 +134,25 @@ TEST_CASE("cuda: cuBLAS baseline agrees with cublasGemmEx timed by events here w
   }
 }
 
-TEST_CASE("cuda: the report's device time agrees with an independent timing within 10%") {
-  if (!HaveGpu("cuda device time")) return;
-  const char* module = "tools/hexir-bench/testdata/gemm_f32_2048.cuda.vmfb";
+constexpr char kGemmModule[] = "tools/hexir-bench/testdata/gemm_f32_2048.cuda.vmfb";
+
+// hexir-bench of the compiled 2048^3 f32 GEMM, `iterations` calls, no baselines.
+BenchOptions GemmOptions(int iterations) {
   BenchOptions o;
-  o.module_path = module;
+  o.module_path = kGemmModule;
   o.device = "cuda";
   o.inputs = {"2048x2048xf32=0.01", "2048x2048xf32=0.01"};
-  o.iterations = 10;
+  o.iterations = iterations;
   o.baselines = false;
   o.peak_gbps = 1000;
   o.peak_gflops = 10000;
+  return o;
+}
+
+TEST_CASE("cuda: the report's device time agrees with an independent timing within 10%") {
+  if (!HaveGpu("cuda device time")) return;
+  const char* module = kGemmModule;
+  BenchOptions o = GemmOptions(10);
   bool agreed = false;
   std::string log;
   for (int attempt = 0; attempt < 3 && !agreed; ++attempt) {
@@ -188,14 +196,7 @@ TEST_CASE("cuda: the report's device time agrees with an independent timing with
 // the report says so.
 TEST_CASE("cuda: --cuda-profile=stream times the kernels as stream launches") {
   if (!HaveGpu("cuda stream profiling")) return;
-  BenchOptions o;
-  o.module_path = "tools/hexir-bench/testdata/gemm_f32_2048.cuda.vmfb";
-  o.device = "cuda";
-  o.inputs = {"2048x2048xf32=0.01", "2048x2048xf32=0.01"};
-  o.iterations = 3;
-  o.baselines = false;
-  o.peak_gbps = 1000;
-  o.peak_gflops = 10000;
+  BenchOptions o = GemmOptions(3);
   o.cuda_profile = hal::CudaProfileMode::kStreamLaunches;
   auto report = RunBench(o);
   REQUIRE(report.ok());
