@@ -162,6 +162,8 @@ TEST_CASE("every tool answers an unknown flag with exit 1, naming it; --help sti
   RequireError(RunCommand(Run("--repeat=0 --input=4xf32=1 --input=4xf32=1")), "hexir-run", {"--repeat"});
   RequireError(RunCommand(kBench + " --module=" + AddModule() + " --no-such-flag 2>&1"), "hexir-bench",
                {"--no-such-flag"});
+  RequireError(RunCommand(kBench + " --module=" + AddModule() + " --cuda-profile=fast 2>&1"),
+               "hexir-bench", {"--cuda-profile", "fast"});
   RequireError(RunCommand(kDump + " --no-such-flag " + AddModule() + " 2>&1"), "hexir-dump",
                {"--no-such-flag"});
   RequireError(RunCommand(kImport + " --no-such-flag x.onnx 2>&1"), "hexir-import", {"--no-such-flag"});

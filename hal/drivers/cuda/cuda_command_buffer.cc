@@ -3,6 +3,7 @@
 #include <typeinfo>
 
 #include "hal/drivers/cuda/cuda_graph_command_buffer.h"
+#include "hal/drivers/cuda/cuda_graph_profile.h"
 #include "hal/drivers/cuda/cuda_stream_command_buffer.h"
 
 namespace hexir::hal::cuda {

@@ -556,17 +556,6 @@ StatusOr<bool> CudaGraphCommandBuffer::ResolveHostGrids(const std::vector<Buffer
   return true;
 }
 
-// HEXIR_CUDA_PROFILE_VERBOSE set: why a profiled submission ran as stream launches, once per
-// reason and process.
-void NoteStreamProfiling(const char* why) {
-  static const bool verbose = std::getenv("HEXIR_CUDA_PROFILE_VERBOSE") != nullptr;
-  if (!verbose) return;
-  static Mutex mu;
-  static std::unordered_set<std::string>* seen = new std::unordered_set<std::string>();
-  MutexLock lock(mu);
-  if (seen->insert(why).second) std::fprintf(stderr, "hexir: cuda profiling as stream launches: %s\n", why);
-}
-
 // The template's kernel nodes take this launch's parameters (as RefreshAndInstantiate does),
 // a copy with event nodes replays them, and the executable graph refreshes every node at its
 // next launch (exec_stale_).
@@ -589,15 +578,10 @@ Status CudaGraphCommandBuffer::LaunchProfiled(const std::vector<BufferRef>& tabl
   HEXIR_RETURN_IF_ERROR(recording_.StageUniforms(table, stream, &pointers));
   if (by_ranges_ && SlotsAlias(table, pointers)) return on_stream("slots that alias");
   exec_stale_ = true;
+  HEXIR_RETURN_IF_ERROR(SetTemplateKernels(0, pointers));
   std::vector<RecordedKernel>& kernels = recording_.kernels();
   std::vector<CUgraphNode> nodes(kernels.size());
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    if (kernels[i].uses_slots) CudaRecording::ResolveSlotPointers(kernels[i], pointers);
-    CUDA_KERNEL_NODE_PARAMS p = NodeParams(0, i);
-    nodes[i] = graphs_[0].nodes[i].node;
-    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphKernelNodeSetParams(nodes[i], &p),
-                               "cuGraphKernelNodeSetParams('", kernels[i].name(), "')");
-  }
+  for (size_t i = 0; i < kernels.size(); ++i) nodes[i] = graphs_[0].nodes[i].node;
   if (!profile_) profile_ = std::make_unique<GraphProfile>(shared_);
   std::vector<std::pair<int64_t, int64_t>> intervals;
   std::string refusal;
@@ -689,18 +673,24 @@ Status CudaGraphCommandBuffer::UpdateKernels(size_t g, bool slots_changed) {
 // The driver refused to update a node inside a conditional body of the instantiated graph:
 // every node of the template takes its current parameters and the graph is instantiated
 // again (launches already queued keep the old executable graph until they ran).
+Status CudaGraphCommandBuffer::SetTemplateKernels(size_t g,
+                                                  const std::vector<CUdeviceptr>& pointers) {
+  const CudaApi& api = *shared_->api;
+  std::vector<RecordedKernel>& kernels = graphs_[g].recording->kernels();
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (kernels[i].uses_slots) CudaRecording::ResolveSlotPointers(kernels[i], pointers);
+    CUDA_KERNEL_NODE_PARAMS p = NodeParams(g, i);
+    HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphKernelNodeSetParams(graphs_[g].nodes[i].node, &p),
+                               "cuGraphKernelNodeSetParams('", kernels[i].name(), "')");
+  }
+  return Status::Ok();
+}
+
 Status CudaGraphCommandBuffer::RefreshAndInstantiate() {
   const CudaApi& api = *shared_->api;
   for (size_t g = 0; g < graphs_.size(); ++g) {
-    std::vector<RecordedKernel>& kernels = graphs_[g].recording->kernels();
-    for (size_t i = 0; i < kernels.size(); ++i) {
-      KernelNode& n = graphs_[g].nodes[i];
-      if (kernels[i].uses_slots) CudaRecording::ResolveSlotPointers(kernels[i], last_table_);
-      n.exec_grid = n.grid;
-      CUDA_KERNEL_NODE_PARAMS p = NodeParams(g, i);
-      HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphKernelNodeSetParams(n.node, &p),
-                                 "cuGraphKernelNodeSetParams('", kernels[i].name(), "')");
-    }
+    for (KernelNode& n : graphs_[g].nodes) n.exec_grid = n.grid;
+    HEXIR_RETURN_IF_ERROR(SetTemplateKernels(g, last_table_));
   }
   for (RepeatNodes& r : repeat_nodes_) {
     for (bool first : {true, false}) {

@@ -27,10 +27,6 @@
 
 namespace hexir::hal::cuda {
 
-// With HEXIR_CUDA_PROFILE_VERBOSE set, prints (once per reason) why a profiled submission
-// was timed as stream launches instead of inside graph replay.
-void NoteStreamProfiling(const char* why);
-
 // Above this many ops a recording keeps whole barriers (OrderCommands holds n^2 bits).
 inline constexpr size_t kMaxOpsOrderedByRanges = 8192;
 
@@ -151,6 +147,9 @@ class CudaGraphCommandBuffer final : public CudaCommandBuffer {
   // Brings the kernel nodes of graphs_[g] up to date in the executable graph for this launch
   // (slot pointers: last_table_); a refused update inside a repeat body sets reinstantiate_.
   Status UpdateKernels(size_t g, bool slots_changed) REQUIRES(mu_);
+  // The template's kernel nodes of graphs_[g] take their current parameters, slot pointers
+  // from `pointers` (RefreshAndInstantiate, profiled replays).
+  Status SetTemplateKernels(size_t g, const std::vector<CUdeviceptr>& pointers) REQUIRES(mu_);
   Status RefreshAndInstantiate() REQUIRES(mu_);
   StatusOr<CUgraphNode> AddCollectiveNode(size_t index, const std::vector<CUgraphNode>& deps)
       REQUIRES(mu_);

@@ -1,8 +1,25 @@
 #include "hal/drivers/cuda/cuda_graph_profile.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <unordered_set>
+
+#include "base/mutex.h"
 #include "hal/profiling.h"
 
 namespace hexir::hal::cuda {
+
+// HEXIR_CUDA_PROFILE_VERBOSE set: why a profiled submission ran as stream launches, once per
+// reason and process.
+void NoteStreamProfiling(const char* why) {
+  static const bool verbose = std::getenv("HEXIR_CUDA_PROFILE_VERBOSE") != nullptr;
+  if (!verbose) return;
+  static Mutex mu;
+  static std::unordered_set<std::string>* seen = new std::unordered_set<std::string>();
+  MutexLock lock(mu);
+  if (seen->insert(why).second) std::fprintf(stderr, "hexir: cuda profiling as stream launches: %s\n", why);
+}
 
 GraphProfile::~GraphProfile() {
   if (events_.empty() || !shared_->MakeCurrent().ok()) return;

@@ -23,6 +23,10 @@
 
 namespace hexir::hal::cuda {
 
+// With HEXIR_CUDA_PROFILE_VERBOSE set, prints (once per reason and process) why a profiled
+// submission was timed as stream launches instead of inside graph replay.
+void NoteStreamProfiling(const char* why);
+
 class GraphProfile {
  public:
   explicit GraphProfile(std::shared_ptr<CudaShared> shared) : shared_(std::move(shared)) {}
