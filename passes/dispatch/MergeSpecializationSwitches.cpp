@@ -9,10 +9,7 @@
 //                                                      }
 //
 // Terms: a switch's condition is a conjunction of `d == v` tests (v a constant). Two dims are
-// the same when their keys are: a constant, else (tensor, dim) after looking through
-// `tensor.dim` of a static dim (the constant), of a `tensor.cast` (its source), of a
-// `hexir.dispatch` result (its `dims` operand) and of a switch's result (either branch: both
-// compute the same tensor; the generic one is tried first).
+// the same when their keys are (DimKeys.h).
 // The run: from a switch S to the last switch L of its block that S's terms decide (all of
 // L's terms are S's), with no op holding regions between them other than switches. Every op
 // of the run is cloned into both branches of a new `scf.if` on S's condition; in the then
@@ -28,6 +25,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "passes/Passes.h"
+#include "passes/dispatch/DimKeys.h"
 #include "passes/dispatch/SpecializationSwitch.h"
 
 namespace hexir {
@@ -36,64 +34,6 @@ namespace hexir {
 
 namespace {
 using namespace mlir;
-
-constexpr int kMaxDepth = 32;
-
-// What an index value is known to be: `constant`, or dim `dim` of `tensor`, or (dim -1) the
-// value `tensor` itself.
-struct DimKey {
-  std::optional<int64_t> constant;
-  Value tensor;
-  int64_t dim = -1;
-  bool operator==(const DimKey& o) const {
-    return constant == o.constant && tensor == o.tensor && dim == o.dim;
-  }
-  bool known() const { return constant || tensor; }
-};
-
-DimKey keyOfDim(Value tensor, int64_t dim, int depth);
-
-DimKey keyOf(Value v, int depth) {
-  APInt c;
-  if (matchPattern(v, m_ConstantInt(&c))) return {c.getSExtValue(), nullptr, -1};
-  if (auto d = v.getDefiningOp<tensor::DimOp>(); d && depth < kMaxDepth)
-    if (std::optional<int64_t> i = d.getConstantIndex()) return keyOfDim(d.getSource(), *i, depth + 1);
-  return {std::nullopt, v, -1};
-}
-
-// The `dims` operand giving dynamic dim `dim` of result `r` of `d`, or null.
-Value resultDimOperand(DispatchOp d, Value r, int64_t dim) {
-  unsigned next = 0;
-  for (Value result : d.getResults()) {
-    auto type = cast<RankedTensorType>(result.getType());
-    for (int64_t i = 0; i < type.getRank(); ++i) {
-      if (!type.isDynamicDim(i)) continue;
-      if (result == r && i == dim)
-        return next < d.getResultDims().size() ? d.getResultDims()[next] : Value();
-      ++next;
-    }
-  }
-  return nullptr;
-}
-
-DimKey keyOfDim(Value tensor, int64_t dim, int depth) {
-  auto type = dyn_cast<RankedTensorType>(tensor.getType());
-  if (type && dim >= 0 && dim < type.getRank() && !type.isDynamicDim(dim))
-    return {type.getDimSize(dim), nullptr, -1};
-  if (depth < kMaxDepth) {
-    if (auto c = tensor.getDefiningOp<tensor::CastOp>()) return keyOfDim(c.getSource(), dim, depth + 1);
-    if (auto d = tensor.getDefiningOp<DispatchOp>())
-      if (Value operand = resultDimOperand(d, tensor, dim)) return keyOf(operand, depth + 1);
-    if (auto s = tensor.getDefiningOp<scf::IfOp>(); s && s->hasAttr(kSpecializationSwitchAttr)) {
-      unsigned r = cast<OpResult>(tensor).getResultNumber();
-      DimKey generic = keyOfDim(s.elseYield().getOperand(r), dim, depth + 1);
-      if (generic.known() && !(generic.tensor == s.elseYield().getOperand(r))) return generic;
-      DimKey special = keyOfDim(s.thenYield().getOperand(r), dim, depth + 1);
-      if (special.constant) return special;
-    }
-  }
-  return {std::nullopt, tensor, dim};
-}
 
 struct Term {
   DimKey dim;
@@ -114,7 +54,7 @@ LogicalResult collectTerms(Value cond, SmallVectorImpl<Term>& terms) {
     if (!matchPattern(cmp.getLhs(), m_ConstantInt(&c))) return failure();
     dim = cmp.getRhs();
   }
-  terms.push_back({keyOf(dim, 0), c.getSExtValue()});
+  terms.push_back({KeyOfIndex(dim), c.getSExtValue()});
   return success();
 }
 

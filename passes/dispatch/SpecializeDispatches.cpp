@@ -10,10 +10,12 @@
 //
 // Hot values: `hexir.specialize = array<i64: dim, value, ...>` on a function argument (every
 // dispatch taking that argument directly), else 1 for dim 0 of a kernel argument that is the
-// left operand of a linalg.matmul (M = 1 in LLM decode, M = prompt length in prefill). A
-// result dim or scalar operand that is `tensor.dim` of a specialized (operand, dim) becomes
-// static / a constant too (hexir-fold-uniform-operands, which runs next, moves that constant
-// into the kernel). Runs before convert-scf-to-cf; each branch is its own segment, until
+// left operand of a matmul-shaped contraction (MatmulRows.h: linalg.matmul, or a generic
+// multiply-add with B as [K][N] or [N][K]; M = 1 in LLM decode, M = prompt length in
+// prefill). Every other operand dim, result dim or scalar operand known equal to a specialized
+// (operand, dim) (DimKeys.h: a `tensor.dim` of it, or the same extent through casts, reshapes,
+// dispatch result dims and switches) becomes static / a constant too, untested by the switch
+// (hexir-fold-uniform-operands, which runs next, moves that constant into the kernel). Runs before convert-scf-to-cf; each branch is its own segment, until
 // hexir-merge-specialization-switches puts a run of switches on one value behind one.
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -23,8 +25,11 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "passes/Passes.h"
+#include "passes/dispatch/DimKeys.h"
 #include "passes/dispatch/InPlaceUpdates.h"
+#include "passes/dispatch/KernelExtents.h"
 #include "passes/dispatch/KernelOperands.h"
+#include "passes/dispatch/MatmulRows.h"
 #include "passes/dispatch/SpecializationSwitch.h"
 
 namespace hexir {
@@ -41,6 +46,9 @@ struct HotDim {
   unsigned operand;
   int64_t dim;
   int64_t value;
+  // Known equal to a tested hot dim (DimKeys.h: a residual's rows that are the input's rows):
+  // static in the clone, not tested again by the switch.
+  bool derived = false;
   bool operator==(const HotDim& o) const {
     return operand == o.operand && dim == o.dim && value == o.value;
   }
@@ -83,8 +91,9 @@ FailureOr<SmallVector<HotDim>> hotDims(DispatchOp d, func::FuncOp kernel) {
     for (auto [dim, value] : *pairs) hot.push_back({unsigned(i), dim, value});
   }
   if (!hot.empty()) return hot;
-  kernel.walk([&](linalg::MatmulOp mm) {
-    auto arg = dyn_cast<BlockArgument>(mm.getDpsInputs()[0]);
+  kernel.walk([&](linalg::LinalgOp op) {
+    if (!IsMatmulLhsRow0(op)) return;
+    auto arg = dyn_cast<BlockArgument>(op.getDpsInputs()[0]);
     if (!arg || arg.getOwner() != &kernel.getBody().front()) return;
     unsigned i = arg.getArgNumber();
     if (i >= d.getArgs().size() || KernelArgumentIndex(d, i) != i) return;
@@ -95,14 +104,61 @@ FailureOr<SmallVector<HotDim>> hotDims(DispatchOp d, func::FuncOp kernel) {
   return hot;
 }
 
-// The hot dim `v` is (`tensor.dim` of a specialized operand at a specialized index), or null.
+// `hot` plus every other dynamic dim of a tensor operand of `d` known equal to one of them:
+// on the host (DimKeys.h) or by the kernel's own ops (KernelExtents.h).
+SmallVector<HotDim> withDerivedDims(DispatchOp d, ArrayRef<HotDim> hot, const KernelExtents& extents) {
+  SmallVector<HotDim> all(hot.begin(), hot.end());
+  for (auto [i, v] : llvm::enumerate(d.getArgs())) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!type) continue;
+    for (int64_t j = 0; j < type.getRank(); ++j) {
+      if (!type.isDynamicDim(j)) continue;
+      if (llvm::any_of(all, [&](const HotDim& h) { return h.operand == i && h.dim == j; })) continue;
+      DimKey key = KeyOfDim(v, j);
+      for (const HotDim& h : hot) {
+        bool onHost = key.known() && !key.constant && KeyOfDim(d.getArgs()[h.operand], h.dim) == key;
+        if (!onHost && !extents.Equal(i, j, h.operand, h.dim)) continue;
+        all.push_back({unsigned(i), j, h.value, /*derived=*/true});
+        break;
+      }
+    }
+  }
+  return all;
+}
+
+// The hot dim index value `v` is known to equal (DimKeys.h: the same dim of the same tensor
+// through `tensor.dim`, casts, dispatch result dims and switches, e.g. an output's rows that
+// are the input's rows), or null.
 const HotDim* hotDimOf(DispatchOp d, ArrayRef<HotDim> hot, Value v) {
-  auto dim = v.getDefiningOp<tensor::DimOp>();
-  if (!dim) return nullptr;
-  std::optional<int64_t> index = dim.getConstantIndex();
-  if (!index) return nullptr;
+  if (!v.getType().isIndex()) return nullptr;
+  DimKey key = KeyOfIndex(v);
+  if (!key.known() || key.constant) return nullptr;
   for (const HotDim& h : hot)
-    if (d.getArgs()[h.operand] == dim.getSource() && h.dim == *index) return &h;
+    if (KeyOfDim(d.getArgs()[h.operand], h.dim) == key) return &h;
+  return nullptr;
+}
+
+// The hot dim dim `dim` of result `r` of `d` is: its dims operand on the host, or the
+// kernel's output argument or returned value by the kernel's ops; or null.
+const HotDim* hotResultDim(DispatchOp d, ArrayRef<HotDim> hot, const KernelExtents& extents,
+                           unsigned r, int64_t dim, Value dimOperand) {
+  if (const HotDim* h = hotDimOf(d, hot, dimOperand)) return h;
+  unsigned output = llvm::count_if(d.getArgs(), [](Value v) { return isa<RankedTensorType>(v.getType()); }) + r;
+  for (const HotDim& h : hot)
+    if (extents.Equal(output, dim, h.operand, h.dim) || extents.ResultEqual(r, dim, h.operand, h.dim))
+      return &h;
+  return nullptr;
+}
+
+// The hot dim scalar operand `operand` of `d` is (on the host, or by the kernel's ops: the
+// size of a `tensor.empty` dim), or null.
+const HotDim* hotScalar(DispatchOp d, ArrayRef<HotDim> hot, const KernelExtents& extents,
+                        unsigned operand) {
+  Value v = d.getArgs()[operand];
+  if (!v.getType().isIndex()) return nullptr;
+  if (const HotDim* h = hotDimOf(d, hot, v)) return h;
+  for (const HotDim& h : hot)
+    if (extents.Equal(KernelArgumentIndex(d, operand), -1, h.operand, h.dim)) return &h;
   return nullptr;
 }
 
@@ -155,7 +211,8 @@ class SpecializeDispatches : public impl::SpecializeDispatchesBase<SpecializeDis
       auto hot = hotDims(d, kernel);
       if (failed(hot)) return signalPassFailure();
       if (hot->empty()) continue;
-      specialize(d, exe, *hot);
+      KernelExtents extents(kernel);
+      specialize(d, exe, withDerivedDims(d, *hot, extents), extents);
     }
   }
 
@@ -191,18 +248,18 @@ class SpecializeDispatches : public impl::SpecializeDispatchesBase<SpecializeDis
     return copy;
   }
 
-  void specialize(DispatchOp d, ExecutableOp exe, ArrayRef<HotDim> hot) {
+  void specialize(DispatchOp d, ExecutableOp exe, ArrayRef<HotDim> hot, const KernelExtents& extents) {
     Location loc = d.getLoc();
     // Specialized result types and the result dims that stay dynamic.
     SmallVector<RankedTensorType> resultTypes;
     SmallVector<Value> resultDims;
     unsigned nextDim = 0;
-    for (Value r : d.getResults()) {
-      auto type = cast<RankedTensorType>(r.getType());
+    for (auto [r, result] : llvm::enumerate(d.getResults())) {
+      auto type = cast<RankedTensorType>(result.getType());
       for (int64_t i = 0; i < type.getRank(); ++i) {
         if (!type.isDynamicDim(i)) continue;
         Value dim = d.getResultDims()[nextDim++];
-        if (const HotDim* h = hotDimOf(d, hot, dim)) type = withStaticDim(type, i, h->value);
+        if (const HotDim* h = hotResultDim(d, hot, extents, r, i, dim)) type = withStaticDim(type, i, h->value);
         else resultDims.push_back(dim);
       }
       resultTypes.push_back(type);
@@ -212,6 +269,7 @@ class SpecializeDispatches : public impl::SpecializeDispatchesBase<SpecializeDis
     OpBuilder b(d);
     Value condition;
     for (const HotDim& h : hot) {
+      if (h.derived) continue;
       Value dim = tensor::DimOp::create(b, loc, d.getArgs()[h.operand], h.dim);
       Value eq = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, dim,
                                        arith::ConstantIndexOp::create(b, loc, h.value));
@@ -231,9 +289,8 @@ class SpecializeDispatches : public impl::SpecializeDispatchesBase<SpecializeDis
     for (const HotDim& h : hot)
       operands[h.operand] = tensor::CastOp::create(
           b, loc, withStaticDim(operands[h.operand].getType(), h.dim, h.value), operands[h.operand]);
-    for (Value& v : operands)
-      if (const HotDim* h = hotDimOf(d, hot, v); h && v.getType().isIndex())
-        v = arith::ConstantIndexOp::create(b, loc, h->value);
+    for (auto [k, v] : llvm::enumerate(operands))
+      if (const HotDim* h = hotScalar(d, hot, extents, k)) v = arith::ConstantIndexOp::create(b, loc, h->value);
     auto fast = DispatchOp::create(b, loc, SmallVector<Type>(resultTypes.begin(), resultTypes.end()),
                                    FlatSymbolRefAttr::get(specialized.getSymNameAttr()), operands,
                                    resultDims);

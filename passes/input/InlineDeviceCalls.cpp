@@ -16,9 +16,9 @@
 // callee would end the caller's command buffer and submit its own, so a program would submit
 // more per call than inlined. Kept: a private callee in a one-device module whose body is
 // linalg ops (at least one), reshapes, slices, pads, empties, dims, checks, global loads and
-// scalar arith, returning tensors, with no `linalg.matmul` whose left operand has a dynamic
-// dim 0 (hexir-specialize-dispatches gives it an M = 1 switch, so the callee becomes several
-// blocks after convert-scf-to-cf). The predicate is decided on the input, before dispatch
+// scalar arith, returning tensors, with no matmul-shaped contraction whose left operand has
+// dynamic rows (dispatch/MatmulRows.h: hexir-specialize-dispatches gives it an M = 1 switch,
+// so the callee becomes several blocks after convert-scf-to-cf). The predicate is decided on the input, before dispatch
 // formation, so an inlined callee forms exactly what hexir-inline-device-calls forms; it is
 // conservative: a callee it keeps forms one region later, or hexir-form-execution-regions
 // leaves it a call of its own (never an error).
@@ -35,6 +35,7 @@
 #include "dialects/hexir/IR/HexirAttributes.h"
 #include "dialects/hexir/IR/HexirOps.h"
 #include "passes/Passes.h"
+#include "passes/dispatch/MatmulRows.h"
 
 namespace hexir {
 #define GEN_PASS_DEF_INLINEDEVICECALLS
@@ -96,9 +97,8 @@ bool willRecordIntoCaller(func::FuncOp callee) {
     return false;
   bool deviceWork = false;
   for (Operation& op : callee.getBody().front()) {
-    if (auto mm = dyn_cast<linalg::MatmulOp>(op))
-      if (cast<ShapedType>(mm.getDpsInputs()[0].getType()).isDynamicDim(0)) return false;
-    if (isa<linalg::LinalgOp>(op)) {
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+      if (HasDynamicMatmulRows(linalgOp)) return false;
       deviceWork = true;
       continue;
     }

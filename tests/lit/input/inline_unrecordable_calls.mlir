@@ -70,6 +70,54 @@ func.func private @project(%x: tensor<?x8xf32>, %w: tensor<8x8xf32>) -> tensor<?
 
 // -----
 
+// So does a matmul-shaped generic with dynamic rows (the llama importer's prefill projection:
+// B as [N][K], f16 weights widened in the body). With static rows (the decode step's M = 1)
+// it gets no switch: that callee stays a call.
+// CHECK-LABEL: func.func @generic_rows(
+// CHECK-NOT:     call @project_nk(
+// CHECK:         linalg.generic
+// CHECK:         call @project_nk1(
+// CHECK-NOT:   func.func private @project_nk(
+// CHECK-LABEL: func.func private @project_nk1(
+#lhs = affine_map<(m, n, k) -> (m, k)>
+#rhs = affine_map<(m, n, k) -> (n, k)>
+#out = affine_map<(m, n, k) -> (m, n)>
+func.func @generic_rows(%x: tensor<?x8xf32>, %x1: tensor<1x8xf32>, %w: tensor<8x8xf16>) -> (tensor<?x8xf32>, tensor<1x8xf32>) {
+  %h = func.call @project_nk(%x, %w) : (tensor<?x8xf32>, tensor<8x8xf16>) -> tensor<?x8xf32>
+  %y = func.call @project_nk1(%x1, %w) : (tensor<1x8xf32>, tensor<8x8xf16>) -> tensor<1x8xf32>
+  return %h, %y : tensor<?x8xf32>, tensor<1x8xf32>
+}
+func.func private @project_nk(%x: tensor<?x8xf32>, %w: tensor<8x8xf16>) -> tensor<?x8xf32> {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %x, %c0 : tensor<?x8xf32>
+  %e = tensor.empty(%m) : tensor<?x8xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %r = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<?x8xf32>, tensor<8x8xf16>) outs(%f : tensor<?x8xf32>) {
+  ^bb0(%a: f32, %b: f16, %acc: f32):
+    %bf = arith.extf %b : f16 to f32
+    %p = arith.mulf %a, %bf : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}
+func.func private @project_nk1(%x: tensor<1x8xf32>, %w: tensor<8x8xf16>) -> tensor<1x8xf32> {
+  %e = tensor.empty() : tensor<1x8xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<1x8xf32>) -> tensor<1x8xf32>
+  %r = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<1x8xf32>, tensor<8x8xf16>) outs(%f : tensor<1x8xf32>) {
+  ^bb0(%a: f32, %b: f16, %acc: f32):
+    %bf = arith.extf %b : f16 to f32
+    %p = arith.mulf %a, %bf : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<1x8xf32>
+  return %r : tensor<1x8xf32>
+}
+
+// -----
+
 // A host read (tensor.extract), a public callee and a callee calling another: inlined (each
 // would end the caller's command buffer); the recordable innermost @leaf stays a call.
 // CHECK-LABEL: func.func @others(

@@ -1,0 +1,75 @@
+#include "passes/dispatch/DimKeys.h"
+
+#include "dialects/hexir/IR/HexirOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+#include "passes/dispatch/SpecializationSwitch.h"
+
+namespace hexir {
+namespace {
+using namespace mlir;
+
+constexpr int kMaxDepth = 32;
+
+DimKey keyOfDim(Value tensor, int64_t dim, int depth);
+
+DimKey keyOf(Value v, int depth) {
+  APInt c;
+  if (matchPattern(v, m_ConstantInt(&c))) return {c.getSExtValue(), nullptr, -1};
+  if (auto d = v.getDefiningOp<tensor::DimOp>(); d && depth < kMaxDepth)
+    if (std::optional<int64_t> i = d.getConstantIndex()) return keyOfDim(d.getSource(), *i, depth + 1);
+  return {std::nullopt, v, -1};
+}
+
+// The `dims` operand giving dynamic dim `dim` of result `r` of `d`, or null.
+Value resultDimOperand(DispatchOp d, Value r, int64_t dim) {
+  unsigned next = 0;
+  for (Value result : d.getResults()) {
+    auto type = cast<RankedTensorType>(result.getType());
+    for (int64_t i = 0; i < type.getRank(); ++i) {
+      if (!type.isDynamicDim(i)) continue;
+      if (result == r && i == dim)
+        return next < d.getResultDims().size() ? d.getResultDims()[next] : Value();
+      ++next;
+    }
+  }
+  return nullptr;
+}
+
+DimKey keyOfDim(Value tensor, int64_t dim, int depth) {
+  auto type = dyn_cast<RankedTensorType>(tensor.getType());
+  if (type && dim >= 0 && dim < type.getRank() && !type.isDynamicDim(dim))
+    return {type.getDimSize(dim), nullptr, -1};
+  if (depth < kMaxDepth) {
+    if (auto c = tensor.getDefiningOp<tensor::CastOp>()) return keyOfDim(c.getSource(), dim, depth + 1);
+    // A collapsed dim that is one source dim alone; an expanded dim given by an operand.
+    if (auto c = tensor.getDefiningOp<tensor::CollapseShapeOp>()) {
+      auto groups = c.getReassociationIndices();
+      if (dim < int64_t(groups.size()) && groups[dim].size() == 1)
+        return keyOfDim(c.getSrc(), groups[dim].front(), depth + 1);
+    }
+    if (auto e = tensor.getDefiningOp<tensor::ExpandShapeOp>()) {
+      SmallVector<OpFoldResult> shape = e.getMixedOutputShape();
+      if (dim < int64_t(shape.size()))
+        if (auto v = dyn_cast<Value>(shape[dim])) return keyOf(v, depth + 1);
+    }
+    if (auto d = tensor.getDefiningOp<DispatchOp>())
+      if (Value operand = resultDimOperand(d, tensor, dim)) return keyOf(operand, depth + 1);
+    if (auto s = tensor.getDefiningOp<scf::IfOp>(); s && s->hasAttr(kSpecializationSwitchAttr)) {
+      unsigned r = cast<OpResult>(tensor).getResultNumber();
+      DimKey generic = keyOfDim(s.elseYield().getOperand(r), dim, depth + 1);
+      if (generic.known() && !(generic.tensor == s.elseYield().getOperand(r))) return generic;
+      DimKey special = keyOfDim(s.thenYield().getOperand(r), dim, depth + 1);
+      if (special.constant) return special;
+    }
+  }
+  return {std::nullopt, tensor, dim};
+}
+
+}  // namespace
+
+DimKey KeyOfIndex(Value v) { return keyOf(v, 0); }
+DimKey KeyOfDim(Value tensor, int64_t dim) { return keyOfDim(tensor, dim, 0); }
+
+}  // namespace hexir
