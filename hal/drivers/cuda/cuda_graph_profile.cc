@@ -34,6 +34,10 @@ bool GraphProfile::Supported(const CudaApi& api) {
 Status GraphProfile::AddEventNodes(CUgraph copy, const std::vector<CUgraphNode>& kernels) {
   const CudaApi& api = *shared_->api;
   std::vector<CUgraphNode> deps;
+  // The edges' data must be asked for: a programmatic edge (a kernel that may start before its
+  // predecessor ends) makes a query without it CUDA_ERROR_LOSSY_QUERY. The event node takes
+  // full edges from the same nodes: it records once they have ended.
+  std::vector<CUgraphEdgeData> edges;
   for (size_t i = 0; i < kernels.size(); ++i) {
     CUgraphNode node = nullptr;
     HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphNodeFindInClone(&node, kernels[i], copy),
@@ -42,9 +46,10 @@ Status GraphProfile::AddEventNodes(CUgraph copy, const std::vector<CUgraphNode>&
     HEXIR_CUDA_RETURN_IF_ERROR(api, api.cuGraphNodeGetDependencies(node, nullptr, nullptr, &count),
                                "cuGraphNodeGetDependencies(profiled kernel ", i, ")");
     deps.resize(count);
+    edges.resize(count);
     if (count > 0) {
       HEXIR_CUDA_RETURN_IF_ERROR(
-          api, api.cuGraphNodeGetDependencies(node, deps.data(), nullptr, &count),
+          api, api.cuGraphNodeGetDependencies(node, deps.data(), edges.data(), &count),
           "cuGraphNodeGetDependencies(profiled kernel ", i, ")");
     }
     CUgraphNode before = nullptr, after = nullptr;
