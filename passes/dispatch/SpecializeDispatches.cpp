@@ -13,9 +13,11 @@
 // left operand of a matmul-shaped contraction (MatmulRows.h: linalg.matmul, or a generic
 // multiply-add with B as [K][N] or [N][K]; M = 1 in LLM decode, M = prompt length in
 // prefill). Every other operand dim, result dim or scalar operand known equal to a specialized
-// (operand, dim) (DimKeys.h: a `tensor.dim` of it, or the same extent through casts, reshapes,
-// dispatch result dims and switches) becomes static / a constant too, untested by the switch
-// (hexir-fold-uniform-operands, which runs next, moves that constant into the kernel). Runs before convert-scf-to-cf; each branch is its own segment, until
+// (operand, dim) becomes static / a constant too, untested by the switch: on the host
+// (DimKeys.h: a `tensor.dim` of it, or the same extent through casts, reshapes, dispatch result
+// dims and switches) or by the kernel's ops (KernelExtents.h: a residual added to the M rows).
+// hexir-fold-uniform-operands, which runs next, moves such a constant into the kernel. Runs
+// before convert-scf-to-cf; each branch is its own segment, until
 // hexir-merge-specialization-switches puts a run of switches on one value behind one.
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -46,8 +48,8 @@ struct HotDim {
   unsigned operand;
   int64_t dim;
   int64_t value;
-  // Known equal to a tested hot dim (DimKeys.h: a residual's rows that are the input's rows):
-  // static in the clone, not tested again by the switch.
+  // Known equal to a tested hot dim (DimKeys.h or KernelExtents.h: a residual's rows that are
+  // the input's rows): static in the clone, not tested again by the switch.
   bool derived = false;
   bool operator==(const HotDim& o) const {
     return operand == o.operand && dim == o.dim && value == o.value;
@@ -138,7 +140,7 @@ const HotDim* hotDimOf(DispatchOp d, ArrayRef<HotDim> hot, Value v) {
   return nullptr;
 }
 
-// The hot dim dim `dim` of result `r` of `d` is: its dims operand on the host, or the
+// The hot dim that dim `dim` of result `r` of `d` equals: its dims operand on the host, or the
 // kernel's output argument or returned value by the kernel's ops; or null.
 const HotDim* hotResultDim(DispatchOp d, ArrayRef<HotDim> hot, const KernelExtents& extents,
                            unsigned r, int64_t dim, Value dimOperand) {
@@ -150,8 +152,8 @@ const HotDim* hotResultDim(DispatchOp d, ArrayRef<HotDim> hot, const KernelExten
   return nullptr;
 }
 
-// The hot dim scalar operand `operand` of `d` is (on the host, or by the kernel's ops: the
-// size of a `tensor.empty` dim), or null.
+// The hot dim that scalar operand `operand` of `d` equals (on the host, or by the kernel's
+// ops: the size of a `tensor.empty` dim), or null.
 const HotDim* hotScalar(DispatchOp d, ArrayRef<HotDim> hot, const KernelExtents& extents,
                         unsigned operand) {
   Value v = d.getArgs()[operand];
