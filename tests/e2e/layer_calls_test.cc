@@ -6,7 +6,8 @@
 // hexir-inline-device-calls) the same number of command buffers recorded and submitted and
 // dispatches executed as written out; kept: the same ids, submissions and recordings, and per
 // decode step the same dispatches (the caches updated in place through the calls, never
-// copied) and no more buffer allocations.
+// copied) and no more buffer allocations. A one-token prompt's prefill (its projections'
+// M = 1 clones behind one switch) submits as many command buffers at 16 layers as at 3.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -30,11 +31,11 @@ using tools::HostValue;
 
 constexpr int64_t kLayers = 3;
 
-LlamaConfig SmallConfig() {
+LlamaConfig SmallConfig(int64_t layers = kLayers) {
   LlamaConfig c;
   c.dim = 16;
   c.hidden_dim = 32;
-  c.n_layers = kLayers;
+  c.n_layers = layers;
   c.n_heads = 4;
   c.n_kv_heads = 2;
   c.vocab_size = 32;
@@ -64,18 +65,18 @@ class Model {
   // The module imported with `layer_calls`, compiled for `device` with `flags` (compiled
   // before the device is required, so that tools/gpu/pack.sh saves the CUDA modules here).
   static std::string Compile(const std::string& device, bool layer_calls, const std::string& flags,
-                             const std::string& name) {
+                             const std::string& name, int64_t layers = kLayers) {
     compiler::llama::EmitOptions options;
     options.layer_calls = layer_calls;
-    std::string text = compiler::llama::EmitLlamaModule(SmallConfig(), options);
+    std::string text = compiler::llama::EmitLlamaModule(SmallConfig(layers), options);
     CHECK((text.find("func.call @layer(") != std::string::npos) == layer_calls);
     return CompileOrDie(text, name, device, flags);
   }
 
-  Model(const std::string& module, const std::string& device) {
+  Model(const std::string& module, const std::string& device, int64_t layers = kLayers) {
     session_ = OpenOrDie(module, device, /*cpu_threads=*/0);
     unsigned seed = 1;
-    for (const WeightTensor& w : compiler::llama::LlamaWeights(SmallConfig()))
+    for (const WeightTensor& w : compiler::llama::LlamaWeights(SmallConfig(layers)))
       weights_.push_back(Tensor(RandomF32(w.dims, seed++, -0.5f, 0.5f)));
   }
 
@@ -184,6 +185,36 @@ void LayerCallsEqualInlinedLayers(const std::string& device) {
 }
 HEXIR_E2E_TEST_ON_DEVICES("@layer calls, inlined or kept, equal the written-out layers: ids, submissions, recordings, dispatches per decode step; kept ones allocate no more",
                           LayerCallsEqualInlinedLayers)
+
+// A one-token prompt's prefill runs its projections' M = 1 clones (hexir-specialize-dispatches)
+// behind one host switch for all layers (hexir-merge-specialization-switches): its submissions
+// do not grow with the layer count. Dim keys are followed through every layer; a chain cut at
+// 32 steps split TinyLlama's prefill switch into three (13 submissions for a 1-token call
+// against 3). A 3-token prompt takes the switch's generic branch: the same. (The clones'
+// numbers are checked against an independent reference by stories260k_test's BOS prompts.)
+void OneTokenPrefillIsOneSwitch(const std::string& device) {
+  RequireDeviceUnlessSavingModules(device);
+  constexpr int64_t kDeep = 16;
+  const std::string shallow_module = Model::Compile(device, true, "", "prefill_switch_3_layers");
+  const std::string deep_module = Model::Compile(device, true, "", "prefill_switch_16_layers", kDeep);
+  RequireDevice(device);
+  Model shallow(shallow_module, device);
+  Model deep(deep_module, device, kDeep);
+  for (const std::vector<int64_t>& prompt : {std::vector<int64_t>{1}, std::vector<int64_t>{1, 5, 9}}) {
+    INFO("prompt of " << prompt.size() << " tokens");
+    shallow.Generate(prompt, 1);  // the first calls record
+    deep.Generate(prompt, 1);
+    Generation a = shallow.Generate(prompt, 1);
+    Generation b = deep.Generate(prompt, 1);
+    REQUIRE(a.ids.size() == 1);
+    REQUIRE(b.ids.size() == 1);
+    CHECK(b.dispatches > a.dispatches);
+    CHECK(b.submissions == a.submissions);
+    CHECK(b.recordings == a.recordings);
+  }
+}
+HEXIR_E2E_TEST_ON_DEVICES("a one-token prompt's prefill is one switch whatever the layer count: submissions equal at 3 and 16 layers",
+                          OneTokenPrefillIsOneSwitch)
 
 }  // namespace
 }  // namespace hexir::e2e
