@@ -43,6 +43,12 @@ inline unsigned KernelArgumentIndex(DispatchOp d, unsigned operand) {
   return tensor ? operand : operand + d->getNumResults();
 }
 
+// The kernel argument index of the output for result `result` of `d` (after its tensor inputs).
+inline unsigned KernelOutputIndex(DispatchOp d, unsigned result) {
+  return llvm::count_if(d.getArgs(), [](mlir::Value v) { return mlir::isa<mlir::RankedTensorType>(v.getType()); }) +
+         result;
+}
+
 // Every dispatch of `module`, grouped by executable name, in walk order.
 inline llvm::MapVector<mlir::StringAttr, llvm::SmallVector<DispatchOp>> DispatchesByExecutable(
     mlir::ModuleOp module) {

@@ -110,6 +110,8 @@ FailureOr<SmallVector<HotDim>> hotDims(DispatchOp d, func::FuncOp kernel) {
 // on the host (DimKeys.h) or by the kernel's own ops (KernelExtents.h).
 SmallVector<HotDim> withDerivedDims(DispatchOp d, ArrayRef<HotDim> hot, const KernelExtents& extents) {
   SmallVector<HotDim> all(hot.begin(), hot.end());
+  SmallVector<DimKey> hotKeys;
+  for (const HotDim& h : hot) hotKeys.push_back(KeyOfDim(d.getArgs()[h.operand], h.dim));
   for (auto [i, v] : llvm::enumerate(d.getArgs())) {
     auto type = dyn_cast<RankedTensorType>(v.getType());
     if (!type) continue;
@@ -117,8 +119,8 @@ SmallVector<HotDim> withDerivedDims(DispatchOp d, ArrayRef<HotDim> hot, const Ke
       if (!type.isDynamicDim(j)) continue;
       if (llvm::any_of(all, [&](const HotDim& h) { return h.operand == i && h.dim == j; })) continue;
       DimKey key = KeyOfDim(v, j);
-      for (const HotDim& h : hot) {
-        bool onHost = key.known() && !key.constant && KeyOfDim(d.getArgs()[h.operand], h.dim) == key;
+      for (auto [h, hotKey] : llvm::zip_equal(hot, hotKeys)) {
+        bool onHost = key.known() && !key.constant && hotKey == key;
         if (!onHost && !extents.Equal(i, j, h.operand, h.dim)) continue;
         all.push_back({unsigned(i), j, h.value, /*derived=*/true});
         break;
@@ -145,7 +147,7 @@ const HotDim* hotDimOf(DispatchOp d, ArrayRef<HotDim> hot, Value v) {
 const HotDim* hotResultDim(DispatchOp d, ArrayRef<HotDim> hot, const KernelExtents& extents,
                            unsigned r, int64_t dim, Value dimOperand) {
   if (const HotDim* h = hotDimOf(d, hot, dimOperand)) return h;
-  unsigned output = llvm::count_if(d.getArgs(), [](Value v) { return isa<RankedTensorType>(v.getType()); }) + r;
+  unsigned output = KernelOutputIndex(d, r);
   for (const HotDim& h : hot)
     if (extents.Equal(output, dim, h.operand, h.dim) || extents.ResultEqual(r, dim, h.operand, h.dim))
       return &h;
@@ -235,9 +237,8 @@ class SpecializeDispatches : public impl::SpecializeDispatchesBase<SpecializeDis
       unsigned arg = KernelArgumentIndex(d, h.operand);
       specializeArgument(kernel, arg, withStaticDim(kernel.getArgument(arg).getType(), h.dim, h.value));
     }
-    unsigned tensorOperands = llvm::count_if(d.getArgs(), [](Value v) { return isa<RankedTensorType>(v.getType()); });
     for (auto [r, type] : llvm::enumerate(resultTypes))
-      if (type != d->getResult(r).getType()) specializeArgument(kernel, tensorOperands + r, type);
+      if (type != d->getResult(r).getType()) specializeArgument(kernel, KernelOutputIndex(d, r), type);
     kernel.walk([&](func::ReturnOp ret) {
       OpBuilder rb(ret);
       for (auto [r, type] : llvm::enumerate(resultTypes))

@@ -18,8 +18,9 @@
 // linalg ops (at least one), reshapes, slices, pads, empties, dims, checks, global loads and
 // scalar arith, returning tensors, with no matmul-shaped contraction whose left operand has
 // dynamic rows (dispatch/MatmulRows.h: hexir-specialize-dispatches gives it an M = 1 switch,
-// so the callee becomes several blocks after convert-scf-to-cf). The predicate is decided on the input, before dispatch
-// formation, so an inlined callee forms exactly what hexir-inline-device-calls forms; it is
+// so the callee becomes several blocks after convert-scf-to-cf). The predicate is decided on
+// the input, before dispatch formation, so an inlined callee forms exactly what
+// hexir-inline-device-calls forms; it is
 // conservative: a callee it keeps forms one region later, or hexir-form-execution-regions
 // leaves it a call of its own (never an error).
 #include "llvm/ADT/STLExtras.h"

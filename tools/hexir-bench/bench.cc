@@ -232,7 +232,7 @@ static std::string CudaProfilingMode(hal::CudaProfileMode mode, const std::vecto
   }
   std::string s = "CUDA: profiled calls replay each graph with an event record node after a "
                   "kernel's prerequisites and one after the kernel: a dispatch's time is what it "
-                  "adds inside the graph (programmatic launches included)";
+                  "adds inside the graph (graphs with programmatic launches are timed as stream launches)";
   if (in_graph < events.size()) {
     s += StrCat("; ", events.size() - in_graph, " of ", events.size(), " timings from ", stream,
                 " (HEXIR_CUDA_PROFILE_VERBOSE=1 prints why: a device loop, a collective, a "
