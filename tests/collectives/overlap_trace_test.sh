@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # A collective overlaps independent compute (hal/drivers/cpu/collective_lane.h): overlap.mlir
 # on two CPU devices of one process (two workers each), with --trace. Asserted from the trace
-# events and the device statistics, not from timing: every rank's all_reduce span intersects a
-# dispatch span of its rank (the matmul, recorded after a barrier, that does not read the
-# all_reduce's buffers), each rank counts its all_reduce in collectives_overlapped, and the
-# results are right (the row sums that read the all_reduce's result waited for it).
+# events and the device statistics, not from timing: on every rank the matmul recorded after the
+# all_reduce (behind a barrier, not reading the all_reduce's buffers) begins before the
+# all_reduce ends (its queue did not wait for the collective), the row sums that read the
+# all_reduce's result begin after it ends, each rank counts its all_reduce in
+# collectives_overlapped, and the results are right. Whether the two spans also intersect is
+# printed, not asserted: under load the lane thread may start the collective after the matmul
+# finished (CI once saw a 75.8 ms all_reduce begin after it).
 set -uo pipefail
 COMPILE=tools/hexir-compile/hexir-compile
 RUN=tools/hexir-run/hexir-run
@@ -36,23 +39,26 @@ for line, (shape, value) in zip(lines, want):
     assert not bad, f"{shape}: {len(bad)} values differ from {value}, e.g. {bad[:3]}"
 PY
 
-# The trace: per rank (pid), the all_reduce's span intersects a dispatch span of that rank.
-python3 - "$TMP/trace.json" <<'PY' && pass "trace: every rank's all_reduce overlaps a dispatch" || fail "trace overlap"
+# The trace: per rank (pid), the order of the all_reduce and the dispatches around it.
+# main_dispatch_2 is the matmul, main_dispatch_3 the row sums of the all_reduce's result.
+python3 - "$TMP/trace.json" <<'PY' && pass "trace: every rank's matmul began before its all_reduce ended, the dependent sums after" || fail "trace order"
 import json, sys
 events = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
 for pid in (1, 2):
     mine = [e for e in events if e["pid"] == pid]
     collectives = [e for e in mine if e["cat"] == "collective"]
-    dispatches = [e for e in mine if e["cat"] == "dispatch"]
+    dispatches = {e["name"]: e for e in mine if e["cat"] == "dispatch"}
     assert [c["name"] for c in collectives] == ["all_reduce"], (pid, collectives)
     c = collectives[0]
-    beside = [d["name"] for d in dispatches
-              if d["ts"] <= c["ts"] + c["dur"] and c["ts"] <= d["ts"] + d["dur"]]
-    print(f"rank {pid - 1}: all_reduce {c['dur']:.0f} us, beside {beside}")
-    assert beside, f"rank {pid - 1}: no dispatch span intersects the all_reduce's"
+    end = c["ts"] + c["dur"]
+    beside = [n for n, d in dispatches.items() if d["ts"] <= end and c["ts"] <= d["ts"] + d["dur"]]
+    print(f"rank {pid - 1}: all_reduce {c['dur']:.0f} us, intersecting {beside}")
+    matmul, sums = dispatches["main_dispatch_2"], dispatches["main_dispatch_3"]
+    assert matmul["ts"] < end, f"rank {pid - 1}: the matmul began {matmul['ts'] - end:.0f} us after the all_reduce ended"
+    assert sums["ts"] >= end, f"rank {pid - 1}: the sums of the all_reduce's result began {end - sums['ts']:.0f} us before it ended"
 PY
-grep -q "2 collectives (2 ran while dispatches of their device ran)" "$TMP/err" \
-  && pass "hexir-run counts both ranks' all_reduce as overlapped in the trace" || fail "trace summary line"
+grep -Eq "10 dispatches, 2 collectives \([0-2] ran while dispatches of their device ran\)" "$TMP/err" \
+  && pass "hexir-run's trace summary line counts 10 dispatches and 2 collectives" || fail "trace summary line"
 grep -q "collectives_overlapped (device statistics): 2$" "$TMP/err" \
   && pass "device statistics: 2 collectives overlapped" || fail "collectives_overlapped is not 2"
 echo "$failures failure(s)"
