@@ -43,8 +43,10 @@ def GroupSmallProjections : Pass<"hexir-group-small-projections", "mlir::ModuleO
     them. For targets that run such a kernel as one workgroup (the CPU: less work than its
     least work per workgroup is one workgroup anyway). With `max-norm-extent` > 0 (CUDA), a
     norm too wide to recompute (no chain) still becomes one group of two members: its
-    one-point reduction and the elementwise scaling reading it. Rule and cost model:
-    passes/dispatch/fusion/README.md.
+    one-point reduction and the elementwise scaling reading it. With `chain-groups`, a group
+    of the first kind that reads another one's results joins it where the union passes the
+    same rules (one kernel for a layer's FFN and the next layer's norm + q/k/v). Rule and
+    cost model: passes/dispatch/fusion/README.md.
   }];
   let options = [
     Option<"maxWork", "max-work", "int64_t", /*default=*/"32768",
@@ -57,6 +59,10 @@ def GroupSmallProjections : Pass<"hexir-group-small-projections", "mlir::ModuleO
            "also group a one-point reduction no chain copies (a norm's sum of squares) with "
            "the elementwise ops reading it (the scaling) when both have at most this many "
            "loop iterations: one kernel instead of two (CUDA: one block); 0 = off">,
+    Option<"chainGroups", "chain-groups", "bool", /*default=*/"true",
+           "a group reading another group's results (the next layer's norm + q/k/v reading "
+           "the FFN's residual) joins it when the union is still a valid group: one kernel "
+           "for both">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }

@@ -41,13 +41,14 @@ std::optional<int64_t> StaticWork(linalg::LinalgOp op) {
   return work;
 }
 
-// No hexir.* statement other than the chain mark, a block-matvec kernel choice and, where
-// `inPlace`, an in-place update of the init (its kernel result is tied to that operand).
-bool Unmarked(Operation* op, bool inPlace = false) {
+// No hexir.* statement other than the chain mark, a block-matvec kernel choice, where
+// `inPlace`, an in-place update of the init (its kernel result is tied to that operand) and,
+// where `grouped`, this pass's own group (chain-groups joins marked groups).
+bool Unmarked(Operation* op, bool inPlace = false, bool grouped = false) {
   for (NamedAttribute a : op->getDiscardableAttrDictionary()) {
     StringRef name = a.getName().getValue();
     if (name.starts_with("hexir.") && name != kRecomputeInConsumerAttr && name != kBlockMatvecAttr &&
-        !(inPlace && name == kInPlaceAttr))
+        !(inPlace && name == kInPlaceAttr) && !(grouped && name == kDispatchGroupAttr))
       return false;
   }
   return true;
@@ -117,8 +118,13 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
         chains[n.getInt()].push_back(g);
     });
     IRRewriter rewriter(&getContext());
+    SmallVector<SmallVector<Operation*>> groups;  // marked, as generics
     for (auto& [id, copies] : chains)
-      if (std::optional<SmallVector<Operation*>> members = groupOf(copies)) mark(rewriter, id, *members);
+      if (std::optional<SmallVector<Operation*>> members = groupOf(copies)) {
+        SmallVector<Operation*> generics = mark(rewriter, id, *members);
+        if (!generics.empty()) groups.push_back(std::move(generics));
+      }
+    if (chainGroups) chain(groups);
     if (maxNormExtent > 0) {
       int64_t pair = 0;
       getOperation().walk([&](linalg::GenericOp r) {
@@ -203,14 +209,15 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
     return ordered;
   }
 
-  // One block's static ops within the cost model (withinCostModel), each in-place member read
-  // outside the group (its result is then a kernel result tied to its operand), and no value
-  // they compute used outside before the last of them (the group's region is placed there).
-  bool validGroup(const llvm::SetVector<Operation*>& members) const {
+  // One block's static ops within the cost model (withinCostModel), unmarked (`grouped`: but
+  // for this pass's groups), each in-place member read outside the group (its result is then
+  // a kernel result tied to its operand), and no value they compute used outside before the
+  // last of them (the group's region is placed there).
+  bool validGroup(const llvm::SetVector<Operation*>& members, bool grouped = false) const {
     Block* block = members.front()->getBlock();
     Operation* last = members.front();
     for (Operation* m : members) {
-      if (m->getBlock() != block || !Unmarked(m, /*inPlace=*/true)) return false;
+      if (m->getBlock() != block || !Unmarked(m, /*inPlace=*/true, grouped)) return false;
       if (last->isBeforeInBlock(m)) last = m;
       if (m->hasAttr(kInPlaceAttr) &&
           llvm::all_of(m->getUsers(), [&](Operation* u) { return members.contains(u); }))
@@ -268,8 +275,9 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
   }
 
   // Named contractions become generics (a dispatch group holds generics); then every member
-  // gets the group's name and loses the chain mark.
-  void mark(IRRewriter& rewriter, int64_t id, ArrayRef<Operation*> members) const {
+  // gets the group's name and loses the chain mark. Returns the members as marked (none when
+  // one could not be generalized: the group is then left unmarked).
+  SmallVector<Operation*> mark(IRRewriter& rewriter, int64_t id, ArrayRef<Operation*> members) const {
     SmallVector<Operation*> generics;
     for (Operation* m : members) {
       if (isa<linalg::GenericOp>(m)) {
@@ -278,10 +286,56 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
       }
       rewriter.setInsertionPoint(m);
       FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, cast<linalg::LinalgOp>(m));
-      if (failed(g)) return;  // left ungrouped: its region still holds the chain
+      if (failed(g)) return {};  // left ungrouped: its region still holds the chain
       generics.push_back(*g);
     }
     markAs(rewriter, std::to_string(id), generics);
+    return generics;
+  }
+
+  // Chains of groups (chain-groups): in block order, a group some member of which reads a
+  // result of the group before it (the next layer's norm + q/k/v reading the FFN's residual)
+  // joins that one, under its name, when the union is a valid group (validGroup: each level
+  // within the cost model, the temporaries within their bound, nothing outside reading a
+  // member before the last). The levels of the union are those of the two, one after the
+  // other, so a kernel runs both and a dispatch is saved at each layer boundary.
+  void chain(ArrayRef<SmallVector<Operation*>> groups) const {
+    // The groups of each block (blocks in the order their first group was marked), in
+    // block order.
+    llvm::MapVector<Block*, SmallVector<const SmallVector<Operation*>*>> byBlock;
+    for (const SmallVector<Operation*>& g : groups) byBlock[g.front()->getBlock()].push_back(&g);
+    for (auto& [block, inBlock] : byBlock) {
+      llvm::sort(inBlock, [](const SmallVector<Operation*>* a, const SmallVector<Operation*>* b) {
+        return a->front()->isBeforeInBlock(b->front());
+      });
+      chainInBlock(inBlock);
+    }
+  }
+
+  void chainInBlock(ArrayRef<const SmallVector<Operation*>*> ordered) const {
+    llvm::SetVector<Operation*> current;
+    for (const SmallVector<Operation*>* group : ordered) {
+      bool reads = !current.empty() && llvm::any_of(*group, [&](Operation* m) {
+                     bool found = false;
+                     m->walk([&](Operation* nested) {
+                       for (Value v : nested->getOperands())
+                         if (current.contains(v.getDefiningOp())) found = true;
+                     });
+                     return found;
+                   });
+      if (reads) {
+        llvm::SetVector<Operation*> joined = current;
+        joined.insert(group->begin(), group->end());
+        if (validGroup(joined, /*grouped=*/true)) {
+          Attribute name = current.front()->getAttr(kDispatchGroupAttr);
+          for (Operation* m : *group) m->setAttr(kDispatchGroupAttr, name);
+          current = std::move(joined);
+          continue;
+        }
+      }
+      current.clear();
+      current.insert(group->begin(), group->end());
+    }
   }
 
   // Every member (generics) gets the group's name `small_layer.INSTANCE` and loses the
