@@ -36,6 +36,9 @@ struct CompileOptions {
   // iterations each is one kernel (one block) instead of two (hexir-group-small-projections'
   // max-norm-extent); 0: off; -1: the default (16384).
   int64_t norm_pair_extent = -1;
+  // Small-layer groups reading the previous group's results join it (one kernel for a layer's
+  // FFN and the next layer's norm + q/k/v; hexir-group-small-projections' chain-groups).
+  bool chain_small_layers = true;
   // CUDA-only modules: the dispatch regions of projections of one vector (q, k, v + its cache
   // row) become one kernel, blocks partitioned over their rows (hexir-merge-sibling-projections).
   bool sibling_projections = false;

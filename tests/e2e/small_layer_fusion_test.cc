@@ -11,6 +11,8 @@
 // default. Norms wider than the default extent (2048, 2047, 1000, 4400) recomputed in one
 // projection each with --small-reduction-extent=8192: 1 dispatch instead of 3 (CUDA: 2 for
 // the 1000-wide norm, whose sum and scaling are one kernel by default), against f64.
+// A layer's FFN and the next layer's norm + q/k/v reading its residual: one dispatch (the two
+// groups chained, hexir-compile --chain-small-layers), two without, equal bits, against f64.
 // Every module is compiled before the device is opened, so the [cuda] cases check
 // code generation (and that no fused kernel runs on one thread) also where they skip for want
 // of a GPU.
@@ -225,6 +227,95 @@ void FusesByDefault(const std::string& target) {
   for (size_t i = 0; i < expected.size(); ++i) RequireClose(results[i], expected[i], 1e-4, 1e-5);
 }
 HEXIR_E2E_TEST_ON_DEVICES("both targets fuse small norms by default", FusesByDefault)
+
+// A layer's FFN, then the next layer's norm + q/k/v reading its residual r (inputs in
+// BlockInputs' order; results q, k, v, r): two small-layer groups, joined by chain-groups
+// (passes/dispatch/fusion/README.md) into one dispatch a call on both targets (CUDA: one
+// block, the FFN's levels, a barrier, then the norm's; r written to its result and read back
+// by the same block), two with --chain-small-layers=false.
+std::string FfnThenQkv(Sizes z) {
+  auto T = [](int n) { return "tensor<" + std::to_string(n) + "xf32>"; };
+  auto M = [](int r, int c) { return "tensor<" + std::to_string(r) + "x" + std::to_string(c) + "xf32>"; };
+  return "#id = affine_map<(d) -> (d)>\n"
+         "#all = affine_map<(d) -> ()>\n"
+         "func.func @main(%x: " + T(z.dim) + ", %wa: " + T(z.dim) + ", %wq: " + M(z.dim, z.dim) +
+         ", %wk: " + M(z.kv, z.dim) + ", %wv: " + M(z.kv, z.dim) + ", %wf: " + T(z.dim) + ", %w1: " +
+         M(z.hidden, z.dim) + ", %w3: " + M(z.hidden, z.dim) + ", %w2: " + M(z.dim, z.hidden) + ") -> (" + T(z.dim) +
+         ", " + T(z.kv) + ", " + T(z.kv) + ", " + T(z.dim) + ") {\n"
+         "  %zero = arith.constant 0.0 : f32\n"
+         "  %e0 = tensor.empty() : tensor<f32>\n"
+         "  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>\n"
+         "  %e64 = tensor.empty() : " + T(z.dim) + "\n" +
+         RmsNorm("xf", "%x", "%wf", z.dim) + Matvec("h1", "%w1", "%xf", z.hidden, z.dim) +
+         Matvec("h3", "%w3", "%xf", z.hidden, z.dim) +
+         "  %eh = tensor.empty() : " + T(z.hidden) + "\n"
+         "  %act = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = [\"parallel\"]} "
+         "ins(%h1, %h3 : " + T(z.hidden) + ", " + T(z.hidden) + ") outs(%eh : " + T(z.hidden) + ") {\n"
+         "  ^bb0(%a: f32, %b: f32, %o: f32):\n"
+         "    %n = arith.negf %a : f32\n"
+         "    %ex = math.exp %n : f32\n"
+         "    %one = arith.constant 1.0 : f32\n"
+         "    %d = arith.addf %one, %ex : f32\n"
+         "    %s = arith.divf %a, %d : f32\n"
+         "    %r = arith.mulf %s, %b : f32\n"
+         "    linalg.yield %r : f32\n"
+         "  } -> " + T(z.hidden) + "\n" +
+         Matvec("f", "%w2", "%act", z.dim, z.hidden) +
+         "  %res = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = [\"parallel\"]} "
+         "ins(%x, %f : " + T(z.dim) + ", " + T(z.dim) + ") outs(%e64 : " + T(z.dim) + ") {\n"
+         "  ^bb0(%a: f32, %b: f32, %o: f32):\n"
+         "    %s = arith.addf %a, %b : f32\n"
+         "    linalg.yield %s : f32\n"
+         "  } -> " + T(z.dim) + "\n" +
+         RmsNorm("xa", "%res", "%wa", z.dim) + Matvec("q", "%wq", "%xa", z.dim, z.dim) +
+         Matvec("k", "%wk", "%xa", z.kv, z.dim) + Matvec("v", "%wv", "%xa", z.kv, z.dim) +
+         "  return %q, %k, %v, %res : " + T(z.dim) + ", " + T(z.kv) + ", " + T(z.kv) + ", " + T(z.dim) + "\n"
+         "}\n";
+}
+
+// FfnThenQkv's results from the C++ reference: r = x + w2 (SiLU(w1 xf) * w3 xf) in f64 sums
+// (rounded to f32, as the kernel stores it), then q/k/v of its norm.
+std::vector<HostTensor> FfnThenQkvReference(const std::vector<HostTensor>& in, Sizes z) {
+  std::vector<double> xf = Norm(F32(in[0]), F32(in[5]), z.dim);
+  HostTensor h1 = Apply(in[6], xf, z.hidden), h3 = Apply(in[7], xf, z.hidden);
+  std::vector<double> g(z.hidden);
+  for (int i = 0; i < z.hidden; ++i) {
+    double a = F32(h1)[i];
+    g[i] = a / (1.0 + std::exp(-a)) * F32(h3)[i];
+  }
+  HostTensor r = Apply(in[8], g, z.dim);
+  for (int i = 0; i < z.dim; ++i) F32(r)[i] += F32(in[0])[i];
+  std::vector<double> xa = Norm(F32(r), F32(in[1]), z.dim);
+  return {Apply(in[2], xa, z.dim), Apply(in[3], xa, z.kv), Apply(in[4], xa, z.kv), r};
+}
+
+void ChainedLayersMatchReference(const std::string& target) {
+  const std::vector<Sizes> sizes = {kStories, {72, 40, 93}};
+  std::vector<std::pair<std::string, std::string>> modules;  // chained, not chained
+  for (Sizes z : sizes) {
+    const std::string tag = std::to_string(z.dim) + "_" + std::to_string(z.kv) + "_" + std::to_string(z.hidden);
+    modules.emplace_back(CompileOrDie(FfnThenQkv(z), "ffn_qkv_chained_" + tag, target, ""),
+                         CompileOrDie(FfnThenQkv(z), "ffn_qkv_unchained_" + tag, target, "--chain-small-layers=false"));
+    if (target == "cuda") RequireNoOneThreadKernel(modules.back().first, 1);
+  }
+  for (size_t c = 0; c < sizes.size(); ++c) {
+    Sizes z = sizes[c];
+    INFO("dim " << z.dim << ", kv " << z.kv << ", hidden " << z.hidden);
+    std::vector<HostTensor> in = BlockInputs(z, 31);
+    std::vector<HostTensor> expected = FfnThenQkvReference(in, z);
+    std::vector<HostTensor> chained = RunBlock(target, modules[c].first, in, 1);
+    std::vector<HostTensor> unchained = RunBlock(target, modules[c].second, in, 2);
+    for (size_t i = 0; i < expected.size(); ++i) {
+      INFO("result " << i);
+      RequireClose(chained[i], expected[i], 1e-4, 1e-5);
+      RequireClose(unchained[i], expected[i], 1e-4, 1e-5);
+      // The same levels in the same order, one kernel or two: equal bits.
+      RequireClose(chained[i], unchained[i], 0, 0);
+    }
+  }
+}
+HEXIR_E2E_TEST_ON_DEVICES("a layer's FFN and the next layer's norm + q/k/v run as one dispatch, equal to the reference",
+                          ChainedLayersMatchReference)
 
 // A norm wider than the default extent (TinyLlama's 2048, odd 2047, 1000 = 7 whole steps of a
 // warp's 16-byte loads and a tail of 104, 4400 = 34 steps: a loop of 8-step blocks, 2 more and

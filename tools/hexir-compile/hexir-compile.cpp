@@ -54,6 +54,13 @@ static cl::opt<int64_t> normPairExtent(
              "scaling have at most N iterations each runs as one kernel (one block) instead of "
              "two; 0: off (default: 16384)"),
     cl::init(-1));
+static cl::opt<bool> chainSmallLayers(
+    "chain-small-layers",
+    cl::desc("a small-layer group (a norm with the projections and ops after it, one kernel) "
+             "that reads the previous group's results joins it when the two still fit the "
+             "group's cost model: a layer's FFN and the next layer's norm + q/k/v as one "
+             "kernel (default: on; =false: off)"),
+    cl::init(true));
 static cl::opt<bool> siblingProjections(
     "sibling-projections",
     cl::desc("CUDA-only modules: projections of one vector (a llama layer's q, k and v + its "
@@ -240,6 +247,7 @@ int main(int argc, char** argv) {
   options.fuse_elementwise = !noFusion;
   options.small_reduction_extent = smallReductionExtent;
   options.norm_pair_extent = normPairExtent;
+  options.chain_small_layers = chainSmallLayers;
   options.sibling_projections = siblingProjections;
   options.cast_matmul_activations = cudaMatmulActivations == MatmulActivations::kWeights;
   options.select_branches = !noBranchSelection;

@@ -124,7 +124,10 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
         SmallVector<Operation*> generics = mark(rewriter, id, *members);
         if (!generics.empty()) groups.push_back(std::move(generics));
       }
-    if (chainGroups) chain(groups);
+    if (chainGroups) {
+      for (SmallVector<Operation*>& g : groups) absorbProducers(rewriter, g);
+      chain(groups);
+    }
     if (maxNormExtent > 0) {
       int64_t pair = 0;
       getOperation().walk([&](linalg::GenericOp r) {
@@ -291,6 +294,46 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
     }
     markAs(rewriter, std::to_string(id), generics);
     return generics;
+  }
+
+  // The head of a group (chain-groups): an op of no group whose result a member reads, an
+  // elementwise member kind (the residual add after the attention's output projection, the
+  // embedding row) or a contraction (wo), joins the group when the union is valid (one
+  // member at a time, until none joins): its work then runs in the group's kernel, ahead of
+  // the norm, instead of in a dispatch of its own. Named ops are generalized when they join.
+  void absorbProducers(IRRewriter& rewriter, SmallVector<Operation*>& group) const {
+    llvm::SetVector<Operation*> members(group.begin(), group.end());
+    Attribute name = group.front()->getAttr(kDispatchGroupAttr);
+    Block* block = group.front()->getBlock();
+    for (bool joined = true; joined;) {
+      joined = false;
+      SmallVector<Operation*> candidates;
+      for (Operation* m : members)
+        for (Value operand : m->getOperands()) {
+          Operation* p = operand.getDefiningOp();
+          if (p && p->getBlock() == block && !members.contains(p) && !p->hasAttr(kDispatchGroupAttr) &&
+              !p->hasAttr(kRecomputeInConsumerAttr) && (IsElementwiseMember(p) || IsTailContraction(p)) &&
+              !p->hasAttr(kInPlaceAttr) && !llvm::is_contained(candidates, p))
+            candidates.push_back(p);
+        }
+      for (Operation* p : candidates) {
+        llvm::SetVector<Operation*> withP = members;
+        withP.insert(p);
+        if (!validGroup(withP, /*grouped=*/true)) continue;
+        if (!isa<linalg::GenericOp>(p)) {
+          rewriter.setInsertionPoint(p);
+          FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, cast<linalg::LinalgOp>(p));
+          if (failed(g)) continue;
+          p = *g;
+        }
+        p->setAttr(kDispatchGroupAttr, name);
+        members.insert(p);
+        joined = true;
+        break;  // the operands changed: look again
+      }
+    }
+    group.assign(members.begin(), members.end());
+    llvm::sort(group, [](Operation* a, Operation* b) { return a->isBeforeInBlock(b); });
   }
 
   // Chains of groups (chain-groups): in block order, a group some member of which reads a
