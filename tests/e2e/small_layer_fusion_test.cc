@@ -12,7 +12,8 @@
 // projection each with --small-reduction-extent=8192: 1 dispatch instead of 3 (CUDA: 2 for
 // the 1000-wide norm, whose sum and scaling are one kernel by default), against f64.
 // A layer's FFN and the next layer's norm + q/k/v reading its residual: one dispatch (the two
-// groups chained, hexir-compile --chain-small-layers), two without, equal bits, against f64.
+// groups chained, hexir-compile --chain-small-layers=1: the CPU's default, not CUDA's), two
+// without, equal bits, against f64.
 // Every module is compiled before the device is opened, so the [cuda] cases check
 // code generation (and that no fused kernel runs on one thread) also where they skip for want
 // of a GPU.
@@ -230,9 +231,9 @@ HEXIR_E2E_TEST_ON_DEVICES("both targets fuse small norms by default", FusesByDef
 
 // A layer's FFN, then the next layer's norm + q/k/v reading its residual r (inputs in
 // BlockInputs' order; results q, k, v, r): two small-layer groups, joined by chain-groups
-// (passes/dispatch/fusion/README.md) into one dispatch a call on both targets (CUDA: one
-// block, the FFN's levels, a barrier, then the norm's; r written to its result and read back
-// by the same block), two with --chain-small-layers=false.
+// (passes/dispatch/fusion/README.md) into one dispatch a call on both targets with
+// --chain-small-layers=1 (CUDA: one block, the FFN's levels, a barrier, then the norm's; r
+// written to its result and read back by the same block), two with --chain-small-layers=0.
 std::string FfnThenQkv(Sizes z) {
   auto T = [](int n) { return "tensor<" + std::to_string(n) + "xf32>"; };
   auto M = [](int r, int c) { return "tensor<" + std::to_string(r) + "x" + std::to_string(c) + "xf32>"; };
@@ -294,8 +295,8 @@ void ChainedLayersMatchReference(const std::string& target) {
   std::vector<std::pair<std::string, std::string>> modules;  // chained, not chained
   for (Sizes z : sizes) {
     const std::string tag = std::to_string(z.dim) + "_" + std::to_string(z.kv) + "_" + std::to_string(z.hidden);
-    modules.emplace_back(CompileOrDie(FfnThenQkv(z), "ffn_qkv_chained_" + tag, target, ""),
-                         CompileOrDie(FfnThenQkv(z), "ffn_qkv_unchained_" + tag, target, "--chain-small-layers=false"));
+    modules.emplace_back(CompileOrDie(FfnThenQkv(z), "ffn_qkv_chained_" + tag, target, "--chain-small-layers=1"),
+                         CompileOrDie(FfnThenQkv(z), "ffn_qkv_unchained_" + tag, target, "--chain-small-layers=0"));
     if (target == "cuda") RequireNoOneThreadKernel(modules.back().first, 1);
   }
   for (size_t c = 0; c < sizes.size(); ++c) {

@@ -54,13 +54,14 @@ static cl::opt<int64_t> normPairExtent(
              "scaling have at most N iterations each runs as one kernel (one block) instead of "
              "two; 0: off (default: 16384)"),
     cl::init(-1));
-static cl::opt<bool> chainSmallLayers(
+static cl::opt<int> chainSmallLayers(
     "chain-small-layers",
-    cl::desc("a small-layer group (a norm with the projections and ops after it, one kernel) "
-             "that reads the previous group's results joins it when the two still fit the "
-             "group's cost model: a layer's FFN and the next layer's norm + q/k/v as one "
-             "kernel (default: on; =false: off)"),
-    cl::init(true));
+    cl::desc("small-layer groups (a norm with the projections and ops after it, one kernel) "
+             "take their heads (the output projection and residual add before an FFN's norm) "
+             "and join the group before them (a layer's FFN and the next layer's norm + q/k/v): "
+             "1 on, 0 off (default -1: on for CPU-only modules, off for CUDA, where the group's "
+             "one block measured slower than the kernels it joins, passes/dispatch/fusion/README.md)"),
+    cl::init(-1));
 static cl::opt<bool> siblingProjections(
     "sibling-projections",
     cl::desc("CUDA-only modules: projections of one vector (a llama layer's q, k and v + its "
@@ -247,6 +248,8 @@ int main(int argc, char** argv) {
   options.fuse_elementwise = !noFusion;
   options.small_reduction_extent = smallReductionExtent;
   options.norm_pair_extent = normPairExtent;
+  if (chainSmallLayers < -1 || chainSmallLayers > 1)
+    return refuse("--chain-small-layers", chainSmallLayers, "in {0, 1} (-1: the target's default)");
   options.chain_small_layers = chainSmallLayers;
   options.sibling_projections = siblingProjections;
   options.cast_matmul_activations = cudaMatmulActivations == MatmulActivations::kWeights;

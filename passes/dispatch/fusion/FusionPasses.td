@@ -63,6 +63,10 @@ def GroupSmallProjections : Pass<"hexir-group-small-projections", "mlir::ModuleO
            "a group reading another group's results (the next layer's norm + q/k/v reading "
            "the FFN's residual) joins it when the union is still a valid group: one kernel "
            "for both">,
+    Option<"groupHeads", "group-heads", "bool", /*default=*/"true",
+           "an op of no group whose result a group's member reads (the output projection and "
+           "the residual add before an FFN's norm, an embedding row) joins that group when the "
+           "union is still a valid group">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }

@@ -124,10 +124,9 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
         SmallVector<Operation*> generics = mark(rewriter, id, *members);
         if (!generics.empty()) groups.push_back(std::move(generics));
       }
-    if (chainGroups) {
+    if (groupHeads)
       for (SmallVector<Operation*>& g : groups) absorbProducers(rewriter, g);
-      chain(groups);
-    }
+    if (chainGroups) chain(groups);
     if (maxNormExtent > 0) {
       int64_t pair = 0;
       getOperation().walk([&](linalg::GenericOp r) {
@@ -296,7 +295,7 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
     return generics;
   }
 
-  // The head of a group (chain-groups): an op of no group whose result a member reads, an
+  // The head of a group (group-heads): an op of no group whose result a member reads, an
   // elementwise member kind (the residual add after the attention's output projection, the
   // embedding row) or a contraction (wo), joins the group when the union is valid (one
   // member at a time, until none joins): its work then runs in the group's kernel, ahead of

@@ -1,5 +1,5 @@
 // RUN: hexir-opt %s -split-input-file --hexir-fuse-small-reductions --hexir-group-small-projections=max-work=768 --hexir-form-dispatch-regions | FileCheck %s
-// RUN: hexir-opt %s -split-input-file --hexir-fuse-small-reductions --hexir-group-small-projections="max-work=768 chain-groups=false" --hexir-form-dispatch-regions | FileCheck %s --check-prefix=OFF
+// RUN: hexir-opt %s -split-input-file --hexir-fuse-small-reductions --hexir-group-small-projections="max-work=768 chain-groups=false group-heads=false" --hexir-form-dispatch-regions | FileCheck %s --check-prefix=OFF
 // RUN: hexir-opt %s -split-input-file --hexir-fuse-small-reductions --hexir-group-small-projections=max-work=511 --hexir-form-dispatch-regions | FileCheck %s --check-prefix=LEVEL
 
 // hexir-group-small-projections' chain-groups (passes/dispatch/fusion/README.md): a layer's
@@ -14,7 +14,7 @@
 // CHECK:         } {hexir.dispatch_group = "small_layer"}
 // CHECK-NOT:     hexir.dispatch_region
 // CHECK:         return
-// chain-groups=false: the two groups are two regions.
+// chain-groups=false group-heads=false: the two groups are two regions.
 // OFF-LABEL: func.func @ffn_then_qkv
 // OFF:         hexir.dispatch_region -> (tensor<16xf32>)
 // OFF:         } {hexir.dispatch_group = "small_layer"}
