@@ -308,8 +308,11 @@ void ChainedLayersMatchReference(const std::string& target) {
     std::vector<HostTensor> unchained = RunBlock(target, modules[c].second, in, 2);
     for (size_t i = 0; i < expected.size(); ++i) {
       INFO("result " << i);
-      RequireClose(chained[i], expected[i], 1e-4, 1e-5);
-      RequireClose(unchained[i], expected[i], 1e-4, 1e-5);
+      // r's elements are sums of terms of magnitude ~10-100 (w2 times SiLU(h1) h3) that may
+      // cancel: an f32 sum is within ~1e-4 of f64 there however small the result (the H100
+      // gave 0.152136 for 0.15207 at 72/40/93), and q/k/v read r's norm.
+      RequireClose(chained[i], expected[i], 1e-4, 1e-3);
+      RequireClose(unchained[i], expected[i], 1e-4, 1e-3);
       // The same levels in the same order, one kernel or two: equal bits.
       RequireClose(chained[i], unchained[i], 0, 0);
     }
