@@ -204,10 +204,9 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
     // recomputing the norm's sum, passes/codegen/CUDAWholeReductions.h).
     pm.addPass(hexir::createFuseSmallReductions(FuseSmallReductionsOptions{extent, !OnlyCpu(options)}));
     // The CPU runs a kernel of less work than its least work per workgroup as one
-    // workgroup anyway: q/k/v (w1/w3) after one norm become one such kernel; by default the
-    // groups also take their heads (wo + residual) and chain (a layer's FFN with the next
-    // layer's norm + q/k/v), which CUDA leaves off (one block measured slower than the
-    // kernels it joins: passes/dispatch/fusion/README.md).
+    // workgroup anyway: q/k/v (w1/w3) after one norm become one such kernel; the groups also
+    // take their heads (wo + residual) and chain (a layer's FFN with the next layer's norm +
+    // q/k/v) on both targets (passes/dispatch/fusion/README.md).
     if (OnlyCpu(options))
       pm.addPass(hexir::createGroupSmallProjections(GroupSmallProjectionsOptions{
           CPUDistributeWorkgroupsOptions{}.minWorkPerWorkgroup, 0, 0, options.chain_small_layers != 0,
@@ -226,8 +225,8 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
     else if (OnlyCuda(options))
       pm.addPass(hexir::createGroupSmallProjections(GroupSmallProjectionsOptions{
           128 * CUDADistributeThreadsOptions{}.blockSize, 48 * 1024,
-          options.norm_pair_extent >= 0 ? options.norm_pair_extent : 16384, options.chain_small_layers == 1,
-          options.chain_small_layers == 1}));
+          options.norm_pair_extent >= 0 ? options.norm_pair_extent : 16384, options.chain_small_layers != 0,
+          options.chain_small_layers != 0}));
   }
   // CPU: a row softmax or norm (reductions along rows, then elementwise ops reading them) is
   // one kernel that runs its passes a block of rows at a time (passes/codegen/CPURowChains.h).

@@ -5,8 +5,10 @@
 //   - every temporary the bufferized kernel allocates lives in shared memory (read by other
 //     threads than the one that wrote it);
 //   - each op is a loop over its parallel points strided by the block's threads (a thread
-//     per point, the point's reductions looped by that thread); ops that do not read one
-//     another start at different threads, so one level of the group fills the block;
+//     per point, the point's reductions looped by that thread; a reduction with fewer points
+//     than half the block gets several adjacent lanes a point, LanesPerPoint, which split its
+//     elements and combine with an xor butterfly); ops that do not read one another start at
+//     different threads, so one level of the group fills the block;
 //   - an op with a single point and a reducible reduction of at least kWarpSize elements
 //     (the norm's sum of squares) is split over all threads instead: strided partials, an
 //     xor butterfly per warp, the warps' partials combined through shared memory;
@@ -212,6 +214,106 @@ LogicalResult ThreadPerPoint(RewriterBase& rw, linalg::GenericOp op, Value tid, 
     moved.moveBefore(strided.getBody()->getTerminator());
   rw.eraseOp(nest.front());
   return success();
+}
+
+// Lanes per point of `op` (parallel dims first, static) when it has fewer points than half
+// the block: one warp-reducible reduction loop (CUDAWarpReduce.h) whose elements are shared
+// by L adjacent lanes, L the largest power of two <= 32 with points * L <= the block and at
+// least 8 elements a lane; 1 otherwise (a thread per point). stories260K's w2 (64 rows of
+// 172) gets 4 lanes a row, its k and v (32 rows of 64) 8: a thread walking a whole row alone
+// was the longest dependent chain of its level.
+int64_t LanesPerPoint(linalg::GenericOp op, int64_t points, int64_t block) {
+  if (op.getNumReductionLoops() != 1 || !WarpReducibleCombiner(op)) return 1;
+  int64_t extent = op.getStaticLoopRanges().back();
+  int64_t lanes = 1;
+  while (lanes < kWarpSize && points * lanes * 2 <= block && extent >= 8 * lanes * 2) lanes *= 2;
+  while (extent % lanes != 0) lanes /= 2;  // every lane the same static trip count
+  return lanes;
+}
+
+// `op` (parallel dims first, static, one reduction loop last, LanesPerPoint's `lanes` > 1):
+// threads from `offset` (a multiple of `lanes`, mod the block) take the points in groups of
+// `lanes` adjacent lanes; lane l of a point folds its elements k = l, l + lanes, ... from the
+// combiner's neutral element, the lanes combine with an xor butterfly (the groups are aligned
+// in their warp), and lane 0 combines the output's start value (`fill`, or the output) with
+// the total and stores it. Every thread runs the same rounds (points strided by block /
+// lanes), so the shuffles see whole warps: a lane past the last point reads the last point
+// and stores nothing.
+void LanesReduce(RewriterBase& rw, linalg::GenericOp op, Operation* combiner, Value tid, int64_t block,
+                 int64_t offset, int64_t lanes, Value fill) {
+  Location loc = op.getLoc();
+  rw.setInsertionPoint(op);
+  SmallVector<int64_t> extents = op.getStaticLoopRanges();
+  const int64_t loops = extents.size(), reduced = loops - 1;
+  int64_t points = 1;
+  for (int64_t d = 0; d < reduced; ++d) points *= extents[d];
+  Block* body = op.getBlock();
+  BlockArgument acc = body->getArgument(op.getNumDpsInputs());
+  auto combine = [&](OpBuilder& b, Value accValue, Value other) -> Value {
+    IRMapping m;
+    Value otherOperand = combiner->getOperand(0) == acc ? combiner->getOperand(1) : combiner->getOperand(0);
+    m.map(acc, accValue);
+    m.map(otherOperand, other);
+    return b.clone(*combiner, m)->getResult(0);
+  };
+  Value identity = arith::ConstantOp::create(rw, loc, *arith::getNeutralElement(combiner));
+  Value start = arith::RemUIOp::create(
+      rw, loc, arith::AddIOp::create(rw, loc, tid, Index(rw, loc, block - offset % block)), Index(rw, loc, block));
+  Value lane = arith::RemUIOp::create(rw, loc, start, Index(rw, loc, lanes));
+  Value first = arith::DivUIOp::create(rw, loc, start, Index(rw, loc, lanes));
+  const int64_t stride = block / lanes, rounds = (points + stride - 1) / stride;
+  auto roundsLoop = scf::ForOp::create(rw, loc, Index(rw, loc, 0), Index(rw, loc, rounds), Index(rw, loc, 1));
+  OpBuilder b = OpBuilder::atBlockTerminator(roundsLoop.getBody());
+  Value point = arith::AddIOp::create(
+      b, loc, first, arith::MulIOp::create(b, loc, roundsLoop.getInductionVar(), Index(b, loc, stride)));
+  Value last = Index(b, loc, points - 1);
+  Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, point, last);
+  Value clamped = arith::MinUIOp::create(b, loc, point, last);
+  SmallVector<Value> coordinates(reduced);
+  Value rest = clamped;
+  for (int64_t d = reduced - 1; d >= 0; --d) {
+    coordinates[d] = d > 0 ? arith::RemUIOp::create(b, loc, rest, Index(b, loc, extents[d])).getResult() : rest;
+    if (d > 0) rest = arith::DivUIOp::create(b, loc, rest, Index(b, loc, extents[d]));
+  }
+  // A static trip count (extent / lanes), so that LLVM unrolls it and issues the loads
+  // ahead, as it does a thread's whole row.
+  auto fold = scf::ForOp::create(
+      b, loc, Index(b, loc, 0), Index(b, loc, extents[reduced] / lanes), Index(b, loc, 1), ValueRange{identity},
+      [&](OpBuilder& ib, Location l, Value j, ValueRange accs) {
+        Value k = arith::AddIOp::create(ib, l, lane, arith::MulIOp::create(ib, l, j, Index(ib, l, lanes)));
+        SmallVector<Value> dims(coordinates);
+        dims.push_back(k);
+        IRMapping m;
+        for (OpOperand* in : op.getDpsInputOperands())
+          m.map(body->getArgument(in->getOperandNumber()),
+                memref::LoadOp::create(ib, l, in->get(),
+                                       codegen::IndicesAt(ib, l, op.getMatchingIndexingMap(in), dims)));
+        m.map(acc, accs[0]);
+        for (Operation& inner : body->without_terminator()) {
+          if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+            m.map(index.getResult(), dims[index.getDim()]);
+            continue;
+          }
+          ib.clone(inner, m);
+        }
+        scf::YieldOp::create(ib, l, m.lookupOrDefault(body->getTerminator()->getOperand(0)));
+      });
+  Value partial = fold.getResult(0);
+  for (int32_t o = lanes / 2; o > 0; o /= 2)
+    partial = combine(b, partial, gpu::ShuffleOp::create(b, loc, partial, o, kWarpSize, gpu::ShuffleMode::XOR).getResult(0));
+  Value leader = arith::AndIOp::create(
+      b, loc, valid, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, Index(b, loc, 0)));
+  auto store = scf::IfOp::create(b, loc, leader, /*withElseRegion=*/false);
+  {
+    OpBuilder sb = OpBuilder::atBlockTerminator(store.thenBlock());
+    OpOperand* out = op.getDpsInitOperand(0);
+    SmallVector<Value> dims(coordinates);
+    dims.push_back(Index(sb, loc, 0));
+    SmallVector<Value> at = codegen::IndicesAt(sb, loc, op.getMatchingIndexingMap(out), dims);
+    Value from = fill ? fill : memref::LoadOp::create(sb, loc, out->get(), at).getResult();
+    memref::StoreOp::create(sb, loc, combine(sb, from, partial), out->get(), at);
+  }
+  rw.eraseOp(op);
 }
 
 // Whether `op` takes the block reduction: one point, one reduction loop of at least a warp's
@@ -453,8 +555,14 @@ LogicalResult LowerBlockLevels(func::FuncOp kernel, int64_t blockSize) {
     int64_t points = 1;
     for (auto [n, it] : llvm::zip(generic.getStaticLoopRanges(), generic.getIteratorTypesArray()))
       if (it == utils::IteratorType::parallel) points *= n;
-    if (failed(ThreadPerPoint(rw, generic, tid, blockSize, offset, fill))) return failure();
-    offset = (offset + points) % blockSize;
+    if (int64_t lanes = LanesPerPoint(generic, points, blockSize); lanes > 1) {
+      offset = llvm::alignTo(offset, lanes) % blockSize;
+      LanesReduce(rw, generic, WarpReducibleCombiner(generic), tid, blockSize, offset, lanes, fill);
+      offset = (offset + points * lanes) % blockSize;
+    } else {
+      if (failed(ThreadPerPoint(rw, generic, tid, blockSize, offset, fill))) return failure();
+      offset = (offset + points) % blockSize;
+    }
     hazards.read.insert(reads.begin(), reads.end());
     hazards.written.insert(writes.begin(), writes.end());
   }

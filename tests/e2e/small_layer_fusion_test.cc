@@ -12,8 +12,8 @@
 // projection each with --small-reduction-extent=8192: 1 dispatch instead of 3 (CUDA: 2 for
 // the 1000-wide norm, whose sum and scaling are one kernel by default), against f64.
 // A layer's FFN and the next layer's norm + q/k/v reading its residual: one dispatch (the two
-// groups chained, hexir-compile --chain-small-layers=1: the CPU's default, not CUDA's), two
-// without, equal bits, against f64.
+// groups chained, hexir-compile --chain-small-layers, the default), two without, equal bits,
+// against f64.
 // Every module is compiled before the device is opened, so the [cuda] cases check
 // code generation (and that no fused kernel runs on one thread) also where they skip for want
 // of a GPU.

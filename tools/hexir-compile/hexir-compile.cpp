@@ -59,8 +59,7 @@ static cl::opt<int> chainSmallLayers(
     cl::desc("small-layer groups (a norm with the projections and ops after it, one kernel) "
              "take their heads (the output projection and residual add before an FFN's norm) "
              "and join the group before them (a layer's FFN and the next layer's norm + q/k/v): "
-             "1 on, 0 off (default -1: on for CPU-only modules, off for CUDA, where the group's "
-             "one block measured slower than the kernels it joins, passes/dispatch/fusion/README.md)"),
+             "1 on, 0 off (default -1: on)"),
     cl::init(-1));
 static cl::opt<bool> siblingProjections(
     "sibling-projections",
