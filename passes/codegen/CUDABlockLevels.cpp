@@ -216,6 +216,35 @@ LogicalResult ThreadPerPoint(RewriterBase& rw, linalg::GenericOp op, Value tid, 
   return success();
 }
 
+// `combiner` (a WarpReducibleCombiner of an op whose body's accumulator is `acc`) cloned at
+// `b` to combine `accValue` with `other`.
+Value Combine(OpBuilder& b, Operation* combiner, BlockArgument acc, Value accValue, Value other) {
+  IRMapping m;
+  Value otherOperand = combiner->getOperand(0) == acc ? combiner->getOperand(1) : combiner->getOperand(0);
+  m.map(acc, accValue);
+  m.map(otherOperand, other);
+  return b.clone(*combiner, m)->getResult(0);
+}
+
+// `op`'s body at the loop point `dims` (its inputs loaded there, linalg.index read from
+// `dims`) folded into `accValue` at `b`: the value it yields.
+Value BodyAt(OpBuilder& b, Location loc, linalg::GenericOp op, ArrayRef<Value> dims, Value accValue) {
+  Block* body = op.getBlock();
+  IRMapping m;
+  for (OpOperand* in : op.getDpsInputOperands())
+    m.map(body->getArgument(in->getOperandNumber()),
+          memref::LoadOp::create(b, loc, in->get(), codegen::IndicesAt(b, loc, op.getMatchingIndexingMap(in), dims)));
+  m.map(body->getArgument(op.getNumDpsInputs()), accValue);
+  for (Operation& inner : body->without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+      m.map(index.getResult(), dims[index.getDim()]);
+      continue;
+    }
+    b.clone(inner, m);
+  }
+  return m.lookupOrDefault(body->getTerminator()->getOperand(0));
+}
+
 // Lanes per point of `op` (parallel dims first, static) when it has fewer points than half
 // the block: one warp-reducible reduction loop (CUDAWarpReduce.h) whose elements are shared
 // by L adjacent lanes, L the largest power of two <= 32 with points * L <= the block and at
@@ -247,15 +276,8 @@ void LanesReduce(RewriterBase& rw, linalg::GenericOp op, Operation* combiner, Va
   const int64_t loops = extents.size(), reduced = loops - 1;
   int64_t points = 1;
   for (int64_t d = 0; d < reduced; ++d) points *= extents[d];
-  Block* body = op.getBlock();
-  BlockArgument acc = body->getArgument(op.getNumDpsInputs());
-  auto combine = [&](OpBuilder& b, Value accValue, Value other) -> Value {
-    IRMapping m;
-    Value otherOperand = combiner->getOperand(0) == acc ? combiner->getOperand(1) : combiner->getOperand(0);
-    m.map(acc, accValue);
-    m.map(otherOperand, other);
-    return b.clone(*combiner, m)->getResult(0);
-  };
+  BlockArgument acc = op.getBlock()->getArgument(op.getNumDpsInputs());
+  auto combine = [&](OpBuilder& b, Value accValue, Value other) { return Combine(b, combiner, acc, accValue, other); };
   Value identity = arith::ConstantOp::create(rw, loc, *arith::getNeutralElement(combiner));
   Value start = arith::RemUIOp::create(
       rw, loc, arith::AddIOp::create(rw, loc, tid, Index(rw, loc, block - offset % block)), Index(rw, loc, block));
@@ -283,20 +305,7 @@ void LanesReduce(RewriterBase& rw, linalg::GenericOp op, Operation* combiner, Va
         Value k = arith::AddIOp::create(ib, l, lane, arith::MulIOp::create(ib, l, j, Index(ib, l, lanes)));
         SmallVector<Value> dims(coordinates);
         dims.push_back(k);
-        IRMapping m;
-        for (OpOperand* in : op.getDpsInputOperands())
-          m.map(body->getArgument(in->getOperandNumber()),
-                memref::LoadOp::create(ib, l, in->get(),
-                                       codegen::IndicesAt(ib, l, op.getMatchingIndexingMap(in), dims)));
-        m.map(acc, accs[0]);
-        for (Operation& inner : body->without_terminator()) {
-          if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
-            m.map(index.getResult(), dims[index.getDim()]);
-            continue;
-          }
-          ib.clone(inner, m);
-        }
-        scf::YieldOp::create(ib, l, m.lookupOrDefault(body->getTerminator()->getOperand(0)));
+        scf::YieldOp::create(ib, l, BodyAt(ib, l, op, dims, accs[0]));
       });
   Value partial = fold.getResult(0);
   for (int32_t o = lanes / 2; o > 0; o /= 2)
@@ -340,18 +349,11 @@ void BlockReduce(RewriterBase& rw, func::FuncOp kernel, linalg::GenericOp op, Op
   for (auto [d, it] : llvm::enumerate(iterators))
     if (it != utils::IteratorType::parallel) reduced = d;
   Value zero = Index(rw, loc, 0);
-  Block* body = op.getBlock();
-  BlockArgument acc = body->getArgument(op.getNumDpsInputs());
+  BlockArgument acc = op.getBlock()->getArgument(op.getNumDpsInputs());
   auto indicesAt = [&](OpBuilder& b, AffineMap map, ArrayRef<Value> dims) {
     return codegen::IndicesAt(b, loc, map, dims);
   };
-  auto combine = [&](OpBuilder& b, Value accValue, Value other) -> Value {
-    IRMapping m;
-    Value otherOperand = combiner->getOperand(0) == acc ? combiner->getOperand(1) : combiner->getOperand(0);
-    m.map(acc, accValue);
-    m.map(otherOperand, other);
-    return b.clone(*combiner, m)->getResult(0);
-  };
+  auto combine = [&](OpBuilder& b, Value accValue, Value other) { return Combine(b, combiner, acc, accValue, other); };
   TypedAttr neutral = *arith::getNeutralElement(combiner);
   Value identity = arith::ConstantOp::create(rw, loc, neutral);
   int64_t extent = op.getStaticLoopRanges()[reduced];
@@ -360,19 +362,7 @@ void BlockReduce(RewriterBase& rw, func::FuncOp kernel, linalg::GenericOp op, Op
       [&](OpBuilder& b, Location l, Value k, ValueRange accs) {
         SmallVector<Value> dims(iterators.size(), zero);
         dims[reduced] = k;
-        IRMapping m;
-        for (OpOperand* in : op.getDpsInputOperands())
-          m.map(body->getArgument(in->getOperandNumber()),
-                memref::LoadOp::create(b, l, in->get(), indicesAt(b, op.getMatchingIndexingMap(in), dims)));
-        m.map(acc, accs[0]);
-        for (Operation& inner : body->without_terminator()) {
-          if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
-            m.map(index.getResult(), (int64_t)index.getDim() == reduced ? k : zero);
-            continue;
-          }
-          b.clone(inner, m);
-        }
-        scf::YieldOp::create(b, l, m.lookupOrDefault(body->getTerminator()->getOperand(0)));
+        scf::YieldOp::create(b, l, BodyAt(b, l, op, dims, accs[0]));
       });
   Value partial = loop.getResult(0);
   for (int32_t offset = kWarpSize / 2; offset > 0; offset /= 2)

@@ -78,6 +78,33 @@ std::string Matvec(const std::string& y, const std::string& w, const std::string
          "xf32>) outs(%" + y + "_z : tensor<" + r + "xf32>) -> tensor<" + r + "xf32>\n";
 }
 
+// A llama FFN over %x: rmsnorm(x, %wf), w1 and w3, SiLU(w1 xf) * w3 xf, w2, and the residual
+// add, named %RESULT (the operands %x, %wf, %w1, %w3, %w2, the constants %zero, %z0, %e64).
+std::string Ffn(Sizes z, const std::string& result) {
+  auto T = [](int n) { return "tensor<" + std::to_string(n) + "xf32>"; };
+  return RmsNorm("xf", "%x", "%wf", z.dim) + Matvec("h1", "%w1", "%xf", z.hidden, z.dim) +
+         Matvec("h3", "%w3", "%xf", z.hidden, z.dim) +
+         "  %eh = tensor.empty() : " + T(z.hidden) + "\n"
+         "  %act = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = [\"parallel\"]} "
+         "ins(%h1, %h3 : " + T(z.hidden) + ", " + T(z.hidden) + ") outs(%eh : " + T(z.hidden) + ") {\n"
+         "  ^bb0(%a: f32, %b: f32, %o: f32):\n"
+         "    %n = arith.negf %a : f32\n"
+         "    %ex = math.exp %n : f32\n"
+         "    %one = arith.constant 1.0 : f32\n"
+         "    %d = arith.addf %one, %ex : f32\n"
+         "    %s = arith.divf %a, %d : f32\n"
+         "    %r = arith.mulf %s, %b : f32\n"
+         "    linalg.yield %r : f32\n"
+         "  } -> " + T(z.hidden) + "\n" +
+         Matvec("f", "%w2", "%act", z.dim, z.hidden) +
+         "  %" + result + " = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = [\"parallel\"]} "
+         "ins(%x, %f : " + T(z.dim) + ", " + T(z.dim) + ") outs(%e64 : " + T(z.dim) + ") {\n"
+         "  ^bb0(%a: f32, %b: f32, %o: f32):\n"
+         "    %s = arith.addf %a, %b : f32\n"
+         "    linalg.yield %s : f32\n"
+         "  } -> " + T(z.dim) + "\n";
+}
+
 std::string Block(Sizes z = kStories) {
   auto T = [](int n) { return "tensor<" + std::to_string(n) + "xf32>"; };
   auto M = [](int r, int c) { return "tensor<" + std::to_string(r) + "x" + std::to_string(c) + "xf32>"; };
@@ -93,27 +120,7 @@ std::string Block(Sizes z = kStories) {
          "  %e64 = tensor.empty() : " + T(z.dim) + "\n" +
          RmsNorm("xa", "%x", "%wa", z.dim) + Matvec("q", "%wq", "%xa", z.dim, z.dim) +
          Matvec("k", "%wk", "%xa", z.kv, z.dim) + Matvec("v", "%wv", "%xa", z.kv, z.dim) +
-         RmsNorm("xf", "%x", "%wf", z.dim) + Matvec("h1", "%w1", "%xf", z.hidden, z.dim) +
-         Matvec("h3", "%w3", "%xf", z.hidden, z.dim) +
-         "  %eh = tensor.empty() : " + T(z.hidden) + "\n"
-         "  %g = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = [\"parallel\"]} "
-         "ins(%h1, %h3 : " + T(z.hidden) + ", " + T(z.hidden) + ") outs(%eh : " + T(z.hidden) + ") {\n"
-         "  ^bb0(%a: f32, %b: f32, %o: f32):\n"
-         "    %n = arith.negf %a : f32\n"
-         "    %ex = math.exp %n : f32\n"
-         "    %one = arith.constant 1.0 : f32\n"
-         "    %d = arith.addf %one, %ex : f32\n"
-         "    %s = arith.divf %a, %d : f32\n"
-         "    %r = arith.mulf %s, %b : f32\n"
-         "    linalg.yield %r : f32\n"
-         "  } -> " + T(z.hidden) + "\n" +
-         Matvec("f", "%w2", "%g", z.dim, z.hidden) +
-         "  %out = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = [\"parallel\"]} "
-         "ins(%x, %f : " + T(z.dim) + ", " + T(z.dim) + ") outs(%e64 : " + T(z.dim) + ") {\n"
-         "  ^bb0(%a: f32, %b: f32, %o: f32):\n"
-         "    %s = arith.addf %a, %b : f32\n"
-         "    linalg.yield %s : f32\n"
-         "  } -> " + T(z.dim) + "\n"
+         Ffn(z, "out") +
          "  return %q, %k, %v, %out : " + T(z.dim) + ", " + T(z.kv) + ", " + T(z.kv) + ", " + T(z.dim) + "\n"
          "}\n";
 }
@@ -138,9 +145,9 @@ HostTensor Apply(const HostTensor& w, const std::vector<double>& x, int rows) {
   return y;
 }
 
-// The block's four results from the C++ reference (double sums).
-std::vector<HostTensor> Reference(const std::vector<HostTensor>& in, Sizes z = kStories) {
-  std::vector<double> xa = Norm(F32(in[0]), F32(in[1]), z.dim), xf = Norm(F32(in[0]), F32(in[5]), z.dim);
+// Ffn's result from the C++ reference (double sums; inputs in BlockInputs' order).
+HostTensor FfnReference(const std::vector<HostTensor>& in, Sizes z) {
+  std::vector<double> xf = Norm(F32(in[0]), F32(in[5]), z.dim);
   HostTensor h1 = Apply(in[6], xf, z.hidden), h3 = Apply(in[7], xf, z.hidden);
   std::vector<double> g(z.hidden);
   for (int i = 0; i < z.hidden; ++i) {
@@ -149,7 +156,13 @@ std::vector<HostTensor> Reference(const std::vector<HostTensor>& in, Sizes z = k
   }
   HostTensor out = Apply(in[8], g, z.dim);
   for (int i = 0; i < z.dim; ++i) F32(out)[i] += F32(in[0])[i];
-  return {Apply(in[2], xa, z.dim), Apply(in[3], xa, z.kv), Apply(in[4], xa, z.kv), out};
+  return out;
+}
+
+// The block's four results from the C++ reference (double sums).
+std::vector<HostTensor> Reference(const std::vector<HostTensor>& in, Sizes z = kStories) {
+  std::vector<double> xa = Norm(F32(in[0]), F32(in[1]), z.dim);
+  return {Apply(in[2], xa, z.dim), Apply(in[3], xa, z.kv), Apply(in[4], xa, z.kv), FfnReference(in, z)};
 }
 
 // Runs `module` (the block compiled for `target`) twice; returns the second call's results
@@ -247,27 +260,7 @@ std::string FfnThenQkv(Sizes z) {
          "  %e0 = tensor.empty() : tensor<f32>\n"
          "  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>\n"
          "  %e64 = tensor.empty() : " + T(z.dim) + "\n" +
-         RmsNorm("xf", "%x", "%wf", z.dim) + Matvec("h1", "%w1", "%xf", z.hidden, z.dim) +
-         Matvec("h3", "%w3", "%xf", z.hidden, z.dim) +
-         "  %eh = tensor.empty() : " + T(z.hidden) + "\n"
-         "  %act = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = [\"parallel\"]} "
-         "ins(%h1, %h3 : " + T(z.hidden) + ", " + T(z.hidden) + ") outs(%eh : " + T(z.hidden) + ") {\n"
-         "  ^bb0(%a: f32, %b: f32, %o: f32):\n"
-         "    %n = arith.negf %a : f32\n"
-         "    %ex = math.exp %n : f32\n"
-         "    %one = arith.constant 1.0 : f32\n"
-         "    %d = arith.addf %one, %ex : f32\n"
-         "    %s = arith.divf %a, %d : f32\n"
-         "    %r = arith.mulf %s, %b : f32\n"
-         "    linalg.yield %r : f32\n"
-         "  } -> " + T(z.hidden) + "\n" +
-         Matvec("f", "%w2", "%act", z.dim, z.hidden) +
-         "  %res = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = [\"parallel\"]} "
-         "ins(%x, %f : " + T(z.dim) + ", " + T(z.dim) + ") outs(%e64 : " + T(z.dim) + ") {\n"
-         "  ^bb0(%a: f32, %b: f32, %o: f32):\n"
-         "    %s = arith.addf %a, %b : f32\n"
-         "    linalg.yield %s : f32\n"
-         "  } -> " + T(z.dim) + "\n" +
+         Ffn(z, "res") +
          RmsNorm("xa", "%res", "%wa", z.dim) + Matvec("q", "%wq", "%xa", z.dim, z.dim) +
          Matvec("k", "%wk", "%xa", z.kv, z.dim) + Matvec("v", "%wv", "%xa", z.kv, z.dim) +
          "  return %q, %k, %v, %res : " + T(z.dim) + ", " + T(z.kv) + ", " + T(z.kv) + ", " + T(z.dim) + "\n"
@@ -277,15 +270,7 @@ std::string FfnThenQkv(Sizes z) {
 // FfnThenQkv's results from the C++ reference: r = x + w2 (SiLU(w1 xf) * w3 xf) in f64 sums
 // (rounded to f32, as the kernel stores it), then q/k/v of its norm.
 std::vector<HostTensor> FfnThenQkvReference(const std::vector<HostTensor>& in, Sizes z) {
-  std::vector<double> xf = Norm(F32(in[0]), F32(in[5]), z.dim);
-  HostTensor h1 = Apply(in[6], xf, z.hidden), h3 = Apply(in[7], xf, z.hidden);
-  std::vector<double> g(z.hidden);
-  for (int i = 0; i < z.hidden; ++i) {
-    double a = F32(h1)[i];
-    g[i] = a / (1.0 + std::exp(-a)) * F32(h3)[i];
-  }
-  HostTensor r = Apply(in[8], g, z.dim);
-  for (int i = 0; i < z.dim; ++i) F32(r)[i] += F32(in[0])[i];
+  HostTensor r = FfnReference(in, z);
   std::vector<double> xa = Norm(F32(r), F32(in[1]), z.dim);
   return {Apply(in[2], xa, z.dim), Apply(in[3], xa, z.kv), Apply(in[4], xa, z.kv), r};
 }
