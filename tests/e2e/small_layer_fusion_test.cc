@@ -78,6 +78,23 @@ std::string Matvec(const std::string& y, const std::string& w, const std::string
          "xf32>) outs(%" + y + "_z : tensor<" + r + "xf32>) -> tensor<" + r + "xf32>\n";
 }
 
+// @main(x, wa, wq, wk, wv, wf, w1, w3, w2) -> (dim, kv, kv, dim) of `z` with the constants
+// the blocks use (%zero, %z0, %e64), up to its first op.
+std::string MainHeader(Sizes z) {
+  auto T = [](int n) { return "tensor<" + std::to_string(n) + "xf32>"; };
+  auto M = [](int r, int c) { return "tensor<" + std::to_string(r) + "x" + std::to_string(c) + "xf32>"; };
+  return "#id = affine_map<(d) -> (d)>\n"
+         "#all = affine_map<(d) -> ()>\n"
+         "func.func @main(%x: " + T(z.dim) + ", %wa: " + T(z.dim) + ", %wq: " + M(z.dim, z.dim) +
+         ", %wk: " + M(z.kv, z.dim) + ", %wv: " + M(z.kv, z.dim) + ", %wf: " + T(z.dim) + ", %w1: " +
+         M(z.hidden, z.dim) + ", %w3: " + M(z.hidden, z.dim) + ", %w2: " + M(z.dim, z.hidden) + ") -> (" + T(z.dim) +
+         ", " + T(z.kv) + ", " + T(z.kv) + ", " + T(z.dim) + ") {\n"
+         "  %zero = arith.constant 0.0 : f32\n"
+         "  %e0 = tensor.empty() : tensor<f32>\n"
+         "  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>\n"
+         "  %e64 = tensor.empty() : " + T(z.dim) + "\n";
+}
+
 // A llama FFN over %x: rmsnorm(x, %wf), w1 and w3, SiLU(w1 xf) * w3 xf, w2, and the residual
 // add, named %RESULT (the operands %x, %wf, %w1, %w3, %w2, the constants %zero, %z0, %e64).
 std::string Ffn(Sizes z, const std::string& result) {
@@ -107,17 +124,7 @@ std::string Ffn(Sizes z, const std::string& result) {
 
 std::string Block(Sizes z = kStories) {
   auto T = [](int n) { return "tensor<" + std::to_string(n) + "xf32>"; };
-  auto M = [](int r, int c) { return "tensor<" + std::to_string(r) + "x" + std::to_string(c) + "xf32>"; };
-  return "#id = affine_map<(d) -> (d)>\n"
-         "#all = affine_map<(d) -> ()>\n"
-         "func.func @main(%x: " + T(z.dim) + ", %wa: " + T(z.dim) + ", %wq: " + M(z.dim, z.dim) +
-         ", %wk: " + M(z.kv, z.dim) + ", %wv: " + M(z.kv, z.dim) + ", %wf: " + T(z.dim) + ", %w1: " +
-         M(z.hidden, z.dim) + ", %w3: " + M(z.hidden, z.dim) + ", %w2: " + M(z.dim, z.hidden) + ") -> (" + T(z.dim) +
-         ", " + T(z.kv) + ", " + T(z.kv) + ", " + T(z.dim) + ") {\n"
-         "  %zero = arith.constant 0.0 : f32\n"
-         "  %e0 = tensor.empty() : tensor<f32>\n"
-         "  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>\n"
-         "  %e64 = tensor.empty() : " + T(z.dim) + "\n" +
+  return MainHeader(z) +
          RmsNorm("xa", "%x", "%wa", z.dim) + Matvec("q", "%wq", "%xa", z.dim, z.dim) +
          Matvec("k", "%wk", "%xa", z.kv, z.dim) + Matvec("v", "%wv", "%xa", z.kv, z.dim) +
          Ffn(z, "out") +
@@ -249,17 +256,7 @@ HEXIR_E2E_TEST_ON_DEVICES("both targets fuse small norms by default", FusesByDef
 // written to its result and read back by the same block), two with --chain-small-layers=0.
 std::string FfnThenQkv(Sizes z) {
   auto T = [](int n) { return "tensor<" + std::to_string(n) + "xf32>"; };
-  auto M = [](int r, int c) { return "tensor<" + std::to_string(r) + "x" + std::to_string(c) + "xf32>"; };
-  return "#id = affine_map<(d) -> (d)>\n"
-         "#all = affine_map<(d) -> ()>\n"
-         "func.func @main(%x: " + T(z.dim) + ", %wa: " + T(z.dim) + ", %wq: " + M(z.dim, z.dim) +
-         ", %wk: " + M(z.kv, z.dim) + ", %wv: " + M(z.kv, z.dim) + ", %wf: " + T(z.dim) + ", %w1: " +
-         M(z.hidden, z.dim) + ", %w3: " + M(z.hidden, z.dim) + ", %w2: " + M(z.dim, z.hidden) + ") -> (" + T(z.dim) +
-         ", " + T(z.kv) + ", " + T(z.kv) + ", " + T(z.dim) + ") {\n"
-         "  %zero = arith.constant 0.0 : f32\n"
-         "  %e0 = tensor.empty() : tensor<f32>\n"
-         "  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>\n"
-         "  %e64 = tensor.empty() : " + T(z.dim) + "\n" +
+  return MainHeader(z) +
          Ffn(z, "res") +
          RmsNorm("xa", "%res", "%wa", z.dim) + Matvec("q", "%wq", "%xa", z.dim, z.dim) +
          Matvec("k", "%wk", "%xa", z.kv, z.dim) + Matvec("v", "%wv", "%xa", z.kv, z.dim) +
