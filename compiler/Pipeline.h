@@ -39,8 +39,8 @@ struct CompileOptions {
   // Small-layer groups take their heads (ops of no group they read: wo and the residual
   // before an FFN's norm) and join the group whose results they read (a layer's FFN and the
   // next layer's norm + q/k/v as one kernel): hexir-group-small-projections' group-heads and
-  // chain-groups. 0 off; 1 or -1 (the default) on (passes/dispatch/fusion/README.md).
-  int chain_small_layers = -1;
+  // chain-groups (passes/dispatch/fusion/README.md).
+  bool chain_small_layers = true;
   // CUDA-only modules: the dispatch regions of projections of one vector (q, k, v + its cache
   // row) become one kernel, blocks partitioned over their rows (hexir-merge-sibling-projections).
   bool sibling_projections = false;

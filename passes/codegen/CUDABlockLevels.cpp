@@ -142,6 +142,16 @@ Value Index(OpBuilder& b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
 
+// The coordinates of the point `linear` of a row-major space of `extents` (the last fastest).
+SmallVector<Value> Delinearize(OpBuilder& b, Location loc, Value linear, ArrayRef<int64_t> extents) {
+  SmallVector<Value> coordinates(extents.size());
+  for (int64_t d = extents.size() - 1; d >= 0; --d) {
+    coordinates[d] = d > 0 ? arith::RemUIOp::create(b, loc, linear, Index(b, loc, extents[d])).getResult() : linear;
+    if (d > 0) linear = arith::DivUIOp::create(b, loc, linear, Index(b, loc, extents[d]));
+  }
+  return coordinates;
+}
+
 // An output's initial value for one point: the output buffer, its indexing map, the op's
 // loop count (reductions after the parallel dims; the output does not depend on them).
 struct FillStore {
@@ -197,17 +207,9 @@ LogicalResult ThreadPerPoint(RewriterBase& rw, linalg::GenericOp op, Value tid, 
   rw.setInsertionPoint(nest.front());
   auto strided = scf::ForOp::create(rw, loc, start, Index(rw, loc, points), Index(rw, loc, block));
   rw.setInsertionPointToStart(strided.getBody());
-  Value rest = strided.getInductionVar();
-  SmallVector<Value> coordinates;
-  for (int64_t d = parallelCount - 1; d >= 0; --d) {
-    Value coordinate = rest;
-    if (d > 0) {
-      coordinate = arith::RemUIOp::create(rw, loc, rest, Index(rw, loc, extents[d]));
-      rest = arith::DivUIOp::create(rw, loc, rest, Index(rw, loc, extents[d]));
-    }
-    nest[d].getInductionVar().replaceAllUsesWith(coordinate);
-    coordinates.insert(coordinates.begin(), coordinate);
-  }
+  SmallVector<Value> coordinates = Delinearize(rw, loc, strided.getInductionVar(),
+                                                ArrayRef<int64_t>(extents).take_front(parallelCount));
+  for (int64_t d = 0; d < parallelCount; ++d) nest[d].getInductionVar().replaceAllUsesWith(coordinates[d]);
   store.emit(rw, loc, coordinates);
   Block* inner = nest.back().getBody();
   for (Operation& moved : llvm::make_early_inc_range(inner->without_terminator()))
@@ -290,13 +292,8 @@ void LanesReduce(RewriterBase& rw, linalg::GenericOp op, Operation* combiner, Va
       b, loc, first, arith::MulIOp::create(b, loc, roundsLoop.getInductionVar(), Index(b, loc, stride)));
   Value last = Index(b, loc, points - 1);
   Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, point, last);
-  Value clamped = arith::MinUIOp::create(b, loc, point, last);
-  SmallVector<Value> coordinates(reduced);
-  Value rest = clamped;
-  for (int64_t d = reduced - 1; d >= 0; --d) {
-    coordinates[d] = d > 0 ? arith::RemUIOp::create(b, loc, rest, Index(b, loc, extents[d])).getResult() : rest;
-    if (d > 0) rest = arith::DivUIOp::create(b, loc, rest, Index(b, loc, extents[d]));
-  }
+  SmallVector<Value> coordinates = Delinearize(b, loc, arith::MinUIOp::create(b, loc, point, last),
+                                                ArrayRef<int64_t>(extents).take_front(reduced));
   // A static trip count (extent / lanes), so that LLVM unrolls it and issues the loads
   // ahead, as it does a thread's whole row.
   auto fold = scf::ForOp::create(

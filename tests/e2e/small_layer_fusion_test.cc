@@ -394,5 +394,19 @@ TEST_CASE("--small-reduction-extent below -1 is refused by name") {
   CHECK(r.output.find("--small-reduction-extent: -2 is not an integer >= 0 (0: off)") != std::string::npos);
 }
 
+TEST_CASE("--chain-small-layers takes only a boolean, refused by name otherwise") {
+  if (access(HexirCompile().c_str(), X_OK) != 0) {  // the GPU machine's bundle has no compiler
+    std::printf("HEXIR_SKIPPED: --chain-small-layers refusal: no %s here\n", HexirCompile().c_str());
+    return;
+  }
+  std::string source = TempFile("refused_chain.mlir");
+  WriteFile(source, Block());
+  CommandResult r = RunCommand(HexirCompile() + " " + source + " --chain-small-layers=2 -o " +
+                               TempFile("refused_chain.vmfb") + " 2>&1");
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("--chain-small-layers") != std::string::npos);
+  CHECK(r.output.find("'2' is invalid value for boolean argument") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace hexir::e2e

@@ -54,13 +54,13 @@ static cl::opt<int64_t> normPairExtent(
              "scaling have at most N iterations each runs as one kernel (one block) instead of "
              "two; 0: off (default: 16384)"),
     cl::init(-1));
-static cl::opt<int> chainSmallLayers(
+static cl::opt<bool> chainSmallLayers(
     "chain-small-layers",
     cl::desc("small-layer groups (a norm with the projections and ops after it, one kernel) "
              "take their heads (the output projection and residual add before an FFN's norm) "
-             "and join the group before them (a layer's FFN and the next layer's norm + q/k/v): "
-             "1 on, 0 off (default -1: on)"),
-    cl::init(-1));
+             "and join the group before them (a layer's FFN and the next layer's norm + q/k/v) "
+             "(default: on; =0: off)"),
+    cl::init(true));
 static cl::opt<bool> siblingProjections(
     "sibling-projections",
     cl::desc("CUDA-only modules: projections of one vector (a llama layer's q, k and v + its "
@@ -247,8 +247,6 @@ int main(int argc, char** argv) {
   options.fuse_elementwise = !noFusion;
   options.small_reduction_extent = smallReductionExtent;
   options.norm_pair_extent = normPairExtent;
-  if (chainSmallLayers < -1 || chainSmallLayers > 1)
-    return refuse("--chain-small-layers", chainSmallLayers, "in {0, 1} (-1: the target's default)");
   options.chain_small_layers = chainSmallLayers;
   options.sibling_projections = siblingProjections;
   options.cast_matmul_activations = cudaMatmulActivations == MatmulActivations::kWeights;
