@@ -357,7 +357,11 @@ def MergeSpecializationSwitches : Pass<"hexir-merge-specialization-switches", "m
     other op holding regions between: the ops are cloned into both branches of one `scf.if`
     on the first switch's condition, where each switch the condition decides is replaced by
     the branch it would take. Each branch is then one segment (one submission per call)
-    instead of two per specialized dispatch.
+    instead of two per specialized dispatch. Before that, a loop (`scf.for`) whose body holds
+    a switch testing dims known before the loop (by key; a carried tensor whose dim no
+    iteration changes) is unswitched: one switch on those dims before it, the loop cloned
+    into both branches, each clone's decided switches replaced by their branch (at most 16
+    loops of at most 4096 ops a function).
   }];
   let dependentDialects = ["mlir::scf::SCFDialect"];
 }

@@ -3,6 +3,7 @@
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/DenseSet.h"
 #include "mlir/IR/Matchers.h"
 #include "passes/dispatch/SpecializationSwitch.h"
 
@@ -65,6 +66,22 @@ DimKey keyOfDim(Value tensor, int64_t dim, int depth) {
     }
     if (auto d = tensor.getDefiningOp<DispatchOp>())
       if (Value operand = resultDimOperand(d, tensor, dim)) return keyOf(operand, depth + 1);
+    // An scf.for iteration argument: its initial value's key when every iteration yields a
+    // tensor whose dim has that key too, or the argument's own dim (by induction, the dim
+    // never changes). The argument is assumed unchanged while its yield is being keyed.
+    if (auto arg = dyn_cast<BlockArgument>(tensor)) {
+      auto loop = dyn_cast_or_null<scf::ForOp>(arg.getOwner()->getParentOp());
+      if (loop && arg.getOwner() == loop.getBody() && arg.getArgNumber() >= loop.getNumInductionVars()) {
+        static thread_local llvm::DenseSet<std::pair<Value, int64_t>> inProgress;
+        if (!inProgress.insert({tensor, dim}).second) return {std::nullopt, tensor, dim};
+        DimKey initial = keyOfDim(loop.getTiedLoopInit(arg)->get(), dim, depth + 1);
+        DimKey yielded = initial.known() ? keyOfDim(loop.getTiedLoopYieldedValue(arg)->get(), dim, depth + 1)
+                                         : DimKey{};
+        inProgress.erase({tensor, dim});
+        if (initial.known() && (yielded == initial || (yielded.tensor == tensor && yielded.dim == dim)))
+          return initial;
+      }
+    }
     if (auto s = tensor.getDefiningOp<scf::IfOp>(); s && s->hasAttr(kSpecializationSwitchAttr)) {
       unsigned r = cast<OpResult>(tensor).getResultNumber();
       DimKey generic = keyOfDim(s.elseYield().getOperand(r), dim, depth + 1);

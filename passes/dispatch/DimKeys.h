@@ -4,7 +4,8 @@
 // `tensor.collapse_shape` dim that is one source dim alone, of a `tensor.expand_shape` dim
 // (its output-shape operand), of a `hexir.dispatch` result (its `dims` operand) and of a
 // specialization switch's result (either branch computes the same tensor; the generic one
-// is tried first; an index result likewise), or the index value itself. Used by hexir-specialize-dispatches (a result dim equal to a specialized
+// is tried first; an index result likewise), of an scf.for iteration argument (its initial
+// value's, when each iteration yields a tensor of the same dim), or the index value itself. Used by hexir-specialize-dispatches (a result dim equal to a specialized
 // operand dim) and hexir-merge-specialization-switches (switches testing one value).
 #pragma once
 

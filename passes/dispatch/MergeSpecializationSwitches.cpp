@@ -10,6 +10,10 @@
 //
 // Terms: a switch's condition is a conjunction of `d == v` tests (v a constant). Two dims are
 // the same when their keys are (DimKeys.h).
+// First, loops are unswitched: a switch at the top of an scf.for body whose tested dims are
+// all known before the loop by key (a carried tensor whose rows no iteration changes) gets
+// one switch before the loop, testing those dims there, with the loop cloned into both
+// branches and the switches the test decides replaced by their branch in each clone.
 // The run: from a switch S to the last switch L of its block that S's terms decide (all of
 // L's terms are S's), with no op holding regions between them other than switches. Every op
 // of the run is cloned into both branches of a new `scf.if` on S's condition; in the then
@@ -21,6 +25,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -161,10 +166,98 @@ Operation* mergeFrom(scf::IfOp first) {
   return after;
 }
 
+// Loops unswitched per function at most, and the ops a loop may have to be cloned.
+constexpr int kMaxUnswitchedLoops = 16;
+constexpr int64_t kMaxUnswitchedLoopOps = 4096;
+
+// Whether every term tests a run-time dim known before `loop` (a value dominating it).
+bool invariantIn(ArrayRef<Term> terms, scf::ForOp loop, DominanceInfo& dominance) {
+  return !terms.empty() && llvm::all_of(terms, [&](const Term& t) {
+    return !t.dim.constant && t.dim.tensor && dominance.properlyDominates(t.dim.tensor, loop);
+  });
+}
+
+// The conjunction of `terms`, computed at `b` from their keys.
+Value testTerms(OpBuilder& b, Location loc, ArrayRef<Term> terms) {
+  Value cond;
+  for (const Term& t : terms) {
+    Value dim = t.dim.dim >= 0 ? tensor::DimOp::create(b, loc, t.dim.tensor, t.dim.dim).getResult() : t.dim.tensor;
+    Value test = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, dim,
+                                       arith::ConstantIndexOp::create(b, loc, t.value));
+    cond = cond ? arith::AndIOp::create(b, loc, cond, test).getResult() : test;
+  }
+  return cond;
+}
+
+// Replaces switch `s` by the ops of its then (`then`) or else branch.
+void inlineBranch(scf::IfOp s, bool then) {
+  Block& taken = then ? s.getThenRegion().front() : s.getElseRegion().front();
+  SmallVector<Value> yielded(taken.getTerminator()->getOperands());
+  for (Operation& op : llvm::make_early_inc_range(taken.without_terminator())) op.moveBefore(s);
+  s->replaceAllUsesWith(yielded);
+  s->erase();
+}
+
+// Unswitches `loop` on `facts` (the terms of a switch of its body, known before it): the
+// loop is cloned into both branches of a new switch testing them before it, and in each
+// clone the switches of the body that the facts decide are replaced by their branch.
+void unswitch(scf::ForOp loop, ArrayRef<Term> facts) {
+  OpBuilder b(loop);
+  Location loc = loop.getLoc();
+  Value cond = testTerms(b, loc, facts);
+  auto outer = scf::IfOp::create(b, loc, loop.getResultTypes(), cond, /*addThenBlock=*/false,
+                                 /*addElseBlock=*/false);
+  outer->setAttr(kSpecializationSwitchAttr, b.getUnitAttr());
+  for (bool holds : {true, false}) {
+    OpBuilder branch = OpBuilder::atBlockEnd(&(holds ? outer.getThenRegion() : outer.getElseRegion()).emplaceBlock());
+    auto clone = cast<scf::ForOp>(branch.clone(*loop));
+    scf::YieldOp::create(branch, loc, clone.getResults());
+    for (Operation& op : llvm::make_early_inc_range(clone.getBody()->without_terminator())) {
+      auto inner = dyn_cast<scf::IfOp>(&op);
+      int taken = inner && isSwitch(inner) ? decide(inner, cond, facts, holds) : -1;
+      if (taken >= 0) inlineBranch(inner, taken == 1);
+    }
+    // The replaced switches' tests are left unused.
+    SmallVector<Operation*> body;
+    for (Operation& op : clone.getBody()->without_terminator()) body.push_back(&op);
+    for (Operation* op : llvm::reverse(body))
+      if (isOpTriviallyDead(op)) op->erase();
+  }
+  loop->replaceAllUsesWith(outer.getResults());
+  loop->erase();
+}
+
+// Unswitches the loops of `func` holding a switch (at the top of their body) whose tests are
+// loop-invariant by key (a decode loop's M = 1, a recurrent network's batch = 1): each
+// iteration's dispatches are then one segment instead of one before, one in and one after
+// the switch. Inner loops first; a clone may be unswitched again, up to kMaxUnswitchedLoops.
+void unswitchLoops(func::FuncOp func) {
+  for (int round = 0; round < kMaxUnswitchedLoops; ++round) {
+    DominanceInfo dominance(func);
+    scf::ForOp loop;
+    SmallVector<Term> facts;
+    func.walk([&](scf::IfOp s) {
+      auto parent = dyn_cast<scf::ForOp>(s->getParentOp());
+      if (!isSwitch(s) || !parent) return WalkResult::advance();
+      SmallVector<Term> terms = termsOf(s);
+      if (!invariantIn(terms, parent, dominance)) return WalkResult::advance();
+      int64_t ops = 0;
+      parent->walk([&](Operation*) { ++ops; });
+      if (ops > kMaxUnswitchedLoopOps) return WalkResult::advance();
+      loop = parent;
+      facts = terms;
+      return WalkResult::interrupt();
+    });
+    if (!loop) return;
+    unswitch(loop, facts);
+  }
+}
+
 class MergeSpecializationSwitches
     : public impl::MergeSpecializationSwitchesBase<MergeSpecializationSwitches> {
  public:
   void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) unswitchLoops(func);
     SmallVector<Block*> blocks;
     for (auto func : getOperation().getOps<func::FuncOp>())
       func.walk([&](Block* block) {

@@ -185,3 +185,73 @@ func.func @lone(%x: tensor<?x8xf32>, %w: tensor<8x16xf32>) -> tensor<?x16xf32> {
   }
   return %b : tensor<?x16xf32>
 }
+
+// -----
+
+// A switch in a loop body testing a dim that no iteration changes (the rows of the carried
+// state h: its initial value's rows are the input's M, and so are the rows each iteration
+// yields): the loop is unswitched, one switch on M before it with the loop cloned into each
+// branch, each clone holding only its branch's kernel (a recurrent network's batch = 1;
+// each iteration one segment instead of three). The loop whose switch tests the rows of a
+// tensor of i rows (they change every iteration) keeps its switch.
+// CHECK-LABEL: func.func @recurrent(
+// CHECK:       %[[M:.+]] = tensor.dim %arg0, %c0
+// CHECK:       %[[H0:.+]] = hexir.dispatch @init(
+// CHECK:       %[[ROWS:.+]] = tensor.dim %arg0, %c0
+// CHECK:       %[[HOT:.+]] = arith.cmpi eq, %[[ROWS]], %c1{{.*}} : index
+// CHECK-NEXT:  %[[R:.+]] = scf.if %[[HOT]] -> (tensor<?x16xf32>) {
+// CHECK-NEXT:    %[[L1:.+]] = scf.for {{.*}} iter_args(%{{.+}} = %[[H0]])
+// CHECK-NOT:       scf.if
+// CHECK:           hexir.dispatch @mm_a0d0eq1(
+// CHECK-NOT:       scf.if
+// CHECK:           hexir.dispatch @step(
+// CHECK:         scf.yield %[[L1]]
+// CHECK-NEXT:  } else {
+// CHECK-NEXT:    %[[L2:.+]] = scf.for {{.*}} iter_args(%{{.+}} = %[[H0]])
+// CHECK-NOT:       scf.if
+// CHECK:           hexir.dispatch @mm(
+// CHECK-NOT:       scf.if
+// CHECK:           hexir.dispatch @step(
+// CHECK:         scf.yield %[[L2]]
+// CHECK-NEXT:  } {hexir.specialization_switch}
+// CHECK:       scf.for
+// CHECK:         scf.if
+// CHECK:         } {hexir.specialization_switch}
+// CHECK:       return %[[R]]
+func.func @recurrent(%x: tensor<?x8xf32>, %w: tensor<16x16xf32>, %n: index) -> (tensor<?x16xf32>, tensor<?x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %x, %c0 : tensor<?x8xf32>
+  %h0 = hexir.dispatch @init(%x, %m) dims(%m) : (tensor<?x8xf32>, index) -> tensor<?x16xf32>
+  %l = scf.for %i = %c0 to %n step %c1 iter_args(%h = %h0) -> (tensor<?x16xf32>) {
+    %rows = tensor.dim %h, %c0 : tensor<?x16xf32>
+    %hot = arith.cmpi eq, %rows, %c1 : index
+    %a = scf.if %hot -> (tensor<?x16xf32>) {
+      %h1 = tensor.cast %h : tensor<?x16xf32> to tensor<1x16xf32>
+      %s = hexir.dispatch @mm_a0d0eq1(%h1, %w) : (tensor<1x16xf32>, tensor<16x16xf32>) -> tensor<1x16xf32>
+      %sd = tensor.cast %s : tensor<1x16xf32> to tensor<?x16xf32>
+      scf.yield %sd : tensor<?x16xf32>
+    } else {
+      %g = hexir.dispatch @mm(%h, %w, %rows) dims(%rows) : (tensor<?x16xf32>, tensor<16x16xf32>, index) -> tensor<?x16xf32>
+      scf.yield %g : tensor<?x16xf32>
+    } {hexir.specialization_switch}
+    %next = hexir.dispatch @step(%a, %h, %m) dims(%m) : (tensor<?x16xf32>, tensor<?x16xf32>, index) -> tensor<?x16xf32>
+    scf.yield %next : tensor<?x16xf32>
+  }
+  %k = scf.for %i = %c0 to %n step %c1 iter_args(%t = %h0) -> (tensor<?x16xf32>) {
+    %p = hexir.dispatch @prefix(%t, %i) dims(%i) : (tensor<?x16xf32>, index) -> tensor<?x16xf32>
+    %rows = tensor.dim %p, %c0 : tensor<?x16xf32>
+    %hot = arith.cmpi eq, %rows, %c1 : index
+    %a = scf.if %hot -> (tensor<?x16xf32>) {
+      %p1 = tensor.cast %p : tensor<?x16xf32> to tensor<1x16xf32>
+      %s = hexir.dispatch @mm_a0d0eq1(%p1, %w) : (tensor<1x16xf32>, tensor<16x16xf32>) -> tensor<1x16xf32>
+      %sd = tensor.cast %s : tensor<1x16xf32> to tensor<?x16xf32>
+      scf.yield %sd : tensor<?x16xf32>
+    } else {
+      %g = hexir.dispatch @mm(%p, %w, %rows) dims(%rows) : (tensor<?x16xf32>, tensor<16x16xf32>, index) -> tensor<?x16xf32>
+      scf.yield %g : tensor<?x16xf32>
+    } {hexir.specialization_switch}
+    scf.yield %t : tensor<?x16xf32>
+  }
+  return %l, %k : tensor<?x16xf32>, tensor<?x16xf32>
+}
