@@ -8,6 +8,8 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "hal/element_type.h"
 #include "hal/executable.h"
@@ -227,6 +229,102 @@ void SpecializedRunIsOneSwitch(const std::string& target) {
 }
 HEXIR_E2E_TEST_ON_DEVICES("three matmuls specialized for M = 1 run behind one switch: one command buffer per branch, results equal to f64 and to --schedule=serial at M = 1, 5, 1, 7",
                           SpecializedRunIsOneSwitch)
+
+// ---- loops unswitched on a specialization switch -------------------------------------------
+
+// A recurrence over a dynamic batch, carrying h [M, 8] and s [M]: h' = tanh(h W) + h -
+// tanh(s) (s broadcast along rows), s' = s + the row sums of h'. The matmul is specialized
+// for M = 1; the switch tests the rows of the carried h, which no iteration changes, so the
+// loop is unswitched (passes/README.md, hexir-merge-specialization-switches) and each
+// iteration's two dispatches (the matmul with its update, the row sums) are one submission
+// instead of two (one holding the switch, one after it).
+const char* kRecurrence = R"mlir(
+#map = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+func.func @main(%x: tensor<?x8xf32>, %w: tensor<8x8xf32>, %steps: i64) -> (tensor<?x8xf32>, tensor<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %z = arith.constant 0.0 : f32
+  %n = arith.index_cast %steps : i64 to index
+  %m = tensor.dim %x, %c0 : tensor<?x8xf32>
+  %se = tensor.empty(%m) : tensor<?xf32>
+  %s0 = linalg.fill ins(%z : f32) outs(%se : tensor<?xf32>) -> tensor<?xf32>
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%h = %x, %s = %s0) -> (tensor<?x8xf32>, tensor<?xf32>) {
+    %hs = linalg.generic {indexing_maps = [#map, #row, #map], iterator_types = ["parallel", "parallel"]} ins(%h, %s : tensor<?x8xf32>, tensor<?xf32>) outs(%h : tensor<?x8xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %t = math.tanh %b : f32
+      %y = arith.subf %a, %t : f32
+      linalg.yield %y : f32
+    } -> tensor<?x8xf32>
+    %e = tensor.empty(%m) : tensor<?x8xf32>
+    %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
+    %p = linalg.matmul ins(%h, %w : tensor<?x8xf32>, tensor<8x8xf32>) outs(%f : tensor<?x8xf32>) -> tensor<?x8xf32>
+    %u = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%p, %hs : tensor<?x8xf32>, tensor<?x8xf32>) outs(%e : tensor<?x8xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %t = math.tanh %a : f32
+      %y = arith.addf %t, %b : f32
+      linalg.yield %y : f32
+    } -> tensor<?x8xf32>
+    %sum = linalg.generic {indexing_maps = [#map, #row], iterator_types = ["parallel", "reduction"]} ins(%u : tensor<?x8xf32>) outs(%s : tensor<?xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %y = arith.addf %a, %o : f32
+      linalg.yield %y : f32
+    } -> tensor<?xf32>
+    scf.yield %u, %sum : tensor<?x8xf32>, tensor<?xf32>
+  }
+  return %r#0, %r#1 : tensor<?x8xf32>, tensor<?xf32>
+}
+)mlir";
+
+void LoopUnswitchedOnSpecialization(const std::string& target) {
+  std::string module = CompileOrDie(kRecurrence, "recurrence", target);
+  std::string serial = CompileOrDie(kRecurrence, "recurrence_serial", target, "--schedule=serial");
+  auto session = OpenOrDie(module, target);
+  auto serial_session = OpenOrDie(serial, target);
+  hal::Device& device = session->device();
+  EntryRecorder recorder;
+  device.SetProfiler(&recorder);
+  HostTensor w = RandomF32({8, 8}, 71);
+  for (auto [m, steps] : {std::pair<int64_t, int64_t>{1, 5}, {3, 5}, {1, 2}, {4, 7}}) {
+    INFO("M = " << m << ", " << steps << " steps");
+    HostTensor x = RandomF32({m, 8}, 72 + m);
+    std::vector<double> h(F32(x), F32(x) + m * 8), s(m, 0.0);
+    for (int64_t step = 0; step < steps; ++step) {
+      std::vector<double> next(h.size());
+      for (int64_t i = 0; i < m; ++i)
+        for (int j = 0; j < 8; ++j) {
+          double acc = 0;
+          for (int k = 0; k < 8; ++k) acc += h[i * 8 + k] * F32(w)[k * 8 + j];
+          next[i * 8 + j] = std::tanh(acc) + h[i * 8 + j] - std::tanh(s[i]);
+        }
+      h = next;
+      for (int64_t i = 0; i < m; ++i)
+        for (int j = 0; j < 8; ++j) s[i] += h[i * 8 + j];
+    }
+    HostTensor y = ZerosF32({m, 8}), sums = ZerosF32({m});
+    for (size_t e = 0; e < h.size(); ++e) F32(y)[e] = float(h[e]);
+    for (int64_t i = 0; i < m; ++i) F32(sums)[i] = float(s[i]);
+    hal::DeviceStats before = device.stats();
+    auto results = CallOrDie(*session, "main", {Tensor(x), Tensor(w), I64Scalar(steps)});
+    hal::DeviceStats after = device.stats();
+    REQUIRE(results.size() == 2);
+    RequireClose(results[0].tensor, y, 1e-4, 1e-4);
+    RequireClose(results[1].tensor, sums, 1e-4, 1e-4);
+    auto serial_results = CallOrDie(*serial_session, "main", {Tensor(x), Tensor(w), I64Scalar(steps)});
+    RequireClose(results[0].tensor, serial_results[0].tensor, 0, 0);
+    RequireClose(results[1].tensor, serial_results[1].tensor, 0, 0);
+    // The initial fill, then one submission an iteration (two before the unswitching).
+    CHECK(after.queue_submissions - before.queue_submissions == uint64_t(steps + 1));
+    CHECK(after.dispatches_executed - before.dispatches_executed == uint64_t(2 * steps + 1));
+    std::set<std::string> ran = recorder.Take();
+    bool special = false;
+    for (const std::string& entry : ran) special = special || entry.find("_a0d0eq1") != std::string::npos;
+    CHECK(special == (m == 1));
+  }
+  device.SetProfiler(nullptr);
+}
+HEXIR_E2E_TEST_ON_DEVICES("a recurrence over a dynamic batch with its matmul specialized for M = 1 is unswitched: one submission an iteration, results equal to f64 and to --schedule=serial at M = 1, 3, 1, 4",
+                          LoopUnswitchedOnSpecialization)
 
 // ---- parameter transforms lifted out of calls ----------------------------------------------
 
