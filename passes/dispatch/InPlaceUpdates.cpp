@@ -139,7 +139,8 @@ bool CanUpdateInitInPlace(linalg::GenericOp op) {
 }
 
 bool CanInsertInPlace(tensor::InsertSliceOp op) {
-  if (!IsLowerableHostTensorOp(op)) return false;  // unit strides, same rank
+  // Unit strides, same rank (a rank-reducing insert is expanded first, LowerHostTensorOps).
+  if (!IsLowerableHostTensorOp(op) || op.getSourceType().getRank() != op.getDestType().getRank()) return false;
   return Ownership().ownedAt(op.getDest(), op);
 }
 

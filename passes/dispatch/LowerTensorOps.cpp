@@ -10,7 +10,9 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
@@ -28,9 +30,40 @@ bool unitStrides(ArrayRef<OpFoldResult> strides) {
 
 // The forms the patterns rewrite (IsLowerableHostTensorOp: the legality VerifyInput checks).
 bool isLowerable(tensor::ExtractSliceOp op) { return unitStrides(op.getMixedStrides()); }
+// The slice dims a rank-reducing insert drops (unit sizes whose removal leaves the source's
+// shape), or none.
+std::optional<llvm::SmallDenseSet<unsigned>> droppedDims(tensor::InsertSliceOp op) {
+  return computeRankReductionMask(op.getStaticSizes(), op.getSourceType().getShape(), /*matchDynamic=*/true);
+}
 bool isLowerable(tensor::InsertSliceOp op) {
   return unitStrides(op.getMixedStrides()) &&
-         op.getSourceType().getRank() == op.getDestType().getRank();
+         (op.getSourceType().getRank() == op.getDestType().getRank() || droppedDims(op));
+}
+
+/// A rank-reducing insert (the source lacks unit dims of the slice) becomes an expand_shape
+/// of the source to the slice's shape and an insert of the same rank, which the in-place
+/// analysis and LowerInsertSlice take:
+///
+///   tensor.insert_slice %row into %t[%i, 0] [1, 8] [1, 1] : tensor<8xf32> into tensor<?x8xf32>
+/// becomes
+///   %e = tensor.expand_shape %row [[0, 1]] output_shape [1, 8] : tensor<8xf32> into tensor<1x8xf32>
+///   tensor.insert_slice %e into %t[%i, 0] [1, 8] [1, 1] : tensor<1x8xf32> into tensor<?x8xf32>
+void expandRankReducingInsert(tensor::InsertSliceOp op) {
+  std::optional<llvm::SmallDenseSet<unsigned>> dropped = droppedDims(op);
+  const int64_t rank = op.getDestType().getRank();
+  if (op.getSourceType().getRank() == rank || !dropped || !unitStrides(op.getMixedStrides())) return;
+  // Each source dim with the dropped dims before it; trailing dropped dims join the last.
+  SmallVector<ReassociationIndices> groups;
+  ReassociationIndices pending;
+  for (int64_t d = 0; d < rank; ++d) {
+    pending.push_back(d);
+    if (!dropped->contains(d)) groups.push_back(std::exchange(pending, {}));
+  }
+  if (!pending.empty() && !groups.empty()) groups.back().append(pending.begin(), pending.end());
+  OpBuilder b(op);
+  auto sliceType = RankedTensorType::get(op.getStaticSizes(), op.getSourceType().getElementType());
+  Value expanded = tensor::ExpandShapeOp::create(b, op.getLoc(), sliceType, op.getSource(), groups, op.getMixedSizes());
+  op.getSourceMutable().assign(expanded);
 }
 bool isLowerable(tensor::PadOp op) { return op.getConstantPaddingValue() && !op.getNofold(); }
 bool isLowerable(tensor::FromElementsOp op) { return op.getType().hasStaticShape(); }
@@ -152,7 +185,7 @@ struct LowerInsertSlice : OpRewritePattern<tensor::InsertSliceOp> {
   LogicalResult matchAndRewrite(tensor::InsertSliceOp op, PatternRewriter& b) const override {
     if (insideLinalgBody(op)) return b.notifyMatchFailure(op, "inside a linalg body");
     if (op->hasAttr(kInPlaceAttr)) return b.notifyMatchFailure(op, "an in-place update");
-    if (!isLowerable(op))
+    if (!isLowerable(op) || op.getSourceType().getRank() != op.getDestType().getRank())
       return b.notifyMatchFailure(op, "a stride is not 1, or the source has another rank");
     Location loc = op.getLoc();
     SmallVector<Value> offsets, sizes;
@@ -272,6 +305,9 @@ void PopulateLowerHostTensorOpsPatterns(RewritePatternSet& patterns) {
 }
 
 void LowerHostTensorOps(func::FuncOp func) {
+  func.walk([&](tensor::InsertSliceOp insert) {
+    if (!insideLinalgBody(insert)) expandRankReducingInsert(insert);
+  });
   // In-place updates stay insert_slice ops (their own dispatches, result tied to the
   // destination); decided in program order, before anything is rewritten, so that a chain of
   // updates sees earlier marks.

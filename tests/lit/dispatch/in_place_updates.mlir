@@ -259,3 +259,27 @@ func.func @read_after(%row: tensor<1x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32
   %a = func.call @write_row_copy(%row, %c, %c0) : (tensor<1x4xf32>, tensor<8x4xf32>, index) -> tensor<8x4xf32>
   return %a, %c : tensor<8x4xf32>, tensor<8x4xf32>
 }
+
+// -----
+
+// A rank-reducing row update (the row a vector, the slice 1 x 4): its source is expanded to
+// the slice's shape first (dispatch/LowerTensorOps.cpp), then it is the in-place update
+// above: tied to the carried buffer (the kernel's canonicalization folds the expansion back
+// into its insert). Before: "unsupported op 'tensor.insert_slice'".
+// CHECK-LABEL: hexir.executable @carried_vector_dispatch_1
+// CHECK:         tensor.insert_slice %arg0 into %arg2[%arg3, 0] [1, 4] [1, 1] {hexir.in_place} : tensor<4xf32> into tensor<8x4xf32>
+// CHECK-LABEL: func.func @carried_vector(
+// CHECK:         scf.for
+// CHECK:           hexir.dispatch @carried_vector_dispatch_1(%{{.+}}, %{{.+}}, %{{.+}}) {hexir.tied_operands = array<i64: 1>}
+func.func @carried_vector(%row: tensor<4xf32>, %n: index) -> tensor<8x4xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x4xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %c) -> (tensor<8x4xf32>) {
+    %u = tensor.insert_slice %row into %acc[%i, 0] [1, 4] [1, 1] : tensor<4xf32> into tensor<8x4xf32>
+    scf.yield %u : tensor<8x4xf32>
+  }
+  return %r : tensor<8x4xf32>
+}
