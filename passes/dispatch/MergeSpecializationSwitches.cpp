@@ -212,10 +212,18 @@ void unswitch(scf::ForOp loop, ArrayRef<Term> facts) {
     OpBuilder branch = OpBuilder::atBlockEnd(&(holds ? outer.getThenRegion() : outer.getElseRegion()).emplaceBlock());
     auto clone = cast<scf::ForOp>(branch.clone(*loop));
     scf::YieldOp::create(branch, loc, clone.getResults());
+    // Where the facts hold, a switch all of whose tests are facts takes its then branch;
+    // where their conjunction fails, a switch testing all of them (and maybe more) takes its
+    // else branch: so the switch unswitched on is replaced in both clones.
     for (Operation& op : llvm::make_early_inc_range(clone.getBody()->without_terminator())) {
       auto inner = dyn_cast<scf::IfOp>(&op);
-      int taken = inner && isSwitch(inner) ? decide(inner, cond, facts, holds) : -1;
-      if (taken >= 0) inlineBranch(inner, taken == 1);
+      if (!inner || !isSwitch(inner)) continue;
+      SmallVector<Term> terms = termsOf(inner);
+      if (terms.empty()) continue;
+      if (holds && llvm::all_of(terms, [&](const Term& t) { return llvm::is_contained(facts, t); }))
+        inlineBranch(inner, true);
+      else if (!holds && llvm::all_of(facts, [&](const Term& t) { return llvm::is_contained(terms, t); }))
+        inlineBranch(inner, false);
     }
     // The replaced switches' tests are left unused.
     SmallVector<Operation*> body;

@@ -255,3 +255,45 @@ func.func @recurrent(%x: tensor<?x8xf32>, %w: tensor<16x16xf32>, %n: index) -> (
   }
   return %l, %k : tensor<?x16xf32>, tensor<?x16xf32>
 }
+
+// -----
+
+// A switch testing two invariant dims (M = 1 and N = 1) unswitches its loop once: the switch
+// is replaced in both clones (where the conjunction fails, a switch testing both takes its
+// else branch), so no clone is unswitched again.
+// CHECK-LABEL: func.func @two_terms(
+// CHECK:       scf.if
+// CHECK-NEXT:    scf.for
+// CHECK-NOT:       scf.if
+// CHECK:           hexir.dispatch @mm_a0d0eq1_a0d1eq1(
+// CHECK:       } else {
+// CHECK-NEXT:    scf.for
+// CHECK-NOT:       scf.if
+// CHECK:           hexir.dispatch @mm(
+// CHECK:       } {hexir.specialization_switch}
+// CHECK-NOT:   scf.for
+// CHECK:       return
+func.func @two_terms(%x: tensor<?x?xf32>, %n: index) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %k = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %l = scf.for %i = %c0 to %n step %c1 iter_args(%h = %x) -> (tensor<?x?xf32>) {
+    %rows = tensor.dim %h, %c0 : tensor<?x?xf32>
+    %cols = tensor.dim %h, %c1 : tensor<?x?xf32>
+    %r1 = arith.cmpi eq, %rows, %c1 : index
+    %k1 = arith.cmpi eq, %cols, %c1 : index
+    %hot = arith.andi %r1, %k1 : i1
+    %a = scf.if %hot -> (tensor<?x?xf32>) {
+      %h1 = tensor.cast %h : tensor<?x?xf32> to tensor<1x1xf32>
+      %s = hexir.dispatch @mm_a0d0eq1_a0d1eq1(%h1) : (tensor<1x1xf32>) -> tensor<1x1xf32>
+      %sd = tensor.cast %s : tensor<1x1xf32> to tensor<?x?xf32>
+      scf.yield %sd : tensor<?x?xf32>
+    } else {
+      %g = hexir.dispatch @mm(%h, %m, %k) dims(%m, %k) : (tensor<?x?xf32>, index, index) -> tensor<?x?xf32>
+      scf.yield %g : tensor<?x?xf32>
+    } {hexir.specialization_switch}
+    scf.yield %a : tensor<?x?xf32>
+  }
+  return %l : tensor<?x?xf32>
+}
