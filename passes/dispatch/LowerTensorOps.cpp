@@ -299,6 +299,20 @@ bool IsLowerableHostTensorOp(Operation* op) {
   return false;
 }
 
+std::string UnsupportedHostTensorOpForm(Operation* op) {
+  if (IsLowerableHostTensorOp(op)) return "";
+  if (auto s = dyn_cast<tensor::ExtractSliceOp>(op); s && !unitStrides(s.getMixedStrides()))
+    return "a stride is not 1 (host slices need unit strides)";
+  if (auto s = dyn_cast<tensor::InsertSliceOp>(op)) {
+    if (!unitStrides(s.getMixedStrides())) return "a stride is not 1 (host slices need unit strides)";
+    return "its source is not the slice with unit dims dropped";
+  }
+  if (auto p = dyn_cast<tensor::PadOp>(op))
+    return p.getNofold() ? "nofold is set" : "the padding value is not a constant (it depends on the position)";
+  if (isa<tensor::FromElementsOp>(op)) return "its result has a dynamic shape";
+  return "";
+}
+
 void PopulateLowerHostTensorOpsPatterns(RewritePatternSet& patterns) {
   patterns.add<LowerExtractSlice, LowerInsertSlice, LowerPad, LowerFromElements>(
       patterns.getContext());

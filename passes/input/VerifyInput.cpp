@@ -58,9 +58,12 @@ class VerifyInput : public impl::VerifyInputBase<VerifyInput> {
                  (!inKernel && IsLowerableHostTensorOp(op)) ||
                  (isa<tensor::YieldOp>(op) && isa<tensor::PadOp>(op->getParentOp())) ||
                  (!inKernel && (GetCollective(op) || isa<ChannelRankOp, ChannelCountOp, CheckOp>(op)));
-    if (!known)
-      return op->emitError() << "unsupported op '" << op->getName() << "' for target '"
-                             << target << "'";
+    if (!known) {
+      InFlightDiagnostic error = op->emitError() << "unsupported op '" << op->getName() << "' for target '"
+                                                 << target << "'";
+      if (std::string why = inKernel ? "" : UnsupportedHostTensorOpForm(op); !why.empty()) error << ": " << why;
+      return error;
+    }
     // Host arithmetic is scalar; tensor math belongs in linalg ops.
     if (dialect == "arith" && !inKernel && !isa<arith::ConstantOp>(op))
       for (Type t : op->getOperandTypes())

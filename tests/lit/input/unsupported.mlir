@@ -63,6 +63,13 @@ func.func @host_i8_result(%a: i64) -> i8 { // expected-error {{unsupported resul
 // -----
 
 func.func @strided_slice(%a: tensor<8xf32>) -> tensor<4xf32> {
-  %s = tensor.extract_slice %a[0] [4] [2] : tensor<8xf32> to tensor<4xf32> // expected-error {{unsupported op 'tensor.extract_slice' for target 'cpu'}}
+  %s = tensor.extract_slice %a[0] [4] [2] : tensor<8xf32> to tensor<4xf32> // expected-error {{unsupported op 'tensor.extract_slice' for target 'cpu': a stride is not 1 (host slices need unit strides)}}
   return %s : tensor<4xf32>
+}
+
+// -----
+
+func.func @strided_insert(%a: tensor<8xf32>, %b: tensor<4xf32>) -> tensor<8xf32> {
+  %s = tensor.insert_slice %b into %a[0] [4] [2] : tensor<4xf32> into tensor<8xf32> // expected-error {{unsupported op 'tensor.insert_slice' for target 'cpu': a stride is not 1 (host slices need unit strides)}}
+  return %s : tensor<8xf32>
 }
