@@ -36,8 +36,12 @@ std::optional<llvm::SmallDenseSet<unsigned>> droppedDims(tensor::InsertSliceOp o
   return computeRankReductionMask(op.getStaticSizes(), op.getSourceType().getShape(), /*matchDynamic=*/true);
 }
 bool isLowerable(tensor::InsertSliceOp op) {
-  return unitStrides(op.getMixedStrides()) &&
-         (op.getSourceType().getRank() == op.getDestType().getRank() || droppedDims(op));
+  return unitStrides(op.getMixedStrides()) && op.getSourceType().getRank() == op.getDestType().getRank();
+}
+// A rank-reducing insert expandRankReducingInsert turns into a lowerable one.
+bool isExpandable(tensor::InsertSliceOp op) {
+  return unitStrides(op.getMixedStrides()) && op.getSourceType().getRank() != op.getDestType().getRank() &&
+         droppedDims(op);
 }
 
 /// A rank-reducing insert (the source lacks unit dims of the slice) becomes an expand_shape
@@ -49,9 +53,9 @@ bool isLowerable(tensor::InsertSliceOp op) {
 ///   %e = tensor.expand_shape %row [[0, 1]] output_shape [1, 8] : tensor<8xf32> into tensor<1x8xf32>
 ///   tensor.insert_slice %e into %t[%i, 0] [1, 8] [1, 1] : tensor<1x8xf32> into tensor<?x8xf32>
 void expandRankReducingInsert(tensor::InsertSliceOp op) {
+  if (!isExpandable(op)) return;
   std::optional<llvm::SmallDenseSet<unsigned>> dropped = droppedDims(op);
   const int64_t rank = op.getDestType().getRank();
-  if (op.getSourceType().getRank() == rank || !dropped || !unitStrides(op.getMixedStrides())) return;
   // Each source dim with the dropped dims before it; trailing dropped dims join the last.
   SmallVector<ReassociationIndices> groups;
   ReassociationIndices pending;
@@ -185,7 +189,7 @@ struct LowerInsertSlice : OpRewritePattern<tensor::InsertSliceOp> {
   LogicalResult matchAndRewrite(tensor::InsertSliceOp op, PatternRewriter& b) const override {
     if (insideLinalgBody(op)) return b.notifyMatchFailure(op, "inside a linalg body");
     if (op->hasAttr(kInPlaceAttr)) return b.notifyMatchFailure(op, "an in-place update");
-    if (!isLowerable(op) || op.getSourceType().getRank() != op.getDestType().getRank())
+    if (!isLowerable(op))
       return b.notifyMatchFailure(op, "a stride is not 1, or the source has another rank");
     Location loc = op.getLoc();
     SmallVector<Value> offsets, sizes;
@@ -293,7 +297,7 @@ struct LowerFromElements : OpRewritePattern<tensor::FromElementsOp> {
 
 bool IsLowerableHostTensorOp(Operation* op) {
   if (auto s = dyn_cast<tensor::ExtractSliceOp>(op)) return isLowerable(s);
-  if (auto s = dyn_cast<tensor::InsertSliceOp>(op)) return isLowerable(s);
+  if (auto s = dyn_cast<tensor::InsertSliceOp>(op)) return isLowerable(s) || isExpandable(s);
   if (auto p = dyn_cast<tensor::PadOp>(op)) return isLowerable(p);
   if (auto f = dyn_cast<tensor::FromElementsOp>(op)) return isLowerable(f);
   return false;

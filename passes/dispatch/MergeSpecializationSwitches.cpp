@@ -18,7 +18,7 @@
 // L's terms are S's), with no op holding regions between them other than switches. Every op
 // of the run is cloned into both branches of a new `scf.if` on S's condition; in the then
 // branch a switch whose terms are all S's is replaced by its then branch; in the else branch
-// (S with one term only) a switch holding S's term is replaced by its else branch; other
+// a switch holding all of S's terms (and maybe more) is replaced by its else branch; other
 // switches are cloned as they are. Values of the run used after it are yielded.
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -86,8 +86,17 @@ int decide(scf::IfOp s, Value outer, ArrayRef<Term> facts, bool holds) {
            })
                ? 1
                : -1;
-  if (facts.size() == 1 && llvm::is_contained(terms, facts.front())) return 0;
+  // The facts' conjunction fails: so does that of a switch testing all of them (and more).
+  if (llvm::all_of(facts, [&](const Term& t) { return llvm::is_contained(terms, t); })) return 0;
   return -1;
+}
+
+// Erases the ops of `block` left unused (the tests of switches replaced by a branch).
+void eraseDeadOps(Block* block) {
+  SmallVector<Operation*> ops;
+  for (Operation& op : block->without_terminator()) ops.push_back(&op);
+  for (Operation* op : llvm::reverse(ops))
+    if (isOpTriviallyDead(op)) op->erase();
 }
 
 // Clones `run` into `block` (which ends with no terminator yet) where the outer terms `facts`
@@ -114,11 +123,7 @@ unsigned buildBranch(Block* block, ArrayRef<Operation*> run, Value outer, ArrayR
   SmallVector<Value> yielded;
   for (Value v : escaping) yielded.push_back(map.lookupOrDefault(v));
   scf::YieldOp::create(b, loc, yielded);
-  // The tests of replaced switches are left unused.
-  SmallVector<Operation*> ops;
-  for (Operation& op : block->without_terminator()) ops.push_back(&op);
-  for (Operation* op : llvm::reverse(ops))
-    if (isOpTriviallyDead(op)) op->erase();
+  eraseDeadOps(block);
   return replaced;
 }
 
@@ -212,24 +217,14 @@ void unswitch(scf::ForOp loop, ArrayRef<Term> facts) {
     OpBuilder branch = OpBuilder::atBlockEnd(&(holds ? outer.getThenRegion() : outer.getElseRegion()).emplaceBlock());
     auto clone = cast<scf::ForOp>(branch.clone(*loop));
     scf::YieldOp::create(branch, loc, clone.getResults());
-    // Where the facts hold, a switch all of whose tests are facts takes its then branch;
-    // where their conjunction fails, a switch testing all of them (and maybe more) takes its
-    // else branch: so the switch unswitched on is replaced in both clones.
+    // The switch unswitched on is decided in both clones (decide: where the facts' conjunction
+    // fails, a switch testing all of them takes its else branch).
     for (Operation& op : llvm::make_early_inc_range(clone.getBody()->without_terminator())) {
       auto inner = dyn_cast<scf::IfOp>(&op);
-      if (!inner || !isSwitch(inner)) continue;
-      SmallVector<Term> terms = termsOf(inner);
-      if (terms.empty()) continue;
-      if (holds && llvm::all_of(terms, [&](const Term& t) { return llvm::is_contained(facts, t); }))
-        inlineBranch(inner, true);
-      else if (!holds && llvm::all_of(facts, [&](const Term& t) { return llvm::is_contained(terms, t); }))
-        inlineBranch(inner, false);
+      int taken = inner && isSwitch(inner) ? decide(inner, cond, facts, holds) : -1;
+      if (taken >= 0) inlineBranch(inner, taken == 1);
     }
-    // The replaced switches' tests are left unused.
-    SmallVector<Operation*> body;
-    for (Operation& op : clone.getBody()->without_terminator()) body.push_back(&op);
-    for (Operation* op : llvm::reverse(body))
-      if (isOpTriviallyDead(op)) op->erase();
+    eraseDeadOps(clone.getBody());
   }
   loop->replaceAllUsesWith(outer.getResults());
   loop->erase();

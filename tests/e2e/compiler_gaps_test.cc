@@ -301,7 +301,7 @@ func.func @cache(%cache: tensor<4x3xf32>, %rows: tensor<4x3xf32>) -> tensor<4x3x
   }
   return %r : tensor<4x3xf32>
 }
-func.func @rows(%cache: tensor<4x3xf32>, %rows: tensor<4x3xf32>, %t3: tensor<2x4x3xf32>, %v: tensor<3xf32>, %off: index) -> (tensor<4x3xf32>, tensor<2x4x3xf32>) {
+func.func @rows(%off: index, %cache: tensor<4x3xf32>, %rows: tensor<4x3xf32>, %t3: tensor<2x4x3xf32>, %v: tensor<3xf32>) -> (tensor<4x3xf32>, tensor<2x4x3xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
@@ -382,27 +382,12 @@ void Slices(const std::string& device) {
   // of a 3-D tensor at a dynamic offset): the insert's source is expanded to the slice's
   // shape first.
   HostTensor t3 = RandomF32({2, 4, 3}, 9), v = RandomF32({3}, 10);
-  std::string t3_path = TempFile("slices_t3.npy"), v_path = TempFile("slices_v.npy");
-  std::string cache_path = TempFile("slices_cache.npy"), rows_path = TempFile("slices_rows.npy");
-  REQUIRE(tools::WriteNpy(t3_path, t3).ok());
-  REQUIRE(tools::WriteNpy(v_path, v).ok());
-  REQUIRE(tools::WriteNpy(cache_path, cache).ok());
-  REQUIRE(tools::WriteNpy(rows_path, rows).ok());
-  std::string rows_out = TempFile("rows_out0.npy"), t3_out = TempFile("rows_out1.npy");
-  std::string rows_cmd = HexirRun() + " --module=" + module + " --device=" + device +
-                         " --function=rows --input=@" + cache_path + " --input=@" + rows_path +
-                         " --input=@" + t3_path + " --input=@" + v_path + " --input=i64=2 --output=@" +
-                         rows_out + " --output=@" + t3_out;
-  CommandResult rr = RunCommand(rows_cmd + " 2>&1");
-  INFO(rows_cmd << "\n" << rr.output);
-  REQUIRE(rr.exit_code == 0);
-  auto got_rows = tools::ReadNpy(rows_out), got_t3 = tools::ReadNpy(t3_out);
-  REQUIRE(got_rows.ok());
-  REQUIRE(got_t3.ok());
-  RequireClose(*got_rows, rows);
+  // The offset first: RunOrDie puts its extra flags before the tensors.
+  std::vector<HostTensor> got_rows = RunOrDie(module, "rows", {cache, rows, t3, v}, 2, device, "--input=i64=2");
+  RequireClose(got_rows[0], rows);
   HostTensor t3_expected = t3;
   for (int j = 0; j < 3; ++j) F32(t3_expected)[(1 * 4 + 2) * 3 + j] = F32(v)[j];
-  RequireClose(*got_t3, t3_expected);
+  RequireClose(got_rows[1], t3_expected);
 }
 HEXIR_E2E_TEST_ON_DEVICES("host slices (rank-reducing ones too), pad and from_elements", Slices)
 
