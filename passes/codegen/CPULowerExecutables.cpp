@@ -31,6 +31,7 @@
 #include "passes/Passes.h"
 #include "passes/codegen/CPUCollapseContiguousLoops.h"
 #include "passes/codegen/CPUConcatCopies.h"
+#include "passes/codegen/CPUSliceCopies.h"
 #include "passes/codegen/CPUConstantPad.h"
 #include "passes/codegen/CPUConvolutionKernel.h"
 #include "passes/codegen/CPUDecodeAttention.h"
@@ -309,6 +310,8 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     // ... and those of run-time extents or tiled (codegen/CPUDynamicPad.h).
     codegen::LowerDynamicPadsToCopies(tensorKernel);
     codegen::LowerConcatenationsToCopies(tensorKernel);
+    // ... and slices of run-time extents (codegen/CPUSliceCopies.h).
+    codegen::LowerSlicesToCopies(tensorKernel);
     // Elementwise chains as one loop nest (codegen/CPUElementwiseFusion.h).
     if (failed(codegen::FuseElementwiseChains(tensorKernel))) return failure();
     // Transposing loops in cache-line blocks (codegen/CPUTransposeTiling.h).

@@ -446,8 +446,10 @@ HostTensor RunSplitOnTwoCudaDevices(const SplitModules& modules, const char* pee
   CHECK(cuda_after1->peer_copies - cuda_before1->peer_copies == 2 * peer_copies_per_call);
   CHECK(cuda_after0->submissions_held_back == cuda_before0->submissions_held_back);
   CHECK(cuda_after1->submissions_held_back == cuda_before1->submissions_held_back);
-  CHECK(cuda_after1->waits_on_device > cuda_before1->waits_on_device);
-  CHECK(cuda_after0->waits_on_device > cuda_before0->waits_on_device);
+  // No count of waits_on_device: a crossing whose producer finished before the consumer's
+  // submission needs no wait at all (dropped at submission, or its timepoint already retired
+  // when the stream is ordered), so how many of the 2 x 2 crossings wait on the GPU depends
+  // on timing. What does not: none was held back on a host thread (above), and the results.
   return last;
 }
 

@@ -212,6 +212,76 @@ TEST_CASE("Slice bounds read at run time are wrapped and clamped like numpy") {
   CHECK(Prefix(Run(mod, {x, "1xi64=4", "1xi64=2"})) == "0xf32");
 }
 
+// x[n][c][h][w] of extents `e` cropped to [lo, hi) per dim, in row-major order.
+std::vector<float> Crop(const std::vector<float>& x, const std::vector<int64_t>& e, const std::vector<int64_t>& lo,
+                        const std::vector<int64_t>& hi) {
+  std::vector<float> y;
+  for (int64_t n = lo[0]; n < hi[0]; ++n)
+    for (int64_t c = lo[1]; c < hi[1]; ++c)
+      for (int64_t h = lo[2]; h < hi[2]; ++h)
+        for (int64_t w = lo[3]; w < hi[3]; ++w) y.push_back(x[((n * e[1] + c) * e[2] + h) * e[3] + w]);
+  return y;
+}
+
+std::string Spec(const std::vector<int64_t>& e, const std::vector<float>& v) {
+  std::string s;
+  for (int64_t d : e) s += std::to_string(d) + "x";
+  return s + "f32=" + Floats(v);
+}
+
+TEST_CASE("Split and Slice over run-time extents copy the elements numpy's slicing reads, at several sizes and offsets") {
+  // codegen/CPUSliceCopies.h: a dynamic export's channel split (ShuffleNet's) and a crop at
+  // offsets read at run time are one copy each where the source holds the slice.
+  auto ramp = [](const std::vector<int64_t>& e) {
+    std::vector<float> v(static_cast<size_t>(e[0] * e[1] * e[2] * e[3]));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) + 0.25f;
+    return v;
+  };
+  Graph m;
+  m.Input("x", {-1, 6, -1, -1});
+  m.InitI("split", {2, 4});
+  m.Output("a", {-1, 2, -1, -1});
+  m.Output("b", {-1, 4, -1, -1});
+  Graph::AttrI(m.Node("Split", {"x", "split"}, {"a", "b"}, "split"), "axis", 1);
+  std::string mod = Build(m, "split_runtime_extents");
+  for (std::vector<int64_t> e : {std::vector<int64_t>{1, 6, 3, 5}, {2, 6, 1, 1}, {3, 6, 4, 2}}) {
+    INFO("x: " << e[0] << "x6x" << e[2] << "x" << e[3]);
+    std::vector<float> x = ramp(e);
+    std::istringstream lines(Run(mod, {Spec(e, x)}));
+    std::string la, lb;
+    std::getline(lines, la);
+    std::getline(lines, lb);
+    CHECK(Prefix(la) == std::to_string(e[0]) + "x2x" + std::to_string(e[2]) + "x" + std::to_string(e[3]) + "xf32");
+    CHECK(ParseFloats(la) == Crop(x, e, {0, 0, 0, 0}, {e[0], 2, e[2], e[3]}));
+    CHECK(ParseFloats(lb) == Crop(x, e, {0, 2, 0, 0}, {e[0], 6, e[2], e[3]}));
+  }
+
+  // Starts and ends of h and w read at run time (numpy's wrapping and clamping on the host).
+  Graph c;
+  c.Input("x", {-1, 3, -1, -1});
+  c.Input("starts", {2}, kI64);
+  c.Input("ends", {2}, kI64);
+  c.InitI("axes", {2, 3});
+  c.Output("y", {-1, 3, -1, -1});
+  c.Node("Slice", {"x", "starts", "ends", "axes"}, {"y"}, "crop");
+  std::string crop = Build(c, "crop_runtime_offsets");
+  struct Case {
+    std::vector<int64_t> e;
+    int64_t sh, sw, eh, ew;        // the operands
+    int64_t lh, lw, hh, hw;        // the rows and columns numpy keeps
+  };
+  for (const Case& k : {Case{{1, 3, 5, 6}, 1, 2, -1, 100, 1, 2, 4, 6}, Case{{2, 3, 4, 4}, -3, 0, 3, 2, 1, 0, 3, 2},
+                        Case{{1, 3, 3, 7}, 0, -1, 100, 100, 0, 6, 3, 7}}) {
+    INFO("x: " << k.e[0] << "x3x" << k.e[2] << "x" << k.e[3] << ", starts " << k.sh << " " << k.sw);
+    std::vector<float> x = ramp(k.e);
+    std::string line = Run(crop, {Spec(k.e, x), "2xi64=" + std::to_string(k.sh) + " " + std::to_string(k.sw),
+                                  "2xi64=" + std::to_string(k.eh) + " " + std::to_string(k.ew)});
+    CHECK(Prefix(line) == std::to_string(k.e[0]) + "x3x" + std::to_string(k.hh - k.lh) + "x" +
+                              std::to_string(k.hw - k.lw) + "xf32");
+    CHECK(ParseFloats(line) == Crop(x, k.e, {0, 0, k.lh, k.lw}, {k.e[0], 3, k.hh, k.hw}));
+  }
+}
+
 TEST_CASE("Range, ConstantOfShape, Tile and Pad take operands computed at run time") {
   Graph range;
   range.Input("limit", {1}, kI64);  // hexir-run spells no 0-D tensor; one element reads the same

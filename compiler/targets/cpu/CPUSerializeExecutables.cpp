@@ -99,8 +99,11 @@ class CPUSerializeExecutables
       pm.run(*module);
     }
     std::string errorMessage;
-    // Kernels may call libm (expf, ...) and, on CPUs without F16C, libgcc_s's f16
-    // conversions (__extendhfsf2, __truncsfhf2): record them as dependencies when present.
+    // Kernels may call libc (memcpy, memset, malloc, free), libm (expf, ...) and, on CPUs
+    // without F16C, libgcc_s's f16 conversions (__extendhfsf2, __truncsfhf2): record them as
+    // dependencies when present. Linked against libc, a call binds to the versioned default
+    // (memcpy@GLIBC_2.14, the CPU-dispatched one); unversioned, glibc's loader binds it to the
+    // oldest version, memcpy@GLIBC_2.2.5, an SSE2 copy without the AVX2/AVX-512 choice.
     // bf16 conversions never reach LLVM (hexir-cpu-lower-executables expands them).
     // Flags both GNU ld and ld.lld take, set to ld.lld's defaults: the stack is never
     // executable; code is not padded into pages of its own (GNU ld's default, which made each
@@ -108,7 +111,8 @@ class CPUSerializeExecutables
     llvm::SmallVector<llvm::StringRef> args = {linker, "-shared", "-z", "noexecstack", "-z", "noseparate-code",
                                                "--hash-style=gnu", "-o", soPath, objPath};
     for (const char* library :
-         {"/lib/x86_64-linux-gnu/libm.so.6", "/lib/x86_64-linux-gnu/libgcc_s.so.1"})
+         {"/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libm.so.6",
+          "/lib/x86_64-linux-gnu/libgcc_s.so.1"})
       if (llvm::sys::fs::exists(library)) args.append({"--as-needed", library});
     int rc = llvm::sys::ExecuteAndWait(linker, args, std::nullopt, {}, 0, 0, &errorMessage);
     if (rc != 0)
