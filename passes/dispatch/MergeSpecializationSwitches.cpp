@@ -20,6 +20,13 @@
 // branch a switch whose terms are all S's is replaced by its then branch; in the else branch
 // a switch holding all of S's terms (and maybe more) is replaced by its else branch; other
 // switches are cloned as they are. Values of the run used after it are yielded.
+// The run is widened to the ops around it, back to the block's start, an op with regions or
+// an op other than host arithmetic that a tested dim's key is computed from (the new switch
+// tests the keys: S's own test may read a tensor of the run, a dispatch's reshaped result;
+// the key's arithmetic stays before it) and on to the block's end or an op with regions, each
+// side where it holds a dispatch: a batch = 1 switch in the middle of a
+// network then leaves one segment per branch, not three (a dynamic ViT's call: 3 submissions
+// -> 1). A switch alone is merged this way too.
 #include "dialects/hexir/IR/HexirOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -127,6 +134,22 @@ unsigned buildBranch(Block* block, ArrayRef<Operation*> run, Value outer, ArrayR
   return replaced;
 }
 
+// The conjunction of `terms`, computed at `b` from their keys.
+Value testTerms(OpBuilder& b, Location loc, ArrayRef<Term> terms) {
+  Value cond;
+  for (const Term& t : terms) {
+    Value dim = t.dim.dim >= 0 ? tensor::DimOp::create(b, loc, t.dim.tensor, t.dim.dim).getResult() : t.dim.tensor;
+    Value test = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, dim,
+                                       arith::ConstantIndexOp::create(b, loc, t.value));
+    cond = cond ? arith::AndIOp::create(b, loc, cond, test).getResult() : test;
+  }
+  return cond;
+}
+
+bool holdsDispatch(ArrayRef<Operation*> ops) {
+  return llvm::any_of(ops, [](Operation* op) { return isa<DispatchOp>(op); });
+}
+
 // Merges the run starting at switch `first`; returns the op after the new switch, or the op
 // after `first` when there is nothing to merge.
 Operation* mergeFrom(scf::IfOp first) {
@@ -134,7 +157,7 @@ Operation* mergeFrom(scf::IfOp first) {
   SmallVector<Term> facts = termsOf(first);
   if (facts.empty()) return next;
   // The run's end: the last switch the facts decide, before any other op with regions.
-  Operation* last = nullptr;
+  Operation* last = first;
   for (Operation* op = next; op && !op->hasTrait<OpTrait::IsTerminator>(); op = op->getNextNode()) {
     if (isSwitch(op)) {
       if (decide(cast<scf::IfOp>(op), first.getCondition(), facts, true) == 1) last = op;
@@ -142,11 +165,85 @@ Operation* mergeFrom(scf::IfOp first) {
     }
     if (op->getNumRegions() > 0) break;
   }
-  if (!last) return next;
-  SmallVector<Operation*> run;
-  for (Operation* op = first; op != last->getNextNode(); op = op->getNextNode()) run.push_back(op);
-  llvm::SmallPtrSet<Operation*, 16> inRun(run.begin(), run.end());
   Block* block = first->getBlock();
+  // Widened to the dispatches around it, so that each branch is one segment with them instead
+  // of three (before, in, after the switch): back to the block's start or an op with regions
+  // (the ops computing the condition stay before the switch), on to the block's end or an op
+  // with regions; a side holding no dispatch is left as it is (nothing to gain but bytecode).
+  SmallVector<Operation*> before, after;
+  // The ops of the block the facts' keys are computed from: host arithmetic stays before the
+  // switch (ops of the run before it move after it), anything else (a dispatch, whose result's
+  // dim is a key) ends the widening.
+  llvm::SmallPtrSet<Operation*, 16> keyOps;
+  bool keyed = llvm::all_of(facts, [](const Term& t) { return !t.dim.constant && t.dim.tensor; });
+  SmallVector<Value> work;
+  for (const Term& t : facts)
+    if (keyed) work.push_back(t.dim.tensor);
+  while (!work.empty()) {
+    Operation* op = work.pop_back_val().getDefiningOp();
+    if (!op || op->getBlock() != block || !keyOps.insert(op).second) continue;
+    llvm::append_range(work, op->getOperands());
+  }
+  auto hostArithmetic = [](Operation* op) {
+    return op->getNumRegions() == 0 && isMemoryEffectFree(op) && !isa<DispatchOp>(op);
+  };
+  // An op joins the run when it is a dispatch, has effects (checks, host reads) or reads a
+  // value of the run; other host arithmetic (constants, dims, reshapes of arguments) stays
+  // outside, before the switch, so that later passes still see it (a loop's constant bounds).
+  llvm::SmallPtrSet<Operation*, 32> moved;
+  auto joins = [&](Operation* op) {
+    return isa<DispatchOp>(op) || !isMemoryEffectFree(op) || llvm::any_of(op->getOperands(), [&](Value v) {
+             return v.getDefiningOp() && moved.contains(v.getDefiningOp());
+           });
+  };
+  Operation* spanStart = first;
+  for (Operation* op = first->getPrevNode(); keyed && op && op->getNumRegions() == 0; op = op->getPrevNode()) {
+    if (keyOps.contains(op) && !hostArithmetic(op)) break;
+    spanStart = op;
+  }
+  for (Operation* op = spanStart; op != first.getOperation(); op = op->getNextNode())
+    if (joins(op)) {
+      before.push_back(op);
+      moved.insert(op);
+    }
+  if (!holdsDispatch(before)) {
+    before.clear();
+    moved.clear();
+  }
+  // The switch's test, unless it reads a value of the run (a dim of a dispatch's reshaped
+  // result): then the facts' keys, tested before it.
+  Value cond = first.getCondition();
+  SmallVector<Value> condWork{cond};
+  bool readsRun = false;
+  while (!condWork.empty() && !readsRun) {
+    Operation* op = condWork.pop_back_val().getDefiningOp();
+    if (!op || op->getBlock() != block) continue;
+    readsRun = moved.contains(op);
+    llvm::append_range(condWork, op->getOperands());
+  }
+  if (readsRun) {
+    OpBuilder at(first);
+    cond = testTerms(at, first.getLoc(), facts);
+  }
+  for (Operation* op = first; op != last->getNextNode(); op = op->getNextNode()) moved.insert(op);
+  SmallVector<Operation*> stays;  // after the run, hoisted before the switch
+  for (Operation* op = last->getNextNode(); op && !op->hasTrait<OpTrait::IsTerminator>() && op->getNumRegions() == 0;
+       op = op->getNextNode()) {
+    if (joins(op)) {
+      after.push_back(op);
+      moved.insert(op);
+    } else {
+      stays.push_back(op);
+    }
+  }
+  if (!holdsDispatch(after)) after.clear();
+  else
+    for (Operation* op : stays) op->moveBefore(first);
+  if (last == first.getOperation() && before.empty() && after.empty()) return next;
+  SmallVector<Operation*> run(before);
+  for (Operation* op = first; op != last->getNextNode(); op = op->getNextNode()) run.push_back(op);
+  llvm::append_range(run, after);
+  llvm::SmallPtrSet<Operation*, 16> inRun(run.begin(), run.end());
   SmallVector<Value> escaping;
   for (Operation* op : run)
     for (Value r : op->getResults())
@@ -157,18 +254,18 @@ Operation* mergeFrom(scf::IfOp first) {
 
   OpBuilder b(first);
   Location loc = first.getLoc();
-  auto merged = scf::IfOp::create(b, loc, ValueRange(escaping).getTypes(), first.getCondition(),
+  auto merged = scf::IfOp::create(b, loc, ValueRange(escaping).getTypes(), cond,
                                   /*addThenBlock=*/false, /*addElseBlock=*/false);
   merged->setAttr(kSpecializationSwitchAttr, b.getUnitAttr());
-  buildBranch(&merged.getThenRegion().emplaceBlock(), run, first.getCondition(), facts, true, escaping, loc);
-  buildBranch(&merged.getElseRegion().emplaceBlock(), run, first.getCondition(), facts, false, escaping, loc);
+  buildBranch(&merged.getThenRegion().emplaceBlock(), run, cond, facts, true, escaping, loc);
+  buildBranch(&merged.getElseRegion().emplaceBlock(), run, cond, facts, false, escaping, loc);
   for (auto [v, result] : llvm::zip(escaping, merged.getResults()))
     v.replaceUsesWithIf(result, [&](OpOperand& use) {
       return !inRun.contains(block->findAncestorOpInBlock(*use.getOwner()));
     });
-  Operation* after = last->getNextNode();
+  Operation* resume = run.back()->getNextNode();
   for (Operation* op : llvm::reverse(run)) op->erase();
-  return after;
+  return resume;
 }
 
 // Loops unswitched per function at most, and the ops a loop may have to be cloned.
@@ -180,18 +277,6 @@ bool invariantIn(ArrayRef<Term> terms, scf::ForOp loop, DominanceInfo& dominance
   return !terms.empty() && llvm::all_of(terms, [&](const Term& t) {
     return !t.dim.constant && t.dim.tensor && dominance.properlyDominates(t.dim.tensor, loop);
   });
-}
-
-// The conjunction of `terms`, computed at `b` from their keys.
-Value testTerms(OpBuilder& b, Location loc, ArrayRef<Term> terms) {
-  Value cond;
-  for (const Term& t : terms) {
-    Value dim = t.dim.dim >= 0 ? tensor::DimOp::create(b, loc, t.dim.tensor, t.dim.dim).getResult() : t.dim.tensor;
-    Value test = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, dim,
-                                       arith::ConstantIndexOp::create(b, loc, t.value));
-    cond = cond ? arith::AndIOp::create(b, loc, cond, test).getResult() : test;
-  }
-  return cond;
 }
 
 // Replaces switch `s` by the ops of its then (`then`) or else branch.

@@ -4,6 +4,7 @@
 // Every case runs as "[cpu]" and "[cuda]" (skipped where there is no GPU).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <mutex>
@@ -229,6 +230,95 @@ void SpecializedRunIsOneSwitch(const std::string& target) {
 }
 HEXIR_E2E_TEST_ON_DEVICES("three matmuls specialized for M = 1 run behind one switch: one command buffer per branch, results equal to f64 and to --schedule=serial at M = 1, 5, 1, 7",
                           SpecializedRunIsOneSwitch)
+
+// y = n(n(x) @ w) with M dynamic and n(v) = v - rowmax(v) (a reduction and a broadcast: their
+// own dispatches before and after the matmul, whose M = 1 switch tests the rows of n(x)):
+// hexir-merge-specialization-switches widens the switch to them, so a call is one segment,
+// one submission, instead of three (before, in and after the switch).
+const char* kNormalizedMatmul = R"mlir(
+#map = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+func.func @main(%x: tensor<?x13xf32>, %w: tensor<13x17xf32>) -> tensor<?x17xf32> {
+  %c0 = arith.constant 0 : index
+  %z = arith.constant 0.0 : f32
+  %lo = arith.constant -3.0e38 : f32
+  %m = tensor.dim %x, %c0 : tensor<?x13xf32>
+  %re = tensor.empty(%m) : tensor<?xf32>
+  %rf = linalg.fill ins(%lo : f32) outs(%re : tensor<?xf32>) -> tensor<?xf32>
+  %mx = linalg.generic {indexing_maps = [#map, #row], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<?x13xf32>) outs(%rf : tensor<?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.maximumf %a, %o : f32
+    linalg.yield %t : f32
+  } -> tensor<?xf32>
+  %xe = tensor.empty(%m) : tensor<?x13xf32>
+  %xn = linalg.generic {indexing_maps = [#map, #row, #map], iterator_types = ["parallel", "parallel"]} ins(%x, %mx : tensor<?x13xf32>, tensor<?xf32>) outs(%xe : tensor<?x13xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %t = arith.subf %a, %b : f32
+    linalg.yield %t : f32
+  } -> tensor<?x13xf32>
+  %pe = tensor.empty(%m) : tensor<?x17xf32>
+  %pf = linalg.fill ins(%z : f32) outs(%pe : tensor<?x17xf32>) -> tensor<?x17xf32>
+  %p = linalg.matmul ins(%xn, %w : tensor<?x13xf32>, tensor<13x17xf32>) outs(%pf : tensor<?x17xf32>) -> tensor<?x17xf32>
+  %pm = linalg.generic {indexing_maps = [#map, #row], iterator_types = ["parallel", "reduction"]} ins(%p : tensor<?x17xf32>) outs(%rf : tensor<?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.maximumf %a, %o : f32
+    linalg.yield %t : f32
+  } -> tensor<?xf32>
+  %y = linalg.generic {indexing_maps = [#map, #row, #map], iterator_types = ["parallel", "parallel"]} ins(%p, %pm : tensor<?x17xf32>, tensor<?xf32>) outs(%pe : tensor<?x17xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %t = arith.subf %a, %b : f32
+    linalg.yield %t : f32
+  } -> tensor<?x17xf32>
+  return %y : tensor<?x17xf32>
+}
+)mlir";
+
+void SwitchWidenedToItsNeighbours(const std::string& target) {
+  std::string module = CompileOrDie(kNormalizedMatmul, "normalized_matmul", target);
+  std::string serial = CompileOrDie(kNormalizedMatmul, "normalized_matmul_serial", target, "--schedule=serial");
+  auto session = OpenOrDie(module, target);
+  auto serial_session = OpenOrDie(serial, target);
+  hal::Device& device = session->device();
+  EntryRecorder recorder;
+  device.SetProfiler(&recorder);
+  HostTensor w = RandomF32({13, 17}, 61);
+  uint64_t dispatches = 0;
+  for (int64_t m : {1, 4, 1, 6}) {
+    INFO("M = " << m);
+    HostTensor x = RandomF32({m, 13}, 62 + m);
+    HostTensor y = ZerosF32({m, 17});
+    for (int64_t i = 0; i < m; ++i) {
+      double xmax = -3e38, p[17], pmax = -3e38;
+      for (int k = 0; k < 13; ++k) xmax = std::max(xmax, double(F32(x)[i * 13 + k]));
+      for (int j = 0; j < 17; ++j) {
+        p[j] = 0;
+        for (int k = 0; k < 13; ++k) p[j] += (double(F32(x)[i * 13 + k]) - xmax) * F32(w)[k * 17 + j];
+        pmax = std::max(pmax, p[j]);
+      }
+      for (int j = 0; j < 17; ++j) F32(y)[i * 17 + j] = float(p[j] - pmax);
+    }
+    hal::DeviceStats before = device.stats();
+    auto results = CallOrDie(*session, "main", {Tensor(x), Tensor(w)});
+    hal::DeviceStats after = device.stats();
+    REQUIRE(results.size() == 1);
+    RequireClose(results[0].tensor, y, 1e-4, 1e-4);
+    auto serial_results = CallOrDie(*serial_session, "main", {Tensor(x), Tensor(w)});
+    RequireClose(results[0].tensor, serial_results[0].tensor, 0, 0);
+    // Before, in and after the switch: one segment, one submission (three unwidened).
+    CHECK(after.queue_submissions - before.queue_submissions == 1);
+    const uint64_t ran = after.dispatches_executed - before.dispatches_executed;
+    CHECK(ran >= 3);  // at least the normalization, the matmul and the output's
+    if (dispatches) CHECK(ran == dispatches);  // the same kernels at every M
+    dispatches = ran;
+    std::set<std::string> entries = recorder.Take();
+    bool special = false;
+    for (const std::string& entry : entries) special = special || entry.find("_a0d0eq1") != std::string::npos;
+    CHECK(special == (m == 1));
+  }
+  device.SetProfiler(nullptr);
+}
+HEXIR_E2E_TEST_ON_DEVICES("a matmul specialized for M = 1 between other dispatches: the switch takes them in, one submission a call, results equal to f64 and to --schedule=serial at M = 1, 4, 1, 6",
+                          SwitchWidenedToItsNeighbours)
 
 // ---- loops unswitched on a specialization switch -------------------------------------------
 

@@ -192,32 +192,40 @@ func.func @lone(%x: tensor<?x8xf32>, %w: tensor<8x16xf32>) -> tensor<?x16xf32> {
 // state h: its initial value's rows are the input's M, and so are the rows each iteration
 // yields): the loop is unswitched, one switch on M before it with the loop cloned into each
 // branch, each clone holding only its branch's kernel (a recurrent network's batch = 1;
-// each iteration one segment instead of three). The loop whose switch tests the rows of a
-// tensor of i rows (they change every iteration) keeps its switch.
+// each iteration one segment instead of three); the switch then takes in the dispatch before
+// it (@init: one segment with the loop). The loop whose switch tests the rows of a tensor of
+// i rows (they change every iteration) keeps its switch, widened to the dispatch before it in
+// the body (@prefix).
 // CHECK-LABEL: func.func @recurrent(
 // CHECK:       %[[M:.+]] = tensor.dim %arg0, %c0
-// CHECK:       %[[H0:.+]] = hexir.dispatch @init(
 // CHECK:       %[[ROWS:.+]] = tensor.dim %arg0, %c0
 // CHECK:       %[[HOT:.+]] = arith.cmpi eq, %[[ROWS]], %c1{{.*}} : index
-// CHECK-NEXT:  %[[R:.+]] = scf.if %[[HOT]] -> (tensor<?x16xf32>) {
-// CHECK-NEXT:    %[[L1:.+]] = scf.for {{.*}} iter_args(%{{.+}} = %[[H0]])
+// CHECK-NEXT:  %[[R:.+]]:2 = scf.if %[[HOT]] -> (tensor<?x16xf32>, tensor<?x16xf32>) {
+// CHECK-NEXT:    %[[H1:.+]] = hexir.dispatch @init(
+// CHECK-NEXT:    %[[L1:.+]] = scf.for {{.*}} iter_args(%{{.+}} = %[[H1]])
 // CHECK-NOT:       scf.if
 // CHECK:           hexir.dispatch @mm_a0d0eq1(
 // CHECK-NOT:       scf.if
 // CHECK:           hexir.dispatch @step(
-// CHECK:         scf.yield %[[L1]]
+// CHECK:         scf.yield %[[H1]], %[[L1]]
 // CHECK-NEXT:  } else {
-// CHECK-NEXT:    %[[L2:.+]] = scf.for {{.*}} iter_args(%{{.+}} = %[[H0]])
+// CHECK-NEXT:    %[[H2:.+]] = hexir.dispatch @init(
+// CHECK-NEXT:    %[[L2:.+]] = scf.for {{.*}} iter_args(%{{.+}} = %[[H2]])
 // CHECK-NOT:       scf.if
 // CHECK:           hexir.dispatch @mm(
 // CHECK-NOT:       scf.if
 // CHECK:           hexir.dispatch @step(
-// CHECK:         scf.yield %[[L2]]
+// CHECK:         scf.yield %[[H2]], %[[L2]]
 // CHECK-NEXT:  } {hexir.specialization_switch}
-// CHECK:       scf.for
+// CHECK:       %[[K:.+]] = scf.for {{.*}} iter_args(%{{.+}} = %[[R]]#0)
 // CHECK:         scf.if
+// CHECK-NEXT:      hexir.dispatch @prefix(
+// CHECK:           hexir.dispatch @mm_a0d0eq1(
+// CHECK:         } else {
+// CHECK-NEXT:      hexir.dispatch @prefix(
+// CHECK:           hexir.dispatch @mm(
 // CHECK:         } {hexir.specialization_switch}
-// CHECK:       return %[[R]]
+// CHECK:       return %[[R]]#1, %[[K]]
 func.func @recurrent(%x: tensor<?x8xf32>, %w: tensor<16x16xf32>, %n: index) -> (tensor<?x16xf32>, tensor<?x16xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -251,7 +259,7 @@ func.func @recurrent(%x: tensor<?x8xf32>, %w: tensor<16x16xf32>, %n: index) -> (
       %g = hexir.dispatch @mm(%p, %w, %rows) dims(%rows) : (tensor<?x16xf32>, tensor<16x16xf32>, index) -> tensor<?x16xf32>
       scf.yield %g : tensor<?x16xf32>
     } {hexir.specialization_switch}
-    scf.yield %t : tensor<?x16xf32>
+    scf.yield %a : tensor<?x16xf32>
   }
   return %l, %k : tensor<?x16xf32>, tensor<?x16xf32>
 }
@@ -296,4 +304,44 @@ func.func @two_terms(%x: tensor<?x?xf32>, %n: index) -> tensor<?x?xf32> {
     scf.yield %a : tensor<?x?xf32>
   }
   return %l : tensor<?x?xf32>
+}
+
+// -----
+
+// A switch alone between dispatches (an M = 1 matmul in the middle of a network, its M the
+// rows of a dispatch's result) is widened to them: @pre and @post join both branches, one
+// segment per branch instead of three; the switch tests the rows' key (dim 0 of %x) since its
+// own test reads a result of the run; the constants and dims stay before it.
+// CHECK-LABEL: func.func @widened(
+// CHECK:       %[[M:.+]] = tensor.dim %arg0, %c0
+// CHECK:       %[[KEY:.+]] = tensor.dim %arg0, %c0
+// CHECK:       %[[HOT:.+]] = arith.cmpi eq, %[[KEY]], %c1
+// CHECK-NEXT:  %[[R:.+]] = scf.if %[[HOT]] -> (tensor<?x8xf32>) {
+// CHECK-NEXT:    hexir.dispatch @pre(%arg0, %[[M]])
+// CHECK:         hexir.dispatch @mm_a0d0eq1(
+// CHECK:         hexir.dispatch @post(
+// CHECK:       } else {
+// CHECK-NEXT:    hexir.dispatch @pre(%arg0, %[[M]])
+// CHECK:         hexir.dispatch @mm(
+// CHECK:         hexir.dispatch @post(
+// CHECK:       } {hexir.specialization_switch}
+// CHECK-NEXT:  return %[[R]]
+func.func @widened(%x: tensor<?x8xf32>, %w: tensor<8x8xf32>) -> tensor<?x8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %x, %c0 : tensor<?x8xf32>
+  %a = hexir.dispatch @pre(%x, %m) dims(%m) : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  %rows = tensor.dim %a, %c0 : tensor<?x8xf32>
+  %hot = arith.cmpi eq, %rows, %c1 : index
+  %b = scf.if %hot -> (tensor<?x8xf32>) {
+    %a1 = tensor.cast %a : tensor<?x8xf32> to tensor<1x8xf32>
+    %s = hexir.dispatch @mm_a0d0eq1(%a1, %w) : (tensor<1x8xf32>, tensor<8x8xf32>) -> tensor<1x8xf32>
+    %sd = tensor.cast %s : tensor<1x8xf32> to tensor<?x8xf32>
+    scf.yield %sd : tensor<?x8xf32>
+  } else {
+    %g = hexir.dispatch @mm(%a, %w, %rows) dims(%rows) : (tensor<?x8xf32>, tensor<8x8xf32>, index) -> tensor<?x8xf32>
+    scf.yield %g : tensor<?x8xf32>
+  } {hexir.specialization_switch}
+  %c = hexir.dispatch @post(%b, %m) dims(%m) : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
+  return %c : tensor<?x8xf32>
 }
