@@ -142,32 +142,27 @@ int LowerConcatenationsToCopies(func::FuncOp kernel) {
                                                    index(tensor::getMixedSize(b, loc, s.tensor, d)));
         exact = b.createOrFold<arith::AndIOp>(loc, exact, fits);
       }
-    auto branch = scf::IfOp::create(b, loc, op->getResultTypes(), exact, /*withElseRegion=*/true);
-    b.setInsertionPointToStart(branch.thenBlock());
-    Value result = init;
-    for (Source& s : c.sources) {
-      SmallVector<OpFoldResult> sourceOffsets, offsets, sizes, strides;
-      for (int64_t d = 0; d < static_cast<int64_t>(c.tileOffsets.size()); ++d) {
-        strides.push_back(b.getIndexAttr(1));
-        if (d == c.axis) {
-          sourceOffsets.push_back(b.getIndexAttr(0));
-          offsets.push_back(s.offset);
-          sizes.push_back(s.size);
-          continue;
+    pad_reads::ReplaceWhereInside(op, b, exact, [&](OpBuilder& at) -> Value {
+      Value result = init;
+      for (Source& s : c.sources) {
+        SmallVector<OpFoldResult> sourceOffsets, offsets, sizes, strides;
+        for (int64_t d = 0; d < static_cast<int64_t>(c.tileOffsets.size()); ++d) {
+          strides.push_back(at.getIndexAttr(1));
+          if (d == c.axis) {
+            sourceOffsets.push_back(at.getIndexAttr(0));
+            offsets.push_back(s.offset);
+            sizes.push_back(s.size);
+            continue;
+          }
+          sourceOffsets.push_back(c.tileOffsets[d] ? c.tileOffsets[d] : at.getIndexAttr(0));
+          offsets.push_back(at.getIndexAttr(0));
+          sizes.push_back(tensor::getMixedSize(at, loc, init, d));
         }
-        sourceOffsets.push_back(c.tileOffsets[d] ? c.tileOffsets[d] : b.getIndexAttr(0));
-        offsets.push_back(b.getIndexAttr(0));
-        sizes.push_back(tensor::getMixedSize(b, loc, init, d));
+        Value slice = tensor::ExtractSliceOp::create(at, loc, s.tensor, sourceOffsets, sizes, strides);
+        result = tensor::InsertSliceOp::create(at, loc, slice, result, offsets, sizes, strides);
       }
-      Value slice = tensor::ExtractSliceOp::create(b, loc, s.tensor, sourceOffsets, sizes, strides);
-      result = tensor::InsertSliceOp::create(b, loc, slice, result, offsets, sizes, strides);
-    }
-    scf::YieldOp::create(b, loc, result);
-    b.setInsertionPointToStart(branch.elseBlock());
-    Operation* original = b.clone(*op);
-    scf::YieldOp::create(b, loc, original->getResults());
-    op->getResult(0).replaceAllUsesWith(branch.getResult(0));
-    op->erase();
+      return result;
+    });
   }
   return static_cast<int>(found.size());
 }

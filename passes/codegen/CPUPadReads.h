@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 namespace hexir::codegen::pad_reads {
@@ -124,6 +125,22 @@ inline void Conjuncts(mlir::Value v, llvm::SmallVectorImpl<mlir::Value>& out) {
     return;
   }
   out.push_back(v);
+}
+
+// Replaces `op` (one result) by `scf.if (inside) {copies(b)} else {op as it was}`: a copy
+// rewrite (CPUConcatCopies.h, CPUSliceCopies.h) where its run-time test holds, the generic's
+// bound-checked reads otherwise. `copies` builds the then branch's result at `b`.
+inline void ReplaceWhereInside(mlir::linalg::GenericOp op, mlir::OpBuilder& b, mlir::Value inside,
+                               llvm::function_ref<mlir::Value(mlir::OpBuilder&)> copies) {
+  mlir::Location loc = op.getLoc();
+  auto branch = mlir::scf::IfOp::create(b, loc, op->getResultTypes(), inside, /*withElseRegion=*/true);
+  b.setInsertionPointToStart(branch.thenBlock());
+  mlir::scf::YieldOp::create(b, loc, copies(b));
+  b.setInsertionPointToStart(branch.elseBlock());
+  mlir::Operation* original = b.clone(*op);
+  mlir::scf::YieldOp::create(b, loc, original->getResults());
+  op->getResult(0).replaceAllUsesWith(branch.getResult(0));
+  op->erase();
 }
 
 }  // namespace hexir::codegen::pad_reads

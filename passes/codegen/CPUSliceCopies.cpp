@@ -94,17 +94,11 @@ int LowerSlicesToCopies(func::FuncOp kernel) {
       sizes.push_back(extent);
       strides.push_back(b.getIndexAttr(1));
     }
-    auto branch = scf::IfOp::create(b, loc, op->getResultTypes(), inside, /*withElseRegion=*/true);
-    b.setInsertionPointToStart(branch.thenBlock());
-    Value slice = tensor::ExtractSliceOp::create(b, loc, s.source, offsets, sizes, strides);
-    SmallVector<OpFoldResult> origin(offsets.size(), b.getIndexAttr(0));
-    Value copied = tensor::InsertSliceOp::create(b, loc, slice, init, origin, sizes, strides);
-    scf::YieldOp::create(b, loc, copied);
-    b.setInsertionPointToStart(branch.elseBlock());
-    Operation* original = b.clone(*op);
-    scf::YieldOp::create(b, loc, original->getResults());
-    op->getResult(0).replaceAllUsesWith(branch.getResult(0));
-    op->erase();
+    pad_reads::ReplaceWhereInside(op, b, inside, [&](OpBuilder& at) -> Value {
+      Value slice = tensor::ExtractSliceOp::create(at, loc, s.source, offsets, sizes, strides);
+      SmallVector<OpFoldResult> origin(offsets.size(), at.getIndexAttr(0));
+      return tensor::InsertSliceOp::create(at, loc, slice, init, origin, sizes, strides);
+    });
   }
   return static_cast<int>(found.size());
 }
