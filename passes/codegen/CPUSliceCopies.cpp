@@ -4,7 +4,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "passes/codegen/CPUPadReads.h"
@@ -18,7 +17,6 @@ namespace {
 // d0 + s0 of a tiled generic, with one side holding the index and the other a constant or a
 // value outside the body.
 bool MatchShiftedPosition(Value p, unsigned dim, Region& body, SmallVectorImpl<OpFoldResult>& terms) {
-  if (pad_reads::IsIndexOf(p, dim)) return true;
   if (std::optional<OpFoldResult> offset = pad_reads::MatchPosition(p, dim, body)) {
     if (*offset) terms.push_back(*offset);
     return true;

@@ -150,6 +150,85 @@ bool holdsDispatch(ArrayRef<Operation*> ops) {
   return llvm::any_of(ops, [](Operation* op) { return isa<DispatchOp>(op); });
 }
 
+// Pure host code: constants, dims, index arithmetic, reshapes.
+bool hostArithmetic(Operation* op) {
+  return op->getNumRegions() == 0 && isMemoryEffectFree(op) && !isa<DispatchOp>(op);
+}
+
+// The ops around a run [first, last] that join it (the header's widening), and the test of
+// the merged switch: S's own, or the facts' keys where S's reads an op that joins.
+struct Widening {
+  SmallVector<Operation*> before, after;
+  Value cond;
+};
+
+Widening widen(scf::IfOp first, Operation* last, ArrayRef<Term> facts) {
+  Widening w{{}, {}, first.getCondition()};
+  Block* block = first->getBlock();
+  // The ops of the block the keys are computed from: other than host arithmetic (a dispatch,
+  // whose result's dim is a key), one ends the widening backwards.
+  const bool keyed = llvm::all_of(facts, [](const Term& t) { return !t.dim.constant && t.dim.tensor; });
+  llvm::SmallPtrSet<Operation*, 16> keyOps;
+  SmallVector<Value> work;
+  if (keyed)
+    for (const Term& t : facts) work.push_back(t.dim.tensor);
+  while (!work.empty()) {
+    Operation* op = work.pop_back_val().getDefiningOp();
+    if (op && op->getBlock() == block && keyOps.insert(op).second) llvm::append_range(work, op->getOperands());
+  }
+  // An op joins when it is not host arithmetic (a dispatch, a check, a host read) or reads an
+  // op that joined; host arithmetic stays outside, before the switch, where later passes still
+  // see it (a loop's constant bounds).
+  llvm::SmallPtrSet<Operation*, 32> joined;
+  auto joins = [&](Operation* op) {
+    return !hostArithmetic(op) || llvm::any_of(op->getOperands(), [&](Value v) {
+             return v.getDefiningOp() && joined.contains(v.getDefiningOp());
+           });
+  };
+  Operation* start = first;
+  for (Operation* op = first->getPrevNode(); keyed && op && op->getNumRegions() == 0; op = op->getPrevNode()) {
+    if (keyOps.contains(op) && !hostArithmetic(op)) break;
+    start = op;
+  }
+  for (Operation* op = start; op != first.getOperation(); op = op->getNextNode())
+    if (joins(op)) {
+      w.before.push_back(op);
+      joined.insert(op);
+    }
+  if (!holdsDispatch(w.before)) {
+    w.before.clear();
+    joined.clear();
+  }
+  // S's test reading an op that joined (a dim of a dispatch's reshaped result): the keys'.
+  SmallVector<Value> condWork{w.cond};
+  bool readsRun = false;
+  while (!condWork.empty() && !readsRun) {
+    Operation* op = condWork.pop_back_val().getDefiningOp();
+    if (!op || op->getBlock() != block) continue;
+    readsRun = joined.contains(op);
+    llvm::append_range(condWork, op->getOperands());
+  }
+  if (readsRun) {
+    OpBuilder at(first);
+    w.cond = testTerms(at, first.getLoc(), facts);
+  }
+  for (Operation* op = first; op != last->getNextNode(); op = op->getNextNode()) joined.insert(op);
+  SmallVector<Operation*> stays;  // after the run, hoisted before the switch
+  for (Operation* op = last->getNextNode(); op && !op->hasTrait<OpTrait::IsTerminator>() && op->getNumRegions() == 0;
+       op = op->getNextNode()) {
+    if (!joins(op)) {
+      stays.push_back(op);
+      continue;
+    }
+    w.after.push_back(op);
+    joined.insert(op);
+  }
+  if (!holdsDispatch(w.after)) w.after.clear();
+  else
+    for (Operation* op : stays) op->moveBefore(first);
+  return w;
+}
+
 // Merges the run starting at switch `first`; returns the op after the new switch, or the op
 // after `first` when there is nothing to merge.
 Operation* mergeFrom(scf::IfOp first) {
@@ -166,79 +245,7 @@ Operation* mergeFrom(scf::IfOp first) {
     if (op->getNumRegions() > 0) break;
   }
   Block* block = first->getBlock();
-  // Widened to the dispatches around it, so that each branch is one segment with them instead
-  // of three (before, in, after the switch): back to the block's start or an op with regions
-  // (the ops computing the condition stay before the switch), on to the block's end or an op
-  // with regions; a side holding no dispatch is left as it is (nothing to gain but bytecode).
-  SmallVector<Operation*> before, after;
-  // The ops of the block the facts' keys are computed from: host arithmetic stays before the
-  // switch (ops of the run before it move after it), anything else (a dispatch, whose result's
-  // dim is a key) ends the widening.
-  llvm::SmallPtrSet<Operation*, 16> keyOps;
-  bool keyed = llvm::all_of(facts, [](const Term& t) { return !t.dim.constant && t.dim.tensor; });
-  SmallVector<Value> work;
-  for (const Term& t : facts)
-    if (keyed) work.push_back(t.dim.tensor);
-  while (!work.empty()) {
-    Operation* op = work.pop_back_val().getDefiningOp();
-    if (!op || op->getBlock() != block || !keyOps.insert(op).second) continue;
-    llvm::append_range(work, op->getOperands());
-  }
-  auto hostArithmetic = [](Operation* op) {
-    return op->getNumRegions() == 0 && isMemoryEffectFree(op) && !isa<DispatchOp>(op);
-  };
-  // An op joins the run when it is a dispatch, has effects (checks, host reads) or reads a
-  // value of the run; other host arithmetic (constants, dims, reshapes of arguments) stays
-  // outside, before the switch, so that later passes still see it (a loop's constant bounds).
-  llvm::SmallPtrSet<Operation*, 32> moved;
-  auto joins = [&](Operation* op) {
-    return isa<DispatchOp>(op) || !isMemoryEffectFree(op) || llvm::any_of(op->getOperands(), [&](Value v) {
-             return v.getDefiningOp() && moved.contains(v.getDefiningOp());
-           });
-  };
-  Operation* spanStart = first;
-  for (Operation* op = first->getPrevNode(); keyed && op && op->getNumRegions() == 0; op = op->getPrevNode()) {
-    if (keyOps.contains(op) && !hostArithmetic(op)) break;
-    spanStart = op;
-  }
-  for (Operation* op = spanStart; op != first.getOperation(); op = op->getNextNode())
-    if (joins(op)) {
-      before.push_back(op);
-      moved.insert(op);
-    }
-  if (!holdsDispatch(before)) {
-    before.clear();
-    moved.clear();
-  }
-  // The switch's test, unless it reads a value of the run (a dim of a dispatch's reshaped
-  // result): then the facts' keys, tested before it.
-  Value cond = first.getCondition();
-  SmallVector<Value> condWork{cond};
-  bool readsRun = false;
-  while (!condWork.empty() && !readsRun) {
-    Operation* op = condWork.pop_back_val().getDefiningOp();
-    if (!op || op->getBlock() != block) continue;
-    readsRun = moved.contains(op);
-    llvm::append_range(condWork, op->getOperands());
-  }
-  if (readsRun) {
-    OpBuilder at(first);
-    cond = testTerms(at, first.getLoc(), facts);
-  }
-  for (Operation* op = first; op != last->getNextNode(); op = op->getNextNode()) moved.insert(op);
-  SmallVector<Operation*> stays;  // after the run, hoisted before the switch
-  for (Operation* op = last->getNextNode(); op && !op->hasTrait<OpTrait::IsTerminator>() && op->getNumRegions() == 0;
-       op = op->getNextNode()) {
-    if (joins(op)) {
-      after.push_back(op);
-      moved.insert(op);
-    } else {
-      stays.push_back(op);
-    }
-  }
-  if (!holdsDispatch(after)) after.clear();
-  else
-    for (Operation* op : stays) op->moveBefore(first);
+  auto [before, after, cond] = widen(first, last, facts);
   if (last == first.getOperation() && before.empty() && after.empty()) return next;
   SmallVector<Operation*> run(before);
   for (Operation* op = first; op != last->getNextNode(); op = op->getNextNode()) run.push_back(op);
