@@ -373,9 +373,14 @@ def LiftConstantDispatches : Pass<"hexir-lift-constant-dispatches", "mlir::Modul
     globals lifted before or static reshapes/casts of those, with static results and no tied operands, moves into the
     initializer form `func.func private @__hexir_lifted_init() {hexir.initializer}` (with
     clones of its constants) and stores each result into a new `hexir.global
-    @<func>_lifted_<n>`; the function reads it with `hexir.global.load`.
+    @<func>_lifted_<n>`; the function reads it with `hexir.global.load`. A dispatch that
+    also reads `hexir.parameter` arguments of its public function (one-device modules)
+    moves into that function's parameter transforms instead: `scf.if %same {} else {...}`
+    at its entry, run when some parameter it reads is not the buffer (`hexir.same_buffer`
+    against a `@<func>_parameter_<arg>` global) they last ran on.
   }];
-  let dependentDialects = ["::hexir::HexirDialect"];
+  let dependentDialects = ["::hexir::HexirDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def SinkLoopConstants : Pass<"hexir-sink-loop-constants", "mlir::ModuleOp"> {

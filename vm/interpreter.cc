@@ -407,6 +407,14 @@ op_RefIsNull: {
   ip += 3;
   NEXT();
 }
+op_CmpEqRef: {
+  uint32_t b = ip[2], c = ip[3];
+  VA = at.r[b & kIndexMask].get() == at.r[c & kIndexMask].get();
+  if (b & kMoveBit) at.r[b & kIndexMask].reset();
+  if (c & kMoveBit) at.r[c & kIndexMask].reset();
+  ip += 4;
+  NEXT();
+}
 
 // ---- lists (interpreter_lists.h): every index, size and kind is data, checked there ----
   LIST_OP(ListAlloc, 4, ListAlloc(ip, at.v, at.r))

@@ -532,6 +532,45 @@ TEST_CASE("refs: MOVE, release and return leave registers empty") {
   CHECK(obj->ref_count() == 1);
 }
 
+TEST_CASE("cmp.eq.ref: identity of objects, null equal to null, MOVE clears") {
+  ModuleBuilder mb;
+  // same(a, b): a == a, a == b, a == null, null == null (global 0 is never stored), and
+  // a == b again with both moved out of their registers.
+  auto& f = mb.AddFunction("same", "rr_iiiiiii");
+  f.Op(Op::GlobalLoadRef).R(2).G(0);
+  f.Op(Op::CmpEqRef).V(0).R(0).R(0);
+  f.Op(Op::CmpEqRef).V(1).R(0).R(1);
+  f.Op(Op::CmpEqRef).V(2).R(0).R(2);
+  f.Op(Op::CmpEqRef).V(3).R(2).R(2);
+  f.Op(Op::CmpEqRef).V(4).R(0, true).R(1, true);
+  f.Op(Op::RefIsNull).V(5).R(0);
+  f.Op(Op::RefIsNull).V(6).R(1);
+  f.Op(Op::Return).L({V(0), V(1), V(2), V(3), V(4), V(5), V(6)});
+  mb.SetGlobals(0, 1);
+  mb.AddExport("same", f.ordinal());
+  Harness h(mb);
+  Ref<Counter> x = MakeRef<Counter>(1), y = MakeRef<Counter>(1);
+  auto fn = h.context->LookupFunction("same");
+  REQUIRE(fn.ok());
+  for (bool equal : {true, false}) {
+    std::vector<Variant> args{RefArg(x), RefArg(equal ? x : y)};
+    std::vector<Variant> results;
+    Status s = h.context->Invoke(*fn, args, &results);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    REQUIRE(results.size() == 7);
+    CHECK(results[0].bits == 1);
+    CHECK(results[1].bits == (equal ? 1 : 0));
+    CHECK(results[2].bits == 0);
+    CHECK(results[3].bits == 1);
+    CHECK(results[4].bits == (equal ? 1 : 0));
+    CHECK(results[5].bits == 1);
+    CHECK(results[6].bits == 1);
+  }
+  CHECK(x->ref_count() == 1);
+  CHECK(y->ref_count() == 1);
+}
+
 TEST_CASE("a trap releases every ref held by the frames") {
   ModuleBuilder mb;
   auto& inner = mb.AddFunction("inner", "r_");

@@ -15,7 +15,8 @@ inline constexpr uint32_t kModuleVersionMajor = 2;
 // 2.0 added the checksums (header, SegmentRef.checksum, Module.bytecode_checksum) and `assert`.
 // 2.1 added Module.devices (optional: 2.0 files load as one device).
 // 2.2 added div.s.i32 / rem.s.i32 (0x28, 0x29); div.s.i64 / rem.s.i64 trap on INT64_MIN / -1.
-inline constexpr uint32_t kModuleVersionMinor = 2;
+// 2.3 added cmp.eq.ref (0x66).
+inline constexpr uint32_t kModuleVersionMinor = 3;
 inline constexpr uint32_t kModuleVersion = kModuleVersionMajor << 16 | kModuleVersionMinor;
 inline constexpr size_t kModuleHeaderSize = 24;
 inline constexpr size_t kSegmentAlignment = 64;

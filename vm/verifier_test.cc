@@ -414,17 +414,17 @@ TEST_CASE("module-level verification: header, segments, exports, initializer") {
   smaller_fb[12] -= 8;  // still a valid FlatBuffer prefix? the checksum or the verifier says no
   CHECK(LoadStatus(smaller_fb).code() == StatusCode::kDataLoss);
 
-  // Compatibility rule: same major, minor <= the reader's (2.2). 1.x files have no checksums
-  // and are refused; 2.3 is refused too; 2.0 (no device list) and 2.1 still load.
-  for (uint32_t version : {1u << 16 | 0, 1u << 16 | 1, 2u << 16 | 3, 3u << 16}) {
+  // Compatibility rule: same major, minor <= the reader's (2.3). 1.x files have no checksums
+  // and are refused; 2.4 is refused too; 2.0 (no device list), 2.1 and 2.2 still load.
+  for (uint32_t version : {1u << 16 | 0, 1u << 16 | 1, 2u << 16 | 4, 3u << 16}) {
     ModuleBuilder other;
     other.SetVersion(version);
     other.AddFunction("f", "_").Op(Op::Return).L({});
     ExpectError(LoadStatus(Bytes(other)),
                 StrCat("module format version ", version >> 16, ".", version & 0xFFFF,
-                       " is not supported by this reader (2.2): recompile it"));
+                       " is not supported by this reader (2.3): recompile it"));
   }
-  for (uint32_t version : {2u << 16, 2u << 16 | 1, 2u << 16 | 2}) {
+  for (uint32_t version : {2u << 16, 2u << 16 | 1, 2u << 16 | 2, 2u << 16 | 3}) {
     ModuleBuilder current;
     current.SetVersion(version);
     current.AddFunction("f", "_").Op(Op::Return).L({});

@@ -454,6 +454,11 @@ class ModuleWriter {
       enc.op(Opcode::RefIsNull);
       enc.V(results[0].index);
       enc.R(operands[0].index, operands[0].move);
+    } else if (isa<vmir::CmpEqRefOp>(op)) {
+      enc.op(Opcode::CmpEqRef);
+      enc.V(results[0].index);
+      enc.R(operands[0].index, operands[0].move);
+      enc.R(operands[1].index, operands[1].move);
     } else if (auto call = dyn_cast<vmir::CallOp>(op)) {
       auto ordinal = functionOrdinals.find(call.getCallee());
       if (ordinal == functionOrdinals.end())

@@ -138,7 +138,7 @@ TEST_CASE("module file: header, FlatBuffer and 64-byte aligned segments") {
 
   REQUIRE(file.size() > 24);
   CHECK(std::memcmp(file.data(), "HXIRVMFB", 8) == 0);
-  CHECK(ReadU32(file, 8) == 0x00020002u);  // 2.2: div.s.i32 / rem.s.i32
+  CHECK(ReadU32(file, 8) == 0x00020003u);  // 2.3: cmp.eq.ref
   uint32_t fb_size = ReadU32(file, 12);
   REQUIRE(24 + fb_size <= file.size());
   uint64_t fb_checksum;
@@ -149,7 +149,7 @@ TEST_CASE("module file: header, FlatBuffer and 64-byte aligned segments") {
   CHECK(vm::format::ModuleBufferHasIdentifier(file.data() + 24));
 
   const vm::format::Module* module = vm::format::GetModule(file.data() + 24);
-  CHECK(module->version() == 0x00020002u);
+  CHECK(module->version() == 0x00020003u);
   CHECK(module->bytecode_checksum() == Checksum64(module->bytecode()->data(), 3 * 4));
   REQUIRE(module->imports()->size() == 1);
   CHECK(module->imports()->Get(0)->signature()->str() == "_r");

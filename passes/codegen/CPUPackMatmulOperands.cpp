@@ -1,5 +1,6 @@
 // Packs the right-hand side of micro-kernel matmuls once per dispatch instead of once per
-// workgroup, and a constant one once at load (the layout: CPUMatmulMicroKernel.cpp).
+// workgroup, and one known at load (a constant or a `hexir.parameter` argument,
+// dispatch/LoadTimeValues.h) once at load (the layout: CPUMatmulMicroKernel.cpp).
 //
 //   exe @mm: func @mm(%a, %b: tensor<KxN>, %o)          exe @pack_rhs_KxNxNR: Bp = pack(%b)
 //     linalg.matmul ins(%a, %b) ...               =>    exe @mm: func @mm(%a, %bp: tensor<PxKxNR>, %o)
@@ -8,8 +9,8 @@
 //                                                    host: %wp = hexir.dispatch @pack_rhs_KxNxNR(%w)
 //                                                          hexir.dispatch @mm(%x, %wp)
 //
-// A dense convolution (CPUConvolutionKernel.h) whose filter w[F][C][KH][KW] is constant at
-// every dispatch gets it packed the same way as the B[K][F] of its GEMM, B[k][f] = w[f][k]
+// A dense convolution (CPUConvolutionKernel.h) whose filter w[F][C][KH][KW] is known at load
+// at every dispatch gets it packed the same way as the B[K][F] of its GEMM, B[k][f] = w[f][k]
 // (`pack_filter_FxCxKHxKW_NR`, ceil(F/NR) panels of C*KH*KW x NR, zero past F), read through
 // an unpack generic marked `hexir.packed_rhs` (CPUConvolutionPackedFilter.cpp reads the panels
 // in place). A filter that changes per call, or of fewer than kMinPackedFilterDepth taps
@@ -20,7 +21,8 @@
 // time (the packed kernel on a tiny plane, the input-packing one on the original otherwise).
 //
 // Before hexir-lift-constant-dispatches: a pack of a constant %w has only constant operands
-// and moves into the initializer. A pack goes before the outermost loop %w does not depend
+// and moves into the initializer; a pack of a parameter into the function's parameter
+// transforms. A pack goes before the outermost loop %w does not depend
 // on (LICM ran before this pass). The layout and the marks: CPUMatmulMicroKernel.cpp
 // ("prepacked right-hand sides"), which lowers both generics once bufferized.
 //
@@ -44,6 +46,7 @@
 #include "passes/codegen/CPUMatmulMicroKernel.h"
 #include "passes/codegen/CPUTarget.h"
 #include "passes/dispatch/InPlaceUpdates.h"
+#include "passes/dispatch/LoadTimeValues.h"
 
 namespace hexir {
 namespace codegen {
@@ -189,15 +192,6 @@ bool HasTinyOutputPlane(linalg::GenericOp convolution) {
          out.getDimSize(2) * out.getDimSize(3) <= kTinyPlanePositions;
 }
 
-// A module constant, a global (lifted earlier) or a static reshape of one.
-bool IsConstant(Value v) {
-  Operation* def = v.getDefiningOp();
-  if (!def) return false;
-  if (isa<GlobalLoadOp, arith::ConstantOp>(def)) return true;
-  if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp>(def))
-    return IsConstant(def->getOperand(0));
-  return false;
-}
 
 // The dense convolutions of `kernel` (tensors) whose filter is a capture argument (one of the
 // first `captures`) that nothing else reads, with that argument.
@@ -265,7 +259,7 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
 
  private:
   // Rewrites each matmul of `kernel` that the micro-kernel takes and whose B is a capture
-  // argument of static shape read only by it, constant at every dispatch or worth a pack
+  // argument of static shape read only by it, known at load at every dispatch or worth a pack
   // dispatch (codegen::WorthPackingRhs); returns (argument, B's type) of each.
   SmallVector<std::pair<unsigned, RankedTensorType>> packArguments(func::FuncOp kernel,
                                                                    unsigned captures, int64_t nr,
@@ -285,8 +279,8 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
       if (!rhsType.hasStaticShape()) continue;
       const int64_t k = rhsType.getDimSize(0), n = rhsType.getDimSize(1);
       const int64_t m = cast<RankedTensorType>(op.getDpsInits()[0].getType()).getDimSize(0);
-      bool constant = llvm::all_of(uses, [&](DispatchOp d) { return IsConstant(d.getArgs()[arg.getArgNumber()]); });
-      if (!constant && !codegen::WorthPackingRhs(ShapedType::isDynamic(m) ? -1 : m, n, k)) continue;
+      bool atLoad = llvm::all_of(uses, [&](DispatchOp d) { return IsLoadTimeValue(d.getArgs()[arg.getArgNumber()]); });
+      if (!atLoad && !codegen::WorthPackingRhs(ShapedType::isDynamic(m) ? -1 : m, n, k)) continue;
       arg.setType(PackedRhsType(&getContext(), k, n, nr));
       OpBuilder b = OpBuilder::atBlockBegin(&entry);
       op.getDpsInputOperand(1)->set(BuildUnpackRhs(b, op.getLoc(), arg, k, n));
@@ -299,7 +293,7 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
   }
 
   // Rewrites each dense convolution of `kernel` whose filter is a capture argument of static
-  // shape read only by it, constant at every dispatch, with kMinPackedFilterDepth (any on a
+  // shape read only by it, known at load at every dispatch, with kMinPackedFilterDepth (any on a
   // tiny output plane or of a wide window over channels) to kMaxPackedFilterDepth taps;
   // returns (argument, w's type) of each.
   SmallVector<std::pair<unsigned, RankedTensorType>> packFilters(func::FuncOp kernel,
@@ -313,7 +307,7 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
           wType.getDimSize(1) * wType.getDimSize(2) * wType.getDimSize(3) > codegen::kMaxPackedFilterDepth ||
           (wType.getDimSize(1) * wType.getDimSize(2) * wType.getDimSize(3) < kMinPackedFilterDepth &&
            !HasTinyOutputPlane(op) && !IsWideWindowOverChannels(wType)) ||
-          !llvm::all_of(uses, [&](DispatchOp d) { return IsConstant(d.getArgs()[arg.getArgNumber()]); }))
+          !llvm::all_of(uses, [&](DispatchOp d) { return IsLoadTimeValue(d.getArgs()[arg.getArgNumber()]); }))
         continue;
       arg.setType(FilterPackedType(wType, nr));
       OpBuilder b = OpBuilder::atBlockBegin(&entry);
@@ -327,7 +321,7 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
   }
 
   // Gives each dense convolution of `kernel` over an output plane of run-time extents whose
-  // filter is a capture argument of static shape read only by it, constant at every dispatch,
+  // filter is a capture argument of static shape read only by it, known at load at every dispatch,
   // of fewer than kMinPackedFilterDepth taps (and not a wide window over channels, which
   // packFilters took) a packed copy of it as a new capture argument, inserted after the
   // captures (and the earlier ones'), read through a dual unpack; returns (filter argument,
@@ -343,7 +337,7 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
       if (!wType.hasStaticShape() || (!out.isDynamicDim(2) && !out.isDynamicDim(3)) ||
           wType.getDimSize(1) * wType.getDimSize(2) * wType.getDimSize(3) >= kMinPackedFilterDepth ||
           IsWideWindowOverChannels(wType) ||
-          !llvm::all_of(uses, [&](DispatchOp d) { return IsConstant(d.getArgs()[arg.getArgNumber()]); }))
+          !llvm::all_of(uses, [&](DispatchOp d) { return IsLoadTimeValue(d.getArgs()[arg.getArgNumber()]); }))
         continue;
       const unsigned at = captures + static_cast<unsigned>(duals.size());
       BlockArgument packed = entry.insertArgument(at, FilterPackedType(wType, nr), op.getLoc());

@@ -18,6 +18,7 @@
 #include "passes/dispatch/CacheRowProducers.h"
 #include "passes/dispatch/DispatchFormationFolds.h"
 #include "passes/dispatch/InPlaceUpdates.h"
+#include "passes/dispatch/LoadTimeValues.h"
 #include "passes/dispatch/LowerTensorOps.h"
 
 namespace hexir {
@@ -69,8 +70,9 @@ bool isElementwiseGeneric(Operation* op) {
   return g && isElementwise(g);
 }
 
-// A dense constant, seen through static reshapes and casts (what the lift pass lifts too).
-bool isDenseConstant(Value v) {
+// A dense constant or a parameter argument, seen through static reshapes and casts (what the
+// lift pass lifts too: dispatch/LoadTimeValues.h).
+bool isDenseConstantOrParameter(Value v) {
   while (Operation* def = v.getDefiningOp()) {
     if (auto constant = dyn_cast<arith::ConstantOp>(def))
       return isa<DenseElementsAttr>(constant.getValue());
@@ -79,13 +81,14 @@ bool isDenseConstant(Value v) {
       return false;
     v = def->getOperand(0);
   }
-  return false;
+  return IsParameterArgument(v);
 }
 
 // A layout change of constants (transpose(W) of a constant weight: every input a dense
-// constant (maybe reshaped) read through a permutation, so the result holds as many elements
+// constant or a parameter argument (maybe reshaped) read through a permutation, so the result holds as many elements
 // as each input, static): as a dispatch of its own it is lifted to load
-// (hexir-lift-constant-dispatches), computed once; fused into its consumer it ran per call.
+// (hexir-lift-constant-dispatches), computed once (a parameter's: once per weight buffer);
+// fused into its consumer it ran per call.
 // Static exports fused it (an M = 1 Gemm reads W^T once per output row, recompute 1) where
 // dynamic ones, whose dynamic M left the recompute unknown, lifted it: MobileNetV3's
 // 576 x 1024 classifier ran 8.7 ms per call static, 10x the whole dynamic network.
@@ -94,7 +97,7 @@ bool isConstantLayoutChange(linalg::GenericOp g) {
   if (!cast<RankedTensorType>(g->getResult(0).getType()).hasStaticShape()) return false;
   if (g.getNumDpsInputs() == 0) return false;
   for (OpOperand* input : g.getDpsInputOperands()) {
-    if (!isDenseConstant(input->get())) return false;
+    if (!isDenseConstantOrParameter(input->get())) return false;
     if (!g.getMatchingIndexingMap(input).isPermutation()) return false;
   }
   return true;

@@ -179,6 +179,7 @@ class HostLowering {
   LogicalResult lowerEmpty(tensor::EmptyOp e);
   LogicalResult lowerGlobalLoad(GlobalLoadOp g);
   LogicalResult lowerGlobalStore(GlobalStoreOp g);
+  LogicalResult lowerSameBuffer(SameBufferOp s);
   LogicalResult lowerReshape(Operation* op);
   LogicalResult lowerCast(tensor::CastOp c);
   LogicalResult lowerCheck(CheckOp c);

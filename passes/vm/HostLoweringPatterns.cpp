@@ -152,6 +152,9 @@ using GlobalLoadLowering = LowerWith<GlobalLoadOp, &HostLowering::lowerGlobalLoa
 ///   hexir.global.store %t, @w : tensor<4xf32>  ==>  hexir_vm.global.store.ref %t.buf, G
 using GlobalStoreLowering = LowerWith<GlobalStoreOp, &HostLowering::lowerGlobalStore>;
 
+///   %same = hexir.same_buffer %a, %b : tensor<4xf32>  ==>  %same = hexir_vm.cmp.eq.ref %a.buf, %b.buf
+using SameBufferLowering = LowerWith<SameBufferOp, &HostLowering::lowerSameBuffer>;
+
 /// Host arith on scalars: i64 / f64 registers, the instructions from lowerScalarArith's table;
 /// an i32 result is sign-extended again, an i1 result masked:
 ///   %s = arith.addi %a, %b : i32  ==>  %w = hexir_vm.inst "add.i64"(%a, %b)
@@ -181,7 +184,8 @@ void populateHostLoweringPatterns(RewritePatternSet& patterns, HostLowering& low
                ChannelQueryLowering<ChannelCountOp>, ReshapeLowering<tensor::ExpandShapeOp>,
                ReshapeLowering<tensor::CollapseShapeOp>, CastLowering, CheckLowering,
                EmptyLowering, DimLowering, ExtractLowering, CallLowering, BranchLowering,
-               CondBranchLowering, ReturnLowering, GlobalLoadLowering, GlobalStoreLowering>(
+               CondBranchLowering, ReturnLowering, GlobalLoadLowering, GlobalStoreLowering,
+               SameBufferLowering>(
       patterns.getContext(), lowering);
   addScalarArith<arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::DivSIOp, arith::RemSIOp,
                  arith::DivUIOp, arith::RemUIOp, arith::AndIOp, arith::OrIOp, arith::XOrIOp,

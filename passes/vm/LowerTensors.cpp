@@ -58,6 +58,14 @@ LogicalResult HostLowering::lowerGlobalStore(GlobalStoreOp g) {
   return success();
 }
 
+// Buffer identity (a global never stored holds null; two nulls are the same).
+LogicalResult HostLowering::lowerSameBuffer(SameBufferOp s) {
+  auto lhs = tensors.find(s.getLhs()), rhs = tensors.find(s.getRhs());
+  if (lhs == tensors.end() || rhs == tensors.end()) return s.emitError("compared tensor has no buffer");
+  scalars[s] = vmir::CmpEqRefOp::create(b, loc, b.getI64Type(), lhs->second.buffer, rhs->second.buffer);
+  return success();
+}
+
 LogicalResult HostLowering::lowerEmpty(tensor::EmptyOp e) {
   // A host-side empty (returned or passed on without a producer): a zeroed buffer.
   auto t = e.getType();

@@ -462,6 +462,70 @@ void ConstantWeightTransposeRunsOnceAtLoad(const std::string& target) {
 HEXIR_E2E_TEST_ON_DEVICES("a transpose of a constant weight runs once at load and each call runs only the matmul",
                           ConstantWeightTransposeRunsOnceAtLoad)
 
+// y = transpose(W) @ x with W a `hexir.parameter` argument (weights the caller passes, as
+// hexir-import --parameters writes them): the transpose is one of main's parameter
+// transforms, run when W is not the buffer it last ran on.
+const char* kTransposedParameterMatmul = R"mlir(
+func.func @main(%x: tensor<8x4xf32>, %w: tensor<8x16xf32> {hexir.parameter}) -> tensor<16x4xf32> {
+  %et = tensor.empty() : tensor<16x8xf32>
+  %wt = linalg.transpose ins(%w : tensor<8x16xf32>) outs(%et : tensor<16x8xf32>) permutation = [1, 0]
+  %e = tensor.empty() : tensor<16x4xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<16x4xf32>) -> tensor<16x4xf32>
+  %r = linalg.matmul ins(%wt, %x : tensor<16x8xf32>, tensor<8x4xf32>) outs(%f : tensor<16x4xf32>) -> tensor<16x4xf32>
+  return %r : tensor<16x4xf32>
+}
+)mlir";
+
+void ParameterWeightTransposeRunsOncePerBuffer(const std::string& target) {
+  std::string module = CompileOrDie(kTransposedParameterMatmul, "parameter_transpose", target);
+  auto session = OpenOrDie(module, target);
+  hal::Device& device = session->device();
+  auto fn = session->LookupFunction("main");
+  REQUIRE(fn.ok());
+  HostTensor w1 = RandomF32({8, 16}, 70), w2 = RandomF32({8, 16}, 71);
+  auto upload = [&](const HostTensor& w) {
+    auto view = hal::BufferViewFromHost(device, w.element_type, Span<const int64_t>(w.dims.data(), w.dims.size()),
+                                        w.bytes.data(), w.bytes.size());
+    REQUIRE(view.ok());
+    return *view;
+  };
+  vm::Ref<hal::BufferView> v1 = upload(w1), v2 = upload(w2);
+  // (weights, their view, dispatches and submissions the call must cost): the transpose and
+  // the matmul in two submissions on the first call of a buffer, the matmul alone after.
+  struct Step {
+    const HostTensor* w;
+    vm::Ref<hal::BufferView> view;
+    uint64_t dispatches, submissions;
+  };
+  const Step steps[] = {{&w1, v1, 2, 2}, {&w1, v1, 1, 1}, {&w1, v1, 1, 1},
+                        {&w2, v2, 2, 2}, {&w2, v2, 1, 1}, {&w1, v1, 2, 2}};
+  int call = 0;
+  for (const Step& step : steps) {
+    INFO("call " << call);
+    HostTensor x = RandomF32({8, 4}, 80 + call++);
+    HostTensor y = ZerosF32({16, 4});
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 4; ++j) {
+        double acc = 0;
+        for (int k = 0; k < 8; ++k) acc += double(F32(*step.w)[k * 16 + i]) * F32(x)[k * 4 + j];
+        F32(y)[i * 4 + j] = float(acc);
+      }
+    hal::DeviceStats before = device.stats();
+    std::vector<HostValue> results;
+    Status s = session->Call(*fn, {Tensor(x)}, {step.view}, &results);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    hal::DeviceStats after = device.stats();
+    REQUIRE(results.size() == 1);
+    RequireClose(results[0].tensor, y, 1e-5, 1e-5);
+    CHECK(after.dispatches_executed - before.dispatches_executed == step.dispatches);
+    CHECK(after.queue_submissions - before.queue_submissions == step.submissions);
+  }
+}
+HEXIR_E2E_TEST_ON_DEVICES("a transpose of a parameter weight runs once per weight buffer: again when the caller passes another, results equal to f64",
+                          ParameterWeightTransposeRunsOncePerBuffer)
+
 // y = x @ transpose(W) with M = 1, as hexir-import writes an ONNX Gemm with transB = 1: W a
 // module constant [N][K] (37 x 29, values 0.01 * i - 0.5), transposed by a generic that the
 // reduction generic reads. Fused into that consumer (recompute 1 at M = 1) the transpose ran

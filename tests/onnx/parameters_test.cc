@@ -5,6 +5,7 @@
 // on a terminal (script(1)) hexir-import and hexir-compile show their progress.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -127,7 +128,7 @@ TEST_CASE("initializers above the threshold are arguments read from the paramete
   std::ifstream f(dir + "/dense.mlir");
   std::string mlir((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   // W (4800 bytes) is the second argument; b (120 bytes) stays a constant in the text.
-  CHECK(Has(mlir, "func.func @main(%arg0: tensor<2x40xf32>, %arg1: tensor<40x30xf32>)"));
+  CHECK(Has(mlir, "func.func @main(%arg0: tensor<2x40xf32>, %arg1: tensor<40x30xf32> {hexir.parameter})"));
   CHECK(Has(mlir, "// %arg1: parameter 'W'"));
   CHECK(Has(mlir, "dense<\"0x") == true);  // the bias
   CHECK(mlir.size() < 4000);                // W's 9600 hex digits are not in the text
@@ -158,6 +159,80 @@ TEST_CASE("initializers above the threshold are arguments read from the paramete
     CHECK(code == 1);
     CHECK(Has(err, "parameter file '" + dir + "/dense.onnx' is not a GGUF file"));
   }
+}
+
+// The count after `what` ("dispatches ") on hexir-bench's line starting with `line`.
+double BenchCount(const std::string& report, const std::string& line, const std::string& what) {
+  size_t at = report.find(line);
+  if (at == std::string::npos) return -1;
+  size_t end = report.find('\n', at);
+  size_t w = report.find(what, at);
+  if (w == std::string::npos || w > end) return -1;
+  return std::atof(report.c_str() + w + what.size());
+}
+
+TEST_CASE("work on parameters alone (a filter's packing, a weight's transpose) runs on the first call only") {
+  // x[1,32,6,6] -> Conv W[16,32,3,3] (288 taps: the packed-filter kernel) pads 1 -> Flatten
+  // -> Gemm with B[10,576] transposed (transB = 1): with the weights inline the packing and
+  // the transpose run once at load; imported with --parameters they are the function's
+  // parameter transforms, so a steady call runs the same dispatches.
+  std::string dir = Folder("conv_gemm");
+  Graph m;
+  m.Input("x", {1, 32, 6, 6});
+  m.Output("y", {1, 10});
+  std::vector<float> w(16 * 32 * 9), b(10 * 576), x(32 * 36);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = WeightAt(int(i)) * 0.1f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = WeightAt(int(i) + 7) * 0.05f;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = InputAt(int(i));
+  m.InitF("W", {16, 32, 3, 3}, w);
+  m.InitF("B", {10, 576}, b);
+  auto* conv = m.Node("Conv", {"x", "W"}, {"c"});
+  Graph::AttrInts(conv, "pads", {1, 1, 1, 1});
+  m.Node("Flatten", {"c"}, {"f"});
+  auto* gemm = m.Node("Gemm", {"f", "B"}, {"y"});
+  Graph::AttrI(gemm, "transB", 1);
+  ox::testing::Save(m.model, dir + "/m.onnx");
+  int code = 0;
+  Sh("tools/hexir-import/hexir-import " + dir + "/m.onnx -o " + dir + "/inline.mlir", &code);
+  REQUIRE(code == 0);
+  Sh("tools/hexir-import/hexir-import " + dir + "/m.onnx -o " + dir + "/p.mlir --parameters=" + dir + "/p.gguf", &code);
+  REQUIRE(code == 0);
+  auto read = [](const std::string& path) {
+    std::ifstream f(path);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  std::string inline_module = CompileForCpu(read(dir + "/inline.mlir"), "conv_gemm_inline");
+  std::string parameter_module = CompileForCpu(read(dir + "/p.mlir"), "conv_gemm_parameters");
+  REQUIRE(!inline_module.empty());
+  REQUIRE(!parameter_module.empty());
+  std::string input = "1x32x6x6xf32=";
+  for (float v : x) input += std::to_string(v) + " ";
+
+  std::string a = Sh("tools/hexir-run/hexir-run --module=" + inline_module + " '--input=" + input + "'", &code);
+  REQUIRE(code == 0);
+  std::string p = Sh("tools/hexir-run/hexir-run --module=" + parameter_module + " --parameters=" + dir +
+                         "/p.gguf --repeat=2 '--input=" + input + "'", &code);
+  INFO(a << "\n" << p);
+  REQUIRE(code == 0);
+  std::vector<float> want = ParseFloats(a), got = ParseFloats(p);
+  REQUIRE(want.size() == 10);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(std::fabs(got[i] - want[i]) <= 1e-5f * (1 + std::fabs(want[i])));
+
+  const std::string bench = " --iterations=3 --cpu-threads=0 --no-baselines '--input=" + input + "'";
+  std::string ib = Sh("tools/hexir-bench/hexir-bench --module=" + inline_module + bench, &code);
+  REQUIRE(code == 0);
+  std::string pb = Sh("tools/hexir-bench/hexir-bench --module=" + parameter_module + " --parameters=" + dir +
+                          "/p.gguf" + bench, &code);
+  INFO(ib << "\n" << pb);
+  REQUIRE(code == 0);
+  const double steady = BenchCount(ib, "  per steady call:", "dispatches ");
+  CHECK(steady >= 2);
+  CHECK(BenchCount(pb, "  per steady call:", "dispatches ") == steady);
+  // The first call also packed the filter and transposed B, in a submission of their own.
+  CHECK(BenchCount(pb, "  first call     :", "dispatches ") == steady + 2);
+  CHECK(BenchCount(pb, "  first call     :", "queue submissions ") == 2);
+  CHECK(BenchCount(pb, "  per steady call:", "queue submissions ") == 1);
 }
 
 TEST_CASE("a parameter file of the wrong shapes names the argument and the tensor") {

@@ -10,6 +10,7 @@
 #include "hal/element_type.h"
 #include "hal/drivers/cuda/cuda_device.h"
 #include "tools/common/invocation.h"
+#include "tools/common/parameter_file.h"
 #include "tools/hexir-bench/baselines.h"
 #include "tools/hexir-bench/timing.h"
 
@@ -66,12 +67,15 @@ CallCounters Delta(const Snapshot& a, const Snapshot& b, double calls) {
   return c;
 }
 
-// Arguments as VM values: tensors uploaded once (the call measures the program, not uploads).
+// Arguments as VM values: tensors uploaded once (the call measures the program, not uploads),
+// then `parameters` (a parameter file's, uploaded once) as the last ones.
 StatusOr<std::vector<vm::Variant>> MakeArgs(hal::Device& device, const vm::Function& fn,
                                             std::vector<std::string> specs,
-                                            const std::string& fill) {
+                                            const std::string& fill,
+                                            const std::vector<vm::Ref<hal::BufferView>>& parameters) {
   size_t us = fn.signature.find('_');
   std::string kinds = fn.signature.substr(0, us);
+  kinds.resize(kinds.size() - std::min(kinds.size(), parameters.size()));
   if (!fill.empty() && specs.size() < kinds.size()) {
     // The arguments not given: constant tensors of the reflected static types.
     HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> types, ParseAbiTypes(std::string(fn.attr("abi.args"))));
@@ -89,10 +93,12 @@ StatusOr<std::vector<vm::Variant>> MakeArgs(hal::Device& device, const vm::Funct
     }
   }
   if (specs.size() != kinds.size()) {
-    return InvalidArgument("function '", fn.name, "' takes ", kinds.size(), " arguments (",
-                           fn.attr("abi.args"), "), got ", specs.size(), " --input");
+    return InvalidArgument("function '", fn.name, "' takes ", kinds.size(), " arguments",
+                           parameters.empty() ? "" : StrCat(" before its ", parameters.size(), " parameters"),
+                           " (", fn.attr("abi.args"), "), got ", specs.size(), " --input");
   }
-  std::vector<vm::Variant> args(specs.size());
+  std::vector<vm::Variant> args(specs.size() + parameters.size());
+  for (size_t j = 0; j < parameters.size(); ++j) args[specs.size() + j].ref = parameters[j];
   for (size_t i = 0; i < specs.size(); ++i) {
     auto v = ParseValue(specs[i]);
     if (!v.ok()) return std::move(v).status().WithContext(StrCat("--input #", i));
@@ -261,7 +267,14 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   if (costs.empty()) r.notes.push_back("the module carries no cost metadata (compiled before hexir-annotate-dispatch-costs?)");
   HEXIR_ASSIGN_OR_RETURN(vm::Function fn, session->LookupFunction(o.function));
   hal::Device& device = session->device();
-  HEXIR_ASSIGN_OR_RETURN(std::vector<vm::Variant> args, MakeArgs(device, fn, o.inputs, o.fill_inputs));
+  std::vector<vm::Ref<hal::BufferView>> parameters;
+  if (!o.parameters.empty()) {
+    HEXIR_ASSIGN_OR_RETURN(auto file, ParameterFile::Open(o.parameters));
+    HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> types, ParseAbiTypes(std::string(fn.attr("abi.args"))));
+    HEXIR_RETURN_IF_ERROR(file->CheckArguments(types, StrCat("function '", fn.name, "'")));
+    HEXIR_ASSIGN_OR_RETURN(parameters, file->Upload(device, types));
+  }
+  HEXIR_ASSIGN_OR_RETURN(std::vector<vm::Variant> args, MakeArgs(device, fn, o.inputs, o.fill_inputs, parameters));
 
   // One call: invoke (host issues the program) + wait idle (device drains).
   auto call = [&](double* host_s, double* wall_s, Collector* trace, int index) -> Status {

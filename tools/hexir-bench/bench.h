@@ -30,6 +30,8 @@ struct BenchOptions {
   // Non-empty: arguments after the given inputs are constant tensors/scalars of their
   // reflected (static) types filled with this value (e.g. model weights).
   std::string fill_inputs;
+  // Non-empty: a hexir-import --parameters file, uploaded once, passed as the last arguments.
+  std::string parameters;
   int iterations = 20;
   int cpu_threads = -1;
   double peak_gbps = 0;    // 0: measure

@@ -40,6 +40,8 @@ int main(int argc, char** argv) {
   app.add_option("--input", o.inputs, "Arguments in order (hexir-run syntax)");
   app.add_option("--fill-inputs", o.fill_inputs,
                  "Fill the arguments after the --input ones with this value (static reflected types)");
+  app.add_option("--parameters", o.parameters,
+                 "Parameter file of hexir-import --parameters (GGUF): uploaded once, the function's last arguments");
   app.add_option("--iterations", o.iterations, "Timed calls, and as many profiled calls")
       ->capture_default_str();
   app.add_option("--cpu-threads", o.cpu_threads, "CPU driver workers (default: all; 0 = inline)")

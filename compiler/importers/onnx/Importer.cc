@@ -179,7 +179,8 @@ StatusOr<std::string> BuildFunction(const ::onnx::ModelProto& model, const Impor
     v.is_unsigned = Context::IsUnsignedType(p.tensor->data_type());
     for (int64_t d : p.tensor->dims()) v.shape.push_back(Dim::Static(d));
     v.name = "%arg" + std::to_string(argn++);
-    args += std::string(args.empty() ? "" : ", ") + v.name + ": " + Builder::TensorType(v);
+    // Weights: work on them alone runs once per buffer (passes/dispatch/LoadTimeValues.h).
+    args += std::string(args.empty() ? "" : ", ") + v.name + ": " + Builder::TensorType(v) + " {hexir.parameter}";
     std::string printable = p.tensor->name();
     for (char& ch : printable)
       if (static_cast<unsigned char>(ch) < 0x20) ch = '?';

@@ -27,6 +27,11 @@ inline constexpr char kShardingAttr[] = "hexir.sharding";
 inline constexpr char kBlockMatvecAttr[] = "hexir.block_matvec";
 // An executable's target kind in a module of several targets (hexir-assign-executable-targets).
 inline constexpr char kTargetAttr[] = "hexir.target";
+// A public function's tensor argument that holds weights (`hexir.parameter`, a unit argument
+// attribute; the importers' `--parameters` arguments, the llama importer's weights): the same
+// buffer always holds the same bytes, so work that reads only parameters and constants runs
+// once per buffer, not per call (hexir-lift-constant-dispatches).
+inline constexpr char kParameterAttr[] = "hexir.parameter";
 // A function that computes constants once per context (hexir-lift-constant-dispatches).
 inline constexpr char kInitializerAttr[] = "hexir.initializer";
 // An executable's cost estimate (passes/dispatch/costs), read by the placement cost model.

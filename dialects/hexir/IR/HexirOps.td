@@ -199,9 +199,26 @@ def Hexir_GlobalLoadOp : Hexir_Op<"global.load", [
 
 def Hexir_GlobalStoreOp : Hexir_Op<"global.store", [
     MemoryEffects<[MemWrite]>, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
-  let summary = "Writes a tensor global (in an initializer form)";
+  let summary = "Writes a tensor global (an initializer form, or a function's parameter transforms)";
   let arguments = (ins AnyStaticShapeTensor:$value, FlatSymbolRefAttr:$global);
   let assemblyFormat = "$value `,` $global attr-dict `:` type($value)";
+}
+
+def Hexir_SameBufferOp : Hexir_Op<"same_buffer", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
+  let summary = "Whether two host tensors are the same buffer (identity, not contents)";
+  let description = [{
+    True when `lhs` and `rhs` are one buffer object (both unset, e.g. a global never stored,
+    count as the same). `hexir-lift-constant-dispatches` keys a function's parameter
+    transforms on it: they run again only when a `hexir.parameter` argument is not the buffer
+    they were computed from. Lowered to `cmp.eq.ref` on the two buffers.
+
+    ```mlir
+    %same = hexir.same_buffer %w, %key : tensor<64x27xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs I1:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
 }
 
 #endif  // HEXIR_OPS_TD

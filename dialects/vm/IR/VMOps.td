@@ -114,6 +114,13 @@ def VM_RefIsNullOp : VM_Op<"ref.is_null", [Pure]> {
   let assemblyFormat = "$operand attr-dict";
 }
 
+def VM_CmpEqRefOp : VM_Op<"cmp.eq.ref", [Pure]> {
+  let summary = "cmp.eq.ref: V[a] = R[b] and R[c] are the same object (or both null)";
+  let arguments = (ins VM_RefType:$lhs, VM_RefType:$rhs);
+  let results = (outs I64:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict";
+}
+
 def VM_CallOp : VM_Op<"call", []> {
   let summary = "call: calls an internal function of this module";
   let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<AnyType>:$args);

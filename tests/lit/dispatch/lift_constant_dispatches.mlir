@@ -117,3 +117,115 @@ func.func @main() -> tensor<2x2xf32> {
   %0 = hexir.dispatch @neg2(%e) : (tensor<2x2xf32>) -> tensor<2x2xf32>
   return %0 : tensor<2x2xf32>
 }
+
+// -----
+
+// Parameters: transpose(W) of a `hexir.parameter` argument and the scale of it by a constant
+// global (a transpose of a constant, lifted into the initializer) become the function's
+// parameter transforms: run when %w is not the buffer they last ran on (keyed by
+// @main_parameter_1), the stores after both dispatches (one recorded region). The plain
+// argument %x is read per call; a dispatch on %x and %w stays.
+// CHECK-LABEL: hexir.global @main_lifted_0 : tensor<4x2xf32>
+// CHECK:       hexir.global @main_lifted_1 : tensor<4x2xf32>
+// CHECK:       hexir.global @main_lifted_2 : tensor<4x2xf32>
+// CHECK:       hexir.global @main_parameter_1 : tensor<2x4xf32>
+// CHECK-LABEL: func.func @main(%arg0: tensor<2x3xf32>, %arg1: tensor<2x4xf32> {hexir.parameter})
+// CHECK-NEXT:  %[[K:.+]] = hexir.global.load @main_parameter_1 : tensor<2x4xf32>
+// CHECK-NEXT:  %[[SAME:.+]] = hexir.same_buffer %arg1, %[[K]] : tensor<2x4xf32>
+// CHECK-NEXT:  scf.if %[[SAME]] {
+// CHECK-NEXT:  } else {
+// CHECK-NEXT:    %[[T:.+]] = hexir.dispatch @transpose(%arg1)
+// CHECK-NEXT:    %[[C:.+]] = hexir.global.load @main_lifted_0
+// CHECK-NEXT:    %[[S:.+]] = hexir.dispatch @add(%[[T]], %[[C]])
+// CHECK-NEXT:    hexir.global.store %[[T]], @main_lifted_1
+// CHECK-NEXT:    hexir.global.store %[[S]], @main_lifted_2
+// CHECK-NEXT:    hexir.global.store %arg1, @main_parameter_1
+// CHECK-NEXT:  }
+// CHECK:       %[[L:.+]] = hexir.global.load @main_lifted_2
+// CHECK:       hexir.dispatch @mm(%[[L]], %arg0)
+// CHECK:       hexir.dispatch @addx(%arg0, %arg1)
+// CHECK-LABEL: func.func private @__hexir_lifted_init() attributes {hexir.initializer}
+// CHECK:       hexir.dispatch @transpose(
+// CHECK:       hexir.global.store {{.+}}, @main_lifted_0
+// CHECK-NOT:   @add
+hexir.executable @transpose {
+  builtin.module {
+    func.func @transpose(%w: tensor<2x4xf32>, %o: tensor<4x2xf32>) -> tensor<4x2xf32> {
+      %t = linalg.transpose ins(%w : tensor<2x4xf32>) outs(%o : tensor<4x2xf32>) permutation = [1, 0]
+      return %t : tensor<4x2xf32>
+    }
+  }
+}
+hexir.executable @add {
+  builtin.module {
+    func.func @add(%a: tensor<4x2xf32>, %b: tensor<4x2xf32>, %o: tensor<4x2xf32>) -> tensor<4x2xf32> {
+      %r = linalg.add ins(%a, %b : tensor<4x2xf32>, tensor<4x2xf32>) outs(%o : tensor<4x2xf32>) -> tensor<4x2xf32>
+      return %r : tensor<4x2xf32>
+    }
+  }
+}
+hexir.executable @addx {
+  builtin.module {
+    func.func @addx(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>, %o: tensor<2x3xf32>) -> tensor<2x3xf32> {
+      %r = linalg.copy ins(%a : tensor<2x3xf32>) outs(%o : tensor<2x3xf32>) -> tensor<2x3xf32>
+      return %r : tensor<2x3xf32>
+    }
+  }
+}
+hexir.executable @mm {
+  builtin.module {
+    func.func @mm(%a: tensor<4x2xf32>, %b: tensor<2x3xf32>, %o: tensor<4x3xf32>) -> tensor<4x3xf32> {
+      %r = linalg.matmul ins(%a, %b : tensor<4x2xf32>, tensor<2x3xf32>) outs(%o : tensor<4x3xf32>) -> tensor<4x3xf32>
+      return %r : tensor<4x3xf32>
+    }
+  }
+}
+func.func @main(%arg0: tensor<2x3xf32>, %arg1: tensor<2x4xf32> {hexir.parameter}) -> (tensor<4x3xf32>, tensor<2x3xf32>) {
+  %c = arith.constant dense<1.0> : tensor<2x4xf32>
+  %ct = hexir.dispatch @transpose(%c) : (tensor<2x4xf32>) -> tensor<4x2xf32>
+  %t = hexir.dispatch @transpose(%arg1) : (tensor<2x4xf32>) -> tensor<4x2xf32>
+  %s = hexir.dispatch @add(%t, %ct) : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  %r = hexir.dispatch @mm(%s, %arg0) : (tensor<4x2xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
+  %x = hexir.dispatch @addx(%arg0, %arg1) : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<2x3xf32>
+  return %r, %x : tensor<4x3xf32>, tensor<2x3xf32>
+}
+
+// -----
+
+// Not transforms: a parameter of a private function, and a module of several devices
+// (its arguments are placed later).
+// CHECK-LABEL: func.func private @inner(
+// CHECK-NOT:   scf.if
+// CHECK:       hexir.dispatch @neg(%arg0)
+hexir.executable @neg {
+  builtin.module {
+    func.func @neg(%x: tensor<4xf32>, %o: tensor<4xf32>) -> tensor<4xf32> {
+      %r = linalg.negf ins(%x : tensor<4xf32>) outs(%o : tensor<4xf32>) -> tensor<4xf32>
+      return %r : tensor<4xf32>
+    }
+  }
+}
+func.func private @inner(%arg0: tensor<4xf32> {hexir.parameter}) -> tensor<4xf32> {
+  %0 = hexir.dispatch @neg(%arg0) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @main(
+// CHECK-NOT:   scf.if
+// CHECK:       hexir.dispatch @neg(%arg0)
+module attributes {hexir.devices = ["cpu", "cuda"]} {
+  hexir.executable @neg {
+    builtin.module {
+      func.func @neg(%x: tensor<4xf32>, %o: tensor<4xf32>) -> tensor<4xf32> {
+        %r = linalg.negf ins(%x : tensor<4xf32>) outs(%o : tensor<4xf32>) -> tensor<4xf32>
+        return %r : tensor<4xf32>
+      }
+    }
+  }
+  func.func @main(%arg0: tensor<4xf32> {hexir.parameter}) -> tensor<4xf32> {
+    %0 = hexir.dispatch @neg(%arg0) : (tensor<4xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}

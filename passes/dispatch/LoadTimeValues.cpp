@@ -1,0 +1,44 @@
+#include "passes/dispatch/LoadTimeValues.h"
+
+#include "dialects/hexir/IR/HexirAttributes.h"
+#include "dialects/hexir/IR/HexirOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+#include "passes/dispatch/InPlaceUpdates.h"
+
+namespace hexir {
+using namespace mlir;
+
+bool IsParameterArgument(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || !cast<ShapedType>(v.getType()).hasStaticShape()) return false;
+  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  if (!func || !func.isPublic() || arg.getOwner() != &func.getBody().front()) return false;
+  if (!func.getArgAttr(arg.getArgNumber(), kParameterAttr)) return false;
+  for (OpOperand& use : v.getUses()) {
+    auto d = dyn_cast<DispatchOp>(use.getOwner());
+    if (!d) continue;
+    if (auto tied = d->getAttrOfType<DenseI64ArrayAttr>(kTiedOperandsAttr))
+      if (llvm::is_contained(tied.asArrayRef(), int64_t(use.getOperandNumber()))) return false;
+  }
+  return true;
+}
+
+LoadTimeKind ClassifyLoadTime(Value v) {
+  if (!isa<ShapedType>(v.getType())) {
+    // Scalars: constants only.
+    return matchPattern(v, m_Constant()) ? LoadTimeKind::kConstant : LoadTimeKind::kRunTime;
+  }
+  if (IsParameterArgument(v)) return LoadTimeKind::kParameter;
+  Operation* def = v.getDefiningOp();
+  if (!def) return LoadTimeKind::kRunTime;
+  if (isa<GlobalLoadOp, arith::ConstantOp>(def)) return LoadTimeKind::kConstant;
+  if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp>(def) &&
+      cast<RankedTensorType>(v.getType()).hasStaticShape())
+    return ClassifyLoadTime(def->getOperand(0));
+  return LoadTimeKind::kRunTime;
+}
+
+}  // namespace hexir
