@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -418,16 +419,11 @@ HEXIR_E2E_TEST_ON_DEVICES("a recurrence over a dynamic batch with its matmul spe
 
 // ---- parameter transforms lifted out of calls ----------------------------------------------
 
-// y = transpose(W) @ x with W a module constant (8x16, values 0.01 * i - 0.5).
-std::string TransposedWeightMatmul() {
-  std::string w;
-  for (int i = 0; i < 8 * 16; ++i) w += (i ? ", " : "") + std::to_string(0.01 * i - 0.5);
+// main's body from transpose(W) on: y = transpose(W) @ x, with `w` an 8x16 value.
+std::string TransposedMatmulOf(const std::string& w) {
   return R"mlir(
-func.func @main(%x: tensor<8x4xf32>) -> tensor<16x4xf32> {
-  %w = arith.constant dense<[)mlir" + w + R"mlir(]> : tensor<128xf32>
-  %w2 = tensor.expand_shape %w [[0, 1]] output_shape [8, 16] : tensor<128xf32> into tensor<8x16xf32>
   %et = tensor.empty() : tensor<16x8xf32>
-  %wt = linalg.transpose ins(%w2 : tensor<8x16xf32>) outs(%et : tensor<16x8xf32>) permutation = [1, 0]
+  %wt = linalg.transpose ins()mlir" + w + R"mlir( : tensor<8x16xf32>) outs(%et : tensor<16x8xf32>) permutation = [1, 0]
   %e = tensor.empty() : tensor<16x4xf32>
   %z = arith.constant 0.0 : f32
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<16x4xf32>) -> tensor<16x4xf32>
@@ -437,6 +433,29 @@ func.func @main(%x: tensor<8x4xf32>) -> tensor<16x4xf32> {
 )mlir";
 }
 
+// transpose(W) @ x in f64, W[k][i] = w(k * 16 + i).
+HostTensor TransposedMatmulReference(const std::function<double(int)>& w, const HostTensor& x) {
+  HostTensor y = ZerosF32({16, 4});
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 4; ++j) {
+      double acc = 0;
+      for (int k = 0; k < 8; ++k) acc += w(k * 16 + i) * F32(x)[k * 4 + j];
+      F32(y)[i * 4 + j] = float(acc);
+    }
+  return y;
+}
+
+// y = transpose(W) @ x with W a module constant (8x16, values 0.01 * i - 0.5).
+std::string TransposedWeightMatmul() {
+  std::string w;
+  for (int i = 0; i < 8 * 16; ++i) w += (i ? ", " : "") + std::to_string(0.01 * i - 0.5);
+  return R"mlir(
+func.func @main(%x: tensor<8x4xf32>) -> tensor<16x4xf32> {
+  %w = arith.constant dense<[)mlir" + w + R"mlir(]> : tensor<128xf32>
+  %w2 = tensor.expand_shape %w [[0, 1]] output_shape [8, 16] : tensor<128xf32> into tensor<8x16xf32>)mlir" +
+         TransposedMatmulOf("%w2");
+}
+
 void ConstantWeightTransposeRunsOnceAtLoad(const std::string& target) {
   std::string module = CompileOrDie(TransposedWeightMatmul(), "lifted_transpose", target);
   auto session = OpenOrDie(module, target);
@@ -444,13 +463,7 @@ void ConstantWeightTransposeRunsOnceAtLoad(const std::string& target) {
   const int kCalls = 3;
   for (int call = 0; call < kCalls; ++call) {
     HostTensor x = RandomF32({8, 4}, 60 + call);
-    HostTensor y = ZerosF32({16, 4});
-    for (int i = 0; i < 16; ++i)
-      for (int j = 0; j < 4; ++j) {
-        double acc = 0;
-        for (int k = 0; k < 8; ++k) acc += (0.01 * (k * 16 + i) - 0.5) * F32(x)[k * 4 + j];
-        F32(y)[i * 4 + j] = float(acc);
-      }
+    HostTensor y = TransposedMatmulReference([](int i) { return 0.01 * i - 0.5; }, x);
     auto results = CallOrDie(*session, "main", {Tensor(x)});
     REQUIRE(results.size() == 1);
     RequireClose(results[0].tensor, y, 1e-5, 1e-5);
@@ -465,20 +478,13 @@ HEXIR_E2E_TEST_ON_DEVICES("a transpose of a constant weight runs once at load an
 // y = transpose(W) @ x with W a `hexir.parameter` argument (weights the caller passes, as
 // hexir-import --parameters writes them): the transpose is one of main's parameter
 // transforms, run when W is not the buffer it last ran on.
-const char* kTransposedParameterMatmul = R"mlir(
-func.func @main(%x: tensor<8x4xf32>, %w: tensor<8x16xf32> {hexir.parameter}) -> tensor<16x4xf32> {
-  %et = tensor.empty() : tensor<16x8xf32>
-  %wt = linalg.transpose ins(%w : tensor<8x16xf32>) outs(%et : tensor<16x8xf32>) permutation = [1, 0]
-  %e = tensor.empty() : tensor<16x4xf32>
-  %z = arith.constant 0.0 : f32
-  %f = linalg.fill ins(%z : f32) outs(%e : tensor<16x4xf32>) -> tensor<16x4xf32>
-  %r = linalg.matmul ins(%wt, %x : tensor<16x8xf32>, tensor<8x4xf32>) outs(%f : tensor<16x4xf32>) -> tensor<16x4xf32>
-  return %r : tensor<16x4xf32>
+std::string TransposedParameterMatmul() {
+  return "func.func @main(%x: tensor<8x4xf32>, %w: tensor<8x16xf32> {hexir.parameter}) -> tensor<16x4xf32> {" +
+         TransposedMatmulOf("%w");
 }
-)mlir";
 
 void ParameterWeightTransposeRunsOncePerBuffer(const std::string& target) {
-  std::string module = CompileOrDie(kTransposedParameterMatmul, "parameter_transpose", target);
+  std::string module = CompileOrDie(TransposedParameterMatmul(), "parameter_transpose", target);
   auto session = OpenOrDie(module, target);
   hal::Device& device = session->device();
   auto fn = session->LookupFunction("main");
@@ -504,13 +510,7 @@ void ParameterWeightTransposeRunsOncePerBuffer(const std::string& target) {
   for (const Step& step : steps) {
     INFO("call " << call);
     HostTensor x = RandomF32({8, 4}, 80 + call++);
-    HostTensor y = ZerosF32({16, 4});
-    for (int i = 0; i < 16; ++i)
-      for (int j = 0; j < 4; ++j) {
-        double acc = 0;
-        for (int k = 0; k < 8; ++k) acc += double(F32(*step.w)[k * 16 + i]) * F32(x)[k * 4 + j];
-        F32(y)[i * 4 + j] = float(acc);
-      }
+    HostTensor y = TransposedMatmulReference([&](int i) { return double(F32(*step.w)[i]); }, x);
     hal::DeviceStats before = device.stats();
     std::vector<HostValue> results;
     Status s = session->Call(*fn, {Tensor(x)}, {step.view}, &results);
