@@ -44,6 +44,12 @@ struct DispatchTiming {
   int64_t end_ns = 0;
   bool device_events = false;  // true: measured with device events (CUDA), false: host clock
   bool in_graph = false;       // CUDA: measured inside a graph replay (else stream launches)
+  // CPU: the dispatch's parameter words that its entry's cost formulas read
+  // ("cost.<entry>.<field>.words", hal/cost_formula.h), valid during the callback, so a
+  // profiler can evaluate bytes and FLOPs of a run-time shape; none on CUDA (its words stay
+  // on the device).
+  const int64_t* parameter_words = nullptr;
+  uint32_t parameter_word_count = 0;
 };
 
 // How a CUDA device times the command buffers it replays as graphs (see above).

@@ -350,6 +350,7 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
     if (it == costs.end()) continue;
     row.has_cost = true;
     row.cost = it->second;
+    EvaluateRunTimeCosts(r.dispatch_events, row.entry, &row.cost);
     const DispatchCost& c = row.cost;
     RateAgainstRoofline(r.peak_gbps, r.peak_gflops, &row);
     if (c.has_matmul && baseline && o.baselines) {

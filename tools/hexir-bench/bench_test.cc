@@ -248,6 +248,27 @@ TEST_CASE("--fill-inputs makes the missing arguments from the reflected types") 
   REQUIRE(r->dispatches_per_call == 2);  // B's packing and the matmul
 }
 
+TEST_CASE("cpu: bytes and FLOPs of a run-time shape come from each dispatch's parameter words") {
+  BenchOptions options = GemmOptions();
+  options.module_path = "tools/hexir-bench/testdata/dynamic_rows.cpu.vmfb";
+  options.baselines = false;
+  for (int64_t m : {3, 37}) {
+    INFO("M = " << m);
+    options.inputs = {std::to_string(m) + "x64xf32=0.5", "64x32xf32=0.25"};
+    auto report = RunBench(options);
+    REQUIRE(report.ok());
+    const DispatchRow* mm = nullptr;
+    for (const DispatchRow& row : report->rows)
+      if (row.cost.ops.find("matmul") != std::string::npos) mm = &row;
+    REQUIRE(mm != nullptr);
+    CHECK(!mm->cost.formula.empty());  // dynamic in the module
+    CHECK(mm->cost.bytes_read == double((m * 64 + 64 * 32) * 4));
+    CHECK(mm->cost.bytes_written == double(m * 32 * 4));
+    CHECK(mm->cost.flops == 2.0 * m * 64 * 32);
+    CHECK(mm->gbps > 0);
+  }
+}
+
 TEST_CASE("cost metadata: matmul shape parsing") {
   auto s = ParseMatmul("M=1,N=14336,K=4096,B=1,lhs=bf16,rhs=bf16,out=f32");
   REQUIRE(s.ok());

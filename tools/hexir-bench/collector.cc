@@ -11,6 +11,7 @@ void Collector::OnDispatch(const hal::DispatchTiming& t) {
   e.end_ns = t.end_ns;
   e.device_events = t.device_events;
   e.in_graph = t.in_graph;
+  if (t.parameter_words) e.words.assign(t.parameter_words, t.parameter_words + t.parameter_word_count);
   std::lock_guard<std::mutex> lock(mu_);
   e.call = call_;
   dispatches_.push_back(std::move(e));

@@ -18,6 +18,7 @@ struct DispatchEvent {
   bool device_events = false;
   bool in_graph = false;  // CUDA: timed inside a graph replay
   int call = -1;  // the profiled call it belongs to
+  std::vector<int64_t> words;  // CPU: the parameter words its cost formulas read (hal/profiling.h)
 };
 
 struct HostSpan {

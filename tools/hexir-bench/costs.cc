@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "hal/cost_formula.h"
+
 namespace hexir::tools::bench {
 
 std::string MatmulShape::ToString() const {
@@ -35,9 +37,34 @@ StatusOr<MatmulShape> ParseMatmul(const std::string& text) {
   return s;
 }
 
+void EvaluateRunTimeCosts(const std::vector<DispatchEvent>& events, const std::string& entry, DispatchCost* cost) {
+  for (auto [value, text] : {std::pair{&cost->bytes_read, &cost->bytes_read_words},
+                             std::pair{&cost->bytes_written, &cost->bytes_written_words},
+                             std::pair{&cost->flops, &cost->flops_words}}) {
+    if (*value >= 0 || text->empty()) continue;
+    hal::WordPolynomial formula;
+    if (!formula.Add(*text, 1)) continue;
+    double sum = 0;
+    size_t count = 0;
+    bool all = true;
+    for (const DispatchEvent& e : events) {
+      if (e.entry != entry) continue;
+      const double v = formula.Evaluate(e.words.data(), e.words.size());
+      if (v < 0) {
+        all = false;
+        break;
+      }
+      sum += v;
+      ++count;
+    }
+    if (all && count > 0) *value = sum / static_cast<double>(count);
+  }
+}
+
 std::map<std::string, DispatchCost> ReadDispatchCosts(const vm::Module& module) {
   std::map<std::string, DispatchCost> costs;
   static const char* kFields[] = {".bytes_read.formula", ".bytes_written.formula", ".flops.formula",
+                                  ".bytes_read.words", ".bytes_written.words", ".flops.words",
                                   ".bytes_read", ".bytes_written", ".flops", ".ops", ".matmul"};
   for (size_t i = 0; i < module.executable_count(); ++i) {
     auto view = module.executable(i);
@@ -55,6 +82,9 @@ std::map<std::string, DispatchCost> ReadDispatchCosts(const vm::Module& module) 
         else if (f == ".bytes_written") c.bytes_written = num();
         else if (f == ".flops") c.flops = num();
         else if (f == ".ops") c.ops = value;
+        else if (f == ".bytes_read.words") c.bytes_read_words = value;
+        else if (f == ".bytes_written.words") c.bytes_written_words = value;
+        else if (f == ".flops.words") c.flops_words = value;
         else if (f == ".matmul") {
           auto shape = ParseMatmul(value);
           if (shape.ok()) {

@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
+#include "tools/hexir-bench/collector.h"
 #include "vm/module.h"
 
 namespace hexir::tools::bench {
@@ -25,10 +27,18 @@ struct DispatchCost {
   double flops = -1;
   std::string ops;            // "fill,matmul,generic"
   std::string formula;        // formulas of unknown fields, "bytes_read=..; flops=.."
+  // The same over the dispatch's parameter words ("cost.<entry>.<field>.words"), which the
+  // CPU driver reports with each dispatch (DispatchEvent::words); empty where absent.
+  std::string bytes_read_words, bytes_written_words, flops_words;
   bool has_matmul = false;
   MatmulShape matmul;
   bool bytes_known() const { return bytes_read >= 0 && bytes_written >= 0; }
 };
+
+// The fields a run-time shape left unknown (-1) in `cost`, as their mean over `events` of the
+// cost's entry, evaluated from each event's parameter words; a field stays unknown unless
+// every such event gives it (no words, or words a formula cannot use).
+void EvaluateRunTimeCosts(const std::vector<DispatchEvent>& events, const std::string& entry, DispatchCost* cost);
 
 // By entry name. Executables without cost attrs are absent.
 std::map<std::string, DispatchCost> ReadDispatchCosts(const vm::Module& module);

@@ -483,6 +483,9 @@ Status CpuDevice::ExecuteCommand(const Command& c, const std::vector<BufferRef>&
     t.begin_ns = ProfileClockNs();
     Status st = ExecuteDispatch(*d, table, &t.workgroup_count);
     t.end_ns = ProfileClockNs();
+    int64_t words[EntryWork::kMaxWords];
+    t.parameter_word_count = ReadProfileWords(*d, table, words);
+    t.parameter_words = words;
     profiler->OnDispatch(t);
     return st;
   }

@@ -108,6 +108,9 @@ Status WaveRunner::Run(const Command* begin, const Command* end,
       t.begin_ns = item.begin_ns.load(std::memory_order_relaxed);
       t.end_ns = item.end_ns.load(std::memory_order_relaxed);
       if (t.begin_ns > t.end_ns) t.begin_ns = t.end_ns = wave_begin;  // ran no workgroup
+      int64_t words[EntryWork::kMaxWords];
+      t.parameter_word_count = ReadProfileWords(*item.dispatch, table, words);
+      t.parameter_words = words;
       profiler->OnDispatch(t);
     }
   }

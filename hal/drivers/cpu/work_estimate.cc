@@ -12,72 +12,17 @@
 #include "hal/drivers/cpu/cpu_executable.h"
 
 namespace hexir::hal::cpu {
-namespace {
-
-// A cost attr's value: a non-negative number, else -1 ("?" or anything unparsable).
-double ParseCost(std::string_view text) {
-  double v = -1;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || ptr != text.data() + text.size() || !(v >= 0)) return -1;
-  return v;
-}
-
-}  // namespace
-
 double MinWorkPerThreadNs() {
   const char* env = std::getenv("HEXIR_CPU_MIN_WORK_PER_THREAD_NS");
   if (env == nullptr || *env == '\0') return kDefaultMinWorkPerThreadNs;
-  double v = ParseCost(env);
+  double v = ParseCostValue(env);
   return v >= 0 ? v : kDefaultMinWorkPerThreadNs;
 }
 
-namespace {
-
-// Parses "c + c*wK*wJ + ..." into `out`'s constant and terms, scaled by `per_ns`; false when
-// malformed.
-bool ParseWords(std::string_view text, double per_ns, EntryWork* out) {
-  while (!text.empty()) {
-    const size_t plus = text.find(" + ");
-    std::string_view term = text.substr(0, plus);
-    text = plus == std::string_view::npos ? std::string_view() : text.substr(plus + 3);
-    EntryWork::Term t;
-    const size_t star = term.find('*');
-    const double coefficient = ParseCost(term.substr(0, star));
-    if (coefficient < 0) return false;
-    t.ns = coefficient / per_ns;
-    std::string_view rest = star == std::string_view::npos ? std::string_view() : term.substr(star + 1);
-    while (!rest.empty()) {
-      const size_t next = rest.find('*');
-      std::string_view symbol = rest.substr(0, next);
-      rest = next == std::string_view::npos ? std::string_view() : rest.substr(next + 1);
-      uint32_t word = 0;
-      if (symbol.size() < 2 || symbol[0] != 'w') return false;
-      auto [ptr, ec] = std::from_chars(symbol.data() + 1, symbol.data() + symbol.size(), word);
-      if (ec != std::errc() || ptr != symbol.data() + symbol.size() || word >= EntryWork::kMaxWords)
-        return false;
-      t.words.push_back(word);
-      out->words_read = std::max(out->words_read, word + 1);
-    }
-    if (t.words.empty()) out->constant_ns += t.ns;
-    else out->terms.push_back(std::move(t));
-  }
-  return true;
-}
-
-}  // namespace
-
 double EntryWork::Evaluate(const int64_t* words, size_t count) const {
-  if (!known || count < words_read) return kUnknownWorkNs;
-  double work = constant_ns;
-  for (const Term& t : terms) {
-    double term = t.ns;
-    for (uint32_t w : t.words) {
-      if (words[w] < 0) return kUnknownWorkNs;
-      term *= static_cast<double>(words[w]);
-    }
-    work += term;
-  }
-  return work;
+  if (!known) return kUnknownWorkNs;
+  const double work = ns.Evaluate(words, count);
+  return work < 0 ? kUnknownWorkNs : work;
 }
 
 std::vector<EntryWork> EstimateEntryWork(const vm::ExecutableView& view) {
@@ -116,35 +61,59 @@ std::vector<EntryWork> EstimateEntryWork(const vm::ExecutableView& view) {
     const Cost& c = by_entry[entry];
     EntryWork w;
     w.known = true;
+    WordPolynomial all;  // every formula that parses: the words a profiler gets
     for (auto [field, per_ns] : {std::pair{&c.flops, kFlopsPerNs}, std::pair{&c.read, kBytesPerNs},
                                  std::pair{&c.written, kBytesPerNs}}) {
-      const double value = ParseCost(field->value);
-      if (value >= 0) w.constant_ns += value / per_ns;
-      else if (field->words.empty() || !ParseWords(field->words, per_ns, &w)) w.known = false;
+      const double value = ParseCostValue(field->value);
+      if (!field->words.empty()) (void)all.Add(field->words, 1);
+      if (value >= 0) w.ns.constant += value / per_ns;
+      else if (field->words.empty() || !w.ns.Add(field->words, 1 / per_ns)) w.known = false;
     }
-    if (w.words_read > 0) {
-      const double binding = ParseCost(c.params);
-      if (binding < 0 || binding != static_cast<uint32_t>(binding)) w.known = false;
+    const double binding = ParseCostValue(c.params);
+    const bool has_binding = binding >= 0 && binding == static_cast<uint32_t>(binding);
+    if (w.ns.words_read > 0) {
+      if (!has_binding) w.known = false;
       else w.param_binding = static_cast<uint32_t>(binding);
     }
     if (!w.known) w = EntryWork();
+    if (has_binding && all.words_read > 0) {
+      w.profile_words = all.words_read;
+      w.profile_binding = static_cast<uint32_t>(binding);
+    }
     work.push_back(std::move(w));
   }
   return work;
 }
 
+namespace {
+
+// Copies `count` words of binding `binding` of `cmd` into `words`; false when unreadable.
+bool CopyWords(const DispatchCommand& cmd, const std::vector<BufferRef>& table, uint32_t binding,
+               uint32_t count, int64_t* words) {
+  if (binding >= cmd.bindings.size()) return false;
+  void* ptr = nullptr;
+  uint64_t length = 0;
+  ResolveBinding(cmd.bindings[binding], table, &ptr, &length);
+  if (ptr == nullptr || length < 8ull * count) return false;
+  std::memcpy(words, ptr, 8ull * count);
+  return true;
+}
+
+}  // namespace
+
 double DispatchWorkNs(const DispatchCommand& cmd, const std::vector<BufferRef>& table) {
   const EntryWork& w = static_cast<const CpuExecutable*>(cmd.executable.get())->work(cmd.entry);
   if (!w.known) return kUnknownWorkNs;
-  if (w.words_read == 0) return w.constant_ns;
-  if (w.param_binding >= cmd.bindings.size()) return kUnknownWorkNs;
+  if (w.ns.words_read == 0) return w.ns.constant;
   int64_t words[EntryWork::kMaxWords];
-  void* ptr = nullptr;
-  uint64_t length = 0;
-  ResolveBinding(cmd.bindings[w.param_binding], table, &ptr, &length);
-  if (ptr == nullptr || length < 8ull * w.words_read) return kUnknownWorkNs;
-  std::memcpy(words, ptr, 8ull * w.words_read);
-  return w.Evaluate(words, w.words_read);
+  if (!CopyWords(cmd, table, w.param_binding, w.ns.words_read, words)) return kUnknownWorkNs;
+  return w.Evaluate(words, w.ns.words_read);
+}
+
+uint32_t ReadProfileWords(const DispatchCommand& cmd, const std::vector<BufferRef>& table, int64_t* words) {
+  const EntryWork& w = static_cast<const CpuExecutable*>(cmd.executable.get())->work(cmd.entry);
+  if (w.profile_words == 0 || !CopyWords(cmd, table, w.profile_binding, w.profile_words, words)) return 0;
+  return w.profile_words;
 }
 
 double CommandsWorkNs(const Command* begin, const Command* end, const std::vector<BufferRef>& table) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "hal/command_buffer.h"
+#include "hal/cost_formula.h"
 #include "vm/native_module.h"
 
 namespace hexir::hal::cpu {
@@ -44,16 +45,14 @@ double MinWorkPerThreadNs();
 // executable loads: a static entry is its constant alone.
 struct EntryWork {
   // Most parameter words a formula may read (DispatchWorkNs copies them to the stack).
-  static constexpr uint32_t kMaxWords = 64;
-  struct Term {
-    double ns = 0;                // coefficient: flops / kFlopsPerNs or bytes / kBytesPerNs
-    std::vector<uint32_t> words;  // the words multiplied (at least one)
-  };
+  static constexpr uint32_t kMaxWords = WordPolynomial::kMaxWords;
   bool known = false;
-  double constant_ns = 0;
-  uint32_t param_binding = 0;  // where the words are (when there are terms)
-  uint32_t words_read = 0;     // 1 + the largest word index (0: no terms)
-  std::vector<Term> terms;
+  WordPolynomial ns;           // flops / kFlopsPerNs + bytes / kBytesPerNs
+  uint32_t param_binding = 0;  // where the words are (when ns reads some)
+  // The words any cost formula of the entry reads (known or not): what the driver reports to
+  // a profiler with each dispatch (DispatchTiming::parameter_words). 0: none.
+  uint32_t profile_words = 0;
+  uint32_t profile_binding = 0;
 
   // The work for parameter words `words` (`count` of them; unused for a constant), or
   // kUnknownWorkNs: unknown, too few words, or a negative one.
@@ -66,6 +65,11 @@ std::vector<EntryWork> EstimateEntryWork(const vm::ExecutableView& view);
 // The estimated work of dispatch `cmd` with the binding table `table` (its words read from
 // its parameter binding's memory now: call it once the words are written).
 double DispatchWorkNs(const DispatchCommand& cmd, const std::vector<BufferRef>& table);
+
+// Copies into `words` (room for EntryWork::kMaxWords) the parameter words that the cost
+// formulas of dispatch `cmd` read, from its parameter binding's memory now; their count (0:
+// none, or the binding is too short).
+uint32_t ReadProfileWords(const DispatchCommand& cmd, const std::vector<BufferRef>& table, int64_t* words);
 
 // Estimated work of copying or filling `bytes` (read and written once each).
 inline double TransferWorkNs(uint64_t bytes) { return 2.0 * static_cast<double>(bytes) / kBytesPerNs; }

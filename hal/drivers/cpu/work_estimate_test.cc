@@ -19,7 +19,8 @@ TEST_CASE("work estimate: flops and bytes from the cost attrs, unknown where one
   std::vector<EntryWork> work = EstimateEntryWork(view);
   REQUIRE(work.size() == 4);
   CHECK(work[0].known);
-  CHECK(work[0].words_read == 0);
+  CHECK(work[0].ns.words_read == 0);
+  CHECK(work[0].profile_words == 0);
   CHECK(work[0].Evaluate(nullptr, 0) == Approx(1000000 / kFlopsPerNs + 50000 / kBytesPerNs));
   for (int i = 1; i < 4; ++i) {
     INFO("entry " << i);
@@ -53,7 +54,9 @@ TEST_CASE("work estimate: run-time shapes as polynomials over the parameter word
   const EntryWork& dyn = work[0];
   REQUIRE(dyn.known);
   CHECK(dyn.param_binding == 3);
-  CHECK(dyn.words_read == 3);
+  CHECK(dyn.ns.words_read == 3);
+  CHECK(dyn.profile_words == 3);
+  CHECK(dyn.profile_binding == 3);
   const int64_t words[] = {7, 11, 13};
   CHECK(dyn.Evaluate(words, 3) ==
         Approx((100.0 * 7 * 13 + 50) / kFlopsPerNs + (1000.0 + 8 * 11) / kBytesPerNs));
@@ -64,6 +67,13 @@ TEST_CASE("work estimate: run-time shapes as polynomials over the parameter word
     INFO("entry " << view.entry_points[i]);
     CHECK(!work[i].known);
   }
+  // A profiler still gets the words of a formula that parses where the work is unknown as a
+  // whole (hexir-bench evaluates the bytes); none without a binding or a parsable formula.
+  CHECK(work[4].profile_words == 1);
+  CHECK(work[4].profile_binding == 1);
+  CHECK(work[1].profile_words == 0);
+  CHECK(work[2].profile_words == 0);
+  CHECK(work[3].profile_words == 0);
 }
 
 TEST_CASE("work estimate: one thread per minimum work, at most the pool and the indices") {
