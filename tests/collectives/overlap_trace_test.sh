@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # A collective overlaps independent compute (hal/drivers/cpu/collective_lane.h): overlap.mlir
 # on two CPU devices of one process (two workers each), with --trace. Asserted from the trace
-# events and the device statistics, not from timing: on every rank the matmul recorded after the
-# all_reduce (behind a barrier, not reading the all_reduce's buffers) begins before the
-# all_reduce ends (its queue did not wait for the collective), the row sums that read the
-# all_reduce's result begin after it ends, each rank counts its all_reduce in
-# collectives_overlapped, and the results are right. Whether the two spans also intersect is
-# printed, not asserted: under load the lane thread may start the collective after the matmul
-# finished (CI once saw a 75.8 ms all_reduce begin after it).
+# events and the device statistics, not from timing: the row sums that read the all_reduce's
+# result begin after it ends, each rank counts its all_reduce in collectives_overlapped (its
+# queue started the matmul recorded after the all_reduce, behind a barrier and not reading its
+# buffers, without waiting for the collective), and the results are right. When each rank's
+# matmul began against its all_reduce, and whether the spans intersect, is printed, not
+# asserted: under load the lane thread may start the collective after the matmul finished (CI
+# once saw a 75.8 ms all_reduce begin after it), and the queue thread may not get a core until
+# the collective is over (CI once saw a rank's matmul begin 6 ms after its 138 ms all_reduce).
 set -uo pipefail
 COMPILE=tools/hexir-compile/hexir-compile
 RUN=tools/hexir-run/hexir-run
@@ -41,7 +42,7 @@ PY
 
 # The trace: per rank (pid), the order of the all_reduce and the dispatches around it.
 # main_dispatch_2 is the matmul, main_dispatch_3 the row sums of the all_reduce's result.
-python3 - "$TMP/trace.json" <<'PY' && pass "trace: every rank's matmul began before its all_reduce ended, the dependent sums after" || fail "trace order"
+python3 - "$TMP/trace.json" <<'PY' && pass "trace: every rank's sums of the all_reduce's result began after it ended" || fail "trace order"
 import json, sys
 events = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
 for pid in (1, 2):
@@ -54,7 +55,7 @@ for pid in (1, 2):
     beside = [n for n, d in dispatches.items() if d["ts"] <= end and c["ts"] <= d["ts"] + d["dur"]]
     print(f"rank {pid - 1}: all_reduce {c['dur']:.0f} us, intersecting {beside}")
     matmul, sums = dispatches["main_dispatch_2"], dispatches["main_dispatch_3"]
-    assert matmul["ts"] < end, f"rank {pid - 1}: the matmul began {matmul['ts'] - end:.0f} us after the all_reduce ended"
+    print(f"rank {pid - 1}: the matmul began {end - matmul['ts']:.0f} us before the all_reduce ended")
     assert sums["ts"] >= end, f"rank {pid - 1}: the sums of the all_reduce's result began {end - sums['ts']:.0f} us before it ended"
 PY
 grep -Eq "10 dispatches, 2 collectives \([0-2] ran while dispatches of their device ran\)" "$TMP/err" \
