@@ -345,12 +345,14 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   // while after a call and would share the cores with the calls being measured).
   std::unique_ptr<Baseline> baseline = MeasurePeaks(o, cuda, &r);
   std::map<std::string, std::pair<double, std::string>> baseline_cache;
+  std::map<std::string, std::vector<const DispatchEvent*>> events_of;
+  for (const DispatchEvent& e : r.dispatch_events) events_of[e.entry].push_back(&e);
   for (DispatchRow& row : r.rows) {
     auto it = costs.find(row.entry);
     if (it == costs.end()) continue;
     row.has_cost = true;
     row.cost = it->second;
-    EvaluateRunTimeCosts(r.dispatch_events, row.entry, &row.cost);
+    EvaluateRunTimeCosts(events_of[row.entry], &row.cost);
     const DispatchCost& c = row.cost;
     RateAgainstRoofline(r.peak_gbps, r.peak_gflops, &row);
     if (c.has_matmul && baseline && o.baselines) {

@@ -37,7 +37,7 @@ StatusOr<MatmulShape> ParseMatmul(const std::string& text) {
   return s;
 }
 
-void EvaluateRunTimeCosts(const std::vector<DispatchEvent>& events, const std::string& entry, DispatchCost* cost) {
+void EvaluateRunTimeCosts(const std::vector<const DispatchEvent*>& events, DispatchCost* cost) {
   for (auto [value, text] : {std::pair{&cost->bytes_read, &cost->bytes_read_words},
                              std::pair{&cost->bytes_written, &cost->bytes_written_words},
                              std::pair{&cost->flops, &cost->flops_words}}) {
@@ -47,9 +47,8 @@ void EvaluateRunTimeCosts(const std::vector<DispatchEvent>& events, const std::s
     double sum = 0;
     size_t count = 0;
     bool all = true;
-    for (const DispatchEvent& e : events) {
-      if (e.entry != entry) continue;
-      const double v = formula.Evaluate(e.words.data(), e.words.size());
+    for (const DispatchEvent* e : events) {
+      const double v = formula.Evaluate(e->words.data(), e->words.size());
       if (v < 0) {
         all = false;
         break;

@@ -35,10 +35,10 @@ struct DispatchCost {
   bool bytes_known() const { return bytes_read >= 0 && bytes_written >= 0; }
 };
 
-// The fields a run-time shape left unknown (-1) in `cost`, as their mean over `events` of the
-// cost's entry, evaluated from each event's parameter words; a field stays unknown unless
-// every such event gives it (no words, or words a formula cannot use).
-void EvaluateRunTimeCosts(const std::vector<DispatchEvent>& events, const std::string& entry, DispatchCost* cost);
+// The fields a run-time shape left unknown (-1) in `cost`, as their mean over `events` (the
+// cost's entry's dispatches), evaluated from each event's parameter words; a field stays
+// unknown unless every event gives it (no words, or words a formula cannot use).
+void EvaluateRunTimeCosts(const std::vector<const DispatchEvent*>& events, DispatchCost* cost);
 
 // By entry name. Executables without cost attrs are absent.
 std::map<std::string, DispatchCost> ReadDispatchCosts(const vm::Module& module);
