@@ -422,10 +422,8 @@ hexir_status_t hexir_values_push_parameters(hexir_values_t* values, hexir_device
   HEXIR_C_NONNULL(parameters);
   const hexir::tools::ParameterFile& file = *parameters->file;
   const hexir::vm::Function& fn = function->function;
-  auto args = hexir::tools::ParseAbiTypes(std::string(fn.attr("abi.args")));
+  auto args = file.CheckFunction(fn);
   if (!args.ok()) return Fail(args.status());
-  hexir::Status st = file.CheckArguments(*args, hexir::StrCat("function '", fn.name, "'"));
-  if (!st.ok()) return Fail(st);
   if (values->kinds.size() != file.first_argument())
     return Fail(StatusCode::kInvalidArgument, "function '", fn.name, "': the parameters of '",
                 file.path(), "' follow ", file.first_argument(), " inputs, the list holds ",

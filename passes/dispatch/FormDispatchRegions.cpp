@@ -73,14 +73,8 @@ bool isElementwiseGeneric(Operation* op) {
 // A dense constant or a parameter argument, seen through static reshapes and casts (what the
 // lift pass lifts too: dispatch/LoadTimeValues.h).
 bool isDenseConstantOrParameter(Value v) {
-  while (Operation* def = v.getDefiningOp()) {
-    if (auto constant = dyn_cast<arith::ConstantOp>(def))
-      return isa<DenseElementsAttr>(constant.getValue());
-    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp>(def) ||
-        !cast<RankedTensorType>(def->getResult(0).getType()).hasStaticShape())
-      return false;
-    v = def->getOperand(0);
-  }
+  v = ThroughStaticReshapes(v);
+  if (auto constant = v.getDefiningOp<arith::ConstantOp>()) return isa<DenseElementsAttr>(constant.getValue());
   return IsParameterArgument(v);
 }
 

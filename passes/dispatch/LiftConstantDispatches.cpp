@@ -54,8 +54,6 @@ namespace hexir {
 namespace {
 using namespace mlir;
 
-bool isReshape(Operation* op) { return isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp>(op); }
-
 // True when `v` (a lifted result: one buffer shared by every call) is only ever read: each
 // use, through reshapes, is a dispatch operand that no result is tied to. A value carried
 // into a loop, a branch, a call or a private function's return could become the destination of an in-place
@@ -64,7 +62,7 @@ bool isReshape(Operation* op) { return isa<tensor::ExpandShapeOp, tensor::Collap
 bool onlyRead(Value v) {
   for (OpOperand& use : v.getUses()) {
     Operation* user = use.getOwner();
-    if (isReshape(user)) {
+    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp>(user)) {
       if (!onlyRead(user->getResult(0))) return false;
       continue;
     }
@@ -102,7 +100,7 @@ class LiftConstantDispatches : public impl::LiftConstantDispatchesBase<LiftConst
       func.walk([&](DispatchOp d) { work.push_back({func, d}); });
     }
     for (auto [func, d] : work) {
-      LoadTimeKind kind = classify(d);
+      LoadTimeKind kind = classify(func, d);
       if (kind == LoadTimeKind::kConstant) lift(func, d);
       if (kind == LoadTimeKind::kParameter && oneDevice) liftIntoTransforms(func, d);
     }
@@ -110,25 +108,23 @@ class LiftConstantDispatches : public impl::LiftConstantDispatchesBase<LiftConst
   }
 
  private:
-  // What `v` is known from; a global the parameter transforms store is a parameter's.
-  LoadTimeKind kindOf(Value v) {
-    if (Operation* def = v.getDefiningOp()) {
-      if (auto load = dyn_cast<GlobalLoadOp>(def))
-        return transformed.count(load.getGlobalAttr().getAttr()) ? LoadTimeKind::kParameter
-                                                                 : LoadTimeKind::kConstant;
-      if (isReshape(def) && cast<RankedTensorType>(v.getType()).hasStaticShape()) return kindOf(def->getOperand(0));
-    }
+  // What `v` (an operand of a dispatch of `func`) is known from; a global that `func`'s
+  // parameter transforms store is a parameter's.
+  LoadTimeKind kindOf(func::FuncOp func, Value v) {
+    if (auto load = ThroughStaticReshapes(v).getDefiningOp<GlobalLoadOp>();
+        load && transformedValues[func].count(load.getGlobalAttr().getAttr()))
+      return LoadTimeKind::kParameter;
     return ClassifyLoadTime(v);
   }
 
   // kConstant: every operand a constant; kParameter: parameters (and constants); else kRunTime.
-  LoadTimeKind classify(DispatchOp d) {
+  LoadTimeKind classify(func::FuncOp func, DispatchOp d) {
     if (d->hasAttr(kTiedOperandsAttr) || !d.getResultDims().empty()) return LoadTimeKind::kRunTime;
     for (Value r : d.getResults())
       if (!cast<RankedTensorType>(r.getType()).hasStaticShape() || !onlyRead(r)) return LoadTimeKind::kRunTime;
     LoadTimeKind kind = LoadTimeKind::kConstant;
     for (Value v : d.getArgs()) {
-      LoadTimeKind k = kindOf(v);
+      LoadTimeKind k = kindOf(func, v);
       if (k == LoadTimeKind::kRunTime) return k;
       if (k == LoadTimeKind::kParameter) kind = k;
     }
@@ -149,7 +145,7 @@ class LiftConstantDispatches : public impl::LiftConstantDispatchesBase<LiftConst
 
   void lift(func::FuncOp func, DispatchOp d) {
     OpBuilder ib(initializer().getBody().front().getTerminator());
-    move(func, d, ib, stored, /*intoTransforms=*/false);
+    move(func, d, ib, stored);
   }
 
   void liftIntoTransforms(func::FuncOp func, DispatchOp d) {
@@ -160,23 +156,15 @@ class LiftConstantDispatches : public impl::LiftConstantDispatchesBase<LiftConst
       Value placeholder = arith::ConstantIntOp::create(b, func.getLoc(), 0, 1);
       t.guard = scf::IfOp::create(b, func.getLoc(), placeholder, /*withElseRegion=*/true);
     }
-    for (Value v : d.getArgs()) collectParameters(v, t.parameters);
+    for (Value v : d.getArgs())
+      if (Value root = ThroughStaticReshapes(v); IsParameterArgument(root)) t.parameters.insert(cast<BlockArgument>(root));
     OpBuilder tb = t.guard.getElseBodyBuilder();
-    move(func, d, tb, transformedValues[func], /*intoTransforms=*/true);
-  }
-
-  static void collectParameters(Value v, llvm::SetVector<BlockArgument>& out) {
-    if (IsParameterArgument(v)) {
-      out.insert(cast<BlockArgument>(v));
-      return;
-    }
-    if (Operation* def = v.getDefiningOp(); def && isReshape(def)) collectParameters(def->getOperand(0), out);
+    move(func, d, tb, transformedValues[func]);
   }
 
   // Moves `d` to `ib` (the initializer, or a function's transforms) with clones of its
   // constant producers, storing each result into a new global that the function reads.
-  void move(func::FuncOp func, DispatchOp d, OpBuilder& ib, DenseMap<StringAttr, Value>& values,
-            bool intoTransforms) {
+  void move(func::FuncOp func, DispatchOp d, OpBuilder& ib, DenseMap<StringAttr, Value>& values) {
     ModuleOp module = getOperation();
     IRMapping map;
     for (Value v : d.getArgs()) cloneProducers(ib, v, map, values);
@@ -191,7 +179,6 @@ class LiftConstantDispatches : public impl::LiftConstantDispatchesBase<LiftConst
       auto symbol = FlatSymbolRefAttr::get(global.getSymNameAttr());
       GlobalStoreOp::create(ib, d.getLoc(), copy->getResult(r), symbol);
       values[global.getSymNameAttr()] = copy->getResult(r);
-      if (intoTransforms) transformed.insert(global.getSymNameAttr());
       result.replaceAllUsesWith(GlobalLoadOp::create(hb, d.getLoc(), result.getType(), symbol));
     }
     SmallVector<Value> operands(d.getArgs());
@@ -258,8 +245,8 @@ class LiftConstantDispatches : public impl::LiftConstantDispatchesBase<LiftConst
   int64_t count = 0;
   DenseMap<StringAttr, Value> stored;  // global -> the initializer's value stored into it
   llvm::MapVector<func::FuncOp, ParameterTransforms> transforms;
-  DenseMap<func::FuncOp, DenseMap<StringAttr, Value>> transformedValues;  // per function, as `stored`
-  llvm::DenseSet<StringAttr> transformed;  // globals a parameter transform stores
+  // Per function, as `stored`: the globals its parameter transforms store.
+  DenseMap<func::FuncOp, DenseMap<StringAttr, Value>> transformedValues;
 };
 
 }  // namespace

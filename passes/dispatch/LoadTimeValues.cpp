@@ -26,19 +26,25 @@ bool IsParameterArgument(Value v) {
   return true;
 }
 
+Value ThroughStaticReshapes(Value v) {
+  while (Operation* def = v.getDefiningOp()) {
+    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp>(def) ||
+        !cast<RankedTensorType>(v.getType()).hasStaticShape())
+      break;
+    v = def->getOperand(0);
+  }
+  return v;
+}
+
 LoadTimeKind ClassifyLoadTime(Value v) {
   if (!isa<ShapedType>(v.getType())) {
     // Scalars: constants only.
     return matchPattern(v, m_Constant()) ? LoadTimeKind::kConstant : LoadTimeKind::kRunTime;
   }
+  v = ThroughStaticReshapes(v);
   if (IsParameterArgument(v)) return LoadTimeKind::kParameter;
-  Operation* def = v.getDefiningOp();
-  if (!def) return LoadTimeKind::kRunTime;
-  if (isa<GlobalLoadOp, arith::ConstantOp>(def)) return LoadTimeKind::kConstant;
-  if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp>(def) &&
-      cast<RankedTensorType>(v.getType()).hasStaticShape())
-    return ClassifyLoadTime(def->getOperand(0));
-  return LoadTimeKind::kRunTime;
+  return isa_and_nonnull<GlobalLoadOp, arith::ConstantOp>(v.getDefiningOp()) ? LoadTimeKind::kConstant
+                                                                              : LoadTimeKind::kRunTime;
 }
 
 }  // namespace hexir

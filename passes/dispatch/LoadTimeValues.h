@@ -16,6 +16,10 @@ namespace hexir {
 // that no dispatch updates in place (public arguments never are: dispatch/InPlaceUpdates.h).
 bool IsParameterArgument(mlir::Value v);
 
+// `v` seen through static reshapes and casts (aliases of their source): the value they start
+// from, or `v` itself.
+mlir::Value ThroughStaticReshapes(mlir::Value v);
+
 // What a value is known from (through static reshapes and casts): a dense or scalar constant
 // or a global (kConstant), a parameter argument (kParameter), or neither (kRunTime).
 enum class LoadTimeKind { kConstant, kParameter, kRunTime };

@@ -97,6 +97,12 @@ ParameterFile::~ParameterFile() {
   if (data_) munmap(data_, size_);
 }
 
+StatusOr<std::vector<AbiType>> ParameterFile::CheckFunction(const vm::Function& fn) const {
+  HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> args, ParseAbiTypes(std::string(fn.attr("abi.args"))));
+  HEXIR_RETURN_IF_ERROR(CheckArguments(args, StrCat("function '", fn.name, "'")));
+  return args;
+}
+
 Status ParameterFile::CheckArguments(const std::vector<AbiType>& args,
                                      const std::string& function) const {
   const std::string where = StrCat("parameter file '", path_, "' (for @", entry_, ") and ", function);

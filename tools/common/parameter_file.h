@@ -47,6 +47,9 @@ class ParameterFile {
   // (the last ones): count, element type, element count of a static shape. Errors name the
   // file, the function and, per tensor, the argument index, its type and the tensor.
   Status CheckArguments(const std::vector<AbiType>& args, const std::string& function) const;
+  // The reflected argument types of `fn` ("abi.args"), checked by CheckArguments: what Upload
+  // takes.
+  StatusOr<std::vector<AbiType>> CheckFunction(const vm::Function& fn) const;
 
   // One device buffer per tensor, written from the mapping, with its argument's dims
   // (CheckArguments first). Returns when the bytes are on the device.

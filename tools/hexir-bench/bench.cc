@@ -270,8 +270,7 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   std::vector<vm::Ref<hal::BufferView>> parameters;
   if (!o.parameters.empty()) {
     HEXIR_ASSIGN_OR_RETURN(auto file, ParameterFile::Open(o.parameters));
-    HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> types, ParseAbiTypes(std::string(fn.attr("abi.args"))));
-    HEXIR_RETURN_IF_ERROR(file->CheckArguments(types, StrCat("function '", fn.name, "'")));
+    HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> types, file->CheckFunction(fn));
     HEXIR_ASSIGN_OR_RETURN(parameters, file->Upload(device, types));
   }
   HEXIR_ASSIGN_OR_RETURN(std::vector<vm::Variant> args, MakeArgs(device, fn, o.inputs, o.fill_inputs, parameters));

@@ -236,6 +236,16 @@ TEST_CASE("errors name the problem") {
   r = RunBench(o);
   REQUIRE(!r.ok());
   REQUIRE(r.status().message().find("/nonexistent.vmfb") != std::string::npos);
+  // --parameters: a missing file, and a file that is not a parameter file, named.
+  o = GemmOptions();
+  o.parameters = "/nonexistent.gguf";
+  r = RunBench(o);
+  REQUIRE(!r.ok());
+  CHECK(r.status().message().find("/nonexistent.gguf") != std::string::npos);
+  o.parameters = kGemm;
+  r = RunBench(o);
+  REQUIRE(!r.ok());
+  CHECK(r.status().message().find(std::string("parameter file '") + kGemm + "' is not a GGUF file") != std::string::npos);
 }
 
 TEST_CASE("--fill-inputs makes the missing arguments from the reflected types") {

@@ -163,8 +163,7 @@ Status Run(const Flags& flags) {
   std::vector<vm::Ref<hal::BufferView>> parameters;
   if (!flags.parameters.empty()) {
     HEXIR_ASSIGN_OR_RETURN(auto file, ParameterFile::Open(flags.parameters));
-    HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> args, ParseAbiTypes(std::string(fn.attr("abi.args"))));
-    HEXIR_RETURN_IF_ERROR(file->CheckArguments(args, StrCat("function '", fn.name, "'")));
+    HEXIR_ASSIGN_OR_RETURN(std::vector<AbiType> args, file->CheckFunction(fn));
     HEXIR_ASSIGN_OR_RETURN(std::vector<size_t> on, ArgumentDevices(fn, session->device_count()));
     std::vector<hal::Device*> argument_devices;
     for (size_t ordinal : on) argument_devices.push_back(&session->device(ordinal));

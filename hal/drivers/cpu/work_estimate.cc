@@ -78,7 +78,7 @@ std::vector<EntryWork> EstimateEntryWork(const vm::ExecutableView& view) {
     if (!w.known) w = EntryWork();
     if (has_binding && all.words_read > 0) {
       w.profile_words = all.words_read;
-      w.profile_binding = static_cast<uint32_t>(binding);
+      w.param_binding = static_cast<uint32_t>(binding);
     }
     work.push_back(std::move(w));
   }
@@ -112,7 +112,7 @@ double DispatchWorkNs(const DispatchCommand& cmd, const std::vector<BufferRef>& 
 
 uint32_t ReadProfileWords(const DispatchCommand& cmd, const std::vector<BufferRef>& table, int64_t* words) {
   const EntryWork& w = static_cast<const CpuExecutable*>(cmd.executable.get())->work(cmd.entry);
-  if (w.profile_words == 0 || !CopyWords(cmd, table, w.profile_binding, w.profile_words, words)) return 0;
+  if (w.profile_words == 0 || !CopyWords(cmd, table, w.param_binding, w.profile_words, words)) return 0;
   return w.profile_words;
 }
 

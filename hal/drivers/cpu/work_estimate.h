@@ -48,11 +48,10 @@ struct EntryWork {
   static constexpr uint32_t kMaxWords = WordPolynomial::kMaxWords;
   bool known = false;
   WordPolynomial ns;           // flops / kFlopsPerNs + bytes / kBytesPerNs
-  uint32_t param_binding = 0;  // where the words are (when ns reads some)
+  uint32_t param_binding = 0;  // where the words are (when ns or profile_words read some)
   // The words any cost formula of the entry reads (known or not): what the driver reports to
   // a profiler with each dispatch (DispatchTiming::parameter_words). 0: none.
   uint32_t profile_words = 0;
-  uint32_t profile_binding = 0;
 
   // The work for parameter words `words` (`count` of them; unused for a constant), or
   // kUnknownWorkNs: unknown, too few words, or a negative one.

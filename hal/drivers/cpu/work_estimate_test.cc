@@ -56,7 +56,6 @@ TEST_CASE("work estimate: run-time shapes as polynomials over the parameter word
   CHECK(dyn.param_binding == 3);
   CHECK(dyn.ns.words_read == 3);
   CHECK(dyn.profile_words == 3);
-  CHECK(dyn.profile_binding == 3);
   const int64_t words[] = {7, 11, 13};
   CHECK(dyn.Evaluate(words, 3) ==
         Approx((100.0 * 7 * 13 + 50) / kFlopsPerNs + (1000.0 + 8 * 11) / kBytesPerNs));
@@ -70,7 +69,7 @@ TEST_CASE("work estimate: run-time shapes as polynomials over the parameter word
   // A profiler still gets the words of a formula that parses where the work is unknown as a
   // whole (hexir-bench evaluates the bytes); none without a binding or a parsable formula.
   CHECK(work[4].profile_words == 1);
-  CHECK(work[4].profile_binding == 1);
+  CHECK(work[4].param_binding == 1);
   CHECK(work[1].profile_words == 0);
   CHECK(work[2].profile_words == 0);
   CHECK(work[3].profile_words == 0);
