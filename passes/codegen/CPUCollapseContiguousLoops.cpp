@@ -504,4 +504,23 @@ void CollapseContiguousLoops(func::FuncOp kernel) {
   walkAndApplyPatterns(kernel, std::move(patterns));
 }
 
+void CollapseDenseFills(func::FuncOp kernel) {
+  SmallVector<linalg::FillOp> fills;
+  kernel.walk([&](linalg::FillOp fill) {
+    auto type = dyn_cast<MemRefType>(fill.getDpsInits()[0].getType());
+    if (fill.hasPureBufferSemantics() && type && type.getRank() > 1 &&
+        memref::CollapseShapeOp::isGuaranteedCollapsible(type, {llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()))}))
+      fills.push_back(fill);
+  });
+  for (linalg::FillOp fill : fills) {
+    OpBuilder b(fill);
+    Value out = fill.getDpsInits()[0];
+    int64_t rank = cast<MemRefType>(out.getType()).getRank();
+    Value flat = memref::CollapseShapeOp::create(b, fill.getLoc(), out,
+                                                 ArrayRef<ReassociationIndices>{llvm::to_vector(llvm::seq<int64_t>(0, rank))});
+    linalg::FillOp::create(b, fill.getLoc(), ValueRange{fill.getDpsInputs()[0]}, ValueRange{flat});
+    fill.erase();
+  }
+}
+
 }  // namespace hexir::codegen

@@ -37,6 +37,7 @@
 #include "passes/codegen/CPUDecodeAttention.h"
 #include "passes/codegen/CPUDynamicPad.h"
 #include "passes/codegen/CPUElementwiseFusion.h"
+#include "passes/codegen/CPUKernelTemporaries.h"
 #include "passes/codegen/CPUMathApproximation.h"
 #include "passes/codegen/CPUMatmulMicroKernel.h"
 #include "passes/codegen/CPUMaxPool.h"
@@ -114,147 +115,6 @@ void LowerStridedCopiesToLinalg(ModuleOp inner, bool onlyDynamic = false) {
     OpBuilder b(copy);
     linalg::makeMemRefCopyOp(b, copy.getLoc(), copy.getSource(), copy.getTarget());
     copy.erase();
-  }
-}
-
-// Whether a view of `buffer` (or the buffer) leaves its block's iteration: yielded out of a
-// region, returned or passed to a call. A buffer that never does holds nothing from one
-// iteration of an enclosing loop to the next.
-bool EscapesItsIteration(Value buffer) {
-  SmallVector<Value> views{buffer};
-  while (!views.empty()) {
-    Value v = views.pop_back_val();
-    for (Operation* user : v.getUsers()) {
-      if (user->hasTrait<OpTrait::IsTerminator>() || isa<CallOpInterface, memref::DeallocOp>(user))
-        return true;
-      // Views (subview, reshapes, casts, strided metadata): anything aliasing it.
-      for (Value r : user->getResults())
-        if (isa<BaseMemRefType>(r.getType())) views.push_back(r);
-    }
-  }
-  return false;
-}
-
-// A constant that `size` (an alloc's dynamic size) never exceeds, or nullopt: a constant, a
-// min with a constant operand, an affine.min with a constant result (a tile of a static size
-// clamped at the iteration space's end).
-std::optional<int64_t> ConstantUpperBound(Value size) {
-  if (std::optional<int64_t> c = getConstantIntValue(size)) return c;
-  std::optional<int64_t> bound;
-  auto tighten = [&](std::optional<int64_t> b) {
-    if (b && (!bound || *b < *bound)) bound = b;
-  };
-  if (auto min = size.getDefiningOp<affine::AffineMinOp>()) {
-    for (AffineExpr e : min.getMap().getResults())
-      if (auto c = dyn_cast<AffineConstantExpr>(e)) tighten(c.getValue());
-  } else if (isa_and_nonnull<arith::MinSIOp, arith::MinUIOp>(size.getDefiningOp())) {
-    for (Value operand : size.getDefiningOp()->getOperands()) tighten(ConstantUpperBound(operand));
-  }
-  if (bound && *bound < 0) return std::nullopt;
-  return bound;
-}
-
-// A view of `slot` (a flat stack buffer) as `type` (identity layout) with `sizes`: offset 0,
-// row-major strides, static where every later size is.
-Value ViewStackSlot(OpBuilder& b, Location loc, Value slot, MemRefType type, ArrayRef<OpFoldResult> sizes) {
-  SmallVector<OpFoldResult> strides(sizes.size());
-  OpFoldResult stride = b.getIndexAttr(1);
-  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
-    strides[d] = stride;
-    std::optional<int64_t> s = getConstantIntValue(stride), n = getConstantIntValue(sizes[d]);
-    if (s && n) {
-      stride = b.getIndexAttr(*s * *n);
-    } else {
-      stride = arith::MulIOp::create(b, loc, getValueOrCreateConstantIndexOp(b, loc, stride),
-                                     getValueOrCreateConstantIndexOp(b, loc, sizes[d]))
-                   .getResult();
-    }
-  }
-  return memref::ReinterpretCastOp::create(b, loc, type, slot, b.getIndexAttr(0), sizes, strides);
-}
-
-// Temporaries that bufferization allocated inside the kernel (a convolution's tile before its
-// fused bias + SiLU, a fused producer's tile, a row chain's block of rows) become stack buffers
-// at the kernel's entry: one per kernel instead of a malloc and free per workgroup, or per
-// iteration of a loop around them. A static shape is allocated as is; a dynamic one whose
-// sizes have constant upper bounds (ConstantUpperBound: a static tile clamped at the end) gets
-// a slot of the bound's size and a view of its run-time sizes; any other dynamic one gets a
-// slot of kDynamicSlotBytes and a run-time choice: the view when its elements fit, else the
-// heap (a dynamic row chain's block: rows of a run-time length, as many as fit L1). Each at
-// most kStackTemporaryBytes, kStackTemporariesBytes in all (workers run on 8 MiB thread
-// stacks; the packed GEMM block takes at most 256 KiB more); larger ones and those a view of
-// which leaves its iteration stay on the heap.
-void PromoteSmallTemporariesToStack(func::FuncOp kernel) {
-  constexpr int64_t kStackTemporaryBytes = 64 * 1024, kStackTemporariesBytes = 128 * 1024,
-                    kDynamicSlotBytes = 16 * 1024;
-  SmallVector<memref::AllocOp> allocs;
-  kernel.walk([&](memref::AllocOp alloc) { allocs.push_back(alloc); });
-  int64_t total = 0;
-  OpBuilder entry = OpBuilder::atBlockBegin(&kernel.getBody().front());
-  for (memref::AllocOp alloc : allocs) {
-    MemRefType type = alloc.getType();
-    if (type.getMemorySpace() || !type.getElementType().isIntOrFloat() || !alloc.getSymbolOperands().empty() ||
-        (!type.hasStaticShape() && !type.getLayout().isIdentity()))
-      continue;
-    const int64_t elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
-    // The slot's elements; bounded: no run-time choice.
-    int64_t elements = 1;
-    bool bounded = true;
-    for (int64_t d = 0, dynamic = 0; d < type.getRank(); ++d) {
-      int64_t n = type.getDimSize(d);
-      if (ShapedType::isDynamic(n)) {
-        std::optional<int64_t> bound = ConstantUpperBound(alloc.getDynamicSizes()[dynamic++]);
-        if (!bound) {
-          bounded = false;
-          break;
-        }
-        n = *bound;
-      }
-      elements *= n;
-    }
-    if (!bounded) elements = kDynamicSlotBytes / elementBytes;
-    const int64_t bytes = elements * elementBytes;
-    if (bytes > kStackTemporaryBytes || total + bytes > kStackTemporariesBytes ||
-        EscapesItsIteration(alloc.getResult()))
-      continue;
-    total += bytes;
-    Location loc = alloc.getLoc();
-    if (type.hasStaticShape()) {
-      auto alloca = memref::AllocaOp::create(entry, loc, type, alloc.getAlignmentAttr());
-      alloc.getResult().replaceAllUsesWith(alloca.getResult());
-      alloc.erase();
-      continue;
-    }
-    auto slotType = MemRefType::get({elements}, type.getElementType());
-    Value slot = memref::AllocaOp::create(entry, loc, slotType, alloc.getAlignmentAttr());
-    OpBuilder b(alloc);
-    SmallVector<OpFoldResult> sizes = alloc.getMixedSizes();
-    Value buffer;
-    if (bounded) {
-      buffer = ViewStackSlot(b, loc, slot, type, sizes);
-    } else {
-      // elements <= slot: the view, else a heap buffer (deallocated where its ownership ends,
-      // buffer-deallocation-pipeline).
-      Value count = arith::ConstantIndexOp::create(b, loc, 1);
-      for (Value size : alloc.getDynamicSizes()) count = arith::MulIOp::create(b, loc, count, size);
-      int64_t staticCount = 1;
-      for (int64_t n : type.getShape())
-        if (!ShapedType::isDynamic(n)) staticCount *= n;
-      count = arith::MulIOp::create(b, loc, count, arith::ConstantIndexOp::create(b, loc, staticCount));
-      Value fits = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, count,
-                                         arith::ConstantIndexOp::create(b, loc, elements));
-      auto choice = scf::IfOp::create(
-          b, loc, fits,
-          [&](OpBuilder& t, Location l) { scf::YieldOp::create(t, l, ViewStackSlot(t, l, slot, type, sizes)); },
-          [&](OpBuilder& e, Location l) {
-            scf::YieldOp::create(e, l, memref::AllocOp::create(e, l, type, alloc.getDynamicSizes(),
-                                                               alloc.getAlignmentAttr())
-                                           .getResult());
-          });
-      buffer = choice.getResult(0);
-    }
-    alloc.getResult().replaceAllUsesWith(buffer);
-    alloc.erase();
   }
 }
 
@@ -378,7 +238,10 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     codegen::VectorizeShortContiguousRuns(*kernel, target.vectorBits / 32, cpuShortRunPositions,
                                           /*onlyRunTimeLoops=*/rowChain);
     LowerStridedCopiesToLinalg(inner);
-    PromoteSmallTemporariesToStack(*kernel);
+    // Fills of dense buffers as one run (codegen/CPUCollapseContiguousLoops.h).
+    codegen::CollapseDenseFills(*kernel);
+    codegen::SinkTemporariesIntoTheirBranch(*kernel);
+    codegen::PromoteSmallTemporariesToStack(*kernel);
     if (failed(runPipeline(*toLoops, inner))) return failure();
     codegen::LowerDeferredIntrinsicCalls(inner);
     // Only the bf16 patterns of arith-expand: its others would rewrite maximumf & co.

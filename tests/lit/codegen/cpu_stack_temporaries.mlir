@@ -2,7 +2,7 @@
 
 // A temporary of static shape (the convolution's tile before its fused epilogue, which
 // reads it twice) is a stack buffer at the kernel's entry, not a malloc and free per call
-// (codegen/CPULowerExecutables.cpp, PromoteSmallTemporariesToStack).
+// (codegen/CPUKernelTemporaries.h, PromoteSmallTemporariesToStack).
 // CHECK-LABEL: hexir.executable @tile_temporary
 // CHECK-NOT:     llvm.call @malloc
 // CHECK:         llvm.func internal @tile_temporary_impl(
@@ -145,6 +145,58 @@ hexir.executable @softmax_dynamic attributes {hexir.dispatch_group = "row_chain"
         linalg.yield %q : f32
       } -> tensor<?x?xf32>
       return %y : tensor<?x?xf32>
+    }
+  }
+}
+
+
+// A dynamic export's convolution with its bias and ReLU (ShuffleNet's stem): the kernels
+// absorb the bias and the ReLU (the packed-filter kernel on tiny planes, the input-packing
+// kernel where out's rows are contiguous at run time); only the loop lowering left in the
+// last else branch reads the bias-initialized tile, a temporary of run-time sizes (past the
+// 16 KiB slot at 40 x 8 x 32). Its allocation moves into that branch
+// (CPUKernelTemporaries.h, SinkTemporariesIntoTheirBranch): no malloc before the packed
+// kernel or among the input-packing kernel's FMAs, one after the last of them.
+// CHECK-LABEL: hexir.executable @branch_temporary
+// CHECK:         llvm.func internal @branch_temporary_impl(
+// CHECK-NOT:       llvm.call @malloc
+// CHECK:           llvm.intr.fmuladd
+// CHECK:           llvm.call @malloc
+// CHECK-NOT:       llvm.intr.fmuladd
+// CHECK-NOT:       llvm.call @malloc
+// CHECK:         llvm.func @branch_temporary(
+hexir.executable @branch_temporary attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @branch_temporary(%bias: tensor<40xf32>, %x: tensor<?x12x?x?xf32>, %w: tensor<40x12x1x1xf32>, %wp: tensor<3x12x16xf32>, %o: tensor<?x40x?x?xf32>, %id: index) -> tensor<?x40x?x?xf32> {
+      %c0 = arith.constant 0 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %zero = arith.constant 0.0 : f32
+      %n = tensor.dim %x, %c0 : tensor<?x12x?x?xf32>
+      %h = tensor.dim %x, %c2 : tensor<?x12x?x?xf32>
+      %wd = tensor.dim %x, %c3 : tensor<?x12x?x?xf32>
+      %e = tensor.empty() : tensor<40x12x1x1xf32>
+      %u = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0 floordiv 16, d1, d0 mod 16)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%wp, %w : tensor<3x12x16xf32>, tensor<40x12x1x1xf32>) outs(%e : tensor<40x12x1x1xf32>) attrs = {hexir.packed_rhs} {
+      ^bb0(%in: f32, %orig: f32, %out: f32):
+        linalg.yield %in : f32
+      } -> tensor<40x12x1x1xf32>
+      %t = tensor.empty(%n, %h, %wd) : tensor<?x40x?x?xf32>
+      %b = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%bias : tensor<40xf32>) outs(%t : tensor<?x40x?x?xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        linalg.yield %in : f32
+      } -> tensor<?x40x?x?xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %u : tensor<?x12x?x?xf32>, tensor<40x12x1x1xf32>) outs(%b : tensor<?x40x?x?xf32>) {
+      ^bb0(%a: f32, %bb: f32, %acc: f32):
+        %p = arith.mulf %a, %bb : f32
+        %q = arith.addf %acc, %p : f32
+        linalg.yield %q : f32
+      } -> tensor<?x40x?x?xf32>
+      %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%y : tensor<?x40x?x?xf32>) outs(%o : tensor<?x40x?x?xf32>) {
+      ^bb0(%v: f32, %out: f32):
+        %m = arith.maximumf %v, %zero : f32
+        linalg.yield %m : f32
+      } -> tensor<?x40x?x?xf32>
+      return %r : tensor<?x40x?x?xf32>
     }
   }
 }
