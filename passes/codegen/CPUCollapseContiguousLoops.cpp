@@ -507,17 +507,16 @@ void CollapseContiguousLoops(func::FuncOp kernel) {
 void CollapseDenseFills(func::FuncOp kernel) {
   SmallVector<linalg::FillOp> fills;
   kernel.walk([&](linalg::FillOp fill) {
-    auto type = dyn_cast<MemRefType>(fill.getDpsInits()[0].getType());
-    if (fill.hasPureBufferSemantics() && type && type.getRank() > 1 &&
-        memref::CollapseShapeOp::isGuaranteedCollapsible(type, {llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()))}))
-      fills.push_back(fill);
+    if (fill.hasPureBufferSemantics()) fills.push_back(fill);
   });
   for (linalg::FillOp fill : fills) {
-    OpBuilder b(fill);
     Value out = fill.getDpsInits()[0];
-    int64_t rank = cast<MemRefType>(out.getType()).getRank();
-    Value flat = memref::CollapseShapeOp::create(b, fill.getLoc(), out,
-                                                 ArrayRef<ReassociationIndices>{llvm::to_vector(llvm::seq<int64_t>(0, rank))});
+    auto type = dyn_cast<MemRefType>(out.getType());
+    if (!type || type.getRank() < 2) continue;
+    SmallVector<ReassociationIndices> all = Reassociation(type.getRank(), 0, type.getRank());
+    if (!memref::CollapseShapeOp::isGuaranteedCollapsible(type, all)) continue;
+    OpBuilder b(fill);
+    Value flat = memref::CollapseShapeOp::create(b, fill.getLoc(), out, all);
     linalg::FillOp::create(b, fill.getLoc(), ValueRange{fill.getDpsInputs()[0]}, ValueRange{flat});
     fill.erase();
   }

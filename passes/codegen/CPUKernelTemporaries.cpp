@@ -50,9 +50,10 @@ Block* InnermostBranchHolding(Block* home, ArrayRef<Operation*> users) {
   return found;
 }
 
-// Whether a view of `buffer` (or the buffer) leaves its block's iteration: yielded out of a
-// region, returned or passed to a call. A buffer that never does holds nothing from one
-// iteration of an enclosing loop to the next.
+// Whether a buffer whose UsersThroughViews are `usersThroughViews` leaves its block's
+// iteration: yielded out of a region, returned or passed to a call. A buffer that never does
+// holds nothing from one iteration of an enclosing loop to the next (nor from one branch to
+// code after it).
 bool EscapesItsIteration(ArrayRef<Operation*> usersThroughViews) {
   return llvm::any_of(usersThroughViews, [](Operation* user) {
     return user->hasTrait<OpTrait::IsTerminator>() || isa<CallOpInterface, memref::DeallocOp>(user);
