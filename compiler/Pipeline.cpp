@@ -37,6 +37,9 @@ void RegisterHoistVMLoopInvariants();
 // passes/vm/EraseImpliedAsserts.cpp: hexir-erase-implied-vm-asserts.
 std::unique_ptr<mlir::Pass> CreateEraseImpliedVMAsserts();
 void RegisterEraseImpliedVMAsserts();
+// passes/vm/MemoizeShapeWork.cpp: hexir-memoize-vm-shape-work.
+std::unique_ptr<mlir::Pass> CreateMemoizeVMShapeWork();
+void RegisterMemoizeVMShapeWork();
 }  // namespace hexir
 
 namespace hexir::compiler {
@@ -55,6 +58,7 @@ void RegisterPasses() {
   hexir::RegisterInlineUnrecordableCalls();
   hexir::RegisterHoistVMLoopInvariants();
   hexir::RegisterEraseImpliedVMAsserts();
+  hexir::RegisterMemoizeVMShapeWork();
   hexir::registerHexirCUDAPasses();
   hexir::registerHexirCostPasses();
   hexir::registerHexirFusionPasses();
@@ -288,6 +292,8 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   pm.addPass(mlir::createCSEPass());  // repeated VM constants
   // Shape checks that an earlier check of the same or a stronger condition already made.
   pm.addNestedPass<mlir::func::FuncOp>(hexir::CreateEraseImpliedVMAsserts());
+  // Shape arithmetic and checks run again only when the arguments' dims change.
+  pm.addPass(hexir::CreateMemoizeVMShapeWork());
   return mlir::success();
 }
 
