@@ -41,6 +41,8 @@
 // single-threaded (vm/README.md), so the memo needs no lock.
 // Tests: tests/lit/vm/memoize_shape_work.mlir; e2e: tests/e2e (dynamic shapes changing between
 // calls, a failing check leaving the memo intact).
+#include <map>
+
 #include "dialects/vm/IR/VMOps.h"
 #include "llvm/ADT/PostOrderIterator.h"
 #include "llvm/ADT/SetVector.h"
@@ -272,7 +274,7 @@ class Rewriter {
   int64_t next_;
   Block* miss_ = nullptr;
   Block* rest_ = nullptr;
-  llvm::DenseMap<int64_t, Value> constants_;
+  std::map<int64_t, Value> constants_;  // any int64 (DenseMap reserves two as its markers)
   llvm::DenseMap<Block*, Value> reached_;
 };
 

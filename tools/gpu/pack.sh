@@ -35,6 +35,7 @@ TESTS=(
   //tests/e2e:kernel_checks_test
   //tests/e2e:low_precision_floats_test
   //tests/e2e:shape_checks_test
+  //tests/e2e:shape_memo_test
   //tests/e2e:schedule_test
   //tests/e2e:programmatic_launch_test
   //tests/e2e:heterogeneous_test
@@ -99,7 +100,7 @@ export HEXIR_COMPILE_FLAGS="--cpu=x86-64-v3"  # CPU kernels must run on the GPU 
 for t in //tests/e2e:models_test //tests/e2e:compiled_calls_test //tests/e2e:compiler_gaps_test \
          //tests/e2e:deadline_test //tests/e2e:decode_attention_test //tests/e2e:prompt_attention_test //tests/e2e:cache_row_write_test //tests/e2e:small_layer_fusion_test //tests/e2e:sibling_gemv_test //tests/e2e:decode_projections_test //tests/e2e:norm_pair_test //tests/e2e:launch_optimizations_test //tests/e2e:tensor_core_matmul_test //tests/e2e:dynamic_grids_test //tests/e2e:generate_limits_test \
          //tests/e2e:kernel_checks_test \
-         //tests/e2e:low_precision_floats_test //tests/e2e:shape_checks_test \
+         //tests/e2e:low_precision_floats_test //tests/e2e:shape_checks_test //tests/e2e:shape_memo_test \
          //tests/e2e:schedule_test //tests/e2e:programmatic_launch_test //tests/e2e:heterogeneous_test //tests/e2e:layer_calls_test \
          //tests/e2e:sampling_test //tests/e2e:streaming_test //tests/e2e:device_loops_test \
          //tests/e2e:device_loop_generate_test //tests/e2e:placed_llm_test //tests/onnx:placement_test \

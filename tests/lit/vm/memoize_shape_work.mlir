@@ -3,7 +3,8 @@
 // The shape arithmetic of an argument's dim and its check run in ^miss, entered only when the
 // dim differs from the one stored by the last ^miss (or none was stored: global 0 is 0); ^miss
 // stores the value the rest of the function reads, then the key and the valid flag, last.
-// The rest loads that value where its use is; the constants only ^miss reads leave it.
+// The rest loads that value where its use is; the constants only ^miss reads leave it (copied
+// into ^miss, any int64 among them).
 // CHECK:       module attributes {hexir_vm.value_globals = 3 : i64}
 // CHECK-LABEL: func.func @memoized(
 // CHECK-SAME:    %[[V:[a-z0-9]+]]: !hexir_vm.ref
@@ -14,6 +15,7 @@
 // CHECK-NEXT:    %[[SAME:.+]] = hexir_vm.inst "and.i64"(%[[VALID]], %[[EQ]])
 // CHECK-NEXT:    hexir_vm.cond_br %[[SAME]], ^[[REST:.+]], ^[[MISS:[a-z0-9]+]]
 // CHECK-NEXT:  ^[[MISS]]:
+// CHECK-DAG:     hexir_vm.const.i64 9223372036854775807
 // CHECK:         %[[OK:.+]] = hexir_vm.inst "cmp.le.u.i64"(%[[D]],
 // CHECK-NEXT:    hexir_vm.inst "add.i64"(%[[D]],
 // CHECK:         hexir_vm.assert %[[OK]], "dim {} past 1000"(%[[D]])
@@ -27,6 +29,7 @@
 // CHECK-NEXT:    %[[L:.+]] = hexir_vm.global.load.i64 2
 // CHECK-NEXT:    hexir_vm.inst "add.i64"(%{{.+}}, %[[L]])
 // CHECK-NOT:     hexir_vm.const.i64 1000
+// CHECK-NOT:     hexir_vm.const.i64 9223372036854775807
 // CHECK:         hexir_vm.return
 func.func @memoized(%view: !hexir_vm.ref) -> i64 {
   %c0 = hexir_vm.const.i64 0
@@ -48,8 +51,10 @@ func.func @memoized(%view: !hexir_vm.ref) -> i64 {
   %a9 = hexir_vm.inst "add.i64"(%a8, %c1) : (i64, i64) -> i64
   %a10 = hexir_vm.inst "add.i64"(%a9, %c1) : (i64, i64) -> i64
   %a11 = hexir_vm.inst "add.i64"(%a10, %c1) : (i64, i64) -> i64
+  %max = hexir_vm.const.i64 9223372036854775807
+  %masked = hexir_vm.inst "and.i64"(%a11, %max) : (i64, i64) -> i64
   %length = hexir_vm.call.import "hal.buffer.length"(%buffer) : (!hexir_vm.ref) -> i64
-  %r = hexir_vm.inst "add.i64"(%length, %a11) : (i64, i64) -> i64
+  %r = hexir_vm.inst "add.i64"(%length, %masked) : (i64, i64) -> i64
   hexir_vm.return %r : i64
 }
 
