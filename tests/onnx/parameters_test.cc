@@ -398,7 +398,6 @@ TEST_CASE("on a terminal the import and the compile show their stage and counts"
   CHECK(Has(out, "hexir-import: lowering: 1 nodes, 1 of 2 top-level (MatMul)"));
   CHECK(Has(out, "hexir-compile: pass 1 (hexir-"));  // the pipeline's first pass, whichever it is
   // The line is redrawn at most every 200 ms, but the pipeline's last pass (Pipeline.cpp ends with
-  // the erasure of implied VM asserts, a function pass: named, not its adaptor) is always drawn
-  // before the line is cleared.
-  CHECK(Has(out, "(hexir-erase-implied-vm-asserts), "));
+  // the memoization of VM shape work, a module pass) is always drawn before the line is cleared.
+  CHECK(Has(out, "(hexir-memoize-vm-shape-work), "));
 }
