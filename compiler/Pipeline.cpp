@@ -37,6 +37,9 @@ void RegisterHoistVMLoopInvariants();
 // passes/vm/EraseImpliedAsserts.cpp: hexir-erase-implied-vm-asserts.
 std::unique_ptr<mlir::Pass> CreateEraseImpliedVMAsserts();
 void RegisterEraseImpliedVMAsserts();
+// passes/dispatch/GeneralizeElementwiseOps.cpp: hexir-generalize-elementwise-ops.
+std::unique_ptr<mlir::Pass> CreateGeneralizeElementwiseOps();
+void RegisterGeneralizeElementwiseOps();
 // passes/vm/MemoizeShapeWork.cpp: hexir-memoize-vm-shape-work.
 std::unique_ptr<mlir::Pass> CreateMemoizeVMShapeWork();
 void RegisterMemoizeVMShapeWork();
@@ -59,6 +62,7 @@ void RegisterPasses() {
   hexir::RegisterHoistVMLoopInvariants();
   hexir::RegisterEraseImpliedVMAsserts();
   hexir::RegisterMemoizeVMShapeWork();
+  hexir::RegisterGeneralizeElementwiseOps();
   hexir::registerHexirCUDAPasses();
   hexir::registerHexirCostPasses();
   hexir::registerHexirFusionPasses();
@@ -199,6 +203,9 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   if (options.inline_device_calls) pm.addPass(hexir::createInlineDeviceCalls());
   else if (!options.keep_device_calls) pm.addPass(hexir::CreateInlineUnrecordableCalls());
   pm.addPass(hexir::createInsertShapeChecks());
+  // Named elementwise ops (linalg.add, linalg.exp, ...) as the generics that dispatch formation
+  // fuses and the CPU codegen collapses (after the checks, whose messages name the op).
+  pm.addNestedPass<mlir::func::FuncOp>(hexir::CreateGeneralizeElementwiseOps());
   // Device loops: carried values written back in place (passes/loops/DeviceLoops.h).
   if (options.device_loops) pm.addPass(hexir::createPrepareDeviceLoops());
   // Small layers: RMSNorm recomputed inside each projection's dispatch
