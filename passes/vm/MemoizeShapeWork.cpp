@@ -22,11 +22,15 @@
 // `inst` with i64 results outside loops whose operands are in the slice or constants
 // (constants are copied into ^miss, never moved). An assert moves when its condition and
 // message values are in the slice and its block is reached, or not, as a function of the
-// slice alone: outside loops, entered only through `br` or a `cond_br` on a slice value from
-// blocks that are themselves such blocks. In ^miss it asserts `path ? condition : 1`, `path`
-// the block's reaching condition over those branches, so a check of a branch not taken does
+// slice alone ("determined"): outside loops, and either entered only through `br` or a
+// `cond_br` on a slice value from determined blocks, or post-dominating its immediate
+// dominator, a determined block (the join after a branch the slice does not decide: a cached
+// command buffer or one recorded now). In ^miss it asserts `reached ? condition : 1`,
+// `reached` the block's condition over those branches, so a check of a branch not taken does
 // not trap; the checks keep their messages and their order along any path. Other asserts stay
-// where they were.
+// where they were. An i64 argument of a block entered through such edges only, each passing
+// a slice value (a dim after a batch-1 switch: 1 on one side, d on the other), is in the slice
+// too: ^miss computes it as a select over the edges taken; the argument itself stays.
 //
 // Why it holds: the slice is a pure function of the key, so on a call with the key of the
 // last completed ^miss every value loaded equals the one ^miss would compute, and every check
@@ -73,15 +77,31 @@ bool IsArgumentDim(Operation* op) {
 struct Slice {
   SmallVector<Value> keys;                    // the entry block's argument dims
   Operation* lastKey = nullptr;               // the entry block splits after it
-  llvm::SetVector<Operation*> insts;          // in reverse post-order, program order within
-  SmallVector<vmir::AssertOp> asserts;        // likewise
-  llvm::DenseSet<Block*> determined;          // reached as a function of the slice
-  llvm::DenseSet<Value> values;               // keys and moved results
+  // In reverse post-order, program order within a block: moved insts, and arguments of
+  // determined blocks whose every incoming value is in the slice (computed in ^miss as a
+  // select over the incoming edges; the argument itself stays).
+  SmallVector<std::pair<Operation*, BlockArgument>> items;
+  llvm::DenseSet<Operation*> insts;           // the moved insts
+  SmallVector<vmir::AssertOp> asserts;        // in the same order
+  // Blocks reached as a function of the slice: through their incoming edges (null), or
+  // whenever the block named is (it dominates them and they post-dominate it).
+  llvm::DenseMap<Block*, Block*> determined;
+  llvm::DenseSet<Value> values;               // keys, moved results, block arguments above
   bool Has(Value v) const { return values.contains(v) || IsConstant(v); }
 };
 
+// Whether every edge from `pred` into `block` is taken as a function of the slice, with the
+// edge's operands of `block` distinct per edge (a cond_br with both targets `block` is one).
+bool DeterminedEdge(const Slice& s, Block* pred) {
+  Operation* t = pred->getTerminator();
+  if (isa<vmir::BrOp>(t)) return true;
+  auto cond = dyn_cast<vmir::CondBrOp>(t);
+  return cond && s.Has(cond.getCondition()) && cond.getTrueDest() != cond.getFalseDest();
+}
+
 // `loops` is null for a function of one block (no loops; MLIR builds no dominator tree then).
-Slice FindSlice(func::FuncOp func, const CFGLoopInfo* loops) {
+Slice FindSlice(func::FuncOp func, const CFGLoopInfo* loops, DominanceInfo& dom,
+                PostDominanceInfo& pdom) {
   Slice s;
   Block* entry = &func.getBody().front();
   for (Operation& op : *entry)
@@ -95,16 +115,37 @@ Slice FindSlice(func::FuncOp func, const CFGLoopInfo* loops) {
   for (Block* block : rpo) {
     if (loops && loops->getLoopFor(block)) continue;
     bool determined = block == entry;
+    bool byEdges = false;
     if (!determined) {
-      determined = !block->hasNoPredecessors();
-      for (Block* pred : block->getPredecessors()) {
-        Operation* t = pred->getTerminator();
-        bool edge = isa<vmir::BrOp>(t) ||
-                    (isa<vmir::CondBrOp>(t) && s.Has(cast<vmir::CondBrOp>(t).getCondition()));
-        if (!s.determined.contains(pred) || !edge) determined = false;
+      byEdges = !block->hasNoPredecessors() && llvm::all_of(block->getPredecessors(), [&](Block* pred) {
+        return s.determined.contains(pred) && DeterminedEdge(s, pred);
+      });
+      determined = byEdges;
+      // The join of a branch the slice does not decide (a cached command buffer or not):
+      // reached whenever the block that dominates it is, which it post-dominates.
+      if (!determined && dom.getNode(block) && dom.getNode(block)->getIDom()) {
+        Block* idom = dom.getNode(block)->getIDom()->getBlock();
+        if (s.determined.contains(idom) && pdom.postDominates(block, idom)) {
+          s.determined[block] = idom;
+          determined = true;
+        }
       }
     }
-    if (determined) s.determined.insert(block);
+    if (determined && !s.determined.contains(block)) s.determined[block] = nullptr;
+    if (byEdges)
+      for (BlockArgument arg : block->getArguments()) {
+        if (!arg.getType().isInteger(64)) continue;
+        bool all = true;
+        for (auto it = block->pred_begin(); it != block->pred_end() && all; ++it) {
+          auto branch = cast<BranchOpInterface>((*it)->getTerminator());
+          for (unsigned i = 0; i < branch->getNumSuccessors() && all; ++i)
+            if (branch->getSuccessor(i) == block)
+              all = s.Has(branch.getSuccessorOperands(i)[arg.getArgNumber()]);
+        }
+        if (!all) continue;
+        s.items.push_back({nullptr, arg});
+        s.values.insert(arg);
+      }
     for (Operation& op : *block) {
       if (auto inst = dyn_cast<vmir::InstOp>(&op)) {
         if (!isSpeculatable(inst) || !llvm::all_of(inst->getResultTypes(), [](Type t) {
@@ -112,6 +153,7 @@ Slice FindSlice(func::FuncOp func, const CFGLoopInfo* loops) {
             }))
           continue;
         if (!llvm::all_of(inst->getOperands(), [&](Value v) { return s.Has(v); })) continue;
+        s.items.push_back({inst, BlockArgument()});
         s.insts.insert(inst);
         for (Value r : inst->getResults()) s.values.insert(r);
       } else if (auto a = dyn_cast<vmir::AssertOp>(&op)) {
@@ -124,15 +166,16 @@ Slice FindSlice(func::FuncOp func, const CFGLoopInfo* loops) {
   return s;
 }
 
-// Results of moved ops read by ops that stay.
+// Results of moved ops read by ops that stay, in the slice's order.
 SmallVector<Value> LiveOuts(const Slice& s) {
   llvm::DenseSet<Operation*> moved(s.insts.begin(), s.insts.end());
   for (vmir::AssertOp a : s.asserts) moved.insert(a);
   SmallVector<Value> out;
-  for (Operation* op : s.insts)
-    for (Value r : op->getResults())
-      if (llvm::any_of(r.getUsers(), [&](Operation* u) { return !moved.contains(u); }))
-        out.push_back(r);
+  for (auto [op, arg] : s.items)
+    if (op)
+      for (Value r : op->getResults())
+        if (llvm::any_of(r.getUsers(), [&](Operation* u) { return !moved.contains(u); }))
+          out.push_back(r);
   return out;
 }
 
@@ -150,7 +193,11 @@ class Rewriter {
     b_.setInsertionPointToEnd(miss_);
     auto branchToRest = vmir::BrOp::create(b_, loc_, ValueRange{}, rest);
     b_.setInsertionPoint(branchToRest);
-    for (Operation* op : s_.insts) {
+    for (auto [op, arg] : s_.items) {
+      if (!op) {
+        shadows_[arg] = Incoming(arg);
+        continue;
+      }
       op->moveBefore(branchToRest);
       for (OpOperand& use : op->getOpOperands()) use.set(InMiss(use.get()));
     }
@@ -229,8 +276,10 @@ class Rewriter {
     return it->second;
   }
 
-  // `v` as ^miss may read it: a constant after the compare is copied to ^miss.
+  // `v` as ^miss may read it: a constant after the compare is copied to ^miss, a block
+  // argument of the slice is its value computed there.
   Value InMiss(Value v) {
+    if (auto arg = dyn_cast<BlockArgument>(v); arg && shadows_.count(arg)) return shadows_[arg];
     auto c = v.getDefiningOp<vmir::ConstI64Op>();
     if (!c || c->getBlock() == &func_.getBody().front()) return v;
     return MissConstant(c.getValue());
@@ -241,20 +290,50 @@ class Rewriter {
   Value Reached(Block* block) {
     if (block->isEntryBlock() || block == rest_) return Value();
     if (auto it = reached_.find(block); it != reached_.end()) return it->second;
+    if (Block* same = s_.determined.lookup(block)) return reached_[block] = Reached(same);
     Value any;
     bool always = false;
     for (Block* pred : llvm::SetVector<Block*>(block->pred_begin(), block->pred_end())) {
-      Value edge = Reached(pred);
-      if (auto cond = dyn_cast<vmir::CondBrOp>(pred->getTerminator());
-          cond && cond.getTrueDest() != cond.getFalseDest()) {
-        Value taken = Inst(cond.getTrueDest() == block ? "cmp.ne.i64" : "cmp.eq.i64",
-                           {InMiss(cond.getCondition()), MissConstant(0)});
-        edge = edge ? Inst("and.i64", {edge, taken}) : taken;
-      }
+      Value edge = Edge(pred, block);
       if (!edge) always = true;
       else any = any ? Inst("or.i64", {any, edge}) : edge;
     }
     return reached_[block] = always ? Value() : any;
+  }
+
+  // 1 when the edge from `pred` to `block` is taken (null: whenever `pred` is reached and
+  // that is always).
+  Value Edge(Block* pred, Block* block) {
+    Value edge = Reached(pred);
+    if (auto cond = dyn_cast<vmir::CondBrOp>(pred->getTerminator());
+        cond && cond.getTrueDest() != cond.getFalseDest()) {
+      Value taken = Inst(cond.getTrueDest() == block ? "cmp.ne.i64" : "cmp.eq.i64",
+                         {InMiss(cond.getCondition()), MissConstant(0)});
+      edge = edge ? Inst("and.i64", {edge, taken}) : taken;
+    }
+    return edge;
+  }
+
+  // A block argument of the slice as ^miss computes it: the incoming value of the edge taken
+  // (select over the edges but the last; any value where the block is not reached, which no
+  // check that runs then reads).
+  Value Incoming(BlockArgument arg) {
+    Block* block = arg.getOwner();
+    Value value;
+    for (auto it = block->pred_begin(); it != block->pred_end(); ++it) {
+      auto branch = cast<BranchOpInterface>((*it)->getTerminator());
+      for (unsigned i = 0; i < branch->getNumSuccessors(); ++i) {
+        if (branch->getSuccessor(i) != block) continue;
+        Value in = InMiss(branch.getSuccessorOperands(i)[arg.getArgNumber()]);
+        if (!value) {
+          value = in;
+          continue;
+        }
+        Value edge = Edge(*it, block);
+        value = edge ? Inst("select.i64", {edge, in, value}) : in;
+      }
+    }
+    return value;
   }
 
   void MoveAssert(vmir::AssertOp a) {
@@ -276,6 +355,7 @@ class Rewriter {
   Block* rest_ = nullptr;
   std::map<int64_t, Value> constants_;  // any int64 (DenseMap reserves two as its markers)
   llvm::DenseMap<Block*, Value> reached_;
+  llvm::DenseMap<Value, Value> shadows_;  // slice block arguments -> their ^miss values
 };
 
 class MemoizeVMShapeWork : public PassWrapper<MemoizeVMShapeWork, OperationPass<ModuleOp>> {
@@ -297,9 +377,10 @@ class MemoizeVMShapeWork : public PassWrapper<MemoizeVMShapeWork, OperationPass<
           called.contains(func.getName()))
         continue;
       DominanceInfo dom(func);
+      PostDominanceInfo pdom(func);
       std::optional<CFGLoopInfo> loops;
       if (!func.getBody().hasOneBlock()) loops.emplace(dom.getDomTree(&func.getBody()));
-      Slice s = FindSlice(func, loops ? &*loops : nullptr);
+      Slice s = FindSlice(func, loops ? &*loops : nullptr, dom, pdom);
       if (s.keys.empty() || !HeadReadsNoSlice(func, s)) continue;
       SmallVector<Value> liveOuts = LiveOuts(s);
       const int64_t saved = s.insts.size() + s.asserts.size();

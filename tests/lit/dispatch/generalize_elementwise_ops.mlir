@@ -33,26 +33,46 @@ func.func @chain(%x: tensor<?x?xf32>, %y: tensor<?x?xf32>) -> tensor<?x?xf32> {
 
 // -----
 
-// Left named: a fill (scalar operand), a copy, a transpose, a broadcast (not identity maps)
-// and a matmul (a contraction).
+// A broadcast and a transpose become generics too (a projected permutation in, the identity
+// out), so a bias broadcast over rows fuses into the add that reads it: one dispatch.
+// CHECK-LABEL: func.func @broadcast_add(
+// CHECK-NOT:     linalg.broadcast
+// CHECK:         linalg.generic {indexing_maps = [#[[ROW:.+]], #[[ID:.+]]], iterator_types = ["parallel", "parallel"]}
+// CHECK:         linalg.generic
+// CHECK:           arith.addf
+// CHECK-NOT:     linalg.transpose
+// CHECK:         linalg.generic
+// FUSED-LABEL:  func.func @broadcast_add(
+// FUSED-COUNT-2: hal.command_buffer.dispatch
+// FUSED-NOT:     hal.command_buffer.dispatch
+// FUSED:         hexir_vm.return
+func.func @broadcast_add(%x: tensor<?x16xf32>, %b: tensor<16xf32>) -> (tensor<?x16xf32>, tensor<16x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %x, %c0 : tensor<?x16xf32>
+  %eb = tensor.empty(%m) : tensor<?x16xf32>
+  %bb = linalg.broadcast ins(%b : tensor<16xf32>) outs(%eb : tensor<?x16xf32>) dimensions = [0]
+  %e = tensor.empty(%m) : tensor<?x16xf32>
+  %s = linalg.add ins(%x, %bb : tensor<?x16xf32>, tensor<?x16xf32>) outs(%e : tensor<?x16xf32>) -> tensor<?x16xf32>
+  %et = tensor.empty(%m) : tensor<16x?xf32>
+  %t = linalg.transpose ins(%x : tensor<?x16xf32>) outs(%et : tensor<16x?xf32>) permutation = [1, 0]
+  return %s, %t : tensor<?x16xf32>, tensor<16x?xf32>
+}
+
+// -----
+
+// Left named: a fill (a scalar operand), a copy and a matmul (a contraction).
 // CHECK-LABEL: func.func @kept(
 // CHECK:         linalg.fill
 // CHECK:         linalg.copy
-// CHECK:         linalg.transpose
-// CHECK:         linalg.broadcast
 // CHECK:         linalg.matmul
 // CHECK-NOT:     linalg.generic
-func.func @kept(%x: tensor<4x8xf32>, %v: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x8xf32>, tensor<4x4xf32>) {
+func.func @kept(%x: tensor<4x8xf32>, %w: tensor<8x4xf32>) -> (tensor<4x8xf32>, tensor<4x4xf32>) {
   %z = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<4x8xf32>
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
   %c = linalg.copy ins(%x : tensor<4x8xf32>) outs(%f : tensor<4x8xf32>) -> tensor<4x8xf32>
-  %et = tensor.empty() : tensor<8x4xf32>
-  %t = linalg.transpose ins(%x : tensor<4x8xf32>) outs(%et : tensor<8x4xf32>) permutation = [1, 0]
-  %eb = tensor.empty() : tensor<4x8xf32>
-  %b = linalg.broadcast ins(%v : tensor<8xf32>) outs(%eb : tensor<4x8xf32>) dimensions = [0]
   %em = tensor.empty() : tensor<4x4xf32>
   %fm = linalg.fill ins(%z : f32) outs(%em : tensor<4x4xf32>) -> tensor<4x4xf32>
-  %m = linalg.matmul ins(%x, %t : tensor<4x8xf32>, tensor<8x4xf32>) outs(%fm : tensor<4x4xf32>) -> tensor<4x4xf32>
-  return %c, %t, %b, %m : tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x8xf32>, tensor<4x4xf32>
+  %m = linalg.matmul ins(%x, %w : tensor<4x8xf32>, tensor<8x4xf32>) outs(%fm : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %c, %m : tensor<4x8xf32>, tensor<4x4xf32>
 }

@@ -113,6 +113,62 @@ func.func @checks_under_branches(%view: !hexir_vm.ref, %n: i64) -> i64 {
 
 // -----
 
+// A block argument that receives slice values on every edge (a dim after a batch-1 switch)
+// is in the slice: ^miss computes it as a select over the edges. A check after the join of a
+// branch the slice does not decide (a cached command buffer or not, `ref.is_null`) is reached
+// whenever the block dominating it is, so it moves too.
+// CHECK-LABEL: func.func @joined(
+// CHECK:         hexir_vm.cond_br %{{.+}}, ^[[REST:.+]], ^[[MISS:[a-z0-9]+]]
+// CHECK-NEXT:  ^[[MISS]]:
+// CHECK:         %[[ONE:.+]] = hexir_vm.inst "cmp.eq.i64"
+// CHECK:         %[[TAKEN:.+]] = hexir_vm.inst "cmp.{{eq|ne}}.i64"(%[[ONE]],
+// CHECK-NEXT:    %[[V:.+]] = hexir_vm.inst "select.i64"(%[[TAKEN]], %{{.+}}, %{{.+}})
+// CHECK-NEXT:    %[[OK:.+]] = hexir_vm.inst "cmp.le.u.i64"(%[[V]],
+// CHECK:         %[[G:.+]] = hexir_vm.inst "select.i64"(%{{.+}}, %[[OK]], %{{.+}})
+// CHECK-NEXT:    hexir_vm.assert %[[G]], "joined {}"(%[[V]])
+// CHECK:         hexir_vm.br ^[[REST]]
+// CHECK:         hexir_vm.ref.is_null
+// CHECK-NOT:     hexir_vm.assert
+// CHECK:         hexir_vm.return
+func.func @joined(%view: !hexir_vm.ref, %cached: !hexir_vm.ref) -> i64 {
+  %c0 = hexir_vm.const.i64 0
+  %c1 = hexir_vm.const.i64 1
+  %d = hexir_vm.call.import "hal.buffer_view.dim"(%view, %c0) : (!hexir_vm.ref, i64) -> i64
+  %j0 = hexir_vm.inst "add.i64"(%d, %c1) : (i64, i64) -> i64
+  %j1 = hexir_vm.inst "add.i64"(%j0, %c1) : (i64, i64) -> i64
+  %j2 = hexir_vm.inst "add.i64"(%j1, %c1) : (i64, i64) -> i64
+  %j3 = hexir_vm.inst "add.i64"(%j2, %c1) : (i64, i64) -> i64
+  %j4 = hexir_vm.inst "add.i64"(%j3, %c1) : (i64, i64) -> i64
+  %j5 = hexir_vm.inst "add.i64"(%j4, %c1) : (i64, i64) -> i64
+  %j6 = hexir_vm.inst "add.i64"(%j5, %c1) : (i64, i64) -> i64
+  %j7 = hexir_vm.inst "add.i64"(%j6, %c1) : (i64, i64) -> i64
+  %j8 = hexir_vm.inst "add.i64"(%j7, %c1) : (i64, i64) -> i64
+  %j9 = hexir_vm.inst "add.i64"(%j8, %c1) : (i64, i64) -> i64
+  %j10 = hexir_vm.inst "add.i64"(%j9, %c1) : (i64, i64) -> i64
+  %j11 = hexir_vm.inst "add.i64"(%j10, %c1) : (i64, i64) -> i64
+  %j12 = hexir_vm.inst "add.i64"(%j11, %c1) : (i64, i64) -> i64
+  %j13 = hexir_vm.inst "add.i64"(%j12, %c1) : (i64, i64) -> i64
+  %one = hexir_vm.inst "cmp.eq.i64"(%d, %c1) : (i64, i64) -> i64
+  hexir_vm.cond_br %one, ^single, ^many
+^single:
+  hexir_vm.br ^join(%c1 : i64)
+^many:
+  hexir_vm.br ^join(%d : i64)
+^join(%v: i64):
+  %null = hexir_vm.ref.is_null %cached
+  hexir_vm.cond_br %null, ^record, ^run
+^record:
+  hexir_vm.br ^run
+^run:
+  %bound = hexir_vm.const.i64 4096
+  %ok = hexir_vm.inst "cmp.le.u.i64"(%v, %bound) : (i64, i64) -> i64
+  hexir_vm.assert %ok, "joined {}"(%v)
+  %r = hexir_vm.inst "add.i64"(%v, %j13) : (i64, i64) -> i64
+  hexir_vm.return %r : i64
+}
+
+// -----
+
 // A value used in a loop is loaded before the loop, not in it; a check after a branch on a
 // value outside the slice (the argument %n) stays there.
 // CHECK-LABEL: func.func @loop_use(
