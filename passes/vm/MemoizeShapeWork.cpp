@@ -99,6 +99,17 @@ bool DeterminedEdge(const Slice& s, Block* pred) {
   return cond && s.Has(cond.getCondition()) && cond.getTrueDest() != cond.getFalseDest();
 }
 
+// Calls `fn(pred, value)` for each edge into `arg`'s block with the value it passes to `arg`.
+template <typename Fn>
+void ForEachIncoming(BlockArgument arg, Fn fn) {
+  Block* block = arg.getOwner();
+  for (Block* pred : block->getPredecessors()) {
+    auto branch = cast<BranchOpInterface>(pred->getTerminator());
+    for (unsigned i = 0; i < branch->getNumSuccessors(); ++i)
+      if (branch->getSuccessor(i) == block) fn(pred, branch.getSuccessorOperands(i)[arg.getArgNumber()]);
+  }
+}
+
 // `loops` is null for a function of one block (no loops; MLIR builds no dominator tree then).
 Slice FindSlice(func::FuncOp func, const CFGLoopInfo* loops, DominanceInfo& dom,
                 PostDominanceInfo& pdom) {
@@ -136,12 +147,7 @@ Slice FindSlice(func::FuncOp func, const CFGLoopInfo* loops, DominanceInfo& dom,
       for (BlockArgument arg : block->getArguments()) {
         if (!arg.getType().isInteger(64)) continue;
         bool all = true;
-        for (auto it = block->pred_begin(); it != block->pred_end() && all; ++it) {
-          auto branch = cast<BranchOpInterface>((*it)->getTerminator());
-          for (unsigned i = 0; i < branch->getNumSuccessors() && all; ++i)
-            if (branch->getSuccessor(i) == block)
-              all = s.Has(branch.getSuccessorOperands(i)[arg.getArgNumber()]);
-        }
+        ForEachIncoming(arg, [&](Block*, Value in) { all = all && s.Has(in); });
         if (!all) continue;
         s.items.push_back({nullptr, arg});
         s.values.insert(arg);
@@ -188,10 +194,9 @@ class Rewriter {
   int64_t Run(ArrayRef<Value> liveOuts) {
     Block* head = &func_.getBody().front();
     rest_ = head->splitBlock(std::next(s_.lastKey->getIterator()));
-    Block* rest = rest_;
-    miss_ = b_.createBlock(rest);
+    miss_ = b_.createBlock(rest_);
     b_.setInsertionPointToEnd(miss_);
-    auto branchToRest = vmir::BrOp::create(b_, loc_, ValueRange{}, rest);
+    auto branchToRest = vmir::BrOp::create(b_, loc_, ValueRange{}, rest_);
     b_.setInsertionPoint(branchToRest);
     for (auto [op, arg] : s_.items) {
       if (!op) {
@@ -220,7 +225,7 @@ class Rewriter {
     Value same = Load(valid);
     for (auto [key, global] : llvm::zip(s_.keys, keyGlobals))
       same = Inst("and.i64", {same, Inst("cmp.eq.i64", {key, Load(global)})});
-    vmir::CondBrOp::create(b_, loc_, same, ValueRange{}, ValueRange{}, rest, miss_);
+    vmir::CondBrOp::create(b_, loc_, same, ValueRange{}, ValueRange{}, rest_, miss_);
 
     // Each value used outside ^miss is loaded where its uses start (out of loops).
     DominanceInfo dom(func_);
@@ -318,21 +323,16 @@ class Rewriter {
   // (select over the edges but the last; any value where the block is not reached, which no
   // check that runs then reads).
   Value Incoming(BlockArgument arg) {
-    Block* block = arg.getOwner();
     Value value;
-    for (auto it = block->pred_begin(); it != block->pred_end(); ++it) {
-      auto branch = cast<BranchOpInterface>((*it)->getTerminator());
-      for (unsigned i = 0; i < branch->getNumSuccessors(); ++i) {
-        if (branch->getSuccessor(i) != block) continue;
-        Value in = InMiss(branch.getSuccessorOperands(i)[arg.getArgNumber()]);
-        if (!value) {
-          value = in;
-          continue;
-        }
-        Value edge = Edge(*it, block);
-        value = edge ? Inst("select.i64", {edge, in, value}) : in;
+    ForEachIncoming(arg, [&](Block* pred, Value incoming) {
+      Value in = InMiss(incoming);
+      if (!value) {
+        value = in;
+        return;
       }
-    }
+      Value edge = Edge(pred, arg.getOwner());
+      value = edge ? Inst("select.i64", {edge, in, value}) : in;
+    });
     return value;
   }
 
