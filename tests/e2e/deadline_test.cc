@@ -231,7 +231,9 @@ void CApiDeadlineAndCancel(const std::string& device) {
   INFO(error);
   CHECK(st == HEXIR_DEADLINE_EXCEEDED);
   CHECK_THAT(error, Catch::StartsWith("function 'grow' @"));
-  CHECK_THAT(error, Catch::EndsWith("deadline exceeded after 0.300 s"));
+  // The message names the budget left when the call began: the 0.300 s deadline less the
+  // moments between `start` and the call's entry (a loaded, sanitized build shows 0.299).
+  CHECK_THAT(error, Catch::Matches(".*: deadline exceeded after 0\\.(2[5-9][0-9]|300) s"));
   CHECK(took >= 0.3);
   CHECK(took < 20.0);
   CHECK(hexir_values_size(s.results) == 0);
