@@ -628,7 +628,12 @@ void CpuDevice::QueueMain() {
     busy_ = true;
     lock.Unlock();
     Status status = AwaitWaits(s.waits);
-    if (status.ok()) status = Execute(*s.command_buffer, s.binding_table);
+    if (status.ok()) {
+      // The workers stay awake through the submission (worker_pool.h, "Bursts").
+      pool_.BeginBurst();
+      status = Execute(*s.command_buffer, s.binding_table);
+      pool_.EndBurst();
+    }
     Finish(s, std::move(status));
     lock.Lock();
   }

@@ -1,6 +1,9 @@
 #include "hal/drivers/cpu/worker_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <chrono>
 
 namespace hexir::hal::cpu {
 namespace {
@@ -9,6 +12,12 @@ inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
+}
+
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace
@@ -47,19 +56,52 @@ void WorkerPool::WorkerMain(uint32_t thread_index) {
   auto joinable = [&](uint64_t s) {
     return (s & kOpen) && (s & ~kJoinedMask & ~kOpen) != seen;
   };
+  // The burst in which this worker last spun to the limit: a sleep is not ended by it.
+  uint64_t burst_slept = burst_generation_.load(std::memory_order_relaxed);
   while (true) {
     uint64_t s = state_.load(std::memory_order_acquire);
-    for (int i = 0; i < kSpinIterations && !joinable(s) && !shutdown_.load(std::memory_order_relaxed); ++i) {
+    // The burst spin's limit counts from the last loop published (joined or not: a loop of
+    // tiny workgroups can open and close between two polls).
+    int64_t burst_spin_start = -1;
+    uint64_t last_generation = s & ~kJoinedMask & ~kOpen;
+    for (int i = 0; !joinable(s) && !shutdown_.load(std::memory_order_relaxed); ++i) {
+      if (i >= kSpinIterations) {
+        // Past the usual spin: go on only inside a burst, for at most the limit.
+        if (bursts_.load(std::memory_order_relaxed) == 0) break;
+        // A worker sharing its core with the thread that runs the submission (the scheduler
+        // puts them together at times, for tens of milliseconds) gives that thread the core.
+        if ((i & 63) == 0) sched_yield();
+        if ((i & 255) == 0) {
+          const int64_t now = SteadyNowNs();
+          const uint64_t generation = s & ~kJoinedMask & ~kOpen;
+          if (burst_spin_start < 0 || generation != last_generation) {
+            burst_spin_start = now;
+            last_generation = generation;
+          }
+          if (now - burst_spin_start > kBurstSpinLimitNs) {
+            burst_slept = burst_generation_.load(std::memory_order_relaxed);
+            break;
+          }
+        }
+      }
       CpuRelax();
       s = state_.load(std::memory_order_acquire);
     }
-    if (!joinable(s)) {
-      // state_ is published under mu_, so this check-then-sleep cannot miss a loop.
+    if (!joinable(s) && !shutdown_.load(std::memory_order_relaxed)) {
+      // state_ and burst_generation_ change under mu_, so this check-then-sleep misses
+      // neither a loop nor a burst.
       MutexLock lock(mu_);
-      start_cv_.wait(lock.native(), [&] {
+      auto wake = [&] {
         s = state_.load(std::memory_order_acquire);
-        return shutdown_.load(std::memory_order_relaxed) || joinable(s);
-      });
+        return shutdown_.load(std::memory_order_relaxed) || joinable(s) ||
+               (bursts_.load(std::memory_order_relaxed) > 0 &&
+                burst_generation_.load(std::memory_order_relaxed) != burst_slept);
+      };
+      while (!wake()) {
+        sleeps_.fetch_add(1, std::memory_order_relaxed);
+        start_cv_.wait(lock.native());
+      }
+      if (!joinable(s)) continue;  // woken for a burst (or shutdown): spin again
     }
     if (shutdown_.load(std::memory_order_acquire)) return;
     if (thread_index >= job_.max_threads.load(std::memory_order_relaxed)) {
@@ -77,6 +119,18 @@ void WorkerPool::WorkerMain(uint32_t thread_index) {
     }
   }
 }
+
+void WorkerPool::BeginBurst() {
+  bursts_.fetch_add(1, std::memory_order_relaxed);
+  if (threads_.empty()) return;
+  {
+    MutexLock lock(mu_);
+    burst_generation_.fetch_add(1, std::memory_order_relaxed);
+  }
+  start_cv_.notify_all();
+}
+
+void WorkerPool::EndBurst() { bursts_.fetch_sub(1, std::memory_order_relaxed); }
 
 void WorkerPool::ParallelFor(uint64_t count, const std::function<bool(uint64_t, uint32_t)>& body,
                              uint32_t max_threads) {

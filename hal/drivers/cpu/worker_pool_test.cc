@@ -103,5 +103,48 @@ TEST_CASE("worker pool: a stalled index holds back no other index of a dispatch-
   }
 }
 
+// Loops of 2 indices `gap` apart; returns how often a worker went to sleep meanwhile.
+uint64_t SleepsBetweenLoops(WorkerPool& pool, int loops, std::chrono::microseconds gap) {
+  const uint64_t before = pool.sleeps();
+  for (int n = 0; n < loops; ++n) {
+    std::atomic<int> ran{0};
+    pool.ParallelFor(2, [&](uint64_t, uint32_t) {
+      ran.fetch_add(1);
+      return true;
+    });
+    REQUIRE(ran.load() == 2);
+    std::this_thread::sleep_for(gap);
+  }
+  return pool.sleeps() - before;
+}
+
+TEST_CASE("worker pool: inside a burst idle workers stay awake between loops; outside they sleep") {
+  WorkerPool pool(2);
+  // Outside a burst a worker spins 2000 pauses (well under 2 ms on any x86) and then sleeps:
+  // every gap of 2 ms puts it to sleep (again: a loop's wake-up that comes after the caller
+  // ran both indices finds nothing to do).
+  const uint64_t outside = SleepsBetweenLoops(pool, 30, std::chrono::microseconds(2000));
+  INFO("sleeps outside a burst: " << outside);
+  CHECK(outside >= 10);
+  // Inside one, gaps of 0.4 ms (below the 2 ms spin limit) leave it awake. Bounds leave room
+  // for a loaded machine, where a gap can stretch past the limit.
+  pool.BeginBurst();
+  const uint64_t inside = SleepsBetweenLoops(pool, 30, std::chrono::microseconds(400));
+  INFO("sleeps inside a burst: " << inside);
+  CHECK(inside <= 10);
+  // A burst's spin is bounded: with no loop for 50 ms the worker sleeps (once, unless a
+  // spurious wake-up re-blocks it).
+  const uint64_t before = pool.sleeps();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(pool.sleeps() - before >= 1);
+  CHECK(pool.sleeps() - before <= 2);
+  pool.EndBurst();
+  // A new burst wakes it; every index still runs once.
+  pool.BeginBurst();
+  RecordedLoop loop(pool, 100);
+  for (uint64_t i = 0; i < 100; ++i) REQUIRE(loop.hits[i].load() == 1);
+  pool.EndBurst();
+}
+
 }  // namespace
 }  // namespace hexir::hal::cpu
