@@ -72,7 +72,8 @@ class CpuDevice final : public Device {
         max_in_flight_(options.queue_max_in_flight),
         pool_(options.cpu_worker_count < 0
                   ? static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()))
-                  : options.cpu_worker_count),
+                  : options.cpu_worker_count,
+              WorkerPool::BurstSpinNsFromEnvironment()),
         min_work_per_thread_ns_(MinWorkPerThreadNs()),
         waves_(pool_, counters(), min_work_per_thread_ns_),
         memory_(std::make_shared<BlockPool>(

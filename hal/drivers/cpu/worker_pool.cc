@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 namespace hexir::hal::cpu {
 namespace {
@@ -22,7 +23,15 @@ int64_t SteadyNowNs() {
 
 }  // namespace
 
-WorkerPool::WorkerPool(int32_t thread_count) {
+int64_t WorkerPool::BurstSpinNsFromEnvironment() {
+  const char* env = std::getenv("HEXIR_CPU_BURST_SPIN_NS");
+  if (env == nullptr || *env == '\0') return kDefaultBurstSpinNs;
+  char* end = nullptr;
+  const long long v = std::strtoll(env, &end, 10);
+  return *end == '\0' && v >= 0 ? static_cast<int64_t>(v) : kDefaultBurstSpinNs;
+}
+
+WorkerPool::WorkerPool(int32_t thread_count, int64_t burst_spin_ns) : burst_spin_ns_(burst_spin_ns) {
   for (int32_t i = 1; i < thread_count; ++i) {
     threads_.emplace_back([this, i] { WorkerMain(static_cast<uint32_t>(i)); });
   }
@@ -67,7 +76,7 @@ void WorkerPool::WorkerMain(uint32_t thread_index) {
     for (int i = 0; !joinable(s) && !shutdown_.load(std::memory_order_relaxed); ++i) {
       if (i >= kSpinIterations) {
         // Past the usual spin: go on only inside a burst, for at most the limit.
-        if (bursts_.load(std::memory_order_relaxed) == 0) break;
+        if (bursts_.load(std::memory_order_relaxed) == 0 || burst_spin_ns_ == 0) break;
         // A worker sharing its core with the thread that runs the submission (the scheduler
         // puts them together at times, for tens of milliseconds) gives that thread the core.
         if ((i & 63) == 0) sched_yield();
@@ -78,7 +87,7 @@ void WorkerPool::WorkerMain(uint32_t thread_index) {
             burst_spin_start = now;
             last_generation = generation;
           }
-          if (now - burst_spin_start > kBurstSpinLimitNs) {
+          if (now - burst_spin_start > burst_spin_ns_) {
             burst_slept = burst_generation_.load(std::memory_order_relaxed);
             break;
           }
@@ -122,7 +131,7 @@ void WorkerPool::WorkerMain(uint32_t thread_index) {
 
 void WorkerPool::BeginBurst() {
   bursts_.fetch_add(1, std::memory_order_relaxed);
-  if (threads_.empty()) return;
+  if (threads_.empty() || burst_spin_ns_ == 0) return;
   {
     MutexLock lock(mu_);
     burst_generation_.fetch_add(1, std::memory_order_relaxed);

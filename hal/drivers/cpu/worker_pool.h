@@ -10,8 +10,8 @@
 // sleeping on a condition variable, so back-to-back loops avoid futex round trips.
 //
 // Bursts: between BeginBurst and EndBurst (the CPU device opens one around each submission it
-// executes) idle workers keep spinning past their usual spin, up to kBurstSpinLimitNs without
-// a loop, and BeginBurst wakes sleeping ones. So the loops of one submission, however far
+// executes) idle workers keep spinning past their usual spin, up to `burst_spin_ns` (default
+// 2 ms) without a loop, and BeginBurst wakes sleeping ones. So the loops of one submission, however far
 // apart (single-thread dispatches between them), find the workers awake: a sleeping worker's
 // futex wake-up takes tens of microseconds on a virtual machine, longer than many a dispatch
 // it was woken for, which the caller then ran alone.
@@ -34,7 +34,15 @@ namespace hexir::hal::cpu {
 
 class WorkerPool {
  public:
-  explicit WorkerPool(int32_t thread_count);
+  // `burst_spin_ns`: an idle worker's longest spin inside a burst (0: no burst spin, and
+  // BeginBurst wakes no worker).
+  explicit WorkerPool(int32_t thread_count, int64_t burst_spin_ns = kDefaultBurstSpinNs);
+
+  // Default of HEXIR_CPU_BURST_SPIN_NS (below).
+  static constexpr int64_t kDefaultBurstSpinNs = 2'000'000;
+  // The burst spin in effect: HEXIR_CPU_BURST_SPIN_NS when set to an integer >= 0 (0 = workers
+  // sleep after their usual spin, as before bursts), else the default.
+  static int64_t BurstSpinNsFromEnvironment();
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -76,9 +84,6 @@ class WorkerPool {
   // woken onto the caller's core runs only once the caller stops spinning (2000 pauses, ~47 us
   // on a Zen 5, made a 4.5 us dispatch of MobileNetV3 take 60 us on a loaded 2-core machine).
   static constexpr int kJoinWaitSpinIterations = 250;
-  // An idle worker's longest spin inside a burst (a long single-thread dispatch, a submission
-  // waiting on another queue): past it the worker sleeps until the next loop or burst.
-  static constexpr int64_t kBurstSpinLimitNs = 2'000'000;
   // Loops of up to this many indices per thread are claimed one index at a time.
   static constexpr uint64_t kIndicesPerThreadForChunks = 64;
 
@@ -95,6 +100,9 @@ class WorkerPool {
   std::atomic<uint32_t> bursts_{0};            // open bursts
   std::atomic<uint64_t> burst_generation_{0};  // BeginBurst calls; changed under mu_
   std::atomic<uint64_t> sleeps_{0};
+  // An idle worker's longest spin inside a burst (a long single-thread dispatch, a collective
+  // waiting for its peers): past it the worker sleeps until the next loop or burst.
+  const int64_t burst_spin_ns_;
   std::vector<std::thread> threads_;
 };
 

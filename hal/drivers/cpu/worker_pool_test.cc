@@ -146,5 +146,14 @@ TEST_CASE("worker pool: inside a burst idle workers stay awake between loops; ou
   pool.EndBurst();
 }
 
+TEST_CASE("worker pool: a burst spin of 0 (HEXIR_CPU_BURST_SPIN_NS=0) keeps the sleep after the usual spin") {
+  WorkerPool pool(2, /*burst_spin_ns=*/0);
+  pool.BeginBurst();
+  const uint64_t inside = SleepsBetweenLoops(pool, 30, std::chrono::microseconds(2000));
+  INFO("sleeps inside a burst without its spin: " << inside);
+  CHECK(inside >= 10);
+  pool.EndBurst();
+}
+
 }  // namespace
 }  // namespace hexir::hal::cpu
