@@ -3,8 +3,9 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
+
+#include "base/interrupt.h"
 
 namespace hexir::hal::cpu {
 namespace {
@@ -13,12 +14,6 @@ inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
-}
-
-int64_t SteadyNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 }  // namespace
@@ -81,7 +76,7 @@ void WorkerPool::WorkerMain(uint32_t thread_index) {
         // puts them together at times, for tens of milliseconds) gives that thread the core.
         if ((i & 63) == 0) sched_yield();
         if ((i & 255) == 0) {
-          const int64_t now = SteadyNowNs();
+          const int64_t now = Interrupt::NowNs();
           const uint64_t generation = s & ~kJoinedMask & ~kOpen;
           if (burst_spin_start < 0 || generation != last_generation) {
             burst_spin_start = now;
