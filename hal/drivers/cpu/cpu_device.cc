@@ -594,7 +594,9 @@ Status CpuDevice::Submit(const std::vector<SemaphoreValue>& waits,
   }
   // As the queue thread would: errors reach WaitIdle and the signal semaphores, not the caller.
   DeviceCounters::Add(counters()->submissions_run_by_submitter);
+  pool_.BeginBurst();
   Status status = Execute(*s.command_buffer, s.binding_table);
+  pool_.EndBurst();
   Finish(s, std::move(status));
   return Status::Ok();
 }

@@ -9,12 +9,13 @@
 // descheduled worker on a busy machine costs nothing). Idle workers spin briefly before
 // sleeping on a condition variable, so back-to-back loops avoid futex round trips.
 //
-// Bursts: between BeginBurst and EndBurst (the CPU device opens one around each submission it
-// executes) idle workers keep spinning past their usual spin, up to `burst_spin_ns` (default
-// 2 ms) without a loop, and BeginBurst wakes sleeping ones. So the loops of one submission, however far
-// apart (single-thread dispatches between them), find the workers awake: a sleeping worker's
-// futex wake-up takes tens of microseconds on a virtual machine, longer than many a dispatch
-// it was woken for, which the caller then ran alone.
+// Bursts: between BeginBurst and EndBurst (the CPU device opens one around each submission
+// it executes, on the queue thread or on a submitter running a small one itself) idle workers
+// keep spinning past their usual spin, up to `burst_spin_ns` (default 2 ms) without a loop,
+// and BeginBurst wakes sleeping ones. So the loops of one submission, however far apart
+// (single-thread dispatches between them), find the workers awake: a sleeping worker's futex
+// wake-up takes tens of microseconds on a virtual machine, longer than many a dispatch it was
+// woken for, which the caller then ran alone.
 //
 // Thread-safety: ParallelFor may be called from any thread; concurrent calls are serialized.
 // The destructor must not run concurrently with ParallelFor.
