@@ -221,6 +221,10 @@ class CpuDevice final : public Device {
   Status Validate(const vm::Ref<CommandBuffer>& cb, const std::vector<BufferRef>& table,
                   std::vector<BufferRef>* resolved_table) const;
   Status ValidateCommands(const std::vector<Command>& commands) const;
+  // A submission's commands, with the workers awake through them (worker_pool.h, "Bursts"),
+  // whichever thread runs it: the queue thread, a submitter running a small one itself, an
+  // inline device's caller.
+  Status ExecuteSubmission(const Submission& s);
   Status Execute(const CommandBuffer& cb, const std::vector<BufferRef>& table);
   Status ExecuteWaves(const std::vector<Command>& commands, const std::vector<BufferRef>& table);
   // One wave [begin, end): issues its collectives, waits for the in-flight collectives its
@@ -415,6 +419,13 @@ Status CpuDevice::ExecuteDispatch(const DispatchCommand& cmd, const std::vector<
 // Collectives go to the device's collective lane (collective_lane.h) as their wave starts: a
 // later command waits only for the ones whose buffers it touches, and the submission ends
 // when the last one has completed.
+Status CpuDevice::ExecuteSubmission(const Submission& s) {
+  pool_.BeginBurst();
+  Status status = Execute(*s.command_buffer, s.binding_table);
+  pool_.EndBurst();
+  return status;
+}
+
 Status CpuDevice::Execute(const CommandBuffer& cb, const std::vector<BufferRef>& table) {
   if (!cb.has_collectives()) return ExecuteWaves(cb.commands(), table);
   if (!lane_) lane_ = std::make_unique<CollectiveLane>(counters());
@@ -560,7 +571,7 @@ Status CpuDevice::Submit(const std::vector<SemaphoreValue>& waits,
       }
       if (!status.ok()) break;
     }
-    if (status.ok()) status = Execute(*s.command_buffer, s.binding_table);
+    if (status.ok()) status = ExecuteSubmission(s);
     return Complete(s, std::move(status), /*keep_error=*/false);
   }
 
@@ -594,10 +605,7 @@ Status CpuDevice::Submit(const std::vector<SemaphoreValue>& waits,
   }
   // As the queue thread would: errors reach WaitIdle and the signal semaphores, not the caller.
   DeviceCounters::Add(counters()->submissions_run_by_submitter);
-  pool_.BeginBurst();
-  Status status = Execute(*s.command_buffer, s.binding_table);
-  pool_.EndBurst();
-  Finish(s, std::move(status));
+  Finish(s, ExecuteSubmission(s));
   return Status::Ok();
 }
 
@@ -631,12 +639,7 @@ void CpuDevice::QueueMain() {
     busy_ = true;
     lock.Unlock();
     Status status = AwaitWaits(s.waits);
-    if (status.ok()) {
-      // The workers stay awake through the submission (worker_pool.h, "Bursts").
-      pool_.BeginBurst();
-      status = Execute(*s.command_buffer, s.binding_table);
-      pool_.EndBurst();
-    }
+    if (status.ok()) status = ExecuteSubmission(s);
     Finish(s, std::move(status));
     lock.Lock();
   }

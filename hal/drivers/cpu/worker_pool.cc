@@ -71,7 +71,7 @@ void WorkerPool::WorkerMain(uint32_t thread_index) {
     for (int i = 0; !joinable(s) && !shutdown_.load(std::memory_order_relaxed); ++i) {
       if (i >= kSpinIterations) {
         // Past the usual spin: go on only inside a burst, for at most the limit.
-        if (bursts_.load(std::memory_order_relaxed) == 0 || burst_spin_ns_ == 0) break;
+        if (bursts_.load(std::memory_order_relaxed) == 0) break;
         // A worker sharing its core with the thread that runs the submission (the scheduler
         // puts them together at times, for tens of milliseconds) gives that thread the core.
         if ((i & 63) == 0) sched_yield();
@@ -124,9 +124,10 @@ void WorkerPool::WorkerMain(uint32_t thread_index) {
   }
 }
 
+// Without workers or burst spin a burst is nothing: bursts_ stays 0.
 void WorkerPool::BeginBurst() {
-  bursts_.fetch_add(1, std::memory_order_relaxed);
   if (threads_.empty() || burst_spin_ns_ == 0) return;
+  bursts_.fetch_add(1, std::memory_order_relaxed);
   {
     MutexLock lock(mu_);
     burst_generation_.fetch_add(1, std::memory_order_relaxed);
@@ -134,7 +135,10 @@ void WorkerPool::BeginBurst() {
   start_cv_.notify_all();
 }
 
-void WorkerPool::EndBurst() { bursts_.fetch_sub(1, std::memory_order_relaxed); }
+void WorkerPool::EndBurst() {
+  if (threads_.empty() || burst_spin_ns_ == 0) return;
+  bursts_.fetch_sub(1, std::memory_order_relaxed);
+}
 
 void WorkerPool::ParallelFor(uint64_t count, const std::function<bool(uint64_t, uint32_t)>& body,
                              uint32_t max_threads) {

@@ -10,7 +10,7 @@
 // sleeping on a condition variable, so back-to-back loops avoid futex round trips.
 //
 // Bursts: between BeginBurst and EndBurst (the CPU device opens one around each submission
-// it executes, on the queue thread or on a submitter running a small one itself) idle workers
+// it executes, whichever thread runs it) idle workers
 // keep spinning past their usual spin, up to `burst_spin_ns` (default 2 ms) without a loop,
 // and BeginBurst wakes sleeping ones. So the loops of one submission, however far apart
 // (single-thread dispatches between them), find the workers awake: a sleeping worker's futex
