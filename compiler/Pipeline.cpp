@@ -90,7 +90,8 @@ void AddCUDACodegen(mlir::OpPassManager& pm, const CompileOptions& options) {
   distribute.quantizedGemv = options.cuda_quantized_gemv;
   pm.addPass(hexir::createCUDADistributeThreads(distribute));
   pm.addPass(hexir::createCUDALowerExecutables(
-      CUDALowerExecutablesOptions{options.cuda_chip, options.cuda_features, options.cuda_prefetch_max_bytes}));
+      CUDALowerExecutablesOptions{options.cuda_chip, options.cuda_features, options.cuda_prefetch_max_bytes,
+                                  options.cuda_weight_staging}));
   pm.addPass(hexir::createCUDASerializeExecutables(
       CUDASerializeExecutablesOptions{options.cuda_chip, options.cuda_format, ""}));
 }

@@ -23,6 +23,7 @@
 #include "passes/codegen/CUDAMatmul.h"
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/codegen/CUDAQuantizedGemv.h"
+#include "passes/codegen/CUDAStagedWeights.h"
 #include "passes/codegen/CUDAVectorAccess.h"
 #include "passes/codegen/CUDAWarpReduce.h"
 #include "passes/codegen/CUDAWholeReductions.h"
@@ -56,6 +57,11 @@ constexpr const char* kLoopsPipeline =
 constexpr int64_t kVectorBytes = cuda::kVectorAccessBytes;
 constexpr int64_t kMaxVectorWidth = cuda::kMaxVectorAccessWidth;
 constexpr int64_t kUnroll = 8;
+// Staged weights of one-block kernels (CUDAStagedWeights.h): the shared memory left to the
+// group's reduction partials (a few words a warp each), and the most bytes prefetched into
+// L1 (of the 256 KiB an SM shares between L1 and shared memory).
+constexpr int64_t kReductionScratchBytes = 4096;
+constexpr int64_t kMaxL1StagedBytes = 128 * 1024;
 constexpr const char* kNVVMPipeline =
     "builtin.module(gpu.module(convert-gpu-to-nvvm,convert-nvvm-to-llvm,reconcile-unrealized-casts,"
     "canonicalize,cse))";
@@ -179,6 +185,13 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
   }
 
   void runOnOperation() override {
+    std::optional<cuda::WeightStaging> staging = cuda::ParseWeightStaging(weightStaging);
+    if (!staging) {
+      getOperation().emitError("hexir-cuda-lower-executables: weight-staging '")
+          << weightStaging << "' is not one of none, shared, l1";
+      return signalPassFailure();
+    }
+    stagingMode = *staging;
     ReadOnlyTensors tensors(getOperation());
     llvm::StringMap<SmallVector<DispatchOp>> sites;
     getOperation().walk([&](DispatchOp d) { sites[d.getExecutable()].push_back(d); });
@@ -188,6 +201,8 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
   }
 
  private:
+  cuda::WeightStaging stagingMode = cuda::WeightStaging::kNone;
+
   // The kernel's input tensors (argument j = dispatch operand j = binding j) that are
   // read-only at every dispatch site of the executable (none when it has no sites).
   static llvm::DenseSet<int64_t> readOnlyBindings(ExecutableOp exe, ArrayRef<DispatchOp> sites,
@@ -650,7 +665,17 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       if (!shape || failed(cuda::LowerQuantizedGemv(kernel, *shape))) return failure();
       kernel->removeAttr(cuda::kQuantizedGemvAttr);
     }
+    SmallVector<cuda::StagedWeight> staged;
     if (kernel->hasAttr(cuda::kBlockLevelsAttr)) {  // a small layer's group: one block
+      // Its read-only weights fetched while the prerequisite kernels run (CUDAStagedWeights.h):
+      // in shared memory, what the group's temporaries and reduction partials leave.
+      if (stagingMode != cuda::WeightStaging::kNone && SupportsGridDependencyControl(exe)) {
+        const int64_t budget = stagingMode == cuda::WeightStaging::kShared
+                                   ? cuda::kMaxBlockSharedBytes - cuda::TopLevelAllocationBytes(kernel) -
+                                         kReductionScratchBytes
+                                   : kMaxL1StagedBytes;
+        staged = cuda::StageWeights(kernel, readOnly, stagingMode, budget, &sharedBytes);
+      }
       if (failed(cuda::LowerBlockLevels(kernel, block))) return failure();
       kernel->removeAttr(cuda::kBlockLevelsAttr);
     }
@@ -702,7 +727,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     kernel->removeAttr(kBlockSizeAttr);
     if (failed(runPipeline(*nvvm, inner))) return failure();
     if (!SupportsGridDependencyControl(exe)) prefetches.clear();  // nothing to overlap
-    return buildEntry(exe, gpuModule, signature, block, cluster, minBlocks, prefetches);
+    return buildEntry(exe, gpuModule, signature, block, cluster, minBlocks, prefetches, staged);
   }
 
   // griddepcontrol needs sm_90 or later: the executable's own chip (the wgmma kernel's
@@ -786,7 +811,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
   // `minBlocks` > 0: registers are capped so that many blocks fit an SM (`.minnctapersm`).
   LogicalResult buildEntry(ExecutableOp exe, gpu::GPUModuleOp gpuModule, ArrayRef<Type> signature,
                            int64_t block, int64_t cluster, int64_t minBlocks,
-                           ArrayRef<RowPrefetch> prefetches) {
+                           ArrayRef<RowPrefetch> prefetches, ArrayRef<cuda::StagedWeight> staged) {
     MLIRContext* ctx = &getContext();
     auto impl = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(exe.getSymName());
     if (!impl) return exe.emitError("lowered kernel not found");
@@ -842,10 +867,15 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       // the stream starts while the prerequisite kernels drain. A prefetch is a hint, not an
       // access: the programmatic edge's rule (nothing read before the wait) still holds.
       if (!prefetches.empty()) prefetchRows(b, loc, entry, prefetches);
+      // A one-block kernel's whole weights (CUDAStagedWeights.h): copies into shared memory or
+      // L1 prefetches of read-only bindings, which no prerequisite writes.
+      if (failed(cuda::EmitWeightStaging(b, loc, entry, gpuModule, staged, stagingMode, block)))
+        return failure();
       LLVM::InlineAsmOp::create(b, loc, /*res=*/Type(), ValueRange{}, kGridDependencyWaitAsm, "~{memory}",
                                 /*has_side_effects=*/true, /*is_align_stack=*/false,
                                 LLVM::tailcallkind::TailCallKind::None, /*asm_dialect=*/LLVM::AsmDialectAttr(),
                                 /*operand_attrs=*/ArrayAttr());
+      if (stagingMode == cuda::WeightStaging::kShared && !staged.empty()) cuda::EmitWeightStagingWait(b, loc);
     }
     int64_t binding = 0, word = 0;
     auto param = [&]() -> Value {

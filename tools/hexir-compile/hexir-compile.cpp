@@ -147,6 +147,12 @@ static cl::opt<int64_t> cudaPrefetchMaxBytes(
              "prerequisites, and so are decode attention's K and V caches of at most N bytes "
              "each (a share per block); 0: none (default: 4194304)"),
     cl::init(4 << 20));
+static cl::opt<std::string> cudaWeightStaging(
+    "cuda-weight-staging",
+    cl::desc("--target=cuda, sm_90+: the read-only weights a one-block kernel (a small layer's "
+             "group) reads whole are fetched while its prerequisite kernels run: 'shared' copies "
+             "them into shared memory, 'l1' prefetches them into L1, 'none' (default: shared)"),
+    cl::init("shared"));
 static cl::opt<std::string> schedule("schedule",
                                      cl::desc("order of each command buffer's dispatches: waves "
                                               "(barriers only between dependent waves) or serial "
@@ -202,6 +208,11 @@ int main(int argc, char** argv) {
     return refuse("--small-reduction-extent", smallReductionExtent, ">= 0 (0: off)");
   if (normPairExtent < -1) return refuse("--norm-pair-extent", normPairExtent, ">= 0 (0: off)");
   if (cudaPrefetchMaxBytes < 0) return refuse("--cuda-prefetch-max-bytes", cudaPrefetchMaxBytes, ">= 0 (0: none)");
+  if (cudaWeightStaging != "none" && cudaWeightStaging != "shared" && cudaWeightStaging != "l1") {
+    llvm::errs() << "hexir-compile: error: invalid_argument: --cuda-weight-staging: '" << cudaWeightStaging
+                 << "' is not one of none, shared, l1\n";
+    return 1;
+  }
   for (auto* rate : {&matmulGFlops, &collectiveGBps, &collectiveBlockUs}) {
     const double v = *rate;
     if (rate->getNumOccurrences() > 0 && !(v > 0 && v < 1e12)) {
@@ -270,6 +281,7 @@ int main(int argc, char** argv) {
   options.cuda_allow_tf32 = allowTf32;
   options.cuda_quantized_gemv = !cudaGenericBlockMatvec;
   options.cuda_prefetch_max_bytes = cudaPrefetchMaxBytes;
+  options.cuda_weight_staging = cudaWeightStaging;
   options.schedule = schedule;
   options.cuda_grid_from_shape = !cudaFixedGrids;
   options.progress = isatty(STDERR_FILENO) != 0;

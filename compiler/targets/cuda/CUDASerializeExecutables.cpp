@@ -114,11 +114,24 @@ class CUDASerializeExecutables
   // True when every path through the entry executes griddepcontrol.wait (the intrinsic, or
   // the lowering's inline PTX, kGridDependencyWaitAsm) before any memory
   // access: before it only launch_dependents, L2 prefetches (hints, not accesses: the
-  // lowering's weight rows), branches and ops free of memory effects. No access to memory
-  // before its prerequisite kernels completed is what a programmatic edge into it requires.
-  static bool entryWaitsFirst(gpu::GPUModuleOp module, StringRef name) {
+  // lowering's weight rows), copies into shared memory and L1 prefetches of bindings no
+  // dispatch writes (`readOnly`: a one-block kernel's staged weights, CUDAStagedWeights.h),
+  // branches and ops free of memory effects. No access before its prerequisite kernels
+  // completed to memory they may write is what a programmatic edge into it requires.
+  static bool entryWaitsFirst(gpu::GPUModuleOp module, StringRef name, ArrayRef<int64_t> readOnly) {
     auto entry = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
     if (!entry || entry.getBody().empty()) return false;
+    // Whether `p` (through address-space casts and GEPs) points into a read-only binding.
+    auto intoReadOnly = [&](Value p) {
+      while (Operation* def = p.getDefiningOp()) {
+        if (auto cast = dyn_cast<LLVM::AddrSpaceCastOp>(def)) p = cast.getArg();
+        else if (auto gep = dyn_cast<LLVM::GEPOp>(def)) p = gep.getBase();
+        else return false;
+      }
+      auto arg = cast<BlockArgument>(p);
+      return arg.getOwner() == &entry.getBody().front() &&
+             llvm::is_contained(readOnly, int64_t(arg.getArgNumber()));
+    };
     SmallVector<Block*> work = {&entry.getBody().front()};
     llvm::SmallPtrSet<Block*, 4> seen = {work.front()};
     while (!work.empty()) {
@@ -134,7 +147,9 @@ class CUDASerializeExecutables
           waited = true;
           break;
         }
-        if (isa<NVVM::CpAsyncBulkPrefetchOp>(op)) continue;
+        if (isa<NVVM::CpAsyncBulkPrefetchOp, NVVM::CpAsyncCommitGroupOp>(op)) continue;
+        if (auto copy = dyn_cast<NVVM::CpAsyncOp>(op); copy && intoReadOnly(copy.getSrc())) continue;
+        if (auto line = dyn_cast<NVVM::PrefetchOp>(op); line && intoReadOnly(line.getAddr())) continue;
         if (isa<LLVM::BrOp, LLVM::CondBrOp>(op)) {
           for (Block* next : op.getSuccessors())
             if (seen.insert(next).second) work.push_back(next);
@@ -154,7 +169,9 @@ class CUDASerializeExecutables
     if (!module) return exe.emitError("executable has no gpu.module (run hexir-cuda-lower-executables)");
     auto block = exe->getAttrOfType<DenseI64ArrayAttr>(kBlockSizeAttr);
     if (!block || block.size() != 3) return exe.emitError("executable has no ") << kBlockSizeAttr;
-    const bool waitsFirst = entryWaitsFirst(module, exe.getSymName());
+    auto readOnly = exe->getAttrOfType<DenseI64ArrayAttr>("hexir.cuda.read_only_bindings");
+    const bool waitsFirst =
+        entryWaitsFirst(module, exe.getSymName(), readOnly ? readOnly.asArrayRef() : ArrayRef<int64_t>());
     FailureOr<std::string> ptx = toPTX(exe, inner, module);
     if (failed(ptx)) return failure();
     // ptxas and the driver's JIT read NUL-terminated text.
@@ -173,7 +190,7 @@ class CUDASerializeExecutables
       attrs.push_back(b.getNamedAttr("cuda.shared_bytes." + entry,
                                      b.getStringAttr(std::to_string(shared.getInt()))));
     // Bindings no dispatch of the program writes (hexir-cuda-lower-executables), e.g. "1,2".
-    if (auto readOnly = exe->getAttrOfType<DenseI64ArrayAttr>("hexir.cuda.read_only_bindings")) {
+    if (readOnly) {
       std::string list;
       for (int64_t binding : readOnly.asArrayRef()) list += (list.empty() ? "" : ",") + std::to_string(binding);
       attrs.push_back(b.getNamedAttr("cuda.read_only_bindings." + entry, b.getStringAttr(list)));
