@@ -21,6 +21,16 @@
 // before). Reading a read-only binding before the wait is what the programmatic edge allows:
 // no prerequisite writes it (hexir-cuda-serialize-executables checks that every copy or
 // prefetch before the wait reads a binding listed read-only).
+//
+// Experimental, off by default (hexir-compile --cuda-weight-staging=none). Measured on an
+// H100 (session 43, stories260K f32, 200 tokens, 3 alternated rounds, fastest of 3 calls):
+// device loop 14.05-14.07 ms unstaged, 9.66-10.13 ms shared (0.69x), 13.29-13.63 ms l1
+// (0.95x); chunked host loop 16.07-16.16 -> 11.66-11.79 (0.73x) / 15.75-15.95. But both
+// modes changed the greedy ids (stories260K left the reference at token 21; the random
+// checkpoints of tests/llm at token 2; l1's differed between rounds), while the one-dispatch
+// e2e FFN + q/k/v (no prerequisite kernel) matched its f64 reference. An L1 prefetch cannot
+// change arithmetic, so a timing-dependent race under programmatic launch is the suspect, as
+// for the quantized GEMV's L2 prefetch of session 23 (compiler/targets/cuda/README.md).
 #pragma once
 
 #include <cstdint>
