@@ -822,7 +822,8 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     bool hasParams = false;
     int64_t memrefCount = codegen::PrepareLoweredKernel(impl, signature, &hasParams);
     // Inlined into the entry even when large (sibling reductions: two unrolled dots), so that
-    // its loads see the entry's noalias arguments (ld.global.nc) and its temporaries registers.
+    // its loads see the entry's noalias arguments (ld.global.nc of read-only bindings) and
+    // its temporaries registers.
     impl.setAlwaysInline(true);
     bool reportsErrors =
         codegen::LowerKernelErrorCalls(gpuModule, impl, codegen::ErrorRecord::kDispatchStatus);
@@ -845,9 +846,24 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     if (minBlocks > 0)
       entry->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(minBlocks));
     // Binding pointers are 64-byte aligned (hal/drivers/cuda/README.md); 16 is what the
-    // load/store vectorizer needs for 128-bit accesses.
+    // load/store vectorizer needs for 128-bit accesses. A noalias argument the kernel only
+    // reads is loaded through the non-coherent path (NVPTX tags its loads invariant:
+    // ld.global.nc), which PTX allows only for memory that stays read-only for the kernel's
+    // whole lifetime. Under programmatic launch the kernel starts while its prerequisites
+    // still run and write, so only a binding that no dispatch of the program writes
+    // (kReadOnlyBindingsAttr) keeps noalias on the entry; the others are read coherently
+    // after the wait (session 44: ld.global.nc of a predecessor's output changed greedy ids
+    // as soon as anything was fetched before the wait). Alias analysis inside the kernel is
+    // unchanged: `<entry>_impl`'s memref pointers stay noalias (PrepareLoweredKernel), scoped
+    // metadata once inlined.
+    auto readOnly = exe->getAttrOfType<DenseI64ArrayAttr>(kReadOnlyBindingsAttr);
+    const bool overlapsWriters = SupportsGridDependencyControl(exe);
+    auto nonCoherentOk = [&](unsigned i) {
+      return i >= unsigned(memrefCount) || !overlapsWriters ||
+             (readOnly && llvm::is_contained(readOnly.asArrayRef(), int64_t(i)));
+    };
     for (unsigned i = 0; i < params.size(); ++i) {
-      entry.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(ctx));
+      if (nonCoherentOk(i)) entry.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(ctx));
       entry.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(), b.getI64IntegerAttr(16));
     }
     Block* body = entry.addEntryBlock(b);

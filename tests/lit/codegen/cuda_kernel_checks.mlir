@@ -44,7 +44,7 @@ hexir.executable @gather {
 // Loop-built indices need no check: no record, the entry keeps its bindings only.
 // CHECK-LABEL: hexir.executable @shift
 // CHECK-NOT:     llvm.cmpxchg
-// CHECK:         llvm.func @shift(%{{[a-z0-9]+}}: !llvm.ptr {llvm.align = 16 : i64, llvm.noalias}, %{{[a-z0-9]+}}: !llvm.ptr {llvm.align = 16 : i64, llvm.noalias}) attributes {nvvm.kernel
+// CHECK:         llvm.func @shift(%{{[a-z0-9]+}}: !llvm.ptr {llvm.align = 16 : i64}, %{{[a-z0-9]+}}: !llvm.ptr {llvm.align = 16 : i64}) attributes {nvvm.kernel
 hexir.executable @shift {
   builtin.module {
     func.func @shift(%a: tensor<8xf32>, %o: tensor<4xf32>) -> tensor<4xf32> {

@@ -6,7 +6,7 @@
 // CHECK-LABEL: hexir.executable @dyn
 // CHECK:         llvm.func internal @dyn_impl
 // CHECK-NOT:       llvm.icmp "ult"
-// CHECK:         llvm.func @dyn(%[[A:.+]]: !llvm.ptr {llvm.align = 16 : i64, llvm.noalias}, %[[O:.+]]: !llvm.ptr {llvm.align = 16 : i64, llvm.noalias}, %[[P:.+]]: !llvm.ptr {llvm.align = 16 : i64, llvm.noalias})
+// CHECK:         llvm.func @dyn(%[[A:.+]]: !llvm.ptr {llvm.align = 16 : i64}, %[[O:.+]]: !llvm.ptr {llvm.align = 16 : i64}, %[[P:.+]]: !llvm.ptr {llvm.align = 16 : i64, llvm.noalias})
 // CHECK-SAME:      attributes {nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>}
 // CHECK:           %[[G0:.+]] = llvm.getelementptr %[[P]][0] : (!llvm.ptr) -> !llvm.ptr, i64
 // CHECK:           %[[D0:.+]] = llvm.load %[[G0]] {alignment = 8 : i64} : !llvm.ptr -> i64

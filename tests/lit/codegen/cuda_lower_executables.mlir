@@ -22,8 +22,10 @@
 // CHECK-NOT:       llvm.call @malloc
 // The ABI v1 entry: one pointer per binding, then the parameter buffer (present because
 // of the scalars): i64 words in kernel-argument order, s (f32 bits, low 32) then n.
-// Static descriptors: offset 0, sizes, row-major strides.
-// CHECK:         llvm.func @k(%[[A:.+]]: !llvm.ptr {llvm.align = 16 : i64, llvm.noalias}, %[[O:.+]]: !llvm.ptr {llvm.align = 16 : i64, llvm.noalias}, %[[P:.+]]: !llvm.ptr {llvm.align = 16 : i64, llvm.noalias})
+// Static descriptors: offset 0, sizes, row-major strides. No program says which bindings
+// are read-only, so none keeps noalias on the entry (no ld.global.nc: a programmatic
+// prerequisite may still be writing them); the parameter buffer does (the host writes it).
+// CHECK:         llvm.func @k(%[[A:.+]]: !llvm.ptr {llvm.align = 16 : i64}, %[[O:.+]]: !llvm.ptr {llvm.align = 16 : i64}, %[[P:.+]]: !llvm.ptr {llvm.align = 16 : i64, llvm.noalias})
 // CHECK-SAME:      attributes {nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>}
 // Programmatic dependent launch: dependents may launch once every block started; nothing is
 // read (not even the parameter buffer) before the prerequisite kernels completed.

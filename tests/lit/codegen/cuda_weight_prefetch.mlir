@@ -21,7 +21,7 @@
 // REFUSED: hexir-compile: error: invalid_argument: --cuda-prefetch-max-bytes: -1 is not an integer >= 0 (0: none)
 // CHECK-LABEL: hexir.executable @gemv
 // CHECK-SAME:    hexir.cuda.read_only_bindings = array<i64: 0, 1>
-// CHECK:         llvm.func @gemv(%[[X:.+]]: !llvm.ptr {{{.*}}}, %[[W:.+]]: !llvm.ptr {{{.*}}}, %{{.+}}: !llvm.ptr {{{.*}}})
+// CHECK:         llvm.func @gemv(%[[X:.+]]: !llvm.ptr {llvm.align = 16 : i64, llvm.noalias}, %[[W:.+]]: !llvm.ptr {llvm.align = 16 : i64, llvm.noalias}, %{{.+}}: !llvm.ptr {llvm.align = 16 : i64})
 // CHECK-NEXT:      nvvm.griddepcontrol launch_dependents
 // CHECK-NEXT:      %[[TID:.+]] = nvvm.read.ptx.sreg.tid.x : i32
 // CHECK-NEXT:      %[[BID:.+]] = nvvm.read.ptx.sreg.ctaid.x : i32
@@ -60,9 +60,12 @@ hexir.executable @gemv {
 }
 // The same kernel at a site whose W is a dispatch's result: W is not read-only (x still is),
 // nothing is prefetched, the entry waits first.
+// Only x keeps noalias on the entry: ld.global.nc (NVPTX's path for noalias arguments a
+// kernel only reads) needs memory read-only for the kernel's lifetime, and under
+// programmatic launch the kernel overlaps the dispatch that writes W.
 // CHECK-LABEL: hexir.executable @gemv_computed
 // CHECK-SAME:    hexir.cuda.read_only_bindings = array<i64: 0>
-// CHECK:         llvm.func @gemv_computed(
+// CHECK:         llvm.func @gemv_computed(%{{.+}}: !llvm.ptr {llvm.align = 16 : i64, llvm.noalias}, %{{.+}}: !llvm.ptr {llvm.align = 16 : i64}, %{{.+}}: !llvm.ptr {llvm.align = 16 : i64})
 // CHECK-NEXT:      nvvm.griddepcontrol launch_dependents
 // CHECK-NEXT:      llvm.inline_asm has_side_effects "griddepcontrol.wait;", "~{memory}"
 hexir.executable @gemv_computed {

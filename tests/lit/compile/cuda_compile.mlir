@@ -126,6 +126,19 @@
 // CHECK:         ld.shared.v4.b32
 // CHECK:         st.global.b32
 
+// a * (row sums of a^2): the reduction, then an elementwise dispatch reading a (a public
+// argument, read-only) and the sums (the first dispatch's result). Under programmatic
+// launch the second kernel starts while the first still writes the sums, so only a, which
+// no dispatch writes, is loaded through the non-coherent path (ld.global.nc, 16 bytes); the
+// sums are loaded coherently (ld.global) after the wait.
+// CHECK-LABEL: executable 9 format=cuda-cubin-sm_90 entry_points=rescale_dispatch_1
+// CHECK:         attr cuda.read_only_bindings.rescale_dispatch_1 = 0
+// CHECK-NOT:     ld.global.nc.b32
+// CHECK:         griddepcontrol.wait
+// CHECK-NOT:     ld.global.nc.b32
+// CHECK:         ld.global.b32
+// CHECK:         ld.global.nc.v4.b32
+
 // --cuda-format=ptx: the PTX is the binary itself, no cubin, no extra segment.
 // PTX:       executable 0 format=cuda-ptx entry_points=mbr_dispatch_0
 // PTX-NEXT:    binary: //
@@ -224,4 +237,23 @@ func.func @sumsq(%a: tensor<64x1000xf32>) -> tensor<64xf32> {
       linalg.yield %y : f32
   } -> tensor<64xf32>
   return %s : tensor<64xf32>
+}
+
+func.func @rescale(%a: tensor<64x1024xf32>) -> tensor<64x1024xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<64xf32>) -> tensor<64xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(i,k)->(i,k)>, affine_map<(i,k)->(i)>], iterator_types = ["parallel","reduction"]} ins(%a : tensor<64x1024xf32>) outs(%f : tensor<64xf32>) {
+    ^bb0(%x: f32, %acc: f32):
+      %m = arith.mulf %x, %x : f32
+      %y = arith.addf %m, %acc : f32
+      linalg.yield %y : f32
+  } -> tensor<64xf32>
+  %e2 = tensor.empty() : tensor<64x1024xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i,j)->(i,j)>, affine_map<(i,j)->(i)>, affine_map<(i,j)->(i,j)>], iterator_types = ["parallel", "parallel"]} ins(%a, %s : tensor<64x1024xf32>, tensor<64xf32>) outs(%e2 : tensor<64x1024xf32>) {
+    ^bb0(%x: f32, %y: f32, %o: f32):
+      %p = arith.mulf %x, %y : f32
+      linalg.yield %p : f32
+  } -> tensor<64x1024xf32>
+  return %r : tensor<64x1024xf32>
 }
