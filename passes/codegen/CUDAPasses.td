@@ -98,8 +98,8 @@ def CUDALowerExecutables : Pass<"hexir-cuda-lower-executables", "mlir::ModuleOp"
            "prefetched into L2 by each block (its rows) before the programmatic wait, and so "
            "are decode attention's K and V caches of at most this many bytes each (a share "
            "per block) (0: none)">,
-    Option<"weightStaging", "weight-staging", "std::string", /*default=*/"\"none\"",
-           "sm_90+, experimental: the read-only weights a one-block kernel (a small-layer group) reads whole "
+    Option<"weightStaging", "weight-staging", "std::string", /*default=*/"\"shared\"",
+           "sm_90+: the read-only weights a one-block kernel (a small-layer group) reads whole "
            "are fetched before the programmatic wait: \"shared\" copies them into dynamic "
            "shared memory (cp.async) and the kernel reads the copies, \"l1\" prefetches "
            "their lines into L1, \"none\" (CUDAStagedWeights.h)">,

@@ -22,15 +22,17 @@
 // no prerequisite writes it (hexir-cuda-serialize-executables checks that every copy or
 // prefetch before the wait reads a binding listed read-only).
 //
-// Experimental, off by default (hexir-compile --cuda-weight-staging=none). Measured on an
-// H100 (session 43, stories260K f32, 200 tokens, 3 alternated rounds, fastest of 3 calls):
-// device loop 14.05-14.07 ms unstaged, 9.66-10.13 ms shared (0.69x), 13.29-13.63 ms l1
-// (0.95x); chunked host loop 16.07-16.16 -> 11.66-11.79 (0.73x) / 15.75-15.95. But both
-// modes changed the greedy ids (stories260K left the reference at token 21; the random
-// checkpoints of tests/llm at token 2; l1's differed between rounds), while the one-dispatch
-// e2e FFN + q/k/v (no prerequisite kernel) matched its f64 reference. An L1 prefetch cannot
-// change arithmetic, so a timing-dependent race under programmatic launch is the suspect, as
-// for the quantized GEMV's L2 prefetch of session 23 (compiler/targets/cuda/README.md).
+// `shared` is the default (hexir-compile --cuda-weight-staging). H100, session 44, 200
+// greedy tokens, 3 alternated rounds, fastest of 3 calls each, ids equal to the unstaged
+// modules': stories260K f32 device loop 14.18-14.36 ms -> 10.21-10.43 (0.72x, 0.051
+// ms/token), random768 f16 56.9-57.1 -> 51.3-51.7 (0.90x), TinyLlama-shaped f16 243.1-243.9
+// -> 238.0-238.4 (0.98x), its q4_0 143.8-144.5 -> 137.9-138.2 (0.96x). `l1` gained 5% on
+// stories260K (session 43). Session 43 found that staging changed the greedy ids: the
+// kernels loaded a predecessor's output through ld.global.nc, which PTX allows only for
+// memory read-only during the kernel's lifetime, and a longer pre-wait phase made the stale
+// reads visible; the entry now keeps noalias (hence .nc) only on read-only bindings
+// (CUDALowerExecutables.cpp, compiler/targets/cuda/README.md), at no measurable cost
+// (1.00x on the four models above).
 #pragma once
 
 #include <cstdint>

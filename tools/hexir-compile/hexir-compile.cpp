@@ -148,12 +148,12 @@ static cl::opt<int64_t> cudaPrefetchMaxBytes(
              "each (a share per block); 0: none (default: 4194304)"),
     cl::init(4 << 20));
 static cl::opt<std::string> cudaWeightStaging(
-    "cuda-weight-staging", cl::Hidden,
-    cl::desc("--target=cuda, sm_90+, experimental: the read-only weights a one-block kernel (a small "
-             "layer's group) reads whole are fetched while its prerequisite kernels run: 'shared' "
-             "copies them into shared memory, 'l1' prefetches them into L1, 'none' (default). Both "
-             "modes changed greedy decode ids on the H100 (passes/codegen/CUDAStagedWeights.h)"),
-    cl::init("none"));
+    "cuda-weight-staging",
+    cl::desc("--target=cuda, sm_90+: the read-only weights a one-block kernel (a small layer's "
+             "group) reads whole are fetched while its prerequisite kernels run: 'shared' "
+             "(default) copies them into shared memory, 'l1' prefetches them into L1, 'none' "
+             "leaves them to the kernel (passes/codegen/CUDAStagedWeights.h)"),
+    cl::init("shared"));
 static cl::opt<std::string> schedule("schedule",
                                      cl::desc("order of each command buffer's dispatches: waves "
                                               "(barriers only between dependent waves) or serial "
