@@ -153,6 +153,14 @@ struct RowPrefetch {
   int64_t binding, bytes, blocks, first = 0;
 };
 
+// A whole binding of `bytes` in equal shares of at most `blocks` blocks: the most blocks that
+// split it into 16-byte multiples (the bulk prefetch's unit).
+std::optional<RowPrefetch> WholeInShares(int64_t binding, int64_t bytes, int64_t blocks) {
+  for (; blocks > 0; --blocks)
+    if (bytes % (blocks * 16) == 0) return RowPrefetch{binding, bytes / blocks, blocks};
+  return std::nullopt;
+}
+
 // Decode attention's K and V caches, whole, in equal shares of the kernel's blocks (the most
 // blocks that split them into 16-byte multiples), when each cache is at most `maxBytes`: the
 // rows earlier steps wrote stream into L2 while the kernels producing q and this step's rows
@@ -165,12 +173,31 @@ void attentionPrefetches(const cuda::DecodeAttention& shape, ArrayRef<Type> sign
   if (!cache || !cache.hasStaticShape() || cache != signature[shape.v]) return;
   const int64_t bytes = cache.getNumElements() * cache.getElementTypeBitWidth() / 8;
   if (bytes > maxBytes) return;
-  for (int64_t blocks = shape.blocks(); blocks > 0; --blocks)
-    if (bytes % (blocks * 16) == 0) {
-      prefetches.push_back({shape.k, bytes / blocks, blocks});
-      prefetches.push_back({shape.v, bytes / blocks, blocks});
-      return;
-    }
+  if (std::optional<RowPrefetch> k = WholeInShares(shape.k, bytes, shape.blocks())) {
+    prefetches.push_back(*k);
+    prefetches.push_back({shape.v, k->bytes, k->blocks});
+  }
+}
+
+// The quantized GEMV's read-only weights (W, and its sibling's) of at most `maxBytes` each,
+// whole, in equal shares of the grid's blocks: a block's rows are not one range when it takes
+// several passes, and the whole weight lands in L2 either way (the grid is one wave). Session
+// 23 measured this on TinyLlama q4_0 (0.979x) but saw the greedy ids change, which was
+// session 44's ld.global.nc race (buildEntry), not the prefetch.
+void quantizedGemvPrefetches(func::FuncOp kernel, const cuda::QuantizedGemv& shape,
+                             const llvm::DenseSet<int64_t>& readOnly, int64_t maxBytes,
+                             SmallVector<RowPrefetch>& prefetches) {
+  for (unsigned arg : cuda::QuantizedGemvWeights(kernel)) {
+    auto type = dyn_cast<MemRefType>(kernel.getArgumentTypes()[arg]);
+    if (!readOnly.contains(arg) || !type || !type.hasStaticShape() || !type.getLayout().isIdentity())
+      continue;
+    const int64_t bytes = type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    if (bytes > maxBytes) continue;
+    int64_t binding = 0;
+    for (unsigned i = 0; i < arg; ++i) binding += isa<MemRefType>(kernel.getArgumentTypes()[i]);
+    if (std::optional<RowPrefetch> share = WholeInShares(binding, bytes, shape.gridBlocks()))
+      prefetches.push_back(*share);
+  }
 }
 
 class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExecutables> {
@@ -662,7 +689,9 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     }
     if (auto words = kernel->getAttrOfType<DenseI64ArrayAttr>(cuda::kQuantizedGemvAttr)) {
       std::optional<cuda::QuantizedGemv> shape = cuda::QuantizedGemv::decode(words.asArrayRef());
-      if (!shape || failed(cuda::LowerQuantizedGemv(kernel, *shape))) return failure();
+      if (!shape) return kernel.emitError("internal: malformed ") << cuda::kQuantizedGemvAttr;
+      quantizedGemvPrefetches(kernel, *shape, readOnly, prefetchMaxBytes, prefetches);
+      if (failed(cuda::LowerQuantizedGemv(kernel, *shape))) return failure();
       kernel->removeAttr(cuda::kQuantizedGemvAttr);
     }
     SmallVector<cuda::StagedWeight> staged;

@@ -764,6 +764,15 @@ class GemvBuilder {
 };
 }  // namespace
 
+SmallVector<unsigned> QuantizedGemvWeights(func::FuncOp kernel) {
+  std::string why;
+  FailureOr<Roles> found = FindRoles(kernel, &why);
+  if (failed(found)) return {};
+  SmallVector<unsigned> weights{found->weight.getArgNumber()};
+  if (found->sibling) weights.push_back(found->sibling->weight.getArgNumber());
+  return weights;
+}
+
 LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
   std::string why;
   FailureOr<Roles> found = FindRoles(kernel, &why);

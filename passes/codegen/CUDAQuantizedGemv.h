@@ -67,6 +67,8 @@
 #include <optional>
 #include <vector>
 
+#include "llvm/ADT/SmallVector.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace hexir::cuda {
@@ -164,5 +166,10 @@ void ScheduleQuantizedGemv(mlir::func::FuncOp kernel, const QuantizedGemv& shape
 
 // Replaces the body of the bufferized `kernel` with the kernel above.
 mlir::LogicalResult LowerQuantizedGemv(mlir::func::FuncOp kernel, const QuantizedGemv& shape);
+
+// The kernel arguments holding W (then the sibling's W, if any) of the quantized GEMV in
+// `kernel` (tensor or buffer form); empty where `kernel` holds none. Read by the lowering to
+// L2-prefetch read-only weights before the programmatic wait (CUDALowerExecutables.cpp).
+llvm::SmallVector<unsigned> QuantizedGemvWeights(mlir::func::FuncOp kernel);
 
 }  // namespace hexir::cuda
