@@ -95,9 +95,9 @@ def CUDALowerExecutables : Pass<"hexir-cuda-lower-executables", "mlir::ModuleOp"
     Option<"features", "features", "std::string", /*default=*/"\"+ptx80\"", "PTX features">,
     Option<"prefetchMaxBytes", "prefetch-max-bytes", "int64_t", /*default=*/"4194304",
            "sm_90+: a GEMV's weight that no dispatch writes, of at most this many bytes, is "
-           "prefetched into L2 by each block (its rows) before the programmatic wait, and so "
-           "are decode attention's K and V caches of at most this many bytes each (a share "
-           "per block) (0: none)">,
+           "prefetched into L2 by each block (its rows; the quantized GEMV's W and sibling W: "
+           "a share per block) before the programmatic wait, and so are decode attention's K "
+           "and V caches of at most this many bytes each (a share per block) (0: none)">,
     Option<"weightStaging", "weight-staging", "std::string", /*default=*/"\"shared\"",
            "sm_90+: the read-only weights a one-block kernel (a small-layer group) reads whole "
            "are fetched before the programmatic wait: \"shared\" copies them into dynamic "

@@ -143,9 +143,10 @@ static cl::opt<bool> cudaGenericBlockMatvec(
 static cl::opt<int64_t> cudaPrefetchMaxBytes(
     "cuda-prefetch-max-bytes",
     cl::desc("--target=cuda, sm_90+: a GEMV's weight that no dispatch writes, of at most N "
-             "bytes, is prefetched into L2 (each block its rows) before the kernel waits for its "
-             "prerequisites, and so are decode attention's K and V caches of at most N bytes "
-             "each (a share per block); 0: none (default: 4194304)"),
+             "bytes, is prefetched into L2 (each block its rows; a quantized GEMV's: a share per "
+             "block) before the kernel waits for its prerequisites, and so are decode "
+             "attention's K and V caches of at most N bytes each (a share per block); 0: none "
+             "(default: 4194304)"),
     cl::init(4 << 20));
 static cl::opt<std::string> cudaWeightStaging(
     "cuda-weight-staging",
