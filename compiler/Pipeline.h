@@ -77,8 +77,9 @@ struct CompileOptions {
   // over 32-value units; passes/codegen/CUDAQuantizedGemv.h).
   bool cuda_quantized_gemv = true;
   // sm_90+: GEMV weights that no dispatch writes, of at most this many bytes, are prefetched
-  // into L2 before each kernel's programmatic wait (0: none; hexir-cuda-lower-executables).
-  int64_t cuda_prefetch_max_bytes = 4 << 20;
+  // into L2 before each kernel's programmatic wait (0: none; hexir-cuda-lower-executables;
+  // the bound's figures: compiler/targets/cuda/README.md).
+  int64_t cuda_prefetch_max_bytes = 8 << 20;
   // sm_90+: a one-block kernel's read-only weights fetched before its programmatic wait:
   // "shared" (copied into shared memory), "l1" (prefetched into L1) or "none"
   // (passes/codegen/CUDAStagedWeights.h).

@@ -93,7 +93,7 @@ def CUDALowerExecutables : Pass<"hexir-cuda-lower-executables", "mlir::ModuleOp"
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"", "target SM">,
     Option<"features", "features", "std::string", /*default=*/"\"+ptx80\"", "PTX features">,
-    Option<"prefetchMaxBytes", "prefetch-max-bytes", "int64_t", /*default=*/"4194304",
+    Option<"prefetchMaxBytes", "prefetch-max-bytes", "int64_t", /*default=*/"8388608",
            "sm_90+: a GEMV's weight that no dispatch writes, of at most this many bytes, is "
            "prefetched into L2 by each block (its rows; the quantized GEMV's W and sibling W: "
            "a share per block) before the programmatic wait, and so are decode attention's K "

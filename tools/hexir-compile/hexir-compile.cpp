@@ -146,8 +146,8 @@ static cl::opt<int64_t> cudaPrefetchMaxBytes(
              "bytes, is prefetched into L2 (each block its rows; a quantized GEMV's: a share per "
              "block) before the kernel waits for its prerequisites, and so are decode "
              "attention's K and V caches of at most N bytes each (a share per block); 0: none "
-             "(default: 4194304)"),
-    cl::init(4 << 20));
+             "(default: 8388608)"),
+    cl::init(8 << 20));
 static cl::opt<std::string> cudaWeightStaging(
     "cuda-weight-staging",
     cl::desc("--target=cuda, sm_90+: the read-only weights a one-block kernel (a small layer's "

@@ -10,7 +10,7 @@
 // with one bulk prefetch, after launch_dependents and before griddepcontrol.wait. Read-only
 // bindings (every dispatch site's operand is a public function's argument or a constant,
 // only read: no tied result, no return) are recorded on the executable; x is read-only too.
-// Only weights of at most prefetch-max-bytes (default 4 MiB) are prefetched: W is 80000
+// Only weights of at most prefetch-max-bytes (default 8 MiB) are prefetched: W is 80000
 // bytes; 0 turns prefetches off; the read-only bindings are recorded either way.
 // BOUND-LABEL: llvm.func @gemv(
 // BOUND:         nvvm.cp.async.bulk.prefetch
