@@ -920,7 +920,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
                                 /*has_side_effects=*/true, /*is_align_stack=*/false,
                                 LLVM::tailcallkind::TailCallKind::None, /*asm_dialect=*/LLVM::AsmDialectAttr(),
                                 /*operand_attrs=*/ArrayAttr());
-      if (stagingMode == cuda::WeightStaging::kShared && !staged.empty()) cuda::EmitWeightStagingWait(b, loc);
+      cuda::EmitWeightStagingWait(b, loc, staged, stagingMode);
     }
     int64_t binding = 0, word = 0;
     auto param = [&]() -> Value {

@@ -55,6 +55,35 @@ int64_t CopyUnit(const StagedWeight& w) {
   return (w.pitch != w.rowBytes || w.bytes() % kCopyBytes == 0) ? kCopyBytes : kNarrowCopyBytes;
 }
 
+// Makes the uses of `arg` read its copy `w` in the dynamic shared memory `dynamic` (a view at
+// the builder). Linalg users (`direct`) take the shared memref itself (LLVM then sees shared
+// addresses with the symbol's alignment, and merges a thread's adjacent loads); views of it
+// need the argument's type, so they get it back through a memory-space cast.
+void ReadSharedCopy(OpBuilder& b, BlockArgument arg, const StagedWeight& w, bool direct, Value dynamic) {
+  Location loc = dynamic.getLoc();
+  auto type = cast<MemRefType>(arg.getType());
+  Attribute space = cast<MemRefType>(dynamic.getType()).getMemorySpace();
+  Value offset = arith::ConstantIndexOp::create(b, loc, w.offset);
+  Value view;
+  if (w.pitch == w.rowBytes) {
+    auto viewType = MemRefType::get(type.getShape(), type.getElementType(), MemRefLayoutAttrInterface(), space);
+    view = memref::ViewOp::create(b, loc, viewType, dynamic, offset, ValueRange{});
+  } else {
+    const int64_t elementBytes = type.getElementTypeBitWidth() / 8;
+    auto padded = MemRefType::get({w.rows, w.pitch / elementBytes}, type.getElementType(),
+                                  MemRefLayoutAttrInterface(), space);
+    Value rows = memref::ViewOp::create(b, loc, padded, dynamic, offset, ValueRange{});
+    view = memref::SubViewOp::create(b, loc, rows, ArrayRef<int64_t>{0, 0}, type.getShape(),
+                                     ArrayRef<int64_t>{1, 1});
+  }
+  if (!direct) {
+    auto viewType = cast<MemRefType>(view.getType());
+    view = memref::MemorySpaceCastOp::create(
+        b, loc, MemRefType::get(viewType.getShape(), viewType.getElementType(), viewType.getLayout()), view);
+  }
+  arg.replaceAllUsesWith(view);
+}
+
 }  // namespace
 
 int64_t TopLevelAllocationBytes(func::FuncOp kernel) {
@@ -72,7 +101,9 @@ SmallVector<StagedWeight> StageWeights(func::FuncOp kernel, const llvm::DenseSet
   *sharedBytes = 0;
   SmallVector<StagedWeight> staged;
   if (mode == WeightStaging::kNone) return staged;
-  SmallVector<bool> direct;
+  OpBuilder b(kernel.getContext());
+  b.setInsertionPointToStart(&kernel.getBody().front());
+  Value dynamic;  // kShared: the kernel's dynamic shared memory, made with the first copy
   int64_t used = 0;
   for (unsigned i = 0; i < kernel.getNumArguments(); ++i) {
     if (!readOnly.contains(i)) continue;
@@ -97,43 +128,16 @@ SmallVector<StagedWeight> StageWeights(func::FuncOp kernel, const llvm::DenseSet
     w.offset = used;
     used += footprint;
     staged.push_back(w);
-    direct.push_back(onlyLinalg);
-  }
-  if (mode != WeightStaging::kShared || staged.empty()) return staged;
-
-  MLIRContext* ctx = kernel.getContext();
-  Location loc = kernel.getLoc();
-  OpBuilder b(ctx);
-  b.setInsertionPointToStart(&kernel.getBody().front());
-  auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  Value dynamic = gpu::DynamicSharedMemoryOp::create(
-      b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), space));
-  for (const StagedWeight& w : staged) {
-    BlockArgument arg = kernel.getArgument(w.binding);
-    auto type = cast<MemRefType>(arg.getType());
-    const int64_t elementBytes = type.getElementTypeBitWidth() / 8;
-    Value offset = arith::ConstantIndexOp::create(b, loc, w.offset);
-    Value view;
-    if (w.pitch == w.rowBytes) {
-      auto viewType = MemRefType::get(type.getShape(), type.getElementType(), MemRefLayoutAttrInterface(), space);
-      view = memref::ViewOp::create(b, loc, viewType, dynamic, offset, ValueRange{});
-    } else {
-      auto padded = MemRefType::get({w.rows, w.pitch / elementBytes}, type.getElementType(),
-                                    MemRefLayoutAttrInterface(), space);
-      Value rows = memref::ViewOp::create(b, loc, padded, dynamic, offset, ValueRange{});
-      view = memref::SubViewOp::create(b, loc, rows, ArrayRef<int64_t>{0, 0}, type.getShape(),
-                                       ArrayRef<int64_t>{1, 1});
+    if (mode != WeightStaging::kShared) continue;
+    if (!dynamic) {
+      auto space = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+      dynamic = gpu::DynamicSharedMemoryOp::create(
+          b, kernel.getLoc(),
+          MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), space));
     }
-    // Linalg users take the shared memref itself (LLVM then sees shared addresses with the
-    // symbol's alignment, and merges a thread's adjacent loads); views need the argument's type.
-    if (!direct[&w - staged.begin()]) {
-      auto viewType = cast<MemRefType>(view.getType());
-      view = memref::MemorySpaceCastOp::create(
-          b, loc, MemRefType::get(viewType.getShape(), viewType.getElementType(), viewType.getLayout()), view);
-    }
-    arg.replaceAllUsesWith(view);
+    ReadSharedCopy(b, kernel.getArgument(i), w, onlyLinalg, dynamic);
   }
-  *sharedBytes = used;
+  if (mode == WeightStaging::kShared) *sharedBytes = used;
   return staged;
 }
 
@@ -219,7 +223,8 @@ LogicalResult EmitWeightStaging(OpBuilder& b, Location loc, LLVM::LLVMFuncOp ent
   return success();
 }
 
-void EmitWeightStagingWait(OpBuilder& b, Location loc) {
+void EmitWeightStagingWait(OpBuilder& b, Location loc, ArrayRef<StagedWeight> staged, WeightStaging mode) {
+  if (staged.empty() || mode != WeightStaging::kShared) return;  // no copies
   NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
   NVVM::Barrier0Op::create(b, loc);
 }

@@ -85,7 +85,9 @@ mlir::LogicalResult EmitWeightStaging(mlir::OpBuilder& b, mlir::Location loc, ml
                                       llvm::ArrayRef<StagedWeight> staged, WeightStaging mode,
                                       int64_t threads);
 
-// After the wait (kShared): the copies complete and every thread sees every copy.
-void EmitWeightStagingWait(mlir::OpBuilder& b, mlir::Location loc);
+// After the wait (kShared, something staged): the copies complete and every thread sees
+// every copy. Nothing otherwise.
+void EmitWeightStagingWait(mlir::OpBuilder& b, mlir::Location loc, llvm::ArrayRef<StagedWeight> staged,
+                           WeightStaging mode);
 
 }  // namespace hexir::cuda
