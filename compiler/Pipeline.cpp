@@ -222,7 +222,7 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
     if (OnlyCpu(options))
       pm.addPass(hexir::createGroupSmallProjections(GroupSmallProjectionsOptions{
           CPUDistributeWorkgroupsOptions{}.minWorkPerWorkgroup, 0, 0, options.chain_small_layers,
-          options.chain_small_layers}));
+          options.chain_small_layers, options.chain_small_layers && options.small_layer_tails}));
     // CUDA runs such a group as one block, level after level with barriers between them and
     // its temporaries in shared memory (passes/codegen/CUDABlockLevels.cpp): when each level
     // fits the block's threads a few steps each and the temporaries fit shared memory.
@@ -238,7 +238,7 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
       pm.addPass(hexir::createGroupSmallProjections(GroupSmallProjectionsOptions{
           128 * CUDADistributeThreadsOptions{}.blockSize, 48 * 1024,
           options.norm_pair_extent >= 0 ? options.norm_pair_extent : 16384, options.chain_small_layers,
-          options.chain_small_layers}));
+          options.chain_small_layers, options.chain_small_layers && options.small_layer_tails}));
   }
   // CPU: a row softmax or norm (reductions along rows, then elementwise ops reading them) is
   // one kernel that runs its passes a block of rows at a time (passes/codegen/CPURowChains.h).

@@ -12,9 +12,10 @@
 //   - an op with a single point and a reducible reduction of at least kWarpSize elements
 //     (the norm's sum of squares) is split over all threads instead: strided partials, an
 //     xor butterfly per warp, the warps' partials combined through shared memory;
-//   - a `gpu.barrier` goes before an op that reads or writes a buffer written since the last
-//     barrier, or writes one read since then (levels of the group are separated, ops of one
-//     level are not).
+//   - a `gpu.barrier` goes before an op that reads (as an operand, or a load in its body:
+//     a stop flag reading the state the group updated) or writes a buffer written since the
+//     last barrier, or writes one read since then (levels of the group are separated, ops
+//     of one level are not).
 // hexir-cuda-distribute-threads marks such a kernel (kBlockLevelsAttr, one block of its
 // block size, or of BlockLevelsThreads' wider one for a long norm pair);
 // hexir-cuda-lower-executables calls LowerBlockLevels on the bufferized kernel.
@@ -514,6 +515,12 @@ LogicalResult LowerBlockLevels(func::FuncOp kernel, int64_t blockSize) {
     SmallVector<Value> inputs, reads, writes;
     for (OpOperand* in : generic.getDpsInputOperands())
       if (isa<MemRefType>(in->get().getType())) inputs.push_back(RootBuffer(in->get()));
+    // A buffer the body loads from (a tensor.extract of a state the group updates in place;
+    // NarrowRowSelectWrites hoists no load of a buffer the kernel writes).
+    generic.getRegion().walk([&](memref::LoadOp load) {
+      if (!generic.getRegion().isAncestor(load.getMemRef().getParentRegion()))
+        inputs.push_back(RootBuffer(load.getMemRef()));
+    });
     reads = inputs;
     for (OpOperand& init : generic.getDpsInitsMutable()) {
       reads.push_back(RootBuffer(init.get()));

@@ -178,7 +178,8 @@ class OutlineDispatchRegions
     auto ret = cast<func::ReturnOp>(entry->getTerminator());
     // In-place updates (passes/dispatch/InPlaceUpdates.h): the result is the destination
     // capture's buffer, so the kernel updates its output argument, which the host binds to
-    // that same buffer; the capture itself goes unused in the kernel.
+    // that same buffer; the capture itself goes unused in the kernel but by ops after the
+    // update.
     SmallVector<int64_t> tied(numResults, -1);
     for (unsigned i = 0; i < numResults; ++i) {
       // A generic updating its init in place (CanUpdateInitInPlace): computed in the output
@@ -187,7 +188,15 @@ class OutlineDispatchRegions
         auto init = dyn_cast<BlockArgument>(g.getDpsInitOperand(0)->get());
         if (init && init.getOwner() == entry && init.getArgNumber() < numTensors) {
           tied[i] = init.getArgNumber();
-          g.getDpsInitOperand(0)->set(entry->getArgument(numTensors + i));
+          Value output = entry->getArgument(numTensors + i);
+          g.getDpsInitOperand(0)->set(output);
+          // Ops before `g` that read the capture (a group's member reading the state another
+          // member then updates) read that same buffer before the update: through the
+          // output argument too, so the kernel's codegen sees one buffer read, then written.
+          init.replaceUsesWithIf(output, [&](OpOperand& use) {
+            Operation* top = entry->findAncestorOpInBlock(*use.getOwner());
+            return top && top->isBeforeInBlock(g);
+          });
           g->removeAttr(kInPlaceAttr);
           continue;
         }

@@ -83,11 +83,17 @@ per_layer_kernels() {
   done
   body1=$(loop_body_dispatches "$TMP/s260_1.vmfb") body2=$(loop_body_dispatches "$TMP/s260_2.vmfb")
   echo "$label: device loop body ${body1:-?} dispatches with 1 layer, ${body2:-?} with 2"
-  PER_LAYER=$(( ${body2:-0} - ${body1:-0} ))
+  PER_LAYER=$(( ${body2:-0} - ${body1:-0} )) BODY1=${body1:-0}
   rm -f "$TMP"/s260_*
 }
 per_layer_kernels "" "stories260K shape, CUDA"
-fused=$PER_LAYER
+fused=$PER_LAYER plain_body=$BODY1
+# --small-layer-tails: the argmax pair takes the in-place updates of the ids, the decode state
+# and the stop flag (group-tails): 3 kernels fewer a step, the layers as they were.
+per_layer_kernels "--small-layer-tails" "stories260K shape, CUDA --small-layer-tails"
+[ "$PER_LAYER" -eq "$fused" ] && [ $(( plain_body - BODY1 )) -eq 3 ] &&
+  pass "stories260K shape, CUDA --small-layer-tails: $BODY1 kernels a 1-layer step (3 fewer), $PER_LAYER per layer" ||
+  fail "stories260K shape, CUDA --small-layer-tails: $BODY1 kernels a 1-layer step (expected $plain_body - 3), $PER_LAYER per layer (expected $fused)"
 [ "$fused" -ge 1 ] && [ "$fused" -le 2 ] && pass "stories260K shape, CUDA: $fused kernels per layer (<= 2)" \
   || fail "stories260K shape, CUDA: $fused kernels per layer (expected 1..2)"
 per_layer_kernels "--chain-small-layers=0" "stories260K shape, CUDA --chain-small-layers=0"

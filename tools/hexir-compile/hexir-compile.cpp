@@ -61,6 +61,13 @@ static cl::opt<bool> chainSmallLayers(
              "and join the group before them (a layer's FFN and the next layer's norm + q/k/v) "
              "(default: on; =0: off)"),
     cl::init(true));
+static cl::opt<bool> smallLayerTails(
+    "small-layer-tails",
+    cl::desc("with --chain-small-layers, groups also take their tails: ops of no group reading "
+             "them, elementwise or one-point reductions (an argmax's in-place updates of the "
+             "ids, decode state and stop flag: one kernel instead of four) (default: off, not "
+             "yet measured on a GPU: passes/dispatch/fusion/README.md)"),
+    cl::init(false));
 static cl::opt<bool> siblingProjections(
     "sibling-projections",
     cl::desc("CUDA-only modules: projections of one vector (a llama layer's q, k and v + its "
@@ -261,6 +268,7 @@ int main(int argc, char** argv) {
   options.small_reduction_extent = smallReductionExtent;
   options.norm_pair_extent = normPairExtent;
   options.chain_small_layers = chainSmallLayers;
+  options.small_layer_tails = smallLayerTails;
   options.sibling_projections = siblingProjections;
   options.cast_matmul_activations = cudaMatmulActivations == MatmulActivations::kWeights;
   options.select_branches = !noBranchSelection;

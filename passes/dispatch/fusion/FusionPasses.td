@@ -45,7 +45,9 @@ def GroupSmallProjections : Pass<"hexir-group-small-projections", "mlir::ModuleO
     norm too wide to recompute (no chain) still becomes one group of two members: its
     one-point reduction and the elementwise scaling reading it. With `chain-groups`, a group
     of the first kind that reads another one's results joins it where the union passes the
-    same rules (one kernel for a layer's FFN and the next layer's norm + q/k/v). Rule and
+    same rules (one kernel for a layer's FFN and the next layer's norm + q/k/v); with
+    `group-heads` and `group-tails` a group also takes the ungrouped ops it reads and those
+    reading it, each while the union passes them. Rule and
     cost model: passes/dispatch/fusion/README.md.
   }];
   let options = [
@@ -67,6 +69,11 @@ def GroupSmallProjections : Pass<"hexir-group-small-projections", "mlir::ModuleO
            "an op of no group whose result a group's member reads (the output projection and "
            "the residual add before an FFN's norm, an embedding row) joins that group when the "
            "union is still a valid group">,
+    Option<"groupTails", "group-tails", "bool", /*default=*/"false",
+           "an op of no group that reads a group's results, elementwise or a one-point "
+           "reduction, never a projection (the in-place updates of the ids, the decode state and "
+           "the stop flag after the argmax) joins that group when the union is still a valid "
+           "group">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }

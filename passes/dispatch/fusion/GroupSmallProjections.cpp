@@ -6,8 +6,9 @@
 // hexir-form-dispatch-regions forms into one region: one kernel that computes the norm once
 // (the copies are equal: the target's CSE merges them) and every op after it. With
 // max-norm-extent (CUDA), a norm too wide to copy becomes a group of its one-point sum and its
-// scaling ("small_layer.normK": one block instead of two kernels). Rule and cost model:
-// README.md beside this file.
+// scaling ("small_layer.normK": one block instead of two kernels). Groups then take their
+// heads (group-heads), their tails (group-tails) and chain (chain-groups). Rule and cost
+// model: README.md beside this file.
 #include <optional>
 #include <string>
 
@@ -75,6 +76,15 @@ bool IsTailContraction(Operation* op) {
          !op->hasAttr(kRecomputeInConsumerAttr) && Unmarked(op);
 }
 
+// A reduction into one point (every parallel loop of extent 1: a norm's sum of squares, an
+// argmax): nothing to spread over blocks.
+bool IsOnePointReduction(linalg::LinalgOp op) {
+  if (op.getNumReductionLoops() == 0) return false;
+  for (auto [n, kind] : llvm::zip(op.getStaticLoopRanges(), op.getIteratorTypesArray()))
+    if (kind == utils::IteratorType::parallel && n != 1) return false;
+  return true;
+}
+
 // hexir-form-dispatch-regions computes `e` inside its one consumer anyway (its element read by
 // at most 16 of the consumer's points, kMaxProducerRecompute there): a pair would save no
 // dispatch.
@@ -126,13 +136,26 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
       }
     if (groupHeads)
       for (SmallVector<Operation*>& g : groups) absorbProducers(rewriter, g);
-    if (chainGroups) chain(groups);
     if (maxNormExtent > 0) {
       int64_t pair = 0;
       getOperation().walk([&](linalg::GenericOp r) {
-        if (std::optional<SmallVector<Operation*>> members = normPairOf(r))
+        if (std::optional<SmallVector<Operation*>> members = normPairOf(r)) {
           markAs(rewriter, "norm" + std::to_string(pair++), *members);
+          if (groupTails) groups.push_back(*members);  // they take tails, then chain too
+        }
       });
+    }
+    // Each block's groups in block order: a group takes the ops reading it before a later
+    // group could, and chains with the group before it.
+    llvm::MapVector<Block*, SmallVector<SmallVector<Operation*>*>> byBlock;
+    for (SmallVector<Operation*>& g : groups) byBlock[g.front()->getBlock()].push_back(&g);
+    for (auto& [block, inBlock] : byBlock) {
+      llvm::sort(inBlock, [](const SmallVector<Operation*>* a, const SmallVector<Operation*>* b) {
+        return a->front()->isBeforeInBlock(b->front());
+      });
+      if (groupTails)
+        for (SmallVector<Operation*>* g : inBlock) absorbConsumers(rewriter, *g);
+      if (chainGroups) chainInBlock(inBlock);
     }
     UngroupedSelectsToRowInserts(rowSelects);
   }
@@ -192,10 +215,7 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
         r->getDiscardableAttrDictionary().size() != 0 || r->getResult(0).use_empty())
       return std::nullopt;
     std::optional<int64_t> work = StaticWork(r);
-    if (!work || *work > maxNormExtent) return std::nullopt;
-    SmallVector<int64_t> ranges = r.getStaticLoopRanges();
-    for (auto [n, kind] : llvm::zip(ranges, r.getIteratorTypesArray()))
-      if (kind == utils::IteratorType::parallel && n != 1) return std::nullopt;
+    if (!work || *work > maxNormExtent || !IsOnePointReduction(r)) return std::nullopt;
     llvm::SetVector<Operation*> members;
     members.insert(r);
     for (Operation* user : r->getUsers()) {
@@ -301,11 +321,8 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
   // member at a time, until none joins): its work then runs in the group's kernel, ahead of
   // the norm, instead of in a dispatch of its own. Named ops are generalized when they join.
   void absorbProducers(IRRewriter& rewriter, SmallVector<Operation*>& group) const {
-    llvm::SetVector<Operation*> members(group.begin(), group.end());
-    Attribute name = group.front()->getAttr(kDispatchGroupAttr);
     Block* block = group.front()->getBlock();
-    for (bool joined = true; joined;) {
-      joined = false;
+    absorb(rewriter, group, [&](const llvm::SetVector<Operation*>& members) {
       SmallVector<Operation*> candidates;
       for (Operation* m : members)
         for (Value operand : m->getOperands()) {
@@ -315,20 +332,59 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
               !p->hasAttr(kInPlaceAttr) && !llvm::is_contained(candidates, p))
             candidates.push_back(p);
         }
-      for (Operation* p : candidates) {
-        llvm::SetVector<Operation*> withP = members;
-        withP.insert(p);
-        if (!validGroup(withP, /*grouped=*/true)) continue;
-        if (!isa<linalg::GenericOp>(p)) {
-          rewriter.setInsertionPoint(p);
-          FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, cast<linalg::LinalgOp>(p));
-          if (failed(g)) continue;
-          p = *g;
+      return candidates;
+    });
+  }
+
+  // The tails of a group (group-tails): an op of no group that reads a member's result (also
+  // inside its body: a tensor.extract), an elementwise member kind, in place or not (the
+  // ids, decode state and stop flag a decode step updates in place), or a one-point
+  // reduction (a norm's sum; not a projection: its rows spread over many blocks in a kernel
+  // of their own, where the group's one block would read its whole weight after the
+  // programmatic wait), joins the group when the union is valid, one at a time in block
+  // order until none joins: its work then runs in the group's kernel after the group's own
+  // levels instead of in a dispatch of its own. Named ops are generalized when they join.
+  void absorbConsumers(IRRewriter& rewriter, SmallVector<Operation*>& group) const {
+    Block* block = group.front()->getBlock();
+    absorb(rewriter, group, [&](const llvm::SetVector<Operation*>& members) {
+      SmallVector<Operation*> candidates;
+      for (Operation* m : members)
+        for (Operation* user : m->getUsers()) {
+          Operation* c = block->findAncestorOpInBlock(*user);
+          if (c && !members.contains(c) && !c->hasAttr(kDispatchGroupAttr) &&
+              (IsElementwiseMember(c) ||
+               (IsTailContraction(c) && IsOnePointReduction(cast<linalg::LinalgOp>(c)))) &&
+              !llvm::is_contained(candidates, c))
+            candidates.push_back(c);
         }
-        p->setAttr(kDispatchGroupAttr, name);
-        members.insert(p);
+      llvm::sort(candidates, [](Operation* a, Operation* b) { return a->isBeforeInBlock(b); });
+      return candidates;
+    });
+  }
+
+  // Grows `group` by the first of `candidatesOf(members)` whose union with the members is
+  // valid, under the group's name, and looks again, until none joins. Named ops are
+  // generalized when they join.
+  template <typename CandidatesFn>
+  void absorb(IRRewriter& rewriter, SmallVector<Operation*>& group, CandidatesFn candidatesOf) const {
+    llvm::SetVector<Operation*> members(group.begin(), group.end());
+    Attribute name = group.front()->getAttr(kDispatchGroupAttr);
+    for (bool joined = true; joined;) {
+      joined = false;
+      for (Operation* c : candidatesOf(members)) {
+        llvm::SetVector<Operation*> withC = members;
+        withC.insert(c);
+        if (!validGroup(withC, /*grouped=*/true)) continue;
+        if (!isa<linalg::GenericOp>(c)) {
+          rewriter.setInsertionPoint(c);
+          FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, cast<linalg::LinalgOp>(c));
+          if (failed(g)) continue;
+          c = *g;
+        }
+        c->setAttr(kDispatchGroupAttr, name);
+        members.insert(c);
         joined = true;
-        break;  // the operands changed: look again
+        break;  // the members changed: look again
       }
     }
     group.assign(members.begin(), members.end());
@@ -341,20 +397,7 @@ class GroupSmallProjections : public impl::GroupSmallProjectionsBase<GroupSmallP
   // within the cost model, the temporaries within their bound, nothing outside reading a
   // member before the last). The levels of the union are those of the two, one after the
   // other, so a kernel runs both and a dispatch is saved at each layer boundary.
-  void chain(ArrayRef<SmallVector<Operation*>> groups) const {
-    // The groups of each block (blocks in the order their first group was marked), in
-    // block order.
-    llvm::MapVector<Block*, SmallVector<const SmallVector<Operation*>*>> byBlock;
-    for (const SmallVector<Operation*>& g : groups) byBlock[g.front()->getBlock()].push_back(&g);
-    for (auto& [block, inBlock] : byBlock) {
-      llvm::sort(inBlock, [](const SmallVector<Operation*>* a, const SmallVector<Operation*>* b) {
-        return a->front()->isBeforeInBlock(b->front());
-      });
-      chainInBlock(inBlock);
-    }
-  }
-
-  void chainInBlock(ArrayRef<const SmallVector<Operation*>*> ordered) const {
+  void chainInBlock(ArrayRef<SmallVector<Operation*>*> ordered) const {
     llvm::SetVector<Operation*> current;
     for (const SmallVector<Operation*>* group : ordered) {
       bool reads = !current.empty() && llvm::any_of(*group, [&](Operation* m) {

@@ -191,3 +191,86 @@ hexir.executable @norm_pair_768 attributes {hexir.dispatch_group = "small_layer"
     }
   }
 }
+
+// -----
+
+// The end of a decode step as one block (group-tails): the argmax, the ids row written at
+// the position the state holds, the state updated, the stop flag computed from the new
+// state. The ids row and the flag read the state through loads in their bodies (tensor
+// extracts): a barrier orders the ids row's read of the position before the state's update,
+// and another the update before the flag's read (without them thread 0 would read the
+// position or the count while threads 1-4 rewrite them).
+// LOWER-LABEL: hexir.executable @decode_tail
+// LOWER:         llvm.func internal @decode_tail_impl
+// LOWER:           llvm.getelementptr inbounds|nuw %[[STATE:arg[0-9]+]][1] : (!llvm.ptr) -> !llvm.ptr, i64
+// LOWER:           llvm.store
+// LOWER:           nvvm.barrier0
+// LOWER:           llvm.getelementptr inbounds|nuw %[[STATE]][
+// LOWER:           llvm.store
+// LOWER:           nvvm.barrier0
+// LOWER:           llvm.load %[[STATE]] : !llvm.ptr -> i64
+// LOWER:           llvm.return
+#tid = affine_map<(d) -> (d)>
+#tall = affine_map<(d) -> ()>
+#ts0 = affine_map<() -> ()>
+hexir.executable @decode_tail attributes {hexir.dispatch_group = "small_layer"} {
+  builtin.module {
+    func.func @decode_tail(%logits: tensor<64xf32>, %ids: tensor<8xi64>, %state: tensor<4xi64>, %flag: tensor<1xi32>) -> (tensor<8xi64>, tensor<4xi64>, tensor<1xi32>) {
+      %min = arith.constant -9223372036854775808 : i64
+      %em = tensor.empty() : tensor<i64>
+      %zm = linalg.fill ins(%min : i64) outs(%em : tensor<i64>) -> tensor<i64>
+      %best = linalg.generic {indexing_maps = [#tid, #tall], iterator_types = ["reduction"]} ins(%logits : tensor<64xf32>) outs(%zm : tensor<i64>) {
+      ^bb0(%in: f32, %out: i64):
+        %i = linalg.index 0 : index
+        %bits = arith.bitcast %in : f32 to i32
+        %b64 = arith.extsi %bits : i32 to i64
+        %c32 = arith.constant 32 : i64
+        %hi = arith.shli %b64, %c32 : i64
+        %i64 = arith.index_cast %i : index to i64
+        %mask = arith.constant 4294967295 : i64
+        %lo = arith.subi %mask, %i64 : i64
+        %p = arith.ori %hi, %lo : i64
+        %mx = arith.maxsi %out, %p : i64
+        linalg.yield %mx : i64
+      } -> tensor<i64>
+      %ei = tensor.empty() : tensor<i64>
+      %id = linalg.generic {indexing_maps = [#ts0, #ts0], iterator_types = []} ins(%best : tensor<i64>) outs(%ei : tensor<i64>) {
+      ^bb0(%in: i64, %out: i64):
+        %mask = arith.constant 4294967295 : i64
+        %lo = arith.andi %in, %mask : i64
+        %t = arith.subi %mask, %lo : i64
+        linalg.yield %t : i64
+      } -> tensor<i64>
+      %ids2 = linalg.generic {indexing_maps = [#tall, #tid], iterator_types = ["parallel"]} ins(%id : tensor<i64>) outs(%ids : tensor<8xi64>) {
+      ^bb0(%in: i64, %out: i64):
+        %i = linalg.index 0 : index
+        %i64 = arith.index_cast %i : index to i64
+        %c1 = arith.constant 1 : index
+        %pos = tensor.extract %state[%c1] : tensor<4xi64>
+        %here = arith.cmpi eq, %i64, %pos : i64
+        %v = arith.select %here, %in, %out : i64
+        linalg.yield %v : i64
+      } -> tensor<8xi64>
+      %state2 = linalg.generic {indexing_maps = [#tall, #tid], iterator_types = ["parallel"]} ins(%id : tensor<i64>) outs(%state : tensor<4xi64>) {
+      ^bb0(%in: i64, %out: i64):
+        %i = linalg.index 0 : index
+        %one = arith.constant 1 : i64
+        %next = arith.addi %out, %one : i64
+        %c2 = arith.constant 2 : index
+        %is_id = arith.cmpi eq, %i, %c2 : index
+        %v = arith.select %is_id, %in, %next : i64
+        linalg.yield %v : i64
+      } -> tensor<4xi64>
+      %flag2 = linalg.generic {indexing_maps = [#tid], iterator_types = ["parallel"]} outs(%flag : tensor<1xi32>) {
+      ^bb0(%out: i32):
+        %c0 = arith.constant 0 : index
+        %n = tensor.extract %state2[%c0] : tensor<4xi64>
+        %limit = arith.constant 8 : i64
+        %go = arith.cmpi slt, %n, %limit : i64
+        %v = arith.extui %go : i1 to i32
+        linalg.yield %v : i32
+      } -> tensor<1xi32>
+      return %ids2, %state2, %flag2 : tensor<8xi64>, tensor<4xi64>, tensor<1xi32>
+    }
+  }
+}
