@@ -178,25 +178,26 @@ class OutlineDispatchRegions
     auto ret = cast<func::ReturnOp>(entry->getTerminator());
     // In-place updates (passes/dispatch/InPlaceUpdates.h): the result is the destination
     // capture's buffer, so the kernel updates its output argument, which the host binds to
-    // that same buffer; the capture itself goes unused in the kernel but by ops after the
-    // update.
+    // that same buffer. Ops before the update that read the capture (a group's member
+    // reading the state another member then updates) read that same buffer before the
+    // update: through the output argument too, so the kernel's codegen sees one buffer read,
+    // then written. The capture goes unused in the kernel but by ops after the update.
+    auto updateInOutput = [&](Operation* update, BlockArgument capture, Value output) {
+      capture.replaceUsesWithIf(output, [&](OpOperand& use) {
+        Operation* top = entry->findAncestorOpInBlock(*use.getOwner());
+        return top && (top == update || top->isBeforeInBlock(update));
+      });
+    };
     SmallVector<int64_t> tied(numResults, -1);
     for (unsigned i = 0; i < numResults; ++i) {
+      Value output = entry->getArgument(numTensors + i);
       // A generic updating its init in place (CanUpdateInitInPlace): computed in the output
       // argument, which the host binds to the init capture's buffer.
       if (auto g = ret.getOperand(i).getDefiningOp<linalg::GenericOp>(); g && g->hasAttr(kInPlaceAttr)) {
         auto init = dyn_cast<BlockArgument>(g.getDpsInitOperand(0)->get());
         if (init && init.getOwner() == entry && init.getArgNumber() < numTensors) {
           tied[i] = init.getArgNumber();
-          Value output = entry->getArgument(numTensors + i);
-          g.getDpsInitOperand(0)->set(output);
-          // Ops before `g` that read the capture (a group's member reading the state another
-          // member then updates) read that same buffer before the update: through the
-          // output argument too, so the kernel's codegen sees one buffer read, then written.
-          init.replaceUsesWithIf(output, [&](OpOperand& use) {
-            Operation* top = entry->findAncestorOpInBlock(*use.getOwner());
-            return top && top->isBeforeInBlock(g);
-          });
+          updateInOutput(g, init, output);
           g->removeAttr(kInPlaceAttr);
           continue;
         }
@@ -206,7 +207,7 @@ class OutlineDispatchRegions
         auto dest = dyn_cast<BlockArgument>(insert.getDest());
         if (dest && dest.getOwner() == entry && dest.getArgNumber() < numTensors) {
           tied[i] = dest.getArgNumber();
-          insert.getDestMutable().assign(entry->getArgument(numTensors + i));
+          updateInOutput(insert, dest, output);
           continue;
         }
       }

@@ -1,6 +1,10 @@
 // RUN: hexir-opt %s -split-input-file --hexir-fuse-small-reductions --hexir-group-small-projections="max-work=1024 max-norm-extent=1024 group-tails=true" --hexir-form-dispatch-regions | FileCheck %s
 // RUN: hexir-opt %s -split-input-file --hexir-fuse-small-reductions --hexir-group-small-projections="max-work=1024 max-norm-extent=1024 group-tails=false" --hexir-form-dispatch-regions | FileCheck %s --check-prefix=OFF
 // RUN: hexir-opt %s -split-input-file --hexir-fuse-small-reductions --hexir-group-small-projections="max-work=1024 group-tails=true" --hexir-form-dispatch-regions | FileCheck %s --check-prefix=NOPAIR
+// RUN: not hexir-opt %s --hexir-group-small-projections="group-tails=maybe" 2>&1 | FileCheck %s --check-prefix=BADOPT
+// RUN: not hexir-compile %s --target=cuda --small-layer-tails=maybe -o %t.vmfb 2>&1 | FileCheck %s --check-prefix=BADFLAG
+// BADOPT: for the --group-tails option: 'maybe' is invalid value for boolean argument
+// BADFLAG: hexir-compile: for the --small-layer-tails option: 'maybe' is invalid value for boolean argument
 
 // hexir-group-small-projections' group-tails (passes/dispatch/fusion/README.md): the end of a
 // greedy decode step after its last FFN. The FFN (norm, w1/w3, SiLU * mul, w2, residual) is
