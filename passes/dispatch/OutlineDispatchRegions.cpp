@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "passes/Passes.h"
@@ -181,11 +182,27 @@ class OutlineDispatchRegions
     // that same buffer. Ops before the update that read the capture (a group's member
     // reading the state another member then updates) read that same buffer before the
     // update: through the output argument too, so the kernel's codegen sees one buffer read,
-    // then written. The capture goes unused in the kernel but by ops after the update.
+    // then written. The capture goes unused in the kernel but by ops after the update, and
+    // by the one exception below.
+    // Exception: an insert_slice overwriting the whole capture with an elementwise generic
+    // that reads the capture at the index it writes (x = x * 0.5 + 1 in a loop): each point
+    // reads its element before writing it, and bufferization can compute the generic straight
+    // into the output only while its input is another argument.
+    auto sameIndexSource = [&](Operation* update, OpOperand& use) {
+      auto insert = dyn_cast<tensor::InsertSliceOp>(update);
+      auto g = dyn_cast<linalg::GenericOp>(use.getOwner());
+      if (!insert || !g || g->getNumResults() != 1 || insert.getSource() != g->getResult(0) ||
+          insert.getSourceType() != insert.getDestType() || !insert.getSourceType().hasStaticShape() ||
+          !insert.hasUnitStride() || !g.isDpsInput(&use) ||
+          g.getNumReductionLoops() != 0 || !g.getMatchingIndexingMap(&use).isIdentity() ||
+          !g.getMatchingIndexingMap(g.getDpsInitOperand(0)).isIdentity())
+        return false;
+      return llvm::all_of(insert.getMixedOffsets(), [](OpFoldResult o) { return isConstantIntValue(o, 0); });
+    };
     auto updateInOutput = [&](Operation* update, BlockArgument capture, Value output) {
       capture.replaceUsesWithIf(output, [&](OpOperand& use) {
         Operation* top = entry->findAncestorOpInBlock(*use.getOwner());
-        return top && (top == update || top->isBeforeInBlock(update));
+        return top && (top == update || (top->isBeforeInBlock(update) && !sameIndexSource(update, use)));
       });
     };
     SmallVector<int64_t> tied(numResults, -1);

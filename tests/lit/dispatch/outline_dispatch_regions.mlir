@@ -88,3 +88,51 @@ func.func @identity_tail(%a: tensor<1x12xf32>, %s: tensor<1x1xf32>) -> tensor<1x
   }
   return %0 : tensor<1x12xf32>
 }
+
+// -----
+
+// In-place insert_slice updates: the kernel writes its output argument (tied to the capture).
+// A whole overwrite by an elementwise generic reading the capture at the index it writes
+// keeps reading the capture argument (bufferization computes it straight into the output);
+// an op before the update reading other elements (the position read before a row write)
+// reads the same buffer through the output argument.
+// CHECK-LABEL: func.func @whole_dispatch_0(
+// CHECK-SAME:    %[[X:[a-z0-9]+]]: tensor<4xf32>, %[[OUT:[a-z0-9]+]]: tensor<4xf32>)
+// CHECK:         %[[G:.+]] = linalg.generic {{.*}} ins(%[[X]] : tensor<4xf32>)
+// CHECK:         tensor.insert_slice %[[G]] into %[[OUT]][0] [4] [1]
+// CHECK-LABEL: func.func @whole(
+// CHECK:         hexir.dispatch @whole_dispatch_0(%arg0) {hexir.tied_operands = array<i64: 0>}
+#id = affine_map<(d0) -> (d0)>
+func.func @whole(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = hexir.dispatch_region -> (tensor<4xf32>) {
+    %e = tensor.empty() : tensor<4xf32>
+    %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+        ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %h = arith.constant 0.5 : f32
+      %m = arith.mulf %a, %h : f32
+      linalg.yield %m : f32
+    } -> tensor<4xf32>
+    %u = tensor.insert_slice %g into %x[0] [4] [1] {hexir.in_place} : tensor<4xf32> into tensor<4xf32>
+    hexir.yield %u : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @row_dispatch_0(
+// CHECK-SAME:    %[[C:[a-z0-9]+]]: tensor<4x2xf32>, %{{[a-z0-9]+}}: tensor<1x2xf32>, %[[OUT:[a-z0-9]+]]: tensor<4x2xf32>)
+// CHECK:         tensor.extract %[[OUT]]
+// CHECK:         tensor.insert_slice {{.*}} into %[[OUT]]
+func.func @row(%c: tensor<4x2xf32>, %r: tensor<1x2xf32>) -> tensor<4x2xf32> {
+  %0 = hexir.dispatch_region -> (tensor<4x2xf32>) {
+    %i0 = arith.constant 0 : index
+    %v = tensor.extract %c[%i0, %i0] : tensor<4x2xf32>
+    %p = arith.fptosi %v : f32 to i64
+    %i = arith.index_cast %p : i64 to index
+    %u = tensor.insert_slice %r into %c[%i, 0] [1, 2] [1, 1] {hexir.in_place} : tensor<1x2xf32> into tensor<4x2xf32>
+    hexir.yield %u : tensor<4x2xf32>
+  }
+  return %0 : tensor<4x2xf32>
+}
