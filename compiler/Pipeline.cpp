@@ -162,6 +162,10 @@ bool OnlyCuda(const CompileOptions& options) {
     if (kind != "cuda") return false;
   return true;
 }
+// The widest norm CUDA's quantized GEMV recomputes by default (CompileOptions::
+// block_matvec_norm_extent): 0 until measured on a GPU.
+constexpr int64_t kDefaultBlockMatvecNormExtent = 0;
+
 int64_t SmallReductionExtent(const CompileOptions& options) {
   return options.small_reduction_extent >= 0 ? options.small_reduction_extent : 256;
 }
@@ -214,7 +218,14 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   if (int64_t extent = SmallReductionExtent(options); options.fuse_elementwise && extent > 0) {
     // With a CUDA device only what its codegen spreads over threads (a warp per output row
     // recomputing the norm's sum, passes/codegen/CUDAWholeReductions.h).
-    pm.addPass(hexir::createFuseSmallReductions(FuseSmallReductionsOptions{extent, !OnlyCpu(options)}));
+    // With CUDA devices only, block-format matvecs (quantized GEMVs) recompute wider norms:
+    // x is staged once per block of threads, the norm's sum first (passes/codegen/
+    // CUDAQuantizedGemv.h).
+    FuseSmallReductionsOptions fuse{extent, !OnlyCpu(options)};
+    if (OnlyCuda(options))
+      fuse.maxBlockMatvecExtent =
+          options.block_matvec_norm_extent >= 0 ? options.block_matvec_norm_extent : kDefaultBlockMatvecNormExtent;
+    pm.addPass(hexir::createFuseSmallReductions(fuse));
     // The CPU runs a kernel of less work than its least work per workgroup as one
     // workgroup anyway: q/k/v (w1/w3) after one norm become one such kernel; the groups also
     // take their heads (wo + residual) and chain (a layer's FFN with the next layer's norm +

@@ -32,6 +32,11 @@ struct CompileOptions {
   // elementwise op reading it (RMSNorm) are recomputed inside each contraction reading them
   // (one dispatch per projection); 0: off; -1: the targets' default (256).
   int64_t small_reduction_extent = -1;
+  // CUDA-only modules: a norm of at most this many elements read by GGUF block-format matvecs
+  // is recomputed inside each of them (the quantized GEMV stages x once per block of threads,
+  // the norm's sum first): hexir-fuse-small-reductions' max-block-matvec-extent; 0: off; -1:
+  // the default (kDefaultBlockMatvecNormExtent in Pipeline.cpp).
+  int64_t block_matvec_norm_extent = -1;
   // CUDA-only modules: a norm too wide to recompute whose sum and scaling have at most this many
   // iterations each is one kernel (one block) instead of two (hexir-group-small-projections'
   // max-norm-extent); 0: off; -1: the default (16384).

@@ -23,6 +23,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/Support/CommandLine.h"
 #include "passes/codegen/CUDABlockMatvec.h"
+#include "passes/codegen/CUDABlockSum.h"
 #include "passes/codegen/CUDAColumnReduce.h"
 #include "passes/codegen/CUDAGemvDecode.h"
 #include "passes/codegen/CUDAPasses.h"
@@ -65,10 +66,20 @@ struct Matvec {
   Value acc() { return gemv.getDpsInitOperand(0)->get(); }
 };
 
+// A whole sum over [K] that the prologue reads (a norm's sum of squares, recomputed here:
+// hexir-fuse-small-reductions): init + sum_k term(inputs[k]), its inputs [K] kernel arguments.
+struct WholeSum {
+  linalg::GenericOp sum;
+  arith::AddFOp combine;  // acc + term in its body
+  Value init;             // the scalar its accumulator is filled with
+  Value result;           // what the prologue reads: the rank-0 result (tensor form) or buffer
+};
+
 // What the kernel holds, in tensor or buffer form.
 struct Roles : Matvec {
   Value x;                          // gemv's input [blocks][B]
   SmallVector<linalg::GenericOp> prologue;  // elementwise producers of x over [K], in order
+  SmallVector<WholeSum> wholeSums;  // read by the prologue, computed first (EmitBlockSum)
   // The sibling (hexir-form-dispatch-regions' fuse-sibling-reductions: w1 beside w3): a
   // second block matvec of x, its W of the same shape, read only by the first consumer.
   std::optional<Matvec> sibling;
@@ -202,6 +213,55 @@ Value IsRowWrite(Operation* op, Value value, int64_t rows, Block& entry) {
   return Value();
 }
 
+// The whole sum computing `value` (rank 0) ahead of `reader` (buffer form: the last generic
+// before it writing that buffer): one reduction loop over [k], inputs [k] kernel arguments
+// read through identity maps, a body acc + term (term not reading acc, no reads, no index),
+// its accumulator filled with a kernel argument or a constant. Null `sum` otherwise.
+WholeSum MatchWholeSum(Value value, Operation* reader, int64_t k, Block& entry, bool buffers) {
+  WholeSum w;
+  linalg::GenericOp g;
+  if (!buffers) {
+    g = value.getDefiningOp<linalg::GenericOp>();
+  } else {
+    for (Operation* op = reader->getPrevNode(); op && !g; op = op->getPrevNode())
+      if (auto candidate = dyn_cast<linalg::GenericOp>(op);
+          candidate && candidate.getNumDpsInits() == 1 && candidate.getDpsInitOperand(0)->get() == value)
+        g = candidate;
+  }
+  if (!g || g.getNumDpsInits() != 1 || g.getNumLoops() != 1 || g.getNumReductionLoops() != 1 || g.getNumDpsInputs() == 0)
+    return w;
+  if (g.getStaticLoopRanges()[0] != k || cast<ShapedType>(g.getDpsInitOperand(0)->get().getType()).getRank() != 0)
+    return w;
+  for (OpOperand* in : g.getDpsInputOperands()) {
+    auto arg = dyn_cast<BlockArgument>(in->get());
+    auto t = cast<ShapedType>(in->get().getType());
+    if (!arg || arg.getOwner() != &entry || t.getRank() != 1 || !t.getElementType().isF32() ||
+        !g.getMatchingIndexingMap(in).isIdentity())
+      return w;
+  }
+  Block* body = g.getBlock();
+  BlockArgument acc = body->getArguments().back();
+  auto combine = body->getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!combine || !acc.hasOneUse() || (combine.getLhs() != acc && combine.getRhs() != acc) || !acc.getType().isF32())
+    return w;
+  bool other = false;
+  body->walk([&](Operation* op) { other |= IsRead(op) || isa<linalg::IndexOp>(op) || !isPure(op); });
+  if (other || !OnlyConstantsAndArguments(g.getRegion(), entry)) return w;
+  linalg::FillOp fill;
+  if (!buffers) {
+    fill = g.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
+  } else {
+    for (Operation* op = g->getPrevNode(); op && !fill; op = op->getPrevNode())
+      if (auto f = dyn_cast<linalg::FillOp>(op); f && f.getDpsInitOperand(0)->get() == value) fill = f;
+  }
+  if (!fill) return w;
+  Value init = fill.getInputs()[0];
+  if (auto arg = dyn_cast<BlockArgument>(init); !(arg && arg.getOwner() == &entry) && !matchPattern(init, m_Constant()))
+    return w;
+  w.sum = g, w.combine = combine, w.init = init, w.result = value;
+  return w;
+}
+
 FailureOr<Roles> FindRoles(func::FuncOp kernel, std::string* why) {
   auto fail = [&](const char* reason) -> FailureOr<Roles> {
     *why = reason;
@@ -250,8 +310,17 @@ FailureOr<Roles> FindRoles(func::FuncOp kernel, std::string* why) {
     if (!producer || !IsPrologue(producer, k, entry)) return fail("x is computed by other than elementwise ops");
     r.prologue.insert(r.prologue.begin(), producer);
     SmallVector<Value> computed;
-    for (Value in : producer.getDpsInputs())
-      if (!isArgument(in)) computed.push_back(in);
+    for (Value in : producer.getDpsInputs()) {
+      if (isArgument(in)) continue;
+      if (cast<ShapedType>(in.getType()).getRank() == 0) {  // a norm's sum, recomputed here
+        if (llvm::any_of(r.wholeSums, [&](const WholeSum& w) { return w.result == in; })) continue;
+        if (WholeSum w = MatchWholeSum(in, producer, k, entry, buffers); w.sum) {
+          r.wholeSums.push_back(w);
+          continue;
+        }
+      }
+      computed.push_back(in);
+    }
     if (computed.size() > 1) return fail("x's producer reads two computed values");
     if (computed.empty()) break;
     xSource = computed.front();
@@ -350,7 +419,8 @@ FailureOr<Roles> FindRoles(func::FuncOp kernel, std::string* why) {
     for (Operation& op : entry)
       if (auto g = dyn_cast<linalg::GenericOp>(op);
           g && g != r.gemv && !(r.sibling && g == r.sibling->gemv) && !llvm::is_contained(r.epilogue, g) &&
-          !llvm::is_contained(r.prologue, g))
+          !llvm::is_contained(r.prologue, g) &&
+          llvm::none_of(r.wholeSums, [&](const WholeSum& w) { return w.sum == g; }))
         return fail("the kernel computes something else");
   }
   r.result = current;
@@ -433,6 +503,31 @@ void ChooseWarps(QuantizedGemv& s) {
   s.warps = best;
 }
 
+namespace {
+// Sets s.groupBlocks and s.align from its rows, blocks and block size; the reason none fits,
+// or null.
+const char* ChooseGroup(QuantizedGemv& s) {
+  s.groupBlocks = 0;
+  for (int64_t g : {8, 4, 2, 1})
+    if (s.blocks % g == 0 && g * s.blockBytes <= kMaxGemvGroupBytes &&
+        g * s.blockValues <= (g == 1 ? kMaxGemvGroupValues : kMaxGemvGroupValuesOfBlocks)) {
+      s.groupBlocks = g;
+      break;
+    }
+  if (s.groupBlocks == 0) return "no group of blocks fits";
+  const int64_t rowBytes = s.blocks * s.blockBytes;
+  for (s.align = 16; s.align > 1 && (s.groupBytes() % s.align || rowBytes % s.align);) s.align /= 2;
+  if (s.groupBytes() / s.align > kMaxGemvGroupLoads) return "too many loads a group";
+  return nullptr;
+}
+}  // namespace
+
+bool QuantizedGemvTakes(int64_t blocks, int64_t blockValues, int64_t blockBytes) {
+  QuantizedGemv s;
+  s.blocks = blocks, s.blockValues = blockValues, s.blockBytes = blockBytes;
+  return blocks > 0 && !ChooseGroup(s) && s.sharedBytes() <= kMaxGemvSharedBytes;
+}
+
 std::optional<QuantizedGemv> MatchQuantizedGemv(func::FuncOp kernel) {
   bool marked = false;
   kernel.walk([&](linalg::GenericOp g) { marked |= IsOneRowBlockMatvec(g); });
@@ -452,16 +547,7 @@ std::optional<QuantizedGemv> MatchQuantizedGemv(func::FuncOp kernel) {
   s.blockValues = xType.getDimSize(1);
   const int64_t rowBytes = wType.getDimSize(1);
   s.blockBytes = rowBytes / s.blocks;
-  s.groupBlocks = 0;
-  for (int64_t g : {8, 4, 2, 1})
-    if (s.blocks % g == 0 && g * s.blockBytes <= kMaxGemvGroupBytes &&
-        g * s.blockValues <= (g == 1 ? kMaxGemvGroupValues : kMaxGemvGroupValuesOfBlocks)) {
-      s.groupBlocks = g;
-      break;
-    }
-  if (s.groupBlocks == 0) return refuse("no group of blocks fits");
-  for (s.align = 16; s.align > 1 && (s.groupBytes() % s.align || rowBytes % s.align);) s.align /= 2;
-  if (s.groupBytes() / s.align > kMaxGemvGroupLoads) return refuse("too many loads a group");
+  if (const char* why = ChooseGroup(s)) return refuse(why);
   if (!r->prologue.empty() && !s.stagesX()) return refuse("x too long for shared memory");
   if (!GroupOffsets(*r, s, &why)) return refuse("byte offsets are not the group start plus a constant (" + why + ")");
   if (r->sibling && !GroupOffsets(*r->sibling, s, &why))
@@ -711,7 +797,9 @@ class GemvBuilder {
     IRMapping m;
     for (auto [i, in] : llvm::enumerate(g.getDpsInputs())) {
       Value element = value;
-      if (other && in == other) {
+      if (Value sum = wholeSums.lookup(in)) {
+        element = sum;
+      } else if (other && in == other) {
         element = otherValue;
       } else if (in != previous) {
         SmallVector<Value> indices;
@@ -753,6 +841,39 @@ class GemvBuilder {
     memref::StoreOp::create(b, loc, value, r.result, ValueRange{row});
   }
 
+  // Each whole sum's total (EmitBlockSum), by the value the prologue reads.
+  void computeWholeSums(func::FuncOp kernel, Value tid) {
+    const int64_t K = s.blocks * s.blockValues;
+    for (WholeSum& w : r.wholeSums) {
+      Block* body = w.sum.getBlock();
+      Value term = w.combine.getLhs() == body->getArguments().back() ? w.combine.getRhs() : w.combine.getLhs();
+      auto load = [&](Value at) {
+        SmallVector<Value> values;
+        for (Value in : w.sum.getDpsInputs()) values.push_back(memref::LoadOp::create(b, loc, in, ValueRange{at}));
+        return values;
+      };
+      auto termOf = [&](ValueRange loaded) {
+        IRMapping m;
+        for (auto [arg, v] : llvm::zip(body->getArguments().drop_back(), loaded)) m.map(arg, v);
+        for (Operation& op : body->without_terminator()) {
+          if (&op == w.combine.getOperation()) continue;
+          for (Value operand : op.getOperands())
+            if (!m.contains(operand) && !isa<BlockArgument>(operand))
+              if (Attribute a; matchPattern(operand, m_Constant(&a))) m.map(operand, constant(a));
+          b.clone(op, m);
+        }
+        return m.lookup(term);
+      };
+      Value total = EmitBlockSum(b, loc, kernel, tid, s.threads(), K, load, termOf);
+      Value init = w.init;
+      if (Attribute a; matchPattern(init, m_Constant(&a))) init = constant(a);
+      wholeSums[w.result] = w.combine.getLhs() == body->getArguments().back()
+                                ? arith::AddFOp::create(b, loc, init, total).getResult()
+                                : arith::AddFOp::create(b, loc, total, init).getResult();
+    }
+  }
+
+  DenseMap<Value, Value> wholeSums;  // computeWholeSums' totals
   Value xShared;  // x staged in shared memory (padded: QuantizedGemv::sharedGroupStride), or null
   const Int8GemvFormat* int8Format = nullptr;  // where x is staged in 8 bits (s.int8X)
   OpBuilder& b;
@@ -825,6 +946,7 @@ LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
   Value firstRow = rowOf(Value());
   SmallVector<Value> firstLoads = k.loadGroups(loadRowOf(firstRow), firstGroup);
   const int64_t K = s.blocks * s.blockValues;
+  k.computeWholeSums(kernel, tid);  // a recomputed norm's sum, before x is staged through it
   if (s.int8X) {  // every thread quantizes 8-value pieces of x (CUDAQuantizedGemvInt8.h)
     auto name = r.gemv->getAttrOfType<StringAttr>(kBlockMatvecAttr);
     k.int8Format = name ? FindInt8GemvFormat(name.getValue(), s.blockValues, s.blockBytes) : nullptr;

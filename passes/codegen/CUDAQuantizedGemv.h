@@ -52,6 +52,11 @@
 // not cloned (the format's layout is CUDAQuantizedGemvInt8.h's); what differs from the f32
 // path is only the staging and a group's sum. The result is W x^, x^ the quantized x (as
 // llama.cpp's MMVQ computes it).
+// A recomputed norm (hexir-fuse-small-reductions' max-block-matvec-extent): x computed by the
+// prologue from a whole sum over [K] of kernel arguments (RMSNorm's sum of squares, acc +
+// term) is staged after each block sums it (CUDABlockSum.h: a thread's 8 steps' loads, a warp
+// butterfly, the warps' sums through shared memory, one barrier; every thread then holds the
+// same total), so a block computes the norm once where the warp kernels recompute it per warp.
 // Siblings: a second marked generic of the same x, weight shape and format after the first
 // (hexir-form-dispatch-regions' fuse-sibling-reductions: a llama layer's w3 beside w1), read
 // only by the first consumer (SiLU(w1 x) * w3 x): each lane loads the group of both rows
@@ -131,7 +136,8 @@ inline constexpr char kQuantizedGemvAttr[] = "hexir.cuda.quantized_gemv";
 // The launch of `kernel` (tensor form, before distribution) when it is the computation above
 // and nothing else: the marked generic (and maybe its sibling, above) with one input x ([blocks][B] f32, a kernel argument
 // or a reshape of one, or of the result of elementwise generics over [K] reading kernel
-// arguments ([K] or rank 0) and at most one earlier such result, K x 4 bytes within
+// arguments ([K] or rank 0, or a whole sum over [K] of [K] kernel arguments, above) and at
+// most one earlier such result, K x 4 bytes within
 // kMaxGemvSharedBytes), every byte read from one i8 [N][row bytes] kernel argument at row n
 // and an offset that is a function of (b, j) alone, an init filled with a scalar, static
 // shapes; then zero or more elementwise generics over [N] (identity maps, no reads in their
@@ -144,6 +150,13 @@ inline constexpr char kQuantizedGemvAttr[] = "hexir.cuda.quantized_gemv";
 // kMaxGemvGroupLoads loads a group. Lanes: the groups per row rounded up to a power of two,
 // at most 32; warps per block: ChooseWarps. nullopt (nothing changed) otherwise.
 std::optional<QuantizedGemv> MatchQuantizedGemv(mlir::func::FuncOp kernel);
+
+// Whether the kernel takes a one-row block matvec whose rows are `blocks` blocks of
+// `blockValues` values in `blockBytes` bytes with x staged in shared memory (f32: the larger
+// of the two stagings): a group fits (every GGUF format but q6_k) and x within
+// kMaxGemvSharedBytes. hexir-fuse-small-reductions asks before it recomputes a norm inside
+// one (what MatchQuantizedGemv then refuses would run on one thread).
+bool QuantizedGemvTakes(int64_t blocks, int64_t blockValues, int64_t blockBytes);
 
 // Chooses `s.warps` and `s.passes` (its other fields set): where x is staged in shared
 // memory, the warps a block (8 or 4; 8, 4, 2 or 1 where 4 warps make fewer than 132 / 4

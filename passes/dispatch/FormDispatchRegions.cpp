@@ -59,10 +59,24 @@ constexpr int64_t kMaxProducerRecompute = 16;
 
 // A copy hexir-fuse-small-reductions made for its one consumer: computed inside that
 // consumer's dispatch, whatever it is (a reduction too): that pass judged the recomputation.
+// (A block matvec's copy reaches it through its own reshape to [blocks][B]: the reshape comes
+// in with it, ReshapeOfRecomputed.)
 bool isMarkedForRecompute(linalg::GenericOp g) {
   if (g->getNumResults() != 1 || !g->hasOneUse()) return false;
   Operation* user = *g->getUsers().begin();
+  if (auto reshape = dyn_cast<tensor::ExpandShapeOp>(user); reshape && reshape->hasOneUse()) {
+    if (reshape->getBlock() != g->getBlock()) return false;
+    user = *reshape->getUsers().begin();
+  }
   return isa<linalg::LinalgOp>(user) && user->getBlock() == g->getBlock();
+}
+
+// The static reshape of a recompute copy into its one consumer (above), else null.
+tensor::ExpandShapeOp ReshapeOfRecomputed(Operation* op) {
+  auto reshape = dyn_cast_or_null<tensor::ExpandShapeOp>(op);
+  if (!reshape || !reshape->hasOneUse() || !reshape.getResultType().hasStaticShape()) return {};
+  auto g = reshape.getSrc().getDefiningOp<linalg::GenericOp>();
+  return g && g->hasAttr(kRecomputeInConsumerAttr) && isMarkedForRecompute(g) ? reshape : tensor::ExpandShapeOp();
 }
 
 bool isElementwiseGeneric(Operation* op) {
@@ -240,6 +254,18 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
 
  private:
   llvm::SmallPtrSet<Operation*, 8> fusedAway;  // roots erased by consumer fusion
+  // Recompute copies cloned into a region (their mark dropped there) -> the mark: the chain
+  // hexir-fuse-small-reductions copied them from.
+  llvm::DenseMap<Operation*, int64_t> recomputedCopies;
+
+  // The chain a recompute copy (outside a region, marked, or cloned into one) was copied
+  // from, else nullopt.
+  std::optional<int64_t> recomputeMark(Operation* op) const {
+    if (!op) return std::nullopt;
+    if (auto mark = op->getAttrOfType<IntegerAttr>(kRecomputeInConsumerAttr)) return mark.getInt();
+    if (auto it = recomputedCopies.find(op); it != recomputedCopies.end()) return it->second;
+    return std::nullopt;
+  }
 
   // A producer computed inside its consumer's dispatch, never a dispatch of its own.
   bool joinsConsumer(Operation* op) {
@@ -298,7 +324,16 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
     if (joinsConsumer(def)) {
       if (Value mapped = map.lookupOrNull(value)) return mapped;
       Operation* clone = cloneInto(b, def, map);
-      clone->removeAttr(kRecomputeInConsumerAttr);
+      if (auto mark = clone->getAttrOfType<IntegerAttr>(kRecomputeInConsumerAttr)) {
+        recomputedCopies[clone] = mark.getInt();
+        clone->removeAttr(kRecomputeInConsumerAttr);
+      }
+      map.map(value, clone->getResult(0));
+      return clone->getResult(0);
+    }
+    if (fuseElementwise && ReshapeOfRecomputed(def)) {
+      if (Value mapped = map.lookupOrNull(value)) return mapped;
+      Operation* clone = cloneInto(b, def, map);
       map.map(value, clone->getResult(0));
       return clone->getResult(0);
     }
@@ -423,11 +458,18 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
   // The input of `root` that `v` stands for: `v` itself, or a tensor.expand_shape of the same
   // value with the same reassociation (a block matvec's x is its own reshape of the vector);
   // null when none.
-  static Value rootInputFor(Value v, linalg::LinalgOp root) {
+  // Two copies of one recomputed chain (hexir-fuse-small-reductions: w1's and w3's copies of
+  // the FFN's norm) stand for the same vector.
+  Value rootInputFor(Value v, linalg::LinalgOp root) const {
+    auto sameSource = [&](Value a, Value b) {
+      if (a == b) return true;
+      std::optional<int64_t> ma = recomputeMark(a.getDefiningOp()), mb = recomputeMark(b.getDefiningOp());
+      return ma && mb && *ma == *mb && a.getType() == b.getType();
+    };
     auto same = [&](Value w) {
       if (v == w) return true;
       auto ev = v.getDefiningOp<tensor::ExpandShapeOp>(), ew = w.getDefiningOp<tensor::ExpandShapeOp>();
-      return ev && ew && v.getType() == w.getType() && ev.getSrc() == ew.getSrc() &&
+      return ev && ew && v.getType() == w.getType() && sameSource(ev.getSrc(), ew.getSrc()) &&
              ev.getReassociationIndices() == ew.getReassociationIndices();
     };
     for (Value w : root.getDpsInputs())
@@ -481,9 +523,12 @@ class FormDispatchRegions : public impl::FormDispatchRegionsBase<FormDispatchReg
       return false;
     // Both read only what is computed before the region (or a fill): a recomputed norm chain
     // (hexir-fuse-small-reductions) in front of either would leave the CUDA kernel with whole
-    // reductions beside two point reductions, which it does not distribute.
+    // reductions beside two point reductions, which it does not distribute; except block
+    // matvecs reading copies of one chain (the quantized GEMV stages the norm once for both).
     for (Operation& o : region->getRegion(0).front())
-      if (isa<linalg::LinalgOp>(o) && &o != root && !isa<linalg::FillOp>(o)) return false;
+      if (isa<linalg::LinalgOp>(o) && &o != root && !isa<linalg::FillOp>(o) &&
+          !(format && recomputedCopies.count(&o)))
+        return false;
     // (An operand read as the root's input is remapped to it in the clone.)
     for (Value operand : op->getOperands())
       if (!dom.properlyDominates(operand, region) && !isClonable(operand.getDefiningOp()) &&

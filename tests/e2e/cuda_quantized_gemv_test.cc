@@ -14,7 +14,8 @@
 // (several row passes a block, one-warp blocks, fewer or more lanes than groups). q6_k's
 // 210-byte blocks keep the generic kernel; the generic kernel (hexir-compile
 // --cuda-generic-block-matvec) is checked on the same cases, and the prompt's M-row form at
-// M = 1 and 5 on every format. Without a GPU the modules are
+// M = 1 and 5 on every format, and an RMSNorm recomputed inside the kernel (single and
+// siblings, CheckNormed). Without a GPU the modules are
 // compiled (code generation runs) and the test reports itself skipped.
 #include <catch2/catch.hpp>
 
@@ -350,6 +351,102 @@ TEST_CASE("sibling block matvecs with SiLU * up (w1, w3 in one kernel) match the
     CheckSiblings();
   } catch (const DeviceUnavailable& e) {
     std::printf("HEXIR_SKIPPED: sibling block matvecs: %s\n", e.reason.c_str());
+  }
+}
+
+// An RMSNorm recomputed inside the quantized GEMV (hexir-compile --block-matvec-norm-extent:
+// hexir-fuse-small-reductions copies the norm into each block matvec reading it; each block
+// of the kernel sums x's squares, CUDABlockSum.h, then stages the scaled x): a single matvec
+// and a w1/w3 sibling pair (SiLU * up) of every format the kernel takes (not q6_k), 131 rows
+// (prime) of K = 2048 (TinyLlama's dim) and 2304 (72 blocks, 9 super-blocks), against the
+// norm and the products in double. Where x is dotted in 8 bits, x^ is the reference's
+// quantization of its own f32 norm, and one rounding of x^ per row may fall the other way
+// (the kernel's f32 norm can differ in the last bit): that much is added to the bound.
+void CheckNormed() {
+  struct NormedCase {
+    const GgmlBlockInfo* format;
+    std::string function;
+    int64_t k;
+    bool sibling;
+    HostTensor w1, w3, x, g;
+  };
+  const int64_t n = 131;
+  unsigned seed = 3100;
+  std::vector<NormedCase> cases;
+  std::string source;
+  for (const GgmlBlockInfo& format : compiler::llama::kGgmlBlockInfos) {
+    const std::string name = format.name;
+    if (format.is_bf16() || name == "q6_k") continue;
+    for (int64_t k : {int64_t(2048), int64_t(2304)})
+      for (bool sibling : {false, true}) {
+        NormedCase c{&format, name + "_normed_" + std::to_string(k) + (sibling ? "_sibling" : ""), k, sibling,
+                     RandomBlocks(format, n, k, seed), RandomBlocks(format, n, k, seed + 1), RandomF32({k}, seed + 2),
+                     RandomF32({k}, seed + 3)};
+        seed += 4;
+        source += RmsNormedSource(sibling ? BlockMatvecSiblingSource(c.function, format, n, k)
+                                          : BlockMatvecSource(c.function, format, n, k),
+                                  k);
+        cases.push_back(std::move(c));
+      }
+  }
+  std::string module = CompileOrDie(source, "quantized_gemv_normed", "cuda", "--block-matvec-norm-extent=8192");
+  auto session = OpenOrDie(module, "cuda");
+  std::vector<double> values;
+  for (const NormedCase& c : cases) {
+    INFO(c.function);
+    std::vector<tools::HostValue> inputs = {Tensor(c.w1)};
+    if (c.sibling) inputs.push_back(Tensor(c.w3));
+    inputs.push_back(Tensor(c.x)), inputs.push_back(Tensor(c.g));
+    auto results = CallOrDie(*session, c.function, inputs);
+    REQUIRE(results.size() == 1);
+    const HostTensor& out = results[0].tensor;
+    REQUIRE(out.dims == std::vector<int64_t>{n});
+    // The norm in double, then as the kernel's f32 (what an 8-bit x quantizes).
+    double ss = 0;
+    for (int64_t j = 0; j < c.k; ++j) ss += double(F32(c.x)[j]) * F32(c.x)[j];
+    const double scale = 1 / std::sqrt(ss / double(c.k) + 1e-5);
+    std::vector<double> xn(c.k);
+    std::vector<float> xf(c.k);
+    for (int64_t j = 0; j < c.k; ++j) xn[j] = F32(c.g)[j] * (F32(c.x)[j] * scale), xf[j] = float(xn[j]);
+    const int64_t blocks = c.k / c.format->block_elements;
+    const bool quantized = TakesInt8X(*c.format, blocks);
+    const std::vector<double> xq = QuantizedX(xf.data(), c.k);
+    double dmax = 0;  // the largest 8-bit step of x^
+    for (int64_t j = 0; j < c.k; ++j) dmax = std::max(dmax, std::fabs(double(xf[j])) / 127);
+    values.resize(c.format->block_elements);
+    auto product = [&](const HostTensor& w, int64_t i, double* bound) {
+      double acc = 0, mag = 0, wmax = 0;
+      for (int64_t b = 0; b < blocks; ++b) {
+        DequantizeBlock(*c.format, &w.bytes[i * c.format->RowBytes(c.k) + b * c.format->block_bytes], values.data());
+        for (int64_t j = 0; j < c.format->block_elements; ++j) {
+          const int64_t at = b * c.format->block_elements + j;
+          const double p = values[j] * (quantized ? xq[at] : xn[at]);
+          acc += p, mag += std::fabs(p), wmax = std::max(wmax, std::fabs(values[j]));
+        }
+      }
+      *bound = 1e-5 * mag + 1e-6 + (quantized ? dmax * wmax : 0);
+      return acc;
+    };
+    for (int64_t i = 0; i < n; ++i) {
+      double da = 0, dc = 0;
+      const double a = product(c.w1, i, &da);
+      double expected = a, bound = da;
+      if (c.sibling) {
+        const double up = product(c.w3, i, &dc);
+        expected = a / (1 + std::exp(-a)) * up;
+        bound = 1.1 * da * (std::fabs(up) + dc) + (std::fabs(a) + da) * dc + 1e-5 * std::fabs(expected) + 1e-6;
+      }
+      INFO("row " << i << ": " << F32(out)[i] << " vs " << expected << (quantized ? " (8-bit x)" : ""));
+      REQUIRE(std::fabs(double(F32(out)[i]) - expected) <= bound);
+    }
+  }
+}
+
+TEST_CASE("an RMSNorm recomputed inside the quantized GEMV (single and w1/w3 siblings) matches the references") {
+  try {
+    CheckNormed();
+  } catch (const DeviceUnavailable& e) {
+    std::printf("HEXIR_SKIPPED: block matvecs with a recomputed norm: %s\n", e.reason.c_str());
   }
 }
 

@@ -110,6 +110,29 @@ std::string BlockMatvecSiblingSource(const std::string& name, const GgmlBlockInf
          "    %r = arith.mulf %silu, %c : f32\n    linalg.yield %r : f32\n  } -> " + y + "\n  return %g : " + y + "\n}\n";
 }
 
+std::string RmsNormedSource(const std::string& source, int64_t k) {
+  const std::string x = "tensor<" + std::to_string(k) + "xf32>", input = "%x: " + x;
+  const size_t header = source.find('\n'), at = source.find(input);
+  if (header == std::string::npos || at == std::string::npos || at > header) return "";
+  std::string norm =
+      "  %nz = arith.constant 0.0 : f32\n  %ne = tensor.empty() : tensor<f32>\n"
+      "  %nf = linalg.fill ins(%nz : f32) outs(%ne : tensor<f32>) -> tensor<f32>\n"
+      "  %nss = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>], iterator_types = "
+      "[\"reduction\"]} ins(%x0 : " + x + ") outs(%nf : tensor<f32>) {\n  ^bb0(%na: f32, %no: f32):\n"
+      "    %nq = arith.mulf %na, %na : f32\n    %nr = arith.addf %no, %nq : f32\n    linalg.yield %nr : f32\n"
+      "  } -> tensor<f32>\n  %nxe = tensor.empty() : " + x + "\n"
+      "  %x = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>, affine_map<(i) -> (i)>, "
+      "affine_map<(i) -> (i)>], iterator_types = [\"parallel\"]} ins(%x0, %nss, %nw : " + x + ", tensor<f32>, " + x +
+      ") outs(%nxe : " + x + ") {\n  ^bb0(%na: f32, %ns: f32, %ng: f32, %no: f32):\n"
+      "    %nk = arith.constant " + std::to_string(k) + ".0 : f32\n    %nm = arith.divf %ns, %nk : f32\n"
+      "    %neps = arith.constant 1.0e-05 : f32\n    %nv = arith.addf %nm, %neps : f32\n"
+      "    %nsq = math.sqrt %nv : f32\n    %none = arith.constant 1.0 : f32\n    %ninv = arith.divf %none, %nsq : f32\n"
+      "    %nt = arith.mulf %ninv, %na : f32\n    %nu = arith.mulf %ng, %nt : f32\n    linalg.yield %nu : f32\n"
+      "  } -> " + x + "\n";
+  std::string out = source.substr(0, at) + "%x0: " + x + ", %nw: " + x + source.substr(at + input.size(), header + 1 - at - input.size());
+  return out + norm + source.substr(header + 1);
+}
+
 std::string BlockMatmulRowsSource(const std::string& name, const GgmlBlockInfo& format, int64_t n, int64_t k) {
   const int64_t bs = format.block_elements, nb = k / bs;
   std::string w = MatrixType(n, format.RowBytes(k), "i8"), x = MatrixType(-1, k, "f32"),

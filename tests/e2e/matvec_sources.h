@@ -38,6 +38,12 @@ std::string BlockMatvecRowWriteSource(const std::string& name, const compiler::l
 std::string BlockMatvecSiblingSource(const std::string& name, const compiler::llama::GgmlBlockInfo& format, int64_t n,
                                      int64_t k);
 
+// `source` (one of the functions above, its input vector named %x: [k] f32) with that input
+// replaced by RMSNorm(x0) * nw, x0 and nw [k] f32 arguments in its place (x0, then nw): the
+// importer's norm (sum of squares, then nw * x0 / sqrt(ss / k + 1e-5)) as the decode step
+// computes it before q/k/v and w1/w3.
+std::string RmsNormedSource(const std::string& source, int64_t k);
+
 // func.func @name(%w: i8 [n][row bytes], %x: [?][k] f32) -> [?][n] f32: the M rows of x each
 // times W (the importer's prompt form: a generic over (m, n, b, j), M dynamic, marked).
 std::string BlockMatmulRowsSource(const std::string& name, const compiler::llama::GgmlBlockInfo& format, int64_t n,

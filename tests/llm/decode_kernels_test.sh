@@ -33,12 +33,13 @@ one_thread_kernels() {
       print "kernels", kernels + 0 }'
 }
 
-# check NAME CKPT [import flags...]
+# check NAME CKPT [import flags...] (COMPILE_FLAGS: hexir-compile's extra flags)
+COMPILE_FLAGS=()
 check() {
   local name=$1 ckpt=$2; shift 2
   "$IMPORT" "$ckpt" -o "$TMP/$name.mlir" "$@" || { fail "$name: hexir-import"; return; }
-  "$COMPILE" "$TMP/$name.mlir" --target=cuda -o "$TMP/$name.cuda.vmfb" \
-    || { fail "$name: hexir-compile --target=cuda"; return; }
+  "$COMPILE" "$TMP/$name.mlir" --target=cuda "${COMPILE_FLAGS[@]}" -o "$TMP/$name.cuda.vmfb" \
+    || { fail "$name: hexir-compile --target=cuda ${COMPILE_FLAGS[*]}"; return; }
   local listing kernels bad=0
   listing=$(one_thread_kernels "$TMP/$name.cuda.vmfb")
   kernels=$(echo "$listing" | sed -n 's/^kernels //p')
@@ -187,6 +188,38 @@ tinyllama_per_layer 12 --norm-pair-extent=1024
 # q, k and v + its cache row as one kernel (hexir-merge-sibling-projections, off by default).
 tinyllama_per_layer 8 --sibling-projections
 
+# Quantized (GGUF block formats, hexir-quantize of a TinyLlama-shaped header: dim 2048, 1 and
+# 2 layers, vocab 512). With --block-matvec-norm-extent=8192 each 2048-wide norm is recomputed
+# inside the quantized GEMVs reading it (q, k, v; w1 + w3 as one kernel): 2 kernels fewer a
+# layer than without (the two norm pairs), and every kernel still spreads over threads, q6_k
+# (which the quantized GEMV does not take) keeping its norm pairs.
+QUANTIZE=tools/hexir-quantize/hexir-quantize
+quantized_per_layer() {  # TYPE [hexir-compile flags...]: sets PER_LAYER
+  local type=$1 L steps=(); shift
+  for L in 1 2; do
+    /usr/bin/python3 "$BENCH_PY" --write-random "$TMP/tq_$L.bin" --dim 2048 --hidden 5632 --layers $L \
+      --heads 32 --kv-heads 4 --vocab 512 --seq-len 64 --seed 2048 --header-only
+    "$QUANTIZE" "$TMP/tq_$L.bin" -o "$TMP/tq_$L.gguf" --type="$type" >/dev/null || { fail "$type: hexir-quantize"; return; }
+    "$IMPORT" "$TMP/tq_$L.gguf" -o "$TMP/tq_$L.mlir" || { fail "$type $L layers: hexir-import"; return; }
+    "$COMPILE" "$TMP/tq_$L.mlir" --target=cuda --inline-device-calls "$@" -o "$TMP/tq_$L.vmfb" \
+      || { fail "$type $L layers: hexir-compile --inline-device-calls $*"; return; }
+    steps+=("$(decode_step_dispatches "$TMP/tq_$L.vmfb")")
+  done
+  PER_LAYER=$(( steps[1] - steps[0] ))
+  echo "TinyLlama shape $type, CUDA $*: decode step ${steps[0]} dispatches with 1 layer, ${steps[1]} with 2"
+}
+for type in q4_0 q4_k q6_k; do
+  quantized_per_layer "$type"
+  plain=$PER_LAYER
+  quantized_per_layer "$type" --block-matvec-norm-extent=8192
+  expected=$(( plain - 2 ))
+  [ "$type" != q6_k ] || expected=$plain
+  [ "$plain" -ge 1 ] && [ "$PER_LAYER" -eq "$expected" ] \
+    && pass "TinyLlama shape $type, CUDA --block-matvec-norm-extent=8192: $PER_LAYER kernels per decode layer (without: $plain)" \
+    || fail "TinyLlama shape $type, CUDA --block-matvec-norm-extent=8192: $PER_LAYER kernels per decode layer (expected $expected; without: $plain)"
+  cp "$TMP/tq_2.gguf" "$TMP/tq_$type.gguf"
+  rm -f "$TMP"/tq_[12].*
+done
 if [ -f "$SHARED/models/stories260K.bin" ]; then
   check stories260K "$SHARED/models/stories260K.bin"
   check stories260K_device_loop "$SHARED/models/stories260K.bin" --device-loop
@@ -200,5 +233,11 @@ fi
 check random768_f16 "$TMP/random768.bin" --weights=f16
 check tinyllama_f16 "$TMP/tinyllama.bin" --weights=f16
 check tinyllama_f16_kv16 "$TMP/tinyllama.bin" --weights=f16 --kv-cache=f16
+for type in q4_0 q4_k q6_k; do
+  COMPILE_FLAGS=(--block-matvec-norm-extent=8192)
+  check "tinyllama2_${type}_normed" "$TMP/tq_$type.gguf"
+  rm -f "$TMP/tq_$type.gguf"
+done
+COMPILE_FLAGS=()
 rm -f "$TMP"/random768.bin "$TMP"/tinyllama.bin
 [ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }

@@ -48,6 +48,12 @@ static cl::opt<int64_t> smallReductionExtent(
              "it (RMSNorm) inside each contraction reading them, one dispatch per projection; 0: "
              "off (default: 256 on every target; --no-fusion: off)"),
     cl::init(-1));
+static cl::opt<int64_t> blockMatvecNormExtent(
+    "block-matvec-norm-extent",
+    cl::desc("CUDA-only modules: a norm of at most N elements read by GGUF block-format (quantized) "
+             "matvecs is recomputed inside each of them, x staged once per block of threads; 0: "
+             "off (default: 0)"),
+    cl::init(-1));
 static cl::opt<int64_t> normPairExtent(
     "norm-pair-extent",
     cl::desc("CUDA-only modules: a norm too wide for --small-reduction-extent whose sum and "
@@ -216,6 +222,8 @@ int main(int argc, char** argv) {
   if (smallReductionExtent < -1)
     return refuse("--small-reduction-extent", smallReductionExtent, ">= 0 (0: off)");
   if (normPairExtent < -1) return refuse("--norm-pair-extent", normPairExtent, ">= 0 (0: off)");
+  if (blockMatvecNormExtent < -1)
+    return refuse("--block-matvec-norm-extent", blockMatvecNormExtent, ">= 0 (0: off)");
   if (cudaPrefetchMaxBytes < 0) return refuse("--cuda-prefetch-max-bytes", cudaPrefetchMaxBytes, ">= 0 (0: none)");
   if (cudaWeightStaging != "none" && cudaWeightStaging != "shared" && cudaWeightStaging != "l1") {
     llvm::errs() << "hexir-compile: error: invalid_argument: --cuda-weight-staging: '" << cudaWeightStaging
@@ -267,6 +275,7 @@ int main(int argc, char** argv) {
   options.fuse_elementwise = !noFusion;
   options.small_reduction_extent = smallReductionExtent;
   options.norm_pair_extent = normPairExtent;
+  options.block_matvec_norm_extent = blockMatvecNormExtent;
   options.chain_small_layers = chainSmallLayers;
   options.small_layer_tails = smallLayerTails;
   options.sibling_projections = siblingProjections;

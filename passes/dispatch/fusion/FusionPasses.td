@@ -25,6 +25,10 @@ def FuseSmallReductions : Pass<"hexir-fuse-small-reductions", "mlir::ModuleOp"> 
            "admit only chains and consumers whose fused kernel CUDA spreads over threads (a "
            "rank-0 reduction, a consumer with one reduction loop and no block-matvec mark); "
            "a refused consumer keeps the chain unfused and gets a remark saying why">,
+    Option<"maxBlockMatvecExtent", "max-block-matvec-extent", "int64_t", /*default=*/"0",
+           "with cuda-kernels: largest chain recomputed in a block-format matvec (read through "
+           "its reshape to [blocks][B]): CUDA's quantized GEMV stages x once per block of "
+           "threads, the norm's sums first; 0 = block matvecs take no chain">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }

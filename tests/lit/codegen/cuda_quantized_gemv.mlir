@@ -339,6 +339,83 @@ hexir.executable @computed_x {
 
 // -----
 
+// An RMSNorm recomputed inside the kernel (hexir-fuse-small-reductions'
+// max-block-matvec-extent): the sum of squares over x, then the scaling read through the
+// staged x. Each block sums x first (EmitBlockSum, CUDABlockSum.h: the thread's 8 steps'
+// loads, then an xor butterfly in each warp, the warps' sums through shared memory and a
+// barrier), then stages the scaled x (a second barrier), so the kernel is as @computed_x
+// with one more barrier and butterfly.
+// DIST-LABEL: hexir.executable @normed_x
+// DIST:         hexir.cuda.quantized_gemv = array<i64: 64, 64, 32, 34, 2, 4, 32, 1, 1, 0>
+// LOWER-LABEL:  hexir.executable @normed_x
+// LOWER-COUNT-17: llvm.load {{.*}} -> vector<4xi8>
+// LOWER-COUNT-5:  nvvm.shfl.sync  bfly
+// LOWER:          nvvm.barrier0
+// LOWER:          llvm.call @__nv_sqrtf
+// LOWER:          nvvm.barrier0
+// LOWER-NOT:      nvvm.barrier0
+// LOWER:        llvm.func @normed_x(
+hexir.executable @normed_x {
+  builtin.module {
+    func.func @normed_x(%w: tensor<64x2176xi8>, %x: tensor<2048xf32>, %g: tensor<2048xf32>, %o: tensor<64xf32>) -> tensor<64xf32> {
+      %zero = arith.constant 0.0 : f32
+      %f = linalg.fill ins(%zero : f32) outs(%o : tensor<64xf32>) -> tensor<64xf32>
+      %se = tensor.empty() : tensor<f32>
+      %sf = linalg.fill ins(%zero : f32) outs(%se : tensor<f32>) -> tensor<f32>
+      %ss = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>], iterator_types = ["reduction"]} ins(%x : tensor<2048xf32>) outs(%sf : tensor<f32>) {
+      ^bb0(%a: f32, %acc: f32):
+        %q = arith.mulf %a, %a : f32
+        %r = arith.addf %acc, %q : f32
+        linalg.yield %r : f32
+      } -> tensor<f32>
+      %xe = tensor.empty() : tensor<2048xf32>
+      %x2 = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%x, %ss, %g : tensor<2048xf32>, tensor<f32>, tensor<2048xf32>) outs(%xe : tensor<2048xf32>) {
+      ^bb0(%a: f32, %t: f32, %gv: f32, %u: f32):
+        %k = arith.constant 2048.0 : f32
+        %m = arith.divf %t, %k : f32
+        %eps = arith.constant 1.0e-05 : f32
+        %v = arith.addf %m, %eps : f32
+        %sq = math.sqrt %v : f32
+        %p = arith.divf %a, %sq : f32
+        %r = arith.mulf %gv, %p : f32
+        linalg.yield %r : f32
+      } -> tensor<2048xf32>
+      %xb = tensor.expand_shape %x2 [[0, 1]] output_shape [64, 32] : tensor<2048xf32> into tensor<64x32xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(n, b, j) -> (b, j)>, affine_map<(n, b, j) -> (n)>], iterator_types = ["parallel", "reduction", "reduction"], hexir.block_matvec = "q8_0"} ins(%xb : tensor<64x32xf32>) outs(%f : tensor<64xf32>) {
+      ^bb0(%xv: f32, %acc: f32):
+        %n = linalg.index 0 : index
+        %b = linalg.index 1 : index
+        %j = linalg.index 2 : index
+        %c34 = arith.constant 34 : index
+        %c1 = arith.constant 1 : index
+        %c2 = arith.constant 2 : index
+        %base = arith.muli %b, %c34 : index
+        %lo_at = arith.addi %base, %c1 : index
+        %q_at0 = arith.addi %base, %c2 : index
+        %q_at = arith.addi %q_at0, %j : index
+        %d0 = tensor.extract %w[%n, %base] : tensor<64x2176xi8>
+        %d1 = tensor.extract %w[%n, %lo_at] : tensor<64x2176xi8>
+        %lo = arith.extui %d0 : i8 to i16
+        %hi0 = arith.extui %d1 : i8 to i16
+        %c8 = arith.constant 8 : i16
+        %hi = arith.shli %hi0, %c8 : i16
+        %bits = arith.ori %lo, %hi : i16
+        %dh = arith.bitcast %bits : i16 to f16
+        %d = arith.extf %dh : f16 to f32
+        %q8 = tensor.extract %w[%n, %q_at] : tensor<64x2176xi8>
+        %q = arith.sitofp %q8 : i8 to f32
+        %wv = arith.mulf %d, %q : f32
+        %p = arith.mulf %xv, %wv : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<64xf32>
+      return %y : tensor<64xf32>
+    }
+  }
+}
+
+// -----
+
 // 210-byte blocks (q6_k's size) are 2-byte aligned: 105 loads a group, past the limit of 72:
 // refused, the generic warp kernel over 32-value units instead (CUDABlockMatvec.h).
 // DIST-LABEL: hexir.executable @q6k
