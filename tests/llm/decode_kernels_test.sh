@@ -208,7 +208,7 @@ quantized_per_layer() {  # TYPE [hexir-compile flags...]: sets PER_LAYER
   PER_LAYER=$(( steps[1] - steps[0] ))
   echo "TinyLlama shape $type, CUDA $*: decode step ${steps[0]} dispatches with 1 layer, ${steps[1]} with 2"
 }
-for type in q4_0 q4_k q6_k; do
+for type in q4_0 q6_k; do
   quantized_per_layer "$type"
   plain=$PER_LAYER
   quantized_per_layer "$type" --block-matvec-norm-extent=8192
@@ -233,7 +233,7 @@ fi
 check random768_f16 "$TMP/random768.bin" --weights=f16
 check tinyllama_f16 "$TMP/tinyllama.bin" --weights=f16
 check tinyllama_f16_kv16 "$TMP/tinyllama.bin" --weights=f16 --kv-cache=f16
-for type in q4_0 q4_k q6_k; do
+for type in q4_0 q6_k; do
   COMPILE_FLAGS=(--block-matvec-norm-extent=8192)
   check "tinyllama2_${type}_normed" "$TMP/tq_$type.gguf"
   rm -f "$TMP/tq_$type.gguf"
