@@ -277,6 +277,14 @@ TEST_CASE("the M-row prompt form of every block format matches the same referenc
   }
 }
 
+// SiLU(a) * up, a and up known within da and dc; *bound: the result's. SiLU's slope is at
+// most 1.1: the products' bounds carried through, plus f32 rounding.
+double Gate(double a, double da, double up, double dc, double* bound) {
+  const double gate = a / (1 + std::exp(-a)) * up;
+  *bound = 1.1 * da * (std::fabs(up) + dc) + (std::fabs(a) + da) * dc + 1e-5 * std::fabs(gate) + 1e-6;
+  return gate;
+}
+
 // Sibling block matvecs (a llama layer's w1 and w3 of one x, then SiLU(w1 x) * (w3 x)): one
 // quantized GEMV kernel computing both rows' sums (the 32-value formats and q4_k/q5_k;
 // hexir-form-dispatch-regions' fuse-sibling-reductions), at 131 rows (prime) of K = 2304 (36
@@ -335,11 +343,9 @@ void CheckSiblings() {
       return acc;
     };
     for (int64_t i = 0; i < n; ++i) {
-      double da = 0, dc = 0;
+      double da = 0, dc = 0, bound = 0;
       const double a = product(c.w1, i, &da), up = product(c.w3, i, &dc);
-      const double expected = a / (1 + std::exp(-a)) * up;
-      // SiLU's slope is at most 1.1: the products' bounds carried through, plus f32 rounding.
-      const double bound = 1.1 * da * (std::fabs(up) + dc) + (std::fabs(a) + da) * dc + 1e-5 * std::fabs(expected) + 1e-6;
+      const double expected = Gate(a, da, up, dc, &bound);
       INFO("row " << i << ": " << F32(out)[i] << " vs " << expected << (quantized ? " (8-bit x)" : ""));
       REQUIRE(std::fabs(double(F32(out)[i]) - expected) <= bound);
     }
@@ -431,11 +437,7 @@ void CheckNormed() {
       double da = 0, dc = 0;
       const double a = product(c.w1, i, &da);
       double expected = a, bound = da;
-      if (c.sibling) {
-        const double up = product(c.w3, i, &dc);
-        expected = a / (1 + std::exp(-a)) * up;
-        bound = 1.1 * da * (std::fabs(up) + dc) + (std::fabs(a) + da) * dc + 1e-5 * std::fabs(expected) + 1e-6;
-      }
+      if (c.sibling) expected = Gate(a, da, product(c.w3, i, &dc), dc, &bound);
       INFO("row " << i << ": " << F32(out)[i] << " vs " << expected << (quantized ? " (8-bit x)" : ""));
       REQUIRE(std::fabs(double(F32(out)[i]) - expected) <= bound);
     }
