@@ -4,6 +4,8 @@
 // RUN: hexir-opt %s -split-input-file --hexir-fuse-small-reductions="cuda-kernels=true max-block-matvec-extent=1024" | FileCheck %s --check-prefix=OFF
 // RUN: hexir-opt %s -split-input-file --hexir-fuse-small-reductions="cuda-kernels=false max-block-matvec-extent=4096" | FileCheck %s --check-prefix=OFF
 // RUN: hexir-opt %s -split-input-file --hexir-fuse-small-reductions="cuda-kernels=true max-block-matvec-extent=4096" 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
+// RUN: not hexir-compile %s --target=cuda --block-matvec-norm-extent=-2 -o %t.vmfb 2>&1 | FileCheck %s --check-prefix=BADFLAG
+// BADFLAG: hexir-compile: error: invalid_argument: --block-matvec-norm-extent: -2 is not an integer >= 0 (0: off)
 
 // A 2048-wide RMSNorm (sum of squares, then the scaling) read by GGUF block-format matvecs
 // (hexir.block_matvec, q4_0-shaped: 64 blocks of 32 values, 18 bytes each), each through its
