@@ -105,7 +105,6 @@ bool HasRepeatWhile(const std::string& module) {
 }
 
 void EqualsChunkedLoop(const std::string& device) {
-  RequireDeviceUnlessSavingModules(device);
   const std::string checkpoint = WriteCheckpoint();
   const std::string chunked_module = CompileForm(TinyConfig(), false, device);
   const std::string device_module = CompileForm(TinyConfig(), true, device);
@@ -135,7 +134,6 @@ HEXIR_E2E_TEST_ON_DEVICES("@generate's device loop gives the chunked loop's ids 
                           EqualsChunkedLoop)
 
 void StopsAtEosMidChunk(const std::string& device) {
-  RequireDeviceUnlessSavingModules(device);
   const std::string checkpoint = WriteCheckpoint();
   // The 6th id on the CPU (index 5: the 2nd step of the 2nd chunk) without a stop token
   // becomes the EOS id of the same checkpoint's program (chosen on the CPU, so that the
@@ -170,7 +168,6 @@ HEXIR_E2E_TEST_ON_DEVICES("@generate's device loop stops at an EOS produced in t
 // queue is drained only where nothing is queued after the read value: the prefill's flag and
 // the result.
 void ChunkedLoopReadsFlagsAheadOfTheQueue(const std::string& device) {
-  RequireDeviceUnlessSavingModules(device);
   const std::string checkpoint = WriteCheckpoint();
   const std::string module = CompileForm(TinyConfig(), false, device);
   RequireDevice(device);

@@ -62,10 +62,6 @@ void RequireDevice(const std::string& device) {
   }
 }
 
-void RequireDeviceUnlessSavingModules(const std::string& device) {
-  if (std::getenv("HEXIR_SAVE_MODULES_DIR") == nullptr) RequireDevice(device);
-}
-
 tools::HostValue Tensor(tools::HostTensor t) {
   tools::HostValue v;
   v.kind = tools::HostValue::Kind::kTensor;

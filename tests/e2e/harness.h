@@ -51,12 +51,12 @@ bool CudaAvailable();
 struct DeviceUnavailable {
   std::string reason;
 };
-// Throws DeviceUnavailable unless `device` ("cpu", "cuda") can run here.
+// Throws DeviceUnavailable unless `device` ("cpu", "cuda") can run here. Tests that compile
+// modules call it only for what needs the device itself; their modules are compiled for CUDA
+// where no GPU is too (OpenOrDie then throws), so a pass change that breaks a CUDA compile
+// fails here, not first in tools/gpu/pack.sh (session 46: a device loop's did).
 void RequireDevice(const std::string& device);
 
-// RequireDevice, except while tools/gpu/pack.sh saves modules (HEXIR_SAVE_MODULES_DIR): then a
-// test goes on to compile its modules for the absent device and skips when it opens them.
-void RequireDeviceUnlessSavingModules(const std::string& device);
 
 // Call arguments: a tensor, an i64 scalar, an f32 scalar.
 tools::HostValue Tensor(tools::HostTensor t);

@@ -115,7 +115,6 @@ class Model {
 };
 
 void LayerCallsEqualInlinedLayers(const std::string& device) {
-  RequireDeviceUnlessSavingModules(device);
   const std::string calls_module =
       Model::Compile(device, /*layer_calls=*/true, "--inline-device-calls", "layer_calls");
   // Written out, and its @prefill_layer calls inlined too: the form `calls` must equal.
@@ -210,7 +209,6 @@ HEXIR_E2E_TEST_ON_DEVICES("@layer calls, inlined or kept, equal the written-out 
 // against 3). A 3-token prompt takes the switch's generic branch: the same. (The clones'
 // numbers are checked against an independent reference by stories260k_test's BOS prompts.)
 void OneTokenPrefillIsOneSwitch(const std::string& device) {
-  RequireDeviceUnlessSavingModules(device);
   constexpr int64_t kDeep = 16;
   const std::string shallow_module = Model::Compile(device, true, "", "prefill_switch_3_layers");
   const std::string deep_module = Model::Compile(device, true, "", "prefill_switch_16_layers", kDeep);
