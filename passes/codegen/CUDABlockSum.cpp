@@ -18,13 +18,13 @@ Value EmitBlockSum(OpBuilder& b, Location loc, func::FuncOp kernel, Value tid, i
   const int64_t T = threads, steps = (K + T - 1) / T;
   const int64_t unroll = std::min<int64_t>(steps, 8), chunks = (steps + unroll - 1) / unroll;
   // Steps [first, first + unroll T) of the thread (first: thread 0's first step of the chunk),
-  // added to `sum`. `known`: first is a constant (the steps past K are known at compile time).
-  auto chunk = [&](Value first, Value sum, bool known, int64_t firstValue) -> Value {
+  // added to `sum`. `known`: first is 0 (one chunk: the steps past K are known at compile time).
+  auto chunk = [&](Value first, Value sum, bool known) -> Value {
     SmallVector<std::pair<Value, SmallVector<Value>>> loaded;  // (in range or null: always, loads)
     for (int64_t i = 0; i < unroll; ++i) {
-      if (known && firstValue + i * T >= K) break;
+      if (known && i * T >= K) break;
       Value at = arith::AddIOp::create(b, loc, arith::AddIOp::create(b, loc, first, tid), idx(i * T));
-      const bool inside = known && firstValue + (i + 1) * T <= K;
+      const bool inside = known && (i + 1) * T <= K;
       Value valid;
       if (!inside) {
         valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, at, idx(K));
@@ -41,7 +41,7 @@ Value EmitBlockSum(OpBuilder& b, Location loc, func::FuncOp kernel, Value tid, i
   };
   Value partial;
   if (chunks == 1) {
-    partial = chunk(idx(0), zero, /*known=*/true, 0);
+    partial = chunk(idx(0), zero, /*known=*/true);
   } else {
     auto loop = scf::ForOp::create(b, loc, idx(0), idx(chunks * unroll * T), idx(unroll * T), ValueRange{zero});
     {
@@ -49,7 +49,7 @@ Value EmitBlockSum(OpBuilder& b, Location loc, func::FuncOp kernel, Value tid, i
       Block* body = loop.getBody();
       if (body->mightHaveTerminator()) body->getTerminator()->erase();
       b.setInsertionPointToEnd(body);
-      Value sum = chunk(loop.getInductionVar(), loop.getRegionIterArgs()[0], /*known=*/false, 0);
+      Value sum = chunk(loop.getInductionVar(), loop.getRegionIterArgs()[0], /*known=*/false);
       scf::YieldOp::create(b, loc, ValueRange{sum});
     }
     partial = loop.getResult(0);

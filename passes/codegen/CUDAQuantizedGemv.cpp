@@ -808,7 +808,15 @@ class GemvBuilder {
       }
       m.map(body->getArgument(i), element);
     }
+    cloneBody(body, m, at);
+    return m.lookup(body->getTerminator()->getOperand(0));
+  }
+
+  // Clones `body`'s ops but its terminator and `skip` at the insertion point (`m` maps its
+  // arguments): a linalg.index becomes `at`, constants from above are made here.
+  void cloneBody(Block* body, IRMapping& m, Value at, Operation* skip = nullptr) {
     for (Operation& op : body->without_terminator()) {
+      if (&op == skip) continue;
       if (auto index = dyn_cast<linalg::IndexOp>(op)) {
         m.map(index.getResult(), at);
         continue;
@@ -818,7 +826,6 @@ class GemvBuilder {
           if (Attribute a; matchPattern(operand, m_Constant(&a))) m.map(operand, constant(a));
       b.clone(op, m);
     }
-    return m.lookup(body->getTerminator()->getOperand(0));
   }
 
   // x's element `at` through the prologue.
@@ -855,13 +862,7 @@ class GemvBuilder {
       auto termOf = [&](ValueRange loaded) {
         IRMapping m;
         for (auto [arg, v] : llvm::zip(body->getArguments().drop_back(), loaded)) m.map(arg, v);
-        for (Operation& op : body->without_terminator()) {
-          if (&op == w.combine.getOperation()) continue;
-          for (Value operand : op.getOperands())
-            if (!m.contains(operand) && !isa<BlockArgument>(operand))
-              if (Attribute a; matchPattern(operand, m_Constant(&a))) m.map(operand, constant(a));
-          b.clone(op, m);
-        }
+        cloneBody(body, m, /*at=*/Value(), w.combine);  // (no linalg.index: MatchWholeSum)
         return m.lookup(term);
       };
       Value total = EmitBlockSum(b, loc, kernel, tid, s.threads(), K, load, termOf);
