@@ -77,7 +77,7 @@ if [ "$TORCH" == 1 ]; then
     # A module from another checkpoint: named mismatch.
     err=$("$GENERATE" --module="$TMP/gguf_stories.vmfb" --device="$DEVICE" --parameters="$TMP/$name.gguf" --max-tokens=3 2>&1) \
       && fail "mismatched GGUF module accepted"
-    echo "$err" | grep -q "checkpoint '" && pass "mismatched module: $err" || fail "mismatched module message: $err"
+    grep -q "checkpoint '" <<<"$err" && pass "mismatched module: $err" || fail "mismatched module message: $err"
   fi
 else
   echo "note: $PYTHON has no torch; random GGUF checkpoint not checked"
@@ -91,7 +91,7 @@ expect_error() {  # WHAT PATTERN COMMAND...
   local what=$1 pattern=$2; shift 2
   local err rc
   err=$("$@" 2>&1); rc=$?
-  if [ "$rc" -eq 1 ] && echo "$err" | grep -q -- "$pattern"; then pass "$what: $err"
+  if [ "$rc" -eq 1 ] && grep -q -- "$pattern" <<<"$err"; then pass "$what: $err"
   else fail "$what (exit $rc): $err"; fi
 }
 if [ -z "${HEXIR_PRECOMPILED_DIR:-}" ]; then

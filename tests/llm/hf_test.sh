@@ -35,7 +35,7 @@ for text in "Once upon a time, they'll count 12345!" "Café  naïve   日本語 
 done
 out=$("$GENERATE" --module="$TMP/hf_f32.vmfb" --device="$DEVICE" --parameters="$TMP/hf_f32" --prompt="Once upon" \
       --max-tokens=8 --verbose 2>&1)
-echo "$out" | grep -q "^ids: [0-9]" && [ "$(echo "$out" | wc -l)" -ge 3 ] && pass "--prompt with a HF folder alone" \
+grep -q "^ids: [0-9]" <<<"$out" && [ "$(echo "$out" | wc -l)" -ge 3 ] && pass "--prompt with a HF folder alone" \
   || fail "--prompt with a HF folder: $out"
 
 # Malformed folders: named errors, exit 1.
@@ -43,7 +43,7 @@ expect_error() {  # WHAT PATTERN COMMAND...
   local what=$1 pattern=$2; shift 2
   local out rc
   out=$("$@" 2>&1); rc=$?
-  [ $rc -eq 1 ] && echo "$out" | grep -q -- "$pattern" && pass "$what: $(echo "$out" | tail -1 | head -c 150)" \
+  [ $rc -eq 1 ] && grep -q -- "$pattern" <<<"$out" && pass "$what: $(echo "$out" | tail -1 | head -c 150)" \
     || fail "$what: exit $rc, output: $out"
 }
 for brk in missing-config architecture missing-tensor shape truncated header-length; do

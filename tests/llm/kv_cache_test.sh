@@ -19,7 +19,7 @@ if build_module "$CKPT" stories_kvbf16 --kv-cache=bf16; then
 fi
 if [ -x "$IMPORT" ]; then
   err=$("$IMPORT" "$CKPT" --kv-cache=f8 -o "$TMP/bad.mlir" 2>&1) && fail "--kv-cache=f8 accepted"
-  echo "$err" | grep -q "KV-cache type 'f8' is not f32, f16 or bf16" && pass "--kv-cache=f8 refused: $err" \
+  grep -q "KV-cache type 'f8' is not f32, f16 or bf16" <<<"$err" && pass "--kv-cache=f8 refused: $err" \
     || fail "--kv-cache=f8 message: $err"
 fi
 if [ "$TORCH" == 1 ]; then

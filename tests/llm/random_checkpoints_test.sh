@@ -54,26 +54,26 @@ got=$("$GENERATE" --module="$TMP/short.vmfb" --device="$DEVICE" --parameters="$T
 # A prompt longer than the cache is refused.
 err=$("$GENERATE" --module="$TMP/short.vmfb" --device="$DEVICE" --parameters="$TMP/h4_kv2_v-50_s1.bin" --prompt-ids=1,2,3,4,5,6,7,8,9,10,11 --max-tokens=3 2>&1) \
   && fail "prompt longer than the cache accepted"
-echo "$err" | grep -q "the prompt has 11 tokens but module .* has a KV cache of 10 positions" \
+grep -q "the prompt has 11 tokens but module .* has a KV cache of 10 positions" <<<"$err" \
   && pass "long prompt: $err" || fail "long prompt message: $err"
 
 # Errors name what is wrong.
 head -c 5000 "$TMP/h4_kv2_v-50_s1.bin" > "$TMP/truncated.bin"
 if [ -x "$IMPORT" ]; then
   err=$("$IMPORT" "$TMP/truncated.bin" -o "$TMP/t.mlir" 2>&1) && fail "truncated checkpoint accepted"
-  echo "$err" | grep -q "file has 5000 bytes but the header" && echo "$err" | grep -q "does not fit" \
+  grep -q "file has 5000 bytes but the header" <<<"$err" && grep -q "does not fit" <<<"$err" \
     && pass "truncated checkpoint: $err" || fail "truncated checkpoint message: $err"
   err=$("$IMPORT" "$TMP/h4_kv2_v-50_s1.bin" --decode-chunk=0 -o "$TMP/t.mlir" 2>&1) && fail "decode chunk 0 accepted"
-  echo "$err" | grep -q "decode chunk 0 is outside 1..4096" && pass "decode chunk 0: $err" \
+  grep -q "decode chunk 0 is outside 1..4096" <<<"$err" && pass "decode chunk 0: $err" \
     || fail "decode chunk 0 message: $err"
 else
   echo "note: no hexir-import here; truncated-checkpoint import check not run"
 fi
 err=$("$GENERATE" --module="$TMP/short.vmfb" --device="$DEVICE" --parameters="$TMP/truncated.bin" --max-tokens=3 2>&1) \
   && fail "hexir-generate accepted a truncated checkpoint"
-echo "$err" | grep -q "does not fit" && pass "hexir-generate, truncated checkpoint: $err" \
+grep -q "does not fit" <<<"$err" && pass "hexir-generate, truncated checkpoint: $err" \
   || fail "hexir-generate truncated checkpoint message: $err"
 err=$("$GENERATE" --module="$TMP/h4_kv4_v-50_s2.vmfb" --device="$DEVICE" --parameters="$TMP/h4_kv2_v-50_s1.bin" --max-tokens=3 2>&1) \
   && fail "mismatched module accepted"
-echo "$err" | grep -q "layer0.wk" && pass "mismatched module: $err" || fail "mismatched module message: $err"
+grep -q "layer0.wk" <<<"$err" && pass "mismatched module: $err" || fail "mismatched module message: $err"
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
