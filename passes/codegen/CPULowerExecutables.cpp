@@ -116,6 +116,20 @@ void LowerStridedCopiesToLinalg(ModuleOp inner, bool onlyDynamic = false) {
     linalg::makeMemRefCopyOp(b, copy.getLoc(), copy.getSource(), copy.getTarget());
     copy.erase();
   }
+  // A linalg.copy of run-time extents (a convolution's bias, filled into a temporary and
+  // copied into a dynamic export's output slice) likewise: convert-linalg-to-loops made it
+  // one scalar loop per dim, the innermost a row of the plane (4 elements of a 4 x 4 plane).
+  if (!onlyDynamic) return;
+  SmallVector<linalg::CopyOp> named;
+  inner.walk([&](linalg::CopyOp copy) {
+    if (copy.hasPureBufferSemantics() && !cast<ShapedType>(copy.getDpsInits()[0].getType()).hasStaticShape())
+      named.push_back(copy);
+  });
+  for (linalg::CopyOp copy : named) {
+    OpBuilder b(copy);
+    linalg::makeMemRefCopyOp(b, copy.getLoc(), copy.getDpsInputs()[0], copy.getDpsInits()[0]);
+    copy.erase();
+  }
 }
 
 class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecutables> {

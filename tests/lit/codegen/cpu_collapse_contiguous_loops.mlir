@@ -158,3 +158,25 @@ hexir.executable @column_sum attributes {hexir.workgroup_count = array<i64: 1, 1
     }
   }
 }
+
+// -----
+
+// A linalg.copy of run-time extents (a dynamic export's convolution bias, filled into a
+// temporary and copied into the output's channel slice) becomes a copy generic first, and so
+// takes the run-time branch on its operands' strides too: vector loads and stores of the run,
+// no element-by-element f32 copy (convert-linalg-to-loops' four scalar loops, the innermost
+// a row of the plane).
+// CHECK-LABEL: hexir.executable @copy_dynamic
+// CHECK:         llvm.icmp "eq"
+// CHECK:         llvm.cond_br
+// CHECK:         llvm.load %{{.+}} -> vector<{{[0-9]+}}xf32>
+// CHECK-NOT:     -> f32
+// CHECK:         llvm.func @copy_dynamic(
+hexir.executable @copy_dynamic attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @copy_dynamic(%x: tensor<?x3x?x?xf32>, %o: tensor<?x3x?x?xf32>, %id: index) -> tensor<?x3x?x?xf32> {
+      %r = linalg.copy ins(%x : tensor<?x3x?x?xf32>) outs(%o : tensor<?x3x?x?xf32>) -> tensor<?x3x?x?xf32>
+      return %r : tensor<?x3x?x?xf32>
+    }
+  }
+}
