@@ -43,6 +43,10 @@ void CollapseContiguousLoops(mlir::func::FuncOp kernel);
 // 2.3 us as 4 loops (the inner one of 2), 0.2 us static. Likewise trailing reductions that no
 // output reads and every input reads as one run (a dynamic export's global average pools,
 // the plane one reduction loop: EfficientNet-B0's 17 pools 50 -> 16 us a call, static 22).
+// Such a reduced run of 1, 4 or 9 positions at run time (pools over 1 x 1, 2 x 2 and 3 x 3
+// planes) takes a copy of that loop on views of the static length: LLVM unrolls it and
+// vectorizes across the outputs, where a loop of a few iterations per output stayed scalar
+// (ShuffleNet v2's global pool over 1024 x 2 x 2: 2.0-3.6 -> 0.7-0.9 us, static 0.6).
 void CollapseDynamicLoopsAtRunTime(mlir::func::FuncOp kernel);
 // The innermost loop that is still short after that (a plane of at most `maxRun` positions:
 // NCHW's 4 x 4 and 2 x 2 planes, the bias and activation after a convolution over them) LLVM

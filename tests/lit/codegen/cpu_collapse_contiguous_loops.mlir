@@ -116,10 +116,28 @@ hexir.executable @plane_sum attributes {hexir.workgroup_count = array<i64: 1, 1,
 // codegen::CollapseDynamicLoopsAtRunTime on a reduction: the same pool over planes of run-time
 // extents (a dynamic export's squeeze-excitation pools). A branch on x's strides (its plane
 // dense) runs three loops, the plane one reduction loop over a unit-stride view; the other
-// branch the four loops as they were.
+// branch the four loops as they were. In the dense branch the plane's length is first tested
+// for 1, 4 and 9 positions (kStaticReductionRuns), each a copy of the three loops on views of
+// that static length (LLVM unrolls the plane and vectorizes across the channels), then the
+// three loops of the run-time length.
 // CHECK-LABEL: hexir.executable @plane_sum_dynamic
+// CHECK-DAG:     %[[ONE:.+]] = llvm.mlir.constant(1 : index) : i64
+// CHECK-DAG:     %[[FOUR:.+]] = llvm.mlir.constant(4 : index) : i64
+// CHECK-DAG:     %[[NINE:.+]] = llvm.mlir.constant(9 : index) : i64
 // CHECK:         llvm.icmp "eq"
 // CHECK:         llvm.cond_br
+// CHECK:           %[[IS1:.+]] = llvm.icmp "eq" %[[LEN:.+]], %[[ONE]] : i64
+// CHECK:           llvm.cond_br %[[IS1]]
+// CHECK-COUNT-3:     llvm.cond_br
+// CHECK:             llvm.fadd
+// CHECK:           %[[IS4:.+]] = llvm.icmp "eq" %[[LEN]], %[[FOUR]] : i64
+// CHECK:           llvm.cond_br %[[IS4]]
+// CHECK-COUNT-3:     llvm.cond_br
+// CHECK:             llvm.fadd
+// CHECK:           %[[IS9:.+]] = llvm.icmp "eq" %[[LEN]], %[[NINE]] : i64
+// CHECK:           llvm.cond_br %[[IS9]]
+// CHECK-COUNT-3:     llvm.cond_br
+// CHECK:             llvm.fadd
 // CHECK-COUNT-3:   llvm.cond_br
 // CHECK:           llvm.fadd
 // CHECK-COUNT-4:   llvm.cond_br
