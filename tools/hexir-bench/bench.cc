@@ -276,6 +276,7 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   HEXIR_ASSIGN_OR_RETURN(std::vector<vm::Variant> args, MakeArgs(device, fn, o.inputs, o.fill_inputs, parameters));
 
   // One call: invoke (host issues the program) + wait idle (device drains).
+  const std::string invoke_span = "vm.invoke " + o.function;
   auto call = [&](double* host_s, double* wall_s, Collector* trace, int index) -> Status {
     std::vector<vm::Variant> a = args;
     std::vector<vm::Variant> outs;
@@ -294,8 +295,8 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
     }
     int64_t t2 = hal::ProfileClockNs();
     if (trace) {
-      trace->AddHostSpan({"vm.invoke " + o.function, "VM", t0, t1, index});
-      trace->AddHostSpan({"hal.wait_idle", "HAL", t1, t2, index});
+      trace->AddHostSpan(invoke_span, "VM", t0, t1);
+      trace->AddHostSpan("hal.wait_idle", "HAL", t1, t2);
     }
     *host_s = (t1 - t0) * 1e-9;
     *wall_s = (t2 - t0) * 1e-9;
@@ -324,7 +325,12 @@ StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   r.host_s = Median(hosts);
 
   // 3. profiled calls.
+  // Room for the profiled calls' events (a steady call's dispatches, with up to 16 words
+  // each, and 16 host spans a call), so that recording them allocates nothing (collector.h).
   Collector collector(o.cuda_profile);
+  const size_t calls = static_cast<size_t>(std::max(o.iterations, 0));
+  const size_t events = static_cast<size_t>(r.steady.dispatches + 1) * calls;
+  collector.Reserve(events, 16 * events, 16 * calls + 16);
   device.SetProfiler(&collector);
   std::vector<double> pwalls;
   Status st;
