@@ -132,6 +132,30 @@ void LowerStridedCopiesToLinalg(ModuleOp inner, bool onlyDynamic = false) {
   }
 }
 
+// A linalg.fill of a strided view of run-time extents (a dynamic export's max-pool pad:
+// -inf over a workgroup's slice of the padded buffer) as the equivalent generic, so that
+// CollapseDynamicLoopsAtRunTime (next) fills it as one run where it is dense at run time;
+// convert-linalg-to-loops made it one loop per dim (ShuffleNet's and DenseNet's stem pools:
+// 16-24 channels of 34 x 34). Fills of identity layouts are CollapseDenseFills' (below).
+void GeneralizeStridedDynamicFills(ModuleOp inner) {
+  SmallVector<linalg::FillOp> fills;
+  inner.walk([&](linalg::FillOp fill) {
+    auto type = dyn_cast<MemRefType>(fill.getDpsInits()[0].getType());
+    if (fill.hasPureBufferSemantics() && type && !type.hasStaticShape() && !type.getLayout().isIdentity())
+      fills.push_back(fill);
+  });
+  for (linalg::FillOp fill : fills) {
+    OpBuilder b(fill);
+    Value out = fill.getDpsInits()[0], value = fill.getDpsInputs()[0];
+    const int64_t rank = cast<MemRefType>(out.getType()).getRank();
+    linalg::GenericOp::create(b, fill.getLoc(), TypeRange{}, ValueRange{}, ValueRange{out},
+                              ArrayRef<AffineMap>{b.getMultiDimIdentityMap(rank)},
+                              SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+                              [&](OpBuilder& nb, Location loc, ValueRange) { linalg::YieldOp::create(nb, loc, value); });
+    fill.erase();
+  }
+}
+
 class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecutables> {
  public:
   using CPULowerExecutablesBase::CPULowerExecutablesBase;
@@ -242,6 +266,7 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     // CPUConcatCopies.h); static ones below (as copy generics earlier, SqueezeNet's static
     // 3x3s over 7 x 7 took 16 -> 18 us: their pads' copies).
     LowerStridedCopiesToLinalg(inner, /*onlyDynamic=*/true);
+    GeneralizeStridedDynamicFills(inner);
     // Elementwise loops over runs of dynamic extent as one loop when dense at run time
     // (codegen/CPUCollapseContiguousLoops.h).
     codegen::CollapseDynamicLoopsAtRunTime(*kernel);

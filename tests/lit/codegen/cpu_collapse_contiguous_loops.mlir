@@ -198,3 +198,33 @@ hexir.executable @copy_dynamic attributes {hexir.workgroup_count = array<i64: 1,
     }
   }
 }
+
+// -----
+
+// A linalg.fill of a strided view of run-time extents (a dynamic export's max-pool pad, -inf
+// over a workgroup's slice of the padded buffer) becomes a generic first, and so takes the
+// run-time branch on its strides: vector stores of the run, no scalar f32 store
+// (convert-linalg-to-loops' four loops).
+// CHECK-LABEL: hexir.executable @fill_dynamic
+// CHECK:         llvm.icmp "eq"
+// CHECK:         llvm.cond_br
+// CHECK:         llvm.store %{{.+}} : vector<{{[0-9]+}}xf32>, !llvm.ptr
+// CHECK-NOT:     : f32, !llvm.ptr
+// CHECK:         llvm.func @fill_dynamic(
+hexir.executable @fill_dynamic attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @fill_dynamic(%o: tensor<?x3x?x?xf32>, %id: index) -> tensor<?x3x?x?xf32> {
+      %c0 = arith.constant 0 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %cst = arith.constant 0xFF800000 : f32
+      %n = tensor.dim %o, %c0 : tensor<?x3x?x?xf32>
+      %h = tensor.dim %o, %c2 : tensor<?x3x?x?xf32>
+      %w = tensor.dim %o, %c3 : tensor<?x3x?x?xf32>
+      %s = tensor.extract_slice %o[0, 1, 0, 0] [%n, 2, %h, %w] [1, 1, 1, 1] : tensor<?x3x?x?xf32> to tensor<?x2x?x?xf32>
+      %f = linalg.fill ins(%cst : f32) outs(%s : tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+      %r = tensor.insert_slice %f into %o[0, 1, 0, 0] [%n, 2, %h, %w] [1, 1, 1, 1] : tensor<?x2x?x?xf32> into tensor<?x3x?x?xf32>
+      return %r : tensor<?x3x?x?xf32>
+    }
+  }
+}
