@@ -4,13 +4,15 @@
 // in a dynamic export, its extents kernel arguments (%h, %w) and split over workgroups along
 // the batch (the tile's batch position an affine.apply of the tile offset), becomes a fill of
 // the tile and a copy of the source: no per-element select of the value, and no bound check
-// of the clamped read (a call to the kernel error record) remains. The copy's rows, of
+// of the clamped read (a call to the kernel error record) remains. The fill of the tile (a
+// strided view: a generic, one run where it is dense at run time) and the copy's rows, of
 // run-time length, are whole vectors and then one masked vector (CPUCollapseContiguousLoops.h:
 // a copy's run of run-time length).
 // CHECK-LABEL: hexir.executable @dynamic_tiled_pad
 // CHECK-NOT:     llvm.select {{.*}} : i1, f32
 // CHECK-NOT:     hexir_kernel_error
-// CHECK:         llvm.store {{.*}} : f32, !llvm.ptr
+// CHECK:         llvm.store {{.*}} : vector<{{[0-9]+}}xf32>, !llvm.ptr
+// CHECK:         llvm.intr.masked.store
 // CHECK-NOT:     llvm.select {{.*}} : i1, f32
 // CHECK:         llvm.load {{.*}} -> vector<{{[0-9]+}}xf32>
 // CHECK-NEXT:    llvm.getelementptr
