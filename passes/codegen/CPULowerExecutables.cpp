@@ -116,43 +116,35 @@ void LowerStridedCopiesToLinalg(ModuleOp inner, bool onlyDynamic = false) {
     linalg::makeMemRefCopyOp(b, copy.getLoc(), copy.getSource(), copy.getTarget());
     copy.erase();
   }
-  // A linalg.copy of run-time extents (a convolution's bias, filled into a temporary and
-  // copied into a dynamic export's output slice) likewise: convert-linalg-to-loops made it
-  // one scalar loop per dim, the innermost a row of the plane (4 elements of a 4 x 4 plane).
-  if (!onlyDynamic) return;
-  SmallVector<linalg::CopyOp> named;
-  inner.walk([&](linalg::CopyOp copy) {
-    if (copy.hasPureBufferSemantics() && !cast<ShapedType>(copy.getDpsInits()[0].getType()).hasStaticShape())
-      named.push_back(copy);
-  });
-  for (linalg::CopyOp copy : named) {
-    OpBuilder b(copy);
-    linalg::makeMemRefCopyOp(b, copy.getLoc(), copy.getDpsInputs()[0], copy.getDpsInits()[0]);
-    copy.erase();
-  }
 }
 
-// A linalg.fill of a strided view of run-time extents (a dynamic export's max-pool pad:
-// -inf over a workgroup's slice of the padded buffer) as the equivalent generic, so that
-// CollapseDynamicLoopsAtRunTime (next) fills it as one run where it is dense at run time;
-// convert-linalg-to-loops made it one loop per dim (ShuffleNet's and DenseNet's stem pools:
-// 16-24 channels of 34 x 34). Fills of identity layouts are CollapseDenseFills' (below).
-void GeneralizeStridedDynamicFills(ModuleOp inner) {
-  SmallVector<linalg::FillOp> fills;
-  inner.walk([&](linalg::FillOp fill) {
-    auto type = dyn_cast<MemRefType>(fill.getDpsInits()[0].getType());
-    if (fill.hasPureBufferSemantics() && type && !type.hasStaticShape() && !type.getLayout().isIdentity())
-      fills.push_back(fill);
+// A linalg.copy of run-time extents (a convolution's bias, filled into a temporary and copied
+// into a dynamic export's output slice) or a linalg.fill of a strided view of run-time
+// extents (a dynamic max pool's -inf pad over a workgroup's slice) as the equivalent generic,
+// so that CollapseDynamicLoopsAtRunTime (next) runs it as one loop over a run dense at run
+// time: convert-linalg-to-loops made either one scalar loop per dim (the innermost a plane's
+// row: 4 elements at 4 x 4). Fills of identity layouts are CollapseDenseFills' (below).
+void GeneralizeDynamicCopiesAndFills(ModuleOp inner) {
+  SmallVector<linalg::LinalgOp> ops;
+  inner.walk([&](linalg::LinalgOp op) {
+    if (!isa<linalg::CopyOp, linalg::FillOp>(op) || !op.hasPureBufferSemantics()) return;
+    auto type = cast<MemRefType>(op.getDpsInits()[0].getType());
+    if (!type.hasStaticShape() && (isa<linalg::CopyOp>(op) || !type.getLayout().isIdentity())) ops.push_back(op);
   });
-  for (linalg::FillOp fill : fills) {
-    OpBuilder b(fill);
-    Value out = fill.getDpsInits()[0], value = fill.getDpsInputs()[0];
-    const int64_t rank = cast<MemRefType>(out.getType()).getRank();
-    linalg::GenericOp::create(b, fill.getLoc(), TypeRange{}, ValueRange{}, ValueRange{out},
-                              ArrayRef<AffineMap>{b.getMultiDimIdentityMap(rank)},
-                              SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
-                              [&](OpBuilder& nb, Location loc, ValueRange) { linalg::YieldOp::create(nb, loc, value); });
-    fill.erase();
+  for (linalg::LinalgOp op : ops) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    Value in = op.getDpsInputs()[0], out = op.getDpsInits()[0];
+    if (isa<linalg::CopyOp>(op)) {
+      linalg::makeMemRefCopyOp(b, loc, in, out);
+    } else {
+      const int64_t rank = cast<MemRefType>(out.getType()).getRank();
+      linalg::GenericOp::create(b, loc, TypeRange{}, ValueRange{}, ValueRange{out},
+                                ArrayRef<AffineMap>{b.getMultiDimIdentityMap(rank)},
+                                SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+                                [&](OpBuilder& nb, Location l, ValueRange) { linalg::YieldOp::create(nb, l, in); });
+    }
+    op->erase();
   }
 }
 
@@ -266,7 +258,7 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     // CPUConcatCopies.h); static ones below (as copy generics earlier, SqueezeNet's static
     // 3x3s over 7 x 7 took 16 -> 18 us: their pads' copies).
     LowerStridedCopiesToLinalg(inner, /*onlyDynamic=*/true);
-    GeneralizeStridedDynamicFills(inner);
+    GeneralizeDynamicCopiesAndFills(inner);
     // Elementwise loops over runs of dynamic extent as one loop when dense at run time
     // (codegen/CPUCollapseContiguousLoops.h).
     codegen::CollapseDynamicLoopsAtRunTime(*kernel);

@@ -1,7 +1,5 @@
 #include "tools/hexir-bench/collector.h"
 
-#include <algorithm>
-
 #include "hal/executable.h"
 
 namespace hexir::tools::bench {
@@ -32,17 +30,8 @@ void Collector::OnDispatch(const hal::DispatchTiming& t) {
 
 void Collector::OnHostSpan(const char* name, int64_t begin_ns, int64_t end_ns) {
   std::lock_guard<std::mutex> lock(mu_);
-  // "hal." + name without a temporary string: names are interned by their full text.
-  char full[96];
-  std::string_view n(name);
-  std::string_view prefixed;
-  if (n.size() + 4 <= sizeof(full)) {
-    std::copy_n("hal.", 4, full);
-    std::copy(n.begin(), n.end(), full + 4);
-    prefixed = std::string_view(full, n.size() + 4);
-  }
-  const std::string* interned = prefixed.empty() ? Intern(std::string("hal.") + name) : Intern(prefixed);
-  spans_.push_back(Span{interned, Intern("HAL"), begin_ns, end_ns, call_});
+  scratch_.assign("hal.").append(name);  // its capacity stays: no allocation once grown
+  spans_.push_back(Span{Intern(scratch_), Intern("HAL"), begin_ns, end_ns, call_});
 }
 
 void Collector::AddHostSpan(HostSpan span) {

@@ -84,6 +84,7 @@ class Collector final : public hal::Profiler {
   std::vector<Dispatch> dispatches_;
   std::vector<int64_t> words_;
   std::vector<Span> spans_;
+  std::string scratch_;  // OnHostSpan's "hal." + name, for the lookup
 };
 
 }  // namespace hexir::tools::bench
