@@ -11,7 +11,15 @@
 # kernels a layer (4 with --chain-small-layers=0) (read from the device loop's command buffer, compile-only), the
 # TinyLlama-shaped one at most 12, 10 with --norm-pair-extent=16384 (its decode step's command
 # buffer, 2 layers minus 1), 8 with --sibling-projections.
+# PART (the first argument): which checks run, one Bazel target each so that they run in
+# parallel (tests/llm/BUILD.bazel): small (stories260K-shaped kernels per layer and staged
+# weights), tinyllama (TinyLlama-shaped kernels per layer), quantized (block formats' kernels
+# per layer and their one-thread check), threads (the real modules' one-thread check); all
+# (the default): every part.
 source tests/llm/common.sh
+PART=${1:-all}
+case "$PART" in all|small|tinyllama|quantized|threads) ;; *) echo "usage: decode_kernels_test.sh [all|small|tinyllama|quantized|threads]"; exit 2 ;; esac
+runs() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
 DUMP=tools/hexir-dump/hexir-dump
 BENCH_PY=tests/llm/torch_decode_bench.py
 # ALLOWED: "rule|reason". The one rule: a kernel whose output is one scalar (<= 8 bytes
@@ -87,57 +95,59 @@ per_layer_kernels() {
   PER_LAYER=$(( ${body2:-0} - ${body1:-0} )) BODY1=${body1:-0}
   rm -f "$TMP"/s260_*
 }
-per_layer_kernels "" "stories260K shape, CUDA"
-fused=$PER_LAYER plain_body=$BODY1
-# --small-layer-tails: the argmax pair takes the in-place updates of the ids, the decode state
-# and the stop flag (group-tails): 3 kernels fewer a step, the layers as they were.
-per_layer_kernels "--small-layer-tails" "stories260K shape, CUDA --small-layer-tails"
-[ "$PER_LAYER" -eq "$fused" ] && [ $(( plain_body - BODY1 )) -eq 3 ] &&
-  pass "stories260K shape, CUDA --small-layer-tails: $BODY1 kernels a 1-layer step (3 fewer), $PER_LAYER per layer" ||
-  fail "stories260K shape, CUDA --small-layer-tails: $BODY1 kernels a 1-layer step (expected $plain_body - 3), $PER_LAYER per layer (expected $fused)"
-[ "$fused" -ge 1 ] && [ "$fused" -le 2 ] && pass "stories260K shape, CUDA: $fused kernels per layer (<= 2)" \
-  || fail "stories260K shape, CUDA: $fused kernels per layer (expected 1..2)"
-per_layer_kernels "--chain-small-layers=0" "stories260K shape, CUDA --chain-small-layers=0"
-[ "$PER_LAYER" -eq 4 ] && pass "stories260K shape, CUDA --chain-small-layers=0: 4 kernels per layer" \
-  || fail "stories260K shape, CUDA --chain-small-layers=0: $PER_LAYER kernels per layer (expected 4)"
-per_layer_kernels "--no-fusion" "stories260K shape, CUDA --no-fusion"
-[ "$PER_LAYER" -gt "$fused" ] && pass "stories260K shape, CUDA --no-fusion: $PER_LAYER kernels per layer (more than fused)" \
-  || fail "stories260K shape, CUDA --no-fusion: $PER_LAYER kernels per layer (expected more than $fused)"
+if runs small; then
+  per_layer_kernels "" "stories260K shape, CUDA"
+  fused=$PER_LAYER plain_body=$BODY1
+  # --small-layer-tails: the argmax pair takes the in-place updates of the ids, the decode state
+  # and the stop flag (group-tails): 3 kernels fewer a step, the layers as they were.
+  per_layer_kernels "--small-layer-tails" "stories260K shape, CUDA --small-layer-tails"
+  [ "$PER_LAYER" -eq "$fused" ] && [ $(( plain_body - BODY1 )) -eq 3 ] &&
+    pass "stories260K shape, CUDA --small-layer-tails: $BODY1 kernels a 1-layer step (3 fewer), $PER_LAYER per layer" ||
+    fail "stories260K shape, CUDA --small-layer-tails: $BODY1 kernels a 1-layer step (expected $plain_body - 3), $PER_LAYER per layer (expected $fused)"
+  [ "$fused" -ge 1 ] && [ "$fused" -le 2 ] && pass "stories260K shape, CUDA: $fused kernels per layer (<= 2)" \
+    || fail "stories260K shape, CUDA: $fused kernels per layer (expected 1..2)"
+  per_layer_kernels "--chain-small-layers=0" "stories260K shape, CUDA --chain-small-layers=0"
+  [ "$PER_LAYER" -eq 4 ] && pass "stories260K shape, CUDA --chain-small-layers=0: 4 kernels per layer" \
+    || fail "stories260K shape, CUDA --chain-small-layers=0: $PER_LAYER kernels per layer (expected 4)"
+  per_layer_kernels "--no-fusion" "stories260K shape, CUDA --no-fusion"
+  [ "$PER_LAYER" -gt "$fused" ] && pass "stories260K shape, CUDA --no-fusion: $PER_LAYER kernels per layer (more than fused)" \
+    || fail "stories260K shape, CUDA --no-fusion: $PER_LAYER kernels per layer (expected more than $fused)"
 
-# Weights staged before the programmatic wait (passes/codegen/CUDAStagedWeights.h, issue #18):
-# the stories260K-shaped device loop's one-block groups copy their read-only weights into
-# dynamic shared memory (`cuda.shared_bytes.<entry>`) and still count as waiting first
-# (`cuda.programmatic_wait.<entry>` = 1, so graphs launch them programmatically); the largest,
-# a layer's FFN + the next layer's norm and q/k/v (w1, w3, w2 64 x 172 f32; wq, wo 64 x 64;
-# wk, wv 32 x 64; two norms), needs 181760 bytes and more with padded rows, under 227 KiB.
-# By default (shared) and with --cuda-weight-staging=shared; --cuda-weight-staging=none: no
-# dynamic shared memory anywhere.
-/usr/bin/python3 "$BENCH_PY" --write-random "$TMP/s260_staged.bin" --dim 64 --hidden 172 --layers 2 \
-  --heads 8 --kv-heads 4 --vocab 512 --seq-len 512 --seed 260 --header-only
-"$IMPORT" "$TMP/s260_staged.bin" --device-loop -o "$TMP/s260_staged.mlir" || fail "staged weights: hexir-import"
-for staging in default shared none; do
-  flag=(--cuda-weight-staging="$staging")
-  [ "$staging" != default ] || flag=()
-  "$COMPILE" "$TMP/s260_staged.mlir" --target=cuda "${flag[@]}" -o "$TMP/s260_staged.vmfb" \
-    || { fail "staged weights: hexir-compile ${flag[*]}"; continue; }
-  read -r staged largest unwaited < <("$DUMP" --no-code "$TMP/s260_staged.vmfb" | awk '
-    match($0, /attr cuda\.shared_bytes\.[^ ]+ = "/) {
-      name = $2; sub(/^cuda\.shared_bytes\./, "", name); v = $4; gsub(/"/, "", v)
-      shared[name] = v; if (v + 0 > max) max = v + 0 }
-    match($0, /attr cuda\.programmatic_wait\.[^ ]+ = "1"/) {
-      name = $2; sub(/^cuda\.programmatic_wait\./, "", name); waits[name] = 1 }
-    END { n = 0; bad = 0; for (k in shared) { ++n; if (!(k in waits)) ++bad }; print n, max + 0, bad }')
-  echo "staged weights ($staging): $staged kernels with dynamic shared memory, the largest $largest bytes, $unwaited of them not waiting first"
-  if [ "$staging" != none ]; then
-    [ "${staged:-0}" -ge 2 ] && [ "${largest:-0}" -gt 181760 ] && [ "${largest:-0}" -le 232448 ] && [ "${unwaited:-1}" -eq 0 ] \
-      && pass "staged weights ($staging): $staged one-block kernels copy their weights into shared memory (largest $largest bytes) and wait first" \
-      || fail "staged weights ($staging): $staged kernels with dynamic shared memory (largest ${largest:-?}, expected > 181760 and <= 232448), $unwaited not waiting first"
-  else
-    [ "${staged:-1}" -eq 0 ] && pass "staged weights: none with --cuda-weight-staging=none" \
-      || fail "staged weights: $staged kernels with dynamic shared memory under --cuda-weight-staging=none"
-  fi
-done
-rm -f "$TMP"/s260_staged*
+  # Weights staged before the programmatic wait (passes/codegen/CUDAStagedWeights.h, issue #18):
+  # the stories260K-shaped device loop's one-block groups copy their read-only weights into
+  # dynamic shared memory (`cuda.shared_bytes.<entry>`) and still count as waiting first
+  # (`cuda.programmatic_wait.<entry>` = 1, so graphs launch them programmatically); the largest,
+  # a layer's FFN + the next layer's norm and q/k/v (w1, w3, w2 64 x 172 f32; wq, wo 64 x 64;
+  # wk, wv 32 x 64; two norms), needs 181760 bytes and more with padded rows, under 227 KiB.
+  # By default (shared) and with --cuda-weight-staging=shared; --cuda-weight-staging=none: no
+  # dynamic shared memory anywhere.
+  /usr/bin/python3 "$BENCH_PY" --write-random "$TMP/s260_staged.bin" --dim 64 --hidden 172 --layers 2 \
+    --heads 8 --kv-heads 4 --vocab 512 --seq-len 512 --seed 260 --header-only
+  "$IMPORT" "$TMP/s260_staged.bin" --device-loop -o "$TMP/s260_staged.mlir" || fail "staged weights: hexir-import"
+  for staging in default shared none; do
+    flag=(--cuda-weight-staging="$staging")
+    [ "$staging" != default ] || flag=()
+    "$COMPILE" "$TMP/s260_staged.mlir" --target=cuda "${flag[@]}" -o "$TMP/s260_staged.vmfb" \
+      || { fail "staged weights: hexir-compile ${flag[*]}"; continue; }
+    read -r staged largest unwaited < <("$DUMP" --no-code "$TMP/s260_staged.vmfb" | awk '
+      match($0, /attr cuda\.shared_bytes\.[^ ]+ = "/) {
+        name = $2; sub(/^cuda\.shared_bytes\./, "", name); v = $4; gsub(/"/, "", v)
+        shared[name] = v; if (v + 0 > max) max = v + 0 }
+      match($0, /attr cuda\.programmatic_wait\.[^ ]+ = "1"/) {
+        name = $2; sub(/^cuda\.programmatic_wait\./, "", name); waits[name] = 1 }
+      END { n = 0; bad = 0; for (k in shared) { ++n; if (!(k in waits)) ++bad }; print n, max + 0, bad }')
+    echo "staged weights ($staging): $staged kernels with dynamic shared memory, the largest $largest bytes, $unwaited of them not waiting first"
+    if [ "$staging" != none ]; then
+      [ "${staged:-0}" -ge 2 ] && [ "${largest:-0}" -gt 181760 ] && [ "${largest:-0}" -le 232448 ] && [ "${unwaited:-1}" -eq 0 ] \
+        && pass "staged weights ($staging): $staged one-block kernels copy their weights into shared memory (largest $largest bytes) and wait first" \
+        || fail "staged weights ($staging): $staged kernels with dynamic shared memory (largest ${largest:-?}, expected > 181760 and <= 232448), $unwaited not waiting first"
+    else
+      [ "${staged:-1}" -eq 0 ] && pass "staged weights: none with --cuda-weight-staging=none" \
+        || fail "staged weights: $staged kernels with dynamic shared memory under --cuda-weight-staging=none"
+    fi
+  done
+  rm -f "$TMP"/s260_staged*
+fi
 
 # Kernels per layer of the TinyLlama-shaped decode step on CUDA (default import, the calls
 # inlined by --inline-device-calls: the decode loop's step is the last command buffer
@@ -183,10 +193,12 @@ tinyllama_per_layer() {
   [ "$kept" = "$per" ] && pass "TinyLlama shape f16, CUDA $*: @layer kept as calls records $kept kernels, as inlined" \
     || fail "TinyLlama shape f16, CUDA $*: @layer kept as calls records $kept kernels, inlined $per per layer"
 }
-tinyllama_per_layer 10
-tinyllama_per_layer 12 --norm-pair-extent=1024
-# q, k and v + its cache row as one kernel (hexir-merge-sibling-projections, off by default).
-tinyllama_per_layer 8 --sibling-projections
+if runs tinyllama; then
+  tinyllama_per_layer 10
+  tinyllama_per_layer 12 --norm-pair-extent=1024
+  # q, k and v + its cache row as one kernel (hexir-merge-sibling-projections, off by default).
+  tinyllama_per_layer 8 --sibling-projections
+fi
 
 # Quantized (GGUF block formats, hexir-quantize of a TinyLlama-shaped header: dim 2048, 1 and
 # 2 layers, vocab 512). With --block-matvec-norm-extent=8192 each 2048-wide norm is recomputed
@@ -208,36 +220,40 @@ quantized_per_layer() {  # TYPE [hexir-compile flags...]: sets PER_LAYER
   PER_LAYER=$(( steps[1] - steps[0] ))
   echo "TinyLlama shape $type, CUDA $*: decode step ${steps[0]} dispatches with 1 layer, ${steps[1]} with 2"
 }
-for type in q4_0 q6_k; do
-  quantized_per_layer "$type"
-  plain=$PER_LAYER
-  quantized_per_layer "$type" --block-matvec-norm-extent=8192
-  expected=$(( plain - 2 ))
-  [ "$type" != q6_k ] || expected=$plain
-  [ "$plain" -ge 1 ] && [ "$PER_LAYER" -eq "$expected" ] \
-    && pass "TinyLlama shape $type, CUDA --block-matvec-norm-extent=8192: $PER_LAYER kernels per decode layer (without: $plain)" \
-    || fail "TinyLlama shape $type, CUDA --block-matvec-norm-extent=8192: $PER_LAYER kernels per decode layer (expected $expected; without: $plain)"
-  cp "$TMP/tq_2.gguf" "$TMP/tq_$type.gguf"
-  rm -f "$TMP"/tq_[12].*
-done
-if [ -f "$SHARED/models/stories260K.bin" ]; then
-  check stories260K "$SHARED/models/stories260K.bin"
-  check stories260K_device_loop "$SHARED/models/stories260K.bin" --device-loop
-else
-  echo "HEXIR_SKIPPED: stories260K: $SHARED/models/stories260K.bin not found"
+if runs threads; then
+  if [ -f "$SHARED/models/stories260K.bin" ]; then
+    check stories260K "$SHARED/models/stories260K.bin"
+    check stories260K_device_loop "$SHARED/models/stories260K.bin" --device-loop
+  else
+    echo "HEXIR_SKIPPED: stories260K: $SHARED/models/stories260K.bin not found"
+  fi
+  /usr/bin/python3 "$BENCH_PY" --write-random "$TMP/random768.bin" --dim 768 --hidden 2048 --layers 12 \
+    --heads 12 --kv-heads 12 --vocab 32000 --seq-len 256 --seed 768 --header-only
+  /usr/bin/python3 "$BENCH_PY" --write-random "$TMP/tinyllama.bin" --dim 2048 --hidden 5632 --layers 22 \
+    --heads 32 --kv-heads 4 --vocab 32000 --seq-len 512 --seed 2048 --header-only
+  check random768_f16 "$TMP/random768.bin" --weights=f16
+  check tinyllama_f16 "$TMP/tinyllama.bin" --weights=f16
+  check tinyllama_f16_kv16 "$TMP/tinyllama.bin" --weights=f16 --kv-cache=f16
+  rm -f "$TMP"/random768.bin "$TMP"/tinyllama.bin
 fi
-/usr/bin/python3 "$BENCH_PY" --write-random "$TMP/random768.bin" --dim 768 --hidden 2048 --layers 12 \
-  --heads 12 --kv-heads 12 --vocab 32000 --seq-len 256 --seed 768 --header-only
-/usr/bin/python3 "$BENCH_PY" --write-random "$TMP/tinyllama.bin" --dim 2048 --hidden 5632 --layers 22 \
-  --heads 32 --kv-heads 4 --vocab 32000 --seq-len 512 --seed 2048 --header-only
-check random768_f16 "$TMP/random768.bin" --weights=f16
-check tinyllama_f16 "$TMP/tinyllama.bin" --weights=f16
-check tinyllama_f16_kv16 "$TMP/tinyllama.bin" --weights=f16 --kv-cache=f16
-for type in q4_0 q6_k; do
-  COMPILE_FLAGS=(--block-matvec-norm-extent=8192)
-  check "tinyllama2_${type}_normed" "$TMP/tq_$type.gguf"
-  rm -f "$TMP/tq_$type.gguf"
-done
-COMPILE_FLAGS=()
-rm -f "$TMP"/random768.bin "$TMP"/tinyllama.bin
+if runs quantized; then
+  for type in q4_0 q6_k; do
+    quantized_per_layer "$type"
+    plain=$PER_LAYER
+    quantized_per_layer "$type" --block-matvec-norm-extent=8192
+    expected=$(( plain - 2 ))
+    [ "$type" != q6_k ] || expected=$plain
+    [ "$plain" -ge 1 ] && [ "$PER_LAYER" -eq "$expected" ] \
+      && pass "TinyLlama shape $type, CUDA --block-matvec-norm-extent=8192: $PER_LAYER kernels per decode layer (without: $plain)" \
+      || fail "TinyLlama shape $type, CUDA --block-matvec-norm-extent=8192: $PER_LAYER kernels per decode layer (expected $expected; without: $plain)"
+    cp "$TMP/tq_2.gguf" "$TMP/tq_$type.gguf"
+    rm -f "$TMP"/tq_[12].*
+  done
+  for type in q4_0 q6_k; do
+    COMPILE_FLAGS=(--block-matvec-norm-extent=8192)
+    check "tinyllama2_${type}_normed" "$TMP/tq_$type.gguf"
+    rm -f "$TMP/tq_$type.gguf"
+  done
+  COMPILE_FLAGS=()
+fi
 [ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }
