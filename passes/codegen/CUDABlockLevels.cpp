@@ -306,8 +306,7 @@ void LanesReduce(RewriterBase& rw, linalg::GenericOp op, Operation* combiner, Va
         scf::YieldOp::create(ib, l, BodyAt(ib, l, op, dims, accs[0]));
       });
   Value partial = fold.getResult(0);
-  for (int32_t o = lanes / 2; o > 0; o /= 2)
-    partial = combine(b, partial, gpu::ShuffleOp::create(b, loc, partial, o, kWarpSize, gpu::ShuffleMode::XOR).getResult(0));
+  partial = XorButterfly(b, loc, partial, lanes, [&](Value x, Value y) { return combine(b, x, y); });
   Value leader = arith::AndIOp::create(
       b, loc, valid, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, Index(b, loc, 0)));
   auto store = scf::IfOp::create(b, loc, leader, /*withElseRegion=*/false);
@@ -363,10 +362,7 @@ void BlockReduce(RewriterBase& rw, func::FuncOp kernel, linalg::GenericOp op, Op
         scf::YieldOp::create(b, l, BodyAt(b, l, op, dims, accs[0]));
       });
   Value partial = loop.getResult(0);
-  for (int32_t offset = kWarpSize / 2; offset > 0; offset /= 2)
-    partial = combine(rw, partial,
-                      gpu::ShuffleOp::create(rw, loc, partial, offset, kWarpSize, gpu::ShuffleMode::XOR)
-                          .getResult(0));
+  partial = XorButterfly(rw, loc, partial, kWarpSize, [&](Value x, Value y) { return combine(rw, x, y); });
   int64_t warps = block / kWarpSize;
   Value shared = WorkgroupArray(rw, loc, kernel, partial.getType(), warps);
   Value lane = arith::RemUIOp::create(rw, loc, tid, Index(rw, loc, kWarpSize));

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "passes/codegen/CUDAColumnReduce.h"
+#include "passes/codegen/CUDAWarpReduce.h"
 
 namespace hexir::cuda {
 using namespace mlir;
@@ -54,10 +55,8 @@ Value EmitBlockSum(OpBuilder& b, Location loc, func::FuncOp kernel, Value tid, i
     }
     partial = loop.getResult(0);
   }
-  for (int32_t offset = 16; offset > 0; offset /= 2) {
-    Value other = gpu::ShuffleOp::create(b, loc, partial, offset, 32, gpu::ShuffleMode::XOR).getResult(0);
-    partial = arith::AddFOp::create(b, loc, partial, other);
-  }
+  partial = cuda::XorButterfly(b, loc, partial, cuda::kWarpSize,
+                               [&](Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); });
   const int64_t warps = T / 32;
   Value shared = WorkgroupArray(b, loc, kernel, b.getF32Type(), warps);
   Value lane = arith::RemUIOp::create(b, loc, tid, idx(32));

@@ -268,11 +268,7 @@ class KernelBuilder {
   void store(Value v, Value m, ValueRange i) { memref::StoreOp::create(b, loc, v, m, i); }
   void barrier() { gpu::BarrierOp::create(b, loc); }
   Value butterfly(Value v, bool isMax) {
-    for (int32_t offset = kWarpSize / 2; offset > 0; offset /= 2) {
-      Value other = gpu::ShuffleOp::create(b, loc, v, offset, kWarpSize, gpu::ShuffleMode::XOR).getResult(0);
-      v = isMax ? fmax(v, other) : add(v, other);
-    }
-    return v;
+    return XorButterfly(b, loc, v, kWarpSize, [&](Value x, Value y) { return isMax ? fmax(x, y) : add(x, y); });
   }
   // for (i = lo; i < hi; i += step) body(i, iter) -> iter results.
   ValueRange loop(Value lo, Value hi, Value step, ValueRange init,

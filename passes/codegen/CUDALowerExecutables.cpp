@@ -555,12 +555,7 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
     Value partial = accs[0];
     for (int64_t u = 1; u < kUnroll; ++u) partial = combine(b, partial, accs[u]);
 
-    for (int32_t offset = cuda::kWarpSize / 2; offset > 0; offset /= 2) {
-      Value other = gpu::ShuffleOp::create(b, loc, partial, offset, cuda::kWarpSize,
-                                           gpu::ShuffleMode::XOR)
-                        .getResult(0);
-      partial = combine(b, partial, other);
-    }
+    partial = cuda::XorButterfly(b, loc, partial, cuda::kWarpSize, [&](Value x, Value y) { return combine(b, x, y); });
     if (lanes > cuda::kWarpSize) {  // one output per block: warps meet in shared memory
       int64_t warps = lanes / cuda::kWarpSize;
       Value shared = cuda::WorkgroupArray(b, loc, kernel, partial.getType(), warps);

@@ -25,6 +25,7 @@
 #include "passes/codegen/CUDABlockMatvec.h"
 #include "passes/codegen/CUDABlockSum.h"
 #include "passes/codegen/CUDAColumnReduce.h"
+#include "passes/codegen/CUDAWarpReduce.h"
 #include "passes/codegen/CUDAGemvDecode.h"
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/codegen/CUDAQuantizedGemvInt8.h"
@@ -1092,11 +1093,7 @@ LogicalResult LowerQuantizedGemv(func::FuncOp kernel, const QuantizedGemv& s) {
       }
     }
     SmallVector<Value> partials(loop.getResults().take_front(S));
-    for (int32_t offset = L / 2; offset > 0; offset /= 2)
-      for (Value& partial : partials) {
-        Value other = gpu::ShuffleOp::create(b, loc, partial, offset, 32, gpu::ShuffleMode::XOR).getResult(0);
-        partial = arith::AddFOp::create(b, loc, partial, other);
-      }
+    cuda::XorButterfly(b, loc, partials, L, [&](Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); });
     Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, k.idx(s.rows));
     Value first = arith::AndIOp::create(
         b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, k.idx(0)), inRange);

@@ -1,7 +1,9 @@
 // Which reductions the CUDA backend computes with one warp per output element (shared by
 // CUDADistributeThreads, which maps 32 lanes to each point, and CUDALowerExecutables, which
 // rewrites the op into lane-strided partials + a shuffle butterfly; 64-bit values are
-// shuffled as two 32-bit halves by convert-gpu-to-nvvm).
+// shuffled as two 32-bit halves by convert-gpu-to-nvvm), and the xor butterfly that every
+// emitter of lane partials (warp reductions, block sums, one-block layers, the quantized
+// GEMV, decode attention) ends with.
 #pragma once
 
 #include <optional>
@@ -9,12 +11,32 @@
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 namespace hexir::cuda {
 
 inline constexpr int64_t kWarpSize = 32;
+// The xor butterfly over aligned groups of `lanes` lanes (a power of two, at most kWarpSize):
+// for offset = lanes / 2, ..., 1, each value becomes combine(value, its value in lane ^ offset)
+// (values interleaved at each offset, in order), so every lane of a group ends with the
+// group's combination (combine associative and commutative). Full-warp shuffles: every lane
+// of the warp must take part.
+inline void XorButterfly(mlir::OpBuilder& b, mlir::Location loc, llvm::MutableArrayRef<mlir::Value> values,
+                         int64_t lanes, llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine) {
+  for (int32_t offset = static_cast<int32_t>(lanes / 2); offset > 0; offset /= 2)
+    for (mlir::Value& v : values)
+      v = combine(v, mlir::gpu::ShuffleOp::create(b, loc, v, offset, static_cast<int32_t>(kWarpSize),
+                                                  mlir::gpu::ShuffleMode::XOR)
+                         .getResult(0));
+}
+inline mlir::Value XorButterfly(mlir::OpBuilder& b, mlir::Location loc, mlir::Value v, int64_t lanes,
+                                llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine) {
+  XorButterfly(b, loc, llvm::MutableArrayRef<mlir::Value>(v), lanes, combine);
+  return v;
+}
+
 // Static reduction extents below this stay in one thread (a warp would idle; 64 = 2 elements
 // per lane, an attention head dimension).
 inline constexpr int64_t kMinWarpReduction = 64;

@@ -161,11 +161,7 @@ class WholeReductionLowering {
       Value lane = arith::RemUIOp::create(b_, loc_, gpu::ThreadIdOp::create(b_, loc_, gpu::Dimension::x),
                                           index(kWarpSize));
       total = vectorSteps(lane, *extent, neutral);
-      for (int32_t offset = kWarpSize / 2; offset > 0; offset /= 2) {
-        Value shuffled =
-            gpu::ShuffleOp::create(b_, loc_, total, offset, kWarpSize, gpu::ShuffleMode::XOR).getResult(0);
-        total = combine(b_, total, shuffled);
-      }
+      total = XorButterfly(b_, loc_, total, kWarpSize, [&](Value x, Value y) { return combine(b_, x, y); });
     }
     OpOperand* out = op_.getDpsInitOperand(0);
     Value result = combine(b_, memref::LoadOp::create(b_, loc_, out->get(), ValueRange{}), total);
