@@ -287,6 +287,8 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   if (llvm::all_of(kinds, [](const std::string& kind) { return kind == "cpu"; }))
     pm.addPass(hexir::CreateCPUPackMatmulOperands(options.cpu));
   pm.addPass(hexir::createLiftConstantDispatches());
+  // After lifting, so that no constant dispatch is lifted twice from the two copies.
+  pm.addPass(hexir::createUnswitchShapeBranches());
   pm.addPass(hexir::createAnnotateDispatchCosts());  // hexir-bench metadata (passes/dispatch/costs)
   if (kinds.size() > 1) {
     // Several devices (passes/schedule): a device for every dispatch, each executable compiled

@@ -366,6 +366,22 @@ def MergeSpecializationSwitches : Pass<"hexir-merge-specialization-switches", "m
   let dependentDialects = ["mlir::scf::SCFDialect"];
 }
 
+def UnswitchShapeBranches : Pass<"hexir-unswitch-shape-branches", "mlir::ModuleOp"> {
+  let summary = "Unswitches a host function on the branches its arguments' shapes decide";
+  let description = [{
+    The `scf.if` ops of a host function's block whose condition is host arithmetic on
+    constants, the function's arguments and their dims (a dynamic export's pad-or-not
+    choices, specialization switches) each get a predicted side (fewer dispatches; then on a
+    tie). When one of them is not a specialization switch, the ops from the first (or the
+    last op with regions before it) to the block's end are cloned into the then branch of
+    one `scf.if` on "every branch takes its predicted side", each branch replaced there by
+    that side, and moved into its else branch as they are: the common path is one segment
+    (one submission per call) instead of one per stretch between branches. At most 20000
+    ops a function.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
+}
+
 def LiftConstantDispatches : Pass<"hexir-lift-constant-dispatches", "mlir::ModuleOp"> {
   let summary = "Runs dispatches whose inputs are all module constants once at load";
   let description = [{

@@ -321,6 +321,129 @@ void SwitchWidenedToItsNeighbours(const std::string& target) {
 HEXIR_E2E_TEST_ON_DEVICES("a matmul specialized for M = 1 between other dispatches: the switch takes them in, one submission a call, results equal to f64 and to --schedule=serial at M = 1, 4, 1, 6",
                           SwitchWidenedToItsNeighbours)
 
+// ---- a function unswitched on the branches its input's shape decides -------------------------
+
+// Two pair-sum pools over rows, each after a run-time end pad as the ONNX importer writes a
+// ceil-mode pool's (x itself when the row count is even, else one zero row appended): y[i][j]
+// = sum of relu(x[r][j]) over r in [4i, 4i + 4), r < rows. hexir-unswitch-shape-branches puts
+// the whole function behind one branch on "both counts even": that path is one segment.
+const char* kTwoCeilPools = R"mlir(
+#map = affine_map<(i, j) -> (i, j)>
+func.func @main(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %z = arith.constant 0.0 : f32
+  %h = tensor.dim %x, %c0 : tensor<?x8xf32>
+  %e0 = tensor.empty(%h) : tensor<?x8xf32>
+  %a = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<?x8xf32>) outs(%e0 : tensor<?x8xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.maximumf %v, %z : f32
+    linalg.yield %r : f32
+  } -> tensor<?x8xf32>
+  %odd1 = arith.remsi %h, %c2 : index
+  %even1 = arith.cmpi eq, %odd1, %c0 : index
+  %hp = arith.addi %h, %odd1 : index
+  %a1 = scf.if %even1 -> (tensor<?x8xf32>) {
+    scf.yield %a : tensor<?x8xf32>
+  } else {
+    %ep = tensor.empty(%hp) : tensor<?x8xf32>
+    %p = linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel"]} outs(%ep : tensor<?x8xf32>) {
+    ^bb0(%o: f32):
+      %i = linalg.index 0 : index
+      %j = linalg.index 1 : index
+      %in = arith.cmpi slt, %i, %h : index
+      %last = arith.subi %h, %c1 : index
+      %row = arith.minsi %i, %last : index
+      %v = tensor.extract %a[%row, %j] : tensor<?x8xf32>
+      %r = arith.select %in, %v, %z : f32
+      linalg.yield %r : f32
+    } -> tensor<?x8xf32>
+    scf.yield %p : tensor<?x8xf32>
+  }
+  %h2 = arith.divsi %hp, %c2 : index
+  %e2 = tensor.empty(%h2) : tensor<?x8xf32>
+  %b = linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel"]} outs(%e2 : tensor<?x8xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %i0 = arith.muli %i, %c2 : index
+    %i1 = arith.addi %i0, %c1 : index
+    %u = tensor.extract %a1[%i0, %j] : tensor<?x8xf32>
+    %w = tensor.extract %a1[%i1, %j] : tensor<?x8xf32>
+    %r = arith.addf %u, %w : f32
+    linalg.yield %r : f32
+  } -> tensor<?x8xf32>
+  %odd2 = arith.remsi %h2, %c2 : index
+  %even2 = arith.cmpi eq, %odd2, %c0 : index
+  %hq = arith.addi %h2, %odd2 : index
+  %b1 = scf.if %even2 -> (tensor<?x8xf32>) {
+    scf.yield %b : tensor<?x8xf32>
+  } else {
+    %eq = tensor.empty(%hq) : tensor<?x8xf32>
+    %q = linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel"]} outs(%eq : tensor<?x8xf32>) {
+    ^bb0(%o: f32):
+      %i = linalg.index 0 : index
+      %j = linalg.index 1 : index
+      %in = arith.cmpi slt, %i, %h2 : index
+      %last = arith.subi %h2, %c1 : index
+      %row = arith.minsi %i, %last : index
+      %v = tensor.extract %b[%row, %j] : tensor<?x8xf32>
+      %r = arith.select %in, %v, %z : f32
+      linalg.yield %r : f32
+    } -> tensor<?x8xf32>
+    scf.yield %q : tensor<?x8xf32>
+  }
+  %h4 = arith.divsi %hq, %c2 : index
+  %e4 = tensor.empty(%h4) : tensor<?x8xf32>
+  %c = linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel"]} outs(%e4 : tensor<?x8xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %i0 = arith.muli %i, %c2 : index
+    %i1 = arith.addi %i0, %c1 : index
+    %u = tensor.extract %b1[%i0, %j] : tensor<?x8xf32>
+    %w = tensor.extract %b1[%i1, %j] : tensor<?x8xf32>
+    %r = arith.addf %u, %w : f32
+    linalg.yield %r : f32
+  } -> tensor<?x8xf32>
+  return %c : tensor<?x8xf32>
+}
+)mlir";
+
+void UnswitchedOnShapeBranches(const std::string& target) {
+  std::string module = CompileOrDie(kTwoCeilPools, "two_ceil_pools", target);
+  std::string serial = CompileOrDie(kTwoCeilPools, "two_ceil_pools_serial", target, "--schedule=serial");
+  auto session = OpenOrDie(module, target);
+  auto serial_session = OpenOrDie(serial, target);
+  hal::Device& device = session->device();
+  // 8 and 4 rows: both counts even (the unswitched path); 7, 6 and 5: one pad, the other, both.
+  for (int64_t rows : {8, 7, 6, 5, 4}) {
+    INFO(rows << " rows");
+    HostTensor x = RandomF32({rows, 8}, 90 + rows);
+    const int64_t out = ((rows + 1) / 2 + 1) / 2;
+    HostTensor y = ZerosF32({out, 8});
+    for (int64_t i = 0; i < out; ++i)
+      for (int j = 0; j < 8; ++j) {
+        double s = 0;
+        for (int64_t r = 4 * i; r < std::min(4 * i + 4, rows); ++r) s += std::max(0.0, double(F32(x)[r * 8 + j]));
+        F32(y)[i * 8 + j] = float(s);
+      }
+    hal::DeviceStats before = device.stats();
+    auto results = CallOrDie(*session, "main", {Tensor(x)});
+    hal::DeviceStats after = device.stats();
+    REQUIRE(results.size() == 1);
+    RequireClose(results[0].tensor, y, 1e-5, 1e-5);
+    auto serial_results = CallOrDie(*serial_session, "main", {Tensor(x)});
+    RequireClose(results[0].tensor, serial_results[0].tensor, 0, 0);
+    const uint64_t submissions = after.queue_submissions - before.queue_submissions;
+    if (rows % 4 == 0) CHECK(submissions == 1);  // no branch left on this path: one segment
+    else CHECK(submissions > 1);                  // the general path: a segment per stretch
+  }
+}
+HEXIR_E2E_TEST_ON_DEVICES("two run-time end pads (ceil-mode pools) between dispatches: unswitched on both counts even, one submission a call there, results equal to f64 and to --schedule=serial at 8, 7, 6, 5, 4 rows",
+                          UnswitchedOnShapeBranches)
+
 // ---- loops unswitched on a specialization switch -------------------------------------------
 
 // A recurrence over a dynamic batch, carrying h [M, 8] and s [M]: h' = tanh(h W) + h -
