@@ -128,16 +128,16 @@ void Unswitch(func::FuncOp func) {
   OpBuilder tb = OpBuilder::atBlockEnd(&unswitched.getThenRegion().emplaceBlock());
   IRMapping taken;
   for (Operation* op = start; op != terminator; op = op->getNextNode()) {
-    if (op == unswitched.getOperation()) continue;
     auto s = dyn_cast<scf::IfOp>(op);
     if (!s || !isBranch.contains(op)) {
       tb.clone(*op, taken);
       continue;
     }
     bool then = llvm::find_if(branches, [&](Branch br) { return br.op == s; })->then;
-    Block& side = then ? s.getThenRegion().front() : s.getElseRegion().front();
-    for (Operation& inner : side.without_terminator()) tb.clone(inner, taken);
-    for (auto [result, yielded] : llvm::zip(s.getResults(), side.getTerminator()->getOperands()))
+    Region& side = then ? s.getThenRegion() : s.getElseRegion();
+    if (side.empty()) continue;  // a branch without results and without an else side
+    for (Operation& inner : side.front().without_terminator()) tb.clone(inner, taken);
+    for (auto [result, yielded] : llvm::zip(s.getResults(), side.front().getTerminator()->getOperands()))
       taken.map(result, taken.lookupOrDefault(yielded));
   }
   SmallVector<Value> thenResults;

@@ -126,3 +126,33 @@ func.func @runtime_divisor(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %s = hexir.dispatch @relu(%r, %h, %w) dims(%h, %w) : (tensor<?x?xf32>, index, index) -> tensor<?x?xf32>
   return %s : tensor<?x?xf32>
 }
+
+// -----
+
+// A branch without results or an else side, predicted not taken (its then side holds the
+// dispatch): the new branch tests its condition's negation, and its then side holds nothing
+// of it.
+// CHECK-LABEL: func.func @no_else(
+// CHECK:       %[[ODD:.+]] = arith.cmpi ne,
+// CHECK:       %[[TRUE:.+]] = arith.constant true
+// CHECK:       %[[EVEN:.+]] = arith.xori %[[ODD]], %[[TRUE]] : i1
+// CHECK-NEXT:  %[[R:.+]] = scf.if %[[EVEN]] -> (tensor<?xf32>) {
+// CHECK-NOT:     hexir.dispatch @neg
+// CHECK:         hexir.dispatch @relu(
+// CHECK-NEXT:    scf.yield
+// CHECK-NEXT:  } else {
+// CHECK:         scf.if %{{.+}} {
+// CHECK-NEXT:      hexir.dispatch @neg(
+// CHECK:         hexir.dispatch @relu(
+func.func @no_else(%x: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %n = tensor.dim %x, %c0 : tensor<?xf32>
+  %odd = arith.remsi %n, %c2 : index
+  %isodd = arith.cmpi ne, %odd, %c0 : index
+  scf.if %isodd {
+    %d = hexir.dispatch @neg(%x, %n) dims(%n) : (tensor<?xf32>, index) -> tensor<?xf32>
+  }
+  %s = hexir.dispatch @relu(%x, %n) dims(%n) : (tensor<?xf32>, index) -> tensor<?xf32>
+  return %s : tensor<?xf32>
+}
