@@ -26,6 +26,7 @@
 // segment: a dynamic DenseNet's call on even sizes 4 submissions -> 1. Cost: those ops are in
 // the bytecode twice (at most kMaxUnswitchedOps of them).
 #include "dialects/hexir/IR/HexirOps.h"
+#include "llvm/ADT/MapVector.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -77,15 +78,11 @@ int64_t DispatchesIn(Region& region) {
   return n;
 }
 
-struct Branch {
-  scf::IfOp op;
-  bool then;  // the predicted side
-};
-
 void Unswitch(func::FuncOp func) {
   if (!func.getBody().hasOneBlock()) return;
   Block* block = &func.getBody().front();
-  SmallVector<Branch> branches;
+  // Each branch (in block order) and its predicted side: true for then.
+  llvm::MapVector<scf::IfOp, bool> branches;
   llvm::SetVector<Operation*> slice;
   bool anyChoice = false;           // a branch that is not a specialization switch
   Operation* start = &block->front();  // the range's first op
@@ -99,7 +96,7 @@ void Unswitch(func::FuncOp func) {
     }
     slice.insert(own.begin(), own.end());
     anyChoice = anyChoice || !s->hasAttr(kSpecializationSwitchAttr);
-    branches.push_back({s, DispatchesIn(s.getElseRegion()) >= DispatchesIn(s.getThenRegion())});
+    branches[s] = DispatchesIn(s.getElseRegion()) >= DispatchesIn(s.getThenRegion());
   }
   if (!anyChoice) return;
   int64_t ops = 0;
@@ -108,33 +105,31 @@ void Unswitch(func::FuncOp func) {
 
   Operation* terminator = block->getTerminator();
   OpBuilder b(start);
-  Location loc = branches.front().op.getLoc();
+  Location loc = branches.front().first.getLoc();
   // The conditions' arithmetic, in block order, before the range.
   IRMapping early;
   for (Operation& op : *block)
     if (slice.contains(&op)) b.clone(op, early);
   Value predicted;
-  for (Branch br : branches) {
-    Value c = early.lookup(br.op.getCondition());
-    if (!br.then) c = arith::XOrIOp::create(b, loc, c, arith::ConstantIntOp::create(b, loc, 1, 1));
+  for (auto [s, then] : branches) {
+    Value c = early.lookup(s.getCondition());
+    if (!then) c = arith::XOrIOp::create(b, loc, c, arith::ConstantIntOp::create(b, loc, 1, 1));
     predicted = predicted ? Value(arith::AndIOp::create(b, loc, predicted, c)) : c;
   }
   // The function's results computed in the range, or before it (yielded as they are).
   auto unswitched = scf::IfOp::create(b, loc, terminator->getOperandTypes(), predicted,
                                       /*addThenBlock=*/false, /*addElseBlock=*/false);
-  llvm::SmallPtrSet<Operation*, 8> isBranch;
-  for (Branch br : branches) isBranch.insert(br.op);
   // Then: every branch replaced by its predicted side.
   OpBuilder tb = OpBuilder::atBlockEnd(&unswitched.getThenRegion().emplaceBlock());
   IRMapping taken;
   for (Operation* op = start; op != terminator; op = op->getNextNode()) {
     auto s = dyn_cast<scf::IfOp>(op);
-    if (!s || !isBranch.contains(op)) {
+    auto branch = s ? branches.find(s) : branches.end();
+    if (branch == branches.end()) {
       tb.clone(*op, taken);
       continue;
     }
-    bool then = llvm::find_if(branches, [&](Branch br) { return br.op == s; })->then;
-    Region& side = then ? s.getThenRegion() : s.getElseRegion();
+    Region& side = branch->second ? s.getThenRegion() : s.getElseRegion();
     if (side.empty()) continue;  // a branch without results and without an else side
     for (Operation& inner : side.front().without_terminator()) tb.clone(inner, taken);
     for (auto [result, yielded] : llvm::zip(s.getResults(), side.front().getTerminator()->getOperands()))
