@@ -47,7 +47,7 @@ struct BufferRef {
   vm::Ref<Buffer> buffer;          // must be non-null unless is_slot()
   // A multiple of kBindingAlignment in dispatch bindings. A slot's is added to its table
   // entry's offset (so dispatches may share one buffer at different offsets, as a region's
-  // packed parameter words do); the CPU driver takes it, the CUDA driver refuses a nonzero one.
+  // packed parameter words do); a CUDA binding must start inside its slot's range.
   uint64_t offset = 0;
   uint64_t length = kWholeBuffer;  // kWholeBuffer: to the end of the buffer
   uint32_t slot = kNoSlot;

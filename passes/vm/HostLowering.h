@@ -127,7 +127,7 @@ struct PendingDispatch {
   int64_t paramsOffset = 0;
 };
 
-// The parameter words of a region's CPU dispatches packed into one buffer, each list at a
+// The parameter words of a region's CPU and CUDA dispatches packed into one buffer, each list at a
 // 64-byte aligned offset (equal lists once), kept in a ref global and reused while the words
 // repeat (`hal.allocator.reuse_uniform`, emitted before the region's recording with every
 // word): one import call and one binding-table slot per region, not one per dispatch.
@@ -248,10 +248,13 @@ class HostLowering {
   void endRegion();  // forgets the region's pending commands, parameter lists, counts
   void mapHeldResultBuffers(Block* entry);  // a recorded callee: its held-buffer arguments
   // A region's, shared by equal lists. `reused`: kept in a ref global and reused by the next
-  // execution when its words are equal (a CPU executable's, see LowerExecutionRegions.cpp).
+  // execution when its words are equal (a CPU or CUDA executable's, LowerExecutionRegions.cpp).
   Value parameterBuffer(ArrayRef<Value> params, bool reused);
   // The region's packed parameter buffer and the byte offset of `params` in it (ParamsPacking.cpp).
   std::pair<Value, int64_t> packedParameters(ArrayRef<Value> params);
+  // Whether `params` fits the region's packed buffer within a CUDA uniform shadow (64 KiB);
+  // a CUDA list that does not gets a reused buffer of its own (parameterBuffer).
+  bool packedParametersFit(ArrayRef<Value> params) const;
   void emitPackedParameters();  // the one reuse_uniform, at b's insertion point, every word
   LogicalResult describeRecordedSlots(func::ReturnOp r, SmallVectorImpl<Value>& results);
 

@@ -1,7 +1,8 @@
 // Lowering of hexir.execute: each execution region becomes its host work (result buffers:
 // `hal.device.queue.alloca`, transients in ref globals through `hal.device.transient`; one
-// parameter buffer per distinct parameter list, except CPU executables' lists: packed into one
-// buffer per region, reused across executions while its words repeat, ParamsPacking.cpp) and
+// parameter buffer per distinct parameter list, except CPU and CUDA executables' lists: packed
+// into one buffer per region, reused across executions while its words repeat,
+// ParamsPacking.cpp) and
 // one memoized command buffer in a ref
 // global: recorded on the region's first execution in a context (`global.load.ref G;
 // ref.is_null; cond_br` to the record block), then submitted with `queue.execute_bound` and
@@ -135,9 +136,13 @@ LogicalResult HostLowering::lowerDispatch(DispatchOp d, const DenseSet<Value>& y
   if (failed(countOffset)) return failure();
   p.countOffset = *countOffset;
   if (!params.empty()) {
+    // Serialized executables (CPU and CUDA) read their words from a buffer kept across
+    // executions; a region's lists share one (packed) when they fit a CUDA uniform shadow.
     auto format = exe->getAttrOfType<StringAttr>(kFormatAttr);
-    bool reused = format && format.getValue().starts_with("cpu-");
-    if (reused && !recordedForm) {
+    bool reused = format && (format.getValue().starts_with("cpu-") ||
+                             format.getValue().starts_with("cuda-"));
+    bool cuda = reused && format.getValue().starts_with("cuda-");
+    if (reused && !recordedForm && (!cuda || packedParametersFit(params))) {
       auto [buffer, offset] = packedParameters(params);
       p.bindings.push_back(buffer);
       p.paramsOffset = offset;
@@ -153,9 +158,9 @@ LogicalResult HostLowering::lowerDispatch(DispatchOp d, const DenseSet<Value>& y
 // The region's parameter buffer holding `params`: dispatches of one region with the same
 // parameters share one. A recorded callee's is the previous call's when its words are equal
 // (an argument of its VM form, LowerRecordedCalls.cpp), else a new one; so is a `reused` one
-// (a CPU executable's: the previous execution's, kept in a ref global, so that a dynamic module
-// whose shapes repeat allocates none per call; never written once a submission may read it, a
-// new one when a word changed). CUDA modules keep a fresh buffer per execution.
+// (a CPU or CUDA executable's: the previous execution's, kept in a ref global, so that a
+// dynamic module whose shapes repeat allocates none per call; never written once a submission
+// may read it, a new one when a word changed).
 Value HostLowering::parameterBuffer(ArrayRef<Value> params, bool reused) {
   for (auto& [values, existing] : regionParams)
     if (ArrayRef<Value>(values) == params) return existing;

@@ -1,4 +1,4 @@
-// One parameter buffer per execution region for its CPU dispatches (HostLowering.h
+// One parameter buffer per execution region for its CPU and CUDA dispatches (HostLowering.h
 // PackedParams). A dispatch with run-time shapes used to get a buffer of its own: per call a
 // global load, a reuse_uniform import comparing its words, a global store, and one more
 // binding-table slot to resolve and await at submission. Packed, the region pays that once;
@@ -13,7 +13,24 @@ namespace hexir::vm_lowering {
 namespace {
 constexpr int64_t kWordBytes = 8;
 constexpr int64_t kListAlignment = 64;  // hal::kBindingAlignment
+// The CUDA HAL copies a uniform slot of at most 64 KiB into a device-side shadow at each
+// submission (hal/drivers/cuda/cuda_recording.cc StageUniforms); a larger one would be read
+// from pinned host memory over PCIe by every kernel.
+constexpr int64_t kMaxCudaPackedBytes = 64 * 1024;
+
+int64_t AlignedWords(int64_t words) {
+  const int64_t perList = kListAlignment / kWordBytes;
+  return (words + perList - 1) / perList * perList;
+}
 }  // namespace
+
+bool HostLowering::packedParametersFit(ArrayRef<Value> params) const {
+  for (auto& [values, offset] : packed.lists)
+    if (ArrayRef<Value>(values) == params) return true;
+  const int64_t words = AlignedWords(static_cast<int64_t>(packed.words.size())) +
+                        static_cast<int64_t>(params.size());
+  return words * kWordBytes <= kMaxCudaPackedBytes;
+}
 
 std::pair<Value, int64_t> HostLowering::packedParameters(ArrayRef<Value> params) {
   for (auto& [values, offset] : packed.lists)

@@ -339,6 +339,68 @@ TEST_CASE("cuda/uniform_slots_are_staged_into_a_shadow_and_need_no_node_update")
   }
 }
 
+// A region's packed parameter lists: one uniform slot, each dispatch bound at its list's byte
+// offset (dispatch_slots_at). Graph and stream command buffers read their own ranges of the one
+// shadow; a table whose slot ends before a binding's offset is refused naming both.
+TEST_CASE("cuda/bindings_at_offsets_into_one_uniform_slot_read_their_own_ranges") {
+  auto dev = OpenOrSkip();
+  if (!dev) return;
+  Device& d = **dev;
+  auto exe = Load(d, CubinView({"add_f32"}));
+  const uint32_t n = 64;
+  const uint64_t second = 512;  // the second list's offset (a multiple of kBindingAlignment)
+  auto record = [&](CommandBufferMode mode) {
+    auto cb = *CreateCommandBuffer(d, mode);
+    BufferRef at0 = BufferRef::Slot(1), at1 = BufferRef::Slot(1);
+    at1.offset = second;
+    REQUIRE(cb->Dispatch(exe, 0, {1, 1, 1}, {BufferRef::Slot(0), at0, BufferRef::Slot(2)}, {n, 64}).ok());
+    REQUIRE(cb->Dispatch(exe, 0, {1, 1, 1}, {BufferRef::Slot(0), at1, BufferRef::Slot(3)}, {n, 64}).ok());
+    REQUIRE(cb->Finalize().ok());
+    return cb;
+  };
+  auto a = Alloc(d, n * 4), out0 = Alloc(d, n * 4), out1 = Alloc(d, n * 4);
+  Upload(d, *a, std::vector<float>(n, 1.0f));
+  auto packed = [&](float first, float other) {
+    auto u = *d.AllocateBuffer(second + n * 4, kMemoryHostVisible | kMemoryUniform);
+    std::vector<float> v(second / 4 + n, -1000.0f);
+    std::fill(v.begin(), v.begin() + n, first);
+    std::fill(v.begin() + second / 4, v.end(), other);
+    std::memcpy(u->host_data(), v.data(), v.size() * 4);
+    return u;
+  };
+  for (CommandBufferMode mode : {CommandBufferMode::kGraph, CommandBufferMode::kStream}) {
+    INFO((mode == CommandBufferMode::kGraph ? "graph" : "stream"));
+    auto cb = record(mode);
+    CudaStats s0 = Stats(d);
+    for (int call = 0; call < 3; ++call) {
+      auto u = packed(10.0f * call, 100.0f * call);
+      Run(d, cb, {BufferRef::Whole(a), BufferRef::Whole(u), BufferRef::Whole(out0), BufferRef::Whole(out1)});
+      CHECK(Download<float>(d, *out0, n) == std::vector<float>(n, 1.0f + 10.0f * call));
+      CHECK(Download<float>(d, *out1, n) == std::vector<float>(n, 1.0f + 100.0f * call));
+    }
+    if (mode == CommandBufferMode::kGraph) {
+      CudaStats s1 = Stats(d);
+      CHECK(s1.kernel_node_updates == s0.kernel_node_updates + 2);  // the first launch only
+      CHECK(s1.graph_launches == s0.graph_launches + 3);
+    }
+    // The slot's range ends at the second list's offset: refused before anything runs.
+    auto u = packed(1.0f, 2.0f);
+    auto sem = *d.CreateSemaphore(0);
+    Status s = d.QueueExecute({}, cb, {{sem, 1}},
+                              {BufferRef::Whole(a), BufferRef::Range(u, 0, second),
+                               BufferRef::Whole(out0), BufferRef::Whole(out1)});
+    if (s.ok()) s = sem->Wait(1, 30s);
+    INFO(s.ToString());
+    REQUIRE(!s.ok());
+    CHECK(s.message().find("dispatch of 'add_f32': a binding at byte offset 512 into binding "
+                           "table slot 1 lies outside its 512-byte range") != std::string::npos);
+    (void)d.WaitIdle();  // a failure not yet reported goes to the next WaitIdle; then usable again
+    auto good = packed(3.0f, 4.0f);
+    Run(d, cb, {BufferRef::Whole(a), BufferRef::Whole(good), BufferRef::Whole(out0), BufferRef::Whole(out1)});
+    CHECK(Download<float>(d, *out1, n) == std::vector<float>(n, 5.0f));
+  }
+}
+
 TEST_CASE("cuda/indirect_counts_in_uniform_slots_update_graph_nodes_without_stream_launches") {
   auto dev = OpenOrSkip();
   if (!dev) return;

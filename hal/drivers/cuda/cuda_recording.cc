@@ -107,12 +107,9 @@ Status CudaRecording::AddDispatch(const DispatchCommand& d) {
   HEXIR_RETURN_IF_ERROR(CheckAbi(name, *k.entry, d.bindings.size(), d.push_constants.size()));
   for (const BufferRef& b : d.bindings) {
     if (b.is_slot()) {
-      if (b.offset != 0) {
-        return Unimplemented("cuda command buffer: dispatch of '", name,
-                             "': a binding at byte offset ", b.offset,
-                             " into a binding-table slot (dispatch_slots_at) is CPU-only");
-      }
       k.slot_of.push_back(static_cast<int32_t>(b.slot));
+      k.slot_offset.push_back(b.offset);
+      if (b.offset != 0) slot_offset_uses_.push_back({b.slot, b.offset, &d});
       k.values.push_back(0);
       k.uses_slots = true;
     } else {
@@ -121,6 +118,7 @@ Status CudaRecording::AddDispatch(const DispatchCommand& d) {
                                "': a binding is not a CUDA buffer");
       }
       k.slot_of.push_back(-1);
+      k.slot_offset.push_back(0);
       k.values.push_back(DevicePtr(*b.buffer) + b.offset);
     }
   }
@@ -228,6 +226,8 @@ Status CudaRecording::AddRepeat(const RepeatCommand& r) {
   rep.body = std::make_unique<CudaRecording>(shared_);
   HEXIR_RETURN_IF_ERROR(rep.body->Build(r.body->commands()).WithContext("repeat_while body"));
   has_indirect_ |= rep.body->has_indirect_;
+  slot_offset_uses_.insert(slot_offset_uses_.end(), rep.body->slot_offset_uses_.begin(),
+                           rep.body->slot_offset_uses_.end());
   body_status_words_ |= rep.body->has_status_words();
   indirect_on_device_ |= rep.body->indirect_on_device_;
   ops_.push_back({RecordedOp::kBarrier, 0});  // it runs alone
@@ -433,13 +433,26 @@ bool CudaRecording::ResolveSlotPointers(RecordedKernel& k,
   bool changed = false;
   for (size_t i = 0; i < k.slot_of.size(); ++i) {
     if (k.slot_of[i] < 0) continue;
-    uint64_t v = pointers[k.slot_of[i]];
+    uint64_t v = pointers[k.slot_of[i]] + k.slot_offset[i];
     if (k.values[i] != v) {
       k.values[i] = v;
       changed = true;
     }
   }
   return changed;
+}
+
+Status CudaRecording::CheckSlotOffsets(const std::vector<BufferRef>& table) const {
+  for (const SlotOffsetUse& u : slot_offset_uses_) {
+    const uint64_t length = u.slot < table.size() ? table[u.slot].length : 0;
+    if (u.offset >= length) {
+      return OutOfRange("dispatch of '", u.command->executable->entry_name(u.command->entry),
+                        "': a binding at byte offset ",
+                        u.offset, " into binding table slot ", u.slot, " lies outside its ",
+                        length, "-byte range");
+    }
+  }
+  return Status::Ok();
 }
 
 // A uniform slot's shadow is reused by every launch: the copy for launch N+1 is queued after
@@ -451,6 +464,7 @@ bool CudaRecording::ResolveSlotPointers(RecordedKernel& k,
 Status CudaRecording::StageUniforms(const std::vector<BufferRef>& table, CUstream stream,
                                     std::vector<CUdeviceptr>* pointers) {
   constexpr uint64_t kMaxUniformBytes = 64 * 1024;
+  HEXIR_RETURN_IF_ERROR(CheckSlotOffsets(table));
   const CudaApi& api = *shared_->api;
   if (shadows_.size() < table.size()) shadows_.resize(table.size());
   pointers->resize(table.size());

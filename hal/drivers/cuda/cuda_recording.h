@@ -42,6 +42,9 @@ struct RecordedKernel {
   std::vector<uint64_t> values;  // one per kernel parameter (push constants in the low 32 bits)
   std::vector<void*> params;     // &values[i]
   std::vector<int32_t> slot_of;  // per binding: table slot, or -1 for a direct buffer
+  // Per binding: its byte offset into the slot's range (dispatch_slots_at: a region's packed
+  // parameter lists share one slot); 0 for a direct buffer.
+  std::vector<uint64_t> slot_offset;
   bool uses_slots = false;
   int32_t status_index = -1;
   // Indirect: the count is read from the command's direct range (count_ptr on the device),
@@ -180,7 +183,12 @@ class CudaRecording {
   // pointer (the shadow for a uniform slot, whose address never changes).
   Status StageUniforms(const std::vector<BufferRef>& table, CUstream stream,
                        std::vector<CUdeviceptr>* pointers);
-  // Fills k's binding parameters from per-slot device pointers; true when any changed.
+  // A binding at a byte offset into a slot (dispatch_slots_at) must start inside the slot's
+  // range: OutOfRange naming the entry, the slot and both sizes otherwise (repeat bodies'
+  // kernels included). StageUniforms checks it at every submission.
+  Status CheckSlotOffsets(const std::vector<BufferRef>& table) const;
+  // Fills k's binding parameters from per-slot device pointers (+ each binding's offset into
+  // its slot); true when any changed.
   static bool ResolveSlotPointers(RecordedKernel& k, const std::vector<CUdeviceptr>& pointers);
   // An indirect kernel's count for this submission, when the host can read it now (a uniform
   // buffer); nullopt when only the device knows it. Errors: the range is outside the slot, or
@@ -233,6 +241,14 @@ class CudaRecording {
                              CUstream stream);
 
   std::shared_ptr<CudaShared> shared_;
+  // The bindings at a nonzero offset into a slot, this recording's and its repeat bodies'
+  // (CheckSlotOffsets): the slot, the offset and the kernel's entry name.
+  struct SlotOffsetUse {
+    uint32_t slot;
+    uint64_t offset;
+    const DispatchCommand* command;  // the command buffer keeps it
+  };
+  std::vector<SlotOffsetUse> slot_offset_uses_;
   CollectiveStream collective_stream_;
   CommandRanges op_ranges_;  // LaunchOps' scratch
   RecordingGate* gate_ = nullptr;  // set_gate
