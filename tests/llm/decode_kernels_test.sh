@@ -97,13 +97,14 @@ per_layer_kernels() {
 }
 if runs small; then
   per_layer_kernels "" "stories260K shape, CUDA"
-  fused=$PER_LAYER plain_body=$BODY1
-  # --small-layer-tails: the argmax pair takes the in-place updates of the ids, the decode state
-  # and the stop flag (group-tails): 3 kernels fewer a step, the layers as they were.
-  per_layer_kernels "--small-layer-tails" "stories260K shape, CUDA --small-layer-tails"
-  [ "$PER_LAYER" -eq "$fused" ] && [ $(( plain_body - BODY1 )) -eq 3 ] &&
-    pass "stories260K shape, CUDA --small-layer-tails: $BODY1 kernels a 1-layer step (3 fewer), $PER_LAYER per layer" ||
-    fail "stories260K shape, CUDA --small-layer-tails: $BODY1 kernels a 1-layer step (expected $plain_body - 3), $PER_LAYER per layer (expected $fused)"
+  fused=$PER_LAYER tails_body=$BODY1
+  # Tails (the default; --small-layer-tails=0 turns them off): the argmax pair takes the
+  # in-place updates of the ids, the decode state and the stop flag (group-tails): 3 kernels
+  # fewer a step than without, the layers as they were.
+  per_layer_kernels "--small-layer-tails=0" "stories260K shape, CUDA --small-layer-tails=0"
+  [ "$PER_LAYER" -eq "$fused" ] && [ $(( BODY1 - tails_body )) -eq 3 ] &&
+    pass "stories260K shape, CUDA: $tails_body kernels a 1-layer step, 3 fewer than --small-layer-tails=0's $BODY1; $PER_LAYER per layer" ||
+    fail "stories260K shape, CUDA: $tails_body kernels a 1-layer step (expected --small-layer-tails=0's $BODY1 - 3), $PER_LAYER per layer without tails (expected $fused)"
   [ "$fused" -ge 1 ] && [ "$fused" -le 2 ] && pass "stories260K shape, CUDA: $fused kernels per layer (<= 2)" \
     || fail "stories260K shape, CUDA: $fused kernels per layer (expected 1..2)"
   per_layer_kernels "--chain-small-layers=0" "stories260K shape, CUDA --chain-small-layers=0"

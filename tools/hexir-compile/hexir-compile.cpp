@@ -71,9 +71,9 @@ static cl::opt<bool> smallLayerTails(
     "small-layer-tails",
     cl::desc("with --chain-small-layers, groups also take their tails: ops of no group reading "
              "them, elementwise or one-point reductions (an argmax's in-place updates of the "
-             "ids, decode state and stop flag: one kernel instead of four) (default: off, not "
-             "yet measured on a GPU: passes/dispatch/fusion/README.md)"),
-    cl::init(false));
+             "ids, decode state and stop flag: one kernel instead of four) (default: on; =0: "
+             "off)"),
+    cl::init(true));
 static cl::opt<bool> siblingProjections(
     "sibling-projections",
     cl::desc("CUDA-only modules: projections of one vector (a llama layer's q, k and v + its "
