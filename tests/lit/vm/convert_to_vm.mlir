@@ -242,11 +242,16 @@ func.func @cpu_params(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
 
 // -----
 
-// A CUDA executable's parameter buffer is allocated and written every call.
+// A CUDA executable's parameter buffer is kept across calls the same way (its device-side
+// shadow is refreshed from it at each submission).
 // CHECK-LABEL: func.func @cuda_params(
-// CHECK:         %[[P:.+]] = hexir_vm.call.import "hal.allocator.allocate_uniform"
-// CHECK:         hexir_vm.call.import "hal.buffer.store_i64"(%[[P]],
-// CHECK-NOT:     hal.allocator.reuse_uniform
+// CHECK:         %[[D0:.+]] = hexir_vm.call.import "hal.buffer_view.dim"
+// CHECK:         %[[HELD:.+]] = hexir_vm.global.load.ref 0
+// CHECK-NEXT:    %[[P:.+]] = hexir_vm.call.import "hal.allocator.reuse_uniform"(%{{.+}}, %[[HELD]], %[[D0]], %[[D0]])
+// CHECK-NEXT:    hexir_vm.global.store.ref %[[P]], 0
+// CHECK-NOT:     hal.buffer.store_i64
+// CHECK-NOT:     hal.allocator.allocate_uniform
+// CHECK:         hexir_vm.call.import "hal.device.queue.execute_bound"({{.*}}, %[[P]])
 hexir.executable @k attributes {hexir.format = "cuda-ptx", hexir.workgroup_count = array<i64: 1, 1, 1>} {
 }
 func.func @cuda_params(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {

@@ -71,3 +71,30 @@ func.func @two_regions(%a: tensor<?xf32>) -> tensor<?xf32> {
   %1 = hexir.dispatch @k(%0, %x) dims(%n) : (tensor<?xf32>, f32) -> tensor<?xf32>
   return %1 : tensor<?xf32>
 }
+
+// -----
+
+// CUDA executables pack the same way: one reused buffer (one uniform shadow, copied once a
+// submission), no per-dispatch allocate_uniform; the second list ([n, s]) at byte offset 64.
+// CHECK-LABEL: func.func @cuda_packed(
+// CHECK-SAME:      %[[A:.+]]: !hexir_vm.ref, %[[S:.+]]: i64)
+// CHECK-NOT:     hal.allocator.allocate_uniform
+// CHECK:         %[[N:.+]] = hexir_vm.call.import "hal.buffer_view.dim"
+// CHECK-NOT:     hal.allocator.allocate_uniform
+// CHECK:         %[[HELD:.+]] = hexir_vm.global.load.ref 1
+// CHECK-NEXT:    %[[P:.+]] = hexir_vm.call.import "hal.allocator.reuse_uniform"(%{{.+}}, %[[HELD]], %[[N]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[N]], %[[S]])
+// CHECK-NEXT:    hexir_vm.global.store.ref %[[P]], 1
+// CHECK:         "hal.command_buffer.dispatch_slots"
+// CHECK:         %[[O:.+]] = hexir_vm.const.i64 64
+// CHECK-NEXT:    hexir_vm.call.import "hal.command_buffer.dispatch_slots_at"(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[O]])
+// CHECK-NOT:     hal.allocator.allocate_uniform
+// CHECK:         "hal.device.queue.execute_bound"
+hexir.executable @k attributes {hexir.format = "cuda-cubin-sm_90", hexir.workgroup_count = array<i64: 1, 1, 1>} {
+}
+func.func @cuda_packed(%a: tensor<?xf32>, %s: i64) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %a, %c0 : tensor<?xf32>
+  %0 = hexir.dispatch @k(%a) dims(%n) : (tensor<?xf32>) -> tensor<?xf32>
+  %1 = hexir.dispatch @k(%0, %s) dims(%n) : (tensor<?xf32>, i64) -> tensor<?xf32>
+  return %1 : tensor<?xf32>
+}
