@@ -2,9 +2,8 @@
 // `hal.device.queue.alloca`, transients in ref globals through `hal.device.transient`; one
 // parameter buffer per distinct parameter list, except CPU and CUDA executables' lists: packed
 // into one buffer per region, reused across executions while its words repeat,
-// ParamsPacking.cpp) and
-// one memoized command buffer in a ref
-// global: recorded on the region's first execution in a context (`global.load.ref G;
+// ParamsPacking.cpp) and one memoized command buffer in a ref global: recorded on the
+// region's first execution in a context (`global.load.ref G;
 // ref.is_null; cond_br` to the record block), then submitted with `queue.execute_bound` and
 // this execution's buffers. Nothing a recording contains depends on a call: bindings are
 // binding-table slots, dynamic dims and scalars travel in the parameter buffer, workgroup

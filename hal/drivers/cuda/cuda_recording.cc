@@ -447,9 +447,8 @@ Status CudaRecording::CheckSlotOffsets(const std::vector<BufferRef>& table) cons
     const uint64_t length = u.slot < table.size() ? table[u.slot].length : 0;
     if (u.offset >= length) {
       return OutOfRange("dispatch of '", u.command->executable->entry_name(u.command->entry),
-                        "': a binding at byte offset ",
-                        u.offset, " into binding table slot ", u.slot, " lies outside its ",
-                        length, "-byte range");
+                        "': a binding at byte offset ", u.offset, " into binding table slot ",
+                        u.slot, " lies outside its ", length, "-byte range");
     }
   }
   return Status::Ok();
