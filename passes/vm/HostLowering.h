@@ -23,6 +23,9 @@
 // Not thread-safe: one instance per function, used once.
 #pragma once
 
+#include <optional>
+#include <utility>
+
 #include "dialects/hexir/IR/HexirAttributes.h"
 #include "dialects/hexir/IR/HexirOps.h"
 #include "dialects/vm/IR/VMOps.h"
@@ -131,6 +134,11 @@ struct PendingDispatch {
 // 64-byte aligned offset (equal lists once), kept in a ref global and reused while the words
 // repeat (`hal.allocator.reuse_uniform`, emitted before the region's recording with every
 // word): one import call and one binding-table slot per region, not one per dispatch.
+// The CUDA HAL copies a uniform slot of at most 64 KiB into a device-side shadow at each
+// submission (hal/drivers/cuda/cuda_recording.cc StageUniforms); a larger one would be read
+// from pinned host memory over PCIe by every kernel, so a CUDA list past it gets a reused
+// buffer of its own.
+constexpr int64_t kMaxCudaPackedParamsBytes = 64 * 1024;
 struct PackedParams {
   SmallVector<Value> words;  // each list zero-padded to an 8-word multiple but the last
   SmallVector<std::pair<SmallVector<Value>, int64_t>> lists;  // list -> byte offset
@@ -250,11 +258,10 @@ class HostLowering {
   // A region's, shared by equal lists. `reused`: kept in a ref global and reused by the next
   // execution when its words are equal (a CPU or CUDA executable's, LowerExecutionRegions.cpp).
   Value parameterBuffer(ArrayRef<Value> params, bool reused);
-  // The region's packed parameter buffer and the byte offset of `params` in it (ParamsPacking.cpp).
-  std::pair<Value, int64_t> packedParameters(ArrayRef<Value> params);
-  // Whether `params` fits the region's packed buffer within a CUDA uniform shadow (64 KiB);
-  // a CUDA list that does not gets a reused buffer of its own (parameterBuffer).
-  bool packedParametersFit(ArrayRef<Value> params) const;
+  // The region's packed parameter buffer and the byte offset of `params` in it, or nullopt when
+  // adding them would take the buffer past `maxBytes` (ParamsPacking.cpp).
+  std::optional<std::pair<Value, int64_t>> packedParameters(ArrayRef<Value> params,
+                                                            int64_t maxBytes);
   void emitPackedParameters();  // the one reuse_uniform, at b's insertion point, every word
   LogicalResult describeRecordedSlots(func::ReturnOp r, SmallVectorImpl<Value>& results);
 

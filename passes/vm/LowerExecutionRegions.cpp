@@ -16,6 +16,9 @@
 // `hal.command_buffer.repeat_while_slot` on the flag's slot.
 #include "passes/vm/HostLowering.h"
 
+#include <limits>
+#include <optional>
+
 #include "dialects/hexir/IR/HexirAttributes.h"  // kFormatAttr, kRepeatWhileAttr, kWrittenBindingsAttr
 #include "llvm/ADT/TypeSwitch.h"
 #include "passes/dispatch/InPlaceUpdates.h"
@@ -140,9 +143,13 @@ LogicalResult HostLowering::lowerDispatch(DispatchOp d, const DenseSet<Value>& y
     auto format = exe->getAttrOfType<StringAttr>(kFormatAttr);
     bool reused = format && (format.getValue().starts_with("cpu-") ||
                              format.getValue().starts_with("cuda-"));
-    bool cuda = reused && format.getValue().starts_with("cuda-");
-    if (reused && !recordedForm && (!cuda || packedParametersFit(params))) {
-      auto [buffer, offset] = packedParameters(params);
+    const int64_t maxPacked = format && format.getValue().starts_with("cuda-")
+                                  ? kMaxCudaPackedParamsBytes
+                                  : std::numeric_limits<int64_t>::max();
+    std::optional<std::pair<Value, int64_t>> packedAt;
+    if (reused && !recordedForm) packedAt = packedParameters(params, maxPacked);
+    if (packedAt) {
+      auto [buffer, offset] = *packedAt;
       p.bindings.push_back(buffer);
       p.paramsOffset = offset;
       if (p.countOffset) *p.countOffset += offset;

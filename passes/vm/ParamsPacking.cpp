@@ -13,35 +13,20 @@ namespace hexir::vm_lowering {
 namespace {
 constexpr int64_t kWordBytes = 8;
 constexpr int64_t kListAlignment = 64;  // hal::kBindingAlignment
-// The CUDA HAL copies a uniform slot of at most 64 KiB into a device-side shadow at each
-// submission (hal/drivers/cuda/cuda_recording.cc StageUniforms); a larger one would be read
-// from pinned host memory over PCIe by every kernel.
-constexpr int64_t kMaxCudaPackedBytes = 64 * 1024;
-
-int64_t AlignedWords(int64_t words) {
-  const int64_t perList = kListAlignment / kWordBytes;
-  return (words + perList - 1) / perList * perList;
-}
+constexpr int64_t kListWords = kListAlignment / kWordBytes;
 }  // namespace
 
-bool HostLowering::packedParametersFit(ArrayRef<Value> params) const {
+std::optional<std::pair<Value, int64_t>> HostLowering::packedParameters(ArrayRef<Value> params,
+                                                                        int64_t maxBytes) {
   for (auto& [values, offset] : packed.lists)
-    if (ArrayRef<Value>(values) == params) return true;
-  const int64_t words = AlignedWords(static_cast<int64_t>(packed.words.size())) +
-                        static_cast<int64_t>(params.size());
-  return words * kWordBytes <= kMaxCudaPackedBytes;
-}
-
-std::pair<Value, int64_t> HostLowering::packedParameters(ArrayRef<Value> params) {
-  for (auto& [values, offset] : packed.lists)
-    if (ArrayRef<Value>(values) == params) return {packed.reuse->getResult(0), offset};
-  // Zeros up to the next aligned offset (the last list needs none after it).
-  Value zero;
-  while (static_cast<int64_t>(packed.words.size()) * kWordBytes % kListAlignment != 0) {
-    if (!zero) zero = i64(0);
-    packed.words.push_back(zero);
-  }
-  const int64_t offset = static_cast<int64_t>(packed.words.size()) * kWordBytes;
+    if (ArrayRef<Value>(values) == params)
+      return std::make_pair(packed.reuse->getResult(0), offset);
+  // The next aligned offset (the last list needs no zeros after it).
+  const int64_t used = static_cast<int64_t>(packed.words.size());
+  const int64_t start = (used + kListWords - 1) / kListWords * kListWords;
+  if ((start + static_cast<int64_t>(params.size())) * kWordBytes > maxBytes) return std::nullopt;
+  if (used < start) packed.words.resize(start, i64(0));
+  const int64_t offset = start * kWordBytes;
   packed.words.append(params.begin(), params.end());
   packed.lists.push_back({SmallVector<Value>(params), offset});
   if (!packed.reuse) {
@@ -53,7 +38,7 @@ std::pair<Value, int64_t> HostLowering::packedParameters(ArrayRef<Value> params)
     packed.store =
         vmir::GlobalStoreRefOp::create(b, loc, buffer, b.getI64IntegerAttr(global)).getOperation();
   }
-  return {packed.reuse->getResult(0), offset};
+  return std::make_pair(packed.reuse->getResult(0), offset);
 }
 
 // Every word dominates the end of the region's host work; the buffer's users (the recording,

@@ -242,7 +242,7 @@ class CudaRecording {
 
   std::shared_ptr<CudaShared> shared_;
   // The bindings at a nonzero offset into a slot, this recording's and its repeat bodies'
-  // (CheckSlotOffsets): the slot, the offset and the kernel's entry name.
+  // (CheckSlotOffsets): the slot, the offset and the dispatch (whose entry the error names).
   struct SlotOffsetUse {
     uint32_t slot;
     uint64_t offset;
