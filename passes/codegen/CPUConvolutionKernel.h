@@ -100,10 +100,13 @@ constexpr int64_t kPackedFilterPlaneOutputs[] = {2, 4};
 bool LowerConvolutionOnPackedFilter(mlir::func::FuncOp kernel, mlir::linalg::LinalgOp op,
                                     const ConvolutionGeometry& g, const MatmulTiles& tiles,
                                     const ConvolutionEpilogue& epilogue);
+// Whether LowerConvolutionOnPackedFilter takes `op` (creating nothing).
+bool TakesPackedFilter(mlir::linalg::LinalgOp op, const ConvolutionGeometry& g, const MatmulTiles& tiles);
 
 // Rewrites every such convolution of the bufferized `kernel` (max pools: CPUMaxPool.h); a
-// dense or grouped one whose out (or its ReLU's output) has statically contiguous rows first
-// absorbs its bias fill and ReLU (CPUConvolutionEpilogue.h).
+// dense or grouped one whose out (or its ReLU's output) has statically contiguous rows, or
+// that runs on a packed filter (whose kernel stores out at any strides), first absorbs its
+// bias fill and ReLU (CPUConvolutionEpilogue.h).
 void LowerConvolutionsToKernels(mlir::func::FuncOp kernel, const MatmulTiles& tiles);
 
 }  // namespace hexir::codegen

@@ -295,22 +295,28 @@ class PackedFilterEmitter {
 
 }  // namespace
 
-bool LowerConvolutionOnPackedFilter(func::FuncOp kernel, linalg::LinalgOp op,
-                                    const ConvolutionGeometry& g, const MatmulTiles& tiles,
-                                    const ConvolutionEpilogue& epilogue) {
+bool TakesPackedFilter(linalg::LinalgOp op, const ConvolutionGeometry& g, const MatmulTiles& tiles) {
   if (g.kind != ConvolutionKind::kDense) return false;
   Value x = op.getDpsInputs()[0], w = op.getDpsInputs()[1], out = op.getDpsInits()[0];
   auto wType = dyn_cast<MemRefType>(w.getType());
   // F may be dynamic (the last workgroup's slice of filters), C x KH x KW not.
   if (!wType || wType.isDynamicDim(1) || wType.isDynamicDim(2) || wType.isDynamicDim(3) ||
-      !isa<MemRefType>(x.getType()) ||
-      !isa<MemRefType>(out.getType()))
+      !isa<MemRefType>(x.getType()) || !isa<MemRefType>(out.getType()))
     return false;
+  if (wType.getDimSize(1) * wType.getDimSize(2) * wType.getDimSize(3) > kMaxPackedFilterDepth) return false;
+  std::optional<int64_t> nr = PrepackedOperandPanelWidth(w, 0);
+  return nr && *nr == tiles.columns();
+}
+
+bool LowerConvolutionOnPackedFilter(func::FuncOp kernel, linalg::LinalgOp op,
+                                    const ConvolutionGeometry& g, const MatmulTiles& tiles,
+                                    const ConvolutionEpilogue& epilogue) {
+  if (!TakesPackedFilter(op, g, tiles)) return false;
+  Value x = op.getDpsInputs()[0], w = op.getDpsInputs()[1], out = op.getDpsInits()[0];
+  auto wType = cast<MemRefType>(w.getType());
   const int64_t c = wType.getDimSize(1), kh = wType.getDimSize(2), kw = wType.getDimSize(3);
-  if (c * kh * kw > kMaxPackedFilterDepth) return false;
   OpBuilder b(op);
   std::optional<PrepackedB> filter = FindPrepackedOperand(b, w, 0);
-  if (!filter || filter->nr != tiles.columns()) return false;
   OpBuilder entry = OpBuilder::atBlockBegin(&kernel.getBody().front());
   Value taps = memref::AllocaOp::create(entry, op.getLoc(),
                                         MemRefType::get({c * kh * kw}, entry.getIndexType()),

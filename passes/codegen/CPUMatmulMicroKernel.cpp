@@ -113,11 +113,15 @@ linalg::GenericOp UnpackWriting(Value buffer) {
   return nullptr;
 }
 
-}  // namespace
-
-std::optional<PrepackedB> FindPrepackedOperand(OpBuilder& b, Value operand, unsigned columnDim) {
+// FindPrepackedOperand's match, creating nothing: the panels and the first column.
+struct PrepackedMatch {
+  Value packed;
+  OpFoldResult column;
+  int64_t nr;
+};
+std::optional<PrepackedMatch> MatchPrepackedOperand(Value operand, unsigned columnDim, MLIRContext* context) {
   Value v = operand;
-  OpFoldResult column = b.getIndexAttr(0);
+  OpFoldResult column = IntegerAttr::get(IndexType::get(context), 0);
   if (auto view = v.getDefiningOp<memref::SubViewOp>()) {
     // Whole extents from 0 (the op reads them from 0) in every dim but the columns'.
     if (!llvm::all_of(view.getMixedStrides(), [](OpFoldResult s) { return isConstantIntValue(s, 1); }))
@@ -135,20 +139,50 @@ std::optional<PrepackedB> FindPrepackedOperand(OpBuilder& b, Value operand, unsi
   auto packedType = dyn_cast<MemRefType>(packed.getType());
   if (!packedType || packedType.getRank() != 3 || packedType.isDynamicDim(2)) return std::nullopt;
   const int64_t nr = packedType.getDimSize(2);
-  Value start = getValueOrCreateConstantIndexOp(b, operand.getLoc(), column);
-  if (!MultipleOf(start, nr)) return std::nullopt;
-  Value first = arith::DivUIOp::create(b, operand.getLoc(), start,
-                                       arith::ConstantIndexOp::create(b, operand.getLoc(), nr));
-  return PrepackedB{packed, first, nr};
+  if (std::optional<int64_t> c = getConstantIntValue(column)) {
+    if (*c % nr != 0) return std::nullopt;
+  } else if (!MultipleOf(cast<Value>(column), nr)) {
+    return std::nullopt;
+  }
+  return PrepackedMatch{packed, column, nr};
 }
 
-Value DualUnpackOriginal(OpBuilder& b, Value operand) {
+}  // namespace
+
+std::optional<int64_t> PrepackedOperandPanelWidth(Value operand, unsigned columnDim) {
+  std::optional<PrepackedMatch> match = MatchPrepackedOperand(operand, columnDim, operand.getContext());
+  if (!match) return std::nullopt;
+  return match->nr;
+}
+
+std::optional<PrepackedB> FindPrepackedOperand(OpBuilder& b, Value operand, unsigned columnDim) {
+  std::optional<PrepackedMatch> match = MatchPrepackedOperand(operand, columnDim, b.getContext());
+  if (!match) return std::nullopt;
+  Location loc = operand.getLoc();
+  Value start = getValueOrCreateConstantIndexOp(b, loc, match->column);
+  Value first = arith::DivUIOp::create(b, loc, start, arith::ConstantIndexOp::create(b, loc, match->nr));
+  return PrepackedB{match->packed, first, match->nr};
+}
+
+namespace {
+
+// The dual unpack `operand` is read through (a view of its buffer, or the buffer), if any.
+linalg::GenericOp DualUnpackOf(Value operand) {
   Value v = operand;
-  auto view = v.getDefiningOp<memref::SubViewOp>();
-  if (view) v = view.getSource();
+  if (auto view = v.getDefiningOp<memref::SubViewOp>()) v = view.getSource();
   while (auto cast = v.getDefiningOp<memref::CastOp>()) v = cast.getSource();
   linalg::GenericOp unpack = UnpackWriting(v);
-  if (!unpack || unpack.getNumDpsInputs() != 2) return Value();
+  return unpack && unpack.getNumDpsInputs() == 2 ? unpack : nullptr;
+}
+
+}  // namespace
+
+bool HasDualUnpack(Value operand) { return DualUnpackOf(operand) != nullptr; }
+
+Value DualUnpackOriginal(OpBuilder& b, Value operand) {
+  linalg::GenericOp unpack = DualUnpackOf(operand);
+  if (!unpack) return Value();
+  auto view = operand.getDefiningOp<memref::SubViewOp>();
   Value original = unpack.getDpsInputs()[1];
   if (!view) return original;
   return memref::SubViewOp::create(b, operand.getLoc(), original, view.getMixedOffsets(), view.getMixedSizes(),

@@ -96,11 +96,15 @@ struct PrepackedB {
 // there is proven a multiple of NR. Emits the panel index at the builder's insertion point.
 std::optional<PrepackedB> FindPrepackedOperand(mlir::OpBuilder& b, mlir::Value operand,
                                                unsigned columnDim);
+// The same match, creating nothing: the panels' NR where `operand` is such a memref.
+std::optional<int64_t> PrepackedOperandPanelWidth(mlir::Value operand, unsigned columnDim);
 // The operand's original layout where its unpack is a dual one (a convolution filter over a
 // run-time plane, hexir-cpu-pack-matmul-operands: the unpack's second input, the filter
 // itself): that input, viewed as `operand` views the unpack's buffer (the same subview, made
 // at the builder's insertion point); null otherwise.
 mlir::Value DualUnpackOriginal(mlir::OpBuilder& b, mlir::Value operand);
+// Whether `operand`'s unpack is a dual one (creating nothing).
+bool HasDualUnpack(mlir::Value operand);
 // Erases each unpack whose buffer is no longer read (its readers were rewritten), with the
 // buffer and the dead views of it.
 void ErasePrepackedOperands(mlir::func::FuncOp kernel);
