@@ -12,7 +12,8 @@
 // out, and its last K block stores maximumf(acc, 0): the bias and ReLU passes and the
 // temporary are gone (SqueezeNet's, bench/README.md "Convolution epilogues"). Where out's rows
 // are contiguous only at run time (a dynamic export's), CPUConvolutionKernel.cpp absorbs a
-// copy of the three ops under its run-time test and keeps the originals for the else branch.
+// copy of the three ops under its run-time test and keeps the originals for the else branch;
+// a kernel on a packed filter, which stores out at any strides, absorbs them as they are.
 #pragma once
 
 #include <optional>
