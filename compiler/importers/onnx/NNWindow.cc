@@ -25,6 +25,19 @@ StatusOr<Window> WindowGeometry(Context& c, const Val& x, const std::vector<int6
   std::string auto_pad = c.AttrS("auto_pad", "NOTSET");
   for (int i = 0; i < w.s; ++i) {
     Dim in = x.shape[2 + i];
+    // An empty spatial extent has no window to place (onnxruntime refuses it: "Invalid input
+    // shape"); with padding the windows would read only the pad value and answer with made-up
+    // numbers. Checked here, or on the host where the extent is decided at run time.
+    const std::string empty = "spatial dimension " + std::to_string(i) + " of the input (dim " +
+                              std::to_string(2 + i) + ") is ";
+    const std::string why = ": a window needs at least one input position";
+    if (!in.dynamic() && in.v < 1) return c.Error(empty + std::to_string(in.v) + why);
+    if (in.dynamic()) {
+      const std::string extent = b.DimValue(in), ok = b.Fresh();
+      b.Line(ok + " = arith.cmpi sge, " + extent + ", " + b.IndexConst(1) + " : index");
+      b.Line("hexir.check " + ok + ", \"" + Builder::CheckText(c.Error("").message() + empty) + "{}" +
+             Builder::CheckText(why) + "\"(" + extent + ") : index");
+    }
     int64_t span = (kernel[i] - 1) * w.dilations[i] + 1;
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       if (in.dynamic()) return c.Error("auto_pad SAME on a dynamic spatial dimension is not supported");
