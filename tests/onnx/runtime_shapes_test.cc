@@ -650,9 +650,9 @@ TEST_CASE("a run-time end pad (ceil-mode pool, window past a small input) pads o
 }
 
 TEST_CASE("a window over an empty spatial extent is an error naming the node and the dim") {
-  // onnxruntime refuses it ("Invalid input shape"); padded, the windows would read only the
-  // pad value and answer with made-up numbers. At run time for a `?` extent, at import for a
-  // static one.
+  // onnxruntime refuses it ("Invalid input shape. Only N can be zero"); padded, the windows
+  // would read only the pad value and answer with made-up numbers. At run time for a `?`
+  // extent, at import for a static one; an empty batch is fine.
   Graph m;
   m.Input("x", {1, 1, -1, -1});
   m.Output("y", {1, 1, -1, -1});
@@ -680,6 +680,21 @@ TEST_CASE("a window over an empty spatial extent is an error naming the node and
     CHECK(code == 1);
     CHECK(bad.find(k.message) != std::string::npos);
   }
+
+  Graph nb;  // a run-time batch: an empty one places no window, whatever the plane
+  nb.Input("x", {-1, 1, -1, -1});
+  nb.Output("y", {-1, 1, -1, -1});
+  auto* npool = nb.Node("MaxPool", {"x"}, {"y"}, "pool");
+  Graph::AttrInts(npool, "kernel_shape", {2, 2});
+  Graph::AttrInts(npool, "pads", {1, 1, 1, 1});
+  std::string nmod = Build(nb, "empty_batch_window");
+  CHECK(Prefix(Run(nmod, {"0x1x0x4xf32=0"})) == "0x1x1x5xf32");
+  int code = 0;
+  std::string bad = RunMainWith(nmod, {"2x1x0x4xf32=0"}, &code);
+  INFO(bad);
+  CHECK(code == 1);
+  CHECK(bad.find("node 'pool' (op MaxPool): spatial dimension 0 of the input (dim 2) is 0: a window needs at least "
+                 "one input position") != std::string::npos);
 
   Graph s;
   s.Input("x", {1, 1, 0, 4});

@@ -26,16 +26,26 @@ StatusOr<Window> WindowGeometry(Context& c, const Val& x, const std::vector<int6
   for (int i = 0; i < w.s; ++i) {
     Dim in = x.shape[2 + i];
     // An empty spatial extent has no window to place (onnxruntime refuses it: "Invalid input
-    // shape"); with padding the windows would read only the pad value and answer with made-up
-    // numbers. Checked here, or on the host where the extent is decided at run time.
-    const std::string empty = "spatial dimension " + std::to_string(i) + " of the input (dim " +
-                              std::to_string(2 + i) + ") is ";
-    const std::string why = ": a window needs at least one input position";
-    if (!in.dynamic() && in.v < 1) return c.Error(empty + std::to_string(in.v) + why);
-    if (in.dynamic()) {
-      const std::string extent = b.DimValue(in), ok = b.Fresh();
+    // shape. Only N can be zero"); with padding the windows would read only the pad value and
+    // answer with made-up numbers. Checked here, or on the host where the extent or the batch
+    // is decided at run time; an empty batch (no windows at all) is fine.
+    const Dim& batch = x.shape[0];
+    const bool nonempty = !in.dynamic() && in.v >= 1, no_batch = !batch.dynamic() && batch.v == 0;
+    if (!nonempty && !no_batch) {
+      const std::string what = "spatial dimension " + std::to_string(i) + " of the input (dim " +
+                               std::to_string(2 + i) + ") is ";
+      const std::string why = ": a window needs at least one input position";
+      if (!in.dynamic() && !batch.dynamic()) return c.Error(what + std::to_string(in.v) + why);
+      const std::string extent = b.DimValue(in);
+      std::string ok = b.Fresh();
       b.Line(ok + " = arith.cmpi sge, " + extent + ", " + b.IndexConst(1) + " : index");
-      b.Line("hexir.check " + ok + ", \"" + Builder::CheckText(c.Error("").message() + empty) + "{}" +
+      if (batch.dynamic()) {
+        const std::string none = b.Fresh(), either = b.Fresh();
+        b.Line(none + " = arith.cmpi eq, " + b.DimValue(batch) + ", " + b.IndexConst(0) + " : index");
+        b.Line(either + " = arith.ori " + ok + ", " + none + " : i1");
+        ok = either;
+      }
+      b.Line("hexir.check " + ok + ", \"" + Builder::CheckText(c.Error("").message() + what) + "{}" +
              Builder::CheckText(why) + "\"(" + extent + ") : index");
     }
     int64_t span = (kernel[i] - 1) * w.dilations[i] + 1;
