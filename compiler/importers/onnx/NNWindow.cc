@@ -23,6 +23,7 @@ StatusOr<Window> WindowGeometry(Context& c, const Val& x, const std::vector<int6
     if (w.strides[i] < 1 || w.dilations[i] < 1 || kernel[i] < 1)
       return c.Error("strides, dilations and kernel sizes must be positive");
   std::string auto_pad = c.AttrS("auto_pad", "NOTSET");
+  std::string empty_batch;  // i1: a run-time batch of 0 (computed once, where a check needs it)
   for (int i = 0; i < w.s; ++i) {
     Dim in = x.shape[2 + i];
     // An empty spatial extent has no window to place (onnxruntime refuses it: "Invalid input
@@ -40,9 +41,12 @@ StatusOr<Window> WindowGeometry(Context& c, const Val& x, const std::vector<int6
       std::string ok = b.Fresh();
       b.Line(ok + " = arith.cmpi sge, " + extent + ", " + b.IndexConst(1) + " : index");
       if (batch.dynamic()) {
-        const std::string none = b.Fresh(), either = b.Fresh();
-        b.Line(none + " = arith.cmpi eq, " + b.DimValue(batch) + ", " + b.IndexConst(0) + " : index");
-        b.Line(either + " = arith.ori " + ok + ", " + none + " : i1");
+        if (empty_batch.empty()) {
+          empty_batch = b.Fresh();
+          b.Line(empty_batch + " = arith.cmpi eq, " + b.DimValue(batch) + ", " + b.IndexConst(0) + " : index");
+        }
+        const std::string either = b.Fresh();
+        b.Line(either + " = arith.ori " + ok + ", " + empty_batch + " : i1");
         ok = either;
       }
       b.Line("hexir.check " + ok + ", \"" + Builder::CheckText(c.Error("").message() + what) + "{}" +
