@@ -212,6 +212,37 @@ TEST_CASE("Slice bounds read at run time are wrapped and clamped like numpy") {
   CHECK(Prefix(Run(mod, {x, "1xi64=4", "1xi64=2"})) == "0xf32");
 }
 
+TEST_CASE("Open slices as PyTorch exports them (ends INT64_MAX, a reversal to INT64_MIN) keep the rest of the dim") {
+  // `x[:, 1:]` is Slice(ends = INT64_MAX), `x.flip(0)` Slice(starts = -1, ends = INT64_MIN,
+  // steps = -1). Integer constants were read through a double, which turned INT64_MAX into
+  // INT64_MIN: every open slice was empty (torchvision's Swin: its cyclic shift's x[3:]).
+  for (int64_t w : {4, -1}) {  // static, then read at run time
+    INFO("w: " << w);
+    Graph m;
+    m.Input("x", {2, w});
+    m.InitI("one", {1});
+    m.InitI("open", {INT64_MAX});
+    m.InitI("last", {-1});
+    m.InitI("before_all", {INT64_MIN});
+    m.InitI("axis0", {0});
+    m.InitI("axis1", {1});
+    m.Output("y", {2, w < 0 ? -1 : w - 1});
+    m.Output("fill", {2}, kI64);
+    m.Node("Slice", {"x", "one", "open", "axis1"}, {"tail"});
+    m.Node("Slice", {"tail", "last", "before_all", "axis0", "last"}, {"y"});
+    m.InitI("two", {2});
+    Graph::AttrTensorI(m.Node("ConstantOfShape", {"two"}, {"fill"}), "value", INT64_MAX);
+    std::string mod = Build(m, w < 0 ? "open_slice_runtime" : "open_slice_static");
+    std::istringstream lines(Run(mod, {"2x4xf32=1 2 3 4 5 6 7 8"}));
+    std::string y, fill;
+    std::getline(lines, y);
+    std::getline(lines, fill);
+    CHECK(Prefix(y) == "2x3xf32");
+    CHECK(ParseFloats(y) == std::vector<float>{6, 7, 8, 2, 3, 4});
+    CHECK(fill == "2xi64=9223372036854775807 9223372036854775807");
+  }
+}
+
 // x[n][c][h][w] of extents `e` cropped to [lo, hi) per dim, in row-major order.
 std::vector<float> Crop(const std::vector<float>& x, const std::vector<int64_t>& e, const std::vector<int64_t>& lo,
                         const std::vector<int64_t>& hi) {

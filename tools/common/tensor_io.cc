@@ -181,6 +181,17 @@ double ElementAsDouble(const HostTensor& t, int64_t i) {
   return 0;
 }
 
+int64_t ElementAsInt(const HostTensor& t, int64_t i) {
+  const uint8_t* p = t.bytes.data() + i * ElementTypeByteSize(t.element_type);
+  switch (t.element_type) {
+    case Code(ElementType::kI8): case Code(ElementType::kI1): return static_cast<int8_t>(*p);
+    case Code(ElementType::kI16): { int16_t v; std::memcpy(&v, p, 2); return v; }
+    case Code(ElementType::kI32): { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case Code(ElementType::kI64): { int64_t v; std::memcpy(&v, p, 8); return v; }
+  }
+  return static_cast<int64_t>(ElementAsDouble(t, i));
+}
+
 StatusOr<HostValue> ParseValue(std::string_view spec_in) {
   std::string_view spec = Trim(spec_in);
   HostValue value;
@@ -276,11 +287,10 @@ std::string FormatValue(const HostValue& value) {
   int64_t n = t.element_count();
   for (int64_t k = 0; k < n; ++k) {
     if (k) s += ' ';
-    double v = ElementAsDouble(t, k);
     if (IsFloatType(t.element_type)) {
-      s += FormatFloat(v, t.element_type);
+      s += FormatFloat(ElementAsDouble(t, k), t.element_type);
     } else {
-      s += std::to_string(static_cast<int64_t>(v));
+      s += std::to_string(ElementAsInt(t, k));
     }
   }
   return s;

@@ -46,6 +46,8 @@ std::string DescribeType(const HostValue& value);
 
 // Element i of a tensor as double (for comparisons in tests and tools).
 double ElementAsDouble(const HostTensor& t, int64_t i);
+// Element i of an integer tensor, exactly (a double holds integers only up to 2^53).
+int64_t ElementAsInt(const HostTensor& t, int64_t i);
 
 // The whole of a regular file: not_found naming the path when it cannot be opened, a
 // directory or a device refused by name, resource_exhausted when it exceeds the machine's

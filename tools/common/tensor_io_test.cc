@@ -31,6 +31,13 @@ TEST_CASE("a single value fills the whole tensor") {
   REQUIRE(FormatValue(*v) == "4xi32=7 7 7 7");
 }
 
+TEST_CASE("64-bit integers print exactly, past a double's 2^53") {
+  auto v = ParseValue("3xi64=9223372036854775807 -9223372036854775808 9007199254740993");
+  REQUIRE(v.ok());
+  CHECK(ElementAsInt(v->tensor, 0) == INT64_MAX);
+  CHECK(FormatValue(*v) == "3xi64=9223372036854775807 -9223372036854775808 9007199254740993");
+}
+
 TEST_CASE("scalars parse as int or float") {
   auto i = ParseValue("i64=5");
   REQUIRE(i.ok());

@@ -132,21 +132,30 @@ bool Context::IsUnsignedType(int t) {
          t == ::onnx::TensorProto::UINT32 || t == ::onnx::TensorProto::UINT64;
 }
 
-static double LoadElement(const std::string& raw, const std::string& et, int64_t i, bool is_unsigned) {
+// Element i of integer contents, exactly (through a double, INT64_MAX, the end of PyTorch's
+// open slices `x[3:]`, became INT64_MIN and the slice empty): u64 as its bit pattern.
+static int64_t LoadInteger(const std::string& raw, const std::string& et, int64_t i, bool is_unsigned) {
   const char* p = raw.data() + i * ElementBytes(et);
-  if (is_unsigned && et != "i64") {
+  if (et == "i64") { int64_t v; std::memcpy(&v, p, 8); return v; }
+  if (is_unsigned) {
     uint32_t v = 0;
     std::memcpy(&v, p, ElementBytes(et));
     return v;
   }
-  if (et == "f32") { float f; std::memcpy(&f, p, 4); return f; }
-  if (et == "f64") { double d; std::memcpy(&d, p, 8); return d; }
-  if (et == "i64") { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
   if (et == "i32") { int32_t v; std::memcpy(&v, p, 4); return v; }
   if (et == "i16") { int16_t v; std::memcpy(&v, p, 2); return v; }
   if (et == "i8") return static_cast<int8_t>(*p);
   if (et == "i1") return *p != 0;
-  return 0;  // f16/bf16 contents are not folded
+  return 0;
+}
+
+// Element i of f32 or f64 contents (f16/bf16 contents are not folded).
+static double LoadFloat(const std::string& raw, const std::string& et, int64_t i) {
+  const char* p = raw.data() + i * ElementBytes(et);
+  if (et == "f32") { float f; std::memcpy(&f, p, 4); return f; }
+  double d;
+  std::memcpy(&d, p, 8);
+  return d;
 }
 
 StatusOr<Val> Context::FromTensorProto(const ::onnx::TensorProto& t) {
@@ -167,12 +176,12 @@ StatusOr<Val> Context::FromTensorProto(const ::onnx::TensorProto& t) {
     if (v.IsFloat()) {
       if (v.et == "f32" || v.et == "f64") {
         v.has_floats = true;
-        for (int64_t i = 0; i < n; ++i) v.floats.push_back(LoadElement(raw, v.et, i, false));
+        for (int64_t i = 0; i < n; ++i) v.floats.push_back(LoadFloat(raw, v.et, i));
       }
     } else {
       v.has_ints = true;
       for (int64_t i = 0; i < n; ++i)
-        v.ints.push_back(Dim::Static(static_cast<int64_t>(LoadElement(raw, v.et, i, v.is_unsigned))));
+        v.ints.push_back(Dim::Static(LoadInteger(raw, v.et, i, v.is_unsigned)));
     }
   }
   v.raw = std::move(raw);

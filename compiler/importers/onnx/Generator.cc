@@ -45,12 +45,12 @@ Status LowerConstantOfShape(Context& c) {
     if (d.dynamic()) c.b.MarkNonNegative(d.ssa);
   std::string et = "f32";
   double value = 0;
+  int64_t int_value = 0;  // exact (INT64_MAX as a double does not convert back)
   if (const ::onnx::TensorProto* t = c.AttrT("value")) {
     HEXIR_ASSIGN_OR_RETURN(Val v, c.FromTensorProto(*t));
     et = v.et;
-    value = v.has_floats && !v.floats.empty()  ? v.floats[0]
-            : v.has_ints && !v.ints.empty() ? static_cast<double>(v.ints[0].v)
-                                            : 0;
+    if (v.has_ints && !v.ints.empty()) int_value = v.ints[0].v;
+    value = v.has_floats && !v.floats.empty() ? v.floats[0] : static_cast<double>(int_value);
   }
   Val r;
   r.et = et;
@@ -65,7 +65,7 @@ Status LowerConstantOfShape(Context& c) {
   for (const Dim& d : s.ints) known_float = known_float && !d.dynamic();
   if (known && n <= kMaxKnownElements) {  // integer fills may feed shape computations
     r.has_ints = true;
-    r.ints.assign(n, Dim::Static(static_cast<int64_t>(value)));
+    r.ints.assign(n, Dim::Static(int_value));
   } else if (known_float && n <= kMaxKnownElements) {
     r.has_floats = true;
     r.floats.assign(n, et == "f32" ? static_cast<float>(value) : value);
