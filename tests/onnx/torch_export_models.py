@@ -33,7 +33,8 @@ class VitBlock(nn.Module):
 
 
 class SwinWindows(nn.Module):
-    """Pads H and W up to a multiple of the window (amounts from Mod), partitions windows."""
+    """Pads H and W up to a multiple of the window (amounts from Mod), shifts the windows
+    cyclically (torch.roll: open slices `x[s:]` to INT64_MAX), partitions windows."""
 
     def __init__(self, window=4):
         super().__init__()
@@ -45,6 +46,7 @@ class SwinWindows(nn.Module):
         ws = self.window
         x = F.pad(x, (0, 0, 0, (ws - w % ws) % ws, 0, (ws - h % ws) % ws))
         _, ph, pw, _ = x.shape
+        x = torch.roll(x, shifts=(-(ws // 2), -(ws // 2)), dims=(1, 2))
         x = x.view(b, ph // ws, ws, pw // ws, ws, c).permute(0, 1, 3, 2, 4, 5)
         return self.proj(x.reshape(b, -1, ws * ws, c))
 
