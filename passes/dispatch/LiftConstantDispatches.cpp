@@ -183,7 +183,7 @@ class LiftConstantDispatches : public impl::LiftConstantDispatchesBase<LiftConst
     }
     SmallVector<Value> operands(d.getArgs());
     d.erase();
-    for (Value v : operands) eraseIfDead(v);
+    eraseDeadProducers(operands);
   }
 
   // Maps `v` (a constant, a lifted global, a parameter argument or a static reshape of one)
@@ -233,12 +233,26 @@ class LiftConstantDispatches : public impl::LiftConstantDispatchesBase<LiftConst
     placeholder->erase();
   }
 
-  static void eraseIfDead(Value v) {
-    Operation* def = v.getDefiningOp();
-    if (!def || !def->use_empty()) return;
-    SmallVector<Value> operands(def->getOperands());
-    def->erase();
-    for (Value operand : operands) eraseIfDead(operand);
+  // Erases the producers of `roots` left without uses, and theirs in turn. Each op is looked
+  // at from a worklist, never through a value whose producer may already be erased: a
+  // dispatch may take one value twice, or a value and another operand's producer's operand
+  // (recursing per operand erased such a producer twice: torchvision's Swin-T crashed here).
+  static void eraseDeadProducers(ArrayRef<Value> roots) {
+    SmallVector<Operation*> work;
+    llvm::SmallPtrSet<Operation*, 16> pending;
+    auto push = [&](Value v) {
+      Operation* def = v.getDefiningOp();
+      if (def && pending.insert(def).second) work.push_back(def);
+    };
+    for (Value v : roots) push(v);
+    while (!work.empty()) {
+      Operation* def = work.pop_back_val();
+      pending.erase(def);
+      if (!def->use_empty()) continue;  // looked at again if a user goes
+      SmallVector<Value> operands(def->getOperands());
+      def->erase();
+      for (Value operand : operands) push(operand);
+    }
   }
 
   func::FuncOp init;

@@ -229,3 +229,40 @@ module attributes {hexir.devices = ["cpu", "cuda"]} {
     return %0 : tensor<4xf32>
   }
 }
+
+// -----
+
+// A lifted dispatch that reads one constant twice, and a constant through a reshape as well
+// as directly: its dead producers are erased once each (erasing them per operand erased the
+// constant twice: hexir-compile crashed on torchvision's Swin-T).
+// CHECK-LABEL: func.func @main(
+// CHECK-NOT:   arith.constant
+// CHECK-NOT:   tensor.expand_shape
+// CHECK:       %[[S:.+]] = hexir.global.load @main_lifted_0 : tensor<4xf32>
+// CHECK:       hexir.dispatch @mul3(%arg0, %[[S]], %[[S]])
+// CHECK-LABEL: func.func private @__hexir_lifted_init() attributes {hexir.initializer}
+// CHECK:       %[[W:.+]] = arith.constant dense<{{.+}}> : tensor<4xf32>
+// CHECK:       %[[F:.+]] = tensor.expand_shape %[[W]]
+// CHECK:       %[[C:.+]] = tensor.collapse_shape %[[F]]
+// CHECK:       hexir.dispatch @mul3(%[[C]], %[[W]], %[[W]])
+hexir.executable @mul3 {
+  builtin.module {
+    func.func @mul3(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<4xf32>, %o: tensor<4xf32>) -> tensor<4xf32> {
+      %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%a, %b, %c : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) outs(%o : tensor<4xf32>) {
+      ^bb0(%x: f32, %y: f32, %z: f32, %out: f32):
+        %m = arith.mulf %x, %y : f32
+        %n = arith.mulf %m, %z : f32
+        linalg.yield %n : f32
+      } -> tensor<4xf32>
+      return %r : tensor<4xf32>
+    }
+  }
+}
+func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %w = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %e = tensor.expand_shape %w [[0, 1]] output_shape [2, 2] : tensor<4xf32> into tensor<2x2xf32>
+  %c = tensor.collapse_shape %e [[0, 1]] : tensor<2x2xf32> into tensor<4xf32>
+  %s = hexir.dispatch @mul3(%c, %w, %w) : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %r = hexir.dispatch @mul3(%arg0, %s, %s) : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
