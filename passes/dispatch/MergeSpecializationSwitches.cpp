@@ -200,11 +200,14 @@ Widening widen(scf::IfOp first, Operation* last, ArrayRef<Term> facts) {
     joined.clear();
   }
   // S's test reading an op that joined (a dim of a dispatch's reshaped result): the keys'.
+  // Each op once: host index arithmetic reuses values, and a walk of every path through it
+  // is exponential in its depth (torchvision's Faster R-CNN: minutes in this loop).
   SmallVector<Value> condWork{w.cond};
+  llvm::SmallPtrSet<Operation*, 32> condSeen;
   bool readsRun = false;
   while (!condWork.empty() && !readsRun) {
     Operation* op = condWork.pop_back_val().getDefiningOp();
-    if (!op || op->getBlock() != block) continue;
+    if (!op || op->getBlock() != block || !condSeen.insert(op).second) continue;
     readsRun = joined.contains(op);
     llvm::append_range(condWork, op->getOperands());
   }

@@ -385,6 +385,22 @@ TEST_CASE("Resize cubic and tf_crop_and_resize to sizes read at run time match t
   }
 }
 
+TEST_CASE("Resize linear to the input's own sizes copies it (torchvision's detection transform at its size)") {
+  // No dim resized: each is one tap without a weight (the importer wrote `mulf %e, <nothing>`).
+  Graph m;
+  m.model.mutable_opset_import(0)->set_version(13);
+  m.Input("x", {1, 2, 2, 3});
+  m.InitI("sizes", {1, 2, 2, 3});
+  m.Output("y", {1, 2, 2, 3});
+  auto* n = m.Node("Resize", {"x", "", "", "sizes"}, {"y"}, "same_size");
+  AttrS(n, "mode", "linear");
+  std::string mod = Build(m, "resize_same_size");
+  const std::vector<float> x = {1, -2, 3.5f, 4, 5, 6, -7, 8, 9, 10, 11.25f, 12};
+  std::string out = Run(mod, {"1x2x2x3xf32=" + Floats(x)});
+  CHECK(Prefix(out) == "1x2x2x3xf32");
+  CHECK(ParseFloats(out) == x);
+}
+
 // numpy's broadcasting of a [ar, ac] and b [br, bc] under op (each extent equal or 1).
 std::vector<float> BroadcastReference(const std::vector<float>& a, int64_t ar, int64_t ac, const std::vector<float>& b,
                                       int64_t br, int64_t bc, float (*op)(float, float)) {
@@ -770,4 +786,81 @@ TEST_CASE("NonZero and Compress size their outputs from a count computed on the 
   mod = Build(cp, "compress_runtime");
   CHECK(ParseFloats(Run(mod, {"2x3xf32=1 2 3 4 5 6", "3xi1=1 0 1"})) == std::vector<float>{1, 3, 4, 6});
   CHECK(Prefix(Run(mod, {"2x3xf32=1 2 3 4 5 6", "3xi1=0 1 0"})) == "2x1xf32");
+}
+
+TEST_CASE("detection heads: TopK of a run-time k, If branches of different extents, scatters of run-time counts") {
+  // torchvision's SSD / Faster R-CNN: k = min(top_n, anchors kept) known at run time; an If
+  // whose branches yield an empty tensor<0xi64> or a run-time count; boxes scattered back by
+  // level (ScatterElements of [n, 3] rows, ScatterND of n tuples, n possibly 0).
+  Graph top;
+  top.Input("x", {2, 5});
+  top.Input("k", {1}, kI64);
+  top.Output("values", {2, -1});
+  top.Output("indices", {2, -1}, kI64);
+  top.Node("TopK", {"x", "k"}, {"values", "indices"}, "top");
+  std::string mod = Build(top, "topk_runtime_k");
+  {
+    std::istringstream lines(Run(mod, {"2x5xf32=3 9 1 9 4 0 -1 7 2 5", "1xi64=3"}));
+    std::string v, i;
+    std::getline(lines, v);
+    std::getline(lines, i);
+    CHECK(v == "2x3xf32=9 9 4 7 5 2");
+    CHECK(i == "2x3xi64=1 3 4 2 4 3");
+  }
+  CHECK(Prefix(Run(mod, {"2x5xf32=3 9 1 9 4 0 -1 7 2 5", "1xi64=0"})) == "2x0xf32");
+  int code = 0;
+  std::string err = RunMainWith(mod, {"2x5xf32=3 9 1 9 4 0 -1 7 2 5", "1xi64=6"}, &code);
+  CHECK(code != 0);
+  CHECK(err.find("node 'top' (op TopK): k = 6 is outside [0, the extent of axis 1]") != std::string::npos);
+
+  Graph choose;
+  choose.Input("cond", {1}, ::onnx::TensorProto::BOOL);
+  choose.Input("x", {-1}, kI64);
+  choose.Output("y", {-1}, kI64);
+  auto* n = choose.Node("If", {"cond"}, {"y"}, "choose");
+  auto* then_g = Graph::AttrGraph(n, "then_branch");
+  auto* none = Graph::AddNode(then_g, "Constant", {}, {"none"});
+  auto* a = none->add_attribute();
+  a->set_name("value");
+  a->set_type(::onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(kI64);
+  a->mutable_t()->add_dims(0);
+  Graph::Value(then_g->add_output(), "none", {0}, kI64);
+  auto* else_g = Graph::AttrGraph(n, "else_branch");
+  Graph::AddNode(else_g, "Neg", {"x"}, {"neg"});
+  Graph::Value(else_g->add_output(), "neg", {-1}, kI64);
+  mod = Build(choose, "if_joined_extents");
+  CHECK(Run(mod, {"1xi1=1", "3xi64=1 2 3"}).rfind("0xi64=\n", 0) == 0);
+  CHECK(Run(mod, {"1xi1=0", "3xi64=1 2 3"}).rfind("3xi64=-1 -2 -3\n", 0) == 0);
+
+  // Update (i, j) of a [4, 3] data goes to row indices[i][j] of column j (the last of two
+  // aimed at one element wins: 70 over 50, 71 over 51); updates two columns wide leave
+  // column 2; no row at all: data.
+  Graph rows;
+  rows.Input("data", {4, 3});
+  rows.Input("indices", {-1, 2}, kI64);
+  rows.Input("updates", {-1, 2});
+  rows.Output("y", {4, 3});
+  Graph::AttrI(rows.Node("ScatterElements", {"data", "indices", "updates"}, {"y"}, "scatter_rows"), "axis", 0);
+  mod = Build(rows, "scatter_elements_runtime_rows");
+  const std::string data = "4x3xf32=0 1 2 3 4 5 6 7 8 9 10 11";
+  CHECK(ParseFloats(Run(mod, {data, "3x2xi64=3 -4 1 1 3 0", "3x2xf32=50 51 60 61 70 71"})) ==
+        std::vector<float>{0, 71, 2, 60, 61, 5, 6, 7, 8, 70, 10, 11});
+  CHECK(ParseFloats(Run(mod, {data, "0x2xi64=", "0x2xf32="})) ==
+        std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  err = RunMainWith(mod, {data, "1x2xi64=4 0", "1x2xf32=1 2"}, &code);
+  CHECK(code != 0);
+  CHECK(err.find("out_of_range") != std::string::npos);
+
+  Graph tuples;
+  tuples.Input("data", {4, 3});
+  tuples.Input("indices", {-1, 1}, kI64);
+  tuples.Input("updates", {-1, 3});
+  tuples.Output("y", {4, 3});
+  tuples.Node("ScatterND", {"data", "indices", "updates"}, {"y"}, "scatter_tuples");
+  mod = Build(tuples, "scatter_nd_runtime_tuples");
+  CHECK(ParseFloats(Run(mod, {data, "3x1xi64=2 -1 2", "3x3xf32=50 51 52 60 61 62 70 71 72"})) ==
+        std::vector<float>{0, 1, 2, 3, 4, 5, 70, 71, 72, 60, 61, 62});
+  CHECK(ParseFloats(Run(mod, {data, "0x1xi64=", "0x3xf32="})) ==
+        std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
 }

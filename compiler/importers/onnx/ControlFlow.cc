@@ -235,10 +235,29 @@ Status LowerIf(Context& c) {
   HEXIR_ASSIGN_OR_RETURN(std::vector<Val> else_outs, CaptureRegion(c, &else_text, [&] {
                            return LowerBody(c, *else_g, {}, true);
                          }));
-  for (int i = 0; i < n; ++i)
-    if (Builder::TensorType(then_outs[i]) != Builder::TensorType(else_outs[i]))
+  // Branches whose extents differ (torchvision's detection heads: an empty tensor<0xi64>
+  // against a run-time count) yield the join: each dim static where both agree, else `?`,
+  // a branch's value cast to it at its end.
+  for (int i = 0; i < n; ++i) {
+    Val& t = then_outs[i];
+    Val& e = else_outs[i];
+    if (Builder::TensorType(t) == Builder::TensorType(e)) continue;
+    if (t.et != e.et || t.rank() != e.rank())
       return c.Error("branches yield different types for output " + std::to_string(i) + ": " +
-                     Builder::TensorType(then_outs[i]) + " and " + Builder::TensorType(else_outs[i]));
+                     Builder::TensorType(t) + " and " + Builder::TensorType(e));
+    Shape joined = t.shape;
+    for (int64_t d = 0; d < t.rank(); ++d)
+      if (t.shape[d].dynamic() || e.shape[d].dynamic() || t.shape[d].v != e.shape[d].v)
+        joined[d] = Dim::Dynamic("?");
+    for (auto [branch, text] : {std::pair{&t, &then_text}, std::pair{&e, &else_text}}) {
+      const std::string from = Builder::TensorType(*branch), to = Builder::TensorType(joined, branch->et);
+      if (from == to) continue;
+      const std::string cast = c.b.Fresh();
+      *text += "    " + cast + " = tensor.cast " + branch->name + " : " + from + " to " + to + "\n";
+      branch->name = cast;
+      branch->shape = joined;
+    }
+  }
   std::string types = TypeList(then_outs), r = c.b.Fresh();
   c.b.Line(r + ":" + std::to_string(n) + " = scf.if " + flag + " -> (" + types + ") {");
   c.b.Emit(then_text);

@@ -9,15 +9,27 @@
 namespace hexir::importers::onnx {
 namespace {
 
-Status TopKWith(Context& c, int64_t k) {
+// k may be a host value (detection heads take min(pre_nms_top_n, anchors left), a count
+// known at run time): then 0 <= k <= the axis' extent is checked on the host.
+Status TopKWith(Context& c, const Dim& k) {
   Builder& b = c.b;
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
   int64_t r = x.rank();
   HEXIR_ASSIGN_OR_RETURN(int64_t axis, c.NormAxis(c.AttrI("axis", -1), r));
   bool largest = c.AttrI("largest", 1) != 0;
   const Dim& n = x.shape[axis];
-  if (k < 0 || (!n.dynamic() && k > n.v))
-    return c.Error("k = " + std::to_string(k) + " is outside [0, " + (n.dynamic() ? "?" : std::to_string(n.v)) + "]");
+  if (!k.dynamic() && (k.v < 0 || (!n.dynamic() && k.v > n.v)))
+    return c.Error("k = " + std::to_string(k.v) + " is outside [0, " + (n.dynamic() ? "?" : std::to_string(n.v)) + "]");
+  if (k.dynamic() || n.dynamic()) {
+    const std::string kv = b.DimValue(k), lo = b.Fresh(), hi = b.Fresh(), ok = b.Fresh();
+    b.Line(lo + " = arith.cmpi sge, " + kv + ", " + b.IndexConst(0) + " : index");
+    b.Line(hi + " = arith.cmpi sle, " + kv + ", " + b.DimValue(n) + " : index");
+    b.Line(ok + " = arith.andi " + lo + ", " + hi + " : i1");
+    b.Line("hexir.check " + ok + ", \"" + Builder::CheckText(c.Error("").message() + "k = ") + "{}" +
+           Builder::CheckText(" is outside [0, the extent of axis " + std::to_string(axis) + "]") + "\"(" + kv +
+           ") : index");
+    if (k.dynamic()) b.MarkNonNegative(k.ssa);
+  }
   c.Mat(x);
   std::string et = x.et;
   int loops = static_cast<int>(r + 1);
@@ -48,7 +60,7 @@ Status TopKWith(Context& c, int64_t k) {
                         });
   // indices[.., j, ..] = the e whose rank is j.
   Shape out = x.shape;
-  out[axis] = Dim::Static(k);
+  out[axis] = k;
   Val indices;
   indices.et = "i64";
   indices.shape = out;
@@ -84,13 +96,13 @@ Status TopKWith(Context& c, int64_t k) {
 
 }  // namespace
 
-Status LowerTopKWithAttribute(Context& c) { return TopKWith(c, c.AttrI("k", -1)); }
+Status LowerTopKWithAttribute(Context& c) { return TopKWith(c, Dim::Static(c.AttrI("k", -1))); }
 
 Status LowerTopK(Context& c) {
   HEXIR_ASSIGN_OR_RETURN(Val& k_in, c.In(1));
-  HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> k, c.ConstInts(k_in, "k"));
-  if (k.size() != 1) return c.Error("k must hold one value");
-  return TopKWith(c, k[0]);
+  HEXIR_ASSIGN_OR_RETURN(Val k, c.ShapeOperand(k_in, "k"));
+  if (k.ints.size() != 1) return c.Error("k must hold one value");
+  return TopKWith(c, k.ints[0]);
 }
 
 }  // namespace hexir::importers::onnx

@@ -250,7 +250,9 @@ std::string SumOfTaps(Builder& b, const Val& x, const std::vector<Taps>& taps, b
     std::string e = b.Fresh();
     b.Line(e + " = tensor.extract " + x.name + "[" + Builder::Join(at) + "] : " + Builder::TensorType(x));
     if (!interpolates) return e;
-    std::string term = b.Bin("arith.mulf", "", b.Convert(e, x.et, "f32"), w, "f32");
+    // No weight: every dim is one tap (a resize to the input's own sizes).
+    std::string term = b.Convert(e, x.et, "f32");
+    if (!w.empty()) term = b.Bin("arith.mulf", "", term, w, "f32");
     acc = acc.empty() ? term : b.Bin("arith.addf", "", acc, term, "f32");
     int i = loops - 1;
     while (i >= 0 && ++pick[i] == taps[i].size()) pick[i--] = 0;

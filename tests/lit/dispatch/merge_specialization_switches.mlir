@@ -345,3 +345,79 @@ func.func @widened(%x: tensor<?x8xf32>, %w: tensor<8x8xf32>) -> tensor<?x8xf32> 
   %c = hexir.dispatch @post(%b, %m) dims(%m) : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
   return %c : tensor<?x8xf32>
 }
+
+// -----
+
+// The switch's test reads a dim of a tensor made by a deep DAG of dispatches each reading the
+// previous result twice, which an op with regions keeps out of the merged run: the widening's
+// walk over the test's producers looks at each op once (following every path took 2^40
+// steps here, and minutes on torchvision's Faster R-CNN).
+// CHECK-LABEL: func.func @deep_test(
+// CHECK:       scf.if
+// CHECK:         hexir.dispatch @s_a0d0eq1(
+// CHECK:       } else {
+// CHECK:         hexir.dispatch @s(
+// CHECK:       } {hexir.specialization_switch}
+func.func @deep_test(%arg0: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %arg0, %c0 : tensor<?xf32>
+  %t1 = hexir.dispatch @add(%arg0, %arg0, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t2 = hexir.dispatch @add(%t1, %t1, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t3 = hexir.dispatch @add(%t2, %t2, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t4 = hexir.dispatch @add(%t3, %t3, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t5 = hexir.dispatch @add(%t4, %t4, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t6 = hexir.dispatch @add(%t5, %t5, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t7 = hexir.dispatch @add(%t6, %t6, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t8 = hexir.dispatch @add(%t7, %t7, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t9 = hexir.dispatch @add(%t8, %t8, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t10 = hexir.dispatch @add(%t9, %t9, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t11 = hexir.dispatch @add(%t10, %t10, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t12 = hexir.dispatch @add(%t11, %t11, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t13 = hexir.dispatch @add(%t12, %t12, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t14 = hexir.dispatch @add(%t13, %t13, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t15 = hexir.dispatch @add(%t14, %t14, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t16 = hexir.dispatch @add(%t15, %t15, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t17 = hexir.dispatch @add(%t16, %t16, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t18 = hexir.dispatch @add(%t17, %t17, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t19 = hexir.dispatch @add(%t18, %t18, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t20 = hexir.dispatch @add(%t19, %t19, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t21 = hexir.dispatch @add(%t20, %t20, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t22 = hexir.dispatch @add(%t21, %t21, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t23 = hexir.dispatch @add(%t22, %t22, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t24 = hexir.dispatch @add(%t23, %t23, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t25 = hexir.dispatch @add(%t24, %t24, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t26 = hexir.dispatch @add(%t25, %t25, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t27 = hexir.dispatch @add(%t26, %t26, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t28 = hexir.dispatch @add(%t27, %t27, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t29 = hexir.dispatch @add(%t28, %t28, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t30 = hexir.dispatch @add(%t29, %t29, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t31 = hexir.dispatch @add(%t30, %t30, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t32 = hexir.dispatch @add(%t31, %t31, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t33 = hexir.dispatch @add(%t32, %t32, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t34 = hexir.dispatch @add(%t33, %t33, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t35 = hexir.dispatch @add(%t34, %t34, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t36 = hexir.dispatch @add(%t35, %t35, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t37 = hexir.dispatch @add(%t36, %t36, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t38 = hexir.dispatch @add(%t37, %t37, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t39 = hexir.dispatch @add(%t38, %t38, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %t40 = hexir.dispatch @add(%t39, %t39, %n) dims(%n) : (tensor<?xf32>, tensor<?xf32>, index) -> tensor<?xf32>
+  %m = tensor.dim %t40, %c0 : tensor<?xf32>
+  %big = arith.cmpi ugt, %n, %c1 : index
+  %w = scf.if %big -> (index) {
+    scf.yield %c0 : index
+  } else {
+    scf.yield %c1 : index
+  }
+  %hot = arith.cmpi eq, %m, %c1 : index
+  %r = scf.if %hot -> (tensor<?xf32>) {
+    %x1 = tensor.cast %t40 : tensor<?xf32> to tensor<1xf32>
+    %s = hexir.dispatch @s_a0d0eq1(%x1) : (tensor<1xf32>) -> tensor<1xf32>
+    %sd = tensor.cast %s : tensor<1xf32> to tensor<?xf32>
+    scf.yield %sd : tensor<?xf32>
+  } else {
+    %g = hexir.dispatch @s(%t40, %m) dims(%m) : (tensor<?xf32>, index) -> tensor<?xf32>
+    scf.yield %g : tensor<?xf32>
+  } {hexir.specialization_switch}
+  return %r : tensor<?xf32>
+}
