@@ -463,6 +463,17 @@ std::string Builder::ToI64(const std::string& index) {
   return n;
 }
 
+std::string Builder::Linearize(const std::vector<std::string>& coords, const std::vector<std::string>& extents) {
+  std::string lin = IndexConst(0);
+  for (size_t i = 0; i < coords.size(); ++i) {
+    std::string scaled = Fresh(), next = Fresh();
+    Line(scaled + " = arith.muli " + lin + ", " + extents[i] + " : index");
+    Line(next + " = arith.addi " + scaled + ", " + coords[i] + " : index");
+    lin = next;
+  }
+  return lin;
+}
+
 std::vector<std::string> Builder::Delinearize(const std::string& lin, const std::vector<std::string>& extents) {
   std::vector<std::string> coords(extents.size());
   std::string rest = lin;

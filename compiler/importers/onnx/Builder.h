@@ -140,6 +140,8 @@ class Builder {
   std::string ToIndex(const std::string& v, const std::string& et);
   // An `index` as an i64 element (the inverse of ToIndex).
   std::string ToI64(const std::string& index);
+  // The row-major linear index of `coords` in `extents` (index values): Delinearize's inverse.
+  std::string Linearize(const std::vector<std::string>& coords, const std::vector<std::string>& extents);
   // The coordinates of row-major linear index `lin` (index) in a shape of `extents` (index
   // SSA names): remainders and quotients from the last extent.
   std::vector<std::string> Delinearize(const std::string& lin, const std::vector<std::string>& extents);

@@ -17,13 +17,7 @@ Val DropoutMask(Builder& b, const Shape& shape, double ratio, int64_t seed) {
   std::vector<std::string> extents;
   for (const Dim& d : shape) extents.push_back(b.DimValue(d));
   return b.Tabulate(shape, "i1", [&](std::vector<std::string> idx) {
-    std::string lin = b.IndexConst(0);
-    for (size_t i = 0; i < idx.size(); ++i) {
-      std::string scaled = b.Fresh(), next = b.Fresh();
-      b.Line(scaled + " = arith.muli " + lin + ", " + extents[i] + " : index");
-      b.Line(next + " = arith.addi " + scaled + ", " + idx[i] + " : index");
-      lin = next;
-    }
+    std::string lin = b.Linearize(idx, extents);
     std::string h = b.Fresh();
     b.Line(h + " = arith.index_cast " + lin + " : index to i32");
     const uint32_t mixed = static_cast<uint32_t>(seed) * 0x9E3779B9u;

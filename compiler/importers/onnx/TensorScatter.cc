@@ -193,16 +193,7 @@ StatusOr<Val> ScatterNDLastWins(Context& c, Val& data, Val& ind, Val& upd, int64
                                      idx[m] + " : index");
                               hit = b.AndI1(hit, same);
                             }
-                            std::string lin = b.IndexConst(0);
-                            for (int64_t i = 0; i < qr; ++i) {
-                              std::string scaled = b.Fresh(), sum = b.Fresh();
-                              b.Line(scaled + " = arith.muli " + lin + ", " + tuple_extents[i] + " : index");
-                              b.Line(sum + " = arith.addi " + scaled + ", " + q[i] + " : index");
-                              lin = sum;
-                            }
-                            std::string number = b.Fresh();
-                            b.Line(number + " = arith.index_cast " + lin + " : index to i64");
-                            return b.Select(hit, number, a[1], "i64");
+                            return b.Select(hit, b.ToI64(b.Linearize(q, tuple_extents)), a[1], "i64");
                           });
   return c.Elementwise({&data}, data.et, [&](const Args& a) {
     std::vector<std::string> idx = b.LoopIndices(static_cast<int>(r));
