@@ -77,6 +77,11 @@ std::string Builder::CheckText(const std::string& s) {
   return r;
 }
 
+void Builder::CheckIndex(const std::string& ok, const std::string& before, const std::string& index,
+                         const std::string& after) {
+  Line("hexir.check " + ok + ", \"" + CheckText(before) + "{}" + CheckText(after) + "\"(" + index + ") : index");
+}
+
 std::string Builder::IndexConst(int64_t v) {
   if (body_depth_ > 0) {
     std::string n = Fresh();

@@ -74,6 +74,10 @@ class Builder {
   // s quoted for the message of a `hexir.check` (an MLIR string whose `{}` are placeholders:
   // braces in s become parentheses).
   static std::string CheckText(const std::string& s);
+  // `hexir.check ok`: when `ok` (i1) fails at run time, the call fails with `before`, the value
+  // of `index` (an index SSA name), then `after`.
+  void CheckIndex(const std::string& ok, const std::string& before, const std::string& index,
+                  const std::string& after);
 
   // Scalars.
   std::string IndexConst(int64_t v);                       // cached, entry block only

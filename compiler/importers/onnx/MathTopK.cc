@@ -25,9 +25,8 @@ Status TopKWith(Context& c, const Dim& k) {
     b.Line(lo + " = arith.cmpi sge, " + kv + ", " + b.IndexConst(0) + " : index");
     b.Line(hi + " = arith.cmpi sle, " + kv + ", " + b.DimValue(n) + " : index");
     b.Line(ok + " = arith.andi " + lo + ", " + hi + " : i1");
-    b.Line("hexir.check " + ok + ", \"" + Builder::CheckText(c.Error("").message() + "k = ") + "{}" +
-           Builder::CheckText(" is outside [0, the extent of axis " + std::to_string(axis) + "]") + "\"(" + kv +
-           ") : index");
+    b.CheckIndex(ok, c.Error("").message() + "k = ", kv,
+                 " is outside [0, the extent of axis " + std::to_string(axis) + "]");
     if (k.dynamic()) b.MarkNonNegative(k.ssa);
   }
   c.Mat(x);

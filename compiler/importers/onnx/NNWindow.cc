@@ -49,8 +49,7 @@ StatusOr<Window> WindowGeometry(Context& c, const Val& x, const std::vector<int6
         b.Line(either + " = arith.ori " + ok + ", " + empty_batch + " : i1");
         ok = either;
       }
-      b.Line("hexir.check " + ok + ", \"" + Builder::CheckText(c.Error("").message() + what) + "{}" +
-             Builder::CheckText(why) + "\"(" + extent + ") : index");
+      b.CheckIndex(ok, c.Error("").message() + what, extent, why);
     }
     int64_t span = (kernel[i] - 1) * w.dilations[i] + 1;
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {

@@ -7,22 +7,28 @@
 // n): its target position is read from a table of positions with a data-dependent index,
 // which the compiled kernel bounds-checks (passes/codegen/KernelChecks.h); compared directly
 // with the output position it would match none and the update would be dropped silently.
+#include <functional>
+
 #include "compiler/importers/onnx/Elementwise.h"
 #include "compiler/importers/onnx/Lowerings.h"
 
 namespace hexir::importers::onnx {
 namespace {
 
+bool KnownReduction(const std::string& r) {
+  return r == "none" || r == "add" || r == "mul" || r == "max" || r == "min";
+}
+
 // acc combined with an update u under `reduction`.
 StatusOr<std::string> Combine(Context& c, const std::string& reduction, const std::string& acc,
                               const std::string& u, const std::string& et) {
   Builder& b = c.b;
+  if (!KnownReduction(reduction)) return c.Error("reduction '" + reduction + "' is not supported");
   if (reduction == "none") return u;
   if (reduction == "add") return b.Bin("arith.addf", "arith.addi", acc, u, et);
   if (reduction == "mul") return b.Bin("arith.mulf", "arith.muli", acc, u, et);
   if (reduction == "max") return b.Bin("arith.maximumf", "arith.maxsi", acc, u, et);
-  if (reduction == "min") return b.Bin("arith.minimumf", "arith.minsi", acc, u, et);
-  return c.Error("reduction '" + reduction + "' is not supported");
+  return b.Bin("arith.minimumf", "arith.minsi", acc, u, et);  // min
 }
 
 // An index value (of integer type it) as an index, negative ones counted from the end (n).
@@ -60,6 +66,33 @@ std::string TargetPosition(Builder& b, const Val& positions, const std::string& 
 // A copy of data: the generic's init, which it updates.
 StatusOr<Val> CopyOf(Context& c, Val& data) {
   return c.Elementwise({&data}, data.et, [](const Args& a) { return a[0]; });
+}
+
+// Output 0: `scatter`'s result, or data itself where there are `count` = 0 updates (decided
+// at import, or by a host `scf.if` on a run-time count: a detection level without boxes),
+// as the scatters' loops would read positions of the empty updates.
+Status SetScatteredUnlessEmpty(Context& c, Val& data, const Dim& count, const std::function<StatusOr<Val>()>& scatter) {
+  Builder& b = c.b;
+  if (!count.dynamic() && count.v != 0) return c.SetOut(0, scatter());
+  if (!count.dynamic()) {
+    c.SetOut(0, data);
+    return Status::Ok();
+  }
+  c.Mat(data);
+  std::string none = b.Fresh();
+  b.Line(none + " = arith.cmpi eq, " + b.DimValue(count) + ", " + b.IndexConst(0) + " : index");
+  Status failed = Status::Ok();
+  Val out;
+  out.et = data.et;
+  out.shape = data.shape;
+  out.name = b.XOr(none, data, Builder::TensorType(data), [&] {
+    StatusOr<Val> scattered = scatter();
+    if (!scattered.ok()) failed = scattered.status();
+    return scattered.ok() ? scattered->name : data.name;
+  });
+  HEXIR_RETURN_IF_ERROR(failed);
+  c.SetOut(0, out);
+  return Status::Ok();
 }
 
 // Output position p folds in, in order, the updates u equal to p off the axis whose index
@@ -125,36 +158,12 @@ Status ScatterElementsWith(Context& c, const std::string& reduction) {
   HEXIR_ASSIGN_OR_RETURN(int64_t axis, c.NormAxis(c.AttrI("axis", 0), r));
   if (ind.rank() != r || upd.rank() != r) return c.Error("data, indices and updates must have one rank");
   if (upd.et != data.et) return c.Error("updates must have the element type of data");
-  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
-    return c.Error("reduction '" + reduction + "' is not supported");
+  if (!KnownReduction(reduction)) return c.Error("reduction '" + reduction + "' is not supported");
   c.Mat(ind);
   c.Mat(upd);
-  // No update at all: data (the loops would read positions of empty updates).
-  Dim count = b.Product(upd.shape, 0, static_cast<size_t>(r));
-  if (!count.dynamic() && count.v == 0) {
-    c.SetOut(0, data);
-    return Status::Ok();
-  }
-  if (!count.dynamic()) {
-    HEXIR_ASSIGN_OR_RETURN(Val out, ScatterElementsAlongAxis(c, data, ind, upd, axis, reduction));
-    c.SetOut(0, out);
-    return Status::Ok();
-  }
-  c.Mat(data);
-  std::string none = b.Fresh();
-  b.Line(none + " = arith.cmpi eq, " + b.DimValue(count) + ", " + b.IndexConst(0) + " : index");
-  Status failed = Status::Ok();
-  Val out;
-  out.et = data.et;
-  out.shape = data.shape;
-  out.name = b.XOr(none, data, Builder::TensorType(data), [&] {
-    StatusOr<Val> scattered = ScatterElementsAlongAxis(c, data, ind, upd, axis, reduction);
-    if (!scattered.ok()) failed = scattered.status();
-    return scattered.ok() ? scattered->name : data.name;
+  return SetScatteredUnlessEmpty(c, data, b.Product(upd.shape, 0, static_cast<size_t>(r)), [&] {
+    return ScatterElementsAlongAxis(c, data, ind, upd, axis, reduction);
   });
-  HEXIR_RETURN_IF_ERROR(failed);
-  c.SetOut(0, out);
-  return Status::Ok();
 }
 
 // ScatterND without a reduction, the last update aimed at a position winning: first, per
@@ -230,35 +239,10 @@ Status LowerScatterND(Context& c) {
   for (const Dim& d : data.shape) dims.push_back(b.DimValue(d));
   std::vector<Val> positions;
   for (int64_t m = 0; m < k; ++m) positions.push_back(Positions(c, data.shape[m]));
-  if (reduction == "none") {
-    // No tuple at all (a detection level without boxes): data itself, as the winners' reads
-    // of updates would be out of range.
-    Dim tuples = b.Product(ind.shape, 0, static_cast<size_t>(qr));
-    if (!tuples.dynamic() && tuples.v == 0) {
-      c.SetOut(0, data);
-      return Status::Ok();
-    }
-    if (!tuples.dynamic()) {
-      HEXIR_ASSIGN_OR_RETURN(Val out, ScatterNDLastWins(c, data, ind, upd, k, positions, dims));
-      c.SetOut(0, out);
-      return Status::Ok();
-    }
-    c.Mat(data);
-    std::string none = b.Fresh();
-    b.Line(none + " = arith.cmpi eq, " + b.DimValue(tuples) + ", " + b.IndexConst(0) + " : index");
-    Val out;
-    out.et = data.et;
-    out.shape = data.shape;
-    Status failed = Status::Ok();
-    out.name = b.XOr(none, data, Builder::TensorType(data), [&] {
-      StatusOr<Val> scattered = ScatterNDLastWins(c, data, ind, upd, k, positions, dims);
-      if (!scattered.ok()) failed = scattered.status();
-      return scattered.ok() ? scattered->name : data.name;
+  if (reduction == "none")
+    return SetScatteredUnlessEmpty(c, data, b.Product(ind.shape, 0, static_cast<size_t>(qr)), [&] {
+      return ScatterNDLastWins(c, data, ind, upd, k, positions, dims);
     });
-    HEXIR_RETURN_IF_ERROR(failed);
-    c.SetOut(0, out);
-    return Status::Ok();
-  }
   HEXIR_ASSIGN_OR_RETURN(Val init, CopyOf(c, data));
   std::string et = data.et, it = ind.et;
   int loops = static_cast<int>(r + qr);
