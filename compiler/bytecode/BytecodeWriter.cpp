@@ -103,8 +103,16 @@ class ModuleWriter {
     if (!dense) return op.emitError("rodata needs a dense elements attribute");
     Type element = dense.getElementType();
     unsigned bits = element.getIntOrFloatBitWidth();
-    if (bits % 8 != 0) return op.emitError("unsupported rodata element type ") << element;
-    ArrayRef<char> raw = dense.getRawData();
+    // Booleans are one byte each in buffers (as LLVM stores i1: 0 or 1); the attribute may
+    // hold them packed, so they are read one by one.
+    std::vector<char> bools;
+    if (element.isInteger(1) && dense.isSplat())
+      bools.push_back(dense.getSplatValue<bool>() ? 1 : 0);
+    else if (element.isInteger(1))
+      for (bool v : dense.getValues<bool>()) bools.push_back(v ? 1 : 0);
+    else if (bits % 8 != 0)
+      return op.emitError("unsupported rodata element type ") << element;
+    ArrayRef<char> raw = element.isInteger(1) ? ArrayRef<char>(bools) : dense.getRawData();
     // A splat is expanded here: refuse one that could not be held in memory (the writer
     // keeps the bytes and the file image) before allocating anything.
     uint64_t count = dense.isSplat() ? static_cast<uint64_t>(dense.getNumElements()) : 1;

@@ -4,7 +4,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "passes/codegen/CPUPadReads.h"
 
@@ -72,6 +74,25 @@ std::optional<std::pair<Value, Source>> MatchRead(tensor::ExtractOp extract, Reg
   return std::make_pair(position, source);
 }
 
+// A source's read: the extract itself, or the importer's form for a source of run-time
+// extent along the axis, read only when not empty: scf.if (size > 0) { extract } else
+// { a constant }. `guard` gets that size (null: no guard). Where the source is selected its
+// size is positive, so the copies (nothing copied from an empty source) are exact.
+tensor::ExtractOp SourceRead(Value v, Value& guard) {
+  guard = Value();
+  if (auto extract = v.getDefiningOp<tensor::ExtractOp>()) return extract;
+  auto read = v.getDefiningOp<scf::IfOp>();
+  if (!read || read.getNumResults() != 1 || !read.elseBlock()) return {};
+  auto positive = read.getCondition().getDefiningOp<arith::CmpIOp>();
+  Value thenValue = read.thenYield().getOperand(0), elseValue = read.elseYield().getOperand(0);
+  auto extract = thenValue.getDefiningOp<tensor::ExtractOp>();
+  if (!positive || positive.getPredicate() != arith::CmpIPredicate::sgt || !matchPattern(positive.getRhs(), m_Zero()) ||
+      !extract || extract->getBlock() != read.thenBlock() || !matchPattern(elseValue, m_Constant()))
+    return {};
+  guard = positive.getLhs();
+  return extract;
+}
+
 std::optional<Concatenation> MatchConcatenation(linalg::GenericOp op) {
   if (op.getNumDpsInputs() != 0 || op.getNumDpsInits() != 1 || op->getNumResults() != 1 ||
       op.getNumParallelLoops() != op.getNumLoops() || !op.getIndexingMapsArray()[0].isIdentity())
@@ -81,26 +102,40 @@ std::optional<Concatenation> MatchConcatenation(linalg::GenericOp op) {
   Region& body = op.getRegion();
   Value v = cast<linalg::YieldOp>(body.front().getTerminator()).getValues()[0];
   // The select chain from the last source down to src_0.
-  SmallVector<std::pair<arith::CmpIOp, tensor::ExtractOp>> later;
+  struct Read {
+    arith::CmpIOp cmp;  // p >= off_k (null for src_0)
+    tensor::ExtractOp extract;
+    Value guard;
+  };
+  SmallVector<Read> later;
   while (auto select = v.getDefiningOp<arith::SelectOp>()) {
     auto cmp = select.getCondition().getDefiningOp<arith::CmpIOp>();
-    auto extract = select.getTrueValue().getDefiningOp<tensor::ExtractOp>();
+    Value guard;
+    tensor::ExtractOp extract = SourceRead(select.getTrueValue(), guard);
     if (!cmp || cmp.getPredicate() != arith::CmpIPredicate::sge || !extract) return std::nullopt;
-    later.push_back({cmp, extract});
+    later.push_back({cmp, extract, guard});
     v = select.getFalseValue();
   }
-  auto first = v.getDefiningOp<tensor::ExtractOp>();
+  Value guard0;
+  tensor::ExtractOp first = SourceRead(v, guard0);
   if (!first || later.empty()) return std::nullopt;
+  // A guard tests the size of the source it reads.
+  auto guards = [&](Value guard, const Source& source) {
+    if (!guard) return true;
+    std::optional<OpFoldResult> size = Outside(guard, body);
+    return size && *size == source.size;
+  };
   Concatenation c;
   std::optional<std::pair<Value, Source>> read0 = MatchRead(first, body, type, c);
-  if (!read0) return std::nullopt;
+  if (!read0 || !guards(guard0, read0->second)) return std::nullopt;
   const Value position = read0->first;
   c.sources.push_back(read0->second);
-  for (auto& [cmp, extract] : llvm::reverse(later)) {
-    std::optional<std::pair<Value, Source>> read = MatchRead(extract, body, type, c);
+  for (Read& r : llvm::reverse(later)) {
+    std::optional<std::pair<Value, Source>> read = MatchRead(r.extract, body, type, c);
     // Selected where p >= off_k, the same p and off_k as its read.
-    std::optional<OpFoldResult> bound = Outside(cmp.getRhs(), body);
-    if (!read || read->first != position || cmp.getLhs() != position || !bound || *bound != read->second.offset)
+    std::optional<OpFoldResult> bound = Outside(r.cmp.getRhs(), body);
+    if (!read || read->first != position || r.cmp.getLhs() != position || !bound || *bound != read->second.offset ||
+        !guards(r.guard, read->second))
       return std::nullopt;
     c.sources.push_back(read->second);
   }

@@ -400,10 +400,12 @@ TEST_CASE("Scan at opset 8 runs every batch row, a run-time batch at two sizes a
   }
 }
 
-TEST_CASE("a loop-carried value that changes shape is an error naming it") {
+TEST_CASE("a loop-carried value that grows is carried at a run-time extent; another rank is an error naming it") {
+  // v doubles each iteration (Concat(v, v)): tensor<2xf32> in, tensor<4xf32> out, carried as
+  // tensor<?xf32>.
   Graph m;
   m.Input("v", {2});
-  m.Output("v_final", {4});
+  m.Output("v_final", {-1});
   m.InitScalarI("trips", 2);
   auto* n = m.Node("Loop", {"trips", "", "v"}, {"v_final"}, "grow");
   auto* body = Graph::AttrGraph(n, "body");
@@ -416,8 +418,81 @@ TEST_CASE("a loop-carried value that changes shape is an error naming it") {
   Out(body, "cond_out", {}, kBool);
   Out(body, "v_out", {4}, kF32);
   auto r = ox::ImportOnnxModel(m.model);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  std::string mod = CompileForCpu(*r, "loop_grows");
+  REQUIRE(!mod.empty());
+  int code = 0;
+  std::string out = RunMainWith(mod, {"2xf32=1 2"}, &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(out.rfind("8xf32=1 2 1 2 1 2 1 2", 0) == 0);
+
+  // Another rank: v_out = Unsqueeze(v_in).
+  Graph bad;
+  bad.Input("v", {2});
+  bad.Output("v_final", {1, 2});
+  bad.InitScalarI("trips", 2);
+  bad.InitI("axis0", {0});
+  n = bad.Node("Loop", {"trips", "", "v"}, {"v_final"}, "lift");
+  body = Graph::AttrGraph(n, "body");
+  In(body, "i", {}, kI64);
+  In(body, "cond_in", {}, kBool);
+  In(body, "v_in", {2}, kF32);
+  Graph::AddNode(body, "Identity", {"cond_in"}, {"cond_out"});
+  Graph::AddNode(body, "Unsqueeze", {"v_in", "axis0"}, {"v_out"});
+  Out(body, "cond_out", {}, kBool);
+  Out(body, "v_out", {1, 2}, kF32);
+  r = ox::ImportOnnxModel(bad.model);
   REQUIRE(!r.ok());
   CHECK(r.status().message() ==
-        "node 'grow' (op Loop): loop-carried value 'v_out' changes type from tensor<2xf32> to "
-        "tensor<4xf32>");
+        "node 'lift' (op Loop): loop-carried value 'v_out' changes type from tensor<2xf32> to "
+        "tensor<1x2xf32>");
+}
+
+TEST_CASE("a Loop appends a row per iteration to a list that starts empty (Mask R-CNN's pasted masks)") {
+  // acc = [] (0 x 3); for i in 0..n-1: acc = Concat(acc, Unsqueeze(x * i)); n a run-time count,
+  // and a device-condition form of the same loop (cond_out = i + 1 < n).
+  for (bool device_condition : {false, true}) {
+    Graph m;
+    m.Input("x", {3});
+    m.Input("n", {1}, kI64);  // a one-element trip count (a text spec has no 0-d tensor)
+    m.Input("acc0", {0, 3});
+    m.Output("rows", {-1, 3});
+    m.InitI("axis0", {0});
+    InitBool(m, "go", true);
+    auto* n = m.Node("Loop", {"n", "go", "acc0"}, {"rows"}, "paste");
+    auto* body = Graph::AttrGraph(n, "body");
+    In(body, "i", {}, kI64);
+    In(body, "cond_in", {}, kBool);
+    In(body, "acc", {0, 3}, kF32);
+    if (device_condition) {
+      auto* one = Graph::AddNode(body, "Constant", {}, {"one"});
+      Graph::AttrTensorI(one, "value", 1);
+      Graph::AddNode(body, "Add", {"i", "one"}, {"next"});
+      Graph::AddNode(body, "Less", {"next", "n"}, {"cond_out"});
+    } else {
+      Graph::AddNode(body, "Identity", {"cond_in"}, {"cond_out"});
+    }
+    auto* cast = Graph::AddNode(body, "Cast", {"i"}, {"i_float"});
+    Graph::AttrI(cast, "to", kF32);
+    Graph::AddNode(body, "Mul", {"x", "i_float"}, {"row"});
+    Graph::AddNode(body, "Unsqueeze", {"row", "axis0"}, {"row1"});
+    Graph::AttrI(Graph::AddNode(body, "Concat", {"acc", "row1"}, {"acc_out"}), "axis", 0);
+    Out(body, "cond_out", {}, kBool);
+    Out(body, "acc_out", {1, 3}, kF32);
+    auto r = ox::ImportOnnxModel(m.model);
+    INFO((r.ok() ? std::string() : r.status().message()));
+    REQUIRE(r.ok());
+    std::string mod = CompileForCpu(*r, device_condition ? "loop_rows_device" : "loop_rows");
+    REQUIRE(!mod.empty());
+    int code = 0;
+    std::string out = RunMainWith(mod, {"3xf32=1 2 3", "1xi64=3", "0x3xf32="}, &code);
+    INFO(out);
+    REQUIRE(code == 0);
+    CHECK(out.rfind("3x3xf32=0 0 0 1 2 3 2 4 6", 0) == 0);
+    out = RunMainWith(mod, {"3xf32=1 2 3", "1xi64=1", "0x3xf32="}, &code);
+    REQUIRE(code == 0);
+    CHECK(out.rfind("1x3xf32=0 0 0", 0) == 0);
+  }
 }

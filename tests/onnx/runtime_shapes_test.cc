@@ -864,3 +864,156 @@ TEST_CASE("detection heads: TopK of a run-time k, If branches of different exten
   CHECK(ParseFloats(Run(mod, {data, "0x1xi64=", "0x3xf32="})) ==
         std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
 }
+
+TEST_CASE("ScatterElements of an expanded index: PyTorch's index_put of rows, as Faster R-CNN's RoI merge exports it") {
+  // y[idx[i], :, :] = updates[i] exports as ScatterElements(data, Expand(Reshape(idx, [n, 1, 1]),
+  // Shape(updates)), updates) along axis 0: the importer reads the index before its
+  // expansion (one winner per row), with the same results as the general scatter: the last
+  // of two updates aimed at one row wins, negative indices count from the end, updates
+  // narrower than data off the axis leave the rest, no update leaves data, and an index
+  // outside [-n, n) fails the call.
+  Graph rows;
+  rows.Input("data", {4, 2, 3});
+  rows.Input("idx", {-1}, kI64);
+  rows.Input("updates", {-1, 2, -1});
+  rows.Output("y", {4, 2, 3});
+  rows.InitI("column", {-1, 1, 1});
+  rows.InitI("zero", {0});
+  rows.InitI("one", {1});
+  rows.InitI("three", {3});
+  rows.Node("Reshape", {"idx", "column"}, {"idx3"});
+  // The expanded shape as PyTorch writes it: the index's own count, the updates' other dims.
+  rows.Node("Shape", {"idx3"}, {"idx_shape"});
+  rows.Node("Slice", {"idx_shape", "zero", "one"}, {"count"});
+  rows.Node("Shape", {"updates"}, {"upd_shape"});
+  rows.Node("Slice", {"upd_shape", "one", "three"}, {"row_shape"});
+  Graph::AttrI(rows.Node("Concat", {"count", "row_shape"}, {"expand_shape"}), "axis", 0);
+  rows.Node("Expand", {"idx3", "expand_shape"}, {"expanded"});
+  Graph::AttrI(rows.Node("ScatterElements", {"data", "expanded", "updates"}, {"y"}, "merge"), "axis", 0);
+  std::string mod = Build(rows, "scatter_elements_expanded_rows");
+  {
+    // One winner per row: a table of data's 4 rows by the collapsed dims.
+    auto text = ox::ImportOnnxModel(rows.model);
+    REQUIRE(text.ok());
+    CHECK(text->find("tensor<4x1x1xi64>") != std::string::npos);
+  }
+  const std::string data = "4x2x3xf32=0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23";
+  // Row 3 twice (-1, then 3: the second wins), row 0 once.
+  CHECK(ParseFloats(Run(mod, {data, "3xi64=-1 0 3", "3x2x3xf32=50 51 52 53 54 55 60 61 62 63 64 65 70 71 72 73 74 75"})) ==
+        std::vector<float>{60, 61, 62, 63, 64, 65, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 70, 71, 72, 73, 74, 75});
+  // Updates two columns wide: column 2 keeps data.
+  CHECK(ParseFloats(Run(mod, {data, "2xi64=2 1", "2x2x2xf32=50 51 52 53 60 61 62 63"})) ==
+        std::vector<float>{0, 1, 2, 3, 4, 5, 60, 61, 8, 62, 63, 11, 50, 51, 14, 52, 53, 17, 18, 19, 20, 21, 22, 23});
+  CHECK(ParseFloats(Run(mod, {data, "0xi64=", "0x2x3xf32="})) ==
+        std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23});
+  int code = 0;
+  std::string err = RunMainWith(mod, {data, "1xi64=4", "1x2x3xf32=1 2 3 4 5 6"}, &code);
+  CHECK(code != 0);
+  CHECK(err.find("out_of_range") != std::string::npos);
+
+  // An index that varies along dim 1 too ([n, 2, 1] expanded to [n, 2, 3]): the winner is
+  // per (row, dim 1 position); element (i, j, k) goes to row idx[i][j].
+  Graph cells;
+  cells.Input("data", {3, 2, 3});
+  cells.Input("idx", {-1, 2, 1}, kI64);
+  cells.Input("updates", {-1, 2, 3});
+  cells.Output("y", {3, 2, 3});
+  cells.InitI("zero", {0});
+  cells.InitI("two", {2});
+  cells.InitI("three", {3});
+  cells.Node("Shape", {"idx"}, {"idx_shape"});
+  cells.Node("Slice", {"idx_shape", "zero", "two"}, {"cell_count"});
+  cells.Node("Shape", {"updates"}, {"upd_shape"});
+  cells.Node("Slice", {"upd_shape", "two", "three"}, {"width"});
+  Graph::AttrI(cells.Node("Concat", {"cell_count", "width"}, {"expand_shape"}), "axis", 0);
+  cells.Node("Expand", {"idx", "expand_shape"}, {"expanded"});
+  Graph::AttrI(cells.Node("ScatterElements", {"data", "expanded", "updates"}, {"y"}), "axis", 0);
+  mod = Build(cells, "scatter_elements_expanded_cells");
+  {
+    auto text = ox::ImportOnnxModel(cells.model);
+    REQUIRE(text.ok());
+    CHECK(text->find("tensor<3x2x1xi64>") != std::string::npos);
+  }
+  CHECK(ParseFloats(Run(mod, {"3x2x3xf32=0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17", "2x2x1xi64=2 0 2 1",
+                              "2x2x3xf32=50 51 52 53 54 55 60 61 62 63 64 65"})) ==
+        std::vector<float>{0, 1, 2, 53, 54, 55, 6, 7, 8, 63, 64, 65, 60, 61, 62, 15, 16, 17});
+}
+
+TEST_CASE("Concat of run-time extents, some empty: a detection level without boxes") {
+  // RetinaNet and FCOS concatenate per-level scores and boxes whose counts are known at run
+  // time; a level may keep none. Its clamped read was index -1 of an empty tensor
+  // ("index -1 out of range [0, 0)").
+  Graph m;
+  m.Input("a", {-1, 2});
+  m.Input("b", {-1, 2});
+  m.Input("c", {-1, 2});
+  m.Output("y", {-1, 2});
+  Graph::AttrI(m.Node("Concat", {"a", "b", "c"}, {"y"}), "axis", 0);
+  std::string mod = Build(m, "concat_runtime_empty");
+  CHECK(ParseFloats(Run(mod, {"1x2xf32=1 2", "0x2xf32=", "2x2xf32=5 6 7 8"})) == std::vector<float>{1, 2, 5, 6, 7, 8});
+  CHECK(ParseFloats(Run(mod, {"0x2xf32=", "1x2xf32=3 4", "0x2xf32="})) == std::vector<float>{3, 4});
+  CHECK(ParseFloats(Run(mod, {"2x2xf32=1 2 3 4", "0x2xf32=", "0x2xf32="})) == std::vector<float>{1, 2, 3, 4});
+  CHECK(Prefix(Run(mod, {"0x2xf32=", "0x2xf32=", "0x2xf32="})) == "0x2xf32");
+}
+
+TEST_CASE("Split of a run-time dim: given sizes checked against it, equal slices of run-time extent") {
+  // PyTorch's `list(images)` over a dynamic batch (torchvision's detection models) exports as
+  // Split(x, [1]) along the batch: fine when the batch is 1, a named error otherwise.
+  Graph listed;
+  listed.Input("x", {-1, 3});
+  listed.Output("y", {1, 3});
+  listed.InitI("one", {1});
+  listed.Node("Split", {"x", "one"}, {"y"}, "list_images");
+  std::string mod = Build(listed, "split_runtime_sizes");
+  CHECK(Run(mod, {"1x3xf32=1 2 3"}).rfind("1x3xf32=1 2 3\n", 0) == 0);
+  int code = 0;
+  std::string err = RunMainWith(mod, {"2x3xf32=1 2 3 4 5 6"}, &code);
+  CHECK(code != 0);
+  CHECK(err.find("node 'list_images' (op Split): dimension 0 is 2 where the split sizes sum to 1") != std::string::npos);
+
+  // No sizes: ceil(n / 2) and the rest.
+  Graph halves;
+  halves.Input("x", {-1});
+  halves.Output("a", {-1});
+  halves.Output("b", {-1});
+  halves.Node("Split", {"x"}, {"a", "b"});
+  mod = Build(halves, "split_runtime_halves");
+  {
+    std::istringstream lines(Run(mod, {"5xf32=1 2 3 4 5"}));
+    std::string a, b;
+    std::getline(lines, a);
+    std::getline(lines, b);
+    CHECK(a == "3xf32=1 2 3");
+    CHECK(b == "2xf32=4 5");
+  }
+  {
+    std::istringstream lines(Run(mod, {"4xf32=1 2 3 4"}));
+    std::string a, b;
+    std::getline(lines, a);
+    std::getline(lines, b);
+    CHECK(a == "2xf32=1 2");
+    CHECK(b == "2xf32=3 4");
+  }
+}
+
+TEST_CASE("a bool initializer too large to fold (a stored attention mask) compiles and selects") {
+  // Its constant reached the module's read-only data as i1, which the bytecode writer
+  // refused ("unsupported rodata element type 'i1'"); booleans are one byte each in buffers.
+  constexpr int n = 5000;
+  Graph m;
+  m.Input("x", {n});
+  m.Input("y", {n});
+  m.Output("z", {n});
+  auto* mask = m.g->add_initializer();
+  mask->set_name("mask");
+  mask->set_data_type(::onnx::TensorProto::BOOL);
+  mask->add_dims(n);
+  std::string bytes(n, '\0');
+  for (int i = 0; i < n; i += 3) bytes[i] = 1;
+  mask->set_raw_data(bytes);
+  m.Node("Where", {"mask", "x", "y"}, {"z"});
+  std::string mod = Build(m, "bool_initializer");
+  std::vector<float> z = ParseFloats(Run(mod, {"5000xf32=1", "5000xf32=2"}));
+  REQUIRE(z.size() == static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) CHECK(z[i] == (i % 3 == 0 ? 1.0f : 2.0f));
+}

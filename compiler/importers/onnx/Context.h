@@ -28,6 +28,10 @@ class Context {
   // Called after each node of `graph` is lowered (progress on a terminal); may be empty.
   std::function<void(const ::onnx::GraphProto& graph, int node_index)> on_node;
   const ::onnx::NodeProto* node = nullptr;
+  // Expand's results by SSA name: the smaller value each broadcasts (materialized; its rank at
+  // most the result's, dims right-aligned), for consumers that can read it instead
+  // (ScatterElements' indices: PyTorch's index_put exports an index expanded to the updates).
+  std::map<std::string, Val> broadcast_sources;
 
   // An InvalidArgument whose message is `node '<name>' (op <Type>): <what>` (just `what`
   // outside a node).

@@ -29,6 +29,8 @@ constexpr int64_t kMaxUnrolledIterations = 4096;
 struct LoopBody {
   std::vector<std::string> carried_args, acc_args;
   std::vector<Val> accs;  // the scan accumulators' types, known once Yield ran
+  // The carried values' types: the inits', widened where the body changes an extent.
+  std::vector<Val> carried_types;
 
   LoopBody(Builder& b, int carried, int scans) {
     for (int k = 0; k < carried; ++k) carried_args.push_back(b.Fresh());
@@ -36,13 +38,67 @@ struct LoopBody {
   }
 
   // g's outputs (cond, carried..., scan elements...), lowered on `leading` and the carried
-  // block arguments; a carried value that changes type is an error.
-  StatusOr<std::vector<Val>> Lower(Context& c, const ::onnx::GraphProto& g, std::vector<Val> args,
+  // block arguments. A carried value whose extents the body changes (a list of results that
+  // grows by a row per iteration: Mask R-CNN's pasted masks, from tensor<0x..> to
+  // tensor<1x..>) is carried as the join of the types in and out (static dims only where they
+  // agree): the body is lowered again on the joined type until the types come back (each
+  // round makes a dim dynamic), its results cast to them; the caller casts the inits
+  // (CastInits). Another element type or rank is an error naming the value.
+  StatusOr<std::vector<Val>> Lower(Context& c, const ::onnx::GraphProto& g, const std::vector<Val>& leading,
                                    const std::vector<Val>& inits) {
-    for (size_t k = 0; k < inits.size(); ++k) args.push_back(Typed(c, carried_args[k], inits[k]));
-    HEXIR_ASSIGN_OR_RETURN(std::vector<Val> o, LowerBody(c, g, args, true));
-    HEXIR_RETURN_IF_ERROR(CheckCarried(c, g, inits, o, 1));
-    return o;
+    carried_types = inits;
+    for (int round = 0;; ++round) {
+      const size_t mark = c.b.Mark();
+      const std::map<std::string, Val> saved = c.values;
+      std::vector<Val> args = leading;
+      for (size_t k = 0; k < carried_types.size(); ++k) args.push_back(Typed(c, carried_args[k], carried_types[k]));
+      // A carried output's declared extent holds only where it is the one the value came in with.
+      auto refines = [&](int output, int dim, int64_t extent) {
+        if (output < 1 || output > static_cast<int>(carried_types.size())) return true;
+        if (dim >= carried_types[output - 1].rank()) return false;
+        const Dim& in = carried_types[output - 1].shape[dim];
+        return !in.dynamic() && in.v == extent;
+      };
+      HEXIR_ASSIGN_OR_RETURN(std::vector<Val> o, LowerBody(c, g, args, true, refines));
+      bool widened = false;
+      for (size_t k = 0; k < carried_types.size(); ++k) {
+        Val& in = carried_types[k];
+        const Val& out = o[1 + k];
+        if (out.et != in.et || out.rank() != in.rank()) return CheckCarried(c, g, carried_types, o, 1);
+        const Shape joined = JoinedShape(in.shape, out.shape);
+        if (Builder::TensorType(joined, in.et) == Builder::TensorType(in)) continue;
+        in.shape = joined;
+        widened = true;
+      }
+      if (!widened) {
+        for (size_t k = 0; k < carried_types.size(); ++k) {
+          Val& out = o[1 + k];
+          const std::string from = Builder::TensorType(out), to = Builder::TensorType(carried_types[k]);
+          if (from == to) continue;
+          const std::string cast = c.b.Fresh();
+          c.b.Line(cast + " = tensor.cast " + out.name + " : " + from + " to " + to);
+          out.name = cast;
+          out.shape = carried_types[k].shape;
+        }
+        HEXIR_RETURN_IF_ERROR(CheckCarried(c, g, carried_types, o, 1));
+        return o;
+      }
+      if (round > 64) return CheckCarried(c, g, inits, o, 1);  // not expected: each round widens a dim
+      c.b.TakeSince(mark);
+      c.values = saved;
+    }
+  }
+
+  // The inits cast to the carried types (emitted before the loop).
+  void CastInits(Context& c, std::vector<Val>& inits) const {
+    for (size_t k = 0; k < inits.size(); ++k) {
+      const std::string from = Builder::TensorType(inits[k]), to = Builder::TensorType(carried_types[k]);
+      if (from == to) continue;
+      const std::string cast = c.b.Fresh();
+      c.b.Line(cast + " = tensor.cast " + inits[k].name + " : " + from + " to " + to);
+      inits[k] = carried_types[k];
+      inits[k].name = cast;
+    }
   }
 
   // Appends the carried values and each scan accumulator with `row` written (WriteRow) to the
@@ -118,7 +174,7 @@ bool PassesConditionThrough(const ::onnx::GraphProto& g) {
 // runs only while the condition holds). Scan outputs keep the rows the loop ran (the count
 // read once after the loop).
 Status LowerLoopWithDeviceCondition(Context& c, const ::onnx::GraphProto& g, int scans, bool has_trips,
-                                    const Dim& trips, const std::string& cond0, const std::vector<Val>& inits) {
+                                    const Dim& trips, const std::string& cond0, std::vector<Val> inits) {
   Builder& b = c.b;
   int carried = static_cast<int>(inits.size());
   // Outside the loop: the trip count as an i64 host scalar, the first flag and count.
@@ -179,6 +235,7 @@ Status LowerLoopWithDeviceCondition(Context& c, const ::onnx::GraphProto& g, int
     b.Line("  scf.yield " + Builder::Join(yields) + " : " + Builder::Join(types));
     return o;
   }));
+  body.CastInits(c, inits);
   // Header, the before region (the flag test only), then the body.
   std::vector<std::string> inits_list = {flag0, count0}, types = {"tensor<1xi32>", "tensor<1xi64>"};
   std::vector<std::string> after_args = {flag + ": tensor<1xi32>", count + ": tensor<1xi64>"}, before_args;
@@ -245,10 +302,7 @@ Status LowerIf(Context& c) {
     if (t.et != e.et || t.rank() != e.rank())
       return c.Error("branches yield different types for output " + std::to_string(i) + ": " +
                      Builder::TensorType(t) + " and " + Builder::TensorType(e));
-    Shape joined = t.shape;
-    for (int64_t d = 0; d < t.rank(); ++d)
-      if (t.shape[d].dynamic() || e.shape[d].dynamic() || t.shape[d].v != e.shape[d].v)
-        joined[d] = Dim::Dynamic("?");
+    const Shape joined = JoinedShape(t.shape, e.shape);
     for (auto [branch, text] : {std::pair{&t, &then_text}, std::pair{&e, &else_text}}) {
       const std::string from = Builder::TensorType(*branch), to = Builder::TensorType(joined, branch->et);
       if (from == to) continue;
@@ -392,6 +446,7 @@ Status LowerLoop(Context& c) {
     b.Line("  scf.yield " + Builder::Join(yields) + " : " + Builder::Join(types));
     return o;
   }));
+  body.CastInits(c, inits);
   // Header, the "before" region (the continuation test), then the body.
   std::vector<std::string> inits_list = {zero, cond0}, types = {"index", "i1"}, before_args = {b.Fresh(), b.Fresh()};
   std::vector<std::string> after_args = {iter + ": index", flag + ": i1"};

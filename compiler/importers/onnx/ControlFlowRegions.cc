@@ -10,7 +10,8 @@ namespace {
 // v with the static extents its declaration gives where the lowering computed `?` (a Slice of
 // run-time bounds that always has one element): a `tensor.cast`, checked at run time by
 // hexir-compile's shape checks. Loop-carried values and scan outputs need those static types.
-Val RefineToDeclared(Context& c, const ::onnx::ValueInfoProto& info, const Val& v) {
+Val RefineToDeclared(Context& c, const ::onnx::ValueInfoProto& info, const Val& v, int output,
+                     const RefinesFn& refines) {
   if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape()) return v;
   const auto& dims = info.type().tensor_type().shape().dim();
   if (dims.size() != static_cast<int>(v.rank())) return v;
@@ -18,6 +19,7 @@ Val RefineToDeclared(Context& c, const ::onnx::ValueInfoProto& info, const Val& 
   bool changed = false;
   for (int i = 0; i < dims.size(); ++i) {
     if (!v.shape[i].dynamic() || !dims[i].has_dim_value() || dims[i].dim_value() < 0) continue;
+    if (refines && !refines(output, i, dims[i].dim_value())) continue;
     refined.shape[i] = Dim::Static(dims[i].dim_value());
     changed = true;
   }
@@ -31,7 +33,7 @@ Val RefineToDeclared(Context& c, const ::onnx::ValueInfoProto& info, const Val& 
 }  // namespace
 
 StatusOr<std::vector<Val>> LowerBody(Context& c, const ::onnx::GraphProto& g, const std::vector<Val>& args,
-                                     bool materialize) {
+                                     bool materialize, const RefinesFn& refines) {
   const ::onnx::NodeProto* node = c.node;
   if (g.input_size() != static_cast<int>(args.size()))
     return c.Error("body '" + g.name() + "' has " + std::to_string(g.input_size()) + " inputs, expected " +
@@ -52,7 +54,7 @@ StatusOr<std::vector<Val>> LowerBody(Context& c, const ::onnx::GraphProto& g, co
                      "' from a region that runs at run time: its condition or trip count must be a constant");
     if (materialize) {
       c.Mat(it->second);
-      outs.push_back(RefineToDeclared(c, o, it->second));
+      outs.push_back(RefineToDeclared(c, o, it->second, static_cast<int>(outs.size()), refines));
     } else {
       outs.push_back(it->second);
     }
@@ -113,6 +115,13 @@ std::string NameList(const std::vector<Val>& vs) {
   std::vector<std::string> n;
   for (const Val& v : vs) n.push_back(v.name);
   return Builder::Join(n);
+}
+
+Shape JoinedShape(const Shape& a, const Shape& b) {
+  Shape joined = a;
+  for (size_t d = 0; d < a.size(); ++d)
+    if (a[d].dynamic() || b[d].dynamic() || a[d].v != b[d].v) joined[d] = Dim::Dynamic("?");
+  return joined;
 }
 
 Status CheckCarried(Context& c, const ::onnx::GraphProto& g, const std::vector<Val>& in,

@@ -17,9 +17,12 @@ namespace hexir::importers::onnx {
 
 // g's outputs after binding its inputs to `args` and lowering its nodes (materialized when
 // `materialize`: they are yielded from a region; a `?` extent the output's declaration gives
-// static is first `tensor.cast` to it).
+// static is first `tensor.cast` to it, where `refines` (when given) allows it for that output
+// index, dim and extent: a Loop-carried value's declaration is one iteration's, kept only
+// where it is the extent the value came in with).
+using RefinesFn = std::function<bool(int output, int dim, int64_t extent)>;
 StatusOr<std::vector<Val>> LowerBody(Context& c, const ::onnx::GraphProto& g, const std::vector<Val>& args,
-                                     bool materialize);
+                                     bool materialize, const RefinesFn& refines = nullptr);
 
 // Runs `lower` as the body of a region: its text is taken out of the stream (returned in
 // *text), the value table is restored and index constants are not cached meanwhile.
@@ -39,6 +42,10 @@ Val FromScalar(Context& c, const std::string& s, const std::string& et);
 // "tensor<2xf32>, tensor<i64>" and "%a, %b" of a list of values.
 std::string TypeList(const std::vector<Val>& vs);
 std::string NameList(const std::vector<Val>& vs);
+
+// The join of two shapes of one rank: each dim static where both are that static extent,
+// else dynamic (If branches of different extents, a Loop-carried value that grows).
+Shape JoinedShape(const Shape& a, const Shape& b);
 
 // Loop-carried values must come back with the type they went in with: out[first_out + k]
 // against in[k], an error naming g's output otherwise.

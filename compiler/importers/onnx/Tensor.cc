@@ -266,11 +266,14 @@ Status LowerExpand(Context& c) {
     }));
     return Status::Ok();
   }
-  if (Context::MeetsAtRunTime({&x, &shape_only}, out)) {
-    return c.SetOut(0, c.BroadcastAtRunTime({&x, &shape_only}, 1, out, x.et, [](const Args& a) { return a[0]; }));
+  StatusOr<Val> expanded = Context::MeetsAtRunTime({&x, &shape_only}, out)
+      ? c.BroadcastAtRunTime({&x, &shape_only}, 1, out, x.et, [](const Args& a) { return a[0]; })
+      : StatusOr<Val>(Copy(c, x, Context::BroadcastMap(x, out), out));
+  if (expanded.ok() && !expanded->name.empty()) {
+    c.Mat(x);
+    c.broadcast_sources[expanded->name] = x;
   }
-  c.SetOut(0, Copy(c, x, Context::BroadcastMap(x, out), out));
-  return Status::Ok();
+  return c.SetOut(0, std::move(expanded));
 }
 
 // Repeats may be read at run time and dims may be dynamic: then each output position reads

@@ -112,28 +112,44 @@ StatusOr<std::vector<int64_t>> OptionalInts(Context& c, int i, const char* what)
   return c.ConstInts(v, what);
 }
 
-// Split sizes into x.shape[axis] slices (default: equal, the last one smaller).
+// Split sizes into x.shape[axis] slices (default: equal, the last one smaller). A dim known
+// only at run time splits too: into the given sizes, checked at run time to sum to it (PyTorch's
+// `list(x)` over a dynamic batch: one slice of 1), or into equal slices of run-time extent.
 Status SplitWith(Context& c, Val& x, int64_t axis, std::vector<int64_t> sizes) {
-  int n = c.node->output_size();
-  if (x.shape[axis].dynamic()) return c.Error("splitting a dynamic dimension is not supported");
+  Builder& b = c.b;
+  const int n = c.node->output_size();
+  const Dim& extent = x.shape[axis];
+  std::vector<Dim> dims;
   if (sizes.empty()) {
-    int64_t each = (x.shape[axis].v + n - 1) / n;
+    // ceil(extent / n) each, the rest to the last: max(0, min(each, extent - each i)).
+    Dim each = b.FloorDiv(b.Add(extent, Dim::Static(n - 1)), Dim::Static(n));
     for (int i = 0; i < n; ++i)
-      sizes.push_back(std::min(each, x.shape[axis].v - each * i));
+      dims.push_back(b.Max(Dim::Static(0), b.Min(each, b.Sub(extent, b.Mul(each, Dim::Static(i))))));
+  } else {
+    int64_t total = 0;
+    for (int64_t s : sizes) {
+      if (s < 0) return c.Error("split sizes must not be negative");
+      total += s;
+      dims.push_back(Dim::Static(s));
+    }
+    if (static_cast<int>(sizes.size()) != n || (!extent.dynamic() && total != extent.v))
+      return c.Error("split sizes do not match the outputs and the dimension");
+    if (extent.dynamic()) {
+      std::string ok = b.Fresh(), v = b.DimValue(extent);
+      b.Line(ok + " = arith.cmpi eq, " + v + ", " + b.IndexConst(total) + " : index");
+      b.CheckIndex(ok, c.Error("").message() + "dimension " + std::to_string(axis) + " is ", v,
+                   " where the split sizes sum to " + std::to_string(total));
+    }
   }
-  int64_t total = 0;
-  for (int64_t s : sizes) total += s;
-  if (static_cast<int>(sizes.size()) != n || total != x.shape[axis].v)
-    return c.Error("split sizes do not match the outputs and the dimension");
-  int64_t offset = 0;
+  Dim offset = Dim::Static(0);
   for (int i = 0; i < n; ++i) {
     Shape out = x.shape;
-    out[axis] = Dim::Static(sizes[i]);
+    out[axis] = dims[i];
     std::vector<Dim> st(x.rank(), Dim::Static(0));
     std::vector<int64_t> sp(x.rank(), 1);
-    st[axis] = Dim::Static(offset);
+    st[axis] = offset;
     c.SetOut(i, StridedCopy(c, x, out, st, sp));
-    offset += sizes[i];
+    offset = b.Add(offset, dims[i]);
   }
   return Status::Ok();
 }
@@ -156,7 +172,8 @@ Status PadWith(Context& c, Val& x, const std::vector<Dim>& pads, double value) {
 }  // namespace
 
 // Known 1-D contents concatenate at import time; otherwise each output position reads the
-// input whose [offset, offset + size) range holds it (clamped extracts, selected by position).
+// input whose [offset, offset + size) range holds it (clamped extracts, selected by position;
+// an input of run-time extent along the axis read only where that extent is not 0).
 Status LowerConcat(Context& c) {
   Builder& b = c.b;
   std::vector<Val*> all;
@@ -237,8 +254,23 @@ Status LowerConcat(Context& c) {
                          std::vector<std::string> src = idx;
                          src[axis] = cl;
                          std::string e = b.Fresh(), list = Builder::Join(src);
-                         b.Line(e + " = tensor.extract " + ins[k]->name + "[" + list + "] : " +
-                                Builder::TensorType(*ins[k]));
+                         const std::string read = "tensor.extract " + ins[k]->name + "[" + list + "] : " +
+                                                  Builder::TensorType(*ins[k]);
+                         if (!ins[k]->shape[axis].dynamic()) {
+                           b.Line(e + " = " + read);
+                         } else {
+                           // A run-time extent may be 0 (a detection level without boxes): then
+                           // the clamp gives -1 and the source has nothing to read, so it is
+                           // read only when not empty (never selected when empty).
+                           std::string zero = b.ScalarConst(et, 0), some = b.Fresh(), x = b.Fresh();
+                           b.Line(some + " = arith.cmpi sgt, " + sizes[k] + ", " + b.IndexConst(0) + " : index");
+                           b.Line(e + " = scf.if " + some + " -> (" + et + ") {");
+                           b.Line("  " + x + " = " + read);
+                           b.Line("  scf.yield " + x + " : " + et);
+                           b.Line("} else {");
+                           b.Line("  scf.yield " + zero + " : " + et);
+                           b.Line("}");
+                         }
                          if (result.empty()) {
                            result = e;
                          } else {
