@@ -189,6 +189,8 @@ class CPULowerExecutables : public impl::CPULowerExecutablesBase<CPULowerExecuta
     func::FuncOp tensorKernel = codegen::LookupKernel(exe);
     if (!tensorKernel) return failure();
     codegen::CPUTarget target = codegen::DescribeCPU(cpu);
+    // Matmul-shaped generics (the ONNX importer's) as linalg.matmul, for the micro-kernel below.
+    codegen::NameMatmulGenerics(tensorKernel);
     // A row softmax or norm a block of rows at a time, the rows in L1 (codegen/CPURowChains.h).
     auto group = exe->getAttrOfType<StringAttr>(kDispatchGroupAttr);
     const bool rowChain = group && group.getValue() == codegen::kRowChainGroup;

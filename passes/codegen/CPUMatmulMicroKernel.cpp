@@ -74,6 +74,47 @@ bool TakesMatmulMicroKernel(linalg::LinalgOp op) {
          HasUnitInnerStride(op.getDpsInits()[0].getType());
 }
 
+int NameMatmulGenerics(func::FuncOp kernel) {
+  MLIRContext* ctx = kernel.getContext();
+  AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx), k = getAffineDimExpr(2, ctx);
+  const SmallVector<AffineMap> defaults = {AffineMap::get(3, 0, {m, k}, ctx), AffineMap::get(3, 0, {k, n}, ctx),
+                                           AffineMap::get(3, 0, {m, n}, ctx)};
+  SmallVector<linalg::GenericOp> found;
+  kernel.walk([&](linalg::GenericOp op) {
+    if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+        op.getIndexingMapsArray() != defaults || op.getNumReductionLoops() != 1 || op.getNumLoops() != 3 ||
+        op.getIteratorTypesArray()[2] != utils::IteratorType::reduction || !op->getDiscardableAttrDictionary().empty())
+      return;
+    for (Value v : op->getOperands())
+      if (!cast<ShapedType>(v.getType()).getElementType().isF32()) return;
+    // Rows of run-time extent only: a static M keeps the loop lowering, whose sums the
+    // micro-kernel's would not match bit for bit where fusion decides differently (a
+    // placement moving a matmul's producer out of its kernel: placement_test).
+    if (!ShapedType::isDynamic(cast<ShapedType>(op.getDpsInits()[0].getType()).getDimSize(0))) return;
+    // yield(out + a * b), either order of each operation's operands.
+    Block& body = op.getRegion().front();
+    if (body.getOperations().size() != 3) return;
+    auto mul = dyn_cast<arith::MulFOp>(body.front());
+    auto add = dyn_cast<arith::AddFOp>(*std::next(body.begin()));
+    auto yield = cast<linalg::YieldOp>(body.getTerminator());
+    if (!mul || !add || yield.getValues()[0] != add.getResult()) return;
+    Value a = body.getArgument(0), bv = body.getArgument(1), acc = body.getArgument(2);
+    const bool product = (mul.getLhs() == a && mul.getRhs() == bv) || (mul.getLhs() == bv && mul.getRhs() == a);
+    const bool sum = (add.getLhs() == acc && add.getRhs() == mul.getResult()) ||
+                     (add.getLhs() == mul.getResult() && add.getRhs() == acc);
+    if (product && sum && mul.getFastmathAttr().getValue() == arith::FastMathFlags::none &&
+        add.getFastmathAttr().getValue() == arith::FastMathFlags::none)
+      found.push_back(op);
+  });
+  for (linalg::GenericOp op : found) {
+    OpBuilder b(op);
+    auto matmul = linalg::MatmulOp::create(b, op.getLoc(), op.getDpsInputs(), op.getDpsInits());
+    op->replaceAllUsesWith(matmul->getResults());
+    op->erase();
+  }
+  return static_cast<int>(found.size());
+}
+
 namespace {
 
 // ---- prepacked right-hand sides --------------------------------------------------------

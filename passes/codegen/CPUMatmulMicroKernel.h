@@ -51,6 +51,12 @@ MatmulTiles ChooseMatmulTiles(const CPUTarget& target);
 // takes (strides are checked only on memrefs).
 bool TakesMatmulMicroKernel(mlir::linalg::LinalgOp op);
 
+// Matmul-shaped generics of the tensor `kernel` as linalg.matmul, so that the micro-kernel
+// and the packing of B (CPUPackMatmulOperands.cpp) take them: the ONNX importer writes MatMul
+// and Gemm as generics (f32 2-D operands, the default maps, a multiply-add body, no other
+// attributes, M of run-time extent: a dynamic export's, detection heads' boxes). Returns how many.
+int NameMatmulGenerics(mlir::func::FuncOp kernel);
+
 // Rewrites every such matmul of the bufferized `kernel`; the others are left as they are.
 void LowerMatmulsToMicroKernels(mlir::func::FuncOp kernel, const MatmulTiles& tiles);
 

@@ -239,6 +239,7 @@ class CPUPackMatmulOperands : public PassWrapper<CPUPackMatmulOperands, Operatio
       auto kernel = exe.getInnerModule().lookupSymbol<func::FuncOp>(exe.getSymName());
       SmallVector<DispatchOp> uses = dispatches.lookup(exe.getSymNameAttr());
       if (!kernel || kernel.getBody().empty() || uses.empty()) continue;
+      codegen::NameMatmulGenerics(kernel);  // the ONNX importer's matmuls are generics
       // Kernel arguments (captures..., outputs..., scalars) start with the dispatch's tensors.
       unsigned captures = 0;
       for (Value v : uses.front().getArgs()) captures += isa<RankedTensorType>(v.getType()) ? 1 : 0;

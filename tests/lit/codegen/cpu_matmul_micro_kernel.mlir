@@ -110,3 +110,49 @@ hexir.executable @pack attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} 
     }
   }
 }
+
+// -----
+
+// The ONNX importer's MatMul (a generic with the matmul's maps and a multiply-add body) with
+// rows of run-time extent (a dynamic export's batch, a detection head's boxes) takes the same
+// micro-kernel (codegen::NameMatmulGenerics); a static M keeps the loop lowering.
+// CHECK-LABEL: hexir.executable @mm_generic_dynamic_rows
+// CHECK:         llvm.func internal @mm_generic_dynamic_rows_impl(
+// CHECK:           llvm.alloca %{{.+}} x f32 {alignment = 64 : i64}
+// CHECK-COUNT-12:  llvm.intr.fmuladd({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK-LABEL: hexir.executable @mm_generic_static_rows
+// CHECK-NOT:       llvm.alloca %{{.+}} x f32 {alignment = 64 : i64}
+// CHECK:         llvm.func @mm_generic_static_rows(
+hexir.executable @mm_generic_dynamic_rows attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @mm_generic_dynamic_rows(%a: tensor<?x19xf32>, %b: tensor<19x37xf32>, %o: tensor<?x37xf32>, %id: index) -> tensor<?x37xf32> {
+      %zero = arith.constant 0.0 : f32
+      %f = linalg.fill ins(%zero : f32) outs(%o : tensor<?x37xf32>) -> tensor<?x37xf32>
+      %m = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<?x19xf32>, tensor<19x37xf32>) outs(%f : tensor<?x37xf32>) {
+      ^bb0(%x: f32, %y: f32, %acc: f32):
+        %p = arith.mulf %x, %y : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<?x37xf32>
+      return %m : tensor<?x37xf32>
+    }
+  }
+}
+
+// -----
+
+hexir.executable @mm_generic_static_rows attributes {hexir.workgroup_count = array<i64: 1, 1, 1>} {
+  builtin.module {
+    func.func @mm_generic_static_rows(%a: tensor<13x19xf32>, %b: tensor<19x37xf32>, %o: tensor<13x37xf32>, %id: index) -> tensor<13x37xf32> {
+      %zero = arith.constant 0.0 : f32
+      %f = linalg.fill ins(%zero : f32) outs(%o : tensor<13x37xf32>) -> tensor<13x37xf32>
+      %m = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<13x19xf32>, tensor<19x37xf32>) outs(%f : tensor<13x37xf32>) {
+      ^bb0(%x: f32, %y: f32, %acc: f32):
+        %p = arith.mulf %x, %y : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      } -> tensor<13x37xf32>
+      return %m : tensor<13x37xf32>
+    }
+  }
+}
