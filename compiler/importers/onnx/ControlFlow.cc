@@ -71,15 +71,7 @@ struct LoopBody {
         widened = true;
       }
       if (!widened) {
-        for (size_t k = 0; k < carried_types.size(); ++k) {
-          Val& out = o[1 + k];
-          const std::string from = Builder::TensorType(out), to = Builder::TensorType(carried_types[k]);
-          if (from == to) continue;
-          const std::string cast = c.b.Fresh();
-          c.b.Line(cast + " = tensor.cast " + out.name + " : " + from + " to " + to);
-          out.name = cast;
-          out.shape = carried_types[k].shape;
-        }
+        for (size_t k = 0; k < carried_types.size(); ++k) CastTo(c, o[1 + k], carried_types[k]);
         HEXIR_RETURN_IF_ERROR(CheckCarried(c, g, carried_types, o, 1));
         return o;
       }
@@ -91,14 +83,17 @@ struct LoopBody {
 
   // The inits cast to the carried types (emitted before the loop).
   void CastInits(Context& c, std::vector<Val>& inits) const {
-    for (size_t k = 0; k < inits.size(); ++k) {
-      const std::string from = Builder::TensorType(inits[k]), to = Builder::TensorType(carried_types[k]);
-      if (from == to) continue;
-      const std::string cast = c.b.Fresh();
-      c.b.Line(cast + " = tensor.cast " + inits[k].name + " : " + from + " to " + to);
-      inits[k] = carried_types[k];
-      inits[k].name = cast;
-    }
+    for (size_t k = 0; k < inits.size(); ++k) CastTo(c, inits[k], carried_types[k]);
+  }
+
+  // `v` as `type`'s extents: a tensor.cast where their types differ.
+  static void CastTo(Context& c, Val& v, const Val& type) {
+    const std::string from = Builder::TensorType(v), to = Builder::TensorType(type);
+    if (from == to) return;
+    const std::string cast = c.b.Fresh();
+    c.b.Line(cast + " = tensor.cast " + v.name + " : " + from + " to " + to);
+    v.name = cast;
+    v.shape = type.shape;
   }
 
   // Appends the carried values and each scan accumulator with `row` written (WriteRow) to the

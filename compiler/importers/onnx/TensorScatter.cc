@@ -64,6 +64,23 @@ std::string TargetPosition(Builder& b, const Val& positions, const std::string& 
   return b.ToIndex(b.Extract(positions, {NormalizedIndex(b, v, it, n)}), "i64");
 }
 
+// The updates' position that data position `p` reads off the axis (p[axis] kept): p where
+// data and updates have one extent, else p clamped to 0 past the updates' extent, with
+// `inside` and-ed with p < that extent (a real update's position: none is empty here).
+std::vector<std::string> UpdatePosition(Builder& b, std::vector<std::string> p, const Val& data, const Val& upd,
+                                        int64_t axis, std::string& inside) {
+  for (int64_t j = 0; j < data.rank(); ++j) {
+    const Dim &dj = data.shape[j], &uj = upd.shape[j];
+    if (j == axis || (!dj.dynamic() && !uj.dynamic() && dj.v == uj.v)) continue;
+    std::string in = b.Fresh(), clamped = b.Fresh();
+    b.Line(in + " = arith.cmpi ult, " + p[j] + ", " + b.DimValue(uj) + " : index");
+    b.Line(clamped + " = arith.select " + in + ", " + p[j] + ", " + b.IndexConst(0) + " : index");
+    p[j] = clamped;
+    inside = b.AndI1(inside, in);
+  }
+  return p;
+}
+
 // A copy of data: the generic's init, which it updates.
 StatusOr<Val> CopyOf(Context& c, Val& data) {
   return c.Elementwise({&data}, data.et, [](const Args& a) { return a[0]; });
@@ -123,18 +140,10 @@ StatusOr<Val> ScatterElementsAlongAxis(Context& c, Val& data, Val& ind, Val& upd
   out.name = b.Generic({&ind}, {Builder::Map(loops, ind_map)}, Builder::Map(loops, out_map), data.shape, et, loops,
                        iters, init.name, [&](const Args& a) {
                          std::vector<std::string> idx = b.LoopIndices(loops);
-                         std::vector<std::string> u(idx.begin(), idx.begin() + r);
-                         u[axis] = idx[r];
                          std::string inside;
-                         for (int64_t j = 0; j < r; ++j) {
-                           const Dim &dj = data.shape[j], &uj = upd.shape[j];
-                           if (j == axis || (!dj.dynamic() && !uj.dynamic() && dj.v == uj.v)) continue;
-                           std::string in = b.Fresh(), at = b.Fresh();
-                           b.Line(in + " = arith.cmpi ult, " + idx[j] + ", " + b.DimValue(uj) + " : index");
-                           b.Line(at + " = arith.select " + in + ", " + idx[j] + ", " + b.IndexConst(0) + " : index");
-                           u[j] = at;  // a real update's position (none is empty here)
-                           inside = b.AndI1(inside, in);
-                         }
+                         std::vector<std::string> u = UpdatePosition(
+                             b, std::vector<std::string>(idx.begin(), idx.begin() + r), data, upd, axis, inside);
+                         u[axis] = idx[r];
                          std::string hit = b.Fresh();
                          b.Line(hit + " = arith.cmpi eq, " + TargetPosition(b, positions, b.Extract(ind, u), it, n) +
                                 ", " + idx[axis] + " : index");
@@ -214,20 +223,11 @@ std::optional<StatusOr<Val>> ScatterElementsOfBroadcastIndices(Context& c, Val& 
                             return b.Select(hit, b.ToI64(idx[r]), a[1], "i64");
                           });
   return c.Elementwise({&data}, data.et, [&](const Args& a) {
-    std::vector<std::string> p = b.LoopIndices(static_cast<int>(r)), at = p, w_at = p;
     std::string inside;
-    for (int64_t j = 0; j < r; ++j) {
-      if (j == axis) continue;
+    std::vector<std::string> at = UpdatePosition(b, b.LoopIndices(static_cast<int>(r)), data, upd, axis, inside),
+                             w_at = at;
+    for (int64_t j = 0; j < r; ++j)
       if (collapsed[j]) w_at[j] = b.IndexConst(0);
-      const Dim &dj = data.shape[j], &uj = upd.shape[j];
-      if (!dj.dynamic() && !uj.dynamic() && dj.v == uj.v) continue;
-      std::string in = b.Fresh(), clamped = b.Fresh();
-      b.Line(in + " = arith.cmpi ult, " + p[j] + ", " + b.DimValue(uj) + " : index");
-      b.Line(clamped + " = arith.select " + in + ", " + p[j] + ", " + b.IndexConst(0) + " : index");
-      at[j] = clamped;  // a real update's position (none is empty here)
-      if (!collapsed[j]) w_at[j] = clamped;
-      inside = b.AndI1(inside, in);
-    }
     std::string w = b.Extract(winner, w_at), zero = b.ScalarConst("i64", 0);
     std::string hit = b.AndI1(inside, b.Cmp("", "sge", w, zero, "i64"));
     at[axis] = b.ToIndex(b.Select(hit, w, zero, "i64"), "i64");
