@@ -750,3 +750,85 @@ TEST_CASE("training-mode Dropout keeps the elements its seed's hash keeps, scale
   REQUIRE(!bad.ok());
   CHECK(bad.status().message() == "node 'drop' (op Dropout): ratio 1.500000 is outside [0, 1)");
 }
+
+TEST_CASE("opsets before 7: broadcast along an axis, per-channel PRelu, ImageScaler and Reshape's shape attribute") {
+  // x [2, 3, 2, 2] -> ImageScaler (scale 0.5, bias per channel) -> Add [3] at axis 1 ->
+  // Mul [2, 2] at axis 2 -> PRelu with one slope per channel -> Reshape to [2, -1].
+  Graph m;
+  m.model.mutable_opset_import(0)->set_version(4);  // Reshape's shape an attribute (opsets 1 to 4)
+  m.Input("x", {2, 3, 2, 2});
+  m.Output("y", {2, 12});
+  const std::vector<float> bias = {1, -2, 3}, shift = {10, -20, 30}, factor = {1, -1, 2, 0.5f}, slope = {0.1f, 2, -3};
+  auto* scaler = m.Node("ImageScaler", {"x"}, {"scaled"});
+  auto* b = scaler->add_attribute();
+  b->set_name("bias");
+  b->set_type(::onnx::AttributeProto::FLOATS);
+  for (float v : bias) b->add_floats(v);
+  auto* s = scaler->add_attribute();
+  s->set_name("scale");
+  s->set_type(::onnx::AttributeProto::FLOAT);
+  s->set_f(0.5f);
+  m.InitF("shift", {3}, shift);
+  auto* add = m.Node("Add", {"scaled", "shift"}, {"shifted"});
+  Graph::AttrI(add, "broadcast", 1);
+  Graph::AttrI(add, "axis", 1);
+  m.InitF("factor", {2, 2}, factor);
+  auto* mul = m.Node("Mul", {"shifted", "factor"}, {"product"});
+  Graph::AttrI(mul, "broadcast", 1);
+  Graph::AttrI(mul, "axis", 2);
+  m.InitF("slope", {3}, slope);
+  m.Node("PRelu", {"product", "slope"}, {"activated"});
+  Graph::AttrInts(m.Node("Reshape", {"activated"}, {"y"}), "shape", {2, -1});
+  auto r = ox::ImportOnnxModel(m.model);
+  INFO(r.status().message());
+  REQUIRE(r.ok());
+  std::string mod = ox::testing::CompileForCpu(*r, "opset4");
+  REQUIRE(!mod.empty());
+  std::vector<float> x(24);
+  std::string spec = "2x3x2x2xf32=";
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<float>(i % 7) * 3 - 40;
+    spec += std::to_string(x[i]) + " ";
+  }
+  int code = 0;
+  std::string out = ox::testing::RunMain(mod, spec, &code);
+  INFO(out);
+  REQUIRE(code == 0);
+  REQUIRE(out.rfind("2x12xf32=", 0) == 0);
+  std::vector<float> got = ParseFloats(out);
+  REQUIRE(got.size() == 24);
+  for (int i = 0; i < 24; ++i) {
+    int c = (i / 4) % 3, hw = i % 4;
+    float v = (0.5f * x[i] + bias[c] + shift[c]) * factor[hw];
+    CHECK(got[i] == Approx(v < 0 ? v * slope[c] : v).epsilon(1e-6));
+  }
+
+  // An axis that places the second operand past the first's dims, and a bias of the wrong
+  // length, are named.
+  Graph bad;
+  bad.model.mutable_opset_import(0)->set_version(6);
+  bad.Input("x", {2, 3, 2, 2});
+  bad.Output("y", {2, 3, 2, 2});
+  bad.InitF("shift", {3, 2}, {1, 2, 3, 4, 5, 6});
+  auto* past = bad.Node("Add", {"x", "shift"}, {"y"}, "past");
+  Graph::AttrI(past, "broadcast", 1);
+  Graph::AttrI(past, "axis", 3);
+  auto e = ox::ImportOnnxModel(bad.model);
+  REQUIRE(!e.ok());
+  CHECK_THAT(std::string(e.status().message()),
+             Catch::Contains("node 'past' (op Add)") &&
+                 Catch::Contains("broadcast axis 3 does not place the second operand's 2 dims within the first operand's 4"));
+  Graph short_bias;
+  short_bias.model.mutable_opset_import(0)->set_version(6);
+  short_bias.Input("x", {1, 3, 2, 2});
+  short_bias.Output("y", {1, 3, 2, 2});
+  auto* sc = short_bias.Node("ImageScaler", {"x"}, {"y"}, "scaler");
+  auto* two = sc->add_attribute();
+  two->set_name("bias");
+  two->set_type(::onnx::AttributeProto::FLOATS);
+  two->add_floats(1);
+  two->add_floats(2);
+  e = ox::ImportOnnxModel(short_bias.model);
+  REQUIRE(!e.ok());
+  CHECK_THAT(std::string(e.status().message()), Catch::Contains("bias has 2 values, the input 3 channels"));
+}

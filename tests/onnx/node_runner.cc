@@ -132,9 +132,15 @@ bool ExpandListInputs(::onnx::ModelProto* model, const std::string& set, std::ve
   ::onnx::GraphProto rebuilt = *g;
   rebuilt.clear_input();
   rebuilt.clear_node();
+  // Models of IR version < 4 list their initializers among the graph inputs too; those are
+  // not fed (the test data numbers only the others) and stay initializers.
+  std::set<std::string> initializers;
+  for (const auto& init : g->initializer()) initializers.insert(init.name());
+  int fed = 0;
   for (int i = 0; i < g->input_size(); ++i) {
     const ::onnx::ValueInfoProto& in = g->input(i);
-    std::string pb = set + "/input_" + std::to_string(i) + ".pb";
+    if (initializers.count(in.name())) continue;
+    std::string pb = set + "/input_" + std::to_string(fed++) + ".pb";
     if (!IsList(in.type())) {
       *rebuilt.add_input() = in;
       ::onnx::TensorProto t;
@@ -258,13 +264,18 @@ std::string KnownCause(const std::string& test) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string data = "/usr/share/libonnx-testdata/data/node";
+  // The backend test categories: one op each (node), PyTorch 0.3's module and operator exports
+  // (opset 6 and 9, initializers listed as graph inputs) and small whole models (simple).
+  const std::string root = "/usr/share/libonnx-testdata/data";
+  std::vector<std::string> data = {root + "/node", root + "/pytorch-converted", root + "/pytorch-operator",
+                                   root + "/simple"};
   std::string compile = "tools/hexir-compile/hexir-compile", run = "tools/hexir-run/hexir-run";
   std::string work = "/tmp/hexir-onnx-node", expected_file, write_passing, filter;
   size_t batch = 40;
   bool quiet = false;
   CLI::App app{"ONNX node conformance runner"};
-  app.add_option("--data", data, "folder of node test folders");
+  app.add_option("--data", data, "folders of test folders (repeatable; a test outside the first is named "
+                                 "<folder>/<test>)");
   app.add_option("--hexir-compile", compile);
   app.add_option("--hexir-run", run);
   app.add_option("--work", work, "scratch folder");
@@ -274,8 +285,8 @@ int main(int argc, char** argv) {
   app.add_option("--batch", batch, "models per compiled module");
   app.add_flag("--quiet", quiet, "print failing rows only");
   CLI11_PARSE(app, argc, argv);
-  if (!Exists(data)) {
-    std::printf("HEXIR_SKIPPED: no ONNX node test data at %s (install libonnx-testdata)\n", data.c_str());
+  if (!Exists(data.front())) {
+    std::printf("HEXIR_SKIPPED: no ONNX node test data at %s (install libonnx-testdata)\n", data.front().c_str());
     return 0;
   }
   Run("rm -rf " + work + " && mkdir -p " + work);
@@ -283,9 +294,14 @@ int main(int argc, char** argv) {
   const Shard shard = ShardFromEnvironment();
   std::set<std::string> found;  // every test of the data (and --filter), in any shard
   std::vector<Test> tests;
-  for (const std::string& name : ListDir(data)) {
+  std::vector<std::pair<std::string, std::string>> named_dirs;  // (test name, folder)
+  for (size_t k = 0; k < data.size(); ++k) {
+    std::string category = data[k].substr(data[k].find_last_of('/') + 1);
+    for (const std::string& dir_name : ListDir(data[k]))
+      named_dirs.emplace_back(k == 0 ? dir_name : category + "/" + dir_name, data[k] + "/" + dir_name);
+  }
+  for (const auto& [name, dir] : named_dirs) {
     if (!filter.empty() && name.find(filter) == std::string::npos) continue;
-    std::string dir = data + "/" + name;
     if (!Exists(dir + "/model.onnx") || !Exists(dir + "/test_data_set_0")) continue;
     found.insert(name);
     if ((found.size() - 1) % shard.count != shard.index) continue;
@@ -484,7 +500,8 @@ int main(int argc, char** argv) {
   }
   if (!write_passing.empty()) {
     std::ofstream out(write_passing);
-    out << "# ONNX node tests (libonnx-testdata 1.12) that pass; tests/onnx/README.md explains.\n";
+    out << "# ONNX backend tests (libonnx-testdata 1.12: node, pytorch-converted, pytorch-operator, simple) that "
+           "pass; tests/onnx/README.md explains.\n";
     for (const Test& t : tests)
       if (t.status == "pass") out << t.name << "\n";
   }

@@ -60,6 +60,13 @@ struct Graph {
     t->add_dims(static_cast<int64_t>(values.size()));
     for (int64_t v : values) t->add_int64_data(v);
   }
+  void InitI32(const std::string& name, std::vector<int32_t> values) {  // 1-D int32
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(::onnx::TensorProto::INT32);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    for (int32_t v : values) t->add_int32_data(v);
+  }
   void InitScalarI(const std::string& name, int64_t value) {  // 0-D int64
     auto* t = g->add_initializer();
     t->set_name(name);
@@ -85,6 +92,18 @@ struct Graph {
     a->set_name(name);
     a->set_type(::onnx::AttributeProto::INT);
     a->set_i(v);
+  }
+  static void AttrF(::onnx::NodeProto* n, const std::string& name, float v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  }
+  static void AttrS(::onnx::NodeProto* n, const std::string& name, const std::string& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s(v);
   }
   static void AttrInts(::onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
     auto* a = n->add_attribute();

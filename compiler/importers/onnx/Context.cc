@@ -760,6 +760,13 @@ Val Context::Pad(Val& x, const std::vector<Dim>& begin, const std::vector<Dim>& 
             b.Line(gt + " = arith.cmpi sgt, " + s1 + ", " + last + " : index");
             b.Line(s2 + " = arith.select " + gt + ", " + hi + ", " + s1 + " : index");
             s = s2;
+          } else if (mode == "wrap") {  // s modulo the extent, in [0, extent)
+            std::string rem = b.Fresh(), neg = b.Fresh(), up = b.Fresh(), wrapped = b.Fresh();
+            b.Line(rem + " = arith.remsi " + s + ", " + dims[i] + " : index");
+            b.Line(neg + " = arith.cmpi slt, " + rem + ", " + zero + " : index");
+            b.Line(up + " = arith.addi " + rem + ", " + dims[i] + " : index");
+            b.Line(wrapped + " = arith.select " + neg + ", " + up + ", " + rem + " : index");
+            s = wrapped;
           }
           std::string lo = b.Fresh(), c = b.Fresh();
           b.Line(lo + " = arith.maxsi " + s + ", " + zero + " : index");

@@ -69,6 +69,8 @@ Status LowerSelu(Context& c);
 Status LowerSigmoid(Context& c);
 Status LowerSoftmax(Context& c);
 Status LowerSoftplus(Context& c);
+Status LowerMish(Context& c);
+Status LowerGelu(Context& c);
 Status LowerSoftsign(Context& c);
 Status LowerThresholdedRelu(Context& c);
 
@@ -85,6 +87,10 @@ Status LowerMatMul(Context& c);
 
 // Logical.cc: boolean ops and comparisons.
 Status LowerAnd(Context& c);
+Status LowerBitwiseAnd(Context& c);
+Status LowerBitwiseNot(Context& c);
+Status LowerBitwiseOr(Context& c);
+Status LowerBitwiseXor(Context& c);
 Status LowerEqual(Context& c);
 Status LowerGreater(Context& c);
 Status LowerGreaterOrEqual(Context& c);
@@ -115,6 +121,8 @@ Status LowerRNN(Context& c);
 Status LowerAveragePool(Context& c);
 Status LowerGlobalAveragePool(Context& c);
 Status LowerGlobalMaxPool(Context& c);
+Status LowerLpPool(Context& c);
+Status LowerGlobalLpPool(Context& c);
 Status LowerMaxPool(Context& c);
 Status LowerMaxUnpool(Context& c);
 
@@ -122,6 +130,9 @@ Status LowerMaxUnpool(Context& c);
 Status LowerBatchNormalization(Context& c);
 Status LowerInstanceNormalization(Context& c);
 Status LowerLayerNormalization(Context& c);
+Status LowerGroupNormalization(Context& c);
+Status LowerImageScaler(Context& c);
+Status LowerLpNormalization(Context& c);
 Status LowerLRN(Context& c);
 Status LowerMeanVarianceNormalization(Context& c);
 
@@ -157,6 +168,7 @@ Status LowerIdentity(Context& c);
 Status LowerIsInf(Context& c);
 Status LowerIsNaN(Context& c);
 Status LowerReshape(Context& c);
+Status LowerReshapeWithAttribute(Context& c);
 Status LowerShape(Context& c);
 Status LowerSize(Context& c);
 Status LowerSpaceToDepth(Context& c);

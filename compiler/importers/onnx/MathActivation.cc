@@ -47,9 +47,42 @@ Status LowerSigmoid(Context& c) {
   return LowerUnary(c, Operands::kFloat, [](Builder& b, Scalar x, Scalar et) { return Sigmoid(b, x, et); });
 }
 
+// log(1 + e^x) as max(x, 0) + log1p(e^-|x|): finite where e^x overflows (x > 88 in f32).
+std::string Softplus(Builder& b, const std::string& x, const std::string& et) {
+  std::string tail = b.Op1("math.log1p", b.Op1("math.exp", b.Op1("arith.negf", b.Op1("math.absf", x, et), et), et), et);
+  return b.Bin("arith.addf", "", b.Bin("arith.maximumf", "", x, b.ScalarConst(et, 0), et), tail, et);
+}
+
 Status LowerSoftplus(Context& c) {
+  return LowerUnary(c, Operands::kFloat, [](Builder& b, Scalar x, Scalar et) { return Softplus(b, x, et); });
+}
+
+// x * tanh(softplus(x)) (opset 18).
+Status LowerMish(Context& c) {
   return LowerUnary(c, Operands::kFloat, [](Builder& b, Scalar x, Scalar et) {
-    return b.Op1("math.log1p", b.Op1("math.exp", x, et), et);
+    return b.Bin("arith.mulf", "", x, b.Op1("math.tanh", Softplus(b, x, et), et), et);
+  });
+}
+
+// Opset 20: x * Phi(x) = x / 2 * (1 + erf(x / sqrt 2)); approximate = "tanh":
+// x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))).
+Status LowerGelu(Context& c) {
+  std::string approximate = c.AttrS("approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    return c.Error("approximate '" + approximate + "' is not supported (none and tanh are)");
+  bool tanh = approximate == "tanh";
+  return LowerUnary(c, Operands::kFloat, [tanh](Builder& b, Scalar x, Scalar et) {
+    auto k = [&](double v) { return b.ScalarConst(et, v); };
+    std::string inner;
+    if (tanh) {
+      std::string cube = b.Bin("arith.mulf", "", b.Bin("arith.mulf", "", x, x, et), x, et);
+      std::string poly = b.Bin("arith.addf", "", x, b.Bin("arith.mulf", "", k(0.044715), cube, et), et);
+      inner = b.Op1("math.tanh", b.Bin("arith.mulf", "", k(std::sqrt(2.0 / M_PI)), poly, et), et);
+    } else {
+      inner = b.Op1("math.erf", b.Bin("arith.mulf", "", x, k(M_SQRT1_2), et), et);
+    }
+    std::string half_x = b.Bin("arith.mulf", "", x, k(0.5), et);
+    return b.Bin("arith.mulf", "", half_x, b.Bin("arith.addf", "", k(1), inner, et), et);
   });
 }
 
@@ -132,13 +165,23 @@ Status LowerCelu(Context& c) {
   }));
 }
 
-// x < 0 ? x * slope : x, slope broadcast.
+// x < 0 ? x * slope : x, slope broadcast. Before opset 7 a 1-D slope of x's channel count
+// (dim 1) holds one value per channel (Caffe's PReLU, PyTorch 0.3's export), as a
+// `[C, 1, ..., 1]` slope does under the numpy rule from opset 7 on.
 Status LowerPRelu(Context& c) {
   Builder& b = c.b;
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
-  HEXIR_ASSIGN_OR_RETURN(Val& s, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val& slope, c.In(1));
+  Val* s = &slope;
+  Val per_channel;
+  if (c.opset < 7 && x.rank() > 2 && slope.rank() == 1 && !slope.shape[0].dynamic() && slope.shape[0].v > 1) {
+    Shape channel_column(x.rank() - 1, Dim::Static(1));
+    channel_column[0] = slope.shape[0];
+    HEXIR_ASSIGN_OR_RETURN(per_channel, c.ReshapeTo(slope, channel_column));
+    s = &per_channel;
+  }
   std::string et = x.et;
-  return c.SetOut(0, c.Elementwise({&x, &s}, et, [&](const Args& a) {
+  return c.SetOut(0, c.Elementwise({&x, s}, et, [&](const Args& a) {
     std::string neg = b.Cmp("olt", "slt", a[0], b.ScalarConst(et, 0), et);
     return b.Select(neg, b.Bin("arith.mulf", "arith.muli", a[0], a[1], et), a[0], et);
   }));

@@ -114,6 +114,75 @@ Status LowerInstanceNormalization(Context& c) {
   }));
 }
 
+// N x C x ... split into num_groups groups of C / num_groups channels, each normalized over
+// its channels and spatial dims: x viewed as [N, G, C / G, ...], then scale * n + bias with
+// scale and bias per group (opset 18, deprecated) or per channel (opset 21).
+Status LowerGroupNormalization(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& scale, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val& bias, c.In(2));
+  if (!c.HasAttr("num_groups")) return c.Error("the num_groups attribute is missing");
+  const int64_t groups = c.AttrI("num_groups", 1);
+  if (x.rank() < 2 || !x.IsFloat()) return c.Error("expected a float N x C x ... input");
+  const bool per_channel = c.opset >= 21;
+  // A run-time channel count is the per-channel scale's extent (checked when x is viewed as
+  // groups below).
+  Dim channels = x.shape[1];
+  if (channels.dynamic() && per_channel && scale.rank() == 1) channels = scale.shape[0];
+  if (groups < 1 || channels.dynamic() || channels.v % groups != 0)
+    return c.Error("num_groups " + std::to_string(groups) + " does not divide the " +
+                   (channels.dynamic() ? std::string("run-time") : std::to_string(channels.v)) + " channels");
+  const int64_t params = per_channel ? channels.v : groups;
+  for (Val* v : {&scale, &bias})
+    if (v->rank() != 1 || v->shape[0].dynamic() || v->shape[0].v != params)
+      return c.Error(std::string(v == &scale ? "scale" : "bias") + " must have " + std::to_string(params) +
+                     " values (one per " + (per_channel ? "channel" : "group") + " at opset " +
+                     std::to_string(c.opset) + ")");
+  if (x.shape[1].dynamic()) {
+    std::string ok = b.Fresh(), v = b.DimValue(x.shape[1]);
+    b.Line(ok + " = arith.cmpi eq, " + v + ", " + b.IndexConst(channels.v) + " : index");
+    b.CheckIndex(ok, c.Error("").message() + "the input has ", v,
+                 " channels where scale and bias have " + std::to_string(channels.v));
+  }
+  Shape grouped = {x.shape[0], Dim::Static(groups), Dim::Static(channels.v / groups)};
+  grouped.insert(grouped.end(), x.shape.begin() + 2, x.shape.end());
+  HEXIR_ASSIGN_OR_RETURN(Val xg, c.ReshapeTo(x, grouped));
+  std::vector<int64_t> axes;
+  for (int64_t i = 2; i < xg.rank(); ++i) axes.push_back(i);
+  HEXIR_ASSIGN_OR_RETURN(Val n, Normalize(c, xg, axes, c.AttrF("epsilon", 1e-5f)));
+  // scale and bias against [N, G, C / G, ...]: [G, 1, 1...] or [G, C / G, 1...].
+  Shape param_shape(xg.rank() - 1, Dim::Static(1));
+  param_shape[0] = Dim::Static(groups);
+  if (per_channel) param_shape[1] = Dim::Static(channels.v / groups);
+  HEXIR_ASSIGN_OR_RETURN(Val sc, c.ReshapeTo(scale, param_shape));
+  HEXIR_ASSIGN_OR_RETURN(Val bi, c.ReshapeTo(bias, param_shape));
+  std::string et = x.et;
+  HEXIR_ASSIGN_OR_RETURN(Val y, c.Elementwise({&n, &sc, &bi}, et, [&](const Args& a) {
+    return b.Bin("arith.addf", "", b.Bin("arith.mulf", "", a[0], a[1], et), a[2], et);
+  }));
+  return c.SetOut(0, c.ReshapeTo(y, x.shape));
+}
+
+// x / ||x||_p along `axis` (p 1 or 2; a zero norm gives 0 / 0, as onnxruntime's).
+Status LowerLpNormalization(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  if (!x.IsFloat()) return c.Error("element type " + x.et + " is not supported");
+  HEXIR_ASSIGN_OR_RETURN(int64_t axis, c.NormAxis(c.AttrI("axis", -1), x.rank()));
+  int64_t p = c.AttrI("p", 2);
+  if (p != 1 && p != 2) return c.Error("p " + std::to_string(p) + " is not supported (1 and 2 are)");
+  std::string et = x.et;
+  HEXIR_ASSIGN_OR_RETURN(Val m, c.Elementwise({&x}, et, [&](const Args& a) {
+    return p == 1 ? b.Op1("math.absf", a[0], et) : b.Bin("arith.mulf", "", a[0], a[0], et);
+  }));
+  HEXIR_ASSIGN_OR_RETURN(Val sum, c.Reduce(m, {axis}, true, "sum"));
+  return c.SetOut(0, c.Elementwise({&x, &sum}, et, [&](const Args& a) {
+    std::string norm = p == 1 ? a[1] : b.Op1("math.sqrt", a[1], et);
+    return b.Bin("arith.divf", "", a[0], norm, et);
+  }));
+}
+
 // Outputs: Y, Mean, InvStdDev (the last two keep the normalized dims as 1s).
 Status LowerLayerNormalization(Context& c) {
   Builder& b = c.b;
@@ -156,6 +225,31 @@ Status LowerMeanVarianceNormalization(Context& c) {
     std::string d = b.Op1("math.sqrt", a[1], et);
     d = b.Bin("arith.addf", "", d, b.ScalarConst(et, 1e-9), et);
     return b.Bin("arith.divf", "", a[0], d, et);
+  }));
+}
+
+// scale * x + bias[c] over N x C x H x W (an experimental op of opsets 1 to 9, in Caffe2
+// exports such as the model zoo's Tiny YOLOv2).
+Status LowerImageScaler(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  if (!x.IsFloat() || x.rank() < 2) return c.Error("expected a float N x C x ... input");
+  std::vector<float> bias = c.AttrFloats("bias");
+  double scale = c.AttrF("scale", 1.0f);
+  if (x.shape[1].dynamic() || static_cast<int64_t>(bias.size()) != x.shape[1].v)
+    return c.Error("bias has " + std::to_string(bias.size()) + " values, the input " +
+                   (x.shape[1].dynamic() ? std::string("a run-time channel count")
+                                         : std::to_string(x.shape[1].v) + " channels"));
+  Val channel_bias;
+  channel_bias.et = "f32";
+  channel_bias.shape.assign(x.rank() - 1, Dim::Static(1));
+  channel_bias.shape[0] = x.shape[1];
+  channel_bias.has_floats = true;
+  channel_bias.floats.assign(bias.begin(), bias.end());
+  std::string et = x.et;
+  return c.SetOut(0, c.Elementwise({&x, &channel_bias}, et, [&](const Args& a) {
+    std::string scaled = b.Bin("arith.mulf", "", a[0], b.ScalarConst(et, scale), et);
+    return b.Bin("arith.addf", "", scaled, b.Convert(a[1], "f32", et), et);
   }));
 }
 

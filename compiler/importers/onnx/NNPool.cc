@@ -1,7 +1,9 @@
 // ONNX pooling (onnx/defs/nn): MaxPool and AveragePool pad with -inf / 0 and reduce a window
 // generic over a tensor.empty of the kernel shape (ceil_mode; count_include_pad=0 divides by a
-// counted-valid generic); the global pools are reductions over the spatial dims.
+// counted-valid generic); LpPool sums |x|^p over the window as AveragePool sums x, then takes
+// the p-th root; the global pools are reductions over the spatial dims.
 #include <cmath>
+#include <optional>
 
 #include "compiler/importers/onnx/Elementwise.h"
 #include "compiler/importers/onnx/Lowerings.h"
@@ -88,9 +90,36 @@ std::string MaxIndices(Context& c, const Val& x, Val& xp, Val& win, Val& maxima,
                    });
 }
 
-Status LowerPool(Context& c, bool max) {
+// The p of LpPool / GlobalLpPool: a float attribute at opset 1, an int from opset 2 (default 2).
+StatusOr<double> LpExponent(Context& c) {
+  double p = c.opset < 2 ? c.AttrF("p", 2.0f) : static_cast<double>(c.AttrI("p", 2));
+  if (!(p > 0)) return c.Error("p must be positive");
+  return p;
+}
+
+// |x|^p, and its inverse y^(1 / p) for the window sums (squares and square roots for p = 2).
+StatusOr<Val> PowerOfMagnitude(Context& c, Val& x, double p, bool inverse) {
   Builder& b = c.b;
-  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  std::string et = x.et;
+  return c.Elementwise({&x}, et, [&](const Args& a) {
+    if (inverse) return p == 2 ? b.Op1("math.sqrt", a[0], et)
+                               : b.Bin("math.powf", "", a[0], b.ScalarConst(et, 1.0 / p), et);
+    std::string m = b.Op1("math.absf", a[0], et);
+    if (p == 1) return m;
+    if (p == 2) return b.Bin("arith.mulf", "", m, m, et);
+    return b.Bin("math.powf", "", m, b.ScalarConst(et, p), et);
+  });
+}
+
+Status LowerPool(Context& c, bool max, std::optional<double> lp = std::nullopt) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& input, c.In(0));
+  Val magnitudes;
+  if (lp) {
+    if (!input.IsFloat()) return c.Error("element type " + input.et + " is not supported");
+    HEXIR_ASSIGN_OR_RETURN(magnitudes, PowerOfMagnitude(c, input, *lp, /*inverse=*/false));
+  }
+  Val& x = lp ? magnitudes : input;
   bool integer_max = max && !x.IsFloat() && x.et != "i1";  // MaxPool of int8/uint8 (and wider)
   if (!x.IsFloat() && !integer_max) return c.Error("element type " + x.et + " is not supported");
   // The identity of max: -inf, or the type's smallest value (0 unsigned).
@@ -128,6 +157,7 @@ Status LowerPool(Context& c, bool max) {
     indices.name = MaxIndices(c, x, xp, win, r, w, c.AttrI("storage_order", 0) != 0);
     c.SetOut(1, indices);
   }
+  if (lp) return c.SetOut(0, PowerOfMagnitude(c, r, *lp, /*inverse=*/true));
   if (!max) {
     bool include_pad = c.AttrI("count_include_pad", 0) != 0;
     bool padded = false;
@@ -267,6 +297,20 @@ Status LowerMaxUnpool(Context& c) {
   return Status::Ok();
 }
 
+Status LowerLpPool(Context& c) {
+  HEXIR_ASSIGN_OR_RETURN(double p, LpExponent(c));
+  return LowerPool(c, /*max=*/false, p);
+}
+Status LowerGlobalLpPool(Context& c) {
+  HEXIR_ASSIGN_OR_RETURN(double p, LpExponent(c));
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  if (!x.IsFloat()) return c.Error("element type " + x.et + " is not supported");
+  HEXIR_ASSIGN_OR_RETURN(Val m, PowerOfMagnitude(c, x, p, /*inverse=*/false));
+  std::vector<int64_t> axes;
+  for (int64_t i = 2; i < x.rank(); ++i) axes.push_back(i);
+  HEXIR_ASSIGN_OR_RETURN(Val sum, c.Reduce(m, axes, true, "sum"));
+  return c.SetOut(0, PowerOfMagnitude(c, sum, p, /*inverse=*/true));
+}
 Status LowerMaxPool(Context& c) { return LowerPool(c, /*max=*/true); }
 Status LowerAveragePool(Context& c) { return LowerPool(c, /*max=*/false); }
 Status LowerGlobalMaxPool(Context& c) { return LowerGlobalPool(c, "max"); }

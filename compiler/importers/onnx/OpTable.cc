@@ -29,6 +29,10 @@ constexpr OpLowering kOpTable[] = {
     {"AveragePool", 1, kLatest, LowerAveragePool},
     {"BatchNormalization", 1, kLatest, LowerBatchNormalization},
     {"BitShift", 11, kLatest, LowerBitShift},
+    {"BitwiseAnd", 18, kLatest, LowerBitwiseAnd},
+    {"BitwiseNot", 18, kLatest, LowerBitwiseNot},
+    {"BitwiseOr", 18, kLatest, LowerBitwiseOr},
+    {"BitwiseXor", 18, kLatest, LowerBitwiseXor},
     {"BlackmanWindow", 17, kLatest, LowerBlackmanWindow},
     {"Cast", 1, kLatest, LowerCast},
     {"CastLike", 15, kLatest, LowerCastLike},
@@ -67,12 +71,15 @@ constexpr OpLowering kOpTable[] = {
     {"Gather", 1, kLatest, LowerGather},
     {"GatherElements", 11, kLatest, LowerGatherElements},
     {"GatherND", 11, kLatest, LowerGatherND},
+    {"Gelu", 20, kLatest, LowerGelu},
     {"Gemm", 1, kLatest, LowerGemm},
     {"GlobalAveragePool", 1, kLatest, LowerGlobalAveragePool},
+    {"GlobalLpPool", 1, kLatest, LowerGlobalLpPool},
     {"GlobalMaxPool", 1, kLatest, LowerGlobalMaxPool},
     {"Greater", 1, kLatest, LowerGreater},
     {"GreaterOrEqual", 12, kLatest, LowerGreaterOrEqual},
     {"GridSample", 16, kLatest, LowerGridSample},
+    {"GroupNormalization", 18, kLatest, LowerGroupNormalization},
     {"HammingWindow", 17, kLatest, LowerHammingWindow},
     {"HannWindow", 17, kLatest, LowerHannWindow},
     {"HardSigmoid", 1, kLatest, LowerHardSigmoid},
@@ -80,6 +87,7 @@ constexpr OpLowering kOpTable[] = {
     {"Hardmax", 13, kLatest, LowerHardmax},  // before 13: coerced to 2-D (not lowered)
     {"Identity", 1, kLatest, LowerIdentity},
     {"If", 1, kLatest, LowerIf},
+    {"ImageScaler", 1, 9, LowerImageScaler},
     {"InstanceNormalization", 1, kLatest, LowerInstanceNormalization},
     {"IsInf", 10, kLatest, LowerIsInf},
     {"IsNaN", 9, kLatest, LowerIsNaN},
@@ -92,6 +100,8 @@ constexpr OpLowering kOpTable[] = {
     {"Log", 1, kLatest, LowerLog},
     {"LogSoftmax", 1, kLatest, LowerLogSoftmax},
     {"Loop", 1, kLatest, LowerLoop},
+    {"LpNormalization", 1, kLatest, LowerLpNormalization},
+    {"LpPool", 1, kLatest, LowerLpPool},
     {"MatMul", 1, kLatest, LowerMatMul},
     {"MatMulInteger", 10, kLatest, LowerMatMulInteger},
     {"Max", 1, kLatest, LowerMax},
@@ -101,6 +111,7 @@ constexpr OpLowering kOpTable[] = {
     {"MeanVarianceNormalization", 9, kLatest, LowerMeanVarianceNormalization},
     {"MelWeightMatrix", 17, kLatest, LowerMelWeightMatrix},
     {"Min", 1, kLatest, LowerMin},
+    {"Mish", 18, kLatest, LowerMish},
     {"Mod", 10, kLatest, LowerMod},
     {"Mul", 1, kLatest, LowerMul},
     {"Neg", 1, kLatest, LowerNeg},
@@ -134,8 +145,9 @@ constexpr OpLowering kOpTable[] = {
     {"ReduceSum", 1, kLatest, LowerReduceSum},
     {"ReduceSumSquare", 1, kLatest, LowerReduceSumSquare},
     {"Relu", 1, kLatest, LowerRelu},
-    {"Reshape", 5, kLatest, LowerReshape},  // before 5: the shape was an attribute
-    {"Resize", 10, 17, LowerResize},        // 18 added antialias, axes, keep_aspect_ratio_policy
+    {"Reshape", 1, 4, LowerReshapeWithAttribute},
+    {"Reshape", 5, kLatest, LowerReshape},
+    {"Resize", 10, kLatest, LowerResize},
     {"ReverseSequence", 10, kLatest, LowerReverseSequence},
     {"RoiAlign", 10, kLatest, LowerRoiAlign},
     {"Round", 11, kLatest, LowerRound},
@@ -303,7 +315,37 @@ Status RefuseStringNodes(Context& c, const ::onnx::GraphProto& g) {
   return Status::Ok();
 }
 
-Status LowerNode(Context& c) {
+namespace {
+
+// Before opset 7 the binary ops broadcast only their second operand, and only when asked
+// (`broadcast = 1`); with `axis`, its dims line up with the first operand's from that axis
+// on (`[C]` against `[N, C, H, W]` at axis 1), which numpy's rule spells as trailing ones.
+// Returns the node to lower: `legacy` with input 1 renamed to that reshape, or c.node.
+StatusOr<const ::onnx::NodeProto*> LegacyBroadcastOperand(Context& c, ::onnx::NodeProto& legacy) {
+  static constexpr const char* kLegacyBroadcastOps[] = {"Add", "Sub", "Mul", "Div", "Pow", "And", "Or",
+                                                        "Xor", "Equal", "Greater", "Less"};
+  const ::onnx::NodeProto* n = c.node;
+  if (c.opset >= 7 || c.node->input_size() != 2 || !c.HasAttr("axis") || c.AttrI("broadcast", 0) != 1 ||
+      std::none_of(std::begin(kLegacyBroadcastOps), std::end(kLegacyBroadcastOps),
+                   [&](const char* op) { return n->op_type() == op; }))
+    return n;
+  HEXIR_ASSIGN_OR_RETURN(Val& a, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& b, c.In(1));
+  int64_t axis = c.AttrI("axis", 0);
+  if (axis < 0) axis += a.rank();
+  if (axis < 0 || axis + b.rank() > a.rank())
+    return c.Error("broadcast axis " + std::to_string(c.AttrI("axis", 0)) + " does not place the second operand's " +
+                   std::to_string(b.rank()) + " dims within the first operand's " + std::to_string(a.rank()));
+  Shape aligned = b.shape;
+  aligned.resize(a.rank() - axis, Dim::Static(1));
+  HEXIR_ASSIGN_OR_RETURN(Val reshaped, c.ReshapeTo(b, aligned));
+  legacy = *n;
+  legacy.set_input(1, n->input(1) + ".broadcast_at_axis_" + std::to_string(axis));
+  c.values[legacy.input(1)] = std::move(reshaped);
+  return &legacy;
+}
+
+Status LowerNodeAsGiven(Context& c) {
   const std::string& op_type = c.node->op_type();
   const std::string& domain = c.node->domain();
   bool training = domain == kTrainingDomain;
@@ -325,6 +367,19 @@ Status LowerNode(Context& c) {
   std::string builder_error = c.b.TakeError();
   if (!builder_error.empty()) return c.Error(builder_error);
   return Status::Ok();
+}
+
+}  // namespace
+
+Status LowerNode(Context& c) {
+  const ::onnx::NodeProto* original = c.node;
+  ::onnx::NodeProto legacy;
+  StatusOr<const ::onnx::NodeProto*> node = LegacyBroadcastOperand(c, legacy);
+  if (!node.ok()) return node.status();
+  c.node = *node;
+  Status lowered = LowerNodeAsGiven(c);
+  c.node = original;
+  return lowered;
 }
 
 Status LowerGraphNodes(Context& c, const ::onnx::GraphProto& g) {

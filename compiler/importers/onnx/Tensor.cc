@@ -190,6 +190,16 @@ Status LowerReshape(Context& c) {
   return c.SetOut(0, c.ReshapeTo(x, target));
 }
 
+// Opsets 1 to 4: the target shape is the `shape` attribute (0 copies, -1 infers).
+Status LowerReshapeWithAttribute(Context& c) {
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  if (!c.HasAttr("shape")) return c.Error("the shape attribute is missing");
+  std::vector<Dim> spec;
+  for (int64_t d : c.AttrInts("shape")) spec.push_back(Dim::Static(d));
+  HEXIR_ASSIGN_OR_RETURN(Shape target, ReshapeTarget(c, x, spec, /*allowzero=*/false));
+  return c.SetOut(0, c.ReshapeTo(x, target));
+}
+
 // Without axes: every static unit dim.
 Status LowerSqueeze(Context& c) {
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));

@@ -154,10 +154,12 @@ Status SplitWith(Context& c, Val& x, int64_t axis, std::vector<int64_t> sizes) {
   return Status::Ok();
 }
 
-// Pads x by pads (begin[rank], end[rank]) in mode constant (with value), edge or reflect.
+// Pads x by pads (begin[rank], end[rank]) in mode constant (with value), edge, reflect or
+// wrap (opset 19).
 Status PadWith(Context& c, Val& x, const std::vector<Dim>& pads, double value) {
   std::string mode = c.AttrS("mode", "constant");
-  if (mode != "constant" && mode != "edge" && mode != "reflect") return c.Error("mode " + mode);
+  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
+    return c.Error("mode '" + mode + "' is not supported");
   int64_t r = x.rank();
   if (static_cast<int64_t>(pads.size()) != 2 * r) return c.Error("pads must have 2 * rank entries");
   std::vector<Dim> pb, pe;
@@ -361,8 +363,22 @@ Status LowerPad(Context& c) {
     if (v.empty()) return c.Error("constant_value is empty");
     value = v[0];
   }
-  if (c.HasIn(3)) return c.Error("the axes input is not supported");
-  return PadWith(c, x, pads.ints, value);
+  if (!c.HasIn(3)) return PadWith(c, x, pads.ints, value);
+  // Opset 18: pads (begins then ends) for the listed axes only; the others are not padded.
+  HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> axes, OptionalInts(c, 3, "axes"));
+  if (pads.ints.size() != 2 * axes.size())
+    return c.Error("pads has " + std::to_string(pads.ints.size()) + " entries for " + std::to_string(axes.size()) +
+                   " axes (2 per axis)");
+  std::vector<Dim> full(2 * x.rank(), Dim::Static(0));
+  std::vector<bool> seen(x.rank(), false);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    HEXIR_ASSIGN_OR_RETURN(int64_t axis, c.NormAxis(axes[k], x.rank()));
+    if (seen[axis]) return c.Error("axes repeat dim " + std::to_string(axis));
+    seen[axis] = true;
+    full[axis] = pads.ints[k];
+    full[x.rank() + axis] = pads.ints[axes.size() + k];
+  }
+  return PadWith(c, x, full, value);
 }
 
 // out[i][j][k] = data[index[i][j][k]][j][k] along `axis` (negative indices wrap).

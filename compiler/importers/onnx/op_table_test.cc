@@ -26,13 +26,15 @@ TEST_CASE("an op whose semantics changed has one row per opset range") {
   CHECK(clip11->min_opset == 11);
   CHECK(ox::FindLowering("Slice", 9) != ox::FindLowering("Slice", 10));
   CHECK(ox::FindLowering("Pad", 10) != ox::FindLowering("Pad", 11));
+  CHECK(ox::FindLowering("Reshape", 4) != ox::FindLowering("Reshape", 5));  // the shape an attribute, then an input
 }
 
 TEST_CASE("opsets outside every row of an op type find nothing") {
-  CHECK(ox::FindLowering("Resize", 17) != nullptr);
-  CHECK(ox::FindLowering("Resize", 18) == nullptr);  // antialias, axes: not lowered
+  CHECK(ox::FindLowering("Resize", 9) == nullptr);    // Upsample's opsets
+  CHECK(ox::FindLowering("Resize", 19) != nullptr);
   CHECK(ox::FindLowering("Hardmax", 12) == nullptr);  // coerced 2-D form: not lowered
-  CHECK(ox::FindLowering("Reshape", 4) == nullptr);   // shape attribute: not lowered
+  CHECK(ox::FindLowering("Gelu", 19) == nullptr);     // an op of opset 20
+  CHECK(ox::FindLowering("ImageScaler", 10) == nullptr);  // experimental, removed in 10
 }
 
 TEST_CASE("op types without a row, and near misses of real ones, find nothing") {

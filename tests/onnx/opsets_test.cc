@@ -1,0 +1,325 @@
+// Ops and attributes of opsets 18 to 21 (and ops of older opsets the backend test data does
+// not cover), each a one- or few-node model built here and checked end to end against
+// onnxruntime-node 1.30 on the same random inputs: hexir-import -> hexir-compile -> hexir-run,
+// within 1e-4 relative. Models with `?` dims run at two shapes from one module. Without node
+// or npm access (tools/fetch_test_models.sh installs onnxruntime-node) every case prints
+// "HEXIR_SKIPPED: ..." and asserts nothing.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "tests/onnx/test_graph.h"
+
+namespace {
+namespace ox = hexir::importers::onnx;
+using ox::testing::Graph;
+using ox::testing::Save;
+using ox::testing::Sh;
+using ox::testing::Tmp;
+
+// NODE_PATH for onnxruntime-node, or "" (with the reason in *why) when it cannot be had.
+std::string OnnxruntimeNodePath(std::string* why) {
+  static std::string path, reason;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    int code = 0;
+    if (Sh("command -v node", &code), code != 0) {
+      reason = "node is not installed";
+    } else {
+      // The source tree, through the runfiles symlink of ort_reference.js.
+      std::string src = Sh("dirname \"$(dirname \"$(dirname \"$(readlink -f tests/onnx/ort_reference.js)\")\")\"", &code);
+      src = src.substr(0, src.find('\n'));
+      std::string out = Sh("bash " + src + "/tools/fetch_test_models.sh 2>&1", &code);
+      if (code != 0) reason = "cannot install onnxruntime-node with npm: " + out.substr(0, out.find('\n'));
+      else path = out.substr(0, out.find('\n')) + "/ort/node_modules";
+    }
+  }
+  *why = reason;
+  return path;
+}
+
+// Saves `g` as <name>.onnx, compiles it for the CPU and runs it on one random input of each
+// shape ("2x3x4x5"), comparing every output with onnxruntime's.
+void MatchesOnnxruntime(Graph& g, const std::string& name, const std::vector<std::string>& shapes) {
+  std::string why, node_path = OnnxruntimeNodePath(&why);
+  if (node_path.empty()) {
+    std::printf("HEXIR_SKIPPED: opsets/%s: %s\n", name.c_str(), why.c_str());
+    return;
+  }
+  const std::string ref = "NODE_PATH=" + node_path + " node tests/onnx/ort_reference.js ";
+  std::string model = Tmp(name + ".onnx"), mlir = Tmp(name + ".mlir"), module = Tmp(name + ".vmfb");
+  Save(g.model, model);
+  int code = 0;
+  std::string out = Sh("tools/hexir-import/hexir-import " + model + " -o " + mlir, &code);
+  INFO(name << " import: " << out);
+  REQUIRE(code == 0);
+  out = Sh("tools/hexir-compile/hexir-compile " + mlir + " --target=cpu -o " + module, &code);
+  INFO(name << " compile: " << out);
+  REQUIRE(code == 0);
+  int seed = 1;
+  for (const std::string& shape : shapes) {
+    std::string in = Tmp(name + "." + shape + ".in.npy"), dir = Tmp(name + "." + shape);
+    out = Sh(ref + "random " + shape + " " + std::to_string(seed++) + " " + in + " && mkdir -p " + dir + " && " +
+                 ref + "run " + model + " " + dir + " " + in,
+             &code);
+    INFO(name << " at " << shape << ", onnxruntime: " << out);
+    REQUIRE(code == 0);
+    std::string run = "tools/hexir-run/hexir-run --module=" + module + " --input=@" + in;
+    for (int i = 0; i < g.g->output_size(); ++i) run += " --output=@" + dir + "/hexir" + std::to_string(i) + ".npy";
+    out = Sh(run, &code);
+    INFO(name << " at " << shape << ", hexir-run: " << out);
+    REQUIRE(code == 0);
+    for (int i = 0; i < g.g->output_size(); ++i) {
+      std::string k = std::to_string(i);
+      out = Sh(ref + "compare " + dir + "/hexir" + k + ".npy " + dir + "/out" + k + ".npy 1e-4", &code);
+      INFO(name << " at " << shape << ", output " << k << ": " << out);
+      CHECK(code == 0);
+    }
+  }
+}
+
+// One Resize node over input x (dims -1: run-time) with the given constant operands (empty:
+// absent) at `opset`.
+Graph ResizeModel(int opset, std::vector<int64_t> x_dims, const std::vector<float>& roi,
+                  const std::vector<float>& scales, const std::vector<int64_t>& sizes) {
+  Graph g;
+  g.model.mutable_opset_import(0)->set_version(opset);
+  g.Input("x", x_dims);
+  g.Output("y", std::vector<int64_t>(x_dims.size(), -1));
+  std::vector<std::string> ins = {"x", "", "", ""};
+  if (!roi.empty()) g.InitF(ins[1] = "roi", {static_cast<int64_t>(roi.size())}, roi);
+  if (!scales.empty()) g.InitF(ins[2] = "scales", {static_cast<int64_t>(scales.size())}, scales);
+  if (!sizes.empty()) g.InitI(ins[3] = "sizes", sizes);
+  while (ins.back().empty()) ins.pop_back();
+  g.Node("Resize", ins, {"y"}, "resize");
+  return g;
+}
+
+::onnx::NodeProto* ResizeNode(Graph& g) { return g.g->mutable_node(0); }
+
+}  // namespace
+
+TEST_CASE("Resize 18: antialias widens the filter along each shrinking dim, linear and cubic") {
+  SECTION("linear, scales") {
+    Graph g = ResizeModel(18, {1, 2, 17, 23}, {}, {1, 1, 0.3f, 0.45f}, {});
+    Graph::AttrS(ResizeNode(g), "mode", "linear");
+    Graph::AttrI(ResizeNode(g), "antialias", 1);
+    MatchesOnnxruntime(g, "aa_linear", {"1x2x17x23"});
+  }
+  SECTION("cubic, scales") {
+    Graph g = ResizeModel(18, {1, 2, 17, 23}, {}, {1, 1, 0.3f, 0.45f}, {});
+    Graph::AttrS(ResizeNode(g), "mode", "cubic");
+    Graph::AttrI(ResizeNode(g), "antialias", 1);
+    MatchesOnnxruntime(g, "aa_cubic", {"1x2x17x23"});
+  }
+  SECTION("cubic, exclude_outside, a = -0.5") {
+    Graph g = ResizeModel(18, {1, 2, 17, 23}, {}, {1, 1, 0.4f, 0.6f}, {});
+    Graph::AttrS(ResizeNode(g), "mode", "cubic");
+    Graph::AttrI(ResizeNode(g), "antialias", 1);
+    Graph::AttrI(ResizeNode(g), "exclude_outside", 1);
+    Graph::AttrF(ResizeNode(g), "cubic_coeff_a", -0.5f);
+    MatchesOnnxruntime(g, "aa_cubic_exclude", {"1x2x17x23"});
+  }
+  SECTION("one dim shrinks, the other grows (sizes)") {
+    Graph g = ResizeModel(18, {1, 2, 9, 11}, {}, {}, {1, 2, 4, 20});
+    Graph::AttrS(ResizeNode(g), "mode", "linear");
+    Graph::AttrI(ResizeNode(g), "antialias", 1);
+    MatchesOnnxruntime(g, "aa_mixed", {"1x2x9x11"});
+  }
+  SECTION("pytorch_half_pixel to one column, align_corners") {
+    Graph g = ResizeModel(18, {1, 1, 30, 30}, {}, {}, {1, 1, 1, 7});
+    Graph::AttrS(ResizeNode(g), "mode", "linear");
+    Graph::AttrI(ResizeNode(g), "antialias", 1);
+    Graph::AttrS(ResizeNode(g), "coordinate_transformation_mode", "pytorch_half_pixel");
+    MatchesOnnxruntime(g, "aa_pytorch_half_pixel", {"1x1x30x30"});
+    Graph h = ResizeModel(18, {1, 1, 30, 21}, {}, {}, {1, 1, 8, 5});
+    Graph::AttrS(ResizeNode(h), "mode", "linear");
+    Graph::AttrI(ResizeNode(h), "antialias", 1);
+    Graph::AttrS(ResizeNode(h), "coordinate_transformation_mode", "align_corners");
+    MatchesOnnxruntime(h, "aa_align_corners", {"1x1x30x21"});
+  }
+  SECTION("run-time batch and plane, constant scales: one module at two shapes") {
+    Graph g = ResizeModel(18, {-1, 3, -1, -1}, {}, {1, 1, 0.25f, 0.5f}, {});
+    Graph::AttrS(ResizeNode(g), "mode", "linear");
+    Graph::AttrI(ResizeNode(g), "antialias", 1);
+    MatchesOnnxruntime(g, "aa_dynamic", {"2x3x31x40", "1x3x17x50"});
+  }
+}
+
+TEST_CASE("Resize 18 and 19: axes, keep_aspect_ratio_policy, half_pixel_symmetric") {
+  SECTION("scales and sizes for listed axes only, in any order") {
+    Graph g = ResizeModel(18, {2, 3, 5, 7}, {}, {1.5f, 2.0f}, {});
+    Graph::AttrS(ResizeNode(g), "mode", "linear");
+    Graph::AttrInts(ResizeNode(g), "axes", {3, 2});
+    MatchesOnnxruntime(g, "axes_scales", {"2x3x5x7"});
+    Graph h = ResizeModel(18, {2, 3, 31, 40}, {}, {}, {7, 9});
+    Graph::AttrS(ResizeNode(h), "mode", "linear");
+    Graph::AttrI(ResizeNode(h), "antialias", 1);
+    Graph::AttrInts(ResizeNode(h), "axes", {2, 3});
+    MatchesOnnxruntime(h, "axes_sizes_antialias", {"2x3x31x40"});
+  }
+  SECTION("a crop's roi for listed axes") {
+    Graph g = ResizeModel(18, {1, 1, 6, 8}, {0.2f, -0.1f, 0.9f, 1.2f}, {}, {4, 5});
+    Graph::AttrS(ResizeNode(g), "mode", "linear");
+    Graph::AttrS(ResizeNode(g), "coordinate_transformation_mode", "tf_crop_and_resize");
+    Graph::AttrInts(ResizeNode(g), "axes", {2, 3});
+    Graph::AttrF(ResizeNode(g), "extrapolation_value", 9.0f);
+    MatchesOnnxruntime(g, "axes_crop", {"1x1x6x8"});
+  }
+  SECTION("not_larger and not_smaller keep the aspect ratio; run-time extents too") {
+    Graph g = ResizeModel(18, {1, 3, 20, 30}, {}, {}, {9, 9});
+    Graph::AttrS(ResizeNode(g), "mode", "linear");
+    Graph::AttrS(ResizeNode(g), "keep_aspect_ratio_policy", "not_larger");
+    Graph::AttrInts(ResizeNode(g), "axes", {2, 3});
+    MatchesOnnxruntime(g, "aspect_not_larger", {"1x3x20x30"});
+    Graph h = ResizeModel(18, {1, 3, 20, 30}, {}, {}, {1, 3, 9, 9});
+    Graph::AttrS(ResizeNode(h), "keep_aspect_ratio_policy", "not_smaller");
+    MatchesOnnxruntime(h, "aspect_not_smaller", {"1x3x20x30"});
+    Graph d = ResizeModel(18, {-1, 3, -1, -1}, {}, {}, {9, 9});
+    Graph::AttrS(ResizeNode(d), "mode", "linear");
+    Graph::AttrS(ResizeNode(d), "keep_aspect_ratio_policy", "not_larger");
+    Graph::AttrInts(ResizeNode(d), "axes", {2, 3});
+    MatchesOnnxruntime(d, "aspect_dynamic", {"1x3x20x30", "2x3x33x21"});
+  }
+  SECTION("half_pixel_symmetric, scales and sizes, static and run-time") {
+    Graph g = ResizeModel(19, {1, 1, 5, 7}, {}, {1, 1, 1.7f, 0.6f}, {});
+    Graph::AttrS(ResizeNode(g), "mode", "linear");
+    Graph::AttrS(ResizeNode(g), "coordinate_transformation_mode", "half_pixel_symmetric");
+    MatchesOnnxruntime(g, "half_pixel_symmetric", {"1x1x5x7"});
+    Graph h = ResizeModel(19, {1, 1, 5, 7}, {}, {}, {1, 1, 9, 4});
+    Graph::AttrS(ResizeNode(h), "mode", "cubic");
+    Graph::AttrS(ResizeNode(h), "coordinate_transformation_mode", "half_pixel_symmetric");
+    MatchesOnnxruntime(h, "half_pixel_symmetric_cubic", {"1x1x5x7"});
+    Graph d = ResizeModel(19, {-1, -1, -1, -1}, {}, {1, 1, 1.7f, 0.6f}, {});
+    Graph::AttrS(ResizeNode(d), "mode", "linear");
+    Graph::AttrS(ResizeNode(d), "coordinate_transformation_mode", "half_pixel_symmetric");
+    MatchesOnnxruntime(d, "half_pixel_symmetric_dynamic", {"1x1x5x7", "1x2x9x4"});
+  }
+}
+
+TEST_CASE("Pad 18 and 19: pads for listed axes, wrap mode") {
+  Graph g;
+  g.model.mutable_opset_import(0)->set_version(18);
+  g.Input("x", {2, 3, 4, 5});
+  g.Output("y", {-1, -1, -1, -1});
+  g.InitI("pads", {1, 2, 0, 3});
+  g.InitF("value", {}, {0.5f});
+  g.InitI("axes", {1, 3});
+  g.Node("Pad", {"x", "pads", "value", "axes"}, {"y"});
+  MatchesOnnxruntime(g, "pad_axes", {"2x3x4x5"});
+
+  Graph r;
+  r.model.mutable_opset_import(0)->set_version(18);
+  r.Input("x", {2, 3, 4, 5});
+  r.Output("y", {-1, -1, -1, -1});
+  r.InitI("pads", {2, 1});
+  r.InitI("axes", {-1});
+  Graph::AttrS(r.Node("Pad", {"x", "pads", "", "axes"}, {"y"}), "mode", "reflect");
+  MatchesOnnxruntime(r, "pad_axes_reflect", {"2x3x4x5"});
+
+  Graph w;
+  w.model.mutable_opset_import(0)->set_version(19);
+  w.Input("x", {-1, -1, -1, -1});
+  w.Output("y", {-1, -1, -1, -1});
+  w.InitI("pads", {0, 1, 3, 1, 0, 0, 1, 4});  // more than the extent of 3 along dim 2
+  Graph::AttrS(w.Node("Pad", {"x", "pads"}, {"y"}), "mode", "wrap");
+  MatchesOnnxruntime(w, "pad_wrap", {"2x3x4x5", "1x2x3x2"});
+}
+
+TEST_CASE("activations of opsets 18 and 20 (Mish, Gelu) and Softplus far from 0") {
+  // x scaled by 100 (Softplus, Mish: e^x overflows f32 past 88) or 3 (Gelu's curve).
+  for (const char* op : {"Mish", "Softplus", "Gelu", "GeluTanh"}) {
+    std::string name = op;
+    bool gelu = name.rfind("Gelu", 0) == 0;
+    Graph g;
+    g.model.mutable_opset_import(0)->set_version(gelu ? 20 : 18);
+    g.Input("x", {3, 7});
+    g.Output("y", {3, 7});
+    g.InitF("k", {}, {gelu ? 3.0f : 100.0f});
+    g.Node("Mul", {"x", "k"}, {"scaled"});
+    auto* n = g.Node(gelu ? "Gelu" : op, {"scaled"}, {"y"});
+    if (name == "GeluTanh") Graph::AttrS(n, "approximate", "tanh");
+    MatchesOnnxruntime(g, "activation_" + name, {"3x7"});
+  }
+}
+
+TEST_CASE("GroupNormalization: scale and bias per group (18) and per channel (21)") {
+  Graph g;
+  g.model.mutable_opset_import(0)->set_version(18);
+  g.Input("x", {2, 6, 3, 4});
+  g.Output("y", {2, 6, 3, 4});
+  g.InitF("scale", {3}, {0.5f, -1, 2});
+  g.InitF("bias", {3}, {0.1f, 0.2f, -0.3f});
+  auto* n = g.Node("GroupNormalization", {"x", "scale", "bias"}, {"y"});
+  Graph::AttrI(n, "num_groups", 3);
+  Graph::AttrF(n, "epsilon", 1e-3f);
+  MatchesOnnxruntime(g, "group_norm_18", {"2x6x3x4"});
+
+  // A run-time channel count takes the scale's (checked at run time).
+  Graph h;
+  h.model.mutable_opset_import(0)->set_version(21);
+  h.Input("x", {-1, -1, -1, -1});
+  h.Output("y", {-1, -1, -1, -1});
+  h.InitF("scale", {6}, {0.5f, -1, 2, 1, 1.5f, 3});
+  h.InitF("bias", {6}, {0.1f, 0.2f, -0.3f, 0, 1, 2});
+  Graph::AttrI(h.Node("GroupNormalization", {"x", "scale", "bias"}, {"y"}), "num_groups", 2);
+  MatchesOnnxruntime(h, "group_norm_21", {"2x6x3x4", "1x6x5x2"});
+}
+
+TEST_CASE("LpPool, GlobalLpPool and LpNormalization") {
+  Graph g;
+  g.model.mutable_opset_import(0)->set_version(18);
+  g.Input("x", {1, 2, 6, 7});
+  g.Output("y", {-1, -1, -1, -1});
+  auto* n = g.Node("LpPool", {"x"}, {"y"});
+  Graph::AttrI(n, "p", 3);
+  Graph::AttrInts(n, "kernel_shape", {2, 3});
+  Graph::AttrInts(n, "strides", {1, 2});
+  Graph::AttrInts(n, "pads", {1, 0, 0, 1});
+  MatchesOnnxruntime(g, "lp_pool_3", {"1x2x6x7"});
+
+  Graph one_d;
+  one_d.model.mutable_opset_import(0)->set_version(11);
+  one_d.Input("x", {2, 3, 9});
+  one_d.Output("y", {-1, -1, -1});
+  Graph::AttrInts(one_d.Node("LpPool", {"x"}, {"y"}), "kernel_shape", {3});  // p = 2
+  MatchesOnnxruntime(one_d, "lp_pool_1d", {"2x3x9"});
+
+  Graph global;
+  global.model.mutable_opset_import(0)->set_version(2);
+  global.Input("x", {2, 3, 4, 5});
+  global.Output("y", {2, 3, 1, 1});
+  Graph::AttrI(global.Node("GlobalLpPool", {"x"}, {"y"}), "p", 3);
+  MatchesOnnxruntime(global, "global_lp_pool", {"2x3x4x5"});
+
+  for (int p : {1, 2}) {
+    Graph norm;
+    norm.model.mutable_opset_import(0)->set_version(1);
+    norm.Input("x", {2, 3, 4});
+    norm.Output("y", {2, 3, 4});
+    auto* m = norm.Node("LpNormalization", {"x"}, {"y"});
+    Graph::AttrI(m, "p", p);
+    Graph::AttrI(m, "axis", p == 1 ? 1 : -1);
+    MatchesOnnxruntime(norm, "lp_normalization_" + std::to_string(p), {"2x3x4"});
+  }
+}
+
+TEST_CASE("Bitwise ops of opset 18 on int32, negative values included") {
+  Graph g;
+  g.model.mutable_opset_import(0)->set_version(18);
+  g.Input("x", {3, 5});
+  g.Output("y", {3, 5});
+  g.InitF("k", {}, {100.0f});
+  g.InitI32("mask", {0x7f, -8, 0x55, 3, -1});
+  g.InitI32("bits", {0x100});
+  g.Node("Mul", {"x", "k"}, {"scaled"});
+  Graph::AttrI(g.Node("Cast", {"scaled"}, {"xi"}), "to", ::onnx::TensorProto::INT32);
+  g.Node("BitwiseAnd", {"xi", "mask"}, {"and"});
+  g.Node("BitwiseOr", {"and", "bits"}, {"or"});
+  g.Node("BitwiseXor", {"or", "xi"}, {"xor"});
+  g.Node("BitwiseNot", {"xor"}, {"not"});
+  Graph::AttrI(g.Node("Cast", {"not"}, {"y"}), "to", ::onnx::TensorProto::FLOAT);
+  MatchesOnnxruntime(g, "bitwise", {"3x5"});
+}
