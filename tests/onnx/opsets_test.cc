@@ -1,10 +1,11 @@
-// Ops and attributes of opsets 18 to 21 (and ops of older opsets the backend test data does
+// Ops and attributes of opsets 18 to 23 (and ops of older opsets the backend test data does
 // not cover), each a one- or few-node model built here and checked end to end against
 // onnxruntime-node 1.30 on the same random inputs: hexir-import -> hexir-compile -> hexir-run,
 // within 1e-4 relative. Models with `?` dims run at two shapes from one module. Without node
 // or npm access (tools/fetch_test_models.sh installs onnxruntime-node) every case prints
 // "HEXIR_SKIPPED: ..." and asserts nothing.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -322,4 +323,162 @@ TEST_CASE("Bitwise ops of opset 18 on int32, negative values included") {
   g.Node("BitwiseNot", {"xor"}, {"not"});
   Graph::AttrI(g.Node("Cast", {"not"}, {"y"}), "to", ::onnx::TensorProto::FLOAT);
   MatchesOnnxruntime(g, "bitwise", {"3x5"});
+}
+
+TEST_CASE("RMSNormalization, RotaryEmbedding and Attention of opset 23") {
+  auto values = [](int n, double step) {
+    std::vector<float> v(n);
+    for (int i = 0; i < n; ++i) v[i] = static_cast<float>(std::sin(step * (i + 1)));
+    return v;
+  };
+  SECTION("RMSNormalization over the last dim and from dim 1; a run-time batch") {
+    Graph g;
+    g.model.mutable_opset_import(0)->set_version(23);
+    g.Input("x", {-1, -1, 8});
+    g.Output("y", {-1, -1, 8});
+    g.InitF("scale", {8}, {1, 2, 3, 4, 5, 6, 7, 8});
+    Graph::AttrF(g.Node("RMSNormalization", {"x", "scale"}, {"y"}), "epsilon", 1e-3f);
+    MatchesOnnxruntime(g, "rms_norm", {"2x3x8", "3x5x8"});
+    Graph h;
+    h.model.mutable_opset_import(0)->set_version(23);
+    h.Input("x", {2, 3, 4});
+    h.Output("y", {2, 3, 4});
+    h.InitF("scale", {4}, {1, -2, 3, 0.5f});
+    Graph::AttrI(h.Node("RMSNormalization", {"x", "scale"}, {"y"}), "axis", 1);
+    MatchesOnnxruntime(h, "rms_norm_axis_1", {"2x3x4"});
+  }
+  SECTION("RotaryEmbedding: 4-D with position_ids, interleaved over part of the head, 3-D with num_heads") {
+    Graph g;
+    g.model.mutable_opset_import(0)->set_version(23);
+    g.Input("x", {2, 3, 5, 8});
+    g.Output("y", {2, 3, 5, 8});
+    g.InitF("cos", {16, 4}, values(64, 0.37));
+    g.InitF("sin", {16, 4}, values(64, 0.91));
+    auto* pos = g.g->add_initializer();
+    pos->set_name("pos");
+    pos->set_data_type(::onnx::TensorProto::INT64);
+    pos->add_dims(2);
+    pos->add_dims(5);
+    for (int64_t p : {3, 1, 4, 1, 5, 9, 2, 6, 5, 15}) pos->add_int64_data(p);
+    g.Node("RotaryEmbedding", {"x", "cos", "sin", "pos"}, {"y"});
+    MatchesOnnxruntime(g, "rotary_4d", {"2x3x5x8"});
+    Graph i;
+    i.model.mutable_opset_import(0)->set_version(23);
+    i.Input("x", {2, 3, 5, 8});
+    i.Output("y", {2, 3, 5, 8});
+    i.InitF("cos", {16, 2}, values(32, 0.37));
+    i.InitF("sin", {16, 2}, values(32, 0.91));
+    *i.g->add_initializer() = *pos;
+    auto* n = i.Node("RotaryEmbedding", {"x", "cos", "sin", "pos"}, {"y"});
+    Graph::AttrI(n, "interleaved", 1);
+    Graph::AttrI(n, "rotary_embedding_dim", 4);
+    MatchesOnnxruntime(i, "rotary_interleaved_part", {"2x3x5x8"});
+    Graph t;
+    t.model.mutable_opset_import(0)->set_version(23);
+    t.Input("x", {2, 5, 12});
+    t.Output("y", {2, 5, 12});
+    t.InitF("cos", {2, 5, 2}, values(20, 0.37));
+    t.InitF("sin", {2, 5, 2}, values(20, 0.91));
+    Graph::AttrI(t.Node("RotaryEmbedding", {"x", "cos", "sin"}, {"y"}), "num_heads", 3);
+    MatchesOnnxruntime(t, "rotary_3d", {"2x5x12"});
+  }
+  SECTION("Attention: grouped queries, causal over a past cache, present outputs (3-D)") {
+    Graph g;
+    g.model.mutable_opset_import(0)->set_version(23);
+    g.Input("x", {2, 5, 24});
+    g.Output("y", {2, 5, 32});
+    g.Output("present_key", {2, 2, 8, 6});
+    g.Output("present_value", {2, 2, 8, 8});
+    g.InitF("wk", {24, 12}, values(24 * 12, 0.7));
+    g.InitF("wv", {24, 16}, values(24 * 16, 1.3));
+    g.InitF("past_key", {2, 2, 3, 6}, values(72, 0.3));
+    g.InitF("past_value", {2, 2, 3, 8}, values(96, 0.2));
+    g.Node("MatMul", {"x", "wk"}, {"k"});
+    g.Node("MatMul", {"x", "wv"}, {"v"});
+    auto* n = g.Node("Attention", {"x", "k", "v", "", "past_key", "past_value"}, {"y", "present_key", "present_value"});
+    Graph::AttrI(n, "q_num_heads", 4);
+    Graph::AttrI(n, "kv_num_heads", 2);
+    Graph::AttrI(n, "is_causal", 1);
+    MatchesOnnxruntime(g, "attention_gqa_causal_past", {"2x5x24"});
+  }
+  SECTION("Attention: a bool mask; a float mask with softcap and the softmax as output 3 (4-D)") {
+    Graph g;
+    g.model.mutable_opset_import(0)->set_version(23);
+    g.Input("x", {2, 2, 5, 6});
+    g.Output("y", {2, 2, 5, 6});
+    g.InitF("half", {}, {0.5f});
+    auto* mask = g.g->add_initializer();
+    mask->set_name("mask");
+    mask->set_data_type(::onnx::TensorProto::BOOL);
+    mask->add_dims(5);
+    mask->add_dims(5);
+    std::string bytes(25, '\1');
+    for (int i = 0; i < 25; i += 5) bytes[i] = 0;  // key 0 hidden from every query
+    mask->set_raw_data(bytes);
+    g.Node("Mul", {"x", "half"}, {"k"});
+    g.Node("Sin", {"x"}, {"v"});
+    Graph::AttrF(g.Node("Attention", {"x", "k", "v", "mask"}, {"y"}), "scale", 0.3f);
+    MatchesOnnxruntime(g, "attention_bool_mask", {"2x2x5x6"});
+    Graph h;
+    h.model.mutable_opset_import(0)->set_version(23);
+    h.Input("x", {2, 2, 5, 6});
+    h.Output("y", {2, 2, 5, 6});
+    h.Output("qk", {2, 2, 5, 5});
+    h.InitF("half", {}, {0.5f});
+    h.InitF("mask", {1, 5, 5}, values(25, 0.4));
+    h.Node("Mul", {"x", "half"}, {"k"});
+    h.Node("Sin", {"x"}, {"v"});
+    auto* n = h.Node("Attention", {"x", "k", "v", "mask"}, {"y", "", "", "qk"});
+    Graph::AttrF(n, "softcap", 2.0f);
+    Graph::AttrI(n, "qk_matmul_output_mode", 3);
+    MatchesOnnxruntime(h, "attention_float_mask_softcap", {"2x2x5x6"});
+  }
+  SECTION("Attention: run-time batch and length, causal") {
+    Graph g;
+    g.model.mutable_opset_import(0)->set_version(23);
+    g.Input("x", {-1, -1, 12});
+    g.Output("y", {-1, -1, 12});
+    g.InitF("half", {}, {0.5f});
+    g.Node("Mul", {"x", "half"}, {"k"});
+    g.Node("Cos", {"x"}, {"v"});
+    auto* n = g.Node("Attention", {"x", "k", "v"}, {"y"});
+    Graph::AttrI(n, "q_num_heads", 3);
+    Graph::AttrI(n, "kv_num_heads", 3);
+    Graph::AttrI(n, "is_causal", 1);
+    MatchesOnnxruntime(g, "attention_dynamic", {"2x4x12", "1x7x12"});
+  }
+}
+
+TEST_CASE("AffineGrid (20) and CenterCropPad (18)") {
+  for (int align : {0, 1}) {
+    Graph g;
+    g.model.mutable_opset_import(0)->set_version(20);
+    g.Input("theta", {2, 2, 3});
+    g.Output("grid", {2, 4, 5, 2});
+    g.InitI("size", {2, 3, 4, 5});
+    Graph::AttrI(g.Node("AffineGrid", {"theta", "size"}, {"grid"}), "align_corners", align);
+    MatchesOnnxruntime(g, "affine_grid_" + std::to_string(align), {"2x2x3"});
+  }
+  Graph volume;
+  volume.model.mutable_opset_import(0)->set_version(20);
+  volume.Input("theta", {2, 3, 4});
+  volume.Output("grid", {2, 2, 3, 4, 3});
+  volume.InitI("size", {2, 1, 2, 3, 4});
+  volume.Node("AffineGrid", {"theta", "size"}, {"grid"});
+  MatchesOnnxruntime(volume, "affine_grid_3d", {"2x3x4"});
+
+  Graph crop;
+  crop.model.mutable_opset_import(0)->set_version(18);
+  crop.Input("x", {-1, -1, -1});
+  crop.Output("y", {5, 4, 4});
+  crop.InitI("shape", {5, 4, 4});
+  crop.Node("CenterCropPad", {"x", "shape"}, {"y"});
+  MatchesOnnxruntime(crop, "center_crop_pad", {"3x7x4", "6x2x5"});
+  Graph axes;
+  axes.model.mutable_opset_import(0)->set_version(18);
+  axes.Input("x", {3, 7, 4});
+  axes.Output("y", {3, 2, 9});
+  axes.InitI("shape", {2, 9});
+  Graph::AttrInts(axes.Node("CenterCropPad", {"x", "shape"}, {"y"}), "axes", {1, -1});
+  MatchesOnnxruntime(axes, "center_crop_pad_axes", {"3x7x4"});
 }

@@ -1017,3 +1017,25 @@ TEST_CASE("a bool initializer too large to fold (a stored attention mask) compil
   REQUIRE(z.size() == static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) CHECK(z[i] == (i % 3 == 0 ? 1.0f : 2.0f));
 }
+
+TEST_CASE("a 2-D bool initializer small enough to fold selects as stored") {
+  // Its constant is written 1-D and reshaped; the reshape of known contents folded back to an
+  // unnamed value, and the module referred to it by an empty name (`ins( : tensor<3x4xi1>)`).
+  Graph m;
+  m.Input("x", {3, 4});
+  m.Input("y", {3, 4});
+  m.Output("z", {3, 4});
+  auto* mask = m.g->add_initializer();
+  mask->set_name("mask");
+  mask->set_data_type(::onnx::TensorProto::BOOL);
+  mask->add_dims(3);
+  mask->add_dims(4);
+  std::string bytes(12, '\0');
+  for (int i = 0; i < 12; i += 5) bytes[i] = 1;
+  mask->set_raw_data(bytes);
+  m.Node("Where", {"mask", "x", "y"}, {"z"});
+  std::string mod = Build(m, "bool_initializer_2d");
+  std::vector<float> z = ParseFloats(Run(mod, {"3x4xf32=1", "3x4xf32=2"}));
+  REQUIRE(z.size() == 12u);
+  for (int i = 0; i < 12; ++i) CHECK(z[i] == (i % 5 == 0 ? 1.0f : 2.0f));
+}

@@ -259,6 +259,11 @@ const std::string& Context::Mat(Val& v) {
         Val flat = v;
         flat.name.clear();
         flat.shape = {Dim::Static(n)};
+        // A materialized tensor, not known contents: a reshape of known contents would fold
+        // back to an unnamed constant.
+        flat.has_ints = flat.has_floats = false;
+        flat.ints.clear();
+        flat.raw.clear();
         std::string f = b.Fresh();
         b.Line(f + " = arith.constant dense<" + lit + "> : " + Builder::TensorType(flat));
         flat.name = f;

@@ -132,6 +132,11 @@ Status LowerInstanceNormalization(Context& c);
 Status LowerLayerNormalization(Context& c);
 Status LowerGroupNormalization(Context& c);
 Status LowerImageScaler(Context& c);
+Status LowerRMSNormalization(Context& c);
+
+// NNAttention.cc: Attention RotaryEmbedding.
+Status LowerAttention(Context& c);
+Status LowerRotaryEmbedding(Context& c);
 Status LowerLpNormalization(Context& c);
 Status LowerLRN(Context& c);
 Status LowerMeanVarianceNormalization(Context& c);
@@ -187,7 +192,8 @@ Status LowerCompress(Context& c);
 Status LowerNonZero(Context& c);
 Status LowerUnique(Context& c);
 
-// TensorGridSample.cc: GridSample.
+// TensorGridSample.cc: AffineGrid GridSample.
+Status LowerAffineGrid(Context& c);
 Status LowerGridSample(Context& c);
 
 // TensorIndexing.cc: ops that read their source at computed positions.
@@ -197,6 +203,7 @@ Status LowerGatherElements(Context& c);
 Status LowerGatherND(Context& c);
 Status LowerOneHot(Context& c);
 Status LowerPadWithAttributes(Context& c);  // opset < 11: pads/value attributes
+Status LowerCenterCropPad(Context& c);
 Status LowerPad(Context& c);                // opset >= 11: pads/value inputs
 Status LowerSliceWithAttributes(Context& c);  // opset < 10: starts/ends/axes attributes
 Status LowerSlice(Context& c);                // opset >= 10: inputs

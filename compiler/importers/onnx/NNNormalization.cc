@@ -164,6 +164,27 @@ Status LowerGroupNormalization(Context& c) {
   return c.SetOut(0, c.ReshapeTo(y, x.shape));
 }
 
+// Opset 23: x / sqrt(mean(x^2 over dims axis..) + epsilon) * scale (scale broadcast).
+Status LowerRMSNormalization(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& scale, c.In(1));
+  if (!x.IsFloat()) return c.Error("element type " + x.et + " is not supported");
+  HEXIR_ASSIGN_OR_RETURN(int64_t axis, c.NormAxis(c.AttrI("axis", -1), x.rank()));
+  std::vector<int64_t> axes;
+  for (int64_t i = axis; i < x.rank(); ++i) axes.push_back(i);
+  std::string et = x.et;
+  double eps = c.AttrF("epsilon", 1e-5f);
+  HEXIR_ASSIGN_OR_RETURN(Val squares, c.Elementwise({&x}, et, [&](const Args& a) {
+    return b.Bin("arith.mulf", "", a[0], a[0], et);
+  }));
+  HEXIR_ASSIGN_OR_RETURN(Val mean_square, c.Reduce(squares, axes, true, "mean"));
+  return c.SetOut(0, c.Elementwise({&x, &mean_square, &scale}, et, [&](const Args& a) {
+    std::string rms = b.Op1("math.sqrt", b.Bin("arith.addf", "", a[1], b.ScalarConst(et, eps), et), et);
+    return b.Bin("arith.mulf", "", b.Bin("arith.divf", "", a[0], rms, et), a[2], et);
+  }));
+}
+
 // x / ||x||_p along `axis` (p 1 or 2; a zero norm gives 0 / 0, as onnxruntime's).
 Status LowerLpNormalization(Context& c) {
   Builder& b = c.b;

@@ -19,6 +19,7 @@ constexpr OpLowering kOpTable[] = {
     {"Acos", 7, kLatest, LowerAcos},
     {"Acosh", 9, kLatest, LowerAcosh},
     {"Add", 1, kLatest, LowerAdd},
+    {"AffineGrid", 20, kLatest, LowerAffineGrid},
     {"And", 1, kLatest, LowerAnd},
     {"ArgMax", 1, kLatest, LowerArgMax},
     {"ArgMin", 1, kLatest, LowerArgMin},
@@ -26,6 +27,7 @@ constexpr OpLowering kOpTable[] = {
     {"Asinh", 9, kLatest, LowerAsinh},
     {"Atan", 7, kLatest, LowerAtan},
     {"Atanh", 9, kLatest, LowerAtanh},
+    {"Attention", 23, kLatest, LowerAttention},
     {"AveragePool", 1, kLatest, LowerAveragePool},
     {"BatchNormalization", 1, kLatest, LowerBatchNormalization},
     {"BitShift", 11, kLatest, LowerBitShift},
@@ -38,6 +40,7 @@ constexpr OpLowering kOpTable[] = {
     {"CastLike", 15, kLatest, LowerCastLike},
     {"Ceil", 1, kLatest, LowerCeil},
     {"Celu", 12, kLatest, LowerCelu},
+    {"CenterCropPad", 18, kLatest, LowerCenterCropPad},
     {"Clip", 1, 10, LowerClipWithAttributes},
     {"Clip", 11, kLatest, LowerClip},
     {"Compress", 9, kLatest, LowerCompress},
@@ -131,6 +134,7 @@ constexpr OpLowering kOpTable[] = {
     {"QLinearConv", 10, kLatest, LowerQLinearConv},
     {"QLinearMatMul", 10, kLatest, LowerQLinearMatMul},
     {"QuantizeLinear", 10, kLatest, LowerQuantizeLinear},
+    {"RMSNormalization", 23, kLatest, LowerRMSNormalization},
     {"RNN", 7, kLatest, LowerRNN},
     {"Range", 11, kLatest, LowerRange},
     {"Reciprocal", 1, kLatest, LowerReciprocal},
@@ -150,6 +154,7 @@ constexpr OpLowering kOpTable[] = {
     {"Resize", 10, kLatest, LowerResize},
     {"ReverseSequence", 10, kLatest, LowerReverseSequence},
     {"RoiAlign", 10, kLatest, LowerRoiAlign},
+    {"RotaryEmbedding", 23, kLatest, LowerRotaryEmbedding},
     {"Round", 11, kLatest, LowerRound},
     {"STFT", 17, kLatest, LowerSTFT},
     {"Scan", 8, 8, LowerScanWithBatch},  // a batch axis and sequence_lens (batch 1, no lengths)
@@ -380,6 +385,38 @@ Status LowerNode(Context& c) {
   Status lowered = LowerNodeAsGiven(c);
   c.node = original;
   return lowered;
+}
+
+StatusOr<std::vector<Val>> LowerAs(Context& c, const std::string& op_type, const std::vector<Val>& ins, int outs,
+                                   const std::function<void(::onnx::NodeProto&)>& attrs) {
+  const ::onnx::NodeProto* node = c.node;
+  ::onnx::NodeProto n;
+  n.set_name(node->name());
+  n.set_op_type(op_type);
+  std::vector<std::string> names;
+  auto temporary = [&](size_t k) { return node->name() + "/" + node->op_type() + "/" + std::to_string(k); };
+  for (const Val& v : ins) {
+    names.push_back(temporary(names.size()));
+    c.values[names.back()] = v;
+    n.add_input(names.back());
+  }
+  for (int k = 0; k < outs; ++k) {
+    names.push_back(temporary(names.size()));
+    n.add_output(names.back());
+  }
+  attrs(n);
+  c.node = &n;
+  Status lowered = LowerNode(c);
+  c.node = node;
+  std::vector<Val> results;
+  for (int k = 0; lowered.ok() && k < outs; ++k) {
+    auto it = c.values.find(n.output(k));
+    if (it == c.values.end()) lowered = c.Error(op_type + " defined no output " + std::to_string(k));
+    else results.push_back(it->second);
+  }
+  for (const std::string& name : names) c.values.erase(name);
+  HEXIR_RETURN_IF_ERROR(lowered);
+  return results;
 }
 
 Status LowerGraphNodes(Context& c, const ::onnx::GraphProto& g) {

@@ -5,6 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "compiler/importers/onnx/Context.h"
@@ -29,6 +32,12 @@ const OpLowering* FindLowering(const std::string& op_type, int64_t opset, const 
 // model's opset is "unsupported op type '<Type>' at opset <N>"; a domain without a table is
 // "unsupported op domain '<domain>'".
 Status LowerNode(Context& c);
+
+// Lowers `op_type` on `ins` through the op table as if it were a node of the graph (named
+// like the current node, attributes set by `attrs`); its `outs` outputs. Lowerings that
+// compose other ops (SequenceMap, SplitToSequence, Attention) use it.
+StatusOr<std::vector<Val>> LowerAs(Context& c, const std::string& op_type, const std::vector<Val>& ins, int outs,
+                                   const std::function<void(::onnx::NodeProto&)>& attrs);
 
 // The ONNX ops that work on string tensors (StringNormalizer, RegexFullMatch, StringConcat,
 // StringSplit): none is lowered, since Hexir tensors hold numbers.

@@ -30,40 +30,6 @@ StatusOr<int64_t> Position(Context& c, int i, int64_t n, bool insert) {
   return pos;
 }
 
-// Lowers `op_type` on `ins` through the op table as if it were a node of the graph (named
-// like the current node, attributes set by `attrs`); its `outs` outputs.
-StatusOr<std::vector<Val>> LowerAs(Context& c, const std::string& op_type, const std::vector<Val>& ins, int outs,
-                                   const std::function<void(::onnx::NodeProto&)>& attrs) {
-  const ::onnx::NodeProto* node = c.node;
-  ::onnx::NodeProto n;
-  n.set_name(node->name());
-  n.set_op_type(op_type);
-  std::vector<std::string> names;
-  auto temporary = [&](size_t k) { return node->name() + "/" + node->op_type() + "/" + std::to_string(k); };
-  for (const Val& v : ins) {
-    names.push_back(temporary(names.size()));
-    c.values[names.back()] = v;
-    n.add_input(names.back());
-  }
-  for (int k = 0; k < outs; ++k) {
-    names.push_back(temporary(names.size()));
-    n.add_output(names.back());
-  }
-  attrs(n);
-  c.node = &n;
-  Status lowered = LowerNode(c);
-  c.node = node;
-  std::vector<Val> results;
-  for (int k = 0; lowered.ok() && k < outs; ++k) {
-    auto it = c.values.find(n.output(k));
-    if (it == c.values.end()) lowered = c.Error(op_type + " defined no output " + std::to_string(k));
-    else results.push_back(it->second);
-  }
-  for (const std::string& name : names) c.values.erase(name);
-  HEXIR_RETURN_IF_ERROR(lowered);
-  return results;
-}
-
 void SetInt(::onnx::NodeProto& n, const std::string& name, int64_t v) {
   auto* a = n.add_attribute();
   a->set_name(name);

@@ -1,4 +1,4 @@
-// ONNX GridSample (opset 16, onnx/defs/tensor; 4-D input): each output position (n, c, y, x)
+// ONNX AffineGrid (opset 20) and GridSample (opset 16, onnx/defs/tensor; 4-D input): each output position (n, c, y, x)
 // reads grid[n, y, x] = (gx, gy) in [-1, 1], denormalizes it to input coordinates
 // (align_corners: (g + 1) / 2 * (L - 1), else ((g + 1) L - 1) / 2), moves an out-of-range
 // coordinate inside (border: clamp to [0, L - 1]; reflection: reflect at the border), then
@@ -9,6 +9,53 @@
 #include "compiler/importers/onnx/Lowerings.h"
 
 namespace hexir::importers::onnx {
+
+// Opset 20: the sampling grid of affine matrices theta ([N, 2, 3] or [N, 3, 4]) over an
+// output of `size` ([N, C, H, W] or [N, C, D, H, W], constant): element (n, ..., k) is
+// theta[n][k] . (x, y[, z], 1) with each coordinate spread over [-1, 1] (align_corners: the
+// first and last pixels' centres at -1 and 1; else their outer edges, 2 i / L + 1 / L - 1).
+Status LowerAffineGrid(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& theta, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& size_in, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(std::vector<int64_t> size, c.ConstInts(size_in, "size"));
+  if (size.size() != 4 && size.size() != 5) return c.Error("size must have 4 or 5 entries");
+  const int spatial = static_cast<int>(size.size()) - 2;
+  if (!theta.IsFloat() || theta.rank() != 3 || theta.shape[1].dynamic() || theta.shape[1].v != spatial ||
+      theta.shape[2].dynamic() || theta.shape[2].v != spatial + 1)
+    return c.Error("theta must be N x " + std::to_string(spatial) + " x " + std::to_string(spatial + 1));
+  bool align = c.AttrI("align_corners", 0) != 0;
+  c.Mat(theta);
+  std::string et = theta.et;
+  Shape out = {theta.shape[0]};
+  for (int i = 0; i < spatial; ++i) out.push_back(Dim::Static(size[2 + i]));
+  out.push_back(Dim::Static(spatial));
+  Val r = b.Tabulate(out, et, [&](std::vector<std::string> idx) {
+    auto k = [&](double v) { return b.ScalarConst(et, v); };
+    // Coordinates in theta's column order: x (the last spatial dim), y, z.
+    std::vector<std::string> coords;
+    for (int j = spatial - 1; j >= 0; --j) {
+      double extent = static_cast<double>(size[2 + j]);
+      std::string i = b.Convert(b.ToI64(idx[1 + j]), "i64", et);
+      std::string v;
+      if (align) {
+        v = extent <= 1 ? k(-1) : b.Bin("arith.subf", "", b.Bin("arith.mulf", "", i, k(2 / (extent - 1)), et), k(1), et);
+      } else {
+        v = b.Bin("arith.subf", "", b.Bin("arith.mulf", "", b.Bin("arith.addf", "", i, k(0.5), et), k(2 / extent), et),
+                  k(1), et);
+      }
+      coords.push_back(v);
+    }
+    std::string row = idx[1 + spatial];
+    std::string acc = b.Extract(theta, {idx[0], row, b.IndexConst(spatial)});
+    for (int j = 0; j < spatial; ++j)
+      acc = b.Bin("arith.addf", "", acc,
+                  b.Bin("arith.mulf", "", b.Extract(theta, {idx[0], row, b.IndexConst(j)}), coords[j], et), et);
+    return acc;
+  });
+  c.SetOut(0, r);
+  return Status::Ok();
+}
 
 Status LowerGridSample(Context& c) {
   Builder& b = c.b;

@@ -381,6 +381,35 @@ Status LowerPad(Context& c) {
   return PadWith(c, x, full, value);
 }
 
+// Opset 18: each listed dim (`axes`, default all) cropped or zero-padded to `shape`,
+// centred: a crop starts at (extent - size) / 2, a pad puts (size - extent) / 2 before (both
+// rounded down). A Pad by begin = trunc((size - extent) / 2), end = the rest, negative for crops.
+Status LowerCenterCropPad(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& shape_in, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val shape, c.ShapeOperand(shape_in, "shape"));
+  std::vector<int64_t> axes = c.AttrInts("axes");
+  if (!c.HasAttr("axes"))
+    for (int64_t i = 0; i < x.rank(); ++i) axes.push_back(i);
+  if (shape.ints.size() != axes.size())
+    return c.Error("shape has " + std::to_string(shape.ints.size()) + " entries for " + std::to_string(axes.size()) +
+                   " axes");
+  std::vector<Dim> begin(x.rank(), Dim::Static(0)), end = begin;
+  const Dim zero = Dim::Static(0), two = Dim::Static(2);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    HEXIR_ASSIGN_OR_RETURN(int64_t axis, c.NormAxis(axes[k], x.rank()));
+    const Dim& size = shape.ints[k];
+    if (!size.dynamic() && size.v < 0) return c.Error("shape entry " + std::to_string(size.v) + " is negative");
+    Dim diff = b.Sub(size, x.shape[axis]);
+    Dim grow = b.Max(diff, zero), shrink = b.Max(b.Sub(zero, diff), zero);
+    begin[axis] = b.Sub(b.FloorDiv(grow, two), b.FloorDiv(shrink, two));
+    end[axis] = b.Sub(diff, begin[axis]);
+  }
+  c.SetOut(0, c.Pad(x, begin, end, "constant", 0));
+  return Status::Ok();
+}
+
 // out[i][j][k] = data[index[i][j][k]][j][k] along `axis` (negative indices wrap).
 Status LowerGatherElements(Context& c) {
   Builder& b = c.b;

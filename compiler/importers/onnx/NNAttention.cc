@@ -1,0 +1,247 @@
+// ONNX's attention ops of opset 23 (onnx/defs/nn): RotaryEmbedding, and Attention composed
+// of the table's own lowerings (Reshape, Transpose, Concat, MatMul, Softmax through LowerAs)
+// and index generics for the masks.
+#include <cmath>
+#include <limits>
+
+#include "compiler/importers/onnx/Elementwise.h"
+#include "compiler/importers/onnx/Lowerings.h"
+#include "compiler/importers/onnx/OpTable.h"
+
+namespace hexir::importers::onnx {
+namespace {
+
+void SetInt(::onnx::NodeProto& n, const std::string& name, int64_t v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+// A 3-D [batch, seq, heads * size] operand as [batch, heads, seq, size]; a 4-D one as is.
+StatusOr<Val> AsHeads(Context& c, Val& x, int64_t heads, const char* what) {
+  if (x.rank() == 4) return x;
+  const Dim& hidden = x.shape[2];
+  if (heads <= 0 || hidden.dynamic() || hidden.v % heads != 0)
+    return c.Error(std::string("a 3-D ") + what + " needs its hidden size divided by the number of heads (" +
+                   std::to_string(heads) + ")");
+  HEXIR_ASSIGN_OR_RETURN(Val split, c.ReshapeTo(x, {x.shape[0], x.shape[1], Dim::Static(heads),
+                                                    Dim::Static(hidden.v / heads)}));
+  return c.Transpose(split, {0, 2, 1, 3});
+}
+
+}  // namespace
+
+// softmax(scale * Q K^T [softcapped] + bias) V per head, as ONNX's reference computes it.
+// Q [B, Hq, S, D] (or 3-D [B, S, Hq * D] with q_num_heads), K and V [B, Hkv, T, D | Dv]
+// appended to past_key / past_value (the present outputs); Hq a multiple of Hkv (grouped
+// queries: head h reads kv head h / (Hq / Hkv), done by viewing Q as [B, Hkv, (Hq / Hkv) S, D]
+// rather than repeating K and V). The bias: attn_mask (bool: false is -inf; float: added;
+// shorter than the total length: padded with -inf) plus, with is_causal, -inf where key j is
+// past query i's position (j > i + past length). Output 3 (qk_matmul_output) for modes 0
+// (scaled Q K^T) and 3 (the softmax).
+Status LowerAttention(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& q_in, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& k_in, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val& v_in, c.In(2));
+  if (q_in.rank() != k_in.rank() || q_in.rank() != v_in.rank() || (q_in.rank() != 3 && q_in.rank() != 4))
+    return c.Error("Q, K and V must all be 3-D or all 4-D");
+  if (!q_in.IsFloat() || k_in.et != q_in.et || v_in.et != q_in.et)
+    return c.Error("Q, K and V must be floats of one element type");
+  std::string et = q_in.et;
+  HEXIR_ASSIGN_OR_RETURN(Val q, AsHeads(c, q_in, c.AttrI("q_num_heads", 0), "Q"));
+  HEXIR_ASSIGN_OR_RETURN(Val k, AsHeads(c, k_in, c.AttrI("kv_num_heads", 0), "K"));
+  HEXIR_ASSIGN_OR_RETURN(Val v, AsHeads(c, v_in, c.AttrI("kv_num_heads", 0), "V"));
+  const Dim &q_heads = q.shape[1], &kv_heads = k.shape[1], &head_size = q.shape[3];
+  if (q_heads.dynamic() || kv_heads.dynamic() || head_size.dynamic() || v.shape[3].dynamic())
+    return c.Error("head counts and head sizes must be static");
+  if (q_heads.v % kv_heads.v != 0 || v.shape[1].dynamic() || v.shape[1].v != kv_heads.v)
+    return c.Error("Q's " + std::to_string(q_heads.v) + " heads are not a multiple of K's and V's " +
+                   std::to_string(kv_heads.v));
+  const int64_t group = q_heads.v / kv_heads.v;
+  const Dim batch = q.shape[0], q_len = q.shape[2];
+
+  // The caches: past ++ new along the sequence.
+  Dim past_len = Dim::Static(0);
+  for (int i : {4, 5}) {
+    Val& now = i == 4 ? k : v;
+    if (!c.HasIn(i)) continue;
+    HEXIR_ASSIGN_OR_RETURN(Val& past, c.In(i));
+    if (past.rank() != 4) return c.Error(std::string(i == 4 ? "past_key" : "past_value") + " must be 4-D");
+    if (i == 4) past_len = past.shape[2];
+    HEXIR_ASSIGN_OR_RETURN(std::vector<Val> joined,
+                           LowerAs(c, "Concat", {past, now}, 1, [](::onnx::NodeProto& n) { SetInt(n, "axis", 2); }));
+    now = joined[0];
+  }
+  if (c.node->output_size() > 1 && !c.node->output(1).empty()) c.SetOut(1, k);
+  if (c.node->output_size() > 2 && !c.node->output(2).empty()) c.SetOut(2, v);
+  const Dim total = k.shape[2];
+
+  // Scores [B, Hkv, group * S, T] = (scale Q) K^T, Q's heads grouped by the kv head they read.
+  double scale = c.HasAttr("scale") ? c.AttrF("scale", 1.0f) : 1.0 / std::sqrt(static_cast<double>(head_size.v));
+  HEXIR_ASSIGN_OR_RETURN(Val scaled, c.Elementwise({&q}, et, [&](const Args& a) {
+    return b.Bin("arith.mulf", "", a[0], b.ScalarConst(et, scale), et);
+  }));
+  HEXIR_ASSIGN_OR_RETURN(Val grouped, c.ReshapeTo(scaled, {batch, kv_heads, b.Mul(Dim::Static(group), q_len), head_size}));
+  Val k_t = c.Transpose(k, {0, 1, 3, 2});
+  HEXIR_ASSIGN_OR_RETURN(Val scores_grouped, c.MatMul(grouped, k_t));
+  HEXIR_ASSIGN_OR_RETURN(Val scores, c.ReshapeTo(scores_grouped, {batch, q_heads, q_len, total}));
+  double softcap = c.AttrF("softcap", 0.0f);
+  if (softcap > 0) {
+    HEXIR_ASSIGN_OR_RETURN(scores, c.Elementwise({&scores}, et, [&](const Args& a) {
+      std::string capped = b.Op1("math.tanh", b.Bin("arith.divf", "", a[0], b.ScalarConst(et, softcap), et), et);
+      return b.Bin("arith.mulf", "", capped, b.ScalarConst(et, softcap), et);
+    }));
+  }
+  const int64_t mode = c.AttrI("qk_matmul_output_mode", 0);
+  const bool qk_output = c.node->output_size() > 3 && !c.node->output(3).empty();
+  if (qk_output && mode != 0 && mode != 3)
+    return c.Error("qk_matmul_output_mode " + std::to_string(mode) + " is not supported (0 and 3 are)");
+  if (qk_output && mode == 0) c.SetOut(3, scores);
+
+  // The bias, added where it exists.
+  const double minus_inf = -std::numeric_limits<double>::infinity();
+  if (c.HasIn(3)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& mask_in, c.In(3));
+    Val mask = mask_in;
+    if (mask.et == "i1") {
+      HEXIR_ASSIGN_OR_RETURN(mask, c.Elementwise({&mask_in}, et, [&](const Args& a) {
+        return b.Select(a[0], b.ScalarConst(et, 0), b.ScalarConst(et, minus_inf), et);
+      }));
+    } else if (mask.et != et) {
+      return c.Error("attn_mask must be bool or Q's element type " + et);
+    }
+    if (mask.rank() < 1 || mask.rank() > 4) return c.Error("attn_mask must have 1 to 4 dims");
+    // A mask shorter than the total length masks the rest.
+    std::vector<Dim> begin(mask.rank(), Dim::Static(0)), end = begin;
+    end.back() = b.Sub(total, mask.shape.back());
+    if (end.back().dynamic() || end.back().v != 0) mask = c.Pad(mask, begin, end, "constant", minus_inf);
+    HEXIR_ASSIGN_OR_RETURN(scores, c.Elementwise({&scores, &mask}, et, [&](const Args& a) {
+      return b.Bin("arith.addf", "", a[0], a[1], et);
+    }));
+  }
+  if (c.AttrI("is_causal", 0) != 0) {
+    std::string past = b.DimValue(past_len);
+    Val causal = b.Tabulate({q_len, total}, et, [&](std::vector<std::string> idx) {
+      std::string reach = b.Fresh();
+      b.Line(reach + " = arith.addi " + idx[0] + ", " + past + " : index");
+      std::string beyond = b.Cmp("", "ugt", idx[1], reach, "index");
+      return b.Select(beyond, b.ScalarConst(et, minus_inf), b.ScalarConst(et, 0), et);
+    });
+    HEXIR_ASSIGN_OR_RETURN(scores, c.Elementwise({&scores, &causal}, et, [&](const Args& a) {
+      return b.Bin("arith.addf", "", a[0], a[1], et);
+    }));
+  }
+  HEXIR_ASSIGN_OR_RETURN(std::vector<Val> probs,
+                         LowerAs(c, "Softmax", {scores}, 1, [](::onnx::NodeProto& n) { SetInt(n, "axis", -1); }));
+  if (qk_output && mode == 3) c.SetOut(3, probs[0]);
+
+  // Y [B, Hq, S, Dv], through the same grouping.
+  HEXIR_ASSIGN_OR_RETURN(Val probs_grouped, c.ReshapeTo(probs[0], {batch, kv_heads, b.Mul(Dim::Static(group), q_len), total}));
+  HEXIR_ASSIGN_OR_RETURN(Val y_grouped, c.MatMul(probs_grouped, v));
+  HEXIR_ASSIGN_OR_RETURN(Val y, c.ReshapeTo(y_grouped, {batch, q_heads, q_len, v.shape[3]}));
+  if (q_in.rank() == 4) {
+    c.SetOut(0, y);
+    return Status::Ok();
+  }
+  Val rows = c.Transpose(y, {0, 2, 1, 3});
+  return c.SetOut(0, c.ReshapeTo(rows, {batch, q_len, Dim::Static(q_heads.v * v.shape[3].v)}));
+}
+
+// X as [batch, heads, seq, head_size] or [batch, seq, heads * head_size] (num_heads); the first
+// rotary_embedding_dim (default head_size) channels of each head rotate in pairs: channels
+// (i, i + half) (or (2i, 2i + 1) when interleaved) by the angle whose cos and sin are
+// cache[position_ids[b][s]][i] (caches [max_position, half]) or cache[b][s][i] (caches
+// [batch, seq, half], no position_ids); the rest pass through. One index generic over X's
+// shape reads each element's partner.
+Status LowerRotaryEmbedding(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& cos_cache, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val& sin_cache, c.In(2));
+  Val* positions = nullptr;
+  if (c.HasIn(3)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& p, c.In(3));
+    positions = &p;
+  }
+  if (!x.IsFloat() || (x.rank() != 3 && x.rank() != 4)) return c.Error("X must be a 3-D or 4-D float tensor");
+  const bool interleaved = c.AttrI("interleaved", 0) != 0;
+  const Dim& last = x.shape.back();
+  if (last.dynamic()) return c.Error("X's last dim must be static");
+  int64_t head_size = last.v;
+  if (x.rank() == 3) {
+    int64_t heads = c.AttrI("num_heads", 0);
+    if (heads <= 0 || last.v % heads != 0)
+      return c.Error("a 3-D X needs num_heads dividing its hidden size " + std::to_string(last.v));
+    head_size = last.v / heads;
+  }
+  int64_t rotary = c.AttrI("rotary_embedding_dim", 0);
+  if (rotary == 0) rotary = head_size;
+  if (rotary < 0 || rotary > head_size || rotary % 2 != 0)
+    return c.Error("rotary_embedding_dim " + std::to_string(rotary) + " must be even and at most the head size " +
+                   std::to_string(head_size));
+  const int64_t half = rotary / 2;
+  const int64_t cache_rank = positions ? 2 : 3;
+  for (Val* cache : {&cos_cache, &sin_cache})
+    if (cache->rank() != cache_rank || cache->shape.back().dynamic() || cache->shape.back().v < half)
+      return c.Error(std::string(positions ? "with position_ids the caches are [max_position, " : "without position_ids "
+                                 "the caches are [batch, seq, ") + "rotary_embedding_dim / 2 = " + std::to_string(half) +
+                     " or more]");
+  if (positions && positions->rank() != 2) return c.Error("position_ids must be [batch, seq]");
+  c.Mat(x);
+  c.Mat(cos_cache);
+  c.Mat(sin_cache);
+  if (positions) c.Mat(*positions);
+  std::string et = x.et;
+  Val r = b.Tabulate(x.shape, et, [&](std::vector<std::string> idx) {
+    auto k = [&](int64_t v) { return b.IndexConst(v); };
+    auto ibin = [&](const char* op, const std::string& l, const std::string& rr) {
+      std::string v = b.Fresh();
+      b.Line(v + " = " + op + " " + l + ", " + rr + " : index");
+      return v;
+    };
+    const std::string& batch = idx[0];
+    std::string seq = x.rank() == 4 ? idx[2] : idx[1];
+    // The channel within its head.
+    std::string channel = x.rank() == 4 ? idx[3] : ibin("arith.remui", idx[2], k(head_size));
+    std::string head_base = ibin("arith.subi", idx.back(), channel);  // the head's first channel in the last dim
+    std::string element = b.Extract(x, idx);
+    std::string rotates = b.Cmp("", "ult", channel, k(rotary), "index");
+    // Pair slot i, whether this is the pair's first (real) member, and the partner's channel.
+    std::string slot, first, partner;
+    if (interleaved) {
+      slot = ibin("arith.divui", channel, k(2));
+      first = b.Cmp("", "eq", ibin("arith.remui", channel, k(2)), k(0), "index");
+      partner = b.Select(first, ibin("arith.addi", channel, k(1)), ibin("arith.subi", channel, k(1)), "index");
+    } else {
+      first = b.Cmp("", "ult", channel, k(half), "index");
+      slot = b.Select(first, channel, ibin("arith.subi", channel, k(half)), "index");
+      partner = b.Select(first, ibin("arith.addi", channel, k(half)), ibin("arith.subi", channel, k(half)), "index");
+    }
+    // Channels past the rotary part read their own element as partner (their result is x).
+    partner = b.Select(rotates, partner, channel, "index");
+    slot = b.Select(rotates, slot, k(0), "index");
+    std::vector<std::string> partner_idx = idx;
+    partner_idx.back() = ibin("arith.addi", head_base, partner);
+    std::string other = b.Extract(x, partner_idx);
+    std::vector<std::string> at;
+    if (positions) {
+      std::string p = b.Extract(*positions, {batch, seq});
+      at = {b.ToIndex(p, positions->et), slot};
+    } else {
+      at = {batch, seq, slot};
+    }
+    std::string cos = b.Convert(b.Extract(cos_cache, at), cos_cache.et, et);
+    std::string sin = b.Convert(b.Extract(sin_cache, at), sin_cache.et, et);
+    auto f = [&](const char* op, const std::string& l, const std::string& rr) { return b.Bin(op, "", l, rr, et); };
+    // first: cos x - sin partner; second: sin partner + cos x.
+    std::string real = f("arith.subf", f("arith.mulf", cos, element), f("arith.mulf", sin, other));
+    std::string imag = f("arith.addf", f("arith.mulf", sin, other), f("arith.mulf", cos, element));
+    return b.Select(rotates, b.Select(first, real, imag, et), element, et);
+  });
+  c.SetOut(0, r);
+  return Status::Ok();
+}
+
+}  // namespace hexir::importers::onnx
