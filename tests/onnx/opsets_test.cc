@@ -482,3 +482,124 @@ TEST_CASE("AffineGrid (20) and CenterCropPad (18)") {
   Graph::AttrInts(axes.Node("CenterCropPad", {"x", "shape"}, {"y"}), "axes", {1, -1});
   MatchesOnnxruntime(axes, "center_crop_pad_axes", {"3x7x4"});
 }
+
+namespace {
+
+// A model importing com.microsoft (version 1) beside the default domain at `opset`.
+Graph MicrosoftModel(int opset) {
+  Graph g;
+  g.model.mutable_opset_import(0)->set_version(opset);
+  auto* ms = g.model.add_opset_import();
+  ms->set_domain("com.microsoft");
+  ms->set_version(1);
+  return g;
+}
+
+::onnx::NodeProto* MicrosoftNode(Graph& g, const std::string& op, std::vector<std::string> ins,
+                                 std::vector<std::string> outs) {
+  auto* n = g.Node(op, ins, outs);
+  n->set_domain("com.microsoft");
+  return n;
+}
+
+void InitBytes(Graph& g, const std::string& name, std::vector<int64_t> dims, int type, const std::string& bytes) {
+  auto* t = g.g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(type);
+  for (int64_t d : dims) t->add_dims(d);
+  t->set_raw_data(bytes);
+}
+
+std::vector<float> Wave(int n, double step) {
+  std::vector<float> v(n);
+  for (int i = 0; i < n; ++i) v[i] = static_cast<float>(std::sin(step * (i + 1)));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("onnxruntime's contrib ops (com.microsoft) and its default-domain normalizations") {
+  SECTION("Gelu, FastGelu with a bias, BiasGelu, QuickGelu") {
+    Graph g = MicrosoftModel(17);
+    g.Input("x", {2, 3, 8});
+    for (const char* y : {"gelu", "fast", "bias_gelu", "quick"}) g.Output(y, {2, 3, 8});
+    g.InitF("bias", {8}, Wave(8, 0.7));
+    MicrosoftNode(g, "Gelu", {"x"}, {"gelu"});
+    MicrosoftNode(g, "FastGelu", {"x", "bias"}, {"fast"});
+    MicrosoftNode(g, "BiasGelu", {"x", "bias"}, {"bias_gelu"});
+    Graph::AttrF(MicrosoftNode(g, "QuickGelu", {"x"}, {"quick"}), "alpha", 1.5f);
+    MatchesOnnxruntime(g, "contrib_activations", {"2x3x8"});
+  }
+  SECTION("FusedMatMul with transposes and alpha; FusedConv with Z and LeakyRelu") {
+    Graph g = MicrosoftModel(17);
+    g.Input("x", {2, 4, 3});
+    g.Output("y", {2, 3, 5});
+    g.InitF("w", {2, 5, 4}, Wave(40, 0.45));
+    auto* n = MicrosoftNode(g, "FusedMatMul", {"x", "w"}, {"y"});
+    Graph::AttrI(n, "transA", 1);
+    Graph::AttrI(n, "transB", 1);
+    Graph::AttrF(n, "alpha", 0.25f);
+    MatchesOnnxruntime(g, "fused_matmul", {"2x4x3"});
+    Graph h = MicrosoftModel(17);
+    h.Input("x", {1, 2, 6, 5});
+    h.Output("y", {1, 3, 6, 5});
+    h.InitF("w", {3, 2, 3, 3}, Wave(54, 0.61));
+    h.InitF("b", {3}, {0.1f, -0.2f, 0.3f});
+    h.InitF("z", {1, 3, 6, 5}, Wave(90, 0.17));
+    auto* conv = MicrosoftNode(h, "FusedConv", {"x", "w", "b", "z"}, {"y"});
+    Graph::AttrInts(conv, "kernel_shape", {3, 3});
+    Graph::AttrInts(conv, "pads", {1, 1, 1, 1});
+    Graph::AttrS(conv, "activation", "LeakyRelu");
+    auto* params = conv->add_attribute();
+    params->set_name("activation_params");
+    params->set_type(::onnx::AttributeProto::FLOATS);
+    params->add_floats(0.2f);
+    MatchesOnnxruntime(h, "fused_conv", {"1x2x6x5"});
+  }
+  SECTION("SkipLayerNormalization, SkipSimplifiedLayerNormalization (all outputs); LayerNormalization at opset 13, SimplifiedLayerNormalization") {
+    Graph g = MicrosoftModel(13);
+    g.Input("x", {2, 3, 8});
+    g.Output("y", {2, 3, 8});
+    g.Output("sum", {2, 3, 8});
+    g.Output("rms_y", {2, 3, 8});
+    g.Output("ln", {2, 3, 8});
+    g.Output("simplified", {2, 3, 8});
+    g.InitF("skip", {2, 3, 8}, Wave(48, 0.3));
+    g.InitF("gamma", {8}, Wave(8, 1.1));
+    g.InitF("beta", {8}, Wave(8, 0.5));
+    g.InitF("bias", {8}, Wave(8, 0.9));
+    Graph::AttrF(MicrosoftNode(g, "SkipLayerNormalization", {"x", "skip", "gamma", "beta", "bias"}, {"y", "", "", "sum"}),
+                 "epsilon", 1e-5f);
+    Graph::AttrF(MicrosoftNode(g, "SkipSimplifiedLayerNormalization", {"x", "skip", "gamma", "bias"}, {"rms_y"}),
+                 "epsilon", 1e-5f);
+    g.Node("LayerNormalization", {"x", "gamma", "beta"}, {"ln"});
+    g.Node("SimplifiedLayerNormalization", {"x", "gamma"}, {"simplified"});
+    MatchesOnnxruntime(g, "contrib_normalizations", {"2x3x8"});
+  }
+  SECTION("MatMulNBits: 4 bits with packed zero points and a bias, 8 bits, 2 bits; K not a multiple of the block") {
+    for (int bits : {4, 8, 2}) {
+      const int64_t k = 40, n = 6, block = 16, blocks = 3, per_byte = 8 / bits, blob = block / per_byte;
+      Graph g = MicrosoftModel(17);
+      g.Input("a", {-1, k});
+      g.Output("y", {-1, n});
+      std::string packed(n * blocks * blob, '\0'), zeros;
+      for (size_t i = 0; i < packed.size(); ++i) packed[i] = static_cast<char>((i * 37 + 11) & 0xFF);
+      InitBytes(g, "b", {n, blocks, blob}, ::onnx::TensorProto::UINT8, packed);
+      g.InitF("scales", {n * blocks}, Wave(n * blocks, 0.8));
+      std::vector<std::string> ins = {"a", "b", "scales"};
+      if (bits == 4) {
+        zeros.assign(n * ((blocks + 1) / 2), '\0');
+        for (size_t i = 0; i < zeros.size(); ++i) zeros[i] = static_cast<char>((i * 53 + 7) & 0xFF);
+        InitBytes(g, "zeros", {static_cast<int64_t>(zeros.size())}, ::onnx::TensorProto::UINT8, zeros);
+        g.InitF("bias", {n}, Wave(n, 0.33));
+        ins = {"a", "b", "scales", "zeros", "", "bias"};
+      }
+      auto* node = MicrosoftNode(g, "MatMulNBits", ins, {"y"});
+      Graph::AttrI(node, "K", k);
+      Graph::AttrI(node, "N", n);
+      Graph::AttrI(node, "bits", bits);
+      Graph::AttrI(node, "block_size", block);
+      MatchesOnnxruntime(g, "matmul_nbits_" + std::to_string(bits), {"3x40", "1x40"});
+    }
+  }
+}

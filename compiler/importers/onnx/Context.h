@@ -24,6 +24,7 @@ class Context {
   std::map<std::string, Val> values;
   int64_t opset = 13;
   int64_t training_opset = 0;  // the model's ai.onnx.preview.training version (0: not imported)
+  int64_t microsoft_opset = 0;  // the model's com.microsoft version (0: not imported)
   std::string model_dir;  // external data locations are relative to it ("" = ".")
   // Called after each node of `graph` is lowered (progress on a terminal); may be empty.
   std::function<void(const ::onnx::GraphProto& graph, int node_index)> on_node;

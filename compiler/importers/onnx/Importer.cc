@@ -104,6 +104,7 @@ StatusOr<std::string> BuildFunction(const ::onnx::ModelProto& model, const Impor
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") c.opset = o.version();
     else if (o.domain() == kTrainingDomain) c.training_opset = o.version();
+    else if (o.domain() == kMicrosoftDomain) c.microsoft_opset = o.version();
   HEXIR_RETURN_IF_ERROR(RefuseStringNodes(c, g));
   std::set<std::string> init_names;
   std::vector<ParameterTensor> parameters;

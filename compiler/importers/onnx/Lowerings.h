@@ -134,6 +134,17 @@ Status LowerGroupNormalization(Context& c);
 Status LowerImageScaler(Context& c);
 Status LowerRMSNormalization(Context& c);
 
+// Microsoft.cc: onnxruntime's contrib ops (com.microsoft).
+Status LowerBiasGelu(Context& c);
+Status LowerFastGelu(Context& c);
+Status LowerFusedConv(Context& c);
+Status LowerFusedMatMul(Context& c);
+Status LowerMatMulNBits(Context& c);
+Status LowerMicrosoftGelu(Context& c);
+Status LowerQuickGelu(Context& c);
+Status LowerSkipLayerNormalization(Context& c);
+Status LowerSkipSimplifiedLayerNormalization(Context& c);
+
 // NNAttention.cc: Attention RotaryEmbedding.
 Status LowerAttention(Context& c);
 Status LowerRotaryEmbedding(Context& c);

@@ -164,7 +164,8 @@ Status LowerGroupNormalization(Context& c) {
   return c.SetOut(0, c.ReshapeTo(y, x.shape));
 }
 
-// Opset 23: x / sqrt(mean(x^2 over dims axis..) + epsilon) * scale (scale broadcast).
+// Opset 23 (and onnxruntime's SimplifiedLayerNormalization of any opset): x / sqrt(mean(x^2
+// over dims axis..) + epsilon) * scale (scale broadcast).
 Status LowerRMSNormalization(Context& c) {
   Builder& b = c.b;
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
@@ -179,9 +180,14 @@ Status LowerRMSNormalization(Context& c) {
     return b.Bin("arith.mulf", "", a[0], a[0], et);
   }));
   HEXIR_ASSIGN_OR_RETURN(Val mean_square, c.Reduce(squares, axes, true, "mean"));
-  return c.SetOut(0, c.Elementwise({&x, &mean_square, &scale}, et, [&](const Args& a) {
-    std::string rms = b.Op1("math.sqrt", b.Bin("arith.addf", "", a[1], b.ScalarConst(et, eps), et), et);
-    return b.Bin("arith.mulf", "", b.Bin("arith.divf", "", a[0], rms, et), a[2], et);
+  HEXIR_ASSIGN_OR_RETURN(Val inv_rms, c.Elementwise({&mean_square}, et, [&](const Args& a) {
+    std::string rms = b.Op1("math.sqrt", b.Bin("arith.addf", "", a[0], b.ScalarConst(et, eps), et), et);
+    return b.Bin("arith.divf", "", b.ScalarConst(et, 1), rms, et);
+  }));
+  // onnxruntime's SimplifiedLayerNormalization also returns 1 / rms (output 1).
+  if (c.node->output_size() > 1 && !c.node->output(1).empty()) c.SetOut(1, inv_rms);
+  return c.SetOut(0, c.Elementwise({&x, &inv_rms, &scale}, et, [&](const Args& a) {
+    return b.Bin("arith.mulf", "", b.Bin("arith.mulf", "", a[0], a[1], et), a[2], et);
   }));
 }
 

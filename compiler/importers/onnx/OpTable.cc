@@ -96,7 +96,7 @@ constexpr OpLowering kOpTable[] = {
     {"IsNaN", 9, kLatest, LowerIsNaN},
     {"LRN", 1, kLatest, LowerLRN},
     {"LSTM", 7, kLatest, LowerLSTM},
-    {"LayerNormalization", 17, kLatest, LowerLayerNormalization},
+    {"LayerNormalization", 1, kLatest, LowerLayerNormalization},  // onnxruntime's before 17
     {"LeakyRelu", 1, kLatest, LowerLeakyRelu},
     {"Less", 1, kLatest, LowerLess},
     {"LessOrEqual", 12, kLatest, LowerLessOrEqual},
@@ -174,6 +174,7 @@ constexpr OpLowering kOpTable[] = {
     {"Shrink", 9, kLatest, LowerShrink},
     {"Sigmoid", 1, kLatest, LowerSigmoid},
     {"Sign", 9, kLatest, LowerSign},
+    {"SimplifiedLayerNormalization", 1, kLatest, LowerRMSNormalization},  // onnxruntime's
     {"Sin", 7, kLatest, LowerSin},
     {"Sinh", 9, kLatest, LowerSinh},
     {"Size", 1, kLatest, LowerSize},
@@ -213,6 +214,19 @@ constexpr OpLowering kTrainingOpTable[] = {
     {"Momentum", 1, kLatest, LowerMomentum},
 };
 
+// com.microsoft (onnxruntime's contrib ops), by that domain's version.
+constexpr OpLowering kMicrosoftOpTable[] = {
+    {"BiasGelu", 1, kLatest, LowerBiasGelu},
+    {"FastGelu", 1, kLatest, LowerFastGelu},
+    {"FusedConv", 1, kLatest, LowerFusedConv},
+    {"FusedMatMul", 1, kLatest, LowerFusedMatMul},
+    {"Gelu", 1, kLatest, LowerMicrosoftGelu},
+    {"MatMulNBits", 1, kLatest, LowerMatMulNBits},
+    {"QuickGelu", 1, kLatest, LowerQuickGelu},
+    {"SkipLayerNormalization", 1, kLatest, LowerSkipLayerNormalization},
+    {"SkipSimplifiedLayerNormalization", 1, kLatest, LowerSkipSimplifiedLayerNormalization},
+};
+
 constexpr int Compare(const char* a, const char* b) {
   while (*a && *a == *b) ++a, ++b;
   return static_cast<unsigned char>(*a) - static_cast<unsigned char>(*b);
@@ -231,6 +245,7 @@ constexpr bool RowsInOrder(const OpLowering (&table)[N]) {
 }
 static_assert(RowsInOrder(kOpTable), "kOpTable rows must be sorted by op type, opset ranges disjoint");
 static_assert(RowsInOrder(kTrainingOpTable), "kTrainingOpTable rows must be sorted by op type, opset ranges disjoint");
+static_assert(RowsInOrder(kMicrosoftOpTable), "kMicrosoftOpTable rows must be sorted by op type, opset ranges disjoint");
 
 bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
@@ -295,6 +310,7 @@ std::string Unsupported(const OpLowering (&table)[N], const std::string& op_type
 const OpLowering* FindLowering(const std::string& op_type, int64_t opset, const std::string& domain) {
   if (IsDefaultDomain(domain)) return FindIn(kOpTable, op_type, opset);
   if (domain == kTrainingDomain) return FindIn(kTrainingOpTable, op_type, opset);
+  if (domain == kMicrosoftDomain) return FindIn(kMicrosoftOpTable, op_type, opset);
   return nullptr;
 }
 
@@ -353,18 +369,20 @@ StatusOr<const ::onnx::NodeProto*> LegacyBroadcastOperand(Context& c, ::onnx::No
 Status LowerNodeAsGiven(Context& c) {
   const std::string& op_type = c.node->op_type();
   const std::string& domain = c.node->domain();
-  bool training = domain == kTrainingDomain;
-  if (!IsDefaultDomain(domain) && !training) return c.Error("unsupported op domain '" + domain + "'");
-  int64_t opset = training ? c.training_opset : c.opset;
+  bool training = domain == kTrainingDomain, microsoft = domain == kMicrosoftDomain;
+  if (!IsDefaultDomain(domain) && !training && !microsoft) return c.Error("unsupported op domain '" + domain + "'");
+  int64_t opset = training ? c.training_opset : microsoft ? c.microsoft_opset : c.opset;
   const OpLowering* row = FindLowering(op_type, opset, domain);
   if (!row && IsDefaultDomain(domain) && IsStringOp(op_type)) return c.Error(kNoStrings);
   if (!row) {
-    std::string what = training ? Unsupported(kTrainingOpTable, op_type, opset) : Unsupported(kOpTable, op_type, opset);
-    if (training) what += " of domain " + domain;
+    std::string what = training    ? Unsupported(kTrainingOpTable, op_type, opset)
+                       : microsoft ? Unsupported(kMicrosoftOpTable, op_type, opset)
+                                   : Unsupported(kOpTable, op_type, opset);
+    if (training || microsoft) what += " of domain " + domain;
     return c.Error(what);
   }
   bool folded = false;
-  if (!training) {
+  if (IsDefaultDomain(domain)) {
     HEXIR_ASSIGN_OR_RETURN(folded, FoldKnownNode(c));
   }
   if (!folded) HEXIR_RETURN_IF_ERROR(row->lower(c));

@@ -15,7 +15,8 @@
 namespace hexir::importers::onnx {
 
 inline constexpr int kLatestOpset = 1 << 30;
-inline constexpr char kTrainingDomain[] = "ai.onnx.preview.training";  // max_opset of a row that no newer opset changed
+inline constexpr char kTrainingDomain[] = "ai.onnx.preview.training";
+inline constexpr char kMicrosoftDomain[] = "com.microsoft";  // onnxruntime's contrib ops  // max_opset of a row that no newer opset changed
 
 struct OpLowering {
   const char* op_type;
