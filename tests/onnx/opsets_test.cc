@@ -6,7 +6,9 @@
 // "HEXIR_SKIPPED: ..." and asserts nothing.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -601,5 +603,31 @@ TEST_CASE("onnxruntime's contrib ops (com.microsoft) and its default-domain norm
       Graph::AttrI(node, "block_size", block);
       MatchesOnnxruntime(g, "matmul_nbits_" + std::to_string(bits), {"3x40", "1x40"});
     }
+  }
+  SECTION("MatMulNBits on f16 activations and scales (accumulated in f32, as onnxruntime does)") {
+    const int64_t k = 32, n = 4, block = 16, blocks = 2;
+    Graph g = MicrosoftModel(17);
+    g.Input("a", {3, k});
+    g.Output("y", {3, n});
+    std::string packed(n * blocks * 8, '\0');
+    for (size_t i = 0; i < packed.size(); ++i) packed[i] = static_cast<char>((i * 29 + 3) & 0xFF);
+    InitBytes(g, "b", {n, blocks, 8}, ::onnx::TensorProto::UINT8, packed);
+    // f16 scales j / 64 (exact in f16): sign, exponent and the top 10 mantissa bits of the f32.
+    std::string scales;
+    for (int j = 1; j <= n * blocks; ++j) {
+      float f = (j % 2 ? 1.0f : -1.0f) * static_cast<float>(j) / 64.0f;
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      uint16_t h = static_cast<uint16_t>(((u >> 16) & 0x8000) | ((((u >> 23) & 0xFF) - 112) << 10) | ((u >> 13) & 0x3FF));
+      scales.append(reinterpret_cast<const char*>(&h), 2);
+    }
+    InitBytes(g, "scales", {n * blocks}, ::onnx::TensorProto::FLOAT16, scales);
+    Graph::AttrI(g.Node("Cast", {"a"}, {"a16"}), "to", ::onnx::TensorProto::FLOAT16);
+    auto* node = MicrosoftNode(g, "MatMulNBits", {"a16", "b", "scales"}, {"y16"});
+    Graph::AttrI(node, "K", k);
+    Graph::AttrI(node, "N", n);
+    Graph::AttrI(node, "block_size", block);
+    Graph::AttrI(g.Node("Cast", {"y16"}, {"y"}), "to", ::onnx::TensorProto::FLOAT);
+    MatchesOnnxruntime(g, "matmul_nbits_f16", {"3x32"});
   }
 }

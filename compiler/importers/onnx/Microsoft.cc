@@ -199,7 +199,8 @@ Status LowerSkipSimplifiedLayerNormalization(Context& c) { return SkipNormalizat
 // block_size along K: B [N, blocks, block_size * bits / 8] (element k of a byte's group in
 // its bits k * bits.. from the least significant), W[n][k] = (q - zero) * scale[n][k / block],
 // zero from zero_points (packed like B, or of the scales' type) or 2^(bits - 1). One
-// contraction generic over (rows..., N, K) decoding each weight as it reads it.
+// contraction generic over (rows..., N, K) decoding each weight as it reads it, accumulating
+// in f32 (f16 models too).
 Status LowerMatMulNBits(Context& c) {
   Builder& b = c.b;
   HEXIR_ASSIGN_OR_RETURN(Val& a, c.In(0));
@@ -254,11 +255,12 @@ Status LowerMatMulNBits(Context& c) {
   for (int i = 0; i <= rows; ++i) out_map.push_back("d" + std::to_string(i));
   std::vector<std::string> iterators(rows + 1, "parallel");
   iterators.push_back("reduction");
-  std::string init = b.Filled(out, et, 0);
+  // Accumulated in f32 whatever A's type (f16 models), as onnxruntime does.
+  std::string init = b.Filled(out, "f32", 0);
   Val y;
-  y.et = et;
+  y.et = "f32";
   y.shape = out;
-  y.name = b.Generic({&a}, {Builder::Map(loops, a_map)}, Builder::Map(loops, out_map), out, et, loops, iterators, init,
+  y.name = b.Generic({&a}, {Builder::Map(loops, a_map)}, Builder::Map(loops, out_map), out, "f32", loops, iterators, init,
                      [&](const Args& args) {
                        auto index = [&](int64_t v) { return b.IndexConst(v); };
                        auto ibin = [&](const char* op, const std::string& l, const std::string& r) {
@@ -280,10 +282,10 @@ Status LowerMatMulNBits(Context& c) {
                        b.Line(moved + " = arith.shrui " + wide + ", " + sh + " : i32");
                        b.Line(q + " = arith.andi " + moved + ", " + b.ScalarConst("i32", (1 << bits) - 1) + " : i32");
                        std::string slot = ibin("arith.addi", ibin("arith.muli", n, index(blocks)), blk);
-                       std::string scale = b.Convert(b.Extract(flat_scales, {slot}), flat_scales.et, et);
+                       std::string scale = b.Convert(b.Extract(flat_scales, {slot}), flat_scales.et, "f32");
                        std::string zero;
                        if (!zeros) {
-                         zero = b.ScalarConst(et, static_cast<double>(1 << (bits - 1)));
+                         zero = b.ScalarConst("f32", static_cast<double>(1 << (bits - 1)));
                        } else if (packed_zeros) {
                          std::string zbyte = b.Extract(flat_zeros, {ibin("arith.addi", ibin("arith.muli", n, index(zero_row)),
                                                                          ibin("arith.divui", blk, index(per_byte)))});
@@ -293,13 +295,17 @@ Status LowerMatMulNBits(Context& c) {
                          b.Line(zs + " = arith.index_cast " + zshift + " : index to i32");
                          b.Line(zm + " = arith.shrui " + zw + ", " + zs + " : i32");
                          b.Line(zq + " = arith.andi " + zm + ", " + b.ScalarConst("i32", (1 << bits) - 1) + " : i32");
-                         zero = b.Convert(zq, "i32", et);
+                         zero = b.Convert(zq, "i32", "f32");
                        } else {
-                         zero = b.Convert(b.Extract(flat_zeros, {slot}), flat_zeros.et, et);
+                         zero = b.Convert(b.Extract(flat_zeros, {slot}), flat_zeros.et, "f32");
                        }
-                       std::string w = b.Bin("arith.mulf", "", b.Bin("arith.subf", "", b.Convert(q, "i32", et), zero, et), scale, et);
-                       return b.Bin("arith.addf", "", args[1], b.Bin("arith.mulf", "", args[0], w, et), et);
+                       auto f = [&](const char* op, const std::string& l, const std::string& r) { return b.Bin(op, "", l, r, "f32"); };
+                       std::string w = f("arith.mulf", f("arith.subf", b.Convert(q, "i32", "f32"), zero), scale);
+                       return f("arith.addf", args[1], f("arith.mulf", b.Convert(args[0], et, "f32"), w));
                      });
+  if (et != "f32") {
+    HEXIR_ASSIGN_OR_RETURN(y, c.Elementwise({&y}, et, [&](const Args& v) { return b.Convert(v[0], "f32", et); }));
+  }
   HEXIR_ASSIGN_OR_RETURN(y, PlusOptional(c, y, 5));
   c.SetOut(0, y);
   return Status::Ok();
