@@ -273,14 +273,17 @@ Status LowerMatMulNBits(Context& c) {
                        b.Line(k + " = linalg.index " + std::to_string(rows + 1) + " : index");
                        std::string blk = ibin("arith.divui", k, index(block));
                        std::string within = ibin("arith.remui", k, index(block));
-                       std::string byte = b.Extract(packed, {n, blk, ibin("arith.divui", within, index(per_byte))});
-                       std::string shift = ibin("arith.muli", ibin("arith.remui", within, index(per_byte)), index(bits));
-                       // The field as i32: (byte >> shift) & mask.
-                       std::string wide = b.Fresh(), sh = b.Fresh(), moved = b.Fresh(), q = b.Fresh();
-                       b.Line(wide + " = arith.extui " + byte + " : i8 to i32");
-                       b.Line(sh + " = arith.index_cast " + shift + " : index to i32");
-                       b.Line(moved + " = arith.shrui " + wide + ", " + sh + " : i32");
-                       b.Line(q + " = arith.andi " + moved + ", " + b.ScalarConst("i32", (1 << bits) - 1) + " : i32");
+                       // Field `position % per_byte` of a byte as i32: (byte >> shift) & mask.
+                       auto field = [&](const std::string& byte, const std::string& position) {
+                         std::string shift = ibin("arith.muli", ibin("arith.remui", position, index(per_byte)), index(bits));
+                         std::string wide = b.Fresh(), sh = b.Fresh(), moved = b.Fresh(), q = b.Fresh();
+                         b.Line(wide + " = arith.extui " + byte + " : i8 to i32");
+                         b.Line(sh + " = arith.index_cast " + shift + " : index to i32");
+                         b.Line(moved + " = arith.shrui " + wide + ", " + sh + " : i32");
+                         b.Line(q + " = arith.andi " + moved + ", " + b.ScalarConst("i32", (1 << bits) - 1) + " : i32");
+                         return q;
+                       };
+                       std::string q = field(b.Extract(packed, {n, blk, ibin("arith.divui", within, index(per_byte))}), within);
                        std::string slot = ibin("arith.addi", ibin("arith.muli", n, index(blocks)), blk);
                        std::string scale = b.Convert(b.Extract(flat_scales, {slot}), flat_scales.et, "f32");
                        std::string zero;
@@ -289,13 +292,7 @@ Status LowerMatMulNBits(Context& c) {
                        } else if (packed_zeros) {
                          std::string zbyte = b.Extract(flat_zeros, {ibin("arith.addi", ibin("arith.muli", n, index(zero_row)),
                                                                          ibin("arith.divui", blk, index(per_byte)))});
-                         std::string zshift = ibin("arith.muli", ibin("arith.remui", blk, index(per_byte)), index(bits));
-                         std::string zw = b.Fresh(), zs = b.Fresh(), zm = b.Fresh(), zq = b.Fresh();
-                         b.Line(zw + " = arith.extui " + zbyte + " : i8 to i32");
-                         b.Line(zs + " = arith.index_cast " + zshift + " : index to i32");
-                         b.Line(zm + " = arith.shrui " + zw + ", " + zs + " : i32");
-                         b.Line(zq + " = arith.andi " + zm + ", " + b.ScalarConst("i32", (1 << bits) - 1) + " : i32");
-                         zero = b.Convert(zq, "i32", "f32");
+                         zero = b.Convert(field(zbyte, blk), "i32", "f32");
                        } else {
                          zero = b.Convert(b.Extract(flat_zeros, {slot}), flat_zeros.et, "f32");
                        }

@@ -45,6 +45,7 @@ Status LowerAttention(Context& c) {
   HEXIR_ASSIGN_OR_RETURN(Val& q_in, c.In(0));
   HEXIR_ASSIGN_OR_RETURN(Val& k_in, c.In(1));
   HEXIR_ASSIGN_OR_RETURN(Val& v_in, c.In(2));
+  if (c.HasIn(6)) return c.Error("nonpad_kv_seqlen (opset 24) is not supported");
   if (q_in.rank() != k_in.rank() || q_in.rank() != v_in.rank() || (q_in.rank() != 3 && q_in.rank() != 4))
     return c.Error("Q, K and V must all be 3-D or all 4-D");
   if (!q_in.IsFloat() || k_in.et != q_in.et || v_in.et != q_in.et)
