@@ -578,6 +578,30 @@ TEST_CASE("onnxruntime's contrib ops (com.microsoft) and its default-domain norm
     g.Node("SimplifiedLayerNormalization", {"x", "gamma"}, {"simplified"});
     MatchesOnnxruntime(g, "contrib_normalizations", {"2x3x8"});
   }
+  SECTION("RotaryEmbedding (com.microsoft): position_ids per token, an offset, no num_heads") {
+    Graph g = MicrosoftModel(17);
+    g.Input("x", {2, 5, 12});
+    g.Output("y", {2, 5, 12});
+    g.InitF("cos", {16, 2}, Wave(32, 0.37));
+    g.InitF("sin", {16, 2}, Wave(32, 0.91));
+    g.InitI("offset", {6});
+    auto* pos = g.g->add_initializer();
+    pos->set_name("pos");
+    pos->set_data_type(::onnx::TensorProto::INT64);
+    pos->add_dims(2);
+    pos->add_dims(5);
+    for (int64_t p : {3, 1, 4, 1, 5, 9, 2, 6, 5, 15}) pos->add_int64_data(p);
+    Graph::AttrI(MicrosoftNode(g, "RotaryEmbedding", {"x", "pos", "cos", "sin"}, {"y"}), "num_heads", 3);
+    MatchesOnnxruntime(g, "ms_rotary_ids", {"2x5x12"});
+    Graph h = MicrosoftModel(17);
+    h.Input("x", {2, 5, 12});
+    h.Output("y", {2, 5, 12});
+    h.InitF("cos", {16, 2}, Wave(32, 0.37));
+    h.InitF("sin", {16, 2}, Wave(32, 0.91));
+    h.InitI("offset", {6});
+    Graph::AttrI(MicrosoftNode(h, "RotaryEmbedding", {"x", "offset", "cos", "sin"}, {"y"}), "interleaved", 1);
+    MatchesOnnxruntime(h, "ms_rotary_offset", {"2x5x12"});
+  }
   SECTION("MatMulNBits: 4 bits with packed zero points and a bias, 8 bits, 2 bits; K not a multiple of the block") {
     for (int bits : {4, 8, 2}) {
       const int64_t k = 40, n = 6, block = 16, blocks = 3, per_byte = 8 / bits, blob = block / per_byte;

@@ -148,6 +148,7 @@ Status LowerSkipSimplifiedLayerNormalization(Context& c);
 // NNAttention.cc: Attention RotaryEmbedding.
 Status LowerAttention(Context& c);
 Status LowerRotaryEmbedding(Context& c);
+Status LowerMicrosoftRotaryEmbedding(Context& c);
 Status LowerLpNormalization(Context& c);
 Status LowerLRN(Context& c);
 Status LowerMeanVarianceNormalization(Context& c);

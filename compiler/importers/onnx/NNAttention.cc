@@ -1,4 +1,5 @@
-// ONNX's attention ops of opset 23 (onnx/defs/nn): RotaryEmbedding, and Attention composed
+// ONNX's attention ops of opset 23 (onnx/defs/nn): RotaryEmbedding (and onnxruntime's
+// com.microsoft form of it), and Attention composed
 // of the table's own lowerings (Reshape, Transpose, Concat, MatMul, Softmax through LowerAs)
 // and index generics for the masks.
 #include <cmath>
@@ -150,46 +151,43 @@ Status LowerAttention(Context& c) {
   return c.SetOut(0, c.ReshapeTo(rows, {batch, q_len, Dim::Static(q_heads.v * v.shape[3].v)}));
 }
 
-// X as [batch, heads, seq, head_size] or [batch, seq, heads * head_size] (num_heads); the first
-// rotary_embedding_dim (default head_size) channels of each head rotate in pairs: channels
-// (i, i + half) (or (2i, 2i + 1) when interleaved) by the angle whose cos and sin are
-// cache[position_ids[b][s]][i] (caches [max_position, half]) or cache[b][s][i] (caches
-// [batch, seq, half], no position_ids); the rest pass through. One index generic over X's
-// shape reads each element's partner.
-Status LowerRotaryEmbedding(Context& c) {
+namespace {
+
+// Where each token's angle comes from.
+enum class Positions {
+  kPerToken,  // caches [batch, seq, half], no position_ids
+  kIds,       // position_ids [batch, seq] into caches [max_position, half]
+  kOffset,    // position_ids [1]: token s at position_ids[0] + s (onnxruntime's form)
+};
+
+// X as [batch, heads, seq, head_size] or [batch, seq, heads * head_size] (`heads`); the first
+// `rotary` (0: head_size) channels of each head rotate in pairs: channels (i, i + half) (or
+// (2i, 2i + 1) when interleaved) by the angle whose cos and sin are cache[position][i]; the
+// rest pass through. One index generic over X's shape reads each element's partner.
+Status RotaryEmbeddingOf(Context& c, Val& x, Val& cos_cache, Val& sin_cache, Val* positions, Positions form,
+                         bool interleaved, int64_t heads, int64_t rotary) {
   Builder& b = c.b;
-  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
-  HEXIR_ASSIGN_OR_RETURN(Val& cos_cache, c.In(1));
-  HEXIR_ASSIGN_OR_RETURN(Val& sin_cache, c.In(2));
-  Val* positions = nullptr;
-  if (c.HasIn(3)) {
-    HEXIR_ASSIGN_OR_RETURN(Val& p, c.In(3));
-    positions = &p;
-  }
   if (!x.IsFloat() || (x.rank() != 3 && x.rank() != 4)) return c.Error("X must be a 3-D or 4-D float tensor");
-  const bool interleaved = c.AttrI("interleaved", 0) != 0;
   const Dim& last = x.shape.back();
   if (last.dynamic()) return c.Error("X's last dim must be static");
   int64_t head_size = last.v;
   if (x.rank() == 3) {
-    int64_t heads = c.AttrI("num_heads", 0);
     if (heads <= 0 || last.v % heads != 0)
       return c.Error("a 3-D X needs num_heads dividing its hidden size " + std::to_string(last.v));
     head_size = last.v / heads;
   }
-  int64_t rotary = c.AttrI("rotary_embedding_dim", 0);
   if (rotary == 0) rotary = head_size;
   if (rotary < 0 || rotary > head_size || rotary % 2 != 0)
     return c.Error("rotary_embedding_dim " + std::to_string(rotary) + " must be even and at most the head size " +
                    std::to_string(head_size));
   const int64_t half = rotary / 2;
-  const int64_t cache_rank = positions ? 2 : 3;
+  const int64_t cache_rank = form == Positions::kPerToken ? 3 : 2;
   for (Val* cache : {&cos_cache, &sin_cache})
     if (cache->rank() != cache_rank || cache->shape.back().dynamic() || cache->shape.back().v < half)
-      return c.Error(std::string(positions ? "with position_ids the caches are [max_position, " : "without position_ids "
-                                 "the caches are [batch, seq, ") + "rotary_embedding_dim / 2 = " + std::to_string(half) +
-                     " or more]");
-  if (positions && positions->rank() != 2) return c.Error("position_ids must be [batch, seq]");
+      return c.Error(std::string(form != Positions::kPerToken ? "with position_ids the caches are [max_position, "
+                                                                : "without position_ids the caches are [batch, seq, ") +
+                     "rotary_embedding_dim / 2 = " + std::to_string(half) + " or more]");
+  if (form == Positions::kIds && positions->rank() != 2) return c.Error("position_ids must be [batch, seq]");
   c.Mat(x);
   c.Mat(cos_cache);
   c.Mat(sin_cache);
@@ -227,9 +225,11 @@ Status LowerRotaryEmbedding(Context& c) {
     partner_idx.back() = ibin("arith.addi", head_base, partner);
     std::string other = b.Extract(x, partner_idx);
     std::vector<std::string> at;
-    if (positions) {
-      std::string p = b.Extract(*positions, {batch, seq});
-      at = {b.ToIndex(p, positions->et), slot};
+    if (form == Positions::kIds) {
+      at = {b.ToIndex(b.Extract(*positions, {batch, seq}), positions->et), slot};
+    } else if (form == Positions::kOffset) {
+      std::vector<std::string> first(positions->rank(), k(0));
+      at = {ibin("arith.addi", b.ToIndex(b.Extract(*positions, first), positions->et), seq), slot};
     } else {
       at = {batch, seq, slot};
     }
@@ -243,6 +243,44 @@ Status LowerRotaryEmbedding(Context& c) {
   });
   c.SetOut(0, r);
   return Status::Ok();
+}
+
+}  // namespace
+
+// Opset 23: X, cos_cache, sin_cache, position_ids (optional); the caches per token without it.
+Status LowerRotaryEmbedding(Context& c) {
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& cos_cache, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val& sin_cache, c.In(2));
+  Val* positions = nullptr;
+  if (c.HasIn(3)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& p, c.In(3));
+    positions = &p;
+  }
+  return RotaryEmbeddingOf(c, x, cos_cache, sin_cache, positions, positions ? Positions::kIds : Positions::kPerToken,
+                           c.AttrI("interleaved", 0) != 0, c.AttrI("num_heads", 0), c.AttrI("rotary_embedding_dim", 0));
+}
+
+// onnxruntime's (com.microsoft): input, position_ids ([batch, seq], or [1]: an offset),
+// cos_cache, sin_cache; without num_heads a head is the caches' width times 2.
+Status LowerMicrosoftRotaryEmbedding(Context& c) {
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& positions, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val& cos_cache, c.In(2));
+  HEXIR_ASSIGN_OR_RETURN(Val& sin_cache, c.In(3));
+  if (c.AttrI("is_packed_batching", 0)) return c.Error("is_packed_batching is not supported");
+  int64_t heads = c.AttrI("num_heads", 0), rotary = c.AttrI("rotary_embedding_dim", 0);
+  if (heads == 0 && rotary != 0) return c.Error("rotary_embedding_dim needs num_heads");
+  if (heads == 0 && x.rank() == 3) {
+    if (cos_cache.rank() != 2 || cos_cache.shape[1].dynamic() || x.shape[2].dynamic() ||
+        x.shape[2].v % (2 * cos_cache.shape[1].v) != 0)
+      return c.Error("without num_heads the hidden size must be a multiple of twice the caches' width");
+    heads = x.shape[2].v / (2 * cos_cache.shape[1].v);
+  }
+  int64_t count = 1;
+  for (const Dim& d : positions.shape) count = d.dynamic() ? -1 : count * d.v;
+  Positions form = count == 1 && positions.rank() <= 1 ? Positions::kOffset : Positions::kIds;
+  return RotaryEmbeddingOf(c, x, cos_cache, sin_cache, &positions, form, c.AttrI("interleaved", 0) != 0, heads, rotary);
 }
 
 }  // namespace hexir::importers::onnx

@@ -223,6 +223,7 @@ constexpr OpLowering kMicrosoftOpTable[] = {
     {"Gelu", 1, kLatest, LowerMicrosoftGelu},
     {"MatMulNBits", 1, kLatest, LowerMatMulNBits},
     {"QuickGelu", 1, kLatest, LowerQuickGelu},
+    {"RotaryEmbedding", 1, kLatest, LowerMicrosoftRotaryEmbedding},
     {"SkipLayerNormalization", 1, kLatest, LowerSkipLayerNormalization},
     {"SkipSimplifiedLayerNormalization", 1, kLatest, LowerSkipSimplifiedLayerNormalization},
 };
