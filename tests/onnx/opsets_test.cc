@@ -602,6 +602,67 @@ TEST_CASE("onnxruntime's contrib ops (com.microsoft) and its default-domain norm
     Graph::AttrI(MicrosoftNode(h, "RotaryEmbedding", {"x", "offset", "cos", "sin"}, {"y"}), "interleaved", 1);
     MatchesOnnxruntime(h, "ms_rotary_offset", {"2x5x12"});
   }
+  SECTION("GroupQueryAttention: a first prompt, a decode step over caches of two lengths, packed QKV with rotary and a window") {
+    auto int32s = [](Graph& g, const std::string& name, std::vector<int64_t> dims, std::vector<int32_t> v) {
+      auto* t = g.g->add_initializer();
+      t->set_name(name);
+      t->set_data_type(::onnx::TensorProto::INT32);
+      for (int64_t d : dims) t->add_dims(d);
+      for (int32_t x : v) t->add_int32_data(x);
+    };
+    // A prompt of 5 tokens in 2 batches: 4 query heads over 2 kv heads of 8.
+    Graph g = MicrosoftModel(17);
+    g.Input("x", {2, 5, 32});
+    g.Output("y", {2, 5, 32});
+    g.Output("present_key", {2, 2, 5, 8});
+    g.Output("present_value", {2, 2, 5, 8});
+    g.InitF("wk", {32, 16}, Wave(512, 0.7));
+    g.InitF("wv", {32, 16}, Wave(512, 1.3));
+    int32s(g, "seqlens", {2}, {4, 4});
+    int32s(g, "total", {}, {5});
+    g.Node("MatMul", {"x", "wk"}, {"k"});
+    g.Node("MatMul", {"x", "wv"}, {"v"});
+    auto* n = MicrosoftNode(g, "GroupQueryAttention", {"x", "k", "v", "", "", "seqlens", "total"},
+                            {"y", "present_key", "present_value"});
+    Graph::AttrI(n, "num_heads", 4);
+    Graph::AttrI(n, "kv_num_heads", 2);
+    MatchesOnnxruntime(g, "gqa_prompt", {"2x5x32"});
+    // One new token per batch after caches of 6: batch 0 holds 6 past tokens, batch 1 only 3.
+    Graph d = MicrosoftModel(17);
+    d.Input("x", {2, 1, 32});
+    d.Output("y", {2, 1, 32});
+    d.Output("present_key", {2, 2, 7, 8});
+    d.Output("present_value", {2, 2, 7, 8});
+    d.InitF("wk", {32, 16}, Wave(512, 0.7));
+    d.InitF("wv", {32, 16}, Wave(512, 1.3));
+    d.InitF("past_key", {2, 2, 6, 8}, Wave(192, 0.3));
+    d.InitF("past_value", {2, 2, 6, 8}, Wave(192, 0.2));
+    int32s(d, "seqlens", {2}, {6, 3});
+    int32s(d, "total", {}, {7});
+    d.Node("MatMul", {"x", "wk"}, {"k"});
+    d.Node("MatMul", {"x", "wv"}, {"v"});
+    auto* m = MicrosoftNode(d, "GroupQueryAttention", {"x", "k", "v", "past_key", "past_value", "seqlens", "total"},
+                            {"y", "present_key", "present_value"});
+    Graph::AttrI(m, "num_heads", 4);
+    Graph::AttrI(m, "kv_num_heads", 2);
+    Graph::AttrF(m, "scale", 0.2f);
+    MatchesOnnxruntime(d, "gqa_decode", {"2x1x32"});
+    // Packed QKV (2 + 2 * 1 heads of 16), rotary over the whole head, a window of 2, softcap.
+    Graph p = MicrosoftModel(17);
+    p.Input("x", {1, 6, 64});
+    p.Output("y", {1, 6, 32});
+    p.InitF("cos", {8, 8}, Wave(64, 0.37));
+    p.InitF("sin", {8, 8}, Wave(64, 0.91));
+    int32s(p, "seqlens", {1}, {5});
+    int32s(p, "total", {}, {6});
+    auto* r = MicrosoftNode(p, "GroupQueryAttention", {"x", "", "", "", "", "seqlens", "total", "cos", "sin"}, {"y"});
+    Graph::AttrI(r, "num_heads", 2);
+    Graph::AttrI(r, "kv_num_heads", 1);
+    Graph::AttrI(r, "do_rotary", 1);
+    Graph::AttrI(r, "local_window_size", 2);
+    Graph::AttrF(r, "softcap", 3.0f);
+    MatchesOnnxruntime(p, "gqa_packed_rotary_window", {"1x6x64"});
+  }
   SECTION("MatMulNBits: 4 bits with packed zero points and a bias, 8 bits, 2 bits; K not a multiple of the block") {
     for (int bits : {4, 8, 2}) {
       const int64_t k = 40, n = 6, block = 16, blocks = 3, per_byte = 8 / bits, blob = block / per_byte;

@@ -149,6 +149,7 @@ Status LowerSkipSimplifiedLayerNormalization(Context& c);
 Status LowerAttention(Context& c);
 Status LowerRotaryEmbedding(Context& c);
 Status LowerMicrosoftRotaryEmbedding(Context& c);
+Status LowerGroupQueryAttention(Context& c);
 Status LowerLpNormalization(Context& c);
 Status LowerLRN(Context& c);
 Status LowerMeanVarianceNormalization(Context& c);

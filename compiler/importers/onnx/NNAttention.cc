@@ -164,8 +164,8 @@ enum class Positions {
 // `rotary` (0: head_size) channels of each head rotate in pairs: channels (i, i + half) (or
 // (2i, 2i + 1) when interleaved) by the angle whose cos and sin are cache[position][i]; the
 // rest pass through. One index generic over X's shape reads each element's partner.
-Status RotaryEmbeddingOf(Context& c, Val& x, Val& cos_cache, Val& sin_cache, Val* positions, Positions form,
-                         bool interleaved, int64_t heads, int64_t rotary) {
+StatusOr<Val> RotaryEmbeddingOf(Context& c, Val& x, Val& cos_cache, Val& sin_cache, Val* positions, Positions form,
+                                bool interleaved, int64_t heads, int64_t rotary) {
   Builder& b = c.b;
   if (!x.IsFloat() || (x.rank() != 3 && x.rank() != 4)) return c.Error("X must be a 3-D or 4-D float tensor");
   const Dim& last = x.shape.back();
@@ -241,8 +241,7 @@ Status RotaryEmbeddingOf(Context& c, Val& x, Val& cos_cache, Val& sin_cache, Val
     std::string imag = f("arith.addf", f("arith.mulf", sin, other), f("arith.mulf", cos, element));
     return b.Select(rotates, b.Select(first, real, imag, et), element, et);
   });
-  c.SetOut(0, r);
-  return Status::Ok();
+  return r;
 }
 
 }  // namespace
@@ -257,8 +256,9 @@ Status LowerRotaryEmbedding(Context& c) {
     HEXIR_ASSIGN_OR_RETURN(Val& p, c.In(3));
     positions = &p;
   }
-  return RotaryEmbeddingOf(c, x, cos_cache, sin_cache, positions, positions ? Positions::kIds : Positions::kPerToken,
-                           c.AttrI("interleaved", 0) != 0, c.AttrI("num_heads", 0), c.AttrI("rotary_embedding_dim", 0));
+  return c.SetOut(0, RotaryEmbeddingOf(c, x, cos_cache, sin_cache, positions,
+                                       positions ? Positions::kIds : Positions::kPerToken, c.AttrI("interleaved", 0) != 0,
+                                       c.AttrI("num_heads", 0), c.AttrI("rotary_embedding_dim", 0)));
 }
 
 // onnxruntime's (com.microsoft): input, position_ids ([batch, seq], or [1]: an offset),
@@ -280,7 +280,170 @@ Status LowerMicrosoftRotaryEmbedding(Context& c) {
   int64_t count = 1;
   for (const Dim& d : positions.shape) count = d.dynamic() ? -1 : count * d.v;
   Positions form = count == 1 && positions.rank() <= 1 ? Positions::kOffset : Positions::kIds;
-  return RotaryEmbeddingOf(c, x, cos_cache, sin_cache, &positions, form, c.AttrI("interleaved", 0) != 0, heads, rotary);
+  return c.SetOut(0, RotaryEmbeddingOf(c, x, cos_cache, sin_cache, &positions, form, c.AttrI("interleaved", 0) != 0,
+                                       heads, rotary));
+}
+
+// onnxruntime's GroupQueryAttention (com.microsoft), as its CPU kernel computes it: query
+// [B, S, Hq * D] with key and value [B, S, Hkv * D] (or all three packed in query), the caches
+// past_key / past_value [B, Hkv, P, D], seqlens_k [B] (each batch's total length - 1) and
+// total_sequence_length. Batch b's new tokens sit at past_b = total_b - S (0 for the first
+// prompt, S == total_sequence_length); the present caches [B, Hkv, max(total, P), D] hold the
+// past before past_b, the new keys after it and zeros beyond. Rotary (do_rotary; caches
+// [positions, rotary_dim / 2]) turns Q and the new K at positions past_b + s. Query i attends
+// keys up to its own position past_b + i, the last local_window_size of them when that is
+// positive (onnxruntime 1.30's window, itself included); scores softcapped, scaled by `scale`
+// or 1 / sqrt(D); heads share kv heads in groups of Hq / Hkv.
+Status LowerGroupQueryAttention(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& query, c.In(0));
+  for (int i = 9; i < c.NumIn(); ++i)
+    if (c.HasIn(i)) return c.Error("input " + std::to_string(i) + " (position_ids, attention_bias, head_sink) is not supported");
+  if (c.AttrI("smooth_softmax", 0) != 0) return c.Error("smooth_softmax is not supported");
+  if (c.node->output_size() > 3 && !c.node->output(3).empty()) return c.Error("output_qk is not supported");
+  const int64_t q_heads = c.AttrI("num_heads", 0), kv_heads = c.AttrI("kv_num_heads", 0);
+  if (q_heads <= 0 || kv_heads <= 0 || q_heads % kv_heads != 0)
+    return c.Error("num_heads must be a positive multiple of kv_num_heads");
+  if (query.rank() != 3 || query.shape[2].dynamic() || !query.IsFloat())
+    return c.Error("query must be a float [batch, seq, hidden] of static hidden size");
+  const bool packed = !c.HasIn(1);
+  const int64_t heads_in_query = packed ? q_heads + 2 * kv_heads : q_heads;
+  if (query.shape[2].v % heads_in_query != 0) return c.Error("the query's hidden size is not a multiple of its heads");
+  const int64_t head = query.shape[2].v / heads_in_query, group = q_heads / kv_heads;
+  const Dim batch = query.shape[0], seq = query.shape[1];
+  std::string et = query.et;
+  // [B, heads, S, D] views of the projections.
+  HEXIR_ASSIGN_OR_RETURN(Val q_all, AsHeads(c, query, heads_in_query, "query"));
+  auto heads_of = [&](Val& all, int64_t first, int64_t count) {
+    c.Mat(all);
+    return b.Tabulate({batch, Dim::Static(count), seq, Dim::Static(head)}, et, [&](std::vector<std::string> idx) {
+      std::string h = b.Fresh();
+      b.Line(h + " = arith.addi " + idx[1] + ", " + b.IndexConst(first) + " : index");
+      return b.Extract(all, {idx[0], h, idx[2], idx[3]});
+    });
+  };
+  Val q = packed ? heads_of(q_all, 0, q_heads) : q_all, k, v;
+  if (packed) {
+    k = heads_of(q_all, q_heads, kv_heads);
+    v = heads_of(q_all, q_heads + kv_heads, kv_heads);
+  } else {
+    HEXIR_ASSIGN_OR_RETURN(Val& key, c.In(1));
+    HEXIR_ASSIGN_OR_RETURN(Val& value, c.In(2));
+    if (key.rank() != 3 || value.rank() != 3) return c.Error("key and value must be [batch, seq, kv hidden]");
+    HEXIR_ASSIGN_OR_RETURN(k, AsHeads(c, key, kv_heads, "key"));
+    HEXIR_ASSIGN_OR_RETURN(v, AsHeads(c, value, kv_heads, "value"));
+    if (k.shape[3].dynamic() || k.shape[3].v != head || v.shape[3].dynamic() || v.shape[3].v != head)
+      return c.Error("key and value heads must be query's head size " + std::to_string(head));
+  }
+  // Lengths: seqlens_k on the device, total_sequence_length on the host.
+  HEXIR_ASSIGN_OR_RETURN(Val& seqlens, c.In(5));
+  HEXIR_ASSIGN_OR_RETURN(Val& total_in, c.In(6));
+  HEXIR_ASSIGN_OR_RETURN(Val total_val, c.ShapeOperand(total_in, "total_sequence_length"));
+  if (total_val.ints.size() != 1) return c.Error("total_sequence_length must have one element");
+  const Dim total = total_val.ints[0];
+  Val* past_k = nullptr;
+  Val* past_v = nullptr;
+  if (c.HasIn(3) != c.HasIn(4)) return c.Error("past_key and past_value must be given together");
+  if (c.HasIn(3)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& pk, c.In(3));
+    HEXIR_ASSIGN_OR_RETURN(Val& pv, c.In(4));
+    if (pk.rank() != 4 || pv.rank() != 4) return c.Error("past_key and past_value must be [batch, kv heads, length, head]");
+    past_k = &pk;
+    past_v = &pv;
+  }
+  const Dim past_len = past_k ? past_k->shape[2] : Dim::Static(0);
+  const Dim present_len = b.Max(total, past_len);
+  std::string first_prompt = b.Fresh();  // S == total_sequence_length: nothing before the new tokens
+  b.Line(first_prompt + " = arith.cmpi eq, " + b.DimValue(seq) + ", " + b.DimValue(total) + " : index");
+  c.Mat(seqlens);
+  // past_b inside a generic at batch index `bi`.
+  auto past_of = [&](const std::string& bi) {
+    std::string len = b.ToIndex(b.Extract(seqlens, {bi}), seqlens.et), total_b = b.Fresh(), past = b.Fresh();
+    b.Line(total_b + " = arith.addi " + len + ", " + b.IndexConst(1) + " : index");
+    b.Line(past + " = arith.subi " + total_b + ", " + b.DimValue(seq) + " : index");
+    return b.Select(first_prompt, b.IndexConst(0), past, "index");
+  };
+  if (c.AttrI("do_rotary", 0) != 0) {
+    HEXIR_ASSIGN_OR_RETURN(Val& cos_cache, c.In(7));
+    HEXIR_ASSIGN_OR_RETURN(Val& sin_cache, c.In(8));
+    if (cos_cache.rank() != 2 || cos_cache.shape[1].dynamic()) return c.Error("cos_cache must be [positions, rotary_dim / 2]");
+    Val positions = b.Tabulate({batch, seq}, "i64", [&](std::vector<std::string> idx) {
+      std::string p = b.Fresh();
+      b.Line(p + " = arith.addi " + past_of(idx[0]) + ", " + idx[1] + " : index");
+      return b.ToI64(p);
+    });
+    const bool interleaved = c.AttrI("rotary_interleaved", 0) != 0;
+    const int64_t rotary = 2 * cos_cache.shape[1].v;
+    HEXIR_ASSIGN_OR_RETURN(q, RotaryEmbeddingOf(c, q, cos_cache, sin_cache, &positions, Positions::kIds, interleaved,
+                                                q_heads, rotary));
+    HEXIR_ASSIGN_OR_RETURN(k, RotaryEmbeddingOf(c, k, cos_cache, sin_cache, &positions, Positions::kIds, interleaved,
+                                                kv_heads, rotary));
+  }
+  // The present caches: past before past_b, the new rows, zeros.
+  auto present_of = [&](Val* past, Val& now) {
+    if (past) c.Mat(*past);
+    c.Mat(now);
+    return b.Tabulate({batch, Dim::Static(kv_heads), present_len, Dim::Static(head)}, et, [&](std::vector<std::string> idx) {
+      std::string start = past_of(idx[0]), t = idx[2];
+      std::string end = b.Fresh(), rel = b.Fresh(), last = b.Fresh();
+      b.Line(end + " = arith.addi " + start + ", " + b.DimValue(seq) + " : index");
+      b.Line(rel + " = arith.subi " + t + ", " + start + " : index");
+      b.Line(last + " = arith.subi " + b.DimValue(seq) + ", " + b.IndexConst(1) + " : index");
+      std::string in_new = b.Bin("", "arith.andi", b.Cmp("", "sge", t, start, "index"), b.Cmp("", "slt", t, end, "index"), "i1");
+      std::string row = b.Select(in_new, rel, b.IndexConst(0), "index");
+      std::string fresh = b.Extract(now, {idx[0], idx[1], b.Select(b.Cmp("", "sgt", row, last, "index"), last, row, "index"), idx[3]});
+      std::string zero = b.ScalarConst(et, 0), value = b.Select(in_new, fresh, zero, et);
+      if (!past) return value;
+      std::string past_last = b.Fresh();
+      b.Line(past_last + " = arith.subi " + b.DimValue(past_len) + ", " + b.IndexConst(1) + " : index");
+      std::string before = b.Bin("", "arith.andi", b.Cmp("", "slt", t, start, "index"), b.Cmp("", "sle", t, past_last, "index"), "i1");
+      std::string clamped = b.Select(b.Cmp("", "sgt", t, past_last, "index"), past_last, t, "index");
+      std::string old = b.Extract(*past, {idx[0], idx[1], b.Select(b.Cmp("", "slt", clamped, b.IndexConst(0), "index"), b.IndexConst(0), clamped, "index"), idx[3]});
+      return b.Select(before, old, value, et);
+    });
+  };
+  Val present_k = present_of(past_k, k), present_v = present_of(past_v, v);
+  if (c.node->output_size() > 1 && !c.node->output(1).empty()) c.SetOut(1, present_k);
+  if (c.node->output_size() > 2 && !c.node->output(2).empty()) c.SetOut(2, present_v);
+  // Scores [B, Hq, S, T] through the kv-head grouping.
+  double scale = c.AttrF("scale", 0.0f);
+  if (scale == 0) scale = 1.0 / std::sqrt(static_cast<double>(head));
+  HEXIR_ASSIGN_OR_RETURN(Val scaled, c.Elementwise({&q}, et, [&](const Args& a) {
+    return b.Bin("arith.mulf", "", a[0], b.ScalarConst(et, scale), et);
+  }));
+  HEXIR_ASSIGN_OR_RETURN(Val grouped, c.ReshapeTo(scaled, {batch, Dim::Static(kv_heads), b.Mul(Dim::Static(group), seq), Dim::Static(head)}));
+  Val k_t = c.Transpose(present_k, {0, 1, 3, 2});
+  HEXIR_ASSIGN_OR_RETURN(Val scores_grouped, c.MatMul(grouped, k_t));
+  HEXIR_ASSIGN_OR_RETURN(Val scores, c.ReshapeTo(scores_grouped, {batch, Dim::Static(q_heads), seq, present_len}));
+  double softcap = c.AttrF("softcap", 0.0f);
+  if (softcap > 0) {
+    HEXIR_ASSIGN_OR_RETURN(scores, c.Elementwise({&scores}, et, [&](const Args& a) {
+      std::string capped = b.Op1("math.tanh", b.Bin("arith.divf", "", a[0], b.ScalarConst(et, softcap), et), et);
+      return b.Bin("arith.mulf", "", capped, b.ScalarConst(et, softcap), et);
+    }));
+  }
+  const int64_t window = c.AttrI("local_window_size", -1);
+  Val bias = b.Tabulate({batch, Dim::Static(1), seq, present_len}, et, [&](std::vector<std::string> idx) {
+    std::string newest = b.Fresh();  // the query's own position
+    b.Line(newest + " = arith.addi " + past_of(idx[0]) + ", " + idx[2] + " : index");
+    std::string allowed = b.Cmp("", "sle", idx[3], newest, "index");
+    if (window > 0) {
+      std::string oldest = b.Fresh();  // window keys ending at the query's own
+      b.Line(oldest + " = arith.subi " + newest + ", " + b.IndexConst(window - 1) + " : index");
+      allowed = b.Bin("", "arith.andi", allowed, b.Cmp("", "sge", idx[3], oldest, "index"), "i1");
+    }
+    return b.Select(allowed, b.ScalarConst(et, 0), b.ScalarConst(et, -std::numeric_limits<double>::infinity()), et);
+  });
+  HEXIR_ASSIGN_OR_RETURN(scores, c.Elementwise({&scores, &bias}, et, [&](const Args& a) {
+    return b.Bin("arith.addf", "", a[0], a[1], et);
+  }));
+  HEXIR_ASSIGN_OR_RETURN(std::vector<Val> probs,
+                         LowerAs(c, "Softmax", {scores}, 1, [](::onnx::NodeProto& n) { SetInt(n, "axis", -1); }));
+  HEXIR_ASSIGN_OR_RETURN(Val probs_grouped, c.ReshapeTo(probs[0], {batch, Dim::Static(kv_heads), b.Mul(Dim::Static(group), seq), present_len}));
+  HEXIR_ASSIGN_OR_RETURN(Val y_grouped, c.MatMul(probs_grouped, present_v));
+  HEXIR_ASSIGN_OR_RETURN(Val y, c.ReshapeTo(y_grouped, {batch, Dim::Static(q_heads), seq, Dim::Static(head)}));
+  Val rows = c.Transpose(y, {0, 2, 1, 3});
+  return c.SetOut(0, c.ReshapeTo(rows, {batch, seq, Dim::Static(q_heads * head)}));
 }
 
 }  // namespace hexir::importers::onnx

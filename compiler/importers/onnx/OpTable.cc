@@ -221,6 +221,7 @@ constexpr OpLowering kMicrosoftOpTable[] = {
     {"FusedConv", 1, kLatest, LowerFusedConv},
     {"FusedMatMul", 1, kLatest, LowerFusedMatMul},
     {"Gelu", 1, kLatest, LowerMicrosoftGelu},
+    {"GroupQueryAttention", 1, kLatest, LowerGroupQueryAttention},
     {"MatMulNBits", 1, kLatest, LowerMatMulNBits},
     {"QuickGelu", 1, kLatest, LowerQuickGelu},
     {"RotaryEmbedding", 1, kLatest, LowerMicrosoftRotaryEmbedding},
