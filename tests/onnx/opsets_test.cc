@@ -5,6 +5,7 @@
 // or npm access (tools/fetch_test_models.sh installs onnxruntime-node) every case prints
 // "HEXIR_SKIPPED: ..." and asserts nothing.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -610,42 +611,38 @@ TEST_CASE("onnxruntime's contrib ops (com.microsoft) and its default-domain norm
       for (int64_t d : dims) t->add_dims(d);
       for (int32_t x : v) t->add_int32_data(x);
     };
-    // A prompt of 5 tokens in 2 batches: 4 query heads over 2 kv heads of 8.
-    Graph g = MicrosoftModel(17);
-    g.Input("x", {2, 5, 32});
-    g.Output("y", {2, 5, 32});
-    g.Output("present_key", {2, 2, 5, 8});
-    g.Output("present_value", {2, 2, 5, 8});
-    g.InitF("wk", {32, 16}, Wave(512, 0.7));
-    g.InitF("wv", {32, 16}, Wave(512, 1.3));
-    int32s(g, "seqlens", {2}, {4, 4});
-    int32s(g, "total", {}, {5});
-    g.Node("MatMul", {"x", "wk"}, {"k"});
-    g.Node("MatMul", {"x", "wv"}, {"v"});
-    auto* n = MicrosoftNode(g, "GroupQueryAttention", {"x", "k", "v", "", "", "seqlens", "total"},
-                            {"y", "present_key", "present_value"});
-    Graph::AttrI(n, "num_heads", 4);
-    Graph::AttrI(n, "kv_num_heads", 2);
+    // 4 query heads over 2 kv heads of 8 from projections of x [2, tokens, 32]; caches of
+    // `past` rows (none: 0); each batch's total length - 1 in seqlens.
+    auto separate_qkv = [&](int64_t tokens, int64_t past, std::vector<int32_t> seqlens, int32_t total) {
+      Graph g = MicrosoftModel(17);
+      g.Input("x", {2, tokens, 32});
+      g.Output("y", {2, tokens, 32});
+      g.Output("present_key", {2, 2, std::max<int64_t>(total, past), 8});
+      g.Output("present_value", {2, 2, std::max<int64_t>(total, past), 8});
+      g.InitF("wk", {32, 16}, Wave(512, 0.7));
+      g.InitF("wv", {32, 16}, Wave(512, 1.3));
+      std::vector<std::string> ins = {"x", "k", "v", "", "", "seqlens", "total"};
+      if (past > 0) {
+        g.InitF("past_key", {2, 2, past, 8}, Wave(2 * 2 * past * 8, 0.3));
+        g.InitF("past_value", {2, 2, past, 8}, Wave(2 * 2 * past * 8, 0.2));
+        ins[3] = "past_key";
+        ins[4] = "past_value";
+      }
+      int32s(g, "seqlens", {2}, seqlens);
+      int32s(g, "total", {}, {total});
+      g.Node("MatMul", {"x", "wk"}, {"k"});
+      g.Node("MatMul", {"x", "wv"}, {"v"});
+      auto* n = MicrosoftNode(g, "GroupQueryAttention", ins, {"y", "present_key", "present_value"});
+      Graph::AttrI(n, "num_heads", 4);
+      Graph::AttrI(n, "kv_num_heads", 2);
+      return g;
+    };
+    // A prompt of 5 tokens in 2 batches.
+    Graph g = separate_qkv(5, 0, {4, 4}, 5);
     MatchesOnnxruntime(g, "gqa_prompt", {"2x5x32"});
     // One new token per batch after caches of 6: batch 0 holds 6 past tokens, batch 1 only 3.
-    Graph d = MicrosoftModel(17);
-    d.Input("x", {2, 1, 32});
-    d.Output("y", {2, 1, 32});
-    d.Output("present_key", {2, 2, 7, 8});
-    d.Output("present_value", {2, 2, 7, 8});
-    d.InitF("wk", {32, 16}, Wave(512, 0.7));
-    d.InitF("wv", {32, 16}, Wave(512, 1.3));
-    d.InitF("past_key", {2, 2, 6, 8}, Wave(192, 0.3));
-    d.InitF("past_value", {2, 2, 6, 8}, Wave(192, 0.2));
-    int32s(d, "seqlens", {2}, {6, 3});
-    int32s(d, "total", {}, {7});
-    d.Node("MatMul", {"x", "wk"}, {"k"});
-    d.Node("MatMul", {"x", "wv"}, {"v"});
-    auto* m = MicrosoftNode(d, "GroupQueryAttention", {"x", "k", "v", "past_key", "past_value", "seqlens", "total"},
-                            {"y", "present_key", "present_value"});
-    Graph::AttrI(m, "num_heads", 4);
-    Graph::AttrI(m, "kv_num_heads", 2);
-    Graph::AttrF(m, "scale", 0.2f);
+    Graph d = separate_qkv(1, 6, {6, 3}, 7);
+    Graph::AttrF(d.g->mutable_node(2), "scale", 0.2f);
     MatchesOnnxruntime(d, "gqa_decode", {"2x1x32"});
     // Packed QKV (2 + 2 * 1 heads of 16), rotary over the whole head, a window of 2, softcap.
     Graph p = MicrosoftModel(17);

@@ -50,19 +50,8 @@ std::string Floats(const std::vector<float>& v) {
   return s;
 }
 
-void AttrS(::onnx::NodeProto* n, const std::string& name, const std::string& v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::STRING);
-  a->set_s(v);
-}
-
-void AttrF(::onnx::NodeProto* n, const std::string& name, float v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::FLOAT);
-  a->set_f(v);
-}
+constexpr auto AttrS = Graph::AttrS;
+constexpr auto AttrF = Graph::AttrF;
 
 // ONNX Resize of one axis, written from the operator's specification: the taps (input index,
 // weight) of output position o, or none when tf_crop_and_resize maps o outside the input.

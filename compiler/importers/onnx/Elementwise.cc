@@ -1,5 +1,7 @@
 #include "compiler/importers/onnx/Elementwise.h"
 
+#include <cmath>
+
 namespace hexir::importers::onnx {
 Status LowerUnary(Context& c, Operands accepted, const UnaryBody& body) {
   HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
@@ -46,6 +48,20 @@ std::string Sigmoid(Builder& b, const std::string& x, const std::string& et) {
   std::string e = b.Op1("math.exp", n, et);
   std::string d = b.Bin("arith.addf", "", one, e, et);
   return b.Bin("arith.divf", "", one, d, et);
+}
+
+std::string Gelu(Builder& b, const std::string& x, const std::string& et, bool tanh) {
+  auto k = [&](double v) { return b.ScalarConst(et, v); };
+  std::string inner;
+  if (tanh) {
+    std::string cube = b.Bin("arith.mulf", "", b.Bin("arith.mulf", "", x, x, et), x, et);
+    std::string poly = b.Bin("arith.addf", "", x, b.Bin("arith.mulf", "", k(0.044715), cube, et), et);
+    inner = b.Op1("math.tanh", b.Bin("arith.mulf", "", k(std::sqrt(2.0 / M_PI)), poly, et), et);
+  } else {
+    inner = b.Op1("math.erf", b.Bin("arith.mulf", "", x, k(M_SQRT1_2), et), et);
+  }
+  std::string half_x = b.Bin("arith.mulf", "", x, k(0.5), et);
+  return b.Bin("arith.mulf", "", half_x, b.Bin("arith.addf", "", k(1), inner, et), et);
 }
 
 std::string Clamp(Builder& b, const std::string& x, const std::string& lo, const std::string& hi,

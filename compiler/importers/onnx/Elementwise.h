@@ -40,6 +40,9 @@ struct BinaryArith {
 Status LowerBinary(Context& c, const BinaryArith& arith);
 
 std::string Sigmoid(Builder& b, const std::string& x, const std::string& et);
+// x Phi(x): x / 2 (1 + erf(x / sqrt 2)), or with `tanh` the approximation
+// x / 2 (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (Gelu; com.microsoft's FastGelu, BiasGelu).
+std::string Gelu(Builder& b, const std::string& x, const std::string& et, bool tanh);
 // max(x, lo) then min(., hi); an empty bound is skipped.
 std::string Clamp(Builder& b, const std::string& x, const std::string& lo, const std::string& hi,
                   const std::string& et);

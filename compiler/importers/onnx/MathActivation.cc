@@ -64,26 +64,13 @@ Status LowerMish(Context& c) {
   });
 }
 
-// Opset 20: x * Phi(x) = x / 2 * (1 + erf(x / sqrt 2)); approximate = "tanh":
-// x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))).
+// Opset 20: x * Phi(x), approximate "none" (erf) or "tanh" (Elementwise.h's Gelu).
 Status LowerGelu(Context& c) {
   std::string approximate = c.AttrS("approximate", "none");
   if (approximate != "none" && approximate != "tanh")
     return c.Error("approximate '" + approximate + "' is not supported (none and tanh are)");
   bool tanh = approximate == "tanh";
-  return LowerUnary(c, Operands::kFloat, [tanh](Builder& b, Scalar x, Scalar et) {
-    auto k = [&](double v) { return b.ScalarConst(et, v); };
-    std::string inner;
-    if (tanh) {
-      std::string cube = b.Bin("arith.mulf", "", b.Bin("arith.mulf", "", x, x, et), x, et);
-      std::string poly = b.Bin("arith.addf", "", x, b.Bin("arith.mulf", "", k(0.044715), cube, et), et);
-      inner = b.Op1("math.tanh", b.Bin("arith.mulf", "", k(std::sqrt(2.0 / M_PI)), poly, et), et);
-    } else {
-      inner = b.Op1("math.erf", b.Bin("arith.mulf", "", x, k(M_SQRT1_2), et), et);
-    }
-    std::string half_x = b.Bin("arith.mulf", "", x, k(0.5), et);
-    return b.Bin("arith.mulf", "", half_x, b.Bin("arith.addf", "", k(1), inner, et), et);
-  });
+  return LowerUnary(c, Operands::kFloat, [tanh](Builder& b, Scalar x, Scalar et) { return Gelu(b, x, et, tanh); });
 }
 
 Status LowerSoftsign(Context& c) {

@@ -24,21 +24,8 @@ StatusOr<Val> PlusOptional(Context& c, Val& x, int i) {
 
 // The Gelu of x: the erf form, or the tanh approximation.
 StatusOr<Val> GeluOf(Context& c, Val& x, bool tanh) {
-  Builder& b = c.b;
   std::string et = x.et;
-  return c.Elementwise({&x}, et, [&](const Args& a) {
-    auto k = [&](double v) { return b.ScalarConst(et, v); };
-    std::string inner;
-    if (tanh) {
-      std::string cube = b.Bin("arith.mulf", "", b.Bin("arith.mulf", "", a[0], a[0], et), a[0], et);
-      std::string poly = b.Bin("arith.addf", "", a[0], b.Bin("arith.mulf", "", k(0.044715), cube, et), et);
-      inner = b.Op1("math.tanh", b.Bin("arith.mulf", "", k(std::sqrt(2.0 / M_PI)), poly, et), et);
-    } else {
-      inner = b.Op1("math.erf", b.Bin("arith.mulf", "", a[0], k(M_SQRT1_2), et), et);
-    }
-    return b.Bin("arith.mulf", "", b.Bin("arith.mulf", "", a[0], k(0.5), et), b.Bin("arith.addf", "", k(1), inner, et),
-                 et);
-  });
+  return c.Elementwise({&x}, et, [&](const Args& a) { return Gelu(c.b, a[0], et, tanh); });
 }
 
 // Copies the current node's attributes named in `names` onto n.

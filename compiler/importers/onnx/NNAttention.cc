@@ -12,13 +12,6 @@
 namespace hexir::importers::onnx {
 namespace {
 
-void SetInt(::onnx::NodeProto& n, const std::string& name, int64_t v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
 // A 3-D [batch, seq, heads * size] operand as [batch, heads, seq, size]; a 4-D one as is.
 StatusOr<Val> AsHeads(Context& c, Val& x, int64_t heads, const char* what) {
   if (x.rank() == 4) return x;
@@ -29,6 +22,56 @@ StatusOr<Val> AsHeads(Context& c, Val& x, int64_t heads, const char* what) {
   HEXIR_ASSIGN_OR_RETURN(Val split, c.ReshapeTo(x, {x.shape[0], x.shape[1], Dim::Static(heads),
                                                     Dim::Static(hidden.v / heads)}));
   return c.Transpose(split, {0, 2, 1, 3});
+}
+
+// [B, H, S, D] back to [B, S, H * D] (a 3-D operand's layout).
+StatusOr<Val> AsRows(Context& c, Val& y) {
+  Val rows = c.Transpose(y, {0, 2, 1, 3});
+  return c.ReshapeTo(rows, {y.shape[0], y.shape[2], Dim::Static(y.shape[1].v * y.shape[3].v)});
+}
+
+// Scores [B, Hq, S, T] = (scale q) k^T, tanh-capped at +-softcap when softcap > 0: q
+// [B, Hq, S, D] viewed as [B, Hkv, (Hq / Hkv) S, D], so that each kv head of k [B, Hkv, T, D]
+// serves its group of query heads without being repeated.
+StatusOr<Val> GroupedScores(Context& c, Val& q, Val& k, double scale, double softcap) {
+  Builder& b = c.b;
+  std::string et = q.et;
+  const Dim batch = q.shape[0], heads = q.shape[1], len = q.shape[2], kv_heads = k.shape[1];
+  HEXIR_ASSIGN_OR_RETURN(Val scaled, c.Elementwise({&q}, et, [&](const Args& a) {
+    return b.Bin("arith.mulf", "", a[0], b.ScalarConst(et, scale), et);
+  }));
+  HEXIR_ASSIGN_OR_RETURN(Val grouped, c.ReshapeTo(scaled, {batch, kv_heads, b.Mul(Dim::Static(heads.v / kv_heads.v), len),
+                                                           q.shape[3]}));
+  Val k_t = c.Transpose(k, {0, 1, 3, 2});
+  HEXIR_ASSIGN_OR_RETURN(Val scores_grouped, c.MatMul(grouped, k_t));
+  HEXIR_ASSIGN_OR_RETURN(Val scores, c.ReshapeTo(scores_grouped, {batch, heads, len, k.shape[2]}));
+  if (softcap <= 0) return scores;
+  return c.Elementwise({&scores}, et, [&](const Args& a) {
+    std::string capped = b.Op1("math.tanh", b.Bin("arith.divf", "", a[0], b.ScalarConst(et, softcap), et), et);
+    return b.Bin("arith.mulf", "", capped, b.ScalarConst(et, softcap), et);
+  });
+}
+
+// scores + bias (broadcast).
+StatusOr<Val> Biased(Context& c, Val& scores, Val& bias) {
+  std::string et = scores.et;
+  return c.Elementwise({&scores, &bias}, et, [&](const Args& a) { return c.b.Bin("arith.addf", "", a[0], a[1], et); });
+}
+
+// The softmax of the scores along keys (the table's Softmax).
+StatusOr<Val> SoftmaxOverKeys(Context& c, Val& scores) {
+  HEXIR_ASSIGN_OR_RETURN(std::vector<Val> probs,
+                         LowerAs(c, "Softmax", {scores}, 1, [](::onnx::NodeProto& n) { SetInt(n, "axis", -1); }));
+  return probs[0];
+}
+
+// probs [B, Hq, S, T] times v [B, Hkv, T, Dv] through GroupedScores' grouping: [B, Hq, S, Dv].
+StatusOr<Val> GroupedValues(Context& c, Val& probs, Val& v) {
+  const Dim batch = probs.shape[0], heads = probs.shape[1], len = probs.shape[2], kv_heads = v.shape[1];
+  HEXIR_ASSIGN_OR_RETURN(Val grouped, c.ReshapeTo(probs, {batch, kv_heads, c.b.Mul(Dim::Static(heads.v / kv_heads.v), len),
+                                                          probs.shape[3]}));
+  HEXIR_ASSIGN_OR_RETURN(Val y, c.MatMul(grouped, v));
+  return c.ReshapeTo(y, {batch, heads, len, v.shape[3]});
 }
 
 }  // namespace
@@ -61,8 +104,7 @@ Status LowerAttention(Context& c) {
   if (q_heads.v % kv_heads.v != 0 || v.shape[1].dynamic() || v.shape[1].v != kv_heads.v)
     return c.Error("Q's " + std::to_string(q_heads.v) + " heads are not a multiple of K's and V's " +
                    std::to_string(kv_heads.v));
-  const int64_t group = q_heads.v / kv_heads.v;
-  const Dim batch = q.shape[0], q_len = q.shape[2];
+  const Dim q_len = q.shape[2];
 
   // The caches: past ++ new along the sequence.
   Dim past_len = Dim::Static(0);
@@ -80,22 +122,8 @@ Status LowerAttention(Context& c) {
   if (c.node->output_size() > 2 && !c.node->output(2).empty()) c.SetOut(2, v);
   const Dim total = k.shape[2];
 
-  // Scores [B, Hkv, group * S, T] = (scale Q) K^T, Q's heads grouped by the kv head they read.
   double scale = c.HasAttr("scale") ? c.AttrF("scale", 1.0f) : 1.0 / std::sqrt(static_cast<double>(head_size.v));
-  HEXIR_ASSIGN_OR_RETURN(Val scaled, c.Elementwise({&q}, et, [&](const Args& a) {
-    return b.Bin("arith.mulf", "", a[0], b.ScalarConst(et, scale), et);
-  }));
-  HEXIR_ASSIGN_OR_RETURN(Val grouped, c.ReshapeTo(scaled, {batch, kv_heads, b.Mul(Dim::Static(group), q_len), head_size}));
-  Val k_t = c.Transpose(k, {0, 1, 3, 2});
-  HEXIR_ASSIGN_OR_RETURN(Val scores_grouped, c.MatMul(grouped, k_t));
-  HEXIR_ASSIGN_OR_RETURN(Val scores, c.ReshapeTo(scores_grouped, {batch, q_heads, q_len, total}));
-  double softcap = c.AttrF("softcap", 0.0f);
-  if (softcap > 0) {
-    HEXIR_ASSIGN_OR_RETURN(scores, c.Elementwise({&scores}, et, [&](const Args& a) {
-      std::string capped = b.Op1("math.tanh", b.Bin("arith.divf", "", a[0], b.ScalarConst(et, softcap), et), et);
-      return b.Bin("arith.mulf", "", capped, b.ScalarConst(et, softcap), et);
-    }));
-  }
+  HEXIR_ASSIGN_OR_RETURN(Val scores, GroupedScores(c, q, k, scale, c.AttrF("softcap", 0.0f)));
   const int64_t mode = c.AttrI("qk_matmul_output_mode", 0);
   const bool qk_output = c.node->output_size() > 3 && !c.node->output(3).empty();
   if (qk_output && mode != 0 && mode != 3)
@@ -119,9 +147,7 @@ Status LowerAttention(Context& c) {
     std::vector<Dim> begin(mask.rank(), Dim::Static(0)), end = begin;
     end.back() = b.Sub(total, mask.shape.back());
     if (end.back().dynamic() || end.back().v != 0) mask = c.Pad(mask, begin, end, "constant", minus_inf);
-    HEXIR_ASSIGN_OR_RETURN(scores, c.Elementwise({&scores, &mask}, et, [&](const Args& a) {
-      return b.Bin("arith.addf", "", a[0], a[1], et);
-    }));
+    HEXIR_ASSIGN_OR_RETURN(scores, Biased(c, scores, mask));
   }
   if (c.AttrI("is_causal", 0) != 0) {
     std::string past = b.DimValue(past_len);
@@ -131,24 +157,12 @@ Status LowerAttention(Context& c) {
       std::string beyond = b.Cmp("", "ugt", idx[1], reach, "index");
       return b.Select(beyond, b.ScalarConst(et, minus_inf), b.ScalarConst(et, 0), et);
     });
-    HEXIR_ASSIGN_OR_RETURN(scores, c.Elementwise({&scores, &causal}, et, [&](const Args& a) {
-      return b.Bin("arith.addf", "", a[0], a[1], et);
-    }));
+    HEXIR_ASSIGN_OR_RETURN(scores, Biased(c, scores, causal));
   }
-  HEXIR_ASSIGN_OR_RETURN(std::vector<Val> probs,
-                         LowerAs(c, "Softmax", {scores}, 1, [](::onnx::NodeProto& n) { SetInt(n, "axis", -1); }));
-  if (qk_output && mode == 3) c.SetOut(3, probs[0]);
-
-  // Y [B, Hq, S, Dv], through the same grouping.
-  HEXIR_ASSIGN_OR_RETURN(Val probs_grouped, c.ReshapeTo(probs[0], {batch, kv_heads, b.Mul(Dim::Static(group), q_len), total}));
-  HEXIR_ASSIGN_OR_RETURN(Val y_grouped, c.MatMul(probs_grouped, v));
-  HEXIR_ASSIGN_OR_RETURN(Val y, c.ReshapeTo(y_grouped, {batch, q_heads, q_len, v.shape[3]}));
-  if (q_in.rank() == 4) {
-    c.SetOut(0, y);
-    return Status::Ok();
-  }
-  Val rows = c.Transpose(y, {0, 2, 1, 3});
-  return c.SetOut(0, c.ReshapeTo(rows, {batch, q_len, Dim::Static(q_heads.v * v.shape[3].v)}));
+  HEXIR_ASSIGN_OR_RETURN(Val probs, SoftmaxOverKeys(c, scores));
+  if (qk_output && mode == 3) c.SetOut(3, probs);
+  HEXIR_ASSIGN_OR_RETURN(Val y, GroupedValues(c, probs, v));
+  return c.SetOut(0, q_in.rank() == 4 ? StatusOr<Val>(y) : AsRows(c, y));
 }
 
 namespace {
@@ -309,7 +323,7 @@ Status LowerGroupQueryAttention(Context& c) {
   const bool packed = !c.HasIn(1);
   const int64_t heads_in_query = packed ? q_heads + 2 * kv_heads : q_heads;
   if (query.shape[2].v % heads_in_query != 0) return c.Error("the query's hidden size is not a multiple of its heads");
-  const int64_t head = query.shape[2].v / heads_in_query, group = q_heads / kv_heads;
+  const int64_t head = query.shape[2].v / heads_in_query;
   const Dim batch = query.shape[0], seq = query.shape[1];
   std::string et = query.et;
   // [B, heads, S, D] views of the projections.
@@ -405,23 +419,9 @@ Status LowerGroupQueryAttention(Context& c) {
   Val present_k = present_of(past_k, k), present_v = present_of(past_v, v);
   if (c.node->output_size() > 1 && !c.node->output(1).empty()) c.SetOut(1, present_k);
   if (c.node->output_size() > 2 && !c.node->output(2).empty()) c.SetOut(2, present_v);
-  // Scores [B, Hq, S, T] through the kv-head grouping.
   double scale = c.AttrF("scale", 0.0f);
   if (scale == 0) scale = 1.0 / std::sqrt(static_cast<double>(head));
-  HEXIR_ASSIGN_OR_RETURN(Val scaled, c.Elementwise({&q}, et, [&](const Args& a) {
-    return b.Bin("arith.mulf", "", a[0], b.ScalarConst(et, scale), et);
-  }));
-  HEXIR_ASSIGN_OR_RETURN(Val grouped, c.ReshapeTo(scaled, {batch, Dim::Static(kv_heads), b.Mul(Dim::Static(group), seq), Dim::Static(head)}));
-  Val k_t = c.Transpose(present_k, {0, 1, 3, 2});
-  HEXIR_ASSIGN_OR_RETURN(Val scores_grouped, c.MatMul(grouped, k_t));
-  HEXIR_ASSIGN_OR_RETURN(Val scores, c.ReshapeTo(scores_grouped, {batch, Dim::Static(q_heads), seq, present_len}));
-  double softcap = c.AttrF("softcap", 0.0f);
-  if (softcap > 0) {
-    HEXIR_ASSIGN_OR_RETURN(scores, c.Elementwise({&scores}, et, [&](const Args& a) {
-      std::string capped = b.Op1("math.tanh", b.Bin("arith.divf", "", a[0], b.ScalarConst(et, softcap), et), et);
-      return b.Bin("arith.mulf", "", capped, b.ScalarConst(et, softcap), et);
-    }));
-  }
+  HEXIR_ASSIGN_OR_RETURN(Val scores, GroupedScores(c, q, present_k, scale, c.AttrF("softcap", 0.0f)));
   const int64_t window = c.AttrI("local_window_size", -1);
   Val bias = b.Tabulate({batch, Dim::Static(1), seq, present_len}, et, [&](std::vector<std::string> idx) {
     std::string newest = b.Fresh();  // the query's own position
@@ -434,16 +434,10 @@ Status LowerGroupQueryAttention(Context& c) {
     }
     return b.Select(allowed, b.ScalarConst(et, 0), b.ScalarConst(et, -std::numeric_limits<double>::infinity()), et);
   });
-  HEXIR_ASSIGN_OR_RETURN(scores, c.Elementwise({&scores, &bias}, et, [&](const Args& a) {
-    return b.Bin("arith.addf", "", a[0], a[1], et);
-  }));
-  HEXIR_ASSIGN_OR_RETURN(std::vector<Val> probs,
-                         LowerAs(c, "Softmax", {scores}, 1, [](::onnx::NodeProto& n) { SetInt(n, "axis", -1); }));
-  HEXIR_ASSIGN_OR_RETURN(Val probs_grouped, c.ReshapeTo(probs[0], {batch, Dim::Static(kv_heads), b.Mul(Dim::Static(group), seq), present_len}));
-  HEXIR_ASSIGN_OR_RETURN(Val y_grouped, c.MatMul(probs_grouped, present_v));
-  HEXIR_ASSIGN_OR_RETURN(Val y, c.ReshapeTo(y_grouped, {batch, Dim::Static(q_heads), seq, Dim::Static(head)}));
-  Val rows = c.Transpose(y, {0, 2, 1, 3});
-  return c.SetOut(0, c.ReshapeTo(rows, {batch, seq, Dim::Static(q_heads * head)}));
+  HEXIR_ASSIGN_OR_RETURN(scores, Biased(c, scores, bias));
+  HEXIR_ASSIGN_OR_RETURN(Val probs, SoftmaxOverKeys(c, scores));
+  HEXIR_ASSIGN_OR_RETURN(Val y, GroupedValues(c, probs, present_v));
+  return c.SetOut(0, AsRows(c, y));
 }
 
 }  // namespace hexir::importers::onnx

@@ -439,6 +439,13 @@ StatusOr<std::vector<Val>> LowerAs(Context& c, const std::string& op_type, const
   return results;
 }
 
+void SetInt(::onnx::NodeProto& n, const std::string& name, int64_t v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
 Status LowerGraphNodes(Context& c, const ::onnx::GraphProto& g) {
   for (int i = 0; i < g.node_size(); ++i) {
     const auto& n = g.node(i);

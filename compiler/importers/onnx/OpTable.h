@@ -40,6 +40,9 @@ Status LowerNode(Context& c);
 StatusOr<std::vector<Val>> LowerAs(Context& c, const std::string& op_type, const std::vector<Val>& ins, int outs,
                                    const std::function<void(::onnx::NodeProto&)>& attrs);
 
+// Sets an int attribute on a node LowerAs builds (`[](auto& n) { SetInt(n, "axis", 2); }`).
+void SetInt(::onnx::NodeProto& n, const std::string& name, int64_t v);
+
 // The ONNX ops that work on string tensors (StringNormalizer, RegexFullMatch, StringConcat,
 // StringSplit): none is lowered, since Hexir tensors hold numbers.
 bool IsStringOp(const std::string& op_type);

@@ -30,13 +30,6 @@ StatusOr<int64_t> Position(Context& c, int i, int64_t n, bool insert) {
   return pos;
 }
 
-void SetInt(::onnx::NodeProto& n, const std::string& name, int64_t v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
 }  // namespace
 
 Status LowerConcatFromSequence(Context& c) {
