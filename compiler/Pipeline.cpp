@@ -251,9 +251,12 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
           options.norm_pair_extent >= 0 ? options.norm_pair_extent : 16384, options.chain_small_layers,
           options.chain_small_layers, options.chain_small_layers && options.small_layer_tails}));
   }
-  // CPU: a row softmax or norm (reductions along rows, then elementwise ops reading them) is
-  // one kernel that runs its passes a block of rows at a time (passes/codegen/CPURowChains.h).
-  if (options.fuse_elementwise && OnlyCpu(options)) pm.addPass(hexir::createGroupRowChains());
+  // A row softmax or norm (reductions along rows, then elementwise ops reading them) is one
+  // kernel: on the CPU it runs its passes a block of rows at a time
+  // (passes/codegen/CPURowChains.h), on CUDA a block of threads per row (static chains only,
+  // passes/codegen/CUDARowChains.h).
+  if (options.fuse_elementwise && (OnlyCpu(options) || OnlyCuda(options)))
+    pm.addPass(hexir::createGroupRowChains(GroupRowChainsOptions{OnlyCuda(options)}));
   // CUDA: a matmul of f32 activations by f16/bf16 weights over many rows (a prompt's prefill)
   // reads its activations rounded to the weights' type, so the tensor-core kernel takes it
   // (passes/dispatch/CastMatmulActivations.cpp; H200, 512-token TinyLlama prefill: bench/README.md).

@@ -62,7 +62,7 @@ def InlineDeviceCalls : Pass<"hexir-inline-device-calls", "mlir::ModuleOp"> {
 def GroupRowChains : Pass<"hexir-group-row-chains", "mlir::ModuleOp"> {
   let summary = "Makes each row-wise chain of reductions and elementwise ops (softmax, norms) one dispatch group";
   let description = [{
-    CPU only. Generics over the same rows (loop 0 parallel, the same loop count; reductions
+    Generics over the same rows (loop 0 parallel, the same loop count; reductions
     reduce only their last loop; elementwise ones write their whole iteration space) linked
     by reads that keep loop 0 (a reduction's result read along its rows, an elementwise
     result read whole) form a chain; one with a reduction read by an elementwise member, a
@@ -71,8 +71,14 @@ def GroupRowChains : Pass<"hexir-group-row-chains", "mlir::ModuleOp"> {
     it, and the CPU lowering runs all its passes over a block of rows while the rows are in
     cache (passes/codegen/CPURowChains.h). First, reads through a reduced axis kept as a
     trailing 1 (ONNX keepdims) become row reads (passes/dispatch/KeptDimRowReads.h); a set
-    that is not one chain is split at its members used outside it.
+    that is not one chain is split at its members used outside it. With `cuda`, only chains
+    whose members' loops are all static, with at least 2 rows of at least 32 elements, are
+    grouped: the CUDA lowering runs a block per row (passes/codegen/CUDARowChains.h).
   }];
+  let options = [
+    Option<"cuda", "cuda", "bool", /*default=*/"false",
+           "group only the chains the CUDA lowering takes (static, 2+ rows of 32+ elements)">,
+  ];
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 

@@ -33,6 +33,7 @@
 #include "passes/codegen/CUDAMatmul.h"
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/codegen/CUDAQuantizedGemv.h"
+#include "passes/codegen/CUDARowChains.h"
 #include "passes/codegen/CUDAWarpReduce.h"
 #include "passes/codegen/CUDAWholeReductions.h"
 #include "passes/codegen/KernelLoweringUtils.h"
@@ -81,6 +82,20 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
         kernel->setAttr(kBlockSizeAttr, IntegerAttr::get(IndexType::get(ctx), threads));
         exe->setAttr(codegen::kWorkgroupCountAttr, DenseI64ArrayAttr::get(ctx, {1, 1, 1}));
         exe->setAttr(kBlockSizeAttr, DenseI64ArrayAttr::get(ctx, {threads, 1, 1}));
+        continue;
+      }
+      if (cuda::IsRowChainGroup(exe)) {  // a block per row (CUDARowChains.h)
+        FailureOr<cuda::RowChainGrid> grid = cuda::DistributeRowChain(kernel, blockSize * 4);
+        if (failed(grid)) {
+          kernel.emitError("row chain does not distribute as a block per row");
+          return signalPassFailure();
+        }
+        kernel = codegen::LookupKernel(exe);
+        kernel->setAttr(cuda::kBlockLevelsAttr, UnitAttr::get(ctx));
+        kernel->setAttr(kThreadCountAttr, IntegerAttr::get(IndexType::get(ctx), -1));
+        kernel->setAttr(kBlockSizeAttr, IntegerAttr::get(IndexType::get(ctx), grid->threads));
+        exe->setAttr(codegen::kWorkgroupCountAttr, DenseI64ArrayAttr::get(ctx, {grid->rows, 1, 1}));
+        exe->setAttr(kBlockSizeAttr, DenseI64ArrayAttr::get(ctx, {grid->threads, 1, 1}));
         continue;
       }
       if (quantizedGemv)

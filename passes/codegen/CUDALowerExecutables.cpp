@@ -23,6 +23,7 @@
 #include "passes/codegen/CUDAMatmul.h"
 #include "passes/codegen/CUDAPasses.h"
 #include "passes/codegen/CUDAQuantizedGemv.h"
+#include "passes/codegen/CUDARowChains.h"
 #include "passes/codegen/CUDAStagedWeights.h"
 #include "passes/codegen/CUDAVectorAccess.h"
 #include "passes/codegen/CUDAWarpReduce.h"
@@ -690,10 +691,12 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
       kernel->removeAttr(cuda::kQuantizedGemvAttr);
     }
     SmallVector<cuda::StagedWeight> staged;
-    if (kernel->hasAttr(cuda::kBlockLevelsAttr)) {  // a small layer's group: one block
+    if (kernel->hasAttr(cuda::kBlockLevelsAttr)) {  // a small layer's group or a row chain's row
       // Its read-only weights fetched while the prerequisite kernels run (CUDAStagedWeights.h):
-      // in shared memory, what the group's temporaries and reduction partials leave.
-      if (stagingMode != cuda::WeightStaging::kNone && SupportsGridDependencyControl(exe)) {
+      // in shared memory, what the group's temporaries and reduction partials leave. A row
+      // chain's block reads one row of its inputs: nothing to stage.
+      if (stagingMode != cuda::WeightStaging::kNone && SupportsGridDependencyControl(exe) &&
+          !cuda::IsRowChainGroup(exe)) {
         const int64_t budget = stagingMode == cuda::WeightStaging::kShared
                                    ? cuda::kMaxBlockSharedBytes - cuda::TopLevelAllocationBytes(kernel) -
                                          kReductionScratchBytes

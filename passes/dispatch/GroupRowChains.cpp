@@ -2,7 +2,9 @@
 // same rows (reductions along each row, elementwise ops reading their results) becomes one
 // dispatch group, `hexir.dispatch_group = "row_chain.N"`, which hexir-form-dispatch-regions
 // forms into one kernel; the CPU lowering then runs the chain a block of rows at a time
-// (passes/codegen/CPURowChains.h).
+// (passes/codegen/CPURowChains.h), the CUDA lowering a block of threads per row
+// (passes/codegen/CUDARowChains.h: static chains of 2+ rows of 32+ elements only, the `cuda`
+// option).
 //
 //   %m = generic reduction(x)                      %y = dispatch {  m = reduction(x)
 //   %e = generic parallel(x, %m)          ==>                       e = parallel(x, m)
@@ -35,6 +37,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "passes/Passes.h"
 #include "passes/codegen/CPURowChains.h"
+#include "passes/codegen/CUDARowChains.h"
 #include "passes/dispatch/KeptDimRowReads.h"
 
 namespace hexir {
@@ -57,13 +60,23 @@ AffineMap RowsMap(MLIRContext* ctx, unsigned loops) {
   return AffineMap::getMultiDimIdentityMap(loops, ctx).getMajorSubMap(loops - 1);
 }
 
-RowKind KindOf(Operation* op) {
+// Chains the CUDA lowering takes (CUDARowChains.h): static loops, at least kMinRowChainRows
+// rows of at least kMinRowChainLength elements.
+bool CudaRowShape(linalg::GenericOp g) {
+  SmallVector<int64_t> extents = g.getStaticLoopRanges();
+  if (llvm::any_of(extents, ShapedType::isDynamic) || extents.back() < cuda::kMinRowChainLength) return false;
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < extents.size(); ++d) rows *= extents[d];
+  return rows >= cuda::kMinRowChainRows;
+}
+
+RowKind KindOf(Operation* op, bool cuda) {
   auto g = dyn_cast<linalg::GenericOp>(op);
   if (!g || g->getNumResults() != 1 || g.getNumDpsInits() != 1 || !g.hasPureTensorSemantics() ||
       HasHexirMark(g))
     return RowKind::kNone;
   const unsigned loops = g.getNumLoops();
-  if (loops < 2) return RowKind::kNone;
+  if (loops < 2 || (cuda && !CudaRowShape(g))) return RowKind::kNone;
   SmallVector<utils::IteratorType> iterators = g.getIteratorTypesArray();
   for (unsigned i = 0; i + 1 < loops; ++i)
     if (iterators[i] != utils::IteratorType::parallel) return RowKind::kNone;
@@ -104,7 +117,7 @@ class GroupRowChains : public impl::GroupRowChainsBase<GroupRowChains> {
     std::map<Operation*, RowKind> kinds;
     SmallVector<Operation*> order;
     for (Operation& op : block)
-      if (RowKind k = KindOf(&op); k != RowKind::kNone) {
+      if (RowKind k = KindOf(&op, cuda); k != RowKind::kNone) {
         kinds[&op] = k;
         order.push_back(&op);
       }

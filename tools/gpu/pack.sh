@@ -29,6 +29,7 @@ TESTS=(
   //tests/e2e:sibling_gemv_test
   //tests/e2e:decode_projections_test
   //tests/e2e:norm_pair_test
+  //tests/e2e:row_chain_test
   //tests/e2e:tensor_core_matmul_test
   //tests/e2e:dynamic_grids_test
   //tests/e2e:generate_limits_test
@@ -98,7 +99,7 @@ done
 export HEXIR_SAVE_MODULES_DIR="$PWD/.out/gpu/modules"
 export HEXIR_COMPILE_FLAGS="--cpu=x86-64-v3"  # CPU kernels must run on the GPU machine's host too
 for t in //tests/e2e:models_test //tests/e2e:compiled_calls_test //tests/e2e:compiler_gaps_test \
-         //tests/e2e:deadline_test //tests/e2e:decode_attention_test //tests/e2e:prompt_attention_test //tests/e2e:cache_row_write_test //tests/e2e:small_layer_fusion_test //tests/e2e:sibling_gemv_test //tests/e2e:decode_projections_test //tests/e2e:norm_pair_test //tests/e2e:launch_optimizations_test //tests/e2e:tensor_core_matmul_test //tests/e2e:dynamic_grids_test //tests/e2e:generate_limits_test \
+         //tests/e2e:deadline_test //tests/e2e:decode_attention_test //tests/e2e:prompt_attention_test //tests/e2e:cache_row_write_test //tests/e2e:small_layer_fusion_test //tests/e2e:sibling_gemv_test //tests/e2e:decode_projections_test //tests/e2e:norm_pair_test //tests/e2e:row_chain_test //tests/e2e:launch_optimizations_test //tests/e2e:tensor_core_matmul_test //tests/e2e:dynamic_grids_test //tests/e2e:generate_limits_test \
          //tests/e2e:kernel_checks_test \
          //tests/e2e:low_precision_floats_test //tests/e2e:shape_checks_test //tests/e2e:shape_memo_test \
          //tests/e2e:schedule_test //tests/e2e:programmatic_launch_test //tests/e2e:heterogeneous_test //tests/e2e:layer_calls_test \

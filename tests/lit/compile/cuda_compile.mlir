@@ -126,8 +126,9 @@
 // CHECK:         ld.shared.v4.b32
 // CHECK:         st.global.b32
 
-// a * (row sums of a^2): the reduction, then an elementwise dispatch reading a (a public
-// argument, read-only) and the sums (the first dispatch's result). Under programmatic
+// a * (row sums of a^2), the sums returned too (so no row chain makes one kernel of the two,
+// passes/codegen/CUDARowChains.h): the reduction, then an elementwise dispatch reading a (a
+// public argument, read-only) and the sums (the first dispatch's result). Under programmatic
 // launch the second kernel starts while the first still writes the sums, so only a, which
 // no dispatch writes, is loaded through the non-coherent path (ld.global.nc, 16 bytes); the
 // sums are loaded coherently (ld.global) after the wait.
@@ -239,7 +240,7 @@ func.func @sumsq(%a: tensor<64x1000xf32>) -> tensor<64xf32> {
   return %s : tensor<64xf32>
 }
 
-func.func @rescale(%a: tensor<64x1024xf32>) -> tensor<64x1024xf32> {
+func.func @rescale(%a: tensor<64x1024xf32>) -> (tensor<64x1024xf32>, tensor<64xf32>) {
   %z = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<64xf32>
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<64xf32>) -> tensor<64xf32>
@@ -255,5 +256,5 @@ func.func @rescale(%a: tensor<64x1024xf32>) -> tensor<64x1024xf32> {
       %p = arith.mulf %x, %y : f32
       linalg.yield %p : f32
   } -> tensor<64x1024xf32>
-  return %r : tensor<64x1024xf32>
+  return %r, %s : tensor<64x1024xf32>, tensor<64xf32>
 }
