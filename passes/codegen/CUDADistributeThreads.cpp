@@ -85,18 +85,17 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
         continue;
       }
       if (cuda::IsRowChainGroup(exe)) {  // a block per row (CUDARowChains.h)
-        FailureOr<cuda::RowChainGrid> grid = cuda::DistributeRowChain(kernel, blockSize * 4);
-        if (failed(grid)) {
-          kernel.emitError("row chain does not distribute as a block per row");
-          return signalPassFailure();
+        if (FailureOr<cuda::RowChainGrid> grid = cuda::DistributeRowChain(kernel, blockSize * 4);
+            succeeded(grid)) {
+          kernel = codegen::LookupKernel(exe);
+          kernel->setAttr(cuda::kBlockLevelsAttr, UnitAttr::get(ctx));
+          kernel->setAttr(kThreadCountAttr, IntegerAttr::get(IndexType::get(ctx), -1));
+          kernel->setAttr(kBlockSizeAttr, IntegerAttr::get(IndexType::get(ctx), grid->threads));
+          exe->setAttr(codegen::kWorkgroupCountAttr, DenseI64ArrayAttr::get(ctx, {grid->rows, 1, 1}));
+          exe->setAttr(kBlockSizeAttr, DenseI64ArrayAttr::get(ctx, {grid->threads, 1, 1}));
+          continue;
         }
-        kernel = codegen::LookupKernel(exe);
-        kernel->setAttr(cuda::kBlockLevelsAttr, UnitAttr::get(ctx));
-        kernel->setAttr(kThreadCountAttr, IntegerAttr::get(IndexType::get(ctx), -1));
-        kernel->setAttr(kBlockSizeAttr, IntegerAttr::get(IndexType::get(ctx), grid->threads));
-        exe->setAttr(codegen::kWorkgroupCountAttr, DenseI64ArrayAttr::get(ctx, {grid->rows, 1, 1}));
-        exe->setAttr(kBlockSizeAttr, DenseI64ArrayAttr::get(ctx, {grid->threads, 1, 1}));
-        continue;
+        kernel.emitRemark("row chain not distributed as a block per row; the general mapping runs it");
       }
       if (quantizedGemv)
         if (auto gemv = cuda::MatchQuantizedGemv(kernel)) {  // CUDAQuantizedGemv.h

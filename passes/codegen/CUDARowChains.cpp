@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/TilingInterface.h"
@@ -24,6 +25,9 @@ namespace {
 
 // Elements each thread of a row's block takes.
 constexpr int64_t kElementsPerThread = 8;
+// Temporaries a row's block may keep in shared memory (CUDABlockLevels.cpp's static limit, 48
+// KiB, less room for the reductions' partials).
+constexpr int64_t kMaxTemporaryBytes = 40 * 1024;
 
 // Step 1: all-parallel generics fused into the generics reading them, until none is left that
 // another generic reads (linalg::fuseElementwiseOps one operand at a time; the readers keep
@@ -115,7 +119,17 @@ FailureOr<RowChainGrid> DistributeClone(func::FuncOp kernel, int64_t maxThreads)
   codegen::CleanUpTiledKernel(kernel);
   DominanceInfo dominance(kernel);
   eliminateCommonSubExpressions(rw, dominance, kernel);
-  // Every op that computes is now the row's: none may be left over whole tensors.
+  // Every op that computes is now the row's: none may be left over whole tensors. What stays
+  // a temporary (the row scalars; a member the fusion could not take, a row) lives in the
+  // block's shared memory, within the one-block lowering's static limit.
+  int64_t temporaryBytes = 0;
+  kernel.walk([&](tensor::EmptyOp empty) {
+    RankedTensorType type = empty.getType();
+    temporaryBytes += type.hasStaticShape() && type.getElementType().isIntOrFloat()
+                          ? type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8)
+                          : kMaxTemporaryBytes + 1;
+  });
+  if (temporaryBytes > kMaxTemporaryBytes) return failure();
   for (Operation& op : kernel.getBody().front())
     if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
       int64_t points = 1;
