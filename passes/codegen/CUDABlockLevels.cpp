@@ -174,7 +174,7 @@ struct FillStore {
 // the value the output starts from, stored by the point's thread before its reduction (a
 // folded linalg.fill: no barrier between the fill and its reduction).
 LogicalResult ThreadPerPoint(RewriterBase& rw, linalg::GenericOp op, Value tid, int64_t block,
-                             int64_t offset, Value fill) {
+                             int64_t offset, Value fill, int64_t vector = 1) {
   Location loc = op.getLoc();
   SmallVector<int64_t> extents = op.getStaticLoopRanges();
   int64_t parallelCount = op.getNumParallelLoops(), points = 1;
@@ -206,15 +206,24 @@ LogicalResult ThreadPerPoint(RewriterBase& rw, linalg::GenericOp op, Value tid, 
     nest.push_back(loop);
   }
   rw.setInsertionPoint(nest.front());
-  auto strided = scf::ForOp::create(rw, loc, start, Index(rw, loc, points), Index(rw, loc, block));
+  // `vector` consecutive points a step (they share all coordinates but the innermost).
+  if (vector > 1 && (points % vector != 0 || extents[parallelCount - 1] % vector != 0 || fill)) vector = 1;
+  Value first = vector > 1 ? arith::MulIOp::create(rw, loc, start, Index(rw, loc, vector)).getResult() : start;
+  auto strided = scf::ForOp::create(rw, loc, first, Index(rw, loc, points), Index(rw, loc, block * vector));
   rw.setInsertionPointToStart(strided.getBody());
-  SmallVector<Value> coordinates = Delinearize(rw, loc, strided.getInductionVar(),
-                                                ArrayRef<int64_t>(extents).take_front(parallelCount));
+  Value point = strided.getInductionVar();
+  scf::ForOp lanes;
+  if (vector > 1) {  // a constant trip count: LLVM unrolls it and merges the accesses
+    lanes = scf::ForOp::create(rw, loc, Index(rw, loc, 0), Index(rw, loc, vector), Index(rw, loc, 1));
+    rw.setInsertionPointToStart(lanes.getBody());
+    point = arith::AddIOp::create(rw, loc, point, lanes.getInductionVar());
+  }
+  SmallVector<Value> coordinates = Delinearize(rw, loc, point, ArrayRef<int64_t>(extents).take_front(parallelCount));
   for (int64_t d = 0; d < parallelCount; ++d) nest[d].getInductionVar().replaceAllUsesWith(coordinates[d]);
   store.emit(rw, loc, coordinates);
   Block* inner = nest.back().getBody();
-  for (Operation& moved : llvm::make_early_inc_range(inner->without_terminator()))
-    moved.moveBefore(strided.getBody()->getTerminator());
+  Operation* end = (lanes ? lanes.getBody() : strided.getBody())->getTerminator();
+  for (Operation& moved : llvm::make_early_inc_range(inner->without_terminator())) moved.moveBefore(end);
   rw.eraseOp(nest.front());
   return success();
 }
@@ -338,7 +347,7 @@ Operation* BlockReducible(linalg::GenericOp op) {
 // stores its warp's partial into shared memory; after a barrier thread 0 combines them in
 // warp order with the output's value (or `fill`, a folded linalg.fill's) and stores it.
 void BlockReduce(RewriterBase& rw, func::FuncOp kernel, linalg::GenericOp op, Operation* combiner,
-                 Value tid, int64_t block, Value fill) {
+                 Value tid, int64_t block, Value fill, int64_t vector = 1) {
   Location loc = op.getLoc();
   rw.setInsertionPoint(op);
   int64_t reduced = 0;
@@ -354,12 +363,19 @@ void BlockReduce(RewriterBase& rw, func::FuncOp kernel, linalg::GenericOp op, Op
   TypedAttr neutral = *arith::getNeutralElement(combiner);
   Value identity = arith::ConstantOp::create(rw, loc, neutral);
   int64_t extent = op.getStaticLoopRanges()[reduced];
+  // `vector` consecutive elements a step, folded in order.
+  if (extent % vector != 0) vector = 1;
+  Value from = vector > 1 ? arith::MulIOp::create(rw, loc, tid, Index(rw, loc, vector)).getResult() : tid;
   auto loop = scf::ForOp::create(
-      rw, loc, tid, Index(rw, loc, extent), Index(rw, loc, block), ValueRange{identity},
+      rw, loc, from, Index(rw, loc, extent), Index(rw, loc, block * vector), ValueRange{identity},
       [&](OpBuilder& b, Location l, Value k, ValueRange accs) {
-        SmallVector<Value> dims(iterators.size(), zero);
-        dims[reduced] = k;
-        scf::YieldOp::create(b, l, BodyAt(b, l, op, dims, accs[0]));
+        Value acc = accs[0];
+        for (int64_t v = 0; v < vector; ++v) {
+          SmallVector<Value> dims(iterators.size(), zero);
+          dims[reduced] = v ? arith::AddIOp::create(b, l, k, Index(b, l, v)).getResult() : k;
+          acc = BodyAt(b, l, op, dims, acc);
+        }
+        scf::YieldOp::create(b, l, acc);
       });
   Value partial = loop.getResult(0);
   partial = XorButterfly(rw, loc, partial, kWarpSize, [&](Value x, Value y) { return combine(rw, x, y); });
@@ -425,7 +441,7 @@ int64_t BlockLevelsThreads(func::FuncOp kernel, int64_t blockSize) {
 // one-block form above for blocks of `blockSize` threads (a multiple of 32). Errors name the
 // op that cannot be lowered so (a dynamic shape, a nested op, temporaries over
 // kMaxBlockLevelsSharedBytes).
-LogicalResult LowerBlockLevels(func::FuncOp kernel, int64_t blockSize) {
+LogicalResult LowerBlockLevels(func::FuncOp kernel, int64_t blockSize, int64_t vector) {
   if (blockSize <= 0 || blockSize % kWarpSize != 0)
     return kernel.emitError("small-layer kernel: block of ") << blockSize << " threads is no whole number of warps";
   Block& top = kernel.getBody().front();
@@ -530,7 +546,7 @@ LogicalResult LowerBlockLevels(func::FuncOp kernel, int64_t blockSize) {
       offset = 0;
     }
     if (Operation* combiner = BlockReducible(generic)) {
-      BlockReduce(rw, kernel, generic, combiner, tid, blockSize, fill);
+      BlockReduce(rw, kernel, generic, combiner, tid, blockSize, fill, vector);
       hazards.clear();  // its own barrier ordered every read; thread 0 wrote the output after it
       hazards.written.insert(writes.begin(), writes.end());
       offset = 0;
@@ -550,7 +566,7 @@ LogicalResult LowerBlockLevels(func::FuncOp kernel, int64_t blockSize) {
       LanesReduce(rw, generic, WarpReducibleCombiner(generic), tid, blockSize, offset, lanes, fill);
       offset = (offset + points * lanes) % blockSize;
     } else {
-      if (failed(ThreadPerPoint(rw, generic, tid, blockSize, offset, fill))) return failure();
+      if (failed(ThreadPerPoint(rw, generic, tid, blockSize, offset, fill, vector))) return failure();
       offset = (offset + points) % blockSize;
     }
     hazards.read.insert(reads.begin(), reads.end());

@@ -22,7 +22,14 @@ bool IsSmallLayerGroup(ExecutableOp exe);
 // thread per 2 elements of its widest op, at most 1024.
 int64_t BlockLevelsThreads(mlir::func::FuncOp kernel, int64_t blockSize);
 
-// Lowers the bufferized kernel of a small-layer group to one block of `blockSize` threads.
-mlir::LogicalResult LowerBlockLevels(mlir::func::FuncOp kernel, int64_t blockSize);
+// Lowers the bufferized kernel of a small-layer group (or a row chain's row,
+// CUDARowChains.h) to one block of `blockSize` threads. With `vector` > 1, a block reduction
+// whose static extent it divides, and an op of a thread per point whose points and innermost
+// parallel extent it divides, give each thread `vector` consecutive elements a step (LLVM's
+// load/store vectorizer makes them one 16-byte access for f32 rows of aligned buffers).
+mlir::LogicalResult LowerBlockLevels(mlir::func::FuncOp kernel, int64_t blockSize, int64_t vector = 1);
+
+// On a row chain's kernel: the `vector` its LowerBlockLevels gets (IntegerAttr).
+inline constexpr char kBlockLevelsVectorAttr[] = "hexir.cuda.block_levels_vector";
 
 }  // namespace hexir::cuda

@@ -65,6 +65,11 @@ llvm::cl::opt<int64_t> forcedSiblingWarps(
     "cuda-sibling-warps-per-row", llvm::cl::Hidden, llvm::cl::init(0),
     llvm::cl::desc("warps a row of merged sibling projections (1-16; 0: chosen from their rows)"));
 
+// Consecutive elements a thread of a row chain's block takes a step (CUDABlockLevels.h).
+llvm::cl::opt<int64_t> rowChainVector(
+    "cuda-row-chain-vector", llvm::cl::Hidden, llvm::cl::init(1),
+    llvm::cl::desc("consecutive elements a thread of a row chain's block takes a step (1: one)"));
+
 class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistributeThreads> {
  public:
   using CUDADistributeThreadsBase::CUDADistributeThreadsBase;
@@ -89,6 +94,8 @@ class CUDADistributeThreads : public impl::CUDADistributeThreadsBase<CUDADistrib
             succeeded(grid)) {
           kernel = codegen::LookupKernel(exe);
           kernel->setAttr(cuda::kBlockLevelsAttr, UnitAttr::get(ctx));
+          if (rowChainVector > 1)
+            kernel->setAttr(cuda::kBlockLevelsVectorAttr, IntegerAttr::get(IndexType::get(ctx), rowChainVector));
           kernel->setAttr(kThreadCountAttr, IntegerAttr::get(IndexType::get(ctx), -1));
           kernel->setAttr(kBlockSizeAttr, IntegerAttr::get(IndexType::get(ctx), grid->threads));
           exe->setAttr(codegen::kWorkgroupCountAttr, DenseI64ArrayAttr::get(ctx, {grid->rows, 1, 1}));

@@ -703,8 +703,10 @@ class CUDALowerExecutables : public impl::CUDALowerExecutablesBase<CUDALowerExec
                                    : kMaxL1StagedBytes;
         staged = cuda::StageWeights(kernel, readOnly, stagingMode, budget, &sharedBytes);
       }
-      if (failed(cuda::LowerBlockLevels(kernel, block))) return failure();
+      auto vector = kernel->getAttrOfType<IntegerAttr>(cuda::kBlockLevelsVectorAttr);
+      if (failed(cuda::LowerBlockLevels(kernel, block, vector ? vector.getInt() : 1))) return failure();
       kernel->removeAttr(cuda::kBlockLevelsAttr);
+      kernel->removeAttr(cuda::kBlockLevelsVectorAttr);
     }
     if (failed(allocationsToStack(kernel))) return failure();
     if (auto lanes = kernel->getAttrOfType<IntegerAttr>(kLanesAttr)) {

@@ -77,7 +77,8 @@ void InlineSingleIteration(RewriterBase& rw, scf::ForOp loop) {
 // Step 2 on `kernel` (a clone the caller erases on failure): the grid, or failure.
 FailureOr<RowChainGrid> DistributeClone(func::FuncOp kernel, int64_t maxThreads) {
   FuseElementwiseProducers(kernel);
-  auto root = dyn_cast_or_null<linalg::GenericOp>(codegen::KernelRoot(kernel).getOperation());
+  TilingInterface last = codegen::KernelRoot(kernel);
+  auto root = last ? dyn_cast<linalg::GenericOp>(last.getOperation()) : linalg::GenericOp();
   if (!root || root.getNumLoops() < 2 || root.getNumParallelLoops() != root.getNumLoops() ||
       !root.getMatchingIndexingMap(root.getDpsInitOperand(0)).isIdentity())
     return failure();

@@ -489,6 +489,15 @@ TEST_CASE("AffineGrid (20) and CenterCropPad (18)") {
 namespace {
 
 // A model importing com.microsoft (version 1) beside the default domain at `opset`.
+// An int32 initializer of `dims` (seqlens, masks and lengths of onnxruntime's attention ops).
+void ShapedI32(Graph& g, const std::string& name, std::vector<int64_t> dims, std::vector<int32_t> v) {
+  auto* t = g.g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(::onnx::TensorProto::INT32);
+  for (int64_t d : dims) t->add_dims(d);
+  for (int32_t x : v) t->add_int32_data(x);
+}
+
 Graph MicrosoftModel(int opset) {
   Graph g;
   g.model.mutable_opset_import(0)->set_version(opset);
@@ -604,13 +613,6 @@ TEST_CASE("onnxruntime's contrib ops (com.microsoft) and its default-domain norm
     MatchesOnnxruntime(h, "ms_rotary_offset", {"2x5x12"});
   }
   SECTION("GroupQueryAttention: a first prompt, a decode step over caches of two lengths, packed QKV with rotary and a window") {
-    auto int32s = [](Graph& g, const std::string& name, std::vector<int64_t> dims, std::vector<int32_t> v) {
-      auto* t = g.g->add_initializer();
-      t->set_name(name);
-      t->set_data_type(::onnx::TensorProto::INT32);
-      for (int64_t d : dims) t->add_dims(d);
-      for (int32_t x : v) t->add_int32_data(x);
-    };
     // 4 query heads over 2 kv heads of 8 from projections of x [2, tokens, 32]; caches of
     // `past` rows (none: 0); each batch's total length - 1 in seqlens.
     auto separate_qkv = [&](int64_t tokens, int64_t past, std::vector<int32_t> seqlens, int32_t total) {
@@ -628,8 +630,8 @@ TEST_CASE("onnxruntime's contrib ops (com.microsoft) and its default-domain norm
         ins[3] = "past_key";
         ins[4] = "past_value";
       }
-      int32s(g, "seqlens", {2}, seqlens);
-      int32s(g, "total", {}, {total});
+      ShapedI32(g, "seqlens", {2}, seqlens);
+      ShapedI32(g, "total", {}, {total});
       g.Node("MatMul", {"x", "wk"}, {"k"});
       g.Node("MatMul", {"x", "wv"}, {"v"});
       auto* n = MicrosoftNode(g, "GroupQueryAttention", ins, {"y", "present_key", "present_value"});
@@ -650,8 +652,8 @@ TEST_CASE("onnxruntime's contrib ops (com.microsoft) and its default-domain norm
     p.Output("y", {1, 6, 32});
     p.InitF("cos", {8, 8}, Wave(64, 0.37));
     p.InitF("sin", {8, 8}, Wave(64, 0.91));
-    int32s(p, "seqlens", {1}, {5});
-    int32s(p, "total", {}, {6});
+    ShapedI32(p, "seqlens", {1}, {5});
+    ShapedI32(p, "total", {}, {6});
     auto* r = MicrosoftNode(p, "GroupQueryAttention", {"x", "", "", "", "", "seqlens", "total", "cos", "sin"}, {"y"});
     Graph::AttrI(r, "num_heads", 2);
     Graph::AttrI(r, "kv_num_heads", 1);
@@ -659,6 +661,56 @@ TEST_CASE("onnxruntime's contrib ops (com.microsoft) and its default-domain norm
     Graph::AttrI(r, "local_window_size", 2);
     Graph::AttrF(r, "softcap", 3.0f);
     MatchesOnnxruntime(p, "gqa_packed_rotary_window", {"1x6x64"});
+  }
+  SECTION("MultiHeadAttention: bias, padding mask and attention bias; a causal step over caches; 4-D cross-attention keys") {
+    // Self-attention of x [2, 5, 32] (4 heads of 8): projections plus a bias of 96, key 3 of
+    // batch 0 and keys 0 and 4 of batch 1 masked, a per-head attention bias.
+    Graph g = MicrosoftModel(17);
+    g.Input("x", {2, 5, 32});
+    g.Output("y", {2, 5, 32});
+    for (const char* w : {"wq", "wk", "wv"}) g.InitF(w, {32, 32}, Wave(1024, w[1] == 'q' ? 0.7 : w[1] == 'k' ? 1.1 : 1.3));
+    for (const char* w : {"wq", "wk", "wv"}) g.Node("MatMul", {"x", w}, {std::string(w).substr(1) + "0"});
+    // Values offset by 3 (outputs far from 0, where the comparison is relative); scores scaled
+    // down by 0.1 (a softmax that is not one-hot).
+    g.InitF("three", {}, {3.0f});
+    g.Node("Identity", {"q0"}, {"q"});
+    g.Node("Identity", {"k0"}, {"k"});
+    g.Node("Add", {"v0", "three"}, {"v"});
+    g.InitF("bias", {96}, Wave(96, 0.37));
+    ShapedI32(g, "mask", {2, 5}, {1, 1, 1, 0, 1, 0, 1, 1, 1, 0});
+    g.InitF("attention_bias", {1, 4, 5, 5}, Wave(100, 0.53));
+    auto* self = MicrosoftNode(g, "MultiHeadAttention", {"q", "k", "v", "bias", "mask", "attention_bias"}, {"y"});
+    Graph::AttrI(self, "num_heads", 4);
+    Graph::AttrF(self, "scale", 0.1f);
+    MatchesOnnxruntime(g, "mha_self_masked", {"2x5x32"});
+    // A causal step of 3 tokens after caches of 6, key lengths 9 and 7, a scale; the present
+    // caches as outputs.
+    Graph d = MicrosoftModel(17);
+    d.Input("x", {2, 3, 32});
+    d.Output("y", {2, 3, 32});
+    d.Output("present_key", {2, 4, 9, 8});
+    d.Output("present_value", {2, 4, 9, 8});
+    for (const char* w : {"wq", "wk", "wv"}) d.InitF(w, {32, 32}, Wave(1024, w[1] == 'q' ? 0.9 : w[1] == 'k' ? 0.6 : 1.7));
+    for (const char* w : {"wq", "wk", "wv"}) d.Node("MatMul", {"x", w}, {std::string(w).substr(1)});
+    d.InitF("past_key", {2, 4, 6, 8}, Wave(384, 0.3));
+    d.InitF("past_value", {2, 4, 6, 8}, Wave(384, 0.2));
+    ShapedI32(d, "lengths", {2}, {9, 7});
+    auto* n = MicrosoftNode(d, "MultiHeadAttention", {"q", "k", "v", "", "lengths", "", "past_key", "past_value"},
+                            {"y", "present_key", "present_value"});
+    Graph::AttrI(n, "num_heads", 4);
+    Graph::AttrI(n, "unidirectional", 1);
+    Graph::AttrF(n, "scale", 0.25f);
+    MatchesOnnxruntime(d, "mha_causal_past", {"2x3x32"});
+    // Cross-attention: keys and values already [batch, heads, length, head] (7 encoder rows).
+    Graph x = MicrosoftModel(17);
+    x.Input("x", {2, 5, 32});
+    x.Output("y", {2, 5, 32});
+    x.InitF("key", {2, 4, 7, 8}, Wave(448, 0.8));
+    x.InitF("value0", {2, 4, 7, 8}, Wave(448, 0.45));
+    x.InitF("three", {}, {3.0f});
+    x.Node("Add", {"value0", "three"}, {"value"});
+    Graph::AttrI(MicrosoftNode(x, "MultiHeadAttention", {"x", "key", "value"}, {"y"}), "num_heads", 4);
+    MatchesOnnxruntime(x, "mha_cross_bnsh", {"2x5x32"});
   }
   SECTION("MatMulNBits: 4 bits with packed zero points and a bias, 8 bits, 2 bits; K not a multiple of the block") {
     for (int bits : {4, 8, 2}) {

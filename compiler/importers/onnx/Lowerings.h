@@ -150,6 +150,7 @@ Status LowerAttention(Context& c);
 Status LowerRotaryEmbedding(Context& c);
 Status LowerMicrosoftRotaryEmbedding(Context& c);
 Status LowerGroupQueryAttention(Context& c);
+Status LowerMultiHeadAttention(Context& c);
 Status LowerLpNormalization(Context& c);
 Status LowerLRN(Context& c);
 Status LowerMeanVarianceNormalization(Context& c);

@@ -440,4 +440,124 @@ Status LowerGroupQueryAttention(Context& c) {
   return c.SetOut(0, AsRows(c, y));
 }
 
+
+// onnxruntime's MultiHeadAttention (com.microsoft), as its CPU kernel computes it: query
+// [B, S, N * H]; key and value [B, L, N * H | N * Hv] (with `bias` [N H + N H + N Hv] added to
+// the three projections, and past_key / past_value [B, N, P, H] before them: the present
+// outputs), or key and value already [B, N, L, H] (cross attention's cached projections).
+// Scores (scale or 1 / sqrt(H)) Q K^T plus attention_bias [B | 1, N | 1, S, T]; a masked key
+// position gets mask_filter_value (default -10000) added to its score: where key_padding_mask
+// [B, T] is 0, at or past the batch's length (a [B] key_padding_mask), and with unidirectional
+// past the query's own position P + s.
+Status LowerMultiHeadAttention(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& query, c.In(0));
+  for (int i = 8; i < c.NumIn(); ++i)
+    if (c.HasIn(i)) return c.Error("input " + std::to_string(i) + " (past_sequence_length, cache_indirection) is not supported");
+  if (c.node->output_size() > 3 && !c.node->output(3).empty()) return c.Error("output_qk is not supported");
+  const int64_t heads = c.AttrI("num_heads", 0);
+  if (heads <= 0) return c.Error("num_heads must be positive");
+  if (query.rank() != 3 || !query.IsFloat())
+    return c.Error("query must be a float [batch, seq, hidden] (packed QKV is not supported)");
+  if (!c.HasIn(1) || !c.HasIn(2)) return c.Error("key and value must be given (packed QKV / KV are not supported)");
+  HEXIR_ASSIGN_OR_RETURN(Val& key_in, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val& value_in, c.In(2));
+  std::string et = query.et;
+  if (key_in.et != et || value_in.et != et) return c.Error("query, key and value must have one element type");
+  if (key_in.rank() != value_in.rank() || (key_in.rank() != 3 && key_in.rank() != 4))
+    return c.Error("key and value must both be [batch, length, hidden] or both [batch, heads, length, head] "
+                   "(packed KV is not supported)");
+  const bool projected = key_in.rank() == 3;
+  if (query.shape[2].dynamic() || query.shape[2].v % heads != 0)
+    return c.Error("the query's hidden size must be static and a multiple of num_heads");
+  const int64_t head = query.shape[2].v / heads;
+  const double filter = c.AttrF("mask_filter_value", -10000.0f);
+  Val q3 = query, k3 = key_in, v3 = value_in;
+  if (c.HasIn(3)) {  // bias: the q, k and v parts
+    if (!projected) return c.Error("bias needs 3-D key and value");
+    HEXIR_ASSIGN_OR_RETURN(Val& bias, c.In(3));
+    const Dim& dv = value_in.shape[2];
+    if (bias.rank() != 1 || dv.dynamic() || bias.shape[0].dynamic() || bias.shape[0].v != 2 * query.shape[2].v + dv.v)
+      return c.Error("bias must be [hidden + hidden + value hidden]");
+    c.Mat(bias);
+    int64_t offset = 0;
+    for (Val* part : {&q3, &k3, &v3}) {
+      const int64_t width = part->shape[2].v, first = offset;
+      offset += width;
+      Val slice = b.Tabulate({Dim::Static(width)}, et, [&](std::vector<std::string> idx) {
+        std::string at = b.Fresh();
+        b.Line(at + " = arith.addi " + idx[0] + ", " + b.IndexConst(first) + " : index");
+        return b.Extract(bias, {at});
+      });
+      HEXIR_ASSIGN_OR_RETURN(*part, c.Elementwise({part, &slice}, et, [&](const Args& a) {
+        return b.Bin("arith.addf", "", a[0], a[1], et);
+      }));
+    }
+  }
+  HEXIR_ASSIGN_OR_RETURN(Val q, AsHeads(c, q3, heads, "query"));
+  HEXIR_ASSIGN_OR_RETURN(Val k, AsHeads(c, k3, heads, "key"));
+  HEXIR_ASSIGN_OR_RETURN(Val v, AsHeads(c, v3, heads, "value"));
+  if (k.shape[1].dynamic() || k.shape[1].v != heads || k.shape[3].dynamic() || k.shape[3].v != head ||
+      v.shape[1].dynamic() || v.shape[1].v != heads || v.shape[3].dynamic())
+    return c.Error("key and value must have num_heads heads, key of the query's head size " + std::to_string(head));
+  // The caches: past ++ new along the sequence.
+  Dim past_len = Dim::Static(0);
+  if (c.HasIn(6) != c.HasIn(7)) return c.Error("past_key and past_value must be given together");
+  if (c.HasIn(6)) {
+    if (!projected) return c.Error("past_key and past_value need 3-D key and value");
+    for (int i : {6, 7}) {
+      HEXIR_ASSIGN_OR_RETURN(Val& past, c.In(i));
+      if (past.rank() != 4) return c.Error(std::string(i == 6 ? "past_key" : "past_value") + " must be [batch, heads, length, head]");
+      if (i == 6) past_len = past.shape[2];
+      Val& now = i == 6 ? k : v;
+      HEXIR_ASSIGN_OR_RETURN(std::vector<Val> joined,
+                             LowerAs(c, "Concat", {past, now}, 1, [](::onnx::NodeProto& n) { SetInt(n, "axis", 2); }));
+      now = joined[0];
+    }
+  }
+  if (c.node->output_size() > 1 && !c.node->output(1).empty()) c.SetOut(1, k);
+  if (c.node->output_size() > 2 && !c.node->output(2).empty()) c.SetOut(2, v);
+  const Dim batch = query.shape[0], seq = query.shape[1], total = k.shape[2];
+  double scale = c.AttrF("scale", 0.0f);
+  if (scale == 0) scale = 1.0 / std::sqrt(static_cast<double>(head));
+  HEXIR_ASSIGN_OR_RETURN(Val scores, GroupedScores(c, q, k, scale, 0));
+  if (c.HasIn(5)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& attention_bias, c.In(5));
+    if (attention_bias.rank() != 4 || attention_bias.et != et)
+      return c.Error("attention_bias must be [batch or 1, heads or 1, seq, total] of the query's type");
+    HEXIR_ASSIGN_OR_RETURN(scores, Biased(c, scores, attention_bias));
+  }
+  const bool causal = c.AttrI("unidirectional", 0) != 0;
+  Val* padding = nullptr;
+  if (c.HasIn(4)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& mask, c.In(4));
+    if (mask.et != "i32" || (mask.rank() != 1 && mask.rank() != 2) ||
+        (mask.rank() == 1 && !mask.shape[0].dynamic() && !batch.dynamic() && mask.shape[0].v != batch.v))
+      return c.Error("key_padding_mask must be int32 [batch] (key lengths) or [batch, total] (the 3 batch + 2 "
+                     "form is not supported)");
+    c.Mat(mask);
+    padding = &mask;
+  }
+  if (padding || causal) {
+    std::string past = b.DimValue(past_len);
+    Val masked = b.Tabulate({batch, Dim::Static(1), seq, total}, et, [&](std::vector<std::string> idx) {
+      std::string keep;
+      if (padding && padding->rank() == 2)
+        keep = b.Cmp("", "ne", b.Extract(*padding, {idx[0], idx[3]}), b.ScalarConst("i32", 0), "i32");
+      else if (padding)
+        keep = b.Cmp("", "slt", idx[3], b.ToIndex(b.Extract(*padding, {idx[0]}), "i32"), "index");
+      if (causal) {
+        std::string own = b.Fresh();
+        b.Line(own + " = arith.addi " + idx[2] + ", " + past + " : index");
+        keep = b.AndI1(keep, b.Cmp("", "sle", idx[3], own, "index"));
+      }
+      return b.Select(keep, b.ScalarConst(et, 0), b.ScalarConst(et, filter), et);
+    });
+    HEXIR_ASSIGN_OR_RETURN(scores, Biased(c, scores, masked));
+  }
+  HEXIR_ASSIGN_OR_RETURN(Val probs, SoftmaxOverKeys(c, scores));
+  HEXIR_ASSIGN_OR_RETURN(Val y, GroupedValues(c, probs, v));
+  return c.SetOut(0, AsRows(c, y));
+}
+
 }  // namespace hexir::importers::onnx

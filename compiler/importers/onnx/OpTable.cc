@@ -223,6 +223,7 @@ constexpr OpLowering kMicrosoftOpTable[] = {
     {"Gelu", 1, kLatest, LowerMicrosoftGelu},
     {"GroupQueryAttention", 1, kLatest, LowerGroupQueryAttention},
     {"MatMulNBits", 1, kLatest, LowerMatMulNBits},
+    {"MultiHeadAttention", 1, kLatest, LowerMultiHeadAttention},
     {"QuickGelu", 1, kLatest, LowerQuickGelu},
     {"RotaryEmbedding", 1, kLatest, LowerMicrosoftRotaryEmbedding},
     {"SkipLayerNormalization", 1, kLatest, LowerSkipLayerNormalization},
