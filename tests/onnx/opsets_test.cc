@@ -712,6 +712,43 @@ TEST_CASE("onnxruntime's contrib ops (com.microsoft) and its default-domain norm
     Graph::AttrI(MicrosoftNode(x, "MultiHeadAttention", {"x", "key", "value"}, {"y"}), "num_heads", 4);
     MatchesOnnxruntime(x, "mha_cross_bnsh", {"2x5x32"});
   }
+  SECTION("Attention (BERT's): a 2-D mask, key lengths with unidirectional over a past, a 3-D mask with narrower values") {
+    // weights [32, 32 + 32 + vw]; the bias's value part offset by 3 (outputs far from 0);
+    // scores scaled by 0.1.
+    auto bert = [&](int64_t tokens, int64_t vw, const std::vector<std::string>& ins, const std::vector<std::string>& outs) {
+      Graph g = MicrosoftModel(17);
+      g.Input("x", {2, tokens, 32});
+      g.InitF("weights", {32, 64 + vw}, Wave(32 * (64 + vw), 0.61));
+      std::vector<float> bias = Wave(64 + vw, 0.29);
+      for (int64_t i = 64; i < 64 + vw; ++i) bias[i] += 10;
+      g.InitF("bias", {64 + vw}, bias);
+      auto* n = MicrosoftNode(g, "Attention", ins, outs);
+      Graph::AttrI(n, "num_heads", 4);
+      Graph::AttrF(n, "scale", 0.1f);
+      if (vw != 32) Graph::AttrInts(n, "qkv_hidden_sizes", {32, 32, vw});
+      return g;
+    };
+    Graph g = bert(5, 32, {"x", "weights", "bias", "mask"}, {"y"});
+    g.Output("y", {2, 5, 32});
+    ShapedI32(g, "mask", {2, 5}, {1, 1, 0, 1, 1, 1, 1, 1, 1, 0});
+    MatchesOnnxruntime(g, "bert_attention_mask2d", {"2x5x32"});
+    // Two new tokens after a past of 3 (present [2, 2, 4, 5, 8]), key lengths 5 and 4, causal.
+    Graph d = bert(2, 32, {"x", "weights", "bias", "lengths", "past"}, {"y", "present"});
+    d.Output("y", {2, 2, 32});
+    d.Output("present", {2, 2, 4, 5, 8});
+    ShapedI32(d, "lengths", {2}, {5, 4});
+    d.InitF("past", {2, 2, 4, 3, 8}, Wave(384, 0.43));
+    Graph::AttrI(d.g->mutable_node(0), "unidirectional", 1);
+    MatchesOnnxruntime(d, "bert_attention_past_causal", {"2x2x32"});
+    // A [batch, seq, total] mask and an attention bias; values of 16 (heads of 4).
+    Graph m = bert(5, 16, {"x", "weights", "bias", "mask", "", "attention_bias"}, {"y"});
+    m.Output("y", {2, 5, 16});
+    std::vector<int32_t> mask3(50, 1);
+    for (int i : {3, 7, 12, 24, 31, 49}) mask3[i] = 0;
+    ShapedI32(m, "mask", {2, 5, 5}, mask3);
+    m.InitF("attention_bias", {1, 4, 5, 5}, Wave(100, 0.53));
+    MatchesOnnxruntime(m, "bert_attention_mask3d_bias", {"2x5x32"});
+  }
   SECTION("MatMulNBits: 4 bits with packed zero points and a bias, 8 bits, 2 bits; K not a multiple of the block") {
     for (int bits : {4, 8, 2}) {
       const int64_t k = 40, n = 6, block = 16, blocks = 3, per_byte = 8 / bits, blob = block / per_byte;

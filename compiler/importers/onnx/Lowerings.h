@@ -151,6 +151,7 @@ Status LowerRotaryEmbedding(Context& c);
 Status LowerMicrosoftRotaryEmbedding(Context& c);
 Status LowerGroupQueryAttention(Context& c);
 Status LowerMultiHeadAttention(Context& c);
+Status LowerMicrosoftAttention(Context& c);
 Status LowerLpNormalization(Context& c);
 Status LowerLRN(Context& c);
 Status LowerMeanVarianceNormalization(Context& c);

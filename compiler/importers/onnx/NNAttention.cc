@@ -441,16 +441,95 @@ Status LowerGroupQueryAttention(Context& c) {
 }
 
 
+namespace {
+
+// What masks a key position in onnxruntime's attention ops (mask_filter_value added to its
+// score): `padding` int32 [B] (keys at or past the batch's length), [B, T] or [B, S, T] (0);
+// with `causal`, keys past the query's own position past_len + s.
+struct KeyMask {
+  Val* padding = nullptr;
+  bool causal = false;
+  Dim past_len = Dim::Static(0);
+  double filter = -10000.0;
+};
+
+// softmax(scale Q K^T + attention_bias + the KeyMask's filter) V for q [B, N, S, H], k and v
+// [B, N, T, H | Hv] (past already joined): [B, S, N Hv] rows, as onnxruntime's CPU kernels of
+// MultiHeadAttention and Attention compute it.
+StatusOr<Val> MaskedAttention(Context& c, Val& q, Val& k, Val& v, double scale, Val* attention_bias,
+                              const KeyMask& mask) {
+  Builder& b = c.b;
+  std::string et = q.et;
+  const Dim batch = q.shape[0], seq = q.shape[2], total = k.shape[2];
+  HEXIR_ASSIGN_OR_RETURN(Val scores, GroupedScores(c, q, k, scale, 0));
+  if (attention_bias) {
+    if (attention_bias->rank() != 4 || attention_bias->et != et)
+      return c.Error("attention_bias must be [batch or 1, heads or 1, seq, total] of the query's type");
+    HEXIR_ASSIGN_OR_RETURN(scores, Biased(c, scores, *attention_bias));
+  }
+  if (Val* padding = mask.padding) {
+    const int rank = padding->rank();
+    if (padding->et != "i32" || rank < 1 || rank > 3 ||
+        (rank == 1 && !padding->shape[0].dynamic() && !batch.dynamic() && padding->shape[0].v != batch.v))
+      return c.Error("the key padding mask must be int32 [batch] (key lengths), [batch, total] or [batch, seq, "
+                     "total] (the 2 batch, 3 batch + 2 and 4-D forms are not supported)");
+    c.Mat(*padding);
+  }
+  if (mask.padding || mask.causal) {
+    std::string past = b.DimValue(mask.past_len);
+    Val masked = b.Tabulate({batch, Dim::Static(1), seq, total}, et, [&](std::vector<std::string> idx) {
+      std::string keep;
+      if (Val* padding = mask.padding) {
+        if (padding->rank() == 1) {
+          keep = b.Cmp("", "slt", idx[3], b.ToIndex(b.Extract(*padding, {idx[0]}), "i32"), "index");
+        } else {
+          std::vector<std::string> at = {idx[0], idx[3]};
+          if (padding->rank() == 3) at = {idx[0], idx[2], idx[3]};
+          keep = b.Cmp("", "ne", b.Extract(*padding, at), b.ScalarConst("i32", 0), "i32");
+        }
+      }
+      if (mask.causal) {
+        std::string own = b.Fresh();
+        b.Line(own + " = arith.addi " + idx[2] + ", " + past + " : index");
+        keep = b.AndI1(keep, b.Cmp("", "sle", idx[3], own, "index"));
+      }
+      return b.Select(keep, b.ScalarConst(et, 0), b.ScalarConst(et, mask.filter), et);
+    });
+    HEXIR_ASSIGN_OR_RETURN(scores, Biased(c, scores, masked));
+  }
+  HEXIR_ASSIGN_OR_RETURN(Val probs, SoftmaxOverKeys(c, scores));
+  HEXIR_ASSIGN_OR_RETURN(Val y, GroupedValues(c, probs, v));
+  return AsRows(c, y);
+}
+
+// x [B, S, W] plus bias[first : first + W] (bias 1-D).
+StatusOr<Val> PlusBiasSlice(Context& c, Val& x, Val& bias, int64_t first) {
+  Builder& b = c.b;
+  std::string et = x.et;
+  c.Mat(bias);
+  Val slice = b.Tabulate({x.shape[2]}, et, [&](std::vector<std::string> idx) {
+    std::string at = b.Fresh();
+    b.Line(at + " = arith.addi " + idx[0] + ", " + b.IndexConst(first) + " : index");
+    return b.Extract(bias, {at});
+  });
+  return c.Elementwise({&x, &slice}, et, [&](const Args& a) { return b.Bin("arith.addf", "", a[0], a[1], et); });
+}
+
+// The attention scale: the `scale` attribute, or 1 / sqrt(head size) where it is absent or 0.
+double AttentionScale(Context& c, int64_t head) {
+  double scale = c.AttrF("scale", 0.0f);
+  return scale != 0 ? scale : 1.0 / std::sqrt(static_cast<double>(head));
+}
+
+}  // namespace
+
 // onnxruntime's MultiHeadAttention (com.microsoft), as its CPU kernel computes it: query
 // [B, S, N * H]; key and value [B, L, N * H | N * Hv] (with `bias` [N H + N H + N Hv] added to
 // the three projections, and past_key / past_value [B, N, P, H] before them: the present
 // outputs), or key and value already [B, N, L, H] (cross attention's cached projections).
-// Scores (scale or 1 / sqrt(H)) Q K^T plus attention_bias [B | 1, N | 1, S, T]; a masked key
-// position gets mask_filter_value (default -10000) added to its score: where key_padding_mask
-// [B, T] is 0, at or past the batch's length (a [B] key_padding_mask), and with unidirectional
-// past the query's own position P + s.
+// Scores and masks: MaskedAttention (attention_bias input 5, key_padding_mask input 4 [B] or
+// [B, T], unidirectional).
 Status LowerMultiHeadAttention(Context& c) {
-  Builder& b = c.b;
   HEXIR_ASSIGN_OR_RETURN(Val& query, c.In(0));
   for (int i = 8; i < c.NumIn(); ++i)
     if (c.HasIn(i)) return c.Error("input " + std::to_string(i) + " (past_sequence_length, cache_indirection) is not supported");
@@ -471,7 +550,6 @@ Status LowerMultiHeadAttention(Context& c) {
   if (query.shape[2].dynamic() || query.shape[2].v % heads != 0)
     return c.Error("the query's hidden size must be static and a multiple of num_heads");
   const int64_t head = query.shape[2].v / heads;
-  const double filter = c.AttrF("mask_filter_value", -10000.0f);
   Val q3 = query, k3 = key_in, v3 = value_in;
   if (c.HasIn(3)) {  // bias: the q, k and v parts
     if (!projected) return c.Error("bias needs 3-D key and value");
@@ -479,20 +557,9 @@ Status LowerMultiHeadAttention(Context& c) {
     const Dim& dv = value_in.shape[2];
     if (bias.rank() != 1 || dv.dynamic() || bias.shape[0].dynamic() || bias.shape[0].v != 2 * query.shape[2].v + dv.v)
       return c.Error("bias must be [hidden + hidden + value hidden]");
-    c.Mat(bias);
-    int64_t offset = 0;
-    for (Val* part : {&q3, &k3, &v3}) {
-      const int64_t width = part->shape[2].v, first = offset;
-      offset += width;
-      Val slice = b.Tabulate({Dim::Static(width)}, et, [&](std::vector<std::string> idx) {
-        std::string at = b.Fresh();
-        b.Line(at + " = arith.addi " + idx[0] + ", " + b.IndexConst(first) + " : index");
-        return b.Extract(bias, {at});
-      });
-      HEXIR_ASSIGN_OR_RETURN(*part, c.Elementwise({part, &slice}, et, [&](const Args& a) {
-        return b.Bin("arith.addf", "", a[0], a[1], et);
-      }));
-    }
+    HEXIR_ASSIGN_OR_RETURN(q3, PlusBiasSlice(c, q3, bias, 0));
+    HEXIR_ASSIGN_OR_RETURN(k3, PlusBiasSlice(c, k3, bias, query.shape[2].v));
+    HEXIR_ASSIGN_OR_RETURN(v3, PlusBiasSlice(c, v3, bias, 2 * query.shape[2].v));
   }
   HEXIR_ASSIGN_OR_RETURN(Val q, AsHeads(c, q3, heads, "query"));
   HEXIR_ASSIGN_OR_RETURN(Val k, AsHeads(c, k3, heads, "key"));
@@ -500,15 +567,17 @@ Status LowerMultiHeadAttention(Context& c) {
   if (k.shape[1].dynamic() || k.shape[1].v != heads || k.shape[3].dynamic() || k.shape[3].v != head ||
       v.shape[1].dynamic() || v.shape[1].v != heads || v.shape[3].dynamic())
     return c.Error("key and value must have num_heads heads, key of the query's head size " + std::to_string(head));
+  KeyMask mask;
+  mask.causal = c.AttrI("unidirectional", 0) != 0;
+  mask.filter = c.AttrF("mask_filter_value", -10000.0f);
   // The caches: past ++ new along the sequence.
-  Dim past_len = Dim::Static(0);
   if (c.HasIn(6) != c.HasIn(7)) return c.Error("past_key and past_value must be given together");
   if (c.HasIn(6)) {
     if (!projected) return c.Error("past_key and past_value need 3-D key and value");
     for (int i : {6, 7}) {
       HEXIR_ASSIGN_OR_RETURN(Val& past, c.In(i));
       if (past.rank() != 4) return c.Error(std::string(i == 6 ? "past_key" : "past_value") + " must be [batch, heads, length, head]");
-      if (i == 6) past_len = past.shape[2];
+      if (i == 6) mask.past_len = past.shape[2];
       Val& now = i == 6 ? k : v;
       HEXIR_ASSIGN_OR_RETURN(std::vector<Val> joined,
                              LowerAs(c, "Concat", {past, now}, 1, [](::onnx::NodeProto& n) { SetInt(n, "axis", 2); }));
@@ -517,47 +586,108 @@ Status LowerMultiHeadAttention(Context& c) {
   }
   if (c.node->output_size() > 1 && !c.node->output(1).empty()) c.SetOut(1, k);
   if (c.node->output_size() > 2 && !c.node->output(2).empty()) c.SetOut(2, v);
-  const Dim batch = query.shape[0], seq = query.shape[1], total = k.shape[2];
-  double scale = c.AttrF("scale", 0.0f);
-  if (scale == 0) scale = 1.0 / std::sqrt(static_cast<double>(head));
-  HEXIR_ASSIGN_OR_RETURN(Val scores, GroupedScores(c, q, k, scale, 0));
+  Val* attention_bias = nullptr;
   if (c.HasIn(5)) {
-    HEXIR_ASSIGN_OR_RETURN(Val& attention_bias, c.In(5));
-    if (attention_bias.rank() != 4 || attention_bias.et != et)
-      return c.Error("attention_bias must be [batch or 1, heads or 1, seq, total] of the query's type");
-    HEXIR_ASSIGN_OR_RETURN(scores, Biased(c, scores, attention_bias));
+    HEXIR_ASSIGN_OR_RETURN(Val& ab, c.In(5));
+    attention_bias = &ab;
   }
-  const bool causal = c.AttrI("unidirectional", 0) != 0;
-  Val* padding = nullptr;
   if (c.HasIn(4)) {
-    HEXIR_ASSIGN_OR_RETURN(Val& mask, c.In(4));
-    if (mask.et != "i32" || (mask.rank() != 1 && mask.rank() != 2) ||
-        (mask.rank() == 1 && !mask.shape[0].dynamic() && !batch.dynamic() && mask.shape[0].v != batch.v))
-      return c.Error("key_padding_mask must be int32 [batch] (key lengths) or [batch, total] (the 3 batch + 2 "
-                     "form is not supported)");
-    c.Mat(mask);
-    padding = &mask;
+    HEXIR_ASSIGN_OR_RETURN(Val& padding, c.In(4));
+    if (padding.rank() == 3) return c.Error("key_padding_mask must be [batch] or [batch, total]");
+    mask.padding = &padding;
   }
-  if (padding || causal) {
-    std::string past = b.DimValue(past_len);
-    Val masked = b.Tabulate({batch, Dim::Static(1), seq, total}, et, [&](std::vector<std::string> idx) {
-      std::string keep;
-      if (padding && padding->rank() == 2)
-        keep = b.Cmp("", "ne", b.Extract(*padding, {idx[0], idx[3]}), b.ScalarConst("i32", 0), "i32");
-      else if (padding)
-        keep = b.Cmp("", "slt", idx[3], b.ToIndex(b.Extract(*padding, {idx[0]}), "i32"), "index");
-      if (causal) {
-        std::string own = b.Fresh();
-        b.Line(own + " = arith.addi " + idx[2] + ", " + past + " : index");
-        keep = b.AndI1(keep, b.Cmp("", "sle", idx[3], own, "index"));
-      }
-      return b.Select(keep, b.ScalarConst(et, 0), b.ScalarConst(et, filter), et);
+  return c.SetOut(0, MaskedAttention(c, q, k, v, AttentionScale(c, head), attention_bias, mask));
+}
+
+// onnxruntime's Attention (com.microsoft; BERT's, written by its transformer optimizer), as its
+// CPU kernel computes it: input [B, S, D_in] times weights [D_in, Dq + Dk + Dv] (qkv_hidden_sizes,
+// else three equal parts) plus bias [Dq + Dk + Dv] gives Q, K and V of num_heads heads; past
+// [2, B, N, P, H] (keys, values) before K and V, present [2, B, N, P + S, H]; mask_index int32
+// [B] (key lengths), [B, T] or [B, S, T] (0 masks), attention_bias (input 5), unidirectional:
+// MaskedAttention.
+Status LowerMicrosoftAttention(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& input, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& weights, c.In(1));
+  for (int i = 6; i < c.NumIn(); ++i)
+    if (c.HasIn(i)) return c.Error("input " + std::to_string(i) + " (past_sequence_length and later) is not supported");
+  if (c.AttrI("do_rotary", 0) != 0) return c.Error("do_rotary is not supported");
+  if (c.node->output_size() > 2) return c.Error("output_qk is not supported");
+  const int64_t heads = c.AttrI("num_heads", 0);
+  if (heads <= 0) return c.Error("num_heads must be positive");
+  if (input.rank() != 3 || !input.IsFloat() || weights.rank() != 2 || weights.et != input.et)
+    return c.Error("input must be a float [batch, seq, hidden] and weights [hidden, q + k + v hidden] of its type");
+  std::string et = input.et;
+  if (weights.shape[1].dynamic()) return c.Error("the weights' width must be static");
+  std::vector<int64_t> sizes = c.AttrInts("qkv_hidden_sizes");
+  if (sizes.empty()) sizes.assign(3, weights.shape[1].v / 3);
+  if (sizes.size() != 3 || sizes[0] != sizes[1] || sizes[0] + sizes[1] + sizes[2] != weights.shape[1].v ||
+      sizes[0] % heads != 0 || sizes[2] % heads != 0)
+    return c.Error("qkv_hidden_sizes must be three widths summing to the weights' " + std::to_string(weights.shape[1].v) +
+                   ", q and k equal, each a multiple of num_heads");
+  HEXIR_ASSIGN_OR_RETURN(Val qkv, c.MatMul(input, weights));
+  if (c.HasIn(2)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& bias, c.In(2));
+    if (bias.rank() != 1 || bias.shape[0].dynamic() || bias.shape[0].v != weights.shape[1].v)
+      return c.Error("bias must be [" + std::to_string(weights.shape[1].v) + "]");
+    HEXIR_ASSIGN_OR_RETURN(qkv, PlusBiasSlice(c, qkv, bias, 0));
+  }
+  c.Mat(qkv);
+  const Dim batch = input.shape[0], seq = input.shape[1];
+  // Part p of qkv as [B, S, width].
+  auto part = [&](int64_t first, int64_t width) {
+    return b.Tabulate({batch, seq, Dim::Static(width)}, et, [&](std::vector<std::string> idx) {
+      std::string at = b.Fresh();
+      b.Line(at + " = arith.addi " + idx[2] + ", " + b.IndexConst(first) + " : index");
+      return b.Extract(qkv, {idx[0], idx[1], at});
     });
-    HEXIR_ASSIGN_OR_RETURN(scores, Biased(c, scores, masked));
+  };
+  Val q3 = part(0, sizes[0]), k3 = part(sizes[0], sizes[1]), v3 = part(sizes[0] + sizes[1], sizes[2]);
+  HEXIR_ASSIGN_OR_RETURN(Val q, AsHeads(c, q3, heads, "query"));
+  HEXIR_ASSIGN_OR_RETURN(Val k, AsHeads(c, k3, heads, "key"));
+  HEXIR_ASSIGN_OR_RETURN(Val v, AsHeads(c, v3, heads, "value"));
+  KeyMask mask;
+  mask.causal = c.AttrI("unidirectional", 0) != 0;
+  mask.filter = c.AttrF("mask_filter_value", -10000.0f);
+  const int64_t head = sizes[0] / heads;
+  if (c.HasIn(4)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& past, c.In(4));
+    if (sizes[1] != sizes[2]) return c.Error("past needs keys and values of one width");
+    if (past.rank() != 5 || past.shape[0].dynamic() || past.shape[0].v != 2 || past.et != et)
+      return c.Error("past must be [2, batch, heads, past length, head] of the input's type");
+    mask.past_len = past.shape[3];
+    c.Mat(past);
+    for (int64_t which : {0, 1}) {
+      Val old = b.Tabulate({past.shape[1], past.shape[2], past.shape[3], past.shape[4]}, et, [&](std::vector<std::string> idx) {
+        return b.Extract(past, {b.IndexConst(which), idx[0], idx[1], idx[2], idx[3]});
+      });
+      Val& now = which == 0 ? k : v;
+      HEXIR_ASSIGN_OR_RETURN(std::vector<Val> joined,
+                             LowerAs(c, "Concat", {old, now}, 1, [](::onnx::NodeProto& n) { SetInt(n, "axis", 2); }));
+      now = joined[0];
+    }
   }
-  HEXIR_ASSIGN_OR_RETURN(Val probs, SoftmaxOverKeys(c, scores));
-  HEXIR_ASSIGN_OR_RETURN(Val y, GroupedValues(c, probs, v));
-  return c.SetOut(0, AsRows(c, y));
+  if (c.node->output_size() > 1 && !c.node->output(1).empty()) {
+    c.Mat(k);
+    c.Mat(v);
+    Val present = b.Tabulate({Dim::Static(2), k.shape[0], k.shape[1], k.shape[2], k.shape[3]}, et,
+                             [&](std::vector<std::string> idx) {
+                               std::string first = b.Cmp("", "eq", idx[0], b.IndexConst(0), "index");
+                               std::vector<std::string> at = {idx[1], idx[2], idx[3], idx[4]};
+                               return b.Select(first, b.Extract(k, at), b.Extract(v, at), et);
+                             });
+    c.SetOut(1, present);
+  }
+  Val* attention_bias = nullptr;
+  if (c.HasIn(5)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& ab, c.In(5));
+    attention_bias = &ab;
+  }
+  if (c.HasIn(3)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& padding, c.In(3));
+    mask.padding = &padding;
+  }
+  return c.SetOut(0, MaskedAttention(c, q, k, v, AttentionScale(c, head), attention_bias, mask));
 }
 
 }  // namespace hexir::importers::onnx

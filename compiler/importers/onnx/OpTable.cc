@@ -216,6 +216,7 @@ constexpr OpLowering kTrainingOpTable[] = {
 
 // com.microsoft (onnxruntime's contrib ops), by that domain's version.
 constexpr OpLowering kMicrosoftOpTable[] = {
+    {"Attention", 1, kLatest, LowerMicrosoftAttention},
     {"BiasGelu", 1, kLatest, LowerBiasGelu},
     {"FastGelu", 1, kLatest, LowerFastGelu},
     {"FusedConv", 1, kLatest, LowerFusedConv},
