@@ -749,6 +749,38 @@ TEST_CASE("onnxruntime's contrib ops (com.microsoft) and its default-domain norm
     m.InitF("attention_bias", {1, 4, 5, 5}, Wave(100, 0.53));
     MatchesOnnxruntime(m, "bert_attention_mask3d_bias", {"2x5x32"});
   }
+  SECTION("EmbedLayerNormalization: words, positions and segments with a mask's counts and the sum; position_ids") {
+    // The word table is the random input; ids, segments, the other tables and the mask fixed.
+    Graph g = MicrosoftModel(17);
+    g.Input("words", {10, 16});
+    g.Output("y", {2, 5, 16});
+    g.Output("mask_index", {2}, ::onnx::TensorProto::INT32);
+    g.Output("sum", {2, 5, 16});
+    ShapedI32(g, "ids", {2, 5}, {3, 9, 0, 3, 7, 1, 2, 8, 5, 4});
+    ShapedI32(g, "segment_ids", {2, 5}, {0, 0, 1, 1, 1, 0, 1, 1, 0, 0});
+    g.InitF("positions", {8, 16}, Wave(128, 0.41));
+    g.InitF("segments", {2, 16}, Wave(32, 0.77));
+    g.InitF("gamma", {16}, Wave(16, 0.3));
+    g.InitF("beta", {16}, Wave(16, 0.9));
+    ShapedI32(g, "mask", {2, 5}, {1, 1, 1, 1, 0, 1, 1, 1, 0, 0});
+    MicrosoftNode(g, "EmbedLayerNormalization",
+                  {"ids", "segment_ids", "words", "positions", "segments", "gamma", "beta", "mask"}, {"y", "mask_index", "sum"});
+    MatchesOnnxruntime(g, "embed_layer_norm", {"10x16"});
+    // No segments or mask (mask_index 0); position_ids [1, 5] (reversed); epsilon 1e-5.
+    Graph p = MicrosoftModel(17);
+    p.Input("words", {10, 16});
+    p.Output("y", {2, 5, 16});
+    p.Output("mask_index", {2}, ::onnx::TensorProto::INT32);
+    ShapedI32(p, "ids", {2, 5}, {3, 9, 0, 3, 7, 1, 2, 8, 5, 4});
+    p.InitF("positions", {8, 16}, Wave(128, 0.41));
+    p.InitF("gamma", {16}, Wave(16, 0.3));
+    p.InitF("beta", {16}, Wave(16, 0.9));
+    ShapedI32(p, "position_ids", {1, 5}, {4, 3, 2, 1, 0});
+    Graph::AttrF(MicrosoftNode(p, "EmbedLayerNormalization",
+                               {"ids", "", "words", "positions", "", "gamma", "beta", "", "position_ids"}, {"y", "mask_index"}),
+                 "epsilon", 1e-5f);
+    MatchesOnnxruntime(p, "embed_layer_norm_position_ids", {"10x16"});
+  }
   SECTION("MatMulNBits: 4 bits with packed zero points and a bias, 8 bits, 2 bits; K not a multiple of the block") {
     for (int bits : {4, 8, 2}) {
       const int64_t k = 40, n = 6, block = 16, blocks = 3, per_byte = 8 / bits, blob = block / per_byte;

@@ -152,6 +152,7 @@ Status LowerMicrosoftRotaryEmbedding(Context& c);
 Status LowerGroupQueryAttention(Context& c);
 Status LowerMultiHeadAttention(Context& c);
 Status LowerMicrosoftAttention(Context& c);
+Status LowerEmbedLayerNormalization(Context& c);
 Status LowerLpNormalization(Context& c);
 Status LowerLRN(Context& c);
 Status LowerMeanVarianceNormalization(Context& c);

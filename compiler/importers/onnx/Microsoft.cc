@@ -179,6 +179,94 @@ Status LowerFusedConv(Context& c) {
   }));
 }
 
+// BERT's embedding (onnxruntime's CPU semantics): word_embedding[input_ids] +
+// position_embedding[position] (position_ids [B | 1, S], else s) + segment_embedding[segment_ids]
+// (both optional), layer-normalized with gamma, beta and epsilon (default 1e-12); mask_index
+// (output 1, mask_index_type 1): each batch's count of nonzero mask entries (0 without mask);
+// embedding_sum (output 2): the sum before the norm.
+Status LowerEmbedLayerNormalization(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& ids, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& words, c.In(2));
+  HEXIR_ASSIGN_OR_RETURN(Val& positions, c.In(3));
+  HEXIR_ASSIGN_OR_RETURN(Val& gamma, c.In(5));
+  HEXIR_ASSIGN_OR_RETURN(Val& beta, c.In(6));
+  if (ids.rank() != 2 || (ids.et != "i32" && ids.et != "i64")) return c.Error("input_ids must be int32 [batch, seq]");
+  if (words.rank() != 2 || positions.rank() != 2 || !words.IsFloat() || positions.et != words.et)
+    return c.Error("word_embedding and position_embedding must be float [rows, hidden] of one type");
+  if (c.HasIn(1) != c.HasIn(4)) return c.Error("segment_ids and segment_embedding must be given together");
+  std::string et = words.et;
+  const Dim batch = ids.shape[0], seq = ids.shape[1], hidden = words.shape[1];
+  Val* segments = nullptr;
+  Val* segment_table = nullptr;
+  if (c.HasIn(1)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& sids, c.In(1));
+    HEXIR_ASSIGN_OR_RETURN(Val& stable, c.In(4));
+    if (sids.rank() != 2 || stable.rank() != 2 || stable.et != et)
+      return c.Error("segment_ids must be [batch, seq] and segment_embedding [segments, hidden]");
+    segments = &sids;
+    segment_table = &stable;
+  }
+  Val* position_ids = nullptr;
+  if (c.HasIn(8)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& p, c.In(8));
+    if (p.rank() != 2) return c.Error("position_ids must be [batch or 1, seq]");
+    position_ids = &p;
+  }
+  for (Val* v : {&ids, &words, &positions, segments, segment_table, position_ids})
+    if (v) c.Mat(*v);
+  // Rows clamped into their tables (onnxruntime refuses an id out of range; the clamp keeps
+  // every read inside the table).
+  auto row = [&](Val& table, const std::string& id, const std::string& id_et) {
+    std::string i = b.ToIndex(id, id_et), last = b.DimValue(b.Sub(table.shape[0], Dim::Static(1)));
+    i = b.Select(b.Cmp("", "slt", i, b.IndexConst(0), "index"), b.IndexConst(0), i, "index");
+    return b.Select(b.Cmp("", "sgt", i, last, "index"), last, i, "index");
+  };
+  Val sum = b.Tabulate({batch, seq, hidden}, et, [&](std::vector<std::string> idx) {
+    std::string total = b.Extract(words, {row(words, b.Extract(ids, {idx[0], idx[1]}), ids.et), idx[2]});
+    std::string at = idx[1];
+    if (position_ids) {
+      std::string pb = position_ids->shape[0].dynamic() || position_ids->shape[0].v != 1 ? idx[0] : b.IndexConst(0);
+      at = row(positions, b.Extract(*position_ids, {pb, idx[1]}), position_ids->et);
+    }
+    total = b.Bin("arith.addf", "", total, b.Extract(positions, {at, idx[2]}), et);
+    if (segments)
+      total = b.Bin("arith.addf", "", total,
+                    b.Extract(*segment_table, {row(*segment_table, b.Extract(*segments, {idx[0], idx[1]}), segments->et), idx[2]}),
+                    et);
+    return total;
+  });
+  const double epsilon = c.AttrF("epsilon", 1e-12f);
+  HEXIR_ASSIGN_OR_RETURN(std::vector<Val> normed, LowerAs(c, "LayerNormalization", {sum, gamma, beta}, 1, [&](::onnx::NodeProto& n) {
+    SetInt(n, "axis", -1);
+    auto* a = n.add_attribute();
+    a->set_name("epsilon");
+    a->set_type(::onnx::AttributeProto::FLOAT);
+    a->set_f(static_cast<float>(epsilon));
+  }));
+  c.SetOut(0, normed[0]);
+  if (c.node->output_size() > 2 && !c.node->output(2).empty()) c.SetOut(2, sum);
+  if (c.node->output_size() > 1 && !c.node->output(1).empty()) {
+    if (c.AttrI("mask_index_type", 1) != 1) return c.Error("mask_index_type other than 1 is not supported");
+    Val count = b.Tabulate({batch}, "i32", [&](std::vector<std::string>) { return b.ScalarConst("i32", 0); });
+    if (c.HasIn(7)) {
+      HEXIR_ASSIGN_OR_RETURN(Val& mask, c.In(7));
+      if (mask.rank() != 2 || (mask.et != "i32" && mask.et != "i64")) return c.Error("mask must be int32 [batch, seq]");
+      // Each batch's nonzero entries: a 0/1 f32 row times ones (exact below 2^24 tokens).
+      HEXIR_ASSIGN_OR_RETURN(Val ones01, c.Elementwise({&mask}, "f32", [&](const Args& a) {
+        std::string nonzero = b.Cmp("", "ne", a[0], b.ScalarConst(mask.et, 0), mask.et);
+        return b.Select(nonzero, b.ScalarConst("f32", 1), b.ScalarConst("f32", 0), "f32");
+      }));
+      Val ones = b.Tabulate({mask.shape[1], Dim::Static(1)}, "f32", [&](std::vector<std::string>) { return b.ScalarConst("f32", 1); });
+      HEXIR_ASSIGN_OR_RETURN(Val sums, c.MatMul(ones01, ones));
+      HEXIR_ASSIGN_OR_RETURN(Val flat, c.ReshapeTo(sums, {mask.shape[0]}));
+      HEXIR_ASSIGN_OR_RETURN(count, c.Elementwise({&flat}, "i32", [&](const Args& a) { return b.Convert(a[0], "f32", "i32"); }));
+    }
+    c.SetOut(1, count);
+  }
+  return Status::Ok();
+}
+
 Status LowerSkipLayerNormalization(Context& c) { return SkipNormalization(c, /*rms=*/false); }
 Status LowerSkipSimplifiedLayerNormalization(Context& c) { return SkipNormalization(c, /*rms=*/true); }
 

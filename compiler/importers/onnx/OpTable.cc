@@ -218,6 +218,7 @@ constexpr OpLowering kTrainingOpTable[] = {
 constexpr OpLowering kMicrosoftOpTable[] = {
     {"Attention", 1, kLatest, LowerMicrosoftAttention},
     {"BiasGelu", 1, kLatest, LowerBiasGelu},
+    {"EmbedLayerNormalization", 1, kLatest, LowerEmbedLayerNormalization},
     {"FastGelu", 1, kLatest, LowerFastGelu},
     {"FusedConv", 1, kLatest, LowerFusedConv},
     {"FusedMatMul", 1, kLatest, LowerFusedMatMul},
