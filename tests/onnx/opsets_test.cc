@@ -781,6 +781,41 @@ TEST_CASE("onnxruntime's contrib ops (com.microsoft) and its default-domain norm
                  "epsilon", 1e-5f);
     MatchesOnnxruntime(p, "embed_layer_norm_position_ids", {"10x16"});
   }
+  SECTION("MatMulIntegerToFloat (per-column scales and zero points) and DynamicQuantizeMatMul (int8 and uint8 weights)") {
+    const int64_t k = 20, n = 6;
+    auto bytes = [](int64_t count, int mul, int add) {
+      std::string v(count, '\0');
+      for (int64_t i = 0; i < count; ++i) v[i] = static_cast<char>((i * mul + add) & 0xFF);
+      return v;
+    };
+    std::vector<float> bias = Wave(n, 0.7);
+    for (float& x : bias) x += 4;  // outputs far from 0 (the comparison is relative)
+    // A = QuantizeLinear(x, 0.01, 128) as uint8; B int8 with per-column scales and zero points.
+    Graph g = MicrosoftModel(17);
+    g.Input("x", {3, k});
+    g.Output("y", {3, n});
+    g.InitF("a_scale", {}, {0.01f});
+    InitBytes(g, "a_zero", {}, ::onnx::TensorProto::UINT8, std::string(1, static_cast<char>(128)));
+    g.Node("QuantizeLinear", {"x", "a_scale", "a_zero"}, {"a"});
+    InitBytes(g, "b", {k, n}, ::onnx::TensorProto::INT8, bytes(k * n, 37, 11));
+    g.InitF("b_scale", {n}, Wave(n, 0.4));
+    InitBytes(g, "b_zero", {n}, ::onnx::TensorProto::INT8, bytes(n, 3, 250));
+    g.InitF("bias", {n}, bias);
+    MicrosoftNode(g, "MatMulIntegerToFloat", {"a", "b", "a_scale", "b_scale", "a_zero", "b_zero", "bias"}, {"y"});
+    MatchesOnnxruntime(g, "matmul_integer_to_float", {"3x20"});
+    for (int type : {::onnx::TensorProto::INT8, ::onnx::TensorProto::UINT8}) {
+      Graph d = MicrosoftModel(17);
+      d.Input("x", {3, k});
+      d.Output("y", {3, n});
+      InitBytes(d, "b", {k, n}, type, bytes(k * n, 53, 7));
+      d.InitF("b_scale", {}, {0.02f});
+      InitBytes(d, "b_zero", {}, type, std::string(1, static_cast<char>(type == ::onnx::TensorProto::UINT8 ? 120 : 3)));
+      d.InitF("bias", {n}, bias);
+      MicrosoftNode(d, "DynamicQuantizeMatMul", {"x", "b", "b_scale", "b_zero", "bias"}, {"y"});
+      MatchesOnnxruntime(d, type == ::onnx::TensorProto::INT8 ? "dynamic_quantize_matmul_s8" : "dynamic_quantize_matmul_u8",
+                         {"3x20"});
+    }
+  }
   SECTION("MatMulNBits: 4 bits with packed zero points and a bias, 8 bits, 2 bits; K not a multiple of the block") {
     for (int bits : {4, 8, 2}) {
       const int64_t k = 40, n = 6, block = 16, blocks = 3, per_byte = 8 / bits, blob = block / per_byte;

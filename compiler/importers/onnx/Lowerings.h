@@ -153,6 +153,8 @@ Status LowerGroupQueryAttention(Context& c);
 Status LowerMultiHeadAttention(Context& c);
 Status LowerMicrosoftAttention(Context& c);
 Status LowerEmbedLayerNormalization(Context& c);
+Status LowerMatMulIntegerToFloat(Context& c);
+Status LowerDynamicQuantizeMatMul(Context& c);
 Status LowerLpNormalization(Context& c);
 Status LowerLRN(Context& c);
 Status LowerMeanVarianceNormalization(Context& c);

@@ -122,9 +122,15 @@ Status LowerDequantizeLinear(Context& c) {
 
 // uint8 y, f32 scale, uint8 zero point from the range [min(x, 0), max(x, 0)]:
 // scale = (max - min) / 255, zp = saturate(roundeven(-min / scale)).
-Status LowerDynamicQuantizeLinear(Context& c) {
+namespace {
+
+// x (f32) as uint8 with one scale and zero point from its range (0 included), as
+// DynamicQuantizeLinear computes them.
+struct DynamicQuantized {
+  Val y, scale, zp;
+};
+StatusOr<DynamicQuantized> QuantizeDynamically(Context& c, Val& x) {
   Builder& b = c.b;
-  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
   if (x.et != "f32") return c.Error("element type " + x.et + " is not supported");
   std::vector<int64_t> all;
   for (int64_t i = 0; i < x.rank(); ++i) all.push_back(i);
@@ -147,9 +153,17 @@ Status LowerDynamicQuantizeLinear(Context& c) {
     return Saturate(b, f, b.Convert(a[2], "i8", "f32", true), "i8", true);
   }));
   y.is_unsigned = true;
-  c.SetOut(0, y);
-  c.SetOut(1, scale);
-  c.SetOut(2, zp);
+  return DynamicQuantized{y, scale, zp};
+}
+
+}  // namespace
+
+Status LowerDynamicQuantizeLinear(Context& c) {
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(DynamicQuantized q, QuantizeDynamically(c, x));
+  c.SetOut(0, q.y);
+  c.SetOut(1, q.scale);
+  c.SetOut(2, q.zp);
   return Status::Ok();
 }
 
@@ -194,6 +208,60 @@ Status LowerQLinearConv(Context& c) {
   }
   HEXIR_ASSIGN_OR_RETURN(Val acc, ConvolutionOf(c, xc, wc, bias));
   return c.SetOut(0, Requantize(c, acc, 1, 4, 1, 6, 7));
+}
+
+namespace {
+
+// The i32 product `acc` [.., N] back to f32 as onnxruntime's contrib kernels do: acc * (a_scale
+// * b_scale) (b_scale scalar or per column), + bias [N] (input `bias_in`, optional).
+StatusOr<Val> DequantizedProduct(Context& c, Val& acc, Val& a_scale, int b_scale_in, int bias_in) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& sb_raw, c.In(b_scale_in));
+  if (a_scale.et != "f32" || sb_raw.et != "f32") return c.Error("the scales must be f32");
+  HEXIR_ASSIGN_OR_RETURN(Val sb, AlongAxis(c, sb_raw, acc, acc.rank() - 1));
+  HEXIR_ASSIGN_OR_RETURN(Val y, c.Elementwise({&acc, &a_scale, &sb}, "f32", [&](const Args& a) {
+    std::string m = b.Bin("arith.mulf", "", a[1], a[2], "f32");
+    return b.Bin("arith.mulf", "", b.Convert(a[0], "i32", "f32"), m, "f32");
+  }));
+  if (!c.HasIn(bias_in)) return y;
+  HEXIR_ASSIGN_OR_RETURN(Val& bias, c.In(bias_in));
+  if (bias.et != "f32") return c.Error("bias must be f32");
+  return c.Elementwise({&y, &bias}, "f32", [&](const Args& a) { return b.Bin("arith.addf", "", a[0], a[1], "f32"); });
+}
+
+}  // namespace
+
+// com.microsoft MatMulIntegerToFloat: A, B (8-bit), a_scale, b_scale, a_zero_point,
+// b_zero_point, bias: (A - a_zp)(B - b_zp) in i32, then DequantizedProduct.
+Status LowerMatMulIntegerToFloat(Context& c) {
+  HEXIR_ASSIGN_OR_RETURN(Val& a, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& bm, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val& a_scale, c.In(2));
+  if (a_scale.rank() > 1 || (a_scale.rank() == 1 && (a_scale.shape[0].dynamic() || a_scale.shape[0].v != 1)))
+    return c.Error("a_scale must be one value");
+  HEXIR_ASSIGN_OR_RETURN(Val ac, Centered(c, a, 4, std::max<int64_t>(a.rank() - 2, 0)));
+  HEXIR_ASSIGN_OR_RETURN(Val bc, Centered(c, bm, 5, bm.rank() - 1));
+  HEXIR_ASSIGN_OR_RETURN(Val acc, c.MatMul(ac, bc));
+  return c.SetOut(0, DequantizedProduct(c, acc, a_scale, 3, 6));
+}
+
+// com.microsoft DynamicQuantizeMatMul: A (f32), B (8-bit), b_scale, b_zero_point, bias: A
+// quantized as DynamicQuantizeLinear does (uint8, its scale and zero point), then as
+// MatMulIntegerToFloat.
+Status LowerDynamicQuantizeMatMul(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& a, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& bm, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(DynamicQuantized q, QuantizeDynamically(c, a));
+  Val& aq = q.y;
+  Val& zp = q.zp;
+  HEXIR_ASSIGN_OR_RETURN(Val ac, c.Elementwise({&aq, &zp}, "i32", [&](const Args& v) {
+    return b.Bin("", "arith.subi", b.Convert(v[0], aq.et, "i32", aq.is_unsigned), b.Convert(v[1], zp.et, "i32", zp.is_unsigned),
+                 "i32");
+  }));
+  HEXIR_ASSIGN_OR_RETURN(Val bc, Centered(c, bm, 3, bm.rank() - 1));
+  HEXIR_ASSIGN_OR_RETURN(Val acc, c.MatMul(ac, bc));
+  return c.SetOut(0, DequantizedProduct(c, acc, q.scale, 2, 4));
 }
 
 }  // namespace hexir::importers::onnx
