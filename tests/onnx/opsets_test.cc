@@ -816,6 +816,47 @@ TEST_CASE("onnxruntime's contrib ops (com.microsoft) and its default-domain norm
                          {"3x20"});
     }
   }
+  SECTION("QLinear Add, Mul, Sigmoid and LeakyRelu: equal quantized outputs") {
+    // Each output dequantized by the model: one quantum off is a relative error of at least a
+    // step over the value (and any error where the value is 0), far above the comparison's 1e-4.
+    auto u8 = [](int v) { return std::string(1, static_cast<char>(v)); };
+    // x quantized to uint8 (scale 0.02, zero point 128); B a uint8 row broadcast along x's last dim.
+    for (const char* op : {"QLinearAdd", "QLinearMul"}) {
+      Graph g = MicrosoftModel(17);
+      g.Input("x", {2, 3, 8});
+      g.Output("y", {2, 3, 8});  // c dequantized (Hexir's modules hand uint8 results back as int8)
+      g.InitF("x_scale", {}, {0.02f});
+      InitBytes(g, "x_zero", {}, ::onnx::TensorProto::UINT8, u8(128));
+      g.Node("QuantizeLinear", {"x", "x_scale", "x_zero"}, {"a"});
+      std::string row;
+      for (int i = 0; i < 8; ++i) row += static_cast<char>(60 + 23 * i);
+      InitBytes(g, "b", {8}, ::onnx::TensorProto::UINT8, row);
+      // Not 0.015 (half of c's 0.03: exact ties x.5, which onnxruntime's QLinearAdd rounds down
+      // and Hexir to even).
+      g.InitF("b_scale", {}, {0.017f});
+      InitBytes(g, "b_zero", {}, ::onnx::TensorProto::UINT8, u8(131));
+      g.InitF("c_scale", {}, {std::string(op) == "QLinearAdd" ? 0.03f : 0.004f});
+      InitBytes(g, "c_zero", {}, ::onnx::TensorProto::UINT8, u8(100));
+      MicrosoftNode(g, op, {"a", "x_scale", "x_zero", "b", "b_scale", "b_zero", "c_scale", "c_zero"}, {"c"});
+      g.Node("DequantizeLinear", {"c", "c_scale", "c_zero"}, {"y"});
+      MatchesOnnxruntime(g, std::string("q_") + op, {"2x3x8"});
+    }
+    // x quantized to int8 (scale 0.03, zero point 5); the ops' outputs int8 too.
+    for (const char* op : {"QLinearSigmoid", "QLinearLeakyRelu"}) {
+      Graph g = MicrosoftModel(17);
+      g.Input("x", {4, 9});
+      g.Output("y", {4, 9});
+      g.InitF("x_scale", {}, {0.03f});
+      InitBytes(g, "x_zero", {}, ::onnx::TensorProto::INT8, u8(5));
+      g.Node("QuantizeLinear", {"x", "x_scale", "x_zero"}, {"q"});
+      g.InitF("y_scale", {}, {std::string(op) == "QLinearSigmoid" ? 0.004f : 0.025f});
+      InitBytes(g, "y_zero", {}, ::onnx::TensorProto::INT8, u8(std::string(op) == "QLinearSigmoid" ? 0x80 : 0xFD));
+      auto* n = MicrosoftNode(g, op, {"q", "x_scale", "x_zero", "y_scale", "y_zero"}, {"yq"});
+      g.Node("DequantizeLinear", {"yq", "y_scale", "y_zero"}, {"y"});
+      if (std::string(op) == "QLinearLeakyRelu") Graph::AttrF(n, "alpha", 0.2f);
+      MatchesOnnxruntime(g, std::string("q_") + op, {"4x9"});
+    }
+  }
   SECTION("MatMulNBits: 4 bits with packed zero points and a bias, 8 bits, 2 bits; K not a multiple of the block") {
     for (int bits : {4, 8, 2}) {
       const int64_t k = 40, n = 6, block = 16, blocks = 3, per_byte = 8 / bits, blob = block / per_byte;

@@ -19,7 +19,7 @@ let ort = null;  // loaded by `run` only
 const kTypes = {  // npy descr -> [ort type, TypedArray]
   '<f4': ['float32', Float32Array], '<f8': ['float64', Float64Array],
   '<i8': ['int64', BigInt64Array], '<i4': ['int32', Int32Array],
-  '|i1': ['int8', Int8Array], '|b1': ['bool', Uint8Array],
+  '|i1': ['int8', Int8Array], '|u1': ['uint8', Uint8Array], '|b1': ['bool', Uint8Array],
 };
 
 function readNpy(file) {

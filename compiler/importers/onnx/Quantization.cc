@@ -5,6 +5,7 @@
 // onnxruntime: the f32 multiplier a_scale * b_scale / y_scale, round half to even
 // (math.roundeven), saturation to the output type's range, then the zero point.
 #include <cmath>
+#include <functional>
 
 #include "compiler/importers/onnx/Elementwise.h"
 #include "compiler/importers/onnx/Lowerings.h"
@@ -262,6 +263,126 @@ Status LowerDynamicQuantizeMatMul(Context& c) {
   HEXIR_ASSIGN_OR_RETURN(Val bc, Centered(c, bm, 3, bm.rank() - 1));
   HEXIR_ASSIGN_OR_RETURN(Val acc, c.MatMul(ac, bc));
   return c.SetOut(0, DequantizedProduct(c, acc, q.scale, 2, 4));
+}
+
+namespace {
+
+// An input of a QLinear op in its body: its stored value and zero point (f32; "0.0" when
+// absent) and its scale.
+struct QOperand {
+  std::string x, zp, scale;
+};
+
+// onnxruntime's QLinear elementwise ops (com.microsoft): for each quantized input i (node
+// inputs x, scale, zero point: `inputs[i]` is x's index) `f` gets its QOperand and the output's
+// scale and zero point (inputs `out_scale`, `out_zp`, the zero point optional: 0) and returns the
+// output before rounding, its zero point included; that is rounded half to even and saturated
+// into the first input's type. Each op's formula follows onnxruntime's kernel, whose float
+// roundings it repeats (one quantum apart on near-ties otherwise).
+StatusOr<Val> QLinearElementwise(
+    Context& c, const std::vector<int>& inputs, int out_scale, int out_zp,
+    const std::function<std::string(const std::vector<QOperand>&, const std::string&, const std::string&)>& f) {
+  Builder& b = c.b;
+  std::vector<Val> operands;
+  std::vector<bool> has_zp;
+  for (int i : inputs) {
+    for (int j : {i, i + 1}) {
+      HEXIR_ASSIGN_OR_RETURN(Val& v, c.In(j));
+      operands.push_back(v);
+    }
+    has_zp.push_back(c.HasIn(i + 2));
+    if (c.HasIn(i + 2)) {
+      HEXIR_ASSIGN_OR_RETURN(Val& zp, c.In(i + 2));
+      operands.push_back(zp);
+    }
+  }
+  HEXIR_ASSIGN_OR_RETURN(Val& y_scale, c.In(out_scale));
+  operands.push_back(y_scale);
+  const Val& first = operands[0];
+  if (first.et != "i8") return c.Error("the quantized inputs must be int8 or uint8");
+  std::string et = first.et;
+  const bool u = first.is_unsigned;
+  if (c.HasIn(out_zp)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& y_zp, c.In(out_zp));
+    operands.push_back(y_zp);
+  }
+  std::vector<Val*> ptrs;
+  for (Val& v : operands) {
+    if (v.et != "i8" && v.et != "f32") return c.Error("scales must be f32 and zero points 8-bit");
+    ptrs.push_back(&v);
+  }
+  HEXIR_ASSIGN_OR_RETURN(Val r, c.Elementwise(ptrs, et, [&](const Args& a) {
+    auto real = [&](size_t k) { return b.Convert(a[k], operands[k].et, "f32", operands[k].is_unsigned); };
+    std::vector<QOperand> q;
+    size_t k = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      QOperand o{real(k), b.ScalarConst("f32", 0), a[k + 1]};
+      k += 2;
+      if (has_zp[i]) o.zp = real(k++);
+      q.push_back(o);
+    }
+    std::string zp = k + 1 < a.size() ? real(k + 1) : b.ScalarConst("f32", 0);
+    return Saturate(b, f(q, a[k], zp), b.ScalarConst("f32", 0), et, u);
+  }));
+  r.is_unsigned = u;
+  return r;
+}
+
+std::string MulF(Builder& b, const std::string& x, const std::string& y) { return b.Bin("arith.mulf", "", x, y, "f32"); }
+std::string AddF(Builder& b, const std::string& x, const std::string& y) { return b.Bin("arith.addf", "", x, y, "f32"); }
+std::string SubF(Builder& b, const std::string& x, const std::string& y) { return b.Bin("arith.subf", "", x, y, "f32"); }
+std::string DivF(Builder& b, const std::string& x, const std::string& y) { return b.Bin("arith.divf", "", x, y, "f32"); }
+
+// round-half-even(y) + zp as the lookup-table kernels form it (QLinearSigmoid, QLinearLeakyRelu):
+// the zero point added after rounding, so the value passed on is y itself with zp added
+// exactly only where y is integral; returned as roundeven(y) + zp for Saturate's own rounding.
+std::string RoundedThenOffset(Builder& b, const std::string& y, const std::string& zp) {
+  return AddF(b, b.Op1("math.roundeven", y, "f32"), zp);
+}
+
+}  // namespace
+
+// com.microsoft QLinearAdd / QLinearMul: A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp.
+// Add as onnxruntime's MLAS kernel rounds it: (zc - za ra - zb rb) + a ra + b rb on the stored
+// integers, ra = sa / sc, rb = sb / sc; Mul: (a - za) (b - zb) (sa sb / sc) + zc.
+Status LowerQLinearAdd(Context& c) {
+  Builder& b = c.b;
+  return c.SetOut(0, QLinearElementwise(c, {0, 3}, 6, 7, [&](const std::vector<QOperand>& v, const std::string& sc,
+                                                           const std::string& zc) {
+    std::string ra = DivF(b, v[0].scale, sc), rb = DivF(b, v[1].scale, sc);
+    std::string fixed = SubF(b, SubF(b, zc, MulF(b, v[0].zp, ra)), MulF(b, v[1].zp, rb));
+    return AddF(b, AddF(b, fixed, MulF(b, v[0].x, ra)), MulF(b, v[1].x, rb));
+  }));
+}
+Status LowerQLinearMul(Context& c) {
+  Builder& b = c.b;
+  return c.SetOut(0, QLinearElementwise(c, {0, 3}, 6, 7, [&](const std::vector<QOperand>& v, const std::string& sc,
+                                                           const std::string& zc) {
+    std::string m = DivF(b, MulF(b, v[0].scale, v[1].scale), sc);
+    return AddF(b, MulF(b, MulF(b, SubF(b, v[0].x, v[0].zp), SubF(b, v[1].x, v[1].zp)), m), zc);
+  }));
+}
+
+// com.microsoft QLinearSigmoid / QLinearLeakyRelu (alpha): X, X_scale, X_zp, Y_scale, Y_zp:
+// round(f((x - zx) sx) / sy) + zy (onnxruntime tabulates the 256 inputs so).
+Status LowerQLinearSigmoid(Context& c) {
+  Builder& b = c.b;
+  return c.SetOut(0, QLinearElementwise(c, {0}, 3, 4, [&](const std::vector<QOperand>& v, const std::string& sy,
+                                                        const std::string& zy) {
+    std::string x = MulF(b, SubF(b, v[0].x, v[0].zp), v[0].scale);
+    return RoundedThenOffset(b, DivF(b, Sigmoid(b, x, "f32"), sy), zy);
+  }));
+}
+Status LowerQLinearLeakyRelu(Context& c) {
+  Builder& b = c.b;
+  const double alpha = c.AttrF("alpha", 0.01f);
+  return c.SetOut(0, QLinearElementwise(c, {0}, 3, 4, [&](const std::vector<QOperand>& v, const std::string& sy,
+                                                        const std::string& zy) {
+    std::string x = MulF(b, SubF(b, v[0].x, v[0].zp), v[0].scale);
+    std::string negative = b.Cmp("olt", "", x, b.ScalarConst("f32", 0), "f32");
+    std::string y = b.Select(negative, MulF(b, x, b.ScalarConst("f32", alpha)), x, "f32");
+    return RoundedThenOffset(b, DivF(b, y, sy), zy);
+  }));
 }
 
 }  // namespace hexir::importers::onnx
