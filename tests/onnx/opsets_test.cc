@@ -857,6 +857,44 @@ TEST_CASE("onnxruntime's contrib ops (com.microsoft) and its default-domain norm
       MatchesOnnxruntime(g, std::string("q_") + op, {"4x9"});
     }
   }
+  SECTION("QLinearGlobalAveragePool (NCHW, NHWC) and QLinearConcat (three scales)") {
+    auto u8 = [](int v) { return std::string(1, static_cast<char>(v)); };
+    for (int last : {0, 1}) {
+      Graph g = MicrosoftModel(17);
+      g.Input("x", {2, 3, 5, 7});
+      g.Output("y", last ? std::vector<int64_t>{2, 1, 1, 7} : std::vector<int64_t>{2, 3, 1, 1});
+      g.InitF("x_scale", {}, {0.02f});
+      InitBytes(g, "x_zero", {}, ::onnx::TensorProto::UINT8, u8(128));
+      g.Node("QuantizeLinear", {"x", "x_scale", "x_zero"}, {"q"});
+      g.InitF("y_scale", {}, {0.0037f});
+      InitBytes(g, "y_zero", {}, ::onnx::TensorProto::UINT8, u8(121));
+      auto* n = MicrosoftNode(g, "QLinearGlobalAveragePool", {"q", "x_scale", "x_zero", "y_scale", "y_zero"}, {"yq"});
+      Graph::AttrI(n, "channels_last", last);
+      g.Node("DequantizeLinear", {"yq", "y_scale", "y_zero"}, {"y"});
+      MatchesOnnxruntime(g, last ? "q_global_average_pool_nhwc" : "q_global_average_pool", {"2x3x5x7"});
+    }
+    // x quantized twice (other scales) and a constant, concatenated along axis 1 at Y's scale.
+    Graph g = MicrosoftModel(17);
+    g.Input("x", {2, 3, 4});
+    g.Output("y", {2, 8, 4});
+    g.InitF("s1", {}, {0.02f});
+    InitBytes(g, "z1", {}, ::onnx::TensorProto::UINT8, u8(128));
+    g.InitF("s2", {}, {0.013f});
+    InitBytes(g, "z2", {}, ::onnx::TensorProto::UINT8, u8(90));
+    g.Node("QuantizeLinear", {"x", "s1", "z1"}, {"q1"});
+    g.Node("QuantizeLinear", {"x", "s2", "z2"}, {"q2"});
+    std::string constant;
+    for (int i = 0; i < 16; ++i) constant += static_cast<char>(17 * i + 3);
+    InitBytes(g, "k", {2, 2, 4}, ::onnx::TensorProto::UINT8, constant);
+    g.InitF("s3", {}, {0.05f});
+    InitBytes(g, "z3", {}, ::onnx::TensorProto::UINT8, u8(7));
+    g.InitF("sy", {}, {0.017f});
+    InitBytes(g, "zy", {}, ::onnx::TensorProto::UINT8, u8(133));
+    Graph::AttrI(MicrosoftNode(g, "QLinearConcat", {"sy", "zy", "q1", "s1", "z1", "q2", "s2", "z2", "k", "s3", "z3"}, {"yq"}),
+                 "axis", 1);
+    g.Node("DequantizeLinear", {"yq", "sy", "zy"}, {"y"});
+    MatchesOnnxruntime(g, "q_concat", {"2x3x4"});
+  }
   SECTION("MatMulNBits: 4 bits with packed zero points and a bias, 8 bits, 2 bits; K not a multiple of the block") {
     for (int bits : {4, 8, 2}) {
       const int64_t k = 40, n = 6, block = 16, blocks = 3, per_byte = 8 / bits, blob = block / per_byte;

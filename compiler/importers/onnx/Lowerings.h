@@ -159,6 +159,8 @@ Status LowerQLinearAdd(Context& c);
 Status LowerQLinearMul(Context& c);
 Status LowerQLinearSigmoid(Context& c);
 Status LowerQLinearLeakyRelu(Context& c);
+Status LowerQLinearGlobalAveragePool(Context& c);
+Status LowerQLinearConcat(Context& c);
 Status LowerLpNormalization(Context& c);
 Status LowerLRN(Context& c);
 Status LowerMeanVarianceNormalization(Context& c);

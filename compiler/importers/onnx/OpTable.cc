@@ -229,6 +229,8 @@ constexpr OpLowering kMicrosoftOpTable[] = {
     {"MatMulNBits", 1, kLatest, LowerMatMulNBits},
     {"MultiHeadAttention", 1, kLatest, LowerMultiHeadAttention},
     {"QLinearAdd", 1, kLatest, LowerQLinearAdd},
+    {"QLinearConcat", 1, kLatest, LowerQLinearConcat},
+    {"QLinearGlobalAveragePool", 1, kLatest, LowerQLinearGlobalAveragePool},
     {"QLinearLeakyRelu", 1, kLatest, LowerQLinearLeakyRelu},
     {"QLinearMul", 1, kLatest, LowerQLinearMul},
     {"QLinearSigmoid", 1, kLatest, LowerQLinearSigmoid},

@@ -9,6 +9,7 @@
 
 #include "compiler/importers/onnx/Elementwise.h"
 #include "compiler/importers/onnx/Lowerings.h"
+#include "compiler/importers/onnx/OpTable.h"
 
 namespace hexir::importers::onnx {
 namespace {
@@ -383,6 +384,66 @@ Status LowerQLinearLeakyRelu(Context& c) {
     std::string y = b.Select(negative, MulF(b, x, b.ScalarConst("f32", alpha)), x, "f32");
     return RoundedThenOffset(b, DivF(b, y, sy), zy);
   }));
+}
+
+// com.microsoft QLinearGlobalAveragePool: X, x_scale, x_zero_point, y_scale, y_zero_point; NCHW,
+// or NHWC with channels_last. As onnxruntime's kernel: the i32 sum of x - zx over the image,
+// times sx / (sy * pixels), rounded half to even, + zy.
+Status LowerQLinearGlobalAveragePool(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(0));
+  if (x.et != "i8" || x.rank() < 3) return c.Error("X must be int8 or uint8 of rank 3 or more");
+  const bool last = c.AttrI("channels_last", 0) != 0;
+  std::vector<int64_t> axes;
+  Dim pixels = Dim::Static(1);
+  for (int64_t d = last ? 1 : 2; d < (last ? x.rank() - 1 : x.rank()); ++d) {
+    axes.push_back(d);
+    pixels = b.Mul(pixels, x.shape[d]);
+  }
+  HEXIR_ASSIGN_OR_RETURN(Val centred, Centered(c, x, 2, last ? x.rank() - 1 : 1));
+  HEXIR_ASSIGN_OR_RETURN(Val sum, c.Reduce(centred, axes, true, "sum"));
+  HEXIR_ASSIGN_OR_RETURN(Val& sx, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val& sy, c.In(3));
+  HEXIR_ASSIGN_OR_RETURN(Val& zy, c.In(4));
+  std::string count = b.DimAsFloat(pixels, "f32");
+  HEXIR_ASSIGN_OR_RETURN(Val y, c.Elementwise({&sum, &sx, &sy, &zy}, x.et, [&](const Args& a) {
+    std::string m = DivF(b, a[1], MulF(b, a[2], count));
+    return Saturate(b, MulF(b, b.Convert(a[0], "i32", "f32"), m), b.Convert(a[3], zy.et, "f32", zy.is_unsigned), x.et,
+                    x.is_unsigned);
+  }));
+  y.is_unsigned = x.is_unsigned;
+  c.SetOut(0, y);
+  return Status::Ok();
+}
+
+// com.microsoft QLinearConcat: Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) per
+// input; axis. Each input requantized to Y's scale as onnxruntime's lookup tables do:
+// round((x - zx) sx / sy) + zy, half to even; then Concat.
+Status LowerQLinearConcat(Context& c) {
+  Builder& b = c.b;
+  if (c.NumIn() < 5 || (c.NumIn() - 2) % 3 != 0) return c.Error("inputs must be Y_scale, Y_zero_point and (X, X_scale, X_zero_point) triples");
+  HEXIR_ASSIGN_OR_RETURN(Val& sy, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& zy, c.In(1));
+  std::vector<Val> parts;
+  for (int i = 2; i < c.NumIn(); i += 3) {
+    HEXIR_ASSIGN_OR_RETURN(Val& x, c.In(i));
+    HEXIR_ASSIGN_OR_RETURN(Val& sx, c.In(i + 1));
+    HEXIR_ASSIGN_OR_RETURN(Val& zx, c.In(i + 2));
+    if (x.et != zy.et || x.is_unsigned != zy.is_unsigned) return c.Error("every X must have Y_zero_point's type");
+    HEXIR_ASSIGN_OR_RETURN(Val r, c.Elementwise({&x, &sx, &zx, &sy, &zy}, x.et, [&](const Args& a) {
+      std::string v = SubF(b, b.Convert(a[0], x.et, "f32", x.is_unsigned), b.Convert(a[2], zx.et, "f32", zx.is_unsigned));
+      return Saturate(b, DivF(b, MulF(b, v, a[1]), a[3]), b.Convert(a[4], zy.et, "f32", zy.is_unsigned), x.et,
+                      x.is_unsigned);
+    }));
+    r.is_unsigned = x.is_unsigned;
+    parts.push_back(r);
+  }
+  const int64_t axis = c.AttrI("axis", 0);
+  HEXIR_ASSIGN_OR_RETURN(std::vector<Val> joined,
+                         LowerAs(c, "Concat", parts, 1, [&](::onnx::NodeProto& n) { SetInt(n, "axis", axis); }));
+  joined[0].is_unsigned = zy.is_unsigned;
+  c.SetOut(0, joined[0]);
+  return Status::Ok();
 }
 
 }  // namespace hexir::importers::onnx
