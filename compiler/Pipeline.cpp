@@ -255,7 +255,7 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
   // kernel: on the CPU it runs its passes a block of rows at a time
   // (passes/codegen/CPURowChains.h), on CUDA a block of threads per row (static chains only,
   // passes/codegen/CUDARowChains.h).
-  if (options.fuse_elementwise && (OnlyCpu(options) || OnlyCuda(options)))
+  if (options.fuse_elementwise && (OnlyCpu(options) || (OnlyCuda(options) && options.cuda_row_chains)))
     pm.addPass(hexir::createGroupRowChains(GroupRowChainsOptions{OnlyCuda(options)}));
   // CUDA: a matmul of f32 activations by f16/bf16 weights over many rows (a prompt's prefill)
   // reads its activations rounded to the weights' type, so the tensor-core kernel takes it

@@ -51,6 +51,9 @@ struct CompileOptions {
   // state and stop flag): hexir-group-small-projections' group-tails. Measured on the H100
   // (passes/dispatch/fusion/README.md): stories260K's device loop 0.96x, the rest unchanged.
   bool small_layer_tails = true;
+  // CUDA-only modules: static row chains (a softmax, layer norm or RMSNorm) as one kernel, a
+  // block per row (passes/codegen/CUDARowChains.h); off: one kernel per generic.
+  bool cuda_row_chains = true;
   // CUDA-only modules: the dispatch regions of projections of one vector (q, k, v + its cache
   // row) become one kernel, blocks partitioned over their rows (hexir-merge-sibling-projections).
   bool sibling_projections = false;

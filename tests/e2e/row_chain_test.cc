@@ -5,8 +5,9 @@
 // sizes: a prime row length over the block's strides (4099), rows of three dims, the shortest
 // row CUDA groups (32), a long row (16384: 1024 threads of 16 elements), rows of 33, 768, 2047
 // and 3001; and the dispatch counts: one a call where CUDA groups, the four generics' kernels
-// for rows shorter than a warp (31) on CUDA. Every CUDA module is compiled where no GPU is
-// too (its kernels must each run more than one thread).
+// for rows shorter than a warp (31) on CUDA and with --cuda-row-chains=0 (the same results).
+// Every CUDA module is compiled where no GPU is too (its kernels must each run more than one
+// thread).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -199,6 +200,17 @@ void SoftmaxMatchesF64(const std::string& device) {
     if (device == "cuda") CHECK(dispatches == cases[i].cuda_dispatches);
     RequireClose(y, expected, 2e-5, 1e-7);
   }
+  // --cuda-row-chains=0: the four generics' kernels again, the same results.
+  if (device != "cuda") return;
+  const std::vector<int64_t> shape = cases[0].shape;
+  std::string unchained = CompileOrDie(Softmax(shape), "row_softmax_unchained", device, "--cuda-row-chains=0");
+  RequireNoOneThreadKernel(unchained, 4);
+  HostTensor x = RandomF32(shape, 11, -8, 8);
+  uint64_t chained_dispatches = 0, unchained_dispatches = 0;
+  HostTensor chained = CallCounting(modules[0], device, {x}, chained_dispatches);
+  HostTensor separate = CallCounting(unchained, device, {x}, unchained_dispatches);
+  CHECK(unchained_dispatches == 4u);
+  RequireClose(separate, chained, 2e-5, 1e-7);
 }
 HEXIR_E2E_TEST_ON_DEVICES("a row softmax is one kernel, a block per row on CUDA, and matches f64", SoftmaxMatchesF64)
 

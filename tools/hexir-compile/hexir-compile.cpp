@@ -74,6 +74,12 @@ static cl::opt<bool> smallLayerTails(
              "ids, decode state and stop flag: one kernel instead of four) (default: on; =0: "
              "off)"),
     cl::init(true));
+static cl::opt<bool> cudaRowChains(
+    "cuda-row-chains",
+    cl::desc("CUDA-only modules: a static row softmax, layer norm or RMSNorm (2+ rows of 32+ "
+             "elements) runs as one kernel, a block of threads per row, instead of one kernel "
+             "per generic (default: on; =0: off)"),
+    cl::init(true));
 static cl::opt<bool> siblingProjections(
     "sibling-projections",
     cl::desc("CUDA-only modules: projections of one vector (a llama layer's q, k and v + its "
@@ -278,6 +284,7 @@ int main(int argc, char** argv) {
   options.block_matvec_norm_extent = blockMatvecNormExtent;
   options.chain_small_layers = chainSmallLayers;
   options.small_layer_tails = smallLayerTails;
+  options.cuda_row_chains = cudaRowChains;
   options.sibling_projections = siblingProjections;
   options.cast_matmul_activations = cudaMatmulActivations == MatmulActivations::kWeights;
   options.select_branches = !noBranchSelection;
