@@ -1,5 +1,6 @@
 // RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads | FileCheck %s
 // RUN: hexir-opt %s -split-input-file --hexir-cuda-distribute-threads --hexir-cuda-lower-executables | FileCheck %s --check-prefix=LOWER
+// RUN: hexir-opt %s -split-input-file --cuda-row-chain-vector=4 --hexir-cuda-distribute-threads --hexir-cuda-lower-executables | FileCheck %s --check-prefix=VEC
 
 // A row softmax grouped by hexir-group-row-chains (passes/codegen/CUDARowChains.h): one block
 // per row (6 blocks; 100 elements: 13 -> 32 threads), the exp fused into the sum and the divide
@@ -40,6 +41,13 @@
 // LOWER:           __nv_expf
 // LOWER:           llvm.fdiv
 // LOWER:           llvm.return
+// With the hidden --cuda-row-chain-vector=4: each thread takes 4 consecutive elements a step
+// (100 = 25 x 4): a step of 32 x 4 = 128 elements, starting at 4 tid.
+// VEC-LABEL: hexir.executable @softmax
+// VEC:         llvm.func internal @softmax_impl
+// VEC-DAG:       llvm.mlir.constant(128 : index)
+// VEC-DAG:       llvm.mlir.constant(4 : index)
+// VEC:           llvm.return
 #map = affine_map<(d0, d1) -> (d0, d1)>
 #map1 = affine_map<(d0, d1) -> (d0)>
 hexir.executable @softmax attributes {hexir.dispatch_group = "row_chain"} {
