@@ -895,6 +895,38 @@ TEST_CASE("onnxruntime's contrib ops (com.microsoft) and its default-domain norm
     g.Node("DequantizeLinear", {"yq", "sy", "zy"}, {"y"});
     MatchesOnnxruntime(g, "q_concat", {"2x3x4"});
   }
+  SECTION("QGemm: f32 and uint8 outputs, transB, per-column scales and zero points, an int32 bias, alpha") {
+    auto u8 = [](int v) { return std::string(1, static_cast<char>(v)); };
+    for (bool quantized : {false, true}) {
+      const int64_t k = 12, n = 5;
+      Graph g = MicrosoftModel(17);
+      g.Input("x", {3, k});
+      g.Output("y", {3, n});
+      g.InitF("a_scale", {}, {0.02f});
+      InitBytes(g, "a_zero", {}, ::onnx::TensorProto::UINT8, u8(128));
+      g.Node("QuantizeLinear", {"x", "a_scale", "a_zero"}, {"a"});
+      std::string w;
+      for (int i = 0; i < n * k; ++i) w += static_cast<char>((i * 41 + 9) & 0xFF);
+      InitBytes(g, "b", {n, k}, ::onnx::TensorProto::UINT8, w);  // [N, K]: transB
+      g.InitF("b_scale", {n}, Wave(n, 0.6));
+      std::string zeros;
+      for (int i = 0; i < n; ++i) zeros += static_cast<char>(120 + 3 * i);
+      InitBytes(g, "b_zero", {n}, ::onnx::TensorProto::UINT8, zeros);
+      ShapedI32(g, "bias", {n}, {300, -1200, 45, 7000, -5});
+      std::vector<std::string> ins = {"a", "a_scale", "a_zero", "b", "b_scale", "b_zero", "bias"};
+      if (quantized) {
+        g.InitF("y_scale", {}, {0.011f});
+        InitBytes(g, "y_zero", {}, ::onnx::TensorProto::UINT8, u8(119));
+        ins.push_back("y_scale");
+        ins.push_back("y_zero");
+      }
+      auto* node = MicrosoftNode(g, "QGemm", ins, {quantized ? "yq" : "y"});
+      Graph::AttrI(node, "transB", 1);
+      Graph::AttrF(node, "alpha", 0.5f);
+      if (quantized) g.Node("DequantizeLinear", {"yq", "y_scale", "y_zero"}, {"y"});
+      MatchesOnnxruntime(g, quantized ? "qgemm_u8" : "qgemm_f32", {"3x12"});
+    }
+  }
   SECTION("MatMulNBits: 4 bits with packed zero points and a bias, 8 bits, 2 bits; K not a multiple of the block") {
     for (int bits : {4, 8, 2}) {
       const int64_t k = 40, n = 6, block = 16, blocks = 3, per_byte = 8 / bits, blob = block / per_byte;

@@ -161,6 +161,7 @@ Status LowerQLinearSigmoid(Context& c);
 Status LowerQLinearLeakyRelu(Context& c);
 Status LowerQLinearGlobalAveragePool(Context& c);
 Status LowerQLinearConcat(Context& c);
+Status LowerQGemm(Context& c);
 Status LowerLpNormalization(Context& c);
 Status LowerLRN(Context& c);
 Status LowerMeanVarianceNormalization(Context& c);

@@ -228,6 +228,7 @@ constexpr OpLowering kMicrosoftOpTable[] = {
     {"MatMulIntegerToFloat", 1, kLatest, LowerMatMulIntegerToFloat},
     {"MatMulNBits", 1, kLatest, LowerMatMulNBits},
     {"MultiHeadAttention", 1, kLatest, LowerMultiHeadAttention},
+    {"QGemm", 1, kLatest, LowerQGemm},
     {"QLinearAdd", 1, kLatest, LowerQLinearAdd},
     {"QLinearConcat", 1, kLatest, LowerQLinearConcat},
     {"QLinearGlobalAveragePool", 1, kLatest, LowerQLinearGlobalAveragePool},

@@ -446,4 +446,49 @@ Status LowerQLinearConcat(Context& c) {
   return Status::Ok();
 }
 
+// com.microsoft QGemm: A, a_scale, a_zero_point, B, b_scale, b_zero_point (scalar or per
+// column), C (i32 bias at scale a_scale b_scale, optional), y_scale, y_zero_point (absent: an
+// f32 output); transA, transB, alpha. As onnxruntime: the i32 product of the centred operands
+// plus C, times alpha sa sb (/ sy, rounded half to even, + zy when quantized).
+Status LowerQGemm(Context& c) {
+  Builder& b = c.b;
+  HEXIR_ASSIGN_OR_RETURN(Val& a, c.In(0));
+  HEXIR_ASSIGN_OR_RETURN(Val& bm, c.In(3));
+  if (a.rank() != 2 || bm.rank() != 2) return c.Error("A and B must be 2-D");
+  const bool trans_a = c.AttrI("transA", 0) != 0, trans_b = c.AttrI("transB", 0) != 0;
+  HEXIR_ASSIGN_OR_RETURN(Val ac, Centered(c, a, 2, trans_a ? 1 : 0));
+  HEXIR_ASSIGN_OR_RETURN(Val bc, Centered(c, bm, 5, trans_b ? 0 : 1));
+  if (trans_a) ac = c.Transpose(ac, {1, 0});
+  if (trans_b) bc = c.Transpose(bc, {1, 0});
+  HEXIR_ASSIGN_OR_RETURN(Val acc, c.MatMul(ac, bc));
+  if (c.HasIn(6)) {
+    HEXIR_ASSIGN_OR_RETURN(Val& bias, c.In(6));
+    if (bias.et != "i32") return c.Error("C must be int32");
+    HEXIR_ASSIGN_OR_RETURN(acc, c.Elementwise({&acc, &bias}, "i32", [&](const Args& v) {
+      return b.Bin("", "arith.addi", v[0], v[1], "i32");
+    }));
+  }
+  HEXIR_ASSIGN_OR_RETURN(Val& sa, c.In(1));
+  HEXIR_ASSIGN_OR_RETURN(Val& sb_raw, c.In(4));
+  HEXIR_ASSIGN_OR_RETURN(Val sb, AlongAxis(c, sb_raw, acc, 1));
+  const double alpha = c.AttrF("alpha", 1.0f);
+  if (!c.HasIn(7)) {
+    return c.SetOut(0, c.Elementwise({&acc, &sa, &sb}, "f32", [&](const Args& v) {
+      std::string m = MulF(b, MulF(b, b.ScalarConst("f32", alpha), v[1]), v[2]);
+      return MulF(b, b.Convert(v[0], "i32", "f32"), m);
+    }));
+  }
+  HEXIR_ASSIGN_OR_RETURN(Val& sy, c.In(7));
+  if (!c.HasIn(8)) return c.Error("y_scale needs y_zero_point");
+  HEXIR_ASSIGN_OR_RETURN(Val& zy, c.In(8));
+  HEXIR_ASSIGN_OR_RETURN(Val y, c.Elementwise({&acc, &sa, &sb, &sy, &zy}, zy.et, [&](const Args& v) {
+    std::string m = DivF(b, MulF(b, MulF(b, b.ScalarConst("f32", alpha), v[1]), v[2]), v[3]);
+    return Saturate(b, MulF(b, b.Convert(v[0], "i32", "f32"), m), b.Convert(v[4], zy.et, "f32", zy.is_unsigned), zy.et,
+                    zy.is_unsigned);
+  }));
+  y.is_unsigned = zy.is_unsigned;
+  c.SetOut(0, y);
+  return Status::Ok();
+}
+
 }  // namespace hexir::importers::onnx
