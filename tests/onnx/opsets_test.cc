@@ -528,6 +528,29 @@ std::vector<float> Wave(int n, double step) {
   return v;
 }
 
+TEST_CASE("onnxruntime's attention ops name what they do not take") {
+  // A BERT Attention whose mask is 4 keys wide for 5 tokens; a MultiHeadAttention with packed
+  // QKV (no key): refused at import, naming the node and the reason.
+  Graph g = MicrosoftModel(17);
+  g.Input("x", {2, 5, 32});
+  g.Output("y", {2, 5, 32});
+  g.InitF("weights", {32, 96}, Wave(32 * 96, 0.61));
+  ShapedI32(g, "mask", {2, 4}, std::vector<int32_t>(8, 1));
+  Graph::AttrI(MicrosoftNode(g, "Attention", {"x", "weights", "", "mask"}, {"y"}), "num_heads", 4);
+  auto r = ox::ImportOnnxModel(g.model);
+  REQUIRE(!r.ok());
+  CHECK(r.status().message().find("(op Attention): the key padding mask's extents do not match [batch, total length]") !=
+        std::string::npos);
+  Graph m = MicrosoftModel(17);
+  m.Input("x", {2, 5, 32});
+  m.Output("y", {2, 5, 32});
+  Graph::AttrI(MicrosoftNode(m, "MultiHeadAttention", {"x"}, {"y"}), "num_heads", 4);
+  auto p = ox::ImportOnnxModel(m.model);
+  REQUIRE(!p.ok());
+  CHECK(p.status().message().find("(op MultiHeadAttention): key and value must be given (packed QKV / KV are not supported)") !=
+        std::string::npos);
+}
+
 }  // namespace
 
 TEST_CASE("onnxruntime's contrib ops (com.microsoft) and its default-domain normalizations") {

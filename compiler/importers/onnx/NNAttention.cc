@@ -473,6 +473,12 @@ StatusOr<Val> MaskedAttention(Context& c, Val& q, Val& k, Val& v, double scale, 
         (rank == 1 && !padding->shape[0].dynamic() && !batch.dynamic() && padding->shape[0].v != batch.v))
       return c.Error("the key padding mask must be int32 [batch] (key lengths), [batch, total] or [batch, seq, "
                      "total] (the 2 batch, 3 batch + 2 and 4-D forms are not supported)");
+    // Its extents against the scores' (static ones; a run-time mismatch is a bounds error).
+    auto differ = [](const Dim& a, const Dim& b) { return !a.dynamic() && !b.dynamic() && a.v != b.v; };
+    if ((rank == 2 && differ(padding->shape[1], total)) ||
+        (rank == 3 && (differ(padding->shape[1], seq) || differ(padding->shape[2], total))))
+      return c.Error("the key padding mask's extents do not match [batch, " + std::string(rank == 3 ? "seq, " : "") +
+                     "total length]");
     c.Mat(*padding);
   }
   if (mask.padding || mask.causal) {
