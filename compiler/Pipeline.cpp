@@ -239,7 +239,7 @@ mlir::LogicalResult BuildPipeline(mlir::OpPassManager& pm, const CompileOptions&
     // fits the block's threads a few steps each and the temporaries fit shared memory.
     // Each level: 128 steps for each thread of the block (stories260K's largest level, w1 +
     // w3, is 2 x 172 x 64 = 22016); temporaries within the 48 KiB of static shared memory
-    // (the lowering's own limit, kMaxBlockLevelsSharedBytes in CUDABlockLevels.cpp).
+    // (the lowering's own limit, kMaxBlockLevelsSharedBytes in CUDABlockLevels.h).
     // A norm too wide to recompute is one such block too, its sum and its scaling: one kernel
     // instead of two. Default 16384: measured on the H200 (200 tokens, 3 alternating rounds)
     // random768's 768 gained (0.95x); TinyLlama's 2048 as one block of 1024 threads with the

@@ -48,9 +48,6 @@ using namespace mlir;
 // The kind hexir-group-small-projections gives its groups (kDispatchGroupAttr: its region and
 // executable carry it), as "decode_attention" for CUDADecodeAttention.h.
 constexpr char kSmallLayerGroupKind[] = "small_layer";
-// Shared memory one block may use for a group's temporaries (the static limit without opt-in;
-// hexir-compile groups only within it, compiler/Pipeline.cpp).
-constexpr int64_t kMaxBlockLevelsSharedBytes = 48 * 1024;
 
 const char kBlockLevelsAttr[] = "hexir.cuda.block_levels";
 

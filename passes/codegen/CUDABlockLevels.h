@@ -11,6 +11,10 @@
 
 namespace hexir::cuda {
 
+// Shared memory one block may use for a group's temporaries (the static limit without opt-in;
+// hexir-compile groups only within it, compiler/Pipeline.cpp; row chains too, CUDARowChains.cpp).
+inline constexpr int64_t kMaxBlockLevelsSharedBytes = 48 * 1024;
+
 // The kernel attribute (unit) of a kernel lowered by LowerBlockLevels.
 extern const char kBlockLevelsAttr[];
 

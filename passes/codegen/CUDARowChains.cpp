@@ -15,6 +15,7 @@
 #include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "passes/codegen/CPURowChains.h"
+#include "passes/codegen/CUDABlockLevels.h"
 #include "passes/codegen/CUDAWarpReduce.h"
 #include "passes/codegen/KernelLoweringUtils.h"
 
@@ -25,9 +26,9 @@ namespace {
 
 // Elements each thread of a row's block takes.
 constexpr int64_t kElementsPerThread = 8;
-// Temporaries a row's block may keep in shared memory (CUDABlockLevels.cpp's static limit, 48
-// KiB, less room for the reductions' partials).
-constexpr int64_t kMaxTemporaryBytes = 40 * 1024;
+// Temporaries a row's block may keep in shared memory: the one-block lowering's limit less room
+// for the reductions' partials.
+constexpr int64_t kMaxTemporaryBytes = kMaxBlockLevelsSharedBytes - 8 * 1024;
 
 // Step 1: all-parallel generics fused into the generics reading them, until none is left that
 // another generic reads (linalg::fuseElementwiseOps one operand at a time; the readers keep

@@ -252,15 +252,12 @@ Status LowerEmbedLayerNormalization(Context& c) {
     if (c.HasIn(7)) {
       HEXIR_ASSIGN_OR_RETURN(Val& mask, c.In(7));
       if (mask.rank() != 2 || (mask.et != "i32" && mask.et != "i64")) return c.Error("mask must be int32 [batch, seq]");
-      // Each batch's nonzero entries: a 0/1 f32 row times ones (exact below 2^24 tokens).
-      HEXIR_ASSIGN_OR_RETURN(Val ones01, c.Elementwise({&mask}, "f32", [&](const Args& a) {
+      // Each batch's nonzero entries: the i32 sum of a 0/1 row.
+      HEXIR_ASSIGN_OR_RETURN(Val ones01, c.Elementwise({&mask}, "i32", [&](const Args& a) {
         std::string nonzero = b.Cmp("", "ne", a[0], b.ScalarConst(mask.et, 0), mask.et);
-        return b.Select(nonzero, b.ScalarConst("f32", 1), b.ScalarConst("f32", 0), "f32");
+        return b.Select(nonzero, b.ScalarConst("i32", 1), b.ScalarConst("i32", 0), "i32");
       }));
-      Val ones = b.Tabulate({mask.shape[1], Dim::Static(1)}, "f32", [&](std::vector<std::string>) { return b.ScalarConst("f32", 1); });
-      HEXIR_ASSIGN_OR_RETURN(Val sums, c.MatMul(ones01, ones));
-      HEXIR_ASSIGN_OR_RETURN(Val flat, c.ReshapeTo(sums, {mask.shape[0]}));
-      HEXIR_ASSIGN_OR_RETURN(count, c.Elementwise({&flat}, "i32", [&](const Args& a) { return b.Convert(a[0], "f32", "i32"); }));
+      HEXIR_ASSIGN_OR_RETURN(count, c.Reduce(ones01, {1}, false, "sum"));
     }
     c.SetOut(1, count);
   }

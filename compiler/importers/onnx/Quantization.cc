@@ -44,23 +44,30 @@ std::string Saturate(Builder& b, const std::string& f, const std::string& zp_f, 
   return b.Convert(r, "f32", et, false, is_unsigned);
 }
 
-// x - zp in i32 (zp absent: x extended), zp broadcast along `axis` of x when 1-D.
-StatusOr<Val> Centered(Context& c, Val& x, int zp_input, int64_t axis) {
+// x - zp in i32 (zp null: x extended), zp broadcast along `axis` of x when 1-D.
+StatusOr<Val> CenteredBy(Context& c, Val& x, Val* zp_in, int64_t axis) {
   Builder& b = c.b;
-  if (!c.HasIn(zp_input)) {
+  if (!zp_in) {
     return c.Elementwise({&x}, "i32", [&](const Args& a) { return b.Convert(a[0], x.et, "i32", x.is_unsigned); });
   }
-  HEXIR_ASSIGN_OR_RETURN(Val& zp_in, c.In(zp_input));
-  HEXIR_ASSIGN_OR_RETURN(Val zp, AlongAxis(c, zp_in, x, axis));
+  HEXIR_ASSIGN_OR_RETURN(Val zp, AlongAxis(c, *zp_in, x, axis));
   return c.Elementwise({&x, &zp}, "i32", [&](const Args& a) {
     return b.Bin("", "arith.subi", b.Convert(a[0], x.et, "i32", x.is_unsigned),
                  b.Convert(a[1], zp.et, "i32", zp.is_unsigned), "i32");
   });
 }
 
-// y = saturate(roundeven(acc * multiplier) + y_zp) with multiplier = sa * sb / sy; sb may be
-// per output channel (1-D along `axis` of acc).
-StatusOr<Val> Requantize(Context& c, Val& acc, int sa_in, int sb_in, int64_t axis, int sy_in, int zy_in) {
+// CenteredBy with the zero point at node input `zp_input` (absent: none).
+StatusOr<Val> Centered(Context& c, Val& x, int zp_input, int64_t axis) {
+  if (!c.HasIn(zp_input)) return CenteredBy(c, x, nullptr, axis);
+  HEXIR_ASSIGN_OR_RETURN(Val& zp, c.In(zp_input));
+  return CenteredBy(c, x, &zp, axis);
+}
+
+// y = saturate(roundeven(acc * multiplier) + y_zp) with multiplier = sa * sb / sy (alpha sa sb /
+// sy when alpha is not 1: QGemm); sb may be per output channel (1-D along `axis` of acc).
+StatusOr<Val> Requantize(Context& c, Val& acc, int sa_in, int sb_in, int64_t axis, int sy_in, int zy_in,
+                         double alpha = 1) {
   Builder& b = c.b;
   HEXIR_ASSIGN_OR_RETURN(Val& sa, c.In(sa_in));
   HEXIR_ASSIGN_OR_RETURN(Val& sb_raw, c.In(sb_in));
@@ -70,7 +77,8 @@ StatusOr<Val> Requantize(Context& c, Val& acc, int sa_in, int sb_in, int64_t axi
   std::string et = zy.et;
   bool u = zy.is_unsigned;
   HEXIR_ASSIGN_OR_RETURN(Val r, c.Elementwise({&acc, &sa, &sb, &sy, &zy}, et, [&](const Args& a) {
-    std::string m = b.Bin("arith.divf", "", b.Bin("arith.mulf", "", a[1], a[2], "f32"), a[3], "f32");
+    std::string sa = alpha == 1 ? a[1] : b.Bin("arith.mulf", "", b.ScalarConst("f32", alpha), a[1], "f32");
+    std::string m = b.Bin("arith.divf", "", b.Bin("arith.mulf", "", sa, a[2], "f32"), a[3], "f32");
     std::string f = b.Bin("arith.mulf", "", b.Convert(a[0], "i32", "f32"), m, "f32");
     return Saturate(b, f, b.Convert(a[4], et, "f32", u), et, u);
   }));
@@ -122,12 +130,10 @@ Status LowerDequantizeLinear(Context& c) {
   }));
 }
 
-// uint8 y, f32 scale, uint8 zero point from the range [min(x, 0), max(x, 0)]:
-// scale = (max - min) / 255, zp = saturate(roundeven(-min / scale)).
 namespace {
 
-// x (f32) as uint8 with one scale and zero point from its range (0 included), as
-// DynamicQuantizeLinear computes them.
+// x (f32) as uint8 y, f32 scale and uint8 zero point from the range [min(x, 0), max(x, 0)]:
+// scale = (max - min) / 255, zp = saturate(roundeven(-min / scale)) (DynamicQuantizeLinear).
 struct DynamicQuantized {
   Val y, scale, zp;
 };
@@ -215,17 +221,19 @@ Status LowerQLinearConv(Context& c) {
 namespace {
 
 // The i32 product `acc` [.., N] back to f32 as onnxruntime's contrib kernels do: acc * (a_scale
-// * b_scale) (b_scale scalar or per column), + bias [N] (input `bias_in`, optional).
-StatusOr<Val> DequantizedProduct(Context& c, Val& acc, Val& a_scale, int b_scale_in, int bias_in) {
+// * b_scale) (alpha a_scale b_scale when alpha is not 1: QGemm; b_scale scalar or per column),
+// + bias [N] (input `bias_in`, optional; -1: none).
+StatusOr<Val> DequantizedProduct(Context& c, Val& acc, Val& a_scale, int b_scale_in, int bias_in, double alpha = 1) {
   Builder& b = c.b;
   HEXIR_ASSIGN_OR_RETURN(Val& sb_raw, c.In(b_scale_in));
   if (a_scale.et != "f32" || sb_raw.et != "f32") return c.Error("the scales must be f32");
   HEXIR_ASSIGN_OR_RETURN(Val sb, AlongAxis(c, sb_raw, acc, acc.rank() - 1));
   HEXIR_ASSIGN_OR_RETURN(Val y, c.Elementwise({&acc, &a_scale, &sb}, "f32", [&](const Args& a) {
-    std::string m = b.Bin("arith.mulf", "", a[1], a[2], "f32");
+    std::string sa = alpha == 1 ? a[1] : b.Bin("arith.mulf", "", b.ScalarConst("f32", alpha), a[1], "f32");
+    std::string m = b.Bin("arith.mulf", "", sa, a[2], "f32");
     return b.Bin("arith.mulf", "", b.Convert(a[0], "i32", "f32"), m, "f32");
   }));
-  if (!c.HasIn(bias_in)) return y;
+  if (bias_in < 0 || !c.HasIn(bias_in)) return y;
   HEXIR_ASSIGN_OR_RETURN(Val& bias, c.In(bias_in));
   if (bias.et != "f32") return c.Error("bias must be f32");
   return c.Elementwise({&y, &bias}, "f32", [&](const Args& a) { return b.Bin("arith.addf", "", a[0], a[1], "f32"); });
@@ -251,16 +259,10 @@ Status LowerMatMulIntegerToFloat(Context& c) {
 // quantized as DynamicQuantizeLinear does (uint8, its scale and zero point), then as
 // MatMulIntegerToFloat.
 Status LowerDynamicQuantizeMatMul(Context& c) {
-  Builder& b = c.b;
   HEXIR_ASSIGN_OR_RETURN(Val& a, c.In(0));
   HEXIR_ASSIGN_OR_RETURN(Val& bm, c.In(1));
   HEXIR_ASSIGN_OR_RETURN(DynamicQuantized q, QuantizeDynamically(c, a));
-  Val& aq = q.y;
-  Val& zp = q.zp;
-  HEXIR_ASSIGN_OR_RETURN(Val ac, c.Elementwise({&aq, &zp}, "i32", [&](const Args& v) {
-    return b.Bin("", "arith.subi", b.Convert(v[0], aq.et, "i32", aq.is_unsigned), b.Convert(v[1], zp.et, "i32", zp.is_unsigned),
-                 "i32");
-  }));
+  HEXIR_ASSIGN_OR_RETURN(Val ac, CenteredBy(c, q.y, &q.zp, 0));
   HEXIR_ASSIGN_OR_RETURN(Val bc, Centered(c, bm, 3, bm.rank() - 1));
   HEXIR_ASSIGN_OR_RETURN(Val acc, c.MatMul(ac, bc));
   return c.SetOut(0, DequantizedProduct(c, acc, q.scale, 2, 4));
@@ -334,9 +336,8 @@ std::string AddF(Builder& b, const std::string& x, const std::string& y) { retur
 std::string SubF(Builder& b, const std::string& x, const std::string& y) { return b.Bin("arith.subf", "", x, y, "f32"); }
 std::string DivF(Builder& b, const std::string& x, const std::string& y) { return b.Bin("arith.divf", "", x, y, "f32"); }
 
-// round-half-even(y) + zp as the lookup-table kernels form it (QLinearSigmoid, QLinearLeakyRelu):
-// the zero point added after rounding, so the value passed on is y itself with zp added
-// exactly only where y is integral; returned as roundeven(y) + zp for Saturate's own rounding.
+// roundeven(y) + zp: the zero point added after rounding, as onnxruntime's lookup-table kernels
+// (QLinearSigmoid, QLinearLeakyRelu) do (an integral value: Saturate's own rounding keeps it).
 std::string RoundedThenOffset(Builder& b, const std::string& y, const std::string& zp) {
   return AddF(b, b.Op1("math.roundeven", y, "f32"), zp);
 }
@@ -468,27 +469,13 @@ Status LowerQGemm(Context& c) {
       return b.Bin("", "arith.addi", v[0], v[1], "i32");
     }));
   }
-  HEXIR_ASSIGN_OR_RETURN(Val& sa, c.In(1));
-  HEXIR_ASSIGN_OR_RETURN(Val& sb_raw, c.In(4));
-  HEXIR_ASSIGN_OR_RETURN(Val sb, AlongAxis(c, sb_raw, acc, 1));
   const double alpha = c.AttrF("alpha", 1.0f);
   if (!c.HasIn(7)) {
-    return c.SetOut(0, c.Elementwise({&acc, &sa, &sb}, "f32", [&](const Args& v) {
-      std::string m = MulF(b, MulF(b, b.ScalarConst("f32", alpha), v[1]), v[2]);
-      return MulF(b, b.Convert(v[0], "i32", "f32"), m);
-    }));
+    HEXIR_ASSIGN_OR_RETURN(Val& sa, c.In(1));
+    return c.SetOut(0, DequantizedProduct(c, acc, sa, 4, -1, alpha));
   }
-  HEXIR_ASSIGN_OR_RETURN(Val& sy, c.In(7));
   if (!c.HasIn(8)) return c.Error("y_scale needs y_zero_point");
-  HEXIR_ASSIGN_OR_RETURN(Val& zy, c.In(8));
-  HEXIR_ASSIGN_OR_RETURN(Val y, c.Elementwise({&acc, &sa, &sb, &sy, &zy}, zy.et, [&](const Args& v) {
-    std::string m = DivF(b, MulF(b, MulF(b, b.ScalarConst("f32", alpha), v[1]), v[2]), v[3]);
-    return Saturate(b, MulF(b, b.Convert(v[0], "i32", "f32"), m), b.Convert(v[4], zy.et, "f32", zy.is_unsigned), zy.et,
-                    zy.is_unsigned);
-  }));
-  y.is_unsigned = zy.is_unsigned;
-  c.SetOut(0, y);
-  return Status::Ok();
+  return c.SetOut(0, Requantize(c, acc, 1, 4, 1, 7, 8, alpha));
 }
 
 }  // namespace hexir::importers::onnx
